@@ -1,0 +1,62 @@
+// Requests that observe or unwind: attaching another waiter to a live
+// execution, and unwinding a submission the offload refused (its queue was
+// full) exactly as the seeds' `rescue` branches do: nothing was submitted,
+// so what the submitting decision reserved is given back.
+
+import {
+  AdmissionState, EffectKind, MessageKind, Phase, ResultCode, SetupFailure, Submission, SubmissionLimit,
+} from "../abi";
+import { agentAdmission, agentOwnerToken, checkAgent, releaseAdmission, setAgentAdmission } from "../agent-table";
+import { emit } from "../effects";
+import { checkExecution, executionAgent, executionPhase, executionSession } from "../execution-table";
+import { dropStale, failRequest, registerWaiter, releaseExecution, requireRecovery } from "./shared";
+
+export function applyAttachWaiter(exec: u32, generation: u32, request: u32): i32 {
+  const check = checkExecution(exec, generation);
+  if (check != ResultCode.Ok) return failRequest(request, check);
+  registerWaiter(exec, request);
+  return ResultCode.Ok;
+}
+
+export function applySubmissionRefused(submission: u32, slot: u32, generation: u32, tokenOrSession: u32, request: u32): i32 {
+  const kind = MessageKind.SubmissionRefused;
+  if (submission == Submission.None || submission >= <u32>SubmissionLimit.End) return dropStale(kind, ResultCode.ArgumentOutOfRange);
+  if (submission == Submission.Prepare) return refusePrepare(slot, generation, tokenOrSession, request);
+
+  const check = checkExecution(slot, generation);
+  if (check != ResultCode.Ok) return dropStale(kind, check);
+  if (submission == Submission.ApprovalCommit) {
+    if (agentAdmission(executionAgent(slot)) != AdmissionState.Resuming) return dropStale(kind, ResultCode.AdmissionStateMustMatch);
+    setAgentAdmission(executionAgent(slot), AdmissionState.Suspended);
+    failRequest(request, ResultCode.OffloadFull);
+    return ResultCode.Ok;
+  }
+  if (executionSession(slot) != tokenOrSession) return dropStale(kind, ResultCode.SessionMustMatch);
+  if (submission == Submission.PreparationRecovery) {
+    failRequest(request, ResultCode.OffloadFull);
+    releaseExecution(slot);
+    return ResultCode.Ok;
+  }
+  const phase = executionPhase(slot);
+  if (submission == Submission.TerminalCommit) {
+    if (phase != Phase.Terminal) return dropStale(kind, ResultCode.PhaseMustMatch);
+    requireRecovery(slot, ResultCode.OffloadFull);
+    return ResultCode.Ok;
+  }
+  const provider = submission == Submission.ProviderBarrier;
+  if (phase != (provider ? Phase.CallingLlm : Phase.DispatchingTools)) return dropStale(kind, ResultCode.PhaseMustMatch);
+  emit(EffectKind.SetupFailed, slot, tokenOrSession, provider ? SetupFailure.Provider : SetupFailure.Tool);
+  return ResultCode.Ok;
+}
+
+function refusePrepare(agent: u32, generation: u32, token: u32, request: u32): i32 {
+  const kind = MessageKind.SubmissionRefused;
+  const check = checkAgent(agent, generation);
+  if (check != ResultCode.Ok) return dropStale(kind, check);
+  if (agentAdmission(agent) != AdmissionState.Admitting || agentOwnerToken(agent) != token) {
+    return dropStale(kind, ResultCode.OwnerTokenMustMatch);
+  }
+  releaseAdmission(agent);
+  failRequest(request, ResultCode.OffloadFull);
+  return ResultCode.Ok;
+}

@@ -1,0 +1,99 @@
+// State and helpers every decision shares: the runtime's draining flag, the
+// owner-token and session counters, and the compound steps the contract
+// names (docs/core.md, "Helpers"): require recovery, begin terminal commit,
+// finish execution, register waiter.
+
+import {
+  AdmissionState, EffectKind, ExecutionStatus, Limit, RecoveryScope, ResultCode,
+} from "../abi";
+import { nextGeneration, releaseAdmission, setAgentAdmission } from "../agent-table";
+import { emit } from "../effects";
+import {
+  executionAgent, executionGeneration, executionRevision, executionSession, executionWaiters,
+  freeExecution, setExecutionStatus, setExecutionWaiters,
+} from "../execution-table";
+
+/** 1 while the environment drains for shutdown: admissions refused,
+ * completions still accepted. */
+export let draining: u32 = 0;
+export let nextOwnerToken: u32 = 1;
+export let nextSession: u32 = 1;
+
+export function resetShared(): void {
+  draining = 0;
+  nextOwnerToken = 1;
+  nextSession = 1;
+}
+
+export function setDraining(on: u32): void {
+  draining = on;
+}
+
+export function mintOwnerToken(): u32 {
+  const token = nextOwnerToken;
+  nextOwnerToken = nextGeneration(token);
+  return token;
+}
+
+export function mintSession(): u32 {
+  const session = nextSession;
+  nextSession = nextGeneration(session);
+  return session;
+}
+
+/** True for the 0/1 flags messages carry. */
+@inline export function isFlag(value: u32): bool {
+  return value <= 1;
+}
+
+/** The execution's agent admission becomes `recovery_required`; the host
+ * warns and rejects every waiter. The record stays for inspection. */
+export function requireRecovery(exec: u32, code: i32): void {
+  setAgentAdmission(executionAgent(exec), AdmissionState.RecoveryRequired);
+  emit(EffectKind.RecoveryRequired, exec, RecoveryScope.Execution, code);
+  emit(EffectKind.FailWaiters, exec, code);
+  setExecutionWaiters(exec, 0);
+}
+
+export function beginTerminalCommit(exec: u32): void {
+  setAgentAdmission(executionAgent(exec), AdmissionState.Terminalizing);
+  emit(EffectKind.SubmitTerminalCommit, exec, executionSession(exec), executionRevision(exec));
+}
+
+/** Delivers a terminal outcome, then gives the agent and the slot back. */
+export function finishExecution(exec: u32, outcome: u32): void {
+  setExecutionStatus(exec, ExecutionStatus.Terminal);
+  emit(EffectKind.DeliverOutcome, exec, outcome);
+  releaseExecution(exec);
+}
+
+/** Releases the admission and frees the slot; the host frees its side
+ * tables on `ReleaseExecution`. */
+export function releaseExecution(exec: u32): void {
+  const generation = executionGeneration(exec);
+  releaseAdmission(executionAgent(exec));
+  freeExecution(exec);
+  emit(EffectKind.ReleaseExecution, exec, generation);
+}
+
+export function registerWaiter(exec: u32, request: u32): void {
+  const waiters = executionWaiters(exec);
+  if (waiters >= <u32>Limit.WaitersMax) {
+    emit(EffectKind.FailRequest, request, ResultCode.WaitersFull);
+    return;
+  }
+  setExecutionWaiters(exec, waiters + 1);
+  emit(EffectKind.RegisterWaiter, exec, request);
+}
+
+/** Refusal of a result message: log it, change nothing. */
+export function dropStale(kind: u32, code: i32): i32 {
+  emit(EffectKind.DropStale, kind, code);
+  return code;
+}
+
+/** Refusal of a request: settle it with the typed error of `code`. */
+export function failRequest(request: u32, code: i32): i32 {
+  emit(EffectKind.FailRequest, request, code);
+  return code;
+}

@@ -1,0 +1,100 @@
+// The core's exports: `init` once, then `apply` for every control message.
+// Integers in, a result code out, effects in the effect buffer (see
+// docs/core.md for every decision). The remaining exports describe where the
+// tables live so the host can read them through typed views; the host never
+// writes core memory.
+//
+// The core is deterministic and does no I/O: the same message sequence
+// always yields the same codes, effects and tables. It never traps on host
+// input: every slot, generation and enum is checked and refused with a code.
+
+import { Limit, MessageKind, ResultCode } from "./abi";
+import { resetAgentTable, agentSlotsUsed, admittingAgents } from "./agent-table";
+import { clearEffects } from "./effects";
+import { executionSlotsUsed, liveExecutions, resetExecutionTable } from "./execution-table";
+import {
+  agentTable, effectBuffer, executionCapacity, executionTable, layoutRegions,
+} from "./memory-layout";
+import { fsmNext, continuationResumePhase } from "./fsm";
+import { applyCloseAgent, applyPurgeAgent, applyRegisterAgent, applySetDraining } from "./decisions/agents";
+import { applyResume, applyResumeCommitReady } from "./decisions/approval";
+import {
+  applyCancelRequested, applyOperationSettled, applyProviderDispatchReady, applySessionEvent,
+  applyToolDispatchReady,
+} from "./decisions/dispatch";
+import {
+  applyContinueRecovered, applyInitialPreparationRecoveryReady, applyRecoverPreparation,
+  applyRecoveryInstall,
+} from "./decisions/recovery";
+import { applyAttachWaiter, applySubmissionRefused } from "./decisions/requests";
+import { draining, nextOwnerToken, nextSession, resetShared } from "./decisions/shared";
+import { applyInitialPreparationReady, applyStart } from "./decisions/start";
+import { applyDeferredTerminal, applySessionFinished, applyTerminalCommitReady } from "./decisions/terminal";
+
+let initialized = false;
+
+/** Sizes the tables. Call once per instance; a second call, or a limit out
+ * of range, is refused. */
+export function init(agentsMax: u32, executionsMax: u32): i32 {
+  if (initialized) return ResultCode.ArgumentOutOfRange;
+  if (agentsMax == 0 || agentsMax > <u32>Limit.AgentsMaxCeiling) return ResultCode.ArgumentOutOfRange;
+  if (executionsMax == 0 || executionsMax > <u32>Limit.ExecutionsMaxCeiling) return ResultCode.ArgumentOutOfRange;
+  if (!layoutRegions(agentsMax, executionsMax)) return ResultCode.AgentsFull;
+  resetAgentTable(agentsMax);
+  resetExecutionTable(executionsMax);
+  resetShared();
+  clearEffects();
+  initialized = true;
+  return ResultCode.Ok;
+}
+
+/** Applies one control message. Arguments a..g are the message's fields in
+ * the order docs/core.md gives; unused ones are ignored. */
+export function apply(kind: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, g: u32): i32 {
+  if (!initialized) return ResultCode.MessageKindUnknown;
+  clearEffects();
+  switch (kind) {
+    case MessageKind.RegisterAgent: return applyRegisterAgent(a);
+    case MessageKind.CloseAgent: return applyCloseAgent(a, b);
+    case MessageKind.PurgeAgent: return applyPurgeAgent(a, b);
+    case MessageKind.Start: return applyStart(a, b, c, d);
+    case MessageKind.InitialPreparationReady: return applyInitialPreparationReady(a, b, c, d, e, f, g);
+    case MessageKind.ProviderDispatchReady: return applyProviderDispatchReady(a, b, c, d, e, f);
+    case MessageKind.ToolDispatchReady: return applyToolDispatchReady(a, b, c, d, e, f, g);
+    case MessageKind.SessionEvent: return applySessionEvent(a, b, c, d);
+    case MessageKind.OperationSettled: return applyOperationSettled(a, b);
+    case MessageKind.SessionFinished: return applySessionFinished(a, b, c, d);
+    case MessageKind.DeferredTerminal: return applyDeferredTerminal(a, b, c);
+    case MessageKind.TerminalCommitReady: return applyTerminalCommitReady(a, b, c, d, e, f);
+    case MessageKind.Resume: return applyResume(a, b, c, d, e, f);
+    case MessageKind.ResumeCommitReady: return applyResumeCommitReady(a, b, c, d, e, f, g);
+    case MessageKind.RecoveryInstall: return applyRecoveryInstall(a, b, c, d, e, f, g);
+    case MessageKind.RecoverPreparation: return applyRecoverPreparation(a, b, c, d);
+    case MessageKind.InitialPreparationRecoveryReady: return applyInitialPreparationRecoveryReady(a, b, c, d, e, f, g);
+    case MessageKind.ContinueRecovered: return applyContinueRecovered(a, b, c, d, e, f);
+    case MessageKind.CancelRequested: return applyCancelRequested(a, b);
+    case MessageKind.AttachWaiter: return applyAttachWaiter(a, b, c);
+    case MessageKind.SubmissionRefused: return applySubmissionRefused(a, b, c, d, e);
+    case MessageKind.SetDraining: return applySetDraining(a);
+    default: return ResultCode.MessageKindUnknown;
+  }
+}
+
+// -- where the host reads -------------------------------------------------------
+
+export function effectBufferPointer(): usize { return effectBuffer; }
+export function agentTablePointer(): usize { return agentTable; }
+export function executionTablePointer(): usize { return executionTable; }
+export function executionTableCapacity(): u32 { return executionCapacity; }
+export function agentHighWater(): u32 { return agentSlotsUsed(); }
+export function executionHighWater(): u32 { return executionSlotsUsed(); }
+export function liveExecutionCount(): u32 { return liveExecutions; }
+export function admittingAgentCount(): u32 { return admittingAgents; }
+export function isDraining(): u32 { return draining; }
+export function nextOwnerTokenValue(): u32 { return nextOwnerToken; }
+export function nextSessionValue(): u32 { return nextSession; }
+
+/** The FSM table, for docs/fsm.md and the exhaustive table test. */
+export function fsmTransition(phase: u32, event: u32): u32 { return fsmNext(phase, event); }
+/** The continuation table, for the same. */
+export function continuationPhase(continuation: u32, phase: u32): u32 { return continuationResumePhase(continuation, phase); }

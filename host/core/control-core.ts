@@ -1,0 +1,177 @@
+// The typed facade over one core.wasm instance: `apply` calls the export
+// directly and the effects are read back through a typed view of the core's
+// memory, derived from the layout constants in assembly/abi.ts. The host
+// never writes core memory.
+
+import {
+  AgentLifecycle, AgentRecord, EffectLayout, ExecutionRecord, Limit, ResultCode,
+} from "../../assembly/abi.js";
+import { instantiateCore, type CoreExports } from "./core-exports.js";
+import { decodeEffect, type CoreEffect } from "./effects.js";
+import { loadCoreModule } from "./load-core.js";
+import type {
+  AgentRecordView, ControlMachine, CoreLimits, CoreSnapshot, ExecutionRecordView,
+} from "./machine.js";
+
+export const DEFAULT_CORE_LIMITS: CoreLimits = {
+  agentsMax: Limit.AgentsMaxDefault,
+  executionsMax: Limit.ExecutionsMaxDefault,
+};
+
+export class CoreLimitError extends Error {
+  readonly code = "INVALID_INPUT";
+  constructor(limits: CoreLimits) {
+    super(
+      `phronomy core: limits out of range (agentsMax ${limits.agentsMax}, executionsMax ${limits.executionsMax}); ` +
+      `use 1..${Limit.AgentsMaxCeiling} agents and 1..${Limit.ExecutionsMaxCeiling} executions`,
+    );
+    this.name = "CoreLimitError";
+  }
+}
+
+export class ControlCore implements ControlMachine {
+  readonly limits: CoreLimits;
+  private readonly exports: CoreExports;
+  private readonly effectBase: number;
+  private words: Uint32Array;
+
+  /** Creates a core with its own instance. Pass a compiled module to share
+   * compilation between environments. */
+  static async create(limits: Partial<CoreLimits> = {}, module?: WebAssembly.Module): Promise<ControlCore> {
+    return new ControlCore(module ?? (await loadCoreModule()), { ...DEFAULT_CORE_LIMITS, ...limits });
+  }
+
+  constructor(module: WebAssembly.Module, limits: CoreLimits) {
+    const valid = Number.isInteger(limits.agentsMax) && Number.isInteger(limits.executionsMax) &&
+      limits.agentsMax >= 1 && limits.agentsMax <= Limit.AgentsMaxCeiling &&
+      limits.executionsMax >= 1 && limits.executionsMax <= Limit.ExecutionsMaxCeiling;
+    if (!valid) throw new CoreLimitError(limits);
+    this.limits = limits;
+    this.exports = instantiateCore(module);
+    const code = this.exports.init(limits.agentsMax, limits.executionsMax);
+    if (code !== ResultCode.Ok) throw new CoreLimitError(limits);
+    this.effectBase = this.exports.effectBufferPointer() >>> 2;
+    this.words = new Uint32Array(this.exports.memory.buffer);
+  }
+
+  /** Applies one control message; the effects are then readable until the
+   * next apply. Arguments are truncated to unsigned 32 bits by WebAssembly. */
+  apply(kind: number, a = 0, b = 0, c = 0, d = 0, e = 0, f = 0, g = 0): number {
+    return this.exports.apply(kind, a, b, c, d, e, f, g);
+  }
+
+  /** Effects of the last apply. */
+  get effectCount(): number {
+    return this.view()[this.effectBase + EffectLayout.CountOffset]!;
+  }
+
+  /** The word `word` (0 = kind, 1..4 = a..d) of effect `index`. Reading
+   * single words avoids allocating on the hot path. */
+  effectWord(index: number, word: number): number {
+    return this.view()[this.effectBase + 1 + index * EffectLayout.Words + word]!;
+  }
+
+  effect(index: number): CoreEffect {
+    const base = this.effectBase + 1 + index * EffectLayout.Words;
+    const view = this.view();
+    return decodeEffect(view[base]!, view[base + 1]!, view[base + 2]!, view[base + 3]!, view[base + 4]!);
+  }
+
+  effects(): CoreEffect[] {
+    const count = this.effectCount;
+    const effects: CoreEffect[] = [];
+    for (let index = 0; index < count; index += 1) effects.push(this.effect(index));
+    return effects;
+  }
+
+  effectWords(): number[] {
+    const count = this.effectCount;
+    const start = this.effectBase + 1;
+    return Array.from(this.view().subarray(start, start + count * EffectLayout.Words));
+  }
+
+  snapshot(): CoreSnapshot {
+    const memory = new DataView(this.exports.memory.buffer);
+    const agents: AgentRecordView[] = [];
+    const agentBase = this.exports.agentTablePointer();
+    for (let slot = 0; slot < this.exports.agentHighWater(); slot += 1) {
+      agents.push(readAgent(memory, agentBase + slot * AgentRecord.Size, slot));
+    }
+    const executions: ExecutionRecordView[] = [];
+    const executionBase = this.exports.executionTablePointer();
+    for (let slot = 0; slot < this.exports.executionHighWater(); slot += 1) {
+      executions.push(readExecution(memory, executionBase + slot * ExecutionRecord.Size, slot));
+    }
+    return {
+      draining: this.exports.isDraining(),
+      nextOwnerToken: this.exports.nextOwnerTokenValue() >>> 0,
+      nextSession: this.exports.nextSessionValue() >>> 0,
+      admittingAgents: this.exports.admittingAgentCount(),
+      liveExecutions: this.exports.liveExecutionCount(),
+      agents,
+      executions,
+    };
+  }
+
+  /** Bytes of linear memory the core holds now. */
+  get memoryBytes(): number {
+    return this.exports.memory.buffer.byteLength;
+  }
+
+  get liveExecutions(): number {
+    return this.exports.liveExecutionCount();
+  }
+
+  /** The FSM table entry for `(phase, event)`; 0 when undefined. */
+  fsmTransition(phase: number, event: number): number {
+    return this.exports.fsmTransition(phase, event);
+  }
+
+  /** The continuation table entry; 0 when the continuation is invalid. */
+  continuationPhase(continuation: number, phase: number): number {
+    return this.exports.continuationPhase(continuation, phase);
+  }
+
+  /** The memory view, renewed after the core grew its memory (growing
+   * detaches the old buffer, which then reads as length 0). */
+  private view(): Uint32Array {
+    if (this.words.length === 0) this.words = new Uint32Array(this.exports.memory.buffer);
+    return this.words;
+  }
+}
+
+function readAgent(memory: DataView, at: number, slot: number): AgentRecordView {
+  const generation = memory.getUint32(at + AgentRecord.Generation, true);
+  const lifecycle = memory.getUint8(at + AgentRecord.Lifecycle);
+  if (lifecycle === AgentLifecycle.Free) {
+    return { slot, ownerToken: 0, executionSlotPlusOne: 0, generation, admissionState: 0, lifecycle };
+  }
+  return {
+    slot,
+    ownerToken: memory.getUint32(at + AgentRecord.OwnerToken, true),
+    executionSlotPlusOne: memory.getUint32(at + AgentRecord.ExecutionSlotPlusOne, true),
+    generation,
+    admissionState: memory.getUint8(at + AgentRecord.AdmissionState),
+    lifecycle,
+  };
+}
+
+function readExecution(memory: DataView, at: number, slot: number): ExecutionRecordView {
+  const generation = memory.getUint32(at + ExecutionRecord.Generation, true);
+  const agentSlotPlusOne = memory.getUint32(at + ExecutionRecord.AgentSlotPlusOne, true);
+  if (agentSlotPlusOne === 0) {
+    return { slot, agentSlotPlusOne, revision: 0, session: 0, generation, waiters: 0, inFlight: 0, status: 0, phase: 0, flags: 0 };
+  }
+  return {
+    slot,
+    agentSlotPlusOne,
+    revision: memory.getUint32(at + ExecutionRecord.Revision, true),
+    session: memory.getUint32(at + ExecutionRecord.Session, true),
+    generation,
+    waiters: memory.getUint16(at + ExecutionRecord.Waiters, true),
+    inFlight: memory.getUint16(at + ExecutionRecord.InFlight, true),
+    status: memory.getUint8(at + ExecutionRecord.Status),
+    phase: memory.getUint8(at + ExecutionRecord.Phase),
+    flags: memory.getUint8(at + ExecutionRecord.Flags),
+  };
+}

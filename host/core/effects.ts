@@ -1,0 +1,72 @@
+// Decodes the core's effect buffer into plain TypeScript values. The words
+// are `[kind, a, b, c, d]` (assembly/abi.ts, `EffectKind`); each case below
+// names the arguments as docs/core.md does.
+
+import { EffectKind } from "../../assembly/abi.js";
+
+export type CoreEffect =
+  | { readonly kind: EffectKind.AgentRegistered; readonly agent: number; readonly generation: number }
+  | { readonly kind: EffectKind.FailRequest; readonly request: number; readonly code: number }
+  | { readonly kind: EffectKind.SubmitPrepare; readonly agent: number; readonly ownerToken: number; readonly request: number }
+  | { readonly kind: EffectKind.ExecutionInstalled; readonly execution: number; readonly generation: number; readonly request: number }
+  | { readonly kind: EffectKind.StartSession; readonly execution: number; readonly session: number }
+  | { readonly kind: EffectKind.SubmitProviderBarrier; readonly execution: number; readonly session: number; readonly expectedRevision: number }
+  | { readonly kind: EffectKind.SubmitToolBarrier; readonly execution: number; readonly session: number; readonly expectedRevision: number }
+  | { readonly kind: EffectKind.StartProviderCall; readonly execution: number; readonly session: number }
+  | { readonly kind: EffectKind.StartToolBatch; readonly execution: number; readonly session: number; readonly toolCount: number }
+  | { readonly kind: EffectKind.SetupFailed; readonly execution: number; readonly session: number; readonly failure: number }
+  | { readonly kind: EffectKind.RecoveryRequired; readonly slot: number; readonly scope: number; readonly code: number }
+  | { readonly kind: EffectKind.DropStale; readonly messageKind: number; readonly code: number }
+  | { readonly kind: EffectKind.DeferTerminal; readonly execution: number; readonly session: number }
+  | { readonly kind: EffectKind.PostDeferredTerminal; readonly execution: number; readonly session: number }
+  | { readonly kind: EffectKind.SubmitTerminalCommit; readonly execution: number; readonly session: number; readonly expectedRevision: number }
+  | { readonly kind: EffectKind.RegisterWaiter; readonly execution: number; readonly request: number }
+  | { readonly kind: EffectKind.DeliverOutcome; readonly execution: number; readonly outcome: number }
+  | { readonly kind: EffectKind.FailWaiters; readonly execution: number; readonly code: number }
+  | { readonly kind: EffectKind.ReleaseExecution; readonly execution: number; readonly generation: number }
+  | { readonly kind: EffectKind.SubmitApprovalCommit; readonly execution: number; readonly expectedRevision: number; readonly request: number }
+  | { readonly kind: EffectKind.ResumeSession; readonly execution: number; readonly session: number; readonly approved: boolean }
+  | { readonly kind: EffectKind.SubmitPreparationRecovery; readonly execution: number; readonly session: number; readonly expectedRevision: number; readonly request: number }
+  | { readonly kind: EffectKind.ContinueSession; readonly execution: number; readonly session: number; readonly continuation: number }
+  | { readonly kind: EffectKind.DeliverStartFailure; readonly request: number; readonly outcome: number };
+
+/** Decodes one effect from its five words. Throws on a kind the host does
+ * not know: that would be a core/host version mismatch, a programmer error. */
+export function decodeEffect(kind: number, a: number, b: number, c: number, d: number): CoreEffect {
+  switch (kind as EffectKind) {
+    case EffectKind.AgentRegistered: return { kind, agent: a, generation: b };
+    case EffectKind.FailRequest: return { kind, request: a, code: b };
+    case EffectKind.SubmitPrepare: return { kind, agent: a, ownerToken: b, request: c };
+    case EffectKind.ExecutionInstalled: return { kind, execution: a, generation: b, request: c };
+    case EffectKind.StartSession: return { kind, execution: a, session: b };
+    case EffectKind.SubmitProviderBarrier: return { kind, execution: a, session: b, expectedRevision: c };
+    case EffectKind.SubmitToolBarrier: return { kind, execution: a, session: b, expectedRevision: c };
+    case EffectKind.StartProviderCall: return { kind, execution: a, session: b };
+    case EffectKind.StartToolBatch: return { kind, execution: a, session: b, toolCount: c };
+    case EffectKind.SetupFailed: return { kind, execution: a, session: b, failure: c };
+    case EffectKind.RecoveryRequired: return { kind, slot: a, scope: b, code: c };
+    case EffectKind.DropStale: return { kind, messageKind: a, code: b };
+    case EffectKind.DeferTerminal: return { kind, execution: a, session: b };
+    case EffectKind.PostDeferredTerminal: return { kind, execution: a, session: b };
+    case EffectKind.SubmitTerminalCommit: return { kind, execution: a, session: b, expectedRevision: c };
+    case EffectKind.RegisterWaiter: return { kind, execution: a, request: b };
+    case EffectKind.DeliverOutcome: return { kind, execution: a, outcome: b };
+    case EffectKind.FailWaiters: return { kind, execution: a, code: b };
+    case EffectKind.ReleaseExecution: return { kind, execution: a, generation: b };
+    case EffectKind.SubmitApprovalCommit: return { kind, execution: a, expectedRevision: b, request: c };
+    case EffectKind.ResumeSession: return { kind, execution: a, session: b, approved: c === 1 };
+    case EffectKind.SubmitPreparationRecovery: return { kind, execution: a, session: b, expectedRevision: c, request: d };
+    case EffectKind.ContinueSession: return { kind, execution: a, session: b, continuation: c };
+    case EffectKind.DeliverStartFailure: return { kind, request: a, outcome: b };
+    default: throw new Error(`core emitted unknown effect kind ${kind}: host and core.wasm are from different builds`);
+  }
+}
+
+/** Decodes a flat list of effect words (five per effect). */
+export function decodeEffectWords(words: readonly number[]): CoreEffect[] {
+  const effects: CoreEffect[] = [];
+  for (let index = 0; index < words.length; index += 5) {
+    effects.push(decodeEffect(words[index]!, words[index + 1]!, words[index + 2]!, words[index + 3]!, words[index + 4]!));
+  }
+  return effects;
+}

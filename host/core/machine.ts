@@ -1,0 +1,57 @@
+// The shape every implementation of the control decisions presents: the
+// WebAssembly core (`control-core.ts`) and the reference model
+// (`test/model/`). Differential tests drive both through this interface and
+// compare what they return after every message.
+
+/** One agent slot as the tables hold it. A free slot reports only its
+ * generation (its other fields belong to the free list). */
+export interface AgentRecordView {
+  readonly slot: number;
+  readonly ownerToken: number;
+  readonly executionSlotPlusOne: number;
+  readonly generation: number;
+  readonly admissionState: number;
+  readonly lifecycle: number;
+}
+
+/** One execution slot. A free slot reports only its generation. */
+export interface ExecutionRecordView {
+  readonly slot: number;
+  readonly agentSlotPlusOne: number;
+  readonly revision: number;
+  readonly session: number;
+  readonly generation: number;
+  readonly waiters: number;
+  readonly inFlight: number;
+  readonly status: number;
+  readonly phase: number;
+  readonly flags: number;
+}
+
+/** Everything the decisions depend on, in comparable plain values. Slots
+ * are listed from 0 up to the high-water mark (every slot ever used). */
+export interface CoreSnapshot {
+  readonly draining: number;
+  readonly nextOwnerToken: number;
+  readonly nextSession: number;
+  readonly admittingAgents: number;
+  readonly liveExecutions: number;
+  readonly agents: readonly AgentRecordView[];
+  readonly executions: readonly ExecutionRecordView[];
+}
+
+/** The raw message interface: integers in, a result code and effect words
+ * out. `effectWords` returns the last apply's effects, five words each. */
+export interface ControlMachine {
+  apply(kind: number, a?: number, b?: number, c?: number, d?: number, e?: number, f?: number, g?: number): number;
+  effectWords(): number[];
+  snapshot(): CoreSnapshot;
+}
+
+/** Sizes an environment's core is created with. */
+export interface CoreLimits {
+  /** Agent slots (16 bytes each, allocated up front). */
+  readonly agentsMax: number;
+  /** Live execution slots (24 bytes each, grown by doubling). */
+  readonly executionsMax: number;
+}

@@ -1,0 +1,1094 @@
+// The reference model of the control core.
+//
+// This file decides every control message the same way the WebAssembly core
+// (`assembly/`) must, following `docs/core.md` to the letter: same result
+// code, same effects in the same order, same table state. It is the oracle
+// that differential fuzzing compares the core against, so it is written to be
+// obviously right rather than fast: records are plain objects in arrays, free
+// lists are arrays used as stacks, the FSM and continuation tables are plain
+// literals searched by linear scan, and every message is one method whose
+// checks appear in the contract's order. It was written from the contract and
+// `assembly/abi.ts` only, never from the core's source.
+//
+// Where the contract can be read more than one way, the literal reading was
+// taken and the choice is written down next to the code as "READING:".
+
+import {
+  AdmissionState,
+  AgentLifecycle,
+  CommitOutcome,
+  Continuation,
+  EffectKind,
+  ExecutionFlag,
+  ExecutionFlagMask,
+  ExecutionStatus,
+  Limit,
+  MessageKind,
+  OutcomeType,
+  Phase,
+  PreparationOutcome,
+  RecoveryScope,
+  ResultCode,
+  SessionEnding,
+  SessionEventKind,
+  SetupFailure,
+  Submission,
+} from "../../assembly/abi.js";
+import type {
+  AgentRecordView,
+  ControlMachine,
+  CoreLimits,
+  CoreSnapshot,
+  ExecutionRecordView,
+} from "../../host/core/machine.js";
+
+// ---------------------------------------------------------------------------
+// The FSM table (docs/core.md, "The FSM table"): phase × event → phase, with
+// the effect emitted on entry (0 = none). Every pair not listed is undefined.
+
+interface Transition {
+  readonly phase: Phase;
+  readonly event: SessionEventKind;
+  readonly next: Phase;
+  readonly onEntry: EffectKind | 0;
+}
+
+const FSM_TABLE: readonly Transition[] = [
+  { phase: Phase.CallingLlm, event: SessionEventKind.LlmCompletedWithTools, next: Phase.DispatchingTools, onEntry: EffectKind.SubmitToolBarrier },
+  { phase: Phase.CallingLlm, event: SessionEventKind.ApprovalRequired, next: Phase.Suspended, onEntry: 0 },
+  { phase: Phase.CallingLlm, event: SessionEventKind.Finish, next: Phase.Terminal, onEntry: 0 },
+  { phase: Phase.DispatchingTools, event: SessionEventKind.ToolsCompleted, next: Phase.RecordingToolResults, onEntry: 0 },
+  { phase: Phase.DispatchingTools, event: SessionEventKind.Finish, next: Phase.Terminal, onEntry: 0 },
+  { phase: Phase.RecordingToolResults, event: SessionEventKind.StateCompleted, next: Phase.CallingLlm, onEntry: EffectKind.SubmitProviderBarrier },
+  { phase: Phase.RecordingToolResults, event: SessionEventKind.Finish, next: Phase.Terminal, onEntry: 0 },
+  { phase: Phase.Suspended, event: SessionEventKind.Finish, next: Phase.Terminal, onEntry: 0 },
+  { phase: Phase.Resuming, event: SessionEventKind.ApprovalGranted, next: Phase.DispatchingTools, onEntry: EffectKind.SubmitToolBarrier },
+  { phase: Phase.Resuming, event: SessionEventKind.ApprovalRejected, next: Phase.RecordingToolResults, onEntry: 0 },
+  { phase: Phase.Resuming, event: SessionEventKind.Finish, next: Phase.Terminal, onEntry: 0 },
+];
+
+function findTransition(phase: number, event: number): Transition | undefined {
+  for (const row of FSM_TABLE) {
+    if (row.phase === phase && row.event === event) return row;
+  }
+  return undefined;
+}
+
+// ---------------------------------------------------------------------------
+// The continuation table (docs/core.md, `ContinueRecovered`).
+
+interface FlagCondition {
+  readonly flag: ExecutionFlag;
+  /** true: the flag must be set; false: the flag must be clear. */
+  readonly set: boolean;
+}
+
+interface ContinuationRow {
+  readonly continuation: Continuation;
+  readonly validPhases: readonly Phase[];
+  readonly flagCondition: FlagCondition | null;
+  readonly resumePhase: Phase;
+  /** Effects emitted after *register waiter*. For `FailedTerminal` the one
+   * listed effect is the `SubmitTerminalCommit` of *begin terminal commit*. */
+  readonly effects: readonly EffectKind[];
+}
+
+const CONTINUATION_TABLE: readonly ContinuationRow[] = [
+  {
+    continuation: Continuation.FrameworkTools,
+    validPhases: [Phase.DispatchingTools, Phase.Resuming, Phase.RecoveryTools],
+    flagCondition: null,
+    resumePhase: Phase.DispatchingTools,
+    effects: [EffectKind.ContinueSession, EffectKind.SubmitToolBarrier],
+  },
+  {
+    continuation: Continuation.FrameworkCalls,
+    validPhases: [Phase.RecoveryProviderCompleted, Phase.RecoveryToolsCompleted],
+    flagCondition: { flag: ExecutionFlag.FrameworkCallsPending, set: true },
+    resumePhase: Phase.CallingLlm,
+    effects: [EffectKind.ContinueSession],
+  },
+  {
+    continuation: Continuation.Output,
+    validPhases: [Phase.RecoveryProviderCompleted],
+    flagCondition: { flag: ExecutionFlag.FrameworkCallsPending, set: false },
+    resumePhase: Phase.CallingLlm,
+    effects: [EffectKind.ContinueSession],
+  },
+  {
+    continuation: Continuation.Followup,
+    validPhases: [Phase.RecoveryToolsCompleted],
+    flagCondition: { flag: ExecutionFlag.FrameworkCallsPending, set: false },
+    resumePhase: Phase.RecordingToolResults,
+    effects: [EffectKind.ContinueSession],
+  },
+  {
+    continuation: Continuation.FailedTerminal,
+    validPhases: [Phase.RecoveryResolvedFailed],
+    flagCondition: null,
+    resumePhase: Phase.Terminal,
+    effects: [EffectKind.SubmitTerminalCommit],
+  },
+  {
+    continuation: Continuation.ApprovalRejection,
+    validPhases: [Phase.Resuming],
+    flagCondition: { flag: ExecutionFlag.ApprovalGranted, set: false },
+    resumePhase: Phase.Resuming,
+    effects: [EffectKind.ContinueSession],
+  },
+  {
+    continuation: Continuation.RecallModel,
+    validPhases: [Phase.CallingLlm],
+    flagCondition: null,
+    resumePhase: Phase.CallingLlm,
+    effects: [EffectKind.ContinueSession, EffectKind.SubmitProviderBarrier],
+  },
+];
+
+function findContinuation(continuation: number): ContinuationRow | undefined {
+  for (const row of CONTINUATION_TABLE) {
+    if (row.continuation === continuation) return row;
+  }
+  return undefined;
+}
+
+// ---------------------------------------------------------------------------
+// Records and small helpers.
+
+interface Agent {
+  ownerToken: number;
+  executionSlotPlusOne: number;
+  generation: number;
+  admissionState: number;
+  lifecycle: number;
+}
+
+interface Execution {
+  agentSlotPlusOne: number;
+  revision: number;
+  session: number;
+  generation: number;
+  waiters: number;
+  inFlight: number;
+  status: number;
+  phase: number;
+  flags: number;
+}
+
+const U32_MAX = 0xffff_ffff;
+
+/** Any input as an unsigned 32-bit value; never throws. */
+function u32(x: unknown): number {
+  if (typeof x === "number") return x >>> 0;
+  try {
+    return Number(x) >>> 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** The next value of a counter or generation: +1, skipping 0 on wrap. */
+function nextNonZero(value: number): number {
+  return value === U32_MAX ? 1 : value + 1;
+}
+
+function hasFlag(flags: number, flag: ExecutionFlag): boolean {
+  return (flags & flag) !== 0;
+}
+
+/** Only bits of `HostSettable` are set. */
+function isHostSettable(flags: number): boolean {
+  return (flags & ~ExecutionFlagMask.HostSettable) === 0;
+}
+
+function isZeroOrOne(x: number): boolean {
+  return x === 0 || x === 1;
+}
+
+function inRange(x: number, low: number, high: number): boolean {
+  return x >= low && x <= high;
+}
+
+function freshExecution(generation: number): Execution {
+  return {
+    agentSlotPlusOne: 0,
+    revision: 0,
+    session: 0,
+    generation,
+    waiters: 0,
+    inFlight: 0,
+    status: ExecutionStatus.None,
+    phase: Phase.None,
+    flags: 0,
+  };
+}
+
+function freshAgent(generation: number): Agent {
+  return {
+    ownerToken: 0,
+    executionSlotPlusOne: 0,
+    generation,
+    admissionState: AdmissionState.None,
+    lifecycle: AgentLifecycle.Free,
+  };
+}
+
+// ---------------------------------------------------------------------------
+
+export class ReferenceCore implements ControlMachine {
+  private readonly agentsMax: number;
+  private readonly executionsMax: number;
+
+  private draining = 0;
+  private nextOwnerToken = 1;
+  private nextSession = 1;
+  private admittingAgents = 0;
+  private liveExecutions = 0;
+
+  /** Index = slot; length = high-water mark. */
+  private readonly agents: Agent[] = [];
+  private readonly executions: Execution[] = [];
+  /** LIFO free lists: the last element is the most recently freed slot. */
+  private readonly freeAgents: number[] = [];
+  private readonly freeExecutions: number[] = [];
+
+  private effects: number[] = [];
+
+  constructor(limits: CoreLimits) {
+    this.agentsMax = u32(limits.agentsMax);
+    this.executionsMax = u32(limits.executionsMax);
+  }
+
+  // --- ControlMachine -----------------------------------------------------
+
+  apply(kind: number, a = 0, b = 0, c = 0, d = 0, e = 0, f = 0, g = 0): number {
+    this.effects = [];
+    const k = u32(kind);
+    const [A, B, C, D, E, F, G] = [u32(a), u32(b), u32(c), u32(d), u32(e), u32(f), u32(g)];
+    switch (k) {
+      case MessageKind.RegisterAgent: return this.registerAgent(A);
+      case MessageKind.CloseAgent: return this.closeAgent(A, B);
+      case MessageKind.PurgeAgent: return this.purgeAgent(A, B);
+      case MessageKind.Start: return this.start(A, B, C, D);
+      case MessageKind.InitialPreparationReady: return this.initialPreparationReady(A, B, C, D, E, F, G);
+      case MessageKind.ProviderDispatchReady: return this.providerDispatchReady(A, B, C, D, E, F);
+      case MessageKind.ToolDispatchReady: return this.toolDispatchReady(A, B, C, D, E, F, G);
+      case MessageKind.SessionEvent: return this.sessionEvent(A, B, C, D);
+      case MessageKind.OperationSettled: return this.operationSettled(A, B);
+      case MessageKind.SessionFinished: return this.sessionFinished(A, B, C, D);
+      case MessageKind.DeferredTerminal: return this.deferredTerminal(A, B, C);
+      case MessageKind.TerminalCommitReady: return this.terminalCommitReady(A, B, C, D, E, F);
+      case MessageKind.Resume: return this.resume(A, B, C, D, E, F);
+      case MessageKind.ResumeCommitReady: return this.resumeCommitReady(A, B, C, D, E, F, G);
+      case MessageKind.RecoveryInstall: return this.recoveryInstall(A, B, C, D, E, F, G);
+      case MessageKind.RecoverPreparation: return this.recoverPreparation(A, B, C, D);
+      case MessageKind.InitialPreparationRecoveryReady: return this.initialPreparationRecoveryReady(A, B, C, D, E, F, G);
+      case MessageKind.ContinueRecovered: return this.continueRecovered(A, B, C, D, E, F);
+      case MessageKind.CancelRequested: return this.cancelRequested(A, B);
+      case MessageKind.AttachWaiter: return this.attachWaiter(A, B, C);
+      case MessageKind.SubmissionRefused: return this.submissionRefused(A, B, C, D, E);
+      case MessageKind.SetDraining: return this.setDraining(A);
+      default: return ResultCode.MessageKindUnknown;
+    }
+  }
+
+  effectWords(): number[] {
+    return this.effects.slice();
+  }
+
+  snapshot(): CoreSnapshot {
+    const agents: AgentRecordView[] = this.agents.map((agent, slot) =>
+      agent.lifecycle === AgentLifecycle.Free
+        ? { slot, ownerToken: 0, executionSlotPlusOne: 0, generation: agent.generation, admissionState: 0, lifecycle: 0 }
+        : { slot, ...agent },
+    );
+    const executions: ExecutionRecordView[] = this.executions.map((exec, slot) =>
+      exec.agentSlotPlusOne === 0
+        ? { ...freshExecution(exec.generation), slot }
+        : { slot, ...exec },
+    );
+    return {
+      draining: this.draining,
+      nextOwnerToken: this.nextOwnerToken,
+      nextSession: this.nextSession,
+      admittingAgents: this.admittingAgents,
+      liveExecutions: this.liveExecutions,
+      agents,
+      executions,
+    };
+  }
+
+  // --- Effects and refusals -----------------------------------------------
+
+  private emit(kind: EffectKind, a = 0, b = 0, c = 0, d = 0): void {
+    this.effects.push(kind, a >>> 0, b >>> 0, c >>> 0, d >>> 0);
+  }
+
+  /** A refused result: `DropStale(kind, code)`, nothing changes. */
+  private drop(kind: MessageKind, code: ResultCode): ResultCode {
+    this.emit(EffectKind.DropStale, kind, code);
+    return code;
+  }
+
+  /** A refused request: `FailRequest(request, code)`. */
+  private refuse(request: number, code: ResultCode): ResultCode {
+    this.emit(EffectKind.FailRequest, request, code);
+    return code;
+  }
+
+  // --- Slots --------------------------------------------------------------
+
+  /** A slot from the free list (most recently freed first), else the next
+   * never-used slot, else -1. */
+  private allocateAgentSlot(): number {
+    const reused = this.freeAgents.pop();
+    if (reused !== undefined) return reused;
+    if (this.agents.length >= this.agentsMax) return -1;
+    this.agents.push(freshAgent(1));
+    return this.agents.length - 1;
+  }
+
+  private freeAgentSlot(slot: number): void {
+    const generation = nextNonZero(this.agents[slot].generation);
+    this.agents[slot] = freshAgent(generation);
+    this.freeAgents.push(slot);
+  }
+
+  /** Installing an admitted execution can never fail (the capacity rule
+   * reserves the slot), so running out here is a bug in this model. */
+  private allocateExecutionSlot(): number {
+    let slot = this.freeExecutions.pop();
+    if (slot === undefined) {
+      if (this.executions.length >= this.executionsMax) {
+        throw new Error("reference model invariant broken: no execution slot for an admitted execution");
+      }
+      this.executions.push(freshExecution(1));
+      slot = this.executions.length - 1;
+    }
+    this.liveExecutions += 1;
+    return slot;
+  }
+
+  /** *free execution*: record cleared, generation incremented, slot pushed on
+   * the free list, `liveExecutions -= 1`. Returns the generation it had. */
+  private freeExecution(exec: number): number {
+    const had = this.executions[exec].generation;
+    this.executions[exec] = freshExecution(nextNonZero(had));
+    this.freeExecutions.push(exec);
+    this.liveExecutions -= 1;
+    return had;
+  }
+
+  /** "agent check": `Ok`, `AgentSlotUnknown` or `AgentGenerationMustMatch`. */
+  private checkAgent(slot: number, generation: number): ResultCode {
+    if (slot >= this.agents.length) return ResultCode.AgentSlotUnknown;
+    const agent = this.agents[slot];
+    if (agent.lifecycle === AgentLifecycle.Free) return ResultCode.AgentSlotUnknown;
+    if (agent.generation !== generation) return ResultCode.AgentGenerationMustMatch;
+    return ResultCode.Ok;
+  }
+
+  /** "exec check": `Ok`, `ExecutionSlotUnknown` or
+   * `ExecutionGenerationMustMatch`. */
+  private checkExecution(slot: number, generation: number): ResultCode {
+    if (slot >= this.executions.length) return ResultCode.ExecutionSlotUnknown;
+    const exec = this.executions[slot];
+    if (exec.agentSlotPlusOne === 0) return ResultCode.ExecutionSlotUnknown;
+    if (exec.generation !== generation) return ResultCode.ExecutionGenerationMustMatch;
+    return ResultCode.Ok;
+  }
+
+  /** The agent an execution belongs to. */
+  private agentOf(exec: Execution): Agent {
+    return this.agents[exec.agentSlotPlusOne - 1];
+  }
+
+  /** READING: "session differs" is plain equality of the two numbers, so a
+   * message carrying session 0 matches an execution with no live session.
+   * The contract needs this: after `ContinueRecovered(FailedTerminal)` the
+   * session stays 0 and its `TerminalCommitReady` carries session 0. */
+  private sessionMatches(exec: Execution, session: number): boolean {
+    return exec.session === session;
+  }
+
+  private hasCapacity(): boolean {
+    return this.liveExecutions + this.admittingAgents < this.executionsMax;
+  }
+
+  private takeOwnerToken(): number {
+    const token = this.nextOwnerToken;
+    this.nextOwnerToken = nextNonZero(token);
+    return token;
+  }
+
+  private takeSession(): number {
+    const session = this.nextSession;
+    this.nextSession = nextNonZero(session);
+    return session;
+  }
+
+  // --- Helpers named in the contract --------------------------------------
+
+  /** *release admission*. */
+  private releaseAdmission(agent: Agent): void {
+    if (agent.admissionState === AdmissionState.Admitting) this.admittingAgents -= 1;
+    agent.admissionState = AdmissionState.None;
+    agent.ownerToken = 0;
+    agent.executionSlotPlusOne = 0;
+  }
+
+  /** *register waiter*. Returns `WaitersFull` when the waiter was refused. */
+  private registerWaiter(execSlot: number, request: number): ResultCode {
+    const exec = this.executions[execSlot];
+    if (exec.waiters >= Limit.WaitersMax) {
+      this.emit(EffectKind.FailRequest, request, ResultCode.WaitersFull);
+      return ResultCode.WaitersFull;
+    }
+    exec.waiters += 1;
+    this.emit(EffectKind.RegisterWaiter, execSlot, request);
+    return ResultCode.Ok;
+  }
+
+  /** *require recovery*. READING: `admittingAgents` is not touched (an agent
+   * bound to an execution is never `Admitting`), and nothing else changes. */
+  private requireRecovery(execSlot: number, code: ResultCode): void {
+    const exec = this.executions[execSlot];
+    this.agentOf(exec).admissionState = AdmissionState.RecoveryRequired;
+    this.emit(EffectKind.RecoveryRequired, execSlot, RecoveryScope.Execution, code);
+    this.emit(EffectKind.FailWaiters, execSlot, code);
+    exec.waiters = 0;
+  }
+
+  /** *begin terminal commit*. */
+  private beginTerminalCommit(execSlot: number): void {
+    const exec = this.executions[execSlot];
+    this.agentOf(exec).admissionState = AdmissionState.Terminalizing;
+    this.emit(EffectKind.SubmitTerminalCommit, execSlot, exec.session, exec.revision);
+  }
+
+  /** *finish execution* with outcome `t`. */
+  private finishExecution(execSlot: number, outcome: OutcomeType): void {
+    const exec = this.executions[execSlot];
+    exec.status = ExecutionStatus.Terminal;
+    this.emit(EffectKind.DeliverOutcome, execSlot, outcome);
+    this.releaseAdmission(this.agentOf(exec));
+    const had = this.freeExecution(execSlot);
+    this.emit(EffectKind.ReleaseExecution, execSlot, had);
+  }
+
+  /** Release admission, free the execution, emit `FailRequest(request, code)`
+   * then `ReleaseExecution` (preparation recovery that ends the execution). */
+  private abandonExecution(execSlot: number, request: number, code: ResultCode): void {
+    this.releaseAdmission(this.agentOf(this.executions[execSlot]));
+    const had = this.freeExecution(execSlot);
+    this.emit(EffectKind.FailRequest, request, code);
+    this.emit(EffectKind.ReleaseExecution, execSlot, had);
+  }
+
+  // --- Messages -----------------------------------------------------------
+  //
+  // READING (result codes): the code is `Ok` whenever the message passed its
+  // refusal/drop checks and was decided, even when the decision fails the
+  // execution or a request, EXCEPT where the contract says "returns …"
+  // (InitialPreparationReady with an invalid outcome/flags; the
+  // OutcomeUnknown, InFlightFull, ArgumentOutOfRange and RevisionMustIncrease
+  // branches of Provider/ToolDispatchReady) and AttachWaiter, whose only
+  // decision is the waiter (see there).
+  //
+  // READING (registry messages): the introduction puts "registry" messages
+  // in the DropStale family, so refusals of RegisterAgent, CloseAgent and
+  // PurgeAgent emit `DropStale(kind, code)` as well as returning the code.
+  // SetDraining belongs to neither family: its refusal has no effect.
+
+  private registerAgent(closed: number): ResultCode {
+    const K = MessageKind.RegisterAgent;
+    if (!isZeroOrOne(closed)) return this.drop(K, ResultCode.ArgumentOutOfRange);
+    const slot = this.allocateAgentSlot();
+    if (slot < 0) return this.drop(K, ResultCode.AgentsFull);
+    const agent = this.agents[slot];
+    agent.lifecycle = closed === 1 ? AgentLifecycle.Closed : AgentLifecycle.Open;
+    agent.admissionState = AdmissionState.None;
+    agent.ownerToken = 0;
+    agent.executionSlotPlusOne = 0;
+    this.emit(EffectKind.AgentRegistered, slot, agent.generation);
+    return ResultCode.Ok;
+  }
+
+  private closeAgent(slot: number, generation: number): ResultCode {
+    const code = this.checkAgent(slot, generation);
+    if (code !== ResultCode.Ok) return this.drop(MessageKind.CloseAgent, code);
+    this.agents[slot].lifecycle = AgentLifecycle.Closed;
+    return ResultCode.Ok;
+  }
+
+  private purgeAgent(slot: number, generation: number): ResultCode {
+    const K = MessageKind.PurgeAgent;
+    const code = this.checkAgent(slot, generation);
+    if (code !== ResultCode.Ok) return this.drop(K, code);
+    if (this.agents[slot].admissionState !== AdmissionState.None) {
+      return this.drop(K, ResultCode.AgentAdmissionHeld);
+    }
+    this.freeAgentSlot(slot);
+    return ResultCode.Ok;
+  }
+
+  private setDraining(on: number): ResultCode {
+    if (!isZeroOrOne(on)) return ResultCode.ArgumentOutOfRange;
+    this.draining = on;
+    return ResultCode.Ok;
+  }
+
+  private start(slot: number, generation: number, request: number, cancelled: number): ResultCode {
+    if (this.draining === 1) return this.refuse(request, ResultCode.RuntimeDraining);
+    const code = this.checkAgent(slot, generation);
+    if (code !== ResultCode.Ok) return this.refuse(request, code);
+    if (!isZeroOrOne(cancelled)) return this.refuse(request, ResultCode.ArgumentOutOfRange);
+    if (cancelled === 1) return this.refuse(request, ResultCode.StartCancelled);
+    const agent = this.agents[slot];
+    if (agent.lifecycle === AgentLifecycle.Closed) return this.refuse(request, ResultCode.AgentClosed);
+    if (agent.admissionState !== AdmissionState.None) return this.refuse(request, ResultCode.AgentAlreadyAdmitted);
+    if (!this.hasCapacity()) return this.refuse(request, ResultCode.ExecutionsFull);
+
+    agent.admissionState = AdmissionState.Admitting;
+    agent.ownerToken = this.takeOwnerToken();
+    this.admittingAgents += 1;
+    this.emit(EffectKind.SubmitPrepare, slot, agent.ownerToken, request);
+    return ResultCode.Ok;
+  }
+
+  private initialPreparationReady(
+    slot: number, generation: number, token: number, outcome: number,
+    revision: number, flags: number, request: number,
+  ): ResultCode {
+    const K = MessageKind.InitialPreparationReady;
+    const code = this.checkAgent(slot, generation);
+    if (code !== ResultCode.Ok) return this.drop(K, code);
+    const agent = this.agents[slot];
+    if (agent.admissionState !== AdmissionState.Admitting) return this.drop(K, ResultCode.AdmissionStateMustMatch);
+    if (token !== agent.ownerToken) return this.drop(K, ResultCode.OwnerTokenMustMatch);
+
+    // READING: the outcome is judged before the flags (both bad → OutcomeUnknown),
+    // and bad flags are refused whatever the outcome. The owner token is kept.
+    const outcomeValid = inRange(outcome, PreparationOutcome.Active, PreparationOutcome.StoreFailed);
+    if (!outcomeValid || !isHostSettable(flags)) {
+      const bad = !outcomeValid ? ResultCode.OutcomeUnknown : ResultCode.ArgumentOutOfRange;
+      agent.admissionState = AdmissionState.RecoveryRequired;
+      this.admittingAgents -= 1;
+      this.emit(EffectKind.RecoveryRequired, slot, RecoveryScope.Agent, bad);
+      this.emit(EffectKind.FailRequest, request, bad);
+      return bad;
+    }
+
+    switch (outcome) {
+      case PreparationOutcome.NotEstablished:
+      case PreparationOutcome.Terminal:
+        this.releaseAdmission(agent);
+        this.emit(EffectKind.DeliverStartFailure, request, outcome);
+        return ResultCode.Ok;
+
+      case PreparationOutcome.OutcomeUnknown:
+      case PreparationOutcome.RecoveryRequired:
+      case PreparationOutcome.StoreFailed: {
+        const c = outcome === PreparationOutcome.StoreFailed ? ResultCode.StoreFailed : ResultCode.RehydrationRequired;
+        agent.admissionState = AdmissionState.RecoveryRequired;
+        this.admittingAgents -= 1;
+        this.emit(EffectKind.RecoveryRequired, slot, RecoveryScope.Agent, c);
+        this.emit(EffectKind.DeliverStartFailure, request, outcome);
+        return ResultCode.Ok;
+      }
+
+      default: {
+        // PreparationOutcome.Active
+        this.admittingAgents -= 1;
+        const execSlot = this.allocateExecutionSlot();
+        const exec = this.executions[execSlot];
+        exec.agentSlotPlusOne = slot + 1;
+        exec.revision = revision;
+        exec.session = this.takeSession();
+        exec.status = ExecutionStatus.Active;
+        exec.phase = Phase.CallingLlm;
+        exec.flags = flags;
+        exec.waiters = 0;
+        exec.inFlight = 0;
+        agent.admissionState = AdmissionState.Executing;
+        agent.executionSlotPlusOne = execSlot + 1;
+        this.emit(EffectKind.ExecutionInstalled, execSlot, exec.generation, request);
+        this.registerWaiter(execSlot, request);
+        this.emit(EffectKind.StartSession, execSlot, exec.session);
+        this.emit(EffectKind.SubmitProviderBarrier, execSlot, exec.session, exec.revision);
+        return ResultCode.Ok;
+      }
+    }
+  }
+
+  private providerDispatchReady(
+    execSlot: number, generation: number, session: number, expectedRevision: number,
+    outcome: number, newRevision: number,
+  ): ResultCode {
+    return this.dispatchReady(
+      MessageKind.ProviderDispatchReady, Phase.CallingLlm, SetupFailure.Provider,
+      execSlot, generation, session, expectedRevision, outcome, newRevision, 1,
+    );
+  }
+
+  private toolDispatchReady(
+    execSlot: number, generation: number, session: number, expectedRevision: number,
+    outcome: number, newRevision: number, toolCount: number,
+  ): ResultCode {
+    return this.dispatchReady(
+      MessageKind.ToolDispatchReady, Phase.DispatchingTools, SetupFailure.Tool,
+      execSlot, generation, session, expectedRevision, outcome, newRevision, toolCount,
+    );
+  }
+
+  /** `ProviderDispatchReady` and `ToolDispatchReady` (the latter is "as the
+   * former, except" its phase, setup failure and tool count). For the
+   * provider, `count` is the one model call. */
+  private dispatchReady(
+    K: MessageKind, phase: Phase, failure: SetupFailure,
+    execSlot: number, generation: number, session: number, expectedRevision: number,
+    outcome: number, newRevision: number, count: number,
+  ): ResultCode {
+    const code = this.checkExecution(execSlot, generation);
+    if (code !== ResultCode.Ok) return this.drop(K, code);
+    const exec = this.executions[execSlot];
+    if (exec.revision !== expectedRevision) return this.drop(K, ResultCode.RevisionMustMatch);
+    if (!this.sessionMatches(exec, session)) return this.drop(K, ResultCode.SessionMustMatch);
+    if (exec.phase !== phase) return this.drop(K, ResultCode.PhaseMustMatch);
+
+    if (!inRange(outcome, CommitOutcome.Committed, CommitOutcome.StoreFailed)) {
+      this.requireRecovery(execSlot, ResultCode.OutcomeUnknown);
+      return ResultCode.OutcomeUnknown;
+    }
+    if (outcome === CommitOutcome.RehydrationRequired) {
+      this.requireRecovery(execSlot, ResultCode.RehydrationRequired);
+      return ResultCode.Ok;
+    }
+    if (outcome === CommitOutcome.StoreFailed) {
+      this.emit(EffectKind.SetupFailed, execSlot, exec.session, failure);
+      return ResultCode.Ok;
+    }
+
+    // CommitOutcome.Committed
+    const isTool = K === MessageKind.ToolDispatchReady;
+    if (isTool && !inRange(count, 1, Limit.InFlightMax)) {
+      this.emit(EffectKind.SetupFailed, execSlot, exec.session, failure);
+      return ResultCode.ArgumentOutOfRange;
+    }
+    if (exec.inFlight + count > Limit.InFlightMax) {
+      this.emit(EffectKind.SetupFailed, execSlot, exec.session, failure);
+      return ResultCode.InFlightFull;
+    }
+    if (newRevision <= exec.revision) {
+      this.requireRecovery(execSlot, ResultCode.RevisionMustIncrease);
+      return ResultCode.RevisionMustIncrease;
+    }
+    exec.revision = newRevision;
+    exec.inFlight += count;
+    if (isTool) this.emit(EffectKind.StartToolBatch, execSlot, exec.session, count);
+    else this.emit(EffectKind.StartProviderCall, execSlot, exec.session);
+    return ResultCode.Ok;
+  }
+
+  private sessionEvent(execSlot: number, generation: number, session: number, event: number): ResultCode {
+    const K = MessageKind.SessionEvent;
+    const code = this.checkExecution(execSlot, generation);
+    if (code !== ResultCode.Ok) return this.drop(K, code);
+    const exec = this.executions[execSlot];
+    if (!this.sessionMatches(exec, session)) return this.drop(K, ResultCode.SessionMustMatch);
+    if (!inRange(event, SessionEventKind.LlmCompletedWithTools, SessionEventKind.ApprovalRejected)) {
+      return this.drop(K, ResultCode.ArgumentOutOfRange);
+    }
+    const row = findTransition(exec.phase, event);
+    if (row === undefined) return this.drop(K, ResultCode.TransitionUndefined);
+    exec.phase = row.next;
+    if (row.onEntry !== 0) this.emit(row.onEntry, execSlot, exec.session, exec.revision);
+    return ResultCode.Ok;
+  }
+
+  private operationSettled(execSlot: number, generation: number): ResultCode {
+    const K = MessageKind.OperationSettled;
+    const code = this.checkExecution(execSlot, generation);
+    if (code !== ResultCode.Ok) return this.drop(K, code);
+    const exec = this.executions[execSlot];
+    if (exec.inFlight === 0) return this.drop(K, ResultCode.InFlightUnderflow);
+    exec.inFlight -= 1;
+    if (exec.inFlight === 0 && hasFlag(exec.flags, ExecutionFlag.TerminalDeferred)) {
+      this.emit(EffectKind.PostDeferredTerminal, execSlot, exec.session);
+    }
+    return ResultCode.Ok;
+  }
+
+  private cancelRequested(execSlot: number, generation: number): ResultCode {
+    const code = this.checkExecution(execSlot, generation);
+    if (code !== ResultCode.Ok) return this.drop(MessageKind.CancelRequested, code);
+    this.executions[execSlot].flags |= ExecutionFlag.CancelRequested;
+    return ResultCode.Ok;
+  }
+
+  private sessionFinished(execSlot: number, generation: number, session: number, ending: number): ResultCode {
+    const K = MessageKind.SessionFinished;
+    const code = this.checkExecution(execSlot, generation);
+    if (code !== ResultCode.Ok) return this.drop(K, code);
+    const exec = this.executions[execSlot];
+    if (!this.sessionMatches(exec, session)) return this.drop(K, ResultCode.SessionMustMatch);
+    if (!inRange(ending, SessionEnding.Completed, SessionEnding.CoordinationWait)) {
+      return this.drop(K, ResultCode.ArgumentOutOfRange);
+    }
+    if (findTransition(exec.phase, SessionEventKind.Finish) === undefined) {
+      return this.drop(K, ResultCode.TransitionUndefined);
+    }
+    exec.phase = Phase.Terminal;
+    if (exec.inFlight > 0) {
+      const cancelling = ending === SessionEnding.Cancelled || ending === SessionEnding.TimedOut;
+      this.agentOf(exec).admissionState = cancelling ? AdmissionState.Cancelling : AdmissionState.Terminalizing;
+      exec.flags |= ExecutionFlag.TerminalDeferred;
+      this.emit(EffectKind.DeferTerminal, execSlot, exec.session);
+    } else {
+      this.beginTerminalCommit(execSlot);
+    }
+    return ResultCode.Ok;
+  }
+
+  private deferredTerminal(execSlot: number, generation: number, session: number): ResultCode {
+    const K = MessageKind.DeferredTerminal;
+    const code = this.checkExecution(execSlot, generation);
+    if (code !== ResultCode.Ok) return this.drop(K, code);
+    const exec = this.executions[execSlot];
+    if (!this.sessionMatches(exec, session)) return this.drop(K, ResultCode.SessionMustMatch);
+    if (!hasFlag(exec.flags, ExecutionFlag.TerminalDeferred)) return this.drop(K, ResultCode.TerminalNotDeferred);
+    if (exec.inFlight > 0) return this.drop(K, ResultCode.NotQuiescent);
+    exec.flags &= ~ExecutionFlag.TerminalDeferred;
+    // READING: *begin terminal commit* sets `Terminalizing` even over `Cancelling`.
+    this.beginTerminalCommit(execSlot);
+    return ResultCode.Ok;
+  }
+
+  private terminalCommitReady(
+    execSlot: number, generation: number, session: number, expectedRevision: number,
+    outcome: number, newRevision: number,
+  ): ResultCode {
+    const K = MessageKind.TerminalCommitReady;
+    const code = this.checkExecution(execSlot, generation);
+    if (code !== ResultCode.Ok) return this.drop(K, code);
+    const exec = this.executions[execSlot];
+    if (exec.revision !== expectedRevision) return this.drop(K, ResultCode.RevisionMustMatch);
+    if (!this.sessionMatches(exec, session)) return this.drop(K, ResultCode.SessionMustMatch);
+    if (exec.phase !== Phase.Terminal) return this.drop(K, ResultCode.PhaseMustMatch);
+
+    // READING: unlike ProviderDispatchReady, no "returns" is written here, so
+    // the invalid-outcome and RevisionMustIncrease decisions return Ok.
+    if (!inRange(outcome, OutcomeType.Completed, OutcomeType.StoreFailed)) {
+      this.requireRecovery(execSlot, ResultCode.OutcomeUnknown);
+      return ResultCode.Ok;
+    }
+    if (outcome === OutcomeType.StoreFailed) {
+      if (hasFlag(exec.flags, ExecutionFlag.Reservation)) {
+        this.emit(EffectKind.FailWaiters, execSlot, ResultCode.StoreFailed);
+        exec.waiters = 0;
+        this.releaseAdmission(this.agentOf(exec));
+        const had = this.freeExecution(execSlot);
+        this.emit(EffectKind.ReleaseExecution, execSlot, had);
+      } else {
+        this.requireRecovery(execSlot, ResultCode.StoreFailed);
+      }
+      return ResultCode.Ok;
+    }
+    if (newRevision <= exec.revision) {
+      this.requireRecovery(execSlot, ResultCode.RevisionMustIncrease);
+      return ResultCode.Ok;
+    }
+    exec.revision = newRevision;
+    if (outcome === OutcomeType.Suspended) {
+      exec.status = ExecutionStatus.Suspended;
+      exec.phase = Phase.Suspended;
+      exec.session = 0;
+      this.agentOf(exec).admissionState = AdmissionState.Suspended;
+      this.emit(EffectKind.DeliverOutcome, execSlot, OutcomeType.Suspended);
+    } else {
+      // Completed, Failed, HandedOff, CoordinationWait
+      this.finishExecution(execSlot, outcome);
+    }
+    return ResultCode.Ok;
+  }
+
+  private resume(
+    execSlot: number, generation: number, agentSlot: number, agentGeneration: number,
+    request: number, approvalMatches: number,
+  ): ResultCode {
+    if (this.draining === 1) return this.refuse(request, ResultCode.RuntimeDraining);
+    if (!isZeroOrOne(approvalMatches)) return this.refuse(request, ResultCode.ArgumentOutOfRange);
+    // READING: both ways the exec check can fail give RehydrationRequired.
+    if (this.checkExecution(execSlot, generation) !== ResultCode.Ok) {
+      return this.refuse(request, ResultCode.RehydrationRequired);
+    }
+    const code = this.checkAgent(agentSlot, agentGeneration);
+    if (code !== ResultCode.Ok) return this.refuse(request, code);
+    const exec = this.executions[execSlot];
+    if (exec.agentSlotPlusOne - 1 !== agentSlot) return this.refuse(request, ResultCode.AgentMustMatch);
+    if (exec.status !== ExecutionStatus.Suspended) return this.refuse(request, ResultCode.StatusMustMatch);
+    const agent = this.agents[agentSlot];
+    if (agent.admissionState !== AdmissionState.Suspended) return this.refuse(request, ResultCode.ResumeInProgress);
+    if (approvalMatches === 0) return this.refuse(request, ResultCode.ApprovalMustMatch);
+
+    agent.admissionState = AdmissionState.Resuming;
+    this.emit(EffectKind.SubmitApprovalCommit, execSlot, exec.revision, request);
+    return ResultCode.Ok;
+  }
+
+  private resumeCommitReady(
+    execSlot: number, generation: number, expectedRevision: number, outcome: number,
+    newRevision: number, approved: number, request: number,
+  ): ResultCode {
+    const code = this.checkExecution(execSlot, generation);
+    if (code !== ResultCode.Ok) return this.refuse(request, code);
+    const exec = this.executions[execSlot];
+    if (exec.revision !== expectedRevision) return this.refuse(request, ResultCode.RevisionMustMatch);
+    if (exec.status !== ExecutionStatus.Suspended) return this.refuse(request, ResultCode.StatusMustMatch);
+    const agent = this.agentOf(exec);
+    if (agent.admissionState !== AdmissionState.Resuming) {
+      return this.refuse(request, ResultCode.AdmissionStateMustMatch);
+    }
+
+    // READING: outcome judged before `approved` (both bad → OutcomeUnknown).
+    let failure: ResultCode = ResultCode.Ok;
+    if (!inRange(outcome, CommitOutcome.Committed, CommitOutcome.StoreFailed)) failure = ResultCode.OutcomeUnknown;
+    else if (!isZeroOrOne(approved)) failure = ResultCode.ArgumentOutOfRange;
+    else if (outcome === CommitOutcome.RehydrationRequired) failure = ResultCode.RehydrationRequired;
+    else if (outcome === CommitOutcome.StoreFailed) failure = ResultCode.StoreFailed;
+    else if (newRevision <= exec.revision) failure = ResultCode.RevisionMustIncrease;
+    if (failure !== ResultCode.Ok) {
+      this.requireRecovery(execSlot, failure);
+      this.emit(EffectKind.FailRequest, request, failure);
+      return ResultCode.Ok;
+    }
+
+    exec.revision = newRevision;
+    exec.status = ExecutionStatus.Active;
+    exec.phase = Phase.Resuming;
+    exec.session = this.takeSession();
+    agent.admissionState = AdmissionState.Executing;
+    if (approved === 1) exec.flags |= ExecutionFlag.ApprovalGranted;
+    else exec.flags &= ~ExecutionFlag.ApprovalGranted;
+    this.registerWaiter(execSlot, request);
+    this.emit(EffectKind.ResumeSession, execSlot, exec.session, approved);
+    return ResultCode.Ok;
+  }
+
+  private recoveryInstall(
+    agentSlot: number, agentGeneration: number, revision: number, status: number,
+    phase: number, flags: number, request: number,
+  ): ResultCode {
+    if (this.draining === 1) return this.refuse(request, ResultCode.RuntimeDraining);
+    const code = this.checkAgent(agentSlot, agentGeneration);
+    if (code !== ResultCode.Ok) return this.refuse(request, code);
+    const statusValid =
+      status === ExecutionStatus.Preparing || status === ExecutionStatus.Active || status === ExecutionStatus.Suspended;
+    const phaseValid = inRange(phase, Phase.Preparing, Phase.RecoveryResolvedFailed) && phase !== Phase.Terminal;
+    const suspendedMismatch = status === ExecutionStatus.Suspended && phase !== Phase.Suspended;
+    if (!statusValid || !phaseValid || suspendedMismatch || !isHostSettable(flags)) {
+      return this.refuse(request, ResultCode.ArgumentOutOfRange);
+    }
+    const agent = this.agents[agentSlot];
+    if (agent.admissionState !== AdmissionState.None) return this.refuse(request, ResultCode.AgentAlreadyAdmitted);
+    if (!this.hasCapacity()) return this.refuse(request, ResultCode.ExecutionsFull);
+
+    // READING: no lifecycle check (a closed agent may be recovered) and no
+    // owner token is taken (the token stays 0).
+    const execSlot = this.allocateExecutionSlot();
+    const exec = this.executions[execSlot];
+    exec.agentSlotPlusOne = agentSlot + 1;
+    exec.revision = revision;
+    exec.session = 0;
+    exec.status = status;
+    exec.phase = phase;
+    exec.flags = flags;
+    exec.waiters = 0;
+    exec.inFlight = 0;
+    agent.admissionState = status === ExecutionStatus.Suspended ? AdmissionState.Suspended : AdmissionState.Executing;
+    agent.executionSlotPlusOne = execSlot + 1;
+    this.emit(EffectKind.ExecutionInstalled, execSlot, exec.generation, request);
+    return ResultCode.Ok;
+  }
+
+  private recoverPreparation(execSlot: number, generation: number, expectedRevision: number, request: number): ResultCode {
+    const code = this.checkExecution(execSlot, generation);
+    if (code !== ResultCode.Ok) return this.refuse(request, code);
+    const exec = this.executions[execSlot];
+    if (exec.revision !== expectedRevision) return this.refuse(request, ResultCode.RevisionMustMatch);
+    if (exec.session !== 0) return this.refuse(request, ResultCode.SessionMustMatch);
+
+    if (exec.status !== ExecutionStatus.Preparing || exec.phase !== Phase.Preparing) {
+      this.requireRecovery(execSlot, ResultCode.ContinuationInvalid);
+      this.emit(EffectKind.FailRequest, request, ResultCode.ContinuationInvalid);
+      return ResultCode.Ok;
+    }
+    exec.session = this.takeSession();
+    this.agentOf(exec).admissionState = AdmissionState.Executing;
+    this.emit(EffectKind.SubmitPreparationRecovery, execSlot, exec.session, exec.revision, request);
+    return ResultCode.Ok;
+  }
+
+  private initialPreparationRecoveryReady(
+    execSlot: number, generation: number, session: number, expectedRevision: number,
+    outcome: number, newRevision: number, request: number,
+  ): ResultCode {
+    const code = this.checkExecution(execSlot, generation);
+    if (code !== ResultCode.Ok) return this.refuse(request, code);
+    const exec = this.executions[execSlot];
+    // Note the order here: session before revision.
+    if (!this.sessionMatches(exec, session)) return this.refuse(request, ResultCode.SessionMustMatch);
+    if (exec.revision !== expectedRevision) return this.refuse(request, ResultCode.RevisionMustMatch);
+    if (exec.status !== ExecutionStatus.Preparing || exec.phase !== Phase.Preparing) {
+      return this.refuse(request, ResultCode.StatusMustMatch);
+    }
+
+    if (!inRange(outcome, PreparationOutcome.Active, PreparationOutcome.StoreFailed)) {
+      this.abandonExecution(execSlot, request, ResultCode.OutcomeUnknown);
+      return ResultCode.Ok;
+    }
+    if (
+      outcome === PreparationOutcome.NotEstablished ||
+      outcome === PreparationOutcome.OutcomeUnknown ||
+      outcome === PreparationOutcome.RecoveryRequired ||
+      outcome === PreparationOutcome.StoreFailed
+    ) {
+      const c = outcome === PreparationOutcome.StoreFailed ? ResultCode.StoreFailed : ResultCode.RehydrationRequired;
+      this.abandonExecution(execSlot, request, c);
+      return ResultCode.Ok;
+    }
+    if (newRevision <= exec.revision) {
+      this.requireRecovery(execSlot, ResultCode.RevisionMustIncrease);
+      this.emit(EffectKind.FailRequest, request, ResultCode.RevisionMustIncrease);
+      return ResultCode.Ok;
+    }
+    exec.revision = newRevision;
+    if (outcome === PreparationOutcome.Terminal) {
+      this.registerWaiter(execSlot, request);
+      this.finishExecution(execSlot, OutcomeType.Failed);
+      return ResultCode.Ok;
+    }
+    // PreparationOutcome.Active
+    exec.status = ExecutionStatus.Active;
+    exec.phase = Phase.CallingLlm;
+    exec.session = this.takeSession();
+    this.registerWaiter(execSlot, request);
+    this.emit(EffectKind.StartSession, execSlot, exec.session);
+    this.emit(EffectKind.SubmitProviderBarrier, execSlot, exec.session, exec.revision);
+    return ResultCode.Ok;
+  }
+
+  private continueRecovered(
+    execSlot: number, generation: number, expectedRevision: number, continuation: number,
+    hasFailure: number, request: number,
+  ): ResultCode {
+    const code = this.checkExecution(execSlot, generation);
+    if (code !== ResultCode.Ok) return this.refuse(request, code);
+    const exec = this.executions[execSlot];
+    if (exec.revision !== expectedRevision) return this.refuse(request, ResultCode.RevisionMustMatch);
+    if (exec.session !== 0) return this.refuse(request, ResultCode.SessionMustMatch);
+
+    const row = findContinuation(continuation);
+    let invalid: ResultCode = ResultCode.Ok;
+    if (row === undefined || !isZeroOrOne(hasFailure)) invalid = ResultCode.ArgumentOutOfRange;
+    else if (exec.status !== ExecutionStatus.Active || !this.continuationAllowed(row, exec)) invalid = ResultCode.ContinuationInvalid;
+    else if (row.continuation === Continuation.FailedTerminal && hasFailure === 0) invalid = ResultCode.FailureRequired;
+    if (row === undefined || invalid !== ResultCode.Ok) {
+      this.requireRecovery(execSlot, invalid);
+      this.emit(EffectKind.FailRequest, request, invalid);
+      return ResultCode.Ok;
+    }
+
+    exec.phase = row.resumePhase;
+    if (row.continuation === Continuation.FailedTerminal) {
+      // The session stays 0; *begin terminal commit* emits SubmitTerminalCommit.
+      this.registerWaiter(execSlot, request);
+      this.beginTerminalCommit(execSlot);
+      return ResultCode.Ok;
+    }
+    exec.session = this.takeSession();
+    this.agentOf(exec).admissionState = AdmissionState.Executing;
+    this.registerWaiter(execSlot, request);
+    for (const effect of row.effects) {
+      if (effect === EffectKind.ContinueSession) {
+        this.emit(EffectKind.ContinueSession, execSlot, exec.session, row.continuation);
+      } else {
+        // SubmitToolBarrier / SubmitProviderBarrier: (exec, session, expectedRevision)
+        this.emit(effect, execSlot, exec.session, exec.revision);
+      }
+    }
+    return ResultCode.Ok;
+  }
+
+  /** The table's "valid phases" and "flag condition" columns. */
+  private continuationAllowed(row: ContinuationRow, exec: Execution): boolean {
+    if (!row.validPhases.includes(exec.phase)) return false;
+    if (row.flagCondition !== null && hasFlag(exec.flags, row.flagCondition.flag) !== row.flagCondition.set) {
+      return false;
+    }
+    return true;
+  }
+
+  private attachWaiter(execSlot: number, generation: number, request: number): ResultCode {
+    const code = this.checkExecution(execSlot, generation);
+    if (code !== ResultCode.Ok) return this.refuse(request, code);
+    // READING: registering the waiter is the whole of this request, so a
+    // full waiter list refuses it and the code is WaitersFull.
+    return this.registerWaiter(execSlot, request);
+  }
+
+  private submissionRefused(
+    submission: number, slot: number, generation: number, tokenOrSession: number, request: number,
+  ): ResultCode {
+    const K = MessageKind.SubmissionRefused;
+    if (!inRange(submission, Submission.Prepare, Submission.TerminalCommit)) {
+      return this.drop(K, ResultCode.ArgumentOutOfRange);
+    }
+
+    if (submission === Submission.Prepare) {
+      const code = this.checkAgent(slot, generation);
+      if (code !== ResultCode.Ok) return this.drop(K, code);
+      const agent = this.agents[slot];
+      if (agent.admissionState !== AdmissionState.Admitting || agent.ownerToken !== tokenOrSession) {
+        return this.drop(K, ResultCode.OwnerTokenMustMatch);
+      }
+      this.releaseAdmission(agent);
+      this.emit(EffectKind.FailRequest, request, ResultCode.OffloadFull);
+      return ResultCode.Ok;
+    }
+
+    // Every other submission names an execution.
+    const code = this.checkExecution(slot, generation);
+    if (code !== ResultCode.Ok) return this.drop(K, code);
+    const exec = this.executions[slot];
+
+    if (submission === Submission.ApprovalCommit) {
+      const agent = this.agentOf(exec);
+      if (agent.admissionState !== AdmissionState.Resuming) return this.drop(K, ResultCode.AdmissionStateMustMatch);
+      agent.admissionState = AdmissionState.Suspended;
+      this.emit(EffectKind.FailRequest, request, ResultCode.OffloadFull);
+      return ResultCode.Ok;
+    }
+
+    if (!this.sessionMatches(exec, tokenOrSession)) return this.drop(K, ResultCode.SessionMustMatch);
+
+    switch (submission) {
+      case Submission.ProviderBarrier:
+        if (exec.phase !== Phase.CallingLlm) return this.drop(K, ResultCode.PhaseMustMatch);
+        this.emit(EffectKind.SetupFailed, slot, exec.session, SetupFailure.Provider);
+        return ResultCode.Ok;
+      case Submission.ToolBarrier:
+        if (exec.phase !== Phase.DispatchingTools) return this.drop(K, ResultCode.PhaseMustMatch);
+        this.emit(EffectKind.SetupFailed, slot, exec.session, SetupFailure.Tool);
+        return ResultCode.Ok;
+      case Submission.PreparationRecovery:
+        this.abandonExecution(slot, request, ResultCode.OffloadFull);
+        return ResultCode.Ok;
+      default:
+        // Submission.TerminalCommit
+        if (exec.phase !== Phase.Terminal) return this.drop(K, ResultCode.PhaseMustMatch);
+        this.requireRecovery(slot, ResultCode.OffloadFull);
+        return ResultCode.Ok;
+    }
+  }
+}
