@@ -14,7 +14,7 @@ import {
   hasExecutionFlag, setExecutionFlag, setExecutionInFlight, setExecutionPhase, setExecutionRevision,
 } from "../execution-table";
 import { fsmNext } from "../fsm";
-import { dropStale, requireRecovery } from "./shared";
+import { dropStale, isLiveSession, requireRecovery } from "./shared";
 
 /** The authoritative-state check every barrier result passes: same slot
  * tenant, same revision, same session, expected phase. */
@@ -22,7 +22,7 @@ function checkBarrierResult(kind: u32, exec: u32, generation: u32, session: u32,
   const check = checkExecution(exec, generation);
   if (check != ResultCode.Ok) return dropStale(kind, check);
   if (executionRevision(exec) != expectedRevision) return dropStale(kind, ResultCode.RevisionMustMatch);
-  if (executionSession(exec) != session) return dropStale(kind, ResultCode.SessionMustMatch);
+  if (!isLiveSession(exec, session)) return dropStale(kind, ResultCode.SessionMustMatch);
   if (executionPhase(exec) != phase) return dropStale(kind, ResultCode.PhaseMustMatch);
   return ResultCode.Ok;
 }
@@ -86,7 +86,7 @@ export function applySessionEvent(exec: u32, generation: u32, session: u32, even
   const kind = MessageKind.SessionEvent;
   const check = checkExecution(exec, generation);
   if (check != ResultCode.Ok) return dropStale(kind, check);
-  if (executionSession(exec) != session) return dropStale(kind, ResultCode.SessionMustMatch);
+  if (!isLiveSession(exec, session)) return dropStale(kind, ResultCode.SessionMustMatch);
   if (event == SessionEventKind.None || event >= <u32>SessionEventKind.Finish) return dropStale(kind, ResultCode.ArgumentOutOfRange);
   const next = fsmNext(executionPhase(exec), event);
   if (next == Phase.None) return dropStale(kind, ResultCode.TransitionUndefined);

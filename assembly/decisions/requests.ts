@@ -44,6 +44,7 @@ export function applySubmissionRefused(submission: u32, slot: u32, generation: u
     return ResultCode.Ok;
   }
   const provider = submission == Submission.ProviderBarrier;
+  if (tokenOrSession == 0) return dropStale(kind, ResultCode.SessionMustMatch);
   if (phase != (provider ? Phase.CallingLlm : Phase.DispatchingTools)) return dropStale(kind, ResultCode.PhaseMustMatch);
   emit(EffectKind.SetupFailed, slot, tokenOrSession, provider ? SetupFailure.Provider : SetupFailure.Tool);
   return ResultCode.Ok;

@@ -41,6 +41,12 @@ export function mintSession(): u32 {
   return session;
 }
 
+/** Messages from a live FSM session name it; session 0 names none (an
+ * execution installed by recovery, or suspended), so it never matches. */
+export function isLiveSession(exec: u32, session: u32): bool {
+  return session != 0 && executionSession(exec) == session;
+}
+
 /** True for the 0/1 flags messages carry. */
 @inline export function isFlag(value: u32): bool {
   return value <= 1;

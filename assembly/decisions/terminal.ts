@@ -17,13 +17,13 @@ import {
   setExecutionSession, setExecutionStatus, setExecutionWaiters,
 } from "../execution-table";
 import { fsmNext } from "../fsm";
-import { beginTerminalCommit, dropStale, finishExecution, releaseExecution, requireRecovery } from "./shared";
+import { beginTerminalCommit, dropStale, finishExecution, isLiveSession, releaseExecution, requireRecovery } from "./shared";
 
 export function applySessionFinished(exec: u32, generation: u32, session: u32, ending: u32): i32 {
   const kind = MessageKind.SessionFinished;
   const check = checkExecution(exec, generation);
   if (check != ResultCode.Ok) return dropStale(kind, check);
-  if (executionSession(exec) != session) return dropStale(kind, ResultCode.SessionMustMatch);
+  if (!isLiveSession(exec, session)) return dropStale(kind, ResultCode.SessionMustMatch);
   if (ending == SessionEnding.None || ending > <u32>SessionEnding.CoordinationWait) return dropStale(kind, ResultCode.ArgumentOutOfRange);
   if (fsmNext(executionPhase(exec), SessionEventKind.Finish) == Phase.None) return dropStale(kind, ResultCode.TransitionUndefined);
   setExecutionPhase(exec, Phase.Terminal);
@@ -43,7 +43,7 @@ export function applyDeferredTerminal(exec: u32, generation: u32, session: u32):
   const kind = MessageKind.DeferredTerminal;
   const check = checkExecution(exec, generation);
   if (check != ResultCode.Ok) return dropStale(kind, check);
-  if (executionSession(exec) != session) return dropStale(kind, ResultCode.SessionMustMatch);
+  if (!isLiveSession(exec, session)) return dropStale(kind, ResultCode.SessionMustMatch);
   if (!hasExecutionFlag(exec, ExecutionFlag.TerminalDeferred)) return dropStale(kind, ResultCode.TerminalNotDeferred);
   if (executionInFlight(exec) > 0) return dropStale(kind, ResultCode.NotQuiescent);
   setExecutionFlag(exec, ExecutionFlag.TerminalDeferred, false);

@@ -487,13 +487,17 @@ export class ReferenceCore implements ControlMachine {
 
   // --- Messages -----------------------------------------------------------
   //
-  // READING (result codes): the code is `Ok` whenever the message passed its
-  // refusal/drop checks and was decided, even when the decision fails the
-  // execution or a request, EXCEPT where the contract says "returns …"
-  // (InitialPreparationReady with an invalid outcome/flags; the
-  // OutcomeUnknown, InFlightFull, ArgumentOutOfRange and RevisionMustIncrease
-  // branches of Provider/ToolDispatchReady) and AttachWaiter, whose only
-  // decision is the waiter (see there).
+  // Result codes of decided branches ("Which code a decided branch
+  // returns"): a branch caused by malformed or invalid input returns its fact
+  // (OutcomeUnknown, ArgumentOutOfRange, RevisionMustIncrease, InFlightFull,
+  // ContinuationInvalid, FailureRequired) although it also changed state; a
+  // branch applying a failure the durable layer or the offload reported
+  // (RehydrationRequired, StoreFailed, OffloadFull, a preparation outcome
+  // other than Active) returns Ok.
+  //
+  // READING (waiters): a *register waiter* refused with WaitersFull inside
+  // another decision leaves that decision's code as it is (Ok); only
+  // AttachWaiter, whose whole request is the waiter, returns WaitersFull.
   //
   // READING (registry messages): the introduction puts "registry" messages
   // in the DropStale family, so refusals of RegisterAgent, CloseAgent and
@@ -776,11 +780,9 @@ export class ReferenceCore implements ControlMachine {
     if (!this.sessionMatches(exec, session)) return this.drop(K, ResultCode.SessionMustMatch);
     if (exec.phase !== Phase.Terminal) return this.drop(K, ResultCode.PhaseMustMatch);
 
-    // READING: unlike ProviderDispatchReady, no "returns" is written here, so
-    // the invalid-outcome and RevisionMustIncrease decisions return Ok.
     if (!inRange(outcome, OutcomeType.Completed, OutcomeType.StoreFailed)) {
       this.requireRecovery(execSlot, ResultCode.OutcomeUnknown);
-      return ResultCode.Ok;
+      return ResultCode.OutcomeUnknown;
     }
     if (outcome === OutcomeType.StoreFailed) {
       if (hasFlag(exec.flags, ExecutionFlag.Reservation)) {
@@ -796,7 +798,7 @@ export class ReferenceCore implements ControlMachine {
     }
     if (newRevision <= exec.revision) {
       this.requireRecovery(execSlot, ResultCode.RevisionMustIncrease);
-      return ResultCode.Ok;
+      return ResultCode.RevisionMustIncrease;
     }
     exec.revision = newRevision;
     if (outcome === OutcomeType.Suspended) {
@@ -860,7 +862,9 @@ export class ReferenceCore implements ControlMachine {
     if (failure !== ResultCode.Ok) {
       this.requireRecovery(execSlot, failure);
       this.emit(EffectKind.FailRequest, request, failure);
-      return ResultCode.Ok;
+      // Reported failures are decided (Ok); malformed input returns its fact.
+      const reported = failure === ResultCode.RehydrationRequired || failure === ResultCode.StoreFailed;
+      return reported ? ResultCode.Ok : failure;
     }
 
     exec.revision = newRevision;
@@ -921,7 +925,7 @@ export class ReferenceCore implements ControlMachine {
     if (exec.status !== ExecutionStatus.Preparing || exec.phase !== Phase.Preparing) {
       this.requireRecovery(execSlot, ResultCode.ContinuationInvalid);
       this.emit(EffectKind.FailRequest, request, ResultCode.ContinuationInvalid);
-      return ResultCode.Ok;
+      return ResultCode.ContinuationInvalid;
     }
     exec.session = this.takeSession();
     this.agentOf(exec).admissionState = AdmissionState.Executing;
@@ -945,7 +949,7 @@ export class ReferenceCore implements ControlMachine {
 
     if (!inRange(outcome, PreparationOutcome.Active, PreparationOutcome.StoreFailed)) {
       this.abandonExecution(execSlot, request, ResultCode.OutcomeUnknown);
-      return ResultCode.Ok;
+      return ResultCode.OutcomeUnknown;
     }
     if (
       outcome === PreparationOutcome.NotEstablished ||
@@ -960,7 +964,7 @@ export class ReferenceCore implements ControlMachine {
     if (newRevision <= exec.revision) {
       this.requireRecovery(execSlot, ResultCode.RevisionMustIncrease);
       this.emit(EffectKind.FailRequest, request, ResultCode.RevisionMustIncrease);
-      return ResultCode.Ok;
+      return ResultCode.RevisionMustIncrease;
     }
     exec.revision = newRevision;
     if (outcome === PreparationOutcome.Terminal) {
@@ -996,7 +1000,7 @@ export class ReferenceCore implements ControlMachine {
     if (row === undefined || invalid !== ResultCode.Ok) {
       this.requireRecovery(execSlot, invalid);
       this.emit(EffectKind.FailRequest, request, invalid);
-      return ResultCode.Ok;
+      return invalid;
     }
 
     exec.phase = row.resumePhase;

@@ -1,0 +1,118 @@
+// Properties that must hold after every applied message, whatever the
+// message was. Each returns a sentence describing the violation, or
+// undefined. They read the snapshots and effects only: no implementation
+// detail of either machine.
+
+import { AdmissionState, AgentLifecycle, EffectKind, MessageKind } from "../../assembly/abi.js";
+import type { CoreEffect } from "../../host/core/effects.js";
+import type { CoreSnapshot } from "../../host/core/machine.js";
+import type { Message } from "./message-stream.js";
+
+export interface Step {
+  readonly message: Message;
+  readonly code: number;
+  readonly effects: readonly CoreEffect[];
+  readonly before: CoreSnapshot;
+  readonly after: CoreSnapshot;
+}
+
+/** Revisions seen per `(slot, generation)`, to show they never decrease. */
+export class RevisionHistory {
+  private readonly seen = new Map<string, number>();
+
+  check(snapshot: CoreSnapshot): string | undefined {
+    for (const execution of snapshot.executions) {
+      if (execution.agentSlotPlusOne === 0) continue;
+      const key = `${execution.slot}:${execution.generation}`;
+      const previous = this.seen.get(key);
+      if (previous !== undefined && execution.revision < previous) {
+        return `revision of execution ${key} decreased from ${previous} to ${execution.revision}`;
+      }
+      this.seen.set(key, execution.revision);
+    }
+    return undefined;
+  }
+}
+
+export function checkInvariants(step: Step): string | undefined {
+  return atMostOneAdmissionPerAgent(step.after) ??
+    admissionsAndExecutionsAgree(step.after) ??
+    terminalCommitOnlyWhenQuiescent(step) ??
+    staleResultChangesNothing(step) ??
+    releasedGenerationRefused(step) ??
+    countersAgree(step.after);
+}
+
+/** Each execution is held by exactly one admission: its agent's. */
+function atMostOneAdmissionPerAgent(snapshot: CoreSnapshot): string | undefined {
+  const holders = new Map<number, number>();
+  for (const agent of snapshot.agents) {
+    if (agent.executionSlotPlusOne === 0) continue;
+    const execution = agent.executionSlotPlusOne - 1;
+    if (holders.has(execution)) return `execution ${execution} is admitted by agents ${holders.get(execution)} and ${agent.slot}`;
+    holders.set(execution, agent.slot);
+  }
+  return undefined;
+}
+
+function admissionsAndExecutionsAgree(snapshot: CoreSnapshot): string | undefined {
+  for (const execution of snapshot.executions) {
+    if (execution.agentSlotPlusOne === 0) continue;
+    const agent = snapshot.agents[execution.agentSlotPlusOne - 1];
+    if (!agent || agent.lifecycle === AgentLifecycle.Free) return `execution ${execution.slot} belongs to a free agent slot`;
+    if (agent.executionSlotPlusOne !== execution.slot + 1) {
+      return `execution ${execution.slot} is live but agent ${agent.slot} admits ${agent.executionSlotPlusOne - 1}`;
+    }
+    if (agent.admissionState === AdmissionState.None || agent.admissionState === AdmissionState.Admitting) {
+      return `execution ${execution.slot} is live but its agent's admission is ${agent.admissionState}`;
+    }
+  }
+  return undefined;
+}
+
+function terminalCommitOnlyWhenQuiescent(step: Step): string | undefined {
+  for (const effect of step.effects) {
+    if (effect.kind !== EffectKind.SubmitTerminalCommit) continue;
+    const execution = step.after.executions[effect.execution];
+    if (execution && execution.inFlight !== 0) {
+      return `terminal commit of execution ${effect.execution} began with ${execution.inFlight} operations in flight`;
+    }
+  }
+  return undefined;
+}
+
+function staleResultChangesNothing(step: Step): string | undefined {
+  const dropped = step.effects.length === 1 && step.effects[0]!.kind === EffectKind.DropStale;
+  if (!dropped) return undefined;
+  if (JSON.stringify(step.before) !== JSON.stringify(step.after)) return `a dropped ${step.message[0]} changed the tables`;
+  return undefined;
+}
+
+/** Messages that name an execution by `(slot, generation)` as their first
+ * two arguments. */
+const EXECUTION_MESSAGES = new Set<number>([
+  MessageKind.ProviderDispatchReady, MessageKind.ToolDispatchReady, MessageKind.SessionEvent,
+  MessageKind.OperationSettled, MessageKind.SessionFinished, MessageKind.DeferredTerminal,
+  MessageKind.TerminalCommitReady, MessageKind.Resume, MessageKind.ResumeCommitReady,
+  MessageKind.RecoverPreparation, MessageKind.InitialPreparationRecoveryReady, MessageKind.ContinueRecovered,
+  MessageKind.CancelRequested, MessageKind.AttachWaiter,
+]);
+
+/** A message for a slot's previous tenant is refused and changes nothing. */
+function releasedGenerationRefused(step: Step): string | undefined {
+  const [kind, slot, generation] = step.message;
+  if (!EXECUTION_MESSAGES.has(kind)) return undefined;
+  const current = step.before.executions[slot];
+  if (!current || current.generation === generation) return undefined;
+  if (step.code === 0) return `message ${kind} for execution ${slot} generation ${generation} applied to generation ${current.generation}`;
+  if (JSON.stringify(step.before) !== JSON.stringify(step.after)) return `message ${kind} for an old generation changed the tables`;
+  return undefined;
+}
+
+function countersAgree(snapshot: CoreSnapshot): string | undefined {
+  const live = snapshot.executions.filter((execution) => execution.agentSlotPlusOne !== 0).length;
+  if (live !== snapshot.liveExecutions) return `liveExecutions ${snapshot.liveExecutions} but ${live} slots in use`;
+  const admitting = snapshot.agents.filter((agent) => agent.admissionState === AdmissionState.Admitting).length;
+  if (admitting !== snapshot.admittingAgents) return `admittingAgents ${snapshot.admittingAgents} but ${admitting} admitting`;
+  return undefined;
+}

@@ -1,0 +1,409 @@
+// Turns fuzzer "intents" into concrete control messages. An intent is a
+// handful of random integers; it is interpreted against what the stream has
+// seen so far (agents registered, offload submissions and operations the
+// core asked for), so most messages are meaningful: results of real
+// submissions, in any order, sometimes duplicated, sometimes stale, sometimes
+// for a released slot or with an out-of-range enum. The interpretation is
+// deterministic, so fast-check can shrink a failing stream of intents.
+
+import {
+  CommitOutcome, Continuation, EffectKind, MessageKind, OutcomeType, Phase, PreparationOutcome,
+  SessionEnding, Submission, ExecutionStatus, ExecutionFlag,
+} from "../../assembly/abi.js";
+import type { CoreEffect } from "../../host/core/effects.js";
+
+export interface Intent {
+  readonly kind: number;
+  readonly pick: number;
+  readonly variant: number;
+  readonly noise: number;
+}
+
+export type Message = readonly [kind: number, a: number, b: number, c: number, d: number, e: number, f: number, g: number];
+
+type Pending =
+  | { type: "prepare"; agent: number; generation: number; token: number; request: number }
+  | { type: "provider" | "tool"; execution: number; generation: number; session: number; revision: number }
+  | { type: "operation"; execution: number; generation: number }
+  | { type: "deferred"; execution: number; generation: number; session: number }
+  | { type: "terminal"; execution: number; generation: number; session: number; revision: number }
+  | { type: "approval"; execution: number; generation: number; revision: number; request: number }
+  | { type: "preparationRecovery"; execution: number; generation: number; session: number; revision: number; request: number };
+
+interface LiveExecution {
+  execution: number;
+  generation: number;
+  agent: number;
+  agentGeneration: number;
+  session: number;
+  revision: number;
+}
+
+const U32_MAX = 0xffff_ffff;
+
+/** The fuzzer's memory of the stream: what it may refer to next. */
+export class MessageStream {
+  private readonly agents: { slot: number; generation: number }[] = [];
+  private readonly retiredAgents: { slot: number; generation: number }[] = [];
+  private readonly executions = new Map<string, LiveExecution>();
+  private readonly retiredExecutions: { execution: number; generation: number }[] = [];
+  private pending: Pending[] = [];
+  private nextRequest = 1;
+  private nextRevision = 100;
+
+  /** Builds the next message from an intent. */
+  next(intent: Intent): Message {
+    const builders = this.builders();
+    return builders[intent.kind % builders.length]!(intent);
+  }
+
+  /** Learns from the effects the core answered with. */
+  observe(message: Message, effects: readonly CoreEffect[]): void {
+    for (const effect of effects) this.learn(message, effect);
+  }
+
+  private builders(): ((intent: Intent) => Message)[] {
+    return [
+      (i) => this.registerAgent(i),
+      (i) => this.start(i),
+      (i) => this.start(i),
+      (i) => this.completePending(i),
+      (i) => this.completePending(i),
+      (i) => this.completePending(i),
+      (i) => this.completePending(i),
+      (i) => this.sessionEvent(i),
+      (i) => this.sessionEvent(i),
+      (i) => this.sessionFinished(i),
+      (i) => this.resume(i),
+      (i) => this.recoveryInstall(i),
+      (i) => this.continueRecovered(i),
+      (i) => this.recoverPreparation(i),
+      (i) => this.agentLifecycle(i),
+      (i) => this.attachOrCancel(i),
+      (i) => this.refuseSubmission(i),
+      (i) => this.setDraining(i),
+      (i) => this.garbage(i),
+    ];
+  }
+
+  // -- message builders ------------------------------------------------------
+
+  private registerAgent(intent: Intent): Message {
+    return message(MessageKind.RegisterAgent, intent.variant % 7 === 0 ? 1 : 0);
+  }
+
+  private start(intent: Intent): Message {
+    const agent = this.pickAgent(intent);
+    const cancelled = intent.variant % 11 === 0 ? 1 : intent.variant % 13 === 0 ? 5 : 0;
+    return message(MessageKind.Start, agent.slot, agent.generation, this.request(), cancelled);
+  }
+
+  private completePending(intent: Intent): Message {
+    if (this.pending.length === 0) return this.start(intent);
+    const index = intent.pick % this.pending.length;
+    const item = this.pending[index]!;
+    // One in eight completions is delivered again later (a duplicate).
+    if (intent.variant % 8 !== 0) this.pending.splice(index, 1);
+    return this.completion(item, intent);
+  }
+
+  private completion(item: Pending, intent: Intent): Message {
+    const stale = intent.variant % 9 === 1;
+    switch (item.type) {
+      case "prepare": {
+        const outcome = pickWeighted(intent.noise, [PreparationOutcome.Active, 6], [PreparationOutcome.Terminal, 1],
+          [PreparationOutcome.NotEstablished, 1], [PreparationOutcome.OutcomeUnknown, 1], [PreparationOutcome.StoreFailed, 1], [9, 1]);
+        const flags = intent.variant % 10 === 3 ? ExecutionFlag.Reservation : intent.variant % 17 === 4 ? 1 : 0;
+        return message(MessageKind.InitialPreparationReady, item.agent, item.generation, stale ? item.token + 1 : item.token,
+          outcome, this.revision(), flags, item.request);
+      }
+      case "provider":
+      case "tool": {
+        const outcome = pickWeighted(intent.noise, [CommitOutcome.Committed, 8], [CommitOutcome.StoreFailed, 1],
+          [CommitOutcome.RehydrationRequired, 1], [0, 1]);
+        const newRevision = intent.variant % 19 === 5 ? item.revision : this.revision();
+        const kind = item.type === "provider" ? MessageKind.ProviderDispatchReady : MessageKind.ToolDispatchReady;
+        const toolCount = intent.variant % 23 === 6 ? 0 : 1 + (intent.pick % 3);
+        return message(kind, item.execution, item.generation, item.session, stale ? item.revision + 1 : item.revision,
+          outcome, newRevision, toolCount);
+      }
+      case "operation":
+        return message(MessageKind.OperationSettled, item.execution, item.generation);
+      case "deferred":
+        return message(MessageKind.DeferredTerminal, item.execution, item.generation, stale ? item.session + 1 : item.session);
+      case "terminal": {
+        const outcome = pickWeighted(intent.noise, [OutcomeType.Completed, 4], [OutcomeType.Failed, 2],
+          [OutcomeType.Suspended, 3], [OutcomeType.HandedOff, 1], [OutcomeType.CoordinationWait, 1], [OutcomeType.StoreFailed, 1], [12, 1]);
+        return message(MessageKind.TerminalCommitReady, item.execution, item.generation, item.session,
+          stale ? item.revision - 1 : item.revision, outcome, this.revision());
+      }
+      case "approval": {
+        const outcome = pickWeighted(intent.noise, [CommitOutcome.Committed, 6], [CommitOutcome.StoreFailed, 1], [CommitOutcome.RehydrationRequired, 1], [7, 1]);
+        return message(MessageKind.ResumeCommitReady, item.execution, item.generation, stale ? item.revision + 1 : item.revision,
+          outcome, this.revision(), intent.pick % 2, item.request);
+      }
+      case "preparationRecovery": {
+        const outcome = pickWeighted(intent.noise, [PreparationOutcome.Active, 4], [PreparationOutcome.Terminal, 2],
+          [PreparationOutcome.StoreFailed, 1], [PreparationOutcome.RecoveryRequired, 1], [0, 1]);
+        return message(MessageKind.InitialPreparationRecoveryReady, item.execution, item.generation, item.session,
+          stale ? item.revision + 1 : item.revision, outcome, this.revision(), item.request);
+      }
+    }
+  }
+
+  private sessionEvent(intent: Intent): Message {
+    const live = this.pickExecution(intent);
+    if (!live) return this.start(intent);
+    const event = 1 + (intent.noise % 7);
+    const session = intent.variant % 9 === 2 ? live.session + 1 : live.session;
+    return message(MessageKind.SessionEvent, live.execution, live.generation, session, event);
+  }
+
+  private sessionFinished(intent: Intent): Message {
+    const live = this.pickExecution(intent);
+    if (!live) return this.start(intent);
+    const ending = pickWeighted(intent.noise, [SessionEnding.Completed, 4], [SessionEnding.Failed, 1], [SessionEnding.Suspended, 3],
+      [SessionEnding.HandedOff, 1], [SessionEnding.Cancelled, 2], [SessionEnding.TimedOut, 1], [SessionEnding.CoordinationWait, 1], [0, 1]);
+    return message(MessageKind.SessionFinished, live.execution, live.generation, live.session, ending);
+  }
+
+  private resume(intent: Intent): Message {
+    const live = this.pickExecution(intent);
+    if (!live) return this.start(intent);
+    const matches = intent.variant % 6 === 0 ? 0 : intent.variant % 29 === 1 ? 3 : 1;
+    return message(MessageKind.Resume, live.execution, live.generation, live.agent, live.agentGeneration, this.request(), matches);
+  }
+
+  private recoveryInstall(intent: Intent): Message {
+    const agent = this.pickAgent(intent);
+    const status = pickWeighted(intent.noise, [ExecutionStatus.Active, 5], [ExecutionStatus.Preparing, 2], [ExecutionStatus.Suspended, 2], [ExecutionStatus.Terminal, 1]);
+    const phase = status === ExecutionStatus.Suspended && intent.variant % 5 !== 0 ? Phase.Suspended
+      : status === ExecutionStatus.Preparing && intent.variant % 5 !== 0 ? Phase.Preparing
+        : 1 + (intent.pick % 12);
+    const flags = (intent.variant % 4 === 1 ? ExecutionFlag.FrameworkCallsPending : 0) |
+      (intent.variant % 5 === 2 ? ExecutionFlag.ApprovalGranted : 0) | (intent.variant % 31 === 3 ? 1 : 0);
+    return message(MessageKind.RecoveryInstall, agent.slot, agent.generation, this.revision(), status, phase, flags, this.request());
+  }
+
+  private continueRecovered(intent: Intent): Message {
+    const live = this.pickExecution(intent);
+    if (!live) return this.recoveryInstall(intent);
+    const continuation = intent.variant % 17 === 0 ? 9 : 1 + (intent.noise % Continuation.RecallModel);
+    const hasFailure = intent.pick % 3 === 0 ? 0 : 1;
+    return message(MessageKind.ContinueRecovered, live.execution, live.generation, live.revision, continuation, hasFailure, this.request());
+  }
+
+  private recoverPreparation(intent: Intent): Message {
+    const live = this.pickExecution(intent);
+    if (!live) return this.recoveryInstall(intent);
+    return message(MessageKind.RecoverPreparation, live.execution, live.generation, live.revision, this.request());
+  }
+
+  private agentLifecycle(intent: Intent): Message {
+    const agent = this.pickAgent(intent);
+    return message(intent.variant % 2 === 0 ? MessageKind.CloseAgent : MessageKind.PurgeAgent, agent.slot, agent.generation);
+  }
+
+  private attachOrCancel(intent: Intent): Message {
+    const live = this.pickExecution(intent);
+    if (!live) return this.start(intent);
+    return intent.variant % 2 === 0
+      ? message(MessageKind.AttachWaiter, live.execution, live.generation, this.request())
+      : message(MessageKind.CancelRequested, live.execution, live.generation);
+  }
+
+  private refuseSubmission(intent: Intent): Message {
+    if (this.pending.length === 0) return this.start(intent);
+    const index = intent.pick % this.pending.length;
+    const item = this.pending[index]!;
+    const submission = submissionOf(item);
+    if (submission === Submission.None) return this.completion(item, intent);
+    this.pending.splice(index, 1);
+    if (item.type === "prepare") {
+      return message(MessageKind.SubmissionRefused, submission, item.agent, item.generation, item.token, item.request);
+    }
+    const session = "session" in item ? item.session : 0;
+    const request = "request" in item ? item.request : 0;
+    return message(MessageKind.SubmissionRefused, submission, item.execution, item.generation, session, request);
+  }
+
+  private setDraining(intent: Intent): Message {
+    return message(MessageKind.SetDraining, intent.variant % 3 === 0 ? 1 : intent.variant % 41 === 5 ? 2 : 0);
+  }
+
+  /** Arbitrary integers, including out-of-range kinds and values. */
+  private garbage(intent: Intent): Message {
+    const words = [intent.pick, intent.variant, intent.noise, U32_MAX, intent.pick ^ intent.noise, 0, intent.noise >>> 3];
+    return message(intent.noise % 26, ...words);
+  }
+
+  // -- what the stream can refer to -------------------------------------------
+
+  private pickAgent(intent: Intent): { slot: number; generation: number } {
+    if (intent.variant % 15 === 7 && this.retiredAgents.length > 0) {
+      return this.retiredAgents[intent.pick % this.retiredAgents.length]!;
+    }
+    if (this.agents.length === 0) return { slot: intent.pick % 4, generation: 1 };
+    return this.agents[intent.pick % this.agents.length]!;
+  }
+
+  private pickExecution(intent: Intent): LiveExecution | undefined {
+    if (intent.variant % 14 === 9 && this.retiredExecutions.length > 0) {
+      const retired = this.retiredExecutions[intent.pick % this.retiredExecutions.length]!;
+      return { ...retired, agent: 0, agentGeneration: 1, session: 1, revision: 100 };
+    }
+    const live = [...this.executions.values()];
+    if (live.length === 0) return undefined;
+    return live[intent.pick % live.length];
+  }
+
+  private request(): number {
+    return this.nextRequest++;
+  }
+
+  private revision(): number {
+    this.nextRevision += 1;
+    return this.nextRevision;
+  }
+
+  private learn(sent: Message, effect: CoreEffect): void {
+    switch (effect.kind) {
+      case EffectKind.AgentRegistered:
+        this.agents.push({ slot: effect.agent, generation: effect.generation });
+        break;
+      case EffectKind.SubmitPrepare: {
+        const agent = this.agents.find((candidate) => candidate.slot === effect.agent);
+        this.pending.push({ type: "prepare", agent: effect.agent, generation: agent?.generation ?? 0, token: effect.ownerToken, request: effect.request });
+        break;
+      }
+      case EffectKind.ExecutionInstalled: {
+        const agent = this.agents.find((candidate) => candidate.slot === installingAgent(sent));
+        this.executions.set(key(effect.execution, effect.generation), {
+          execution: effect.execution, generation: effect.generation,
+          agent: agent?.slot ?? 0, agentGeneration: agent?.generation ?? 0, session: 0, revision: installRevision(sent),
+        });
+        break;
+      }
+      case EffectKind.StartSession:
+      case EffectKind.ContinueSession:
+        this.withExecution(effect.execution, (live) => { live.session = effect.session; });
+        break;
+      case EffectKind.ResumeSession:
+        this.withExecution(effect.execution, (live) => {
+          live.session = effect.session;
+          live.revision = sent[5];
+        });
+        break;
+      case EffectKind.SubmitProviderBarrier:
+      case EffectKind.SubmitToolBarrier:
+        this.withExecution(effect.execution, (live) => {
+          live.session = effect.session;
+          live.revision = effect.expectedRevision;
+          this.pending.push({ type: effect.kind === EffectKind.SubmitProviderBarrier ? "provider" : "tool",
+            execution: live.execution, generation: live.generation, session: effect.session, revision: effect.expectedRevision });
+        });
+        break;
+      case EffectKind.StartProviderCall:
+      case EffectKind.StartToolBatch: {
+        const count = effect.kind === EffectKind.StartToolBatch ? effect.toolCount : 1;
+        this.withExecution(effect.execution, (live) => {
+          live.revision = sent[6];
+          for (let index = 0; index < count; index += 1) this.pending.push({ type: "operation", execution: live.execution, generation: live.generation });
+        });
+        break;
+      }
+      case EffectKind.PostDeferredTerminal:
+        this.withExecution(effect.execution, (live) => {
+          this.pending.push({ type: "deferred", execution: live.execution, generation: live.generation, session: effect.session });
+        });
+        break;
+      case EffectKind.SubmitTerminalCommit:
+        this.withExecution(effect.execution, (live) => {
+          live.revision = effect.expectedRevision;
+          this.pending.push({ type: "terminal", execution: live.execution, generation: live.generation, session: effect.session, revision: effect.expectedRevision });
+        });
+        break;
+      case EffectKind.SubmitApprovalCommit:
+        this.withExecution(effect.execution, (live) => {
+          this.pending.push({ type: "approval", execution: live.execution, generation: live.generation, revision: effect.expectedRevision, request: effect.request });
+        });
+        break;
+      case EffectKind.SubmitPreparationRecovery:
+        this.withExecution(effect.execution, (live) => {
+          live.session = effect.session;
+          this.pending.push({ type: "preparationRecovery", execution: live.execution, generation: live.generation,
+            session: effect.session, revision: effect.expectedRevision, request: effect.request });
+        });
+        break;
+      case EffectKind.DeliverOutcome:
+        if (effect.outcome === OutcomeType.Suspended) {
+          this.withExecution(effect.execution, (live) => {
+            live.session = 0;
+            live.revision = sent[6];
+          });
+        }
+        break;
+      case EffectKind.ReleaseExecution:
+        this.executions.delete(key(effect.execution, effect.generation));
+        this.retiredExecutions.push({ execution: effect.execution, generation: effect.generation });
+        break;
+      default:
+        break;
+    }
+    if (sent[0] === MessageKind.PurgeAgent) this.retireAgent(sent[1], sent[2]);
+  }
+
+  private retireAgent(slot: number, generation: number): void {
+    const index = this.agents.findIndex((agent) => agent.slot === slot && agent.generation === generation);
+    if (index >= 0) this.retiredAgents.push(...this.agents.splice(index, 1));
+  }
+
+  /** Purges take effect only when the core accepted them. */
+  confirmPurge(sent: Message, code: number): void {
+    if (sent[0] === MessageKind.PurgeAgent && code === 0) this.retireAgent(sent[1], sent[2]);
+  }
+
+  private withExecution(execution: number, update: (live: LiveExecution) => void): void {
+    for (const live of this.executions.values()) if (live.execution === execution) update(live);
+  }
+}
+
+function message(kind: number, a = 0, b = 0, c = 0, d = 0, e = 0, f = 0, g = 0): Message {
+  return [kind, a >>> 0, b >>> 0, c >>> 0, d >>> 0, e >>> 0, f >>> 0, g >>> 0];
+}
+
+function key(execution: number, generation: number): string {
+  return `${execution}:${generation}`;
+}
+
+function installingAgent(sent: Message): number {
+  return sent[0] === MessageKind.InitialPreparationReady || sent[0] === MessageKind.RecoveryInstall ? sent[1] : -1;
+}
+
+function installRevision(sent: Message): number {
+  return sent[0] === MessageKind.InitialPreparationReady ? sent[5] : sent[0] === MessageKind.RecoveryInstall ? sent[3] : 0;
+}
+
+function submissionOf(item: Pending): number {
+  switch (item.type) {
+    case "prepare": return Submission.Prepare;
+    case "provider": return Submission.ProviderBarrier;
+    case "tool": return Submission.ToolBarrier;
+    case "approval": return Submission.ApprovalCommit;
+    case "preparationRecovery": return Submission.PreparationRecovery;
+    case "terminal": return Submission.TerminalCommit;
+    default: return Submission.None;
+  }
+}
+
+/** Picks a value by weight, deterministically from `noise`. */
+function pickWeighted(noise: number, ...choices: [value: number, weight: number][]): number {
+  const total = choices.reduce((sum, [, weight]) => sum + weight, 0);
+  let point = noise % total;
+  for (const [value, weight] of choices) {
+    if (point < weight) return value;
+    point -= weight;
+  }
+  return choices[0]![0];
+}
+

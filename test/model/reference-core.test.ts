@@ -1,0 +1,574 @@
+// Unit tests of the reference model itself, against expectations computed by
+// hand from docs/core.md. They pin the model to the contract so that the
+// differential fuzzing compares the core with something trustworthy.
+
+import { describe, expect, it } from "vitest";
+import {
+  AdmissionState,
+  AgentLifecycle,
+  CommitOutcome,
+  Continuation,
+  EffectKind as E,
+  ExecutionFlag,
+  ExecutionStatus,
+  Limit,
+  MessageKind as M,
+  OutcomeType,
+  Phase,
+  PreparationOutcome,
+  RecoveryScope,
+  ResultCode as R,
+  SessionEnding,
+  SessionEventKind as Ev,
+  SetupFailure,
+  Submission,
+} from "../../assembly/abi.js";
+import { ReferenceCore } from "./reference-core.js";
+
+type Effect = [number, number, number, number, number];
+
+/** The last apply's effects as five-word tuples. */
+function effects(core: ReferenceCore): Effect[] {
+  const words = core.effectWords();
+  const out: Effect[] = [];
+  for (let i = 0; i < words.length; i += 5) {
+    out.push(words.slice(i, i + 5) as Effect);
+  }
+  return out;
+}
+
+function fx(kind: number, a = 0, b = 0, c = 0, d = 0): Effect {
+  return [kind, a, b, c, d];
+}
+
+function newCore(agentsMax = 8, executionsMax = 8): ReferenceCore {
+  return new ReferenceCore({ agentsMax, executionsMax });
+}
+
+const REQ = 100;
+
+/** Registers agent 0 (gen 1), starts it and installs its execution at slot 0
+ * with revision 5 and session 1. */
+function startedExecution(core: ReferenceCore, flags = 0): void {
+  expect(core.apply(M.RegisterAgent, 0)).toBe(R.Ok);
+  expect(core.apply(M.Start, 0, 1, REQ, 0)).toBe(R.Ok);
+  expect(core.apply(M.InitialPreparationReady, 0, 1, 1, PreparationOutcome.Active, 5, flags, REQ)).toBe(R.Ok);
+}
+
+describe("ReferenceCore", () => {
+  it("runs a full completed execution", () => {
+    const core = newCore();
+
+    expect(core.apply(M.RegisterAgent, 0)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.AgentRegistered, 0, 1)]);
+
+    expect(core.apply(M.Start, 0, 1, REQ, 0)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.SubmitPrepare, 0, 1, REQ)]);
+    let s = core.snapshot();
+    expect(s.admittingAgents).toBe(1);
+    expect(s.nextOwnerToken).toBe(2);
+    expect(s.agents[0]).toMatchObject({ ownerToken: 1, admissionState: AdmissionState.Admitting });
+
+    expect(core.apply(M.InitialPreparationReady, 0, 1, 1, PreparationOutcome.Active, 5, 0, REQ)).toBe(R.Ok);
+    expect(effects(core)).toEqual([
+      fx(E.ExecutionInstalled, 0, 1, REQ),
+      fx(E.RegisterWaiter, 0, REQ),
+      fx(E.StartSession, 0, 1),
+      fx(E.SubmitProviderBarrier, 0, 1, 5),
+    ]);
+    s = core.snapshot();
+    expect(s.admittingAgents).toBe(0);
+    expect(s.liveExecutions).toBe(1);
+    expect(s.nextSession).toBe(2);
+    expect(s.agents[0]).toMatchObject({ admissionState: AdmissionState.Executing, executionSlotPlusOne: 1 });
+    expect(s.executions[0]).toEqual({
+      slot: 0, agentSlotPlusOne: 1, revision: 5, session: 1, generation: 1,
+      waiters: 1, inFlight: 0, status: ExecutionStatus.Active, phase: Phase.CallingLlm, flags: 0,
+    });
+
+    // Provider barrier committed: the model call starts.
+    expect(core.apply(M.ProviderDispatchReady, 0, 1, 1, 5, CommitOutcome.Committed, 6)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.StartProviderCall, 0, 1)]);
+    expect(core.snapshot().executions[0]).toMatchObject({ revision: 6, inFlight: 1 });
+
+    // The model answers with tools.
+    expect(core.apply(M.SessionEvent, 0, 1, 1, Ev.LlmCompletedWithTools)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.SubmitToolBarrier, 0, 1, 6)]);
+    expect(core.apply(M.OperationSettled, 0, 1)).toBe(R.Ok);
+    expect(effects(core)).toEqual([]);
+
+    expect(core.apply(M.ToolDispatchReady, 0, 1, 1, 6, CommitOutcome.Committed, 7, 2)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.StartToolBatch, 0, 1, 2)]);
+    expect(core.snapshot().executions[0]).toMatchObject({ revision: 7, inFlight: 2, phase: Phase.DispatchingTools });
+    expect(core.apply(M.OperationSettled, 0, 1)).toBe(R.Ok);
+    expect(core.apply(M.OperationSettled, 0, 1)).toBe(R.Ok);
+    expect(core.apply(M.OperationSettled, 0, 1)).toBe(R.InFlightUnderflow);
+    expect(effects(core)).toEqual([fx(E.DropStale, M.OperationSettled, R.InFlightUnderflow)]);
+
+    expect(core.apply(M.SessionEvent, 0, 1, 1, Ev.ToolsCompleted)).toBe(R.Ok);
+    expect(effects(core)).toEqual([]);
+    expect(core.apply(M.SessionEvent, 0, 1, 1, Ev.StateCompleted)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.SubmitProviderBarrier, 0, 1, 7)]);
+
+    expect(core.apply(M.ProviderDispatchReady, 0, 1, 1, 7, CommitOutcome.Committed, 8)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.StartProviderCall, 0, 1)]);
+    expect(core.apply(M.OperationSettled, 0, 1)).toBe(R.Ok);
+
+    expect(core.apply(M.SessionFinished, 0, 1, 1, SessionEnding.Completed)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.SubmitTerminalCommit, 0, 1, 8)]);
+    s = core.snapshot();
+    expect(s.agents[0].admissionState).toBe(AdmissionState.Terminalizing);
+    expect(s.executions[0].phase).toBe(Phase.Terminal);
+
+    expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 8, OutcomeType.Completed, 9)).toBe(R.Ok);
+    expect(effects(core)).toEqual([
+      fx(E.DeliverOutcome, 0, OutcomeType.Completed),
+      fx(E.ReleaseExecution, 0, 1),
+    ]);
+    s = core.snapshot();
+    expect(s.liveExecutions).toBe(0);
+    expect(s.agents[0]).toEqual({
+      slot: 0, ownerToken: 0, executionSlotPlusOne: 0, generation: 1,
+      admissionState: AdmissionState.None, lifecycle: AgentLifecycle.Open,
+    });
+    expect(s.executions).toEqual([{
+      slot: 0, agentSlotPlusOne: 0, revision: 0, session: 0, generation: 2,
+      waiters: 0, inFlight: 0, status: 0, phase: 0, flags: 0,
+    }]);
+
+    // A late duplicate of the terminal commit is dropped as stale.
+    expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 8, OutcomeType.Completed, 9)).toBe(R.ExecutionSlotUnknown);
+    expect(effects(core)).toEqual([fx(E.DropStale, M.TerminalCommitReady, R.ExecutionSlotUnknown)]);
+  });
+
+  it("refuses a second start of a busy agent", () => {
+    const core = newCore();
+    startedExecution(core);
+    expect(core.apply(M.Start, 0, 1, 200, 0)).toBe(R.AgentAlreadyAdmitted);
+    expect(effects(core)).toEqual([fx(E.FailRequest, 200, R.AgentAlreadyAdmitted)]);
+    expect(core.snapshot().nextOwnerToken).toBe(2);
+  });
+
+  it("checks Start in the contract's order", () => {
+    const core = newCore();
+    core.apply(M.RegisterAgent, 1); // closed agent at slot 0
+    // cancelled out of range comes before cancelled = 1, both before Closed.
+    expect(core.apply(M.Start, 0, 1, 7, 2)).toBe(R.ArgumentOutOfRange);
+    expect(core.apply(M.Start, 0, 1, 7, 1)).toBe(R.StartCancelled);
+    expect(core.apply(M.Start, 0, 1, 7, 0)).toBe(R.AgentClosed);
+    expect(effects(core)).toEqual([fx(E.FailRequest, 7, R.AgentClosed)]);
+    // The agent check comes before the arguments.
+    expect(core.apply(M.Start, 0, 2, 7, 9)).toBe(R.AgentGenerationMustMatch);
+    expect(core.apply(M.Start, 3, 1, 7, 9)).toBe(R.AgentSlotUnknown);
+  });
+
+  it("refuses requests while draining", () => {
+    const core = newCore();
+    core.apply(M.RegisterAgent, 0);
+    expect(core.apply(M.SetDraining, 2)).toBe(R.ArgumentOutOfRange);
+    expect(effects(core)).toEqual([]);
+    expect(core.apply(M.SetDraining, 1)).toBe(R.Ok);
+    expect(core.snapshot().draining).toBe(1);
+    // Draining is checked before the agent.
+    expect(core.apply(M.Start, 5, 5, 42, 0)).toBe(R.RuntimeDraining);
+    expect(effects(core)).toEqual([fx(E.FailRequest, 42, R.RuntimeDraining)]);
+    expect(core.apply(M.RecoveryInstall, 0, 1, 3, ExecutionStatus.Active, Phase.CallingLlm, 0, 43)).toBe(R.RuntimeDraining);
+    expect(effects(core)).toEqual([fx(E.FailRequest, 43, R.RuntimeDraining)]);
+    expect(core.apply(M.SetDraining, 0)).toBe(R.Ok);
+    expect(core.apply(M.Start, 0, 1, 44, 0)).toBe(R.Ok);
+  });
+
+  it("drops a stale revision, session or phase and changes nothing", () => {
+    const core = newCore();
+    startedExecution(core);
+    const before = core.snapshot();
+    expect(core.apply(M.ProviderDispatchReady, 0, 1, 1, 4, CommitOutcome.Committed, 6)).toBe(R.RevisionMustMatch);
+    expect(effects(core)).toEqual([fx(E.DropStale, M.ProviderDispatchReady, R.RevisionMustMatch)]);
+    // Revision is checked before session.
+    expect(core.apply(M.ProviderDispatchReady, 0, 1, 9, 4, CommitOutcome.Committed, 6)).toBe(R.RevisionMustMatch);
+    expect(core.apply(M.ProviderDispatchReady, 0, 1, 9, 5, CommitOutcome.Committed, 6)).toBe(R.SessionMustMatch);
+    expect(core.apply(M.ToolDispatchReady, 0, 1, 1, 5, CommitOutcome.Committed, 6, 1)).toBe(R.PhaseMustMatch);
+    expect(effects(core)).toEqual([fx(E.DropStale, M.ToolDispatchReady, R.PhaseMustMatch)]);
+    expect(core.apply(M.ProviderDispatchReady, 0, 2, 1, 5, CommitOutcome.Committed, 6)).toBe(R.ExecutionGenerationMustMatch);
+    expect(core.snapshot()).toEqual(before);
+  });
+
+  it("requires recovery when a committed revision does not increase", () => {
+    const core = newCore();
+    startedExecution(core);
+    expect(core.apply(M.ProviderDispatchReady, 0, 1, 1, 5, CommitOutcome.Committed, 5)).toBe(R.RevisionMustIncrease);
+    expect(effects(core)).toEqual([
+      fx(E.RecoveryRequired, 0, RecoveryScope.Execution, R.RevisionMustIncrease),
+      fx(E.FailWaiters, 0, R.RevisionMustIncrease),
+    ]);
+    const s = core.snapshot();
+    expect(s.agents[0].admissionState).toBe(AdmissionState.RecoveryRequired);
+    expect(s.executions[0]).toMatchObject({ waiters: 0, revision: 5, inFlight: 0, agentSlotPlusOne: 1 });
+  });
+
+  it("compares revisions as unsigned 32-bit values", () => {
+    const core = newCore();
+    core.apply(M.RegisterAgent, 0);
+    core.apply(M.Start, 0, 1, REQ, 0);
+    // -2 is 0xFFFFFFFE.
+    expect(core.apply(M.InitialPreparationReady, 0, 1, 1, PreparationOutcome.Active, -2, 0, REQ)).toBe(R.Ok);
+    expect(core.snapshot().executions[0].revision).toBe(0xffff_fffe);
+    expect(effects(core)[3]).toEqual(fx(E.SubmitProviderBarrier, 0, 1, 0xffff_fffe));
+    // 1 < 0xFFFFFFFE as unsigned, so it does not increase.
+    expect(core.apply(M.ProviderDispatchReady, 0, 1, 1, 0xffff_fffe, CommitOutcome.Committed, 1)).toBe(R.RevisionMustIncrease);
+  });
+
+  it("refuses tool batches that are empty or too large", () => {
+    const core = newCore();
+    startedExecution(core);
+    core.apply(M.ProviderDispatchReady, 0, 1, 1, 5, CommitOutcome.Committed, 6);
+    core.apply(M.SessionEvent, 0, 1, 1, Ev.LlmCompletedWithTools);
+    // One model call is still in flight.
+    expect(core.apply(M.ToolDispatchReady, 0, 1, 1, 6, CommitOutcome.Committed, 7, 0)).toBe(R.ArgumentOutOfRange);
+    expect(effects(core)).toEqual([fx(E.SetupFailed, 0, 1, SetupFailure.Tool)]);
+    expect(core.apply(M.ToolDispatchReady, 0, 1, 1, 6, CommitOutcome.Committed, 7, Limit.InFlightMax)).toBe(R.InFlightFull);
+    expect(effects(core)).toEqual([fx(E.SetupFailed, 0, 1, SetupFailure.Tool)]);
+    expect(core.apply(M.ToolDispatchReady, 0, 1, 1, 6, CommitOutcome.Committed, 7, Limit.InFlightMax - 1)).toBe(R.Ok);
+    expect(core.snapshot().executions[0].inFlight).toBe(Limit.InFlightMax);
+  });
+
+  it("defers the terminal until the execution is quiescent", () => {
+    const core = newCore();
+    startedExecution(core);
+    core.apply(M.ProviderDispatchReady, 0, 1, 1, 5, CommitOutcome.Committed, 6);
+    expect(core.apply(M.CancelRequested, 0, 1)).toBe(R.Ok);
+    expect(core.apply(M.SessionFinished, 0, 1, 1, SessionEnding.Cancelled)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.DeferTerminal, 0, 1)]);
+    let s = core.snapshot();
+    expect(s.agents[0].admissionState).toBe(AdmissionState.Cancelling);
+    expect(s.executions[0].flags).toBe(ExecutionFlag.CancelRequested | ExecutionFlag.TerminalDeferred);
+
+    expect(core.apply(M.DeferredTerminal, 0, 1, 1)).toBe(R.NotQuiescent);
+    expect(core.apply(M.SessionFinished, 0, 1, 1, SessionEnding.Completed)).toBe(R.TransitionUndefined);
+    expect(core.apply(M.OperationSettled, 0, 1)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.PostDeferredTerminal, 0, 1)]);
+    expect(core.apply(M.DeferredTerminal, 0, 1, 1)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.SubmitTerminalCommit, 0, 1, 6)]);
+    s = core.snapshot();
+    expect(s.agents[0].admissionState).toBe(AdmissionState.Terminalizing);
+    expect(s.executions[0].flags).toBe(ExecutionFlag.CancelRequested);
+    expect(core.apply(M.DeferredTerminal, 0, 1, 1)).toBe(R.TerminalNotDeferred);
+  });
+
+  it("suspends for approval and resumes", () => {
+    const core = newCore();
+    startedExecution(core);
+    expect(core.apply(M.SessionEvent, 0, 1, 1, Ev.ApprovalRequired)).toBe(R.Ok);
+    expect(core.apply(M.SessionFinished, 0, 1, 1, SessionEnding.Suspended)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.SubmitTerminalCommit, 0, 1, 5)]);
+    expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 5, OutcomeType.Suspended, 6)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.DeliverOutcome, 0, OutcomeType.Suspended)]);
+    let s = core.snapshot();
+    expect(s.executions[0]).toMatchObject({
+      status: ExecutionStatus.Suspended, phase: Phase.Suspended, session: 0, revision: 6, waiters: 1,
+    });
+    expect(s.agents[0].admissionState).toBe(AdmissionState.Suspended);
+
+    expect(core.apply(M.Resume, 0, 1, 0, 1, 300, 0)).toBe(R.ApprovalMustMatch);
+    expect(effects(core)).toEqual([fx(E.FailRequest, 300, R.ApprovalMustMatch)]);
+    expect(core.apply(M.Resume, 0, 2, 0, 1, 300, 1)).toBe(R.RehydrationRequired);
+    expect(core.apply(M.Resume, 0, 1, 0, 1, 300, 1)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.SubmitApprovalCommit, 0, 6, 300)]);
+    expect(core.apply(M.Resume, 0, 1, 0, 1, 301, 1)).toBe(R.ResumeInProgress);
+
+    expect(core.apply(M.ResumeCommitReady, 0, 1, 6, CommitOutcome.Committed, 7, 1, 300)).toBe(R.Ok);
+    expect(effects(core)).toEqual([
+      fx(E.RegisterWaiter, 0, 300),
+      fx(E.ResumeSession, 0, 2, 1),
+    ]);
+    s = core.snapshot();
+    expect(s.executions[0]).toMatchObject({
+      status: ExecutionStatus.Active, phase: Phase.Resuming, session: 2, revision: 7, waiters: 2,
+      flags: ExecutionFlag.ApprovalGranted,
+    });
+    expect(s.agents[0].admissionState).toBe(AdmissionState.Executing);
+
+    expect(core.apply(M.SessionEvent, 0, 1, 2, Ev.ApprovalGranted)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.SubmitToolBarrier, 0, 2, 7)]);
+  });
+
+  it("gives a refused approval commit back to the suspended admission", () => {
+    const core = newCore();
+    startedExecution(core);
+    core.apply(M.SessionEvent, 0, 1, 1, Ev.ApprovalRequired);
+    core.apply(M.SessionFinished, 0, 1, 1, SessionEnding.Suspended);
+    core.apply(M.TerminalCommitReady, 0, 1, 1, 5, OutcomeType.Suspended, 6);
+    core.apply(M.Resume, 0, 1, 0, 1, 300, 1);
+    expect(core.apply(M.SubmissionRefused, Submission.ApprovalCommit, 0, 1, 0, 300)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.FailRequest, 300, R.OffloadFull)]);
+    expect(core.snapshot().agents[0].admissionState).toBe(AdmissionState.Suspended);
+    expect(core.apply(M.SubmissionRefused, Submission.ApprovalCommit, 0, 1, 0, 300)).toBe(R.AdmissionStateMustMatch);
+    expect(effects(core)).toEqual([fx(E.DropStale, M.SubmissionRefused, R.AdmissionStateMustMatch)]);
+  });
+
+  it("reuses freed slots last-in first-out with a bumped generation", () => {
+    const core = newCore();
+    core.apply(M.RegisterAgent, 0);
+    core.apply(M.RegisterAgent, 0);
+    core.apply(M.RegisterAgent, 0);
+    expect(core.apply(M.PurgeAgent, 1, 1)).toBe(R.Ok);
+    expect(core.apply(M.PurgeAgent, 2, 1)).toBe(R.Ok);
+    expect(effects(core)).toEqual([]);
+    let s = core.snapshot();
+    expect(s.agents[2]).toEqual({
+      slot: 2, ownerToken: 0, executionSlotPlusOne: 0, generation: 2, admissionState: 0, lifecycle: AgentLifecycle.Free,
+    });
+    expect(core.apply(M.CloseAgent, 2, 1)).toBe(R.AgentSlotUnknown);
+    expect(core.apply(M.RegisterAgent, 1)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.AgentRegistered, 2, 2)]);
+    expect(core.apply(M.RegisterAgent, 0)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.AgentRegistered, 1, 2)]);
+    expect(core.apply(M.CloseAgent, 1, 1)).toBe(R.AgentGenerationMustMatch);
+    s = core.snapshot();
+    expect(s.agents.map((a) => a.lifecycle)).toEqual([AgentLifecycle.Open, AgentLifecycle.Open, AgentLifecycle.Closed]);
+
+    // Executions: finish one, then the next install reuses slot 0 at generation 2.
+    core.apply(M.Start, 0, 1, 1, 0);
+    core.apply(M.InitialPreparationReady, 0, 1, 1, PreparationOutcome.Active, 5, 0, 1);
+    core.apply(M.SessionFinished, 0, 1, 1, SessionEnding.Failed);
+    core.apply(M.TerminalCommitReady, 0, 1, 1, 5, OutcomeType.Failed, 6);
+    expect(effects(core)).toEqual([fx(E.DeliverOutcome, 0, OutcomeType.Failed), fx(E.ReleaseExecution, 0, 1)]);
+    core.apply(M.Start, 0, 1, 2, 0);
+    expect(effects(core)).toEqual([fx(E.SubmitPrepare, 0, 2, 2)]);
+    core.apply(M.InitialPreparationReady, 0, 1, 2, PreparationOutcome.Active, 1, 0, 2);
+    expect(effects(core)[0]).toEqual(fx(E.ExecutionInstalled, 0, 2, 2));
+    expect(core.apply(M.OperationSettled, 0, 1)).toBe(R.ExecutionGenerationMustMatch);
+    expect(effects(core)).toEqual([fx(E.DropStale, M.OperationSettled, R.ExecutionGenerationMustMatch)]);
+  });
+
+  it("refuses a purge while the admission is held and registration when full", () => {
+    const core = newCore(1, 1);
+    core.apply(M.RegisterAgent, 0);
+    expect(core.apply(M.RegisterAgent, 0)).toBe(R.AgentsFull);
+    expect(effects(core)).toEqual([fx(E.DropStale, M.RegisterAgent, R.AgentsFull)]);
+    expect(core.apply(M.RegisterAgent, 2)).toBe(R.ArgumentOutOfRange);
+    core.apply(M.Start, 0, 1, REQ, 0);
+    expect(core.apply(M.PurgeAgent, 0, 1)).toBe(R.AgentAdmissionHeld);
+    expect(effects(core)).toEqual([fx(E.DropStale, M.PurgeAgent, R.AgentAdmissionHeld)]);
+  });
+
+  it("reserves execution capacity at admission", () => {
+    const core = newCore(4, 1);
+    core.apply(M.RegisterAgent, 0);
+    core.apply(M.RegisterAgent, 0);
+    expect(core.apply(M.Start, 0, 1, 1, 0)).toBe(R.Ok);
+    expect(core.apply(M.Start, 1, 1, 2, 0)).toBe(R.ExecutionsFull);
+    expect(effects(core)).toEqual([fx(E.FailRequest, 2, R.ExecutionsFull)]);
+    expect(core.apply(M.RecoveryInstall, 1, 1, 3, ExecutionStatus.Active, Phase.CallingLlm, 0, 3)).toBe(R.ExecutionsFull);
+    // The prepare could not be submitted: the reservation is released.
+    expect(core.apply(M.SubmissionRefused, Submission.Prepare, 0, 1, 1, 1)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.FailRequest, 1, R.OffloadFull)]);
+    expect(core.snapshot().admittingAgents).toBe(0);
+    expect(core.apply(M.Start, 1, 1, 2, 0)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.SubmitPrepare, 1, 2, 2)]);
+  });
+
+  it("settles failed preparations", () => {
+    const core = newCore();
+    core.apply(M.RegisterAgent, 0);
+    core.apply(M.Start, 0, 1, REQ, 0);
+    expect(core.apply(M.InitialPreparationReady, 0, 1, 2, PreparationOutcome.Active, 5, 0, REQ)).toBe(R.OwnerTokenMustMatch);
+    expect(core.apply(M.InitialPreparationReady, 0, 1, 1, PreparationOutcome.NotEstablished, 5, 0, REQ)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.DeliverStartFailure, REQ, PreparationOutcome.NotEstablished)]);
+    expect(core.snapshot().agents[0]).toMatchObject({ admissionState: AdmissionState.None, ownerToken: 0 });
+
+    core.apply(M.Start, 0, 1, REQ, 0);
+    expect(core.apply(M.InitialPreparationReady, 0, 1, 2, PreparationOutcome.StoreFailed, 5, 0, REQ)).toBe(R.Ok);
+    expect(effects(core)).toEqual([
+      fx(E.RecoveryRequired, 0, RecoveryScope.Agent, R.StoreFailed),
+      fx(E.DeliverStartFailure, REQ, PreparationOutcome.StoreFailed),
+    ]);
+    expect(core.snapshot().agents[0].admissionState).toBe(AdmissionState.RecoveryRequired);
+    expect(core.snapshot().admittingAgents).toBe(0);
+
+    const other = newCore();
+    other.apply(M.RegisterAgent, 0);
+    other.apply(M.Start, 0, 1, REQ, 0);
+    expect(other.apply(M.InitialPreparationReady, 0, 1, 1, PreparationOutcome.Active, 5, ExecutionFlag.CancelRequested, REQ))
+      .toBe(R.ArgumentOutOfRange);
+    expect(effects(other)).toEqual([
+      fx(E.RecoveryRequired, 0, RecoveryScope.Agent, R.ArgumentOutOfRange),
+      fx(E.FailRequest, REQ, R.ArgumentOutOfRange),
+    ]);
+  });
+
+  it("recovers an installed execution with a continuation", () => {
+    const core = newCore();
+    core.apply(M.RegisterAgent, 0);
+    expect(core.apply(M.RecoveryInstall, 0, 1, 40, ExecutionStatus.Active, Phase.CallingLlm, ExecutionFlag.Reservation, 9)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.ExecutionInstalled, 0, 1, 9)]);
+    expect(core.snapshot().agents[0]).toMatchObject({ admissionState: AdmissionState.Executing, executionSlotPlusOne: 1 });
+
+    // Output is not valid from calling_llm: recovery required.
+    const probe = newCore();
+    probe.apply(M.RegisterAgent, 0);
+    probe.apply(M.RecoveryInstall, 0, 1, 40, ExecutionStatus.Active, Phase.CallingLlm, 0, 9);
+    expect(probe.apply(M.ContinueRecovered, 0, 1, 40, Continuation.Output, 0, 10)).toBe(R.ContinuationInvalid);
+    expect(effects(probe)).toEqual([
+      fx(E.RecoveryRequired, 0, RecoveryScope.Execution, R.ContinuationInvalid),
+      fx(E.FailWaiters, 0, R.ContinuationInvalid),
+      fx(E.FailRequest, 10, R.ContinuationInvalid),
+    ]);
+
+    expect(core.apply(M.ContinueRecovered, 0, 1, 41, Continuation.RecallModel, 0, 10)).toBe(R.RevisionMustMatch);
+    expect(effects(core)).toEqual([fx(E.FailRequest, 10, R.RevisionMustMatch)]);
+    expect(core.apply(M.ContinueRecovered, 0, 1, 40, Continuation.RecallModel, 0, 10)).toBe(R.Ok);
+    expect(effects(core)).toEqual([
+      fx(E.RegisterWaiter, 0, 10),
+      fx(E.ContinueSession, 0, 1, Continuation.RecallModel),
+      fx(E.SubmitProviderBarrier, 0, 1, 40),
+    ]);
+    // The session is live now: a second continuation is stale.
+    expect(core.apply(M.ContinueRecovered, 0, 1, 40, Continuation.RecallModel, 0, 11)).toBe(R.SessionMustMatch);
+
+    // A reservation whose terminal commit fails is released, not recovered.
+    core.apply(M.SessionFinished, 0, 1, 1, SessionEnding.Failed);
+    expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 40, OutcomeType.StoreFailed, 0)).toBe(R.Ok);
+    expect(effects(core)).toEqual([
+      fx(E.FailWaiters, 0, R.StoreFailed),
+      fx(E.ReleaseExecution, 0, 1),
+    ]);
+    expect(core.snapshot().agents[0].admissionState).toBe(AdmissionState.None);
+  });
+
+  it("recovers an execution still preparing", () => {
+    const core = newCore();
+    core.apply(M.RegisterAgent, 0);
+    core.apply(M.RecoveryInstall, 0, 1, 3, ExecutionStatus.Preparing, Phase.Preparing, 0, 9);
+    expect(core.apply(M.RecoverPreparation, 0, 1, 3, 9)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.SubmitPreparationRecovery, 0, 1, 3, 9)]);
+    expect(core.apply(M.InitialPreparationRecoveryReady, 0, 1, 1, 3, PreparationOutcome.Active, 4, 9)).toBe(R.Ok);
+    expect(effects(core)).toEqual([
+      fx(E.RegisterWaiter, 0, 9),
+      fx(E.StartSession, 0, 2),
+      fx(E.SubmitProviderBarrier, 0, 2, 4),
+    ]);
+    expect(core.snapshot().executions[0]).toMatchObject({
+      status: ExecutionStatus.Active, phase: Phase.CallingLlm, session: 2, revision: 4,
+    });
+  });
+
+  it("returns the fact of malformed input but Ok for reported failures", () => {
+    // TerminalCommitReady: an invalid outcome is malformed input.
+    let core = newCore();
+    startedExecution(core);
+    core.apply(M.SessionFinished, 0, 1, 1, SessionEnding.Completed);
+    expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 5, 0, 6)).toBe(R.OutcomeUnknown);
+    expect(effects(core)).toEqual([
+      fx(E.RecoveryRequired, 0, RecoveryScope.Execution, R.OutcomeUnknown),
+      fx(E.FailWaiters, 0, R.OutcomeUnknown),
+    ]);
+    // ... while a store failure of a non-reservation is reported, so Ok.
+    expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 5, OutcomeType.StoreFailed, 6)).toBe(R.Ok);
+    expect(effects(core)).toEqual([
+      fx(E.RecoveryRequired, 0, RecoveryScope.Execution, R.StoreFailed),
+      fx(E.FailWaiters, 0, R.StoreFailed),
+    ]);
+    expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 5, OutcomeType.Completed, 5)).toBe(R.RevisionMustIncrease);
+
+    // ResumeCommitReady: a reported StoreFailed is Ok; a bad `approved` is not.
+    const suspended = (): ReferenceCore => {
+      const c = newCore();
+      startedExecution(c);
+      c.apply(M.SessionEvent, 0, 1, 1, Ev.ApprovalRequired);
+      c.apply(M.SessionFinished, 0, 1, 1, SessionEnding.Suspended);
+      c.apply(M.TerminalCommitReady, 0, 1, 1, 5, OutcomeType.Suspended, 6);
+      c.apply(M.Resume, 0, 1, 0, 1, 300, 1);
+      return c;
+    };
+    core = suspended();
+    expect(core.apply(M.ResumeCommitReady, 0, 1, 6, CommitOutcome.StoreFailed, 7, 1, 300)).toBe(R.Ok);
+    expect(effects(core)).toEqual([
+      fx(E.RecoveryRequired, 0, RecoveryScope.Execution, R.StoreFailed),
+      fx(E.FailWaiters, 0, R.StoreFailed),
+      fx(E.FailRequest, 300, R.StoreFailed),
+    ]);
+    core = suspended();
+    // Both malformed: the outcome is judged first.
+    expect(core.apply(M.ResumeCommitReady, 0, 1, 6, 9, 7, 2, 300)).toBe(R.OutcomeUnknown);
+    core = suspended();
+    expect(core.apply(M.ResumeCommitReady, 0, 1, 6, CommitOutcome.StoreFailed, 7, 2, 300)).toBe(R.ArgumentOutOfRange);
+    expect(effects(core)[2]).toEqual(fx(E.FailRequest, 300, R.ArgumentOutOfRange));
+
+    // ContinueRecovered: FailedTerminal without a failure.
+    core = newCore();
+    core.apply(M.RegisterAgent, 0);
+    core.apply(M.RecoveryInstall, 0, 1, 3, ExecutionStatus.Active, Phase.RecoveryResolvedFailed, 0, 9);
+    expect(core.apply(M.ContinueRecovered, 0, 1, 3, Continuation.FailedTerminal, 0, 10)).toBe(R.FailureRequired);
+  });
+
+  it("commits a recovered failed terminal with session 0", () => {
+    const core = newCore();
+    core.apply(M.RegisterAgent, 0);
+    core.apply(M.RecoveryInstall, 0, 1, 3, ExecutionStatus.Active, Phase.RecoveryResolvedFailed, 0, 9);
+    expect(core.apply(M.ContinueRecovered, 0, 1, 3, Continuation.FailedTerminal, 1, 10)).toBe(R.Ok);
+    expect(effects(core)).toEqual([
+      fx(E.RegisterWaiter, 0, 10),
+      fx(E.SubmitTerminalCommit, 0, 0, 3),
+    ]);
+    expect(core.snapshot().nextSession).toBe(1);
+    expect(core.apply(M.TerminalCommitReady, 0, 1, 0, 3, OutcomeType.Failed, 4)).toBe(R.Ok);
+    expect(effects(core)).toEqual([
+      fx(E.DeliverOutcome, 0, OutcomeType.Failed),
+      fx(E.ReleaseExecution, 0, 1),
+    ]);
+  });
+
+  it("fails the waiter list when it is full", () => {
+    const core = newCore();
+    startedExecution(core);
+    for (let i = 1; i < Limit.WaitersMax; i++) expect(core.apply(M.AttachWaiter, 0, 1, 1000 + i)).toBe(R.Ok);
+    expect(core.snapshot().executions[0].waiters).toBe(Limit.WaitersMax);
+    expect(core.apply(M.AttachWaiter, 0, 1, 7)).toBe(R.WaitersFull);
+    expect(effects(core)).toEqual([fx(E.FailRequest, 7, R.WaitersFull)]);
+    expect(core.apply(M.AttachWaiter, 0, 9, 8)).toBe(R.ExecutionGenerationMustMatch);
+    expect(effects(core)).toEqual([fx(E.FailRequest, 8, R.ExecutionGenerationMustMatch)]);
+  });
+
+  it("treats unknown kinds and odd arguments without throwing", () => {
+    const core = newCore(4, 4);
+    expect(core.apply(0)).toBe(R.MessageKindUnknown);
+    expect(core.apply(23)).toBe(R.MessageKindUnknown);
+    expect(core.apply(-1)).toBe(R.MessageKindUnknown);
+    expect(effects(core)).toEqual([]);
+    // 2^32 + 1 is 1 as an unsigned 32-bit value: RegisterAgent(open).
+    expect(core.apply(2 ** 32 + 1, 0)).toBe(R.Ok);
+    expect(core.apply(M.RegisterAgent, Number.NaN)).toBe(R.Ok);
+
+    // A deterministic random walk over every kind never throws and keeps the
+    // counters consistent with the tables. Arguments are mostly small, so
+    // slots, generations, tokens, sessions and revisions often match.
+    let seed = 12345;
+    const rand = (n: number): number => {
+      // mulberry32
+      seed = (seed + 0x6d2b79f5) >>> 0;
+      let t = seed;
+      t = Math.imul(t ^ (t >>> 15), t | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      return (((t ^ (t >>> 14)) >>> 0) % n) >>> 0;
+    };
+    const arg = (): number => (rand(16) === 0 ? rand(2 ** 32) : rand(4));
+    const accepted = new Set<number>();
+    for (let i = 0; i < 20000; i++) {
+      const kind = rand(24);
+      const code = core.apply(kind, arg(), arg(), arg(), arg(), arg(), arg(), arg());
+      if (code === R.Ok) accepted.add(kind);
+      expect(core.effectWords().length % 5).toBe(0);
+      const s = core.snapshot();
+      const admitting = s.agents.filter((a) => a.admissionState === AdmissionState.Admitting).length;
+      const live = s.executions.filter((x) => x.agentSlotPlusOne !== 0).length;
+      expect(s.admittingAgents).toBe(admitting);
+      expect(s.liveExecutions).toBe(live);
+      expect(live + admitting).toBeLessThanOrEqual(4);
+    }
+    // The walk went past registration.
+    expect(accepted.has(M.RegisterAgent)).toBe(true);
+    expect(accepted.has(M.Start)).toBe(true);
+    expect(accepted.has(M.RecoveryInstall)).toBe(true);
+  });
+});
