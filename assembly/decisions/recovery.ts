@@ -19,7 +19,7 @@ import {
 import { continuationResumePhase } from "../fsm";
 import { enterPhase } from "./dispatch";
 import {
-  beginTerminalCommit, draining, failRequest, finishExecution, isFlag, mintSession, registerWaiter,
+  beginTerminalCommit, draining, failRequest, finishExecution, isFlag, isLiveSession, mintSession, registerWaiter,
   releaseExecution, requireRecovery,
 } from "./shared";
 
@@ -80,7 +80,7 @@ export function applyInitialPreparationRecoveryReady(
 ): i32 {
   const check = checkExecution(exec, generation);
   if (check != ResultCode.Ok) return failRequest(request, check);
-  if (executionSession(exec) != session) return failRequest(request, ResultCode.SessionMustMatch);
+  if (!isLiveSession(exec, session)) return failRequest(request, ResultCode.SessionMustMatch);
   if (executionRevision(exec) != expectedRevision) return failRequest(request, ResultCode.RevisionMustMatch);
   if (executionStatus(exec) != ExecutionStatus.Preparing || executionPhase(exec) != Phase.Preparing) {
     return failRequest(request, ResultCode.StatusMustMatch);

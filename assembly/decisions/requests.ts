@@ -9,13 +9,12 @@ import {
 import { agentAdmission, agentOwnerToken, checkAgent, releaseAdmission, setAgentAdmission } from "../agent-table";
 import { emit } from "../effects";
 import { checkExecution, executionAgent, executionPhase, executionSession } from "../execution-table";
-import { dropStale, failRequest, registerWaiter, releaseExecution, requireRecovery } from "./shared";
+import { dropStale, failRequest, isLiveSession, registerWaiter, releaseExecution, requireRecovery } from "./shared";
 
 export function applyAttachWaiter(exec: u32, generation: u32, request: u32): i32 {
   const check = checkExecution(exec, generation);
   if (check != ResultCode.Ok) return failRequest(request, check);
-  registerWaiter(exec, request);
-  return ResultCode.Ok;
+  return registerWaiter(exec, request) ? ResultCode.Ok : ResultCode.WaitersFull;
 }
 
 export function applySubmissionRefused(submission: u32, slot: u32, generation: u32, tokenOrSession: u32, request: u32): i32 {
@@ -31,7 +30,11 @@ export function applySubmissionRefused(submission: u32, slot: u32, generation: u
     failRequest(request, ResultCode.OffloadFull);
     return ResultCode.Ok;
   }
-  if (executionSession(slot) != tokenOrSession) return dropStale(kind, ResultCode.SessionMustMatch);
+  // A terminal commit may belong to no live session (a recovered failed
+  // terminal commits with session 0); every other submission came from one.
+  const sessionMatches = submission == Submission.TerminalCommit
+    ? executionSession(slot) == tokenOrSession : isLiveSession(slot, tokenOrSession);
+  if (!sessionMatches) return dropStale(kind, ResultCode.SessionMustMatch);
   if (submission == Submission.PreparationRecovery) {
     failRequest(request, ResultCode.OffloadFull);
     releaseExecution(slot);
@@ -44,7 +47,6 @@ export function applySubmissionRefused(submission: u32, slot: u32, generation: u
     return ResultCode.Ok;
   }
   const provider = submission == Submission.ProviderBarrier;
-  if (tokenOrSession == 0) return dropStale(kind, ResultCode.SessionMustMatch);
   if (phase != (provider ? Phase.CallingLlm : Phase.DispatchingTools)) return dropStale(kind, ResultCode.PhaseMustMatch);
   emit(EffectKind.SetupFailed, slot, tokenOrSession, provider ? SetupFailure.Provider : SetupFailure.Tool);
   return ResultCode.Ok;

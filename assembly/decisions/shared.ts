@@ -82,14 +82,16 @@ export function releaseExecution(exec: u32): void {
   emit(EffectKind.ReleaseExecution, exec, generation);
 }
 
-export function registerWaiter(exec: u32, request: u32): void {
+/** False (and the request failed) when the waiter list is full. */
+export function registerWaiter(exec: u32, request: u32): bool {
   const waiters = executionWaiters(exec);
   if (waiters >= <u32>Limit.WaitersMax) {
     emit(EffectKind.FailRequest, request, ResultCode.WaitersFull);
-    return;
+    return false;
   }
   setExecutionWaiters(exec, waiters + 1);
   emit(EffectKind.RegisterWaiter, exec, request);
+  return true;
 }
 
 /** Refusal of a result message: log it, change nothing. */

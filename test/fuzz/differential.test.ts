@@ -6,6 +6,7 @@
 
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { MessageKind, MessageKindLimit } from "../../assembly/abi.js";
 import { ControlCore } from "../../host/core/control-core.js";
 import { decodeEffectWords } from "../../host/core/effects.js";
 import { loadCoreModule } from "../../host/core/load-core.js";
@@ -33,15 +34,16 @@ describe("the WebAssembly core against the reference model", () => {
   it(`agrees on ${runs} random message streams (seed ${seed})`, async () => {
     console.log(`differential fuzzing: FUZZ_SEED=${seed} FUZZ_RUNS=${runs}`);
     const module = await loadCoreModule("debug");
+    const acceptedKinds = new Set<number>();
     fc.assert(
-      fc.property(limits, fc.array(intent, { minLength: 1, maxLength: 80 }), (coreLimits, intents) => {
+      fc.property(limits, fc.array(intent, { minLength: 1, maxLength: 120 }), (coreLimits, intents) => {
         const wasm = new ControlCore(module, coreLimits);
         const model = new ReferenceCore(coreLimits);
         const stream = new MessageStream();
         const revisions = new RevisionHistory();
         for (const [index, next] of intents.entries()) {
-          const message = stream.next(next);
           const before = wasm.snapshot();
+          const message = stream.next(next, before);
           const code = wasm.apply(...message);
           const modelCode = model.apply(...message);
           const effects = decodeEffectWords(wasm.effectWords());
@@ -52,11 +54,18 @@ describe("the WebAssembly core against the reference model", () => {
           expect(after, `tables at ${where}`).toEqual(model.snapshot());
           const violation = checkInvariants({ message, code, effects, before, after }) ?? revisions.check(after);
           expect(violation, `invariant at ${where}`).toBeUndefined();
+          if (code === 0) acceptedKinds.add(message[0]);
           stream.observe(message, effects);
           stream.confirmPurge(message, code);
         }
       }),
       { seed, numRuns: runs },
     );
+    // The streams went deep: every message kind was accepted somewhere.
+    if (runs >= 1_000) {
+      for (let kind = MessageKind.RegisterAgent; kind < MessageKindLimit.End; kind += 1) {
+        expect(acceptedKinds.has(kind), `message kind ${kind} was never accepted`).toBe(true);
+      }
+    }
   });
 });

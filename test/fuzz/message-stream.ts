@@ -8,9 +8,10 @@
 
 import {
   CommitOutcome, Continuation, EffectKind, MessageKind, OutcomeType, Phase, PreparationOutcome,
-  SessionEnding, Submission, ExecutionStatus, ExecutionFlag,
+  SessionEnding, SessionEventKind, Submission, ExecutionStatus, ExecutionFlag,
 } from "../../assembly/abi.js";
 import type { CoreEffect } from "../../host/core/effects.js";
+import type { CoreSnapshot } from "../../host/core/machine.js";
 
 export interface Intent {
   readonly kind: number;
@@ -51,8 +52,12 @@ export class MessageStream {
   private nextRequest = 1;
   private nextRevision = 100;
 
-  /** Builds the next message from an intent. */
-  next(intent: Intent): Message {
+  private tables: CoreSnapshot | undefined;
+
+  /** Builds the next message from an intent and the tables as they are
+   * now (used to aim session events at the phase an execution is in). */
+  next(intent: Intent, tables?: CoreSnapshot): Message {
+    this.tables = tables;
     const builders = this.builders();
     return builders[intent.kind % builders.length]!(intent);
   }
@@ -71,9 +76,23 @@ export class MessageStream {
       (i) => this.completePending(i),
       (i) => this.completePending(i),
       (i) => this.completePending(i),
+      (i) => this.completePending(i),
+      (i) => this.completePending(i),
+      (i) => this.completePending(i),
+      (i) => this.sessionEvent(i),
+      (i) => this.sessionEvent(i),
       (i) => this.sessionEvent(i),
       (i) => this.sessionEvent(i),
       (i) => this.sessionFinished(i),
+      (i) => this.sessionFinished(i),
+      (i) => this.advance(i),
+      (i) => this.advance(i),
+      (i) => this.advance(i),
+      (i) => this.advance(i),
+      (i) => this.advance(i),
+      (i) => this.advance(i),
+      (i) => this.advance(i),
+      (i) => this.advance(i),
       (i) => this.resume(i),
       (i) => this.recoveryInstall(i),
       (i) => this.continueRecovered(i),
@@ -93,6 +112,7 @@ export class MessageStream {
   }
 
   private start(intent: Intent): Message {
+    if (this.agents.length === 0 && intent.variant % 10 !== 0) return this.registerAgent(intent);
     const agent = this.pickAgent(intent);
     const cancelled = intent.variant % 11 === 0 ? 1 : intent.variant % 13 === 0 ? 5 : 0;
     return message(MessageKind.Start, agent.slot, agent.generation, this.request(), cancelled);
@@ -105,6 +125,57 @@ export class MessageStream {
     // One in eight completions is delivered again later (a duplicate).
     if (intent.variant % 8 !== 0) this.pending.splice(index, 1);
     return this.completion(item, intent);
+  }
+
+  /** Moves one execution (or one admission) along its happy path, as a
+   * healthy host would: complete its pending submission successfully, else
+   * post the event its phase expects, else finish the session. */
+  private advance(intent: Intent): Message {
+    const live = this.pickExecution({ ...intent, variant: 1 });
+    const owned = live ? this.pending.filter((item) => "execution" in item && item.execution === live.execution) : [];
+    const prepares = this.pending.filter((item) => item.type === "prepare");
+    const clean: Intent = { ...intent, variant: 2, noise: 0 };
+    if (owned.length > 0 && (prepares.length === 0 || intent.pick % 3 !== 0)) {
+      const item = owned[0]!;
+      this.pending.splice(this.pending.indexOf(item), 1);
+      // A terminal commit may end any of the five ways (weights sum to 11).
+      return this.completion(item, item.type === "terminal" ? { ...clean, noise: intent.noise % 11 } : clean);
+    }
+    if (prepares.length > 0) {
+      const item = prepares[intent.pick % prepares.length]!;
+      this.pending.splice(this.pending.indexOf(item), 1);
+      return this.completion(item, clean);
+    }
+    if (!live) return this.start(intent);
+    const record = this.tables?.executions[live.execution];
+    if (record?.phase === Phase.CallingLlm && intent.noise % 3 === 0) {
+      const ending = intent.noise % 2 === 0 ? SessionEnding.Completed : SessionEnding.Suspended;
+      return message(MessageKind.SessionFinished, live.execution, live.generation, live.session, ending);
+    }
+    if (record && record.session === 0 && record.status !== ExecutionStatus.Suspended) {
+      return this.continuationFor(live, record.phase, record.flags);
+    }
+    if (record?.phase === Phase.Suspended && record.session === 0) {
+      return message(MessageKind.Resume, live.execution, live.generation, live.agent, live.agentGeneration, this.request(), 1);
+    }
+    if (record?.phase === Phase.Suspended) {
+      return message(MessageKind.SessionFinished, live.execution, live.generation, live.session, SessionEnding.Suspended);
+    }
+    return message(MessageKind.SessionEvent, live.execution, live.generation, live.session, this.fittingEvent(live, intent));
+  }
+
+  /** The recovery continuation a host would choose from the saved facts. */
+  private continuationFor(live: LiveExecution, phase: number, flags: number): Message {
+    if (phase === Phase.Preparing) return message(MessageKind.RecoverPreparation, live.execution, live.generation, live.revision, this.request());
+    const pending = (flags & ExecutionFlag.FrameworkCallsPending) !== 0;
+    const continuation =
+      phase === Phase.RecoveryProviderCompleted ? (pending ? Continuation.FrameworkCalls : Continuation.Output)
+        : phase === Phase.RecoveryToolsCompleted ? (pending ? Continuation.FrameworkCalls : Continuation.Followup)
+          : phase === Phase.RecoveryResolvedFailed ? Continuation.FailedTerminal
+            : phase === Phase.CallingLlm ? Continuation.RecallModel
+              : phase === Phase.Resuming && (flags & ExecutionFlag.ApprovalGranted) === 0 ? Continuation.ApprovalRejection
+                : Continuation.FrameworkTools;
+    return message(MessageKind.ContinueRecovered, live.execution, live.generation, live.revision, continuation, 1, this.request());
   }
 
   private completion(item: Pending, intent: Intent): Message {
@@ -154,9 +225,22 @@ export class MessageStream {
   private sessionEvent(intent: Intent): Message {
     const live = this.pickExecution(intent);
     if (!live) return this.start(intent);
-    const event = 1 + (intent.noise % 7);
+    const event = intent.variant % 5 === 0 ? 1 + (intent.noise % 7) : this.fittingEvent(live, intent);
     const session = intent.variant % 9 === 2 ? live.session + 1 : live.session;
     return message(MessageKind.SessionEvent, live.execution, live.generation, session, event);
+  }
+
+  /** An event the execution's phase accepts, as a session runner would
+   * post it. */
+  private fittingEvent(live: LiveExecution, intent: Intent): number {
+    const record = this.tables?.executions[live.execution];
+    switch (record?.phase) {
+      case Phase.CallingLlm: return intent.noise % 4 === 0 ? SessionEventKind.ApprovalRequired : SessionEventKind.LlmCompletedWithTools;
+      case Phase.DispatchingTools: return SessionEventKind.ToolsCompleted;
+      case Phase.RecordingToolResults: return SessionEventKind.StateCompleted;
+      case Phase.Resuming: return intent.noise % 2 === 0 ? SessionEventKind.ApprovalGranted : SessionEventKind.ApprovalRejected;
+      default: return 1 + (intent.noise % 7);
+    }
   }
 
   private sessionFinished(intent: Intent): Message {
@@ -175,6 +259,7 @@ export class MessageStream {
   }
 
   private recoveryInstall(intent: Intent): Message {
+    if (this.agents.length === 0 && intent.variant % 10 !== 0) return this.registerAgent(intent);
     const agent = this.pickAgent(intent);
     const status = pickWeighted(intent.noise, [ExecutionStatus.Active, 5], [ExecutionStatus.Preparing, 2], [ExecutionStatus.Suspended, 2], [ExecutionStatus.Terminal, 1]);
     const phase = status === ExecutionStatus.Suspended && intent.variant % 5 !== 0 ? Phase.Suspended
@@ -201,7 +286,7 @@ export class MessageStream {
 
   private agentLifecycle(intent: Intent): Message {
     const agent = this.pickAgent(intent);
-    return message(intent.variant % 2 === 0 ? MessageKind.CloseAgent : MessageKind.PurgeAgent, agent.slot, agent.generation);
+    return message(intent.variant % 6 === 0 ? MessageKind.CloseAgent : MessageKind.PurgeAgent, agent.slot, agent.generation);
   }
 
   private attachOrCancel(intent: Intent): Message {
@@ -228,7 +313,7 @@ export class MessageStream {
   }
 
   private setDraining(intent: Intent): Message {
-    return message(MessageKind.SetDraining, intent.variant % 3 === 0 ? 1 : intent.variant % 41 === 5 ? 2 : 0);
+    return message(MessageKind.SetDraining, intent.variant % 7 === 0 ? 1 : intent.variant % 41 === 5 ? 2 : 0);
   }
 
   /** Arbitrary integers, including out-of-range kinds and values. */

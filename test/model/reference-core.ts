@@ -349,7 +349,7 @@ export class ReferenceCore implements ControlMachine {
   }
 
   private freeAgentSlot(slot: number): void {
-    const generation = nextNonZero(this.agents[slot].generation);
+    const generation = nextNonZero(this.agentAt(slot).generation);
     this.agents[slot] = freshAgent(generation);
     this.freeAgents.push(slot);
   }
@@ -372,7 +372,7 @@ export class ReferenceCore implements ControlMachine {
   /** *free execution*: record cleared, generation incremented, slot pushed on
    * the free list, `liveExecutions -= 1`. Returns the generation it had. */
   private freeExecution(exec: number): number {
-    const had = this.executions[exec].generation;
+    const had = this.executionAt(exec).generation;
     this.executions[exec] = freshExecution(nextNonZero(had));
     this.freeExecutions.push(exec);
     this.liveExecutions -= 1;
@@ -382,7 +382,7 @@ export class ReferenceCore implements ControlMachine {
   /** "agent check": `Ok`, `AgentSlotUnknown` or `AgentGenerationMustMatch`. */
   private checkAgent(slot: number, generation: number): ResultCode {
     if (slot >= this.agents.length) return ResultCode.AgentSlotUnknown;
-    const agent = this.agents[slot];
+    const agent = this.agentAt(slot);
     if (agent.lifecycle === AgentLifecycle.Free) return ResultCode.AgentSlotUnknown;
     if (agent.generation !== generation) return ResultCode.AgentGenerationMustMatch;
     return ResultCode.Ok;
@@ -392,23 +392,41 @@ export class ReferenceCore implements ControlMachine {
    * `ExecutionGenerationMustMatch`. */
   private checkExecution(slot: number, generation: number): ResultCode {
     if (slot >= this.executions.length) return ResultCode.ExecutionSlotUnknown;
-    const exec = this.executions[slot];
+    const exec = this.executionAt(slot);
     if (exec.agentSlotPlusOne === 0) return ResultCode.ExecutionSlotUnknown;
     if (exec.generation !== generation) return ResultCode.ExecutionGenerationMustMatch;
     return ResultCode.Ok;
   }
 
-  /** The agent an execution belongs to. */
-  private agentOf(exec: Execution): Agent {
-    return this.agents[exec.agentSlotPlusOne - 1];
+  /** The record of a slot below the high-water mark. Every caller has
+   * checked the slot first, so a miss is a bug in this model. */
+  private agentAt(slot: number): Agent {
+    const agent = this.agents[slot];
+    if (agent === undefined) throw new Error(`reference model bug: agent slot ${slot} read unchecked`);
+    return agent;
   }
 
-  /** READING: "session differs" is plain equality of the two numbers, so a
-   * message carrying session 0 matches an execution with no live session.
-   * The contract needs this: after `ContinueRecovered(FailedTerminal)` the
-   * session stays 0 and its `TerminalCommitReady` carries session 0. */
+  private executionAt(slot: number): Execution {
+    const exec = this.executions[slot];
+    if (exec === undefined) throw new Error(`reference model bug: execution slot ${slot} read unchecked`);
+    return exec;
+  }
+
+  /** The agent an execution belongs to. */
+  private agentOf(exec: Execution): Agent {
+    return this.agentAt(exec.agentSlotPlusOne - 1);
+  }
+
+  /** Plain equality: `TerminalCommitReady` and `SubmissionRefused
+   * (TerminalCommit)`, whose commit may belong to no live session (a
+   * `FailedTerminal` continuation commits with session 0). */
   private sessionMatches(exec: Execution, session: number): boolean {
     return exec.session === session;
+  }
+
+  /** Messages from a live session: session 0 names none, never matches. */
+  private liveSessionMatches(exec: Execution, session: number): boolean {
+    return session !== 0 && exec.session === session;
   }
 
   private hasCapacity(): boolean {
@@ -439,7 +457,7 @@ export class ReferenceCore implements ControlMachine {
 
   /** *register waiter*. Returns `WaitersFull` when the waiter was refused. */
   private registerWaiter(execSlot: number, request: number): ResultCode {
-    const exec = this.executions[execSlot];
+    const exec = this.executionAt(execSlot);
     if (exec.waiters >= Limit.WaitersMax) {
       this.emit(EffectKind.FailRequest, request, ResultCode.WaitersFull);
       return ResultCode.WaitersFull;
@@ -452,7 +470,7 @@ export class ReferenceCore implements ControlMachine {
   /** *require recovery*. READING: `admittingAgents` is not touched (an agent
    * bound to an execution is never `Admitting`), and nothing else changes. */
   private requireRecovery(execSlot: number, code: ResultCode): void {
-    const exec = this.executions[execSlot];
+    const exec = this.executionAt(execSlot);
     this.agentOf(exec).admissionState = AdmissionState.RecoveryRequired;
     this.emit(EffectKind.RecoveryRequired, execSlot, RecoveryScope.Execution, code);
     this.emit(EffectKind.FailWaiters, execSlot, code);
@@ -461,14 +479,14 @@ export class ReferenceCore implements ControlMachine {
 
   /** *begin terminal commit*. */
   private beginTerminalCommit(execSlot: number): void {
-    const exec = this.executions[execSlot];
+    const exec = this.executionAt(execSlot);
     this.agentOf(exec).admissionState = AdmissionState.Terminalizing;
     this.emit(EffectKind.SubmitTerminalCommit, execSlot, exec.session, exec.revision);
   }
 
   /** *finish execution* with outcome `t`. */
   private finishExecution(execSlot: number, outcome: OutcomeType): void {
-    const exec = this.executions[execSlot];
+    const exec = this.executionAt(execSlot);
     exec.status = ExecutionStatus.Terminal;
     this.emit(EffectKind.DeliverOutcome, execSlot, outcome);
     this.releaseAdmission(this.agentOf(exec));
@@ -479,7 +497,7 @@ export class ReferenceCore implements ControlMachine {
   /** Release admission, free the execution, emit `FailRequest(request, code)`
    * then `ReleaseExecution` (preparation recovery that ends the execution). */
   private abandonExecution(execSlot: number, request: number, code: ResultCode): void {
-    this.releaseAdmission(this.agentOf(this.executions[execSlot]));
+    this.releaseAdmission(this.agentOf(this.executionAt(execSlot)));
     const had = this.freeExecution(execSlot);
     this.emit(EffectKind.FailRequest, request, code);
     this.emit(EffectKind.ReleaseExecution, execSlot, had);
@@ -499,17 +517,14 @@ export class ReferenceCore implements ControlMachine {
   // another decision leaves that decision's code as it is (Ok); only
   // AttachWaiter, whose whole request is the waiter, returns WaitersFull.
   //
-  // READING (registry messages): the introduction puts "registry" messages
-  // in the DropStale family, so refusals of RegisterAgent, CloseAgent and
-  // PurgeAgent emit `DropStale(kind, code)` as well as returning the code.
-  // SetDraining belongs to neither family: its refusal has no effect.
+  // Administrative messages (RegisterAgent, CloseAgent, PurgeAgent,
+  // SetDraining) return their refusal code and emit nothing.
 
   private registerAgent(closed: number): ResultCode {
-    const K = MessageKind.RegisterAgent;
-    if (!isZeroOrOne(closed)) return this.drop(K, ResultCode.ArgumentOutOfRange);
+    if (!isZeroOrOne(closed)) return ResultCode.ArgumentOutOfRange;
     const slot = this.allocateAgentSlot();
-    if (slot < 0) return this.drop(K, ResultCode.AgentsFull);
-    const agent = this.agents[slot];
+    if (slot < 0) return ResultCode.AgentsFull;
+    const agent = this.agentAt(slot);
     agent.lifecycle = closed === 1 ? AgentLifecycle.Closed : AgentLifecycle.Open;
     agent.admissionState = AdmissionState.None;
     agent.ownerToken = 0;
@@ -520,18 +535,15 @@ export class ReferenceCore implements ControlMachine {
 
   private closeAgent(slot: number, generation: number): ResultCode {
     const code = this.checkAgent(slot, generation);
-    if (code !== ResultCode.Ok) return this.drop(MessageKind.CloseAgent, code);
-    this.agents[slot].lifecycle = AgentLifecycle.Closed;
+    if (code !== ResultCode.Ok) return code;
+    this.agentAt(slot).lifecycle = AgentLifecycle.Closed;
     return ResultCode.Ok;
   }
 
   private purgeAgent(slot: number, generation: number): ResultCode {
-    const K = MessageKind.PurgeAgent;
     const code = this.checkAgent(slot, generation);
-    if (code !== ResultCode.Ok) return this.drop(K, code);
-    if (this.agents[slot].admissionState !== AdmissionState.None) {
-      return this.drop(K, ResultCode.AgentAdmissionHeld);
-    }
+    if (code !== ResultCode.Ok) return code;
+    if (this.agentAt(slot).admissionState !== AdmissionState.None) return ResultCode.AgentAdmissionHeld;
     this.freeAgentSlot(slot);
     return ResultCode.Ok;
   }
@@ -548,7 +560,7 @@ export class ReferenceCore implements ControlMachine {
     if (code !== ResultCode.Ok) return this.refuse(request, code);
     if (!isZeroOrOne(cancelled)) return this.refuse(request, ResultCode.ArgumentOutOfRange);
     if (cancelled === 1) return this.refuse(request, ResultCode.StartCancelled);
-    const agent = this.agents[slot];
+    const agent = this.agentAt(slot);
     if (agent.lifecycle === AgentLifecycle.Closed) return this.refuse(request, ResultCode.AgentClosed);
     if (agent.admissionState !== AdmissionState.None) return this.refuse(request, ResultCode.AgentAlreadyAdmitted);
     if (!this.hasCapacity()) return this.refuse(request, ResultCode.ExecutionsFull);
@@ -567,7 +579,7 @@ export class ReferenceCore implements ControlMachine {
     const K = MessageKind.InitialPreparationReady;
     const code = this.checkAgent(slot, generation);
     if (code !== ResultCode.Ok) return this.drop(K, code);
-    const agent = this.agents[slot];
+    const agent = this.agentAt(slot);
     if (agent.admissionState !== AdmissionState.Admitting) return this.drop(K, ResultCode.AdmissionStateMustMatch);
     if (token !== agent.ownerToken) return this.drop(K, ResultCode.OwnerTokenMustMatch);
 
@@ -605,7 +617,7 @@ export class ReferenceCore implements ControlMachine {
         // PreparationOutcome.Active
         this.admittingAgents -= 1;
         const execSlot = this.allocateExecutionSlot();
-        const exec = this.executions[execSlot];
+        const exec = this.executionAt(execSlot);
         exec.agentSlotPlusOne = slot + 1;
         exec.revision = revision;
         exec.session = this.takeSession();
@@ -655,9 +667,9 @@ export class ReferenceCore implements ControlMachine {
   ): ResultCode {
     const code = this.checkExecution(execSlot, generation);
     if (code !== ResultCode.Ok) return this.drop(K, code);
-    const exec = this.executions[execSlot];
+    const exec = this.executionAt(execSlot);
     if (exec.revision !== expectedRevision) return this.drop(K, ResultCode.RevisionMustMatch);
-    if (!this.sessionMatches(exec, session)) return this.drop(K, ResultCode.SessionMustMatch);
+    if (!this.liveSessionMatches(exec, session)) return this.drop(K, ResultCode.SessionMustMatch);
     if (exec.phase !== phase) return this.drop(K, ResultCode.PhaseMustMatch);
 
     if (!inRange(outcome, CommitOutcome.Committed, CommitOutcome.StoreFailed)) {
@@ -698,8 +710,8 @@ export class ReferenceCore implements ControlMachine {
     const K = MessageKind.SessionEvent;
     const code = this.checkExecution(execSlot, generation);
     if (code !== ResultCode.Ok) return this.drop(K, code);
-    const exec = this.executions[execSlot];
-    if (!this.sessionMatches(exec, session)) return this.drop(K, ResultCode.SessionMustMatch);
+    const exec = this.executionAt(execSlot);
+    if (!this.liveSessionMatches(exec, session)) return this.drop(K, ResultCode.SessionMustMatch);
     if (!inRange(event, SessionEventKind.LlmCompletedWithTools, SessionEventKind.ApprovalRejected)) {
       return this.drop(K, ResultCode.ArgumentOutOfRange);
     }
@@ -714,7 +726,7 @@ export class ReferenceCore implements ControlMachine {
     const K = MessageKind.OperationSettled;
     const code = this.checkExecution(execSlot, generation);
     if (code !== ResultCode.Ok) return this.drop(K, code);
-    const exec = this.executions[execSlot];
+    const exec = this.executionAt(execSlot);
     if (exec.inFlight === 0) return this.drop(K, ResultCode.InFlightUnderflow);
     exec.inFlight -= 1;
     if (exec.inFlight === 0 && hasFlag(exec.flags, ExecutionFlag.TerminalDeferred)) {
@@ -726,7 +738,7 @@ export class ReferenceCore implements ControlMachine {
   private cancelRequested(execSlot: number, generation: number): ResultCode {
     const code = this.checkExecution(execSlot, generation);
     if (code !== ResultCode.Ok) return this.drop(MessageKind.CancelRequested, code);
-    this.executions[execSlot].flags |= ExecutionFlag.CancelRequested;
+    this.executionAt(execSlot).flags |= ExecutionFlag.CancelRequested;
     return ResultCode.Ok;
   }
 
@@ -734,8 +746,8 @@ export class ReferenceCore implements ControlMachine {
     const K = MessageKind.SessionFinished;
     const code = this.checkExecution(execSlot, generation);
     if (code !== ResultCode.Ok) return this.drop(K, code);
-    const exec = this.executions[execSlot];
-    if (!this.sessionMatches(exec, session)) return this.drop(K, ResultCode.SessionMustMatch);
+    const exec = this.executionAt(execSlot);
+    if (!this.liveSessionMatches(exec, session)) return this.drop(K, ResultCode.SessionMustMatch);
     if (!inRange(ending, SessionEnding.Completed, SessionEnding.CoordinationWait)) {
       return this.drop(K, ResultCode.ArgumentOutOfRange);
     }
@@ -758,8 +770,8 @@ export class ReferenceCore implements ControlMachine {
     const K = MessageKind.DeferredTerminal;
     const code = this.checkExecution(execSlot, generation);
     if (code !== ResultCode.Ok) return this.drop(K, code);
-    const exec = this.executions[execSlot];
-    if (!this.sessionMatches(exec, session)) return this.drop(K, ResultCode.SessionMustMatch);
+    const exec = this.executionAt(execSlot);
+    if (!this.liveSessionMatches(exec, session)) return this.drop(K, ResultCode.SessionMustMatch);
     if (!hasFlag(exec.flags, ExecutionFlag.TerminalDeferred)) return this.drop(K, ResultCode.TerminalNotDeferred);
     if (exec.inFlight > 0) return this.drop(K, ResultCode.NotQuiescent);
     exec.flags &= ~ExecutionFlag.TerminalDeferred;
@@ -775,7 +787,7 @@ export class ReferenceCore implements ControlMachine {
     const K = MessageKind.TerminalCommitReady;
     const code = this.checkExecution(execSlot, generation);
     if (code !== ResultCode.Ok) return this.drop(K, code);
-    const exec = this.executions[execSlot];
+    const exec = this.executionAt(execSlot);
     if (exec.revision !== expectedRevision) return this.drop(K, ResultCode.RevisionMustMatch);
     if (!this.sessionMatches(exec, session)) return this.drop(K, ResultCode.SessionMustMatch);
     if (exec.phase !== Phase.Terminal) return this.drop(K, ResultCode.PhaseMustMatch);
@@ -826,10 +838,10 @@ export class ReferenceCore implements ControlMachine {
     }
     const code = this.checkAgent(agentSlot, agentGeneration);
     if (code !== ResultCode.Ok) return this.refuse(request, code);
-    const exec = this.executions[execSlot];
+    const exec = this.executionAt(execSlot);
     if (exec.agentSlotPlusOne - 1 !== agentSlot) return this.refuse(request, ResultCode.AgentMustMatch);
     if (exec.status !== ExecutionStatus.Suspended) return this.refuse(request, ResultCode.StatusMustMatch);
-    const agent = this.agents[agentSlot];
+    const agent = this.agentAt(agentSlot);
     if (agent.admissionState !== AdmissionState.Suspended) return this.refuse(request, ResultCode.ResumeInProgress);
     if (approvalMatches === 0) return this.refuse(request, ResultCode.ApprovalMustMatch);
 
@@ -844,7 +856,7 @@ export class ReferenceCore implements ControlMachine {
   ): ResultCode {
     const code = this.checkExecution(execSlot, generation);
     if (code !== ResultCode.Ok) return this.refuse(request, code);
-    const exec = this.executions[execSlot];
+    const exec = this.executionAt(execSlot);
     if (exec.revision !== expectedRevision) return this.refuse(request, ResultCode.RevisionMustMatch);
     if (exec.status !== ExecutionStatus.Suspended) return this.refuse(request, ResultCode.StatusMustMatch);
     const agent = this.agentOf(exec);
@@ -893,14 +905,14 @@ export class ReferenceCore implements ControlMachine {
     if (!statusValid || !phaseValid || suspendedMismatch || !isHostSettable(flags)) {
       return this.refuse(request, ResultCode.ArgumentOutOfRange);
     }
-    const agent = this.agents[agentSlot];
+    const agent = this.agentAt(agentSlot);
     if (agent.admissionState !== AdmissionState.None) return this.refuse(request, ResultCode.AgentAlreadyAdmitted);
     if (!this.hasCapacity()) return this.refuse(request, ResultCode.ExecutionsFull);
 
     // READING: no lifecycle check (a closed agent may be recovered) and no
     // owner token is taken (the token stays 0).
     const execSlot = this.allocateExecutionSlot();
-    const exec = this.executions[execSlot];
+    const exec = this.executionAt(execSlot);
     exec.agentSlotPlusOne = agentSlot + 1;
     exec.revision = revision;
     exec.session = 0;
@@ -918,7 +930,7 @@ export class ReferenceCore implements ControlMachine {
   private recoverPreparation(execSlot: number, generation: number, expectedRevision: number, request: number): ResultCode {
     const code = this.checkExecution(execSlot, generation);
     if (code !== ResultCode.Ok) return this.refuse(request, code);
-    const exec = this.executions[execSlot];
+    const exec = this.executionAt(execSlot);
     if (exec.revision !== expectedRevision) return this.refuse(request, ResultCode.RevisionMustMatch);
     if (exec.session !== 0) return this.refuse(request, ResultCode.SessionMustMatch);
 
@@ -939,9 +951,9 @@ export class ReferenceCore implements ControlMachine {
   ): ResultCode {
     const code = this.checkExecution(execSlot, generation);
     if (code !== ResultCode.Ok) return this.refuse(request, code);
-    const exec = this.executions[execSlot];
+    const exec = this.executionAt(execSlot);
     // Note the order here: session before revision.
-    if (!this.sessionMatches(exec, session)) return this.refuse(request, ResultCode.SessionMustMatch);
+    if (!this.liveSessionMatches(exec, session)) return this.refuse(request, ResultCode.SessionMustMatch);
     if (exec.revision !== expectedRevision) return this.refuse(request, ResultCode.RevisionMustMatch);
     if (exec.status !== ExecutionStatus.Preparing || exec.phase !== Phase.Preparing) {
       return this.refuse(request, ResultCode.StatusMustMatch);
@@ -988,7 +1000,7 @@ export class ReferenceCore implements ControlMachine {
   ): ResultCode {
     const code = this.checkExecution(execSlot, generation);
     if (code !== ResultCode.Ok) return this.refuse(request, code);
-    const exec = this.executions[execSlot];
+    const exec = this.executionAt(execSlot);
     if (exec.revision !== expectedRevision) return this.refuse(request, ResultCode.RevisionMustMatch);
     if (exec.session !== 0) return this.refuse(request, ResultCode.SessionMustMatch);
 
@@ -1052,7 +1064,7 @@ export class ReferenceCore implements ControlMachine {
     if (submission === Submission.Prepare) {
       const code = this.checkAgent(slot, generation);
       if (code !== ResultCode.Ok) return this.drop(K, code);
-      const agent = this.agents[slot];
+      const agent = this.agentAt(slot);
       if (agent.admissionState !== AdmissionState.Admitting || agent.ownerToken !== tokenOrSession) {
         return this.drop(K, ResultCode.OwnerTokenMustMatch);
       }
@@ -1064,7 +1076,7 @@ export class ReferenceCore implements ControlMachine {
     // Every other submission names an execution.
     const code = this.checkExecution(slot, generation);
     if (code !== ResultCode.Ok) return this.drop(K, code);
-    const exec = this.executions[slot];
+    const exec = this.executionAt(slot);
 
     if (submission === Submission.ApprovalCommit) {
       const agent = this.agentOf(exec);
@@ -1074,7 +1086,9 @@ export class ReferenceCore implements ControlMachine {
       return ResultCode.Ok;
     }
 
-    if (!this.sessionMatches(exec, tokenOrSession)) return this.drop(K, ResultCode.SessionMustMatch);
+    const sessionMatches = submission === Submission.TerminalCommit
+      ? this.sessionMatches(exec, tokenOrSession) : this.liveSessionMatches(exec, tokenOrSession);
+    if (!sessionMatches) return this.drop(K, ResultCode.SessionMustMatch);
 
     switch (submission) {
       case Submission.ProviderBarrier:

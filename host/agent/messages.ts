@@ -1,0 +1,108 @@
+// The conversation as Phronomy keeps it: the messages an agent loop sends to
+// its model and appends to the agent's journal. Every type here is JSON-safe
+// (type aliases over `Json`, mutable arrays) because conversations are
+// persisted as they are; the provider's own prompt format is produced from
+// them in `model.ts` and never stored. Tool calls and results are paired by
+// `callId`, which is unique within a conversation.
+
+import type { Json, UsageTotals } from "../store/records.js";
+
+/** One tool call the model asked for. `input` is parsed JSON, not yet
+ * validated against the tool's schema. */
+export type ToolCall = {
+  callId: string;
+  toolName: string;
+  input: Json;
+};
+
+/** What a tool call produced. `isError` marks an output that reports a
+ * failure to the model (a thrown tool, an invalid input, a refusal). */
+export type ToolResult = {
+  callId: string;
+  toolName: string;
+  output: Json;
+  isError: boolean;
+};
+
+export type SystemMessage = { role: "system"; content: string };
+export type UserMessage = { role: "user"; content: string };
+export type AssistantMessage = { role: "assistant"; text: string; toolCalls: ToolCall[] };
+export type ToolMessage = { role: "tool"; results: ToolResult[] };
+
+export type ConversationMessage = SystemMessage | UserMessage | AssistantMessage | ToolMessage;
+
+/** One model call's answer, normalized across provider versions. */
+export type ModelTurn = {
+  text: string;
+  toolCalls: ToolCall[];
+  usage: UsageTotals;
+  /** The provider's unified finish reason: "stop", "tool-calls", "length",
+   * "content-filter", "error", "interrupted", "other" or "unknown". */
+  finishReason: string;
+};
+
+/** The assistant message that records a model turn in the conversation. */
+export function assistantMessage(turn: Pick<ModelTurn, "text" | "toolCalls">): AssistantMessage {
+  return { role: "assistant", text: turn.text, toolCalls: turn.toolCalls.map((call) => ({ ...call })) };
+}
+
+/** The tool message that answers one batch of tool calls. */
+export function toolMessage(results: readonly ToolResult[]): ToolMessage {
+  return { role: "tool", results: results.map((result) => ({ ...result })) };
+}
+
+/** Checks a message read back from storage (or handed in by a caller). The
+ * caller turns `false` into its own error (a store or input error). */
+export function isConversationMessage(value: unknown): value is ConversationMessage {
+  if (!isRecord(value)) return false;
+  switch (value.role) {
+    case "system":
+    case "user":
+      return typeof value.content === "string";
+    case "assistant":
+      return typeof value.text === "string" && Array.isArray(value.toolCalls) && value.toolCalls.every(isToolCall);
+    case "tool":
+      return Array.isArray(value.results) && value.results.every(isToolResult);
+    default:
+      return false;
+  }
+}
+
+export function isToolCall(value: unknown): value is ToolCall {
+  return isRecord(value) && typeof value.callId === "string" && typeof value.toolName === "string" &&
+    isJson(value.input);
+}
+
+export function isToolResult(value: unknown): value is ToolResult {
+  return isRecord(value) && typeof value.callId === "string" && typeof value.toolName === "string" &&
+    typeof value.isError === "boolean" && isJson(value.output);
+}
+
+/** True for values that survive a JSON round trip unchanged: plain objects,
+ * arrays, strings, finite numbers, booleans and null. */
+export function isJson(value: unknown): value is Json {
+  return isJsonWithin(value, jsonDepthMax);
+}
+
+/** How deep `isJson` looks. Persisted conversations are far shallower; the
+ * bound keeps a cyclic or hostile value from exhausting the stack. */
+export const jsonDepthMax = 256;
+
+function isJsonWithin(value: unknown, depthLeft: number): boolean {
+  if (depthLeft === 0) return false;
+  if (value === null || typeof value === "string" || typeof value === "boolean") return true;
+  if (typeof value === "number") return Number.isFinite(value);
+  if (Array.isArray(value)) return value.every((item) => isJsonWithin(item, depthLeft - 1));
+  if (!isPlainRecord(value)) return false;
+  return Object.values(value).every((item) => isJsonWithin(item, depthLeft - 1));
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function isPlainRecord(value: unknown): value is Record<string, unknown> {
+  if (!isRecord(value)) return false;
+  const prototype = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+}

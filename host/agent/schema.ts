@@ -1,0 +1,99 @@
+// Standard Schema (v1, https://standardschema.dev) at the edge of the agent
+// loop: recognising a schema, running its validation (which may be async),
+// turning its issues into readable paths, and deriving the JSON Schema a
+// model is shown. Nothing here imports a schema library: zod, valibot and
+// arktype are all recognised by shape. JSON Schema converters are tried in
+// this order: Standard JSON Schema (`~standard.jsonSchema`, spec 1.1), then a
+// zod 4 style `toJSONSchema()` method; callers fall back to an explicit schema
+// or to `{ type: "object" }` when neither exists.
+
+import type { StandardJSONSchemaV1, StandardSchemaV1 } from "@standard-schema/spec";
+import type { Json } from "../store/records.js";
+import { isJson } from "./messages.js";
+
+/** A JSON Schema document as plain JSON. */
+export type JsonSchema = { [key: string]: Json };
+
+/** One validation problem, with its path as plain JSON (symbols become
+ * strings) so it can ride in an error's details. */
+export type SchemaIssue = { path: (string | number)[]; message: string };
+
+export type SchemaValidation<Output> =
+  | { readonly ok: true; readonly value: Output }
+  | { readonly ok: false; readonly issues: SchemaIssue[] };
+
+/** The JSON Schema dialect asked of converters: the one the AI SDK provider
+ * interface types its tool schemas with (`JSONSchema7`). */
+export const jsonSchemaTarget = "draft-07";
+
+/** How many issues an error message spells out; the rest are counted. A
+ * model can send an input that breaks every field of a large schema. */
+export const issuesInMessageMax = 8;
+
+export function isStandardSchema(value: unknown): value is StandardSchemaV1 {
+  if ((typeof value !== "object" && typeof value !== "function") || value === null) return false;
+  const properties = (value as { "~standard"?: unknown })["~standard"];
+  if (typeof properties !== "object" || properties === null) return false;
+  const { version, validate } = properties as { version?: unknown; validate?: unknown };
+  return version === 1 && typeof validate === "function";
+}
+
+/** Runs the schema's own validation. A validator that throws is a bug in the
+ * schema (or a refinement), so its error propagates unchanged. */
+export async function validateWithSchema<Schema extends StandardSchemaV1>(
+  schema: Schema,
+  value: unknown,
+): Promise<SchemaValidation<StandardSchemaV1.InferOutput<Schema>>> {
+  const result = await schema["~standard"].validate(value);
+  if (result.issues === undefined) return { ok: true, value: result.value as StandardSchemaV1.InferOutput<Schema> };
+  return { ok: false, issues: result.issues.map(plainIssue) };
+}
+
+/** `items[0].name`; the empty path (the value itself) reads `(input)`. */
+export function formatIssuePath(path: readonly (string | number)[]): string {
+  if (path.length === 0) return "(input)";
+  return path.map((key, index) => (typeof key === "number" ? `[${key}]` : index === 0 ? key : `.${key}`)).join("");
+}
+
+/** `q: Required; items[0]: Expected number (and 3 more issues)`. */
+export function formatIssues(issues: readonly SchemaIssue[]): string {
+  const shown = issues.slice(0, issuesInMessageMax).map((issue) => `${formatIssuePath(issue.path)}: ${issue.message}`);
+  const hidden = issues.length - shown.length;
+  return hidden > 0 ? `${shown.join("; ")} (and ${hidden} more issues)` : shown.join("; ");
+}
+
+/** The JSON Schema of a schema's *input* side (what a model must send), or
+ * `undefined` when the schema offers no converter. A converter that throws
+ * (a transform JSON Schema cannot express) or returns something that is not
+ * JSON propagates as an error for the caller to name. */
+export function convertToJsonSchema(schema: StandardSchemaV1): JsonSchema | undefined {
+  const converted = convertWithStandardJsonSchema(schema) ?? convertWithZodMethod(schema);
+  if (converted === undefined) return undefined;
+  if (!isJson(converted) || typeof converted !== "object" || converted === null || Array.isArray(converted)) {
+    throw new TypeError("the schema's JSON Schema converter returned a value that is not a JSON object");
+  }
+  return converted;
+}
+
+function convertWithStandardJsonSchema(schema: StandardSchemaV1): unknown {
+  const properties = schema["~standard"] as Partial<StandardJSONSchemaV1.Props>;
+  const converter = properties.jsonSchema;
+  if (typeof converter !== "object" || converter === null || typeof converter.input !== "function") return undefined;
+  return converter.input({ target: jsonSchemaTarget });
+}
+
+/** zod 4 schemas (before Standard JSON Schema, and as a second chance) carry
+ * a `toJSONSchema(params)` method next to their `_zod` internals. */
+function convertWithZodMethod(schema: StandardSchemaV1): unknown {
+  const candidate = schema as { _zod?: unknown; toJSONSchema?: unknown };
+  if (candidate._zod === undefined || typeof candidate.toJSONSchema !== "function") return undefined;
+  return (candidate.toJSONSchema as (params: { io: "input" }) => unknown).call(schema, { io: "input" });
+}
+
+function plainIssue(issue: StandardSchemaV1.Issue): SchemaIssue {
+  const path = (issue.path ?? []).map((segment) => {
+    const key = typeof segment === "object" && segment !== null ? segment.key : segment;
+    return typeof key === "number" ? key : String(key);
+  });
+  return { path, message: issue.message };
+}

@@ -1,0 +1,363 @@
+// Tool definitions and what the agent loop asks of them. `tool()` and
+// `handoff()` build definitions; `resolveTools()` checks a tool set once (at
+// agent definition) and fixes each tool's name and the JSON Schema the model
+// is shown; `validateToolInput()`, `toolNeedsApproval()` and `toolOutputToJson()`
+// are the loop's per-call steps. A function tool's input is a Standard Schema
+// (zod 4, valibot, arktype); a handoff tool has no `execute`: the loop
+// recognises `kind: "handoff"` and ends the execution with outcome
+// `handed_off` to the agent named by `to`. Every bad definition is an
+// `InvalidInputError` naming the tool's key and the offending option.
+
+import type { StandardSchemaV1 } from "@standard-schema/spec";
+import { InvalidInputError, ToolFailedError } from "../errors.js";
+import type { Json } from "../store/records.js";
+import { isJson } from "./messages.js";
+import {
+  convertToJsonSchema, formatIssues, isStandardSchema, validateWithSchema,
+  type JsonSchema, type SchemaIssue,
+} from "./schema.js";
+
+/** What `execute` receives besides its input. The idempotency key is
+ * `executionId:callId`, stable across recovery re-dispatches of the same
+ * call, so a tool with side effects can deduplicate them. */
+export interface ToolExecutionContext {
+  readonly idempotencyKey: string;
+  readonly signal: AbortSignal;
+  readonly executionId: string;
+  readonly callId: string;
+}
+
+export type ApprovalPredicate<Input> = (input: Input) => boolean | PromiseLike<boolean>;
+
+export interface FunctionTool<Input = unknown, Output = unknown> {
+  readonly kind: "function";
+  readonly description: string | undefined;
+  readonly inputSchema: StandardSchemaV1<unknown, Input>;
+  /** Runs the tool on a validated input. The output must be JSON-safe (it
+   * is persisted and sent to the model); `undefined` is recorded as null. */
+  execute(input: Input, context: ToolExecutionContext): Output | PromiseLike<Output>;
+  readonly needsApproval: boolean | ApprovalPredicate<Input>;
+  /** An explicit JSON Schema for the model; wins over a converted one. */
+  readonly jsonSchema: JsonSchema | undefined;
+}
+
+export interface HandoffTool {
+  readonly kind: "handoff";
+  /** The id of the agent that takes the conversation over. */
+  readonly to: string;
+  readonly description: string | undefined;
+}
+
+// `any` here is deliberate: a set holds tools of different input types, and
+// `execute`/`needsApproval` take their input contravariantly.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyFunctionTool = FunctionTool<any, any>;
+export type ToolDefinition = AnyFunctionTool | HandoffTool;
+export type ToolSet = { readonly [name: string]: ToolDefinition };
+
+export interface ToolOptions<Schema extends StandardSchemaV1, Output> {
+  readonly description?: string;
+  readonly inputSchema: Schema;
+  execute(input: StandardSchemaV1.InferOutput<Schema>, context: ToolExecutionContext): Output | PromiseLike<Output>;
+  readonly needsApproval?: boolean | ApprovalPredicate<StandardSchemaV1.InferOutput<Schema>>;
+  readonly jsonSchema?: JsonSchema;
+}
+
+export interface HandoffOptions {
+  readonly to: string;
+  readonly description?: string;
+}
+
+/** What a model is told about one tool: `callModel` needs no more. */
+export interface ToolSpecification {
+  readonly name: string;
+  readonly description: string | undefined;
+  readonly inputJsonSchema: JsonSchema;
+}
+
+export interface ResolvedFunctionTool extends ToolSpecification {
+  readonly kind: "function";
+  readonly definition: AnyFunctionTool;
+}
+
+export interface ResolvedHandoffTool extends ToolSpecification {
+  readonly kind: "handoff";
+  readonly to: string;
+}
+
+export type ResolvedTool = ResolvedFunctionTool | ResolvedHandoffTool;
+
+/** Names every provider accepts: OpenAI and Anthropic allow
+ * `[A-Za-z0-9_-]{1,64}`, Gemini also wants a letter or `_` first. */
+export const toolNamePattern = /^[A-Za-z_][A-Za-z0-9_-]*$/;
+/** The shortest maximum among providers (OpenAI, Gemini: 64 characters). */
+export const toolNameLengthMax = 64;
+/** OpenAI rejects more than 128 tools in one request; so do we, at
+ * definition time rather than on the first model call. */
+export const toolsPerAgentMax = 128;
+/** Agent ids named by a handoff; generous, but bounded like every id. */
+export const handoffTargetLengthMax = 256;
+
+/** The input a model sends to a handoff tool: an optional note for the
+ * agent taking over. */
+export const handoffInputJsonSchema: JsonSchema = {
+  type: "object",
+  properties: {
+    reason: { type: "string", description: "Why the conversation is handed off, for the agent taking over." },
+  },
+  additionalProperties: false,
+};
+
+/** Who a definition error is about: `tool()`/`handoff()` before the tool
+ * has a key, `tool "search"` once it has one. */
+type Subject = { readonly label: string; readonly name: string | undefined };
+
+const functionToolKeys = ["kind", "description", "inputSchema", "execute", "needsApproval", "jsonSchema"] as const;
+const toolOptionKeys = ["description", "inputSchema", "execute", "needsApproval", "jsonSchema"] as const;
+const handoffToolKeys = ["kind", "to", "description"] as const;
+const handoffOptionKeys = ["to", "description"] as const;
+
+/** Defines a function tool. Checked at once (its key is not known yet) and
+ * again by `resolveTools`, which names the key. */
+export function tool<Schema extends StandardSchemaV1, Output>(
+  options: ToolOptions<Schema, Output>,
+): FunctionTool<StandardSchemaV1.InferOutput<Schema>, Output> {
+  checkFunctionTool(options, { label: "tool()", name: undefined }, toolOptionKeys);
+  return {
+    kind: "function",
+    description: options.description,
+    inputSchema: options.inputSchema as StandardSchemaV1<unknown, StandardSchemaV1.InferOutput<Schema>>,
+    execute: options.execute,
+    needsApproval: options.needsApproval ?? false,
+    jsonSchema: options.jsonSchema,
+  };
+}
+
+/** Defines a handoff to another agent. The model sees it as a tool (named by
+ * its key in the tool set) taking an optional `reason`. */
+export function handoff(options: HandoffOptions): HandoffTool {
+  checkHandoffTool(options, { label: "handoff()", name: undefined }, handoffOptionKeys);
+  return { kind: "handoff", to: options.to, description: options.description };
+}
+
+/** Checks a whole tool set and fixes what each tool shows the model. Order
+ * follows the set's own key order, so prompts are deterministic. */
+export function resolveTools(tools: ToolSet | undefined): ResolvedTool[] {
+  if (tools === undefined) return [];
+  if (!isPlainObject(tools)) {
+    throw new InvalidInputError("tools must be an object mapping tool names to tool(...) or handoff(...) definitions");
+  }
+  const names = Object.keys(tools);
+  if (names.length > toolsPerAgentMax) {
+    throw new InvalidInputError(
+      `tools has ${names.length} entries; at most ${toolsPerAgentMax} are allowed (providers reject more): split the agent`,
+    );
+  }
+  return names.map((name) => resolveTool(name, tools[name]));
+}
+
+/** Validates a model's input for a function tool against its schema and
+ * returns the schema's output (with its defaults and transforms applied). */
+export async function validateToolInput<Input>(
+  resolved: { readonly name: string; readonly definition: FunctionTool<Input, unknown> },
+  input: unknown,
+): Promise<Input> {
+  const validation = await validateWithSchema(resolved.definition.inputSchema, input);
+  if (validation.ok) return validation.value as Input;
+  throw invalidToolInput(resolved.name, validation.issues);
+}
+
+/** Whether one call of a function tool needs approval before it runs. A
+ * predicate that throws is a `ToolFailedError`; one that answers anything
+ * but a boolean is an `InvalidInputError` (approval must never be guessed). */
+export async function toolNeedsApproval<Input>(
+  resolved: { readonly name: string; readonly definition: FunctionTool<Input, unknown> },
+  input: Input,
+): Promise<boolean> {
+  const needsApproval = resolved.definition.needsApproval;
+  if (typeof needsApproval === "boolean") return needsApproval;
+  let answer: unknown;
+  try {
+    answer = await needsApproval(input);
+  } catch (error) {
+    throw new ToolFailedError(
+      `tool "${resolved.name}": needsApproval threw (${messageOf(error)}); fix the predicate`,
+      { cause: error, details: { toolName: resolved.name } },
+    );
+  }
+  if (typeof answer !== "boolean") {
+    throw new InvalidInputError(
+      `tool "${resolved.name}": needsApproval returned ${describe(answer)}; it must return true or false`,
+      { details: { toolName: resolved.name, key: "needsApproval" } },
+    );
+  }
+  return answer;
+}
+
+/** A tool's output as it is persisted and sent back: `undefined` becomes
+ * null, anything else must already be JSON (plain objects, arrays, finite
+ * numbers, strings, booleans, null) or it is a `ToolFailedError`. */
+export function toolOutputToJson(toolName: string, callId: string, output: unknown): Json {
+  if (output === undefined) return null;
+  if (isJson(output)) return output;
+  throw new ToolFailedError(
+    `tool "${toolName}" (call ${callId}) returned ${describe(output)}, which is not JSON-safe; ` +
+      "return plain objects, arrays, strings, finite numbers, booleans or null",
+    { details: { toolName, callId } },
+  );
+}
+
+function resolveTool(name: string, definition: unknown): ResolvedTool {
+  checkToolName(name);
+  const subject: Subject = { label: `tool "${name}"`, name };
+  if (!isPlainObject(definition)) {
+    throw new InvalidInputError(`${subject.label} must be a tool(...) or handoff(...) definition, got ${describe(definition)}`, {
+      details: { toolName: name },
+    });
+  }
+  if (definition.kind === "handoff") return resolveHandoffTool(subject, name, definition);
+  if (definition.kind !== "function" && definition.kind !== undefined) {
+    throw invalidOption(subject, "kind", `must be "function" or "handoff", got ${describe(definition.kind)}`);
+  }
+  return resolveFunctionTool(subject, name, definition);
+}
+
+function resolveFunctionTool(subject: Subject, name: string, definition: Record<string, unknown>): ResolvedFunctionTool {
+  checkFunctionTool(definition, subject, functionToolKeys);
+  const normalized = definition as unknown as Partial<AnyFunctionTool> & Pick<AnyFunctionTool, "inputSchema" | "execute">;
+  const functionTool: AnyFunctionTool = {
+    kind: "function",
+    description: normalized.description,
+    inputSchema: normalized.inputSchema,
+    execute: normalized.execute,
+    needsApproval: normalized.needsApproval ?? false,
+    jsonSchema: normalized.jsonSchema,
+  };
+  return {
+    kind: "function",
+    name,
+    description: functionTool.description,
+    inputJsonSchema: inputJsonSchemaOf(subject, functionTool),
+    definition: functionTool,
+  };
+}
+
+function resolveHandoffTool(subject: Subject, name: string, definition: Record<string, unknown>): ResolvedHandoffTool {
+  checkHandoffTool(definition, subject, handoffToolKeys);
+  const to = definition.to as string;
+  const description = (definition.description as string | undefined) ??
+    `Hand the conversation over to agent "${to}" when it is better placed to answer.`;
+  return { kind: "handoff", name, description, inputJsonSchema: handoffInputJsonSchema, to };
+}
+
+/** An explicit `jsonSchema` wins; then the schema's own converter; then the
+ * most permissive object schema (validation still runs on every call). */
+function inputJsonSchemaOf(subject: Subject, functionTool: AnyFunctionTool): JsonSchema {
+  const converted = functionTool.jsonSchema ?? convertOrExplain(subject, functionTool.inputSchema);
+  const schema = converted ?? { type: "object" };
+  if (schema.type !== undefined && schema.type !== "object") {
+    throw invalidOption(subject, "inputSchema",
+      `describes ${describe(schema.type)} input; models send tool inputs as JSON objects, so wrap it in an object schema`);
+  }
+  return schema;
+}
+
+function convertOrExplain(subject: Subject, schema: StandardSchemaV1): JsonSchema | undefined {
+  try {
+    return convertToJsonSchema(schema);
+  } catch (error) {
+    throw new InvalidInputError(
+      `${subject.label}: its inputSchema cannot be converted to JSON Schema (${messageOf(error)}); pass the jsonSchema option`,
+      { cause: error, details: { toolName: subject.name ?? null, key: "inputSchema" } },
+    );
+  }
+}
+
+function checkToolName(name: string): void {
+  if (name.length === 0 || name.length > toolNameLengthMax || !toolNamePattern.test(name)) {
+    throw new InvalidInputError(
+      `tool name "${name}" is not accepted by model providers: use 1 to ${toolNameLengthMax} letters, digits, ` +
+        "'_' or '-', starting with a letter or '_'",
+      { details: { toolName: name } },
+    );
+  }
+}
+
+function checkFunctionTool(options: unknown, subject: Subject, allowedKeys: readonly string[]): void {
+  if (!isPlainObject(options)) throw new InvalidInputError(`${subject.label} needs an options object, got ${describe(options)}`);
+  rejectUnknownKeys(options, subject, allowedKeys);
+  if (!isStandardSchema(options.inputSchema)) {
+    throw invalidOption(subject, "inputSchema",
+      `must be a Standard Schema (zod 4, valibot, arktype…), got ${describe(options.inputSchema)}`);
+  }
+  if (typeof options.execute !== "function") {
+    throw invalidOption(subject, "execute",
+      "must be a function (input, { idempotencyKey, signal, executionId, callId }) => output");
+  }
+  const needsApproval = options.needsApproval;
+  if (needsApproval !== undefined && typeof needsApproval !== "boolean" && typeof needsApproval !== "function") {
+    throw invalidOption(subject, "needsApproval", `must be a boolean or a function of the input, got ${describe(needsApproval)}`);
+  }
+  checkOptionalString(options, subject, "description");
+  const jsonSchema = options.jsonSchema;
+  if (jsonSchema !== undefined && (!isPlainObject(jsonSchema) || !isJson(jsonSchema))) {
+    throw invalidOption(subject, "jsonSchema", "must be a JSON Schema object (plain JSON)");
+  }
+}
+
+function checkHandoffTool(options: unknown, subject: Subject, allowedKeys: readonly string[]): void {
+  if (!isPlainObject(options)) throw new InvalidInputError(`${subject.label} needs an options object, got ${describe(options)}`);
+  rejectUnknownKeys(options, subject, allowedKeys);
+  const to = options.to;
+  if (typeof to !== "string" || to.length === 0 || to.length > handoffTargetLengthMax) {
+    throw invalidOption(subject, "to", `must be the id of the agent to hand off to (1 to ${handoffTargetLengthMax} characters)`);
+  }
+  checkOptionalString(options, subject, "description");
+}
+
+function checkOptionalString(options: Record<string, unknown>, subject: Subject, key: string): void {
+  const value = options[key];
+  if (value !== undefined && typeof value !== "string") {
+    throw invalidOption(subject, key, `must be a string, got ${describe(value)}`);
+  }
+}
+
+function rejectUnknownKeys(options: Record<string, unknown>, subject: Subject, allowedKeys: readonly string[]): void {
+  const unknownKey = Object.keys(options).find((key) => !allowedKeys.includes(key));
+  if (unknownKey === undefined) return;
+  throw invalidOption(subject, unknownKey, `is not an option; the options are ${allowedKeys.join(", ")}`);
+}
+
+function invalidToolInput(name: string, issues: SchemaIssue[]): InvalidInputError {
+  const paths = issues.map((issue) => issue.path);
+  return new InvalidInputError(`invalid input for tool "${name}": ${formatIssues(issues)}`, {
+    details: { toolName: name, issues, paths },
+  });
+}
+
+function invalidOption(subject: Subject, key: string, problem: string): InvalidInputError {
+  const details = subject.name === undefined ? { key } : { toolName: subject.name, key };
+  return new InvalidInputError(`${subject.label}: "${key}" ${problem}`, { details });
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  const prototype = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+}
+
+function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "string") return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (typeof value === "function") return "a function";
+  if (typeof value === "object") {
+    const className = (value as { constructor?: { name?: unknown } }).constructor?.name;
+    return typeof className === "string" && className !== "Object" ? `a ${className}` : "an object";
+  }
+  return `${typeof value} ${String(value)}`;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

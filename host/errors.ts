@@ -1,0 +1,151 @@
+// Every error a user of Phronomy can see (SPEC §7). Each has a stable
+// `code`, names the ids involved in its message, and says what to do.
+// Errors cross the offload worker as `StoredError` records and are rebuilt
+// here by code (`errorFromRecord`).
+
+import type { StoredError } from "./store/records.js";
+
+export type PhronomyErrorCode =
+  | "AGENT_CLOSED" | "AGENT_BUSY" | "RUNTIME_SHUTDOWN" | "OFFLOAD_FULL" | "EXECUTION_REHYDRATION_REQUIRED"
+  | "STALE_RESULT" | "CANCELLED" | "TIMEOUT" | "APPROVAL_MISMATCH" | "STREAM_CALLBACK" | "STORE"
+  | "INVALID_INPUT" | "INPUT_BLOCKED" | "OUTPUT_BLOCKED" | "BUDGET_EXCEEDED" | "MAX_TURNS_EXCEEDED"
+  | "TOOL_FAILED" | "MODEL_FAILED" | "CAPACITY" | "INTERNAL";
+
+export interface ErrorContext {
+  readonly agentId?: string;
+  readonly executionId?: string;
+  readonly cause?: unknown;
+  readonly details?: Record<string, unknown>;
+}
+
+export class PhronomyError extends Error {
+  readonly code: PhronomyErrorCode;
+  readonly agentId: string | undefined;
+  readonly executionId: string | undefined;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: PhronomyErrorCode, message: string, context: ErrorContext = {}) {
+    super(message, context.cause === undefined ? undefined : { cause: context.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.agentId = context.agentId;
+    this.executionId = context.executionId;
+    this.details = context.details;
+  }
+
+  /** The record persisted with a failed execution. */
+  toRecord(): StoredError {
+    const record: StoredError = { code: this.code, message: this.message };
+    return this.details === undefined ? record : { ...record, details: JSON.parse(JSON.stringify(this.details)) };
+  }
+}
+
+export class AgentClosedError extends PhronomyError {
+  constructor(agentId: string) {
+    super("AGENT_CLOSED", `agent "${agentId}" is closed: it accepts no new executions; open a new agent id to continue`, { agentId });
+  }
+}
+
+export class AgentBusyError extends PhronomyError {
+  constructor(agentId: string) {
+    super("AGENT_BUSY", `agent "${agentId}" is busy: it admits one execution at a time; wait for the current one (or resume it) and start again`, { agentId });
+  }
+}
+
+export class RuntimeShutdownError extends PhronomyError {
+  constructor(what: string, context: ErrorContext = {}) {
+    super("RUNTIME_SHUTDOWN", `the environment is shutting down and refused ${what}; open a new environment to continue`, context);
+  }
+}
+
+export class OffloadFullError extends PhronomyError {
+  constructor(capacity: number, context: ErrorContext = {}) {
+    super("OFFLOAD_FULL", `the store queue is full (${capacity} operations waiting); retry later or raise offloadCapacity`, context);
+  }
+}
+
+export class ExecutionRehydrationRequiredError extends PhronomyError {
+  constructor(reason: string, context: ErrorContext = {}) {
+    super("EXECUTION_REHYDRATION_REQUIRED", `${reason}; the execution is left untouched for recovery (env.recover())`, context);
+  }
+}
+
+export class StaleResultError extends PhronomyError {
+  constructor(reason: string, context: ErrorContext = {}) {
+    super("STALE_RESULT", `stale result dropped: ${reason}`, context);
+  }
+}
+
+export class CancellationError extends PhronomyError {
+  constructor(context: ErrorContext = {}) {
+    super("CANCELLED", `execution ${context.executionId ?? ""} was cancelled`.replace("  ", " "), context);
+  }
+}
+
+export class TimeoutError extends PhronomyError {
+  constructor(timeoutMs: number, context: ErrorContext = {}) {
+    super("TIMEOUT", `execution ${context.executionId ?? ""} timed out after ${timeoutMs} ms`.replace("  ", " "), { ...context, details: { timeoutMs } });
+  }
+}
+
+export class ApprovalMismatchError extends PhronomyError {
+  constructor(reason: string, context: ErrorContext = {}) {
+    super("APPROVAL_MISMATCH", reason, context);
+  }
+}
+
+export class StreamCallbackError extends PhronomyError {
+  constructor(eventType: string, cause: unknown, context: ErrorContext = {}) {
+    super("STREAM_CALLBACK", `an event listener threw while handling "${eventType}"`, { ...context, cause });
+  }
+}
+
+export class StoreError extends PhronomyError {
+  constructor(message: string, context: ErrorContext = {}) {
+    super("STORE", message, context);
+  }
+}
+
+export class InvalidInputError extends PhronomyError {
+  constructor(message: string, context: ErrorContext = {}) {
+    super("INVALID_INPUT", message, context);
+  }
+}
+
+/** A language model call failed (the provider threw, returned an error part
+ * or returned output that cannot be used). The provider's error is `cause`. */
+export class ModelFailedError extends PhronomyError {
+  constructor(message: string, context: ErrorContext = {}) {
+    super("MODEL_FAILED", message, context);
+  }
+}
+
+/** A tool failed outside its own result: its approval predicate threw, or
+ * its output is not JSON-safe. The tool's error is `cause`. */
+export class ToolFailedError extends PhronomyError {
+  constructor(message: string, context: ErrorContext = {}) {
+    super("TOOL_FAILED", message, context);
+  }
+}
+
+/** Errors that end an execution with a recorded, typed reason. */
+export class ExecutionFailedError extends PhronomyError {}
+
+/** Rebuilds a typed error from its stored record. */
+export function errorFromRecord(record: StoredError, context: ErrorContext = {}): PhronomyError {
+  const code = record.code as PhronomyErrorCode;
+  const details = (record.details ?? undefined) as Record<string, unknown> | undefined;
+  const rebuilt = new ExecutionFailedError(code, record.message, { ...context, details });
+  switch (code) {
+    case "CANCELLED": return Object.assign(new CancellationError(context), { message: record.message });
+    case "TIMEOUT": return Object.assign(new TimeoutError(Number(details?.timeoutMs ?? 0), context), { message: record.message });
+    default: return rebuilt;
+  }
+}
+
+/** A record for any thrown value (a tool's or model's own error). */
+export function recordOf(error: unknown, fallbackCode: PhronomyErrorCode = "INTERNAL"): StoredError {
+  if (error instanceof PhronomyError) return error.toRecord();
+  const message = error instanceof Error ? error.message : String(error);
+  return { code: fallbackCode, message };
+}

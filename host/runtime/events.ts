@@ -1,0 +1,83 @@
+// The events an execution streams (SPEC §6.1) to `onEvent` and to
+// `run.events`. Terminal events end the stream; progress events report the
+// model and tool calls as they happen.
+
+import type { Json, UsageTotals } from "../store/records.js";
+import type { PhronomyError } from "../errors.js";
+
+export type ExecutionEvent =
+  | { readonly type: "model_call_started"; readonly executionId: string; readonly callId: string; readonly turn: number }
+  | { readonly type: "model_call_finished"; readonly executionId: string; readonly callId: string; readonly usage: UsageTotals; readonly toolCalls: number }
+  | { readonly type: "text_delta"; readonly executionId: string; readonly callId: string; readonly delta: string }
+  | { readonly type: "tool_call_started"; readonly executionId: string; readonly callId: string; readonly toolName: string; readonly idempotencyKey: string }
+  | { readonly type: "tool_call_finished"; readonly executionId: string; readonly callId: string; readonly toolName: string; readonly isError: boolean }
+  | { readonly type: "done"; readonly executionId: string; readonly output: Json; readonly usage: UsageTotals }
+  | { readonly type: "error"; readonly executionId: string | undefined; readonly error: PhronomyError }
+  | { readonly type: "timeout"; readonly executionId: string | undefined; readonly error: PhronomyError }
+  | { readonly type: "cancelled"; readonly executionId: string | undefined; readonly error: PhronomyError }
+  | { readonly type: "approval_required"; readonly executionId: string; readonly request: ApprovalRequest }
+  | { readonly type: "handoff"; readonly executionId: string; readonly handoff: HandoffRequest };
+
+export type ExecutionEventType = ExecutionEvent["type"];
+
+export const TERMINAL_EVENT_TYPES: ReadonlySet<ExecutionEventType> = new Set([
+  "done", "error", "timeout", "cancelled", "approval_required", "handoff",
+]);
+
+/** A pending approval: the tool calls that wait for a human decision. */
+export interface ApprovalRequest {
+  readonly approvalId: string;
+  readonly executionId: string;
+  readonly agentId: string;
+  readonly toolCalls: readonly { readonly callId: string; readonly toolName: string; readonly input: Json }[];
+  readonly requestedAt: number;
+}
+
+/** What a handed-off execution carries to its target agent. */
+export interface HandoffRequest {
+  readonly fromAgentId: string;
+  readonly fromExecutionId: string;
+  readonly targetAgentId: string;
+  readonly callId: string;
+  readonly input: Json;
+  readonly reason: string;
+}
+
+export type EventListener = (event: ExecutionEvent) => void;
+
+/** The async-iterable side of `run.events`: buffers events until read,
+ * ends after the terminal event (or when the run settles without one). */
+export class EventStream implements AsyncIterable<ExecutionEvent> {
+  private readonly buffered: ExecutionEvent[] = [];
+  private readonly readers: ((result: IteratorResult<ExecutionEvent>) => void)[] = [];
+  private ended = false;
+
+  push(event: ExecutionEvent): void {
+    if (this.ended) return;
+    const reader = this.readers.shift();
+    if (reader) reader({ value: event, done: false });
+    else this.buffered.push(event);
+    if (TERMINAL_EVENT_TYPES.has(event.type) && event.type !== "approval_required") this.end();
+  }
+
+  end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    for (const reader of this.readers.splice(0)) reader({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<ExecutionEvent> {
+    return {
+      next: () => {
+        const event = this.buffered.shift();
+        if (event) return Promise.resolve({ value: event, done: false });
+        if (this.ended) return Promise.resolve({ value: undefined, done: true });
+        return new Promise((resolve) => this.readers.push(resolve));
+      },
+      return: () => {
+        this.end();
+        return Promise.resolve({ value: undefined, done: true });
+      },
+    };
+  }
+}

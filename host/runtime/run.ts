@@ -1,0 +1,86 @@
+// The `Run` handle an application holds for one start or resume, and the
+// waiter state behind it. A waiter is settled exactly once: resolved with
+// the result, rejected with a typed error, or cancelled (rejected with
+// CancellationError). Its event stream ends when it settles.
+
+import type { PhronomyError } from "../errors.js";
+import type { Json, UsageTotals } from "../store/records.js";
+import { EventStream, type EventListener, type ExecutionEvent, type HandoffRequest } from "./events.js";
+
+export interface RunResult {
+  readonly executionId: string;
+  readonly agentId: string;
+  readonly outcome: "completed" | "handed_off";
+  readonly output: Json;
+  readonly usage: UsageTotals;
+  /** Set when the execution handed off: start the target agent with it. */
+  readonly handoff?: HandoffRequest;
+}
+
+export interface Run {
+  /** Known once the execution is admitted and prepared. */
+  readonly executionId: Promise<string>;
+  /** Progress and terminal events, ending when the run settles. */
+  readonly events: AsyncIterable<ExecutionEvent>;
+  /** The execution's final outcome. */
+  readonly result: Promise<RunResult>;
+}
+
+/** One waiter: the promises of a Run and the listener of its request. */
+export class Waiter implements Run {
+  readonly executionId: Promise<string>;
+  readonly result: Promise<RunResult>;
+  readonly events: EventStream = new EventStream();
+  private resolveId!: (id: string) => void;
+  private rejectId!: (error: Error) => void;
+  private resolveResult!: (result: RunResult) => void;
+  private rejectResult!: (error: Error) => void;
+  private idKnown = false;
+  private settledWith: "pending" | "resolved" | "rejected" = "pending";
+
+  constructor(readonly agentId: string, readonly listener: EventListener | undefined) {
+    this.executionId = new Promise((resolve, reject) => {
+      this.resolveId = resolve;
+      this.rejectId = reject;
+    });
+    this.result = new Promise((resolve, reject) => {
+      this.resolveResult = resolve;
+      this.rejectResult = reject;
+    });
+    // An application that only awaits one of the two must not crash the
+    // process with an unhandled rejection from the other.
+    this.executionId.catch(noop);
+    this.result.catch(noop);
+  }
+
+  get settled(): boolean {
+    return this.settledWith !== "pending";
+  }
+
+  knowExecutionId(executionId: string): void {
+    if (this.idKnown) return;
+    this.idKnown = true;
+    this.resolveId(executionId);
+  }
+
+  resolve(result: RunResult): void {
+    if (this.settled) return;
+    this.settledWith = "resolved";
+    this.knowExecutionId(result.executionId);
+    this.resolveResult(result);
+    this.events.end();
+  }
+
+  reject(error: PhronomyError | Error): void {
+    if (this.settled) return;
+    this.settledWith = "rejected";
+    if (!this.idKnown) {
+      this.idKnown = true;
+      this.rejectId(error);
+    }
+    this.rejectResult(error);
+    this.events.end();
+  }
+}
+
+function noop(): void {}

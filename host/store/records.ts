@@ -1,0 +1,232 @@
+// The durable records and the store operations of SPEC §4.1, as plain data.
+// Every operation is one transaction; every write to an execution is a
+// compare-and-set on (execution_id, revision). Operations and results are
+// structured-clone safe (no functions, no class instances), because they
+// cross into the offload worker.
+
+/** JSON-safe values: what the store persists in its JSON columns. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+export type ExecutionStatusName = "preparing" | "active" | "suspended" | "terminal";
+
+export type PhaseName =
+  | "preparing" | "calling_llm" | "dispatching_tools" | "recording_tool_results" | "suspended"
+  | "resuming" | "terminal" | "recovery_provider_completed" | "recovery_tools"
+  | "recovery_tools_completed" | "recovery_resolved_failed";
+
+export type OutcomeName = "completed" | "failed" | "suspended" | "handed_off" | "coordination_wait";
+
+/** A typed error as stored: its stable code, message and optional details. */
+export interface StoredError {
+  readonly code: string;
+  readonly message: string;
+  readonly details?: Json;
+}
+
+export interface UsageTotals {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly totalTokens: number;
+}
+
+/** One tool call of a batch, as written in the tool barrier before the
+ * batch runs. The idempotency key is `executionId:callId`. */
+export interface ToolCallRecord {
+  readonly callId: string;
+  readonly toolName: string;
+  readonly input: Json;
+  readonly idempotencyKey: string;
+}
+
+/** One step of an execution's timeline and runtime snapshot: the input, a
+ * model response, tool results, barriers, approvals, recovery notes. Steps
+ * are append-only; results ride on the next barrier's transaction. */
+export interface StepRecord {
+  readonly kind: StepKind;
+  readonly at: number;
+  readonly payload: Json;
+}
+
+export type StepKind =
+  | "input" | "provider_barrier" | "model_response" | "tool_barrier" | "tool_results"
+  | "approval_requested" | "approval_decided" | "recovered" | "terminal" | "note";
+
+/** An agent's conversation memory entry. */
+export interface JournalRecord {
+  readonly executionId: string;
+  readonly role: "user" | "assistant" | "tool";
+  readonly content: Json;
+  readonly at: number;
+}
+
+export interface AgentRow {
+  readonly agentId: string;
+  readonly lifecycle: "open" | "closed";
+  readonly revision: number;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface ExecutionRow {
+  readonly executionId: string;
+  readonly agentId: string;
+  readonly revision: number;
+  readonly status: ExecutionStatusName;
+  readonly phase: PhaseName;
+  readonly mode: string;
+  readonly input: Json;
+  /** Recovery facts: pending model call, tool batch, flags, config. */
+  readonly metadata: ExecutionMetadata;
+  readonly outcome: OutcomeName | null;
+  readonly output: Json;
+  readonly error: StoredError | null;
+  readonly usage: UsageTotals;
+  readonly approvalRequest: Json;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface ExecutionMetadata {
+  readonly pendingModelCall?: { readonly callId: string; readonly startedAt: number };
+  readonly toolBatch?: readonly ToolCallRecord[];
+  readonly frameworkCallsPending?: boolean;
+  readonly reservation?: boolean;
+  readonly turns?: number;
+  /** The invocation settings recovery needs (budget, limits, replayable). */
+  readonly config?: { readonly [key: string]: Json };
+  readonly handoff?: Json;
+}
+
+// -- operations -------------------------------------------------------------
+
+export interface PrepareExecutionOperation {
+  readonly type: "prepareExecution";
+  readonly executionId: string;
+  readonly agentId: string;
+  readonly mode: string;
+  /** The input as persisted and sent (after an input filter's redaction). */
+  readonly input: Json;
+  readonly config: { readonly [key: string]: Json };
+  /** Set when the input filter blocked the input: the execution is written
+   * terminal `failed` with this error instead of active. */
+  readonly blockedBy?: StoredError;
+  readonly journal: readonly JournalRecord[];
+  readonly at: number;
+}
+
+export type PrepareExecutionResult =
+  | { readonly outcome: "active"; readonly revision: number }
+  | { readonly outcome: "terminal"; readonly revision: number; readonly error: StoredError }
+  | { readonly outcome: "not_established"; readonly error: StoredError };
+
+export interface ProviderBarrierOperation {
+  readonly type: "providerBarrier";
+  readonly executionId: string;
+  readonly expectedRevision: number;
+  readonly callId: string;
+  /** Results since the last barrier (model responses, tool results). */
+  readonly steps: readonly StepRecord[];
+  readonly usage: UsageTotals;
+  readonly turns: number;
+  readonly at: number;
+}
+
+export interface ToolBarrierOperation {
+  readonly type: "toolBarrier";
+  readonly executionId: string;
+  readonly expectedRevision: number;
+  readonly toolBatch: readonly ToolCallRecord[];
+  readonly steps: readonly StepRecord[];
+  readonly usage: UsageTotals;
+  readonly turns: number;
+  readonly at: number;
+}
+
+export interface TerminalCommitOperation {
+  readonly type: "terminalCommit";
+  readonly executionId: string;
+  readonly expectedRevision: number;
+  readonly outcome: OutcomeName;
+  readonly output: Json;
+  readonly error: StoredError | null;
+  readonly usage: UsageTotals;
+  readonly approvalRequest: Json;
+  readonly handoff: Json;
+  readonly steps: readonly StepRecord[];
+  /** Conversation memory appended for the agent (completed runs). */
+  readonly journal: readonly JournalRecord[];
+  readonly at: number;
+}
+
+export type StoreOperation =
+  | PrepareExecutionOperation
+  | ProviderBarrierOperation
+  | ToolBarrierOperation
+  | TerminalCommitOperation;
+
+/** Result of a barrier or terminal commit that passed its compare-and-set. */
+export interface CommittedRevision {
+  readonly revision: number;
+}
+
+export type StoreResult<O extends StoreOperation> =
+  O extends PrepareExecutionOperation ? PrepareExecutionResult : CommittedRevision;
+
+// -- agent lifecycle (the root) ---------------------------------------------
+// These run through the same offload as the execution operations, so every
+// write to the store is ordered by one queue.
+
+/** Creates the agent's root (open, revision 1) unless it exists; an
+ * existing root is returned unchanged, open or closed. */
+export interface EnsureAgentOperation {
+  readonly type: "ensureAgent";
+  readonly agentId: string;
+  readonly at: number;
+}
+
+/** Marks the root closed (revision+1); new executions are then refused.
+ * Closing a closed agent changes nothing; closing an unknown agent creates
+ * its root closed, so a closed id stays closed. */
+export interface CloseAgentOperation {
+  readonly type: "closeAgent";
+  readonly agentId: string;
+  readonly at: number;
+}
+
+/** Deletes the root, the journal, the executions and their steps. Refused
+ * with `InvalidInputError` while the agent has an execution that is not
+ * terminal (suspended ones included). */
+export interface PurgeAgentOperation {
+  readonly type: "purgeAgent";
+  readonly agentId: string;
+}
+
+export type AgentLifecycleOperation = EnsureAgentOperation | CloseAgentOperation | PurgeAgentOperation;
+
+export interface PurgeAgentResult {
+  /** Whether there was anything of this agent to delete. */
+  readonly purged: boolean;
+  readonly executionsDeleted: number;
+}
+
+/** Everything the offload accepts. */
+export type OffloadOperation = StoreOperation | AgentLifecycleOperation;
+
+export type OffloadResult<O extends OffloadOperation> =
+  O extends StoreOperation ? StoreResult<O>
+  : O extends PurgeAgentOperation ? PurgeAgentResult
+  : AgentRow;
+
+// -- reads --------------------------------------------------------------------
+
+/** A step as read back, with its position in the execution's timeline. */
+export interface StoredStep extends StepRecord {
+  readonly seq: number;
+}
+
+export interface ExecutionListFilter {
+  readonly status?: ExecutionStatusName;
+  readonly agentId?: string;
+  /** At most this many rows, newest first (default and maximum in the store). */
+  readonly limit?: number;
+}

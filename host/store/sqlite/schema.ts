@@ -1,0 +1,192 @@
+// The embedded store's file format: its tables, how a file is recognised as
+// a Phronomy store, and the forward migrations that bring an older file up
+// to this code's schema version.
+//
+// Rules kept here:
+// * A file is touched only once it is known to be ours or empty. A file that
+//   is not SQLite, is unreadable, belongs to another application, or was
+//   written by a newer Phronomy is refused with a `StoreError` naming the
+//   path and the reason, and left byte-for-byte as it was.
+// * `PRAGMA application_id` marks the file as Phronomy's; `PRAGMA
+//   user_version` is the schema version, i.e. the number of migrations
+//   applied. Migrations only ever append; all pending ones run in one
+//   transaction together with the version stamp, so a crash mid-way leaves
+//   the old version intact.
+
+import { closeSync, openSync, readSync, statSync } from "node:fs";
+import { StoreError } from "../../errors.js";
+import { openBetterSqlite3, type SqliteConnection } from "./driver.js";
+
+/** "PHRN" in ASCII: stamped in every Phronomy store's header. */
+export const applicationId = 0x5048524e;
+
+export type SynchronousMode = "FULL" | "NORMAL";
+
+/** How long a connection waits for the other connection's write lock before
+ * failing with SQLITE_BUSY. The offload never lets its two connections write
+ * at once, so this is a safety net (checkpoints, a visiting process); five
+ * seconds is far above any single group commit and short enough that a
+ * stuck lock surfaces as an error rather than a hang. */
+export const busyTimeoutMs = 5_000;
+
+type Migration = (connection: SqliteConnection) => void;
+
+/** Version 1: agents (root), executions, their step timeline, the journal. */
+function createInitialTables(connection: SqliteConnection): void {
+  connection.exec(`
+    CREATE TABLE agents (
+      agent_id   TEXT PRIMARY KEY NOT NULL,
+      lifecycle  TEXT NOT NULL CHECK (lifecycle IN ('open', 'closed')),
+      revision   INTEGER NOT NULL,
+      created_at INTEGER NOT NULL,
+      updated_at INTEGER NOT NULL
+    );
+    CREATE TABLE executions (
+      execution_id     TEXT PRIMARY KEY NOT NULL,
+      agent_id         TEXT NOT NULL,
+      revision         INTEGER NOT NULL,
+      status           TEXT NOT NULL CHECK (status IN ('preparing', 'active', 'suspended', 'terminal')),
+      phase            TEXT NOT NULL,
+      mode             TEXT NOT NULL,
+      input            TEXT NOT NULL,
+      metadata         TEXT NOT NULL,
+      outcome          TEXT,
+      output           TEXT NOT NULL,
+      error            TEXT NOT NULL,
+      usage            TEXT NOT NULL,
+      approval_request TEXT NOT NULL,
+      created_at       INTEGER NOT NULL,
+      updated_at       INTEGER NOT NULL
+    );
+    CREATE INDEX executions_by_agent ON executions (agent_id, created_at);
+    CREATE INDEX executions_by_status ON executions (status, created_at);
+    CREATE INDEX executions_by_creation ON executions (created_at);
+    CREATE TABLE steps (
+      execution_id TEXT NOT NULL,
+      seq          INTEGER NOT NULL,
+      kind         TEXT NOT NULL,
+      at           INTEGER NOT NULL,
+      payload      TEXT NOT NULL,
+      PRIMARY KEY (execution_id, seq)
+    );
+    CREATE TABLE journal (
+      agent_id     TEXT NOT NULL,
+      seq          INTEGER NOT NULL,
+      execution_id TEXT NOT NULL,
+      role         TEXT NOT NULL,
+      content      TEXT NOT NULL,
+      at           INTEGER NOT NULL,
+      PRIMARY KEY (agent_id, seq)
+    );
+  `);
+}
+
+/** Migration i brings a file from version i to version i + 1. Append only. */
+export const migrations: readonly Migration[] = [createInitialTables];
+
+export const schemaVersion = migrations.length;
+
+export interface StoreConnectionOptions {
+  readonly synchronous: SynchronousMode;
+}
+
+/** Opens (creating or migrating when needed) the store at `path`. */
+export function openStoreConnection(path: string, options: StoreConnectionOptions): SqliteConnection {
+  checkFileHeader(path);
+  let connection: SqliteConnection;
+  try {
+    connection = openBetterSqlite3(path);
+  } catch (error) {
+    throw new StoreError(`cannot open the store at ${path}: ${messageOf(error)}`, { cause: error });
+  }
+  try {
+    connection.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`);
+    checkOwnership(path, readFileState(connection));
+    connection.exec("PRAGMA journal_mode = WAL");
+    connection.exec(`PRAGMA synchronous = ${options.synchronous}`);
+    migrate(connection);
+    return connection;
+  } catch (error) {
+    connection.close();
+    if (error instanceof StoreError) throw error;
+    throw new StoreError(`cannot open the store at ${path}: ${messageOf(error)}`, { cause: error });
+  }
+}
+
+const sqliteHeader = "SQLite format 3\0";
+
+/** Refuses a non-empty file that does not start with SQLite's header before
+ * SQLite opens it (SQLite would only say "file is not a database"). */
+function checkFileHeader(path: string): void {
+  let size: number;
+  try {
+    size = statSync(path).size;
+  } catch {
+    return; // no file yet: SQLite creates it
+  }
+  if (size === 0) return;
+  const header = Buffer.alloc(sqliteHeader.length);
+  const descriptor = openSync(path, "r");
+  try {
+    readSync(descriptor, header, 0, header.length, 0);
+  } finally {
+    closeSync(descriptor);
+  }
+  if (header.toString("latin1") !== sqliteHeader) {
+    throw new StoreError(`${path} is not a SQLite database (its first bytes are not the SQLite header); it was left untouched: point the store at a new file or at a Phronomy store`);
+  }
+}
+
+interface FileState {
+  readonly applicationId: number;
+  readonly userVersion: number;
+  readonly tableCount: number;
+}
+
+function readFileState(connection: SqliteConnection): FileState {
+  try {
+    return {
+      applicationId: Number(connection.prepare("PRAGMA application_id").get()?.["application_id"] ?? 0),
+      userVersion: Number(connection.prepare("PRAGMA user_version").get()?.["user_version"] ?? 0),
+      tableCount: Number(connection.prepare("SELECT count(*) AS tables FROM sqlite_schema").get()?.["tables"] ?? 0),
+    };
+  } catch (error) {
+    throw new StoreError(`${connection.path} cannot be read as a SQLite database (${messageOf(error)}): it is corrupt or not a database; it was left untouched`, { cause: error });
+  }
+}
+
+function checkOwnership(path: string, state: FileState): void {
+  if (state.applicationId === applicationId) {
+    if (state.userVersion > schemaVersion) {
+      throw new StoreError(`${path} was written by a newer Phronomy (store schema version ${state.userVersion}; this version reads up to ${schemaVersion}); it was left untouched: upgrade Phronomy to open it`);
+    }
+    return;
+  }
+  const empty = state.applicationId === 0 && state.userVersion === 0 && state.tableCount === 0;
+  if (!empty) {
+    throw new StoreError(`${path} is a SQLite database of another application (application_id ${state.applicationId}, ${state.tableCount} tables), not a Phronomy store; it was left untouched: point the store at a new file`);
+  }
+}
+
+/** Applies the pending migrations and stamps the version, in one
+ * transaction. Re-reads the version under the write lock, so two
+ * connections opening the same new file migrate it once. */
+function migrate(connection: SqliteConnection): void {
+  if (readFileState(connection).userVersion === schemaVersion) return;
+  connection.exec("BEGIN IMMEDIATE");
+  try {
+    const state = readFileState(connection);
+    checkOwnership(connection.path, state);
+    for (const migration of migrations.slice(state.userVersion)) migration(connection);
+    connection.exec(`PRAGMA application_id = ${applicationId}`);
+    connection.exec(`PRAGMA user_version = ${schemaVersion}`);
+    connection.exec("COMMIT");
+  } catch (error) {
+    connection.exec("ROLLBACK");
+    throw error;
+  }
+}
+
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
