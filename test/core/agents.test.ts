@@ -38,7 +38,7 @@ describeDecisions("RegisterAgent(closed)", ({ it, boot }) => {
       expect(core.effects()).toEqual([]);
     }
     expect(core.snapshot()).toEqual(before);
-  }, "D1");
+  });
 
   it("is accepted while the runtime drains (it is not an admission)", async () => {
     const core = await boot();
@@ -74,7 +74,7 @@ describeDecisions("CloseAgent(agent, agentGen)", ({ it, boot }) => {
     expect(core.apply(MessageKind.CloseAgent, 1, 1)).toBe(ResultCode.AgentSlotUnknown);
     expect(core.effects()).toEqual([]);
     expect(core.snapshot()).toEqual(before);
-  }, "D1");
+  });
 
   it("refuses a free (purged) slot with AgentSlotUnknown", async () => {
     const core = await boot();
@@ -84,7 +84,7 @@ describeDecisions("CloseAgent(agent, agentGen)", ({ it, boot }) => {
     expect(core.apply(MessageKind.CloseAgent, agent, agentGeneration + 1)).toBe(ResultCode.AgentSlotUnknown);
     expect(core.effects()).toEqual([]);
     expect(core.snapshot()).toEqual(before);
-  }, "D1");
+  });
 
   it("refuses another generation of the slot with AgentGenerationMustMatch", async () => {
     const core = await boot();
@@ -93,7 +93,7 @@ describeDecisions("CloseAgent(agent, agentGen)", ({ it, boot }) => {
     expect(core.apply(MessageKind.CloseAgent, agent, agentGeneration + 1)).toBe(ResultCode.AgentGenerationMustMatch);
     expect(core.effects()).toEqual([]);
     expect(core.snapshot()).toEqual(before);
-  }, "D1");
+  });
 });
 
 describeDecisions("PurgeAgent(agent, agentGen)", ({ it, boot }) => {
@@ -134,7 +134,7 @@ describeDecisions("PurgeAgent(agent, agentGen)", ({ it, boot }) => {
       expect(core.effects()).toEqual([]);
       expect(core.snapshot()).toEqual(before);
     }
-  }, "D1");
+  });
 
   it("refuses an unknown slot with AgentSlotUnknown and a stale generation with AgentGenerationMustMatch", async () => {
     const core = await boot();
@@ -145,7 +145,7 @@ describeDecisions("PurgeAgent(agent, agentGen)", ({ it, boot }) => {
     expect(core.apply(MessageKind.PurgeAgent, agent, agentGeneration + 1)).toBe(ResultCode.AgentGenerationMustMatch);
     expect(core.effects()).toEqual([]);
     expect(core.snapshot()).toEqual(before);
-  }, "D1");
+  });
 
   it("checks the agent before the admission", async () => {
     const core = await boot();

@@ -219,6 +219,6 @@ describeDecisions("ResumeCommitReady(exec, gen, expectedRevision, outcome, newRe
       ]);
       expect(run.record).toEqual({ ...before, waiters: 0 });
       expect(run.admission).toBe(AdmissionState.RecoveryRequired);
-    }, "D4");
+    });
   }
 });

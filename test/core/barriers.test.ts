@@ -11,7 +11,7 @@
 
 import { expect } from "vitest";
 import {
-  AdmissionState, CommitOutcome, Limit, MessageKind, Phase, RecoveryScope, ResultCode, SessionEventKind,
+  AdmissionState, CommitOutcome, ExecutionStatus, Limit, MessageKind, Phase, RecoveryScope, ResultCode, SessionEventKind,
   SetupFailure,
 } from "../../assembly/abi.js";
 import { describeDecisions, effect, type Driver, type Run } from "./driver.js";
@@ -75,6 +75,14 @@ describeDecisions("ProviderDispatchReady(exec, gen, session, expectedRevision, o
     const run = core.dispatchingTools();
     core.expectDropped(PROVIDER, ResultCode.SessionMustMatch,
       run.exec, run.generation, run.session + 1, run.revision, CommitOutcome.Committed, run.revision + 1);
+  });
+
+  it("drops a result naming session 0, which names no live session (SessionMustMatch)", async () => {
+    const core = await boot();
+    // Installed by recovery in calling_llm: the execution's session is 0 too.
+    const run = core.recovered({ status: ExecutionStatus.Active, phase: Phase.CallingLlm });
+    core.expectDropped(PROVIDER, ResultCode.SessionMustMatch,
+      run.exec, run.generation, 0, run.revision, CommitOutcome.Committed, run.revision + 1);
   });
 
   it("drops a result when the execution is no longer calling the model (PhaseMustMatch)", async () => {
@@ -196,6 +204,13 @@ describeDecisions("ToolDispatchReady(exec, gen, session, expectedRevision, outco
     core.expectDropped(TOOL, ResultCode.ExecutionGenerationMustMatch, exec, generation + 1, session, revision, CommitOutcome.Committed, revision + 1, 1);
     core.expectDropped(TOOL, ResultCode.RevisionMustMatch, exec, generation, session + 1, revision + 1, CommitOutcome.Committed, revision + 2, 1);
     core.expectDropped(TOOL, ResultCode.SessionMustMatch, exec, generation, session + 1, revision, CommitOutcome.Committed, revision + 1, 1);
+  });
+
+  it("drops a result naming session 0, which names no live session (SessionMustMatch)", async () => {
+    const core = await boot();
+    const run = core.recovered({ status: ExecutionStatus.Active, phase: Phase.DispatchingTools });
+    core.expectDropped(TOOL, ResultCode.SessionMustMatch,
+      run.exec, run.generation, 0, run.revision, CommitOutcome.Committed, run.revision + 1, 1);
   });
 
   it("drops a result when the execution is not dispatching tools (PhaseMustMatch)", async () => {

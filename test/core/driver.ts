@@ -75,41 +75,10 @@ const SHOW_DISCREPANCIES = process.env["PHRONOMY_SHOW_DISCREPANCIES"] === "1";
 /** Every place an implementation disagrees with the contract. A test marked
  * with an id runs as `it.fails` for the `wrong` implementation only. */
 export const KNOWN_DISCREPANCIES: Readonly<Record<string, Discrepancy>> = {
-  D1: {
-    wrong: "reference model",
-    message: "RegisterAgent / CloseAgent / PurgeAgent",
-    branch: "every refusal (ArgumentOutOfRange, AgentsFull, agent check, AgentAdmissionHeld)",
-    expected: "the code only, no effect: the contract writes \"→ code\" here and \"→ drop\" where DropStale applies",
-    actual: "also emits DropStale(kind, code), reading them as \"registry\" messages",
-  },
-  D2: {
-    wrong: "reference model",
-    message: "SessionEvent / SessionFinished / DeferredTerminal / Provider- and ToolDispatchReady / SubmissionRefused(ProviderBarrier, ToolBarrier)",
-    branch: "session check with session = 0",
-    expected: "drop SessionMustMatch: session 0 names no live session (\"Session differs\", docs/core.md Messages)",
-    actual: "compares plainly, so session 0 matches an execution without a live session and the message goes on",
-  },
-  D3: {
-    wrong: "reference model",
-    message: "TerminalCommitReady",
-    branch: "outcome invalid; newRevision <= revision",
-    expected: "returns OutcomeUnknown / RevisionMustIncrease (malformed input returns its fact)",
-    actual: "returns Ok",
-  },
-  D5: {
-    wrong: "wasm core",
-    message: "AttachWaiter",
-    branch: "*register waiter* refused (waiters >= WaitersMax)",
-    expected: "returns WaitersFull: the request was refused, and `code` is \"the fact that made the core refuse\" (docs/core.md, The call); the model reads it the same way",
-    actual: "returns Ok (emits FailRequest(request, WaitersFull) correctly)",
-  },
-  D4: {
-    wrong: "reference model",
-    message: "ResumeCommitReady",
-    branch: "outcome invalid; approved outside {0, 1}; newRevision <= revision",
-    expected: "returns OutcomeUnknown / ArgumentOutOfRange / RevisionMustIncrease",
-    actual: "returns Ok",
-  },
+  // None open. Found and since reconciled (commit 045695a): the model's
+  // DropStale on administrative refusals, its plain session-0 comparison and
+  // its Ok from malformed TerminalCommitReady / ResumeCommitReady results;
+  // the core's Ok from a refused AttachWaiter.
 };
 
 /** One implementation under test, as a suite body sees it. */

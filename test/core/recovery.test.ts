@@ -265,6 +265,13 @@ describeDecisions("InitialPreparationRecoveryReady(exec, gen, session, expectedR
     core.expectRefused(ResultCode.RevisionMustMatch, request, READY, exec, generation, session, revision + 1, PreparationOutcome.Active, revision + 2, request);
   });
 
+  it("refuses session 0, which names no live session, even before any preparation recovery (SessionMustMatch)", async () => {
+    const core = await boot();
+    const run = core.recovered({ status: ExecutionStatus.Preparing, phase: Phase.Preparing });
+    const request = core.request();
+    core.expectRefused(ResultCode.SessionMustMatch, request, READY, run.exec, run.generation, 0, run.revision, PreparationOutcome.Active, run.revision + 1, request);
+  });
+
   it("refuses a duplicate after the execution restarted with SessionMustMatch", async () => {
     const core = await boot();
     const run = recovering(core);

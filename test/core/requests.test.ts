@@ -186,6 +186,13 @@ describeDecisions("SubmissionRefused(submission, slot, gen, tokenOrSession, requ
     core.expectDropped(REFUSED, ResultCode.SessionMustMatch, Submission.PreparationRecovery, run.exec, run.generation, run.session + 1, request);
   });
 
+  it("PreparationRecovery: drops for session 0, which names no live session (SessionMustMatch)", async () => {
+    const core = await boot();
+    // Installed as preparing, no preparation recovery submitted yet: session 0.
+    const run = core.recovered({ status: ExecutionStatus.Preparing, phase: Phase.Preparing });
+    core.expectDropped(REFUSED, ResultCode.SessionMustMatch, Submission.PreparationRecovery, run.exec, run.generation, 0, core.request());
+  });
+
   // -- TerminalCommit (exec, session) ----------------------------------------------
 
   it("TerminalCommit: marks the execution for recovery and fails its waiters with OffloadFull", async () => {

@@ -132,7 +132,7 @@ describeDecisions("Start refuses", ({ it, boot }) => {
     core.expectRefused(ResultCode.AgentAlreadyAdmitted, request, MessageKind.Start, admission.agent, admission.agentGeneration, request, 0);
   });
 
-  it("refuses with ExecutionsFull when live executions and reservations fill the table, after every other check", async () => {
+  it("refuses with ExecutionsFull when live executions and reservations fill the table, after the admission check", async () => {
     const core = await boot({ agentsMax: 4, executionsMax: 2 });
     core.callingModel();
     const admission = core.admitted();

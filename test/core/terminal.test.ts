@@ -84,7 +84,7 @@ describeDecisions("SessionFinished(exec, gen, session, ending)", ({ it, boot }) 
     core.expectDropped(FINISHED, ResultCode.SessionMustMatch, suspended.exec, suspended.generation, 0, SessionEnding.Completed);
     const recovered = core.recovered({ status: ExecutionStatus.Active, phase: Phase.CallingLlm });
     core.expectDropped(FINISHED, ResultCode.SessionMustMatch, recovered.exec, recovered.generation, 0, SessionEnding.Failed);
-  }, "D2");
+  });
 
   for (const ending of [SessionEnding.None, 8, 0xffff_ffff]) {
     it(`drops ending ${ending} (outside 1–7) with ArgumentOutOfRange`, async () => {
@@ -262,7 +262,7 @@ describeDecisions("TerminalCommitReady(exec, gen, session, expectedRevision, out
       ]);
       expect(run.record).toEqual({ ...before, waiters: 0 });
       expect(run.admission).toBe(AdmissionState.RecoveryRequired);
-    }, "D3");
+    });
   }
 
   for (const [name, delta] of [["equal to", 0], ["below", -1]] as const) {
@@ -278,7 +278,7 @@ describeDecisions("TerminalCommitReady(exec, gen, session, expectedRevision, out
       ]);
       expect(run.record).toEqual({ ...before, waiters: 0 });
       expect(run.admission).toBe(AdmissionState.RecoveryRequired);
-    }, "D3");
+    });
   }
 
   it("drops a result for an unknown slot or another generation", async () => {
