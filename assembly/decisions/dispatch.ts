@@ -16,14 +16,17 @@ import {
 import { fsmNext } from "../fsm";
 import { dropStale, isLiveSession, requireRecovery } from "./shared";
 
-/** The authoritative-state check every barrier result passes: same slot
- * tenant, same revision, same session, expected phase. */
+/** The identity check every barrier result passes: same slot tenant, same
+ * revision, same live session. Returns the phase path to take (see
+ * `applyBarrierResult`), or a negative drop. */
 function checkBarrierResult(kind: u32, exec: u32, generation: u32, session: u32, expectedRevision: u32, phase: u32): i32 {
   const check = checkExecution(exec, generation);
   if (check != ResultCode.Ok) return dropStale(kind, check);
   if (executionRevision(exec) != expectedRevision) return dropStale(kind, ResultCode.RevisionMustMatch);
   if (!isLiveSession(exec, session)) return dropStale(kind, ResultCode.SessionMustMatch);
-  if (executionPhase(exec) != phase) return dropStale(kind, ResultCode.PhaseMustMatch);
+  const current = executionPhase(exec);
+  if (current != phase && current != Phase.Terminal) return dropStale(kind, ResultCode.PhaseMustMatch);
+  if (executionInFlight(exec) == 0) return dropStale(kind, ResultCode.InFlightUnderflow);
   return ResultCode.Ok;
 }
 
@@ -32,6 +35,8 @@ export function applyProviderDispatchReady(
 ): i32 {
   const check = checkBarrierResult(MessageKind.ProviderDispatchReady, exec, generation, session, expectedRevision, Phase.CallingLlm);
   if (check != ResultCode.Ok) return check;
+  if (executionPhase(exec) == Phase.Terminal) return barrierSettledAfterFinish(exec, outcome, newRevision);
+  settleOperation(exec);
   const failure = barrierFailure(exec, session, outcome, SetupFailure.Provider);
   if (failure >= 0) return failure;
   return startOperations(exec, session, newRevision, 1, SetupFailure.Provider, EffectKind.StartProviderCall);
@@ -42,6 +47,8 @@ export function applyToolDispatchReady(
 ): i32 {
   const check = checkBarrierResult(MessageKind.ToolDispatchReady, exec, generation, session, expectedRevision, Phase.DispatchingTools);
   if (check != ResultCode.Ok) return check;
+  if (executionPhase(exec) == Phase.Terminal) return barrierSettledAfterFinish(exec, outcome, newRevision);
+  settleOperation(exec);
   const failure = barrierFailure(exec, session, outcome, SetupFailure.Tool);
   if (failure >= 0) return failure;
   if (toolCount == 0 || toolCount > <u32>Limit.InFlightMax) {
@@ -49,6 +56,31 @@ export function applyToolDispatchReady(
     return ResultCode.ArgumentOutOfRange;
   }
   return startOperations(exec, session, newRevision, toolCount, SetupFailure.Tool, EffectKind.StartToolBatch);
+}
+
+/** The session finished while its barrier was being written. The barrier
+ * is genuine (same session, same revision): a committed one moved the
+ * durable revision, so the core takes it, or the terminal commit's
+ * compare-and-set would fail. Nothing starts; the deferred terminal goes
+ * ahead once this was the last operation in flight. */
+function barrierSettledAfterFinish(exec: u32, outcome: u32, newRevision: u32): i32 {
+  if (outcome == CommitOutcome.None || outcome > <u32>CommitOutcome.StoreFailed) {
+    requireRecovery(exec, ResultCode.OutcomeUnknown);
+    return ResultCode.OutcomeUnknown;
+  }
+  if (outcome == CommitOutcome.RehydrationRequired) {
+    requireRecovery(exec, ResultCode.RehydrationRequired);
+    return ResultCode.Ok;
+  }
+  if (outcome == CommitOutcome.Committed) {
+    if (newRevision <= executionRevision(exec)) {
+      requireRecovery(exec, ResultCode.RevisionMustIncrease);
+      return ResultCode.RevisionMustIncrease;
+    }
+    setExecutionRevision(exec, newRevision);
+  }
+  settleOperation(exec);
+  return ResultCode.Ok;
 }
 
 /** Handles every outcome but `Committed`; returns -1 for `Committed`. */
@@ -90,31 +122,43 @@ export function applySessionEvent(exec: u32, generation: u32, session: u32, even
   if (event == SessionEventKind.None || event >= <u32>SessionEventKind.Finish) return dropStale(kind, ResultCode.ArgumentOutOfRange);
   const next = fsmNext(executionPhase(exec), event);
   if (next == Phase.None) return dropStale(kind, ResultCode.TransitionUndefined);
+  if (writesBarrier(next) && executionInFlight(exec) >= <u32>Limit.InFlightMax) return dropStale(kind, ResultCode.InFlightFull);
   setExecutionPhase(exec, next);
   enterPhase(exec, next);
   return ResultCode.Ok;
 }
 
-/** Entry effects of the FSM: a barrier before every external operation. */
+@inline function writesBarrier(phase: u32): bool {
+  return phase == Phase.CallingLlm || phase == Phase.DispatchingTools;
+}
+
+/** Entry effects of the FSM: a barrier before every external operation.
+ * The barrier counts as an operation in flight until its result arrives,
+ * so a terminal never commits under a barrier still being written. */
 export function enterPhase(exec: u32, phase: u32): void {
-  if (phase == Phase.CallingLlm) {
-    emit(EffectKind.SubmitProviderBarrier, exec, executionSession(exec), executionRevision(exec));
-  } else if (phase == Phase.DispatchingTools) {
-    emit(EffectKind.SubmitToolBarrier, exec, executionSession(exec), executionRevision(exec));
-  }
+  if (!writesBarrier(phase)) return;
+  setExecutionInFlight(exec, executionInFlight(exec) + 1);
+  const effect = phase == Phase.CallingLlm ? EffectKind.SubmitProviderBarrier : EffectKind.SubmitToolBarrier;
+  emit(effect, exec, executionSession(exec), executionRevision(exec));
 }
 
 export function applyOperationSettled(exec: u32, generation: u32): i32 {
   const kind = MessageKind.OperationSettled;
   const check = checkExecution(exec, generation);
   if (check != ResultCode.Ok) return dropStale(kind, check);
-  const inFlight = executionInFlight(exec);
-  if (inFlight == 0) return dropStale(kind, ResultCode.InFlightUnderflow);
-  setExecutionInFlight(exec, inFlight - 1);
-  if (inFlight == 1 && hasExecutionFlag(exec, ExecutionFlag.TerminalDeferred)) {
+  if (executionInFlight(exec) == 0) return dropStale(kind, ResultCode.InFlightUnderflow);
+  settleOperation(exec);
+  return ResultCode.Ok;
+}
+
+/** One operation in flight settled; the last one lets a deferred terminal
+ * go ahead. */
+export function settleOperation(exec: u32): void {
+  const inFlight = executionInFlight(exec) - 1;
+  setExecutionInFlight(exec, inFlight);
+  if (inFlight == 0 && hasExecutionFlag(exec, ExecutionFlag.TerminalDeferred)) {
     emit(EffectKind.PostDeferredTerminal, exec, executionSession(exec));
   }
-  return ResultCode.Ok;
 }
 
 export function applyCancelRequested(exec: u32, generation: u32): i32 {

@@ -8,7 +8,8 @@ import {
 } from "../abi";
 import { agentAdmission, agentOwnerToken, checkAgent, releaseAdmission, setAgentAdmission } from "../agent-table";
 import { emit } from "../effects";
-import { checkExecution, executionAgent, executionPhase, executionSession } from "../execution-table";
+import { checkExecution, executionAgent, executionInFlight, executionPhase, executionSession } from "../execution-table";
+import { settleOperation } from "./dispatch";
 import { dropStale, failRequest, isLiveSession, registerWaiter, releaseExecution, requireRecovery } from "./shared";
 
 export function applyAttachWaiter(exec: u32, generation: u32, request: u32): i32 {
@@ -47,8 +48,12 @@ export function applySubmissionRefused(submission: u32, slot: u32, generation: u
     return ResultCode.Ok;
   }
   const provider = submission == Submission.ProviderBarrier;
-  if (phase != (provider ? Phase.CallingLlm : Phase.DispatchingTools)) return dropStale(kind, ResultCode.PhaseMustMatch);
-  emit(EffectKind.SetupFailed, slot, tokenOrSession, provider ? SetupFailure.Provider : SetupFailure.Tool);
+  const barrierPhase = provider ? Phase.CallingLlm : Phase.DispatchingTools;
+  if (phase != barrierPhase && phase != Phase.Terminal) return dropStale(kind, ResultCode.PhaseMustMatch);
+  if (executionInFlight(slot) == 0) return dropStale(kind, ResultCode.InFlightUnderflow);
+  // The barrier was never submitted: it is no longer in flight.
+  settleOperation(slot);
+  if (phase == barrierPhase) emit(EffectKind.SetupFailed, slot, tokenOrSession, provider ? SetupFailure.Provider : SetupFailure.Tool);
   return ResultCode.Ok;
 }
 

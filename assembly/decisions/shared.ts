@@ -10,7 +10,7 @@ import { nextGeneration, releaseAdmission, setAgentAdmission } from "../agent-ta
 import { emit } from "../effects";
 import {
   executionAgent, executionGeneration, executionRevision, executionSession, executionWaiters,
-  freeExecution, setExecutionStatus, setExecutionWaiters,
+  freeExecution, setExecutionSession, setExecutionStatus, setExecutionWaiters,
 } from "../execution-table";
 
 /** 1 while the environment drains for shutdown: admissions refused,
@@ -53,9 +53,12 @@ export function isLiveSession(exec: u32, session: u32): bool {
 }
 
 /** The execution's agent admission becomes `recovery_required`; the host
- * warns and rejects every waiter. The record stays for inspection. */
+ * warns, stops the live session and rejects every waiter. The record stays
+ * for inspection and recovery. */
 export function requireRecovery(exec: u32, code: i32): void {
   setAgentAdmission(executionAgent(exec), AdmissionState.RecoveryRequired);
+  // The live session is over: nothing it still posts may apply.
+  setExecutionSession(exec, 0);
   emit(EffectKind.RecoveryRequired, exec, RecoveryScope.Execution, code);
   emit(EffectKind.FailWaiters, exec, code);
   setExecutionWaiters(exec, 0);

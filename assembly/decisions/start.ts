@@ -14,6 +14,7 @@ import {
 } from "../agent-table";
 import { emit } from "../effects";
 import { allocateExecution, executionGeneration, reserveForAdmission } from "../execution-table";
+import { enterPhase } from "./dispatch";
 import { draining, dropStale, failRequest, isFlag, mintOwnerToken, mintSession, registerWaiter } from "./shared";
 
 export function applyStart(agent: u32, generation: u32, request: u32, cancelled: u32): i32 {
@@ -79,5 +80,5 @@ function installPreparedExecution(agent: u32, revision: u32, flags: u32, request
   emit(EffectKind.ExecutionInstalled, exec, executionGeneration(exec), request);
   registerWaiter(exec, request);
   emit(EffectKind.StartSession, exec, session);
-  emit(EffectKind.SubmitProviderBarrier, exec, session, revision);
+  enterPhase(exec, Phase.CallingLlm);
 }

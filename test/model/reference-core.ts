@@ -472,9 +472,31 @@ export class ReferenceCore implements ControlMachine {
   private requireRecovery(execSlot: number, code: ResultCode): void {
     const exec = this.executionAt(execSlot);
     this.agentOf(exec).admissionState = AdmissionState.RecoveryRequired;
+    exec.session = 0;
     this.emit(EffectKind.RecoveryRequired, execSlot, RecoveryScope.Execution, code);
     this.emit(EffectKind.FailWaiters, execSlot, code);
     exec.waiters = 0;
+  }
+
+  /** *enter phase*: a barrier phase counts its barrier as in flight. */
+  private enterPhase(execSlot: number, phase: Phase): void {
+    const exec = this.executionAt(execSlot);
+    if (phase === Phase.CallingLlm) {
+      exec.inFlight += 1;
+      this.emit(EffectKind.SubmitProviderBarrier, execSlot, exec.session, exec.revision);
+    } else if (phase === Phase.DispatchingTools) {
+      exec.inFlight += 1;
+      this.emit(EffectKind.SubmitToolBarrier, execSlot, exec.session, exec.revision);
+    }
+  }
+
+  /** *settle operation*. */
+  private settleOperation(execSlot: number): void {
+    const exec = this.executionAt(execSlot);
+    exec.inFlight -= 1;
+    if (exec.inFlight === 0 && hasFlag(exec.flags, ExecutionFlag.TerminalDeferred)) {
+      this.emit(EffectKind.PostDeferredTerminal, execSlot, exec.session);
+    }
   }
 
   /** *begin terminal commit*. */
@@ -631,7 +653,7 @@ export class ReferenceCore implements ControlMachine {
         this.emit(EffectKind.ExecutionInstalled, execSlot, exec.generation, request);
         this.registerWaiter(execSlot, request);
         this.emit(EffectKind.StartSession, execSlot, exec.session);
-        this.emit(EffectKind.SubmitProviderBarrier, execSlot, exec.session, exec.revision);
+        this.enterPhase(execSlot, Phase.CallingLlm);
         return ResultCode.Ok;
       }
     }
@@ -670,8 +692,32 @@ export class ReferenceCore implements ControlMachine {
     const exec = this.executionAt(execSlot);
     if (exec.revision !== expectedRevision) return this.drop(K, ResultCode.RevisionMustMatch);
     if (!this.liveSessionMatches(exec, session)) return this.drop(K, ResultCode.SessionMustMatch);
-    if (exec.phase !== phase) return this.drop(K, ResultCode.PhaseMustMatch);
+    if (exec.phase !== phase && exec.phase !== Phase.Terminal) return this.drop(K, ResultCode.PhaseMustMatch);
+    if (exec.inFlight === 0) return this.drop(K, ResultCode.InFlightUnderflow);
 
+    if (exec.phase === Phase.Terminal) {
+      // The session finished while its barrier was written: take the
+      // revision of a committed barrier, start nothing.
+      if (!inRange(outcome, CommitOutcome.Committed, CommitOutcome.StoreFailed)) {
+        this.requireRecovery(execSlot, ResultCode.OutcomeUnknown);
+        return ResultCode.OutcomeUnknown;
+      }
+      if (outcome === CommitOutcome.RehydrationRequired) {
+        this.requireRecovery(execSlot, ResultCode.RehydrationRequired);
+        return ResultCode.Ok;
+      }
+      if (outcome === CommitOutcome.Committed) {
+        if (newRevision <= exec.revision) {
+          this.requireRecovery(execSlot, ResultCode.RevisionMustIncrease);
+          return ResultCode.RevisionMustIncrease;
+        }
+        exec.revision = newRevision;
+      }
+      this.settleOperation(execSlot);
+      return ResultCode.Ok;
+    }
+
+    this.settleOperation(execSlot);
     if (!inRange(outcome, CommitOutcome.Committed, CommitOutcome.StoreFailed)) {
       this.requireRecovery(execSlot, ResultCode.OutcomeUnknown);
       return ResultCode.OutcomeUnknown;
@@ -717,8 +763,9 @@ export class ReferenceCore implements ControlMachine {
     }
     const row = findTransition(exec.phase, event);
     if (row === undefined) return this.drop(K, ResultCode.TransitionUndefined);
+    if (row.onEntry !== 0 && exec.inFlight >= Limit.InFlightMax) return this.drop(K, ResultCode.InFlightFull);
     exec.phase = row.next;
-    if (row.onEntry !== 0) this.emit(row.onEntry, execSlot, exec.session, exec.revision);
+    this.enterPhase(execSlot, row.next);
     return ResultCode.Ok;
   }
 
@@ -728,10 +775,7 @@ export class ReferenceCore implements ControlMachine {
     if (code !== ResultCode.Ok) return this.drop(K, code);
     const exec = this.executionAt(execSlot);
     if (exec.inFlight === 0) return this.drop(K, ResultCode.InFlightUnderflow);
-    exec.inFlight -= 1;
-    if (exec.inFlight === 0 && hasFlag(exec.flags, ExecutionFlag.TerminalDeferred)) {
-      this.emit(EffectKind.PostDeferredTerminal, execSlot, exec.session);
-    }
+    this.settleOperation(execSlot);
     return ResultCode.Ok;
   }
 
@@ -990,7 +1034,7 @@ export class ReferenceCore implements ControlMachine {
     exec.session = this.takeSession();
     this.registerWaiter(execSlot, request);
     this.emit(EffectKind.StartSession, execSlot, exec.session);
-    this.emit(EffectKind.SubmitProviderBarrier, execSlot, exec.session, exec.revision);
+    this.enterPhase(execSlot, Phase.CallingLlm);
     return ResultCode.Ok;
   }
 
@@ -1029,8 +1073,8 @@ export class ReferenceCore implements ControlMachine {
       if (effect === EffectKind.ContinueSession) {
         this.emit(EffectKind.ContinueSession, execSlot, exec.session, row.continuation);
       } else {
-        // SubmitToolBarrier / SubmitProviderBarrier: (exec, session, expectedRevision)
-        this.emit(effect, execSlot, exec.session, exec.revision);
+        // The barrier of the resume phase (*enter phase*).
+        this.enterPhase(execSlot, exec.phase);
       }
     }
     return ResultCode.Ok;
@@ -1092,13 +1136,17 @@ export class ReferenceCore implements ControlMachine {
 
     switch (submission) {
       case Submission.ProviderBarrier:
-        if (exec.phase !== Phase.CallingLlm) return this.drop(K, ResultCode.PhaseMustMatch);
-        this.emit(EffectKind.SetupFailed, slot, exec.session, SetupFailure.Provider);
+      case Submission.ToolBarrier: {
+        const provider = submission === Submission.ProviderBarrier;
+        const barrierPhase = provider ? Phase.CallingLlm : Phase.DispatchingTools;
+        if (exec.phase !== barrierPhase && exec.phase !== Phase.Terminal) return this.drop(K, ResultCode.PhaseMustMatch);
+        if (exec.inFlight === 0) return this.drop(K, ResultCode.InFlightUnderflow);
+        const inBarrierPhase = exec.phase === barrierPhase;
+        const sessionNow = exec.session;
+        this.settleOperation(slot);
+        if (inBarrierPhase) this.emit(EffectKind.SetupFailed, slot, sessionNow, provider ? SetupFailure.Provider : SetupFailure.Tool);
         return ResultCode.Ok;
-      case Submission.ToolBarrier:
-        if (exec.phase !== Phase.DispatchingTools) return this.drop(K, ResultCode.PhaseMustMatch);
-        this.emit(EffectKind.SetupFailed, slot, exec.session, SetupFailure.Tool);
-        return ResultCode.Ok;
+      }
       case Submission.PreparationRecovery:
         this.abandonExecution(slot, request, ResultCode.OffloadFull);
         return ResultCode.Ok;
