@@ -36,6 +36,9 @@ export class Waiter implements Run {
   private resolveResult!: (result: RunResult) => void;
   private rejectResult!: (error: Error) => void;
   private idKnown = false;
+  /** The first error this waiter's listener threw, for the callback-error
+   * policy at settlement. */
+  callbackError: { readonly eventType: string; readonly error: unknown } | undefined;
   private settledWith: "pending" | "resolved" | "rejected" = "pending";
 
   constructor(readonly agentId: string, readonly listener: EventListener | undefined) {

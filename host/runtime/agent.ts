@@ -1,0 +1,79 @@
+// The application's handle on one agent: start executions, close it.
+// `start` never throws: every failure, including a malformed option, is
+// delivered through the returned Run (its `result` rejects with a typed
+// error), exactly as a failure later in the execution would be.
+
+import { MessageKind as M } from "../../assembly/abi.js";
+import { InvalidInputError, PhronomyError } from "../errors.js";
+import type { Environment } from "./environment.js";
+import { validateStartOptions, type StartOptions } from "./options.js";
+import type { AgentEntry, StartRequest } from "./requests.js";
+import { Waiter, type Run } from "./run.js";
+import { settleWaiterWithError } from "./delivery.js";
+import type { HandoffRequest } from "./events.js";
+
+/** Inputs longer than this are refused: a prompt is not a file upload. */
+export const INPUT_LENGTH_MAX = 1_000_000;
+
+export class Agent {
+  constructor(
+    private readonly environment: Environment,
+    readonly id: string,
+    /** @internal Resolves once the agent is registered in the core. */
+    readonly ready: Promise<AgentEntry>,
+  ) {}
+
+  /** Starts an execution. The run's `executionId` resolves once it is
+   * admitted and prepared; `result` with its outcome. */
+  start(input: string, options: StartOptions = {}): Run {
+    const waiter = new Waiter(this.id, typeof options?.onEvent === "function" ? options.onEvent : undefined);
+    const settings = this.environment.coordinator.settings;
+    try {
+      validateStartOptions(options, `agent "${this.id}".start()`);
+      if (typeof input !== "string" || input.length === 0 || input.length > INPUT_LENGTH_MAX) {
+        throw new InvalidInputError(`agent "${this.id}".start(input): input must be a non-empty string of at most ${INPUT_LENGTH_MAX} characters`, { agentId: this.id });
+      }
+      this.environment.assertOpen(`a start of agent "${this.id}"`);
+    } catch (error) {
+      settleWaiterWithError(waiter, error as PhronomyError, settings);
+      return waiter;
+    }
+    const timeoutMs = options.timeoutMs;
+    const deadline = timeoutMs !== undefined ? settings.now() + timeoutMs : undefined;
+    this.ready.then((agent) => {
+      const request: StartRequest = { type: "start", agent, waiter, input, options, deadline };
+      const { coordinator, loop } = this.environment;
+      loop.post(() => {
+        const handle = coordinator.requests.add(request);
+        coordinator.apply(M.Start, agent.slot, agent.generation, handle, options.signal?.aborted ? 1 : 0);
+      }, { admission: true, completion: { fail: (error) => settleWaiterWithError(waiter, error as PhronomyError, settings) }, label: `a start of agent "${this.id}"` });
+    }, (error: unknown) => settleWaiterWithError(waiter, error as PhronomyError, settings));
+    return waiter;
+  }
+
+  /** Starts this agent from another agent's handoff: its input and reason
+   * become this execution's input. */
+  startFromHandoff(handoff: HandoffRequest, options: StartOptions = {}): Run {
+    if (handoff.targetAgentId !== this.id) {
+      const waiter = new Waiter(this.id, undefined);
+      settleWaiterWithError(waiter, new InvalidInputError(`the handoff targets agent "${handoff.targetAgentId}", not "${this.id}"`, { agentId: this.id }), this.environment.coordinator.settings);
+      return waiter;
+    }
+    const input = typeof handoff.input === "string" ? handoff.input : JSON.stringify(handoff.input);
+    const framed = handoff.reason ? `${input}\n\n(handed off by agent "${handoff.fromAgentId}": ${handoff.reason})` : input;
+    return this.start(framed, options);
+  }
+
+  /** Closes the agent: new starts fail with AgentClosedError; a running
+   * execution finishes. */
+  async close(): Promise<void> {
+    const entry = await this.ready;
+    await this.environment.store.closeAgent(this.id, Date.now());
+    await new Promise<void>((resolve, reject) => {
+      this.environment.loop.post(() => {
+        this.environment.core.apply(M.CloseAgent, entry.slot, entry.generation);
+        resolve();
+      }, { completion: { fail: reject }, label: `the close of agent "${this.id}"` });
+    });
+  }
+}

@@ -1,0 +1,483 @@
+// The coordinator: the host side of the control loop. It applies control
+// messages to the core and carries out the effects the core answers with —
+// submitting store operations, starting sessions, delivering outcomes — in
+// the order the core wrote them. It never changes live state on its own
+// judgement: admission, revisions, sessions, phases and quiescence are the
+// core's, and every completion comes back as a message.
+//
+// Re-entrancy: effects never apply a message synchronously, except to
+// report a submission the offload refused on the spot (SPEC §3: the flow
+// unwinds at once); everything else is posted to the loop.
+
+import { randomUUID } from "node:crypto";
+import {
+  CommitOutcome, EffectKind, MessageKind as M, OutcomeType, PreparationOutcome, RecoveryScope, SessionEnding,
+  SessionEventKind, SetupFailure, Submission,
+} from "../../assembly/abi.js";
+import type { ControlCore } from "../core/control-core.js";
+import type { CoreEffect } from "../core/effects.js";
+import type { ConversationMessage } from "../agent/messages.js";
+import {
+  ExecutionRehydrationRequiredError, OffloadFullError, PhronomyError, RuntimeShutdownError, StoreError, errorFromRecord,
+} from "../errors.js";
+import type { ExecutionStore } from "../store/store.js";
+import type { Json, JournalRecord, OutcomeName, StepRecord } from "../store/records.js";
+import type { ControlLoop } from "./control-loop.js";
+import { errorForCode } from "./error-codes.js";
+import type { ExecutionEvent } from "./events.js";
+import type { CallbackErrorPolicy, Logger } from "./options.js";
+import { MAX_TURNS_DEFAULT, MEMORY_WINDOW_DEFAULT } from "./options.js";
+import { ExecutionEntry, RequestTable, type AgentEntry, type PendingRequest, type StartRequest } from "./requests.js";
+import { deliverOutcome, emitToEntry, settleWaiterWithError } from "./delivery.js";
+import { asPhronomyError, Session, type SessionHost } from "./session.js";
+import type { Tracer } from "./tracing.js";
+
+export interface CoordinatorSettings {
+  readonly core: ControlCore;
+  readonly loop: ControlLoop;
+  readonly store: ExecutionStore;
+  readonly logger: Logger;
+  readonly callbackErrorPolicy: CallbackErrorPolicy;
+  readonly tracer: Tracer;
+  readonly now: () => number;
+}
+
+export class Coordinator implements SessionHost {
+  readonly requests = new RequestTable();
+  private readonly executions: (ExecutionEntry | undefined)[] = [];
+  private readonly executionIds = new Map<string, ExecutionEntry>();
+  private readonly agentsBySlot: (AgentEntry | undefined)[] = [];
+
+  /** Called after every apply; the environment checks for drained here. */
+  onIdle: (() => void) | undefined;
+
+  constructor(readonly settings: CoordinatorSettings) {}
+
+  /** Nothing admitted is still working: no request waits on the core and
+   * every live execution is suspended (durable, waiting for approval). */
+  get drained(): boolean {
+    if (this.requests.size > 0) return false;
+    for (const entry of this.executionIds.values()) if (!entry.suspended) return false;
+    return true;
+  }
+
+  /** On close: executions suspended for approval stay durable; their local
+   * waiters learn that this environment will not see them end. */
+  releaseSuspendedWaiters(): void {
+    for (const entry of this.executionIds.values()) {
+      const error = new RuntimeShutdownError(`the wait for execution ${entry.executionId} (suspended for approval)`, { executionId: entry.executionId, agentId: entry.agent.id });
+      for (const waiter of entry.waiters.splice(0)) settleWaiterWithError(waiter, error, this.settings);
+    }
+  }
+
+  // -- applying messages -------------------------------------------------------------
+
+  /** Applies one message on the loop and carries out its effects. */
+  apply(kind: number, a = 0, b = 0, c = 0, d = 0, e = 0, f = 0, g = 0): number {
+    const { core } = this.settings;
+    const code = core.apply(kind, a, b, c, d, e, f, g);
+    const count = core.effectCount;
+    if (count === 0) return code;
+    // Copy first: carrying an effect out may apply another message.
+    const effects = core.effects();
+    for (const effect of effects) this.carryOut(effect);
+    this.onIdle?.();
+    return code;
+  }
+
+  /** Queues a message for the loop. */
+  post(message: () => void): void {
+    this.settings.loop.post(message, { label: "a completion" });
+  }
+
+  registerAgentEntry(entry: AgentEntry): void {
+    this.agentsBySlot[entry.slot] = entry;
+  }
+
+  forgetAgentEntry(slot: number): void {
+    this.agentsBySlot[slot] = undefined;
+  }
+
+  entryById(executionId: string): ExecutionEntry | undefined {
+    return this.executionIds.get(executionId);
+  }
+
+  /** Live executions the host tracks (for close and for tests). */
+  get liveEntries(): number {
+    return this.executionIds.size;
+  }
+
+  private carryOut(effect: CoreEffect): void {
+    switch (effect.kind) {
+      case EffectKind.AgentRegistered: return;
+      case EffectKind.FailRequest: return this.failRequest(effect.request, effect.code);
+      case EffectKind.SubmitPrepare: return this.submitPrepare(effect.agent, effect.ownerToken, effect.request);
+      case EffectKind.ExecutionInstalled: return this.installExecution(effect.execution, effect.generation, effect.request);
+      case EffectKind.RegisterWaiter: return this.registerWaiter(effect.execution, effect.request);
+      case EffectKind.StartSession: return this.startSession(effect.execution, effect.session);
+      case EffectKind.SubmitProviderBarrier: return this.submitProviderBarrier(effect.execution, effect.session, effect.expectedRevision);
+      case EffectKind.SubmitToolBarrier: return this.submitToolBarrier(effect.execution, effect.session, effect.expectedRevision);
+      case EffectKind.StartProviderCall: return this.sessionOf(effect.execution, effect.session)?.startModelCall();
+      case EffectKind.StartToolBatch: return this.sessionOf(effect.execution, effect.session)?.startToolBatch();
+      case EffectKind.SetupFailed: return this.setupFailed(effect.execution, effect.session, effect.failure);
+      case EffectKind.RecoveryRequired: return this.recoveryRequired(effect.slot, effect.scope, effect.code);
+      case EffectKind.DropStale: return this.settings.logger.debug?.(`[phronomy] dropped a stale result (message kind ${effect.messageKind}, code ${effect.code})`);
+      case EffectKind.DeferTerminal: return;
+      case EffectKind.PostDeferredTerminal: return this.postDeferredTerminal(effect.execution, effect.session);
+      case EffectKind.SubmitTerminalCommit: return this.submitTerminalCommit(effect.execution, effect.session, effect.expectedRevision);
+      case EffectKind.DeliverOutcome: return this.deliver(effect.execution, effect.outcome);
+      case EffectKind.FailWaiters: return this.failWaiters(effect.execution, effect.code);
+      case EffectKind.ReleaseExecution: return this.releaseExecution(effect.execution);
+      case EffectKind.DeliverStartFailure: return this.deliverStartFailure(effect.request, effect.outcome);
+      case EffectKind.SubmitApprovalCommit:
+      case EffectKind.ResumeSession:
+      case EffectKind.SubmitPreparationRecovery:
+      case EffectKind.ContinueSession:
+        throw new PhronomyError("INTERNAL", `effect kind ${effect.kind} is not handled by this host version`);
+    }
+  }
+
+  // -- start and preparation ----------------------------------------------------------------
+
+  private failRequest(handle: number, code: number): void {
+    const request = this.requests.take(handle);
+    if (!request) return;
+    const error = request.type === "start" && request.storeError ? request.storeError
+      : errorForCode(code, { agentId: request.waiter.agentId, executionId: request.type === "start" ? request.executionId : undefined });
+    settleWaiterWithError(request.waiter, error, this.settings);
+  }
+
+  private submitPrepare(agentSlot: number, ownerToken: number, handle: number): void {
+    const request = this.startRequest(handle);
+    const agent = this.agentsBySlot[agentSlot];
+    if (!request || !agent) return;
+    const executionId = randomUUID();
+    request.executionId = executionId;
+    const verdict = (request.options.inputGuardrail ?? agent.definition.inputGuardrail)?.(request.input) ?? { action: "allow" as const };
+    const input = verdict.action === "redact" ? verdict.text : request.input;
+    request.filteredInput = input;
+    const now = this.settings.now();
+    const blockedBy = verdict.action === "block"
+      ? { code: "INPUT_BLOCKED", message: `the input guardrail of agent "${agent.id}" blocked the input: ${verdict.reason}`, details: { reason: verdict.reason } }
+      : undefined;
+    const journal: JournalRecord[] = blockedBy ? [] : [{ executionId, role: "user", content: input, at: now }];
+    const ready = (outcome: number, revision: number): void => this.post(() => {
+      this.apply(M.InitialPreparationReady, agentSlot, agent.generation, ownerToken, outcome, revision, 0, handle);
+    });
+    let submitted: Promise<unknown>;
+    try {
+      submitted = this.settings.store.run({
+        type: "prepareExecution", executionId, agentId: agent.id, mode: "invoke", input,
+        config: configOf(request), ...(blockedBy ? { blockedBy } : {}), journal, at: now,
+      }).then((prepared) => {
+        request.prepared = prepared;
+        if (prepared.outcome === "active") return ready(PreparationOutcome.Active, prepared.revision);
+        if (prepared.outcome === "terminal") return ready(PreparationOutcome.Terminal, prepared.revision);
+        return ready(PreparationOutcome.NotEstablished, 0);
+      });
+    } catch (error) {
+      request.storeError = asPhronomyError(error, "STORE");
+      this.apply(M.SubmissionRefused, Submission.Prepare, agentSlot, agent.generation, ownerToken, handle);
+      return;
+    }
+    submitted.catch((error: unknown) => {
+      request.storeError = asPhronomyError(error, "STORE");
+      ready(PreparationOutcome.StoreFailed, 0);
+    });
+  }
+
+  private deliverStartFailure(handle: number, outcome: number): void {
+    const request = this.requests.take(handle);
+    if (!request || request.type !== "start") return;
+    const context = { agentId: request.agent.id, executionId: request.executionId };
+    const prepared = request.prepared;
+    let error: PhronomyError;
+    if (prepared && prepared.outcome !== "active") error = errorFromRecord(prepared.error, context);
+    else if (request.storeError) error = request.storeError;
+    else error = new ExecutionRehydrationRequiredError(`preparation of execution ${request.executionId ?? "(unknown)"} ended with preparation outcome ${outcome}`, context);
+    settleWaiterWithError(request.waiter, error, this.settings);
+  }
+
+  private installExecution(slot: number, generation: number, handle: number): void {
+    const request = this.startRequest(handle);
+    if (!request?.executionId) throw new PhronomyError("INTERNAL", `installed execution slot ${slot} for an unknown request ${handle}`);
+    const entry = new ExecutionEntry(slot, generation, request.executionId, request.agent, request);
+    this.executions[slot] = entry;
+    this.executionIds.set(request.executionId, entry);
+    request.waiter.knowExecutionId(request.executionId);
+  }
+
+  private registerWaiter(slot: number, handle: number): void {
+    const request = this.requests.take(handle);
+    const entry = this.executions[slot];
+    if (!request || !entry) return;
+    if (request.waiter.settled) return;
+    entry.waiters.push(request.waiter);
+    request.waiter.knowExecutionId(entry.executionId);
+  }
+
+  // -- the session ------------------------------------------------------------------------------
+
+  private startSession(slot: number, sessionNumber: number): void {
+    const entry = this.executions[slot];
+    if (!entry) return;
+    const { start, agent } = entry;
+    const definition = agent.definition;
+    entry.span ??= this.settings.tracer.startExecution({
+      "phronomy.agent_id": agent.id, "phronomy.execution_id": entry.executionId, "phronomy.mode": "invoke",
+    });
+    const session = new Session(slot, entry.generation, sessionNumber, {
+      executionId: entry.executionId,
+      agentId: agent.id,
+      definition,
+      tools: agent.tools,
+      input: start.filteredInput ?? start.input,
+      memory: [],
+      approvalPolicy: start.options.approvalPolicy ?? "tools",
+      tokenBudget: start.options.tokenBudget ?? definition.tokenBudget,
+      maxTurns: start.options.maxTurns ?? definition.maxTurns ?? MAX_TURNS_DEFAULT,
+      outputGuardrail: start.options.outputGuardrail ?? definition.outputGuardrail,
+      signal: start.options.signal,
+      deadline: start.deadline,
+      timeoutMs: start.options.timeoutMs ?? definition.timeoutMs,
+      tracer: this.settings.tracer,
+      parentSpan: entry.span,
+    }, this);
+    entry.session = session;
+    this.loadMemory(entry, session);
+    session.begin();
+  }
+
+  /** The agent's journal window, before this execution's own input. Loaded
+   * while the first barrier is written; the model call waits for it. */
+  private loadMemory(entry: ExecutionEntry, session: Session): void {
+    const window = entry.agent.definition.memoryWindow ?? MEMORY_WINDOW_DEFAULT;
+    session.memoryLoaded = this.settings.store.readJournal(entry.agent.id, window + 1).then((records) => {
+      const earlier = records.filter((record) => record.executionId !== entry.executionId).slice(-window);
+      session.useMemory(earlier.map(messageOfJournal));
+    }, (error: unknown) => {
+      this.settings.logger.warn(`[phronomy] could not read the memory of agent "${entry.agent.id}": ${String(error)}`);
+    });
+  }
+
+  private sessionOf(slot: number, sessionNumber: number): Session | undefined {
+    const session = this.executions[slot]?.session;
+    return session && session.number === sessionNumber ? session : undefined;
+  }
+
+  private submitProviderBarrier(slot: number, sessionNumber: number, expectedRevision: number): void {
+    const entry = this.executions[slot];
+    const session = this.sessionOf(slot, sessionNumber);
+    if (!entry || !session) return;
+    const steps = session.pendingSteps();
+    const callId = session.nextModelCallId();
+    this.submitBarrier(entry, session, Submission.ProviderBarrier, () => this.settings.store.run({
+      type: "providerBarrier", executionId: entry.executionId, expectedRevision, callId, steps,
+      usage: session.usage, turns: session.turns, at: this.settings.now(),
+    }), (outcome, revision) => {
+      if (outcome === CommitOutcome.Committed) session.acknowledgeSteps(steps.length);
+      this.apply(M.ProviderDispatchReady, slot, entry.generation, sessionNumber, expectedRevision, outcome, revision);
+    });
+  }
+
+  private submitToolBarrier(slot: number, sessionNumber: number, expectedRevision: number): void {
+    const entry = this.executions[slot];
+    const session = this.sessionOf(slot, sessionNumber);
+    if (!entry || !session) return;
+    const steps = session.pendingSteps();
+    const toolBatch = session.toolBatch();
+    this.submitBarrier(entry, session, Submission.ToolBarrier, () => this.settings.store.run({
+      type: "toolBarrier", executionId: entry.executionId, expectedRevision, toolBatch, steps,
+      usage: session.usage, turns: session.turns, at: this.settings.now(),
+    }), (outcome, revision) => {
+      if (outcome === CommitOutcome.Committed) session.acknowledgeSteps(steps.length);
+      this.apply(M.ToolDispatchReady, slot, entry.generation, sessionNumber, expectedRevision, outcome, revision, toolBatch.length);
+    });
+  }
+
+  /** Submits a barrier and posts its outcome; a refused submission is
+   * reported to the core at once. */
+  private submitBarrier(
+    entry: ExecutionEntry, session: Session, submission: Submission,
+    write: () => Promise<{ revision: number }>,
+    ready: (outcome: CommitOutcome, revision: number) => void,
+  ): void {
+    let written: Promise<{ revision: number }>;
+    try {
+      written = write();
+    } catch (error) {
+      entry.storeError = asPhronomyError(error, "STORE");
+      this.apply(M.SubmissionRefused, submission, entry.slot, entry.generation, session.number, 0);
+      return;
+    }
+    written.then(
+      ({ revision }) => this.post(() => ready(CommitOutcome.Committed, revision)),
+      (error: unknown) => this.post(() => {
+        entry.storeError = asPhronomyError(error, "STORE");
+        const outcome = error instanceof ExecutionRehydrationRequiredError ? CommitOutcome.RehydrationRequired : CommitOutcome.StoreFailed;
+        ready(outcome, 0);
+      }),
+    );
+  }
+
+  private setupFailed(slot: number, sessionNumber: number, failure: number): void {
+    const entry = this.executions[slot];
+    const session = this.sessionOf(slot, sessionNumber);
+    if (!entry || !session) return;
+    const what = failure === SetupFailure.Provider ? "model call" : "tool batch";
+    const cause = entry.storeError;
+    session.fail(cause instanceof PhronomyError && cause.code !== "OFFLOAD_FULL"
+      ? new StoreError(`the barrier before the ${what} of execution ${entry.executionId} could not be written: ${cause.message}`, { executionId: entry.executionId, agentId: entry.agent.id, cause })
+      : cause ?? new StoreError(`the barrier before the ${what} of execution ${entry.executionId} could not be written`, { executionId: entry.executionId }));
+  }
+
+  private recoveryRequired(slot: number, scope: number, code: number): void {
+    if (scope === RecoveryScope.Agent) {
+      const agent = this.agentsBySlot[slot];
+      this.settings.logger.warn(`[phronomy] agent "${agent?.id ?? slot}" requires recovery (code ${code}): its admission is held until env.recover() resolves it`);
+      return;
+    }
+    const entry = this.executions[slot];
+    if (!entry) return;
+    const error = entry.storeError ?? errorForCode(code, { executionId: entry.executionId, agentId: entry.agent.id });
+    this.settings.logger.warn(`[phronomy] execution ${entry.executionId} of agent "${entry.agent.id}" requires recovery: ${error.message}`);
+    entry.session?.abandon(new ExecutionRehydrationRequiredError(`execution ${entry.executionId} requires recovery`, { executionId: entry.executionId, agentId: entry.agent.id, cause: error }));
+  }
+
+  // -- terminal -----------------------------------------------------------------------------------
+
+  private postDeferredTerminal(slot: number, sessionNumber: number): void {
+    const entry = this.executions[slot];
+    if (!entry) return;
+    this.post(() => this.apply(M.DeferredTerminal, slot, entry.generation, sessionNumber));
+  }
+
+  private submitTerminalCommit(slot: number, sessionNumber: number, expectedRevision: number): void {
+    const entry = this.executions[slot];
+    const session = this.sessionOf(slot, sessionNumber);
+    if (!entry || !session?.terminal) return;
+    const terminal = session.terminal;
+    const outcome = outcomeName(terminal.ending);
+    const steps: StepRecord[] = session.pendingSteps();
+    const journal: JournalRecord[] = outcome === "completed" && typeof terminal.output === "string"
+      ? [{ executionId: entry.executionId, role: "assistant", content: terminal.output, at: this.settings.now() }]
+      : [];
+    let written: Promise<{ revision: number }>;
+    try {
+      written = this.settings.store.run({
+        type: "terminalCommit", executionId: entry.executionId, expectedRevision, outcome,
+        output: terminal.output, error: terminal.error ? terminal.error.toRecord() : null, usage: session.usage,
+        approvalRequest: (terminal.approvalRequest ?? null) as unknown as Json,
+        handoff: (terminal.handoff ?? null) as unknown as Json, steps, journal, at: this.settings.now(),
+      });
+    } catch (error) {
+      entry.storeError = asPhronomyError(error, "STORE");
+      this.apply(M.SubmissionRefused, Submission.TerminalCommit, slot, entry.generation, sessionNumber, 0);
+      return;
+    }
+    written.then(
+      ({ revision }) => this.post(() => {
+        this.apply(M.TerminalCommitReady, slot, entry.generation, sessionNumber, expectedRevision, outcomeType(outcome), revision);
+      }),
+      (error: unknown) => this.post(() => {
+        entry.storeError = asPhronomyError(error, "STORE");
+        this.apply(M.TerminalCommitReady, slot, entry.generation, sessionNumber, expectedRevision, OutcomeType.StoreFailed, 0);
+      }),
+    );
+  }
+
+  private deliver(slot: number, outcome: number): void {
+    const entry = this.executions[slot];
+    if (!entry) return;
+    entry.suspended = outcome === OutcomeType.Suspended;
+    deliverOutcome(entry, outcome, this.settings);
+  }
+
+  private failWaiters(slot: number, code: number): void {
+    const entry = this.executions[slot];
+    if (!entry) return;
+    const error = entry.storeError && code !== 0
+      ? new ExecutionRehydrationRequiredError(`execution ${entry.executionId} could not be completed (${entry.storeError.message})`, { executionId: entry.executionId, agentId: entry.agent.id, cause: entry.storeError })
+      : errorForCode(code, { executionId: entry.executionId, agentId: entry.agent.id });
+    entry.span?.fail(error);
+    for (const waiter of entry.waiters.splice(0)) settleWaiterWithError(waiter, error, this.settings);
+  }
+
+  private releaseExecution(slot: number): void {
+    const entry = this.executions[slot];
+    if (!entry) return;
+    this.executions[slot] = undefined;
+    this.executionIds.delete(entry.executionId);
+    entry.span?.end();
+  }
+
+  // -- SessionHost ------------------------------------------------------------------------------------
+
+  sessionEvent(session: Session, event: SessionEventKind): void {
+    this.post(() => this.apply(M.SessionEvent, session.slot, session.generation, session.number, event));
+  }
+
+  operationSettled(session: Session): void {
+    this.apply(M.OperationSettled, session.slot, session.generation);
+  }
+
+  sessionFinished(session: Session, ending: SessionEnding): void {
+    if (ending === SessionEnding.Cancelled) {
+      this.post(() => this.apply(M.CancelRequested, session.slot, session.generation));
+    }
+    this.post(() => this.apply(M.SessionFinished, session.slot, session.generation, session.number, ending));
+  }
+
+  emit(session: Session, event: ExecutionEvent): void {
+    const entry = this.executions[session.slot];
+    if (entry && entry.generation === session.generation) emitToEntry(entry, event, this.settings);
+  }
+
+  now(): number {
+    return this.settings.now();
+  }
+
+  private startRequest(handle: number): StartRequest | undefined {
+    const request: PendingRequest | undefined = this.requests.get(handle);
+    return request?.type === "start" ? request : undefined;
+  }
+}
+
+function configOf(request: StartRequest): { [key: string]: Json } {
+  const config: { [key: string]: Json } = {};
+  if (request.options.tokenBudget !== undefined) config.tokenBudget = request.options.tokenBudget;
+  if (request.options.maxTurns !== undefined) config.maxTurns = request.options.maxTurns;
+  if (request.options.timeoutMs !== undefined) config.timeoutMs = request.options.timeoutMs;
+  if (request.options.approvalPolicy !== undefined) config.approvalPolicy = request.options.approvalPolicy;
+  if (request.options.metadata !== undefined) config.metadata = request.options.metadata as Json;
+  config.replayable = request.options.approvalPolicy === undefined && request.options.tokenBudget === undefined &&
+    request.options.inputGuardrail === undefined;
+  return config;
+}
+
+function messageOfJournal(record: JournalRecord): ConversationMessage {
+  const text = typeof record.content === "string" ? record.content : JSON.stringify(record.content);
+  return record.role === "assistant" ? { role: "assistant", text, toolCalls: [] } : { role: "user", content: text };
+}
+
+function outcomeName(ending: SessionEnding): OutcomeName {
+  switch (ending) {
+    case SessionEnding.Completed: return "completed";
+    case SessionEnding.Suspended: return "suspended";
+    case SessionEnding.HandedOff: return "handed_off";
+    case SessionEnding.CoordinationWait: return "coordination_wait";
+    default: return "failed";
+  }
+}
+
+function outcomeType(outcome: OutcomeName): OutcomeType {
+  switch (outcome) {
+    case "completed": return OutcomeType.Completed;
+    case "suspended": return OutcomeType.Suspended;
+    case "handed_off": return OutcomeType.HandedOff;
+    case "coordination_wait": return OutcomeType.CoordinationWait;
+    case "failed": return OutcomeType.Failed;
+  }
+}
+
+export { OffloadFullError };

@@ -1,0 +1,104 @@
+// Delivering what the core decided to the application (SPEC §6.1, §6.3):
+// events to every waiter's stream and listener, terminal outcomes to every
+// waiter, the approval listener off the control loop, and the callback-error
+// policy: a listener that throws is reported; with policy `fail_task` and no
+// execution error, the waiter fails with StreamCallbackError.
+
+import { OutcomeType } from "../../assembly/abi.js";
+import { PhronomyError, StreamCallbackError } from "../errors.js";
+import type { ExecutionEvent, ExecutionEventType } from "./events.js";
+import type { CallbackErrorPolicy, Logger } from "./options.js";
+import type { ExecutionEntry } from "./requests.js";
+import type { RunResult, Waiter } from "./run.js";
+
+export interface DeliverySettings {
+  readonly logger: Logger;
+  readonly callbackErrorPolicy: CallbackErrorPolicy;
+}
+
+/** Sends one event to a waiter: its stream, then its listener. */
+export function emitToWaiter(waiter: Waiter, event: ExecutionEvent, settings: DeliverySettings): void {
+  waiter.events.push(event);
+  if (!waiter.listener) return;
+  try {
+    waiter.listener(event);
+  } catch (error) {
+    settings.logger.warn(`[phronomy] an event listener threw on "${event.type}": ${error instanceof Error ? error.message : String(error)}`);
+    waiter.callbackError ??= { eventType: event.type, error };
+  }
+}
+
+export function emitToEntry(entry: ExecutionEntry, event: ExecutionEvent, settings: DeliverySettings): void {
+  for (const waiter of entry.waiters) emitToWaiter(waiter, event, settings);
+}
+
+export function terminalEventType(error: PhronomyError): "error" | "timeout" | "cancelled" {
+  if (error.code === "TIMEOUT") return "timeout";
+  if (error.code === "CANCELLED") return "cancelled";
+  return "error";
+}
+
+/** Rejects a waiter after telling its listener how the run ended. */
+export function settleWaiterWithError(waiter: Waiter, error: PhronomyError, settings: DeliverySettings): void {
+  if (waiter.settled) return;
+  const type = terminalEventType(error);
+  emitToWaiter(waiter, { type, executionId: error.executionId, error }, settings);
+  waiter.reject(error);
+}
+
+function resolveWaiter(waiter: Waiter, result: RunResult, eventType: ExecutionEventType, settings: DeliverySettings): void {
+  if (waiter.callbackError && settings.callbackErrorPolicy === "fail_task") {
+    waiter.reject(new StreamCallbackError(waiter.callbackError.eventType, waiter.callbackError.error, {
+      executionId: result.executionId, agentId: result.agentId, details: { eventType },
+    }));
+    return;
+  }
+  waiter.resolve(result);
+}
+
+/** DeliverOutcome: the terminal commit is durable; tell everyone. */
+export function deliverOutcome(entry: ExecutionEntry, outcome: number, settings: DeliverySettings): void {
+  const terminal = entry.session?.terminal;
+  const usage = entry.session?.usage ?? { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
+  const base = { executionId: entry.executionId, agentId: entry.agent.id, usage };
+  switch (outcome as OutcomeType) {
+    case OutcomeType.Completed: {
+      const result: RunResult = { ...base, outcome: "completed", output: terminal?.output ?? null };
+      emitToEntry(entry, { type: "done", executionId: entry.executionId, output: result.output, usage }, settings);
+      for (const waiter of entry.waiters.splice(0)) resolveWaiter(waiter, result, "done", settings);
+      entry.span?.end();
+      return;
+    }
+    case OutcomeType.HandedOff: {
+      const handoff = terminal?.handoff;
+      const result: RunResult = { ...base, outcome: "handed_off", output: null, ...(handoff ? { handoff } : {}) };
+      if (handoff) emitToEntry(entry, { type: "handoff", executionId: entry.executionId, handoff }, settings);
+      for (const waiter of entry.waiters.splice(0)) resolveWaiter(waiter, result, "handoff", settings);
+      entry.span?.end();
+      return;
+    }
+    case OutcomeType.Suspended: {
+      const request = terminal?.approvalRequest;
+      if (!request) return;
+      emitToEntry(entry, { type: "approval_required", executionId: entry.executionId, request }, settings);
+      const listener = entry.start.options.approvalListener;
+      if (listener) callOffLoop(() => listener(request), settings, "approval listener");
+      return;
+    }
+    default: {
+      const error = terminal?.error ?? new PhronomyError("INTERNAL", `execution ${entry.executionId} ended without a recorded error`, base);
+      entry.span?.fail(error);
+      for (const waiter of entry.waiters.splice(0)) settleWaiterWithError(waiter, error, settings);
+    }
+  }
+}
+
+/** Runs an application callback after the current loop turn, reporting
+ * what it throws or rejects with. */
+function callOffLoop(callback: () => unknown, settings: DeliverySettings, what: string): void {
+  setImmediate(() => {
+    Promise.resolve().then(callback).catch((error: unknown) => {
+      settings.logger.warn(`[phronomy] the ${what} failed: ${error instanceof Error ? error.message : String(error)}`);
+    });
+  });
+}

@@ -1,0 +1,179 @@
+// An environment: one control core, one control loop, one offload and one
+// store, created by `Phronomy.open` and passed down — no module-level state,
+// so any number of isolated environments can live in one process.
+//
+// `close()` drains: new starts are refused with RuntimeShutdownError, work in
+// flight runs to its terminal outcome, executions suspended for approval
+// stay durable (their local waiters are told the environment closed), then
+// the store closes. A second `close()` returns the same promise.
+
+import { MessageKind as M, ResultCode } from "../../assembly/abi.js";
+import { ControlCore } from "../core/control-core.js";
+import type { CoreLimits } from "../core/machine.js";
+import { resolveTools } from "../agent/tools.js";
+import { InvalidInputError, PhronomyError, RuntimeShutdownError } from "../errors.js";
+import { SqliteStore, type SqliteStoreOptions } from "../store/sqlite-store.js";
+import type { ExecutionStore } from "../store/store.js";
+import type { ExecutionListFilter, ExecutionRow, StoredStep } from "../store/records.js";
+import { Agent } from "./agent.js";
+import { ControlLoop } from "./control-loop.js";
+import { Coordinator } from "./coordinator.js";
+import { errorForCode } from "./error-codes.js";
+import {
+  rejectUnknownKeys, validateAgentDefinition, validateAgentId, type AgentDefinition, type CallbackErrorPolicy, type Logger,
+} from "./options.js";
+import type { AgentEntry } from "./requests.js";
+import { Tracer } from "./tracing.js";
+
+export interface OpenOptions {
+  /** A SQLite file path (`./agents.db` or `file:./agents.db`). */
+  readonly store: string;
+  /** `FULL` (default): every barrier reaches the disk before its external
+   * operation starts. `NORMAL`: survives a process crash, not power loss. */
+  readonly synchronous?: SqliteStoreOptions["synchronous"];
+  readonly offloadCapacity?: number;
+  readonly offloadPolicy?: SqliteStoreOptions["offloadPolicy"];
+  readonly limits?: Partial<CoreLimits>;
+  /** What a throwing event listener does: `report` (default) logs it;
+   * `fail_task` also fails a successful run with StreamCallbackError. */
+  readonly callbackErrorPolicy?: CallbackErrorPolicy;
+  readonly logger?: Logger;
+}
+
+const OPEN_OPTION_KEYS = ["store", "synchronous", "offloadCapacity", "offloadPolicy", "limits", "callbackErrorPolicy", "logger"] as const;
+
+const consoleLogger: Logger = { warn: (message) => console.warn(message) };
+
+export class Environment {
+  private readonly agents = new Map<string, Agent>();
+  private closing: Promise<void> | undefined;
+  private drainWaiters: (() => void)[] = [];
+
+  private constructor(
+    readonly store: ExecutionStore,
+    readonly core: ControlCore,
+    readonly loop: ControlLoop,
+    readonly coordinator: Coordinator,
+  ) {}
+
+  static async open(options: OpenOptions): Promise<Environment> {
+    if (typeof options !== "object" || options === null) throw new InvalidInputError("Phronomy.open(options): options must be an object");
+    rejectUnknownKeys(options, OPEN_OPTION_KEYS, "Phronomy.open(options)");
+    if (typeof options.store !== "string" || options.store.length === 0) {
+      throw new InvalidInputError(`Phronomy.open(options): "store" must be a SQLite file path, got ${JSON.stringify(options.store)}`);
+    }
+    if (options.callbackErrorPolicy !== undefined && !["report", "fail_task"].includes(options.callbackErrorPolicy)) {
+      throw new InvalidInputError(`Phronomy.open(options): "callbackErrorPolicy" must be "report" or "fail_task"`);
+    }
+    const logger = options.logger ?? consoleLogger;
+    const core = await ControlCore.create(options.limits ?? {});
+    const path = options.store.startsWith("file:") ? options.store.slice("file:".length) : options.store;
+    const storeOptions: SqliteStoreOptions = {
+      ...(options.synchronous ? { synchronous: options.synchronous } : {}),
+      ...(options.offloadCapacity !== undefined ? { offloadCapacity: options.offloadCapacity } : {}),
+      ...(options.offloadPolicy ? { offloadPolicy: options.offloadPolicy } : {}),
+    };
+    const store = await SqliteStore.open(path, storeOptions);
+    const loop = new ControlLoop((error) => logger.warn(`[phronomy] a control message failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`));
+    const coordinator = new Coordinator({
+      core, loop, store, logger,
+      callbackErrorPolicy: options.callbackErrorPolicy ?? "report",
+      tracer: new Tracer(),
+      now: () => Date.now(),
+    });
+    const environment = new Environment(store, core, loop, coordinator);
+    coordinator.onIdle = () => environment.checkDrained();
+    return environment;
+  }
+
+  /** Defines an agent in this environment (its durable root is created if
+   * needed). Defining the same id twice is refused. */
+  agent(definition: AgentDefinition): Agent {
+    this.assertOpen("env.agent()");
+    validateAgentDefinition(definition);
+    if (this.agents.has(definition.id)) {
+      throw new InvalidInputError(`agent "${definition.id}" is already defined in this environment; reuse the Agent it returned`);
+    }
+    const tools = resolveTools(definition.tools);
+    const ready = this.store.ensureAgent(definition.id, Date.now()).then((row) => new Promise<AgentEntry>((resolve, reject) => {
+      const posted = this.loop.post(() => {
+        const code = this.core.apply(M.RegisterAgent, row.lifecycle === "closed" ? 1 : 0);
+        if (code !== ResultCode.Ok) return reject(errorForCode(code, { agentId: definition.id }));
+        const entry: AgentEntry = { id: definition.id, slot: this.core.effectWord(0, 1), generation: this.core.effectWord(0, 2), definition, tools };
+        this.coordinator.registerAgentEntry(entry);
+        resolve(entry);
+      }, { completion: { fail: reject }, label: `the definition of agent "${definition.id}"` });
+      if (!posted) return;
+    }));
+    ready.catch(() => undefined);
+    const agent = new Agent(this, definition.id, ready);
+    this.agents.set(definition.id, agent);
+    return agent;
+  }
+
+  /** Deletes an agent's durable data. Refused with AgentBusyError while the
+   * agent holds an admission (an execution running or suspended). */
+  async purgeAgent(agentId: string): Promise<void> {
+    validateAgentId(agentId);
+    const agent = this.agents.get(agentId);
+    if (agent) {
+      const entry = await agent.ready;
+      await new Promise<void>((resolve, reject) => {
+        this.loop.post(() => {
+          const code = this.core.apply(M.PurgeAgent, entry.slot, entry.generation);
+          if (code === ResultCode.AgentAdmissionHeld) return reject(new PhronomyError("AGENT_BUSY", `agent "${agentId}" holds an admission (an execution is running or suspended); purge refused — let it finish first`, { agentId }));
+          if (code !== ResultCode.Ok) return reject(errorForCode(code, { agentId }));
+          this.coordinator.forgetAgentEntry(entry.slot);
+          this.agents.delete(agentId);
+          resolve();
+        }, { completion: { fail: reject }, label: `the purge of agent "${agentId}"` });
+      });
+    }
+    await this.store.purgeAgent(agentId);
+  }
+
+  /** Executions in the store, newest first. */
+  executions(filter: ExecutionListFilter = {}): Promise<ExecutionRow[]> {
+    return this.store.listExecutions(filter);
+  }
+
+  execution(executionId: string): Promise<ExecutionRow | undefined> {
+    return this.store.getExecution(executionId);
+  }
+
+  /** The execution's durable timeline: input, barriers, results, terminal. */
+  timeline(executionId: string): Promise<StoredStep[]> {
+    return this.store.listSteps(executionId);
+  }
+
+  get closed(): boolean {
+    return this.closing !== undefined;
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.drainAndClose();
+    return this.closing;
+  }
+
+  private async drainAndClose(): Promise<void> {
+    this.loop.beginDraining();
+    this.loop.post(() => this.core.apply(M.SetDraining, 1));
+    await new Promise<void>((resolve) => {
+      this.drainWaiters.push(resolve);
+      this.loop.post(() => this.checkDrained());
+    });
+    this.coordinator.releaseSuspendedWaiters();
+    this.loop.close();
+    await this.store.close();
+  }
+
+  private checkDrained(): void {
+    if (this.drainWaiters.length === 0 || !this.coordinator.drained) return;
+    for (const resolve of this.drainWaiters.splice(0)) resolve();
+  }
+
+  /** @internal */
+  assertOpen(what: string): void {
+    if (this.closing) throw new RuntimeShutdownError(what);
+  }
+}

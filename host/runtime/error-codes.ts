@@ -1,0 +1,46 @@
+// The typed error for each refusal code the core returns (SPEC §7). The
+// core speaks in result codes; users see errors with a stable `code`, the
+// ids involved and a sentence on what to do.
+
+import { ResultCode } from "../../assembly/abi.js";
+import {
+  AgentBusyError, AgentClosedError, CancellationError, ExecutionRehydrationRequiredError, InvalidInputError,
+  OffloadFullError, PhronomyError, RuntimeShutdownError, StaleResultError, StoreError, type ErrorContext,
+} from "../errors.js";
+
+export function errorForCode(code: number, context: ErrorContext): PhronomyError {
+  const agent = context.agentId ?? "(unknown agent)";
+  const execution = context.executionId ?? "(unknown execution)";
+  switch (code as ResultCode) {
+    case ResultCode.AgentAlreadyAdmitted: return new AgentBusyError(agent);
+    case ResultCode.AgentClosed: return new AgentClosedError(agent);
+    case ResultCode.RuntimeDraining: return new RuntimeShutdownError("a new start or resume", context);
+    case ResultCode.StartCancelled: return new CancellationError(context);
+    case ResultCode.OffloadFull: return new OffloadFullError(0, context);
+    case ResultCode.StoreFailed: return new StoreError(`the store failed while committing execution ${execution}`, context);
+    case ResultCode.ExecutionsFull:
+      return new PhronomyError("CAPACITY", `the environment holds its maximum of live executions; agent "${agent}" was not admitted — raise limits.executionsMax or wait`, context);
+    case ResultCode.AgentsFull:
+      return new PhronomyError("CAPACITY", "the environment holds its maximum of agents; raise limits.agentsMax or purge unused agents", context);
+    case ResultCode.WaitersFull:
+      return new PhronomyError("CAPACITY", `execution ${execution} has its maximum of waiters; wait on an existing run instead`, context);
+    case ResultCode.AgentSlotUnknown:
+    case ResultCode.AgentGenerationMustMatch:
+      return new InvalidInputError(`agent "${agent}" is not registered in this environment (it was purged?); call env.agent() again`, context);
+    case ResultCode.RehydrationRequired:
+    case ResultCode.ExecutionSlotUnknown:
+    case ResultCode.ExecutionGenerationMustMatch:
+      return new ExecutionRehydrationRequiredError(`execution ${execution} has no live owner in this environment`, context);
+    case ResultCode.RevisionMustMatch:
+    case ResultCode.SessionMustMatch:
+    case ResultCode.PhaseMustMatch:
+      return new StaleResultError(`the result for execution ${execution} no longer matches its live state (code ${code})`, context);
+    case ResultCode.RevisionMustIncrease:
+    case ResultCode.OutcomeUnknown:
+    case ResultCode.ContinuationInvalid:
+    case ResultCode.FailureRequired:
+      return new ExecutionRehydrationRequiredError(`execution ${execution} could not be applied safely (code ${code})`, context);
+    default:
+      return new PhronomyError("INTERNAL", `the control core refused a request for execution ${execution} with code ${code}`, context);
+  }
+}

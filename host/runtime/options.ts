@@ -1,0 +1,149 @@
+// The options an application passes to `Phronomy.open`, `env.agent`,
+// `agent.start` and `agent.resume`, and their validation: an unknown key is
+// rejected with InvalidInputError naming it (never ignored), and every value
+// is checked before anything is admitted.
+
+import { InvalidInputError } from "../errors.js";
+import { assertLanguageModel, type LanguageModel } from "../agent/model.js";
+import type { ToolSet } from "../agent/tools.js";
+import type { Json } from "../store/records.js";
+import type { ApprovalRequest, EventListener } from "./events.js";
+
+
+export type GuardrailVerdict =
+  | { readonly action: "allow" }
+  | { readonly action: "redact"; readonly text: string }
+  | { readonly action: "block"; readonly reason: string };
+
+/** Inspects text before it is persisted and sent (input) or returned
+ * (output). Runs on the control thread: keep it quick and deterministic. */
+export type Guardrail = (text: string) => GuardrailVerdict;
+
+export interface AgentDefinition {
+  readonly id: string;
+  readonly model: LanguageModel;
+  readonly instructions?: string;
+  readonly tools?: ToolSet;
+  readonly inputGuardrail?: Guardrail;
+  readonly outputGuardrail?: Guardrail;
+  /** Journal records of earlier executions shown to the model (default 20). */
+  readonly memoryWindow?: number;
+  readonly maxTurns?: number;
+  readonly tokenBudget?: number;
+  readonly timeoutMs?: number;
+}
+
+export type ApprovalPolicy = "tools" | "always" | "never";
+export type ApprovalListener = (request: ApprovalRequest) => void | Promise<void>;
+
+export interface StartOptions {
+  readonly signal?: AbortSignal;
+  readonly timeoutMs?: number;
+  readonly onEvent?: EventListener;
+  /** "tools" (default): each tool's needsApproval decides; "always": every
+   * tool call waits for approval; "never": none does. */
+  readonly approvalPolicy?: ApprovalPolicy;
+  readonly approvalListener?: ApprovalListener;
+  readonly tokenBudget?: number;
+  readonly maxTurns?: number;
+  readonly inputGuardrail?: Guardrail;
+  readonly outputGuardrail?: Guardrail;
+  /** Free-form data stored with the execution (JSON). */
+  readonly metadata?: { readonly [key: string]: Json };
+}
+
+export type { LanguageModel };
+
+export type CallbackErrorPolicy = "report" | "fail_task";
+
+export interface Logger {
+  debug?(message: string): void;
+  warn(message: string): void;
+}
+
+export const AGENT_DEFINITION_KEYS = [
+  "id", "model", "instructions", "tools", "inputGuardrail", "outputGuardrail", "memoryWindow", "maxTurns",
+  "tokenBudget", "timeoutMs",
+] as const;
+
+export const START_OPTION_KEYS = [
+  "signal", "timeoutMs", "onEvent", "approvalPolicy", "approvalListener", "tokenBudget", "maxTurns",
+  "inputGuardrail", "outputGuardrail", "metadata",
+] as const;
+
+/** Agent ids are interned by the host and stored as text: bounded, printable. */
+export const AGENT_ID_LENGTH_MAX = 256;
+export const MEMORY_WINDOW_DEFAULT = 20;
+/** Records of memory an execution may carry into its prompt. */
+export const MEMORY_WINDOW_MAX = 1_000;
+export const MAX_TURNS_DEFAULT = 16;
+
+export function rejectUnknownKeys(value: object, allowed: readonly string[], what: string): void {
+  for (const key of Object.keys(value)) {
+    if (!allowed.includes(key)) {
+      throw new InvalidInputError(`${what}: unknown option "${key}"; allowed: ${allowed.join(", ")}`);
+    }
+  }
+}
+
+export function validateAgentId(id: unknown, what = "agent id"): string {
+  if (typeof id !== "string" || id.length === 0 || id.length > AGENT_ID_LENGTH_MAX || /[\u0000-\u001f]/.test(id)) {
+    throw new InvalidInputError(`${what} must be a non-empty string of at most ${AGENT_ID_LENGTH_MAX} printable characters, got ${JSON.stringify(id)}`);
+  }
+  return id;
+}
+
+function positiveInteger(value: unknown, key: string, what: string, maximum = Number.MAX_SAFE_INTEGER): void {
+  if (value === undefined) return;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > maximum) {
+    throw new InvalidInputError(`${what}: "${key}" must be an integer from 1 to ${maximum}, got ${String(value)}`);
+  }
+}
+
+function functionOrUndefined(value: unknown, key: string, what: string): void {
+  if (value !== undefined && typeof value !== "function") {
+    throw new InvalidInputError(`${what}: "${key}" must be a function`);
+  }
+}
+
+export function validateAgentDefinition(definition: AgentDefinition): void {
+  if (typeof definition !== "object" || definition === null) throw new InvalidInputError("env.agent(definition): definition must be an object");
+  rejectUnknownKeys(definition, AGENT_DEFINITION_KEYS, "env.agent(definition)");
+  validateAgentId(definition.id);
+  const what = `agent "${definition.id}"`;
+  assertLanguageModel(definition.model);
+  if (definition.instructions !== undefined && typeof definition.instructions !== "string") {
+    throw new InvalidInputError(`${what}: "instructions" must be a string`);
+  }
+  functionOrUndefined(definition.inputGuardrail, "inputGuardrail", what);
+  functionOrUndefined(definition.outputGuardrail, "outputGuardrail", what);
+  positiveInteger(definition.memoryWindow, "memoryWindow", what, MEMORY_WINDOW_MAX);
+  positiveInteger(definition.maxTurns, "maxTurns", what);
+  positiveInteger(definition.tokenBudget, "tokenBudget", what);
+  positiveInteger(definition.timeoutMs, "timeoutMs", what);
+}
+
+export function validateStartOptions(options: StartOptions, what: string): void {
+  if (typeof options !== "object" || options === null) throw new InvalidInputError(`${what}: options must be an object`);
+  rejectUnknownKeys(options, START_OPTION_KEYS, what);
+  if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
+    throw new InvalidInputError(`${what}: "signal" must be an AbortSignal`);
+  }
+  positiveInteger(options.timeoutMs, "timeoutMs", what);
+  positiveInteger(options.tokenBudget, "tokenBudget", what);
+  positiveInteger(options.maxTurns, "maxTurns", what);
+  functionOrUndefined(options.onEvent, "onEvent", what);
+  functionOrUndefined(options.approvalListener, "approvalListener", what);
+  functionOrUndefined(options.inputGuardrail, "inputGuardrail", what);
+  functionOrUndefined(options.outputGuardrail, "outputGuardrail", what);
+  if (options.approvalPolicy !== undefined && !["tools", "always", "never"].includes(options.approvalPolicy)) {
+    throw new InvalidInputError(`${what}: "approvalPolicy" must be "tools", "always" or "never", got ${JSON.stringify(options.approvalPolicy)}`);
+  }
+  if (options.metadata !== undefined) {
+    try {
+      JSON.stringify(options.metadata);
+    } catch (error) {
+      throw new InvalidInputError(`${what}: "metadata" must be JSON`, { cause: error });
+    }
+  }
+}

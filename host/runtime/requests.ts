@@ -1,0 +1,89 @@
+// The host's side tables, indexed by the numbers the core knows: pending
+// requests by request handle, live executions by execution slot, agents by
+// agent slot. They hold the JavaScript objects (waiters, sessions, models)
+// the core cannot; the core's tables stay the only source of live state.
+
+import type { ResolvedTool } from "../agent/tools.js";
+import type { PhronomyError } from "../errors.js";
+import type { PrepareExecutionResult } from "../store/records.js";
+import type { AgentDefinition, StartOptions } from "./options.js";
+import type { Waiter } from "./run.js";
+import type { Session } from "./session.js";
+import type { Span } from "./tracing.js";
+
+export interface AgentEntry {
+  readonly id: string;
+  readonly slot: number;
+  readonly generation: number;
+  readonly definition: AgentDefinition;
+  readonly tools: readonly ResolvedTool[];
+}
+
+export interface StartRequest {
+  readonly type: "start";
+  readonly agent: AgentEntry;
+  readonly waiter: Waiter;
+  readonly input: string;
+  readonly options: StartOptions;
+  readonly deadline: number | undefined;
+  executionId?: string;
+  /** The input as persisted and sent (after the input guardrail). */
+  filteredInput?: string;
+  prepared?: PrepareExecutionResult;
+  /** The store's own error when preparation failed. */
+  storeError?: PhronomyError;
+}
+
+/** Another observer of a live execution (`env.wait`). */
+export interface AttachRequest {
+  readonly type: "attach";
+  readonly waiter: Waiter;
+}
+
+export type PendingRequest = StartRequest | AttachRequest;
+
+/** One live execution in the host's side table. */
+export class ExecutionEntry {
+  readonly waiters: Waiter[] = [];
+  session: Session | undefined;
+  span: Span | undefined;
+  /** The last store failure, for effects that carry only a code. */
+  storeError: PhronomyError | undefined;
+  /** Suspended for approval: durable, holding no live work. */
+  suspended = false;
+
+  constructor(
+    readonly slot: number,
+    readonly generation: number,
+    readonly executionId: string,
+    readonly agent: AgentEntry,
+    readonly start: StartRequest,
+  ) {}
+}
+
+/** Request handles: small integers the core echoes back in effects. */
+export class RequestTable {
+  private readonly pending = new Map<number, PendingRequest>();
+  private next = 1;
+
+  add(request: PendingRequest): number {
+    const handle = this.next;
+    this.next = this.next >= 0xffff_fffe ? 1 : this.next + 1;
+    this.pending.set(handle, request);
+    return handle;
+  }
+
+  get(handle: number): PendingRequest | undefined {
+    return this.pending.get(handle);
+  }
+
+  take(handle: number): PendingRequest | undefined {
+    const request = this.pending.get(handle);
+    this.pending.delete(handle);
+    return request;
+  }
+
+  get size(): number {
+    return this.pending.size;
+  }
+}

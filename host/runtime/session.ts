@@ -1,0 +1,419 @@
+// The session runner of one execution (SPEC §5): the live state of its
+// agent loop — the conversation, the results not yet durable, usage and
+// turns — and the external operations the core tells it to start: the
+// model call and the tool batch. It never changes live state itself: every
+// outcome goes back to the core as a message (`SessionEvent`,
+// `OperationSettled`, `SessionFinished`) through the `SessionHost` it was
+// built with, and it only proceeds when the core's effects say so.
+
+import { randomUUID } from "node:crypto";
+import { SessionEnding, SessionEventKind } from "../../assembly/abi.js";
+import { callModel } from "../agent/model.js";
+import type { ConversationMessage, ModelTurn, ToolCall, ToolResult } from "../agent/messages.js";
+import {
+  toolNeedsApproval, toolOutputToJson, validateToolInput, type ResolvedFunctionTool, type ResolvedTool,
+} from "../agent/tools.js";
+import {
+  CancellationError, PhronomyError, TimeoutError, recordOf, type PhronomyErrorCode,
+} from "../errors.js";
+import type { Json, StepRecord, StoredError, ToolCallRecord, UsageTotals } from "../store/records.js";
+import type { ApprovalRequest, ExecutionEvent, HandoffRequest } from "./events.js";
+import type { AgentDefinition, ApprovalPolicy, Guardrail } from "./options.js";
+import type { Tracer, Span } from "./tracing.js";
+
+/** What the session needs from its environment; implemented by the
+ * coordinator, so the session can be read (and tested) on its own. */
+export interface SessionHost {
+  /** Posts a message to the control loop (applied later, in order). */
+  post(message: () => void): void;
+  sessionEvent(session: Session, event: SessionEventKind): void;
+  operationSettled(session: Session): void;
+  sessionFinished(session: Session, ending: SessionEnding): void;
+  emit(session: Session, event: ExecutionEvent): void;
+  now(): number;
+}
+
+export interface SessionSettings {
+  readonly executionId: string;
+  readonly agentId: string;
+  readonly definition: AgentDefinition;
+  readonly tools: readonly ResolvedTool[];
+  readonly input: string;
+  readonly memory: readonly ConversationMessage[];
+  readonly approvalPolicy: ApprovalPolicy;
+  readonly tokenBudget: number | undefined;
+  readonly maxTurns: number;
+  readonly outputGuardrail: Guardrail | undefined;
+  readonly signal: AbortSignal | undefined;
+  /** Absolute time (host clock, ms) the execution must end by, and the
+   * timeout it came from. */
+  readonly deadline: number | undefined;
+  readonly timeoutMs: number | undefined;
+  readonly tracer: Tracer;
+  readonly parentSpan: Span | undefined;
+}
+
+/** How the session ended, for the terminal commit and the delivery. */
+export interface TerminalView {
+  readonly ending: SessionEnding;
+  readonly output: Json;
+  readonly error: PhronomyError | undefined;
+  readonly approvalRequest: ApprovalRequest | undefined;
+  readonly handoff: HandoffRequest | undefined;
+}
+
+/** A tool call checked before the barrier: its validated input, or the
+ * error its result will carry instead of running. */
+interface PlannedCall {
+  readonly call: ToolCall;
+  readonly tool: ResolvedFunctionTool | undefined;
+  readonly input: unknown;
+  readonly error: PhronomyError | undefined;
+}
+
+export class Session {
+  readonly messages: ConversationMessage[];
+  /** Results since the last durable barrier; they ride on the next one. */
+  private pending: StepRecord[] = [];
+  usage: UsageTotals = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
+  turns = 0;
+  terminal: TerminalView | undefined;
+  /** The tool batch the next tool barrier writes and the batch then runs. */
+  private planned: PlannedCall[] = [];
+  private modelCallId = "";
+  private readonly abort = new AbortController();
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private detachSignal: (() => void) | undefined;
+  private toolsOutstanding = 0;
+  /** The agent's memory window, loaded while the first barrier is written;
+   * the first model call waits for it. */
+  memoryLoaded: Promise<void> = Promise.resolve();
+  private toolResults: ToolResult[] = [];
+
+  constructor(
+    readonly slot: number,
+    readonly generation: number,
+    readonly number: number,
+    readonly settings: SessionSettings,
+    private readonly host: SessionHost,
+  ) {
+    this.messages = [...settings.memory, { role: "user", content: settings.input }];
+  }
+
+  /** Puts earlier executions' conversation before this one's input. */
+  useMemory(memory: readonly ConversationMessage[]): void {
+    this.messages.unshift(...memory);
+  }
+
+  get executionId(): string {
+    return this.settings.executionId;
+  }
+
+  get finished(): boolean {
+    return this.terminal !== undefined;
+  }
+
+  /** Arms the timeout and the caller's abort signal. Called once, when the
+   * core starts the session; an already-aborted signal or a passed deadline
+   * ends it at once. */
+  begin(): void {
+    const { signal, deadline } = this.settings;
+    if (signal) {
+      if (signal.aborted) return this.cancel();
+      const onAbort = (): void => this.host.post(() => this.cancel());
+      signal.addEventListener("abort", onAbort, { once: true });
+      this.detachSignal = () => signal.removeEventListener("abort", onAbort);
+    }
+    if (deadline !== undefined) {
+      const remaining = deadline - this.host.now();
+      if (remaining <= 0) return this.timeOut();
+      this.timer = setTimeout(() => this.host.post(() => this.timeOut()), remaining);
+      this.timer.unref?.();
+    }
+  }
+
+  // -- what the barriers write ---------------------------------------------------
+
+  /** The runtime snapshot the next barrier carries. */
+  pendingSteps(): StepRecord[] {
+    return [...this.pending];
+  }
+
+  /** The barrier committed: its steps are durable now. */
+  acknowledgeSteps(count: number): void {
+    this.pending.splice(0, count);
+  }
+
+  nextModelCallId(): string {
+    this.modelCallId = randomUUID();
+    return this.modelCallId;
+  }
+
+  toolBatch(): ToolCallRecord[] {
+    return this.planned.map(({ call }) => ({
+      callId: call.callId,
+      toolName: call.toolName,
+      input: call.input,
+      idempotencyKey: `${this.executionId}:${call.callId}`,
+    }));
+  }
+
+  get toolCount(): number {
+    return this.planned.length;
+  }
+
+  // -- the model call -----------------------------------------------------------------
+
+  /** Effect StartProviderCall: the barrier is durable; call the model. */
+  startModelCall(): void {
+    const callId = this.modelCallId;
+    this.turns += 1;
+    this.host.emit(this, { type: "model_call_started", executionId: this.executionId, callId, turn: this.turns });
+    const span = this.settings.tracer.startChild(this.settings.parentSpan, "agent.model_call", {
+      "phronomy.execution_id": this.executionId, "phronomy.call_id": callId, "phronomy.turn": this.turns,
+    });
+    const run = async (): Promise<{ turn: ModelTurn; plan: PlannedCall[] }> => {
+      await this.memoryLoaded;
+      const turn = await callModel(this.settings.definition.model, {
+        system: this.settings.definition.instructions,
+        messages: this.messages,
+        tools: this.settings.tools,
+        signal: this.abort.signal,
+        onTextDelta: (delta) => this.host.post(() => {
+          if (!this.finished) this.host.emit(this, { type: "text_delta", executionId: this.executionId, callId, delta });
+        }),
+      });
+      return { turn, plan: await this.plan(turn) };
+    };
+    run().then(
+      ({ turn, plan }) => this.host.post(() => {
+        span.end();
+        this.host.operationSettled(this);
+        this.modelAnswered(callId, turn, plan);
+      }),
+      (error: unknown) => this.host.post(() => {
+        span.fail(error);
+        this.host.operationSettled(this);
+        this.operationFailed(error, "MODEL_FAILED");
+      }),
+    );
+  }
+
+  /** Validates every tool call and asks each tool whether it needs
+   * approval, off the control loop (validators and predicates may be
+   * async). */
+  private async plan(turn: ModelTurn): Promise<PlannedCall[]> {
+    const plan: PlannedCall[] = [];
+    for (const call of turn.toolCalls) {
+      const tool = this.settings.tools.find((candidate) => candidate.name === call.toolName);
+      if (!tool) {
+        plan.push({ call, tool: undefined, input: call.input, error: new PhronomyError("INVALID_INPUT", `the model called an unknown tool "${call.toolName}"`) });
+      } else if (tool.kind === "handoff") {
+        plan.push({ call, tool: undefined, input: call.input, error: undefined });
+      } else {
+        try {
+          plan.push({ call, tool, input: await validateToolInput(tool, call.input), error: undefined });
+        } catch (error) {
+          plan.push({ call, tool, input: call.input, error: asPhronomyError(error, "INVALID_INPUT") });
+        }
+      }
+    }
+    return plan;
+  }
+
+  private async approvalsNeeded(plan: readonly PlannedCall[]): Promise<PlannedCall[]> {
+    if (this.settings.approvalPolicy === "never") return [];
+    const needed: PlannedCall[] = [];
+    for (const planned of plan) {
+      if (!planned.tool || planned.error) continue;
+      if (this.settings.approvalPolicy === "always" || (await toolNeedsApproval(planned.tool, planned.input))) needed.push(planned);
+    }
+    return needed;
+  }
+
+  private modelAnswered(callId: string, turn: ModelTurn, plan: PlannedCall[]): void {
+    if (this.finished) return;
+    this.usage = addUsage(this.usage, turn.usage);
+    this.messages.push({ role: "assistant", text: turn.text, toolCalls: turn.toolCalls });
+    this.record("model_response", { callId, text: turn.text, toolCalls: turn.toolCalls as unknown as Json, usage: turn.usage as unknown as Json });
+    this.host.emit(this, { type: "model_call_finished", executionId: this.executionId, callId, usage: turn.usage, toolCalls: turn.toolCalls.length });
+    const budget = this.settings.tokenBudget;
+    if (budget !== undefined && this.usage.totalTokens > budget) {
+      return this.fail(new PhronomyError("BUDGET_EXCEEDED", `execution ${this.executionId} used ${this.usage.totalTokens} tokens, over its budget of ${budget}`, { executionId: this.executionId, details: { tokenBudget: budget, used: this.usage.totalTokens } }));
+    }
+    if (turn.toolCalls.length === 0) return this.answer(turn.text);
+    const handoff = plan.find((planned) => this.settings.tools.find((tool) => tool.name === planned.call.toolName)?.kind === "handoff");
+    if (handoff) return this.handOff(handoff.call);
+    if (this.turns >= this.settings.maxTurns) {
+      return this.fail(new PhronomyError("MAX_TURNS_EXCEEDED", `execution ${this.executionId} reached its limit of ${this.settings.maxTurns} model turns with tool calls still requested`, { executionId: this.executionId, details: { maxTurns: this.settings.maxTurns } }));
+    }
+    this.planned = plan;
+    // Approval predicates may be async: ask off the loop, decide on it.
+    this.approvalsNeeded(plan).then(
+      (needed) => this.host.post(() => this.dispatchOrSuspend(needed)),
+      (error: unknown) => this.host.post(() => { if (!this.finished) this.fail(asPhronomyError(error, "TOOL_FAILED")); }),
+    );
+  }
+
+  private dispatchOrSuspend(needed: PlannedCall[]): void {
+    if (this.finished) return;
+    if (needed.length === 0) {
+      this.host.sessionEvent(this, SessionEventKind.LlmCompletedWithTools);
+      return;
+    }
+    const request: ApprovalRequest = {
+      approvalId: randomUUID(),
+      executionId: this.executionId,
+      agentId: this.settings.agentId,
+      toolCalls: needed.map(({ call }) => ({ callId: call.callId, toolName: call.toolName, input: call.input })),
+      requestedAt: this.host.now(),
+    };
+    this.host.sessionEvent(this, SessionEventKind.ApprovalRequired);
+    this.finish({ ending: SessionEnding.Suspended, output: null, error: undefined, approvalRequest: request, handoff: undefined });
+  }
+
+  private answer(text: string): void {
+    const guardrail = this.settings.outputGuardrail;
+    const verdict = guardrail ? guardrail(text) : { action: "allow" as const };
+    if (verdict.action === "block") {
+      return this.fail(new PhronomyError("OUTPUT_BLOCKED", `the output guardrail blocked the answer of execution ${this.executionId}: ${verdict.reason}`, { executionId: this.executionId, details: { reason: verdict.reason } }));
+    }
+    const output = verdict.action === "redact" ? verdict.text : text;
+    this.finish({ ending: SessionEnding.Completed, output, error: undefined, approvalRequest: undefined, handoff: undefined });
+  }
+
+  private handOff(call: ToolCall): void {
+    const tool = this.settings.tools.find((candidate) => candidate.name === call.toolName);
+    const input = call.input as { reason?: unknown; input?: unknown } | null;
+    const handoff: HandoffRequest = {
+      fromAgentId: this.settings.agentId,
+      fromExecutionId: this.executionId,
+      targetAgentId: tool?.kind === "handoff" ? tool.to : call.toolName,
+      callId: call.callId,
+      input: (typeof input?.input === "string" ? input.input : this.settings.input) as Json,
+      reason: typeof input?.reason === "string" ? input.reason : "",
+    };
+    this.finish({ ending: SessionEnding.HandedOff, output: null, error: undefined, approvalRequest: undefined, handoff });
+  }
+
+  // -- the tool batch -------------------------------------------------------------------
+
+  /** Effect StartToolBatch: the barrier is durable; run every call. */
+  startToolBatch(): void {
+    this.toolResults = [];
+    this.toolsOutstanding = this.planned.length;
+    for (const planned of this.planned) this.runTool(planned);
+  }
+
+  private runTool(planned: PlannedCall): void {
+    const { call, tool } = planned;
+    const idempotencyKey = `${this.executionId}:${call.callId}`;
+    this.host.emit(this, { type: "tool_call_started", executionId: this.executionId, callId: call.callId, toolName: call.toolName, idempotencyKey });
+    const span = this.settings.tracer.startChild(this.settings.parentSpan, "agent.tool_call", {
+      "phronomy.execution_id": this.executionId, "phronomy.call_id": call.callId, "phronomy.tool": call.toolName,
+    });
+    const run = async (): Promise<Json> => {
+      if (planned.error) throw planned.error;
+      if (!tool) throw new PhronomyError("INVALID_INPUT", `no tool "${call.toolName}"`);
+      const output = await tool.definition.execute(planned.input, {
+        idempotencyKey, signal: this.abort.signal, executionId: this.executionId, callId: call.callId,
+      });
+      return toolOutputToJson(call.toolName, call.callId, output);
+    };
+    run().then(
+      (output) => this.host.post(() => {
+        span.end();
+        this.toolSettled({ callId: call.callId, toolName: call.toolName, output, isError: false });
+      }),
+      (error: unknown) => this.host.post(() => {
+        span.fail(error);
+        this.toolSettled({ callId: call.callId, toolName: call.toolName, output: recordOf(error, "TOOL_FAILED") as unknown as Json, isError: true });
+      }),
+    );
+  }
+
+  private toolSettled(result: ToolResult): void {
+    this.host.operationSettled(this);
+    if (this.finished) return;
+    this.toolResults.push(result);
+    this.host.emit(this, { type: "tool_call_finished", executionId: this.executionId, callId: result.callId, toolName: result.toolName, isError: result.isError });
+    this.toolsOutstanding -= 1;
+    if (this.toolsOutstanding > 0) return;
+    const order = new Map(this.planned.map(({ call }, index) => [call.callId, index]));
+    const results = [...this.toolResults].sort((a, b) => (order.get(a.callId) ?? 0) - (order.get(b.callId) ?? 0));
+    this.messages.push({ role: "tool", results });
+    this.record("tool_results", { results: results as unknown as Json });
+    this.host.sessionEvent(this, SessionEventKind.ToolsCompleted);
+    this.host.sessionEvent(this, SessionEventKind.StateCompleted);
+  }
+
+  // -- endings -----------------------------------------------------------------------------
+
+  /** Effect SetupFailed, or a failed operation: the session ends failed. */
+  fail(error: PhronomyError): void {
+    this.finish({ ending: SessionEnding.Failed, output: null, error, approvalRequest: undefined, handoff: undefined });
+  }
+
+  private operationFailed(error: unknown, code: PhronomyErrorCode): void {
+    if (this.finished) return;
+    this.fail(asPhronomyError(error, code));
+  }
+
+  private cancel(): void {
+    if (this.finished) return;
+    const error = new CancellationError({ executionId: this.executionId, agentId: this.settings.agentId });
+    this.finish({ ending: SessionEnding.Cancelled, output: null, error, approvalRequest: undefined, handoff: undefined });
+  }
+
+  private timeOut(): void {
+    if (this.finished) return;
+    const timeoutMs = this.settings.timeoutMs ?? 0;
+    const error = new TimeoutError(timeoutMs, { executionId: this.executionId, agentId: this.settings.agentId });
+    this.finish({ ending: SessionEnding.TimedOut, output: null, error, approvalRequest: undefined, handoff: undefined });
+  }
+
+  /** Ends the session once: aborts whatever is in flight (the core defers
+   * the terminal until it settles) and tells the core how it ended. */
+  private finish(terminal: TerminalView): void {
+    if (this.finished) return;
+    this.terminal = terminal;
+    this.release();
+    if (terminal.error) this.abort.abort(terminal.error);
+    this.host.sessionFinished(this, terminal.ending);
+  }
+
+  /** Effect RecoveryRequired: the execution is left for recovery; stop
+   * everything this session started without ending it. */
+  abandon(reason: PhronomyError): void {
+    if (!this.terminal) this.terminal = { ending: SessionEnding.Failed, output: null, error: reason, approvalRequest: undefined, handoff: undefined };
+    this.release();
+    this.abort.abort(reason);
+  }
+
+  private release(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.detachSignal?.();
+    this.detachSignal = undefined;
+  }
+
+  private record(kind: StepRecord["kind"], payload: Json): void {
+    this.pending.push({ kind, at: this.host.now(), payload });
+  }
+}
+
+function addUsage(a: UsageTotals, b: UsageTotals): UsageTotals {
+  return {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    totalTokens: a.totalTokens + b.totalTokens,
+  };
+}
+
+export function asPhronomyError(error: unknown, code: PhronomyErrorCode): PhronomyError {
+  if (error instanceof PhronomyError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new PhronomyError(code, message, { cause: error });
+}
+
+export type { StoredError };
