@@ -24,6 +24,8 @@ import {
 } from "./options.js";
 import type { AgentEntry } from "./requests.js";
 import { Tracer } from "./tracing.js";
+import { Waiter, type Run } from "./run.js";
+import { settleFromRow } from "./durable-outcome.js";
 
 export interface OpenOptions {
   /** A SQLite file path (`./agents.db` or `file:./agents.db`). */
@@ -130,6 +132,24 @@ export class Environment {
       });
     }
     await this.store.purgeAgent(agentId);
+  }
+
+  /** Waits for an execution's outcome: another observer of a live
+   * execution (all are settled together), or the durable outcome of one
+   * that already ended. */
+  wait(executionId: string): Run {
+    const waiter = new Waiter("", undefined);
+    const settings = this.coordinator.settings;
+    this.loop.post(() => {
+      const entry = this.coordinator.entryById(executionId);
+      if (entry) {
+        const handle = this.coordinator.requests.add({ type: "attach", waiter });
+        this.coordinator.apply(M.AttachWaiter, entry.slot, entry.generation, handle);
+        return;
+      }
+      this.store.getExecution(executionId).then((row) => settleFromRow(waiter, executionId, row, settings), (error: unknown) => waiter.reject(error as Error));
+    }, { completion: { fail: (error) => waiter.reject(error) }, label: `a wait for execution ${executionId}` });
+    return waiter;
   }
 
   /** Executions in the store, newest first. */

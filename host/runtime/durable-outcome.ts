@@ -1,0 +1,30 @@
+// Settling a waiter from an execution's durable row, for `env.wait` on an
+// execution that is not live in this environment.
+
+import { ExecutionRehydrationRequiredError, errorFromRecord, PhronomyError } from "../errors.js";
+import type { ExecutionRow } from "../store/records.js";
+import type { HandoffRequest } from "./events.js";
+import type { Waiter } from "./run.js";
+import { settleWaiterWithError, type DeliverySettings } from "./delivery.js";
+
+export function settleFromRow(waiter: Waiter, executionId: string, row: ExecutionRow | undefined, settings: DeliverySettings): void {
+  if (!row) {
+    settleWaiterWithError(waiter, new PhronomyError("INVALID_INPUT", `no execution ${executionId} in this store`, { executionId }), settings);
+    return;
+  }
+  const context = { executionId, agentId: row.agentId };
+  if (row.status !== "terminal") {
+    settleWaiterWithError(waiter, new ExecutionRehydrationRequiredError(`execution ${executionId} is ${row.status} but not live in this environment`, context), settings);
+    return;
+  }
+  if (row.outcome === "completed" || row.outcome === "handed_off") {
+    const handoff = row.outcome === "handed_off" ? (row.metadata.handoff as unknown as HandoffRequest | undefined) : undefined;
+    waiter.resolve({
+      executionId, agentId: row.agentId, outcome: row.outcome, output: row.output, usage: row.usage,
+      ...(handoff ? { handoff } : {}),
+    });
+    return;
+  }
+  const error = row.error ? errorFromRecord(row.error, context) : new PhronomyError("INTERNAL", `execution ${executionId} ended ${row.outcome ?? "without an outcome"}`, context);
+  settleWaiterWithError(waiter, error, settings);
+}

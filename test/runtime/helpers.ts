@@ -1,0 +1,84 @@
+// Shared fixtures for the runtime tests: real SQLite stores in temporary
+// directories, scripted models, and tools that record what they saw.
+
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach } from "vitest";
+import { z } from "zod";
+import { scriptedModel, type ScriptedTurn } from "../../host/agent/scripted-model.js";
+import { Phronomy, tool, type Environment, type OpenOptions } from "../../host/index.js";
+import type { Logger } from "../../host/runtime/options.js";
+
+const opened: Environment[] = [];
+const directories: string[] = [];
+
+afterEach(async () => {
+  for (const environment of opened.splice(0)) await environment.close().catch(() => undefined);
+  for (const directory of directories.splice(0)) await rm(directory, { recursive: true, force: true });
+});
+
+export async function temporaryStorePath(): Promise<string> {
+  const directory = await mkdtemp(join(tmpdir(), "phronomy-runtime-"));
+  directories.push(directory);
+  return join(directory, "store.db");
+}
+
+/** A logger that keeps what it was told, for assertions. */
+export function recordingLogger(): Logger & { readonly warnings: string[] } {
+  const warnings: string[] = [];
+  return { warnings, warn: (message) => warnings.push(message) };
+}
+
+export async function openEnvironment(options: Partial<OpenOptions> = {}): Promise<Environment> {
+  const environment = await Phronomy.open({ store: await temporaryStorePath(), logger: recordingLogger(), ...options });
+  opened.push(environment);
+  return environment;
+}
+
+/** model → tool → model → tool → model: two lookups, then the answer. */
+export function agentRunModel(answer = "Order 42 has shipped.") {
+  return scriptedModel(({ messages }) => {
+    const turn = turnOf(messages);
+    if (turn < 2) return { toolCalls: [{ toolName: "lookup", input: { orderId: `4${turn + 2}` } }] } satisfies ScriptedTurn;
+    return { text: answer };
+  });
+}
+
+/** The model turn of the current execution: assistant messages since the
+ * last user message (earlier executions' memory comes before it). */
+export function turnOf(messages: readonly { role: string }[]): number {
+  const lastUser = messages.map((message) => message.role).lastIndexOf("user");
+  return messages.slice(lastUser + 1).filter((message) => message.role === "assistant").length;
+}
+
+export interface RecordedCall {
+  readonly orderId: string;
+  readonly idempotencyKey: string;
+}
+
+/** A lookup tool that records every call; `gate` holds it until released. */
+export function lookupTool(options: { calls?: RecordedCall[]; gate?: Promise<void>; settled?: number[] } = {}) {
+  const calls = options.calls ?? [];
+  return tool({
+    description: "Looks an order up",
+    inputSchema: z.object({ orderId: z.string() }),
+    async execute({ orderId }, { idempotencyKey, signal }) {
+      calls.push({ orderId, idempotencyKey });
+      if (options.gate) {
+        await Promise.race([options.gate, new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason)))]);
+      }
+      options.settled?.push(Date.now());
+      return { orderId, status: "shipped" };
+    },
+  });
+}
+
+export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void; reject: (error: unknown) => void } {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => { resolve = res; reject = rej; });
+  return { promise, resolve, reject };
+}
+
+export { scriptedModel };
