@@ -4,38 +4,46 @@
 // apply_tool_dispatch_preparation_on_event_loop,
 // authoritative_state_for_operation, mark_barrier_recovery_required).
 // A result that no longer matches the live execution (slot tenant,
-// revision, session, phase — in that order) is dropped. Otherwise:
-// `Committed` starts the operation under the new revision;
-// `RehydrationRequired` marks the execution for recovery; `StoreFailed`
-// fails the session's setup; anything malformed returns its fact.
+// revision, session, phase, in flight — in that order) is dropped. The
+// barrier being written is an operation in flight (docs/decisions/0005):
+// its result settles it first. Then `Committed` starts the operation under
+// the new revision; `RehydrationRequired` marks the execution for recovery
+// (which ends the live session); `StoreFailed` fails the session's setup;
+// anything malformed returns its fact. A result whose session finished
+// while the barrier was written (phase `Terminal`) is genuine: it is taken
+// for its revision, nothing starts, and the deferred terminal goes ahead
+// once it was the last operation in flight.
 
 import { expect } from "vitest";
 import {
-  AdmissionState, CommitOutcome, ExecutionStatus, Limit, MessageKind, Phase, RecoveryScope, ResultCode, SessionEventKind,
-  SetupFailure,
+  AdmissionState, CommitOutcome, ExecutionFlag, ExecutionStatus, Limit, MessageKind, OutcomeType, Phase, RecoveryScope,
+  ResultCode, SessionEnding, SessionEventKind, SetupFailure,
 } from "../../assembly/abi.js";
-import { describeDecisions, effect, type Driver, type Run } from "./driver.js";
+import { changedExecution, describeDecisions, effect, type Driver, type Run } from "./driver.js";
 
 const PROVIDER = MessageKind.ProviderDispatchReady;
 const TOOL = MessageKind.ToolDispatchReady;
 
 /** An execution in `CallingLlm` with `Limit.InFlightMax` operations in
- * flight and its provider barrier submitted: a full tool batch ran, its
- * results were recorded, and the next model call is due. */
+ * flight, its provider barrier among them: a batch of `InFlightMax - 1`
+ * tools is still running, its results were recorded, and the next model
+ * call's barrier is being written. */
 function fullInFlightCallingModel(core: Driver): Run {
   return core.dispatchingTools()
-    .commitToolBarrier(Limit.InFlightMax)
+    .commitToolBarrier(Limit.InFlightMax - 1)
     .event(SessionEventKind.ToolsCompleted)
     .event(SessionEventKind.StateCompleted);
 }
 
 describeDecisions("ProviderDispatchReady(exec, gen, session, expectedRevision, outcome, newRevision)", ({ it, boot }) => {
-  it("Committed: moves to the new revision, counts the model call in flight, starts it", async () => {
+  it("Committed: settles the barrier, moves to the new revision, counts the model call in flight, starts it", async () => {
     const core = await boot();
     const run = core.installed();
+    expect(run.record.inFlight).toBe(1);
     expect(core.apply(PROVIDER, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 5))
       .toBe(ResultCode.Ok);
     expect(core.effects()).toEqual([effect.StartProviderCall(run.exec, run.session)]);
+    // The barrier's count went to the model call: still one in flight.
     expect(run.record).toMatchObject({ revision: run.revision + 5, inFlight: 1, phase: Phase.CallingLlm, session: run.session });
     expect(run.admission).toBe(AdmissionState.Executing);
   });
@@ -110,18 +118,19 @@ describeDecisions("ProviderDispatchReady(exec, gen, session, expectedRevision, o
       effect.FailWaiters(run.exec, ResultCode.RehydrationRequired),
     ]);
     expect(run.admission).toBe(AdmissionState.RecoveryRequired);
-    // The record stays for inspection; only the waiters are gone.
-    expect(run.record).toEqual({ ...before, waiters: 0 });
+    // The barrier settled; the record stays for inspection; the waiters and
+    // the live session are gone.
+    expect(run.record).toEqual({ ...before, waiters: 0, session: 0, inFlight: 0 });
   });
 
-  it("StoreFailed: fails the session's provider setup and changes nothing, returns Ok", async () => {
+  it("StoreFailed: settles the barrier, fails the session's provider setup and changes nothing else, returns Ok", async () => {
     const core = await boot();
     const run = core.installed();
     const before = core.snapshot();
     expect(core.apply(PROVIDER, run.exec, run.generation, run.session, run.revision, CommitOutcome.StoreFailed, 0))
       .toBe(ResultCode.Ok);
     expect(core.effects()).toEqual([effect.SetupFailed(run.exec, run.session, SetupFailure.Provider)]);
-    expect(core.snapshot()).toEqual(before);
+    expect(core.snapshot()).toEqual(changedExecution(before, run.exec, { inFlight: 0 }));
   });
 
   for (const outcome of [CommitOutcome.None, 4, 0xffff_ffff]) {
@@ -136,7 +145,7 @@ describeDecisions("ProviderDispatchReady(exec, gen, session, expectedRevision, o
         effect.FailWaiters(run.exec, ResultCode.OutcomeUnknown),
       ]);
       expect(run.admission).toBe(AdmissionState.RecoveryRequired);
-      expect(run.record).toEqual({ ...before, waiters: 0 });
+      expect(run.record).toEqual({ ...before, waiters: 0, session: 0, inFlight: 0 });
     });
   }
 
@@ -152,35 +161,63 @@ describeDecisions("ProviderDispatchReady(exec, gen, session, expectedRevision, o
         effect.FailWaiters(run.exec, ResultCode.RevisionMustIncrease),
       ]);
       expect(run.admission).toBe(AdmissionState.RecoveryRequired);
-      expect(run.record).toEqual({ ...before, waiters: 0 });
+      expect(run.record).toEqual({ ...before, waiters: 0, session: 0, inFlight: 0 });
     });
   }
 
-  it("Committed with InFlightMax operations already in flight fails the setup and returns InFlightFull", async () => {
+  // The barrier held an in-flight count since it was asked for, and it
+  // settles before the model call is counted: a provider barrier can never
+  // be refused InFlightFull (the limit is enforced when the barrier is asked
+  // for: SessionEvent into calling_llm, test/core/session.test.ts).
+  it("Committed with InFlightMax in flight, its barrier among them: the barrier's count goes to the model call (Ok)", async () => {
     const core = await boot();
     const run = fullInFlightCallingModel(core);
-    const before = core.snapshot();
     expect(run.record).toMatchObject({ phase: Phase.CallingLlm, inFlight: Limit.InFlightMax });
     expect(core.apply(PROVIDER, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1))
-      .toBe(ResultCode.InFlightFull);
-    expect(core.effects()).toEqual([effect.SetupFailed(run.exec, run.session, SetupFailure.Provider)]);
-    expect(core.snapshot()).toEqual(before);
+      .toBe(ResultCode.Ok);
+    expect(core.effects()).toEqual([effect.StartProviderCall(run.exec, run.session)]);
+    expect(run.record).toMatchObject({ revision: run.revision + 1, inFlight: Limit.InFlightMax });
+    expect(run.admission).toBe(AdmissionState.Executing);
   });
 
-  it("checks the in-flight limit before the revision increase", async () => {
+  it("with InFlightMax in flight, a non-increasing revision is still judged (RevisionMustIncrease), after the barrier settled", async () => {
     const core = await boot();
     const run = fullInFlightCallingModel(core);
+    const before = run.record;
     expect(core.apply(PROVIDER, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision))
-      .toBe(ResultCode.InFlightFull);
-    expect(core.effects()).toEqual([effect.SetupFailed(run.exec, run.session, SetupFailure.Provider)]);
-    expect(run.admission).toBe(AdmissionState.Executing);
+      .toBe(ResultCode.RevisionMustIncrease);
+    expect(core.effects()).toEqual([
+      effect.RecoveryRequired(run.exec, RecoveryScope.Execution, ResultCode.RevisionMustIncrease),
+      effect.FailWaiters(run.exec, ResultCode.RevisionMustIncrease),
+    ]);
+    expect(run.record).toEqual({ ...before, waiters: 0, session: 0, inFlight: Limit.InFlightMax - 1 });
+    expect(run.admission).toBe(AdmissionState.RecoveryRequired);
+  });
+
+  it("drops a result when nothing is in flight (InFlightUnderflow): the barrier it would settle was already settled", async () => {
+    const core = await boot();
+    // The barrier committed and the model call settled: a second result at
+    // the current revision has no barrier left to settle.
+    const run = core.modelAnswered();
+    core.expectDropped(PROVIDER, ResultCode.InFlightUnderflow,
+      run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1);
+    core.expectDropped(PROVIDER, ResultCode.InFlightUnderflow, run.exec, run.generation, run.session, run.revision, 0, 0);
+  });
+
+  it("judges the phase before the in-flight count", async () => {
+    const core = await boot();
+    const run = core.recordingToolResults();
+    expect(run.record.inFlight).toBe(0);
+    core.expectDropped(PROVIDER, ResultCode.PhaseMustMatch,
+      run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1);
   });
 });
 
 describeDecisions("ToolDispatchReady(exec, gen, session, expectedRevision, outcome, newRevision, toolCount)", ({ it, boot }) => {
-  it("Committed: moves to the new revision, counts the batch in flight, starts it", async () => {
+  it("Committed: settles the barrier, moves to the new revision, counts the batch in flight, starts it", async () => {
     const core = await boot();
     const run = core.dispatchingTools();
+    expect(run.record.inFlight).toBe(1);
     expect(core.apply(TOOL, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, 3))
       .toBe(ResultCode.Ok);
     expect(core.effects()).toEqual([effect.StartToolBatch(run.exec, run.session, 3)]);
@@ -231,22 +268,23 @@ describeDecisions("ToolDispatchReady(exec, gen, session, expectedRevision, outco
       effect.FailWaiters(run.exec, ResultCode.RehydrationRequired),
     ]);
     expect(run.admission).toBe(AdmissionState.RecoveryRequired);
-    expect(run.record).toEqual({ ...before, waiters: 0 });
+    expect(run.record).toEqual({ ...before, waiters: 0, session: 0, inFlight: 0 });
   });
 
-  it("StoreFailed: fails the session's tool setup whatever the tool count, changes nothing, returns Ok", async () => {
+  it("StoreFailed: settles the barrier, fails the session's tool setup whatever the tool count, changes nothing else, returns Ok", async () => {
     const core = await boot();
     const run = core.dispatchingTools();
     const before = core.snapshot();
     expect(core.apply(TOOL, run.exec, run.generation, run.session, run.revision, CommitOutcome.StoreFailed, 0, 0))
       .toBe(ResultCode.Ok);
     expect(core.effects()).toEqual([effect.SetupFailed(run.exec, run.session, SetupFailure.Tool)]);
-    expect(core.snapshot()).toEqual(before);
+    expect(core.snapshot()).toEqual(changedExecution(before, run.exec, { inFlight: 0 }));
   });
 
   it("an unknown outcome marks the execution for recovery and returns OutcomeUnknown", async () => {
     const core = await boot();
     const run = core.dispatchingTools();
+    const before = run.record;
     expect(core.apply(TOOL, run.exec, run.generation, run.session, run.revision, 9, run.revision + 1, 1))
       .toBe(ResultCode.OutcomeUnknown);
     expect(core.effects()).toEqual([
@@ -254,44 +292,257 @@ describeDecisions("ToolDispatchReady(exec, gen, session, expectedRevision, outco
       effect.FailWaiters(run.exec, ResultCode.OutcomeUnknown),
     ]);
     expect(run.admission).toBe(AdmissionState.RecoveryRequired);
+    expect(run.record).toEqual({ ...before, waiters: 0, session: 0, inFlight: 0 });
   });
 
   for (const toolCount of [0, Limit.InFlightMax + 1, 0xffff_ffff]) {
-    it(`Committed with toolCount ${toolCount} fails the tool setup and returns ArgumentOutOfRange`, async () => {
+    it(`Committed with toolCount ${toolCount} settles the barrier, fails the tool setup and returns ArgumentOutOfRange`, async () => {
       const core = await boot();
       const run = core.dispatchingTools();
       const before = core.snapshot();
       expect(core.apply(TOOL, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, toolCount))
         .toBe(ResultCode.ArgumentOutOfRange);
       expect(core.effects()).toEqual([effect.SetupFailed(run.exec, run.session, SetupFailure.Tool)]);
-      expect(core.snapshot()).toEqual(before);
+      expect(core.snapshot()).toEqual(changedExecution(before, run.exec, { inFlight: 0 }));
     });
   }
 
-  it("Committed with a batch that would pass InFlightMax fails the setup and returns InFlightFull", async () => {
+  it("Committed with a batch that would pass InFlightMax settles the barrier, fails the setup and returns InFlightFull", async () => {
     const core = await boot();
     // The model call is still in flight when the tools are dispatched.
     const run = core.callingModel().event(SessionEventKind.LlmCompletedWithTools);
     const before = core.snapshot();
+    expect(run.record.inFlight).toBe(2);
     expect(core.apply(TOOL, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, Limit.InFlightMax))
       .toBe(ResultCode.InFlightFull);
     expect(core.effects()).toEqual([effect.SetupFailed(run.exec, run.session, SetupFailure.Tool)]);
-    expect(core.snapshot()).toEqual(before);
+    // Only the model call is left in flight.
+    expect(core.snapshot()).toEqual(changedExecution(before, run.exec, { inFlight: 1 }));
   });
 
-  it("checks the tool count, then the in-flight limit, then the revision increase", async () => {
+  it("the barrier's own count makes room: with the model call in flight, InFlightMax - 1 tools fill the count exactly", async () => {
+    const core = await boot();
+    const run = core.callingModel().event(SessionEventKind.LlmCompletedWithTools);
+    expect(core.apply(TOOL, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, Limit.InFlightMax - 1))
+      .toBe(ResultCode.Ok);
+    expect(core.effects()).toEqual([effect.StartToolBatch(run.exec, run.session, Limit.InFlightMax - 1)]);
+    expect(run.record.inFlight).toBe(Limit.InFlightMax);
+  });
+
+  // Each probe on its own machine: every accepted result settles the
+  // barrier, so a second result on the same machine would find another
+  // in-flight count.
+  for (const [name, toolCount, code] of [
+    ["the tool count before the in-flight limit and the revision", 0, ResultCode.ArgumentOutOfRange],
+    ["the in-flight limit before the revision", Limit.InFlightMax, ResultCode.InFlightFull],
+  ] as const) {
+    it(`checks ${name}`, async () => {
+      const core = await boot();
+      const run = core.callingModel().event(SessionEventKind.LlmCompletedWithTools);
+      const { exec, generation, session, revision } = run;
+      expect(core.apply(TOOL, exec, generation, session, revision, CommitOutcome.Committed, revision, toolCount)).toBe(code);
+      expect(core.effects()).toEqual([effect.SetupFailed(exec, session, SetupFailure.Tool)]);
+      expect(run.admission).toBe(AdmissionState.Executing);
+      expect(run.record).toMatchObject({ revision, session, inFlight: 1 });
+    });
+  }
+
+  it("checks the revision increase last: a valid batch with a non-increasing revision marks the execution for recovery", async () => {
     const core = await boot();
     const run = core.callingModel().event(SessionEventKind.LlmCompletedWithTools);
     const { exec, generation, session, revision } = run;
-    expect(core.apply(TOOL, exec, generation, session, revision, CommitOutcome.Committed, revision, 0)).toBe(ResultCode.ArgumentOutOfRange);
-    expect(core.apply(TOOL, exec, generation, session, revision, CommitOutcome.Committed, revision, Limit.InFlightMax)).toBe(ResultCode.InFlightFull);
-    expect(run.admission).toBe(AdmissionState.Executing);
     expect(core.apply(TOOL, exec, generation, session, revision, CommitOutcome.Committed, revision, 1)).toBe(ResultCode.RevisionMustIncrease);
     expect(core.effects()).toEqual([
       effect.RecoveryRequired(exec, RecoveryScope.Execution, ResultCode.RevisionMustIncrease),
       effect.FailWaiters(exec, ResultCode.RevisionMustIncrease),
     ]);
     expect(run.admission).toBe(AdmissionState.RecoveryRequired);
-    expect(run.record).toMatchObject({ revision, inFlight: 1 });
+    // The barrier settled; the model call is still counted.
+    expect(run.record).toMatchObject({ revision, session: 0, inFlight: 1 });
+  });
+
+  it("drops a result when nothing is in flight (InFlightUnderflow), and judges the phase first", async () => {
+    const core = await boot();
+    // Every tool settled, the batch not yet reported complete.
+    const run = core.toolsSettled();
+    core.expectDropped(TOOL, ResultCode.InFlightUnderflow,
+      run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, 1);
+    run.event(SessionEventKind.ToolsCompleted);
+    core.expectDropped(TOOL, ResultCode.PhaseMustMatch,
+      run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, 1);
   });
 });
+
+
+// -- a barrier result after the session finished ---------------------------------
+
+interface BarrierKind {
+  readonly name: string;
+  readonly kind: MessageKind;
+  /** A live session whose barrier is being written and is the only
+   * operation in flight. */
+  readonly writing: (core: Driver) => Run;
+  /** A live session whose barrier is being written while other operations
+   * are in flight too (`inFlight` = 1 + `others`). */
+  readonly writingBusy: (core: Driver) => Run;
+  readonly others: number;
+}
+
+const BARRIER_KINDS: readonly BarrierKind[] = [
+  {
+    name: "ProviderDispatchReady", kind: PROVIDER,
+    writing: (core) => core.installed(),
+    // Two tools still running when the results were recorded.
+    writingBusy: (core) => core.dispatchingTools().commitToolBarrier(2)
+      .event(SessionEventKind.ToolsCompleted).event(SessionEventKind.StateCompleted),
+    others: 2,
+  },
+  {
+    name: "ToolDispatchReady", kind: TOOL,
+    writing: (core) => core.dispatchingTools(),
+    // The model call still in flight when the tools were asked for.
+    writingBusy: (core) => core.callingModel().event(SessionEventKind.LlmCompletedWithTools),
+    others: 1,
+  },
+];
+
+for (const barrier of BARRIER_KINDS) {
+  describeDecisions(`${barrier.name} after the session finished (phase Terminal)`, ({ it, boot }) => {
+    /** The barrier result; `toolCount` 2 (ignored by ProviderDispatchReady). */
+    function result(core: Driver, run: Run, outcome: number, newRevision: number, toolCount = 2): number {
+      return core.apply(barrier.kind, run.exec, run.generation, run.session, run.revision, outcome, newRevision, toolCount);
+    }
+
+    it("a finish while the barrier is written defers the terminal: the barrier is in flight", async () => {
+      const core = await boot();
+      const run = barrier.writing(core);
+      expect(core.apply(MessageKind.SessionFinished, run.exec, run.generation, run.session, SessionEnding.Cancelled)).toBe(ResultCode.Ok);
+      expect(core.effects()).toEqual([effect.DeferTerminal(run.exec, run.session)]);
+      expect(run.record).toMatchObject({ phase: Phase.Terminal, inFlight: 1, flags: ExecutionFlag.TerminalDeferred });
+      expect(run.admission).toBe(AdmissionState.Cancelling);
+    });
+
+    it("Committed: takes the new revision, settles the barrier, posts the deferred terminal; nothing starts", async () => {
+      const core = await boot();
+      const run = barrier.writing(core).finish(SessionEnding.Cancelled);
+      const before = run.record;
+      expect(result(core, run, CommitOutcome.Committed, run.revision + 3)).toBe(ResultCode.Ok);
+      expect(core.effects()).toEqual([effect.PostDeferredTerminal(run.exec, run.session)]);
+      expect(run.record).toEqual({ ...before, revision: run.revision + 3, inFlight: 0 });
+      expect(run.admission).toBe(AdmissionState.Cancelling);
+    });
+
+    it("the whole cancelled path: the terminal commit expects the revision the barrier wrote (docs/decisions/0005)", async () => {
+      const core = await boot();
+      const run = barrier.writing(core).finish(SessionEnding.Cancelled);
+      core.step(barrier.kind, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, 2);
+      expect(core.effects()).toEqual([effect.PostDeferredTerminal(run.exec, run.session)]);
+      expect(core.apply(MessageKind.DeferredTerminal, run.exec, run.generation, run.session)).toBe(ResultCode.Ok);
+      expect(core.effects()).toEqual([effect.SubmitTerminalCommit(run.exec, run.session, run.revision + 1)]);
+      expect(core.apply(MessageKind.TerminalCommitReady, run.exec, run.generation, run.session, run.revision + 1, OutcomeType.Failed, run.revision + 2))
+        .toBe(ResultCode.Ok);
+      expect(core.effects()).toEqual([
+        effect.DeliverOutcome(run.exec, OutcomeType.Failed),
+        effect.ReleaseExecution(run.exec, run.generation),
+      ]);
+      expect(core.snapshot()).toMatchObject({ liveExecutions: 0 });
+    });
+
+    it("Committed with other operations still in flight: settles the barrier only, the terminal stays deferred", async () => {
+      const core = await boot();
+      const run = barrier.writingBusy(core).finish(SessionEnding.TimedOut);
+      const before = run.record;
+      expect(before.inFlight).toBe(1 + barrier.others);
+      expect(result(core, run, CommitOutcome.Committed, run.revision + 1)).toBe(ResultCode.Ok);
+      expect(core.effects()).toEqual([]);
+      expect(run.record).toEqual({ ...before, revision: run.revision + 1, inFlight: barrier.others });
+      // The last of the others lets the terminal go ahead.
+      run.revision += 1;
+      run.inFlight = barrier.others;
+      for (let index = 1; index < barrier.others; index += 1) run.settle();
+      expect(core.apply(MessageKind.OperationSettled, run.exec, run.generation)).toBe(ResultCode.Ok);
+      expect(core.effects()).toEqual([effect.PostDeferredTerminal(run.exec, run.session)]);
+    });
+
+    it("StoreFailed: settles the barrier and posts the deferred terminal; no setup to fail, the revision stays", async () => {
+      const core = await boot();
+      const run = barrier.writing(core).finish(SessionEnding.Cancelled);
+      const before = run.record;
+      expect(result(core, run, CommitOutcome.StoreFailed, 0)).toBe(ResultCode.Ok);
+      expect(core.effects()).toEqual([effect.PostDeferredTerminal(run.exec, run.session)]);
+      expect(run.record).toEqual({ ...before, inFlight: 0 });
+      expect(run.admission).toBe(AdmissionState.Cancelling);
+    });
+
+    it("RehydrationRequired: marks the execution for recovery (ending the session), returns Ok; the barrier is not settled", async () => {
+      const core = await boot();
+      const run = barrier.writing(core).finish(SessionEnding.Cancelled);
+      const before = run.record;
+      expect(result(core, run, CommitOutcome.RehydrationRequired, 0)).toBe(ResultCode.Ok);
+      expect(core.effects()).toEqual([
+        effect.RecoveryRequired(run.exec, RecoveryScope.Execution, ResultCode.RehydrationRequired),
+        effect.FailWaiters(run.exec, ResultCode.RehydrationRequired),
+      ]);
+      expect(run.record).toEqual({ ...before, waiters: 0, session: 0 });
+      expect(run.admission).toBe(AdmissionState.RecoveryRequired);
+    });
+
+    for (const outcome of [CommitOutcome.None, 4, 0xffff_ffff]) {
+      it(`an unknown outcome (${outcome}) marks the execution for recovery and returns OutcomeUnknown`, async () => {
+        const core = await boot();
+        const run = barrier.writing(core).finish(SessionEnding.Completed);
+        const before = run.record;
+        expect(result(core, run, outcome, run.revision + 1)).toBe(ResultCode.OutcomeUnknown);
+        expect(core.effects()).toEqual([
+          effect.RecoveryRequired(run.exec, RecoveryScope.Execution, ResultCode.OutcomeUnknown),
+          effect.FailWaiters(run.exec, ResultCode.OutcomeUnknown),
+        ]);
+        expect(run.record).toEqual({ ...before, waiters: 0, session: 0 });
+        expect(run.admission).toBe(AdmissionState.RecoveryRequired);
+      });
+    }
+
+    for (const [name, delta] of [["equal to", 0], ["below", -1]] as const) {
+      it(`Committed with a new revision ${name} the current one marks the execution for recovery (RevisionMustIncrease)`, async () => {
+        const core = await boot();
+        const run = barrier.writing(core).finish(SessionEnding.Completed);
+        const before = run.record;
+        expect(result(core, run, CommitOutcome.Committed, run.revision + delta)).toBe(ResultCode.RevisionMustIncrease);
+        expect(core.effects()).toEqual([
+          effect.RecoveryRequired(run.exec, RecoveryScope.Execution, ResultCode.RevisionMustIncrease),
+          effect.FailWaiters(run.exec, ResultCode.RevisionMustIncrease),
+        ]);
+        expect(run.record).toEqual({ ...before, waiters: 0, session: 0 });
+        expect(run.admission).toBe(AdmissionState.RecoveryRequired);
+      });
+    }
+
+    it("judges no tool count and no in-flight limit: nothing starts", async () => {
+      const core = await boot();
+      const run = barrier.writing(core).finish(SessionEnding.Cancelled);
+      expect(result(core, run, CommitOutcome.Committed, run.revision + 1, 0)).toBe(ResultCode.Ok);
+      expect(core.effects()).toEqual([effect.PostDeferredTerminal(run.exec, run.session)]);
+      expect(run.record).toMatchObject({ revision: run.revision + 1, inFlight: 0 });
+    });
+
+    it("drops a result once nothing is in flight (InFlightUnderflow): a quiescent finish, or a second result", async () => {
+      const core = await boot();
+      const quiescent = core.terminalizing();
+      core.expectDropped(barrier.kind, ResultCode.InFlightUnderflow,
+        quiescent.exec, quiescent.generation, quiescent.session, quiescent.revision, CommitOutcome.Committed, quiescent.revision + 1, 1);
+      const run = barrier.writing(core).finish(SessionEnding.Cancelled);
+      core.step(barrier.kind, run.exec, run.generation, run.session, run.revision, CommitOutcome.StoreFailed, 0, 1);
+      core.expectDropped(barrier.kind, ResultCode.InFlightUnderflow,
+        run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, 1);
+    });
+
+    it("still drops a result of another revision or session first", async () => {
+      const core = await boot();
+      const run = barrier.writing(core).finish(SessionEnding.Cancelled);
+      core.expectDropped(barrier.kind, ResultCode.RevisionMustMatch,
+        run.exec, run.generation, run.session, run.revision + 1, CommitOutcome.Committed, run.revision + 2, 1);
+      core.expectDropped(barrier.kind, ResultCode.SessionMustMatch,
+        run.exec, run.generation, run.session + 1, run.revision, CommitOutcome.Committed, run.revision + 1, 1);
+    });
+  });
+}

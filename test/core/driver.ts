@@ -8,6 +8,11 @@
 // exact effects and the snapshot fields the decision changed.
 //
 // Rules kept here:
+// - every `Run` keeps the count of operations in flight a correct host
+//   expects (docs/core.md *enter phase*, *settle operation*: a barrier being
+//   written is one of them until its result arrives) and each walking step
+//   checks the core agrees, so a walk never silently starts from another
+//   count than its comment says;
 // - effects are always read through `decodeEffectWords(machine.effectWords())`,
 //   the one way both implementations expose them;
 // - every walking step checks that its own message was accepted (`Ok`), so a
@@ -175,6 +180,17 @@ export interface Admission extends AgentHandle {
  * makes moves it up by one, so expectations can say `revision + 1`. */
 export const PREPARED_REVISION = 10;
 
+/** `snapshot` with execution `slot`'s record changed by `changes`: the
+ * expectation of a decision that touched that one record and nothing else. */
+export function changedExecution(
+  snapshot: CoreSnapshot, slot: number, changes: Partial<ExecutionRecordView>,
+): CoreSnapshot {
+  return {
+    ...snapshot,
+    executions: snapshot.executions.map((record) => (record.slot === slot ? { ...record, ...changes } : record)),
+  };
+}
+
 // -- the driver ----------------------------------------------------------------
 
 export class Driver {
@@ -263,7 +279,8 @@ export class Driver {
   }
 
   /** A started execution whose preparation is `Active`: phase `CallingLlm`,
-   * first session, provider barrier submitted, one waiter (the start). */
+   * first session, provider barrier submitted and counted in flight (1),
+   * one waiter (the start). */
   installed(options: { flags?: number; revision?: number; handle?: AgentHandle } = {}): Run {
     const admission = this.admitted(options.handle);
     const revision = options.revision ?? PREPARED_REVISION;
@@ -277,11 +294,12 @@ export class Driver {
     }
     return new Run(this, {
       agent: admission.agent, agentGeneration: admission.agentGeneration, request: admission.request,
-      exec: installed.execution, generation: installed.generation, session: started.session, revision,
-    });
+      exec: installed.execution, generation: installed.generation, session: started.session, revision, inFlight: 1,
+    }).checkInFlight();
   }
 
-  /** Installed, provider barrier committed: the model call is in flight. */
+  /** Installed, provider barrier committed (it settled): the model call is
+   * the one operation in flight. */
   callingModel(options: { flags?: number } = {}): Run {
     return this.installed(options).commitProviderBarrier();
   }
@@ -292,22 +310,28 @@ export class Driver {
   }
 
   /** The model asked for tools: phase `DispatchingTools`, tool barrier
-   * submitted, nothing in flight. */
+   * submitted; the barrier being written is the one operation in flight. */
   dispatchingTools(): Run {
     return this.modelAnswered().event(SessionEventKind.LlmCompletedWithTools);
   }
 
-  /** The tool barrier committed: `toolCount` tools in flight. */
+  /** The tool barrier committed (it settled): `toolCount` tools in flight. */
   runningTools(toolCount = 2): Run {
     return this.dispatchingTools().commitToolBarrier(toolCount);
   }
 
-  /** Every tool settled and the batch completed: phase
-   * `RecordingToolResults`. */
-  recordingToolResults(toolCount = 2): Run {
+  /** Every tool of the batch settled, the batch not yet reported
+   * complete: phase `DispatchingTools`, nothing in flight. */
+  toolsSettled(toolCount = 2): Run {
     const run = this.runningTools(toolCount);
     for (let index = 0; index < toolCount; index += 1) run.settle();
-    return run.event(SessionEventKind.ToolsCompleted);
+    return run;
+  }
+
+  /** Every tool settled and the batch completed: phase
+   * `RecordingToolResults`, nothing in flight. */
+  recordingToolResults(toolCount = 2): Run {
+    return this.toolsSettled(toolCount).event(SessionEventKind.ToolsCompleted);
   }
 
   /** The session finished quiescent: phase `Terminal`, admission
@@ -343,7 +367,7 @@ export class Driver {
     );
     if (installed?.kind !== EffectKind.ExecutionInstalled) throw new Error("RecoveryInstall did not install");
     return new Run(this, {
-      ...handle, request, exec: installed.execution, generation: installed.generation, session: 0, revision,
+      ...handle, request, exec: installed.execution, generation: installed.generation, session: 0, revision, inFlight: 0,
     });
   }
 }
@@ -358,11 +382,20 @@ export interface RunState {
   readonly generation: number;
   session: number;
   revision: number;
+  /** Operations in flight: barriers being written, model calls, tools. */
+  inFlight: number;
 }
+
+/** The phases whose entry writes a barrier (docs/core.md *enter phase*),
+ * by the session event that enters them. */
+const BARRIER_EVENTS: ReadonlySet<number> = new Set([
+  SessionEventKind.LlmCompletedWithTools, SessionEventKind.StateCompleted, SessionEventKind.ApprovalGranted,
+]);
 
 /** A live execution and the walking steps that move it on. Each step
  * applies one message the way a correct host would, insists it was
- * accepted, and keeps `session` and `revision` current. */
+ * accepted, keeps `session`, `revision` and `inFlight` current, and checks
+ * the core counts the same operations in flight. */
 export class Run implements RunState {
   readonly agent: number;
   readonly agentGeneration: number;
@@ -371,6 +404,7 @@ export class Run implements RunState {
   readonly generation: number;
   session: number;
   revision: number;
+  inFlight: number;
 
   constructor(private readonly driver: Driver, state: RunState) {
     this.agent = state.agent;
@@ -380,6 +414,17 @@ export class Run implements RunState {
     this.generation = state.generation;
     this.session = state.session;
     this.revision = state.revision;
+    this.inFlight = state.inFlight;
+  }
+
+  /** Insists the core counts the operations in flight this run expects
+   * (while the execution still holds its slot). */
+  checkInFlight(): Run {
+    const record = this.record;
+    if (record.agentSlotPlusOne !== 0 && record.generation === this.generation && record.inFlight !== this.inFlight) {
+      throw new Error(`walking step: execution ${this.exec} has ${record.inFlight} operations in flight, the walk expects ${this.inFlight}`);
+    }
+    return this;
   }
 
   get record(): ExecutionRecordView {
@@ -400,7 +445,8 @@ export class Run implements RunState {
       CommitOutcome.Committed, this.revision + 1,
     );
     this.revision += 1;
-    return this;
+    // The barrier settled; the model call is in flight.
+    return this.checkInFlight();
   }
 
   commitToolBarrier(toolCount: number): Run {
@@ -409,23 +455,29 @@ export class Run implements RunState {
       CommitOutcome.Committed, this.revision + 1, toolCount,
     );
     this.revision += 1;
-    return this;
+    // The barrier settled; the batch is in flight.
+    this.inFlight += toolCount - 1;
+    return this.checkInFlight();
   }
 
   /** One operation in flight settled. */
   settle(): Run {
     this.driver.step(MessageKind.OperationSettled, this.exec, this.generation);
-    return this;
+    this.inFlight -= 1;
+    return this.checkInFlight();
   }
 
+  /** A session event; one that enters a barrier phase counts the barrier
+   * in flight. */
   event(event: SessionEventKind): Run {
     this.driver.step(MessageKind.SessionEvent, this.exec, this.generation, this.session, event);
-    return this;
+    if (BARRIER_EVENTS.has(event)) this.inFlight += 1;
+    return this.checkInFlight();
   }
 
   finish(ending: SessionEnding): Run {
     this.driver.step(MessageKind.SessionFinished, this.exec, this.generation, this.session, ending);
-    return this;
+    return this.checkInFlight();
   }
 
   /** The terminal commit succeeded with `outcome`. */

@@ -184,16 +184,33 @@ describeDecisions("WaitersFull", ({ it, boot }) => {
 describeDecisions("InFlightFull", ({ it, boot }) => {
   it("a tool batch may fill the in-flight count to InFlightMax, and not one operation more", async () => {
     const core = await boot();
-    const run = core.dispatchingTools().commitToolBarrier(Limit.InFlightMax)
-      .event(SessionEventKind.ToolsCompleted).event(SessionEventKind.StateCompleted);
+    const run = core.dispatchingTools().commitToolBarrier(Limit.InFlightMax).event(SessionEventKind.ToolsCompleted);
     expect(run.record.inFlight).toBe(Limit.InFlightMax);
-    expect(core.apply(MessageKind.ProviderDispatchReady, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1))
+    // The next model call's barrier would be one operation more.
+    expect(core.apply(MessageKind.SessionEvent, run.exec, run.generation, run.session, SessionEventKind.StateCompleted))
       .toBe(ResultCode.InFlightFull);
-    expect(core.effects()).toEqual([effect.SetupFailed(run.exec, run.session, SetupFailure.Provider)]);
-    run.settle();
+    expect(core.effects()).toEqual([effect.DropStale(MessageKind.SessionEvent, ResultCode.InFlightFull)]);
+    expect(run.record).toMatchObject({ phase: Phase.RecordingToolResults, inFlight: Limit.InFlightMax });
+    run.settle().event(SessionEventKind.StateCompleted);
+    expect(run.record.inFlight).toBe(Limit.InFlightMax);
+    // The barrier's count goes to the model call: the count stays full.
     expect(core.apply(MessageKind.ProviderDispatchReady, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1))
       .toBe(ResultCode.Ok);
+    expect(core.effects()).toEqual([effect.StartProviderCall(run.exec, run.session)]);
     expect(run.record.inFlight).toBe(Limit.InFlightMax);
+  });
+
+  it("a tool batch that would pass InFlightMax is refused InFlightFull and fails the tool setup", async () => {
+    const core = await boot();
+    // InFlightMax - 1 tools still running, the model call answered with more tools.
+    const run = core.dispatchingTools().commitToolBarrier(Limit.InFlightMax - 1)
+      .event(SessionEventKind.ToolsCompleted).event(SessionEventKind.StateCompleted).commitProviderBarrier()
+      .settle().event(SessionEventKind.LlmCompletedWithTools);
+    expect(run.record.inFlight).toBe(Limit.InFlightMax);
+    expect(core.apply(MessageKind.ToolDispatchReady, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, 2))
+      .toBe(ResultCode.InFlightFull);
+    expect(core.effects()).toEqual([effect.SetupFailed(run.exec, run.session, SetupFailure.Tool)]);
+    expect(run.record.inFlight).toBe(Limit.InFlightMax - 1);
   });
 
   it("the session can still finish: the terminal waits for every one of them", async () => {

@@ -86,7 +86,8 @@ describeDecisions("InitialPreparationReady Active", ({ it, boot }) => {
       effect.SubmitProviderBarrier(0, 1, 42),
     ]);
     expect(core.executionRecord(0)).toEqual({
-      slot: 0, agentSlotPlusOne: admission.agent + 1, revision: 42, session: 1, generation: 1, waiters: 1, inFlight: 0,
+      // The provider barrier being written is in flight.
+      slot: 0, agentSlotPlusOne: admission.agent + 1, revision: 42, session: 1, generation: 1, waiters: 1, inFlight: 1,
       status: ExecutionStatus.Active, phase: Phase.CallingLlm, flags: 0,
     });
     expect(core.agentRecord(admission.agent)).toMatchObject({

@@ -10,12 +10,13 @@
 // facts name, validated against the durable phase. A stale recovery message
 // only fails its request; an invalid continuation leaves the execution
 // untouched for inspection (admission `RecoveryRequired`) and returns its
-// fact.
+// fact. A continuation that resumes in a barrier phase counts the barrier
+// in flight; requiring recovery of a session ends it (session 0).
 
 import { expect } from "vitest";
 import {
-  AdmissionState, Continuation, ExecutionFlag, ExecutionStatus, MessageKind, OutcomeType, Phase, PreparationOutcome,
-  RecoveryScope, ResultCode,
+  AdmissionState, CommitOutcome, Continuation, ExecutionFlag, ExecutionStatus, MessageKind, OutcomeType, Phase,
+  PreparationOutcome, RecoveryScope, ResultCode, SessionEnding,
 } from "../../assembly/abi.js";
 import { describeDecisions, effect, PREPARED_REVISION, type Driver, type Run } from "./driver.js";
 
@@ -177,6 +178,7 @@ describeDecisions("InitialPreparationRecoveryReady(exec, gen, session, expectedR
     ]);
     expect(run.record).toMatchObject({
       revision: run.revision + 1, session: restarted, status: ExecutionStatus.Active, phase: Phase.CallingLlm, waiters: 1,
+      inFlight: 1,
     });
     expect(run.admission).toBe(AdmissionState.Executing);
   });
@@ -249,8 +251,13 @@ describeDecisions("InitialPreparationRecoveryReady(exec, gen, session, expectedR
         effect.FailWaiters(run.exec, ResultCode.RevisionMustIncrease),
         effect.FailRequest(request, ResultCode.RevisionMustIncrease),
       ]);
-      expect(run.record).toEqual(before);
+      // The preparation recovery's session is over.
+      expect(run.record).toEqual({ ...before, session: 0 });
       expect(run.admission).toBe(AdmissionState.RecoveryRequired);
+      // A retried result of that session is stale.
+      const retry = core.request();
+      core.expectRefused(ResultCode.SessionMustMatch, retry, READY,
+        run.exec, run.generation, run.session, run.revision, outcome, run.revision + 1, retry);
     });
   }
 
@@ -338,10 +345,30 @@ describeDecisions("ContinueRecovered(exec, gen, expectedRevision, continuation, 
           effect.ContinueSession(run.exec, session, row.continuation),
           ...barrier,
         ]);
-        expect(run.record).toEqual({ ...before, phase: row.resume, session, waiters: 1 });
+        expect(run.record).toEqual({ ...before, phase: row.resume, session, waiters: 1, inFlight: row.barrier ? 1 : 0 });
         expect(run.admission).toBe(AdmissionState.Executing);
       });
     }
+  }
+
+  for (const [name, continuation, phase, kind, toolCount] of [
+    ["RecallModel", Continuation.RecallModel, Phase.CallingLlm, MessageKind.ProviderDispatchReady, 0],
+    ["FrameworkTools", Continuation.FrameworkTools, Phase.RecoveryTools, MessageKind.ToolDispatchReady, 2],
+  ] as const) {
+    it(`${name}: the continued session's barrier is in flight until its result, which settles it`, async () => {
+      const core = await boot();
+      const run = core.recovered({ status: ExecutionStatus.Active, phase });
+      core.step(CONTINUE, run.exec, run.generation, run.revision, continuation, 0, core.request());
+      const session = run.record.session;
+      expect(run.record.inFlight).toBe(1);
+      // A finish before the barrier's result waits for it.
+      core.step(MessageKind.SessionFinished, run.exec, run.generation, session, SessionEnding.Cancelled);
+      expect(core.effects()).toEqual([effect.DeferTerminal(run.exec, session)]);
+      expect(core.apply(kind, run.exec, run.generation, session, run.revision, CommitOutcome.Committed, run.revision + 1, toolCount))
+        .toBe(ResultCode.Ok);
+      expect(core.effects()).toEqual([effect.PostDeferredTerminal(run.exec, session)]);
+      expect(run.record).toMatchObject({ revision: run.revision + 1, inFlight: 0, phase: Phase.Terminal });
+    });
   }
 
   it("FailedTerminal with a failure: registers the waiter and begins the terminal commit with session 0", async () => {

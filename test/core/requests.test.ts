@@ -5,16 +5,17 @@
 // submit_terminal_operation and the dispatch preparations). A refused
 // submission unwinds exactly what the submitting decision did: an admission
 // nothing was submitted for is released (or put back to `Suspended`), a
-// barrier that was not written fails the session's setup, and a terminal
-// commit that may or may not have been written marks the execution for
-// recovery.
+// barrier that was not written is no longer in flight and fails the
+// session's setup (only settles, when the session finished meanwhile), and
+// a terminal commit that may or may not have been written marks the
+// execution for recovery.
 
 import { expect } from "vitest";
 import {
-  AdmissionState, Continuation, ExecutionStatus, MessageKind, OutcomeType, Phase, RecoveryScope, ResultCode, SetupFailure,
-  Submission,
+  AdmissionState, Continuation, ExecutionFlag, ExecutionStatus, MessageKind, OutcomeType, Phase, RecoveryScope, ResultCode,
+  SessionEnding, SessionEventKind, SetupFailure, Submission,
 } from "../../assembly/abi.js";
-import { describeDecisions, effect } from "./driver.js";
+import { changedExecution, describeDecisions, effect, type Driver } from "./driver.js";
 
 const REFUSED = MessageKind.SubmissionRefused;
 
@@ -93,22 +94,69 @@ describeDecisions("SubmissionRefused(submission, slot, gen, tokenOrSession, requ
 
   // -- ProviderBarrier / ToolBarrier (exec, session) ------------------------------
 
-  it("ProviderBarrier: fails the session's provider setup and changes nothing", async () => {
+  it("ProviderBarrier: settles the barrier, fails the session's provider setup and changes nothing else", async () => {
     const core = await boot();
     const run = core.installed();
     const before = core.snapshot();
     expect(core.apply(REFUSED, Submission.ProviderBarrier, run.exec, run.generation, run.session, 0)).toBe(ResultCode.Ok);
     expect(core.effects()).toEqual([effect.SetupFailed(run.exec, run.session, SetupFailure.Provider)]);
-    expect(core.snapshot()).toEqual(before);
+    expect(core.snapshot()).toEqual(changedExecution(before, run.exec, { inFlight: 0 }));
   });
 
-  it("ToolBarrier: fails the session's tool setup and changes nothing", async () => {
+  it("ToolBarrier: settles the barrier, fails the session's tool setup and changes nothing else", async () => {
     const core = await boot();
     const run = core.dispatchingTools();
     const before = core.snapshot();
     expect(core.apply(REFUSED, Submission.ToolBarrier, run.exec, run.generation, run.session, 0)).toBe(ResultCode.Ok);
     expect(core.effects()).toEqual([effect.SetupFailed(run.exec, run.session, SetupFailure.Tool)]);
-    expect(core.snapshot()).toEqual(before);
+    expect(core.snapshot()).toEqual(changedExecution(before, run.exec, { inFlight: 0 }));
+  });
+
+  it("ToolBarrier with the model call still in flight: settles only the barrier", async () => {
+    const core = await boot();
+    const run = core.callingModel().event(SessionEventKind.LlmCompletedWithTools);
+    const before = core.snapshot();
+    expect(core.apply(REFUSED, Submission.ToolBarrier, run.exec, run.generation, run.session, 0)).toBe(ResultCode.Ok);
+    expect(core.effects()).toEqual([effect.SetupFailed(run.exec, run.session, SetupFailure.Tool)]);
+    expect(core.snapshot()).toEqual(changedExecution(before, run.exec, { inFlight: 1 }));
+  });
+
+  for (const [submission, name, walk] of [
+    [Submission.ProviderBarrier, "ProviderBarrier", (core: Driver) => core.installed()],
+    [Submission.ToolBarrier, "ToolBarrier", (core: Driver) => core.dispatchingTools()],
+  ] as const) {
+    it(`${name} after the session finished (phase Terminal): settles the barrier and posts the deferred terminal, no setup to fail`, async () => {
+      const core = await boot();
+      const run = walk(core).finish(SessionEnding.Cancelled);
+      const before = core.snapshot();
+      expect(core.apply(REFUSED, submission, run.exec, run.generation, run.session, 0)).toBe(ResultCode.Ok);
+      expect(core.effects()).toEqual([effect.PostDeferredTerminal(run.exec, run.session)]);
+      expect(core.snapshot()).toEqual(changedExecution(before, run.exec, { inFlight: 0 }));
+      // The terminal goes ahead at the unchanged revision.
+      expect(core.apply(MessageKind.DeferredTerminal, run.exec, run.generation, run.session)).toBe(ResultCode.Ok);
+      expect(core.effects()).toEqual([effect.SubmitTerminalCommit(run.exec, run.session, run.revision)]);
+    });
+
+    it(`${name}: drops with nothing in flight (InFlightUnderflow), after the phase check`, async () => {
+      const core = await boot();
+      const quiescent = core.terminalizing();
+      core.expectDropped(REFUSED, ResultCode.InFlightUnderflow, submission, quiescent.exec, quiescent.generation, quiescent.session, 0);
+      const run = walk(core);
+      core.step(REFUSED, submission, run.exec, run.generation, run.session, 0);
+      core.expectDropped(REFUSED, ResultCode.InFlightUnderflow, submission, run.exec, run.generation, run.session, 0);
+      const recording = core.recordingToolResults();
+      core.expectDropped(REFUSED, ResultCode.PhaseMustMatch, submission, recording.exec, recording.generation, recording.session, 0);
+    });
+  }
+
+  it("a barrier refused after the finish with other operations in flight only settles it; the terminal stays deferred", async () => {
+    const core = await boot();
+    const run = core.callingModel().event(SessionEventKind.LlmCompletedWithTools).finish(SessionEnding.TimedOut);
+    const before = core.snapshot();
+    expect(core.apply(REFUSED, Submission.ToolBarrier, run.exec, run.generation, run.session, 0)).toBe(ResultCode.Ok);
+    expect(core.effects()).toEqual([]);
+    expect(core.snapshot()).toEqual(changedExecution(before, run.exec, { inFlight: 1 }));
+    expect(run.record.flags).toBe(ExecutionFlag.TerminalDeferred);
   });
 
   it("barriers: drop for an unknown slot, another generation or another session", async () => {
@@ -204,7 +252,8 @@ describeDecisions("SubmissionRefused(submission, slot, gen, tokenOrSession, requ
       effect.RecoveryRequired(run.exec, RecoveryScope.Execution, ResultCode.OffloadFull),
       effect.FailWaiters(run.exec, ResultCode.OffloadFull),
     ]);
-    expect(run.record).toEqual({ ...before, waiters: 0 });
+    // The live session is over.
+    expect(run.record).toEqual({ ...before, waiters: 0, session: 0 });
     expect(run.admission).toBe(AdmissionState.RecoveryRequired);
   });
 

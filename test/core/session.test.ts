@@ -1,13 +1,16 @@
 // The live FSM session (docs/core.md: SessionEvent, OperationSettled,
-// CancelRequested, the FSM table). A session event moves the phase along the
-// table and submits the barrier the new phase needs before any external
-// operation; an undefined pair is dropped, never a trap. Operations
-// settling count down to quiescence, where a deferred terminal is posted.
+// CancelRequested, the FSM table, *require recovery*). A session event moves
+// the phase along the table and submits the barrier the new phase needs
+// before any external operation, counting the barrier in flight (and is
+// dropped `InFlightFull` when the count is already at `InFlightMax`); an
+// undefined pair is dropped, never a trap. Operations settling count down
+// to quiescence, where a deferred terminal is posted. Requiring recovery
+// ends the live session: nothing it still posts applies.
 
 import { expect } from "vitest";
 import {
-  AdmissionState, ExecutionFlag, ExecutionStatus, MessageKind, Phase, ResultCode, SessionEnding,
-  SessionEventKind,
+  AdmissionState, CommitOutcome, ExecutionFlag, ExecutionStatus, Limit, MessageKind, OutcomeType, Phase,
+  ResultCode, SessionEnding, SessionEventKind, Submission,
 } from "../../assembly/abi.js";
 import { describeDecisions, effect, type Driver, type Run } from "./driver.js";
 
@@ -57,8 +60,9 @@ describeDecisions("SessionEvent(exec, gen, session, event): defined transitions"
         : barrier === "provider" ? [effect.SubmitProviderBarrier(run.exec, run.session, run.revision)]
           : [];
       expect(core.effects()).toEqual(entry);
-      // Only the phase moves: revision, session, status, in-flight, admission stay.
-      expect(run.record).toEqual({ ...before, phase: to });
+      // The phase moves and a barrier counts in flight; revision, session,
+      // status, admission stay.
+      expect(run.record).toEqual({ ...before, phase: to, inFlight: before.inFlight + (barrier ? 1 : 0) });
       expect(run.admission).toBe(AdmissionState.Executing);
     });
   }
@@ -189,5 +193,100 @@ describeDecisions("CancelRequested(exec, gen)", ({ it, boot }) => {
     const core = await boot();
     const run = core.terminalizing().commitTerminal(1);
     core.expectDropped(MessageKind.CancelRequested, ResultCode.ExecutionSlotUnknown, run.exec, run.generation);
+  });
+});
+
+describeDecisions("SessionEvent(exec, gen, session, event): the in-flight limit", ({ it, boot }) => {
+  /** Phase `RecordingToolResults` with `tools` tools still in flight. */
+  function recordingWith(core: Driver, tools: number): Run {
+    return core.dispatchingTools().commitToolBarrier(tools).event(SessionEventKind.ToolsCompleted);
+  }
+
+  it("drops an event into calling_llm with InFlightMax in flight (InFlightFull): the provider barrier would be one more", async () => {
+    const core = await boot();
+    const run = recordingWith(core, Limit.InFlightMax);
+    expect(run.record.inFlight).toBe(Limit.InFlightMax);
+    core.expectDropped(EVENT, ResultCode.InFlightFull, run.exec, run.generation, run.session, SessionEventKind.StateCompleted);
+  });
+
+  it("drops an event into dispatching_tools with InFlightMax in flight (InFlightFull)", async () => {
+    const core = await boot();
+    // InFlightMax - 1 tools still running, then the model call: InFlightMax.
+    const run = recordingWith(core, Limit.InFlightMax - 1).event(SessionEventKind.StateCompleted).commitProviderBarrier();
+    expect(run.record).toMatchObject({ phase: Phase.CallingLlm, inFlight: Limit.InFlightMax });
+    core.expectDropped(EVENT, ResultCode.InFlightFull, run.exec, run.generation, run.session, SessionEventKind.LlmCompletedWithTools);
+  });
+
+  it("accepts the event that fills the count to InFlightMax exactly", async () => {
+    const core = await boot();
+    const run = recordingWith(core, Limit.InFlightMax - 1);
+    expect(core.apply(EVENT, run.exec, run.generation, run.session, SessionEventKind.StateCompleted)).toBe(ResultCode.Ok);
+    expect(core.effects()).toEqual([effect.SubmitProviderBarrier(run.exec, run.session, run.revision)]);
+    expect(run.record).toMatchObject({ phase: Phase.CallingLlm, inFlight: Limit.InFlightMax });
+  });
+
+  it("does not limit an event into a phase without a barrier", async () => {
+    const core = await boot();
+    const run = core.dispatchingTools().commitToolBarrier(Limit.InFlightMax);
+    expect(core.apply(EVENT, run.exec, run.generation, run.session, SessionEventKind.ToolsCompleted)).toBe(ResultCode.Ok);
+    expect(core.effects()).toEqual([]);
+    expect(run.record).toMatchObject({ phase: Phase.RecordingToolResults, inFlight: Limit.InFlightMax });
+  });
+
+  it("judges the transition before the limit (TransitionUndefined)", async () => {
+    const core = await boot();
+    const run = recordingWith(core, Limit.InFlightMax);
+    core.expectDropped(EVENT, ResultCode.TransitionUndefined, run.exec, run.generation, run.session, SessionEventKind.LlmCompletedWithTools);
+  });
+
+  it("once an operation settles, the barrier can be asked for again", async () => {
+    const core = await boot();
+    const run = recordingWith(core, Limit.InFlightMax).settle();
+    expect(core.apply(EVENT, run.exec, run.generation, run.session, SessionEventKind.StateCompleted)).toBe(ResultCode.Ok);
+    expect(core.effects()).toEqual([effect.SubmitProviderBarrier(run.exec, run.session, run.revision)]);
+    expect(run.record.inFlight).toBe(Limit.InFlightMax);
+  });
+});
+
+describeDecisions("require recovery ends the live session", ({ it, boot }) => {
+  it("a barrier result requiring recovery sets the session to 0; the session's later messages are dropped (SessionMustMatch)", async () => {
+    const core = await boot();
+    const run = core.installed();
+    core.step(MessageKind.ProviderDispatchReady, run.exec, run.generation, run.session, run.revision, CommitOutcome.RehydrationRequired, 0);
+    expect(run.record).toMatchObject({ session: 0, phase: Phase.CallingLlm, status: ExecutionStatus.Active });
+    expect(run.admission).toBe(AdmissionState.RecoveryRequired);
+    const { exec, generation, session, revision } = run;
+    core.expectDropped(EVENT, ResultCode.SessionMustMatch, exec, generation, session, SessionEventKind.LlmCompletedWithTools);
+    core.expectDropped(MessageKind.SessionFinished, ResultCode.SessionMustMatch, exec, generation, session, SessionEnding.Failed);
+    core.expectDropped(MessageKind.ProviderDispatchReady, ResultCode.SessionMustMatch,
+      exec, generation, session, revision, CommitOutcome.Committed, revision + 1);
+    core.expectDropped(MessageKind.SubmissionRefused, ResultCode.SessionMustMatch, Submission.ProviderBarrier, exec, generation, session, 0);
+    // Session 0 names no live session either.
+    core.expectDropped(EVENT, ResultCode.SessionMustMatch, exec, generation, 0, SessionEventKind.LlmCompletedWithTools);
+    core.expectDropped(MessageKind.SessionFinished, ResultCode.SessionMustMatch, exec, generation, 0, SessionEnding.Failed);
+  });
+
+  it("a deferred terminal of a session that required recovery is dropped (SessionMustMatch), before judging quiescence", async () => {
+    const core = await boot();
+    // Model call and tool barrier in flight, then cancelled: deferred.
+    const run = core.callingModel().event(SessionEventKind.LlmCompletedWithTools).finish(SessionEnding.Cancelled);
+    core.step(MessageKind.ToolDispatchReady, run.exec, run.generation, run.session, run.revision, CommitOutcome.RehydrationRequired, 0, 0);
+    expect(run.record).toMatchObject({ session: 0, phase: Phase.Terminal, inFlight: 2, flags: ExecutionFlag.TerminalDeferred });
+    const { exec, generation, session, revision } = run;
+    core.expectDropped(MessageKind.DeferredTerminal, ResultCode.SessionMustMatch, exec, generation, session);
+    core.expectDropped(MessageKind.ToolDispatchReady, ResultCode.SessionMustMatch,
+      exec, generation, session, revision, CommitOutcome.Committed, revision + 1, 1);
+    core.expectDropped(MessageKind.SubmissionRefused, ResultCode.SessionMustMatch, Submission.ToolBarrier, exec, generation, session, 0);
+  });
+
+  it("a terminal commit requiring recovery ends the session: a retried commit result is dropped (SessionMustMatch)", async () => {
+    const core = await boot();
+    const run = core.terminalizing();
+    core.step(MessageKind.TerminalCommitReady, run.exec, run.generation, run.session, run.revision, OutcomeType.StoreFailed, 0);
+    expect(run.record).toMatchObject({ session: 0, phase: Phase.Terminal });
+    const { exec, generation, session, revision } = run;
+    core.expectDropped(MessageKind.TerminalCommitReady, ResultCode.SessionMustMatch,
+      exec, generation, session, revision, OutcomeType.Completed, revision + 1);
+    core.expectDropped(MessageKind.SubmissionRefused, ResultCode.SessionMustMatch, Submission.TerminalCommit, exec, generation, session, 0);
   });
 });

@@ -2,12 +2,14 @@
 // DeferredTerminal, TerminalCommitReady; seeds: finish_on_event_loop,
 // resume_deferred_terminal_on_event_loop, apply_terminal_commit_on_event_loop,
 // handle_terminal_commit_error_on_event_loop, SPEC §6.3). A finished
-// session commits its terminal only when quiescent; otherwise the terminal
+// session commits its terminal only when quiescent — a barrier still being
+// written counts as in flight (docs/decisions/0005) — otherwise the terminal
 // is deferred (admission `Cancelling` for a cancel or timeout, else
 // `Terminalizing`) until the last operation settles. The commit's result
 // then settles the execution by outcome type: released and freed for
 // completed / failed / handed_off / coordination_wait, kept as suspended,
-// released (reservations) or kept for recovery when the store failed.
+// released (reservations) or kept for recovery when the store failed;
+// requiring recovery ends the session (session 0).
 
 import { expect } from "vitest";
 import {
@@ -33,7 +35,8 @@ const ENDINGS = [
 /** A live, quiescent session in each phase `finish` is defined from. */
 const FINISHABLE: ReadonlyArray<readonly [string, (core: Driver) => Run]> = [
   ["calling_llm", (core) => core.modelAnswered()],
-  ["dispatching_tools", (core) => core.dispatchingTools()],
+  // Every tool settled; the batch not yet reported complete.
+  ["dispatching_tools", (core) => core.toolsSettled()],
   ["recording_tool_results", (core) => core.recordingToolResults()],
   ["suspended", (core) => core.modelAnswered().event(SessionEventKind.ApprovalRequired)],
   ["resuming", (core) => core.resuming().commitResume(0)],
@@ -62,6 +65,26 @@ describeDecisions("SessionFinished(exec, gen, session, ending)", ({ it, boot }) 
       expect(run.record).toEqual({ ...before, phase: Phase.Terminal, flags: ExecutionFlag.TerminalDeferred });
       expect(run.admission).toBe(waitState);
     });
+  }
+
+  const WRITING: ReadonlyArray<readonly [string, (core: Driver) => Run]> = [
+    ["the provider barrier (calling_llm)", (core) => core.installed()],
+    ["the tool barrier (dispatching_tools)", (core) => core.dispatchingTools()],
+    ["the provider barrier after tool results (calling_llm)", (core) => core.recordingToolResults().event(SessionEventKind.StateCompleted)],
+  ];
+  for (const [name, walk] of WRITING) {
+    for (const [ending, endingName, waitState] of [ENDINGS[0], ENDINGS[4]] as const) {
+      it(`with only ${name} being written, ending ${endingName}: the barrier is in flight, the terminal is deferred`, async () => {
+        const core = await boot();
+        const run = walk(core);
+        const before = run.record;
+        expect(before.inFlight).toBe(1);
+        expect(core.apply(FINISHED, run.exec, run.generation, run.session, ending)).toBe(ResultCode.Ok);
+        expect(core.effects()).toEqual([effect.DeferTerminal(run.exec, run.session)]);
+        expect(run.record).toEqual({ ...before, phase: Phase.Terminal, flags: ExecutionFlag.TerminalDeferred });
+        expect(run.admission).toBe(waitState);
+      });
+    }
   }
 
   it("drops a finish for an unknown slot or another generation", async () => {
@@ -224,7 +247,8 @@ describeDecisions("TerminalCommitReady(exec, gen, session, expectedRevision, out
       effect.RecoveryRequired(run.exec, RecoveryScope.Execution, ResultCode.StoreFailed),
       effect.FailWaiters(run.exec, ResultCode.StoreFailed),
     ]);
-    expect(run.record).toEqual({ ...before, waiters: 0 });
+    // The record stays for recovery; the waiters and the session are gone.
+    expect(run.record).toEqual({ ...before, waiters: 0, session: 0 });
     expect(run.admission).toBe(AdmissionState.RecoveryRequired);
   });
 
@@ -260,7 +284,7 @@ describeDecisions("TerminalCommitReady(exec, gen, session, expectedRevision, out
         effect.RecoveryRequired(run.exec, RecoveryScope.Execution, ResultCode.OutcomeUnknown),
         effect.FailWaiters(run.exec, ResultCode.OutcomeUnknown),
       ]);
-      expect(run.record).toEqual({ ...before, waiters: 0 });
+      expect(run.record).toEqual({ ...before, waiters: 0, session: 0 });
       expect(run.admission).toBe(AdmissionState.RecoveryRequired);
     });
   }
@@ -276,7 +300,7 @@ describeDecisions("TerminalCommitReady(exec, gen, session, expectedRevision, out
         effect.RecoveryRequired(run.exec, RecoveryScope.Execution, ResultCode.RevisionMustIncrease),
         effect.FailWaiters(run.exec, ResultCode.RevisionMustIncrease),
       ]);
-      expect(run.record).toEqual({ ...before, waiters: 0 });
+      expect(run.record).toEqual({ ...before, waiters: 0, session: 0 });
       expect(run.admission).toBe(AdmissionState.RecoveryRequired);
     });
   }

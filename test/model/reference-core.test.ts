@@ -48,11 +48,21 @@ function newCore(agentsMax = 8, executionsMax = 8): ReferenceCore {
 const REQ = 100;
 
 /** Registers agent 0 (gen 1), starts it and installs its execution at slot 0
- * with revision 5 and session 1. */
+ * with revision 5 and session 1; its provider barrier is being written (one
+ * operation in flight). */
 function startedExecution(core: ReferenceCore, flags = 0): void {
   expect(core.apply(M.RegisterAgent, 0)).toBe(R.Ok);
   expect(core.apply(M.Start, 0, 1, REQ, 0)).toBe(R.Ok);
   expect(core.apply(M.InitialPreparationReady, 0, 1, 1, PreparationOutcome.Active, 5, flags, REQ)).toBe(R.Ok);
+}
+
+/** `startedExecution`, then the provider barrier committed (revision 6) and
+ * the model call answered: phase calling_llm, nothing in flight. */
+function answeredExecution(core: ReferenceCore): void {
+  startedExecution(core);
+  expect(core.apply(M.ProviderDispatchReady, 0, 1, 1, 5, CommitOutcome.Committed, 6)).toBe(R.Ok);
+  expect(core.apply(M.OperationSettled, 0, 1)).toBe(R.Ok);
+  expect(core.snapshot().executions[0]).toMatchObject({ revision: 6, inFlight: 0, phase: Phase.CallingLlm });
 }
 
 type Rand = (n: number) => number;
@@ -155,21 +165,24 @@ describe("ReferenceCore", () => {
     expect(s.liveExecutions).toBe(1);
     expect(s.nextSession).toBe(2);
     expect(s.agents[0]).toMatchObject({ admissionState: AdmissionState.Executing, executionSlotPlusOne: 1 });
+    // The provider barrier being written is the one operation in flight.
     expect(s.executions[0]).toEqual({
       slot: 0, agentSlotPlusOne: 1, revision: 5, session: 1, generation: 1,
-      waiters: 1, inFlight: 0, status: ExecutionStatus.Active, phase: Phase.CallingLlm, flags: 0,
+      waiters: 1, inFlight: 1, status: ExecutionStatus.Active, phase: Phase.CallingLlm, flags: 0,
     });
 
-    // Provider barrier committed: the model call starts.
+    // Provider barrier committed: it settles and the model call starts.
     expect(core.apply(M.ProviderDispatchReady, 0, 1, 1, 5, CommitOutcome.Committed, 6)).toBe(R.Ok);
     expect(effects(core)).toEqual([fx(E.StartProviderCall, 0, 1)]);
     expect(core.snapshot().executions[0]).toMatchObject({ revision: 6, inFlight: 1 });
 
-    // The model answers with tools.
+    // The model answers with tools: the tool barrier joins the model call in flight.
     expect(core.apply(M.SessionEvent, 0, 1, 1, Ev.LlmCompletedWithTools)).toBe(R.Ok);
     expect(effects(core)).toEqual([fx(E.SubmitToolBarrier, 0, 1, 6)]);
+    expect(core.snapshot().executions[0]?.inFlight).toBe(2);
     expect(core.apply(M.OperationSettled, 0, 1)).toBe(R.Ok);
     expect(effects(core)).toEqual([]);
+    expect(core.snapshot().executions[0]?.inFlight).toBe(1);
 
     expect(core.apply(M.ToolDispatchReady, 0, 1, 1, 6, CommitOutcome.Committed, 7, 2)).toBe(R.Ok);
     expect(effects(core)).toEqual([fx(E.StartToolBatch, 0, 1, 2)]);
@@ -183,6 +196,7 @@ describe("ReferenceCore", () => {
     expect(effects(core)).toEqual([]);
     expect(core.apply(M.SessionEvent, 0, 1, 1, Ev.StateCompleted)).toBe(R.Ok);
     expect(effects(core)).toEqual([fx(E.SubmitProviderBarrier, 0, 1, 7)]);
+    expect(core.snapshot().executions[0]?.inFlight).toBe(1);
 
     expect(core.apply(M.ProviderDispatchReady, 0, 1, 1, 7, CommitOutcome.Committed, 8)).toBe(R.Ok);
     expect(effects(core)).toEqual([fx(E.StartProviderCall, 0, 1)]);
@@ -277,7 +291,10 @@ describe("ReferenceCore", () => {
     ]);
     const s = core.snapshot();
     expect(s.agents[0]?.admissionState).toBe(AdmissionState.RecoveryRequired);
-    expect(s.executions[0]).toMatchObject({ waiters: 0, revision: 5, inFlight: 0, agentSlotPlusOne: 1 });
+    // The barrier settled; require recovery ended the live session.
+    expect(s.executions[0]).toMatchObject({ waiters: 0, revision: 5, inFlight: 0, session: 0, agentSlotPlusOne: 1 });
+    expect(core.apply(M.SessionEvent, 0, 1, 1, Ev.LlmCompletedWithTools)).toBe(R.SessionMustMatch);
+    expect(effects(core)).toEqual([fx(E.DropStale, M.SessionEvent, R.SessionMustMatch)]);
   });
 
   it("compares revisions as unsigned 32-bit values", () => {
@@ -293,15 +310,28 @@ describe("ReferenceCore", () => {
   });
 
   it("refuses tool batches that are empty or too large", () => {
-    const core = newCore();
-    startedExecution(core);
-    core.apply(M.ProviderDispatchReady, 0, 1, 1, 5, CommitOutcome.Committed, 6);
-    core.apply(M.SessionEvent, 0, 1, 1, Ev.LlmCompletedWithTools);
-    // One model call is still in flight.
-    expect(core.apply(M.ToolDispatchReady, 0, 1, 1, 6, CommitOutcome.Committed, 7, 0)).toBe(R.ArgumentOutOfRange);
-    expect(effects(core)).toEqual([fx(E.SetupFailed, 0, 1, SetupFailure.Tool)]);
-    expect(core.apply(M.ToolDispatchReady, 0, 1, 1, 6, CommitOutcome.Committed, 7, Limit.InFlightMax)).toBe(R.InFlightFull);
-    expect(effects(core)).toEqual([fx(E.SetupFailed, 0, 1, SetupFailure.Tool)]);
+    /** The model call still in flight and the tool barrier being written:
+     * two operations in flight. Each probe gets its own core, because every
+     * result settles the barrier. */
+    const dispatching = (): ReferenceCore => {
+      const core = newCore();
+      startedExecution(core);
+      expect(core.apply(M.ProviderDispatchReady, 0, 1, 1, 5, CommitOutcome.Committed, 6)).toBe(R.Ok);
+      expect(core.apply(M.SessionEvent, 0, 1, 1, Ev.LlmCompletedWithTools)).toBe(R.Ok);
+      expect(core.snapshot().executions[0]?.inFlight).toBe(2);
+      return core;
+    };
+    for (const [toolCount, code] of [
+      [0, R.ArgumentOutOfRange], [Limit.InFlightMax + 1, R.ArgumentOutOfRange], [Limit.InFlightMax, R.InFlightFull],
+    ] as const) {
+      const core = dispatching();
+      expect(core.apply(M.ToolDispatchReady, 0, 1, 1, 6, CommitOutcome.Committed, 7, toolCount)).toBe(code);
+      expect(effects(core)).toEqual([fx(E.SetupFailed, 0, 1, SetupFailure.Tool)]);
+      // The barrier settled; the model call is left in flight.
+      expect(core.snapshot().executions[0]).toMatchObject({ inFlight: 1, revision: 6 });
+    }
+    // The barrier's own count makes room for one more tool.
+    const core = dispatching();
     expect(core.apply(M.ToolDispatchReady, 0, 1, 1, 6, CommitOutcome.Committed, 7, Limit.InFlightMax - 1)).toBe(R.Ok);
     expect(core.snapshot().executions[0]?.inFlight).toBe(Limit.InFlightMax);
   });
@@ -329,17 +359,70 @@ describe("ReferenceCore", () => {
     expect(core.apply(M.DeferredTerminal, 0, 1, 1)).toBe(R.TerminalNotDeferred);
   });
 
-  it("suspends for approval and resumes", () => {
+  it("counts a barrier in flight until its result, even after the session finished (decision 0005)", () => {
     const core = newCore();
     startedExecution(core);
+    expect(core.snapshot().executions[0]?.inFlight).toBe(1);
+    // Cancelled while the provider barrier is being written: deferred.
+    expect(core.apply(M.SessionFinished, 0, 1, 1, SessionEnding.Cancelled)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.DeferTerminal, 0, 1)]);
+    expect(core.apply(M.DeferredTerminal, 0, 1, 1)).toBe(R.NotQuiescent);
+    // The barrier commits: its revision is taken, nothing starts, the terminal goes ahead.
+    expect(core.apply(M.ProviderDispatchReady, 0, 1, 1, 5, CommitOutcome.Committed, 6)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.PostDeferredTerminal, 0, 1)]);
+    expect(core.snapshot().executions[0]).toMatchObject({
+      revision: 6, inFlight: 0, phase: Phase.Terminal, flags: ExecutionFlag.TerminalDeferred,
+    });
+    // A second result has nothing left to settle.
+    expect(core.apply(M.ProviderDispatchReady, 0, 1, 1, 6, CommitOutcome.Committed, 7)).toBe(R.InFlightUnderflow);
+    expect(effects(core)).toEqual([fx(E.DropStale, M.ProviderDispatchReady, R.InFlightUnderflow)]);
+    // The terminal commit expects the revision the barrier wrote.
+    expect(core.apply(M.DeferredTerminal, 0, 1, 1)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.SubmitTerminalCommit, 0, 1, 6)]);
+    expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 6, OutcomeType.Failed, 7)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.DeliverOutcome, 0, OutcomeType.Failed), fx(E.ReleaseExecution, 0, 1)]);
+
+    // A refused barrier submission settles it too; in phase Terminal without SetupFailed.
+    const refused = newCore();
+    startedExecution(refused);
+    expect(refused.apply(M.SubmissionRefused, Submission.ProviderBarrier, 0, 1, 1, 0)).toBe(R.Ok);
+    expect(effects(refused)).toEqual([fx(E.SetupFailed, 0, 1, SetupFailure.Provider)]);
+    expect(refused.snapshot().executions[0]?.inFlight).toBe(0);
+    expect(refused.apply(M.SubmissionRefused, Submission.ProviderBarrier, 0, 1, 1, 0)).toBe(R.InFlightUnderflow);
+    const finished = newCore();
+    startedExecution(finished);
+    finished.apply(M.SessionFinished, 0, 1, 1, SessionEnding.TimedOut);
+    expect(finished.apply(M.SubmissionRefused, Submission.ProviderBarrier, 0, 1, 1, 0)).toBe(R.Ok);
+    expect(effects(finished)).toEqual([fx(E.PostDeferredTerminal, 0, 1)]);
+  });
+
+  it("refuses to ask for a barrier past InFlightMax", () => {
+    const core = newCore();
+    answeredExecution(core);
+    expect(core.apply(M.SessionEvent, 0, 1, 1, Ev.LlmCompletedWithTools)).toBe(R.Ok);
+    expect(core.apply(M.ToolDispatchReady, 0, 1, 1, 6, CommitOutcome.Committed, 7, Limit.InFlightMax)).toBe(R.Ok);
+    expect(core.apply(M.SessionEvent, 0, 1, 1, Ev.ToolsCompleted)).toBe(R.Ok);
+    expect(core.snapshot().executions[0]?.inFlight).toBe(Limit.InFlightMax);
+    expect(core.apply(M.SessionEvent, 0, 1, 1, Ev.StateCompleted)).toBe(R.InFlightFull);
+    expect(effects(core)).toEqual([fx(E.DropStale, M.SessionEvent, R.InFlightFull)]);
+    expect(core.snapshot().executions[0]?.phase).toBe(Phase.RecordingToolResults);
+    expect(core.apply(M.OperationSettled, 0, 1)).toBe(R.Ok);
+    expect(core.apply(M.SessionEvent, 0, 1, 1, Ev.StateCompleted)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.SubmitProviderBarrier, 0, 1, 7)]);
+    expect(core.snapshot().executions[0]?.inFlight).toBe(Limit.InFlightMax);
+  });
+
+  it("suspends for approval and resumes", () => {
+    const core = newCore();
+    answeredExecution(core);
     expect(core.apply(M.SessionEvent, 0, 1, 1, Ev.ApprovalRequired)).toBe(R.Ok);
     expect(core.apply(M.SessionFinished, 0, 1, 1, SessionEnding.Suspended)).toBe(R.Ok);
-    expect(effects(core)).toEqual([fx(E.SubmitTerminalCommit, 0, 1, 5)]);
-    expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 5, OutcomeType.Suspended, 6)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.SubmitTerminalCommit, 0, 1, 6)]);
+    expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 6, OutcomeType.Suspended, 7)).toBe(R.Ok);
     expect(effects(core)).toEqual([fx(E.DeliverOutcome, 0, OutcomeType.Suspended)]);
     let s = core.snapshot();
     expect(s.executions[0]).toMatchObject({
-      status: ExecutionStatus.Suspended, phase: Phase.Suspended, session: 0, revision: 6, waiters: 1,
+      status: ExecutionStatus.Suspended, phase: Phase.Suspended, session: 0, revision: 7, waiters: 1, inFlight: 0,
     });
     expect(s.agents[0]?.admissionState).toBe(AdmissionState.Suspended);
 
@@ -347,32 +430,33 @@ describe("ReferenceCore", () => {
     expect(effects(core)).toEqual([fx(E.FailRequest, 300, R.ApprovalMustMatch)]);
     expect(core.apply(M.Resume, 0, 2, 0, 1, 300, 1)).toBe(R.RehydrationRequired);
     expect(core.apply(M.Resume, 0, 1, 0, 1, 300, 1)).toBe(R.Ok);
-    expect(effects(core)).toEqual([fx(E.SubmitApprovalCommit, 0, 6, 300)]);
+    expect(effects(core)).toEqual([fx(E.SubmitApprovalCommit, 0, 7, 300)]);
     expect(core.apply(M.Resume, 0, 1, 0, 1, 301, 1)).toBe(R.ResumeInProgress);
 
-    expect(core.apply(M.ResumeCommitReady, 0, 1, 6, CommitOutcome.Committed, 7, 1, 300)).toBe(R.Ok);
+    expect(core.apply(M.ResumeCommitReady, 0, 1, 7, CommitOutcome.Committed, 8, 1, 300)).toBe(R.Ok);
     expect(effects(core)).toEqual([
       fx(E.RegisterWaiter, 0, 300),
       fx(E.ResumeSession, 0, 2, 1),
     ]);
     s = core.snapshot();
     expect(s.executions[0]).toMatchObject({
-      status: ExecutionStatus.Active, phase: Phase.Resuming, session: 2, revision: 7, waiters: 2,
+      status: ExecutionStatus.Active, phase: Phase.Resuming, session: 2, revision: 8, waiters: 2,
       flags: ExecutionFlag.ApprovalGranted,
     });
     expect(s.agents[0]?.admissionState).toBe(AdmissionState.Executing);
 
     expect(core.apply(M.SessionEvent, 0, 1, 2, Ev.ApprovalGranted)).toBe(R.Ok);
-    expect(effects(core)).toEqual([fx(E.SubmitToolBarrier, 0, 2, 7)]);
+    expect(effects(core)).toEqual([fx(E.SubmitToolBarrier, 0, 2, 8)]);
+    expect(core.snapshot().executions[0]?.inFlight).toBe(1);
   });
 
   it("gives a refused approval commit back to the suspended admission", () => {
     const core = newCore();
-    startedExecution(core);
-    core.apply(M.SessionEvent, 0, 1, 1, Ev.ApprovalRequired);
-    core.apply(M.SessionFinished, 0, 1, 1, SessionEnding.Suspended);
-    core.apply(M.TerminalCommitReady, 0, 1, 1, 5, OutcomeType.Suspended, 6);
-    core.apply(M.Resume, 0, 1, 0, 1, 300, 1);
+    answeredExecution(core);
+    expect(core.apply(M.SessionEvent, 0, 1, 1, Ev.ApprovalRequired)).toBe(R.Ok);
+    expect(core.apply(M.SessionFinished, 0, 1, 1, SessionEnding.Suspended)).toBe(R.Ok);
+    expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 6, OutcomeType.Suspended, 7)).toBe(R.Ok);
+    expect(core.apply(M.Resume, 0, 1, 0, 1, 300, 1)).toBe(R.Ok);
     expect(core.apply(M.SubmissionRefused, Submission.ApprovalCommit, 0, 1, 0, 300)).toBe(R.Ok);
     expect(effects(core)).toEqual([fx(E.FailRequest, 300, R.OffloadFull)]);
     expect(core.snapshot().agents[0]?.admissionState).toBe(AdmissionState.Suspended);
@@ -402,10 +486,14 @@ describe("ReferenceCore", () => {
     expect(s.agents.map((a) => a.lifecycle)).toEqual([AgentLifecycle.Open, AgentLifecycle.Open, AgentLifecycle.Closed]);
 
     // Executions: finish one, then the next install reuses slot 0 at generation 2.
-    core.apply(M.Start, 0, 1, 1, 0);
-    core.apply(M.InitialPreparationReady, 0, 1, 1, PreparationOutcome.Active, 5, 0, 1);
-    core.apply(M.SessionFinished, 0, 1, 1, SessionEnding.Failed);
-    core.apply(M.TerminalCommitReady, 0, 1, 1, 5, OutcomeType.Failed, 6);
+    expect(core.apply(M.Start, 0, 1, 1, 0)).toBe(R.Ok);
+    expect(core.apply(M.InitialPreparationReady, 0, 1, 1, PreparationOutcome.Active, 5, 0, 1)).toBe(R.Ok);
+    // The provider barrier could not be written: it settles, the session fails quiescent.
+    expect(core.apply(M.ProviderDispatchReady, 0, 1, 1, 5, CommitOutcome.StoreFailed, 0)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.SetupFailed, 0, 1, SetupFailure.Provider)]);
+    expect(core.apply(M.SessionFinished, 0, 1, 1, SessionEnding.Failed)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.SubmitTerminalCommit, 0, 1, 5)]);
+    expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 5, OutcomeType.Failed, 6)).toBe(R.Ok);
     expect(effects(core)).toEqual([fx(E.DeliverOutcome, 0, OutcomeType.Failed), fx(E.ReleaseExecution, 0, 1)]);
     core.apply(M.Start, 0, 1, 2, 0);
     expect(effects(core)).toEqual([fx(E.SubmitPrepare, 0, 2, 2)]);
@@ -501,9 +589,16 @@ describe("ReferenceCore", () => {
     // The session is live now: a second continuation is stale.
     expect(core.apply(M.ContinueRecovered, 0, 1, 40, Continuation.RecallModel, 0, 11)).toBe(R.SessionMustMatch);
 
+    // The continued session counts its barrier in flight: a finish now defers.
+    expect(core.snapshot().executions[0]?.inFlight).toBe(1);
+    expect(core.apply(M.ProviderDispatchReady, 0, 1, 1, 40, CommitOutcome.Committed, 41)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.StartProviderCall, 0, 1)]);
+    expect(core.apply(M.OperationSettled, 0, 1)).toBe(R.Ok);
+
     // A reservation whose terminal commit fails is released, not recovered.
-    core.apply(M.SessionFinished, 0, 1, 1, SessionEnding.Failed);
-    expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 40, OutcomeType.StoreFailed, 0)).toBe(R.Ok);
+    expect(core.apply(M.SessionFinished, 0, 1, 1, SessionEnding.Failed)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.SubmitTerminalCommit, 0, 1, 41)]);
+    expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 41, OutcomeType.StoreFailed, 0)).toBe(R.Ok);
     expect(effects(core)).toEqual([
       fx(E.FailWaiters, 0, R.StoreFailed),
       fx(E.ReleaseExecution, 0, 1),
@@ -529,35 +624,47 @@ describe("ReferenceCore", () => {
   });
 
   it("returns the fact of malformed input but Ok for reported failures", () => {
-    // TerminalCommitReady: an invalid outcome is malformed input.
-    let core = newCore();
-    startedExecution(core);
-    core.apply(M.SessionFinished, 0, 1, 1, SessionEnding.Completed);
-    expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 5, 0, 6)).toBe(R.OutcomeUnknown);
+    // TerminalCommitReady: a quiescent session's terminal commit at
+    // revision 6. Each case gets its own core: requiring recovery ends the
+    // session, so a second result of it would be stale.
+    const terminalizing = (): ReferenceCore => {
+      const c = newCore();
+      answeredExecution(c);
+      expect(c.apply(M.SessionFinished, 0, 1, 1, SessionEnding.Completed)).toBe(R.Ok);
+      expect(effects(c)).toEqual([fx(E.SubmitTerminalCommit, 0, 1, 6)]);
+      return c;
+    };
+    // An invalid outcome is malformed input.
+    let core = terminalizing();
+    expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 6, 0, 7)).toBe(R.OutcomeUnknown);
     expect(effects(core)).toEqual([
       fx(E.RecoveryRequired, 0, RecoveryScope.Execution, R.OutcomeUnknown),
       fx(E.FailWaiters, 0, R.OutcomeUnknown),
     ]);
+    expect(core.snapshot().executions[0]?.session).toBe(0);
+    expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 6, OutcomeType.StoreFailed, 7)).toBe(R.SessionMustMatch);
     // ... while a store failure of a non-reservation is reported, so Ok.
-    expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 5, OutcomeType.StoreFailed, 6)).toBe(R.Ok);
+    core = terminalizing();
+    expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 6, OutcomeType.StoreFailed, 7)).toBe(R.Ok);
     expect(effects(core)).toEqual([
       fx(E.RecoveryRequired, 0, RecoveryScope.Execution, R.StoreFailed),
       fx(E.FailWaiters, 0, R.StoreFailed),
     ]);
-    expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 5, OutcomeType.Completed, 5)).toBe(R.RevisionMustIncrease);
+    core = terminalizing();
+    expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 6, OutcomeType.Completed, 6)).toBe(R.RevisionMustIncrease);
 
     // ResumeCommitReady: a reported StoreFailed is Ok; a bad `approved` is not.
     const suspended = (): ReferenceCore => {
       const c = newCore();
-      startedExecution(c);
-      c.apply(M.SessionEvent, 0, 1, 1, Ev.ApprovalRequired);
-      c.apply(M.SessionFinished, 0, 1, 1, SessionEnding.Suspended);
-      c.apply(M.TerminalCommitReady, 0, 1, 1, 5, OutcomeType.Suspended, 6);
-      c.apply(M.Resume, 0, 1, 0, 1, 300, 1);
+      answeredExecution(c);
+      expect(c.apply(M.SessionEvent, 0, 1, 1, Ev.ApprovalRequired)).toBe(R.Ok);
+      expect(c.apply(M.SessionFinished, 0, 1, 1, SessionEnding.Suspended)).toBe(R.Ok);
+      expect(c.apply(M.TerminalCommitReady, 0, 1, 1, 6, OutcomeType.Suspended, 7)).toBe(R.Ok);
+      expect(c.apply(M.Resume, 0, 1, 0, 1, 300, 1)).toBe(R.Ok);
       return c;
     };
     core = suspended();
-    expect(core.apply(M.ResumeCommitReady, 0, 1, 6, CommitOutcome.StoreFailed, 7, 1, 300)).toBe(R.Ok);
+    expect(core.apply(M.ResumeCommitReady, 0, 1, 7, CommitOutcome.StoreFailed, 8, 1, 300)).toBe(R.Ok);
     expect(effects(core)).toEqual([
       fx(E.RecoveryRequired, 0, RecoveryScope.Execution, R.StoreFailed),
       fx(E.FailWaiters, 0, R.StoreFailed),
@@ -565,9 +672,9 @@ describe("ReferenceCore", () => {
     ]);
     core = suspended();
     // Both malformed: the outcome is judged first.
-    expect(core.apply(M.ResumeCommitReady, 0, 1, 6, 9, 7, 2, 300)).toBe(R.OutcomeUnknown);
+    expect(core.apply(M.ResumeCommitReady, 0, 1, 7, 9, 8, 2, 300)).toBe(R.OutcomeUnknown);
     core = suspended();
-    expect(core.apply(M.ResumeCommitReady, 0, 1, 6, CommitOutcome.StoreFailed, 7, 2, 300)).toBe(R.ArgumentOutOfRange);
+    expect(core.apply(M.ResumeCommitReady, 0, 1, 7, CommitOutcome.StoreFailed, 8, 2, 300)).toBe(R.ArgumentOutOfRange);
     expect(effects(core)[2]).toEqual(fx(E.FailRequest, 300, R.ArgumentOutOfRange));
 
     // ContinueRecovered: FailedTerminal without a failure.
