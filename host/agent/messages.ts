@@ -35,7 +35,9 @@ export type ConversationMessage = SystemMessage | UserMessage | AssistantMessage
 export type ModelTurn = {
   text: string;
   toolCalls: ToolCall[];
-  usage: UsageTotals;
+  // A mapped copy of `UsageTotals`: same fields, but a type alias, so a
+  // whole turn stays assignable to `Json` (interfaces are not).
+  usage: Readonly<UsageTotals>;
   /** The provider's unified finish reason: "stop", "tool-calls", "length",
    * "content-filter", "error", "interrupted", "other" or "unknown". */
   finishReason: string;

@@ -9,12 +9,12 @@
 // `InvalidInputError` naming the tool's key and the offending option.
 
 import type { StandardSchemaV1 } from "@standard-schema/spec";
-import { InvalidInputError, ToolFailedError } from "../errors.js";
+import { InvalidInputError, ToolFailedError, type ErrorContext } from "../errors.js";
 import type { Json } from "../store/records.js";
 import { isJson } from "./messages.js";
 import {
   convertToJsonSchema, formatIssues, isStandardSchema, validateWithSchema,
-  type JsonSchema, type SchemaIssue,
+  type JsonSchema,
 } from "./schema.js";
 
 /** What `execute` receives besides its input. The idempotency key is
@@ -156,15 +156,29 @@ export function resolveTools(tools: ToolSet | undefined): ResolvedTool[] {
   return names.map((name) => resolveTool(name, tools[name]));
 }
 
+/** The ids a per-call error names, when the loop knows them. */
+export interface ToolCallContext {
+  readonly agentId?: string;
+  readonly executionId?: string;
+  readonly callId?: string;
+}
+
 /** Validates a model's input for a function tool against its schema and
- * returns the schema's output (with its defaults and transforms applied). */
+ * returns the schema's output (with its defaults and transforms applied).
+ * A schema whose validator throws (a broken refinement) propagates that
+ * error unchanged. */
 export async function validateToolInput<Input>(
   resolved: { readonly name: string; readonly definition: FunctionTool<Input, unknown> },
   input: unknown,
+  context: ToolCallContext = {},
 ): Promise<Input> {
   const validation = await validateWithSchema(resolved.definition.inputSchema, input);
   if (validation.ok) return validation.value as Input;
-  throw invalidToolInput(resolved.name, validation.issues);
+  const issues = validation.issues;
+  throw new InvalidInputError(
+    `${callPrefix(context)}invalid input for tool "${resolved.name}": ${formatIssues(issues)}`,
+    errorContext(context, { toolName: resolved.name, issues, paths: issues.map((issue) => issue.path) }),
+  );
 }
 
 /** Whether one call of a function tool needs approval before it runs. A
@@ -173,6 +187,7 @@ export async function validateToolInput<Input>(
 export async function toolNeedsApproval<Input>(
   resolved: { readonly name: string; readonly definition: FunctionTool<Input, unknown> },
   input: Input,
+  context: ToolCallContext = {},
 ): Promise<boolean> {
   const needsApproval = resolved.definition.needsApproval;
   if (typeof needsApproval === "boolean") return needsApproval;
@@ -181,14 +196,14 @@ export async function toolNeedsApproval<Input>(
     answer = await needsApproval(input);
   } catch (error) {
     throw new ToolFailedError(
-      `tool "${resolved.name}": needsApproval threw (${messageOf(error)}); fix the predicate`,
-      { cause: error, details: { toolName: resolved.name } },
+      `${callPrefix(context)}tool "${resolved.name}": needsApproval threw (${messageOf(error)}); fix the predicate`,
+      { ...errorContext(context, { toolName: resolved.name }), cause: error },
     );
   }
   if (typeof answer !== "boolean") {
     throw new InvalidInputError(
-      `tool "${resolved.name}": needsApproval returned ${describe(answer)}; it must return true or false`,
-      { details: { toolName: resolved.name, key: "needsApproval" } },
+      `${callPrefix(context)}tool "${resolved.name}": needsApproval returned ${describe(answer)}; it must return true or false`,
+      errorContext(context, { toolName: resolved.name, key: "needsApproval" }),
     );
   }
   return answer;
@@ -197,13 +212,15 @@ export async function toolNeedsApproval<Input>(
 /** A tool's output as it is persisted and sent back: `undefined` becomes
  * null, anything else must already be JSON (plain objects, arrays, finite
  * numbers, strings, booleans, null) or it is a `ToolFailedError`. */
-export function toolOutputToJson(toolName: string, callId: string, output: unknown): Json {
+export function toolOutputToJson(
+  toolName: string, callId: string, output: unknown, context: Omit<ToolCallContext, "callId"> = {},
+): Json {
   if (output === undefined) return null;
   if (isJson(output)) return output;
   throw new ToolFailedError(
-    `tool "${toolName}" (call ${callId}) returned ${describe(output)}, which is not JSON-safe; ` +
+    `${callPrefix(context)}tool "${toolName}" (call ${callId}) returned ${describe(output)}, which is not JSON-safe; ` +
       "return plain objects, arrays, strings, finite numbers, booleans or null",
-    { details: { toolName, callId } },
+    errorContext({ ...context, callId }, { toolName }),
   );
 }
 
@@ -328,11 +345,13 @@ function rejectUnknownKeys(options: Record<string, unknown>, subject: Subject, a
   throw invalidOption(subject, unknownKey, `is not an option; the options are ${allowedKeys.join(", ")}`);
 }
 
-function invalidToolInput(name: string, issues: SchemaIssue[]): InvalidInputError {
-  const paths = issues.map((issue) => issue.path);
-  return new InvalidInputError(`invalid input for tool "${name}": ${formatIssues(issues)}`, {
-    details: { toolName: name, issues, paths },
-  });
+function callPrefix(context: ToolCallContext): string {
+  return context.executionId === undefined ? "" : `execution ${context.executionId}: `;
+}
+
+function errorContext(context: ToolCallContext, details: Record<string, unknown>): ErrorContext {
+  const callDetails = context.callId === undefined ? details : { ...details, callId: context.callId };
+  return { agentId: context.agentId, executionId: context.executionId, details: callDetails };
 }
 
 function invalidOption(subject: Subject, key: string, problem: string): InvalidInputError {

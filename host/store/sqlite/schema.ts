@@ -126,11 +126,15 @@ function checkFileHeader(path: string): void {
   }
   if (size === 0) return;
   const header = Buffer.alloc(sqliteHeader.length);
-  const descriptor = openSync(path, "r");
   try {
-    readSync(descriptor, header, 0, header.length, 0);
-  } finally {
-    closeSync(descriptor);
+    const descriptor = openSync(path, "r");
+    try {
+      readSync(descriptor, header, 0, header.length, 0);
+    } finally {
+      closeSync(descriptor);
+    }
+  } catch (error) {
+    throw new StoreError(`cannot read the store file ${path}: ${messageOf(error)}`, { cause: error });
   }
   if (header.toString("latin1") !== sqliteHeader) {
     throw new StoreError(`${path} is not a SQLite database (its first bytes are not the SQLite header); it was left untouched: point the store at a new file or at a Phronomy store`);
@@ -140,15 +144,22 @@ function checkFileHeader(path: string): void {
 interface FileState {
   readonly applicationId: number;
   readonly userVersion: number;
-  readonly tableCount: number;
+  /** Tables, indexes, views and triggers: an empty file has none. */
+  readonly schemaObjects: number;
+  /** The first few table names, to name a foreign database in messages. */
+  readonly tableNames: readonly string[];
 }
+
+/** How many table names a refusal quotes. */
+const tableNamesShownMax = 5;
 
 function readFileState(connection: SqliteConnection): FileState {
   try {
     return {
       applicationId: Number(connection.prepare("PRAGMA application_id").get()?.["application_id"] ?? 0),
       userVersion: Number(connection.prepare("PRAGMA user_version").get()?.["user_version"] ?? 0),
-      tableCount: Number(connection.prepare("SELECT count(*) AS tables FROM sqlite_schema").get()?.["tables"] ?? 0),
+      schemaObjects: Number(connection.prepare("SELECT count(*) AS objects FROM sqlite_schema").get()?.["objects"] ?? 0),
+      tableNames: connection.prepare(`SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name LIMIT ${tableNamesShownMax}`).all().map((row) => String(row["name"])),
     };
   } catch (error) {
     throw new StoreError(`${connection.path} cannot be read as a SQLite database (${messageOf(error)}): it is corrupt or not a database; it was left untouched`, { cause: error });
@@ -162,9 +173,10 @@ function checkOwnership(path: string, state: FileState): void {
     }
     return;
   }
-  const empty = state.applicationId === 0 && state.userVersion === 0 && state.tableCount === 0;
+  const empty = state.applicationId === 0 && state.userVersion === 0 && state.schemaObjects === 0;
   if (!empty) {
-    throw new StoreError(`${path} is a SQLite database of another application (application_id ${state.applicationId}, ${state.tableCount} tables), not a Phronomy store; it was left untouched: point the store at a new file`);
+    const tables = state.tableNames.length === 0 ? "no tables" : `tables ${state.tableNames.join(", ")}`;
+    throw new StoreError(`${path} is a SQLite database of another application (application_id ${state.applicationId}, ${tables}), not a Phronomy store; it was left untouched: point the store at a new file`);
   }
 }
 

@@ -1,0 +1,302 @@
+// The offload: a bounded first-in-first-out queue of store operations that
+// runs them off the control loop with group commit, without making a lone
+// operation pay a thread hop (SPEC §4.3, docs/decisions/0005).
+//
+// Rules kept here:
+// * `submit` either throws at once (queue full: `OffloadFullError`; closed
+//   or broken: `StoreError`), in which case nothing was submitted, or
+//   returns a promise that settles exactly once with that operation's own
+//   result or error.
+// * At most one group is in the worker at a time. Operations that arrive
+//   meanwhile wait here and leave together as the next group (one
+//   transaction, a savepoint each), up to `groupOperationsMax`.
+// * The calling thread's connection commits only while the worker holds no
+//   group, so the two connections never write at the same time.
+// * Operations are committed in submission order.
+//
+// Policies: `inline` commits every group on the calling thread; `worker`
+// sends every group to the worker; `adaptive` (the default) commits a lone
+// operation inline when the worker is idle and sends anything more to the
+// worker, so a quiet store pays no hop and a busy one keeps the control loop
+// free while the worker waits for the disk.
+
+import type { Worker } from "node:worker_threads";
+import { InvalidInputError, OffloadFullError, StoreError, type PhronomyError } from "../errors.js";
+import { rebuildError } from "./error-transfer.js";
+import type { OffloadOperation, OffloadResult } from "./records.js";
+import type { Settlement } from "./sqlite/transaction.js";
+import type { TransferredSettlement, WorkerReply, WorkerRequest } from "./sqlite/worker-protocol.js";
+
+export type OffloadPolicy = "adaptive" | "worker" | "inline";
+
+/** Operations waiting or in flight before `submit` refuses. Each holds its
+ * input and results (typically a few kilobytes), so 10,000 is tens of
+ * megabytes at most; at the group-commit rates measured here (≈10k–50k
+ * operations/s) it is well under a second of backlog. A deeper queue would
+ * only hide that the store cannot keep up, while callers' latency grows
+ * without bound: refusing tells the runtime to unwind at once (SPEC §3). */
+export const offloadCapacityDefault = 10_000;
+
+/** Most operations in one group commit. Bigger groups amortise the commit
+ * (one fsync with `FULL`) over more operations but hold the write lock
+ * longer and delay the first operation's answer; at 256 a group of
+ * barriers commits in a few milliseconds, and 100 runs in flight fit in
+ * one group. */
+export const groupOperationsMax = 256;
+
+export interface OffloadStatistics {
+  readonly submitted: number;
+  readonly inlineGroups: number;
+  readonly inlineOperations: number;
+  readonly workerGroups: number;
+  readonly workerOperations: number;
+  readonly largestGroup: number;
+}
+
+export interface OffloadSettings {
+  readonly policy: OffloadPolicy;
+  readonly capacity: number;
+  /** Where the operations go, for error messages. */
+  readonly path: string;
+  /** Commits a group on the calling thread. Never throws. */
+  readonly commitInline: (operations: readonly OffloadOperation[]) => Settlement[];
+  /** Starts the worker; not called for policy `inline`. */
+  readonly startWorker: () => Worker;
+}
+
+interface Entry {
+  readonly operation: OffloadOperation;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: PhronomyError) => void;
+}
+
+export class Offload {
+  readonly policy: OffloadPolicy;
+  readonly capacity: number;
+  private readonly settings: OffloadSettings;
+  private readonly worker: Worker | undefined;
+  private readonly queue: Entry[] = [];
+  private inFlight: { readonly group: number; readonly entries: readonly Entry[] } | undefined;
+  private groupsSent = 0;
+  private flushScheduled = false;
+  private closing: Promise<void> | undefined;
+  private broken: StoreError | undefined;
+  private drained: (() => void) | undefined;
+  private counters = { submitted: 0, inlineGroups: 0, inlineOperations: 0, workerGroups: 0, workerOperations: 0, largestGroup: 0 };
+
+  private constructor(settings: OffloadSettings, worker: Worker | undefined) {
+    this.settings = settings;
+    this.policy = settings.policy;
+    this.capacity = settings.capacity;
+    this.worker = worker;
+    worker?.on("message", (reply: WorkerReply) => this.onWorkerReply(reply));
+    worker?.on("error", (error) => this.breakDown(`the store worker failed: ${error.message}`));
+    worker?.on("exit", (code) => this.breakDown(`the store worker exited (code ${code})`));
+  }
+
+  /** Starts the worker (unless the policy is `inline`) and waits until its
+   * connection is open. */
+  static async start(settings: OffloadSettings): Promise<Offload> {
+    checkCapacity(settings.capacity);
+    if (settings.policy === "inline") return new Offload(settings, undefined);
+    const worker = settings.startWorker();
+    await waitUntilReady(worker, settings.path);
+    worker.unref();
+    return new Offload(settings, worker);
+  }
+
+  get statistics(): OffloadStatistics {
+    return { ...this.counters };
+  }
+
+  /** Operations accepted and not yet settled. */
+  get pending(): number {
+    return this.queue.length + (this.inFlight?.entries.length ?? 0);
+  }
+
+  submit<O extends OffloadOperation>(operation: O): Promise<OffloadResult<O>> {
+    if (this.broken !== undefined) throw this.broken;
+    if (this.closing !== undefined) {
+      throw new StoreError(`the store at ${this.settings.path} is closed and accepts no more operations (${operation.type}); open it again to continue`);
+    }
+    if (this.pending >= this.capacity) throw new OffloadFullError(this.capacity);
+    this.counters.submitted += 1;
+    const result = new Promise<OffloadResult<O>>((resolve, reject) => {
+      this.queue.push({ operation, resolve: resolve as (value: unknown) => void, reject });
+    });
+    this.scheduleFlush();
+    return result;
+  }
+
+  /** Finishes every accepted operation, then stops the worker. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= this.drainThenStop();
+    return this.closing;
+  }
+
+  // -- dispatch ----------------------------------------------------------------
+
+  /** Waits one turn of the event loop before choosing where the queue goes,
+   * so that every operation submitted in this turn (including its promise
+   * continuations) joins one group. */
+  private scheduleFlush(): void {
+    if (this.flushScheduled || this.inFlight !== undefined) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    while (this.inFlight === undefined && this.queue.length > 0 && this.broken === undefined) {
+      const entries = this.queue.splice(0, groupOperationsMax);
+      this.counters.largestGroup = Math.max(this.counters.largestGroup, entries.length);
+      if (this.commitsInline(entries.length)) this.commitInline(entries);
+      else this.sendToWorker(entries);
+    }
+    if (this.pending === 0) this.drained?.();
+  }
+
+  private commitsInline(groupSize: number): boolean {
+    switch (this.policy) {
+      case "inline": return true;
+      case "worker": return false;
+      case "adaptive": return groupSize === 1;
+    }
+  }
+
+  private commitInline(entries: readonly Entry[]): void {
+    this.counters.inlineGroups += 1;
+    this.counters.inlineOperations += entries.length;
+    const settlements = this.settings.commitInline(entries.map((entry) => entry.operation));
+    entries.forEach((entry, index) => settle(entry, settlements[index]));
+  }
+
+  private sendToWorker(entries: readonly Entry[]): void {
+    const worker = this.worker;
+    if (worker === undefined) throw new Error("phronomy: the offload has no worker for policy " + this.policy);
+    this.groupsSent += 1;
+    const request: WorkerRequest = { type: "commit", group: this.groupsSent, operations: entries.map((entry) => entry.operation) };
+    try {
+      worker.postMessage(request);
+    } catch (error) {
+      this.refuseUncloneable(entries, error);
+      return;
+    }
+    this.counters.workerGroups += 1;
+    this.counters.workerOperations += entries.length;
+    this.inFlight = { group: this.groupsSent, entries };
+    worker.ref(); // a group in flight keeps the process alive until it is answered
+  }
+
+  /** An operation that cannot be structured-cloned (a function or a symbol
+   * in its data) cannot cross to the worker: it alone fails with
+   * `InvalidInputError`, and the rest of its group goes back to the head of
+   * the queue, in order. */
+  private refuseUncloneable(entries: readonly Entry[], cause: unknown): void {
+    const cloneable = entries.filter((entry) => {
+      try {
+        structuredClone(entry.operation);
+        return true;
+      } catch {
+        entry.reject(new InvalidInputError(`store operation ${entry.operation.type} holds a value that cannot be copied to the store worker (a function, a symbol or a class with private state); operations must be plain data`, { cause }));
+        return false;
+      }
+    });
+    if (cloneable.length === entries.length) {
+      for (const entry of entries) entry.reject(new StoreError(`the store worker for ${this.settings.path} refused a group: ${cause instanceof Error ? cause.message : String(cause)}`, { cause }));
+      return;
+    }
+    this.queue.unshift(...cloneable);
+  }
+
+  private onWorkerReply(reply: WorkerReply): void {
+    if (reply.type !== "settled") return;
+    const inFlight = this.inFlight;
+    if (inFlight === undefined || inFlight.group !== reply.group) {
+      this.breakDown(`the store worker answered group ${reply.group}, which is not the group in flight`);
+      return;
+    }
+    this.inFlight = undefined;
+    this.worker?.unref();
+    inFlight.entries.forEach((entry, index) => settleTransferred(entry, reply.settlements[index], this.settings.path));
+    this.flush();
+  }
+
+  // -- shutdown ------------------------------------------------------------------
+
+  private async drainThenStop(): Promise<void> {
+    if (this.pending > 0 && this.broken === undefined) {
+      await new Promise<void>((resolve) => {
+        this.drained = resolve;
+      });
+    }
+    const worker = this.worker;
+    if (worker === undefined || this.broken !== undefined) {
+      await worker?.terminate();
+      return;
+    }
+    worker.removeAllListeners("exit");
+    worker.ref();
+    const closed = new Promise<void>((resolve) => {
+      worker.on("message", (reply: WorkerReply) => {
+        if (reply.type === "closed") resolve();
+      });
+      worker.once("exit", () => resolve());
+    });
+    worker.postMessage({ type: "close" } satisfies WorkerRequest);
+    await closed;
+    await worker.terminate();
+  }
+
+  /** The worker is gone or confused: everything accepted fails with a
+   * `StoreError` (what was in flight may or may not have committed), and
+   * later submissions are refused. */
+  private breakDown(reason: string): void {
+    if (this.broken !== undefined) return;
+    if (this.closing !== undefined && this.pending === 0) return; // the normal exit after close
+    this.broken = new StoreError(`the store at ${this.settings.path} can no longer write: ${reason}; operations in flight may or may not have committed; reopen the store and recover`);
+    const failed = [...(this.inFlight?.entries ?? []), ...this.queue.splice(0)];
+    this.inFlight = undefined;
+    for (const entry of failed) entry.reject(this.broken);
+    this.drained?.();
+  }
+}
+
+function settle(entry: Entry, settlement: Settlement | undefined): void {
+  if (settlement === undefined) entry.reject(new StoreError("phronomy: a group commit returned fewer settlements than operations"));
+  else if (settlement.ok) entry.resolve(settlement.value);
+  else entry.reject(settlement.error);
+}
+
+function settleTransferred(entry: Entry, settlement: TransferredSettlement | undefined, path: string): void {
+  if (settlement === undefined) entry.reject(new StoreError(`the store worker for ${path} returned fewer settlements than operations`));
+  else if (settlement.ok) entry.resolve(settlement.value);
+  else entry.reject(rebuildError(settlement.error));
+}
+
+function checkCapacity(capacity: number): void {
+  if (!Number.isInteger(capacity) || capacity < 1) {
+    throw new InvalidInputError(`offloadCapacity must be a positive integer, got ${capacity}`);
+  }
+}
+
+function waitUntilReady(worker: Worker, path: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const onMessage = (reply: WorkerReply): void => {
+      if (reply.type === "ready") finish(undefined);
+      else if (reply.type === "failed") finish(rebuildError(reply.error));
+      else finish(new StoreError(`the store worker for ${path} sent "${reply.type}" before it was ready`));
+    };
+    const onError = (error: Error): void => finish(new StoreError(`the store worker for ${path} failed to start: ${error.message}`, { cause: error }));
+    const onExit = (code: number): void => finish(new StoreError(`the store worker for ${path} exited (code ${code}) before it was ready`));
+    const finish = (error: PhronomyError | undefined): void => {
+      worker.off("message", onMessage).off("error", onError).off("exit", onExit);
+      if (error === undefined) return resolve();
+      void worker.terminate();
+      reject(error);
+    };
+    worker.on("message", onMessage).on("error", onError).on("exit", onExit);
+  });
+}

@@ -1,0 +1,239 @@
+// The bodies of the store operations (SPEC §4.1) and of the agent lifecycle,
+// as functions over a connection. A body does not open or close a
+// transaction: `transaction.ts` runs each one inside a transaction of its
+// own, or inside a SAVEPOINT of a group commit, so a body that throws leaves
+// nothing behind.
+//
+// Every write to an existing execution is a compare-and-set on
+// (execution_id, revision): the UPDATE carries `WHERE execution_id = ? AND
+// revision = ?`, and a mismatch throws `ExecutionRehydrationRequiredError`
+// naming the execution and the revision expected, before anything is
+// written. Barriers also require status `active`; a terminal commit requires
+// a status other than `terminal`.
+
+import { AgentClosedError, ExecutionRehydrationRequiredError, InvalidInputError } from "../../errors.js";
+import type {
+  AgentRow, CloseAgentOperation, CommittedRevision, EnsureAgentOperation, ExecutionMetadata, ExecutionStatusName,
+  Json, JournalRecord, OffloadOperation, PrepareExecutionOperation, PrepareExecutionResult, ProviderBarrierOperation,
+  PurgeAgentOperation, PurgeAgentResult, StepRecord, TerminalCommitOperation, ToolBarrierOperation,
+} from "../records.js";
+import type { SqliteConnection } from "./driver.js";
+import { agentFromRow, jsonText, zeroUsage } from "./rows.js";
+
+/** Runs one operation's body (no transaction control). */
+export function applyOperation(connection: SqliteConnection, operation: OffloadOperation): unknown {
+  switch (operation.type) {
+    case "prepareExecution": return prepareExecution(connection, operation);
+    case "providerBarrier": return providerBarrier(connection, operation);
+    case "toolBarrier": return toolBarrier(connection, operation);
+    case "terminalCommit": return terminalCommit(connection, operation);
+    case "ensureAgent": return ensureAgent(connection, operation);
+    case "closeAgent": return closeAgent(connection, operation);
+    case "purgeAgent": return purgeAgent(connection, operation);
+  }
+}
+
+// -- executions -----------------------------------------------------------------
+
+export function prepareExecution(connection: SqliteConnection, operation: PrepareExecutionOperation): PrepareExecutionResult {
+  const agent = selectAgent(connection, operation.agentId);
+  if (agent === undefined) {
+    return notEstablished(new InvalidInputError(`agent "${operation.agentId}" has no root in the store; ensure the agent before starting execution ${operation.executionId}`, { agentId: operation.agentId, executionId: operation.executionId }));
+  }
+  if (agent.lifecycle === "closed") return notEstablished(new AgentClosedError(operation.agentId));
+  if (connection.prepare("SELECT 1 AS found FROM executions WHERE execution_id = ?").get(operation.executionId) !== undefined) {
+    return notEstablished(new InvalidInputError(`execution id ${operation.executionId} is already in the store; every start needs a new execution id`, { agentId: operation.agentId, executionId: operation.executionId }));
+  }
+  connection.prepare("UPDATE agents SET revision = revision + 1, updated_at = ? WHERE agent_id = ?").run(operation.at, operation.agentId);
+  const metadata: ExecutionMetadata = { config: operation.config };
+  appendSteps(connection, operation.executionId, [{ kind: "input", at: operation.at, payload: operation.input }]);
+  if (operation.blockedBy !== undefined) {
+    // A blocked input never enters the conversation memory: no journal.
+    insertExecution(connection, operation, { status: "terminal", phase: "terminal", metadata, error: operation.blockedBy });
+    appendSteps(connection, operation.executionId, [{ kind: "terminal", at: operation.at, payload: { outcome: "failed", revision: 1 } }]);
+    return { outcome: "terminal", revision: 1, error: operation.blockedBy };
+  }
+  insertExecution(connection, operation, { status: "active", phase: "calling_llm", metadata, error: null });
+  appendJournal(connection, operation.agentId, operation.journal);
+  return { outcome: "active", revision: 1 };
+}
+
+function notEstablished(error: InvalidInputError | AgentClosedError): PrepareExecutionResult {
+  return { outcome: "not_established", error: error.toRecord() };
+}
+
+interface InitialState {
+  readonly status: ExecutionStatusName;
+  readonly phase: "calling_llm" | "terminal";
+  readonly metadata: ExecutionMetadata;
+  readonly error: PrepareExecutionOperation["blockedBy"] | null;
+}
+
+function insertExecution(connection: SqliteConnection, operation: PrepareExecutionOperation, state: InitialState): void {
+  connection.prepare(`
+    INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output,
+                            error, usage, approval_request, created_at, updated_at)
+    VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, 'null', ?, ?, 'null', ?, ?)
+  `).run(
+    operation.executionId, operation.agentId, state.status, state.phase, operation.mode, jsonText(operation.input),
+    jsonText(state.metadata), state.error === null ? null : "failed", jsonText(state.error), jsonText(zeroUsage),
+    operation.at, operation.at,
+  );
+}
+
+export function providerBarrier(connection: SqliteConnection, operation: ProviderBarrierOperation): CommittedRevision {
+  const current = selectForUpdate(connection, operation, ["active"]);
+  const { toolBatch: _finished, ...kept } = current.metadata;
+  const metadata: ExecutionMetadata = { ...kept, pendingModelCall: { callId: operation.callId, startedAt: operation.at }, turns: operation.turns };
+  const revision = compareAndSet(connection, operation, `
+    UPDATE executions SET revision = ?, phase = 'calling_llm', metadata = ?, usage = ?, updated_at = ?
+    WHERE execution_id = ? AND revision = ?
+  `, [jsonText(metadata), jsonText(operation.usage), operation.at]);
+  appendSteps(connection, operation.executionId, [
+    ...operation.steps,
+    { kind: "provider_barrier", at: operation.at, payload: { callId: operation.callId, revision } },
+  ]);
+  return { revision };
+}
+
+export function toolBarrier(connection: SqliteConnection, operation: ToolBarrierOperation): CommittedRevision {
+  const current = selectForUpdate(connection, operation, ["active"]);
+  const { pendingModelCall: _answered, ...kept } = current.metadata;
+  const metadata: ExecutionMetadata = { ...kept, toolBatch: operation.toolBatch, turns: operation.turns };
+  const revision = compareAndSet(connection, operation, `
+    UPDATE executions SET revision = ?, phase = 'dispatching_tools', metadata = ?, usage = ?, updated_at = ?
+    WHERE execution_id = ? AND revision = ?
+  `, [jsonText(metadata), jsonText(operation.usage), operation.at]);
+  appendSteps(connection, operation.executionId, [
+    ...operation.steps,
+    { kind: "tool_barrier", at: operation.at, payload: { calls: jsonOf(operation.toolBatch), revision } },
+  ]);
+  return { revision };
+}
+
+export function terminalCommit(connection: SqliteConnection, operation: TerminalCommitOperation): CommittedRevision {
+  const current = selectForUpdate(connection, operation, ["preparing", "active", "suspended"]);
+  const suspended = operation.outcome === "suspended";
+  const metadata: ExecutionMetadata = operation.handoff === null ? current.metadata : { ...current.metadata, handoff: operation.handoff };
+  const revision = compareAndSet(connection, operation, `
+    UPDATE executions SET revision = ?, status = ?, phase = ?, outcome = ?, output = ?, error = ?, usage = ?,
+                          approval_request = ?, metadata = ?, updated_at = ?
+    WHERE execution_id = ? AND revision = ?
+  `, [
+    suspended ? "suspended" : "terminal", suspended ? "suspended" : "terminal", operation.outcome, jsonText(operation.output),
+    jsonText(operation.error), jsonText(operation.usage), jsonText(operation.approvalRequest), jsonText(metadata), operation.at,
+  ]);
+  const finalStep: StepRecord = suspended
+    ? { kind: "approval_requested", at: operation.at, payload: { revision, approvalRequest: operation.approvalRequest } }
+    : { kind: "terminal", at: operation.at, payload: { outcome: operation.outcome, revision } };
+  appendSteps(connection, operation.executionId, [...operation.steps, finalStep]);
+  appendJournal(connection, current.agentId, operation.journal);
+  return { revision };
+}
+
+interface CompareAndSetOperation {
+  readonly type: string;
+  readonly executionId: string;
+  readonly expectedRevision: number;
+}
+
+interface CurrentExecution {
+  readonly agentId: string;
+  readonly metadata: ExecutionMetadata;
+}
+
+/** Reads what the write needs and refuses, before writing anything, when
+ * the execution moved on (or never existed, or is in the wrong status). */
+function selectForUpdate(connection: SqliteConnection, operation: CompareAndSetOperation, statuses: readonly ExecutionStatusName[]): CurrentExecution {
+  const row = connection.prepare("SELECT agent_id, revision, status, metadata FROM executions WHERE execution_id = ?").get(operation.executionId);
+  const context = { executionId: operation.executionId, details: { expectedRevision: operation.expectedRevision, operation: operation.type } };
+  if (row === undefined) {
+    throw new ExecutionRehydrationRequiredError(`execution ${operation.executionId} is not in the store (${operation.type} expected revision ${operation.expectedRevision})`, context);
+  }
+  const status = row["status"] as ExecutionStatusName;
+  if (row["revision"] !== operation.expectedRevision || !statuses.includes(status)) {
+    throw new ExecutionRehydrationRequiredError(
+      `execution ${operation.executionId} moved on: ${operation.type} expected revision ${operation.expectedRevision} with status ${statuses.join(" or ")}, the store holds revision ${String(row["revision"])} with status ${status}`,
+      { ...context, agentId: String(row["agent_id"]) },
+    );
+  }
+  return { agentId: String(row["agent_id"]), metadata: JSON.parse(String(row["metadata"])) as ExecutionMetadata };
+}
+
+/** The compare-and-set itself: `values` are the SET values after the new
+ * revision; the WHERE clause takes the id and the expected revision. */
+function compareAndSet(connection: SqliteConnection, operation: CompareAndSetOperation, sql: string, values: readonly (string | number | null)[]): number {
+  const revision = operation.expectedRevision + 1;
+  const { changes } = connection.prepare(sql).run(revision, ...values, operation.executionId, operation.expectedRevision);
+  if (changes !== 1) {
+    throw new ExecutionRehydrationRequiredError(`execution ${operation.executionId} moved on: ${operation.type} expected revision ${operation.expectedRevision} and updated no row`, { executionId: operation.executionId });
+  }
+  return revision;
+}
+
+function appendSteps(connection: SqliteConnection, executionId: string, steps: readonly StepRecord[]): void {
+  const insert = connection.prepare(`
+    INSERT INTO steps (execution_id, seq, kind, at, payload)
+    VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM steps WHERE execution_id = ?), ?, ?, ?)
+  `);
+  for (const step of steps) insert.run(executionId, executionId, step.kind, step.at, jsonText(step.payload));
+}
+
+function appendJournal(connection: SqliteConnection, agentId: string, records: readonly JournalRecord[]): void {
+  const insert = connection.prepare(`
+    INSERT INTO journal (agent_id, seq, execution_id, role, content, at)
+    VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM journal WHERE agent_id = ?), ?, ?, ?, ?)
+  `);
+  for (const record of records) insert.run(agentId, agentId, record.executionId, record.role, jsonText(record.content), record.at);
+}
+
+function jsonOf(value: unknown): Json {
+  return JSON.parse(JSON.stringify(value)) as Json;
+}
+
+// -- agents (the root) ------------------------------------------------------------
+
+function selectAgent(connection: SqliteConnection, agentId: string): AgentRow | undefined {
+  const row = connection.prepare("SELECT * FROM agents WHERE agent_id = ?").get(agentId);
+  return row === undefined ? undefined : agentFromRow(row, connection.path);
+}
+
+function requireAgent(connection: SqliteConnection, agentId: string): AgentRow {
+  const agent = selectAgent(connection, agentId);
+  if (agent === undefined) throw new Error(`phronomy: agent "${agentId}" vanished inside its own transaction`);
+  return agent;
+}
+
+export function ensureAgent(connection: SqliteConnection, operation: EnsureAgentOperation): AgentRow {
+  connection.prepare(`
+    INSERT INTO agents (agent_id, lifecycle, revision, created_at, updated_at) VALUES (?, 'open', 1, ?, ?)
+    ON CONFLICT (agent_id) DO NOTHING
+  `).run(operation.agentId, operation.at, operation.at);
+  return requireAgent(connection, operation.agentId);
+}
+
+export function closeAgent(connection: SqliteConnection, operation: CloseAgentOperation): AgentRow {
+  connection.prepare(`
+    INSERT INTO agents (agent_id, lifecycle, revision, created_at, updated_at) VALUES (?, 'closed', 1, ?, ?)
+    ON CONFLICT (agent_id) DO UPDATE SET lifecycle = 'closed', revision = revision + 1, updated_at = excluded.updated_at
+    WHERE lifecycle = 'open'
+  `).run(operation.agentId, operation.at, operation.at);
+  return requireAgent(connection, operation.agentId);
+}
+
+/** How many unfinished execution ids a refused purge names in its error. */
+const unfinishedNamedMax = 5;
+
+export function purgeAgent(connection: SqliteConnection, operation: PurgeAgentOperation): PurgeAgentResult {
+  const agentId = operation.agentId;
+  const unfinished = connection.prepare(`SELECT execution_id FROM executions WHERE agent_id = ? AND status IN ('preparing', 'active', 'suspended') LIMIT ${unfinishedNamedMax}`).all(agentId);
+  if (unfinished.length > 0) {
+    const ids = unfinished.map((row) => String(row["execution_id"]));
+    throw new InvalidInputError(`agent "${agentId}" cannot be purged: it has unfinished executions (${ids.join(", ")}); let them end (complete, cancel, or recover) first`, { agentId, details: { unfinishedExecutionIds: ids } });
+  }
+  connection.prepare("DELETE FROM steps WHERE execution_id IN (SELECT execution_id FROM executions WHERE agent_id = ?)").run(agentId);
+  const executionsDeleted = connection.prepare("DELETE FROM executions WHERE agent_id = ?").run(agentId).changes;
+  const journalDeleted = connection.prepare("DELETE FROM journal WHERE agent_id = ?").run(agentId).changes;
+  const agentsDeleted = connection.prepare("DELETE FROM agents WHERE agent_id = ?").run(agentId).changes;
+  return { purged: executionsDeleted + journalDeleted + agentsDeleted > 0, executionsDeleted };
+}

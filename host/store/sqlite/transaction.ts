@@ -1,0 +1,93 @@
+// Transaction control for the store operations: one operation in one
+// transaction, or a group commit of several operations in one transaction
+// with a SAVEPOINT each. A body that throws rolls back to its savepoint and
+// fails only its own settlement; its group-mates still commit. If the
+// transaction itself fails (BEGIN, COMMIT, or a rollback that SQLite already
+// performed), every operation of the group fails with that error.
+//
+// Errors leave here as Phronomy errors: a raw SQLite error becomes a
+// `StoreError` carrying SQLite's message, its code and the store's path.
+
+import { PhronomyError, StoreError } from "../../errors.js";
+import type { OffloadOperation } from "../records.js";
+import type { SqliteConnection } from "./driver.js";
+import { applyOperation } from "./operations.js";
+
+export type Settlement =
+  | { readonly ok: true; readonly value: unknown }
+  | { readonly ok: false; readonly error: PhronomyError };
+
+/** Commits `operations` in one transaction; one settlement per operation,
+ * in order. Never throws. */
+export function commitGroup(connection: SqliteConnection, operations: readonly OffloadOperation[]): Settlement[] {
+  if (operations.length === 1) return [commitAlone(connection, operations[0]!)];
+  try {
+    connection.exec("BEGIN IMMEDIATE");
+  } catch (error) {
+    const failure = storeErrorOf(error, connection.path);
+    return operations.map(() => ({ ok: false, error: failure }));
+  }
+  const settlements = operations.map((operation) => applyInSavepoint(connection, operation));
+  try {
+    connection.exec("COMMIT");
+    return settlements;
+  } catch (error) {
+    rollbackQuietly(connection);
+    const failure = storeErrorOf(error, connection.path);
+    return operations.map(() => ({ ok: false, error: failure }));
+  }
+}
+
+/** A lone operation needs no savepoint: if it fails, its transaction is
+ * rolled back whole. */
+function commitAlone(connection: SqliteConnection, operation: OffloadOperation): Settlement {
+  try {
+    connection.exec("BEGIN IMMEDIATE");
+    const value = applyOperation(connection, operation);
+    connection.exec("COMMIT");
+    return { ok: true, value };
+  } catch (error) {
+    rollbackQuietly(connection);
+    return { ok: false, error: storeErrorOf(error, connection.path) };
+  }
+}
+
+function applyInSavepoint(connection: SqliteConnection, operation: OffloadOperation): Settlement {
+  connection.exec("SAVEPOINT operation");
+  try {
+    const value = applyOperation(connection, operation);
+    connection.exec("RELEASE operation");
+    return { ok: true, value };
+  } catch (error) {
+    // If SQLite already rolled the whole transaction back (disk full, I/O
+    // error), ROLLBACK TO fails and so will the COMMIT: every operation of
+    // the group then fails together in commitGroup.
+    try {
+      connection.exec("ROLLBACK TO operation");
+      connection.exec("RELEASE operation");
+    } catch {
+      // reported by COMMIT
+    }
+    return { ok: false, error: storeErrorOf(error, connection.path) };
+  }
+}
+
+function rollbackQuietly(connection: SqliteConnection): void {
+  try {
+    connection.exec("ROLLBACK");
+  } catch {
+    // no transaction left to roll back
+  }
+}
+
+/** A Phronomy error as is; anything else (a SQLite error) as a `StoreError`
+ * naming the store and carrying SQLite's code. */
+export function storeErrorOf(error: unknown, path: string): PhronomyError {
+  if (error instanceof PhronomyError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  const sqliteCode = (error as { code?: unknown } | null)?.code;
+  return new StoreError(`the store at ${path} failed: ${message}`, {
+    cause: error,
+    details: typeof sqliteCode === "string" ? { sqliteCode } : undefined,
+  });
+}

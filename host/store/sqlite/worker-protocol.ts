@@ -1,0 +1,29 @@
+// The messages between the offload (calling thread) and the store worker.
+// Everything here is structured-clone safe: operations and results are plain
+// data, errors travel as `TransferredError` records.
+
+import type { TransferredError } from "../error-transfer.js";
+import type { OffloadOperation } from "../records.js";
+import type { SynchronousMode } from "./schema.js";
+
+export interface WorkerSettings {
+  readonly path: string;
+  readonly synchronous: SynchronousMode;
+}
+
+export type TransferredSettlement =
+  | { readonly ok: true; readonly value: unknown }
+  | { readonly ok: false; readonly error: TransferredError };
+
+/** To the worker: commit this group (one transaction), or close. */
+export type WorkerRequest =
+  | { readonly type: "commit"; readonly group: number; readonly operations: readonly OffloadOperation[] }
+  | { readonly type: "close" };
+
+/** From the worker: its connection is open (or could not be), a group's
+ * settlements in submission order, or its connection is closed. */
+export type WorkerReply =
+  | { readonly type: "ready" }
+  | { readonly type: "failed"; readonly error: TransferredError }
+  | { readonly type: "settled"; readonly group: number; readonly settlements: readonly TransferredSettlement[] }
+  | { readonly type: "closed" };

@@ -1,0 +1,48 @@
+// The interface the runtime depends on: a durable execution store. The
+// embedded SQLite store implements it (`sqlite-store.ts`); a PostgreSQL
+// store will implement the same, which is why every read returns a promise
+// even though SQLite answers them synchronously.
+//
+// Contract for writes (`run` and the agent lifecycle): the call either
+// throws at once — `OffloadFullError` (queue full), `StoreError` (store
+// closed or broken), `InvalidInputError` (malformed operation) — and then
+// nothing was submitted; or it returns a promise that settles with the
+// operation's own result or error: `ExecutionRehydrationRequiredError` when
+// a compare-and-set lost (nothing written), `InvalidInputError` for a
+// refused purge, `StoreError` when the database failed (then the operation
+// may or may not have committed).
+
+import type {
+  AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, PurgeAgentResult, StoreOperation, StoreResult, StoredStep,
+} from "./records.js";
+
+export interface ExecutionStore {
+  /** Where the store lives (a file path, a database URL), for messages. */
+  readonly path: string;
+
+  /** Runs one store operation (SPEC §4.1) as one transaction. */
+  run<O extends StoreOperation>(operation: O): Promise<StoreResult<O>>;
+
+  /** Creates the agent's root (open) unless it exists; returns it as stored. */
+  ensureAgent(agentId: string, at: number): Promise<AgentRow>;
+  /** Marks the agent's root closed (idempotent). */
+  closeAgent(agentId: string, at: number): Promise<AgentRow>;
+  /** Deletes the agent's root, journal, executions and steps; refused with
+   * `InvalidInputError` while any of its executions is not terminal. */
+  purgeAgent(agentId: string): Promise<PurgeAgentResult>;
+
+  getAgent(agentId: string): Promise<AgentRow | undefined>;
+  getExecution(executionId: string): Promise<ExecutionRow | undefined>;
+  /** Newest first; `limit` defaults to 100 and is at most 1,000. */
+  listExecutions(filter?: ExecutionListFilter): Promise<ExecutionRow[]>;
+  /** The execution's timeline, in order. */
+  listSteps(executionId: string): Promise<StoredStep[]>;
+  /** The agent's last `limit` journal records, oldest first. */
+  readJournal(agentId: string, limit: number): Promise<JournalRecord[]>;
+  /** Every execution not terminal (suspended included), oldest first. */
+  unfinishedExecutions(): Promise<ExecutionRow[]>;
+
+  /** Finishes every accepted write, then releases the store. Idempotent;
+   * any call after it fails with `StoreError`. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,105 @@
+// Shared fixtures of the store tests: a fresh temporary directory per test
+// (real SQLite files, no mocks), builders for each store operation with
+// plausible contents, and a raw look at a store file through the driver
+// (pragmas, row counts) that bypasses the store's own reads.
+
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach } from "vitest";
+import type {
+  JournalRecord, PrepareExecutionOperation, ProviderBarrierOperation, TerminalCommitOperation, ToolBarrierOperation,
+  UsageTotals,
+} from "../../host/store/records.js";
+import { openBetterSqlite3, type SqliteValue } from "../../host/store/sqlite/driver.js";
+import { SqliteStore, type SqliteStoreOptions } from "../../host/store/sqlite-store.js";
+
+const directories: string[] = [];
+const stores: SqliteStore[] = [];
+
+afterEach(async () => {
+  await Promise.all(stores.splice(0).map((store) => store.close()));
+  await Promise.all(directories.splice(0).map((directory) => rm(directory, { recursive: true, force: true })));
+});
+
+export async function temporaryDirectory(): Promise<string> {
+  const directory = await mkdtemp(join(tmpdir(), "phronomy-store-"));
+  directories.push(directory);
+  return directory;
+}
+
+/** A store in a new temporary directory, closed after the test. */
+export async function openTemporaryStore(options: SqliteStoreOptions = {}, name = "agents.db"): Promise<SqliteStore> {
+  const path = join(await temporaryDirectory(), name);
+  return track(await SqliteStore.open(path, options));
+}
+
+/** Closes `store` after the test (close is idempotent). */
+export function track(store: SqliteStore): SqliteStore {
+  stores.push(store);
+  return store;
+}
+
+export const noUsage: UsageTotals = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
+
+export function journalEntry(executionId: string, role: JournalRecord["role"], content: string, at = 1): JournalRecord {
+  return { executionId, role, content, at };
+}
+
+export function prepare(executionId: string, agentId = "support", extra: Partial<PrepareExecutionOperation> = {}): PrepareExecutionOperation {
+  return {
+    type: "prepareExecution", executionId, agentId, mode: "run", input: "Where is order 42?",
+    config: { replayable: true }, journal: [journalEntry(executionId, "user", "Where is order 42?")], at: 10,
+    ...extra,
+  };
+}
+
+export function providerBarrier(executionId: string, expectedRevision: number, extra: Partial<ProviderBarrierOperation> = {}): ProviderBarrierOperation {
+  return {
+    type: "providerBarrier", executionId, expectedRevision, callId: `model-${expectedRevision}`, steps: [],
+    usage: noUsage, turns: expectedRevision, at: 20 + expectedRevision, ...extra,
+  };
+}
+
+export function toolBarrier(executionId: string, expectedRevision: number, extra: Partial<ToolBarrierOperation> = {}): ToolBarrierOperation {
+  return {
+    type: "toolBarrier", executionId, expectedRevision,
+    toolBatch: [{ callId: "tool-1", toolName: "lookupOrder", input: { orderId: 42 }, idempotencyKey: `${executionId}:tool-1` }],
+    steps: [{ kind: "model_response", at: 30, payload: { toolCalls: ["tool-1"] } }],
+    usage: { inputTokens: 10, outputTokens: 5, totalTokens: 15 }, turns: 1, at: 30 + expectedRevision, ...extra,
+  };
+}
+
+export function terminalCommit(executionId: string, expectedRevision: number, extra: Partial<TerminalCommitOperation> = {}): TerminalCommitOperation {
+  return {
+    type: "terminalCommit", executionId, expectedRevision, outcome: "completed", output: "Order 42 ships today.",
+    error: null, usage: { inputTokens: 20, outputTokens: 9, totalTokens: 29 }, approvalRequest: null, handoff: null,
+    steps: [{ kind: "model_response", at: 40, payload: { text: "Order 42 ships today." } }],
+    journal: [journalEntry(executionId, "assistant", "Order 42 ships today.", 40)], at: 40 + expectedRevision, ...extra,
+  };
+}
+
+/** Reads one value straight from the file with a connection of its own. */
+export function rawValue(path: string, sql: string, ...parameters: SqliteValue[]): SqliteValue | undefined {
+  const connection = openBetterSqlite3(path, { mustExist: true });
+  try {
+    const row = connection.prepare(sql).get(...parameters);
+    return row === undefined ? undefined : Object.values(row)[0];
+  } finally {
+    connection.close();
+  }
+}
+
+/** Runs a script straight on the file (to build foreign or tampered files). */
+export function rawExec(path: string, sql: string): void {
+  const connection = openBetterSqlite3(path);
+  try {
+    connection.exec(sql);
+  } finally {
+    connection.close();
+  }
+}
+
+export function fileBytes(path: string): Promise<Buffer> {
+  return readFile(path);
+}

@@ -1,0 +1,172 @@
+// The offload behind the store: every policy runs the operations and keeps
+// typed errors across the worker; group commit fails only the operation
+// that failed; a full queue refuses synchronously; close finishes accepted
+// work and refuses what comes after.
+
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import {
+  ExecutionRehydrationRequiredError, InvalidInputError, OffloadFullError, StoreError,
+} from "../../host/errors.js";
+import type { OffloadPolicy } from "../../host/store/offload.js";
+import type { StepKind } from "../../host/store/records.js";
+import { SqliteStore } from "../../host/store/sqlite-store.js";
+import {
+  openTemporaryStore, prepare, providerBarrier, temporaryDirectory, terminalCommit, toolBarrier, track,
+} from "./fixtures.js";
+
+const policies: readonly OffloadPolicy[] = ["adaptive", "worker", "inline"];
+
+/** Prepares `count` executions e0…e(count-1) of agent "support". */
+async function preparedStore(policy: OffloadPolicy, count: number): Promise<SqliteStore> {
+  const store = await openTemporaryStore({ offloadPolicy: policy });
+  await store.ensureAgent("support", 1);
+  await Promise.all(Array.from({ length: count }, (_, index) => store.run(prepare(`e${index}`))));
+  return store;
+}
+
+describe.each(policies)("offload policy %s", (policy) => {
+  it("runs a whole execution and reports where it committed", async () => {
+    const store = await preparedStore(policy, 1);
+    expect(store.offloadPolicy).toBe(policy);
+    await store.run(providerBarrier("e0", 1));
+    await store.run(toolBarrier("e0", 2));
+    await store.run(providerBarrier("e0", 3));
+    expect(await store.run(terminalCommit("e0", 4))).toEqual({ revision: 5 });
+    expect(await store.getExecution("e0")).toMatchObject({ status: "terminal", revision: 5 });
+    const statistics = store.offloadStatistics;
+    expect(statistics.submitted).toBe(6);
+    if (policy === "inline") expect(statistics.workerOperations).toBe(0);
+    if (policy === "worker") expect(statistics.inlineOperations).toBe(0);
+    if (policy === "adaptive") expect(statistics.inlineOperations).toBe(6); // every operation was alone
+  });
+
+  it("keeps typed errors: a lost compare-and-set and a refused purge", async () => {
+    const store = await preparedStore(policy, 1);
+    const lost = store.run(toolBarrier("e0", 7));
+    await expect(lost).rejects.toBeInstanceOf(ExecutionRehydrationRequiredError);
+    await expect(lost).rejects.toMatchObject({ code: "EXECUTION_REHYDRATION_REQUIRED", executionId: "e0", message: expect.stringMatching(/expected revision 7/) });
+    const purge = store.purgeAgent("support");
+    await expect(purge).rejects.toBeInstanceOf(InvalidInputError);
+    await expect(purge).rejects.toMatchObject({ agentId: "support" });
+  });
+
+  it("group commit: one lost compare-and-set among concurrent operations fails alone, its group-mates commit", async () => {
+    const store = await preparedStore(policy, 8);
+    const groupsBefore = store.offloadStatistics;
+    const results = await Promise.allSettled(Array.from({ length: 8 }, (_, index) =>
+      store.run(providerBarrier(`e${index}`, index === 5 ? 9 : 1))));
+    expect(results.map((result) => result.status)).toEqual(["fulfilled", "fulfilled", "fulfilled", "fulfilled", "fulfilled", "rejected", "fulfilled", "fulfilled"]);
+    expect((results[5] as PromiseRejectedResult).reason).toBeInstanceOf(ExecutionRehydrationRequiredError);
+    const statistics = store.offloadStatistics;
+    expect(statistics.inlineGroups + statistics.workerGroups - groupsBefore.inlineGroups - groupsBefore.workerGroups).toBe(1);
+    expect(statistics.largestGroup).toBe(8);
+    for (let index = 0; index < 8; index += 1) {
+      const row = await store.getExecution(`e${index}`);
+      expect(row?.revision).toBe(index === 5 ? 1 : 2);
+      expect((await store.listSteps(`e${index}`)).length).toBe(index === 5 ? 1 : 2);
+    }
+  });
+
+  it("a raw SQLite failure becomes a StoreError with SQLite's message and the path, failing only its operation", async () => {
+    const store = await preparedStore(policy, 3);
+    const broken = providerBarrier("e1", 1, { steps: [{ kind: null as unknown as StepKind, at: 1, payload: null }] });
+    const results = await Promise.allSettled([store.run(providerBarrier("e0", 1)), store.run(broken), store.run(providerBarrier("e2", 1))]);
+    expect(results.map((result) => result.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    const reason = (results[1] as PromiseRejectedResult).reason as StoreError;
+    expect(reason).toBeInstanceOf(StoreError);
+    expect(reason.message).toContain(store.path);
+    expect(reason.message).toMatch(/NOT NULL constraint failed: steps\.kind/);
+    expect(reason.details).toEqual({ sqliteCode: "SQLITE_CONSTRAINT_NOTNULL" });
+    expect((await store.getExecution("e1"))?.revision).toBe(1);
+  });
+
+  it("a full queue refuses the excess synchronously with OffloadFullError; every accepted operation completes", async () => {
+    const path = join(await temporaryDirectory(), "tiny.db");
+    const store = track(await SqliteStore.open(path, { offloadPolicy: policy, offloadCapacity: 3 }));
+    const accepted: Promise<unknown>[] = [];
+    const refused: unknown[] = [];
+    for (let index = 0; index < 5; index += 1) {
+      try {
+        accepted.push(store.ensureAgent(`agent-${index}`, index));
+      } catch (error) {
+        refused.push(error);
+      }
+    }
+    expect(accepted).toHaveLength(3);
+    expect(refused).toHaveLength(2);
+    for (const error of refused) expect(error).toBeInstanceOf(OffloadFullError);
+    expect(await Promise.all(accepted)).toMatchObject([{ agentId: "agent-0" }, { agentId: "agent-1" }, { agentId: "agent-2" }]);
+    expect(await store.getAgent("agent-3")).toBeUndefined();
+    await expect(store.ensureAgent("agent-3", 3)).resolves.toMatchObject({ lifecycle: "open" });
+  });
+
+  it("close finishes accepted work, is harmless twice, and refuses later calls with StoreError", async () => {
+    const path = join(await temporaryDirectory(), "close.db");
+    const store = await SqliteStore.open(path, { offloadPolicy: policy });
+    const writes = Array.from({ length: 20 }, (_, index) => store.ensureAgent(`agent-${index}`, index));
+    const closing = store.close();
+    expect(store.close()).toBe(closing);
+    await closing;
+    await expect(Promise.all(writes)).resolves.toHaveLength(20);
+    expect(() => store.ensureAgent("late", 1)).toThrow(StoreError);
+    expect(() => store.run(prepare("late"))).toThrow(/is closed/);
+    await expect(store.getAgent("agent-0")).rejects.toBeInstanceOf(StoreError);
+    await store.close();
+
+    const reopened = track(await SqliteStore.open(path, { offloadPolicy: policy }));
+    expect(await reopened.getAgent("agent-19")).toMatchObject({ lifecycle: "open" });
+  });
+
+  it("many concurrent executions, each a sequence of operations, all end consistent", async () => {
+    const executions = 40;
+    const store = await preparedStore(policy, executions);
+    await Promise.all(Array.from({ length: executions }, async (_, index) => {
+      const id = `e${index}`;
+      await store.run(providerBarrier(id, 1));
+      await store.run(toolBarrier(id, 2));
+      await store.run(providerBarrier(id, 3));
+      await store.run(terminalCommit(id, 4));
+    }));
+    const rows = await store.listExecutions({ limit: executions });
+    expect(rows).toHaveLength(executions);
+    for (const row of rows) expect(row).toMatchObject({ status: "terminal", revision: 5 });
+    const statistics = store.offloadStatistics;
+    expect(statistics.largestGroup).toBeGreaterThan(1);
+    expect(statistics.inlineGroups + statistics.workerGroups).toBeLessThan(statistics.submitted);
+    if (policy === "adaptive") expect(statistics.workerOperations).toBeGreaterThan(0);
+  });
+});
+
+describe("offload failures", () => {
+  it("a worker that dies fails what it held with StoreError and refuses later writes; close still works", async () => {
+    const store = await preparedStore("worker", 2);
+    const worker = (store as unknown as { offload: { worker: { terminate(): Promise<number> } } }).offload.worker;
+    const inFlight = Promise.allSettled([store.run(providerBarrier("e0", 1)), store.run(providerBarrier("e1", 1))]);
+    await worker.terminate();
+    for (const result of await inFlight) {
+      if (result.status === "rejected") expect(result.reason).toBeInstanceOf(StoreError);
+    }
+    expect(() => store.run(providerBarrier("e0", 2))).toThrow(/can no longer write: the store worker exited/);
+    await store.close();
+  });
+});
+
+describe("offload input checks", () => {
+  it("an operation that cannot cross to the worker fails alone with InvalidInputError", async () => {
+    const store = await preparedStore("worker", 2);
+    const uncloneable = providerBarrier("e0", 1, { steps: [{ kind: "note", at: 1, payload: { callback: () => 1 } as never }] });
+    const results = await Promise.allSettled([store.run(uncloneable), store.run(providerBarrier("e1", 1))]);
+    expect(results[0]).toMatchObject({ status: "rejected", reason: expect.any(InvalidInputError) });
+    expect(results[1]).toEqual({ status: "fulfilled", value: { revision: 2 } });
+    expect((await store.getExecution("e0"))?.revision).toBe(1);
+  });
+
+  it("refuses a malformed operation synchronously with InvalidInputError, before queueing", async () => {
+    const store = await openTemporaryStore();
+    expect(() => store.run(providerBarrier("", 1))).toThrow(InvalidInputError);
+    expect(() => store.run(providerBarrier("e1", 0))).toThrow(/expectedRevision must be a positive integer/);
+    expect(() => store.run({ type: "dropTables" } as never)).toThrow(/unknown store operation "dropTables"/);
+    expect(store.offloadStatistics.submitted).toBe(0);
+  });
+});
