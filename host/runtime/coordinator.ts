@@ -54,10 +54,11 @@ export class Coordinator implements SessionHost {
   constructor(readonly settings: CoordinatorSettings) {}
 
   /** Nothing admitted is still working: no request waits on the core and
-   * every live execution is suspended (durable, waiting for approval). */
+   * every live execution is suspended (durable, waiting for approval) or
+   * left for recovery (its session abandoned). */
   get drained(): boolean {
     if (this.requests.size > 0) return false;
-    for (const entry of this.executionIds.values()) if (!entry.suspended) return false;
+    for (const entry of this.executionIds.values()) if (!entry.suspended && !entry.recoveryRequired) return false;
     return true;
   }
 
@@ -339,6 +340,7 @@ export class Coordinator implements SessionHost {
     }
     const entry = this.executions[slot];
     if (!entry) return;
+    entry.recoveryRequired = true;
     const error = entry.storeError ?? errorForCode(code, { executionId: entry.executionId, agentId: entry.agent.id });
     this.settings.logger.warn(`[phronomy] execution ${entry.executionId} of agent "${entry.agent.id}" requires recovery: ${error.message}`);
     entry.session?.abandon(new ExecutionRehydrationRequiredError(`execution ${entry.executionId} requires recovery`, { executionId: entry.executionId, agentId: entry.agent.id, cause: error }));

@@ -28,8 +28,9 @@ import { Waiter, type Run } from "./run.js";
 import { settleFromRow } from "./durable-outcome.js";
 
 export interface OpenOptions {
-  /** A SQLite file path (`./agents.db` or `file:./agents.db`). */
-  readonly store: string;
+  /** A SQLite file path (`./agents.db` or `file:./agents.db`), or a store
+   * the application opened itself (any `ExecutionStore`). */
+  readonly store: string | ExecutionStore;
   /** `FULL` (default): every barrier reaches the disk before its external
    * operation starts. `NORMAL`: survives a process crash, not power loss. */
   readonly synchronous?: SqliteStoreOptions["synchronous"];
@@ -46,6 +47,15 @@ const OPEN_OPTION_KEYS = ["store", "synchronous", "offloadCapacity", "offloadPol
 
 const consoleLogger: Logger = { warn: (message) => console.warn(message) };
 
+async function openSqlite(location: string, options: OpenOptions): Promise<ExecutionStore> {
+  const path = location.startsWith("file:") ? location.slice("file:".length) : location;
+  return SqliteStore.open(path, {
+    ...(options.synchronous ? { synchronous: options.synchronous } : {}),
+    ...(options.offloadCapacity !== undefined ? { offloadCapacity: options.offloadCapacity } : {}),
+    ...(options.offloadPolicy ? { offloadPolicy: options.offloadPolicy } : {}),
+  });
+}
+
 export class Environment {
   private readonly agents = new Map<string, Agent>();
   private closing: Promise<void> | undefined;
@@ -61,21 +71,16 @@ export class Environment {
   static async open(options: OpenOptions): Promise<Environment> {
     if (typeof options !== "object" || options === null) throw new InvalidInputError("Phronomy.open(options): options must be an object");
     rejectUnknownKeys(options, OPEN_OPTION_KEYS, "Phronomy.open(options)");
-    if (typeof options.store !== "string" || options.store.length === 0) {
-      throw new InvalidInputError(`Phronomy.open(options): "store" must be a SQLite file path, got ${JSON.stringify(options.store)}`);
+    const givenStore = typeof options.store === "object" && options.store !== null && typeof options.store.run === "function";
+    if (!givenStore && (typeof options.store !== "string" || options.store.length === 0)) {
+      throw new InvalidInputError(`Phronomy.open(options): "store" must be a SQLite file path or an ExecutionStore, got ${JSON.stringify(options.store)}`);
     }
     if (options.callbackErrorPolicy !== undefined && !["report", "fail_task"].includes(options.callbackErrorPolicy)) {
       throw new InvalidInputError(`Phronomy.open(options): "callbackErrorPolicy" must be "report" or "fail_task"`);
     }
     const logger = options.logger ?? consoleLogger;
     const core = await ControlCore.create(options.limits ?? {});
-    const path = options.store.startsWith("file:") ? options.store.slice("file:".length) : options.store;
-    const storeOptions: SqliteStoreOptions = {
-      ...(options.synchronous ? { synchronous: options.synchronous } : {}),
-      ...(options.offloadCapacity !== undefined ? { offloadCapacity: options.offloadCapacity } : {}),
-      ...(options.offloadPolicy ? { offloadPolicy: options.offloadPolicy } : {}),
-    };
-    const store = await SqliteStore.open(path, storeOptions);
+    const store = typeof options.store === "string" ? await openSqlite(options.store, options) : options.store;
     const loop = new ControlLoop((error) => logger.warn(`[phronomy] a control message failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`));
     const coordinator = new Coordinator({
       core, loop, store, logger,
@@ -97,7 +102,7 @@ export class Environment {
       throw new InvalidInputError(`agent "${definition.id}" is already defined in this environment; reuse the Agent it returned`);
     }
     const tools = resolveTools(definition.tools);
-    const ready = this.store.ensureAgent(definition.id, Date.now()).then((row) => new Promise<AgentEntry>((resolve, reject) => {
+    const ready = Promise.resolve().then(() => this.store.ensureAgent(definition.id, Date.now())).then((row) => new Promise<AgentEntry>((resolve, reject) => {
       const posted = this.loop.post(() => {
         const code = this.core.apply(M.RegisterAgent, row.lifecycle === "closed" ? 1 : 0);
         if (code !== ResultCode.Ok) return reject(errorForCode(code, { agentId: definition.id }));

@@ -51,6 +51,8 @@ export class ExecutionEntry {
   storeError: PhronomyError | undefined;
   /** Suspended for approval: durable, holding no live work. */
   suspended = false;
+  /** Marked recovery_required: its session is abandoned; recovery owns it. */
+  recoveryRequired = false;
 
   constructor(
     readonly slot: number,

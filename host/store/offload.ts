@@ -1,6 +1,6 @@
 // The offload: a bounded first-in-first-out queue of store operations that
 // runs them off the control loop with group commit, without making a lone
-// operation pay a thread hop (SPEC §4.3, docs/decisions/0005).
+// operation pay a thread hop (SPEC §4.3, docs/decisions/0006).
 //
 // Rules kept here:
 // * `submit` either throws at once (queue full: `OffloadFullError`; closed

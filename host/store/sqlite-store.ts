@@ -32,7 +32,7 @@ export interface SqliteStoreOptions {
   /** Operations waiting or in flight before writes are refused with
    * `OffloadFullError` (default `offloadCapacityDefault`). */
   readonly offloadCapacity?: number;
-  /** Where commits run (docs/decisions/0005); default `adaptive`. */
+  /** Where commits run (docs/decisions/0006); default `adaptive`. */
   readonly offloadPolicy?: OffloadPolicy;
 }
 
