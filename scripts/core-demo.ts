@@ -6,26 +6,24 @@
 // with approval and crash recovery) arrives with the CLI.
 
 import {
-  CommitOutcome, EffectKind, MessageKind as M, OutcomeType, PreparationOutcome, ResultCode,
-  SessionEnding, SessionEventKind as E,
+  CommitOutcome, MessageKind as M, OutcomeType, PreparationOutcome, SessionEnding, SessionEventKind as E,
 } from "../assembly/abi.js";
+import { effectKindName, messageKindName, resultCodeName } from "../host/core/names.js";
 import { ControlCore } from "../host/core/control-core.js";
 import type { CoreEffect } from "../host/core/effects.js";
 
 const core = await ControlCore.create({ agentsMax: 8, executionsMax: 8 });
-const name = <T extends object>(table: T, value: number): string =>
-  Object.entries(table).find(([, number]) => number === value)?.[0] ?? String(value);
 
 function describeEffect(effect: CoreEffect): string {
   const { kind, ...args } = effect;
-  const fields = Object.entries(args).map(([key, value]) => `${key}=${key === "code" ? name(ResultCode, value as number) : value}`);
-  return `${name(EffectKind, kind)}(${fields.join(", ")})`;
+  const fields = Object.entries(args).map(([key, value]) => `${key}=${key === "code" ? resultCodeName(value as number) : value}`);
+  return `${effectKindName(kind)}(${fields.join(", ")})`;
 }
 
 function send(label: string, kind: number, ...args: number[]): CoreEffect[] {
   const code = core.apply(kind, ...args);
   const effects = core.effects();
-  console.log(`${name(M, kind).padEnd(24)} ${label.padEnd(36)} → ${name(ResultCode, code)}`);
+  console.log(`${messageKindName(kind).padEnd(24)} ${label.padEnd(36)} → ${resultCodeName(code)}`);
   for (const effect of effects) console.log(`${" ".repeat(28)}· ${describeEffect(effect)}`);
   return effects;
 }

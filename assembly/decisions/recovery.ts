@@ -12,7 +12,7 @@ import {
 import { bindAdmission, checkAgent, agentAdmission, setAgentAdmission } from "../agent-table";
 import { emit } from "../effects";
 import {
-  allocateExecution, checkExecution, executionAgent, executionGeneration, executionPhase,
+  allocateExecution, checkExecution, executionAgent, executionGeneration, executionInFlight, executionPhase,
   executionRevision, executionSession, executionStatus, hasExecutionFlag, reserveForAdmission,
   setExecutionPhase, setExecutionRevision, setExecutionSession, setExecutionStatus,
 } from "../execution-table";
@@ -53,6 +53,9 @@ function checkRecovered(exec: u32, generation: u32, expectedRevision: u32): i32 
   if (check != ResultCode.Ok) return check;
   if (executionRevision(exec) != expectedRevision) return ResultCode.RevisionMustMatch;
   if (executionSession(exec) != 0) return ResultCode.SessionMustMatch;
+  // An abandoned session's operations must settle before recovery reuses
+  // the execution in the same core.
+  if (executionInFlight(exec) != 0) return ResultCode.NotQuiescent;
   return ResultCode.Ok;
 }
 

@@ -4,13 +4,13 @@
 // finish execution, register waiter.
 
 import {
-  AdmissionState, EffectKind, ExecutionStatus, Limit, RecoveryScope, ResultCode,
+  AdmissionState, EffectKind, ExecutionFlag, ExecutionStatus, Limit, RecoveryScope, ResultCode,
 } from "../abi";
 import { nextGeneration, releaseAdmission, setAgentAdmission } from "../agent-table";
 import { emit } from "../effects";
 import {
   executionAgent, executionGeneration, executionRevision, executionSession, executionWaiters,
-  freeExecution, setExecutionSession, setExecutionStatus, setExecutionWaiters,
+  freeExecution, setExecutionFlag, setExecutionSession, setExecutionStatus, setExecutionWaiters,
 } from "../execution-table";
 
 /** 1 while the environment drains for shutdown: admissions refused,
@@ -57,8 +57,10 @@ export function isLiveSession(exec: u32, session: u32): bool {
  * for inspection and recovery. */
 export function requireRecovery(exec: u32, code: i32): void {
   setAgentAdmission(executionAgent(exec), AdmissionState.RecoveryRequired);
-  // The live session is over: nothing it still posts may apply.
+  // The live session is over: nothing it still posts may apply, and no
+  // deferred terminal of it will be committed.
   setExecutionSession(exec, 0);
+  setExecutionFlag(exec, ExecutionFlag.TerminalDeferred, false);
   emit(EffectKind.RecoveryRequired, exec, RecoveryScope.Execution, code);
   emit(EffectKind.FailWaiters, exec, code);
   setExecutionWaiters(exec, 0);

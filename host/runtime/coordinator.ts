@@ -15,6 +15,7 @@ import {
   SessionEventKind, SetupFailure, Submission,
 } from "../../assembly/abi.js";
 import type { ControlCore } from "../core/control-core.js";
+import { messageKindName, resultCodeName } from "../core/names.js";
 import type { CoreEffect } from "../core/effects.js";
 import type { ConversationMessage } from "../agent/messages.js";
 import {
@@ -122,7 +123,7 @@ export class Coordinator implements SessionHost {
       case EffectKind.StartToolBatch: return this.sessionOf(effect.execution, effect.session)?.startToolBatch();
       case EffectKind.SetupFailed: return this.setupFailed(effect.execution, effect.session, effect.failure);
       case EffectKind.RecoveryRequired: return this.recoveryRequired(effect.slot, effect.scope, effect.code);
-      case EffectKind.DropStale: return this.settings.logger.debug?.(`[phronomy] dropped a stale result (message kind ${effect.messageKind}, code ${effect.code})`);
+      case EffectKind.DropStale: return this.settings.logger.debug?.(`[phronomy] dropped a stale ${messageKindName(effect.messageKind)}: ${resultCodeName(effect.code)}`);
       case EffectKind.DeferTerminal: return;
       case EffectKind.PostDeferredTerminal: return this.postDeferredTerminal(effect.execution, effect.session);
       case EffectKind.SubmitTerminalCommit: return this.submitTerminalCommit(effect.execution, effect.session, effect.expectedRevision);

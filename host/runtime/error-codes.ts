@@ -3,6 +3,7 @@
 // ids involved and a sentence on what to do.
 
 import { ResultCode } from "../../assembly/abi.js";
+import { resultCodeName } from "../core/names.js";
 import {
   AgentBusyError, AgentClosedError, CancellationError, ExecutionRehydrationRequiredError, InvalidInputError,
   OffloadFullError, PhronomyError, RuntimeShutdownError, StaleResultError, StoreError, type ErrorContext,
@@ -34,13 +35,13 @@ export function errorForCode(code: number, context: ErrorContext): PhronomyError
     case ResultCode.RevisionMustMatch:
     case ResultCode.SessionMustMatch:
     case ResultCode.PhaseMustMatch:
-      return new StaleResultError(`the result for execution ${execution} no longer matches its live state (code ${code})`, context);
+      return new StaleResultError(`the result for execution ${execution} no longer matches its live state (${resultCodeName(code)})`, context);
     case ResultCode.RevisionMustIncrease:
     case ResultCode.OutcomeUnknown:
     case ResultCode.ContinuationInvalid:
     case ResultCode.FailureRequired:
-      return new ExecutionRehydrationRequiredError(`execution ${execution} could not be applied safely (code ${code})`, context);
+      return new ExecutionRehydrationRequiredError(`execution ${execution} could not be applied safely (${resultCodeName(code)})`, context);
     default:
-      return new PhronomyError("INTERNAL", `the control core refused a request for execution ${execution} with code ${code}`, context);
+      return new PhronomyError("INTERNAL", `the control core refused a request for execution ${execution} with ${resultCodeName(code)}`, context);
   }
 }

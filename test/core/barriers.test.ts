@@ -483,7 +483,8 @@ for (const barrier of BARRIER_KINDS) {
         effect.RecoveryRequired(run.exec, RecoveryScope.Execution, ResultCode.RehydrationRequired),
         effect.FailWaiters(run.exec, ResultCode.RehydrationRequired),
       ]);
-      expect(run.record).toEqual({ ...before, waiters: 0, session: 0 });
+      // Recovery also drops the deferred terminal of the abandoned session.
+        expect(run.record).toEqual({ ...before, waiters: 0, session: 0, flags: before.flags & ~ExecutionFlag.TerminalDeferred });
       expect(run.admission).toBe(AdmissionState.RecoveryRequired);
     });
 
@@ -497,7 +498,8 @@ for (const barrier of BARRIER_KINDS) {
           effect.RecoveryRequired(run.exec, RecoveryScope.Execution, ResultCode.OutcomeUnknown),
           effect.FailWaiters(run.exec, ResultCode.OutcomeUnknown),
         ]);
-        expect(run.record).toEqual({ ...before, waiters: 0, session: 0 });
+        // Recovery also drops the deferred terminal of the abandoned session.
+        expect(run.record).toEqual({ ...before, waiters: 0, session: 0, flags: before.flags & ~ExecutionFlag.TerminalDeferred });
         expect(run.admission).toBe(AdmissionState.RecoveryRequired);
       });
     }
@@ -512,7 +514,8 @@ for (const barrier of BARRIER_KINDS) {
           effect.RecoveryRequired(run.exec, RecoveryScope.Execution, ResultCode.RevisionMustIncrease),
           effect.FailWaiters(run.exec, ResultCode.RevisionMustIncrease),
         ]);
-        expect(run.record).toEqual({ ...before, waiters: 0, session: 0 });
+        // Recovery also drops the deferred terminal of the abandoned session.
+        expect(run.record).toEqual({ ...before, waiters: 0, session: 0, flags: before.flags & ~ExecutionFlag.TerminalDeferred });
         expect(run.admission).toBe(AdmissionState.RecoveryRequired);
       });
     }

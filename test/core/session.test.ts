@@ -271,9 +271,14 @@ describeDecisions("require recovery ends the live session", ({ it, boot }) => {
     // Model call and tool barrier in flight, then cancelled: deferred.
     const run = core.callingModel().event(SessionEventKind.LlmCompletedWithTools).finish(SessionEnding.Cancelled);
     core.step(MessageKind.ToolDispatchReady, run.exec, run.generation, run.session, run.revision, CommitOutcome.RehydrationRequired, 0, 0);
-    expect(run.record).toMatchObject({ session: 0, phase: Phase.Terminal, inFlight: 2, flags: ExecutionFlag.TerminalDeferred });
+    // Recovery drops the abandoned session's deferred terminal too.
+    expect(run.record).toMatchObject({ session: 0, phase: Phase.Terminal, inFlight: 2, flags: 0 });
     const { exec, generation, session, revision } = run;
     core.expectDropped(MessageKind.DeferredTerminal, ResultCode.SessionMustMatch, exec, generation, session);
+    // The abandoned operations settling post no deferred terminal.
+    expect(core.apply(MessageKind.OperationSettled, exec, generation)).toBe(ResultCode.Ok);
+    expect(core.apply(MessageKind.OperationSettled, exec, generation)).toBe(ResultCode.Ok);
+    expect(core.effects()).toEqual([]);
     core.expectDropped(MessageKind.ToolDispatchReady, ResultCode.SessionMustMatch,
       exec, generation, session, revision, CommitOutcome.Committed, revision + 1, 1);
     core.expectDropped(MessageKind.SubmissionRefused, ResultCode.SessionMustMatch, Submission.ToolBarrier, exec, generation, session, 0);

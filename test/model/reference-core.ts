@@ -473,6 +473,7 @@ export class ReferenceCore implements ControlMachine {
     const exec = this.executionAt(execSlot);
     this.agentOf(exec).admissionState = AdmissionState.RecoveryRequired;
     exec.session = 0;
+    exec.flags &= ~ExecutionFlag.TerminalDeferred;
     this.emit(EffectKind.RecoveryRequired, execSlot, RecoveryScope.Execution, code);
     this.emit(EffectKind.FailWaiters, execSlot, code);
     exec.waiters = 0;
@@ -977,6 +978,7 @@ export class ReferenceCore implements ControlMachine {
     const exec = this.executionAt(execSlot);
     if (exec.revision !== expectedRevision) return this.refuse(request, ResultCode.RevisionMustMatch);
     if (exec.session !== 0) return this.refuse(request, ResultCode.SessionMustMatch);
+    if (exec.inFlight !== 0) return this.refuse(request, ResultCode.NotQuiescent);
 
     if (exec.status !== ExecutionStatus.Preparing || exec.phase !== Phase.Preparing) {
       this.requireRecovery(execSlot, ResultCode.ContinuationInvalid);
@@ -1047,6 +1049,7 @@ export class ReferenceCore implements ControlMachine {
     const exec = this.executionAt(execSlot);
     if (exec.revision !== expectedRevision) return this.refuse(request, ResultCode.RevisionMustMatch);
     if (exec.session !== 0) return this.refuse(request, ResultCode.SessionMustMatch);
+    if (exec.inFlight !== 0) return this.refuse(request, ResultCode.NotQuiescent);
 
     const row = findContinuation(continuation);
     let invalid: ResultCode = ResultCode.Ok;

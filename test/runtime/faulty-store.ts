@@ -42,5 +42,5 @@ export async function faultyStore(path: string, plan: FaultPlan): Promise<Execut
       const value = Reflect.get(target, property, receiver);
       return typeof value === "function" ? value.bind(target) : value;
     },
-  }) as ExecutionStore & { readonly injected: number };
+  }) as unknown as ExecutionStore & { readonly injected: number };
 }
