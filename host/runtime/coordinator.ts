@@ -240,6 +240,7 @@ export class Coordinator implements SessionHost {
       maxTurns: start.options.maxTurns ?? definition.maxTurns ?? MAX_TURNS_DEFAULT,
       outputGuardrail: start.options.outputGuardrail ?? definition.outputGuardrail,
       signal: start.options.signal,
+      stream: start.options.stream ?? false,
       deadline: start.deadline,
       timeoutMs: start.options.timeoutMs ?? definition.timeoutMs,
       tracer: this.settings.tracer,

@@ -50,6 +50,9 @@ export interface StartOptions {
   readonly outputGuardrail?: Guardrail;
   /** Free-form data stored with the execution (JSON). */
   readonly metadata?: { readonly [key: string]: Json };
+  /** Stream model output: `text_delta` events as the text arrives (the
+   * model's `doStream`). Off by default: one `doGenerate` per turn. */
+  readonly stream?: boolean;
 }
 
 export type { LanguageModel };
@@ -68,7 +71,7 @@ export const AGENT_DEFINITION_KEYS = [
 
 export const START_OPTION_KEYS = [
   "signal", "timeoutMs", "onEvent", "approvalPolicy", "approvalListener", "tokenBudget", "maxTurns",
-  "inputGuardrail", "outputGuardrail", "metadata",
+  "inputGuardrail", "outputGuardrail", "metadata", "stream",
 ] as const;
 
 /** Agent ids are interned by the host and stored as text: bounded, printable. */
@@ -133,6 +136,9 @@ export function validateStartOptions(options: StartOptions, what: string): void 
   positiveInteger(options.tokenBudget, "tokenBudget", what);
   positiveInteger(options.maxTurns, "maxTurns", what);
   functionOrUndefined(options.onEvent, "onEvent", what);
+  if (options.stream !== undefined && typeof options.stream !== "boolean") {
+    throw new InvalidInputError(`${what}: "stream" must be a boolean`);
+  }
   functionOrUndefined(options.approvalListener, "approvalListener", what);
   functionOrUndefined(options.inputGuardrail, "inputGuardrail", what);
   functionOrUndefined(options.outputGuardrail, "outputGuardrail", what);

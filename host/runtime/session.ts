@@ -45,6 +45,8 @@ export interface SessionSettings {
   readonly maxTurns: number;
   readonly outputGuardrail: Guardrail | undefined;
   readonly signal: AbortSignal | undefined;
+  /** Stream the model's text as `text_delta` events. */
+  readonly stream: boolean;
   /** Absolute time (host clock, ms) the execution must end by, and the
    * timeout it came from. */
   readonly deadline: number | undefined;
@@ -179,9 +181,13 @@ export class Session {
         messages: this.messages,
         tools: this.settings.tools,
         signal: this.abort.signal,
-        onTextDelta: (delta) => this.host.post(() => {
-          if (!this.finished) this.host.emit(this, { type: "text_delta", executionId: this.executionId, callId, delta });
-        }),
+        agentId: this.settings.agentId,
+        executionId: this.executionId,
+        ...(this.settings.stream ? {
+          onTextDelta: (delta: string) => this.host.post(() => {
+            if (!this.finished) this.host.emit(this, { type: "text_delta", executionId: this.executionId, callId, delta });
+          }),
+        } : {}),
       });
       return { turn, plan: await this.plan(turn) };
     };

@@ -44,6 +44,17 @@ export const offloadCapacityDefault = 10_000;
  * one group. */
 export const groupOperationsMax = 256;
 
+/** Groups sent to the worker before the first is answered. More than one
+ * lets the calling thread prepare the next group while the worker commits
+ * (the worker merges whatever has arrived into one transaction), so the
+ * two threads work in parallel instead of taking turns. */
+export const groupsInFlightMax = 4;
+
+/** Queued operations that are sent without waiting for the end of the
+ * current turn: big enough to amortise a message, small enough that the
+ * worker starts early. */
+export const eagerGroupOperations = 16;
+
 export interface OffloadStatistics {
   readonly submitted: number;
   readonly inlineGroups: number;
@@ -76,7 +87,9 @@ export class Offload {
   private readonly settings: OffloadSettings;
   private readonly worker: Worker | undefined;
   private readonly queue: Entry[] = [];
-  private inFlight: { readonly group: number; readonly entries: readonly Entry[] } | undefined;
+  /** Groups sent to the worker and not answered yet, oldest first. */
+  private readonly inFlight = new Map<number, readonly Entry[]>();
+  private inFlightOperations = 0;
   private groupsSent = 0;
   private flushScheduled = false;
   private closing: Promise<void> | undefined;
@@ -111,7 +124,7 @@ export class Offload {
 
   /** Operations accepted and not yet settled. */
   get pending(): number {
-    return this.queue.length + (this.inFlight?.entries.length ?? 0);
+    return this.queue.length + this.inFlightOperations;
   }
 
   submit<O extends OffloadOperation>(operation: O): Promise<OffloadResult<O>> {
@@ -124,7 +137,11 @@ export class Offload {
     const result = new Promise<OffloadResult<O>>((resolve, reject) => {
       this.queue.push({ operation, resolve: resolve as (value: unknown) => void, reject });
     });
-    this.scheduleFlush();
+    // A full enough group leaves at once, so the worker starts committing
+    // while this thread is still producing the rest (pipelining); the
+    // remainder leaves when the current turn is over.
+    if (this.queue.length >= eagerGroupOperations && this.worker !== undefined) this.flush();
+    else this.scheduleFlush();
     return result;
   }
 
@@ -140,7 +157,7 @@ export class Offload {
    * so that every operation submitted in this turn (including its promise
    * continuations) joins one group. */
   private scheduleFlush(): void {
-    if (this.flushScheduled || this.inFlight !== undefined) return;
+    if (this.flushScheduled || this.inFlight.size >= groupsInFlightMax) return;
     this.flushScheduled = true;
     setImmediate(() => {
       this.flushScheduled = false;
@@ -149,7 +166,7 @@ export class Offload {
   }
 
   private flush(): void {
-    while (this.inFlight === undefined && this.queue.length > 0 && this.broken === undefined) {
+    while (this.inFlight.size < groupsInFlightMax && this.queue.length > 0 && this.broken === undefined) {
       const entries = this.queue.splice(0, groupOperationsMax);
       this.counters.largestGroup = Math.max(this.counters.largestGroup, entries.length);
       if (this.commitsInline(entries.length)) this.commitInline(entries);
@@ -162,7 +179,9 @@ export class Offload {
     switch (this.policy) {
       case "inline": return true;
       case "worker": return false;
-      case "adaptive": return groupSize === 1;
+      // Inline only while the worker holds nothing: the two connections
+      // never write at the same time.
+      case "adaptive": return groupSize === 1 && this.inFlight.size === 0;
     }
   }
 
@@ -186,7 +205,8 @@ export class Offload {
     }
     this.counters.workerGroups += 1;
     this.counters.workerOperations += entries.length;
-    this.inFlight = { group: this.groupsSent, entries };
+    this.inFlight.set(this.groupsSent, entries);
+    this.inFlightOperations += entries.length;
     worker.ref(); // a group in flight keeps the process alive until it is answered
   }
 
@@ -213,14 +233,16 @@ export class Offload {
 
   private onWorkerReply(reply: WorkerReply): void {
     if (reply.type !== "settled") return;
-    const inFlight = this.inFlight;
-    if (inFlight === undefined || inFlight.group !== reply.group) {
-      this.breakDown(`the store worker answered group ${reply.group}, which is not the group in flight`);
+    const oldest = this.inFlight.keys().next().value;
+    const entries = this.inFlight.get(reply.group);
+    if (entries === undefined || oldest !== reply.group) {
+      this.breakDown(`the store worker answered group ${reply.group}, which is not the oldest group in flight (${String(oldest)})`);
       return;
     }
-    this.inFlight = undefined;
-    this.worker?.unref();
-    inFlight.entries.forEach((entry, index) => settleTransferred(entry, reply.settlements[index], this.settings.path));
+    this.inFlight.delete(reply.group);
+    this.inFlightOperations -= entries.length;
+    if (this.inFlight.size === 0) this.worker?.unref();
+    entries.forEach((entry, index) => settleTransferred(entry, reply.settlements[index], this.settings.path));
     this.flush();
   }
 
@@ -257,8 +279,9 @@ export class Offload {
     if (this.broken !== undefined) return;
     if (this.closing !== undefined && this.pending === 0) return; // the normal exit after close
     this.broken = new StoreError(`the store at ${this.settings.path} can no longer write: ${reason}; operations in flight may or may not have committed; reopen the store and recover`);
-    const failed = [...(this.inFlight?.entries ?? []), ...this.queue.splice(0)];
-    this.inFlight = undefined;
+    const failed = [...[...this.inFlight.values()].flat(), ...this.queue.splice(0)];
+    this.inFlight.clear();
+    this.inFlightOperations = 0;
     for (const entry of failed) entry.reject(this.broken);
     this.drained?.();
   }

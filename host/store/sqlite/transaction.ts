@@ -42,7 +42,7 @@ export function commitGroup(connection: SqliteConnection, operations: readonly O
  * rolled back whole. */
 function commitAlone(connection: SqliteConnection, operation: OffloadOperation): Settlement {
   try {
-    connection.exec("BEGIN IMMEDIATE");
+    connection.prepare("BEGIN IMMEDIATE").run();
     const value = applyOperation(connection, operation);
     connection.exec("COMMIT");
     return { ok: true, value };
@@ -53,10 +53,10 @@ function commitAlone(connection: SqliteConnection, operation: OffloadOperation):
 }
 
 function applyInSavepoint(connection: SqliteConnection, operation: OffloadOperation): Settlement {
-  connection.exec("SAVEPOINT operation");
+  connection.prepare("SAVEPOINT operation").run();
   try {
     const value = applyOperation(connection, operation);
-    connection.exec("RELEASE operation");
+    connection.prepare("RELEASE operation").run();
     return { ok: true, value };
   } catch (error) {
     // If SQLite already rolled the whole transaction back (disk full, I/O

@@ -5,7 +5,7 @@
 // offload sends the next group only after that answer, so the worker never
 // holds a transaction while the calling thread's connection writes.
 
-import { parentPort, workerData } from "node:worker_threads";
+import { parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
 import { transferError } from "../error-transfer.js";
 import type { SqliteConnection } from "./driver.js";
 import { openStoreConnection } from "./schema.js";
@@ -20,18 +20,42 @@ function reply(message: WorkerReply): void {
   port.postMessage(message);
 }
 
+/** Most operations merged into one transaction from queued groups. */
+const mergedOperationsMax = 1024;
+
 function serve(connection: SqliteConnection): void {
   port.on("message", (request: WorkerRequest) => {
-    if (request.type === "close") {
-      connection.close();
-      reply({ type: "closed" });
-      port.close();
-      return;
+    if (request.type === "close") return close(connection);
+    // Group commit across groups: every commit request already waiting is
+    // merged into this transaction; each group is answered on its own.
+    const groups = [request];
+    let operations = request.operations.length;
+    let closeAfter = false;
+    while (operations < mergedOperationsMax) {
+      const waiting = receiveMessageOnPort(port)?.message as WorkerRequest | undefined;
+      if (waiting === undefined) break;
+      if (waiting.type === "close") {
+        closeAfter = true;
+        break;
+      }
+      groups.push(waiting);
+      operations += waiting.operations.length;
     }
-    const settlements = commitGroup(connection, request.operations).map((settlement): TransferredSettlement =>
+    const settlements = commitGroup(connection, groups.flatMap((group) => group.operations)).map((settlement): TransferredSettlement =>
       settlement.ok ? settlement : { ok: false, error: transferError(settlement.error) });
-    reply({ type: "settled", group: request.group, settlements });
+    let offset = 0;
+    for (const group of groups) {
+      reply({ type: "settled", group: group.group, settlements: settlements.slice(offset, offset + group.operations.length) });
+      offset += group.operations.length;
+    }
+    if (closeAfter) close(connection);
   });
+}
+
+function close(connection: SqliteConnection): void {
+  connection.close();
+  reply({ type: "closed" });
+  port.close();
 }
 
 try {
