@@ -4,9 +4,9 @@
 // error), exactly as a failure later in the execution would be.
 
 import { MessageKind as M } from "../../assembly/abi.js";
-import { InvalidInputError, PhronomyError } from "../errors.js";
+import { ApprovalMismatchError, ExecutionRehydrationRequiredError, InvalidInputError, PhronomyError } from "../errors.js";
 import type { Environment } from "./environment.js";
-import { validateStartOptions, type StartOptions } from "./options.js";
+import { validateResumeDecision, validateStartOptions, type ResumeDecision, type StartOptions } from "./options.js";
 import type { AgentEntry, StartRequest } from "./requests.js";
 import { Waiter, type Run } from "./run.js";
 import { settleWaiterWithError } from "./delivery.js";
@@ -47,6 +47,44 @@ export class Agent {
         const handle = coordinator.requests.add(request);
         coordinator.apply(M.Start, agent.slot, agent.generation, handle, options.signal?.aborted ? 1 : 0);
       }, { admission: true, completion: { fail: (error) => settleWaiterWithError(waiter, error as PhronomyError, settings) }, label: `a start of agent "${this.id}"` });
+    }, (error: unknown) => settleWaiterWithError(waiter, error as PhronomyError, settings));
+    return waiter;
+  }
+
+  /** Decides the pending approval of one of this agent's suspended
+   * executions, from this process or any other that owns the store now.
+   * The Run's result is the execution's final outcome; every earlier
+   * waiter on it is settled too. */
+  resume(executionId: string, decision: ResumeDecision): Run {
+    const waiter = new Waiter(this.id, typeof decision?.onEvent === "function" ? decision.onEvent : undefined);
+    const settings = this.environment.coordinator.settings;
+    try {
+      validateResumeDecision(executionId, decision, `agent "${this.id}".resume()`);
+      this.environment.assertOpen(`a resume of execution ${executionId}`);
+    } catch (error) {
+      settleWaiterWithError(waiter, error as PhronomyError, settings);
+      return waiter;
+    }
+    this.ready.then((agent) => {
+      const { coordinator, loop } = this.environment;
+      loop.post(() => {
+        const entry = coordinator.entryById(executionId);
+        if (!entry) {
+          settleWaiterWithError(waiter, new ExecutionRehydrationRequiredError(`execution ${executionId} is not live in this environment (not suspended here, or not recovered yet: define its agent or call env.recover())`, { executionId, agentId: this.id }), settings);
+          return;
+        }
+        const pending = entry.approvalRequest;
+        const matches = pending !== undefined && pending.approvalId === decision.approvalId;
+        if (!matches && entry.suspended) {
+          settleWaiterWithError(waiter, new ApprovalMismatchError(`approval ${decision.approvalId} is not the pending approval of execution ${executionId}${pending ? ` (that is ${pending.approvalId})` : ""}; nothing was decided`, { executionId, agentId: this.id }), settings);
+          return;
+        }
+        entry.resumeReason = decision.reason ?? undefined;
+        const handle = coordinator.requests.add({
+          type: "resume", waiter, executionId, approvalId: decision.approvalId, approved: decision.approved, reason: decision.reason ?? null,
+        });
+        coordinator.apply(M.Resume, entry.slot, entry.generation, agent.slot, agent.generation, handle, matches ? 1 : 0);
+      }, { admission: true, completion: { fail: (error) => settleWaiterWithError(waiter, error as PhronomyError, settings) }, label: `a resume of execution ${executionId}` });
     }, (error: unknown) => settleWaiterWithError(waiter, error as PhronomyError, settings));
     return waiter;
   }

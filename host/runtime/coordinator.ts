@@ -11,7 +11,7 @@
 
 import { randomUUID } from "node:crypto";
 import {
-  CommitOutcome, EffectKind, MessageKind as M, OutcomeType, PreparationOutcome, RecoveryScope, SessionEnding,
+  CommitOutcome, Continuation, EffectKind, MessageKind as M, OutcomeType, PreparationOutcome, RecoveryScope, SessionEnding,
   SessionEventKind, SetupFailure, Submission,
 } from "../../assembly/abi.js";
 import type { ControlCore } from "../core/control-core.js";
@@ -19,7 +19,8 @@ import { messageKindName, resultCodeName } from "../core/names.js";
 import type { CoreEffect } from "../core/effects.js";
 import type { ConversationMessage } from "../agent/messages.js";
 import {
-  ExecutionRehydrationRequiredError, OffloadFullError, PhronomyError, RuntimeShutdownError, StoreError, errorFromRecord,
+  ApprovalMismatchError, ExecutionRehydrationRequiredError, OffloadFullError, PhronomyError, RuntimeShutdownError, StoreError,
+  errorFromRecord,
 } from "../errors.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { Json, JournalRecord, OutcomeName, StepRecord } from "../store/records.js";
@@ -28,9 +29,13 @@ import { errorForCode } from "./error-codes.js";
 import type { ExecutionEvent } from "./events.js";
 import type { CallbackErrorPolicy, Logger } from "./options.js";
 import { MAX_TURNS_DEFAULT, MEMORY_WINDOW_DEFAULT } from "./options.js";
-import { ExecutionEntry, RequestTable, type AgentEntry, type PendingRequest, type StartRequest } from "./requests.js";
+import {
+  ExecutionEntry, RequestTable, type AgentEntry, type PendingRequest, type RecoveryRequest, type StartRequest,
+} from "./requests.js";
+import { readHistory } from "./restore.js";
+import type { ApprovalRequest } from "./events.js";
 import { deliverOutcome, emitToEntry, settleWaiterWithError } from "./delivery.js";
-import { asPhronomyError, Session, type SessionHost } from "./session.js";
+import { argumentsHashOf, asPhronomyError, Session, type SessionHost } from "./session.js";
 import type { Tracer } from "./tracing.js";
 
 export interface CoordinatorSettings {
@@ -131,11 +136,10 @@ export class Coordinator implements SessionHost {
       case EffectKind.FailWaiters: return this.failWaiters(effect.execution, effect.code);
       case EffectKind.ReleaseExecution: return this.releaseExecution(effect.execution);
       case EffectKind.DeliverStartFailure: return this.deliverStartFailure(effect.request, effect.outcome);
-      case EffectKind.SubmitApprovalCommit:
-      case EffectKind.ResumeSession:
-      case EffectKind.SubmitPreparationRecovery:
-      case EffectKind.ContinueSession:
-        throw new PhronomyError("INTERNAL", `effect kind ${effect.kind} is not handled by this host version`);
+      case EffectKind.SubmitApprovalCommit: return this.submitApprovalCommit(effect.execution, effect.expectedRevision, effect.request);
+      case EffectKind.ResumeSession: return this.resumeSession(effect.execution, effect.session, effect.approved);
+      case EffectKind.ContinueSession: return this.continueSession(effect.execution, effect.session, effect.continuation);
+      case EffectKind.SubmitPreparationRecovery: return this.refusePreparationRecovery(effect.execution, effect.request);
     }
   }
 
@@ -144,8 +148,14 @@ export class Coordinator implements SessionHost {
   private failRequest(handle: number, code: number): void {
     const request = this.requests.take(handle);
     if (!request) return;
+    if (request.type === "recovery") {
+      request.settle({ ok: false, error: errorForCode(code, { agentId: request.row.agentId, executionId: request.row.executionId }) });
+      return;
+    }
+    const executionId = request.type === "start" ? request.executionId : request.type === "resume" ? request.executionId : undefined;
     const error = request.type === "start" && request.storeError ? request.storeError
-      : errorForCode(code, { agentId: request.waiter.agentId, executionId: request.type === "start" ? request.executionId : undefined });
+      : request.type === "resume" && request.error ? request.error
+        : errorForCode(code, { agentId: request.waiter.agentId, executionId });
     settleWaiterWithError(request.waiter, error, this.settings);
   }
 
@@ -201,18 +211,46 @@ export class Coordinator implements SessionHost {
   }
 
   private installExecution(slot: number, generation: number, handle: number): void {
-    const request = this.startRequest(handle);
+    const pending = this.requests.get(handle);
+    const request = pending?.type === "start" ? pending : pending?.type === "recovery" ? pending.start : undefined;
     if (!request?.executionId) throw new PhronomyError("INTERNAL", `installed execution slot ${slot} for an unknown request ${handle}`);
     const entry = new ExecutionEntry(slot, generation, request.executionId, request.agent, request);
     this.executions[slot] = entry;
     this.executionIds.set(request.executionId, entry);
     request.waiter.knowExecutionId(request.executionId);
+    if (pending?.type === "recovery") this.continueInstalled(entry, pending, handle);
+  }
+
+  /** A recovered execution is installed: a suspended one waits for its
+   * decision as it is; any other continues where its facts say. */
+  private continueInstalled(entry: ExecutionEntry, request: RecoveryRequest, handle: number): void {
+    entry.recoveredFrom = request.row;
+    entry.waiters.push(request.start.waiter);
+    if (request.row.status === "suspended") {
+      this.requests.take(handle);
+      entry.suspended = true;
+      entry.approvalRequest = request.row.approvalRequest as unknown as ApprovalRequest;
+      request.settle({ ok: true, suspended: true });
+      return;
+    }
+    this.post(() => {
+      const { revision } = request.row;
+      if (request.continuation === Continuation.None) {
+        this.apply(M.RecoverPreparation, entry.slot, entry.generation, revision, handle);
+      } else {
+        this.apply(M.ContinueRecovered, entry.slot, entry.generation, revision, request.continuation, 0, handle);
+      }
+    });
   }
 
   private registerWaiter(slot: number, handle: number): void {
     const request = this.requests.take(handle);
     const entry = this.executions[slot];
     if (!request || !entry) return;
+    if (request.type === "recovery") {
+      request.settle({ ok: true, suspended: false });
+      return;
+    }
     if (request.waiter.settled) return;
     entry.waiters.push(request.waiter);
     request.waiter.knowExecutionId(entry.executionId);
@@ -223,6 +261,14 @@ export class Coordinator implements SessionHost {
   private startSession(slot: number, sessionNumber: number): void {
     const entry = this.executions[slot];
     if (!entry) return;
+    const session = this.createSession(entry, sessionNumber);
+    session.begin();
+  }
+
+  /** A session for the entry's execution, with the settings its start (or
+   * its durable config, for a recovered one) gave it. */
+  private createSession(entry: ExecutionEntry, sessionNumber: number): Session {
+    const slot = entry.slot;
     const { start, agent } = entry;
     const definition = agent.definition;
     entry.span ??= this.settings.tracer.startExecution({
@@ -247,8 +293,10 @@ export class Coordinator implements SessionHost {
       parentSpan: entry.span,
     }, this);
     entry.session = session;
+    entry.sessionNumber = sessionNumber;
+    entry.suspended = false;
     this.loadMemory(entry, session);
-    session.begin();
+    return session;
   }
 
   /** The agent's journal window, before this execution's own input. Loaded
@@ -373,6 +421,7 @@ export class Coordinator implements SessionHost {
         output: terminal.output, error: terminal.error ? terminal.error.toRecord() : null, usage: session.usage,
         approvalRequest: (terminal.approvalRequest ?? null) as unknown as Json,
         handoff: (terminal.handoff ?? null) as unknown as Json, steps, journal, at: this.settings.now(),
+        ...(outcome === "suspended" ? { toolBatch: session.toolBatch() } : {}),
       });
     } catch (error) {
       entry.storeError = asPhronomyError(error, "STORE");
@@ -394,6 +443,7 @@ export class Coordinator implements SessionHost {
     const entry = this.executions[slot];
     if (!entry) return;
     entry.suspended = outcome === OutcomeType.Suspended;
+    if (entry.suspended) entry.approvalRequest = entry.session?.terminal?.approvalRequest;
     deliverOutcome(entry, outcome, this.settings);
   }
 
@@ -413,6 +463,103 @@ export class Coordinator implements SessionHost {
     this.executions[slot] = undefined;
     this.executionIds.delete(entry.executionId);
     entry.span?.end();
+  }
+
+  // -- approval and recovery --------------------------------------------------------------------------
+
+  /** Effect SubmitApprovalCommit: the decision is written only when the
+   * durable batch still hashes to what the approval request was bound to. */
+  private submitApprovalCommit(slot: number, expectedRevision: number, handle: number): void {
+    const entry = this.executions[slot];
+    const request = this.requests.get(handle);
+    if (!entry || request?.type !== "resume") return;
+    const refuse = (error: PhronomyError): void => this.post(() => {
+      request.error = error;
+      this.apply(M.SubmissionRefused, Submission.ApprovalCommit, slot, entry.generation, 0, handle);
+    });
+    const ready = (outcome: CommitOutcome, revision: number): void => this.post(() => {
+      this.apply(M.ResumeCommitReady, slot, entry.generation, expectedRevision, outcome, revision, request.approved ? 1 : 0, handle);
+    });
+    this.settings.store.getExecution(entry.executionId).then((row) => {
+      const batch = row?.metadata.toolBatch ?? [];
+      const argumentsHash = argumentsHashOf(batch);
+      const approval = row?.approvalRequest as unknown as ApprovalRequest | null;
+      if (!row || !approval || approval.argumentsHash !== argumentsHash) {
+        return refuse(new ApprovalMismatchError(`the tool calls of execution ${entry.executionId} changed since approval ${request.approvalId} was requested; nothing was decided`, { executionId: entry.executionId, agentId: entry.agent.id }));
+      }
+      let written: Promise<{ revision: number }>;
+      try {
+        written = this.settings.store.run({
+          type: "approvalCommit", executionId: entry.executionId, expectedRevision, approvalId: request.approvalId,
+          approved: request.approved, reason: request.reason, argumentsHash, at: this.settings.now(),
+        });
+      } catch (error) {
+        return refuse(asPhronomyError(error, "STORE"));
+      }
+      written.then(({ revision }) => ready(CommitOutcome.Committed, revision), (error: unknown) => {
+        if (error instanceof ApprovalMismatchError) return refuse(error);
+        entry.storeError = asPhronomyError(error, "STORE");
+        ready(error instanceof ExecutionRehydrationRequiredError ? CommitOutcome.RehydrationRequired : CommitOutcome.StoreFailed, 0);
+      });
+    }, (error: unknown) => refuse(asPhronomyError(error, "STORE")));
+  }
+
+  /** Effect ResumeSession: a new session from the durable conversation;
+   * approved, the batch runs (after its own barrier); declined, the model is
+   * told and the loop goes on. */
+  private resumeSession(slot: number, sessionNumber: number, approved: boolean): void {
+    const entry = this.executions[slot];
+    if (!entry) return;
+    const session = this.createSession(entry, sessionNumber);
+    const reason = entry.resumeReason ?? null;
+    entry.approvalRequest = undefined;
+    session.restored = Promise.all([this.settings.store.getExecution(entry.executionId), readHistory(this.settings.store, entry.executionId)]).then(([row, history]) => {
+      if (!row) throw new ExecutionRehydrationRequiredError(`execution ${entry.executionId} is no longer in the store`, { executionId: entry.executionId });
+      session.restore(history, row.usage, row.metadata.turns ?? 0);
+      session.planBatch(row.metadata.toolBatch ?? []);
+    });
+    session.restored.then(() => this.post(() => {
+      session.begin();
+      if (approved) {
+        this.sessionEvent(session, SessionEventKind.ApprovalGranted);
+      } else {
+        session.decline(reason);
+        this.sessionEvent(session, SessionEventKind.ApprovalRejected);
+        this.sessionEvent(session, SessionEventKind.StateCompleted);
+      }
+    }), (error: unknown) => this.post(() => session.fail(asPhronomyError(error, "STORE"))));
+  }
+
+  /** Effect ContinueSession: a recovered execution resumes where its saved
+   * facts say (SPEC §6.2). The barrier the continuation needs is already
+   * being written; the conversation loads meanwhile. */
+  private continueSession(slot: number, sessionNumber: number, continuation: number): void {
+    const entry = this.executions[slot];
+    const row = entry?.recoveredFrom;
+    if (!entry || !row) return;
+    const session = this.createSession(entry, sessionNumber);
+    if (continuation === Continuation.FrameworkTools) session.planBatch(row.metadata.toolBatch ?? []);
+    session.restored = readHistory(this.settings.store, entry.executionId).then((history) => {
+      session.restore(history, row.usage, row.metadata.turns ?? 0);
+    });
+    session.restored.then(() => this.post(() => {
+      session.begin();
+      if (continuation === Continuation.ApprovalRejection) {
+        session.planBatch(row.metadata.toolBatch ?? []);
+        session.decline(row.metadata.approval?.reason ?? null);
+        this.sessionEvent(session, SessionEventKind.ApprovalRejected);
+        this.sessionEvent(session, SessionEventKind.StateCompleted);
+      }
+    }), (error: unknown) => this.post(() => session.fail(asPhronomyError(error, "STORE"))));
+  }
+
+  /** Effect SubmitPreparationRecovery. This store's preparation is one
+   * transaction, so a `preparing` row never exists and there is nothing to
+   * replay; a request for it is refused. */
+  private refusePreparationRecovery(slot: number, handle: number): void {
+    const entry = this.executions[slot];
+    if (!entry) return;
+    this.apply(M.SubmissionRefused, Submission.PreparationRecovery, slot, entry.generation, entry.sessionNumber ?? 0, handle);
   }
 
   // -- SessionHost ------------------------------------------------------------------------------------

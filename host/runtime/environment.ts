@@ -26,6 +26,8 @@ import type { AgentEntry } from "./requests.js";
 import { Tracer } from "./tracing.js";
 import { Waiter, type Run } from "./run.js";
 import { settleFromRow } from "./durable-outcome.js";
+import { recoverAgent, type RecoveredExecution } from "./recovery.js";
+import type { ApprovalRequest } from "./events.js";
 
 export interface OpenOptions {
   /** A SQLite file path (`./agents.db` or `file:./agents.db`), or a store
@@ -41,9 +43,20 @@ export interface OpenOptions {
    * `fail_task` also fails a successful run with StreamCallbackError. */
   readonly callbackErrorPolicy?: CallbackErrorPolicy;
   readonly logger?: Logger;
+  /** Recover each agent's unfinished executions when the agent is defined
+   * (default true). With false, call `env.recover()` when you want it. */
+  readonly recover?: boolean;
 }
 
-const OPEN_OPTION_KEYS = ["store", "synchronous", "offloadCapacity", "offloadPolicy", "limits", "callbackErrorPolicy", "logger"] as const;
+const OPEN_OPTION_KEYS = ["store", "synchronous", "offloadCapacity", "offloadPolicy", "limits", "callbackErrorPolicy", "logger", "recover"] as const;
+
+/** What a pending approval looks like to whoever decides it. */
+export interface PendingApproval {
+  readonly executionId: string;
+  readonly agentId: string;
+  readonly request: ApprovalRequest;
+  readonly since: number;
+}
 
 const consoleLogger: Logger = { warn: (message) => console.warn(message) };
 
@@ -61,11 +74,14 @@ export class Environment {
   private closing: Promise<void> | undefined;
   private drainWaiters: (() => void)[] = [];
 
+  private readonly recoveries = new Map<string, Promise<RecoveredExecution[]>>();
+
   private constructor(
     readonly store: ExecutionStore,
     readonly core: ControlCore,
     readonly loop: ControlLoop,
     readonly coordinator: Coordinator,
+    private readonly recoverOnDefine: boolean,
   ) {}
 
   static async open(options: OpenOptions): Promise<Environment> {
@@ -88,7 +104,7 @@ export class Environment {
       tracer: new Tracer(),
       now: () => Date.now(),
     });
-    const environment = new Environment(store, core, loop, coordinator);
+    const environment = new Environment(store, core, loop, coordinator, options.recover !== false);
     coordinator.onIdle = () => environment.checkDrained();
     return environment;
   }
@@ -113,7 +129,12 @@ export class Environment {
       if (!posted) return;
     }));
     ready.catch(() => undefined);
-    const agent = new Agent(this, definition.id, ready);
+    const recovered = this.recoverOnDefine ? ready.then((entry) => this.recoverAgentEntry(entry)) : ready.then(() => []);
+    recovered.catch(() => undefined);
+    this.recoveries.set(definition.id, recovered);
+    // Starts wait for the agent's recovery, so a recovered execution holds
+    // the agent's admission before any new one is asked for.
+    const agent = new Agent(this, definition.id, recovered.then(() => ready, () => ready));
     this.agents.set(definition.id, agent);
     return agent;
   }
@@ -155,6 +176,51 @@ export class Environment {
       this.store.getExecution(executionId).then((row) => settleFromRow(waiter, executionId, row, settings), (error: unknown) => waiter.reject(error as Error));
     }, { completion: { fail: (error) => waiter.reject(error) }, label: `a wait for execution ${executionId}` });
     return waiter;
+  }
+
+  /** Recovers the unfinished executions of every defined agent (SPEC §6.2)
+   * and reports each one; executions of agents not defined here are
+   * reported as waiting for their agent. */
+  async recover(): Promise<RecoveredExecution[]> {
+    this.assertOpen("env.recover()");
+    const report: RecoveredExecution[] = [];
+    for (const agent of this.agents.values()) {
+      const entry = await agent.ready;
+      report.push(...await this.recoverAgentEntry(entry));
+    }
+    for (const row of await this.store.unfinishedExecutions()) {
+      if (!this.agents.has(row.agentId)) {
+        report.push({ executionId: row.executionId, agentId: row.agentId, phase: row.phase, status: "waiting_for_agent", reason: `define agent "${row.agentId}" in this environment to recover it` });
+      }
+    }
+    return report;
+  }
+
+  /** Recovery of one agent's unfinished executions not already live here. */
+  private async recoverAgentEntry(entry: AgentEntry): Promise<RecoveredExecution[]> {
+    const rows = (await this.store.unfinishedExecutions()).filter((row) => row.agentId === entry.id && !this.coordinator.entryById(row.executionId));
+    const report = await recoverAgent(this.coordinator, this.loop, entry, rows);
+    for (const item of report) {
+      if (item.status === "needs_attention") this.coordinator.settings.logger.warn(`[phronomy] execution ${item.executionId} of agent "${item.agentId}" (phase ${item.phase}) needs attention: ${item.reason ?? ""}`);
+    }
+    return report;
+  }
+
+  /** The recovery report of an agent defined in this environment. */
+  recovery(agentId: string): Promise<RecoveredExecution[]> {
+    return this.recoveries.get(agentId) ?? Promise.resolve([]);
+  }
+
+  /** Approvals waiting for a decision, oldest first. */
+  async pendingApprovals(): Promise<PendingApproval[]> {
+    const rows = await this.store.listExecutions({ status: "suspended", limit: 1_000 });
+    return rows
+      .filter((row) => row.approvalRequest !== null)
+      .map((row) => {
+        const request = row.approvalRequest as unknown as ApprovalRequest;
+        return { executionId: row.executionId, agentId: row.agentId, request, since: request.requestedAt };
+      })
+      .sort((a, b) => a.since - b.since);
   }
 
   /** Executions in the store, newest first. */

@@ -5,7 +5,7 @@
 import { ResultCode } from "../../assembly/abi.js";
 import { resultCodeName } from "../core/names.js";
 import {
-  AgentBusyError, AgentClosedError, CancellationError, ExecutionRehydrationRequiredError, InvalidInputError,
+  AgentBusyError, AgentClosedError, ApprovalMismatchError, CancellationError, ExecutionRehydrationRequiredError, InvalidInputError,
   OffloadFullError, PhronomyError, RuntimeShutdownError, StaleResultError, StoreError, type ErrorContext,
 } from "../errors.js";
 
@@ -32,6 +32,14 @@ export function errorForCode(code: number, context: ErrorContext): PhronomyError
     case ResultCode.ExecutionSlotUnknown:
     case ResultCode.ExecutionGenerationMustMatch:
       return new ExecutionRehydrationRequiredError(`execution ${execution} has no live owner in this environment`, context);
+    case ResultCode.ApprovalMustMatch:
+      return new ApprovalMismatchError(`the approval id is not the pending approval of execution ${execution}; nothing was decided`, context);
+    case ResultCode.StatusMustMatch:
+      return new ApprovalMismatchError(`execution ${execution} is not suspended for approval (already decided, or never suspended); nothing was decided`, context);
+    case ResultCode.ResumeInProgress:
+      return new ApprovalMismatchError(`a decision on execution ${execution} is already being committed; nothing else was decided`, context);
+    case ResultCode.AgentMustMatch:
+      return new ApprovalMismatchError(`execution ${execution} belongs to another agent than "${agent}"; resume it through its own agent`, context);
     case ResultCode.RevisionMustMatch:
     case ResultCode.SessionMustMatch:
     case ResultCode.PhaseMustMatch:

@@ -30,6 +30,9 @@ export interface ApprovalRequest {
   readonly executionId: string;
   readonly agentId: string;
   readonly toolCalls: readonly { readonly callId: string; readonly toolName: string; readonly input: Json }[];
+  /** sha256 of the whole tool batch (call ids, tools, arguments): the
+   * approval is bound to it, so a changed argument cannot be approved. */
+  readonly argumentsHash: string;
   readonly requestedAt: number;
 }
 

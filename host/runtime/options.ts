@@ -57,6 +57,27 @@ export interface StartOptions {
 
 export type { LanguageModel };
 
+/** A decision on a pending approval (`agent.resume`). */
+export interface ResumeDecision {
+  readonly approvalId: string;
+  readonly approved: boolean;
+  /** Told to the model when declined; recorded either way. */
+  readonly reason?: string;
+  readonly onEvent?: EventListener;
+}
+
+export const RESUME_DECISION_KEYS = ["approvalId", "approved", "reason", "onEvent"] as const;
+
+export function validateResumeDecision(executionId: unknown, decision: ResumeDecision, what: string): void {
+  if (typeof executionId !== "string" || executionId.length === 0) throw new InvalidInputError(`${what}: the execution id must be a non-empty string`);
+  if (typeof decision !== "object" || decision === null) throw new InvalidInputError(`${what}: the decision must be an object { approvalId, approved, reason? }`);
+  rejectUnknownKeys(decision, RESUME_DECISION_KEYS, what);
+  if (typeof decision.approvalId !== "string" || decision.approvalId.length === 0) throw new InvalidInputError(`${what}: "approvalId" must be the id of the pending approval`);
+  if (typeof decision.approved !== "boolean") throw new InvalidInputError(`${what}: "approved" must be true or false`);
+  if (decision.reason !== undefined && typeof decision.reason !== "string") throw new InvalidInputError(`${what}: "reason" must be a string`);
+  functionOrUndefined(decision.onEvent, "onEvent", what);
+}
+
 export type CallbackErrorPolicy = "report" | "fail_task";
 
 export interface Logger {

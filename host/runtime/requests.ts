@@ -5,8 +5,9 @@
 
 import type { ResolvedTool } from "../agent/tools.js";
 import type { PhronomyError } from "../errors.js";
-import type { PrepareExecutionResult } from "../store/records.js";
+import type { ExecutionRow, PrepareExecutionResult } from "../store/records.js";
 import type { AgentDefinition, StartOptions } from "./options.js";
+import type { ApprovalRequest } from "./events.js";
 import type { Waiter } from "./run.js";
 import type { Session } from "./session.js";
 import type { Span } from "./tracing.js";
@@ -40,7 +41,33 @@ export interface AttachRequest {
   readonly waiter: Waiter;
 }
 
-export type PendingRequest = StartRequest | AttachRequest;
+/** `agent.resume`: a decision on the pending approval of a suspended
+ * execution. */
+export interface ResumeRequest {
+  readonly type: "resume";
+  readonly waiter: Waiter;
+  readonly executionId: string;
+  readonly approvalId: string;
+  readonly approved: boolean;
+  readonly reason: string | null;
+  /** Set when the decision was refused before the core saw a commit. */
+  error?: PhronomyError;
+}
+
+/** How recovery of one durable execution went. */
+export type RecoverySettlement = { readonly ok: true; readonly suspended: boolean } | { readonly ok: false; readonly error: PhronomyError };
+
+/** Recovery of one durable, unfinished execution: installed in the core,
+ * then continued where its saved facts say. */
+export interface RecoveryRequest {
+  readonly type: "recovery";
+  readonly start: StartRequest;
+  readonly row: ExecutionRow;
+  readonly continuation: number;
+  readonly settle: (settlement: RecoverySettlement) => void;
+}
+
+export type PendingRequest = StartRequest | AttachRequest | ResumeRequest | RecoveryRequest;
 
 /** One live execution in the host's side table. */
 export class ExecutionEntry {
@@ -53,6 +80,14 @@ export class ExecutionEntry {
   suspended = false;
   /** Marked recovery_required: its session is abandoned; recovery owns it. */
   recoveryRequired = false;
+  /** The pending approval while suspended. */
+  approvalRequest: ApprovalRequest | undefined;
+  /** The durable row recovery installed the execution from. */
+  recoveredFrom: ExecutionRow | undefined;
+  /** The reason given with a declined approval, for the model. */
+  resumeReason: string | undefined;
+  /** The core's session number of the live session, when there is one. */
+  sessionNumber: number | undefined;
 
   constructor(
     readonly slot: number,

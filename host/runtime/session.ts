@@ -6,7 +6,7 @@
 // `OperationSettled`, `SessionFinished`) through the `SessionHost` it was
 // built with, and it only proceeds when the core's effects say so.
 
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { SessionEnding, SessionEventKind } from "../../assembly/abi.js";
 import { callModel } from "../agent/model.js";
 import type { ConversationMessage, ModelTurn, ToolCall, ToolResult } from "../agent/messages.js";
@@ -71,6 +71,15 @@ interface PlannedCall {
   readonly tool: ResolvedFunctionTool | undefined;
   readonly input: unknown;
   readonly error: PhronomyError | undefined;
+  /** Read back from the store (recovery, resume): validate before running. */
+  readonly validateFirst?: boolean;
+}
+
+/** The hash an approval is bound to: every call of the batch, its tool and
+ * its arguments, in order. A changed argument changes the hash. */
+export function argumentsHashOf(batch: readonly { readonly callId: string; readonly toolName: string; readonly input: Json }[]): string {
+  const canonical = batch.map(({ callId, toolName, input }) => [callId, toolName, input]);
+  return createHash("sha256").update(JSON.stringify(canonical)).digest("hex");
 }
 
 export class Session {
@@ -87,9 +96,11 @@ export class Session {
   private timer: ReturnType<typeof setTimeout> | undefined;
   private detachSignal: (() => void) | undefined;
   private toolsOutstanding = 0;
-  /** The agent's memory window, loaded while the first barrier is written;
-   * the first model call waits for it. */
+  /** What the first model call waits for: the agent's memory window, and
+   * for a resumed or recovered session its conversation read back from the
+   * store. Both load while the first barrier is written. */
   memoryLoaded: Promise<void> = Promise.resolve();
+  restored: Promise<void> = Promise.resolve();
   private toolResults: ToolResult[] = [];
 
   constructor(
@@ -105,6 +116,41 @@ export class Session {
   /** Puts earlier executions' conversation before this one's input. */
   useMemory(memory: readonly ConversationMessage[]): void {
     this.messages.unshift(...memory);
+  }
+
+  /** A resumed or recovered session: the conversation so far (after the
+   * input), the usage and turns already spent, as the store holds them. */
+  restore(history: readonly ConversationMessage[], usage: UsageTotals, turns: number): void {
+    this.messages.push(...history);
+    this.usage = usage;
+    this.turns = turns;
+  }
+
+  /** The tool batch as its barrier wrote it: re-dispatched with the same
+   * call ids (so the same idempotency keys); inputs are validated again
+   * before each call runs. */
+  planBatch(batch: readonly ToolCallRecord[]): void {
+    this.planned = batch.map((record) => {
+      const tool = this.settings.tools.find((candidate) => candidate.name === record.toolName);
+      const call: ToolCall = { callId: record.callId, toolName: record.toolName, input: record.input };
+      if (tool?.kind !== "function") {
+        return { call, tool: undefined, input: record.input, error: new PhronomyError("INVALID_INPUT", `the recorded tool call ${record.callId} names no function tool "${record.toolName}" of agent "${this.settings.agentId}"`) };
+      }
+      return { call, tool, input: record.input, error: undefined, validateFirst: true };
+    });
+  }
+
+  /** A declined approval: no tool of the batch runs; the model is told each
+   * call was declined, and the loop goes on. */
+  decline(reason: string | null): void {
+    const results: ToolResult[] = this.planned.map(({ call }) => ({
+      callId: call.callId,
+      toolName: call.toolName,
+      output: { declined: true, reason: reason ?? "declined by a human reviewer" },
+      isError: true,
+    }));
+    this.messages.push({ role: "tool", results });
+    this.record("tool_results", { results: results as unknown as Json, declined: true });
   }
 
   get executionId(): string {
@@ -176,6 +222,7 @@ export class Session {
     });
     const run = async (): Promise<{ turn: ModelTurn; plan: PlannedCall[] }> => {
       await this.memoryLoaded;
+      await this.restored;
       const turn = await callModel(this.settings.definition.model, {
         system: this.settings.definition.instructions,
         messages: this.messages,
@@ -272,6 +319,7 @@ export class Session {
       executionId: this.executionId,
       agentId: this.settings.agentId,
       toolCalls: needed.map(({ call }) => ({ callId: call.callId, toolName: call.toolName, input: call.input })),
+      argumentsHash: argumentsHashOf(this.toolBatch()),
       requestedAt: this.host.now(),
     };
     this.host.sessionEvent(this, SessionEventKind.ApprovalRequired);
@@ -321,7 +369,8 @@ export class Session {
     const run = async (): Promise<Json> => {
       if (planned.error) throw planned.error;
       if (!tool) throw new PhronomyError("INVALID_INPUT", `no tool "${call.toolName}"`);
-      const output = await tool.definition.execute(planned.input, {
+      const input = planned.validateFirst ? await validateToolInput(tool, planned.input) : planned.input;
+      const output = await tool.definition.execute(input, {
         idempotencyKey, signal: this.abort.signal, executionId: this.executionId, callId: call.callId,
       });
       return toolOutputToJson(call.toolName, call.callId, output);

@@ -1,0 +1,33 @@
+// Rebuilding a session's conversation from what the store holds, for a
+// resumed approval and for recovery: the execution's input, then every
+// model response and tool result in the order the barriers recorded them.
+// Results ride on the next barrier, so what a crash lost is exactly what
+// recovery repeats: an unrecorded model call is made again under a new
+// barrier; an unrecorded tool batch is re-dispatched with the same ids.
+
+import type { ConversationMessage, ToolCall, ToolResult } from "../agent/messages.js";
+import type { ExecutionRow, StoredStep } from "../store/records.js";
+import type { ExecutionStore } from "../store/store.js";
+
+/** The conversation after the input message, as recorded. */
+export function historyOf(steps: readonly StoredStep[]): ConversationMessage[] {
+  const history: ConversationMessage[] = [];
+  for (const step of steps) {
+    const payload = step.payload as Record<string, unknown> | null;
+    if (step.kind === "model_response" && payload) {
+      history.push({ role: "assistant", text: String(payload["text"] ?? ""), toolCalls: (payload["toolCalls"] ?? []) as ToolCall[] });
+    } else if (step.kind === "tool_results" && payload) {
+      history.push({ role: "tool", results: (payload["results"] ?? []) as ToolResult[] });
+    }
+  }
+  return history;
+}
+
+export async function readHistory(store: ExecutionStore, executionId: string): Promise<ConversationMessage[]> {
+  return historyOf(await store.listSteps(executionId));
+}
+
+/** The input as persisted (after the input guardrail). */
+export function inputOf(row: ExecutionRow): string {
+  return typeof row.input === "string" ? row.input : JSON.stringify(row.input);
+}
