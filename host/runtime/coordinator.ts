@@ -445,6 +445,9 @@ export class Coordinator implements SessionHost {
     entry.suspended = outcome === OutcomeType.Suspended;
     if (entry.suspended) entry.approvalRequest = entry.session?.terminal?.approvalRequest;
     deliverOutcome(entry, outcome, this.settings);
+    // A suspension may last for days: keep only what the resume needs (the
+    // approval request); the conversation is read back from the store.
+    if (entry.suspended) entry.session = undefined;
   }
 
   private failWaiters(slot: number, code: number): void {

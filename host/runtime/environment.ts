@@ -117,7 +117,7 @@ export class Environment {
     if (this.agents.has(definition.id)) {
       throw new InvalidInputError(`agent "${definition.id}" is already defined in this environment; reuse the Agent it returned`);
     }
-    const tools = resolveTools(definition.tools);
+    const tools = this.resolvedTools(definition.tools);
     const ready = Promise.resolve().then(() => this.store.ensureAgent(definition.id, Date.now())).then((row) => new Promise<AgentEntry>((resolve, reject) => {
       const posted = this.loop.post(() => {
         const code = this.core.apply(M.RegisterAgent, row.lifecycle === "closed" ? 1 : 0);
@@ -137,6 +137,20 @@ export class Environment {
     const agent = new Agent(this, definition.id, recovered.then(() => ready, () => ready));
     this.agents.set(definition.id, agent);
     return agent;
+  }
+
+  /** Tool sets shared by many agents are resolved (checked, their JSON
+   * Schemas derived) once. */
+  private readonly toolResolutions = new WeakMap<object, ReturnType<typeof resolveTools>>();
+
+  private resolvedTools(tools: AgentDefinition["tools"]): ReturnType<typeof resolveTools> {
+    if (tools === undefined || typeof tools !== "object" || tools === null) return resolveTools(tools);
+    let resolved = this.toolResolutions.get(tools);
+    if (!resolved) {
+      resolved = resolveTools(tools);
+      this.toolResolutions.set(tools, resolved);
+    }
+    return resolved;
   }
 
   /** Deletes an agent's durable data. Refused with AgentBusyError while the
@@ -183,6 +197,7 @@ export class Environment {
    * reported as waiting for their agent. */
   async recover(): Promise<RecoveredExecution[]> {
     this.assertOpen("env.recover()");
+    this.unfinished = undefined;
     const report: RecoveredExecution[] = [];
     for (const agent of this.agents.values()) {
       const entry = await agent.ready;
@@ -196,9 +211,26 @@ export class Environment {
     return report;
   }
 
+  /** The store's unfinished executions by agent, read once per recovery
+   * pass (defining 10,000 agents must not read the table 10,000 times). */
+  private unfinished: Promise<Map<string, ExecutionRow[]>> | undefined;
+
+  private unfinishedByAgent(): Promise<Map<string, ExecutionRow[]>> {
+    this.unfinished ??= this.store.unfinishedExecutions().then((rows) => {
+      const byAgent = new Map<string, ExecutionRow[]>();
+      for (const row of rows) {
+        const list = byAgent.get(row.agentId);
+        if (list) list.push(row);
+        else byAgent.set(row.agentId, [row]);
+      }
+      return byAgent;
+    });
+    return this.unfinished;
+  }
+
   /** Recovery of one agent's unfinished executions not already live here. */
   private async recoverAgentEntry(entry: AgentEntry): Promise<RecoveredExecution[]> {
-    const rows = (await this.store.unfinishedExecutions()).filter((row) => row.agentId === entry.id && !this.coordinator.entryById(row.executionId));
+    const rows = ((await this.unfinishedByAgent()).get(entry.id) ?? []).filter((row) => !this.coordinator.entryById(row.executionId));
     const report = await recoverAgent(this.coordinator, this.loop, entry, rows);
     for (const item of report) {
       if (item.status === "needs_attention") this.coordinator.settings.logger.warn(`[phronomy] execution ${item.executionId} of agent "${item.agentId}" (phase ${item.phase}) needs attention: ${item.reason ?? ""}`);
@@ -213,9 +245,9 @@ export class Environment {
 
   /** Approvals waiting for a decision, oldest first. */
   async pendingApprovals(): Promise<PendingApproval[]> {
-    const rows = await this.store.listExecutions({ status: "suspended", limit: 1_000 });
+    const rows = await this.store.unfinishedExecutions();
     return rows
-      .filter((row) => row.approvalRequest !== null)
+      .filter((row) => row.status === "suspended" && row.approvalRequest !== null)
       .map((row) => {
         const request = row.approvalRequest as unknown as ApprovalRequest;
         return { executionId: row.executionId, agentId: row.agentId, request, since: request.requestedAt };

@@ -48,18 +48,29 @@ export interface HandoffRequest {
 
 export type EventListener = (event: ExecutionEvent) => void;
 
-/** The async-iterable side of `run.events`: buffers events until read,
- * ends after the terminal event (or when the run settles without one). */
+/** Events a stream keeps for a reader that has not started reading: a run
+ * nobody iterates (the common case: only `result` is awaited) must not
+ * accumulate every event of a long execution, or of 10,000 suspended ones.
+ * Past it, the oldest unread events are dropped. */
+export const UNREAD_EVENTS_MAX = 64;
+
+/** The async-iterable side of `run.events`: buffers events until read (at
+ * most UNREAD_EVENTS_MAX before the first read), ends after the terminal
+ * event (or when the run settles without one). */
 export class EventStream implements AsyncIterable<ExecutionEvent> {
   private readonly buffered: ExecutionEvent[] = [];
   private readonly readers: ((result: IteratorResult<ExecutionEvent>) => void)[] = [];
   private ended = false;
+  private reading = false;
 
   push(event: ExecutionEvent): void {
     if (this.ended) return;
     const reader = this.readers.shift();
     if (reader) reader({ value: event, done: false });
-    else this.buffered.push(event);
+    else {
+      this.buffered.push(event);
+      if (!this.reading && this.buffered.length > UNREAD_EVENTS_MAX) this.buffered.shift();
+    }
     if (TERMINAL_EVENT_TYPES.has(event.type) && event.type !== "approval_required") this.end();
   }
 
@@ -70,6 +81,7 @@ export class EventStream implements AsyncIterable<ExecutionEvent> {
   }
 
   [Symbol.asyncIterator](): AsyncIterator<ExecutionEvent> {
+    this.reading = true;
     return {
       next: () => {
         const event = this.buffered.shift();

@@ -5,14 +5,15 @@
 // checked here.
 
 import { InvalidInputError } from "../errors.js";
-import type { OffloadOperation } from "./records.js";
+import type { ApprovalCommitOperation, OffloadOperation, TerminalCommitOperation } from "./records.js";
 
 /** Ids are keys and appear in every error message; 200 characters is far
  * above any generated id and keeps messages and indexes small. */
 export const idLengthMax = 200;
 
 const operationTypes: ReadonlySet<string> = new Set([
-  "prepareExecution", "providerBarrier", "toolBarrier", "terminalCommit", "ensureAgent", "closeAgent", "purgeAgent",
+  "prepareExecution", "providerBarrier", "toolBarrier", "terminalCommit", "approvalCommit", "ensureAgent", "closeAgent",
+  "purgeAgent",
 ]);
 
 export function checkId(value: unknown, field: string): string {
@@ -34,4 +35,38 @@ export function checkOperation(operation: OffloadOperation): void {
   if ("at" in operation && !Number.isFinite(operation.at)) {
     throw new InvalidInputError(`${operation.type}.at must be a finite number (milliseconds), got ${String(operation.at)}`);
   }
+  if (operation.type === "approvalCommit") checkApproval(operation);
+  if (operation.type === "terminalCommit" && operation.toolBatch !== undefined) checkToolBatch(operation);
+}
+
+function checkApproval(operation: ApprovalCommitOperation): void {
+  const context = { executionId: operation.executionId };
+  checkId(operation.approvalId, "approvalCommit.approvalId");
+  if (typeof operation.approved !== "boolean") {
+    throw new InvalidInputError(`approvalCommit.approved must be true or false, got ${JSON.stringify(operation.approved)}`, context);
+  }
+  if (operation.reason !== null && typeof operation.reason !== "string") {
+    throw new InvalidInputError(`approvalCommit.reason must be a string or null, got ${JSON.stringify(operation.reason)}`, context);
+  }
+  checkId(operation.argumentsHash, "approvalCommit.argumentsHash");
+}
+
+function checkToolBatch(operation: TerminalCommitOperation): void {
+  const context = { executionId: operation.executionId };
+  if (operation.outcome !== "suspended") {
+    throw new InvalidInputError(`terminalCommit.toolBatch is only for outcome "suspended" (the batch waiting for approval), got outcome ${JSON.stringify(operation.outcome)}`, context);
+  }
+  if (!Array.isArray(operation.toolBatch)) {
+    throw new InvalidInputError(`terminalCommit.toolBatch must be an array of tool calls, got ${JSON.stringify(operation.toolBatch)}`, context);
+  }
+  operation.toolBatch.forEach((call, index) => {
+    if (typeof call !== "object" || call === null) {
+      throw new InvalidInputError(`terminalCommit.toolBatch[${index}] must be a tool call record, got ${JSON.stringify(call)}`, context);
+    }
+    checkId(call.callId, `terminalCommit.toolBatch[${index}].callId`);
+    checkId(call.toolName, `terminalCommit.toolBatch[${index}].toolName`);
+    if (typeof call.idempotencyKey !== "string" || call.idempotencyKey.length === 0) {
+      throw new InvalidInputError(`terminalCommit.toolBatch[${index}].idempotencyKey must be a non-empty string, got ${JSON.stringify(call.idempotencyKey)}`, context);
+    }
+  });
 }

@@ -1,12 +1,13 @@
 // How a typed error crosses the offload worker: as a plain record (code,
 // message, ids, details), rebuilt on the calling thread into the class its
 // code names, so `instanceof ExecutionRehydrationRequiredError`,
-// `StoreError`, `InvalidInputError` and `AgentClosedError` keep working.
+// `ApprovalMismatchError`, `StoreError`, `InvalidInputError` and
+// `AgentClosedError` keep working.
 // The rebuilt error keeps the worker's message exactly (the constructors'
 // own wording is not applied twice).
 
 import {
-  AgentClosedError, ExecutionRehydrationRequiredError, InvalidInputError, OffloadFullError, PhronomyError, StoreError,
+  AgentClosedError, ApprovalMismatchError, ExecutionRehydrationRequiredError, InvalidInputError, OffloadFullError, PhronomyError, StoreError,
   type PhronomyErrorCode,
 } from "../errors.js";
 
@@ -30,6 +31,7 @@ export function transferError(error: PhronomyError): TransferredError {
 
 const classesByCode: Partial<Record<PhronomyErrorCode, { prototype: PhronomyError; name: string }>> = {
   EXECUTION_REHYDRATION_REQUIRED: ExecutionRehydrationRequiredError,
+  APPROVAL_MISMATCH: ApprovalMismatchError,
   STORE: StoreError,
   INVALID_INPUT: InvalidInputError,
   AGENT_CLOSED: AgentClosedError,

@@ -95,6 +95,16 @@ export interface ExecutionMetadata {
   /** The invocation settings recovery needs (budget, limits, replayable). */
   readonly config?: { readonly [key: string]: Json };
   readonly handoff?: Json;
+  /** The decision on the approval request, once an approval resume commit
+   * applied it (phase `resuming`); cleared when the execution suspends
+   * again for a new request. */
+  readonly approval?: ApprovalDecision;
+}
+
+export interface ApprovalDecision {
+  readonly approvalId: string;
+  readonly approved: boolean;
+  readonly reason: string | null;
 }
 
 // -- operations -------------------------------------------------------------
@@ -155,6 +165,31 @@ export interface TerminalCommitOperation {
   readonly steps: readonly StepRecord[];
   /** Conversation memory appended for the agent (completed runs). */
   readonly journal: readonly JournalRecord[];
+  /** Only with outcome `suspended`: the tool batch waiting for approval,
+   * stored as `metadata.toolBatch` (replacing a pending model call mark),
+   * so a resume or a recovery dispatches exactly these calls. */
+  readonly toolBatch?: readonly ToolCallRecord[];
+  readonly at: number;
+}
+
+/** Applies a human decision to a suspended execution (SPEC §4.1 "approval
+ * resume commit"): compare-and-set on (executionId, expectedRevision) with
+ * status `suspended`; the stored approval request must carry this
+ * `approvalId` and `argumentsHash` and no decision yet, else
+ * `ApprovalMismatchError` and nothing is written. On success: status
+ * `active`, phase `resuming`, revision+1, outcome cleared, the decision
+ * added to the approval request (`decision: { approved, reason, decidedAt }`)
+ * and to `metadata.approval`, and an `approval_decided` step. */
+export interface ApprovalCommitOperation {
+  readonly type: "approvalCommit";
+  readonly executionId: string;
+  readonly expectedRevision: number;
+  readonly approvalId: string;
+  readonly approved: boolean;
+  readonly reason: string | null;
+  /** The hash of the tool calls' arguments the decision was made on; the
+   * runtime computes it and stores it in the approval request. */
+  readonly argumentsHash: string;
   readonly at: number;
 }
 
@@ -162,9 +197,11 @@ export type StoreOperation =
   | PrepareExecutionOperation
   | ProviderBarrierOperation
   | ToolBarrierOperation
-  | TerminalCommitOperation;
+  | TerminalCommitOperation
+  | ApprovalCommitOperation;
 
-/** Result of a barrier or terminal commit that passed its compare-and-set. */
+/** Result of a barrier, terminal or approval commit that passed its
+ * compare-and-set. */
 export interface CommittedRevision {
   readonly revision: number;
 }

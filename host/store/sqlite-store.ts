@@ -2,7 +2,10 @@
 // through the offload (a worker connection with group commit, and a
 // calling-thread connection for lone operations), read on the calling
 // thread. It implements `ExecutionStore`; the runtime should depend on that
-// interface only.
+// interface only. One process owns a store at a time: `open` takes an
+// exclusive lock held until `close()` or the process's death
+// (`sqlite/ownership.ts`, docs/decisions/0007), and a second `open` of the
+// same file, from this process or another, fails at once with `StoreError`.
 //
 //   const store = await SqliteStore.open("./agents.db");
 //   await store.ensureAgent("support", Date.now());
@@ -19,6 +22,7 @@ import type {
 } from "./records.js";
 import type { SqliteConnection } from "./sqlite/driver.js";
 import * as reads from "./sqlite/reads.js";
+import { takeOwnership, type StoreOwner, type StoreOwnership } from "./sqlite/ownership.js";
 import { openStoreConnection, type SynchronousMode } from "./sqlite/schema.js";
 import { startStoreWorker } from "./sqlite/start-worker.js";
 import { commitGroup, storeErrorOf } from "./sqlite/transaction.js";
@@ -45,36 +49,50 @@ export class SqliteStore implements ExecutionStore {
   readonly synchronous: SynchronousMode;
   private readonly connection: SqliteConnection;
   private readonly offload: Offload;
+  private readonly ownership: StoreOwnership;
   private closing: Promise<void> | undefined;
 
-  private constructor(path: string, synchronous: SynchronousMode, connection: SqliteConnection, offload: Offload) {
+  private constructor(path: string, synchronous: SynchronousMode, connection: SqliteConnection, offload: Offload, ownership: StoreOwnership) {
     this.path = path;
     this.synchronous = synchronous;
     this.connection = connection;
     this.offload = offload;
+    this.ownership = ownership;
   }
 
-  /** Opens the store at `path`, creating or migrating it when needed.
-   * Rejects with `StoreError` (naming the path) for a file that is not a
-   * Phronomy store or was written by a newer version, leaving it untouched. */
+  /** Opens the store at `path`, creating or migrating it when needed, and
+   * takes ownership of it. Rejects with `StoreError` (naming the path) when
+   * another process, or an earlier open in this one, owns the store (the
+   * message names the owner's pid, host and start time; details.reason is
+   * `store_owned`), and for a file that is not a Phronomy store or was
+   * written by a newer version, leaving it untouched. */
   static async open(path: string, options: SqliteStoreOptions = {}): Promise<SqliteStore> {
     checkOptions(options);
     const absolutePath = checkPath(path);
     const synchronous = options.synchronous ?? "FULL";
-    const connection = openStoreConnection(absolutePath, { synchronous });
+    const ownership = await takeOwnership(absolutePath);
+    let connection: SqliteConnection | undefined;
     try {
+      const opened = openStoreConnection(absolutePath, { synchronous });
+      connection = opened;
       const offload = await Offload.start({
         policy: options.offloadPolicy ?? "adaptive",
         capacity: options.offloadCapacity ?? offloadCapacityDefault,
         path: absolutePath,
-        commitInline: (operations) => commitGroup(connection, operations),
+        commitInline: (operations) => commitGroup(opened, operations),
         startWorker: () => startStoreWorker({ path: absolutePath, synchronous }),
       });
-      return new SqliteStore(absolutePath, synchronous, connection, offload);
+      return new SqliteStore(absolutePath, synchronous, opened, offload, ownership);
     } catch (error) {
-      connection.close();
+      connection?.close();
+      ownership.release();
       throw error;
     }
+  }
+
+  /** This process, as recorded in `<path>-owner.json` while it owns the store. */
+  get owner(): StoreOwner {
+    return this.ownership.owner;
   }
 
   get offloadPolicy(): OffloadPolicy {
@@ -152,10 +170,17 @@ export class SqliteStore implements ExecutionStore {
 
   // -- lifecycle -------------------------------------------------------------------
 
-  /** Finishes every accepted write, closes both connections and stops the
-   * worker. A second call returns the same promise. */
+  /** Finishes every accepted write, closes both connections, stops the
+   * worker and releases ownership (another open may then take the store).
+   * A second call returns the same promise. */
   close(): Promise<void> {
-    this.closing ??= this.offload.close().finally(() => this.connection.close());
+    this.closing ??= this.offload.close().finally(() => {
+      try {
+        this.connection.close();
+      } finally {
+        this.ownership.release();
+      }
+    });
     return this.closing;
   }
 }

@@ -8,8 +8,9 @@
 // closed or broken), `InvalidInputError` (malformed operation) — and then
 // nothing was submitted; or it returns a promise that settles with the
 // operation's own result or error: `ExecutionRehydrationRequiredError` when
-// a compare-and-set lost (nothing written), `InvalidInputError` for a
-// refused purge, `StoreError` when the database failed (then the operation
+// a compare-and-set lost (nothing written), `ApprovalMismatchError` when an
+// approval commit names another request or other arguments (nothing
+// written), `InvalidInputError` for a refused purge, `StoreError` when the database failed (then the operation
 // may or may not have committed).
 
 import type {

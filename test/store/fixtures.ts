@@ -1,15 +1,16 @@
 // Shared fixtures of the store tests: a fresh temporary directory per test
 // (real SQLite files, no mocks), builders for each store operation with
-// plausible contents, and a raw look at a store file through the driver
-// (pragmas, row counts) that bypasses the store's own reads.
+// plausible contents (a suspension for approval and its decision included),
+// and a raw look at a store file through the driver (pragmas, row counts)
+// that bypasses the store's own reads.
 
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach } from "vitest";
 import type {
-  JournalRecord, PrepareExecutionOperation, ProviderBarrierOperation, TerminalCommitOperation, ToolBarrierOperation,
-  UsageTotals,
+  ApprovalCommitOperation, JournalRecord, PrepareExecutionOperation, ProviderBarrierOperation, TerminalCommitOperation,
+  ToolBarrierOperation, ToolCallRecord, UsageTotals,
 } from "../../host/store/records.js";
 import { openBetterSqlite3, type SqliteValue } from "../../host/store/sqlite/driver.js";
 import { SqliteStore, type SqliteStoreOptions } from "../../host/store/sqlite-store.js";
@@ -76,6 +77,33 @@ export function terminalCommit(executionId: string, expectedRevision: number, ex
     error: null, usage: { inputTokens: 20, outputTokens: 9, totalTokens: 29 }, approvalRequest: null, handoff: null,
     steps: [{ kind: "model_response", at: 40, payload: { text: "Order 42 ships today." } }],
     journal: [journalEntry(executionId, "assistant", "Order 42 ships today.", 40)], at: 40 + expectedRevision, ...extra,
+  };
+}
+
+export function refundCall(executionId: string, callId = "tool-9"): ToolCallRecord {
+  return { callId, toolName: "refund", input: { orderId: 42, amount: 19.5 }, idempotencyKey: `${executionId}:${callId}` };
+}
+
+/** A terminal commit suspending for approval of `refundCall`, the batch
+ * carried as the tool batch, the model response that asked for it riding
+ * on the commit. */
+export function suspendForApproval(executionId: string, expectedRevision: number, approvalId = "approval-1", argumentsHash = "hash-1", extra: Partial<TerminalCommitOperation> = {}): TerminalCommitOperation {
+  const call = refundCall(executionId);
+  return terminalCommit(executionId, expectedRevision, {
+    outcome: "suspended", output: null, journal: [],
+    approvalRequest: {
+      approvalId, argumentsHash, executionId, agentId: "support", requestedAt: 50,
+      toolCalls: [{ callId: call.callId, toolName: call.toolName, input: call.input }],
+    },
+    steps: [{ kind: "model_response", at: 50, payload: { toolCalls: [{ callId: call.callId, toolName: call.toolName, input: call.input }] } }],
+    toolBatch: [call], at: 50, ...extra,
+  });
+}
+
+export function approvalCommit(executionId: string, expectedRevision: number, extra: Partial<ApprovalCommitOperation> = {}): ApprovalCommitOperation {
+  return {
+    type: "approvalCommit", executionId, expectedRevision, approvalId: "approval-1", approved: true,
+    reason: "refund is within policy", argumentsHash: "hash-1", at: 60, ...extra,
   };
 }
 

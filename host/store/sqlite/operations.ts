@@ -5,18 +5,21 @@
 // nothing behind.
 //
 // Every write to an existing execution is a compare-and-set on
-// (execution_id, revision): the UPDATE carries `WHERE execution_id = ? AND
-// revision = ?`, and a mismatch throws `ExecutionRehydrationRequiredError`
-// naming the execution and the revision expected, before anything is
-// written. Barriers also require status `active`; a terminal commit requires
-// a status other than `terminal`.
+// (execution_id, revision) (`compare-and-set.ts`): the UPDATE carries `WHERE
+// execution_id = ? AND revision = ?`, and a mismatch throws
+// `ExecutionRehydrationRequiredError` naming the execution and the revision
+// expected, before anything is written. Barriers also require status
+// `active`; a terminal commit requires a status other than `terminal`; the
+// approval resume commit (`approval-commit.ts`) requires `suspended`.
 
-import { AgentClosedError, ExecutionRehydrationRequiredError, InvalidInputError } from "../../errors.js";
+import { AgentClosedError, InvalidInputError } from "../../errors.js";
 import type {
   AgentRow, CloseAgentOperation, CommittedRevision, EnsureAgentOperation, ExecutionMetadata, ExecutionStatusName,
-  Json, JournalRecord, OffloadOperation, PrepareExecutionOperation, PrepareExecutionResult, ProviderBarrierOperation,
-  PurgeAgentOperation, PurgeAgentResult, StepRecord, TerminalCommitOperation, ToolBarrierOperation,
+  OffloadOperation, PrepareExecutionOperation, PrepareExecutionResult, ProviderBarrierOperation, PurgeAgentOperation,
+  PurgeAgentResult, StepRecord, TerminalCommitOperation, ToolBarrierOperation,
 } from "../records.js";
+import { approvalCommit } from "./approval-commit.js";
+import { appendJournal, appendSteps, compareAndSet, jsonOf, selectForUpdate } from "./compare-and-set.js";
 import type { SqliteConnection } from "./driver.js";
 import { agentFromRow, jsonText, zeroUsage } from "./rows.js";
 
@@ -27,6 +30,7 @@ export function applyOperation(connection: SqliteConnection, operation: OffloadO
     case "providerBarrier": return providerBarrier(connection, operation);
     case "toolBarrier": return toolBarrier(connection, operation);
     case "terminalCommit": return terminalCommit(connection, operation);
+    case "approvalCommit": return approvalCommit(connection, operation);
     case "ensureAgent": return ensureAgent(connection, operation);
     case "closeAgent": return closeAgent(connection, operation);
     case "purgeAgent": return purgeAgent(connection, operation);
@@ -114,7 +118,7 @@ export function toolBarrier(connection: SqliteConnection, operation: ToolBarrier
 export function terminalCommit(connection: SqliteConnection, operation: TerminalCommitOperation): CommittedRevision {
   const current = selectForUpdate(connection, operation, ["preparing", "active", "suspended"]);
   const suspended = operation.outcome === "suspended";
-  const metadata: ExecutionMetadata = operation.handoff === null ? current.metadata : { ...current.metadata, handoff: operation.handoff };
+  const metadata = terminalMetadata(current.metadata, operation);
   const revision = compareAndSet(connection, operation, `
     UPDATE executions SET revision = ?, status = ?, phase = ?, outcome = ?, output = ?, error = ?, usage = ?,
                           approval_request = ?, metadata = ?, updated_at = ?
@@ -131,64 +135,20 @@ export function terminalCommit(connection: SqliteConnection, operation: Terminal
   return { revision };
 }
 
-interface CompareAndSetOperation {
-  readonly type: string;
-  readonly executionId: string;
-  readonly expectedRevision: number;
-}
-
-interface CurrentExecution {
-  readonly agentId: string;
-  readonly metadata: ExecutionMetadata;
-}
-
-/** Reads what the write needs and refuses, before writing anything, when
- * the execution moved on (or never existed, or is in the wrong status). */
-function selectForUpdate(connection: SqliteConnection, operation: CompareAndSetOperation, statuses: readonly ExecutionStatusName[]): CurrentExecution {
-  const row = connection.prepare("SELECT agent_id, revision, status, metadata FROM executions WHERE execution_id = ?").get(operation.executionId);
-  const context = { executionId: operation.executionId, details: { expectedRevision: operation.expectedRevision, operation: operation.type } };
-  if (row === undefined) {
-    throw new ExecutionRehydrationRequiredError(`execution ${operation.executionId} is not in the store (${operation.type} expected revision ${operation.expectedRevision})`, context);
+/** A suspension records the tool batch waiting for approval (the model
+ * call that produced it is answered, so its pending mark goes) and clears
+ * the decision of any earlier approval; a handoff records its request. */
+function terminalMetadata(current: ExecutionMetadata, operation: TerminalCommitOperation): ExecutionMetadata {
+  let metadata = current;
+  if (operation.outcome === "suspended") {
+    const { approval: _earlier, ...kept } = metadata;
+    metadata = kept;
   }
-  const status = row["status"] as ExecutionStatusName;
-  if (row["revision"] !== operation.expectedRevision || !statuses.includes(status)) {
-    throw new ExecutionRehydrationRequiredError(
-      `execution ${operation.executionId} moved on: ${operation.type} expected revision ${operation.expectedRevision} with status ${statuses.join(" or ")}, the store holds revision ${String(row["revision"])} with status ${status}`,
-      { ...context, agentId: String(row["agent_id"]) },
-    );
+  if (operation.toolBatch !== undefined) {
+    const { pendingModelCall: _answered, ...kept } = metadata;
+    metadata = { ...kept, toolBatch: operation.toolBatch };
   }
-  return { agentId: String(row["agent_id"]), metadata: JSON.parse(String(row["metadata"])) as ExecutionMetadata };
-}
-
-/** The compare-and-set itself: `values` are the SET values after the new
- * revision; the WHERE clause takes the id and the expected revision. */
-function compareAndSet(connection: SqliteConnection, operation: CompareAndSetOperation, sql: string, values: readonly (string | number | null)[]): number {
-  const revision = operation.expectedRevision + 1;
-  const { changes } = connection.prepare(sql).run(revision, ...values, operation.executionId, operation.expectedRevision);
-  if (changes !== 1) {
-    throw new ExecutionRehydrationRequiredError(`execution ${operation.executionId} moved on: ${operation.type} expected revision ${operation.expectedRevision} and updated no row`, { executionId: operation.executionId });
-  }
-  return revision;
-}
-
-function appendSteps(connection: SqliteConnection, executionId: string, steps: readonly StepRecord[]): void {
-  const insert = connection.prepare(`
-    INSERT INTO steps (execution_id, seq, kind, at, payload)
-    VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM steps WHERE execution_id = ?), ?, ?, ?)
-  `);
-  for (const step of steps) insert.run(executionId, executionId, step.kind, step.at, jsonText(step.payload));
-}
-
-function appendJournal(connection: SqliteConnection, agentId: string, records: readonly JournalRecord[]): void {
-  const insert = connection.prepare(`
-    INSERT INTO journal (agent_id, seq, execution_id, role, content, at)
-    VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM journal WHERE agent_id = ?), ?, ?, ?, ?)
-  `);
-  for (const record of records) insert.run(agentId, agentId, record.executionId, record.role, jsonText(record.content), record.at);
-}
-
-function jsonOf(value: unknown): Json {
-  return JSON.parse(JSON.stringify(value)) as Json;
+  return operation.handoff === null ? metadata : { ...metadata, handoff: operation.handoff };
 }
 
 // -- agents (the root) ------------------------------------------------------------
