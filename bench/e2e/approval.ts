@@ -43,11 +43,19 @@ function rssMb(): number {
   return process.memoryUsage().rss / 2 ** 20;
 }
 
+/** Live JavaScript heap after a full collection: what the suspended runs
+ * really hold (RSS also keeps what the burst of work before it touched). */
+function heapMb(): number {
+  (globalThis as { gc?: () => void }).gc?.();
+  return process.memoryUsage().heapUsed / 2 ** 20;
+}
+
 async function suspendAndResume(directory: string): Promise<void> {
   const env = await Phronomy.open({ store: join(directory, "approval.db"), logger: { warn: () => undefined } });
   const agents = defineAgents(env, RUNS);
   await Promise.all(agents.map((agent) => agent.ready));
   const baseline = rssMb();
+  const baselineHeap = heapMb();
   let suspendedCount = 0;
   const allSuspended = new Promise<void>((resolve) => {
     const started = performance.now();
@@ -65,7 +73,7 @@ async function suspendAndResume(directory: string): Promise<void> {
     }
   });
   await allSuspended;
-  console.log(`  RSS with ${RUNS} suspended: ${rssMb().toFixed(0)} MB (${baseline.toFixed(0)} MB with the agents defined and nothing running)`);
+  console.log(`  RSS with ${RUNS} suspended: ${rssMb().toFixed(0)} MB (${baseline.toFixed(0)} MB with the agents defined and nothing running); live heap ${heapMb().toFixed(0)} MB (${baselineHeap.toFixed(0)} MB before): ${(((heapMb() - baselineHeap) * 2 ** 20) / RUNS / 1024).toFixed(1)} KB per suspended run`);
   const pending = await env.pendingApprovals();
   const byAgent = new Map(agents.map((agent) => [agent.id, agent]));
   const started = performance.now();
