@@ -68,6 +68,11 @@ export class Coordinator implements SessionHost {
     return true;
   }
 
+  /** Executions marked recovery_required in this environment. */
+  recoveryRequiredIds(): string[] {
+    return [...this.executionIds.values()].filter((entry) => entry.recoveryRequired).map((entry) => entry.executionId);
+  }
+
   /** On close: executions suspended for approval stay durable; their local
    * waiters learn that this environment will not see them end. */
   releaseSuspendedWaiters(): void {

@@ -256,8 +256,13 @@ export class Environment {
   }
 
   /** Executions in the store, newest first. */
-  executions(filter: ExecutionListFilter = {}): Promise<ExecutionRow[]> {
-    return this.store.listExecutions(filter);
+  /** With `status: "recovery_required"`: the executions this environment
+   * left for recovery (their durable rows are untouched, still unfinished). */
+  async executions(filter: ExecutionListFilter | (Omit<ExecutionListFilter, "status"> & { status: "recovery_required" }) = {}): Promise<ExecutionRow[]> {
+    if (filter.status !== "recovery_required") return this.store.listExecutions(filter as ExecutionListFilter);
+    const ids = new Set(this.coordinator.recoveryRequiredIds());
+    const rows = await this.store.unfinishedExecutions();
+    return rows.filter((row) => ids.has(row.executionId) && (filter.agentId === undefined || row.agentId === filter.agentId));
   }
 
   execution(executionId: string): Promise<ExecutionRow | undefined> {

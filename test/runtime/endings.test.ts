@@ -142,6 +142,7 @@ describe("a store operation failing at each barrier", () => {
         if (recovery) {
           expect(row.status).toBe("active");
           expect(logger.warnings.some((warning) => warning.includes("requires recovery"))).toBe(true);
+          expect((await env.executions({ status: "recovery_required" })).map((item) => item.executionId)).toEqual([row.executionId]);
         } else {
           expect(row).toMatchObject({ status: "terminal", outcome: "failed" });
         }
