@@ -17,7 +17,7 @@ export type TransferredSettlement =
 
 /** To the worker: commit this group (one transaction), or close. */
 export type WorkerRequest =
-  | { readonly type: "commit"; readonly group: number; readonly operations: readonly OffloadOperation[] }
+  | { readonly type: "commit"; readonly group: number; readonly count: number; readonly operations: string }
   | { readonly type: "close" };
 
 /** From the worker: its connection is open (or could not be), a group's
@@ -25,5 +25,5 @@ export type WorkerRequest =
 export type WorkerReply =
   | { readonly type: "ready" }
   | { readonly type: "failed"; readonly error: TransferredError }
-  | { readonly type: "settled"; readonly group: number; readonly settlements: readonly TransferredSettlement[] }
+  | { readonly type: "settled"; readonly group: number; readonly settlements: string }
   | { readonly type: "closed" };

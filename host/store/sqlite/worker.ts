@@ -10,6 +10,7 @@ import { transferError } from "../error-transfer.js";
 import type { SqliteConnection } from "./driver.js";
 import { openStoreConnection } from "./schema.js";
 import { commitGroup, storeErrorOf } from "./transaction.js";
+import type { OffloadOperation } from "../records.js";
 import type { TransferredSettlement, WorkerReply, WorkerRequest, WorkerSettings } from "./worker-protocol.js";
 
 if (parentPort === null) throw new Error("phronomy: host/store/sqlite/worker runs only as a worker thread");
@@ -29,7 +30,7 @@ function serve(connection: SqliteConnection): void {
     // Group commit across groups: every commit request already waiting is
     // merged into this transaction; each group is answered on its own.
     const groups = [request];
-    let operations = request.operations.length;
+    let operations = request.count;
     let closeAfter = false;
     while (operations < mergedOperationsMax) {
       const waiting = receiveMessageOnPort(port)?.message as WorkerRequest | undefined;
@@ -39,14 +40,14 @@ function serve(connection: SqliteConnection): void {
         break;
       }
       groups.push(waiting);
-      operations += waiting.operations.length;
+      operations += waiting.count;
     }
-    const settlements = commitGroup(connection, groups.flatMap((group) => group.operations)).map((settlement): TransferredSettlement =>
+    const settlements = commitGroup(connection, groups.flatMap((group) => JSON.parse(group.operations) as OffloadOperation[])).map((settlement): TransferredSettlement =>
       settlement.ok ? settlement : { ok: false, error: transferError(settlement.error) });
     let offset = 0;
     for (const group of groups) {
-      reply({ type: "settled", group: group.group, settlements: settlements.slice(offset, offset + group.operations.length) });
-      offset += group.operations.length;
+      reply({ type: "settled", group: group.group, settlements: JSON.stringify(settlements.slice(offset, offset + group.count)) });
+      offset += group.count;
     }
     if (closeAfter) close(connection);
   });
