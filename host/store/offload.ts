@@ -159,7 +159,10 @@ export class Offload {
   private scheduleFlush(): void {
     if (this.flushScheduled || this.inFlight.size >= groupsInFlightMax) return;
     this.flushScheduled = true;
-    setImmediate(() => {
+    // At the end of the current turn's microtasks: everything the control
+    // loop submitted while applying its queued messages leaves together,
+    // without waiting for the event loop's next round.
+    queueMicrotask(() => {
       this.flushScheduled = false;
       this.flush();
     });
