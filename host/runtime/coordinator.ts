@@ -32,6 +32,7 @@ import { MAX_TURNS_DEFAULT, MEMORY_WINDOW_DEFAULT } from "./options.js";
 import {
   ExecutionEntry, RequestTable, type AgentEntry, type PendingRequest, type RecoveryRequest, type StartRequest,
 } from "./requests.js";
+import { continuationNameOf } from "./recovery.js";
 import { readHistory } from "./restore.js";
 import type { ApprovalRequest } from "./events.js";
 import { deliverOutcome, emitToEntry, settleWaiterWithError } from "./delivery.js";
@@ -546,6 +547,7 @@ export class Coordinator implements SessionHost {
     const row = entry?.recoveredFrom;
     if (!entry || !row) return;
     const session = this.createSession(entry, sessionNumber);
+    session.noteRecovery(row.phase, continuationNameOf(continuation));
     if (continuation === Continuation.FrameworkTools) session.planBatch(row.metadata.toolBatch ?? []);
     session.restored = readHistory(this.settings.store, entry.executionId).then((history) => {
       session.restore(history, row.usage, row.metadata.turns ?? 0);

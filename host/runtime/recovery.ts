@@ -50,6 +50,10 @@ const CONTINUATION_NAMES: Record<number, string> = {
   [Continuation.None]: "preparation",
 };
 
+export function continuationNameOf(continuation: number): string {
+  return CONTINUATION_NAMES[continuation] ?? String(continuation);
+}
+
 /** The continuation the saved facts name (the core validates it). */
 export function continuationOf(row: ExecutionRow): Continuation {
   const pending = row.metadata.frameworkCallsPending === true;
@@ -93,7 +97,7 @@ export async function recoverAgent(coordinator: Coordinator, loop: ControlLoop, 
 
 function recoverOne(coordinator: Coordinator, loop: ControlLoop, agent: AgentEntry, row: ExecutionRow): Promise<RecoveredExecution> {
   const continuation = continuationOf(row);
-  const base = { executionId: row.executionId, agentId: row.agentId, phase: row.phase, continuation: CONTINUATION_NAMES[continuation] ?? String(continuation) };
+  const base = { executionId: row.executionId, agentId: row.agentId, phase: row.phase, continuation: continuationNameOf(continuation) };
   return new Promise((resolve) => {
     const settle = (settlement: RecoverySettlement): void => {
       if (settlement.ok) resolve({ ...base, status: settlement.suspended ? "suspended" : "continued" });

@@ -140,6 +140,12 @@ export class Session {
     });
   }
 
+  /** Notes on the timeline that this session continues an execution after
+   * a restart; the note rides on the next barrier. */
+  noteRecovery(phase: string, continuation: string): void {
+    this.record("recovered", { phase, continuation, pid: process.pid });
+  }
+
   /** A declined approval: no tool of the batch runs; the model is told each
    * call was declined, and the loop goes on. */
   decline(reason: string | null): void {
