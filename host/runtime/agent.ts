@@ -80,6 +80,7 @@ export class Agent {
           return;
         }
         entry.resumeReason = decision.reason ?? undefined;
+        entry.resumeSignal = decision.signal;
         const handle = coordinator.requests.add({
           type: "resume", waiter, executionId, approvalId: decision.approvalId, approved: decision.approved, reason: decision.reason ?? null,
         });

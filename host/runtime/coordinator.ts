@@ -291,7 +291,7 @@ export class Coordinator implements SessionHost {
       tokenBudget: start.options.tokenBudget ?? definition.tokenBudget,
       maxTurns: start.options.maxTurns ?? definition.maxTurns ?? MAX_TURNS_DEFAULT,
       outputGuardrail: start.options.outputGuardrail ?? definition.outputGuardrail,
-      signal: start.options.signal,
+      signal: entry.resumeSignal ?? start.options.signal,
       stream: start.options.stream ?? false,
       deadline: start.deadline,
       timeoutMs: start.options.timeoutMs ?? definition.timeoutMs,

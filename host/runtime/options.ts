@@ -64,9 +64,11 @@ export interface ResumeDecision {
   /** Told to the model when declined; recorded either way. */
   readonly reason?: string;
   readonly onEvent?: EventListener;
+  /** Cancels the resumed execution (as `start`'s signal does). */
+  readonly signal?: AbortSignal;
 }
 
-export const RESUME_DECISION_KEYS = ["approvalId", "approved", "reason", "onEvent"] as const;
+export const RESUME_DECISION_KEYS = ["approvalId", "approved", "reason", "onEvent", "signal"] as const;
 
 export function validateResumeDecision(executionId: unknown, decision: ResumeDecision, what: string): void {
   if (typeof executionId !== "string" || executionId.length === 0) throw new InvalidInputError(`${what}: the execution id must be a non-empty string`);
@@ -76,6 +78,7 @@ export function validateResumeDecision(executionId: unknown, decision: ResumeDec
   if (typeof decision.approved !== "boolean") throw new InvalidInputError(`${what}: "approved" must be true or false`);
   if (decision.reason !== undefined && typeof decision.reason !== "string") throw new InvalidInputError(`${what}: "reason" must be a string`);
   functionOrUndefined(decision.onEvent, "onEvent", what);
+  if (decision.signal !== undefined && !(decision.signal instanceof AbortSignal)) throw new InvalidInputError(`${what}: "signal" must be an AbortSignal`);
 }
 
 export type CallbackErrorPolicy = "report" | "fail_task";

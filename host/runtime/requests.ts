@@ -86,6 +86,8 @@ export class ExecutionEntry {
   recoveredFrom: ExecutionRow | undefined;
   /** The reason given with a declined approval, for the model. */
   resumeReason: string | undefined;
+  /** The signal of the resume request, which cancels the resumed run. */
+  resumeSignal: AbortSignal | undefined;
   /** The core's session number of the live session, when there is one. */
   sessionNumber: number | undefined;
 
