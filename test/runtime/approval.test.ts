@@ -81,6 +81,17 @@ describe("approval", () => {
     expect(refunds).toEqual([]);
   });
 
+  it("cancels a resumed run through the resume's signal: terminal CANCELLED, the tool never ran", async () => {
+    const env = await openEnvironment();
+    const refunds: string[] = [];
+    const { agent, executionId, approvalId, original } = await suspended(env, refunds);
+    const run = agent.resume(executionId, { approvalId, approved: true, signal: AbortSignal.abort() });
+    await expect(run.result).rejects.toMatchObject({ code: "CANCELLED" });
+    await expect(original.result).rejects.toMatchObject({ code: "CANCELLED" });
+    expect(refunds).toEqual([]);
+    expect(await env.execution(executionId)).toMatchObject({ status: "terminal", outcome: "failed", error: { code: "CANCELLED" } });
+  });
+
   it("refuses a mismatched approval id with ApprovalMismatchError and changes nothing", async () => {
     const env = await openEnvironment();
     const refunds: string[] = [];
