@@ -19,11 +19,19 @@
 // operation inline when the worker is idle and sends anything more to the
 // worker, so a quiet store pays no hop and a busy one keeps the control loop
 // free while the worker waits for the disk.
+//
+// Under `adaptive` the worker starts in the background (docs/decisions/0008):
+// a thread takes tens of milliseconds to start, longer than everything else
+// `open` does, and until it is ready every group commits inline, which is
+// correct, only slower under load. A worker that cannot start leaves
+// `adaptive` committing inline for good (`statistics.workerState`
+// "unavailable", with the reason); `worker` waits for its worker, and its
+// failure to start fails `start`.
 
-import type { Worker } from "node:worker_threads";
 import { InvalidInputError, OffloadFullError, StoreError, type PhronomyError } from "../errors.js";
 import { rebuildError } from "./error-transfer.js";
 import type { OffloadOperation, OffloadResult } from "./records.js";
+import type { StoreWorker } from "./sqlite/start-worker.js";
 import type { Settlement } from "./sqlite/transaction.js";
 import type { TransferredSettlement, WorkerReply, WorkerRequest } from "./sqlite/worker-protocol.js";
 
@@ -62,7 +70,14 @@ export interface OffloadStatistics {
   readonly workerGroups: number;
   readonly workerOperations: number;
   readonly largestGroup: number;
+  readonly workerState: WorkerState;
+  /** Why the worker is unavailable, when it is. */
+  readonly workerFailure?: string;
 }
+
+/** `none` under policy `inline`; `starting` while an `adaptive` offload's
+ * worker starts; `unavailable` when it could not. */
+export type WorkerState = "none" | "starting" | "ready" | "unavailable";
 
 export interface OffloadSettings {
   readonly policy: OffloadPolicy;
@@ -72,7 +87,7 @@ export interface OffloadSettings {
   /** Commits a group on the calling thread. Never throws. */
   readonly commitInline: (operations: readonly OffloadOperation[]) => Settlement[];
   /** Starts the worker; not called for policy `inline`. */
-  readonly startWorker: () => Worker;
+  readonly startWorker: () => StoreWorker;
 }
 
 interface Entry {
@@ -85,7 +100,7 @@ export class Offload {
   readonly policy: OffloadPolicy;
   readonly capacity: number;
   private readonly settings: OffloadSettings;
-  private readonly worker: Worker | undefined;
+  private readonly worker: StoreWorker | undefined;
   private readonly queue: Entry[] = [];
   /** Groups sent to the worker and not answered yet, oldest first. */
   private readonly inFlight = new Map<number, readonly Entry[]>();
@@ -96,30 +111,56 @@ export class Offload {
   private broken: StoreError | undefined;
   private drained: (() => void) | undefined;
   private counters = { submitted: 0, inlineGroups: 0, inlineOperations: 0, workerGroups: 0, workerOperations: 0, largestGroup: 0 };
+  private workerState: WorkerState;
+  private workerFailure: string | undefined;
+  /** Settles once the worker is ready or unavailable (at once when it
+   * was ready before `start` returned, or there is none). */
+  readonly workerStarted: Promise<void>;
 
-  private constructor(settings: OffloadSettings, worker: Worker | undefined) {
+  private constructor(settings: OffloadSettings, worker: StoreWorker | undefined, ready: boolean) {
     this.settings = settings;
     this.policy = settings.policy;
     this.capacity = settings.capacity;
     this.worker = worker;
-    worker?.on("message", (reply: WorkerReply) => this.onWorkerReply(reply));
-    worker?.on("error", (error) => this.breakDown(`the store worker failed: ${error.message}`));
-    worker?.on("exit", (code) => this.breakDown(`the store worker exited (code ${code})`));
+    this.workerState = worker === undefined ? "none" : ready ? "ready" : "starting";
+    worker?.port.on("message", (reply: WorkerReply) => this.onWorkerReply(reply));
+    worker?.thread.on("error", (error) => this.workerLost(`the store worker failed: ${error.message}`));
+    worker?.thread.on("exit", (code) => this.workerLost(`the store worker exited (code ${code})`));
+    this.workerStarted = worker === undefined || ready ? Promise.resolve() : waitUntilReady(worker, settings.path).then(
+      () => {
+        this.workerState = "ready";
+        worker.port.unref(); // waitUntilReady's listener may have ref'd it
+      },
+      (error: PhronomyError) => {
+        this.workerState = "unavailable";
+        this.workerFailure = error.message;
+      },
+    );
+    // Idle, neither keeps the process alive (nor does a worker starting); a
+    // group in flight refs the thread until it is answered (`sendToWorker`,
+    // `onWorkerReply`).
+    worker?.port.unref();
+    worker?.thread.unref();
   }
 
-  /** Starts the worker (unless the policy is `inline`) and waits until its
-   * connection is open. */
+  /** Starts the worker unless the policy is `inline`: under `worker`, waits
+   * until its connection is open; under `adaptive`, lets it start in the
+   * background. */
   static async start(settings: OffloadSettings): Promise<Offload> {
     checkCapacity(settings.capacity);
-    if (settings.policy === "inline") return new Offload(settings, undefined);
+    if (settings.policy === "inline") return new Offload(settings, undefined, false);
     const worker = settings.startWorker();
+    if (settings.policy === "adaptive") return new Offload(settings, worker, false);
     await waitUntilReady(worker, settings.path);
-    worker.unref();
-    return new Offload(settings, worker);
+    return new Offload(settings, worker, true);
   }
 
   get statistics(): OffloadStatistics {
-    return { ...this.counters };
+    return {
+      ...this.counters,
+      workerState: this.workerState,
+      ...(this.workerFailure === undefined ? {} : { workerFailure: this.workerFailure }),
+    };
   }
 
   /** Operations accepted and not yet settled. */
@@ -140,7 +181,7 @@ export class Offload {
     // A full enough group leaves at once, so the worker starts committing
     // while this thread is still producing the rest (pipelining); the
     // remainder leaves when the current turn is over.
-    if (this.queue.length >= eagerGroupOperations && this.worker !== undefined) this.flush();
+    if (this.queue.length >= eagerGroupOperations && this.workerState === "ready") this.flush();
     else this.scheduleFlush();
     return result;
   }
@@ -183,8 +224,9 @@ export class Offload {
       case "inline": return true;
       case "worker": return false;
       // Inline only while the worker holds nothing: the two connections
-      // never write at the same time.
-      case "adaptive": return groupSize === 1 && this.inFlight.size === 0;
+      // never write at the same time. Until the worker is ready, it holds
+      // nothing.
+      case "adaptive": return this.workerState !== "ready" || (groupSize === 1 && this.inFlight.size === 0);
     }
   }
 
@@ -205,7 +247,7 @@ export class Offload {
     let request: WorkerRequest;
     try {
       request = { type: "commit", group: this.groupsSent, count: entries.length, operations: JSON.stringify(entries.map((entry) => entry.operation), plainDataOnly) };
-      worker.postMessage(request);
+      worker.port.postMessage(request);
     } catch (error) {
       this.refuseUncloneable(entries, error);
       return;
@@ -214,7 +256,7 @@ export class Offload {
     this.counters.workerOperations += entries.length;
     this.inFlight.set(this.groupsSent, entries);
     this.inFlightOperations += entries.length;
-    worker.ref(); // a group in flight keeps the process alive until it is answered
+    worker.thread.ref(); // a group in flight keeps the process alive until it is answered
   }
 
   /** An operation that cannot be structured-cloned (a function or a symbol
@@ -248,7 +290,7 @@ export class Offload {
     }
     this.inFlight.delete(reply.group);
     this.inFlightOperations -= entries.length;
-    if (this.inFlight.size === 0) this.worker?.unref();
+    if (this.inFlight.size === 0) this.worker?.thread.unref();
     const settlements = JSON.parse(reply.settlements) as TransferredSettlement[];
     entries.forEach((entry, index) => settleTransferred(entry, settlements[index], this.settings.path));
     this.flush();
@@ -262,22 +304,34 @@ export class Offload {
         this.drained = resolve;
       });
     }
-    const worker = this.worker;
+    if (this.workerState === "starting") {
+      // A worker still starting is let finish, then closed; it keeps the
+      // process alive until then, so that close completes.
+      this.worker?.thread.ref();
+      await this.workerStarted;
+    }
+    const worker = this.workerState === "ready" ? this.worker : undefined;
     if (worker === undefined || this.broken !== undefined) {
-      await worker?.terminate();
+      if (worker !== undefined) await stopWorker(worker);
       return;
     }
-    worker.removeAllListeners("exit");
-    worker.ref();
+    worker.thread.removeAllListeners("exit");
+    worker.thread.ref();
     const closed = new Promise<void>((resolve) => {
-      worker.on("message", (reply: WorkerReply) => {
+      worker.port.on("message", (reply: WorkerReply) => {
         if (reply.type === "closed") resolve();
       });
-      worker.once("exit", () => resolve());
+      worker.thread.once("exit", () => resolve());
     });
-    worker.postMessage({ type: "close" } satisfies WorkerRequest);
+    worker.port.postMessage({ type: "close" } satisfies WorkerRequest);
     await closed;
-    await worker.terminate();
+    await stopWorker(worker);
+  }
+
+  /** The worker ended. Before it was ready, the startup wait reports it
+   * (`workerStarted`); after, nothing it held can be trusted. */
+  private workerLost(reason: string): void {
+    if (this.workerState === "ready") this.breakDown(reason);
   }
 
   /** The worker is gone or confused: everything accepted fails with a
@@ -320,7 +374,12 @@ function checkCapacity(capacity: number): void {
   }
 }
 
-function waitUntilReady(worker: Worker, path: string): Promise<void> {
+async function stopWorker(worker: StoreWorker): Promise<void> {
+  worker.port.close();
+  await worker.thread.terminate();
+}
+
+function waitUntilReady(worker: StoreWorker, path: string): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     const onMessage = (reply: WorkerReply): void => {
       if (reply.type === "ready") finish(undefined);
@@ -330,11 +389,13 @@ function waitUntilReady(worker: Worker, path: string): Promise<void> {
     const onError = (error: Error): void => finish(new StoreError(`the store worker for ${path} failed to start: ${error.message}`, { cause: error }));
     const onExit = (code: number): void => finish(new StoreError(`the store worker for ${path} exited (code ${code}) before it was ready`));
     const finish = (error: PhronomyError | undefined): void => {
-      worker.off("message", onMessage).off("error", onError).off("exit", onExit);
+      worker.port.off("message", onMessage);
+      worker.thread.off("error", onError).off("exit", onExit);
       if (error === undefined) return resolve();
-      void worker.terminate();
+      void stopWorker(worker);
       reject(error);
     };
-    worker.on("message", onMessage).on("error", onError).on("exit", onExit);
+    worker.port.on("message", onMessage);
+    worker.thread.on("error", onError).on("exit", onExit);
   });
 }

@@ -10,25 +10,13 @@ import { MessageKind, MessageKindLimit } from "../../assembly/abi.js";
 import { ControlCore } from "../../host/core/control-core.js";
 import { decodeEffectWords } from "../../host/core/effects.js";
 import { loadCoreModule } from "../../host/core/load-core.js";
-import type { CoreLimits } from "../../host/core/machine.js";
 import { ReferenceCore } from "../model/reference-core.js";
+import { intents as intentStreams, limits } from "./arbitraries.js";
 import { checkInvariants, RevisionHistory } from "./invariants.js";
-import { MessageStream, type Intent } from "./message-stream.js";
+import { MessageStream } from "./message-stream.js";
 
 const runs = Number(process.env.FUZZ_RUNS ?? 20_000);
 const seed = Number(process.env.FUZZ_SEED ?? Date.now() % 2_147_483_647);
-
-const intent: fc.Arbitrary<Intent> = fc.record({
-  kind: fc.nat({ max: 1_000 }),
-  pick: fc.nat({ max: 1_000 }),
-  variant: fc.nat({ max: 10_000 }),
-  noise: fc.nat({ max: 100_000 }),
-});
-
-const limits: fc.Arbitrary<CoreLimits> = fc.record({
-  agentsMax: fc.integer({ min: 1, max: 4 }),
-  executionsMax: fc.integer({ min: 1, max: 3 }),
-});
 
 describe("the WebAssembly core against the reference model", () => {
   it(`agrees on ${runs} random message streams (seed ${seed})`, async () => {
@@ -36,7 +24,7 @@ describe("the WebAssembly core against the reference model", () => {
     const module = await loadCoreModule("debug");
     const acceptedKinds = new Set<number>();
     fc.assert(
-      fc.property(limits, fc.array(intent, { minLength: 1, maxLength: 120 }), (coreLimits, intents) => {
+      fc.property(limits, intentStreams, (coreLimits, intents) => {
         const wasm = new ControlCore(module, coreLimits);
         const model = new ReferenceCore(coreLimits);
         const stream = new MessageStream();

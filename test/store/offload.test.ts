@@ -4,11 +4,13 @@
 // work and refuses what comes after.
 
 import { join } from "node:path";
+import { MessageChannel, Worker } from "node:worker_threads";
 import { describe, expect, it } from "vitest";
 import {
   ExecutionRehydrationRequiredError, InvalidInputError, OffloadFullError, StoreError,
 } from "../../host/errors.js";
-import type { OffloadPolicy } from "../../host/store/offload.js";
+import { Offload, type OffloadPolicy } from "../../host/store/offload.js";
+import type { OffloadOperation } from "../../host/store/records.js";
 import type { StepKind } from "../../host/store/records.js";
 import { SqliteStore } from "../../host/store/sqlite-store.js";
 import {
@@ -16,6 +18,11 @@ import {
 } from "./fixtures.js";
 
 const policies: readonly OffloadPolicy[] = ["adaptive", "worker", "inline"];
+
+/** Until the store's worker is ready (or could not start). */
+async function workerStarted(store: SqliteStore): Promise<void> {
+  while (store.offloadStatistics.workerState === "starting") await new Promise((resolve) => setTimeout(resolve, 5));
+}
 
 /** Prepares `count` executions e0…e(count-1) of agent "support". */
 async function preparedStore(policy: OffloadPolicy, count: number): Promise<SqliteStore> {
@@ -121,6 +128,7 @@ describe.each(policies)("offload policy %s", (policy) => {
   it("many concurrent executions, each a sequence of operations, all end consistent", async () => {
     const executions = 40;
     const store = await preparedStore(policy, executions);
+    await workerStarted(store);
     await Promise.all(Array.from({ length: executions }, async (_, index) => {
       const id = `e${index}`;
       await store.run(providerBarrier(id, 1));
@@ -138,10 +146,54 @@ describe.each(policies)("offload policy %s", (policy) => {
   });
 });
 
+describe("the adaptive offload's worker starts in the background", () => {
+  it("open does not wait for it; until it is ready every group commits inline, then groups go to it", async () => {
+    const store = await openTemporaryStore({ offloadPolicy: "adaptive" });
+    expect(store.offloadStatistics.workerState).toBe("starting");
+    await store.ensureAgent("support", 1);
+    await Promise.all(Array.from({ length: 20 }, (_, index) => store.run(prepare(`e${index}`))));
+    expect(store.offloadStatistics).toMatchObject({ workerGroups: 0, inlineOperations: 21 });
+    await workerStarted(store);
+    expect(store.offloadStatistics.workerState).toBe("ready");
+    await Promise.all(Array.from({ length: 20 }, (_, index) => store.run(providerBarrier(`e${index}`, 1))));
+    expect(store.offloadStatistics.workerOperations).toBe(20);
+  });
+
+  it("a close while it starts lets it start, then closes it; the store opens again", async () => {
+    const directory = await temporaryDirectory();
+    const store = await SqliteStore.open(join(directory, "agents.db"));
+    expect(store.offloadStatistics.workerState).toBe("starting");
+    await store.close();
+    const reopened = track(await SqliteStore.open(join(directory, "agents.db")));
+    await reopened.ensureAgent("support", 1);
+    expect(await reopened.getAgent("support")).toMatchObject({ lifecycle: "open" });
+  });
+
+  it("a worker that cannot start leaves it committing inline for good, with the reason", async () => {
+    const committed: string[] = [];
+    const offload = await Offload.start({
+      policy: "adaptive",
+      capacity: 100,
+      path: "/nowhere/agents.db",
+      commitInline: (operations: readonly OffloadOperation[]) => operations.map((operation) => {
+        committed.push(operation.type);
+        return { ok: true, value: operation.type };
+      }),
+      startWorker: () => ({ thread: new Worker("throw new Error('no SQLite here')", { eval: true }), port: new MessageChannel().port1 }),
+    });
+    await offload.workerStarted;
+    expect(offload.statistics).toMatchObject({ workerState: "unavailable", workerFailure: expect.stringMatching(/no SQLite here/) });
+    const results = await Promise.all(Array.from({ length: 40 }, (_, index) => offload.submit({ type: "ensureAgent", agentId: `agent-${index}`, at: 1 })));
+    expect(results).toHaveLength(40);
+    expect(offload.statistics).toMatchObject({ inlineOperations: 40, workerOperations: 0 });
+    await offload.close();
+  });
+});
+
 describe("offload failures", () => {
   it("a worker that dies fails what it held with StoreError and refuses later writes; close still works", async () => {
     const store = await preparedStore("worker", 2);
-    const worker = (store as unknown as { offload: { worker: { terminate(): Promise<number> } } }).offload.worker;
+    const worker = (store as unknown as { offload: { worker: { thread: { terminate(): Promise<number> } } } }).offload.worker.thread;
     const inFlight = Promise.allSettled([store.run(providerBarrier("e0", 1)), store.run(providerBarrier("e1", 1))]);
     await worker.terminate();
     for (const result of await inFlight) {

@@ -1,13 +1,29 @@
-// The SQLite connection the store talks to, and its better-sqlite3
-// implementation. The interface is the small common ground of better-sqlite3
-// (Node), `node:sqlite` (Deno) and `bun:sqlite` (Bun): run a script, prepare
-// a statement, run/get/all with positional `?` parameters, close. No
-// better-sqlite3 type leaves this file, so the other runtimes can be added
-// behind the same interface.
+// The SQLite connection the store talks to, and its three implementations,
+// one per runtime (SPEC §4.3, §9): better-sqlite3 on Node, `node:sqlite` on
+// Deno, `bun:sqlite` on Bun. The interface is their small common ground: run
+// a script, prepare a statement, run/get/all with positional `?` parameters,
+// close. No driver type leaves this file.
 //
-// better-sqlite3 is an optional peer dependency: it is loaded when a store is
-// opened, not when this module is imported, and its absence is a clear error.
+// Rules kept here, so that the store behaves the same on every runtime:
+// * `get` answers `undefined` when there is no row (bun:sqlite says `null`).
+// * A parameter is a string, a number, a bigint, null or a Uint8Array; a
+//   boolean or `undefined` is refused (bun:sqlite would bind them silently,
+//   the other two refuse them).
+// * A SQLite failure is thrown with `code` set to SQLite's extended result
+//   code name (`SQLITE_BUSY`, `SQLITE_CONSTRAINT_NOTNULL`), as better-sqlite3
+//   and bun:sqlite do; `node:sqlite` reports a number (`errcode`), named
+//   here. Its `exec` reports no code at all, so single statements run
+//   through a prepared statement there (the ownership lock needs to tell
+//   SQLITE_BUSY from other failures).
+// * Integers are read as numbers (no driver's `safeIntegers` mode): every
+//   integer the store writes is a revision, a sequence number or a
+//   millisecond timestamp, far below 2^53.
+//
+// The driver module is loaded when a connection is opened, not when this
+// module is imported: better-sqlite3 is an optional peer dependency needed on
+// Node only, and `bun:sqlite` / `node:sqlite` exist only in their runtimes.
 
+import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import type BetterSqlite3 from "better-sqlite3";
 
@@ -27,6 +43,8 @@ export interface SqliteStatement {
 export interface SqliteConnection {
   /** The file this connection opened, for error messages. */
   readonly path: string;
+  /** The library behind this connection. */
+  readonly driver: SqliteDriverName;
   /** Runs one or more statements without parameters (DDL, BEGIN, PRAGMA). */
   exec(sql: string): void;
   /** A statement for `sql`. Statements are cached by their text: the store
@@ -46,28 +64,39 @@ export interface OpenConnectionOptions {
   readonly mustExist?: boolean;
 }
 
-type BetterSqlite3Constructor = typeof BetterSqlite3;
+export type SqliteDriverName = "better-sqlite3" | "node:sqlite" | "bun:sqlite";
 
-function loadBetterSqlite3(): BetterSqlite3Constructor {
-  const require = createRequire(import.meta.url);
-  try {
-    return require("better-sqlite3") as BetterSqlite3Constructor;
-  } catch (error) {
-    throw new Error(
-      "phronomy: the embedded SQLite store needs the optional peer dependency better-sqlite3 on Node (npm install better-sqlite3@12)",
-      { cause: error },
-    );
+/** The SQLite library of the runtime this code runs on. */
+export function sqliteDriverName(): SqliteDriverName {
+  if (process.versions["bun"] !== undefined) return "bun:sqlite";
+  if (process.versions["deno"] !== undefined) return "node:sqlite";
+  return "better-sqlite3";
+}
+
+/** Opens `path` with the runtime's SQLite library. Opening reads nothing and
+ * writes nothing but an empty file when `path` does not exist yet. */
+export function openSqlite(path: string, options: OpenConnectionOptions = {}): SqliteConnection {
+  switch (sqliteDriverName()) {
+    case "bun:sqlite": return openBunSqlite(path, options);
+    case "node:sqlite": return openNodeSqlite(path, options);
+    case "better-sqlite3": return openBetterSqlite3(path, options);
   }
 }
 
-/** Opens `path` with better-sqlite3. Opening reads nothing and writes
- * nothing but an empty file when `path` does not exist yet. */
-export function openBetterSqlite3(path: string, options: OpenConnectionOptions = {}): SqliteConnection {
-  const Database = loadBetterSqlite3();
-  const database = new Database(path, { fileMustExist: options.mustExist ?? false });
+// -- the shared shell: statement cache, parameter check, error names ----------
+
+/** What each library provides, before the shared rules are applied. */
+interface NativeDatabase {
+  exec(sql: string): void;
+  prepare(sql: string): SqliteStatement;
+  close(): void;
+}
+
+function connectionOver(path: string, driver: SqliteDriverName, database: NativeDatabase): SqliteConnection {
   const statements = new Map<string, SqliteStatement>();
   return {
     path,
+    driver,
     exec(sql) {
       database.exec(sql);
     },
@@ -77,7 +106,7 @@ export function openBetterSqlite3(path: string, options: OpenConnectionOptions =
       if (statements.size >= preparedStatementsMax) {
         throw new Error(`phronomy: more than ${preparedStatementsMax} distinct SQL statements prepared on ${path}; SQL must not be built from data`);
       }
-      const statement = database.prepare<SqliteValue[], SqliteRow>(sql);
+      const statement = database.prepare(sql);
       statements.set(sql, statement);
       return statement;
     },
@@ -86,4 +115,203 @@ export function openBetterSqlite3(path: string, options: OpenConnectionOptions =
       database.close();
     },
   };
+}
+
+function loadModule<T>(name: string, missing: string): T {
+  const require = createRequire(import.meta.url);
+  try {
+    return require(name) as T;
+  } catch (error) {
+    throw new Error(missing, { cause: error });
+  }
+}
+
+function checkParameters(parameters: readonly unknown[]): void {
+  for (const [index, value] of parameters.entries()) {
+    if (value === null || typeof value === "string" || typeof value === "number" || typeof value === "bigint" || value instanceof Uint8Array) continue;
+    throw new TypeError(`phronomy: SQLite parameter ${index + 1} is ${value === undefined ? "undefined" : typeof value}; only strings, numbers, bigints, null and Uint8Array can be bound`);
+  }
+}
+
+// -- Node: better-sqlite3 ------------------------------------------------------
+
+type BetterSqlite3Constructor = typeof BetterSqlite3;
+
+/** Opens `path` with better-sqlite3 (the Node driver; also what the store
+ * tests use to look at a file behind the store's back). */
+export function openBetterSqlite3(path: string, options: OpenConnectionOptions = {}): SqliteConnection {
+  const Database = loadModule<BetterSqlite3Constructor>(
+    "better-sqlite3",
+    "phronomy: the embedded SQLite store needs the optional peer dependency better-sqlite3 on Node (npm install better-sqlite3@12)",
+  );
+  const database = new Database(path, { fileMustExist: options.mustExist ?? false });
+  // better-sqlite3 already refuses booleans and undefined, and names its
+  // errors' codes; its statements have the interface's shape.
+  return connectionOver(path, "better-sqlite3", {
+    exec: (sql) => void database.exec(sql),
+    prepare: (sql) => database.prepare<SqliteValue[], SqliteRow>(sql),
+    close: () => void database.close(),
+  });
+}
+
+// -- Bun: bun:sqlite ---------------------------------------------------------------
+
+interface BunStatement {
+  run(...parameters: SqliteValue[]): { changes: number };
+  get(...parameters: SqliteValue[]): SqliteRow | null;
+  all(...parameters: SqliteValue[]): SqliteRow[];
+}
+
+interface BunDatabase {
+  exec(sql: string): void;
+  prepare(sql: string): BunStatement;
+  close(): void;
+}
+
+type BunDatabaseConstructor = new (path: string, options: { readonly create: boolean; readwrite: boolean }) => BunDatabase;
+
+function openBunSqlite(path: string, options: OpenConnectionOptions): SqliteConnection {
+  const { Database } = loadModule<{ Database: BunDatabaseConstructor }>("bun:sqlite", "phronomy: bun:sqlite is not available in this runtime");
+  const database = new Database(path, { create: !(options.mustExist ?? false), readwrite: true });
+  return connectionOver(path, "bun:sqlite", {
+    exec: (sql) => database.exec(sql),
+    prepare(sql) {
+      const statement = database.prepare(sql);
+      return {
+        run(...parameters) {
+          checkParameters(parameters);
+          return { changes: statement.run(...parameters).changes };
+        },
+        get(...parameters) {
+          checkParameters(parameters);
+          return statement.get(...parameters) ?? undefined;
+        },
+        all(...parameters) {
+          checkParameters(parameters);
+          return statement.all(...parameters);
+        },
+      };
+    },
+    close: () => database.close(),
+  });
+}
+
+// -- Deno: node:sqlite -----------------------------------------------------------
+
+interface NodeSqliteStatement {
+  run(...parameters: SqliteValue[]): { changes: number | bigint };
+  get(...parameters: SqliteValue[]): SqliteRow | undefined;
+  all(...parameters: SqliteValue[]): SqliteRow[];
+}
+
+interface NodeSqliteDatabase {
+  exec(sql: string): void;
+  prepare(sql: string): NodeSqliteStatement;
+  close(): void;
+}
+
+type NodeSqliteConstructor = new (path: string) => NodeSqliteDatabase;
+
+function openNodeSqlite(path: string, options: OpenConnectionOptions): SqliteConnection {
+  const { DatabaseSync } = loadModule<{ DatabaseSync: NodeSqliteConstructor }>("node:sqlite", "phronomy: node:sqlite is not available in this runtime");
+  // node:sqlite has no "must exist" flag; the store opens existing files
+  // only where the file was just seen, so a check before opening is enough.
+  if (options.mustExist === true && !existsSync(path)) {
+    throw Object.assign(new Error(`unable to open database file ${path}: it does not exist`), { code: "SQLITE_CANTOPEN" });
+  }
+  const database = named(() => new DatabaseSync(path));
+  return connectionOver(path, "node:sqlite", {
+    exec(sql) {
+      // `exec` errors carry no result code: run a single statement prepared.
+      if (isSingleStatement(sql)) named(() => database.prepare(sql).run());
+      else named(() => database.exec(sql));
+    },
+    prepare(sql) {
+      const statement = named(() => database.prepare(sql));
+      return {
+        run: (...parameters) => named(() => ({ changes: Number(statement.run(...parameters).changes) })),
+        get: (...parameters) => named(() => statement.get(...parameters)),
+        all: (...parameters) => named(() => statement.all(...parameters)),
+      };
+    },
+    close: () => database.close(),
+  });
+}
+
+/** No `;` but a trailing one: one statement (the store's single statements
+ * hold no string literals with semicolons). */
+function isSingleStatement(sql: string): boolean {
+  const trimmed = sql.trim().replace(/;$/, "");
+  return !trimmed.includes(";");
+}
+
+/** Runs `body`, giving a node:sqlite error SQLite's code name. */
+function named<T>(body: () => T): T {
+  try {
+    return body();
+  } catch (error) {
+    throw withSqliteCode(error);
+  }
+}
+
+function withSqliteCode(error: unknown): unknown {
+  if (!(error instanceof Error)) return error;
+  const fields = error as Error & { code?: unknown; errcode?: unknown };
+  if (typeof fields.code === "string" && fields.code.startsWith("SQLITE_")) return error;
+  const code = typeof fields.errcode === "number" ? resultCodeName(fields.errcode) : resultCodeNameOfMessage(error.message);
+  if (code === undefined) return error;
+  fields.code = code;
+  return error;
+}
+
+/** SQLite's primary result codes (sqlite3.h), by number. */
+const primaryResultCodes: readonly string[] = [
+  "OK", "ERROR", "INTERNAL", "PERM", "ABORT", "BUSY", "LOCKED", "NOMEM", "READONLY", "INTERRUPT", "IOERR", "CORRUPT",
+  "NOTFOUND", "FULL", "CANTOPEN", "PROTOCOL", "EMPTY", "SCHEMA", "TOOBIG", "CONSTRAINT", "MISMATCH", "MISUSE", "NOLFS",
+  "AUTH", "FORMAT", "RANGE", "NOTADB", "NOTICE", "WARNING",
+];
+
+/** SQLite's extended result codes (sqlite3.h): primary code | (n << 8). */
+const extendedResultCodes: ReadonlyMap<number, string> = new Map([
+  [257, "ERROR_MISSING_COLLSEQ"], [513, "ERROR_RETRY"], [769, "ERROR_SNAPSHOT"],
+  [261, "BUSY_RECOVERY"], [517, "BUSY_SNAPSHOT"], [773, "BUSY_TIMEOUT"],
+  [262, "LOCKED_SHAREDCACHE"], [518, "LOCKED_VTAB"],
+  [264, "READONLY_RECOVERY"], [520, "READONLY_CANTLOCK"], [776, "READONLY_ROLLBACK"], [1032, "READONLY_DBMOVED"],
+  [1288, "READONLY_CANTINIT"], [1544, "READONLY_DIRECTORY"],
+  [266, "IOERR_READ"], [522, "IOERR_SHORT_READ"], [778, "IOERR_WRITE"], [1034, "IOERR_FSYNC"], [1290, "IOERR_DIR_FSYNC"],
+  [1546, "IOERR_TRUNCATE"], [1802, "IOERR_FSTAT"], [2058, "IOERR_UNLOCK"], [2314, "IOERR_RDLOCK"], [2570, "IOERR_DELETE"],
+  [2826, "IOERR_BLOCKED"], [3082, "IOERR_NOMEM"], [3338, "IOERR_ACCESS"], [3594, "IOERR_CHECKRESERVEDLOCK"], [3850, "IOERR_LOCK"],
+  [4106, "IOERR_CLOSE"], [4362, "IOERR_DIR_CLOSE"], [4618, "IOERR_SHMOPEN"], [4874, "IOERR_SHMSIZE"], [5130, "IOERR_SHMLOCK"],
+  [5386, "IOERR_SHMMAP"], [5642, "IOERR_SEEK"], [5898, "IOERR_DELETE_NOENT"], [6154, "IOERR_MMAP"], [6410, "IOERR_GETTEMPPATH"],
+  [6666, "IOERR_CONVPATH"], [6922, "IOERR_VNODE"], [7178, "IOERR_AUTH"], [7434, "IOERR_BEGIN_ATOMIC"], [7690, "IOERR_COMMIT_ATOMIC"],
+  [7946, "IOERR_ROLLBACK_ATOMIC"], [8202, "IOERR_DATA"], [8458, "IOERR_CORRUPTFS"], [8714, "IOERR_IN_PAGE"],
+  [267, "CORRUPT_VTAB"], [523, "CORRUPT_SEQUENCE"], [779, "CORRUPT_INDEX"],
+  [270, "CANTOPEN_NOTEMPDIR"], [526, "CANTOPEN_ISDIR"], [782, "CANTOPEN_FULLPATH"], [1038, "CANTOPEN_CONVPATH"], [1550, "CANTOPEN_SYMLINK"],
+  [516, "ABORT_ROLLBACK"],
+  [275, "CONSTRAINT_CHECK"], [531, "CONSTRAINT_COMMITHOOK"], [787, "CONSTRAINT_FOREIGNKEY"], [1043, "CONSTRAINT_FUNCTION"],
+  [1299, "CONSTRAINT_NOTNULL"], [1555, "CONSTRAINT_PRIMARYKEY"], [1811, "CONSTRAINT_TRIGGER"], [2067, "CONSTRAINT_UNIQUE"],
+  [2323, "CONSTRAINT_VTAB"], [2579, "CONSTRAINT_ROWID"], [2835, "CONSTRAINT_PINNED"], [3091, "CONSTRAINT_DATATYPE"],
+  [283, "NOTICE_RECOVER_WAL"], [539, "NOTICE_RECOVER_ROLLBACK"], [284, "WARNING_AUTOINDEX"], [279, "AUTH_USER"],
+]);
+
+export function resultCodeName(code: number): string | undefined {
+  const name = extendedResultCodes.get(code) ?? primaryResultCodes[code & 0xff];
+  return name === undefined ? undefined : `SQLITE_${name}`;
+}
+
+/** SQLite's own text for a primary code (`sqlite3_errstr`), for the errors
+ * node:sqlite reports without a number. */
+const resultCodesByMessage: ReadonlyMap<string, string> = new Map([
+  ["database is locked", "SQLITE_BUSY"],
+  ["database table is locked", "SQLITE_LOCKED"],
+  ["disk I/O error", "SQLITE_IOERR"],
+  ["database or disk is full", "SQLITE_FULL"],
+  ["attempt to write a readonly database", "SQLITE_READONLY"],
+  ["database disk image is malformed", "SQLITE_CORRUPT"],
+  ["file is not a database", "SQLITE_NOTADB"],
+  ["unable to open database file", "SQLITE_CANTOPEN"],
+]);
+
+function resultCodeNameOfMessage(message: string): string {
+  return resultCodesByMessage.get(message) ?? "SQLITE_ERROR";
 }

@@ -23,7 +23,7 @@ import { hostname } from "node:os";
 import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { StoreError } from "../../errors.js";
-import { openBetterSqlite3, type SqliteConnection } from "./driver.js";
+import { openSqlite, type SqliteConnection } from "./driver.js";
 import { messageOf } from "./schema.js";
 
 /** Who owns a store, as written in `<store>-owner.json`. */
@@ -83,7 +83,7 @@ function tryLock(storePath: string): SqliteConnection | undefined {
   const lockPath = ownerLockPath(storePath);
   let connection: SqliteConnection;
   try {
-    connection = openBetterSqlite3(lockPath);
+    connection = openSqlite(lockPath);
   } catch (error) {
     throw new StoreError(`cannot take ownership of the store at ${storePath}: opening its lock file ${lockPath} failed: ${messageOf(error)}`, { cause: error });
   }
@@ -100,7 +100,7 @@ function tryLock(storePath: string): SqliteConnection | undefined {
 }
 
 function ownedBy(storePath: string, connection: SqliteConnection): StoreOwnership {
-  const owner: StoreOwner = { pid: process.pid, hostname: hostname(), startedAt: new Date().toISOString() };
+  const owner: StoreOwner = { pid: process.pid, hostname: hostName(), startedAt: new Date().toISOString() };
   const infoPath = ownerInfoPath(storePath);
   const temporary = `${infoPath}.${process.pid}.tmp`;
   try {
@@ -112,6 +112,22 @@ function ownedBy(storePath: string, connection: SqliteConnection): StoreOwnershi
     throw new StoreError(`cannot take ownership of the store at ${storePath}: writing ${infoPath} failed: ${messageOf(error)}`, { cause: error });
   }
   return new StoreOwnership(storePath, owner, connection);
+}
+
+/** Deno asks for a permission (`--allow-sys=hostname`) before it tells the
+ * host name, and prompts for it on a terminal. The name is informative only
+ * (it goes into messages), so without the permission the owner is named
+ * without it rather than the store failing to open or prompting. */
+const unknownHostName = "an unknown host (Deno without --allow-sys=hostname)";
+
+interface DenoPermissions {
+  readonly permissions: { querySync(descriptor: { readonly name: "sys"; readonly kind: "hostname" }): { readonly state: string } };
+}
+
+function hostName(): string {
+  const deno = (globalThis as { Deno?: DenoPermissions }).Deno;
+  if (deno !== undefined && deno.permissions.querySync({ name: "sys", kind: "hostname" }).state !== "granted") return unknownHostName;
+  return hostname();
 }
 
 function isBusy(error: unknown): boolean {
@@ -133,7 +149,7 @@ export function readOwner(storePath: string): StoreOwner | undefined {
 function ownedError(storePath: string, owner: StoreOwner | undefined): StoreError {
   const who = owner === undefined
     ? `another process (its details in ${ownerInfoPath(storePath)} are missing or unreadable; it may be starting up)`
-    : owner.pid === process.pid && owner.hostname === hostname()
+    : owner.pid === process.pid && owner.hostname === hostName()
       ? `this very process (pid ${owner.pid} on ${owner.hostname}, since ${owner.startedAt}), through a store or environment opened earlier and not closed`
       : `process ${owner.pid} on ${owner.hostname} (since ${owner.startedAt})`;
   return new StoreError(

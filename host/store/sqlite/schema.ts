@@ -13,9 +13,10 @@
 //   transaction together with the version stamp, so a crash mid-way leaves
 //   the old version intact.
 
+import { Buffer } from "node:buffer";
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { StoreError } from "../../errors.js";
-import { openBetterSqlite3, type SqliteConnection } from "./driver.js";
+import { openSqlite, type SqliteConnection } from "./driver.js";
 
 /** "PHRN" in ASCII: stamped in every Phronomy store's header. */
 export const applicationId = 0x5048524e;
@@ -95,7 +96,7 @@ export function openStoreConnection(path: string, options: StoreConnectionOption
   checkFileHeader(path);
   let connection: SqliteConnection;
   try {
-    connection = openBetterSqlite3(path);
+    connection = openSqlite(path);
   } catch (error) {
     throw new StoreError(`cannot open the store at ${path}: ${messageOf(error)}`, { cause: error });
   }
@@ -104,12 +105,27 @@ export function openStoreConnection(path: string, options: StoreConnectionOption
     checkOwnership(path, readFileState(connection));
     connection.exec("PRAGMA journal_mode = WAL");
     connection.exec(`PRAGMA synchronous = ${options.synchronous}`);
+    checkDurability(connection, options.synchronous);
     migrate(connection);
     return connection;
   } catch (error) {
     connection.close();
     if (error instanceof StoreError) throw error;
     throw new StoreError(`cannot open the store at ${path}: ${messageOf(error)}`, { cause: error });
+  }
+}
+
+/** `PRAGMA synchronous` reads back as a number. */
+const synchronousLevels: Readonly<Record<SynchronousMode, number>> = { NORMAL: 1, FULL: 2 };
+
+/** Reads the durability settings back: each runtime brings its own SQLite
+ * build, and a build (or a file system) that silently kept another journal
+ * mode or sync level would break the guarantees without a sound. */
+function checkDurability(connection: SqliteConnection, synchronous: SynchronousMode): void {
+  const journalMode = String(connection.prepare("PRAGMA journal_mode").get()?.["journal_mode"]);
+  const level = Number(connection.prepare("PRAGMA synchronous").get()?.["synchronous"]);
+  if (journalMode !== "wal" || level !== synchronousLevels[synchronous]) {
+    throw new StoreError(`cannot open the store at ${connection.path} with the durability it needs: SQLite (${connection.driver}) kept journal_mode ${journalMode} and synchronous ${level} (wanted wal and ${synchronous}); the store needs a local file system with WAL support`);
   }
 }
 

@@ -1,7 +1,14 @@
 // The messages between the offload (calling thread) and the store worker.
 // Everything here is structured-clone safe: operations and results are plain
 // data, errors travel as `TransferredError` records.
+//
+// They travel over a `MessageChannel` of their own, handed to the worker in
+// its `workerData`, rather than over the worker's `parentPort`: the worker
+// drains waiting requests with `receiveMessageOnPort`, which Deno accepts
+// only on a `MessagePort` (not on `parentPort`). Node and Bun accept both,
+// so one channel serves all three runtimes the same way.
 
+import type { MessagePort } from "node:worker_threads";
 import type { TransferredError } from "../error-transfer.js";
 import type { OffloadOperation } from "../records.js";
 import type { SynchronousMode } from "./schema.js";
@@ -9,6 +16,12 @@ import type { SynchronousMode } from "./schema.js";
 export interface WorkerSettings {
   readonly path: string;
   readonly synchronous: SynchronousMode;
+}
+
+/** The worker's `workerData`: its settings and its end of the channel. */
+export interface WorkerData {
+  readonly settings: WorkerSettings;
+  readonly port: MessagePort;
 }
 
 export type TransferredSettlement =

@@ -4,18 +4,19 @@
 // group at a time and answers each with the settlements in order; the
 // offload sends the next group only after that answer, so the worker never
 // holds a transaction while the calling thread's connection writes.
+// It talks over the channel in its `workerData`, never over `parentPort`
+// (`worker-protocol.ts` says why).
 
-import { parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
+import { isMainThread, receiveMessageOnPort, workerData } from "node:worker_threads";
 import { transferError } from "../error-transfer.js";
 import type { SqliteConnection } from "./driver.js";
 import { openStoreConnection } from "./schema.js";
 import { commitGroup, storeErrorOf } from "./transaction.js";
 import type { OffloadOperation } from "../records.js";
-import type { TransferredSettlement, WorkerReply, WorkerRequest, WorkerSettings } from "./worker-protocol.js";
+import type { TransferredSettlement, WorkerData, WorkerReply, WorkerRequest } from "./worker-protocol.js";
 
-if (parentPort === null) throw new Error("phronomy: host/store/sqlite/worker runs only as a worker thread");
-const port = parentPort;
-const settings = workerData as WorkerSettings;
+if (isMainThread) throw new Error("phronomy: host/store/sqlite/worker runs only as a worker thread");
+const { settings, port } = workerData as WorkerData;
 
 function reply(message: WorkerReply): void {
   port.postMessage(message);

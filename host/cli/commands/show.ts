@@ -1,0 +1,56 @@
+// `phronomy show <executionId>`: one execution — its state, input, output,
+// error, usage, pending approval — and its durable timeline: every barrier,
+// model response, tool call with its idempotency key, approval, recovery
+// and the terminal, with times (`timeline.ts`).
+
+import pc from "picocolors";
+import type { CliContext } from "../context.js";
+import { ExitCode, type ExitCodeValue } from "../errors.js";
+import { colorState, compactJson, executionJson, formatDuration, formatTime, printJson, stateOf } from "../format.js";
+import { findExecution } from "../lookup.js";
+import { describeTimeline, renderTimeline } from "../timeline.js";
+import { openStore, resolveStore } from "../store.js";
+import type { ExecutionRow } from "../../index.js";
+
+export async function showCommand(context: CliContext, executionArgument: string): Promise<ExitCodeValue> {
+  const location = resolveStore(context.options.store, { mustExist: true });
+  const environment = await openStore(location, { logger: context.logger });
+  try {
+    const row = await findExecution(environment, location.path, executionArgument);
+    const timeline = describeTimeline(await environment.timeline(row.executionId));
+    if (context.json) {
+      printJson({
+        execution: executionJson(row),
+        timeline: timeline.map((entry) => ({ ...entry, at: new Date(entry.at).toISOString() })),
+      });
+    } else {
+      process.stdout.write(`${executionLines(context, row).join("\n")}\n\n`);
+      process.stdout.write(`${pc.bold(`timeline`)} (${timeline.length} steps)\n${renderTimeline(timeline).join("\n")}\n`);
+    }
+    return ExitCode.ok;
+  } finally {
+    await environment.close();
+  }
+}
+
+export function executionLines(context: CliContext, row: ExecutionRow): string[] {
+  const field = (name: string, value: string) => `${pc.dim(name.padEnd(10))}${value}`;
+  const lines = [
+    field("execution", `${pc.bold(row.executionId)} · agent "${row.agentId}"`),
+    field("state", `${colorState(stateOf(row))} · status ${row.status} · phase ${row.phase} · revision ${row.revision}`),
+    field("input", compactJson(row.input, 200)),
+  ];
+  if (row.output !== null) lines.push(field("output", compactJson(row.output, 200)));
+  if (row.error) lines.push(field("error", `${pc.red(`[${row.error.code}]`)} ${row.error.message}`));
+  lines.push(field("usage", `${row.usage.inputTokens} in · ${row.usage.outputTokens} out · ${row.usage.totalTokens} tokens`));
+  lines.push(field("started", `${formatTime(row.createdAt)} · last change ${formatTime(row.updatedAt)} (${formatDuration(row.updatedAt - row.createdAt)} later)`));
+  if (row.status === "suspended") {
+    const request = row.approvalRequest as { approvalId?: string; toolCalls?: { toolName: string; input: unknown }[] } | null;
+    const calls = (request?.toolCalls ?? []).map((call) => `${call.toolName}(${compactJson(call.input, 80)})`).join(", ");
+    lines.push(field("approval", `${pc.yellow("pending")} ${calls} · approval id ${request?.approvalId ?? "?"}`));
+    lines.push(field("", `decide: phronomy approve ${row.executionId}${context.storeArgument()} [--agent-module <path>] | phronomy reject …`));
+  } else if (row.status !== "terminal") {
+    lines.push(field("recovery", `unfinished: \`phronomy recover${context.storeArgument()} --agent-module <path>\` continues it`));
+  }
+  return lines;
+}

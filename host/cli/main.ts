@@ -1,0 +1,190 @@
+// The `phronomy` command (docs/cli.md): subcommands and options, parsed by
+// commander, each handed to its module in `commands/`. Everything that goes
+// wrong ends here as one line on stderr — `phronomy: [CODE] message` — and
+// a non-zero exit code (`ExitCode`), plus `{ "error": … }` on stdout with
+// `--json` and the stack with `--debug`.
+
+import { readFileSync } from "node:fs";
+import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
+import pc from "picocolors";
+import { CliContext } from "./context.js";
+import { CliError, ExitCode, debugText, exitCodeOf, reportedError, type ExitCodeValue } from "./errors.js";
+import { printJson } from "./format.js";
+import { API_KEY_VARIABLE, BASE_URL_VARIABLE, MODEL_VARIABLE } from "./models.js";
+import { STORE_DEFAULT, STORE_VARIABLE } from "./store.js";
+
+// Each command's module is imported when the command runs: a CLI that
+// starts in half a second beats one that loads every provider first.
+const commands = {
+  run: () => import("./commands/run.js"),
+  ls: () => import("./commands/ls.js"),
+  show: () => import("./commands/show.js"),
+  decide: () => import("./commands/decide.js"),
+  recover: () => import("./commands/recover.js"),
+  demo: () => import("./commands/demo.js"),
+};
+
+/** `ls --status` values (kept here so parsing needs no command module). */
+const LIST_FILTERS = ["preparing", "active", "suspended", "terminal", "completed", "failed", "handed_off", "coordination_wait"];
+const LIST_LIMIT_MAX = 1_000;
+
+const helpAfter = `
+Environment:
+  ${STORE_VARIABLE}      the store when --store is not given (default ${STORE_DEFAULT})
+  ${MODEL_VARIABLE}      the model when --model is not given (openai-compatible:<model>)
+  ${BASE_URL_VARIABLE}   the model endpoint when --base-url is not given
+  ${API_KEY_VARIABLE}    the model endpoint's API key (sent as a Bearer token)
+
+Exit codes:
+  0    done; the execution completed (or handed off)
+  1    the execution failed, or the command could not do its job
+  2    bad arguments
+  3    the execution is waiting for an approval decision
+  130  Ctrl-C cancelled the execution
+
+Docs: docs/cli.md`;
+
+/** Runs the command and exits the process with its code (the launchers'
+ * entry: `bin.js` in the source tree, `cli.ts` in the built package). */
+export async function runCli(argv: readonly string[]): Promise<never> {
+  let finished = false;
+  // The event loop emptied while the command still waited: something it
+  // awaited can no longer settle. Say so in one line instead of Node's
+  // bare exit code 13 ("unsettled top-level await").
+  process.on("beforeExit", () => {
+    if (finished) return;
+    process.stderr.write("phronomy: [INTERNAL] the command stopped while still waiting for an operation that can no longer finish; rerun it with --debug and report this\n");
+    process.exit(ExitCode.failure);
+  });
+  const code = await main(argv);
+  finished = true;
+  process.exit(code);
+}
+
+/** Parses the arguments, runs the subcommand, returns the exit code. */
+export async function main(argv: readonly string[]): Promise<ExitCodeValue> {
+  let exitCode: ExitCodeValue = ExitCode.ok;
+  let context: CliContext | undefined;
+  const contextOf = (command: Command): CliContext => {
+    const options = command.optsWithGlobals<{ store: string; json?: boolean; debug?: boolean }>();
+    context = new CliContext({ store: options.store, json: options.json === true, debug: options.debug === true });
+    return context;
+  };
+  const program = programOf((command, body) => {
+    exitCode = 0;
+    return body(contextOf(command)).then((code) => {
+      exitCode = code;
+    });
+  });
+  try {
+    await program.parseAsync([...argv]);
+    return exitCode;
+  } catch (error) {
+    const asked = { json: argv.includes("--json"), debug: argv.includes("--debug") };
+    if (error instanceof CommanderError) {
+      if (error.code === "commander.helpDisplayed" || error.code === "commander.version") return ExitCode.ok;
+      if (error.code === "commander.help") return ExitCode.usage;
+      const usage = new CliError("USAGE", error.message.replace(/^error: /, ""));
+      reportFailure(usage, asked);
+      return ExitCode.usage;
+    }
+    reportFailure(error, context ? context.options : asked);
+    return exitCodeOf(error);
+  }
+}
+
+type Runner = (command: Command, body: (context: CliContext) => Promise<ExitCodeValue>) => Promise<void>;
+
+function programOf(run: Runner): Command {
+  const program = new Command("phronomy")
+    .description("Durable executions of LLM agents: run them, inspect them, approve, recover.")
+    .version(packageVersion(), "-V, --version")
+    .option("--store <path>", "the store: a SQLite file path (postgres:// is not supported yet)", process.env[STORE_VARIABLE] ?? STORE_DEFAULT)
+    .option("--json", "machine-readable output on stdout")
+    .option("--debug", "stack traces with errors")
+    .option("--no-color", "no colors (NO_COLOR=1 works too)")
+    .exitOverride()
+    .configureOutput({ outputError: () => undefined })
+    .showSuggestionAfterError(true)
+    .addHelpText("after", helpAfter);
+
+  const modelOptions = (command: Command) => command
+    .option("--model <provider:model>", `a real model: openai-compatible:<model> (or ${MODEL_VARIABLE})`)
+    .option("--base-url <url>", `the OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (or ${BASE_URL_VARIABLE})`);
+
+  modelOptions(program.command("run")
+    .description("run one execution of an agent module and print its result")
+    .argument("<agent-module>", "a .ts or .js module whose default export is the agent (docs/cli.md)")
+    .argument("[input]", "the request to the agent; - reads it from stdin"))
+    .option("--stream", "stream the model's text to stdout as it arrives")
+    .option("--timeout <ms>", "end the execution with TIMEOUT after this many milliseconds", positiveInteger)
+    .addOption(new Option("--approval-policy <policy>", "which tool calls wait for approval").choices(["tools", "always", "never"]))
+    .action((modulePath: string, input: string | undefined, options, command: Command) => run(command, async (context) => (await commands.run()).runCommand(context, modulePath, input, options)));
+
+  program.command("ls")
+    .description("list executions, newest first")
+    .addOption(new Option("--status <status>", "only executions with this status or outcome").choices(LIST_FILTERS))
+    .option("--agent <id>", "only this agent's executions")
+    .option("--limit <n>", `at most this many (default 50, at most ${LIST_LIMIT_MAX})`, positiveInteger)
+    .action((options, command: Command) => run(command, async (context) => (await commands.ls()).lsCommand(context, options)));
+
+  program.command("show")
+    .description("an execution and its durable timeline")
+    .argument("<execution-id>", "the execution (or a unique prefix of its id)")
+    .action((executionId: string, _options, command: Command) => run(command, async (context) => (await commands.show()).showCommand(context, executionId)));
+
+  for (const approved of [true, false]) {
+    modelOptions(program.command(approved ? "approve" : "reject")
+      .description(approved ? "approve an execution's pending approval and run it to its outcome" : "decline an execution's pending approval (the model is told) and run it to its outcome")
+      .argument("<execution-id>", "the suspended execution (or a unique prefix of its id)")
+      .option("--reason <text>", approved ? "recorded with the decision" : "told to the model and recorded")
+      .option("--approval-id <id>", "decide only if this is the pending approval")
+      .option("--agent-module <path>", "the module defining the execution's agent (not needed for the demo's)"))
+      .action((executionId: string, options, command: Command) => run(command, async (context) => (await commands.decide()).decideCommand(context, executionId, approved, options)));
+  }
+
+  modelOptions(program.command("recover")
+    .description("recover unfinished executions and report what was resolved and what needs attention")
+    .option("--agent-module <path>", "a module defining an agent to recover (repeatable)", collect, [] as string[]))
+    .action((options, command: Command) => run(command, async (context) => (await commands.recover()).recoverCommand(context, options)));
+
+  program.command("demo")
+    .description("a support agent that asks approval for a refund, pauses, is approved and answers (no key, no network)")
+    .option("--crash", "kill the approving process after the refund's barrier, then recover it")
+    .addOption(new Option("--crash-child").hideHelp())
+    .action((options, command: Command) => run(command, async (context) => (await commands.demo()).demoCommand(context, options)));
+
+  for (const command of program.commands) command.exitOverride().configureOutput({ outputError: () => undefined }).showSuggestionAfterError(true);
+  return program;
+}
+
+function reportFailure(error: unknown, options: { readonly json: boolean; readonly debug: boolean }): void {
+  const reported = reportedError(error);
+  process.stderr.write(`${pc.red("phronomy:")} [${reported.code}] ${reported.message}\n`);
+  if (options.debug) process.stderr.write(`${debugText(error)}\n`);
+  if (options.json) printJson({ error: reported });
+}
+
+function positiveInteger(value: string): number {
+  const parsed = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(parsed) || parsed < 1) throw new InvalidArgumentError("it must be a positive integer");
+  return parsed;
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+/** The version in package.json: two levels up in the source tree
+ * (`host/cli/`), three in the built package (`dist/host/cli/`). */
+function packageVersion(): string {
+  for (const relative of ["../../package.json", "../../../package.json"]) {
+    try {
+      const manifest = JSON.parse(readFileSync(new URL(relative, import.meta.url), "utf8")) as { name?: string; version?: string };
+      if (manifest.name === "phronomy" && manifest.version) return manifest.version;
+    } catch {
+      // not there: try the next place
+    }
+  }
+  return "0.0.0";
+}

@@ -1,0 +1,125 @@
+// A temporary project that installed the packed package, and the three
+// runtimes that run code in it: shared by the package tests
+// (runtimes.test.ts) and the package benchmark (bench/package/index.ts).
+//
+// The tarball is what `npm pack` makes of the package: package.json,
+// README.md and LICENSE of this repository and a `dist/` built by
+// scripts/build-dist.mjs from the core in build/ (which `npm test` and
+// `npm run build` make first), staged in a directory of its own so that
+// runs side by side never share (or delete) one. The project installs it, with its
+// dependencies, from npm as an application would; only better-sqlite3, the
+// optional peer dependency an application on Node installs itself, is
+// linked from this repository, since compiling it from source takes
+// minutes. bun and deno are the repository's devDependencies.
+
+import { spawn, type ChildProcess } from "node:child_process";
+import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const repositoryRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const bin = join(repositoryRoot, "node_modules", ".bin");
+
+export interface RuntimeCommand {
+  readonly command: string;
+  readonly arguments: readonly string[];
+  /** The SQLite library the store must pick there. */
+  readonly driver: string;
+}
+
+/** How each runtime starts a script; Deno with the permissions
+ * docs/runtimes.md documents (and no more). */
+export const runtimes = {
+  node: { command: process.execPath, arguments: [], driver: "better-sqlite3" },
+  bun: { command: join(bin, "bun"), arguments: [], driver: "bun:sqlite" },
+  deno: { command: join(bin, "deno"), arguments: ["run", "--allow-read", "--allow-write"], driver: "node:sqlite" },
+} as const satisfies Record<string, RuntimeCommand>;
+
+export type RuntimeName = keyof typeof runtimes;
+export const runtimeNames = Object.keys(runtimes) as RuntimeName[];
+
+/** A child process running longer than this is a hang. */
+export const processTimeoutMs = 60_000;
+
+export interface PackedTarball {
+  /** The tarball's absolute path. */
+  readonly path: string;
+  readonly size: number;
+  readonly unpackedSize: number;
+  readonly files: readonly { readonly path: string; readonly size: number }[];
+  /** The staged package directory the tarball was packed from. */
+  readonly stage: string;
+}
+
+export interface Finished {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Stages the package in `<destination>/package` and packs it into
+ * `destination`. Not `npm run build`, which would rewrite build/*.wasm
+ * under the feet of tests running beside this; and `npm pack
+ * --ignore-scripts`, since `prepack` is that full build. */
+export async function packTarball(destination: string): Promise<PackedTarball> {
+  const stage = join(destination, "package");
+  mkdirSync(stage, { recursive: true });
+  for (const file of ["package.json", "README.md", "LICENSE"]) copyFileSync(join(repositoryRoot, file), join(stage, file));
+  await succeed(process.execPath, [join(repositoryRoot, "scripts", "build-dist.mjs"), join(stage, "dist")], repositoryRoot);
+  const output = await succeed("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", destination], stage);
+  const [tarball] = JSON.parse(output.stdout) as (Omit<PackedTarball, "path" | "stage"> & { filename: string })[];
+  if (tarball === undefined) throw new Error(`npm pack printed no tarball: ${output.stdout}`);
+  return { path: join(destination, tarball.filename), size: tarball.size, unpackedSize: tarball.unpackedSize, files: tarball.files, stage };
+}
+
+/** A new project in `directory` with the tarball and `packages` installed. */
+export async function installProject(directory: string, tarball: string, packages: readonly string[] = []): Promise<void> {
+  mkdirSync(directory, { recursive: true });
+  writeFileSync(join(directory, "package.json"), `${JSON.stringify({ name: "phronomy-package-check", private: true, type: "module" }, null, 2)}\n`);
+  await succeed("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball, ...packages], directory);
+  symlinkSync(join(repositoryRoot, "node_modules", "better-sqlite3"), join(directory, "node_modules", "better-sqlite3"), "dir");
+}
+
+/** `name@version` of a package as this repository has it installed. */
+export function installedPackage(name: string): string {
+  const manifest = JSON.parse(readFileSync(join(repositoryRoot, "node_modules", name, "package.json"), "utf8")) as { version: string };
+  return `${name}@${manifest.version}`;
+}
+
+/** Starts `script` (relative to `project`) on `runtime`. */
+export function startScript(runtime: RuntimeName, project: string, script: string, scriptArguments: readonly string[] = []): ChildProcess {
+  const { command, arguments: runtimeArguments } = runtimes[runtime];
+  // NO_COLOR: Deno colours its error output even into a pipe.
+  return spawn(command, [...runtimeArguments, script, ...scriptArguments], { cwd: project, env: { ...process.env, NO_COLOR: "1" }, stdio: ["pipe", "pipe", "pipe"] });
+}
+
+export function finished(child: ChildProcess, label: string): Promise<Finished> {
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`${label} did not finish in ${processTimeoutMs} ms\n${stdout}\n${stderr}`));
+    }, processTimeoutMs);
+    child.on("error", reject);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+export async function succeed(command: string, commandArguments: readonly string[], cwd: string): Promise<Finished> {
+  const child = spawn(command, commandArguments, { cwd, env: process.env, stdio: ["ignore", "pipe", "pipe"] });
+  const result = await finished(child, `${command} ${commandArguments.join(" ")}`);
+  if (result.code !== 0) throw new Error(`${command} ${commandArguments.join(" ")} exited ${result.code}\n${result.stdout}\n${result.stderr}`);
+  return result;
+}
+
+/** The JSON a script printed on its line `<tag> <json>`. */
+export function reported(stdout: string, tag: string): Record<string, unknown> | undefined {
+  const line = stdout.split("\n").find((candidate) => candidate.startsWith(`${tag} `));
+  return line === undefined ? undefined : JSON.parse(line.slice(tag.length + 1)) as Record<string, unknown>;
+}
