@@ -2,13 +2,13 @@
 // prints it: every barrier, model response, tool call with its idempotency
 // key, approval, recovery and the terminal, with times.
 //
-// Recovery is read from the steps themselves: the runtime writes no step
-// of its own when it recovers an execution, but what recovery does leaves
-// a mark no live run leaves — a tool barrier naming call ids an earlier
-// tool barrier already named with no results in between (the batch
-// re-dispatched with the same idempotency keys), or a model barrier after
-// a model barrier with no response in between (the model called again).
-// A `recovered` step, should the runtime write one, is shown as it is.
+// Recovery shows twice: the runtime writes a `recovered` step (phase,
+// continuation, pid) when it continues an execution after a restart, and
+// what recovery then does is marked from the steps themselves — a tool
+// barrier naming call ids an earlier tool barrier already named with no
+// results in between (the batch re-dispatched with the same idempotency
+// keys), or a model barrier after a model barrier with no response in
+// between (the model called again).
 
 import pc from "picocolors";
 import type { Json, StoredStep } from "../index.js";
@@ -95,6 +95,7 @@ function summaryOf(step: StoredStep): string {
   switch (step.kind) {
     case "input": return compactJson(step.payload);
     case "provider_barrier": return `model call ${String(payload["callId"] ?? "?")} · revision ${String(payload["revision"] ?? "?")}`;
+    case "recovered": return `by process ${String(payload["pid"] ?? "?")}: from ${String(payload["phase"] ?? "?")}, continuing with ${String(payload["continuation"] ?? "?")}`;
     case "model_response": return modelResponseSummary(payload);
     case "tool_barrier": return toolBarrierSummary(payload);
     case "tool_results": return toolResultsSummary(payload);
@@ -173,7 +174,7 @@ class RecoveryTracker {
         for (const result of asArray(payload["results"])) this.toolCallsWithoutResults.delete(String(asRecord(result)["callId"]));
         return undefined;
       case "recovered":
-        return "recovery";
+        return undefined;
       default:
         return undefined;
     }

@@ -79,7 +79,7 @@ describe.concurrent("phronomy recover", () => {
     expect(recovered.stdout).toContain("1 resolved · 0 waiting for approval · 0 need attention");
 
     const timeline = await cli(["show", executionId, "--store", store]);
-    expect(timeline.stdout).toMatch(/tool barrier\s+slowTool call-0-0 key [^\n]+\n[^\n]+tool barrier\s+slowTool call-0-0[^\n]+\n\s+↻ recovery: the batch is dispatched again/);
+    expect(timeline.stdout).toMatch(/tool barrier\s+slowTool call-0-0 key [^\n]+\n[^\n]+recovered\s+by process \d+: from dispatching_tools, continuing with framework_tools\n[^\n]+tool barrier\s+slowTool call-0-0[^\n]+\n\s+↻ recovery: the batch is dispatched again/);
     expect(timeline.stdout).toMatch(/terminal\s+completed/);
 
     const nothing = await cli(["recover", "--store", store]);
