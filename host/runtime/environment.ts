@@ -77,9 +77,13 @@ export class Environment {
   private readonly recoveries = new Map<string, Promise<RecoveredExecution[]>>();
 
   private constructor(
+    /** The store this environment owns (reads: executions, timelines). */
     readonly store: ExecutionStore,
+    /** @internal The control core. */
     readonly core: ControlCore,
+    /** @internal The control loop. */
     readonly loop: ControlLoop,
+    /** @internal Carries out the core's effects. */
     readonly coordinator: Coordinator,
     private readonly recoverOnDefine: boolean,
   ) {}
