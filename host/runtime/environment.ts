@@ -30,8 +30,9 @@ import { recoverAgent, type RecoveredExecution } from "./recovery.js";
 import type { ApprovalRequest } from "./events.js";
 
 export interface OpenOptions {
-  /** A SQLite file path (`./agents.db` or `file:./agents.db`), or a store
-   * the application opened itself (any `ExecutionStore`). */
+  /** A SQLite file path (`./agents.db` or `file:./agents.db`), a
+   * PostgreSQL URL (`postgres://user@host:5432/db?schema=phronomy`), or a
+   * store the application opened itself (any `ExecutionStore`). */
   readonly store: string | ExecutionStore;
   /** `FULL` (default): every barrier reaches the disk before its external
    * operation starts. `NORMAL`: survives a process crash, not power loss. */
@@ -59,6 +60,17 @@ export interface PendingApproval {
 }
 
 const consoleLogger: Logger = { warn: (message) => console.warn(message) };
+
+/** A `postgres://` or `postgresql://` URL opens a `PostgresStore`
+ * (imported on demand, so SQLite users never load `pg`); anything else is
+ * a SQLite path. */
+async function openStoreAt(location: string, options: OpenOptions): Promise<ExecutionStore> {
+  if (/^postgres(ql)?:\/\//i.test(location)) {
+    const { PostgresStore } = await import("../store/postgres-store.js");
+    return PostgresStore.open(location);
+  }
+  return openSqlite(location, options);
+}
 
 async function openSqlite(location: string, options: OpenOptions): Promise<ExecutionStore> {
   const path = location.startsWith("file:") ? location.slice("file:".length) : location;
@@ -93,14 +105,14 @@ export class Environment {
     rejectUnknownKeys(options, OPEN_OPTION_KEYS, "Phronomy.open(options)");
     const givenStore = typeof options.store === "object" && options.store !== null && typeof options.store.run === "function";
     if (!givenStore && (typeof options.store !== "string" || options.store.length === 0)) {
-      throw new InvalidInputError(`Phronomy.open(options): "store" must be a SQLite file path or an ExecutionStore, got ${JSON.stringify(options.store)}`);
+      throw new InvalidInputError(`Phronomy.open(options): "store" must be a SQLite file path, a postgres:// URL or an ExecutionStore, got ${JSON.stringify(options.store)}`);
     }
     if (options.callbackErrorPolicy !== undefined && !["report", "fail_task"].includes(options.callbackErrorPolicy)) {
       throw new InvalidInputError(`Phronomy.open(options): "callbackErrorPolicy" must be "report" or "fail_task"`);
     }
     const logger = options.logger ?? consoleLogger;
     const core = await ControlCore.create(options.limits ?? {});
-    const store = typeof options.store === "string" ? await openSqlite(options.store, options) : options.store;
+    const store = typeof options.store === "string" ? await openStoreAt(options.store, options) : options.store;
     const loop = new ControlLoop((error) => logger.warn(`[phronomy] a control message failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`));
     const coordinator = new Coordinator({
       core, loop, store, logger,

@@ -39,7 +39,7 @@ export function approvalCommit(connection: SqliteConnection, operation: Approval
 }
 
 /** The stored request, when it is the one this decision is for. */
-function checkRequest(operation: ApprovalCommitOperation, agentId: string, stored: Json): JsonObject {
+export function checkRequest(operation: ApprovalCommitOperation, agentId: string, stored: Json): JsonObject {
   const { executionId, approvalId } = operation;
   const refuse = (mismatch: ApprovalMismatch, what: string, details: Record<string, unknown> = {}): never => {
     throw new ApprovalMismatchError(

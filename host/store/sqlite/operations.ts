@@ -138,7 +138,7 @@ export function terminalCommit(connection: SqliteConnection, operation: Terminal
 /** A suspension records the tool batch waiting for approval (the model
  * call that produced it is answered, so its pending mark goes) and clears
  * the decision of any earlier approval; a handoff records its request. */
-function terminalMetadata(current: ExecutionMetadata, operation: TerminalCommitOperation): ExecutionMetadata {
+export function terminalMetadata(current: ExecutionMetadata, operation: TerminalCommitOperation): ExecutionMetadata {
   let metadata = current;
   if (operation.outcome === "suspended") {
     const { approval: _earlier, ...kept } = metadata;

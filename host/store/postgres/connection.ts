@@ -1,0 +1,99 @@
+// Where a PostgreSQL store lives and how it connects: the URL (with the
+// store's own `?schema=` parameter taken out before `pg` sees it), the
+// PostgreSQL schema name the store's tables live in, and the pool.
+//
+// Rules kept here:
+// * The schema name is checked against a strict identifier pattern, so it
+//   can be written into SQL (search_path, CREATE SCHEMA) without quoting
+//   surprises.
+// * The pool has a bounded, named size; every connection's search_path is
+//   the store's schema only (pg_catalog is always searched), so statements
+//   name tables without a schema and can never touch another schema.
+// * `bigint` columns (revisions, millisecond times) come back as numbers:
+//   they are far below 2^53.
+// * A password in the URL never appears in a message (`redactedUrl`).
+
+import pg from "pg";
+import { InvalidInputError } from "../../errors.js";
+
+/** The schema when neither the URL nor the options name one. */
+export const schemaNameDefault = "phronomy";
+
+/** Connections a store opens at most. Each is a PostgreSQL backend process
+ * (≈ 10 MB of server memory) and the server's `max_connections` is shared
+ * by every process of the application; ten lets ten transactions commit
+ * at once, which with PostgreSQL's own group commit of WAL flushes already
+ * saturates a loopback server (measured in bench/postgres). */
+export const poolSizeDefault = 10;
+
+/** Upper bound for `poolSize`: well under PostgreSQL's default
+ * `max_connections` (100), which several coordinator processes share. */
+export const poolSizeMax = 64;
+
+/** How long `pool.connect()` waits for a free connection or the server
+ * before failing with `StoreError`: longer than any healthy transaction,
+ * short enough that an unreachable database surfaces as an error. */
+export const connectTimeoutMs = 10_000;
+
+const schemaNamePattern = /^[a-z_][a-z0-9_]{0,62}$/;
+
+export interface PostgresLocation {
+  /** The URL handed to `pg`, without `schema`. */
+  readonly connectionString: string;
+  readonly schema: string;
+  /** For messages: the URL without a password. */
+  readonly redactedUrl: string;
+}
+
+export function isPostgresUrl(location: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(location);
+}
+
+/** Splits `postgres://…?schema=name` into what `pg` needs and the schema. */
+export function parseLocation(url: string, schemaOption: string | undefined): PostgresLocation {
+  if (typeof url !== "string" || !isPostgresUrl(url)) {
+    throw new InvalidInputError(`the PostgreSQL store needs a postgres:// or postgresql:// URL, got ${JSON.stringify(url)}`);
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new InvalidInputError(`cannot parse the PostgreSQL URL ${JSON.stringify(redact(url))}; expected postgres://user@host:port/database`);
+  }
+  const fromUrl = parsed.searchParams.get("schema") ?? undefined;
+  parsed.searchParams.delete("schema");
+  if (schemaOption !== undefined && fromUrl !== undefined && schemaOption !== fromUrl) {
+    throw new InvalidInputError(`the PostgreSQL URL names schema "${fromUrl}" but the options name "${schemaOption}"; name it once`);
+  }
+  const schema = schemaOption ?? fromUrl ?? schemaNameDefault;
+  if (!schemaNamePattern.test(schema)) {
+    throw new InvalidInputError(`the PostgreSQL schema name must match ${String(schemaNamePattern)} (lower case letters, digits, underscores), got ${JSON.stringify(schema)}`);
+  }
+  const connectionString = parsed.toString();
+  const shown = new URL(connectionString);
+  if (shown.password !== "") shown.password = "***";
+  shown.searchParams.set("schema", schema);
+  return { connectionString, schema, redactedUrl: shown.toString() };
+}
+
+function redact(url: string): string {
+  return url.replace(/\/\/([^:@/]*):[^@/]*@/, "//$1:***@");
+}
+
+const int8Oid = 20;
+
+/** Type parsers of the store's connections: int8 as a JavaScript number. */
+const types = {
+  getTypeParser: ((oid: number, format?: string) => (oid === int8Oid ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as "text"))) as typeof pg.types.getTypeParser,
+};
+
+export function createPool(location: PostgresLocation, size: number): pg.Pool {
+  return new pg.Pool({
+    connectionString: location.connectionString,
+    max: size,
+    connectionTimeoutMillis: connectTimeoutMs,
+    options: `-c search_path=${location.schema}`,
+    types,
+    application_name: "phronomy",
+  });
+}

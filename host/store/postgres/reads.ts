@@ -1,0 +1,66 @@
+// The PostgreSQL store's reads: one statement each on any pooled
+// connection, so each reads one committed snapshot and never waits for a
+// writer (MVCC). Rows decode through the same checked converters as the
+// SQLite store's (`../sqlite/rows.ts`).
+
+import type pg from "pg";
+import type { AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, StoredStep } from "../records.js";
+import type { SqliteRow } from "../sqlite/driver.js";
+import { executionListDefault } from "../sqlite/reads.js";
+import { agentFromRow, executionFromRow, journalFromRow, stepFromRow } from "../sqlite/rows.js";
+
+type Queryable = Pick<pg.Pool, "query">;
+
+const executionColumns = "execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output, error, usage, approval_request, created_at, updated_at";
+
+async function rows(pool: Queryable, sql: string, values: unknown[]): Promise<SqliteRow[]> {
+  return (await pool.query<SqliteRow>(sql, values)).rows;
+}
+
+export async function getAgent(pool: Queryable, where: string, agentId: string): Promise<AgentRow | undefined> {
+  const row = (await rows(pool, "SELECT * FROM agents WHERE agent_id = $1", [agentId]))[0];
+  return row === undefined ? undefined : agentFromRow(row, where);
+}
+
+export async function getExecution(pool: Queryable, where: string, executionId: string): Promise<ExecutionRow | undefined> {
+  const row = (await rows(pool, `SELECT ${executionColumns} FROM executions WHERE execution_id = $1`, [executionId]))[0];
+  return row === undefined ? undefined : executionFromRow(row, where);
+}
+
+/** Newest first. The limit is checked by the caller. */
+export async function listExecutions(pool: Queryable, where: string, filter: ExecutionListFilter): Promise<ExecutionRow[]> {
+  const conditions: string[] = [];
+  const values: unknown[] = [];
+  if (filter.status !== undefined) {
+    values.push(filter.status);
+    conditions.push(`status = $${values.length}`);
+  }
+  if (filter.agentId !== undefined) {
+    values.push(filter.agentId);
+    conditions.push(`agent_id = $${values.length}`);
+  }
+  values.push(filter.limit ?? executionListDefault);
+  const condition = conditions.length === 0 ? "" : `WHERE ${conditions.join(" AND ")}`;
+  const found = await rows(pool, `SELECT ${executionColumns} FROM executions ${condition} ORDER BY created_at DESC, execution_id DESC LIMIT $${values.length}`, values);
+  return found.map((row) => executionFromRow(row, where));
+}
+
+export async function unfinishedExecutions(pool: Queryable, where: string, agentIds?: readonly string[]): Promise<ExecutionRow[]> {
+  const byAgent = agentIds === undefined ? "" : "AND agent_id = ANY($1::text[])";
+  const found = await rows(pool, `SELECT ${executionColumns} FROM executions WHERE status IN ('preparing', 'active', 'suspended') ${byAgent} ORDER BY created_at, execution_id`, agentIds === undefined ? [] : [agentIds]);
+  return found.map((row) => executionFromRow(row, where));
+}
+
+export async function listSteps(pool: Queryable, where: string, executionId: string): Promise<StoredStep[]> {
+  const found = await rows(pool, "SELECT seq, kind, at, payload FROM steps WHERE execution_id = $1 ORDER BY seq", [executionId]);
+  return found.map((row) => stepFromRow(row, where));
+}
+
+/** The agent's last `limit` journal records, oldest first. */
+export async function readJournal(pool: Queryable, where: string, agentId: string, limit: number): Promise<JournalRecord[]> {
+  const found = await rows(pool, `
+    SELECT * FROM (SELECT execution_id, role, content, at, position FROM journal WHERE agent_id = $1 ORDER BY position DESC LIMIT $2) AS last
+    ORDER BY position
+  `, [agentId, limit]);
+  return found.map((row) => journalFromRow(row, where));
+}

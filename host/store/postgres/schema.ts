@@ -1,0 +1,135 @@
+// The PostgreSQL store's tables, how a schema is recognised as a Phronomy
+// store, and the forward migrations applied on open.
+//
+// Rules kept here:
+// * Everything lives in one PostgreSQL schema of the store's own
+//   (`phronomy` unless named). The table `store_version` marks it as
+//   Phronomy's and holds the schema version (migrations applied).
+// * Migrations run in one transaction under `pg_advisory_xact_lock`, keyed
+//   on the schema name, so two processes opening a new database at once
+//   migrate it once: the second waits for the lock, then reads the version
+//   the first wrote and has nothing left to do. DDL is transactional in
+//   PostgreSQL, so a crash mid-way leaves the old version intact.
+// * A schema written by a newer Phronomy, or a schema holding tables of
+//   another application, is refused with a `StoreError` and left untouched.
+// * JSON columns hold `JSON.stringify` text, exactly as the SQLite store
+//   does, so both backends read back the same values (jsonb would reorder
+//   keys and drop duplicate ones).
+
+import type pg from "pg";
+import { StoreError } from "../../errors.js";
+
+/** First key of the store's advisory locks: "PHRN" in ASCII. The second
+ * key is `hashtext(schema)`, so stores in different schemas of one
+ * database do not wait for each other. */
+export const advisoryLockClass = 0x5048524e;
+
+type Migration = (client: pg.ClientBase) => Promise<unknown>;
+
+/** Version 1: agents (root), executions, their step timeline, the journal,
+ * and the agent leases of multi-process ownership. */
+async function createInitialTables(client: pg.ClientBase): Promise<void> {
+  await client.query(`
+    CREATE TABLE agents (
+      agent_id   text PRIMARY KEY,
+      lifecycle  text NOT NULL CHECK (lifecycle IN ('open', 'closed')),
+      revision   bigint NOT NULL,
+      created_at bigint NOT NULL,
+      updated_at bigint NOT NULL
+    );
+    CREATE TABLE executions (
+      execution_id     text PRIMARY KEY,
+      agent_id         text NOT NULL,
+      revision         bigint NOT NULL,
+      status           text NOT NULL CHECK (status IN ('preparing', 'active', 'suspended', 'terminal')),
+      phase            text NOT NULL,
+      mode             text NOT NULL,
+      input            text NOT NULL,
+      metadata         text NOT NULL,
+      outcome          text,
+      output           text NOT NULL,
+      error            text NOT NULL,
+      usage            text NOT NULL,
+      approval_request text NOT NULL,
+      created_at       bigint NOT NULL,
+      updated_at       bigint NOT NULL
+    );
+    CREATE INDEX executions_by_agent ON executions (agent_id, created_at);
+    CREATE INDEX executions_by_status ON executions (status, created_at);
+    CREATE INDEX executions_by_creation ON executions (created_at);
+    -- write_id: the id of the operation that appended the step, set on the
+    -- last step of each write; how an operation whose connection was lost
+    -- finds out whether it committed (see store-postgres outcome resolution).
+    CREATE TABLE steps (
+      execution_id text NOT NULL,
+      seq          bigint NOT NULL,
+      kind         text NOT NULL,
+      at           bigint NOT NULL,
+      payload      text NOT NULL,
+      write_id     text,
+      PRIMARY KEY (execution_id, seq)
+    );
+    -- One sequence orders the journal: concurrent terminal commits of one
+    -- agent's executions need no lock on a per-agent counter.
+    CREATE TABLE journal (
+      position     bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+      agent_id     text NOT NULL,
+      execution_id text NOT NULL,
+      role         text NOT NULL,
+      content      text NOT NULL,
+      at           bigint NOT NULL
+    );
+    CREATE INDEX journal_by_agent ON journal (agent_id, position);
+    -- Ownership of an agent by one coordinator process (docs/decisions/0009).
+    -- epoch grows on every takeover; writes carry the epoch they hold.
+    CREATE TABLE leases (
+      agent_id   text PRIMARY KEY,
+      owner      text NOT NULL,
+      epoch      bigint NOT NULL,
+      expires_at timestamptz NOT NULL
+    );
+  `);
+}
+
+/** Migration i brings a schema from version i to version i + 1. Append only. */
+export const migrations: readonly Migration[] = [createInitialTables];
+
+export const schemaVersion = migrations.length;
+
+/** Creates or migrates the store's schema; refuses a foreign or newer one. */
+export async function migrate(client: pg.ClientBase, schema: string, where: string): Promise<void> {
+  await client.query("BEGIN");
+  try {
+    await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [advisoryLockClass, schema]);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    const version = await readVersion(client, schema, where);
+    if (version > schemaVersion) {
+      throw new StoreError(`${where} was written by a newer Phronomy (store schema version ${version}; this version reads up to ${schemaVersion}); it was left untouched: upgrade Phronomy to open it`, { details: { schemaVersion: version } });
+    }
+    for (const migration of migrations.slice(version)) await migration(client);
+    if (version === 0) await client.query("CREATE TABLE store_version (application text NOT NULL, version integer NOT NULL)");
+    await client.query("DELETE FROM store_version");
+    await client.query("INSERT INTO store_version (application, version) VALUES ('phronomy', $1)", [schemaVersion]);
+    await client.query("COMMIT");
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    throw error;
+  }
+}
+
+/** The schema version, 0 for an empty (new) schema. */
+async function readVersion(client: pg.ClientBase, schema: string, where: string): Promise<number> {
+  const tables = await client.query<{ table_name: string }>(
+    "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name", [schema],
+  );
+  const names = tables.rows.map((row) => row.table_name);
+  if (names.length === 0) return 0;
+  if (!names.includes("store_version")) {
+    throw new StoreError(`${where}: schema "${schema}" holds tables of another application (${names.slice(0, 5).join(", ")}), not a Phronomy store; it was left untouched: name another schema with ?schema=`);
+  }
+  const row = (await client.query<{ application: string; version: number }>("SELECT application, version FROM store_version")).rows[0];
+  if (row === undefined || row.application !== "phronomy") {
+    throw new StoreError(`${where}: schema "${schema}" has a store_version table that is not Phronomy's; it was left untouched`);
+  }
+  return Number(row.version);
+}

@@ -1,0 +1,51 @@
+// The real PostgreSQL the tests run against (127.0.0.1:5432, database
+// `test`, or PHRONOMY_TEST_POSTGRES_URL), and a fresh schema per test,
+// dropped afterwards. There is no skip: CI starts PostgreSQL (.ci/run), so
+// an unreachable database fails the tests loudly with the URL and the reason.
+
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { afterEach } from "vitest";
+
+export const postgresUrl = process.env["PHRONOMY_TEST_POSTGRES_URL"] ?? "postgres://postgres@127.0.0.1:5432/test";
+
+const schemas: string[] = [];
+const cleanups: (() => Promise<unknown>)[] = [];
+
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+  const names = schemas.splice(0);
+  if (names.length > 0) await withClient((client) => client.query(names.map((name) => `DROP SCHEMA IF EXISTS ${name} CASCADE`).join("; ")));
+});
+
+/** Runs `body` on a connection of its own (not the store's pool). */
+export async function withClient<T>(body: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: postgresUrl });
+  try {
+    await client.connect();
+  } catch (error) {
+    throw new Error(`PostgreSQL is unreachable at ${postgresUrl} (${error instanceof Error ? error.message : String(error)}); start it (.ci/run does: pg_ctlcluster … main start) or set PHRONOMY_TEST_POSTGRES_URL`);
+  }
+  try {
+    return await body(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** A new schema name for this test, dropped (CASCADE) after it. */
+export function freshSchema(): string {
+  const name = `phronomy_test_${process.pid}_${randomBytes(5).toString("hex")}`;
+  schemas.push(name);
+  return name;
+}
+
+/** The URL of a fresh schema. */
+export function freshSchemaUrl(): string {
+  return `${postgresUrl}?schema=${freshSchema()}`;
+}
+
+/** Runs `cleanup` after the test, before the schemas are dropped. */
+export function atEnd(cleanup: () => Promise<unknown>): void {
+  cleanups.push(cleanup);
+}

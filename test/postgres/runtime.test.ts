@@ -1,0 +1,118 @@
+// The runtime on PostgreSQL through the public API: `Phronomy.open({ store:
+// "postgres://…" })` runs the agent-run workload (one run, and many agents
+// at once), an approval that survives a restart, and recovery of an
+// execution left mid-run by an environment that went away. Mirrors flows of
+// test/runtime/flows.test.ts and test/runtime/approval.test.ts; each test
+// has a fresh schema, dropped afterwards.
+
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { Phronomy, tool, type Environment } from "../../host/index.js";
+import { PostgresStore } from "../../host/store/postgres-store.js";
+import { agentRunModel, lookupTool, recordingLogger, scriptedModel, type RecordedCall } from "../runtime/helpers.js";
+import { atEnd, freshSchemaUrl } from "./database.js";
+
+async function openOn(url: string): Promise<Environment> {
+  const environment = await Phronomy.open({ store: url, logger: recordingLogger() });
+  atEnd(() => environment.close());
+  return environment;
+}
+
+function refundModel() {
+  return scriptedModel(({ messages }) => {
+    const lastUser = messages.map((message) => message.role).lastIndexOf("user");
+    const turn = messages.slice(lastUser + 1).filter((message) => message.role === "assistant").length;
+    if (turn === 0) return { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] };
+    return { text: "Your refund of 30 is on its way." };
+  });
+}
+
+function refundTool(refunds: string[]) {
+  return tool({
+    description: "Refunds an order",
+    inputSchema: z.object({ orderId: z.string(), amount: z.number() }),
+    needsApproval: ({ amount }) => amount > 10,
+    execute: ({ orderId }, { idempotencyKey }) => {
+      refunds.push(idempotencyKey);
+      return { refunded: orderId };
+    },
+  });
+}
+
+async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error("waitFor: timed out");
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe("the runtime on PostgreSQL", () => {
+  it("opens a PostgresStore for a postgres:// URL and completes model → tool → model → tool → model, durable at every step", async () => {
+    const env = await openOn(freshSchemaUrl());
+    expect(env.store).toBeInstanceOf(PostgresStore);
+    const calls: RecordedCall[] = [];
+    const agent = env.agent({ id: "support", model: agentRunModel(), tools: { lookup: lookupTool({ calls }) } });
+    const run = agent.start("Where is order 42?");
+    const result = await run.result;
+    const executionId = await run.executionId;
+    expect(result).toMatchObject({ executionId, outcome: "completed", output: "Order 42 has shipped." });
+    expect(calls.map((call) => call.idempotencyKey)).toEqual([`${executionId}:call-0-0`, `${executionId}:call-1-0`]);
+    expect((await env.timeline(executionId)).map((step) => step.kind)).toEqual([
+      "input", "provider_barrier", "model_response", "tool_barrier", "tool_results", "provider_barrier",
+      "model_response", "tool_barrier", "tool_results", "provider_barrier", "model_response", "terminal",
+    ]);
+    expect(await env.execution(executionId)).toMatchObject({ status: "terminal", outcome: "completed", revision: 7 });
+  });
+
+  it("runs 20 agents × 5 runs each, 20 in flight, every one completed with its memory", async () => {
+    const env = await openOn(freshSchemaUrl());
+    const agents = Array.from({ length: 20 }, (_, index) => env.agent({ id: `agent-${index}`, model: agentRunModel(), tools: { lookup: lookupTool() } }));
+    for (let round = 0; round < 5; round += 1) {
+      const results = await Promise.all(agents.map((agent) => agent.start(`round ${round}`).result));
+      expect(results.every((result) => result.outcome === "completed")).toBe(true);
+    }
+    expect(await env.executions({ status: "terminal", limit: 1000 })).toHaveLength(100);
+    expect(await env.store.readJournal("agent-7", 100)).toHaveLength(10);
+  });
+
+  it("an approval survives a restart: a new environment on the same database recovers the suspension and resumes it", async () => {
+    const url = freshSchemaUrl();
+    const refunds: string[] = [];
+    const first = await Phronomy.open({ store: url, logger: recordingLogger() });
+    const agentA = first.agent({ id: "support", model: refundModel(), tools: { refund: refundTool(refunds) } });
+    const original = agentA.start("Refund order 42");
+    const executionId = await original.executionId;
+    const pending = await waitFor(async () => (await first.pendingApprovals()).find((item) => item.executionId === executionId));
+    await first.close();
+    await expect(original.result).rejects.toMatchObject({ code: "RUNTIME_SHUTDOWN" });
+    expect(refunds).toEqual([]);
+
+    const second = await openOn(url);
+    const agentB = second.agent({ id: "support", model: refundModel(), tools: { refund: refundTool(refunds) } });
+    expect(await second.recovery("support")).toEqual([expect.objectContaining({ executionId, status: "suspended" })]);
+    const result = await agentB.resume(executionId, { approvalId: pending.request.approvalId, approved: true }).result;
+    expect(result).toMatchObject({ outcome: "completed", output: "Your refund of 30 is on its way." });
+    expect(refunds).toEqual([`${executionId}:call-0-0`]);
+  });
+
+  it("recovers an execution a dead process left mid-run (tool batch dispatched) in a new environment", async () => {
+    const url = freshSchemaUrl();
+    // What a process that died right after its tool barrier leaves behind.
+    const crashed = await PostgresStore.open(url);
+    await crashed.ensureAgent("support", 1);
+    await crashed.run({ type: "prepareExecution", executionId: "e1", agentId: "support", mode: "invoke", input: "Where is order 42?", config: { replayable: true }, journal: [{ executionId: "e1", role: "user", content: "Where is order 42?", at: 1 }], at: 1 });
+    await crashed.run({ type: "providerBarrier", executionId: "e1", expectedRevision: 1, callId: "m1", steps: [], usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, turns: 0, at: 2 });
+    await crashed.close();
+
+    const env = await openOn(url);
+    env.agent({ id: "support", model: agentRunModel(), tools: { lookup: lookupTool() } });
+    const recovered = await env.recovery("support");
+    expect(recovered.map((item) => item.executionId)).toEqual(["e1"]);
+    const row = await waitFor(async () => { const found = await env.execution("e1"); return found?.status === "terminal" ? found : undefined; });
+    expect(row).toMatchObject({ status: "terminal" });
+    expect(row?.revision).toBeGreaterThan(2);
+  });
+});

@@ -1,0 +1,118 @@
+// What only the PostgreSQL store has: its schema (created on open, versioned,
+// migrated once when several processes open at once, refused when newer or
+// foreign), its URL and options, and a connection lost mid-operation (the
+// outcome read back, never guessed).
+
+import { describe, expect, it } from "vitest";
+import { InvalidInputError, StoreError } from "../../host/errors.js";
+import { PostgresStore } from "../../host/store/postgres-store.js";
+import { resolveOutcome } from "../../host/store/postgres/outcome.js";
+import { schemaVersion } from "../../host/store/postgres/schema.js";
+import { prepare, providerBarrier } from "../store/fixtures.js";
+import { atEnd, freshSchema, postgresUrl, withClient } from "./database.js";
+
+async function open(schema: string): Promise<PostgresStore> {
+  const store = await PostgresStore.open(`${postgresUrl}?schema=${schema}`);
+  atEnd(() => store.close());
+  return store;
+}
+
+describe("PostgreSQL schema", () => {
+  it("creates the schema on open with the current version; eight stores opening a new schema at once migrate it once", async () => {
+    const schema = freshSchema();
+    const stores = await Promise.all(Array.from({ length: 8 }, () => open(schema)));
+    await stores[0]!.ensureAgent("support", 1);
+    expect(await stores[7]!.getAgent("support")).toMatchObject({ lifecycle: "open" });
+    const rows = await withClient((client) => client.query(`SELECT application, version FROM ${schema}.store_version`));
+    expect(rows.rows).toEqual([{ application: "phronomy", version: schemaVersion }]);
+    expect(stores[0]!.path).toContain(`schema=${schema}`);
+  });
+
+  it("refuses a schema written by a newer Phronomy, and one holding another application's tables, leaving them untouched", async () => {
+    const newer = freshSchema();
+    await (await open(newer)).close();
+    await withClient((client) => client.query(`UPDATE ${newer}.store_version SET version = ${schemaVersion + 1}`));
+    await expect(PostgresStore.open(`${postgresUrl}?schema=${newer}`)).rejects.toThrow(/written by a newer Phronomy \(store schema version 2; this version reads up to 1\)/);
+    const foreign = freshSchema();
+    await withClient((client) => client.query(`CREATE SCHEMA ${foreign}; CREATE TABLE ${foreign}.invoices (id int)`));
+    const refused = PostgresStore.open(`${postgresUrl}?schema=${foreign}`);
+    await expect(refused).rejects.toBeInstanceOf(StoreError);
+    await expect(refused).rejects.toThrow(/holds tables of another application \(invoices\)/);
+  });
+
+  it("checks the URL, the schema name and the options; an unreachable database is a StoreError naming it", async () => {
+    await expect(PostgresStore.open(`${postgresUrl}?schema=Robert'); DROP`)).rejects.toBeInstanceOf(InvalidInputError);
+    await expect(PostgresStore.open("mysql://x")).rejects.toThrow(/postgres:\/\/ or postgresql:\/\//);
+    await expect(PostgresStore.open(postgresUrl, { poolSize: 0 })).rejects.toThrow(/poolSize must be an integer from 1 to 64/);
+    await expect(PostgresStore.open(postgresUrl, { bogus: 1 } as never)).rejects.toThrow(/unknown PostgresStore option "bogus"/);
+    await expect(PostgresStore.open("postgres://postgres:secret@127.0.0.1:1/test")).rejects.toThrow(/cannot open the PostgreSQL store at postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:1\/test\?schema=phronomy/);
+  });
+});
+
+describe("a connection lost mid-operation", () => {
+  it("the operation's backend killed while it waits: read back as not committed, StoreError, nothing written; a retry commits", async () => {
+    const store = await open(freshSchema());
+    await store.ensureAgent("support", 1);
+    await store.run(prepare("e1"));
+    const blocker = await store.pool.connect();
+    await blocker.query("BEGIN");
+    await blocker.query("SELECT 1 FROM executions WHERE execution_id = 'e1' FOR UPDATE");
+    const barrier = store.run(providerBarrier("e1", 1));
+    const waiting = await waitForLockWaiter(store);
+    await withClient((client) => client.query("SELECT pg_terminate_backend($1)", [waiting]));
+    await expect(barrier).rejects.toMatchObject({ code: "STORE", details: { outcome: "not_committed" } });
+    await expect(barrier).rejects.toThrow(/lost its connection during providerBarrier; reading back showed it did not commit/);
+    await blocker.query("ROLLBACK");
+    blocker.release();
+    expect((await store.getExecution("e1"))?.revision).toBe(1);
+    expect(await store.run(providerBarrier("e1", 1))).toEqual({ revision: 2 });
+  });
+
+  it("resolution finds a committed write by its write id and rebuilds its result", async () => {
+    const store = await open(freshSchema());
+    await store.ensureAgent("support", 1);
+    await store.run(prepare("e1"));
+    await store.run(providerBarrier("e1", 1));
+    const client = await store.pool.connect();
+    try {
+      const [writeId] = (await client.query<{ write_id: string }>("SELECT write_id FROM steps WHERE execution_id = 'e1' AND kind = 'provider_barrier'")).rows.map((row) => row.write_id);
+      expect(await resolveOutcome(client, providerBarrier("e1", 1), writeId!, undefined)).toEqual({ committed: true, value: { revision: 2 } });
+      expect(await resolveOutcome(client, providerBarrier("e1", 1), "another-write", undefined)).toEqual({ committed: false });
+      const [prepareId] = (await client.query<{ write_id: string }>("SELECT write_id FROM steps WHERE execution_id = 'e1' AND kind = 'input'")).rows.map((row) => row.write_id);
+      expect(await resolveOutcome(client, prepare("e1"), prepareId!, undefined)).toEqual({ committed: true, value: { outcome: "active", revision: 1 } });
+    } finally {
+      client.release();
+    }
+  });
+});
+
+/** The pid of the store's backend waiting on a row lock. */
+async function waitForLockWaiter(store: PostgresStore): Promise<number> {
+  for (let attempt = 0; attempt < 500; attempt += 1) {
+    const found = await withClient((client) => client.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE%' AND query LIKE '%executions%' AND pid <> pg_backend_pid()"));
+    const pid = found.rows[0]?.pid;
+    if (pid !== undefined) return pid;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`no backend of ${store.path} waited for the row lock`);
+}
+
+describe("the fencing hook (leases, docs/decisions/0009)", () => {
+  it("admission and barriers carry the lease epoch in the same statement; after a takeover (epoch+1) they are refused and write nothing", async () => {
+    const schema = freshSchema();
+    const store = await open(schema);
+    await store.ensureAgent("support", 1);
+    await withClient((client) => client.query(`INSERT INTO ${schema}.leases (agent_id, owner, epoch, expires_at) VALUES ('support', 'process-a', 1, now() + interval '1 minute')`));
+    store.fenceOf = (agentId) => (agentId === "support" ? { owner: "process-a", epoch: 1 } : undefined);
+    expect(await store.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1 });
+    expect(await store.run(providerBarrier("e1", 1))).toEqual({ revision: 2 });
+    await withClient((client) => client.query(`UPDATE ${schema}.leases SET owner = 'process-b', epoch = epoch + 1 WHERE agent_id = 'support'`));
+    const late = store.run(providerBarrier("e1", 2));
+    await expect(late).rejects.toMatchObject({ code: "EXECUTION_REHYDRATION_REQUIRED", details: { reason: "lease_lost", epoch: 1 } });
+    await expect(late).rejects.toThrow(/refused by the fencing check: this process \(process-a\) no longer holds agent "support" at lease epoch 1/);
+    await expect(store.run(prepare("e2"))).rejects.toMatchObject({ details: { reason: "lease_lost" } });
+    expect(await store.getExecution("e2")).toBeUndefined();
+    expect((await store.getExecution("e1"))?.revision).toBe(2);
+    expect((await store.listSteps("e1")).map((step) => step.kind)).toEqual(["input", "provider_barrier"]);
+  });
+});

@@ -1,0 +1,78 @@
+// The two backends the conformance suite runs against, behind one small
+// interface: open a new empty store, reopen one after close, and two raw
+// hooks that bypass the store (tamper with a row, count rows) written once
+// per backend's SQL dialect.
+
+import { join } from "node:path";
+import { SqliteStore } from "../../host/store/sqlite-store.js";
+import { PostgresStore } from "../../host/store/postgres-store.js";
+import type { ExecutionStore } from "../../host/store/store.js";
+import { rawExec, rawValue, temporaryDirectory, track } from "../store/fixtures.js";
+import { atEnd, freshSchema, postgresUrl, withClient } from "../postgres/database.js";
+
+export interface Backend {
+  readonly name: string;
+  /** A new, empty store, closed after the test. */
+  open(): Promise<ExecutionStore>;
+  /** Another store on the same data (after `store.close()`). */
+  reopen(store: ExecutionStore): Promise<ExecutionStore>;
+  /** Corrupts the metadata column of one execution behind the store's back. */
+  corruptMetadata(store: ExecutionStore, executionId: string): Promise<void>;
+  /** Marks a stored approval request as decided behind the store's back. */
+  markDecided(store: ExecutionStore, executionId: string): Promise<void>;
+  /** Rows of `table` (steps, journal, executions) for an id, read raw. */
+  countRows(store: ExecutionStore, table: "steps" | "executions", executionId: string): Promise<number>;
+}
+
+export const sqliteBackend: Backend = {
+  name: "sqlite",
+  async open() {
+    return track(await SqliteStore.open(join(await temporaryDirectory(), "agents.db")));
+  },
+  async reopen(store) {
+    return track(await SqliteStore.open(store.path));
+  },
+  async corruptMetadata(store, executionId) {
+    rawExec(store.path, `UPDATE executions SET metadata = '{not json' WHERE execution_id = '${executionId}'`);
+  },
+  async markDecided(store, executionId) {
+    rawExec(store.path, `UPDATE executions SET approval_request = json_set(approval_request, '$.decision', json('{"approved":false,"reason":null,"decidedAt":1}')) WHERE execution_id = '${executionId}'`);
+  },
+  async countRows(store, table, executionId) {
+    return Number(rawValue(store.path, `SELECT count(*) FROM ${table} WHERE execution_id = ?`, executionId));
+  },
+};
+
+const schemaOf = new WeakMap<ExecutionStore, string>();
+
+async function openPostgres(schema: string): Promise<ExecutionStore> {
+  const store = await PostgresStore.open(postgresUrl, { schema });
+  schemaOf.set(store, schema);
+  atEnd(() => store.close());
+  return store;
+}
+
+function rawPostgres(store: ExecutionStore, sql: string, values: unknown[] = []): Promise<unknown[]> {
+  const schema = schemaOf.get(store);
+  if (schema === undefined) throw new Error("not a PostgreSQL store of this suite");
+  return withClient(async (client) => {
+    await client.query(`SET search_path = ${schema}`);
+    return (await client.query(sql, values)).rows as unknown[];
+  });
+}
+
+export const postgresBackend: Backend = {
+  name: "postgres",
+  open: () => openPostgres(freshSchema()),
+  reopen: (store) => openPostgres(schemaOf.get(store) ?? "missing"),
+  async corruptMetadata(store, executionId) {
+    await rawPostgres(store, "UPDATE executions SET metadata = '{not json' WHERE execution_id = $1", [executionId]);
+  },
+  async markDecided(store, executionId) {
+    await rawPostgres(store, `UPDATE executions SET approval_request = (approval_request::jsonb || '{"decision":{"approved":false,"reason":null,"decidedAt":1}}'::jsonb)::text WHERE execution_id = $1`, [executionId]);
+  },
+  async countRows(store, table, executionId) {
+    const rows = await rawPostgres(store, `SELECT count(*)::int AS n FROM ${table} WHERE execution_id = $1`, [executionId]);
+    return Number((rows[0] as { n: number }).n);
+  },
+};
