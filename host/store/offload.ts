@@ -200,10 +200,11 @@ export class Offload {
   private scheduleFlush(): void {
     if (this.flushScheduled || this.inFlight.size >= groupsInFlightMax) return;
     this.flushScheduled = true;
-    // At the end of the current turn's microtasks: everything the control
-    // loop submitted while applying its queued messages leaves together,
-    // without waiting for the event loop's next round.
-    queueMicrotask(() => {
+    // On the event loop's next round, never in a microtask: inline commits
+    // resolve promises whose continuations submit again, and a flush in a
+    // microtask would chain them forever, starving timers and the worker's
+    // messages (seen: a 100-run load never yielded to its own stop timer).
+    setImmediate(() => {
       this.flushScheduled = false;
       this.flush();
     });

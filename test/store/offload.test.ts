@@ -222,3 +222,22 @@ describe("offload input checks", () => {
     expect(store.offloadStatistics.submitted).toBe(0);
   });
 });
+
+describe("the offload under a chain of inline commits", () => {
+  for (const policy of ["inline", "adaptive"] as OffloadPolicy[]) {
+    it(`(${policy}) yields to the event loop between groups: a timer fires while 20 chains of operations run`, async () => {
+      const store = await openTemporaryStore({ offloadPolicy: policy });
+      let timerFiredAt = Number.POSITIVE_INFINITY;
+      const timer = new Promise<void>((resolve) => setTimeout(() => { timerFiredAt = performance.now(); resolve(); }, 5));
+      // Each completion submits the next operation at once, as the runtime
+      // does: a flush that never yields would starve the timer until the end.
+      const chains = Array.from({ length: 20 }, async (_, index) => {
+        for (let step = 0; step < 40; step += 1) await store.run({ type: "ensureAgent", agentId: `agent-${index}-${step}`, at: step } as never);
+      });
+      await Promise.all(chains);
+      const chainsDoneAt = performance.now();
+      await timer;
+      expect(timerFiredAt).toBeLessThan(chainsDoneAt);
+    });
+  }
+});
