@@ -27,6 +27,7 @@ import { Tracer } from "./tracing.js";
 import { Waiter, type Run } from "./run.js";
 import { settleFromRow } from "./durable-outcome.js";
 import { recoverAgent, type RecoveredExecution } from "./recovery.js";
+import { leasingStoreOf, type LeasingStore } from "./leases.js";
 import type { ApprovalRequest } from "./events.js";
 
 export interface OpenOptions {
@@ -122,6 +123,8 @@ export class Environment {
     });
     const environment = new Environment(store, core, loop, coordinator, options.recover !== false);
     coordinator.onIdle = () => environment.checkDrained();
+    const leasing = leasingStoreOf(store);
+    if (leasing) leasing.onLeaseAcquired = (agentId, grant) => environment.takeOver(agentId, grant.epoch);
     return environment;
   }
 
@@ -145,7 +148,11 @@ export class Environment {
       if (!posted) return;
     }));
     ready.catch(() => undefined);
-    const recovered = this.recoverOnDefine ? ready.then((entry) => this.recoverAgentEntry(entry)) : ready.then(() => []);
+    // With leases (PostgreSQL), only the agent's owner recovers it.
+    const recovered = ready.then(async (entry) => {
+      const owned = await this.ownAgent(entry.id);
+      return this.recoverOnDefine && owned !== false ? this.recoverAgentEntry(entry, owned) : [];
+    });
     recovered.catch(() => undefined);
     this.recoveries.set(definition.id, recovered);
     // Starts wait for the agent's recovery, so a recovered execution holds
@@ -215,8 +222,10 @@ export class Environment {
     this.assertOpen("env.recover()");
     this.unfinished = undefined;
     const report: RecoveredExecution[] = [];
+    const leasing = leasingStoreOf(this.store);
     for (const agent of this.agents.values()) {
       const entry = await agent.ready;
+      if (leasing && leasing.leaseOf(entry.id) === undefined) continue;
       report.push(...await this.recoverAgentEntry(entry));
     }
     for (const row of await this.store.unfinishedExecutions()) {
@@ -230,8 +239,11 @@ export class Environment {
   /** The store's unfinished executions by agent, read once per recovery
    * pass (defining 10,000 agents must not read the table 10,000 times). */
   private unfinished: Promise<Map<string, ExecutionRow[]>> | undefined;
+  /** When that read started (`performance.now()`). */
+  private unfinishedReadAt = 0;
 
   private unfinishedByAgent(): Promise<Map<string, ExecutionRow[]>> {
+    if (this.unfinished === undefined) this.unfinishedReadAt = performance.now();
     this.unfinished ??= this.store.unfinishedExecutions().then((rows) => {
       const byAgent = new Map<string, ExecutionRow[]>();
       for (const row of rows) {
@@ -244,14 +256,44 @@ export class Environment {
     return this.unfinished;
   }
 
-  /** Recovery of one agent's unfinished executions not already live here. */
-  private async recoverAgentEntry(entry: AgentEntry): Promise<RecoveredExecution[]> {
+  /** Recovery of one agent's unfinished executions not already live here.
+   * `readAfter`: rows read before that moment (another process owned the
+   * agent then) are read again. */
+  private async recoverAgentEntry(entry: AgentEntry, readAfter?: number): Promise<RecoveredExecution[]> {
+    if (readAfter !== undefined && this.unfinished !== undefined && this.unfinishedReadAt < readAfter) this.unfinished = undefined;
     const rows = ((await this.unfinishedByAgent()).get(entry.id) ?? []).filter((row) => !this.coordinator.entryById(row.executionId));
     const report = await recoverAgent(this.coordinator, this.loop, entry, rows);
     for (const item of report) {
       if (item.status === "needs_attention") this.coordinator.settings.logger.warn(`[phronomy] execution ${item.executionId} of agent "${item.agentId}" (phase ${item.phase}) needs attention: ${item.reason ?? ""}`);
     }
     return report;
+  }
+
+  /** With a leasing store: takes the agent's lease and says when (the
+   * rows recovery reads must be read after it), or false when another live
+   * process owns it — its starts are refused here, and the store keeps
+   * trying; `takeOver` recovers it once taken. Without one: undefined. */
+  private async ownAgent(agentId: string): Promise<number | false | undefined> {
+    const leasing: LeasingStore | undefined = leasingStoreOf(this.store);
+    if (!leasing) return undefined;
+    const acquisition = await leasing.acquireLease(agentId);
+    if (acquisition.acquired) return performance.now();
+    this.coordinator.settings.logger.warn(`[phronomy] agent "${agentId}" is owned by ${acquisition.owner} until ${new Date(acquisition.expiresAt).toISOString()}: its starts are refused here (AGENT_BUSY); this process takes it over, and recovers it, if that lease expires`);
+    return false;
+  }
+
+  /** The store took an agent over (its former owner's lease expired):
+   * recover its unfinished executions here (unless `recover: false`). */
+  private takeOver(agentId: string, epoch: number): void {
+    const agent = this.agents.get(agentId);
+    if (!agent || this.closing) return;
+    // With `recover: false` the application recovers it (env.recover()).
+    if (!this.recoverOnDefine) return;
+    const takenAt = performance.now();
+    this.coordinator.settings.logger.debug?.(`[phronomy] took agent "${agentId}" over at lease epoch ${epoch}; recovering its unfinished executions`);
+    const recovered = agent.ready.then((entry) => this.recoverAgentEntry(entry, takenAt));
+    recovered.catch((error: unknown) => this.coordinator.settings.logger.warn(`[phronomy] the recovery of agent "${agentId}" after its takeover failed: ${error instanceof Error ? error.message : String(error)}`));
+    this.recoveries.set(agentId, recovered);
   }
 
   /** The recovery report of an agent defined in this environment. */

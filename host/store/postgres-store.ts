@@ -21,11 +21,14 @@
 // * `close()` waits for every accepted operation, then ends the pool.
 
 import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import { performance } from "node:perf_hooks";
 import type pg from "pg";
 import { InvalidInputError, PhronomyError, StoreError } from "../errors.js";
 import { checkId, checkOperation } from "./check-operation.js";
 import { createPool, parseLocation, poolSizeDefault, poolSizeMax } from "./postgres/connection.js";
 import { applyOperation, type Fence } from "./postgres/operations.js";
+import * as leases from "./postgres/leases.js";
 import { isConnectionLoss, resolveOutcome } from "./postgres/outcome.js";
 import * as reads from "./postgres/reads.js";
 import { migrate } from "./postgres/schema.js";
@@ -42,9 +45,33 @@ export interface PostgresStoreOptions {
   readonly schema?: string;
   /** Connections at most (default `poolSizeDefault`, at most `poolSizeMax`). */
   readonly poolSize?: number;
+  /** How long an agent lease lasts without renewal, in milliseconds
+   * (default `leaseMsDefault`, 5 s, or `?lease_ms=` in the URL); renewals
+   * run every third of it (docs/decisions/0010). */
+  readonly leaseMs?: number;
 }
 
-const optionNames: ReadonlySet<string> = new Set(["schema", "poolSize"]);
+const optionNames: ReadonlySet<string> = new Set(["schema", "poolSize", "leaseMs"]);
+
+/** What this process knows of one agent's lease (docs/decisions/0010). */
+interface LeaseState {
+  /** The lease held now, or the last one held (its fence, stale, keeps
+   * refusing writes once it is lost). */
+  grant: leases.LeaseGrant | undefined;
+  held: boolean;
+  /** An `acquireLease` call is in flight (the background retry waits). */
+  acquiring: boolean;
+  /** `performance.now()` after which this process stops admitting for the
+   * agent unless a renewal succeeded meanwhile. */
+  admitUntil: number;
+  /** Why it is not held (another owner, a failed renewal). */
+  why: string;
+  details: Record<string, unknown>;
+}
+
+/** The fence of an agent this process asked for and never held: no lease
+ * row has epoch 0 (epochs start at 1), so every write is refused. */
+const neverHeldEpoch = 0;
 
 export class PostgresStore implements ExecutionStore {
   /** The URL without its password, with the schema. */
@@ -54,13 +81,30 @@ export class PostgresStore implements ExecutionStore {
   readonly pool: pg.Pool;
   private readonly inFlight = new Set<Promise<unknown>>();
   private closing: Promise<void> | undefined;
-  /** The lease this process holds per agent, when leases are on. */
-  fenceOf: (agentId: string) => Fence | undefined = () => undefined;
+  /** This process's name in the lease rows: host, pid and a random part. */
+  readonly leaseOwner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  readonly leaseMs: number;
+  private readonly leaseStates = new Map<string, LeaseState>();
+  private leaseTimer: NodeJS.Timeout | undefined;
+  /** The renewal/acquisition pass running now (close waits for it). */
+  private leaseTicking: Promise<void> | undefined;
+  /** Called when the background retry takes over an agent this process
+   * asked for (`acquireLease`) and did not hold: recover it now. */
+  onLeaseAcquired: ((agentId: string, grant: leases.LeaseGrant) => void) | undefined;
+  /** The fence every write of an agent carries. Without leases (no
+   * `acquireLease` for the agent) none; with one, the lease held, or the
+   * last one held, or one no row matches — never unfenced. */
+  fenceOf: (agentId: string) => Fence | undefined = (agentId) => {
+    const state = this.leaseStates.get(agentId);
+    if (state === undefined) return undefined;
+    return state.grant !== undefined ? { owner: state.grant.owner, epoch: state.grant.epoch } : { owner: this.leaseOwner, epoch: neverHeldEpoch };
+  };
 
-  private constructor(path: string, schema: string, pool: pg.Pool) {
+  private constructor(path: string, schema: string, pool: pg.Pool, leaseMs: number) {
     this.path = path;
     this.schema = schema;
     this.pool = pool;
+    this.leaseMs = leaseMs;
   }
 
   /** Connects, creates or migrates the schema, and returns the store.
@@ -68,7 +112,12 @@ export class PostgresStore implements ExecutionStore {
    * schema is another application's or was written by a newer Phronomy. */
   static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
     checkOptions(options);
-    const location = parseLocation(url, options.schema);
+    const fromUrl = typeof url === "string" ? leases.leaseMsOfUrl(url) : { url, leaseMs: undefined };
+    if (options.leaseMs !== undefined && fromUrl.leaseMs !== undefined && options.leaseMs !== fromUrl.leaseMs) {
+      throw new InvalidInputError(`the PostgreSQL URL names lease_ms=${fromUrl.leaseMs} but the options name leaseMs ${options.leaseMs}; name it once`);
+    }
+    const leaseMs = options.leaseMs ?? fromUrl.leaseMs ?? leases.leaseMsDefault;
+    const location = parseLocation(fromUrl.url, options.schema);
     const pool = createPool(location, options.poolSize ?? poolSizeDefault);
     // An idle connection that dies (server restart) must not crash the
     // process; the next operation on it reports the failure.
@@ -85,7 +134,7 @@ export class PostgresStore implements ExecutionStore {
       if (error instanceof PhronomyError) throw error;
       throw new StoreError(`cannot open the PostgreSQL store at ${location.redactedUrl}: ${messageOf(error)}`, { cause: error });
     }
-    return new PostgresStore(location.redactedUrl, location.schema, pool);
+    return new PostgresStore(location.redactedUrl, location.schema, pool, leaseMs);
   }
 
   // -- writes ------------------------------------------------------------------------
@@ -119,6 +168,12 @@ export class PostgresStore implements ExecutionStore {
    * connection was lost is run again (once: a second loss is reported). */
   private async execute(operation: OffloadOperation, rerunsLeft = 1): Promise<unknown> {
     const writeId = randomUUID();
+    if (operation.type === "prepareExecution") {
+      // A definite refusal (nothing written): the start fails and the
+      // agent's admission is released, unlike a store failure.
+      const refusal = this.admissionRefusal(operation.agentId);
+      if (refusal !== undefined) return { outcome: "not_established", error: refusal.toRecord() };
+    }
     let client: pg.PoolClient;
     try {
       client = await this.pool.connect();
@@ -138,6 +193,14 @@ export class PostgresStore implements ExecutionStore {
         return this.resolveLost(operation, writeId, backendPid, error, rerunsLeft);
       }
       await client.query("ROLLBACK").then(() => client.release(), (rollbackError: unknown) => client.release(rollbackError as Error));
+      const state = operation.type === "prepareExecution" ? this.leaseStates.get(operation.agentId) : undefined;
+      if (operation.type === "prepareExecution" && state !== undefined && error instanceof PhronomyError && error.details?.["reason"] === "lease_lost") {
+        // The database's fencing check refused the admission (rolled back).
+        state.held = false;
+        state.why = `its lease at epoch ${String(error.details["epoch"])} was lost (taken over by another process, or expired)`;
+        state.details = { epoch: error.details["epoch"] };
+        return { outcome: "not_established", error: this.admissionRefusal(operation.agentId)?.toRecord() ?? error.toRecord() };
+      }
       throw this.storeErrorOf(error);
     }
   }
@@ -218,12 +281,123 @@ export class PostgresStore implements ExecutionStore {
     if (this.closing !== undefined) throw new StoreError(`the PostgreSQL store at ${this.path} is closed; open it again to ${what}`);
   }
 
+  // -- leases (docs/decisions/0010) -------------------------------------------------------
+
+  /** Takes the agent's lease if it is free, expired, or already this
+   * process's (one statement; epoch + 1 on a takeover). From now on every
+   * write of the agent is fenced, the lease is renewed every third of
+   * `leaseMs`, and while it is not held this process keeps trying to take
+   * it (then calls `onLeaseAcquired`). Resolves with the grant, or with the
+   * live owner that refused it. */
+  async acquireLease(agentId: string): Promise<leases.LeaseAcquisition> {
+    checkId(agentId, "agentId");
+    this.assertOpen("acquire a lease");
+    let state = this.leaseStates.get(agentId);
+    if (state === undefined) {
+      state = { grant: undefined, held: false, acquiring: false, admitUntil: 0, why: "its lease is not acquired yet", details: {} };
+      this.leaseStates.set(agentId, state);
+    }
+    this.scheduleLeases();
+    const sentAt = performance.now();
+    let acquisition: leases.LeaseAcquisition;
+    state.acquiring = true;
+    try {
+      acquisition = await leases.acquire(this.pool, agentId, this.leaseOwner, this.leaseMs);
+    } catch (error) {
+      state.why = `acquiring its lease failed (${messageOf(error)})`;
+      throw this.storeErrorOf(error);
+    } finally {
+      state.acquiring = false;
+    }
+    this.noteAcquisition(state, acquisition, sentAt);
+    return acquisition;
+  }
+
+  /** The lease this process holds on an agent now, if any. */
+  leaseOf(agentId: string): leases.LeaseGrant | undefined {
+    const state = this.leaseStates.get(agentId);
+    return state?.held === true && performance.now() < state.admitUntil ? state.grant : undefined;
+  }
+
+  private noteAcquisition(state: LeaseState, acquisition: leases.LeaseAcquisition, sentAt: number): void {
+    if (acquisition.acquired) {
+      state.grant = { owner: acquisition.owner, epoch: acquisition.epoch, expiresAt: acquisition.expiresAt };
+      state.held = true;
+      state.admitUntil = sentAt + this.leaseMs * leases.admitFraction;
+      return;
+    }
+    state.held = false;
+    state.why = acquisition.message;
+    state.details = { owner: acquisition.owner, epoch: acquisition.epoch, expiresAt: acquisition.expiresAt };
+  }
+
+  /** Refuses an admission, before it reaches the database, for an agent
+   * under lease that this process does not hold (or could not renew in time):
+   * the refusal, or undefined to admit. */
+  private admissionRefusal(agentId: string): PhronomyError | undefined {
+    const state = this.leaseStates.get(agentId);
+    if (state === undefined) return undefined;
+    if (state.held && performance.now() < state.admitUntil) return undefined;
+    const why = state.held ? `its lease could not be renewed in time (${state.why})` : state.why;
+    return leases.agentOwnedElsewhere(agentId, why, { ...state.details, thisProcess: this.leaseOwner });
+  }
+
+  private scheduleLeases(): void {
+    if (this.leaseTimer !== undefined || this.closing !== undefined) return;
+    this.leaseTimer = setTimeout(() => {
+      this.leaseTicking = this.leaseTick().finally(() => {
+        this.leaseTicking = undefined;
+        this.leaseTimer = undefined;
+        this.scheduleLeases();
+      });
+    }, Math.max(1, Math.floor(this.leaseMs / 3)));
+    this.leaseTimer.unref();
+  }
+
+  /** Renews what is held; tries to take what is not. */
+  private async leaseTick(): Promise<void> {
+    await Promise.all([...this.leaseStates].map(async ([agentId, state]) => {
+      if (this.closing !== undefined || state.acquiring) return;
+      const sentAt = performance.now();
+      try {
+        if (state.held && state.grant !== undefined) {
+          const expiresAt = await leases.renew(this.pool, agentId, state.grant, this.leaseMs);
+          if (!state.held) return;
+          if (expiresAt !== undefined) {
+            state.grant = { ...state.grant, expiresAt };
+            state.admitUntil = sentAt + this.leaseMs * leases.admitFraction;
+            return;
+          }
+          state.held = false;
+          state.why = `its lease at epoch ${state.grant.epoch} was lost (taken over by another process, or expired)`;
+          state.details = { epoch: state.grant.epoch };
+        }
+        if (this.closing !== undefined) return;
+        const acquisition = await leases.acquire(this.pool, agentId, this.leaseOwner, this.leaseMs);
+        if (this.closing !== undefined || state.held) return;
+        this.noteAcquisition(state, acquisition, sentAt);
+        if (acquisition.acquired) this.onLeaseAcquired?.(agentId, { owner: acquisition.owner, epoch: acquisition.epoch, expiresAt: acquisition.expiresAt });
+      } catch (error) {
+        // The database is unreachable: keep the state; admissions stop at
+        // admitUntil, and the next tick tries again.
+        state.why = `the lease could not be renewed or acquired: ${messageOf(error)}`;
+      }
+    }));
+  }
+
   // -- lifecycle --------------------------------------------------------------------------
 
   /** Waits for every accepted operation, then ends the pool. Idempotent. */
   close(): Promise<void> {
     this.closing ??= (async () => {
       while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+      if (this.leaseTimer !== undefined) clearTimeout(this.leaseTimer);
+      this.leaseTimer = undefined;
+      // A renewal landing after the release would extend the lease again.
+      await this.leaseTicking;
+      const held = [...this.leaseStates].filter(([, state]) => state.held).map(([agentId]) => agentId);
+      for (const state of this.leaseStates.values()) state.held = false;
+      await leases.release(this.pool, this.leaseOwner, held).catch(() => undefined);
       await this.pool.end();
     })();
     return this.closing;
@@ -234,6 +408,7 @@ function checkOptions(options: PostgresStoreOptions): void {
   for (const key of Object.keys(options)) {
     if (!optionNames.has(key)) throw new InvalidInputError(`unknown PostgresStore option "${key}"; known options: ${[...optionNames].join(", ")}`);
   }
+  if (options.leaseMs !== undefined) leases.checkLeaseMs(options.leaseMs, "leaseMs");
   const size = options.poolSize;
   if (size !== undefined && (!Number.isInteger(size) || size < 1 || size > poolSizeMax)) {
     throw new InvalidInputError(`poolSize must be an integer from 1 to ${poolSizeMax}, got ${String(size)}`);

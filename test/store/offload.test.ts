@@ -226,18 +226,25 @@ describe("offload input checks", () => {
 describe("the offload under a chain of inline commits", () => {
   for (const policy of ["inline", "adaptive"] as OffloadPolicy[]) {
     it(`(${policy}) yields to the event loop between groups: a timer fires while 20 chains of operations run`, async () => {
-      const store = await openTemporaryStore({ offloadPolicy: policy });
-      let timerFiredAt = Number.POSITIVE_INFINITY;
-      const timer = new Promise<void>((resolve) => setTimeout(() => { timerFiredAt = performance.now(); resolve(); }, 5));
+      const store = await openTemporaryStore({ offloadPolicy: policy, synchronous: "NORMAL" });
+      const chainsCount = 20;
+      const steps = 100;
+      let completed = 0;
+      let completedWhenTimerFired = -1;
+      const timer = new Promise<void>((resolve) => setTimeout(() => { completedWhenTimerFired = completed; resolve(); }, 1));
       // Each completion submits the next operation at once, as the runtime
-      // does: a flush that never yields would starve the timer until the end.
-      const chains = Array.from({ length: 20 }, async (_, index) => {
-        for (let step = 0; step < 40; step += 1) await store.run({ type: "ensureAgent", agentId: `agent-${index}-${step}`, at: step } as never);
+      // does: a flush that never yields would starve the timer until every
+      // operation is done (each event-loop round commits one group of at
+      // most one operation per chain, so yielding means ≥ steps rounds).
+      const chains = Array.from({ length: chainsCount }, async (_, index) => {
+        for (let step = 0; step < steps; step += 1) {
+          await store.run({ type: "ensureAgent", agentId: `agent-${index}-${step}`, at: step } as never);
+          completed += 1;
+        }
       });
       await Promise.all(chains);
-      const chainsDoneAt = performance.now();
       await timer;
-      expect(timerFiredAt).toBeLessThan(chainsDoneAt);
+      expect(completedWhenTimerFired).toBeLessThan(chainsCount * steps);
     });
   }
 });

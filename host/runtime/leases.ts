@@ -1,0 +1,27 @@
+// The runtime's side of agent leases (issue 7, docs/decisions/0010): a store
+// that can lease agents (the PostgreSQL store) is asked for an agent's lease
+// when the agent is defined, before its recovery runs, so only the owner
+// recovers it; when the store takes an agent over later (the former owner's
+// lease expired), the environment recovers it then. Stores without leases
+// (SQLite: one owner per file, docs/decisions/0007) are left as they are.
+
+import type { ExecutionStore } from "../store/store.js";
+
+export interface LeaseAcquisitionView {
+  readonly acquired: boolean;
+  readonly owner: string;
+  readonly epoch: number;
+  readonly expiresAt: number;
+}
+
+/** What the environment needs of a store that leases agents. */
+export interface LeasingStore {
+  acquireLease(agentId: string): Promise<LeaseAcquisitionView>;
+  leaseOf(agentId: string): { readonly owner: string; readonly epoch: number } | undefined;
+  onLeaseAcquired: ((agentId: string, grant: { readonly owner: string; readonly epoch: number }) => void) | undefined;
+}
+
+export function leasingStoreOf(store: ExecutionStore): LeasingStore | undefined {
+  const candidate = store as Partial<LeasingStore>;
+  return typeof candidate.acquireLease === "function" && typeof candidate.leaseOf === "function" ? (store as unknown as LeasingStore) : undefined;
+}

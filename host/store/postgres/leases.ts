@@ -1,0 +1,120 @@
+// Agent leases on PostgreSQL (issue 7, docs/decisions/0010): which
+// coordinator process owns which agent, for how long, at which fencing epoch.
+//
+// Rules kept here:
+// * Acquisition is one statement: the lease row is inserted, or taken over
+//   when it has expired (epoch + 1), or extended when this owner already
+//   holds it unexpired (same epoch). A live lease of another owner is left
+//   alone and reported (owner and expiry), never waited on.
+// * Expiry is the database's clock (`clock_timestamp()`), so the processes'
+//   clocks need not agree. Locally, a process stops admitting earlier: at
+//   the time it *sent* the acquisition or renewal plus `admitFraction` of
+//   the lease (the server's expiry is at least that late).
+// * Renewal extends only the lease this owner holds at this epoch and not
+//   yet expired: a renewal that finds it gone (taken over, or lapsed) is
+//   lost, and the agent is acquired anew (new epoch) or not at all.
+// * Releasing expires the row now but keeps it, so the epoch keeps growing
+//   across owners.
+// * `PostgresStore.fenceOf` gives the fence of every agent this process ever
+//   asked for: the held one, or the last one it held (stale), or one no
+//   lease can match — so a write for an agent it does not hold is refused
+//   in the database, never let through unfenced.
+
+import type pg from "pg";
+import { InvalidInputError, PhronomyError } from "../../errors.js";
+import type { Fence } from "./operations.js";
+
+/** Lease length when neither the option nor `?lease_ms=` names one. */
+export const leaseMsDefault = 5_000;
+export const leaseMsMin = 100;
+export const leaseMsMax = 600_000;
+
+/** Part of the lease after which a process stops admitting for the agent
+ * if it could not renew (renewals run every third of the lease). */
+export const admitFraction = 5 / 6;
+
+export interface LeaseGrant {
+  readonly owner: string;
+  readonly epoch: number;
+  /** Server time, milliseconds since the epoch. */
+  readonly expiresAt: number;
+}
+
+export type LeaseAcquisition =
+  | ({ readonly acquired: true } & LeaseGrant)
+  | { readonly acquired: false; readonly owner: string; readonly epoch: number; readonly expiresAt: number; readonly message: string };
+
+/** Takes the lease if it is free, expired, or already ours (one statement). */
+export async function acquire(client: pg.Pool | pg.ClientBase, agentId: string, owner: string, leaseMs: number): Promise<LeaseAcquisition> {
+  const taken = await client.query<{ owner: string; epoch: number; expires_ms: number }>(`
+    INSERT INTO leases AS lease (agent_id, owner, epoch, expires_at)
+    VALUES ($1, $2, 1, clock_timestamp() + $3 * interval '1 millisecond')
+    ON CONFLICT (agent_id) DO UPDATE SET
+      owner = excluded.owner,
+      epoch = CASE WHEN lease.owner = excluded.owner AND lease.expires_at > clock_timestamp() THEN lease.epoch ELSE lease.epoch + 1 END,
+      expires_at = excluded.expires_at
+    WHERE lease.owner = excluded.owner OR lease.expires_at <= clock_timestamp()
+    RETURNING owner, epoch, floor(extract(epoch FROM expires_at) * 1000)::bigint AS expires_ms
+  `, [agentId, owner, leaseMs]);
+  const row = taken.rows[0];
+  if (row !== undefined) return { acquired: true, owner: row.owner, epoch: Number(row.epoch), expiresAt: Number(row.expires_ms) };
+  const current = (await client.query<{ owner: string; epoch: number; expires_ms: number }>(
+    "SELECT owner, epoch, floor(extract(epoch FROM expires_at) * 1000)::bigint AS expires_ms FROM leases WHERE agent_id = $1", [agentId],
+  )).rows[0];
+  // Released or expired between the two statements: the caller tries again.
+  const holder = current?.owner ?? "(nobody)";
+  const expiresAt = Number(current?.expires_ms ?? 0);
+  return {
+    acquired: false, owner: holder, epoch: Number(current?.epoch ?? 0), expiresAt,
+    message: `owned by ${holder} until ${new Date(expiresAt).toISOString()}`,
+  };
+}
+
+/** Extends the lease this owner holds at this epoch; undefined when it is
+ * no longer held (taken over or expired). */
+export async function renew(client: pg.Pool | pg.ClientBase, agentId: string, fence: Fence, leaseMs: number): Promise<number | undefined> {
+  const renewed = await client.query<{ expires_ms: number }>(`
+    UPDATE leases SET expires_at = clock_timestamp() + $4 * interval '1 millisecond'
+    WHERE agent_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > clock_timestamp()
+    RETURNING floor(extract(epoch FROM expires_at) * 1000)::bigint AS expires_ms
+  `, [agentId, fence.owner, fence.epoch, leaseMs]);
+  const row = renewed.rows[0];
+  return row === undefined ? undefined : Number(row.expires_ms);
+}
+
+/** Expires the leases this owner holds (the rows and epochs stay). */
+export async function release(client: pg.Pool | pg.ClientBase, owner: string, agentIds: readonly string[]): Promise<void> {
+  if (agentIds.length === 0) return;
+  await client.query("UPDATE leases SET expires_at = clock_timestamp() WHERE owner = $1 AND agent_id = ANY($2::text[]) AND expires_at > clock_timestamp()", [owner, agentIds]);
+}
+
+/** Reads `lease_ms` out of a URL (and removes it); undefined when absent. */
+export function leaseMsOfUrl(url: string): { url: string; leaseMs: number | undefined } {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return { url, leaseMs: undefined };
+  }
+  const text = parsed.searchParams.get("lease_ms");
+  if (text === null) return { url, leaseMs: undefined };
+  parsed.searchParams.delete("lease_ms");
+  const value = Number(text);
+  checkLeaseMs(value, "?lease_ms=");
+  return { url: parsed.toString(), leaseMs: value };
+}
+
+export function checkLeaseMs(value: unknown, what: string): asserts value is number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < leaseMsMin || value > leaseMsMax) {
+    throw new InvalidInputError(`${what} (the lease length in milliseconds) must be an integer from ${leaseMsMin} to ${leaseMsMax}, got ${JSON.stringify(value)}`);
+  }
+}
+
+/** Starting an execution of an agent this process does not own. */
+export function agentOwnedElsewhere(agentId: string, why: string, details: Record<string, unknown>): PhronomyError {
+  return new PhronomyError(
+    "AGENT_BUSY",
+    `agent "${agentId}" is not owned by this process: ${why}; start it on the process that owns it, or retry here after that lease expires (this process takes the agent over then)`,
+    { agentId, details: { reason: "lease_not_held", ...details } },
+  );
+}
