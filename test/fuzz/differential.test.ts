@@ -12,7 +12,8 @@ import { decodeEffectWords } from "../../host/core/effects.js";
 import { loadCoreModule } from "../../host/core/load-core.js";
 import { ReferenceCore } from "../model/reference-core.js";
 import { intents as intentStreams, limits } from "./arbitraries.js";
-import { checkInvariants, RevisionHistory } from "./invariants.js";
+import { differentialStep } from "./differential-step.js";
+import { RevisionHistory } from "./invariants.js";
 import { MessageStream } from "./message-stream.js";
 
 const runs = Number(process.env.FUZZ_RUNS ?? 20_000);
@@ -27,24 +28,13 @@ describe("the WebAssembly core against the reference model", () => {
       fc.property(limits, intentStreams, (coreLimits, intents) => {
         const wasm = new ControlCore(module, coreLimits);
         const model = new ReferenceCore(coreLimits);
-        const stream = new MessageStream();
-        const revisions = new RevisionHistory();
+        const context = {
+          core: wasm, model, stream: new MessageStream(), revisions: new RevisionHistory(), decode: decodeEffectWords,
+          agree: (actual: unknown, expected: unknown, what: string) => expect(actual, what).toEqual(expected),
+        };
         for (const [index, next] of intents.entries()) {
-          const before = wasm.snapshot();
-          const message = stream.next(next, before);
-          const code = wasm.apply(...message);
-          const modelCode = model.apply(...message);
-          const effects = decodeEffectWords(wasm.effectWords());
-          const after = wasm.snapshot();
-          const where = `step ${index}, message [${message.join(", ")}]`;
-          expect(code, `result code at ${where}`).toBe(modelCode);
-          expect(effects, `effects at ${where}`).toEqual(decodeEffectWords(model.effectWords()));
-          expect(after, `tables at ${where}`).toEqual(model.snapshot());
-          const violation = checkInvariants({ message, code, effects, before, after }) ?? revisions.check(after);
-          expect(violation, `invariant at ${where}`).toBeUndefined();
+          const { message, code } = differentialStep(context, next, index);
           if (code === 0) acceptedKinds.add(message[0]);
-          stream.observe(message, effects);
-          stream.confirmPurge(message, code);
         }
       }),
       { seed, numRuns: runs },

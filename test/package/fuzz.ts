@@ -22,7 +22,8 @@ import type { decodeEffectWords as DecodeEffectWords } from "../../host/core/eff
 import type { loadCoreModule as LoadCoreModule } from "../../host/core/load-core.js";
 import { ReferenceCore } from "../model/reference-core.js";
 import { intents as intentStreams, limits } from "../fuzz/arbitraries.js";
-import { checkInvariants, RevisionHistory } from "../fuzz/invariants.js";
+import { differentialStep } from "../fuzz/differential-step.js";
+import { RevisionHistory } from "../fuzz/invariants.js";
 import { MessageStream } from "../fuzz/message-stream.js";
 
 const runs = Number(process.argv[2] ?? 2_000);
@@ -58,24 +59,10 @@ fc.assert(
   fc.property(limits, intentStreams, (coreLimits, intents) => {
     const wasm = new PackagedCore(module, coreLimits);
     const model = new ReferenceCore(coreLimits);
-    const stream = new MessageStream();
-    const revisions = new RevisionHistory();
+    const context = { core: wasm, model, stream: new MessageStream(), revisions: new RevisionHistory(), decode: decodeEffectWords, agree };
     for (const [index, next] of intents.entries()) {
-      const before = wasm.snapshot();
-      const message = stream.next(next, before);
-      const code = wasm.apply(...message);
-      const modelCode = model.apply(...message);
-      const effects = decodeEffectWords(wasm.effectWords());
-      const after = wasm.snapshot();
-      const where = `step ${index}, message [${message.join(", ")}]`;
-      agree(code, modelCode, `result code at ${where}`);
-      agree(effects, decodeEffectWords(model.effectWords()), `effects at ${where}`);
-      agree(after, model.snapshot(), `tables at ${where}`);
-      const violation = checkInvariants({ message, code, effects, before, after }) ?? revisions.check(after);
-      if (violation !== undefined) throw new Error(`invariant at ${where}: ${violation}`);
+      const { message, code } = differentialStep(context, next, index);
       if (code === 0) acceptedKinds.add(message[0]);
-      stream.observe(message, effects);
-      stream.confirmPurge(message, code);
       messages += 1;
     }
   }),
