@@ -27,7 +27,8 @@ import { BASE_URL_VARIABLE, MODEL_VARIABLE } from "./models.js";
 export interface AgentModuleContext {
   /** The model named by `--model` / PHRONOMY_MODEL, if any. */
   readonly model: LanguageModel | undefined;
-  /** The store the command runs against (absolute path). */
+  /** The store the command runs against: the SQLite file's absolute path, or
+   * the PostgreSQL URL without its password. */
   readonly storePath: string;
 }
 

@@ -6,7 +6,7 @@ import pc from "picocolors";
 import type { Logger } from "../index.js";
 import { oneLine } from "./errors.js";
 import type { Progress } from "./progress.js";
-import { STORE_DEFAULT } from "./store.js";
+import { STORE_DEFAULT, storeForDisplay } from "./store.js";
 
 export interface GlobalOptions {
   readonly store: string;
@@ -52,9 +52,10 @@ export class CliContext {
     else process.stdout.write(`${text}\n`);
   }
 
-  /** The global options to repeat in a command the user is told to run. */
+  /** The global options to repeat in a command the user is told to run
+   * (a URL's password shown as `***`: give it in PGPASSWORD or ~/.pgpass). */
   storeArgument(): string {
-    return this.options.store === STORE_DEFAULT ? "" : ` --store ${shellQuote(this.options.store)}`;
+    return this.options.store === STORE_DEFAULT ? "" : ` --store ${shellQuote(storeForDisplay(this.options.store))}`;
   }
 }
 

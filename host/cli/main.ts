@@ -11,7 +11,7 @@ import { CliContext } from "./context.js";
 import { CliError, ExitCode, debugText, exitCodeOf, reportedError, type ExitCodeValue } from "./errors.js";
 import { printJson } from "./format.js";
 import { API_KEY_VARIABLE, BASE_URL_VARIABLE, MODEL_VARIABLE } from "./models.js";
-import { STORE_DEFAULT, STORE_VARIABLE } from "./store.js";
+import { STORE_DEFAULT, STORE_VARIABLE, storeForDisplay } from "./store.js";
 
 // Each command's module is imported when the command runs: a CLI that
 // starts in half a second beats one that loads every provider first.
@@ -30,7 +30,7 @@ const LIST_LIMIT_MAX = 1_000;
 
 const helpAfter = `
 Environment:
-  ${STORE_VARIABLE}      the store when --store is not given (default ${STORE_DEFAULT})
+  ${STORE_VARIABLE}      the store when --store is not given (default ${STORE_DEFAULT}): a path or a postgres:// URL
   ${MODEL_VARIABLE}      the model when --model is not given (openai-compatible:<model>)
   ${BASE_URL_VARIABLE}   the model endpoint when --base-url is not given
   ${API_KEY_VARIABLE}    the model endpoint's API key (sent as a Bearer token)
@@ -99,7 +99,7 @@ function programOf(run: Runner): Command {
   const program = new Command("phronomy")
     .description("Durable executions of LLM agents: run them, inspect them, approve, recover.")
     .version(packageVersion(), "-V, --version")
-    .option("--store <path>", "the store: a SQLite file path (postgres:// is not supported yet)", process.env[STORE_VARIABLE] ?? STORE_DEFAULT)
+    .addOption(storeOption())
     .option("--json", "machine-readable output on stdout")
     .option("--debug", "stack traces with errors")
     .option("--no-color", "no colors (NO_COLOR=1 works too)")
@@ -156,6 +156,13 @@ function programOf(run: Runner): Command {
 
   for (const command of program.commands) command.exitOverride().configureOutput({ outputError: () => undefined }).showSuggestionAfterError(true);
   return program;
+}
+
+/** `--store`: its default (PHRONOMY_STORE) is shown without a password. */
+function storeOption(): Option {
+  const store = process.env[STORE_VARIABLE] ?? STORE_DEFAULT;
+  return new Option("--store <path-or-url>", "the store: a SQLite file path, or a postgres://user@host:5432/db?schema=name URL (its password is never printed; PGPASSWORD works)")
+    .default(store, JSON.stringify(storeForDisplay(store)));
 }
 
 function reportFailure(error: unknown, options: { readonly json: boolean; readonly debug: boolean }): void {

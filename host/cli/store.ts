@@ -1,13 +1,20 @@
 // Where the CLI's store is and how it is opened. `--store` takes a SQLite
-// file path (default `./.phronomy/store.db`, `file:` prefix allowed); a
-// `postgres://` URL is refused with a clear "not supported yet". Commands
+// file path (default `./.phronomy/store.db`, `file:` prefix allowed) or a
+// PostgreSQL URL (`postgres://user@host:5432/db?schema=phronomy`). Commands
 // that only read or decide (`ls`, `show`, `approve`, `reject`, `recover`)
-// need the store to exist; `run` and `demo` create it.
+// need the store to exist — a file, or a schema holding a Phronomy store;
+// `run` and `demo` create it (`demo` runs on SQLite only).
 //
-// The CLI opens a store as its owner (SPEC §4.3): one process owns an
+// The CLI opens a SQLite store as its owner (SPEC §4.3): one process owns an
 // embedded store at a time. When an application owns it, the open fails and
 // the CLI says which process owns it; opening as a visitor (reading and
-// filing decisions beside a live owner) is not built yet.
+// filing decisions beside a live owner) is not built yet. A PostgreSQL store
+// is shared by many processes: `ls` and `show` define no agent and so take
+// no lease; commands that define an agent take its lease (docs/decisions/0010)
+// and are refused, or skip it, while another live process owns it.
+//
+// A URL's password is never printed: messages, `--json` and the commands
+// the CLI suggests show it as `***` (`storeForDisplay`).
 
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
@@ -21,22 +28,40 @@ export const STORE_DEFAULT = "./.phronomy/store.db";
 /** The environment variable that sets the store when `--store` is not given. */
 export const STORE_VARIABLE = "PHRONOMY_STORE";
 
-export interface StoreLocation {
+export type StoreLocation = SqliteLocation | PostgresLocation;
+
+export interface SqliteLocation {
+  readonly kind: "sqlite";
   /** Absolute path of the SQLite file. */
   readonly path: string;
   /** As the user wrote it, for messages. */
   readonly given: string;
 }
 
+export interface PostgresLocation {
+  readonly kind: "postgres";
+  /** For messages, `--json` and agent modules: the URL without its password. */
+  readonly path: string;
+  /** The URL to connect to, with its password: never printed. */
+  readonly url: string;
+  /** A read command's store must already hold a Phronomy schema. */
+  readonly mustExist: boolean;
+}
+
 /** Resolves `--store`. With `mustExist`, a missing file is an error (a
  * read command must not create an empty store by accident); without it,
  * the parent directory is created. */
 export function resolveStore(given: string, options: { readonly mustExist: boolean }): StoreLocation {
-  if (/^postgres(ql)?:\/\//i.test(given)) {
-    throw new CliError("STORE_NOT_SUPPORTED", `PostgreSQL stores are not supported yet (--store ${redactUrl(given)}); use a SQLite file path such as ${STORE_DEFAULT}`);
+  if (isPostgresUrl(given)) {
+    try {
+      new URL(given);
+    } catch {
+      throw new CliError("USAGE", `--store ${storeForDisplay(given)} is not a valid URL; expected postgres://user@host:5432/database?schema=phronomy`);
+    }
+    return { kind: "postgres", path: storeForDisplay(given), url: given, mustExist: options.mustExist };
   }
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(given)) {
-    throw new CliError("STORE_NOT_SUPPORTED", `--store ${redactUrl(given)}: only SQLite file paths are supported (PostgreSQL is planned)`);
+    throw new CliError("STORE_NOT_SUPPORTED", `--store ${storeForDisplay(given)}: a store is a SQLite file path or a postgres:// URL`);
   }
   const withoutScheme = given.startsWith("file:") ? given.slice("file:".length) : given;
   if (withoutScheme.length === 0) throw new CliError("USAGE", "--store needs a file path");
@@ -48,7 +73,7 @@ export function resolveStore(given: string, options: { readonly mustExist: boole
   } else {
     mkdirSync(dirname(path), { recursive: true });
   }
-  return { path, given };
+  return { kind: "sqlite", path, given };
 }
 
 export interface OpenedStore {
@@ -66,9 +91,15 @@ export interface OpenStoreOptions {
   readonly wrapStore?: (store: ExecutionStore) => ExecutionStore;
 }
 
-/** Opens the store as its owner. */
+/** Opens the store as its owner (SQLite), or as one more process of a
+ * PostgreSQL store. */
 export async function openStore(location: StoreLocation, options: OpenStoreOptions): Promise<Environment> {
   const common = { logger: options.logger, recover: options.recover ?? true };
+  if (location.kind === "postgres") {
+    if (options.wrapStore !== undefined) throw new CliError("STORE_NOT_SUPPORTED", `this command runs on a SQLite store only, not on ${location.path}`);
+    if (location.mustExist) await checkPostgresStoreExists(location);
+    return Phronomy.open({ store: location.url, ...common });
+  }
   try {
     if (options.wrapStore === undefined) return await Phronomy.open({ store: location.path, ...common });
     const store = await SqliteStore.open(location.path);
@@ -96,7 +127,48 @@ function explainOpenFailure(error: unknown, location: StoreLocation): unknown {
   );
 }
 
-/** A URL in a message without its password. */
-function redactUrl(url: string): string {
-  return url.replace(/\/\/([^:/@]+):[^@/]*@/, "//$1:***@");
+export function isPostgresUrl(store: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(store);
+}
+
+/** The store as it may be printed: a URL without its password. The user
+ * information ends at the last `@` before the query, so a password holding
+ * an unescaped `@` or `/` is masked whole too. */
+export function storeForDisplay(store: string): string {
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(store);
+  if (scheme === null) return store;
+  const beforeQuery = store.slice(0, store.search(/[?#]|$/));
+  const at = beforeQuery.lastIndexOf("@");
+  const colon = store.indexOf(":", scheme[0].length);
+  if (at < 0 || colon < 0 || colon > at) return store;
+  return `${store.slice(0, colon)}:***${store.slice(at)}`;
+}
+
+/** A read command must not create an empty store by accident: the schema
+ * must hold a Phronomy store (its `store_version` table). `pg` is loaded
+ * only here, for PostgreSQL. */
+async function checkPostgresStoreExists(location: PostgresLocation): Promise<void> {
+  const { parseLocation } = await import("../store/postgres/connection.js");
+  const { default: pg } = await import("pg");
+  const { connectionString, schema } = parseLocation(withoutLeaseLength(location.url), undefined);
+  const client = new pg.Client({ connectionString });
+  let found: boolean;
+  try {
+    await client.connect();
+    found = (await client.query<{ found: string | null }>("SELECT to_regclass($1) AS found", [`${schema}.store_version`])).rows[0]?.found != null;
+  } catch (error) {
+    throw new StoreError(`cannot reach the PostgreSQL store at ${location.path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+  if (!found) {
+    throw new CliError("STORE_NOT_FOUND", `no Phronomy store in schema "${schema}" at ${location.path}: \`phronomy run\` creates one, or name the schema with ?schema=<name>`);
+  }
+}
+
+/** `?lease_ms=` is the store's parameter, not the server's. */
+function withoutLeaseLength(url: string): string {
+  const parsed = new URL(url);
+  parsed.searchParams.delete("lease_ms");
+  return parsed.toString();
 }

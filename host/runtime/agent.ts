@@ -10,6 +10,7 @@ import { validateResumeDecision, validateStartOptions, type ResumeDecision, type
 import type { AgentEntry, StartRequest } from "./requests.js";
 import { Waiter, type Run } from "./run.js";
 import { settleWaiterWithError } from "./delivery.js";
+import { asPhronomyError } from "./session.js";
 import type { HandoffRequest } from "./events.js";
 
 /** Inputs longer than this are refused: a prompt is not a file upload. */
@@ -52,8 +53,11 @@ export class Agent {
   }
 
   /** Decides the pending approval of one of this agent's suspended
-   * executions, from this process or any other that owns the store now.
-   * The Run's result is the execution's final outcome; every earlier
+   * executions. Live here: applied here. On PostgreSQL, from a process that
+   * does not hold the agent's lease: filed in the approval inbox for the
+   * owner to apply (docs/decisions/0011-approval-inbox.md) — `executionId`
+   * resolves once filed, no progress events are streamed here. Either way
+   * the Run's result is the execution's final outcome; every earlier
    * waiter on it is settled too. */
   resume(executionId: string, decision: ResumeDecision): Run {
     const waiter = new Waiter(this.id, typeof decision?.onEvent === "function" ? decision.onEvent : undefined);
@@ -68,26 +72,53 @@ export class Agent {
     this.ready.then((agent) => {
       const { coordinator, loop } = this.environment;
       loop.post(() => {
-        const entry = coordinator.entryById(executionId);
-        if (!entry) {
-          settleWaiterWithError(waiter, new ExecutionRehydrationRequiredError(`execution ${executionId} is not live in this environment (not suspended here, or not recovered yet: define its agent or call env.recover())`, { executionId, agentId: this.id }), settings);
-          return;
+        const remote = coordinator.entryById(executionId) ? undefined : this.environment.remoteResumesFor(this.id);
+        if (remote === undefined) return this.resumeHere(agent, executionId, decision, waiter);
+        if (decision.signal !== undefined) {
+          return settleWaiterWithError(waiter, new InvalidInputError(`agent "${this.id}".resume(): this process does not own agent "${this.id}", so the decision on execution ${executionId} goes to its owner through the approval inbox, where a signal cannot follow it; resume without "signal", or on the process that owns the agent`, { executionId, agentId: this.id }), settings);
         }
-        const pending = entry.approvalRequest;
-        const matches = pending !== undefined && pending.approvalId === decision.approvalId;
-        if (!matches && entry.suspended) {
-          settleWaiterWithError(waiter, new ApprovalMismatchError(`approval ${decision.approvalId} is not the pending approval of execution ${executionId}${pending ? ` (that is ${pending.approvalId})` : ""}; nothing was decided`, { executionId, agentId: this.id }), settings);
-          return;
-        }
-        entry.resumeReason = decision.reason ?? undefined;
-        entry.resumeSignal = decision.signal;
-        const handle = coordinator.requests.add({
-          type: "resume", waiter, executionId, approvalId: decision.approvalId, approved: decision.approved, reason: decision.reason ?? null,
-        });
-        coordinator.apply(M.Resume, entry.slot, entry.generation, agent.slot, agent.generation, handle, matches ? 1 : 0);
+        remote.file(this.id, executionId, decision, waiter);
       }, { admission: true, completion: { fail: (error) => settleWaiterWithError(waiter, error as PhronomyError, settings) }, label: `a resume of execution ${executionId}` });
     }, (error: unknown) => settleWaiterWithError(waiter, error as PhronomyError, settings));
     return waiter;
+  }
+
+  /** @internal Applies a decision taken from the approval inbox through the
+   * local resume path: undefined once its approval commit landed (the
+   * resumed run goes on here), or the refusal a local resume would get. */
+  applyFiledDecision(executionId: string, decision: ResumeDecision): Promise<PhronomyError | undefined> {
+    const waiter = new Waiter(this.id, undefined);
+    const settings = this.environment.coordinator.settings;
+    this.ready.then((agent) => {
+      this.environment.loop.post(() => this.resumeHere(agent, executionId, decision, waiter), {
+        admission: true, completion: { fail: (error) => settleWaiterWithError(waiter, error as PhronomyError, settings) }, label: `a decision from the approval inbox on execution ${executionId}`,
+      });
+    }, (error: unknown) => settleWaiterWithError(waiter, error as PhronomyError, settings));
+    // A resume waiter learns its execution id when the approval commit landed.
+    return waiter.executionId.then(() => undefined, (error: unknown) => asPhronomyError(error, "INTERNAL"));
+  }
+
+  /** The resume of an execution live in this process (on the loop). */
+  private resumeHere(agent: AgentEntry, executionId: string, decision: ResumeDecision, waiter: Waiter): void {
+    const { coordinator } = this.environment;
+    const settings = coordinator.settings;
+    const entry = coordinator.entryById(executionId);
+    if (!entry) {
+      settleWaiterWithError(waiter, new ExecutionRehydrationRequiredError(`execution ${executionId} is not live in this environment (not suspended here, or not recovered yet: define its agent or call env.recover())`, { executionId, agentId: this.id }), settings);
+      return;
+    }
+    const pending = entry.approvalRequest;
+    const matches = pending !== undefined && pending.approvalId === decision.approvalId;
+    if (!matches && entry.suspended) {
+      settleWaiterWithError(waiter, new ApprovalMismatchError(`approval ${decision.approvalId} is not the pending approval of execution ${executionId}${pending ? ` (that is ${pending.approvalId})` : ""}; nothing was decided`, { executionId, agentId: this.id }), settings);
+      return;
+    }
+    entry.resumeReason = decision.reason ?? undefined;
+    entry.resumeSignal = decision.signal;
+    const handle = coordinator.requests.add({
+      type: "resume", waiter, executionId, approvalId: decision.approvalId, approved: decision.approved, reason: decision.reason ?? null,
+    });
+    coordinator.apply(M.Resume, entry.slot, entry.generation, agent.slot, agent.generation, handle, matches ? 1 : 0);
   }
 
   /** Starts this agent from another agent's handoff: its input and reason

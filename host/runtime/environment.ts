@@ -13,6 +13,7 @@ import type { CoreLimits } from "../core/machine.js";
 import { resolveTools } from "../agent/tools.js";
 import { InvalidInputError, PhronomyError, RuntimeShutdownError } from "../errors.js";
 import { SqliteStore, type SqliteStoreOptions } from "../store/sqlite-store.js";
+import type { PostgresStoreOptions } from "../store/postgres-store.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { ExecutionListFilter, ExecutionRow, StoredStep } from "../store/records.js";
 import { Agent } from "./agent.js";
@@ -28,6 +29,8 @@ import { Waiter, type Run } from "./run.js";
 import { settleFromRow } from "./durable-outcome.js";
 import { recoverAgent, type RecoveredExecution } from "./recovery.js";
 import { leasingStoreOf, type LeasingStore } from "./leases.js";
+import { InboxApplier, inboxStoreOf, type ClaimedDecision } from "./approval-inbox.js";
+import { RemoteResumes } from "./remote-resume.js";
 import type { ApprovalRequest } from "./events.js";
 
 export interface OpenOptions {
@@ -48,9 +51,14 @@ export interface OpenOptions {
   /** Recover each agent's unfinished executions when the agent is defined
    * (default true). With false, call `env.recover()` when you want it. */
   readonly recover?: boolean;
+  /** For a `postgres://` store URL only: the pool size, the agent lease
+   * length and the schema (`PostgresStore.open`'s options; `leaseMs` and
+   * `schema` may instead be `?lease_ms=` and `?schema=` in the URL, not both). */
+  readonly postgres?: PostgresStoreOptions;
 }
 
-const OPEN_OPTION_KEYS = ["store", "synchronous", "offloadCapacity", "offloadPolicy", "limits", "callbackErrorPolicy", "logger", "recover"] as const;
+const OPEN_OPTION_KEYS = ["store", "synchronous", "offloadCapacity", "offloadPolicy", "limits", "callbackErrorPolicy", "logger", "recover", "postgres"] as const;
+const POSTGRES_OPTION_KEYS = ["poolSize", "leaseMs", "schema"] as const;
 
 /** What a pending approval looks like to whoever decides it. */
 export interface PendingApproval {
@@ -68,7 +76,7 @@ const consoleLogger: Logger = { warn: (message) => console.warn(message) };
 async function openStoreAt(location: string, options: OpenOptions): Promise<ExecutionStore> {
   if (/^postgres(ql)?:\/\//i.test(location)) {
     const { PostgresStore } = await import("../store/postgres-store.js");
-    return PostgresStore.open(location);
+    return PostgresStore.open(location, options.postgres ?? {});
   }
   return openSqlite(location, options);
 }
@@ -82,12 +90,32 @@ async function openSqlite(location: string, options: OpenOptions): Promise<Execu
   });
 }
 
+/** `postgres` is checked before anything is opened: it must be an object
+ * of known keys, for a store given as a `postgres://` URL (the values are
+ * checked by `PostgresStore.open`, before it connects). */
+function checkPostgresOptions(options: OpenOptions): void {
+  const given = options.postgres;
+  if (given === undefined) return;
+  if (typeof given !== "object" || given === null || Array.isArray(given)) {
+    throw new InvalidInputError(`Phronomy.open(options): "postgres" must be an object { ${POSTGRES_OPTION_KEYS.join(", ")} }, got ${JSON.stringify(given)}`);
+  }
+  rejectUnknownKeys(given, POSTGRES_OPTION_KEYS, "Phronomy.open(options.postgres)");
+  if (typeof options.store === "string" && /^postgres(ql)?:\/\//i.test(options.store)) return;
+  const store = typeof options.store === "string" ? `the SQLite file ${JSON.stringify(options.store)}` : "a store the application opened (pass these options to PostgresStore.open)";
+  throw new InvalidInputError(`Phronomy.open(options): "postgres" applies only when "store" is a postgres:// URL; here it is ${store}`);
+}
+
 export class Environment {
   private readonly agents = new Map<string, Agent>();
   private closing: Promise<void> | undefined;
   private drainWaiters: (() => void)[] = [];
 
   private readonly recoveries = new Map<string, Promise<RecoveredExecution[]>>();
+  /** With an approval inbox (PostgreSQL, docs/decisions/0011-approval-inbox.md):
+   * applies decisions filed elsewhere for the agents held here, and files
+   * decisions on agents held elsewhere. */
+  private inboxApplier: InboxApplier | undefined;
+  private remoteResumes: RemoteResumes | undefined;
 
   private constructor(
     /** The store this environment owns (reads: executions, timelines). */
@@ -111,6 +139,7 @@ export class Environment {
     if (options.callbackErrorPolicy !== undefined && !["report", "fail_task"].includes(options.callbackErrorPolicy)) {
       throw new InvalidInputError(`Phronomy.open(options): "callbackErrorPolicy" must be "report" or "fail_task"`);
     }
+    checkPostgresOptions(options);
     const logger = options.logger ?? consoleLogger;
     const core = await ControlCore.create(options.limits ?? {});
     const store = typeof options.store === "string" ? await openStoreAt(options.store, options) : options.store;
@@ -125,6 +154,7 @@ export class Environment {
     coordinator.onIdle = () => environment.checkDrained();
     const leasing = leasingStoreOf(store);
     if (leasing) leasing.onLeaseAcquired = (agentId, grant) => environment.takeOver(agentId, grant.epoch);
+    if (leasing) environment.openApprovalInbox(leasing);
     return environment;
   }
 
@@ -151,7 +181,11 @@ export class Environment {
     // With leases (PostgreSQL), only the agent's owner recovers it.
     const recovered = ready.then(async (entry) => {
       const owned = await this.ownAgent(entry.id);
-      return this.recoverOnDefine && owned !== false ? this.recoverAgentEntry(entry, owned) : [];
+      if (!this.recoverOnDefine || owned === false) return [];
+      const report = await this.recoverAgentEntry(entry, owned);
+      // Its suspended executions are live now: decisions filed for it apply.
+      this.inboxApplier?.agentReady(entry.id);
+      return report;
     });
     recovered.catch(() => undefined);
     this.recoveries.set(definition.id, recovered);
@@ -227,6 +261,7 @@ export class Environment {
       const entry = await agent.ready;
       if (leasing && leasing.leaseOf(entry.id) === undefined) continue;
       report.push(...await this.recoverAgentEntry(entry));
+      if (leasing) this.inboxApplier?.agentReady(entry.id);
     }
     for (const row of await this.store.unfinishedExecutions()) {
       if (!this.agents.has(row.agentId)) {
@@ -287,13 +322,50 @@ export class Environment {
   private takeOver(agentId: string, epoch: number): void {
     const agent = this.agents.get(agentId);
     if (!agent || this.closing) return;
+    // Decisions filed for it wait until its executions are recovered here.
+    this.inboxApplier?.agentNotReady(agentId);
     // With `recover: false` the application recovers it (env.recover()).
     if (!this.recoverOnDefine) return;
     const takenAt = performance.now();
     this.coordinator.settings.logger.debug?.(`[phronomy] took agent "${agentId}" over at lease epoch ${epoch}; recovering its unfinished executions`);
-    const recovered = agent.ready.then((entry) => this.recoverAgentEntry(entry, takenAt));
+    const recovered = agent.ready.then((entry) => this.recoverAgentEntry(entry, takenAt)).then((report) => {
+      this.inboxApplier?.agentReady(agentId);
+      return report;
+    });
     recovered.catch((error: unknown) => this.coordinator.settings.logger.warn(`[phronomy] the recovery of agent "${agentId}" after its takeover failed: ${error instanceof Error ? error.message : String(error)}`));
     this.recoveries.set(agentId, recovered);
+  }
+
+  /** The approval inbox of a store that has one (PostgreSQL): decisions
+   * filed elsewhere for agents held here are applied through the local
+   * resume path; `remoteResumesFor` files the others. */
+  private openApprovalInbox(leasing: LeasingStore): void {
+    const inbox = inboxStoreOf(this.store);
+    if (!inbox) return;
+    const { settings } = this.coordinator;
+    this.remoteResumes = new RemoteResumes(inbox, settings);
+    this.inboxApplier = new InboxApplier(inbox, (claim) => this.applyClaim(claim), (agentId, epoch) => leasing.leaseOf(agentId)?.epoch === epoch, settings.logger);
+    inbox.onApprovalFiled = (agentId) => this.inboxApplier?.wake(agentId);
+  }
+
+  private applyClaim(claim: ClaimedDecision): Promise<PhronomyError | undefined> {
+    const agent = this.agents.get(claim.agentId);
+    if (!agent) return Promise.resolve(new InvalidInputError(`agent "${claim.agentId}" is no longer defined in the process that owns it; decision ${claim.decisionId} on execution ${claim.executionId} was not applied`, { agentId: claim.agentId, executionId: claim.executionId }));
+    return agent.applyFiledDecision(claim.executionId, { approvalId: claim.approvalId, approved: claim.approved, ...(claim.reason !== null ? { reason: claim.reason } : {}) });
+  }
+
+  /** @internal Where `agent.resume` sends a decision on an execution not
+   * live here: the approval inbox when another process holds the agent's
+   * lease (or nobody does); undefined when the decision is this process's
+   * to apply. */
+  remoteResumesFor(agentId: string): RemoteResumes | undefined {
+    const leasing = leasingStoreOf(this.store);
+    return leasing && leasing.leaseOf(agentId) === undefined ? this.remoteResumes : undefined;
+  }
+
+  private async closeApprovalInbox(): Promise<void> {
+    await this.remoteResumes?.close();
+    await this.inboxApplier?.close();
   }
 
   /** The recovery report of an agent defined in this environment. */
@@ -349,6 +421,7 @@ export class Environment {
       this.loop.post(() => this.checkDrained());
     });
     this.coordinator.releaseSuspendedWaiters();
+    await this.closeApprovalInbox();
     this.loop.close();
     await this.store.close();
   }

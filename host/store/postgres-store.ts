@@ -15,9 +15,14 @@
 //   `SqliteStore`; every later failure settles the promise.
 // * A lost connection never turns into a guess: `postgres/outcome.ts`
 //   reads back whether the write committed.
-// * No group commit of our own (docs/decisions/0009): each operation is one
-//   transaction on one of `poolSize` connections, and PostgreSQL merges the
-//   WAL flushes of transactions that commit together.
+// * Group commit (docs/decisions/0012): the hot operations (prepare,
+//   barriers, terminal commit) are one statement each (`postgres/statements.ts`)
+//   and concurrent ones travel as one query, one transaction
+//   (`postgres/group-commit.ts`); the rarer ones (approval commit, agent
+//   lifecycle) run as transactions of their own (`postgres/operations.ts`).
+// * The row a barrier replaces is remembered from this process's own last
+//   write of it (`knownRows`), so a barrier needs no read first; a row not
+//   remembered (after a recovery, a resume, a restart) is read once.
 // * `close()` waits for every accepted operation, then ends the pool.
 
 import { randomUUID } from "node:crypto";
@@ -27,14 +32,21 @@ import type pg from "pg";
 import { InvalidInputError, PhronomyError, StoreError } from "../errors.js";
 import { checkId, checkOperation } from "./check-operation.js";
 import { createPool, parseLocation, poolSizeDefault, poolSizeMax } from "./postgres/connection.js";
+import { ConnectionLost, GroupCommit, groupsInFlightDefault } from "./postgres/group-commit.js";
 import { applyOperation, type Fence } from "./postgres/operations.js";
+import {
+  compareAndSetStatement, explainCompareAndSetRefusal, explainPrepareRefusal, isGrouped, prepareStatement, readKnownRow,
+  type GroupedOperation, type KnownRow,
+} from "./postgres/statements.js";
 import * as leases from "./postgres/leases.js";
+import * as inbox from "./postgres/inbox.js";
+import { InboxListener } from "./postgres/inbox-listener.js";
 import { isConnectionLoss, resolveOutcome } from "./postgres/outcome.js";
 import * as reads from "./postgres/reads.js";
 import { migrate } from "./postgres/schema.js";
 import type {
   AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, OffloadOperation, OffloadResult, PurgeAgentResult,
-  StoreOperation, StoreResult, StoredStep,
+  PrepareExecutionOperation, StoreOperation, StoreResult, StoredStep,
 } from "./records.js";
 import { executionListMax, journalReadMax } from "./sqlite/reads.js";
 import type { ExecutionStore } from "./store.js";
@@ -69,6 +81,10 @@ interface LeaseState {
   details: Record<string, unknown>;
 }
 
+/** Rows remembered at most (one per active execution this process writes):
+ * beyond it a barrier reads its row first, as after a restart. */
+const knownRowsMax = 100_000;
+
 /** The fence of an agent this process asked for and never held: no lease
  * row has epoch 0 (epochs start at 1), so every write is refused. */
 const neverHeldEpoch = 0;
@@ -81,6 +97,10 @@ export class PostgresStore implements ExecutionStore {
   readonly pool: pg.Pool;
   private readonly inFlight = new Set<Promise<unknown>>();
   private closing: Promise<void> | undefined;
+  /** @internal The group commit of the hot operations (figures for benchmarks). */
+  readonly groups: GroupCommit;
+  /** Each active execution's row as this process last wrote it. */
+  private readonly knownRows = new Map<string, KnownRow>();
   /** This process's name in the lease rows: host, pid and a random part. */
   readonly leaseOwner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   readonly leaseMs: number;
@@ -100,11 +120,13 @@ export class PostgresStore implements ExecutionStore {
     return state.grant !== undefined ? { owner: state.grant.owner, epoch: state.grant.epoch } : { owner: this.leaseOwner, epoch: neverHeldEpoch };
   };
 
-  private constructor(path: string, schema: string, pool: pg.Pool, leaseMs: number) {
+  private constructor(path: string, schema: string, pool: pg.Pool, poolSize: number, leaseMs: number) {
     this.path = path;
     this.schema = schema;
     this.pool = pool;
     this.leaseMs = leaseMs;
+    // One connection stays free of groups for reads, leases and the rarer writes.
+    this.groups = new GroupCommit(pool, Math.max(1, Math.min(groupsInFlightDefault, poolSize - 1)));
   }
 
   /** Connects, creates or migrates the schema, and returns the store.
@@ -118,7 +140,8 @@ export class PostgresStore implements ExecutionStore {
     }
     const leaseMs = options.leaseMs ?? fromUrl.leaseMs ?? leases.leaseMsDefault;
     const location = parseLocation(fromUrl.url, options.schema);
-    const pool = createPool(location, options.poolSize ?? poolSizeDefault);
+    const poolSize = options.poolSize ?? poolSizeDefault;
+    const pool = createPool(location, poolSize);
     // An idle connection that dies (server restart) must not crash the
     // process; the next operation on it reports the failure.
     pool.on("error", () => undefined);
@@ -134,7 +157,7 @@ export class PostgresStore implements ExecutionStore {
       if (error instanceof PhronomyError) throw error;
       throw new StoreError(`cannot open the PostgreSQL store at ${location.redactedUrl}: ${messageOf(error)}`, { cause: error });
     }
-    return new PostgresStore(location.redactedUrl, location.schema, pool, leaseMs);
+    return new PostgresStore(location.redactedUrl, location.schema, pool, poolSize, leaseMs);
   }
 
   // -- writes ------------------------------------------------------------------------
@@ -167,13 +190,8 @@ export class PostgresStore implements ExecutionStore {
   /** `rerunsLeft`: how many times an idempotent lifecycle operation whose
    * connection was lost is run again (once: a second loss is reported). */
   private async execute(operation: OffloadOperation, rerunsLeft = 1): Promise<unknown> {
+    if (isGrouped(operation)) return this.executeGrouped(operation);
     const writeId = randomUUID();
-    if (operation.type === "prepareExecution") {
-      // A definite refusal (nothing written): the start fails and the
-      // agent's admission is released, unlike a store failure.
-      const refusal = this.admissionRefusal(operation.agentId);
-      if (refusal !== undefined) return { outcome: "not_established", error: refusal.toRecord() };
-    }
     let client: pg.PoolClient;
     try {
       client = await this.pool.connect();
@@ -193,16 +211,67 @@ export class PostgresStore implements ExecutionStore {
         return this.resolveLost(operation, writeId, backendPid, error, rerunsLeft);
       }
       await client.query("ROLLBACK").then(() => client.release(), (rollbackError: unknown) => client.release(rollbackError as Error));
-      const state = operation.type === "prepareExecution" ? this.leaseStates.get(operation.agentId) : undefined;
-      if (operation.type === "prepareExecution" && state !== undefined && error instanceof PhronomyError && error.details?.["reason"] === "lease_lost") {
-        // The database's fencing check refused the admission (rolled back).
-        state.held = false;
-        state.why = `its lease at epoch ${String(error.details["epoch"])} was lost (taken over by another process, or expired)`;
-        state.details = { epoch: error.details["epoch"] };
-        return { outcome: "not_established", error: this.admissionRefusal(operation.agentId)?.toRecord() ?? error.toRecord() };
+      throw this.storeErrorOf(error);
+    }
+  }
+
+  /** A hot operation as one statement of a group (docs/decisions/0012). */
+  private async executeGrouped(operation: GroupedOperation): Promise<unknown> {
+    const writeId = randomUUID();
+    const executionId = operation.executionId;
+    let statement: ReturnType<typeof prepareStatement>;
+    let known: KnownRow | undefined;
+    if (operation.type === "prepareExecution") {
+      // A definite refusal (nothing written): the start fails and the
+      // agent's admission is released, unlike a store failure.
+      const refusal = this.admissionRefusal(operation.agentId);
+      if (refusal !== undefined) return { outcome: "not_established", error: refusal.toRecord() };
+      statement = prepareStatement(operation, this.fenceOf(operation.agentId), writeId);
+    } else {
+      known = this.knownRows.get(executionId);
+      if (known === undefined || known.revision !== operation.expectedRevision) {
+        try {
+          known = await readKnownRow(this.pool, operation);
+        } catch (error) {
+          throw this.storeErrorOf(error);
+        }
+      }
+      statement = compareAndSetStatement(operation, known, this.fenceOf(known.agentId), writeId);
+    }
+    this.knownRows.delete(executionId);
+    let applied: boolean;
+    try {
+      applied = await this.groups.submit(statement.sql);
+    } catch (error) {
+      if (error instanceof ConnectionLost) return this.resolveLost(operation, writeId, error.backendPid, error.cause, 0);
+      if (!(error instanceof PhronomyError) && isConnectionLoss(error)) {
+        throw new StoreError(`the PostgreSQL store at ${this.path} could not get a connection for ${operation.type} (nothing was written): ${messageOf(error)}`, { cause: error, details: { outcome: "not_committed" } });
       }
       throw this.storeErrorOf(error);
     }
+    if (applied) {
+      if (statement.after !== undefined && this.knownRows.size < knownRowsMax) this.knownRows.set(executionId, statement.after);
+      return statement.value;
+    }
+    try {
+      if (operation.type === "prepareExecution") return await this.prepareRefused(operation);
+      throw await explainCompareAndSetRefusal(this.pool, operation, known!, this.fenceOf(known!.agentId));
+    } catch (error) {
+      throw this.storeErrorOf(error);
+    }
+  }
+
+  /** A prepare that wrote nothing: its refusal, or the fencing error (the
+   * lease was lost: admissions stop until it is held again). */
+  private async prepareRefused(operation: PrepareExecutionOperation): Promise<unknown> {
+    const explained = await explainPrepareRefusal(this.pool, operation, this.fenceOf(operation.agentId));
+    if (!(explained instanceof PhronomyError)) return explained;
+    const state = this.leaseStates.get(operation.agentId);
+    if (state === undefined) throw explained;
+    state.held = false;
+    state.why = `its lease at epoch ${String(explained.details?.["epoch"])} was lost (taken over by another process, or expired)`;
+    state.details = { epoch: explained.details?.["epoch"] };
+    return { outcome: "not_established", error: this.admissionRefusal(operation.agentId)?.toRecord() ?? explained.toRecord() };
   }
 
   /** The connection was lost mid-operation: read back what happened. */
@@ -298,6 +367,7 @@ export class PostgresStore implements ExecutionStore {
       this.leaseStates.set(agentId, state);
     }
     this.scheduleLeases();
+    this.listenToInbox();
     const sentAt = performance.now();
     let acquisition: leases.LeaseAcquisition;
     state.acquiring = true;
@@ -383,6 +453,75 @@ export class PostgresStore implements ExecutionStore {
         state.why = `the lease could not be renewed or acquired: ${messageOf(error)}`;
       }
     }));
+    await this.pollInbox();
+  }
+
+  // -- approval inbox (docs/decisions/0011-approval-inbox.md) ------------------------------
+
+  /** Called with an agent this process holds when a decision may wait for
+   * it in the inbox: on a notification, and on the lease tick's poll. */
+  onApprovalFiled: ((agentId: string) => void) | undefined;
+  private inboxListener: InboxListener | undefined;
+  private readonly inboxChannel = (): string => inbox.inboxChannelOf(this.schema);
+
+  /** Files a decision for the agent's owner to apply (this process does
+   * not hold the agent); refused at once, nothing written, when the
+   * execution is not suspended on that approval (`ApprovalMismatchError`)
+   * or not in the store (`InvalidInputError`). */
+  fileDecision(filing: Omit<inbox.DecisionFiling, "filedBy">): Promise<inbox.FiledDecision> {
+    return this.read(() => inbox.fileDecision(this.pool, this.path, this.inboxChannel(), { ...filing, filedBy: this.leaseOwner }));
+  }
+
+  /** Claims the decisions waiting for an agent this process holds; none
+   * when it does not hold the agent's lease. */
+  claimDecisions(agentId: string): Promise<inbox.ClaimedDecision[]> {
+    const grant = this.leaseOf(checkId(agentId, "agentId"));
+    if (grant === undefined) return Promise.resolve([]);
+    return this.read(() => inbox.claimDecisions(this.pool, agentId, grant));
+  }
+
+  /** Marks a claimed decision applied or refused; false when the claim is
+   * no longer this process's (its lease was lost or taken over). */
+  settleDecision(claim: inbox.ClaimedDecision, settlement: inbox.DecisionSettlement): Promise<boolean> {
+    return this.read(() => inbox.settleDecision(this.pool, claim, { owner: this.leaseOwner, epoch: claim.claimedEpoch }, settlement, Date.now()));
+  }
+
+  /** Where each decision is, with its execution row as it is now. */
+  readDecisions(decisionIds: readonly string[]): Promise<inbox.DecisionProgress[]> {
+    return this.read(() => inbox.readDecisions(this.pool, this.path, decisionIds));
+  }
+
+  /** The decision recorded for an approval (its `approval_decided` step). */
+  approvalDecided(executionId: string, approvalId: string): Promise<{ readonly approved: boolean } | undefined> {
+    return this.read(() => inbox.approvalDecided(this.pool, checkId(executionId, "executionId"), approvalId));
+  }
+
+  /** LISTENs on the inbox channel from the first lease asked for on. */
+  private listenToInbox(): void {
+    if (this.closing !== undefined) return;
+    const { connectionString, options, types, application_name, connectionTimeoutMillis } = this.pool.options;
+    this.inboxListener ??= new InboxListener(
+      { connectionString, options, types, application_name, connectionTimeoutMillis },
+      this.inboxChannel(),
+      (agentId) => { if (this.leaseOf(agentId) !== undefined) this.onApprovalFiled?.(agentId); },
+      () => void this.pollInbox(),
+    );
+    this.inboxListener.start();
+  }
+
+  /** Tells the owner about every held agent with a decision to claim
+   * (notifications can be lost while the listener reconnects). */
+  private async pollInbox(): Promise<void> {
+    if (this.onApprovalFiled === undefined || this.closing !== undefined) return;
+    const held = [...this.leaseStates.keys()].flatMap((agentId) => {
+      const grant = this.leaseOf(agentId);
+      return grant === undefined ? [] : [{ agentId, epoch: grant.epoch }];
+    });
+    try {
+      for (const agentId of await inbox.agentsWithDecisions(this.pool, held)) this.onApprovalFiled?.(agentId);
+    } catch {
+      // The database is unreachable: the next tick polls again.
+    }
   }
 
   // -- lifecycle --------------------------------------------------------------------------
@@ -395,6 +534,7 @@ export class PostgresStore implements ExecutionStore {
       this.leaseTimer = undefined;
       // A renewal landing after the release would extend the lease again.
       await this.leaseTicking;
+      await this.inboxListener?.close();
       const held = [...this.leaseStates].filter(([, state]) => state.held).map(([agentId]) => agentId);
       for (const state of this.leaseStates.values()) state.held = false;
       await leases.release(this.pool, this.leaseOwner, held).catch(() => undefined);

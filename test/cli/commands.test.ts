@@ -1,6 +1,6 @@
 // `ls`, `show` and `recover` through real processes, and what every
 // command does with bad input: bad arguments, a missing, foreign,
-// PostgreSQL or owned store, an unknown execution id, a broken agent
+// unsupported or owned store, an unknown execution id, a broken agent
 // module — one line, a stable code, a non-zero exit, a stack trace only
 // with --debug.
 
@@ -70,7 +70,7 @@ describe.concurrent("phronomy recover", () => {
     expect(jsonOf(withoutModule)).toEqual({
       store,
       executions: [expect.objectContaining({ executionId, agentId: "slow", phase: "dispatching_tools", status: "waiting_for_agent" })],
-      summary: { resolved: 0, waitingForApproval: 0, needsAttention: 0, waitingForAgent: 1 },
+      summary: { resolved: 0, waitingForApproval: 0, needsAttention: 0, waitingForAgent: 1, ownedElsewhere: 0 },
     });
 
     const recovered = await cli(["recover", "--store", store, "--agent-module", fixture("slow-agent.ts")], { env: { SLOW_TOOL_SECONDS: "0" } });
@@ -127,7 +127,7 @@ describe.concurrent("errors: one line, a code, a non-zero exit", () => {
     expect(help.stdout).toContain("Exit codes:");
   });
 
-  it("a missing, foreign, PostgreSQL or owned store, an unknown execution, a broken module", async () => {
+  it("a missing, foreign, unsupported or owned store, an unknown execution, a broken module", async () => {
     const directory = await temporaryDirectory();
     const missing = await cli(["ls", "--store", join(directory, "nothing.db")]);
     expect(missing.code).toBe(1);
@@ -139,9 +139,9 @@ describe.concurrent("errors: one line, a code, a non-zero exit", () => {
     expect(foreignResult.code).toBe(1);
     expect(errorLines(foreignResult)).toEqual([expect.stringMatching(/^phronomy: \[STORE\] .*notes\.db is not a SQLite database/)]);
 
-    const postgres = await cli(["ls", "--store", "postgres://user:secret@db.example/phronomy", "--json"]);
-    expect(postgres.code).toBe(1);
-    expect(jsonOf(postgres).error).toEqual({ code: "STORE_NOT_SUPPORTED", message: expect.stringContaining("PostgreSQL stores are not supported yet (--store postgres://user:***@db.example/phronomy)") });
+    const other = await cli(["ls", "--store", "mysql://user:secret@db.example/phronomy", "--json"]);
+    expect(other.code).toBe(1);
+    expect(jsonOf(other).error).toEqual({ code: "STORE_NOT_SUPPORTED", message: "--store mysql://user:***@db.example/phronomy: a store is a SQLite file path or a postgres:// URL" });
 
     const store = await temporaryStore();
     const owner = await Phronomy.open({ store });

@@ -9,6 +9,7 @@
 
 import { afterEach, describe, expect, it } from "vitest";
 import type { RecoveredExecution } from "../../host/runtime/recovery.js";
+import { generator, seedFrom } from "../support/seeded.js";
 import { admittedIds, describeChild, expectedAnswer, runChild, startChild, type ChildOutcome } from "./fixture.js";
 import {
   auditKeys, barrierKeys, cleanUp, crashPaths, effectsByExecution, reopen, within, type CrashPaths,
@@ -26,31 +27,10 @@ const ANSWER = expectedAnswer(2);
  * (the whole workload takes about 0.4–0.6 s after it here). */
 const KILL_WINDOW_MS = 350;
 
-/** mulberry32: a small seeded generator, enough to pick a kill point. */
-function generator(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
-
-function seedOf(): number {
-  const given = process.env["CRASH_SEED"];
-  if (given !== undefined && given !== "") {
-    const seed = Number(given);
-    if (!Number.isInteger(seed) || seed < 0) throw new Error(`CRASH_SEED must be a non-negative integer, got ${given}`);
-    return seed;
-  }
-  return Math.floor(Math.random() * 4_294_967_296);
-}
 
 describe("random kill -9 with 50 runs in flight", () => {
   it.each<"FULL" | "NORMAL">(["FULL", "NORMAL"])("synchronous %s, killed at a random kill point: every admitted run completes after recovery; repeats carry their original key", async (synchronous) => {
-    const seed = seedOf();
+    const seed = seedFrom("CRASH_SEED");
     const random = generator(seed);
     // Anywhere but the very first and last runs' points, so the kill always
     // happens with work in flight.
@@ -68,7 +48,7 @@ describe("random kill -9 with 50 runs in flight", () => {
   }, 180_000);
 
   it("killed from outside at a random moment (possibly mid-commit in the store worker): the same holds", async () => {
-    const seed = seedOf();
+    const seed = seedFrom("CRASH_SEED");
     const random = generator(seed ^ 0x5eed);
     const delayMs = Math.floor(random() * KILL_WINDOW_MS);
     console.log(`[crash] random kill moment: CRASH_SEED=${seed} kills ${delayMs} ms after the first admission (not exactly replayable: timing)`);

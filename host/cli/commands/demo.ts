@@ -30,7 +30,7 @@ import { compactJson, printJson } from "../format.js";
 import { settle, watchRun, type Outcome } from "../outcome.js";
 import { Progress } from "../progress.js";
 import { waitUntilSettled } from "../recovered.js";
-import { openStore, resolveStore, type StoreLocation } from "../store.js";
+import { openStore, resolveStore, type SqliteLocation } from "../store.js";
 import { describeTimeline, renderTimeline } from "../timeline.js";
 
 export interface DemoOptions {
@@ -49,6 +49,9 @@ type ChildReport =
 
 export async function demoCommand(context: CliContext, options: DemoOptions): Promise<ExitCodeValue> {
   const location = resolveStore(context.options.store, { mustExist: false });
+  if (location.kind === "postgres") {
+    throw new CliError("STORE_NOT_SUPPORTED", `the demo runs on the embedded SQLite store (its refund ledger is a file beside it), not on ${location.path}: give --store a file path, or none`);
+  }
   if (options.crashChild) return crashChild(context, location);
   const say = (text = "") => context.say(text);
   say(`${pc.bold("Phronomy demo")}: a support agent run durably on the store at ${location.path}`);
@@ -74,7 +77,7 @@ interface Suspension {
 }
 
 /** Steps 1–2: opens the store, starts the run, sees it suspend, closes. */
-async function suspendFirstRun(context: CliContext, location: StoreLocation, say: (text?: string) => void): Promise<Suspension> {
+async function suspendFirstRun(context: CliContext, location: SqliteLocation, say: (text?: string) => void): Promise<Suspension> {
   const environment = await openStore(location, { logger: context.logger });
   try {
     const agent = environment.agent(demoAgentDefinition(location.path));
@@ -93,7 +96,7 @@ async function suspendFirstRun(context: CliContext, location: StoreLocation, say
 }
 
 /** Step 3: a new environment on the store; recovery finds the execution waiting. */
-async function reopen(context: CliContext, location: StoreLocation, executionId: string, say: (text?: string) => void, wrapStore?: (store: ExecutionStore) => ExecutionStore): Promise<{ environment: Environment; agent: Agent }> {
+async function reopen(context: CliContext, location: SqliteLocation, executionId: string, say: (text?: string) => void, wrapStore?: (store: ExecutionStore) => ExecutionStore): Promise<{ environment: Environment; agent: Agent }> {
   say(`${step(3)} The environment closes, as if the process stopped, and a new one opens the store.`);
   const environment = await openStore(location, { logger: context.logger, ...(wrapStore ? { wrapStore } : {}) });
   try {
@@ -125,7 +128,7 @@ interface Finished {
 }
 
 /** The answer, the refund ledger and the timeline. */
-async function finish(context: CliContext, environment: Environment, location: StoreLocation, finished: Finished): Promise<ExitCodeValue> {
+async function finish(context: CliContext, environment: Environment, location: SqliteLocation, finished: Finished): Promise<ExitCodeValue> {
   const { executionId, result } = finished;
   const refunds = readRefunds(demoLedgerPath(location.path)).filter((refund) => refund.idempotencyKey.startsWith(`${executionId}:`));
   const timeline = describeTimeline(await environment.timeline(executionId));
@@ -159,7 +162,7 @@ function refundKeys(refunds: readonly RefundRecord[]): string {
 
 /** `--crash`: steps 1–4 in a child that is killed after the refund's
  * barrier, then recovery here. */
-async function crashParent(context: CliContext, location: StoreLocation): Promise<ExitCodeValue> {
+async function crashParent(context: CliContext, location: SqliteLocation): Promise<ExitCodeValue> {
   const say = (text = "") => context.say(text);
   say(pc.dim("With --crash, the process that approves is killed (SIGKILL) right after the refund's tool barrier is committed."));
   const child = await runChild(location);
@@ -191,7 +194,7 @@ interface ChildExit {
 }
 
 /** Runs `phronomy demo --crash-child` with this process's runtime and launcher. */
-function runChild(location: StoreLocation): Promise<ChildExit> {
+function runChild(location: SqliteLocation): Promise<ChildExit> {
   const launcher = process.argv[1];
   if (launcher === undefined) throw new CliError("DEMO_FAILED", "cannot tell how this process was started (process.argv[1] is missing), so the crash child cannot be launched");
   return new Promise((resolve, reject) => {
@@ -212,7 +215,7 @@ function runChild(location: StoreLocation): Promise<ChildExit> {
 }
 
 /** The child: steps 1–4, killed at the refund's barrier. */
-async function crashChild(context: CliContext, location: StoreLocation): Promise<ExitCodeValue> {
+async function crashChild(context: CliContext, location: SqliteLocation): Promise<ExitCodeValue> {
   const say = (text = "") => process.stderr.write(`${text}\n`);
   const suspension = await suspendFirstRun(context, location, say);
   report({ type: "suspended", executionId: suspension.executionId, approvalId: suspension.request.approvalId, toolCalls: suspension.request.toolCalls });

@@ -4,7 +4,9 @@
 // reason), or waiting for its agent's module. Continuing needs the agent's
 // model and tools, so each agent to recover is named by `--agent-module`
 // (repeatable); the demo agent is built in. Exit 0 when nothing is left
-// that needs a person (waiting for approval is not), 1 otherwise.
+// that needs a person (waiting for approval is not, nor an agent another
+// live process owns on a PostgreSQL store: that process recovers it), 1
+// otherwise.
 
 import type { CliContext } from "../context.js";
 import { shellQuote } from "../context.js";
@@ -20,6 +22,7 @@ import { openStore, resolveStore } from "../store.js";
 import type { Environment, ExecutionRow, Json } from "../../index.js";
 import type { StoredError } from "../../store/records.js";
 import type { RecoveredExecution } from "../../runtime/recovery.js";
+import { leasingStoreOf } from "../../runtime/leases.js";
 import { displayPath } from "./run.js";
 
 export interface RecoverOptions {
@@ -28,7 +31,9 @@ export interface RecoverOptions {
   readonly baseUrl?: string;
 }
 
-type ReportStatus = RecoveredExecution["status"];
+/** `owned_elsewhere`: on a PostgreSQL store, another live process holds
+ * the agent's lease; it recovers the execution (docs/decisions/0010). */
+type ReportStatus = RecoveredExecution["status"] | "owned_elsewhere";
 
 interface RecoveryEntry {
   readonly executionId: string;
@@ -59,7 +64,7 @@ export async function recoverCommand(context: CliContext, options: RecoverOption
     context.logger.progress = progress;
     progress.setPhase(`recovering ${unfinished.length} unfinished execution${unfinished.length === 1 ? "" : "s"}`);
     const report = await environment.recover();
-    entries = await resolved(environment, report, unfinished, progress);
+    entries = [...await resolved(environment, report, unfinished, progress), ...ownedElsewhere(environment, unfinished, report)];
   } finally {
     progress?.stop();
     context.logger.progress = undefined;
@@ -93,11 +98,26 @@ async function resolved(environment: Environment, report: readonly RecoveredExec
   return entries;
 }
 
+/** Unfinished executions of agents defined here whose lease another live
+ * process holds: `env.recover()` leaves them to that process. */
+function ownedElsewhere(environment: Environment, unfinished: readonly ExecutionRow[], report: readonly RecoveredExecution[]): RecoveryEntry[] {
+  const leasing = leasingStoreOf(environment.store);
+  if (leasing === undefined) return [];
+  const reported = new Set(report.map((item) => item.executionId));
+  return unfinished
+    .filter((row) => !reported.has(row.executionId) && leasing.leaseOf(row.agentId) === undefined)
+    .map((row) => ({
+      executionId: row.executionId, agentId: row.agentId, phase: row.phase, status: "owned_elsewhere",
+      reason: `another live process owns agent "${row.agentId}" (its lease is named in the warning above) and recovers it; if that process is gone, run recover again once its lease expires`,
+    }));
+}
+
 interface RecoverySummary {
   readonly resolved: number;
   readonly waitingForApproval: number;
   readonly needsAttention: number;
   readonly waitingForAgent: number;
+  readonly ownedElsewhere: number;
 }
 
 function summaryOf(entries: readonly RecoveryEntry[]): RecoverySummary {
@@ -107,6 +127,7 @@ function summaryOf(entries: readonly RecoveryEntry[]): RecoverySummary {
     waitingForApproval: count((entry) => entry.status === "suspended" || entry.result?.status === "suspended"),
     needsAttention: count((entry) => entry.status === "needs_attention"),
     waitingForAgent: count((entry) => entry.status === "waiting_for_agent"),
+    ownedElsewhere: count((entry) => entry.status === "owned_elsewhere"),
   };
 }
 
@@ -122,6 +143,7 @@ function printHuman(context: CliContext, storePath: string, entries: readonly Re
   )}\n`);
   const parts = [`${summary.resolved} resolved`, `${summary.waitingForApproval} waiting for approval`, `${summary.needsAttention} need attention`];
   if (summary.waitingForAgent > 0) parts.push(`${summary.waitingForAgent} need their agent module (--agent-module)`);
+  if (summary.ownedElsewhere > 0) parts.push(`${summary.ownedElsewhere} owned by another live process`);
   process.stdout.write(`${parts.join(" · ")}\n`);
 }
 
@@ -131,6 +153,7 @@ function recoveryText(entry: RecoveryEntry): string {
     case "suspended": return "still waiting for approval";
     case "needs_attention": return "left for attention";
     case "waiting_for_agent": return "needs its agent module";
+    case "owned_elsewhere": return "owned by another process";
   }
 }
 

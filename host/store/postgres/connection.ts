@@ -23,7 +23,7 @@ export const schemaNameDefault = "phronomy";
  * (≈ 10 MB of server memory) and the server's `max_connections` is shared
  * by every process of the application; ten lets ten transactions commit
  * at once, which with PostgreSQL's own group commit of WAL flushes already
- * saturates a loopback server (measured in bench/postgres). */
+ * saturates a loopback server (measured by bench/e2e --store postgres://…). */
 export const poolSizeDefault = 10;
 
 /** Upper bound for `poolSize`: well under PostgreSQL's default

@@ -1,34 +1,32 @@
-// The bodies of the store operations (SPEC §4.1) and of the agent lifecycle
-// on PostgreSQL, with exactly the SQLite store's semantics and errors
+// The store operations PostgreSQL runs as transactions of their own — the
+// approval resume commit and the agent lifecycle (ensure, close, purge) —
+// with exactly the SQLite store's semantics and errors
 // (`../sqlite/operations.ts` is the reference; the pure parts — the
-// approval request check, the metadata of a terminal commit, row decoding —
-// are shared, not copied). A body does not open or close a transaction: the
-// store runs each one inside a transaction of its own.
+// approval request check, row decoding — are shared, not copied). The hot
+// operations (prepare, barriers, terminal commit) are single statements
+// sent in groups (`statements.ts`, `group-commit.ts`). A body does not open
+// or close a transaction: the store runs each one inside a transaction of
+// its own.
 //
 // Differences that PostgreSQL's concurrency asks for, none visible to a caller:
 // * The row about to be replaced is read `FOR UPDATE`, so two writers of one
 //   execution serialize on its row lock and the second one sees the
 //   revision the first wrote (READ COMMITTED re-reads a locked row).
-// * A prepare locks the agent's root row, so admissions of one agent
-//   serialize; a reused execution id is found by `ON CONFLICT DO NOTHING`.
 // * The last step each write appends carries the operation's `writeId`:
 //   after a lost connection, finding that step is proof the write committed.
-// * With fencing (`fence`), every compare-and-set UPDATE and every admission
-//   also requires, in the same statement, that this process holds the
-//   agent's lease at its epoch (docs/decisions/0009).
+// * With fencing (`fence`), the compare-and-set UPDATE also requires, in
+//   the same statement, that this process holds the agent's lease at its
+//   epoch (docs/decisions/0010).
 
 import type pg from "pg";
-import { AgentClosedError, ExecutionRehydrationRequiredError, InvalidInputError } from "../../errors.js";
+import { ExecutionRehydrationRequiredError, InvalidInputError } from "../../errors.js";
 import type {
   AgentRow, ApprovalCommitOperation, CloseAgentOperation, CommittedRevision, EnsureAgentOperation, ExecutionMetadata,
-  ExecutionStatusName, Json, JournalRecord, OffloadOperation, PrepareExecutionOperation, PrepareExecutionResult,
-  ProviderBarrierOperation, PurgeAgentOperation, PurgeAgentResult, StepRecord, TerminalCommitOperation,
-  ToolBarrierOperation,
+  ExecutionStatusName, Json, PurgeAgentOperation, PurgeAgentResult, StepRecord,
 } from "../records.js";
 import { checkRequest } from "../sqlite/approval-commit.js";
-import { jsonOf } from "../sqlite/compare-and-set.js";
-import { terminalMetadata } from "../sqlite/operations.js";
-import { agentFromRow, jsonText, zeroUsage } from "../sqlite/rows.js";
+import { agentFromRow, jsonText } from "../sqlite/rows.js";
+import { leaseLost } from "./statements.js";
 import type { SqliteRow } from "../sqlite/driver.js";
 
 /** The lease a write must still hold: owner and epoch (docs/decisions/0009). */
@@ -49,12 +47,12 @@ export interface OperationContext {
 
 type Row = SqliteRow;
 
-export function applyOperation(context: OperationContext, operation: OffloadOperation): Promise<unknown> {
+/** The operations run here; the hot ones are statements of a group
+ * (`statements.ts`, `group-commit.ts`). */
+export type TransactionOperation = ApprovalCommitOperation | EnsureAgentOperation | CloseAgentOperation | PurgeAgentOperation;
+
+export function applyOperation(context: OperationContext, operation: TransactionOperation): Promise<unknown> {
   switch (operation.type) {
-    case "prepareExecution": return prepareExecution(context, operation);
-    case "providerBarrier": return providerBarrier(context, operation);
-    case "toolBarrier": return toolBarrier(context, operation);
-    case "terminalCommit": return terminalCommit(context, operation);
     case "approvalCommit": return approvalCommit(context, operation);
     case "ensureAgent": return ensureAgent(context, operation);
     case "closeAgent": return closeAgent(context, operation);
@@ -62,63 +60,10 @@ export function applyOperation(context: OperationContext, operation: OffloadOper
   }
 }
 
-async function query(context: OperationContext, sql: string, values: readonly unknown[] = []): Promise<pg.QueryResult<Row>> {
-  return context.client.query<Row>(sql, values as unknown[]);
-}
-
 // -- executions -------------------------------------------------------------------
 
-async function prepareExecution(context: OperationContext, operation: PrepareExecutionOperation): Promise<PrepareExecutionResult> {
-  const agentRow = (await query(context, "SELECT * FROM agents WHERE agent_id = $1 FOR UPDATE", [operation.agentId])).rows[0];
-  if (agentRow === undefined) {
-    return notEstablished(new InvalidInputError(`agent "${operation.agentId}" has no root in the store; ensure the agent before starting execution ${operation.executionId}`, { agentId: operation.agentId, executionId: operation.executionId }));
-  }
-  if (agentFromRow(agentRow, context.where).lifecycle === "closed") return notEstablished(new AgentClosedError(operation.agentId));
-  const blocked = operation.blockedBy !== undefined;
-  const metadata: ExecutionMetadata = { config: operation.config };
-  const inserted = await query(context, `
-    INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output,
-                            error, usage, approval_request, created_at, updated_at)
-    VALUES ($1, $2, 1, $3, $4, $5, $6, $7, $8, 'null', $9, $10, 'null', $11, $11)
-    ON CONFLICT (execution_id) DO NOTHING
-  `, [
-    operation.executionId, operation.agentId, blocked ? "terminal" : "active", blocked ? "terminal" : "calling_llm",
-    operation.mode, jsonText(operation.input), jsonText(metadata), blocked ? "failed" : null,
-    jsonText(operation.blockedBy ?? null), jsonText(zeroUsage), operation.at,
-  ]);
-  if (inserted.rowCount !== 1) {
-    return notEstablished(new InvalidInputError(`execution id ${operation.executionId} is already in the store; every start needs a new execution id`, { agentId: operation.agentId, executionId: operation.executionId }));
-  }
-  await admitUnderLease(context, operation);
-  const steps: StepRecord[] = [{ kind: "input", at: operation.at, payload: operation.input }];
-  if (operation.blockedBy !== undefined) {
-    // A blocked input never enters the conversation memory: no journal.
-    steps.push({ kind: "terminal", at: operation.at, payload: { outcome: "failed", revision: 1 } });
-    await appendSteps(context, operation.executionId, steps);
-    return { outcome: "terminal", revision: 1, error: operation.blockedBy };
-  }
-  await appendSteps(context, operation.executionId, steps);
-  await appendJournal(context, operation.agentId, operation.journal);
-  return { outcome: "active", revision: 1 };
-}
-
-/** Bumps the root's revision; with leases on, only while this process
- * holds the agent's unexpired lease at its epoch (same statement). */
-async function admitUnderLease(context: OperationContext, operation: PrepareExecutionOperation): Promise<void> {
-  const fence = context.fenceOf(operation.agentId);
-  if (fence === undefined) {
-    await query(context, "UPDATE agents SET revision = revision + 1, updated_at = $2 WHERE agent_id = $1", [operation.agentId, operation.at]);
-    return;
-  }
-  const admitted = await query(context, `
-    UPDATE agents SET revision = revision + 1, updated_at = $2
-    WHERE agent_id = $1 AND EXISTS (SELECT 1 FROM leases WHERE agent_id = $1 AND owner = $3 AND epoch = $4 AND expires_at > clock_timestamp())
-  `, [operation.agentId, operation.at, fence.owner, fence.epoch]);
-  if (admitted.rowCount !== 1) throw leaseLost(operation.type, operation.executionId, operation.agentId, fence);
-}
-
-function notEstablished(error: InvalidInputError | AgentClosedError): PrepareExecutionResult {
-  return { outcome: "not_established", error: error.toRecord() };
+async function query(context: OperationContext, sql: string, values: readonly unknown[] = []): Promise<pg.QueryResult<Row>> {
+  return context.client.query<Row>(sql, values as unknown[]);
 }
 
 interface CompareAndSetOperation {
@@ -176,61 +121,6 @@ async function compareAndSet(context: OperationContext, operation: CompareAndSet
   return revision;
 }
 
-/** A write refused by the fencing check: another process took the agent
- * over (or this one let its lease lapse); the execution is its now. */
-function leaseLost(type: string, executionId: string, agentId: string, fence: Fence): ExecutionRehydrationRequiredError {
-  return new ExecutionRehydrationRequiredError(
-    `${type} of execution ${executionId} was refused by the fencing check: this process (${fence.owner}) no longer holds agent "${agentId}" at lease epoch ${fence.epoch}; another process took it over`,
-    { executionId, agentId, details: { reason: "lease_lost", owner: fence.owner, epoch: fence.epoch } },
-  );
-}
-
-async function providerBarrier(context: OperationContext, operation: ProviderBarrierOperation): Promise<CommittedRevision> {
-  const current = await selectForUpdate(context, operation, ["active"]);
-  const { toolBatch: _finished, ...kept } = current.metadata;
-  const metadata: ExecutionMetadata = { ...kept, pendingModelCall: { callId: operation.callId, startedAt: operation.at }, turns: operation.turns };
-  const revision = await compareAndSet(context, operation, current.agentId,
-    "phase = 'calling_llm', metadata = $2, usage = $3, updated_at = $4",
-    [jsonText(metadata), jsonText(operation.usage), operation.at]);
-  await appendSteps(context, operation.executionId, [
-    ...operation.steps,
-    { kind: "provider_barrier", at: operation.at, payload: { callId: operation.callId, revision } },
-  ]);
-  return { revision };
-}
-
-async function toolBarrier(context: OperationContext, operation: ToolBarrierOperation): Promise<CommittedRevision> {
-  const current = await selectForUpdate(context, operation, ["active"]);
-  const { pendingModelCall: _answered, ...kept } = current.metadata;
-  const metadata: ExecutionMetadata = { ...kept, toolBatch: operation.toolBatch, turns: operation.turns };
-  const revision = await compareAndSet(context, operation, current.agentId,
-    "phase = 'dispatching_tools', metadata = $2, usage = $3, updated_at = $4",
-    [jsonText(metadata), jsonText(operation.usage), operation.at]);
-  await appendSteps(context, operation.executionId, [
-    ...operation.steps,
-    { kind: "tool_barrier", at: operation.at, payload: { calls: jsonOf(operation.toolBatch), revision } },
-  ]);
-  return { revision };
-}
-
-async function terminalCommit(context: OperationContext, operation: TerminalCommitOperation): Promise<CommittedRevision> {
-  const current = await selectForUpdate(context, operation, ["preparing", "active", "suspended"]);
-  const suspended = operation.outcome === "suspended";
-  const metadata = terminalMetadata(current.metadata, operation);
-  const revision = await compareAndSet(context, operation, current.agentId, `
-    status = $2, phase = $3, outcome = $4, output = $5, error = $6, usage = $7, approval_request = $8, metadata = $9,
-    updated_at = $10`, [
-    suspended ? "suspended" : "terminal", suspended ? "suspended" : "terminal", operation.outcome, jsonText(operation.output),
-    jsonText(operation.error), jsonText(operation.usage), jsonText(operation.approvalRequest), jsonText(metadata), operation.at,
-  ]);
-  const finalStep: StepRecord = suspended
-    ? { kind: "approval_requested", at: operation.at, payload: { revision, approvalRequest: operation.approvalRequest } }
-    : { kind: "terminal", at: operation.at, payload: { outcome: operation.outcome, revision } };
-  await appendSteps(context, operation.executionId, [...operation.steps, finalStep]);
-  await appendJournal(context, current.agentId, operation.journal);
-  return { revision };
-}
-
 async function approvalCommit(context: OperationContext, operation: ApprovalCommitOperation): Promise<CommittedRevision> {
   const current = await selectForUpdate(context, operation, ["suspended"]);
   const request = checkRequest(operation, current.agentId, current.approvalRequest);
@@ -264,19 +154,6 @@ async function appendSteps(context: OperationContext, executionId: string, steps
   `, [
     executionId, steps.map((step) => step.kind), steps.map((step) => step.at), steps.map((step) => jsonText(step.payload)),
     steps.length, context.writeId,
-  ]);
-}
-
-async function appendJournal(context: OperationContext, agentId: string, records: readonly JournalRecord[]): Promise<void> {
-  if (records.length === 0) return;
-  await query(context, `
-    INSERT INTO journal (agent_id, execution_id, role, content, at)
-    SELECT $1, record.execution_id, record.role, record.content, record.at
-    FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) WITH ORDINALITY AS record(execution_id, role, content, at, ordinal)
-    ORDER BY record.ordinal
-  `, [
-    agentId, records.map((record) => record.executionId), records.map((record) => record.role),
-    records.map((record) => jsonText(record.content)), records.map((record) => record.at),
   ]);
 }
 

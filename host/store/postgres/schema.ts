@@ -18,6 +18,8 @@
 
 import type pg from "pg";
 import { StoreError } from "../../errors.js";
+import { createWriteFunctions } from "./functions.js";
+import { createApprovalInbox } from "./inbox.js";
 
 /** First key of the store's advisory locks: "PHRN" in ASCII. The second
  * key is `hashtext(schema)`, so stores in different schemas of one
@@ -91,8 +93,10 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
   `);
 }
 
-/** Migration i brings a schema from version i to version i + 1. Append only. */
-export const migrations: readonly Migration[] = [createInitialTables];
+/** Migration i brings a schema from version i to version i + 1. Append only.
+ * Version 2: the approval inbox (`inbox.ts`, docs/decisions/0011-approval-inbox.md).
+ * Version 3: the functions of the hot operations (`functions.ts`, docs/decisions/0012). */
+export const migrations: readonly Migration[] = [createInitialTables, createApprovalInbox, createWriteFunctions];
 
 export const schemaVersion = migrations.length;
 

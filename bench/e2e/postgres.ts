@@ -1,0 +1,194 @@
+// bench/e2e on PostgreSQL (issue 7 §5), every figure in one run against the
+// given server, in a fresh schema dropped at the end:
+//
+// * the raw floor: single-row autocommit INSERTs per second, on one
+//   connection (latency-bound: one WAL flush per commit) and on ten (what
+//   PostgreSQL's own group commit of WAL flushes gives);
+// * the agent-run workload, sequential (one run after another) and with
+//   `IN_FLIGHT` runs in flight on one process;
+// * the same `IN_FLIGHT` agents spread over `PROCESSES` child processes
+//   (`postgres-child.ts`) on the same schema — each owns its third of the
+//   agents through their leases — started together; the total runs/s is
+//   every child's runs over the longest child's window.
+//
+// The URL's password is never printed (the store's redacted URL is).
+
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import { Phronomy } from "../../host/index.js";
+import { parseLocation } from "../../host/store/postgres/connection.js";
+import type { PostgresStore } from "../../host/store/postgres-store.js";
+import type { ChildConfig, ChildReport } from "./postgres-child.js";
+import { IN_FLIGHT, OPERATIONS_PER_RUN, defineAgents, percentile, runFor, summarize, warmUp } from "./workload.js";
+
+/** Coordinator processes in the spread measurement (issue 7 names three). */
+const PROCESSES = 3;
+/** Connections of the ten-connection floor. */
+const FLOOR_CONNECTIONS = 10;
+/** A row like a barrier's: a model response of a few hundred bytes. */
+const floorPayload = "x".repeat(300);
+/** A child that is not ready this long after it was started is hung. */
+const childReadyTimeoutMs = 60_000;
+
+const childPath = fileURLToPath(new URL("./postgres-child.ts", import.meta.url));
+
+export async function benchPostgres(url: string, seconds: number): Promise<void> {
+  if (new URL(url).searchParams.has("schema")) throw new Error("the bench makes a fresh schema of its own and drops it: give the URL without ?schema=");
+  const schema = `phronomy_bench_${randomBytes(4).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect().catch((error: unknown) => {
+    throw new Error(`cannot reach PostgreSQL at ${parseLocation(url, schema).redactedUrl}: ${error instanceof Error ? error.message : String(error)}`);
+  });
+  try {
+    const server = await serverSettings(admin);
+    const env = await Phronomy.open({ store: url, postgres: { schema }, logger: { warn: () => undefined } });
+    const where = (env.store as PostgresStore).path;
+    const poolSize = (env.store as PostgresStore).pool.options.max;
+    console.log(`bench/e2e — agent run (model → tool → model → tool → model, ${OPERATIONS_PER_RUN} durable transactions per run), PostgreSQL, ${seconds}s per loop, node ${process.version}`);
+    console.log(`  store ${where} · PostgreSQL ${server.version}, synchronous_commit=${server.synchronousCommit}, fsync=${server.fsync} · pool ${poolSize} connections per process`);
+
+    const floorOne = await rawFloor(url, schema, 1, seconds);
+    const floorTen = await rawFloor(url, schema, FLOOR_CONNECTIONS, seconds);
+    console.log(`  raw floor: ${floorOne.toFixed(0)} single-row commits/s on 1 connection (= ${(floorOne / OPERATIONS_PER_RUN).toFixed(0)} runs/s if each of the 7 paid one), ${floorTen.toFixed(0)} on ${FLOOR_CONNECTIONS} (= ${(floorTen / OPERATIONS_PER_RUN).toFixed(0)} runs/s)`);
+
+    const [single] = await defineAgents(env, ["sequential"]);
+    for (let warm = 0; warm < 20; warm += 1) await warmUp([single!]);
+    const one = await runFor([single!], seconds);
+    const total = one.latencies.reduce((sum, value) => sum + value, 0);
+    console.log(`  sequential: ${(one.runs / (total / 1000)).toFixed(0)} runs/s (${(total / one.runs / OPERATIONS_PER_RUN).toFixed(2)} ms per durable step)`);
+
+    const agents = await defineAgents(env, Array.from({ length: IN_FLIGHT }, (_, index) => `single-${index}`));
+    await warmUp(agents);
+    const many = summarize(await runFor(agents, seconds));
+    console.log(`  one process, ${IN_FLIGHT} in flight: ${many.runsPerSecond.toFixed(0)} runs/s (${(many.runsPerSecond * OPERATIONS_PER_RUN).toFixed(0)} store transactions/s), p50 ${many.p50.toFixed(1)} ms, p99 ${many.p99.toFixed(1)} ms`);
+    await env.close();
+
+    const spread = await spreadOverProcesses(url, schema, seconds);
+    console.log(`  ${PROCESSES} processes, ${IN_FLIGHT} in flight in all (${spread.agentsPerProcess.join(" + ")} agents): ${spread.runsPerSecond.toFixed(0)} runs/s total (${spread.perProcess.map((rate) => rate.toFixed(0)).join(" + ")}; ${(spread.runsPerSecond * OPERATIONS_PER_RUN).toFixed(0)} store transactions/s), p50 ${spread.p50.toFixed(1)} ms, p99 ${spread.p99.toFixed(1)} ms`);
+  } finally {
+    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch((error: unknown) => console.error(`could not drop the bench schema ${schema}: ${String(error)}`));
+    await admin.end();
+  }
+}
+
+async function serverSettings(client: pg.Client): Promise<{ version: string; synchronousCommit: string; fsync: string }> {
+  const setting = async (name: string) => String((await client.query(`SHOW ${name}`)).rows[0]?.[name] ?? "?");
+  return { version: await setting("server_version"), synchronousCommit: await setting("synchronous_commit"), fsync: await setting("fsync") };
+}
+
+/** Single-row autocommit INSERTs for `seconds` on `connections`
+ * connections at once: commits per second. */
+async function rawFloor(url: string, schema: string, connections: number, seconds: number): Promise<number> {
+  const table = `${schema}.floor_${connections}`;
+  const pool = new pg.Pool({ connectionString: url, max: connections });
+  try {
+    await pool.query(`CREATE TABLE ${table} (id bigint PRIMARY KEY, payload text NOT NULL)`);
+    let next = 0;
+    const until = performance.now() + seconds * 1000;
+    const began = performance.now();
+    await Promise.all(Array.from({ length: connections }, async () => {
+      const client = await pool.connect();
+      try {
+        while (performance.now() < until) await client.query(`INSERT INTO ${table} (id, payload) VALUES ($1, $2)`, [next++, floorPayload]);
+      } finally {
+        client.release();
+      }
+    }));
+    return next / ((performance.now() - began) / 1000);
+  } finally {
+    await pool.end();
+  }
+}
+
+interface Spread {
+  readonly agentsPerProcess: number[];
+  readonly perProcess: number[];
+  readonly runsPerSecond: number;
+  readonly p50: number;
+  readonly p99: number;
+}
+
+/** `IN_FLIGHT` agents split over `PROCESSES` children; each defines and
+ * warms its share, then all start on one signal. */
+async function spreadOverProcesses(url: string, schema: string, seconds: number): Promise<Spread> {
+  const agentsPerProcess = Array.from({ length: PROCESSES }, (_, index) => Math.floor(IN_FLIGHT / PROCESSES) + (index < IN_FLIGHT % PROCESSES ? 1 : 0));
+  let first = 0;
+  const children = agentsPerProcess.map((count, index) => {
+    const config: ChildConfig = { url, schema, seconds, agentIds: Array.from({ length: count }, (_, agent) => `spread-${first + agent}`) };
+    first += count;
+    return new Child(`process ${index + 1}`, config);
+  });
+  try {
+    await Promise.all(children.map((child) => child.report("ready", childReadyTimeoutMs)));
+    const finished = children.map((child) => child.report("finished", childReadyTimeoutMs + seconds * 1000));
+    for (const child of children) child.send("go");
+    const reports = await Promise.all(finished);
+    const runs = reports.reduce((sum, report) => sum + (report.runs ?? 0), 0);
+    const windowMs = Math.max(...reports.map((report) => report.elapsedMs ?? 0));
+    const latencies = reports.flatMap((report) => report.latencies ?? []).sort((a, b) => a - b);
+    await Promise.all(children.map((child) => child.exited));
+    return {
+      agentsPerProcess,
+      perProcess: reports.map((report) => (report.runs ?? 0) / ((report.elapsedMs ?? 1) / 1000)),
+      runsPerSecond: runs / (windowMs / 1000),
+      p50: percentile(latencies, 0.5),
+      p99: percentile(latencies, 0.99),
+    };
+  } finally {
+    for (const child of children) child.kill();
+  }
+}
+
+/** One child process and its JSON lines (`postgres-child.ts`). */
+class Child {
+  private readonly process: ChildProcess;
+  private readonly reports: ChildReport[] = [];
+  private readonly listeners = new Set<() => void>();
+  private stderr = "";
+  readonly exited: Promise<void>;
+
+  constructor(private readonly name: string, config: ChildConfig) {
+    this.process = spawn(process.execPath, ["--import", "tsx", childPath, JSON.stringify(config)], { stdio: ["pipe", "pipe", "pipe"] });
+    createInterface({ input: this.process.stdout! }).on("line", (line) => {
+      this.reports.push(JSON.parse(line) as ChildReport);
+      for (const listener of this.listeners) listener();
+    });
+    this.process.stderr!.on("data", (chunk: Buffer) => { this.stderr += chunk.toString(); });
+    this.exited = new Promise((resolve) => this.process.on("exit", () => {
+      for (const listener of this.listeners) listener();
+      resolve();
+    }));
+  }
+
+  /** The child's report of this type; rejects when it fails, exits or hangs. */
+  report(type: ChildReport["type"], timeoutMs: number): Promise<ChildReport> {
+    return new Promise((resolve, reject) => {
+      const check = (): void => {
+        const failed = this.reports.find((report) => report.type === "failed");
+        const found = this.reports.find((report) => report.type === type);
+        if (found === undefined && failed === undefined && this.process.exitCode === null && this.process.signalCode === null) return;
+        clearTimeout(timer);
+        this.listeners.delete(check);
+        if (found !== undefined) resolve(found);
+        else reject(new Error(`bench ${this.name} ${failed?.message ?? "exited"} before reporting "${type}"${this.stderr ? `; stderr: ${this.stderr}` : ""}`));
+      };
+      const timer = setTimeout(() => {
+        this.listeners.delete(check);
+        reject(new Error(`bench ${this.name} did not report "${type}" within ${timeoutMs} ms; stderr: ${this.stderr}`));
+      }, timeoutMs);
+      this.listeners.add(check);
+      check();
+    });
+  }
+
+  send(command: "go"): void {
+    this.process.stdin!.write(`${command}\n`);
+  }
+
+  kill(): void {
+    if (this.process.exitCode === null && this.process.signalCode === null) this.process.kill("SIGKILL");
+  }
+}

@@ -1,0 +1,80 @@
+// The "agent run" workload of bench/e2e, shared by the SQLite and the
+// PostgreSQL measurements and by the PostgreSQL bench's child processes:
+// scripted model → instant tool → model → tool → model, durable at every
+// step (prepare + 5 barriers + terminal = 7 store transactions per run).
+//
+// One agent admits one execution at a time, so "N in flight" is N agents,
+// each starting its next run as soon as the last one ended.
+
+import { z } from "zod";
+import { scriptedModel } from "../../host/agent/scripted-model.js";
+import { tool, type Agent, type Environment } from "../../host/index.js";
+
+export const OPERATIONS_PER_RUN = 7;
+
+/** Runs in flight in the concurrent loops (issue 7 names 100). */
+export const IN_FLIGHT = 100;
+
+/** Two tool turns then the answer, decided from the conversation alone, so
+ * one model instance serves every concurrent execution. */
+function agentRunModel() {
+  return scriptedModel(({ messages }) => {
+    const lastUser = messages.map((message) => message.role).lastIndexOf("user");
+    const turn = messages.slice(lastUser + 1).filter((message) => message.role === "assistant").length;
+    return turn < 2 ? { toolCalls: [{ toolName: "lookup", input: { orderId: String(42 + turn) } }] } : { text: "Order 42 has shipped." };
+  });
+}
+
+const lookup = tool({ inputSchema: z.object({ orderId: z.string() }), execute: ({ orderId }) => ({ orderId, status: "shipped" }) });
+
+/** Defines the agents (no memory: every run sees only its own
+ * conversation, as in the floor) and waits until they are ready. */
+export async function defineAgents(env: Environment, agentIds: readonly string[]): Promise<Agent[]> {
+  const defined = agentIds.map((id) => env.agent({ id, model: agentRunModel(), tools: { lookup }, memoryWindow: 1 }));
+  await Promise.all(defined.map((agent) => agent.ready));
+  return defined;
+}
+
+/** One run per agent, so each pays its first admission (and, on
+ * PostgreSQL, its connection set-up) before the clock starts. */
+export async function warmUp(agents: readonly Agent[]): Promise<void> {
+  await Promise.all(agents.map((agent) => agent.start("warm up").result));
+}
+
+export interface LoopFigures {
+  readonly runs: number;
+  readonly elapsedMs: number;
+  /** Milliseconds per run, in the order they ended. */
+  readonly latencies: number[];
+}
+
+/** Every agent runs one execution after another for `seconds`; runs that
+ * did not complete are an error (the workload never fails). */
+export async function runFor(agents: readonly Agent[], seconds: number): Promise<LoopFigures> {
+  const latencies: number[] = [];
+  let stop = false;
+  const worker = async (agent: Agent): Promise<void> => {
+    while (!stop) {
+      const started = performance.now();
+      const result = await agent.start("Where is order 42?").result;
+      if (result.outcome !== "completed") throw new Error(`a bench run of agent "${agent.id}" ended ${result.outcome}`);
+      latencies.push(performance.now() - started);
+    }
+  };
+  const began = performance.now();
+  const running = agents.map(worker);
+  await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+  stop = true;
+  await Promise.all(running);
+  return { runs: latencies.length, elapsedMs: performance.now() - began, latencies };
+}
+
+export function percentile(sorted: readonly number[], fraction: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * fraction))] ?? 0;
+}
+
+/** runs/s, p50 and p99 of a loop's latencies. */
+export function summarize(figures: LoopFigures): { runsPerSecond: number; p50: number; p99: number } {
+  const sorted = [...figures.latencies].sort((a, b) => a - b);
+  return { runsPerSecond: figures.runs / (figures.elapsedMs / 1000), p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99) };
+}

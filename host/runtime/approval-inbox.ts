@@ -1,0 +1,173 @@
+// The owner's side of the approval inbox (issue 7,
+// docs/decisions/0011-approval-inbox.md): decisions filed by processes that
+// do not own an agent are claimed here, by the process holding the agent's
+// lease, and applied through the same local resume path as
+// `agent.resume` on a live execution; each is then marked applied (the
+// approval commit landed) or refused (with the error a local resume would
+// have given).
+//
+// Rules kept here:
+// * An agent's inbox is drained only once its recovery under the lease held
+//   now has finished (`agentReady`): a suspended execution is live only
+//   after recovery reinstalled it, and a decision applied before would be
+//   refused as "not live". After a takeover the agent is not ready again
+//   until the takeover's recovery is done.
+// * One drain per agent at a time; a wake-up during a drain runs another
+//   pass after it (a decision filed meanwhile is not missed).
+// * A refusal caused by this process losing the agent (lease lost, the
+//   environment shutting down) is not recorded: the decision stays claimed,
+//   and the next owner claims it again and judges it.
+// * A decision claimed again (a former owner claimed it and died) is first
+//   looked up in the execution's timeline: if the former owner's approval
+//   commit landed, it is marked applied without being applied twice.
+// * A claim the database failed on (judging or marking it) is kept and
+//   finished on the next pass, `settleRetryMs` later at the latest: nobody
+//   else would finish a claim of this epoch, and its filer waits on it.
+//   A decision already applied is never applied again, only marked.
+
+import { PhronomyError, RuntimeShutdownError } from "../errors.js";
+import { transferError } from "../store/error-transfer.js";
+import type {
+  ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, FiledDecision,
+} from "../store/postgres/inbox.js";
+import type { ExecutionStore } from "../store/store.js";
+import type { Logger } from "./options.js";
+
+export type { ClaimedDecision, DecisionProgress };
+
+/** What the runtime needs of a store with an approval inbox (PostgreSQL). */
+export interface InboxStore {
+  fileDecision(filing: Omit<DecisionFiling, "filedBy">): Promise<FiledDecision>;
+  claimDecisions(agentId: string): Promise<ClaimedDecision[]>;
+  settleDecision(claim: ClaimedDecision, settlement: DecisionSettlement): Promise<boolean>;
+  readDecisions(decisionIds: readonly string[]): Promise<DecisionProgress[]>;
+  approvalDecided(executionId: string, approvalId: string): Promise<{ readonly approved: boolean } | undefined>;
+  onApprovalFiled: ((agentId: string) => void) | undefined;
+}
+
+export function inboxStoreOf(store: ExecutionStore): InboxStore | undefined {
+  const candidate = store as Partial<InboxStore>;
+  return typeof candidate.fileDecision === "function" && typeof candidate.claimDecisions === "function" ? (store as unknown as InboxStore) : undefined;
+}
+
+/** Applies one claimed decision through the local resume path: undefined
+ * once its approval commit landed, or the refusal. */
+export type ApplyDecision = (claim: ClaimedDecision) => Promise<PhronomyError | undefined>;
+
+/** How soon a settlement that failed to be written is tried again. */
+export const settleRetryMs = 1_000;
+
+export class InboxApplier {
+  /** Agents held here whose recovery under that lease has finished. */
+  private readonly ready = new Set<string>();
+  private readonly draining = new Map<string, Promise<void>>();
+  private readonly wokenDuringDrain = new Set<string>();
+  /** Claimed here, not finished because the database failed (settlement
+   * undefined: not judged yet), by decision id. */
+  private readonly unfinished = new Map<string, { readonly claim: ClaimedDecision; readonly settlement: DecisionSettlement | undefined }>();
+  private retryTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly store: InboxStore,
+    private readonly apply: ApplyDecision,
+    /** Whether this process still holds the agent at that lease epoch. */
+    private readonly holds: (agentId: string, epoch: number) => boolean,
+    private readonly logger: Logger,
+  ) {}
+
+  /** The agent's recovery under the lease held now finished: drain. */
+  agentReady(agentId: string): void {
+    if (this.closed) return;
+    this.ready.add(agentId);
+    this.wake(agentId);
+  }
+
+  /** The agent was (re)taken and is being recovered: wait for it. */
+  agentNotReady(agentId: string): void {
+    this.ready.delete(agentId);
+    // Claims of the lost epoch are claimed again, and judged, under the new one.
+    for (const [decisionId, { claim }] of this.unfinished) if (claim.agentId === agentId) this.unfinished.delete(decisionId);
+  }
+
+  /** A decision may wait for the agent (a notification, a poll). */
+  wake(agentId: string): void {
+    if (this.closed || !this.ready.has(agentId)) return;
+    if (this.draining.has(agentId)) {
+      this.wokenDuringDrain.add(agentId);
+      return;
+    }
+    const pass = this.drain(agentId)
+      .catch((error: unknown) => this.logger.warn(`[phronomy] the approval inbox of agent "${agentId}" could not be drained (the next poll tries again): ${messageOf(error)}`))
+      .finally(() => {
+        this.draining.delete(agentId);
+        if (this.wokenDuringDrain.delete(agentId)) this.wake(agentId);
+      });
+    this.draining.set(agentId, pass);
+  }
+
+  /** Stops draining and waits for the passes running now. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.ready.clear();
+    if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
+    while (this.draining.size > 0) await Promise.allSettled([...this.draining.values()]);
+  }
+
+  /** Claims until nothing is left; a decision is claimed once per epoch,
+   * so this ends. Claims a failed pass left unfinished go first. */
+  private async drain(agentId: string): Promise<void> {
+    for (const { claim, settlement } of [...this.unfinished.values()].filter((item) => item.claim.agentId === agentId)) {
+      this.unfinished.delete(claim.decisionId);
+      await this.settle(claim, settlement);
+    }
+    for (;;) {
+      const claims = await this.store.claimDecisions(agentId);
+      if (claims.length === 0) return;
+      for (const claim of claims) await this.settle(claim, undefined);
+      if (this.closed) return;
+    }
+  }
+
+  /** Judges the claim (unless judged already) and records the judgement;
+   * a database failure keeps the claim for a retry — it stays claimed at
+   * this epoch, so nobody else would finish it. */
+  private async settle(claim: ClaimedDecision, judged: DecisionSettlement | undefined): Promise<void> {
+    let settlement = judged;
+    try {
+      settlement ??= await this.judge(claim);
+      if (settlement === undefined) return;
+      const settled = await this.store.settleDecision(claim, settlement);
+      if (!settled) this.logger.debug?.(`[phronomy] decision ${claim.decisionId} on execution ${claim.executionId} was not marked here: agent "${claim.agentId}" moved to another owner, which judges it`);
+    } catch (error) {
+      this.unfinished.set(claim.decisionId, { claim, settlement });
+      this.logger.warn(`[phronomy] decision ${claim.decisionId} on execution ${claim.executionId} could not be ${settlement === undefined ? "judged" : "marked"} (trying again in ${settleRetryMs} ms): ${messageOf(error)}`);
+      this.retrySoon();
+    }
+  }
+
+  private retrySoon(): void {
+    if (this.closed || this.retryTimer !== undefined) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      for (const agentId of new Set([...this.unfinished.values()].map(({ claim }) => claim.agentId))) this.wake(agentId);
+    }, settleRetryMs);
+    this.retryTimer.unref();
+  }
+
+  /** Applies the claim; undefined: leave it claimed for the next owner. */
+  private async judge(claim: ClaimedDecision): Promise<DecisionSettlement | undefined> {
+    if (claim.claims > 1) {
+      const decided = await this.store.approvalDecided(claim.executionId, claim.approvalId);
+      if (decided !== undefined && decided.approved === claim.approved) return { applied: true };
+    }
+    const refusal = this.closed ? new RuntimeShutdownError(`decision ${claim.decisionId}`) : await this.apply(claim);
+    if (refusal === undefined) return { applied: true };
+    if (refusal instanceof RuntimeShutdownError || !this.holds(claim.agentId, claim.claimedEpoch)) return undefined;
+    return { applied: false, error: transferError(refusal) };
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

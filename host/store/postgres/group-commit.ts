@@ -1,0 +1,125 @@
+// Group commit for the PostgreSQL store (SPEC §4.3, issue 7,
+// docs/decisions/0012): the statements of concurrent operations
+// (`statements.ts`, one statement each) travel to the server as ONE simple
+// query, which PostgreSQL runs as one transaction: one round trip and one
+// commit for the whole group instead of five round trips and a commit per
+// operation.
+//
+// Rules kept here:
+// * At most `groupsInFlight` groups are on their way at once, each on its
+//   own pooled connection; what arrives meanwhile waits and leaves as the
+//   next group (at most `statementsMax` statements). A group starts on the
+//   next event-loop round after its first statement arrived (never a
+//   microtask: see docs/decisions/0006), so statements submitted together
+//   leave together.
+// * A statement reports whether it applied; a refusal (the compare-and-set
+//   matched no row) is not an error and does not disturb its group-mates.
+// * A statement that fails (a constraint, a deadlock) aborts its whole
+//   group, which wrote nothing then; each member is sent again alone, so
+//   the failure reaches only the operation that caused it.
+// * A lost connection is reported to every member as `ConnectionLost`
+//   (with the backend's pid): the group may or may not have committed, and
+//   the store reads back each member's outcome (`outcome.ts`).
+
+import type pg from "pg";
+import { isConnectionLoss } from "./outcome.js";
+
+/** Groups on their way at once (each holds one pooled connection). */
+export const groupsInFlightDefault = 4;
+/** Statements in one group at most: bounds the query text and the time a
+ * group holds its row locks. */
+export const statementsMaxDefault = 64;
+
+export class ConnectionLost extends Error {
+  constructor(override readonly cause: unknown, readonly backendPid: number | undefined) {
+    super(`the database connection was lost: ${cause instanceof Error ? cause.message : String(cause)}`);
+  }
+}
+
+interface Member {
+  readonly sql: string;
+  readonly resolve: (applied: boolean) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+export class GroupCommit {
+  private readonly waiting: Member[] = [];
+  private inFlight = 0;
+  private scheduled = false;
+  /** Figures for benchmarks: groups sent and statements in them. */
+  readonly figures = { groups: 0, statements: 0 };
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly groupsInFlight = groupsInFlightDefault,
+    private readonly statementsMax = statementsMaxDefault,
+  ) {}
+
+  /** Resolves true when the statement applied (its group committed), false
+   * when it was refused (it wrote nothing); rejects with the statement's
+   * error, or with `ConnectionLost`. */
+  submit(sql: string): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
+      this.waiting.push({ sql, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.inFlight >= this.groupsInFlight || this.waiting.length === 0) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.startGroups();
+    });
+  }
+
+  private startGroups(): void {
+    while (this.inFlight < this.groupsInFlight && this.waiting.length > 0) {
+      const members = this.waiting.splice(0, this.statementsMax);
+      this.inFlight += 1;
+      void this.send(members).finally(() => {
+        this.inFlight -= 1;
+        this.startGroups();
+      });
+    }
+  }
+
+  private async send(members: readonly Member[]): Promise<void> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (error) {
+      for (const member of members) member.reject(error);
+      return;
+    }
+    const backendPid = (client as unknown as { processID?: number }).processID;
+    this.figures.groups += 1;
+    this.figures.statements += members.length;
+    let results: pg.QueryResult[];
+    try {
+      const answer = await client.query(members.map((member) => member.sql).join(";\n"));
+      results = Array.isArray(answer) ? answer as pg.QueryResult[] : [answer];
+    } catch (error) {
+      if (isConnectionLoss(error)) {
+        client.release(error instanceof Error ? error : new Error(String(error)));
+        const lost = new ConnectionLost(error, backendPid);
+        for (const member of members) member.reject(lost);
+        return;
+      }
+      // The implicit transaction rolled back; the connection is idle again.
+      client.release();
+      if (members.length === 1) {
+        members[0]!.reject(error);
+        return;
+      }
+      for (const member of members) await this.send([member]);
+      return;
+    }
+    client.release();
+    members.forEach((member, index) => {
+      const applied = Number((results[index]?.rows[0] as { applied?: unknown } | undefined)?.applied ?? 0);
+      member.resolve(applied === 1);
+    });
+  }
+}

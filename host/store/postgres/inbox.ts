@@ -1,0 +1,281 @@
+// The approval inbox on PostgreSQL (issue 7,
+// docs/decisions/0011-approval-inbox.md): a decision on a pending approval,
+// filed by a process that does not own the agent, waits in `approval_inbox`
+// until the agent's owner claims it and applies it through its normal
+// resume path.
+//
+// A decision's life, one row:
+//
+//   filed ──claim (owner, epoch)──▶ claimed ──▶ applied | refused
+//                                    │  ▲
+//                                    └──┘ re-claimed by a later owner (higher epoch)
+//
+// Rules kept here:
+// * Filing reads the execution row first and refuses at once, writing
+//   nothing, when the execution is missing, belongs to another agent, is not
+//   suspended, or waits on another approval id; one unsettled decision per
+//   approval (a unique partial index), so a second filing is refused too.
+// * The insert and its `pg_notify` are one statement: the notification goes
+//   out when (and only if) the decision is committed.
+// * Claiming is one fenced statement (`UPDATE … WHERE state = 'filed' …
+//   FOR UPDATE SKIP LOCKED … RETURNING`): only the process holding the
+//   agent's live lease claims, and each decision is claimed once per lease
+//   epoch. A claim left behind by a dead owner (older epoch) is claimed
+//   again by the next owner, which first looks for the former owner's
+//   `approval_decided` step: the execution row's compare-and-set and the
+//   lease fencing make the decision itself land at most once.
+// * Settling (applied / refused) is fenced the same way: a former owner
+//   cannot overwrite what its successor decided.
+// * Reads and writes here never touch the execution rows; those change only
+//   through the store operations (`operations.ts`).
+
+import type pg from "pg";
+import { ApprovalMismatchError, InvalidInputError } from "../../errors.js";
+import type { TransferredError } from "../error-transfer.js";
+import type { ExecutionRow, Json } from "../records.js";
+import type { SqliteRow } from "../sqlite/driver.js";
+import { executionFromRow } from "../sqlite/rows.js";
+import type { Fence } from "./operations.js";
+
+type Queryable = Pick<pg.Pool, "query">;
+
+/** Decisions one claim takes at most. An agent admits one execution at a
+ * time, so it rarely has more than one; the bound keeps a flooded inbox
+ * from turning one claim into one huge transaction (the drain claims
+ * again until nothing is left). */
+export const claimBatchMax = 32;
+
+/** Decision ids one progress read names at most (one `= ANY($1)` lookup
+ * by primary key); the runtime bounds the decisions it waits on to this. */
+export const decisionReadMax = 1_000;
+
+/** PostgreSQL truncates identifiers at 63 bytes and `pg_notify` refuses
+ * longer channel names. */
+const channelLengthMax = 63;
+
+export type DecisionState = "filed" | "claimed" | "applied" | "refused";
+
+export interface DecisionFiling {
+  /** A fresh UUID per filing. */
+  readonly decisionId: string;
+  readonly executionId: string;
+  readonly agentId: string;
+  readonly approvalId: string;
+  readonly approved: boolean;
+  readonly reason: string | null;
+  /** The filing process's lease owner name. */
+  readonly filedBy: string;
+  readonly filedAt: number;
+}
+
+export interface FiledDecision {
+  readonly decisionId: string;
+  /** The suspended revision the decision was filed against. */
+  readonly executionRevision: number;
+}
+
+export interface ClaimedDecision extends DecisionFiling {
+  readonly executionRevision: number;
+  readonly claimedEpoch: number;
+  /** How many times it was claimed; more than 1: a former owner claimed it
+   * and died (or lost the agent) before settling it. */
+  readonly claims: number;
+}
+
+export interface DecisionProgress {
+  readonly decisionId: string;
+  readonly executionId: string;
+  readonly agentId: string;
+  readonly state: DecisionState;
+  readonly executionRevision: number;
+  /** Why the owner refused it (state `refused`). */
+  readonly error: TransferredError | undefined;
+  /** The execution row as it is now (undefined: purged). */
+  readonly execution: ExecutionRow | undefined;
+}
+
+export type DecisionSettlement = { readonly applied: true } | { readonly applied: false; readonly error: TransferredError };
+
+/** The LISTEN/NOTIFY channel of a store's inbox: one per schema. Two
+ * schemas whose names share their first 48 characters share a channel;
+ * that only costs a claim that finds nothing. */
+export function inboxChannelOf(schema: string): string {
+  return `phronomy_inbox_${schema}`.slice(0, channelLengthMax);
+}
+
+/** Migration 2: the inbox table. */
+export async function createApprovalInbox(client: pg.ClientBase): Promise<void> {
+  await client.query(`
+    CREATE TABLE approval_inbox (
+      decision_id        text PRIMARY KEY,
+      execution_id       text NOT NULL,
+      agent_id           text NOT NULL,
+      approval_id        text NOT NULL,
+      approved           boolean NOT NULL,
+      reason             text,
+      execution_revision bigint NOT NULL,
+      filed_by           text NOT NULL,
+      filed_at           bigint NOT NULL,
+      state              text NOT NULL CHECK (state IN ('filed', 'claimed', 'applied', 'refused')),
+      claimed_by         text,
+      claimed_epoch      bigint,
+      claims             integer NOT NULL DEFAULT 0,
+      error              text,
+      settled_at         bigint
+    );
+    CREATE INDEX approval_inbox_unsettled ON approval_inbox (agent_id, filed_at) WHERE state IN ('filed', 'claimed');
+    -- One unsettled decision per approval: a second filing is refused.
+    CREATE UNIQUE INDEX approval_inbox_one_per_approval ON approval_inbox (execution_id, approval_id) WHERE state IN ('filed', 'claimed');
+  `);
+}
+
+// -- filing ------------------------------------------------------------------------------
+
+/** Files a decision, or refuses it (nothing written) with
+ * `InvalidInputError` (no such execution) or `ApprovalMismatchError`
+ * (`details.mismatch`: agent, not_suspended, approval_id, already_filed). */
+export async function fileDecision(pool: Queryable, where: string, channel: string, filing: DecisionFiling): Promise<FiledDecision> {
+  const { executionId, agentId, approvalId } = filing;
+  const row = (await pool.query<{ agent_id: string; status: string; revision: number; approval_request: string }>(
+    "SELECT agent_id, status, revision, approval_request FROM executions WHERE execution_id = $1", [executionId],
+  )).rows[0];
+  const context = { executionId, agentId };
+  if (row === undefined) {
+    throw new InvalidInputError(`no execution ${executionId} in the store at ${where}; nothing was filed in the approval inbox`, context);
+  }
+  if (row.agent_id !== agentId) {
+    throw new ApprovalMismatchError(`execution ${executionId} belongs to agent "${row.agent_id}", not "${agentId}"; resume it through its own agent (nothing was filed)`, { ...context, details: { mismatch: "agent", storedAgentId: row.agent_id } });
+  }
+  if (row.status !== "suspended") {
+    throw new ApprovalMismatchError(`execution ${executionId} is not suspended for approval (its status is ${row.status}: already decided, or never suspended); nothing was filed`, { ...context, details: { mismatch: "not_suspended", status: row.status } });
+  }
+  const pending = pendingApprovalId(JSON.parse(row.approval_request) as Json);
+  if (pending !== approvalId) {
+    throw new ApprovalMismatchError(`approval ${approvalId} is not the pending approval of execution ${executionId} (that is ${pending ?? "none"}); nothing was filed`, { ...context, details: { mismatch: "approval_id", approvalId, storedApprovalId: pending ?? null } });
+  }
+  const inserted = await pool.query(`
+    WITH filed AS (
+      INSERT INTO approval_inbox (decision_id, execution_id, agent_id, approval_id, approved, reason, execution_revision, filed_by, filed_at, state)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'filed')
+      ON CONFLICT (execution_id, approval_id) WHERE state IN ('filed', 'claimed') DO NOTHING
+      RETURNING agent_id
+    )
+    SELECT pg_notify($10, agent_id) FROM filed
+  `, [filing.decisionId, executionId, agentId, approvalId, filing.approved, filing.reason, row.revision, filing.filedBy, filing.filedAt, channel]);
+  if (inserted.rowCount === 1) return { decisionId: filing.decisionId, executionRevision: Number(row.revision) };
+  const earlier = (await pool.query<{ decision_id: string; filed_by: string }>(
+    "SELECT decision_id, filed_by FROM approval_inbox WHERE execution_id = $1 AND approval_id = $2 AND state IN ('filed', 'claimed')", [executionId, approvalId],
+  )).rows[0];
+  throw new ApprovalMismatchError(
+    `approval ${approvalId} of execution ${executionId} already has a decision in the approval inbox (${earlier?.decision_id ?? "settled meanwhile"}, filed by ${earlier?.filed_by ?? "another process"}) that its owner has not applied yet; nothing else was filed — wait for that one`,
+    { ...context, details: { mismatch: "already_filed", approvalId, decisionId: earlier?.decision_id ?? null, filedBy: earlier?.filed_by ?? null } },
+  );
+}
+
+function pendingApprovalId(request: Json): string | undefined {
+  if (typeof request !== "object" || request === null || Array.isArray(request)) return undefined;
+  const id = (request as { readonly [key: string]: Json })["approvalId"];
+  return typeof id === "string" ? id : undefined;
+}
+
+// -- the owner's side ----------------------------------------------------------------------
+
+interface InboxRow {
+  decision_id: string;
+  execution_id: string;
+  agent_id: string;
+  approval_id: string;
+  approved: boolean;
+  reason: string | null;
+  execution_revision: number;
+  filed_by: string;
+  filed_at: number;
+  claimed_epoch: number;
+  claims: number;
+}
+
+/** Claims the agent's filed decisions (and those a former owner claimed at
+ * an older epoch), oldest first, at most `claimBatchMax` — only while
+ * `fence` is the agent's live lease (same statement). */
+export async function claimDecisions(pool: Queryable, agentId: string, fence: Fence): Promise<ClaimedDecision[]> {
+  const claimed = await pool.query<InboxRow>(`
+    UPDATE approval_inbox AS inbox
+    SET state = 'claimed', claimed_by = $2, claimed_epoch = $3, claims = inbox.claims + 1
+    WHERE inbox.decision_id IN (
+        SELECT decision_id FROM approval_inbox
+        WHERE agent_id = $1 AND (state = 'filed' OR (state = 'claimed' AND claimed_epoch < $3))
+        ORDER BY filed_at, decision_id LIMIT $4
+        FOR UPDATE SKIP LOCKED)
+      AND (inbox.state = 'filed' OR (inbox.state = 'claimed' AND inbox.claimed_epoch < $3))
+      AND EXISTS (SELECT 1 FROM leases WHERE agent_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > clock_timestamp())
+    RETURNING inbox.*
+  `, [agentId, fence.owner, fence.epoch, claimBatchMax]);
+  return claimed.rows
+    .map((row) => ({
+      decisionId: row.decision_id, executionId: row.execution_id, agentId: row.agent_id, approvalId: row.approval_id,
+      approved: row.approved, reason: row.reason, filedBy: row.filed_by, filedAt: Number(row.filed_at),
+      executionRevision: Number(row.execution_revision), claimedEpoch: Number(row.claimed_epoch), claims: Number(row.claims),
+    }))
+    .sort((a, b) => a.filedAt - b.filedAt || (a.decisionId < b.decisionId ? -1 : 1));
+}
+
+/** Marks a claimed decision applied or refused; false when this claim is
+ * no longer this process's (a successor claimed it, or the lease lapsed). */
+export async function settleDecision(pool: Queryable, claim: ClaimedDecision, fence: Fence, settlement: DecisionSettlement, at: number): Promise<boolean> {
+  const settled = await pool.query(`
+    UPDATE approval_inbox SET state = $2, error = $3, settled_at = $4
+    WHERE decision_id = $1 AND state = 'claimed' AND claimed_by = $5 AND claimed_epoch = $6
+      AND EXISTS (SELECT 1 FROM leases WHERE leases.agent_id = approval_inbox.agent_id AND owner = $5 AND epoch = $6 AND expires_at > clock_timestamp())
+  `, [
+    claim.decisionId, settlement.applied ? "applied" : "refused", settlement.applied ? null : JSON.stringify(settlement.error),
+    at, fence.owner, claim.claimedEpoch,
+  ]);
+  return settled.rowCount === 1;
+}
+
+/** The held agents (with the epoch held) that have a decision to claim:
+ * the poll on the lease tick, for notifications lost while the listener
+ * was reconnecting. */
+export async function agentsWithDecisions(pool: Queryable, held: readonly { readonly agentId: string; readonly epoch: number }[]): Promise<string[]> {
+  if (held.length === 0) return [];
+  const found = await pool.query<{ agent_id: string }>(`
+    SELECT DISTINCT inbox.agent_id FROM approval_inbox AS inbox
+    JOIN unnest($1::text[], $2::bigint[]) AS held(agent_id, epoch) ON held.agent_id = inbox.agent_id
+    WHERE inbox.state = 'filed' OR (inbox.state = 'claimed' AND inbox.claimed_epoch < held.epoch)
+  `, [held.map((lease) => lease.agentId), held.map((lease) => lease.epoch)]);
+  return found.rows.map((row) => row.agent_id);
+}
+
+/** The decision an `approval_decided` step recorded for this approval,
+ * if one did: how a successor tells whether a former owner's claim landed. */
+export async function approvalDecided(pool: Queryable, executionId: string, approvalId: string): Promise<{ readonly approved: boolean } | undefined> {
+  const found = await pool.query<{ payload: string }>("SELECT payload FROM steps WHERE execution_id = $1 AND kind = 'approval_decided' ORDER BY seq", [executionId]);
+  for (const { payload } of found.rows) {
+    const decided = JSON.parse(payload) as { approvalId?: unknown; approved?: unknown };
+    if (decided.approvalId === approvalId && typeof decided.approved === "boolean") return { approved: decided.approved };
+  }
+  return undefined;
+}
+
+// -- the filer's side ------------------------------------------------------------------------
+
+/** Where each decision is, with its execution as it is now (one statement). */
+export async function readDecisions(pool: Queryable, where: string, decisionIds: readonly string[]): Promise<DecisionProgress[]> {
+  if (decisionIds.length === 0) return [];
+  if (decisionIds.length > decisionReadMax) throw new InvalidInputError(`at most ${decisionReadMax} inbox decisions are read at once, got ${decisionIds.length}`);
+  const found = await pool.query<SqliteRow>(`
+    SELECT executions.*, inbox.decision_id, inbox.execution_id AS decision_execution_id, inbox.agent_id AS decision_agent_id,
+           inbox.state AS decision_state, inbox.error AS decision_error, inbox.execution_revision AS decision_revision
+    FROM approval_inbox AS inbox LEFT JOIN executions ON executions.execution_id = inbox.execution_id
+    WHERE inbox.decision_id = ANY($1::text[])
+  `, [decisionIds]);
+  return found.rows.map((row) => ({
+    decisionId: String(row["decision_id"]),
+    executionId: String(row["decision_execution_id"]),
+    agentId: String(row["decision_agent_id"]),
+    state: String(row["decision_state"]) as DecisionState,
+    executionRevision: Number(row["decision_revision"]),
+    error: row["decision_error"] === null ? undefined : JSON.parse(String(row["decision_error"])) as TransferredError,
+    execution: row["execution_id"] === null ? undefined : executionFromRow(row, where),
+  }));
+}

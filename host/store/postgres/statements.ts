@@ -1,0 +1,215 @@
+// The hot store operations — prepare, provider barrier, tool barrier,
+// terminal commit (SPEC §4.1) — each as ONE call of a server-side function
+// (`functions.ts`), so the group commit (`group-commit.ts`) can send many
+// of them in one round trip and one transaction. Semantics and errors are
+// the SQLite store's (`../sqlite/operations.ts`); the rarer operations
+// (approval commit, the agent lifecycle) keep their multi-statement
+// transactions in `operations.ts`.
+//
+// Rules kept here:
+// * A call never fails for a refusal: it writes nothing and returns 0.
+//   Why it was refused is read afterwards (`explain…`), because refusals are
+//   rare and their messages name what the store holds.
+// * The new metadata is computed here from the row as it was at
+//   `expectedRevision` (`KnownRow`, remembered from this process's own
+//   last write or read just before); the compare-and-set guarantees the
+//   row still is that revision, and a revision is written once, so the
+//   metadata computed from it is the metadata of the row it replaces.
+// * With fencing, the call carries the lease (owner, epoch), checked in the
+//   same statement as the write (docs/decisions/0010).
+// * The last step a call appends carries the operation's `writeId`
+//   (outcome resolution after a lost connection, `outcome.ts`).
+
+import type pg from "pg";
+import { AgentClosedError, ExecutionRehydrationRequiredError, InvalidInputError, type PhronomyError } from "../../errors.js";
+import type {
+  ExecutionMetadata, ExecutionStatusName, JournalRecord, PrepareExecutionOperation, PrepareExecutionResult,
+  ProviderBarrierOperation, StepRecord, TerminalCommitOperation, ToolBarrierOperation,
+} from "../records.js";
+import { jsonOf } from "../sqlite/compare-and-set.js";
+import { terminalMetadata } from "../sqlite/operations.js";
+import { jsonText, zeroUsage } from "../sqlite/rows.js";
+import { bigintArray, integer, text, textArray } from "./literals.js";
+import type { Fence } from "./operations.js";
+
+export type CompareAndSetOperation = ProviderBarrierOperation | ToolBarrierOperation | TerminalCommitOperation;
+export type GroupedOperation = PrepareExecutionOperation | CompareAndSetOperation;
+
+export function isGrouped(operation: { readonly type: string }): operation is GroupedOperation {
+  return operation.type === "prepareExecution" || operation.type === "providerBarrier" || operation.type === "toolBarrier" || operation.type === "terminalCommit";
+}
+
+/** What the store holds for an execution at one revision. */
+export interface KnownRow {
+  readonly agentId: string;
+  readonly revision: number;
+  readonly status: ExecutionStatusName;
+  readonly metadata: ExecutionMetadata;
+}
+
+/** One operation as one statement: its SQL, its result when it applies,
+ * and what the row is afterwards (undefined: not worth remembering). */
+export interface Statement {
+  readonly sql: string;
+  readonly value: unknown;
+  readonly after: KnownRow | undefined;
+}
+
+/** The statuses each compare-and-set operation may replace. */
+export function statusesOf(operation: CompareAndSetOperation): readonly ExecutionStatusName[] {
+  return operation.type === "terminalCommit" ? ["preparing", "active", "suspended"] : ["active"];
+}
+
+// -- prepare ------------------------------------------------------------------------
+
+export function prepareStatement(operation: PrepareExecutionOperation, fence: Fence | undefined, writeId: string): Statement {
+  const blocked = operation.blockedBy !== undefined;
+  const metadata: ExecutionMetadata = { config: operation.config };
+  const steps: StepRecord[] = [{ kind: "input", at: operation.at, payload: operation.input }];
+  if (blocked) steps.push({ kind: "terminal", at: operation.at, payload: { outcome: "failed", revision: 1 } });
+  // A blocked input never enters the conversation memory: no journal.
+  const journal = blocked ? [] : operation.journal;
+  const sql = `SELECT prepare_execution(${[
+    text(operation.executionId), text(operation.agentId), text(blocked ? "terminal" : "active"), text(blocked ? "terminal" : "calling_llm"),
+    text(operation.mode), text(jsonText(operation.input)), text(jsonText(metadata)), blocked ? "'failed'" : "NULL",
+    text(jsonText(operation.blockedBy ?? null)), text(jsonText(zeroUsage)), integer(operation.at, "prepareExecution.at"),
+    ...fenceArguments(fence), ...stepArguments(steps), text(writeId), ...journalArguments(journal),
+  ].join(", ")}) AS applied`;
+  const value: PrepareExecutionResult = blocked
+    ? { outcome: "terminal", revision: 1, error: operation.blockedBy! }
+    : { outcome: "active", revision: 1 };
+  return { sql, value, after: blocked ? undefined : { agentId: operation.agentId, revision: 1, status: "active", metadata } };
+}
+
+/** Why a prepare wrote nothing, read now: the refusal to return (a
+ * `not_established` result), or the fencing error to throw. */
+export async function explainPrepareRefusal(client: pg.Pool | pg.ClientBase, operation: PrepareExecutionOperation, fence: Fence | undefined): Promise<PrepareExecutionResult | PhronomyError> {
+  const { rows } = await client.query<{ lifecycle: string | null; existed: boolean; leased: boolean }>(`
+    SELECT (SELECT lifecycle FROM agents WHERE agent_id = $1) AS lifecycle,
+           EXISTS (SELECT 1 FROM executions WHERE execution_id = $2) AS existed,
+           ($3::text IS NULL OR EXISTS (SELECT 1 FROM leases WHERE agent_id = $1 AND owner = $3 AND epoch = $4 AND expires_at > clock_timestamp())) AS leased
+  `, [operation.agentId, operation.executionId, fence?.owner ?? null, fence?.epoch ?? 0]);
+  const row = rows[0]!;
+  const context = { agentId: operation.agentId, executionId: operation.executionId };
+  if (row.lifecycle === null) {
+    return notEstablished(new InvalidInputError(`agent "${operation.agentId}" has no root in the store; ensure the agent before starting execution ${operation.executionId}`, context));
+  }
+  if (row.lifecycle === "closed") return notEstablished(new AgentClosedError(operation.agentId));
+  if (row.existed) {
+    return notEstablished(new InvalidInputError(`execution id ${operation.executionId} is already in the store; every start needs a new execution id`, context));
+  }
+  if (fence !== undefined && !row.leased) return leaseLost(operation.type, operation.executionId, operation.agentId, fence);
+  // Nothing explains it now: a concurrent change came and went. Refused, nothing written.
+  return notEstablished(new InvalidInputError(`execution ${operation.executionId} of agent "${operation.agentId}" was not admitted (the agent's root changed concurrently); nothing was written, start it again`, context));
+}
+
+function notEstablished(error: InvalidInputError | AgentClosedError): PrepareExecutionResult {
+  return { outcome: "not_established", error: error.toRecord() };
+}
+
+// -- compare-and-set operations --------------------------------------------------------
+
+/** The barrier or terminal commit replacing `known` (the row at
+ * `operation.expectedRevision`). */
+export function compareAndSetStatement(operation: CompareAndSetOperation, known: KnownRow, fence: Fence | undefined, writeId: string): Statement {
+  const revision = operation.expectedRevision + 1;
+  const head = [text(operation.executionId), integer(operation.expectedRevision, `${operation.type}.expectedRevision`)];
+  const at = integer(operation.at, `${operation.type}.at`);
+  if (operation.type === "providerBarrier" || operation.type === "toolBarrier") {
+    let metadata: ExecutionMetadata;
+    let barrierStep: StepRecord;
+    if (operation.type === "providerBarrier") {
+      const { toolBatch: _finished, ...kept } = known.metadata;
+      metadata = { ...kept, pendingModelCall: { callId: operation.callId, startedAt: operation.at }, turns: operation.turns };
+      barrierStep = { kind: "provider_barrier", at: operation.at, payload: { callId: operation.callId, revision } };
+    } else {
+      const { pendingModelCall: _answered, ...kept } = known.metadata;
+      metadata = { ...kept, toolBatch: operation.toolBatch, turns: operation.turns };
+      barrierStep = { kind: "tool_barrier", at: operation.at, payload: { calls: jsonOf(operation.toolBatch), revision } };
+    }
+    const phase = operation.type === "providerBarrier" ? "calling_llm" : "dispatching_tools";
+    const sql = `SELECT barrier(${[
+      ...head, text(phase), text(jsonText(metadata)), text(jsonText(operation.usage)), at, ...fenceArguments(fence),
+      ...stepArguments([...operation.steps, barrierStep]), text(writeId),
+    ].join(", ")}) AS applied`;
+    return { sql, value: { revision }, after: { agentId: known.agentId, revision, status: "active", metadata } };
+  }
+  const suspended = operation.outcome === "suspended";
+  const finalStep: StepRecord = suspended
+    ? { kind: "approval_requested", at: operation.at, payload: { revision, approvalRequest: operation.approvalRequest } }
+    : { kind: "terminal", at: operation.at, payload: { outcome: operation.outcome, revision } };
+  const sql = `SELECT terminal_commit(${[
+    ...head, text(suspended ? "suspended" : "terminal"), text(operation.outcome), text(jsonText(operation.output)),
+    text(jsonText(operation.error)), text(jsonText(operation.usage)), text(jsonText(operation.approvalRequest)),
+    text(jsonText(terminalMetadata(known.metadata, operation))), at, ...fenceArguments(fence),
+    ...stepArguments([...operation.steps, finalStep]), text(writeId), ...journalArguments(operation.journal),
+  ].join(", ")}) AS applied`;
+  // Suspended or finished: a later write (a resume) reads the row again.
+  return { sql, value: { revision }, after: undefined };
+}
+
+/** Reads the row a compare-and-set operation is about to replace, refusing
+ * (nothing written) when it is missing or moved on. */
+export async function readKnownRow(client: pg.Pool | pg.ClientBase, operation: CompareAndSetOperation): Promise<KnownRow> {
+  const row = (await client.query<{ agent_id: string; revision: number; status: ExecutionStatusName; metadata: string }>(
+    "SELECT agent_id, revision, status, metadata FROM executions WHERE execution_id = $1", [operation.executionId],
+  )).rows[0];
+  const refusal = movedOn(operation, row);
+  if (refusal !== undefined) throw refusal;
+  return { agentId: row!.agent_id, revision: row!.revision, status: row!.status, metadata: JSON.parse(row!.metadata) as ExecutionMetadata };
+}
+
+/** Why a compare-and-set statement wrote nothing, read now. */
+export async function explainCompareAndSetRefusal(client: pg.Pool | pg.ClientBase, operation: CompareAndSetOperation, known: KnownRow, fence: Fence | undefined): Promise<PhronomyError> {
+  const row = (await client.query<{ agent_id: string; revision: number; status: ExecutionStatusName }>(
+    "SELECT agent_id, revision, status FROM executions WHERE execution_id = $1", [operation.executionId],
+  )).rows[0];
+  const refusal = movedOn(operation, row);
+  if (refusal !== undefined) return refusal;
+  if (fence !== undefined) return leaseLost(operation.type, operation.executionId, known.agentId, fence);
+  return new ExecutionRehydrationRequiredError(`execution ${operation.executionId} moved on: ${operation.type} expected revision ${operation.expectedRevision} and updated no row`, { executionId: operation.executionId });
+}
+
+function movedOn(operation: CompareAndSetOperation, row: { agent_id: string; revision: number; status: ExecutionStatusName } | undefined): PhronomyError | undefined {
+  const details = { expectedRevision: operation.expectedRevision, operation: operation.type };
+  if (row === undefined) {
+    return new ExecutionRehydrationRequiredError(`execution ${operation.executionId} is not in the store (${operation.type} expected revision ${operation.expectedRevision})`, { executionId: operation.executionId, details });
+  }
+  const statuses = statusesOf(operation);
+  if (row.revision !== operation.expectedRevision || !statuses.includes(row.status)) {
+    return new ExecutionRehydrationRequiredError(
+      `execution ${operation.executionId} moved on: ${operation.type} expected revision ${operation.expectedRevision} with status ${statuses.join(" or ")}, the store holds revision ${String(row.revision)} with status ${row.status}`,
+      { executionId: operation.executionId, agentId: row.agent_id, details },
+    );
+  }
+  return undefined;
+}
+
+/** A write refused by the fencing check: another process took the agent
+ * over (or this one let its lease lapse); the execution is its now. */
+export function leaseLost(type: string, executionId: string, agentId: string, fence: Fence): ExecutionRehydrationRequiredError {
+  return new ExecutionRehydrationRequiredError(
+    `${type} of execution ${executionId} was refused by the fencing check: this process (${fence.owner}) no longer holds agent "${agentId}" at lease epoch ${fence.epoch}; another process took it over`,
+    { executionId, agentId, details: { reason: "lease_lost", owner: fence.owner, epoch: fence.epoch } },
+  );
+}
+
+// -- arguments ------------------------------------------------------------------------
+
+function fenceArguments(fence: Fence | undefined): string[] {
+  return fence === undefined ? ["NULL", "NULL"] : [text(fence.owner), integer(fence.epoch, "lease epoch")];
+}
+
+function stepArguments(steps: readonly StepRecord[]): string[] {
+  return [
+    textArray(steps.map((step) => step.kind)), bigintArray(steps.map((step) => step.at), "step.at"),
+    textArray(steps.map((step) => jsonText(step.payload))),
+  ];
+}
+
+function journalArguments(records: readonly JournalRecord[]): string[] {
+  return [
+    textArray(records.map((record) => record.executionId)), textArray(records.map((record) => record.role)),
+    textArray(records.map((record) => jsonText(record.content))), bigintArray(records.map((record) => record.at), "journal.at"),
+  ];
+}
