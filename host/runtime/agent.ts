@@ -41,7 +41,9 @@ export class Agent {
     }
     const timeoutMs = options.timeoutMs;
     const deadline = timeoutMs !== undefined ? settings.now() + timeoutMs : undefined;
-    this.ready.then((agent) => {
+    const gate = this.environment.admissionGate(this.id);
+    const ready = gate === undefined ? this.ready : gate.then(() => this.ready, () => this.ready);
+    ready.then((agent) => {
       const request: StartRequest = { type: "start", agent, waiter, input, options, deadline };
       const { coordinator, loop } = this.environment;
       loop.post(() => {

@@ -111,6 +111,8 @@ export class Environment {
   private drainWaiters: (() => void)[] = [];
 
   private readonly recoveries = new Map<string, Promise<RecoveredExecution[]>>();
+  /** Recoveries after a takeover still running: starts wait for them. */
+  private readonly takeoverRecoveries = new Map<string, Promise<RecoveredExecution[]>>();
   /** With an approval inbox (PostgreSQL, docs/decisions/0011-approval-inbox.md):
    * applies decisions filed elsewhere for the agents held here, and files
    * decisions on agents held elsewhere. */
@@ -328,12 +330,29 @@ export class Environment {
     if (!this.recoverOnDefine) return;
     const takenAt = performance.now();
     this.coordinator.settings.logger.debug?.(`[phronomy] took agent "${agentId}" over at lease epoch ${epoch}; recovering its unfinished executions`);
+    // Called in the same turn as the store noted the lease: no admission
+    // can slip in before the recovered executions hold theirs. Starts made
+    // through agent.start wait for the recovery (`admissionGate`).
+    const leasing = leasingStoreOf(this.store);
+    leasing?.holdAdmissions(agentId, `it was taken over at lease epoch ${epoch} and its unfinished executions are being recovered`);
     const recovered = agent.ready.then((entry) => this.recoverAgentEntry(entry, takenAt)).then((report) => {
       this.inboxApplier?.agentReady(agentId);
       return report;
+    }).finally(() => {
+      if (this.takeoverRecoveries.get(agentId) === recovered) {
+        this.takeoverRecoveries.delete(agentId);
+        leasing?.holdAdmissions(agentId, undefined);
+      }
     });
     recovered.catch((error: unknown) => this.coordinator.settings.logger.warn(`[phronomy] the recovery of agent "${agentId}" after its takeover failed: ${error instanceof Error ? error.message : String(error)}`));
     this.recoveries.set(agentId, recovered);
+    this.takeoverRecoveries.set(agentId, recovered);
+  }
+
+  /** @internal What a start of the agent waits for before it is posted:
+   * the recovery of a takeover in progress, if any. */
+  admissionGate(agentId: string): Promise<unknown> | undefined {
+    return this.takeoverRecoveries.get(agentId);
   }
 
   /** The approval inbox of a store that has one (PostgreSQL): decisions

@@ -19,6 +19,8 @@ export interface LeasingStore {
   acquireLease(agentId: string): Promise<LeaseAcquisitionView>;
   leaseOf(agentId: string): { readonly owner: string; readonly epoch: number } | undefined;
   onLeaseAcquired: ((agentId: string, grant: { readonly owner: string; readonly epoch: number }) => void) | undefined;
+  /** Refuses (with `why`) or allows again (undefined) the agent's admissions. */
+  holdAdmissions(agentId: string, why: string | undefined): void;
 }
 
 export function leasingStoreOf(store: ExecutionStore): LeasingStore | undefined {

@@ -79,6 +79,9 @@ interface LeaseState {
   /** Why it is not held (another owner, a failed renewal). */
   why: string;
   details: Record<string, unknown>;
+  /** Set while the runtime recovers the agent after taking it over: its
+   * admissions are refused until the recovered executions hold theirs. */
+  hold: string | undefined;
 }
 
 /** Rows remembered at most (one per active execution this process writes):
@@ -363,7 +366,7 @@ export class PostgresStore implements ExecutionStore {
     this.assertOpen("acquire a lease");
     let state = this.leaseStates.get(agentId);
     if (state === undefined) {
-      state = { grant: undefined, held: false, acquiring: false, admitUntil: 0, why: "its lease is not acquired yet", details: {} };
+      state = { grant: undefined, held: false, acquiring: false, admitUntil: 0, why: "its lease is not acquired yet", details: {}, hold: undefined };
       this.leaseStates.set(agentId, state);
     }
     this.scheduleLeases();
@@ -381,6 +384,14 @@ export class PostgresStore implements ExecutionStore {
     }
     this.noteAcquisition(state, acquisition, sentAt);
     return acquisition;
+  }
+
+  /** Refuses (`why`) or allows again (undefined) the admissions of an agent
+   * held here: the runtime holds them while it recovers an agent it took
+   * over, so no new execution takes the agent's admission first. */
+  holdAdmissions(agentId: string, why: string | undefined): void {
+    const state = this.leaseStates.get(agentId);
+    if (state !== undefined) state.hold = why;
   }
 
   /** The lease this process holds on an agent now, if any. */
@@ -407,6 +418,7 @@ export class PostgresStore implements ExecutionStore {
   private admissionRefusal(agentId: string): PhronomyError | undefined {
     const state = this.leaseStates.get(agentId);
     if (state === undefined) return undefined;
+    if (state.held && state.hold !== undefined) return leases.agentRecovering(agentId, state.hold, { epoch: state.grant?.epoch });
     if (state.held && performance.now() < state.admitUntil) return undefined;
     const why = state.held ? `its lease could not be renewed in time (${state.why})` : state.why;
     return leases.agentOwnedElsewhere(agentId, why, { ...state.details, thisProcess: this.leaseOwner });

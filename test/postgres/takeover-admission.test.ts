@@ -1,0 +1,85 @@
+// A takeover's recovery comes before new starts (docs/decisions/0010): when
+// a process takes an agent over, the executions it recovers take the
+// agent's admission before any start asked for meanwhile — which waits (a
+// start through agent.start) or is refused with AGENT_BUSY reason
+// "recovering" (one already on its way to the store) — so no recovered
+// execution is left unfinished behind a new one.
+
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { Phronomy, type Environment } from "../../host/index.js";
+import type { PhronomyError } from "../../host/errors.js";
+import { PostgresStore } from "../../host/store/postgres-store.js";
+import { agentRunModel, lookupTool, recordingLogger, type RecordedCall } from "../runtime/helpers.js";
+import { atEnd, freshSchema, postgresUrl, withClient } from "./database.js";
+import { coordinatorForTest, is } from "./fixtures/processes.js";
+
+const leaseMs = 300;
+
+async function openOn(url: string): Promise<Environment> {
+  const environment = await Phronomy.open({ store: url, logger: recordingLogger() });
+  atEnd(() => environment.close());
+  return environment;
+}
+
+describe("takeover on PostgreSQL", () => {
+  it("starts asked for while the new owner recovers the agent wait for the recovery: the recovered execution completes first", async () => {
+    const schema = freshSchema();
+    const url = `${postgresUrl}?schema=${schema}&lease_ms=${leaseMs}`;
+    const directory = await mkdtemp(join(tmpdir(), "phronomy-takeover-"));
+    atEnd(() => rm(directory, { recursive: true, force: true }));
+    await (await PostgresStore.open(url)).close();
+    await withClient((client) => client.query(`CREATE TABLE ${schema}.effects (key text PRIMARY KEY, first_pid integer NOT NULL, attempts integer NOT NULL)`));
+    // The former owner: its tool waits for a file that never appears; it is killed there.
+    const former = coordinatorForTest("former", { url, databaseUrl: postgresUrl, schema, agents: ["support"], gate: join(directory, "never") });
+    await former.waitFor(is("ready"));
+    former.send({ start: "support", input: "Where is order 42?", tag: "stranded" });
+    const strandedId = (await former.waitFor(is("admitted"))).executionId;
+    await former.waitFor(is("tool"));
+
+    const calls: RecordedCall[] = [];
+    const successor = await openOn(url);
+    const agent = successor.agent({ id: "support", model: agentRunModel(), tools: { lookup: lookupTool({ calls }) } });
+    await successor.recovery("support");
+    former.kill("SIGKILL");
+    await former.exited;
+
+    // Starts keep coming, one every millisecond, while the successor takes the agent over.
+    const refusals: string[] = [];
+    const admitted = await new Promise<{ executionId: string; result: Promise<unknown> } | undefined>((resolve) => {
+      const deadline = Date.now() + 15_000;
+      const timer = setInterval(() => {
+        if (Date.now() > deadline) {
+          clearInterval(timer);
+          resolve(undefined);
+          return;
+        }
+        const run = agent.start("And order 43?");
+        run.result.catch((error: PhronomyError) => refusals.push(String(error.details?.["reason"] ?? error.code)));
+        void run.executionId.then((executionId) => {
+          clearInterval(timer);
+          resolve({ executionId, result: run.result });
+        }, () => undefined);
+      }, 1);
+    });
+    expect(admitted, `no start was admitted; refusals: ${[...new Set(refusals)].join(", ")}`).toBeDefined();
+    await admitted!.result;
+
+    // Refused only as owned elsewhere (before the takeover), recovering (during
+    // it), or busy (the recovered execution holds the agent's admission).
+    expect([...new Set(refusals)].filter((reason) => !["lease_not_held", "recovering", "AGENT_BUSY"].includes(reason))).toEqual([]);
+    const rows = (await withClient((client) => client.query<{ execution_id: string; status: string; outcome: string; updated_at: string }>(
+      `SELECT execution_id, status, outcome, updated_at FROM ${schema}.executions ORDER BY created_at`,
+    ))).rows;
+    expect(rows.filter((row) => row.status !== "terminal")).toEqual([]);
+    const recovered = rows.find((row) => row.execution_id === strandedId)!;
+    expect(recovered.outcome).toBe("completed");
+    expect(rows.find((row) => row.execution_id === admitted!.executionId)?.outcome).toBe("completed");
+    // One admission at a time: the recovered execution ended before the new one was admitted.
+    const admittedAt = (await successor.store.listSteps(admitted!.executionId))[0]!.at;
+    expect(Number(recovered.updated_at)).toBeLessThanOrEqual(admittedAt);
+    expect(calls.some((call) => call.idempotencyKey.startsWith(`${strandedId}:`))).toBe(true);
+  }, 40_000);
+});
