@@ -14,16 +14,8 @@
 import { InvalidInputError } from "../../errors.js";
 
 export function text(value: string): string {
-  let escaped = "";
-  let backslash = false;
-  for (const character of value) {
-    if (character === "'") escaped += "''";
-    else if (character === "\\") {
-      escaped += "\\\\";
-      backslash = true;
-    } else escaped += character;
-  }
-  return backslash ? ` E'${escaped}'` : `'${escaped}'`;
+  const quoted = value.includes("'") ? value.replace(/'/g, "''") : value;
+  return value.includes("\\") ? ` E'${quoted.replace(/\\/g, "\\\\")}'` : `'${quoted}'`;
 }
 
 export function integer(value: number, what: string): string {
