@@ -34,11 +34,12 @@ export const enum MessageKind {
   AttachWaiter = 20,
   SubmissionRefused = 21,
   SetDraining = 22,
+  DischargeRecovery = 23,
 }
 
 /** One past the largest message kind; kinds are `1 <= kind < MessageKindEnd`. */
 export const enum MessageKindLimit {
-  End = 23,
+  End = 24,
 }
 
 /** What an apply returns: `Ok`, or the fact that made the core refuse or

@@ -23,7 +23,7 @@ import {
   applyToolDispatchReady,
 } from "./decisions/dispatch";
 import {
-  applyContinueRecovered, applyInitialPreparationRecoveryReady, applyRecoverPreparation,
+  applyContinueRecovered, applyDischargeRecovery, applyInitialPreparationRecoveryReady, applyRecoverPreparation,
   applyRecoveryInstall,
 } from "./decisions/recovery";
 import { applyAttachWaiter, applySubmissionRefused } from "./decisions/requests";
@@ -76,6 +76,7 @@ export function apply(kind: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32,
     case MessageKind.AttachWaiter: return applyAttachWaiter(a, b, c);
     case MessageKind.SubmissionRefused: return applySubmissionRefused(a, b, c, d, e);
     case MessageKind.SetDraining: return applySetDraining(a);
+    case MessageKind.DischargeRecovery: return applyDischargeRecovery(a, b);
     default: return ResultCode.MessageKindUnknown;
   }
 }

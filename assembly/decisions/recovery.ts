@@ -4,17 +4,19 @@
 // phase (SPEC §6.2; seeds: recover_preparation_on_event_loop,
 // apply_initial_preparation_recovery_on_event_loop,
 // continue_recovered_on_event_loop, validate_recovered_continuation!).
+// Also discharging an execution that waits for recovery, so the host can
+// install it again from its durable row.
 
 import {
   AdmissionState, Continuation, ContinuationLimit, EffectKind, ExecutionFlag, ExecutionFlagMask,
   ExecutionStatus, OutcomeType, Phase, PhaseLimit, PreparationOutcome, ResultCode,
 } from "../abi";
-import { bindAdmission, checkAgent, agentAdmission, setAgentAdmission } from "../agent-table";
+import { agentAdmission, agentExecutionPlusOne, bindAdmission, checkAgent, setAgentAdmission } from "../agent-table";
 import { emit } from "../effects";
 import {
   allocateExecution, checkExecution, executionAgent, executionGeneration, executionInFlight, executionPhase,
-  executionRevision, executionSession, executionStatus, hasExecutionFlag, reserveForAdmission,
-  setExecutionPhase, setExecutionRevision, setExecutionSession, setExecutionStatus,
+  executionRevision, executionSession, executionStatus, executionWaiters, hasExecutionFlag, reserveForAdmission,
+  setExecutionPhase, setExecutionRevision, setExecutionSession, setExecutionStatus, setExecutionWaiters,
 } from "../execution-table";
 import { continuationResumePhase } from "../fsm";
 import { enterPhase } from "./dispatch";
@@ -159,5 +161,28 @@ function validateContinuation(exec: u32, continuation: u32, hasFailure: u32): i3
     return ResultCode.ContinuationInvalid;
   }
   if (continuation == Continuation.FailedTerminal && !hasFailure) return ResultCode.FailureRequired;
+  return ResultCode.Ok;
+}
+
+/** Releases an execution whose admission is `recovery_required` once the
+ * operations of its abandoned session settled, so the host can install it
+ * again from its durable row (`RecoveryInstall`). Administrative: a refusal
+ * returns its code and emits nothing. Allowed while draining: it admits
+ * nothing. */
+export function applyDischargeRecovery(exec: u32, generation: u32): i32 {
+  const check = checkExecution(exec, generation);
+  if (check != ResultCode.Ok) return check;
+  const agent = executionAgent(exec);
+  if (agentAdmission(agent) != AdmissionState.RecoveryRequired || agentExecutionPlusOne(agent) != exec + 1) {
+    return ResultCode.AdmissionStateMustMatch;
+  }
+  if (executionInFlight(exec) != 0) return ResultCode.NotQuiescent;
+  // *Require recovery* failed every waiter; observers attached since then
+  // would otherwise wait on a slot that no longer exists.
+  if (executionWaiters(exec) != 0) {
+    emit(EffectKind.FailWaiters, exec, ResultCode.RehydrationRequired);
+    setExecutionWaiters(exec, 0);
+  }
+  releaseExecution(exec);
   return ResultCode.Ok;
 }

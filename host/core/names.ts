@@ -27,6 +27,7 @@ const messageKindNames = {
   [MessageKind.AttachWaiter]: "AttachWaiter",
   [MessageKind.SubmissionRefused]: "SubmissionRefused",
   [MessageKind.SetDraining]: "SetDraining",
+  [MessageKind.DischargeRecovery]: "DischargeRecovery",
 } satisfies Record<MessageKind, string>;
 
 export function messageKindName(value: number): string {

@@ -9,6 +9,7 @@
 
 import { MessageKind as M, ResultCode } from "../../assembly/abi.js";
 import { ControlCore } from "../core/control-core.js";
+import { resultCodeName } from "../core/names.js";
 import type { CoreLimits } from "../core/machine.js";
 import { resolveTools } from "../agent/tools.js";
 import { InvalidInputError, PhronomyError, RuntimeShutdownError } from "../errors.js";
@@ -27,7 +28,7 @@ import type { AgentEntry } from "./requests.js";
 import { Tracer } from "./tracing.js";
 import { Waiter, type Run } from "./run.js";
 import { settleFromRow } from "./durable-outcome.js";
-import { recoverAgent, type RecoveredExecution } from "./recovery.js";
+import { continuationNameOf, continuationOf, recoverAgent, type RecoveredExecution } from "./recovery.js";
 import { leasingStoreOf, type LeasingStore } from "./leases.js";
 import { InboxApplier, inboxStoreOf, type ClaimedDecision } from "./approval-inbox.js";
 import { RemoteResumes } from "./remote-resume.js";
@@ -298,12 +299,34 @@ export class Environment {
    * agent then) are read again. */
   private async recoverAgentEntry(entry: AgentEntry, readAfter?: number): Promise<RecoveredExecution[]> {
     if (readAfter !== undefined && this.unfinished !== undefined && this.unfinishedReadAt < readAfter) this.unfinished = undefined;
-    const rows = ((await this.unfinishedByAgent()).get(entry.id) ?? []).filter((row) => !this.coordinator.entryById(row.executionId));
-    const report = await recoverAgent(this.coordinator, this.loop, entry, rows);
+    const rows: ExecutionRow[] = [];
+    const held: RecoveredExecution[] = [];
+    for (const row of (await this.unfinishedByAgent()).get(entry.id) ?? []) {
+      const live = this.coordinator.entryById(row.executionId);
+      if (!live) rows.push(row);
+      else if (live.recoveryRequired) {
+        // Held recovery_required here (a write refused: its lease lost, the
+        // row moved on): release it, then install it again from its row.
+        const code = await this.dischargeRecovery(live.slot, live.generation);
+        if (code === ResultCode.Ok) rows.push(row);
+        else held.push({ executionId: row.executionId, agentId: row.agentId, phase: row.phase, continuation: continuationNameOf(continuationOf(row)), status: "needs_attention", reason: `${resultCodeName(code)}: its abandoned session still has operations in flight here; call env.recover() again once they settled` });
+      }
+    }
+    const report = [...held, ...await recoverAgent(this.coordinator, this.loop, entry, rows)];
     for (const item of report) {
       if (item.status === "needs_attention") this.coordinator.settings.logger.warn(`[phronomy] execution ${item.executionId} of agent "${item.agentId}" (phase ${item.phase}) needs attention: ${item.reason ?? ""}`);
     }
     return report;
+  }
+
+  /** Releases an execution held recovery_required in the core once it is
+   * quiescent (DischargeRecovery): the code the core answered. */
+  private dischargeRecovery(slot: number, generation: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.loop.post(() => resolve(this.coordinator.apply(M.DischargeRecovery, slot, generation)), {
+        completion: { fail: reject }, label: "the release of an execution held for recovery",
+      });
+    });
   }
 
   /** With a leasing store: takes the agent's lease and says when (the

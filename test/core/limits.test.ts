@@ -254,6 +254,7 @@ const ALL_ONES_DECISIONS: Record<number, readonly [ResultCode, "none" | "drop" |
   [MessageKind.AttachWaiter]: [ResultCode.ExecutionSlotUnknown, "fail request"],
   [MessageKind.SubmissionRefused]: [ResultCode.ArgumentOutOfRange, "drop"],
   [MessageKind.SetDraining]: [ResultCode.ArgumentOutOfRange, "none"],
+  [MessageKind.DischargeRecovery]: [ResultCode.ExecutionSlotUnknown, "none"],
 };
 
 describeDecisions("host input never traps", ({ it, boot }) => {
@@ -293,7 +294,8 @@ describeDecisions("host input never traps", ({ it, boot }) => {
         const takesExecution = kind >= MessageKind.ProviderDispatchReady && kind <= MessageKind.TerminalCommitReady ||
           kind === MessageKind.ResumeCommitReady || kind === MessageKind.RecoverPreparation ||
           kind === MessageKind.InitialPreparationRecoveryReady || kind === MessageKind.ContinueRecovered ||
-          kind === MessageKind.CancelRequested || kind === MessageKind.AttachWaiter || kind === MessageKind.Resume;
+          kind === MessageKind.CancelRequested || kind === MessageKind.AttachWaiter || kind === MessageKind.Resume ||
+          kind === MessageKind.DischargeRecovery;
         if (takesExecution) [args[0], args[1]] = [run.exec, run.generation];
         if (kind === MessageKind.Resume) [args[2], args[3]] = [run.agent, run.agentGeneration];
         if (kind === MessageKind.SubmissionRefused) [args[1], args[2]] = [run.exec, run.generation];

@@ -40,6 +40,7 @@ export function checkInvariants(step: Step): string | undefined {
     terminalCommitOnlyWhenQuiescent(step) ??
     staleResultChangesNothing(step) ??
     releasedGenerationRefused(step) ??
+    dischargeReleasesOnlyQuiescentRecovery(step) ??
     countersAgree(step.after);
 }
 
@@ -95,7 +96,7 @@ const EXECUTION_MESSAGES = new Set<number>([
   MessageKind.OperationSettled, MessageKind.SessionFinished, MessageKind.DeferredTerminal,
   MessageKind.TerminalCommitReady, MessageKind.Resume, MessageKind.ResumeCommitReady,
   MessageKind.RecoverPreparation, MessageKind.InitialPreparationRecoveryReady, MessageKind.ContinueRecovered,
-  MessageKind.CancelRequested, MessageKind.AttachWaiter,
+  MessageKind.CancelRequested, MessageKind.AttachWaiter, MessageKind.DischargeRecovery,
 ]);
 
 /** A message for a slot's previous tenant is refused and changes nothing. */
@@ -106,6 +107,33 @@ function releasedGenerationRefused(step: Step): string | undefined {
   if (!current || current.generation === generation) return undefined;
   if (step.code === 0) return `message ${kind} for execution ${slot} generation ${generation} applied to generation ${current.generation}`;
   if (JSON.stringify(step.before) !== JSON.stringify(step.after)) return `message ${kind} for an old generation changed the tables`;
+  return undefined;
+}
+
+/** An accepted `DischargeRecovery` released an execution that waited for
+ * recovery with nothing in flight, and nothing else; a refused one changed
+ * nothing and emitted nothing. */
+function dischargeReleasesOnlyQuiescentRecovery(step: Step): string | undefined {
+  const [kind, slot, generation] = step.message;
+  if (kind !== MessageKind.DischargeRecovery) return undefined;
+  if (step.code !== 0) {
+    if (step.effects.length !== 0) return `a refused discharge of execution ${slot} emitted effects`;
+    if (JSON.stringify(step.before) !== JSON.stringify(step.after)) return `a refused discharge of execution ${slot} changed the tables`;
+    return undefined;
+  }
+  const execution = step.before.executions[slot];
+  const agent = execution ? step.before.agents[execution.agentSlotPlusOne - 1] : undefined;
+  if (!execution || !agent) return `discharge of execution ${slot} accepted for a slot that was not live`;
+  if (agent.admissionState !== AdmissionState.RecoveryRequired) {
+    return `discharge of execution ${slot} accepted with admission ${agent.admissionState}`;
+  }
+  if (execution.inFlight !== 0) return `discharge of execution ${slot} accepted with ${execution.inFlight} operations in flight`;
+  const released = step.effects.at(-1);
+  if (released?.kind !== EffectKind.ReleaseExecution || released.execution !== slot || released.generation !== generation) {
+    return `discharge of execution ${slot} did not end with its ReleaseExecution`;
+  }
+  if (step.after.executions[slot]?.agentSlotPlusOne !== 0) return `discharged execution ${slot} still holds its slot`;
+  if (step.after.agents[agent.slot]?.admissionState !== AdmissionState.None) return `agent ${agent.slot} still admitted after discharge`;
   return undefined;
 }
 

@@ -7,8 +7,8 @@
 // deterministic, so fast-check can shrink a failing stream of intents.
 
 import {
-  CommitOutcome, Continuation, EffectKind, MessageKind, OutcomeType, Phase, PreparationOutcome,
-  SessionEnding, SessionEventKind, Submission, ExecutionStatus, ExecutionFlag,
+  AdmissionState, CommitOutcome, Continuation, EffectKind, MessageKind, OutcomeType, Phase, PreparationOutcome,
+  SessionEnding, SessionEventKind, Submission, ExecutionStatus, ExecutionFlag, ExecutionFlagMask,
 } from "../../assembly/abi.js";
 import type { CoreEffect } from "../../host/core/effects.js";
 import type { CoreSnapshot } from "../../host/core/machine.js";
@@ -40,6 +40,17 @@ interface LiveExecution {
   revision: number;
 }
 
+/** What a host reads back from the durable row of an execution it
+ * discharged, to install it again with `RecoveryInstall`. */
+interface DurableRow {
+  agent: number;
+  agentGeneration: number;
+  revision: number;
+  status: number;
+  phase: number;
+  flags: number;
+}
+
 const U32_MAX = 0xffff_ffff;
 
 /** The fuzzer's memory of the stream: what it may refer to next. */
@@ -49,6 +60,10 @@ export class MessageStream {
   private readonly executions = new Map<string, LiveExecution>();
   private readonly retiredExecutions: { execution: number; generation: number }[] = [];
   private pending: Pending[] = [];
+  /** The row of the execution the last `DischargeRecovery` named, kept
+   * until the core answers; then, if released, in `discharged`. */
+  private discharging: (DurableRow & { execution: number; generation: number }) | undefined;
+  private readonly discharged: DurableRow[] = [];
   private nextRequest = 1;
   private nextRevision = 100;
 
@@ -97,6 +112,10 @@ export class MessageStream {
       (i) => this.recoveryInstall(i),
       (i) => this.continueRecovered(i),
       (i) => this.recoverPreparation(i),
+      // Twice: a discharge needs a chain of steps (install, a refused
+      // continuation, the discharge) that the short streams rarely finish.
+      (i) => this.dischargeRecovery(i),
+      (i) => this.dischargeRecovery(i),
       (i) => this.agentLifecycle(i),
       (i) => this.attachOrCancel(i),
       (i) => this.refuseSubmission(i),
@@ -259,6 +278,7 @@ export class MessageStream {
   }
 
   private recoveryInstall(intent: Intent): Message {
+    if (intent.variant % 3 === 0 && this.discharged.length > 0) return this.reinstall();
     if (this.agents.length === 0 && intent.variant % 10 !== 0) return this.registerAgent(intent);
     const agent = this.pickAgent(intent);
     const status = pickWeighted(intent.noise, [ExecutionStatus.Active, 5], [ExecutionStatus.Preparing, 2], [ExecutionStatus.Suspended, 2], [ExecutionStatus.Terminal, 1]);
@@ -282,6 +302,65 @@ export class MessageStream {
     const live = this.pickExecution(intent);
     if (!live) return this.recoveryInstall(intent);
     return message(MessageKind.RecoverPreparation, live.execution, live.generation, live.revision, this.request());
+  }
+
+  /** Mostly aimed at an execution waiting for recovery (the host's use),
+   * sometimes at any live, stale or random one. */
+  private dischargeRecovery(intent: Intent): Message {
+    // The host installs what it discharged again, usually right away.
+    if (intent.variant % 4 !== 0 && this.discharged.length > 0) return this.reinstall();
+    this.discharging = undefined;
+    const waiting = this.waitingForRecovery();
+    if (waiting.length > 0 && intent.variant % 5 !== 0) {
+      const live = waiting[intent.pick % waiting.length]!;
+      const record = this.tables?.executions[live.execution];
+      if (record) {
+        this.discharging = {
+          execution: live.execution, generation: live.generation, agent: live.agent, agentGeneration: live.agentGeneration,
+          revision: record.revision, status: record.status, phase: record.phase, flags: record.flags & ExecutionFlagMask.HostSettable,
+        };
+      }
+      return message(MessageKind.DischargeRecovery, live.execution, live.generation);
+    }
+    if (intent.variant % 13 === 4) return message(MessageKind.DischargeRecovery, intent.pick % 4, intent.noise % 3);
+    // Nothing waits for recovery: usually make something wait, else name
+    // any live or stale execution.
+    if (intent.variant % 5 !== 0) return this.refuseContinuation(intent);
+    const live = this.pickExecution(intent);
+    if (!live) return this.start(intent);
+    return message(MessageKind.DischargeRecovery, live.execution, live.generation);
+  }
+
+  /** A continuation no durable phase accepts (`FailedTerminal` without a
+   * failure) for an execution without a session: the core requires its
+   * recovery. Without such an execution, a recovery installs one. */
+  private refuseContinuation(intent: Intent): Message {
+    const tables = this.tables;
+    const idle = [...this.executions.values()].filter((live) => {
+      const record = tables?.executions[live.execution];
+      return record?.generation === live.generation && record.agentSlotPlusOne !== 0 && record.session === 0;
+    });
+    if (idle.length === 0) return this.recoveryInstall(intent);
+    const live = idle[intent.pick % idle.length]!;
+    const revision = tables?.executions[live.execution]?.revision ?? live.revision;
+    return message(MessageKind.ContinueRecovered, live.execution, live.generation, revision, Continuation.FailedTerminal, 0, this.request());
+  }
+
+  /** `RecoveryInstall` of the oldest discharged execution's durable row. */
+  private reinstall(): Message {
+    const row = this.discharged.shift()!;
+    return message(MessageKind.RecoveryInstall, row.agent, row.agentGeneration, row.revision, row.status, row.phase, row.flags, this.request());
+  }
+
+  /** Live executions whose agent's admission is `recovery_required`. */
+  private waitingForRecovery(): LiveExecution[] {
+    const tables = this.tables;
+    if (!tables) return [];
+    return [...this.executions.values()].filter((live) => {
+      const record = tables.executions[live.execution];
+      if (!record || record.generation !== live.generation || record.agentSlotPlusOne === 0) return false;
+      return tables.agents[record.agentSlotPlusOne - 1]?.admissionState === AdmissionState.RecoveryRequired;
+    });
   }
 
   private agentLifecycle(intent: Intent): Message {
@@ -428,10 +507,15 @@ export class MessageStream {
           });
         }
         break;
-      case EffectKind.ReleaseExecution:
+      case EffectKind.ReleaseExecution: {
         this.executions.delete(key(effect.execution, effect.generation));
         this.retiredExecutions.push({ execution: effect.execution, generation: effect.generation });
+        const row = this.discharging;
+        if (sent[0] === MessageKind.DischargeRecovery && row?.execution === effect.execution && row.generation === effect.generation) {
+          this.discharged.push(row);
+        }
         break;
+      }
       default:
         break;
     }

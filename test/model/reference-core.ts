@@ -288,6 +288,7 @@ export class ReferenceCore implements ControlMachine {
       case MessageKind.AttachWaiter: return this.attachWaiter(A, B, C);
       case MessageKind.SubmissionRefused: return this.submissionRefused(A, B, C, D, E);
       case MessageKind.SetDraining: return this.setDraining(A);
+      case MessageKind.DischargeRecovery: return this.dischargeRecovery(A, B);
       default: return ResultCode.MessageKindUnknown;
     }
   }
@@ -541,7 +542,8 @@ export class ReferenceCore implements ControlMachine {
   // AttachWaiter, whose whole request is the waiter, returns WaitersFull.
   //
   // Administrative messages (RegisterAgent, CloseAgent, PurgeAgent,
-  // SetDraining) return their refusal code and emit nothing.
+  // SetDraining, DischargeRecovery) return their refusal code and emit
+  // nothing.
 
   private registerAgent(closed: number): ResultCode {
     if (!isZeroOrOne(closed)) return ResultCode.ArgumentOutOfRange;
@@ -1090,6 +1092,26 @@ export class ReferenceCore implements ControlMachine {
       return false;
     }
     return true;
+  }
+
+  /** Administrative: no draining check (it admits nothing). */
+  private dischargeRecovery(execSlot: number, generation: number): ResultCode {
+    const code = this.checkExecution(execSlot, generation);
+    if (code !== ResultCode.Ok) return code;
+    const exec = this.executionAt(execSlot);
+    const agent = this.agentOf(exec);
+    if (agent.admissionState !== AdmissionState.RecoveryRequired || agent.executionSlotPlusOne !== execSlot + 1) {
+      return ResultCode.AdmissionStateMustMatch;
+    }
+    if (exec.inFlight !== 0) return ResultCode.NotQuiescent;
+    if (exec.waiters !== 0) {
+      this.emit(EffectKind.FailWaiters, execSlot, ResultCode.RehydrationRequired);
+      exec.waiters = 0;
+    }
+    this.releaseAdmission(agent);
+    const had = this.freeExecution(execSlot);
+    this.emit(EffectKind.ReleaseExecution, execSlot, had);
+    return ResultCode.Ok;
   }
 
   private attachWaiter(execSlot: number, generation: number, request: number): ResultCode {

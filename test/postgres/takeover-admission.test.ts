@@ -83,3 +83,37 @@ describe("takeover on PostgreSQL", () => {
     expect(calls.some((call) => call.idempotencyKey.startsWith(`${strandedId}:`))).toBe(true);
   }, 40_000);
 });
+
+describe("a lease lost and taken back by the same process", () => {
+  it("executions refused by fencing while it was lost are released and recovered from their rows when it is taken back", async () => {
+    const schema = freshSchema();
+    const url = `${postgresUrl}?schema=${schema}&lease_ms=${leaseMs}`;
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => { release = resolve; });
+    const calls: RecordedCall[] = [];
+    const env = await openOn(url);
+    const agent = env.agent({ id: "support", model: agentRunModel(), tools: { lookup: lookupTool({ calls, gate }) } });
+    const run = agent.start("Where is order 42?");
+    run.result.catch(() => undefined);
+    const executionId = await run.executionId;
+    while (calls.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+
+    // Another owner holds the agent for a moment (a partition, say): this
+    // process's renewal fails, and the write after the tool is fenced.
+    await withClient((client) => client.query(`UPDATE ${schema}.leases SET owner = 'elsewhere', epoch = epoch + 1, expires_at = clock_timestamp() + interval '1500 milliseconds'`));
+    while ((env.store as PostgresStore).leaseOf("support") !== undefined) await new Promise((resolve) => setTimeout(resolve, 10));
+    release();
+    await expect(run.result).rejects.toMatchObject({ code: "EXECUTION_REHYDRATION_REQUIRED" });
+    expect((await env.executions({ status: "recovery_required" })).map((row) => row.executionId)).toEqual([executionId]);
+
+    // That lease expires; this process takes the agent back (a new epoch)
+    // and recovers the execution it held for recovery.
+    const deadline = Date.now() + 15_000;
+    while ((await env.execution(executionId))?.status !== "terminal" && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await env.execution(executionId)).toMatchObject({ status: "terminal", outcome: "completed" });
+    expect(await env.executions({ status: "recovery_required" })).toEqual([]);
+    expect((await env.recovery("support"))).toEqual([expect.objectContaining({ executionId, status: "continued" })]);
+    // The tool batch was re-dispatched with its recorded call ids: same keys.
+    expect(new Set(calls.map((call) => call.idempotencyKey)).size).toBe(2);
+  }, 30_000);
+});

@@ -153,6 +153,15 @@ describe("a store operation failing at each barrier", () => {
       if (recovery) {
         // The admission is held for recovery: the agent refuses new work.
         await expect(agent.start("again").result).rejects.toMatchObject({ code: "AGENT_BUSY" });
+        if (plan.operation !== "prepareExecution") {
+          // env.recover() releases the held execution in this process and
+          // installs it again from its durable row; it finishes from there.
+          const executionId = rows[0]!.executionId;
+          expect(await env.recover()).toEqual([expect.objectContaining({ executionId, status: "continued" })]);
+          await expect(env.wait(executionId).result).resolves.toMatchObject({ outcome: "completed" });
+          expect(await env.executions({ status: "recovery_required" })).toEqual([]);
+          await expect(agent.start("again").result).resolves.toMatchObject({ outcome: "completed" });
+        }
       } else {
         await expect(agent.start("again").result).resolves.toMatchObject({ outcome: "completed" });
       }
