@@ -1,6 +1,7 @@
 // bench/e2e: the "agent run" workload through the whole runtime — scripted
 // model → instant tool → model → tool → model, durable at every step
-// (prepare + 5 barriers + terminal = 7 transactions per run, `workload.ts`)
+// (prepare with the first barrier + 4 barriers + terminal = 6 transactions
+// per run, `workload.ts`)
 // — with the store's raw floor measured in the same run. Prints figures,
 // asserts nothing.
 //
@@ -57,7 +58,7 @@ async function benchSqlite(): Promise<void> {
     for (const synchronous of ["FULL", "NORMAL"] as SynchronousMode[]) {
       const floor = measureRawFloor(directory, synchronous, { durationMs: seconds * 1000 });
       console.log(`\nsynchronous=${synchronous}`);
-      console.log(`  raw floor: ${floor.singleRowCommitsPerSecond.toFixed(0)} single-row commits/s (= ${(floor.singleRowCommitsPerSecond / OPERATIONS_PER_RUN).toFixed(0)} runs/s if each of the 7 paid one), ${floor.batchedRowsPerSecond.toFixed(0)} rows/s batched 100 per commit`);
+      console.log(`  raw floor: ${floor.singleRowCommitsPerSecond.toFixed(0)} single-row commits/s (= ${(floor.singleRowCommitsPerSecond / OPERATIONS_PER_RUN).toFixed(0)} runs/s if each of the ${OPERATIONS_PER_RUN} paid one), ${floor.batchedRowsPerSecond.toFixed(0)} rows/s batched 100 per commit`);
       for (const policy of policies) {
         const one = await sequential(directory, synchronous, policy);
         const many = await concurrent(directory, synchronous, policy);

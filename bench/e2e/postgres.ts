@@ -52,7 +52,7 @@ export async function benchPostgres(url: string, seconds: number): Promise<void>
 
     const floorOne = await rawFloor(url, schema, 1, seconds);
     const floorTen = await rawFloor(url, schema, FLOOR_CONNECTIONS, seconds);
-    console.log(`  raw floor: ${floorOne.toFixed(0)} single-row commits/s on 1 connection (= ${(floorOne / OPERATIONS_PER_RUN).toFixed(0)} runs/s if each of the 7 paid one), ${floorTen.toFixed(0)} on ${FLOOR_CONNECTIONS} (= ${(floorTen / OPERATIONS_PER_RUN).toFixed(0)} runs/s)`);
+    console.log(`  raw floor: ${floorOne.toFixed(0)} single-row commits/s on 1 connection (= ${(floorOne / OPERATIONS_PER_RUN).toFixed(0)} runs/s if each of the ${OPERATIONS_PER_RUN} paid one), ${floorTen.toFixed(0)} on ${FLOOR_CONNECTIONS} (= ${(floorTen / OPERATIONS_PER_RUN).toFixed(0)} runs/s)`);
 
     const [single] = await defineAgents(env, ["sequential"]);
     for (let warm = 0; warm < 20; warm += 1) await warmUp([single!]);

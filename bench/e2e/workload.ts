@@ -1,7 +1,8 @@
 // The "agent run" workload of bench/e2e, shared by the SQLite and the
 // PostgreSQL measurements and by the PostgreSQL bench's child processes:
 // scripted model → instant tool → model → tool → model, durable at every
-// step (prepare + 5 barriers + terminal = 7 store transactions per run).
+// step (prepare with the first provider barrier + 4 barriers + terminal =
+// 6 store transactions per run, docs/decisions/0014).
 //
 // One agent admits one execution at a time, so "N in flight" is N agents,
 // each starting its next run as soon as the last one ended.
@@ -10,7 +11,7 @@ import { z } from "zod";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
 import { tool, type Agent, type Environment } from "../../host/index.js";
 
-export const OPERATIONS_PER_RUN = 7;
+export const OPERATIONS_PER_RUN = 6;
 
 /** Runs in flight in the concurrent loops (issue 7 names 100). */
 export const IN_FLIGHT = 100;

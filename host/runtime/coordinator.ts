@@ -179,6 +179,10 @@ export class Coordinator implements SessionHost {
       ? { code: "INPUT_BLOCKED", message: `the input guardrail of agent "${agent.id}" blocked the input: ${verdict.reason}`, details: { reason: verdict.reason } }
       : undefined;
     const journal: JournalRecord[] = blockedBy ? [] : [{ executionId, role: "user", content: input, at: now }];
+    // The first thing an admitted execution does is call the model under a
+    // provider barrier: write that barrier with the preparation, one
+    // transaction instead of two (docs/decisions/0014).
+    const firstBarrier = blockedBy ? undefined : { callId: randomUUID() };
     const ready = (outcome: number, revision: number): void => this.post(() => {
       this.apply(M.InitialPreparationReady, agentSlot, agent.generation, ownerToken, outcome, revision, 0, handle);
     });
@@ -186,9 +190,12 @@ export class Coordinator implements SessionHost {
     try {
       submitted = this.settings.store.run({
         type: "prepareExecution", executionId, agentId: agent.id, mode: "invoke", input,
-        config: configOf(request), ...(blockedBy ? { blockedBy } : {}), journal, at: now,
+        config: configOf(request), ...(blockedBy ? { blockedBy } : {}), ...(firstBarrier ? { firstBarrier } : {}), journal, at: now,
       }).then((prepared) => {
         request.prepared = prepared;
+        if (firstBarrier && prepared.outcome === "active" && prepared.firstBarrierRevision !== undefined) {
+          request.firstBarrier = { callId: firstBarrier.callId, revision: prepared.firstBarrierRevision };
+        }
         if (prepared.outcome === "active") return ready(PreparationOutcome.Active, prepared.revision);
         if (prepared.outcome === "terminal") return ready(PreparationOutcome.Terminal, prepared.revision);
         return ready(PreparationOutcome.NotEstablished, 0);
@@ -327,6 +334,21 @@ export class Coordinator implements SessionHost {
     const session = this.sessionOf(slot, sessionNumber);
     if (!entry || !session) return;
     const steps = session.pendingSteps();
+    const written = entry.start.firstBarrier;
+    if (written !== undefined) {
+      // Written with the preparation: the core asks for exactly that barrier
+      // (the first thing an installed execution does), so it is acknowledged
+      // as the store would have, on a later turn of the loop.
+      entry.start.firstBarrier = undefined;
+      if (expectedRevision === written.revision - 1 && steps.length === 0) {
+        session.adoptModelCallId(written.callId);
+        this.post(() => this.apply(M.ProviderDispatchReady, slot, entry.generation, sessionNumber, expectedRevision, CommitOutcome.Committed, written.revision));
+        return;
+      }
+      // Anything else is a bug; the barrier below then finds the row moved on
+      // (compare-and-set) and the execution is held for recovery, nothing overwritten.
+      this.settings.logger.warn(`[phronomy] execution ${entry.executionId}: the first provider barrier was written with its preparation, but the core asked for revision ${expectedRevision} with ${steps.length} pending steps`);
+    }
     const callId = session.nextModelCallId();
     this.submitBarrier(entry, session, Submission.ProviderBarrier, () => this.settings.store.run({
       type: "providerBarrier", executionId: entry.executionId, expectedRevision, callId, steps,

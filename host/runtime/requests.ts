@@ -33,6 +33,9 @@ export interface StartRequest {
   prepared?: PrepareExecutionResult;
   /** The store's own error when preparation failed. */
   storeError?: PhronomyError;
+  /** The first provider barrier the preparation wrote with it (its call id
+   * and revision), until the core asks for that barrier (docs/decisions/0014). */
+  firstBarrier?: { readonly callId: string; readonly revision: number };
 }
 
 /** Another observer of a live execution (`env.wait`). */

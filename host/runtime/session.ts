@@ -203,6 +203,12 @@ export class Session {
     return this.modelCallId;
   }
 
+  /** The call id of a barrier written before this session asked for it
+   * (the first one, with the preparation). */
+  adoptModelCallId(callId: string): void {
+    this.modelCallId = callId;
+  }
+
   toolBatch(): ToolCallRecord[] {
     return this.planned.map(({ call }) => ({
       callId: call.callId,

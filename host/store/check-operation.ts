@@ -35,6 +35,12 @@ export function checkOperation(operation: OffloadOperation): void {
   if ("at" in operation && !Number.isFinite(operation.at)) {
     throw new InvalidInputError(`${operation.type}.at must be a finite number (milliseconds), got ${String(operation.at)}`);
   }
+  if (operation.type === "prepareExecution" && operation.firstBarrier !== undefined) {
+    checkId(operation.firstBarrier?.callId, "prepareExecution.firstBarrier.callId");
+    if (operation.blockedBy !== undefined) {
+      throw new InvalidInputError("prepareExecution.firstBarrier cannot go with blockedBy: a blocked input is written terminal and calls no model", { executionId: operation.executionId });
+    }
+  }
   if (operation.type === "approvalCommit") checkApproval(operation);
   if (operation.type === "terminalCommit" && operation.toolBatch !== undefined) checkToolBatch(operation);
 }

@@ -121,11 +121,18 @@ export interface PrepareExecutionOperation {
    * terminal `failed` with this error instead of active. */
   readonly blockedBy?: StoredError;
   readonly journal: readonly JournalRecord[];
+  /** The first provider barrier, written in the same transaction (not
+   * with `blockedBy`): the execution is stored at revision 2, as the
+   * preparation (1) followed by this barrier (2) would have left it, and the
+   * result says so (`firstBarrierRevision`). A store that does not write it
+   * leaves `firstBarrierRevision` out; the runtime then writes the barrier
+   * as its own operation (docs/decisions/0014). */
+  readonly firstBarrier?: { readonly callId: string };
   readonly at: number;
 }
 
 export type PrepareExecutionResult =
-  | { readonly outcome: "active"; readonly revision: number }
+  | { readonly outcome: "active"; readonly revision: number; readonly firstBarrierRevision?: number }
   | { readonly outcome: "terminal"; readonly revision: number; readonly error: StoredError }
   | { readonly outcome: "not_established"; readonly error: StoredError };
 

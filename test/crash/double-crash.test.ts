@@ -16,7 +16,7 @@ const ANSWER = expectedAnswer(2);
 describe("crash during recovery: kill -9 the recovering process at each of its points", () => {
   it.each<{ first: KillSpec }>([
     { first: "tool:#1" },
-    { first: "after:providerBarrier#2" },
+    { first: "after:providerBarrier#1" },
   ])("first killed at $first, then the recovery killed at every point", async ({ first }) => {
     const crashed = await crashPaths();
     const firstChild = await runChild({ store: crashed.store, files: crashed.files, kill: first });

@@ -17,14 +17,15 @@ afterEach(cleanUp);
 
 const ANSWER = expectedAnswer(2);
 
-/** The order every kill point is reached in by one run (checked below). */
+/** The order every kill point is reached in by one run (checked below).
+ * The first provider barrier is written with the preparation (decision
+ * 0014), so `providerBarrier#1` is the barrier after the first tool batch. */
 const RUN_POINTS = [
   "before:prepareExecution#1", "after:prepareExecution#1",
-  "before:providerBarrier#1", "after:providerBarrier#1",
   "before:toolBarrier#1", "after:toolBarrier#1", "tool:#1",
-  "before:providerBarrier#2", "after:providerBarrier#2",
+  "before:providerBarrier#1", "after:providerBarrier#1",
   "before:toolBarrier#2", "after:toolBarrier#2", "tool:#2",
-  "before:providerBarrier#3", "after:providerBarrier#3",
+  "before:providerBarrier#2", "after:providerBarrier#2",
   "before:terminalCommit#1", "after:terminalCommit#1",
 ] as const satisfies readonly KillSpec[];
 
@@ -42,18 +43,16 @@ interface Case {
 const CASES: readonly Case[] = [
   { kill: "before:prepareExecution#1", phase: undefined, repeated: [] },
   { kill: "after:prepareExecution#1", phase: "calling_llm", repeated: [] },
-  { kill: "before:providerBarrier#1", phase: "calling_llm", repeated: [] },
-  { kill: "after:providerBarrier#1", phase: "calling_llm", repeated: [] },
   { kill: "before:toolBarrier#1", phase: "calling_llm", repeated: [] },
   { kill: "after:toolBarrier#1", phase: "dispatching_tools", repeated: [] },
   { kill: "tool:#1", phase: "dispatching_tools", repeated: ["42"] },
-  { kill: "before:providerBarrier#2", phase: "dispatching_tools", repeated: ["42"] },
-  { kill: "after:providerBarrier#2", phase: "calling_llm", repeated: [] },
+  { kill: "before:providerBarrier#1", phase: "dispatching_tools", repeated: ["42"] },
+  { kill: "after:providerBarrier#1", phase: "calling_llm", repeated: [] },
   { kill: "before:toolBarrier#2", phase: "calling_llm", repeated: [] },
   { kill: "after:toolBarrier#2", phase: "dispatching_tools", repeated: [] },
   { kill: "tool:#2", phase: "dispatching_tools", repeated: ["43"] },
-  { kill: "before:providerBarrier#3", phase: "dispatching_tools", repeated: ["43"] },
-  { kill: "after:providerBarrier#3", phase: "calling_llm", repeated: [] },
+  { kill: "before:providerBarrier#2", phase: "dispatching_tools", repeated: ["43"] },
+  { kill: "after:providerBarrier#2", phase: "calling_llm", repeated: [] },
   { kill: "before:terminalCommit#1", phase: "calling_llm", repeated: [] },
   { kill: "after:terminalCommit#1", phase: undefined, repeated: [] },
 ];

@@ -30,6 +30,25 @@ describe("an agent run: model → tool → model → tool → model", () => {
     expect(row?.revision).toBe(7);
   });
 
+  it("writes its first provider barrier with the preparation: 6 store operations, the model called under that barrier's call id", async () => {
+    const env = await openEnvironment();
+    const operations: string[] = [];
+    const run = env.store.run.bind(env.store);
+    env.store.run = ((operation) => {
+      operations.push(operation.type);
+      return run(operation);
+    }) as typeof env.store.run;
+    const agent = env.agent({ id: "support", model: agentRunModel(), tools: { lookup: lookupTool() } });
+    const result = await agent.start("Where is order 42?").result;
+    expect(operations).toEqual(["prepareExecution", "toolBarrier", "providerBarrier", "toolBarrier", "providerBarrier", "terminalCommit"]);
+    const timeline = await env.timeline(result.executionId);
+    const firstBarrier = timeline.find((step) => step.kind === "provider_barrier")!.payload as { callId: string; revision: number };
+    const firstResponse = timeline.find((step) => step.kind === "model_response")!.payload as { callId: string };
+    expect(firstBarrier.revision).toBe(2);
+    expect(firstResponse.callId).toBe(firstBarrier.callId);
+    expect((await env.execution(result.executionId))?.revision).toBe(7);
+  });
+
   it("streams progress and terminal events to onEvent and run.events alike", async () => {
     const env = await openEnvironment();
     const seen: string[] = [];

@@ -46,6 +46,25 @@ export function defineConformanceSuite(backend: Backend): void {
       expect(await store.getAgent("support")).toMatchObject({ lifecycle: "open", revision: 2, updatedAt: 10 });
     });
 
+    it("with its first provider barrier: one transaction leaves what prepare then the barrier would (revision 2, pending model call, both steps)", async () => {
+      const store = await storeWithAgent();
+      expect(await store.run(prepare("e1", "support", { firstBarrier: { callId: "model-1" } }))).toEqual({ outcome: "active", revision: 1, firstBarrierRevision: 2 });
+      const merged = await store.getExecution("e1");
+      await store.run(prepare("e2"));
+      await store.run(providerBarrier("e2", 1, { callId: "model-1", turns: 0, at: 10 }));
+      const separate = await store.getExecution("e2");
+      expect(merged).toEqual({ ...separate, executionId: "e1" });
+      expect(merged).toMatchObject({ revision: 2, phase: "calling_llm", metadata: { config: { replayable: true }, pendingModelCall: { callId: "model-1", startedAt: 10 }, turns: 0 } });
+      expect((await store.listSteps("e1")).map(({ kind, payload }) => ({ kind, payload }))).toEqual([
+        { kind: "input", payload: "Where is order 42?" }, { kind: "provider_barrier", payload: { callId: "model-1", revision: 2 } },
+      ]);
+      expect(await store.readJournal("support", 10)).toEqual([journalEntry("e1", "user", "Where is order 42?"), journalEntry("e2", "user", "Where is order 42?")]);
+      // The next barrier expects revision 2.
+      expect(await store.run(toolBarrier("e1", 2))).toEqual({ revision: 3 });
+      expect(() => store.run(prepare("e3", "support", { firstBarrier: { callId: "" } }))).toThrow(/prepareExecution.firstBarrier.callId must be a non-empty string/);
+      expect(() => store.run(prepare("e3", "support", { firstBarrier: { callId: "m" }, blockedBy: { code: "INPUT_BLOCKED", message: "no" } }))).toThrow(/firstBarrier cannot go with blockedBy/);
+    });
+
     it("writes a blocked input as terminal failed with the filter's error, and no journal", async () => {
       const store = await storeWithAgent();
       const blockedBy = { code: "INPUT_BLOCKED", message: "the input filter blocked the input" };

@@ -50,36 +50,7 @@ export async function createWriteFunctions(client: pg.ClientBase): Promise<void>
       ORDER BY record.ordinal;
     END $$;
 
-    -- Admission: bumps the agent root's revision (open, id unused, lease
-    -- held unexpired) and inserts the execution at revision 1.
-    CREATE FUNCTION prepare_execution(
-      p_execution_id text, p_agent_id text, p_status text, p_phase text, p_mode text, p_input text, p_metadata text,
-      p_outcome text, p_error text, p_usage text, p_at bigint, p_fence_owner text, p_fence_epoch bigint,
-      p_kinds text[], p_ats bigint[], p_payloads text[], p_write_id text,
-      p_journal_ids text[], p_journal_roles text[], p_journal_contents text[], p_journal_ats bigint[])
-    RETURNS integer LANGUAGE plpgsql AS $$
-    BEGIN
-      UPDATE agents SET revision = revision + 1, updated_at = p_at
-      WHERE agent_id = p_agent_id AND lifecycle = 'open'
-        AND NOT EXISTS (SELECT 1 FROM executions WHERE execution_id = p_execution_id)
-        AND (p_fence_owner IS NULL OR EXISTS (
-          SELECT 1 FROM leases WHERE agent_id = p_agent_id AND owner = p_fence_owner AND epoch = p_fence_epoch AND expires_at > clock_timestamp()));
-      IF NOT FOUND THEN RETURN 0; END IF;
-      INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output,
-                              error, usage, approval_request, created_at, updated_at)
-      VALUES (p_execution_id, p_agent_id, 1, p_status, p_phase, p_mode, p_input, p_metadata, p_outcome, 'null',
-              p_error, p_usage, 'null', p_at, p_at)
-      ON CONFLICT (execution_id) DO NOTHING;
-      IF NOT FOUND THEN
-        -- The id was taken concurrently (after the check above): undo the admission.
-        UPDATE agents SET revision = revision - 1 WHERE agent_id = p_agent_id;
-        RETURN 0;
-      END IF;
-      PERFORM append_steps(p_execution_id, true, p_kinds, p_ats, p_payloads, p_write_id);
-      PERFORM append_journal(p_agent_id, p_journal_ids, p_journal_roles, p_journal_contents, p_journal_ats);
-      RETURN 1;
-    END $$;
-
+    ${prepareExecutionFunction("", "1")}
     -- A provider or tool barrier: compare-and-set of an active execution.
     CREATE FUNCTION barrier(
       p_execution_id text, p_expected bigint, p_phase text, p_metadata text, p_usage text, p_at bigint,
@@ -119,4 +90,47 @@ export async function createWriteFunctions(client: pg.ClientBase): Promise<void>
       RETURN 1;
     END $$;
   `);
+}
+
+/** Migration 4: `prepare_execution` with the revision to store the execution
+ * at, so a preparation can carry its first provider barrier (revision 2,
+ * docs/decisions/0014). An overload: the version-3 function stays. */
+export async function createPrepareAtRevision(client: pg.ClientBase): Promise<void> {
+  await client.query(prepareExecutionFunction(", p_revision bigint", "p_revision"));
+}
+
+/** `prepare_execution`: admission (the agent root's revision bumped while it
+ * is open, the id unused and the lease held unexpired) and the execution
+ * inserted at `revision` — `1` (migration 3) or the `p_revision` argument
+ * (migration 4's overload). The body is written once for both. */
+function prepareExecutionFunction(extraParameters: string, revision: string): string {
+  return `
+    CREATE FUNCTION prepare_execution(
+      p_execution_id text, p_agent_id text, p_status text, p_phase text, p_mode text, p_input text, p_metadata text,
+      p_outcome text, p_error text, p_usage text, p_at bigint, p_fence_owner text, p_fence_epoch bigint,
+      p_kinds text[], p_ats bigint[], p_payloads text[], p_write_id text,
+      p_journal_ids text[], p_journal_roles text[], p_journal_contents text[], p_journal_ats bigint[]${extraParameters})
+    RETURNS integer LANGUAGE plpgsql AS $$
+    BEGIN
+      UPDATE agents SET revision = revision + 1, updated_at = p_at
+      WHERE agent_id = p_agent_id AND lifecycle = 'open'
+        AND NOT EXISTS (SELECT 1 FROM executions WHERE execution_id = p_execution_id)
+        AND (p_fence_owner IS NULL OR EXISTS (
+          SELECT 1 FROM leases WHERE agent_id = p_agent_id AND owner = p_fence_owner AND epoch = p_fence_epoch AND expires_at > clock_timestamp()));
+      IF NOT FOUND THEN RETURN 0; END IF;
+      INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output,
+                              error, usage, approval_request, created_at, updated_at)
+      VALUES (p_execution_id, p_agent_id, ${revision}, p_status, p_phase, p_mode, p_input, p_metadata, p_outcome, 'null',
+              p_error, p_usage, 'null', p_at, p_at)
+      ON CONFLICT (execution_id) DO NOTHING;
+      IF NOT FOUND THEN
+        -- The id was taken concurrently (after the check above): undo the admission.
+        UPDATE agents SET revision = revision - 1 WHERE agent_id = p_agent_id;
+        RETURN 0;
+      END IF;
+      PERFORM append_steps(p_execution_id, true, p_kinds, p_ats, p_payloads, p_write_id);
+      PERFORM append_journal(p_agent_id, p_journal_ids, p_journal_roles, p_journal_contents, p_journal_ats);
+      RETURN 1;
+    END $$;
+`;
 }

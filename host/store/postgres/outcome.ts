@@ -22,6 +22,7 @@
 import type pg from "pg";
 import { StoreError } from "../../errors.js";
 import type { OffloadOperation } from "../records.js";
+import { preparedValue } from "./statements.js";
 
 /** How long resolution waits for the lost backend to exit: a terminated
  * backend exits within milliseconds unless it is inside an fsync. */
@@ -51,12 +52,7 @@ export async function resolveOutcome(client: pg.ClientBase, operation: OffloadOp
   if (operation.type === "ensureAgent" || operation.type === "closeAgent" || operation.type === "purgeAgent") return { committed: "rerun" };
   const found = await client.query("SELECT 1 FROM steps WHERE execution_id = $1 AND write_id = $2", [operation.executionId, writeId]);
   if (found.rowCount === 0) return { committed: false };
-  if (operation.type === "prepareExecution") {
-    return {
-      committed: true,
-      value: operation.blockedBy === undefined ? { outcome: "active", revision: 1 } : { outcome: "terminal", revision: 1, error: operation.blockedBy },
-    };
-  }
+  if (operation.type === "prepareExecution") return { committed: true, value: preparedValue(operation) };
   return { committed: true, value: { revision: operation.expectedRevision + 1 } };
 }
 

@@ -27,7 +27,7 @@ import type {
   ProviderBarrierOperation, StepRecord, TerminalCommitOperation, ToolBarrierOperation,
 } from "../records.js";
 import { jsonOf } from "../sqlite/compare-and-set.js";
-import { terminalMetadata } from "../sqlite/operations.js";
+import { firstBarrierRevision, terminalMetadata } from "../sqlite/operations.js";
 import { jsonText, zeroUsage } from "../sqlite/rows.js";
 import { bigintArray, integer, text, textArray } from "./literals.js";
 import type { Fence } from "./operations.js";
@@ -64,9 +64,14 @@ export function statusesOf(operation: CompareAndSetOperation): readonly Executio
 
 export function prepareStatement(operation: PrepareExecutionOperation, fence: Fence | undefined, writeId: string): Statement {
   const blocked = operation.blockedBy !== undefined;
-  const metadata: ExecutionMetadata = { config: operation.config };
+  const barrier = blocked ? undefined : operation.firstBarrier;
+  const revision = barrier === undefined ? 1 : firstBarrierRevision;
+  const metadata: ExecutionMetadata = barrier === undefined
+    ? { config: operation.config }
+    : { config: operation.config, pendingModelCall: { callId: barrier.callId, startedAt: operation.at }, turns: 0 };
   const steps: StepRecord[] = [{ kind: "input", at: operation.at, payload: operation.input }];
   if (blocked) steps.push({ kind: "terminal", at: operation.at, payload: { outcome: "failed", revision: 1 } });
+  if (barrier !== undefined) steps.push({ kind: "provider_barrier", at: operation.at, payload: { callId: barrier.callId, revision } });
   // A blocked input never enters the conversation memory: no journal.
   const journal = blocked ? [] : operation.journal;
   const sql = `SELECT prepare_execution(${[
@@ -74,11 +79,15 @@ export function prepareStatement(operation: PrepareExecutionOperation, fence: Fe
     text(operation.mode), text(jsonText(operation.input)), text(jsonText(metadata)), blocked ? "'failed'" : "NULL",
     text(jsonText(operation.blockedBy ?? null)), text(jsonText(zeroUsage)), integer(operation.at, "prepareExecution.at"),
     ...fenceArguments(fence), ...stepArguments(steps), text(writeId), ...journalArguments(journal),
+    ...(barrier === undefined ? [] : [String(revision)]),
   ].join(", ")}) AS applied`;
-  const value: PrepareExecutionResult = blocked
-    ? { outcome: "terminal", revision: 1, error: operation.blockedBy! }
-    : { outcome: "active", revision: 1 };
-  return { sql, value, after: blocked ? undefined : { agentId: operation.agentId, revision: 1, status: "active", metadata } };
+  return { sql, value: preparedValue(operation), after: blocked ? undefined : { agentId: operation.agentId, revision, status: "active", metadata } };
+}
+
+/** What a committed preparation returns (also rebuilt after a lost connection). */
+export function preparedValue(operation: PrepareExecutionOperation): PrepareExecutionResult {
+  if (operation.blockedBy !== undefined) return { outcome: "terminal", revision: 1, error: operation.blockedBy };
+  return operation.firstBarrier === undefined ? { outcome: "active", revision: 1 } : { outcome: "active", revision: 1, firstBarrierRevision };
 }
 
 /** Why a prepare wrote nothing, read now: the refusal to return (a

@@ -57,10 +57,23 @@ export function prepareExecution(connection: SqliteConnection, operation: Prepar
     appendSteps(connection, operation.executionId, [{ kind: "terminal", at: operation.at, payload: { outcome: "failed", revision: 1 } }]);
     return { outcome: "terminal", revision: 1, error: operation.blockedBy };
   }
+  if (operation.firstBarrier !== undefined) {
+    const { callId } = operation.firstBarrier;
+    const revision = firstBarrierRevision;
+    const barrierMetadata: ExecutionMetadata = { ...metadata, pendingModelCall: { callId, startedAt: operation.at }, turns: 0 };
+    insertExecution(connection, operation, { status: "active", phase: "calling_llm", metadata: barrierMetadata, error: null, revision });
+    appendSteps(connection, operation.executionId, [{ kind: "provider_barrier", at: operation.at, payload: { callId, revision } }]);
+    appendJournal(connection, operation.agentId, operation.journal);
+    return { outcome: "active", revision: 1, firstBarrierRevision: revision };
+  }
   insertExecution(connection, operation, { status: "active", phase: "calling_llm", metadata, error: null });
   appendJournal(connection, operation.agentId, operation.journal);
   return { outcome: "active", revision: 1 };
 }
+
+/** The revision an execution prepared with its first provider barrier is
+ * stored at: the preparation's (1) and the barrier's (2). */
+export const firstBarrierRevision = 2;
 
 function notEstablished(error: InvalidInputError | AgentClosedError): PrepareExecutionResult {
   return { outcome: "not_established", error: error.toRecord() };
@@ -71,15 +84,17 @@ interface InitialState {
   readonly phase: "calling_llm" | "terminal";
   readonly metadata: ExecutionMetadata;
   readonly error: PrepareExecutionOperation["blockedBy"] | null;
+  /** 1, or `firstBarrierRevision` with the first barrier. */
+  readonly revision?: number;
 }
 
 function insertExecution(connection: SqliteConnection, operation: PrepareExecutionOperation, state: InitialState): void {
   connection.prepare(`
     INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output,
                             error, usage, approval_request, created_at, updated_at)
-    VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, 'null', ?, ?, 'null', ?, ?)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'null', ?, ?, 'null', ?, ?)
   `).run(
-    operation.executionId, operation.agentId, state.status, state.phase, operation.mode, jsonText(operation.input),
+    operation.executionId, operation.agentId, state.revision ?? 1, state.status, state.phase, operation.mode, jsonText(operation.input),
     jsonText(state.metadata), state.error === null ? null : "failed", jsonText(state.error), jsonText(zeroUsage),
     operation.at, operation.at,
   );
