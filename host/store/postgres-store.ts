@@ -33,6 +33,7 @@ import { InvalidInputError, PhronomyError, StoreError } from "../errors.js";
 import { checkId, checkOperation } from "./check-operation.js";
 import { createPool, parseLocation, poolSizeDefault, poolSizeMax } from "./postgres/connection.js";
 import { ConnectionLost, GroupCommit, groupsInFlightDefault } from "./postgres/group-commit.js";
+import { JournalTails } from "./postgres/journal-tails.js";
 import { applyOperation, type Fence } from "./postgres/operations.js";
 import {
   compareAndSetStatement, explainCompareAndSetRefusal, explainPrepareRefusal, isGrouped, prepareStatement, readKnownRow,
@@ -104,6 +105,8 @@ export class PostgresStore implements ExecutionStore {
   readonly groups: GroupCommit;
   /** Each active execution's row as this process last wrote it. */
   private readonly knownRows = new Map<string, KnownRow>();
+  /** The journal tails of the agents held here. */
+  private readonly journalTails = new JournalTails();
   /** This process's name in the lease rows: host, pid and a random part. */
   readonly leaseOwner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   readonly leaseMs: number;
@@ -178,7 +181,10 @@ export class PostgresStore implements ExecutionStore {
   }
 
   purgeAgent(agentId: string): Promise<PurgeAgentResult> {
-    return this.submit({ type: "purgeAgent", agentId });
+    const purged = this.submit({ type: "purgeAgent", agentId });
+    this.journalTails.drop(agentId);
+    void purged.finally(() => this.journalTails.drop(agentId)).catch(() => undefined);
+    return purged;
   }
 
   private submit<O extends OffloadOperation>(operation: O): Promise<OffloadResult<O>> {
@@ -224,12 +230,17 @@ export class PostgresStore implements ExecutionStore {
     const executionId = operation.executionId;
     let statement: ReturnType<typeof prepareStatement>;
     let known: KnownRow | undefined;
+    let fence: Fence | undefined;
+    /** The journal records the write appends, for `journalTails`. */
+    let journal: { readonly agentId: string; readonly records: readonly JournalRecord[] } | undefined;
     if (operation.type === "prepareExecution") {
       // A definite refusal (nothing written): the start fails and the
       // agent's admission is released, unlike a store failure.
       const refusal = this.admissionRefusal(operation.agentId);
       if (refusal !== undefined) return { outcome: "not_established", error: refusal.toRecord() };
-      statement = prepareStatement(operation, this.fenceOf(operation.agentId), writeId);
+      fence = this.fenceOf(operation.agentId);
+      journal = operation.blockedBy === undefined ? { agentId: operation.agentId, records: operation.journal } : undefined;
+      statement = prepareStatement(operation, fence, writeId);
     } else {
       known = this.knownRows.get(executionId);
       if (known === undefined || known.revision !== operation.expectedRevision) {
@@ -239,7 +250,9 @@ export class PostgresStore implements ExecutionStore {
           throw this.storeErrorOf(error);
         }
       }
-      statement = compareAndSetStatement(operation, known, this.fenceOf(known.agentId), writeId);
+      fence = this.fenceOf(known.agentId);
+      journal = operation.type === "terminalCommit" ? { agentId: known.agentId, records: operation.journal } : undefined;
+      statement = compareAndSetStatement(operation, known, fence, writeId);
     }
     this.knownRows.delete(executionId);
     let applied: boolean;
@@ -254,6 +267,7 @@ export class PostgresStore implements ExecutionStore {
     }
     if (applied) {
       if (statement.after !== undefined && this.knownRows.size < knownRowsMax) this.knownRows.set(executionId, statement.after);
+      if (journal !== undefined && fence !== undefined) this.journalTails.append(journal.agentId, fence.epoch, journal.records);
       return statement.value;
     }
     try {
@@ -330,9 +344,19 @@ export class PostgresStore implements ExecutionStore {
   }
 
   readJournal(agentId: string, limit: number): Promise<JournalRecord[]> {
-    return this.read(() => {
+    return this.read(async () => {
       checkLimit(limit, journalReadMax, "readJournal limit");
-      return reads.readJournal(this.pool, this.path, checkId(agentId, "agentId"), limit);
+      checkId(agentId, "agentId");
+      // Served from memory only for an agent held under a lease now
+      // (`postgres/journal-tails.ts`).
+      const epoch = this.leaseOf(agentId)?.epoch;
+      if (epoch === undefined) return reads.readJournal(this.pool, this.path, agentId, limit);
+      const kept = this.journalTails.read(agentId, epoch, limit);
+      if (kept !== undefined) return kept;
+      const version = this.journalTails.version(agentId);
+      const records = await reads.readJournal(this.pool, this.path, agentId, limit);
+      if (this.leaseOf(agentId)?.epoch === epoch) this.journalTails.remember(agentId, epoch, limit, records, version);
+      return records;
     });
   }
 

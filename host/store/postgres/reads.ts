@@ -8,13 +8,17 @@ import type { AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, Stored
 import type { SqliteRow } from "../sqlite/driver.js";
 import { executionListDefault } from "../sqlite/reads.js";
 import { agentFromRow, executionFromRow, journalFromRow, stepFromRow } from "../sqlite/rows.js";
+import { bind } from "./literals.js";
 
 type Queryable = Pick<pg.Pool, "query">;
 
 const executionColumns = "execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output, error, usage, approval_request, created_at, updated_at";
 
+/** One simple query with the values written in (`bind`): one write to the
+ * socket instead of five — reads such as the journal one run before every
+ * start are on the hot path. */
 async function rows(pool: Queryable, sql: string, values: unknown[]): Promise<SqliteRow[]> {
-  return (await pool.query<SqliteRow>(sql, values)).rows;
+  return (await pool.query<SqliteRow>(bind(sql, values))).rows;
 }
 
 export async function getAgent(pool: Queryable, where: string, agentId: string): Promise<AgentRow | undefined> {
