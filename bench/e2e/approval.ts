@@ -65,7 +65,7 @@ async function suspendAndResume(directory: string): Promise<void> {
           if (event.type !== "approval_required") return;
           suspendedCount += 1;
           if (suspendedCount === RUNS) {
-            console.log(`  suspend: ${RUNS} runs suspended in ${((performance.now() - started) / 1000).toFixed(2)} s = ${(RUNS / ((performance.now() - started) / 1000)).toFixed(0)} suspends/s (prepare + barrier + suspended terminal each)`);
+            console.log(`  suspend: ${RUNS} runs suspended in ${((performance.now() - started) / 1000).toFixed(2)} s = ${(RUNS / ((performance.now() - started) / 1000)).toFixed(0)} suspends/s (prepare with its first barrier + suspended terminal each)`);
             resolve();
           }
         },
