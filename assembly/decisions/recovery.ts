@@ -15,14 +15,14 @@ import { agentAdmission, agentExecutionPlusOne, bindAdmission, checkAgent, setAg
 import { emit } from "../effects";
 import {
   allocateExecution, checkExecution, executionAgent, executionGeneration, executionInFlight, executionPhase,
-  executionRevision, executionSession, executionStatus, executionWaiters, hasExecutionFlag, reserveForAdmission,
-  setExecutionPhase, setExecutionRevision, setExecutionSession, setExecutionStatus, setExecutionWaiters,
+  executionRevision, executionSession, executionStatus, hasExecutionFlag, reserveForAdmission,
+  setExecutionPhase, setExecutionRevision, setExecutionSession, setExecutionStatus,
 } from "../execution-table";
 import { continuationResumePhase } from "../fsm";
 import { enterPhase } from "./dispatch";
 import {
-  beginTerminalCommit, draining, failRequest, finishExecution, isFlag, isLiveSession, mintSession, registerWaiter,
-  releaseExecution, requireRecovery,
+  beginTerminalCommit, draining, failAttachedWaiters, failRequest, finishExecution, isFlag, isLiveSession, mintSession,
+  registerWaiter, releaseExecution, requireRecovery,
 } from "./shared";
 
 export function applyRecoveryInstall(
@@ -110,12 +110,14 @@ export function applyInitialPreparationRecoveryReady(
 }
 
 /** Preparation recovery did not establish the execution: release the live
- * state; the durable row is what recovery reads next time. */
+ * state; the durable row is what recovery reads next time. Observers
+ * attached while it was in flight fail with the request's code. */
 function abandonPreparationRecovery(exec: u32, outcome: u32, request: u32): i32 {
   const invalid = outcome == PreparationOutcome.None || outcome > <u32>PreparationOutcome.StoreFailed;
   const code = invalid ? ResultCode.OutcomeUnknown
     : outcome == PreparationOutcome.StoreFailed ? ResultCode.StoreFailed : ResultCode.RehydrationRequired;
   failRequest(request, code);
+  failAttachedWaiters(exec, code);
   releaseExecution(exec);
   return invalid ? code : ResultCode.Ok;
 }
@@ -179,10 +181,7 @@ export function applyDischargeRecovery(exec: u32, generation: u32): i32 {
   if (executionInFlight(exec) != 0) return ResultCode.NotQuiescent;
   // *Require recovery* failed every waiter; observers attached since then
   // would otherwise wait on a slot that no longer exists.
-  if (executionWaiters(exec) != 0) {
-    emit(EffectKind.FailWaiters, exec, ResultCode.RehydrationRequired);
-    setExecutionWaiters(exec, 0);
-  }
+  failAttachedWaiters(exec, ResultCode.RehydrationRequired);
   releaseExecution(exec);
   return ResultCode.Ok;
 }

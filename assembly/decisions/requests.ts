@@ -10,7 +10,9 @@ import { agentAdmission, agentOwnerToken, checkAgent, releaseAdmission, setAgent
 import { emit } from "../effects";
 import { checkExecution, executionAgent, executionInFlight, executionPhase, executionSession } from "../execution-table";
 import { settleOperation } from "./dispatch";
-import { dropStale, failRequest, isLiveSession, registerWaiter, releaseExecution, requireRecovery } from "./shared";
+import {
+  dropStale, failAttachedWaiters, failRequest, isLiveSession, registerWaiter, releaseExecution, requireRecovery,
+} from "./shared";
 
 export function applyAttachWaiter(exec: u32, generation: u32, request: u32): i32 {
   const check = checkExecution(exec, generation);
@@ -37,7 +39,9 @@ export function applySubmissionRefused(submission: u32, slot: u32, generation: u
     ? executionSession(slot) == tokenOrSession : isLiveSession(slot, tokenOrSession);
   if (!sessionMatches) return dropStale(kind, ResultCode.SessionMustMatch);
   if (submission == Submission.PreparationRecovery) {
+    // Observers attached while the submission was pending fail with it.
     failRequest(request, ResultCode.OffloadFull);
+    failAttachedWaiters(slot, ResultCode.OffloadFull);
     releaseExecution(slot);
     return ResultCode.Ok;
   }

@@ -1,7 +1,7 @@
 // State and helpers every decision shares: the runtime's draining flag, the
 // owner-token and session counters, and the compound steps the contract
 // names (docs/core.md, "Helpers"): require recovery, begin terminal commit,
-// finish execution, register waiter.
+// finish execution, fail attached waiters, register waiter.
 
 import {
   AdmissionState, EffectKind, ExecutionFlag, ExecutionStatus, Limit, RecoveryScope, ResultCode,
@@ -76,6 +76,15 @@ export function finishExecution(exec: u32, outcome: u32): void {
   setExecutionStatus(exec, ExecutionStatus.Terminal);
   emit(EffectKind.DeliverOutcome, exec, outcome);
   releaseExecution(exec);
+}
+
+/** Fails the observers still attached (through `AttachWaiter`) to an
+ * execution about to be released without an outcome, so every waiter
+ * settles. Emits nothing when there are none. */
+export function failAttachedWaiters(exec: u32, code: i32): void {
+  if (executionWaiters(exec) == 0) return;
+  emit(EffectKind.FailWaiters, exec, code);
+  setExecutionWaiters(exec, 0);
 }
 
 /** Releases the admission and frees the slot; the host frees its side

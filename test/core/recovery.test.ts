@@ -205,7 +205,7 @@ describeDecisions("InitialPreparationRecoveryReady(exec, gen, session, expectedR
     [PreparationOutcome.RecoveryRequired, "RecoveryRequired", ResultCode.RehydrationRequired],
     [PreparationOutcome.StoreFailed, "StoreFailed", ResultCode.StoreFailed],
   ] as const) {
-    it(`${name}: releases the live state, fails the request with code ${code}, returns Ok`, async () => {
+    it(`${name}: releases the live state, fails the request with code ${code}, returns Ok (no waiter: no FailWaiters)`, async () => {
       const core = await boot();
       const run = recovering(core);
       const request = run.preparationRequest;
@@ -221,6 +221,51 @@ describeDecisions("InitialPreparationRecoveryReady(exec, gen, session, expectedR
       expect(core.snapshot().liveExecutions).toBe(0);
     });
   }
+
+  for (const [outcome, name, code, returned] of [
+    [PreparationOutcome.NotEstablished, "NotEstablished", ResultCode.RehydrationRequired, ResultCode.Ok],
+    [PreparationOutcome.OutcomeUnknown, "OutcomeUnknown", ResultCode.RehydrationRequired, ResultCode.Ok],
+    [PreparationOutcome.RecoveryRequired, "RecoveryRequired", ResultCode.RehydrationRequired, ResultCode.Ok],
+    [PreparationOutcome.StoreFailed, "StoreFailed", ResultCode.StoreFailed, ResultCode.Ok],
+    [PreparationOutcome.None, "an unknown outcome (0)", ResultCode.OutcomeUnknown, ResultCode.OutcomeUnknown],
+    [7, "an unknown outcome (7)", ResultCode.OutcomeUnknown, ResultCode.OutcomeUnknown],
+  ] as const) {
+    it(`${name}: fails the observers attached meanwhile with code ${code} before releasing`, async () => {
+      const core = await boot();
+      // One observer attached to the installed execution, one while its
+      // preparation recovery was in flight.
+      const run = core.recovered({ status: ExecutionStatus.Preparing, phase: Phase.Preparing });
+      run.attachWaiter();
+      run.recoverPreparation();
+      run.attachWaiter();
+      expect(run.record.waiters).toBe(2);
+      const request = run.preparationRequest;
+      expect(core.apply(READY, run.exec, run.generation, run.session, run.revision, outcome, run.revision + 1, request))
+        .toBe(returned);
+      expect(core.effects()).toEqual([
+        effect.FailRequest(request, code),
+        effect.FailWaiters(run.exec, code),
+        effect.ReleaseExecution(run.exec, run.generation),
+      ]);
+      expect(run.record).toMatchObject({ agentSlotPlusOne: 0, generation: run.generation + 1, waiters: 0 });
+      expect(run.agentRecord).toMatchObject({ admissionState: AdmissionState.None, executionSlotPlusOne: 0 });
+      expect(core.snapshot().liveExecutions).toBe(0);
+    });
+  }
+
+  it("Terminal with observers attached meanwhile: the failed outcome reaches them, no FailWaiters", async () => {
+    const core = await boot();
+    const run = recovering(core);
+    run.attachWaiter();
+    const request = run.preparationRequest;
+    expect(core.apply(READY, run.exec, run.generation, run.session, run.revision, PreparationOutcome.Terminal, run.revision + 1, request))
+      .toBe(ResultCode.Ok);
+    expect(core.effects()).toEqual([
+      effect.RegisterWaiter(run.exec, request),
+      effect.DeliverOutcome(run.exec, OutcomeType.Failed),
+      effect.ReleaseExecution(run.exec, run.generation),
+    ]);
+  });
 
   for (const outcome of [PreparationOutcome.None, 7, 0xffff_ffff]) {
     it(`an unknown outcome (${outcome}) releases the live state, fails the request, returns OutcomeUnknown`, async () => {

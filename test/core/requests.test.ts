@@ -211,7 +211,7 @@ describeDecisions("SubmissionRefused(submission, slot, gen, tokenOrSession, requ
 
   // -- PreparationRecovery (exec, session) ------------------------------------------
 
-  it("PreparationRecovery: releases the admission, frees the execution, fails the request with OffloadFull", async () => {
+  it("PreparationRecovery: releases the admission, frees the execution, fails the request with OffloadFull (no waiter: no FailWaiters)", async () => {
     const core = await boot();
     const run = core.recovered({ status: ExecutionStatus.Preparing, phase: Phase.Preparing }).recoverPreparation();
     const request = run.preparationRequest;
@@ -221,6 +221,25 @@ describeDecisions("SubmissionRefused(submission, slot, gen, tokenOrSession, requ
       effect.ReleaseExecution(run.exec, run.generation),
     ]);
     expect(run.record).toMatchObject({ agentSlotPlusOne: 0, generation: run.generation + 1 });
+    expect(run.agentRecord).toMatchObject({ admissionState: AdmissionState.None, executionSlotPlusOne: 0 });
+    expect(core.snapshot().liveExecutions).toBe(0);
+  });
+
+  it("PreparationRecovery: fails the observers attached while it was pending with OffloadFull before releasing", async () => {
+    const core = await boot();
+    const run = core.recovered({ status: ExecutionStatus.Preparing, phase: Phase.Preparing });
+    run.attachWaiter();
+    run.recoverPreparation();
+    run.attachWaiter();
+    expect(run.record.waiters).toBe(2);
+    const request = run.preparationRequest;
+    expect(core.apply(REFUSED, Submission.PreparationRecovery, run.exec, run.generation, run.session, request)).toBe(ResultCode.Ok);
+    expect(core.effects()).toEqual([
+      effect.FailRequest(request, ResultCode.OffloadFull),
+      effect.FailWaiters(run.exec, ResultCode.OffloadFull),
+      effect.ReleaseExecution(run.exec, run.generation),
+    ]);
+    expect(run.record).toMatchObject({ agentSlotPlusOne: 0, generation: run.generation + 1, waiters: 0 });
     expect(run.agentRecord).toMatchObject({ admissionState: AdmissionState.None, executionSlotPlusOne: 0 });
     expect(core.snapshot().liveExecutions).toBe(0);
   });

@@ -3,7 +3,7 @@
 // undefined. They read the snapshots and effects only: no implementation
 // detail of either machine.
 
-import { AdmissionState, AgentLifecycle, EffectKind, MessageKind } from "../../assembly/abi.js";
+import { AdmissionState, AgentLifecycle, EffectKind, MessageKind, OutcomeType } from "../../assembly/abi.js";
 import type { CoreEffect } from "../../host/core/effects.js";
 import type { CoreSnapshot } from "../../host/core/machine.js";
 import type { Message } from "./message-stream.js";
@@ -41,6 +41,7 @@ export function checkInvariants(step: Step): string | undefined {
     staleResultChangesNothing(step) ??
     releasedGenerationRefused(step) ??
     dischargeReleasesOnlyQuiescentRecovery(step) ??
+    releasedExecutionLeavesNoWaiter(step) ??
     countersAgree(step.after);
 }
 
@@ -134,6 +135,27 @@ function dischargeReleasesOnlyQuiescentRecovery(step: Step): string | undefined 
   }
   if (step.after.executions[slot]?.agentSlotPlusOne !== 0) return `discharged execution ${slot} still holds its slot`;
   if (step.after.agents[agent.slot]?.admissionState !== AdmissionState.None) return `agent ${agent.slot} still admitted after discharge`;
+  return undefined;
+}
+
+/** Every waiter is settled: an execution released in a step had each of
+ * its waiters (those it had before the step and those the step registered)
+ * failed (`FailWaiters`) or given a final outcome (`DeliverOutcome` other
+ * than `Suspended`, after which waiters stay) before its
+ * `ReleaseExecution`. Otherwise the host drops a waiter that never settles. */
+function releasedExecutionLeavesNoWaiter(step: Step): string | undefined {
+  const waiters = new Map<number, number>();
+  const waitersOf = (slot: number): number => waiters.get(slot) ?? step.before.executions[slot]?.waiters ?? 0;
+  for (const effect of step.effects) {
+    if (effect.kind === EffectKind.RegisterWaiter) waiters.set(effect.execution, waitersOf(effect.execution) + 1);
+    else if (effect.kind === EffectKind.FailWaiters) waiters.set(effect.execution, 0);
+    else if (effect.kind === EffectKind.DeliverOutcome && effect.outcome !== OutcomeType.Suspended) waiters.set(effect.execution, 0);
+    else if (effect.kind === EffectKind.ReleaseExecution) {
+      const unsettled = waitersOf(effect.execution);
+      if (unsettled !== 0) return `execution ${effect.execution} was released with ${unsettled} waiters neither failed nor given an outcome`;
+      waiters.set(effect.execution, 0);
+    }
+  }
   return undefined;
 }
 

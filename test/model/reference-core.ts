@@ -518,12 +518,23 @@ export class ReferenceCore implements ControlMachine {
     this.emit(EffectKind.ReleaseExecution, execSlot, had);
   }
 
-  /** Release admission, free the execution, emit `FailRequest(request, code)`
-   * then `ReleaseExecution` (preparation recovery that ends the execution). */
+  /** *fail attached waiters* with `code`: if `waiters ≠ 0`, emit
+   * `FailWaiters(exec, code)` and `waiters = 0`; else nothing. */
+  private failAttachedWaiters(execSlot: number, code: ResultCode): void {
+    const exec = this.executionAt(execSlot);
+    if (exec.waiters === 0) return;
+    this.emit(EffectKind.FailWaiters, execSlot, code);
+    exec.waiters = 0;
+  }
+
+  /** Emit `FailRequest(request, code)`, *fail attached waiters* with
+   * `code`, release admission, free the execution, emit `ReleaseExecution`
+   * (preparation recovery that ends the execution). */
   private abandonExecution(execSlot: number, request: number, code: ResultCode): void {
+    this.emit(EffectKind.FailRequest, request, code);
+    this.failAttachedWaiters(execSlot, code);
     this.releaseAdmission(this.agentOf(this.executionAt(execSlot)));
     const had = this.freeExecution(execSlot);
-    this.emit(EffectKind.FailRequest, request, code);
     this.emit(EffectKind.ReleaseExecution, execSlot, had);
   }
 
@@ -1104,10 +1115,7 @@ export class ReferenceCore implements ControlMachine {
       return ResultCode.AdmissionStateMustMatch;
     }
     if (exec.inFlight !== 0) return ResultCode.NotQuiescent;
-    if (exec.waiters !== 0) {
-      this.emit(EffectKind.FailWaiters, execSlot, ResultCode.RehydrationRequired);
-      exec.waiters = 0;
-    }
+    this.failAttachedWaiters(execSlot, ResultCode.RehydrationRequired);
     this.releaseAdmission(agent);
     const had = this.freeExecution(execSlot);
     this.emit(EffectKind.ReleaseExecution, execSlot, had);

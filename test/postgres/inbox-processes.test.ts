@@ -56,6 +56,8 @@ describe("approvals decided from any process (PostgreSQL approval inbox)", () =>
     expect(standby.lines.filter(is("tool"))).toEqual([]);
     expect(await query(`SELECT key, attempts FROM ${schema}.effects`)).toEqual([{ key: `${executionId}:call-0-0`, attempts: 1 }]);
     expect(await query(`SELECT status, outcome FROM ${schema}.executions`)).toEqual([{ status: "terminal", outcome: "completed" }]);
+    // The owner marks the decision applied in a write of its own, which may land after the execution finished.
+    await untilApplied(schema);
     const [decision] = await query(`SELECT state, filed_by, claimed_by, claims, error FROM ${schema}.approval_inbox`);
     expect(decision).toMatchObject({ state: "applied", filed_by: expect.stringContaining(`:${standby.child.pid}:`), claimed_by: expect.stringContaining(`:${owner.child.pid}:`), claims: 1, error: null });
   }, 60_000);
@@ -90,7 +92,17 @@ describe("approvals decided from any process (PostgreSQL approval inbox)", () =>
     expect(standby.lines.flatMap((line) => (line.type === "tool" ? [line.key] : []))).toEqual([`${executionId}:call-0-0`]);
     expect(await query(`SELECT key, attempts FROM ${schema}.effects`)).toEqual([{ key: `${executionId}:call-0-0`, attempts: 1 }]);
     expect(await query(`SELECT status, outcome FROM ${schema}.executions`)).toEqual([{ status: "terminal", outcome: "completed" }]);
+    await untilApplied(schema);
     expect(await query(`SELECT state, claims, claimed_epoch FROM ${schema}.approval_inbox`)).toEqual([{ state: "applied", claims: 1, claimed_epoch: "2" }]);
     expect(await query(`SELECT count(*)::int AS count FROM ${schema}.steps WHERE kind = 'approval_decided'`)).toEqual([{ count: 1 }]);
   }, 60_000);
 });
+
+/** Waits (at most 5 s) until every decision of the schema's inbox is applied. */
+async function untilApplied(schema: string): Promise<void> {
+  for (let attempt = 0; attempt < 250; attempt += 1) {
+    const rows = await query<{ state: string }>(`SELECT state FROM ${schema}.approval_inbox`);
+    if (rows.length > 0 && rows.every((row) => row.state === "applied")) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

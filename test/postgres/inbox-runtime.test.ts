@@ -104,7 +104,11 @@ describe("the approval inbox through the public API (PostgreSQL)", () => {
     await standby.close();
     await expect(run.result).rejects.toMatchObject({ code: "RUNTIME_SHUTDOWN" });
     await expect(original.result).resolves.toMatchObject({ outcome: "completed", output: "Refunded." });
-    expect((await withClient((client) => client.query(`SELECT state FROM ${schema}.approval_inbox`))).rows).toEqual([{ state: "applied" }]);
+    // The owner marks the decision applied in a write of its own, which may
+    // land after the execution it resumed has finished.
+    const inboxStates = async () => (await withClient((client) => client.query(`SELECT state FROM ${schema}.approval_inbox`))).rows;
+    for (let attempt = 0; attempt < 250 && (await inboxStates())[0]?.state !== "applied"; attempt += 1) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await inboxStates()).toEqual([{ state: "applied" }]);
     expect((await owner.timeline(executionId)).filter((step) => step.kind === "approval_decided")).toEqual([expect.objectContaining({ payload: expect.objectContaining({ approved: false, reason: "not eligible" }) })]);
   });
 });
