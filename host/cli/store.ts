@@ -6,9 +6,10 @@
 // `run` and `demo` create it (`demo` runs on SQLite only).
 //
 // The CLI opens a SQLite store as its owner (SPEC §4.3): one process owns an
-// embedded store at a time. When an application owns it, the open fails and
-// the CLI says which process owns it; opening as a visitor (reading and
-// filing decisions beside a live owner) is not built yet. A PostgreSQL store
+// embedded store at a time. When an application owns it, `ls`, `show`,
+// `approve` and `reject` open it as a visitor instead (docs/decisions/0015:
+// they read, and file the decision for the owner to apply); `run`,
+// `recover` and `demo` need ownership and fail naming the owner. A PostgreSQL store
 // is shared by many processes: `ls` and `show` define no agent and so take
 // no lease; commands that define an agent take its lease (docs/decisions/0010)
 // and are refused, or skip it, while another live process owns it.
@@ -89,6 +90,9 @@ export interface OpenStoreOptions {
   /** Wraps the SQLite store before the environment uses it (the crash demo
    * watches its barriers this way). */
   readonly wrapStore?: (store: ExecutionStore) => ExecutionStore;
+  /** When another process owns the SQLite store, open it as a visitor
+   * (reads and approval decisions) instead of failing. */
+  readonly visitBesideOwner?: boolean;
 }
 
 /** Opens the store as its owner (SQLite), or as one more process of a
@@ -101,7 +105,7 @@ export async function openStore(location: StoreLocation, options: OpenStoreOptio
     return Phronomy.open({ store: location.url, ...common });
   }
   try {
-    if (options.wrapStore === undefined) return await Phronomy.open({ store: location.path, ...common });
+    if (options.wrapStore === undefined) return await openOrVisit(location, options, common);
     const store = await SqliteStore.open(location.path);
     try {
       return await Phronomy.open({ store: options.wrapStore(store), ...common });
@@ -114,15 +118,30 @@ export async function openStore(location: StoreLocation, options: OpenStoreOptio
   }
 }
 
+/** As owner; beside a live owner, as a visitor when the command allows it. */
+async function openOrVisit(location: SqliteLocation, options: OpenStoreOptions, common: { readonly logger: Logger; readonly recover: boolean }): Promise<Environment> {
+  try {
+    return await Phronomy.open({ store: location.path, ...common });
+  } catch (error) {
+    if (options.visitBesideOwner !== true || !isStoreOwned(error)) throw error;
+    options.logger.debug?.(`${error instanceof Error ? error.message : String(error)}; opening it as a visitor`);
+    return Phronomy.open({ store: location.path, logger: options.logger, visitor: true });
+  }
+}
+
+function isStoreOwned(error: unknown): error is StoreError {
+  return error instanceof StoreError && error.details?.reason === "store_owned";
+}
+
 /** The runtime's message already names the owner; the CLI adds what the
  * user can do from the command line. */
 function explainOpenFailure(error: unknown, location: StoreLocation): unknown {
-  if (!(error instanceof StoreError) || error.details?.reason !== "store_owned") return error;
-  const owner = error.details.owner as { pid?: number; hostname?: string; startedAt?: string } | null | undefined;
+  if (!isStoreOwned(error)) return error;
+  const owner = error.details?.owner as { pid?: number; hostname?: string; startedAt?: string } | null | undefined;
   const who = owner?.pid !== undefined ? `process ${owner.pid} on ${owner.hostname ?? "?"} (since ${owner.startedAt ?? "?"})` : "another process";
   return new StoreError(
     oneLine(`the store at ${location.path} is owned by ${who}; the CLI opens a store as its owner and one process owns a store at a time — ` +
-      "stop that process (or close its environment) and try again; opening a store as a visitor beside its owner is not built yet"),
+      "stop that process (or close its environment) and try again; `ls`, `show`, `approve` and `reject` work beside it (as visitors), `run`, `recover` and `demo` need to own the store"),
     { cause: error, details: error.details },
   );
 }

@@ -35,6 +35,7 @@ export class Agent {
         throw new InvalidInputError(`agent "${this.id}".start(input): input must be a non-empty string of at most ${INPUT_LENGTH_MAX} characters`, { agentId: this.id });
       }
       this.environment.assertOpen(`a start of agent "${this.id}"`);
+      this.environment.assertOwner(`a start of agent "${this.id}"`);
     } catch (error) {
       settleWaiterWithError(waiter, error as PhronomyError, settings);
       return waiter;
@@ -56,7 +57,8 @@ export class Agent {
 
   /** Decides the pending approval of one of this agent's suspended
    * executions. Live here: applied here. On PostgreSQL, from a process that
-   * does not hold the agent's lease: filed in the approval inbox for the
+   * does not hold the agent's lease — or from a visitor of a SQLite store
+   * (docs/decisions/0015): filed in the approval inbox for the
    * owner to apply (docs/decisions/0011-approval-inbox.md) — `executionId`
    * resolves once filed, no progress events are streamed here. Either way
    * the Run's result is the execution's final outcome; every earlier

@@ -16,6 +16,7 @@ import { InvalidInputError, PhronomyError, RuntimeShutdownError } from "../error
 import { SqliteStore, type SqliteStoreOptions } from "../store/sqlite-store.js";
 import type { PostgresStoreOptions } from "../store/postgres-store.js";
 import type { ExecutionStore } from "../store/store.js";
+import { isVisitorStore } from "../store/sqlite-visitor.js";
 import type { ExecutionListFilter, ExecutionRow, StoredStep } from "../store/records.js";
 import { Agent } from "./agent.js";
 import { ControlLoop } from "./control-loop.js";
@@ -56,9 +57,15 @@ export interface OpenOptions {
    * length and the schema (`PostgresStore.open`'s options; `leaseMs` and
    * `schema` may instead be `?lease_ms=` and `?schema=` in the URL, not both). */
   readonly postgres?: PostgresStoreOptions;
+  /** Open a SQLite store as a visitor beside its live owner (SPEC §4.3,
+   * docs/decisions/0015-sqlite-visitors.md): reads, and `agent.resume`
+   * files the decision for the owner to apply and waits for the outcome;
+   * starts, recovery and purges are refused. A store opened with
+   * `SqliteStore.openVisitor` is a visitor's without this option. */
+  readonly visitor?: boolean;
 }
 
-const OPEN_OPTION_KEYS = ["store", "synchronous", "offloadCapacity", "offloadPolicy", "limits", "callbackErrorPolicy", "logger", "recover", "postgres"] as const;
+const OPEN_OPTION_KEYS = ["store", "synchronous", "offloadCapacity", "offloadPolicy", "limits", "callbackErrorPolicy", "logger", "recover", "postgres", "visitor"] as const;
 const POSTGRES_OPTION_KEYS = ["poolSize", "leaseMs", "schema"] as const;
 
 /** What a pending approval looks like to whoever decides it. */
@@ -84,11 +91,21 @@ async function openStoreAt(location: string, options: OpenOptions): Promise<Exec
 
 async function openSqlite(location: string, options: OpenOptions): Promise<ExecutionStore> {
   const path = location.startsWith("file:") ? location.slice("file:".length) : location;
+  if (options.visitor === true) return SqliteStore.openVisitor(path);
   return SqliteStore.open(path, {
     ...(options.synchronous ? { synchronous: options.synchronous } : {}),
     ...(options.offloadCapacity !== undefined ? { offloadCapacity: options.offloadCapacity } : {}),
     ...(options.offloadPolicy ? { offloadPolicy: options.offloadPolicy } : {}),
   });
+}
+
+/** `visitor` is for a SQLite file path (or a visitor store) only. */
+function checkVisitorOption(options: OpenOptions): void {
+  if (options.visitor === undefined || options.visitor === false) return;
+  if (options.visitor !== true) throw new InvalidInputError(`Phronomy.open(options): "visitor" must be true or false, got ${JSON.stringify(options.visitor)}`);
+  if (typeof options.store === "string" ? /^postgres(ql)?:\/\//i.test(options.store) : !isVisitorStore(options.store)) {
+    throw new InvalidInputError(`Phronomy.open(options): "visitor" applies to a SQLite store given by its file path (a PostgreSQL store is shared by every process already; a store the application opened is a visitor's only when opened with SqliteStore.openVisitor)`);
+  }
 }
 
 /** `postgres` is checked before anything is opened: it must be an object
@@ -143,6 +160,7 @@ export class Environment {
       throw new InvalidInputError(`Phronomy.open(options): "callbackErrorPolicy" must be "report" or "fail_task"`);
     }
     checkPostgresOptions(options);
+    checkVisitorOption(options);
     const logger = options.logger ?? consoleLogger;
     const core = await ControlCore.create(options.limits ?? {});
     const store = typeof options.store === "string" ? await openStoreAt(options.store, options) : options.store;
@@ -153,11 +171,11 @@ export class Environment {
       tracer: new Tracer(),
       now: () => Date.now(),
     });
-    const environment = new Environment(store, core, loop, coordinator, options.recover !== false);
+    const environment = new Environment(store, core, loop, coordinator, options.recover !== false && !isVisitorStore(store));
     coordinator.onIdle = () => environment.checkDrained();
     const leasing = leasingStoreOf(store);
     if (leasing) leasing.onLeaseAcquired = (agentId, grant) => environment.takeOver(agentId, grant.epoch);
-    if (leasing) environment.openApprovalInbox(leasing);
+    environment.openApprovalInbox(leasing);
     return environment;
   }
 
@@ -170,7 +188,9 @@ export class Environment {
       throw new InvalidInputError(`agent "${definition.id}" is already defined in this environment; reuse the Agent it returned`);
     }
     const tools = this.resolvedTools(definition.tools);
-    const ready = Promise.resolve().then(() => this.store.ensureAgent(definition.id, Date.now())).then((row) => new Promise<AgentEntry>((resolve, reject) => {
+    // A visitor writes no root: the agent is registered in this core only.
+    const root = () => this.visitor ? this.store.getAgent(definition.id).then((row) => row ?? { lifecycle: "open" as const }) : this.store.ensureAgent(definition.id, Date.now());
+    const ready = Promise.resolve().then(root).then((row) => new Promise<AgentEntry>((resolve, reject) => {
       const posted = this.loop.post(() => {
         const code = this.core.apply(M.RegisterAgent, row.lifecycle === "closed" ? 1 : 0);
         if (code !== ResultCode.Ok) return reject(errorForCode(code, { agentId: definition.id }));
@@ -217,6 +237,7 @@ export class Environment {
    * agent holds an admission (an execution running or suspended). */
   async purgeAgent(agentId: string): Promise<void> {
     validateAgentId(agentId);
+    this.assertOwner(`the purge of agent "${agentId}"`);
     const agent = this.agents.get(agentId);
     if (agent) {
       const entry = await agent.ready;
@@ -257,6 +278,7 @@ export class Environment {
    * reported as waiting for their agent. */
   async recover(): Promise<RecoveredExecution[]> {
     this.assertOpen("env.recover()");
+    this.assertOwner("env.recover()");
     this.unfinished = undefined;
     const report: RecoveredExecution[] = [];
     const leasing = leasingStoreOf(this.store);
@@ -264,7 +286,7 @@ export class Environment {
       const entry = await agent.ready;
       if (leasing && leasing.leaseOf(entry.id) === undefined) continue;
       report.push(...await this.recoverAgentEntry(entry));
-      if (leasing) this.inboxApplier?.agentReady(entry.id);
+      this.inboxApplier?.agentReady(entry.id);
     }
     for (const row of await this.store.unfinishedExecutions()) {
       if (!this.agents.has(row.agentId)) {
@@ -378,15 +400,18 @@ export class Environment {
     return this.takeoverRecoveries.get(agentId);
   }
 
-  /** The approval inbox of a store that has one (PostgreSQL): decisions
-   * filed elsewhere for agents held here are applied through the local
-   * resume path; `remoteResumesFor` files the others. */
-  private openApprovalInbox(leasing: LeasingStore): void {
+  /** The approval inbox of a store that has one (PostgreSQL, SQLite):
+   * decisions filed elsewhere for agents held here are applied through the
+   * local resume path; `remoteResumesFor` files the others. A SQLite
+   * owner holds every agent; a SQLite visitor only files. */
+  private openApprovalInbox(leasing: LeasingStore | undefined): void {
     const inbox = inboxStoreOf(this.store);
     if (!inbox) return;
     const { settings } = this.coordinator;
     this.remoteResumes = new RemoteResumes(inbox, settings);
-    this.inboxApplier = new InboxApplier(inbox, (claim) => this.applyClaim(claim), (agentId, epoch) => leasing.leaseOf(agentId)?.epoch === epoch, settings.logger);
+    if (this.visitor) return;
+    const holds = leasing ? (agentId: string, epoch: number) => leasing.leaseOf(agentId)?.epoch === epoch : () => true;
+    this.inboxApplier = new InboxApplier(inbox, (claim) => this.applyClaim(claim), holds, settings.logger);
     inbox.onApprovalFiled = (agentId) => this.inboxApplier?.wake(agentId);
   }
 
@@ -401,6 +426,7 @@ export class Environment {
    * lease (or nobody does); undefined when the decision is this process's
    * to apply. */
   remoteResumesFor(agentId: string): RemoteResumes | undefined {
+    if (this.visitor) return this.remoteResumes;
     const leasing = leasingStoreOf(this.store);
     return leasing && leasing.leaseOf(agentId) === undefined ? this.remoteResumes : undefined;
   }
@@ -476,5 +502,16 @@ export class Environment {
   /** @internal */
   assertOpen(what: string): void {
     if (this.closing) throw new RuntimeShutdownError(what);
+  }
+
+  /** Opened as a visitor of a SQLite store (docs/decisions/0015). */
+  get visitor(): boolean {
+    return isVisitorStore(this.store);
+  }
+
+  /** @internal Refuses what only the store's owner may do. */
+  assertOwner(what: string): void {
+    if (!this.visitor) return;
+    throw new InvalidInputError(`${what} was refused: this environment visits the store at ${this.store.path}, and a visitor never writes executions — start, recover and purge in the process that owns the store; a visitor reads and decides approvals (agent.resume)`, { details: { reason: "visitor" } });
   }
 }

@@ -6,27 +6,32 @@
 // exclusive lock held until `close()` or the process's death
 // (`sqlite/ownership.ts`, docs/decisions/0007), and a second `open` of the
 // same file, from this process or another, fails at once with `StoreError`.
+// Other processes may open the store as visitors (`openVisitor`,
+// `sqlite-visitor.ts`, docs/decisions/0015): they read, and file approval
+// decisions into the inbox, which the owner polls (`PRAGMA data_version` on
+// its calling-thread connection, every `inboxPollMs`) and applies.
 //
 //   const store = await SqliteStore.open("./agents.db");
 //   await store.ensureAgent("support", Date.now());
 //   const prepared = await store.run({ type: "prepareExecution", ... });
 //   await store.close();
 
+import { randomUUID } from "node:crypto";
 import { resolve } from "node:path";
-import { InvalidInputError, StoreError } from "../errors.js";
+import { InvalidInputError } from "../errors.js";
 import { checkId, checkOperation } from "./check-operation.js";
 import { Offload, offloadCapacityDefault, type OffloadPolicy, type OffloadStatistics } from "./offload.js";
-import type {
-  AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, OffloadOperation, OffloadResult, PurgeAgentResult,
-  StoreOperation, StoreResult, StoredStep,
-} from "./records.js";
+import type { AgentRow, OffloadOperation, OffloadResult, PurgeAgentResult, StoreOperation, StoreResult } from "./records.js";
+import type { ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, FiledDecision } from "./postgres/inbox.js";
 import type { SqliteConnection } from "./sqlite/driver.js";
-import * as reads from "./sqlite/reads.js";
+import * as inbox from "./sqlite/inbox.js";
 import { takeOwnership, type StoreOwner, type StoreOwnership } from "./sqlite/ownership.js";
 import { openStoreConnection, type SynchronousMode } from "./sqlite/schema.js";
 import { startStoreWorker } from "./sqlite/start-worker.js";
-import { commitGroup, storeErrorOf } from "./sqlite/transaction.js";
+import { commitGroup } from "./sqlite/transaction.js";
+import { SqliteReadableStore } from "./sqlite/readable-store.js";
 import type { ExecutionStore } from "./store.js";
+import type { SqliteVisitorStore } from "./sqlite-visitor.js";
 
 export interface SqliteStoreOptions {
   /** `FULL` (default): a commit survives power loss. `NORMAL`: a commit
@@ -44,18 +49,27 @@ const optionNames: ReadonlySet<string> = new Set(["synchronous", "offloadCapacit
 const synchronousModes: ReadonlySet<string> = new Set(["FULL", "NORMAL"]);
 const offloadPolicies: ReadonlySet<string> = new Set(["adaptive", "worker", "inline"]);
 
-export class SqliteStore implements ExecutionStore {
-  readonly path: string;
+/** How often the owner looks for decisions visitors filed: one
+ * `PRAGMA data_version` (a counter read, microseconds), and one indexed
+ * query only when another connection committed. 75 ms keeps a visitor's
+ * approval prompt without measurable cost; the timer is unref'd. */
+export const inboxPollMs = 75;
+
+export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
   readonly synchronous: SynchronousMode;
-  private readonly connection: SqliteConnection;
   private readonly offload: Offload;
   private readonly ownership: StoreOwnership;
   private closing: Promise<void> | undefined;
+  /** This open's claims in the approval inbox: a claim under another token
+   * was left by an owner that closed or died, and is claimed again. */
+  private readonly ownerToken = `owner ${process.pid} ${randomUUID()}`;
+  private inboxPoll: NodeJS.Timeout | undefined;
+  private dataVersion = -1;
+  private approvalFiled: ((agentId: string) => void) | undefined;
 
   private constructor(path: string, synchronous: SynchronousMode, connection: SqliteConnection, offload: Offload, ownership: StoreOwnership) {
-    this.path = path;
+    super(path, connection);
     this.synchronous = synchronous;
-    this.connection = connection;
     this.offload = offload;
     this.ownership = ownership;
   }
@@ -90,6 +104,13 @@ export class SqliteStore implements ExecutionStore {
     }
   }
 
+  /** Opens the store at `path` as a visitor (sqlite-visitor.ts): no
+   * ownership, reads and approval decisions only, beside a live owner. */
+  static async openVisitor(path: string): Promise<SqliteVisitorStore> {
+    const { SqliteVisitorStore } = await import("./sqlite-visitor.js");
+    return SqliteVisitorStore.open(path);
+  }
+
   /** This process, as recorded in `<path>-owner.json` while it owns the store. */
   get owner(): StoreOwner {
     return this.ownership.owner;
@@ -121,50 +142,67 @@ export class SqliteStore implements ExecutionStore {
     return this.submit({ type: "purgeAgent", agentId });
   }
 
+  protected closedMessage(): string | undefined {
+    return this.closing === undefined ? undefined : `the store at ${this.path} is closed; open it again to read`;
+  }
+
   private submit<O extends OffloadOperation>(operation: O): Promise<OffloadResult<O>> {
     checkOperation(operation);
     return this.offload.submit(operation);
   }
 
-  // -- reads (on the calling thread) ----------------------------------------------
 
-  getAgent(agentId: string): Promise<AgentRow | undefined> {
-    return this.read(() => reads.getAgent(this.connection, checkId(agentId, "agentId")));
+
+  // -- the approval inbox, owner's side (docs/decisions/0015) ----------------------
+
+  /** Called with each agent that has a decision to claim; setting it starts
+   * the poll (and looks once at once: decisions filed while no one owned
+   * the store). */
+  get onApprovalFiled(): ((agentId: string) => void) | undefined {
+    return this.approvalFiled;
   }
 
-  getExecution(executionId: string): Promise<ExecutionRow | undefined> {
-    return this.read(() => reads.getExecution(this.connection, checkId(executionId, "executionId")));
+  set onApprovalFiled(listener: ((agentId: string) => void) | undefined) {
+    this.approvalFiled = listener;
+    if (listener === undefined || this.inboxPoll !== undefined || this.closing !== undefined) return;
+    this.inboxPoll = setInterval(() => this.pollInbox(), inboxPollMs);
+    this.inboxPoll.unref();
+    this.pollInbox();
   }
 
-  listExecutions(filter: ExecutionListFilter = {}): Promise<ExecutionRow[]> {
-    return this.read(() => {
-      checkLimit(filter.limit, reads.executionListMax, "listExecutions limit");
-      if (filter.agentId !== undefined) checkId(filter.agentId, "agentId");
-      return reads.listExecutions(this.connection, filter);
-    });
+  fileDecision(filing: Omit<DecisionFiling, "filedBy">): Promise<FiledDecision> {
+    return this.read(() => inbox.fileDecision(this.connection, { ...filing, filedBy: this.ownerToken }));
   }
 
-  listSteps(executionId: string): Promise<StoredStep[]> {
-    return this.read(() => reads.listSteps(this.connection, checkId(executionId, "executionId")));
+  claimDecisions(agentId: string): Promise<ClaimedDecision[]> {
+    return this.read(() => inbox.claimDecisions(this.connection, checkId(agentId, "agentId"), this.ownerToken));
   }
 
-  readJournal(agentId: string, limit: number): Promise<JournalRecord[]> {
-    return this.read(() => {
-      checkLimit(limit, reads.journalReadMax, "readJournal limit");
-      return reads.readJournal(this.connection, checkId(agentId, "agentId"), limit);
-    });
+  settleDecision(claim: ClaimedDecision, settlement: DecisionSettlement): Promise<boolean> {
+    return this.read(() => inbox.settleDecision(this.connection, claim, this.ownerToken, settlement, Date.now()));
   }
 
-  unfinishedExecutions(): Promise<ExecutionRow[]> {
-    return this.read(() => reads.unfinishedExecutions(this.connection));
+  readDecisions(decisionIds: readonly string[]): Promise<DecisionProgress[]> {
+    return this.read(() => inbox.readDecisions(this.connection, decisionIds));
   }
 
-  private read<T>(body: () => T): Promise<T> {
+  approvalDecided(executionId: string, approvalId: string): Promise<{ readonly approved: boolean } | undefined> {
+    return this.read(() => inbox.approvalDecided(this.connection, checkId(executionId, "executionId"), approvalId));
+  }
+
+  /** Wakes the listener for every agent with a decision to claim, when a
+   * connection other than this one committed since the last look. A
+   * failure is left to the next tick. */
+  private pollInbox(): void {
+    const listener = this.approvalFiled;
+    if (listener === undefined || this.closing !== undefined) return;
     try {
-      if (this.closing !== undefined) throw new StoreError(`the store at ${this.path} is closed; open it again to read`);
-      return Promise.resolve(body());
-    } catch (error) {
-      return Promise.reject(storeErrorOf(error, this.path));
+      const version = Number(this.connection.prepare("PRAGMA data_version").get()?.["data_version"]);
+      if (version === this.dataVersion) return;
+      this.dataVersion = version;
+      for (const agentId of inbox.agentsWithDecisions(this.connection, this.ownerToken)) listener(agentId);
+    } catch {
+      this.dataVersion = -1; // look again next tick
     }
   }
 
@@ -174,6 +212,7 @@ export class SqliteStore implements ExecutionStore {
    * worker and releases ownership (another open may then take the store).
    * A second call returns the same promise. */
   close(): Promise<void> {
+    if (this.inboxPoll !== undefined) clearInterval(this.inboxPoll);
     this.closing ??= this.offload.close().finally(() => {
       try {
         this.connection.close();
@@ -198,15 +237,10 @@ function checkOptions(options: SqliteStoreOptions): void {
 }
 
 /** Two connections share the file, so it must be a real file. */
-function checkPath(path: string): string {
+export function checkPath(path: string): string {
   if (typeof path !== "string" || path.length === 0 || path === ":memory:" || path.startsWith("file:")) {
     throw new InvalidInputError(`the SQLite store needs a file path, got ${JSON.stringify(path)} (in-memory databases and URIs are not supported: use a file in a temporary directory)`);
   }
   return resolve(path);
 }
 
-function checkLimit(limit: number | undefined, maximum: number, what: string): void {
-  if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > maximum)) {
-    throw new InvalidInputError(`${what} must be an integer from 1 to ${maximum}, got ${String(limit)}`);
-  }
-}

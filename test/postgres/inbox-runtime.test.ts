@@ -6,9 +6,8 @@
 // signal, and the standby closing while it waits.
 
 import { describe, expect, it } from "vitest";
-import { z } from "zod";
-import { ApprovalMismatchError, Phronomy, tool, type Environment, type ExecutionEvent } from "../../host/index.js";
-import { recordingLogger, scriptedModel } from "../runtime/helpers.js";
+import { ApprovalMismatchError, Phronomy, type Environment, type ExecutionEvent } from "../../host/index.js";
+import { approvalRefundTool, recordingLogger, scriptedModel } from "../runtime/helpers.js";
 import { atEnd, freshSchema, postgresUrl, withClient } from "./database.js";
 
 /** Asks approval for one refund per amount in `amounts`, one after the other, then answers. */
@@ -22,17 +21,6 @@ function refundModel(amounts: readonly number[]) {
   });
 }
 
-function refundTool(refunds: string[]) {
-  return tool({
-    description: "Refunds an order",
-    inputSchema: z.object({ orderId: z.string(), amount: z.number() }),
-    needsApproval: () => true,
-    execute: ({ orderId }, { idempotencyKey }) => {
-      refunds.push(idempotencyKey);
-      return { refunded: orderId };
-    },
-  });
-}
 
 async function twoEnvironments(amounts: readonly number[] = [30]) {
   const schema = freshSchema();
@@ -40,11 +28,11 @@ async function twoEnvironments(amounts: readonly number[] = [30]) {
   const refunds: string[] = [];
   const owner = await Phronomy.open({ store: url, logger: recordingLogger() });
   atEnd(() => owner.close());
-  const ownerAgent = owner.agent({ id: "billing", model: refundModel(amounts), tools: { refund: refundTool(refunds) } });
+  const ownerAgent = owner.agent({ id: "billing", model: refundModel(amounts), tools: { refund: approvalRefundTool(refunds) } });
   await owner.recovery("billing");
   const standby = await Phronomy.open({ store: url, logger: recordingLogger() });
   atEnd(() => standby.close());
-  const standbyAgent = standby.agent({ id: "billing", model: refundModel(amounts), tools: { refund: refundTool(refunds) } });
+  const standbyAgent = standby.agent({ id: "billing", model: refundModel(amounts), tools: { refund: approvalRefundTool(refunds) } });
   await standby.recovery("billing");
   const original = ownerAgent.start("Refund order 42");
   const executionId = await original.executionId;

@@ -82,3 +82,16 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T)
 }
 
 export { scriptedModel };
+
+/** A refund tool that always needs approval; records each call's key. */
+export function approvalRefundTool(refunds: string[]) {
+  return tool({
+    description: "Refunds an order",
+    inputSchema: z.object({ orderId: z.string(), amount: z.number() }),
+    needsApproval: () => true,
+    execute: ({ orderId }, { idempotencyKey }) => {
+      refunds.push(idempotencyKey);
+      return { refunded: orderId };
+    },
+  });
+}

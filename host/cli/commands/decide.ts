@@ -9,9 +9,16 @@
 // execution) → `agent.resume` with the pending approval's id → wait.
 // `--approval-id` pins the decision to the request the user saw: a
 // different pending request is refused (APPROVAL_MISMATCH), nothing decided.
+//
+// Beside a live owner (an application owns the SQLite store) the command is
+// a visitor (docs/decisions/0015): it files the decision in the store's
+// approval inbox, the owner applies it and runs the execution on, and the
+// command waits for the outcome and prints it. The owner has the agent's
+// model and tools, so no agent module is needed then.
 
 import pc from "picocolors";
-import { PhronomyError, type ExecutionRow, type StoredStep } from "../../index.js";
+import { scriptedModel } from "../../agent/scripted-model.js";
+import { PhronomyError, type AgentDefinition, type Environment, type ExecutionRow, type StoredStep } from "../../index.js";
 import type { CliContext } from "../context.js";
 import { shellQuote } from "../context.js";
 import { CliError, ExitCode, type ExitCodeValue } from "../errors.js";
@@ -22,6 +29,7 @@ import { reportOutcome, settle, watchRun } from "../outcome.js";
 import { Progress } from "../progress.js";
 import { openStore, resolveStore } from "../store.js";
 import { displayPath } from "./run.js";
+import { readOwner } from "../../store/sqlite/ownership.js";
 
 export interface DecideOptions {
   readonly reason?: string;
@@ -34,13 +42,15 @@ export interface DecideOptions {
 export async function decideCommand(context: CliContext, executionArgument: string, approved: boolean, options: DecideOptions): Promise<ExitCodeValue> {
   const location = resolveStore(context.options.store, { mustExist: true });
   const model = await createModel(modelSettingsOf(options));
-  const environment = await openStore(location, { logger: context.logger });
+  const environment = await openStore(location, { logger: context.logger, visitBesideOwner: true });
   let progress: Progress | undefined;
   try {
     const row = await findExecution(environment, location.path, executionArgument);
     const executionId = row.executionId;
     if (row.status !== "suspended") throw notWaiting(executionId, row, await environment.timeline(executionId));
-    const { definition } = await agentFor(row.agentId, options.agentModule, { model, storePath: location.path }, `execution ${executionId}`);
+    const definition = environment.visitor
+      ? visitorDefinition(row.agentId)
+      : (await agentFor(row.agentId, options.agentModule, { model, storePath: location.path }, `execution ${executionId}`)).definition;
     const agent = environment.agent(definition);
     await environment.recovery(definition.id);
     const pending = (await environment.pendingApprovals()).find((approval) => approval.executionId === executionId);
@@ -49,6 +59,7 @@ export async function decideCommand(context: CliContext, executionArgument: stri
     const verb = approved ? pc.green("approving") : pc.red("rejecting");
     context.logger.line(`${verb} execution ${executionId} of agent "${row.agentId}" (approval ${pending.request.approvalId}, requested ${formatTime(pending.since)}):`);
     for (const call of pending.request.toolCalls) context.logger.line(`    ${call.toolName}(${compactJson(call.input)})`);
+    if (environment.visitor) context.logger.line(`the store is owned by ${ownerOf(environment)}: the decision is filed for it to apply, and this command waits for the outcome`);
     progress = new Progress();
     context.logger.progress = progress;
     progress.setPhase(approved ? "committing the approval" : "committing the rejection");
@@ -68,6 +79,17 @@ export async function decideCommand(context: CliContext, executionArgument: stri
     context.logger.progress = undefined;
     await environment.close();
   }
+}
+
+/** A visitor's agent only files decisions: the owner runs the execution
+ * with its own model and tools, so this model is never called. */
+function visitorDefinition(agentId: string): AgentDefinition {
+  return { id: agentId, model: scriptedModel([]) };
+}
+
+function ownerOf(environment: Environment): string {
+  const owner = readOwner(environment.store.path);
+  return owner === undefined ? "another process" : `process ${owner.pid} on ${owner.hostname}`;
 }
 
 function notWaiting(executionId: string, row: ExecutionRow, timeline: readonly StoredStep[]): CliError {

@@ -28,7 +28,7 @@ export async function lsCommand(context: CliContext, options: ListOptions): Prom
   const limit = options.limit ?? LIST_LIMIT_DEFAULT;
   if (!Number.isInteger(limit) || limit < 1 || limit > LIST_LIMIT_MAX) throw new CliError("USAGE", `--limit must be an integer from 1 to ${LIST_LIMIT_MAX}`);
   const location = resolveStore(context.options.store, { mustExist: true });
-  const environment = await openStore(location, { logger: context.logger });
+  const environment = await openStore(location, { logger: context.logger, visitBesideOwner: true });
   let rows: ExecutionRow[];
   try {
     rows = await listed(environment, options, limit);

@@ -14,7 +14,7 @@ import type { ExecutionRow } from "../../index.js";
 
 export async function showCommand(context: CliContext, executionArgument: string): Promise<ExitCodeValue> {
   const location = resolveStore(context.options.store, { mustExist: true });
-  const environment = await openStore(location, { logger: context.logger });
+  const environment = await openStore(location, { logger: context.logger, visitBesideOwner: true });
   try {
     const row = await findExecution(environment, location.path, executionArgument);
     const timeline = describeTimeline(await environment.timeline(row.executionId));

@@ -269,7 +269,13 @@ export async function readDecisions(pool: Queryable, where: string, decisionIds:
     FROM approval_inbox AS inbox LEFT JOIN executions ON executions.execution_id = inbox.execution_id
     WHERE inbox.decision_id = ANY($1::text[])
   `, [decisionIds]);
-  return found.rows.map((row) => ({
+  return found.rows.map((row) => decisionProgressOf(row, where));
+}
+
+/** A decision and its execution as read back, from a row of the inbox
+ * joined with executions (columns as both stores select them). */
+export function decisionProgressOf(row: SqliteRow, where: string): DecisionProgress {
+  return {
     decisionId: String(row["decision_id"]),
     executionId: String(row["decision_execution_id"]),
     agentId: String(row["decision_agent_id"]),
@@ -277,5 +283,5 @@ export async function readDecisions(pool: Queryable, where: string, decisionIds:
     executionRevision: Number(row["decision_revision"]),
     error: row["decision_error"] === null ? undefined : JSON.parse(String(row["decision_error"])) as TransferredError,
     execution: row["execution_id"] === null ? undefined : executionFromRow(row, where),
-  }));
+  };
 }

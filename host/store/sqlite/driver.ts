@@ -62,6 +62,9 @@ export const preparedStatementsMax = 256;
 export interface OpenConnectionOptions {
   /** Fail instead of creating the file when it does not exist. */
   readonly mustExist?: boolean;
+  /** A read-only connection (a visitor's reads): every write fails with
+   * SQLITE_READONLY. Implies `mustExist`. */
+  readonly readonly?: boolean;
 }
 
 export type SqliteDriverName = "better-sqlite3" | "node:sqlite" | "bun:sqlite";
@@ -144,7 +147,8 @@ export function openBetterSqlite3(path: string, options: OpenConnectionOptions =
     "better-sqlite3",
     "phronomy: the embedded SQLite store needs the optional peer dependency better-sqlite3 on Node (npm install better-sqlite3@12)",
   );
-  const database = new Database(path, { fileMustExist: options.mustExist ?? false });
+  const readonly = options.readonly ?? false;
+  const database = new Database(path, { readonly, fileMustExist: readonly || (options.mustExist ?? false) });
   // better-sqlite3 already refuses booleans and undefined, and names its
   // errors' codes; its statements have the interface's shape.
   return connectionOver(path, "better-sqlite3", {
@@ -168,11 +172,13 @@ interface BunDatabase {
   close(): void;
 }
 
-type BunDatabaseConstructor = new (path: string, options: { readonly create: boolean; readwrite: boolean }) => BunDatabase;
+type BunDatabaseConstructor = new (path: string, options: { readonly create?: boolean; readonly readwrite?: boolean; readonly readonly?: boolean }) => BunDatabase;
 
 function openBunSqlite(path: string, options: OpenConnectionOptions): SqliteConnection {
   const { Database } = loadModule<{ Database: BunDatabaseConstructor }>("bun:sqlite", "phronomy: bun:sqlite is not available in this runtime");
-  const database = new Database(path, { create: !(options.mustExist ?? false), readwrite: true });
+  const database = options.readonly === true
+    ? new Database(path, { readonly: true })
+    : new Database(path, { create: !(options.mustExist ?? false), readwrite: true });
   return connectionOver(path, "bun:sqlite", {
     exec: (sql) => database.exec(sql),
     prepare(sql) {
@@ -210,16 +216,16 @@ interface NodeSqliteDatabase {
   close(): void;
 }
 
-type NodeSqliteConstructor = new (path: string) => NodeSqliteDatabase;
+type NodeSqliteConstructor = new (path: string, options?: { readonly readOnly?: boolean }) => NodeSqliteDatabase;
 
 function openNodeSqlite(path: string, options: OpenConnectionOptions): SqliteConnection {
   const { DatabaseSync } = loadModule<{ DatabaseSync: NodeSqliteConstructor }>("node:sqlite", "phronomy: node:sqlite is not available in this runtime");
   // node:sqlite has no "must exist" flag; the store opens existing files
   // only where the file was just seen, so a check before opening is enough.
-  if (options.mustExist === true && !existsSync(path)) {
+  if ((options.mustExist === true || options.readonly === true) && !existsSync(path)) {
     throw Object.assign(new Error(`unable to open database file ${path}: it does not exist`), { code: "SQLITE_CANTOPEN" });
   }
-  const database = named(() => new DatabaseSync(path));
+  const database = named(() => new DatabaseSync(path, { readOnly: options.readonly === true }));
   return connectionOver(path, "node:sqlite", {
     exec(sql) {
       // `exec` errors carry no result code: run a single statement prepared.

@@ -153,7 +153,7 @@ function ownedError(storePath: string, owner: StoreOwner | undefined): StoreErro
       ? `this very process (pid ${owner.pid} on ${owner.hostname}, since ${owner.startedAt}), through a store or environment opened earlier and not closed`
       : `process ${owner.pid} on ${owner.hostname} (since ${owner.startedAt})`;
   return new StoreError(
-    `the store at ${storePath} is already open, owned by ${who}; one process owns a store at a time: close the other process (or its store) first, or open this store as a visitor (visitors are not available yet)`,
+    `the store at ${storePath} is already open, owned by ${who}; one process owns a store at a time: close the other process (or its store) first, or open this store as a visitor (SqliteStore.openVisitor, or Phronomy.open({ store, visitor: true }): it reads and files approval decisions beside the owner)`,
     { details: { reason: "store_owned", storePath, owner: owner === undefined ? null : { ...owner } } },
   );
 }

@@ -17,6 +17,7 @@ import { Buffer } from "node:buffer";
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { StoreError } from "../../errors.js";
 import { openSqlite, type SqliteConnection } from "./driver.js";
+import { createApprovalInbox } from "./inbox.js";
 
 /** "PHRN" in ASCII: stamped in every Phronomy store's header. */
 export const applicationId = 0x5048524e;
@@ -82,8 +83,9 @@ function createInitialTables(connection: SqliteConnection): void {
   `);
 }
 
-/** Migration i brings a file from version i to version i + 1. Append only. */
-export const migrations: readonly Migration[] = [createInitialTables];
+/** Migration i brings a file from version i to version i + 1. Append only.
+ * Version 2: the approval inbox visitors file decisions into (`inbox.ts`). */
+export const migrations: readonly Migration[] = [createInitialTables, createApprovalInbox];
 
 export const schemaVersion = migrations.length;
 
@@ -133,7 +135,7 @@ const sqliteHeader = "SQLite format 3\0";
 
 /** Refuses a non-empty file that does not start with SQLite's header before
  * SQLite opens it (SQLite would only say "file is not a database"). */
-function checkFileHeader(path: string): void {
+export function checkFileHeader(path: string): void {
   let size: number;
   try {
     size = statSync(path).size;
@@ -157,7 +159,7 @@ function checkFileHeader(path: string): void {
   }
 }
 
-interface FileState {
+export interface FileState {
   readonly applicationId: number;
   readonly userVersion: number;
   /** Tables, indexes, views and triggers: an empty file has none. */
@@ -169,7 +171,7 @@ interface FileState {
 /** How many table names a refusal quotes. */
 const tableNamesShownMax = 5;
 
-function readFileState(connection: SqliteConnection): FileState {
+export function readFileState(connection: SqliteConnection): FileState {
   try {
     return {
       applicationId: Number(connection.prepare("PRAGMA application_id").get()?.["application_id"] ?? 0),

@@ -1,0 +1,136 @@
+// A visitor of a SQLite store (SPEC §4.3 "one owner, many visitors",
+// docs/decisions/0015-sqlite-visitors.md): another process — the CLI while
+// an application owns the store, a dashboard — reads the store and files
+// approval decisions into its inbox, beside the live owner and without its
+// ownership lock. It implements `ExecutionStore` (reads) and the filer's
+// half of the approval inbox; the owner applies what it files.
+//
+// Rules kept here:
+// * Reads go through a read-only connection (WAL: they never block the
+//   owner, nor wait for it).
+// * A visitor never writes executions: `run`, `ensureAgent`, `closeAgent`
+//   and `purgeAgent` are refused with `StoreError` (details.reason
+//   `visitor`), and so are claiming and settling decisions (the owner's).
+// * Its one write, filing a decision, goes through a second connection
+//   opened on the first filing and used for nothing else.
+//
+//   const visitor = await SqliteStore.openVisitor("./agents.db");
+//   const rows = await visitor.listExecutions({ status: "suspended" });
+//   await visitor.close();
+
+import { hostname } from "node:os";
+import { StoreError } from "../errors.js";
+import { checkId } from "./check-operation.js";
+import type { DecisionFiling, DecisionProgress, FiledDecision } from "./postgres/inbox.js";
+import type { AgentRow, PurgeAgentResult, StoreOperation, StoreResult } from "./records.js";
+import type { SqliteConnection } from "./sqlite/driver.js";
+import * as inbox from "./sqlite/inbox.js";
+import { readOwner } from "./sqlite/ownership.js";
+import { openInboxConnection, openVisitorConnection } from "./sqlite/visitor-connection.js";
+import { checkPath } from "./sqlite-store.js";
+import { SqliteReadableStore } from "./sqlite/readable-store.js";
+import type { ExecutionStore } from "./store.js";
+
+export class SqliteVisitorStore extends SqliteReadableStore implements ExecutionStore {
+  /** Marks a visitor for `Phronomy.open` (no starts, no recovery). */
+  readonly visitor = true;
+  /** The owner's hook; a visitor never applies decisions, so never called. */
+  onApprovalFiled: ((agentId: string) => void) | undefined;
+  private inboxConnection: SqliteConnection | undefined;
+  private closed = false;
+
+  private constructor(path: string, connection: SqliteConnection, private readonly filedBy: string) {
+    super(path, connection);
+  }
+
+  /** Opens the store at `path` as a visitor: no ownership lock, a
+   * read-only connection. Rejects with `StoreError` when there is no store
+   * there, it is not a Phronomy store, or its schema is not this
+   * version's (older: its owner must migrate it first). */
+  static open(path: string): Promise<SqliteVisitorStore> {
+    try {
+      const absolutePath = checkPath(path);
+      const connection = openVisitorConnection(absolutePath);
+      return Promise.resolve(new SqliteVisitorStore(absolutePath, connection, `visitor ${process.pid} on ${hostname()}`));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  // -- writes: refused ----------------------------------------------------------------
+
+  run<O extends StoreOperation>(operation: O): Promise<StoreResult<O>> {
+    return this.refuse(`the store operation ${String((operation as { type?: unknown } | null)?.type)}`);
+  }
+
+  ensureAgent(agentId: string, _at?: number): Promise<AgentRow> {
+    return this.refuse(`creating the root of agent "${agentId}"`);
+  }
+
+  closeAgent(agentId: string, _at?: number): Promise<AgentRow> {
+    return this.refuse(`closing agent "${agentId}"`);
+  }
+
+  purgeAgent(agentId: string): Promise<PurgeAgentResult> {
+    return this.refuse(`purging agent "${agentId}"`);
+  }
+
+  claimDecisions(): Promise<never> {
+    return this.refuse("claiming decisions from the approval inbox");
+  }
+
+  settleDecision(): Promise<never> {
+    return this.refuse("settling a decision of the approval inbox");
+  }
+
+  private refuse(what: string): Promise<never> {
+    const owner = readOwner(this.path);
+    const who = owner === undefined ? "the process that owns it" : `its owner, process ${owner.pid} on ${owner.hostname}`;
+    return Promise.reject(new StoreError(
+      `the store at ${this.path} is open as a visitor, and a visitor never writes executions: ${what} was refused — do it in ${who}, or open the store as its owner once no process owns it`,
+      { details: { reason: "visitor", storePath: this.path } },
+    ));
+  }
+
+  // -- the approval inbox (the filer's half) --------------------------------------------
+
+  /** Files a decision for the owner to apply, or refuses it at once
+   * (nothing written) as the owner would (`sqlite/inbox.ts`). */
+  fileDecision(filing: Omit<DecisionFiling, "filedBy">): Promise<FiledDecision> {
+    return this.read(() => {
+      this.inboxConnection ??= openInboxConnection(this.path);
+      return inbox.fileDecision(this.inboxConnection, { ...filing, filedBy: this.filedBy });
+    });
+  }
+
+  readDecisions(decisionIds: readonly string[]): Promise<DecisionProgress[]> {
+    return this.read(() => inbox.readDecisions(this.connection, decisionIds));
+  }
+
+  approvalDecided(executionId: string, approvalId: string): Promise<{ readonly approved: boolean } | undefined> {
+    return this.read(() => inbox.approvalDecided(this.connection, checkId(executionId, "executionId"), approvalId));
+  }
+
+
+
+  protected closedMessage(): string | undefined {
+    return this.closed ? `the visitor of the store at ${this.path} is closed; open it again to read` : undefined;
+  }
+
+  /** Closes both connections. Idempotent. */
+  close(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    this.closed = true;
+    try {
+      this.inboxConnection?.close();
+    } finally {
+      this.connection.close();
+    }
+    return Promise.resolve();
+  }
+}
+
+/** True for a store opened with `SqliteStore.openVisitor`. */
+export function isVisitorStore(store: ExecutionStore): store is SqliteVisitorStore {
+  return (store as Partial<SqliteVisitorStore>).visitor === true;
+}

@@ -1,0 +1,193 @@
+// The approval inbox of a SQLite store (SPEC §4.3 "one owner, many
+// visitors", docs/decisions/0015-sqlite-visitors.md): a visitor files a
+// decision on a pending approval as a row of `approval_inbox`; the owner
+// claims it and applies it through its normal resume path, then marks it
+// applied or refused. The row's life is the PostgreSQL inbox's
+// (docs/decisions/0011), with the owner's instance token in place of a lease
+// epoch — one process owns a SQLite store, so a claim left by any other
+// instance was left by a closed or dead owner:
+//
+//   filed ──claim (owner token)──▶ claimed ──▶ applied | refused
+//                                   │  ▲
+//                                   └──┘ claimed again by a later owner
+//
+// Rules kept here:
+// * Filing reads the execution row and inserts in one IMMEDIATE
+//   transaction: refused at once, nothing written, when the execution is
+//   missing, another agent's, not suspended, or waits on another approval
+//   id; one unsettled decision per approval (a unique partial index).
+// * These functions write `approval_inbox` only, never `executions`,
+//   `steps`, `journal` or `agents`: executions change only through the
+//   owner's store operations (`operations.ts`).
+// * Each function is one statement or one transaction; SQL texts are fixed
+//   (the connection caches statements by text).
+
+import { ApprovalMismatchError, InvalidInputError } from "../../errors.js";
+import {
+  decisionProgressOf, type ClaimedDecision, type DecisionFiling, type DecisionProgress, type DecisionSettlement,
+  type FiledDecision,
+} from "../postgres/inbox.js";
+import type { Json } from "../records.js";
+import type { SqliteConnection } from "./driver.js";
+
+/** Decisions one claim takes at most (the PostgreSQL inbox's bound, for the
+ * same reason: an agent rarely has more than one; the drain claims again). */
+export const claimBatchMax = 32;
+
+/** Decision ids one progress read names at most (the runtime's bound on
+ * waits is the same number). */
+export const decisionReadMax = 1_000;
+
+/** Agents one poll wakes at most. A wake of an agent the owner does not
+ * define is a no-op; past this bound the rest are found on the next change. */
+export const agentsPolledMax = 1_000;
+
+/** Migration 2: the inbox table. */
+export function createApprovalInbox(connection: SqliteConnection): void {
+  connection.exec(`
+    CREATE TABLE approval_inbox (
+      decision_id        TEXT PRIMARY KEY NOT NULL,
+      execution_id       TEXT NOT NULL,
+      agent_id           TEXT NOT NULL,
+      approval_id        TEXT NOT NULL,
+      approved           INTEGER NOT NULL CHECK (approved IN (0, 1)),
+      reason             TEXT,
+      execution_revision INTEGER NOT NULL,
+      filed_by           TEXT NOT NULL,
+      filed_at           INTEGER NOT NULL,
+      state              TEXT NOT NULL CHECK (state IN ('filed', 'claimed', 'applied', 'refused')),
+      claimed_by         TEXT,
+      claims             INTEGER NOT NULL DEFAULT 0,
+      error              TEXT,
+      settled_at         INTEGER
+    );
+    CREATE INDEX approval_inbox_unsettled ON approval_inbox (agent_id, filed_at) WHERE state IN ('filed', 'claimed');
+    CREATE UNIQUE INDEX approval_inbox_one_per_approval ON approval_inbox (execution_id, approval_id) WHERE state IN ('filed', 'claimed');
+  `);
+}
+
+// -- filing (a visitor's inbox connection, or the owner's) -------------------------------
+
+/** Files a decision, or refuses it (nothing written) with
+ * `InvalidInputError` (no such execution) or `ApprovalMismatchError`
+ * (`details.mismatch`: agent, not_suspended, approval_id, already_filed). */
+export function fileDecision(connection: SqliteConnection, filing: DecisionFiling): FiledDecision {
+  connection.exec("BEGIN IMMEDIATE");
+  try {
+    const filed = checkAndInsert(connection, filing);
+    connection.exec("COMMIT");
+    return filed;
+  } catch (error) {
+    connection.exec("ROLLBACK");
+    throw error;
+  }
+}
+
+function checkAndInsert(connection: SqliteConnection, filing: DecisionFiling): FiledDecision {
+  const { executionId, agentId, approvalId } = filing;
+  const where = connection.path;
+  const row = connection.prepare("SELECT agent_id, status, revision, approval_request FROM executions WHERE execution_id = ?").get(executionId);
+  const context = { executionId, agentId };
+  if (row === undefined) throw new InvalidInputError(`no execution ${executionId} in the store at ${where}; nothing was filed in the approval inbox`, context);
+  const storedAgentId = String(row["agent_id"]);
+  if (storedAgentId !== agentId) {
+    throw new ApprovalMismatchError(`execution ${executionId} belongs to agent "${storedAgentId}", not "${agentId}"; resume it through its own agent (nothing was filed)`, { ...context, details: { mismatch: "agent", storedAgentId } });
+  }
+  const status = String(row["status"]);
+  if (status !== "suspended") {
+    throw new ApprovalMismatchError(`execution ${executionId} is not suspended for approval (its status is ${status}: already decided, or never suspended); nothing was filed`, { ...context, details: { mismatch: "not_suspended", status } });
+  }
+  const pending = pendingApprovalId(JSON.parse(String(row["approval_request"])) as Json);
+  if (pending !== approvalId) {
+    throw new ApprovalMismatchError(`approval ${approvalId} is not the pending approval of execution ${executionId} (that is ${pending ?? "none"}); nothing was filed`, { ...context, details: { mismatch: "approval_id", approvalId, storedApprovalId: pending ?? null } });
+  }
+  const earlier = connection.prepare("SELECT decision_id, filed_by FROM approval_inbox WHERE execution_id = ? AND approval_id = ? AND state IN ('filed', 'claimed')").get(executionId, approvalId);
+  if (earlier !== undefined) {
+    throw new ApprovalMismatchError(
+      `approval ${approvalId} of execution ${executionId} already has a decision in the approval inbox (${String(earlier["decision_id"])}, filed by ${String(earlier["filed_by"])}) that its owner has not applied yet; nothing else was filed — wait for that one`,
+      { ...context, details: { mismatch: "already_filed", approvalId, decisionId: String(earlier["decision_id"]), filedBy: String(earlier["filed_by"]) } },
+    );
+  }
+  const revision = Number(row["revision"]);
+  connection.prepare(`
+    INSERT INTO approval_inbox (decision_id, execution_id, agent_id, approval_id, approved, reason, execution_revision, filed_by, filed_at, state)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'filed')
+  `).run(filing.decisionId, executionId, agentId, approvalId, filing.approved ? 1 : 0, filing.reason, revision, filing.filedBy, filing.filedAt);
+  return { decisionId: filing.decisionId, executionRevision: revision };
+}
+
+function pendingApprovalId(request: Json): string | undefined {
+  if (typeof request !== "object" || request === null || Array.isArray(request)) return undefined;
+  const id = (request as { readonly [key: string]: Json })["approvalId"];
+  return typeof id === "string" ? id : undefined;
+}
+
+// -- the owner's side --------------------------------------------------------------------
+
+/** Claims the agent's filed decisions, and those another (closed or dead)
+ * owner instance claimed, oldest first, at most `claimBatchMax`. One
+ * statement: atomic. `claimedEpoch` is 0: ownership, not a lease, fences. */
+export function claimDecisions(connection: SqliteConnection, agentId: string, ownerToken: string): ClaimedDecision[] {
+  const rows = connection.prepare(`
+    UPDATE approval_inbox SET state = 'claimed', claimed_by = ?, claims = claims + 1
+    WHERE decision_id IN (
+      SELECT decision_id FROM approval_inbox
+      WHERE agent_id = ? AND (state = 'filed' OR (state = 'claimed' AND claimed_by <> ?))
+      ORDER BY filed_at, decision_id LIMIT ?)
+    RETURNING *
+  `).all(ownerToken, agentId, ownerToken, claimBatchMax);
+  return rows
+    .map((row) => ({
+      decisionId: String(row["decision_id"]), executionId: String(row["execution_id"]), agentId: String(row["agent_id"]),
+      approvalId: String(row["approval_id"]), approved: Number(row["approved"]) === 1,
+      reason: row["reason"] === null ? null : String(row["reason"]), filedBy: String(row["filed_by"]), filedAt: Number(row["filed_at"]),
+      executionRevision: Number(row["execution_revision"]), claimedEpoch: 0, claims: Number(row["claims"]),
+    }))
+    .sort((a, b) => a.filedAt - b.filedAt || (a.decisionId < b.decisionId ? -1 : 1));
+}
+
+/** Marks a decision this owner instance claimed applied or refused; false
+ * when the claim is not (or no longer) this instance's. */
+export function settleDecision(connection: SqliteConnection, claim: ClaimedDecision, ownerToken: string, settlement: DecisionSettlement, at: number): boolean {
+  const settled = connection.prepare(`
+    UPDATE approval_inbox SET state = ?, error = ?, settled_at = ?
+    WHERE decision_id = ? AND state = 'claimed' AND claimed_by = ?
+  `).run(settlement.applied ? "applied" : "refused", settlement.applied ? null : JSON.stringify(settlement.error), at, claim.decisionId, ownerToken);
+  return settled.changes === 1;
+}
+
+/** The agents with a decision for this owner instance to claim. */
+export function agentsWithDecisions(connection: SqliteConnection, ownerToken: string): string[] {
+  const rows = connection.prepare(`
+    SELECT DISTINCT agent_id FROM approval_inbox
+    WHERE state = 'filed' OR (state = 'claimed' AND claimed_by <> ?) LIMIT ?
+  `).all(ownerToken, agentsPolledMax);
+  return rows.map((row) => String(row["agent_id"]));
+}
+
+/** The decision an `approval_decided` step recorded for this approval, if
+ * one did: how a later owner tells whether a former owner's claim landed. */
+export function approvalDecided(connection: SqliteConnection, executionId: string, approvalId: string): { readonly approved: boolean } | undefined {
+  const rows = connection.prepare("SELECT payload FROM steps WHERE execution_id = ? AND kind = 'approval_decided' ORDER BY seq").all(executionId);
+  for (const row of rows) {
+    const decided = JSON.parse(String(row["payload"])) as { approvalId?: unknown; approved?: unknown };
+    if (decided.approvalId === approvalId && typeof decided.approved === "boolean") return { approved: decided.approved };
+  }
+  return undefined;
+}
+
+// -- the filer's side ----------------------------------------------------------------------
+
+/** Where each decision is, with its execution as it is now (one statement). */
+export function readDecisions(connection: SqliteConnection, decisionIds: readonly string[]): DecisionProgress[] {
+  if (decisionIds.length === 0) return [];
+  if (decisionIds.length > decisionReadMax) throw new InvalidInputError(`at most ${decisionReadMax} inbox decisions are read at once, got ${decisionIds.length}`);
+  const rows = connection.prepare(`
+    SELECT executions.*, inbox.decision_id, inbox.execution_id AS decision_execution_id, inbox.agent_id AS decision_agent_id,
+           inbox.state AS decision_state, inbox.error AS decision_error, inbox.execution_revision AS decision_revision
+    FROM approval_inbox AS inbox LEFT JOIN executions ON executions.execution_id = inbox.execution_id
+    WHERE inbox.decision_id IN (SELECT value FROM json_each(?))
+  `).all(JSON.stringify(decisionIds));
+  return rows.map((row) => decisionProgressOf(row, connection.path));
+}
+

@@ -1,0 +1,66 @@
+// The reads every SQLite store object answers on its own connection — the
+// owner (`SqliteStore`) and a visitor (`SqliteVisitorStore`) alike — each
+// checked (ids, limits) and refused with `StoreError` once the object is
+// closed. Reads run on the calling thread: SQLite answers them without
+// waiting for a writer (WAL).
+
+import { InvalidInputError, StoreError } from "../../errors.js";
+import { checkId } from "../check-operation.js";
+import type { AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, StoredStep } from "../records.js";
+import type { SqliteConnection } from "./driver.js";
+import * as reads from "./reads.js";
+import { storeErrorOf } from "./transaction.js";
+
+export abstract class SqliteReadableStore {
+  protected constructor(readonly path: string, protected readonly connection: SqliteConnection) {}
+
+  /** Why reads are refused now (the object is closed), or undefined. */
+  protected abstract closedMessage(): string | undefined;
+
+  getAgent(agentId: string): Promise<AgentRow | undefined> {
+    return this.read(() => reads.getAgent(this.connection, checkId(agentId, "agentId")));
+  }
+
+  getExecution(executionId: string): Promise<ExecutionRow | undefined> {
+    return this.read(() => reads.getExecution(this.connection, checkId(executionId, "executionId")));
+  }
+
+  listExecutions(filter: ExecutionListFilter = {}): Promise<ExecutionRow[]> {
+    return this.read(() => {
+      checkLimit(filter.limit, reads.executionListMax, "listExecutions limit");
+      if (filter.agentId !== undefined) checkId(filter.agentId, "agentId");
+      return reads.listExecutions(this.connection, filter);
+    });
+  }
+
+  listSteps(executionId: string): Promise<StoredStep[]> {
+    return this.read(() => reads.listSteps(this.connection, checkId(executionId, "executionId")));
+  }
+
+  readJournal(agentId: string, limit: number): Promise<JournalRecord[]> {
+    return this.read(() => {
+      checkLimit(limit, reads.journalReadMax, "readJournal limit");
+      return reads.readJournal(this.connection, checkId(agentId, "agentId"), limit);
+    });
+  }
+
+  unfinishedExecutions(): Promise<ExecutionRow[]> {
+    return this.read(() => reads.unfinishedExecutions(this.connection));
+  }
+
+  protected read<T>(body: () => T): Promise<T> {
+    try {
+      const closed = this.closedMessage();
+      if (closed !== undefined) throw new StoreError(closed);
+      return Promise.resolve(body());
+    } catch (error) {
+      return Promise.reject(storeErrorOf(error, this.path));
+    }
+  }
+}
+
+export function checkLimit(limit: number | undefined, maximum: number, what: string): void {
+  if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > maximum)) {
+    throw new InvalidInputError(`${what} must be an integer from 1 to ${maximum}, got ${String(limit)}`);
+  }
+}

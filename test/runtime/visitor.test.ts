@@ -1,0 +1,92 @@
+// A visitor environment on a SQLite store (SPEC §4.3,
+// docs/decisions/0015-sqlite-visitors.md), beside a live owner environment
+// on the same file: the visitor reads, refuses starts and recovery, and its
+// `agent.resume` files the decision in the approval inbox; the owner
+// notices it, applies it through its local resume path (the tool runs
+// once, in the owner) and the visitor's Run settles with the outcome. A
+// decision that cannot apply is refused at once, nothing filed.
+
+import { describe, expect, it } from "vitest";
+import { ApprovalMismatchError, InvalidInputError, Phronomy, type Environment, type ExecutionEvent } from "../../host/index.js";
+import { approvalRefundTool, openEnvironment, recordingLogger, scriptedModel, turnOf } from "./helpers.js";
+
+function refundModel() {
+  return scriptedModel(({ messages }) => {
+    if (turnOf(messages) === 0) return { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] };
+    const last = messages.at(-1);
+    const declined = last?.role === "tool" && last.results.some((result) => result.isError);
+    return { text: declined ? "The refund was declined." : "Your refund of 30 is on its way." };
+  });
+}
+
+function refundAgent(env: Environment, refunds: string[]) {
+  return env.agent({
+    id: "support",
+    model: refundModel(),
+    tools: {
+      refund: approvalRefundTool(refunds),
+    },
+  });
+}
+
+async function suspendedOwner(refunds: string[]) {
+  const owner = await openEnvironment();
+  const agent = refundAgent(owner, refunds);
+  const executionId = await agent.start("Refund order 42").executionId;
+  for (let attempt = 0; attempt < 200 && (await owner.pendingApprovals()).length === 0; attempt += 1) await new Promise((resolve) => setTimeout(resolve, 10));
+  const [pending] = await owner.pendingApprovals();
+  return { owner, executionId, approvalId: pending!.request.approvalId };
+}
+
+async function visitorOf(owner: Environment): Promise<Environment> {
+  return Phronomy.open({ store: owner.store.path, visitor: true, logger: recordingLogger() });
+}
+
+describe("a visitor environment beside the owner", () => {
+  it("reads, and its resume is applied by the owner; the visitor gets the outcome", async () => {
+    const refunds: string[] = [];
+    const { owner, executionId, approvalId } = await suspendedOwner(refunds);
+    const visitor = await visitorOf(owner);
+    try {
+      expect(visitor.visitor).toBe(true);
+      expect((await visitor.pendingApprovals()).map((pending) => pending.executionId)).toEqual([executionId]);
+      expect((await visitor.execution(executionId))?.status).toBe("suspended");
+      const agent = refundAgent(visitor, refunds);
+      const events: ExecutionEvent[] = [];
+      const started = Date.now();
+      const run = agent.resume(executionId, { approvalId, approved: true, reason: "ok", onEvent: (event) => events.push(event) });
+      expect(await run.executionId).toBe(executionId);
+      const result = await run.result;
+      expect(result).toMatchObject({ executionId, output: "Your refund of 30 is on its way." });
+      expect(Date.now() - started).toBeLessThan(3_000);
+      expect(events.map((event) => event.type)).toContain("done");
+      expect(refunds, "the tool ran once, in the owner").toEqual([expect.stringMatching(new RegExp(`^${executionId}:`))]);
+      expect((await owner.execution(executionId))?.outcome).toBe("completed");
+    } finally {
+      await visitor.close();
+    }
+  });
+
+  it("refuses starts, recovery and purges, and decisions that cannot apply, filing nothing", async () => {
+    const { owner, executionId } = await suspendedOwner([]);
+    const visitor = await visitorOf(owner);
+    try {
+      const agent = refundAgent(visitor, []);
+      const start = await agent.start("hi").result.then(() => undefined, (error: unknown) => error as Error);
+      expect(start).toBeInstanceOf(InvalidInputError);
+      expect(start?.message).toContain("a visitor never writes executions");
+      await expect(visitor.recover()).rejects.toThrow(/visitor/);
+      await expect(visitor.purgeAgent("support")).rejects.toThrow(/visitor/);
+      const mismatch = await agent.resume(executionId, { approvalId: "not-it", approved: true }).result.then(() => undefined, (error: unknown) => error);
+      expect(mismatch).toBeInstanceOf(ApprovalMismatchError);
+      expect((await owner.execution(executionId))?.status).toBe("suspended");
+    } finally {
+      await visitor.close();
+    }
+  });
+
+  it("validates the option", async () => {
+    await expect(Phronomy.open({ store: "postgres://localhost/db", visitor: true })).rejects.toThrow(/"visitor" applies to a SQLite store/);
+    await expect(Phronomy.open({ store: "./x.db", visitor: "yes" as unknown as boolean })).rejects.toThrow(/must be true or false/);
+  });
+});
