@@ -18,14 +18,13 @@
 //   const rows = await visitor.listExecutions({ status: "suspended" });
 //   await visitor.close();
 
-import { hostname } from "node:os";
 import { StoreError } from "../errors.js";
 import { checkId } from "./check-operation.js";
 import type { DecisionFiling, DecisionProgress, FiledDecision } from "./postgres/inbox.js";
 import type { AgentRow, PurgeAgentResult, StoreOperation, StoreResult } from "./records.js";
 import type { SqliteConnection } from "./sqlite/driver.js";
 import * as inbox from "./sqlite/inbox.js";
-import { readOwner } from "./sqlite/ownership.js";
+import { hostName, readOwner } from "./sqlite/ownership.js";
 import { openInboxConnection, openVisitorConnection } from "./sqlite/visitor-connection.js";
 import { checkPath } from "./sqlite-store.js";
 import { SqliteReadableStore } from "./sqlite/readable-store.js";
@@ -51,7 +50,8 @@ export class SqliteVisitorStore extends SqliteReadableStore implements Execution
     try {
       const absolutePath = checkPath(path);
       const connection = openVisitorConnection(absolutePath);
-      return Promise.resolve(new SqliteVisitorStore(absolutePath, connection, `visitor ${process.pid} on ${hostname()}`));
+      // hostName, not os.hostname(): Deno throws without --allow-sys=hostname.
+      return Promise.resolve(new SqliteVisitorStore(absolutePath, connection, `visitor ${process.pid} on ${hostName()}`));
     } catch (error) {
       return Promise.reject(error);
     }

@@ -9,6 +9,13 @@
 //   recovered and read by the others;
 // * the one-owner lock across runtimes: while one runtime owns a store,
 //   the other two are refused at once, naming the owner;
+// * visitors (SPEC §4.3, docs/decisions/0015): on each runtime, an owner
+//   and a visitor in one process — the visitor lists the execution the
+//   owner suspended for approval, is refused a write (StoreError, reason
+//   `visitor`), files the approval with `agent.resume` and its run
+//   completes once the owner applied it; and across processes and
+//   runtimes, a visitor on one runtime approving beside an owner on
+//   another (node → bun, bun → deno, deno → node);
 // * differential fuzzing of the packaged core against the reference model
 //   (`fuzz.ts`, compiled to plain JavaScript into the project).
 //
@@ -127,6 +134,31 @@ describe("the packed package", () => {
       holder.stdin?.end();
       expect((await holderDone).code).toBe(0);
     }
+  });
+
+  it.each(runtimeNames)("a visitor beside its owner in one process on %s: reads, is refused a write, its approval is applied by the owner", async (runtime) => {
+    const visited = await smoke(runtime, "visit", join(workspace, `visited-on-${runtime}.db`));
+    expect(visited).toMatchObject({ refundExecution: expect.any(String), approvalId: expect.any(String) });
+    console.log(`visitor on ${runtime}: opened in ${Number(visited["visitorOpenMs"]).toFixed(1)} ms, approval settled in ${Number(visited["resumeMs"]).toFixed(0)} ms`);
+  });
+
+  it("a visitor on one runtime approves beside a live owner on another; the owner applies it", async () => {
+    await Promise.all([0, 1, 2].map(async (offset) => {
+      const [owner, visitor] = rotated(offset) as [RuntimeName, RuntimeName, RuntimeName];
+      const store = join(workspace, `served-by-${owner}.db`);
+      const server = startScript(owner, project, "smoke.mjs", ["serve", store]);
+      const serverDone = finished(server, `smoke serve on ${owner}`);
+      const serving = await waitForLine(server, "SMOKE");
+      try {
+        const approved = await smoke(visitor, "approve", store);
+        expect(approved).toMatchObject({ refundExecution: serving["refundExecution"], approvalId: serving["approvalId"] });
+      } finally {
+        server.stdin?.end();
+      }
+      // The owner checks, as it closes, that the refund ran once, in it.
+      const served = await serverDone;
+      if (served.code !== 0) throw new Error(`smoke serve on ${owner} exited ${served.code}\n${served.stdout}\n${served.stderr}`);
+    }));
   });
 
   it.each(runtimeNames)(`the packaged core agrees with the reference model on ${fuzzRuns} random streams under %s`, async (runtime) => {

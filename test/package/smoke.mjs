@@ -20,6 +20,17 @@
 //            whole; close; reopen once more
 //   hold     open the store and keep it until standard input ends
 //   owned    open must fail at once: another process owns the store
+//   visit    a fresh store, an owner and a visitor in this one process (the
+//            ownership lock is per connection): the owner suspends a run
+//            for approval; the visitor reads it, is refused a write, files
+//            the approval with `agent.resume` and gets the outcome once
+//            the owner applied it
+//   serve    a fresh store: an owner suspends a run for approval, then
+//            keeps the store until standard input ends, applying what
+//            visitors file; at the end the refund must have run once, here
+//   approve  a visitor beside the live owner of `serve` (another process,
+//            perhaps another runtime): reads, files the approval, gets
+//            the outcome; no tool runs in this process
 //
 // Each phase ends by printing one line `SMOKE <json>` with what it saw;
 // anything unexpected throws (a non-zero exit).
@@ -71,10 +82,13 @@ function shipCalls() {
   return existsSync(shipCallsPath) ? readFileSync(shipCallsPath, "utf8").split("\n").filter((line) => line !== "") : [];
 }
 
+/** Idempotency keys of the `refund` tool's calls in this process. */
 const refunds = [];
 
-/** The three agents of the workload. Defining them runs their recovery. */
-function defineAgents(env, { crashInShip }) {
+/** The three agents of the workload. Defining them runs their recovery.
+ * `refundCalls` collects the refund tool's calls (a visitor's agents get a
+ * list of their own, so that a refund run by them would show). */
+function defineAgents(env, { crashInShip, refundCalls = refunds }) {
   // Calls a tool on the first turn after the user's message, then answers
   // with what the tool said: the same decision for every conversation.
   const oneToolModel = (toolName, answer) => scriptedModel(({ messages }) => {
@@ -106,7 +120,7 @@ function defineAgents(env, { crashInShip }) {
         jsonSchema: jsonSchemaOfOrder,
         needsApproval: true,
         execute: ({ orderId }, { idempotencyKey }) => {
-          refunds.push(idempotencyKey);
+          refundCalls.push(idempotencyKey);
           return { refunded: orderId };
         },
       }),
@@ -159,13 +173,10 @@ async function phaseRun() {
   }
   const timeline = (await env.timeline(result.executionId)).map((step) => step.kind);
 
-  const suspended = agents.refunds.start("Refund order 42");
-  suspended.result.catch(() => {}); // stays pending until the decision (made by another process)
-  const refundId = await suspended.executionId;
-  const pending = await waitFor(async () => (await env.pendingApprovals()).find((item) => item.executionId === refundId), "the approval request");
+  const suspended = await suspendRefund(env, agents); // decided by another process
   check(refunds.length === 0, "the refund ran before its approval");
   await env.close();
-  report({ openMs, supportExecution: result.executionId, timeline, refundExecution: refundId, approvalId: pending.request.approvalId });
+  report({ openMs, supportExecution: result.executionId, timeline, refundExecution: suspended.executionId, approvalId: suspended.approvalId });
 }
 
 async function phaseCrash() {
@@ -247,6 +258,88 @@ async function phaseOwned() {
   check(false, "open succeeded while another process owns the store");
 }
 
-const phases = { run: phaseRun, crash: phaseCrash, resume: phaseResume, verify: phaseVerify, hold: phaseHold, owned: phaseOwned };
+/** Starts a refund and waits until it is suspended for approval. */
+async function suspendRefund(env, agents) {
+  const suspended = agents.refunds.start("Refund order 42");
+  suspended.result.catch(() => {}); // settled once a decision is applied here, or left pending
+  const executionId = await suspended.executionId;
+  const pending = await waitFor(async () => (await env.pendingApprovals()).find((item) => item.executionId === executionId), "the approval request");
+  return { executionId, approvalId: pending.request.approvalId };
+}
+
+/** What a visitor environment does beside a live owner of a store with
+ * one execution, suspended for approval: it lists the execution and the
+ * pending approval, is refused a write through its store, files the
+ * approval with `agent.resume` and waits for the outcome, which the owner
+ * produces (the refund tool never runs in the visitor). */
+async function visitAndApprove() {
+  const openStarted = performance.now();
+  const visitor = await Phronomy.open({ store, visitor: true });
+  const visitorOpenMs = performance.now() - openStarted;
+  try {
+    check(visitor.visitor === true, "the environment is not a visitor's");
+    const rows = await visitor.executions();
+    check(rows.length === 1 && rows[0].agentId === "refunds" && rows[0].status === "suspended", `the visitor lists ${JSON.stringify(rows.map((row) => [row.executionId, row.status]))}`);
+    const pending = await visitor.pendingApprovals();
+    check(pending.length === 1 && pending[0].executionId === rows[0].executionId, `the visitor's pending approvals ${JSON.stringify(pending)}`);
+    const { executionId, request: { approvalId } } = pending[0];
+    const write = await visitor.store.ensureAgent("refunds", Date.now()).then(() => undefined, (error) => error);
+    check(write instanceof StoreError && write.details?.reason === "visitor", `a write through the visitor's store was not refused as a visitor's: ${write}`);
+
+    const visitorRefunds = [];
+    const agents = defineAgents(visitor, { crashInShip: false, refundCalls: visitorRefunds });
+    const resumeStarted = performance.now();
+    const run = agents.refunds.resume(executionId, { approvalId, approved: true });
+    check(await run.executionId === executionId, "the visitor's run names another execution");
+    const result = await run.result;
+    const resumeMs = performance.now() - resumeStarted;
+    check(result.outcome === "completed" && result.output === "Your refund is on its way.", `the visitor's run ${JSON.stringify(result)}`);
+    check(visitorRefunds.length === 0, `the refund ran in the visitor: ${JSON.stringify(visitorRefunds)}`);
+    check((await visitor.execution(executionId))?.outcome === "completed", "the visitor does not read the completed execution");
+    check((await visitor.pendingApprovals()).length === 0, "an approval is still pending");
+    return { refundExecution: executionId, approvalId, visitorOpenMs, resumeMs };
+  } finally {
+    await visitor.close();
+  }
+}
+
+/** Checks, in the owner, that the visitor's approval was applied here. */
+async function checkApplied(env, executionId) {
+  const row = await env.execution(executionId);
+  check(row?.status === "terminal" && row.outcome === "completed", `the refund execution is ${row?.status}/${row?.outcome}`);
+  check(refunds.length === 1 && refunds[0].startsWith(`${executionId}:`), `refund calls in the owner ${JSON.stringify(refunds)}`);
+}
+
+async function phaseVisit() {
+  check(!existsSync(store), `${store} must not exist yet`);
+  const owner = await Phronomy.open({ store });
+  try {
+    const suspended = await suspendRefund(owner, defineAgents(owner, { crashInShip: false }));
+    const seen = await visitAndApprove();
+    check(seen.refundExecution === suspended.executionId && seen.approvalId === suspended.approvalId, `the visitor approved ${JSON.stringify(seen)}`);
+    await checkApplied(owner, suspended.executionId);
+    report(seen);
+  } finally {
+    await owner.close();
+  }
+}
+
+async function phaseServe() {
+  check(!existsSync(store), `${store} must not exist yet`);
+  const owner = await Phronomy.open({ store });
+  const suspended = await suspendRefund(owner, defineAgents(owner, { crashInShip: false }));
+  report({ pid: process.pid, refundExecution: suspended.executionId, approvalId: suspended.approvalId });
+  for await (const chunk of process.stdin) void chunk; // until the driver closes our standard input
+  await checkApplied(owner, suspended.executionId);
+  await owner.close();
+}
+
+async function phaseApprove() {
+  const seen = await visitAndApprove();
+  check(refunds.length === 0, `the refund ran in the visitor's process: ${JSON.stringify(refunds)}`);
+  report(seen);
+}
+
+const phases = { run: phaseRun, crash: phaseCrash, resume: phaseResume, verify: phaseVerify, hold: phaseHold, owned: phaseOwned, visit: phaseVisit, serve: phaseServe, approve: phaseApprove };
 check(phase in phases, `unknown phase ${phase}`);
 await phases[phase]();

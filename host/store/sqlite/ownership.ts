@@ -124,7 +124,9 @@ interface DenoPermissions {
   readonly permissions: { querySync(descriptor: { readonly name: "sys"; readonly kind: "hostname" }): { readonly state: string } };
 }
 
-function hostName(): string {
+/** This machine's name for messages and records (the owner file, a
+ * visitor's `filedBy`), without asking Deno for a permission. */
+export function hostName(): string {
   const deno = (globalThis as { Deno?: DenoPermissions }).Deno;
   if (deno !== undefined && deno.permissions.querySync({ name: "sys", kind: "hostname" }).state !== "granted") return unknownHostName;
   return hostname();
