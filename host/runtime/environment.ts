@@ -123,6 +123,16 @@ function checkPostgresOptions(options: OpenOptions): void {
   throw new InvalidInputError(`Phronomy.open(options): "postgres" applies only when "store" is a postgres:// URL; here it is ${store}`);
 }
 
+/** The options only a SQLite file store has are refused for any other
+ * store, rather than silently ignored. */
+function checkSqliteOnlyOptions(options: OpenOptions): void {
+  if (typeof options.store === "string" && !/^postgres(ql)?:\/\//i.test(options.store)) return;
+  const given = (["synchronous", "offloadCapacity", "offloadPolicy"] as const).filter((key) => options[key] !== undefined);
+  if (given.length === 0) return;
+  const store = typeof options.store === "string" ? "a PostgreSQL store (durability there is the server's: synchronous_commit)" : "a store the application opened (pass them to SqliteStore.open)";
+  throw new InvalidInputError(`Phronomy.open(options): ${given.map((key) => `"${key}"`).join(", ")} ${given.length === 1 ? "applies" : "apply"} only to a SQLite file store; here it is ${store}`);
+}
+
 export class Environment {
   private readonly agents = new Map<string, Agent>();
   private closing: Promise<void> | undefined;
@@ -160,6 +170,7 @@ export class Environment {
       throw new InvalidInputError(`Phronomy.open(options): "callbackErrorPolicy" must be "report" or "fail_task"`);
     }
     checkPostgresOptions(options);
+    checkSqliteOnlyOptions(options);
     checkVisitorOption(options);
     const logger = options.logger ?? consoleLogger;
     const core = await ControlCore.create(options.limits ?? {});

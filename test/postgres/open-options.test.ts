@@ -52,6 +52,9 @@ describe("Phronomy.open's postgres options", () => {
       (error: unknown) => error,
     );
     const url = `${postgresUrl}?schema=${freshSchema()}`;
+    expect(await refusal({ store: url, synchronous: "NORMAL", offloadPolicy: "worker" })).toMatchObject({
+      code: "INVALID_INPUT", message: expect.stringContaining(`"synchronous", "offloadPolicy" apply only to a SQLite file store; here it is a PostgreSQL store`),
+    });
     const unknown = await refusal({ store: url, postgres: { pool: 4 } as never });
     expect(unknown).toBeInstanceOf(InvalidInputError);
     expect((unknown as Error).message).toBe(`Phronomy.open(options.postgres): unknown option "pool"; allowed: poolSize, leaseMs, schema`);
