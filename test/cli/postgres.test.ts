@@ -2,7 +2,8 @@
 // through real processes against a fresh schema of the test database: run,
 // ls, show, approve; a read command refused on a schema with no store; run
 // refused while another live process owns the agent (its lease), ls and
-// show beside it; recover leaving an agent another process owns to it, then
+// show beside it; approve beside it (through the approval inbox); recover
+// leaving an agent another process owns to it, then
 // finishing the execution once that lease is gone. The URL carries a
 // password (the server trusts loopback, so any is accepted): it must never
 // be printed.
@@ -10,6 +11,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
 import { Phronomy } from "../../host/index.js";
+import { loadAgentModule } from "../../host/cli/agent-module.js";
 import type { PostgresStore } from "../../host/store/postgres-store.js";
 import { agentRunModel } from "../runtime/helpers.js";
 import { postgresUrl, withClient } from "../postgres/database.js";
@@ -109,6 +111,28 @@ describe.concurrent("phronomy on PostgreSQL", () => {
     expect(after.code, describeResult(after)).toBe(0);
     expect(jsonOf(after)).toMatchObject({ outcome: "completed" });
     expectNoPassword(first, refused, listed, shown, after);
+  });
+
+  it("approve while another live process owns the agent: the decision goes through the approval inbox, the owner runs the tool, the CLI prints the outcome", async () => {
+    const { url } = storeUrls();
+    const suspended = jsonOf(await cli(["run", exampleModule, "Please refund order 42", "--store", url, "--json"]));
+    expect(suspended.outcome).toBe("suspended");
+    const owner = await Phronomy.open({ store: url, logger: { warn: () => undefined } });
+    try {
+      const { definition } = await loadAgentModule(exampleModule, { model: undefined, storePath: url });
+      owner.agent(definition);
+      await owner.recovery(definition.id);
+      const approved = await cli(["approve", suspended.executionId, "--agent-module", exampleModule, "--store", url, "--json"]);
+      expect(approved.code, describeResult(approved)).toBe(0);
+      expect(jsonOf(approved)).toMatchObject({ executionId: suspended.executionId, outcome: "completed" });
+      expect(await owner.execution(suspended.executionId)).toMatchObject({ status: "terminal", outcome: "completed" });
+      // Decided once, by the owner's resume path.
+      const decided = (await owner.timeline(suspended.executionId)).filter((step) => step.kind === "approval_decided");
+      expect(decided).toEqual([expect.objectContaining({ payload: expect.objectContaining({ approved: true }) })]);
+      expectNoPassword(approved);
+    } finally {
+      await owner.close();
+    }
   });
 
   it("recover leaves an execution whose agent another process still holds to it, and finishes it once that lease is gone", async () => {
