@@ -27,13 +27,13 @@
 
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { performance } from "node:perf_hooks";
 import type pg from "pg";
 import { InvalidInputError, PhronomyError, StoreError } from "../errors.js";
 import { checkId, checkOperation } from "./check-operation.js";
 import { createPool, parseLocation, poolSizeDefault, poolSizeMax } from "./postgres/connection.js";
 import { ConnectionLost, GroupCommit, groupsInFlightDefault } from "./postgres/group-commit.js";
 import { JournalTails } from "./postgres/journal-tails.js";
+import { LeaseBook } from "./postgres/lease-book.js";
 import { applyOperation, type Fence } from "./postgres/operations.js";
 import {
   compareAndSetStatement, explainCompareAndSetRefusal, explainPrepareRefusal, isGrouped, prepareStatement, readKnownRow,
@@ -66,32 +66,9 @@ export interface PostgresStoreOptions {
 
 const optionNames: ReadonlySet<string> = new Set(["schema", "poolSize", "leaseMs"]);
 
-/** What this process knows of one agent's lease (docs/decisions/0010). */
-interface LeaseState {
-  /** The lease held now, or the last one held (its fence, stale, keeps
-   * refusing writes once it is lost). */
-  grant: leases.LeaseGrant | undefined;
-  held: boolean;
-  /** An `acquireLease` call is in flight (the background retry waits). */
-  acquiring: boolean;
-  /** `performance.now()` after which this process stops admitting for the
-   * agent unless a renewal succeeded meanwhile. */
-  admitUntil: number;
-  /** Why it is not held (another owner, a failed renewal). */
-  why: string;
-  details: Record<string, unknown>;
-  /** Set while the runtime recovers the agent after taking it over: its
-   * admissions are refused until the recovered executions hold theirs. */
-  hold: string | undefined;
-}
-
 /** Rows remembered at most (one per active execution this process writes):
  * beyond it a barrier reads its row first, as after a restart. */
 const knownRowsMax = 100_000;
-
-/** The fence of an agent this process asked for and never held: no lease
- * row has epoch 0 (epochs start at 1), so every write is refused. */
-const neverHeldEpoch = 0;
 
 export class PostgresStore implements ExecutionStore {
   /** The URL without its password, with the schema. */
@@ -110,27 +87,26 @@ export class PostgresStore implements ExecutionStore {
   /** This process's name in the lease rows: host, pid and a random part. */
   readonly leaseOwner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   readonly leaseMs: number;
-  private readonly leaseStates = new Map<string, LeaseState>();
-  private leaseTimer: NodeJS.Timeout | undefined;
-  /** The renewal/acquisition pass running now (close waits for it). */
-  private leaseTicking: Promise<void> | undefined;
+  /** The leases asked for, renewed in the background (`postgres/lease-book.ts`). */
+  private readonly leaseBook: LeaseBook;
   /** Called when the background retry takes over an agent this process
    * asked for (`acquireLease`) and did not hold: recover it now. */
   onLeaseAcquired: ((agentId: string, grant: leases.LeaseGrant) => void) | undefined;
   /** The fence every write of an agent carries. Without leases (no
    * `acquireLease` for the agent) none; with one, the lease held, or the
    * last one held, or one no row matches — never unfenced. */
-  fenceOf: (agentId: string) => Fence | undefined = (agentId) => {
-    const state = this.leaseStates.get(agentId);
-    if (state === undefined) return undefined;
-    return state.grant !== undefined ? { owner: state.grant.owner, epoch: state.grant.epoch } : { owner: this.leaseOwner, epoch: neverHeldEpoch };
-  };
+  fenceOf: (agentId: string) => Fence | undefined = (agentId) => this.leaseBook.fenceOf(agentId);
 
   private constructor(path: string, schema: string, pool: pg.Pool, poolSize: number, leaseMs: number) {
     this.path = path;
     this.schema = schema;
     this.pool = pool;
     this.leaseMs = leaseMs;
+    this.leaseBook = new LeaseBook(pool, this.leaseOwner, leaseMs, {
+      acquired: (agentId, grant) => this.onLeaseAcquired?.(agentId, grant),
+      afterPass: () => this.pollInbox(),
+      closing: () => this.closing !== undefined,
+    });
     // One connection stays free of groups for reads, leases and the rarer writes.
     this.groups = new GroupCommit(pool, Math.max(1, Math.min(groupsInFlightDefault, poolSize - 1)));
   }
@@ -236,7 +212,7 @@ export class PostgresStore implements ExecutionStore {
     if (operation.type === "prepareExecution") {
       // A definite refusal (nothing written): the start fails and the
       // agent's admission is released, unlike a store failure.
-      const refusal = this.admissionRefusal(operation.agentId);
+      const refusal = this.leaseBook.admissionRefusal(operation.agentId);
       if (refusal !== undefined) return { outcome: "not_established", error: refusal.toRecord() };
       fence = this.fenceOf(operation.agentId);
       journal = operation.blockedBy === undefined ? { agentId: operation.agentId, records: operation.journal } : undefined;
@@ -283,12 +259,8 @@ export class PostgresStore implements ExecutionStore {
   private async prepareRefused(operation: PrepareExecutionOperation): Promise<unknown> {
     const explained = await explainPrepareRefusal(this.pool, operation, this.fenceOf(operation.agentId));
     if (!(explained instanceof PhronomyError)) return explained;
-    const state = this.leaseStates.get(operation.agentId);
-    if (state === undefined) throw explained;
-    state.held = false;
-    state.why = `its lease at epoch ${String(explained.details?.["epoch"])} was lost (taken over by another process, or expired)`;
-    state.details = { epoch: explained.details?.["epoch"] };
-    return { outcome: "not_established", error: this.admissionRefusal(operation.agentId)?.toRecord() ?? explained.toRecord() };
+    if (!this.leaseBook.noteLost(operation.agentId, explained.details?.["epoch"])) throw explained;
+    return { outcome: "not_established", error: this.leaseBook.admissionRefusal(operation.agentId)?.toRecord() ?? explained.toRecord() };
   }
 
   /** The connection was lost mid-operation: read back what happened. */
@@ -388,108 +360,24 @@ export class PostgresStore implements ExecutionStore {
   async acquireLease(agentId: string): Promise<leases.LeaseAcquisition> {
     checkId(agentId, "agentId");
     this.assertOpen("acquire a lease");
-    let state = this.leaseStates.get(agentId);
-    if (state === undefined) {
-      state = { grant: undefined, held: false, acquiring: false, admitUntil: 0, why: "its lease is not acquired yet", details: {}, hold: undefined };
-      this.leaseStates.set(agentId, state);
-    }
-    this.scheduleLeases();
     this.listenToInbox();
-    const sentAt = performance.now();
-    let acquisition: leases.LeaseAcquisition;
-    state.acquiring = true;
     try {
-      acquisition = await leases.acquire(this.pool, agentId, this.leaseOwner, this.leaseMs);
+      return await this.leaseBook.acquire(agentId);
     } catch (error) {
-      state.why = `acquiring its lease failed (${messageOf(error)})`;
       throw this.storeErrorOf(error);
-    } finally {
-      state.acquiring = false;
     }
-    this.noteAcquisition(state, acquisition, sentAt);
-    return acquisition;
   }
 
   /** Refuses (`why`) or allows again (undefined) the admissions of an agent
    * held here: the runtime holds them while it recovers an agent it took
    * over, so no new execution takes the agent's admission first. */
   holdAdmissions(agentId: string, why: string | undefined): void {
-    const state = this.leaseStates.get(agentId);
-    if (state !== undefined) state.hold = why;
+    this.leaseBook.holdAdmissions(agentId, why);
   }
 
   /** The lease this process holds on an agent now, if any. */
   leaseOf(agentId: string): leases.LeaseGrant | undefined {
-    const state = this.leaseStates.get(agentId);
-    return state?.held === true && performance.now() < state.admitUntil ? state.grant : undefined;
-  }
-
-  private noteAcquisition(state: LeaseState, acquisition: leases.LeaseAcquisition, sentAt: number): void {
-    if (acquisition.acquired) {
-      state.grant = { owner: acquisition.owner, epoch: acquisition.epoch, expiresAt: acquisition.expiresAt };
-      state.held = true;
-      state.admitUntil = sentAt + this.leaseMs * leases.admitFraction;
-      return;
-    }
-    state.held = false;
-    state.why = acquisition.message;
-    state.details = { owner: acquisition.owner, epoch: acquisition.epoch, expiresAt: acquisition.expiresAt };
-  }
-
-  /** Refuses an admission, before it reaches the database, for an agent
-   * under lease that this process does not hold (or could not renew in time):
-   * the refusal, or undefined to admit. */
-  private admissionRefusal(agentId: string): PhronomyError | undefined {
-    const state = this.leaseStates.get(agentId);
-    if (state === undefined) return undefined;
-    if (state.held && state.hold !== undefined) return leases.agentRecovering(agentId, state.hold, { epoch: state.grant?.epoch });
-    if (state.held && performance.now() < state.admitUntil) return undefined;
-    const why = state.held ? `its lease could not be renewed in time (${state.why})` : state.why;
-    return leases.agentOwnedElsewhere(agentId, why, { ...state.details, thisProcess: this.leaseOwner });
-  }
-
-  private scheduleLeases(): void {
-    if (this.leaseTimer !== undefined || this.closing !== undefined) return;
-    this.leaseTimer = setTimeout(() => {
-      this.leaseTicking = this.leaseTick().finally(() => {
-        this.leaseTicking = undefined;
-        this.leaseTimer = undefined;
-        this.scheduleLeases();
-      });
-    }, Math.max(1, Math.floor(this.leaseMs / 3)));
-    this.leaseTimer.unref();
-  }
-
-  /** Renews what is held; tries to take what is not. */
-  private async leaseTick(): Promise<void> {
-    await Promise.all([...this.leaseStates].map(async ([agentId, state]) => {
-      if (this.closing !== undefined || state.acquiring) return;
-      const sentAt = performance.now();
-      try {
-        if (state.held && state.grant !== undefined) {
-          const expiresAt = await leases.renew(this.pool, agentId, state.grant, this.leaseMs);
-          if (!state.held) return;
-          if (expiresAt !== undefined) {
-            state.grant = { ...state.grant, expiresAt };
-            state.admitUntil = sentAt + this.leaseMs * leases.admitFraction;
-            return;
-          }
-          state.held = false;
-          state.why = `its lease at epoch ${state.grant.epoch} was lost (taken over by another process, or expired)`;
-          state.details = { epoch: state.grant.epoch };
-        }
-        if (this.closing !== undefined) return;
-        const acquisition = await leases.acquire(this.pool, agentId, this.leaseOwner, this.leaseMs);
-        if (this.closing !== undefined || state.held) return;
-        this.noteAcquisition(state, acquisition, sentAt);
-        if (acquisition.acquired) this.onLeaseAcquired?.(agentId, { owner: acquisition.owner, epoch: acquisition.epoch, expiresAt: acquisition.expiresAt });
-      } catch (error) {
-        // The database is unreachable: keep the state; admissions stop at
-        // admitUntil, and the next tick tries again.
-        state.why = `the lease could not be renewed or acquired: ${messageOf(error)}`;
-      }
-    }));
-    await this.pollInbox();
+    return this.leaseBook.leaseOf(agentId);
   }
 
   // -- approval inbox (docs/decisions/0011-approval-inbox.md) ------------------------------
@@ -549,7 +437,7 @@ export class PostgresStore implements ExecutionStore {
    * (notifications can be lost while the listener reconnects). */
   private async pollInbox(): Promise<void> {
     if (this.onApprovalFiled === undefined || this.closing !== undefined) return;
-    const held = [...this.leaseStates.keys()].flatMap((agentId) => {
+    const held = this.leaseBook.agents().flatMap((agentId) => {
       const grant = this.leaseOf(agentId);
       return grant === undefined ? [] : [{ agentId, epoch: grant.epoch }];
     });
@@ -566,13 +454,8 @@ export class PostgresStore implements ExecutionStore {
   close(): Promise<void> {
     this.closing ??= (async () => {
       while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
-      if (this.leaseTimer !== undefined) clearTimeout(this.leaseTimer);
-      this.leaseTimer = undefined;
-      // A renewal landing after the release would extend the lease again.
-      await this.leaseTicking;
+      const held = await this.leaseBook.stop();
       await this.inboxListener?.close();
-      const held = [...this.leaseStates].filter(([, state]) => state.held).map(([agentId]) => agentId);
-      for (const state of this.leaseStates.values()) state.held = false;
       await leases.release(this.pool, this.leaseOwner, held).catch(() => undefined);
       await this.pool.end();
     })();
