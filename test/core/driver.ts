@@ -27,7 +27,7 @@
 
 import { describe, expect, it } from "vitest";
 import {
-  CommitOutcome, EffectKind, MessageKind, OutcomeType, PreparationOutcome, ResultCode,
+  AdmissionState, CommitOutcome, EffectKind, MessageKind, OutcomeType, PreparationOutcome, ResultCode,
   SessionEnding, SessionEventKind,
 } from "../../assembly/abi.js";
 import { ControlCore } from "../../host/core/control-core.js";
@@ -531,5 +531,23 @@ export class Run implements RunState {
   attachWaiter(request = this.driver.request()): number {
     this.driver.step(MessageKind.AttachWaiter, this.exec, this.generation, request);
     return request;
+  }
+
+  /** Its preparation recovery is in flight, with two observers: one
+   * attached before `RecoverPreparation`, one while it runs. */
+  recoverPreparationObserved(): Run {
+    this.attachWaiter();
+    this.recoverPreparation();
+    this.attachWaiter();
+    expect(this.record.waiters).toBe(2);
+    return this;
+  }
+
+  /** The execution is gone: its slot freed (next generation, no waiter)
+   * and its agent's admission released. */
+  expectReleased(): void {
+    expect(this.record).toMatchObject({ agentSlotPlusOne: 0, generation: this.generation + 1, waiters: 0 });
+    expect(this.agentRecord).toMatchObject({ admissionState: AdmissionState.None, executionSlotPlusOne: 0 });
+    expect(this.driver.snapshot().liveExecutions).toBe(0);
   }
 }

@@ -194,9 +194,7 @@ describeDecisions("InitialPreparationRecoveryReady(exec, gen, session, expectedR
       effect.DeliverOutcome(run.exec, OutcomeType.Failed),
       effect.ReleaseExecution(run.exec, run.generation),
     ]);
-    expect(run.record).toMatchObject({ agentSlotPlusOne: 0, generation: run.generation + 1 });
-    expect(run.agentRecord).toMatchObject({ admissionState: AdmissionState.None, executionSlotPlusOne: 0 });
-    expect(core.snapshot().liveExecutions).toBe(0);
+    run.expectReleased();
   });
 
   for (const [outcome, name, code] of [
@@ -216,9 +214,7 @@ describeDecisions("InitialPreparationRecoveryReady(exec, gen, session, expectedR
         effect.FailRequest(request, code),
         effect.ReleaseExecution(run.exec, run.generation),
       ]);
-      expect(run.record).toMatchObject({ agentSlotPlusOne: 0, generation: run.generation + 1 });
-      expect(run.agentRecord).toMatchObject({ admissionState: AdmissionState.None, executionSlotPlusOne: 0 });
-      expect(core.snapshot().liveExecutions).toBe(0);
+      run.expectReleased();
     });
   }
 
@@ -235,10 +231,7 @@ describeDecisions("InitialPreparationRecoveryReady(exec, gen, session, expectedR
       // One observer attached to the installed execution, one while its
       // preparation recovery was in flight.
       const run = core.recovered({ status: ExecutionStatus.Preparing, phase: Phase.Preparing });
-      run.attachWaiter();
-      run.recoverPreparation();
-      run.attachWaiter();
-      expect(run.record.waiters).toBe(2);
+      run.recoverPreparationObserved();
       const request = run.preparationRequest;
       expect(core.apply(READY, run.exec, run.generation, run.session, run.revision, outcome, run.revision + 1, request))
         .toBe(returned);
@@ -247,9 +240,7 @@ describeDecisions("InitialPreparationRecoveryReady(exec, gen, session, expectedR
         effect.FailWaiters(run.exec, code),
         effect.ReleaseExecution(run.exec, run.generation),
       ]);
-      expect(run.record).toMatchObject({ agentSlotPlusOne: 0, generation: run.generation + 1, waiters: 0 });
-      expect(run.agentRecord).toMatchObject({ admissionState: AdmissionState.None, executionSlotPlusOne: 0 });
-      expect(core.snapshot().liveExecutions).toBe(0);
+      run.expectReleased();
     });
   }
 

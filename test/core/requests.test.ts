@@ -220,18 +220,13 @@ describeDecisions("SubmissionRefused(submission, slot, gen, tokenOrSession, requ
       effect.FailRequest(request, ResultCode.OffloadFull),
       effect.ReleaseExecution(run.exec, run.generation),
     ]);
-    expect(run.record).toMatchObject({ agentSlotPlusOne: 0, generation: run.generation + 1 });
-    expect(run.agentRecord).toMatchObject({ admissionState: AdmissionState.None, executionSlotPlusOne: 0 });
-    expect(core.snapshot().liveExecutions).toBe(0);
+    run.expectReleased();
   });
 
   it("PreparationRecovery: fails the observers attached while it was pending with OffloadFull before releasing", async () => {
     const core = await boot();
     const run = core.recovered({ status: ExecutionStatus.Preparing, phase: Phase.Preparing });
-    run.attachWaiter();
-    run.recoverPreparation();
-    run.attachWaiter();
-    expect(run.record.waiters).toBe(2);
+    run.recoverPreparationObserved();
     const request = run.preparationRequest;
     expect(core.apply(REFUSED, Submission.PreparationRecovery, run.exec, run.generation, run.session, request)).toBe(ResultCode.Ok);
     expect(core.effects()).toEqual([
@@ -239,9 +234,7 @@ describeDecisions("SubmissionRefused(submission, slot, gen, tokenOrSession, requ
       effect.FailWaiters(run.exec, ResultCode.OffloadFull),
       effect.ReleaseExecution(run.exec, run.generation),
     ]);
-    expect(run.record).toMatchObject({ agentSlotPlusOne: 0, generation: run.generation + 1, waiters: 0 });
-    expect(run.agentRecord).toMatchObject({ admissionState: AdmissionState.None, executionSlotPlusOne: 0 });
-    expect(core.snapshot().liveExecutions).toBe(0);
+    run.expectReleased();
   });
 
   it("PreparationRecovery: drops for an unknown slot, another generation or another session", async () => {

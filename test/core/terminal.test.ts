@@ -261,9 +261,7 @@ describeDecisions("TerminalCommitReady(exec, gen, session, expectedRevision, out
       effect.FailWaiters(run.exec, ResultCode.StoreFailed),
       effect.ReleaseExecution(run.exec, run.generation),
     ]);
-    expect(run.record).toMatchObject({ agentSlotPlusOne: 0, generation: run.generation + 1, waiters: 0 });
-    expect(run.agentRecord).toMatchObject({ admissionState: AdmissionState.None, executionSlotPlusOne: 0 });
-    expect(core.snapshot().liveExecutions).toBe(0);
+    run.expectReleased();
   });
 
   it("judges StoreFailed before the revision increase", async () => {

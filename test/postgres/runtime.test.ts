@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Phronomy, tool, type Environment } from "../../host/index.js";
 import { PostgresStore } from "../../host/store/postgres-store.js";
-import { agentRunModel, lookupTool, recordingLogger, scriptedModel, type RecordedCall } from "../runtime/helpers.js";
+import { agentRunModel, lookupTool, recordingLogger, scriptedModel, waitFor, type RecordedCall } from "../runtime/helpers.js";
 import { atEnd, freshSchemaUrl } from "./database.js";
 
 async function openOn(url: string): Promise<Environment> {
@@ -39,15 +39,6 @@ function refundTool(refunds: string[]) {
   });
 }
 
-async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error("waitFor: timed out");
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 describe("the runtime on PostgreSQL", () => {
   it("opens a PostgresStore for a postgres:// URL and completes model → tool → model → tool → model, durable at every step", async () => {
@@ -85,7 +76,7 @@ describe("the runtime on PostgreSQL", () => {
     const agentA = first.agent({ id: "support", model: refundModel(), tools: { refund: refundTool(refunds) } });
     const original = agentA.start("Refund order 42");
     const executionId = await original.executionId;
-    const pending = await waitFor(async () => (await first.pendingApprovals()).find((item) => item.executionId === executionId));
+    const pending = await waitFor(async () => (await first.pendingApprovals()).find((item) => item.executionId === executionId), 10_000);
     await first.close();
     await expect(original.result).rejects.toMatchObject({ code: "RUNTIME_SHUTDOWN" });
     expect(refunds).toEqual([]);
@@ -111,7 +102,7 @@ describe("the runtime on PostgreSQL", () => {
     env.agent({ id: "support", model: agentRunModel(), tools: { lookup: lookupTool() } });
     const recovered = await env.recovery("support");
     expect(recovered.map((item) => item.executionId)).toEqual(["e1"]);
-    const row = await waitFor(async () => { const found = await env.execution("e1"); return found?.status === "terminal" ? found : undefined; });
+    const row = await waitFor(async () => { const found = await env.execution("e1"); return found?.status === "terminal" ? found : undefined; }, 10_000);
     expect(row).toMatchObject({ status: "terminal" });
     expect(row?.revision).toBeGreaterThan(2);
   });

@@ -8,7 +8,7 @@ import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { ApprovalMismatchError, Phronomy, tool, type Environment, type ExecutionEvent } from "../../host/index.js";
-import { openEnvironment, recordingLogger, scriptedModel, temporaryStorePath } from "./helpers.js";
+import { openEnvironment, recordingLogger, scriptedModel, temporaryStorePath, waitFor } from "./helpers.js";
 
 /** Looks the order up, asks to refund it (needs approval), then answers
  * with what the refund tool said — or that it was declined. */
@@ -43,15 +43,6 @@ async function suspended(env: Environment, refunds: string[], events: ExecutionE
   return { agent, original, executionId, approvalId: approval.request.approvalId, approval };
 }
 
-async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs = 5_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error("waitFor: timed out");
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 describe("approval", () => {
   it("suspends durably, lists the pending approval, and an approval runs the tool and completes every waiter", async () => {

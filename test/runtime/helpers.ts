@@ -95,3 +95,14 @@ export function approvalRefundTool(refunds: string[]) {
     },
   });
 }
+
+/** Polls `probe` every 10 ms until it gives a value; fails after `timeoutMs`. */
+export async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs = 5_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error("waitFor: timed out");
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
