@@ -26,8 +26,7 @@ import type {
   ExecutionMetadata, ExecutionStatusName, JournalRecord, PrepareExecutionOperation, PrepareExecutionResult,
   ProviderBarrierOperation, StepRecord, TerminalCommitOperation, ToolBarrierOperation,
 } from "../records.js";
-import { jsonOf } from "../sqlite/compare-and-set.js";
-import { firstBarrierRevision, terminalMetadata } from "../sqlite/operations.js";
+import { barrierMetadata, barrierStep, firstBarrierOperation, firstBarrierRevision, terminalMetadata } from "../sqlite/operations.js";
 import { jsonText, zeroUsage } from "../sqlite/rows.js";
 import { bigintArray, integer, text, textArray } from "./literals.js";
 import type { Fence } from "./operations.js";
@@ -64,14 +63,13 @@ export function statusesOf(operation: CompareAndSetOperation): readonly Executio
 
 export function prepareStatement(operation: PrepareExecutionOperation, fence: Fence | undefined, writeId: string): Statement {
   const blocked = operation.blockedBy !== undefined;
-  const barrier = blocked ? undefined : operation.firstBarrier;
+  const barrier = blocked || operation.firstBarrier === undefined ? undefined : firstBarrierOperation(operation, operation.firstBarrier);
   const revision = barrier === undefined ? 1 : firstBarrierRevision;
-  const metadata: ExecutionMetadata = barrier === undefined
-    ? { config: operation.config }
-    : { config: operation.config, pendingModelCall: { callId: barrier.callId, startedAt: operation.at }, turns: 0 };
+  const prepared: ExecutionMetadata = { config: operation.config };
+  const metadata = barrier === undefined ? prepared : barrierMetadata(prepared, barrier);
   const steps: StepRecord[] = [{ kind: "input", at: operation.at, payload: operation.input }];
   if (blocked) steps.push({ kind: "terminal", at: operation.at, payload: { outcome: "failed", revision: 1 } });
-  if (barrier !== undefined) steps.push({ kind: "provider_barrier", at: operation.at, payload: { callId: barrier.callId, revision } });
+  if (barrier !== undefined) steps.push(barrierStep(barrier, revision));
   // A blocked input never enters the conversation memory: no journal.
   const journal = blocked ? [] : operation.journal;
   const sql = `SELECT prepare_execution(${[
@@ -125,21 +123,11 @@ export function compareAndSetStatement(operation: CompareAndSetOperation, known:
   const head = [text(operation.executionId), integer(operation.expectedRevision, `${operation.type}.expectedRevision`)];
   const at = integer(operation.at, `${operation.type}.at`);
   if (operation.type === "providerBarrier" || operation.type === "toolBarrier") {
-    let metadata: ExecutionMetadata;
-    let barrierStep: StepRecord;
-    if (operation.type === "providerBarrier") {
-      const { toolBatch: _finished, ...kept } = known.metadata;
-      metadata = { ...kept, pendingModelCall: { callId: operation.callId, startedAt: operation.at }, turns: operation.turns };
-      barrierStep = { kind: "provider_barrier", at: operation.at, payload: { callId: operation.callId, revision } };
-    } else {
-      const { pendingModelCall: _answered, ...kept } = known.metadata;
-      metadata = { ...kept, toolBatch: operation.toolBatch, turns: operation.turns };
-      barrierStep = { kind: "tool_barrier", at: operation.at, payload: { calls: jsonOf(operation.toolBatch), revision } };
-    }
+    const metadata = barrierMetadata(known.metadata, operation);
     const phase = operation.type === "providerBarrier" ? "calling_llm" : "dispatching_tools";
     const sql = `SELECT barrier(${[
       ...head, text(phase), text(jsonText(metadata)), text(jsonText(operation.usage)), at, ...fenceArguments(fence),
-      ...stepArguments([...operation.steps, barrierStep]), text(writeId),
+      ...stepArguments([...operation.steps, barrierStep(operation, revision)]), text(writeId),
     ].join(", ")}) AS applied`;
     return { sql, value: { revision }, after: { agentId: known.agentId, revision, status: "active", metadata } };
   }

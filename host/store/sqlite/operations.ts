@@ -58,11 +58,10 @@ export function prepareExecution(connection: SqliteConnection, operation: Prepar
     return { outcome: "terminal", revision: 1, error: operation.blockedBy };
   }
   if (operation.firstBarrier !== undefined) {
-    const { callId } = operation.firstBarrier;
+    const barrier = firstBarrierOperation(operation, operation.firstBarrier);
     const revision = firstBarrierRevision;
-    const barrierMetadata: ExecutionMetadata = { ...metadata, pendingModelCall: { callId, startedAt: operation.at }, turns: 0 };
-    insertExecution(connection, operation, { status: "active", phase: "calling_llm", metadata: barrierMetadata, error: null, revision });
-    appendSteps(connection, operation.executionId, [{ kind: "provider_barrier", at: operation.at, payload: { callId, revision } }]);
+    insertExecution(connection, operation, { status: "active", phase: "calling_llm", metadata: barrierMetadata(metadata, barrier), error: null, revision });
+    appendSteps(connection, operation.executionId, [barrierStep(barrier, revision)]);
     appendJournal(connection, operation.agentId, operation.journal);
     return { outcome: "active", revision: 1, firstBarrierRevision: revision };
   }
@@ -102,31 +101,23 @@ function insertExecution(connection: SqliteConnection, operation: PrepareExecuti
 
 export function providerBarrier(connection: SqliteConnection, operation: ProviderBarrierOperation): CommittedRevision {
   const current = selectForUpdate(connection, operation, ["active"]);
-  const { toolBatch: _finished, ...kept } = current.metadata;
-  const metadata: ExecutionMetadata = { ...kept, pendingModelCall: { callId: operation.callId, startedAt: operation.at }, turns: operation.turns };
+  const metadata = barrierMetadata(current.metadata, operation);
   const revision = compareAndSet(connection, operation, `
     UPDATE executions SET revision = ?, phase = 'calling_llm', metadata = ?, usage = ?, updated_at = ?
     WHERE execution_id = ? AND revision = ?
   `, [jsonText(metadata), jsonText(operation.usage), operation.at]);
-  appendSteps(connection, operation.executionId, [
-    ...operation.steps,
-    { kind: "provider_barrier", at: operation.at, payload: { callId: operation.callId, revision } },
-  ]);
+  appendSteps(connection, operation.executionId, [...operation.steps, barrierStep(operation, revision)]);
   return { revision };
 }
 
 export function toolBarrier(connection: SqliteConnection, operation: ToolBarrierOperation): CommittedRevision {
   const current = selectForUpdate(connection, operation, ["active"]);
-  const { pendingModelCall: _answered, ...kept } = current.metadata;
-  const metadata: ExecutionMetadata = { ...kept, toolBatch: operation.toolBatch, turns: operation.turns };
+  const metadata = barrierMetadata(current.metadata, operation);
   const revision = compareAndSet(connection, operation, `
     UPDATE executions SET revision = ?, phase = 'dispatching_tools', metadata = ?, usage = ?, updated_at = ?
     WHERE execution_id = ? AND revision = ?
   `, [jsonText(metadata), jsonText(operation.usage), operation.at]);
-  appendSteps(connection, operation.executionId, [
-    ...operation.steps,
-    { kind: "tool_barrier", at: operation.at, payload: { calls: jsonOf(operation.toolBatch), revision } },
-  ]);
+  appendSteps(connection, operation.executionId, [...operation.steps, barrierStep(operation, revision)]);
   return { revision };
 }
 
@@ -148,6 +139,35 @@ export function terminalCommit(connection: SqliteConnection, operation: Terminal
   appendSteps(connection, operation.executionId, [...operation.steps, finalStep]);
   appendJournal(connection, current.agentId, operation.journal);
   return { revision };
+}
+
+/** What a barrier leaves in the metadata, from the row it replaces: a
+ * provider barrier marks the model call pending (the tool batch it follows
+ * is finished), a tool barrier records the batch (the model call that
+ * produced it is answered). Shared with the PostgreSQL store. */
+export function barrierMetadata(current: ExecutionMetadata, operation: ProviderBarrierOperation | ToolBarrierOperation): ExecutionMetadata {
+  if (operation.type === "providerBarrier") {
+    const { toolBatch: _finished, ...kept } = current;
+    return { ...kept, pendingModelCall: { callId: operation.callId, startedAt: operation.at }, turns: operation.turns };
+  }
+  const { pendingModelCall: _answered, ...kept } = current;
+  return { ...kept, toolBatch: operation.toolBatch, turns: operation.turns };
+}
+
+/** The step a barrier appends after the results it carries. */
+export function barrierStep(operation: ProviderBarrierOperation | ToolBarrierOperation, revision: number): StepRecord {
+  return operation.type === "providerBarrier"
+    ? { kind: "provider_barrier", at: operation.at, payload: { callId: operation.callId, revision } }
+    : { kind: "tool_barrier", at: operation.at, payload: { calls: jsonOf(operation.toolBatch), revision } };
+}
+
+/** The first provider barrier a preparation carries (docs/decisions/0014),
+ * as the provider barrier operation it stands for: no steps, no usage, turn 0. */
+export function firstBarrierOperation(operation: PrepareExecutionOperation, barrier: { readonly callId: string }): ProviderBarrierOperation {
+  return {
+    type: "providerBarrier", executionId: operation.executionId, expectedRevision: 1, callId: barrier.callId, steps: [],
+    usage: zeroUsage, turns: 0, at: operation.at,
+  };
 }
 
 /** A suspension records the tool batch waiting for approval (the model
