@@ -9,7 +9,7 @@ export type PhronomyErrorCode =
   | "AGENT_CLOSED" | "AGENT_BUSY" | "RUNTIME_SHUTDOWN" | "OFFLOAD_FULL" | "EXECUTION_REHYDRATION_REQUIRED"
   | "STALE_RESULT" | "CANCELLED" | "TIMEOUT" | "APPROVAL_MISMATCH" | "STREAM_CALLBACK" | "STORE"
   | "INVALID_INPUT" | "INPUT_BLOCKED" | "OUTPUT_BLOCKED" | "BUDGET_EXCEEDED" | "MAX_TURNS_EXCEEDED"
-  | "TOOL_FAILED" | "MODEL_FAILED" | "CAPACITY" | "INTERNAL";
+  | "TOOL_FAILED" | "MODEL_FAILED" | "CAPACITY" | "CORE_FAILED" | "INTERNAL";
 
 export interface ErrorContext {
   readonly agentId?: string;
@@ -125,6 +125,18 @@ export class ModelFailedError extends PhronomyError {
 export class ToolFailedError extends PhronomyError {
   constructor(message: string, context: ErrorContext = {}) {
     super("TOOL_FAILED", message, context);
+  }
+}
+
+/** The control core trapped while applying a message (an `unreachable`, a
+ * failed assertion): its memory may be inconsistent, so the environment
+ * admits nothing more (docs/decisions/0023-core-failure-stops-the-environment.md).
+ * Nothing durable was changed: the store's rows are recovered by the next
+ * environment opened on it. The trap is `cause`. */
+export class CoreFailureError extends PhronomyError {
+  constructor(readonly messageKind: string, cause: unknown) {
+    const trap = cause instanceof Error ? cause.message : String(cause);
+    super("CORE_FAILED", `the control core failed while applying ${messageKind} (${trap}); this environment admits nothing more and fails every live run: close it and open the store again, which recovers its executions`, { cause, details: { messageKind, trap } });
   }
 }
 

@@ -9,6 +9,8 @@ import {
 import { instantiateCore, type CoreExports } from "./core-exports.js";
 import { decodeEffect, type CoreEffect } from "./effects.js";
 import { loadCoreModule } from "./load-core.js";
+import { messageKindName } from "./names.js";
+import { CoreFailureError } from "../errors.js";
 import type {
   AgentRecordView, ControlMachine, CoreLimits, CoreSnapshot, ExecutionRecordView,
 } from "./machine.js";
@@ -34,6 +36,10 @@ export class ControlCore implements ControlMachine {
   private readonly exports: CoreExports;
   private readonly effectBase: number;
   private words: Uint32Array;
+  /** Set by the first apply that trapped. The core's memory may be
+   * inconsistent after a trap, so it is never entered again: every later
+   * apply throws this same error (docs/decisions/0023). */
+  private failure: CoreFailureError | undefined;
 
   /** Creates a core with its own instance. Pass a compiled module to share
    * compilation between environments. */
@@ -57,7 +63,18 @@ export class ControlCore implements ControlMachine {
   /** Applies one control message; the effects are then readable until the
    * next apply. Arguments are truncated to unsigned 32 bits by WebAssembly. */
   apply(kind: number, a = 0, b = 0, c = 0, d = 0, e = 0, f = 0, g = 0): number {
-    return this.exports.apply(kind, a, b, c, d, e, f, g);
+    if (this.failure) throw this.failure;
+    try {
+      return this.exports.apply(kind, a, b, c, d, e, f, g);
+    } catch (trap) {
+      this.failure = new CoreFailureError(messageKindName(kind), trap);
+      throw this.failure;
+    }
+  }
+
+  /** The trap that stopped this core, if one did. */
+  get failed(): CoreFailureError | undefined {
+    return this.failure;
   }
 
   /** Effects of the last apply. */

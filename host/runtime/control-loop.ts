@@ -8,8 +8,15 @@
 // for shutdown, admission messages are refused; after it closed, every
 // message is refused. A refused message's completion is failed with
 // RuntimeShutdownError — never silently dropped.
+//
+// A message that makes the control core trap (CoreFailureError) stops the
+// loop for good (docs/decisions/0023): the messages still queued are
+// dropped and their completions failed with that error, every later post is
+// refused with it, and `onCoreFailure` lets the environment fail every live
+// waiter. Nothing is written: the durable rows are the next environment's to
+// recover.
 
-import { RuntimeShutdownError } from "../errors.js";
+import { CoreFailureError, RuntimeShutdownError } from "../errors.js";
 
 /** What a refused message must settle. */
 export interface Completion {
@@ -25,7 +32,7 @@ export interface PostOptions {
   readonly label?: string;
 }
 
-type LoopState = "open" | "draining" | "closed";
+type LoopState = "open" | "draining" | "closed" | "failed";
 
 /** Messages queued at most; past it the loop is being flooded by a bug, not
  * by load (each in-flight operation posts a bounded number of messages). */
@@ -33,22 +40,35 @@ const MAILBOX_MESSAGES_MAX = 1_000_000;
 
 export class ControlLoop {
   private readonly mailbox: (() => void)[] = [];
+  /** The completion of each queued message (same index), failed if the
+   * loop stops before applying it. */
+  private readonly completions: (Completion | undefined)[] = [];
   private head = 0;
   private scheduled = false;
   private running = false;
   private state: LoopState = "open";
+  private failure: CoreFailureError | undefined;
 
-  constructor(private readonly reportError: (error: unknown) => void) {}
+  constructor(
+    private readonly reportError: (error: unknown) => void,
+    /** Called once, on the loop, when a message made the core trap. */
+    private readonly onCoreFailure: (error: CoreFailureError) => void = () => undefined,
+  ) {}
 
   /** Queues a message. Returns false (and fails the completion) when the
    * loop refused it. */
   post(message: () => void, options: PostOptions = {}): boolean {
+    if (this.failure) {
+      options.completion?.fail(this.failure);
+      return false;
+    }
     const refused = this.state === "closed" || (this.state === "draining" && options.admission === true);
     if (refused || this.mailbox.length - this.head >= MAILBOX_MESSAGES_MAX) {
       options.completion?.fail(new RuntimeShutdownError(options.label ?? "a control message"));
       return false;
     }
     this.mailbox.push(message);
+    this.completions.push(options.completion);
     if (!this.scheduled && !this.running) {
       this.scheduled = true;
       queueMicrotask(() => this.drain());
@@ -66,6 +86,11 @@ export class ControlLoop {
     return this.state !== "open";
   }
 
+  /** The core failure that stopped the loop, if one did. */
+  get failed(): CoreFailureError | undefined {
+    return this.failure;
+  }
+
   /** Refuse admissions from now on; completions are still accepted. */
   beginDraining(): void {
     if (this.state === "open") this.state = "draining";
@@ -73,7 +98,7 @@ export class ControlLoop {
 
   /** Refuse everything from now on. */
   close(): void {
-    this.state = "closed";
+    if (this.state !== "failed") this.state = "closed";
   }
 
   private drain(): void {
@@ -82,18 +107,43 @@ export class ControlLoop {
     try {
       while (this.head < this.mailbox.length) {
         const message = this.mailbox[this.head]!;
+        const completion = this.completions[this.head];
         this.mailbox[this.head] = noop;
+        this.completions[this.head] = undefined;
         this.head += 1;
         try {
           message();
         } catch (error) {
-          this.reportError(error);
+          if (error instanceof CoreFailureError) {
+            completion?.fail(error);
+            this.stop(error);
+          } else {
+            this.reportError(error);
+          }
         }
       }
     } finally {
       this.mailbox.length = 0;
+      this.completions.length = 0;
       this.head = 0;
       this.running = false;
+    }
+  }
+
+  /** The core trapped: refuse everything from now on, fail what is queued,
+   * let the environment fail what is live. */
+  private stop(error: CoreFailureError): void {
+    if (this.failure) return;
+    this.failure = error;
+    this.state = "failed";
+    const queued = this.completions.slice(this.head);
+    this.mailbox.length = this.head;
+    this.completions.length = this.head;
+    for (const completion of queued) completion?.fail(error);
+    try {
+      this.onCoreFailure(error);
+    } catch (failure) {
+      this.reportError(failure);
     }
   }
 }

@@ -83,6 +83,25 @@ export class Coordinator implements SessionHost {
     }
   }
 
+  /** The core trapped (docs/decisions/0023): no effect will come for
+   * anything live, so every pending request and every live execution's
+   * waiters fail with the trap, sessions stop what they started, and the
+   * side tables empty (the environment is drained). Nothing is written: the
+   * store's rows are recovered by the next environment. */
+  failEverything(error: PhronomyError): void {
+    for (const request of this.requests.takeAll()) {
+      if (request.type === "recovery") request.settle({ ok: false, error });
+      else settleWaiterWithError(request.waiter, error, this.settings);
+    }
+    for (const entry of this.executionIds.values()) {
+      entry.session?.abandon(error);
+      entry.span?.fail(error);
+      for (const waiter of entry.waiters.splice(0)) settleWaiterWithError(waiter, error, this.settings);
+    }
+    this.executionIds.clear();
+    this.executions.length = 0;
+  }
+
   // -- applying messages -------------------------------------------------------------
 
   /** Applies one message on the loop and carries out its effects. */

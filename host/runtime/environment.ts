@@ -175,7 +175,8 @@ export class Environment {
     const logger = options.logger ?? consoleLogger;
     const core = await ControlCore.create(options.limits ?? {});
     const store = typeof options.store === "string" ? await openStoreAt(options.store, options) : options.store;
-    const loop = new ControlLoop((error) => logger.warn(`[phronomy] a control message failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`));
+    let coreFailed: (error: PhronomyError) => void = () => undefined;
+    const loop = new ControlLoop((error) => logger.warn(`[phronomy] a control message failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`), (error) => coreFailed(error));
     const coordinator = new Coordinator({
       core, loop, store, logger,
       callbackErrorPolicy: options.callbackErrorPolicy ?? "report",
@@ -184,6 +185,11 @@ export class Environment {
     });
     const environment = new Environment(store, core, loop, coordinator, options.recover !== false && !isVisitorStore(store));
     coordinator.onIdle = () => environment.checkDrained();
+    coreFailed = (error) => {
+      logger.warn(`[phronomy] ${error.message}`);
+      coordinator.failEverything(error);
+      environment.checkDrained();
+    };
     const leasing = leasingStoreOf(store);
     if (leasing) leasing.onLeaseAcquired = (agentId, grant) => environment.takeOver(agentId, grant.epoch);
     environment.openApprovalInbox(leasing);
@@ -497,7 +503,8 @@ export class Environment {
     this.loop.post(() => this.core.apply(M.SetDraining, 1));
     await new Promise<void>((resolve) => {
       this.drainWaiters.push(resolve);
-      this.loop.post(() => this.checkDrained());
+      // Refused only after the core failed: nothing live is left to drain.
+      if (!this.loop.post(() => this.checkDrained())) resolve();
     });
     this.coordinator.releaseSuspendedWaiters();
     await this.closeApprovalInbox();

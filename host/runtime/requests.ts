@@ -125,6 +125,14 @@ export class RequestTable {
     return request;
   }
 
+  /** Every pending request, removed (the core failed: none will be
+   * answered). */
+  takeAll(): PendingRequest[] {
+    const all = [...this.pending.values()];
+    this.pending.clear();
+    return all;
+  }
+
   get size(): number {
     return this.pending.size;
   }
