@@ -1,14 +1,20 @@
 // Random kill: 200 runs, 50 in flight (50 agents, 4 runs each, one after
 // the other), in a child killed with SIGKILL at a random kill point (any
-// barrier, before or after, or inside a tool). This process then reopens
-// the store and every execution in it — every one the child reported
-// admitted among them — must complete with the right output, each tool
-// effect exactly once, every repeated tool call with its original key.
+// barrier, before or after, or inside a tool), or from outside once the
+// child reached a random one of its kill points. Every kill lands with
+// executions in flight: the store, read after the kill and before any
+// recovery, must hold unfinished executions (a kill that hits nothing
+// proves nothing). This process then reopens the store and every execution
+// in it — every one the child reported admitted among them — must complete
+// with the right output, each tool effect exactly once, every repeated tool
+// call with its original key.
 //
-// The seed is printed; CRASH_SEED=<seed> replays the same kill point.
+// The seed is printed; CRASH_SEED=<seed> replays the same kill point (the
+// outside kill: the same point the kill is sent at).
 
 import { afterEach, describe, expect, it } from "vitest";
 import type { RecoveredExecution } from "../../host/runtime/recovery.js";
+import { SqliteStore } from "../../host/store/sqlite-store.js";
 import { generator, seedFrom } from "../support/seeded.js";
 import { admittedIds, describeChild, expectedAnswer, runChild, startChild, type ChildOutcome } from "./fixture.js";
 import {
@@ -25,10 +31,10 @@ const RUNS_PER_AGENT = 4;
 const POINTS_PER_RUN = 14;
 const TOTAL_POINTS = AGENTS * RUNS_PER_AGENT * POINTS_PER_RUN;
 const ANSWER = expectedAnswer(2);
-/** The external kill comes this long at most after the first admission
- * (the whole workload takes about 0.4–0.6 s after it here). */
-const KILL_WINDOW_MS = 350;
-
+/** The outside kill is sent once the child printed this share of its kill
+ * points at most: the rest of the workload (hundreds of milliseconds) keeps
+ * executions in flight while the signal travels. */
+const OUTSIDE_KILL_SHARE_MAX = 0.6;
 
 describe("random kill -9 with 50 runs in flight", () => {
   it.each<"FULL" | "NORMAL">(["FULL", "NORMAL"])("synchronous %s, killed at a random kill point: every admitted run completes after recovery; repeats carry their original key", async (synchronous) => {
@@ -52,24 +58,33 @@ describe("random kill -9 with 50 runs in flight", () => {
   it("killed from outside at a random moment (possibly mid-commit in the store worker): the same holds", async () => {
     const seed = seedFrom("CRASH_SEED");
     const random = generator(seed ^ 0x5eed);
-    const delayMs = Math.floor(random() * KILL_WINDOW_MS);
-    console.log(`[crash] random kill moment: CRASH_SEED=${seed} kills ${delayMs} ms after the first admission (not exactly replayable: timing)`);
+    // The kill is sent when the child reports reaching this point: the
+    // moment is the child's progress, not a wall-clock delay that may come
+    // after the last run ended.
+    const point = 50 + Math.floor(random() * (TOTAL_POINTS * OUTSIDE_KILL_SHARE_MAX - 50));
+    console.log(`[crash] random kill moment: CRASH_SEED=${seed} kills from outside once the child reached point #${point} of ${TOTAL_POINTS} (where the signal lands is timing)`);
 
     const paths = await crashPaths();
-    const running = startChild({ store: paths.store, files: paths.files, agents: AGENTS, runsPerAgent: RUNS_PER_AGENT }, 90_000);
-    await within(running.waitForLine((line) => line.type === "admitted"), 30_000, "the first admission");
-    await new Promise((resolve) => setTimeout(resolve, delayMs));
+    const running = startChild({ store: paths.store, files: paths.files, agents: AGENTS, runsPerAgent: RUNS_PER_AGENT, trace: true }, 90_000);
+    await within(running.waitForLine((line) => line.type === "point" && line.index >= point), 60_000, `kill point #${point}`);
     running.process.kill("SIGKILL");
     const child = await running.ended;
-    const context = `CRASH_SEED=${seed} (moment)\n${describeChild(child)}`;
-    if (child.signal !== "SIGKILL") {
-      // The child finished first: nothing to recover, the checks still hold.
-      expect(child.code, context).toBe(0);
-      console.log(`[crash] the child finished before the kill at ${delayMs} ms`);
-    }
-    await recoverAndCheck(paths, child, context, { seed, delayMs });
+    const context = `CRASH_SEED=${seed} (outside, at point #${point})\n${describeChild(child)}`;
+    expect(child.signal, context).toBe("SIGKILL");
+    await recoverAndCheck(paths, child, context, { seed, sentAtPoint: point });
   }, 180_000);
 });
+
+/** Executions the store holds unfinished right after the kill, before any
+ * recovery: the runs the kill interrupted. */
+async function unfinishedAfterKill(paths: CrashPaths): Promise<number> {
+  const store = await SqliteStore.open(paths.store);
+  try {
+    return (await store.unfinishedExecutions()).length;
+  } finally {
+    await store.close();
+  }
+}
 
 /** Reopens the store the child left, waits for every execution in it and
  * checks outputs, effects and keys; prints the figures. */
@@ -78,6 +93,10 @@ async function recoverAndCheck(paths: CrashPaths, child: ChildOutcome, context: 
   const admitted = admittedIds(child);
   const settledBefore = new Set(child.lines.flatMap((line) => (line.type === "settled" ? [line.executionId] : [])));
   expect(child.lines.filter((line) => line.type === "failed"), context).toEqual([]);
+  // Measured from the store, not from what the child printed (it may die
+  // between a commit and its line).
+  const inFlightAtKill = await unfinishedAfterKill(paths);
+  expect(inFlightAtKill, `the kill hit no execution in flight\n${context.slice(0, 4_000)}`).toBeGreaterThan(0);
 
   const reopened = await reopen(paths, { agents: AGENTS });
   const { environment, logger } = reopened;
@@ -122,7 +141,7 @@ async function recoverAndCheck(paths: CrashPaths, child: ChildOutcome, context: 
   const recovered = reports.filter((item) => item.status === "continued").length;
   const figures = {
     ...about, killPoint: killing && "point" in killing ? killing.point : undefined,
-    admittedBeforeKill: admitted.length, completedBeforeKill: settledBefore.size, inFlightAtKill: admitted.length - settledBefore.size,
+    admittedBeforeKill: admitted.length, completedBeforeKill: settledBefore.size, inFlightAtKill,
     executionsInStore: ids.length, recovered, toolCalls: audit.calls, repeatedCalls: audit.repeats, repeatedKeys: audit.repeatedKeys.size,
     effects: audit.effects, recoveryMs: Math.round(recoveryMilliseconds), recoveryReportMs: Math.round(reopened.recoveryMilliseconds),
     childMs: child.milliseconds,

@@ -16,6 +16,10 @@ import {
   agentRunModel, deferred, lookupTool, recordingLogger, temporaryStorePath, waitFor, type RecordedCall,
 } from "./helpers.js";
 
+/** What the engine throws on a trap (host/types declares only what the
+ * host uses of WebAssembly). */
+const WasmRuntimeError = (WebAssembly as unknown as { RuntimeError: ErrorConstructor }).RuntimeError;
+
 /** Makes the core trap on the next message of kind `kind` (any kind when
  * omitted); resolves with the kind that trapped. */
 function trapOnNext(environment: Environment, kind?: number): Promise<number> {
@@ -29,7 +33,7 @@ function trapOnNext(environment: Environment, kind?: number): Promise<number> {
     apply(messageKind, a, b, c, d, e, f, g) {
       if (kind === undefined || messageKind === kind) {
         trapped.resolve(messageKind);
-        throw new WebAssembly.RuntimeError("unreachable");
+        throw new WasmRuntimeError("unreachable");
       }
       return real.apply(messageKind, a, b, c, d, e, f, g);
     },
