@@ -25,7 +25,7 @@
 //   else would finish a claim of this epoch, and its filer waits on it.
 //   A decision already applied is never applied again, only marked.
 
-import { PhronomyError, RuntimeShutdownError } from "../errors.js";
+import { CoreFailureError, PhronomyError, RuntimeShutdownError } from "../errors.js";
 import { transferError } from "../store/error-transfer.js";
 import type {
   ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, FiledDecision,
@@ -163,7 +163,9 @@ export class InboxApplier {
     }
     const refusal = this.closed ? new RuntimeShutdownError(`decision ${claim.decisionId}`) : await this.apply(claim);
     if (refusal === undefined) return { applied: true };
-    if (refusal instanceof RuntimeShutdownError || !this.holds(claim.agentId, claim.claimedEpoch)) return undefined;
+    // Shut down, or its core failed (decision 0023): the decision is the
+    // next owner's to judge, not refused.
+    if (refusal instanceof RuntimeShutdownError || refusal instanceof CoreFailureError || !this.holds(claim.agentId, claim.claimedEpoch)) return undefined;
     return { applied: false, error: transferError(refusal) };
   }
 }

@@ -13,7 +13,8 @@ import { MessageKind as M } from "../../assembly/abi.js";
 import type { CoreExports } from "../../host/core/core-exports.js";
 import { CoreFailureError, Phronomy, type Environment } from "../../host/index.js";
 import {
-  agentRunModel, deferred, lookupTool, recordingLogger, temporaryStorePath, waitFor, type RecordedCall,
+  agentRunModel, approvalRefundTool, deferred, lookupTool, recordingLogger, scriptedModel, temporaryStorePath, turnOf, waitFor,
+  type RecordedCall,
 } from "./helpers.js";
 
 /** What the engine throws on a trap (host/types declares only what the
@@ -45,6 +46,16 @@ function defineAgents(environment: Environment, count: number, tool: ReturnType<
   return Array.from({ length: count }, (_, index) => environment.agent({
     id: `support-${index}`, model: agentRunModel(), instructions: "You help customers with their orders.", tools: { lookup: tool },
   }));
+}
+
+function refundAgent(environment: Environment, refunds: string[]) {
+  return environment.agent({
+    id: "support",
+    model: scriptedModel(({ messages }) => (turnOf(messages) === 0
+      ? { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] }
+      : { text: "Your refund of 30 is on its way." })),
+    tools: { refund: approvalRefundTool(refunds) },
+  });
 }
 
 describe("a trap in the control core at run time", () => {
@@ -97,6 +108,39 @@ describe("a trap in the control core at run time", () => {
       expect(rows.map((row) => `${row?.status}/${row?.outcome}`)).toEqual(ids.map(() => "terminal/completed"));
     } finally {
       await reopened.close();
+    }
+  });
+
+  it("a decision a visitor filed is not refused by an owner whose core trapped applying it: the next owner applies it", async () => {
+    const store = await temporaryStorePath();
+    const refunds: string[] = [];
+    const owner = await Phronomy.open({ store, logger: recordingLogger() });
+    const executionId = await refundAgent(owner, refunds).start("Refund order 42").executionId;
+    const [pending] = await waitFor(async () => {
+      const approvals = await owner.pendingApprovals();
+      return approvals.length > 0 ? approvals : undefined;
+    });
+    const visitor = await Phronomy.open({ store, visitor: true, logger: recordingLogger() });
+    try {
+      const trapped = trapOnNext(owner, M.Resume);
+      const run = refundAgent(visitor, []).resume(executionId, { approvalId: pending!.request.approvalId, approved: true });
+      expect(await run.executionId).toBe(executionId);
+      expect(await trapped).toBe(M.Resume);
+      await owner.close();
+      expect(refunds).toEqual([]);
+      // The decision stayed claimed, not refused: the next owner applies it
+      // after recovering the suspended execution, and the visitor's run
+      // gets the outcome.
+      const next = await Phronomy.open({ store, logger: recordingLogger() });
+      try {
+        refundAgent(next, refunds);
+        expect(await run.result).toMatchObject({ executionId, output: "Your refund of 30 is on its way." });
+        expect(refunds).toHaveLength(1);
+      } finally {
+        await next.close();
+      }
+    } finally {
+      await visitor.close();
     }
   });
 
