@@ -519,7 +519,8 @@ describe("the host's carrying out of effects, against a simulated store and cloc
       } catch (error) {
         throw new Error(`host fuzz seed ${seed} threw: ${error instanceof Error ? error.stack : String(error)}\nreplay: HOST_FUZZ_SEED=${seed} HOST_FUZZ_RUNS=1`);
       }
-      const replay = `host fuzz seed ${seed} — replay: HOST_FUZZ_SEED=${seed} HOST_FUZZ_RUNS=1 npx vitest run test/fuzz/host-effects.test.ts`;
+      const flags = `${PREPARE_FAULTS ? "HOST_FUZZ_PREPARE_FAULTS=1 " : ""}${AMBIGUOUS_TERMINAL ? "HOST_FUZZ_AMBIGUOUS_TERMINAL=1 " : ""}`;
+      const replay = `host fuzz seed ${seed} — replay: ${flags}HOST_FUZZ_SEED=${seed} HOST_FUZZ_RUNS=1 npx vitest run test/fuzz/host-effects.test.ts`;
       expect(world.problems, `${replay}\nlast steps:\n${world.log.slice(-60).join("\n")}`).toEqual([]);
       totals.waiters += world.tracked.length;
       for (const { outcome } of world.tracked) {
@@ -535,5 +536,5 @@ describe("the host's carrying out of effects, against a simulated store and cloc
     // The runs went somewhere: some completed, some failed with a reason.
     expect(totals.completed).toBeGreaterThan(0);
     expect(totals.failed).toBeGreaterThan(0);
-  });
+  }, Math.max(120_000, RUNS * 500));
 });
