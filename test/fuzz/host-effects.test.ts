@@ -8,7 +8,8 @@
 // tool call, a tool call that needs approval, an error), a tool finishing
 // or throwing, an approval decided (or a wrong approval id), a cancel, the
 // clock moving on (timeouts), another observer (`env.wait`), `env.recover()`
-// and `env.close()`. Then everything pending is drained.
+// `env.close()` and, now and then, a trap in the core (decision 0023). Then
+// everything pending is drained.
 //
 // Invariants:
 // * every waiter (start, resume, wait) settles exactly once, with exactly
@@ -23,6 +24,7 @@
 //   two unfinished rows in the store;
 // * once everything drained, the core holds no admission but suspended
 //   and recovery_required ones;
+// * after a trap in the core, the host tracks nothing live;
 // * a new environment on the same rows recovers every unfinished execution
 //   to an end, or leaves it suspended.
 //
@@ -35,6 +37,7 @@ import { AdmissionState } from "../../assembly/abi.js";
 import { scriptedModel, type ScriptedTurn } from "../../host/agent/scripted-model.js";
 import { ExecutionRehydrationRequiredError, OffloadFullError, StoreError } from "../../host/errors.js";
 import { Phronomy, tool, type Agent, type Environment, type ExecutionEvent, type Run } from "../../host/index.js";
+import type { CoreExports } from "../../host/core/core-exports.js";
 import type { ExecutionRow, StoreOperation } from "../../host/store/records.js";
 import { generator, seedFrom } from "../support/seeded.js";
 import { SimulatedDatabase, SimulatedStore, type OperationFate } from "./simulated-store.js";
@@ -69,7 +72,7 @@ const ENDING_CODES = new Set(["TIMEOUT", "CANCELLED", "MODEL_FAILED", "TOOL_FAIL
 const LEFT_CODES = new Set(["EXECUTION_REHYDRATION_REQUIRED", "STORE", "OFFLOAD_FULL"]);
 /** Codes that refuse a request (or end a wait on close) and say nothing of
  * the execution's durable state. */
-const REFUSED_CODES = new Set(["RUNTIME_SHUTDOWN", "APPROVAL_MISMATCH", "AGENT_BUSY", "INVALID_INPUT"]);
+const REFUSED_CODES = new Set(["RUNTIME_SHUTDOWN", "APPROVAL_MISMATCH", "AGENT_BUSY", "INVALID_INPUT", "CORE_FAILED"]);
 
 type Random = () => number;
 
@@ -106,6 +109,8 @@ class World {
   readonly log: string[] = [];
   readonly problems: string[] = [];
   closing: Promise<void> | undefined;
+  /** Set once the core was made to trap (decision 0023). */
+  trapped = false;
   /** Set once the steps are over: nothing fails any more. */
   draining = false;
   private answers = 0;
@@ -394,9 +399,30 @@ async function step(world: World): Promise<void> {
   } else if (!world.closing && world.chance(0.3)) {
     world.note("env.close()");
     world.closing = world.environment.close();
+  } else if (!world.trapped && world.chance(0.1)) {
+    trapCore(world);
   }
   await settle();
   world.checkAdmissions();
+}
+
+/** The core traps on its next message, as on an `unreachable` (decision
+ * 0023): the instance's `apply` is swapped for one that throws what the
+ * engine throws on a trap. */
+function trapCore(world: World): void {
+  world.note("the core will trap on its next message");
+  world.trapped = true;
+  const core = world.environment.core as unknown as { exports: CoreExports };
+  const real = core.exports;
+  const RuntimeError = (WebAssembly as unknown as { RuntimeError: ErrorConstructor }).RuntimeError;
+  core.exports = { ...real, memory: real.memory, apply: () => { throw new RuntimeError("unreachable"); } };
+}
+
+/** After a trap, every waiter failed or fails with CORE_FAILED (or had
+ * settled before), and the host holds nothing live. */
+function checkAfterTrap(world: World): void {
+  if (!world.environment.core.failed) return; // the core never got another message
+  if (world.environment.coordinator.liveEntries !== 0) world.problem(`after the core trapped, the host still tracks ${world.environment.coordinator.liveEntries} live executions`);
 }
 
 /** Settles everything pending (operations committed, models answering
@@ -485,7 +511,8 @@ async function fuzzOnce(seed: number): Promise<World> {
   for (let index = 0; index < steps; index += 1) await step(world);
   world.draining = true;
   await drain(world);
-  if (!world.closing) {
+  if (world.trapped) checkAfterTrap(world);
+  else if (!world.closing) {
     checkAdmissionsDrained(world);
     await recoverHere(world);
   }
