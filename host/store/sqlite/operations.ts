@@ -146,12 +146,13 @@ export function terminalCommit(connection: SqliteConnection, operation: Terminal
  * is finished), a tool barrier records the batch (the model call that
  * produced it is answered). Shared with the PostgreSQL store. */
 export function barrierMetadata(current: ExecutionMetadata, operation: ProviderBarrierOperation | ToolBarrierOperation): ExecutionMetadata {
+  const running = operation.runningSince === undefined ? {} : { runningSince: operation.runningSince };
   if (operation.type === "providerBarrier") {
     const { toolBatch: _finished, ...kept } = current;
-    return { ...kept, pendingModelCall: { callId: operation.callId, startedAt: operation.at }, turns: operation.turns };
+    return { ...kept, pendingModelCall: { callId: operation.callId, startedAt: operation.at }, turns: operation.turns, ...running };
   }
   const { pendingModelCall: _answered, ...kept } = current;
-  return { ...kept, toolBatch: operation.toolBatch, turns: operation.turns };
+  return { ...kept, toolBatch: operation.toolBatch, turns: operation.turns, ...running };
 }
 
 /** The step a barrier appends after the results it carries. */
