@@ -21,7 +21,7 @@ export function refusalOfResume(executionId: string, approvalId: string, agentId
     return new ApprovalMismatchError(`execution ${executionId} belongs to agent "${row.agentId}", not "${agentId}"; resume it through its own agent; nothing was decided`, { ...context, details: { mismatch: "agent" } });
   }
   const request = objectOf(row.approvalRequest);
-  const decision = request?.["approvalId"] === approvalId ? objectOf(request["decision"] ?? null) as StoredDecision | undefined : undefined;
+  const decision = decisionOn(row, approvalId);
   const decided = decision === undefined ? "" : `approval ${approvalId} was already ${decision.approved === true ? "approved" : "declined"}`;
   if (row.status === "terminal") {
     const ending = row.error ? `${row.outcome ?? "failed"} (${row.error.code})` : row.outcome ?? "an unknown outcome";
@@ -37,6 +37,16 @@ export function refusalOfResume(executionId: string, approvalId: string, agentId
     return new ApprovalMismatchError(`approval ${approvalId} is not the pending approval of execution ${executionId} (that is ${JSON.stringify(request?.["approvalId"] ?? null)}); nothing was decided`, { ...context, details: { mismatch: "approval_id", approvalId } });
   }
   return new ExecutionRehydrationRequiredError(`execution ${executionId} is ${row.status} in the store but not live in this environment (its agent's recovery has not installed it: define agent "${agentId}" or call env.recover(), then decide again)`, context);
+}
+
+/** The decision taken on this approval, if any: the metadata keeps the last
+ * decision until the execution suspends again (a terminal commit clears the
+ * approval request, not the decision). */
+function decisionOn(row: ExecutionRow, approvalId: string): StoredDecision | undefined {
+  const approval = row.metadata.approval;
+  if (approval?.approvalId === approvalId) return { approved: approval.approved, reason: approval.reason };
+  const request = objectOf(row.approvalRequest);
+  return request?.["approvalId"] === approvalId ? objectOf(request["decision"] ?? null) as StoredDecision | undefined : undefined;
 }
 
 function objectOf(value: Json): { readonly [key: string]: Json } | undefined {
