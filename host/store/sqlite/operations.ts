@@ -173,11 +173,14 @@ export function firstBarrierOperation(operation: PrepareExecutionOperation, barr
 
 /** A suspension records the tool batch waiting for approval (the model
  * call that produced it is answered, so its pending mark goes) and clears
- * the decision of any earlier approval; a handoff records its request. */
+ * the decision of any earlier approval and the start of the running
+ * stretch; a handoff records its request. */
 export function terminalMetadata(current: ExecutionMetadata, operation: TerminalCommitOperation): ExecutionMetadata {
   let metadata = current;
   if (operation.outcome === "suspended") {
-    const { approval: _earlier, ...kept } = metadata;
+    // Nothing runs while suspended: the running stretch ends with the
+    // earlier decision; the next one starts with the next decision.
+    const { approval: _earlier, runningSince: _stretch, ...kept } = metadata;
     metadata = kept;
   }
   if (operation.toolBatch !== undefined) {
