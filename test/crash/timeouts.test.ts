@@ -24,7 +24,7 @@ afterEach(async () => {
 });
 
 /** Runs the child to its SIGKILL; returns the id of the run it left. */
-function startAndKill(store: string, timeoutMs: number, where: "agent" | "start"): Promise<string> {
+function startAndKill(store: string, timeoutMs: number, where: "agent" | "start" | "recover"): Promise<string> {
   const child = spawn(process.execPath, ["--import", "tsx", join(here, "timeout-child.ts"), store, String(timeoutMs), where], {
     cwd: join(here, "..", ".."), stdio: ["ignore", "pipe", "pipe"],
   });
@@ -83,10 +83,31 @@ describe("a recovered execution's timeout", () => {
     side.prepare("UPDATE executions SET created_at = updated_at - 120000 WHERE execution_id = ?").run(executionId);
     side.close();
     // A model that would answer at once on a fresh budget.
-    const { environment, report } = await reopen(store, scriptedModel([{ text: "Order 42 has shipped." }], { latencyMs: 200 }));
+    const model = scriptedModel([{ text: "Order 42 has shipped." }], { latencyMs: 200 });
+    const { environment, report } = await reopen(store, model);
     expect(report).toEqual([expect.objectContaining({ executionId, status: "continued" })]);
     const error = await within(environment.wait(executionId).result, 20_000, "the recovered run").then(() => undefined, (failure: unknown) => failure);
     expect(error).toBeInstanceOf(TimeoutError);
     expect(await environment.execution(executionId)).toMatchObject({ outcome: "failed", error: { code: "TIMEOUT" } });
+    expect(model.turnsServed, "no answer is taken once the budget is spent").toBe(0);
+  }, 60_000);
+
+  it("the time a process was down is never spent, across two crashes: the second recovery still has the budget", async () => {
+    const { store } = await crashPaths();
+    const executionId = await startAndKill(store, 60_000, "start");
+    // As if the first crash had happened two minutes ago: the run had used
+    // nothing of its budget, and was down for two minutes since.
+    const side = new Database(store);
+    side.prepare("UPDATE executions SET created_at = created_at - 120000, updated_at = updated_at - 120000 WHERE execution_id = ?").run(executionId);
+    side.close();
+    // A second process recovers it (its first barrier moves the running
+    // stretch's start onto its clock) and is killed in turn.
+    expect(await startAndKill(store, 0, "recover")).toBe(executionId);
+    // Counted from the row's creation, the two minutes of downtime would
+    // spend the 60 s budget; counted as running time, nearly all of it is left.
+    const model = scriptedModel([{ text: "Order 42 has shipped." }]);
+    const { environment, report } = await reopen(store, model);
+    expect(report).toEqual([expect.objectContaining({ executionId, status: "continued" })]);
+    await expect(within(environment.wait(executionId).result, 20_000, "the twice recovered run")).resolves.toMatchObject({ outcome: "completed", output: "Order 42 has shipped." });
   }, 60_000);
 });
