@@ -665,7 +665,7 @@ function timeoutOf(entry: ExecutionEntry): number | undefined {
  * (`metadata.runningSince`, else its creation) to its last write — is
  * spent; the time the process was down is not. `runningSince` is that
  * stretch's start moved onto this process's clock, for its next barrier. */
-export function recoveredBudget(row: ExecutionRow, timeoutMs: number | undefined, now: number): { deadline: number; runningSince: number } | undefined {
+function recoveredBudget(row: ExecutionRow, timeoutMs: number | undefined, now: number): { deadline: number; runningSince: number } | undefined {
   if (timeoutMs === undefined) return undefined;
   const ran = Math.max(0, row.updatedAt - (row.metadata.runningSince ?? row.createdAt));
   return { deadline: now + Math.max(0, timeoutMs - ran), runningSince: now - ran };
