@@ -4,13 +4,14 @@
 // error), exactly as a failure later in the execution would be.
 
 import { MessageKind as M } from "../../assembly/abi.js";
-import { ApprovalMismatchError, ExecutionRehydrationRequiredError, InvalidInputError, PhronomyError } from "../errors.js";
+import { ApprovalMismatchError, InvalidInputError, PhronomyError } from "../errors.js";
 import type { Environment } from "./environment.js";
 import { validateResumeDecision, validateStartOptions, type ResumeDecision, type StartOptions } from "./options.js";
 import type { AgentEntry, StartRequest } from "./requests.js";
 import { Waiter, type Run } from "./run.js";
 import { settleWaiterWithError } from "./delivery.js";
 import { asPhronomyError } from "./session.js";
+import { refusalOfResume } from "./resume-refusal.js";
 import type { HandoffRequest } from "./events.js";
 
 /** Inputs longer than this are refused: a prompt is not a file upload. */
@@ -40,11 +41,13 @@ export class Agent {
       settleWaiterWithError(waiter, error as PhronomyError, settings);
       return waiter;
     }
-    const timeoutMs = options.timeoutMs;
-    const deadline = timeoutMs !== undefined ? settings.now() + timeoutMs : undefined;
+    // The run's budget starts now; the agent's timeoutMs is the default.
+    const startedAt = settings.now();
     const gate = this.environment.admissionGate(this.id);
     const ready = gate === undefined ? this.ready : gate.then(() => this.ready, () => this.ready);
     ready.then((agent) => {
+      const timeoutMs = options.timeoutMs ?? agent.definition.timeoutMs;
+      const deadline = timeoutMs !== undefined ? startedAt + timeoutMs : undefined;
       const request: StartRequest = { type: "start", agent, waiter, input, options, deadline };
       const { coordinator, loop } = this.environment;
       loop.post(() => {
@@ -108,7 +111,12 @@ export class Agent {
     const settings = coordinator.settings;
     const entry = coordinator.entryById(executionId);
     if (!entry) {
-      settleWaiterWithError(waiter, new ExecutionRehydrationRequiredError(`execution ${executionId} is not live in this environment (not suspended here, or not recovered yet: define its agent or call env.recover())`, { executionId, agentId: this.id }), settings);
+      // Not live here: its durable row says why (ended, decided, unknown,
+      // or not recovered yet).
+      this.environment.store.getExecution(executionId).then(
+        (row) => settleWaiterWithError(waiter, refusalOfResume(executionId, decision.approvalId, this.id, row), settings),
+        (error: unknown) => settleWaiterWithError(waiter, asPhronomyError(error, "STORE"), settings),
+      );
       return;
     }
     const pending = entry.approvalRequest;
@@ -117,10 +125,11 @@ export class Agent {
       settleWaiterWithError(waiter, new ApprovalMismatchError(`approval ${decision.approvalId} is not the pending approval of execution ${executionId}${pending ? ` (that is ${pending.approvalId})` : ""}; nothing was decided`, { executionId, agentId: this.id }), settings);
       return;
     }
-    entry.resumeReason = decision.reason ?? undefined;
-    entry.resumeSignal = decision.signal;
+    // The reason and signal travel with the request: the entry adopts them
+    // only if the core accepts this decision and its commit lands.
     const handle = coordinator.requests.add({
       type: "resume", waiter, executionId, approvalId: decision.approvalId, approved: decision.approved, reason: decision.reason ?? null,
+      signal: decision.signal,
     });
     coordinator.apply(M.Resume, entry.slot, entry.generation, agent.slot, agent.generation, handle, matches ? 1 : 0);
   }

@@ -23,7 +23,7 @@ import {
   errorFromRecord,
 } from "../errors.js";
 import type { ExecutionStore } from "../store/store.js";
-import type { Json, JournalRecord, OutcomeName, StepRecord } from "../store/records.js";
+import type { ExecutionRow, Json, JournalRecord, OutcomeName, StepRecord } from "../store/records.js";
 import type { ControlLoop } from "./control-loop.js";
 import { errorForCode } from "./error-codes.js";
 import type { ExecutionEvent } from "./events.js";
@@ -283,6 +283,12 @@ export class Coordinator implements SessionHost {
       request.settle({ ok: true, suspended: false });
       return;
     }
+    if (request.type === "resume") {
+      // The core accepted this decision and its commit landed: only now do
+      // its reason and signal become the resumed run's.
+      entry.resumeReason = request.reason ?? undefined;
+      entry.resumeSignal = request.signal;
+    }
     if (request.waiter.settled) return;
     entry.waiters.push(request.waiter);
     request.waiter.knowExecutionId(entry.executionId);
@@ -293,13 +299,14 @@ export class Coordinator implements SessionHost {
   private startSession(slot: number, sessionNumber: number): void {
     const entry = this.executions[slot];
     if (!entry) return;
-    const session = this.createSession(entry, sessionNumber);
+    const session = this.createSession(entry, sessionNumber, entry.start.deadline);
     session.begin();
   }
 
   /** A session for the entry's execution, with the settings its start (or
-   * its durable config, for a recovered one) gave it. */
-  private createSession(entry: ExecutionEntry, sessionNumber: number): Session {
+   * its durable config, for a recovered one) gave it, ending by `deadline`
+   * (each start, resume and recovery has its own: docs/decisions/0016). */
+  private createSession(entry: ExecutionEntry, sessionNumber: number, deadline: number | undefined): Session {
     const slot = entry.slot;
     const { start, agent } = entry;
     const definition = agent.definition;
@@ -319,8 +326,8 @@ export class Coordinator implements SessionHost {
       outputGuardrail: start.options.outputGuardrail ?? definition.outputGuardrail,
       signal: entry.resumeSignal ?? start.options.signal,
       stream: start.options.stream ?? false,
-      deadline: start.deadline,
-      timeoutMs: start.options.timeoutMs ?? definition.timeoutMs,
+      deadline,
+      timeoutMs: timeoutOf(entry),
       tracer: this.settings.tracer,
       parentSpan: entry.span,
     }, this);
@@ -369,11 +376,12 @@ export class Coordinator implements SessionHost {
       this.settings.logger.warn(`[phronomy] execution ${entry.executionId}: the first provider barrier was written with its preparation, but the core asked for revision ${expectedRevision} with ${steps.length} pending steps`);
     }
     const callId = session.nextModelCallId();
+    const runningSince = session.runningSince;
     this.submitBarrier(entry, session, Submission.ProviderBarrier, () => this.settings.store.run({
       type: "providerBarrier", executionId: entry.executionId, expectedRevision, callId, steps,
-      usage: session.usage, turns: session.turns, at: this.settings.now(),
+      usage: session.usage, turns: session.turns, at: this.settings.now(), ...(runningSince !== undefined ? { runningSince } : {}),
     }), (outcome, revision) => {
-      if (outcome === CommitOutcome.Committed) session.acknowledgeSteps(steps.length);
+      if (outcome === CommitOutcome.Committed) session.acknowledgeSteps(steps.length, runningSince);
       this.apply(M.ProviderDispatchReady, slot, entry.generation, sessionNumber, expectedRevision, outcome, revision);
     });
   }
@@ -384,11 +392,12 @@ export class Coordinator implements SessionHost {
     if (!entry || !session) return;
     const steps = session.pendingSteps();
     const toolBatch = session.toolBatch();
+    const runningSince = session.runningSince;
     this.submitBarrier(entry, session, Submission.ToolBarrier, () => this.settings.store.run({
       type: "toolBarrier", executionId: entry.executionId, expectedRevision, toolBatch, steps,
-      usage: session.usage, turns: session.turns, at: this.settings.now(),
+      usage: session.usage, turns: session.turns, at: this.settings.now(), ...(runningSince !== undefined ? { runningSince } : {}),
     }), (outcome, revision) => {
-      if (outcome === CommitOutcome.Committed) session.acknowledgeSteps(steps.length);
+      if (outcome === CommitOutcome.Committed) session.acknowledgeSteps(steps.length, runningSince);
       this.apply(M.ToolDispatchReady, slot, entry.generation, sessionNumber, expectedRevision, outcome, revision, toolBatch.length);
     });
   }
@@ -560,7 +569,9 @@ export class Coordinator implements SessionHost {
   private resumeSession(slot: number, sessionNumber: number, approved: boolean): void {
     const entry = this.executions[slot];
     if (!entry) return;
-    const session = this.createSession(entry, sessionNumber);
+    // A resume runs on a budget of its own: the time suspended never counts.
+    const timeoutMs = timeoutOf(entry);
+    const session = this.createSession(entry, sessionNumber, timeoutMs === undefined ? undefined : this.settings.now() + timeoutMs);
     const reason = entry.resumeReason ?? null;
     entry.approvalRequest = undefined;
     session.restored = Promise.all([this.settings.store.getExecution(entry.executionId), readHistory(this.settings.store, entry.executionId)]).then(([row, history]) => {
@@ -587,7 +598,9 @@ export class Coordinator implements SessionHost {
     const entry = this.executions[slot];
     const row = entry?.recoveredFrom;
     if (!entry || !row) return;
-    const session = this.createSession(entry, sessionNumber);
+    const budget = recoveredBudget(row, timeoutOf(entry), this.settings.now());
+    const session = this.createSession(entry, sessionNumber, budget?.deadline);
+    session.runningSince = budget?.runningSince;
     session.noteRecovery(row.phase, continuationNameOf(continuation));
     if (continuation === Continuation.FrameworkTools) session.planBatch(row.metadata.toolBatch ?? []);
     session.restored = readHistory(this.settings.store, entry.executionId).then((history) => {
@@ -649,12 +662,32 @@ function configOf(request: StartRequest): { [key: string]: Json } {
   const config: { [key: string]: Json } = {};
   if (request.options.tokenBudget !== undefined) config.tokenBudget = request.options.tokenBudget;
   if (request.options.maxTurns !== undefined) config.maxTurns = request.options.maxTurns;
-  if (request.options.timeoutMs !== undefined) config.timeoutMs = request.options.timeoutMs;
+  // The budget in force (the start's, else the agent's), so a recovery
+  // honours it whatever the agent's definition says then.
+  const timeoutMs = request.options.timeoutMs ?? request.agent.definition.timeoutMs;
+  if (timeoutMs !== undefined) config.timeoutMs = timeoutMs;
   if (request.options.approvalPolicy !== undefined) config.approvalPolicy = request.options.approvalPolicy;
   if (request.options.metadata !== undefined) config.metadata = request.options.metadata as Json;
   config.replayable = request.options.approvalPolicy === undefined && request.options.tokenBudget === undefined &&
     request.options.inputGuardrail === undefined;
   return config;
+}
+
+/** The running-time budget of an execution: its start's timeoutMs (a
+ * recovered one's durable config), else its agent's. */
+function timeoutOf(entry: ExecutionEntry): number | undefined {
+  return entry.start.options.timeoutMs ?? entry.agent.definition.timeoutMs;
+}
+
+/** What a recovered execution has left of its budget (docs/decisions/0016):
+ * the running time accrued durably — from the start of its running stretch
+ * (`metadata.runningSince`, else its creation) to its last write — is
+ * spent; the time the process was down is not. `runningSince` is that
+ * stretch's start moved onto this process's clock, for its next barrier. */
+function recoveredBudget(row: ExecutionRow, timeoutMs: number | undefined, now: number): { deadline: number; runningSince: number } | undefined {
+  if (timeoutMs === undefined) return undefined;
+  const ran = Math.max(0, row.updatedAt - (row.metadata.runningSince ?? row.createdAt));
+  return { deadline: now + Math.max(0, timeoutMs - ran), runningSince: now - ran };
 }
 
 function messageOfJournal(record: JournalRecord): ConversationMessage {

@@ -109,6 +109,7 @@ function recoverOne(coordinator: Coordinator, loop: ControlLoop, agent: AgentEnt
       options: {
         ...(typeof config["tokenBudget"] === "number" ? { tokenBudget: config["tokenBudget"] } : {}),
         ...(typeof config["maxTurns"] === "number" ? { maxTurns: config["maxTurns"] } : {}),
+        ...(typeof config["timeoutMs"] === "number" ? { timeoutMs: config["timeoutMs"] } : {}),
         ...(config["approvalPolicy"] === "always" || config["approvalPolicy"] === "never" ? { approvalPolicy: config["approvalPolicy"] } : {}),
       },
       deadline: undefined, executionId: row.executionId,

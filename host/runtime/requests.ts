@@ -53,6 +53,8 @@ export interface ResumeRequest {
   readonly approvalId: string;
   readonly approved: boolean;
   readonly reason: string | null;
+  /** Cancels the resumed run; adopted with the reason once the commit landed. */
+  readonly signal: AbortSignal | undefined;
   /** Set when the decision was refused before the core saw a commit. */
   error?: PhronomyError;
 }

@@ -47,8 +47,9 @@ export interface SessionSettings {
   readonly signal: AbortSignal | undefined;
   /** Stream the model's text as `text_delta` events. */
   readonly stream: boolean;
-  /** Absolute time (host clock, ms) the execution must end by, and the
-   * timeout it came from. */
+  /** Absolute time (host clock, ms) this session must end by, and the
+   * timeout it came from: each start, resume and recovery has its own
+   * deadline (docs/decisions/0016). */
   readonly deadline: number | undefined;
   readonly timeoutMs: number | undefined;
   readonly tracer: Tracer;
@@ -102,6 +103,10 @@ export class Session {
   memoryLoaded: Promise<void> = Promise.resolve();
   restored: Promise<void> = Promise.resolve();
   private toolResults: ToolResult[] = [];
+  /** A recovered session's start of its running stretch on this process's
+   * clock: the next barrier writes it (`metadata.runningSince`), so a later
+   * recovery counts only the time the execution ran (docs/decisions/0016). */
+  runningSince: number | undefined;
 
   constructor(
     readonly slot: number,
@@ -193,9 +198,11 @@ export class Session {
     return [...this.pending];
   }
 
-  /** The barrier committed: its steps are durable now. */
-  acknowledgeSteps(count: number): void {
+  /** The barrier committed: its steps (and the running stretch's start it
+   * carried) are durable now. */
+  acknowledgeSteps(count: number, runningSince?: number): void {
     this.pending.splice(0, count);
+    if (runningSince !== undefined && runningSince === this.runningSince) this.runningSince = undefined;
   }
 
   nextModelCallId(): string {

@@ -35,6 +35,9 @@ export function checkOperation(operation: OffloadOperation): void {
   if ("at" in operation && !Number.isFinite(operation.at)) {
     throw new InvalidInputError(`${operation.type}.at must be a finite number (milliseconds), got ${String(operation.at)}`);
   }
+  if ((operation.type === "providerBarrier" || operation.type === "toolBarrier") && operation.runningSince !== undefined && !Number.isFinite(operation.runningSince)) {
+    throw new InvalidInputError(`${operation.type}.runningSince must be a finite number (milliseconds), got ${String(operation.runningSince)}`, { executionId: operation.executionId });
+  }
   if (operation.type === "prepareExecution" && operation.firstBarrier !== undefined) {
     checkId(operation.firstBarrier?.callId, "prepareExecution.firstBarrier.callId");
     if (operation.blockedBy !== undefined) {

@@ -99,6 +99,11 @@ export interface ExecutionMetadata {
    * applied it (phase `resuming`); cleared when the execution suspends
    * again for a new request. */
   readonly approval?: ApprovalDecision;
+  /** When the execution's current running stretch began (host clock, ms):
+   * written by the approval commit (a resume's budget starts there) and by
+   * a recovered session's first barrier; absent, it is `createdAt`. The
+   * running time spent is `updatedAt` minus it (docs/decisions/0016). */
+  readonly runningSince?: number;
 }
 
 export interface ApprovalDecision {
@@ -146,6 +151,9 @@ export interface ProviderBarrierOperation {
   readonly usage: UsageTotals;
   readonly turns: number;
   readonly at: number;
+  /** A recovered session's first barrier: the start of its running
+   * stretch, stored as `metadata.runningSince`. */
+  readonly runningSince?: number;
 }
 
 export interface ToolBarrierOperation {
@@ -157,6 +165,9 @@ export interface ToolBarrierOperation {
   readonly usage: UsageTotals;
   readonly turns: number;
   readonly at: number;
+  /** A recovered session's first barrier: the start of its running
+   * stretch, stored as `metadata.runningSince`. */
+  readonly runningSince?: number;
 }
 
 export interface TerminalCommitOperation {

@@ -160,6 +160,20 @@ export function defineConformanceSuite(backend: Backend): void {
       await store.run(terminalCommit("e1", 1, { outcome: "suspended", output: null, approvalRequest: { approvalId: "a1" } }));
       await expect(store.run(providerBarrier("e1", 2))).rejects.toThrow(/with status suspended/);
     });
+
+    it("the running stretch's start (docs/decisions/0016): set by a recovered session's barrier and by a decision, kept by later barriers, cleared by a suspension", async () => {
+      const store = await storeWithAgent();
+      await store.run(prepare("e1"));
+      expect((await store.getExecution("e1"))?.metadata).not.toHaveProperty("runningSince");
+      await store.run(providerBarrier("e1", 1, { runningSince: 7 }));
+      await store.run(toolBarrier("e1", 2, { toolBatch: [refundCall("e1")], steps: [] }));
+      expect((await store.getExecution("e1"))?.metadata.runningSince).toBe(7);
+      await store.run(suspendForApproval("e1", 3));
+      expect((await store.getExecution("e1"))?.metadata).not.toHaveProperty("runningSince");
+      await store.run(approvalCommit("e1", 4));
+      expect((await store.getExecution("e1"))?.metadata.runningSince).toBe(60);
+      expect(() => store.run(providerBarrier("e1", 5, { runningSince: Number.NaN }))).toThrow(/providerBarrier.runningSince must be a finite number/);
+    });
   });
 
   describe(`store conformance (${backend.name}): terminalCommit`, () => {

@@ -61,6 +61,7 @@ describe("approvalCommit", () => {
     expect(row?.metadata).toEqual({
       config: { replayable: true }, turns: 1, toolBatch: [refundCall("e1")],
       approval: { approvalId: "approval-1", approved: true, reason: "refund is within policy" },
+      runningSince: 60,
     });
     expect((await store.listSteps("e1")).at(-1)).toEqual({
       seq: 5, kind: "approval_decided", at: 60,

@@ -87,7 +87,7 @@ describe("recovery reads", () => {
     expect(unfinished.map((row) => [row.executionId, row.status, row.phase, row.revision])).toEqual([["e1", "active", "calling_llm", 8], ["b1", "active", "dispatching_tools", 3]]);
     expect(unfinished[0]?.metadata).toEqual({
       config: { replayable: true }, turns: 7, pendingModelCall: { callId: "model-7", startedAt: 27 },
-      approval: { approvalId: "approval-1", approved: true, reason: "refund is within policy" },
+      approval: { approvalId: "approval-1", approved: true, reason: "refund is within policy" }, runningSince: 60,
     });
     expect(await reopened.run(terminalCommit("e1", 8))).toEqual({ revision: 9 });
     expect((await reopened.listSteps("e1")).slice(expected.length).map((step) => step.kind)).toEqual(["model_response", "terminal"]);

@@ -128,6 +128,8 @@ async function approvalCommit(context: OperationContext, operation: ApprovalComm
   const metadata: ExecutionMetadata = {
     ...current.metadata,
     approval: { approvalId: operation.approvalId, approved: operation.approved, reason: operation.reason },
+    // The resumed run's budget starts with the decision (docs/decisions/0016).
+    runningSince: operation.at,
   };
   const revision = await compareAndSet(context, operation, current.agentId,
     "status = 'active', phase = 'resuming', outcome = NULL, approval_request = $2, metadata = $3, updated_at = $4",

@@ -24,6 +24,8 @@ export function approvalCommit(connection: SqliteConnection, operation: Approval
   const metadata: ExecutionMetadata = {
     ...current.metadata,
     approval: { approvalId: operation.approvalId, approved: operation.approved, reason: operation.reason },
+    // The resumed run's budget starts with the decision (docs/decisions/0016).
+    runningSince: operation.at,
   };
   const revision = compareAndSet(connection, operation, `
     UPDATE executions SET revision = ?, status = 'active', phase = 'resuming', outcome = NULL, approval_request = ?,

@@ -146,12 +146,13 @@ export function terminalCommit(connection: SqliteConnection, operation: Terminal
  * is finished), a tool barrier records the batch (the model call that
  * produced it is answered). Shared with the PostgreSQL store. */
 export function barrierMetadata(current: ExecutionMetadata, operation: ProviderBarrierOperation | ToolBarrierOperation): ExecutionMetadata {
+  const running = operation.runningSince === undefined ? {} : { runningSince: operation.runningSince };
   if (operation.type === "providerBarrier") {
     const { toolBatch: _finished, ...kept } = current;
-    return { ...kept, pendingModelCall: { callId: operation.callId, startedAt: operation.at }, turns: operation.turns };
+    return { ...kept, pendingModelCall: { callId: operation.callId, startedAt: operation.at }, turns: operation.turns, ...running };
   }
   const { pendingModelCall: _answered, ...kept } = current;
-  return { ...kept, toolBatch: operation.toolBatch, turns: operation.turns };
+  return { ...kept, toolBatch: operation.toolBatch, turns: operation.turns, ...running };
 }
 
 /** The step a barrier appends after the results it carries. */
@@ -172,11 +173,14 @@ export function firstBarrierOperation(operation: PrepareExecutionOperation, barr
 
 /** A suspension records the tool batch waiting for approval (the model
  * call that produced it is answered, so its pending mark goes) and clears
- * the decision of any earlier approval; a handoff records its request. */
+ * the decision of any earlier approval and the start of the running
+ * stretch; a handoff records its request. */
 export function terminalMetadata(current: ExecutionMetadata, operation: TerminalCommitOperation): ExecutionMetadata {
   let metadata = current;
   if (operation.outcome === "suspended") {
-    const { approval: _earlier, ...kept } = metadata;
+    // Nothing runs while suspended: the running stretch ends with the
+    // earlier decision; the next one starts with the next decision.
+    const { approval: _earlier, runningSince: _stretch, ...kept } = metadata;
     metadata = kept;
   }
   if (operation.toolBatch !== undefined) {
