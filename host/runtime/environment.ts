@@ -268,9 +268,10 @@ export class Environment {
 
   /** Waits for an execution's outcome: another observer of a live
    * execution (all are settled together), or the durable outcome of one
-   * that already ended. */
+   * that already ended. An execution suspended for approval (now or
+   * later) rejects it with ApprovalRequiredError (docs/decisions/0018). */
   wait(executionId: string): Run {
-    const waiter = new Waiter("", undefined);
+    const waiter = new Waiter("", undefined, true);
     const settings = this.coordinator.settings;
     this.loop.post(() => {
       const entry = this.coordinator.entryById(executionId);
