@@ -7,7 +7,7 @@ import { ExecutionRehydrationRequiredError, errorFromRecord, PhronomyError } fro
 import type { ExecutionRow } from "../store/records.js";
 import type { ApprovalRequest, HandoffRequest } from "./events.js";
 import type { Waiter } from "./run.js";
-import { rejectSuspendedObserver, settleWaiterWithError, type DeliverySettings } from "./delivery.js";
+import { emitToWaiter, rejectSuspendedObserver, settleWaiterWithError, type DeliverySettings } from "./delivery.js";
 
 export function settleFromRow(waiter: Waiter, executionId: string, row: ExecutionRow | undefined, settings: DeliverySettings): void {
   if (!row) {
@@ -25,6 +25,9 @@ export function settleFromRow(waiter: Waiter, executionId: string, row: Executio
   }
   if (row.outcome === "completed" || row.outcome === "handed_off") {
     const handoff = row.outcome === "handed_off" ? (row.metadata.handoff as unknown as HandoffRequest | undefined) : undefined;
+    // The terminal event a live run would have heard.
+    if (row.outcome === "completed") emitToWaiter(waiter, { type: "done", executionId, output: row.output, usage: row.usage }, settings);
+    else if (handoff) emitToWaiter(waiter, { type: "handoff", executionId, handoff }, settings);
     waiter.resolve({
       executionId, agentId: row.agentId, outcome: row.outcome, output: row.output, usage: row.usage,
       ...(handoff ? { handoff } : {}),

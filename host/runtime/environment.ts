@@ -33,6 +33,7 @@ import { continuationNameOf, continuationOf, recoverAgent, type RecoveredExecuti
 import { leasingStoreOf, type LeasingStore } from "./leases.js";
 import { InboxApplier, inboxStoreOf, type ClaimedDecision } from "./approval-inbox.js";
 import { RemoteResumes } from "./remote-resume.js";
+import { DurableWatches } from "./durable-watch.js";
 import type { ApprovalRequest } from "./events.js";
 
 export interface OpenOptions {
@@ -146,6 +147,8 @@ export class Environment {
    * decisions on agents held elsewhere. */
   private inboxApplier: InboxApplier | undefined;
   private remoteResumes: RemoteResumes | undefined;
+  /** `env.wait` on executions other processes run (docs/decisions/0018). */
+  private durableWatches: DurableWatches | undefined;
 
   private constructor(
     /** The store this environment owns (reads: executions, timelines). */
@@ -280,7 +283,16 @@ export class Environment {
         this.coordinator.apply(M.AttachWaiter, entry.slot, entry.generation, handle);
         return;
       }
-      this.store.getExecution(executionId).then((row) => settleFromRow(waiter, executionId, row, settings), (error: unknown) => waiter.reject(error as Error));
+      this.store.getExecution(executionId).then((row) => {
+        const running = row !== undefined && row.status !== "terminal" && row.status !== "suspended";
+        if (running && this.runsElsewhere(row.agentId)) {
+          if (this.closing) return waiter.reject(new RuntimeShutdownError(`a wait for execution ${executionId}`, { executionId, agentId: row.agentId }));
+          this.durableWatches ??= new DurableWatches(this.store, settings);
+          this.durableWatches.watch(executionId, row.agentId, waiter);
+          return;
+        }
+        settleFromRow(waiter, executionId, row, settings);
+      }, (error: unknown) => waiter.reject(error as Error));
     }, { completion: { fail: (error) => waiter.reject(error) }, label: `a wait for execution ${executionId}` });
     return waiter;
   }
@@ -443,7 +455,16 @@ export class Environment {
     return leasing && leasing.leaseOf(agentId) === undefined ? this.remoteResumes : undefined;
   }
 
+  /** An execution of this agent is run by another process: this is a
+   * visitor, or the agent's lease (PostgreSQL) is not held here. */
+  private runsElsewhere(agentId: string): boolean {
+    if (this.visitor) return true;
+    const leasing = leasingStoreOf(this.store);
+    return leasing !== undefined && leasing.leaseOf(agentId) === undefined;
+  }
+
   private async closeApprovalInbox(): Promise<void> {
+    await this.durableWatches?.close();
     await this.remoteResumes?.close();
     await this.inboxApplier?.close();
   }
