@@ -48,7 +48,8 @@ export interface OpenOptions {
   readonly offloadPolicy?: SqliteStoreOptions["offloadPolicy"];
   readonly limits?: Partial<CoreLimits>;
   /** What a throwing event listener does: `report` (default) logs it;
-   * `fail_task` also fails a successful run with StreamCallbackError. */
+   * `fail_task` also fails the Run with StreamCallbackError when it threw
+   * on `done` or `handoff` (docs/decisions/0018). */
   readonly callbackErrorPolicy?: CallbackErrorPolicy;
   readonly logger?: Logger;
   /** Recover each agent's unfinished executions when the agent is defined
