@@ -35,7 +35,7 @@ import {
 import { continuationNameOf } from "./recovery.js";
 import { readHistory } from "./restore.js";
 import type { ApprovalRequest } from "./events.js";
-import { deliverOutcome, emitToEntry, rejectSuspendedObserver, settleWaiterWithError } from "./delivery.js";
+import { deliverOutcome, emitToEntry, settleWaiterWithError } from "./delivery.js";
 import { argumentsHashOf, asPhronomyError, Session, type SessionHost } from "./session.js";
 import type { Tracer } from "./tracing.js";
 
@@ -265,12 +265,8 @@ export class Coordinator implements SessionHost {
       return;
     }
     if (request.waiter.settled) return;
-    request.waiter.knowExecutionId(entry.executionId);
-    if (entry.suspended && request.waiter.observer) {
-      rejectSuspendedObserver(request.waiter, { executionId: entry.executionId, agentId: entry.agent.id }, entry.approvalRequest, this.settings);
-      return;
-    }
     entry.waiters.push(request.waiter);
+    request.waiter.knowExecutionId(entry.executionId);
   }
 
   // -- the session ------------------------------------------------------------------------------

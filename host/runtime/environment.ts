@@ -29,6 +29,7 @@ import type { AgentEntry } from "./requests.js";
 import { Tracer } from "./tracing.js";
 import { Waiter, type Run } from "./run.js";
 import { settleFromRow } from "./durable-outcome.js";
+import { rejectSuspendedObserver } from "./delivery.js";
 import { continuationNameOf, continuationOf, recoverAgent, type RecoveredExecution } from "./recovery.js";
 import { leasingStoreOf, type LeasingStore } from "./leases.js";
 import { InboxApplier, inboxStoreOf, type ClaimedDecision } from "./approval-inbox.js";
@@ -279,6 +280,13 @@ export class Environment {
     const settings = this.coordinator.settings;
     this.loop.post(() => {
       const entry = this.coordinator.entryById(executionId);
+      if (entry?.suspended) {
+        // Told here, not attached through the core: the core counts
+        // attached observers until the execution ends (WaitersMax), and a
+        // handler polling a suspended execution must not use them up.
+        rejectSuspendedObserver(waiter, { executionId, agentId: entry.agent.id }, entry.approvalRequest, settings);
+        return;
+      }
       if (entry) {
         const handle = this.coordinator.requests.add({ type: "attach", waiter });
         this.coordinator.apply(M.AttachWaiter, entry.slot, entry.generation, handle);

@@ -73,6 +73,16 @@ describe("env.wait on an execution that suspends for approval", () => {
     expect(error).toMatchObject({ code: "APPROVAL_REQUIRED", executionId, approvalId: request.approvalId });
   });
 
+  it("a handler may ask again and again: 5,000 waits on a suspended execution (more than the 4,096 observers an execution holds) are each told APPROVAL_REQUIRED", async () => {
+    const env = await openEnvironment();
+    const agent = refundAgent(env);
+    const executionId = await agent.start("Refund order 42").executionId;
+    const { approvalId } = await pendingApprovalOf(env, executionId);
+    const errors = await Promise.all(Array.from({ length: 5_000 }, () => env.wait(executionId).result.then(() => undefined, (caught: unknown) => caught)));
+    expect(new Set(errors.map((error) => (error as { code?: string }).code))).toEqual(new Set(["APPROVAL_REQUIRED"]));
+    await expect(agent.resume(executionId, { approvalId, approved: true }).result).resolves.toMatchObject({ outcome: "completed" });
+  });
+
   it("is rejected at once when the suspension is only durable here (recovery not run), and after a restart that recovered it", async () => {
     const path = await temporaryStorePath();
     const first = await Phronomy.open({ store: path, logger: recordingLogger() });
