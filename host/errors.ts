@@ -72,9 +72,11 @@ export class ExecutionRehydrationRequiredError extends PhronomyError {
 }
 
 /** What an observer of a suspended execution needs to show the approval:
- * its id, and the request (tool calls, arguments, hash) as JSON. */
+ * the pending request's id and tool calls (the runtime's `ApprovalRequest`,
+ * which carries these and more, is one). */
 export interface SuspendedForApproval {
   readonly approvalId: string;
+  readonly toolCalls: readonly { readonly callId: string; readonly toolName: string; readonly input: unknown }[];
 }
 
 /** An exact observer (`env.wait`) of an execution suspended for approval
@@ -83,7 +85,8 @@ export interface SuspendedForApproval {
  * for the real end instead. */
 export class ApprovalRequiredError extends PhronomyError {
   readonly approvalId: string | undefined;
-  /** The pending request (an `ApprovalRequest`), when it is known. */
+  /** The pending request (an `ApprovalRequest`: tool calls, arguments,
+   * hash), when it is known. */
   readonly request: SuspendedForApproval | undefined;
 
   constructor(request: SuspendedForApproval | undefined, context: ErrorContext & { readonly executionId: string }) {

@@ -99,9 +99,11 @@ export function deliverOutcome(entry: ExecutionEntry, outcome: number, settings:
       const request = terminal?.approvalRequest;
       if (!request) return;
       emitToEntry(entry, { type: "approval_required", executionId: entry.executionId, request }, settings);
+      // Exact observers are told now; the others wait for the real end.
       const context = { executionId: entry.executionId, agentId: entry.agent.id };
-      for (const observer of entry.waiters.filter((waiter) => waiter.observer)) rejectSuspendedObserver(observer, context, request, settings);
+      const observers = entry.waiters.filter((waiter) => waiter.observer);
       entry.waiters.splice(0, entry.waiters.length, ...entry.waiters.filter((waiter) => !waiter.observer));
+      for (const observer of observers) rejectSuspendedObserver(observer, context, request, settings);
       const listener = entry.start.options.approvalListener;
       if (listener) callOffLoop(() => listener(request), settings, "approval listener");
       return;

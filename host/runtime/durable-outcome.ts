@@ -16,7 +16,7 @@ export function settleFromRow(waiter: Waiter, executionId: string, row: Executio
   }
   const context = { executionId, agentId: row.agentId };
   if (row.status === "suspended") {
-    rejectSuspendedObserver(waiter, context, row.approvalRequest as unknown as ApprovalRequest | undefined ?? undefined, settings);
+    rejectSuspendedObserver(waiter, context, (row.approvalRequest ?? undefined) as unknown as ApprovalRequest | undefined, settings);
     return;
   }
   if (row.status !== "terminal") {
