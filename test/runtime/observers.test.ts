@@ -13,7 +13,7 @@
 //   throwing on progress or `approval_required` is only reported.
 
 import { describe, expect, it } from "vitest";
-import { ApprovalRequiredError, Phronomy, StreamCallbackError, type Environment, type ExecutionEvent } from "../../host/index.js";
+import { ApprovalRequiredError, handoff, Phronomy, StreamCallbackError, type Environment, type ExecutionEvent } from "../../host/index.js";
 import { agentRunModel, approvalRefundTool, deferred, lookupTool, openEnvironment, recordingLogger, scriptedModel, temporaryStorePath, turnOf, waitFor } from "./helpers.js";
 
 /** Asks to refund order 42 (needs approval) once `gate` opens, then answers. */
@@ -170,6 +170,22 @@ describe("callbackErrorPolicy fail_task", () => {
     expect(error).toBeInstanceOf(StreamCallbackError);
     expect(error).toMatchObject({ code: "STREAM_CALLBACK", cause: broken, executionId: await run.executionId });
     expect((await env.execution(await run.executionId))?.outcome).toBe("completed");
+  });
+
+  it("a listener throwing on handoff fails the task too; one throwing on error leaves the execution's own error as the result", async () => {
+    const env = await openEnvironment({ callbackErrorPolicy: "fail_task" });
+    const triage = env.agent({
+      id: "triage",
+      model: scriptedModel([{ toolCalls: [{ toolName: "toBilling", input: { reason: "a refund question" } }] }]),
+      tools: { toBilling: handoff({ to: "billing" }) },
+    });
+    const handedOff = triage.start("I want my money back", { onEvent: (event) => { if (event.type === "handoff") throw new Error("handoff UI broke"); } });
+    await expect(handedOff.result).rejects.toMatchObject({ code: "STREAM_CALLBACK", cause: { message: "handoff UI broke" } });
+    expect((await env.execution(await handedOff.executionId))?.outcome).toBe("handed_off");
+
+    const failing = env.agent({ id: "failing", model: scriptedModel(() => { throw new Error("provider down"); }) });
+    const failed = failing.start("hi", { onEvent: (event) => { if (event.type === "error") throw new Error("error UI broke"); } });
+    await expect(failed.result).rejects.toMatchObject({ code: "MODEL_FAILED" });
   });
 
   it("under the default policy a listener throwing on done is reported only", async () => {
