@@ -42,6 +42,7 @@ export function emitToWaiter(waiter: Waiter, event: ExecutionEvent, settings: De
  * approval. */
 export function rejectSuspendedObserver(waiter: Waiter, context: { readonly executionId: string; readonly agentId: string }, request: ApprovalRequest | undefined, settings: DeliverySettings): void {
   if (waiter.settled) return;
+  waiter.knowExecutionId(context.executionId);
   if (request) emitToWaiter(waiter, { type: "approval_required", executionId: context.executionId, request }, settings);
   waiter.reject(new ApprovalRequiredError(request, context));
 }

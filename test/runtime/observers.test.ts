@@ -71,6 +71,7 @@ describe("env.wait on an execution that suspends for approval", () => {
     const error = await env.wait(executionId).result.then(() => undefined, (caught: unknown) => caught);
     expect(error).toBeInstanceOf(ApprovalRequiredError);
     expect(error).toMatchObject({ code: "APPROVAL_REQUIRED", executionId, approvalId: request.approvalId });
+    await expect(env.wait(executionId).executionId, "the execution exists: its id resolves").resolves.toBe(executionId);
   });
 
   it("a handler may ask again and again: 5,000 waits on a suspended execution (more than the 4,096 observers an execution holds) are each told APPROVAL_REQUIRED", async () => {
