@@ -9,7 +9,8 @@ export type PhronomyErrorCode =
   | "AGENT_CLOSED" | "AGENT_BUSY" | "RUNTIME_SHUTDOWN" | "OFFLOAD_FULL" | "EXECUTION_REHYDRATION_REQUIRED"
   | "STALE_RESULT" | "CANCELLED" | "TIMEOUT" | "APPROVAL_MISMATCH" | "STREAM_CALLBACK" | "STORE"
   | "INVALID_INPUT" | "INPUT_BLOCKED" | "OUTPUT_BLOCKED" | "BUDGET_EXCEEDED" | "MAX_TURNS_EXCEEDED"
-  | "TOOL_FAILED" | "MODEL_FAILED" | "CAPACITY" | "CORE_FAILED" | "INTERNAL";
+  | "TOOL_FAILED" | "MODEL_FAILED" | "CAPACITY" | "CORE_FAILED" | "INTERNAL"
+  | "APPROVAL_REQUIRED";
 
 export interface ErrorContext {
   readonly agentId?: string;
@@ -67,6 +68,34 @@ export class OffloadFullError extends PhronomyError {
 export class ExecutionRehydrationRequiredError extends PhronomyError {
   constructor(reason: string, context: ErrorContext = {}) {
     super("EXECUTION_REHYDRATION_REQUIRED", `${reason}; the execution is left untouched for recovery (env.recover())`, context);
+  }
+}
+
+/** What an observer of a suspended execution needs to show the approval:
+ * the pending request's id and tool calls (the runtime's `ApprovalRequest`,
+ * which carries these and more, is one). */
+export interface SuspendedForApproval {
+  readonly approvalId: string;
+  readonly toolCalls: readonly { readonly callId: string; readonly toolName: string; readonly input: unknown }[];
+}
+
+/** An exact observer (`env.wait`) of an execution suspended for approval
+ * (SPEC §6.3, docs/decisions/0018): the execution is not failed and not
+ * lost, it waits for a decision. The start's own `run.result` keeps waiting
+ * for the real end instead. */
+export class ApprovalRequiredError extends PhronomyError {
+  readonly approvalId: string | undefined;
+  /** The pending request (an `ApprovalRequest`: tool calls, arguments,
+   * hash), when it is known. */
+  readonly request: SuspendedForApproval | undefined;
+
+  constructor(request: SuspendedForApproval | undefined, context: ErrorContext & { readonly executionId: string }) {
+    const approval = request ? `approval ${request.approvalId}` : "an approval";
+    super("APPROVAL_REQUIRED", `execution ${context.executionId} is suspended for ${approval}: decide it with agent.resume(executionId, { approvalId, approved }) (env.pendingApprovals() lists the request), then env.wait(executionId) again for the outcome`, {
+      ...context, details: request ? { approvalId: request.approvalId } : {},
+    });
+    this.approvalId = request?.approvalId;
+    this.request = request;
   }
 }
 

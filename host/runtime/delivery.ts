@@ -1,12 +1,18 @@
 // Delivering what the core decided to the application (SPEC §6.1, §6.3):
 // events to every waiter's stream and listener, terminal outcomes to every
 // waiter, the approval listener off the control loop, and the callback-error
-// policy: a listener that throws is reported; with policy `fail_task` and no
-// execution error, the waiter fails with StreamCallbackError.
+// policy: a listener that throws is reported; with policy `fail_task`, a
+// throw on the event that ends the execution with a result (`done`,
+// `handoff`) fails that waiter with StreamCallbackError (the seed's rule:
+// progress events and `approval_required` are only reported).
+//
+// A suspension ends every waiter's events at `approval_required`; exact
+// observers (`env.wait`) are rejected with ApprovalRequiredError, the
+// others keep waiting for the real end (SPEC §6.3, docs/decisions/0018).
 
 import { OutcomeType } from "../../assembly/abi.js";
-import { PhronomyError, StreamCallbackError } from "../errors.js";
-import type { ExecutionEvent, ExecutionEventType } from "./events.js";
+import { ApprovalRequiredError, PhronomyError, StreamCallbackError } from "../errors.js";
+import { OUTCOME_EVENT_TYPES, TERMINAL_EVENT_TYPES, type ApprovalRequest, type ExecutionEvent, type ExecutionEventType } from "./events.js";
 import type { CallbackErrorPolicy, Logger } from "./options.js";
 import type { ExecutionEntry } from "./requests.js";
 import type { RunResult, Waiter } from "./run.js";
@@ -16,16 +22,29 @@ export interface DeliverySettings {
   readonly callbackErrorPolicy: CallbackErrorPolicy;
 }
 
-/** Sends one event to a waiter: its stream, then its listener. */
+/** Sends one event to a waiter: its stream, then its listener; nothing
+ * after the waiter's terminal event. */
 export function emitToWaiter(waiter: Waiter, event: ExecutionEvent, settings: DeliverySettings): void {
+  if (waiter.eventsEnded) return;
+  if (TERMINAL_EVENT_TYPES.has(event.type)) waiter.eventsEnded = true;
   waiter.events.push(event);
   if (!waiter.listener) return;
   try {
     waiter.listener(event);
   } catch (error) {
     settings.logger.warn(`[phronomy] an event listener threw on "${event.type}": ${error instanceof Error ? error.message : String(error)}`);
-    waiter.callbackError ??= { eventType: event.type, error };
+    if (OUTCOME_EVENT_TYPES.has(event.type)) waiter.callbackError ??= { eventType: event.type, error };
   }
+}
+
+/** Tells an exact observer (`env.wait`) that the execution is suspended:
+ * its `approval_required` event, then ApprovalRequiredError naming the
+ * approval. */
+export function rejectSuspendedObserver(waiter: Waiter, context: { readonly executionId: string; readonly agentId: string }, request: ApprovalRequest | undefined, settings: DeliverySettings): void {
+  if (waiter.settled) return;
+  waiter.knowExecutionId(context.executionId);
+  if (request) emitToWaiter(waiter, { type: "approval_required", executionId: context.executionId, request }, settings);
+  waiter.reject(new ApprovalRequiredError(request, context));
 }
 
 export function emitToEntry(entry: ExecutionEntry, event: ExecutionEvent, settings: DeliverySettings): void {
@@ -81,6 +100,11 @@ export function deliverOutcome(entry: ExecutionEntry, outcome: number, settings:
       const request = terminal?.approvalRequest;
       if (!request) return;
       emitToEntry(entry, { type: "approval_required", executionId: entry.executionId, request }, settings);
+      // Exact observers are told now; the others wait for the real end.
+      const context = { executionId: entry.executionId, agentId: entry.agent.id };
+      const observers = entry.waiters.filter((waiter) => waiter.observer);
+      entry.waiters.splice(0, entry.waiters.length, ...entry.waiters.filter((waiter) => !waiter.observer));
+      for (const observer of observers) rejectSuspendedObserver(observer, context, request, settings);
       const listener = entry.start.options.approvalListener;
       if (listener) callOffLoop(() => listener(request), settings, "approval listener");
       return;

@@ -1,11 +1,13 @@
 // Settling a waiter from an execution's durable row, for `env.wait` on an
-// execution that is not live in this environment.
+// execution that is not live in this environment: its outcome when it
+// ended, ApprovalRequiredError when it is suspended for approval (SPEC §6.3,
+// docs/decisions/0018).
 
 import { ExecutionRehydrationRequiredError, errorFromRecord, PhronomyError } from "../errors.js";
 import type { ExecutionRow } from "../store/records.js";
-import type { HandoffRequest } from "./events.js";
+import type { ApprovalRequest, HandoffRequest } from "./events.js";
 import type { Waiter } from "./run.js";
-import { settleWaiterWithError, type DeliverySettings } from "./delivery.js";
+import { emitToWaiter, rejectSuspendedObserver, settleWaiterWithError, type DeliverySettings } from "./delivery.js";
 
 export function settleFromRow(waiter: Waiter, executionId: string, row: ExecutionRow | undefined, settings: DeliverySettings): void {
   if (!row) {
@@ -13,12 +15,19 @@ export function settleFromRow(waiter: Waiter, executionId: string, row: Executio
     return;
   }
   const context = { executionId, agentId: row.agentId };
+  if (row.status === "suspended") {
+    rejectSuspendedObserver(waiter, context, (row.approvalRequest ?? undefined) as unknown as ApprovalRequest | undefined, settings);
+    return;
+  }
   if (row.status !== "terminal") {
     settleWaiterWithError(waiter, new ExecutionRehydrationRequiredError(`execution ${executionId} is ${row.status} but not live in this environment`, context), settings);
     return;
   }
   if (row.outcome === "completed" || row.outcome === "handed_off") {
     const handoff = row.outcome === "handed_off" ? (row.metadata.handoff as unknown as HandoffRequest | undefined) : undefined;
+    // The terminal event a live run would have heard.
+    if (row.outcome === "completed") emitToWaiter(waiter, { type: "done", executionId, output: row.output, usage: row.usage }, settings);
+    else if (handoff) emitToWaiter(waiter, { type: "handoff", executionId, handoff }, settings);
     waiter.resolve({
       executionId, agentId: row.agentId, outcome: row.outcome, output: row.output, usage: row.usage,
       ...(handoff ? { handoff } : {}),

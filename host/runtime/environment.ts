@@ -29,10 +29,12 @@ import type { AgentEntry } from "./requests.js";
 import { Tracer } from "./tracing.js";
 import { Waiter, type Run } from "./run.js";
 import { settleFromRow } from "./durable-outcome.js";
+import { rejectSuspendedObserver } from "./delivery.js";
 import { continuationNameOf, continuationOf, recoverAgent, type RecoveredExecution } from "./recovery.js";
 import { leasingStoreOf, type LeasingStore } from "./leases.js";
 import { InboxApplier, inboxStoreOf, type ClaimedDecision } from "./approval-inbox.js";
 import { RemoteResumes } from "./remote-resume.js";
+import { DurableWatches } from "./durable-watch.js";
 import type { ApprovalRequest } from "./events.js";
 
 export interface OpenOptions {
@@ -47,7 +49,8 @@ export interface OpenOptions {
   readonly offloadPolicy?: SqliteStoreOptions["offloadPolicy"];
   readonly limits?: Partial<CoreLimits>;
   /** What a throwing event listener does: `report` (default) logs it;
-   * `fail_task` also fails a successful run with StreamCallbackError. */
+   * `fail_task` also fails the Run with StreamCallbackError when it threw
+   * on `done` or `handoff` (docs/decisions/0018). */
   readonly callbackErrorPolicy?: CallbackErrorPolicy;
   readonly logger?: Logger;
   /** Recover each agent's unfinished executions when the agent is defined
@@ -146,6 +149,8 @@ export class Environment {
    * decisions on agents held elsewhere. */
   private inboxApplier: InboxApplier | undefined;
   private remoteResumes: RemoteResumes | undefined;
+  /** `env.wait` on executions other processes run (docs/decisions/0018). */
+  private durableWatches: DurableWatches | undefined;
 
   private constructor(
     /** The store this environment owns (reads: executions, timelines). */
@@ -274,18 +279,35 @@ export class Environment {
 
   /** Waits for an execution's outcome: another observer of a live
    * execution (all are settled together), or the durable outcome of one
-   * that already ended. */
+   * that already ended. An execution suspended for approval (now or
+   * later) rejects it with ApprovalRequiredError (docs/decisions/0018). */
   wait(executionId: string): Run {
-    const waiter = new Waiter("", undefined);
+    const waiter = new Waiter("", undefined, true);
     const settings = this.coordinator.settings;
     this.loop.post(() => {
       const entry = this.coordinator.entryById(executionId);
+      if (entry?.suspended) {
+        // Told here, not attached through the core: the core counts
+        // attached observers until the execution ends (WaitersMax), and a
+        // handler polling a suspended execution must not use them up.
+        rejectSuspendedObserver(waiter, { executionId, agentId: entry.agent.id }, entry.approvalRequest, settings);
+        return;
+      }
       if (entry) {
         const handle = this.coordinator.requests.add({ type: "attach", waiter });
         this.coordinator.apply(M.AttachWaiter, entry.slot, entry.generation, handle);
         return;
       }
-      this.store.getExecution(executionId).then((row) => settleFromRow(waiter, executionId, row, settings), (error: unknown) => waiter.reject(error as Error));
+      this.store.getExecution(executionId).then((row) => {
+        const running = row !== undefined && row.status !== "terminal" && row.status !== "suspended";
+        if (running && this.runsElsewhere(row.agentId)) {
+          if (this.closing) return waiter.reject(new RuntimeShutdownError(`a wait for execution ${executionId}`, { executionId, agentId: row.agentId }));
+          this.durableWatches ??= new DurableWatches(this.store, settings);
+          this.durableWatches.watch(executionId, row.agentId, waiter);
+          return;
+        }
+        settleFromRow(waiter, executionId, row, settings);
+      }, (error: unknown) => waiter.reject(error as Error));
     }, { completion: { fail: (error) => waiter.reject(error) }, label: `a wait for execution ${executionId}` });
     return waiter;
   }
@@ -448,7 +470,16 @@ export class Environment {
     return leasing && leasing.leaseOf(agentId) === undefined ? this.remoteResumes : undefined;
   }
 
+  /** An execution of this agent is run by another process: this is a
+   * visitor, or the agent's lease (PostgreSQL) is not held here. */
+  private runsElsewhere(agentId: string): boolean {
+    if (this.visitor) return true;
+    const leasing = leasingStoreOf(this.store);
+    return leasing !== undefined && leasing.leaseOf(agentId) === undefined;
+  }
+
   private async closeApprovalInbox(): Promise<void> {
+    await this.durableWatches?.close();
     await this.remoteResumes?.close();
     await this.inboxApplier?.close();
   }

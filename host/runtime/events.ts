@@ -1,6 +1,9 @@
 // The events an execution streams (SPEC §6.1) to `onEvent` and to
-// `run.events`. Terminal events end the stream; progress events report the
-// model and tool calls as they happen.
+// `run.events`. Progress events report the model and tool calls as they
+// happen; one terminal event ends each Run's stream: the execution ended
+// (`done`, `error`, `timeout`, `cancelled`, `handoff`) or suspended
+// (`approval_required`: the resume's Run carries the rest,
+// docs/decisions/0018).
 
 import type { Json, UsageTotals } from "../store/records.js";
 import type { PhronomyError } from "../errors.js";
@@ -23,6 +26,11 @@ export type ExecutionEventType = ExecutionEvent["type"];
 export const TERMINAL_EVENT_TYPES: ReadonlySet<ExecutionEventType> = new Set([
   "done", "error", "timeout", "cancelled", "approval_required", "handoff",
 ]);
+
+/** Terminal events that end the execution itself with a result: only a
+ * listener throwing on one of these fails the task under `fail_task` (the
+ * seed's rule; a throw on progress or `approval_required` is reported). */
+export const OUTCOME_EVENT_TYPES: ReadonlySet<ExecutionEventType> = new Set(["done", "handoff"]);
 
 /** A pending approval: the tool calls that wait for a human decision. */
 export interface ApprovalRequest {
@@ -71,7 +79,7 @@ export class EventStream implements AsyncIterable<ExecutionEvent> {
       this.buffered.push(event);
       if (!this.reading && this.buffered.length > UNREAD_EVENTS_MAX) this.buffered.shift();
     }
-    if (TERMINAL_EVENT_TYPES.has(event.type) && event.type !== "approval_required") this.end();
+    if (TERMINAL_EVENT_TYPES.has(event.type)) this.end();
   }
 
   end(): void {

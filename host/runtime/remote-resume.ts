@@ -8,8 +8,9 @@
 // Rules kept here:
 // * No progress events reach the filer: they happen in the owner. The Run
 //   gets `approval_required` when the execution suspends again (a new
-//   decision is needed; the result keeps waiting for the final outcome, as
-//   a local resume's does), and a terminal event when it settles.
+//   decision is needed; its events end there and the result keeps waiting
+//   for the final outcome, as a local resume's do, docs/decisions/0018),
+//   or else a terminal event when it settles.
 // * Every wait of the environment is read in one statement per poll, by
 //   primary key; the interval doubles while nothing changes (a suspension
 //   can last days) and drops back as soon as something does. The poll

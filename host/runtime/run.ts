@@ -1,7 +1,10 @@
 // The `Run` handle an application holds for one start or resume, and the
 // waiter state behind it. A waiter is settled exactly once: resolved with
 // the result, rejected with a typed error, or cancelled (rejected with
-// CancellationError). Its event stream ends when it settles.
+// CancellationError). Its events (stream and listener) end after its one
+// terminal event, or when it settles: a start that suspends for approval
+// hears `approval_required` last while its result waits for the real end
+// (docs/decisions/0018).
 
 import type { PhronomyError } from "../errors.js";
 import type { Json, UsageTotals } from "../store/records.js";
@@ -20,7 +23,9 @@ export interface RunResult {
 export interface Run {
   /** Known once the execution is admitted and prepared. */
   readonly executionId: Promise<string>;
-  /** Progress and terminal events, ending when the run settles. */
+  /** Progress events, then one terminal event (`done`, `error`,
+   * `timeout`, `cancelled`, `handoff`, or `approval_required` when the
+   * execution suspends: the resume's Run carries the rest). */
   readonly events: AsyncIterable<ExecutionEvent>;
   /** The execution's final outcome. */
   readonly result: Promise<RunResult>;
@@ -40,8 +45,13 @@ export class Waiter implements Run {
    * policy at settlement. */
   callbackError: { readonly eventType: string; readonly error: unknown } | undefined;
   private settledWith: "pending" | "resolved" | "rejected" = "pending";
+  /** Set once the terminal event was delivered: nothing more is streamed
+   * to this waiter or its listener. */
+  eventsEnded = false;
 
-  constructor(readonly agentId: string, readonly listener: EventListener | undefined) {
+  /** `observer`: an exact observer (`env.wait`), rejected with
+   * ApprovalRequiredError when the execution suspends (SPEC §6.3). */
+  constructor(readonly agentId: string, readonly listener: EventListener | undefined, readonly observer = false) {
     this.executionId = new Promise((resolve, reject) => {
       this.resolveId = resolve;
       this.rejectId = reject;

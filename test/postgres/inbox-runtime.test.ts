@@ -68,19 +68,23 @@ describe("the approval inbox through the public API (PostgreSQL)", () => {
     expect(refunds).toEqual([]);
   });
 
-  it("an execution that suspends again: the standby's run gets approval_required and keeps waiting; a second resume from the standby completes both runs", async () => {
+  it("an execution that suspends again: the standby's run gets approval_required (its last event) and keeps waiting; a second resume from the standby completes both runs", async () => {
     const { owner, standbyAgent, original, executionId, approvalId, refunds } = await twoEnvironments([30, 40]);
     const events: ExecutionEvent[] = [];
     const first = standbyAgent.resume(executionId, { approvalId, approved: true, onEvent: (event) => events.push(event) });
     const second = await pendingOn(owner, executionId, approvalId);
     for (let attempt = 0; attempt < 200 && events.length === 0; attempt += 1) await new Promise((resolve) => setTimeout(resolve, 10));
     expect(events).toEqual([{ type: "approval_required", executionId, request: expect.objectContaining({ approvalId: second.request.approvalId }) }]);
-    const last = standbyAgent.resume(executionId, { approvalId: second.request.approvalId, approved: true });
+    const lastEvents: string[] = [];
+    const last = standbyAgent.resume(executionId, { approvalId: second.request.approvalId, approved: true, onEvent: (event) => lastEvents.push(event.type) });
     const result = await last.result;
     expect(result).toMatchObject({ executionId, agentId: "billing", outcome: "completed", output: "Refunded." });
     await expect(first.result).resolves.toEqual(result);
     await expect(original.result).resolves.toMatchObject({ outcome: "completed", output: "Refunded." });
-    expect(events.map((event) => event.type)).toEqual(["approval_required", "done"]);
+    // One terminal event per Run (docs/decisions/0018): the first resume's
+    // events end at the new approval_required, the last one hears done.
+    expect(events.map((event) => event.type)).toEqual(["approval_required"]);
+    expect(lastEvents).toEqual(["done"]);
     expect(refunds).toEqual([`${executionId}:call-0-0`, `${executionId}:call-1-0`]);
   });
 

@@ -240,10 +240,13 @@ describe("the callback-error policy", () => {
     await expect(agent.start("hi", { onEvent: throwingListener }).result).resolves.toMatchObject({ outcome: "completed" });
   });
 
-  it("fails a successful run with StreamCallbackError under fail_task", async () => {
+  it("fails a successful run with StreamCallbackError under fail_task when the listener throws on done (a progress event is only reported: test/runtime/observers.test.ts)", async () => {
     const env = await openEnvironment({ callbackErrorPolicy: "fail_task" });
     const agent = env.agent({ id: "support", model: agentRunModel(), tools: { lookup: lookupTool() } });
-    const failure = await agent.start("hi", { onEvent: throwingListener }).result.catch((error: unknown) => error);
+    const throwingOnDone = (event: ExecutionEvent): void => {
+      if (event.type === "done") throw new Error("listener bug");
+    };
+    const failure = await agent.start("hi", { onEvent: throwingOnDone }).result.catch((error: unknown) => error);
     expect(failure).toMatchObject({ code: "STREAM_CALLBACK" });
     expect((failure as PhronomyError).cause).toMatchObject({ message: "listener bug" });
   });

@@ -7,8 +7,14 @@
 // decision that cannot apply is refused at once, nothing filed.
 
 import { describe, expect, it } from "vitest";
-import { ApprovalMismatchError, InvalidInputError, Phronomy, type Environment, type ExecutionEvent } from "../../host/index.js";
-import { approvalRefundTool, openEnvironment, recordingLogger, scriptedModel, turnOf } from "./helpers.js";
+import { ApprovalMismatchError, ApprovalRequiredError, InvalidInputError, Phronomy, type Environment, type ExecutionEvent } from "../../host/index.js";
+import { approvalRefundTool, deferred, openEnvironment, recordingLogger, scriptedModel, turnOf } from "./helpers.js";
+
+async function collectTypes(events: AsyncIterable<ExecutionEvent>): Promise<string[]> {
+  const types: string[] = [];
+  for await (const event of events) types.push(event.type);
+  return types;
+}
 
 function refundModel() {
   return scriptedModel(({ messages }) => {
@@ -83,6 +89,77 @@ describe("a visitor environment beside the owner", () => {
     } finally {
       await visitor.close();
     }
+  });
+
+  it("env.wait on a suspended execution is rejected with ApprovalRequiredError a visitor can act on (decide it with agent.resume)", async () => {
+    const { owner, executionId, approvalId } = await suspendedOwner([]);
+    const visitor = await visitorOf(owner);
+    try {
+      const error = await visitor.wait(executionId).result.then(() => undefined, (caught: unknown) => caught);
+      expect(error).toBeInstanceOf(ApprovalRequiredError);
+      expect(error).toMatchObject({ code: "APPROVAL_REQUIRED", executionId, agentId: "support", approvalId });
+      expect((error as Error).message).toContain("agent.resume");
+      expect((error as Error).message).not.toContain("env.recover()");
+    } finally {
+      await visitor.close();
+    }
+  });
+
+  it("env.wait on an execution the owner is running waits for its end: the outcome, or ApprovalRequiredError when it suspends", async () => {
+    const owner = await openEnvironment();
+    const answer = deferred();
+    const askApproval = deferred();
+    let executions = 0;
+    const agent = owner.agent({
+      id: "support",
+      model: scriptedModel(async ({ messages }) => {
+        if (turnOf(messages) > 0) return { text: "Your refund of 30 is on its way." };
+        executions += 1;
+        if (executions === 1) {
+          await answer.promise;
+          return { text: "Order 42 has shipped." };
+        }
+        await askApproval.promise;
+        return { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] };
+      }),
+      tools: { refund: approvalRefundTool([]) },
+    });
+    const visitor = await visitorOf(owner);
+    try {
+      const first = agent.start("Where is order 42?");
+      const firstId = await first.executionId;
+      const watched = visitor.wait(firstId);
+      expect(await watched.executionId).toBe(firstId);
+      answer.resolve();
+      await expect(watched.result).resolves.toMatchObject({ executionId: firstId, outcome: "completed", output: "Order 42 has shipped." });
+      expect((await collectTypes(watched.events)).at(-1)).toBe("done");
+
+      const second = agent.start("Refund order 42");
+      const secondId = await second.executionId;
+      const suspending = visitor.wait(secondId);
+      expect(await suspending.executionId).toBe(secondId);
+      askApproval.resolve();
+      const error = await suspending.result.then(() => undefined, (caught: unknown) => caught);
+      const [pending] = await owner.pendingApprovals();
+      expect(error).toBeInstanceOf(ApprovalRequiredError);
+      expect(error).toMatchObject({ code: "APPROVAL_REQUIRED", executionId: secondId, approvalId: pending!.request.approvalId });
+    } finally {
+      await visitor.close();
+    }
+  });
+
+  it("a wait still watching when the visitor closes is settled with RuntimeShutdownError; the execution goes on in the owner", async () => {
+    const owner = await openEnvironment();
+    const answer = deferred();
+    const agent = owner.agent({ id: "support", model: scriptedModel(async () => { await answer.promise; return { text: "done" }; }) });
+    const visitor = await visitorOf(owner);
+    const run = agent.start("hi");
+    const watched = visitor.wait(await run.executionId);
+    await watched.executionId;
+    await visitor.close();
+    await expect(watched.result).rejects.toMatchObject({ code: "RUNTIME_SHUTDOWN" });
+    answer.resolve();
+    await expect(run.result).resolves.toMatchObject({ outcome: "completed" });
   });
 
   it("validates the option", async () => {

@@ -1,0 +1,106 @@
+// `env.wait` on an execution another process runs (docs/decisions/0018): a
+// visitor of a SQLite store, or a PostgreSQL environment that does not hold
+// the agent's lease, cannot attach to the live execution, so it watches the
+// durable row until the execution ends (the outcome, as `env.wait` builds
+// it from a row) or suspends for approval (ApprovalRequiredError, exactly
+// as a local observer is told).
+//
+// Rules kept here (the filer's waits of remote-resume.ts keep the same):
+// * One primary-key read per watched execution per poll; the interval
+//   doubles while nothing changes (an execution may run for minutes) and
+//   drops back as soon as something settles. The poll timer keeps the
+//   process alive while a watch is pending, as any awaited request would.
+// * The watches are bounded (`durableWatchesMax`); past it a wait is
+//   refused with CAPACITY at once.
+// * A read that fails (database unreachable) is retried at the next poll.
+// * On close, every watch is settled with RuntimeShutdownError; nothing
+//   durable is touched.
+
+import { PhronomyError, RuntimeShutdownError } from "../errors.js";
+import type { ExecutionStore } from "../store/store.js";
+import { settleWaiterWithError, type DeliverySettings } from "./delivery.js";
+import { settleFromRow } from "./durable-outcome.js";
+import type { Waiter } from "./run.js";
+
+/** Executions one environment watches at once. Each costs one small read
+ * per poll; past a few hundred a caller should read `env.executions()`
+ * itself rather than hold a wait on each. */
+export const durableWatchesMax = 256;
+
+/** First poll interval, and the one after something settled. */
+export const durableWatchPollMsMin = 50;
+/** Longest interval, reached while nothing changes: one read every 2 s. */
+export const durableWatchPollMsMax = 2_000;
+
+interface DurableWatch {
+  readonly executionId: string;
+  readonly agentId: string;
+  readonly waiter: Waiter;
+}
+
+export class DurableWatches {
+  private readonly watches = new Set<DurableWatch>();
+  private timer: NodeJS.Timeout | undefined;
+  private polling: Promise<void> | undefined;
+  private pollMs = durableWatchPollMsMin;
+  private closed = false;
+
+  constructor(private readonly store: ExecutionStore, private readonly settings: DeliverySettings) {}
+
+  /** Watches the execution's row until it ends or suspends. */
+  watch(executionId: string, agentId: string, waiter: Waiter): void {
+    const context = { executionId, agentId };
+    if (this.closed) return settleWaiterWithError(waiter, new RuntimeShutdownError(`a wait for execution ${executionId}`, context), this.settings);
+    if (this.watches.size >= durableWatchesMax) {
+      return settleWaiterWithError(waiter, new PhronomyError("CAPACITY", `this environment already waits on ${durableWatchesMax} executions that other processes run; the wait for execution ${executionId} was refused — retry once some settled, or read env.execution(id)`, context), this.settings);
+    }
+    waiter.knowExecutionId(executionId);
+    this.watches.add({ executionId, agentId, waiter });
+    this.pollMs = durableWatchPollMsMin;
+    this.schedule();
+  }
+
+  /** Settles every watch with RuntimeShutdownError. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.polling;
+    for (const watch of this.watches) {
+      settleWaiterWithError(watch.waiter, new RuntimeShutdownError(`the wait for execution ${watch.executionId} (it goes on in the process that runs it)`, { executionId: watch.executionId, agentId: watch.agentId }), this.settings);
+    }
+    this.watches.clear();
+  }
+
+  private schedule(): void {
+    if (this.closed || this.polling !== undefined || this.watches.size === 0) return;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.polling = this.poll().finally(() => {
+        this.polling = undefined;
+        this.schedule();
+      });
+    }, this.pollMs);
+  }
+
+  private async poll(): Promise<void> {
+    const settled = await Promise.all([...this.watches].map((watch) => this.check(watch)));
+    const changed = settled.some((done) => done);
+    this.pollMs = changed ? durableWatchPollMsMin : Math.min(this.pollMs * 2, durableWatchPollMsMax);
+  }
+
+  /** True when the watch settled. */
+  private async check(watch: DurableWatch): Promise<boolean> {
+    try {
+      const row = await this.store.getExecution(watch.executionId);
+      if (row !== undefined && row.status !== "terminal" && row.status !== "suspended") return false;
+      this.watches.delete(watch);
+      settleFromRow(watch.waiter, watch.executionId, row, this.settings);
+      return true;
+    } catch (error) {
+      this.settings.logger.debug?.(`[phronomy] reading execution ${watch.executionId} failed (polling again): ${error instanceof Error ? error.message : String(error)}`);
+      return false;
+    }
+  }
+}
