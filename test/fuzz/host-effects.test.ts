@@ -64,7 +64,9 @@ const STEPS_MAX = 140;
 /** Model turns before the scripted model must answer with text. */
 const TOOL_TURNS_MAX = 3;
 
-const TERMINAL_EVENTS = new Set(["done", "error", "timeout", "cancelled", "handoff"]);
+// One terminal event per Run (decision 0018): a start that suspends ends its
+// stream at approval_required; the resume's Run streams the rest.
+const TERMINAL_EVENTS = new Set(["done", "error", "timeout", "cancelled", "handoff", "approval_required"]);
 /** Codes that end an execution with a durable `failed` outcome. */
 const ENDING_CODES = new Set(["TIMEOUT", "CANCELLED", "MODEL_FAILED", "TOOL_FAILED", "MAX_TURNS_EXCEEDED", "BUDGET_EXCEEDED", "INPUT_BLOCKED", "OUTPUT_BLOCKED"]);
 /** Codes that say the execution was left as the store has it, for
@@ -222,6 +224,11 @@ class World {
       return;
     }
     if (REFUSED_CODES.has(outcome.code)) return;
+    if (outcome.code === "APPROVAL_REQUIRED") {
+      // An observer of a suspension (decision 0018): the row says suspended.
+      if (!tracked.observer || row?.status !== "suspended") this.problem(`${where}: APPROVAL_REQUIRED, but ${tracked.observer ? "the row is not suspended" : "only observers are told so"}`);
+      return;
+    }
     if (!LEFT_CODES.has(outcome.code)) {
       this.problem(`${where}: unexpected error code`);
       return;
@@ -560,8 +567,11 @@ describe("the host's carrying out of effects, against a simulated store and cloc
       }
     }
     console.log(`[host fuzz] waiters: ${JSON.stringify(totals)}; by outcome: ${JSON.stringify(codes)}`);
-    // The runs went somewhere: some completed, some failed with a reason.
-    expect(totals.completed).toBeGreaterThan(0);
-    expect(totals.failed).toBeGreaterThan(0);
+    // The runs went somewhere: some completed, some failed with a reason
+    // (over enough runs; a replay of one seed may do neither).
+    if (RUNS >= 20) {
+      expect(totals.completed).toBeGreaterThan(0);
+      expect(totals.failed).toBeGreaterThan(0);
+    }
   }, Math.max(120_000, RUNS * 500));
 });
