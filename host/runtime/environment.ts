@@ -186,6 +186,11 @@ export class Environment {
     coordinator.onIdle = () => environment.checkDrained();
     const leasing = leasingStoreOf(store);
     if (leasing) leasing.onLeaseAcquired = (agentId, grant) => environment.takeOver(agentId, grant.epoch);
+    // The PostgreSQL store reports each connection it lost (loaded lazily: no static import).
+    const reporting = store as { onConnectionLost?: (error: Error) => void };
+    if ("onConnectionLost" in store) {
+      reporting.onConnectionLost = (error) => logger.warn(`[phronomy] a connection of the store at ${store.path} was lost (${error.message}); the operation using it fails or reads back its outcome, and the next one connects again`);
+    }
     environment.openApprovalInbox(leasing);
     return environment;
   }
