@@ -382,7 +382,11 @@ export class Environment {
     }
     const unfinishedIds = new Set(unfinished.map((row) => row.executionId));
     for (const live of this.coordinator.recoveryRequiredEntriesOf(entry)) {
-      if (!unfinishedIds.has(live.executionId)) await this.dischargeRecovery(live.slot, live.generation);
+      if (unfinishedIds.has(live.executionId)) continue;
+      // Held after `unfinished` was read: its own row says whether it ended
+      // (if not, the next recovery pass reads it among the unfinished).
+      const row = await this.store.getExecution(live.executionId);
+      if (row === undefined || row.status === "terminal") await this.dischargeRecovery(live.slot, live.generation);
     }
   }
 
