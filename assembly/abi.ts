@@ -35,11 +35,12 @@ export const enum MessageKind {
   SubmissionRefused = 21,
   SetDraining = 22,
   DischargeRecovery = 23,
+  DischargeAgentRecovery = 24,
 }
 
 /** One past the largest message kind; kinds are `1 <= kind < MessageKindEnd`. */
 export const enum MessageKindLimit {
-  End = 24,
+  End = 25,
 }
 
 /** What an apply returns: `Ok`, or the fact that made the core refuse or

@@ -23,7 +23,7 @@ import {
   applyToolDispatchReady,
 } from "./decisions/dispatch";
 import {
-  applyContinueRecovered, applyDischargeRecovery, applyInitialPreparationRecoveryReady, applyRecoverPreparation,
+  applyContinueRecovered, applyDischargeAgentRecovery, applyDischargeRecovery, applyInitialPreparationRecoveryReady, applyRecoverPreparation,
   applyRecoveryInstall,
 } from "./decisions/recovery";
 import { applyAttachWaiter, applySubmissionRefused } from "./decisions/requests";
@@ -77,6 +77,7 @@ export function apply(kind: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32,
     case MessageKind.SubmissionRefused: return applySubmissionRefused(a, b, c, d, e);
     case MessageKind.SetDraining: return applySetDraining(a);
     case MessageKind.DischargeRecovery: return applyDischargeRecovery(a, b);
+    case MessageKind.DischargeAgentRecovery: return applyDischargeAgentRecovery(a, b);
     default: return ResultCode.MessageKindUnknown;
   }
 }

@@ -48,8 +48,12 @@ export class AgentClosedError extends PhronomyError {
 }
 
 export class AgentBusyError extends PhronomyError {
-  constructor(agentId: string) {
-    super("AGENT_BUSY", `agent "${agentId}" is busy: it admits one execution at a time; wait for the current one (or resume it) and start again`, { agentId });
+  /** `heldForRecovery`: the admission is held after a store failure, and
+   * `env.recover()` (not waiting) releases it. */
+  constructor(agentId: string, heldForRecovery = false) {
+    super("AGENT_BUSY", heldForRecovery
+      ? `agent "${agentId}" is held for recovery: a store operation of its execution failed and its durable outcome is not known here; call env.recover() (it reads the stored rows, recovers what was written and releases the agent), then start again`
+      : `agent "${agentId}" is busy: it admits one execution at a time; wait for the current one (or resume it) and start again`, { agentId, ...(heldForRecovery ? { details: { reason: "recovery_required" } } : {}) });
   }
 }
 

@@ -11,7 +11,7 @@ import {
   AdmissionState, Continuation, ContinuationLimit, EffectKind, ExecutionFlag, ExecutionFlagMask,
   ExecutionStatus, OutcomeType, Phase, PhaseLimit, PreparationOutcome, ResultCode,
 } from "../abi";
-import { agentAdmission, agentExecutionPlusOne, bindAdmission, checkAgent, setAgentAdmission } from "../agent-table";
+import { agentAdmission, agentExecutionPlusOne, bindAdmission, checkAgent, releaseAdmission, setAgentAdmission } from "../agent-table";
 import { emit } from "../effects";
 import {
   allocateExecution, checkExecution, executionAgent, executionGeneration, executionInFlight, executionPhase,
@@ -183,5 +183,23 @@ export function applyDischargeRecovery(exec: u32, generation: u32): i32 {
   // would otherwise wait on a slot that no longer exists.
   failAttachedWaiters(exec, ResultCode.RehydrationRequired);
   releaseExecution(exec);
+  return ResultCode.Ok;
+}
+
+/** Releases an agent whose admission is `recovery_required` with no
+ * execution bound to it: a preparation whose durable outcome the host
+ * could not learn (`InitialPreparationReady` with `OutcomeUnknown`,
+ * `RecoveryRequired` or `StoreFailed`). The host sends it once it has read
+ * the durable rows: the execution, if it was written, is then installed
+ * again with `RecoveryInstall`; if not, the agent admits again.
+ * Administrative: a refusal returns its code and emits nothing. Allowed
+ * while draining: it admits nothing. */
+export function applyDischargeAgentRecovery(agent: u32, generation: u32): i32 {
+  const check = checkAgent(agent, generation);
+  if (check != ResultCode.Ok) return check;
+  if (agentAdmission(agent) != AdmissionState.RecoveryRequired || agentExecutionPlusOne(agent) != 0) {
+    return ResultCode.AdmissionStateMustMatch;
+  }
+  releaseAdmission(agent);
   return ResultCode.Ok;
 }

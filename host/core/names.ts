@@ -28,6 +28,7 @@ const messageKindNames = {
   [MessageKind.SubmissionRefused]: "SubmissionRefused",
   [MessageKind.SetDraining]: "SetDraining",
   [MessageKind.DischargeRecovery]: "DischargeRecovery",
+  [MessageKind.DischargeAgentRecovery]: "DischargeAgentRecovery",
 } satisfies Record<MessageKind, string>;
 
 export function messageKindName(value: number): string {

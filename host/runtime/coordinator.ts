@@ -11,7 +11,7 @@
 
 import { randomUUID } from "node:crypto";
 import {
-  CommitOutcome, Continuation, EffectKind, MessageKind as M, OutcomeType, PreparationOutcome, RecoveryScope, SessionEnding,
+  CommitOutcome, Continuation, EffectKind, MessageKind as M, OutcomeType, PreparationOutcome, RecoveryScope, ResultCode, SessionEnding,
   SessionEventKind, SetupFailure, Submission,
 } from "../../assembly/abi.js";
 import type { ControlCore } from "../core/control-core.js";
@@ -19,7 +19,7 @@ import { messageKindName, resultCodeName } from "../core/names.js";
 import type { CoreEffect } from "../core/effects.js";
 import type { ConversationMessage } from "../agent/messages.js";
 import {
-  ApprovalMismatchError, ExecutionRehydrationRequiredError, OffloadFullError, PhronomyError, RuntimeShutdownError, StoreError,
+  AgentBusyError, ApprovalMismatchError, ExecutionRehydrationRequiredError, OffloadFullError, PhronomyError, RuntimeShutdownError, StoreError,
   errorFromRecord,
 } from "../errors.js";
 import type { ExecutionStore } from "../store/store.js";
@@ -55,6 +55,10 @@ export class Coordinator implements SessionHost {
   private readonly executionIds = new Map<string, ExecutionEntry>();
   private readonly agentsBySlot: (AgentEntry | undefined)[] = [];
 
+  /** Agents held recovery_required with no execution (a preparation whose
+   * outcome could not be read back); `env.recover()` releases them. */
+  readonly heldAgents = new Set<AgentEntry>();
+
   /** Called after every apply; the environment checks for drained here. */
   onIdle: (() => void) | undefined;
 
@@ -67,6 +71,16 @@ export class Coordinator implements SessionHost {
     if (this.requests.size > 0) return false;
     for (const entry of this.executionIds.values()) if (!entry.suspended && !entry.recoveryRequired) return false;
     return true;
+  }
+
+  /** True while the agent's admission waits for `env.recover()`. */
+  private isHeldForRecovery(agent: AgentEntry): boolean {
+    return this.heldAgents.has(agent) || this.recoveryRequiredEntriesOf(agent).length > 0;
+  }
+
+  /** The agent's executions held recovery_required here. */
+  recoveryRequiredEntriesOf(agent: AgentEntry): ExecutionEntry[] {
+    return [...this.executionIds.values()].filter((entry) => entry.agent === agent && entry.recoveryRequired);
   }
 
   /** Executions marked recovery_required in this environment. */
@@ -178,6 +192,10 @@ export class Coordinator implements SessionHost {
       return;
     }
     const executionId = request.type === "start" ? request.executionId : request.type === "resume" ? request.executionId : undefined;
+    if (request.type === "start" && code === ResultCode.AgentAlreadyAdmitted && this.isHeldForRecovery(request.agent)) {
+      settleWaiterWithError(request.waiter, new AgentBusyError(request.agent.id, true), this.settings);
+      return;
+    }
     const error = request.type === "start" && request.storeError ? request.storeError
       : request.type === "resume" && request.error ? request.error
         : errorForCode(code, { agentId: request.waiter.agentId, executionId });
@@ -226,8 +244,29 @@ export class Coordinator implements SessionHost {
     }
     submitted.catch((error: unknown) => {
       request.storeError = asPhronomyError(error, "STORE");
-      ready(PreparationOutcome.StoreFailed, 0);
+      this.readBackPreparation(request, executionId, ready);
     });
+  }
+
+  /** The preparation's transaction failed: whether it wrote anything is
+   * read back from the store (docs/decisions/0020). A SQLite transaction
+   * that failed wrote nothing; a PostgreSQL commit whose connection was
+   * lost may have committed. No row: the start fails with the store's
+   * error and the agent admits again. A row: the execution was prepared
+   * and goes on as if the store had answered. The read failing too (the
+   * store is down): the agent is held, and `env.recover()` reads the rows
+   * again and releases it (`DischargeAgentRecovery`). */
+  private readBackPreparation(request: StartRequest, executionId: string, ready: (outcome: number, revision: number) => void): void {
+    this.settings.store.getExecution(executionId).then((row) => {
+      if (!row) return ready(PreparationOutcome.NotEstablished, 0);
+      if (row.status === "terminal") {
+        request.prepared = { outcome: "terminal", revision: row.revision, error: row.error ?? { code: "STORE", message: request.storeError?.message ?? "the store failed" } };
+        return ready(PreparationOutcome.Terminal, row.revision);
+      }
+      request.storeError = undefined;
+      request.prepared = { outcome: "active", revision: row.revision };
+      return ready(PreparationOutcome.Active, row.revision);
+    }, () => ready(PreparationOutcome.StoreFailed, 0));
   }
 
   private deliverStartFailure(handle: number, outcome: number): void {
@@ -441,6 +480,7 @@ export class Coordinator implements SessionHost {
   private recoveryRequired(slot: number, scope: number, code: number): void {
     if (scope === RecoveryScope.Agent) {
       const agent = this.agentsBySlot[slot];
+      if (agent) this.heldAgents.add(agent);
       this.settings.logger.warn(`[phronomy] agent "${agent?.id ?? slot}" requires recovery (code ${code}): its admission is held until env.recover() resolves it`);
       return;
     }

@@ -12,7 +12,7 @@ import { ControlCore } from "../core/control-core.js";
 import { resultCodeName } from "../core/names.js";
 import type { CoreLimits } from "../core/machine.js";
 import { resolveTools } from "../agent/tools.js";
-import { InvalidInputError, PhronomyError, RuntimeShutdownError } from "../errors.js";
+import { ExecutionRehydrationRequiredError, InvalidInputError, PhronomyError, RuntimeShutdownError } from "../errors.js";
 import { SqliteStore, type SqliteStoreOptions } from "../store/sqlite-store.js";
 import type { PostgresStoreOptions } from "../store/postgres-store.js";
 import type { ExecutionStore } from "../store/store.js";
@@ -197,6 +197,11 @@ export class Environment {
     };
     const leasing = leasingStoreOf(store);
     if (leasing) leasing.onLeaseAcquired = (agentId, grant) => environment.takeOver(agentId, grant.epoch);
+    // The PostgreSQL store reports each connection it lost (loaded lazily: no static import).
+    const reporting = store as { onConnectionLost?: (error: Error) => void };
+    if ("onConnectionLost" in store) {
+      reporting.onConnectionLost = (error) => logger.warn(`[phronomy] a connection of the store at ${store.path} was lost (${error.message}); the operation using it fails or reads back its outcome, and the next one connects again`);
+    }
     environment.openApprovalInbox(leasing);
     return environment;
   }
@@ -286,6 +291,11 @@ export class Environment {
     const settings = this.coordinator.settings;
     this.loop.post(() => {
       const entry = this.coordinator.entryById(executionId);
+      if (entry?.recoveryRequired) {
+        // Held after a store failure: it moves again only through env.recover(), which the caller must know.
+        waiter.reject(new ExecutionRehydrationRequiredError(`execution ${executionId} is held for recovery after a store failure; call env.recover() (it recovers the execution from its stored row), then wait again`, { executionId, agentId: entry.agent.id }));
+        return;
+      }
       if (entry?.suspended) {
         // Told here, not attached through the core: the core counts
         // attached observers until the execution ends (WaitersMax), and a
@@ -362,7 +372,9 @@ export class Environment {
     if (readAfter !== undefined && this.unfinished !== undefined && this.unfinishedReadAt < readAfter) this.unfinished = undefined;
     const rows: ExecutionRow[] = [];
     const held: RecoveredExecution[] = [];
-    for (const row of (await this.unfinishedByAgent()).get(entry.id) ?? []) {
+    const unfinished = (await this.unfinishedByAgent()).get(entry.id) ?? [];
+    await this.releaseFinishedHolds(entry, unfinished);
+    for (const row of unfinished) {
       const live = this.coordinator.entryById(row.executionId);
       if (!live) rows.push(row);
       else if (live.recoveryRequired) {
@@ -378,6 +390,32 @@ export class Environment {
       if (item.status === "needs_attention") this.coordinator.settings.logger.warn(`[phronomy] execution ${item.executionId} of agent "${item.agentId}" (phase ${item.phase}) needs attention: ${item.reason ?? ""}`);
     }
     return report;
+  }
+
+  /** Releases what a store failure left held for the agent that the rows
+   * read show needs no recovery (docs/decisions/0020): the agent itself
+   * when a preparation's outcome could not be read back (its execution, if
+   * written, is among `unfinished` and is installed next), and executions
+   * held here whose row is no longer unfinished (a terminal commit that did
+   * commit before its connection was lost). Their waiters were failed when
+   * recovery was required. */
+  private async releaseFinishedHolds(entry: AgentEntry, unfinished: readonly ExecutionRow[]): Promise<void> {
+    if (this.coordinator.heldAgents.has(entry)) {
+      const code = await new Promise<number>((resolve, reject) => {
+        this.loop.post(() => resolve(this.coordinator.apply(M.DischargeAgentRecovery, entry.slot, entry.generation)), {
+          completion: { fail: reject }, label: `the release of agent "${entry.id}" held for recovery`,
+        });
+      });
+      if (code === ResultCode.Ok || code === ResultCode.AdmissionStateMustMatch) this.coordinator.heldAgents.delete(entry);
+    }
+    const unfinishedIds = new Set(unfinished.map((row) => row.executionId));
+    for (const live of this.coordinator.recoveryRequiredEntriesOf(entry)) {
+      if (unfinishedIds.has(live.executionId)) continue;
+      // Held after `unfinished` was read: its own row says whether it ended
+      // (if not, the next recovery pass reads it among the unfinished).
+      const row = await this.store.getExecution(live.executionId);
+      if (row === undefined || row.status === "terminal") await this.dischargeRecovery(live.slot, live.generation);
+    }
   }
 
   /** Releases an execution held recovery_required in the core once it is

@@ -92,6 +92,11 @@ export class PostgresStore implements ExecutionStore {
   /** Called when the background retry takes over an agent this process
    * asked for (`acquireLease`) and did not hold: recover it now. */
   onLeaseAcquired: ((agentId: string, grant: leases.LeaseGrant) => void) | undefined;
+  /** Called when one of the store's connections failed (its backend was
+   * terminated, its socket dropped): for the log. The operation using it
+   * fails with `StoreError` (or reads back its outcome); the pool opens a
+   * new connection for the next one. */
+  onConnectionLost: ((error: Error) => void) | undefined = undefined;
   /** The fence every write of an agent carries. Without leases (no
    * `acquireLease` for the agent) none; with one, the lease held, or the
    * last one held, or one no row matches — never unfenced. */
@@ -123,10 +128,10 @@ export class PostgresStore implements ExecutionStore {
     const leaseMs = options.leaseMs ?? fromUrl.leaseMs ?? leases.leaseMsDefault;
     const location = parseLocation(fromUrl.url, options.schema);
     const poolSize = options.poolSize ?? poolSizeDefault;
-    const pool = createPool(location, poolSize);
-    // An idle connection that dies (server restart) must not crash the
-    // process; the next operation on it reports the failure.
-    pool.on("error", () => undefined);
+    // A connection that dies (server restart, pg_terminate_backend) must
+    // not crash the process; the operation using it reports the failure.
+    let opened: PostgresStore | undefined;
+    const pool = createPool(location, poolSize, (error) => opened?.onConnectionLost?.(error));
     try {
       const client = await pool.connect();
       try {
@@ -139,7 +144,8 @@ export class PostgresStore implements ExecutionStore {
       if (error instanceof PhronomyError) throw error;
       throw new StoreError(`cannot open the PostgreSQL store at ${location.redactedUrl}: ${messageOf(error)}`, { cause: error });
     }
-    return new PostgresStore(location.redactedUrl, location.schema, pool, poolSize, leaseMs);
+    opened = new PostgresStore(location.redactedUrl, location.schema, pool, poolSize, leaseMs);
+    return opened;
   }
 
   // -- writes ------------------------------------------------------------------------

@@ -255,6 +255,7 @@ const ALL_ONES_DECISIONS: Record<number, readonly [ResultCode, "none" | "drop" |
   [MessageKind.SubmissionRefused]: [ResultCode.ArgumentOutOfRange, "drop"],
   [MessageKind.SetDraining]: [ResultCode.ArgumentOutOfRange, "none"],
   [MessageKind.DischargeRecovery]: [ResultCode.ExecutionSlotUnknown, "none"],
+  [MessageKind.DischargeAgentRecovery]: [ResultCode.AgentSlotUnknown, "none"],
 };
 
 describeDecisions("host input never traps", ({ it, boot }) => {
@@ -300,7 +301,7 @@ describeDecisions("host input never traps", ({ it, boot }) => {
         if (kind === MessageKind.Resume) [args[2], args[3]] = [run.agent, run.agentGeneration];
         if (kind === MessageKind.SubmissionRefused) [args[1], args[2]] = [run.exec, run.generation];
         if (kind === MessageKind.Start || kind === MessageKind.RecoveryInstall || kind === MessageKind.InitialPreparationReady ||
-          kind === MessageKind.CloseAgent || kind === MessageKind.PurgeAgent) [args[0], args[1]] = [run.agent, run.agentGeneration];
+          kind === MessageKind.CloseAgent || kind === MessageKind.PurgeAgent || kind === MessageKind.DischargeAgentRecovery) [args[0], args[1]] = [run.agent, run.agentGeneration];
         let code: number | undefined;
         expect(() => { code = core.apply(kind, ...args); }).not.toThrow();
         expect(Number.isInteger(code)).toBe(true);

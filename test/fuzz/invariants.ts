@@ -41,6 +41,7 @@ export function checkInvariants(step: Step): string | undefined {
     staleResultChangesNothing(step) ??
     releasedGenerationRefused(step) ??
     dischargeReleasesOnlyQuiescentRecovery(step) ??
+    agentDischargeReleasesOnlyAnUnboundHold(step) ??
     releasedExecutionLeavesNoWaiter(step) ??
     countersAgree(step.after);
 }
@@ -135,6 +136,27 @@ function dischargeReleasesOnlyQuiescentRecovery(step: Step): string | undefined 
   }
   if (step.after.executions[slot]?.agentSlotPlusOne !== 0) return `discharged execution ${slot} still holds its slot`;
   if (step.after.agents[agent.slot]?.admissionState !== AdmissionState.None) return `agent ${agent.slot} still admitted after discharge`;
+  return undefined;
+}
+
+/** An accepted `DischargeAgentRecovery` released an agent held for
+ * recovery with no execution bound, and changed nothing else; a refused
+ * one changed nothing. Neither emits anything. */
+function agentDischargeReleasesOnlyAnUnboundHold(step: Step): string | undefined {
+  const [kind, slot] = step.message;
+  if (kind !== MessageKind.DischargeAgentRecovery) return undefined;
+  if (step.effects.length !== 0) return `a discharge of agent ${slot} emitted effects`;
+  if (step.code !== 0) {
+    if (JSON.stringify(step.before) !== JSON.stringify(step.after)) return `a refused discharge of agent ${slot} changed the tables`;
+    return undefined;
+  }
+  const before = step.before.agents[slot];
+  if (before?.admissionState !== AdmissionState.RecoveryRequired || before.executionSlotPlusOne !== 0) {
+    return `discharge of agent ${slot} accepted with admission ${before?.admissionState} bound to ${before?.executionSlotPlusOne}`;
+  }
+  const after = step.after.agents[slot];
+  if (after?.admissionState !== AdmissionState.None || after.ownerToken !== 0) return `agent ${slot} still held after its discharge`;
+  if (JSON.stringify(step.before.executions) !== JSON.stringify(step.after.executions)) return `discharge of agent ${slot} changed an execution`;
   return undefined;
 }
 

@@ -116,6 +116,7 @@ export class MessageStream {
       // continuation, the discharge) that the short streams rarely finish.
       (i) => this.dischargeRecovery(i),
       (i) => this.dischargeRecovery(i),
+      (i) => this.dischargeAgentRecovery(i),
       (i) => this.agentLifecycle(i),
       (i) => this.attachOrCancel(i),
       (i) => this.refuseSubmission(i),
@@ -361,6 +362,19 @@ export class MessageStream {
       if (!record || record.generation !== live.generation || record.agentSlotPlusOne === 0) return false;
       return tables.agents[record.agentSlotPlusOne - 1]?.admissionState === AdmissionState.RecoveryRequired;
     });
+  }
+
+  /** Mostly aimed at an agent held for recovery with no execution (a
+   * preparation whose outcome was not learnt: the host's use), sometimes
+   * at any agent. */
+  private dischargeAgentRecovery(intent: Intent): Message {
+    const tables = this.tables;
+    const held = tables ? this.agents.filter((agent) => {
+      const record = tables.agents[agent.slot];
+      return record?.generation === agent.generation && record.admissionState === AdmissionState.RecoveryRequired && record.executionSlotPlusOne === 0;
+    }) : [];
+    const agent = held.length > 0 && intent.variant % 5 !== 0 ? held[intent.pick % held.length]! : this.pickAgent(intent);
+    return message(MessageKind.DischargeAgentRecovery, agent.slot, agent.generation);
   }
 
   private agentLifecycle(intent: Intent): Message {

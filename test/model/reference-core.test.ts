@@ -137,6 +137,7 @@ function plausibleMessage(rand: Rand, s: ReturnType<ReferenceCore["snapshot"]>):
         : [kind, submission, x.slot, x.generation, x.session, req];
     }
     case M.DischargeRecovery: return [kind, x.slot, x.generation];
+    case M.DischargeAgentRecovery: return [kind, a.slot, a.generation];
     default: return [kind, rand(12) === 0 ? 1 : 0]; // SetDraining: mostly off
   }
 }

@@ -289,6 +289,7 @@ export class ReferenceCore implements ControlMachine {
       case MessageKind.SubmissionRefused: return this.submissionRefused(A, B, C, D, E);
       case MessageKind.SetDraining: return this.setDraining(A);
       case MessageKind.DischargeRecovery: return this.dischargeRecovery(A, B);
+      case MessageKind.DischargeAgentRecovery: return this.dischargeAgentRecovery(A, B);
       default: return ResultCode.MessageKindUnknown;
     }
   }
@@ -553,7 +554,7 @@ export class ReferenceCore implements ControlMachine {
   // AttachWaiter, whose whole request is the waiter, returns WaitersFull.
   //
   // Administrative messages (RegisterAgent, CloseAgent, PurgeAgent,
-  // SetDraining, DischargeRecovery) return their refusal code and emit
+  // SetDraining, DischargeRecovery, DischargeAgentRecovery) return their refusal code and emit
   // nothing.
 
   private registerAgent(closed: number): ResultCode {
@@ -1119,6 +1120,19 @@ export class ReferenceCore implements ControlMachine {
     this.releaseAdmission(agent);
     const had = this.freeExecution(execSlot);
     this.emit(EffectKind.ReleaseExecution, execSlot, had);
+    return ResultCode.Ok;
+  }
+
+  /** Administrative: releases an agent held `RecoveryRequired` with no
+   * execution bound (a preparation whose outcome the host could not learn). */
+  private dischargeAgentRecovery(slot: number, generation: number): ResultCode {
+    const code = this.checkAgent(slot, generation);
+    if (code !== ResultCode.Ok) return code;
+    const agent = this.agentAt(slot);
+    if (agent.admissionState !== AdmissionState.RecoveryRequired || agent.executionSlotPlusOne !== 0) {
+      return ResultCode.AdmissionStateMustMatch;
+    }
+    this.releaseAdmission(agent);
     return ResultCode.Ok;
   }
 

@@ -112,7 +112,9 @@ describe("stale and duplicate results", () => {
 describe("a store operation failing at each barrier", () => {
   const cases: { plan: FaultPlan; code: string; recovery: boolean }[] = [];
   for (const fault of ["refused", "store_failed"] as Fault[]) {
-    cases.push({ plan: { operation: "prepareExecution", occurrence: 1, fault }, code: fault === "refused" ? "OFFLOAD_FULL" : "STORE", recovery: fault === "store_failed" });
+    // A failed preparation is read back: nothing was written, so the start
+    // fails and the agent admits again (docs/decisions/0020).
+    cases.push({ plan: { operation: "prepareExecution", occurrence: 1, fault }, code: fault === "refused" ? "OFFLOAD_FULL" : "STORE", recovery: false });
     // The first provider barrier is written with the preparation (decision
     // 0014): the two after the tool batches are operations of their own.
     for (const occurrence of [1, 2]) cases.push({ plan: { operation: "providerBarrier", occurrence, fault }, code: fault === "refused" ? "OFFLOAD_FULL" : "STORE", recovery: false });

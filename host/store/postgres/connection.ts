@@ -87,8 +87,15 @@ const types = {
   getTypeParser: ((oid: number, format?: string) => (oid === int8Oid ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as "text"))) as typeof pg.types.getTypeParser,
 };
 
-export function createPool(location: PostgresLocation, size: number): pg.Pool {
-  return new pg.Pool({
+/** The pool, with every connection's `error` handled: a backend that is
+ * terminated (57P01: a failover, a restart, an idle-connection reaper) or a
+ * socket that drops makes `pg` emit `error` on its client, and an `error`
+ * event nobody listens to ends the Node process. An idle connection is
+ * dropped by the pool (its `error` event); one checked out fails the query
+ * in progress, or the next one, which reports it to its operation.
+ * `lost` hears of each, for the log. */
+export function createPool(location: PostgresLocation, size: number, lost: (error: Error) => void): pg.Pool {
+  const pool = new pg.Pool({
     connectionString: location.connectionString,
     max: size,
     connectionTimeoutMillis: connectTimeoutMs,
@@ -96,4 +103,7 @@ export function createPool(location: PostgresLocation, size: number): pg.Pool {
     types,
     application_name: "phronomy",
   });
+  pool.on("error", lost);
+  pool.on("connect", (client) => client.on("error", lost));
+  return pool;
 }

@@ -1,0 +1,159 @@
+// Real faults under a SQLite store (issue 11, "after faults, agents stay
+// wedged"; docs/decisions/0020): while agents are in flight, the store's
+// small tmpfs is filled to the last byte (disk full), or its files are made
+// immutable (read-only), and then given back. The same
+// environment must go on: every run settles during the fault, and after
+// `env.recover()` every agent accepts a new start that completes, and every
+// admitted execution has its row and ends.
+//
+// Mounting and `chattr +i` need root (CI runs as root, like its
+// PostgreSQL); without it the tests fail loudly, never skip.
+
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { open, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { Phronomy, tool, type Agent, type Environment, type Run } from "../../host/index.js";
+import { agentRunModel, deferred, recordingLogger } from "./helpers.js";
+
+const AGENTS = 20;
+const CALLS_BEFORE_FAULT = 8;
+/** The tmpfs: room for the store, small enough to fill at once. */
+const MOUNT_SIZE = "16m";
+
+const mounts: string[] = [];
+/** Directories whose store files may still be immutable. */
+const immutables: string[] = [];
+const environments: Environment[] = [];
+
+afterEach(async () => {
+  for (const env of environments.splice(0)) await env.close().catch(() => undefined);
+  for (const directory of immutables.splice(0)) {
+    for (const path of storeFiles(directory)) {
+      try {
+        execFileSync("chattr", ["-i", path], { stdio: "pipe" });
+      } catch {
+        // Not there, or never made immutable.
+      }
+    }
+    rmSync(directory, { recursive: true, force: true });
+  }
+  for (const directory of mounts.splice(0)) {
+    try {
+      execFileSync("umount", ["-l", directory]);
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+  }
+});
+
+function mountTmpfs(): string {
+  const directory = mkdtempSync(join(tmpdir(), "phronomy-fault-"));
+  try {
+    execFileSync("mount", ["-t", "tmpfs", "-o", `size=${MOUNT_SIZE}`, "tmpfs", directory], { stdio: "pipe" });
+  } catch (error) {
+    rmSync(directory, { recursive: true, force: true });
+    throw new Error(`these tests mount a small tmpfs to fill it or make it read-only, which needs root: ${String(error)}`);
+  }
+  mounts.push(directory);
+  return directory;
+}
+
+/** Writes zeros until the file system is full; returns the filler's path. */
+async function fillUp(directory: string): Promise<string> {
+  const path = join(directory, "filler");
+  const handle = await open(path, "w");
+  const chunk = Buffer.alloc(64 * 1024);
+  try {
+    for (;;) await handle.write(chunk);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOSPC") throw error;
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
+  // The last partial chunks too.
+  try {
+    for (;;) writeFileSync(path, Buffer.alloc(512), { flag: "a" });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOSPC") throw error;
+  }
+  return path;
+}
+
+interface Fault {
+  readonly begin: (directory: string) => Promise<void>;
+  readonly end: (directory: string) => Promise<void>;
+}
+
+const diskFull: Fault = {
+  begin: async (directory) => { await fillUp(directory); },
+  end: async (directory) => { await rm(join(directory, "filler")); },
+};
+
+/** The store's files made immutable (`chattr +i`): on ext4 even a file
+ * already open for writing refuses every write (EPERM), which is what a
+ * file system remounted read-only after an error does to an open database
+ * (a busy tmpfs cannot be remounted read-only to show it). */
+const storeFiles = (directory: string): string[] => ["store.db", "store.db-wal"].map((name) => join(directory, name));
+const readOnly: Fault = {
+  begin: async (directory) => { execFileSync("chattr", ["+i", ...storeFiles(directory)], { stdio: "pipe" }); },
+  end: async (directory) => { execFileSync("chattr", ["-i", ...storeFiles(directory)], { stdio: "pipe" }); },
+};
+
+async function episode(fault: Fault, directory: string): Promise<{ admitted: number; failedDuringFault: number }> {
+  const env = await Phronomy.open({ store: join(directory, "store.db"), logger: recordingLogger() });
+  environments.push(env);
+  const started = { count: 0, reached: deferred() };
+  const lookup = tool({
+    description: "Looks an order up",
+    inputSchema: z.object({ orderId: z.string() }),
+    execute: async ({ orderId }) => {
+      if (++started.count === CALLS_BEFORE_FAULT) started.reached.resolve();
+      await new Promise((resolve) => setTimeout(resolve, 2));
+      return { orderId, status: "shipped" };
+    },
+  });
+  const agents: Agent[] = [];
+  for (let index = 0; index < AGENTS; index += 1) agents.push(env.agent({ id: `agent-${index}`, model: agentRunModel(), tools: { lookup } }));
+  // Agents first started during the fault: their preparations fail.
+  const late: Agent[] = [];
+  for (let index = 0; index < 4; index += 1) late.push(env.agent({ id: `late-${index}`, model: agentRunModel(), tools: { lookup } }));
+  const runs: Run[] = agents.map((agent) => agent.start("Where is order 42?"));
+  await started.reached.promise;
+
+  await fault.begin(directory);
+  // During the fault: every run settles, and new starts fail cleanly.
+  const during = [...late.map((agent) => agent.start("And order 43?")), ...runs];
+  const outcomes = await Promise.allSettled(during.map((run) => run.result));
+  const admitted = (await Promise.all(during.map((run) => run.executionId.then((id) => id, () => undefined)))).filter((id): id is string => id !== undefined);
+  await fault.end(directory);
+
+  await env.recover();
+  for (const executionId of admitted) {
+    expect(await env.execution(executionId), `the row of ${executionId}`).toBeDefined();
+    await env.wait(executionId).result.catch(() => undefined);
+  }
+  expect(await env.executions({ status: "active" })).toEqual([]);
+  for (const agent of [...agents, ...late]) {
+    await expect(agent.start("Anything else?").result, `a new start of ${agent.id}`).resolves.toMatchObject({ outcome: "completed" });
+  }
+  return { admitted: admitted.length, failedDuringFault: outcomes.filter((outcome) => outcome.status === "rejected").length };
+}
+
+describe("real store faults under SQLite (a tmpfs of its own)", () => {
+  it("disk full while agents are in flight: runs settle, env.recover() releases every agent, nothing admitted is lost", async () => {
+    const { failedDuringFault } = await episode(diskFull, mountTmpfs());
+    // The fault hit work in flight (otherwise this proves nothing).
+    expect(failedDuringFault).toBeGreaterThan(0);
+  }, 60_000);
+
+  it("store made read-only while agents are in flight: runs settle, env.recover() releases every agent, nothing admitted is lost", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "phronomy-fault-"));
+    immutables.push(directory);
+    const { failedDuringFault } = await episode(readOnly, directory);
+    expect(failedDuringFault).toBeGreaterThan(0);
+  }, 60_000);
+});
