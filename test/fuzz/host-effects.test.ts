@@ -289,21 +289,11 @@ function terminalCounter(events: string[]): (event: ExecutionEvent) => void {
   };
 }
 
-/** Known bugs (issue 11, "After faults, agents stay wedged" and "A failed
- * preparation wedges the agent"; owned by the helpers fixing coordinator
- * submitPrepare, the core and recovery), each leaving an agent held
- * `recovery_required` in the core for good — `env.recover()` does not
- * release it:
- * - a preparation whose transaction failed (nothing written):
- *   HOST_FUZZ_SEED=4263738228 HOST_FUZZ_PREPARE_FAULTS=1;
- * - a terminal commit that committed and then reported a store failure:
- *   the row is terminal, so recovery never looks at it and never discharges
- *   the execution held here: HOST_FUZZ_SEED=1926792784 HOST_FUZZ_AMBIGUOUS_TERMINAL=1.
- * Until they are fixed, these faults are generated only with those
- * variables set. */
-const PREPARE_FAULTS = process.env.HOST_FUZZ_PREPARE_FAULTS === "1";
-const AMBIGUOUS_TERMINAL = process.env.HOST_FUZZ_AMBIGUOUS_TERMINAL === "1";
-
+/** Every fate is generated for every operation kind. Two used to wedge an
+ * agent for good (docs/decisions/0020), replayed by these seeds: a
+ * preparation whose transaction failed with nothing written
+ * (HOST_FUZZ_SEED=4263738228 HOST_FUZZ_RUNS=1) and a terminal commit that
+ * committed and then reported a store failure (HOST_FUZZ_SEED=1926792784). */
 const FATES: readonly OperationFate[] = [
   "commit", "commit", "commit", "commit", "commit", "commit", "commit", "commit", "commit", "commit", "commit", "commit",
   "store_failed", "committed_then_failed", "lost_race",
@@ -311,10 +301,7 @@ const FATES: readonly OperationFate[] = [
 
 function fateOf(world: World, operation: StoreOperation, draining: boolean): OperationFate {
   if (draining) return "commit";
-  if (operation.type === "prepareExecution" && !PREPARE_FAULTS) return "commit";
-  const fate = world.pick(FATES);
-  if (fate === "committed_then_failed" && operation.type === "terminalCommit" && !AMBIGUOUS_TERMINAL) return "commit";
-  return fate;
+  return world.pick(FATES);
 }
 
 function settleOperation(world: World, draining: boolean): boolean {
@@ -553,8 +540,7 @@ describe("the host's carrying out of effects, against a simulated store and cloc
       } catch (error) {
         throw new Error(`host fuzz seed ${seed} threw: ${error instanceof Error ? error.stack : String(error)}\nreplay: HOST_FUZZ_SEED=${seed} HOST_FUZZ_RUNS=1`);
       }
-      const flags = `${PREPARE_FAULTS ? "HOST_FUZZ_PREPARE_FAULTS=1 " : ""}${AMBIGUOUS_TERMINAL ? "HOST_FUZZ_AMBIGUOUS_TERMINAL=1 " : ""}`;
-      const replay = `host fuzz seed ${seed} — replay: ${flags}HOST_FUZZ_SEED=${seed} HOST_FUZZ_RUNS=1 npx vitest run test/fuzz/host-effects.test.ts`;
+      const replay = `host fuzz seed ${seed} — replay: HOST_FUZZ_SEED=${seed} HOST_FUZZ_RUNS=1 npx vitest run test/fuzz/host-effects.test.ts`;
       expect(world.problems, `${replay}\nlast steps:\n${world.log.slice(-60).join("\n")}`).toEqual([]);
       totals.waiters += world.tracked.length;
       for (const { outcome } of world.tracked) {
