@@ -225,7 +225,11 @@ export class Environment {
     this.recoveries.set(definition.id, recovered);
     // Starts wait for the agent's recovery, so a recovered execution holds
     // the agent's admission before any new one is asked for.
-    const agent = new Agent(this, definition.id, recovered.then(() => ready, () => ready));
+    const agentReady = recovered.then(() => ready, () => ready);
+    // Every user of `agent.ready` handles its failure (a start settles its
+    // run with it); an agent nobody used must not leave it unhandled.
+    agentReady.catch(() => undefined);
+    const agent = new Agent(this, definition.id, agentReady);
     this.agents.set(definition.id, agent);
     return agent;
   }

@@ -393,7 +393,7 @@ function waitUntilReady(worker: StoreWorker, path: string): Promise<void> {
       worker.port.off("message", onMessage);
       worker.thread.off("error", onError).off("exit", onExit);
       if (error === undefined) return resolve();
-      void stopWorker(worker);
+      stopWorker(worker).catch(() => undefined); // the startup error is what matters
       reject(error);
     };
     worker.port.on("message", onMessage);
