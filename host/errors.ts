@@ -47,9 +47,20 @@ export class AgentClosedError extends PhronomyError {
 }
 
 export class AgentBusyError extends PhronomyError {
-  constructor(agentId: string) {
-    super("AGENT_BUSY", `agent "${agentId}" is busy: it admits one execution at a time; wait for the current one (or resume it) and start again`, { agentId });
+  constructor(agentId: string, message?: string, details?: Record<string, unknown>) {
+    super("AGENT_BUSY", message ?? `agent "${agentId}" is busy: it admits one execution at a time; wait for the current one (or resume it) and start again`, { agentId, ...(details === undefined ? {} : { details }) });
   }
+}
+
+/** How many unfinished execution ids a refused purge names. */
+const unfinishedNamedMax = 5;
+
+/** A purge refused because the agent's durable state holds executions
+ * that have not ended (running or suspended): the same answer whether or
+ * not the agent is defined in this process. */
+export function agentHasUnfinishedExecutions(agentId: string, executionIds: readonly string[]): AgentBusyError {
+  const named = executionIds.slice(0, unfinishedNamedMax);
+  return new AgentBusyError(agentId, `agent "${agentId}" cannot be purged: it has unfinished executions (${named.join(", ")}); let them end (complete, cancel, or recover) first`, { unfinishedExecutionIds: named });
 }
 
 export class RuntimeShutdownError extends PhronomyError {
