@@ -369,9 +369,9 @@ function plainDataOnly(_key: string, value: unknown): unknown {
   return value;
 }
 
-function checkCapacity(capacity: number): void {
+export function checkCapacity(capacity: number): void {
   if (!Number.isInteger(capacity) || capacity < 1) {
-    throw new InvalidInputError(`offloadCapacity must be a positive integer, got ${capacity}`);
+    throw new InvalidInputError(`offloadCapacity must be a positive integer, got ${String(capacity)}`);
   }
 }
 
