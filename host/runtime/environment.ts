@@ -80,6 +80,26 @@ export interface PendingApproval {
 
 const consoleLogger: Logger = { warn: (message) => console.warn(message) };
 
+/** The application's logger, checked when opened and called so that a
+ * logger that throws never breaks the runtime: its messages are reported
+ * from handlers and timers, where a throw would end the process (an
+ * uncaught exception or unhandled rejection). */
+function guardedLogger(logger: unknown): Logger {
+  if (logger === undefined) return consoleLogger;
+  const given = logger as Partial<Logger> | null;
+  if (typeof given !== "object" || given === null || typeof given.warn !== "function" || (given.debug !== undefined && typeof given.debug !== "function")) {
+    throw new InvalidInputError(`Phronomy.open(options): "logger" must be an object with a warn(message) method (and optionally debug(message))`);
+  }
+  const quietly = (write: (message: string) => void) => (message: string): void => {
+    try {
+      write.call(given, message);
+    } catch {
+      // A logger that throws loses its message, never the process.
+    }
+  };
+  return { warn: quietly(given.warn), ...(given.debug !== undefined ? { debug: quietly(given.debug) } : {}) };
+}
+
 /** A `postgres://` or `postgresql://` URL opens a `PostgresStore`
  * (imported on demand, so SQLite users never load `pg`); anything else is
  * a SQLite path. */
@@ -193,10 +213,10 @@ export class Environment {
       throw new InvalidInputError(`Phronomy.open(options): "recover" must be true or false, got ${JSON.stringify(options.recover)}`);
     }
     checkLimits(options);
+    const logger = guardedLogger(options.logger);
     checkPostgresOptions(options);
     checkSqliteOnlyOptions(options);
     checkVisitorOption(options);
-    const logger = options.logger ?? consoleLogger;
     const core = await ControlCore.create(options.limits ?? {});
     const store = typeof options.store === "string" ? await openStoreAt(options.store, options) : options.store;
     const loop = new ControlLoop((error) => logger.warn(`[phronomy] a control message failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`));

@@ -14,7 +14,7 @@ import { temporaryStorePath } from "./helpers.js";
 const childScript = fileURLToPath(new URL("./fixtures/shutdown-child.ts", import.meta.url));
 const repositoryRoot = fileURLToPath(new URL("../..", import.meta.url));
 
-const scenarios = ["define", "start", "resume", "wait", "suspended", "close-agent", "recover"];
+const scenarios = ["define", "start", "resume", "wait", "suspended", "close-agent", "recover", "throwing-logger"];
 
 interface ChildExit {
   readonly code: number | null;

@@ -33,9 +33,10 @@ describe("Phronomy.open limits", () => {
     });
   }
 
-  it("refuses limits that are not an object, and a recover that is not a boolean", async () => {
+  it("refuses limits that are not an object, a recover that is not a boolean, a logger without warn", async () => {
     expect((await refusal(Phronomy.open({ store: await temporaryStorePath(), limits: 5 as never }))).message).toMatch(/"limits" must be an object/);
     expect((await refusal(Phronomy.open({ store: await temporaryStorePath(), recover: "no" as never }))).message).toMatch(/"recover" must be true or false/);
+    expect((await refusal(Phronomy.open({ store: await temporaryStorePath(), logger: {} as never }))).message).toMatch(/"logger" must be an object with a warn\(message\) method/);
   });
 
   it("opens with valid limits", async () => {
