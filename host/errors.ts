@@ -48,13 +48,28 @@ export class AgentClosedError extends PhronomyError {
 }
 
 export class AgentBusyError extends PhronomyError {
-  /** `heldForRecovery`: the admission is held after a store failure, and
-   * `env.recover()` (not waiting) releases it. */
-  constructor(agentId: string, heldForRecovery = false) {
-    super("AGENT_BUSY", heldForRecovery
-      ? `agent "${agentId}" is held for recovery: a store operation of its execution failed and its durable outcome is not known here; call env.recover() (it reads the stored rows, recovers what was written and releases the agent), then start again`
-      : `agent "${agentId}" is busy: it admits one execution at a time; wait for the current one (or resume it) and start again`, { agentId, ...(heldForRecovery ? { details: { reason: "recovery_required" } } : {}) });
+  /** Without a message: the plain busy refusal. `AgentBusyError.heldForRecovery`
+   * says the admission is held after a store failure. */
+  constructor(agentId: string, message?: string, details?: Record<string, unknown>) {
+    super("AGENT_BUSY", message ?? `agent "${agentId}" is busy: it admits one execution at a time; wait for the current one (or resume it) and start again`, { agentId, ...(details === undefined ? {} : { details }) });
   }
+
+  /** The admission is held after a store failure, and `env.recover()` (not
+   * waiting) releases it. */
+  static heldForRecovery(agentId: string): AgentBusyError {
+    return new AgentBusyError(agentId, `agent "${agentId}" is held for recovery: a store operation of its execution failed and its durable outcome is not known here; call env.recover() (it reads the stored rows, recovers what was written and releases the agent), then start again`, { reason: "recovery_required" });
+  }
+}
+
+/** How many unfinished execution ids a refused purge names. */
+const unfinishedNamedMax = 5;
+
+/** A purge refused because the agent's durable state holds executions
+ * that have not ended (running or suspended): the same answer whether or
+ * not the agent is defined in this process. */
+export function agentHasUnfinishedExecutions(agentId: string, executionIds: readonly string[]): AgentBusyError {
+  const named = executionIds.slice(0, unfinishedNamedMax);
+  return new AgentBusyError(agentId, `agent "${agentId}" cannot be purged: it has unfinished executions (${named.join(", ")}); let them end (complete, cancel, or recover) first`, { unfinishedExecutionIds: named });
 }
 
 export class RuntimeShutdownError extends PhronomyError {

@@ -7,6 +7,7 @@
 //   await env.close();
 
 import { Environment, type OpenOptions } from "./runtime/environment.js";
+import type { PostgresStore as PostgresStoreClass, PostgresStoreOptions } from "./store/postgres-store.js";
 
 export const Phronomy = {
   /** Opens an environment on a store; see `OpenOptions`. */
@@ -14,6 +15,21 @@ export const Phronomy = {
     return Environment.open(options);
   },
 };
+
+/** The PostgreSQL store (`postgres-store.ts`). Its module, and `pg` with
+ * it, is loaded by the first `PostgresStore.open`, never by importing
+ * `phronomy`: SQLite users do not load `pg`. The type names the opened
+ * store; `instanceof` is not available on this handle. */
+export type PostgresStore = PostgresStoreClass;
+export const PostgresStore = {
+  /** Opens (creating or migrating its schema) the store at a `postgres://`
+   * URL; pass it to `Phronomy.open({ store })`. */
+  async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
+    const { PostgresStore: Store } = await import("./store/postgres-store.js");
+    return Store.open(url, options);
+  },
+};
+export type { PostgresStoreOptions };
 
 export { Environment, type OpenOptions } from "./runtime/environment.js";
 export { Agent } from "./runtime/agent.js";
@@ -24,4 +40,9 @@ export type {
 } from "./runtime/options.js";
 export { tool, handoff, type ToolSet, type ToolExecutionContext } from "./agent/tools.js";
 export * from "./errors.js";
-export type { ExecutionRow, StoredStep, UsageTotals, Json } from "./store/records.js";
+export type { ExecutionRow, StoredStep, UsageTotals, Json, ExecutionListFilter, ExecutionStatusName, OutcomeName } from "./store/records.js";
+export type { ExecutionStore } from "./store/store.js";
+export { SqliteStore, type SqliteStoreOptions } from "./store/sqlite-store.js";
+export type { SqliteVisitorStore } from "./store/sqlite-visitor.js";
+export type { RecoveredExecution } from "./runtime/recovery.js";
+export type { PendingApproval } from "./runtime/environment.js";

@@ -72,7 +72,7 @@ export function resolveStore(given: string, options: { readonly mustExist: boole
   } else if (options.mustExist) {
     throw new CliError("STORE_NOT_FOUND", `no store at ${path}: \`phronomy demo\` or \`phronomy run\` creates one, or pass --store <path>`);
   } else {
-    mkdirSync(dirname(path), { recursive: true });
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 }); // owner-only, like the store's files
   }
   return { kind: "sqlite", path, given };
 }

@@ -6,6 +6,7 @@
 import {
   AgentLifecycle, AgentRecord, EffectLayout, ExecutionRecord, Limit, ResultCode,
 } from "../../assembly/abi.js";
+import { InvalidInputError } from "../errors.js";
 import { instantiateCore, type CoreExports } from "./core-exports.js";
 import { decodeEffect, type CoreEffect } from "./effects.js";
 import { loadCoreModule } from "./load-core.js";
@@ -20,14 +21,14 @@ export const DEFAULT_CORE_LIMITS: CoreLimits = {
   executionsMax: Limit.ExecutionsMaxDefault,
 };
 
-export class CoreLimitError extends Error {
-  readonly code = "INVALID_INPUT";
+/** Limits out of range: an `INVALID_INPUT` PhronomyError like every
+ * other refused option. */
+export class CoreLimitError extends InvalidInputError {
   constructor(limits: CoreLimits) {
     super(
       `phronomy core: limits out of range (agentsMax ${limits.agentsMax}, executionsMax ${limits.executionsMax}); ` +
       `use 1..${Limit.AgentsMaxCeiling} agents and 1..${Limit.ExecutionsMaxCeiling} executions`,
     );
-    this.name = "CoreLimitError";
   }
 }
 

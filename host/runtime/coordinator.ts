@@ -193,7 +193,7 @@ export class Coordinator implements SessionHost {
     }
     const executionId = request.type === "start" ? request.executionId : request.type === "resume" ? request.executionId : undefined;
     if (request.type === "start" && code === ResultCode.AgentAlreadyAdmitted && this.isHeldForRecovery(request.agent)) {
-      settleWaiterWithError(request.waiter, new AgentBusyError(request.agent.id, true), this.settings);
+      settleWaiterWithError(request.waiter, AgentBusyError.heldForRecovery(request.agent.id), this.settings);
       return;
     }
     const error = request.type === "start" && request.storeError ? request.storeError

@@ -7,16 +7,17 @@
 // stay durable (their local waiters are told the environment closed), then
 // the store closes. A second `close()` returns the same promise.
 
-import { MessageKind as M, ResultCode } from "../../assembly/abi.js";
+import { Limit, MessageKind as M, ResultCode } from "../../assembly/abi.js";
 import { ControlCore } from "../core/control-core.js";
 import { resultCodeName } from "../core/names.js";
 import type { CoreLimits } from "../core/machine.js";
 import { resolveTools } from "../agent/tools.js";
-import { ExecutionRehydrationRequiredError, InvalidInputError, PhronomyError, RuntimeShutdownError } from "../errors.js";
+import { ExecutionRehydrationRequiredError, InvalidInputError, PhronomyError, RuntimeShutdownError, agentHasUnfinishedExecutions } from "../errors.js";
 import { SqliteStore, type SqliteStoreOptions } from "../store/sqlite-store.js";
 import type { PostgresStoreOptions } from "../store/postgres-store.js";
 import type { ExecutionStore } from "../store/store.js";
 import { isVisitorStore } from "../store/sqlite-visitor.js";
+import { checkListFilter, executionStatusNames } from "../store/check-operation.js";
 import type { ExecutionListFilter, ExecutionRow, StoredStep } from "../store/records.js";
 import { Agent } from "./agent.js";
 import { ControlLoop } from "./control-loop.js";
@@ -70,6 +71,7 @@ export interface OpenOptions {
 
 const OPEN_OPTION_KEYS = ["store", "synchronous", "offloadCapacity", "offloadPolicy", "limits", "callbackErrorPolicy", "logger", "recover", "postgres", "visitor"] as const;
 const POSTGRES_OPTION_KEYS = ["poolSize", "leaseMs", "schema"] as const;
+const LIMIT_KEYS = ["agentsMax", "executionsMax"] as const;
 
 /** What a pending approval looks like to whoever decides it. */
 export interface PendingApproval {
@@ -80,6 +82,26 @@ export interface PendingApproval {
 }
 
 const consoleLogger: Logger = { warn: (message) => console.warn(message) };
+
+/** The application's logger, checked when opened and called so that a
+ * logger that throws never breaks the runtime: its messages are reported
+ * from handlers and timers, where a throw would end the process (an
+ * uncaught exception or unhandled rejection). */
+function guardedLogger(logger: unknown): Logger {
+  if (logger === undefined) return consoleLogger;
+  const given = logger as Partial<Logger> | null;
+  if (typeof given !== "object" || given === null || typeof given.warn !== "function" || (given.debug !== undefined && typeof given.debug !== "function")) {
+    throw new InvalidInputError(`Phronomy.open(options): "logger" must be an object with a warn(message) method (and optionally debug(message))`);
+  }
+  const quietly = (write: (message: string) => void) => (message: string): void => {
+    try {
+      write.call(given, message);
+    } catch {
+      // A logger that throws loses its message, never the process.
+    }
+  };
+  return { warn: quietly(given.warn), ...(given.debug !== undefined ? { debug: quietly(given.debug) } : {}) };
+}
 
 /** A `postgres://` or `postgresql://` URL opens a `PostgresStore`
  * (imported on demand, so SQLite users never load `pg`); anything else is
@@ -124,6 +146,24 @@ function checkPostgresOptions(options: OpenOptions): void {
   if (typeof options.store === "string" && /^postgres(ql)?:\/\//i.test(options.store)) return;
   const store = typeof options.store === "string" ? `the SQLite file ${JSON.stringify(options.store)}` : "a store the application opened (pass these options to PostgresStore.open)";
   throw new InvalidInputError(`Phronomy.open(options): "postgres" applies only when "store" is a postgres:// URL; here it is ${store}`);
+}
+
+/** `limits` is an object of known keys, each an integer in the core's
+ * range; checked before anything is opened. */
+function checkLimits(options: OpenOptions): void {
+  const given = options.limits;
+  if (given === undefined) return;
+  if (typeof given !== "object" || given === null || Array.isArray(given)) {
+    throw new InvalidInputError(`Phronomy.open(options): "limits" must be an object { ${LIMIT_KEYS.join(", ")} }, got ${JSON.stringify(given)}`);
+  }
+  rejectUnknownKeys(given, LIMIT_KEYS, "Phronomy.open(options.limits)");
+  const ceilings = { agentsMax: Limit.AgentsMaxCeiling, executionsMax: Limit.ExecutionsMaxCeiling };
+  for (const key of LIMIT_KEYS) {
+    const value = given[key];
+    if (value !== undefined && (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > ceilings[key])) {
+      throw new InvalidInputError(`Phronomy.open(options.limits): "${key}" must be an integer from 1 to ${ceilings[key]}, got ${String(value)}`);
+    }
+  }
 }
 
 /** The options only a SQLite file store has are refused for any other
@@ -174,10 +214,14 @@ export class Environment {
     if (options.callbackErrorPolicy !== undefined && !["report", "fail_task"].includes(options.callbackErrorPolicy)) {
       throw new InvalidInputError(`Phronomy.open(options): "callbackErrorPolicy" must be "report" or "fail_task"`);
     }
+    if (options.recover !== undefined && typeof options.recover !== "boolean") {
+      throw new InvalidInputError(`Phronomy.open(options): "recover" must be true or false, got ${JSON.stringify(options.recover)}`);
+    }
+    checkLimits(options);
+    const logger = guardedLogger(options.logger);
     checkPostgresOptions(options);
     checkSqliteOnlyOptions(options);
     checkVisitorOption(options);
-    const logger = options.logger ?? consoleLogger;
     const core = await ControlCore.create(options.limits ?? {});
     const store = typeof options.store === "string" ? await openStoreAt(options.store, options) : options.store;
     let coreFailed: (error: PhronomyError) => void = () => undefined;
@@ -241,7 +285,11 @@ export class Environment {
     this.recoveries.set(definition.id, recovered);
     // Starts wait for the agent's recovery, so a recovered execution holds
     // the agent's admission before any new one is asked for.
-    const agent = new Agent(this, definition.id, recovered.then(() => ready, () => ready));
+    const agentReady = recovered.then(() => ready, () => ready);
+    // Every user of `agent.ready` handles its failure (a start settles its
+    // run with it); an agent nobody used must not leave it unhandled.
+    agentReady.catch(() => undefined);
+    const agent = new Agent(this, definition.id, agentReady);
     this.agents.set(definition.id, agent);
     return agent;
   }
@@ -261,12 +309,17 @@ export class Environment {
   }
 
   /** Deletes an agent's durable data. Refused with AgentBusyError while the
-   * agent holds an admission (an execution running or suspended). */
+   * agent has an execution running or suspended — in the store (whether or
+   * not the agent is defined here) or admitted in this process. */
   async purgeAgent(agentId: string): Promise<void> {
     validateAgentId(agentId);
     this.assertOwner(`the purge of agent "${agentId}"`);
     const agent = this.agents.get(agentId);
     if (agent) {
+      // The durable state decides first, as the store would for an agent
+      // not defined here: the core's entry is forgotten only once it can go.
+      const unfinished = (await this.store.unfinishedExecutions()).filter((row) => row.agentId === agentId);
+      if (unfinished.length > 0) throw agentHasUnfinishedExecutions(agentId, unfinished.map((row) => row.executionId));
       const entry = await agent.ready;
       await new Promise<void>((resolve, reject) => {
         this.loop.post(() => {
@@ -539,14 +592,19 @@ export class Environment {
       .sort((a, b) => a.since - b.since);
   }
 
-  /** Executions in the store, newest first. */
-  /** With `status: "recovery_required"`: the executions this environment
+  /** Executions in the store, newest first, filtered by durable `status`
+   * (preparing, active, suspended, terminal), `outcome` (completed, failed,
+   * suspended, handed_off, coordination_wait) and `agentId`; an unknown key
+   * or value is refused with InvalidInputError naming the allowed ones.
+   * With `status: "recovery_required"`: the executions this environment
    * left for recovery (their durable rows are untouched, still unfinished). */
   async executions(filter: ExecutionListFilter | (Omit<ExecutionListFilter, "status"> & { status: "recovery_required" }) = {}): Promise<ExecutionRow[]> {
+    checkListFilter(filter, "env.executions()", [...executionStatusNames, "recovery_required"]);
     if (filter.status !== "recovery_required") return this.store.listExecutions(filter as ExecutionListFilter);
     const ids = new Set(this.coordinator.recoveryRequiredIds());
     const rows = await this.store.unfinishedExecutions();
-    return rows.filter((row) => ids.has(row.executionId) && (filter.agentId === undefined || row.agentId === filter.agentId));
+    return rows.filter((row) => ids.has(row.executionId) && (filter.agentId === undefined || row.agentId === filter.agentId)
+      && (filter.outcome === undefined || row.outcome === filter.outcome));
   }
 
   execution(executionId: string): Promise<ExecutionRow | undefined> {

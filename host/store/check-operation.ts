@@ -5,7 +5,7 @@
 // checked here.
 
 import { InvalidInputError } from "../errors.js";
-import type { ApprovalCommitOperation, OffloadOperation, TerminalCommitOperation } from "./records.js";
+import type { ApprovalCommitOperation, ExecutionStatusName, OffloadOperation, OutcomeName, TerminalCommitOperation } from "./records.js";
 
 /** Ids are keys and appear in every error message; 200 characters is far
  * above any generated id and keeps messages and indexes small. */
@@ -78,4 +78,33 @@ function checkToolBatch(operation: TerminalCommitOperation): void {
       throw new InvalidInputError(`terminalCommit.toolBatch[${index}].idempotencyKey must be a non-empty string, got ${JSON.stringify(call.idempotencyKey)}`, context);
     }
   });
+}
+
+// -- listing filters --------------------------------------------------------------
+
+/** The statuses a row is stored with (`records.ts`), and the outcomes of
+ * rows that ended or suspended: the vocabulary of `listExecutions`. */
+export const executionStatusNames: readonly ExecutionStatusName[] = ["preparing", "active", "suspended", "terminal"];
+export const outcomeNames: readonly OutcomeName[] = ["completed", "failed", "suspended", "handed_off", "coordination_wait"];
+const listFilterKeys = ["status", "outcome", "agentId", "limit"];
+
+/** Refuses a filter key or value the listing does not know, naming the
+ * allowed ones, instead of ignoring it or answering nothing. `statuses`:
+ * the statuses this caller accepts (the environment adds its own). */
+export function checkListFilter(filter: unknown, what: string, statuses: readonly string[] = executionStatusNames): void {
+  if (typeof filter !== "object" || filter === null || Array.isArray(filter)) {
+    throw new InvalidInputError(`${what}: the filter must be an object { ${listFilterKeys.join(", ")} }, got ${JSON.stringify(filter)}`);
+  }
+  for (const key of Object.keys(filter)) {
+    if (!listFilterKeys.includes(key)) throw new InvalidInputError(`${what}: unknown filter key "${key}"; known keys: ${listFilterKeys.join(", ")}`);
+  }
+  const { status, outcome, agentId } = filter as { status?: unknown; outcome?: unknown; agentId?: unknown };
+  if (status !== undefined && !statuses.includes(status as string)) {
+    const hint = outcomeNames.includes(status as OutcomeName) && !statuses.includes(status as string) ? ` (${JSON.stringify(status)} is an outcome: filter with { outcome: ${JSON.stringify(status)} })` : "";
+    throw new InvalidInputError(`${what}: status must be one of ${statuses.join(", ")}, got ${JSON.stringify(status)}${hint}`);
+  }
+  if (outcome !== undefined && !outcomeNames.includes(outcome as OutcomeName)) {
+    throw new InvalidInputError(`${what}: outcome must be one of ${outcomeNames.join(", ")}, got ${JSON.stringify(outcome)}`);
+  }
+  if (agentId !== undefined) checkId(agentId, `${what}: agentId`);
 }

@@ -7,7 +7,7 @@
 // own wording is not applied twice).
 
 import {
-  AgentClosedError, ApprovalMismatchError, ExecutionRehydrationRequiredError, InvalidInputError, OffloadFullError, PhronomyError, StoreError,
+  AgentBusyError, AgentClosedError, ApprovalMismatchError, ExecutionRehydrationRequiredError, InvalidInputError, OffloadFullError, PhronomyError, StoreError,
   type PhronomyErrorCode,
 } from "../errors.js";
 
@@ -35,6 +35,7 @@ const classesByCode: Partial<Record<PhronomyErrorCode, { prototype: PhronomyErro
   STORE: StoreError,
   INVALID_INPUT: InvalidInputError,
   AGENT_CLOSED: AgentClosedError,
+  AGENT_BUSY: AgentBusyError,
   OFFLOAD_FULL: OffloadFullError,
 };
 

@@ -369,9 +369,9 @@ function plainDataOnly(_key: string, value: unknown): unknown {
   return value;
 }
 
-function checkCapacity(capacity: number): void {
+export function checkCapacity(capacity: number): void {
   if (!Number.isInteger(capacity) || capacity < 1) {
-    throw new InvalidInputError(`offloadCapacity must be a positive integer, got ${capacity}`);
+    throw new InvalidInputError(`offloadCapacity must be a positive integer, got ${String(capacity)}`);
   }
 }
 
@@ -393,7 +393,7 @@ function waitUntilReady(worker: StoreWorker, path: string): Promise<void> {
       worker.port.off("message", onMessage);
       worker.thread.off("error", onError).off("exit", onExit);
       if (error === undefined) return resolve();
-      void stopWorker(worker);
+      stopWorker(worker).catch(() => undefined); // the startup error is what matters
       reject(error);
     };
     worker.port.on("message", onMessage);

@@ -29,7 +29,7 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type pg from "pg";
 import { InvalidInputError, PhronomyError, StoreError } from "../errors.js";
-import { checkId, checkOperation } from "./check-operation.js";
+import { checkId, checkListFilter, checkOperation } from "./check-operation.js";
 import { createPool, parseLocation, poolSizeDefault, poolSizeMax } from "./postgres/connection.js";
 import { ConnectionLost, GroupCommit, groupsInFlightDefault } from "./postgres/group-commit.js";
 import { JournalTails } from "./postgres/journal-tails.js";
@@ -311,8 +311,8 @@ export class PostgresStore implements ExecutionStore {
 
   listExecutions(filter: ExecutionListFilter = {}): Promise<ExecutionRow[]> {
     return this.read(() => {
+      checkListFilter(filter, "listExecutions");
       checkLimit(filter.limit, executionListMax, "listExecutions limit");
-      if (filter.agentId !== undefined) checkId(filter.agentId, "agentId");
       return reads.listExecutions(this.pool, this.path, filter);
     });
   }

@@ -280,7 +280,11 @@ export interface StoredStep extends StepRecord {
 }
 
 export interface ExecutionListFilter {
+  /** The durable status (`executionStatusNames` in check-operation.ts). */
   readonly status?: ExecutionStatusName;
+  /** How the execution ended or paused (`outcomeNames`): `completed`,
+   * `failed`, `suspended`, `handed_off`, `coordination_wait`. */
+  readonly outcome?: OutcomeName;
   readonly agentId?: string;
   /** At most this many rows, newest first (default and maximum in the store). */
   readonly limit?: number;

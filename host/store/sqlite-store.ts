@@ -20,13 +20,13 @@ import { randomUUID } from "node:crypto";
 import { resolve } from "node:path";
 import { InvalidInputError } from "../errors.js";
 import { checkId, checkOperation } from "./check-operation.js";
-import { Offload, offloadCapacityDefault, type OffloadPolicy, type OffloadStatistics } from "./offload.js";
+import { checkCapacity, Offload, offloadCapacityDefault, type OffloadPolicy, type OffloadStatistics } from "./offload.js";
 import type { AgentRow, OffloadOperation, OffloadResult, PurgeAgentResult, StoreOperation, StoreResult } from "./records.js";
 import type { ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, FiledDecision } from "./postgres/inbox.js";
 import type { SqliteConnection } from "./sqlite/driver.js";
 import * as inbox from "./sqlite/inbox.js";
 import { takeOwnership, type StoreOwner, type StoreOwnership } from "./sqlite/ownership.js";
-import { openStoreConnection, type SynchronousMode } from "./sqlite/schema.js";
+import { checkStoreFile, openStoreConnection, type SynchronousMode } from "./sqlite/schema.js";
 import { startStoreWorker } from "./sqlite/start-worker.js";
 import { commitGroup } from "./sqlite/transaction.js";
 import { SqliteReadableStore } from "./sqlite/readable-store.js";
@@ -84,6 +84,8 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
     checkOptions(options);
     const absolutePath = checkPath(path);
     const synchronous = options.synchronous ?? "FULL";
+    // Whatever can be refused is refused before the lock file is created.
+    checkStoreFile(absolutePath);
     const ownership = await takeOwnership(absolutePath);
     let connection: SqliteConnection | undefined;
     try {
@@ -234,6 +236,7 @@ function checkOptions(options: SqliteStoreOptions): void {
   if (options.offloadPolicy !== undefined && !offloadPolicies.has(options.offloadPolicy)) {
     throw new InvalidInputError(`offloadPolicy must be "adaptive", "worker" or "inline", got ${JSON.stringify(options.offloadPolicy)}`);
   }
+  if (options.offloadCapacity !== undefined) checkCapacity(options.offloadCapacity);
 }
 
 /** Two connections share the file, so it must be a real file. */

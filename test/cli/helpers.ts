@@ -8,6 +8,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll } from "vitest";
+import { childNodeFlags } from "../support/node-flags.js";
 
 export const repositoryRoot = resolve(import.meta.dirname, "../..");
 export const launcher = join(repositoryRoot, "host/cli/bin.js");
@@ -58,7 +59,7 @@ export function startCli(args: readonly string[], options: CliOptions = {}): Run
   const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1", FORCE_COLOR: undefined, CI: "1" };
   for (const key of ["PHRONOMY_STORE", "PHRONOMY_MODEL", "PHRONOMY_BASE_URL", "PHRONOMY_API_KEY"]) delete env[key];
   Object.assign(env, options.env);
-  const child = spawn(process.execPath, [launcher, ...args], { cwd: options.cwd ?? repositoryRoot, env: env as NodeJS.ProcessEnv });
+  const child = spawn(process.execPath, [...childNodeFlags, launcher, ...args], { cwd: options.cwd ?? repositoryRoot, env: env as NodeJS.ProcessEnv });
   child.stdin.end(options.input ?? "");
   let stdout = "";
   let stderr = "";

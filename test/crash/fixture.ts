@@ -26,6 +26,7 @@ import { scriptedModel, type ScriptedTurn } from "../../host/agent/scripted-mode
 import type { ConversationMessage, ToolResult } from "../../host/agent/messages.js";
 import { tool } from "../../host/index.js";
 import type { StoreOperation } from "../../host/store/records.js";
+import { childNodeFlags } from "../support/node-flags.js";
 
 // -- the agent --------------------------------------------------------------------
 
@@ -227,7 +228,7 @@ export interface RunningChild {
  * and reported as such. */
 export function startChild(config: ChildConfig, timeoutMs = 60_000): RunningChild {
   const started = Date.now();
-  const child = spawn(process.execPath, ["--import", "tsx", childPath, JSON.stringify(config)], {
+  const child = spawn(process.execPath, [...childNodeFlags, "--import", "tsx", childPath, JSON.stringify(config)], {
     cwd: repositoryRoot, stdio: ["ignore", "pipe", "pipe"],
   });
   live.add(child);

@@ -5,7 +5,7 @@
 // SQLite-only checks (file format, worker, ownership lock) stay there.
 
 import { describe, expect, it } from "vitest";
-import { ApprovalMismatchError, ExecutionRehydrationRequiredError, InvalidInputError, StoreError } from "../../host/errors.js";
+import { AgentBusyError, ApprovalMismatchError, ExecutionRehydrationRequiredError, InvalidInputError, StoreError } from "../../host/errors.js";
 import type { ExecutionStore } from "../../host/store/store.js";
 import {
   approvalCommit, journalEntry, prepare, providerBarrier, refundCall, suspendForApproval, terminalCommit, toolBarrier,
@@ -306,7 +306,7 @@ export function defineConformanceSuite(backend: Backend): void {
       await store.run(prepare("e1"));
       await store.run(prepare("b1", "billing"));
       const refused = store.purgeAgent("support");
-      await expect(refused).rejects.toBeInstanceOf(InvalidInputError);
+      await expect(refused).rejects.toBeInstanceOf(AgentBusyError);
       await expect(refused).rejects.toThrow(/agent "support" cannot be purged: it has unfinished executions \(e1\)/);
       expect(await store.getExecution("e1")).toBeDefined();
       await store.run(terminalCommit("e1", 1));

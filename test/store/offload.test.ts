@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { MessageChannel, Worker } from "node:worker_threads";
 import { describe, expect, it } from "vitest";
 import {
-  ExecutionRehydrationRequiredError, InvalidInputError, OffloadFullError, StoreError,
+  AgentBusyError, ExecutionRehydrationRequiredError, InvalidInputError, OffloadFullError, StoreError,
 } from "../../host/errors.js";
 import { Offload, type OffloadPolicy } from "../../host/store/offload.js";
 import type { OffloadOperation } from "../../host/store/records.js";
@@ -54,8 +54,8 @@ describe.each(policies)("offload policy %s", (policy) => {
     await expect(lost).rejects.toBeInstanceOf(ExecutionRehydrationRequiredError);
     await expect(lost).rejects.toMatchObject({ code: "EXECUTION_REHYDRATION_REQUIRED", executionId: "e0", message: expect.stringMatching(/expected revision 7/) });
     const purge = store.purgeAgent("support");
-    await expect(purge).rejects.toBeInstanceOf(InvalidInputError);
-    await expect(purge).rejects.toMatchObject({ agentId: "support" });
+    await expect(purge).rejects.toBeInstanceOf(AgentBusyError);
+    await expect(purge).rejects.toMatchObject({ code: "AGENT_BUSY", agentId: "support", details: { unfinishedExecutionIds: ["e0"] } });
   });
 
   it("group commit: one lost compare-and-set among concurrent operations fails alone, its group-mates commit", async () => {

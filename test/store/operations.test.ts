@@ -4,7 +4,7 @@
 // lifecycle, and the reads.
 
 import { describe, expect, it } from "vitest";
-import { ExecutionRehydrationRequiredError, InvalidInputError, StoreError } from "../../host/errors.js";
+import { AgentBusyError, ExecutionRehydrationRequiredError, InvalidInputError, StoreError } from "../../host/errors.js";
 import type { SqliteStore } from "../../host/store/sqlite-store.js";
 import {
   journalEntry, openTemporaryStore, prepare, providerBarrier, rawExec, rawValue, terminalCommit, toolBarrier,
@@ -173,7 +173,7 @@ describe("agent lifecycle", () => {
     await store.run(prepare("e1"));
     await store.run(prepare("b1", "billing"));
     const refused = store.purgeAgent("support");
-    await expect(refused).rejects.toBeInstanceOf(InvalidInputError);
+    await expect(refused).rejects.toBeInstanceOf(AgentBusyError);
     await expect(refused).rejects.toThrow(/agent "support" cannot be purged: it has unfinished executions \(e1\)/);
     expect(await store.getExecution("e1")).toBeDefined();
 

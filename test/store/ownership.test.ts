@@ -14,6 +14,7 @@ import { StoreError } from "../../host/errors.js";
 import { ownerInfoPath, ownerLockPath } from "../../host/store/sqlite/ownership.js";
 import { SqliteStore } from "../../host/store/sqlite-store.js";
 import { prepare, rawExec, temporaryDirectory, track } from "./fixtures.js";
+import { childNodeFlags } from "../support/node-flags.js";
 
 const childScript = fileURLToPath(new URL("./fixtures/owner-child.ts", import.meta.url));
 const repositoryRoot = fileURLToPath(new URL("../..", import.meta.url));
@@ -32,7 +33,7 @@ afterEach(async () => {
 });
 
 function startChild(mode: "hold" | "try", path: string): ChildProcessWithoutNullStreams {
-  const child = spawn(process.execPath, ["--import", "tsx", childScript, mode, path], { cwd: repositoryRoot, stdio: "pipe" });
+  const child = spawn(process.execPath, [...childNodeFlags, "--import", "tsx", childScript, mode, path], { cwd: repositoryRoot, stdio: "pipe" });
   children.push(child);
   return child;
 }

@@ -61,9 +61,8 @@ async function listed(environment: Awaited<ReturnType<typeof openStore>>, option
   if (status === undefined || (LIST_STATUSES as readonly string[]).includes(status)) {
     return environment.executions({ limit, ...(agentId ? { agentId } : {}), ...(status ? { status: status as (typeof LIST_STATUSES)[number] } : {}) });
   }
-  // An outcome: terminal rows filtered here (the store filters by status only).
-  const terminal = await environment.executions({ limit: LIST_LIMIT_MAX, status: "terminal", ...(agentId ? { agentId } : {}) });
-  return terminal.filter((row) => row.outcome === status).slice(0, limit);
+  // An outcome (validated by the command line): the store filters on it.
+  return environment.executions({ limit, status: "terminal", outcome: status as (typeof LIST_OUTCOMES)[number], ...(agentId ? { agentId } : {}) });
 }
 
 function filterText(options: ListOptions): string {

@@ -3,9 +3,13 @@
 // PostgreSQL schema name the store's tables live in, and the pool.
 //
 // Rules kept here:
-// * The schema name is checked against a strict identifier pattern, so it
-//   can be written into SQL (search_path, CREATE SCHEMA) without quoting
-//   surprises.
+// * The schema name is checked against a strict pattern (lower case, so
+//   quoting never changes its meaning), and written into SQL only quoted
+//   (`quotedIdentifier`): a reserved word (`select`) is a valid schema name.
+//   What PostgreSQL would refuse or share with others is refused here with
+//   `InvalidInputError` naming the reason (docs/decisions/0019): an empty
+//   name, one longer than 63 bytes, one with a quote, `pg_…` and
+//   `information_schema` (the system's), and `public` (everyone's).
 // * The pool has a bounded, named size; every connection's search_path is
 //   the store's schema only (pg_catalog is always searched), so statements
 //   name tables without a schema and can never touch another schema.
@@ -15,6 +19,7 @@
 
 import pg from "pg";
 import { InvalidInputError } from "../../errors.js";
+import { quotedIdentifier } from "./literals.js";
 
 /** The schema when neither the URL nor the options name one. */
 export const schemaNameDefault = "phronomy";
@@ -35,7 +40,25 @@ export const poolSizeMax = 64;
  * short enough that an unreachable database surfaces as an error. */
 export const connectTimeoutMs = 10_000;
 
-const schemaNamePattern = /^[a-z_][a-z0-9_]{0,62}$/;
+const schemaNamePattern = /^[a-z_][a-z0-9_]*$/;
+
+/** PostgreSQL's identifier length (NAMEDATALEN - 1): a longer name would be
+ * truncated silently, and two stores could meet in one schema. */
+export const schemaNameBytesMax = 63;
+
+/** Refuses a schema name the store cannot use, naming why. */
+export function checkSchemaName(schema: unknown): string {
+  const why = typeof schema !== "string" ? "it must be a string"
+    : schema.length === 0 ? "it is empty"
+      : Buffer.byteLength(schema, "utf8") > schemaNameBytesMax ? `it is longer than ${schemaNameBytesMax} bytes (PostgreSQL would truncate it)`
+        : schema.includes('"') ? "it holds a double quote"
+          : !schemaNamePattern.test(schema) ? `it must match ${String(schemaNamePattern)} (lower case letters, digits and underscores, not starting with a digit)`
+            : schema === "public" ? "public is every application's default schema; the store needs a schema of its own (the default is phronomy)"
+              : schema.startsWith("pg_") || schema === "information_schema" ? "names starting with pg_, and information_schema, belong to PostgreSQL"
+                : undefined;
+  if (why !== undefined) throw new InvalidInputError(`the PostgreSQL schema name ${JSON.stringify(schema)} cannot be used: ${why}`, { details: { schema } });
+  return schema as string;
+}
 
 export interface PostgresLocation {
   /** The URL handed to `pg`, without `schema`. */
@@ -65,10 +88,7 @@ export function parseLocation(url: string, schemaOption: string | undefined): Po
   if (schemaOption !== undefined && fromUrl !== undefined && schemaOption !== fromUrl) {
     throw new InvalidInputError(`the PostgreSQL URL names schema "${fromUrl}" but the options name "${schemaOption}"; name it once`);
   }
-  const schema = schemaOption ?? fromUrl ?? schemaNameDefault;
-  if (!schemaNamePattern.test(schema)) {
-    throw new InvalidInputError(`the PostgreSQL schema name must match ${String(schemaNamePattern)} (lower case letters, digits, underscores), got ${JSON.stringify(schema)}`);
-  }
+  const schema = checkSchemaName(schemaOption ?? fromUrl ?? schemaNameDefault);
   const connectionString = parsed.toString();
   const shown = new URL(connectionString);
   if (shown.password !== "") shown.password = "***";
@@ -99,7 +119,7 @@ export function createPool(location: PostgresLocation, size: number, lost: (erro
     connectionString: location.connectionString,
     max: size,
     connectionTimeoutMillis: connectTimeoutMs,
-    options: `-c search_path=${location.schema}`,
+    options: `-c search_path=${quotedIdentifier(location.schema)}`,
     types,
     application_name: "phronomy",
   });

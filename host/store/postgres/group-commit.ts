@@ -78,7 +78,10 @@ export class GroupCommit {
     while (this.inFlight < this.groupsInFlight && this.waiting.length > 0) {
       const members = this.waiting.splice(0, this.statementsMax);
       this.inFlight += 1;
-      void this.send(members).finally(() => {
+      // `send` settles every member; should it throw past that, its members fail.
+      this.send(members).catch((error: unknown) => {
+        for (const member of members) member.reject(error);
+      }).finally(() => {
         this.inFlight -= 1;
         this.startGroups();
       });

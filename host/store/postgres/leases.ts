@@ -99,14 +99,16 @@ export function leaseMsOfUrl(url: string): { url: string; leaseMs: number | unde
   const text = parsed.searchParams.get("lease_ms");
   if (text === null) return { url, leaseMs: undefined };
   parsed.searchParams.delete("lease_ms");
-  const value = Number(text);
+  // Digits only: Number() would read "" as 0 and "abc" as NaN, and the
+  // message must show what was given.
+  const value = /^[0-9]{1,16}$/.test(text) ? Number(text) : text;
   checkLeaseMs(value, "?lease_ms=");
   return { url: parsed.toString(), leaseMs: value };
 }
 
 export function checkLeaseMs(value: unknown, what: string): asserts value is number {
   if (typeof value !== "number" || !Number.isInteger(value) || value < leaseMsMin || value > leaseMsMax) {
-    throw new InvalidInputError(`${what} (the lease length in milliseconds) must be an integer from ${leaseMsMin} to ${leaseMsMax}, got ${JSON.stringify(value)}`);
+    throw new InvalidInputError(`${what} (the lease length in milliseconds) must be an integer from ${leaseMsMin} to ${leaseMsMax}, got ${typeof value === "number" ? String(value) : JSON.stringify(value)}`);
   }
 }
 

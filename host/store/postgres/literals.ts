@@ -10,8 +10,15 @@
 // * Numbers must be safe integers (the columns are bigint): anything else is
 //   refused with an error naming the value, never rounded.
 // * Arrays are `ARRAY[…]::type[]`, typed even when empty.
+// * An identifier (the schema's name) is always double-quoted.
 
 import { InvalidInputError } from "../../errors.js";
+
+/** `name` as a quoted SQL identifier (a schema name): double quotes
+ * doubled, so a reserved word or any name stays one identifier. */
+export function quotedIdentifier(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
 
 export function text(value: string): string {
   const quoted = value.includes("'") ? value.replace(/'/g, "''") : value;

@@ -19,7 +19,7 @@
 //   epoch (docs/decisions/0010).
 
 import type pg from "pg";
-import { ExecutionRehydrationRequiredError, InvalidInputError } from "../../errors.js";
+import { ExecutionRehydrationRequiredError, InvalidInputError, agentHasUnfinishedExecutions } from "../../errors.js";
 import type {
   AgentRow, ApprovalCommitOperation, CloseAgentOperation, CommittedRevision, EnsureAgentOperation, ExecutionMetadata,
   ExecutionStatusName, Json, PurgeAgentOperation, PurgeAgentResult, StepRecord,
@@ -193,8 +193,7 @@ async function purgeAgent(context: OperationContext, operation: PurgeAgentOperat
   await query(context, "SELECT 1 FROM agents WHERE agent_id = $1 FOR UPDATE", [agentId]);
   const unfinished = await query(context, `SELECT execution_id FROM executions WHERE agent_id = $1 AND status IN ('preparing', 'active', 'suspended') ORDER BY created_at, execution_id LIMIT ${unfinishedNamedMax}`, [agentId]);
   if (unfinished.rows.length > 0) {
-    const ids = unfinished.rows.map((row) => String(row["execution_id"]));
-    throw new InvalidInputError(`agent "${agentId}" cannot be purged: it has unfinished executions (${ids.join(", ")}); let them end (complete, cancel, or recover) first`, { agentId, details: { unfinishedExecutionIds: ids } });
+    throw agentHasUnfinishedExecutions(agentId, unfinished.rows.map((row) => String(row["execution_id"])));
   }
   await query(context, "DELETE FROM steps WHERE execution_id IN (SELECT execution_id FROM executions WHERE agent_id = $1)", [agentId]);
   const executionsDeleted = (await query(context, "DELETE FROM executions WHERE agent_id = $1", [agentId])).rowCount ?? 0;

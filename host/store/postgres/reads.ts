@@ -39,6 +39,10 @@ export async function listExecutions(pool: Queryable, where: string, filter: Exe
     values.push(filter.status);
     conditions.push(`status = $${values.length}`);
   }
+  if (filter.outcome !== undefined) {
+    values.push(filter.outcome);
+    conditions.push(`outcome = $${values.length}`);
+  }
   if (filter.agentId !== undefined) {
     values.push(filter.agentId);
     conditions.push(`agent_id = $${values.length}`);

@@ -20,6 +20,7 @@ import type pg from "pg";
 import { StoreError } from "../../errors.js";
 import { createPrepareAtRevision, createWriteFunctions } from "./functions.js";
 import { createApprovalInbox } from "./inbox.js";
+import { quotedIdentifier } from "./literals.js";
 
 /** First key of the store's advisory locks: "PHRN" in ASCII. The second
  * key is `hashtext(schema)`, so stores in different schemas of one
@@ -106,7 +107,7 @@ export async function migrate(client: pg.ClientBase, schema: string, where: stri
   await client.query("BEGIN");
   try {
     await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [advisoryLockClass, schema]);
-    await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${quotedIdentifier(schema)}`);
     const version = await readVersion(client, schema, where);
     if (version > schemaVersion) {
       throw new StoreError(`${where} was written by a newer Phronomy (store schema version ${version}; this version reads up to ${schemaVersion}); it was left untouched: upgrade Phronomy to open it`, { details: { schemaVersion: version } });

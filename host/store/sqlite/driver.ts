@@ -19,11 +19,16 @@
 //   integer the store writes is a revision, a sequence number or a
 //   millisecond timestamp, far below 2^53.
 //
+// * A file a connection creates is the owner's only (mode 0600, as database
+//   servers keep theirs): every runtime's SQLite creates a new database with
+//   0644 less the umask, and its `-wal`, `-shm` and journals with the
+//   database's own mode, so the file is created 0600 first (`createOwnerOnly`).
+//
 // The driver module is loaded when a connection is opened, not when this
 // module is imported: better-sqlite3 is an optional peer dependency needed on
 // Node only, and `bun:sqlite` / `node:sqlite` exist only in their runtimes.
 
-import { existsSync } from "node:fs";
+import { closeSync, existsSync, openSync } from "node:fs";
 import { createRequire } from "node:module";
 import type BetterSqlite3 from "better-sqlite3";
 
@@ -76,14 +81,35 @@ export function sqliteDriverName(): SqliteDriverName {
   return "better-sqlite3";
 }
 
+/** Mode of every file the store creates: read and write for the owner only
+ * (executions hold every conversation). */
+export const ownerOnlyFileMode = 0o600;
+
 /** Opens `path` with the runtime's SQLite library. Opening reads nothing and
- * writes nothing but an empty file when `path` does not exist yet. */
+ * writes nothing but an empty owner-only file when `path` does not exist yet. */
 export function openSqlite(path: string, options: OpenConnectionOptions = {}): SqliteConnection {
+  if (options.readonly !== true && options.mustExist !== true) createOwnerOnly(path);
   switch (sqliteDriverName()) {
     case "bun:sqlite": return openBunSqlite(path, options);
     case "node:sqlite": return openNodeSqlite(path, options);
     case "better-sqlite3": return openBetterSqlite3(path, options);
   }
+}
+
+/** Creates `path` empty with mode 0600 when it does not exist; SQLite then
+ * opens it as a new database and gives its side files the same mode. An
+ * existing file is not opened here at all (`wx`: create or fail): closing a
+ * descriptor of a file drops this process's POSIX locks on it, which SQLite
+ * connections may hold (`ownership.ts`). Any other failure is left for
+ * SQLite to report as it opens the path. */
+function createOwnerOnly(path: string): void {
+  let descriptor: number;
+  try {
+    descriptor = openSync(path, "wx", ownerOnlyFileMode);
+  } catch {
+    return;
+  }
+  closeSync(descriptor);
 }
 
 // -- the shared shell: statement cache, parameter check, error names ----------

@@ -12,7 +12,7 @@
 // `active`; a terminal commit requires a status other than `terminal`; the
 // approval resume commit (`approval-commit.ts`) requires `suspended`.
 
-import { AgentClosedError, InvalidInputError } from "../../errors.js";
+import { AgentClosedError, InvalidInputError, agentHasUnfinishedExecutions } from "../../errors.js";
 import type {
   AgentRow, CloseAgentOperation, CommittedRevision, EnsureAgentOperation, ExecutionMetadata, ExecutionStatusName,
   OffloadOperation, PrepareExecutionOperation, PrepareExecutionResult, ProviderBarrierOperation, PurgeAgentOperation,
@@ -227,8 +227,7 @@ export function purgeAgent(connection: SqliteConnection, operation: PurgeAgentOp
   const agentId = operation.agentId;
   const unfinished = connection.prepare(`SELECT execution_id FROM executions WHERE agent_id = ? AND status IN ('preparing', 'active', 'suspended') LIMIT ${unfinishedNamedMax}`).all(agentId);
   if (unfinished.length > 0) {
-    const ids = unfinished.map((row) => String(row["execution_id"]));
-    throw new InvalidInputError(`agent "${agentId}" cannot be purged: it has unfinished executions (${ids.join(", ")}); let them end (complete, cancel, or recover) first`, { agentId, details: { unfinishedExecutionIds: ids } });
+    throw agentHasUnfinishedExecutions(agentId, unfinished.map((row) => String(row["execution_id"])));
   }
   connection.prepare("DELETE FROM steps WHERE execution_id IN (SELECT execution_id FROM executions WHERE agent_id = ?)").run(agentId);
   const executionsDeleted = connection.prepare("DELETE FROM executions WHERE agent_id = ?").run(agentId).changes;

@@ -23,7 +23,7 @@ import { hostname } from "node:os";
 import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { StoreError } from "../../errors.js";
-import { openSqlite, type SqliteConnection } from "./driver.js";
+import { openSqlite, ownerOnlyFileMode, type SqliteConnection } from "./driver.js";
 import { messageOf } from "./schema.js";
 
 /** Who owns a store, as written in `<store>-owner.json`. */
@@ -104,7 +104,8 @@ function ownedBy(storePath: string, connection: SqliteConnection): StoreOwnershi
   const infoPath = ownerInfoPath(storePath);
   const temporary = `${infoPath}.${process.pid}.tmp`;
   try {
-    writeFileSync(temporary, `${JSON.stringify(owner)}\n`);
+    rmSync(temporary, { force: true }); // a stale one would keep its mode
+    writeFileSync(temporary, `${JSON.stringify(owner)}\n`, { mode: ownerOnlyFileMode });
     renameSync(temporary, infoPath); // atomic: a reader sees the old file or the new one
   } catch (error) {
     connection.close();

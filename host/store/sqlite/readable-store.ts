@@ -5,7 +5,7 @@
 // waiting for a writer (WAL).
 
 import { InvalidInputError, StoreError } from "../../errors.js";
-import { checkId } from "../check-operation.js";
+import { checkId, checkListFilter } from "../check-operation.js";
 import type { AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, StoredStep } from "../records.js";
 import type { SqliteConnection } from "./driver.js";
 import * as reads from "./reads.js";
@@ -27,8 +27,8 @@ export abstract class SqliteReadableStore {
 
   listExecutions(filter: ExecutionListFilter = {}): Promise<ExecutionRow[]> {
     return this.read(() => {
+      checkListFilter(filter, "listExecutions");
       checkLimit(filter.limit, reads.executionListMax, "listExecutions limit");
-      if (filter.agentId !== undefined) checkId(filter.agentId, "agentId");
       return reads.listExecutions(this.connection, filter);
     });
   }

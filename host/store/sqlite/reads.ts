@@ -36,11 +36,15 @@ export function listExecutions(connection: SqliteConnection, filter: ExecutionLi
     conditions.push("status = ?");
     parameters.push(filter.status);
   }
+  if (filter.outcome !== undefined) {
+    conditions.push("outcome = ?");
+    parameters.push(filter.outcome);
+  }
   if (filter.agentId !== undefined) {
     conditions.push("agent_id = ?");
     parameters.push(filter.agentId);
   }
-  // Four fixed texts at most (filter present or not), so the statement cache stays bounded.
+  // Eight fixed texts at most (each filter present or not), so the statement cache stays bounded.
   const where = conditions.length === 0 ? "" : `WHERE ${conditions.join(" AND ")}`;
   const sql = `SELECT * FROM executions ${where} ORDER BY created_at DESC, execution_id DESC LIMIT ?`;
   const rows = connection.prepare(sql).all(...parameters, filter.limit ?? executionListDefault);

@@ -133,29 +133,77 @@ function checkDurability(connection: SqliteConnection, synchronous: SynchronousM
 
 const sqliteHeader = "SQLite format 3\0";
 
+/** The database header's first 100 bytes (sqlite.org/fileformat.html §1.3):
+ * where the fields the pre-open check reads live. */
+const headerLength = 100;
+const headerWriteVersionOffset = 18; // 2: WAL mode
+const headerUserVersionOffset = 60;
+const headerApplicationIdOffset = 68;
+const walWriteVersion = 2;
+
 /** Refuses a non-empty file that does not start with SQLite's header before
- * SQLite opens it (SQLite would only say "file is not a database"). */
-export function checkFileHeader(path: string): void {
-  let size: number;
+ * SQLite opens it (SQLite would only say "file is not a database"), and a
+ * path that is not a regular file. Returns the header (undefined: no file
+ * yet, or an empty one). */
+export function checkFileHeader(path: string): Buffer | undefined {
+  let stats: ReturnType<typeof statSync>;
   try {
-    size = statSync(path).size;
-  } catch {
-    return; // no file yet: SQLite creates it
+    stats = statSync(path);
+  } catch (error) {
+    if ((error as { code?: unknown }).code === "ENOENT") return undefined; // no file yet: SQLite creates it
+    throw new StoreError(`cannot read the store file ${path}: ${messageOf(error)}`, { cause: error });
   }
-  if (size === 0) return;
-  const header = Buffer.alloc(sqliteHeader.length);
+  if (stats.isDirectory()) {
+    throw new StoreError(`${path} is a directory, not a store file; it was left untouched: point the store at a file (for example ${path}/store.db)`);
+  }
+  if (!stats.isFile()) throw new StoreError(`${path} is not a regular file; it was left untouched: point the store at a file`);
+  if (stats.size === 0) return undefined;
+  const header = Buffer.alloc(headerLength);
+  let length: number;
   try {
     const descriptor = openSync(path, "r");
     try {
-      readSync(descriptor, header, 0, header.length, 0);
+      length = readSync(descriptor, header, 0, header.length, 0);
     } finally {
       closeSync(descriptor);
     }
   } catch (error) {
     throw new StoreError(`cannot read the store file ${path}: ${messageOf(error)}`, { cause: error });
   }
-  if (header.toString("latin1") !== sqliteHeader) {
+  if (length < sqliteHeader.length || header.toString("latin1", 0, sqliteHeader.length) !== sqliteHeader) {
     throw new StoreError(`${path} is not a SQLite database (its first bytes are not the SQLite header); it was left untouched: point the store at a new file or at a Phronomy store`);
+  }
+  return header;
+}
+
+/** Everything that can refuse an existing file without taking the store's
+ * ownership or writing anything (issue 11): a directory, a file that is not
+ * SQLite, another application's database, a newer Phronomy's store. Run
+ * before the lock file is created, so a refusal leaves the directory as it
+ * was. A database not in WAL mode (never a Phronomy store) is read through
+ * a read-only connection, which creates no file; a WAL-mode one is judged
+ * by its header (a read-only connection would create its `-shm`), and
+ * `openStoreConnection` checks it fully once the store is owned. */
+export function checkStoreFile(path: string): void {
+  const header = checkFileHeader(path);
+  if (header === undefined) return;
+  if (header[headerWriteVersionOffset] === walWriteVersion) {
+    const applicationIdInHeader = header.readUInt32BE(headerApplicationIdOffset);
+    const userVersion = header.readUInt32BE(headerUserVersionOffset);
+    // An unstamped header may be a new store's before its first checkpoint: judged once owned.
+    if (applicationIdInHeader !== 0) checkOwnership(path, { applicationId: applicationIdInHeader, userVersion, schemaObjects: 0, tableNames: [] }, "");
+    return;
+  }
+  let connection: SqliteConnection;
+  try {
+    connection = openSqlite(path, { readonly: true });
+  } catch (error) {
+    throw new StoreError(`cannot open the store at ${path}: ${messageOf(error)}`, { cause: error });
+  }
+  try {
+    checkOwnership(path, readFileState(connection));
+  } finally {
+    connection.close();
   }
 }
 
@@ -184,7 +232,9 @@ export function readFileState(connection: SqliteConnection): FileState {
   }
 }
 
-function checkOwnership(path: string, state: FileState): void {
+/** `tablesShown`: how the refusal of a foreign database names its tables
+ * (undefined: from `state.tableNames`). */
+function checkOwnership(path: string, state: FileState, tablesShown?: string): void {
   if (state.applicationId === applicationId) {
     if (state.userVersion > schemaVersion) {
       throw new StoreError(`${path} was written by a newer Phronomy (store schema version ${state.userVersion}; this version reads up to ${schemaVersion}); it was left untouched: upgrade Phronomy to open it`);
@@ -193,8 +243,8 @@ function checkOwnership(path: string, state: FileState): void {
   }
   const empty = state.applicationId === 0 && state.userVersion === 0 && state.schemaObjects === 0;
   if (!empty) {
-    const tables = state.tableNames.length === 0 ? "no tables" : `tables ${state.tableNames.join(", ")}`;
-    throw new StoreError(`${path} is a SQLite database of another application (application_id ${state.applicationId}, ${tables}), not a Phronomy store; it was left untouched: point the store at a new file`);
+    const tables = tablesShown ?? (state.tableNames.length === 0 ? ", no tables" : `, tables ${state.tableNames.join(", ")}`);
+    throw new StoreError(`${path} is a SQLite database of another application (application_id ${state.applicationId}${tables}), not a Phronomy store; it was left untouched: point the store at a new file`);
   }
 }
 
