@@ -13,6 +13,7 @@
 // written), `InvalidInputError` for a refused purge, `StoreError` when the database failed (then the operation
 // may or may not have committed).
 
+import type { StoreError } from "../errors.js";
 import type {
   AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, PurgeAgentResult, StoreOperation, StoreResult, StoredStep,
 } from "./records.js";
@@ -20,6 +21,11 @@ import type {
 export interface ExecutionStore {
   /** Where the store lives (a file path, a database URL), for messages. */
   readonly path: string;
+
+  /** Set once the store can no longer write at all (the SQLite store's
+   * file removed or replaced, its worker lost for good): every write is
+   * refused with it, and the environment refuses starts with it. */
+  readonly failure?: StoreError | undefined;
 
   /** Runs one store operation (SPEC §4.1) as one transaction. */
   run<O extends StoreOperation>(operation: O): Promise<StoreResult<O>>;
