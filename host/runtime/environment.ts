@@ -12,7 +12,7 @@ import { ControlCore } from "../core/control-core.js";
 import { resultCodeName } from "../core/names.js";
 import type { CoreLimits } from "../core/machine.js";
 import { resolveTools } from "../agent/tools.js";
-import { InvalidInputError, PhronomyError, RuntimeShutdownError } from "../errors.js";
+import { InvalidInputError, PhronomyError, RuntimeShutdownError, StoreError } from "../errors.js";
 import { SqliteStore, type SqliteStoreOptions } from "../store/sqlite-store.js";
 import type { PostgresStoreOptions } from "../store/postgres-store.js";
 import type { ExecutionStore } from "../store/store.js";
@@ -290,6 +290,7 @@ export class Environment {
   async recover(): Promise<RecoveredExecution[]> {
     this.assertOpen("env.recover()");
     this.assertOwner("env.recover()");
+    this.assertStoreWritable("env.recover()");
     this.unfinished = undefined;
     const report: RecoveredExecution[] = [];
     const leasing = leasingStoreOf(this.store);
@@ -345,11 +346,29 @@ export class Environment {
         else held.push({ executionId: row.executionId, agentId: row.agentId, phase: row.phase, continuation: continuationNameOf(continuationOf(row)), status: "needs_attention", reason: `${resultCodeName(code)}: its abandoned session still has operations in flight here; call env.recover() again once they settled` });
       }
     }
+    held.push(...await this.releaseEndedHeld(entry));
     const report = [...held, ...await recoverAgent(this.coordinator, this.loop, entry, rows)];
     for (const item of report) {
       if (item.status === "needs_attention") this.coordinator.settings.logger.warn(`[phronomy] execution ${item.executionId} of agent "${item.agentId}" (phase ${item.phase}) needs attention: ${item.reason ?? ""}`);
     }
     return report;
+  }
+
+  /** Executions of the agent held recovery_required here whose durable row
+   * already ended (their terminal commit landed but its answer was lost,
+   * docs/decisions/0021): released, so the agent admits again; `env.wait`
+   * reads their outcome from the row. Reported only when still busy. */
+  private async releaseEndedHeld(entry: AgentEntry): Promise<RecoveredExecution[]> {
+    const busy: RecoveredExecution[] = [];
+    for (const executionId of this.coordinator.recoveryRequiredIds()) {
+      const live = this.coordinator.entryById(executionId);
+      if (!live || live.agent.id !== entry.id) continue;
+      const row = await this.store.getExecution(executionId);
+      if (row !== undefined && row.status !== "terminal") continue;
+      const code = await this.dischargeRecovery(live.slot, live.generation);
+      if (code !== ResultCode.Ok) busy.push({ executionId, agentId: entry.id, phase: row?.phase ?? "terminal", status: "needs_attention", reason: `${resultCodeName(code)}: its abandoned session still has operations in flight here; call env.recover() again once they settled` });
+    }
+    return busy;
   }
 
   /** Releases an execution held recovery_required in the core once it is
@@ -513,6 +532,16 @@ export class Environment {
   /** @internal */
   assertOpen(what: string): void {
     if (this.closing) throw new RuntimeShutdownError(what);
+  }
+
+  /** @internal Refuses new work once the store can no longer write (its
+   * file removed or replaced, its worker lost for good: `store.failure`,
+   * docs/decisions/0021) with that error, rather than admitting work that
+   * could only half happen. */
+  assertStoreWritable(what: string): void {
+    const failure = this.store.failure;
+    if (failure === undefined) return;
+    throw new StoreError(`${what} was refused: ${failure.message}`, { cause: failure, details: failure.details });
   }
 
   /** Opened as a visitor of a SQLite store (docs/decisions/0015). */
