@@ -12,7 +12,7 @@
 // and the offload acknowledges nothing more.
 
 import { isMainThread, receiveMessageOnPort, workerData } from "node:worker_threads";
-import { rebuildError, transferError } from "../error-transfer.js";
+import { rebuildError, transferError, type TransferredError } from "../error-transfer.js";
 import type { SqliteConnection } from "./driver.js";
 import { storeFileChange, storeFileReplacedError } from "./file-identity.js";
 import { openStoreConnection } from "./schema.js";
@@ -62,9 +62,9 @@ function serve(connection: SqliteConnection): void {
 
 /** The change of the store's files since the owner opened them, as an
  * error record; once seen, every later answer carries it too. */
-let filesChangedSeen: ReturnType<typeof transferError> | undefined;
+let filesChangedSeen: TransferredError | undefined;
 
-function changedFiles(): ReturnType<typeof transferError> | undefined {
+function changedFiles(): TransferredError | undefined {
   if (filesChangedSeen !== undefined) return filesChangedSeen;
   const change = storeFileChange(settings.path, settings.identity);
   if (change !== undefined) filesChangedSeen = transferError(storeFileReplacedError(settings.path, change));
