@@ -37,6 +37,7 @@ export class Agent {
       }
       this.environment.assertOpen(`a start of agent "${this.id}"`);
       this.environment.assertOwner(`a start of agent "${this.id}"`);
+      this.environment.assertStoreWritable(`a start of agent "${this.id}"`);
     } catch (error) {
       settleWaiterWithError(waiter, error as PhronomyError, settings);
       return waiter;
@@ -72,6 +73,7 @@ export class Agent {
     try {
       validateResumeDecision(executionId, decision, `agent "${this.id}".resume()`);
       this.environment.assertOpen(`a resume of execution ${executionId}`);
+      this.environment.assertStoreWritable(`a resume of execution ${executionId}`);
     } catch (error) {
       settleWaiterWithError(waiter, error as PhronomyError, settings);
       return waiter;

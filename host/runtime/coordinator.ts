@@ -22,7 +22,7 @@ import {
   AgentBusyError, ApprovalMismatchError, ExecutionRehydrationRequiredError, OffloadFullError, PhronomyError, RuntimeShutdownError, StoreError,
   errorFromRecord,
 } from "../errors.js";
-import type { ExecutionStore } from "../store/store.js";
+import { isOutcomeUnknown, type ExecutionStore } from "../store/store.js";
 import type { ExecutionRow, Json, JournalRecord, OutcomeName, StepRecord } from "../store/records.js";
 import type { ControlLoop } from "./control-loop.js";
 import { errorForCode } from "./error-codes.js";
@@ -460,7 +460,9 @@ export class Coordinator implements SessionHost {
       ({ revision }) => this.post(() => ready(CommitOutcome.Committed, revision)),
       (error: unknown) => this.post(() => {
         entry.storeError = asPhronomyError(error, "STORE");
-        const outcome = error instanceof ExecutionRehydrationRequiredError ? CommitOutcome.RehydrationRequired : CommitOutcome.StoreFailed;
+        // Outcome unknown (the store's worker died holding it): only the
+        // durable row can tell, so the execution is held for recovery.
+        const outcome = error instanceof ExecutionRehydrationRequiredError || isOutcomeUnknown(error) ? CommitOutcome.RehydrationRequired : CommitOutcome.StoreFailed;
         ready(outcome, 0);
       }),
     );
@@ -598,7 +600,7 @@ export class Coordinator implements SessionHost {
       written.then(({ revision }) => ready(CommitOutcome.Committed, revision), (error: unknown) => {
         if (error instanceof ApprovalMismatchError) return refuse(error);
         entry.storeError = asPhronomyError(error, "STORE");
-        ready(error instanceof ExecutionRehydrationRequiredError ? CommitOutcome.RehydrationRequired : CommitOutcome.StoreFailed, 0);
+        ready(error instanceof ExecutionRehydrationRequiredError || isOutcomeUnknown(error) ? CommitOutcome.RehydrationRequired : CommitOutcome.StoreFailed, 0);
       });
     }, (error: unknown) => refuse(asPhronomyError(error, "STORE")));
   }

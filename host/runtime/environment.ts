@@ -12,7 +12,7 @@ import { ControlCore } from "../core/control-core.js";
 import { resultCodeName } from "../core/names.js";
 import type { CoreLimits } from "../core/machine.js";
 import { resolveTools } from "../agent/tools.js";
-import { ExecutionRehydrationRequiredError, InvalidInputError, PhronomyError, RuntimeShutdownError, agentHasUnfinishedExecutions } from "../errors.js";
+import { ExecutionRehydrationRequiredError, InvalidInputError, PhronomyError, RuntimeShutdownError, StoreError, agentHasUnfinishedExecutions } from "../errors.js";
 import { SqliteStore, type SqliteStoreOptions } from "../store/sqlite-store.js";
 import type { PostgresStoreOptions } from "../store/postgres-store.js";
 import type { ExecutionStore } from "../store/store.js";
@@ -381,6 +381,7 @@ export class Environment {
   async recover(): Promise<RecoveredExecution[]> {
     this.assertOpen("env.recover()");
     this.assertOwner("env.recover()");
+    this.assertStoreWritable("env.recover()");
     this.unfinished = undefined;
     const report: RecoveredExecution[] = [];
     const leasing = leasingStoreOf(this.store);
@@ -424,9 +425,8 @@ export class Environment {
   private async recoverAgentEntry(entry: AgentEntry, readAfter?: number): Promise<RecoveredExecution[]> {
     if (readAfter !== undefined && this.unfinished !== undefined && this.unfinishedReadAt < readAfter) this.unfinished = undefined;
     const rows: ExecutionRow[] = [];
-    const held: RecoveredExecution[] = [];
     const unfinished = (await this.unfinishedByAgent()).get(entry.id) ?? [];
-    await this.releaseFinishedHolds(entry, unfinished);
+    const held: RecoveredExecution[] = await this.releaseFinishedHolds(entry, unfinished);
     for (const row of unfinished) {
       const live = this.coordinator.entryById(row.executionId);
       if (!live) rows.push(row);
@@ -451,8 +451,9 @@ export class Environment {
    * written, is among `unfinished` and is installed next), and executions
    * held here whose row is no longer unfinished (a terminal commit that did
    * commit before its connection was lost). Their waiters were failed when
-   * recovery was required. */
-  private async releaseFinishedHolds(entry: AgentEntry, unfinished: readonly ExecutionRow[]): Promise<void> {
+   * recovery was required (docs/decisions/0021: a store worker lost holding
+   * the terminal commit). Those still busy are reported. */
+  private async releaseFinishedHolds(entry: AgentEntry, unfinished: readonly ExecutionRow[]): Promise<RecoveredExecution[]> {
     if (this.coordinator.heldAgents.has(entry)) {
       const code = await new Promise<number>((resolve, reject) => {
         this.loop.post(() => resolve(this.coordinator.apply(M.DischargeAgentRecovery, entry.slot, entry.generation)), {
@@ -461,14 +462,18 @@ export class Environment {
       });
       if (code === ResultCode.Ok || code === ResultCode.AdmissionStateMustMatch) this.coordinator.heldAgents.delete(entry);
     }
+    const busy: RecoveredExecution[] = [];
     const unfinishedIds = new Set(unfinished.map((row) => row.executionId));
     for (const live of this.coordinator.recoveryRequiredEntriesOf(entry)) {
       if (unfinishedIds.has(live.executionId)) continue;
       // Held after `unfinished` was read: its own row says whether it ended
       // (if not, the next recovery pass reads it among the unfinished).
       const row = await this.store.getExecution(live.executionId);
-      if (row === undefined || row.status === "terminal") await this.dischargeRecovery(live.slot, live.generation);
+      if (row !== undefined && row.status !== "terminal") continue;
+      const code = await this.dischargeRecovery(live.slot, live.generation);
+      if (code !== ResultCode.Ok) busy.push({ executionId: live.executionId, agentId: entry.id, phase: row?.phase ?? "terminal", status: "needs_attention", reason: `${resultCodeName(code)}: its abandoned session still has operations in flight here; call env.recover() again once they settled` });
     }
+    return busy;
   }
 
   /** Releases an execution held recovery_required in the core once it is
@@ -647,6 +652,16 @@ export class Environment {
   /** @internal */
   assertOpen(what: string): void {
     if (this.closing) throw new RuntimeShutdownError(what);
+  }
+
+  /** @internal Refuses new work once the store can no longer write (its
+   * file removed or replaced, its worker lost for good: `store.failure`,
+   * docs/decisions/0021) with that error, rather than admitting work that
+   * could only half happen. */
+  assertStoreWritable(what: string): void {
+    const failure = this.store.failure;
+    if (failure === undefined) return;
+    throw new StoreError(`${what} was refused: ${failure.message}`, { cause: failure, details: failure.details });
   }
 
   /** Opened as a visitor of a SQLite store (docs/decisions/0015). */

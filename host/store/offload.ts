@@ -27,6 +27,21 @@
 // `adaptive` committing inline for good (`statistics.workerState`
 // "unavailable", with the reason); `worker` waits for its worker, and its
 // failure to start fails `start`.
+//
+// A worker that dies once it was ready (terminated, `process.exit` inside
+// it, an uncaught error) is replaced (docs/decisions/0021). The groups it
+// held fail with a `StoreError` whose outcome is unknown
+// (`details.outcome: "unknown"`: each committed whole or not at all, and
+// SQLite rolled back whatever was open when its connection closed); groups
+// not sent yet stay queued, in order, for the new worker (or, under
+// `adaptive`, commit inline while it starts). After `workerRestartsMax`
+// replacements the offload gives up and refuses every write.
+//
+// Every commit is followed by a check that the store's files are still the
+// ones opened (`settings.checkFiles`, `sqlite/file-identity.ts`): in the
+// worker once per transaction, inline once per group, and `verifyFiles()`
+// for a periodic look. A change fails that group and every later
+// operation: nothing committed into a removed file is ever acknowledged.
 
 import { InvalidInputError, OffloadFullError, StoreError, type PhronomyError } from "../errors.js";
 import { rebuildError } from "./error-transfer.js";
@@ -63,6 +78,13 @@ export const groupsInFlightMax = 4;
  * worker starts early. */
 export const eagerGroupOperations = 16;
 
+/** Replacements of a dead worker before the offload gives up. A worker
+ * dies for a reason outside the store's operations (terminated by the
+ * application, out of memory, a bug); one that keeps dying points at
+ * something a new thread will not fix, and each death leaves executions
+ * for recovery, so after a few the store stops writing and says so. */
+export const workerRestartsMax = 3;
+
 export interface OffloadStatistics {
   readonly submitted: number;
   readonly inlineGroups: number;
@@ -73,6 +95,8 @@ export interface OffloadStatistics {
   readonly workerState: WorkerState;
   /** Why the worker is unavailable, when it is. */
   readonly workerFailure?: string;
+  /** Dead workers replaced so far (at most `workerRestartsMax`). */
+  readonly workerRestarts: number;
 }
 
 /** `none` under policy `inline`; `starting` while an `adaptive` offload's
@@ -88,6 +112,9 @@ export interface OffloadSettings {
   readonly commitInline: (operations: readonly OffloadOperation[]) => Settlement[];
   /** Starts the worker; not called for policy `inline`. */
   readonly startWorker: () => StoreWorker;
+  /** After an inline commit and periodically: the error every write gets
+   * once the store's files are no longer the ones opened, or undefined. */
+  readonly checkFiles?: () => StoreError | undefined;
 }
 
 interface Entry {
@@ -100,7 +127,9 @@ export class Offload {
   readonly policy: OffloadPolicy;
   readonly capacity: number;
   private readonly settings: OffloadSettings;
-  private readonly worker: StoreWorker | undefined;
+  /** The current worker (a dead one is replaced; `undefined` under `inline`). */
+  private worker: StoreWorker | undefined;
+  private workerRestarts = 0;
   private readonly queue: Entry[] = [];
   /** Groups sent to the worker and not answered yet, oldest first. */
   private readonly inFlight = new Map<number, readonly Entry[]>();
@@ -114,33 +143,60 @@ export class Offload {
   private workerState: WorkerState;
   private workerFailure: string | undefined;
   /** Settles once the worker is ready or unavailable (at once when it
-   * was ready before `start` returned, or there is none). */
-  readonly workerStarted: Promise<void>;
+   * was ready before `start` returned, or there is none); a replacement
+   * worker gives a new one. */
+  workerStarted: Promise<void>;
 
   private constructor(settings: OffloadSettings, worker: StoreWorker | undefined, ready: boolean) {
     this.settings = settings;
     this.policy = settings.policy;
     this.capacity = settings.capacity;
-    this.worker = worker;
     this.workerState = worker === undefined ? "none" : ready ? "ready" : "starting";
-    worker?.port.on("message", (reply: WorkerReply) => this.onWorkerReply(reply));
-    worker?.thread.on("error", (error) => this.workerLost(`the store worker failed: ${error.message}`));
-    worker?.thread.on("exit", (code) => this.workerLost(`the store worker exited (code ${code})`));
-    this.workerStarted = worker === undefined || ready ? Promise.resolve() : waitUntilReady(worker, settings.path).then(
-      () => {
-        this.workerState = "ready";
-        worker.port.unref(); // waitUntilReady's listener may have ref'd it
-      },
-      (error: PhronomyError) => {
-        this.workerState = "unavailable";
-        this.workerFailure = error.message;
-      },
-    );
+    this.workerStarted = worker === undefined ? Promise.resolve() : this.attachWorker(worker, ready);
+  }
+
+  /** Makes `worker` the current one: its replies and its end are listened
+   * to (events of a replaced worker are ignored), and, unless it is ready
+   * already, its start is awaited. Settles once it is ready or unavailable. */
+  private attachWorker(worker: StoreWorker, ready: boolean): Promise<void> {
+    this.worker = worker;
+    worker.port.on("message", (reply: WorkerReply) => {
+      if (this.worker === worker) this.onWorkerReply(reply);
+    });
+    let failure: string | undefined;
+    worker.thread.on("error", (error) => {
+      failure = error.message;
+    });
+    worker.thread.on("exit", (code) => {
+      if (this.worker === worker) this.workerLost(failure === undefined ? `it exited (code ${code})` : `it failed: ${failure}`);
+    });
     // Idle, neither keeps the process alive (nor does a worker starting); a
     // group in flight refs the thread until it is answered (`sendToWorker`,
     // `onWorkerReply`).
-    worker?.port.unref();
-    worker?.thread.unref();
+    worker.port.unref();
+    worker.thread.unref();
+    if (ready) return Promise.resolve();
+    return waitUntilReady(worker, this.settings.path).then(
+      () => {
+        if (this.worker !== worker) return;
+        this.workerState = "ready";
+        worker.port.unref(); // waitUntilReady's listener may have ref'd it
+        this.flush();
+      },
+      (error: PhronomyError) => {
+        if (this.worker !== worker) return;
+        this.workerState = "unavailable";
+        this.workerFailure = error.message;
+        // A replacement that cannot start: `adaptive` goes on inline, as
+        // when its first worker could not start; `worker` has nowhere to go.
+        const replaced = this.workerRestarts > 0;
+        if (isFilesChanged(error) || (replaced && this.policy === "worker")) {
+          this.breakDown(error instanceof StoreError ? error : new StoreError(error.message, { cause: error }));
+        } else if (replaced) {
+          this.flush();
+        }
+      },
+    );
   }
 
   /** Starts the worker unless the policy is `inline`: under `worker`, waits
@@ -160,7 +216,28 @@ export class Offload {
       ...this.counters,
       workerState: this.workerState,
       ...(this.workerFailure === undefined ? {} : { workerFailure: this.workerFailure }),
+      workerRestarts: this.workerRestarts,
     };
+  }
+
+  /** Why every write is refused, once the offload broke down (its store's
+   * files changed, its worker could not be replaced); undefined while it
+   * works. */
+  get failure(): StoreError | undefined {
+    return this.broken;
+  }
+
+  /** Looks at the store's files now (`settings.checkFiles`); a change
+   * breaks the offload down at once. */
+  verifyFiles(): void {
+    if (this.broken !== undefined || this.closing !== undefined) return;
+    const changed = this.settings.checkFiles?.();
+    if (changed !== undefined) this.breakDown(changed);
+  }
+
+  /** @internal For tests that kill the worker: its thread, once started. */
+  get workerThread(): StoreWorker["thread"] | undefined {
+    return this.worker?.thread;
   }
 
   /** Operations accepted and not yet settled. */
@@ -212,9 +289,12 @@ export class Offload {
 
   private flush(): void {
     while (this.inFlight.size < groupsInFlightMax && this.queue.length > 0 && this.broken === undefined) {
+      const inline = this.commitsInline(Math.min(this.queue.length, groupOperationsMax));
+      // Under `worker`, a replacement worker still starting: the queue waits.
+      if (!inline && this.workerState !== "ready") break;
       const entries = this.queue.splice(0, groupOperationsMax);
       this.counters.largestGroup = Math.max(this.counters.largestGroup, entries.length);
-      if (this.commitsInline(entries.length)) this.commitInline(entries);
+      if (inline) this.commitInline(entries);
       else this.sendToWorker(entries);
     }
     if (this.pending === 0) this.drained?.();
@@ -235,6 +315,12 @@ export class Offload {
     this.counters.inlineGroups += 1;
     this.counters.inlineOperations += entries.length;
     const settlements = this.settings.commitInline(entries.map((entry) => entry.operation));
+    const changed = this.settings.checkFiles?.();
+    if (changed !== undefined) {
+      for (const entry of entries) entry.reject(changed);
+      this.breakDown(changed);
+      return;
+    }
     entries.forEach((entry, index) => settle(entry, settlements[index]));
   }
 
@@ -283,6 +369,13 @@ export class Offload {
 
   private onWorkerReply(reply: WorkerReply): void {
     if (reply.type !== "settled") return;
+    if (reply.filesChanged !== undefined) {
+      // The worker committed, then found the files changed: nothing it
+      // holds is acknowledged.
+      const error = rebuildError(reply.filesChanged);
+      this.breakDown(error instanceof StoreError ? error : new StoreError(error.message));
+      return;
+    }
     const oldest = this.inFlight.keys().next().value;
     const entries = this.inFlight.get(reply.group);
     if (entries === undefined || oldest !== reply.group) {
@@ -305,7 +398,7 @@ export class Offload {
         this.drained = resolve;
       });
     }
-    if (this.workerState === "starting") {
+    while (this.workerState === "starting") {
       // A worker still starting is let finish, then closed; it keeps the
       // process alive until then, so that close completes.
       this.worker?.thread.ref();
@@ -329,25 +422,52 @@ export class Offload {
     await stopWorker(worker);
   }
 
-  /** The worker ended. Before it was ready, the startup wait reports it
-   * (`workerStarted`); after, nothing it held can be trusted. */
+  /** The current worker ended. Before it was ready, the startup wait
+   * reports it (`workerStarted`). After, the groups it held fail with their
+   * outcome unknown and a new worker takes over the queue, up to
+   * `workerRestartsMax` times. */
   private workerLost(reason: string): void {
-    if (this.workerState === "ready") this.breakDown(reason);
+    if (this.workerState !== "ready" || this.broken !== undefined) return;
+    if (this.closing !== undefined && this.pending === 0) return; // the normal exit after close
+    const held = [...this.inFlight.values()].flat();
+    this.inFlight.clear();
+    this.inFlightOperations = 0;
+    const { path } = this.settings;
+    const lost = new StoreError(
+      `the store worker for ${path} stopped while it held ${held.length} operation${held.length === 1 ? "" : "s"} (${reason}): whether each committed is unknown (each committed whole or not at all); the executions they belong to are held for recovery — call env.recover()`,
+      { details: { reason: "store_worker_lost", outcome: "unknown", storePath: path } },
+    );
+    for (const entry of held) entry.reject(lost);
+    if (this.workerRestarts >= workerRestartsMax) {
+      this.breakDown(new StoreError(`the store at ${path} can no longer write: its worker stopped ${this.workerRestarts + 1} times (last: ${reason}), more than the ${workerRestartsMax} replacements allowed; operations in flight may or may not have committed; close the environment, open the store again and recover`, { details: { reason: "store_worker_lost", storePath: path } }));
+      return;
+    }
+    this.workerRestarts += 1;
+    this.workerState = "starting";
+    this.workerStarted = this.attachWorker(this.settings.startWorker(), false);
+    // Under `adaptive` the queue commits inline while the new worker starts.
+    this.flush();
   }
 
-  /** The worker is gone or confused: everything accepted fails with a
-   * `StoreError` (what was in flight may or may not have committed), and
-   * later submissions are refused. */
-  private breakDown(reason: string): void {
+  /** The store cannot write any more (its files changed, its worker is gone
+   * for good, or it answered out of order): everything accepted fails with
+   * `error` (what was in flight may or may not have committed), and later
+   * submissions are refused with it. */
+  private breakDown(error: StoreError | string): void {
     if (this.broken !== undefined) return;
     if (this.closing !== undefined && this.pending === 0) return; // the normal exit after close
-    this.broken = new StoreError(`the store at ${this.settings.path} can no longer write: ${reason}; operations in flight may or may not have committed; reopen the store and recover`);
+    this.broken = typeof error !== "string" ? error
+      : new StoreError(`the store at ${this.settings.path} can no longer write: ${error}; operations in flight may or may not have committed; reopen the store and recover`);
     const failed = [...[...this.inFlight.values()].flat(), ...this.queue.splice(0)];
     this.inFlight.clear();
     this.inFlightOperations = 0;
     for (const entry of failed) entry.reject(this.broken);
     this.drained?.();
   }
+}
+
+function isFilesChanged(error: PhronomyError): boolean {
+  return error.details?.["reason"] === "store_file_replaced";
 }
 
 function settle(entry: Entry, settlement: Settlement | undefined): void {

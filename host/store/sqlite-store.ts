@@ -10,6 +10,10 @@
 // `sqlite-visitor.ts`, docs/decisions/0015): they read, and file approval
 // decisions into the inbox, which the owner polls (`PRAGMA data_version` on
 // its calling-thread connection, every `inboxPollMs`) and applies.
+// The store's files are checked after every commit and every
+// `fileCheckMs` (`sqlite/file-identity.ts`, docs/decisions/0021): once the
+// database or its log is removed or replaced, every write is refused with a
+// `StoreError` naming the path (`failure`).
 //
 //   const store = await SqliteStore.open("./agents.db");
 //   await store.ensureAgent("support", Date.now());
@@ -18,12 +22,13 @@
 
 import { randomUUID } from "node:crypto";
 import { resolve } from "node:path";
-import { InvalidInputError } from "../errors.js";
+import { InvalidInputError, type StoreError } from "../errors.js";
 import { checkId, checkOperation } from "./check-operation.js";
 import { checkCapacity, Offload, offloadCapacityDefault, type OffloadPolicy, type OffloadStatistics } from "./offload.js";
 import type { AgentRow, OffloadOperation, OffloadResult, PurgeAgentResult, StoreOperation, StoreResult } from "./records.js";
 import type { ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, FiledDecision } from "./postgres/inbox.js";
 import type { SqliteConnection } from "./sqlite/driver.js";
+import { readStoreFileIdentity, storeFileChange, storeFileReplacedError } from "./sqlite/file-identity.js";
 import * as inbox from "./sqlite/inbox.js";
 import { takeOwnership, type StoreOwner, type StoreOwnership } from "./sqlite/ownership.js";
 import { checkStoreFile, openStoreConnection, type SynchronousMode } from "./sqlite/schema.js";
@@ -55,6 +60,11 @@ const offloadPolicies: ReadonlySet<string> = new Set(["adaptive", "worker", "inl
  * approval prompt without measurable cost; the timer is unref'd. */
 export const inboxPollMs = 75;
 
+/** How often the store's files are looked at while nothing commits (every
+ * commit looks too): two `stat` calls, so a removed store file refuses the
+ * next start even before it tries to write; the timer is unref'd. */
+export const fileCheckMs = 100;
+
 export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
   readonly synchronous: SynchronousMode;
   private readonly offload: Offload;
@@ -64,6 +74,7 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
    * was left by an owner that closed or died, and is claimed again. */
   private readonly ownerToken = `owner ${process.pid} ${randomUUID()}`;
   private inboxPoll: NodeJS.Timeout | undefined;
+  private readonly fileCheck: NodeJS.Timeout;
   private dataVersion = -1;
   private approvalFiled: ((agentId: string) => void) | undefined;
 
@@ -72,6 +83,8 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
     this.synchronous = synchronous;
     this.offload = offload;
     this.ownership = ownership;
+    this.fileCheck = setInterval(() => offload.verifyFiles(), fileCheckMs);
+    this.fileCheck.unref();
   }
 
   /** Opens the store at `path`, creating or migrating it when needed, and
@@ -91,12 +104,17 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
     try {
       const opened = openStoreConnection(absolutePath, { synchronous });
       connection = opened;
+      const identity = readStoreFileIdentity(absolutePath);
       const offload = await Offload.start({
         policy: options.offloadPolicy ?? "adaptive",
         capacity: options.offloadCapacity ?? offloadCapacityDefault,
         path: absolutePath,
         commitInline: (operations) => commitGroup(opened, operations),
-        startWorker: () => startStoreWorker({ path: absolutePath, synchronous }),
+        startWorker: () => startStoreWorker({ path: absolutePath, synchronous, identity }),
+        checkFiles: () => {
+          const change = storeFileChange(absolutePath, identity);
+          return change === undefined ? undefined : storeFileReplacedError(absolutePath, change);
+        },
       });
       return new SqliteStore(absolutePath, synchronous, opened, offload, ownership);
     } catch (error) {
@@ -124,6 +142,13 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
 
   get offloadStatistics(): OffloadStatistics {
     return this.offload.statistics;
+  }
+
+  /** Why every write is refused, once the store cannot write any more (its
+   * file removed or replaced, its worker lost for good); undefined while it
+   * works. */
+  get failure(): StoreError | undefined {
+    return this.offload.failure;
   }
 
   // -- writes (through the offload) --------------------------------------------
@@ -215,6 +240,7 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
    * A second call returns the same promise. */
   close(): Promise<void> {
     if (this.inboxPoll !== undefined) clearInterval(this.inboxPoll);
+    clearInterval(this.fileCheck);
     this.closing ??= this.offload.close().finally(() => {
       try {
         this.connection.close();

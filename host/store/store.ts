@@ -11,8 +11,10 @@
 // a compare-and-set lost (nothing written), `ApprovalMismatchError` when an
 // approval commit names another request or other arguments (nothing
 // written), `InvalidInputError` for a refused purge, `StoreError` when the database failed (then the operation
-// may or may not have committed).
+// may or may not have committed; `details.outcome: "unknown"` says it was
+// in flight when the SQLite store's worker died, docs/decisions/0021).
 
+import { StoreError } from "../errors.js";
 import type {
   AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, PurgeAgentResult, StoreOperation, StoreResult, StoredStep,
 } from "./records.js";
@@ -20,6 +22,11 @@ import type {
 export interface ExecutionStore {
   /** Where the store lives (a file path, a database URL), for messages. */
   readonly path: string;
+
+  /** Set once the store can no longer write at all (the SQLite store's
+   * file removed or replaced, its worker lost for good): every write is
+   * refused with it, and the environment refuses starts with it. */
+  readonly failure?: StoreError | undefined;
 
   /** Runs one store operation (SPEC §4.1) as one transaction. */
   run<O extends StoreOperation>(operation: O): Promise<StoreResult<O>>;
@@ -46,4 +53,12 @@ export interface ExecutionStore {
   /** Finishes every accepted write, then releases the store. Idempotent;
    * any call after it fails with `StoreError`. */
   close(): Promise<void>;
+}
+
+/** A write whose outcome is unknown: it was in flight when the store's
+ * worker died, so it committed whole or not at all, and only its durable
+ * row can tell. The runtime holds its execution for recovery rather than
+ * failing it (docs/decisions/0021). */
+export function isOutcomeUnknown(error: unknown): boolean {
+  return error instanceof StoreError && error.details?.["outcome"] === "unknown";
 }

@@ -11,11 +11,15 @@
 import type { MessagePort } from "node:worker_threads";
 import type { TransferredError } from "../error-transfer.js";
 import type { OffloadOperation } from "../records.js";
+import type { StoreFileIdentity } from "./file-identity.js";
 import type { SynchronousMode } from "./schema.js";
 
 export interface WorkerSettings {
   readonly path: string;
   readonly synchronous: SynchronousMode;
+  /** The store's files as the owner opened them: the worker opens only
+   * these, and checks them after every commit (`file-identity.ts`). */
+  readonly identity: StoreFileIdentity;
 }
 
 /** The worker's `workerData`: its settings and its end of the channel. */
@@ -34,9 +38,11 @@ export type WorkerRequest =
   | { readonly type: "close" };
 
 /** From the worker: its connection is open (or could not be), a group's
- * settlements in submission order, or its connection is closed. */
+ * settlements in submission order (with `filesChanged` when the store's
+ * files were found changed after the commit: then none of them counts),
+ * or its connection is closed. */
 export type WorkerReply =
   | { readonly type: "ready" }
   | { readonly type: "failed"; readonly error: TransferredError }
-  | { readonly type: "settled"; readonly group: number; readonly settlements: string }
+  | { readonly type: "settled"; readonly group: number; readonly settlements: string; readonly filesChanged?: TransferredError }
   | { readonly type: "closed" };

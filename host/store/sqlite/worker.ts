@@ -6,10 +6,15 @@
 // holds a transaction while the calling thread's connection writes.
 // It talks over the channel in its `workerData`, never over `parentPort`
 // (`worker-protocol.ts` says why).
+// It opens only the files the owner opened, and after every transaction
+// checks they are still the ones at the store's path (`file-identity.ts`,
+// docs/decisions/0021): once they are not, every answer carries the change
+// and the offload acknowledges nothing more.
 
 import { isMainThread, receiveMessageOnPort, workerData } from "node:worker_threads";
-import { transferError } from "../error-transfer.js";
+import { rebuildError, transferError, type TransferredError } from "../error-transfer.js";
 import type { SqliteConnection } from "./driver.js";
+import { storeFileChange, storeFileReplacedError } from "./file-identity.js";
 import { openStoreConnection } from "./schema.js";
 import { commitGroup, storeErrorOf } from "./transaction.js";
 import type { OffloadOperation } from "../records.js";
@@ -45,13 +50,25 @@ function serve(connection: SqliteConnection): void {
     }
     const settlements = commitGroup(connection, groups.flatMap((group) => JSON.parse(group.operations) as OffloadOperation[])).map((settlement): TransferredSettlement =>
       settlement.ok ? settlement : { ok: false, error: transferError(settlement.error) });
+    const filesChanged = changedFiles();
     let offset = 0;
     for (const group of groups) {
-      reply({ type: "settled", group: group.group, settlements: JSON.stringify(settlements.slice(offset, offset + group.count)) });
+      reply({ type: "settled", group: group.group, settlements: JSON.stringify(settlements.slice(offset, offset + group.count)), ...(filesChanged ? { filesChanged } : {}) });
       offset += group.count;
     }
     if (closeAfter) close(connection);
   });
+}
+
+/** The change of the store's files since the owner opened them, as an
+ * error record; once seen, every later answer carries it too. */
+let filesChangedSeen: TransferredError | undefined;
+
+function changedFiles(): TransferredError | undefined {
+  if (filesChangedSeen !== undefined) return filesChangedSeen;
+  const change = storeFileChange(settings.path, settings.identity);
+  if (change !== undefined) filesChangedSeen = transferError(storeFileReplacedError(settings.path, change));
+  return filesChangedSeen;
 }
 
 function close(connection: SqliteConnection): void {
@@ -61,6 +78,10 @@ function close(connection: SqliteConnection): void {
 }
 
 try {
+  // Never create or migrate a file in place of the one the owner opened (a
+  // replacement worker starts after the owner's open, maybe long after).
+  const change = changedFiles();
+  if (change !== undefined) throw rebuildError(change);
   const connection = openStoreConnection(settings.path, { synchronous: settings.synchronous });
   serve(connection);
   reply({ type: "ready" });

@@ -1,0 +1,149 @@
+// Faults of the SQLite store's surroundings, through the public API
+// (docs/decisions/0021): the store file removed while the environment runs
+// — nothing is reported completed once that could be lost, and starts are
+// refused with a STORE error naming the path — and the store's worker
+// thread killed with 100 runs in flight — every run settles, the
+// environment keeps working, `env.recover()` brings the interrupted
+// executions to their end, and nothing admitted is lost.
+
+import { rmSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { PhronomyError, tool, type Agent, type Environment } from "../../host/index.js";
+import type { SqliteStore } from "../../host/store/sqlite-store.js";
+import { agentRunModel, deferred, lookupTool, openEnvironment, scriptedModel, temporaryStorePath, turnOf } from "./helpers.js";
+
+const runsInFlight = 100;
+
+async function defineAgents(env: Environment, count: number, define: (id: string) => Agent): Promise<Agent[]> {
+  const agents = Array.from({ length: count }, (_, index) => define(`agent-${index}`));
+  await Promise.all(agents.map((agent) => agent.ready));
+  return agents;
+}
+
+/** Resolves once `count` calls of `mark` happened. */
+function countdown(count: number): { mark: () => void; reached: Promise<void> } {
+  const reached = deferred();
+  let left = count;
+  return { reached: reached.promise, mark: () => { if (--left === 0) reached.resolve(); } };
+}
+
+describe("the store file removed while the environment runs", () => {
+  it("the next run fails with STORE naming the path, and so do the 100 after it: none is reported completed", async () => {
+    const path = await temporaryStorePath();
+    const env = await openEnvironment({ store: path });
+    const agents = await defineAgents(env, runsInFlight, (id) => env.agent({ id, model: agentRunModel(), tools: { lookup: lookupTool() } }));
+    await expect(agents[0]!.start("Where is order 42?").result).resolves.toMatchObject({ outcome: "completed" });
+    rmSync(path);
+    const next = await agents[1]!.start("Where is order 42?").result.catch((error: unknown) => error);
+    expect(next).toMatchObject({ code: "STORE", details: { reason: "store_file_replaced" } });
+    expect((next as Error).message).toContain(`${path} was removed`);
+    const later = await Promise.allSettled(agents.map((agent) => agent.start("Where is order 42?").result));
+    for (const outcome of later) {
+      expect(outcome.status).toBe("rejected");
+      expect((outcome as PromiseRejectedResult).reason).toMatchObject({ code: "STORE", message: expect.stringContaining(path) });
+    }
+    await expect(env.recover()).rejects.toMatchObject({ code: "STORE" });
+    await env.close();
+  });
+
+  it("removed while 100 runs are in flight: every run settles with a typed error; none whose barrier came after the removal reports completed", async () => {
+    const path = await temporaryStorePath();
+    const env = await openEnvironment({ store: path });
+    const gate = deferred();
+    const waiting = countdown(runsInFlight);
+    const lookup = tool({ inputSchema: z.object({ orderId: z.string() }), execute: async () => { waiting.mark(); await gate.promise; return "shipped"; } });
+    const agents = await defineAgents(env, runsInFlight, (id) => env.agent({ id, model: agentRunModel(), tools: { lookup } }));
+    const runs = agents.map((agent) => agent.start("Where is order 42?"));
+    // Every run is admitted, durable up to its first tool batch, and in
+    // that tool: each has barriers (and its terminal) still to write.
+    await waiting.reached;
+    const executionIds = await Promise.all(runs.map((run) => run.executionId));
+    rmSync(path);
+    gate.resolve();
+    const outcomes = await Promise.allSettled(runs.map((run) => run.result));
+    for (const outcome of outcomes) {
+      expect(outcome.status).toBe("rejected");
+      expect((outcome as PromiseRejectedResult).reason).toBeInstanceOf(PhronomyError);
+    }
+    // The open connection still reads the removed file: nothing ended there either.
+    for (const executionId of executionIds) expect((await env.execution(executionId))?.status).toBe("active");
+    await expect(agents[0]!.start("again").result).rejects.toMatchObject({ code: "STORE", message: expect.stringContaining(path) });
+    await env.close();
+  });
+});
+
+/** The store's worker thread: a test hook, not public API. */
+function storeWorkerThread(env: Environment): { terminate(): Promise<number> } {
+  const offload = (env.store as SqliteStore as unknown as { offload: { workerThread?: { terminate(): Promise<number> }; statistics: { workerGroups: number } } }).offload;
+  if (offload.workerThread === undefined) throw new Error("the store has no worker thread");
+  return offload.workerThread;
+}
+
+function workerGroups(env: Environment): number {
+  return (env.store as SqliteStore).offloadStatistics.workerGroups;
+}
+
+/** Until the store sent a group to its worker after `groupsBefore`. */
+async function groupSent(env: Environment, groupsBefore: number): Promise<void> {
+  while (workerGroups(env) === groupsBefore) await new Promise((resolve) => setImmediate(resolve));
+}
+
+describe("the store worker killed with 100 runs in flight", () => {
+  // Where the kill lands: on the barriers that carry the first tool results
+  // (every run released from its tool at once), or on the terminal commits
+  // (every run released from its last model call at once).
+  for (const moment of ["barriers", "terminal commits"] as const) {
+    it(`(on ${moment}) every run settles, new starts complete, env.recover() ends the interrupted ones, nothing admitted is lost`, async () => {
+      const env = await openEnvironment({ offloadPolicy: "worker" });
+      const gate = deferred();
+      const waiting = countdown(runsInFlight);
+      const gated = moment === "barriers"
+        ? { model: agentRunModel(), tools: { lookup: tool({ inputSchema: z.object({ orderId: z.string() }), execute: async () => { waiting.mark(); await gate.promise; return "shipped"; } }) } }
+        : {
+          model: scriptedModel(async ({ messages }) => {
+            if (turnOf(messages) < 1) return { toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] };
+            waiting.mark();
+            await gate.promise;
+            return { text: "Order 42 has shipped." };
+          }),
+          tools: { lookup: lookupTool() },
+        };
+      const agents = await defineAgents(env, runsInFlight, (id) => env.agent({ id, ...gated }));
+      const runs = agents.map((agent) => agent.start("Where is order 42?"));
+      await waiting.reached;
+      const executionIds = await Promise.all(runs.map((run) => run.executionId));
+      const groupsBefore = workerGroups(env);
+      gate.resolve();
+      await groupSent(env, groupsBefore);
+      await storeWorkerThread(env).terminate();
+
+      const outcomes = await Promise.allSettled(runs.map((run) => run.result));
+      const interrupted = outcomes.flatMap((outcome, index) => outcome.status === "rejected" ? [{ index, error: outcome.reason as PhronomyError }] : []);
+      console.log(`store worker killed on ${moment}: ${interrupted.length} of ${runsInFlight} runs interrupted`);
+      // The kill hit operations in flight, and each run settled: completed,
+      // or held for recovery with a typed error saying why.
+      expect(interrupted.length).toBeGreaterThan(0);
+      for (const { error } of interrupted) {
+        expect(error).toBeInstanceOf(PhronomyError);
+        expect(error.code).toBe("EXECUTION_REHYDRATION_REQUIRED");
+      }
+      // The environment keeps working: a new worker took over.
+      expect((env.store as SqliteStore).offloadStatistics.workerRestarts).toBe(1);
+      const fresh = env.agent({ id: "fresh", model: agentRunModel(), tools: { lookup: lookupTool() } });
+      await expect(fresh.start("Where is order 42?").result).resolves.toMatchObject({ outcome: "completed" });
+
+      // env.recover() brings every interrupted execution to its end.
+      const report = await env.recover();
+      expect(report.filter((item) => item.status === "needs_attention")).toEqual([]);
+      for (const { index } of interrupted) {
+        await expect(env.wait(executionIds[index]!).result).resolves.toMatchObject({ outcome: "completed", output: "Order 42 has shipped." });
+      }
+      // Nothing admitted is lost: every execution is durable and completed,
+      // and every agent admits again.
+      for (const executionId of executionIds) expect(await env.execution(executionId)).toMatchObject({ status: "terminal", outcome: "completed" });
+      const again = await Promise.allSettled(agents.map((agent) => agent.start("And order 43?").result));
+      expect(again.filter((outcome) => outcome.status === "rejected").map((outcome) => (outcome as PromiseRejectedResult).reason)).toEqual([]);
+    });
+  }
+});
