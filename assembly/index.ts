@@ -22,10 +22,7 @@ import {
   applyCancelRequested, applyOperationSettled, applyProviderDispatchReady, applySessionEvent,
   applyToolDispatchReady,
 } from "./decisions/dispatch";
-import {
-  applyContinueRecovered, applyDischargeRecovery, applyInitialPreparationRecoveryReady, applyRecoverPreparation,
-  applyRecoveryInstall,
-} from "./decisions/recovery";
+import { applyContinueRecovered, applyDischargeRecovery, applyRecoveryInstall } from "./decisions/recovery";
 import { applyAttachWaiter, applySubmissionRefused } from "./decisions/requests";
 import { draining, nextOwnerToken, nextSession, resetShared } from "./decisions/shared";
 import { applyInitialPreparationReady, applyStart } from "./decisions/start";
@@ -49,7 +46,9 @@ export function init(agentsMax: u32, executionsMax: u32): i32 {
 }
 
 /** Applies one control message. Arguments a..g are the message's fields in
- * the order docs/core.md gives; unused ones are ignored. */
+ * the order docs/core.md gives; unused ones, and retired ones (a field of a
+ * message that lost its meaning keeps its position), are ignored. A retired
+ * message kind is unknown. */
 export function apply(kind: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, g: u32): i32 {
   if (!initialized) return ResultCode.MessageKindUnknown;
   clearEffects();
@@ -58,7 +57,7 @@ export function apply(kind: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32,
     case MessageKind.CloseAgent: return applyCloseAgent(a, b);
     case MessageKind.PurgeAgent: return applyPurgeAgent(a, b);
     case MessageKind.Start: return applyStart(a, b, c, d);
-    case MessageKind.InitialPreparationReady: return applyInitialPreparationReady(a, b, c, d, e, f, g);
+    case MessageKind.InitialPreparationReady: return applyInitialPreparationReady(a, b, c, d, e, g);
     case MessageKind.ProviderDispatchReady: return applyProviderDispatchReady(a, b, c, d, e, f);
     case MessageKind.ToolDispatchReady: return applyToolDispatchReady(a, b, c, d, e, f, g);
     case MessageKind.SessionEvent: return applySessionEvent(a, b, c, d);
@@ -69,9 +68,7 @@ export function apply(kind: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32,
     case MessageKind.Resume: return applyResume(a, b, c, d, e, f);
     case MessageKind.ResumeCommitReady: return applyResumeCommitReady(a, b, c, d, e, f, g);
     case MessageKind.RecoveryInstall: return applyRecoveryInstall(a, b, c, d, e, f, g);
-    case MessageKind.RecoverPreparation: return applyRecoverPreparation(a, b, c, d);
-    case MessageKind.InitialPreparationRecoveryReady: return applyInitialPreparationRecoveryReady(a, b, c, d, e, f, g);
-    case MessageKind.ContinueRecovered: return applyContinueRecovered(a, b, c, d, e, f);
+    case MessageKind.ContinueRecovered: return applyContinueRecovered(a, b, c, d, f);
     case MessageKind.CancelRequested: return applyCancelRequested(a, b);
     case MessageKind.AttachWaiter: return applyAttachWaiter(a, b, c);
     case MessageKind.SubmissionRefused: return applySubmissionRefused(a, b, c, d, e);

@@ -28,8 +28,7 @@ type Pending =
   | { type: "operation"; execution: number; generation: number }
   | { type: "deferred"; execution: number; generation: number; session: number }
   | { type: "terminal"; execution: number; generation: number; session: number; revision: number }
-  | { type: "approval"; execution: number; generation: number; revision: number; request: number }
-  | { type: "preparationRecovery"; execution: number; generation: number; session: number; revision: number; request: number };
+  | { type: "approval"; execution: number; generation: number; revision: number; request: number };
 
 interface LiveExecution {
   execution: number;
@@ -111,7 +110,7 @@ export class MessageStream {
       (i) => this.resume(i),
       (i) => this.recoveryInstall(i),
       (i) => this.continueRecovered(i),
-      (i) => this.recoverPreparation(i),
+      (i) => this.retiredKind(i),
       // Twice: a discharge needs a chain of steps (install, a refused
       // continuation, the discharge) that the short streams rarely finish.
       (i) => this.dischargeRecovery(i),
@@ -172,7 +171,7 @@ export class MessageStream {
       return message(MessageKind.SessionFinished, live.execution, live.generation, live.session, ending);
     }
     if (record && record.session === 0 && record.status !== ExecutionStatus.Suspended) {
-      return this.continuationFor(live, record.phase, record.flags);
+      return this.continuationFor(live, record.status, record.phase, record.flags);
     }
     if (record?.phase === Phase.Suspended && record.session === 0) {
       return message(MessageKind.Resume, live.execution, live.generation, live.agent, live.agentGeneration, this.request(), 1);
@@ -183,18 +182,15 @@ export class MessageStream {
     return message(MessageKind.SessionEvent, live.execution, live.generation, live.session, this.fittingEvent(live, intent));
   }
 
-  /** The recovery continuation a host would choose from the saved facts. */
-  private continuationFor(live: LiveExecution, phase: number, flags: number): Message {
-    if (phase === Phase.Preparing) return message(MessageKind.RecoverPreparation, live.execution, live.generation, live.revision, this.request());
-    const pending = (flags & ExecutionFlag.FrameworkCallsPending) !== 0;
-    const continuation =
-      phase === Phase.RecoveryProviderCompleted ? (pending ? Continuation.FrameworkCalls : Continuation.Output)
-        : phase === Phase.RecoveryToolsCompleted ? (pending ? Continuation.FrameworkCalls : Continuation.Followup)
-          : phase === Phase.RecoveryResolvedFailed ? Continuation.FailedTerminal
-            : phase === Phase.CallingLlm ? Continuation.RecallModel
-              : phase === Phase.Resuming && (flags & ExecutionFlag.ApprovalGranted) === 0 ? Continuation.ApprovalRejection
-                : Continuation.FrameworkTools;
-    return message(MessageKind.ContinueRecovered, live.execution, live.generation, live.revision, continuation, 1, this.request());
+  /** The recovery continuation a host would choose from the saved facts
+   * (host/runtime/recovery.ts): `None` for a state no store writes. */
+  private continuationFor(live: LiveExecution, status: number, phase: number, flags: number): Message {
+    const continuation = status !== ExecutionStatus.Active ? Continuation.None
+      : phase === Phase.CallingLlm ? Continuation.RecallModel
+        : phase === Phase.DispatchingTools ? Continuation.FrameworkTools
+          : phase === Phase.Resuming ? ((flags & ExecutionFlag.ApprovalGranted) === 0 ? Continuation.ApprovalRejection : Continuation.FrameworkTools)
+            : Continuation.None;
+    return message(MessageKind.ContinueRecovered, live.execution, live.generation, live.revision, continuation, 0, this.request());
   }
 
   private completion(item: Pending, intent: Intent): Message {
@@ -203,9 +199,10 @@ export class MessageStream {
       case "prepare": {
         const outcome = pickWeighted(intent.noise, [PreparationOutcome.Active, 6], [PreparationOutcome.Terminal, 1],
           [PreparationOutcome.NotEstablished, 1], [PreparationOutcome.OutcomeUnknown, 1], [PreparationOutcome.StoreFailed, 1], [9, 1]);
-        const flags = intent.variant % 10 === 3 ? ExecutionFlag.Reservation : intent.variant % 17 === 4 ? 1 : 0;
+        // The sixth argument is retired (was flags): sometimes noise, ignored.
+        const retired = intent.variant % 17 === 4 ? intent.noise : 0;
         return message(MessageKind.InitialPreparationReady, item.agent, item.generation, stale ? item.token + 1 : item.token,
-          outcome, this.revision(), flags, item.request);
+          outcome, this.revision(), retired, item.request);
       }
       case "provider":
       case "tool": {
@@ -231,12 +228,6 @@ export class MessageStream {
         const outcome = pickWeighted(intent.noise, [CommitOutcome.Committed, 6], [CommitOutcome.StoreFailed, 1], [CommitOutcome.RehydrationRequired, 1], [7, 1]);
         return message(MessageKind.ResumeCommitReady, item.execution, item.generation, stale ? item.revision + 1 : item.revision,
           outcome, this.revision(), intent.pick % 2, item.request);
-      }
-      case "preparationRecovery": {
-        const outcome = pickWeighted(intent.noise, [PreparationOutcome.Active, 4], [PreparationOutcome.Terminal, 2],
-          [PreparationOutcome.StoreFailed, 1], [PreparationOutcome.RecoveryRequired, 1], [0, 1]);
-        return message(MessageKind.InitialPreparationRecoveryReady, item.execution, item.generation, item.session,
-          stale ? item.revision + 1 : item.revision, outcome, this.revision(), item.request);
       }
     }
   }
@@ -285,23 +276,26 @@ export class MessageStream {
     const phase = status === ExecutionStatus.Suspended && intent.variant % 5 !== 0 ? Phase.Suspended
       : status === ExecutionStatus.Preparing && intent.variant % 5 !== 0 ? Phase.Preparing
         : 1 + (intent.pick % 12);
-    const flags = (intent.variant % 4 === 1 ? ExecutionFlag.FrameworkCallsPending : 0) |
-      (intent.variant % 5 === 2 ? ExecutionFlag.ApprovalGranted : 0) | (intent.variant % 31 === 3 ? 1 : 0);
+    const flags = (intent.variant % 5 === 2 ? ExecutionFlag.ApprovalGranted : 0) | (intent.variant % 31 === 3 ? 1 : 0) |
+      (intent.variant % 37 === 4 ? 8 : 0);
     return message(MessageKind.RecoveryInstall, agent.slot, agent.generation, this.revision(), status, phase, flags, this.request());
   }
 
   private continueRecovered(intent: Intent): Message {
     const live = this.pickExecution(intent);
     if (!live) return this.recoveryInstall(intent);
-    const continuation = intent.variant % 17 === 0 ? 9 : 1 + (intent.noise % Continuation.RecallModel);
-    const hasFailure = intent.pick % 3 === 0 ? 0 : 1;
-    return message(MessageKind.ContinueRecovered, live.execution, live.generation, live.revision, continuation, hasFailure, this.request());
+    // Every number up to one past the enum, retired ones and None included.
+    const continuation = intent.variant % 17 === 0 ? 9 : intent.noise % (Continuation.RecallModel + 1);
+    const retired = intent.pick % 3 === 0 ? intent.noise : 0;
+    return message(MessageKind.ContinueRecovered, live.execution, live.generation, live.revision, continuation, retired, this.request());
   }
 
-  private recoverPreparation(intent: Intent): Message {
+  /** A retired message kind (16, 17: preparation recovery; decision 0022)
+   * with the arguments it once took: unknown to both machines. */
+  private retiredKind(intent: Intent): Message {
     const live = this.pickExecution(intent);
     if (!live) return this.recoveryInstall(intent);
-    return message(MessageKind.RecoverPreparation, live.execution, live.generation, live.revision, this.request());
+    return message(16 + (intent.variant % 2), live.execution, live.generation, live.session, live.revision, 1, live.revision + 1, this.request());
   }
 
   /** Mostly aimed at an execution waiting for recovery (the host's use),
@@ -331,9 +325,10 @@ export class MessageStream {
     return message(MessageKind.DischargeRecovery, live.execution, live.generation);
   }
 
-  /** A continuation no durable phase accepts (`FailedTerminal` without a
-   * failure) for an execution without a session: the core requires its
-   * recovery. Without such an execution, a recovery installs one. */
+  /** A continuation no durable phase accepts (`None`, as the host names a
+   * state no store writes) for an execution without a session: the core
+   * requires its recovery. Without such an execution, a recovery installs
+   * one. */
   private refuseContinuation(intent: Intent): Message {
     const tables = this.tables;
     const idle = [...this.executions.values()].filter((live) => {
@@ -343,7 +338,7 @@ export class MessageStream {
     if (idle.length === 0) return this.recoveryInstall(intent);
     const live = idle[intent.pick % idle.length]!;
     const revision = tables?.executions[live.execution]?.revision ?? live.revision;
-    return message(MessageKind.ContinueRecovered, live.execution, live.generation, revision, Continuation.FailedTerminal, 0, this.request());
+    return message(MessageKind.ContinueRecovered, live.execution, live.generation, revision, Continuation.None, 0, this.request());
   }
 
   /** `RecoveryInstall` of the oldest discharged execution's durable row. */
@@ -382,13 +377,16 @@ export class MessageStream {
     const item = this.pending[index]!;
     const submission = submissionOf(item);
     if (submission === Submission.None) return this.completion(item, intent);
-    this.pending.splice(index, 1);
+    // Now and then the retired number 5 (preparation recovery): refused, and
+    // the submission stays pending.
+    const retired = intent.variant % 19 === 7;
+    if (!retired) this.pending.splice(index, 1);
     if (item.type === "prepare") {
-      return message(MessageKind.SubmissionRefused, submission, item.agent, item.generation, item.token, item.request);
+      return message(MessageKind.SubmissionRefused, retired ? 5 : submission, item.agent, item.generation, item.token, item.request);
     }
     const session = "session" in item ? item.session : 0;
     const request = "request" in item ? item.request : 0;
-    return message(MessageKind.SubmissionRefused, submission, item.execution, item.generation, session, request);
+    return message(MessageKind.SubmissionRefused, retired ? 5 : submission, item.execution, item.generation, session, request);
   }
 
   private setDraining(intent: Intent): Message {
@@ -492,13 +490,6 @@ export class MessageStream {
           this.pending.push({ type: "approval", execution: live.execution, generation: live.generation, revision: effect.expectedRevision, request: effect.request });
         });
         break;
-      case EffectKind.SubmitPreparationRecovery:
-        this.withExecution(effect.execution, (live) => {
-          live.session = effect.session;
-          this.pending.push({ type: "preparationRecovery", execution: live.execution, generation: live.generation,
-            session: effect.session, revision: effect.expectedRevision, request: effect.request });
-        });
-        break;
       case EffectKind.DeliverOutcome:
         if (effect.outcome === OutcomeType.Suspended) {
           this.withExecution(effect.execution, (live) => {
@@ -559,7 +550,6 @@ function submissionOf(item: Pending): number {
     case "provider": return Submission.ProviderBarrier;
     case "tool": return Submission.ToolBarrier;
     case "approval": return Submission.ApprovalCommit;
-    case "preparationRecovery": return Submission.PreparationRecovery;
     case "terminal": return Submission.TerminalCommit;
     default: return Submission.None;
   }
