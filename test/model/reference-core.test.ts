@@ -744,7 +744,7 @@ describe("ReferenceCore", () => {
     // walks rarely reach; the differential fuzzing (test/fuzz), whose
     // streams follow the happy path, checks every kind is reached there.
     // Kinds 16 and 17 are retired (decision 0022): never accepted.
-    for (let kind = M.RegisterAgent; kind < MessageKindLimit.End; kind++) {
+    for (let kind: number = M.RegisterAgent; kind < MessageKindLimit.End; kind++) {
       if (kind === M.DeferredTerminal || kind === M.ResumeCommitReady) continue;
       if (kind === 16 || kind === 17) expect(accepted.get(kind) ?? 0, `retired kind ${kind}`).toBe(0);
       else expect(accepted.get(kind) ?? 0, `kind ${kind}`).toBeGreaterThan(0);
