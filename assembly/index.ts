@@ -9,7 +9,7 @@
 // input: every slot, generation and enum is checked and refused with a code.
 
 import { Limit, MessageKind, ResultCode } from "./abi";
-import { resetAgentTable, agentSlotsUsed, admittingAgents } from "./agent-table";
+import { resetAgentTable, agentSlotsUsed, admittingAgents, seedFirstGeneration } from "./agent-table";
 import { clearEffects } from "./effects";
 import { executionSlotsUsed, liveExecutions, resetExecutionTable } from "./execution-table";
 import {
@@ -24,7 +24,7 @@ import {
 } from "./decisions/dispatch";
 import { applyContinueRecovered, applyDischargeRecovery, applyRecoveryInstall } from "./decisions/recovery";
 import { applyAttachWaiter, applySubmissionRefused } from "./decisions/requests";
-import { draining, nextOwnerToken, nextSession, resetShared } from "./decisions/shared";
+import { draining, nextOwnerToken, nextSession, resetShared, seedCounters } from "./decisions/shared";
 import { applyInitialPreparationReady, applyStart } from "./decisions/start";
 import { applyDeferredTerminal, applySessionFinished, applyTerminalCommitReady } from "./decisions/terminal";
 
@@ -91,6 +91,24 @@ export function admittingAgentCount(): u32 { return admittingAgents; }
 export function isDraining(): u32 { return draining; }
 export function nextOwnerTokenValue(): u32 { return nextOwnerToken; }
 export function nextSessionValue(): u32 { return nextSession; }
+
+// -- testing only ---------------------------------------------------------------
+
+/** TESTING ONLY — the host never calls it, and no message can do what it
+ * does. Starts the owner-token and session counters, and the generation a
+ * never-used slot starts at, at the given values, so the differential fuzz
+ * (test/fuzz) can run the core next to the u32 wrap, which real use takes
+ * years to reach. Refused (`ArgumentOutOfRange`) for 0, which no counter
+ * ever holds, and once an agent was registered: only a fresh core, whose
+ * counters nothing has used yet, is seeded. */
+export function testingSeedCounters(ownerToken: u32, session: u32, generation: u32): i32 {
+  if (!initialized) return ResultCode.MessageKindUnknown;
+  if (ownerToken == 0 || session == 0 || generation == 0) return ResultCode.ArgumentOutOfRange;
+  if (agentSlotsUsed() != 0) return ResultCode.ArgumentOutOfRange;
+  seedCounters(ownerToken, session);
+  seedFirstGeneration(generation);
+  return ResultCode.Ok;
+}
 
 /** The FSM table, for docs/fsm.md and the exhaustive table test. */
 export function fsmTransition(phase: u32, event: u32): u32 { return fsmNext(phase, event); }

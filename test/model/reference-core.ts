@@ -227,6 +227,8 @@ export class ReferenceCore implements ControlMachine {
   private readonly freeExecutions: number[] = [];
 
   private effects: number[] = [];
+  /** The generation a never-used slot starts at (1 unless seeded). */
+  private firstGeneration = 1;
 
   constructor(limits: CoreLimits) {
     this.agentsMax = u32(limits.agentsMax);
@@ -266,6 +268,17 @@ export class ReferenceCore implements ControlMachine {
       // Retired kinds (16, 17) and unknown ones.
       default: return ResultCode.MessageKindUnknown;
     }
+  }
+
+  /** TESTING ONLY, as the core's `testingSeedCounters`: a fresh model
+   * (no agent registered yet) starts its counters at the given values. */
+  seedCountersForTesting(ownerToken: number, session: number, generation: number): number {
+    const [token, next, first] = [u32(ownerToken), u32(session), u32(generation)];
+    if (token === 0 || next === 0 || first === 0 || this.agents.length > 0) return ResultCode.ArgumentOutOfRange;
+    this.nextOwnerToken = token;
+    this.nextSession = next;
+    this.firstGeneration = first;
+    return ResultCode.Ok;
   }
 
   effectWords(): number[] {
@@ -320,7 +333,7 @@ export class ReferenceCore implements ControlMachine {
     const reused = this.freeAgents.pop();
     if (reused !== undefined) return reused;
     if (this.agents.length >= this.agentsMax) return -1;
-    this.agents.push(freshAgent(1));
+    this.agents.push(freshAgent(this.firstGeneration));
     return this.agents.length - 1;
   }
 
@@ -338,7 +351,7 @@ export class ReferenceCore implements ControlMachine {
       if (this.executions.length >= this.executionsMax) {
         throw new Error("reference model invariant broken: no execution slot for an admitted execution");
       }
-      this.executions.push(freshExecution(1));
+      this.executions.push(freshExecution(this.firstGeneration));
       slot = this.executions.length - 1;
     }
     this.liveExecutions += 1;
