@@ -27,8 +27,9 @@ export const enum MessageKind {
   Resume = 13,
   ResumeCommitReady = 14,
   RecoveryInstall = 15,
-  RecoverPreparation = 16,
-  InitialPreparationRecoveryReady = 17,
+  // 16 retired (was RecoverPreparation) and 17 retired (was
+  // InitialPreparationRecoveryReady): preparation is one transaction, so no
+  // `preparing` row is ever durable (docs/decisions/0022).
   ContinueRecovered = 18,
   CancelRequested = 19,
   AttachWaiter = 20,
@@ -75,7 +76,8 @@ export const enum ResultCode {
   ApprovalMustMatch = 26,
   ResumeInProgress = 27,
   ContinuationInvalid = 28,
-  FailureRequired = 29,
+  // 29 retired (was FailureRequired, of the failed_terminal continuation;
+  // docs/decisions/0022).
   OutcomeUnknown = 30,
   StoreFailed = 31,
   RehydrationRequired = 32,
@@ -137,9 +139,7 @@ export const enum EffectKind {
   SubmitApprovalCommit = 20,
   /** (exec, session, approved 1/0): resume the session after approval. */
   ResumeSession = 21,
-  /** (exec, session, expectedRevision, request): offload preparation
-   * recovery. */
-  SubmitPreparationRecovery = 22,
+  // 22 retired (was SubmitPreparationRecovery; docs/decisions/0022).
   /** (exec, session, Continuation): rebuild the session at the point the
    * continuation names. */
   ContinueSession = 23,
@@ -181,7 +181,12 @@ export const enum ExecutionStatusLimit {
   End = 5,
 }
 
-/** Execution phases (SPEC §1); rows of the FSM table. */
+/** Execution phases (SPEC §1); rows of the FSM table. The stores write
+ * only `calling_llm`, `dispatching_tools`, `suspended`, `resuming` and
+ * `terminal`; the others name live positions (`recording_tool_results`) or
+ * durable states this design never writes (`preparing` and the recovery
+ * phases): a row read in one is installed only to be held for inspection
+ * (docs/decisions/0022). */
 export const enum Phase {
   None = 0,
   Preparing = 1,
@@ -241,7 +246,7 @@ export const enum SessionEndingLimit {
   End = 8,
 }
 
-/** Outcome of the offloaded *prepare* (and *preparation recovery*). */
+/** Outcome of the offloaded *prepare*. */
 export const enum PreparationOutcome {
   None = 0,
   Active = 1,
@@ -271,14 +276,15 @@ export const enum OutcomeType {
   StoreFailed = 6,
 }
 
-/** Recovery continuations (SPEC §6.2) that `ContinueRecovered` carries. */
+/** Recovery continuations (SPEC §6.2) that `ContinueRecovered` carries.
+ * `None` says the saved facts name no continuation: the core refuses it
+ * like any continuation its table does not list for the durable phase. */
 export const enum Continuation {
   None = 0,
   FrameworkTools = 1,
-  FrameworkCalls = 2,
-  Output = 3,
-  Followup = 4,
-  FailedTerminal = 5,
+  // 2 retired (was FrameworkCalls), 3 retired (was Output), 4 retired (was
+  // Followup), 5 retired (was FailedTerminal): each continued from a
+  // recovery phase no store writes (docs/decisions/0022).
   ApprovalRejection = 6,
   RecallModel = 7,
 }
@@ -294,7 +300,7 @@ export const enum Submission {
   ProviderBarrier = 2,
   ToolBarrier = 3,
   ApprovalCommit = 4,
-  PreparationRecovery = 5,
+  // 5 retired (was PreparationRecovery; docs/decisions/0022).
   TerminalCommit = 6,
 }
 
@@ -320,18 +326,17 @@ export const enum RecoveryScope {
 export const enum ExecutionFlag {
   CancelRequested = 1,
   TerminalDeferred = 2,
-  /** A reservation or extension execution: a failed terminal commit
-   * releases it and fails its waiters instead of asking for recovery. */
-  Reservation = 4,
-  /** Durable metadata `framework_calls_pending`. */
-  FrameworkCallsPending = 8,
+  // 4 retired (was Reservation: the seeds' reservation / execution
+  // extension, which this host never creates) and 8 retired (was
+  // FrameworkCallsPending, read only by the retired continuations);
+  // docs/decisions/0022.
   /** The durable approval request was granted. */
   ApprovalGranted = 16,
 }
 
 /** Flags the host may set at installation; the others are the core's. */
 export const enum ExecutionFlagMask {
-  HostSettable = 28,
+  HostSettable = 16,
 }
 
 /** Agent record layout: 16 bytes per agent slot.
@@ -387,13 +392,16 @@ export const enum ExecutionRecord {
 }
 
 /** The effect buffer: a count word, then `EffectsMax` effects of `Words`
- * u32 words each. The longest decision (a recovery continuation) writes
- * five effects; sixteen leaves room without making the buffer a cost. */
+ * u32 words each. The longest decision (`InitialPreparationReady`
+ * installing an execution) writes `EffectsLongestDecision`; sixteen leaves
+ * room without making the buffer a cost. The differential fuzz checks that
+ * its streams reach the longest decision. */
 export const enum EffectLayout {
   CountOffset = 0,
   FirstEffectOffset = 4,
   Words = 5,
   EffectsMax = 16,
+  EffectsLongestDecision = 4,
 }
 
 /** Named limits, with why each has its value. */

@@ -16,11 +16,22 @@ let agentFreeHeadPlusOne: u32 = 0;
 /** Admissions in state `Admitting`: each one reserves an execution slot. */
 export let admittingAgents: u32 = 0;
 
+/** The generation a never-used agent or execution slot starts at: 1,
+ * except in a core the differential fuzz seeded near the u32 wrap
+ * (`testingSeedCounters` in index.ts). */
+export let firstGeneration: u32 = 1;
+
 export function resetAgentTable(limit: u32): void {
   agentsMax = limit;
   agentHighWater = 0;
   agentFreeHeadPlusOne = 0;
   admittingAgents = 0;
+  firstGeneration = 1;
+}
+
+/** TESTING ONLY: see `testingSeedCounters` in index.ts. */
+export function seedFirstGeneration(value: u32): void {
+  firstGeneration = value;
 }
 
 export function agentSlotsUsed(): u32 {
@@ -79,7 +90,7 @@ export function allocateAgent(lifecycle: u32): i64 {
     agentFreeHeadPlusOne = agentExecutionPlusOne(slot);
   } else if (agentHighWater < agentsMax) {
     slot = agentHighWater++;
-    store<u32>(agentPointer(slot), 1, AgentRecord.Generation);
+    store<u32>(agentPointer(slot), firstGeneration, AgentRecord.Generation);
   } else {
     return -1;
   }

@@ -8,7 +8,7 @@
 // installing an admitted execution never fails.
 
 import { ExecutionRecord, ResultCode } from "./abi";
-import { admittingAgents, nextGeneration } from "./agent-table";
+import { admittingAgents, firstGeneration, nextGeneration } from "./agent-table";
 import { executionTable, reserveExecutionCapacity } from "./memory-layout";
 
 let executionsMax: u32 = 0;
@@ -121,7 +121,7 @@ export function allocateExecution(
     executionFreeHeadPlusOne = executionRevision(slot);
   } else {
     slot = executionHighWater++;
-    store<u32>(executionPointer(slot), 1, ExecutionRecord.Generation);
+    store<u32>(executionPointer(slot), firstGeneration, ExecutionRecord.Generation);
   }
   const pointer = executionPointer(slot);
   store<u32>(pointer, agent + 1, ExecutionRecord.AgentSlotPlusOne);

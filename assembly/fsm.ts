@@ -37,15 +37,17 @@ const TRANSITIONS: usize = memory.data<u8>([
 // calling_llm, dispatching_tools, recording_tool_results, suspended,
 // resuming, terminal, recovery_provider_completed, recovery_tools,
 // recovery_tools_completed, recovery_resolved_failed). The entry is the
-// phase the execution resumes in (SPEC §6.2); flag conditions are checked in
-// `decisions/recovery.ts`.
+// phase the execution resumes in (SPEC §6.2); the approval condition is
+// checked in `decisions/recovery.ts`. Only phases the stores write have an
+// entry; the rows of the retired continuations (2–5) stay empty
+// (docs/decisions/0022).
 const CONTINUATIONS: usize = memory.data<u8>([
   /* none               */ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-  /* framework_tools    */ 0, 0, 0, D, 0, 0, D, 0, 0, D, 0, 0,
-  /* framework_calls    */ 0, 0, 0, 0, 0, 0, 0, 0, C, 0, C, 0,
-  /* output             */ 0, 0, 0, 0, 0, 0, 0, 0, C, 0, 0, 0,
-  /* followup           */ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, R, 0,
-  /* failed_terminal    */ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, T,
+  /* framework_tools    */ 0, 0, 0, D, 0, 0, D, 0, 0, 0, 0, 0,
+  /* 2 retired          */ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  /* 3 retired          */ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  /* 4 retired          */ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  /* 5 retired          */ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
   /* approval_rejection */ 0, 0, 0, 0, 0, 0, U, 0, 0, 0, 0, 0,
   /* recall_model       */ 0, 0, C, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 ]);

@@ -9,7 +9,7 @@
 // input: every slot, generation and enum is checked and refused with a code.
 
 import { Limit, MessageKind, ResultCode } from "./abi";
-import { resetAgentTable, agentSlotsUsed, admittingAgents } from "./agent-table";
+import { resetAgentTable, agentSlotsUsed, admittingAgents, seedFirstGeneration } from "./agent-table";
 import { clearEffects } from "./effects";
 import { executionSlotsUsed, liveExecutions, resetExecutionTable } from "./execution-table";
 import {
@@ -22,12 +22,9 @@ import {
   applyCancelRequested, applyOperationSettled, applyProviderDispatchReady, applySessionEvent,
   applyToolDispatchReady,
 } from "./decisions/dispatch";
-import {
-  applyContinueRecovered, applyDischargeAgentRecovery, applyDischargeRecovery, applyInitialPreparationRecoveryReady, applyRecoverPreparation,
-  applyRecoveryInstall,
-} from "./decisions/recovery";
+import { applyContinueRecovered, applyDischargeAgentRecovery, applyDischargeRecovery, applyRecoveryInstall } from "./decisions/recovery";
 import { applyAttachWaiter, applySubmissionRefused } from "./decisions/requests";
-import { draining, nextOwnerToken, nextSession, resetShared } from "./decisions/shared";
+import { draining, nextOwnerToken, nextSession, resetShared, seedCounters } from "./decisions/shared";
 import { applyInitialPreparationReady, applyStart } from "./decisions/start";
 import { applyDeferredTerminal, applySessionFinished, applyTerminalCommitReady } from "./decisions/terminal";
 
@@ -49,7 +46,9 @@ export function init(agentsMax: u32, executionsMax: u32): i32 {
 }
 
 /** Applies one control message. Arguments a..g are the message's fields in
- * the order docs/core.md gives; unused ones are ignored. */
+ * the order docs/core.md gives; unused ones, and retired ones (a field of a
+ * message that lost its meaning keeps its position), are ignored. A retired
+ * message kind is unknown. */
 export function apply(kind: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, g: u32): i32 {
   if (!initialized) return ResultCode.MessageKindUnknown;
   clearEffects();
@@ -58,7 +57,7 @@ export function apply(kind: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32,
     case MessageKind.CloseAgent: return applyCloseAgent(a, b);
     case MessageKind.PurgeAgent: return applyPurgeAgent(a, b);
     case MessageKind.Start: return applyStart(a, b, c, d);
-    case MessageKind.InitialPreparationReady: return applyInitialPreparationReady(a, b, c, d, e, f, g);
+    case MessageKind.InitialPreparationReady: return applyInitialPreparationReady(a, b, c, d, e, g);
     case MessageKind.ProviderDispatchReady: return applyProviderDispatchReady(a, b, c, d, e, f);
     case MessageKind.ToolDispatchReady: return applyToolDispatchReady(a, b, c, d, e, f, g);
     case MessageKind.SessionEvent: return applySessionEvent(a, b, c, d);
@@ -69,9 +68,7 @@ export function apply(kind: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32,
     case MessageKind.Resume: return applyResume(a, b, c, d, e, f);
     case MessageKind.ResumeCommitReady: return applyResumeCommitReady(a, b, c, d, e, f, g);
     case MessageKind.RecoveryInstall: return applyRecoveryInstall(a, b, c, d, e, f, g);
-    case MessageKind.RecoverPreparation: return applyRecoverPreparation(a, b, c, d);
-    case MessageKind.InitialPreparationRecoveryReady: return applyInitialPreparationRecoveryReady(a, b, c, d, e, f, g);
-    case MessageKind.ContinueRecovered: return applyContinueRecovered(a, b, c, d, e, f);
+    case MessageKind.ContinueRecovered: return applyContinueRecovered(a, b, c, d, f);
     case MessageKind.CancelRequested: return applyCancelRequested(a, b);
     case MessageKind.AttachWaiter: return applyAttachWaiter(a, b, c);
     case MessageKind.SubmissionRefused: return applySubmissionRefused(a, b, c, d, e);
@@ -95,6 +92,24 @@ export function admittingAgentCount(): u32 { return admittingAgents; }
 export function isDraining(): u32 { return draining; }
 export function nextOwnerTokenValue(): u32 { return nextOwnerToken; }
 export function nextSessionValue(): u32 { return nextSession; }
+
+// -- testing only ---------------------------------------------------------------
+
+/** TESTING ONLY — the host never calls it, and no message can do what it
+ * does. Starts the owner-token and session counters, and the generation a
+ * never-used slot starts at, at the given values, so the differential fuzz
+ * (test/fuzz) can run the core next to the u32 wrap, which real use takes
+ * years to reach. Refused (`ArgumentOutOfRange`) for 0, which no counter
+ * ever holds, and once an agent was registered: only a fresh core, whose
+ * counters nothing has used yet, is seeded. */
+export function testingSeedCounters(ownerToken: u32, session: u32, generation: u32): i32 {
+  if (!initialized) return ResultCode.MessageKindUnknown;
+  if (ownerToken == 0 || session == 0 || generation == 0) return ResultCode.ArgumentOutOfRange;
+  if (agentSlotsUsed() != 0) return ResultCode.ArgumentOutOfRange;
+  seedCounters(ownerToken, session);
+  seedFirstGeneration(generation);
+  return ResultCode.Ok;
+}
 
 /** The FSM table, for docs/fsm.md and the exhaustive table test. */
 export function fsmTransition(phase: u32, event: u32): u32 { return fsmNext(phase, event); }

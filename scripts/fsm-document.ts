@@ -15,6 +15,8 @@ export const EVENT_NAMES = [
   "approval_granted", "approval_rejected", "finish",
 ] as const;
 
+/** Continuations by number; 2–5 are retired (decision 0022): named only
+ * so the numbers line up, their table rows are empty and not rendered. */
 export const CONTINUATION_NAMES = [
   "none", "framework_tools", "framework_calls", "output", "followup", "failed_terminal",
   "approval_rejection", "recall_model",
@@ -45,7 +47,7 @@ export function renderFsmDocument(core: ControlCore): string {
       const resume = core.continuationPhase(continuation, phase);
       if (resume !== 0) valid.push(`${PHASE_NAMES[phase]} → ${PHASE_NAMES[resume]}`);
     }
-    continuations.push(`| ${CONTINUATION_NAMES[continuation]} | ${valid.join("; ")} |`);
+    if (valid.length > 0) continuations.push(`| ${CONTINUATION_NAMES[continuation]} | ${valid.join("; ")} |`);
   }
   return [
     "# The execution FSM",
@@ -68,8 +70,12 @@ export function renderFsmDocument(core: ControlCore): string {
     "",
     "## Recovery continuations (`continuation × durable phase → resume phase`)",
     "",
-    "Flag conditions (framework calls pending, approval granted, a recorded",
-    "failure) are checked beside the table; see docs/core.md.",
+    "Only phases the stores write have an entry; the approval condition",
+    "(approval_rejection needs the approval declined) is checked beside the",
+    "table, see docs/core.md. A row in any other state (`preparing`, a",
+    "recovery phase) names no continuation and is refused for inspection;",
+    "framework_calls, output, followup and failed_terminal are retired",
+    "(docs/decisions/0022-latent-continuations-retired.md).",
     "",
     "| continuation | valid durable phase → resume phase |",
     "| --- | --- |",

@@ -1,29 +1,30 @@
-// Recovery: installing a durable, unfinished execution found by the host,
-// re-running a replay-safe preparation, and resuming an execution at the
-// continuation its saved facts name — validated here against the durable
-// phase (SPEC §6.2; seeds: recover_preparation_on_event_loop,
-// apply_initial_preparation_recovery_on_event_loop,
+// Recovery: installing a durable, unfinished execution found by the host
+// and resuming it at the continuation its saved facts name — validated here
+// against the durable phase (SPEC §6.2; seeds:
 // continue_recovered_on_event_loop, validate_recovered_continuation!).
 // Also discharging an execution that waits for recovery, so the host can
 // install it again from its durable row.
+//
+// Only continuations from states the stores write are here: preparation
+// recovery and the continuations from the recovery phases (framework_calls,
+// output, followup, failed_terminal) are retired (docs/decisions/0022). A
+// row in any other state is installed, so its agent is held, and refused
+// by `ContinueRecovered` for inspection.
 
 import {
   AdmissionState, Continuation, ContinuationLimit, EffectKind, ExecutionFlag, ExecutionFlagMask,
-  ExecutionStatus, OutcomeType, Phase, PhaseLimit, PreparationOutcome, ResultCode,
+  ExecutionStatus, Phase, PhaseLimit, ResultCode,
 } from "../abi";
 import { agentAdmission, agentExecutionPlusOne, bindAdmission, checkAgent, releaseAdmission, setAgentAdmission } from "../agent-table";
 import { emit } from "../effects";
 import {
   allocateExecution, checkExecution, executionAgent, executionGeneration, executionInFlight, executionPhase,
   executionRevision, executionSession, executionStatus, hasExecutionFlag, reserveForAdmission,
-  setExecutionPhase, setExecutionRevision, setExecutionSession, setExecutionStatus,
+  setExecutionPhase, setExecutionSession,
 } from "../execution-table";
 import { continuationResumePhase } from "../fsm";
 import { enterPhase } from "./dispatch";
-import {
-  beginTerminalCommit, draining, failAttachedWaiters, failRequest, finishExecution, isFlag, isLiveSession, mintSession,
-  registerWaiter, releaseExecution, requireRecovery,
-} from "./shared";
+import { draining, failAttachedWaiters, failRequest, mintSession, registerWaiter, releaseExecution, requireRecovery } from "./shared";
 
 export function applyRecoveryInstall(
   agent: u32, agentGeneration: u32, revision: u32, status: u32, phase: u32, flags: u32, request: u32,
@@ -67,102 +68,39 @@ function rejectContinuation(exec: u32, code: i32, request: u32): i32 {
   return failRequest(request, code);
 }
 
-export function applyRecoverPreparation(exec: u32, generation: u32, expectedRevision: u32, request: u32): i32 {
-  const stale = checkRecovered(exec, generation, expectedRevision);
-  if (stale != ResultCode.Ok) return failRequest(request, stale);
-  if (executionStatus(exec) != ExecutionStatus.Preparing || executionPhase(exec) != Phase.Preparing) {
-    return rejectContinuation(exec, ResultCode.ContinuationInvalid, request);
-  }
-  const session = mintSession();
-  setExecutionSession(exec, session);
-  setAgentAdmission(executionAgent(exec), AdmissionState.Executing);
-  emit(EffectKind.SubmitPreparationRecovery, exec, session, expectedRevision, request);
-  return ResultCode.Ok;
-}
-
-export function applyInitialPreparationRecoveryReady(
-  exec: u32, generation: u32, session: u32, expectedRevision: u32, outcome: u32, newRevision: u32, request: u32,
-): i32 {
-  const check = checkExecution(exec, generation);
-  if (check != ResultCode.Ok) return failRequest(request, check);
-  if (!isLiveSession(exec, session)) return failRequest(request, ResultCode.SessionMustMatch);
-  if (executionRevision(exec) != expectedRevision) return failRequest(request, ResultCode.RevisionMustMatch);
-  if (executionStatus(exec) != ExecutionStatus.Preparing || executionPhase(exec) != Phase.Preparing) {
-    return failRequest(request, ResultCode.StatusMustMatch);
-  }
-  if (outcome != PreparationOutcome.Active && outcome != PreparationOutcome.Terminal) {
-    return abandonPreparationRecovery(exec, outcome, request);
-  }
-  if (newRevision <= executionRevision(exec)) return rejectContinuation(exec, ResultCode.RevisionMustIncrease, request);
-  setExecutionRevision(exec, newRevision);
-  registerWaiter(exec, request);
-  if (outcome == PreparationOutcome.Terminal) {
-    finishExecution(exec, OutcomeType.Failed);
-    return ResultCode.Ok;
-  }
-  const restarted = mintSession();
-  setExecutionStatus(exec, ExecutionStatus.Active);
-  setExecutionPhase(exec, Phase.CallingLlm);
-  setExecutionSession(exec, restarted);
-  emit(EffectKind.StartSession, exec, restarted);
-  enterPhase(exec, Phase.CallingLlm);
-  return ResultCode.Ok;
-}
-
-/** Preparation recovery did not establish the execution: release the live
- * state; the durable row is what recovery reads next time. Observers
- * attached while it was in flight fail with the request's code. */
-function abandonPreparationRecovery(exec: u32, outcome: u32, request: u32): i32 {
-  const invalid = outcome == PreparationOutcome.None || outcome > <u32>PreparationOutcome.StoreFailed;
-  const code = invalid ? ResultCode.OutcomeUnknown
-    : outcome == PreparationOutcome.StoreFailed ? ResultCode.StoreFailed : ResultCode.RehydrationRequired;
-  failRequest(request, code);
-  failAttachedWaiters(exec, code);
-  releaseExecution(exec);
-  return invalid ? code : ResultCode.Ok;
-}
-
+/** Argument `e` (was `hasFailure`, of the retired failed_terminal
+ * continuation) is retired. Every continuation left resumes a live session
+ * that moves at once: a barrier is submitted, or (approval_rejection) the
+ * host posts the decline's events. */
 export function applyContinueRecovered(
-  exec: u32, generation: u32, expectedRevision: u32, continuation: u32, hasFailure: u32, request: u32,
+  exec: u32, generation: u32, expectedRevision: u32, continuation: u32, request: u32,
 ): i32 {
   const stale = checkRecovered(exec, generation, expectedRevision);
   if (stale != ResultCode.Ok) return failRequest(request, stale);
-  const invalid = validateContinuation(exec, continuation, hasFailure);
+  const invalid = validateContinuation(exec, continuation);
   if (invalid != ResultCode.Ok) return rejectContinuation(exec, invalid, request);
 
   const resumePhase = continuationResumePhase(continuation, executionPhase(exec));
-  setExecutionPhase(exec, resumePhase);
-  if (continuation == Continuation.FailedTerminal) {
-    registerWaiter(exec, request);
-    beginTerminalCommit(exec);
-    return ResultCode.Ok;
-  }
   const session = mintSession();
+  setExecutionPhase(exec, resumePhase);
   setExecutionSession(exec, session);
   setAgentAdmission(executionAgent(exec), AdmissionState.Executing);
   registerWaiter(exec, request);
   emit(EffectKind.ContinueSession, exec, session, continuation);
-  if (continuation == Continuation.FrameworkTools || continuation == Continuation.RecallModel) {
-    enterPhase(exec, resumePhase);
-  }
+  enterPhase(exec, resumePhase);
   return ResultCode.Ok;
 }
 
-function validateContinuation(exec: u32, continuation: u32, hasFailure: u32): i32 {
-  if (continuation == Continuation.None || continuation >= <u32>ContinuationLimit.End || !isFlag(hasFailure)) {
-    return ResultCode.ArgumentOutOfRange;
-  }
+/** `None` and the retired continuations have no row in the table, so they
+ * are refused as not fitting the durable state, like a continuation named
+ * for another phase. */
+function validateContinuation(exec: u32, continuation: u32): i32 {
+  if (continuation >= <u32>ContinuationLimit.End) return ResultCode.ArgumentOutOfRange;
   if (executionStatus(exec) != ExecutionStatus.Active) return ResultCode.ContinuationInvalid;
   if (continuationResumePhase(continuation, executionPhase(exec)) == Phase.None) return ResultCode.ContinuationInvalid;
-  const frameworkCalls = hasExecutionFlag(exec, ExecutionFlag.FrameworkCallsPending);
-  if (continuation == Continuation.FrameworkCalls && !frameworkCalls) return ResultCode.ContinuationInvalid;
-  if ((continuation == Continuation.Output || continuation == Continuation.Followup) && frameworkCalls) {
-    return ResultCode.ContinuationInvalid;
-  }
   if (continuation == Continuation.ApprovalRejection && hasExecutionFlag(exec, ExecutionFlag.ApprovalGranted)) {
     return ResultCode.ContinuationInvalid;
   }
-  if (continuation == Continuation.FailedTerminal && !hasFailure) return ResultCode.FailureRequired;
   return ResultCode.Ok;
 }
 

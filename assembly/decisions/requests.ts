@@ -3,16 +3,12 @@
 // full) exactly as the seeds' `rescue` branches do: nothing was submitted,
 // so what the submitting decision reserved is given back.
 
-import {
-  AdmissionState, EffectKind, MessageKind, Phase, ResultCode, SetupFailure, Submission, SubmissionLimit,
-} from "../abi";
+import { AdmissionState, EffectKind, MessageKind, Phase, ResultCode, SetupFailure, Submission } from "../abi";
 import { agentAdmission, agentOwnerToken, checkAgent, releaseAdmission, setAgentAdmission } from "../agent-table";
 import { emit } from "../effects";
-import { checkExecution, executionAgent, executionInFlight, executionPhase, executionSession } from "../execution-table";
+import { checkExecution, executionAgent, executionInFlight, executionPhase } from "../execution-table";
 import { settleOperation } from "./dispatch";
-import {
-  dropStale, failAttachedWaiters, failRequest, isLiveSession, registerWaiter, releaseExecution, requireRecovery,
-} from "./shared";
+import { dropStale, failRequest, isLiveSession, registerWaiter, requireRecovery } from "./shared";
 
 export function applyAttachWaiter(exec: u32, generation: u32, request: u32): i32 {
   const check = checkExecution(exec, generation);
@@ -22,7 +18,7 @@ export function applyAttachWaiter(exec: u32, generation: u32, request: u32): i32
 
 export function applySubmissionRefused(submission: u32, slot: u32, generation: u32, tokenOrSession: u32, request: u32): i32 {
   const kind = MessageKind.SubmissionRefused;
-  if (submission == Submission.None || submission >= <u32>SubmissionLimit.End) return dropStale(kind, ResultCode.ArgumentOutOfRange);
+  if (!isSubmission(submission)) return dropStale(kind, ResultCode.ArgumentOutOfRange);
   if (submission == Submission.Prepare) return refusePrepare(slot, generation, tokenOrSession, request);
 
   const check = checkExecution(slot, generation);
@@ -33,18 +29,8 @@ export function applySubmissionRefused(submission: u32, slot: u32, generation: u
     failRequest(request, ResultCode.OffloadFull);
     return ResultCode.Ok;
   }
-  // A terminal commit may belong to no live session (a recovered failed
-  // terminal commits with session 0); every other submission came from one.
-  const sessionMatches = submission == Submission.TerminalCommit
-    ? executionSession(slot) == tokenOrSession : isLiveSession(slot, tokenOrSession);
-  if (!sessionMatches) return dropStale(kind, ResultCode.SessionMustMatch);
-  if (submission == Submission.PreparationRecovery) {
-    // Observers attached while the submission was pending fail with it.
-    failRequest(request, ResultCode.OffloadFull);
-    failAttachedWaiters(slot, ResultCode.OffloadFull);
-    releaseExecution(slot);
-    return ResultCode.Ok;
-  }
+  // Every other submission came from a live session.
+  if (!isLiveSession(slot, tokenOrSession)) return dropStale(kind, ResultCode.SessionMustMatch);
   const phase = executionPhase(slot);
   if (submission == Submission.TerminalCommit) {
     if (phase != Phase.Terminal) return dropStale(kind, ResultCode.PhaseMustMatch);
@@ -59,6 +45,13 @@ export function applySubmissionRefused(submission: u32, slot: u32, generation: u
   settleOperation(slot);
   if (phase == barrierPhase) emit(EffectKind.SetupFailed, slot, tokenOrSession, provider ? SetupFailure.Provider : SetupFailure.Tool);
   return ResultCode.Ok;
+}
+
+/** A submission this core makes; the retired number 5 (preparation
+ * recovery, docs/decisions/0022) is out of range like any unknown one. */
+function isSubmission(value: u32): bool {
+  return value == Submission.Prepare || value == Submission.ProviderBarrier || value == Submission.ToolBarrier ||
+    value == Submission.ApprovalCommit || value == Submission.TerminalCommit;
 }
 
 function refusePrepare(agent: u32, generation: u32, token: u32, request: u32): i32 {

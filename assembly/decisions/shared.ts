@@ -25,6 +25,12 @@ export function resetShared(): void {
   nextSession = 1;
 }
 
+/** TESTING ONLY: see `testingSeedCounters` in index.ts. */
+export function seedCounters(ownerToken: u32, session: u32): void {
+  nextOwnerToken = ownerToken;
+  nextSession = session;
+}
+
 export function setDraining(on: u32): void {
   draining = on;
 }

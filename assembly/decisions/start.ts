@@ -5,8 +5,8 @@
 // begin_start_on_event_loop, apply_initial_preparation_on_event_loop).
 
 import {
-  AdmissionState, AgentLifecycle, EffectKind, ExecutionFlagMask, ExecutionStatus, MessageKind,
-  Phase, PreparationOutcome, RecoveryScope, ResultCode,
+  AdmissionState, AgentLifecycle, EffectKind, ExecutionStatus, MessageKind, Phase, PreparationOutcome,
+  RecoveryScope, ResultCode,
 } from "../abi";
 import {
   admitAgent, agentAdmission, agentLifecycle, agentOwnerToken, bindAdmission, checkAgent,
@@ -32,8 +32,10 @@ export function applyStart(agent: u32, generation: u32, request: u32, cancelled:
   return ResultCode.Ok;
 }
 
+/** Argument `f` (was `flags`) is retired: no flag is set at preparation
+ * (docs/decisions/0022). */
 export function applyInitialPreparationReady(
-  agent: u32, generation: u32, token: u32, outcome: u32, revision: u32, flags: u32, request: u32,
+  agent: u32, generation: u32, token: u32, outcome: u32, revision: u32, request: u32,
 ): i32 {
   const kind = MessageKind.InitialPreparationReady;
   const check = checkAgent(agent, generation);
@@ -43,9 +45,6 @@ export function applyInitialPreparationReady(
 
   if (outcome == PreparationOutcome.None || outcome > <u32>PreparationOutcome.StoreFailed) {
     return refuseAdmission(agent, ResultCode.OutcomeUnknown, request);
-  }
-  if ((flags & ~ExecutionFlagMask.HostSettable) != 0) {
-    return refuseAdmission(agent, ResultCode.ArgumentOutOfRange, request);
   }
   if (outcome == PreparationOutcome.NotEstablished || outcome == PreparationOutcome.Terminal) {
     releaseAdmission(agent);
@@ -61,7 +60,7 @@ export function applyInitialPreparationReady(
     emit(EffectKind.DeliverStartFailure, request, outcome);
     return ResultCode.Ok;
   }
-  installPreparedExecution(agent, revision, flags, request);
+  installPreparedExecution(agent, revision, request);
   return ResultCode.Ok;
 }
 
@@ -73,9 +72,9 @@ function refuseAdmission(agent: u32, code: i32, request: u32): i32 {
   return failRequest(request, code);
 }
 
-function installPreparedExecution(agent: u32, revision: u32, flags: u32, request: u32): void {
+function installPreparedExecution(agent: u32, revision: u32, request: u32): void {
   const session = mintSession();
-  const exec = allocateExecution(agent, revision, session, ExecutionStatus.Active, Phase.CallingLlm, flags);
+  const exec = allocateExecution(agent, revision, session, ExecutionStatus.Active, Phase.CallingLlm, 0);
   bindAdmission(agent, exec, AdmissionState.Executing);
   emit(EffectKind.ExecutionInstalled, exec, executionGeneration(exec), request);
   registerWaiter(exec, request);

@@ -13,11 +13,11 @@ import { setAgentAdmission } from "../agent-table";
 import { emit } from "../effects";
 import {
   checkExecution, executionAgent, executionInFlight, executionPhase, executionRevision,
-  executionSession, hasExecutionFlag, setExecutionFlag, setExecutionPhase, setExecutionRevision,
-  setExecutionSession, setExecutionStatus, setExecutionWaiters,
+  hasExecutionFlag, setExecutionFlag, setExecutionPhase, setExecutionRevision,
+  setExecutionSession, setExecutionStatus,
 } from "../execution-table";
 import { fsmNext } from "../fsm";
-import { beginTerminalCommit, dropStale, finishExecution, isLiveSession, releaseExecution, requireRecovery } from "./shared";
+import { beginTerminalCommit, dropStale, finishExecution, isLiveSession, requireRecovery } from "./shared";
 
 export function applySessionFinished(exec: u32, generation: u32, session: u32, ending: u32): i32 {
   const kind = MessageKind.SessionFinished;
@@ -58,14 +58,20 @@ export function applyTerminalCommitReady(
   const check = checkExecution(exec, generation);
   if (check != ResultCode.Ok) return dropStale(kind, check);
   if (executionRevision(exec) != expectedRevision) return dropStale(kind, ResultCode.RevisionMustMatch);
-  if (executionSession(exec) != session) return dropStale(kind, ResultCode.SessionMustMatch);
+  if (!isLiveSession(exec, session)) return dropStale(kind, ResultCode.SessionMustMatch);
   if (executionPhase(exec) != Phase.Terminal) return dropStale(kind, ResultCode.PhaseMustMatch);
 
   if (outcome == OutcomeType.None || outcome > <u32>OutcomeType.StoreFailed) {
     requireRecovery(exec, ResultCode.OutcomeUnknown);
     return ResultCode.OutcomeUnknown;
   }
-  if (outcome == OutcomeType.StoreFailed) return terminalCommitFailed(exec);
+  if (outcome == OutcomeType.StoreFailed) {
+    // The execution keeps its admission for recovery (seeds:
+    // handle_terminal_commit_error_on_event_loop; the seeds' release of a
+    // reservation is retired, docs/decisions/0022).
+    requireRecovery(exec, ResultCode.StoreFailed);
+    return ResultCode.Ok;
+  }
   if (newRevision <= executionRevision(exec)) {
     requireRecovery(exec, ResultCode.RevisionMustIncrease);
     return ResultCode.RevisionMustIncrease;
@@ -75,20 +81,6 @@ export function applyTerminalCommitReady(
     suspendExecution(exec);
   } else {
     finishExecution(exec, outcome);
-  }
-  return ResultCode.Ok;
-}
-
-/** A reservation gives its slot back and fails its waiters; any other
- * execution keeps its admission for recovery (seeds:
- * handle_terminal_commit_error_on_event_loop). */
-function terminalCommitFailed(exec: u32): i32 {
-  if (hasExecutionFlag(exec, ExecutionFlag.Reservation)) {
-    emit(EffectKind.FailWaiters, exec, ResultCode.StoreFailed);
-    setExecutionWaiters(exec, 0);
-    releaseExecution(exec);
-  } else {
-    requireRecovery(exec, ResultCode.StoreFailed);
   }
   return ResultCode.Ok;
 }

@@ -141,6 +141,13 @@ export class ControlCore implements ControlMachine {
   }
 
   /** The FSM table entry for `(phase, event)`; 0 when undefined. */
+  /** TESTING ONLY: starts the counters of a fresh core near the u32 wrap
+   * for the differential fuzz (assembly/index.ts, `testingSeedCounters`).
+   * The host never calls it. */
+  seedCountersForTesting(ownerToken: number, session: number, generation: number): number {
+    return this.exports.testingSeedCounters(ownerToken, session, generation);
+  }
+
   fsmTransition(phase: number, event: number): number {
     return this.exports.fsmTransition(phase, event);
   }

@@ -19,6 +19,8 @@ export interface CoreExports {
   nextSessionValue(): number;
   fsmTransition(phase: number, event: number): number;
   continuationPhase(continuation: number, phase: number): number;
+  /** TESTING ONLY (the differential fuzz near the u32 wrap): see assembly/index.ts. */
+  testingSeedCounters(ownerToken: number, session: number, generation: number): number;
 }
 
 /** Reads an AssemblyScript string (UTF-16, byte length at pointer - 4) out

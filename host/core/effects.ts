@@ -26,7 +26,6 @@ export type CoreEffect =
   | { readonly kind: EffectKind.ReleaseExecution; readonly execution: number; readonly generation: number }
   | { readonly kind: EffectKind.SubmitApprovalCommit; readonly execution: number; readonly expectedRevision: number; readonly request: number }
   | { readonly kind: EffectKind.ResumeSession; readonly execution: number; readonly session: number; readonly approved: boolean }
-  | { readonly kind: EffectKind.SubmitPreparationRecovery; readonly execution: number; readonly session: number; readonly expectedRevision: number; readonly request: number }
   | { readonly kind: EffectKind.ContinueSession; readonly execution: number; readonly session: number; readonly continuation: number }
   | { readonly kind: EffectKind.DeliverStartFailure; readonly request: number; readonly outcome: number };
 
@@ -55,7 +54,6 @@ export function decodeEffect(kind: number, a: number, b: number, c: number, d: n
     case EffectKind.ReleaseExecution: return { kind, execution: a, generation: b };
     case EffectKind.SubmitApprovalCommit: return { kind, execution: a, expectedRevision: b, request: c };
     case EffectKind.ResumeSession: return { kind, execution: a, session: b, approved: c === 1 };
-    case EffectKind.SubmitPreparationRecovery: return { kind, execution: a, session: b, expectedRevision: c, request: d };
     case EffectKind.ContinueSession: return { kind, execution: a, session: b, continuation: c };
     case EffectKind.DeliverStartFailure: return { kind, request: a, outcome: b };
     default: throw new Error(`core emitted unknown effect kind ${kind}: host and core.wasm are from different builds`);

@@ -178,7 +178,6 @@ export class Coordinator implements SessionHost {
       case EffectKind.SubmitApprovalCommit: return this.submitApprovalCommit(effect.execution, effect.expectedRevision, effect.request);
       case EffectKind.ResumeSession: return this.resumeSession(effect.execution, effect.session, effect.approved);
       case EffectKind.ContinueSession: return this.continueSession(effect.execution, effect.session, effect.continuation);
-      case EffectKind.SubmitPreparationRecovery: return this.refusePreparationRecovery(effect.execution, effect.request);
     }
   }
 
@@ -304,14 +303,9 @@ export class Coordinator implements SessionHost {
       request.settle({ ok: true, suspended: true });
       return;
     }
-    this.post(() => {
-      const { revision } = request.row;
-      if (request.continuation === Continuation.None) {
-        this.apply(M.RecoverPreparation, entry.slot, entry.generation, revision, handle);
-      } else {
-        this.apply(M.ContinueRecovered, entry.slot, entry.generation, revision, request.continuation, 0, handle);
-      }
-    });
+    // A row in a state no store writes names Continuation.None: the core
+    // refuses it, holds the agent and fails the request (decision 0022).
+    this.post(() => this.apply(M.ContinueRecovered, entry.slot, entry.generation, request.row.revision, request.continuation, 0, handle));
   }
 
   private registerWaiter(slot: number, handle: number): void {
@@ -634,8 +628,10 @@ export class Coordinator implements SessionHost {
   }
 
   /** Effect ContinueSession: a recovered execution resumes where its saved
-   * facts say (SPEC §6.2). The barrier the continuation needs is already
-   * being written; the conversation loads meanwhile. */
+   * facts say (SPEC §6.2): the barrier the continuation needs is already
+   * being written (framework_tools, recall_model) and the conversation loads
+   * meanwhile, or the decline is told at once (approval_rejection), so the
+   * session always moves (decision 0022). */
   private continueSession(slot: number, sessionNumber: number, continuation: number): void {
     const entry = this.executions[slot];
     const row = entry?.recoveredFrom;
@@ -657,15 +653,6 @@ export class Coordinator implements SessionHost {
         this.sessionEvent(session, SessionEventKind.StateCompleted);
       }
     }), (error: unknown) => this.post(() => session.fail(asPhronomyError(error, "STORE"))));
-  }
-
-  /** Effect SubmitPreparationRecovery. This store's preparation is one
-   * transaction, so a `preparing` row never exists and there is nothing to
-   * replay; a request for it is refused. */
-  private refusePreparationRecovery(slot: number, handle: number): void {
-    const entry = this.executions[slot];
-    if (!entry) return;
-    this.apply(M.SubmissionRefused, Submission.PreparationRecovery, slot, entry.generation, entry.sessionNumber ?? 0, handle);
   }
 
   // -- SessionHost ------------------------------------------------------------------------------------

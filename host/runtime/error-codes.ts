@@ -47,7 +47,6 @@ export function errorForCode(code: number, context: ErrorContext): PhronomyError
     case ResultCode.RevisionMustIncrease:
     case ResultCode.OutcomeUnknown:
     case ResultCode.ContinuationInvalid:
-    case ResultCode.FailureRequired:
       return new ExecutionRehydrationRequiredError(`execution ${execution} could not be applied safely (${resultCodeName(code)})`, context);
     default:
       return new PhronomyError("INTERNAL", `the control core refused a request for execution ${execution} with ${resultCodeName(code)}`, context);

@@ -5,7 +5,7 @@
 // left untouched in the store, reported with its id and phase, and its
 // agent's admission is held as recovery_required.
 //
-// The facts this store can leave behind (its preparation, barriers and
+// The facts the stores can leave behind (their preparation, barriers and
 // terminal commit are each one transaction, and results ride on the next
 // barrier):
 //   status suspended                      → still waiting: resume works
@@ -13,8 +13,11 @@
 //   phase dispatching_tools               → re-dispatch the recorded batch, same ids
 //   phase resuming, approval granted      → dispatch the approved batch
 //   phase resuming, approval declined     → tell the model it was declined
-// Anything else (a phase this store never writes) is offered to the core as
-// it is and reported when refused.
+// Anything else — a `preparing` row, a recovery phase, a phase only a live
+// session holds — is a state no store writes (docs/decisions/0022). It names
+// no continuation (`Continuation.None`): the core installs it, so its agent
+// is held, and refuses it; the row is left untouched and reported
+// `needs_attention` with ExecutionRehydrationRequired, its status and phase.
 
 import { Continuation, ExecutionFlag, ExecutionStatus, MessageKind as M, Phase } from "../../assembly/abi.js";
 import type { ExecutionRow, PhaseName } from "../store/records.js";
@@ -44,29 +47,23 @@ const PHASES: Record<PhaseName, Phase> = {
 };
 
 const CONTINUATION_NAMES: Record<number, string> = {
-  [Continuation.FrameworkTools]: "framework_tools", [Continuation.FrameworkCalls]: "framework_calls",
-  [Continuation.Output]: "output", [Continuation.Followup]: "followup", [Continuation.FailedTerminal]: "failed_terminal",
-  [Continuation.ApprovalRejection]: "approval_rejection", [Continuation.RecallModel]: "recall_model",
-  [Continuation.None]: "preparation",
+  [Continuation.FrameworkTools]: "framework_tools", [Continuation.ApprovalRejection]: "approval_rejection",
+  [Continuation.RecallModel]: "recall_model", [Continuation.None]: "none",
 };
 
 export function continuationNameOf(continuation: number): string {
   return CONTINUATION_NAMES[continuation] ?? String(continuation);
 }
 
-/** The continuation the saved facts name (the core validates it). */
+/** The continuation the saved facts name (the core validates it), or
+ * `None` for a state no store writes. */
 export function continuationOf(row: ExecutionRow): Continuation {
-  const pending = row.metadata.frameworkCallsPending === true;
+  if (row.status !== "active") return Continuation.None;
   switch (row.phase) {
-    case "preparing": return Continuation.None;
     case "calling_llm": return Continuation.RecallModel;
-    case "dispatching_tools":
-    case "recovery_tools": return Continuation.FrameworkTools;
+    case "dispatching_tools": return Continuation.FrameworkTools;
     case "resuming": return row.metadata.approval?.approved === true ? Continuation.FrameworkTools : Continuation.ApprovalRejection;
-    case "recovery_provider_completed": return pending ? Continuation.FrameworkCalls : Continuation.Output;
-    case "recovery_tools_completed": return pending ? Continuation.FrameworkCalls : Continuation.Followup;
-    case "recovery_resolved_failed": return Continuation.FailedTerminal;
-    default: return Continuation.RecallModel;
+    default: return Continuation.None;
   }
 }
 
@@ -79,11 +76,7 @@ function statusOf(row: ExecutionRow): ExecutionStatus {
 }
 
 function flagsOf(row: ExecutionRow): number {
-  let flags = 0;
-  if (row.metadata.frameworkCallsPending === true) flags |= ExecutionFlag.FrameworkCallsPending;
-  if (row.metadata.reservation === true) flags |= ExecutionFlag.Reservation;
-  if (row.metadata.approval?.approved === true) flags |= ExecutionFlag.ApprovalGranted;
-  return flags;
+  return row.metadata.approval?.approved === true ? ExecutionFlag.ApprovalGranted : 0;
 }
 
 /** Installs and continues one agent's unfinished executions, oldest first.
@@ -101,7 +94,7 @@ function recoverOne(coordinator: Coordinator, loop: ControlLoop, agent: AgentEnt
   return new Promise((resolve) => {
     const settle = (settlement: RecoverySettlement): void => {
       if (settlement.ok) resolve({ ...base, status: settlement.suspended ? "suspended" : "continued" });
-      else resolve({ ...base, status: "needs_attention", reason: `${settlement.error.code}: ${settlement.error.message}` });
+      else resolve({ ...base, status: "needs_attention", reason: `${settlement.error.code}: ${settlement.error.message} (durable status ${row.status}, phase ${row.phase})` });
     };
     const config = row.metadata.config ?? {};
     const start: StartRequest = {

@@ -89,8 +89,6 @@ export interface ExecutionRow {
 export interface ExecutionMetadata {
   readonly pendingModelCall?: { readonly callId: string; readonly startedAt: number };
   readonly toolBatch?: readonly ToolCallRecord[];
-  readonly frameworkCallsPending?: boolean;
-  readonly reservation?: boolean;
   readonly turns?: number;
   /** The invocation settings recovery needs (budget, limits, replayable). */
   readonly config?: { readonly [key: string]: Json };

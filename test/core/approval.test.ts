@@ -141,11 +141,11 @@ describeDecisions("ResumeCommitReady(exec, gen, expectedRevision, outcome, newRe
   it("Committed with approved 0 clears an ApprovalGranted flag recovery installed", async () => {
     const core = await boot();
     const run = core.recovered({
-      status: ExecutionStatus.Suspended, phase: Phase.Suspended, flags: ExecutionFlag.ApprovalGranted | ExecutionFlag.Reservation,
+      status: ExecutionStatus.Suspended, phase: Phase.Suspended, flags: ExecutionFlag.ApprovalGranted,
     }).resume();
     expect(core.apply(READY, run.exec, run.generation, run.revision, CommitOutcome.Committed, run.revision + 1, 0, run.resumeRequest))
       .toBe(ResultCode.Ok);
-    expect(run.record.flags).toBe(ExecutionFlag.Reservation);
+    expect(run.record.flags).toBe(0);
   });
 
   it("refuses a result for an unknown slot or another generation with the exec check's code", async () => {

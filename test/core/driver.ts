@@ -154,8 +154,6 @@ export const effect = {
     ({ kind: EffectKind.SubmitApprovalCommit, execution, expectedRevision, request }),
   ResumeSession: (execution: number, session: number, approved: boolean): CoreEffect =>
     ({ kind: EffectKind.ResumeSession, execution, session, approved }),
-  SubmitPreparationRecovery: (execution: number, session: number, expectedRevision: number, request: number): CoreEffect =>
-    ({ kind: EffectKind.SubmitPreparationRecovery, execution, session, expectedRevision, request }),
   ContinueSession: (execution: number, session: number, continuation: number): CoreEffect =>
     ({ kind: EffectKind.ContinueSession, execution, session, continuation }),
   DeliverStartFailure: (request: number, outcome: number): CoreEffect =>
@@ -514,33 +512,10 @@ export class Run implements RunState {
     return this;
   }
 
-  /** `RecoverPreparation` accepted: the execution (installed by recovery
-   * as preparing) gets a session for the preparation recovery. */
-  recoverPreparation(request = this.driver.request()): Run {
-    this.preparationRequest = request;
-    const [submitted] = this.driver.step(MessageKind.RecoverPreparation, this.exec, this.generation, this.revision, request);
-    if (submitted?.kind !== EffectKind.SubmitPreparationRecovery) throw new Error("RecoverPreparation submitted nothing");
-    this.session = submitted.session;
-    return this;
-  }
-
-  /** The request of the last `recoverPreparation()`. */
-  preparationRequest = 0;
-
   /** Adds a waiter; returns its request. */
   attachWaiter(request = this.driver.request()): number {
     this.driver.step(MessageKind.AttachWaiter, this.exec, this.generation, request);
     return request;
-  }
-
-  /** Its preparation recovery is in flight, with two observers: one
-   * attached before `RecoverPreparation`, one while it runs. */
-  recoverPreparationObserved(): Run {
-    this.attachWaiter();
-    this.recoverPreparation();
-    this.attachWaiter();
-    expect(this.record.waiters).toBe(2);
-    return this;
   }
 
   /** The execution is gone: its slot freed (next generation, no waiter)

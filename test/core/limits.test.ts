@@ -226,7 +226,8 @@ describeDecisions("InFlightFull", ({ it, boot }) => {
 // -- hostile input ---------------------------------------------------------------
 
 const ALL_ONES = 0xffff_ffff;
-const KINDS = Array.from({ length: MessageKindLimit.End - 1 }, (_, index) => index + 1);
+/** Every kind the core knows: the retired 16 and 17 are left out. */
+const KINDS = Array.from({ length: MessageKindLimit.End - 1 }, (_, index) => index + 1).filter((kind) => kind !== 16 && kind !== 17);
 
 /** What every kind decides when every argument is 0xffffffff, on a core
  * with one live execution (slot 0) and one agent (slot 0): no slot, enum or
@@ -247,8 +248,6 @@ const ALL_ONES_DECISIONS: Record<number, readonly [ResultCode, "none" | "drop" |
   [MessageKind.Resume]: [ResultCode.ArgumentOutOfRange, "fail request"],
   [MessageKind.ResumeCommitReady]: [ResultCode.ExecutionSlotUnknown, "fail request"],
   [MessageKind.RecoveryInstall]: [ResultCode.AgentSlotUnknown, "fail request"],
-  [MessageKind.RecoverPreparation]: [ResultCode.ExecutionSlotUnknown, "fail request"],
-  [MessageKind.InitialPreparationRecoveryReady]: [ResultCode.ExecutionSlotUnknown, "fail request"],
   [MessageKind.ContinueRecovered]: [ResultCode.ExecutionSlotUnknown, "fail request"],
   [MessageKind.CancelRequested]: [ResultCode.ExecutionSlotUnknown, "drop"],
   [MessageKind.AttachWaiter]: [ResultCode.ExecutionSlotUnknown, "fail request"],
@@ -259,7 +258,8 @@ const ALL_ONES_DECISIONS: Record<number, readonly [ResultCode, "none" | "drop" |
 };
 
 describeDecisions("host input never traps", ({ it, boot }) => {
-  for (const kind of [0, MessageKindLimit.End, 255, 0x8000_0000, ALL_ONES]) {
+  // 16 and 17 are retired (decision 0022): unknown like any other number.
+  for (const kind of [0, 16, 17, MessageKindLimit.End, 255, 0x8000_0000, ALL_ONES]) {
     it(`kind ${kind} is MessageKindUnknown: no effect, no change`, async () => {
       const core = await boot();
       core.callingModel();
@@ -293,8 +293,7 @@ describeDecisions("host input never traps", ({ it, boot }) => {
         // Handles first where the message takes them, so the checks behind them run.
         const args = [value, value, value, value, value, value, value];
         const takesExecution = kind >= MessageKind.ProviderDispatchReady && kind <= MessageKind.TerminalCommitReady ||
-          kind === MessageKind.ResumeCommitReady || kind === MessageKind.RecoverPreparation ||
-          kind === MessageKind.InitialPreparationRecoveryReady || kind === MessageKind.ContinueRecovered ||
+          kind === MessageKind.ResumeCommitReady || kind === MessageKind.ContinueRecovered ||
           kind === MessageKind.CancelRequested || kind === MessageKind.AttachWaiter || kind === MessageKind.Resume ||
           kind === MessageKind.DischargeRecovery;
         if (takesExecution) [args[0], args[1]] = [run.exec, run.generation];

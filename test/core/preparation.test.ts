@@ -11,7 +11,7 @@
 
 import { expect } from "vitest";
 import {
-  AdmissionState, ExecutionFlag, ExecutionFlagMask, ExecutionStatus, MessageKind, Phase, PreparationOutcome,
+  AdmissionState, ExecutionFlag, ExecutionStatus, MessageKind, Phase, PreparationOutcome,
   RecoveryScope, ResultCode,
 } from "../../assembly/abi.js";
 import { describeDecisions, effect, PREPARED_REVISION } from "./driver.js";
@@ -96,12 +96,6 @@ describeDecisions("InitialPreparationReady Active", ({ it, boot }) => {
     expect(core.snapshot()).toMatchObject({ admittingAgents: 0, liveExecutions: 1, nextSession: 2 });
   });
 
-  it("keeps the flags the host may set (Reservation, FrameworkCallsPending, ApprovalGranted)", async () => {
-    const core = await boot();
-    const run = core.installed({ flags: ExecutionFlagMask.HostSettable });
-    expect(run.record.flags).toBe(ExecutionFlag.Reservation | ExecutionFlag.FrameworkCallsPending | ExecutionFlag.ApprovalGranted);
-  });
-
   it("gives every installed execution a new session", async () => {
     const core = await boot();
     const first = core.installed();
@@ -165,37 +159,28 @@ describeDecisions("InitialPreparationReady malformed", ({ it, boot }) => {
     });
   }
 
-  const badFlags = [
-    [ExecutionFlag.CancelRequested, "CancelRequested"],
-    [ExecutionFlag.TerminalDeferred, "TerminalDeferred"],
-    [32, "an unknown bit"],
-    [0xffff_ffff, "every bit"],
-  ] as const;
-  for (const [flags, name] of badFlags) {
-    it(`keeps the admission for recovery and fails the start with ArgumentOutOfRange for flags with ${name}`, async () => {
+  for (const [value, name] of [
+    [ExecutionFlag.CancelRequested, "CancelRequested"], [ExecutionFlag.TerminalDeferred, "TerminalDeferred"],
+    [4, "retired bit 4 (was Reservation)"], [8, "retired bit 8 (was FrameworkCallsPending)"],
+    [ExecutionFlag.ApprovalGranted, "ApprovalGranted"], [0xffff_ffff, "every bit"],
+  ] as const) {
+    it(`ignores the retired sixth argument (was flags; decision 0022) holding ${name}: installs with no flag`, async () => {
       const core = await boot();
       const admission = core.admitted();
       expect(core.apply(READY, admission.agent, admission.agentGeneration, admission.token, PreparationOutcome.Active, 10,
-        flags | ExecutionFlag.Reservation, admission.request)).toBe(ResultCode.ArgumentOutOfRange);
-      expect(core.effects()).toEqual([
-        effect.RecoveryRequired(admission.agent, RecoveryScope.Agent, ResultCode.ArgumentOutOfRange),
-        effect.FailRequest(admission.request, ResultCode.ArgumentOutOfRange),
-      ]);
-      expect(core.agentRecord(admission.agent).admissionState).toBe(AdmissionState.RecoveryRequired);
-      expect(core.snapshot()).toMatchObject({ admittingAgents: 0, liveExecutions: 0, executions: [] });
+        value, admission.request)).toBe(ResultCode.Ok);
+      expect(core.effects()[0]).toEqual(effect.ExecutionInstalled(0, 1, admission.request));
+      expect(core.executionRecord(0).flags).toBe(0);
     });
   }
 
-  it("refuses bad flags whatever the outcome (a NotEstablished result with bad flags is malformed too)", async () => {
+  it("ignores the retired sixth argument on a NotEstablished result too: the admission is released", async () => {
     const core = await boot();
     const admission = core.admitted();
     expect(core.apply(READY, admission.agent, admission.agentGeneration, admission.token, PreparationOutcome.NotEstablished, 10,
-      ExecutionFlag.CancelRequested, admission.request)).toBe(ResultCode.ArgumentOutOfRange);
-    expect(core.effects()).toEqual([
-      effect.RecoveryRequired(admission.agent, RecoveryScope.Agent, ResultCode.ArgumentOutOfRange),
-      effect.FailRequest(admission.request, ResultCode.ArgumentOutOfRange),
-    ]);
-    expect(core.agentRecord(admission.agent).admissionState).toBe(AdmissionState.RecoveryRequired);
+      ExecutionFlag.CancelRequested, admission.request)).toBe(ResultCode.Ok);
+    expect(core.effects()).toEqual([effect.DeliverStartFailure(admission.request, PreparationOutcome.NotEstablished)]);
+    expect(core.agentRecord(admission.agent).admissionState).toBe(AdmissionState.None);
   });
 
   it("leaves the agent unpurgeable and unstartable until recovery", async () => {

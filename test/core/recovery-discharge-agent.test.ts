@@ -62,7 +62,7 @@ describeDecisions("DischargeAgentRecovery", ({ it, boot }) => {
     ["an agent running an execution", (core) => { const run = core.callingModel(); return { agent: run.agent, generation: run.agentGeneration }; }, ResultCode.AdmissionStateMustMatch],
     ["an execution held for recovery (DischargeRecovery releases that one)", (core) => {
       const run = core.recovered({ status: ExecutionStatus.Active, phase: Phase.CallingLlm });
-      core.apply(MessageKind.ContinueRecovered, run.exec, run.generation, run.revision, Continuation.FailedTerminal, 1, core.request());
+      core.apply(MessageKind.ContinueRecovered, run.exec, run.generation, run.revision, Continuation.None, 0, core.request());
       expect(run.admission).toBe(AdmissionState.RecoveryRequired);
       return { agent: run.agent, generation: run.agentGeneration };
     }, ResultCode.AdmissionStateMustMatch],

@@ -15,12 +15,12 @@ import { describeDecisions, effect, type Driver, type Run } from "./driver.js";
 const DISCHARGE = MessageKind.DischargeRecovery;
 
 /** A durable active execution reinstalled in phase `CallingLlm`, then
- * refused an invalid continuation (`FailedTerminal` fits only
- * `RecoveryResolvedFailed`): admission `RecoveryRequired`, session 0,
- * nothing in flight, no waiters. */
+ * refused an invalid continuation (`FrameworkTools` does not fit
+ * `CallingLlm`): admission `RecoveryRequired`, session 0, nothing in
+ * flight, no waiters. */
 function recoveryRequired(core: Driver): Run {
   const run = core.recovered({ status: ExecutionStatus.Active, phase: Phase.CallingLlm });
-  expect(core.apply(MessageKind.ContinueRecovered, run.exec, run.generation, run.revision, Continuation.FailedTerminal, 1, core.request()))
+  expect(core.apply(MessageKind.ContinueRecovered, run.exec, run.generation, run.revision, Continuation.FrameworkTools, 0, core.request()))
     .toBe(ResultCode.ContinuationInvalid);
   expect(run.admission).toBe(AdmissionState.RecoveryRequired);
   expect(run.record).toMatchObject({ session: 0, inFlight: 0, waiters: 0 });

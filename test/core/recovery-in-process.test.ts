@@ -20,7 +20,6 @@ describeDecisions("ContinueRecovered of an execution marked for recovery in this
     expect(core.apply(MessageKind.ContinueRecovered, run.exec, run.generation, marked.revision, Continuation.FrameworkTools, 1, request)).toBe(ResultCode.NotQuiescent);
     expect(core.effects()).toEqual([effect.FailRequest(request, ResultCode.NotQuiescent)]);
     expect(core.executionRecord(run.exec)).toEqual(marked);
-    expect(core.apply(MessageKind.RecoverPreparation, run.exec, run.generation, marked.revision, request)).toBe(ResultCode.NotQuiescent);
     // The abandoned barrier's operation settles; now recovery may continue.
     expect(core.apply(MessageKind.OperationSettled, run.exec, run.generation)).toBe(ResultCode.Ok);
     const next = core.request();

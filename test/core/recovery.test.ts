@@ -1,28 +1,27 @@
-// Recovery (docs/core.md: RecoveryInstall, RecoverPreparation,
-// InitialPreparationRecoveryReady, ContinueRecovered; SPEC §6.2; seeds:
-// start_initial_preparation_recovery_on_event_loop,
-// apply_initial_preparation_recovery_on_event_loop,
-// settle_failed_preparation_recovery_on_event_loop,
-// restart_prepared_execution_on_event_loop, continue_recovered_on_event_loop,
-// recovered_execution_state!, validate_recovered_continuation!).
+// Recovery (docs/core.md: RecoveryInstall, ContinueRecovered; SPEC §6.2;
+// seeds: continue_recovered_on_event_loop, recovered_execution_state!,
+// validate_recovered_continuation!).
 // Recovery installs a durable unfinished execution without a session, then
-// either re-runs its preparation or continues it at the point its saved
-// facts name, validated against the durable phase. A stale recovery message
-// only fails its request; an invalid continuation leaves the execution
-// untouched for inspection (admission `RecoveryRequired`) and returns its
-// fact. A continuation that resumes in a barrier phase counts the barrier
-// in flight; requiring recovery of a session ends it (session 0).
+// continues it at the point its saved facts name, validated against the
+// durable phase. A stale recovery message only fails its request; an
+// invalid continuation leaves the execution untouched for inspection
+// (admission `RecoveryRequired`) and returns its fact. A continuation that
+// resumes in a barrier phase counts the barrier in flight; requiring
+// recovery of a session ends it (session 0). Preparation recovery and the
+// continuations from the recovery phases are retired (decision 0022): their
+// message kinds are unknown and a row in such a state is refused.
 
 import { expect } from "vitest";
 import {
-  AdmissionState, CommitOutcome, Continuation, ExecutionFlag, ExecutionStatus, MessageKind, OutcomeType, Phase,
-  PreparationOutcome, RecoveryScope, ResultCode, SessionEnding,
+  AdmissionState, CommitOutcome, Continuation, ExecutionFlag, ExecutionStatus, MessageKind, Phase,
+  RecoveryScope, ResultCode, SessionEnding,
 } from "../../assembly/abi.js";
 import { describeDecisions, effect, PREPARED_REVISION, type Driver, type Run } from "./driver.js";
 
 const INSTALL = MessageKind.RecoveryInstall;
-const RECOVER = MessageKind.RecoverPreparation;
-const READY = MessageKind.InitialPreparationRecoveryReady;
+/** Retired message kinds (decision 0022): 16 was RecoverPreparation, 17
+ * InitialPreparationRecoveryReady. */
+const RETIRED_KINDS = [16, 17] as const;
 const CONTINUE = MessageKind.ContinueRecovered;
 
 const INSTALLABLE_PHASES = [
@@ -33,6 +32,7 @@ const INSTALLABLE_PHASES = [
 describeDecisions("RecoveryInstall(agent, agentGen, revision, status, phase, flags, request)", ({ it, boot }) => {
   for (const [status, phase, admission] of [
     [ExecutionStatus.Active, Phase.RecoveryTools, AdmissionState.Executing],
+    [ExecutionStatus.Active, Phase.Resuming, AdmissionState.Executing],
     [ExecutionStatus.Preparing, Phase.Preparing, AdmissionState.Executing],
     [ExecutionStatus.Suspended, Phase.Suspended, AdmissionState.Suspended],
   ] as const) {
@@ -40,12 +40,12 @@ describeDecisions("RecoveryInstall(agent, agentGen, revision, status, phase, fla
       const core = await boot();
       const { agent, agentGeneration } = core.registerAgent();
       const request = core.request();
-      expect(core.apply(INSTALL, agent, agentGeneration, 77, status, phase, ExecutionFlag.FrameworkCallsPending, request))
+      expect(core.apply(INSTALL, agent, agentGeneration, 77, status, phase, ExecutionFlag.ApprovalGranted, request))
         .toBe(ResultCode.Ok);
       expect(core.effects()).toEqual([effect.ExecutionInstalled(0, 1, request)]);
       expect(core.executionRecord(0)).toEqual({
         slot: 0, agentSlotPlusOne: agent + 1, revision: 77, session: 0, generation: 1, waiters: 0, inFlight: 0,
-        status, phase, flags: ExecutionFlag.FrameworkCallsPending,
+        status, phase, flags: ExecutionFlag.ApprovalGranted,
       });
       expect(core.agentRecord(agent)).toMatchObject({ admissionState: admission, executionSlotPlusOne: 1 });
       expect(core.snapshot()).toMatchObject({ liveExecutions: 1, admittingAgents: 0, nextSession: 1 });
@@ -87,6 +87,8 @@ describeDecisions("RecoveryInstall(agent, agentGen, revision, status, phase, fla
     ["flags with CancelRequested", ExecutionStatus.Active, Phase.CallingLlm, ExecutionFlag.CancelRequested],
     ["flags with TerminalDeferred", ExecutionStatus.Active, Phase.CallingLlm, ExecutionFlag.TerminalDeferred],
     ["flags with an unknown bit", ExecutionStatus.Active, Phase.CallingLlm, 32],
+    ["flags with retired bit 4 (was Reservation)", ExecutionStatus.Active, Phase.CallingLlm, 4],
+    ["flags with retired bit 8 (was FrameworkCallsPending)", ExecutionStatus.Active, Phase.CallingLlm, 8],
   ] as const;
   for (const [name, status, phase, flags] of invalid) {
     it(`refuses ${name} with ArgumentOutOfRange`, async () => {
@@ -106,236 +108,34 @@ describeDecisions("RecoveryInstall(agent, agentGen, revision, status, phase, fla
   });
 });
 
-describeDecisions("RecoverPreparation(exec, gen, expectedRevision, request)", ({ it, boot }) => {
-  it("gives a preparing execution a session and submits the preparation recovery", async () => {
-    const core = await boot();
-    const run = core.recovered({ status: ExecutionStatus.Preparing, phase: Phase.Preparing });
-    const request = core.request();
-    expect(core.apply(RECOVER, run.exec, run.generation, run.revision, request)).toBe(ResultCode.Ok);
-    expect(core.effects()).toEqual([effect.SubmitPreparationRecovery(run.exec, 1, run.revision, request)]);
-    expect(run.record).toMatchObject({ session: 1, status: ExecutionStatus.Preparing, phase: Phase.Preparing, waiters: 0 });
-    expect(run.admission).toBe(AdmissionState.Executing);
-    expect(core.snapshot().nextSession).toBe(2);
-  });
-
-  it("refuses a stale message with the exec check's code, RevisionMustMatch or SessionMustMatch", async () => {
-    const core = await boot();
-    const run = core.recovered({ status: ExecutionStatus.Preparing, phase: Phase.Preparing });
-    const request = core.request();
-    core.expectRefused(ResultCode.ExecutionSlotUnknown, request, RECOVER, run.exec + 1, run.generation, run.revision, request);
-    core.expectRefused(ResultCode.ExecutionGenerationMustMatch, request, RECOVER, run.exec, run.generation + 1, run.revision, request);
-    core.expectRefused(ResultCode.RevisionMustMatch, request, RECOVER, run.exec, run.generation, run.revision + 1, request);
-    run.recoverPreparation();
-    core.expectRefused(ResultCode.SessionMustMatch, request, RECOVER, run.exec, run.generation, run.revision, request);
-  });
-
-  it("refuses an execution with a live session with SessionMustMatch, before judging its phase", async () => {
-    const core = await boot();
-    const run = core.modelAnswered();
-    const request = core.request();
-    core.expectRefused(ResultCode.SessionMustMatch, request, RECOVER, run.exec, run.generation, run.revision, request);
-  });
-
-  for (const [name, status, phase] of [
-    ["status Active in phase Preparing", ExecutionStatus.Active, Phase.Preparing],
-    ["status Preparing in phase CallingLlm", ExecutionStatus.Preparing, Phase.CallingLlm],
-    ["status Active in phase RecoveryTools", ExecutionStatus.Active, Phase.RecoveryTools],
-  ] as const) {
-    it(`${name}: keeps the execution for recovery, fails the request, returns ContinuationInvalid`, async () => {
+describeDecisions("retired preparation recovery (16 RecoverPreparation, 17 InitialPreparationRecoveryReady)", ({ it, boot }) => {
+  for (const kind of RETIRED_KINDS) {
+    it(`message kind ${kind} is unknown: MessageKindUnknown, no effect, nothing changed, even for a preparing row`, async () => {
       const core = await boot();
-      const run = core.recovered({ status, phase });
-      const before = run.record;
-      const request = core.request();
-      expect(core.apply(RECOVER, run.exec, run.generation, run.revision, request)).toBe(ResultCode.ContinuationInvalid);
-      expect(core.effects()).toEqual([
-        effect.RecoveryRequired(run.exec, RecoveryScope.Execution, ResultCode.ContinuationInvalid),
-        effect.FailWaiters(run.exec, ResultCode.ContinuationInvalid),
-        effect.FailRequest(request, ResultCode.ContinuationInvalid),
-      ]);
-      expect(run.record).toEqual(before);
-      expect(run.admission).toBe(AdmissionState.RecoveryRequired);
-    });
-  }
-});
-
-describeDecisions("InitialPreparationRecoveryReady(exec, gen, session, expectedRevision, outcome, newRevision, request)", ({ it, boot }) => {
-  /** A preparing execution whose preparation recovery is in flight. */
-  function recovering(core: Driver): Run {
-    return core.recovered({ status: ExecutionStatus.Preparing, phase: Phase.Preparing }).recoverPreparation();
-  }
-
-  it("Active: restarts the prepared execution as a new session calling the model", async () => {
-    const core = await boot();
-    const run = recovering(core);
-    const request = run.preparationRequest;
-    expect(core.apply(READY, run.exec, run.generation, run.session, run.revision, PreparationOutcome.Active, run.revision + 1, request))
-      .toBe(ResultCode.Ok);
-    const restarted = run.session + 1;
-    expect(core.effects()).toEqual([
-      effect.RegisterWaiter(run.exec, request),
-      effect.StartSession(run.exec, restarted),
-      effect.SubmitProviderBarrier(run.exec, restarted, run.revision + 1),
-    ]);
-    expect(run.record).toMatchObject({
-      revision: run.revision + 1, session: restarted, status: ExecutionStatus.Active, phase: Phase.CallingLlm, waiters: 1,
-      inFlight: 1,
-    });
-    expect(run.admission).toBe(AdmissionState.Executing);
-  });
-
-  it("Terminal: settles the execution as failed and frees it", async () => {
-    const core = await boot();
-    const run = recovering(core);
-    const request = run.preparationRequest;
-    expect(core.apply(READY, run.exec, run.generation, run.session, run.revision, PreparationOutcome.Terminal, run.revision + 1, request))
-      .toBe(ResultCode.Ok);
-    expect(core.effects()).toEqual([
-      effect.RegisterWaiter(run.exec, request),
-      effect.DeliverOutcome(run.exec, OutcomeType.Failed),
-      effect.ReleaseExecution(run.exec, run.generation),
-    ]);
-    run.expectReleased();
-  });
-
-  for (const [outcome, name, code] of [
-    [PreparationOutcome.NotEstablished, "NotEstablished", ResultCode.RehydrationRequired],
-    [PreparationOutcome.OutcomeUnknown, "OutcomeUnknown", ResultCode.RehydrationRequired],
-    [PreparationOutcome.RecoveryRequired, "RecoveryRequired", ResultCode.RehydrationRequired],
-    [PreparationOutcome.StoreFailed, "StoreFailed", ResultCode.StoreFailed],
-  ] as const) {
-    it(`${name}: releases the live state, fails the request with code ${code}, returns Ok (no waiter: no FailWaiters)`, async () => {
-      const core = await boot();
-      const run = recovering(core);
-      const request = run.preparationRequest;
-      // A non-increasing revision does not matter: the outcome is judged first.
-      expect(core.apply(READY, run.exec, run.generation, run.session, run.revision, outcome, run.revision, request))
-        .toBe(ResultCode.Ok);
-      expect(core.effects()).toEqual([
-        effect.FailRequest(request, code),
-        effect.ReleaseExecution(run.exec, run.generation),
-      ]);
-      run.expectReleased();
-    });
-  }
-
-  for (const [outcome, name, code, returned] of [
-    [PreparationOutcome.NotEstablished, "NotEstablished", ResultCode.RehydrationRequired, ResultCode.Ok],
-    [PreparationOutcome.OutcomeUnknown, "OutcomeUnknown", ResultCode.RehydrationRequired, ResultCode.Ok],
-    [PreparationOutcome.RecoveryRequired, "RecoveryRequired", ResultCode.RehydrationRequired, ResultCode.Ok],
-    [PreparationOutcome.StoreFailed, "StoreFailed", ResultCode.StoreFailed, ResultCode.Ok],
-    [PreparationOutcome.None, "an unknown outcome (0)", ResultCode.OutcomeUnknown, ResultCode.OutcomeUnknown],
-    [7, "an unknown outcome (7)", ResultCode.OutcomeUnknown, ResultCode.OutcomeUnknown],
-  ] as const) {
-    it(`${name}: fails the observers attached meanwhile with code ${code} before releasing`, async () => {
-      const core = await boot();
-      // One observer attached to the installed execution, one while its
-      // preparation recovery was in flight.
       const run = core.recovered({ status: ExecutionStatus.Preparing, phase: Phase.Preparing });
-      run.recoverPreparationObserved();
-      const request = run.preparationRequest;
-      expect(core.apply(READY, run.exec, run.generation, run.session, run.revision, outcome, run.revision + 1, request))
-        .toBe(returned);
-      expect(core.effects()).toEqual([
-        effect.FailRequest(request, code),
-        effect.FailWaiters(run.exec, code),
-        effect.ReleaseExecution(run.exec, run.generation),
-      ]);
-      run.expectReleased();
+      const before = core.snapshot();
+      expect(core.apply(kind, run.exec, run.generation, run.revision, core.request(), 1, run.revision + 1, 9)).toBe(ResultCode.MessageKindUnknown);
+      expect(core.effects()).toEqual([]);
+      expect(core.snapshot()).toEqual(before);
     });
   }
 
-  it("Terminal with observers attached meanwhile: the failed outcome reaches them, no FailWaiters", async () => {
-    const core = await boot();
-    const run = recovering(core);
-    run.attachWaiter();
-    const request = run.preparationRequest;
-    expect(core.apply(READY, run.exec, run.generation, run.session, run.revision, PreparationOutcome.Terminal, run.revision + 1, request))
-      .toBe(ResultCode.Ok);
-    expect(core.effects()).toEqual([
-      effect.RegisterWaiter(run.exec, request),
-      effect.DeliverOutcome(run.exec, OutcomeType.Failed),
-      effect.ReleaseExecution(run.exec, run.generation),
-    ]);
-  });
-
-  for (const outcome of [PreparationOutcome.None, 7, 0xffff_ffff]) {
-    it(`an unknown outcome (${outcome}) releases the live state, fails the request, returns OutcomeUnknown`, async () => {
-      const core = await boot();
-      const run = recovering(core);
-      const request = run.preparationRequest;
-      expect(core.apply(READY, run.exec, run.generation, run.session, run.revision, outcome, run.revision + 1, request))
-        .toBe(ResultCode.OutcomeUnknown);
-      expect(core.effects()).toEqual([
-        effect.FailRequest(request, ResultCode.OutcomeUnknown),
-        effect.ReleaseExecution(run.exec, run.generation),
-      ]);
-      expect(run.agentRecord.admissionState).toBe(AdmissionState.None);
-      expect(core.snapshot().liveExecutions).toBe(0);
-    });
-  }
-
-  for (const outcome of [PreparationOutcome.Active, PreparationOutcome.Terminal]) {
-    it(`${outcome === PreparationOutcome.Active ? "Active" : "Terminal"} with a new revision not above the current one: recovery, RevisionMustIncrease`, async () => {
-      const core = await boot();
-      const run = recovering(core);
-      const before = run.record;
-      const request = run.preparationRequest;
-      expect(core.apply(READY, run.exec, run.generation, run.session, run.revision, outcome, run.revision, request))
-        .toBe(ResultCode.RevisionMustIncrease);
-      expect(core.effects()).toEqual([
-        effect.RecoveryRequired(run.exec, RecoveryScope.Execution, ResultCode.RevisionMustIncrease),
-        effect.FailWaiters(run.exec, ResultCode.RevisionMustIncrease),
-        effect.FailRequest(request, ResultCode.RevisionMustIncrease),
-      ]);
-      // The preparation recovery's session is over.
-      expect(run.record).toEqual({ ...before, session: 0 });
-      expect(run.admission).toBe(AdmissionState.RecoveryRequired);
-      // A retried result of that session is stale.
-      const retry = core.request();
-      core.expectRefused(ResultCode.SessionMustMatch, retry, READY,
-        run.exec, run.generation, run.session, run.revision, outcome, run.revision + 1, retry);
-    });
-  }
-
-  it("refuses a stale result with the exec check's code, SessionMustMatch (before the revision), RevisionMustMatch", async () => {
-    const core = await boot();
-    const run = recovering(core);
-    const request = run.preparationRequest;
-    const { exec, generation, session, revision } = run;
-    core.expectRefused(ResultCode.ExecutionSlotUnknown, request, READY, exec + 1, generation, session, revision, PreparationOutcome.Active, revision + 1, request);
-    core.expectRefused(ResultCode.ExecutionGenerationMustMatch, request, READY, exec, generation + 1, session, revision, PreparationOutcome.Active, revision + 1, request);
-    core.expectRefused(ResultCode.SessionMustMatch, request, READY, exec, generation, session + 1, revision + 1, PreparationOutcome.Active, revision + 2, request);
-    core.expectRefused(ResultCode.RevisionMustMatch, request, READY, exec, generation, session, revision + 1, PreparationOutcome.Active, revision + 2, request);
-  });
-
-  it("refuses session 0, which names no live session, even before any preparation recovery (SessionMustMatch)", async () => {
+  it("a preparing row (a state no store writes) is installed, holding its agent, and refused by ContinueRecovered: ContinuationInvalid", async () => {
     const core = await boot();
     const run = core.recovered({ status: ExecutionStatus.Preparing, phase: Phase.Preparing });
+    const before = run.record;
     const request = core.request();
-    core.expectRefused(ResultCode.SessionMustMatch, request, READY, run.exec, run.generation, 0, run.revision, PreparationOutcome.Active, run.revision + 1, request);
-  });
-
-  it("refuses a duplicate after the execution restarted with SessionMustMatch", async () => {
-    const core = await boot();
-    const run = recovering(core);
-    const request = run.preparationRequest;
-    const { session, revision } = run;
-    core.step(READY, run.exec, run.generation, session, revision, PreparationOutcome.Active, revision + 1, request);
-    core.expectRefused(ResultCode.SessionMustMatch, request, READY, run.exec, run.generation, session, revision, PreparationOutcome.Active, revision + 1, request);
-  });
-
-  it("refuses a result for an execution that is not preparing with StatusMustMatch", async () => {
-    const core = await boot();
-    const run = core.modelAnswered();
-    const request = core.request();
-    core.expectRefused(ResultCode.StatusMustMatch, request, READY, run.exec, run.generation, run.session, run.revision, PreparationOutcome.Active, run.revision + 1, request);
+    expect(core.apply(CONTINUE, run.exec, run.generation, run.revision, Continuation.None, 0, request)).toBe(ResultCode.ContinuationInvalid);
+    invalidFact(core, run, ResultCode.ContinuationInvalid, request);
+    expect(run.record).toEqual(before);
+    expect(run.admission).toBe(AdmissionState.RecoveryRequired);
   });
 });
 
 // -- ContinueRecovered ---------------------------------------------------------
 
-/** The continuation table of docs/core.md: valid phases, the flags that must
- * be set or clear, the resume phase and the effects after *register waiter*. */
+/** The continuation table of docs/core.md: valid phases, the flag that must
+ * be clear, the resume phase and the effects after *register waiter*. */
 interface ContinuationRow {
   readonly continuation: Continuation;
   readonly name: string;
@@ -347,14 +147,17 @@ interface ContinuationRow {
 }
 
 const TABLE: readonly ContinuationRow[] = [
-  { continuation: Continuation.FrameworkTools, name: "FrameworkTools", phases: [Phase.DispatchingTools, Phase.Resuming, Phase.RecoveryTools], required: 0, forbidden: 0, resume: Phase.DispatchingTools, barrier: "tool" },
-  { continuation: Continuation.FrameworkCalls, name: "FrameworkCalls", phases: [Phase.RecoveryProviderCompleted, Phase.RecoveryToolsCompleted], required: ExecutionFlag.FrameworkCallsPending, forbidden: 0, resume: Phase.CallingLlm, barrier: null },
-  { continuation: Continuation.Output, name: "Output", phases: [Phase.RecoveryProviderCompleted], required: 0, forbidden: ExecutionFlag.FrameworkCallsPending, resume: Phase.CallingLlm, barrier: null },
-  { continuation: Continuation.Followup, name: "Followup", phases: [Phase.RecoveryToolsCompleted], required: 0, forbidden: ExecutionFlag.FrameworkCallsPending, resume: Phase.RecordingToolResults, barrier: null },
+  { continuation: Continuation.FrameworkTools, name: "FrameworkTools", phases: [Phase.DispatchingTools, Phase.Resuming], required: 0, forbidden: 0, resume: Phase.DispatchingTools, barrier: "tool" },
   { continuation: Continuation.ApprovalRejection, name: "ApprovalRejection", phases: [Phase.Resuming], required: 0, forbidden: ExecutionFlag.ApprovalGranted, resume: Phase.Resuming, barrier: null },
   { continuation: Continuation.RecallModel, name: "RecallModel", phases: [Phase.CallingLlm], required: 0, forbidden: 0, resume: Phase.CallingLlm, barrier: "provider" },
-  { continuation: Continuation.FailedTerminal, name: "FailedTerminal", phases: [Phase.RecoveryResolvedFailed], required: 0, forbidden: 0, resume: Phase.Terminal, barrier: null },
 ];
+
+/** `None` (the facts name no continuation) and the retired numbers 2–5
+ * (framework_calls, output, followup, failed_terminal) fit no phase. */
+const FITTING_NONE = [
+  [Continuation.None, "None"], [2, "retired 2 (was FrameworkCalls)"], [3, "retired 3 (was Output)"],
+  [4, "retired 4 (was Followup)"], [5, "retired 5 (was FailedTerminal)"],
+] as const;
 
 function invalidFact(core: Driver, run: Run, code: ResultCode, request: number): void {
   expect(core.effects()).toEqual([
@@ -364,15 +167,16 @@ function invalidFact(core: Driver, run: Run, code: ResultCode, request: number):
   ]);
 }
 
-describeDecisions("ContinueRecovered(exec, gen, expectedRevision, continuation, hasFailure, request): valid", ({ it, boot }) => {
-  for (const row of TABLE.filter((candidate) => candidate.continuation !== Continuation.FailedTerminal)) {
+describeDecisions("ContinueRecovered(exec, gen, expectedRevision, continuation, retired, request): valid", ({ it, boot }) => {
+  for (const row of TABLE) {
     for (const phase of row.phases) {
       it(`${row.name} from phase ${phase}: new session in phase ${row.resume}, admission Executing${row.barrier ? `, ${row.barrier} barrier` : ""}`, async () => {
         const core = await boot();
-        const run = core.recovered({ status: ExecutionStatus.Active, phase, flags: row.required | ExecutionFlag.Reservation });
+        const run = core.recovered({ status: ExecutionStatus.Active, phase, flags: row.required });
         const before = run.record;
         const request = core.request();
-        expect(core.apply(CONTINUE, run.exec, run.generation, run.revision, row.continuation, 0, request)).toBe(ResultCode.Ok);
+        // The retired fifth argument (was hasFailure) is ignored.
+        expect(core.apply(CONTINUE, run.exec, run.generation, run.revision, row.continuation, 0xffff_ffff, request)).toBe(ResultCode.Ok);
         const session = 1;
         const barrier = row.barrier === "tool" ? [effect.SubmitToolBarrier(run.exec, session, run.revision)]
           : row.barrier === "provider" ? [effect.SubmitProviderBarrier(run.exec, session, run.revision)] : [];
@@ -389,7 +193,7 @@ describeDecisions("ContinueRecovered(exec, gen, expectedRevision, continuation, 
 
   for (const [name, continuation, phase, kind, toolCount] of [
     ["RecallModel", Continuation.RecallModel, Phase.CallingLlm, MessageKind.ProviderDispatchReady, 0],
-    ["FrameworkTools", Continuation.FrameworkTools, Phase.RecoveryTools, MessageKind.ToolDispatchReady, 2],
+    ["FrameworkTools", Continuation.FrameworkTools, Phase.DispatchingTools, MessageKind.ToolDispatchReady, 2],
   ] as const) {
     it(`${name}: the continued session's barrier is in flight until its result, which settles it`, async () => {
       const core = await boot();
@@ -407,36 +211,9 @@ describeDecisions("ContinueRecovered(exec, gen, expectedRevision, continuation, 
     });
   }
 
-  it("FailedTerminal with a failure: registers the waiter and begins the terminal commit with session 0", async () => {
-    const core = await boot();
-    const run = core.recovered({ status: ExecutionStatus.Active, phase: Phase.RecoveryResolvedFailed });
-    const before = run.record;
-    const request = core.request();
-    expect(core.apply(CONTINUE, run.exec, run.generation, run.revision, Continuation.FailedTerminal, 1, request)).toBe(ResultCode.Ok);
-    expect(core.effects()).toEqual([
-      effect.RegisterWaiter(run.exec, request),
-      effect.SubmitTerminalCommit(run.exec, 0, run.revision),
-    ]);
-    expect(run.record).toEqual({ ...before, phase: Phase.Terminal, session: 0, waiters: 1 });
-    expect(run.admission).toBe(AdmissionState.Terminalizing);
-    expect(core.snapshot().nextSession).toBe(1);
-  });
-
-  it("FailedTerminal's commit carries session 0 and settles the execution as failed", async () => {
-    const core = await boot();
-    const run = core.recovered({ status: ExecutionStatus.Active, phase: Phase.RecoveryResolvedFailed });
-    const request = core.request();
-    core.step(CONTINUE, run.exec, run.generation, run.revision, Continuation.FailedTerminal, 1, request);
-    expect(core.apply(MessageKind.TerminalCommitReady, run.exec, run.generation, 0, run.revision, OutcomeType.Failed, run.revision + 1))
-      .toBe(ResultCode.Ok);
-    expect(core.effects()).toEqual([
-      effect.DeliverOutcome(run.exec, OutcomeType.Failed),
-      effect.ReleaseExecution(run.exec, run.generation),
-    ]);
-  });
 });
 
-describeDecisions("ContinueRecovered(exec, gen, expectedRevision, continuation, hasFailure, request): invalid", ({ it, boot }) => {
+describeDecisions("ContinueRecovered(exec, gen, expectedRevision, continuation, retired, request): invalid", ({ it, boot }) => {
   for (const row of TABLE) {
     it(`${row.name} from every phase the table does not list: ContinuationInvalid, execution untouched`, async () => {
       const core = await boot({ agentsMax: 16, executionsMax: 16 });
@@ -448,6 +225,23 @@ describeDecisions("ContinueRecovered(exec, gen, expectedRevision, continuation, 
         const before = run.record;
         const request = core.request();
         expect(core.apply(CONTINUE, run.exec, run.generation, run.revision, row.continuation, 1, request)).toBe(ResultCode.ContinuationInvalid);
+        invalidFact(core, run, ResultCode.ContinuationInvalid, request);
+        expect(run.record).toEqual(before);
+        expect(run.admission).toBe(AdmissionState.RecoveryRequired);
+      }
+    });
+  }
+
+  for (const [continuation, name] of FITTING_NONE) {
+    it(`${name} from every installable phase: ContinuationInvalid, execution untouched`, async () => {
+      const core = await boot({ agentsMax: 16, executionsMax: 16 });
+      for (const phase of INSTALLABLE_PHASES) {
+        const status = phase === Phase.Preparing ? ExecutionStatus.Preparing
+          : phase === Phase.Suspended ? ExecutionStatus.Suspended : ExecutionStatus.Active;
+        const run = core.recovered({ status, phase });
+        const before = run.record;
+        const request = core.request();
+        expect(core.apply(CONTINUE, run.exec, run.generation, run.revision, continuation, 0, request)).toBe(ResultCode.ContinuationInvalid);
         invalidFact(core, run, ResultCode.ContinuationInvalid, request);
         expect(run.record).toEqual(before);
         expect(run.admission).toBe(AdmissionState.RecoveryRequired);
@@ -485,29 +279,9 @@ describeDecisions("ContinueRecovered(exec, gen, expectedRevision, continuation, 
     invalidFact(core, run, ResultCode.ContinuationInvalid, request);
   });
 
-  it("FailedTerminal without a failure: FailureRequired", async () => {
-    const core = await boot();
-    const run = core.recovered({ status: ExecutionStatus.Active, phase: Phase.RecoveryResolvedFailed });
-    const before = run.record;
-    const request = core.request();
-    expect(core.apply(CONTINUE, run.exec, run.generation, run.revision, Continuation.FailedTerminal, 0, request)).toBe(ResultCode.FailureRequired);
-    invalidFact(core, run, ResultCode.FailureRequired, request);
-    expect(run.record).toEqual(before);
-  });
-
-  it("judges the phase before the failure: FailedTerminal without a failure from another phase is ContinuationInvalid", async () => {
-    const core = await boot();
-    const run = core.recovered({ status: ExecutionStatus.Active, phase: Phase.CallingLlm });
-    const request = core.request();
-    expect(core.apply(CONTINUE, run.exec, run.generation, run.revision, Continuation.FailedTerminal, 0, request)).toBe(ResultCode.ContinuationInvalid);
-    invalidFact(core, run, ResultCode.ContinuationInvalid, request);
-  });
-
   for (const [name, continuation, hasFailure] of [
-    ["continuation 0", Continuation.None, 0],
     ["continuation 8", 8, 0],
     ["continuation 0xffffffff", 0xffff_ffff, 0],
-    ["hasFailure 2", Continuation.RecallModel, 2],
   ] as const) {
     it(`${name}: ArgumentOutOfRange, judged before the status and the table`, async () => {
       const core = await boot();
@@ -529,7 +303,7 @@ describeDecisions("ContinueRecovered(exec, gen, expectedRevision, continuation, 
     core.expectRefused(ResultCode.ExecutionGenerationMustMatch, request, CONTINUE, run.exec, run.generation + 1, run.revision, Continuation.RecallModel, 0, request);
     core.expectRefused(ResultCode.RevisionMustMatch, request, CONTINUE, run.exec, run.generation, run.revision - 1, Continuation.RecallModel, 0, request);
     // A malformed stale message is refused as stale, not judged.
-    core.expectRefused(ResultCode.RevisionMustMatch, request, CONTINUE, run.exec, run.generation, run.revision - 1, 0, 9, request);
+    core.expectRefused(ResultCode.RevisionMustMatch, request, CONTINUE, run.exec, run.generation, run.revision - 1, 9, 0, request);
   });
 
   it("refuses a duplicate once the continuation started (the execution has a session) with SessionMustMatch", async () => {

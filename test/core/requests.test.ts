@@ -54,8 +54,9 @@ describeDecisions("AttachWaiter(exec, gen, request)", ({ it, boot }) => {
 });
 
 describeDecisions("SubmissionRefused(submission, slot, gen, tokenOrSession, request)", ({ it, boot }) => {
-  for (const submission of [Submission.None, 7, 0xffff_ffff]) {
-    it(`drops submission ${submission} (outside 1–6) with ArgumentOutOfRange`, async () => {
+  // 5 is retired (was PreparationRecovery; decision 0022).
+  for (const submission of [Submission.None, 5, 7, 0xffff_ffff]) {
+    it(`drops submission ${submission} (not 1–4 or 6) with ArgumentOutOfRange`, async () => {
       const core = await boot();
       const admission = core.admitted();
       core.expectDropped(REFUSED, ResultCode.ArgumentOutOfRange, submission, admission.agent, admission.agentGeneration, admission.token, admission.request);
@@ -209,50 +210,6 @@ describeDecisions("SubmissionRefused(submission, slot, gen, tokenOrSession, requ
     core.expectDropped(REFUSED, ResultCode.AdmissionStateMustMatch, Submission.ApprovalCommit, run.exec, run.generation, 0, 0);
   });
 
-  // -- PreparationRecovery (exec, session) ------------------------------------------
-
-  it("PreparationRecovery: releases the admission, frees the execution, fails the request with OffloadFull (no waiter: no FailWaiters)", async () => {
-    const core = await boot();
-    const run = core.recovered({ status: ExecutionStatus.Preparing, phase: Phase.Preparing }).recoverPreparation();
-    const request = run.preparationRequest;
-    expect(core.apply(REFUSED, Submission.PreparationRecovery, run.exec, run.generation, run.session, request)).toBe(ResultCode.Ok);
-    expect(core.effects()).toEqual([
-      effect.FailRequest(request, ResultCode.OffloadFull),
-      effect.ReleaseExecution(run.exec, run.generation),
-    ]);
-    run.expectReleased();
-  });
-
-  it("PreparationRecovery: fails the observers attached while it was pending with OffloadFull before releasing", async () => {
-    const core = await boot();
-    const run = core.recovered({ status: ExecutionStatus.Preparing, phase: Phase.Preparing });
-    run.recoverPreparationObserved();
-    const request = run.preparationRequest;
-    expect(core.apply(REFUSED, Submission.PreparationRecovery, run.exec, run.generation, run.session, request)).toBe(ResultCode.Ok);
-    expect(core.effects()).toEqual([
-      effect.FailRequest(request, ResultCode.OffloadFull),
-      effect.FailWaiters(run.exec, ResultCode.OffloadFull),
-      effect.ReleaseExecution(run.exec, run.generation),
-    ]);
-    run.expectReleased();
-  });
-
-  it("PreparationRecovery: drops for an unknown slot, another generation or another session", async () => {
-    const core = await boot();
-    const run = core.recovered({ status: ExecutionStatus.Preparing, phase: Phase.Preparing }).recoverPreparation();
-    const request = run.preparationRequest;
-    core.expectDropped(REFUSED, ResultCode.ExecutionSlotUnknown, Submission.PreparationRecovery, run.exec + 1, run.generation, run.session, request);
-    core.expectDropped(REFUSED, ResultCode.ExecutionGenerationMustMatch, Submission.PreparationRecovery, run.exec, run.generation + 1, run.session, request);
-    core.expectDropped(REFUSED, ResultCode.SessionMustMatch, Submission.PreparationRecovery, run.exec, run.generation, run.session + 1, request);
-  });
-
-  it("PreparationRecovery: drops for session 0, which names no live session (SessionMustMatch)", async () => {
-    const core = await boot();
-    // Installed as preparing, no preparation recovery submitted yet: session 0.
-    const run = core.recovered({ status: ExecutionStatus.Preparing, phase: Phase.Preparing });
-    core.expectDropped(REFUSED, ResultCode.SessionMustMatch, Submission.PreparationRecovery, run.exec, run.generation, 0, core.request());
-  });
-
   // -- TerminalCommit (exec, session) ----------------------------------------------
 
   it("TerminalCommit: marks the execution for recovery and fails its waiters with OffloadFull", async () => {
@@ -269,16 +226,12 @@ describeDecisions("SubmissionRefused(submission, slot, gen, tokenOrSession, requ
     expect(run.admission).toBe(AdmissionState.RecoveryRequired);
   });
 
-  it("TerminalCommit: a failed-terminal continuation's commit (session 0) unwinds the same way", async () => {
+  it("TerminalCommit: drops session 0, which names no live session, even after recovery was required (SessionMustMatch)", async () => {
     const core = await boot();
-    const run = core.recovered({ status: ExecutionStatus.Active, phase: Phase.RecoveryResolvedFailed });
-    core.step(MessageKind.ContinueRecovered, run.exec, run.generation, run.revision, Continuation.FailedTerminal, 1, core.request());
-    expect(core.apply(REFUSED, Submission.TerminalCommit, run.exec, run.generation, 0, 0)).toBe(ResultCode.Ok);
-    expect(core.effects()).toEqual([
-      effect.RecoveryRequired(run.exec, RecoveryScope.Execution, ResultCode.OffloadFull),
-      effect.FailWaiters(run.exec, ResultCode.OffloadFull),
-    ]);
-    expect(run.admission).toBe(AdmissionState.RecoveryRequired);
+    const run = core.terminalizing();
+    core.step(REFUSED, Submission.TerminalCommit, run.exec, run.generation, run.session, 0);
+    expect(run.record).toMatchObject({ session: 0, phase: Phase.Terminal });
+    core.expectDropped(REFUSED, ResultCode.SessionMustMatch, Submission.TerminalCommit, run.exec, run.generation, 0, 0);
   });
 
   it("TerminalCommit: drops for an unknown slot, another generation, another session, or a phase not Terminal", async () => {

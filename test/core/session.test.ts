@@ -80,13 +80,6 @@ describeDecisions("SessionEvent(exec, gen, session, event): undefined pairs are 
     });
   }
 
-  it("drops every event from phase Preparing under the preparation-recovery session (TransitionUndefined)", async () => {
-    const core = await boot();
-    const run = core.recovered({ status: ExecutionStatus.Preparing, phase: Phase.Preparing }).recoverPreparation();
-    for (const event of EVENTS) {
-      core.expectDropped(EVENT, ResultCode.TransitionUndefined, run.exec, run.generation, run.session, event);
-    }
-  });
 });
 
 describeDecisions("SessionEvent(exec, gen, session, event): stale and malformed", ({ it, boot }) => {
@@ -173,12 +166,12 @@ describeDecisions("OperationSettled(exec, gen)", ({ it, boot }) => {
 describeDecisions("CancelRequested(exec, gen)", ({ it, boot }) => {
   it("sets CancelRequested and emits nothing; asking twice is the same", async () => {
     const core = await boot();
-    const run = core.callingModel({ flags: ExecutionFlag.Reservation });
+    const run = core.recovered({ status: ExecutionStatus.Active, phase: Phase.Resuming, flags: ExecutionFlag.ApprovalGranted });
     const before = run.record;
     for (let time = 0; time < 2; time += 1) {
       expect(core.apply(MessageKind.CancelRequested, run.exec, run.generation)).toBe(ResultCode.Ok);
       expect(core.effects()).toEqual([]);
-      expect(run.record).toEqual({ ...before, flags: ExecutionFlag.Reservation | ExecutionFlag.CancelRequested });
+      expect(run.record).toEqual({ ...before, flags: ExecutionFlag.ApprovalGranted | ExecutionFlag.CancelRequested });
     }
   });
 

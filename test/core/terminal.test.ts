@@ -13,7 +13,7 @@
 
 import { expect } from "vitest";
 import {
-  AdmissionState, ExecutionFlag, ExecutionStatus, MessageKind, OutcomeType, Phase, RecoveryScope,
+  AdmissionState, ExecutionFlag, ExecutionStatus, MessageKind, OutcomeType, Phase, RecoveryScope, Submission,
   ResultCode, SessionEnding, SessionEventKind,
 } from "../../assembly/abi.js";
 import { describeDecisions, effect, type Driver, type Run } from "./driver.js";
@@ -120,12 +120,6 @@ describeDecisions("SessionFinished(exec, gen, session, ending)", ({ it, boot }) 
   it("drops a second finish once the phase is Terminal (TransitionUndefined)", async () => {
     const core = await boot();
     const run = core.callingModel().finish(SessionEnding.Completed);
-    core.expectDropped(FINISHED, ResultCode.TransitionUndefined, run.exec, run.generation, run.session, SessionEnding.Failed);
-  });
-
-  it("drops a finish from phase Preparing, where finish is undefined (TransitionUndefined)", async () => {
-    const core = await boot();
-    const run = core.recovered({ status: ExecutionStatus.Preparing, phase: Phase.Preparing }).recoverPreparation();
     core.expectDropped(FINISHED, ResultCode.TransitionUndefined, run.exec, run.generation, run.session, SessionEnding.Failed);
   });
 });
@@ -252,16 +246,25 @@ describeDecisions("TerminalCommitReady(exec, gen, session, expectedRevision, out
     expect(run.admission).toBe(AdmissionState.RecoveryRequired);
   });
 
-  it("StoreFailed for a reservation: fails its waiters and releases it instead, returns Ok", async () => {
+  it("StoreFailed keeps every execution for recovery: no reservation is released (retired, decision 0022)", async () => {
     const core = await boot();
-    const run = core.terminalizing(SessionEnding.Completed, { flags: ExecutionFlag.Reservation });
+    // The retired flags argument of the preparation once carried Reservation (4).
+    const run = core.terminalizing(SessionEnding.Completed, { flags: 4 });
     run.attachWaiter();
     expect(core.apply(COMMIT, run.exec, run.generation, run.session, run.revision, OutcomeType.StoreFailed, 0)).toBe(ResultCode.Ok);
     expect(core.effects()).toEqual([
+      effect.RecoveryRequired(run.exec, RecoveryScope.Execution, ResultCode.StoreFailed),
       effect.FailWaiters(run.exec, ResultCode.StoreFailed),
-      effect.ReleaseExecution(run.exec, run.generation),
     ]);
-    run.expectReleased();
+    expect(run.admission).toBe(AdmissionState.RecoveryRequired);
+  });
+
+  it("drops a commit naming session 0, even when recovery left the execution in phase Terminal with session 0 (SessionMustMatch)", async () => {
+    const core = await boot();
+    const run = core.terminalizing();
+    core.step(MessageKind.SubmissionRefused, Submission.TerminalCommit, run.exec, run.generation, run.session, 0);
+    expect(run.record).toMatchObject({ session: 0, phase: Phase.Terminal });
+    core.expectDropped(COMMIT, ResultCode.SessionMustMatch, run.exec, run.generation, 0, run.revision, OutcomeType.Completed, run.revision + 1);
   });
 
   it("judges StoreFailed before the revision increase", async () => {

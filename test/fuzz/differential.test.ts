@@ -1,49 +1,154 @@
 // Differential fuzzing: random message streams applied to the WebAssembly
 // core and to the reference model must give identical result codes,
 // identical effects and identical tables after every step, and the
-// invariants must hold throughout. The seed is printed; replay a failure
-// with FUZZ_SEED=<seed>. FUZZ_RUNS raises the number of streams.
+// invariants must hold throughout.
+//
+// Four runs, each on streams of tens to hundreds of messages (their
+// measured lengths are printed once):
+// * the debug build and the release build, on the same streams;
+// * streams of thousands of messages with `AttachWaiter` floods and
+//   batches the size of the in-flight limit, on the smallest tables: the
+//   waiter, in-flight, agent, execution and effect-buffer limits must each
+//   be reached at least once;
+// * cores and streams started next to the u32 wrap (owner tokens, sessions,
+//   slot generations, revisions), which must each wrap at least once.
+// The seed is printed, and fast-check names it in every failure; replay a
+// run with FUZZ_SEED=<seed>. FUZZ_RUNS sets the streams of each build run
+// (the other runs scale with it).
 
 import fc from "fast-check";
+import { isDeepStrictEqual } from "node:util";
 import { describe, expect, it } from "vitest";
-import { MessageKind, MessageKindLimit } from "../../assembly/abi.js";
+import { EffectLayout, ResultCode } from "../../assembly/abi.js";
 import { ControlCore } from "../../host/core/control-core.js";
 import { decodeEffectWords } from "../../host/core/effects.js";
-import { loadCoreModule } from "../../host/core/load-core.js";
+import { loadCoreModule, type CoreBuild } from "../../host/core/load-core.js";
+import type { CoreLimits, CoreSnapshot } from "../../host/core/machine.js";
 import { ReferenceCore } from "../model/reference-core.js";
-import { intents as intentStreams, limits } from "./arbitraries.js";
-import { differentialStep } from "./differential-step.js";
+import {
+  floodIntents, intents as intentStreams, limits, liveMessageKinds, retiredMessageKinds, wrapStarts, type WrapStart,
+} from "./arbitraries.js";
+import { differentialStep, type StepContext } from "./differential-step.js";
 import { RevisionHistory } from "./invariants.js";
-import { MessageStream } from "./message-stream.js";
+import { MessageStream, type Intent, type MessageStreamOptions } from "./message-stream.js";
 
-const runs = Number(process.env.FUZZ_RUNS ?? 20_000);
+const runs = Number(process.env.FUZZ_RUNS ?? 300);
 const seed = Number(process.env.FUZZ_SEED ?? Date.now() % 2_147_483_647);
+const floodRuns = Math.max(3, Math.round(runs / 50));
+const wrapRuns = Math.max(20, Math.round(runs / 3));
+
+console.log(`differential fuzzing: FUZZ_SEED=${seed} FUZZ_RUNS=${runs} (flood streams ${floodRuns}, wrap streams ${wrapRuns})`);
+
+/** What a run saw, for the checks that it went where it should. */
+class Coverage {
+  readonly lengths: number[] = [];
+  readonly acceptedKinds = new Set<number>();
+  readonly codes = new Set<number>();
+  longestEffects = 0;
+  messages = 0;
+
+  /** Lengths as min / p10 / median / mean / p90 / max. */
+  describeLengths(): string {
+    const sorted = [...this.lengths].sort((a, b) => a - b);
+    const at = (fraction: number): number => sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))]!;
+    const mean = sorted.reduce((sum, length) => sum + length, 0) / sorted.length;
+    return `${sorted.length} streams, ${this.messages} messages; length min ${sorted[0]} p10 ${at(0.1)} median ${at(0.5)} mean ${mean.toFixed(1)} p90 ${at(0.9)} max ${sorted.at(-1)}`;
+  }
+}
+
+/** Fast equality first, vitest's diff only for a disagreement: comparing
+ * tables with `toEqual` on every step would cost more than the step. */
+function agree(actual: unknown, expected: unknown, what: string): void {
+  if (!isDeepStrictEqual(actual, expected)) expect(actual, what).toEqual(expected);
+}
+
+interface StreamSetup {
+  readonly module: WebAssembly.Module;
+  readonly limits: CoreLimits;
+  readonly stream?: MessageStreamOptions;
+  readonly wrap?: WrapStart;
+  /** Called with the core's tables after every step. */
+  readonly afterStep?: (tables: CoreSnapshot) => void;
+}
+
+/** Runs one stream through a fresh core and model. */
+function runStream(setup: StreamSetup, intents: readonly Intent[], coverage: Coverage): void {
+  const wasm = new ControlCore(setup.module, setup.limits);
+  const model = new ReferenceCore(setup.limits);
+  if (setup.wrap) {
+    const { ownerToken, session, generation } = setup.wrap;
+    expect(wasm.seedCountersForTesting(ownerToken, session, generation)).toBe(ResultCode.Ok);
+    expect(model.seedCountersForTesting(ownerToken, session, generation)).toBe(ResultCode.Ok);
+  }
+  const context: StepContext = {
+    core: wasm, model, stream: new MessageStream(setup.stream), revisions: new RevisionHistory(), decode: decodeEffectWords, agree,
+  };
+  coverage.lengths.push(intents.length);
+  for (const [index, next] of intents.entries()) {
+    const { message, code } = differentialStep(context, next, index);
+    coverage.messages += 1;
+    coverage.codes.add(code);
+    if (code === ResultCode.Ok) coverage.acceptedKinds.add(message[0]);
+    const effects = wasm.effectCount;
+    agree(effects <= EffectLayout.EffectsLongestDecision, true, `${effects} effects at step ${index}, more than the longest decision writes`);
+    coverage.longestEffects = Math.max(coverage.longestEffects, effects);
+    setup.afterStep?.(wasm.snapshot());
+  }
+}
+
+function expectEveryKindAccepted(coverage: Coverage): void {
+  for (const kind of liveMessageKinds()) expect(coverage.acceptedKinds.has(kind), `message kind ${kind} was never accepted`).toBe(true);
+  for (const kind of retiredMessageKinds) expect(coverage.acceptedKinds.has(kind), `retired message kind ${kind} was accepted`).toBe(false);
+}
 
 describe("the WebAssembly core against the reference model", () => {
-  it(`agrees on ${runs} random message streams (seed ${seed})`, async () => {
-    console.log(`differential fuzzing: FUZZ_SEED=${seed} FUZZ_RUNS=${runs}`);
-    const module = await loadCoreModule("debug");
-    const acceptedKinds = new Set<number>();
-    fc.assert(
-      fc.property(limits, intentStreams, (coreLimits, intents) => {
-        const wasm = new ControlCore(module, coreLimits);
-        const model = new ReferenceCore(coreLimits);
-        const context = {
-          core: wasm, model, stream: new MessageStream(), revisions: new RevisionHistory(), decode: decodeEffectWords,
-          agree: (actual: unknown, expected: unknown, what: string) => expect(actual, what).toEqual(expected),
-        };
-        for (const [index, next] of intents.entries()) {
-          const { message, code } = differentialStep(context, next, index);
-          if (code === 0) acceptedKinds.add(message[0]);
-        }
-      }),
-      { seed, numRuns: runs },
-    );
-    // The streams went deep: every message kind was accepted somewhere.
-    if (runs >= 1_000) {
-      for (let kind = MessageKind.RegisterAgent; kind < MessageKindLimit.End; kind += 1) {
-        expect(acceptedKinds.has(kind), `message kind ${kind} was never accepted`).toBe(true);
-      }
+  const builds: CoreBuild[] = ["debug", "release"];
+  for (const build of builds) {
+    it(`agrees on ${runs} deep random message streams, ${build} build (seed ${seed})`, async () => {
+      const module = await loadCoreModule(build);
+      const coverage = new Coverage();
+      fc.assert(fc.property(limits, intentStreams, (coreLimits, intents) => {
+        runStream({ module, limits: coreLimits }, intents, coverage);
+      }), { seed, numRuns: runs });
+      console.log(`differential fuzzing, ${build} build: ${coverage.describeLengths()}`);
+      // The streams went deep: every message kind was accepted somewhere.
+      if (runs >= 100) expectEveryKindAccepted(coverage);
+    });
+  }
+
+  it(`reaches the waiter, in-flight, table and effect limits on ${floodRuns} flood streams (seed ${seed})`, async () => {
+    const module = await loadCoreModule("release");
+    const coverage = new Coverage();
+    // One agent more than executions: a second start finds the table full.
+    const smallest = fc.integer({ min: 1, max: 2 }).map((executionsMax) => ({ agentsMax: executionsMax + 1, executionsMax }));
+    fc.assert(fc.property(smallest, floodIntents, (coreLimits, intents) => {
+      runStream({ module, limits: coreLimits, stream: { pressure: true } }, intents, coverage);
+    }), { seed, numRuns: floodRuns });
+    console.log(`differential fuzzing, floods: ${coverage.describeLengths()}; longest apply ${coverage.longestEffects} effects`);
+    for (const [code, name] of [
+      [ResultCode.WaitersFull, "WaitersFull"], [ResultCode.InFlightFull, "InFlightFull"],
+      [ResultCode.AgentsFull, "AgentsFull"], [ResultCode.ExecutionsFull, "ExecutionsFull"],
+    ] as const) {
+      expect(coverage.codes.has(code), `no stream reached ${name}`).toBe(true);
     }
+    expect(coverage.longestEffects, "no stream reached the longest decision").toBe(EffectLayout.EffectsLongestDecision);
+  });
+
+  it(`agrees next to the u32 wrap on ${wrapRuns} streams, and every counter wraps (seed ${seed})`, async () => {
+    const module = await loadCoreModule("debug");
+    const coverage = new Coverage();
+    const wrapped = { ownerToken: false, session: false, generation: false, revision: false };
+    fc.assert(fc.property(limits, wrapStarts, intentStreams, (coreLimits, wrap, intents) => {
+      // A counter that wrapped is below where it started (it skips 0).
+      const afterStep = (tables: CoreSnapshot): void => {
+        wrapped.ownerToken ||= tables.nextOwnerToken < wrap.ownerToken;
+        wrapped.session ||= tables.nextSession < wrap.session;
+        wrapped.generation ||= [...tables.agents, ...tables.executions].some((record) => record.generation < wrap.generation);
+        wrapped.revision ||= tables.executions.some((record) => record.agentSlotPlusOne !== 0 && record.revision <= wrap.revision);
+      };
+      runStream({ module, limits: coreLimits, wrap, stream: { firstRevision: wrap.revision }, afterStep }, intents, coverage);
+    }), { seed, numRuns: wrapRuns });
+    console.log(`differential fuzzing, near the wrap: ${coverage.describeLengths()}; wrapped ${JSON.stringify(wrapped)}`);
+    expect(wrapped).toEqual({ ownerToken: true, session: true, generation: true, revision: true });
   });
 });

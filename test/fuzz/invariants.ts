@@ -97,7 +97,7 @@ const EXECUTION_MESSAGES = new Set<number>([
   MessageKind.ProviderDispatchReady, MessageKind.ToolDispatchReady, MessageKind.SessionEvent,
   MessageKind.OperationSettled, MessageKind.SessionFinished, MessageKind.DeferredTerminal,
   MessageKind.TerminalCommitReady, MessageKind.Resume, MessageKind.ResumeCommitReady,
-  MessageKind.RecoverPreparation, MessageKind.InitialPreparationRecoveryReady, MessageKind.ContinueRecovered,
+  MessageKind.ContinueRecovered,
   MessageKind.CancelRequested, MessageKind.AttachWaiter, MessageKind.DischargeRecovery,
 ]);
 

@@ -7,7 +7,7 @@
 // deterministic, so fast-check can shrink a failing stream of intents.
 
 import {
-  AdmissionState, CommitOutcome, Continuation, EffectKind, MessageKind, OutcomeType, Phase, PreparationOutcome,
+  AdmissionState, AgentLifecycle, CommitOutcome, Continuation, EffectKind, Limit, MessageKind, OutcomeType, Phase, PreparationOutcome,
   SessionEnding, SessionEventKind, Submission, ExecutionStatus, ExecutionFlag, ExecutionFlagMask,
 } from "../../assembly/abi.js";
 import type { CoreEffect } from "../../host/core/effects.js";
@@ -28,8 +28,7 @@ type Pending =
   | { type: "operation"; execution: number; generation: number }
   | { type: "deferred"; execution: number; generation: number; session: number }
   | { type: "terminal"; execution: number; generation: number; session: number; revision: number }
-  | { type: "approval"; execution: number; generation: number; revision: number; request: number }
-  | { type: "preparationRecovery"; execution: number; generation: number; session: number; revision: number; request: number };
+  | { type: "approval"; execution: number; generation: number; revision: number; request: number };
 
 interface LiveExecution {
   execution: number;
@@ -53,6 +52,24 @@ interface DurableRow {
 
 const U32_MAX = 0xffff_ffff;
 
+export interface MessageStreamOptions {
+  /** The revision the stream's first durable write reports, less one;
+   * near 2^32 the stream's revisions wrap (default 100). */
+  readonly firstRevision?: number;
+  /** Pressure on the limits: now and then, `WaitersMax` + 2 `AttachWaiter`
+   * messages in a row on one live execution, so its waiter list fills, and
+   * one tool batch in three as large as the in-flight limit (default off: a
+   * flood is thousands of messages). */
+  readonly pressure?: boolean;
+}
+
+/** An `AttachWaiter` flood under way (see `MessageStreamOptions.floods`). */
+interface Flood {
+  readonly execution: number;
+  readonly generation: number;
+  remaining: number;
+}
+
 /** The fuzzer's memory of the stream: what it may refer to next. */
 export class MessageStream {
   private readonly agents: { slot: number; generation: number }[] = [];
@@ -65,7 +82,14 @@ export class MessageStream {
   private discharging: (DurableRow & { execution: number; generation: number }) | undefined;
   private readonly discharged: DurableRow[] = [];
   private nextRequest = 1;
-  private nextRevision = 100;
+  private nextRevision: number;
+  private readonly pressure: boolean;
+  private flood: Flood | undefined;
+
+  constructor(options: MessageStreamOptions = {}) {
+    this.nextRevision = options.firstRevision ?? 100;
+    this.pressure = options.pressure ?? false;
+  }
 
   private tables: CoreSnapshot | undefined;
 
@@ -73,6 +97,12 @@ export class MessageStream {
    * now (used to aim session events at the phase an execution is in). */
   next(intent: Intent, tables?: CoreSnapshot): Message {
     this.tables = tables;
+    const flooding = this.continueFlood();
+    if (flooding) return flooding;
+    if (this.pressure && intent.kind % 97 === 13) {
+      const started = this.startFlood(intent);
+      if (started) return started;
+    }
     const builders = this.builders();
     return builders[intent.kind % builders.length]!(intent);
   }
@@ -83,7 +113,9 @@ export class MessageStream {
   }
 
   private builders(): ((intent: Intent) => Message)[] {
+    const pressure: ((intent: Intent) => Message)[] = this.pressure ? Array.from({ length: 8 }, () => (i: Intent) => this.fillInFlight(i)) : [];
     return [
+      ...pressure,
       (i) => this.registerAgent(i),
       (i) => this.start(i),
       (i) => this.start(i),
@@ -111,7 +143,7 @@ export class MessageStream {
       (i) => this.resume(i),
       (i) => this.recoveryInstall(i),
       (i) => this.continueRecovered(i),
-      (i) => this.recoverPreparation(i),
+      (i) => this.retiredKind(i),
       // Twice: a discharge needs a chain of steps (install, a refused
       // continuation, the discharge) that the short streams rarely finish.
       (i) => this.dischargeRecovery(i),
@@ -127,6 +159,62 @@ export class MessageStream {
 
   // -- message builders ------------------------------------------------------
 
+  /** Drives executions to the in-flight limit: the model asks for tools
+   * while its call is still in flight, the batch is as large as the limit
+   * (refused with `InFlightFull` when the call has not settled), and once a
+   * batch fills the limit, the events that ask for the next barrier while
+   * it is still in flight (refused too). */
+  private fillInFlight(intent: Intent): Message {
+    const live = [...this.executions.values()].filter((candidate) => {
+      const record = this.tables?.executions[candidate.execution];
+      return record?.generation === candidate.generation && record.agentSlotPlusOne !== 0 && record.session === candidate.session && record.session !== 0;
+    });
+    const recordOf = (candidate: LiveExecution) => this.tables!.executions[candidate.execution]!;
+    const full = live.find((candidate) => recordOf(candidate).inFlight >= Limit.InFlightMax - 1 &&
+      (recordOf(candidate).phase === Phase.DispatchingTools || recordOf(candidate).phase === Phase.RecordingToolResults));
+    if (full) {
+      const event = recordOf(full).phase === Phase.DispatchingTools ? SessionEventKind.ToolsCompleted : SessionEventKind.StateCompleted;
+      return message(MessageKind.SessionEvent, full.execution, full.generation, full.session, event);
+    }
+    const tools = this.pending.filter((item): item is Extract<Pending, { type: "provider" | "tool" }> => item.type === "tool");
+    const item = tools.find((candidate) => (this.tables?.executions[candidate.execution]?.inFlight ?? 0) >= 2) ?? tools[0];
+    if (item) {
+      this.pending.splice(this.pending.indexOf(item), 1);
+      return message(MessageKind.ToolDispatchReady, item.execution, item.generation, item.session, item.revision,
+        CommitOutcome.Committed, this.revision(), Limit.InFlightMax);
+    }
+    const calling = live.find((candidate) => recordOf(candidate).phase === Phase.CallingLlm && recordOf(candidate).inFlight >= 1 &&
+      !this.pending.some((pending) => pending.type === "provider" && pending.execution === candidate.execution));
+    if (calling) return message(MessageKind.SessionEvent, calling.execution, calling.generation, calling.session, SessionEventKind.LlmCompletedWithTools);
+    return this.advance(intent);
+  }
+
+  /** Starts a flood on the live execution with the most waiters. */
+  private startFlood(intent: Intent): Message | undefined {
+    const live = [...this.executions.values()].filter((candidate) => {
+      const record = this.tables?.executions[candidate.execution];
+      return record?.generation === candidate.generation && record.agentSlotPlusOne !== 0 && record.waiters < Limit.WaitersMax;
+    });
+    if (live.length === 0) return undefined;
+    const waitersOf = (candidate: LiveExecution): number => this.tables?.executions[candidate.execution]?.waiters ?? 0;
+    const target = live.reduce((best, candidate) => (waitersOf(candidate) > waitersOf(best) ? candidate : best), live[intent.pick % live.length]!);
+    this.flood = { execution: target.execution, generation: target.generation, remaining: Limit.WaitersMax + 2 };
+    return this.continueFlood();
+  }
+
+  /** The next message of a flood under way, while its execution lives. */
+  private continueFlood(): Message | undefined {
+    const flood = this.flood;
+    if (!flood) return undefined;
+    const record = this.tables?.executions[flood.execution];
+    if (flood.remaining === 0 || record?.generation !== flood.generation || record.agentSlotPlusOne === 0) {
+      this.flood = undefined;
+      return undefined;
+    }
+    flood.remaining -= 1;
+    return message(MessageKind.AttachWaiter, flood.execution, flood.generation, this.request());
+  }
+
   private registerAgent(intent: Intent): Message {
     return message(MessageKind.RegisterAgent, intent.variant % 7 === 0 ? 1 : 0);
   }
@@ -134,6 +222,13 @@ export class MessageStream {
   private start(intent: Intent): Message {
     if (this.agents.length === 0 && intent.variant % 10 !== 0) return this.registerAgent(intent);
     const agent = this.pickAgent(intent);
+    // A closed agent admits nothing: usually purge it instead (refused while
+    // it holds an admission), so its slot serves a new agent and a stream
+    // whose agents were all closed does not stall on refused starts.
+    const record = this.tables?.agents[agent.slot];
+    if (record?.generation === agent.generation && record.lifecycle === AgentLifecycle.Closed && intent.variant % 4 !== 0) {
+      return message(MessageKind.PurgeAgent, agent.slot, agent.generation);
+    }
     const cancelled = intent.variant % 11 === 0 ? 1 : intent.variant % 13 === 0 ? 5 : 0;
     return message(MessageKind.Start, agent.slot, agent.generation, this.request(), cancelled);
   }
@@ -142,8 +237,9 @@ export class MessageStream {
     if (this.pending.length === 0) return this.start(intent);
     const index = intent.pick % this.pending.length;
     const item = this.pending[index]!;
-    // One in eight completions is delivered again later (a duplicate).
-    if (intent.variant % 8 !== 0) this.pending.splice(index, 1);
+    // One in eight completions is delivered again later (a duplicate); a
+    // stale copy (see `completion`) leaves the genuine result to come.
+    if (intent.variant % 8 !== 0 && !isStale(intent)) this.pending.splice(index, 1);
     return this.completion(item, intent);
   }
 
@@ -151,6 +247,7 @@ export class MessageStream {
    * healthy host would: complete its pending submission successfully, else
    * post the event its phase expects, else finish the session. */
   private advance(intent: Intent): Message {
+    if (this.discharged.length > 0) return this.reinstall();
     const live = this.pickExecution({ ...intent, variant: 1 });
     const owned = live ? this.pending.filter((item) => "execution" in item && item.execution === live.execution) : [];
     const prepares = this.pending.filter((item) => item.type === "prepare");
@@ -173,7 +270,11 @@ export class MessageStream {
       return message(MessageKind.SessionFinished, live.execution, live.generation, live.session, ending);
     }
     if (record && record.session === 0 && record.status !== ExecutionStatus.Suspended) {
-      return this.continuationFor(live, record.phase, record.flags);
+      // Waiting for recovery: the host discharges it and installs it again
+      // from its durable row (decision 0013), as env.recover() does.
+      const agent = this.tables?.agents[record.agentSlotPlusOne - 1];
+      if (agent?.admissionState === AdmissionState.RecoveryRequired && record.inFlight === 0) return this.dischargeRecovery({ ...intent, variant: 1 });
+      return this.continuationFor(live, record.status, record.phase, record.flags);
     }
     if (record?.phase === Phase.Suspended && record.session === 0) {
       return message(MessageKind.Resume, live.execution, live.generation, live.agent, live.agentGeneration, this.request(), 1);
@@ -184,29 +285,32 @@ export class MessageStream {
     return message(MessageKind.SessionEvent, live.execution, live.generation, live.session, this.fittingEvent(live, intent));
   }
 
-  /** The recovery continuation a host would choose from the saved facts. */
-  private continuationFor(live: LiveExecution, phase: number, flags: number): Message {
-    if (phase === Phase.Preparing) return message(MessageKind.RecoverPreparation, live.execution, live.generation, live.revision, this.request());
-    const pending = (flags & ExecutionFlag.FrameworkCallsPending) !== 0;
-    const continuation =
-      phase === Phase.RecoveryProviderCompleted ? (pending ? Continuation.FrameworkCalls : Continuation.Output)
-        : phase === Phase.RecoveryToolsCompleted ? (pending ? Continuation.FrameworkCalls : Continuation.Followup)
-          : phase === Phase.RecoveryResolvedFailed ? Continuation.FailedTerminal
-            : phase === Phase.CallingLlm ? Continuation.RecallModel
-              : phase === Phase.Resuming && (flags & ExecutionFlag.ApprovalGranted) === 0 ? Continuation.ApprovalRejection
-                : Continuation.FrameworkTools;
-    return message(MessageKind.ContinueRecovered, live.execution, live.generation, live.revision, continuation, 1, this.request());
+  /** The recovery continuation a host would choose from the saved facts
+   * (host/runtime/recovery.ts): `None` for a state no store writes. */
+  private continuationFor(live: LiveExecution, status: number, phase: number, flags: number): Message {
+    const continuation = status !== ExecutionStatus.Active ? Continuation.None
+      : phase === Phase.CallingLlm ? Continuation.RecallModel
+        : phase === Phase.DispatchingTools ? Continuation.FrameworkTools
+          : phase === Phase.Resuming ? ((flags & ExecutionFlag.ApprovalGranted) === 0 ? Continuation.ApprovalRejection : Continuation.FrameworkTools)
+            : Continuation.None;
+    return message(MessageKind.ContinueRecovered, live.execution, live.generation, live.revision, continuation, 0, this.request());
   }
 
   private completion(item: Pending, intent: Intent): Message {
-    const stale = intent.variant % 9 === 1;
+    const stale = isStale(intent);
     switch (item.type) {
       case "prepare": {
-        const outcome = pickWeighted(intent.noise, [PreparationOutcome.Active, 6], [PreparationOutcome.Terminal, 1],
-          [PreparationOutcome.NotEstablished, 1], [PreparationOutcome.OutcomeUnknown, 1], [PreparationOutcome.StoreFailed, 1], [9, 1]);
-        const flags = intent.variant % 10 === 3 ? ExecutionFlag.Reservation : intent.variant % 17 === 4 ? 1 : 0;
+        // Under pressure, no outcome that leaves the agent's admission held
+        // for recovery with no execution (nothing in the core releases it),
+        // so the few agents of a long stream stay usable.
+        const outcome = this.pressure
+          ? pickWeighted(intent.noise, [PreparationOutcome.Active, 8], [PreparationOutcome.Terminal, 1], [PreparationOutcome.NotEstablished, 1])
+          : pickWeighted(intent.noise, [PreparationOutcome.Active, 6], [PreparationOutcome.Terminal, 1],
+            [PreparationOutcome.NotEstablished, 1], [PreparationOutcome.OutcomeUnknown, 1], [PreparationOutcome.StoreFailed, 1], [9, 1]);
+        // The sixth argument is retired (was flags): sometimes noise, ignored.
+        const retired = intent.variant % 17 === 4 ? intent.noise : 0;
         return message(MessageKind.InitialPreparationReady, item.agent, item.generation, stale ? item.token + 1 : item.token,
-          outcome, this.revision(), flags, item.request);
+          outcome, this.revision(), retired, item.request);
       }
       case "provider":
       case "tool": {
@@ -214,7 +318,10 @@ export class MessageStream {
           [CommitOutcome.RehydrationRequired, 1], [0, 1]);
         const newRevision = intent.variant % 19 === 5 ? item.revision : this.revision();
         const kind = item.type === "provider" ? MessageKind.ProviderDispatchReady : MessageKind.ToolDispatchReady;
-        const toolCount = intent.variant % 23 === 6 ? 0 : 1 + (intent.pick % 3);
+        // Now and then a batch that fills the in-flight limit, or exceeds it.
+        const full = this.pressure ? intent.variant % 3 === 0 : intent.variant % 29 === 11;
+        const toolCount = intent.variant % 23 === 6 ? 0 : full ? Limit.InFlightMax
+          : intent.variant % 31 === 12 ? Limit.InFlightMax + 1 : 1 + (intent.pick % 3);
         return message(kind, item.execution, item.generation, item.session, stale ? item.revision + 1 : item.revision,
           outcome, newRevision, toolCount);
       }
@@ -232,12 +339,6 @@ export class MessageStream {
         const outcome = pickWeighted(intent.noise, [CommitOutcome.Committed, 6], [CommitOutcome.StoreFailed, 1], [CommitOutcome.RehydrationRequired, 1], [7, 1]);
         return message(MessageKind.ResumeCommitReady, item.execution, item.generation, stale ? item.revision + 1 : item.revision,
           outcome, this.revision(), intent.pick % 2, item.request);
-      }
-      case "preparationRecovery": {
-        const outcome = pickWeighted(intent.noise, [PreparationOutcome.Active, 4], [PreparationOutcome.Terminal, 2],
-          [PreparationOutcome.StoreFailed, 1], [PreparationOutcome.RecoveryRequired, 1], [0, 1]);
-        return message(MessageKind.InitialPreparationRecoveryReady, item.execution, item.generation, item.session,
-          stale ? item.revision + 1 : item.revision, outcome, this.revision(), item.request);
       }
     }
   }
@@ -286,23 +387,26 @@ export class MessageStream {
     const phase = status === ExecutionStatus.Suspended && intent.variant % 5 !== 0 ? Phase.Suspended
       : status === ExecutionStatus.Preparing && intent.variant % 5 !== 0 ? Phase.Preparing
         : 1 + (intent.pick % 12);
-    const flags = (intent.variant % 4 === 1 ? ExecutionFlag.FrameworkCallsPending : 0) |
-      (intent.variant % 5 === 2 ? ExecutionFlag.ApprovalGranted : 0) | (intent.variant % 31 === 3 ? 1 : 0);
+    const flags = (intent.variant % 5 === 2 ? ExecutionFlag.ApprovalGranted : 0) | (intent.variant % 31 === 3 ? 1 : 0) |
+      (intent.variant % 37 === 4 ? 8 : 0);
     return message(MessageKind.RecoveryInstall, agent.slot, agent.generation, this.revision(), status, phase, flags, this.request());
   }
 
   private continueRecovered(intent: Intent): Message {
     const live = this.pickExecution(intent);
     if (!live) return this.recoveryInstall(intent);
-    const continuation = intent.variant % 17 === 0 ? 9 : 1 + (intent.noise % Continuation.RecallModel);
-    const hasFailure = intent.pick % 3 === 0 ? 0 : 1;
-    return message(MessageKind.ContinueRecovered, live.execution, live.generation, live.revision, continuation, hasFailure, this.request());
+    // Every number up to one past the enum, retired ones and None included.
+    const continuation = intent.variant % 17 === 0 ? 9 : intent.noise % (Continuation.RecallModel + 1);
+    const retired = intent.pick % 3 === 0 ? intent.noise : 0;
+    return message(MessageKind.ContinueRecovered, live.execution, live.generation, live.revision, continuation, retired, this.request());
   }
 
-  private recoverPreparation(intent: Intent): Message {
+  /** A retired message kind (16, 17: preparation recovery; decision 0022)
+   * with the arguments it once took: unknown to both machines. */
+  private retiredKind(intent: Intent): Message {
     const live = this.pickExecution(intent);
     if (!live) return this.recoveryInstall(intent);
-    return message(MessageKind.RecoverPreparation, live.execution, live.generation, live.revision, this.request());
+    return message(16 + (intent.variant % 2), live.execution, live.generation, live.session, live.revision, 1, live.revision + 1, this.request());
   }
 
   /** Mostly aimed at an execution waiting for recovery (the host's use),
@@ -332,9 +436,10 @@ export class MessageStream {
     return message(MessageKind.DischargeRecovery, live.execution, live.generation);
   }
 
-  /** A continuation no durable phase accepts (`FailedTerminal` without a
-   * failure) for an execution without a session: the core requires its
-   * recovery. Without such an execution, a recovery installs one. */
+  /** A continuation no durable phase accepts (`None`, as the host names a
+   * state no store writes) for an execution without a session: the core
+   * requires its recovery. Without such an execution, a recovery installs
+   * one. */
   private refuseContinuation(intent: Intent): Message {
     const tables = this.tables;
     const idle = [...this.executions.values()].filter((live) => {
@@ -344,7 +449,7 @@ export class MessageStream {
     if (idle.length === 0) return this.recoveryInstall(intent);
     const live = idle[intent.pick % idle.length]!;
     const revision = tables?.executions[live.execution]?.revision ?? live.revision;
-    return message(MessageKind.ContinueRecovered, live.execution, live.generation, revision, Continuation.FailedTerminal, 0, this.request());
+    return message(MessageKind.ContinueRecovered, live.execution, live.generation, revision, Continuation.None, 0, this.request());
   }
 
   /** `RecoveryInstall` of the oldest discharged execution's durable row. */
@@ -396,13 +501,16 @@ export class MessageStream {
     const item = this.pending[index]!;
     const submission = submissionOf(item);
     if (submission === Submission.None) return this.completion(item, intent);
-    this.pending.splice(index, 1);
+    // Now and then the retired number 5 (preparation recovery): refused, and
+    // the submission stays pending.
+    const retired = intent.variant % 19 === 7;
+    if (!retired) this.pending.splice(index, 1);
     if (item.type === "prepare") {
-      return message(MessageKind.SubmissionRefused, submission, item.agent, item.generation, item.token, item.request);
+      return message(MessageKind.SubmissionRefused, retired ? 5 : submission, item.agent, item.generation, item.token, item.request);
     }
     const session = "session" in item ? item.session : 0;
     const request = "request" in item ? item.request : 0;
-    return message(MessageKind.SubmissionRefused, submission, item.execution, item.generation, session, request);
+    return message(MessageKind.SubmissionRefused, retired ? 5 : submission, item.execution, item.generation, session, request);
   }
 
   private setDraining(intent: Intent): Message {
@@ -506,13 +614,6 @@ export class MessageStream {
           this.pending.push({ type: "approval", execution: live.execution, generation: live.generation, revision: effect.expectedRevision, request: effect.request });
         });
         break;
-      case EffectKind.SubmitPreparationRecovery:
-        this.withExecution(effect.execution, (live) => {
-          live.session = effect.session;
-          this.pending.push({ type: "preparationRecovery", execution: live.execution, generation: live.generation,
-            session: effect.session, revision: effect.expectedRevision, request: effect.request });
-        });
-        break;
       case EffectKind.DeliverOutcome:
         if (effect.outcome === OutcomeType.Suspended) {
           this.withExecution(effect.execution, (live) => {
@@ -573,10 +674,15 @@ function submissionOf(item: Pending): number {
     case "provider": return Submission.ProviderBarrier;
     case "tool": return Submission.ToolBarrier;
     case "approval": return Submission.ApprovalCommit;
-    case "preparationRecovery": return Submission.PreparationRecovery;
     case "terminal": return Submission.TerminalCommit;
     default: return Submission.None;
   }
+}
+
+/** One completion in nine is a stale copy (another token, session or
+ * revision than the submission's). */
+function isStale(intent: Intent): boolean {
+  return intent.variant % 9 === 1;
 }
 
 /** Picks a value by weight, deterministically from `noise`. */

@@ -124,10 +124,10 @@ function plausibleMessage(rand: Rand, s: ReturnType<ReferenceCore["snapshot"]>):
     case M.ResumeCommitReady:
       return [kind, x.slot, x.generation, x.revision, mostly(CommitOutcome.Committed, 4), newRev, rand(2), req];
     case M.RecoveryInstall: return [kind, a.slot, a.generation, rand(10), mostly(ExecutionStatus.Active, 5), rand(12), flags, req];
-    case M.RecoverPreparation: return [kind, x.slot, x.generation, x.revision, req];
-    case M.InitialPreparationRecoveryReady:
-      return [kind, x.slot, x.generation, x.session, x.revision, mostly(PreparationOutcome.Active, 7), newRev, req];
-    case M.ContinueRecovered: return [kind, x.slot, x.generation, x.revision, rand(8), mostly(1, 2), req];
+    // 16 and 17 are retired kinds (decision 0022): sent as they once were.
+    case 16: return [kind, x.slot, x.generation, x.revision, req];
+    case 17: return [kind, x.slot, x.generation, x.session, x.revision, mostly(PreparationOutcome.Active, 7), newRev, req];
+    case M.ContinueRecovered: return [kind, x.slot, x.generation, x.revision, rand(9), mostly(0, 2), req];
     case M.CancelRequested: return [kind, x.slot, x.generation];
     case M.AttachWaiter: return [kind, x.slot, x.generation, req];
     case M.SubmissionRefused: {
@@ -555,26 +555,24 @@ describe("ReferenceCore", () => {
     const other = newCore();
     other.apply(M.RegisterAgent, 0);
     other.apply(M.Start, 0, 1, REQ, 0);
+    // The sixth argument is retired (was flags): ignored.
     expect(other.apply(M.InitialPreparationReady, 0, 1, 1, PreparationOutcome.Active, 5, ExecutionFlag.CancelRequested, REQ))
-      .toBe(R.ArgumentOutOfRange);
-    expect(effects(other)).toEqual([
-      fx(E.RecoveryRequired, 0, RecoveryScope.Agent, R.ArgumentOutOfRange),
-      fx(E.FailRequest, REQ, R.ArgumentOutOfRange),
-    ]);
+      .toBe(R.Ok);
+    expect(other.snapshot().executions[0]?.flags).toBe(0);
   });
 
   it("recovers an installed execution with a continuation", () => {
     const core = newCore();
     core.apply(M.RegisterAgent, 0);
-    expect(core.apply(M.RecoveryInstall, 0, 1, 40, ExecutionStatus.Active, Phase.CallingLlm, ExecutionFlag.Reservation, 9)).toBe(R.Ok);
+    expect(core.apply(M.RecoveryInstall, 0, 1, 40, ExecutionStatus.Active, Phase.CallingLlm, 0, 9)).toBe(R.Ok);
     expect(effects(core)).toEqual([fx(E.ExecutionInstalled, 0, 1, 9)]);
     expect(core.snapshot().agents[0]).toMatchObject({ admissionState: AdmissionState.Executing, executionSlotPlusOne: 1 });
 
-    // Output is not valid from calling_llm: recovery required.
+    // FrameworkTools is not valid from calling_llm: recovery required.
     const probe = newCore();
     probe.apply(M.RegisterAgent, 0);
     probe.apply(M.RecoveryInstall, 0, 1, 40, ExecutionStatus.Active, Phase.CallingLlm, 0, 9);
-    expect(probe.apply(M.ContinueRecovered, 0, 1, 40, Continuation.Output, 0, 10)).toBe(R.ContinuationInvalid);
+    expect(probe.apply(M.ContinueRecovered, 0, 1, 40, Continuation.FrameworkTools, 0, 10)).toBe(R.ContinuationInvalid);
     expect(effects(probe)).toEqual([
       fx(E.RecoveryRequired, 0, RecoveryScope.Execution, R.ContinuationInvalid),
       fx(E.FailWaiters, 0, R.ContinuationInvalid),
@@ -598,32 +596,32 @@ describe("ReferenceCore", () => {
     expect(effects(core)).toEqual([fx(E.StartProviderCall, 0, 1)]);
     expect(core.apply(M.OperationSettled, 0, 1)).toBe(R.Ok);
 
-    // A reservation whose terminal commit fails is released, not recovered.
+    // A terminal commit that fails keeps the execution for recovery.
     expect(core.apply(M.SessionFinished, 0, 1, 1, SessionEnding.Failed)).toBe(R.Ok);
     expect(effects(core)).toEqual([fx(E.SubmitTerminalCommit, 0, 1, 41)]);
     expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 41, OutcomeType.StoreFailed, 0)).toBe(R.Ok);
     expect(effects(core)).toEqual([
+      fx(E.RecoveryRequired, 0, RecoveryScope.Execution, R.StoreFailed),
       fx(E.FailWaiters, 0, R.StoreFailed),
-      fx(E.ReleaseExecution, 0, 1),
     ]);
-    expect(core.snapshot().agents[0]?.admissionState).toBe(AdmissionState.None);
+    expect(core.snapshot().agents[0]?.admissionState).toBe(AdmissionState.RecoveryRequired);
   });
 
-  it("recovers an execution still preparing", () => {
+  it("knows no preparation recovery: a preparing row is refused, kinds 16 and 17 are unknown (decision 0022)", () => {
     const core = newCore();
     core.apply(M.RegisterAgent, 0);
     core.apply(M.RecoveryInstall, 0, 1, 3, ExecutionStatus.Preparing, Phase.Preparing, 0, 9);
-    expect(core.apply(M.RecoverPreparation, 0, 1, 3, 9)).toBe(R.Ok);
-    expect(effects(core)).toEqual([fx(E.SubmitPreparationRecovery, 0, 1, 3, 9)]);
-    expect(core.apply(M.InitialPreparationRecoveryReady, 0, 1, 1, 3, PreparationOutcome.Active, 4, 9)).toBe(R.Ok);
+    const before = core.snapshot();
+    expect(core.apply(16, 0, 1, 3, 9)).toBe(R.MessageKindUnknown);
+    expect(core.apply(17, 0, 1, 1, 3, PreparationOutcome.Active, 4, 9)).toBe(R.MessageKindUnknown);
+    expect(effects(core)).toEqual([]);
+    expect(core.snapshot()).toEqual(before);
+    expect(core.apply(M.ContinueRecovered, 0, 1, 3, Continuation.None, 0, 10)).toBe(R.ContinuationInvalid);
     expect(effects(core)).toEqual([
-      fx(E.RegisterWaiter, 0, 9),
-      fx(E.StartSession, 0, 2),
-      fx(E.SubmitProviderBarrier, 0, 2, 4),
+      fx(E.RecoveryRequired, 0, RecoveryScope.Execution, R.ContinuationInvalid),
+      fx(E.FailWaiters, 0, R.ContinuationInvalid),
+      fx(E.FailRequest, 10, R.ContinuationInvalid),
     ]);
-    expect(core.snapshot().executions[0]).toMatchObject({
-      status: ExecutionStatus.Active, phase: Phase.CallingLlm, session: 2, revision: 4,
-    });
   });
 
   it("returns the fact of malformed input but Ok for reported failures", () => {
@@ -646,7 +644,7 @@ describe("ReferenceCore", () => {
     ]);
     expect(core.snapshot().executions[0]?.session).toBe(0);
     expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 6, OutcomeType.StoreFailed, 7)).toBe(R.SessionMustMatch);
-    // ... while a store failure of a non-reservation is reported, so Ok.
+    // ... while a store failure is reported, so Ok.
     core = terminalizing();
     expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 6, OutcomeType.StoreFailed, 7)).toBe(R.Ok);
     expect(effects(core)).toEqual([
@@ -680,28 +678,16 @@ describe("ReferenceCore", () => {
     expect(core.apply(M.ResumeCommitReady, 0, 1, 7, CommitOutcome.StoreFailed, 8, 2, 300)).toBe(R.ArgumentOutOfRange);
     expect(effects(core)[2]).toEqual(fx(E.FailRequest, 300, R.ArgumentOutOfRange));
 
-    // ContinueRecovered: FailedTerminal without a failure.
+    // ContinueRecovered: a continuation past the enum is malformed; a
+    // retired one (5, was FailedTerminal) just does not fit.
     core = newCore();
     core.apply(M.RegisterAgent, 0);
     core.apply(M.RecoveryInstall, 0, 1, 3, ExecutionStatus.Active, Phase.RecoveryResolvedFailed, 0, 9);
-    expect(core.apply(M.ContinueRecovered, 0, 1, 3, Continuation.FailedTerminal, 0, 10)).toBe(R.FailureRequired);
-  });
-
-  it("commits a recovered failed terminal with session 0", () => {
-    const core = newCore();
+    expect(core.apply(M.ContinueRecovered, 0, 1, 3, 8, 0, 10)).toBe(R.ArgumentOutOfRange);
+    core = newCore();
     core.apply(M.RegisterAgent, 0);
     core.apply(M.RecoveryInstall, 0, 1, 3, ExecutionStatus.Active, Phase.RecoveryResolvedFailed, 0, 9);
-    expect(core.apply(M.ContinueRecovered, 0, 1, 3, Continuation.FailedTerminal, 1, 10)).toBe(R.Ok);
-    expect(effects(core)).toEqual([
-      fx(E.RegisterWaiter, 0, 10),
-      fx(E.SubmitTerminalCommit, 0, 0, 3),
-    ]);
-    expect(core.snapshot().nextSession).toBe(1);
-    expect(core.apply(M.TerminalCommitReady, 0, 1, 0, 3, OutcomeType.Failed, 4)).toBe(R.Ok);
-    expect(effects(core)).toEqual([
-      fx(E.DeliverOutcome, 0, OutcomeType.Failed),
-      fx(E.ReleaseExecution, 0, 1),
-    ]);
+    expect(core.apply(M.ContinueRecovered, 0, 1, 3, 5, 1, 10)).toBe(R.ContinuationInvalid);
   });
 
   it("fails the waiter list when it is full", () => {
@@ -758,9 +744,11 @@ describe("ReferenceCore", () => {
     // suspended by a terminal commit, then resumed), which these random
     // walks rarely reach; the differential fuzzing (test/fuzz), whose
     // streams follow the happy path, checks every kind is reached there.
-    for (let kind = M.RegisterAgent; kind < MessageKindLimit.End; kind++) {
+    // Kinds 16 and 17 are retired (decision 0022): never accepted.
+    for (let kind: number = M.RegisterAgent; kind < MessageKindLimit.End; kind++) {
       if (kind === M.DeferredTerminal || kind === M.ResumeCommitReady) continue;
-      expect(accepted.get(kind) ?? 0, `kind ${kind}`).toBeGreaterThan(0);
+      if (kind === 16 || kind === 17) expect(accepted.get(kind) ?? 0, `retired kind ${kind}`).toBe(0);
+      else expect(accepted.get(kind) ?? 0, `kind ${kind}`).toBeGreaterThan(0);
     }
     expect(maxLive).toBe(4);
   });

@@ -88,46 +88,20 @@ interface ContinuationRow {
   readonly validPhases: readonly Phase[];
   readonly flagCondition: FlagCondition | null;
   readonly resumePhase: Phase;
-  /** Effects emitted after *register waiter*. For `FailedTerminal` the one
-   * listed effect is the `SubmitTerminalCommit` of *begin terminal commit*. */
+  /** Effects emitted after *register waiter*. */
   readonly effects: readonly EffectKind[];
 }
 
+// Only continuations from durable states the stores write are listed; the
+// retired ones (2–5: framework_calls, output, followup, failed_terminal)
+// and `None` have no row, so the table says no (docs/decisions/0022).
 const CONTINUATION_TABLE: readonly ContinuationRow[] = [
   {
     continuation: Continuation.FrameworkTools,
-    validPhases: [Phase.DispatchingTools, Phase.Resuming, Phase.RecoveryTools],
+    validPhases: [Phase.DispatchingTools, Phase.Resuming],
     flagCondition: null,
     resumePhase: Phase.DispatchingTools,
     effects: [EffectKind.ContinueSession, EffectKind.SubmitToolBarrier],
-  },
-  {
-    continuation: Continuation.FrameworkCalls,
-    validPhases: [Phase.RecoveryProviderCompleted, Phase.RecoveryToolsCompleted],
-    flagCondition: { flag: ExecutionFlag.FrameworkCallsPending, set: true },
-    resumePhase: Phase.CallingLlm,
-    effects: [EffectKind.ContinueSession],
-  },
-  {
-    continuation: Continuation.Output,
-    validPhases: [Phase.RecoveryProviderCompleted],
-    flagCondition: { flag: ExecutionFlag.FrameworkCallsPending, set: false },
-    resumePhase: Phase.CallingLlm,
-    effects: [EffectKind.ContinueSession],
-  },
-  {
-    continuation: Continuation.Followup,
-    validPhases: [Phase.RecoveryToolsCompleted],
-    flagCondition: { flag: ExecutionFlag.FrameworkCallsPending, set: false },
-    resumePhase: Phase.RecordingToolResults,
-    effects: [EffectKind.ContinueSession],
-  },
-  {
-    continuation: Continuation.FailedTerminal,
-    validPhases: [Phase.RecoveryResolvedFailed],
-    flagCondition: null,
-    resumePhase: Phase.Terminal,
-    effects: [EffectKind.SubmitTerminalCommit],
   },
   {
     continuation: Continuation.ApprovalRejection,
@@ -253,6 +227,8 @@ export class ReferenceCore implements ControlMachine {
   private readonly freeExecutions: number[] = [];
 
   private effects: number[] = [];
+  /** The generation a never-used slot starts at (1 unless seeded). */
+  private firstGeneration = 1;
 
   constructor(limits: CoreLimits) {
     this.agentsMax = u32(limits.agentsMax);
@@ -270,7 +246,9 @@ export class ReferenceCore implements ControlMachine {
       case MessageKind.CloseAgent: return this.closeAgent(A, B);
       case MessageKind.PurgeAgent: return this.purgeAgent(A, B);
       case MessageKind.Start: return this.start(A, B, C, D);
-      case MessageKind.InitialPreparationReady: return this.initialPreparationReady(A, B, C, D, E, F, G);
+      // F is retired (was flags), and so is E of ContinueRecovered (was
+      // hasFailure): ignored, like unused arguments.
+      case MessageKind.InitialPreparationReady: return this.initialPreparationReady(A, B, C, D, E, G);
       case MessageKind.ProviderDispatchReady: return this.providerDispatchReady(A, B, C, D, E, F);
       case MessageKind.ToolDispatchReady: return this.toolDispatchReady(A, B, C, D, E, F, G);
       case MessageKind.SessionEvent: return this.sessionEvent(A, B, C, D);
@@ -281,17 +259,27 @@ export class ReferenceCore implements ControlMachine {
       case MessageKind.Resume: return this.resume(A, B, C, D, E, F);
       case MessageKind.ResumeCommitReady: return this.resumeCommitReady(A, B, C, D, E, F, G);
       case MessageKind.RecoveryInstall: return this.recoveryInstall(A, B, C, D, E, F, G);
-      case MessageKind.RecoverPreparation: return this.recoverPreparation(A, B, C, D);
-      case MessageKind.InitialPreparationRecoveryReady: return this.initialPreparationRecoveryReady(A, B, C, D, E, F, G);
-      case MessageKind.ContinueRecovered: return this.continueRecovered(A, B, C, D, E, F);
+      case MessageKind.ContinueRecovered: return this.continueRecovered(A, B, C, D, F);
       case MessageKind.CancelRequested: return this.cancelRequested(A, B);
       case MessageKind.AttachWaiter: return this.attachWaiter(A, B, C);
       case MessageKind.SubmissionRefused: return this.submissionRefused(A, B, C, D, E);
       case MessageKind.SetDraining: return this.setDraining(A);
       case MessageKind.DischargeRecovery: return this.dischargeRecovery(A, B);
       case MessageKind.DischargeAgentRecovery: return this.dischargeAgentRecovery(A, B);
+      // Retired kinds (16, 17) and unknown ones.
       default: return ResultCode.MessageKindUnknown;
     }
+  }
+
+  /** TESTING ONLY, as the core's `testingSeedCounters`: a fresh model
+   * (no agent registered yet) starts its counters at the given values. */
+  seedCountersForTesting(ownerToken: number, session: number, generation: number): number {
+    const [token, next, first] = [u32(ownerToken), u32(session), u32(generation)];
+    if (token === 0 || next === 0 || first === 0 || this.agents.length > 0) return ResultCode.ArgumentOutOfRange;
+    this.nextOwnerToken = token;
+    this.nextSession = next;
+    this.firstGeneration = first;
+    return ResultCode.Ok;
   }
 
   effectWords(): number[] {
@@ -346,7 +334,7 @@ export class ReferenceCore implements ControlMachine {
     const reused = this.freeAgents.pop();
     if (reused !== undefined) return reused;
     if (this.agents.length >= this.agentsMax) return -1;
-    this.agents.push(freshAgent(1));
+    this.agents.push(freshAgent(this.firstGeneration));
     return this.agents.length - 1;
   }
 
@@ -364,7 +352,7 @@ export class ReferenceCore implements ControlMachine {
       if (this.executions.length >= this.executionsMax) {
         throw new Error("reference model invariant broken: no execution slot for an admitted execution");
       }
-      this.executions.push(freshExecution(1));
+      this.executions.push(freshExecution(this.firstGeneration));
       slot = this.executions.length - 1;
     }
     this.liveExecutions += 1;
@@ -417,13 +405,6 @@ export class ReferenceCore implements ControlMachine {
   /** The agent an execution belongs to. */
   private agentOf(exec: Execution): Agent {
     return this.agentAt(exec.agentSlotPlusOne - 1);
-  }
-
-  /** Plain equality: `TerminalCommitReady` and `SubmissionRefused
-   * (TerminalCommit)`, whose commit may belong to no live session (a
-   * `FailedTerminal` continuation commits with session 0). */
-  private sessionMatches(exec: Execution, session: number): boolean {
-    return exec.session === session;
   }
 
   /** Messages from a live session: session 0 names none, never matches. */
@@ -528,23 +509,12 @@ export class ReferenceCore implements ControlMachine {
     exec.waiters = 0;
   }
 
-  /** Emit `FailRequest(request, code)`, *fail attached waiters* with
-   * `code`, release admission, free the execution, emit `ReleaseExecution`
-   * (preparation recovery that ends the execution). */
-  private abandonExecution(execSlot: number, request: number, code: ResultCode): void {
-    this.emit(EffectKind.FailRequest, request, code);
-    this.failAttachedWaiters(execSlot, code);
-    this.releaseAdmission(this.agentOf(this.executionAt(execSlot)));
-    const had = this.freeExecution(execSlot);
-    this.emit(EffectKind.ReleaseExecution, execSlot, had);
-  }
-
   // --- Messages -----------------------------------------------------------
   //
   // Result codes of decided branches ("Which code a decided branch
   // returns"): a branch caused by malformed or invalid input returns its fact
   // (OutcomeUnknown, ArgumentOutOfRange, RevisionMustIncrease, InFlightFull,
-  // ContinuationInvalid, FailureRequired) although it also changed state; a
+  // ContinuationInvalid) although it also changed state; a
   // branch applying a failure the durable layer or the offload reported
   // (RehydrationRequired, StoreFailed, OffloadFull, a preparation outcome
   // other than Active) returns Ok.
@@ -611,7 +581,7 @@ export class ReferenceCore implements ControlMachine {
 
   private initialPreparationReady(
     slot: number, generation: number, token: number, outcome: number,
-    revision: number, flags: number, request: number,
+    revision: number, request: number,
   ): ResultCode {
     const K = MessageKind.InitialPreparationReady;
     const code = this.checkAgent(slot, generation);
@@ -620,16 +590,13 @@ export class ReferenceCore implements ControlMachine {
     if (agent.admissionState !== AdmissionState.Admitting) return this.drop(K, ResultCode.AdmissionStateMustMatch);
     if (token !== agent.ownerToken) return this.drop(K, ResultCode.OwnerTokenMustMatch);
 
-    // READING: the outcome is judged before the flags (both bad → OutcomeUnknown),
-    // and bad flags are refused whatever the outcome. The owner token is kept.
-    const outcomeValid = inRange(outcome, PreparationOutcome.Active, PreparationOutcome.StoreFailed);
-    if (!outcomeValid || !isHostSettable(flags)) {
-      const bad = !outcomeValid ? ResultCode.OutcomeUnknown : ResultCode.ArgumentOutOfRange;
+    // READING: the owner token is kept.
+    if (!inRange(outcome, PreparationOutcome.Active, PreparationOutcome.StoreFailed)) {
       agent.admissionState = AdmissionState.RecoveryRequired;
       this.admittingAgents -= 1;
-      this.emit(EffectKind.RecoveryRequired, slot, RecoveryScope.Agent, bad);
-      this.emit(EffectKind.FailRequest, request, bad);
-      return bad;
+      this.emit(EffectKind.RecoveryRequired, slot, RecoveryScope.Agent, ResultCode.OutcomeUnknown);
+      this.emit(EffectKind.FailRequest, request, ResultCode.OutcomeUnknown);
+      return ResultCode.OutcomeUnknown;
     }
 
     switch (outcome) {
@@ -660,7 +627,7 @@ export class ReferenceCore implements ControlMachine {
         exec.session = this.takeSession();
         exec.status = ExecutionStatus.Active;
         exec.phase = Phase.CallingLlm;
-        exec.flags = flags;
+        exec.flags = 0;
         exec.waiters = 0;
         exec.inFlight = 0;
         agent.admissionState = AdmissionState.Executing;
@@ -848,7 +815,7 @@ export class ReferenceCore implements ControlMachine {
     if (code !== ResultCode.Ok) return this.drop(K, code);
     const exec = this.executionAt(execSlot);
     if (exec.revision !== expectedRevision) return this.drop(K, ResultCode.RevisionMustMatch);
-    if (!this.sessionMatches(exec, session)) return this.drop(K, ResultCode.SessionMustMatch);
+    if (!this.liveSessionMatches(exec, session)) return this.drop(K, ResultCode.SessionMustMatch);
     if (exec.phase !== Phase.Terminal) return this.drop(K, ResultCode.PhaseMustMatch);
 
     if (!inRange(outcome, OutcomeType.Completed, OutcomeType.StoreFailed)) {
@@ -856,15 +823,7 @@ export class ReferenceCore implements ControlMachine {
       return ResultCode.OutcomeUnknown;
     }
     if (outcome === OutcomeType.StoreFailed) {
-      if (hasFlag(exec.flags, ExecutionFlag.Reservation)) {
-        this.emit(EffectKind.FailWaiters, execSlot, ResultCode.StoreFailed);
-        exec.waiters = 0;
-        this.releaseAdmission(this.agentOf(exec));
-        const had = this.freeExecution(execSlot);
-        this.emit(EffectKind.ReleaseExecution, execSlot, had);
-      } else {
-        this.requireRecovery(execSlot, ResultCode.StoreFailed);
-      }
+      this.requireRecovery(execSlot, ResultCode.StoreFailed);
       return ResultCode.Ok;
     }
     if (newRevision <= exec.revision) {
@@ -986,77 +945,8 @@ export class ReferenceCore implements ControlMachine {
     return ResultCode.Ok;
   }
 
-  private recoverPreparation(execSlot: number, generation: number, expectedRevision: number, request: number): ResultCode {
-    const code = this.checkExecution(execSlot, generation);
-    if (code !== ResultCode.Ok) return this.refuse(request, code);
-    const exec = this.executionAt(execSlot);
-    if (exec.revision !== expectedRevision) return this.refuse(request, ResultCode.RevisionMustMatch);
-    if (exec.session !== 0) return this.refuse(request, ResultCode.SessionMustMatch);
-    if (exec.inFlight !== 0) return this.refuse(request, ResultCode.NotQuiescent);
-
-    if (exec.status !== ExecutionStatus.Preparing || exec.phase !== Phase.Preparing) {
-      this.requireRecovery(execSlot, ResultCode.ContinuationInvalid);
-      this.emit(EffectKind.FailRequest, request, ResultCode.ContinuationInvalid);
-      return ResultCode.ContinuationInvalid;
-    }
-    exec.session = this.takeSession();
-    this.agentOf(exec).admissionState = AdmissionState.Executing;
-    this.emit(EffectKind.SubmitPreparationRecovery, execSlot, exec.session, exec.revision, request);
-    return ResultCode.Ok;
-  }
-
-  private initialPreparationRecoveryReady(
-    execSlot: number, generation: number, session: number, expectedRevision: number,
-    outcome: number, newRevision: number, request: number,
-  ): ResultCode {
-    const code = this.checkExecution(execSlot, generation);
-    if (code !== ResultCode.Ok) return this.refuse(request, code);
-    const exec = this.executionAt(execSlot);
-    // Note the order here: session before revision.
-    if (!this.liveSessionMatches(exec, session)) return this.refuse(request, ResultCode.SessionMustMatch);
-    if (exec.revision !== expectedRevision) return this.refuse(request, ResultCode.RevisionMustMatch);
-    if (exec.status !== ExecutionStatus.Preparing || exec.phase !== Phase.Preparing) {
-      return this.refuse(request, ResultCode.StatusMustMatch);
-    }
-
-    if (!inRange(outcome, PreparationOutcome.Active, PreparationOutcome.StoreFailed)) {
-      this.abandonExecution(execSlot, request, ResultCode.OutcomeUnknown);
-      return ResultCode.OutcomeUnknown;
-    }
-    if (
-      outcome === PreparationOutcome.NotEstablished ||
-      outcome === PreparationOutcome.OutcomeUnknown ||
-      outcome === PreparationOutcome.RecoveryRequired ||
-      outcome === PreparationOutcome.StoreFailed
-    ) {
-      const c = outcome === PreparationOutcome.StoreFailed ? ResultCode.StoreFailed : ResultCode.RehydrationRequired;
-      this.abandonExecution(execSlot, request, c);
-      return ResultCode.Ok;
-    }
-    if (newRevision <= exec.revision) {
-      this.requireRecovery(execSlot, ResultCode.RevisionMustIncrease);
-      this.emit(EffectKind.FailRequest, request, ResultCode.RevisionMustIncrease);
-      return ResultCode.RevisionMustIncrease;
-    }
-    exec.revision = newRevision;
-    if (outcome === PreparationOutcome.Terminal) {
-      this.registerWaiter(execSlot, request);
-      this.finishExecution(execSlot, OutcomeType.Failed);
-      return ResultCode.Ok;
-    }
-    // PreparationOutcome.Active
-    exec.status = ExecutionStatus.Active;
-    exec.phase = Phase.CallingLlm;
-    exec.session = this.takeSession();
-    this.registerWaiter(execSlot, request);
-    this.emit(EffectKind.StartSession, execSlot, exec.session);
-    this.enterPhase(execSlot, Phase.CallingLlm);
-    return ResultCode.Ok;
-  }
-
   private continueRecovered(
-    execSlot: number, generation: number, expectedRevision: number, continuation: number,
-    hasFailure: number, request: number,
+    execSlot: number, generation: number, expectedRevision: number, continuation: number, request: number,
   ): ResultCode {
     const code = this.checkExecution(execSlot, generation);
     if (code !== ResultCode.Ok) return this.refuse(request, code);
@@ -1065,11 +955,12 @@ export class ReferenceCore implements ControlMachine {
     if (exec.session !== 0) return this.refuse(request, ResultCode.SessionMustMatch);
     if (exec.inFlight !== 0) return this.refuse(request, ResultCode.NotQuiescent);
 
+    // READING: a number past the enum is malformed; None and the retired
+    // numbers are within it but have no row, so they do not fit.
     const row = findContinuation(continuation);
     let invalid: ResultCode = ResultCode.Ok;
-    if (row === undefined || !isZeroOrOne(hasFailure)) invalid = ResultCode.ArgumentOutOfRange;
-    else if (exec.status !== ExecutionStatus.Active || !this.continuationAllowed(row, exec)) invalid = ResultCode.ContinuationInvalid;
-    else if (row.continuation === Continuation.FailedTerminal && hasFailure === 0) invalid = ResultCode.FailureRequired;
+    if (continuation > Continuation.RecallModel) invalid = ResultCode.ArgumentOutOfRange;
+    else if (row === undefined || exec.status !== ExecutionStatus.Active || !this.continuationAllowed(row, exec)) invalid = ResultCode.ContinuationInvalid;
     if (row === undefined || invalid !== ResultCode.Ok) {
       this.requireRecovery(execSlot, invalid);
       this.emit(EffectKind.FailRequest, request, invalid);
@@ -1077,12 +968,6 @@ export class ReferenceCore implements ControlMachine {
     }
 
     exec.phase = row.resumePhase;
-    if (row.continuation === Continuation.FailedTerminal) {
-      // The session stays 0; *begin terminal commit* emits SubmitTerminalCommit.
-      this.registerWaiter(execSlot, request);
-      this.beginTerminalCommit(execSlot);
-      return ResultCode.Ok;
-    }
     exec.session = this.takeSession();
     this.agentOf(exec).admissionState = AdmissionState.Executing;
     this.registerWaiter(execSlot, request);
@@ -1148,9 +1033,9 @@ export class ReferenceCore implements ControlMachine {
     submission: number, slot: number, generation: number, tokenOrSession: number, request: number,
   ): ResultCode {
     const K = MessageKind.SubmissionRefused;
-    if (!inRange(submission, Submission.Prepare, Submission.TerminalCommit)) {
-      return this.drop(K, ResultCode.ArgumentOutOfRange);
-    }
+    // 5 is retired (was PreparationRecovery): as unknown as 0 or 7.
+    const known = [Submission.Prepare, Submission.ProviderBarrier, Submission.ToolBarrier, Submission.ApprovalCommit, Submission.TerminalCommit];
+    if (!known.includes(submission)) return this.drop(K, ResultCode.ArgumentOutOfRange);
 
     if (submission === Submission.Prepare) {
       const code = this.checkAgent(slot, generation);
@@ -1177,9 +1062,7 @@ export class ReferenceCore implements ControlMachine {
       return ResultCode.Ok;
     }
 
-    const sessionMatches = submission === Submission.TerminalCommit
-      ? this.sessionMatches(exec, tokenOrSession) : this.liveSessionMatches(exec, tokenOrSession);
-    if (!sessionMatches) return this.drop(K, ResultCode.SessionMustMatch);
+    if (!this.liveSessionMatches(exec, tokenOrSession)) return this.drop(K, ResultCode.SessionMustMatch);
 
     switch (submission) {
       case Submission.ProviderBarrier:
@@ -1194,9 +1077,6 @@ export class ReferenceCore implements ControlMachine {
         if (inBarrierPhase) this.emit(EffectKind.SetupFailed, slot, sessionNow, provider ? SetupFailure.Provider : SetupFailure.Tool);
         return ResultCode.Ok;
       }
-      case Submission.PreparationRecovery:
-        this.abandonExecution(slot, request, ResultCode.OffloadFull);
-        return ResultCode.Ok;
       default:
         // Submission.TerminalCommit
         if (exec.phase !== Phase.Terminal) return this.drop(K, ResultCode.PhaseMustMatch);
