@@ -173,6 +173,10 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
     return this.closing === undefined ? undefined : `the store at ${this.path} is closed; open it again to read`;
   }
 
+  protected override storeFailure(): StoreError | undefined {
+    return this.failure;
+  }
+
   private submit<O extends OffloadOperation>(operation: O): Promise<OffloadResult<O>> {
     checkOperation(operation);
     return this.offload.submit(operation);

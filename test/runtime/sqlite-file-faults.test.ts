@@ -66,8 +66,9 @@ describe("the store file removed while the environment runs", () => {
       expect(outcome.status).toBe("rejected");
       expect((outcome as PromiseRejectedResult).reason).toBeInstanceOf(PhronomyError);
     }
-    // The open connection still reads the removed file: nothing ended there either.
-    for (const executionId of executionIds) expect((await env.execution(executionId))?.status).toBe("active");
+    // Reads are refused too: what the open connection still sees is the
+    // removed file, no longer the store.
+    for (const executionId of executionIds) await expect(env.execution(executionId)).rejects.toMatchObject({ code: "STORE", details: { reason: "store_file_replaced" } });
     await expect(agents[0]!.start("again").result).rejects.toMatchObject({ code: "STORE", message: expect.stringContaining(path) });
     await env.close();
   });

@@ -17,6 +17,14 @@ export abstract class SqliteReadableStore {
   /** Why reads are refused now (the object is closed), or undefined. */
   protected abstract closedMessage(): string | undefined;
 
+  /** The failure that stopped the store (its file removed or replaced, its
+   * worker lost for good), or undefined: reads are refused with it too, since
+   * what the connection still sees (an unlinked file) is no longer the
+   * store's (docs/decisions/0021). */
+  protected storeFailure(): StoreError | undefined {
+    return undefined;
+  }
+
   getAgent(agentId: string): Promise<AgentRow | undefined> {
     return this.read(() => reads.getAgent(this.connection, checkId(agentId, "agentId")));
   }
@@ -52,6 +60,8 @@ export abstract class SqliteReadableStore {
     try {
       const closed = this.closedMessage();
       if (closed !== undefined) throw new StoreError(closed);
+      const failure = this.storeFailure();
+      if (failure !== undefined) throw failure;
       return Promise.resolve(body());
     } catch (error) {
       return Promise.reject(storeErrorOf(error, this.path));
