@@ -15,7 +15,10 @@ import { freshSchema, postgresUrl, withClient } from "./database.js";
 import type { CoordinatorConfig, CoordinatorLine } from "./fixtures/coordinator.js";
 import { coordinatorForTest, is } from "./fixtures/processes.js";
 
-const leaseMs = 1_000;
+// Long enough that the 24 leases (one renewal each per lease_ms / 3) are
+// renewed in time on a loaded machine while connections are being killed:
+// this test is about the connections, not lease expiry (test/postgres/leases).
+const leaseMs = 4_000;
 
 async function query<T extends Record<string, unknown>>(sql: string, values: unknown[] = []): Promise<T[]> {
   return withClient(async (client) => (await client.query<T>(sql, values)).rows);
@@ -86,7 +89,8 @@ describe("killed PostgreSQL connections (pg_terminate_backend)", () => {
     // New starts complete on every agent.
     for (const agentId of agents) owner.send({ start: agentId, tag: `after-${agentId}` });
     for (const agentId of agents) {
-      expect(await owner.waitFor(settled(`after-${agentId}`))).toMatchObject({ type: "result", outcome: "completed" });
+      const after = await owner.waitFor(settled(`after-${agentId}`));
+      expect(after, JSON.stringify(after)).toMatchObject({ type: "result", outcome: "completed" });
     }
 
     // A decision filed from the standby reaches the owner once its LISTEN connection is back.
