@@ -468,8 +468,12 @@ export class Coordinator implements SessionHost {
     if (!entry || !session) return;
     const what = failure === SetupFailure.Provider ? "model call" : "tool batch";
     const cause = entry.storeError;
+    // A barrier refused at submission because the execution moved on in the
+    // store was not written either: the run ends failed here, so the
+    // refusal's advice to recover does not apply.
+    const said = cause instanceof ExecutionRehydrationRequiredError ? `: ${cause.reason}; the ${what} did not run and the execution ended failed` : cause ? `: ${cause.message}` : "";
     session.fail(cause instanceof PhronomyError && cause.code !== "OFFLOAD_FULL"
-      ? new StoreError(`the barrier before the ${what} of execution ${entry.executionId} could not be written: ${cause.message}`, { executionId: entry.executionId, agentId: entry.agent.id, cause })
+      ? new StoreError(`the barrier before the ${what} of execution ${entry.executionId} could not be written${said}`, { executionId: entry.executionId, agentId: entry.agent.id, cause })
       : cause ?? new StoreError(`the barrier before the ${what} of execution ${entry.executionId} could not be written`, { executionId: entry.executionId }));
   }
 
