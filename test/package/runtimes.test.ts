@@ -31,6 +31,7 @@ import {
   finished, installedPackage, installProject, packTarball, repositoryRoot as root, reported, runtimeNames, runtimes, startScript,
   succeed, type PackedTarball, type RuntimeName,
 } from "./packed-project.js";
+import { childNodeFlags } from "../support/node-flags.js";
 
 // Deep streams (≈200 messages each, test/fuzz/arbitraries.ts): 300 of them
 // are about twice the messages the 5,000 shallow streams were.
@@ -70,7 +71,7 @@ async function compileFuzzHarness(directory: string): Promise<void> {
     include: [],
     files: [join(root, "test", "package", "fuzz.ts"), join(root, "host", "types", "webassembly.d.ts")],
   }));
-  await succeed(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", configPath], directory);
+  await succeed(process.execPath, [...childNodeFlags, join(root, "node_modules", "typescript", "bin", "tsc"), "-p", configPath], directory);
 }
 
 /** Runs one smoke phase; returns what it reported on its `SMOKE` line. */
