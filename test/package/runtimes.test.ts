@@ -124,6 +124,21 @@ describe("the packed package", () => {
     }));
   });
 
+  it("a script that leaves a rejection unhandled ends with an error on every runtime (Node and Bun even beside an unhandledRejection handler)", async () => {
+    writeFileSync(join(project, "unhandled.mjs"), [
+      "if (process.argv.includes(\"handler\")) process.on(\"unhandledRejection\", () => console.log(\"handled\"));",
+      "Promise.reject(new Error(\"left unhandled\"));",
+      "setTimeout(() => console.log(\"UNHANDLED still running\"), 200);",
+      "",
+    ].join("\n"));
+    for (const runtime of runtimeNames) {
+      // Deno has no --unhandled-rejections flag: a handler keeps it going, so it is checked without one.
+      const scriptArguments = runtime === "deno" ? [] : ["handler"];
+      const result = await finished(startScript(runtime, project, "unhandled.mjs", scriptArguments), `unhandled.mjs on ${runtime}`);
+      expect({ runtime, code: result.code, stillRunning: result.stdout.includes("UNHANDLED still running") }).toEqual({ runtime, code: 1, stillRunning: false });
+    }
+  });
+
   it("one process owns a store whatever the runtime: the others are refused at once, naming the owner", async () => {
     for (const [owner, ...others] of [0, 1, 2].map(rotated) as [RuntimeName, RuntimeName, RuntimeName][]) {
       const store = join(workspace, `owned-by-${owner}.db`);
