@@ -85,8 +85,12 @@ export class OffloadFullError extends PhronomyError {
 }
 
 export class ExecutionRehydrationRequiredError extends PhronomyError {
+  /** What happened, without the advice to recover. */
+  readonly reason: string;
+
   constructor(reason: string, context: ErrorContext = {}) {
     super("EXECUTION_REHYDRATION_REQUIRED", `${reason}; the execution is left untouched for recovery (env.recover())`, context);
+    this.reason = reason;
   }
 }
 

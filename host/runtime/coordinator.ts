@@ -256,6 +256,11 @@ export class Coordinator implements SessionHost {
    * store is down): the agent is held, and `env.recover()` reads the rows
    * again and releases it (`DischargeAgentRecovery`). */
   private readBackPreparation(request: StartRequest, executionId: string, ready: (outcome: number, revision: number) => void): void {
+    // A store that broke down (its file removed or replaced, its worker lost
+    // for good) answers reads from what may be no file at all: nothing it
+    // reads back can be trusted. The agent is held; the store refuses every
+    // start and recovery until it is opened again (docs/decisions/0021).
+    if (this.settings.store.failure !== undefined) return ready(PreparationOutcome.StoreFailed, 0);
     this.settings.store.getExecution(executionId).then((row) => {
       if (!row) return ready(PreparationOutcome.NotEstablished, 0);
       if (row.status === "terminal") {
@@ -468,8 +473,12 @@ export class Coordinator implements SessionHost {
     if (!entry || !session) return;
     const what = failure === SetupFailure.Provider ? "model call" : "tool batch";
     const cause = entry.storeError;
+    // A barrier refused at submission because the execution moved on in the
+    // store was not written either: the run ends failed here, so the
+    // refusal's advice to recover does not apply.
+    const said = cause instanceof ExecutionRehydrationRequiredError ? `: ${cause.reason}; the ${what} did not run and the execution ended failed` : cause ? `: ${cause.message}` : "";
     session.fail(cause instanceof PhronomyError && cause.code !== "OFFLOAD_FULL"
-      ? new StoreError(`the barrier before the ${what} of execution ${entry.executionId} could not be written: ${cause.message}`, { executionId: entry.executionId, agentId: entry.agent.id, cause })
+      ? new StoreError(`the barrier before the ${what} of execution ${entry.executionId} could not be written${said}`, { executionId: entry.executionId, agentId: entry.agent.id, cause })
       : cause ?? new StoreError(`the barrier before the ${what} of execution ${entry.executionId} could not be written`, { executionId: entry.executionId }));
   }
 

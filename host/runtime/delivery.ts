@@ -43,7 +43,10 @@ export function emitToWaiter(waiter: Waiter, event: ExecutionEvent, settings: De
 export function rejectSuspendedObserver(waiter: Waiter, context: { readonly executionId: string; readonly agentId: string }, request: ApprovalRequest | undefined, settings: DeliverySettings): void {
   if (waiter.settled) return;
   waiter.knowExecutionId(context.executionId);
-  if (request) emitToWaiter(waiter, { type: "approval_required", executionId: context.executionId, request }, settings);
+  // Without the request no approval_required can be built: the rejection's
+  // own `error` event is the terminal one.
+  if (!request) return settleWaiterWithError(waiter, new ApprovalRequiredError(request, context), settings);
+  emitToWaiter(waiter, { type: "approval_required", executionId: context.executionId, request }, settings);
   waiter.reject(new ApprovalRequiredError(request, context));
 }
 

@@ -29,8 +29,9 @@ import {
 import type { AgentEntry } from "./requests.js";
 import { Tracer } from "./tracing.js";
 import { Waiter, type Run } from "./run.js";
+import { asPhronomyError } from "./session.js";
 import { settleFromRow } from "./durable-outcome.js";
-import { rejectSuspendedObserver } from "./delivery.js";
+import { rejectSuspendedObserver, settleWaiterWithError } from "./delivery.js";
 import { continuationNameOf, continuationOf, recoverAgent, type RecoveredExecution } from "./recovery.js";
 import { leasingStoreOf, type LeasingStore } from "./leases.js";
 import { InboxApplier, inboxStoreOf, type ClaimedDecision } from "./approval-inbox.js";
@@ -346,7 +347,7 @@ export class Environment {
       const entry = this.coordinator.entryById(executionId);
       if (entry?.recoveryRequired) {
         // Held after a store failure: it moves again only through env.recover(), which the caller must know.
-        waiter.reject(new ExecutionRehydrationRequiredError(`execution ${executionId} is held for recovery after a store failure; call env.recover() (it recovers the execution from its stored row), then wait again`, { executionId, agentId: entry.agent.id }));
+        settleWaiterWithError(waiter, new ExecutionRehydrationRequiredError(`execution ${executionId} is held for recovery after a store failure; call env.recover() (it recovers the execution from its stored row), then wait again`, { executionId, agentId: entry.agent.id }), settings);
         return;
       }
       if (entry?.suspended) {
@@ -364,14 +365,14 @@ export class Environment {
       this.store.getExecution(executionId).then((row) => {
         const running = row !== undefined && row.status !== "terminal" && row.status !== "suspended";
         if (running && this.runsElsewhere(row.agentId)) {
-          if (this.closing) return waiter.reject(new RuntimeShutdownError(`a wait for execution ${executionId}`, { executionId, agentId: row.agentId }));
+          if (this.closing) return settleWaiterWithError(waiter, new RuntimeShutdownError(`a wait for execution ${executionId}`, { executionId, agentId: row.agentId }), settings);
           this.durableWatches ??= new DurableWatches(this.store, settings);
           this.durableWatches.watch(executionId, row.agentId, waiter);
           return;
         }
         settleFromRow(waiter, executionId, row, settings);
-      }, (error: unknown) => waiter.reject(error as Error));
-    }, { completion: { fail: (error) => waiter.reject(error) }, label: `a wait for execution ${executionId}` });
+      }, (error: unknown) => settleWaiterWithError(waiter, asPhronomyError(error, "STORE"), settings));
+    }, { completion: { fail: (error) => settleWaiterWithError(waiter, asPhronomyError(error, "INTERNAL"), settings) }, label: `a wait for execution ${executionId}` });
     return waiter;
   }
 

@@ -16,6 +16,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { childNodeFlags } from "../support/node-flags.js";
 
 export const repositoryRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const bin = join(repositoryRoot, "node_modules", ".bin");
@@ -28,10 +29,16 @@ export interface RuntimeCommand {
 }
 
 /** How each runtime starts a script; Deno with the permissions
- * docs/runtimes.md documents (and no more). */
+ * docs/runtimes.md documents (and no more). An unhandled rejection ends the
+ * script with an error on every runtime, whether or not something installed
+ * an `unhandledRejection` handler: Node and Bun are told so by
+ * `--unhandled-rejections=strict` (by default both end the process only
+ * when no handler is installed); Deno has no such flag, and ends the
+ * process on an unhandled rejection unless a handler was installed (the
+ * package installs none). */
 export const runtimes = {
-  node: { command: process.execPath, arguments: [], driver: "better-sqlite3" },
-  bun: { command: join(bin, "bun"), arguments: [], driver: "bun:sqlite" },
+  node: { command: process.execPath, arguments: [...childNodeFlags], driver: "better-sqlite3" },
+  bun: { command: join(bin, "bun"), arguments: ["--unhandled-rejections=strict"], driver: "bun:sqlite" },
   deno: { command: join(bin, "deno"), arguments: ["run", "--allow-read", "--allow-write"], driver: "node:sqlite" },
 } as const satisfies Record<string, RuntimeCommand>;
 
@@ -65,7 +72,7 @@ export async function packTarball(destination: string): Promise<PackedTarball> {
   const stage = join(destination, "package");
   mkdirSync(stage, { recursive: true });
   for (const file of ["package.json", "README.md", "LICENSE"]) copyFileSync(join(repositoryRoot, file), join(stage, file));
-  await succeed(process.execPath, [join(repositoryRoot, "scripts", "build-dist.mjs"), join(stage, "dist")], repositoryRoot);
+  await succeed(process.execPath, [...childNodeFlags, join(repositoryRoot, "scripts", "build-dist.mjs"), join(stage, "dist")], repositoryRoot);
   const output = await succeed("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", destination], stage);
   const [tarball] = JSON.parse(output.stdout) as (Omit<PackedTarball, "path" | "stage"> & { filename: string })[];
   if (tarball === undefined) throw new Error(`npm pack printed no tarball: ${output.stdout}`);

@@ -31,6 +31,7 @@ import {
   finished, installedPackage, installProject, packTarball, repositoryRoot as root, reported, runtimeNames, runtimes, startScript,
   succeed, type PackedTarball, type RuntimeName,
 } from "./packed-project.js";
+import { childNodeFlags } from "../support/node-flags.js";
 
 // Deep streams (≈200 messages each, test/fuzz/arbitraries.ts): 300 of them
 // are about twice the messages the 5,000 shallow streams were.
@@ -70,7 +71,7 @@ async function compileFuzzHarness(directory: string): Promise<void> {
     include: [],
     files: [join(root, "test", "package", "fuzz.ts"), join(root, "host", "types", "webassembly.d.ts")],
   }));
-  await succeed(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", configPath], directory);
+  await succeed(process.execPath, [...childNodeFlags, join(root, "node_modules", "typescript", "bin", "tsc"), "-p", configPath], directory);
 }
 
 /** Runs one smoke phase; returns what it reported on its `SMOKE` line. */
@@ -121,6 +122,21 @@ describe("the packed package", () => {
       const verified = await smoke(first, "verify", store);
       expect(verified).toMatchObject({ executions: 4, byAgent: { support: 2, refunds: 1, shipping: 1 } });
     }));
+  });
+
+  it("a script that leaves a rejection unhandled ends with an error on every runtime (Node and Bun even beside an unhandledRejection handler)", async () => {
+    writeFileSync(join(project, "unhandled.mjs"), [
+      "if (process.argv.includes(\"handler\")) process.on(\"unhandledRejection\", () => console.log(\"handled\"));",
+      "Promise.reject(new Error(\"left unhandled\"));",
+      "setTimeout(() => console.log(\"UNHANDLED still running\"), 200);",
+      "",
+    ].join("\n"));
+    for (const runtime of runtimeNames) {
+      // Deno has no --unhandled-rejections flag: a handler keeps it going, so it is checked without one.
+      const scriptArguments = runtime === "deno" ? [] : ["handler"];
+      const result = await finished(startScript(runtime, project, "unhandled.mjs", scriptArguments), `unhandled.mjs on ${runtime}`);
+      expect({ runtime, code: result.code, stillRunning: result.stdout.includes("UNHANDLED still running") }).toEqual({ runtime, code: 1, stillRunning: false });
+    }
   });
 
   it("one process owns a store whatever the runtime: the others are refused at once, naming the owner", async () => {

@@ -173,6 +173,34 @@ describe("a store operation failing at each barrier", () => {
   }
 });
 
+describe("a barrier refused at submission because the execution moved on", () => {
+  // The store throws ExecutionRehydrationRequiredError from run() itself:
+  // the barrier was never written, so the run ends failed with STORE, and
+  // its message says so instead of promising a recovery that is not needed.
+  for (const operation of ["providerBarrier", "toolBarrier"] as const) {
+    it(`on ${operation}: the run ends failed with STORE, saying the barrier could not be written and the step did not run`, async () => {
+      const store = await faultyStore(await temporaryStorePath(), { operation, occurrence: 1, fault: "refused_lost_race" });
+      const env = await openEnvironment({ store });
+      const calls: { orderId: string; idempotencyKey: string }[] = [];
+      const agent = env.agent({ id: "support", model: agentRunModel(), tools: { lookup: lookupTool({ calls }) } });
+      const failure = await agent.start("Where is order 42?").result.catch((error: unknown) => error);
+      expect(store.injected).toBe(1);
+      const what = operation === "providerBarrier" ? "model call" : "tool batch";
+      expect(failure).toMatchObject({ code: "STORE" });
+      const message = (failure as Error).message;
+      expect(message).toContain(`the barrier before the ${what}`);
+      expect(message).toContain("could not be written");
+      expect(message).toContain(`the ${what} did not run and the execution ended failed`);
+      expect(message).not.toContain("env.recover()");
+      expect(message).not.toContain("left untouched");
+      const [row] = await env.executions({ agentId: "support" });
+      expect(row).toMatchObject({ status: "terminal", outcome: "failed", error: { code: "STORE", message } });
+      if (operation === "toolBarrier") expect(calls).toEqual([]);
+      await expect(agent.start("again").result).resolves.toMatchObject({ outcome: "completed" });
+    });
+  }
+});
+
 describe("backpressure", () => {
   it("refuses the excess with OffloadFullError at a tiny capacity; every accepted run finishes", async () => {
     const env = await openEnvironment({ offloadCapacity: 2, offloadPolicy: "worker" });

@@ -1,5 +1,6 @@
 // A real SQLite store with faults injected on chosen operations: the
-// submission refused on the spot (OffloadFull), or the operation's promise
+// submission refused on the spot (OffloadFull, or a lost compare-and-set
+// thrown at submission: `refused_lost_race`), or the operation's promise
 // rejecting (a store failure, or a lost compare-and-set). Everything else
 // goes to the real store, so the file shows exactly what was written.
 
@@ -8,7 +9,7 @@ import type { StoreOperation, StoreResult } from "../../host/store/records.js";
 import { SqliteStore } from "../../host/store/sqlite-store.js";
 import type { ExecutionStore } from "../../host/store/store.js";
 
-export type Fault = "refused" | "store_failed" | "lost_race";
+export type Fault = "refused" | "refused_lost_race" | "store_failed" | "lost_race";
 
 export interface FaultPlan {
   /** Which operation type fails, and on which occurrence (1-based). */
@@ -27,6 +28,7 @@ export async function faultyStore(path: string, plan: FaultPlan): Promise<Execut
       if (seen === plan.occurrence) {
         injected += 1;
         if (plan.fault === "refused") throw new OffloadFullError(0);
+        if (plan.fault === "refused_lost_race") throw new ExecutionRehydrationRequiredError(`injected lost race refusing ${operation.type} at submission`);
         const error = plan.fault === "lost_race"
           ? new ExecutionRehydrationRequiredError(`injected lost race on ${operation.type}`)
           : new StoreError(`injected store failure on ${operation.type}`);

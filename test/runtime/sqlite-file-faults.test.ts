@@ -148,3 +148,60 @@ describe("the store worker killed with 100 runs in flight", () => {
     });
   }
 });
+
+/** Kills the store's worker as soon as it is sent a group holding a
+ * preparation, before it can answer: a test hook, not public API. Resolves
+ * with the number of preparations that group held once the worker is dead. */
+function killWorkerOnFirstPreparations(env: Environment): Promise<number> {
+  type Entry = { operation: { type: string } };
+  const offload = (env.store as SqliteStore as unknown as { offload: { sendToWorker(entries: readonly Entry[]): void; workerThread?: { terminate(): Promise<number> } } }).offload;
+  const send = offload.sendToWorker.bind(offload);
+  return new Promise((resolve, reject) => {
+    offload.sendToWorker = (entries) => {
+      const thread = offload.workerThread;
+      send(entries);
+      const preparations = entries.filter((entry) => entry.operation.type === "prepareExecution").length;
+      if (preparations === 0 || thread === undefined) return;
+      offload.sendToWorker = send;
+      thread.terminate().then(() => resolve(preparations), reject);
+    };
+  });
+}
+
+describe("the store worker killed while 100 starts are preparing", () => {
+  it("every start settles (completed or a typed error), env.recover() lets every agent admit again, nothing admitted is lost", async () => {
+    const env = await openEnvironment({ offloadPolicy: "worker" });
+    // The model waits until the worker is dead, so no run is past its first
+    // model call when the kill lands.
+    const gate = deferred();
+    const model = scriptedModel(async ({ messages }) => {
+      await gate.promise;
+      return turnOf(messages) < 1 ? { toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] } : { text: "Order 42 has shipped." };
+    });
+    const agents = await defineAgents(env, runsInFlight, (id) => env.agent({ id, model, tools: { lookup: lookupTool() } }));
+    const killed = killWorkerOnFirstPreparations(env);
+    const runs = agents.map((agent) => agent.start("Where is order 42?"));
+    const preparing = await killed;
+    gate.resolve();
+
+    const outcomes = await Promise.allSettled(runs.map((run) => run.result));
+    const failed = outcomes.flatMap((outcome) => outcome.status === "rejected" ? [outcome.reason as unknown] : []);
+    const codes = failed.map((error) => `${(error as PhronomyError).code}/${String((error as PhronomyError).details?.["reason"] ?? "")}`);
+    console.log(`store worker killed holding ${preparing} preparations: ${failed.length} of ${runsInFlight} starts failed (${[...new Set(codes)].join(", ")})`);
+    expect(preparing).toBeGreaterThan(0);
+    for (const error of failed) expect(error).toBeInstanceOf(PhronomyError);
+    expect((env.store as SqliteStore).offloadStatistics.workerRestarts).toBe(1);
+
+    const report = await env.recover();
+    expect(report.filter((item) => item.status === "needs_attention")).toEqual([]);
+    // Nothing admitted is lost: every execution the store holds ends completed.
+    for (const row of await env.executions()) {
+      await expect(env.wait(row.executionId).result).resolves.toMatchObject({ outcome: "completed" });
+    }
+    for (const row of await env.executions()) expect(row).toMatchObject({ status: "terminal", outcome: "completed" });
+    // Every agent admits again and completes a new start.
+    const again = await Promise.allSettled(agents.map((agent) => agent.start("And order 43?").result));
+    expect(again.filter((outcome) => outcome.status === "rejected").map((outcome) => (outcome as PromiseRejectedResult).reason)).toEqual([]);
+    await env.close();
+  });
+});
