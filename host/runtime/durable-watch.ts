@@ -21,6 +21,7 @@ import type { ExecutionStore } from "../store/store.js";
 import { settleWaiterWithError, type DeliverySettings } from "./delivery.js";
 import { settleFromRow } from "./durable-outcome.js";
 import type { Waiter } from "./run.js";
+import { BackoffPoller } from "./backoff-poller.js";
 
 /** Executions one environment watches at once. Each costs one small read
  * per poll; past a few hundred a caller should read `env.executions()`
@@ -40,9 +41,7 @@ interface DurableWatch {
 
 export class DurableWatches {
   private readonly watches = new Set<DurableWatch>();
-  private timer: NodeJS.Timeout | undefined;
-  private polling: Promise<void> | undefined;
-  private pollMs = durableWatchPollMsMin;
+  private readonly poller = new BackoffPoller(() => this.poll(), () => this.watches.size > 0, durableWatchPollMsMin, durableWatchPollMsMax);
   private closed = false;
 
   constructor(private readonly store: ExecutionStore, private readonly settings: DeliverySettings) {}
@@ -56,38 +55,23 @@ export class DurableWatches {
     }
     waiter.knowExecutionId(executionId);
     this.watches.add({ executionId, agentId, waiter });
-    this.pollMs = durableWatchPollMsMin;
-    this.schedule();
+    this.poller.wake();
   }
 
   /** Settles every watch with RuntimeShutdownError. */
   async close(): Promise<void> {
     this.closed = true;
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.polling;
+    await this.poller.stop();
     for (const watch of this.watches) {
       settleWaiterWithError(watch.waiter, new RuntimeShutdownError(`the wait for execution ${watch.executionId} (it goes on in the process that runs it)`, { executionId: watch.executionId, agentId: watch.agentId }), this.settings);
     }
     this.watches.clear();
   }
 
-  private schedule(): void {
-    if (this.closed || this.polling !== undefined || this.watches.size === 0) return;
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.polling = this.poll().finally(() => {
-        this.polling = undefined;
-        this.schedule();
-      });
-    }, this.pollMs);
-  }
-
-  private async poll(): Promise<void> {
+  /** True when a watch settled. */
+  private async poll(): Promise<boolean> {
     const settled = await Promise.all([...this.watches].map((watch) => this.check(watch)));
-    const changed = settled.some((done) => done);
-    this.pollMs = changed ? durableWatchPollMsMin : Math.min(this.pollMs * 2, durableWatchPollMsMax);
+    return settled.some((done) => done);
   }
 
   /** True when the watch settled. */

@@ -32,6 +32,7 @@ import type { ApprovalRequest, HandoffRequest } from "./events.js";
 import type { ResumeDecision } from "./options.js";
 import type { Waiter } from "./run.js";
 import { asPhronomyError } from "./session.js";
+import { BackoffPoller } from "./backoff-poller.js";
 
 /** Remote resumes one environment waits on at once (filing included). Each
  * costs a row in one polling statement; a thousand ids is still one quick
@@ -58,9 +59,7 @@ interface RemoteWait {
 export class RemoteResumes {
   private readonly waits = new Map<string, RemoteWait>();
   private filing = 0;
-  private timer: NodeJS.Timeout | undefined;
-  private polling: Promise<void> | undefined;
-  private pollMs = remotePollMsMin;
+  private readonly poller = new BackoffPoller(() => this.poll(), () => this.waits.size > 0, remotePollMsMin, remotePollMsMax);
   private closed = false;
 
   constructor(private readonly store: InboxStore, private readonly settings: DeliverySettings) {}
@@ -82,8 +81,7 @@ export class RemoteResumes {
       waiter.knowExecutionId(executionId);
       if (this.closed) return settleWaiterWithError(waiter, shutdownError(executionId, agentId, decisionId), this.settings);
       this.waits.set(decisionId, { decisionId, executionId, agentId, waiter, announcedRevision: filed.executionRevision, state: "filed" });
-      this.pollMs = remotePollMsMin;
-      this.schedule();
+      this.poller.wake();
     }, (error: unknown) => {
       this.filing -= 1;
       settleWaiterWithError(waiter, asPhronomyError(error, "STORE"), this.settings);
@@ -93,26 +91,13 @@ export class RemoteResumes {
   /** Settles every wait with RuntimeShutdownError (the decisions stay filed). */
   async close(): Promise<void> {
     this.closed = true;
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.polling;
+    await this.poller.stop();
     for (const wait of this.waits.values()) settleWaiterWithError(wait.waiter, shutdownError(wait.executionId, wait.agentId, wait.decisionId), this.settings);
     this.waits.clear();
   }
 
-  private schedule(): void {
-    if (this.closed || this.polling !== undefined || this.waits.size === 0) return;
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.polling = this.poll().finally(() => {
-        this.polling = undefined;
-        this.schedule();
-      });
-    }, this.pollMs);
-  }
-
-  private async poll(): Promise<void> {
+  /** True when a wait moved on. */
+  private async poll(): Promise<boolean> {
     let changed = false;
     try {
       const progress = await this.store.readDecisions([...this.waits.keys()]);
@@ -131,7 +116,7 @@ export class RemoteResumes {
       // The database is unreachable: keep waiting, poll again later.
       this.settings.logger.debug?.(`[phronomy] reading the approval inbox failed (polling again): ${error instanceof Error ? error.message : String(error)}`);
     }
-    this.pollMs = changed ? remotePollMsMin : Math.min(this.pollMs * 2, remotePollMsMax);
+    return changed;
   }
 
   /** True when the wait moved on (settled, or something to tell). */
