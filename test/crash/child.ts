@@ -12,6 +12,10 @@
 //                           before it returns
 //   point:#<n>              the n-th of all the points above, in the order
 //                           reached
+//   inflight:#<n>           the first point from the n-th on at which the
+//                           store surely holds an unfinished execution (see
+//                           KillSwitch.inFlight): a kill that hits nothing
+//                           proves nothing
 //
 // Lines are written with writeSync, so everything printed before the kill
 // reached the pipe.
@@ -42,16 +46,28 @@ function die(): never {
 class KillSwitch {
   private readonly counts = new Map<string, number>();
   points = 0;
+  /** Preparations known committed (counted once their promise resolved)
+   * less terminal commits submitted (counted before they reach the store):
+   * never more than the unfinished executions the store holds, since a
+   * group commit may have written more preparations, and fewer terminals,
+   * than counted yet. Between two waves of runs (every run of the wave
+   * ended, the next not yet prepared) it is 0, and so may the store's be. */
+  inFlight = 0;
+  private readonly inFlightFrom: number | undefined;
 
-  constructor(private readonly spec: string | undefined) {}
+  constructor(private readonly spec: string | undefined) {
+    const match = /^inflight:#(\d+)$/.exec(spec ?? "");
+    this.inFlightFrom = match ? Number(match[1]) : undefined;
+  }
 
   reach(label: string): void {
     const occurrence = (this.counts.get(label) ?? 0) + 1;
     this.counts.set(label, occurrence);
     this.points += 1;
     const point = `${label}#${occurrence}`;
-    if (config.trace) print({ type: "point", point, index: this.points });
-    if (point === this.spec || `point:#${this.points}` === this.spec) {
+    if (config.trace) print({ type: "point", point, index: this.points, inFlight: this.inFlight });
+    const inFlightKill = this.inFlightFrom !== undefined && this.points >= this.inFlightFrom && this.inFlight > 0;
+    if (point === this.spec || `point:#${this.points}` === this.spec || inFlightKill) {
       print({ type: "killing", point, index: this.points });
       die();
     }
@@ -63,8 +79,10 @@ const kills = new KillSwitch(config.kill);
 /** The real SQLite store, with kill points around every operation. */
 function killingStore(store: SqliteStore): ExecutionStore {
   const run = <O extends StoreOperation>(operation: O): Promise<StoreResult<O>> => {
+    if (operation.type === "terminalCommit" && operation.outcome !== "suspended") kills.inFlight -= 1;
     kills.reach(`before:${operation.type}`);
     return store.run(operation).then((result) => {
+      if (operation.type === "prepareExecution" && (result as { outcome?: string }).outcome === "active") kills.inFlight += 1;
       kills.reach(`after:${operation.type}`);
       return result;
     });

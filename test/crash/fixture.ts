@@ -161,7 +161,7 @@ export function idempotentLookup(files: CrashFiles, options: LookupOptions = {})
 /** `before:<operation>#<n>`, `after:<operation>#<n>`, `tool:#<n>` (inside
  * the n-th tool call, after its side effect) or `point:#<n>` (the n-th kill
  * point of any kind, in the order the child reaches them). */
-export type KillSpec = `${"before" | "after"}:${StoreOperation["type"]}#${number}` | `tool:#${number}` | `point:#${number}`;
+export type KillSpec = `${"before" | "after"}:${StoreOperation["type"]}#${number}` | `tool:#${number}` | `point:#${number}` | `inflight:#${number}`;
 
 // -- the child's configuration and output ----------------------------------------------------
 
@@ -194,7 +194,7 @@ export type ChildLine =
   | { readonly type: "settled"; readonly executionId: string; readonly outcome: string; readonly output: unknown }
   | { readonly type: "failed"; readonly executionId: string | null; readonly code: string; readonly message: string }
   | { readonly type: "recovered"; readonly report: readonly { readonly executionId: string; readonly status: string; readonly phase: string }[] }
-  | { readonly type: "point"; readonly point: string; readonly index: number }
+  | { readonly type: "point"; readonly point: string; readonly index: number; readonly inFlight: number }
   | { readonly type: "killing"; readonly point: string; readonly index: number }
   | { readonly type: "done"; readonly points: number };
 

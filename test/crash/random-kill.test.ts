@@ -1,7 +1,8 @@
 // Random kill: 200 runs, 50 in flight (50 agents, 4 runs each, one after
 // the other), in a child killed with SIGKILL at a random kill point (any
-// barrier, before or after, or inside a tool), or from outside once the
-// child reached a random one of its kill points. Every kill lands with
+// barrier, before or after, or inside a tool; the first from there on with
+// a run surely in flight), or from outside once the child reached a random
+// one of its kill points with runs in flight. Every kill lands with
 // executions in flight: the store, read after the kill and before any
 // recovery, must hold unfinished executions (a kill that hits nothing
 // proves nothing). This process then reopens the store and every execution
@@ -35,6 +36,9 @@ const ANSWER = expectedAnswer(2);
  * points at most: the rest of the workload (hundreds of milliseconds) keeps
  * executions in flight while the signal travels. */
 const OUTSIDE_KILL_SHARE_MAX = 0.6;
+/** The outside kill is sent at a point with at least this many runs
+ * surely in flight. */
+const OUTSIDE_KILL_IN_FLIGHT_MIN = 10;
 
 describe("random kill -9 with 50 runs in flight", () => {
   it.each<"FULL" | "NORMAL">(["FULL", "NORMAL"])("synchronous %s, killed at a random kill point: every admitted run completes after recovery; repeats carry their original key", async (synchronous) => {
@@ -47,11 +51,15 @@ describe("random kill -9 with 50 runs in flight", () => {
 
     const paths = await crashPaths();
     const child = await runChild({
-      store: paths.store, files: paths.files, agents: AGENTS, runsPerAgent: RUNS_PER_AGENT, kill: `point:#${point}`, synchronous,
+      store: paths.store, files: paths.files, agents: AGENTS, runsPerAgent: RUNS_PER_AGENT, kill: `inflight:#${point}`, synchronous,
     }, 90_000);
     const context = `CRASH_SEED=${seed}\n${describeChild(child)}`;
     expect(child.signal, context).toBe("SIGKILL");
-    expect(child.lines.at(-1), context).toMatchObject({ type: "killing", index: point });
+    // At that point, or the first after it with a run surely in flight
+    // (between two waves of runs nothing is: every run ended, the next not
+    // yet prepared).
+    expect(child.lines.at(-1), context).toMatchObject({ type: "killing", index: expect.any(Number) });
+    expect((child.lines.at(-1) as { index: number }).index, context).toBeGreaterThanOrEqual(point);
     await recoverAndCheck(paths, child, context, { seed, synchronous, pointIndex: point });
   }, 180_000);
 
@@ -66,7 +74,9 @@ describe("random kill -9 with 50 runs in flight", () => {
 
     const paths = await crashPaths();
     const running = startChild({ store: paths.store, files: paths.files, agents: AGENTS, runsPerAgent: RUNS_PER_AGENT, trace: true }, 90_000);
-    await within(running.waitForLine((line) => line.type === "point" && line.index >= point), 60_000, `kill point #${point}`);
+    // Sent with runs surely in flight: the signal lands a moment later, too
+    // soon for that many to end.
+    await within(running.waitForLine((line) => line.type === "point" && line.index >= point && line.inFlight >= OUTSIDE_KILL_IN_FLIGHT_MIN), 60_000, `kill point #${point}`);
     running.process.kill("SIGKILL");
     const child = await running.ended;
     const context = `CRASH_SEED=${seed} (outside, at point #${point})\n${describeChild(child)}`;
