@@ -706,8 +706,6 @@ function configOf(request: StartRequest): { [key: string]: Json } {
   if (timeoutMs !== undefined) config.timeoutMs = timeoutMs;
   if (request.options.approvalPolicy !== undefined) config.approvalPolicy = request.options.approvalPolicy;
   if (request.options.metadata !== undefined) config.metadata = request.options.metadata as Json;
-  config.replayable = request.options.approvalPolicy === undefined && request.options.tokenBudget === undefined &&
-    request.options.inputGuardrail === undefined;
   return config;
 }
 

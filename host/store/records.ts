@@ -90,7 +90,7 @@ export interface ExecutionMetadata {
   readonly pendingModelCall?: { readonly callId: string; readonly startedAt: number };
   readonly toolBatch?: readonly ToolCallRecord[];
   readonly turns?: number;
-  /** The invocation settings recovery needs (budget, limits, replayable). */
+  /** The invocation settings recovery needs (budget, limits, timeout). */
   readonly config?: { readonly [key: string]: Json };
   readonly handoff?: Json;
   /** The decision on the approval request, once an approval resume commit
