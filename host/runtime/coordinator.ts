@@ -257,10 +257,9 @@ export class Coordinator implements SessionHost {
    * again and releases it (`DischargeAgentRecovery`). */
   private readBackPreparation(request: StartRequest, executionId: string, ready: (outcome: number, revision: number) => void): void {
     // A store that broke down (its file removed or replaced, its worker lost
-    // for good) answers reads from what may be no file at all: nothing it
-    // reads back can be trusted. The agent is held; the store refuses every
-    // start and recovery until it is opened again (docs/decisions/0021).
-    if (this.settings.store.failure !== undefined) return ready(PreparationOutcome.StoreFailed, 0);
+    // for good) refuses this read like every other: the agent is held, and
+    // the store refuses every start and recovery until it is opened again
+    // (docs/decisions/0021).
     this.settings.store.getExecution(executionId).then((row) => {
       if (!row) return ready(PreparationOutcome.NotEstablished, 0);
       if (row.status === "terminal") {

@@ -436,7 +436,7 @@ export class Environment {
         // row moved on): release it, then install it again from its row.
         const code = await this.dischargeRecovery(live.slot, live.generation);
         if (code === ResultCode.Ok) rows.push(row);
-        else held.push({ executionId: row.executionId, agentId: row.agentId, phase: row.phase, continuation: continuationNameOf(continuationOf(row)), status: "needs_attention", reason: `${resultCodeName(code)}: its abandoned session still has operations in flight here; call env.recover() again once they settled` });
+        else held.push({ executionId: row.executionId, agentId: row.agentId, phase: row.phase, continuation: continuationNameOf(continuationOf(row)), status: "needs_attention", reason: stillSettlingReason(code) });
       }
     }
     const report = [...held, ...await recoverAgent(this.coordinator, this.loop, entry, rows)];
@@ -456,11 +456,7 @@ export class Environment {
    * the terminal commit). Those still busy are reported. */
   private async releaseFinishedHolds(entry: AgentEntry, unfinished: readonly ExecutionRow[]): Promise<RecoveredExecution[]> {
     if (this.coordinator.heldAgents.has(entry)) {
-      const code = await new Promise<number>((resolve, reject) => {
-        this.loop.post(() => resolve(this.coordinator.apply(M.DischargeAgentRecovery, entry.slot, entry.generation)), {
-          completion: { fail: reject }, label: `the release of agent "${entry.id}" held for recovery`,
-        });
-      });
+      const code = await this.release(M.DischargeAgentRecovery, entry.slot, entry.generation, `the release of agent "${entry.id}" held for recovery`);
       if (code === ResultCode.Ok || code === ResultCode.AdmissionStateMustMatch) this.coordinator.heldAgents.delete(entry);
     }
     const busy: RecoveredExecution[] = [];
@@ -472,7 +468,7 @@ export class Environment {
       const row = await this.store.getExecution(live.executionId);
       if (row !== undefined && row.status !== "terminal") continue;
       const code = await this.dischargeRecovery(live.slot, live.generation);
-      if (code !== ResultCode.Ok) busy.push({ executionId: live.executionId, agentId: entry.id, phase: row?.phase ?? "terminal", status: "needs_attention", reason: `${resultCodeName(code)}: its abandoned session still has operations in flight here; call env.recover() again once they settled` });
+      if (code !== ResultCode.Ok) busy.push({ executionId: live.executionId, agentId: entry.id, phase: row?.phase ?? "terminal", status: "needs_attention", reason: stillSettlingReason(code) });
     }
     return busy;
   }
@@ -480,10 +476,14 @@ export class Environment {
   /** Releases an execution held recovery_required in the core once it is
    * quiescent (DischargeRecovery): the code the core answered. */
   private dischargeRecovery(slot: number, generation: number): Promise<number> {
+    return this.release(M.DischargeRecovery, slot, generation, "the release of an execution held for recovery");
+  }
+
+  /** Applies a release message (DischargeRecovery, DischargeAgentRecovery)
+   * on the loop: the code the core answered. */
+  private release(kind: M.DischargeRecovery | M.DischargeAgentRecovery, slot: number, generation: number, label: string): Promise<number> {
     return new Promise((resolve, reject) => {
-      this.loop.post(() => resolve(this.coordinator.apply(M.DischargeRecovery, slot, generation)), {
-        completion: { fail: reject }, label: "the release of an execution held for recovery",
-      });
+      this.loop.post(() => resolve(this.coordinator.apply(kind, slot, generation)), { completion: { fail: reject }, label });
     });
   }
 
@@ -675,4 +675,9 @@ export class Environment {
     if (!this.visitor) return;
     throw new InvalidInputError(`${what} was refused: this environment visits the store at ${this.store.path}, and a visitor never writes executions — start, recover and purge in the process that owns the store; a visitor reads and decides approvals (agent.resume)`, { details: { reason: "visitor" } });
   }
+}
+
+/** Why a held execution could not be released yet. */
+function stillSettlingReason(code: number): string {
+  return `${resultCodeName(code)}: its abandoned session still has operations in flight here; call env.recover() again once they settled`;
 }
