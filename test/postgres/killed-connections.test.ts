@@ -81,7 +81,8 @@ describe("killed PostgreSQL connections (pg_terminate_backend)", () => {
     for (const agentId of agents) await owner.waitFor(settled(`before-${agentId}`));
     expect(owner.alive).toBe(true);
 
-    // Whatever the kill left held for recovery is resolved by env.recover().
+    // Whatever the kill left held for recovery is resolved by env.recover()
+    // (the fixture reports once the executions it continued have ended).
     const recoveredFrom = owner.lines.length;
     owner.send({ recover: true });
     await owner.waitFor(is("recovered"), 20_000, recoveredFrom);
