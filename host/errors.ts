@@ -10,7 +10,7 @@ export type PhronomyErrorCode =
   | "STALE_RESULT" | "CANCELLED" | "TIMEOUT" | "APPROVAL_MISMATCH" | "STREAM_CALLBACK" | "STORE"
   | "INVALID_INPUT" | "INPUT_BLOCKED" | "OUTPUT_BLOCKED" | "BUDGET_EXCEEDED" | "MAX_TURNS_EXCEEDED"
   | "TOOL_FAILED" | "MODEL_FAILED" | "CAPACITY" | "CORE_FAILED" | "INTERNAL"
-  | "APPROVAL_REQUIRED";
+  | "APPROVAL_REQUIRED" | "QUEUE_FULL";
 
 export interface ErrorContext {
   readonly agentId?: string;
@@ -75,6 +75,15 @@ export function agentHasUnfinishedExecutions(agentId: string, executionIds: read
 export class RuntimeShutdownError extends PhronomyError {
   constructor(what: string, context: ErrorContext = {}) {
     super("RUNTIME_SHUTDOWN", `the environment is shutting down and refused ${what}; open a new environment to continue`, context);
+  }
+}
+
+/** A message for a busy conversation (`onBusy: "enqueue"` or
+ * `"interrupt"`) found its queue at the agent's `queueLimit`: nothing was
+ * written (docs/decisions/0025-busy-conversations.md). */
+export class QueueFullError extends PhronomyError {
+  constructor(agentId: string, limit: number) {
+    super("QUEUE_FULL", `the message queue of agent "${agentId}" is full (${limit} messages waiting behind the running one); nothing was queued — retry once it drains, or raise the agent's queueLimit`, { agentId, details: { limit } });
   }
 }
 

@@ -44,6 +44,8 @@ const PHASES: Record<PhaseName, Phase> = {
   recording_tool_results: Phase.RecordingToolResults, suspended: Phase.Suspended, resuming: Phase.Resuming,
   terminal: Phase.Terminal, recovery_provider_completed: Phase.RecoveryProviderCompleted, recovery_tools: Phase.RecoveryTools,
   recovery_tools_completed: Phase.RecoveryToolsCompleted, recovery_resolved_failed: Phase.RecoveryResolvedFailed,
+  // Never read by recovery (a queued message is no execution yet, host/store/queue.ts).
+  queued: Phase.None,
 };
 
 const CONTINUATION_NAMES: Record<number, string> = {

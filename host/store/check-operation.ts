@@ -13,7 +13,7 @@ export const idLengthMax = 200;
 
 const operationTypes: ReadonlySet<string> = new Set([
   "prepareExecution", "providerBarrier", "toolBarrier", "terminalCommit", "approvalCommit", "ensureAgent", "closeAgent",
-  "purgeAgent",
+  "purgeAgent", "enqueueMessage", "cancelQueued",
 ]);
 
 export function checkId(value: unknown, field: string): string {

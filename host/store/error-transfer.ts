@@ -7,7 +7,7 @@
 // own wording is not applied twice).
 
 import {
-  AgentBusyError, AgentClosedError, ApprovalMismatchError, ExecutionRehydrationRequiredError, InvalidInputError, OffloadFullError, PhronomyError, StoreError,
+  AgentBusyError, AgentClosedError, ApprovalMismatchError, ExecutionRehydrationRequiredError, InvalidInputError, OffloadFullError, PhronomyError, QueueFullError, StoreError,
   type PhronomyErrorCode,
 } from "../errors.js";
 
@@ -37,6 +37,7 @@ const classesByCode: Partial<Record<PhronomyErrorCode, { prototype: PhronomyErro
   AGENT_CLOSED: AgentClosedError,
   AGENT_BUSY: AgentBusyError,
   OFFLOAD_FULL: OffloadFullError,
+  QUEUE_FULL: QueueFullError,
 };
 
 export function rebuildError(record: TransferredError): PhronomyError {

@@ -25,6 +25,8 @@
 //   remembered (after a recovery, a resume, a restart) is read once.
 // * `close()` waits for every accepted operation, then ends the pool.
 
+import * as queue from "./postgres/queue.js";
+import type { CancelQueuedOperation, CancelQueuedResult, EnqueueMessageOperation, EnqueueMessageResult, QueuedMessage } from "./queue.js";
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type pg from "pg";
@@ -340,6 +342,21 @@ export class PostgresStore implements ExecutionStore {
 
   unfinishedExecutions(): Promise<ExecutionRow[]> {
     return this.read(() => reads.unfinishedExecutions(this.pool, this.path));
+  }
+
+  /** Messages waiting behind a busy conversation, in order (`queue.ts`). */
+  queuedMessages(agentId?: string): Promise<QueuedMessage[]> {
+    return this.read(() => queue.queuedMessages(this.pool, agentId === undefined ? undefined : checkId(agentId, "agentId")));
+  }
+
+  /** Queues a message behind its busy conversation (`queue.ts`). */
+  enqueueMessage(operation: Omit<EnqueueMessageOperation, "type">): Promise<EnqueueMessageResult> {
+    return this.submit({ type: "enqueueMessage", ...operation });
+  }
+
+  /** Cancels a queued message: its execution is written terminal. */
+  cancelQueued(operation: Omit<CancelQueuedOperation, "type">): Promise<CancelQueuedResult> {
+    return this.submit({ type: "cancelQueued", ...operation });
   }
 
   private async read<T>(body: () => Promise<T>): Promise<T> {

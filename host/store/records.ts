@@ -4,15 +4,19 @@
 // structured-clone safe (no functions, no class instances), because they
 // cross into the offload worker.
 
+import type { CancelQueuedOperation, CancelQueuedResult, EnqueueMessageOperation, EnqueueMessageResult, QueueOperation } from "./queue.js";
+
 /** JSON-safe values: what the store persists in its JSON columns. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-export type ExecutionStatusName = "preparing" | "active" | "suspended" | "terminal";
+/** `queued`: a message waiting behind its conversation's running execution
+ * (`onBusy: "enqueue"`, `host/store/queue.ts`); it is no execution yet. */
+export type ExecutionStatusName = "preparing" | "active" | "suspended" | "terminal" | "queued";
 
 export type PhaseName =
   | "preparing" | "calling_llm" | "dispatching_tools" | "recording_tool_results" | "suspended"
   | "resuming" | "terminal" | "recovery_provider_completed" | "recovery_tools"
-  | "recovery_tools_completed" | "recovery_resolved_failed";
+  | "recovery_tools_completed" | "recovery_resolved_failed" | "queued";
 
 export type OutcomeName = "completed" | "failed" | "suspended" | "handed_off" | "coordination_wait";
 
@@ -49,7 +53,7 @@ export interface StepRecord {
 
 export type StepKind =
   | "input" | "provider_barrier" | "model_response" | "tool_barrier" | "tool_results"
-  | "approval_requested" | "approval_decided" | "recovered" | "terminal" | "note";
+  | "approval_requested" | "approval_decided" | "recovered" | "terminal" | "note" | "queued";
 
 /** An agent's conversation memory entry. */
 export interface JournalRecord {
@@ -263,11 +267,13 @@ export interface PurgeAgentResult {
 }
 
 /** Everything the offload accepts. */
-export type OffloadOperation = StoreOperation | AgentLifecycleOperation;
+export type OffloadOperation = StoreOperation | AgentLifecycleOperation | QueueOperation;
 
 export type OffloadResult<O extends OffloadOperation> =
   O extends StoreOperation ? StoreResult<O>
   : O extends PurgeAgentOperation ? PurgeAgentResult
+  : O extends EnqueueMessageOperation ? EnqueueMessageResult
+  : O extends CancelQueuedOperation ? CancelQueuedResult
   : AgentRow;
 
 // -- reads --------------------------------------------------------------------

@@ -36,6 +36,7 @@ import { startStoreWorker } from "./sqlite/start-worker.js";
 import { commitGroup } from "./sqlite/transaction.js";
 import { SqliteReadableStore } from "./sqlite/readable-store.js";
 import type { ExecutionStore } from "./store.js";
+import type { CancelQueuedOperation, CancelQueuedResult, EnqueueMessageOperation, EnqueueMessageResult } from "./queue.js";
 import type { SqliteVisitorStore } from "./sqlite-visitor.js";
 
 export interface SqliteStoreOptions {
@@ -167,6 +168,16 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
 
   purgeAgent(agentId: string): Promise<PurgeAgentResult> {
     return this.submit({ type: "purgeAgent", agentId });
+  }
+
+  /** Queues a message behind its busy conversation (`queue.ts`). */
+  enqueueMessage(operation: Omit<EnqueueMessageOperation, "type">): Promise<EnqueueMessageResult> {
+    return this.submit({ type: "enqueueMessage", ...operation });
+  }
+
+  /** Cancels a queued message: its execution is written terminal. */
+  cancelQueued(operation: Omit<CancelQueuedOperation, "type">): Promise<CancelQueuedResult> {
+    return this.submit({ type: "cancelQueued", ...operation });
   }
 
   protected closedMessage(): string | undefined {

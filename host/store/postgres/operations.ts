@@ -27,6 +27,8 @@ import type {
 import { checkRequest } from "../sqlite/approval-commit.js";
 import { agentFromRow, jsonText } from "../sqlite/rows.js";
 import { leaseLost } from "./statements.js";
+import { cancelQueued, enqueueMessage } from "./queue.js";
+import type { QueueOperation } from "../queue.js";
 import type { SqliteRow } from "../sqlite/driver.js";
 
 /** The lease a write must still hold: owner and epoch (docs/decisions/0009). */
@@ -49,7 +51,7 @@ type Row = SqliteRow;
 
 /** The operations run here; the hot ones are statements of a group
  * (`statements.ts`, `group-commit.ts`). */
-export type TransactionOperation = ApprovalCommitOperation | EnsureAgentOperation | CloseAgentOperation | PurgeAgentOperation;
+export type TransactionOperation = ApprovalCommitOperation | EnsureAgentOperation | CloseAgentOperation | PurgeAgentOperation | QueueOperation;
 
 export function applyOperation(context: OperationContext, operation: TransactionOperation): Promise<unknown> {
   switch (operation.type) {
@@ -57,6 +59,8 @@ export function applyOperation(context: OperationContext, operation: Transaction
     case "ensureAgent": return ensureAgent(context, operation);
     case "closeAgent": return closeAgent(context, operation);
     case "purgeAgent": return purgeAgent(context, operation);
+    case "enqueueMessage": return enqueueMessage(context, operation);
+    case "cancelQueued": return cancelQueued(context, operation);
   }
 }
 
@@ -191,7 +195,7 @@ async function purgeAgent(context: OperationContext, operation: PurgeAgentOperat
   const agentId = operation.agentId;
   // Lock the root first so an admission cannot slip in between the check and the deletes.
   await query(context, "SELECT 1 FROM agents WHERE agent_id = $1 FOR UPDATE", [agentId]);
-  const unfinished = await query(context, `SELECT execution_id FROM executions WHERE agent_id = $1 AND status IN ('preparing', 'active', 'suspended') ORDER BY created_at, execution_id LIMIT ${unfinishedNamedMax}`, [agentId]);
+  const unfinished = await query(context, `SELECT execution_id FROM (SELECT execution_id, created_at FROM executions WHERE agent_id = $1 AND status IN ('preparing', 'active', 'suspended') UNION ALL SELECT execution_id, created_at FROM queued_messages WHERE agent_id = $1) AS unfinished ORDER BY created_at, execution_id LIMIT ${unfinishedNamedMax}`, [agentId]);
   if (unfinished.rows.length > 0) {
     throw agentHasUnfinishedExecutions(agentId, unfinished.rows.map((row) => String(row["execution_id"])));
   }

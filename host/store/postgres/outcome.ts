@@ -23,6 +23,7 @@ import type pg from "pg";
 import { StoreError } from "../../errors.js";
 import type { OffloadOperation } from "../records.js";
 import { preparedValue } from "./statements.js";
+import { committedQueueWrite } from "./queue.js";
 
 /** How long resolution waits for the lost backend to exit: a terminated
  * backend exits within milliseconds unless it is inside an fsync. */
@@ -53,6 +54,7 @@ export async function resolveOutcome(client: pg.ClientBase, operation: OffloadOp
   const found = await client.query("SELECT 1 FROM steps WHERE execution_id = $1 AND write_id = $2", [operation.executionId, writeId]);
   if (found.rowCount === 0) return { committed: false };
   if (operation.type === "prepareExecution") return { committed: true, value: preparedValue(operation) };
+  if (operation.type === "enqueueMessage" || operation.type === "cancelQueued") return { committed: true, value: await committedQueueWrite(client, operation) };
   return { committed: true, value: { revision: operation.expectedRevision + 1 } };
 }
 

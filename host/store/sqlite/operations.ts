@@ -19,6 +19,7 @@ import type {
   PurgeAgentResult, StepRecord, TerminalCommitOperation, ToolBarrierOperation,
 } from "../records.js";
 import { approvalCommit } from "./approval-commit.js";
+import { cancelQueued, enqueueMessage } from "./queue.js";
 import { appendJournal, appendSteps, compareAndSet, jsonOf, selectForUpdate } from "./compare-and-set.js";
 import type { SqliteConnection } from "./driver.js";
 import { agentFromRow, jsonText, zeroUsage } from "./rows.js";
@@ -34,6 +35,8 @@ export function applyOperation(connection: SqliteConnection, operation: OffloadO
     case "ensureAgent": return ensureAgent(connection, operation);
     case "closeAgent": return closeAgent(connection, operation);
     case "purgeAgent": return purgeAgent(connection, operation);
+    case "enqueueMessage": return enqueueMessage(connection, operation);
+    case "cancelQueued": return cancelQueued(connection, operation);
   }
 }
 
@@ -225,7 +228,7 @@ const unfinishedNamedMax = 5;
 
 export function purgeAgent(connection: SqliteConnection, operation: PurgeAgentOperation): PurgeAgentResult {
   const agentId = operation.agentId;
-  const unfinished = connection.prepare(`SELECT execution_id FROM executions WHERE agent_id = ? AND status IN ('preparing', 'active', 'suspended') LIMIT ${unfinishedNamedMax}`).all(agentId);
+  const unfinished = connection.prepare(`SELECT execution_id FROM executions WHERE agent_id = ? AND status IN ('preparing', 'active', 'suspended') UNION ALL SELECT execution_id FROM queued_messages WHERE agent_id = ? LIMIT ${unfinishedNamedMax}`).all(agentId, agentId);
   if (unfinished.length > 0) {
     throw agentHasUnfinishedExecutions(agentId, unfinished.map((row) => String(row["execution_id"])));
   }

@@ -9,6 +9,8 @@ import { checkId, checkListFilter } from "../check-operation.js";
 import type { AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, StoredStep } from "../records.js";
 import type { SqliteConnection } from "./driver.js";
 import * as reads from "./reads.js";
+import { queuedMessages } from "./queue.js";
+import type { QueuedMessage } from "../queue.js";
 import { storeErrorOf } from "./transaction.js";
 
 export abstract class SqliteReadableStore {
@@ -54,6 +56,11 @@ export abstract class SqliteReadableStore {
 
   unfinishedExecutions(): Promise<ExecutionRow[]> {
     return this.read(() => reads.unfinishedExecutions(this.connection));
+  }
+
+  /** Messages waiting behind a busy conversation, in order (`../queue.ts`). */
+  queuedMessages(agentId?: string): Promise<QueuedMessage[]> {
+    return this.read(() => queuedMessages(this.connection, agentId === undefined ? undefined : checkId(agentId, "agentId")));
   }
 
   protected read<T>(body: () => T): Promise<T> {

@@ -1,0 +1,98 @@
+// The PostgreSQL store's conversation queues (`../queue.ts` says what they
+// keep and why; `../sqlite/queue.ts` is the reference): the table and its
+// trigger (schema version 5), the two writes — each a transaction of its
+// own, fenced by the agent's lease like every write (docs/decisions/0010),
+// its last step carrying the write id so a lost connection's outcome is
+// read back (`outcome.ts`) — and the read.
+
+import type pg from "pg";
+import { AgentClosedError, InvalidInputError, QueueFullError } from "../../errors.js";
+import type { CancelQueuedOperation, CancelQueuedResult, EnqueueMessageOperation, EnqueueMessageResult, QueuedMessage } from "../queue.js";
+import { queuedFromRow } from "../sqlite/queue.js";
+import { jsonText, zeroUsage } from "../sqlite/rows.js";
+import type { SqliteRow } from "../sqlite/driver.js";
+import type { OperationContext } from "./operations.js";
+import { leaseLost } from "./statements.js";
+
+/** Migration 5: the queue, and the trigger that removes a queued message
+ * when its execution is inserted (prepared or cancelled). A new migration:
+ * `prepare_execution` is not touched. */
+export async function createConversationQueues(client: pg.ClientBase): Promise<void> {
+  await client.query(`
+    CREATE TABLE queued_messages (
+      execution_id text PRIMARY KEY,
+      agent_id     text NOT NULL,
+      seq          bigint NOT NULL,
+      input        text NOT NULL,
+      config       text NOT NULL,
+      created_at   bigint NOT NULL
+    );
+    CREATE UNIQUE INDEX queued_messages_by_agent ON queued_messages (agent_id, seq);
+    CREATE FUNCTION queued_message_admitted() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      DELETE FROM queued_messages WHERE execution_id = NEW.execution_id;
+      RETURN NULL;
+    END $$;
+    CREATE TRIGGER queued_message_admitted AFTER INSERT ON executions
+    FOR EACH ROW EXECUTE FUNCTION queued_message_admitted();
+  `);
+}
+
+async function query(context: OperationContext, sql: string, values: readonly unknown[] = []): Promise<pg.QueryResult<SqliteRow>> {
+  return context.client.query<SqliteRow>(sql, values as unknown[]);
+}
+
+export async function enqueueMessage(context: OperationContext, operation: EnqueueMessageOperation): Promise<EnqueueMessageResult> {
+  const ids = { agentId: operation.agentId, executionId: operation.executionId };
+  // The root's row lock orders the enqueues of one agent (count, then insert).
+  const agent = (await query(context, "SELECT lifecycle FROM agents WHERE agent_id = $1 FOR UPDATE", [operation.agentId])).rows[0];
+  if (agent === undefined) throw new InvalidInputError(`agent "${operation.agentId}" has no root in the store; ensure the agent before queueing execution ${operation.executionId}`, ids);
+  if (agent["lifecycle"] === "closed") throw new AgentClosedError(operation.agentId);
+  const fence = context.fenceOf(operation.agentId);
+  if (fence !== undefined) {
+    const held = await query(context, "SELECT 1 FROM leases WHERE agent_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > clock_timestamp()", [operation.agentId, fence.owner, fence.epoch]);
+    if (held.rowCount !== 1) throw leaseLost(operation.type, operation.executionId, operation.agentId, fence);
+  }
+  const taken = await query(context, "SELECT 1 FROM executions WHERE execution_id = $1 UNION ALL SELECT 1 FROM queued_messages WHERE execution_id = $1", [operation.executionId]);
+  if ((taken.rowCount ?? 0) > 0) throw new InvalidInputError(`execution id ${operation.executionId} is already in the store; every message needs a new execution id`, ids);
+  const bounds = (await query(context, "SELECT count(*) AS waiting, min(seq) AS head, max(seq) AS tail FROM queued_messages WHERE agent_id = $1", [operation.agentId])).rows[0]!;
+  const waiting = Number(bounds["waiting"]);
+  if (waiting >= operation.limit) throw new QueueFullError(operation.agentId, operation.limit);
+  const seq = waiting === 0 ? 1 : operation.front ? Number(bounds["head"]) - 1 : Number(bounds["tail"]) + 1;
+  await query(context, "INSERT INTO queued_messages (execution_id, agent_id, seq, input, config, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
+    [operation.executionId, operation.agentId, seq, jsonText(operation.input), jsonText(operation.config), operation.at]);
+  const position = operation.front ? 1 : waiting + 1;
+  await query(context, "INSERT INTO steps (execution_id, seq, kind, at, payload, write_id) VALUES ($1, 0, 'queued', $2, $3, $4)",
+    [operation.executionId, operation.at, jsonText({ position, interrupt: operation.front }), context.writeId]);
+  return { seq, position };
+}
+
+export async function cancelQueued(context: OperationContext, operation: CancelQueuedOperation): Promise<CancelQueuedResult> {
+  const row = (await query(context, "SELECT * FROM queued_messages WHERE execution_id = $1 FOR UPDATE", [operation.executionId])).rows[0];
+  if (row === undefined) return { cancelled: false };
+  const message = queuedFromRow(row);
+  await query(context, `
+    INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output,
+                            error, usage, approval_request, created_at, updated_at)
+    VALUES ($1, $2, 1, 'terminal', 'terminal', 'invoke', $3, $4, 'failed', 'null', $5, $6, 'null', $7, $8)
+  `, [message.executionId, message.agentId, jsonText(message.input), jsonText({ config: message.config }), jsonText(operation.error), jsonText(zeroUsage), message.createdAt, operation.at]);
+  await query(context, "INSERT INTO steps (execution_id, seq, kind, at, payload, write_id) VALUES ($1, 1, 'terminal', $2, $3, $4)",
+    [message.executionId, operation.at, jsonText({ outcome: "failed", revision: 1, whileQueued: true }), context.writeId]);
+  return { cancelled: true };
+}
+
+/** A queue write whose connection was lost committed (its step with the
+ * write id was found): its result, read back. */
+export async function committedQueueWrite(client: pg.ClientBase, operation: EnqueueMessageOperation | CancelQueuedOperation): Promise<unknown> {
+  if (operation.type === "cancelQueued") return { cancelled: true };
+  const row = (await client.query<SqliteRow>("SELECT seq, (SELECT count(*) FROM queued_messages AS ahead WHERE ahead.agent_id = queued.agent_id AND ahead.seq <= queued.seq) AS position FROM queued_messages AS queued WHERE execution_id = $1", [operation.executionId])).rows[0];
+  // Already prepared (or cancelled) since: it was the head.
+  return row === undefined ? { seq: 0, position: 1 } : { seq: Number(row["seq"]), position: Number(row["position"]) };
+}
+
+export async function queuedMessages(pool: Pick<pg.Pool, "query">, agentId?: string): Promise<QueuedMessage[]> {
+  const found = agentId === undefined
+    ? await pool.query<SqliteRow>("SELECT * FROM queued_messages ORDER BY agent_id, seq")
+    : await pool.query<SqliteRow>("SELECT * FROM queued_messages WHERE agent_id = $1 ORDER BY seq", [agentId]);
+  return found.rows.map(queuedFromRow);
+}

@@ -1,0 +1,101 @@
+// The durable message queue of a busy conversation (docs/decisions/0025-busy-conversations.md):
+// a message started with `onBusy: "enqueue"` (or `"interrupt"`) while its
+// agent runs another execution waits here, in order, until the runtime
+// admits it. Both stores keep it in a table of its own, `queued_messages`,
+// keyed by the execution id the message will run as, with an order key per
+// agent:
+//
+// * An enqueue is one transaction: the bound is checked (a full queue
+//   refuses with QueueFullError and writes nothing), the message is
+//   inserted with the next order key (an interrupt takes the one before the
+//   head), and its timeline's first step, `queued`, is written at seq 0.
+// * Preparing the execution (the ordinary `prepareExecution` with the
+//   queued id) removes the message in the same transaction: a trigger on
+//   `executions` deletes the queued row of every execution id inserted. So
+//   a message is either queued or an execution, never both and never lost,
+//   whatever instant a process dies at.
+// * Cancelling a queued message writes its execution terminal `failed`
+//   with the cancellation (the same trigger removes the message); a message
+//   already prepared is not cancelled here (`cancelled: false`).
+// * Queued messages are never read by recovery (`unfinishedExecutions`
+//   reads `executions` only): the runtime reads them with `queuedMessages`
+//   and admits the head once the conversation is idle.
+
+import type { ExecutionStore } from "./store.js";
+import type { ExecutionRow, Json, StoredError } from "./records.js";
+
+export interface EnqueueMessageOperation {
+  readonly type: "enqueueMessage";
+  readonly executionId: string;
+  readonly agentId: string;
+  /** The input as it will be sent (after an input guardrail's redaction). */
+  readonly input: Json;
+  /** The start's JSON settings (budget, turns, timeout, approval policy,
+   * metadata), applied when it runs. */
+  readonly config: { readonly [key: string]: Json };
+  /** An interrupt: ahead of every queued message. */
+  readonly front: boolean;
+  /** The agent's `queueLimit`: a queue holding that many refuses. */
+  readonly limit: number;
+  readonly at: number;
+}
+
+export interface EnqueueMessageResult {
+  /** The message's order key among its agent's queued messages. */
+  readonly seq: number;
+  /** 1 for the head. */
+  readonly position: number;
+}
+
+export interface CancelQueuedOperation {
+  readonly type: "cancelQueued";
+  readonly executionId: string;
+  /** The error the execution is written terminal with. */
+  readonly error: StoredError;
+  readonly at: number;
+}
+
+export interface CancelQueuedResult {
+  /** False when no such message is queued (prepared, cancelled, unknown). */
+  readonly cancelled: boolean;
+}
+
+export type QueueOperation = EnqueueMessageOperation | CancelQueuedOperation;
+
+/** One queued message as stored. */
+export interface QueuedMessage {
+  readonly executionId: string;
+  readonly agentId: string;
+  readonly seq: number;
+  readonly input: Json;
+  readonly config: { readonly [key: string]: Json };
+  readonly createdAt: number;
+}
+
+/** A store that keeps conversation queues (both built-in stores). */
+export interface QueueStore {
+  enqueueMessage(operation: Omit<EnqueueMessageOperation, "type">): Promise<EnqueueMessageResult>;
+  cancelQueued(operation: Omit<CancelQueuedOperation, "type">): Promise<CancelQueuedResult>;
+  /** Queued messages, in order: of one agent, or of all (by agent, then order). */
+  queuedMessages(agentId?: string): Promise<QueuedMessage[]>;
+}
+
+export function queueStoreOf(store: ExecutionStore): QueueStore | undefined {
+  const candidate = store as Partial<QueueStore>;
+  return typeof candidate.enqueueMessage === "function" && typeof candidate.cancelQueued === "function" && typeof candidate.queuedMessages === "function"
+    ? candidate as QueueStore : undefined;
+}
+
+/** A queued message as an execution row: status and phase `queued`,
+ * revision 0 (nothing of the execution is written yet). */
+export function rowOfQueued(message: QueuedMessage): ExecutionRow {
+  return {
+    executionId: message.executionId, agentId: message.agentId, revision: 0, status: "queued", phase: "queued", mode: "invoke",
+    input: message.input, metadata: { config: message.config }, outcome: null, output: null, error: null,
+    usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, approvalRequest: null, createdAt: message.createdAt, updatedAt: message.createdAt,
+  };
+}
+
+/** The most messages one agent's queue may be configured to hold. */
+export const QUEUE_LIMIT_MAX = 10_000;
+export const QUEUE_LIMIT_DEFAULT = 100;
