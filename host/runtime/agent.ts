@@ -52,6 +52,8 @@ export class Agent {
       const request: StartRequest = { type: "start", agent, waiter, input, options, deadline };
       const { coordinator, loop } = this.environment;
       loop.post(() => {
+        // Behind messages queued for this conversation, if any (docs/decisions/0025).
+        if (this.environment.queues.take(request)) return;
         const handle = coordinator.requests.add(request);
         coordinator.apply(M.Start, agent.slot, agent.generation, handle, options.signal?.aborted ? 1 : 0);
       }, { admission: true, completion: { fail: (error) => settleWaiterWithError(waiter, error as PhronomyError, settings) }, label: `a start of agent "${this.id}"` });

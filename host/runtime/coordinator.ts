@@ -62,6 +62,11 @@ export class Coordinator implements SessionHost {
   /** Called after every apply; the environment checks for drained here. */
   onIdle: (() => void) | undefined;
 
+  /** The conversation queues (`conversation-queue.ts`): a start refused
+   * because its agent is busy is offered here first (true: taken, by its
+   * busy policy), and every release of an agent's admission is told. */
+  busyHooks: { readonly startRefusedBusy: (request: StartRequest) => boolean; readonly admissionFreed: (agent: AgentEntry) => void } | undefined;
+
   constructor(readonly settings: CoordinatorSettings) {}
 
   /** Nothing admitted is still working: no request waits on the core and
@@ -148,6 +153,12 @@ export class Coordinator implements SessionHost {
     return this.executionIds.get(executionId);
   }
 
+  /** The agent's executions live here (one running or suspended, and any
+   * held for recovery). */
+  liveEntriesOf(agent: AgentEntry): ExecutionEntry[] {
+    return [...this.executionIds.values()].filter((entry) => entry.agent === agent);
+  }
+
   /** Live executions the host tracks (for close and for tests). */
   get liveEntries(): number {
     return this.executionIds.size;
@@ -195,6 +206,7 @@ export class Coordinator implements SessionHost {
       settleWaiterWithError(request.waiter, AgentBusyError.heldForRecovery(request.agent.id), this.settings);
       return;
     }
+    if (request.type === "start" && code === ResultCode.AgentAlreadyAdmitted && this.busyHooks?.startRefusedBusy(request)) return;
     const error = request.type === "start" && request.storeError ? request.storeError
       : request.type === "resume" && request.error ? request.error
         : errorForCode(code, { agentId: request.waiter.agentId, executionId });
@@ -205,7 +217,8 @@ export class Coordinator implements SessionHost {
     const request = this.startRequest(handle);
     const agent = this.agentsBySlot[agentSlot];
     if (!request || !agent) return;
-    const executionId = randomUUID();
+    // A queued message runs under the id it was given when queued.
+    const executionId = request.executionId ?? randomUUID();
     request.executionId = executionId;
     const verdict = (request.options.inputGuardrail ?? agent.definition.inputGuardrail)?.(request.input) ?? { action: "allow" as const };
     const input = verdict.action === "redact" ? verdict.text : request.input;
@@ -282,6 +295,7 @@ export class Coordinator implements SessionHost {
     else if (request.storeError) error = request.storeError;
     else error = new ExecutionRehydrationRequiredError(`preparation of execution ${request.executionId ?? "(unknown)"} ended with preparation outcome ${outcome}`, context);
     settleWaiterWithError(request.waiter, error, this.settings);
+    this.busyHooks?.admissionFreed(request.agent);
   }
 
   private installExecution(slot: number, generation: number, handle: number): void {
@@ -566,6 +580,7 @@ export class Coordinator implements SessionHost {
     this.executions[slot] = undefined;
     this.executionIds.delete(entry.executionId);
     entry.span?.end();
+    this.busyHooks?.admissionFreed(entry.agent);
   }
 
   // -- approval and recovery --------------------------------------------------------------------------
@@ -695,7 +710,7 @@ export class Coordinator implements SessionHost {
   }
 }
 
-function configOf(request: StartRequest): { [key: string]: Json } {
+export function configOf(request: StartRequest): { [key: string]: Json } {
   const config: { [key: string]: Json } = {};
   if (request.options.tokenBudget !== undefined) config.tokenBudget = request.options.tokenBudget;
   if (request.options.maxTurns !== undefined) config.maxTurns = request.options.maxTurns;

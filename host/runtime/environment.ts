@@ -38,6 +38,8 @@ import { InboxApplier, inboxStoreOf, type ClaimedDecision } from "./approval-inb
 import { RemoteResumes } from "./remote-resume.js";
 import { DurableWatches } from "./durable-watch.js";
 import type { ApprovalRequest } from "./events.js";
+import { ConversationQueues } from "./conversation-queue.js";
+import { busyHooksOf, executionOrQueued, listWithQueued } from "./queued-rows.js";
 
 export interface OpenOptions {
   /** A SQLite file path (`./agents.db` or `file:./agents.db`), a
@@ -192,6 +194,8 @@ export class Environment {
   private remoteResumes: RemoteResumes | undefined;
   /** `env.wait` on executions other processes run (docs/decisions/0018). */
   private durableWatches: DurableWatches | undefined;
+  /** @internal Messages queued behind busy conversations (docs/decisions/0025). */
+  readonly queues: ConversationQueues = new ConversationQueues(this);
 
   private constructor(
     /** The store this environment owns (reads: executions, timelines). */
@@ -235,6 +239,7 @@ export class Environment {
     });
     const environment = new Environment(store, core, loop, coordinator, options.recover !== false && !isVisitorStore(store));
     coordinator.onIdle = () => environment.checkDrained();
+    coordinator.busyHooks = busyHooksOf(environment.queues);
     coreFailed = (error) => {
       logger.warn(`[phronomy] ${error.message}`);
       coordinator.failEverything(error);
@@ -357,6 +362,7 @@ export class Environment {
         rejectSuspendedObserver(waiter, { executionId, agentId: entry.agent.id }, entry.approvalRequest, settings);
         return;
       }
+      if (this.queues.observe(executionId, waiter)) return;
       if (entry) {
         const handle = this.coordinator.requests.add({ type: "attach", waiter });
         this.coordinator.apply(M.AttachWaiter, entry.slot, entry.generation, handle);
@@ -440,6 +446,8 @@ export class Environment {
       }
     }
     const report = [...held, ...await recoverAgent(this.coordinator, this.loop, entry, rows)];
+    // Its queued messages wait behind what was recovered (docs/decisions/0025).
+    await this.queues.restore(entry);
     for (const item of report) {
       if (item.status === "needs_attention") this.coordinator.settings.logger.warn(`[phronomy] execution ${item.executionId} of agent "${item.agentId}" (phase ${item.phase}) needs attention: ${item.reason ?? ""}`);
     }
@@ -605,16 +613,22 @@ export class Environment {
    * With `status: "recovery_required"`: the executions this environment
    * left for recovery (their durable rows are untouched, still unfinished). */
   async executions(filter: ExecutionListFilter | (Omit<ExecutionListFilter, "status"> & { status: "recovery_required" }) = {}): Promise<ExecutionRow[]> {
-    checkListFilter(filter, "env.executions()", [...executionStatusNames, "recovery_required"]);
-    if (filter.status !== "recovery_required") return this.store.listExecutions(filter as ExecutionListFilter);
+    checkListFilter(filter, "env.executions()", [...executionStatusNames, "queued", "recovery_required"]);
+    if (filter.status !== "recovery_required") return listWithQueued(this.store, filter as ExecutionListFilter);
     const ids = new Set(this.coordinator.recoveryRequiredIds());
     const rows = await this.store.unfinishedExecutions();
     return rows.filter((row) => ids.has(row.executionId) && (filter.agentId === undefined || row.agentId === filter.agentId)
       && (filter.outcome === undefined || row.outcome === filter.outcome));
   }
 
+  /** One execution's row; a message still queued reads as status `queued`. */
   execution(executionId: string): Promise<ExecutionRow | undefined> {
-    return this.store.getExecution(executionId);
+    return executionOrQueued(this.store, executionId);
+  }
+
+  /** @internal The Agent defined here under this id. */
+  agentHandle(agentId: string): Agent | undefined {
+    return this.agents.get(agentId);
   }
 
   /** The execution's durable timeline: input, barriers, results, terminal. */
@@ -640,6 +654,7 @@ export class Environment {
       if (!this.loop.post(() => this.checkDrained())) resolve();
     });
     this.coordinator.releaseSuspendedWaiters();
+    this.queues.close();
     await this.closeApprovalInbox();
     this.loop.close();
     await this.store.close();

@@ -8,6 +8,7 @@ import { assertLanguageModel, type LanguageModel } from "../agent/model.js";
 import type { ToolSet } from "../agent/tools.js";
 import type { Json } from "../store/records.js";
 import type { ApprovalRequest, EventListener } from "./events.js";
+import { QUEUE_LIMIT_MAX } from "../store/queue.js";
 
 
 export type GuardrailVerdict =
@@ -31,7 +32,21 @@ export interface AgentDefinition {
   readonly maxTurns?: number;
   readonly tokenBudget?: number;
   readonly timeoutMs?: number;
+  /** What a start does while this agent runs (or waits for approval on)
+   * another execution: "reject" (default), "enqueue" or "interrupt"
+   * (docs/decisions/0025-busy-conversations.md). */
+  readonly onBusy?: OnBusyPolicy;
+  /** Most messages queued behind the running one (default 100, at most
+   * 10,000); one more is refused with QueueFullError. */
+  readonly queueLimit?: number;
 }
+
+/** "reject": AgentBusyError (AGENT_BUSY). "enqueue": the message waits in
+ * the conversation's durable queue and runs after the ones before it.
+ * "interrupt": the running execution is cancelled (a suspended one too)
+ * and the message runs next. */
+export type OnBusyPolicy = "reject" | "enqueue" | "interrupt";
+export const ON_BUSY_POLICIES: readonly OnBusyPolicy[] = ["reject", "enqueue", "interrupt"];
 
 export type ApprovalPolicy = "tools" | "always" | "never";
 export type ApprovalListener = (request: ApprovalRequest) => void | Promise<void>;
@@ -53,6 +68,8 @@ export interface StartOptions {
   /** Stream model output: `text_delta` events as the text arrives (the
    * model's `doStream`). Off by default: one `doGenerate` per turn. */
   readonly stream?: boolean;
+  /** This start's busy policy (the agent's `onBusy` otherwise). */
+  readonly onBusy?: OnBusyPolicy;
 }
 
 export type { LanguageModel };
@@ -90,12 +107,12 @@ export interface Logger {
 
 export const AGENT_DEFINITION_KEYS = [
   "id", "model", "instructions", "tools", "inputGuardrail", "outputGuardrail", "memoryWindow", "maxTurns",
-  "tokenBudget", "timeoutMs",
+  "tokenBudget", "timeoutMs", "onBusy", "queueLimit",
 ] as const;
 
 export const START_OPTION_KEYS = [
   "signal", "timeoutMs", "onEvent", "approvalPolicy", "approvalListener", "tokenBudget", "maxTurns",
-  "inputGuardrail", "outputGuardrail", "metadata", "stream",
+  "inputGuardrail", "outputGuardrail", "metadata", "stream", "onBusy",
 ] as const;
 
 /** Agent ids are interned by the host and stored as text: bounded, printable. */
@@ -148,6 +165,14 @@ export function validateAgentDefinition(definition: AgentDefinition): void {
   positiveInteger(definition.maxTurns, "maxTurns", what);
   positiveInteger(definition.tokenBudget, "tokenBudget", what);
   positiveInteger(definition.timeoutMs, "timeoutMs", what);
+  onBusyPolicy(definition.onBusy, what);
+  positiveInteger(definition.queueLimit, "queueLimit", what, QUEUE_LIMIT_MAX);
+}
+
+function onBusyPolicy(value: unknown, what: string): void {
+  if (value !== undefined && !ON_BUSY_POLICIES.includes(value as OnBusyPolicy)) {
+    throw new InvalidInputError(`${what}: "onBusy" must be "reject", "enqueue" or "interrupt", got ${JSON.stringify(value)}`);
+  }
 }
 
 export function validateStartOptions(options: StartOptions, what: string): void {
@@ -160,6 +185,7 @@ export function validateStartOptions(options: StartOptions, what: string): void 
   positiveInteger(options.tokenBudget, "tokenBudget", what);
   positiveInteger(options.maxTurns, "maxTurns", what);
   functionOrUndefined(options.onEvent, "onEvent", what);
+  onBusyPolicy(options.onBusy, what);
   if (options.stream !== undefined && typeof options.stream !== "boolean") {
     throw new InvalidInputError(`${what}: "stream" must be a boolean`);
   }

@@ -433,7 +433,9 @@ export class Session {
     this.fail(asPhronomyError(error, code));
   }
 
-  private cancel(): void {
+  /** Cancels the run: in-flight work finishes, the terminal is `cancelled`
+   * (the start's signal, or an interrupt by a newer message). */
+  cancel(): void {
     if (this.finished) return;
     const error = new CancellationError({ executionId: this.executionId, agentId: this.settings.agentId });
     this.finish({ ending: SessionEnding.Cancelled, output: null, error, approvalRequest: undefined, handoff: undefined });

@@ -1,0 +1,363 @@
+// A second message to a busy conversation (docs/decisions/0025-busy-conversations.md).
+// An agent id is a conversation and admits one execution at a time; the
+// core decides that (its admission table refuses a `Start` with
+// AgentAlreadyAdmitted). What happens to the refused start is its busy
+// policy — the start's `onBusy`, else its agent's, else "reject":
+//
+// * "reject": AgentBusyError, as always.
+// * "enqueue": the message is written to the conversation's durable queue
+//   (`host/store/queue.ts`) under the execution id it will run as; the Run's
+//   `executionId` resolves once it is written. When the conversation's
+//   admission is released (its execution ended), the head is started
+//   through the core like any start — the core still decides — and runs
+//   under its queued id; its preparation removes it from the queue in the
+//   same transaction. A suspended execution keeps the admission, so the
+//   queue waits for its decision.
+// * "interrupt": as "enqueue", at the head, and the running execution is
+//   cancelled: a running session ends `cancelled` once its in-flight work
+//   settled (as its signal would); a suspended one is declined and
+//   cancelled in the same decision (its timeline says so).
+//
+// While a conversation has messages queued, every new start goes behind
+// them (or is refused, with "reject"): order is the order of `start` calls.
+// The queue writes of one conversation are serialized here, so the durable
+// order is that order too, on both stores.
+
+import { randomUUID } from "node:crypto";
+import { MessageKind as M } from "../../assembly/abi.js";
+import { AgentBusyError, CancellationError, InvalidInputError, RuntimeShutdownError, type PhronomyError } from "../errors.js";
+import { QUEUE_LIMIT_DEFAULT, queueStoreOf, type QueueStore, type QueuedMessage } from "../store/queue.js";
+import type { Json } from "../store/records.js";
+import { configOf } from "./coordinator.js";
+import { settleWaiterWithError } from "./delivery.js";
+import type { Environment } from "./environment.js";
+import type { OnBusyPolicy, StartOptions } from "./options.js";
+import type { AgentEntry, StartRequest } from "./requests.js";
+import { Waiter, type Run } from "./run.js";
+import { asPhronomyError } from "./session.js";
+
+/** The reason given to a suspended execution's approval when a newer
+ * message interrupts it (recorded with the decision). */
+export const INTERRUPT_REASON = "interrupted by a newer message to this conversation";
+
+interface QueuedItem {
+  readonly executionId: string;
+  readonly agent: AgentEntry;
+  readonly waiter: Waiter;
+  readonly input: string;
+  readonly options: StartOptions;
+  /** "writing": the enqueue is in flight; "queued": durable. */
+  state: "writing" | "queued" | "cancelled";
+  /** Why it was cancelled while still being written. */
+  cancelError?: PhronomyError;
+}
+
+interface Conversation {
+  /** In durable order: the head runs next. */
+  readonly items: QueuedItem[];
+  /** The tail of this conversation's queue writes (they run one at a time). */
+  writes: Promise<unknown>;
+}
+
+/** Errors after which a queued message stays queued for the next process
+ * or for recovery to decide (the store's outcome is not known, or the
+ * process stops): every other failure of a message taken from the queue
+ * writes it terminal with that error. */
+const KEPT_QUEUED: ReadonlySet<string> = new Set(["RUNTIME_SHUTDOWN", "STORE", "EXECUTION_REHYDRATION_REQUIRED", "AGENT_BUSY", "CORE_FAILED"]);
+
+export class ConversationQueues {
+  private readonly conversations = new Map<string, Conversation>();
+  private readonly items = new Map<string, QueuedItem>();
+  /** Starts of queue heads in flight to the core (refused busy: back to the head). */
+  private readonly pumped = new WeakSet<StartRequest>();
+  private closed = false;
+
+  constructor(private readonly environment: Environment) {}
+
+  /** The busy policy of a start. */
+  static policyOf(request: StartRequest): OnBusyPolicy {
+    return request.options.onBusy ?? request.agent.definition.onBusy ?? "reject";
+  }
+
+  /** On the loop, before a start is applied: a conversation with messages
+   * queued takes the new one behind them (or refuses it). False: apply it. */
+  take(request: StartRequest): boolean {
+    const conversation = this.conversations.get(request.agent.id);
+    if (conversation === undefined || conversation.items.length === 0) return false;
+    const policy = ConversationQueues.policyOf(request);
+    if (policy === "reject") {
+      settleWaiterWithError(request.waiter, new AgentBusyError(request.agent.id, `agent "${request.agent.id}" is busy: it runs an execution and ${conversation.items.length} message(s) are queued behind it; start with onBusy "enqueue" to queue this one too, or wait`, { queued: conversation.items.length }), this.settings);
+      return true;
+    }
+    this.enqueue(request, policy);
+    return true;
+  }
+
+  /** The core refused a start because its agent is busy (on the loop). */
+  startRefusedBusy(request: StartRequest): boolean {
+    if (this.pumped.has(request)) {
+      // A queue head admitted again before its turn: it stays the head.
+      this.pumped.delete(request);
+      const item = this.items.get(request.executionId ?? "");
+      if (item !== undefined) this.conversationOf(item.agent.id).items.unshift(item);
+      return true;
+    }
+    const policy = ConversationQueues.policyOf(request);
+    if (policy === "reject") return false;
+    this.enqueue(request, policy);
+    return true;
+  }
+
+  /** The agent's admission was released (on the loop, inside an apply):
+   * its queue's head is started next. */
+  admissionFreed(agent: AgentEntry): void {
+    const conversation = this.conversations.get(agent.id);
+    if (conversation === undefined || conversation.items.length === 0) return;
+    this.environment.loop.post(() => this.startHead(agent), { label: `the next queued message of agent "${agent.id}"` });
+  }
+
+  /** Cancels a queued message by its execution id: true when it was
+   * queued (it is written terminal, failed with CANCELLED, and its Run is
+   * rejected with CancellationError); false when there is no such queued
+   * message (it runs already, ended, or is unknown). For `env.cancel`. */
+  async cancelQueued(executionId: string, reason?: string): Promise<boolean> {
+    const store = this.store();
+    if (store === undefined) return false;
+    const item = this.items.get(executionId);
+    if (item === undefined) {
+      const error = cancellation(executionId, undefined, reason);
+      return (await store.cancelQueued({ executionId, error: error.toRecord(), at: this.settings.now() })).cancelled;
+    }
+    if (item.state === "cancelled") return true;
+    const error = cancellation(executionId, item.agent.id, reason);
+    const writing = item.state === "writing";
+    item.state = "cancelled";
+    item.cancelError = error;
+    this.forget(item);
+    settleWaiterWithError(item.waiter, error, this.settings);
+    // One still being written is cancelled once its enqueue committed.
+    if (!writing) await store.cancelQueued({ executionId, error: error.toRecord(), at: this.settings.now() });
+    return true;
+  }
+
+  /** `env.wait` on a queued message: settled with its outcome. */
+  observe(executionId: string, observer: Waiter): boolean {
+    const item = this.items.get(executionId);
+    if (item === undefined) return false;
+    observer.knowExecutionId(executionId);
+    item.waiter.result.then((result) => observer.resolve(result), (error: Error) => observer.reject(error));
+    return true;
+  }
+
+  /** After the agent's executions were recovered: its durable queue is
+   * read and its head started once the conversation is idle. */
+  async restore(agent: AgentEntry): Promise<void> {
+    const store = this.store();
+    if (store === undefined || this.closed) return;
+    const messages = await store.queuedMessages(agent.id);
+    if (messages.length === 0) return;
+    await new Promise<void>((resolve, reject) => {
+      this.environment.loop.post(() => {
+        const conversation = this.conversationOf(agent.id);
+        for (const message of messages) {
+          if (this.items.has(message.executionId)) continue;
+          const item = this.restoredItem(agent, message);
+          conversation.items.push(item);
+        }
+        this.startHead(agent);
+        resolve();
+      }, { completion: { fail: reject }, label: `the queue of agent "${agent.id}"` });
+    });
+  }
+
+  /** The environment closes: queued messages stay durable (the next
+   * process runs them); their Runs here are told. */
+  close(): void {
+    this.closed = true;
+    for (const item of this.items.values()) {
+      settleWaiterWithError(item.waiter, new RuntimeShutdownError(`the wait for queued message ${item.executionId}`, { executionId: item.executionId, agentId: item.agent.id }), this.settings);
+    }
+    this.items.clear();
+    this.conversations.clear();
+  }
+
+  /** How many messages wait behind the agent's running execution here. */
+  queuedCount(agentId: string): number {
+    return this.conversations.get(agentId)?.items.length ?? 0;
+  }
+
+  // -- inside ------------------------------------------------------------------------
+
+  private get settings() {
+    return this.environment.coordinator.settings;
+  }
+
+  private store(): QueueStore | undefined {
+    return queueStoreOf(this.environment.store);
+  }
+
+  private conversationOf(agentId: string): Conversation {
+    let conversation = this.conversations.get(agentId);
+    if (conversation === undefined) {
+      conversation = { items: [], writes: Promise.resolve() };
+      this.conversations.set(agentId, conversation);
+    }
+    return conversation;
+  }
+
+  private forget(item: QueuedItem): void {
+    this.items.delete(item.executionId);
+    const conversation = this.conversations.get(item.agent.id);
+    if (conversation === undefined) return;
+    const index = conversation.items.indexOf(item);
+    if (index >= 0) conversation.items.splice(index, 1);
+    if (conversation.items.length === 0) this.conversations.delete(item.agent.id);
+  }
+
+  /** Writes the message to the conversation's queue (on the loop). */
+  private enqueue(request: StartRequest, policy: "enqueue" | "interrupt"): void {
+    const store = this.store();
+    const agent = request.agent;
+    if (store === undefined) {
+      settleWaiterWithError(request.waiter, new InvalidInputError(`agent "${agent.id}" is busy and this store keeps no message queue (onBusy "${policy}" needs the SQLite or PostgreSQL store); start with onBusy "reject"`, { agentId: agent.id }), this.settings);
+      return;
+    }
+    const front = policy === "interrupt";
+    const executionId = randomUUID();
+    const item: QueuedItem = { executionId, agent, waiter: request.waiter, input: request.input, options: request.options, state: "writing" };
+    const conversation = this.conversationOf(agent.id);
+    if (front) conversation.items.unshift(item);
+    else conversation.items.push(item);
+    this.items.set(executionId, item);
+    this.cancelDurablyOnFailure(item);
+    const signal = request.options.signal;
+    if (signal?.aborted) {
+      this.forget(item);
+      settleWaiterWithError(item.waiter, cancellation(executionId, agent.id, "the start's signal was aborted"), this.settings);
+      return;
+    }
+    signal?.addEventListener("abort", () => void this.cancelQueued(executionId, "the start's signal was aborted").catch(() => undefined), { once: true });
+    // The input guardrail's redaction applies before the input is stored
+    // (a block is decided when it runs, as for any start).
+    const verdict = (request.options.inputGuardrail ?? agent.definition.inputGuardrail)?.(request.input);
+    const input = verdict?.action === "redact" ? verdict.text : request.input;
+    const limit = agent.definition.queueLimit ?? QUEUE_LIMIT_DEFAULT;
+    const write = (): Promise<void> => store.enqueueMessage({
+      executionId, agentId: agent.id, input, config: { ...configOf(request), ...(request.options.stream ? { stream: true } : {}) }, front, limit, at: this.settings.now(),
+    }).then(
+      () => this.post(() => this.written(item, front)),
+      (error: unknown) => this.post(() => {
+        this.forget(item);
+        settleWaiterWithError(item.waiter, asPhronomyError(error, "STORE"), this.settings);
+      }),
+    );
+    conversation.writes = conversation.writes.then(write, write);
+  }
+
+  private post(body: () => void): void {
+    this.environment.loop.post(body, { label: "a queue write" });
+  }
+
+  /** The enqueue committed (on the loop). */
+  private written(item: QueuedItem, front: boolean): void {
+    item.waiter.knowExecutionId(item.executionId);
+    if (item.state === "cancelled") {
+      const error = item.cancelError ?? cancellation(item.executionId, item.agent.id, undefined);
+      void this.store()?.cancelQueued({ executionId: item.executionId, error: error.toRecord(), at: this.settings.now() }).catch((failure: unknown) => this.warn(item, failure));
+      return;
+    }
+    item.state = "queued";
+    if (front) this.interruptRunning(item.agent);
+    this.startHead(item.agent);
+  }
+
+  /** Starts the conversation's head through the core (on the loop). The
+   * core refuses it while the conversation is busy; it then stays the head. */
+  private startHead(agent: AgentEntry): void {
+    if (this.closed || this.environment.closed) return;
+    const conversation = this.conversations.get(agent.id);
+    const head = conversation?.items[0];
+    if (conversation === undefined || head === undefined || head.state !== "queued") return;
+    conversation.items.shift();
+    const timeoutMs = head.options.timeoutMs ?? agent.definition.timeoutMs;
+    // Its running-time budget starts now, when it leaves the queue.
+    const request: StartRequest = {
+      type: "start", agent, waiter: head.waiter, input: head.input, options: head.options,
+      deadline: timeoutMs !== undefined ? this.settings.now() + timeoutMs : undefined, executionId: head.executionId,
+    };
+    this.pumped.add(request);
+    const { coordinator } = this.environment;
+    const handle = coordinator.requests.add(request);
+    coordinator.apply(M.Start, agent.slot, agent.generation, handle, head.options.signal?.aborted ? 1 : 0);
+    if (!this.pumped.has(request)) return; // refused busy: back at the head
+    this.pumped.delete(request);
+    // Admitted (an execution now), or refused otherwise (its Run failed).
+    this.items.delete(head.executionId);
+    if (conversation.items.length === 0) this.conversations.delete(agent.id);
+    if (head.waiter.settled && conversation.items.length > 0) this.startHead(agent);
+  }
+
+  /** A message taken from the queue that fails before it ran (refused,
+   * not established) is written terminal with its error, unless the store
+   * cannot say or the process stops (it then stays queued). Once it ran,
+   * its execution row exists and this writes nothing. */
+  private cancelDurablyOnFailure(item: QueuedItem): void {
+    item.waiter.result.catch((error: unknown) => {
+      const failure = asPhronomyError(error, "INTERNAL");
+      if (KEPT_QUEUED.has(failure.code) || item.state === "cancelled" || this.items.has(item.executionId)) return;
+      void this.store()?.cancelQueued({ executionId: item.executionId, error: failure.toRecord(), at: this.settings.now() }).catch((cause: unknown) => this.warn(item, cause));
+    });
+  }
+
+  /** "interrupt": cancels the conversation's running execution. */
+  private interruptRunning(agent: AgentEntry): void {
+    for (const entry of this.environment.coordinator.liveEntriesOf(agent)) {
+      if (entry.recoveryRequired) continue;
+      if (entry.session !== undefined && !entry.session.finished) {
+        entry.session.cancel();
+        continue;
+      }
+      const pending = entry.approvalRequest;
+      if (entry.suspended && pending !== undefined) {
+        // Declined and cancelled in one decision: the resumed run sees its
+        // signal aborted and ends `cancelled` before calling anything.
+        const run: Run | undefined = this.environment.agentHandle(agent.id)?.resume(entry.executionId, {
+          approvalId: pending.approvalId, approved: false, reason: INTERRUPT_REASON, signal: AbortSignal.abort(),
+        });
+        run?.result.catch(() => undefined);
+      }
+    }
+  }
+
+  private restoredItem(agent: AgentEntry, message: QueuedMessage): QueuedItem {
+    const waiter = new Waiter(agent.id, undefined);
+    waiter.knowExecutionId(message.executionId);
+    const item: QueuedItem = {
+      executionId: message.executionId, agent, waiter, input: typeof message.input === "string" ? message.input : JSON.stringify(message.input),
+      options: optionsOf(message.config), state: "queued",
+    };
+    this.items.set(item.executionId, item);
+    this.cancelDurablyOnFailure(item);
+    return item;
+  }
+
+  private warn(item: QueuedItem, error: unknown): void {
+    this.settings.logger.warn(`[phronomy] queued message ${item.executionId} of agent "${item.agent.id}" could not be written terminal: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+function cancellation(executionId: string, agentId: string | undefined, reason: string | undefined): CancellationError {
+  return new CancellationError({ executionId, ...(agentId !== undefined ? { agentId } : {}), details: { whileQueued: true, ...(reason !== undefined ? { reason } : {}) } });
+}
+
+/** The start options a queued message keeps (its JSON settings). */
+function optionsOf(config: { readonly [key: string]: Json }): StartOptions {
+  return {
+    ...(typeof config["tokenBudget"] === "number" ? { tokenBudget: config["tokenBudget"] } : {}),
+    ...(typeof config["maxTurns"] === "number" ? { maxTurns: config["maxTurns"] } : {}),
+    ...(typeof config["timeoutMs"] === "number" ? { timeoutMs: config["timeoutMs"] } : {}),
+    ...(config["approvalPolicy"] === "always" || config["approvalPolicy"] === "never" || config["approvalPolicy"] === "tools" ? { approvalPolicy: config["approvalPolicy"] } : {}),
+    ...(config["metadata"] !== undefined && typeof config["metadata"] === "object" && config["metadata"] !== null && !Array.isArray(config["metadata"]) ? { metadata: config["metadata"] as { [key: string]: Json } } : {}),
+    ...(config["stream"] === true ? { stream: true } : {}),
+  };
+}

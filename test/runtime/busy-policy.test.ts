@@ -1,0 +1,232 @@
+// A second message to a busy conversation (docs/decisions/0025): onBusy
+// "reject" (AGENT_BUSY), "enqueue" (a durable FIFO per conversation,
+// bounded, visible as `queued`, cancellable while queued) and "interrupt"
+// (the running execution is cancelled, the new message runs next), on real
+// SQLite stores.
+
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { AgentBusyError, CancellationError, InvalidInputError, Phronomy, QueueFullError, tool } from "../../host/index.js";
+import { agentRunModel, approvalRefundTool, deferred, lookupTool, openEnvironment, recordingLogger, scriptedModel, temporaryStorePath, turnOf, waitFor, type RecordedCall } from "./helpers.js";
+
+/** Answers each message with the text it was sent, after one lookup. */
+function echoModel() {
+  return scriptedModel(({ messages }) => {
+    const turn = turnOf(messages);
+    const lastUser = [...messages].reverse().find((message) => message.role === "user") as { content: string } | undefined;
+    if (turn === 0) return { toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] };
+    return { text: `echo: ${lastUser?.content ?? ""}` };
+  });
+}
+
+describe("onBusy validation", () => {
+  it("refuses an unknown policy or queue limit with InvalidInputError naming it", async () => {
+    const env = await openEnvironment();
+    expect(() => env.agent({ id: "a", model: agentRunModel(), onBusy: "queue" as never })).toThrow(/"onBusy" must be "reject", "enqueue" or "interrupt", got "queue"/);
+    expect(() => env.agent({ id: "b", model: agentRunModel(), queueLimit: 0 })).toThrow(/"queueLimit" must be an integer from 1 to 10000/);
+    const agent = env.agent({ id: "c", model: agentRunModel() });
+    const run = agent.start("hi", { onBusy: "later" as never });
+    await expect(run.result).rejects.toBeInstanceOf(InvalidInputError);
+    await expect(run.result).rejects.toThrow(/"onBusy" must be "reject", "enqueue" or "interrupt", got "later"/);
+  });
+});
+
+describe("onBusy: enqueue", () => {
+  it("runs queued messages in order, each exactly once, visible as queued until they run", async () => {
+    const env = await openEnvironment();
+    const gate = deferred();
+    const calls: RecordedCall[] = [];
+    const agent = env.agent({
+      id: "chat", model: echoModel(), onBusy: "enqueue",
+      tools: { lookup: lookupTool({ calls, gate: gate.promise }) },
+    });
+    const first = agent.start("m0");
+    await first.executionId;
+    const runs = Array.from({ length: 12 }, (_, index) => agent.start(`m${index + 1}`));
+    const ids = await Promise.all(runs.map((run) => run.executionId));
+    expect(new Set(ids).size).toBe(12);
+    const queued = await env.executions({ status: "queued", agentId: "chat" });
+    expect(queued.map((row) => row.executionId).sort()).toEqual([...ids].sort());
+    expect(queued.every((row) => row.status === "queued" && row.phase === "queued")).toBe(true);
+    expect(await env.execution(ids[0]!)).toMatchObject({ status: "queued", input: "m1" });
+    expect((await env.timeline(ids[0]!)).map((step) => step.kind)).toEqual(["queued"]);
+    gate.resolve();
+    const results = await Promise.all([first, ...runs].map((run) => run.result));
+    expect(results.map((result) => result.output)).toEqual(Array.from({ length: 13 }, (_, index) => `echo: m${index}`));
+    // Each ran once, in order, under the id it was given when queued.
+    expect(results.slice(1).map((result) => result.executionId)).toEqual(ids);
+    expect(calls).toHaveLength(13);
+    expect(new Set(calls.map((call) => call.idempotencyKey)).size).toBe(13);
+    const rows = await Promise.all(ids.map((id) => env.execution(id)));
+    expect(rows.map((row) => row?.createdAt)).toEqual([...rows.map((row) => row!.createdAt)].sort((a, b) => a - b));
+    expect(await env.executions({ status: "queued" })).toEqual([]);
+    const timeline = (await env.timeline(ids[3]!)).map((step) => step.kind);
+    expect(timeline.slice(0, 3)).toEqual(["queued", "input", "provider_barrier"]);
+    expect(timeline.at(-1)).toBe("terminal");
+  });
+
+  it("refuses a message beyond queueLimit with QueueFullError and writes nothing", async () => {
+    const env = await openEnvironment();
+    const gate = deferred();
+    const agent = env.agent({ id: "bounded", model: agentRunModel(), onBusy: "enqueue", queueLimit: 2, tools: { lookup: lookupTool({ gate: gate.promise }) } });
+    const first = agent.start("first");
+    await first.executionId;
+    const a = agent.start("a");
+    const b = agent.start("b");
+    await Promise.all([a.executionId, b.executionId]);
+    const c = agent.start("c");
+    await expect(c.result).rejects.toBeInstanceOf(QueueFullError);
+    await expect(c.result).rejects.toMatchObject({ code: "QUEUE_FULL", agentId: "bounded", details: { limit: 2 } });
+    await expect(c.executionId).rejects.toBeInstanceOf(QueueFullError);
+    const all = await env.executions({ agentId: "bounded" });
+    expect(all.map((row) => row.input).sort()).toEqual(["a", "b", "first"]);
+    gate.resolve();
+    await expect(Promise.all([first.result, a.result, b.result])).resolves.toHaveLength(3);
+  });
+
+  it("cancels a queued message by id and through its start's signal; the others still run in order", async () => {
+    const env = await openEnvironment();
+    const gate = deferred();
+    const agent = env.agent({ id: "cancels", model: echoModel(), onBusy: "enqueue", tools: { lookup: lookupTool({ gate: gate.promise }) } });
+    const first = agent.start("m0");
+    await first.executionId;
+    const controller = new AbortController();
+    const byId = agent.start("m1");
+    const bySignal = agent.start("m2", { signal: controller.signal });
+    const kept = agent.start("m3");
+    const [idOne, idTwo, idThree] = await Promise.all([byId.executionId, bySignal.executionId, kept.executionId]);
+    expect(await env.queues.cancelQueued(idOne!, "the user took it back")).toBe(true);
+    controller.abort();
+    await expect(byId.result).rejects.toBeInstanceOf(CancellationError);
+    await expect(byId.result).rejects.toMatchObject({ code: "CANCELLED", details: { whileQueued: true, reason: "the user took it back" } });
+    await expect(bySignal.result).rejects.toBeInstanceOf(CancellationError);
+    // Cancelled while queued: terminal failed CANCELLED, never prepared.
+    const row = await waitFor(async () => { const found = await env.execution(idTwo!); return found?.status === "terminal" ? found : undefined; });
+    expect(row).toMatchObject({ outcome: "failed", error: { code: "CANCELLED" } });
+    expect((await env.timeline(idOne!)).map((step) => step.kind)).toEqual(["queued", "terminal"]);
+    expect(await env.queues.cancelQueued(idOne!)).toBe(false);
+    gate.resolve();
+    await expect(kept.result).resolves.toMatchObject({ executionId: idThree, output: "echo: m3" });
+    await expect(first.result).resolves.toMatchObject({ output: "echo: m0" });
+  });
+
+  it("holds the queue while the conversation waits for approval, and runs it once decided", async () => {
+    const env = await openEnvironment();
+    const refunds: string[] = [];
+    const model = scriptedModel(({ messages }) => {
+      const last = [...messages].reverse().find((message) => message.role === "user") as { content: string };
+      if (last.content === "refund" && turnOf(messages) === 0) return { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] };
+      return { text: `done: ${last.content}` };
+    });
+    const agent = env.agent({ id: "approvals", model, onBusy: "enqueue", tools: { refund: approvalRefundTool(refunds) } });
+    const first = agent.start("refund");
+    const executionId = await first.executionId;
+    const [pending] = await waitFor(async () => { const found = await env.pendingApprovals(); return found.length > 0 ? found : undefined; });
+    const later = agent.start("thanks");
+    const laterId = await later.executionId;
+    // Still queued behind the suspension.
+    expect(await env.execution(laterId)).toMatchObject({ status: "queued" });
+    expect(await env.execution(executionId)).toMatchObject({ status: "suspended" });
+    const resumed = agent.resume(executionId, { approvalId: pending!.request.approvalId, approved: true });
+    await expect(resumed.result).resolves.toMatchObject({ outcome: "completed" });
+    await expect(later.result).resolves.toMatchObject({ executionId: laterId, output: "done: thanks" });
+    expect(refunds).toHaveLength(1);
+  });
+
+  it("keeps rejecting by default, and a reject start behind a queue is refused AGENT_BUSY", async () => {
+    const env = await openEnvironment();
+    const gate = deferred();
+    const agent = env.agent({ id: "default", model: agentRunModel(), tools: { lookup: lookupTool({ gate: gate.promise }) } });
+    const first = agent.start("first");
+    await first.executionId;
+    await expect(agent.start("second").result).rejects.toBeInstanceOf(AgentBusyError);
+    const queued = agent.start("queued", { onBusy: "enqueue" });
+    await queued.executionId;
+    await expect(agent.start("third").result).rejects.toMatchObject({ code: "AGENT_BUSY", details: { queued: 1 } });
+    gate.resolve();
+    await expect(queued.result).resolves.toMatchObject({ outcome: "completed" });
+  });
+
+  it("survives a restart: queued messages run, in order, in the next environment", async () => {
+    const path = await temporaryStorePath();
+    const first = await Phronomy.open({ store: path, logger: recordingLogger() });
+    const gate = deferred();
+    const agent = first.agent({ id: "restart", model: echoModel(), onBusy: "enqueue", tools: { lookup: lookupTool({ gate: gate.promise }) } });
+    const running = agent.start("m0");
+    await running.executionId;
+    const ids = await Promise.all(["m1", "m2", "m3"].map((input) => agent.start(input).executionId));
+    // Close while m0 is held: it finishes; m1..m3 stay queued.
+    const closing = first.close();
+    gate.resolve();
+    await closing;
+    const second = await Phronomy.open({ store: path, logger: recordingLogger() });
+    try {
+      second.agent({ id: "restart", model: echoModel(), onBusy: "enqueue", tools: { lookup: lookupTool() } });
+      await second.recovery("restart");
+      const done = await waitFor(async () => {
+        const rows = await Promise.all(ids.map((id) => second.execution(id)));
+        return rows.every((row) => row?.status === "terminal") ? rows : undefined;
+      });
+      expect(done.map((row) => row!.output)).toEqual(["echo: m1", "echo: m2", "echo: m3"]);
+      expect(done.map((row) => row!.createdAt)).toEqual([...done.map((row) => row!.createdAt)].sort((a, b) => a - b));
+    } finally {
+      await second.close();
+    }
+  });
+});
+
+describe("onBusy: interrupt", () => {
+  it("cancels the running execution while its tool runs (the tool finishes), then runs the new message", async () => {
+    const env = await openEnvironment();
+    const toolStarted = deferred();
+    const toolRelease = deferred();
+    const finished: string[] = [];
+    // Ignores its abort signal: the interrupt must wait for it to settle.
+    const slowLookup = tool({
+      description: "Looks an order up, slowly",
+      inputSchema: z.object({ orderId: z.string() }),
+      async execute({ orderId }, { idempotencyKey }) {
+        toolStarted.resolve();
+        await toolRelease.promise;
+        finished.push(idempotencyKey);
+        return { orderId, status: "shipped" };
+      },
+    });
+    const agent = env.agent({ id: "interrupts", model: echoModel(), tools: { lookup: slowLookup } });
+    const first = agent.start("m0");
+    const firstId = await first.executionId;
+    await toolStarted.promise;
+    const second = agent.start("m1", { onBusy: "interrupt" });
+    const secondId = await second.executionId;
+    expect(await env.execution(secondId)).toMatchObject({ status: "queued" });
+    // Cancelled, but its tool is still in flight: the terminal waits for it.
+    expect(await env.execution(firstId)).toMatchObject({ status: "active" });
+    toolRelease.resolve();
+    await expect(first.result).rejects.toBeInstanceOf(CancellationError);
+    expect(finished[0]).toContain(firstId);
+    expect(await env.execution(firstId)).toMatchObject({ status: "terminal", outcome: "failed", error: { code: "CANCELLED" } });
+    await expect(second.result).resolves.toMatchObject({ executionId: secondId, output: "echo: m1" });
+    expect((await env.timeline(secondId)).map((step) => step.kind)[0]).toBe("queued");
+  });
+
+  it("cancels a suspended execution (declined and cancelled in one decision) and runs the new message", async () => {
+    const env = await openEnvironment();
+    const refunds: string[] = [];
+    const model = scriptedModel(({ messages }) => {
+      const last = [...messages].reverse().find((message) => message.role === "user") as { content: string };
+      if (last.content === "refund" && turnOf(messages) === 0) return { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] };
+      return { text: `done: ${last.content}` };
+    });
+    const agent = env.agent({ id: "interrupt-approval", model, onBusy: "interrupt", tools: { refund: approvalRefundTool(refunds) } });
+    const first = agent.start("refund");
+    const executionId = await first.executionId;
+    await waitFor(async () => { const found = await env.pendingApprovals(); return found.length > 0 ? found : undefined; });
+    const next = agent.start("never mind");
+    await expect(next.result).resolves.toMatchObject({ output: "done: never mind" });
+    const row = await env.execution(executionId);
+    expect(row).toMatchObject({ status: "terminal", outcome: "failed", error: { code: "CANCELLED" } });
+    const kinds = (await env.timeline(executionId)).map((step) => step.kind);
+    expect(kinds).toContain("approval_decided");
+    expect(refunds).toEqual([]);
+  });
+});
