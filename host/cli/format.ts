@@ -55,13 +55,14 @@ export function formatDuration(milliseconds: number): string {
 export function stateOf(row: Pick<ExecutionRow, "status" | "phase" | "outcome">): string {
   if (row.status === "terminal") return row.outcome ?? "terminal";
   if (row.status === "suspended") return "waiting for approval";
+  if (row.status === "queued") return "queued";
   return `unfinished (${row.phase})`;
 }
 
 export function colorState(state: string): string {
   if (state === "completed" || state === "handed_off") return pc.green(state);
   if (state === "failed") return pc.red(state);
-  if (state === "waiting for approval") return pc.yellow(state);
+  if (state === "waiting for approval" || state === "queued") return pc.yellow(state);
   if (state.startsWith("unfinished")) return pc.magenta(state);
   return state;
 }

@@ -25,7 +25,7 @@ const commands = {
 };
 
 /** `ls --status` values (kept here so parsing needs no command module). */
-const LIST_FILTERS = ["preparing", "active", "suspended", "terminal", "completed", "failed", "handed_off", "coordination_wait"];
+const LIST_FILTERS = ["preparing", "active", "suspended", "terminal", "queued", "completed", "failed", "handed_off", "coordination_wait"];
 const LIST_LIMIT_MAX = 1_000;
 
 const helpAfter = `

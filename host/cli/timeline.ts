@@ -101,7 +101,8 @@ function summaryOf(step: StoredStep): string {
     case "tool_results": return toolResultsSummary(payload);
     case "approval_requested": return approvalRequestedSummary(payload);
     case "approval_decided": return approvalDecidedSummary(payload);
-    case "terminal": return `${String(payload["outcome"] ?? "?")} · revision ${String(payload["revision"] ?? "?")}`;
+    case "terminal": return `${String(payload["outcome"] ?? "?")} · revision ${String(payload["revision"] ?? "?")}${payload["whileQueued"] === true ? " · while queued" : ""}`;
+    case "queued": return `behind the running execution, position ${String(payload["position"] ?? "?")}${payload["interrupt"] === true ? " (interrupt: it runs next)" : ""}`;
     default: return compactJson(step.payload);
   }
 }

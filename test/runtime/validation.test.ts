@@ -52,7 +52,7 @@ describe("env.executions(filter)", () => {
     expect(colour).toBeInstanceOf(InvalidInputError);
     expect(colour.message).toMatch(/unknown filter key "colour"; known keys: status, outcome, agentId, limit/);
     const bogus = await refusal(env.executions({ status: "bogus" } as never));
-    expect(bogus.message).toMatch(/status must be one of preparing, active, suspended, terminal, recovery_required, got "bogus"/);
+    expect(bogus.message).toMatch(/status must be one of preparing, active, suspended, terminal, queued, recovery_required, got "bogus"/);
     const failed = await refusal(env.executions({ status: "failed" } as never));
     expect(failed.message).toMatch(/"failed" is an outcome: filter with \{ outcome: "failed" \}/);
     const outcome = await refusal(env.executions({ outcome: "exploded" } as never));

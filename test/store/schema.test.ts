@@ -31,7 +31,7 @@ describe("store file", () => {
     expect(rawValue(path, "PRAGMA application_id")).toBe(applicationId);
     expect(rawValue(path, "PRAGMA user_version")).toBe(schemaVersion);
     expect(rawValue(path, "PRAGMA journal_mode")).toBe("wal");
-    expect(rawValue(path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'")).toBe(5); // agents, executions, steps, journal, approval_inbox
+    expect(rawValue(path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'")).toBe(6); // agents, executions, steps, journal, approval_inbox, queued_messages
   });
 
   it("initialises an empty existing file", async () => {

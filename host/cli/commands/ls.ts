@@ -1,6 +1,6 @@
 // `phronomy ls [--status …] [--agent …] [--limit n]`: the store's
 // executions, newest first, as a table (or `--json`). `--status` takes a
-// durable status (preparing, active, suspended, terminal) or a terminal
+// durable status (preparing, active, suspended, terminal, queued) or a terminal
 // outcome (completed, failed, handed_off, coordination_wait).
 
 import type { CliContext } from "../context.js";
@@ -9,7 +9,7 @@ import { colorState, compactJson, executionJson, formatDuration, formatTime, pri
 import { openStore, resolveStore } from "../store.js";
 import type { ExecutionRow } from "../../index.js";
 
-export const LIST_STATUSES = ["preparing", "active", "suspended", "terminal"] as const;
+export const LIST_STATUSES = ["preparing", "active", "suspended", "terminal", "queued"] as const;
 export const LIST_OUTCOMES = ["completed", "failed", "handed_off", "coordination_wait"] as const;
 
 /** Rows `ls` shows by default; the store reads at most 1,000 at once. */

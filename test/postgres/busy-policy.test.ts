@@ -1,0 +1,75 @@
+// onBusy "enqueue" on PostgreSQL (docs/decisions/0025): the conversation's
+// queue is the store's `queued_messages` table (migration 5). Queued
+// messages run in order, each once; the bound refuses with QUEUE_FULL and
+// writes nothing; a queued message is cancelled by id; and after a restart
+// the next environment runs what was left queued, in order.
+
+import { describe, expect, it } from "vitest";
+import { Phronomy, QueueFullError, type Environment } from "../../host/index.js";
+import { deferred, lookupTool, recordingLogger, scriptedModel, turnOf, waitFor, type RecordedCall } from "../runtime/helpers.js";
+import { atEnd, freshSchemaUrl } from "./database.js";
+
+async function openOn(url: string): Promise<Environment> {
+  const environment = await Phronomy.open({ store: url, logger: recordingLogger() });
+  atEnd(() => environment.close());
+  return environment;
+}
+
+function echoModel() {
+  return scriptedModel(({ messages }) => {
+    const lastUser = [...messages].reverse().find((message) => message.role === "user") as { content: string } | undefined;
+    if (turnOf(messages) === 0) return { toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] };
+    return { text: `echo: ${lastUser?.content ?? ""}` };
+  });
+}
+
+describe("onBusy enqueue on PostgreSQL", () => {
+  it("runs queued messages in order, each once; bounds the queue; cancels a queued message by id", async () => {
+    const env = await openOn(freshSchemaUrl());
+    const gate = deferred();
+    const calls: RecordedCall[] = [];
+    const agent = env.agent({ id: "chat", model: echoModel(), onBusy: "enqueue", queueLimit: 5, tools: { lookup: lookupTool({ calls, gate: gate.promise }) } });
+    const first = agent.start("m0");
+    await first.executionId;
+    const runs = Array.from({ length: 5 }, (_, index) => agent.start(`m${index + 1}`));
+    const ids = await Promise.all(runs.map((run) => run.executionId));
+    const full = agent.start("too many");
+    await expect(full.result).rejects.toBeInstanceOf(QueueFullError);
+    expect((await env.executions({ status: "queued" })).map((row) => row.executionId).sort()).toEqual([...ids].sort());
+    expect(await env.queues.cancelQueued(ids[2]!, "changed my mind")).toBe(true);
+    await expect(runs[2]!.result).rejects.toMatchObject({ code: "CANCELLED" });
+    gate.resolve();
+    const results = await Promise.all([first, ...runs.filter((_, index) => index !== 2)].map((run) => run.result));
+    expect(results.map((result) => result.output)).toEqual(["echo: m0", "echo: m1", "echo: m2", "echo: m4", "echo: m5"]);
+    expect(calls).toHaveLength(5);
+    const journal = await env.store.readJournal("chat", 100);
+    expect(journal.filter((record) => record.role === "user").map((record) => record.content)).toEqual(["m0", "m1", "m2", "m4", "m5"]);
+    expect(await env.execution(ids[2]!)).toMatchObject({ status: "terminal", outcome: "failed", error: { code: "CANCELLED" } });
+    expect(await env.executions({ status: "queued" })).toEqual([]);
+    expect((await env.executions({ agentId: "chat" })).some((row) => row.input === "too many")).toBe(false);
+  });
+
+  it("after a restart, the next environment runs the messages left queued, in order", async () => {
+    const url = freshSchemaUrl();
+    const before = await Phronomy.open({ store: url, logger: recordingLogger() });
+    const gate = deferred();
+    const agent = before.agent({ id: "restart", model: echoModel(), onBusy: "enqueue", tools: { lookup: lookupTool({ gate: gate.promise }) } });
+    const running = agent.start("m0");
+    await running.executionId;
+    const ids = await Promise.all(["m1", "m2", "m3"].map((input) => agent.start(input).executionId));
+    const closing = before.close();
+    gate.resolve();
+    await closing;
+    const after = await openOn(url);
+    expect((await after.executions({ status: "queued", agentId: "restart" })).map((row) => row.input).sort()).toEqual(["m1", "m2", "m3"]);
+    after.agent({ id: "restart", model: echoModel(), tools: { lookup: lookupTool() } });
+    await after.recovery("restart");
+    const rows = await waitFor(async () => {
+      const found = await Promise.all(ids.map((id) => after.execution(id)));
+      return found.every((row) => row?.status === "terminal") ? found : undefined;
+    }, 20_000);
+    expect(rows.map((row) => row!.output)).toEqual(["echo: m1", "echo: m2", "echo: m3"]);
+    const journal = await after.store.readJournal("restart", 100);
+    expect(journal.filter((record) => record.role === "user").map((record) => record.content)).toEqual(["m0", "m1", "m2", "m3"]);
+  });
+});
