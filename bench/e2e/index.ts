@@ -8,6 +8,7 @@
 //   npm run bench:e2e                       # SQLite: FULL and NORMAL, adaptive offload
 //   BENCH_SECONDS=5 npm run bench:e2e       # longer loops
 //   BENCH_POLICIES=adaptive,worker npm run bench:e2e
+//   BENCH_QUEUED=500 npm run bench:e2e      # messages queued behind busy conversations (`queue.ts`)
 //   npm run bench:e2e -- --store postgres://postgres@127.0.0.1:5432/test
 //                                           # PostgreSQL (`postgres.ts`): the floor on 1 and 10
 //                                           # connections, one process, three processes
@@ -24,6 +25,7 @@ import type { OffloadPolicy } from "../../host/store/offload.js";
 import type { SynchronousMode } from "../../host/store/sqlite/schema.js";
 import { measureRawFloor } from "../store/floor.js";
 import { benchPostgres } from "./postgres.js";
+import { benchQueue } from "./queue.js";
 import { IN_FLIGHT, OPERATIONS_PER_RUN, defineAgents, runFor, summarize, warmUp } from "./workload.js";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 2);
@@ -65,6 +67,7 @@ async function benchSqlite(): Promise<void> {
         console.log(`  offload ${policy}: sequential ${one.runsPerSecond.toFixed(0)} runs/s (${(one.stepMs * 1000).toFixed(0)} µs per durable step); ${IN_FLIGHT} in flight ${many.runsPerSecond.toFixed(0)} runs/s, p50 ${many.p50.toFixed(1)} ms, p99 ${many.p99.toFixed(1)} ms`);
       }
     }
+    await benchQueue(directory);
   } finally {
     await rm(directory, { recursive: true, force: true });
   }
