@@ -36,7 +36,7 @@ async function measure(directory: string, synchronous: SynchronousMode, conversa
   const env = await Phronomy.open({ store: join(directory, `queue-${synchronous}-${conversations}.db`), synchronous, logger: { warn: () => undefined } });
   let release!: () => void;
   const held = new Promise<void>((resolve) => { release = resolve; });
-  let holding = true;
+  let holding = false;
   const lookup = tool({
     inputSchema: z.object({ orderId: z.string() }),
     execute: async ({ orderId }) => { if (holding) await held; return { orderId, status: "shipped" }; },
@@ -45,6 +45,15 @@ async function measure(directory: string, synchronous: SynchronousMode, conversa
     id: `conversation-${index}`, model: model(), tools: { lookup }, memoryWindow: 1, onBusy: "enqueue", queueLimit: perConversation,
   }));
   await Promise.all(agents.map((agent) => agent.ready));
+  // Warm up, then the runs started one after another (a start after each
+  // result), then the same number queued at once behind a held run.
+  await Promise.all(agents.map((agent) => agent.start("warm up").result));
+  const sequentialAt = performance.now();
+  await Promise.all(agents.map(async (agent) => {
+    for (let run = 0; run < perConversation; run += 1) await agent.start("Where is order 42?").result;
+  }));
+  const sequentialMs = performance.now() - sequentialAt;
+  holding = true;
   const first = agents.map((agent) => agent.start("first"));
   await Promise.all(first.map((run) => run.executionId));
   const queuedAt = performance.now();
@@ -56,12 +65,6 @@ async function measure(directory: string, synchronous: SynchronousMode, conversa
   release();
   await Promise.all([...first, ...runs].map((run) => run.result));
   const drainedMs = performance.now() - drainAt;
-  // The same number of runs per conversation, each started after the last ended.
-  const sequentialAt = performance.now();
-  await Promise.all(agents.map(async (agent) => {
-    for (let run = 0; run < perConversation; run += 1) await agent.start("Where is order 42?").result;
-  }));
-  const sequentialMs = performance.now() - sequentialAt;
   await env.close();
   const total = perConversation * conversations;
   return { queuedPerSecond: total / (queuedMs / 1000), drainedPerSecond: total / (drainedMs / 1000), sequentialPerSecond: total / (sequentialMs / 1000) };

@@ -20,8 +20,9 @@
 //
 // While a conversation has messages queued, every new start goes behind
 // them (or is refused, with "reject"): order is the order of `start` calls.
-// The queue writes of one conversation are serialized here, so the durable
-// order is that order too, on both stores.
+// The durable order is that order too: the SQLite store commits writes in
+// the order submitted; on PostgreSQL one conversation's queue writes are
+// sent one at a time.
 
 import { randomUUID } from "node:crypto";
 import { MessageKind as M } from "../../assembly/abi.js";
@@ -251,7 +252,9 @@ export class ConversationQueues {
         settleWaiterWithError(item.waiter, asPhronomyError(error, "STORE"), this.settings);
       }),
     );
-    conversation.writes = conversation.writes.then(write, write);
+    // One at a time unless the store commits writes in submission order.
+    if (store.queueWritesInOrder === true) void write();
+    else conversation.writes = conversation.writes.then(write, write);
   }
 
   private post(body: () => void): void {

@@ -74,6 +74,11 @@ export interface QueuedMessage {
 
 /** A store that keeps conversation queues (both built-in stores). */
 export interface QueueStore {
+  /** True when writes commit in the order they were submitted (the SQLite
+   * store's one offload queue): a conversation's enqueues may then be sent
+   * together and group-commit. Otherwise the runtime sends them one at a
+   * time, so the durable order is the order of the starts. */
+  readonly queueWritesInOrder?: boolean;
   enqueueMessage(operation: Omit<EnqueueMessageOperation, "type">): Promise<EnqueueMessageResult>;
   cancelQueued(operation: Omit<CancelQueuedOperation, "type">): Promise<CancelQueuedResult>;
   /** Queued messages, in order: of one agent, or of all (by agent, then order). */

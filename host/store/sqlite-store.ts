@@ -170,6 +170,9 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
     return this.submit({ type: "purgeAgent", agentId });
   }
 
+  /** Writes commit in submission order (one offload queue, one writer). */
+  readonly queueWritesInOrder = true;
+
   /** Queues a message behind its busy conversation (`queue.ts`). */
   enqueueMessage(operation: Omit<EnqueueMessageOperation, "type">): Promise<EnqueueMessageResult> {
     return this.submit({ type: "enqueueMessage", ...operation });
