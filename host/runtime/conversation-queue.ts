@@ -233,6 +233,7 @@ export class ConversationQueues {
     this.cancelDurablyOnFailure(item);
     const signal = request.options.signal;
     if (signal?.aborted) {
+      item.state = "cancelled";
       this.forget(item);
       settleWaiterWithError(item.waiter, cancellation(executionId, agent.id, "the start's signal was aborted"), this.settings);
       return;

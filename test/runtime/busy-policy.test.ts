@@ -209,6 +209,24 @@ describe("onBusy: interrupt", () => {
     expect((await env.timeline(secondId)).map((step) => step.kind)[0]).toBe("queued");
   });
 
+  it("puts the interrupting message ahead of the ones already queued", async () => {
+    const env = await openEnvironment();
+    const gate = deferred();
+    const agent = env.agent({ id: "jumps", model: echoModel(), onBusy: "enqueue", tools: { lookup: lookupTool({ gate: gate.promise }) } });
+    const first = agent.start("m0");
+    await first.executionId;
+    const queued = [agent.start("m1"), agent.start("m2")];
+    await Promise.all(queued.map((run) => run.executionId));
+    const urgent = agent.start("stop", { onBusy: "interrupt" });
+    const urgentId = await urgent.executionId;
+    expect((await env.timeline(urgentId))[0]).toMatchObject({ kind: "queued", payload: { position: 1, interrupt: true } });
+    await expect(first.result).rejects.toBeInstanceOf(CancellationError);
+    gate.resolve();
+    await Promise.all([urgent.result, ...queued.map((run) => run.result)]);
+    const journal = await env.store.readJournal("jumps", 100);
+    expect(journal.filter((record) => record.role === "user").map((record) => record.content)).toEqual(["m0", "stop", "m1", "m2"]);
+  });
+
   it("cancels a suspended execution (declined and cancelled in one decision) and runs the new message", async () => {
     const env = await openEnvironment();
     const refunds: string[] = [];
