@@ -49,6 +49,22 @@ describe("onBusy enqueue on PostgreSQL", () => {
     expect((await env.executions({ agentId: "chat" })).some((row) => row.input === "too many")).toBe(false);
   });
 
+  it("interrupts the running execution while its tool runs: cancelled once the tool settled, then the new message runs", async () => {
+    const env = await openOn(freshSchemaUrl());
+    const gate = deferred();
+    const agent = env.agent({ id: "interrupts", model: echoModel(), tools: { lookup: lookupTool({ gate: gate.promise }) } });
+    const first = agent.start("m0");
+    const firstId = await first.executionId;
+    await waitFor(async () => ((await env.execution(firstId))?.phase === "dispatching_tools" ? true : undefined));
+    const second = agent.start("m1", { onBusy: "interrupt" });
+    const secondId = await second.executionId;
+    await expect(first.result).rejects.toMatchObject({ code: "CANCELLED" });
+    gate.resolve();
+    await expect(second.result).resolves.toMatchObject({ executionId: secondId, output: "echo: m1" });
+    expect(await env.execution(firstId)).toMatchObject({ status: "terminal", outcome: "failed", error: { code: "CANCELLED" } });
+    expect((await env.timeline(secondId))[0]).toMatchObject({ kind: "queued", payload: { interrupt: true } });
+  });
+
   it("after a restart, the next environment runs the messages left queued, in order", async () => {
     const url = freshSchemaUrl();
     const before = await Phronomy.open({ store: url, logger: recordingLogger() });
