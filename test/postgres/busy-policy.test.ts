@@ -4,10 +4,15 @@
 // writes nothing; a queued message is cancelled by id; and after a restart
 // the next environment runs what was left queued, in order.
 
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { Phronomy, QueueFullError, type Environment } from "../../host/index.js";
 import { deferred, lookupTool, recordingLogger, scriptedModel, turnOf, waitFor, type RecordedCall } from "../runtime/helpers.js";
-import { atEnd, freshSchemaUrl } from "./database.js";
+import { PostgresStore } from "../../host/store/postgres-store.js";
+import { atEnd, freshSchema, freshSchemaUrl, postgresUrl, withClient } from "./database.js";
+import { coordinatorForTest, is } from "./fixtures/processes.js";
 
 async function openOn(url: string): Promise<Environment> {
   const environment = await Phronomy.open({ store: url, logger: recordingLogger() });
@@ -88,4 +93,45 @@ describe("onBusy enqueue on PostgreSQL", () => {
     const journal = await after.store.readJournal("restart", 100);
     expect(journal.filter((record) => record.role === "user").map((record) => record.content)).toEqual(["m0", "m1", "m2", "m3"]);
   });
+
+  it("a process killed with messages queued: the process that takes the agent over recovers the running one, then runs the queue in order", async () => {
+    const schema = freshSchema();
+    const url = `${postgresUrl}?schema=${schema}&lease_ms=300`;
+    const directory = await mkdtemp(join(tmpdir(), "phronomy-queue-takeover-"));
+    atEnd(() => rm(directory, { recursive: true, force: true }));
+    await (await PostgresStore.open(url)).close();
+    await withClient((client) => client.query(`CREATE TABLE ${schema}.effects (key text PRIMARY KEY, first_pid integer NOT NULL, attempts integer NOT NULL)`));
+    // Its tool waits for a file that never appears: it is killed there, with two messages queued.
+    const former = coordinatorForTest("former", { url, databaseUrl: postgresUrl, schema, agents: ["support"], gate: join(directory, "never"), onBusy: "enqueue" });
+    await former.waitFor(is("ready"));
+    former.send({ start: "support", input: "m0", tag: "m0" });
+    const admittedId = async (tag: string): Promise<string> => ((await former.waitFor((line) => line.type === "admitted" && line.tag === tag)) as { executionId: string }).executionId;
+    const runningId = await admittedId("m0");
+    const strandedKey = (await former.waitFor(is("tool"))).key;
+    former.send({ start: "support", input: "m1", tag: "m1" });
+    former.send({ start: "support", input: "m2", tag: "m2" });
+    const queuedIds = await Promise.all(["m1", "m2"].map(admittedId));
+    former.kill("SIGKILL");
+    await former.exited;
+
+    const successor = await openOn(url);
+    expect((await successor.executions({ status: "queued" })).map((row) => row.executionId).sort()).toEqual([...queuedIds].sort());
+    const calls: RecordedCall[] = [];
+    successor.agent({ id: "support", model: echoModel(), tools: { lookup: lookupTool({ calls }) } });
+    const rows = await waitFor(async () => {
+      const found = await Promise.all([runningId, ...queuedIds].map((id) => successor.execution(id)));
+      return found.every((row) => row?.status === "terminal") ? found : undefined;
+    }, 30_000);
+    expect(rows.map((row) => row!.outcome)).toEqual(["completed", "completed", "completed"]);
+    expect(rows.slice(1).map((row) => row!.output)).toEqual(["echo: m1", "echo: m2"]);
+    const journal = await successor.store.readJournal("support", 100);
+    expect(journal.filter((record) => record.role === "user").map((record) => record.content)).toEqual(["m0", "m1", "m2"]);
+    // The stranded call is dispatched again with its original key; every
+    // other call once, each with a key of its own execution.
+    expect(strandedKey.startsWith(`${runningId}:`)).toBe(true);
+    const keys = calls.map((call) => call.idempotencyKey);
+    expect(new Set(keys).size).toBe(keys.length);
+    expect(keys).toContain(strandedKey);
+    for (const id of queuedIds) expect(keys.filter((key) => key.startsWith(`${id}:`))).toHaveLength(1);
+  }, 60_000);
 });
