@@ -5,7 +5,7 @@
 // like any execution. And the coordinator's hooks into the queues.
 
 import type { ExecutionListFilter, ExecutionRow } from "../store/records.js";
-import { rowOfQueued, type QueuedMessage } from "../store/queue.js";
+import { queueReaderOf, rowOfQueued } from "../store/queue.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { ConversationQueues } from "./conversation-queue.js";
 import type { Coordinator } from "./coordinator.js";
@@ -13,34 +13,29 @@ import type { Coordinator } from "./coordinator.js";
 /** Rows a listing returns when no limit is given (as the stores do). */
 const listDefault = 100;
 
-/** Any store with readable queues (an owner's or a SQLite visitor's). */
-function queueReaderOf(store: ExecutionStore): { queuedMessages(agentId?: string): Promise<QueuedMessage[]> } | undefined {
-  const reader = store as { queuedMessages?: unknown };
-  return typeof reader.queuedMessages === "function" ? store as unknown as { queuedMessages(agentId?: string): Promise<QueuedMessage[]> } : undefined;
-}
-
 /** Newest first, queued messages among the executions: `status: "queued"`
  * lists only them; a status or outcome of executions lists none of them. */
 export async function listWithQueued(store: ExecutionStore, filter: ExecutionListFilter): Promise<ExecutionRow[]> {
   const reader = queueReaderOf(store);
-  const wantsQueued = filter.status === undefined && filter.outcome === undefined || filter.status === "queued";
+  const wantsQueued = (filter.status === undefined && filter.outcome === undefined) || filter.status === "queued";
   if (reader === undefined || !wantsQueued) return filter.status === "queued" ? [] : store.listExecutions(filter);
   const limit = filter.limit ?? listDefault;
-  const queued = (await reader.queuedMessages(filter.agentId)).map(rowOfQueued);
-  const executions = filter.status === "queued" ? [] : await store.listExecutions(filter);
+  const queued = (await reader.listQueuedMessages({ limit, ...(filter.agentId !== undefined ? { agentId: filter.agentId } : {}) })).map(rowOfQueued);
+  if (filter.status === "queued") return queued;
+  const executions = await store.listExecutions(filter);
   return [...queued, ...executions]
     .sort((a, b) => b.createdAt - a.createdAt || (a.executionId < b.executionId ? 1 : a.executionId > b.executionId ? -1 : 0))
     .slice(0, limit);
 }
 
+/** An execution's row, or a queued message's as status `queued`. */
 export async function executionOrQueued(store: ExecutionStore, executionId: string): Promise<ExecutionRow | undefined> {
   const row = await store.getExecution(executionId);
   if (row !== undefined) return row;
-  const reader = queueReaderOf(store);
-  if (reader === undefined) return undefined;
-  // A message queued is rare and its queue short: read and pick it.
-  const message = (await reader.queuedMessages()).find((queued) => queued.executionId === executionId);
-  return message === undefined ? undefined : rowOfQueued(message);
+  const message = await queueReaderOf(store)?.queuedMessage(executionId);
+  // Read after the execution: prepared in between, it is an execution now.
+  if (message === undefined) return store.getExecution(executionId);
+  return rowOfQueued(message);
 }
 
 export function busyHooksOf(queues: ConversationQueues): NonNullable<Coordinator["busyHooks"]> {

@@ -344,9 +344,20 @@ export class PostgresStore implements ExecutionStore {
     return this.read(() => reads.unfinishedExecutions(this.pool, this.path));
   }
 
-  /** Messages waiting behind a busy conversation, in order (`queue.ts`). */
-  queuedMessages(agentId?: string): Promise<QueuedMessage[]> {
-    return this.read(() => queue.queuedMessages(this.pool, agentId === undefined ? undefined : checkId(agentId, "agentId")));
+  /** One agent's messages waiting behind its busy conversation, in order (`queue.ts`). */
+  queuedMessages(agentId: string): Promise<QueuedMessage[]> {
+    return this.read(() => queue.queuedMessages(this.pool, checkId(agentId, "agentId")));
+  }
+
+  queuedMessage(executionId: string): Promise<QueuedMessage | undefined> {
+    return this.read(() => queue.queuedMessage(this.pool, checkId(executionId, "executionId")));
+  }
+
+  listQueuedMessages(filter: { readonly agentId?: string; readonly limit: number }): Promise<QueuedMessage[]> {
+    return this.read(async () => {
+      checkLimit(filter.limit, executionListMax, "listQueuedMessages limit");
+      return queue.listQueuedMessages(this.pool, { limit: filter.limit, ...(filter.agentId === undefined ? {} : { agentId: checkId(filter.agentId, "agentId") }) });
+    });
   }
 
   /** Queues a message behind its busy conversation (`queue.ts`). */

@@ -81,8 +81,21 @@ export interface QueueStore {
   readonly queueWritesInOrder?: boolean;
   enqueueMessage(operation: Omit<EnqueueMessageOperation, "type">): Promise<EnqueueMessageResult>;
   cancelQueued(operation: Omit<CancelQueuedOperation, "type">): Promise<CancelQueuedResult>;
-  /** Queued messages, in order: of one agent, or of all (by agent, then order). */
-  queuedMessages(agentId?: string): Promise<QueuedMessage[]>;
+  /** One agent's queued messages, in order (at most its queue limit). */
+  queuedMessages(agentId: string): Promise<QueuedMessage[]>;
+}
+
+/** The reads of queued messages a listing needs (owners and SQLite visitors). */
+export interface QueueReader {
+  /** One queued message, or undefined (prepared, cancelled, unknown). */
+  queuedMessage(executionId: string): Promise<QueuedMessage | undefined>;
+  /** Newest first, at most `limit`. */
+  listQueuedMessages(filter: { readonly agentId?: string; readonly limit: number }): Promise<QueuedMessage[]>;
+}
+
+export function queueReaderOf(store: ExecutionStore): QueueReader | undefined {
+  const candidate = store as Partial<QueueReader>;
+  return typeof candidate.queuedMessage === "function" && typeof candidate.listQueuedMessages === "function" ? candidate as QueueReader : undefined;
 }
 
 export function queueStoreOf(store: ExecutionStore): QueueStore | undefined {
@@ -101,6 +114,11 @@ export function rowOfQueued(message: QueuedMessage): ExecutionRow {
   };
 }
 
-/** The most messages one agent's queue may be configured to hold. */
+/** The most messages one agent's queue may be configured to hold: a
+ * conversation's whole queue is read back, and held in memory, when its
+ * agent is recovered, so it must stay small next to the process; 10,000
+ * messages of a chat is already far more than anyone reads. */
 export const QUEUE_LIMIT_MAX = 10_000;
+/** The default bound: enough for a user typing ahead of a slow agent, small
+ * enough that a runaway client hits QUEUE_FULL long before it hurts. */
 export const QUEUE_LIMIT_DEFAULT = 100;

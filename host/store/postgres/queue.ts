@@ -90,9 +90,20 @@ export async function committedQueueWrite(client: pg.ClientBase, operation: Enqu
   return row === undefined ? { seq: 0, position: 1 } : { seq: Number(row["seq"]), position: Number(row["position"]) };
 }
 
-export async function queuedMessages(pool: Pick<pg.Pool, "query">, agentId?: string): Promise<QueuedMessage[]> {
-  const found = agentId === undefined
-    ? await pool.query<SqliteRow>("SELECT * FROM queued_messages ORDER BY agent_id, seq")
-    : await pool.query<SqliteRow>("SELECT * FROM queued_messages WHERE agent_id = $1 ORDER BY seq", [agentId]);
+type Queryable = Pick<pg.Pool, "query">;
+
+export async function queuedMessages(pool: Queryable, agentId: string): Promise<QueuedMessage[]> {
+  return (await pool.query<SqliteRow>("SELECT * FROM queued_messages WHERE agent_id = $1 ORDER BY seq", [agentId])).rows.map(queuedFromRow);
+}
+
+export async function queuedMessage(pool: Queryable, executionId: string): Promise<QueuedMessage | undefined> {
+  const row = (await pool.query<SqliteRow>("SELECT * FROM queued_messages WHERE execution_id = $1", [executionId])).rows[0];
+  return row === undefined ? undefined : queuedFromRow(row);
+}
+
+export async function listQueuedMessages(pool: Queryable, filter: { readonly agentId?: string; readonly limit: number }): Promise<QueuedMessage[]> {
+  const found = filter.agentId === undefined
+    ? await pool.query<SqliteRow>("SELECT * FROM queued_messages ORDER BY created_at DESC, execution_id DESC LIMIT $1", [filter.limit])
+    : await pool.query<SqliteRow>("SELECT * FROM queued_messages WHERE agent_id = $1 ORDER BY created_at DESC, execution_id DESC LIMIT $2", [filter.agentId, filter.limit]);
   return found.rows.map(queuedFromRow);
 }

@@ -64,10 +64,19 @@ export function cancelQueued(connection: SqliteConnection, operation: CancelQueu
   return { cancelled: true };
 }
 
-export function queuedMessages(connection: SqliteConnection, agentId?: string): QueuedMessage[] {
-  const rows = agentId === undefined
-    ? connection.prepare("SELECT * FROM queued_messages ORDER BY agent_id, seq").all()
-    : connection.prepare("SELECT * FROM queued_messages WHERE agent_id = ? ORDER BY seq").all(agentId);
+export function queuedMessages(connection: SqliteConnection, agentId: string): QueuedMessage[] {
+  return connection.prepare("SELECT * FROM queued_messages WHERE agent_id = ? ORDER BY seq").all(agentId).map(queuedFromRow);
+}
+
+export function queuedMessage(connection: SqliteConnection, executionId: string): QueuedMessage | undefined {
+  const row = connection.prepare("SELECT * FROM queued_messages WHERE execution_id = ?").get(executionId);
+  return row === undefined ? undefined : queuedFromRow(row);
+}
+
+export function listQueuedMessages(connection: SqliteConnection, filter: { readonly agentId?: string; readonly limit: number }): QueuedMessage[] {
+  const rows = filter.agentId === undefined
+    ? connection.prepare("SELECT * FROM queued_messages ORDER BY created_at DESC, execution_id DESC LIMIT ?").all(filter.limit)
+    : connection.prepare("SELECT * FROM queued_messages WHERE agent_id = ? ORDER BY created_at DESC, execution_id DESC LIMIT ?").all(filter.agentId, filter.limit);
   return rows.map(queuedFromRow);
 }
 

@@ -9,7 +9,7 @@ import { checkId, checkListFilter } from "../check-operation.js";
 import type { AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, StoredStep } from "../records.js";
 import type { SqliteConnection } from "./driver.js";
 import * as reads from "./reads.js";
-import { queuedMessages } from "./queue.js";
+import * as queue from "./queue.js";
 import type { QueuedMessage } from "../queue.js";
 import { storeErrorOf } from "./transaction.js";
 
@@ -58,9 +58,20 @@ export abstract class SqliteReadableStore {
     return this.read(() => reads.unfinishedExecutions(this.connection));
   }
 
-  /** Messages waiting behind a busy conversation, in order (`../queue.ts`). */
-  queuedMessages(agentId?: string): Promise<QueuedMessage[]> {
-    return this.read(() => queuedMessages(this.connection, agentId === undefined ? undefined : checkId(agentId, "agentId")));
+  /** One agent's messages waiting behind its busy conversation, in order (`../queue.ts`). */
+  queuedMessages(agentId: string): Promise<QueuedMessage[]> {
+    return this.read(() => queue.queuedMessages(this.connection, checkId(agentId, "agentId")));
+  }
+
+  queuedMessage(executionId: string): Promise<QueuedMessage | undefined> {
+    return this.read(() => queue.queuedMessage(this.connection, checkId(executionId, "executionId")));
+  }
+
+  listQueuedMessages(filter: { readonly agentId?: string; readonly limit: number }): Promise<QueuedMessage[]> {
+    return this.read(() => {
+      checkLimit(filter.limit, reads.executionListMax, "listQueuedMessages limit");
+      return queue.listQueuedMessages(this.connection, { limit: filter.limit, ...(filter.agentId === undefined ? {} : { agentId: checkId(filter.agentId, "agentId") }) });
+    });
   }
 
   protected read<T>(body: () => T): Promise<T> {
