@@ -147,6 +147,27 @@ describe("onBusy: enqueue", () => {
     await expect(queued.result).resolves.toMatchObject({ outcome: "completed" });
   });
 
+  it("a closed agent fails its queued messages with AGENT_CLOSED once the running one ended, writing each terminal", async () => {
+    const env = await openEnvironment();
+    const gate = deferred();
+    const agent = env.agent({ id: "closing", model: echoModel(), onBusy: "enqueue", tools: { lookup: lookupTool({ gate: gate.promise }) } });
+    const first = agent.start("m0");
+    await first.executionId;
+    const queued = [agent.start("m1"), agent.start("m2")];
+    const ids = await Promise.all(queued.map((run) => run.executionId));
+    const closed = agent.close();
+    gate.resolve();
+    await closed;
+    await expect(first.result).resolves.toMatchObject({ output: "echo: m0" });
+    for (const run of queued) await expect(run.result).rejects.toMatchObject({ code: "AGENT_CLOSED" });
+    const rows = await waitFor(async () => {
+      const found = await Promise.all(ids.map((id) => env.execution(id)));
+      return found.every((row) => row?.status === "terminal") ? found : undefined;
+    });
+    expect(rows.map((row) => row?.error?.code)).toEqual(["AGENT_CLOSED", "AGENT_CLOSED"]);
+    expect(await env.executions({ status: "queued" })).toEqual([]);
+  });
+
   it("survives a restart: queued messages run, in order, in the next environment", async () => {
     const path = await temporaryStorePath();
     const first = await Phronomy.open({ store: path, logger: recordingLogger() });
@@ -154,11 +175,14 @@ describe("onBusy: enqueue", () => {
     const agent = first.agent({ id: "restart", model: echoModel(), onBusy: "enqueue", tools: { lookup: lookupTool({ gate: gate.promise }) } });
     const running = agent.start("m0");
     await running.executionId;
-    const ids = await Promise.all(["m1", "m2", "m3"].map((input) => agent.start(input).executionId));
-    // Close while m0 is held: it finishes; m1..m3 stay queued.
+    const queued = ["m1", "m2", "m3"].map((input) => agent.start(input));
+    const ids = await Promise.all(queued.map((run) => run.executionId));
+    // Close while m0 is held: it finishes; m1..m3 stay queued, their Runs here are told.
     const closing = first.close();
     gate.resolve();
     await closing;
+    for (const run of queued) await expect(run.result).rejects.toMatchObject({ code: "RUNTIME_SHUTDOWN" });
+    expect((await running.result).output).toBe("echo: m0");
     const second = await Phronomy.open({ store: path, logger: recordingLogger() });
     try {
       second.agent({ id: "restart", model: echoModel(), onBusy: "enqueue", tools: { lookup: lookupTool() } });
