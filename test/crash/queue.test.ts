@@ -57,6 +57,45 @@ function describeChild(child: QueueChild): string {
 
 let tracedPoints: string[] | undefined;
 
+/** Children killed and recovered at the same time (2 cores here). */
+const KILLS_AT_ONCE = 2;
+
+async function killAndRecover(index: number, points: readonly string[]): Promise<void> {
+  const where = await crashPaths();
+  const child = await runQueueChild({ store: where.store, files: where.files, messages: MESSAGES, kill: `point:#${index}` });
+  const context = `killed at point #${index} (${points[index - 1]})\n${describeChild(child)}`;
+  expect(child.signal, context).toBe("SIGKILL");
+  const accepted = child.lines.flatMap((line) => (line.type === "accepted" ? [line] : []));
+
+  const { environment, logger } = await reopen(where);
+  const diagnosis = `${context}\nwarnings:\n${logger.warnings.join("\n")}`;
+  const rows = await within((async () => {
+    for (;;) {
+      const all = await environment.executions({ agentId: QUEUE_AGENT_ID, limit: 1_000 });
+      if (all.every((row) => row.status === "terminal")) return all;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  })(), 30_000, `the queue to drain\n${diagnosis}`);
+
+  // Each message at most once; each one the child was told of is there.
+  const inputs = rows.map((row) => row.input as string);
+  expect(new Set(inputs).size, diagnosis).toBe(inputs.length);
+  for (const line of accepted) expect(rows.find((row) => row.executionId === line.executionId)?.input, diagnosis).toBe(line.input);
+  for (const row of rows) expect(row, diagnosis).toMatchObject({ outcome: "completed", output: ANSWER });
+  // In the order sent: the conversation's memory holds the user
+  // messages in that order.
+  const journal = await environment.store.readJournal(QUEUE_AGENT_ID, 100);
+  const sent = journal.filter((record) => record.role === "user").map((record) => record.content);
+  const expected = Array.from({ length: MESSAGES }, (_, message) => messageInput(message)).filter((input) => inputs.includes(input));
+  expect(sent, diagnosis).toEqual(expected);
+  // Each tool effect once, with the key its barrier wrote.
+  const audit = auditKeys(where.files, await barrierKeys(environment, rows.map((row) => row.executionId)));
+  expect(audit.problems, diagnosis).toEqual([]);
+  const effects = effectsByExecution(where.files);
+  for (const row of rows) expect(effects.get(row.executionId)?.map((effect) => effect.orderId).sort(), diagnosis).toEqual(["42", "43"]);
+  await environment.close();
+}
+
 async function traced(): Promise<string[]> {
   if (tracedPoints) return tracedPoints;
   const where = await crashPaths();
@@ -78,40 +117,10 @@ describe("queue crash matrix: kill -9 at every point with messages queued behind
 
   it("killed at each point: every accepted message runs exactly once, in order, each effect once", async () => {
     const points = await traced();
-    for (let index = 1; index <= points.length; index += 1) {
-      const where = await crashPaths();
-      const child = await runQueueChild({ store: where.store, files: where.files, messages: MESSAGES, kill: `point:#${index}` });
-      const context = `killed at point #${index} (${points[index - 1]})\n${describeChild(child)}`;
-      expect(child.signal, context).toBe("SIGKILL");
-      const accepted = child.lines.flatMap((line) => (line.type === "accepted" ? [line] : []));
-
-      const { environment, logger } = await reopen(where);
-      const diagnosis = `${context}\nwarnings:\n${logger.warnings.join("\n")}`;
-      const rows = await within((async () => {
-        for (;;) {
-          const all = await environment.executions({ agentId: QUEUE_AGENT_ID, limit: 1_000 });
-          if (all.every((row) => row.status === "terminal")) return all;
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        }
-      })(), 30_000, `the queue to drain\n${diagnosis}`);
-
-      // Each message at most once; each one the child was told of is there.
-      const inputs = rows.map((row) => row.input as string);
-      expect(new Set(inputs).size, diagnosis).toBe(inputs.length);
-      for (const line of accepted) expect(rows.find((row) => row.executionId === line.executionId)?.input, diagnosis).toBe(line.input);
-      for (const row of rows) expect(row, diagnosis).toMatchObject({ outcome: "completed", output: ANSWER });
-      // In the order sent: the conversation's memory holds the user
-      // messages in that order.
-      const journal = await environment.store.readJournal(QUEUE_AGENT_ID, 100);
-      const sent = journal.filter((record) => record.role === "user").map((record) => record.content);
-      const expected = Array.from({ length: MESSAGES }, (_, message) => messageInput(message)).filter((input) => inputs.includes(input));
-      expect(sent, diagnosis).toEqual(expected);
-      // Each tool effect once, with the key its barrier wrote.
-      const audit = auditKeys(where.files, await barrierKeys(environment, rows.map((row) => row.executionId)));
-      expect(audit.problems, diagnosis).toEqual([]);
-      const effects = effectsByExecution(where.files);
-      for (const row of rows) expect(effects.get(row.executionId)?.map((effect) => effect.orderId).sort(), diagnosis).toEqual(["42", "43"]);
-      await environment.close();
+    // Two kills at a time: each is its own child, store and environment.
+    const indices = Array.from({ length: points.length }, (_, index) => index + 1);
+    for (let next = 0; next < indices.length; next += KILLS_AT_ONCE) {
+      await Promise.all(indices.slice(next, next + KILLS_AT_ONCE).map((index) => killAndRecover(index, points)));
     }
   }, 600_000);
 });
