@@ -29,7 +29,7 @@ import { MessageKind as M } from "../../assembly/abi.js";
 import { AgentBusyError, CancellationError, InvalidInputError, RuntimeShutdownError, type PhronomyError } from "../errors.js";
 import { QUEUE_LIMIT_DEFAULT, queueStoreOf, type QueueStore, type QueuedMessage } from "../store/queue.js";
 import type { Json } from "../store/records.js";
-import { configOf } from "./coordinator.js";
+import { configOf, type Coordinator } from "./coordinator.js";
 import { settleWaiterWithError } from "./delivery.js";
 import type { Environment } from "./environment.js";
 import type { OnBusyPolicy, StartOptions } from "./options.js";
@@ -182,14 +182,9 @@ export class ConversationQueues {
     this.conversations.clear();
   }
 
-  /** How many messages wait behind the agent's running execution here. */
-  queuedCount(agentId: string): number {
-    return this.conversations.get(agentId)?.items.length ?? 0;
-  }
-
   // -- inside ------------------------------------------------------------------------
 
-  private get settings() {
+  private get settings(): Coordinator["settings"] {
     return this.environment.coordinator.settings;
   }
 

@@ -64,7 +64,8 @@ export class Coordinator implements SessionHost {
 
   /** The conversation queues (`conversation-queue.ts`): a start refused
    * because its agent is busy is offered here first (true: taken, by its
-   * busy policy), and every release of an agent's admission is told. */
+   * busy policy), and they are told whenever an agent's admission may have
+   * been released (an execution released, a start ended by its preparation). */
   busyHooks: { readonly startRefusedBusy: (request: StartRequest) => boolean; readonly admissionFreed: (agent: AgentEntry) => void } | undefined;
 
   constructor(readonly settings: CoordinatorSettings) {}

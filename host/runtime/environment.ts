@@ -39,7 +39,7 @@ import { RemoteResumes } from "./remote-resume.js";
 import { DurableWatches } from "./durable-watch.js";
 import type { ApprovalRequest } from "./events.js";
 import { ConversationQueues } from "./conversation-queue.js";
-import { busyHooksOf, executionOrQueued, listWithQueued } from "./queued-rows.js";
+import { executionOrQueued, listWithQueued } from "./queued-rows.js";
 
 export interface OpenOptions {
   /** A SQLite file path (`./agents.db` or `file:./agents.db`), a
@@ -239,7 +239,7 @@ export class Environment {
     });
     const environment = new Environment(store, core, loop, coordinator, options.recover !== false && !isVisitorStore(store));
     coordinator.onIdle = () => environment.checkDrained();
-    coordinator.busyHooks = busyHooksOf(environment.queues);
+    coordinator.busyHooks = environment.queues;
     coreFailed = (error) => {
       logger.warn(`[phronomy] ${error.message}`);
       coordinator.failEverything(error);

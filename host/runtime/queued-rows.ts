@@ -2,13 +2,11 @@
 // `env.executions()` and `env.execution()` read a message still waiting in
 // its conversation's queue as a row with status `queued` (its timeline
 // starts with a `queued` step), so the CLI and a dashboard list and show it
-// like any execution. And the coordinator's hooks into the queues.
+// like any execution.
 
 import type { ExecutionListFilter, ExecutionRow } from "../store/records.js";
 import { queueReaderOf, rowOfQueued } from "../store/queue.js";
 import type { ExecutionStore } from "../store/store.js";
-import type { ConversationQueues } from "./conversation-queue.js";
-import type { Coordinator } from "./coordinator.js";
 
 /** Rows a listing returns when no limit is given (as the stores do). */
 const listDefault = 100;
@@ -36,11 +34,4 @@ export async function executionOrQueued(store: ExecutionStore, executionId: stri
   // Read after the execution: prepared in between, it is an execution now.
   if (message === undefined) return store.getExecution(executionId);
   return rowOfQueued(message);
-}
-
-export function busyHooksOf(queues: ConversationQueues): NonNullable<Coordinator["busyHooks"]> {
-  return {
-    startRefusedBusy: (request) => queues.startRefusedBusy(request),
-    admissionFreed: (agent) => queues.admissionFreed(agent),
-  };
 }
