@@ -71,6 +71,9 @@ export class ConversationQueues {
   private readonly items = new Map<string, QueuedItem>();
   /** Starts of queue heads in flight to the core (refused busy: back to the head). */
   private readonly pumped = new WeakSet<StartRequest>();
+  /** Heads taken from the queue until their Run settles: until their
+   * preparation commits, their message is still queued in the store. */
+  private readonly starting = new Map<string, QueuedItem>();
   private closed = false;
 
   constructor(private readonly environment: Environment) {}
@@ -125,10 +128,7 @@ export class ConversationQueues {
     const store = this.store();
     if (store === undefined) return false;
     const item = this.items.get(executionId);
-    if (item === undefined) {
-      const error = cancellation(executionId, undefined, reason);
-      return (await store.cancelQueued({ executionId, error: error.toRecord(), at: this.settings.now() })).cancelled;
-    }
+    if (item === undefined) return this.cancelStarting(store, executionId, reason);
     if (item.state === "cancelled") return true;
     const error = cancellation(executionId, item.agent.id, reason);
     const writing = item.state === "writing";
@@ -139,6 +139,22 @@ export class ConversationQueues {
     // One still being written is cancelled once its enqueue committed.
     if (!writing) await store.cancelQueued({ executionId, error: error.toRecord(), at: this.settings.now() });
     return true;
+  }
+
+  /** A message taken from the queue whose preparation may not have
+   * committed yet (or one queued by another process): cancelled in the
+   * store if it is still queued there — its preparation then finds the id
+   * taken and writes nothing, and its Run is told CANCELLED first. */
+  private async cancelStarting(store: QueueStore, executionId: string, reason: string | undefined): Promise<boolean> {
+    if (this.environment.coordinator.entryById(executionId) !== undefined) return false;
+    const starting = this.starting.get(executionId);
+    const error = cancellation(executionId, starting?.agent.id, reason);
+    const { cancelled } = await store.cancelQueued({ executionId, error: error.toRecord(), at: this.settings.now() });
+    if (cancelled && starting !== undefined) {
+      starting.state = "cancelled";
+      settleWaiterWithError(starting.waiter, error, this.settings);
+    }
+    return cancelled;
   }
 
   /** `env.wait` on a queued message: settled with its outcome. */
@@ -290,8 +306,13 @@ export class ConversationQueues {
     coordinator.apply(M.Start, agent.slot, agent.generation, handle, head.options.signal?.aborted ? 1 : 0);
     if (!this.pumped.has(request)) return; // refused busy: back at the head
     this.pumped.delete(request);
-    // Admitted (an execution now), or refused otherwise (its Run failed).
+    // Admitted (an execution once prepared), or refused otherwise (its Run failed).
     this.items.delete(head.executionId);
+    if (!head.waiter.settled) {
+      this.starting.set(head.executionId, head);
+      const done = (): void => { this.starting.delete(head.executionId); };
+      head.waiter.result.then(done, done);
+    }
     if (conversation.items.length === 0) this.conversations.delete(agent.id);
     if (head.waiter.settled && conversation.items.length > 0) this.startHead(agent);
   }

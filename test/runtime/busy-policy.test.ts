@@ -7,6 +7,8 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { AgentBusyError, CancellationError, InvalidInputError, Phronomy, QueueFullError, tool } from "../../host/index.js";
+import { SqliteStore } from "../../host/store/sqlite-store.js";
+import type { StoreOperation } from "../../host/store/records.js";
 import { agentRunModel, approvalRefundTool, deferred, lookupTool, openEnvironment, recordingLogger, scriptedModel, temporaryStorePath, turnOf, waitFor, type RecordedCall } from "./helpers.js";
 
 /** Answers each message with the text it was sent, after one lookup. */
@@ -108,6 +110,52 @@ describe("onBusy: enqueue", () => {
     gate.resolve();
     await expect(kept.result).resolves.toMatchObject({ executionId: idThree, output: "echo: m3" });
     await expect(first.result).resolves.toMatchObject({ output: "echo: m0" });
+  });
+
+  it("cancels by id a message taken from the queue whose preparation has not committed: CANCELLED, nothing runs, the next one does", async () => {
+    const store = await SqliteStore.open(await temporaryStorePath());
+    const preparing = deferred<string>();
+    const prepareGate = deferred();
+    let held = false;
+    // Holds the first preparation of a queued message (one whose queued step exists) at the store's door.
+    const slowStore = new Proxy(store, {
+      get(target, property, receiver) {
+        if (property === "run") {
+          return async (operation: StoreOperation) => {
+            if (operation.type === "prepareExecution" && !held && (await target.listSteps(operation.executionId)).length > 0) {
+              held = true;
+              preparing.resolve(operation.executionId);
+              await prepareGate.promise;
+            }
+            return target.run(operation);
+          };
+        }
+        const value = Reflect.get(target, property, receiver);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const env = await Phronomy.open({ store: slowStore, logger: recordingLogger() });
+    try {
+      const gate = deferred();
+      const agent = env.agent({ id: "window", model: echoModel(), onBusy: "enqueue", tools: { lookup: lookupTool({ gate: gate.promise }) } });
+      const first = agent.start("m0");
+      await first.executionId;
+      const second = agent.start("m1");
+      const third = agent.start("m2");
+      const secondId = await second.executionId;
+      await third.executionId;
+      gate.resolve();
+      expect(await preparing.promise).toBe(secondId);
+      expect(await env.queues.cancelQueued(secondId, "too late?")).toBe(true);
+      prepareGate.resolve();
+      await expect(second.result).rejects.toMatchObject({ code: "CANCELLED", details: { whileQueued: true } });
+      await expect(third.result).resolves.toMatchObject({ output: "echo: m2" });
+      expect(await env.execution(secondId)).toMatchObject({ status: "terminal", outcome: "failed", error: { code: "CANCELLED" } });
+      const journal = await env.store.readJournal("window", 100);
+      expect(journal.filter((record) => record.role === "user").map((record) => record.content)).toEqual(["m0", "m2"]);
+    } finally {
+      await env.close();
+    }
   });
 
   it("holds the queue while the conversation waits for approval, and runs it once decided", async () => {
