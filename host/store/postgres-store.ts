@@ -45,6 +45,7 @@ import { InboxListener } from "./postgres/inbox-listener.js";
 import { isConnectionLoss, resolveOutcome } from "./postgres/outcome.js";
 import * as reads from "./postgres/reads.js";
 import { migrate } from "./postgres/schema.js";
+import { checkPruneOperation, type PruneCounts, type PruneExecutionsOperation } from "./prune.js";
 import type {
   AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, OffloadOperation, OffloadResult, PurgeAgentResult,
   PrepareExecutionOperation, StoreOperation, StoreResult, StoredStep,
@@ -167,6 +168,17 @@ export class PostgresStore implements ExecutionStore {
     this.journalTails.drop(agentId);
     void purged.finally(() => this.journalTails.drop(agentId)).catch(() => undefined);
     return purged;
+  }
+
+  /** Deletes a bounded batch of finished executions (`prune.ts`) in a
+   * transaction of its own. */
+  pruneExecutions(operation: PruneExecutionsOperation): Promise<PruneCounts> {
+    checkPruneOperation(operation);
+    this.assertOpen("write");
+    const pending = this.execute(operation) as Promise<PruneCounts>;
+    this.inFlight.add(pending);
+    void pending.then(() => this.inFlight.delete(pending), () => this.inFlight.delete(pending));
+    return pending;
   }
 
   private submit<O extends OffloadOperation>(operation: O): Promise<OffloadResult<O>> {

@@ -4,6 +4,8 @@
 // structured-clone safe (no functions, no class instances), because they
 // cross into the offload worker.
 
+import type { PruneCounts, PruneExecutionsOperation } from "./prune.js";
+
 /** JSON-safe values: what the store persists in its JSON columns. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -262,12 +264,13 @@ export interface PurgeAgentResult {
   readonly executionsDeleted: number;
 }
 
-/** Everything the offload accepts. */
-export type OffloadOperation = StoreOperation | AgentLifecycleOperation;
+/** Everything the offload accepts (pruning: `prune.ts`). */
+export type OffloadOperation = StoreOperation | AgentLifecycleOperation | PruneExecutionsOperation;
 
 export type OffloadResult<O extends OffloadOperation> =
   O extends StoreOperation ? StoreResult<O>
   : O extends PurgeAgentOperation ? PurgeAgentResult
+  : O extends PruneExecutionsOperation ? PruneCounts
   : AgentRow;
 
 // -- reads --------------------------------------------------------------------

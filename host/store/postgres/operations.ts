@@ -27,6 +27,8 @@ import type {
 import { checkRequest } from "../sqlite/approval-commit.js";
 import { agentFromRow, jsonText } from "../sqlite/rows.js";
 import { leaseLost } from "./statements.js";
+import { pruneExecutions } from "./prune.js";
+import type { PruneExecutionsOperation } from "../prune.js";
 import type { SqliteRow } from "../sqlite/driver.js";
 
 /** The lease a write must still hold: owner and epoch (docs/decisions/0009). */
@@ -49,7 +51,7 @@ type Row = SqliteRow;
 
 /** The operations run here; the hot ones are statements of a group
  * (`statements.ts`, `group-commit.ts`). */
-export type TransactionOperation = ApprovalCommitOperation | EnsureAgentOperation | CloseAgentOperation | PurgeAgentOperation;
+export type TransactionOperation = ApprovalCommitOperation | EnsureAgentOperation | CloseAgentOperation | PurgeAgentOperation | PruneExecutionsOperation;
 
 export function applyOperation(context: OperationContext, operation: TransactionOperation): Promise<unknown> {
   switch (operation.type) {
@@ -57,6 +59,7 @@ export function applyOperation(context: OperationContext, operation: Transaction
     case "ensureAgent": return ensureAgent(context, operation);
     case "closeAgent": return closeAgent(context, operation);
     case "purgeAgent": return purgeAgent(context, operation);
+    case "pruneExecutions": return pruneExecutions(context.client, operation);
   }
 }
 

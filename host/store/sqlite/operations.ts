@@ -21,6 +21,7 @@ import type {
 import { approvalCommit } from "./approval-commit.js";
 import { appendJournal, appendSteps, compareAndSet, jsonOf, selectForUpdate } from "./compare-and-set.js";
 import type { SqliteConnection } from "./driver.js";
+import { pruneExecutions } from "./prune.js";
 import { agentFromRow, jsonText, zeroUsage } from "./rows.js";
 
 /** Runs one operation's body (no transaction control). */
@@ -34,6 +35,7 @@ export function applyOperation(connection: SqliteConnection, operation: OffloadO
     case "ensureAgent": return ensureAgent(connection, operation);
     case "closeAgent": return closeAgent(connection, operation);
     case "purgeAgent": return purgeAgent(connection, operation);
+    case "pruneExecutions": return pruneExecutions(connection, operation);
   }
 }
 

@@ -18,6 +18,7 @@ import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { StoreError } from "../../errors.js";
 import { openSqlite, type SqliteConnection } from "./driver.js";
 import { createApprovalInbox } from "./inbox.js";
+import { createPruneIndexes } from "./prune.js";
 
 /** "PHRN" in ASCII: stamped in every Phronomy store's header. */
 export const applicationId = 0x5048524e;
@@ -84,8 +85,9 @@ function createInitialTables(connection: SqliteConnection): void {
 }
 
 /** Migration i brings a file from version i to version i + 1. Append only.
- * Version 2: the approval inbox visitors file decisions into (`inbox.ts`). */
-export const migrations: readonly Migration[] = [createInitialTables, createApprovalInbox];
+ * Version 2: the approval inbox visitors file decisions into (`inbox.ts`).
+ * Version 3: the indexes pruning reads by (`prune.ts`, docs/decisions/0027). */
+export const migrations: readonly Migration[] = [createInitialTables, createApprovalInbox, createPruneIndexes];
 
 export const schemaVersion = migrations.length;
 

@@ -1,0 +1,94 @@
+// Pruning finished executions (issue 12 item 4, docs/decisions/0027): the
+// store operation both backends run, its limits and its check. The policy
+// (which executions are old enough, when to run) is the runtime's
+// (`runtime/retention.ts`); a store only deletes what one bounded request
+// names, in one transaction.
+//
+// Rules kept here, on both stores:
+// * Only `terminal` executions whose finish (`updated_at` of the terminal
+//   row) is before `finishedBefore` are deleted, re-checked in the same
+//   statement that deletes them: a row reopened meanwhile (a retry makes a
+//   terminal execution active again) is not terminal any more, or has a
+//   newer `updated_at`, and is left alone. Preparing, active and suspended
+//   rows are never candidates.
+// * Everything that names a deleted execution goes in the same transaction:
+//   its steps (the timeline, with the tool calls' idempotency keys) and its
+//   approval inbox rows. Leases and agent roots are the agent's and stay.
+// * The journal is the conversation's memory, not the execution's: per
+//   agent touched, the newest `journalRecordsKept` records always stay (the
+//   largest memory window a definition may ask for); an older record goes
+//   once its execution is gone (now, or in an earlier prune).
+// * Bounded: at most `executionsMax` executions per request (at most
+//   `pruneBatchExecutionsMax`); the caller repeats, yielding in between.
+
+import { InvalidInputError } from "../errors.js";
+import { checkId } from "./check-operation.js";
+
+/** Most executions one prune transaction deletes. An execution of the
+ * bench's shape (model → tool → model → tool → model) has ≈10 steps, so a
+ * batch of 100 deletes ≈1,000 rows and their index entries: a few
+ * milliseconds of the writer, short enough to sit in a group commit beside
+ * the hot path's barriers without a visible stall. */
+export const pruneBatchExecutionsMax = 100;
+
+/** Journal records always kept per agent: the largest `memoryWindow` a
+ * definition may set (`MEMORY_WINDOW_MAX`, checked in runtime/retention.ts).
+ * The store cannot know which definition (in which process, before or after
+ * an upgrade) will start the conversation next, so it keeps enough for any. */
+export const journalRecordsKept = 1_000;
+
+/** Agents one request may exclude (`exceptAgentIds`): the agents with a
+ * retention of their own, pruned by requests of their own. */
+export const pruneExceptionsMax = 10_000;
+
+export interface PruneExecutionsOperation {
+  readonly type: "pruneExecutions";
+  /** Delete terminal executions that finished before this (ms since epoch). */
+  readonly finishedBefore: number;
+  /** Only this agent's executions. */
+  readonly agentId?: string;
+  /** Not these agents' executions (ignored with `agentId`). */
+  readonly exceptAgentIds?: readonly string[];
+  /** At most this many executions (1 to `pruneBatchExecutionsMax`). */
+  readonly executionsMax: number;
+}
+
+/** What one prune (or a sum of them) removed, by kind of row. */
+export interface PruneCounts {
+  readonly executions: number;
+  readonly steps: number;
+  readonly journal: number;
+  readonly approvals: number;
+}
+
+export const noPruneCounts: PruneCounts = { executions: 0, steps: 0, journal: 0, approvals: 0 };
+
+export function addPruneCounts(a: PruneCounts, b: PruneCounts): PruneCounts {
+  return { executions: a.executions + b.executions, steps: a.steps + b.steps, journal: a.journal + b.journal, approvals: a.approvals + b.approvals };
+}
+
+/** A store that can prune (both of this package's owners do; a visitor and
+ * a store of the application's own may not). */
+export interface PruningStore {
+  pruneExecutions(operation: PruneExecutionsOperation): Promise<PruneCounts>;
+}
+
+export function pruningStoreOf(store: object): PruningStore | undefined {
+  return typeof (store as Partial<PruningStore>).pruneExecutions === "function" ? store as PruningStore : undefined;
+}
+
+export function checkPruneOperation(operation: PruneExecutionsOperation): void {
+  if (!Number.isSafeInteger(operation.finishedBefore)) {
+    throw new InvalidInputError(`pruneExecutions.finishedBefore must be an integer (milliseconds since the epoch), got ${String(operation.finishedBefore)}`);
+  }
+  if (!Number.isInteger(operation.executionsMax) || operation.executionsMax < 1 || operation.executionsMax > pruneBatchExecutionsMax) {
+    throw new InvalidInputError(`pruneExecutions.executionsMax must be an integer from 1 to ${pruneBatchExecutionsMax}, got ${String(operation.executionsMax)}`);
+  }
+  if (operation.agentId !== undefined) checkId(operation.agentId, "pruneExecutions.agentId");
+  const except = operation.exceptAgentIds;
+  if (except === undefined) return;
+  if (!Array.isArray(except) || except.length > pruneExceptionsMax) {
+    throw new InvalidInputError(`pruneExecutions.exceptAgentIds must be an array of at most ${pruneExceptionsMax} agent ids`);
+  }
+  except.forEach((agentId, index) => checkId(agentId, `pruneExecutions.exceptAgentIds[${index}]`));
+}
