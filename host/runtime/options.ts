@@ -8,6 +8,7 @@ import { assertLanguageModel, type LanguageModel } from "../agent/model.js";
 import type { ToolSet } from "../agent/tools.js";
 import type { Json } from "../store/records.js";
 import type { ApprovalRequest, EventListener } from "./events.js";
+import { checkAgentRetention, type AgentRetentionOptions } from "./retention.js";
 
 
 export type GuardrailVerdict =
@@ -31,6 +32,9 @@ export interface AgentDefinition {
   readonly maxTurns?: number;
   readonly tokenBudget?: number;
   readonly timeoutMs?: number;
+  /** How long this agent's finished executions stay in the store (default:
+   * the environment's retention; docs/decisions/0027). */
+  readonly retention?: AgentRetentionOptions;
 }
 
 export type ApprovalPolicy = "tools" | "always" | "never";
@@ -90,7 +94,7 @@ export interface Logger {
 
 export const AGENT_DEFINITION_KEYS = [
   "id", "model", "instructions", "tools", "inputGuardrail", "outputGuardrail", "memoryWindow", "maxTurns",
-  "tokenBudget", "timeoutMs",
+  "tokenBudget", "timeoutMs", "retention",
 ] as const;
 
 export const START_OPTION_KEYS = [
@@ -148,6 +152,7 @@ export function validateAgentDefinition(definition: AgentDefinition): void {
   positiveInteger(definition.maxTurns, "maxTurns", what);
   positiveInteger(definition.tokenBudget, "tokenBudget", what);
   positiveInteger(definition.timeoutMs, "timeoutMs", what);
+  checkAgentRetention(definition.retention, what);
 }
 
 export function validateStartOptions(options: StartOptions, what: string): void {

@@ -39,15 +39,19 @@ export async function createPruneIndexes(client: pg.ClientBase): Promise<void> {
 export async function pruneExecutions(client: pg.ClientBase, operation: PruneExecutionsOperation): Promise<PruneCounts> {
   await client.query(`SET LOCAL lock_timeout = ${pruneLockTimeoutMs}`);
   const except = operation.agentId === undefined ? operation.exceptAgentIds ?? [] : [];
+  // A materialized CTE: chosen once, so the LIMIT bounds the delete (an
+  // `IN (subquery)` may be rescanned by the plan and delete more).
   const deleted = await client.query<{ execution_id: string; agent_id: string }>(`
-    DELETE FROM executions WHERE execution_id IN (
+    WITH candidates AS MATERIALIZED (
       SELECT execution_id FROM executions
       WHERE status = 'terminal' AND updated_at < $1
         AND ($2::text IS NULL OR agent_id = $2) AND agent_id <> ALL($3::text[])
       ORDER BY updated_at LIMIT $4
       FOR UPDATE SKIP LOCKED
-    ) AND status = 'terminal' AND updated_at < $1
-    RETURNING execution_id, agent_id
+    )
+    DELETE FROM executions USING candidates
+    WHERE executions.execution_id = candidates.execution_id AND executions.status = 'terminal' AND executions.updated_at < $1
+    RETURNING executions.execution_id, executions.agent_id
   `, [operation.finishedBefore, operation.agentId ?? null, except, operation.executionsMax]);
   const executionIds = deleted.rows.map((row) => row.execution_id);
   if (executionIds.length === 0) return { executions: 0, steps: 0, journal: 0, approvals: 0 };
