@@ -24,7 +24,7 @@ import { ControlLoop } from "./control-loop.js";
 import { Coordinator } from "./coordinator.js";
 import { errorForCode } from "./error-codes.js";
 import {
-  rejectUnknownKeys, validateAgentDefinition, validateAgentId, type AgentDefinition, type CallbackErrorPolicy, type Logger,
+  MEMORY_WINDOW_DEFAULT, rejectUnknownKeys, validateAgentDefinition, validateAgentId, type AgentDefinition, type CallbackErrorPolicy, type Logger,
 } from "./options.js";
 import type { AgentEntry } from "./requests.js";
 import { Tracer } from "./tracing.js";
@@ -270,7 +270,7 @@ export class Environment {
       throw new InvalidInputError(`agent "${definition.id}" is already defined in this environment; reuse the Agent it returned`);
     }
     const tools = this.resolvedTools(definition.tools);
-    this.retention?.defineAgent(definition.id, definition.retention);
+    this.retention?.defineAgent(definition.id, definition.retention, definition.memoryWindow ?? MEMORY_WINDOW_DEFAULT);
     // A visitor writes no root: the agent is registered in this core only.
     const root = () => this.visitor ? this.store.getAgent(definition.id).then((row) => row ?? { lifecycle: "open" as const }) : this.store.ensureAgent(definition.id, Date.now());
     const ready = Promise.resolve().then(root).then((row) => new Promise<AgentEntry>((resolve, reject) => {

@@ -19,7 +19,7 @@
 
 import { InvalidInputError } from "../errors.js";
 import {
-  addPruneCounts, noPruneCounts, pruneBatchExecutionsMax, pruneExceptionsMax, type PruneCounts, type PruneExecutionsOperation,
+  addPruneCounts, journalRecordsKept, noPruneCounts, pruneBatchExecutionsMax, pruneExceptionsMax, type PruneCounts, type PruneExecutionsOperation,
   type PruningStore,
 } from "../store/prune.js";
 import { checkId } from "../store/check-operation.js";
@@ -36,6 +36,10 @@ export interface RetentionOptions {
   /** Environment only: how often the background pruner looks (default: a
    * quarter of the shortest retention, from 250 ms to one minute). */
   readonly intervalMs?: number;
+  /** Environment only: journal records each conversation keeps whatever is
+   * pruned (default and maximum 1,000, the largest `memoryWindow`); every
+   * agent defined here must have a memory window that fits. */
+  readonly journalRecordsKept?: number;
 }
 
 /** An agent's own retention (`env.agent({ retention })`). */
@@ -71,7 +75,7 @@ export const PRUNE_INTERVAL_MS_MAX = 60 * 60 * 1000;
 const intervalFloorMs = 250;
 const intervalCeilingMs = 60_000;
 
-const RETENTION_KEYS = ["finishedMs", "intervalMs"] as const;
+const RETENTION_KEYS = ["finishedMs", "intervalMs", "journalRecordsKept"] as const;
 const AGENT_RETENTION_KEYS = ["finishedMs"] as const;
 const PRUNE_OPTION_KEYS = ["olderThanMs", "agentId"] as const;
 
@@ -84,6 +88,10 @@ export function checkRetentionOptions(value: unknown, what = "Phronomy.open(opti
   const interval = given.intervalMs;
   if (interval !== undefined && (typeof interval !== "number" || !Number.isInteger(interval) || interval < PRUNE_INTERVAL_MS_MIN || interval > PRUNE_INTERVAL_MS_MAX)) {
     throw new InvalidInputError(`${what}: "retention.intervalMs" must be an integer from ${PRUNE_INTERVAL_MS_MIN} to ${PRUNE_INTERVAL_MS_MAX} (milliseconds), got ${String(interval)}`);
+  }
+  const kept = given.journalRecordsKept;
+  if (kept !== undefined && (typeof kept !== "number" || !Number.isInteger(kept) || kept < 1 || kept > journalRecordsKept)) {
+    throw new InvalidInputError(`${what}: "retention.journalRecordsKept" must be an integer from 1 to ${journalRecordsKept}, got ${String(kept)}`);
   }
   return given;
 }
@@ -152,8 +160,13 @@ export class Retention {
   }
 
   /** Records an agent's own retention (undefined: the environment's).
-   * Refused past `pruneExceptionsMax` agents with their own. */
-  defineAgent(agentId: string, retention: AgentRetentionOptions | undefined): void {
+   * Refused when its memory window is more than the journal keeps, and past
+   * `pruneExceptionsMax` agents with a retention of their own. */
+  defineAgent(agentId: string, retention: AgentRetentionOptions | undefined, memoryWindow: number): void {
+    const kept = this.settings.options.journalRecordsKept ?? journalRecordsKept;
+    if (memoryWindow > kept) {
+      throw new InvalidInputError(`agent "${agentId}": its memoryWindow (${memoryWindow}) is more than the ${kept} journal records the environment keeps per conversation (retention.journalRecordsKept); lower the window or keep more`, { agentId });
+    }
     if (retention === undefined) return;
     if (!this.agentMs.has(agentId) && this.agentMs.size >= pruneExceptionsMax) {
       throw new InvalidInputError(`agent "${agentId}": at most ${pruneExceptionsMax} agents of one environment may have a retention of their own; set the environment's (Phronomy.open({ retention })) instead`, { agentId });
@@ -229,7 +242,10 @@ export class Retention {
   private async drain(request: Omit<PruneExecutionsOperation, "type" | "executionsMax">): Promise<PruneReport> {
     let total = noPruneCounts;
     for (;;) {
-      const counts = await this.settings.store.pruneExecutions({ type: "pruneExecutions", ...request, executionsMax: pruneBatchExecutionsMax });
+      const kept = this.settings.options.journalRecordsKept;
+      const counts = await this.settings.store.pruneExecutions({
+        type: "pruneExecutions", ...request, executionsMax: pruneBatchExecutionsMax, ...(kept !== undefined ? { journalRecordsKept: kept } : {}),
+      });
       total = addPruneCounts(total, counts);
       if (counts.executions < pruneBatchExecutionsMax || this.closed) return total;
       await new Promise<void>((resolve) => setImmediate(resolve));

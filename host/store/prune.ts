@@ -15,9 +15,9 @@
 //   its steps (the timeline, with the tool calls' idempotency keys) and its
 //   approval inbox rows. Leases and agent roots are the agent's and stay.
 // * The journal is the conversation's memory, not the execution's: per
-//   agent touched, the newest `journalRecordsKept` records always stay (the
-//   largest memory window a definition may ask for); an older record goes
-//   once its execution is gone (now, or in an earlier prune).
+//   agent touched, the newest `journalRecordsKept` records always stay (by
+//   default the largest memory window a definition may ask for); an older
+//   record goes once its execution is gone (now, or in an earlier prune).
 // * Bounded: at most `executionsMax` executions per request (at most
 //   `pruneBatchExecutionsMax`); the caller repeats, yielding in between.
 
@@ -31,10 +31,12 @@ import { checkId } from "./check-operation.js";
  * the hot path's barriers without a visible stall. */
 export const pruneBatchExecutionsMax = 100;
 
-/** Journal records always kept per agent: the largest `memoryWindow` a
- * definition may set (`MEMORY_WINDOW_MAX`, checked in runtime/retention.ts).
- * The store cannot know which definition (in which process, before or after
- * an upgrade) will start the conversation next, so it keeps enough for any. */
+/** Journal records kept per agent unless a request says fewer: the largest
+ * `memoryWindow` a definition may set (`MEMORY_WINDOW_MAX`, checked by a
+ * test). The store cannot know which definition (in which process, before
+ * or after an upgrade) will start the conversation next, so by default it
+ * keeps enough for any; an application whose windows are smaller says so
+ * (`retention.journalRecordsKept`). */
 export const journalRecordsKept = 1_000;
 
 /** Agents one request may exclude (`exceptAgentIds`): the agents with a
@@ -51,6 +53,8 @@ export interface PruneExecutionsOperation {
   readonly exceptAgentIds?: readonly string[];
   /** At most this many executions (1 to `pruneBatchExecutionsMax`). */
   readonly executionsMax: number;
+  /** Journal records kept per agent touched (1 to `journalRecordsKept`, its default). */
+  readonly journalRecordsKept?: number;
 }
 
 /** What one prune (or a sum of them) removed, by kind of row. */
@@ -85,6 +89,10 @@ export function checkPruneOperation(operation: PruneExecutionsOperation): void {
     throw new InvalidInputError(`pruneExecutions.executionsMax must be an integer from 1 to ${pruneBatchExecutionsMax}, got ${String(operation.executionsMax)}`);
   }
   if (operation.agentId !== undefined) checkId(operation.agentId, "pruneExecutions.agentId");
+  const kept = operation.journalRecordsKept;
+  if (kept !== undefined && (!Number.isInteger(kept) || kept < 1 || kept > journalRecordsKept)) {
+    throw new InvalidInputError(`pruneExecutions.journalRecordsKept must be an integer from 1 to ${journalRecordsKept}, got ${String(kept)}`);
+  }
   const except = operation.exceptAgentIds;
   if (except === undefined) return;
   if (!Array.isArray(except) || except.length > pruneExceptionsMax) {

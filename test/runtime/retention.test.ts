@@ -50,7 +50,8 @@ describe("retention options", () => {
     await expect(Phronomy.open({ store, retention: { finishedMs: -1 } })).rejects.toThrow(InvalidInputError);
     await expect(Phronomy.open({ store, retention: { finishedMs: 1.5e3 + 0.5 } })).rejects.toThrow(/integer/);
     await expect(Phronomy.open({ store, retention: { finishedMs: "never" as "forever" } })).rejects.toThrow(/"never"/);
-    await expect(Phronomy.open({ store, retention: { days: 3 } as never })).rejects.toThrow(/unknown option "days"; allowed: finishedMs, intervalMs/);
+    await expect(Phronomy.open({ store, retention: { days: 3 } as never })).rejects.toThrow(/unknown option "days"; allowed: finishedMs, intervalMs, journalRecordsKept/);
+    await expect(Phronomy.open({ store, retention: { journalRecordsKept: 1_001 } })).rejects.toThrow(/"retention.journalRecordsKept" must be an integer from 1 to 1000/);
     await expect(Phronomy.open({ store, retention: { intervalMs: 0 } })).rejects.toThrow(/intervalMs" must be an integer from 10/);
     await expect(Phronomy.open({ store, retention: 7 as never })).rejects.toThrow(/"retention" must be an object/);
     const env = await openEnvironment();
@@ -58,6 +59,9 @@ describe("retention options", () => {
     expect(() => env.agent({ id: "a", model, retention: {} as never })).toThrow(/retention.finishedMs" is required/);
     expect(() => env.agent({ id: "a", model, retention: { finishedMs: 10 } })).toThrow(/agent "a": "retention.finishedMs"/);
     expect(() => env.agent({ id: "a", model, retention: { finishedMs: 1_000, intervalMs: 5 } as never })).toThrow(/unknown option "intervalMs"; allowed: finishedMs/);
+    const small = await openEnvironment({ retention: { journalRecordsKept: 10 } });
+    expect(() => small.agent({ id: "wide", model })).toThrow(/agent "wide": its memoryWindow \(20\) is more than the 10 journal records the environment keeps/);
+    expect(small.agent({ id: "narrow", model, memoryWindow: 10 }).id).toBe("narrow");
     await expect(env.prune({ olderThanMs: -1 })).rejects.toThrow(/"olderThanMs" must be an integer/);
     await expect(env.prune({ agentId: "" })).rejects.toThrow(/agentId/);
     await expect(env.prune({ everything: true } as never)).rejects.toThrow(/unknown option "everything"/);

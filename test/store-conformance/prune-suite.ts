@@ -124,6 +124,17 @@ export function definePruneSuite(backend: Backend): void {
       expect(await store.readJournal("support", journalRecordsKept)).toEqual(newest);
     });
 
+    it("keeps fewer journal records when the request says so", async () => {
+      const store = await open();
+      for (let index = 0; index < 6; index += 1) {
+        await store.run(prepare(`k${index}`, "support", { at: 99 + index }));
+        await store.run(terminalCommit(`k${index}`, 1, { at: 100 + index }));
+      }
+      // 12 records; the four newest (k4, k5) stay, the others go with their executions.
+      expect(await prune(store, 104, { journalRecordsKept: 4 })).toEqual(expect.objectContaining({ executions: 4, journal: 8 }));
+      expect((await store.readJournal("support", 100)).map((record) => record.executionId)).toEqual(["k4", "k4", "k5", "k5"]);
+    });
+
     it("refuses a malformed request at once, naming the field", async () => {
       const store = await open();
       expect(() => prune(store, Number.NaN)).toThrow(InvalidInputError);
@@ -131,6 +142,7 @@ export function definePruneSuite(backend: Backend): void {
       expect(() => prune(store, 1, { executionsMax: pruneBatchExecutionsMax + 1 })).toThrow(/executionsMax/);
       expect(() => prune(store, 1, { agentId: "" })).toThrow(/pruneExecutions.agentId/);
       expect(() => prune(store, 1, { exceptAgentIds: [""] })).toThrow(/exceptAgentIds\[0\]/);
+      expect(() => prune(store, 1, { journalRecordsKept: 0 })).toThrow(/journalRecordsKept must be an integer from 1 to 1000/);
     });
   });
 }

@@ -68,6 +68,6 @@ export async function pruneExecutions(client: pg.ClientBase, operation: PruneExe
     ) AS kept
     WHERE record.agent_id = kept.id AND record.position < kept.kept_from
       AND NOT EXISTS (SELECT 1 FROM executions WHERE executions.execution_id = record.execution_id)
-  `, [agents, journalRecordsKept - 1]);
+  `, [agents, (operation.journalRecordsKept ?? journalRecordsKept) - 1]);
   return { executions: executionIds.length, steps: steps.rowCount ?? 0, journal: journal.rowCount ?? 0, approvals: approvals.rowCount ?? 0 };
 }

@@ -60,17 +60,18 @@ export function pruneExecutions(connection: SqliteConnection, operation: PruneEx
     agents.add(String(candidate["agent_id"]));
   }
   let journal = 0;
-  for (const agentId of agents) journal += trimJournal(connection, agentId);
+  const kept = operation.journalRecordsKept ?? journalRecordsKept;
+  for (const agentId of agents) journal += trimJournal(connection, agentId, kept);
   return { executions, steps, journal, approvals };
 }
 
-/** Deletes the agent's journal records older than its newest
- * `journalRecordsKept` whose execution is no longer in the store. */
-function trimJournal(connection: SqliteConnection, agentId: string): number {
+/** Deletes the agent's journal records older than its newest `kept`
+ * whose execution is no longer in the store. */
+function trimJournal(connection: SqliteConnection, agentId: string, kept: number): number {
   return connection.prepare(`
     DELETE FROM journal
     WHERE agent_id = ?
       AND seq < coalesce((SELECT seq FROM journal WHERE agent_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?), -1)
       AND NOT EXISTS (SELECT 1 FROM executions WHERE executions.execution_id = journal.execution_id)
-  `).run(agentId, agentId, journalRecordsKept - 1).changes;
+  `).run(agentId, agentId, kept - 1).changes;
 }
