@@ -71,6 +71,8 @@ interface RoundFigures {
   readonly p99Ms: number;
   readonly loopDelayP99Ms: number;
   readonly end: StoreSize;
+  /** Growth of the used space over the round's second half (after a
+   * short retention has reached its steady state). */
   readonly growthMbPerSecond: number;
   readonly pruned: PruneCounts;
   readonly batchMs: number[];
@@ -104,8 +106,11 @@ async function round(directory: string, label: string, retention: RetentionOptio
       latencies.push(performance.now() - started);
     }
   };
-  const first = sizeOf(path);
   const began = performance.now();
+  let half: { size: StoreSize; at: number } | undefined;
+  const halfway = setTimeout(() => {
+    half = { size: sizeOf(path), at: performance.now() };
+  }, seconds * 500);
   loopDelay.enable();
   const running = agents.map(worker);
   const samples = setInterval(() => {
@@ -119,15 +124,17 @@ async function round(directory: string, label: string, retention: RetentionOptio
   const elapsedMs = performance.now() - began;
   loopDelay.disable();
   clearInterval(samples);
-  await env.close();
+  clearTimeout(halfway);
+  const endedAt = performance.now();
   const end = sizeOf(path);
+  await env.close();
   const sorted = [...latencies].sort((a, b) => a - b);
   return {
     runsPerSecond: latencies.length / (elapsedMs / 1000),
     p99Ms: percentile(sorted, 0.99),
     loopDelayP99Ms: loopDelay.percentile(99) / 1e6,
     end,
-    growthMbPerSecond: (end.usedBytes - first.usedBytes) / 1_048_576 / (elapsedMs / 1000),
+    growthMbPerSecond: half === undefined ? Number.NaN : (end.usedBytes - half.size.usedBytes) / 1_048_576 / ((endedAt - half.at) / 1000),
     pruned,
     batchMs,
   };
@@ -136,7 +143,33 @@ async function round(directory: string, label: string, retention: RetentionOptio
 function report(label: string, figures: RoundFigures): void {
   const batches = [...figures.batchMs].sort((a, b) => a - b);
   const pruneText = batches.length === 0 ? "no prune batches" : `${batches.length} prune batches (p50 ${percentile(batches, 0.5).toFixed(1)} ms, p99 ${percentile(batches, 0.99).toFixed(1)} ms, max ${(batches.at(-1) ?? 0).toFixed(1)} ms) removed ${figures.pruned.executions} executions, ${figures.pruned.steps} steps, ${figures.pruned.journal} journal records`;
-  console.log(`  ${label}: ${figures.runsPerSecond.toFixed(0)} runs/s, p99 ${figures.p99Ms.toFixed(1)} ms, event loop p99 delay ${figures.loopDelayP99Ms.toFixed(1)} ms; at the end ${mb(figures.end.usedBytes)} MB used (file ${mb(figures.end.fileBytes)} MB), ${figures.end.executions} executions; used space grew ${figures.growthMbPerSecond.toFixed(2)} MB/s; ${pruneText}`);
+  console.log(`  ${label}: ${figures.runsPerSecond.toFixed(0)} runs/s, p99 ${figures.p99Ms.toFixed(1)} ms, event loop p99 delay ${figures.loopDelayP99Ms.toFixed(1)} ms; at the end ${mb(figures.end.usedBytes)} MB used (file ${mb(figures.end.fileBytes)} MB), ${figures.end.executions} executions; used space grew ${figures.growthMbPerSecond.toFixed(2)} MB/s over the second half; ${pruneText}`);
+}
+
+/** What one batch costs with nothing else running: 3,000 finished runs of
+ * the workload, then `env.prune({ olderThanMs: 0 })` batch by batch (each
+ * timed from submission to answer: the worker's transaction and the hop). */
+async function isolatedBatches(directory: string): Promise<void> {
+  const path = join(directory, "isolated.db");
+  const store = await SqliteStore.open(path);
+  const batchMs: number[] = [];
+  const prune = store.pruneExecutions.bind(store);
+  store.pruneExecutions = async (operation: PruneExecutionsOperation) => {
+    const began = performance.now();
+    const counts = await prune(operation);
+    batchMs.push(performance.now() - began);
+    return counts;
+  };
+  const env = await Phronomy.open({ store, logger: { warn: (message) => console.warn(message) }, retention: { finishedMs: "forever" } });
+  const agents = await defineAgents(env, Array.from({ length: IN_FLIGHT }, (_, index) => `agent-${index}`));
+  for (let index = 0; index < 30; index += 1) await warmUp(agents);
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  const began = performance.now();
+  const counts = await env.prune({ olderThanMs: 0 });
+  const totalMs = performance.now() - began;
+  await env.close();
+  const sorted = [...batchMs].sort((a, b) => a - b);
+  console.log(`\nisolated: ${counts.executions} executions (${counts.steps} steps) pruned in ${batchMs.length} batches, ${totalMs.toFixed(0)} ms in all; per batch of up to 100 p50 ${percentile(sorted, 0.5).toFixed(1)} ms, max ${(sorted.at(-1) ?? 0).toFixed(1)} ms (${(totalMs / Math.max(1, counts.executions) * 1000).toFixed(0)} µs per execution)`);
 }
 
 async function main(): Promise<void> {
@@ -157,6 +190,7 @@ async function main(): Promise<void> {
       report(`retention ${retentionMs} ms`, b);
       short.push(b);
     }
+    await isolatedBatches(directory);
     console.log("\nsummary (ratios are short retention ÷ forever, per round)");
     for (let index = 0; index < rounds; index += 1) {
       const a = forever[index]!;

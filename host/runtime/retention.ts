@@ -15,7 +15,8 @@
 // * One pass at a time: a background pass and `env.prune()` calls run one
 //   after the other. The timer is unref'd (a process is never kept alive
 //   by it), and `close()` waits for the pass in progress to end its batch.
-// * A failed batch is reported to the logger and tried again next pass.
+// * A failed batch is reported to the logger (once per distinct reason)
+//   and tried again next pass.
 
 import { InvalidInputError } from "../errors.js";
 import {
@@ -149,6 +150,8 @@ export class Retention {
   /** The pass or prune in progress (they run one at a time). */
   private running: Promise<unknown> = Promise.resolve();
   private closed = false;
+  /** The last failure reported: the same one again is not repeated every pass. */
+  private lastFailure: string | undefined;
 
   constructor(private readonly settings: RetentionSettings) {
     this.defaultMs = settings.options.finishedMs ?? RETENTION_FINISHED_MS_DEFAULT;
@@ -200,8 +203,12 @@ export class Retention {
     if (this.closed) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      this.serialized(() => this.pass(this.settings.now())).catch((error: unknown) => {
-        this.settings.logger.warn(`[phronomy] pruning finished executions failed (tried again in ${this.intervalMs()} ms): ${error instanceof Error ? error.message : String(error)}`);
+      this.serialized(() => this.pass(this.settings.now())).then(() => {
+        this.lastFailure = undefined;
+      }, (error: unknown) => {
+        const message = error instanceof Error ? error.message : String(error);
+        if (message !== this.lastFailure && !this.closed) this.settings.logger.warn(`[phronomy] pruning finished executions failed (tried again every ${this.intervalMs()} ms; reported again only if the reason changes): ${message}`);
+        this.lastFailure = message;
       }).finally(() => this.schedule());
     }, this.intervalMs());
     this.timer.unref();
