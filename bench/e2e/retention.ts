@@ -3,7 +3,7 @@
 // run" workload (`workload.ts`, 100 in flight, SQLite FULL, adaptive
 // offload) runs in alternating rounds with retention `forever` (nothing
 // pruned: the floor) and with a short retention (the background pruner
-// deleting in batches of 100 while the workload runs). Prints, per round,
+// deleting in batches of `pruneBatchExecutionsMax` while the workload runs). Prints, per round,
 // the store's size and rows every few seconds, throughput, p99 latency,
 // the event loop's p99 delay and the prune batches' durations; asserts
 // nothing (docs/decisions/0027 quotes its figures).
@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import Database from "better-sqlite3";
 import { Phronomy, SqliteStore, type Agent, type RetentionOptions } from "../../host/index.js";
-import type { PruneCounts, PruneExecutionsOperation } from "../../host/store/prune.js";
+import { pruneBatchExecutionsMax, type PruneCounts, type PruneExecutionsOperation } from "../../host/store/prune.js";
 import { IN_FLIGHT, defineAgents, percentile, warmUp } from "./workload.js";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 30);
@@ -169,7 +169,7 @@ async function isolatedBatches(directory: string): Promise<void> {
   const totalMs = performance.now() - began;
   await env.close();
   const sorted = [...batchMs].sort((a, b) => a - b);
-  console.log(`\nisolated: ${counts.executions} executions (${counts.steps} steps) pruned in ${batchMs.length} batches, ${totalMs.toFixed(0)} ms in all; per batch of up to 100 p50 ${percentile(sorted, 0.5).toFixed(1)} ms, max ${(sorted.at(-1) ?? 0).toFixed(1)} ms (${(totalMs / Math.max(1, counts.executions) * 1000).toFixed(0)} µs per execution)`);
+  console.log(`\nisolated: ${counts.executions} executions (${counts.steps} steps) pruned in ${batchMs.length} batches, ${totalMs.toFixed(0)} ms in all; per batch of up to ${pruneBatchExecutionsMax} p50 ${percentile(sorted, 0.5).toFixed(1)} ms, max ${(sorted.at(-1) ?? 0).toFixed(1)} ms (${(totalMs / Math.max(1, counts.executions) * 1000).toFixed(0)} µs per execution)`);
 }
 
 async function main(): Promise<void> {

@@ -25,11 +25,13 @@ import { InvalidInputError } from "../errors.js";
 import { checkId } from "./check-operation.js";
 
 /** Most executions one prune transaction deletes. An execution of the
- * bench's shape (model → tool → model → tool → model) has ≈10 steps, so a
- * batch of 100 deletes ≈1,000 rows and their index entries: a few
- * milliseconds of the writer, short enough to sit in a group commit beside
- * the hot path's barriers without a visible stall. */
-export const pruneBatchExecutionsMax = 100;
+ * bench's shape (model → tool → model → tool → model) has 12 steps; on
+ * SQLite a batch costs ≈210 µs per execution with nothing else running
+ * (`npm run bench:retention`: 100 took ≈15 ms), so 32 hold the writer
+ * ≈5 ms — no longer than a large group of barriers, which it shares a
+ * commit with. Smaller batches add no fsync (they ride in group commits),
+ * only statements. */
+export const pruneBatchExecutionsMax = 32;
 
 /** Journal records kept per agent unless a request says fewer: the largest
  * `memoryWindow` a definition may set (`MEMORY_WINDOW_MAX`, checked by a

@@ -138,7 +138,7 @@ export function definePruneSuite(backend: Backend): void {
     it("refuses a malformed request at once, naming the field", async () => {
       const store = await open();
       expect(() => prune(store, Number.NaN)).toThrow(InvalidInputError);
-      expect(() => prune(store, 1, { executionsMax: 0 })).toThrow(/executionsMax must be an integer from 1 to 100/);
+      expect(() => prune(store, 1, { executionsMax: 0 })).toThrow(`executionsMax must be an integer from 1 to ${pruneBatchExecutionsMax}`);
       expect(() => prune(store, 1, { executionsMax: pruneBatchExecutionsMax + 1 })).toThrow(/executionsMax/);
       expect(() => prune(store, 1, { agentId: "" })).toThrow(/pruneExecutions.agentId/);
       expect(() => prune(store, 1, { exceptAgentIds: [""] })).toThrow(/exceptAgentIds\[0\]/);
