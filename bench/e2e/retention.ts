@@ -1,14 +1,15 @@
 // bench/e2e/retention: does a short retention keep the store bounded under
 // the e2e workload, and what does pruning cost the hot path? The "agent
-// run" workload (`workload.ts`, 100 in flight, SQLite FULL, adaptive
-// offload) runs in alternating rounds with retention `forever` (nothing
+// run" workload (`workload.ts`, 100 in flight; SQLite FULL with the
+// adaptive offload, or PostgreSQL) runs in alternating rounds with retention `forever` (nothing
 // pruned: the floor) and with a short retention (the background pruner
-// deleting in batches of `pruneBatchExecutionsMax` while the workload runs). Prints, per round,
-// the store's size and rows every few seconds, throughput, p99 latency,
+// deleting in batches of `pruneBatchExecutionsMax` while the workload
+// runs). Prints, per round, the store's size and rows every few seconds, throughput, p99 latency,
 // the event loop's p99 delay and the prune batches' durations; asserts
 // nothing (docs/decisions/0027 quotes its figures).
 //
 //   npm run bench:retention
+//   npm run bench:retention -- --store postgres://postgres@127.0.0.1:5432/test   # PostgreSQL (a fresh schema per round, dropped)
 //   BENCH_SECONDS=60 BENCH_ROUNDS=2 BENCH_RETENTION_MS=5000 BENCH_JOURNAL_KEPT=20 npm run bench:retention
 
 import { statSync } from "node:fs";
@@ -16,9 +17,12 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
+import { randomBytes } from "node:crypto";
+import { parseArgs } from "node:util";
 import Database from "better-sqlite3";
-import { Phronomy, SqliteStore, type Agent, type RetentionOptions } from "../../host/index.js";
-import { pruneBatchExecutionsMax, type PruneCounts, type PruneExecutionsOperation } from "../../host/store/prune.js";
+import pg from "pg";
+import { Phronomy, PostgresStore, SqliteStore, type Agent, type ExecutionStore, type RetentionOptions } from "../../host/index.js";
+import { pruneBatchExecutionsMax, type PruneCounts, type PruneExecutionsOperation, type PruningStore } from "../../host/store/prune.js";
 import { IN_FLIGHT, defineAgents, percentile, warmUp } from "./workload.js";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 30);
@@ -33,7 +37,9 @@ const sampleEveryMs = 5_000;
 interface StoreSize {
   /** Database file and write-ahead log, bytes on disk. */
   readonly fileBytes: number;
-  /** Pages in use (page_count − freelist_count) × page size: what the rows hold. */
+  /** SQLite: pages in use (page_count − freelist_count) × page size, what
+   * the rows hold. PostgreSQL: the tables with their indexes and TOAST
+   * (`pg_total_relation_size`, dead rows included until vacuumed). */
   readonly usedBytes: number;
   readonly executions: number;
   readonly steps: number;
@@ -78,9 +84,54 @@ interface RoundFigures {
   readonly batchMs: number[];
 }
 
-async function round(directory: string, label: string, retention: RetentionOptions): Promise<RoundFigures> {
-  const path = join(directory, `retention-${label}-${Date.now()}.db`);
-  const store = await SqliteStore.open(path);
+/** Where a round runs: a store it opens, how big that store is, and how to drop it. */
+interface Target {
+  readonly name: string;
+  open(label: string): Promise<{ store: ExecutionStore & PruningStore; size: () => Promise<StoreSize>; drop: () => Promise<void> }>;
+}
+
+function sqliteTarget(directory: string): Target {
+  return {
+    name: "SQLite FULL",
+    async open(label) {
+      const path = join(directory, `retention-${label}-${Date.now()}.db`);
+      return { store: await SqliteStore.open(path), size: async () => sizeOf(path), drop: async () => undefined };
+    },
+  };
+}
+
+function postgresTarget(url: string): Target {
+  return {
+    name: "PostgreSQL",
+    async open() {
+      const schema = `phronomy_bench_${randomBytes(4).toString("hex")}`;
+      const store = await PostgresStore.open(url, { schema });
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      const value = async (sql: string, values: unknown[] = []) => Number(Object.values((await client.query(sql, values)).rows[0] as object)[0]);
+      return {
+        store,
+        size: async () => {
+          const bytes = await value("SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'", [schema]);
+          return {
+            fileBytes: bytes, usedBytes: bytes,
+            executions: await value(`SELECT count(*) FROM ${schema}.executions`),
+            steps: await value(`SELECT count(*) FROM ${schema}.steps`),
+            journal: await value(`SELECT count(*) FROM ${schema}.journal`),
+          };
+        },
+        drop: async () => {
+          await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+          await client.end();
+        },
+      };
+    },
+  };
+}
+
+async function round(target: Target, label: string, retention: RetentionOptions): Promise<RoundFigures> {
+  const opened = await target.open(label);
+  const store = opened.store;
   // Each prune batch timed from submission to answer (queueing included).
   const batchMs: number[] = [];
   let pruned: PruneCounts = { executions: 0, steps: 0, journal: 0, approvals: 0 };
@@ -107,17 +158,17 @@ async function round(directory: string, label: string, retention: RetentionOptio
     }
   };
   const began = performance.now();
-  let half: { size: StoreSize; at: number } | undefined;
+  let half: Promise<{ size: StoreSize; at: number }> | undefined;
   const halfway = setTimeout(() => {
-    half = { size: sizeOf(path), at: performance.now() };
+    const at = performance.now();
+    half = opened.size().then((size) => ({ size, at }));
   }, seconds * 500);
   loopDelay.enable();
   const running = agents.map(worker);
-  const samples = setInterval(() => {
-    const size = sizeOf(path);
+  const samples = setInterval(() => void opened.size().then((size) => {
     const elapsed = (performance.now() - began) / 1000;
     console.log(`    ${label} t=${elapsed.toFixed(0).padStart(3)}s runs ${String(latencies.length).padStart(6)}  file ${mb(size.fileBytes).padStart(6)} MB  used ${mb(size.usedBytes).padStart(6)} MB  executions ${String(size.executions).padStart(6)}  steps ${String(size.steps).padStart(7)}  journal ${String(size.journal).padStart(6)}`);
-  }, sampleEveryMs);
+  }), sampleEveryMs);
   await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
   stop = true;
   await Promise.all(running);
@@ -126,15 +177,17 @@ async function round(directory: string, label: string, retention: RetentionOptio
   clearInterval(samples);
   clearTimeout(halfway);
   const endedAt = performance.now();
-  const end = sizeOf(path);
+  const end = await opened.size();
+  const halfSize = await half;
   await env.close();
+  await opened.drop();
   const sorted = [...latencies].sort((a, b) => a - b);
   return {
     runsPerSecond: latencies.length / (elapsedMs / 1000),
     p99Ms: percentile(sorted, 0.99),
     loopDelayP99Ms: loopDelay.percentile(99) / 1e6,
     end,
-    growthMbPerSecond: half === undefined ? Number.NaN : (end.usedBytes - half.size.usedBytes) / 1_048_576 / ((endedAt - half.at) / 1000),
+    growthMbPerSecond: halfSize === undefined ? Number.NaN : (end.usedBytes - halfSize.size.usedBytes) / 1_048_576 / ((endedAt - halfSize.at) / 1000),
     pruned,
     batchMs,
   };
@@ -149,9 +202,9 @@ function report(label: string, figures: RoundFigures): void {
 /** What one batch costs with nothing else running: 3,000 finished runs of
  * the workload, then `env.prune({ olderThanMs: 0 })` batch by batch (each
  * timed from submission to answer: the worker's transaction and the hop). */
-async function isolatedBatches(directory: string): Promise<void> {
-  const path = join(directory, "isolated.db");
-  const store = await SqliteStore.open(path);
+async function isolatedBatches(target: Target): Promise<void> {
+  const opened = await target.open("isolated");
+  const store = opened.store;
   const batchMs: number[] = [];
   const prune = store.pruneExecutions.bind(store);
   store.pruneExecutions = async (operation: PruneExecutionsOperation) => {
@@ -168,6 +221,7 @@ async function isolatedBatches(directory: string): Promise<void> {
   const counts = await env.prune({ olderThanMs: 0 });
   const totalMs = performance.now() - began;
   await env.close();
+  await opened.drop();
   const sorted = [...batchMs].sort((a, b) => a - b);
   console.log(`\nisolated: ${counts.executions} executions (${counts.steps} steps) pruned in ${batchMs.length} batches, ${totalMs.toFixed(0)} ms in all; per batch of up to ${pruneBatchExecutionsMax} p50 ${percentile(sorted, 0.5).toFixed(1)} ms, max ${(sorted.at(-1) ?? 0).toFixed(1)} ms (${(totalMs / Math.max(1, counts.executions) * 1000).toFixed(0)} µs per execution)`);
 }
@@ -176,21 +230,24 @@ async function main(): Promise<void> {
   for (const [name, value] of [["BENCH_SECONDS", seconds], ["BENCH_ROUNDS", rounds], ["BENCH_RETENTION_MS", retentionMs], ["BENCH_JOURNAL_KEPT", journalKept]] as const) {
     if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number, got ${String(value)}`);
   }
+  const { values } = parseArgs({ options: { store: { type: "string" } }, strict: true });
+  if (values.store !== undefined && !/^postgres(ql)?:\/\//i.test(values.store)) throw new Error("--store takes a postgres:// URL; without it the bench runs on SQLite files in a temporary directory");
   const directory = await mkdtemp(join(tmpdir(), "phronomy-retention-"));
+  const target = values.store === undefined ? sqliteTarget(directory) : postgresTarget(values.store);
   const forever: RoundFigures[] = [];
   const short: RoundFigures[] = [];
   try {
-    console.log(`bench/e2e/retention — agent run, ${IN_FLIGHT} in flight, SQLite FULL, ${seconds}s per round, ${rounds} alternating rounds of retention "forever" and ${retentionMs} ms (journal ${journalKept} records per conversation), node ${process.version}`);
+    console.log(`bench/e2e/retention — agent run, ${IN_FLIGHT} in flight, ${target.name}, ${seconds}s per round, ${rounds} alternating rounds of retention "forever" and ${retentionMs} ms (journal ${journalKept} records per conversation), node ${process.version}`);
     for (let index = 0; index < rounds; index += 1) {
       console.log(`\nround ${index + 1}`);
-      const a = await round(directory, "forever", { finishedMs: "forever" });
+      const a = await round(target, "forever", { finishedMs: "forever" });
       report("retention forever", a);
       forever.push(a);
-      const b = await round(directory, `${retentionMs}ms`, { finishedMs: retentionMs, journalRecordsKept: journalKept });
+      const b = await round(target, `${retentionMs}ms`, { finishedMs: retentionMs, journalRecordsKept: journalKept });
       report(`retention ${retentionMs} ms`, b);
       short.push(b);
     }
-    await isolatedBatches(directory);
+    await isolatedBatches(target);
     console.log("\nsummary (ratios are short retention ÷ forever, per round)");
     for (let index = 0; index < rounds; index += 1) {
       const a = forever[index]!;
