@@ -3,7 +3,7 @@
 // run" workload (`workload.ts`, 100 in flight; SQLite FULL with the
 // adaptive offload, or PostgreSQL) runs in alternating rounds with retention `forever` (nothing
 // pruned: the floor) and with a short retention (the background pruner
-// deleting in batches of `pruneBatchExecutionsMax` while the workload
+// deleting in the store's batches while the workload
 // runs). Prints, per round, the store's size and rows every few seconds, throughput, p99 latency,
 // the event loop's p99 delay and the prune batches' durations; asserts
 // nothing (docs/decisions/0027 quotes its figures).
@@ -22,7 +22,7 @@ import { parseArgs } from "node:util";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { Phronomy, PostgresStore, SqliteStore, type Agent, type ExecutionStore, type RetentionOptions } from "../../host/index.js";
-import { pruneBatchExecutionsMax, type PruneCounts, type PruneExecutionsOperation, type PruningStore } from "../../host/store/prune.js";
+import { type PruneCounts, type PruneExecutionsOperation, type PruningStore } from "../../host/store/prune.js";
 import { IN_FLIGHT, defineAgents, percentile, warmUp } from "./workload.js";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 30);
@@ -223,7 +223,7 @@ async function isolatedBatches(target: Target): Promise<void> {
   await env.close();
   await opened.drop();
   const sorted = [...batchMs].sort((a, b) => a - b);
-  console.log(`\nisolated: ${counts.executions} executions (${counts.steps} steps) pruned in ${batchMs.length} batches, ${totalMs.toFixed(0)} ms in all; per batch of up to ${pruneBatchExecutionsMax} p50 ${percentile(sorted, 0.5).toFixed(1)} ms, max ${(sorted.at(-1) ?? 0).toFixed(1)} ms (${(totalMs / Math.max(1, counts.executions) * 1000).toFixed(0)} µs per execution)`);
+  console.log(`\nisolated: ${counts.executions} executions (${counts.steps} steps) pruned in ${batchMs.length} batches, ${totalMs.toFixed(0)} ms in all; per batch of up to ${store.pruneBatchExecutions} p50 ${percentile(sorted, 0.5).toFixed(1)} ms, max ${(sorted.at(-1) ?? 0).toFixed(1)} ms (${(totalMs / Math.max(1, counts.executions) * 1000).toFixed(0)} µs per execution)`);
 }
 
 async function main(): Promise<void> {

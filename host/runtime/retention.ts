@@ -9,7 +9,8 @@
 //   with the default (`exceptAgentIds`). Another process sharing the store
 //   applies its own policy to the agents it does not define.
 // * The store does the deleting, in batches of at most
-//   `pruneBatchExecutionsMax` executions, one transaction each
+//   the store's `pruneBatchExecutions` executions (32 on SQLite, whose one
+//   writer the hot path shares; 100 on PostgreSQL), one transaction each
 //   (`store/prune.ts`); between two batches the pruner yields to the event
 //   loop, so the hot path's work is never queued behind a whole pass.
 // * One pass at a time: a background pass and `env.prune()` calls run one
@@ -20,7 +21,7 @@
 
 import { InvalidInputError } from "../errors.js";
 import {
-  addPruneCounts, journalRecordsKept, noPruneCounts, pruneBatchExecutionsMax, pruneExceptionsMax, type PruneCounts, type PruneExecutionsOperation,
+  addPruneCounts, journalRecordsKept, noPruneCounts, pruneExceptionsMax, type PruneCounts, type PruneExecutionsOperation,
   type PruningStore,
 } from "../store/prune.js";
 import { checkId } from "../store/check-operation.js";
@@ -248,13 +249,14 @@ export class Retention {
    * closes), yielding to the event loop between two. */
   private async drain(request: Omit<PruneExecutionsOperation, "type" | "executionsMax">): Promise<PruneReport> {
     let total = noPruneCounts;
+    const batch = this.settings.store.pruneBatchExecutions;
     for (;;) {
       const kept = this.settings.options.journalRecordsKept;
       const counts = await this.settings.store.pruneExecutions({
-        type: "pruneExecutions", ...request, executionsMax: pruneBatchExecutionsMax, ...(kept !== undefined ? { journalRecordsKept: kept } : {}),
+        type: "pruneExecutions", ...request, executionsMax: batch, ...(kept !== undefined ? { journalRecordsKept: kept } : {}),
       });
       total = addPruneCounts(total, counts);
-      if (counts.executions < pruneBatchExecutionsMax || this.closed) return total;
+      if (counts.executions < batch || this.closed) return total;
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
   }

@@ -46,6 +46,7 @@ import { isConnectionLoss, resolveOutcome } from "./postgres/outcome.js";
 import * as reads from "./postgres/reads.js";
 import { migrate } from "./postgres/schema.js";
 import { checkPruneOperation, type PruneCounts, type PruneExecutionsOperation } from "./prune.js";
+import { postgresPruneBatchExecutions } from "./postgres/prune.js";
 import type {
   AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, OffloadOperation, OffloadResult, PurgeAgentResult,
   PrepareExecutionOperation, StoreOperation, StoreResult, StoredStep,
@@ -169,6 +170,8 @@ export class PostgresStore implements ExecutionStore {
     void purged.finally(() => this.journalTails.drop(agentId)).catch(() => undefined);
     return purged;
   }
+
+  readonly pruneBatchExecutions = postgresPruneBatchExecutions;
 
   /** Deletes a bounded batch of finished executions (`prune.ts`) in a
    * transaction of its own. */

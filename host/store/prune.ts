@@ -19,19 +19,17 @@
 //   default the largest memory window a definition may ask for); an older
 //   record goes once its execution is gone (now, or in an earlier prune).
 // * Bounded: at most `executionsMax` executions per request (at most
-//   `pruneBatchExecutionsMax`); the caller repeats, yielding in between.
+//   `pruneBatchExecutionsMax`, and the store's own `pruneBatchExecutions`
+//   is what the runtime asks for); the caller repeats, yielding in between.
 
 import { InvalidInputError } from "../errors.js";
 import { checkId } from "./check-operation.js";
 
-/** Most executions one prune transaction deletes. An execution of the
- * bench's shape (model → tool → model → tool → model) has 12 steps; on
- * SQLite a batch costs ≈210 µs per execution with nothing else running
- * (`npm run bench:retention`: 100 took ≈15 ms), so 32 hold the writer
- * ≈5 ms — no longer than a large group of barriers, which it shares a
- * commit with. Smaller batches add no fsync (they ride in group commits),
- * only statements. */
-export const pruneBatchExecutionsMax = 32;
+/** Most executions one prune transaction deletes, on any store (each
+ * store asks for its own batch, `PruningStore.pruneBatchExecutions`). An
+ * execution of the bench's shape (model → tool → model → tool → model)
+ * has 12 steps, so 100 is ≈1,300 rows and their index entries. */
+export const pruneBatchExecutionsMax = 100;
 
 /** Journal records kept per agent unless a request says fewer: the largest
  * `memoryWindow` a definition may set (`MEMORY_WINDOW_MAX`, checked by a
@@ -76,11 +74,16 @@ export function addPruneCounts(a: PruneCounts, b: PruneCounts): PruneCounts {
 /** A store that can prune (both of this package's owners do; a visitor and
  * a store of the application's own may not). */
 export interface PruningStore {
+  /** The batch this store prunes in (at most `pruneBatchExecutionsMax`). */
+  readonly pruneBatchExecutions: number;
   pruneExecutions(operation: PruneExecutionsOperation): Promise<PruneCounts>;
 }
 
 export function pruningStoreOf(store: object): PruningStore | undefined {
-  return typeof (store as Partial<PruningStore>).pruneExecutions === "function" ? store as PruningStore : undefined;
+  const given = store as Partial<PruningStore>;
+  const batch = given.pruneBatchExecutions;
+  const valid = typeof given.pruneExecutions === "function" && Number.isInteger(batch) && batch! >= 1 && batch! <= pruneBatchExecutionsMax;
+  return valid ? store as PruningStore : undefined;
 }
 
 export function checkPruneOperation(operation: PruneExecutionsOperation): void {
