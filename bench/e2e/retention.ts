@@ -33,6 +33,7 @@ const retentionMs = Number(process.env.BENCH_RETENTION_MS ?? 5_000);
  * would plateau only after ≈500 runs of each of the 100 agents. */
 const journalKept = Number(process.env.BENCH_JOURNAL_KEPT ?? 20);
 const sampleEveryMs = 5_000;
+const vacuumEveryMs = 10_000;
 
 interface StoreSize {
   /** Database file and write-ahead log, bytes on disk. */
@@ -109,6 +110,15 @@ function postgresTarget(url: string): Target {
       const client = new pg.Client({ connectionString: url });
       await client.connect();
       const value = async (sql: string, values: unknown[] = []) => Number(Object.values((await client.query(sql, values)).rows[0] as object)[0]);
+      // Deleted rows take space until VACUUM makes it reusable; servers run
+      // autovacuum (on by default). One started with it off (a test server)
+      // gets this bench's own VACUUM every `vacuumEveryMs`, as autovacuum would.
+      const autovacuum = (await client.query("SHOW autovacuum")).rows[0]?.autovacuum === "on";
+      let vacuuming = Promise.resolve();
+      const vacuum = autovacuum ? undefined : setInterval(() => {
+        vacuuming = vacuuming.then(() => client.query(`VACUUM ${schema}.executions, ${schema}.steps, ${schema}.journal, ${schema}.approval_inbox`)).then(() => undefined, () => undefined);
+      }, vacuumEveryMs);
+      if (!autovacuum) console.log(`    (the server's autovacuum is off: the bench vacuums the store's tables every ${vacuumEveryMs / 1000} s, as autovacuum would)`);
       return {
         store,
         size: async () => {
@@ -121,6 +131,8 @@ function postgresTarget(url: string): Target {
           };
         },
         drop: async () => {
+          if (vacuum !== undefined) clearInterval(vacuum);
+          await vacuuming;
           await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
           await client.end();
         },
