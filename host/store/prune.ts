@@ -6,8 +6,8 @@
 //
 // Rules kept here, on both stores:
 // * Only `terminal` executions whose finish (`updated_at` of the terminal
-//   row) is before `finishedBefore` are deleted, re-checked in the same
-//   statement that deletes them: a row reopened meanwhile (a retry makes a
+//   row) is before `finishedBefore` are deleted, and the statement that
+//   deletes one requires it as read (terminal, same revision and finish): a row reopened meanwhile (a retry makes a
 //   terminal execution active again) is not terminal any more, or has a
 //   newer `updated_at`, and is left alone. Preparing, active and suspended
 //   rows are never candidates.

@@ -7,8 +7,8 @@
 // * The candidates are chosen and deleted by one statement: `FOR UPDATE
 //   SKIP LOCKED` passes over a row another transaction holds (a retry
 //   reopening it, another process's prune), and the DELETE's own condition
-//   (terminal, finished before the cutoff) is checked again on the row as
-//   it is when locked (READ COMMITTED re-evaluates an updated row), so a
+//   (terminal, at the revision and finish read) is checked again on the row
+//   as it is when locked (READ COMMITTED re-evaluates an updated row), so a
 //   row reopened before the prune's lock is never deleted; a retry that
 //   comes after finds no row.
 // * Nothing waits long: `lock_timeout` bounds any wait for a row lock (the
@@ -49,14 +49,15 @@ export async function pruneExecutions(client: pg.ClientBase, operation: PruneExe
   // `IN (subquery)` may be rescanned by the plan and delete more).
   const deleted = await client.query<{ execution_id: string; agent_id: string }>(`
     WITH candidates AS MATERIALIZED (
-      SELECT execution_id FROM executions
+      SELECT execution_id, revision, updated_at FROM executions
       WHERE status = 'terminal' AND updated_at < $1
         AND ($2::text IS NULL OR agent_id = $2) AND agent_id <> ALL($3::text[])
       ORDER BY updated_at LIMIT $4
       FOR UPDATE SKIP LOCKED
     )
     DELETE FROM executions USING candidates
-    WHERE executions.execution_id = candidates.execution_id AND executions.status = 'terminal' AND executions.updated_at < $1
+    WHERE executions.execution_id = candidates.execution_id AND executions.status = 'terminal'
+      AND executions.revision = candidates.revision AND executions.updated_at = candidates.updated_at
     RETURNING executions.execution_id, executions.agent_id
   `, [operation.finishedBefore, operation.agentId ?? null, except, operation.executionsMax]);
   const executionIds = deleted.rows.map((row) => row.execution_id);

@@ -8,7 +8,8 @@
 // offload runs the operation in; no other writer exists meanwhile, so a
 // retry that reopens a row either committed before (the row is not
 // terminal: not a candidate) or runs after (the row is gone: the retry
-// finds no execution). The DELETE re-checks status and finish anyway.
+// finds no execution). The DELETE re-checks the status, revision and
+// finish it read anyway.
 
 import type { PruneCounts, PruneExecutionsOperation } from "../prune.js";
 import { journalRecordsKept } from "../prune.js";
@@ -34,13 +35,13 @@ export function createPruneIndexes(connection: SqliteConnection): void {
 
 // Three fixed texts (the connection caches statements by text).
 const candidatesOfAll = `
-  SELECT execution_id, agent_id FROM executions
+  SELECT execution_id, agent_id, revision, updated_at FROM executions
   WHERE status = 'terminal' AND updated_at < ? ORDER BY updated_at LIMIT ?`;
 const candidatesOfAgent = `
-  SELECT execution_id, agent_id FROM executions
+  SELECT execution_id, agent_id, revision, updated_at FROM executions
   WHERE status = 'terminal' AND updated_at < ? AND agent_id = ? ORDER BY updated_at LIMIT ?`;
 const candidatesExcept = `
-  SELECT execution_id, agent_id FROM executions
+  SELECT execution_id, agent_id, revision, updated_at FROM executions
   WHERE status = 'terminal' AND updated_at < ? AND agent_id NOT IN (SELECT value FROM json_each(?))
   ORDER BY updated_at LIMIT ?`;
 
@@ -60,7 +61,9 @@ export function pruneExecutions(connection: SqliteConnection, operation: PruneEx
   const agents = new Set<string>();
   for (const candidate of candidates) {
     const executionId = String(candidate["execution_id"]);
-    const deleted = connection.prepare("DELETE FROM executions WHERE execution_id = ? AND status = 'terminal' AND updated_at < ?").run(executionId, finishedBefore).changes;
+    // The row as read: terminal, at the revision and finish read.
+    const deleted = connection.prepare("DELETE FROM executions WHERE execution_id = ? AND status = 'terminal' AND revision = ? AND updated_at = ?")
+      .run(executionId, candidate["revision"] ?? null, candidate["updated_at"] ?? null).changes;
     if (deleted === 0) continue;
     executions += deleted;
     steps += connection.prepare("DELETE FROM steps WHERE execution_id = ?").run(executionId).changes;
