@@ -21,6 +21,7 @@ const commands = {
   show: () => import("./commands/show.js"),
   decide: () => import("./commands/decide.js"),
   recover: () => import("./commands/recover.js"),
+  prune: () => import("./commands/prune.js"),
   demo: () => import("./commands/demo.js"),
 };
 
@@ -147,6 +148,12 @@ function programOf(run: Runner): Command {
     .description("recover unfinished executions and report what was resolved and what needs attention")
     .option("--agent-module <path>", "a module defining an agent to recover (repeatable)", collect, [] as string[]))
     .action((options, command: Command) => run(command, async (context) => (await commands.recover()).recoverCommand(context, options)));
+
+  program.command("prune")
+    .description("delete finished executions (their timelines too; conversations keep their memory) and say what was removed")
+    .option("--older-than <duration>", "finished more than this long ago: 7d, 12h, 30m, 45s, 500ms (default: the retention, 7d)")
+    .option("--agent <id>", "only this agent's executions")
+    .action((options, command: Command) => run(command, async (context) => (await commands.prune()).pruneCommand(context, options)));
 
   program.command("demo")
     .description("a support agent that asks approval for a refund, pauses, is approved and answers (no key, no network)")

@@ -141,7 +141,7 @@ function explainOpenFailure(error: unknown, location: StoreLocation): unknown {
   const who = owner?.pid !== undefined ? `process ${owner.pid} on ${owner.hostname ?? "?"} (since ${owner.startedAt ?? "?"})` : "another process";
   return new StoreError(
     oneLine(`the store at ${location.path} is owned by ${who}; the CLI opens a store as its owner and one process owns a store at a time — ` +
-      "stop that process (or close its environment) and try again; `ls`, `show`, `approve` and `reject` work beside it (as visitors), `run`, `recover` and `demo` need to own the store"),
+      "stop that process (or close its environment) and try again; `ls`, `show`, `approve` and `reject` work beside it (as visitors), `run`, `recover`, `prune` and `demo` need to own the store"),
     { cause: error, details: error.details },
   );
 }

@@ -24,7 +24,7 @@ import { ControlLoop } from "./control-loop.js";
 import { Coordinator } from "./coordinator.js";
 import { errorForCode } from "./error-codes.js";
 import {
-  rejectUnknownKeys, validateAgentDefinition, validateAgentId, type AgentDefinition, type CallbackErrorPolicy, type Logger,
+  MEMORY_WINDOW_DEFAULT, rejectUnknownKeys, validateAgentDefinition, validateAgentId, type AgentDefinition, type CallbackErrorPolicy, type Logger,
 } from "./options.js";
 import type { AgentEntry } from "./requests.js";
 import { Tracer } from "./tracing.js";
@@ -38,6 +38,8 @@ import { InboxApplier, inboxStoreOf, type ClaimedDecision } from "./approval-inb
 import { RemoteResumes } from "./remote-resume.js";
 import { DurableWatches } from "./durable-watch.js";
 import type { ApprovalRequest } from "./events.js";
+import { checkPruneOptions, checkRetentionOptions, Retention, type PruneOptions, type PruneReport, type RetentionOptions } from "./retention.js";
+import { pruningStoreOf } from "../store/prune.js";
 import { ConversationQueues } from "./conversation-queue.js";
 import { executionOrQueued, listWithQueued } from "./queued-rows.js";
 
@@ -70,9 +72,13 @@ export interface OpenOptions {
    * starts, recovery and purges are refused. A store opened with
    * `SqliteStore.openVisitor` is a visitor's without this option. */
   readonly visitor?: boolean;
+  /** How long finished executions stay in the store (default 7 days) and
+   * how often the background pruner looks (`runtime/retention.ts`,
+   * docs/decisions/0027). */
+  readonly retention?: RetentionOptions;
 }
 
-const OPEN_OPTION_KEYS = ["store", "synchronous", "offloadCapacity", "offloadPolicy", "limits", "callbackErrorPolicy", "logger", "recover", "postgres", "visitor"] as const;
+const OPEN_OPTION_KEYS = ["store", "synchronous", "offloadCapacity", "offloadPolicy", "limits", "callbackErrorPolicy", "logger", "recover", "postgres", "visitor", "retention"] as const;
 const POSTGRES_OPTION_KEYS = ["poolSize", "leaseMs", "schema"] as const;
 const LIMIT_KEYS = ["agentsMax", "executionsMax"] as const;
 
@@ -194,6 +200,8 @@ export class Environment {
   private remoteResumes: RemoteResumes | undefined;
   /** `env.wait` on executions other processes run (docs/decisions/0018). */
   private durableWatches: DurableWatches | undefined;
+  /** Prunes finished executions (undefined: a visitor, or a store that cannot). */
+  private retention: Retention | undefined;
   /** @internal Messages queued behind busy conversations (docs/decisions/0025). */
   readonly queues: ConversationQueues = new ConversationQueues(this);
 
@@ -227,6 +235,7 @@ export class Environment {
     checkPostgresOptions(options);
     checkSqliteOnlyOptions(options);
     checkVisitorOption(options);
+    const retention = checkRetentionOptions(options.retention);
     const core = await ControlCore.create(options.limits ?? {});
     const store = typeof options.store === "string" ? await openStoreAt(options.store, options) : options.store;
     let coreFailed: (error: PhronomyError) => void = () => undefined;
@@ -253,6 +262,7 @@ export class Environment {
       reporting.onConnectionLost = (error) => logger.warn(`[phronomy] a connection of the store at ${store.path} was lost (${error.message}); the operation using it fails or reads back its outcome, and the next one connects again`);
     }
     environment.openApprovalInbox(leasing);
+    environment.startRetention(retention);
     return environment;
   }
 
@@ -265,6 +275,7 @@ export class Environment {
       throw new InvalidInputError(`agent "${definition.id}" is already defined in this environment; reuse the Agent it returned`);
     }
     const tools = this.resolvedTools(definition.tools);
+    this.retention?.defineAgent(definition.id, definition.retention, definition.memoryWindow ?? MEMORY_WINDOW_DEFAULT);
     // A visitor writes no root: the agent is registered in this core only.
     const root = () => this.visitor ? this.store.getAgent(definition.id).then((row) => row ?? { lifecycle: "open" as const }) : this.store.ensureAgent(definition.id, Date.now());
     const ready = Promise.resolve().then(root).then((row) => new Promise<AgentEntry>((resolve, reject) => {
@@ -334,11 +345,32 @@ export class Environment {
           if (code !== ResultCode.Ok) return reject(errorForCode(code, { agentId }));
           this.coordinator.forgetAgentEntry(entry.slot);
           this.agents.delete(agentId);
+          this.retention?.forgetAgent(agentId);
           resolve();
         }, { completion: { fail: reject }, label: `the purge of agent "${agentId}"` });
       });
     }
     await this.store.purgeAgent(agentId);
+  }
+
+  /** Deletes finished executions now (`runtime/retention.ts`): those that
+   * finished more than `olderThanMs` ago, or else past their agent's
+   * retention; of `agentId` only, or of every agent. Returns what was
+   * removed. Unfinished and suspended executions are never touched. */
+  async prune(options?: PruneOptions): Promise<PruneReport> {
+    this.assertOpen("env.prune()");
+    const checked = checkPruneOptions(options);
+    this.assertOwner("env.prune()");
+    if (this.retention === undefined) throw new InvalidInputError(`env.prune() was refused: the store at ${this.store.path} cannot prune (a store the application implemented without pruneExecutions)`);
+    return this.retention.prune(checked);
+  }
+
+  private startRetention(options: RetentionOptions): void {
+    const store = pruningStoreOf(this.store);
+    if (this.visitor || store === undefined) return;
+    const { logger } = this.coordinator.settings;
+    this.retention = new Retention({ store, options, logger, now: () => Date.now() });
+    this.retention.start();
   }
 
   /** Waits for an execution's outcome: another observer of a live
@@ -656,6 +688,7 @@ export class Environment {
     this.coordinator.releaseSuspendedWaiters();
     this.queues.close();
     await this.closeApprovalInbox();
+    await this.retention?.close();
     this.loop.close();
     await this.store.close();
   }

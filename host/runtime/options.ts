@@ -8,6 +8,7 @@ import { assertLanguageModel, type LanguageModel } from "../agent/model.js";
 import type { ToolSet } from "../agent/tools.js";
 import type { Json } from "../store/records.js";
 import type { ApprovalRequest, EventListener } from "./events.js";
+import { checkAgentRetention, type AgentRetentionOptions } from "./retention.js";
 import { QUEUE_LIMIT_MAX } from "../store/queue.js";
 
 
@@ -32,6 +33,9 @@ export interface AgentDefinition {
   readonly maxTurns?: number;
   readonly tokenBudget?: number;
   readonly timeoutMs?: number;
+  /** How long this agent's finished executions stay in the store (default:
+   * the environment's retention; docs/decisions/0027). */
+  readonly retention?: AgentRetentionOptions;
   /** What a start does while this agent runs (or waits for approval on)
    * another execution: "reject" (default), "enqueue" or "interrupt"
    * (docs/decisions/0025-busy-conversations.md). */
@@ -107,7 +111,7 @@ export interface Logger {
 
 export const AGENT_DEFINITION_KEYS = [
   "id", "model", "instructions", "tools", "inputGuardrail", "outputGuardrail", "memoryWindow", "maxTurns",
-  "tokenBudget", "timeoutMs", "onBusy", "queueLimit",
+  "tokenBudget", "timeoutMs", "retention", "onBusy", "queueLimit",
 ] as const;
 
 export const START_OPTION_KEYS = [
@@ -165,6 +169,7 @@ export function validateAgentDefinition(definition: AgentDefinition): void {
   positiveInteger(definition.maxTurns, "maxTurns", what);
   positiveInteger(definition.tokenBudget, "tokenBudget", what);
   positiveInteger(definition.timeoutMs, "timeoutMs", what);
+  checkAgentRetention(definition.retention, what);
   onBusyPolicy(definition.onBusy, what);
   positiveInteger(definition.queueLimit, "queueLimit", what, QUEUE_LIMIT_MAX);
 }

@@ -307,7 +307,9 @@ export class Offload {
       // Inline only while the worker holds nothing: the two connections
       // never write at the same time. Until the worker is ready, it holds
       // nothing.
-      case "adaptive": return this.workerState !== "ready" || (groupSize === 1 && this.inFlight.size === 0);
+      // A prune (many deletes, docs/decisions/0027) waits for the worker
+      // rather than run on the control loop's thread.
+      case "adaptive": return this.workerState !== "ready" || (groupSize === 1 && this.inFlight.size === 0 && this.queue[0]?.operation.type !== "pruneExecutions");
     }
   }
 

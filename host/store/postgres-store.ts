@@ -47,6 +47,8 @@ import { InboxListener } from "./postgres/inbox-listener.js";
 import { isConnectionLoss, resolveOutcome } from "./postgres/outcome.js";
 import * as reads from "./postgres/reads.js";
 import { migrate } from "./postgres/schema.js";
+import { checkPruneOperation, type PruneCounts, type PruneExecutionsOperation } from "./prune.js";
+import { postgresPruneBatchExecutions } from "./postgres/prune.js";
 import type {
   AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, OffloadOperation, OffloadResult, PurgeAgentResult,
   PrepareExecutionOperation, StoreOperation, StoreResult, StoredStep,
@@ -169,6 +171,19 @@ export class PostgresStore implements ExecutionStore {
     this.journalTails.drop(agentId);
     void purged.finally(() => this.journalTails.drop(agentId)).catch(() => undefined);
     return purged;
+  }
+
+  readonly pruneBatchExecutions = postgresPruneBatchExecutions;
+
+  /** Deletes a bounded batch of finished executions (`prune.ts`) in a
+   * transaction of its own. */
+  pruneExecutions(operation: PruneExecutionsOperation): Promise<PruneCounts> {
+    checkPruneOperation(operation);
+    this.assertOpen("write");
+    const pending = this.execute(operation) as Promise<PruneCounts>;
+    this.inFlight.add(pending);
+    void pending.then(() => this.inFlight.delete(pending), () => this.inFlight.delete(pending));
+    return pending;
   }
 
   private submit<O extends OffloadOperation>(operation: O): Promise<OffloadResult<O>> {

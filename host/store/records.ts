@@ -4,6 +4,7 @@
 // structured-clone safe (no functions, no class instances), because they
 // cross into the offload worker.
 
+import type { PruneCounts, PruneExecutionsOperation } from "./prune.js";
 import type { CancelQueuedOperation, CancelQueuedResult, EnqueueMessageOperation, EnqueueMessageResult, QueueOperation } from "./queue.js";
 
 /** JSON-safe values: what the store persists in its JSON columns. */
@@ -266,12 +267,13 @@ export interface PurgeAgentResult {
   readonly executionsDeleted: number;
 }
 
-/** Everything the offload accepts. */
-export type OffloadOperation = StoreOperation | AgentLifecycleOperation | QueueOperation;
+/** Everything the offload accepts (pruning: `prune.ts`; queues: `queue.ts`). */
+export type OffloadOperation = StoreOperation | AgentLifecycleOperation | PruneExecutionsOperation | QueueOperation;
 
 export type OffloadResult<O extends OffloadOperation> =
   O extends StoreOperation ? StoreResult<O>
   : O extends PurgeAgentOperation ? PurgeAgentResult
+  : O extends PruneExecutionsOperation ? PruneCounts
   : O extends EnqueueMessageOperation ? EnqueueMessageResult
   : O extends CancelQueuedOperation ? CancelQueuedResult
   : AgentRow;

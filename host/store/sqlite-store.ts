@@ -26,6 +26,8 @@ import { InvalidInputError, type StoreError } from "../errors.js";
 import { checkId, checkOperation } from "./check-operation.js";
 import { checkCapacity, Offload, offloadCapacityDefault, type OffloadPolicy, type OffloadStatistics } from "./offload.js";
 import type { AgentRow, OffloadOperation, OffloadResult, PurgeAgentResult, StoreOperation, StoreResult } from "./records.js";
+import { checkPruneOperation, type PruneCounts, type PruneExecutionsOperation } from "./prune.js";
+import { sqlitePruneBatchExecutions } from "./sqlite/prune.js";
 import type { ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, FiledDecision } from "./postgres/inbox.js";
 import type { SqliteConnection } from "./sqlite/driver.js";
 import { readStoreFileIdentity, storeFileChange, storeFileReplacedError } from "./sqlite/file-identity.js";
@@ -168,6 +170,14 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
 
   purgeAgent(agentId: string): Promise<PurgeAgentResult> {
     return this.submit({ type: "purgeAgent", agentId });
+  }
+
+  readonly pruneBatchExecutions = sqlitePruneBatchExecutions;
+
+  /** Deletes a bounded batch of finished executions (`prune.ts`). */
+  pruneExecutions(operation: PruneExecutionsOperation): Promise<PruneCounts> {
+    checkPruneOperation(operation);
+    return this.offload.submit(operation);
   }
 
   /** Writes commit in submission order (one offload queue, one writer). */

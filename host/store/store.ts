@@ -50,6 +50,10 @@ export interface ExecutionStore {
   /** Every execution not terminal (suspended included), oldest first. */
   unfinishedExecutions(): Promise<ExecutionRow[]>;
 
+  // Pruning finished executions is a capability of its own (`PruningStore`
+  // in prune.ts: both owners have it, a visitor does not); the environment
+  // prunes only through a store that has it.
+
   /** Finishes every accepted write, then releases the store. Idempotent;
    * any call after it fails with `StoreError`. */
   close(): Promise<void>;

@@ -41,7 +41,7 @@ describe("phronomy beside a live owner", () => {
       const run = await cli(["run", exampleModule, "Where is my order 7?", "--store", store]);
       expect(run.code).toBe(1);
       expect(errorLines(run)).toEqual([expect.stringContaining(`[STORE] the store at ${store} is owned by process ${process.pid} on `)]);
-      expect(errorLines(run)[0]).toContain("`run`, `recover` and `demo` need to own the store");
+      expect(errorLines(run)[0]).toContain("`run`, `recover`, `prune` and `demo` need to own the store");
     } finally {
       await owner.close();
     }

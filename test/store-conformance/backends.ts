@@ -21,7 +21,7 @@ export interface Backend {
   /** Marks a stored approval request as decided behind the store's back. */
   markDecided(store: ExecutionStore, executionId: string): Promise<void>;
   /** Rows of `table` (steps, journal, executions) for an id, read raw. */
-  countRows(store: ExecutionStore, table: "steps" | "executions", executionId: string): Promise<number>;
+  countRows(store: ExecutionStore, table: "steps" | "executions" | "approval_inbox" | "journal", executionId: string): Promise<number>;
 }
 
 export const sqliteBackend: Backend = {

@@ -27,6 +27,8 @@ import type {
 import { checkRequest } from "../sqlite/approval-commit.js";
 import { agentFromRow, jsonText } from "../sqlite/rows.js";
 import { leaseLost } from "./statements.js";
+import { pruneExecutions } from "./prune.js";
+import type { PruneExecutionsOperation } from "../prune.js";
 import { cancelQueued, enqueueMessage } from "./queue.js";
 import type { QueueOperation } from "../queue.js";
 import type { SqliteRow } from "../sqlite/driver.js";
@@ -51,7 +53,7 @@ type Row = SqliteRow;
 
 /** The operations run here; the hot ones are statements of a group
  * (`statements.ts`, `group-commit.ts`). */
-export type TransactionOperation = ApprovalCommitOperation | EnsureAgentOperation | CloseAgentOperation | PurgeAgentOperation | QueueOperation;
+export type TransactionOperation = ApprovalCommitOperation | EnsureAgentOperation | CloseAgentOperation | PurgeAgentOperation | PruneExecutionsOperation | QueueOperation;
 
 export function applyOperation(context: OperationContext, operation: TransactionOperation): Promise<unknown> {
   switch (operation.type) {
@@ -59,6 +61,7 @@ export function applyOperation(context: OperationContext, operation: Transaction
     case "ensureAgent": return ensureAgent(context, operation);
     case "closeAgent": return closeAgent(context, operation);
     case "purgeAgent": return purgeAgent(context, operation);
+    case "pruneExecutions": return pruneExecutions(context.client, operation);
     case "enqueueMessage": return enqueueMessage(context, operation);
     case "cancelQueued": return cancelQueued(context, operation);
   }

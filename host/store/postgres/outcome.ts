@@ -50,7 +50,8 @@ export type Resolution =
 /** Stops the lost backend and reads whether the write committed. */
 export async function resolveOutcome(client: pg.ClientBase, operation: OffloadOperation, writeId: string, lostBackendPid: number | undefined): Promise<Resolution> {
   if (lostBackendPid !== undefined) await stopBackend(client, lostBackendPid);
-  if (operation.type === "ensureAgent" || operation.type === "closeAgent" || operation.type === "purgeAgent") return { committed: "rerun" };
+  // A prune is idempotent too: run again, it deletes what is still old enough.
+  if (operation.type === "ensureAgent" || operation.type === "closeAgent" || operation.type === "purgeAgent" || operation.type === "pruneExecutions") return { committed: "rerun" };
   const found = await client.query("SELECT 1 FROM steps WHERE execution_id = $1 AND write_id = $2", [operation.executionId, writeId]);
   if (found.rowCount === 0) return { committed: false };
   if (operation.type === "prepareExecution") return { committed: true, value: preparedValue(operation) };

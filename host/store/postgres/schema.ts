@@ -22,6 +22,7 @@ import { createPrepareAtRevision, createWriteFunctions } from "./functions.js";
 import { createApprovalInbox } from "./inbox.js";
 import { createConversationQueues } from "./queue.js";
 import { quotedIdentifier } from "./literals.js";
+import { createPruneIndexes } from "./prune.js";
 
 /** First key of the store's advisory locks: "PHRN" in ASCII. The second
  * key is `hashtext(schema)`, so stores in different schemas of one
@@ -99,8 +100,9 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 2: the approval inbox (`inbox.ts`, docs/decisions/0011-approval-inbox.md).
  * Version 3: the functions of the hot operations (`functions.ts`, docs/decisions/0012).
  * Version 4: a preparation that carries its first provider barrier (docs/decisions/0014).
- * Version 5: the conversation queues (`queue.ts`, docs/decisions/0025). */
-export const migrations: readonly Migration[] = [createInitialTables, createApprovalInbox, createWriteFunctions, createPrepareAtRevision, createConversationQueues];
+ * Version 5: the indexes pruning reads by (`prune.ts`, docs/decisions/0027).
+ * Version 6: the conversation queues (`queue.ts`, docs/decisions/0025). */
+export const migrations: readonly Migration[] = [createInitialTables, createApprovalInbox, createWriteFunctions, createPrepareAtRevision, createPruneIndexes, createConversationQueues];
 
 export const schemaVersion = migrations.length;
 

@@ -22,6 +22,7 @@ import { approvalCommit } from "./approval-commit.js";
 import { cancelQueued, enqueueMessage } from "./queue.js";
 import { appendJournal, appendSteps, compareAndSet, jsonOf, selectForUpdate } from "./compare-and-set.js";
 import type { SqliteConnection } from "./driver.js";
+import { pruneExecutions } from "./prune.js";
 import { agentFromRow, jsonText, zeroUsage } from "./rows.js";
 
 /** Runs one operation's body (no transaction control). */
@@ -35,6 +36,7 @@ export function applyOperation(connection: SqliteConnection, operation: OffloadO
     case "ensureAgent": return ensureAgent(connection, operation);
     case "closeAgent": return closeAgent(connection, operation);
     case "purgeAgent": return purgeAgent(connection, operation);
+    case "pruneExecutions": return pruneExecutions(connection, operation);
     case "enqueueMessage": return enqueueMessage(connection, operation);
     case "cancelQueued": return cancelQueued(connection, operation);
   }
