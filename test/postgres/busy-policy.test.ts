@@ -1,5 +1,5 @@
 // onBusy "enqueue" on PostgreSQL (docs/decisions/0025): the conversation's
-// queue is the store's `queued_messages` table (migration 5). Queued
+// queue is the store's `queued_messages` table (migration 6). Queued
 // messages run in order, each once; the bound refuses with QUEUE_FULL and
 // writes nothing; a queued message is cancelled by id; and after a restart
 // the next environment runs what was left queued, in order.

@@ -1,6 +1,6 @@
 // The PostgreSQL store's conversation queues (`../queue.ts` says what they
 // keep and why; `../sqlite/queue.ts` is the reference): the table and its
-// trigger (schema version 5), the two writes — each a transaction of its
+// trigger (schema version 6), the two writes — each a transaction of its
 // own, fenced by the agent's lease like every write (docs/decisions/0010),
 // its last step carrying the write id so a lost connection's outcome is
 // read back (`outcome.ts`) — and the read.
@@ -14,7 +14,7 @@ import type { SqliteRow } from "../sqlite/driver.js";
 import type { OperationContext } from "./operations.js";
 import { leaseLost } from "./statements.js";
 
-/** Migration 5: the queue, and the trigger that removes a queued message
+/** Migration 6: the queue, and the trigger that removes a queued message
  * when its execution is inserted (prepared or cancelled). A new migration:
  * `prepare_execution` is not touched. */
 export async function createConversationQueues(client: pg.ClientBase): Promise<void> {

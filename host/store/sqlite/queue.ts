@@ -1,5 +1,5 @@
 // The SQLite store's conversation queues (`../queue.ts` says what they
-// keep and why): the table and its trigger (schema version 3), the two
+// keep and why): the table and its trigger (schema version 4), the two
 // writes (run by the store worker, each in the transaction or savepoint
 // `transaction.ts` gives it) and the read.
 
@@ -10,7 +10,7 @@ import { appendSteps } from "./compare-and-set.js";
 import type { SqliteConnection, SqliteRow } from "./driver.js";
 import { jsonText, zeroUsage } from "./rows.js";
 
-/** Migration to version 3: the queue, and the trigger that removes a
+/** Migration to version 4: the queue, and the trigger that removes a
  * queued message when its execution is written (prepared or cancelled). */
 export function createConversationQueues(connection: SqliteConnection): void {
   connection.exec(`
