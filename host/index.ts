@@ -46,3 +46,4 @@ export { SqliteStore, type SqliteStoreOptions } from "./store/sqlite-store.js";
 export type { SqliteVisitorStore } from "./store/sqlite-visitor.js";
 export type { RecoveredExecution } from "./runtime/recovery.js";
 export type { PendingApproval } from "./runtime/environment.js";
+export type { CancelOptions, CancelResult } from "./runtime/cancel-by-id.js";

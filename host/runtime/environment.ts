@@ -38,6 +38,7 @@ import { InboxApplier, inboxStoreOf, type ClaimedDecision } from "./approval-inb
 import { RemoteResumes } from "./remote-resume.js";
 import { DurableWatches } from "./durable-watch.js";
 import type { ApprovalRequest } from "./events.js";
+import { applyFiledCancel, cancelById, checkCancel, type CancelHost, type CancelOptions, type CancelResult } from "./cancel-by-id.js";
 
 export interface OpenOptions {
   /** A SQLite file path (`./agents.db` or `file:./agents.db`), a
@@ -552,6 +553,7 @@ export class Environment {
   }
 
   private applyClaim(claim: ClaimedDecision): Promise<PhronomyError | undefined> {
+    if (claim.kind === "cancel") return applyFiledCancel(this.cancelHost, claim.executionId, claim.reason ?? undefined);
     const agent = this.agents.get(claim.agentId);
     if (!agent) return Promise.resolve(new InvalidInputError(`agent "${claim.agentId}" is no longer defined in the process that owns it; decision ${claim.decisionId} on execution ${claim.executionId} was not applied`, { agentId: claim.agentId, executionId: claim.executionId }));
     return agent.applyFiledDecision(claim.executionId, { approvalId: claim.approvalId, approved: claim.approved, ...(claim.reason !== null ? { reason: claim.reason } : {}) });
@@ -596,6 +598,21 @@ export class Environment {
         return { executionId: row.executionId, agentId: row.agentId, request, since: request.requestedAt };
       })
       .sort((a, b) => a.since - b.since);
+  }
+
+  /** Cancels an execution by id (docs/decisions/0026): live here, as its
+   * start's AbortSignal would (a suspended one ends at once); run by
+   * another process, through the approval inbox. Settles with how it
+   * ended (`cancelled`, or the outcome it reached first); an unknown id is
+   * ExecutionNotFoundError, an ended one ExecutionEndedError. */
+  async cancel(executionId: string, options: CancelOptions = {}): Promise<CancelResult> {
+    checkCancel(executionId, options);
+    this.assertOpen(`the cancel of execution ${executionId}`);
+    return cancelById(this.cancelHost, executionId, options.reason);
+  }
+
+  private get cancelHost(): CancelHost {
+    return { coordinator: this.coordinator, loop: this.loop, store: this.store, remoteFor: (agentId) => this.remoteResumesFor(agentId) };
   }
 
   /** Executions in the store, newest first, filtered by durable `status`

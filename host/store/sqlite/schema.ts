@@ -17,7 +17,7 @@ import { Buffer } from "node:buffer";
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { StoreError } from "../../errors.js";
 import { openSqlite, type SqliteConnection } from "./driver.js";
-import { createApprovalInbox } from "./inbox.js";
+import { addDecisionKind, createApprovalInbox } from "./inbox.js";
 
 /** "PHRN" in ASCII: stamped in every Phronomy store's header. */
 export const applicationId = 0x5048524e;
@@ -84,8 +84,9 @@ function createInitialTables(connection: SqliteConnection): void {
 }
 
 /** Migration i brings a file from version i to version i + 1. Append only.
- * Version 2: the approval inbox visitors file decisions into (`inbox.ts`). */
-export const migrations: readonly Migration[] = [createInitialTables, createApprovalInbox];
+ * Version 2: the approval inbox visitors file decisions into (`inbox.ts`).
+ * Version 3: the inbox's decision kind, for cancels by id (docs/decisions/0026). */
+export const migrations: readonly Migration[] = [createInitialTables, createApprovalInbox, addDecisionKind];
 
 export const schemaVersion = migrations.length;
 
