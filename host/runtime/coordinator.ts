@@ -34,6 +34,7 @@ import {
 } from "./requests.js";
 import { continuationNameOf } from "./recovery.js";
 import { cancelNewSession, cancelRefused, submitCancelCommit } from "./cancel-commit.js";
+import { reopenInstalled } from "./retry.js";
 import { readHistory } from "./restore.js";
 import type { ApprovalRequest } from "./events.js";
 import { deliverOutcome, emitToEntry, settleWaiterWithError } from "./delivery.js";
@@ -194,7 +195,7 @@ export class Coordinator implements SessionHost {
     const request = this.requests.take(handle);
     if (!request) return;
     if (request.type === "recovery") {
-      request.settle({ ok: false, error: errorForCode(code, { agentId: request.row.agentId, executionId: request.row.executionId }) });
+      request.settle({ ok: false, error: request.error ?? errorForCode(code, { agentId: request.row.agentId, executionId: request.row.executionId }) });
       return;
     }
     if (request.type === "cancel") return cancelRefused(this, request, code);
@@ -306,6 +307,7 @@ export class Coordinator implements SessionHost {
   /** A recovered execution is installed: a suspended one waits for its
    * decision as it is; any other continues where its facts say. */
   private continueInstalled(entry: ExecutionEntry, request: RecoveryRequest, handle: number): void {
+    if (request.reopen) return reopenInstalled(this, entry, request, handle, () => this.continueInstalled(entry, request, handle));
     entry.recoveredFrom = request.row;
     entry.waiters.push(request.start.waiter);
     if (request.row.status === "suspended") {

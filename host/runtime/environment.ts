@@ -12,7 +12,7 @@ import { ControlCore } from "../core/control-core.js";
 import { resultCodeName } from "../core/names.js";
 import type { CoreLimits } from "../core/machine.js";
 import { resolveTools } from "../agent/tools.js";
-import { ExecutionRehydrationRequiredError, InvalidInputError, PhronomyError, RuntimeShutdownError, StoreError, agentHasUnfinishedExecutions } from "../errors.js";
+import { ExecutionRehydrationRequiredError, InvalidInputError, PhronomyError, RetryRefusedError, RuntimeShutdownError, StoreError, agentHasUnfinishedExecutions } from "../errors.js";
 import { SqliteStore, type SqliteStoreOptions } from "../store/sqlite-store.js";
 import type { PostgresStoreOptions } from "../store/postgres-store.js";
 import type { ExecutionStore } from "../store/store.js";
@@ -38,6 +38,7 @@ import { InboxApplier, inboxStoreOf, type ClaimedDecision } from "./approval-inb
 import { RemoteResumes } from "./remote-resume.js";
 import { DurableWatches } from "./durable-watch.js";
 import type { ApprovalRequest } from "./events.js";
+import { retryById, withAttempts, type RetryHost } from "./retry.js";
 import { applyFiledCancel, cancelById, checkCancel, type CancelHost, type CancelOptions, type CancelResult } from "./cancel-by-id.js";
 
 export interface OpenOptions {
@@ -634,9 +635,38 @@ export class Environment {
     return this.store.getExecution(executionId);
   }
 
-  /** The execution's durable timeline: input, barriers, results, terminal. */
-  timeline(executionId: string): Promise<StoredStep[]> {
-    return this.store.listSteps(executionId);
+  /** The execution's durable timeline: input, barriers, results, terminal;
+   * each step with the attempt it belongs to (`env.retry`). */
+  async timeline(executionId: string): Promise<(StoredStep & { readonly attempt: number })[]> {
+    return withAttempts(await this.store.listSteps(executionId));
+  }
+
+  /** Continues a failed, timed-out or cancelled execution from its last
+   * durable point as a new attempt (docs/decisions/0026): same id, same
+   * step keys (tools keep their idempotency keys; recorded results are
+   * reused). The Run settles with the new attempt's outcome. Refused with
+   * RetryRefusedError for one that completed or has not ended, AGENT_BUSY
+   * while its conversation is busy, and in a process that does not own it. */
+  retry(executionId: string): Run {
+    try {
+      this.assertOpen(`the retry of execution ${executionId}`);
+      if (this.visitor) throw new RetryRefusedError(`execution ${executionId} was not retried: this environment visits the store at ${this.store.path}; retry it in the process that owns the store (a visitor files only decisions and cancels)`, { executionId, reason: "visitor" });
+      this.assertStoreWritable(`the retry of execution ${executionId}`);
+    } catch (error) {
+      const waiter = new Waiter("", undefined);
+      settleWaiterWithError(waiter, asPhronomyError(error, "INTERNAL"), this.coordinator.settings);
+      return waiter;
+    }
+    return retryById(this.retryHost, executionId);
+  }
+
+  private get retryHost(): RetryHost {
+    const leasing = leasingStoreOf(this.store);
+    return {
+      coordinator: this.coordinator, loop: this.loop, store: this.store,
+      agentEntry: (agentId) => this.agents.get(agentId)?.ready,
+      ownedElsewhere: (agentId) => leasing && leasing.leaseOf(agentId) === undefined ? `agent "${agentId}" is owned by another process (it holds the agent's lease)` : undefined,
+    };
   }
 
   get closed(): boolean {

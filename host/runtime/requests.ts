@@ -70,6 +70,12 @@ export interface RecoveryRequest {
   readonly row: ExecutionRow;
   readonly continuation: number;
   readonly settle: (settlement: RecoverySettlement) => void;
+  /** A retry (docs/decisions/0026): the store write that reopens the row,
+   * run once the core installed it (its admission held) and before it
+   * continues; cleared once started. */
+  reopen?: (() => Promise<unknown>) | undefined;
+  /** Why the reopen failed: the request's refusal. */
+  error?: PhronomyError;
 }
 
 /** `env.cancel` of a suspended execution (docs/decisions/0026): its

@@ -19,6 +19,7 @@ import type {
   PurgeAgentResult, StepRecord, TerminalCommitOperation, ToolBarrierOperation,
 } from "../records.js";
 import { approvalCommit } from "./approval-commit.js";
+import { reopenExecution } from "./reopen.js";
 import { appendJournal, appendSteps, compareAndSet, jsonOf, selectForUpdate } from "./compare-and-set.js";
 import type { SqliteConnection } from "./driver.js";
 import { agentFromRow, jsonText, zeroUsage } from "./rows.js";
@@ -31,6 +32,7 @@ export function applyOperation(connection: SqliteConnection, operation: OffloadO
     case "toolBarrier": return toolBarrier(connection, operation);
     case "terminalCommit": return terminalCommit(connection, operation);
     case "approvalCommit": return approvalCommit(connection, operation);
+    case "reopenExecution": return reopenExecution(connection, operation);
     case "ensureAgent": return ensureAgent(connection, operation);
     case "closeAgent": return closeAgent(connection, operation);
     case "purgeAgent": return purgeAgent(connection, operation);
