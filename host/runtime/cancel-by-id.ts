@@ -21,9 +21,12 @@
 //   being cancelled (or ending) is not an error: it waits for the same end.
 // * A running execution that suspends before the cancel reaches its session
 //   is cancelled again, suspended (bounded rounds).
+// * In the owner, an unfinished row nothing runs (its process died and its
+//   agent is not defined here) is cancelled by writing its terminal commit
+//   directly (`cancelDormant`): `phronomy cancel` on a crashed execution.
 
 import {
-  ApprovalRequiredError, ExecutionEndedError, ExecutionNotFoundError, ExecutionRehydrationRequiredError, InvalidInputError, PhronomyError,
+  ApprovalRequiredError, CancellationError, ExecutionEndedError, ExecutionNotFoundError, ExecutionRehydrationRequiredError, InvalidInputError, PhronomyError,
 } from "../errors.js";
 import { endedOutcomeOf } from "../store/cancel-filing.js";
 import type { ExecutionRow, Json, OutcomeName, StoredError } from "../store/records.js";
@@ -60,6 +63,8 @@ export interface CancelHost {
   /** The inbox that files a cancel of an execution of this agent run
    * elsewhere; undefined when the execution is this process's to cancel. */
   remoteFor(agentId: string): RemoteResumes | undefined;
+  /** Whether the agent is defined here (its recovery installs its rows). */
+  agentDefined(agentId: string): boolean;
   /** DISPATCH POINT for a row that says `queued` (not live anywhere): the
    * durable queue's own cancel (issue 12 busy policy) is wired here. */
   cancelQueued?: (row: ExecutionRow, reason: string | undefined) => Promise<CancelResult>;
@@ -94,7 +99,7 @@ export async function cancelById(host: CancelHost, executionId: string, reason: 
     const row = await host.store.getExecution(executionId);
     if (row?.status === "terminal") return resultOf(row);
     // It suspended before the cancel reached its session: cancel the suspension.
-    if (settled instanceof ApprovalRequiredError && round + 1 < cancelRoundsMax) continue;
+    if ((settled instanceof ApprovalRequiredError || settled instanceof CancellationError) && round + 1 < cancelRoundsMax) continue;
     throw settled ?? new PhronomyError("INTERNAL", `the cancel of execution ${executionId} settled but the execution has not ended (status ${row?.status ?? "missing"})`, { executionId });
   }
 }
@@ -139,9 +144,31 @@ async function dispatch(host: CancelHost, executionId: string, reason: string | 
     return host.cancelQueued(row, reason);
   }
   const remote = host.remoteFor(row.agentId);
-  if (remote === undefined) throw notLiveHere(row);
-  remote.fileCancel(row.agentId, executionId, reason, waiter);
+  if (remote !== undefined) {
+    remote.fileCancel(row.agentId, executionId, reason, waiter);
+    return undefined;
+  }
+  if (host.agentDefined(row.agentId)) throw notLiveHere(row);
+  await cancelDormant(host, row, reason);
+  waiter.reject(new CancellationError({ executionId, agentId: row.agentId }, reason));
   return undefined;
+}
+
+/** The owner's cancel of an unfinished row nothing runs (its process died,
+ * and its agent is not defined here, so no recovery will install it): its
+ * terminal commit is written at once, compare-and-set on the row as read
+ * — if the row moved meanwhile, the next round reads it again. */
+async function cancelDormant(host: CancelHost, row: ExecutionRow, reason: string | undefined): Promise<void> {
+  const at = host.coordinator.settings.now();
+  const error = new CancellationError({ executionId: row.executionId, agentId: row.agentId, ...(reason !== undefined ? { details: { reason } } : {}) }, reason);
+  await host.store.run({
+    type: "terminalCommit", executionId: row.executionId, expectedRevision: row.revision, outcome: "failed", output: null,
+    error: error.toRecord(), usage: row.usage, approvalRequest: row.approvalRequest, handoff: null,
+    steps: [{ kind: "note", at, payload: { cancelled: { reason: reason ?? null, while: `${row.status}, not running in any process` } } }],
+    journal: [], at,
+  }).catch((failure: unknown) => {
+    if (!(failure instanceof ExecutionRehydrationRequiredError)) throw failure;
+  });
 }
 
 /** On the loop: the cancel of an execution live here. */

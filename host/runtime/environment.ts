@@ -38,7 +38,7 @@ import { InboxApplier, inboxStoreOf, type ClaimedDecision } from "./approval-inb
 import { RemoteResumes } from "./remote-resume.js";
 import { DurableWatches } from "./durable-watch.js";
 import type { ApprovalRequest } from "./events.js";
-import { retryById, withAttempts, type RetryHost } from "./retry.js";
+import { checkRetryOptions, retryById, withAttempts, type RetryHost, type RetryOptions } from "./retry.js";
 import { applyFiledCancel, cancelById, checkCancel, type CancelHost, type CancelOptions, type CancelResult } from "./cancel-by-id.js";
 
 export interface OpenOptions {
@@ -613,7 +613,10 @@ export class Environment {
   }
 
   private get cancelHost(): CancelHost {
-    return { coordinator: this.coordinator, loop: this.loop, store: this.store, remoteFor: (agentId) => this.remoteResumesFor(agentId) };
+    return {
+      coordinator: this.coordinator, loop: this.loop, store: this.store, remoteFor: (agentId) => this.remoteResumesFor(agentId),
+      agentDefined: (agentId) => this.agents.has(agentId),
+    };
   }
 
   /** Executions in the store, newest first, filtered by durable `status`
@@ -647,17 +650,18 @@ export class Environment {
    * reused). The Run settles with the new attempt's outcome. Refused with
    * RetryRefusedError for one that completed or has not ended, AGENT_BUSY
    * while its conversation is busy, and in a process that does not own it. */
-  retry(executionId: string): Run {
+  retry(executionId: string, options: RetryOptions = {}): Run {
     try {
+      checkRetryOptions(executionId, options);
       this.assertOpen(`the retry of execution ${executionId}`);
       if (this.visitor) throw new RetryRefusedError(`execution ${executionId} was not retried: this environment visits the store at ${this.store.path}; retry it in the process that owns the store (a visitor files only decisions and cancels)`, { executionId, reason: "visitor" });
       this.assertStoreWritable(`the retry of execution ${executionId}`);
     } catch (error) {
-      const waiter = new Waiter("", undefined);
+      const waiter = new Waiter("", typeof options?.onEvent === "function" ? options.onEvent : undefined);
       settleWaiterWithError(waiter, asPhronomyError(error, "INTERNAL"), this.coordinator.settings);
       return waiter;
     }
-    return retryById(this.retryHost, executionId);
+    return retryById(this.retryHost, executionId, options);
   }
 
   private get retryHost(): RetryHost {

@@ -35,6 +35,8 @@ import { continuationOf, installFromRow, startRequestOf } from "./recovery.js";
 import type { AgentEntry, ExecutionEntry, RecoveryRequest, RecoverySettlement } from "./requests.js";
 import { Waiter, type Run } from "./run.js";
 import { asPhronomyError } from "./session.js";
+import { rejectUnknownKeys } from "./options.js";
+import type { EventListener } from "./events.js";
 
 /** What `env.retry` needs of its environment. */
 export interface RetryHost {
@@ -56,17 +58,31 @@ interface RetryPlan {
   readonly toolBatch?: readonly ToolCallRecord[];
 }
 
-export function retryById(host: RetryHost, executionId: string): Run {
-  const waiter = new Waiter("", undefined);
+export interface RetryOptions {
+  /** The new attempt's events, as a start's `onEvent`. */
+  readonly onEvent?: EventListener;
+}
+
+export function checkRetryOptions(executionId: unknown, options: unknown): void {
+  if (typeof executionId !== "string" || executionId.length === 0) {
+    throw new InvalidInputError(`env.retry(executionId): executionId must be a non-empty string, got ${JSON.stringify(executionId)}`);
+  }
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    throw new InvalidInputError(`env.retry(executionId, options): options must be an object { onEvent? }, got ${JSON.stringify(options)}`, { executionId });
+  }
+  rejectUnknownKeys(options, ["onEvent"], "env.retry(options)");
+  const { onEvent } = options as RetryOptions;
+  if (onEvent !== undefined && typeof onEvent !== "function") throw new InvalidInputError(`env.retry(options): "onEvent" must be a function`, { executionId });
+}
+
+export function retryById(host: RetryHost, executionId: string, options: RetryOptions = {}): Run {
+  const waiter = new Waiter("", options.onEvent);
   const settings = host.coordinator.settings;
   prepareRetry(host, executionId, waiter).catch((error: unknown) => settleWaiterWithError(waiter, asPhronomyError(error, "INTERNAL"), settings));
   return waiter;
 }
 
 async function prepareRetry(host: RetryHost, executionId: string, waiter: Waiter): Promise<void> {
-  if (typeof executionId !== "string" || executionId.length === 0) {
-    throw new InvalidInputError(`env.retry(executionId): executionId must be a non-empty string, got ${JSON.stringify(executionId)}`);
-  }
   const row = await host.store.getExecution(executionId);
   if (row === undefined) throw new ExecutionNotFoundError(executionId, "the retry", host.store.path);
   const context = { executionId, agentId: row.agentId };
