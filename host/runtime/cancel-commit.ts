@@ -34,14 +34,17 @@ export function submitCancelCommit(coordinator: Coordinator, slot: number, expec
   const error = new CancellationError({ executionId: entry.executionId, agentId: entry.agent.id, ...(request.reason !== undefined ? { details: { reason: request.reason } } : {}) }, request.reason);
   store.getExecution(entry.executionId).then((row) => {
     if (!row) throw new ExecutionRehydrationRequiredError(`execution ${entry.executionId} is no longer in the store`, { executionId: entry.executionId });
-    entry.endedWith = error;
     return store.run({
       type: "terminalCommit", executionId: entry.executionId, expectedRevision, outcome: "failed", output: null,
       error: error.toRecord(), usage: row.usage, approvalRequest: row.approvalRequest, handoff: null,
       steps: [{ kind: "note", at: now(), payload: { cancelled: { reason: request.reason ?? null, while: "suspended" } } }],
       journal: [], at: now(),
     });
-  }).then(({ revision }) => ready(CommitOutcome.Committed, revision), failed);
+  }).then(({ revision }) => {
+    // What the waiters are settled with once the core finishes it.
+    entry.endedWith = error;
+    ready(CommitOutcome.Committed, revision);
+  }, failed);
 }
 
 /** FailRequest of a cancel: a resume being committed (`ResumeInProgress`)
