@@ -27,22 +27,35 @@ export function submitCancelCommit(coordinator: Coordinator, slot: number, expec
   const ready = (outcome: CommitOutcome, revision: number): void => coordinator.post(() => {
     coordinator.apply(M.CancelCommitReady, slot, entry.generation, expectedRevision, outcome, revision, handle);
   });
+  const cancellation = new CancellationError({ executionId: entry.executionId, agentId: entry.agent.id, ...(request.reason !== undefined ? { details: { reason: request.reason } } : {}) }, request.reason);
+  // A failed commit may have committed (docs/decisions/0020): the row
+  // says. Ended at the next revision → committed; still suspended at the
+  // expected one → nothing was written (`StoreFailed`: the suspension is
+  // given back); anything else, or no answer → held for recovery.
   const failed = (error: unknown): void => {
     entry.storeError = asPhronomyError(error, "STORE");
-    ready(error instanceof ExecutionRehydrationRequiredError || isOutcomeUnknown(error) ? CommitOutcome.RehydrationRequired : CommitOutcome.StoreFailed, 0);
+    const unknown = (): void => ready(CommitOutcome.RehydrationRequired, 0);
+    if (error instanceof ExecutionRehydrationRequiredError || isOutcomeUnknown(error)) return unknown();
+    store.getExecution(entry.executionId).then((row) => {
+      if (row?.status === "terminal" && row.revision === expectedRevision + 1 && row.error?.code === "CANCELLED") {
+        entry.endedWith = cancellation;
+        return ready(CommitOutcome.Committed, row.revision);
+      }
+      if (row?.status === "suspended" && row.revision === expectedRevision) return ready(CommitOutcome.StoreFailed, 0);
+      unknown();
+    }, unknown);
   };
-  const error = new CancellationError({ executionId: entry.executionId, agentId: entry.agent.id, ...(request.reason !== undefined ? { details: { reason: request.reason } } : {}) }, request.reason);
   store.getExecution(entry.executionId).then((row) => {
     if (!row) throw new ExecutionRehydrationRequiredError(`execution ${entry.executionId} is no longer in the store`, { executionId: entry.executionId });
     return store.run({
       type: "terminalCommit", executionId: entry.executionId, expectedRevision, outcome: "failed", output: null,
-      error: error.toRecord(), usage: row.usage, approvalRequest: row.approvalRequest, handoff: null,
+      error: cancellation.toRecord(), usage: row.usage, approvalRequest: row.approvalRequest, handoff: null,
       steps: [{ kind: "note", at: now(), payload: { cancelled: { reason: request.reason ?? null, while: "suspended" } } }],
       journal: [], at: now(),
     });
   }).then(({ revision }) => {
     // What the waiters are settled with once the core finishes it.
-    entry.endedWith = error;
+    entry.endedWith = cancellation;
     ready(CommitOutcome.Committed, revision);
   }, failed);
 }

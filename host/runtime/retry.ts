@@ -23,13 +23,14 @@
 // No such step (the input guardrail blocked it): refused, `no_barrier`.
 
 import { Continuation, MessageKind as M } from "../../assembly/abi.js";
-import { ExecutionNotFoundError, InvalidInputError, RetryRefusedError, type PhronomyError } from "../errors.js";
+import { ExecutionNotFoundError, ExecutionRehydrationRequiredError, InvalidInputError, RetryRefusedError, type PhronomyError } from "../errors.js";
 import { endedOutcomeOf } from "../store/cancel-filing.js";
 import type { ExecutionMetadata, ExecutionRow, Json, ReopenExecutionOperation, StoredStep, ToolCallRecord } from "../store/records.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { ControlLoop } from "./control-loop.js";
 import type { Coordinator } from "./coordinator.js";
 import { emitToWaiter, settleWaiterWithError } from "./delivery.js";
+import { settleFromRow } from "./durable-outcome.js";
 import type { ApprovalRequest } from "./events.js";
 import { continuationOf, installFromRow, startRequestOf } from "./recovery.js";
 import type { AgentEntry, ExecutionEntry, RecoveryRequest, RecoverySettlement } from "./requests.js";
@@ -162,19 +163,41 @@ export function planRetry(row: ExecutionRow, steps: readonly StoredStep[]): Retr
 }
 
 /** Coordinator hook: a retry's row is installed (its admission held); the
- * store reopens it, then it continues as a recovered one (`proceed`). A
- * failed reopen refuses the continuation (the core holds the execution)
- * and releases it; the row stays terminal. */
+ * store reopens it, then it continues as a recovered one (`proceed`).
+ * A reopen that failed is read back (a store failure may have committed,
+ * docs/decisions/0020): the row reopened → it continues; the row still as
+ * it was → the continuation is refused (the core holds the execution) and
+ * it is released at once, the retry failing with the store's error; the
+ * read failing too → it stays held, and `env.recover()` reads the row and
+ * resolves it. */
 export function reopenInstalled(coordinator: Coordinator, entry: ExecutionEntry, request: RecoveryRequest, handle: number, proceed: () => void): void {
   const reopen = request.reopen!;
   request.reopen = undefined;
-  reopen().then(() => coordinator.post(proceed), (error: unknown) => coordinator.post(() => {
-    const refusal: PhronomyError = asPhronomyError(error, "STORE");
+  const reopened = request.row;
+  /** `unchanged`: the row as read back, still as it was — observers that
+   * attached meanwhile (`env.wait`, a cancel) are settled from it. */
+  const hold = (refusal: PhronomyError, unchanged: ExecutionRow | undefined): void => coordinator.post(() => {
     request.error = refusal;
     entry.storeError = refusal;
-    coordinator.apply(M.ContinueRecovered, entry.slot, entry.generation, request.row.revision, Continuation.None, 0, handle);
+    const observers = unchanged === undefined ? [] : entry.waiters.splice(0);
+    coordinator.apply(M.ContinueRecovered, entry.slot, entry.generation, reopened.revision, Continuation.None, 0, handle);
+    if (unchanged === undefined) return;
     coordinator.apply(M.DischargeRecovery, entry.slot, entry.generation);
-  }));
+    for (const observer of observers) settleFromRow(observer, reopened.executionId, unchanged, coordinator.settings);
+  });
+  // A submission refused on the spot (the offload full) is a failure like any other.
+  new Promise((resolve) => resolve(reopen())).then(() => coordinator.post(proceed), (error: unknown) => {
+    const refusal = asPhronomyError(error, "STORE");
+    coordinator.settings.store.getExecution(reopened.executionId).then((row) => {
+      const committed = row !== undefined && row.revision === reopened.revision && row.status === reopened.status && row.phase === reopened.phase;
+      if (committed) return coordinator.post(proceed);
+      // Nothing was written: the retry is refused, the row as it was.
+      const moved = refusal instanceof ExecutionRehydrationRequiredError;
+      hold(new RetryRefusedError(`execution ${reopened.executionId} was not retried: ${moved ? "its row moved on meanwhile" : "the store failed while reopening it"} (${refusal.message}); its row is unchanged${moved ? "" : " — retry again"}`, {
+        executionId: reopened.executionId, agentId: reopened.agentId, reason: moved ? "moved" : "store_failed", cause: refusal,
+      }), row);
+    }, () => hold(refusal, undefined));
+  });
 }
 
 /** The timeline with each step's attempt (1, then 2 after the first
