@@ -669,7 +669,11 @@ export class Environment {
     return {
       coordinator: this.coordinator, loop: this.loop, store: this.store,
       agentEntry: (agentId) => this.agents.get(agentId)?.ready,
-      ownedElsewhere: (agentId) => leasing && leasing.leaseOf(agentId) === undefined ? `agent "${agentId}" is owned by another process (it holds the agent's lease)` : undefined,
+      ownedElsewhere: async (agentId) => {
+        if (!leasing || leasing.leaseOf(agentId) !== undefined) return undefined;
+        const holder = await (this.store as { leaseHolder?: (id: string) => Promise<{ owner: string; expiresAt: number } | undefined> }).leaseHolder?.(agentId);
+        return holder === undefined ? `no process here holds agent "${agentId}"'s lease` : `agent "${agentId}" is owned by ${holder.owner} (its lease runs until ${new Date(holder.expiresAt).toISOString()})`;
+      },
     };
   }
 

@@ -47,8 +47,8 @@ export interface RetryHost {
   /** The agent's registration here, or undefined when it is not defined. */
   agentEntry(agentId: string): Promise<AgentEntry> | undefined;
   /** Why this process may not run the agent's executions (a PostgreSQL
-   * lease held elsewhere), or undefined. */
-  ownedElsewhere(agentId: string): string | undefined;
+   * lease held elsewhere, naming its holder), or undefined. */
+  ownedElsewhere(agentId: string): Promise<string | undefined>;
 }
 
 /** Where the reopened row continues. */
@@ -88,7 +88,7 @@ async function prepareRetry(host: RetryHost, executionId: string, waiter: Waiter
   if (row === undefined) throw new ExecutionNotFoundError(executionId, "the retry", host.store.path);
   const context = { executionId, agentId: row.agentId };
   refuseUnlessEnded(row);
-  const elsewhere = host.ownedElsewhere(row.agentId);
+  const elsewhere = await host.ownedElsewhere(row.agentId);
   if (elsewhere !== undefined) throw new RetryRefusedError(`execution ${executionId} was not retried: ${elsewhere}; retry it in the process that owns agent "${row.agentId}"`, { ...context, reason: "owned_elsewhere" });
   const ready = host.agentEntry(row.agentId);
   if (ready === undefined) throw new RetryRefusedError(`execution ${executionId} was not retried: agent "${row.agentId}" is not defined in this environment (its model and tools run the next attempt); define it, then retry`, { ...context, reason: "agent_not_defined" });

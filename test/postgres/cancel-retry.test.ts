@@ -82,6 +82,8 @@ describe("cancel and retry by id on PostgreSQL", () => {
     const refused = await other.retry(executionId).result.catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(RetryRefusedError);
     expect(refused).toMatchObject({ details: { reason: "owned_elsewhere" } });
+    const holder = (owner.store as unknown as { leaseOf(agentId: string): { owner: string } | undefined }).leaseOf("billing")!.owner;
+    expect((refused as Error).message).toContain(`owned by ${holder}`);
     await expect(owner.retry(executionId).result).resolves.toMatchObject({ outcome: "completed", output: "Shipped." });
     expect(calls).toEqual([`${executionId}:call-0-0`]);
     const timeline = await other.timeline(executionId);
