@@ -37,11 +37,14 @@ export const enum MessageKind {
   SetDraining = 22,
   DischargeRecovery = 23,
   DischargeAgentRecovery = 24,
+  /** Cancel by id of a suspended execution (docs/decisions/0026). */
+  CancelSuspended = 28,
+  CancelCommitReady = 29,
 }
 
 /** One past the largest message kind; kinds are `1 <= kind < MessageKindEnd`. */
 export const enum MessageKindLimit {
-  End = 25,
+  End = 30,
 }
 
 /** What an apply returns: `Ok`, or the fact that made the core refuse or
@@ -146,10 +149,13 @@ export const enum EffectKind {
   /** (request, PreparationOutcome): preparation ended the start; settle the
    * request with the error the preparation returned. */
   DeliverStartFailure = 24,
+  /** (exec, expectedRevision, request): offload the terminal commit of a
+   * suspended execution cancelled by id (outcome failed, CANCELLED). */
+  SubmitCancelCommit = 28,
 }
 
 export const enum EffectKindLimit {
-  End = 25,
+  End = 29,
 }
 
 /** Admission states (SPEC §1). `None` is a free admission. */

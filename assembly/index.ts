@@ -23,6 +23,7 @@ import {
   applyToolDispatchReady,
 } from "./decisions/dispatch";
 import { applyContinueRecovered, applyDischargeAgentRecovery, applyDischargeRecovery, applyRecoveryInstall } from "./decisions/recovery";
+import { applyCancelCommitReady, applyCancelSuspended } from "./decisions/cancel";
 import { applyAttachWaiter, applySubmissionRefused } from "./decisions/requests";
 import { draining, nextOwnerToken, nextSession, resetShared, seedCounters } from "./decisions/shared";
 import { applyInitialPreparationReady, applyStart } from "./decisions/start";
@@ -75,6 +76,8 @@ export function apply(kind: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32,
     case MessageKind.SetDraining: return applySetDraining(a);
     case MessageKind.DischargeRecovery: return applyDischargeRecovery(a, b);
     case MessageKind.DischargeAgentRecovery: return applyDischargeAgentRecovery(a, b);
+    case MessageKind.CancelSuspended: return applyCancelSuspended(a, b, c);
+    case MessageKind.CancelCommitReady: return applyCancelCommitReady(a, b, c, d, e, f);
     default: return ResultCode.MessageKindUnknown;
   }
 }

@@ -10,7 +10,7 @@ export type PhronomyErrorCode =
   | "STALE_RESULT" | "CANCELLED" | "TIMEOUT" | "APPROVAL_MISMATCH" | "STREAM_CALLBACK" | "STORE"
   | "INVALID_INPUT" | "INPUT_BLOCKED" | "OUTPUT_BLOCKED" | "BUDGET_EXCEEDED" | "MAX_TURNS_EXCEEDED"
   | "TOOL_FAILED" | "MODEL_FAILED" | "CAPACITY" | "CORE_FAILED" | "INTERNAL"
-  | "APPROVAL_REQUIRED" | "QUEUE_FULL";
+  | "APPROVAL_REQUIRED" | "QUEUE_FULL" | "EXECUTION_NOT_FOUND" | "EXECUTION_ENDED" | "RETRY_REFUSED";
 
 export interface ErrorContext {
   readonly agentId?: string;
@@ -138,8 +138,35 @@ export class StaleResultError extends PhronomyError {
 }
 
 export class CancellationError extends PhronomyError {
-  constructor(context: ErrorContext = {}) {
-    super("CANCELLED", `execution ${context.executionId ?? ""} was cancelled`.replace("  ", " "), context);
+  /** `reason`: given to `env.cancel` (docs/decisions/0026). */
+  constructor(context: ErrorContext = {}, reason?: string) {
+    super("CANCELLED", `execution ${context.executionId ?? ""} was cancelled${reason ? `: ${reason}` : ""}`.replace("  ", " "), context);
+  }
+}
+
+/** An execution id the store does not know (never started, or purged). */
+export class ExecutionNotFoundError extends PhronomyError {
+  constructor(executionId: string, what: string, where: string) {
+    super("EXECUTION_NOT_FOUND", `there is no execution ${executionId} in the store at ${where} (an unknown id, or its agent was purged); ${what} was refused`, { executionId });
+  }
+}
+
+/** A cancel of an execution that had already ended: `details.outcome`
+ * says how (`cancelled`, `completed`, `failed`, `handed_off`,
+ * `coordination_wait`), `details.error` the stored error. */
+export class ExecutionEndedError extends PhronomyError {
+  constructor(executionId: string, agentId: string, outcome: string, error: StoredError | null, what: string) {
+    super("EXECUTION_ENDED", `execution ${executionId} of agent "${agentId}" already ended with outcome ${outcome}${error && outcome !== "cancelled" ? ` (${error.code}: ${error.message})` : ""}; ${what} was refused`, {
+      executionId, agentId, details: { outcome, error: error as unknown as Record<string, unknown> | null },
+    });
+  }
+}
+
+/** `env.retry` refused: `details.reason` says why (`completed`, `running`,
+ * `suspended`, `queued`, `no_barrier`, `owned_elsewhere`, `visitor`). */
+export class RetryRefusedError extends PhronomyError {
+  constructor(message: string, context: ErrorContext & { readonly reason: string }) {
+    super("RETRY_REFUSED", message, { ...context, details: { ...context.details, reason: context.reason } });
   }
 }
 

@@ -22,6 +22,8 @@ const commands = {
   decide: () => import("./commands/decide.js"),
   recover: () => import("./commands/recover.js"),
   prune: () => import("./commands/prune.js"),
+  cancel: () => import("./commands/cancel.js"),
+  retry: () => import("./commands/retry.js"),
   demo: () => import("./commands/demo.js"),
 };
 
@@ -143,6 +145,18 @@ function programOf(run: Runner): Command {
       .option("--agent-module <path>", "the module defining the execution's agent (not needed for the demo's)"))
       .action((executionId: string, options, command: Command) => run(command, async (context) => (await commands.decide()).decideCommand(context, executionId, approved, options)));
   }
+
+  program.command("cancel")
+    .description("cancel an execution by id (running: after its work in flight; suspended: at once) and print how it ended")
+    .argument("<execution-id>", "the execution (or a unique prefix of its id)")
+    .option("--reason <text>", "recorded with the cancellation")
+    .action((executionId: string, options, command: Command) => run(command, async (context) => (await commands.cancel()).cancelCommand(context, executionId, options)));
+
+  modelOptions(program.command("retry")
+    .description("continue a failed, timed-out or cancelled execution from its last durable step as a new attempt")
+    .argument("<execution-id>", "the execution (or a unique prefix of its id)")
+    .option("--agent-module <path>", "the module defining the execution's agent (not needed for the demo's)"))
+    .action((executionId: string, options, command: Command) => run(command, async (context) => (await commands.retry()).retryCommand(context, executionId, options)));
 
   modelOptions(program.command("recover")
     .description("recover unfinished executions and report what was resolved and what needs attention")

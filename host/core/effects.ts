@@ -27,7 +27,8 @@ export type CoreEffect =
   | { readonly kind: EffectKind.SubmitApprovalCommit; readonly execution: number; readonly expectedRevision: number; readonly request: number }
   | { readonly kind: EffectKind.ResumeSession; readonly execution: number; readonly session: number; readonly approved: boolean }
   | { readonly kind: EffectKind.ContinueSession; readonly execution: number; readonly session: number; readonly continuation: number }
-  | { readonly kind: EffectKind.DeliverStartFailure; readonly request: number; readonly outcome: number };
+  | { readonly kind: EffectKind.DeliverStartFailure; readonly request: number; readonly outcome: number }
+  | { readonly kind: EffectKind.SubmitCancelCommit; readonly execution: number; readonly expectedRevision: number; readonly request: number };
 
 /** Decodes one effect from its five words. Throws on a kind the host does
  * not know: that would be a core/host version mismatch, a programmer error. */
@@ -56,6 +57,7 @@ export function decodeEffect(kind: number, a: number, b: number, c: number, d: n
     case EffectKind.ResumeSession: return { kind, execution: a, session: b, approved: c === 1 };
     case EffectKind.ContinueSession: return { kind, execution: a, session: b, continuation: c };
     case EffectKind.DeliverStartFailure: return { kind, request: a, outcome: b };
+    case EffectKind.SubmitCancelCommit: return { kind, execution: a, expectedRevision: b, request: c };
     default: throw new Error(`core emitted unknown effect kind ${kind}: host and core.wasm are from different builds`);
   }
 }

@@ -27,6 +27,8 @@ const messageKindNames = {
   [MessageKind.SetDraining]: "SetDraining",
   [MessageKind.DischargeRecovery]: "DischargeRecovery",
   [MessageKind.DischargeAgentRecovery]: "DischargeAgentRecovery",
+  [MessageKind.CancelSuspended]: "CancelSuspended",
+  [MessageKind.CancelCommitReady]: "CancelCommitReady",
 } satisfies Record<MessageKind, string>;
 
 export function messageKindName(value: number): string {
@@ -101,6 +103,7 @@ const effectKindNames = {
   [EffectKind.ResumeSession]: "ResumeSession",
   [EffectKind.ContinueSession]: "ContinueSession",
   [EffectKind.DeliverStartFailure]: "DeliverStartFailure",
+  [EffectKind.SubmitCancelCommit]: "SubmitCancelCommit",
 } satisfies Record<EffectKind, string>;
 
 export function effectKindName(value: number): string {

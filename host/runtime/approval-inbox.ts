@@ -157,7 +157,8 @@ export class InboxApplier {
 
   /** Applies the claim; undefined: leave it claimed for the next owner. */
   private async judge(claim: ClaimedDecision): Promise<DecisionSettlement | undefined> {
-    if (claim.claims > 1) {
+    // A cancel is idempotent: claimed again, it is applied again.
+    if (claim.claims > 1 && claim.kind !== "cancel") {
       const decided = await this.store.approvalDecided(claim.executionId, claim.approvalId);
       if (decided !== undefined && decided.approved === claim.approved) return { applied: true };
     }

@@ -33,6 +33,8 @@ import {
   ExecutionEntry, RequestTable, type AgentEntry, type PendingRequest, type RecoveryRequest, type StartRequest,
 } from "./requests.js";
 import { continuationNameOf } from "./recovery.js";
+import { cancelNewSession, cancelRefused, submitCancelCommit } from "./cancel-commit.js";
+import { reopenInstalled } from "./retry.js";
 import { readHistory } from "./restore.js";
 import type { ApprovalRequest } from "./events.js";
 import { deliverOutcome, emitToEntry, settleWaiterWithError } from "./delivery.js";
@@ -160,6 +162,11 @@ export class Coordinator implements SessionHost {
     return [...this.executionIds.values()].filter((entry) => entry.agent === agent);
   }
 
+  /** The live execution in this core slot, if any. */
+  entryAt(slot: number): ExecutionEntry | undefined {
+    return this.executions[slot];
+  }
+
   /** Live executions the host tracks (for close and for tests). */
   get liveEntries(): number {
     return this.executionIds.size;
@@ -190,6 +197,7 @@ export class Coordinator implements SessionHost {
       case EffectKind.SubmitApprovalCommit: return this.submitApprovalCommit(effect.execution, effect.expectedRevision, effect.request);
       case EffectKind.ResumeSession: return this.resumeSession(effect.execution, effect.session, effect.approved);
       case EffectKind.ContinueSession: return this.continueSession(effect.execution, effect.session, effect.continuation);
+      case EffectKind.SubmitCancelCommit: return submitCancelCommit(this, effect.execution, effect.expectedRevision, effect.request);
     }
   }
 
@@ -199,9 +207,10 @@ export class Coordinator implements SessionHost {
     const request = this.requests.take(handle);
     if (!request) return;
     if (request.type === "recovery") {
-      request.settle({ ok: false, error: errorForCode(code, { agentId: request.row.agentId, executionId: request.row.executionId }) });
+      request.settle({ ok: false, error: request.error ?? errorForCode(code, { agentId: request.row.agentId, executionId: request.row.executionId }) });
       return;
     }
+    if (request.type === "cancel") return cancelRefused(this, request, code);
     const executionId = request.type === "start" ? request.executionId : request.type === "resume" ? request.executionId : undefined;
     if (request.type === "start" && code === ResultCode.AgentAlreadyAdmitted && this.isHeldForRecovery(request.agent)) {
       settleWaiterWithError(request.waiter, AgentBusyError.heldForRecovery(request.agent.id), this.settings);
@@ -313,6 +322,7 @@ export class Coordinator implements SessionHost {
   /** A recovered execution is installed: a suspended one waits for its
    * decision as it is; any other continues where its facts say. */
   private continueInstalled(entry: ExecutionEntry, request: RecoveryRequest, handle: number): void {
+    if (request.reopen) return reopenInstalled(this, entry, request, handle, () => this.continueInstalled(entry, request, handle));
     entry.recoveredFrom = request.row;
     entry.waiters.push(request.start.waiter);
     if (request.row.status === "suspended") {
@@ -387,6 +397,7 @@ export class Coordinator implements SessionHost {
     entry.sessionNumber = sessionNumber;
     entry.suspended = false;
     this.loadMemory(entry, session);
+    cancelNewSession(entry, session);
     return session;
   }
 

@@ -113,7 +113,7 @@ export function deliverOutcome(entry: ExecutionEntry, outcome: number, settings:
       return;
     }
     default: {
-      const error = terminal?.error ?? new PhronomyError("INTERNAL", `execution ${entry.executionId} ended without a recorded error`, base);
+      const error = terminal?.error ?? entry.endedWith ?? new PhronomyError("INTERNAL", `execution ${entry.executionId} ended without a recorded error`, base);
       entry.span?.fail(error);
       for (const waiter of entry.waiters.splice(0)) settleWaiterWithError(waiter, error, settings);
     }

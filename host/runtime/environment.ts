@@ -12,7 +12,7 @@ import { ControlCore } from "../core/control-core.js";
 import { resultCodeName } from "../core/names.js";
 import type { CoreLimits } from "../core/machine.js";
 import { resolveTools } from "../agent/tools.js";
-import { ExecutionRehydrationRequiredError, InvalidInputError, PhronomyError, RuntimeShutdownError, StoreError, agentHasUnfinishedExecutions } from "../errors.js";
+import { ExecutionRehydrationRequiredError, InvalidInputError, PhronomyError, RetryRefusedError, RuntimeShutdownError, StoreError, agentHasUnfinishedExecutions } from "../errors.js";
 import { SqliteStore, type SqliteStoreOptions } from "../store/sqlite-store.js";
 import type { PostgresStoreOptions } from "../store/postgres-store.js";
 import type { ExecutionStore } from "../store/store.js";
@@ -42,6 +42,8 @@ import { checkPruneOptions, checkRetentionOptions, Retention, type PruneOptions,
 import { pruningStoreOf } from "../store/prune.js";
 import { ConversationQueues } from "./conversation-queue.js";
 import { executionOrQueued, listWithQueued } from "./queued-rows.js";
+import { checkRetryOptions, retryById, withAttempts, type RetryHost, type RetryOptions } from "./retry.js";
+import { applyFiledCancel, cancelById, checkCancel, type CancelHost, type CancelOptions, type CancelResult } from "./cancel-by-id.js";
 
 export interface OpenOptions {
   /** A SQLite file path (`./agents.db` or `file:./agents.db`), a
@@ -592,6 +594,7 @@ export class Environment {
   }
 
   private applyClaim(claim: ClaimedDecision): Promise<PhronomyError | undefined> {
+    if (claim.kind === "cancel") return applyFiledCancel(this.cancelHost, claim.executionId, claim.reason ?? undefined);
     const agent = this.agents.get(claim.agentId);
     if (!agent) return Promise.resolve(new InvalidInputError(`agent "${claim.agentId}" is no longer defined in the process that owns it; decision ${claim.decisionId} on execution ${claim.executionId} was not applied`, { agentId: claim.agentId, executionId: claim.executionId }));
     return agent.applyFiledDecision(claim.executionId, { approvalId: claim.approvalId, approved: claim.approved, ...(claim.reason !== null ? { reason: claim.reason } : {}) });
@@ -638,6 +641,26 @@ export class Environment {
       .sort((a, b) => a.since - b.since);
   }
 
+  /** Cancels an execution by id (docs/decisions/0026): live here, as its
+   * start's AbortSignal would (a suspended one ends at once); run by
+   * another process, through the approval inbox. Settles with how it
+   * ended (`cancelled`, or the outcome it reached first); an unknown id is
+   * ExecutionNotFoundError, an ended one ExecutionEndedError. */
+  async cancel(executionId: string, options: CancelOptions = {}): Promise<CancelResult> {
+    checkCancel(executionId, options);
+    this.assertOpen(`the cancel of execution ${executionId}`);
+    return cancelById(this.cancelHost, executionId, options.reason);
+  }
+
+  private get cancelHost(): CancelHost {
+    return {
+      coordinator: this.coordinator, loop: this.loop, store: this.store, remoteFor: (agentId) => this.remoteResumesFor(agentId),
+      agentDefined: (agentId) => this.agents.has(agentId),
+      cancelQueued: (executionId, reason) => this.queues.cancelQueued(executionId, reason),
+      readRow: (executionId) => executionOrQueued(this.store, executionId),
+    };
+  }
+
   /** Executions in the store, newest first, filtered by durable `status`
    * (preparing, active, suspended, terminal), `outcome` (completed, failed,
    * suspended, handed_off, coordination_wait) and `agentId`; an unknown key
@@ -663,9 +686,43 @@ export class Environment {
     return this.agents.get(agentId);
   }
 
-  /** The execution's durable timeline: input, barriers, results, terminal. */
-  timeline(executionId: string): Promise<StoredStep[]> {
-    return this.store.listSteps(executionId);
+  /** The execution's durable timeline: input, barriers, results, terminal;
+   * each step with the attempt it belongs to (`env.retry`). */
+  async timeline(executionId: string): Promise<(StoredStep & { readonly attempt: number })[]> {
+    return withAttempts(await this.store.listSteps(executionId));
+  }
+
+  /** Continues a failed, timed-out or cancelled execution from its last
+   * durable point as a new attempt (docs/decisions/0026): same id, same
+   * step keys (tools keep their idempotency keys; recorded results are
+   * reused). The Run settles with the new attempt's outcome. Refused with
+   * RetryRefusedError for one that completed or has not ended, AGENT_BUSY
+   * while its conversation is busy, and in a process that does not own it. */
+  retry(executionId: string, options: RetryOptions = {}): Run {
+    try {
+      checkRetryOptions(executionId, options);
+      this.assertOpen(`the retry of execution ${executionId}`);
+      if (this.visitor) throw new RetryRefusedError(`execution ${executionId} was not retried: this environment visits the store at ${this.store.path}; retry it in the process that owns the store (a visitor files only decisions and cancels)`, { executionId, reason: "visitor" });
+      this.assertStoreWritable(`the retry of execution ${executionId}`);
+    } catch (error) {
+      const waiter = new Waiter("", typeof options?.onEvent === "function" ? options.onEvent : undefined);
+      settleWaiterWithError(waiter, asPhronomyError(error, "INTERNAL"), this.coordinator.settings);
+      return waiter;
+    }
+    return retryById(this.retryHost, executionId, options);
+  }
+
+  private get retryHost(): RetryHost {
+    const leasing = leasingStoreOf(this.store);
+    return {
+      coordinator: this.coordinator, loop: this.loop, store: this.store,
+      agentEntry: (agentId) => this.agents.get(agentId)?.ready,
+      ownedElsewhere: async (agentId) => {
+        if (!leasing || leasing.leaseOf(agentId) !== undefined) return undefined;
+        const holder = await (this.store as { leaseHolder?: (id: string) => Promise<{ owner: string; expiresAt: number } | undefined> }).leaseHolder?.(agentId);
+        return holder === undefined ? `no process here holds agent "${agentId}"'s lease` : `agent "${agentId}" is owned by ${holder.owner} (its lease runs until ${new Date(holder.expiresAt).toISOString()})`;
+      },
+    };
   }
 
   get closed(): boolean {

@@ -98,21 +98,31 @@ function recoverOne(coordinator: Coordinator, loop: ControlLoop, agent: AgentEnt
       if (settlement.ok) resolve({ ...base, status: settlement.suspended ? "suspended" : "continued" });
       else resolve({ ...base, status: "needs_attention", reason: `${settlement.error.code}: ${settlement.error.message} (durable status ${row.status}, phase ${row.phase})` });
     };
-    const config = row.metadata.config ?? {};
-    const start: StartRequest = {
-      type: "start", agent, waiter: new Waiter(agent.id, undefined), input: typeof row.input === "string" ? row.input : JSON.stringify(row.input),
-      options: {
-        ...(typeof config["tokenBudget"] === "number" ? { tokenBudget: config["tokenBudget"] } : {}),
-        ...(typeof config["maxTurns"] === "number" ? { maxTurns: config["maxTurns"] } : {}),
-        ...(typeof config["timeoutMs"] === "number" ? { timeoutMs: config["timeoutMs"] } : {}),
-        ...(config["approvalPolicy"] === "always" || config["approvalPolicy"] === "never" ? { approvalPolicy: config["approvalPolicy"] } : {}),
-      },
-      deadline: undefined, executionId: row.executionId,
-    };
+    const start = startRequestOf(agent, row, new Waiter(agent.id, undefined));
     const posted = loop.post(() => {
       const handle = coordinator.requests.add({ type: "recovery", start, row, continuation, settle });
-      coordinator.apply(M.RecoveryInstall, agent.slot, agent.generation, row.revision, statusOf(row), PHASES[row.phase] ?? 0, flagsOf(row), handle);
+      installFromRow(coordinator, agent, row, handle);
     }, { completion: { fail: (error) => settle({ ok: false, error: error as never }) }, label: `the recovery of execution ${row.executionId}` });
     if (!posted) return;
   });
+}
+
+/** The start request a row stands for: its input and durable config. */
+export function startRequestOf(agent: AgentEntry, row: ExecutionRow, waiter: Waiter): StartRequest {
+  const config = row.metadata.config ?? {};
+  return {
+    type: "start", agent, waiter, input: typeof row.input === "string" ? row.input : JSON.stringify(row.input),
+    options: {
+      ...(typeof config["tokenBudget"] === "number" ? { tokenBudget: config["tokenBudget"] } : {}),
+      ...(typeof config["maxTurns"] === "number" ? { maxTurns: config["maxTurns"] } : {}),
+      ...(typeof config["timeoutMs"] === "number" ? { timeoutMs: config["timeoutMs"] } : {}),
+      ...(config["approvalPolicy"] === "always" || config["approvalPolicy"] === "never" ? { approvalPolicy: config["approvalPolicy"] } : {}),
+    },
+    deadline: undefined, executionId: row.executionId,
+  };
+}
+
+/** On the loop: `RecoveryInstall` of the row for the recovery request `handle`. */
+export function installFromRow(coordinator: Coordinator, agent: AgentEntry, row: ExecutionRow, handle: number): void {
+  coordinator.apply(M.RecoveryInstall, agent.slot, agent.generation, row.revision, statusOf(row), PHASES[row.phase] ?? 0, flagsOf(row), handle);
 }

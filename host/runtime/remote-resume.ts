@@ -26,6 +26,8 @@ import { PhronomyError, RuntimeShutdownError } from "../errors.js";
 import type { ExecutionRow } from "../store/records.js";
 import { rebuildError } from "../store/error-transfer.js";
 import type { DecisionProgress, InboxStore } from "./approval-inbox.js";
+import type { DecisionFiling } from "../store/postgres/inbox.js";
+import { cancelApprovalId } from "../store/cancel-filing.js";
 import { emitToWaiter, settleWaiterWithError, type DeliverySettings } from "./delivery.js";
 import { settleFromRow } from "./durable-outcome.js";
 import type { ApprovalRequest, HandoffRequest } from "./events.js";
@@ -67,16 +69,23 @@ export class RemoteResumes {
   /** Files the decision; the waiter learns the execution id once it is
    * filed, and its result from the durable rows. */
   file(agentId: string, executionId: string, decision: ResumeDecision, waiter: Waiter): void {
+    this.submit(agentId, executionId, { approvalId: decision.approvalId, approved: decision.approved, reason: decision.reason ?? null }, waiter);
+  }
+
+  /** Files `env.cancel` of an execution another process runs
+   * (docs/decisions/0026); the waiter settles from the durable rows. */
+  fileCancel(agentId: string, executionId: string, reason: string | undefined, waiter: Waiter): void {
+    const decisionId = randomUUID();
+    this.submit(agentId, executionId, { kind: "cancel", approvalId: cancelApprovalId(decisionId), approved: false, reason: reason ?? null }, waiter, decisionId);
+  }
+
+  private submit(agentId: string, executionId: string, decision: Pick<DecisionFiling, "approvalId" | "approved" | "reason" | "kind">, waiter: Waiter, decisionId = randomUUID()): void {
     if (this.closed) return settleWaiterWithError(waiter, new RuntimeShutdownError(`a resume of execution ${executionId}`, { executionId, agentId }), this.settings);
     if (this.waits.size + this.filing >= remoteResumesMax) {
       return settleWaiterWithError(waiter, new PhronomyError("CAPACITY", `this environment already waits on ${remoteResumesMax} decisions filed for other processes; execution ${executionId} was not resumed (nothing filed) — retry once some settled`, { executionId, agentId }), this.settings);
     }
-    const decisionId = randomUUID();
     this.filing += 1;
-    this.store.fileDecision({
-      decisionId, executionId, agentId, approvalId: decision.approvalId, approved: decision.approved,
-      reason: decision.reason ?? null, filedAt: Date.now(),
-    }).then((filed) => {
+    this.store.fileDecision({ decisionId, executionId, agentId, ...decision, filedAt: Date.now() }).then((filed) => {
       this.filing -= 1;
       waiter.knowExecutionId(executionId);
       if (this.closed) return settleWaiterWithError(waiter, shutdownError(executionId, agentId, decisionId), this.settings);

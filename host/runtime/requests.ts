@@ -70,9 +70,24 @@ export interface RecoveryRequest {
   readonly row: ExecutionRow;
   readonly continuation: number;
   readonly settle: (settlement: RecoverySettlement) => void;
+  /** A retry (docs/decisions/0026): the store write that reopens the row,
+   * run once the core installed it (its admission held) and before it
+   * continues; cleared once started. */
+  reopen?: (() => Promise<unknown>) | undefined;
+  /** Why the reopen failed: the request's refusal. */
+  error?: PhronomyError;
 }
 
-export type PendingRequest = StartRequest | AttachRequest | ResumeRequest | RecoveryRequest;
+/** `env.cancel` of a suspended execution (docs/decisions/0026): its
+ * terminal commit, then its outcome to `waiter`. */
+export interface CancelRequest {
+  readonly type: "cancel";
+  readonly waiter: Waiter;
+  readonly executionId: string;
+  readonly reason: string | undefined;
+}
+
+export type PendingRequest = StartRequest | AttachRequest | ResumeRequest | RecoveryRequest | CancelRequest;
 
 /** One live execution in the host's side table. */
 export class ExecutionEntry {
@@ -93,6 +108,13 @@ export class ExecutionEntry {
   resumeReason: string | undefined;
   /** The signal of the resume request, which cancels the resumed run. */
   resumeSignal: AbortSignal | undefined;
+  /** Set by `env.cancel` (docs/decisions/0026) on an execution that is
+   * not suspended: its live session, and any session it gets next, is
+   * cancelled (the reason, or null without one). */
+  cancelById: string | null | undefined;
+  /** The error an execution that ended with no session (cancelled while
+   * suspended) is delivered with. */
+  endedWith: PhronomyError | undefined;
   /** The core's session number of the live session, when there is one. */
   sessionNumber: number | undefined;
 

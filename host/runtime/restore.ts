@@ -12,7 +12,9 @@ import type { ExecutionStore } from "../store/store.js";
 /** The conversation after the input message, as recorded. */
 export function historyOf(steps: readonly StoredStep[]): ConversationMessage[] {
   const history: ConversationMessage[] = [];
+  const discarded = discardedByRetries(steps);
   for (const step of steps) {
+    if (discarded(step.seq)) continue;
     const payload = step.payload as Record<string, unknown> | null;
     if (step.kind === "model_response" && payload) {
       history.push({ role: "assistant", text: String(payload["text"] ?? ""), toolCalls: (payload["toolCalls"] ?? []) as ToolCall[] });
@@ -21,6 +23,19 @@ export function historyOf(steps: readonly StoredStep[]): ConversationMessage[] {
     }
   }
   return history;
+}
+
+/** A retry (docs/decisions/0026) continues from a durable point of the
+ * earlier attempt (`resumeFromSeq` of its `retried` step): what that
+ * attempt recorded after it — a model answer the failure came after — is
+ * not part of the conversation the next attempt continues. */
+function discardedByRetries(steps: readonly StoredStep[]): (seq: number) => boolean {
+  const ranges: [number, number][] = [];
+  for (const step of steps) {
+    const from = step.kind === "retried" ? (step.payload as { resumeFromSeq?: unknown } | null)?.resumeFromSeq : undefined;
+    if (typeof from === "number") ranges.push([from, step.seq]);
+  }
+  return (seq) => ranges.some(([from, to]) => seq > from && seq < to);
 }
 
 export async function readHistory(store: ExecutionStore, executionId: string): Promise<ConversationMessage[]> {

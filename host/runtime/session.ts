@@ -176,6 +176,8 @@ export class Session {
    * core starts the session; an already-aborted signal or a passed deadline
    * ends it at once. */
   begin(): void {
+    // Cancelled by id before it began (docs/decisions/0026): nothing to arm.
+    if (this.finished) return;
     const { signal, deadline } = this.settings;
     if (signal) {
       if (signal.aborted) return this.cancel();
@@ -433,11 +435,17 @@ export class Session {
     this.fail(asPhronomyError(error, code));
   }
 
+  /** `env.cancel` of the live execution (docs/decisions/0026): ends the
+   * session as its AbortSignal would, the reason in the error. */
+  cancelById(reason: string | undefined): void {
+    this.cancel(reason);
+  }
+
   /** Cancels the run: in-flight work finishes, the terminal is `cancelled`
-   * (the start's signal, or an interrupt by a newer message). */
-  cancel(): void {
+   * (the start's signal, an interrupt by a newer message, or `env.cancel`). */
+  cancel(reason?: string): void {
     if (this.finished) return;
-    const error = new CancellationError({ executionId: this.executionId, agentId: this.settings.agentId });
+    const error = new CancellationError({ executionId: this.executionId, agentId: this.settings.agentId, ...(reason !== undefined ? { details: { reason } } : {}) }, reason);
     this.finish({ ending: SessionEnding.Cancelled, output: null, error, approvalRequest: undefined, handoff: undefined });
   }
 

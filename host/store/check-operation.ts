@@ -5,7 +5,7 @@
 // checked here.
 
 import { InvalidInputError } from "../errors.js";
-import type { ApprovalCommitOperation, ExecutionStatusName, OffloadOperation, OutcomeName, TerminalCommitOperation } from "./records.js";
+import type { ApprovalCommitOperation, ExecutionStatusName, OffloadOperation, OutcomeName, ReopenExecutionOperation, TerminalCommitOperation } from "./records.js";
 
 /** Ids are keys and appear in every error message; 200 characters is far
  * above any generated id and keeps messages and indexes small. */
@@ -13,7 +13,7 @@ export const idLengthMax = 200;
 
 const operationTypes: ReadonlySet<string> = new Set([
   "prepareExecution", "providerBarrier", "toolBarrier", "terminalCommit", "approvalCommit", "ensureAgent", "closeAgent",
-  "purgeAgent", "enqueueMessage", "cancelQueued",
+  "purgeAgent", "enqueueMessage", "cancelQueued", "reopenExecution",
 ]);
 
 export function checkId(value: unknown, field: string): string {
@@ -45,7 +45,23 @@ export function checkOperation(operation: OffloadOperation): void {
     }
   }
   if (operation.type === "approvalCommit") checkApproval(operation);
+  if (operation.type === "reopenExecution") checkReopen(operation);
   if (operation.type === "terminalCommit" && operation.toolBatch !== undefined) checkToolBatch(operation);
+}
+
+const reopenedPhases: Readonly<Record<string, readonly string[]>> = {
+  active: ["calling_llm", "dispatching_tools", "resuming"],
+  suspended: ["suspended"],
+};
+
+function checkReopen(operation: ReopenExecutionOperation): void {
+  const phases = reopenedPhases[operation.status];
+  if (phases === undefined || !phases.includes(operation.phase)) {
+    throw new InvalidInputError(`reopenExecution: status ${JSON.stringify(operation.status)} with phase ${JSON.stringify(operation.phase)} is not a state a retry reopens to (active: calling_llm, dispatching_tools, resuming; suspended: suspended)`, { executionId: operation.executionId });
+  }
+  if (typeof operation.metadata !== "object" || operation.metadata === null || Array.isArray(operation.metadata)) {
+    throw new InvalidInputError(`reopenExecution.metadata must be an object, got ${JSON.stringify(operation.metadata)}`, { executionId: operation.executionId });
+  }
 }
 
 function checkApproval(operation: ApprovalCommitOperation): void {

@@ -429,6 +429,17 @@ export class PostgresStore implements ExecutionStore {
     return this.leaseBook.leaseOf(agentId);
   }
 
+  /** Who holds the agent's lease as the database says now (owner and
+   * expiry), whether or not it is this process: for messages that name the
+   * owner (`env.retry` refused elsewhere, docs/decisions/0026). */
+  leaseHolder(agentId: string): Promise<{ readonly owner: string; readonly expiresAt: number } | undefined> {
+    return this.read(async () => {
+      const { rows } = await this.pool.query<{ owner: string; expires_at: Date }>("SELECT owner, expires_at FROM leases WHERE agent_id = $1", [checkId(agentId, "agentId")]);
+      const row = rows[0];
+      return row === undefined ? undefined : { owner: row.owner, expiresAt: row.expires_at.getTime() };
+    });
+  }
+
   // -- approval inbox (docs/decisions/0011-approval-inbox.md) ------------------------------
 
   /** Called with an agent this process holds when a decision may wait for

@@ -54,7 +54,7 @@ export interface StepRecord {
 
 export type StepKind =
   | "input" | "provider_barrier" | "model_response" | "tool_barrier" | "tool_results"
-  | "approval_requested" | "approval_decided" | "recovered" | "terminal" | "note" | "queued";
+  | "approval_requested" | "approval_decided" | "recovered" | "terminal" | "note" | "queued" | "retried";
 
 /** An agent's conversation memory entry. */
 export interface JournalRecord {
@@ -107,6 +107,9 @@ export interface ExecutionMetadata {
    * a recovered session's first barrier; absent, it is `createdAt`. The
    * running time spent is `updatedAt` minus it (docs/decisions/0016). */
   readonly runningSince?: number;
+  /** The attempt the execution is on: absent for the first, 2 after its
+   * first `env.retry` (docs/decisions/0026). */
+  readonly attempt?: number;
 }
 
 export interface ApprovalDecision {
@@ -214,7 +217,27 @@ export interface ApprovalCommitOperation {
   readonly at: number;
 }
 
+/** Reopens a terminal execution for a new attempt (`env.retry`,
+ * docs/decisions/0026): compare-and-set on (executionId, expectedRevision)
+ * with status `terminal`; then the given status and phase (where its last
+ * durable barrier left it), revision+1, outcome, output and error cleared,
+ * the given metadata (its attempt number, a fresh running stretch), and a
+ * `retried` step. Nothing else changes: the steps of the earlier attempt
+ * stay, so the timeline shows both. */
+export interface ReopenExecutionOperation {
+  readonly type: "reopenExecution";
+  readonly executionId: string;
+  readonly expectedRevision: number;
+  readonly status: "active" | "suspended";
+  readonly phase: "calling_llm" | "dispatching_tools" | "resuming" | "suspended";
+  readonly metadata: ExecutionMetadata;
+  /** The `retried` step's payload (attempt, the outcome retried, where it continues). */
+  readonly step: Json;
+  readonly at: number;
+}
+
 export type StoreOperation =
+  | ReopenExecutionOperation
   | PrepareExecutionOperation
   | ProviderBarrierOperation
   | ToolBarrierOperation

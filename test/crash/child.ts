@@ -176,6 +176,18 @@ async function recoverRuns(environment: Environment): Promise<void> {
   }));
 }
 
+async function retryExecution(environment: Environment): Promise<void> {
+  const executionId = config.retry?.executionId;
+  if (!executionId) throw new Error("mode retry needs config.retry");
+  defineAgents(environment, 1);
+  try {
+    const result = await environment.retry(executionId).result;
+    print({ type: "settled", executionId, outcome: result.outcome, output: result.output });
+  } catch (error) {
+    print({ type: "failed", executionId, code: codeOf(error), message: messageOf(error) });
+  }
+}
+
 async function main(): Promise<void> {
   const store = await SqliteStore.open(config.store, config.synchronous ? { synchronous: config.synchronous } : {});
   const environment = await Phronomy.open({
@@ -184,6 +196,7 @@ async function main(): Promise<void> {
   });
   if (config.mode === "resume") await resumeApproval(environment);
   else if (config.mode === "recover") await recoverRuns(environment);
+  else if (config.mode === "retry") await retryExecution(environment);
   else await startRuns(environment);
   print({ type: "done", points: kills.points });
   await environment.close();

@@ -178,13 +178,16 @@ export interface ChildConfig {
   readonly approval?: boolean;
   /** `start` (default): start runs; `resume`: decide the pending approval
    * of `resume.executionId`; `recover`: define the agents, let recovery
-   * run and wait for every execution it continued. */
-  readonly mode?: "start" | "resume" | "recover";
+   * run and wait for every execution it continued; `retry`: retry
+   * `retry.executionId` and wait for its outcome. */
+  readonly mode?: "start" | "resume" | "recover" | "retry";
   /** Agents run concurrently; each runs `runsPerAgent` executions one
    * after the other (default 1 and 1). */
   readonly agents?: number;
   readonly runsPerAgent?: number;
   readonly resume?: { readonly executionId: string; readonly approved: boolean; readonly reason?: string };
+  /** Mode `retry`: `env.retry` of this execution (docs/decisions/0026). */
+  readonly retry?: { readonly executionId: string };
   readonly synchronous?: "FULL" | "NORMAL";
 }
 

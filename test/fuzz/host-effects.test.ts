@@ -8,12 +8,14 @@
 // tool call, a tool call that needs approval, an error), a tool finishing
 // or throwing, an approval decided (or a wrong approval id), a cancel, the
 // clock moving on (timeouts), another observer (`env.wait`), `env.recover()`
-// `env.close()` and, now and then, a trap in the core (decision 0023). Then
-// everything pending is drained.
+// `env.close()`, a cancel or a retry by id (decision 0026) and, now and then,
+// a trap in the core (decision 0023). Then everything pending is drained.
 //
 // Invariants:
-// * every waiter (start, resume, wait) settles exactly once, with exactly
-//   one terminal event, by the time `env.close()` resolved;
+// * every waiter (start, resume, wait, retry) settles exactly once, with
+//   exactly one terminal event, by the time `env.close()` resolved; so does
+//   every `env.cancel`, with the outcome its row then holds, or an error
+//   that says nothing was cancelled here;
 // * each settled run agrees with the durable row at that moment:
 //   completed ⇔ terminal/completed with its output; an execution-ending
 //   error ⇔ terminal/failed with that code; "left for recovery" errors
@@ -74,7 +76,7 @@ const ENDING_CODES = new Set(["TIMEOUT", "CANCELLED", "MODEL_FAILED", "TOOL_FAIL
 const LEFT_CODES = new Set(["EXECUTION_REHYDRATION_REQUIRED", "STORE", "OFFLOAD_FULL"]);
 /** Codes that refuse a request (or end a wait on close) and say nothing of
  * the execution's durable state. */
-const REFUSED_CODES = new Set(["RUNTIME_SHUTDOWN", "APPROVAL_MISMATCH", "AGENT_BUSY", "INVALID_INPUT", "CORE_FAILED"]);
+const REFUSED_CODES = new Set(["RUNTIME_SHUTDOWN", "APPROVAL_MISMATCH", "AGENT_BUSY", "INVALID_INPUT", "CORE_FAILED", "RETRY_REFUSED", "EXECUTION_NOT_FOUND", "EXECUTION_ENDED"]);
 
 type Random = () => number;
 
@@ -108,6 +110,8 @@ class World {
   readonly models: PendingCall<ScriptedTurn>[] = [];
   readonly tools: PendingCall<unknown>[] = [];
   readonly tracked: Tracked[] = [];
+  /** Each `env.cancel`: how many times it settled, and how. */
+  readonly cancels: { readonly label: string; settlements: number }[] = [];
   readonly log: string[] = [];
   readonly problems: string[] = [];
   closing: Promise<void> | undefined;
@@ -130,6 +134,7 @@ class World {
   }
 
   note(line: string): void {
+    if (process.env.HOST_FUZZ_TRACE === "steps") process.stderr.write(`${line}\n`);
     this.log.push(line);
   }
 
@@ -239,6 +244,23 @@ class World {
     if (id !== undefined && row?.status === "terminal" && !recorded && !this.database.ambiguous.has(id)) {
       this.problem(`${where}: told the execution was left unfinished, but its row is terminal with another outcome`);
     }
+  }
+
+  /** An `env.cancel`: resolved with the outcome its row holds then, or
+   * rejected with a refusal or a "left as the store has it" error. */
+  trackCancel(label: string, executionId: string, cancelled: Promise<{ readonly outcome: string }>): void {
+    const tracked = { label, settlements: 0 };
+    this.cancels.push(tracked);
+    cancelled.then((result) => {
+      tracked.settlements += 1;
+      const row = this.database.execution(executionId);
+      const outcome = row?.outcome === "failed" && row.error?.code === "CANCELLED" ? "cancelled" : row?.outcome;
+      if (row?.status !== "terminal" || outcome !== result.outcome) this.problem(`${label} resolved ${result.outcome}, but the row is ${describeRow(row)}`);
+    }, (error: { code?: string }) => {
+      tracked.settlements += 1;
+      const code = String(error.code);
+      if (!REFUSED_CODES.has(code) && !LEFT_CODES.has(code) && !ENDING_CODES.has(code)) this.problem(`${label} rejected with unexpected code ${code}`);
+    });
   }
 
   /** No agent has two live executions in the host, nor two unfinished rows. */
@@ -372,6 +394,29 @@ function observe(world: World): void {
   })();
 }
 
+/** A cancel or a retry by id (decision 0026). It draws nothing from the
+ * generator: which one, and of which execution, follows from the steps so
+ * far, so the streams of earlier seeds change as little as possible. */
+function byId(world: World): void {
+  const turn = world.log.length;
+  if (turn % 2 === 0) {
+    const known = world.tracked.flatMap((tracked) => (tracked.executionId ? [tracked.executionId] : []));
+    if (known.length === 0) return;
+    const id = known[turn % known.length]!;
+    const label = `env.cancel ${short(id)}`;
+    world.note(label);
+    world.trackCancel(label, id, world.environment.cancel(id, { reason: "fuzz" }));
+    return;
+  }
+  const failed = world.database.all().filter((row) => row.status === "terminal" && row.outcome === "failed");
+  if (failed.length === 0) return;
+  const row = failed[turn % failed.length]!;
+  const events: string[] = [];
+  const label = `env.retry ${short(row.executionId)} (${describeRow(row)})`;
+  world.note(label);
+  world.track(label, world.environment.retry(row.executionId, { onEvent: terminalCounter(events) }), undefined, events);
+}
+
 function advanceClock(world: World, milliseconds: number): void {
   world.note(`clock +${milliseconds} ms`);
   vi.advanceTimersByTime(milliseconds);
@@ -395,6 +440,8 @@ async function step(world: World): Promise<void> {
     world.closing = world.environment.close();
   } else if (!world.trapped && world.chance(0.1)) {
     trapCore(world);
+  } else {
+    byId(world);
   }
   await settle();
   world.checkAdmissions();
@@ -444,6 +491,7 @@ function checkAdmissionsDrained(world: World): void {
 }
 
 function checkWaiters(world: World): void {
+  for (const cancel of world.cancels) if (cancel.settlements !== 1) world.problem(`${cancel.label} settled ${cancel.settlements} times after env.close()`);
   for (const tracked of world.tracked) {
     if (tracked.settlements !== 1) world.problem(`${tracked.label} settled ${tracked.settlements} times after env.close()`);
     const expected = tracked.observer ? tracked.terminalEvents.length <= 1 : tracked.terminalEvents.length === 1;
@@ -532,9 +580,11 @@ describe("the host's carrying out of effects, against a simulated store and cloc
     console.log(`[host fuzz] HOST_FUZZ_SEED=${BASE_SEED} HOST_FUZZ_RUNS=${RUNS}`);
     const totals = { waiters: 0, completed: 0, failed: 0, left: 0, refused: 0 };
     const codes: Record<string, number> = {};
+    const byIdTotals = { cancels: 0, retries: 0, retriesCompleted: 0 };
     for (let index = 0; index < RUNS; index += 1) {
       const seed = (BASE_SEED + index) >>> 0;
       let world: World;
+      if (process.env.HOST_FUZZ_TRACE) process.stderr.write(`[host fuzz] seed ${seed}\n`);
       try {
         world = await fuzzOnce(seed);
       } catch (error) {
@@ -543,6 +593,12 @@ describe("the host's carrying out of effects, against a simulated store and cloc
       const replay = `host fuzz seed ${seed} — replay: HOST_FUZZ_SEED=${seed} HOST_FUZZ_RUNS=1 npx vitest run test/fuzz/host-effects.test.ts`;
       expect(world.problems, `${replay}\nlast steps:\n${world.log.slice(-60).join("\n")}`).toEqual([]);
       totals.waiters += world.tracked.length;
+      byIdTotals.cancels += world.cancels.length;
+      for (const { label, outcome } of world.tracked) {
+        if (!label.startsWith("env.retry")) continue;
+        byIdTotals.retries += 1;
+        if (outcome?.ok) byIdTotals.retriesCompleted += 1;
+      }
       for (const { outcome } of world.tracked) {
         const code = outcome?.ok ? outcome.outcome : outcome?.code ?? "unsettled";
         codes[code] = (codes[code] ?? 0) + 1;
@@ -552,7 +608,7 @@ describe("the host's carrying out of effects, against a simulated store and cloc
         else totals.refused += 1;
       }
     }
-    console.log(`[host fuzz] waiters: ${JSON.stringify(totals)}; by outcome: ${JSON.stringify(codes)}`);
+    console.log(`[host fuzz] waiters: ${JSON.stringify(totals)}; by outcome: ${JSON.stringify(codes)}; by id: ${JSON.stringify(byIdTotals)}`);
     // The runs went somewhere: some completed, some failed with a reason
     // (over enough runs; a replay of one seed may do neither).
     if (RUNS >= 20) {

@@ -99,6 +99,7 @@ const EXECUTION_MESSAGES = new Set<number>([
   MessageKind.TerminalCommitReady, MessageKind.Resume, MessageKind.ResumeCommitReady,
   MessageKind.ContinueRecovered,
   MessageKind.CancelRequested, MessageKind.AttachWaiter, MessageKind.DischargeRecovery,
+  MessageKind.CancelSuspended, MessageKind.CancelCommitReady,
 ]);
 
 /** A message for a slot's previous tenant is refused and changes nothing. */

@@ -28,7 +28,8 @@ type Pending =
   | { type: "operation"; execution: number; generation: number }
   | { type: "deferred"; execution: number; generation: number; session: number }
   | { type: "terminal"; execution: number; generation: number; session: number; revision: number }
-  | { type: "approval"; execution: number; generation: number; revision: number; request: number };
+  | { type: "approval"; execution: number; generation: number; revision: number; request: number }
+  | { type: "cancel"; execution: number; generation: number; revision: number; request: number };
 
 interface LiveExecution {
   execution: number;
@@ -141,6 +142,7 @@ export class MessageStream {
       (i) => this.advance(i),
       (i) => this.advance(i),
       (i) => this.resume(i),
+      (i) => this.cancelSuspended(i),
       (i) => this.recoveryInstall(i),
       (i) => this.continueRecovered(i),
       (i) => this.retiredKind(i),
@@ -277,6 +279,7 @@ export class MessageStream {
       return this.continuationFor(live, record.status, record.phase, record.flags);
     }
     if (record?.phase === Phase.Suspended && record.session === 0) {
+      if (intent.noise % 4 === 0) return message(MessageKind.CancelSuspended, live.execution, live.generation, this.request());
       return message(MessageKind.Resume, live.execution, live.generation, live.agent, live.agentGeneration, this.request(), 1);
     }
     if (record?.phase === Phase.Suspended) {
@@ -335,6 +338,11 @@ export class MessageStream {
         return message(MessageKind.TerminalCommitReady, item.execution, item.generation, item.session,
           stale ? item.revision - 1 : item.revision, outcome, this.revision());
       }
+      case "cancel": {
+        const outcome = pickWeighted(intent.noise, [CommitOutcome.Committed, 6], [CommitOutcome.StoreFailed, 1], [CommitOutcome.RehydrationRequired, 1], [7, 1]);
+        return message(MessageKind.CancelCommitReady, item.execution, item.generation, stale ? item.revision + 1 : item.revision,
+          outcome, this.revision(), item.request);
+      }
       case "approval": {
         const outcome = pickWeighted(intent.noise, [CommitOutcome.Committed, 6], [CommitOutcome.StoreFailed, 1], [CommitOutcome.RehydrationRequired, 1], [7, 1]);
         return message(MessageKind.ResumeCommitReady, item.execution, item.generation, stale ? item.revision + 1 : item.revision,
@@ -377,6 +385,14 @@ export class MessageStream {
     if (!live) return this.start(intent);
     const matches = intent.variant % 6 === 0 ? 0 : intent.variant % 29 === 1 ? 3 : 1;
     return message(MessageKind.Resume, live.execution, live.generation, live.agent, live.agentGeneration, this.request(), matches);
+  }
+
+  /** Cancel by id of a suspended execution (decision 0026); mostly a
+   * suspended one, sometimes any live one (refused). */
+  private cancelSuspended(intent: Intent): Message {
+    const live = this.pickExecution(intent);
+    if (!live) return this.start(intent);
+    return message(MessageKind.CancelSuspended, live.execution, live.generation, this.request());
   }
 
   private recoveryInstall(intent: Intent): Message {
@@ -520,7 +536,7 @@ export class MessageStream {
   /** Arbitrary integers, including out-of-range kinds and values. */
   private garbage(intent: Intent): Message {
     const words = [intent.pick, intent.variant, intent.noise, U32_MAX, intent.pick ^ intent.noise, 0, intent.noise >>> 3];
-    return message(intent.noise % 26, ...words);
+    return message(intent.noise % 30, ...words);
   }
 
   // -- what the stream can refer to -------------------------------------------
@@ -607,6 +623,11 @@ export class MessageStream {
         this.withExecution(effect.execution, (live) => {
           live.revision = effect.expectedRevision;
           this.pending.push({ type: "terminal", execution: live.execution, generation: live.generation, session: effect.session, revision: effect.expectedRevision });
+        });
+        break;
+      case EffectKind.SubmitCancelCommit:
+        this.withExecution(effect.execution, (live) => {
+          this.pending.push({ type: "cancel", execution: live.execution, generation: live.generation, revision: effect.expectedRevision, request: effect.request });
         });
         break;
       case EffectKind.SubmitApprovalCommit:

@@ -266,6 +266,8 @@ export class ReferenceCore implements ControlMachine {
       case MessageKind.SetDraining: return this.setDraining(A);
       case MessageKind.DischargeRecovery: return this.dischargeRecovery(A, B);
       case MessageKind.DischargeAgentRecovery: return this.dischargeAgentRecovery(A, B);
+      case MessageKind.CancelSuspended: return this.cancelSuspended(A, B, C);
+      case MessageKind.CancelCommitReady: return this.cancelCommitReady(A, B, C, D, E, F);
       // Retired kinds (16, 17) and unknown ones.
       default: return ResultCode.MessageKindUnknown;
     }
@@ -906,6 +908,54 @@ export class ReferenceCore implements ControlMachine {
     else exec.flags &= ~ExecutionFlag.ApprovalGranted;
     this.registerWaiter(execSlot, request);
     this.emit(EffectKind.ResumeSession, execSlot, exec.session, approved);
+    return ResultCode.Ok;
+  }
+
+  /** `CancelSuspended` (docs/decisions/0026): a suspended execution's
+   * admission goes `Terminalizing` while its cancel commit is written. */
+  private cancelSuspended(execSlot: number, generation: number, request: number): ResultCode {
+    if (this.draining === 1) return this.refuse(request, ResultCode.RuntimeDraining);
+    const code = this.checkExecution(execSlot, generation);
+    if (code !== ResultCode.Ok) return this.refuse(request, code);
+    const exec = this.executionAt(execSlot);
+    if (exec.status !== ExecutionStatus.Suspended) return this.refuse(request, ResultCode.StatusMustMatch);
+    const agent = this.agentOf(exec);
+    if (agent.admissionState !== AdmissionState.Suspended) return this.refuse(request, ResultCode.ResumeInProgress);
+    agent.admissionState = AdmissionState.Terminalizing;
+    this.emit(EffectKind.SubmitCancelCommit, execSlot, exec.revision, request);
+    return ResultCode.Ok;
+  }
+
+  /** `CancelCommitReady`: committed → finished `Failed` (the cancel request
+   * registered as a waiter first); a store failure gives the suspension
+   * back; anything else requires recovery. */
+  private cancelCommitReady(
+    execSlot: number, generation: number, expectedRevision: number, outcome: number, newRevision: number, request: number,
+  ): ResultCode {
+    const code = this.checkExecution(execSlot, generation);
+    if (code !== ResultCode.Ok) return this.refuse(request, code);
+    const exec = this.executionAt(execSlot);
+    if (exec.revision !== expectedRevision) return this.refuse(request, ResultCode.RevisionMustMatch);
+    if (exec.status !== ExecutionStatus.Suspended) return this.refuse(request, ResultCode.StatusMustMatch);
+    const agent = this.agentOf(exec);
+    if (agent.admissionState !== AdmissionState.Terminalizing) return this.refuse(request, ResultCode.AdmissionStateMustMatch);
+    if (outcome === CommitOutcome.StoreFailed) {
+      agent.admissionState = AdmissionState.Suspended;
+      return this.refuse(request, ResultCode.StoreFailed);
+    }
+    let failure: ResultCode = ResultCode.Ok;
+    if (!inRange(outcome, CommitOutcome.Committed, CommitOutcome.StoreFailed)) failure = ResultCode.OutcomeUnknown;
+    else if (outcome === CommitOutcome.RehydrationRequired) failure = ResultCode.RehydrationRequired;
+    else if (newRevision <= exec.revision) failure = ResultCode.RevisionMustIncrease;
+    if (failure !== ResultCode.Ok) {
+      this.requireRecovery(execSlot, failure);
+      this.emit(EffectKind.FailRequest, request, failure);
+      return failure === ResultCode.RehydrationRequired ? ResultCode.Ok : failure;
+    }
+    exec.revision = newRevision;
+    exec.phase = Phase.Terminal;
+    this.registerWaiter(execSlot, request);
+    this.finishExecution(execSlot, OutcomeType.Failed);
     return ResultCode.Ok;
   }
 

@@ -283,6 +283,42 @@ export function defineConformanceSuite(backend: Backend): void {
     });
   });
 
+  describe(`store conformance (${backend.name}): reopenExecution (env.retry, decision 0026)`, () => {
+    const failed = { code: "MODEL_FAILED", message: "the provider is down" };
+    const reopen = (expectedRevision: number, extra: Record<string, unknown> = {}) => ({
+      type: "reopenExecution" as const, executionId: "e1", expectedRevision, status: "active" as const, phase: "calling_llm" as const,
+      metadata: { config: { replayable: true }, attempt: 2, runningSince: 90 }, step: { attempt: 2, resumeFromSeq: 2 }, at: 90, ...extra,
+    });
+
+    it("reopens a terminal row: revision+1, the status and phase given, outcome, output and error cleared, the metadata given, a retried step", async () => {
+      const store = await storeWithAgent();
+      await store.run(prepare("e1"));
+      await store.run(providerBarrier("e1", 1));
+      await store.run(terminalCommit("e1", 2, { outcome: "failed", output: null, error: failed, steps: [], journal: [] }));
+      expect(await store.run(reopen(3))).toEqual({ revision: 4 });
+      expect(await store.getExecution("e1")).toMatchObject({
+        revision: 4, status: "active", phase: "calling_llm", outcome: null, output: null, error: null,
+        metadata: { attempt: 2, runningSince: 90 }, updatedAt: 90,
+      });
+      expect((await store.listSteps("e1")).at(-1)).toMatchObject({ kind: "retried", at: 90, payload: { attempt: 2, resumeFromSeq: 2 } });
+      // It runs on like any active row: the next barrier compares against revision 4.
+      expect(await store.run(providerBarrier("e1", 4))).toEqual({ revision: 5 });
+    });
+
+    it("refuses a row that is not terminal, or a moved revision, writing nothing; and a state no retry reopens to", async () => {
+      const store = await storeWithAgent();
+      await store.run(prepare("e1"));
+      const before = await snapshot(store);
+      await expect(store.run(reopen(1))).rejects.toBeInstanceOf(ExecutionRehydrationRequiredError);
+      await store.run(terminalCommit("e1", 1, { outcome: "failed", output: null, error: failed, steps: [], journal: [] }));
+      const ended = await snapshot(store);
+      await expect(store.run(reopen(1))).rejects.toBeInstanceOf(ExecutionRehydrationRequiredError);
+      expect(await snapshot(store)).toEqual(ended);
+      expect(before).not.toEqual(ended);
+      expect(() => store.run(reopen(2, { phase: "terminal" }) as never)).toThrow(InvalidInputError);
+    });
+  });
+
   describe(`store conformance (${backend.name}): agent lifecycle`, () => {
     it("ensureAgent creates once and returns the stored root unchanged afterwards", async () => {
       const store = await backend.open();

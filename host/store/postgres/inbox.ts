@@ -36,6 +36,7 @@ import type { ExecutionRow, Json } from "../records.js";
 import type { SqliteRow } from "../sqlite/driver.js";
 import { executionFromRow } from "../sqlite/rows.js";
 import type { Fence } from "./operations.js";
+import { checkCancelFiling, inboxKindMigration, type DecisionKind } from "../cancel-filing.js";
 
 type Queryable = Pick<pg.Pool, "query">;
 
@@ -58,6 +59,9 @@ export type DecisionState = "filed" | "claimed" | "applied" | "refused";
 export interface DecisionFiling {
   /** A fresh UUID per filing. */
   readonly decisionId: string;
+  /** `approval` (default) or `cancel` (docs/decisions/0026: `approvalId`
+   * is then `cancel:<decisionId>`, `approved` false). */
+  readonly kind?: DecisionKind;
   readonly executionId: string;
   readonly agentId: string;
   readonly approvalId: string;
@@ -129,6 +133,11 @@ export async function createApprovalInbox(client: pg.ClientBase): Promise<void> 
   `);
 }
 
+/** Migration 5: the decision kind (`cancel`, docs/decisions/0026). */
+export async function addDecisionKind(client: pg.ClientBase): Promise<void> {
+  await client.query(inboxKindMigration);
+}
+
 // -- filing ------------------------------------------------------------------------------
 
 /** Files a decision, or refuses it (nothing written) with
@@ -136,10 +145,22 @@ export async function createApprovalInbox(client: pg.ClientBase): Promise<void> 
  * (`details.mismatch`: agent, not_suspended, approval_id, already_filed). */
 export async function fileDecision(pool: Queryable, where: string, channel: string, filing: DecisionFiling): Promise<FiledDecision> {
   const { executionId, agentId, approvalId } = filing;
-  const row = (await pool.query<{ agent_id: string; status: string; revision: number; approval_request: string }>(
-    "SELECT agent_id, status, revision, approval_request FROM executions WHERE execution_id = $1", [executionId],
+  const row = (await pool.query<{ agent_id: string; status: string; revision: number; approval_request: string; outcome: string | null; error: string }>(
+    "SELECT agent_id, status, revision, approval_request, outcome, error FROM executions WHERE execution_id = $1", [executionId],
   )).rows[0];
   const context = { executionId, agentId };
+  if (filing.kind === "cancel") {
+    const checked = checkCancelFiling(executionId, row && { agentId: row.agent_id, status: row.status, revision: Number(row.revision), outcome: row.outcome, error: JSON.parse(row.error) }, where);
+    await pool.query(`
+      WITH filed AS (
+        INSERT INTO approval_inbox (decision_id, execution_id, agent_id, approval_id, approved, reason, execution_revision, filed_by, filed_at, state, kind)
+        VALUES ($1, $2, $3, $4, false, $5, $6, $7, $8, 'filed', 'cancel')
+        RETURNING agent_id
+      )
+      SELECT pg_notify($9, agent_id) FROM filed
+    `, [filing.decisionId, executionId, checked.agentId, approvalId, filing.reason, checked.revision, filing.filedBy, filing.filedAt, channel]);
+    return { decisionId: filing.decisionId, executionRevision: checked.revision };
+  }
   if (row === undefined) {
     throw new InvalidInputError(`no execution ${executionId} in the store at ${where}; nothing was filed in the approval inbox`, context);
   }
@@ -182,6 +203,7 @@ function pendingApprovalId(request: Json): string | undefined {
 
 interface InboxRow {
   decision_id: string;
+  kind: DecisionKind;
   execution_id: string;
   agent_id: string;
   approval_id: string;
@@ -215,6 +237,7 @@ export async function claimDecisions(pool: Queryable, agentId: string, fence: Fe
       decisionId: row.decision_id, executionId: row.execution_id, agentId: row.agent_id, approvalId: row.approval_id,
       approved: row.approved, reason: row.reason, filedBy: row.filed_by, filedAt: Number(row.filed_at),
       executionRevision: Number(row.execution_revision), claimedEpoch: Number(row.claimed_epoch), claims: Number(row.claims),
+      kind: row.kind,
     }))
     .sort((a, b) => a.filedAt - b.filedAt || (a.decisionId < b.decisionId ? -1 : 1));
 }

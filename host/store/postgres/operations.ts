@@ -22,7 +22,7 @@ import type pg from "pg";
 import { ExecutionRehydrationRequiredError, InvalidInputError, agentHasUnfinishedExecutions } from "../../errors.js";
 import type {
   AgentRow, ApprovalCommitOperation, CloseAgentOperation, CommittedRevision, EnsureAgentOperation, ExecutionMetadata,
-  ExecutionStatusName, Json, PurgeAgentOperation, PurgeAgentResult, StepRecord,
+  ExecutionStatusName, Json, PurgeAgentOperation, PurgeAgentResult, ReopenExecutionOperation, StepRecord,
 } from "../records.js";
 import { checkRequest } from "../sqlite/approval-commit.js";
 import { agentFromRow, jsonText } from "../sqlite/rows.js";
@@ -31,6 +31,7 @@ import { pruneExecutions } from "./prune.js";
 import type { PruneExecutionsOperation } from "../prune.js";
 import { cancelQueued, enqueueMessage } from "./queue.js";
 import type { QueueOperation } from "../queue.js";
+import { reopenExecution } from "./reopen.js";
 import type { SqliteRow } from "../sqlite/driver.js";
 
 /** The lease a write must still hold: owner and epoch (docs/decisions/0009). */
@@ -53,11 +54,12 @@ type Row = SqliteRow;
 
 /** The operations run here; the hot ones are statements of a group
  * (`statements.ts`, `group-commit.ts`). */
-export type TransactionOperation = ApprovalCommitOperation | EnsureAgentOperation | CloseAgentOperation | PurgeAgentOperation | PruneExecutionsOperation | QueueOperation;
+export type TransactionOperation = ApprovalCommitOperation | ReopenExecutionOperation | EnsureAgentOperation | CloseAgentOperation | PurgeAgentOperation | PruneExecutionsOperation | QueueOperation;
 
 export function applyOperation(context: OperationContext, operation: TransactionOperation): Promise<unknown> {
   switch (operation.type) {
     case "approvalCommit": return approvalCommit(context, operation);
+    case "reopenExecution": return reopenExecution(context, operation);
     case "ensureAgent": return ensureAgent(context, operation);
     case "closeAgent": return closeAgent(context, operation);
     case "purgeAgent": return purgeAgent(context, operation);
@@ -87,7 +89,7 @@ interface CurrentExecution {
 
 /** Locks and reads the row; refuses, before writing anything, when the
  * execution moved on, never existed, or is in the wrong status. */
-async function selectForUpdate(context: OperationContext, operation: CompareAndSetOperation, statuses: readonly ExecutionStatusName[]): Promise<CurrentExecution> {
+export async function selectForUpdate(context: OperationContext, operation: CompareAndSetOperation, statuses: readonly ExecutionStatusName[]): Promise<CurrentExecution> {
   const row = (await query(context, "SELECT agent_id, revision, status, metadata, approval_request FROM executions WHERE execution_id = $1 FOR UPDATE", [operation.executionId])).rows[0];
   const details = { expectedRevision: operation.expectedRevision, operation: operation.type };
   if (row === undefined) {
@@ -110,7 +112,7 @@ async function selectForUpdate(context: OperationContext, operation: CompareAndS
 /** The compare-and-set UPDATE: `$1` is the new revision, `values` follow as
  * `$2…`; the id, the expected revision and (with leases) the fence are
  * appended. Returns the new revision. */
-async function compareAndSet(context: OperationContext, operation: CompareAndSetOperation, agentId: string, setClause: string, values: readonly unknown[]): Promise<number> {
+export async function compareAndSet(context: OperationContext, operation: CompareAndSetOperation, agentId: string, setClause: string, values: readonly unknown[]): Promise<number> {
   const revision = operation.expectedRevision + 1;
   const parameters: unknown[] = [revision, ...values, operation.executionId, operation.expectedRevision];
   const idIndex = values.length + 2;
@@ -152,7 +154,7 @@ async function approvalCommit(context: OperationContext, operation: ApprovalComm
 /** Appends the steps in one statement; the last carries the write id. The
  * execution's row lock (or its insertion in this transaction) makes the
  * `max(seq)` safe from concurrent appends. */
-async function appendSteps(context: OperationContext, executionId: string, steps: readonly StepRecord[]): Promise<void> {
+export async function appendSteps(context: OperationContext, executionId: string, steps: readonly StepRecord[]): Promise<void> {
   if (steps.length === 0) return;
   await query(context, `
     INSERT INTO steps (execution_id, seq, kind, at, payload, write_id)

@@ -19,7 +19,7 @@
 import type pg from "pg";
 import { StoreError } from "../../errors.js";
 import { createPrepareAtRevision, createWriteFunctions } from "./functions.js";
-import { createApprovalInbox } from "./inbox.js";
+import { addDecisionKind, createApprovalInbox } from "./inbox.js";
 import { createConversationQueues } from "./queue.js";
 import { quotedIdentifier } from "./literals.js";
 import { createPruneIndexes } from "./prune.js";
@@ -101,8 +101,9 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 3: the functions of the hot operations (`functions.ts`, docs/decisions/0012).
  * Version 4: a preparation that carries its first provider barrier (docs/decisions/0014).
  * Version 5: the indexes pruning reads by (`prune.ts`, docs/decisions/0027).
- * Version 6: the conversation queues (`queue.ts`, docs/decisions/0025). */
-export const migrations: readonly Migration[] = [createInitialTables, createApprovalInbox, createWriteFunctions, createPrepareAtRevision, createPruneIndexes, createConversationQueues];
+ * Version 6: the conversation queues (`queue.ts`, docs/decisions/0025).
+ * Version 7: the inbox's decision kind, for cancels by id (docs/decisions/0026). */
+export const migrations: readonly Migration[] = [createInitialTables, createApprovalInbox, createWriteFunctions, createPrepareAtRevision, createPruneIndexes, createConversationQueues, addDecisionKind];
 
 export const schemaVersion = migrations.length;
 

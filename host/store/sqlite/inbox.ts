@@ -29,6 +29,7 @@ import {
 } from "../postgres/inbox.js";
 import type { Json } from "../records.js";
 import type { SqliteConnection } from "./driver.js";
+import { checkCancelFiling, inboxKindMigration, type DecisionKind } from "../cancel-filing.js";
 
 /** Decisions one claim takes at most (the PostgreSQL inbox's bound, for the
  * same reason: an agent rarely has more than one; the drain claims again). */
@@ -66,6 +67,11 @@ export function createApprovalInbox(connection: SqliteConnection): void {
   `);
 }
 
+/** Migration 3: the decision kind (`cancel`, docs/decisions/0026). */
+export function addDecisionKind(connection: SqliteConnection): void {
+  connection.exec(inboxKindMigration);
+}
+
 // -- filing (a visitor's inbox connection, or the owner's) -------------------------------
 
 /** Files a decision, or refuses it (nothing written) with
@@ -84,6 +90,7 @@ export function fileDecision(connection: SqliteConnection, filing: DecisionFilin
 }
 
 function checkAndInsert(connection: SqliteConnection, filing: DecisionFiling): FiledDecision {
+  if (filing.kind === "cancel") return insertCancel(connection, filing);
   const { executionId, agentId, approvalId } = filing;
   const where = connection.path;
   const row = connection.prepare("SELECT agent_id, status, revision, approval_request FROM executions WHERE execution_id = ?").get(executionId);
@@ -116,6 +123,21 @@ function checkAndInsert(connection: SqliteConnection, filing: DecisionFiling): F
   return { decisionId: filing.decisionId, executionRevision: revision };
 }
 
+/** A cancel by id (docs/decisions/0026): filed for an execution that has not ended. */
+function insertCancel(connection: SqliteConnection, filing: DecisionFiling): FiledDecision {
+  const { executionId } = filing;
+  const row = connection.prepare("SELECT agent_id, status, revision, outcome, error FROM executions WHERE execution_id = ?").get(executionId);
+  const checked = checkCancelFiling(executionId, row && {
+    agentId: String(row["agent_id"]), status: String(row["status"]), revision: Number(row["revision"]),
+    outcome: row["outcome"] === null ? null : String(row["outcome"]), error: JSON.parse(String(row["error"])),
+  }, connection.path);
+  connection.prepare(`
+    INSERT INTO approval_inbox (decision_id, execution_id, agent_id, approval_id, approved, reason, execution_revision, filed_by, filed_at, state, kind)
+    VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, 'filed', 'cancel')
+  `).run(filing.decisionId, executionId, checked.agentId, filing.approvalId, filing.reason, checked.revision, filing.filedBy, filing.filedAt);
+  return { decisionId: filing.decisionId, executionRevision: checked.revision };
+}
+
 function pendingApprovalId(request: Json): string | undefined {
   if (typeof request !== "object" || request === null || Array.isArray(request)) return undefined;
   const id = (request as { readonly [key: string]: Json })["approvalId"];
@@ -142,6 +164,7 @@ export function claimDecisions(connection: SqliteConnection, agentId: string, ow
       approvalId: String(row["approval_id"]), approved: Number(row["approved"]) === 1,
       reason: row["reason"] === null ? null : String(row["reason"]), filedBy: String(row["filed_by"]), filedAt: Number(row["filed_at"]),
       executionRevision: Number(row["execution_revision"]), claimedEpoch: 0, claims: Number(row["claims"]),
+      kind: String(row["kind"]) as DecisionKind,
     }))
     .sort((a, b) => a.filedAt - b.filedAt || (a.decisionId < b.decisionId ? -1 : 1));
 }

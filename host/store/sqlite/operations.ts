@@ -20,6 +20,7 @@ import type {
 } from "../records.js";
 import { approvalCommit } from "./approval-commit.js";
 import { cancelQueued, enqueueMessage } from "./queue.js";
+import { reopenExecution } from "./reopen.js";
 import { appendJournal, appendSteps, compareAndSet, jsonOf, selectForUpdate } from "./compare-and-set.js";
 import type { SqliteConnection } from "./driver.js";
 import { pruneExecutions } from "./prune.js";
@@ -33,6 +34,7 @@ export function applyOperation(connection: SqliteConnection, operation: OffloadO
     case "toolBarrier": return toolBarrier(connection, operation);
     case "terminalCommit": return terminalCommit(connection, operation);
     case "approvalCommit": return approvalCommit(connection, operation);
+    case "reopenExecution": return reopenExecution(connection, operation);
     case "ensureAgent": return ensureAgent(connection, operation);
     case "closeAgent": return closeAgent(connection, operation);
     case "purgeAgent": return purgeAgent(connection, operation);

@@ -17,7 +17,7 @@ import { Buffer } from "node:buffer";
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { StoreError } from "../../errors.js";
 import { openSqlite, type SqliteConnection } from "./driver.js";
-import { createApprovalInbox } from "./inbox.js";
+import { addDecisionKind, createApprovalInbox } from "./inbox.js";
 import { createPruneIndexes } from "./prune.js";
 import { createConversationQueues } from "./queue.js";
 
@@ -88,8 +88,9 @@ function createInitialTables(connection: SqliteConnection): void {
 /** Migration i brings a file from version i to version i + 1. Append only.
  * Version 2: the approval inbox visitors file decisions into (`inbox.ts`).
  * Version 3: the indexes pruning reads by (`prune.ts`, docs/decisions/0027).
- * Version 4: the conversation queues (`queue.ts`, docs/decisions/0025). */
-export const migrations: readonly Migration[] = [createInitialTables, createApprovalInbox, createPruneIndexes, createConversationQueues];
+ * Version 4: the conversation queues (`queue.ts`, docs/decisions/0025).
+ * Version 5: the inbox's decision kind, for cancels by id (docs/decisions/0026). */
+export const migrations: readonly Migration[] = [createInitialTables, createApprovalInbox, createPruneIndexes, createConversationQueues, addDecisionKind];
 
 export const schemaVersion = migrations.length;
 

@@ -1,0 +1,218 @@
+// `env.cancel(executionId, { reason })` (issue 12, docs/decisions/0026):
+// cancel an execution by id from any process, and settle with how it ended.
+//
+// Where the cancel goes:
+// * live in this process — a running execution's session is cancelled as
+//   its AbortSignal would be (work in flight finishes, then the quiescent
+//   terminal `failed` / CANCELLED); a suspended one is ended by the core
+//   (`CancelSuspended`, `cancel-commit.ts`);
+// * run by another process — a SQLite visitor, or a PostgreSQL process not
+//   holding the agent's lease — filed in the approval inbox as a decision
+//   of kind `cancel`, which the owner applies as above;
+// * a row that says `queued` (the durable queue of the busy policy) — the
+//   one dispatch point `cancelQueued` below.
+//
+// Rules kept here:
+// * The answer is read from the durable row once the execution ended:
+//   `outcome` is `cancelled`, or how it ended first when it finished before
+//   the cancel took (a cancel never turns a committed outcome into another).
+// * An unknown id is ExecutionNotFoundError, an execution that had already
+//   ended ExecutionEndedError naming its outcome; cancelling one that is
+//   being cancelled (or ending) is not an error: it waits for the same end.
+// * A running execution that suspends before the cancel reaches its session
+//   is cancelled again, suspended (bounded rounds).
+// * In the owner, an unfinished row nothing runs (its process died and its
+//   agent is not defined here) is cancelled by writing its terminal commit
+//   directly (`cancelDormant`): `phronomy cancel` on a crashed execution.
+
+import {
+  ApprovalRequiredError, CancellationError, ExecutionEndedError, ExecutionNotFoundError, ExecutionRehydrationRequiredError, InvalidInputError, PhronomyError,
+} from "../errors.js";
+import { endedOutcomeOf } from "../store/cancel-filing.js";
+import type { ExecutionRow, Json, OutcomeName, StoredError } from "../store/records.js";
+import type { ExecutionStore } from "../store/store.js";
+import { MessageKind as M } from "../../assembly/abi.js";
+import type { ControlLoop } from "./control-loop.js";
+import type { Coordinator } from "./coordinator.js";
+import type { ExecutionEntry } from "./requests.js";
+import type { RemoteResumes } from "./remote-resume.js";
+import { Waiter } from "./run.js";
+import { rejectUnknownKeys } from "./options.js";
+import { asPhronomyError } from "./session.js";
+
+export interface CancelOptions {
+  /** Why: kept in the execution's error (`details.reason`) and message. */
+  readonly reason?: string;
+}
+
+/** How a cancelled (or already ending) execution ended. */
+export interface CancelResult {
+  readonly executionId: string;
+  readonly agentId: string;
+  /** `cancelled`, or the outcome it reached before the cancel took. */
+  readonly outcome: "cancelled" | Exclude<OutcomeName, "suspended">;
+  readonly error: StoredError | null;
+  readonly output: Json;
+}
+
+/** What `env.cancel` needs of its environment. */
+export interface CancelHost {
+  readonly coordinator: Coordinator;
+  readonly loop: ControlLoop;
+  readonly store: ExecutionStore;
+  /** The inbox that files a cancel of an execution of this agent run
+   * elsewhere; undefined when the execution is this process's to cancel. */
+  remoteFor(agentId: string): RemoteResumes | undefined;
+  /** Whether the agent is defined here (its recovery installs its rows). */
+  agentDefined(agentId: string): boolean;
+  /** Cancels a message still in its conversation's queue
+   * (docs/decisions/0025): false when it left the queue meanwhile. */
+  cancelQueued(executionId: string, reason: string | undefined): Promise<boolean>;
+  /** An execution's row, or a queued message's as status `queued`. */
+  readRow(executionId: string): Promise<ExecutionRow | undefined>;
+}
+
+export const CANCEL_REASON_LENGTH_MAX = 1_000;
+/** Rounds of "cancel, it suspended before the cancel reached it". */
+const cancelRoundsMax = 4;
+
+export function checkCancel(executionId: unknown, options: unknown): asserts options is CancelOptions {
+  if (typeof executionId !== "string" || executionId.length === 0) {
+    throw new InvalidInputError(`env.cancel(executionId): executionId must be a non-empty string, got ${JSON.stringify(executionId)}`);
+  }
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    throw new InvalidInputError(`env.cancel(executionId, options): options must be an object { reason? }, got ${JSON.stringify(options)}`, { executionId });
+  }
+  rejectUnknownKeys(options, ["reason"], "env.cancel(options)");
+  const { reason } = options as CancelOptions;
+  if (reason !== undefined && (typeof reason !== "string" || reason.length > CANCEL_REASON_LENGTH_MAX)) {
+    throw new InvalidInputError(`env.cancel(options): "reason" must be a string of at most ${CANCEL_REASON_LENGTH_MAX} characters, got ${JSON.stringify(reason)?.slice(0, 80)}`, { executionId });
+  }
+}
+
+/** Cancels the execution wherever it runs and reads how it ended. */
+export async function cancelById(host: CancelHost, executionId: string, reason: string | undefined): Promise<CancelResult> {
+  for (let round = 0; ; round += 1) {
+    const waiter = new Waiter("", undefined, true);
+    const queued = await dispatch(host, executionId, reason, waiter, round === 0);
+    if (queued !== undefined) return queued;
+    const settled = await waiter.result.then(() => undefined, (error: unknown) => asPhronomyError(error, "INTERNAL"));
+    if (settled instanceof ExecutionEndedError || settled instanceof ExecutionNotFoundError) throw settled;
+    const row = await host.store.getExecution(executionId);
+    if (row?.status === "terminal") return resultOf(row);
+    // It suspended before the cancel reached its session: cancel the suspension.
+    if ((settled instanceof ApprovalRequiredError || settled instanceof CancellationError) && round + 1 < cancelRoundsMax) continue;
+    throw settled ?? new PhronomyError("INTERNAL", `the cancel of execution ${executionId} settled but the execution has not ended (status ${row?.status ?? "missing"})`, { executionId });
+  }
+}
+
+/** Applies a cancel claimed from the inbox (the owner's side): undefined
+ * once applied — or when the execution had already ended, which the filer
+ * reads from the row — else the refusal. */
+export async function applyFiledCancel(host: CancelHost, executionId: string, reason: string | undefined): Promise<PhronomyError | undefined> {
+  try {
+    const live = await onLoop(host, () => {
+      const entry = host.coordinator.entryById(executionId);
+      if (entry) cancelLive(host.coordinator, entry, reason, new Waiter("", undefined, true));
+      return entry !== undefined;
+    });
+    if (live) return undefined;
+    const row = await host.store.getExecution(executionId);
+    if (row === undefined) return new ExecutionNotFoundError(executionId, "the cancel", host.store.path);
+    if (row.status === "terminal") return undefined;
+    return notLiveHere(row);
+  } catch (error) {
+    return asPhronomyError(error, "INTERNAL");
+  }
+}
+
+/** Sends the cancel where the execution runs; `waiter` settles when it
+ * ended. A queued row's cancel answers at once (its result). */
+async function dispatch(host: CancelHost, executionId: string, reason: string | undefined, waiter: Waiter, first: boolean): Promise<CancelResult | undefined> {
+  const live = await onLoop(host, () => {
+    const entry = host.coordinator.entryById(executionId);
+    if (entry) cancelLive(host.coordinator, entry, reason, waiter);
+    return entry !== undefined;
+  });
+  if (live) return undefined;
+  const row = await host.readRow(executionId);
+  if (row === undefined) throw new ExecutionNotFoundError(executionId, "the cancel", host.store.path);
+  if (row.status === "terminal") {
+    if (!first) return resultOf(row);
+    throw new ExecutionEndedError(executionId, row.agentId, endedOutcomeOf(row.outcome, row.error), row.error, "the cancel");
+  }
+  if ((row.status as string) === "queued") {
+    if (await host.cancelQueued(executionId, reason)) {
+      const ended = await host.store.getExecution(executionId);
+      // Cancelled while its enqueue was still being written: the terminal
+      // row follows once that commit lands.
+      return ended?.status === "terminal" ? resultOf(ended)
+        : { executionId, agentId: row.agentId, outcome: "cancelled", error: new CancellationError({ executionId, agentId: row.agentId }, reason).toRecord(), output: null };
+    }
+    // Taken from the queue meanwhile: it is live (or a row) now.
+    return dispatch(host, executionId, reason, waiter, first);
+  }
+  const remote = host.remoteFor(row.agentId);
+  if (remote !== undefined) {
+    remote.fileCancel(row.agentId, executionId, reason, waiter);
+    return undefined;
+  }
+  if (host.agentDefined(row.agentId)) throw notLiveHere(row);
+  await cancelDormant(host, row, reason);
+  waiter.reject(new CancellationError({ executionId, agentId: row.agentId }, reason));
+  return undefined;
+}
+
+/** The owner's cancel of an unfinished row nothing runs (its process died,
+ * and its agent is not defined here, so no recovery will install it): its
+ * terminal commit is written at once, compare-and-set on the row as read
+ * — if the row moved meanwhile, the next round reads it again. */
+async function cancelDormant(host: CancelHost, row: ExecutionRow, reason: string | undefined): Promise<void> {
+  const at = host.coordinator.settings.now();
+  const error = new CancellationError({ executionId: row.executionId, agentId: row.agentId, ...(reason !== undefined ? { details: { reason } } : {}) }, reason);
+  await host.store.run({
+    type: "terminalCommit", executionId: row.executionId, expectedRevision: row.revision, outcome: "failed", output: null,
+    error: error.toRecord(), usage: row.usage, approvalRequest: row.approvalRequest, handoff: null,
+    steps: [{ kind: "note", at, payload: { cancelled: { reason: reason ?? null, while: `${row.status}, not running in any process` } } }],
+    journal: [], at,
+  }).catch((failure: unknown) => {
+    if (!(failure instanceof ExecutionRehydrationRequiredError)) throw failure;
+  });
+}
+
+/** On the loop: the cancel of an execution live here. */
+function cancelLive(coordinator: Coordinator, entry: ExecutionEntry, reason: string | undefined, waiter: Waiter): void {
+  if (entry.recoveryRequired) {
+    throw new ExecutionRehydrationRequiredError(`execution ${entry.executionId} is held for recovery after a store failure: call env.recover() (it recovers the execution from its stored row), then cancel it`, { executionId: entry.executionId, agentId: entry.agent.id });
+  }
+  if (entry.suspended) {
+    const handle = coordinator.requests.add({ type: "cancel", waiter, executionId: entry.executionId, reason });
+    coordinator.apply(M.CancelSuspended, entry.slot, entry.generation, handle);
+    return;
+  }
+  const handle = coordinator.requests.add({ type: "attach", waiter });
+  coordinator.apply(M.AttachWaiter, entry.slot, entry.generation, handle);
+  entry.cancelById ??= reason ?? null;
+  entry.session?.cancelById(reason);
+}
+
+function onLoop<T>(host: CancelHost, work: () => T): Promise<T> {
+  return new Promise((resolve, reject) => {
+    host.loop.post(() => {
+      try {
+        resolve(work());
+      } catch (error) {
+        reject(error);
+      }
+    }, { completion: { fail: reject }, label: "a cancel by id" });
+  });
+}
+
+function notLiveHere(row: ExecutionRow): PhronomyError {
+  return new ExecutionRehydrationRequiredError(`execution ${row.executionId} is ${row.status} in the store but not live in this process, which owns agent "${row.agentId}": its recovery has not installed it (define the agent, or call env.recover()), then cancel it`, { executionId: row.executionId, agentId: row.agentId });
+}
+
+function resultOf(row: ExecutionRow): CancelResult {
+  const outcome = endedOutcomeOf(row.outcome, row.error) as CancelResult["outcome"];
+  return { executionId: row.executionId, agentId: row.agentId, outcome, error: row.error, output: row.output };
+}

@@ -1,0 +1,17 @@
+// The reopen of a terminal execution for a new attempt (`env.retry`,
+// docs/decisions/0026) on PostgreSQL: the SQLite body (`../sqlite/reopen.ts`)
+// in a transaction of its own — the row locked `FOR UPDATE`, the
+// compare-and-set fenced by the agent's lease.
+
+import type { CommittedRevision, ReopenExecutionOperation } from "../records.js";
+import { jsonText } from "../sqlite/rows.js";
+import { appendSteps, compareAndSet, selectForUpdate, type OperationContext } from "./operations.js";
+
+export async function reopenExecution(context: OperationContext, operation: ReopenExecutionOperation): Promise<CommittedRevision> {
+  const current = await selectForUpdate(context, operation, ["terminal"]);
+  const revision = await compareAndSet(context, operation, current.agentId,
+    "status = $2, phase = $3, outcome = NULL, output = 'null', error = 'null', metadata = $4, updated_at = $5",
+    [operation.status, operation.phase, jsonText(operation.metadata), operation.at]);
+  await appendSteps(context, operation.executionId, [{ kind: "retried", at: operation.at, payload: operation.step }]);
+  return { revision };
+}

@@ -1,0 +1,20 @@
+// The reopen of a terminal execution for a new attempt (`env.retry`,
+// docs/decisions/0026), on SQLite: one compare-and-set of a `terminal` row
+// back to where its last durable barrier left it, and a `retried` step.
+// The PostgreSQL store runs the same body in a transaction of its own
+// (`../postgres/reopen.ts`).
+
+import type { CommittedRevision, ReopenExecutionOperation } from "../records.js";
+import { appendSteps, compareAndSet, selectForUpdate } from "./compare-and-set.js";
+import type { SqliteConnection } from "./driver.js";
+import { jsonText } from "./rows.js";
+
+export function reopenExecution(connection: SqliteConnection, operation: ReopenExecutionOperation): CommittedRevision {
+  selectForUpdate(connection, operation, ["terminal"]);
+  const revision = compareAndSet(connection, operation, `
+    UPDATE executions SET revision = ?, status = ?, phase = ?, outcome = NULL, output = 'null', error = 'null', metadata = ?, updated_at = ?
+    WHERE execution_id = ? AND revision = ?
+  `, [operation.status, operation.phase, jsonText(operation.metadata), operation.at]);
+  appendSteps(connection, operation.executionId, [{ kind: "retried", at: operation.at, payload: operation.step }]);
+  return { revision };
+}
