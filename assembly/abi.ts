@@ -37,6 +37,8 @@ export const enum MessageKind {
   SetDraining = 22,
   DischargeRecovery = 23,
   DischargeAgentRecovery = 24,
+  // 25–27 never assigned: set aside for issue 12 work that needed no core
+  // message (conversations, busy policy); never to be given out.
   /** Cancel by id of a suspended execution (docs/decisions/0026). */
   CancelSuspended = 28,
   CancelCommitReady = 29,

@@ -13,7 +13,7 @@ import {
 } from "../../assembly/abi.js";
 import { decodeEffectWords } from "../../host/core/effects.js";
 import { describeDecisions, effect, type Driver, type Run } from "./driver.js";
-import { otherBranchMessageKinds } from "../fuzz/arbitraries.js";
+import { unassignedMessageKinds } from "../fuzz/arbitraries.js";
 
 describeDecisions("AgentsFull", ({ it, boot }) => {
   it("refuses RegisterAgent when every agent slot is in use, and accepts it again after a purge", async () => {
@@ -228,7 +228,7 @@ describeDecisions("InFlightFull", ({ it, boot }) => {
 
 const ALL_ONES = 0xffff_ffff;
 /** Every kind the core knows: the retired 16 and 17 are left out. */
-const KINDS = Array.from({ length: MessageKindLimit.End - 1 }, (_, index) => index + 1).filter((kind) => kind !== 16 && kind !== 17 && !otherBranchMessageKinds.includes(kind));
+const KINDS = Array.from({ length: MessageKindLimit.End - 1 }, (_, index) => index + 1).filter((kind) => kind !== 16 && kind !== 17 && !unassignedMessageKinds.includes(kind));
 
 /** What every kind decides when every argument is 0xffffffff, on a core
  * with one live execution (slot 0) and one agent (slot 0): no slot, enum or
