@@ -381,6 +381,23 @@ export class PostgresStore implements ExecutionStore {
     this.leaseBook.holdAdmissions(agentId, why);
   }
 
+  /** Gives up the agent's lease (a conversation let go while idle,
+   * docs/decisions/0024-conversations.md): it is no longer renewed nor
+   * retried, and its row expires now so another process may take it. */
+  async releaseLease(agentId: string): Promise<void> {
+    if (!this.leaseBook.forget(checkId(agentId, "agentId"))) return;
+    try {
+      await leases.release(this.pool, this.leaseBook.owner, [agentId]);
+    } catch (error) {
+      throw this.storeErrorOf(error);
+    }
+  }
+
+  /** The agent's executions not terminal, read now (under its lease). */
+  unfinishedExecutionsOf(agentId: string): Promise<ExecutionRow[]> {
+    return this.read(() => reads.unfinishedExecutions(this.pool, this.path, [checkId(agentId, "agentId")]));
+  }
+
   /** The lease this process holds on an agent now, if any. */
   leaseOf(agentId: string): leases.LeaseGrant | undefined {
     return this.leaseBook.leaseOf(agentId);

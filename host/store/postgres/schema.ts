@@ -18,7 +18,7 @@
 
 import type pg from "pg";
 import { StoreError } from "../../errors.js";
-import { createPrepareAtRevision, createWriteFunctions } from "./functions.js";
+import { createPrepareAtRevision, createWriteFunctions, replacePrepareWithRoot } from "./functions.js";
 import { createApprovalInbox } from "./inbox.js";
 import { quotedIdentifier } from "./literals.js";
 
@@ -97,8 +97,9 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
 /** Migration i brings a schema from version i to version i + 1. Append only.
  * Version 2: the approval inbox (`inbox.ts`, docs/decisions/0011-approval-inbox.md).
  * Version 3: the functions of the hot operations (`functions.ts`, docs/decisions/0012).
- * Version 4: a preparation that carries its first provider barrier (docs/decisions/0014). */
-export const migrations: readonly Migration[] = [createInitialTables, createApprovalInbox, createWriteFunctions, createPrepareAtRevision];
+ * Version 4: a preparation that carries its first provider barrier (docs/decisions/0014).
+ * Version 5: a preparation writes its agent's root when it has none (docs/decisions/0024). */
+export const migrations: readonly Migration[] = [createInitialTables, createApprovalInbox, createWriteFunctions, createPrepareAtRevision, replacePrepareWithRoot];
 
 export const schemaVersion = migrations.length;
 
