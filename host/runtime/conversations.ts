@@ -169,9 +169,25 @@ export class Conversations {
     return kind === undefined ? undefined : new Agent(environment, agentId, kind, Promise.resolve());
   }
 
-  /** Entries registered now (`env.recover()` releases their holds). */
-  liveEntries(): Promise<AgentEntry>[] {
-    return [...this.live.values()].filter((conversation) => !conversation.failed).map((conversation) => conversation.ready);
+  /** Ids of the conversations with an entry now. */
+  liveIds(): string[] {
+    return [...this.live.values()].filter((conversation) => !conversation.failed).map((conversation) => conversation.id);
+  }
+
+  /** Runs `work` on a live conversation's entry, keeping the entry
+   * meanwhile (a recovery: an execution it releases must not let the
+   * conversation go under it); undefined when it is not live. */
+  async holding<T>(agentId: string, work: (entry: AgentEntry) => Promise<T>): Promise<T | undefined> {
+    const conversation = this.live.get(agentId);
+    if (conversation === undefined || conversation.failed) return undefined;
+    conversation.users += 1;
+    try {
+      const entry = await conversation.ready.catch(() => undefined);
+      return entry === undefined ? undefined : await work(entry);
+    } finally {
+      conversation.users -= 1;
+      this.releaseWhenIdle(conversation);
+    }
   }
 
   /** Lets the conversation go now (`agent.release()`): its core entry is

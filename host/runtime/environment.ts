@@ -379,11 +379,11 @@ export class Environment {
     const leasing = leasingStoreOf(this.store);
     // Conversations live here: their unfinished rows, and what a store
     // failure left held for them.
-    for (const live of this.conversations.liveEntries()) {
-      const entry = await live.catch(() => undefined);
-      if (entry === undefined || (leasing && leasing.leaseOf(entry.id) === undefined)) continue;
-      report.push(...await this.recoverAgentEntry(entry));
-      if (report.some((item) => item.agentId === entry.id && item.status === "suspended")) this.inboxApplier?.agentReady(entry.id);
+    for (const agentId of this.conversations.liveIds()) {
+      if (leasing && leasing.leaseOf(agentId) === undefined) continue;
+      const recovered = await this.conversations.holding(agentId, (entry) => this.recoverAgentEntry(entry)) ?? [];
+      report.push(...recovered);
+      if (recovered.some((item) => item.status === "suspended")) this.inboxApplier?.agentReady(agentId);
     }
     // The others: recovered by their definition when it is defined here.
     const unfinished = await this.unfinishedByAgent();
@@ -525,7 +525,7 @@ export class Environment {
     // through agent.start wait for the recovery (`admissionGate`).
     const leasing = leasingStoreOf(this.store);
     leasing?.holdAdmissions(agentId, `it was taken over at lease epoch ${epoch} and its unfinished executions are being recovered`);
-    const recovered = agent.then((entry) => this.recoverAgentEntry(entry, takenAt)).then((report) => {
+    const recovered = this.conversations.holding(agentId, (entry) => this.recoverAgentEntry(entry, takenAt)).then((report = []) => {
       this.inboxApplier?.agentReady(agentId);
       return report;
     }).finally(() => {
