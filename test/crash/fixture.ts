@@ -186,6 +186,9 @@ export interface ChildConfig {
   readonly runsPerAgent?: number;
   readonly resume?: { readonly executionId: string; readonly approved: boolean; readonly reason?: string };
   readonly synchronous?: "FULL" | "NORMAL";
+  /** Define one agent by name ("support") and use its conversations
+   * (`support.conversation(id)`) instead of one agent per id. */
+  readonly conversations?: boolean;
 }
 
 export type ChildLine =
