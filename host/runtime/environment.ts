@@ -398,10 +398,16 @@ export class Environment {
         }
         continue;
       }
+      // Its first use recovers it (with `recover: false`: recovered here).
       const use = this.conversations.use(agentId, kind);
-      await use.entry.catch(() => undefined);
-      use.done();
-      report.push(...await this.recovery(agentId));
+      try {
+        const entry = await use.entry;
+        const recovered = this.recoverOnDefine ? await this.recovery(agentId) : await this.recoverAgentEntry(entry);
+        report.push(...recovered);
+        if (recovered.some((item) => item.status === "suspended")) this.inboxApplier?.agentReady(agentId);
+      } finally {
+        use.done();
+      }
     }
     return report;
   }
