@@ -228,8 +228,11 @@ export class Conversations {
     if (owned === false || (owned !== undefined && conversation.kind.name === undefined)) conversation.pinned = true;
     if (scan === undefined || owned === false) return entry;
     const leasing = leasingStoreOf(this.host.store);
-    // Under a lease, read now: another process may have written since the scan.
-    const rows = leasing !== undefined ? await leasing.unfinishedExecutionsOf(conversation.id) : scan.get(conversation.id) ?? [];
+    // Under a lease, read now: another process may have written since the
+    // scan — unless the lease was never held before (epoch 1: every write
+    // of an agent is fenced by its lease, so nobody wrote any execution).
+    const fresh = leasing?.leaseOf(conversation.id)?.epoch === 1 && !scan.has(conversation.id);
+    const rows = leasing === undefined ? scan.get(conversation.id) ?? [] : fresh ? [] : await leasing.unfinishedExecutionsOf(conversation.id);
     scan.delete(conversation.id);
     if (rows.length > 0) {
       const report = this.host.recoverEntry(entry, rows);

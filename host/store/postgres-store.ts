@@ -34,6 +34,7 @@ import { createPool, parseLocation, poolSizeDefault, poolSizeMax } from "./postg
 import { ConnectionLost, GroupCommit, groupsInFlightDefault } from "./postgres/group-commit.js";
 import { JournalTails } from "./postgres/journal-tails.js";
 import { LeaseBook } from "./postgres/lease-book.js";
+import { LeaseReleases } from "./postgres/lease-releases.js";
 import { applyOperation, type Fence } from "./postgres/operations.js";
 import {
   compareAndSetStatement, explainCompareAndSetRefusal, explainPrepareRefusal, isGrouped, prepareStatement, readKnownRow,
@@ -368,6 +369,7 @@ export class PostgresStore implements ExecutionStore {
     this.assertOpen("acquire a lease");
     this.listenToInbox();
     try {
+      await this.leaseReleases.settle(agentId);
       return await this.leaseBook.acquire(agentId);
     } catch (error) {
       throw this.storeErrorOf(error);
@@ -385,13 +387,17 @@ export class PostgresStore implements ExecutionStore {
    * docs/decisions/0024-conversations.md): it is no longer renewed nor
    * retried, and its row expires now so another process may take it. */
   async releaseLease(agentId: string): Promise<void> {
-    if (!this.leaseBook.forget(checkId(agentId, "agentId"))) return;
-    try {
-      await leases.release(this.pool, this.leaseBook.owner, [agentId]);
-    } catch (error) {
-      throw this.storeErrorOf(error);
-    }
+    if (this.leaseBook.forget(checkId(agentId, "agentId"))) this.leaseReleases.release(agentId);
   }
+
+  /** Releases are sent in batches (`postgres/lease-releases.ts`); one that
+   * failed leaves the lease to expire on its own. */
+  private get leaseReleases(): LeaseReleases {
+    this.releases ??= new LeaseReleases(this.pool, this.leaseOwner, () => undefined);
+    return this.releases;
+  }
+
+  private releases: LeaseReleases | undefined;
 
   /** The agent's executions not terminal, read now (under its lease). */
   unfinishedExecutionsOf(agentId: string): Promise<ExecutionRow[]> {
@@ -478,6 +484,7 @@ export class PostgresStore implements ExecutionStore {
     this.closing ??= (async () => {
       while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
       const held = await this.leaseBook.stop();
+      await this.leaseReleases.close();
       await this.inboxListener?.close();
       await leases.release(this.pool, this.leaseOwner, held).catch(() => undefined);
       await this.pool.end();
