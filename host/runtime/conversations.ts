@@ -116,7 +116,19 @@ export class Conversations {
   define(kind: DefinitionKind): Promise<RecoveredExecution[]> {
     if (kind.name !== undefined) this.byName.set(kind.name, kind);
     else this.byId.set(kind.id as string, kind);
-    return this.recoverDefinition(kind);
+    const recovered = this.recoverDefinition(kind);
+    this.definitions.push(recovered.then(() => undefined, () => undefined));
+    return recovered;
+  }
+
+  /** One per definition: settles once its recovery (or, with leases, its
+   * lease) is done. */
+  private readonly definitions: Promise<void>[] = [];
+
+  /** Resolves once every definition made so far is ready (`env.recover()`
+   * starts after them, as it waited for each agent's definition before). */
+  async definitionsSettled(): Promise<void> {
+    await Promise.all(this.definitions);
   }
 
   /** The definition an unfinished row belongs to, if defined here. */

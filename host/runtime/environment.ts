@@ -374,12 +374,14 @@ export class Environment {
     this.assertOpen("env.recover()");
     this.assertOwner("env.recover()");
     this.assertStoreWritable("env.recover()");
+    await this.conversations.definitionsSettled();
     this.unfinished = undefined;
     const report: RecoveredExecution[] = [];
     const leasing = leasingStoreOf(this.store);
     // Conversations live here: their unfinished rows, and what a store
     // failure left held for them.
     for (const agentId of this.conversations.liveIds()) {
+      await this.conversations.liveEntry(agentId)?.catch(() => undefined);
       if (leasing && leasing.leaseOf(agentId) === undefined) continue;
       const recovered = await this.conversations.holding(agentId, (entry) => this.recoverAgentEntry(entry)) ?? [];
       report.push(...recovered);
