@@ -104,9 +104,15 @@ async function throughput(directory: string): Promise<void> {
   const perRun: number[] = [];
   for (let round = 0; round < ROUNDS; round += 1) {
     pool.push(await pooled(directory, round));
+    // BENCH_SHAPE=pool: the pool alone (to compare with another version).
+    if (process.env.BENCH_SHAPE === "pool") {
+      console.log(`  round ${round + 1}: pool of ${IN_FLIGHT} agents ${pool.at(-1)!.toFixed(0)} runs/s`);
+      continue;
+    }
     perRun.push(await conversationPerRun(directory, round));
     console.log(`  round ${round + 1}: pool of ${IN_FLIGHT} agents ${pool.at(-1)!.toFixed(0)} runs/s; a conversation per run ${perRun.at(-1)!.toFixed(0)} runs/s`);
   }
+  if (perRun.length === 0) return;
   console.log(`  ${RUNS} runs, ${IN_FLIGHT} in flight: conversation per run / pool = ${(median(perRun) / median(pool)).toFixed(2)} (medians ${median(perRun).toFixed(0)} / ${median(pool).toFixed(0)} runs/s)`);
 }
 
@@ -135,6 +141,13 @@ async function defined(directory: string): Promise<void> {
   const support = env.agent({ name: "support", model: agentRunModel(), tools: { lookup }, memoryWindow: 1 });
   await support.ready;
   const before = afterGc();
+  // Handles made and dropped (an application that asks for a conversation
+  // per request): what defining costs by itself.
+  const dropped = performance.now();
+  for (let index = 0; index < DEFINED; index += 1) support.conversation(`user-${index}`);
+  const droppedNs = ((performance.now() - dropped) * 1e6) / DEFINED;
+  const afterDropped = afterGc();
+  console.log(`  ${DEFINED} conversations defined, handles not kept: ${droppedNs.toFixed(0)} ns each; RSS ${megabytes(afterDropped.rss)} MB after GC (${megabytes(before.rss)} MB before), live heap ${megabytes(afterDropped.heapUsed)} MB (${megabytes(before.heapUsed)} MB before); core entries ${env.conversations.liveCount}`);
   const began = performance.now();
   const conversations: Agent[] = new Array(DEFINED);
   for (let index = 0; index < DEFINED; index += 1) conversations[index] = support.conversation(`user-${index}`);
@@ -152,7 +165,7 @@ async function defined(directory: string): Promise<void> {
   }));
   const ranSeconds = (performance.now() - ranAt) / 1000;
   const afterRun = afterGc();
-  console.log(`  ${DEFINED} conversations defined: ${defineNs.toFixed(0)} ns each; RSS ${megabytes(afterDefine.rss)} MB after GC (${megabytes(before.rss)} MB before; live heap ${megabytes(afterDefine.heapUsed)} MB, ${((afterDefine.heapUsed - before.heapUsed) / DEFINED).toFixed(0)} B per handle held by the application)`);
+  console.log(`  ${DEFINED} conversations defined, handles kept: ${defineNs.toFixed(0)} ns each; RSS ${megabytes(afterDefine.rss)} MB after GC (${megabytes(before.rss)} MB before; live heap ${megabytes(afterDefine.heapUsed)} MB, ${((afterDefine.heapUsed - before.heapUsed) / DEFINED).toFixed(0)} B per handle held by the application)`);
   console.log(`  ${active} of them (1%) ran once, ${IN_FLIGHT} in flight, in ${ranSeconds.toFixed(2)} s: RSS ${megabytes(afterRun.rss)} MB after GC, live heap ${megabytes(afterRun.heapUsed)} MB; core entries left ${env.conversations.liveCount}`);
   await env.close();
 }
