@@ -370,7 +370,12 @@ export class PostgresStore implements ExecutionStore {
     this.listenToInbox();
     try {
       await this.leaseReleases.settle(agentId);
-      return await this.leaseBook.acquire(agentId);
+      const version = this.journalTails.version(agentId);
+      const acquisition = await this.leaseBook.acquire(agentId);
+      // A lease row created now: the agent (a new conversation) never ran,
+      // so its journal is empty — its first start needs no journal read.
+      if (acquisition.acquired && acquisition.created === true) this.journalTails.remember(agentId, acquisition.epoch, journalReadMax, [], version);
+      return acquisition;
     } catch (error) {
       throw this.storeErrorOf(error);
     }
@@ -387,7 +392,9 @@ export class PostgresStore implements ExecutionStore {
    * docs/decisions/0024-conversations.md): it is no longer renewed nor
    * retried, and its row expires now so another process may take it. */
   async releaseLease(agentId: string): Promise<void> {
-    if (this.leaseBook.forget(checkId(agentId, "agentId"))) this.leaseReleases.release(agentId);
+    if (!this.leaseBook.forget(checkId(agentId, "agentId"))) return;
+    this.journalTails.drop(agentId);
+    this.leaseReleases.release(agentId);
   }
 
   /** Releases are sent in batches (`postgres/lease-releases.ts`); one that
