@@ -243,6 +243,8 @@ export class Conversations {
     // Under a lease, read now: another process may have written since the
     // scan — unless the lease was never held before (epoch 1: every write
     // of an agent is fenced by its lease, so nobody wrote any execution).
+    // (Epoch 1 held again after a release this process cancelled: its own
+    // executions had all ended, or the conversation would not have been let go.)
     const fresh = leasing?.leaseOf(conversation.id)?.epoch === 1 && !scan.has(conversation.id);
     const rows = leasing === undefined ? scan.get(conversation.id) ?? [] : fresh ? [] : await leasing.unfinishedExecutionsOf(conversation.id);
     scan.delete(conversation.id);

@@ -38,7 +38,9 @@ describe("conversations on PostgreSQL", () => {
     await expect(here.conversation("user-7").start("Where is order 42?").result).resolves.toMatchObject({ outcome: "completed" });
     await waitFor(async () => (first.conversations.liveCount === 0 ? true : undefined));
     expect((first.store as PostgresStore).leaseOf("user-7")).toBeUndefined();
-    // The lease row expires (its epoch stays): the other process takes it at once.
+    // The lease row is expired (its epoch stays; releases are sent in a batch
+    // a moment later): the other process takes it at once.
+    await waitFor(async () => (await withClient((client) => client.query(`SELECT 1 FROM ${schema}.leases WHERE agent_id = 'user-7' AND expires_at <= clock_timestamp()`))).rows.length === 1 ? true : undefined);
     await expect(there.conversation("user-7").start("And order 43?").result).resolves.toMatchObject({ outcome: "completed" });
     const leases = await withClient((client) => client.query(`SELECT agent_id, epoch::int AS epoch FROM ${schema}.leases`));
     expect(leases.rows).toEqual([{ agent_id: "user-7", epoch: 2 }]);
