@@ -54,6 +54,10 @@ export interface ConversationHost {
   readonly recovers: boolean;
   /** The unfinished executions by agent: the environment's one scan. */
   unfinishedByAgent(): Promise<Map<string, ExecutionRow[]>>;
+  /** Conversations with queued messages (docs/decisions/0025) found by that
+   * scan and not recovered yet: agent id → the definition name the head
+   * carries. Read once the scan resolved. */
+  queuedAtOpen(): Map<string, string | undefined>;
   /** Recovers these rows of the conversation registered as `entry`. */
   recoverEntry(entry: AgentEntry, rows: readonly ExecutionRow[]): Promise<RecoveredExecution[]>;
   /** Takes the lease on a leasing store: when (rows must be read after
@@ -62,6 +66,9 @@ export interface ConversationHost {
   /** The approval inbox may hold decisions for this conversation (true) or
    * no longer (false). */
   inboxReady(agentId: string, ready: boolean): void;
+  /** The conversation is live and recovered here: decisions filed for it
+   * later (cancels by id) are claimed when the store reports them. */
+  inboxListening(agentId: string): void;
   /** Records a conversation's recovery report (`env.recovery(id)`). */
   reportRecovery(agentId: string, report: Promise<RecoveredExecution[]>): void;
 }
@@ -134,7 +141,13 @@ export class Conversations {
   /** The definition an unfinished row belongs to, if defined here. */
   kindOfRow(row: ExecutionRow): DefinitionKind | undefined {
     const name = row.metadata.config?.["definition"];
-    return this.byId.get(row.agentId) ?? (typeof name === "string" ? this.byName.get(name) : undefined);
+    return this.kindOf(row.agentId, typeof name === "string" ? name : undefined);
+  }
+
+  /** The definition of a conversation (its id, or the definition name its
+   * rows and queued messages carry), if defined here. */
+  kindOf(agentId: string, name: string | undefined): DefinitionKind | undefined {
+    return this.byId.get(agentId) ?? (name !== undefined ? this.byName.get(name) : undefined);
   }
 
   /** Refuses a conversation id already used here by another definition. */
@@ -260,23 +273,35 @@ export class Conversations {
     // An agent defined by id keeps its lease as before; a lease held
     // elsewhere is kept asked for (the store retries, then takes it over).
     if (owned === false || (owned !== undefined && conversation.kind.name === undefined)) conversation.pinned = true;
-    if (scan === undefined || owned === false) return entry;
+    if (owned === false) return entry;
+    if (scan === undefined) {
+      this.host.inboxListening(conversation.id);
+      return entry;
+    }
     const leasing = leasingStoreOf(this.host.store);
+    const queued = this.host.queuedAtOpen();
     // Under a lease, read now: another process may have written since the
     // scan — unless the lease was never held before (epoch 1: every write
     // of an agent is fenced by its lease, so nobody wrote any execution).
     // (Epoch 1 held again after a release this process cancelled: its own
     // executions had all ended, or the conversation would not have been let go.)
-    const fresh = leasing?.leaseOf(conversation.id)?.epoch === 1 && !scan.has(conversation.id);
+    const fresh = leasing?.leaseOf(conversation.id)?.epoch === 1 && !scan.has(conversation.id) && !queued.has(conversation.id);
     const rows = leasing === undefined ? scan.get(conversation.id) ?? [] : fresh ? [] : await leasing.unfinishedExecutionsOf(conversation.id);
     scan.delete(conversation.id);
-    if (rows.length > 0) {
+    // Messages queued behind an execution that ended before its head was
+    // prepared (the process stopped in between) are restored by the
+    // recovery too, so a new start goes behind them. Under a lease held
+    // before, the queue is read with the executions.
+    const hasQueue = queued.delete(conversation.id) || (leasing !== undefined && !fresh);
+    if (rows.length > 0 || hasQueue) {
       const report = this.host.recoverEntry(entry, rows);
       this.host.reportRecovery(conversation.id, report);
       const recovered = await report;
       this.reports.set(conversation.id, recovered);
       if (recovered.some((item) => item.status === "suspended")) this.host.inboxReady(conversation.id, true);
     }
+    // Recovered: decisions filed for it from now on are claimed here.
+    this.host.inboxListening(conversation.id);
     return entry;
   }
 
@@ -339,11 +364,15 @@ export class Conversations {
       return [];
     }
     const scan = await this.host.unfinishedByAgent();
+    const queued = this.host.queuedAtOpen();
     const ids = kind.name === undefined
       ? [kind.id as string]
-      : [...scan].filter(([, rows]) => rows.some((row) => row.metadata.config?.["definition"] === kind.name)).map(([agentId]) => agentId);
+      : [...new Set([
+        ...[...scan].filter(([, rows]) => rows.some((row) => row.metadata.config?.["definition"] === kind.name)).map(([agentId]) => agentId),
+        ...[...queued].filter(([agentId, name]) => name === kind.name && !this.byId.has(agentId)).map(([agentId]) => agentId),
+      ])];
     const leasing = leasingStoreOf(this.host.store) !== undefined;
-    const wanted = ids.filter((agentId) => scan.has(agentId) || (leasing && kind.name === undefined));
+    const wanted = ids.filter((agentId) => scan.has(agentId) || queued.has(agentId) || (leasing && kind.name === undefined));
     const reports = await Promise.all(wanted.map(async (agentId) => {
       await this.touch(agentId, kind);
       const report = this.reports.get(agentId) ?? [];

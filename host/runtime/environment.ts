@@ -44,6 +44,7 @@ import type { ApprovalRequest } from "./events.js";
 import { checkPruneOptions, checkRetentionOptions, Retention, type PruneOptions, type PruneReport, type RetentionOptions } from "./retention.js";
 import { pruningStoreOf } from "../store/prune.js";
 import { ConversationQueues } from "./conversation-queue.js";
+import { queueStoreOf } from "../store/queue.js";
 import { executionOrQueued, listWithQueued } from "./queued-rows.js";
 import { checkRetryOptions, retryById, withAttempts, type RetryHost, type RetryOptions } from "./retry.js";
 import { applyFiledCancel, cancelById, checkCancel, type CancelHost, type CancelOptions, type CancelResult } from "./cancel-by-id.js";
@@ -226,8 +227,10 @@ export class Environment {
     this.conversations = new Conversations({
       store, loop, coordinator, recovers: recoverOnDefine,
       unfinishedByAgent: () => this.unfinishedByAgent(),
+      queuedAtOpen: () => this.queuedAtOpen,
       recoverEntry: (entry, rows) => this.recoverAgentEntry(entry, undefined, rows),
       ownAgent: (agentId) => this.ownAgent(agentId),
+      inboxListening: (agentId) => this.inboxApplier?.agentListening(agentId),
       inboxReady: (agentId, ready) => ready ? this.inboxApplier?.agentReady(agentId) : this.inboxApplier?.agentNotReady(agentId),
       reportRecovery: (agentId, report) => {
         report.catch(() => undefined);
@@ -431,11 +434,13 @@ export class Environment {
       report.push(...recovered);
       if (recovered.some((item) => item.status === "suspended")) this.inboxApplier?.agentReady(agentId);
     }
-    // The others: recovered by their definition when it is defined here.
+    // The others: recovered by their definition when it is defined here
+    // (with messages queued and nothing unfinished: their queue restored).
     const unfinished = await this.unfinishedByAgent();
-    for (const [agentId, rows] of [...unfinished]) {
+    const queuedOnly: [string, ExecutionRow[]][] = [...this.queuedAtOpen].filter(([agentId]) => !unfinished.has(agentId)).map(([agentId]) => [agentId, []]);
+    for (const [agentId, rows] of [...unfinished, ...queuedOnly]) {
       if (this.conversations.liveEntry(agentId) !== undefined) continue;
-      const kind = this.conversations.kindOfRow(rows[0]!);
+      const kind = rows[0] !== undefined ? this.conversations.kindOfRow(rows[0]) : this.conversations.kindOf(agentId, this.queuedAtOpen.get(agentId));
       if (kind === undefined) {
         for (const row of rows) {
           const name = row.metadata.config?.["definition"];
@@ -464,9 +469,19 @@ export class Environment {
   /** When that read started (`performance.now()`). */
   private unfinishedReadAt = 0;
 
+  /** Conversations with messages queued, found by the same scan (their
+   * head's definition name): recovered with their definition too. */
+  private queuedAtOpen = new Map<string, string | undefined>();
+
   private unfinishedByAgent(): Promise<Map<string, ExecutionRow[]>> {
-    if (this.unfinished === undefined) this.unfinishedReadAt = performance.now();
-    this.unfinished ??= this.store.unfinishedExecutions().then((rows) => {
+    if (this.unfinished !== undefined) return this.unfinished;
+    this.unfinishedReadAt = performance.now();
+    const heads = queueStoreOf(this.store)?.queueHeads?.() ?? [];
+    this.unfinished = Promise.all([this.store.unfinishedExecutions(), heads]).then(([rows, queued]) => {
+      this.queuedAtOpen = new Map(queued.map((head) => {
+        const name = head.config["definition"];
+        return [head.agentId, typeof name === "string" ? name : undefined];
+      }));
       const byAgent = new Map<string, ExecutionRow[]>();
       for (const row of rows) {
         const list = byAgent.get(row.agentId);
@@ -488,6 +503,7 @@ export class Environment {
     const unfinished = given ?? scan?.get(entry.id) ?? [];
     // Taken: a later first use of this conversation must not recover them again.
     scan?.delete(entry.id);
+    this.queuedAtOpen.delete(entry.id);
     const held: RecoveredExecution[] = await this.releaseFinishedHolds(entry, unfinished);
     for (const row of unfinished) {
       const live = this.coordinator.entryById(row.executionId);

@@ -365,6 +365,11 @@ export class PostgresStore implements ExecutionStore {
     return this.read(() => queue.queuedMessages(this.pool, checkId(agentId, "agentId")));
   }
 
+  /** The head of every agent's queue (`queue.ts`). */
+  queueHeads(): Promise<QueuedMessage[]> {
+    return this.read(() => queue.queueHeads(this.pool));
+  }
+
   queuedMessage(executionId: string): Promise<QueuedMessage | undefined> {
     return this.read(() => queue.queuedMessage(this.pool, checkId(executionId, "executionId")));
   }
