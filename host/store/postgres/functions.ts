@@ -99,7 +99,8 @@ export async function createPrepareAtRevision(client: pg.ClientBase): Promise<vo
   await client.query(prepareExecutionFunction(", p_revision bigint", "p_revision"));
 }
 
-/** Migration 5: both `prepare_execution` overloads write the agent's root
+/** Migration 8 (schema version 8; written as migration 5 on its branch,
+ * appended after retention's, the queues' and the decision kind's): both `prepare_execution` overloads write the agent's root
  * (open) when it has none, so defining an agent (a conversation) writes
  * nothing and its first preparation creates the root; a closed root still
  * refuses the start in the same statement (docs/decisions/0024-conversations.md). */
