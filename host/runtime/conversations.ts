@@ -245,7 +245,7 @@ export class Conversations {
     if (conversation === undefined) return;
     await conversation.ready.catch(() => undefined);
     if (this.live.get(agentId) !== conversation) return;
-    if (conversation.users > 0) throw new AgentBusyError(agentId, `conversation "${agentId}" has a start, resume or recovery in progress in this process; release it once that is admitted and ended`);
+    if (conversation.users > 0) throw new AgentBusyError(agentId, `conversation "${agentId}" has a start, resume, retry or recovery in progress, or messages queued, in this process; release it once those are admitted and ended`);
     conversation.pinned = false;
     const code = await new Promise<number>((resolve, reject) => {
       this.host.loop.post(() => resolve(this.free(conversation)), { completion: { fail: reject }, label: `the release of conversation "${agentId}"` });
