@@ -7,7 +7,7 @@
 import { describe, expect, it } from "vitest";
 import { AgentClosedError, Phronomy, type Environment } from "../../host/index.js";
 import type { PostgresStore } from "../../host/store/postgres-store.js";
-import { agentRunModel, approvalRefundTool, lookupTool, recordingLogger, scriptedModel, waitFor } from "../runtime/helpers.js";
+import { agentRunModel, approvalRefundTool, deferred, lookupTool, recordingLogger, scriptedModel, turnOf, waitFor } from "../runtime/helpers.js";
 import { atEnd, freshSchema, postgresUrl, withClient } from "./database.js";
 
 async function openOn(url: string): Promise<Environment> {
@@ -63,5 +63,46 @@ describe("conversations on PostgreSQL", () => {
     const pending = (await env.pendingApprovals())[0]!;
     await expect(again.conversation("user-1").resume(executionId, { approvalId: pending.request.approvalId, approved: true }).result).resolves.toMatchObject({ outcome: "completed" });
     expect(refunds).toHaveLength(1);
+  });
+
+  it("messages queued on a named definition's conversation run in order, its lease kept meanwhile; then let go; a message queued over a restart runs next", async () => {
+    const url = `${postgresUrl}?schema=${freshSchema()}`;
+    const first = await openOn(url);
+    const echo = () => scriptedModel(({ messages }) => {
+      const lastUser = [...messages].reverse().find((message) => message.role === "user") as { content: string } | undefined;
+      return turnOf(messages) === 0 ? { toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] } : { text: `echo: ${lastUser?.content ?? ""}` };
+    });
+    const gate = deferred();
+    const support = first.agent({ name: "support", model: echo(), onBusy: "enqueue", tools: { lookup: lookupTool({ gate: gate.promise }) } });
+    const chat = support.conversation("user-3");
+    const runs = [chat.start("m0")];
+    await runs[0]!.executionId;
+    for (const input of ["m1", "m2", "m3"]) runs.push(chat.start(input));
+    await Promise.all(runs.map((run) => run.executionId));
+    expect((first.store as PostgresStore).leaseOf("user-3")).toBeDefined();
+    gate.resolve();
+    expect((await Promise.all(runs.map((run) => run.result))).map((result) => result.output)).toEqual(["echo: m0", "echo: m1", "echo: m2", "echo: m3"]);
+    await waitFor(async () => (first.conversations.liveCount === 0 ? true : undefined));
+    expect((first.store as PostgresStore).leaseOf("user-3")).toBeUndefined();
+
+    // Queued behind m4 when the process closes: m4 ends, m5 stays queued
+    // with nothing unfinished; the next process's definition runs it.
+    const held = deferred();
+    const closing = first.agent({ name: "closing", model: echo(), onBusy: "enqueue", tools: { lookup: lookupTool({ gate: held.promise }) } }).conversation("user-4");
+    const m4 = closing.start("m4");
+    await m4.executionId;
+    const m5 = closing.start("m5");
+    const m5Id = await m5.executionId;
+    const closed = first.close();
+    held.resolve();
+    await closed;
+    await expect(m5.result).rejects.toMatchObject({ code: "RUNTIME_SHUTDOWN" });
+    const second = await openOn(url);
+    second.agent({ name: "closing", model: echo(), onBusy: "enqueue", tools: { lookup: lookupTool() } });
+    const row = await waitFor(async () => {
+      const found = await second.execution(m5Id);
+      return found?.status === "terminal" ? found : undefined;
+    });
+    expect(row).toMatchObject({ outcome: "completed", output: "echo: m5" });
   });
 });
