@@ -8,7 +8,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { CancellationError, Phronomy, tool, type Environment } from "../../host/index.js";
-import { deferred, lookupTool, openEnvironment, recordingLogger, scriptedModel, temporaryStorePath, turnOf, waitFor, type RecordedCall } from "./helpers.js";
+import { approvalRefundTool, deferred, lookupTool, openEnvironment, recordingLogger, scriptedModel, temporaryStorePath, turnOf, waitFor, type RecordedCall } from "./helpers.js";
 
 /** model → lookup → "echo: <input>". */
 function echoModel() {
@@ -116,6 +116,29 @@ describe("conversations with onBusy: enqueue", () => {
     } finally {
       await second.close();
     }
+  });
+});
+
+describe("conversations with onBusy: interrupt", () => {
+  it("a new message interrupts a conversation of a named definition suspended for approval (declined and cancelled), runs, and the conversation is let go", async () => {
+    const env = await openEnvironment();
+    const refunds: string[] = [];
+    const model = scriptedModel(({ messages }) => {
+      const last = [...messages].reverse().find((message) => message.role === "user") as { content: string };
+      if (last.content === "refund" && turnOf(messages) === 0) return { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] };
+      return { text: `done: ${last.content}` };
+    });
+    const support = env.agent({ name: "support", model, tools: { refund: approvalRefundTool(refunds) } });
+    const first = support.conversation("user-8").start("refund");
+    const executionId = await first.executionId;
+    await waitFor(async () => ((await env.pendingApprovals()).length > 0 ? true : undefined));
+    // A new handle on the same conversation: handles keep nothing.
+    const next = support.conversation("user-8").start("never mind", { onBusy: "interrupt" });
+    await expect(next.result).resolves.toMatchObject({ output: "done: never mind" });
+    await expect(first.result).rejects.toBeInstanceOf(CancellationError);
+    expect(await env.execution(executionId)).toMatchObject({ status: "terminal", outcome: "failed", error: { code: "CANCELLED" } });
+    expect(refunds).toEqual([]);
+    await idle(env);
   });
 });
 
