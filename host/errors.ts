@@ -238,6 +238,8 @@ export function errorFromRecord(record: StoredError, context: ErrorContext = {})
   const rebuilt = new ExecutionFailedError(code, record.message, { ...context, details });
   switch (code) {
     case "CANCELLED": return Object.assign(new CancellationError(context), { message: record.message });
+    // A conversation closed in the store refuses its start in the preparation (docs/decisions/0024).
+    case "AGENT_CLOSED": return new AgentClosedError(context.agentId ?? String(details?.["agentId"] ?? ""));
     case "TIMEOUT": return Object.assign(new TimeoutError(Number(details?.timeoutMs ?? 0), context), { message: record.message });
     default: return rebuilt;
   }

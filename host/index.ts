@@ -1,8 +1,8 @@
 // Phronomy for TypeScript: the public API.
 //
 //   const env = await Phronomy.open({ store: "./agents.db" });
-//   const agent = env.agent({ id: "support", model, tools, instructions });
-//   const run = agent.start("Where is order 42?");
+//   const support = env.agent({ name: "support", model, tools, instructions });
+//   const run = support.conversation(userId).start("Where is order 42?");
 //   const result = await run.result;
 //   await env.close();
 
@@ -33,10 +33,11 @@ export type { PostgresStoreOptions };
 
 export { Environment, type OpenOptions } from "./runtime/environment.js";
 export { Agent } from "./runtime/agent.js";
+export { DefinedAgent } from "./runtime/defined-agent.js";
 export type { Run, RunResult } from "./runtime/run.js";
 export type { ExecutionEvent, ExecutionEventType, ApprovalRequest, HandoffRequest, EventListener } from "./runtime/events.js";
 export type {
-  AgentDefinition, StartOptions, Guardrail, GuardrailVerdict, ApprovalPolicy, ApprovalListener, CallbackErrorPolicy, Logger,
+  AgentDefinition, ConversationDefinition, AgentSettings, StartOptions, Guardrail, GuardrailVerdict, ApprovalPolicy, ApprovalListener, CallbackErrorPolicy, Logger,
 } from "./runtime/options.js";
 export { tool, handoff, type ToolSet, type ToolExecutionContext } from "./agent/tools.js";
 export * from "./errors.js";

@@ -13,17 +13,31 @@ import { settleWaiterWithError } from "./delivery.js";
 import { asPhronomyError } from "./session.js";
 import { refusalOfResume } from "./resume-refusal.js";
 import type { HandoffRequest } from "./events.js";
+import type { DefinitionKind } from "./conversations.js";
 
 /** Inputs longer than this are refused: a prompt is not a file upload. */
 export const INPUT_LENGTH_MAX = 1_000_000;
 
+/** A conversation: one agent id of a definition (docs/decisions/0024).
+ * Holding one costs nothing; its entry in the core exists while it works. */
 export class Agent {
   constructor(
     private readonly environment: Environment,
     readonly id: string,
-    /** @internal Resolves once the agent is registered in the core. */
-    readonly ready: Promise<AgentEntry>,
+    /** @internal The definition this conversation belongs to. */
+    readonly kind: DefinitionKind,
+    /** Resolves once the definition's unfinished executions found when the
+     * environment opened are recovered (starts wait for it on their own). */
+    readonly ready: Promise<void>,
   ) {}
+
+  /** Counts one operation on this conversation until its run's execution
+   * id settles (admitted, or refused): its core entry is kept meanwhile. */
+  private use(waiter: Waiter): Promise<AgentEntry> {
+    const use = this.environment.conversations.use(this.id, this.kind);
+    waiter.executionId.then(use.done, use.done);
+    return use.entry;
+  }
 
   /** Starts an execution. The run's `executionId` resolves once it is
    * admitted and prepared; `result` with its outcome. */
@@ -38,14 +52,16 @@ export class Agent {
       this.environment.assertOpen(`a start of agent "${this.id}"`);
       this.environment.assertOwner(`a start of agent "${this.id}"`);
       this.environment.assertStoreWritable(`a start of agent "${this.id}"`);
+      this.environment.conversations.checkOwnership(this.id, this.kind);
     } catch (error) {
       settleWaiterWithError(waiter, error as PhronomyError, settings);
       return waiter;
     }
     // The run's budget starts now; the agent's timeoutMs is the default.
     const startedAt = settings.now();
+    const entry = this.use(waiter);
     const gate = this.environment.admissionGate(this.id);
-    const ready = gate === undefined ? this.ready : gate.then(() => this.ready, () => this.ready);
+    const ready = gate === undefined ? entry : gate.then(() => entry, () => entry);
     ready.then((agent) => {
       const timeoutMs = options.timeoutMs ?? agent.definition.timeoutMs;
       const deadline = timeoutMs !== undefined ? startedAt + timeoutMs : undefined;
@@ -76,11 +92,12 @@ export class Agent {
       validateResumeDecision(executionId, decision, `agent "${this.id}".resume()`);
       this.environment.assertOpen(`a resume of execution ${executionId}`);
       this.environment.assertStoreWritable(`a resume of execution ${executionId}`);
+      this.environment.conversations.checkOwnership(this.id, this.kind);
     } catch (error) {
       settleWaiterWithError(waiter, error as PhronomyError, settings);
       return waiter;
     }
-    this.ready.then((agent) => {
+    this.use(waiter).then((agent) => {
       const { coordinator, loop } = this.environment;
       loop.post(() => {
         const remote = coordinator.entryById(executionId) ? undefined : this.environment.remoteResumesFor(this.id);
@@ -100,7 +117,14 @@ export class Agent {
   applyFiledDecision(executionId: string, decision: ResumeDecision): Promise<PhronomyError | undefined> {
     const waiter = new Waiter(this.id, undefined);
     const settings = this.environment.coordinator.settings;
-    this.ready.then((agent) => {
+    const entry = (() => {
+      try {
+        return this.use(waiter);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    })();
+    entry.then((agent) => {
       this.environment.loop.post(() => this.resumeHere(agent, executionId, decision, waiter), {
         admission: true, completion: { fail: (error) => settleWaiterWithError(waiter, error as PhronomyError, settings) }, label: `a decision from the approval inbox on execution ${executionId}`,
       });
@@ -152,15 +176,29 @@ export class Agent {
   }
 
   /** Closes the agent: new starts fail with AgentClosedError; a running
-   * execution finishes. */
+   * execution finishes. Durable: a start in a later process is refused by
+   * its preparation, which reads the closed root in its transaction. */
   async close(): Promise<void> {
-    const entry = await this.ready;
+    this.environment.conversations.checkOwnership(this.id, this.kind);
     await this.environment.store.closeAgent(this.id, Date.now());
+    // With an entry in the core now, starts are refused there at once.
+    const entry = await this.environment.conversations.liveEntry(this.id)?.catch(() => undefined);
+    if (entry === undefined) return;
     await new Promise<void>((resolve, reject) => {
       this.environment.loop.post(() => {
         this.environment.core.apply(M.CloseAgent, entry.slot, entry.generation);
         resolve();
       }, { completion: { fail: reject }, label: `the close of agent "${this.id}"` });
     });
+  }
+
+  /** Lets this conversation go without deleting anything: its entry in
+   * the core is freed and (PostgreSQL) its lease given up. A conversation
+   * is let go on its own once idle; `release` also lets go of one the
+   * process keeps (an agent defined by id keeps its lease). Refused with
+   * AgentBusyError while it has an execution running, suspended or held
+   * here. A later start uses it again. */
+  release(): Promise<void> {
+    return this.environment.conversations.release(this.id);
   }
 }

@@ -83,6 +83,15 @@ export class InboxApplier {
     this.wake(agentId);
   }
 
+  /** The agent is live here and recovered, with nothing suspended known:
+   * decisions filed for it (a cancel by id of its running execution) are
+   * claimed when the store reports one (a notification, the poll), with no
+   * claim now (docs/decisions/0024: no claim per conversation used). */
+  agentListening(agentId: string): void {
+    if (this.closed) return;
+    this.ready.add(agentId);
+  }
+
   /** The agent was (re)taken and is being recovered: wait for it. */
   agentNotReady(agentId: string): void {
     this.ready.delete(agentId);

@@ -63,8 +63,9 @@ export interface CancelHost {
   /** The inbox that files a cancel of an execution of this agent run
    * elsewhere; undefined when the execution is this process's to cancel. */
   remoteFor(agentId: string): RemoteResumes | undefined;
-  /** Whether the agent is defined here (its recovery installs its rows). */
-  agentDefined(agentId: string): boolean;
+  /** Whether this row's conversation is live here or its definition is
+   * defined here (its recovery installs the row; docs/decisions/0024). */
+  recoveredHere(row: ExecutionRow): boolean;
   /** Cancels a message still in its conversation's queue
    * (docs/decisions/0025): false when it left the queue meanwhile. */
   cancelQueued(executionId: string, reason: string | undefined): Promise<boolean>;
@@ -157,7 +158,7 @@ async function dispatch(host: CancelHost, executionId: string, reason: string | 
     remote.fileCancel(row.agentId, executionId, reason, waiter);
     return undefined;
   }
-  if (host.agentDefined(row.agentId)) throw notLiveHere(row);
+  if (host.recoveredHere(row)) throw notLiveHere(row);
   await cancelDormant(host, row, reason);
   waiter.reject(new CancellationError({ executionId, agentId: row.agentId }, reason));
   return undefined;

@@ -58,6 +58,9 @@ interface Conversation {
   readonly items: QueuedItem[];
   /** The tail of this conversation's queue writes (they run one at a time). */
   writes: Promise<unknown>;
+  /** Lets the conversation's core entry go again: while messages are
+   * queued it is kept (docs/decisions/0024), so the head finds it live. */
+  readonly release: () => void;
 }
 
 /** Errors after which a queued message stays queued for the next process
@@ -211,7 +214,7 @@ export class ConversationQueues {
   private conversationOf(agentId: string): Conversation {
     let conversation = this.conversations.get(agentId);
     if (conversation === undefined) {
-      conversation = { items: [], writes: Promise.resolve() };
+      conversation = { items: [], writes: Promise.resolve(), release: this.environment.conversations.hold(agentId) };
       this.conversations.set(agentId, conversation);
     }
     return conversation;
@@ -223,7 +226,15 @@ export class ConversationQueues {
     if (conversation === undefined) return;
     const index = conversation.items.indexOf(item);
     if (index >= 0) conversation.items.splice(index, 1);
-    if (conversation.items.length === 0) this.conversations.delete(item.agent.id);
+    if (conversation.items.length === 0) this.drop(conversation, item.agent.id);
+  }
+
+  /** The conversation's queue is empty: forgotten, its entry let go (an
+   * admitted head's execution keeps it until it ends). */
+  private drop(conversation: Conversation, agentId: string): void {
+    if (this.conversations.get(agentId) !== conversation) return;
+    this.conversations.delete(agentId);
+    conversation.release();
   }
 
   /** Writes the message to the conversation's queue (on the loop). */
@@ -313,7 +324,7 @@ export class ConversationQueues {
       const done = (): void => { this.starting.delete(head.executionId); };
       head.waiter.result.then(done, done);
     }
-    if (conversation.items.length === 0) this.conversations.delete(agent.id);
+    if (conversation.items.length === 0) this.drop(conversation, agent.id);
     if (head.waiter.settled && conversation.items.length > 0) this.startHead(agent);
   }
 

@@ -63,6 +63,9 @@ export class Coordinator implements SessionHost {
 
   /** Called after every apply; the environment checks for drained here. */
   onIdle: (() => void) | undefined;
+  /** An agent's execution suspended (live or recovered) or was released:
+   * the conversations' bookkeeping (`conversations.ts`) listens. */
+  onAgentActivity: ((agent: AgentEntry, activity: "suspended" | "released") => void) | undefined;
 
   /** The conversation queues (`conversation-queue.ts`): a start refused
    * because its agent is busy is offered here first (true: taken, by its
@@ -330,6 +333,7 @@ export class Coordinator implements SessionHost {
       entry.suspended = true;
       entry.approvalRequest = request.row.approvalRequest as unknown as ApprovalRequest;
       request.settle({ ok: true, suspended: true });
+      this.onAgentActivity?.(entry.agent, "suspended");
       return;
     }
     // A row in a state no store writes names Continuation.None: the core
@@ -574,6 +578,7 @@ export class Coordinator implements SessionHost {
     // A suspension may last for days: keep only what the resume needs (the
     // approval request); the conversation is read back from the store.
     if (entry.suspended) entry.session = undefined;
+    if (entry.suspended) this.onAgentActivity?.(entry.agent, "suspended");
   }
 
   private failWaiters(slot: number, code: number): void {
@@ -592,7 +597,10 @@ export class Coordinator implements SessionHost {
     this.executions[slot] = undefined;
     this.executionIds.delete(entry.executionId);
     entry.span?.end();
+    // The queue's head is posted first, then the conversation's idle
+    // release: a conversation with messages queued is held by its queue.
     this.busyHooks?.admissionFreed(entry.agent);
+    this.onAgentActivity?.(entry.agent, "released");
   }
 
   // -- approval and recovery --------------------------------------------------------------------------
@@ -732,6 +740,9 @@ export function configOf(request: StartRequest): { [key: string]: Json } {
   if (timeoutMs !== undefined) config.timeoutMs = timeoutMs;
   if (request.options.approvalPolicy !== undefined) config.approvalPolicy = request.options.approvalPolicy;
   if (request.options.metadata !== undefined) config.metadata = request.options.metadata as Json;
+  // The definition a conversation belongs to: recovery at open finds its
+  // definition by this name (docs/decisions/0024-conversations.md).
+  if (request.agent.definitionName !== undefined) config.definition = request.agent.definitionName;
   return config;
 }
 

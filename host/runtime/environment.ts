@@ -20,11 +20,14 @@ import { isVisitorStore } from "../store/sqlite-visitor.js";
 import { checkListFilter, executionStatusNames } from "../store/check-operation.js";
 import type { ExecutionListFilter, ExecutionRow, StoredStep } from "../store/records.js";
 import { Agent } from "./agent.js";
+import { Conversations } from "./conversations.js";
+import { DefinedAgent } from "./defined-agent.js";
 import { ControlLoop } from "./control-loop.js";
 import { Coordinator } from "./coordinator.js";
 import { errorForCode } from "./error-codes.js";
 import {
-  MEMORY_WINDOW_DEFAULT, rejectUnknownKeys, validateAgentDefinition, validateAgentId, type AgentDefinition, type CallbackErrorPolicy, type Logger,
+  MEMORY_WINDOW_DEFAULT, rejectUnknownKeys, validateAgentDefinition, validateAgentId, type AgentDefinition, type AgentSettings, type CallbackErrorPolicy,
+  type ConversationDefinition, type Logger,
 } from "./options.js";
 import type { AgentEntry } from "./requests.js";
 import { Tracer } from "./tracing.js";
@@ -41,6 +44,7 @@ import type { ApprovalRequest } from "./events.js";
 import { checkPruneOptions, checkRetentionOptions, Retention, type PruneOptions, type PruneReport, type RetentionOptions } from "./retention.js";
 import { pruningStoreOf } from "../store/prune.js";
 import { ConversationQueues } from "./conversation-queue.js";
+import { queueStoreOf } from "../store/queue.js";
 import { executionOrQueued, listWithQueued } from "./queued-rows.js";
 import { checkRetryOptions, retryById, withAttempts, type RetryHost, type RetryOptions } from "./retry.js";
 import { applyFiledCancel, cancelById, checkCancel, type CancelHost, type CancelOptions, type CancelResult } from "./cancel-by-id.js";
@@ -188,7 +192,9 @@ function checkSqliteOnlyOptions(options: OpenOptions): void {
 }
 
 export class Environment {
-  private readonly agents = new Map<string, Agent>();
+  /** @internal Conversations: core entries on first use, let go when idle
+   * (`conversations.ts`, docs/decisions/0024). */
+  readonly conversations: Conversations;
   private closing: Promise<void> | undefined;
   private drainWaiters: (() => void)[] = [];
 
@@ -217,7 +223,21 @@ export class Environment {
     /** @internal Carries out the core's effects. */
     readonly coordinator: Coordinator,
     private readonly recoverOnDefine: boolean,
-  ) {}
+  ) {
+    this.conversations = new Conversations({
+      store, loop, coordinator, recovers: recoverOnDefine,
+      unfinishedByAgent: () => this.unfinishedByAgent(),
+      queuedAtOpen: () => this.queuedAtOpen,
+      recoverEntry: (entry, rows) => this.recoverAgentEntry(entry, undefined, rows),
+      ownAgent: (agentId) => this.ownAgent(agentId),
+      inboxListening: (agentId) => this.inboxApplier?.agentListening(agentId),
+      inboxReady: (agentId, ready) => ready ? this.inboxApplier?.agentReady(agentId) : this.inboxApplier?.agentNotReady(agentId),
+      reportRecovery: (agentId, report) => {
+        report.catch(() => undefined);
+        this.recoveries.set(agentId, report);
+      },
+    });
+  }
 
   static async open(options: OpenOptions): Promise<Environment> {
     if (typeof options !== "object" || options === null) throw new InvalidInputError("Phronomy.open(options): options must be an object");
@@ -265,59 +285,49 @@ export class Environment {
     }
     environment.openApprovalInbox(leasing);
     environment.startRetention(retention);
+    // The one scan of unfinished executions: each definition recovers its
+    // own from it (docs/decisions/0024).
+    if (environment.recoverOnDefine) environment.unfinishedByAgent().catch(() => undefined);
     return environment;
   }
 
-  /** Defines an agent in this environment (its durable root is created if
-   * needed). Defining the same id twice is refused. */
-  agent(definition: AgentDefinition): Agent {
+  /** Defines an agent. With `id`: one conversation, that agent id, as
+   * before. With `name`: a definition whose conversations are
+   * `conversation(id)` (docs/decisions/0024-conversations.md). Nothing is
+   * written or read per definition: unfinished executions found by the
+   * environment's one scan are recovered for the definition they belong
+   * to. Defining the same id, or name, twice is refused. */
+  agent(definition: AgentDefinition): Agent;
+  agent(definition: ConversationDefinition): DefinedAgent;
+  agent(given: AgentDefinition | ConversationDefinition): Agent | DefinedAgent {
     this.assertOpen("env.agent()");
+    const definition = given as Partial<AgentDefinition & ConversationDefinition> & AgentSettings;
     validateAgentDefinition(definition);
-    if (this.agents.has(definition.id)) {
-      throw new InvalidInputError(`agent "${definition.id}" is already defined in this environment; reuse the Agent it returned`);
+    const name = definition.name;
+    if (name === undefined ? this.conversations.isDefinedId(definition.id as string) : this.conversations.isDefinedName(name)) {
+      const which = name === undefined ? `agent "${definition.id}"` : `the definition named "${name}"`;
+      throw new InvalidInputError(`${which} is already defined in this environment; reuse the ${name === undefined ? "Agent" : "DefinedAgent"} it returned`);
     }
-    const tools = this.resolvedTools(definition.tools);
-    this.retention?.defineAgent(definition.id, definition.retention, definition.memoryWindow ?? MEMORY_WINDOW_DEFAULT);
-    // A visitor writes no root: the agent is registered in this core only.
-    const root = () => this.visitor ? this.store.getAgent(definition.id).then((row) => row ?? { lifecycle: "open" as const }) : this.store.ensureAgent(definition.id, Date.now());
-    const ready = Promise.resolve().then(root).then((row) => new Promise<AgentEntry>((resolve, reject) => {
-      const posted = this.loop.post(() => {
-        const code = this.core.apply(M.RegisterAgent, row.lifecycle === "closed" ? 1 : 0);
-        if (code !== ResultCode.Ok) return reject(errorForCode(code, { agentId: definition.id }));
-        const entry: AgentEntry = { id: definition.id, slot: this.core.effectWord(0, 1), generation: this.core.effectWord(0, 2), definition, tools };
-        this.coordinator.registerAgentEntry(entry);
-        resolve(entry);
-      }, { completion: { fail: reject }, label: `the definition of agent "${definition.id}"` });
-      if (!posted) return;
-    }));
-    ready.catch(() => undefined);
-    // With leases (PostgreSQL), only the agent's owner recovers it.
-    const recovered = ready.then(async (entry) => {
-      const owned = await this.ownAgent(entry.id);
-      if (!this.recoverOnDefine || owned === false) return [];
-      const report = await this.recoverAgentEntry(entry, owned);
-      // Its suspended executions are live now: decisions filed for it apply.
-      this.inboxApplier?.agentReady(entry.id);
-      return report;
-    });
+    // Retention is the definition's: an agent defined by id may keep its
+    // finished executions for a time of its own; a named definition's
+    // conversations use the environment's (decision 0024, "Retention").
+    if (name === undefined) this.retention?.defineAgent(definition.id as string, definition.retention, definition.memoryWindow ?? MEMORY_WINDOW_DEFAULT);
+    else this.retention?.defineConversations(name, definition.retention, definition.memoryWindow ?? MEMORY_WINDOW_DEFAULT);
+    const kind = { definition, name, id: name === undefined ? definition.id : undefined, tools: this.resolvedTools(definition.tools) };
+    const recovered = this.conversations.define(kind);
     recovered.catch(() => undefined);
-    this.recoveries.set(definition.id, recovered);
-    // Starts wait for the agent's recovery, so a recovered execution holds
-    // the agent's admission before any new one is asked for.
-    const agentReady = recovered.then(() => ready, () => ready);
-    // Every user of `agent.ready` handles its failure (a start settles its
-    // run with it); an agent nobody used must not leave it unhandled.
-    agentReady.catch(() => undefined);
-    const agent = new Agent(this, definition.id, agentReady);
-    this.agents.set(definition.id, agent);
-    return agent;
+    const ready = recovered.then(() => undefined, () => undefined);
+    if (name !== undefined) return new DefinedAgent(this, kind, recovered, ready);
+    const agentId = definition.id as string;
+    this.recoveries.set(agentId, recovered);
+    return new Agent(this, agentId, kind, ready);
   }
 
   /** Tool sets shared by many agents are resolved (checked, their JSON
    * Schemas derived) once. */
   private readonly toolResolutions = new WeakMap<object, ReturnType<typeof resolveTools>>();
 
-  private resolvedTools(tools: AgentDefinition["tools"]): ReturnType<typeof resolveTools> {
+  private resolvedTools(tools: AgentSettings["tools"]): ReturnType<typeof resolveTools> {
     if (tools === undefined || typeof tools !== "object" || tools === null) return resolveTools(tools);
     let resolved = this.toolResolutions.get(tools);
     if (!resolved) {
@@ -333,24 +343,12 @@ export class Environment {
   async purgeAgent(agentId: string): Promise<void> {
     validateAgentId(agentId);
     this.assertOwner(`the purge of agent "${agentId}"`);
-    const agent = this.agents.get(agentId);
-    if (agent) {
+    if (this.conversations.liveEntry(agentId) !== undefined) {
       // The durable state decides first, as the store would for an agent
-      // not defined here: the core's entry is forgotten only once it can go.
+      // not live here: the core's entry is let go only once it can go.
       const unfinished = (await this.store.unfinishedExecutions()).filter((row) => row.agentId === agentId);
       if (unfinished.length > 0) throw agentHasUnfinishedExecutions(agentId, unfinished.map((row) => row.executionId));
-      const entry = await agent.ready;
-      await new Promise<void>((resolve, reject) => {
-        this.loop.post(() => {
-          const code = this.core.apply(M.PurgeAgent, entry.slot, entry.generation);
-          if (code === ResultCode.AgentAdmissionHeld) return reject(new PhronomyError("AGENT_BUSY", `agent "${agentId}" holds an admission (an execution is running or suspended); purge refused — let it finish first`, { agentId }));
-          if (code !== ResultCode.Ok) return reject(errorForCode(code, { agentId }));
-          this.coordinator.forgetAgentEntry(entry.slot);
-          this.agents.delete(agentId);
-          this.retention?.forgetAgent(agentId);
-          resolve();
-        }, { completion: { fail: reject }, label: `the purge of agent "${agentId}"` });
-      });
+      await this.conversations.release(agentId);
     }
     await this.store.purgeAgent(agentId);
   }
@@ -423,18 +421,43 @@ export class Environment {
     this.assertOpen("env.recover()");
     this.assertOwner("env.recover()");
     this.assertStoreWritable("env.recover()");
+    await this.conversations.definitionsSettled();
     this.unfinished = undefined;
     const report: RecoveredExecution[] = [];
     const leasing = leasingStoreOf(this.store);
-    for (const agent of this.agents.values()) {
-      const entry = await agent.ready;
-      if (leasing && leasing.leaseOf(entry.id) === undefined) continue;
-      report.push(...await this.recoverAgentEntry(entry));
-      this.inboxApplier?.agentReady(entry.id);
+    // Conversations live here: their unfinished rows, and what a store
+    // failure left held for them.
+    for (const agentId of this.conversations.liveIds()) {
+      await this.conversations.liveEntry(agentId)?.catch(() => undefined);
+      if (leasing && leasing.leaseOf(agentId) === undefined) continue;
+      const recovered = await this.conversations.holding(agentId, (entry) => this.recoverAgentEntry(entry)) ?? [];
+      report.push(...recovered);
+      if (recovered.some((item) => item.status === "suspended")) this.inboxApplier?.agentReady(agentId);
     }
-    for (const row of await this.store.unfinishedExecutions()) {
-      if (!this.agents.has(row.agentId)) {
-        report.push({ executionId: row.executionId, agentId: row.agentId, phase: row.phase, status: "waiting_for_agent", reason: `define agent "${row.agentId}" in this environment to recover it` });
+    // The others: recovered by their definition when it is defined here
+    // (with messages queued and nothing unfinished: their queue restored).
+    const unfinished = await this.unfinishedByAgent();
+    const queuedOnly: [string, ExecutionRow[]][] = [...this.queuedAtOpen].filter(([agentId]) => !unfinished.has(agentId)).map(([agentId]) => [agentId, []]);
+    for (const [agentId, rows] of [...unfinished, ...queuedOnly]) {
+      if (this.conversations.liveEntry(agentId) !== undefined) continue;
+      const kind = rows[0] !== undefined ? this.conversations.kindOfRow(rows[0]) : this.conversations.kindOf(agentId, this.queuedAtOpen.get(agentId));
+      if (kind === undefined) {
+        for (const row of rows) {
+          const name = row.metadata.config?.["definition"];
+          const define = typeof name === "string" ? `the definition named "${name}"` : `agent "${row.agentId}"`;
+          report.push({ executionId: row.executionId, agentId: row.agentId, phase: row.phase, status: "waiting_for_agent", reason: `define ${define} in this environment to recover it` });
+        }
+        continue;
+      }
+      // Its first use recovers it (with `recover: false`: recovered here).
+      const use = this.conversations.use(agentId, kind);
+      try {
+        const entry = await use.entry;
+        const recovered = this.recoverOnDefine ? await this.recovery(agentId) : await this.recoverAgentEntry(entry);
+        report.push(...recovered);
+        if (recovered.some((item) => item.status === "suspended")) this.inboxApplier?.agentReady(agentId);
+      } finally {
+        use.done();
       }
     }
     return report;
@@ -446,9 +469,19 @@ export class Environment {
   /** When that read started (`performance.now()`). */
   private unfinishedReadAt = 0;
 
+  /** Conversations with messages queued, found by the same scan (their
+   * head's definition name): recovered with their definition too. */
+  private queuedAtOpen = new Map<string, string | undefined>();
+
   private unfinishedByAgent(): Promise<Map<string, ExecutionRow[]>> {
-    if (this.unfinished === undefined) this.unfinishedReadAt = performance.now();
-    this.unfinished ??= this.store.unfinishedExecutions().then((rows) => {
+    if (this.unfinished !== undefined) return this.unfinished;
+    this.unfinishedReadAt = performance.now();
+    const heads = queueStoreOf(this.store)?.queueHeads?.() ?? [];
+    this.unfinished = Promise.all([this.store.unfinishedExecutions(), heads]).then(([rows, queued]) => {
+      this.queuedAtOpen = new Map(queued.map((head) => {
+        const name = head.config["definition"];
+        return [head.agentId, typeof name === "string" ? name : undefined];
+      }));
       const byAgent = new Map<string, ExecutionRow[]>();
       for (const row of rows) {
         const list = byAgent.get(row.agentId);
@@ -463,10 +496,14 @@ export class Environment {
   /** Recovery of one agent's unfinished executions not already live here.
    * `readAfter`: rows read before that moment (another process owned the
    * agent then) are read again. */
-  private async recoverAgentEntry(entry: AgentEntry, readAfter?: number): Promise<RecoveredExecution[]> {
+  private async recoverAgentEntry(entry: AgentEntry, readAfter?: number, given?: readonly ExecutionRow[]): Promise<RecoveredExecution[]> {
     if (readAfter !== undefined && this.unfinished !== undefined && this.unfinishedReadAt < readAfter) this.unfinished = undefined;
     const rows: ExecutionRow[] = [];
-    const unfinished = (await this.unfinishedByAgent()).get(entry.id) ?? [];
+    const scan = given === undefined ? await this.unfinishedByAgent() : undefined;
+    const unfinished = given ?? scan?.get(entry.id) ?? [];
+    // Taken: a later first use of this conversation must not recover them again.
+    scan?.delete(entry.id);
+    this.queuedAtOpen.delete(entry.id);
     const held: RecoveredExecution[] = await this.releaseFinishedHolds(entry, unfinished);
     for (const row of unfinished) {
       const live = this.coordinator.entryById(row.executionId);
@@ -545,7 +582,7 @@ export class Environment {
   /** The store took an agent over (its former owner's lease expired):
    * recover its unfinished executions here (unless `recover: false`). */
   private takeOver(agentId: string, epoch: number): void {
-    const agent = this.agents.get(agentId);
+    const agent = this.conversations.liveEntry(agentId);
     if (!agent || this.closing) return;
     // Decisions filed for it wait until its executions are recovered here.
     this.inboxApplier?.agentNotReady(agentId);
@@ -558,7 +595,7 @@ export class Environment {
     // through agent.start wait for the recovery (`admissionGate`).
     const leasing = leasingStoreOf(this.store);
     leasing?.holdAdmissions(agentId, `it was taken over at lease epoch ${epoch} and its unfinished executions are being recovered`);
-    const recovered = agent.ready.then((entry) => this.recoverAgentEntry(entry, takenAt)).then((report) => {
+    const recovered = this.conversations.holding(agentId, (entry) => this.recoverAgentEntry(entry, takenAt)).then((report = []) => {
       this.inboxApplier?.agentReady(agentId);
       return report;
     }).finally(() => {
@@ -595,7 +632,7 @@ export class Environment {
 
   private applyClaim(claim: ClaimedDecision): Promise<PhronomyError | undefined> {
     if (claim.kind === "cancel") return applyFiledCancel(this.cancelHost, claim.executionId, claim.reason ?? undefined);
-    const agent = this.agents.get(claim.agentId);
+    const agent = this.conversations.handleOf(this, claim.agentId);
     if (!agent) return Promise.resolve(new InvalidInputError(`agent "${claim.agentId}" is no longer defined in the process that owns it; decision ${claim.decisionId} on execution ${claim.executionId} was not applied`, { agentId: claim.agentId, executionId: claim.executionId }));
     return agent.applyFiledDecision(claim.executionId, { approvalId: claim.approvalId, approved: claim.approved, ...(claim.reason !== null ? { reason: claim.reason } : {}) });
   }
@@ -655,7 +692,7 @@ export class Environment {
   private get cancelHost(): CancelHost {
     return {
       coordinator: this.coordinator, loop: this.loop, store: this.store, remoteFor: (agentId) => this.remoteResumesFor(agentId),
-      agentDefined: (agentId) => this.agents.has(agentId),
+      recoveredHere: (row) => this.conversations.liveEntry(row.agentId) !== undefined || this.conversations.kindOfRow(row) !== undefined,
       cancelQueued: (executionId, reason) => this.queues.cancelQueued(executionId, reason),
       readRow: (executionId) => executionOrQueued(this.store, executionId),
     };
@@ -681,9 +718,9 @@ export class Environment {
     return executionOrQueued(this.store, executionId);
   }
 
-  /** @internal The Agent defined here under this id. */
+  /** @internal A handle on a conversation live here (or defined by its id). */
   agentHandle(agentId: string): Agent | undefined {
-    return this.agents.get(agentId);
+    return this.conversations.handleOf(this, agentId);
   }
 
   /** The execution's durable timeline: input, barriers, results, terminal;
@@ -716,7 +753,10 @@ export class Environment {
     const leasing = leasingStoreOf(this.store);
     return {
       coordinator: this.coordinator, loop: this.loop, store: this.store,
-      agentEntry: (agentId) => this.agents.get(agentId)?.ready,
+      useConversation: (row) => {
+        const kind = this.conversations.liveKind(row.agentId) ?? this.conversations.kindOfRow(row);
+        return kind === undefined ? undefined : this.conversations.use(row.agentId, kind);
+      },
       ownedElsewhere: async (agentId) => {
         if (!leasing || leasing.leaseOf(agentId) !== undefined) return undefined;
         const holder = await (this.store as { leaseHolder?: (id: string) => Promise<{ owner: string; expiresAt: number } | undefined> }).leaseHolder?.(agentId);

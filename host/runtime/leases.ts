@@ -6,6 +6,7 @@
 // (SQLite: one owner per file, docs/decisions/0007) are left as they are.
 
 import type { ExecutionStore } from "../store/store.js";
+import type { ExecutionRow } from "../store/records.js";
 
 export interface LeaseAcquisitionView {
   readonly acquired: boolean;
@@ -21,6 +22,10 @@ export interface LeasingStore {
   onLeaseAcquired: ((agentId: string, grant: { readonly owner: string; readonly epoch: number }) => void) | undefined;
   /** Refuses (with `why`) or allows again (undefined) the agent's admissions. */
   holdAdmissions(agentId: string, why: string | undefined): void;
+  /** Gives the agent's lease up (an idle conversation let go). */
+  releaseLease(agentId: string): Promise<void>;
+  /** The agent's unfinished executions, read now (after its lease was taken). */
+  unfinishedExecutionsOf(agentId: string): Promise<ExecutionRow[]>;
 }
 
 export function leasingStoreOf(store: ExecutionStore): LeasingStore | undefined {

@@ -21,8 +21,21 @@ export type GuardrailVerdict =
  * (output). Runs on the control thread: keep it quick and deterministic. */
 export type Guardrail = (text: string) => GuardrailVerdict;
 
-export interface AgentDefinition {
+/** One agent: one conversation with this id (as `env.agent` always did). */
+export interface AgentDefinition extends AgentSettings {
   readonly id: string;
+}
+
+/** A definition with many conversations: `support.conversation(id)`
+ * (docs/decisions/0024-conversations.md). The name is stored with each
+ * execution, so recovery finds the definition of an unfinished one. */
+export interface ConversationDefinition extends AgentSettings {
+  readonly name: string;
+}
+
+/** What a definition says of its agent, whether it names one id or many
+ * conversations. */
+export interface AgentSettings {
   readonly model: LanguageModel;
   readonly instructions?: string;
   readonly tools?: ToolSet;
@@ -110,7 +123,7 @@ export interface Logger {
 }
 
 export const AGENT_DEFINITION_KEYS = [
-  "id", "model", "instructions", "tools", "inputGuardrail", "outputGuardrail", "memoryWindow", "maxTurns",
+  "id", "name", "model", "instructions", "tools", "inputGuardrail", "outputGuardrail", "memoryWindow", "maxTurns",
   "tokenBudget", "timeoutMs", "retention", "onBusy", "queueLimit",
 ] as const;
 
@@ -154,11 +167,15 @@ function functionOrUndefined(value: unknown, key: string, what: string): void {
   }
 }
 
-export function validateAgentDefinition(definition: AgentDefinition): void {
+export function validateAgentDefinition(definition: Partial<AgentDefinition & ConversationDefinition>): void {
   if (typeof definition !== "object" || definition === null) throw new InvalidInputError("env.agent(definition): definition must be an object");
   rejectUnknownKeys(definition, AGENT_DEFINITION_KEYS, "env.agent(definition)");
-  validateAgentId(definition.id);
-  const what = `agent "${definition.id}"`;
+  if ((definition.id === undefined) === (definition.name === undefined)) {
+    throw new InvalidInputError(`env.agent(definition): give "id" (one agent) or "name" (a definition with many conversations: agent.conversation(id)), not ${definition.id === undefined ? "neither" : "both"}`);
+  }
+  if (definition.name !== undefined) validateAgentId(definition.name, "the definition name");
+  else validateAgentId(definition.id);
+  const what = definition.name !== undefined ? `the definition named "${definition.name}"` : `agent "${definition.id}"`;
   assertLanguageModel(definition.model);
   if (definition.instructions !== undefined && typeof definition.instructions !== "string") {
     throw new InvalidInputError(`${what}: "instructions" must be a string`);

@@ -6,7 +6,7 @@
 import type { ResolvedTool } from "../agent/tools.js";
 import type { PhronomyError } from "../errors.js";
 import type { ExecutionRow, PrepareExecutionResult } from "../store/records.js";
-import type { AgentDefinition, StartOptions } from "./options.js";
+import type { AgentSettings, StartOptions } from "./options.js";
 import type { ApprovalRequest } from "./events.js";
 import type { Waiter } from "./run.js";
 import type { Session } from "./session.js";
@@ -16,7 +16,10 @@ export interface AgentEntry {
   readonly id: string;
   readonly slot: number;
   readonly generation: number;
-  readonly definition: AgentDefinition;
+  readonly definition: AgentSettings;
+  /** The name of the definition this conversation belongs to (stored with
+   * each execution); undefined for an agent defined by its id. */
+  readonly definitionName?: string;
   readonly tools: readonly ResolvedTool[];
 }
 

@@ -167,10 +167,7 @@ export class Retention {
    * Refused when its memory window is more than the journal keeps, and past
    * `pruneExceptionsMax` agents with a retention of their own. */
   defineAgent(agentId: string, retention: AgentRetentionOptions | undefined, memoryWindow: number): void {
-    const kept = this.settings.options.journalRecordsKept ?? journalRecordsKept;
-    if (memoryWindow > kept) {
-      throw new InvalidInputError(`agent "${agentId}": its memoryWindow (${memoryWindow}) is more than the ${kept} journal records the environment keeps per conversation (retention.journalRecordsKept); lower the window or keep more`, { agentId });
-    }
+    this.checkMemoryWindow(`agent "${agentId}"`, memoryWindow, { agentId });
     if (retention === undefined) return;
     if (!this.agentMs.has(agentId) && this.agentMs.size >= pruneExceptionsMax) {
       throw new InvalidInputError(`agent "${agentId}": at most ${pruneExceptionsMax} agents of one environment may have a retention of their own; set the environment's (Phronomy.open({ retention })) instead`, { agentId });
@@ -178,9 +175,25 @@ export class Retention {
     this.agentMs.set(agentId, retention.finishedMs);
   }
 
-  forgetAgent(agentId: string): void {
-    this.agentMs.delete(agentId);
+  /** A named definition (docs/decisions/0024): its conversations are
+   * pruned with the environment's retention. A retention of its own is
+   * refused: pruning selects by agent id, and a definition's conversation
+   * ids are not known ahead (nor stored apart from each row's config). */
+  defineConversations(name: string, retention: AgentRetentionOptions | undefined, memoryWindow: number): void {
+    const what = `the definition named "${name}"`;
+    this.checkMemoryWindow(what, memoryWindow, {});
+    if (retention !== undefined) {
+      throw new InvalidInputError(`${what}: "retention" applies to an agent defined by its id; the conversations of a named definition keep the environment's retention (Phronomy.open({ retention })), or env.prune({ agentId }) prunes one conversation on demand`);
+    }
   }
+
+  private checkMemoryWindow(what: string, memoryWindow: number, context: { readonly agentId?: string }): void {
+    const kept = this.settings.options.journalRecordsKept ?? journalRecordsKept;
+    if (memoryWindow > kept) {
+      throw new InvalidInputError(`${what}: its memoryWindow (${memoryWindow}) is more than the ${kept} journal records the environment keeps per conversation (retention.journalRecordsKept); lower the window or keep more`, context);
+    }
+  }
+
 
   /** `env.prune(options)`: runs after the pass in progress. */
   prune(options: PruneOptions): Promise<PruneReport> {

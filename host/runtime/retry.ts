@@ -44,8 +44,9 @@ export interface RetryHost {
   readonly coordinator: Coordinator;
   readonly loop: ControlLoop;
   readonly store: ExecutionStore;
-  /** The agent's registration here, or undefined when it is not defined. */
-  agentEntry(agentId: string): Promise<AgentEntry> | undefined;
+  /** Uses the row's conversation (its core entry, kept until `done`), or
+   * undefined when neither it nor its definition is defined here. */
+  useConversation(row: ExecutionRow): { readonly entry: Promise<AgentEntry>; readonly done: () => void } | undefined;
   /** Why this process may not run the agent's executions (a PostgreSQL
    * lease held elsewhere, naming its holder), or undefined. */
   ownedElsewhere(agentId: string): Promise<string | undefined>;
@@ -90,9 +91,24 @@ async function prepareRetry(host: RetryHost, executionId: string, waiter: Waiter
   refuseUnlessEnded(row);
   const elsewhere = await host.ownedElsewhere(row.agentId);
   if (elsewhere !== undefined) throw new RetryRefusedError(`execution ${executionId} was not retried: ${elsewhere}; retry it in the process that owns agent "${row.agentId}"`, { ...context, reason: "owned_elsewhere" });
-  const ready = host.agentEntry(row.agentId);
-  if (ready === undefined) throw new RetryRefusedError(`execution ${executionId} was not retried: agent "${row.agentId}" is not defined in this environment (its model and tools run the next attempt); define it, then retry`, { ...context, reason: "agent_not_defined" });
-  const agent = await ready;
+  const use = host.useConversation(row);
+  if (use === undefined) {
+    const name = row.metadata.config?.["definition"];
+    const define = typeof name === "string" ? `its definition "${name}" is` : `agent "${row.agentId}" is`;
+    throw new RetryRefusedError(`execution ${executionId} was not retried: ${define} not defined in this environment (its model and tools run the next attempt); define it, then retry`, { ...context, reason: "agent_not_defined" });
+  }
+  // The conversation's entry is kept until the retry is installed (its
+  // admission then keeps it) or refused.
+  try {
+    await reopenAndInstall(host, row, await use.entry, waiter);
+  } finally {
+    use.done();
+  }
+}
+
+async function reopenAndInstall(host: RetryHost, row: ExecutionRow, agent: AgentEntry, waiter: Waiter): Promise<void> {
+  const executionId = row.executionId;
+  const context = { executionId, agentId: row.agentId };
   const plan = planRetry(row, await host.store.listSteps(executionId));
   const at = host.coordinator.settings.now();
   const attempt = (row.metadata.attempt ?? 1) + 1;

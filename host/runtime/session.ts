@@ -18,7 +18,7 @@ import {
 } from "../errors.js";
 import type { Json, StepRecord, StoredError, ToolCallRecord, UsageTotals } from "../store/records.js";
 import type { ApprovalRequest, ExecutionEvent, HandoffRequest } from "./events.js";
-import type { AgentDefinition, ApprovalPolicy, Guardrail } from "./options.js";
+import type { AgentSettings, ApprovalPolicy, Guardrail } from "./options.js";
 import type { Tracer, Span } from "./tracing.js";
 
 /** What the session needs from its environment; implemented by the
@@ -36,7 +36,7 @@ export interface SessionHost {
 export interface SessionSettings {
   readonly executionId: string;
   readonly agentId: string;
-  readonly definition: AgentDefinition;
+  readonly definition: AgentSettings;
   readonly tools: readonly ResolvedTool[];
   readonly input: string;
   readonly memory: readonly ConversationMessage[];

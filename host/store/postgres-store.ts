@@ -36,6 +36,7 @@ import { createPool, parseLocation, poolSizeDefault, poolSizeMax } from "./postg
 import { ConnectionLost, GroupCommit, groupsInFlightDefault } from "./postgres/group-commit.js";
 import { JournalTails } from "./postgres/journal-tails.js";
 import { LeaseBook } from "./postgres/lease-book.js";
+import { LeaseReleases } from "./postgres/lease-releases.js";
 import { applyOperation, type Fence } from "./postgres/operations.js";
 import {
   compareAndSetStatement, explainCompareAndSetRefusal, explainPrepareRefusal, isGrouped, prepareStatement, readKnownRow,
@@ -364,6 +365,11 @@ export class PostgresStore implements ExecutionStore {
     return this.read(() => queue.queuedMessages(this.pool, checkId(agentId, "agentId")));
   }
 
+  /** The head of every agent's queue (`queue.ts`). */
+  queueHeads(): Promise<QueuedMessage[]> {
+    return this.read(() => queue.queueHeads(this.pool));
+  }
+
   queuedMessage(executionId: string): Promise<QueuedMessage | undefined> {
     return this.read(() => queue.queuedMessage(this.pool, checkId(executionId, "executionId")));
   }
@@ -411,7 +417,13 @@ export class PostgresStore implements ExecutionStore {
     this.assertOpen("acquire a lease");
     this.listenToInbox();
     try {
-      return await this.leaseBook.acquire(agentId);
+      await this.leaseReleases.settle(agentId);
+      const version = this.journalTails.version(agentId);
+      const acquisition = await this.leaseBook.acquire(agentId);
+      // A lease row created now: the agent (a new conversation) never ran,
+      // so its journal is empty — its first start needs no journal read.
+      if (acquisition.acquired && acquisition.created === true) this.journalTails.remember(agentId, acquisition.epoch, journalReadMax, [], version);
+      return acquisition;
     } catch (error) {
       throw this.storeErrorOf(error);
     }
@@ -422,6 +434,29 @@ export class PostgresStore implements ExecutionStore {
    * over, so no new execution takes the agent's admission first. */
   holdAdmissions(agentId: string, why: string | undefined): void {
     this.leaseBook.holdAdmissions(agentId, why);
+  }
+
+  /** Gives up the agent's lease (a conversation let go while idle,
+   * docs/decisions/0024-conversations.md): it is no longer renewed nor
+   * retried, and its row expires now so another process may take it. */
+  async releaseLease(agentId: string): Promise<void> {
+    if (!this.leaseBook.forget(checkId(agentId, "agentId"))) return;
+    this.journalTails.drop(agentId);
+    this.leaseReleases.release(agentId);
+  }
+
+  /** Releases are sent in batches (`postgres/lease-releases.ts`); one that
+   * failed leaves the lease to expire on its own. */
+  private get leaseReleases(): LeaseReleases {
+    this.releases ??= new LeaseReleases(this.pool, this.leaseOwner, () => undefined);
+    return this.releases;
+  }
+
+  private releases: LeaseReleases | undefined;
+
+  /** The agent's executions not terminal, read now (under its lease). */
+  unfinishedExecutionsOf(agentId: string): Promise<ExecutionRow[]> {
+    return this.read(() => reads.unfinishedExecutions(this.pool, this.path, [checkId(agentId, "agentId")]));
   }
 
   /** The lease this process holds on an agent now, if any. */
@@ -515,6 +550,7 @@ export class PostgresStore implements ExecutionStore {
     this.closing ??= (async () => {
       while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
       const held = await this.leaseBook.stop();
+      await this.leaseReleases.close();
       await this.inboxListener?.close();
       await leases.release(this.pool, this.leaseOwner, held).catch(() => undefined);
       await this.pool.end();

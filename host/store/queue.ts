@@ -83,6 +83,12 @@ export interface QueueStore {
   cancelQueued(operation: Omit<CancelQueuedOperation, "type">): Promise<CancelQueuedResult>;
   /** One agent's queued messages, in order (at most its queue limit). */
   queuedMessages(agentId: string): Promise<QueuedMessage[]>;
+  /** The head of every agent's queue (one message per agent with any):
+   * read once when the environment opens, beside its scan of unfinished
+   * executions, so a conversation whose running execution ended before
+   * its queue's head was prepared is found without a read per
+   * conversation (docs/decisions/0024). */
+  queueHeads?(): Promise<QueuedMessage[]>;
 }
 
 /** The reads of queued messages a listing needs (owners and SQLite visitors). */

@@ -112,14 +112,18 @@ function reportSuspension(event: ExecutionEvent): void {
 
 function defineAgents(environment: Environment, count: number): Agent[] {
   const toolTurns = config.toolTurns ?? 2;
-  return Array.from({ length: count }, (_, index) => environment.agent({
-    id: agentIdOf(index, count),
+  const settings = {
     model: crashModel(toolTurns),
     instructions: "You help customers with their orders.",
     tools: {
       lookup: idempotentLookup(config.files, { needsApproval: config.approval ?? false, afterEffect: () => kills.reach("tool:") }),
     },
-  }));
+  };
+  if (config.conversations === true) {
+    const support = environment.agent({ name: "support", ...settings });
+    return Array.from({ length: count }, (_, index) => support.conversation(agentIdOf(index, count)));
+  }
+  return Array.from({ length: count }, (_, index) => environment.agent({ id: agentIdOf(index, count), ...settings }));
 }
 
 async function startRuns(environment: Environment): Promise<void> {

@@ -189,6 +189,9 @@ export interface ChildConfig {
   /** Mode `retry`: `env.retry` of this execution (docs/decisions/0026). */
   readonly retry?: { readonly executionId: string };
   readonly synchronous?: "FULL" | "NORMAL";
+  /** Define one agent by name ("support") and use its conversations
+   * (`support.conversation(id)`) instead of one agent per id. */
+  readonly conversations?: boolean;
 }
 
 export type ChildLine =

@@ -59,19 +59,27 @@ export interface Reopened {
 /** Opens the store a child left behind with a fresh environment and
  * defines the same agents: recovery runs on definition. */
 export async function reopen(
-  paths: CrashPaths, options: { toolTurns?: number; approval?: boolean; agents?: number; recover?: boolean } = {},
+  paths: CrashPaths, options: { toolTurns?: number; approval?: boolean; agents?: number; recover?: boolean; conversations?: boolean } = {},
 ): Promise<Reopened> {
   const logger = recordingLogger();
   const openedAt = performance.now();
   const environment = await Phronomy.open({ store: paths.store, logger, ...(options.recover !== undefined ? { recover: options.recover } : {}) });
   opened.push(environment);
   const count = options.agents ?? 1;
-  const agents = Array.from({ length: count }, (_, index) => environment.agent({
-    id: agentIdOf(index, count),
+  const settings = {
     model: crashModel(options.toolTurns ?? 2),
     instructions: "You help customers with their orders.",
     tools: { lookup: idempotentLookup(paths.files, { needsApproval: options.approval ?? false }) },
-  }));
+  };
+  if (options.conversations === true) {
+    // Defined by name only: recovery finds each conversation's unfinished
+    // executions by the definition name stored with them.
+    const support = environment.agent({ name: "support", ...settings });
+    const report = await support.recovery();
+    const agents = Array.from({ length: count }, (_, index) => support.conversation(agentIdOf(index, count)));
+    return { environment, agents, report, logger, recoveryMilliseconds: performance.now() - openedAt, openedAt };
+  }
+  const agents = Array.from({ length: count }, (_, index) => environment.agent({ id: agentIdOf(index, count), ...settings }));
   const reports = await Promise.all(agents.map((agent) => environment.recovery(agent.id)));
   return { environment, agents, report: reports.flat(), logger, recoveryMilliseconds: performance.now() - openedAt, openedAt };
 }

@@ -41,6 +41,20 @@ for (const backend of [sqliteBackend, postgresBackend] as Backend[]) {
       await expect(queue.enqueueMessage(message("q1", { limit: 10 }))).rejects.toBeInstanceOf(InvalidInputError);
     });
 
+    it("queueHeads: the head of every agent's queue, one per agent, with its config (the open scan, docs/decisions/0024)", async () => {
+      const { store, queue } = await opened();
+      expect(await queue.queueHeads!()).toEqual([]);
+      await store.ensureAgent("user-9", 1);
+      await queue.enqueueMessage(message("q1"));
+      await queue.enqueueMessage(message("q2"));
+      await queue.enqueueMessage(message("u1", { agentId: "user-9", config: { definition: "support" } }));
+      await queue.enqueueMessage(message("q0", { front: true }));
+      const heads = (await queue.queueHeads!()).map((head) => [head.agentId, head.executionId, head.config]).sort();
+      expect(heads).toEqual([["support", "q0", { timeoutMs: 1000 }], ["user-9", "u1", { definition: "support" }]]);
+      expect(await store.run(prepare("u1", "user-9"))).toMatchObject({ outcome: "active" });
+      expect((await queue.queueHeads!()).map((head) => head.executionId)).toEqual(["q0"]);
+    });
+
     it("a preparation under the queued id removes the message in its transaction; its timeline goes on after the queued step", async () => {
       const { store, queue } = await opened();
       await queue.enqueueMessage(message("q1"));

@@ -39,17 +39,22 @@ describe("prepareExecution", () => {
     expect(await store.readJournal("support", 10)).toEqual([]);
   });
 
-  it("is not established for an unknown agent (INVALID_INPUT), a closed agent (AGENT_CLOSED) or a reused execution id", async () => {
+  it("writes the root of an agent that has none (docs/decisions/0024); is not established for a closed agent (AGENT_CLOSED) or a reused execution id (INVALID_INPUT)", async () => {
     const store = await storeWithAgent();
-    expect(await store.run(prepare("e1", "nobody"))).toMatchObject({ outcome: "not_established", error: { code: "INVALID_INPUT" } });
+    expect(await store.getAgent("nobody")).toBeUndefined();
+    expect(await store.run(prepare("e1", "nobody"))).toMatchObject({ outcome: "active" });
+    expect(await store.getAgent("nobody")).toMatchObject({ lifecycle: "open" });
     await store.run(prepare("e2"));
     const reused = await store.run(prepare("e2"));
     expect(reused).toMatchObject({ outcome: "not_established", error: { code: "INVALID_INPUT" } });
     expect(reused.outcome === "not_established" && reused.error.message).toContain("e2");
     await store.closeAgent("support", 5);
     expect(await store.run(prepare("e3"))).toMatchObject({ outcome: "not_established", error: { code: "AGENT_CLOSED" } });
-    expect(await store.getExecution("e1")).toBeUndefined();
+    expect(await store.getExecution("e1")).toMatchObject({ agentId: "nobody", status: "active" });
     expect(await store.getExecution("e3")).toBeUndefined();
+    // A conversation closed before it ever ran: its root is written closed.
+    await store.closeAgent("never-ran", 6);
+    expect(await store.run(prepare("e4", "never-ran"))).toMatchObject({ outcome: "not_established", error: { code: "AGENT_CLOSED" } });
   });
 });
 

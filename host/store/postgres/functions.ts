@@ -99,19 +99,31 @@ export async function createPrepareAtRevision(client: pg.ClientBase): Promise<vo
   await client.query(prepareExecutionFunction(", p_revision bigint", "p_revision"));
 }
 
+/** Migration 8 (schema version 8; written as migration 5 on its branch,
+ * appended after retention's, the queues' and the decision kind's): both `prepare_execution` overloads write the agent's root
+ * (open) when it has none, so defining an agent (a conversation) writes
+ * nothing and its first preparation creates the root; a closed root still
+ * refuses the start in the same statement (docs/decisions/0024-conversations.md). */
+export async function replacePrepareWithRoot(client: pg.ClientBase): Promise<void> {
+  await client.query(prepareExecutionFunction("", "1", true));
+  await client.query(prepareExecutionFunction(", p_revision bigint", "p_revision", true));
+}
+
 /** `prepare_execution`: admission (the agent root's revision bumped while it
  * is open, the id unused and the lease held unexpired) and the execution
  * inserted at `revision` — `1` (migration 3) or the `p_revision` argument
  * (migration 4's overload). The body is written once for both. */
-function prepareExecutionFunction(extraParameters: string, revision: string): string {
+function prepareExecutionFunction(extraParameters: string, revision: string, writesRoot = false): string {
   return `
-    CREATE FUNCTION prepare_execution(
+    CREATE ${writesRoot ? "OR REPLACE " : ""}FUNCTION prepare_execution(
       p_execution_id text, p_agent_id text, p_status text, p_phase text, p_mode text, p_input text, p_metadata text,
       p_outcome text, p_error text, p_usage text, p_at bigint, p_fence_owner text, p_fence_epoch bigint,
       p_kinds text[], p_ats bigint[], p_payloads text[], p_write_id text,
       p_journal_ids text[], p_journal_roles text[], p_journal_contents text[], p_journal_ats bigint[]${extraParameters})
     RETURNS integer LANGUAGE plpgsql AS $$
-    BEGIN
+    BEGIN${writesRoot ? `
+      INSERT INTO agents (agent_id, lifecycle, revision, created_at, updated_at) VALUES (p_agent_id, 'open', 1, p_at, p_at)
+      ON CONFLICT (agent_id) DO NOTHING;` : ""}
       UPDATE agents SET revision = revision + 1, updated_at = p_at
       WHERE agent_id = p_agent_id AND lifecycle = 'open'
         AND NOT EXISTS (SELECT 1 FROM executions WHERE execution_id = p_execution_id)

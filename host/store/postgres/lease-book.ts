@@ -106,6 +106,15 @@ export class LeaseBook {
     }
   }
 
+  /** Stops renewing and retrying the agent's lease (the caller expires
+   * its row): false when it was not asked for or is being acquired. */
+  forget(agentId: string): boolean {
+    const state = this.states.get(agentId);
+    if (state === undefined || state.acquiring) return false;
+    this.states.delete(agentId);
+    return state.held;
+  }
+
   /** Refuses (`why`) or allows again (undefined) the agent's admissions. */
   holdAdmissions(agentId: string, why: string | undefined): void {
     const state = this.states.get(agentId);

@@ -41,12 +41,12 @@ export interface LeaseGrant {
 }
 
 export type LeaseAcquisition =
-  | ({ readonly acquired: true } & LeaseGrant)
+  | ({ readonly acquired: true; /** The lease row was created now: nobody ever held the agent (nor wrote its journal). */ readonly created?: boolean } & LeaseGrant)
   | { readonly acquired: false; readonly owner: string; readonly epoch: number; readonly expiresAt: number; readonly message: string };
 
 /** Takes the lease if it is free, expired, or already ours (one statement). */
 export async function acquire(client: pg.Pool | pg.ClientBase, agentId: string, owner: string, leaseMs: number): Promise<LeaseAcquisition> {
-  const taken = await client.query<{ owner: string; epoch: number; expires_ms: number }>(`
+  const taken = await client.query<{ owner: string; epoch: number; expires_ms: number; created: boolean }>(`
     INSERT INTO leases AS lease (agent_id, owner, epoch, expires_at)
     VALUES ($1, $2, 1, clock_timestamp() + $3 * interval '1 millisecond')
     ON CONFLICT (agent_id) DO UPDATE SET
@@ -54,10 +54,10 @@ export async function acquire(client: pg.Pool | pg.ClientBase, agentId: string, 
       epoch = CASE WHEN lease.owner = excluded.owner AND lease.expires_at > clock_timestamp() THEN lease.epoch ELSE lease.epoch + 1 END,
       expires_at = excluded.expires_at
     WHERE lease.owner = excluded.owner OR lease.expires_at <= clock_timestamp()
-    RETURNING owner, epoch, floor(extract(epoch FROM expires_at) * 1000)::bigint AS expires_ms
+    RETURNING owner, epoch, floor(extract(epoch FROM expires_at) * 1000)::bigint AS expires_ms, (xmax = 0) AS created
   `, [agentId, owner, leaseMs]);
   const row = taken.rows[0];
-  if (row !== undefined) return { acquired: true, owner: row.owner, epoch: Number(row.epoch), expiresAt: Number(row.expires_ms) };
+  if (row !== undefined) return { acquired: true, owner: row.owner, epoch: Number(row.epoch), expiresAt: Number(row.expires_ms), created: row.created === true };
   const current = (await client.query<{ owner: string; epoch: number; expires_ms: number }>(
     "SELECT owner, epoch, floor(extract(epoch FROM expires_at) * 1000)::bigint AS expires_ms FROM leases WHERE agent_id = $1", [agentId],
   )).rows[0];

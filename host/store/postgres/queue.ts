@@ -96,6 +96,10 @@ export async function queuedMessages(pool: Queryable, agentId: string): Promise<
   return (await pool.query<SqliteRow>("SELECT * FROM queued_messages WHERE agent_id = $1 ORDER BY seq", [agentId])).rows.map(queuedFromRow);
 }
 
+export async function queueHeads(pool: Queryable): Promise<QueuedMessage[]> {
+  return (await pool.query<SqliteRow>("SELECT DISTINCT ON (agent_id) * FROM queued_messages ORDER BY agent_id, seq")).rows.map(queuedFromRow);
+}
+
 export async function queuedMessage(pool: Queryable, executionId: string): Promise<QueuedMessage | undefined> {
   const row = (await pool.query<SqliteRow>("SELECT * FROM queued_messages WHERE execution_id = $1", [executionId])).rows[0];
   return row === undefined ? undefined : queuedFromRow(row);

@@ -47,10 +47,10 @@ export function applyOperation(connection: SqliteConnection, operation: OffloadO
 // -- executions -----------------------------------------------------------------
 
 export function prepareExecution(connection: SqliteConnection, operation: PrepareExecutionOperation): PrepareExecutionResult {
-  const agent = selectAgent(connection, operation.agentId);
-  if (agent === undefined) {
-    return notEstablished(new InvalidInputError(`agent "${operation.agentId}" has no root in the store; ensure the agent before starting execution ${operation.executionId}`, { agentId: operation.agentId, executionId: operation.executionId }));
-  }
+  // The agent's root is written by its first preparation, not when the
+  // agent (a conversation) is defined (docs/decisions/0024-conversations.md);
+  // a closed root refuses the start in this same transaction.
+  const agent = ensureAgent(connection, { type: "ensureAgent", agentId: operation.agentId, at: operation.at });
   if (agent.lifecycle === "closed") return notEstablished(new AgentClosedError(operation.agentId));
   if (connection.prepare("SELECT 1 AS found FROM executions WHERE execution_id = ?").get(operation.executionId) !== undefined) {
     return notEstablished(new InvalidInputError(`execution id ${operation.executionId} is already in the store; every start needs a new execution id`, { agentId: operation.agentId, executionId: operation.executionId }));

@@ -68,6 +68,10 @@ export function queuedMessages(connection: SqliteConnection, agentId: string): Q
   return connection.prepare("SELECT * FROM queued_messages WHERE agent_id = ? ORDER BY seq").all(agentId).map(queuedFromRow);
 }
 
+export function queueHeads(connection: SqliteConnection): QueuedMessage[] {
+  return connection.prepare("SELECT * FROM queued_messages AS q WHERE seq = (SELECT MIN(seq) FROM queued_messages WHERE agent_id = q.agent_id)").all().map(queuedFromRow);
+}
+
 export function queuedMessage(connection: SqliteConnection, executionId: string): QueuedMessage | undefined {
   const row = connection.prepare("SELECT * FROM queued_messages WHERE execution_id = ?").get(executionId);
   return row === undefined ? undefined : queuedFromRow(row);

@@ -63,6 +63,11 @@ export abstract class SqliteReadableStore {
     return this.read(() => queue.queuedMessages(this.connection, checkId(agentId, "agentId")));
   }
 
+  /** The head of every agent's queue (`../queue.ts`). */
+  queueHeads(): Promise<QueuedMessage[]> {
+    return this.read(() => queue.queueHeads(this.connection));
+  }
+
   queuedMessage(executionId: string): Promise<QueuedMessage | undefined> {
     return this.read(() => queue.queuedMessage(this.connection, checkId(executionId, "executionId")));
   }

@@ -1,0 +1,183 @@
+// bench/e2e/conversations: the conversation shape (issue 12,
+// docs/decisions/0024-conversations.md) on SQLite FULL. Prints figures,
+// asserts nothing.
+//
+//   1. 1,000 runs with 100 in flight, each run its own conversation of one
+//      definition, against the same 1,000 runs on a pool of 100 agents
+//      (each running 10 in turn); rounds alternate, each shape's figure is
+//      printed per round and the ratio of their medians.
+//   2. 10,000 conversations suspended for approval: RSS and live heap after GC.
+//   3. 1,000,000 conversations defined (handles held), 1% of them run:
+//      the define cost per conversation, RSS after GC.
+//
+//   npm run bench:conversations            (BENCH_ROUNDS=3 BENCH_SUSPENDED=2000 BENCH_DEFINED=100000 for a quicker look)
+
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { z } from "zod";
+import { scriptedModel } from "../../host/agent/scripted-model.js";
+import { Phronomy, tool, type Agent, type Environment } from "../../host/index.js";
+import { IN_FLIGHT } from "./workload.js";
+
+const RUNS = Number(process.env.BENCH_RUNS ?? 1_000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const SUSPENDED = Number(process.env.BENCH_SUSPENDED ?? 10_000);
+const DEFINED = Number(process.env.BENCH_DEFINED ?? 1_000_000);
+const ACTIVE_SHARE = 0.01;
+
+/** model → tool → model → tool → model, as bench/e2e/workload.ts. */
+function agentRunModel() {
+  return scriptedModel(({ messages }) => {
+    const lastUser = messages.map((message) => message.role).lastIndexOf("user");
+    const turn = messages.slice(lastUser + 1).filter((message) => message.role === "assistant").length;
+    return turn < 2 ? { toolCalls: [{ toolName: "lookup", input: { orderId: String(42 + turn) } }] } : { text: "Order 42 has shipped." };
+  });
+}
+
+const lookup = tool({ inputSchema: z.object({ orderId: z.string() }), execute: ({ orderId }) => ({ orderId, status: "shipped" }) });
+
+function refundModel() {
+  return scriptedModel(({ messages }) => messages.at(-1)?.role === "tool" ? { text: "refunded" } : { toolCalls: [{ toolName: "refund", input: { amount: 30 } }] });
+}
+
+const refund = tool({ inputSchema: z.object({ amount: z.number() }), needsApproval: () => true, execute: () => "ok" });
+
+function megabytes(bytes: number): string {
+  return (bytes / 2 ** 20).toFixed(0);
+}
+
+function afterGc(): NodeJS.MemoryUsage {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  gc?.();
+  gc?.();
+  return process.memoryUsage();
+}
+
+async function open(directory: string, name: string): Promise<Environment> {
+  return Phronomy.open({ store: join(directory, `${name}.db`), synchronous: "FULL", logger: { warn: () => undefined } });
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
+}
+
+/** `RUNS` runs, `IN_FLIGHT` workers each starting its next run when its
+ * last ended, on the conversation `next()` gives: runs/s. */
+async function drive(next: (worker: number) => Agent): Promise<number> {
+  let remaining = RUNS;
+  const worker = async (index: number): Promise<void> => {
+    while (remaining > 0) {
+      remaining -= 1;
+      const result = await next(index).start("Where is order 42?").result;
+      if (result.outcome !== "completed") throw new Error(`a bench run ended ${result.outcome}`);
+    }
+  };
+  const began = performance.now();
+  await Promise.all(Array.from({ length: IN_FLIGHT }, (_, index) => worker(index)));
+  return RUNS / ((performance.now() - began) / 1000);
+}
+
+async function pooled(directory: string, round: number): Promise<number> {
+  const env = await open(directory, `pooled-${round}`);
+  const agents = Array.from({ length: IN_FLIGHT }, (_, index) => env.agent({ id: `agent-${index}`, model: agentRunModel(), tools: { lookup }, memoryWindow: 1 }));
+  await Promise.all(agents.map((agent) => agent.start("warm up").result));
+  const runsPerSecond = await drive((worker) => agents[worker]!);
+  await env.close();
+  return runsPerSecond;
+}
+
+async function conversationPerRun(directory: string, round: number): Promise<number> {
+  const env = await open(directory, `conversations-${round}`);
+  const support = env.agent({ name: "support", model: agentRunModel(), tools: { lookup }, memoryWindow: 1 });
+  let next = 0;
+  // The same warm-up as the pool: 100 runs, here on conversations of their own.
+  await Promise.all(Array.from({ length: IN_FLIGHT }, () => support.conversation(`warm-${next++}`).start("warm up").result));
+  const runsPerSecond = await drive(() => support.conversation(`user-${next++}`));
+  await env.close();
+  return runsPerSecond;
+}
+
+async function throughput(directory: string): Promise<void> {
+  const pool: number[] = [];
+  const perRun: number[] = [];
+  for (let round = 0; round < ROUNDS; round += 1) {
+    pool.push(await pooled(directory, round));
+    // BENCH_SHAPE=pool: the pool alone (to compare with another version).
+    if (process.env.BENCH_SHAPE === "pool") {
+      console.log(`  round ${round + 1}: pool of ${IN_FLIGHT} agents ${pool.at(-1)!.toFixed(0)} runs/s`);
+      continue;
+    }
+    perRun.push(await conversationPerRun(directory, round));
+    console.log(`  round ${round + 1}: pool of ${IN_FLIGHT} agents ${pool.at(-1)!.toFixed(0)} runs/s; a conversation per run ${perRun.at(-1)!.toFixed(0)} runs/s`);
+  }
+  if (perRun.length === 0) return;
+  console.log(`  ${RUNS} runs, ${IN_FLIGHT} in flight: conversation per run / pool = ${(median(perRun) / median(pool)).toFixed(2)} (medians ${median(perRun).toFixed(0)} / ${median(pool).toFixed(0)} runs/s)`);
+}
+
+async function suspended(directory: string): Promise<void> {
+  const env = await open(directory, "suspended");
+  const support = env.agent({ name: "support", model: refundModel(), tools: { refund }, memoryWindow: 1 });
+  await support.ready;
+  const before = afterGc();
+  const began = performance.now();
+  let count = 0;
+  await new Promise<void>((resolve) => {
+    for (let index = 0; index < SUSPENDED; index += 1) {
+      support.conversation(`user-${index}`).start("refund me", {
+        onEvent: (event) => { if (event.type === "approval_required" && ++count === SUSPENDED) resolve(); },
+      });
+    }
+  });
+  const seconds = (performance.now() - began) / 1000;
+  const after = afterGc();
+  console.log(`  ${SUSPENDED} conversations suspended for approval in ${seconds.toFixed(2)} s: RSS ${megabytes(after.rss)} MB after GC (${megabytes(before.rss)} MB before), live heap ${megabytes(after.heapUsed)} MB (${megabytes(before.heapUsed)} MB before) = ${((after.heapUsed - before.heapUsed) / SUSPENDED / 1024).toFixed(1)} KB per suspended conversation; core entries ${env.conversations.liveCount}`);
+  await env.close();
+}
+
+async function defined(directory: string): Promise<void> {
+  const env = await open(directory, "defined");
+  const support = env.agent({ name: "support", model: agentRunModel(), tools: { lookup }, memoryWindow: 1 });
+  await support.ready;
+  const before = afterGc();
+  // Handles made and dropped (an application that asks for a conversation
+  // per request): what defining costs by itself.
+  const dropped = performance.now();
+  for (let index = 0; index < DEFINED; index += 1) support.conversation(`user-${index}`);
+  const droppedNs = ((performance.now() - dropped) * 1e6) / DEFINED;
+  const afterDropped = afterGc();
+  console.log(`  ${DEFINED} conversations defined, handles not kept: ${droppedNs.toFixed(0)} ns each; RSS ${megabytes(afterDropped.rss)} MB after GC (${megabytes(before.rss)} MB before), live heap ${megabytes(afterDropped.heapUsed)} MB (${megabytes(before.heapUsed)} MB before); core entries ${env.conversations.liveCount}`);
+  const began = performance.now();
+  const conversations: Agent[] = new Array(DEFINED);
+  for (let index = 0; index < DEFINED; index += 1) conversations[index] = support.conversation(`user-${index}`);
+  const defineNs = ((performance.now() - began) * 1e6) / DEFINED;
+  const afterDefine = afterGc();
+  const active = Math.round(DEFINED * ACTIVE_SHARE);
+  const stride = Math.floor(DEFINED / active);
+  let cursor = 0;
+  const ranAt = performance.now();
+  await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
+    while (cursor < active) {
+      const conversation = conversations[(cursor++) * stride]!;
+      await conversation.start("Where is order 42?").result;
+    }
+  }));
+  const ranSeconds = (performance.now() - ranAt) / 1000;
+  const afterRun = afterGc();
+  console.log(`  ${DEFINED} conversations defined, handles kept: ${defineNs.toFixed(0)} ns each; RSS ${megabytes(afterDefine.rss)} MB after GC (${megabytes(before.rss)} MB before; live heap ${megabytes(afterDefine.heapUsed)} MB, ${((afterDefine.heapUsed - before.heapUsed) / DEFINED).toFixed(0)} B per handle held by the application)`);
+  console.log(`  ${active} of them (1%) ran once, ${IN_FLIGHT} in flight, in ${ranSeconds.toFixed(2)} s: RSS ${megabytes(afterRun.rss)} MB after GC, live heap ${megabytes(afterRun.heapUsed)} MB; core entries left ${env.conversations.liveCount}`);
+  await env.close();
+}
+
+const directory = await mkdtemp(join(tmpdir(), "phronomy-conversations-"));
+try {
+  if ((globalThis as { gc?: () => void }).gc === undefined) console.log("  (run with node --expose-gc for RSS after GC: npm run bench:conversations)");
+  console.log(`bench/e2e/conversations — SQLite FULL, node ${process.version}`);
+  const only = process.env.BENCH_ONLY;
+  if (only === undefined || only === "throughput") await throughput(directory);
+  if (only === undefined || only === "suspended") await suspended(directory);
+  if (only === undefined || only === "defined") await defined(directory);
+} finally {
+  await rm(directory, { recursive: true, force: true });
+}

@@ -1,0 +1,398 @@
+// The bookkeeping of conversations (docs/decisions/0024-conversations.md):
+// an agent id is a conversation, and a conversation costs nothing until it
+// is used. Defining one writes nothing and reads nothing; its core entry
+// (an agent slot) is registered on first use — after the environment's one
+// scan of unfinished executions and this conversation's own recovery — and
+// freed (PurgeAgent) once it is idle: no request waiting for it and no
+// execution holding its admission. The store writes the agent's root with
+// its first preparation, which also refuses a closed conversation.
+//
+// Rules kept here:
+// * A conversation's entry is used by counted host operations (a start or
+//   a resume until it is admitted or refused, a recovery, a close); the
+//   entry is freed only when that count is zero AND the core says no
+//   admission is held — a running, suspended or held execution keeps it,
+//   and its release (`onAgentActivity`) tries again.
+// * One conversation id belongs to one definition in this process.
+// * On a leasing store (PostgreSQL) a conversation's lease is taken on
+//   first use and given up when it is let go; an agent defined by its id
+//   keeps its lease while defined, as before (it is pinned).
+// * Decisions filed in the approval inbox are claimed only for
+//   conversations that have a suspended execution here.
+
+import { MessageKind as M, ResultCode } from "../../assembly/abi.js";
+import type { ResolvedTool } from "../agent/tools.js";
+import { AgentBusyError, InvalidInputError } from "../errors.js";
+import type { ExecutionRow } from "../store/records.js";
+import type { ControlLoop } from "./control-loop.js";
+import type { Coordinator } from "./coordinator.js";
+import { errorForCode } from "./error-codes.js";
+import { leasingStoreOf } from "./leases.js";
+import type { AgentSettings } from "./options.js";
+import type { RecoveredExecution } from "./recovery.js";
+import type { AgentEntry } from "./requests.js";
+import type { ExecutionStore } from "../store/store.js";
+import { Agent } from "./agent.js";
+import type { Environment } from "./environment.js";
+
+/** One definition: the agent as the application described it once. */
+export interface DefinitionKind {
+  readonly definition: AgentSettings;
+  /** Set for `env.agent({ name })`; undefined for `env.agent({ id })`. */
+  readonly name: string | undefined;
+  /** Set for `env.agent({ id })`: its one conversation. */
+  readonly id: string | undefined;
+  readonly tools: readonly ResolvedTool[];
+}
+
+/** What the environment lends this bookkeeping. */
+export interface ConversationHost {
+  readonly store: ExecutionStore;
+  readonly loop: ControlLoop;
+  readonly coordinator: Coordinator;
+  /** Recovery runs (false: `recover: false`, or a visitor). */
+  readonly recovers: boolean;
+  /** The unfinished executions by agent: the environment's one scan. */
+  unfinishedByAgent(): Promise<Map<string, ExecutionRow[]>>;
+  /** Conversations with queued messages (docs/decisions/0025) found by that
+   * scan and not recovered yet: agent id → the definition name the head
+   * carries. Read once the scan resolved. */
+  queuedAtOpen(): Map<string, string | undefined>;
+  /** Recovers these rows of the conversation registered as `entry`. */
+  recoverEntry(entry: AgentEntry, rows: readonly ExecutionRow[]): Promise<RecoveredExecution[]>;
+  /** Takes the lease on a leasing store: when (rows must be read after
+   * it), false when another live process holds it, undefined without leases. */
+  ownAgent(agentId: string): Promise<number | false | undefined>;
+  /** The approval inbox may hold decisions for this conversation (true) or
+   * no longer (false). */
+  inboxReady(agentId: string, ready: boolean): void;
+  /** The conversation is live and recovered here: decisions filed for it
+   * later (cancels by id) are claimed when the store reports them. */
+  inboxListening(agentId: string): void;
+  /** Records a conversation's recovery report (`env.recovery(id)`). */
+  reportRecovery(agentId: string, report: Promise<RecoveredExecution[]>): void;
+}
+
+interface Conversation {
+  readonly id: string;
+  readonly kind: DefinitionKind;
+  /** Host operations using the entry now. */
+  users: number;
+  /** Resolves once registered, owned (leases) and recovered. */
+  ready: Promise<AgentEntry>;
+  entry: AgentEntry | undefined;
+  /** Registration failed: the next use tries again. */
+  failed: boolean;
+  /** Kept while defined (an `env.agent({ id })` on a leasing store), or
+   * while its lease is another process's (retried, then taken over). */
+  pinned: boolean;
+}
+
+export class Conversations {
+  /** Conversations with a core entry, or getting one. */
+  private readonly live = new Map<string, Conversation>();
+  /** `env.agent({ id })` definitions, by id. */
+  private readonly byId = new Map<string, DefinitionKind>();
+  /** `env.agent({ name })` definitions, by name. */
+  private readonly byName = new Map<string, DefinitionKind>();
+
+  constructor(private readonly host: ConversationHost) {
+    host.coordinator.onAgentActivity = (agent, activity) => {
+      const conversation = this.live.get(agent.id);
+      if (conversation === undefined || conversation.entry !== agent) return;
+      if (activity === "suspended") this.host.inboxReady(agent.id, true);
+      else this.releaseWhenIdle(conversation);
+    };
+  }
+
+  /** Core entries held now (for tests and benchmarks). */
+  get liveCount(): number {
+    return this.live.size;
+  }
+
+  isDefinedId(agentId: string): boolean {
+    return this.byId.has(agentId);
+  }
+
+  isDefinedName(name: string): boolean {
+    return this.byName.has(name);
+  }
+
+  /** Adds a definition; its conversations with unfinished executions are
+   * recovered once the scan is read (the report). */
+  define(kind: DefinitionKind): Promise<RecoveredExecution[]> {
+    if (kind.name !== undefined) this.byName.set(kind.name, kind);
+    else this.byId.set(kind.id as string, kind);
+    const recovered = this.recoverDefinition(kind);
+    this.definitions.push(recovered.then(() => undefined, () => undefined));
+    return recovered;
+  }
+
+  /** One per definition: settles once its recovery (or, with leases, its
+   * lease) is done. */
+  private readonly definitions: Promise<void>[] = [];
+
+  /** Resolves once every definition made so far is ready (`env.recover()`
+   * starts after them, as it waited for each agent's definition before). */
+  async definitionsSettled(): Promise<void> {
+    await Promise.all(this.definitions);
+  }
+
+  /** The definition an unfinished row belongs to, if defined here. */
+  kindOfRow(row: ExecutionRow): DefinitionKind | undefined {
+    const name = row.metadata.config?.["definition"];
+    return this.kindOf(row.agentId, typeof name === "string" ? name : undefined);
+  }
+
+  /** The definition of a conversation (its id, or the definition name its
+   * rows and queued messages carry), if defined here. */
+  kindOf(agentId: string, name: string | undefined): DefinitionKind | undefined {
+    return this.byId.get(agentId) ?? (name !== undefined ? this.byName.get(name) : undefined);
+  }
+
+  /** Refuses a conversation id already used here by another definition. */
+  checkOwnership(agentId: string, kind: DefinitionKind): void {
+    const other = this.byId.get(agentId) ?? this.live.get(agentId)?.kind;
+    if (other === undefined || other === kind) return;
+    const owner = other.name !== undefined ? `definition "${other.name}"` : `env.agent({ id: ${JSON.stringify(agentId)} })`;
+    throw new InvalidInputError(`conversation "${agentId}" belongs to ${owner} in this environment; a conversation id names one conversation of one definition`, { agentId });
+  }
+
+  /** Counts one operation on the conversation; `done` ends it. The entry
+   * promise rejects when registration failed (AgentsFull, core failure). */
+  use(agentId: string, kind: DefinitionKind): { readonly entry: Promise<AgentEntry>; readonly done: () => void } {
+    this.checkOwnership(agentId, kind);
+    let conversation = this.live.get(agentId);
+    if (conversation === undefined || conversation.failed) {
+      conversation = this.open(agentId, kind);
+      this.live.set(agentId, conversation);
+    }
+    conversation.users += 1;
+    const used = conversation;
+    let ended = false;
+    return {
+      entry: used.ready,
+      done: () => {
+        if (ended) return;
+        ended = true;
+        used.users -= 1;
+        this.releaseWhenIdle(used);
+      },
+    };
+  }
+
+  /** The definition of a conversation live here (or defined by its id). */
+  liveKind(agentId: string): DefinitionKind | undefined {
+    const conversation = this.live.get(agentId);
+    return conversation !== undefined && !conversation.failed ? conversation.kind : this.byId.get(agentId);
+  }
+
+  /** Keeps a live conversation's entry until the returned function is
+   * called (messages queued behind it, docs/decisions/0025: the head must
+   * find the entry live). A conversation not live here: nothing to keep. */
+  hold(agentId: string): () => void {
+    const conversation = this.live.get(agentId);
+    if (conversation === undefined || conversation.failed) return () => undefined;
+    conversation.users += 1;
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      conversation.users -= 1;
+      this.releaseWhenIdle(conversation);
+    };
+  }
+
+  /** The conversation's entry if it has one (or is getting one). */
+  liveEntry(agentId: string): Promise<AgentEntry> | undefined {
+    const conversation = this.live.get(agentId);
+    return conversation === undefined || conversation.failed ? undefined : conversation.ready;
+  }
+
+  /** A handle on a conversation live here (or defined by its id), for a
+   * decision claimed from the approval inbox. */
+  handleOf(environment: Environment, agentId: string): Agent | undefined {
+    const kind = this.live.get(agentId)?.kind ?? this.byId.get(agentId);
+    return kind === undefined ? undefined : new Agent(environment, agentId, kind, Promise.resolve());
+  }
+
+  /** Ids of the conversations with an entry now. */
+  liveIds(): string[] {
+    return [...this.live.values()].filter((conversation) => !conversation.failed).map((conversation) => conversation.id);
+  }
+
+  /** Runs `work` on a live conversation's entry, keeping the entry
+   * meanwhile (a recovery: an execution it releases must not let the
+   * conversation go under it); undefined when it is not live. */
+  async holding<T>(agentId: string, work: (entry: AgentEntry) => Promise<T>): Promise<T | undefined> {
+    const conversation = this.live.get(agentId);
+    if (conversation === undefined || conversation.failed) return undefined;
+    conversation.users += 1;
+    try {
+      const entry = await conversation.ready.catch(() => undefined);
+      return entry === undefined ? undefined : await work(entry);
+    } finally {
+      conversation.users -= 1;
+      this.releaseWhenIdle(conversation);
+    }
+  }
+
+  /** Lets the conversation go now (`agent.release()`): its core entry is
+   * freed and its lease (PostgreSQL) given up; refused with AgentBusyError
+   * while it has work here. Its data stays; a later start uses it again. */
+  async release(agentId: string): Promise<void> {
+    const conversation = this.live.get(agentId);
+    if (conversation === undefined) return;
+    await conversation.ready.catch(() => undefined);
+    if (this.live.get(agentId) !== conversation) return;
+    if (conversation.users > 0) throw new AgentBusyError(agentId, `conversation "${agentId}" has a start, resume, retry or recovery in progress, or messages queued, in this process; release it once those are admitted and ended`);
+    conversation.pinned = false;
+    const code = await new Promise<number>((resolve, reject) => {
+      this.host.loop.post(() => resolve(this.free(conversation)), { completion: { fail: reject }, label: `the release of conversation "${agentId}"` });
+    });
+    if (code === ResultCode.AgentAdmissionHeld) {
+      throw new AgentBusyError(agentId, `conversation "${agentId}" has an execution running, suspended or held for recovery in this process; it is let go once that ends (or decide, cancel or recover it first)`);
+    }
+  }
+
+  private open(agentId: string, kind: DefinitionKind): Conversation {
+    const conversation: Conversation = { id: agentId, kind, users: 0, ready: undefined as never, entry: undefined, failed: false, pinned: false };
+    conversation.ready = this.prepare(conversation);
+    conversation.ready.catch(() => {
+      conversation.failed = true;
+    });
+    return conversation;
+  }
+
+  /** The open scan (once), the core entry, the lease, then this
+   * conversation's unfinished executions recovered before any start. */
+  private async prepare(conversation: Conversation): Promise<AgentEntry> {
+    const scan = this.host.recovers ? await this.host.unfinishedByAgent() : undefined;
+    const entry = await this.register(conversation);
+    const owned = await this.host.ownAgent(conversation.id);
+    // An agent defined by id keeps its lease as before; a lease held
+    // elsewhere is kept asked for (the store retries, then takes it over).
+    if (owned === false || (owned !== undefined && conversation.kind.name === undefined)) conversation.pinned = true;
+    if (owned === false) return entry;
+    if (scan === undefined) {
+      this.host.inboxListening(conversation.id);
+      return entry;
+    }
+    const leasing = leasingStoreOf(this.host.store);
+    const queued = this.host.queuedAtOpen();
+    // Under a lease, read now: another process may have written since the
+    // scan — unless the lease was never held before (epoch 1: every write
+    // of an agent is fenced by its lease, so nobody wrote any execution).
+    // (Epoch 1 held again after a release this process cancelled: its own
+    // executions had all ended, or the conversation would not have been let go.)
+    const fresh = leasing?.leaseOf(conversation.id)?.epoch === 1 && !scan.has(conversation.id) && !queued.has(conversation.id);
+    const rows = leasing === undefined ? scan.get(conversation.id) ?? [] : fresh ? [] : await leasing.unfinishedExecutionsOf(conversation.id);
+    scan.delete(conversation.id);
+    // Messages queued behind an execution that ended before its head was
+    // prepared (the process stopped in between) are restored by the
+    // recovery too, so a new start goes behind them. Under a lease held
+    // before, the queue is read with the executions.
+    const hasQueue = queued.delete(conversation.id) || (leasing !== undefined && !fresh);
+    if (rows.length > 0 || hasQueue) {
+      const report = this.host.recoverEntry(entry, rows);
+      this.host.reportRecovery(conversation.id, report);
+      const recovered = await report;
+      this.reports.set(conversation.id, recovered);
+      if (recovered.some((item) => item.status === "suspended")) this.host.inboxReady(conversation.id, true);
+    }
+    // Recovered: decisions filed for it from now on are claimed here.
+    this.host.inboxListening(conversation.id);
+    return entry;
+  }
+
+  private register(conversation: Conversation): Promise<AgentEntry> {
+    const { loop, coordinator } = this.host;
+    return new Promise<AgentEntry>((resolve, reject) => {
+      loop.post(() => {
+        const code = coordinator.apply(M.RegisterAgent, 0);
+        if (code !== ResultCode.Ok) return reject(errorForCode(code, { agentId: conversation.id }));
+        const { core } = coordinator.settings;
+        const kind = conversation.kind;
+        const entry: AgentEntry = {
+          id: conversation.id, slot: core.effectWord(0, 1), generation: core.effectWord(0, 2), definition: kind.definition, tools: kind.tools,
+          ...(kind.name !== undefined ? { definitionName: kind.name } : {}),
+        };
+        coordinator.registerAgentEntry(entry);
+        conversation.entry = entry;
+        resolve(entry);
+      }, { completion: { fail: reject }, label: `the first use of conversation "${conversation.id}"` });
+    });
+  }
+
+  /** Frees the entry of a conversation nobody uses, on the loop. */
+  private releaseWhenIdle(conversation: Conversation): void {
+    if (conversation.users > 0 || conversation.pinned) return;
+    if (conversation.failed) {
+      if (this.live.get(conversation.id) === conversation) this.live.delete(conversation.id);
+      return;
+    }
+    if (conversation.entry === undefined) return;
+    this.host.loop.post(() => {
+      if (conversation.users === 0 && !conversation.pinned) this.free(conversation);
+    }, { label: `the idle release of conversation "${conversation.id}"` });
+  }
+
+  /** PurgeAgent on the loop: Ok frees the slot (the conversation is gone
+   * from this process); AgentAdmissionHeld keeps it until its execution
+   * is released. */
+  private free(conversation: Conversation): number {
+    const entry = conversation.entry;
+    if (entry === undefined || this.live.get(conversation.id) !== conversation) return ResultCode.Ok;
+    const code = this.host.coordinator.apply(M.PurgeAgent, entry.slot, entry.generation);
+    if (code !== ResultCode.Ok) return code;
+    this.host.coordinator.forgetAgentEntry(entry.slot);
+    this.live.delete(conversation.id);
+    this.host.inboxReady(conversation.id, false);
+    const leasing = leasingStoreOf(this.host.store);
+    leasing?.releaseLease(conversation.id).catch((error: unknown) => {
+      this.host.coordinator.settings.logger.warn(`[phronomy] the lease of conversation "${conversation.id}" could not be given up (it expires on its own): ${error instanceof Error ? error.message : String(error)}`);
+    });
+    return code;
+  }
+
+  /** The conversations of a new definition that have unfinished
+   * executions (found by the scan) are recovered now. */
+  private async recoverDefinition(kind: DefinitionKind): Promise<RecoveredExecution[]> {
+    if (!this.host.recovers) {
+      // Still take an id-defined agent's lease at definition, as before.
+      if (kind.name === undefined && leasingStoreOf(this.host.store) !== undefined) await this.touch(kind.id as string, kind);
+      return [];
+    }
+    const scan = await this.host.unfinishedByAgent();
+    const queued = this.host.queuedAtOpen();
+    const ids = kind.name === undefined
+      ? [kind.id as string]
+      : [...new Set([
+        ...[...scan].filter(([, rows]) => rows.some((row) => row.metadata.config?.["definition"] === kind.name)).map(([agentId]) => agentId),
+        ...[...queued].filter(([agentId, name]) => name === kind.name && !this.byId.has(agentId)).map(([agentId]) => agentId),
+      ])];
+    const leasing = leasingStoreOf(this.host.store) !== undefined;
+    const wanted = ids.filter((agentId) => scan.has(agentId) || queued.has(agentId) || (leasing && kind.name === undefined));
+    const reports = await Promise.all(wanted.map(async (agentId) => {
+      await this.touch(agentId, kind);
+      const report = this.reports.get(agentId) ?? [];
+      this.reports.delete(agentId);
+      return report;
+    }));
+    return reports.flat();
+  }
+
+  /** Recovery reports a definition's recovery has not collected yet. */
+  private readonly reports = new Map<string, RecoveredExecution[]>();
+
+  /** Prepares the conversation (registration, lease, recovery) without a
+   * start; it is let go afterwards if idle. */
+  private async touch(agentId: string, kind: DefinitionKind): Promise<void> {
+    const use = this.use(agentId, kind);
+    try {
+      await use.entry;
+    } finally {
+      use.done();
+    }
+  }
+}

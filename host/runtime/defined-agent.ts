@@ -1,0 +1,46 @@
+// An agent definition with many conversations (docs/decisions/0024):
+//
+//   const support = env.agent({ name: "support", model, tools, instructions });
+//   const run = support.conversation(userId).start("Where is my order?");
+//
+// The definition is the model, tools and instructions, given once; a
+// conversation is one agent id, with the seed's admission per id (one
+// execution at a time). `conversation(id)` keeps nothing: handles are made
+// on demand, and two handles of one id are the same conversation.
+
+import { validateAgentId } from "./options.js";
+import { Agent } from "./agent.js";
+import type { DefinitionKind } from "./conversations.js";
+import type { Environment } from "./environment.js";
+import type { RecoveredExecution } from "./recovery.js";
+
+export class DefinedAgent {
+  constructor(
+    private readonly environment: Environment,
+    /** @internal */
+    readonly kind: DefinitionKind,
+    private readonly recovered: Promise<RecoveredExecution[]>,
+    /** Resolves once the unfinished executions of this definition's
+     * conversations (found when the environment opened) are recovered. */
+    readonly ready: Promise<void>,
+  ) {}
+
+  /** The definition's name (stored with each of its executions). */
+  get name(): string {
+    return this.kind.name as string;
+  }
+
+  /** The conversation with this id (an agent id: one execution at a time,
+   * its own memory). Free to call for any number of ids: nothing is written
+   * or read until it starts. */
+  conversation(conversationId: string): Agent {
+    validateAgentId(conversationId, `${this.name}.conversation(id): the conversation id`);
+    this.environment.conversations.checkOwnership(conversationId, this.kind);
+    return new Agent(this.environment, conversationId, this.kind, this.ready);
+  }
+
+  /** What recovery did with this definition's unfinished executions. */
+  recovery(): Promise<RecoveredExecution[]> {
+    return this.recovered;
+  }
+}
