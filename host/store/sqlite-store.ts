@@ -30,7 +30,7 @@ import { checkPruneOperation, type PruneCounts, type PruneExecutionsOperation } 
 import { sqlitePruneBatchExecutions } from "./sqlite/prune.js";
 import type { ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, FiledDecision } from "./postgres/inbox.js";
 import type { SqliteConnection } from "./sqlite/driver.js";
-import { readStoreFileIdentity, storeFileChange, storeFileReplacedError } from "./sqlite/file-identity.js";
+import { readStoreFileIdentity, StoreFileCheck, storeFileReplacedError } from "./sqlite/file-identity.js";
 import * as inbox from "./sqlite/inbox.js";
 import { takeOwnership, type StoreOwner, type StoreOwnership } from "./sqlite/ownership.js";
 import { checkStoreFile, openStoreConnection, type SynchronousMode } from "./sqlite/schema.js";
@@ -108,6 +108,7 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
       const opened = openStoreConnection(absolutePath, { synchronous });
       connection = opened;
       const identity = readStoreFileIdentity(absolutePath);
+      const fileCheck = new StoreFileCheck(absolutePath, identity);
       const offload = await Offload.start({
         policy: options.offloadPolicy ?? "adaptive",
         capacity: options.offloadCapacity ?? offloadCapacityDefault,
@@ -115,7 +116,7 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
         commitInline: (operations) => commitGroup(opened, operations),
         startWorker: () => startStoreWorker({ path: absolutePath, synchronous, identity }),
         checkFiles: () => {
-          const change = storeFileChange(absolutePath, identity);
+          const change = fileCheck.change();
           return change === undefined ? undefined : storeFileReplacedError(absolutePath, change);
         },
       });

@@ -17,8 +17,22 @@
 //   for its whole life, so the `-wal` file it opened stays the same one.
 // * Inode numbers are compared as JavaScript numbers: above 2^53 two of them
 //   may compare equal (a change missed), never unequal (a false alarm).
+// * A check made after every commit looks at the store's directory first
+//   (`StoreFileCheck`): a file is removed, renamed or replaced only by
+//   changing its directory's entries, which sets the directory's mtime and
+//   ctime. While the directory's inode and times are those of the last
+//   check that found the files unchanged, the files are unchanged and not
+//   looked at. Why: a `stat` of the `-wal` file right after a commit's
+//   `fsync` cost ≈70–80 µs on this machine's ext4, ≈0.4 ms of a run's
+//   six commits — a quarter of a sequential run under `synchronous=FULL`
+//   (issue 11's regression) — while the directory, not written by a
+//   commit, is cheap to look at. Directory times are only as fine as the
+//   filesystem's clock tick, so a directory changed less than
+//   `settledDirectoryMs` before a check is never taken as unchanged: a
+//   later change then always shows as a newer time.
 
 import { statSync } from "node:fs";
+import { dirname } from "node:path";
 import { StoreError } from "../../errors.js";
 
 export interface FileIdentity {
@@ -45,6 +59,51 @@ export function readStoreFileIdentity(path: string): StoreFileIdentity {
 /** What changed since `identity` was taken, in words, or undefined. */
 export function storeFileChange(path: string, identity: StoreFileIdentity): string | undefined {
   return fileChange(path, identity.database) ?? fileChange(walPath(path), identity.wal);
+}
+
+/** A directory whose times are at least this old when the files were
+ * found unchanged is trusted until its times change (coarser than any
+ * filesystem timestamp tick in use: ext4/xfs/btrfs ticks are ≤ 10 ms,
+ * FAT's 2 s). */
+export const settledDirectoryMs = 2_000;
+
+/** The check after every commit: `storeFileChange`, skipped while the
+ * store's directory is unchanged since a check that found nothing. */
+export class StoreFileCheck {
+  /** The directory's inode and times at the last check that found the
+   * files unchanged, when they were settled then. */
+  private trusted: string | undefined;
+  private readonly directory: string;
+
+  constructor(
+    private readonly path: string,
+    private readonly identity: StoreFileIdentity,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.directory = dirname(path);
+  }
+
+  /** What changed since the store opened, in words, or undefined. */
+  change(): string | undefined {
+    const stamp = directoryStamp(this.directory);
+    if (stamp !== undefined && stamp.key === this.trusted) return undefined;
+    const change = storeFileChange(this.path, this.identity);
+    this.trusted = change === undefined && stamp !== undefined && this.now() - stamp.changedAtMs >= settledDirectoryMs ? stamp.key : undefined;
+    return change;
+  }
+}
+
+/** The directory's device, inode and change times, as one key; undefined
+ * when it cannot be read. */
+function directoryStamp(path: string): { key: string; changedAtMs: number } | undefined {
+  try {
+    const stats = statSync(path, { bigint: true, throwIfNoEntry: false });
+    if (stats === undefined) return undefined;
+    const changedAtNs = stats.mtimeNs > stats.ctimeNs ? stats.mtimeNs : stats.ctimeNs;
+    return { key: `${stats.dev}:${stats.ino}:${stats.mtimeNs}:${stats.ctimeNs}`, changedAtMs: Number(changedAtNs / 1_000_000n) };
+  } catch {
+    return undefined;
+  }
 }
 
 /** The error every write gets once the files changed. */

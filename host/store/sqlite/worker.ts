@@ -14,7 +14,7 @@
 import { isMainThread, receiveMessageOnPort, workerData } from "node:worker_threads";
 import { rebuildError, transferError, type TransferredError } from "../error-transfer.js";
 import type { SqliteConnection } from "./driver.js";
-import { storeFileChange, storeFileReplacedError } from "./file-identity.js";
+import { StoreFileCheck, storeFileReplacedError } from "./file-identity.js";
 import { openStoreConnection } from "./schema.js";
 import { commitGroup, storeErrorOf } from "./transaction.js";
 import type { OffloadOperation } from "../records.js";
@@ -63,10 +63,11 @@ function serve(connection: SqliteConnection): void {
 /** The change of the store's files since the owner opened them, as an
  * error record; once seen, every later answer carries it too. */
 let filesChangedSeen: TransferredError | undefined;
+const fileCheck = new StoreFileCheck(settings.path, settings.identity);
 
 function changedFiles(): TransferredError | undefined {
   if (filesChangedSeen !== undefined) return filesChangedSeen;
-  const change = storeFileChange(settings.path, settings.identity);
+  const change = fileCheck.change();
   if (change !== undefined) filesChangedSeen = transferError(storeFileReplacedError(settings.path, change));
   return filesChangedSeen;
 }
