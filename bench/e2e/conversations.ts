@@ -18,24 +18,13 @@ import { join } from "node:path";
 import { z } from "zod";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
 import { Phronomy, tool, type Agent, type Environment } from "../../host/index.js";
-import { IN_FLIGHT } from "./workload.js";
+import { agentRunModel, IN_FLIGHT, lookup } from "./workload.js";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 1_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SUSPENDED = Number(process.env.BENCH_SUSPENDED ?? 10_000);
 const DEFINED = Number(process.env.BENCH_DEFINED ?? 1_000_000);
 const ACTIVE_SHARE = 0.01;
-
-/** model → tool → model → tool → model, as bench/e2e/workload.ts. */
-function agentRunModel() {
-  return scriptedModel(({ messages }) => {
-    const lastUser = messages.map((message) => message.role).lastIndexOf("user");
-    const turn = messages.slice(lastUser + 1).filter((message) => message.role === "assistant").length;
-    return turn < 2 ? { toolCalls: [{ toolName: "lookup", input: { orderId: String(42 + turn) } }] } : { text: "Order 42 has shipped." };
-  });
-}
-
-const lookup = tool({ inputSchema: z.object({ orderId: z.string() }), execute: ({ orderId }) => ({ orderId, status: "shipped" }) });
 
 function refundModel() {
   return scriptedModel(({ messages }) => messages.at(-1)?.role === "tool" ? { text: "refunded" } : { toolCalls: [{ toolName: "refund", input: { amount: 30 } }] });

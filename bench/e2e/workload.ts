@@ -18,7 +18,7 @@ export const IN_FLIGHT = 100;
 
 /** Two tool turns then the answer, decided from the conversation alone, so
  * one model instance serves every concurrent execution. */
-function agentRunModel() {
+export function agentRunModel() {
   return scriptedModel(({ messages }) => {
     const lastUser = messages.map((message) => message.role).lastIndexOf("user");
     const turn = messages.slice(lastUser + 1).filter((message) => message.role === "assistant").length;
@@ -26,7 +26,7 @@ function agentRunModel() {
   });
 }
 
-const lookup = tool({ inputSchema: z.object({ orderId: z.string() }), execute: ({ orderId }) => ({ orderId, status: "shipped" }) });
+export const lookup = tool({ inputSchema: z.object({ orderId: z.string() }), execute: ({ orderId }) => ({ orderId, status: "shipped" }) });
 
 /** Defines the agents (no memory: every run sees only its own
  * conversation, as in the floor) and waits until they are ready. */
