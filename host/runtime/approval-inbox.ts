@@ -38,7 +38,9 @@ export type { ClaimedDecision, DecisionProgress };
 /** What the runtime needs of a store with an approval inbox (PostgreSQL). */
 export interface InboxStore {
   fileDecision(filing: Omit<DecisionFiling, "filedBy">): Promise<FiledDecision>;
-  claimDecisions(agentId: string): Promise<ClaimedDecision[]>;
+  /** `retriesOnly`: only retries (a conversation not live here); a store
+   * that does not serve idle conversations (`servesIdle` false) never gets it. */
+  claimDecisions(agentId: string, retriesOnly?: boolean): Promise<ClaimedDecision[]>;
   settleDecision(claim: ClaimedDecision, settlement: DecisionSettlement): Promise<boolean>;
   readDecisions(decisionIds: readonly string[]): Promise<DecisionProgress[]>;
   approvalDecided(executionId: string, approvalId: string): Promise<{ readonly approved: boolean } | undefined>;
@@ -74,6 +76,9 @@ export class InboxApplier {
     /** Whether this process still holds the agent at that lease epoch. */
     private readonly holds: (agentId: string, epoch: number) => boolean,
     private readonly logger: Logger,
+    /** Whether retries of conversations not live here are claimed (a
+     * SQLite owner: every conversation of the store is its own). */
+    private readonly servesIdle = false,
   ) {}
 
   /** The agent's recovery under the lease held now finished: drain. */
@@ -99,9 +104,12 @@ export class InboxApplier {
     for (const [decisionId, { claim }] of this.unfinished) if (claim.agentId === agentId) this.unfinished.delete(decisionId);
   }
 
-  /** A decision may wait for the agent (a notification, a poll). */
+  /** A decision may wait for the agent (a notification, a poll). An agent
+   * not ready here — a conversation let go while idle (docs/decisions/0024)
+   * — has only its retries claimed, when this owner serves idle ones: its
+   * approvals and cancels wait until it is live and recovered. */
   wake(agentId: string): void {
-    if (this.closed || !this.ready.has(agentId)) return;
+    if (this.closed || (!this.ready.has(agentId) && !this.servesIdle)) return;
     if (this.draining.has(agentId)) {
       this.wokenDuringDrain.add(agentId);
       return;
@@ -131,7 +139,7 @@ export class InboxApplier {
       await this.settle(claim, settlement);
     }
     for (;;) {
-      const claims = await this.store.claimDecisions(agentId);
+      const claims = this.ready.has(agentId) ? await this.store.claimDecisions(agentId) : await this.store.claimDecisions(agentId, true);
       if (claims.length === 0) return;
       for (const claim of claims) await this.settle(claim, undefined);
       if (this.closed) return;
@@ -166,8 +174,9 @@ export class InboxApplier {
 
   /** Applies the claim; undefined: leave it claimed for the next owner. */
   private async judge(claim: ClaimedDecision): Promise<DecisionSettlement | undefined> {
-    // A cancel is idempotent: claimed again, it is applied again.
-    if (claim.claims > 1 && claim.kind !== "cancel") {
+    // A cancel is idempotent: claimed again, it is applied again; a retry
+    // claimed again looks at the row's revision itself (`applyFiledRetry`).
+    if (claim.claims > 1 && (claim.kind ?? "approval") === "approval") {
       const decided = await this.store.approvalDecided(claim.executionId, claim.approvalId);
       if (decided !== undefined && decided.approved === claim.approved) return { applied: true };
     }

@@ -46,7 +46,7 @@ import { pruningStoreOf } from "../store/prune.js";
 import { ConversationQueues } from "./conversation-queue.js";
 import { queueStoreOf } from "../store/queue.js";
 import { executionOrQueued, listWithQueued } from "./queued-rows.js";
-import { checkRetryOptions, retryById, withAttempts, type RetryHost, type RetryOptions } from "./retry.js";
+import { applyFiledRetry, checkRetryOptions, retryById, withAttempts, type RetryHost, type RetryOptions } from "./retry.js";
 import { applyFiledCancel, cancelById, checkCancel, type CancelHost, type CancelOptions, type CancelResult } from "./cancel-by-id.js";
 
 export interface OpenOptions {
@@ -626,12 +626,13 @@ export class Environment {
     this.remoteResumes = new RemoteResumes(inbox, settings);
     if (this.visitor) return;
     const holds = leasing ? (agentId: string, epoch: number) => leasing.leaseOf(agentId)?.epoch === epoch : () => true;
-    this.inboxApplier = new InboxApplier(inbox, (claim) => this.applyClaim(claim), holds, settings.logger);
+    this.inboxApplier = new InboxApplier(inbox, (claim) => this.applyClaim(claim), holds, settings.logger, leasing === undefined);
     inbox.onApprovalFiled = (agentId) => this.inboxApplier?.wake(agentId);
   }
 
   private applyClaim(claim: ClaimedDecision): Promise<PhronomyError | undefined> {
     if (claim.kind === "cancel") return applyFiledCancel(this.cancelHost, claim.executionId, claim.reason ?? undefined);
+    if (claim.kind === "retry") return applyFiledRetry(this.retryHost, claim.executionId, claim.executionRevision);
     const agent = this.conversations.handleOf(this, claim.agentId);
     if (!agent) return Promise.resolve(new InvalidInputError(`agent "${claim.agentId}" is no longer defined in the process that owns it; decision ${claim.decisionId} on execution ${claim.executionId} was not applied`, { agentId: claim.agentId, executionId: claim.executionId }));
     return agent.applyFiledDecision(claim.executionId, { approvalId: claim.approvalId, approved: claim.approved, ...(claim.reason !== null ? { reason: claim.reason } : {}) });
@@ -739,7 +740,6 @@ export class Environment {
     try {
       checkRetryOptions(executionId, options);
       this.assertOpen(`the retry of execution ${executionId}`);
-      if (this.visitor) throw new RetryRefusedError(`execution ${executionId} was not retried: this environment visits the store at ${this.store.path}; retry it in the process that owns the store (a visitor files only decisions and cancels)`, { executionId, reason: "visitor" });
       this.assertStoreWritable(`the retry of execution ${executionId}`);
     } catch (error) {
       const waiter = new Waiter("", typeof options?.onEvent === "function" ? options.onEvent : undefined);
@@ -759,10 +759,22 @@ export class Environment {
       },
       ownedElsewhere: async (agentId) => {
         if (!leasing || leasing.leaseOf(agentId) !== undefined) return undefined;
-        const holder = await (this.store as { leaseHolder?: (id: string) => Promise<{ owner: string; expiresAt: number } | undefined> }).leaseHolder?.(agentId);
+        const holder = await this.leaseHolder(agentId);
         return holder === undefined ? `no process here holds agent "${agentId}"'s lease` : `agent "${agentId}" is owned by ${holder.owner} (its lease runs until ${new Date(holder.expiresAt).toISOString()})`;
       },
+      // Filed when another process runs the conversation: always from a
+      // visitor; on PostgreSQL while another process holds the agent.
+      remoteFor: async (agentId) => {
+        if (this.visitor) return this.remoteResumes;
+        if (!leasing || leasing.leaseOf(agentId) !== undefined) return undefined;
+        return (await this.leaseHolder(agentId)) !== undefined ? this.remoteResumes : undefined;
+      },
     };
+  }
+
+  private leaseHolder(agentId: string): Promise<{ readonly owner: string; readonly expiresAt: number } | undefined> {
+    const store = this.store as { leaseHolder?: (id: string) => Promise<{ owner: string; expiresAt: number } | undefined> };
+    return store.leaseHolder?.(agentId) ?? Promise.resolve(undefined);
   }
 
   get closed(): boolean {

@@ -28,6 +28,7 @@ import { rebuildError } from "../store/error-transfer.js";
 import type { DecisionProgress, InboxStore } from "./approval-inbox.js";
 import type { DecisionFiling } from "../store/postgres/inbox.js";
 import { cancelApprovalId } from "../store/cancel-filing.js";
+import { retryApprovalId } from "../store/retry-filing.js";
 import { emitToWaiter, settleWaiterWithError, type DeliverySettings } from "./delivery.js";
 import { settleFromRow } from "./durable-outcome.js";
 import type { ApprovalRequest, HandoffRequest } from "./events.js";
@@ -77,6 +78,16 @@ export class RemoteResumes {
   fileCancel(agentId: string, executionId: string, reason: string | undefined, waiter: Waiter): void {
     const decisionId = randomUUID();
     this.submit(agentId, executionId, { kind: "cancel", approvalId: cancelApprovalId(decisionId), approved: false, reason: reason ?? null }, waiter, decisionId);
+  }
+
+  /** Files `env.retry` of an execution whose conversation another process
+   * runs (docs/decisions/0026): the owner retries it; the waiter gets
+   * `approval_required` if the new attempt suspends, and settles with its
+   * outcome from the durable rows (the filing's revision is the ended
+   * attempt's, so only a later one settles it). */
+  fileRetry(agentId: string, executionId: string, waiter: Waiter): void {
+    const decisionId = randomUUID();
+    this.submit(agentId, executionId, { kind: "retry", approvalId: retryApprovalId(decisionId), approved: false, reason: null }, waiter, decisionId);
   }
 
   private submit(agentId: string, executionId: string, decision: Pick<DecisionFiling, "approvalId" | "approved" | "reason" | "kind">, waiter: Waiter, decisionId = randomUUID()): void {
@@ -138,6 +149,8 @@ export class RemoteResumes {
     }
     if (progress.state !== "applied") return moved;
     const row = progress.execution;
+    // Applied: a resume's approval commit, a retry's reopen landed — a
+    // terminal row is how the execution ended after it.
     if (row === undefined || row.status === "terminal") {
       this.settle(wait, () => settleTerminal(wait, row, this.settings));
       return true;

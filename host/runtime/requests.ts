@@ -77,6 +77,9 @@ export interface RecoveryRequest {
    * run once the core installed it (its admission held) and before it
    * continues; cleared once started. */
   reopen?: (() => Promise<unknown>) | undefined;
+  /** Called once the reopen is known committed (a retry filed by another
+   * process is then marked applied). */
+  onReopened?: (() => void) | undefined;
   /** Why the reopen failed: the request's refusal. */
   error?: PhronomyError;
 }

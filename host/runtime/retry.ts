@@ -23,7 +23,7 @@
 // No such step (the input guardrail blocked it): refused, `no_barrier`.
 
 import { Continuation, MessageKind as M } from "../../assembly/abi.js";
-import { ExecutionNotFoundError, ExecutionRehydrationRequiredError, InvalidInputError, RetryRefusedError, type PhronomyError } from "../errors.js";
+import { ExecutionRehydrationRequiredError, InvalidInputError, RetryRefusedError, type PhronomyError } from "../errors.js";
 import { endedOutcomeOf } from "../store/cancel-filing.js";
 import type { ExecutionMetadata, ExecutionRow, Json, ReopenExecutionOperation, StoredStep, ToolCallRecord } from "../store/records.js";
 import type { ExecutionStore } from "../store/store.js";
@@ -37,6 +37,8 @@ import type { AgentEntry, ExecutionEntry, RecoveryRequest, RecoverySettlement } 
 import { Waiter, type Run } from "./run.js";
 import { asPhronomyError } from "./session.js";
 import { rejectUnknownKeys } from "./options.js";
+import type { RemoteResumes } from "./remote-resume.js";
+import { checkRetryable } from "../store/retry-filing.js";
 import type { EventListener } from "./events.js";
 
 /** What `env.retry` needs of its environment. */
@@ -50,6 +52,10 @@ export interface RetryHost {
   /** Why this process may not run the agent's executions (a PostgreSQL
    * lease held elsewhere, naming its holder), or undefined. */
   ownedElsewhere(agentId: string): Promise<string | undefined>;
+  /** The inbox a retry is filed in when the execution's conversation is
+   * run by another process (a SQLite visitor always files; a PostgreSQL
+   * process files when another holds the agent), or undefined. */
+  remoteFor(agentId: string): Promise<RemoteResumes | undefined>;
 }
 
 /** Where the reopened row continues. */
@@ -77,18 +83,20 @@ export function checkRetryOptions(executionId: unknown, options: unknown): void 
   if (onEvent !== undefined && typeof onEvent !== "function") throw new InvalidInputError(`env.retry(options): "onEvent" must be a function`, { executionId });
 }
 
-export function retryById(host: RetryHost, executionId: string, options: RetryOptions = {}): Run {
+/** `onReopened`: called once the retry's reopen committed (the owner's
+ * side of a filed retry marks it applied then). */
+export function retryById(host: RetryHost, executionId: string, options: RetryOptions = {}, onReopened?: () => void): Run {
   const waiter = new Waiter("", options.onEvent);
   const settings = host.coordinator.settings;
-  prepareRetry(host, executionId, waiter).catch((error: unknown) => settleWaiterWithError(waiter, asPhronomyError(error, "INTERNAL"), settings));
+  prepareRetry(host, executionId, waiter, onReopened).catch((error: unknown) => settleWaiterWithError(waiter, asPhronomyError(error, "INTERNAL"), settings));
   return waiter;
 }
 
-async function prepareRetry(host: RetryHost, executionId: string, waiter: Waiter): Promise<void> {
-  const row = await host.store.getExecution(executionId);
-  if (row === undefined) throw new ExecutionNotFoundError(executionId, "the retry", host.store.path);
+async function prepareRetry(host: RetryHost, executionId: string, waiter: Waiter, onReopened: (() => void) | undefined): Promise<void> {
+  const row = checkRetryable(executionId, await host.store.getExecution(executionId), host.store.path);
   const context = { executionId, agentId: row.agentId };
-  refuseUnlessEnded(row);
+  const remote = await host.remoteFor(row.agentId);
+  if (remote !== undefined) return remote.fileRetry(row.agentId, executionId, waiter);
   const elsewhere = await host.ownedElsewhere(row.agentId);
   if (elsewhere !== undefined) throw new RetryRefusedError(`execution ${executionId} was not retried: ${elsewhere}; retry it in the process that owns agent "${row.agentId}"`, { ...context, reason: "owned_elsewhere" });
   const use = host.useConversation(row);
@@ -100,13 +108,13 @@ async function prepareRetry(host: RetryHost, executionId: string, waiter: Waiter
   // The conversation's entry is kept until the retry is installed (its
   // admission then keeps it) or refused.
   try {
-    await reopenAndInstall(host, row, await use.entry, waiter);
+    await reopenAndInstall(host, row, await use.entry, waiter, onReopened);
   } finally {
     use.done();
   }
 }
 
-async function reopenAndInstall(host: RetryHost, row: ExecutionRow, agent: AgentEntry, waiter: Waiter): Promise<void> {
+async function reopenAndInstall(host: RetryHost, row: ExecutionRow, agent: AgentEntry, waiter: Waiter, onReopened: (() => void) | undefined): Promise<void> {
   const executionId = row.executionId;
   const context = { executionId, agentId: row.agentId };
   const plan = planRetry(row, await host.store.listSteps(executionId));
@@ -132,24 +140,12 @@ async function reopenAndInstall(host: RetryHost, row: ExecutionRow, agent: Agent
       if (host.coordinator.entryById(executionId)) return reject(new RetryRefusedError(`execution ${executionId} is running in this process (attempt ${row.metadata.attempt ?? 1}); only a failed, timed-out or cancelled execution is retried`, { ...context, reason: "running" }));
       const request: RecoveryRequest = {
         type: "recovery", start: startRequestOf(agent, reopened, waiter), row: reopened, continuation: continuationOf(reopened), settle,
-        reopen: () => host.store.run(operation),
+        reopen: () => host.store.run(operation), onReopened,
       };
       installFromRow(host.coordinator, agent, reopened, host.coordinator.requests.add(request));
       resolve();
     }, { admission: true, completion: { fail: reject }, label: `the retry of execution ${executionId}` });
   });
-}
-
-/** Only an execution that ended failed (an error, a timeout, a cancel) is retried. */
-function refuseUnlessEnded(row: ExecutionRow): void {
-  const context = { executionId: row.executionId, agentId: row.agentId };
-  if (row.status !== "terminal") {
-    const reason = row.status === "suspended" ? "suspended" : (row.status as string) === "queued" ? "queued" : "running";
-    throw new RetryRefusedError(`execution ${row.executionId} has not ended (status ${row.status}, phase ${row.phase}); only a failed, timed-out or cancelled execution is retried`, { ...context, reason });
-  }
-  if (row.outcome !== "failed") {
-    throw new RetryRefusedError(`execution ${row.executionId} ended ${row.outcome ?? "without an outcome"}, not failed; only a failed, timed-out or cancelled execution is retried (start a new one to run it again)`, { ...context, reason: row.outcome === "completed" ? "completed" : row.outcome ?? "unknown" });
-  }
 }
 
 /** Where the earlier attempt's durable facts end (see the table above). */
@@ -202,11 +198,15 @@ export function reopenInstalled(coordinator: Coordinator, entry: ExecutionEntry,
     for (const observer of observers) settleFromRow(observer, reopened.executionId, unchanged, coordinator.settings);
   });
   // A submission refused on the spot (the offload full) is a failure like any other.
-  new Promise((resolve) => resolve(reopen())).then(() => coordinator.post(proceed), (error: unknown) => {
+  const landed = (): void => {
+    request.onReopened?.();
+    coordinator.post(proceed);
+  };
+  new Promise((resolve) => resolve(reopen())).then(landed, (error: unknown) => {
     const refusal = asPhronomyError(error, "STORE");
     coordinator.settings.store.getExecution(reopened.executionId).then((row) => {
       const committed = row !== undefined && row.revision === reopened.revision && row.status === reopened.status && row.phase === reopened.phase;
-      if (committed) return coordinator.post(proceed);
+      if (committed) return landed();
       // Nothing was written: the retry is refused, the row as it was.
       const moved = refusal instanceof ExecutionRehydrationRequiredError;
       hold(new RetryRefusedError(`execution ${reopened.executionId} was not retried: ${moved ? "its row moved on meanwhile" : "the store failed while reopening it"} (${refusal.message}); its row is unchanged${moved ? "" : " — retry again"}`, {
@@ -214,6 +214,23 @@ export function reopenInstalled(coordinator: Coordinator, entry: ExecutionEntry,
       }), row);
     }, () => hold(refusal, undefined));
   });
+}
+
+/** The owner's side of a retry filed in the inbox (docs/decisions/0026):
+ * undefined once the reopen committed (here, or by a former owner that
+ * claimed it and died: the row is past the filed revision), or the
+ * refusal a local `env.retry` would have given. */
+export async function applyFiledRetry(host: RetryHost, executionId: string, filedRevision: number): Promise<PhronomyError | undefined> {
+  try {
+    const row = await host.store.getExecution(executionId);
+    if (row !== undefined && row.revision > filedRevision) return undefined;
+    return await new Promise<PhronomyError | undefined>((resolve) => {
+      const run = retryById(host, executionId, {}, () => resolve(undefined));
+      run.result.then(() => resolve(undefined), (error: unknown) => resolve(asPhronomyError(error, "INTERNAL")));
+    });
+  } catch (error) {
+    return asPhronomyError(error, "INTERNAL");
+  }
 }
 
 /** The timeline with each step's attempt (1, then 2 after the first

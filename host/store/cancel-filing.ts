@@ -17,7 +17,7 @@
 import { ExecutionEndedError, ExecutionNotFoundError } from "../errors.js";
 import type { StoredError } from "./records.js";
 
-export type DecisionKind = "approval" | "cancel";
+export type DecisionKind = "approval" | "cancel" | "retry";
 
 /** The execution's columns a cancel filing reads. */
 export interface CancelFilingRow {

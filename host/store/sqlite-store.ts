@@ -230,8 +230,8 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
     return this.read(() => inbox.fileDecision(this.connection, { ...filing, filedBy: this.ownerToken }));
   }
 
-  claimDecisions(agentId: string): Promise<ClaimedDecision[]> {
-    return this.read(() => inbox.claimDecisions(this.connection, checkId(agentId, "agentId"), this.ownerToken));
+  claimDecisions(agentId: string, retriesOnly = false): Promise<ClaimedDecision[]> {
+    return this.read(() => inbox.claimDecisions(this.connection, checkId(agentId, "agentId"), this.ownerToken, retriesOnly));
   }
 
   settleDecision(claim: ClaimedDecision, settlement: DecisionSettlement): Promise<boolean> {

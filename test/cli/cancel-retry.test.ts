@@ -41,7 +41,7 @@ describe("phronomy cancel and retry", () => {
     expect(shown.stdout).toContain("retried");
   });
 
-  it("beside a live owner, cancel is filed for the owner, which cancels the execution; the command prints the outcome", async () => {
+  it("beside a live owner, cancel and retry are filed for the owner, which applies them; the command prints the outcome", async () => {
     const store = await temporaryStore();
     const suspended = jsonOf(await cli(["run", exampleModule, "Please refund order 42", "--store", store, "--json"]));
     const owner = await Phronomy.open({ store });
@@ -53,9 +53,12 @@ describe("phronomy cancel and retry", () => {
       expect(cancelled.code, describeResult(cancelled)).toBe(0);
       expect(cancelled.stdout).toContain(`cancelled execution ${suspended.executionId}`);
       expect(await owner.execution(suspended.executionId)).toMatchObject({ status: "terminal", outcome: "failed", error: { code: "CANCELLED" } });
-      const retried = await cli(["retry", suspended.executionId, "--agent-module", exampleModule, "--store", store]);
-      expect(retried.code).toBe(1);
-      expect(errorLines(retried)).toEqual([expect.stringContaining("[STORE]")]);
+      // No agent module: the owner runs the new attempt with its own agent.
+      const retried = await cli(["retry", suspended.executionId, "--store", store]);
+      expect(retried.code, describeResult(retried)).toBe(3);
+      expect(retried.stdout).toContain("the store's owner runs it");
+      expect(retried.stderr).toContain("is waiting for approval");
+      expect(await owner.execution(suspended.executionId)).toMatchObject({ status: "suspended", metadata: { attempt: 2 } });
     } finally {
       await owner.close();
     }

@@ -65,7 +65,7 @@ describe("cancel and retry by id on PostgreSQL", () => {
     expect(refunds).toEqual([]);
   });
 
-  it("retries a MODEL_FAILED execution in the owner (the tool not run twice); another process is refused, naming why", async () => {
+  it("retries a MODEL_FAILED execution from a process that does not hold the agent: filed in the inbox, the owner retries it (the tool not run twice)", async () => {
     const { owner, other } = await twoProcesses();
     const failing = { on: true };
     const calls: string[] = [];
@@ -79,15 +79,16 @@ describe("cancel and retry by id on PostgreSQL", () => {
     const executionId = await run.executionId;
     await expect(run.result).rejects.toMatchObject({ code: "MODEL_FAILED" });
     failing.on = false;
-    const refused = await other.retry(executionId).result.catch((error: unknown) => error);
-    expect(refused).toBeInstanceOf(RetryRefusedError);
-    expect(refused).toMatchObject({ details: { reason: "owned_elsewhere" } });
-    const holder = (owner.store as unknown as { leaseOf(agentId: string): { owner: string } | undefined }).leaseOf("billing")!.owner;
-    expect((refused as Error).message).toContain(`owned by ${holder}`);
-    await expect(owner.retry(executionId).result).resolves.toMatchObject({ outcome: "completed", output: "Shipped." });
+    const retried = other.retry(executionId);
+    expect(await retried.executionId).toBe(executionId);
+    await expect(retried.result).resolves.toMatchObject({ outcome: "completed", output: "Shipped." });
     expect(calls).toEqual([`${executionId}:call-0-0`]);
     const timeline = await other.timeline(executionId);
     expect(timeline.filter((step) => step.kind === "terminal").map((step) => step.attempt)).toEqual([1, 2]);
     expect((await other.execution(executionId))?.metadata.attempt).toBe(2);
+    // Completed now: refused at filing, nothing filed.
+    const refused = await other.retry(executionId).result.catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(RetryRefusedError);
+    expect(refused).toMatchObject({ details: { reason: "completed" } });
   });
 });

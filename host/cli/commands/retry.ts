@@ -3,9 +3,11 @@
 // through the public API, `env.retry`, and print its outcome like `run`'s.
 // Continuing runs the agent's model and tools, so the agent module is
 // loaded (`--agent-module`, or the built-in demo agent for the demo's
-// executions), as for `approve`. The store must be this command's own: a
-// SQLite store an application owns, or an agent whose lease another
-// PostgreSQL process holds, is refused naming that owner.
+// executions), as for `approve`. Beside a live owner of a SQLite store the
+// command is a visitor (docs/decisions/0015): the retry is filed in the
+// store's inbox, the owner runs the new attempt with its own agents (no
+// agent module is loaded here) and the command prints the outcome. On
+// PostgreSQL, the process holding the agent's lease retries it the same way.
 
 import { PhronomyError } from "../../index.js";
 import type { CliContext } from "../context.js";
@@ -29,16 +31,19 @@ export interface RetryCommandOptions {
 
 export async function retryCommand(context: CliContext, executionArgument: string, options: RetryCommandOptions): Promise<ExitCodeValue> {
   const location = resolveStore(context.options.store, { mustExist: true });
-  const model = await createModel(modelSettingsOf(options));
-  const environment = await openStore(location, { logger: context.logger, recover: false });
+  const environment = await openStore(location, { logger: context.logger, visitBesideOwner: true, recover: false });
   let progress: Progress | undefined;
   try {
     const row = await findExecution(environment, location.path, executionArgument);
     const executionId = row.executionId;
-    const { definition } = await agentFor(row.agentId, options.agentModule, { model, storePath: location.path }, `execution ${executionId}`);
-    environment.agent(definition);
+    if (!environment.visitor) {
+      const model = await createModel(modelSettingsOf(options));
+      const { definition } = await agentFor(row.agentId, options.agentModule, { model, storePath: location.path }, `execution ${executionId}`);
+      environment.agent(definition);
+    }
     const attempt = (row.metadata.attempt ?? 1) + 1;
-    context.say(`retrying execution ${executionId} of agent "${row.agentId}" as attempt ${attempt} (it ended ${row.outcome ?? row.status}${row.error ? `: ${row.error.code}` : ""})`);
+    const where = environment.visitor ? "; the store's owner runs it and this command waits for the outcome" : "";
+    context.say(`retrying execution ${executionId} of agent "${row.agentId}" as attempt ${attempt} (it ended ${row.outcome ?? row.status}${row.error ? `: ${row.error.code}` : ""})${where}`);
     progress = new Progress();
     context.logger.progress = progress;
     progress.setPhase("reopening the execution");

@@ -30,13 +30,14 @@
 //   through the store operations (`operations.ts`).
 
 import type pg from "pg";
-import { ApprovalMismatchError, InvalidInputError } from "../../errors.js";
+import { ApprovalMismatchError, InvalidInputError, RetryRefusedError } from "../../errors.js";
 import type { TransferredError } from "../error-transfer.js";
 import type { ExecutionRow, Json } from "../records.js";
 import type { SqliteRow } from "../sqlite/driver.js";
 import { executionFromRow } from "../sqlite/rows.js";
 import type { Fence } from "./operations.js";
 import { checkCancelFiling, inboxKindMigration, type DecisionKind } from "../cancel-filing.js";
+import { checkRetryable, inboxKinds } from "../retry-filing.js";
 
 type Queryable = Pick<pg.Pool, "query">;
 
@@ -138,6 +139,14 @@ export async function addDecisionKind(client: pg.ClientBase): Promise<void> {
   await client.query(inboxKindMigration);
 }
 
+/** Migration 9: the `retry` kind (docs/decisions/0026). */
+export async function addRetryKind(client: pg.ClientBase): Promise<void> {
+  await client.query(`
+    ALTER TABLE approval_inbox DROP CONSTRAINT approval_inbox_kind_check;
+    ALTER TABLE approval_inbox ADD CONSTRAINT approval_inbox_kind_check CHECK (kind IN (${inboxKinds}));
+  `);
+}
+
 // -- filing ------------------------------------------------------------------------------
 
 /** Files a decision, or refuses it (nothing written) with
@@ -145,8 +154,8 @@ export async function addDecisionKind(client: pg.ClientBase): Promise<void> {
  * (`details.mismatch`: agent, not_suspended, approval_id, already_filed). */
 export async function fileDecision(pool: Queryable, where: string, channel: string, filing: DecisionFiling): Promise<FiledDecision> {
   const { executionId, agentId, approvalId } = filing;
-  const row = (await pool.query<{ agent_id: string; status: string; revision: number; approval_request: string; outcome: string | null; error: string }>(
-    "SELECT agent_id, status, revision, approval_request, outcome, error FROM executions WHERE execution_id = $1", [executionId],
+  const row = (await pool.query<{ agent_id: string; status: string; phase: string; revision: number; approval_request: string; outcome: string | null; error: string }>(
+    "SELECT agent_id, status, phase, revision, approval_request, outcome, error FROM executions WHERE execution_id = $1", [executionId],
   )).rows[0];
   const context = { executionId, agentId };
   if (filing.kind === "cancel") {
@@ -159,6 +168,22 @@ export async function fileDecision(pool: Queryable, where: string, channel: stri
       )
       SELECT pg_notify($9, agent_id) FROM filed
     `, [filing.decisionId, executionId, checked.agentId, approvalId, filing.reason, checked.revision, filing.filedBy, filing.filedAt, channel]);
+    return { decisionId: filing.decisionId, executionRevision: checked.revision };
+  }
+  if (filing.kind === "retry") {
+    const checked = checkRetryable(executionId, row && { executionId, agentId: row.agent_id, status: row.status, phase: row.phase, outcome: row.outcome, revision: Number(row.revision) }, where, "the retry (nothing was filed in the inbox)");
+    // Filed only while the row is still at the revision read: a retry or a
+    // purge meanwhile leaves nothing filed.
+    const inserted = await pool.query(`
+      WITH filed AS (
+        INSERT INTO approval_inbox (decision_id, execution_id, agent_id, approval_id, approved, reason, execution_revision, filed_by, filed_at, state, kind)
+        SELECT $1, $2, $3, $4, false, NULL, $5, $6, $7, 'filed', 'retry'
+        WHERE EXISTS (SELECT 1 FROM executions WHERE execution_id = $2 AND revision = $5)
+        RETURNING agent_id
+      )
+      SELECT pg_notify($8, agent_id) FROM filed
+    `, [filing.decisionId, executionId, checked.agentId, approvalId, checked.revision, filing.filedBy, filing.filedAt, channel]);
+    if (inserted.rowCount !== 1) throw new RetryRefusedError(`execution ${executionId} changed while its retry was being filed (retried or purged meanwhile); nothing was filed`, { ...context, reason: "moved" });
     return { decisionId: filing.decisionId, executionRevision: checked.revision };
   }
   if (row === undefined) {

@@ -19,7 +19,7 @@
 import type pg from "pg";
 import { StoreError } from "../../errors.js";
 import { createPrepareAtRevision, createWriteFunctions, replacePrepareWithRoot } from "./functions.js";
-import { addDecisionKind, createApprovalInbox } from "./inbox.js";
+import { addDecisionKind, addRetryKind, createApprovalInbox } from "./inbox.js";
 import { createConversationQueues } from "./queue.js";
 import { quotedIdentifier } from "./literals.js";
 import { createPruneIndexes } from "./prune.js";
@@ -103,10 +103,11 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 5: the indexes pruning reads by (`prune.ts`, docs/decisions/0027).
  * Version 6: the conversation queues (`queue.ts`, docs/decisions/0025).
  * Version 7: the inbox's decision kind, for cancels by id (docs/decisions/0026).
- * Version 8: a preparation writes its agent's root when it has none (docs/decisions/0024). */
+ * Version 8: a preparation writes its agent's root when it has none (docs/decisions/0024).
+ * Version 9: the inbox's `retry` kind, for retries filed by another process (docs/decisions/0026). */
 export const migrations: readonly Migration[] = [
   createInitialTables, createApprovalInbox, createWriteFunctions, createPrepareAtRevision, createPruneIndexes, createConversationQueues, addDecisionKind,
-  replacePrepareWithRoot,
+  replacePrepareWithRoot, addRetryKind,
 ];
 
 export const schemaVersion = migrations.length;

@@ -30,6 +30,7 @@ import {
 import type { Json } from "../records.js";
 import type { SqliteConnection } from "./driver.js";
 import { checkCancelFiling, inboxKindMigration, type DecisionKind } from "../cancel-filing.js";
+import { checkRetryable, inboxKinds } from "../retry-filing.js";
 
 /** Decisions one claim takes at most (the PostgreSQL inbox's bound, for the
  * same reason: an agent rarely has more than one; the drain claims again). */
@@ -72,6 +73,38 @@ export function addDecisionKind(connection: SqliteConnection): void {
   connection.exec(inboxKindMigration);
 }
 
+/** Migration 6: the `retry` kind (docs/decisions/0026). SQLite cannot
+ * alter a column's CHECK, so the table is rebuilt (within the migration's
+ * transaction: every row kept, indexes made again). */
+export function addRetryKind(connection: SqliteConnection): void {
+  connection.exec(`
+    CREATE TABLE approval_inbox_next (
+      decision_id        TEXT PRIMARY KEY NOT NULL,
+      execution_id       TEXT NOT NULL,
+      agent_id           TEXT NOT NULL,
+      approval_id        TEXT NOT NULL,
+      approved           INTEGER NOT NULL CHECK (approved IN (0, 1)),
+      reason             TEXT,
+      execution_revision INTEGER NOT NULL,
+      filed_by           TEXT NOT NULL,
+      filed_at           INTEGER NOT NULL,
+      state              TEXT NOT NULL CHECK (state IN ('filed', 'claimed', 'applied', 'refused')),
+      claimed_by         TEXT,
+      claims             INTEGER NOT NULL DEFAULT 0,
+      error              TEXT,
+      settled_at         INTEGER,
+      kind               TEXT NOT NULL DEFAULT 'approval' CHECK (kind IN (${inboxKinds}))
+    );
+    INSERT INTO approval_inbox_next (decision_id, execution_id, agent_id, approval_id, approved, reason, execution_revision, filed_by, filed_at, state, claimed_by, claims, error, settled_at, kind)
+      SELECT decision_id, execution_id, agent_id, approval_id, approved, reason, execution_revision, filed_by, filed_at, state, claimed_by, claims, error, settled_at, kind FROM approval_inbox;
+    DROP TABLE approval_inbox;
+    ALTER TABLE approval_inbox_next RENAME TO approval_inbox;
+    CREATE INDEX approval_inbox_unsettled ON approval_inbox (agent_id, filed_at) WHERE state IN ('filed', 'claimed');
+    CREATE UNIQUE INDEX approval_inbox_one_per_approval ON approval_inbox (execution_id, approval_id) WHERE state IN ('filed', 'claimed');
+    CREATE INDEX approval_inbox_by_execution ON approval_inbox (execution_id);
+  `);
+}
+
 // -- filing (a visitor's inbox connection, or the owner's) -------------------------------
 
 /** Files a decision, or refuses it (nothing written) with
@@ -91,6 +124,7 @@ export function fileDecision(connection: SqliteConnection, filing: DecisionFilin
 
 function checkAndInsert(connection: SqliteConnection, filing: DecisionFiling): FiledDecision {
   if (filing.kind === "cancel") return insertCancel(connection, filing);
+  if (filing.kind === "retry") return insertRetry(connection, filing);
   const { executionId, agentId, approvalId } = filing;
   const where = connection.path;
   const row = connection.prepare("SELECT agent_id, status, revision, approval_request FROM executions WHERE execution_id = ?").get(executionId);
@@ -138,6 +172,21 @@ function insertCancel(connection: SqliteConnection, filing: DecisionFiling): Fil
   return { decisionId: filing.decisionId, executionRevision: checked.revision };
 }
 
+/** A retry by id: filed for an execution that ended failed. */
+function insertRetry(connection: SqliteConnection, filing: DecisionFiling): FiledDecision {
+  const { executionId } = filing;
+  const row = connection.prepare("SELECT agent_id, status, phase, outcome, revision FROM executions WHERE execution_id = ?").get(executionId);
+  const checked = checkRetryable(executionId, row && {
+    executionId, agentId: String(row["agent_id"]), status: String(row["status"]), phase: String(row["phase"]),
+    outcome: row["outcome"] === null ? null : String(row["outcome"]), revision: Number(row["revision"]),
+  }, connection.path, "the retry (nothing was filed in the inbox)");
+  connection.prepare(`
+    INSERT INTO approval_inbox (decision_id, execution_id, agent_id, approval_id, approved, reason, execution_revision, filed_by, filed_at, state, kind)
+    VALUES (?, ?, ?, ?, 0, NULL, ?, ?, ?, 'filed', 'retry')
+  `).run(filing.decisionId, executionId, checked.agentId, filing.approvalId, checked.revision, filing.filedBy, filing.filedAt);
+  return { decisionId: filing.decisionId, executionRevision: checked.revision };
+}
+
 function pendingApprovalId(request: Json): string | undefined {
   if (typeof request !== "object" || request === null || Array.isArray(request)) return undefined;
   const id = (request as { readonly [key: string]: Json })["approvalId"];
@@ -147,17 +196,19 @@ function pendingApprovalId(request: Json): string | undefined {
 // -- the owner's side --------------------------------------------------------------------
 
 /** Claims the agent's filed decisions, and those another (closed or dead)
- * owner instance claimed, oldest first, at most `claimBatchMax`. One
- * statement: atomic. `claimedEpoch` is 0: ownership, not a lease, fences. */
-export function claimDecisions(connection: SqliteConnection, agentId: string, ownerToken: string): ClaimedDecision[] {
+ * owner instance claimed, oldest first, at most `claimBatchMax` — only its
+ * retries with `retriesOnly` (a conversation not live here: nothing of it
+ * is suspended, and a retry is what brings it back). One statement:
+ * atomic. `claimedEpoch` is 0: ownership, not a lease, fences. */
+export function claimDecisions(connection: SqliteConnection, agentId: string, ownerToken: string, retriesOnly = false): ClaimedDecision[] {
   const rows = connection.prepare(`
     UPDATE approval_inbox SET state = 'claimed', claimed_by = ?, claims = claims + 1
     WHERE decision_id IN (
       SELECT decision_id FROM approval_inbox
-      WHERE agent_id = ? AND (state = 'filed' OR (state = 'claimed' AND claimed_by <> ?))
+      WHERE agent_id = ? AND (state = 'filed' OR (state = 'claimed' AND claimed_by <> ?)) AND (? = 0 OR kind = 'retry')
       ORDER BY filed_at, decision_id LIMIT ?)
     RETURNING *
-  `).all(ownerToken, agentId, ownerToken, claimBatchMax);
+  `).all(ownerToken, agentId, ownerToken, retriesOnly ? 1 : 0, claimBatchMax);
   return rows
     .map((row) => ({
       decisionId: String(row["decision_id"]), executionId: String(row["execution_id"]), agentId: String(row["agent_id"]),

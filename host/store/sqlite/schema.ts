@@ -17,7 +17,7 @@ import { Buffer } from "node:buffer";
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { StoreError } from "../../errors.js";
 import { openSqlite, type SqliteConnection } from "./driver.js";
-import { addDecisionKind, createApprovalInbox } from "./inbox.js";
+import { addDecisionKind, addRetryKind, createApprovalInbox } from "./inbox.js";
 import { createPruneIndexes } from "./prune.js";
 import { createConversationQueues } from "./queue.js";
 
@@ -89,8 +89,9 @@ function createInitialTables(connection: SqliteConnection): void {
  * Version 2: the approval inbox visitors file decisions into (`inbox.ts`).
  * Version 3: the indexes pruning reads by (`prune.ts`, docs/decisions/0027).
  * Version 4: the conversation queues (`queue.ts`, docs/decisions/0025).
- * Version 5: the inbox's decision kind, for cancels by id (docs/decisions/0026). */
-export const migrations: readonly Migration[] = [createInitialTables, createApprovalInbox, createPruneIndexes, createConversationQueues, addDecisionKind];
+ * Version 5: the inbox's decision kind, for cancels by id (docs/decisions/0026).
+ * Version 6: the inbox's `retry` kind, for retries filed by a visitor (docs/decisions/0026). */
+export const migrations: readonly Migration[] = [createInitialTables, createApprovalInbox, createPruneIndexes, createConversationQueues, addDecisionKind, addRetryKind];
 
 export const schemaVersion = migrations.length;
 
