@@ -340,12 +340,20 @@ export class ConversationQueues {
     });
   }
 
-  /** "interrupt": cancels the conversation's running execution. */
+  /** "interrupt": cancels the conversation's running execution — one still
+   * being prepared as soon as its session is made. */
   private interruptRunning(agent: AgentEntry): void {
+    for (const start of this.environment.coordinator.requests.preparingStartsOf(agent)) start.cancelById ??= INTERRUPT_REASON;
     for (const entry of this.environment.coordinator.liveEntriesOf(agent)) {
       if (entry.recoveryRequired) continue;
       if (entry.session !== undefined && !entry.session.finished) {
         entry.session.cancel();
+        continue;
+      }
+      if (entry.session === undefined && !entry.suspended) {
+        // Not running yet (its preparation, a recovery or a resume being
+        // committed): its session is cancelled as soon as it is made.
+        entry.cancelById ??= INTERRUPT_REASON;
         continue;
       }
       const pending = entry.approvalRequest;

@@ -316,6 +316,7 @@ export class Coordinator implements SessionHost {
     const request = pending?.type === "start" ? pending : pending?.type === "recovery" ? pending.start : undefined;
     if (!request?.executionId) throw new PhronomyError("INTERNAL", `installed execution slot ${slot} for an unknown request ${handle}`);
     const entry = new ExecutionEntry(slot, generation, request.executionId, request.agent, request);
+    if (request.cancelById !== undefined) entry.cancelById ??= request.cancelById;
     this.executions[slot] = entry;
     this.executionIds.set(request.executionId, entry);
     request.waiter.knowExecutionId(request.executionId);

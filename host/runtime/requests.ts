@@ -39,6 +39,10 @@ export interface StartRequest {
   /** The first provider barrier the preparation wrote with it (its call id
    * and revision), until the core asks for that barrier (docs/decisions/0014). */
   firstBarrier?: { readonly callId: string; readonly revision: number };
+  /** Cancelled while its preparation was in flight (an interrupting
+   * message, docs/decisions/0025): its execution, once installed, is
+   * cancelled as soon as its session is made. */
+  cancelById?: string | null;
 }
 
 /** Another observer of a live execution (`env.wait`). */
@@ -153,6 +157,12 @@ export class RequestTable {
     const request = this.pending.get(handle);
     this.pending.delete(handle);
     return request;
+  }
+
+  /** The agent's starts submitted for preparation and not yet installed
+   * (a scan: only an interrupt asks). */
+  preparingStartsOf(agent: AgentEntry): StartRequest[] {
+    return [...this.pending.values()].filter((request): request is StartRequest => request.type === "start" && request.agent === agent && request.executionId !== undefined);
   }
 
   /** Every pending request, removed (the core failed: none will be

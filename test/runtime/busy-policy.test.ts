@@ -281,6 +281,47 @@ describe("onBusy: interrupt", () => {
     expect((await env.timeline(secondId)).map((step) => step.kind)[0]).toBe("queued");
   });
 
+  it("cancels a running execution whose preparation has not committed yet: it ends CANCELLED before calling the model, then the new message runs", async () => {
+    const store = await SqliteStore.open(await temporaryStorePath());
+    const preparing = deferred<string>();
+    const prepareGate = deferred();
+    let held = false;
+    // Holds the first preparation at the store's door: the execution is admitted, with no session yet.
+    const slowStore = new Proxy(store, {
+      get(target, property, receiver) {
+        if (property === "run") {
+          return async (operation: StoreOperation) => {
+            if (operation.type === "prepareExecution" && !held) {
+              held = true;
+              preparing.resolve(operation.executionId);
+              await prepareGate.promise;
+            }
+            return target.run(operation);
+          };
+        }
+        const value = Reflect.get(target, property, receiver);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const env = await Phronomy.open({ store: slowStore, logger: recordingLogger() });
+    try {
+      const calls: RecordedCall[] = [];
+      const agent = env.agent({ id: "early", model: echoModel(), tools: { lookup: lookupTool({ calls }) } });
+      const first = agent.start("m0");
+      const firstId = await preparing.promise;
+      const second = agent.start("m1", { onBusy: "interrupt" });
+      const secondId = await second.executionId;
+      prepareGate.resolve();
+      await expect(first.result).rejects.toBeInstanceOf(CancellationError);
+      await expect(first.result).rejects.toThrow(/interrupted by a newer message/);
+      expect(await env.execution(firstId)).toMatchObject({ status: "terminal", outcome: "failed", error: { code: "CANCELLED" } });
+      await expect(second.result).resolves.toMatchObject({ executionId: secondId, output: "echo: m1" });
+      expect(calls, "only the new message's lookup ran").toHaveLength(1);
+    } finally {
+      await env.close();
+    }
+  });
+
   it("puts the interrupting message ahead of the ones already queued", async () => {
     const env = await openEnvironment();
     const gate = deferred();

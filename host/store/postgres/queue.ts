@@ -44,9 +44,11 @@ async function query(context: OperationContext, sql: string, values: readonly un
 
 export async function enqueueMessage(context: OperationContext, operation: EnqueueMessageOperation): Promise<EnqueueMessageResult> {
   const ids = { agentId: operation.agentId, executionId: operation.executionId };
+  // A message to a conversation whose first preparation has not committed
+  // yet writes its root, as that preparation would (docs/decisions/0024).
+  await query(context, "INSERT INTO agents (agent_id, lifecycle, revision, created_at, updated_at) VALUES ($1, 'open', 1, $2, $2) ON CONFLICT (agent_id) DO NOTHING", [operation.agentId, operation.at]);
   // The root's row lock orders the enqueues of one agent (count, then insert).
-  const agent = (await query(context, "SELECT lifecycle FROM agents WHERE agent_id = $1 FOR UPDATE", [operation.agentId])).rows[0];
-  if (agent === undefined) throw new InvalidInputError(`agent "${operation.agentId}" has no root in the store; ensure the agent before queueing execution ${operation.executionId}`, ids);
+  const agent = (await query(context, "SELECT lifecycle FROM agents WHERE agent_id = $1 FOR UPDATE", [operation.agentId])).rows[0]!;
   if (agent["lifecycle"] === "closed") throw new AgentClosedError(operation.agentId);
   const fence = context.fenceOf(operation.agentId);
   if (fence !== undefined) {

@@ -32,8 +32,11 @@ export function createConversationQueues(connection: SqliteConnection): void {
 
 export function enqueueMessage(connection: SqliteConnection, operation: EnqueueMessageOperation): EnqueueMessageResult {
   const context = { agentId: operation.agentId, executionId: operation.executionId };
-  const agent = connection.prepare("SELECT lifecycle FROM agents WHERE agent_id = ?").get(operation.agentId);
-  if (agent === undefined) throw new InvalidInputError(`agent "${operation.agentId}" has no root in the store; ensure the agent before queueing execution ${operation.executionId}`, context);
+  // A message to a conversation whose first preparation has not committed
+  // yet writes its root, as that preparation would (docs/decisions/0024).
+  connection.prepare("INSERT INTO agents (agent_id, lifecycle, revision, created_at, updated_at) VALUES (?, 'open', 1, ?, ?) ON CONFLICT (agent_id) DO NOTHING")
+    .run(operation.agentId, operation.at, operation.at);
+  const agent = connection.prepare("SELECT lifecycle FROM agents WHERE agent_id = ?").get(operation.agentId)!;
   if (agent["lifecycle"] === "closed") throw new AgentClosedError(operation.agentId);
   const taken = connection.prepare("SELECT 1 AS found FROM executions WHERE execution_id = ? UNION ALL SELECT 1 FROM queued_messages WHERE execution_id = ?").get(operation.executionId, operation.executionId);
   if (taken !== undefined) throw new InvalidInputError(`execution id ${operation.executionId} is already in the store; every message needs a new execution id`, context);
