@@ -44,7 +44,7 @@ import type { ApprovalRequest } from "./events.js";
 import { checkPruneOptions, checkRetentionOptions, Retention, type PruneOptions, type PruneReport, type RetentionOptions } from "./retention.js";
 import { pruningStoreOf } from "../store/prune.js";
 import { ConversationQueues } from "./conversation-queue.js";
-import { queueStoreOf } from "../store/queue.js";
+import { queueReaderOf, queueStoreOf } from "../store/queue.js";
 import { executionOrQueued, listWithQueued } from "./queued-rows.js";
 import { applyFiledRetry, checkRetryOptions, retryById, withAttempts, type RetryHost, type RetryOptions } from "./retry.js";
 import { applyFiledCancel, cancelById, checkCancel, type CancelHost, type CancelOptions, type CancelResult } from "./cancel-by-id.js";
@@ -460,7 +460,27 @@ export class Environment {
         use.done();
       }
     }
+    report.push(...await this.queuedReport());
     return report;
+  }
+
+  /** Messages still queued once recovery ran, oldest first per
+   * conversation (at most `queuedReportedMax`): each runs in its turn,
+   * or waits for its definition like the executions ahead of it. */
+  private async queuedReport(): Promise<RecoveredExecution[]> {
+    const reader = queueReaderOf(this.store);
+    if (reader === undefined) return [];
+    const messages = await reader.listQueuedMessages({ limit: queuedReportedMax });
+    messages.sort((a, b) => a.agentId < b.agentId ? -1 : a.agentId > b.agentId ? 1 : a.seq - b.seq);
+    let position = 0;
+    return messages.map((message, index) => {
+      position = index > 0 && messages[index - 1]!.agentId === message.agentId ? position + 1 : 1;
+      const defined = this.conversations.liveKind(message.agentId) ?? this.conversations.kindOf(message.agentId, typeof message.config["definition"] === "string" ? message.config["definition"] : undefined);
+      return {
+        executionId: message.executionId, agentId: message.agentId, phase: "queued", status: "queued",
+        reason: defined !== undefined ? `queued (position ${position} in its conversation's queue): runs in its turn` : `queued (position ${position}); define its agent in this environment to run it`,
+      };
+    });
   }
 
   /** The store's unfinished executions by agent, read once per recovery
@@ -833,6 +853,9 @@ export class Environment {
     throw new InvalidInputError(`${what} was refused: this environment visits the store at ${this.store.path}, and a visitor never writes executions — start, recover and purge in the process that owns the store; a visitor reads and decides approvals (agent.resume)`, { details: { reason: "visitor" } });
   }
 }
+
+/** Queued messages `env.recover()` lists at most. */
+const queuedReportedMax = 1_000;
 
 /** Why a held execution could not be released yet. */
 function stillSettlingReason(code: number): string {

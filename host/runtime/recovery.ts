@@ -33,8 +33,9 @@ export interface RecoveredExecution {
   /** `continued`: running again; `suspended`: waiting for its approval
    * decision (resume works); `needs_attention`: left untouched, see
    * `reason`; `waiting_for_agent`: its agent is not defined in this
-   * environment yet (recovery runs when it is). */
-  readonly status: "continued" | "suspended" | "needs_attention" | "waiting_for_agent";
+   * environment yet (recovery runs when it is); `queued`: a message still in
+   * its conversation's queue (docs/decisions/0025), run in its turn. */
+  readonly status: "continued" | "suspended" | "needs_attention" | "waiting_for_agent" | "queued";
   readonly continuation?: string;
   readonly reason?: string;
 }

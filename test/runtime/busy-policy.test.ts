@@ -245,6 +245,31 @@ describe("onBusy: enqueue", () => {
       await second.close();
     }
   });
+
+  it("env.recover() lists the messages still queued, in queue order, saying whether they can run here", async () => {
+    const path = await temporaryStorePath();
+    const first = await Phronomy.open({ store: path, logger: recordingLogger() });
+    const gate = deferred();
+    const agent = first.agent({ id: "listed", model: echoModel(), onBusy: "enqueue", tools: { lookup: lookupTool({ gate: gate.promise }) } });
+    const running = agent.start("m0");
+    await running.executionId;
+    const queued = ["m1", "m2"].map((input) => agent.start(input));
+    const ids = await Promise.all(queued.map((run) => run.executionId));
+    const closing = first.close();
+    gate.resolve();
+    await closing;
+    for (const run of queued) await run.result.catch(() => undefined);
+    const second = await Phronomy.open({ store: path, recover: false, logger: recordingLogger() });
+    try {
+      // Not defined here: listed as queued, waiting for the agent.
+      const report = await second.recover();
+      expect(report).toEqual(ids.map((executionId, index) => ({
+        executionId, agentId: "listed", phase: "queued", status: "queued", reason: `queued (position ${index + 1}); define its agent in this environment to run it`,
+      })));
+    } finally {
+      await second.close();
+    }
+  });
 });
 
 describe("onBusy: interrupt", () => {

@@ -118,6 +118,7 @@ interface RecoverySummary {
   readonly needsAttention: number;
   readonly waitingForAgent: number;
   readonly ownedElsewhere: number;
+  readonly queued: number;
 }
 
 function summaryOf(entries: readonly RecoveryEntry[]): RecoverySummary {
@@ -128,6 +129,7 @@ function summaryOf(entries: readonly RecoveryEntry[]): RecoverySummary {
     needsAttention: count((entry) => entry.status === "needs_attention"),
     waitingForAgent: count((entry) => entry.status === "waiting_for_agent"),
     ownedElsewhere: count((entry) => entry.status === "owned_elsewhere"),
+    queued: count((entry) => entry.status === "queued"),
   };
 }
 
@@ -144,6 +146,7 @@ function printHuman(context: CliContext, storePath: string, entries: readonly Re
   const parts = [`${summary.resolved} resolved`, `${summary.waitingForApproval} waiting for approval`, `${summary.needsAttention} need attention`];
   if (summary.waitingForAgent > 0) parts.push(`${summary.waitingForAgent} need their agent module (--agent-module)`);
   if (summary.ownedElsewhere > 0) parts.push(`${summary.ownedElsewhere} owned by another live process`);
+  if (summary.queued > 0) parts.push(`${summary.queued} queued`);
   process.stdout.write(`${parts.join(" · ")}\n`);
 }
 
@@ -154,6 +157,7 @@ function recoveryText(entry: RecoveryEntry): string {
     case "needs_attention": return "left for attention";
     case "waiting_for_agent": return "needs its agent module";
     case "owned_elsewhere": return "owned by another process";
+    case "queued": return "still queued";
   }
 }
 
