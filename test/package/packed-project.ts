@@ -79,12 +79,14 @@ export async function packTarball(destination: string): Promise<PackedTarball> {
   return { path: join(destination, tarball.filename), size: tarball.size, unpackedSize: tarball.unpackedSize, files: tarball.files, stage };
 }
 
-/** A new project in `directory` with the tarball and `packages` installed. */
-export async function installProject(directory: string, tarball: string, packages: readonly string[] = []): Promise<void> {
+/** A new project in `directory` with the tarball and `packages` installed;
+ * better-sqlite3 (built for this Node) linked in unless `withBetterSqlite3`
+ * is false. */
+export async function installProject(directory: string, tarball: string, packages: readonly string[] = [], withBetterSqlite3 = true): Promise<void> {
   mkdirSync(directory, { recursive: true });
   writeFileSync(join(directory, "package.json"), `${JSON.stringify({ name: "phronomy-package-check", private: true, type: "module" }, null, 2)}\n`);
   await succeed("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball, ...packages], directory);
-  symlinkSync(join(repositoryRoot, "node_modules", "better-sqlite3"), join(directory, "node_modules", "better-sqlite3"), "dir");
+  if (withBetterSqlite3) symlinkSync(join(repositoryRoot, "node_modules", "better-sqlite3"), join(directory, "node_modules", "better-sqlite3"), "dir");
 }
 
 /** `name@version` of a package as this repository has it installed. */

@@ -74,11 +74,45 @@ export interface OpenConnectionOptions {
 
 export type SqliteDriverName = "better-sqlite3" | "node:sqlite" | "bun:sqlite";
 
-/** The SQLite library of the runtime this code runs on. */
+/** The SQLite library of the runtime this code runs on: Bun's and Deno's
+ * own; on Node, better-sqlite3 when it is installed (measured faster, and
+ * the only choice on Node 20), else Node's built-in `node:sqlite` from
+ * Node 22.13 on, where it needs no flag (docs/decisions/0040).
+ * `PHRONOMY_SQLITE_DRIVER` (`better-sqlite3` or `node:sqlite`) picks one on
+ * Node. Chosen once per process. */
 export function sqliteDriverName(): SqliteDriverName {
+  chosenDriver ??= chooseDriver();
+  return chosenDriver;
+}
+
+let chosenDriver: SqliteDriverName | undefined;
+
+function chooseDriver(): SqliteDriverName {
   if (process.versions["bun"] !== undefined) return "bun:sqlite";
   if (process.versions["deno"] !== undefined) return "node:sqlite";
-  return "better-sqlite3";
+  const forced = process.env["PHRONOMY_SQLITE_DRIVER"];
+  if (forced !== undefined && forced !== "") {
+    if (forced === "better-sqlite3") return forced;
+    if (forced === "node:sqlite" && nodeSqliteUnflagged()) return forced;
+    throw new Error(`phronomy: PHRONOMY_SQLITE_DRIVER=${forced} is not a SQLite driver this runtime has (better-sqlite3, or node:sqlite on Node 22.13 and later; this is Node ${process.versions.node})`);
+  }
+  if (resolvable("better-sqlite3") || !nodeSqliteUnflagged()) return "better-sqlite3";
+  return "node:sqlite";
+}
+
+/** Node 22.13+ (and 23.4+) load `node:sqlite` without a flag. */
+function nodeSqliteUnflagged(): boolean {
+  const [major = 0, minor = 0] = process.versions.node.split(".").map(Number);
+  return major >= 24 || (major === 23 && minor >= 4) || (major === 22 && minor >= 13);
+}
+
+function resolvable(name: string): boolean {
+  try {
+    createRequire(import.meta.url).resolve(name);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Mode of every file the store creates: read and write for the owner only
@@ -171,7 +205,7 @@ type BetterSqlite3Constructor = typeof BetterSqlite3;
 export function openBetterSqlite3(path: string, options: OpenConnectionOptions = {}): SqliteConnection {
   const Database = loadModule<BetterSqlite3Constructor>(
     "better-sqlite3",
-    "phronomy: the embedded SQLite store needs the optional peer dependency better-sqlite3 on Node (npm install better-sqlite3@12)",
+    `phronomy: the embedded SQLite store needs the optional peer dependency better-sqlite3 on Node ${process.versions.node} (npm install better-sqlite3@12); from Node 22.13 on it uses the built-in node:sqlite when better-sqlite3 is not installed`,
   );
   const readonly = options.readonly ?? false;
   const database = new Database(path, { readonly, fileMustExist: readonly || (options.mustExist ?? false) });

@@ -1,0 +1,85 @@
+// The packed package on Node 22 and 24 without better-sqlite3 (issue 17,
+// docs/decisions/0040): an application that installs only `phronomy` runs
+// on Node's built-in `node:sqlite`, with no native build. The smoke phases
+// (smoke.mjs: a run, a crash inside a tool, recovery with the same
+// idempotency key, an approval, verify) run on each version and report the
+// driver they chose; Node 20 in the same project is refused with an error
+// naming better-sqlite3. (Node 20 with better-sqlite3 is runtimes.test.ts.)
+//
+// The Node binaries are the registry's `node-<platform>-<arch>` packages at
+// fixed versions, fetched once into node_modules/.cache.
+
+import { existsSync, mkdirSync, mkdtempSync, rmSync, copyFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { finished, installProject, packTarball, repositoryRoot, reported, succeed } from "./packed-project.js";
+import { childNodeFlags } from "../support/node-flags.js";
+
+const versions = ["22.23.5", "24.22.3"] as const;
+const crashExitCode = 75;
+const cache = join(repositoryRoot, "node_modules", ".cache", "phronomy-node-binaries");
+
+let workspace: string;
+let project: string;
+
+/** The `node` binary of `version`, fetched from the registry once. */
+async function nodeBinary(version: string): Promise<string> {
+  const directory = join(cache, version);
+  const binary = join(directory, "package", "bin", "node");
+  if (existsSync(binary)) return binary;
+  mkdirSync(directory, { recursive: true });
+  const name = `node-${process.platform}-${process.arch}`;
+  const packed = await succeed("npm", ["pack", "--json", `${name}@${version}`], directory);
+  const [tarball] = JSON.parse(packed.stdout) as { filename: string }[];
+  await succeed("tar", ["xzf", tarball!.filename], directory);
+  rmSync(join(directory, tarball!.filename));
+  return binary;
+}
+
+async function smoke(node: string, phase: string, store: string, expectedCode = 0): Promise<Record<string, unknown>> {
+  const child = spawn(node, [...childNodeFlags, "smoke.mjs", phase, store], { cwd: project, env: { ...process.env, NO_COLOR: "1", PHRONOMY_SQLITE_DRIVER: "" }, stdio: ["pipe", "pipe", "pipe"] });
+  child.stdin?.end();
+  const result = await finished(child, `smoke ${phase} on ${node}`);
+  const facts = reported(result.stdout, "SMOKE");
+  if (result.code !== expectedCode || facts === undefined) throw new Error(`smoke ${phase} on ${node} exited ${result.code} (expected ${expectedCode})\n${result.stdout}\n${result.stderr}`);
+  return facts;
+}
+
+beforeAll(async () => {
+  workspace = mkdtempSync(join(tmpdir(), "phronomy-node-versions-"));
+  project = join(workspace, "project");
+  const packed = await packTarball(workspace);
+  await installProject(project, packed.path, [], false);
+  copyFileSync(join(repositoryRoot, "test", "package", "smoke.mjs"), join(project, "smoke.mjs"));
+}, 240_000);
+
+afterAll(() => {
+  if (workspace !== undefined) rmSync(workspace, { recursive: true, force: true });
+});
+
+describe("the packed package without better-sqlite3", () => {
+  for (const version of versions) {
+    it(`runs, crashes, recovers and verifies on Node ${version} with node:sqlite`, async () => {
+      const node = await nodeBinary(version);
+      const store = join(workspace, `store-${version}.db`);
+      const written = await smoke(node, "run", store);
+      expect(written).toMatchObject({ phase: "run", driver: "node:sqlite" });
+      const crashed = await smoke(node, "crash", store, crashExitCode);
+      const resumed = await smoke(node, "resume", store);
+      expect(resumed).toMatchObject({ driver: "node:sqlite", shipExecution: crashed["shipExecution"], refundExecution: written["refundExecution"], shipContinuation: "framework_tools" });
+      expect(resumed["idempotencyKey"]).toBe(`${String(crashed["shipExecution"])}:call-0-0`);
+      expect(await smoke(node, "verify", store)).toMatchObject({ executions: 4, byAgent: { support: 2, refunds: 1, shipping: 1 } });
+    }, 300_000);
+  }
+
+  it("on Node 20 refuses to open a store, naming better-sqlite3", async () => {
+    const child = spawn(process.execPath, [...childNodeFlags, "smoke.mjs", "run", join(workspace, "node20.db")], { cwd: project, env: { ...process.env, NO_COLOR: "1" }, stdio: ["pipe", "pipe", "pipe"] });
+    child.stdin?.end();
+    const result = await finished(child, "smoke run on Node 20");
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain("npm install better-sqlite3@12");
+    expect(result.stderr).toContain("from Node 22.13 on it uses the built-in node:sqlite");
+  }, 120_000);
+});
