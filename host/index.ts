@@ -6,6 +6,7 @@
 //   const result = await run.result;
 //   await env.close();
 
+import { loadPostgresStore } from "./store/load-postgres.js";
 import { Environment, type OpenOptions } from "./runtime/environment.js";
 import type { PostgresStore as PostgresStoreClass, PostgresStoreOptions } from "./store/postgres-store.js";
 
@@ -25,7 +26,7 @@ export const PostgresStore = {
   /** Opens (creating or migrating its schema) the store at a `postgres://`
    * URL; pass it to `Phronomy.open({ store })`. */
   async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
-    const { PostgresStore: Store } = await import("./store/postgres-store.js");
+    const { PostgresStore: Store } = await loadPostgresStore();
     return Store.open(url, options);
   },
 };

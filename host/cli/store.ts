@@ -17,6 +17,7 @@
 // A URL's password is never printed: messages, `--json` and the commands
 // the CLI suggests show it as `***` (`storeForDisplay`).
 
+import { missingPg } from "../store/load-postgres.js";
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { Phronomy, StoreError, type Environment, type Logger } from "../index.js";
@@ -167,8 +168,8 @@ export function storeForDisplay(store: string): string {
  * must hold a Phronomy store (its `store_version` table). `pg` is loaded
  * only here, for PostgreSQL. */
 async function checkPostgresStoreExists(location: PostgresLocation): Promise<void> {
-  const { parseLocation } = await import("../store/postgres/connection.js");
-  const { default: pg } = await import("pg");
+  const { parseLocation } = await import("../store/postgres/connection.js").catch((error: unknown) => { throw missingPg(error) ?? error; });
+  const { default: pg } = await import("pg").catch((error: unknown) => { throw missingPg(error) ?? error; });
   const { connectionString, schema } = parseLocation(withoutLeaseLength(location.url), undefined);
   const client = new pg.Client({ connectionString });
   let found: boolean;

@@ -7,6 +7,7 @@
 // stay durable (their local waiters are told the environment closed), then
 // the store closes. A second `close()` returns the same promise.
 
+import { loadPostgresStore } from "../store/load-postgres.js";
 import { Limit, MessageKind as M, ResultCode } from "../../assembly/abi.js";
 import { ControlCore } from "../core/control-core.js";
 import { resultCodeName } from "../core/names.js";
@@ -123,7 +124,7 @@ function guardedLogger(logger: unknown): Logger {
  * a SQLite path. */
 async function openStoreAt(location: string, options: OpenOptions): Promise<ExecutionStore> {
   if (/^postgres(ql)?:\/\//i.test(location)) {
-    const { PostgresStore } = await import("../store/postgres-store.js");
+    const { PostgresStore } = await loadPostgresStore();
     return PostgresStore.open(location, options.postgres ?? {});
   }
   return openSqlite(location, options);

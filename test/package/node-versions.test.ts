@@ -5,11 +5,13 @@
 // idempotency key, an approval, verify) run on each version and report the
 // driver they chose; Node 20 in the same project is refused with an error
 // naming better-sqlite3. (Node 20 with better-sqlite3 is runtimes.test.ts.)
+// The project installs no optional peer: a postgres:// store is refused
+// naming `pg`.
 //
 // The Node binaries are the registry's `node-<platform>-<arch>` packages at
 // fixed versions, fetched once into node_modules/.cache.
 
-import { existsSync, mkdirSync, mkdtempSync, rmSync, copyFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, copyFileSync, writeFileSync } from "node:fs";
 import { spawn } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -81,5 +83,23 @@ describe("the packed package without better-sqlite3", () => {
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain("npm install better-sqlite3@12");
     expect(result.stderr).toContain("from Node 22.13 on it uses the built-in node:sqlite");
+  }, 120_000);
+
+  it("installs no optional peer, and a postgres:// store without pg is refused naming it", async () => {
+    expect(existsSync(join(project, "node_modules", "pg")), "pg is an optional peer").toBe(false);
+    writeFileSync(join(project, "postgres.mjs"), [
+      "import { Phronomy } from \"phronomy\";",
+      "try {",
+      "  await Phronomy.open({ store: \"postgres://postgres@127.0.0.1:5432/test\" });",
+      "  console.log(\"OPENED\");",
+      "} catch (error) {",
+      "  console.log(`REFUSED ${JSON.stringify({ code: error.code, message: error.message, details: error.details })}`);",
+      "}",
+      "",
+    ].join("\n"));
+    const child = spawn(process.execPath, [...childNodeFlags, "postgres.mjs"], { cwd: project, env: { ...process.env, NO_COLOR: "1" }, stdio: ["pipe", "pipe", "pipe"] });
+    child.stdin?.end();
+    const result = await finished(child, "postgres.mjs");
+    expect(reported(result.stdout, "REFUSED")).toMatchObject({ code: "STORE", details: { missingPackage: "pg" }, message: expect.stringContaining("npm install pg@") });
   }, 120_000);
 });
