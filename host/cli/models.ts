@@ -69,7 +69,10 @@ async function openAiCompatibleModel(modelId: string, settings: ModelSettings): 
     throw new CliError("USAGE", `--base-url ${settings.baseUrl}: only http and https endpoints are supported`);
   }
   // Imported only when a real model is asked for: most commands need none.
-  const { createOpenAICompatible } = await import("@ai-sdk/openai-compatible");
+  // An optional peer dependency of the package (issue 17).
+  const { createOpenAICompatible } = await import("@ai-sdk/openai-compatible").catch((error: unknown) => {
+    throw new CliError("MODEL_NOT_CONFIGURED", `--model ${settings.model} needs the AI SDK provider @ai-sdk/openai-compatible, which is not installed: npm install @ai-sdk/openai-compatible (${error instanceof Error ? error.message : String(error)})`);
+  });
   const provider = createOpenAICompatible({
     name: "openai-compatible",
     baseURL: settings.baseUrl.replace(/\/+$/, ""),

@@ -6,7 +6,8 @@
 // driver they chose; Node 20 in the same project is refused with an error
 // naming better-sqlite3. (Node 20 with better-sqlite3 is runtimes.test.ts.)
 // The project installs no optional peer: a postgres:// store is refused
-// naming `pg`.
+// naming `pg`, and the CLI's `--model openai-compatible:…` naming
+// `@ai-sdk/openai-compatible`.
 //
 // The Node binaries are the registry's `node-<platform>-<arch>` packages at
 // fixed versions, fetched once into node_modules/.cache.
@@ -101,5 +102,16 @@ describe("the packed package without better-sqlite3", () => {
     child.stdin?.end();
     const result = await finished(child, "postgres.mjs");
     expect(reported(result.stdout, "REFUSED")).toMatchObject({ code: "STORE", details: { missingPackage: "pg" }, message: expect.stringContaining("npm install pg@") });
+  }, 120_000);
+
+  it("the CLI asked for a real model without @ai-sdk/openai-compatible says which package to install", async () => {
+    expect(existsSync(join(project, "node_modules", "@ai-sdk", "openai-compatible")), "an optional peer").toBe(false);
+    writeFileSync(join(project, "agent.mjs"), "export default { id: \"support\" };\n");
+    const cli = join(project, "node_modules", "phronomy", "dist", "host", "cli", "cli.js");
+    const child = spawn(process.execPath, [...childNodeFlags, cli, "run", "agent.mjs", "hello", "--model", "openai-compatible:m", "--base-url", "http://127.0.0.1:9/v1", "--store", join(workspace, "cli.db")], { cwd: project, env: { ...process.env, NO_COLOR: "1" }, stdio: ["pipe", "pipe", "pipe"] });
+    child.stdin?.end();
+    const result = await finished(child, "phronomy run --model");
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain("npm install @ai-sdk/openai-compatible");
   }, 120_000);
 });
