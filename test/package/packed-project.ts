@@ -71,7 +71,7 @@ export interface Finished {
 export async function packTarball(destination: string): Promise<PackedTarball> {
   const stage = join(destination, "package");
   mkdirSync(stage, { recursive: true });
-  for (const file of ["package.json", "README.md", "LICENSE"]) copyFileSync(join(repositoryRoot, file), join(stage, file));
+  for (const file of ["package.json", "README.md", "LICENSE", "CHANGELOG.md"]) copyFileSync(join(repositoryRoot, file), join(stage, file));
   await succeed(process.execPath, [...childNodeFlags, join(repositoryRoot, "scripts", "build-dist.mjs"), join(stage, "dist")], repositoryRoot);
   const output = await succeed("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", destination], stage);
   const [tarball] = JSON.parse(output.stdout) as (Omit<PackedTarball, "path" | "stage"> & { filename: string })[];

@@ -95,10 +95,10 @@ function rotated(offset: number): RuntimeName[] {
 describe("the packed package", () => {
   it("holds the compiled JavaScript, its types and the release core; no install script, no source", () => {
     const paths = packed.files.map((file) => file.path);
-    for (const path of ["package.json", "README.md", "LICENSE", "dist/host/index.js", "dist/host/index.d.ts", "dist/host/testing.js", "dist/host/testing.d.ts", "dist/host/store/sqlite/worker.js", "dist/build/core.release.wasm"]) {
+    for (const path of ["package.json", "README.md", "LICENSE", "CHANGELOG.md", "dist/host/index.js", "dist/host/index.d.ts", "dist/host/testing.js", "dist/host/testing.d.ts", "dist/host/store/sqlite/worker.js", "dist/build/core.release.wasm"]) {
       expect(paths).toContain(path);
     }
-    expect(paths.filter((path) => !path.startsWith("dist/") && !["package.json", "README.md", "LICENSE"].includes(path))).toEqual([]);
+    expect(paths.filter((path) => !path.startsWith("dist/") && !["package.json", "README.md", "LICENSE", "CHANGELOG.md"].includes(path))).toEqual([]);
     expect(paths.filter((path) => path.endsWith(".ts") && !path.endsWith(".d.ts"))).toEqual([]);
     const manifest = JSON.parse(readFileSync(join(project, "node_modules", "phronomy", "package.json"), "utf8")) as { scripts?: Record<string, string>; peerDependenciesMeta?: Record<string, { optional?: boolean }> };
     for (const hook of ["preinstall", "install", "postinstall"]) expect(manifest.scripts?.[hook]).toBeUndefined();
