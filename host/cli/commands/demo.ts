@@ -19,10 +19,7 @@
 import { spawn } from "node:child_process";
 import { writeSync } from "node:fs";
 import pc from "picocolors";
-import type { Agent, ApprovalRequest, Environment, Run, RunResult } from "../../index.js";
-import type { ExecutionStore } from "../../store/store.js";
-import type { StoreOperation, StoreResult } from "../../store/records.js";
-import type { RecoveredExecution } from "../../runtime/recovery.js";
+import type { Agent, ApprovalRequest, Environment, ExecutionStore, RecoveredExecution, Run, RunResult, StoreOperation, StoreResult } from "../../index.js";
 import type { CliContext } from "../context.js";
 import { DEMO_AGENT_ID, DEMO_INPUT, demoAgentDefinition, demoLedgerPath, readRefunds, type RefundRecord } from "../demo-agent.js";
 import { CliError, ExitCode, type ExitCodeValue } from "../errors.js";
