@@ -27,7 +27,8 @@ import type { RecoveredExecution } from "./recovery.js";
 import type { CancelOptions, CancelResult } from "./cancel-by-id.js";
 import type { RetryOptions } from "./retry.js";
 import type { Run } from "./run.js";
-import { scriptedModel } from "../agent/scripted-model.js";
+import { validateResumeDecision } from "./options.js";
+import { Waiter } from "./run.js";
 
 /** Rows a filter on time or id prefix, and the counts, look at: the newest
  * this many. A dashboard page shows far fewer; an older execution is named
@@ -189,20 +190,20 @@ export class Admin {
     if (decision.argumentsHash !== undefined && pending.request.argumentsHash !== decision.argumentsHash) {
       throw new ApprovalMismatchError(`the tool arguments of execution ${executionId} are not the ones shown (arguments hash ${pending.request.argumentsHash}, decided on ${decision.argumentsHash}): look at them again before deciding`, { executionId, details: { mismatch: "arguments_hash" } });
     }
-    return this.agentFor(pending.agentId).resume(executionId, {
-      approvalId: decision.approvalId, approved: decision.approved, ...(decision.reason !== undefined ? { reason: decision.reason } : {}),
-    });
-  }
-
-  /** The agent handle that decides: defined here, or — when its executions
-   * run elsewhere — one that only files decisions (its model is never called). */
-  private agentFor(agentId: string) {
-    const defined = this.environment.agentHandle(agentId);
-    if (defined !== undefined) return defined;
-    if (!this.environment.visitor) {
-      throw new InvalidInputError(`agent "${agentId}" is not defined in this environment: define it (env.agent) before deciding its approvals, since the decision runs the execution on here`, { agentId });
+    const resumeDecision = { approvalId: decision.approvalId, approved: decision.approved, ...(decision.reason !== undefined ? { reason: decision.reason } : {}) };
+    validateResumeDecision(executionId, resumeDecision, "env.admin.decide()");
+    const defined = this.environment.agentHandle(pending.agentId);
+    if (defined !== undefined) return defined.resume(executionId, resumeDecision);
+    // Run by another process (this is a visitor, or another process holds
+    // the agent's lease): filed in the approval inbox for its owner.
+    const remote = this.environment.remoteResumesFor(pending.agentId);
+    if (remote === undefined) {
+      throw new InvalidInputError(`agent "${pending.agentId}" is not defined in this environment, which owns the store: define it (env.agent) before deciding its approvals, since the decision runs the execution on here`, { agentId: pending.agentId, executionId });
     }
-    return this.environment.agent({ id: agentId, model: scriptedModel([]) });
+    this.environment.assertOpen(`a decision on execution ${executionId}`);
+    const waiter = new Waiter(pending.agentId, undefined);
+    remote.file(pending.agentId, executionId, resumeDecision, waiter);
+    return waiter;
   }
 
   cancel(executionId: string, options: CancelOptions = {}): Promise<CancelResult> {
