@@ -43,7 +43,7 @@ describe("the dashboard in chromium", () => {
   it("opens the list: counts per status, the executions, the approvals waiting", async () => {
     const done = await fixture.start("hello");
     await fixture.until(done, ended);
-    const waiting = await fixture.start(`refund ${JSON.stringify({ orderId: "42" })}`);
+    const waiting = await fixture.start("refund", { orderId: "42" });
     await fixture.until(waiting, suspended);
     await page.goto(served.url);
     await expect.poll(() => page.locator(`tr[data-execution="${done}"] .badge`).textContent()).toBe("completed");
@@ -67,7 +67,7 @@ describe("the dashboard in chromium", () => {
   });
 
   it("approves a waiting execution: the tool runs and the terminal appears", async () => {
-    const executionId = await fixture.start(`refund ${JSON.stringify({ orderId: "42", amountCents: 3990 })}`);
+    const executionId = await fixture.start("refund", { orderId: "42", amountCents: 3990 });
     await fixture.until(executionId, suspended);
     await page.goto(served.url);
     await page.locator(`#approvals article[data-execution="${executionId}"] header a`).click();
@@ -81,7 +81,7 @@ describe("the dashboard in chromium", () => {
 
   it("rejects one with a reason: the reason is recorded and shown, the tool never runs", async () => {
     const before = fixture.refunds.length;
-    const executionId = await fixture.start(`refund ${JSON.stringify({ orderId: "7" })}`);
+    const executionId = await fixture.start("refund", { orderId: "7" });
     await fixture.until(executionId, suspended);
     await page.goto(pageOf(executionId));
     await page.locator("input[name=reason]").first().fill("no photo of the damage");
@@ -92,7 +92,7 @@ describe("the dashboard in chromium", () => {
   });
 
   it("refuses an action without the token, or from another origin; nothing is decided", async () => {
-    const executionId = await fixture.start(`refund ${JSON.stringify({ orderId: "8" })}`);
+    const executionId = await fixture.start("refund", { orderId: "8" });
     await fixture.until(executionId, suspended);
     const approval = (await fixture.environment.admin.approvals()).find((candidate) => candidate.executionId === executionId)!;
     const fields = { executionId, approvalId: approval.request.approvalId, decision: "approve" };
@@ -109,7 +109,7 @@ describe("the dashboard in chromium", () => {
 
   it("renders hostile arguments as text: no script runs, no element is injected", async () => {
     const hostile = { orderId: "<script>alert(1)</script>", note: "\"><img src=x onerror=alert(2)>" };
-    const executionId = await fixture.start(`refund ${JSON.stringify(hostile)}`);
+    const executionId = await fixture.start("refund", hostile);
     await fixture.until(executionId, suspended);
     await page.goto(pageOf(executionId));
     await page.waitForTimeout(600); // two live refreshes

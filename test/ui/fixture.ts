@@ -4,9 +4,10 @@
 // runs one execution at a time, and a suspended one holds it).
 //
 // What an agent's scripted model does depends on the request:
-//   "refund <json>"  asks to call `refund` (needs approval) with <json> as
-//                    its arguments, then answers "Refunded." or, when
-//                    declined, "Not refunded."
+//   "refund #n"      asks to call `refund` (needs approval) with the
+//                    arguments given to `start` (kept out of the request,
+//                    so a test can see where a value is rendered), then
+//                    answers "Refunded." or, when declined, "Not refunded."
 //   "slow"           calls `lookup`, which waits until `releaseLookups()`,
 //                    then answers "Order 42 has shipped."
 //   anything else    answers "Hello."
@@ -23,8 +24,9 @@ export interface Fixture {
   readonly environment: Environment;
   readonly dashboard: Dashboard;
   readonly refunds: Json[];
-  /** Starts an execution of a fresh agent; resolves with its id. */
-  start(request: string): Promise<string>;
+  /** Starts an execution of a fresh agent; resolves with its id. With
+   * `refundArguments`, the request is "refund #n" (see above). */
+  start(request: string, refundArguments?: Json): Promise<string>;
   /** Lets every `lookup` waiting so far (and later ones) return. */
   releaseLookups(): void;
   /** Polls until the execution's row satisfies `done`. */
@@ -62,8 +64,8 @@ export async function openFixture(options: DashboardOptions = {}): Promise<Fixtu
     const request = (messages[lastUser] as { content: string }).content;
     const since = messages.slice(lastUser + 1);
     const turn = since.filter((message) => message.role === "assistant").length;
-    if (request.startsWith("refund ")) {
-      if (turn === 0) return { toolCalls: [{ toolName: "refund", input: JSON.parse(request.slice("refund ".length)) as Json }] } satisfies ScriptedTurn;
+    if (request.startsWith("refund #")) {
+      if (turn === 0) return { toolCalls: [{ toolName: "refund", input: refundArgumentsOf.get(request)! }] } satisfies ScriptedTurn;
       const declined = JSON.stringify(since).includes("declined") || JSON.stringify(since).includes("rejected");
       return { text: declined ? "Not refunded." : "Refunded." };
     }
@@ -71,6 +73,7 @@ export async function openFixture(options: DashboardOptions = {}): Promise<Fixtu
     return { text: "Hello." };
   });
   let agents = 0;
+  const refundArgumentsOf = new Map<string, Json>();
   const dashboard = createDashboard(environment, { pollMs: 250, ...options });
   const releaseLookups = () => {
     released = true;
@@ -78,8 +81,10 @@ export async function openFixture(options: DashboardOptions = {}): Promise<Fixtu
   };
   return {
     environment, dashboard, refunds, releaseLookups,
-    async start(request) {
+    async start(given, refundArguments) {
       agents += 1;
+      const request = refundArguments === undefined ? given : `refund #${agents}`;
+      if (refundArguments !== undefined) refundArgumentsOf.set(request, refundArguments);
       const run = environment.agent({ id: `agent-${agents}`, model, tools }).start(request);
       run.result.catch(() => undefined);
       return run.executionId;

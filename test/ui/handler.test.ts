@@ -4,6 +4,7 @@
 // (decide bound to the approval id and arguments hash, cancel, retry).
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { Json } from "../../host/index.js";
 import { createDashboard } from "../../host/ui/index.js";
 import { ended, openFixture, suspended, type Fixture } from "./fixture.js";
 
@@ -29,8 +30,8 @@ function post(action: string, fields: Record<string, string>, headers: Record<st
   }));
 }
 
-async function waitingRefund(input: object): Promise<{ executionId: string; approvalId: string; argumentsHash: string }> {
-  const executionId = await fixture.start(`refund ${JSON.stringify(input)}`);
+async function waitingRefund(input: Json): Promise<{ executionId: string; approvalId: string; argumentsHash: string }> {
+  const executionId = await fixture.start("refund", input);
   await fixture.until(executionId, suspended);
   const approval = (await fixture.environment.admin.approvals()).find((candidate) => candidate.executionId === executionId)!;
   return { executionId, approvalId: approval.request.approvalId, argumentsHash: approval.request.argumentsHash };
@@ -148,7 +149,7 @@ describe("rendering", () => {
     expect((await at("/admin/agents")).status).toBe(200);
     const page = await (await at("/admin/agents/")).text();
     expect(page).toContain(`href="/admin/agents/assets/app.css?token=${mounted.token}"`);
-    expect(page).toContain('action="/admin/agents/actions/');
+    expect(page).toContain('action="/admin/agents/"'); // the filter
     expect(mounted.urlFor("http://127.0.0.1:3000/")).toBe(`http://127.0.0.1:3000/admin/agents/?token=${mounted.token}`);
   });
 
@@ -160,8 +161,10 @@ describe("rendering", () => {
     expect(counts.byStatus).toMatchObject({ suspended: 1, terminal: 1, completed: 1 });
     const list = await (await get("/?status=completed")).text();
     expect(list).toContain(done);
-    expect(list).not.toContain(`data-execution="${waiting.executionId}"`);
-    expect(await (await get(`/?q=${done.slice(0, 8)}`)).text()).toContain(`data-execution="${done}"`);
+    expect(list).not.toContain(`<tr data-execution="${waiting.executionId}"`);
+    const searched = await (await get(`/?q=${done.slice(0, 8)}`)).text();
+    expect(searched).toContain(`<tr data-execution="${done}"`);
+    expect(searched).not.toContain(`<tr data-execution="${waiting.executionId}"`);
     const admin = fixture.environment.admin;
     expect((await admin.executions({ agentId: "agent-1" })).map((row) => row.executionId)).toEqual([waiting.executionId]);
     expect((await admin.executions({ since: Date.now() + 60_000 }))).toEqual([]);
