@@ -19,7 +19,7 @@
 
 import { ApprovalMismatchError, InvalidInputError } from "../errors.js";
 import type { ExecutionListFilter, ExecutionRow, ExecutionStatusName, OutcomeName, StoredStep } from "../store/records.js";
-import { readOwner } from "../store/sqlite/ownership.js";
+import { hostName, readOwner } from "../store/sqlite/ownership.js";
 import { isVisitorStore } from "../store/sqlite-visitor.js";
 import type { Environment, PendingApproval } from "./environment.js";
 import { leasingStoreOf } from "./leases.js";
@@ -158,9 +158,14 @@ export class Admin {
     return held;
   }
 
-  /** The live owner of a SQLite store, if any. */
+  /** The live owner of a SQLite store, if any: its `-owner.json`, unless
+   * that names a process on this host that is gone (a killed owner leaves
+   * the file behind). */
   owner(): StoreOwnerInfo | undefined {
-    return this.storeKind === "sqlite" ? readOwner(this.environment.store.path) : undefined;
+    if (this.storeKind !== "sqlite") return undefined;
+    const owner = readOwner(this.environment.store.path);
+    if (owner === undefined || owner.hostname !== hostName()) return owner;
+    return processAlive(owner.pid) ? owner : undefined;
   }
 
   /** `sqlite` (owned here or visited) or `postgres`. */
@@ -215,9 +220,18 @@ export class Admin {
   }
 
   /** Recovers every unfinished execution of the agents defined here. */
-  recover(): Promise<RecoveredExecution[]> {
+  async recover(): Promise<RecoveredExecution[]> {
     this.environment.assertOwner("env.admin.recover()");
     return this.environment.recover();
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as { code?: string }).code === "EPERM"; // alive, another user's
   }
 }
 
