@@ -14,7 +14,7 @@ body{margin:0}main{padding:0 20px 40px;max-width:1200px}
 .brand{font-weight:700;color:var(--fg);text-decoration:none}.live-state{margin-left:auto}.live-state.stale{color:var(--bad)}
 a{color:var(--live)}code{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace}
 .muted{color:var(--muted)}.small{font-size:12px}
-h1{font-size:18px;display:flex;gap:10px;align-items:center;flex-wrap:wrap}h2{font-size:15px;margin:22px 0 8px}h3{font-size:13px;margin:12px 0 4px}
+h1{font-size:18px;display:flex;gap:10px;align-items:center;flex-wrap:wrap}h1 code{font-size:16px}h2{font-size:15px;margin:22px 0 8px}h3{font-size:13px;margin:12px 0 4px}
 table{border-collapse:collapse;width:100%;background:#fff;border:1px solid var(--line)}th,td{text-align:left;padding:6px 8px;border-bottom:1px solid var(--line);vertical-align:top}th{font-weight:600;color:var(--muted);font-size:12px}
 td.input{max-width:320px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}.num{text-align:right}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;background:#eef2f6;white-space:nowrap}

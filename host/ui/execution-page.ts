@@ -23,7 +23,7 @@ export async function executionLive(environment: Environment, links: Links, row:
         <dt>phase</dt><dd>${row.phase}</dd>
         <dt>attempt</dt><dd>${String(attempt)}</dd>
         <dt>created</dt><dd>${formatTime(row.createdAt)}</dd>
-        <dt>${row.status === "terminal" ? "took" : "running for"}</dt><dd>${formatDuration(Math.max(0, (row.status === "terminal" ? row.updatedAt : now) - row.createdAt))}</dd>
+        <dt>${row.status === "terminal" ? "took" : row.status === "suspended" ? "age" : "running for"}</dt><dd>${formatDuration(Math.max(0, (row.status === "terminal" ? row.updatedAt : now) - row.createdAt))}</dd>
         <dt>tokens</dt><dd>${String(row.usage.inputTokens)} in · ${String(row.usage.outputTokens)} out · ${String(row.usage.totalTokens)} total</dd>
       </dl>
       <h3>Input</h3>${jsonBlock(row.input)}
