@@ -3,8 +3,8 @@
 // The pages work without the script (forms post, links navigate); the
 // script keeps the live region current by polling the page's own URL with
 // `fragment=live` every `data-poll-ms` and swapping the region's HTML when
-// it changed, keeping what a person is typing (fields marked `data-keep`)
-// and where the focus is. It runs under the page's CSP (`script-src
+// it changed — not while a person is typing or pressing a button there —
+// keeping what was typed (fields marked `data-keep`) and the focus. It runs under the page's CSP (`script-src
 // 'self'`) and never builds markup from data: the server escaped it.
 
 export const appCss = `
@@ -62,6 +62,12 @@ export const appJs = `"use strict";
       if (key === saved.focused) field.focus();
     });
   }
+  // A person typing, choosing or pressing a button in the region: the swap
+  // waits (replacing the element under the pointer would lose the click).
+  function editing() {
+    var active = document.activeElement;
+    return !!active && live.contains(active) && /^(INPUT|SELECT|TEXTAREA|BUTTON)$/.test(active.tagName);
+  }
   function tick() {
     if (busy || document.hidden) return;
     busy = true;
@@ -69,7 +75,7 @@ export const appJs = `"use strict";
       if (!response.ok) throw new Error(String(response.status));
       return response.text();
     }).then(function (text) {
-      if (text !== last) {
+      if (text !== last && !editing()) {
         var saved = kept();
         live.innerHTML = text;
         last = text;

@@ -11,7 +11,9 @@ import { actionForm, approvalCard, badge, jsonBlock } from "./pieces.js";
 
 type Payload = { readonly [key: string]: Json } | null;
 
-export async function executionLive(environment: Environment, links: Links, row: ExecutionRow, now: number): Promise<Html> {
+/** The region holds no clock-driven text (a running duration would change
+ * it on every refresh and make the page swap it for nothing). */
+export async function executionLive(environment: Environment, links: Links, row: ExecutionRow): Promise<Html> {
   const [timeline, approvals] = await Promise.all([environment.admin.timeline(row.executionId), row.status === "suspended" ? environment.admin.approvals() : []]);
   const approval = approvals.find((candidate) => candidate.executionId === row.executionId);
   const attempt = timeline.at(-1)?.attempt ?? 1;
@@ -23,7 +25,7 @@ export async function executionLive(environment: Environment, links: Links, row:
         <dt>phase</dt><dd>${row.phase}</dd>
         <dt>attempt</dt><dd>${String(attempt)}</dd>
         <dt>created</dt><dd>${formatTime(row.createdAt)}</dd>
-        <dt>${row.status === "terminal" ? "took" : row.status === "suspended" ? "age" : "running for"}</dt><dd>${formatDuration(Math.max(0, (row.status === "terminal" ? row.updatedAt : now) - row.createdAt))}</dd>
+        ${row.status === "terminal" ? html`<dt>took</dt><dd>${formatDuration(Math.max(0, row.updatedAt - row.createdAt))}</dd>` : html`<dt>last change</dt><dd>${formatTime(row.updatedAt)}</dd>`}
         <dt>tokens</dt><dd>${String(row.usage.inputTokens)} in · ${String(row.usage.outputTokens)} out · ${String(row.usage.totalTokens)} total</dd>
       </dl>
       <h3>Input</h3>${jsonBlock(row.input)}

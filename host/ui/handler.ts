@@ -67,6 +67,8 @@ export function createDashboard(environment: Environment, options: DashboardOpti
   const basePath = normalizeBasePath(options.basePath ?? "");
   const token = options.token ?? randomBytes(32).toString("base64url");
   if (typeof token !== "string" || token.length < tokenLengthMin) throw new InvalidInputError(`createDashboard: the token must be a string of at least ${tokenLengthMin} characters`);
+  if (options.pollMs !== undefined && (typeof options.pollMs !== "number" || !Number.isFinite(options.pollMs))) throw new InvalidInputError(`createDashboard: pollMs must be a number of milliseconds, got ${JSON.stringify(options.pollMs)}`);
+  if (options.allowedOrigins !== undefined && (!Array.isArray(options.allowedOrigins) || options.allowedOrigins.some((origin) => typeof origin !== "string"))) throw new InvalidInputError("createDashboard: allowedOrigins must be an array of origins such as \"https://admin.example.com\"");
   const pollMs = Math.max(pollMsMin, options.pollMs ?? 1_000);
   const tokenDigest = digest(token);
   const links = new Links(basePath, token);
@@ -114,7 +116,7 @@ export function createDashboard(environment: Environment, options: DashboardOpti
         const missing = html`<p>No execution <code>${executionId}</code> in this store. <a href="${links.to("/")}">All executions</a></p>`;
         return htmlResponse(404, fragment ? missing : page(links, { ...frame, title: "Not found" }, missing));
       }
-      const live = await executionLive(environment, links, row, now);
+      const live = await executionLive(environment, links, row);
       return htmlResponse(200, fragment ? live : page(links, { ...frame, title: `Execution ${executionId}` }, live));
     }
     return text(404, "not found");

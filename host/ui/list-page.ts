@@ -46,7 +46,7 @@ export async function listLive(environment: Environment, links: Links, query: Li
     ${approvalsSection(links, approvals)}
     ${heldSection(links, held, environment.visitor)}
     ${queuedSection(links, queued)}
-    ${executionsSection(links, rows, now)}`;
+    ${executionsSection(links, rows)}`;
 }
 
 function countsBar(links: Links, counts: AdminCounts, query: ListQuery): Html {
@@ -62,9 +62,9 @@ function filterForm(links: Links, query: ListQuery): Html {
   const withins = Object.keys(withinChoices).map((key) => html`<option value="${key}"${query.within === key ? html` selected` : ""}>last ${key}</option>`);
   return html`<form class="filter" method="get" action="${links.basePath}/">
     <input type="hidden" name="token" value="${links.tokenValue}">
-    <label>Status <select name="status"><option value="">any</option>${options}</select></label>
+    <label>Status <select name="status" data-keep="status"><option value="">any</option>${options}</select></label>
     <label>Agent / conversation <input type="text" name="agent" value="${query.agent ?? ""}" data-keep="agent"></label>
-    <label>Created <select name="within"><option value="">any time</option>${withins}</select></label>
+    <label>Created <select name="within" data-keep="within"><option value="">any time</option>${withins}</select></label>
     <label>Id <input type="search" name="q" value="${query.q ?? ""}" placeholder="id or prefix" data-keep="q"></label>
     <button type="submit">Filter</button>
   </form>`;
@@ -93,12 +93,12 @@ function queuedSection(links: Links, queued: readonly ExecutionRow[]): Html {
     <table><thead><tr><th>message</th><th>conversation</th><th>queued</th><th>input</th><th></th></tr></thead><tbody>${rows}</tbody></table></section>`;
 }
 
-function executionsSection(links: Links, rows: readonly ExecutionRow[], now: number): Html {
+function executionsSection(links: Links, rows: readonly ExecutionRow[]): Html {
   if (rows.length === 0) return html`<section id="executions"><h2>Executions</h2><p class="muted">No execution matches.</p></section>`;
   const body = rows.map((row) => html`<tr data-execution="${row.executionId}">
     <td><a href="${links.execution(row.executionId)}"><code>${row.executionId}</code></a></td>
     <td><code>${row.agentId}</code></td><td>${badge(row)}</td>
-    <td>${formatTime(row.createdAt)}</td><td>${formatDuration(Math.max(0, (row.status === "terminal" ? row.updatedAt : now) - row.createdAt))}</td>
+    <td>${formatTime(row.createdAt)}</td><td>${row.status === "terminal" ? formatDuration(Math.max(0, row.updatedAt - row.createdAt)) : "…"}</td>
     <td class="num">${String(row.usage.totalTokens)}</td><td class="input">${compactJson(row.input, 80)}</td></tr>`);
   return html`<section id="executions"><h2>Executions</h2>
     <table><thead><tr><th>execution</th><th>agent</th><th>state</th><th>created</th><th>took</th><th>tokens</th><th>input</th></tr></thead><tbody>${body}</tbody></table></section>`;

@@ -56,6 +56,8 @@ describe("the access token", () => {
     expect(other.token).not.toBe(fixture.dashboard.token);
     expect(other.token.length).toBeGreaterThanOrEqual(32);
     expect(() => createDashboard(fixture.environment, { token: "short" })).toThrow(/at least 16/);
+    expect(() => createDashboard(fixture.environment, { pollMs: Number.NaN })).toThrow(/pollMs/);
+    expect(() => createDashboard(fixture.environment, { basePath: "admin" })).toThrow(/basePath/);
   });
 });
 
@@ -109,7 +111,7 @@ describe("actions", () => {
     expect(await (await get(`/executions/${waiting.executionId}`)).text()).toContain("no photo of the damage");
   });
 
-  it("cancel and retry go through the admin API", async () => {
+  it("cancel, retry and recover go through the admin API", async () => {
     const waiting = await waitingRefund({ orderId: "9" });
     const cancelled = await post("cancel", { token: fixture.dashboard.token, executionId: waiting.executionId, reason: "customer withdrew" });
     expect(new URL(cancelled.headers.get("location")!, origin).searchParams.get("notice")).toContain("ended: cancelled");
@@ -118,6 +120,8 @@ describe("actions", () => {
     const retried = await post("retry", { token: fixture.dashboard.token, executionId: waiting.executionId });
     expect(new URL(retried.headers.get("location")!, origin).searchParams.get("notice")).toContain("retrying");
     await fixture.until(waiting.executionId, suspended);
+    const recovered = await post("recover", { token: fixture.dashboard.token });
+    expect(new URL(recovered.headers.get("location")!, origin).searchParams.get("notice")).toMatch(/^recovery: \d+ unfinished/);
     const again = await post("cancel", { token: fixture.dashboard.token, executionId: "no-such-execution" });
     expect(new URL(again.headers.get("location")!, origin).searchParams.get("error")).toContain("EXECUTION_NOT_FOUND");
   });
