@@ -6,9 +6,10 @@
 //   const result = await run.result;
 //   await env.close();
 
-import { loadPostgresStore } from "./store/load-postgres.js";
+import { loadPostgresStore, missingPg } from "./store/load-postgres.js";
 import { Environment, type OpenOptions } from "./runtime/environment.js";
 import type { PostgresStore as PostgresStoreClass, PostgresStoreOptions } from "./store/postgres-store.js";
+import type { PostgresStoreProbe } from "./store/postgres/exists.js";
 
 export const Phronomy = {
   /** Opens an environment on a store; see `OpenOptions`. */
@@ -29,7 +30,15 @@ export const PostgresStore = {
     const { PostgresStore: Store } = await loadPostgresStore();
     return Store.open(url, options);
   },
+  /** Whether the schema the URL names already holds a Phronomy store;
+   * creates and migrates nothing. `displayUrl` (the URL without its
+   * password) is what an error message shows. */
+  async exists(url: string, displayUrl = url): Promise<PostgresStoreProbe> {
+    const { postgresStoreExists } = await import("./store/postgres/exists.js").catch((error: unknown) => { throw missingPg(error) ?? error; });
+    return postgresStoreExists(url, displayUrl);
+  },
 };
+export type { PostgresStoreProbe } from "./store/postgres/exists.js";
 export type { PostgresStoreOptions };
 
 export { Environment, type OpenOptions } from "./runtime/environment.js";
@@ -51,3 +60,9 @@ export type { PendingApproval } from "./runtime/environment.js";
 export type { RetentionOptions, AgentRetentionOptions, PruneOptions, PruneReport } from "./runtime/retention.js";
 export type { CancelOptions, CancelResult } from "./runtime/cancel-by-id.js";
 export type { RetryOptions } from "./runtime/retry.js";
+export {
+  Admin, adminScanMax, type AdminExecutionQuery, type AdminCounts, type AdminDecision, type AdminStatus, type HeldExecution, type StoreOwnerInfo,
+} from "./runtime/admin.js";
+export type { LanguageModel } from "./agent/model.js";
+export type { ConversationMessage, ToolResult } from "./agent/messages.js";
+export type { StoredError, StoreOperation, StoreResult } from "./store/records.js";

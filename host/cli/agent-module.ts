@@ -18,8 +18,7 @@
 import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { LanguageModel } from "../agent/model.js";
-import type { AgentDefinition } from "../index.js";
+import type { AgentDefinition, LanguageModel } from "../index.js";
 import { CliError } from "./errors.js";
 import { BASE_URL_VARIABLE, MODEL_VARIABLE } from "./models.js";
 

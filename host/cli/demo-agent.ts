@@ -16,9 +16,8 @@ import { createHash } from "node:crypto";
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
-import type { ConversationMessage, ToolResult } from "../agent/messages.js";
-import { scriptedModel } from "../agent/scripted-model.js";
-import { tool, type AgentDefinition, type Json } from "../index.js";
+import { tool, type AgentDefinition, type ConversationMessage, type Json, type ToolResult } from "../index.js";
+import { scriptedModel } from "../testing.js";
 
 export const DEMO_AGENT_ID = "demo-support";
 

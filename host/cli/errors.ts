@@ -5,7 +5,7 @@
 // becomes one line on stderr (and `{ "error": … }` on stdout with
 // `--json`); a stack trace only with `--debug`.
 
-import { PhronomyError } from "../errors.js";
+import { PhronomyError } from "../index.js";
 
 /** Exit codes, stable for scripts (docs/cli.md lists them). */
 export const ExitCode = {

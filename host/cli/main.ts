@@ -25,6 +25,7 @@ const commands = {
   cancel: () => import("./commands/cancel.js"),
   retry: () => import("./commands/retry.js"),
   demo: () => import("./commands/demo.js"),
+  ui: () => import("./commands/ui.js"),
 };
 
 /** `ls --status` values (kept here so parsing needs no command module). */
@@ -169,9 +170,16 @@ function programOf(run: Runner): Command {
     .option("--agent <id>", "only this agent's executions")
     .action((options, command: Command) => run(command, async (context) => (await commands.prune()).pruneCommand(context, options)));
 
+  program.command("ui")
+    .description("a dashboard in the browser: watch executions live, approve, reject, cancel, retry, recover (until Ctrl-C)")
+    .option("--host <address>", "the address to listen on (default 127.0.0.1: this machine only)")
+    .option("--port <n>", "the port (default: a free one)", port)
+    .action((options, command: Command) => run(command, async (context) => (await commands.ui()).uiCommand(context, options)));
+
   program.command("demo")
     .description("a support agent that asks approval for a refund, pauses, is approved and answers (no key, no network)")
     .option("--crash", "kill the approving process after the refund's barrier, then recover it")
+    .option("--ui", "approve the refund in the dashboard (a browser page) instead; Ctrl-C stops it")
     .addOption(new Option("--crash-child").hideHelp())
     .action((options, command: Command) => run(command, async (context) => (await commands.demo()).demoCommand(context, options)));
 
@@ -196,6 +204,12 @@ function reportFailure(error: unknown, options: { readonly json: boolean; readon
 function positiveInteger(value: string): number {
   const parsed = Number(value);
   if (!/^\d+$/.test(value) || !Number.isSafeInteger(parsed) || parsed < 1) throw new InvalidArgumentError("it must be a positive integer");
+  return parsed;
+}
+
+function port(value: string): number {
+  const parsed = Number(value);
+  if (!/^\d+$/.test(value) || parsed > 65_535) throw new InvalidArgumentError("it must be a port number from 0 to 65535");
   return parsed;
 }
 

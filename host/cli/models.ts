@@ -8,7 +8,7 @@
 // The provider package is the 2.x line: it implements language model v3,
 // which the runtime accepts, and runs on Node 20 (the 3.x line needs 22).
 
-import type { LanguageModel } from "../agent/model.js";
+import type { LanguageModel } from "../index.js";
 import { CliError } from "./errors.js";
 
 export const MODEL_VARIABLE = "PHRONOMY_MODEL";

@@ -9,8 +9,7 @@
 // waiter (`env.wait` stays pending until the execution really ends).
 
 import { setTimeout as sleep } from "node:timers/promises";
-import { PhronomyError, type Environment, type ExecutionRow } from "../index.js";
-import type { RecoveredExecution } from "../runtime/recovery.js";
+import { PhronomyError, type Environment, type ExecutionRow, type RecoveredExecution } from "../index.js";
 import type { CliContext } from "./context.js";
 import { CliError } from "./errors.js";
 import { stateOf } from "./format.js";

@@ -17,12 +17,9 @@
 // A URL's password is never printed: messages, `--json` and the commands
 // the CLI suggests show it as `***` (`storeForDisplay`).
 
-import { missingPg } from "../store/load-postgres.js";
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { Phronomy, StoreError, type Environment, type Logger } from "../index.js";
-import { SqliteStore } from "../store/sqlite-store.js";
-import type { ExecutionStore } from "../store/store.js";
+import { Phronomy, PostgresStore, SqliteStore, StoreError, type Environment, type ExecutionStore, type Logger } from "../index.js";
 import { CliError, oneLine } from "./errors.js";
 
 export const STORE_DEFAULT = "./.phronomy/store.db";
@@ -165,30 +162,10 @@ export function storeForDisplay(store: string): string {
 }
 
 /** A read command must not create an empty store by accident: the schema
- * must hold a Phronomy store (its `store_version` table). `pg` is loaded
- * only here, for PostgreSQL. */
+ * must hold a Phronomy store. */
 async function checkPostgresStoreExists(location: PostgresLocation): Promise<void> {
-  const { parseLocation } = await import("../store/postgres/connection.js").catch((error: unknown) => { throw missingPg(error) ?? error; });
-  const { default: pg } = await import("pg").catch((error: unknown) => { throw missingPg(error) ?? error; });
-  const { connectionString, schema } = parseLocation(withoutLeaseLength(location.url), undefined);
-  const client = new pg.Client({ connectionString });
-  let found: boolean;
-  try {
-    await client.connect();
-    found = (await client.query<{ found: string | null }>("SELECT to_regclass($1) AS found", [`${schema}.store_version`])).rows[0]?.found != null;
-  } catch (error) {
-    throw new StoreError(`cannot reach the PostgreSQL store at ${location.path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-  } finally {
-    await client.end().catch(() => undefined);
-  }
+  const { schema, found } = await PostgresStore.exists(location.url, location.path);
   if (!found) {
     throw new CliError("STORE_NOT_FOUND", `no Phronomy store in schema "${schema}" at ${location.path}: \`phronomy run\` creates one, or name the schema with ?schema=<name>`);
   }
-}
-
-/** `?lease_ms=` is the store's parameter, not the server's. */
-function withoutLeaseLength(url: string): string {
-  const parsed = new URL(url);
-  parsed.searchParams.delete("lease_ms");
-  return parsed.toString();
 }

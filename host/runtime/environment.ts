@@ -8,6 +8,7 @@
 // the store closes. A second `close()` returns the same promise.
 
 import { loadPostgresStore } from "../store/load-postgres.js";
+import { Admin } from "./admin.js";
 import { Limit, MessageKind as M, ResultCode } from "../../assembly/abi.js";
 import { ControlCore } from "../core/control-core.js";
 import { resultCodeName } from "../core/names.js";
@@ -842,6 +843,15 @@ export class Environment {
     if (failure === undefined) return;
     throw new StoreError(`${what} was refused: ${failure.message}`, { cause: failure, details: failure.details });
   }
+
+  /** The administrative surface the CLI and the dashboard use
+   * (`host/runtime/admin.ts`, docs/decisions/0038). */
+  get admin(): Admin {
+    this.adminSurface ??= new Admin(this);
+    return this.adminSurface;
+  }
+
+  private adminSurface: Admin | undefined;
 
   /** Opened as a visitor of a SQLite store (docs/decisions/0015). */
   get visitor(): boolean {

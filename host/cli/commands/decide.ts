@@ -17,7 +17,7 @@
 // model and tools, so no agent module is needed then.
 
 import pc from "picocolors";
-import { scriptedModel } from "../../agent/scripted-model.js";
+import { scriptedModel } from "../../testing.js";
 import { PhronomyError, type AgentDefinition, type Environment, type ExecutionRow, type StoredStep } from "../../index.js";
 import type { CliContext } from "../context.js";
 import { shellQuote } from "../context.js";
@@ -29,7 +29,6 @@ import { reportOutcome, settle, watchRun } from "../outcome.js";
 import { Progress } from "../progress.js";
 import { openStore, resolveStore } from "../store.js";
 import { displayPath } from "./run.js";
-import { readOwner } from "../../store/sqlite/ownership.js";
 
 export interface DecideOptions {
   readonly reason?: string;
@@ -88,7 +87,7 @@ function visitorDefinition(agentId: string): AgentDefinition {
 }
 
 function ownerOf(environment: Environment): string {
-  const owner = readOwner(environment.store.path);
+  const owner = environment.admin.owner();
   return owner === undefined ? "another process" : `process ${owner.pid} on ${owner.hostname}`;
 }
 

@@ -18,11 +18,9 @@
 
 import { spawn } from "node:child_process";
 import { writeSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
 import pc from "picocolors";
-import type { Agent, ApprovalRequest, Environment, Run, RunResult } from "../../index.js";
-import type { ExecutionStore } from "../../store/store.js";
-import type { StoreOperation, StoreResult } from "../../store/records.js";
-import type { RecoveredExecution } from "../../runtime/recovery.js";
+import type { Agent, ApprovalRequest, Environment, ExecutionRow, ExecutionStore, RecoveredExecution, Run, RunResult, StoreOperation, StoreResult } from "../../index.js";
 import type { CliContext } from "../context.js";
 import { DEMO_AGENT_ID, DEMO_INPUT, demoAgentDefinition, demoLedgerPath, readRefunds, type RefundRecord } from "../demo-agent.js";
 import { CliError, ExitCode, type ExitCodeValue } from "../errors.js";
@@ -32,9 +30,13 @@ import { Progress } from "../progress.js";
 import { waitUntilSettled } from "../recovered.js";
 import { openStore, resolveStore, type SqliteLocation } from "../store.js";
 import { describeTimeline, renderTimeline } from "../timeline.js";
+import { serveDashboard } from "../../ui/index.js";
+import { untilStopped } from "./ui.js";
 
 export interface DemoOptions {
   readonly crash?: boolean;
+  /** Approve in the dashboard: serve it and wait for a person's click. */
+  readonly ui?: boolean;
   /** Internal: this process is the `--crash` demo's child. */
   readonly crashChild?: boolean;
 }
@@ -60,6 +62,7 @@ export async function demoCommand(context: CliContext, options: DemoOptions): Pr
   if (options.crash) return crashParent(context, location);
   const suspension = await suspendFirstRun(context, location, say);
   const { environment, agent } = await reopen(context, location, suspension.executionId, say);
+  if (options.ui) return approveInDashboard(context, environment, location, suspension);
   try {
     say(`${step(4)} A support lead approves it (from a shell: phronomy approve ${suspension.executionId}${context.storeArgument()} --reason "${APPROVAL_REASON}").`);
     const result = await approve(context, agent, suspension);
@@ -157,6 +160,57 @@ async function finish(context: CliContext, environment: Environment, location: S
 function refundKeys(refunds: readonly RefundRecord[]): string {
   return refunds.length === 0 ? "" : ` (${refunds.map((refund) => `${refund.refundId}, idempotency key ${refund.idempotencyKey}`).join("; ")})`;
 }
+
+// -- --ui --------------------------------------------------------------------------
+
+/** `--ui`: this process owns the store and serves the dashboard on it; a
+ * person approves (or rejects) in the page, the execution runs on here,
+ * and the page shows it end. The dashboard stays up until Ctrl-C. */
+async function approveInDashboard(context: CliContext, environment: Environment, location: SqliteLocation, suspension: Suspension): Promise<ExitCodeValue> {
+  const say = (text = "") => context.say(text);
+  try {
+    const served = await serveDashboard(environment, { storeLabel: location.path });
+    try {
+      say(`${step(4)} A support lead decides in the dashboard: open ${pc.bold(served.url)}`);
+      say(`   and approve execution ${suspension.executionId} (or reject it, with a reason). Ctrl-C stops the dashboard.`);
+      say(pc.dim("   The URL carries the page's access token."));
+      const stopped = untilStopped();
+      let finished = false;
+      void stopped.then(() => { finished = true; });
+      const ended = await untilTerminal(environment, suspension.executionId, () => finished);
+      if (ended !== undefined) {
+        const timeline = describeTimeline(await environment.timeline(suspension.executionId));
+        const outcome = ended.outcome === "completed" ? pc.green(ended.outcome) : pc.red(ended.outcome ?? "ended");
+        say(`${step(5)} ${outcome}: ${pc.italic(JSON.stringify(ended.error?.message ?? ended.output))}`);
+        say();
+        say(`${pc.bold("Durable timeline")} of execution ${suspension.executionId}:`);
+        for (const line of renderTimeline(timeline)) say(line);
+        say();
+        say(pc.dim("The dashboard shows it too. Ctrl-C stops it."));
+        await stopped;
+      }
+    } finally {
+      await served.close();
+    }
+  } finally {
+    await environment.close();
+  }
+  return ExitCode.ok;
+}
+
+/** Polls the execution's row until it is terminal (a suspension is not an
+ * end: the person may still be deciding); undefined once `stopped`. */
+async function untilTerminal(environment: Environment, executionId: string, stopped: () => boolean): Promise<ExecutionRow | undefined> {
+  for (;;) {
+    if (stopped()) return undefined;
+    const row = await environment.execution(executionId);
+    if (row?.status === "terminal") return row;
+    await sleep(dashboardPollMs);
+  }
+}
+
+/** How often `demo --ui` looks at the execution while the person decides. */
+const dashboardPollMs = 100;
 
 // -- crash ----------------------------------------------------------------------------
 

@@ -19,10 +19,7 @@ import { createModel, modelSettingsOf } from "../models.js";
 import { Progress } from "../progress.js";
 import { waitUntilSettled } from "../recovered.js";
 import { openStore, resolveStore } from "../store.js";
-import type { Environment, ExecutionRow, Json } from "../../index.js";
-import type { StoredError } from "../../store/records.js";
-import type { RecoveredExecution } from "../../runtime/recovery.js";
-import { leasingStoreOf } from "../../runtime/leases.js";
+import type { Environment, ExecutionRow, Json, RecoveredExecution, StoredError } from "../../index.js";
 import { displayPath } from "./run.js";
 
 export interface RecoverOptions {
@@ -55,7 +52,7 @@ export async function recoverCommand(context: CliContext, options: RecoverOption
   let entries: RecoveryEntry[];
   try {
     for (const { definition } of modules) environment.agent(definition);
-    const unfinished = await environment.store.unfinishedExecutions();
+    const unfinished = await environment.admin.unfinished();
     const defined = new Set(modules.map(({ definition }) => definition.id));
     if (!defined.has(DEMO_AGENT_ID) && unfinished.some((row) => row.agentId === DEMO_AGENT_ID)) {
       environment.agent((await agentFor(DEMO_AGENT_ID, undefined, { model, storePath: location.path }, "the demo")).definition);
@@ -101,11 +98,10 @@ async function resolved(environment: Environment, report: readonly RecoveredExec
 /** Unfinished executions of agents defined here whose lease another live
  * process holds: `env.recover()` leaves them to that process. */
 function ownedElsewhere(environment: Environment, unfinished: readonly ExecutionRow[], report: readonly RecoveredExecution[]): RecoveryEntry[] {
-  const leasing = leasingStoreOf(environment.store);
-  if (leasing === undefined) return [];
+  if (environment.admin.storeKind !== "postgres") return [];
   const reported = new Set(report.map((item) => item.executionId));
   return unfinished
-    .filter((row) => !reported.has(row.executionId) && leasing.leaseOf(row.agentId) === undefined)
+    .filter((row) => !reported.has(row.executionId) && environment.admin.ownedElsewhere(row.agentId))
     .map((row) => ({
       executionId: row.executionId, agentId: row.agentId, phase: row.phase, status: "owned_elsewhere",
       reason: `another live process owns agent "${row.agentId}" (its lease is named in the warning above) and recovers it; if that process is gone, run recover again once its lease expires`,

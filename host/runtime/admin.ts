@@ -1,0 +1,250 @@
+// `env.admin`: the small administrative surface the CLI and the dashboard
+// (docs/decisions/0038) share, so that neither reaches into the store or the
+// runtime's internals. It reads — executions filtered and counted, one
+// execution's timeline, approvals waiting, executions held for recovery,
+// queued messages, who owns the store — and it acts — decide an approval,
+// cancel, retry, recover — each through the same public path an
+// application's code takes (`agent.resume`, `env.cancel`, `env.retry`,
+// `env.recover`).
+//
+// Rules kept here:
+// * Nothing here writes the store directly: every action is one of the
+//   environment's public operations, judged exactly as it judges them.
+// * Listing is bounded: filters the store does not index (time, id prefix)
+//   are applied to the newest `adminScanMax` rows, and counts are taken over
+//   the same rows; `counts().scanned` says how many were looked at.
+// * A decision is bound to the approval id and, when given, to the tool
+//   arguments' hash the person saw: a different pending request is refused
+//   with ApprovalMismatchError, nothing decided.
+
+import { ApprovalMismatchError, InvalidInputError } from "../errors.js";
+import type { ExecutionListFilter, ExecutionRow, ExecutionStatusName, OutcomeName, StoredStep } from "../store/records.js";
+import { hostName, readOwner } from "../store/sqlite/ownership.js";
+import { isVisitorStore } from "../store/sqlite-visitor.js";
+import type { Environment, PendingApproval } from "./environment.js";
+import { leasingStoreOf } from "./leases.js";
+import type { RecoveredExecution } from "./recovery.js";
+import type { CancelOptions, CancelResult } from "./cancel-by-id.js";
+import type { RetryOptions } from "./retry.js";
+import type { Run } from "./run.js";
+import { validateResumeDecision } from "./options.js";
+import { Waiter } from "./run.js";
+
+/** Rows a filter on time or id prefix, and the counts, look at: the newest
+ * this many. A dashboard page shows far fewer; an older execution is named
+ * by its full id. */
+export const adminScanMax = 1_000;
+
+/** Statuses and outcomes an admin listing filters by. */
+export type AdminStatus = ExecutionStatusName | OutcomeName | "recovery_required";
+
+export interface AdminExecutionQuery {
+  /** A durable status (`active`, `suspended`, …), an outcome (`completed`,
+   * `failed`, …), or `recovery_required`. */
+  readonly status?: AdminStatus;
+  readonly agentId?: string;
+  /** Executions whose id starts with this. */
+  readonly idPrefix?: string;
+  /** Created at or after this time (ms since the epoch). */
+  readonly since?: number;
+  /** Created before this time (ms since the epoch). */
+  readonly until?: number;
+  /** At most this many rows, newest first (default 100, at most `adminScanMax`). */
+  readonly limit?: number;
+}
+
+export interface AdminCounts {
+  /** Executions per durable status and per outcome among the rows scanned. */
+  readonly byStatus: Readonly<Record<string, number>>;
+  readonly scanned: number;
+  /** True when the store may hold more rows than were scanned. */
+  readonly truncated: boolean;
+}
+
+/** An unfinished execution nothing is running: this environment's recovery
+ * left it (`recovery_required`), its phase is one only recovery resolves, or
+ * the store has no live owner to run it. */
+export interface HeldExecution {
+  readonly row: ExecutionRow;
+  readonly reason: string;
+}
+
+export interface AdminDecision {
+  readonly approvalId: string;
+  readonly approved: boolean;
+  readonly reason?: string;
+  /** The `argumentsHash` of the request the person saw. */
+  readonly argumentsHash?: string;
+}
+
+/** Who owns a SQLite store (its `-owner.json`); undefined when nobody does
+ * or the store is PostgreSQL. */
+export interface StoreOwnerInfo {
+  readonly pid: number;
+  readonly hostname: string;
+  readonly startedAt: string;
+}
+
+const statusNames = new Set<string>(["preparing", "active", "suspended", "terminal", "queued"]);
+const outcomeNames = new Set<string>(["completed", "failed", "suspended", "handed_off", "coordination_wait"]);
+const recoveryPhases = new Set<string>(["preparing", "recovery_provider_completed", "recovery_tools", "recovery_tools_completed", "recovery_resolved_failed"]);
+
+export class Admin {
+  constructor(private readonly environment: Environment) {}
+
+  /** Executions (and queued messages) newest first, filtered. */
+  async executions(query: AdminExecutionQuery = {}): Promise<ExecutionRow[]> {
+    const limit = checkQuery(query);
+    const filter: { status?: ExecutionStatusName | "recovery_required"; outcome?: OutcomeName; agentId?: string; limit: number } = {
+      limit: query.idPrefix !== undefined || query.since !== undefined || query.until !== undefined ? adminScanMax : limit,
+    };
+    if (query.status !== undefined) {
+      if (outcomeNames.has(query.status) && query.status !== "suspended") filter.outcome = query.status as OutcomeName;
+      else filter.status = query.status as ExecutionStatusName | "recovery_required";
+    }
+    if (query.agentId !== undefined) filter.agentId = query.agentId;
+    const rows = await this.environment.executions(filter as ExecutionListFilter);
+    return rows.filter((row) => (query.idPrefix === undefined || row.executionId.startsWith(query.idPrefix))
+      && (query.since === undefined || row.createdAt >= query.since)
+      && (query.until === undefined || row.createdAt < query.until)).slice(0, limit);
+  }
+
+  /** Counts per status and outcome over the newest `adminScanMax` rows. */
+  async counts(query: { readonly agentId?: string } = {}): Promise<AdminCounts> {
+    const rows = await this.environment.executions({ limit: adminScanMax, ...(query.agentId !== undefined ? { agentId: query.agentId } : {}) });
+    const byStatus: Record<string, number> = {};
+    for (const row of rows) {
+      byStatus[row.status] = (byStatus[row.status] ?? 0) + 1;
+      if (row.outcome !== null && row.outcome !== "suspended") byStatus[row.outcome] = (byStatus[row.outcome] ?? 0) + 1;
+    }
+    return { byStatus, scanned: rows.length, truncated: rows.length >= adminScanMax };
+  }
+
+  execution(executionId: string): Promise<ExecutionRow | undefined> {
+    return this.environment.execution(executionId);
+  }
+
+  timeline(executionId: string): Promise<(StoredStep & { readonly attempt: number })[]> {
+    return this.environment.timeline(executionId);
+  }
+
+  /** Approvals waiting for a decision, oldest first, arguments in full. */
+  approvals(): Promise<PendingApproval[]> {
+    return this.environment.pendingApprovals();
+  }
+
+  /** Messages waiting behind their conversation's running execution. */
+  queued(limit = 100): Promise<ExecutionRow[]> {
+    return this.environment.executions({ status: "queued", limit: Math.min(limit, adminScanMax) });
+  }
+
+  /** Every execution not terminal (suspended included), oldest first. */
+  unfinished(): Promise<ExecutionRow[]> {
+    return this.environment.store.unfinishedExecutions();
+  }
+
+  /** Unfinished executions nothing runs now (see `HeldExecution`). */
+  async held(): Promise<HeldExecution[]> {
+    const heldHere = new Set((await this.environment.executions({ status: "recovery_required" })).map((row) => row.executionId));
+    const ownerless = this.storeKind === "sqlite" && this.environment.visitor && this.owner() === undefined;
+    const rows = await this.environment.store.unfinishedExecutions();
+    const held: HeldExecution[] = [];
+    for (const row of rows) {
+      if (row.status === "suspended") continue;
+      if (heldHere.has(row.executionId)) held.push({ row, reason: "recovery could not continue it in this process (recovery_required)" });
+      else if (recoveryPhases.has(row.phase)) held.push({ row, reason: `phase ${row.phase}: only recovery resolves it` });
+      else if (ownerless) held.push({ row, reason: "no process owns the store: the next owner's recovery continues it" });
+    }
+    return held;
+  }
+
+  /** The live owner of a SQLite store, if any: its `-owner.json`, unless
+   * that names a process on this host that is gone (a killed owner leaves
+   * the file behind). */
+  owner(): StoreOwnerInfo | undefined {
+    if (this.storeKind !== "sqlite") return undefined;
+    const owner = readOwner(this.environment.store.path);
+    if (owner === undefined || owner.hostname !== hostName()) return owner;
+    return processAlive(owner.pid) ? owner : undefined;
+  }
+
+  /** `sqlite` (owned here or visited) or `postgres`. */
+  get storeKind(): "sqlite" | "postgres" {
+    return leasingStoreOf(this.environment.store) !== undefined ? "postgres" : "sqlite";
+  }
+
+  /** On PostgreSQL: the agent's lease is not held by this process (another
+   * process runs and recovers its executions). */
+  ownedElsewhere(agentId: string): boolean {
+    const leasing = leasingStoreOf(this.environment.store);
+    return leasing !== undefined && leasing.leaseOf(agentId) === undefined;
+  }
+
+  /** Decides the execution's pending approval, after checking it is the
+   * one the person saw. An agent defined here resumes it (`agent.resume`);
+   * otherwise — a visitor, or PostgreSQL where another process holds the
+   * agent — the decision is filed in the approval inbox for the owner.
+   * Resolves with the Run once the decision is on its way (refused before
+   * anything is decided: rejects); the Run settles with the final outcome. */
+  async decide(executionId: string, decision: AdminDecision): Promise<Run> {
+    const pending = (await this.environment.pendingApprovals()).find((approval) => approval.executionId === executionId);
+    if (pending === undefined) throw new ApprovalMismatchError(`execution ${executionId} is not waiting for an approval decision (it may have been decided already)`, { executionId, details: { mismatch: "not_suspended" } });
+    if (pending.request.approvalId !== decision.approvalId) {
+      throw new ApprovalMismatchError(`execution ${executionId} waits on approval ${pending.request.approvalId}, not ${decision.approvalId}: look at it again before deciding`, { executionId, details: { mismatch: "approval_id" } });
+    }
+    if (decision.argumentsHash !== undefined && pending.request.argumentsHash !== decision.argumentsHash) {
+      throw new ApprovalMismatchError(`the tool arguments of execution ${executionId} are not the ones shown (arguments hash ${pending.request.argumentsHash}, decided on ${decision.argumentsHash}): look at them again before deciding`, { executionId, details: { mismatch: "arguments_hash" } });
+    }
+    const resumeDecision = { approvalId: decision.approvalId, approved: decision.approved, ...(decision.reason !== undefined ? { reason: decision.reason } : {}) };
+    validateResumeDecision(executionId, resumeDecision, "env.admin.decide()");
+    const defined = this.environment.agentHandle(pending.agentId);
+    if (defined !== undefined) return defined.resume(executionId, resumeDecision);
+    // Run by another process (this is a visitor, or another process holds
+    // the agent's lease): filed in the approval inbox for its owner.
+    const remote = this.environment.remoteResumesFor(pending.agentId);
+    if (remote === undefined) {
+      throw new InvalidInputError(`agent "${pending.agentId}" is not defined in this environment, which owns the store: define it (env.agent) before deciding its approvals, since the decision runs the execution on here`, { agentId: pending.agentId, executionId });
+    }
+    this.environment.assertOpen(`a decision on execution ${executionId}`);
+    const waiter = new Waiter(pending.agentId, undefined);
+    remote.file(pending.agentId, executionId, resumeDecision, waiter);
+    return waiter;
+  }
+
+  cancel(executionId: string, options: CancelOptions = {}): Promise<CancelResult> {
+    return this.environment.cancel(executionId, options);
+  }
+
+  retry(executionId: string, options: RetryOptions = {}): Run {
+    return this.environment.retry(executionId, options);
+  }
+
+  /** Recovers every unfinished execution of the agents defined here. */
+  async recover(): Promise<RecoveredExecution[]> {
+    this.environment.assertOwner("env.admin.recover()");
+    return this.environment.recover();
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as { code?: string }).code === "EPERM"; // alive, another user's
+  }
+}
+
+function checkQuery(query: AdminExecutionQuery): number {
+  if (typeof query !== "object" || query === null) throw new InvalidInputError("env.admin.executions(query): the query must be an object");
+  if (query.status !== undefined && !statusNames.has(query.status) && !outcomeNames.has(query.status) && query.status !== "recovery_required") {
+    throw new InvalidInputError(`env.admin.executions(query): unknown status ${JSON.stringify(query.status)}; expected one of ${[...statusNames, ...outcomeNames, "recovery_required"].join(", ")}`);
+  }
+  for (const key of ["since", "until"] as const) {
+    const value = query[key];
+    if (value !== undefined && !Number.isFinite(value)) throw new InvalidInputError(`env.admin.executions(query): "${key}" must be a time in ms since the epoch`);
+  }
+  const limit = query.limit ?? 100;
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > adminScanMax) throw new InvalidInputError(`env.admin.executions(query): "limit" must be an integer from 1 to ${adminScanMax}`);
+  return limit;
+}
