@@ -50,3 +50,6 @@ export type { PendingApproval } from "./runtime/environment.js";
 export type { RetentionOptions, AgentRetentionOptions, PruneOptions, PruneReport } from "./runtime/retention.js";
 export type { CancelOptions, CancelResult } from "./runtime/cancel-by-id.js";
 export type { RetryOptions } from "./runtime/retry.js";
+export type { ChatChunk, StreamOptions, ChatMessageMetadata } from "./chat/chat-stream.js";
+export { toUIMessageStreamResponse, toServerSentEvents, uiMessageStreamHeaders, executionIdHeader } from "./chat/response.js";
+export { approvalIdOf } from "./chat/timeline-chunks.js";
