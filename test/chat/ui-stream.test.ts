@@ -102,8 +102,8 @@ describe("a Run as the AI SDK's UI message stream", () => {
     await run.result;
     const executionId = await run.executionId;
     const full = body(await readAll(await env.stream(executionId)));
-    const whole = await messageOf(full);
     const content = full.filter((chunk) => chunk.type !== "finish");
+    const whole = await messageOf(content);
     for (let cut = 0; cut < full.length; cut += 1) {
       const resumed = await readAll(await env.stream(executionId, { resumeAt: full[cut]!.position }));
       // Every stream opens with start and ends with finish; between them, exactly what follows the cut.
