@@ -239,6 +239,7 @@ class StreamPump {
     const held = this.clientText;
     if (translated.replaces !== undefined && held?.seq === translated.replaces) this.clientText = undefined;
     const answered = translated.answers;
+    if (answered !== undefined) this.liveText.delete(answered.callId);
     const holdsText = answered !== undefined && held !== undefined && held.seq === answered.barrierSeq;
     if (holdsText) this.clientText = undefined;
     translated.chunks.forEach((chunk, index) => {

@@ -31,7 +31,7 @@ export interface TranslatedStep {
    * answers, and whether its chunks open with its text (text-start,
    * text-delta, text-end), so a client that saw some of that text stream
    * gets only the rest. */
-  readonly answers?: { readonly barrierSeq: number; readonly text: string };
+  readonly answers?: { readonly barrierSeq: number; readonly callId: string; readonly text: string };
   /** A provider barrier that replaces an unanswered call (its reset-step
    * drops what that call streamed): the seq of that call's barrier. */
   readonly replaces?: number;
@@ -96,7 +96,7 @@ export class TimelineTranslator {
       chunks.push({ type: "tool-input-available", toolCallId: String(toolCall["callId"]), toolName: String(toolCall["toolName"]), input: toolCall["input"] ?? null });
     }
     if (call !== undefined) call.answered = true;
-    return { chunks, answers: { barrierSeq, text } };
+    return { chunks, answers: { barrierSeq, callId: String(payload["callId"] ?? call?.callId ?? ""), text } };
   }
 
   private approvalRequested(request: JsonObject): UIMessageChunk[] {
