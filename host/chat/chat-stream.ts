@@ -141,9 +141,18 @@ class StreamPump {
     if (row === undefined) throw new ExecutionNotFoundError(this.executionId, "its chat stream", this.host.storePath);
     const steps = await this.host.timeline(this.executionId);
     const last = steps.at(-1)?.seq ?? 0;
+    const current = await this.rowAfter(row, steps);
     if (this.resumeAt.seq > last) throw this.unknownPosition(`execution ${this.executionId} has no step ${this.resumeAt.seq} (its timeline ends at step ${last})`);
     this.emit({ type: "start", messageId: this.executionId, messageMetadata: { executionId: this.executionId } satisfies ChatMessageMetadata }, this.resumeAt);
-    this.take(row, steps);
+    this.take(current, steps);
+  }
+
+  /** The row as the steps leave it: read again when they end with a
+   * terminal the row (read before them) does not show yet — the final
+   * output and the error come from it. */
+  private async rowAfter(row: ExecutionRow, steps: readonly StoredStep[]): Promise<ExecutionRow> {
+    if (steps.at(-1)?.kind !== "terminal" || row.status === "terminal" || (steps.at(-1)?.seq ?? 0) <= this.lastSeq) return row;
+    return await this.host.execution(this.executionId) ?? row;
   }
 
   readable(onEnd: () => void): ReadableStream<ChatChunk> {
@@ -185,7 +194,7 @@ class StreamPump {
       const row = await this.host.execution(this.executionId);
       if (row === undefined) return this.failWith(`execution ${this.executionId} is no longer in the store (purged or pruned)`);
       const steps = await this.host.timeline(this.executionId);
-      const grew = this.take(row, steps);
+      const grew = this.take(await this.rowAfter(row, steps), steps);
       delay = grew ? chatStreamPollMsMin : Math.min(delay * 2, chatStreamPollMsMax);
     }
   }
@@ -194,11 +203,11 @@ class StreamPump {
   private take(row: ExecutionRow, steps: readonly StoredStep[]): boolean {
     this.lastRow = row;
     const fresh = steps.filter((step) => step.seq > this.lastSeq);
-    for (const step of fresh) {
+    for (const [index, step] of fresh.entries()) {
       this.checkResumeStep(step);
       // A call that ends the execution unanswered leaves its streamed text open.
       if (step.kind === "terminal") this.closeOpenText();
-      const translated = this.translator.translate(step, row, step === steps.at(-1));
+      const translated = this.translator.translate(step, row, step === steps.at(-1), fresh[index + 1]);
       const at = this.resumeAt;
       if (at.kind === "chunk" && at.seq === step.seq && at.index >= translated.chunks.length) {
         throw this.unknownPosition(`step ${step.seq} of execution ${this.executionId} has ${translated.chunks.length} chunks`);
@@ -242,9 +251,14 @@ class StreamPump {
     if (answered !== undefined) this.liveText.delete(answered.callId);
     const holdsText = answered !== undefined && held !== undefined && held.seq === answered.barrierSeq;
     if (holdsText) this.clientText = undefined;
+    if (holdsText && answered.replaced) {
+      // What the model streamed is not the answer shown: drop it (its step
+      // holds nothing else: a final answer has no tool calls).
+      this.push({ type: "reset-step", position: formatPosition({ kind: "text", seq: held.seq, characters: held.characters }) });
+    }
     translated.chunks.forEach((chunk, index) => {
       const position: ChatPosition = { kind: "chunk", seq, index };
-      if (holdsText && answered.text.length > 0 && index < 2) {
+      if (holdsText && !answered.replaced && answered.text.length > 0 && index < 2) {
         // text-start was sent; text-delta sends what the client lacks.
         if (index === 0 || comparePositions(position, this.resumeAt) <= 0) return;
         const rest = answered.text.slice(held.characters);
@@ -253,7 +267,7 @@ class StreamPump {
       }
       this.emit(chunk, position);
     });
-    if (holdsText && answered.text.length === 0) this.closeOpenText(held);
+    if (holdsText && !answered.replaced && answered.text.length === 0) this.closeOpenText(held);
   }
 
   /** A step at `resumeAt` tells what the client holds; checks the position. */

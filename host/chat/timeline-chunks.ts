@@ -7,7 +7,11 @@
 //                      model was called again after a crash — reset-step,
 //                      which drops what that call streamed)
 //   model response     text-start, text-delta (the whole text), text-end;
-//                      tool-input-available for each tool call
+//                      tool-input-available for each tool call. The final
+//                      answer (committed with the terminal) shows the
+//                      output as the output guardrail left it, and no
+//                      text when the execution failed on it (a blocked
+//                      output, a spent budget)
 //   approval requested tool-approval-request for each call waiting
 //   approval decided   tool-approval-response for each of them
 //   tool results       tool-output-available, tool-output-error, or
@@ -31,7 +35,14 @@ export interface TranslatedStep {
    * answers, and whether its chunks open with its text (text-start,
    * text-delta, text-end), so a client that saw some of that text stream
    * gets only the rest. */
-  readonly answers?: { readonly barrierSeq: number; readonly callId: string; readonly text: string };
+  readonly answers?: {
+    readonly barrierSeq: number;
+    readonly callId: string;
+    readonly text: string;
+    /** The text shown is not the model's (redacted or withheld): what
+     * the model streamed must be dropped, not continued. */
+    readonly replaced: boolean;
+  };
   /** A provider barrier that replaces an unanswered call (its reset-step
    * drops what that call streamed): the seq of that call's barrier. */
   readonly replaces?: number;
@@ -58,14 +69,16 @@ export class TimelineTranslator {
   }
 
   /** Translates the next step; `row` is the execution's row as read with
-   * the timeline (the error of a failed terminal comes from it). */
-  translate(step: StoredStep, row: ExecutionRow | undefined, isLast: boolean): TranslatedStep {
+   * the timeline (the error of a failed terminal, a final output come from
+   * it), `next` the step after it in the same read: steps committed
+   * together are read together. */
+  translate(step: StoredStep, row: ExecutionRow | undefined, isLast: boolean, next?: StoredStep): TranslatedStep {
     if (!(step.seq > this.lastSeq)) throw new Error(`timeline steps out of order: ${step.seq} after ${this.lastSeq}`);
     this.lastSeq = step.seq;
     const payload = asObject(step.payload);
     switch (step.kind) {
       case "provider_barrier": return this.providerBarrier(step.seq, String(payload["callId"] ?? ""));
-      case "model_response": return this.modelResponse(payload);
+      case "model_response": return this.modelResponse(payload, finalAnswer(next, row));
       case "approval_requested": return { chunks: this.approvalRequested(asObject(payload["approvalRequest"])) };
       case "approval_decided": return { chunks: this.approvalDecided(payload) };
       case "tool_results": return { chunks: toolResults(payload) };
@@ -83,9 +96,10 @@ export class TimelineTranslator {
     return { chunks };
   }
 
-  private modelResponse(payload: JsonObject): TranslatedStep {
+  private modelResponse(payload: JsonObject, final: string | undefined): TranslatedStep {
     const call = this.call;
-    const text = typeof payload["text"] === "string" ? payload["text"] : "";
+    const modelText = typeof payload["text"] === "string" ? payload["text"] : "";
+    const text = final ?? modelText;
     const chunks: UIMessageChunk[] = [];
     const barrierSeq = call?.seq ?? this.lastSeq;
     if (text.length > 0) {
@@ -96,7 +110,7 @@ export class TimelineTranslator {
       chunks.push({ type: "tool-input-available", toolCallId: String(toolCall["callId"]), toolName: String(toolCall["toolName"]), input: toolCall["input"] ?? null });
     }
     if (call !== undefined) call.answered = true;
-    return { chunks, answers: { barrierSeq, callId: String(payload["callId"] ?? call?.callId ?? ""), text } };
+    return { chunks, answers: { barrierSeq, callId: String(payload["callId"] ?? call?.callId ?? ""), text, replaced: text !== modelText } };
   }
 
   private approvalRequested(request: JsonObject): UIMessageChunk[] {
@@ -125,6 +139,17 @@ export class TimelineTranslator {
     }
     return chunks;
   }
+}
+
+/** The text a final answer shows when the model's text is not it: the
+ * stored output of a completed execution (what the output guardrail left),
+ * nothing when the execution failed right after the answer (blocked, over
+ * budget). Undefined: the model's text. */
+function finalAnswer(next: StoredStep | undefined, row: ExecutionRow | undefined): string | undefined {
+  if (next?.kind !== "terminal") return undefined;
+  const outcome = asObject(next.payload)["outcome"];
+  if (outcome === "completed") return row?.status === "terminal" && typeof row.output === "string" ? row.output : undefined;
+  return "";
 }
 
 /** The UI approval id of one call of an approval request: Phronomy decides

@@ -211,6 +211,25 @@ describe("a Run as the AI SDK's UI message stream", () => {
     expect(chunks.at(-1)).toMatchObject({ finishReason: "error", messageMetadata: { outcome: "failed" } });
   });
 
+  it("an output guardrail: the chat shows the redacted answer, not the streamed one, and nothing of a blocked one", async () => {
+    const env = await openEnvironment();
+    const model = scriptedModel(() => ({ text: "Your card 4111 1111 1111 1111 was charged." }), { latencyMs: 20 });
+    const redacting = env.agent({ id: "redacting", model, outputGuardrail: (text) => ({ action: "redact", text: text.replace(/\d{4} \d{4} \d{4} (\d{4})/, "•••• $1") }) });
+    const run = redacting.start("What did you charge?", { stream: true });
+    const chunks = await readAll(await env.stream(run));
+    expect(chunks.map((chunk) => chunk.type), "the raw text streamed live, then was dropped").toContain("reset-step");
+    const message = await messageOf(chunks);
+    expect(message.parts).toEqual([{ type: "step-start" }, expect.objectContaining({ type: "text", text: "Your card •••• 1111 was charged.", state: "done" })]);
+    const executionId = await run.executionId;
+    expect(await messageOf(await readAll(await env.stream(executionId)))).toEqual(message);
+
+    const blocking = env.agent({ id: "blocking", model, outputGuardrail: () => ({ action: "block", reason: "card numbers" }) });
+    const blocked = await readAll(await env.stream(blocking.start("What did you charge?")));
+    expect(blocked.map((chunk) => chunk.type)).toEqual(["start", "start-step", "finish-step", "error", "finish"]);
+    expect(blocked.find((chunk) => chunk.type === "error")).toMatchObject({ errorText: expect.stringContaining("OUTPUT_BLOCKED") });
+    expect(JSON.stringify(blocked)).not.toContain("4111");
+  });
+
   it("a visitor of the store streams an execution its owner runs, by tailing the timeline", async () => {
     const owner = await openEnvironment();
     const gate = deferred();
