@@ -735,7 +735,8 @@ export class Environment {
   /** A Run, or an execution by id, as the AI SDK's UI message stream a chat
    * UI (`useChat`) reads; each chunk carries a `position`, and `resumeAt`
    * continues after one — here, in another process on the store, or after
-   * a restart (docs/decisions/0036, `host/chat/chat-stream.ts`). */
+   * a restart (docs/decisions/0036, `host/chat/chat-stream.ts`). A Run's
+   * stream reads its `run.events`: do not iterate them as well. */
   async stream(target: Run | string, options: StreamOptions = {}): Promise<ReadableStream<ChatChunk>> {
     this.assertOpen("env.stream()");
     const environment = this;
