@@ -5,10 +5,13 @@
 // expects), an approval travels as the AI SDK's approval parts and its
 // response, and bad ids and positions come back as typed HTTP errors.
 
-import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
+import {
+  AbstractChat, DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses, readUIMessageStream,
+  type ChatInit, type ChatState, type ChatStatus, type UIMessage, type UIMessageChunk,
+} from "ai";
 import { afterEach, describe, expect, it } from "vitest";
 import { startChatServer, type ChatServer } from "../../examples/chat-server.js";
-import { temporaryStorePath } from "../runtime/helpers.js";
+import { temporaryStorePath, waitFor } from "../runtime/helpers.js";
 
 const servers: ChatServer[] = [];
 afterEach(async () => {
@@ -103,5 +106,65 @@ describe("the example chat server, through the AI SDK's DefaultChatTransport", (
     expect(text.trimEnd().endsWith("data: [DONE]")).toBe(true);
     expect(replay.headers.get("x-vercel-ai-ui-message-stream")).toBe("v1");
     expect(replay.headers.get("x-phronomy-execution-id")).toBe(message.id);
+  });
+});
+
+/** The AI SDK's Chat — what `useChat` runs — with its state in memory
+ * instead of React's. */
+class MemoryChatState implements ChatState<UIMessage> {
+  status: ChatStatus = "ready";
+  error: Error | undefined = undefined;
+  constructor(public messages: UIMessage[] = []) {}
+  pushMessage = (message: UIMessage): void => { this.messages = [...this.messages, message]; };
+  popMessage = (): void => { this.messages = this.messages.slice(0, -1); };
+  replaceMessage = (index: number, message: UIMessage): void => { this.messages = this.messages.map((existing, at) => (at === index ? message : existing)); };
+  snapshot = <T>(thing: T): T => structuredClone(thing);
+}
+
+class Chat extends AbstractChat<UIMessage> {
+  constructor(init: ChatInit<UIMessage>) {
+    super({ ...init, state: new MemoryChatState(init.messages ?? []) });
+  }
+}
+
+/** Waits until the chat's last message is the assistant's, finished with `outcome`. */
+function finishedWith(chat: Chat, outcome: string): Promise<UIMessage> {
+  return waitFor(async () => {
+    const last = chat.messages.at(-1);
+    return chat.status === "ready" && last?.role === "assistant" && (last.metadata as { outcome?: string } | undefined)?.outcome === outcome ? last : undefined;
+  }, 20_000);
+}
+
+describe("the example chat server, through the AI SDK's Chat (what useChat runs)", () => {
+  it("a question, an approval button pressed (addToolApprovalResponse), the answer; a reloaded page resumes a running answer", async () => {
+    const { url } = await server();
+    const transport = new DefaultChatTransport<UIMessage>({ api: `${url}/api/chat` });
+    const chat = new Chat({ id: "chat-4", transport, sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses });
+    await chat.sendMessage({ text: "Please refund order 42" });
+    const suspended = await finishedWith(chat, "suspended");
+    const refund = suspended.parts.find((part) => part.type === "tool-issueRefund") as { state: string; approval: { id: string } };
+    expect(refund.state).toBe("approval-requested");
+
+    await chat.addToolApprovalResponse({ id: refund.approval.id, approved: true });
+    const done = await finishedWith(chat, "completed");
+    expect(chat.messages.map((message) => message.role)).toEqual(["user", "assistant"]);
+    expect(done.parts.filter((part) => part.type !== "step-start")).toEqual([
+      expect.objectContaining({ type: "text", text: "Let me look up order 42 for you." }),
+      expect.objectContaining({ type: "tool-lookupOrder", state: "output-available" }),
+      expect.objectContaining({ type: "tool-issueRefund", state: "output-available", approval: expect.objectContaining({ approved: true }) }),
+      expect.objectContaining({ type: "text", text: "Order 42 is refunded." }),
+    ]);
+
+    // Another question; while it runs, the page is reloaded: a new Chat
+    // with the stored messages resumes (resume: true calls resumeStream).
+    const sending = chat.sendMessage({ text: "Where is order 7?" });
+    await waitFor(async () => (chat.messages.length === 4 ? true : undefined));
+    const reloaded = new Chat({ id: "chat-4", transport, messages: chat.messages.slice(0, 3) });
+    await reloaded.resumeStream();
+    await sending;
+    const [answer, resumed] = await Promise.all([finishedWith(chat, "completed"), finishedWith(reloaded, "completed")]);
+    expect(answer.parts.at(-1)).toMatchObject({ type: "text", text: "Your teapot (order 7) is delivered with DHL." });
+    expect(reloaded.messages.map((message) => message.role)).toEqual(["user", "assistant", "user", "assistant"]);
+    expect(resumed).toEqual(answer);
   });
 });
