@@ -16,7 +16,8 @@
 //   approval decided   tool-approval-response for each of them
 //   tool results       tool-output-available, tool-output-error, or
 //                      tool-output-denied when the approval was declined
-//   terminal           finish-step; error when it failed
+//   terminal           finish-step; error when it failed (a transient
+//                      data-attempt-failed part once env.retry went on)
 //
 // Rules kept here: the chunks of a step depend only on that step and the
 // steps before it, so every process, before and after a restart,
@@ -133,8 +134,12 @@ export class TimelineTranslator {
     this.stepOpen = false;
     const outcome = String(payload["outcome"] ?? "");
     if (outcome === "failed" || outcome === "coordination_wait") {
-      // The row holds the error of the latest attempt only.
-      const error = isLast && row?.status === "terminal" ? row.error : null;
+      // Only a retry (env.retry) writes after a terminal. An attempt it
+      // superseded is a transient data part, not an `error` chunk, which
+      // would end a client's reading of the replay there; the row holds
+      // the error of the latest attempt only.
+      if (!isLast) return [...chunks, { type: "data-attempt-failed", data: { outcome }, transient: true }];
+      const error = row?.status === "terminal" ? row.error : null;
       chunks.push({ type: "error", errorText: error ? `${error.code}: ${error.message}` : `the execution ended with outcome ${outcome}` });
     }
     return chunks;

@@ -230,6 +230,50 @@ describe("a Run as the AI SDK's UI message stream", () => {
     expect(JSON.stringify(blocked)).not.toContain("4111");
   });
 
+  it("env.retry: the failed attempt's stream ends in error; resumed after it, the stream goes on with the new attempt; a replay reads through", async () => {
+    const env = await openEnvironment();
+    const failing = { on: true };
+    const model = scriptedModel(({ messages }) => {
+      if (turnOf(messages) === 0) return { toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] };
+      return failing.on ? { error: "the provider is down" } : { text: ANSWER };
+    });
+    const support = env.agent({ id: "support", model, tools: { lookup: lookupTool() } });
+    const run = support.start("Where is order 42?");
+    const failed = await readAll(await env.stream(run));
+    expect(failed.at(-2)).toMatchObject({ type: "error", errorText: expect.stringContaining("MODEL_FAILED") });
+    expect(failed.at(-1)).toMatchObject({ type: "finish", finishReason: "error" });
+    const executionId = await run.executionId;
+
+    failing.on = false;
+    const retried = env.retry(executionId);
+    const rest = await readAll(await env.stream(retried, { resumeAt: failed.at(-1)!.position }));
+    expect(rest.at(-1)).toMatchObject({ type: "finish", finishReason: "stop" });
+    expect(body(rest).map((chunk) => chunk.type)).toEqual(["start-step", "text-start", "text-delta", "text-end", "finish-step", "finish"]);
+
+    // A full replay: the superseded failure is a transient part, so the AI SDK reads on to the answer.
+    const replay = await readAll(await env.stream(executionId));
+    expect(replay.find((chunk) => chunk.type === "error")).toBeUndefined();
+    expect(replay.find((chunk) => chunk.type === "data-attempt-failed")).toMatchObject({ transient: true, position: failed.at(-2)!.position });
+    const message = await messageOf(replay);
+    expect(message.parts.at(-1)).toMatchObject({ type: "text", text: ANSWER });
+  });
+
+  it("a queued message's stream waits for it to run, then streams it", async () => {
+    const env = await openEnvironment();
+    const gate = deferred();
+    const support = env.agent({ id: "support", model: twoLookupsModel(), tools: { lookup: lookupTool({ gate: gate.promise }) }, onBusy: "enqueue" });
+    const first = support.start("Where is order 42?");
+    await first.executionId;
+    onTestFinished(() => gate.resolve());
+    const queued = support.start("And order 43?");
+    const stream = await env.stream(queued);
+    expect((await env.execution(await queued.executionId))?.status).toBe("queued");
+    setTimeout(() => gate.resolve(), 100);
+    const chunks = await readAll(stream);
+    expect(chunks.at(-1)).toMatchObject({ type: "finish", finishReason: "stop" });
+    expect((await messageOf(chunks)).parts.at(-1)).toMatchObject({ type: "text", text: ANSWER });
+  });
+
   it("a visitor of the store streams an execution its owner runs, by tailing the timeline", async () => {
     const owner = await openEnvironment();
     const gate = deferred();
