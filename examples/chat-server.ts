@@ -102,11 +102,11 @@ async function postChat(env: Environment, support: Support, body: ChatRequest, r
 async function resumeChat(env: Environment, chatId: string, executionId: string | null, resumeAt: string | undefined | null, response: ServerResponse): Promise<void> {
   const id = executionId ?? (await env.executions({ agentId: chatId, limit: 1 }))[0]?.executionId;
   if (id === undefined) return void response.writeHead(204).end();
-  if (resumeAt == null) {
-    // useChat's `resume: true` asks on every page load: nothing to resume once the answer ended.
-    const row = await env.execution(id);
-    if (row === undefined || row.status === "terminal" || row.status === "suspended") return void response.writeHead(204).end();
-  }
+  const row = await env.execution(id);
+  // An answer of another chat is not this chat's to stream.
+  if (row !== undefined && row.agentId !== chatId) return sendJson(response, 404, { code: "EXECUTION_NOT_FOUND", message: `chat ${chatId} has no answer ${id}` });
+  // useChat's `resume: true` asks on every page load: nothing to resume once the answer ended.
+  if (resumeAt == null && (row === undefined || row.status === "terminal" || row.status === "suspended")) return void response.writeHead(204).end();
   return send(response, toUIMessageStreamResponse(await env.stream(id, resumeAt == null ? {} : { resumeAt }), { executionId: id }));
 }
 

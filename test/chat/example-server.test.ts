@@ -96,6 +96,8 @@ describe("the example chat server, through the AI SDK's DefaultChatTransport", (
     expect(await malformed.json()).toMatchObject({ code: "INVALID_INPUT" });
     const foreign = await fetch(`${url}/api/chat/chat-3/stream`, { headers: { "Last-Event-ID": "999.0" } });
     expect(foreign.status).toBe(400);
+    const otherChat = await fetch(`${url}/api/chat/chat-other/stream?executionId=${message.id}&resumeAt=0`);
+    expect(otherChat.status, "another chat's answer").toBe(404);
     const unknown = await fetch(`${url}/api/chat/chat-3/stream?executionId=no-such-execution&resumeAt=0`);
     expect(unknown.status).toBe(404);
     expect(await unknown.json()).toMatchObject({ code: "EXECUTION_NOT_FOUND" });
