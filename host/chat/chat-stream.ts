@@ -68,7 +68,7 @@ export interface ChatStreamHost {
   timeline(executionId: string): Promise<readonly StoredStep[]>;
   /** The execution's live events here (`env.wait`'s); a remote one's end. */
   wait(executionId: string): Run;
-  readonly closed: boolean;
+  closed(): boolean;
   readonly storePath: string;
   readonly logger: Logger;
 }
@@ -126,13 +126,16 @@ class StreamPump {
   private events: AsyncIterator<ExecutionEvent> | undefined;
   private wakeUp: (() => void) | undefined;
   private stopped = false;
+  /** Polls that found the row ended (see finishIfEnded). */
   private endedPolls = 0;
+  private lastStepKind: string | undefined;
+  /** The Run's events ended (its terminal event, or an error). */
+  private runEventsEnded = false;
 
   /** `followsRun`: the stream of a Run ends only once the Run's own events
    * ended too — a resume's Run, streamed at once, must not end at the
    * suspension its decision is still being committed on. */
   constructor(private readonly host: ChatStreamHost, private readonly executionId: string, private readonly resumeAt: ChatPosition, private readonly followsRun: boolean) {}
-  private runEventsEnded = false;
 
   /** Reads the timeline once and checks `resumeAt` against it. */
   async begin(events: AsyncIterator<ExecutionEvent>): Promise<void> {
@@ -190,7 +193,7 @@ class StreamPump {
       if (this.finishIfEnded()) return;
       await this.sleep(delay);
       if (this.stopped) return;
-      if (this.host.closed) return this.close();
+      if (this.host.closed()) return this.close();
       const row = await this.host.execution(this.executionId);
       if (row === undefined) return this.failWith(`execution ${this.executionId} is no longer in the store (purged or pruned)`);
       const steps = await this.host.timeline(this.executionId);
@@ -240,8 +243,6 @@ class StreamPump {
     this.close();
     return true;
   }
-
-  private lastStepKind: string | undefined;
 
   /** Sends a step's chunks past `resumeAt`, adjusted to the text the client holds. */
   private send(seq: number, translated: TranslatedStep): void {
@@ -368,7 +369,7 @@ class StreamPump {
 
   private fail(error: unknown): void {
     if (this.stopped) return;
-    if (this.host.closed) return this.close();
+    if (this.host.closed()) return this.close();
     this.failWith(`the chat stream of execution ${this.executionId} failed: ${error instanceof Error ? error.message : String(error)}; reconnect to continue`);
   }
 

@@ -739,12 +739,11 @@ export class Environment {
    * stream reads its `run.events`: do not iterate them as well. */
   async stream(target: Run | string, options: StreamOptions = {}): Promise<ReadableStream<ChatChunk>> {
     this.assertOpen("env.stream()");
-    const environment = this;
     this.chatStreams ??= new ChatStreams({
       execution: (executionId) => this.execution(executionId),
       timeline: (executionId) => this.store.listSteps(executionId),
       wait: (executionId) => this.wait(executionId),
-      get closed() { return environment.closed; },
+      closed: () => this.closed,
       storePath: this.store.path,
       logger: this.coordinator.settings.logger,
     });
