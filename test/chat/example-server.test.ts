@@ -18,8 +18,9 @@ afterEach(async () => {
   for (const server of servers.splice(0)) await server.close();
 });
 
+/** Paced so an answer runs long enough (≈0.5 s) for a second client to join it. */
 async function server(): Promise<ChatServer> {
-  const started = await startChatServer({ store: await temporaryStorePath(), pacingMs: 5, lookupMs: 50 });
+  const started = await startChatServer({ store: await temporaryStorePath(), pacingMs: 40, lookupMs: 100 });
   servers.push(started);
   return started;
 }

@@ -121,7 +121,7 @@ describe("a Run as the AI SDK's UI message stream", () => {
       const turn = turnOf(messages);
       if (turn === 0) return { text: "Looking up order 42 for you right now.", toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] };
       return { text: ANSWER };
-    }, { latencyMs: 20 });
+    }, { latencyMs: 300 });
     const support = env.agent({ id: "support", model, tools: { lookup: lookupTool({ gate: gate.promise }) } });
     const run = support.start("Where is order 42?", { stream: true });
     const executionId = await run.executionId;
@@ -213,7 +213,7 @@ describe("a Run as the AI SDK's UI message stream", () => {
 
   it("an output guardrail: the chat shows the redacted answer, not the streamed one, and nothing of a blocked one", async () => {
     const env = await openEnvironment();
-    const model = scriptedModel(() => ({ text: "Your card 4111 1111 1111 1111 was charged." }), { latencyMs: 20 });
+    const model = scriptedModel(() => ({ text: "Your card 4111 1111 1111 1111 was charged." }), { latencyMs: 300 });
     const redacting = env.agent({ id: "redacting", model, outputGuardrail: (text) => ({ action: "redact", text: text.replace(/\d{4} \d{4} \d{4} (\d{4})/, "•••• $1") }) });
     const run = redacting.start("What did you charge?", { stream: true });
     const chunks = await readAll(await env.stream(run));
