@@ -17,9 +17,11 @@
 //   process (events follow the commits they report), and otherwise polled
 //   with a backoff from `chatStreamPollMsMin` to `chatStreamPollMsMax`:
 //   the execution may run in another process.
-// * Streamed text is sent only for a model call whose start this stream
-//   heard: a stream attached in the middle of a call waits for its
-//   recorded answer instead of sending half a text.
+// * Streamed text is sent only for a model call whose start this process
+//   heard (the execution's tap, `execution-tap.ts`, shared by its streams):
+//   a stream attached in the middle of a call sends the text so far, or,
+//   when nothing here heard the call start, waits for its recorded answer
+//   instead of sending half a text.
 // * The stream ends (a `finish` chunk) when the execution ended or
 //   suspended for approval, once the timeline says so; it closes without
 //   `finish` when the environment closes, so the client reconnects.
@@ -32,6 +34,7 @@ import type { Logger } from "../runtime/options.js";
 import type { Run } from "../runtime/run.js";
 import type { ExecutionRow, StoredStep } from "../store/records.js";
 import { beginning, comparePositions, formatPosition, parsePosition, type ChatPosition } from "./positions.js";
+import { ExecutionTap } from "./execution-tap.js";
 import { textPartId, TimelineTranslator, type TranslatedStep } from "./timeline-chunks.js";
 
 /** A chunk of the AI SDK's UI message stream with its position: pass the
@@ -78,6 +81,8 @@ const stepsThatEnd: ReadonlySet<string> = new Set(["terminal", "approval_request
 
 export class ChatStreams {
   private open = 0;
+  /** The event taps of executions streamed here, by execution id. */
+  private readonly taps = new Map<string, ExecutionTap>();
 
   constructor(private readonly host: ChatStreamHost) {}
 
@@ -99,16 +104,32 @@ export class ChatStreams {
       await events?.return?.();
       throw error;
     }
+    const tap = events !== undefined ? this.tapOf(executionId, events, true) : this.existingTap(executionId) ?? this.tapOf(executionId, this.host.wait(executionId).events[Symbol.asyncIterator](), false);
     const resumeAt = options.resumeAt === undefined ? beginning : parsePosition(options.resumeAt, executionId);
-    const pump = new StreamPump(this.host, executionId, resumeAt, run !== undefined);
+    const pump = new StreamPump(this.host, executionId, resumeAt, tap, run !== undefined);
     try {
-      await pump.begin(events ?? this.host.wait(executionId).events[Symbol.asyncIterator]());
+      await pump.begin();
     } catch (error) {
       pump.stop();
       throw error;
     }
     this.open += 1;
     return pump.readable(() => { this.open -= 1; });
+  }
+
+  private existingTap(executionId: string): ExecutionTap | undefined {
+    const tap = this.taps.get(executionId);
+    return tap !== undefined && !tap.ended ? tap : undefined;
+  }
+
+  /** A new tap, which later streams of the execution share (a Run's
+   * replaces one made from an observer: it heard everything). */
+  private tapOf(executionId: string, events: AsyncIterator<ExecutionEvent>, keep: boolean): ExecutionTap {
+    const tap: ExecutionTap = new ExecutionTap(events, keep, () => {
+      if (this.taps.get(executionId) === tap) this.taps.delete(executionId);
+    });
+    if (!tap.ended) this.taps.set(executionId, tap);
+    return tap;
   }
 }
 
@@ -119,27 +140,29 @@ class StreamPump {
   private lastRow: ExecutionRow | undefined;
   /** The open text part of a streaming call the client holds. */
   private clientText: { readonly seq: number; characters: number } | undefined;
-  /** Text of model calls whose start this stream heard, by call id. */
-  private readonly liveText = new Map<string, string>();
   private readonly queued: ChatChunk[] = [];
   private controller: ReadableStreamDefaultController<ChatChunk> | undefined;
-  private events: AsyncIterator<ExecutionEvent> | undefined;
+  private unsubscribe: (() => void) | undefined;
   private wakeUp: (() => void) | undefined;
   private stopped = false;
   /** Polls that found the row ended (see finishIfEnded). */
   private endedPolls = 0;
   private lastStepKind: string | undefined;
-  /** The Run's events ended (its terminal event, or an error). */
-  private runEventsEnded = false;
 
   /** `followsRun`: the stream of a Run ends only once the Run's own events
    * ended too — a resume's Run, streamed at once, must not end at the
    * suspension its decision is still being committed on. */
-  constructor(private readonly host: ChatStreamHost, private readonly executionId: string, private readonly resumeAt: ChatPosition, private readonly followsRun: boolean) {}
+  constructor(
+    private readonly host: ChatStreamHost,
+    private readonly executionId: string,
+    private readonly resumeAt: ChatPosition,
+    private readonly tap: ExecutionTap,
+    private readonly followsRun: boolean,
+  ) {}
 
   /** Reads the timeline once and checks `resumeAt` against it. */
-  async begin(events: AsyncIterator<ExecutionEvent>): Promise<void> {
-    this.events = events;
+  async begin(): Promise<void> {
+    this.unsubscribe = this.tap.subscribe((event) => this.heard(event));
     const row = await this.host.execution(this.executionId);
     if (row === undefined) throw new ExecutionNotFoundError(this.executionId, "its chat stream", this.host.storePath);
     const steps = await this.host.timeline(this.executionId);
@@ -169,7 +192,6 @@ class StreamPump {
       start: (controller) => {
         this.controller = controller;
         for (const chunk of this.queued.splice(0)) controller.enqueue(chunk);
-        void this.listen();
         void this.follow().catch((error: unknown) => this.fail(error)).finally(end);
       },
       cancel: () => {
@@ -182,7 +204,8 @@ class StreamPump {
   stop(): void {
     this.stopped = true;
     this.wakeUp?.();
-    void this.events?.return?.().catch(() => undefined);
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
   }
 
   // -- following the execution ------------------------------------------------------
@@ -226,7 +249,7 @@ class StreamPump {
   /** True (and the stream finished) once the execution ended or suspended. */
   private finishIfEnded(): boolean {
     const row = this.lastRow;
-    if (row === undefined || !statusesThatEnd.has(row.status) || (this.followsRun && !this.runEventsEnded)) {
+    if (row === undefined || !statusesThatEnd.has(row.status) || (this.followsRun && !this.tap.ended)) {
       this.endedPolls = 0;
       return false;
     }
@@ -249,7 +272,6 @@ class StreamPump {
     const held = this.clientText;
     if (translated.replaces !== undefined && held?.seq === translated.replaces) this.clientText = undefined;
     const answered = translated.answers;
-    if (answered !== undefined) this.liveText.delete(answered.callId);
     const holdsText = answered !== undefined && held !== undefined && held.seq === answered.barrierSeq;
     if (holdsText) this.clientText = undefined;
     if (holdsText && answered.replaced) {
@@ -287,37 +309,20 @@ class StreamPump {
 
   // -- live events ---------------------------------------------------------------------
 
-  /** Hears the execution's events here: each wakes the reader of the
-   * store; a streaming call's text is kept to be sent as it arrives. */
-  private async listen(): Promise<void> {
-    const events = this.events;
-    if (events === undefined) return;
-    try {
-      for (;;) {
-        const next = await events.next();
-        if (next.done || this.stopped) break;
-        const event = next.value;
-        if (event.type === "model_call_started") this.liveText.set(event.callId, "");
-        if (event.type === "text_delta" && this.liveText.has(event.callId)) {
-          this.liveText.set(event.callId, (this.liveText.get(event.callId) ?? "") + event.delta);
-          this.sendLiveText();
-          continue;
-        }
-        this.wakeUp?.();
-      }
-      this.runEventsEnded = true;
-      this.wakeUp?.();
-    } catch (error) {
-      this.runEventsEnded = true;
-      this.host.logger.debug?.(`[phronomy] the events of execution ${this.executionId} ended for its chat stream (it polls the store instead): ${error instanceof Error ? error.message : String(error)}`);
-    }
+  /** An event of the execution was heard here (none: the events ended):
+   * streamed text goes out; anything else follows a commit, so the store
+   * is read. */
+  private heard(event: ExecutionEvent | undefined): void {
+    if (this.stopped) return;
+    if (event?.type === "text_delta") return this.sendLiveText();
+    this.wakeUp?.();
   }
 
   /** Sends the streamed text of the call in flight the client lacks. */
   private sendLiveText(): void {
     const call = this.translator.openCall;
     if (call === undefined) return;
-    const text = this.liveText.get(call.callId);
+    const text = this.tap.textOf(call.callId);
     if (text === undefined) return;
     const held = this.clientText?.seq === call.seq ? this.clientText : undefined;
     const id = textPartId(call.seq);

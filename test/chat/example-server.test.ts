@@ -19,8 +19,8 @@ afterEach(async () => {
 });
 
 /** Paced so an answer runs long enough (≈0.5 s) for a second client to join it. */
-async function server(): Promise<ChatServer> {
-  const started = await startChatServer({ store: await temporaryStorePath(), pacingMs: 40, lookupMs: 100 });
+async function server(pacingMs = 40): Promise<ChatServer> {
+  const started = await startChatServer({ store: await temporaryStorePath(), pacingMs, lookupMs: 100 });
   servers.push(started);
   return started;
 }
@@ -85,6 +85,27 @@ describe("the example chat server, through the AI SDK's DefaultChatTransport", (
     ]);
     expect(done.metadata).toMatchObject({ outcome: "completed" });
     expect(await env.pendingApprovals()).toEqual([]);
+  });
+
+  it("a client that drops mid-text and reconnects to the same server gets the rest of the text live, before it is recorded", async () => {
+    const { url } = await server(150);
+    const posted = await fetch(`${url}/api/chat`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ id: "chat-5", messages: [userMessage("Where is order 42?")] }),
+    });
+    const executionId = posted.headers.get("x-phronomy-execution-id");
+    const before = await sseUntil(posted, (event) => event.data.includes('"text-delta"'));
+    const lastId = before.at(-1)!.id;
+    expect(lastId).toMatch(/^\d+\.t\d+$/);
+    const resumed = await fetch(`${url}/api/chat/chat-5/stream?executionId=${executionId}`, { headers: { "Last-Event-ID": lastId } });
+    const after = await sseUntil(resumed, (event) => event.data.includes('"text-end"'));
+    const [barrier] = lastId.split(".");
+    const deltas = after.filter((event) => event.data.includes('"text-delta"'));
+    expect(deltas.length, "the text went on").toBeGreaterThan(0);
+    expect(deltas[0]!.id, "the first delta after the reconnect is streamed text of the same call").toMatch(new RegExp(`^${barrier}\\.t\\d+$`));
+    const text = [...before, ...after].filter((event) => event.data.includes('"text-delta"')).map((event) => (JSON.parse(event.data) as { delta: string }).delta).join("");
+    expect(text).toBe("Let me look up order 42 for you.");
   });
 
   it("bad ids and positions are typed HTTP errors; an unknown chat has nothing to resume", async () => {
@@ -171,3 +192,26 @@ describe("the example chat server, through the AI SDK's Chat (what useChat runs)
     expect(resumed).toEqual(answer);
   });
 });
+
+/** Server-sent events until `stop` says so (then the connection is dropped). */
+async function sseUntil(response: Response, stop: (event: { id: string; data: string }) => boolean): Promise<{ id: string; data: string }[]> {
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  const events: { id: string; data: string }[] = [];
+  let buffer = "";
+  for (;;) {
+    const next = await reader.read();
+    if (next.done) return events;
+    buffer += next.value;
+    let end: number;
+    while ((end = buffer.indexOf("\n\n")) !== -1) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const event = { id: /^id: (.*)$/m.exec(block)?.[1] ?? "", data: /^data: (.*)$/m.exec(block)?.[1] ?? "" };
+      events.push(event);
+      if (stop(event)) {
+        await reader.cancel();
+        return events;
+      }
+    }
+  }
+}
