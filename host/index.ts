@@ -66,3 +66,6 @@ export {
 export type { LanguageModel } from "./agent/model.js";
 export type { ConversationMessage, ToolResult } from "./agent/messages.js";
 export type { StoredError, StoreOperation, StoreResult } from "./store/records.js";
+export type { ChatChunk, StreamOptions, ChatMessageMetadata } from "./chat/chat-stream.js";
+export { toUIMessageStreamResponse, toServerSentEvents, uiMessageStreamHeaders, executionIdHeader } from "./chat/response.js";
+export { approvalIdOf } from "./chat/timeline-chunks.js";

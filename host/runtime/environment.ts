@@ -49,6 +49,7 @@ import { ConversationQueues } from "./conversation-queue.js";
 import { queueReaderOf, queueStoreOf } from "../store/queue.js";
 import { executionOrQueued, listWithQueued } from "./queued-rows.js";
 import { applyFiledRetry, checkRetryOptions, retryById, withAttempts, type RetryHost, type RetryOptions } from "./retry.js";
+import { ChatStreams, type ChatChunk, type StreamOptions } from "../chat/chat-stream.js";
 import { applyFiledCancel, cancelById, checkCancel, type CancelHost, type CancelOptions, type CancelResult } from "./cancel-by-id.js";
 
 export interface OpenOptions {
@@ -212,6 +213,8 @@ export class Environment {
   private durableWatches: DurableWatches | undefined;
   /** Prunes finished executions (undefined: a visitor, or a store that cannot). */
   private retention: Retention | undefined;
+  /** Chat streams served here (docs/decisions/0036). */
+  private chatStreams: ChatStreams | undefined;
   /** @internal Messages queued behind busy conversations (docs/decisions/0025). */
   readonly queues: ConversationQueues = new ConversationQueues(this);
 
@@ -750,6 +753,24 @@ export class Environment {
    * each step with the attempt it belongs to (`env.retry`). */
   async timeline(executionId: string): Promise<(StoredStep & { readonly attempt: number })[]> {
     return withAttempts(await this.store.listSteps(executionId));
+  }
+
+  /** A Run, or an execution by id, as the AI SDK's UI message stream a chat
+   * UI (`useChat`) reads; each chunk carries a `position`, and `resumeAt`
+   * continues after one — here, in another process on the store, or after
+   * a restart (docs/decisions/0036, `host/chat/chat-stream.ts`). A Run's
+   * stream reads its `run.events`: do not iterate them as well. */
+  async stream(target: Run | string, options: StreamOptions = {}): Promise<ReadableStream<ChatChunk>> {
+    this.assertOpen("env.stream()");
+    this.chatStreams ??= new ChatStreams({
+      execution: (executionId) => this.execution(executionId),
+      timeline: (executionId) => this.store.listSteps(executionId),
+      wait: (executionId) => this.wait(executionId),
+      closed: () => this.closed,
+      storePath: this.store.path,
+      logger: this.coordinator.settings.logger,
+    });
+    return this.chatStreams.stream(target, options);
   }
 
   /** Continues a failed, timed-out or cancelled execution from its last

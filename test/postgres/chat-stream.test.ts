@@ -1,0 +1,65 @@
+// Chat streams on PostgreSQL (docs/decisions/0036): an environment that
+// does not hold the agent's lease streams an execution another one runs,
+// by tailing the durable timeline, and a client that left mid-run resumes
+// there at its last position and gets exactly the rest.
+
+import { readUIMessageStream, type UIMessage } from "ai";
+import { describe, expect, it } from "vitest";
+import { Phronomy, type ChatChunk, type Environment } from "../../host/index.js";
+import { deferred, lookupTool, recordingLogger, scriptedModel, turnOf } from "../runtime/helpers.js";
+import { atEnd, freshSchemaUrl } from "./database.js";
+
+async function openOn(url: string): Promise<Environment> {
+  const environment = await Phronomy.open({ store: url, logger: recordingLogger() });
+  atEnd(() => environment.close());
+  return environment;
+}
+
+async function messageOf(chunks: readonly ChatChunk[]): Promise<UIMessage> {
+  const stream = new ReadableStream<ChatChunk>({
+    start(controller) {
+      for (const chunk of chunks) controller.enqueue(chunk);
+      controller.close();
+    },
+  });
+  let last: UIMessage | undefined;
+  for await (const state of readUIMessageStream({ stream, terminateOnError: true })) last = state;
+  return structuredClone(last!);
+}
+
+describe("a chat stream on PostgreSQL, served by an environment that does not run the execution", () => {
+  it("tails the timeline; a client that left while the tool ran resumes at its last position", async () => {
+    const url = freshSchemaUrl();
+    const owner = await openOn(url);
+    const other = await openOn(url);
+    const gate = deferred();
+    const model = scriptedModel(({ messages }) => turnOf(messages) === 0
+      ? { text: "Let me look.", toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] }
+      : { text: "Order 42 has shipped." });
+    const run = owner.agent({ id: "support", model, tools: { lookup: lookupTool({ gate: gate.promise }) } }).start("Where is order 42?");
+    const executionId = await run.executionId;
+    atEnd(async () => gate.resolve());
+
+    const reader = (await other.stream(executionId)).getReader();
+    const before: ChatChunk[] = [];
+    while (before.at(-1)?.type !== "tool-input-available") before.push((await reader.read()).value!);
+    await reader.cancel();
+    gate.resolve();
+
+    const after: ChatChunk[] = [];
+    for await (const chunk of await other.stream(executionId, { resumeAt: before.at(-1)!.position })) after.push(chunk);
+    expect(after.at(-1)).toMatchObject({ type: "finish", finishReason: "stop" });
+    const stitched = [...before, ...after.filter((chunk) => chunk.type !== "start")];
+    const positions = stitched.filter((chunk) => chunk.type !== "start").map((chunk) => chunk.position);
+    expect(new Set(positions).size).toBe(positions.length);
+    const replay: ChatChunk[] = [];
+    for await (const chunk of await owner.stream(executionId)) replay.push(chunk);
+    const message = await messageOf(stitched);
+    expect(message).toEqual(await messageOf(replay));
+    expect(message.parts.filter((part) => part.type !== "step-start")).toEqual([
+      expect.objectContaining({ type: "text", text: "Let me look." }),
+      expect.objectContaining({ type: "tool-lookup", state: "output-available", output: { orderId: "42", status: "shipped" } }),
+      expect.objectContaining({ type: "text", text: "Order 42 has shipped." }),
+    ]);
+  });
+});
