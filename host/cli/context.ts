@@ -2,7 +2,7 @@
 // `--debug`) and a logger that prints the runtime's warnings on stderr —
 // above the progress line when one is drawn.
 
-import pc from "picocolors";
+import pc from "./colors.js";
 import type { Logger } from "../index.js";
 import { oneLine } from "./errors.js";
 import type { Progress } from "./progress.js";

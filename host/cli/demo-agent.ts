@@ -15,7 +15,7 @@
 import { createHash } from "node:crypto";
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
-import { z } from "zod";
+import { objectSchema } from "./demo-schema.js";
 import { tool, type AgentDefinition, type ConversationMessage, type Json, type ToolResult } from "../index.js";
 import { scriptedModel } from "../testing.js";
 
@@ -74,7 +74,7 @@ export function demoAgentDefinition(storePath: string): AgentDefinition {
 
   const lookupOrder = tool({
     description: "Looks an order up by its number",
-    inputSchema: z.object({ orderId: z.string() }),
+    inputSchema: objectSchema({ orderId: "string" }),
     execute: async ({ orderId }, { signal }) => {
       await sleep(lookupLatencyMs, undefined, { signal });
       return (orders[orderId] ?? { error: `there is no order ${orderId}` }) as unknown as Json;
@@ -83,7 +83,7 @@ export function demoAgentDefinition(storePath: string): AgentDefinition {
 
   const issueRefund = tool({
     description: "Refunds an order to the customer's card. Needs a support lead's approval.",
-    inputSchema: z.object({ orderId: z.string(), amountCents: z.number().int().positive(), reason: z.string() }),
+    inputSchema: objectSchema({ orderId: "string", amountCents: "positive integer", reason: "string" }),
     needsApproval: true,
     execute: ({ orderId, amountCents }, { idempotencyKey }) => {
       const earlier = readRefunds(ledgerPath).find((refund) => refund.idempotencyKey === idempotencyKey);

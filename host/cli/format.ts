@@ -1,10 +1,9 @@
 // Shared output helpers: JSON for `--json`, tables, times, short JSON for
 // one-line summaries, and the JSON shape of an execution row. Human output
-// is colored by picocolors, which turns itself off for pipes, NO_COLOR and
+// is colored by `colors.ts`, which turns itself off for pipes, NO_COLOR and
 // `--no-color`.
 
-import Table from "cli-table3";
-import pc from "picocolors";
+import pc from "./colors.js";
 import type { ExecutionRow, Json } from "../index.js";
 
 /** Characters of JSON shown inline in a line before it is cut. */
@@ -26,15 +25,7 @@ export function outputText(output: Json): string {
   return typeof output === "string" ? output : JSON.stringify(output, null, 2);
 }
 
-export function table(head: readonly string[], rows: readonly (readonly string[])[]): string {
-  const rendered = new Table({
-    head: head.map((title) => pc.bold(title)),
-    // Colors come from picocolors only (cli-table3's own would ignore NO_COLOR).
-    style: { head: [], border: [], compact: true },
-  });
-  for (const row of rows) rendered.push([...row]);
-  return rendered.toString();
-}
+export { table } from "./text-table.js";
 
 /** `2025-05-01 12:00:03` in local time: what `ls` and `show` print. */
 export function formatTime(epochMs: number): string {

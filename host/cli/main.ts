@@ -6,7 +6,7 @@
 
 import { readFileSync } from "node:fs";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
-import pc from "picocolors";
+import pc from "./colors.js";
 import { CliContext } from "./context.js";
 import { CliError, ExitCode, debugText, exitCodeOf, reportedError, type ExitCodeValue } from "./errors.js";
 import { printJson } from "./format.js";

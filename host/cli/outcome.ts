@@ -5,7 +5,7 @@
 // pending approval, closes the environment (the suspended execution stays
 // in the store) and exits with `ExitCode.suspended`.
 
-import pc from "picocolors";
+import pc from "./colors.js";
 import { PhronomyError, type ApprovalRequest, type ExecutionEvent, type Json, type Run, type RunResult, type UsageTotals } from "../index.js";
 import type { CliContext } from "./context.js";
 import { ExitCode, debugText, reportedError, type ExitCodeValue, type ReportedError } from "./errors.js";

@@ -1,14 +1,14 @@
 // Live progress of an execution on stderr: what it is doing (its phase as
 // the events show it), model calls, tools, a wait for approval, and the
-// time since it started. On a terminal, a spinner line (ora) keeps the
+// time since it started. On a terminal, a spinner line (spinner.ts) keeps the
 // phase and counters current while event lines scroll above it; anywhere
 // else (a pipe, CI, a test), one plain line per event, each with its
 // elapsed time, so logs and tests can read it.
 //
 // Progress never goes to stdout: stdout carries the result (or `--json`).
 
-import type { Ora } from "ora";
-import pc from "picocolors";
+import { Spinner } from "./spinner.js";
+import pc from "./colors.js";
 import type { ExecutionEvent } from "../index.js";
 import { compactJson } from "./format.js";
 
@@ -40,7 +40,7 @@ export class Progress {
   private toolCalls = 0;
   private totalTokens = 0;
   private readonly toolsRunning = new Map<string, string>();
-  private spinner: Ora | undefined;
+  private spinner: Spinner | undefined;
   private ticker: NodeJS.Timeout | undefined;
   /** Whether streamed text left the stdout line open. */
   private textOpen = false;
@@ -50,15 +50,12 @@ export class Progress {
     this.stream = options.stream ?? process.stderr;
     this.interactive = options.interactive ?? (this.stream.isTTY === true && !process.env["CI"]);
     this.onText = options.onText;
-    // Without a spinner (ora failed to load), the event lines still print.
-    if (this.interactive) this.startSpinner().catch(() => undefined);
+    if (this.interactive) this.startSpinner();
   }
 
-  /** ora is loaded only for a terminal (a pipe never draws a spinner). */
-  private async startSpinner(): Promise<void> {
-    const { default: ora } = await import("ora");
-    if (this.stopped) return;
-    this.spinner = ora({ stream: this.stream, discardStdin: false, text: this.statusText() }).start();
+  /** Only on a terminal (a pipe never draws a spinner). */
+  private startSpinner(): void {
+    this.spinner = new Spinner(this.stream, this.statusText());
     this.ticker = setInterval(() => this.redraw(), redrawIntervalMs);
     this.ticker.unref();
   }

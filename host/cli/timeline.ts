@@ -10,7 +10,7 @@
 // keys), or a model barrier after a model barrier with no response in
 // between (the model called again).
 
-import pc from "picocolors";
+import pc from "./colors.js";
 import type { Json, StoredStep } from "../index.js";
 import { compactJson, formatTime } from "./format.js";
 

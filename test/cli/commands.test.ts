@@ -70,7 +70,7 @@ describe.concurrent("phronomy recover", () => {
     expect(jsonOf(withoutModule)).toEqual({
       store,
       executions: [expect.objectContaining({ executionId, agentId: "slow", phase: "dispatching_tools", status: "waiting_for_agent" })],
-      summary: { resolved: 0, waitingForApproval: 0, needsAttention: 0, waitingForAgent: 1, ownedElsewhere: 0 },
+      summary: { resolved: 0, waitingForApproval: 0, needsAttention: 0, waitingForAgent: 1, ownedElsewhere: 0, queued: 0 },
     });
 
     const recovered = await cli(["recover", "--store", store, "--agent-module", fixture("slow-agent.ts")], { env: { SLOW_TOOL_SECONDS: "0" } });

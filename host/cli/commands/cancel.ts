@@ -8,7 +8,7 @@
 // runs (its process died) is cancelled here at once. No agent module is
 // needed: nothing of the agent runs.
 
-import pc from "picocolors";
+import pc from "../colors.js";
 import type { CancelResult } from "../../index.js";
 import type { CliContext } from "../context.js";
 import { ExitCode, type ExitCodeValue } from "../errors.js";

@@ -16,7 +16,7 @@
 // command waits for the outcome and prints it. The owner has the agent's
 // model and tools, so no agent module is needed then.
 
-import pc from "picocolors";
+import pc from "../colors.js";
 import { scriptedModel } from "../../testing.js";
 import { PhronomyError, type AgentDefinition, type Environment, type ExecutionRow, type StoredStep } from "../../index.js";
 import type { CliContext } from "../context.js";

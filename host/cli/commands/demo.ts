@@ -19,7 +19,7 @@
 import { spawn } from "node:child_process";
 import { writeSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
-import pc from "picocolors";
+import pc from "../colors.js";
 import type { Agent, ApprovalRequest, Environment, ExecutionRow, ExecutionStore, RecoveredExecution, Run, RunResult, StoreOperation, StoreResult } from "../../index.js";
 import type { CliContext } from "../context.js";
 import { DEMO_AGENT_ID, DEMO_INPUT, demoAgentDefinition, demoLedgerPath, readRefunds, type RefundRecord } from "../demo-agent.js";

@@ -3,7 +3,7 @@
 // model response, tool call with its idempotency key, approval, recovery
 // and the terminal, with times (`timeline.ts`).
 
-import pc from "picocolors";
+import pc from "../colors.js";
 import type { CliContext } from "../context.js";
 import { ExitCode, type ExitCodeValue } from "../errors.js";
 import { colorState, compactJson, executionJson, formatDuration, formatTime, printJson, stateOf } from "../format.js";

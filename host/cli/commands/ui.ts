@@ -11,7 +11,7 @@
 // The URL printed carries the access token; the page needs it on every
 // request.
 
-import pc from "picocolors";
+import pc from "../colors.js";
 import { Phronomy, type Environment } from "../../index.js";
 import { serveDashboard } from "../../ui/index.js";
 import type { CliContext } from "../context.js";
