@@ -2,6 +2,8 @@
 // an application starts on it, per runtime. Printed, never asserted.
 //
 // * the tarball (`npm pack`), its unpacked size, and the release core.wasm;
+// * what an install adds (install-size.ts): packages and MB of node_modules
+//   for the library alone, and for the CLI with a real model;
 // * a cold start on Node, Deno and Bun, from a temporary project that
 //   installed the tarball: `open.mjs` in a fresh process, `runs` times
 //   (BENCH_RUNS, default 20) on a new store (the file created and
@@ -24,6 +26,7 @@ import { gzipSync } from "node:zlib";
 import {
   finished, installProject, packTarball, repositoryRoot, reported, runtimeNames, startScript, type RuntimeName,
 } from "../../test/package/packed-project.js";
+import { measureInstall } from "./install-size.js";
 
 const runs = Number(process.env.BENCH_RUNS ?? 20);
 const wasmTargetBytes = 64 * 1024;
@@ -75,6 +78,12 @@ try {
   console.log("Package");
   console.log(`  tarball            ${(packed.size / 1024).toFixed(1)} KB packed, ${(packed.unpackedSize / 1024).toFixed(1)} KB unpacked, ${packed.files.length} files`);
   console.log(`  core.release.wasm  ${(wasm.length / 1024).toFixed(1)} KB (${wasm.length} bytes, ${gzipSync(wasm).length} gzipped); target ≤ ${wasmTargetBytes / 1024} KB: ${wasm.length <= wasmTargetBytes ? "met" : "MISSED"}`);
+  const library = await measureInstall(join(workspace, "install-library"), packed.path);
+  const cli = await measureInstall(join(workspace, "install-cli"), packed.path, ["@ai-sdk/openai-compatible"]);
+  const megabytes = (bytes: number): string => (bytes / 1e6).toFixed(1);
+  console.log(`  library install    ${library.packages} packages, ${megabytes(library.bytes)} MB (npm install phronomy: ${library.names.join(", ")})`);
+  console.log(`  CLI, real models   ${cli.packages} packages, ${megabytes(cli.bytes)} MB (+ @ai-sdk/openai-compatible)`);
+  console.log(`  (better-sqlite3, which Node 20 needs and Node 22.13+ does without, comes on top: it builds from source where no prebuilt binary matches)`);
   console.log(`\nCold start, medians of ${runs} fresh processes each (ms)`);
   console.log(`  ${"".padEnd(20)} ${"import".padStart(7)} ${"open new".padStart(9)} ${"open existing".padStart(14)} ${"close".padStart(6)}`);
   const rows: { label: string; runtime: RuntimeName; policy?: string }[] = [
