@@ -18,7 +18,7 @@
 // figure of RSS carried tsx's two loader threads, ≈50 MB
 // (docs/decisions/0028-memory-of-idle-and-suspended.md). RSS is printed
 // twice: right after a forced GC, and settled (sampled each second until it
-// stops falling, at most 30 s): V8 keeps the young generation and free
+// has not fallen for 10 s, at most 30 s): V8 keeps the young generation and free
 // old-generation pages a burst grew for a few seconds after it, and gives
 // them back once the process is idle.
 
@@ -54,16 +54,17 @@ function afterGc(): NodeJS.MemoryUsage {
   return process.memoryUsage();
 }
 
-/** RSS once it stopped falling (after GC, sampled each second, at most
- * `SETTLE_SECONDS`): what an idle process keeps. */
+/** RSS once it stopped falling (after GC, sampled each second until 10 s
+ * without a fall, at most `SETTLE_SECONDS`): what an idle process keeps. */
 async function settled(): Promise<NodeJS.MemoryUsage> {
   let last = afterGc();
-  for (let second = 0; second < SETTLE_SECONDS; second += 1) {
+  let steady = 0;
+  for (let second = 0; second < SETTLE_SECONDS && steady < 10; second += 1) {
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const now = afterGc();
-    const falling = last.rss - now.rss > 2 ** 20;
+    // V8's memory reducer gives pages back in steps several seconds apart.
+    steady = last.rss - now.rss > 2 ** 20 ? 0 : steady + 1;
     last = now;
-    if (!falling && second >= 4) break;
   }
   return last;
 }
