@@ -7,7 +7,7 @@
 // (a tracer provider, a context manager: the API keeps them on `globalThis`
 // under a symbol of its major version). Until then a span is one shared
 // object that does nothing, as the API's own non-recording span would do:
-// loading the API cost ≈6 MB of RSS and every execution a span of its own
+// loading the API cost ≈1–6 MB of RSS and every execution a span of its own
 // (docs/decisions/0028-memory-of-idle-and-suspended.md).
 
 import { createRequire } from "node:module";
