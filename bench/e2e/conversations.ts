@@ -10,7 +10,17 @@
 //   3. 1,000,000 conversations defined (handles held), 1% of them run:
 //      the define cost per conversation, RSS after GC.
 //
-//   npm run bench:conversations            (BENCH_ROUNDS=3 BENCH_SUSPENDED=2000 BENCH_DEFINED=100000 for a quicker look)
+//   npm run bench:conversations            (BENCH_ROUNDS=3 BENCH_SUSPENDED=2000 BENCH_DEFINED=100000 for a quicker look;
+//                                           BENCH_ONLY=throughput|suspended|defined for one section)
+//
+// `npm run bench:conversations` runs it on the compiled package
+// (scripts/bench-compiled.mjs), as an application runs: under tsx every
+// figure of RSS carried tsx's two loader threads, ≈50 MB
+// (docs/decisions/0028-memory-of-idle-and-suspended.md). RSS is printed
+// twice: right after a forced GC, and settled (sampled each second until it
+// has not fallen for 10 s, at most 30 s): V8 keeps the young generation and free
+// old-generation pages a burst grew for a few seconds after it, and gives
+// them back once the process is idle.
 
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -25,6 +35,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SUSPENDED = Number(process.env.BENCH_SUSPENDED ?? 10_000);
 const DEFINED = Number(process.env.BENCH_DEFINED ?? 1_000_000);
 const ACTIVE_SHARE = 0.01;
+const SETTLE_SECONDS = Number(process.env.BENCH_SETTLE_SECONDS ?? 30);
 
 function refundModel() {
   return scriptedModel(({ messages }) => messages.at(-1)?.role === "tool" ? { text: "refunded" } : { toolCalls: [{ toolName: "refund", input: { amount: 30 } }] });
@@ -41,6 +52,21 @@ function afterGc(): NodeJS.MemoryUsage {
   gc?.();
   gc?.();
   return process.memoryUsage();
+}
+
+/** RSS once it stopped falling (after GC, sampled each second until 10 s
+ * without a fall, at most `SETTLE_SECONDS`): what an idle process keeps. */
+async function settled(): Promise<NodeJS.MemoryUsage> {
+  let last = afterGc();
+  let steady = 0;
+  for (let second = 0; second < SETTLE_SECONDS && steady < 10; second += 1) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const now = afterGc();
+    // V8's memory reducer gives pages back in steps several seconds apart.
+    steady = last.rss - now.rss > 2 ** 20 ? 0 : steady + 1;
+    last = now;
+  }
+  return last;
 }
 
 async function open(directory: string, name: string): Promise<Environment> {
@@ -109,7 +135,7 @@ async function suspended(directory: string): Promise<void> {
   const env = await open(directory, "suspended");
   const support = env.agent({ name: "support", model: refundModel(), tools: { refund }, memoryWindow: 1 });
   await support.ready;
-  const before = afterGc();
+  const before = await settled(); // after the earlier sections, too, have given their pages back
   const began = performance.now();
   let count = 0;
   await new Promise<void>((resolve) => {
@@ -122,6 +148,8 @@ async function suspended(directory: string): Promise<void> {
   const seconds = (performance.now() - began) / 1000;
   const after = afterGc();
   console.log(`  ${SUSPENDED} conversations suspended for approval in ${seconds.toFixed(2)} s: RSS ${megabytes(after.rss)} MB after GC (${megabytes(before.rss)} MB before), live heap ${megabytes(after.heapUsed)} MB (${megabytes(before.heapUsed)} MB before) = ${((after.heapUsed - before.heapUsed) / SUSPENDED / 1024).toFixed(1)} KB per suspended conversation; core entries ${env.conversations.liveCount}`);
+  const idle = await settled();
+  console.log(`  settled: RSS ${megabytes(idle.rss)} MB (heap ${megabytes(idle.heapUsed)} MB used of ${megabytes(idle.heapTotal)} MB) = ${((idle.rss - before.rss) / SUSPENDED / 1024).toFixed(1)} KB of RSS per suspended conversation over the ${megabytes(before.rss)} MB before`);
   await env.close();
 }
 
@@ -129,7 +157,7 @@ async function defined(directory: string): Promise<void> {
   const env = await open(directory, "defined");
   const support = env.agent({ name: "support", model: agentRunModel(), tools: { lookup }, memoryWindow: 1 });
   await support.ready;
-  const before = afterGc();
+  const before = await settled(); // after the earlier sections, too, have given their pages back
   // Handles made and dropped (an application that asks for a conversation
   // per request): what defining costs by itself.
   const dropped = performance.now();
@@ -156,6 +184,9 @@ async function defined(directory: string): Promise<void> {
   const afterRun = afterGc();
   console.log(`  ${DEFINED} conversations defined, handles kept: ${defineNs.toFixed(0)} ns each; RSS ${megabytes(afterDefine.rss)} MB after GC (${megabytes(before.rss)} MB before; live heap ${megabytes(afterDefine.heapUsed)} MB, ${((afterDefine.heapUsed - before.heapUsed) / DEFINED).toFixed(0)} B per handle held by the application)`);
   console.log(`  ${active} of them (1%) ran once, ${IN_FLIGHT} in flight, in ${ranSeconds.toFixed(2)} s: RSS ${megabytes(afterRun.rss)} MB after GC, live heap ${megabytes(afterRun.heapUsed)} MB; core entries left ${env.conversations.liveCount}`);
+  const idle = await settled();
+  console.log(`  settled, handles still kept: RSS ${megabytes(idle.rss)} MB (heap ${megabytes(idle.heapUsed)} MB used of ${megabytes(idle.heapTotal)} MB)`);
+  conversations.length = 0;
   await env.close();
 }
 

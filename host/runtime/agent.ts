@@ -18,18 +18,38 @@ import type { DefinitionKind } from "./conversations.js";
 /** Inputs longer than this are refused: a prompt is not a file upload. */
 export const INPUT_LENGTH_MAX = 1_000_000;
 
+/** @internal What every conversation of one definition shares: a handle
+ * holds this and its id only (two fields: an application holding a million
+ * handles holds ≈40 bytes each besides the ids, docs/decisions/0028). */
+export interface AgentScope {
+  readonly environment: Environment;
+  readonly kind: DefinitionKind;
+  readonly ready: Promise<void>;
+}
+
 /** A conversation: one agent id of a definition (docs/decisions/0024).
  * Holding one costs nothing; its entry in the core exists while it works. */
 export class Agent {
   constructor(
-    private readonly environment: Environment,
+    /** @internal */
+    private readonly scope: AgentScope,
     readonly id: string,
-    /** @internal The definition this conversation belongs to. */
-    readonly kind: DefinitionKind,
-    /** Resolves once the definition's unfinished executions found when the
-     * environment opened are recovered (starts wait for it on their own). */
-    readonly ready: Promise<void>,
   ) {}
+
+  private get environment(): Environment {
+    return this.scope.environment;
+  }
+
+  /** @internal The definition this conversation belongs to. */
+  get kind(): DefinitionKind {
+    return this.scope.kind;
+  }
+
+  /** Resolves once the definition's unfinished executions found when the
+   * environment opened are recovered (starts wait for it on their own). */
+  get ready(): Promise<void> {
+    return this.scope.ready;
+  }
 
   /** Counts one operation on this conversation until its run's execution
    * id settles (admitted, or refused): its core entry is kept meanwhile. */

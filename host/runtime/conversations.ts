@@ -213,7 +213,7 @@ export class Conversations {
    * decision claimed from the approval inbox. */
   handleOf(environment: Environment, agentId: string): Agent | undefined {
     const kind = this.live.get(agentId)?.kind ?? this.byId.get(agentId);
-    return kind === undefined ? undefined : new Agent(environment, agentId, kind, Promise.resolve());
+    return kind === undefined ? undefined : new Agent({ environment, kind, ready: Promise.resolve() }, agentId);
   }
 
   /** Ids of the conversations with an entry now. */

@@ -9,12 +9,15 @@
 // on demand, and two handles of one id are the same conversation.
 
 import { validateAgentId } from "./options.js";
-import { Agent } from "./agent.js";
+import { Agent, type AgentScope } from "./agent.js";
 import type { DefinitionKind } from "./conversations.js";
 import type { Environment } from "./environment.js";
 import type { RecoveredExecution } from "./recovery.js";
 
 export class DefinedAgent {
+  /** What each conversation's handle shares (agent.ts). */
+  private readonly scope: AgentScope;
+
   constructor(
     private readonly environment: Environment,
     /** @internal */
@@ -23,7 +26,9 @@ export class DefinedAgent {
     /** Resolves once the unfinished executions of this definition's
      * conversations (found when the environment opened) are recovered. */
     readonly ready: Promise<void>,
-  ) {}
+  ) {
+    this.scope = { environment, kind, ready };
+  }
 
   /** The definition's name (stored with each of its executions). */
   get name(): string {
@@ -36,7 +41,7 @@ export class DefinedAgent {
   conversation(conversationId: string): Agent {
     validateAgentId(conversationId, `${this.name}.conversation(id): the conversation id`);
     this.environment.conversations.checkOwnership(conversationId, this.kind);
-    return new Agent(this.environment, conversationId, this.kind, this.ready);
+    return new Agent(this.scope, conversationId);
   }
 
   /** What recovery did with this definition's unfinished executions. */

@@ -325,7 +325,7 @@ export class Environment {
     if (name !== undefined) return new DefinedAgent(this, kind, recovered, ready);
     const agentId = definition.id as string;
     this.recoveries.set(agentId, recovered);
-    return new Agent(this, agentId, kind, ready);
+    return new Agent({ environment: this, kind, ready }, agentId);
   }
 
   /** Tool sets shared by many agents are resolved (checked, their JSON

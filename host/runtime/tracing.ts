@@ -2,31 +2,65 @@
 // (`agent.execution`) with child spans per model call and tool call. The
 // API is a no-op until the application installs an SDK, so this costs
 // nothing by default.
+//
+// The API itself is loaded only once something registered a global with it
+// (a tracer provider, a context manager: the API keeps them on `globalThis`
+// under a symbol of its major version). Until then a span is one shared
+// object that does nothing, as the API's own non-recording span would do:
+// loading the API cost ≈1–6 MB of RSS and every execution a span of its own
+// (docs/decisions/0028-memory-of-idle-and-suspended.md).
 
-import { context, SpanStatusCode, trace, type Span as OtelSpan } from "@opentelemetry/api";
+import { createRequire } from "node:module";
+import type * as OpenTelemetry from "@opentelemetry/api";
 
 type Attributes = Record<string, string | number | boolean>;
 
 export interface Span {
   end(): void;
   fail(error: unknown): void;
-  readonly otel: OtelSpan;
+  /** The OpenTelemetry span; undefined while the API is not in use. */
+  readonly otel: OpenTelemetry.Span | undefined;
 }
 
+/** Where the OpenTelemetry API (1.x) keeps what was registered with it. */
+const globalKey = Symbol.for("opentelemetry.js.api.1");
+
+let api: typeof OpenTelemetry | undefined;
+
+/** The API, once anything was registered with it; loaded on first need. */
+function openTelemetry(): typeof OpenTelemetry | undefined {
+  if (api !== undefined) return api;
+  if ((globalThis as Record<symbol, unknown>)[globalKey] === undefined) return undefined;
+  api = createRequire(import.meta.url)("@opentelemetry/api") as typeof OpenTelemetry;
+  return api;
+}
+
+const noSpan: Span = { otel: undefined, end: () => undefined, fail: () => undefined };
+
 export class Tracer {
-  private readonly tracer = trace.getTracer("phronomy");
+  private tracer: OpenTelemetry.Tracer | undefined;
+
+  private otelTracer(): OpenTelemetry.Tracer | undefined {
+    if (this.tracer !== undefined) return this.tracer;
+    this.tracer = openTelemetry()?.trace.getTracer("phronomy");
+    return this.tracer;
+  }
 
   startExecution(attributes: Attributes): Span {
-    return wrap(this.tracer.startSpan("agent.execution", { attributes }));
+    const tracer = this.otelTracer();
+    return tracer === undefined ? noSpan : wrap(tracer.startSpan("agent.execution", { attributes }), api!);
   }
 
   startChild(parent: Span | undefined, name: string, attributes: Attributes): Span {
-    const parentContext = parent ? trace.setSpan(context.active(), parent.otel) : context.active();
-    return wrap(this.tracer.startSpan(name, { attributes }, parentContext));
+    const tracer = this.otelTracer();
+    if (tracer === undefined) return noSpan;
+    const { context, trace } = api!;
+    const parentContext = parent?.otel !== undefined ? trace.setSpan(context.active(), parent.otel) : context.active();
+    return wrap(tracer.startSpan(name, { attributes }, parentContext), api!);
   }
 }
 
-function wrap(otel: OtelSpan): Span {
+function wrap(otel: OpenTelemetry.Span, { SpanStatusCode }: typeof OpenTelemetry): Span {
   let ended = false;
   return {
     otel,

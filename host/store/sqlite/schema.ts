@@ -99,6 +99,14 @@ export interface StoreConnectionOptions {
   readonly synchronous: SynchronousMode;
 }
 
+/** The page cache of each store connection, in KiB: SQLite's own default.
+ * better-sqlite3 builds SQLite with 16,000 KiB, which the worker's
+ * connection filled (and kept, as RSS) once the file passed 16 MB, e.g.
+ * with 10,000 executions suspended; the store writes near the end of its
+ * tables and reads recent rows, so the operating system's file cache
+ * serves the rest (docs/decisions/0028-memory-of-idle-and-suspended.md). */
+export const pageCacheKib = 2_000;
+
 /** Opens (creating or migrating when needed) the store at `path`. */
 export function openStoreConnection(path: string, options: StoreConnectionOptions): SqliteConnection {
   checkFileHeader(path);
@@ -113,6 +121,7 @@ export function openStoreConnection(path: string, options: StoreConnectionOption
     checkOwnership(path, readFileState(connection));
     connection.exec("PRAGMA journal_mode = WAL");
     connection.exec(`PRAGMA synchronous = ${options.synchronous}`);
+    connection.exec(`PRAGMA cache_size = -${pageCacheKib}`);
     checkDurability(connection, options.synchronous);
     migrate(connection);
     return connection;

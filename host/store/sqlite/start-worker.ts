@@ -26,14 +26,24 @@ export interface StoreWorker {
   readonly port: MessagePort;
 }
 
+/** The worker's young generation, in MB (Node only). V8 grows it to 16 MB
+ * or more per semi-space under a burst of groups and keeps it; the worker's
+ * garbage is the decoded groups and their answers, a few kilobytes per
+ * operation, so a small one costs a few quick scavenges and saves its
+ * growth in RSS (docs/decisions/0028-memory-of-idle-and-suspended.md). */
+export const workerYoungGenerationMb = 2;
+
+type ThreadOptions = { workerData: WorkerData; transferList: MessagePort[]; execArgv: string[]; resourceLimits?: { maxYoungGenerationSizeMb: number } };
+
 export function startStoreWorker(settings: WorkerSettings): StoreWorker {
   const { port1, port2 } = new MessageChannel();
   const workerData: WorkerData = { settings, port: port2 };
-  const options = { workerData, transferList: [port2], execArgv: [] };
+  const onNode = process.versions["bun"] === undefined && process.versions["deno"] === undefined;
+  const options: ThreadOptions = { workerData, transferList: [port2], execArgv: [], ...(onNode ? { resourceLimits: { maxYoungGenerationSizeMb: workerYoungGenerationMb } } : {}) };
   return { thread: startThread(options), port: port1 };
 }
 
-function startThread(options: { workerData: WorkerData; transferList: MessagePort[]; execArgv: string[] }): Worker {
+function startThread(options: ThreadOptions): Worker {
   if (!import.meta.url.endsWith(".ts")) return new Worker(new URL("./worker.js", import.meta.url), options);
   if (process.versions["bun"] !== undefined) return new Worker(new URL("./worker.ts", import.meta.url), options);
   const entry = new URL("./worker.ts", import.meta.url).href;

@@ -1,0 +1,41 @@
+// `node scripts/bench-compiled.mjs bench/e2e/<file>.ts`: runs a benchmark on
+// the compiled package, as an application runs it, instead of under tsx.
+//
+// Memory figures need it: tsx installs its loader hooks on a thread of
+// their own (a V8 isolate, ≈40 MB of RSS), and the SQLite store's worker,
+// started from the `.ts` sources, registers them again in the worker (one
+// more), so a benchmark run under tsx carries ≈50 MB that no application
+// has (docs/decisions/0028-memory-of-idle-and-suspended.md). Here the host
+// is compiled into build/bench-dist/ (scripts/build-dist.mjs) and the
+// benchmark's files beside it, with the same relative paths, so
+// `../../host/index.js` resolves to the compiled host; node_modules is
+// found from the worktree above. The child runs with `--expose-gc` and the
+// caller's environment (BENCH_* variables).
+//
+// Plain JavaScript, so that it runs before anything is compiled.
+
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { basename, dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const script = process.argv[2];
+if (script === undefined || !script.startsWith("bench/") || !script.endsWith(".ts")) {
+  console.error("usage: node scripts/bench-compiled.mjs bench/<directory>/<file>.ts");
+  process.exit(2);
+}
+const out = join(root, "build", "bench-dist");
+execFileSync(process.execPath, [join(root, "scripts", "build-dist.mjs"), out], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
+const ts = createRequire(import.meta.url)("typescript");
+const directory = dirname(script);
+mkdirSync(join(out, directory), { recursive: true });
+for (const file of readdirSync(join(root, directory)).filter((name) => name.endsWith(".ts"))) {
+  const source = readFileSync(join(root, directory, file), "utf8");
+  const { outputText } = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 }, fileName: file });
+  writeFileSync(join(out, directory, file.replace(/\.ts$/, ".js")), outputText);
+}
+const entry = join(out, directory, basename(script).replace(/\.ts$/, ".js"));
+const { status } = spawnSync(process.execPath, ["--expose-gc", entry], { cwd: root, stdio: "inherit", env: process.env });
+process.exit(status ?? 1);
