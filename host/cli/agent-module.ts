@@ -15,6 +15,7 @@
 // `.ts` modules load through tsx (registered by the launcher), `.js` and
 // `.mjs` ones natively.
 
+import { cliDocsPath } from "./docs-path.js";
 import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -53,7 +54,7 @@ export interface LoadedAgent {
 export async function loadAgentModule(path: string, context: AgentModuleContext): Promise<LoadedAgent> {
   const modulePath = resolve(path);
   if (!existsSync(modulePath) || !statSync(modulePath).isFile()) {
-    throw new CliError("AGENT_MODULE", `no agent module at ${modulePath}; give the path of a .ts or .js file whose default export is the agent (see docs/cli.md)`);
+    throw new CliError("AGENT_MODULE", `no agent module at ${modulePath}; give the path of a .ts or .js file whose default export is the agent (see ${cliDocsPath()})`);
   }
   let exported: unknown;
   try {

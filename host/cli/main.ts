@@ -4,6 +4,7 @@
 // a non-zero exit code (`ExitCode`), plus `{ "error": … }` on stdout with
 // `--json` and the stack with `--debug`.
 
+import { cliDocsPath } from "./docs-path.js";
 import { readFileSync } from "node:fs";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import pc from "./colors.js";
@@ -46,7 +47,7 @@ Exit codes:
   3    the execution is waiting for an approval decision
   130  Ctrl-C cancelled the execution
 
-Docs: docs/cli.md`;
+Docs: ${cliDocsPath()}`;
 
 /** Runs the command and exits the process with its code (the launchers'
  * entry: `bin.js` in the source tree, `cli.ts` in the built package). */
@@ -118,7 +119,7 @@ function programOf(run: Runner): Command {
 
   modelOptions(program.command("run")
     .description("run one execution of an agent module and print its result")
-    .argument("<agent-module>", "a .ts or .js module whose default export is the agent (docs/cli.md)")
+    .argument("<agent-module>", "a .ts or .js module whose default export is the agent (see Docs below)")
     .argument("[input]", "the request to the agent; - reads it from stdin"))
     .option("--stream", "stream the model's text to stdout as it arrives")
     .option("--timeout <ms>", "end the execution with TIMEOUT after this many milliseconds", positiveInteger)

@@ -104,6 +104,16 @@ describe("the packed package without better-sqlite3", () => {
     expect(reported(result.stdout, "REFUSED")).toMatchObject({ code: "STORE", details: { missingPackage: "pg" }, message: expect.stringContaining("npm install pg@") });
   }, 120_000);
 
+  it("--help names the command reference inside the installed package, and it is there", async () => {
+    const cli = join(project, "node_modules", "phronomy", "dist", "host", "cli", "cli.js");
+    const child = spawn(process.execPath, [...childNodeFlags, cli, "--help"], { cwd: project, env: { ...process.env, NO_COLOR: "1" }, stdio: ["pipe", "pipe", "pipe"] });
+    child.stdin?.end();
+    const result = await finished(child, "phronomy --help");
+    const docs = /Docs: (.+)$/m.exec(result.stdout)?.[1];
+    expect(docs).toBe(join(project, "node_modules", "phronomy", "docs", "cli.md"));
+    expect(existsSync(docs!)).toBe(true);
+  }, 120_000);
+
   it("the CLI asked for a real model without @ai-sdk/openai-compatible says which package to install", async () => {
     expect(existsSync(join(project, "node_modules", "@ai-sdk", "openai-compatible")), "an optional peer").toBe(false);
     writeFileSync(join(project, "agent.mjs"), "export default { id: \"support\" };\n");

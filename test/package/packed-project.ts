@@ -64,6 +64,9 @@ export interface Finished {
   readonly stderr: string;
 }
 
+/** What the package holds beside dist/ (package.json `files`). */
+export const packagedFiles = ["package.json", "README.md", "LICENSE", "CHANGELOG.md", "docs/cli.md", "docs/runtimes.md"] as const;
+
 /** Stages the package in `<destination>/package` and packs it into
  * `destination`. Not `npm run build`, which would rewrite build/*.wasm
  * under the feet of tests running beside this; and `npm pack
@@ -71,7 +74,8 @@ export interface Finished {
 export async function packTarball(destination: string): Promise<PackedTarball> {
   const stage = join(destination, "package");
   mkdirSync(stage, { recursive: true });
-  for (const file of ["package.json", "README.md", "LICENSE", "CHANGELOG.md"]) copyFileSync(join(repositoryRoot, file), join(stage, file));
+  mkdirSync(join(stage, "docs"), { recursive: true });
+  for (const file of packagedFiles) copyFileSync(join(repositoryRoot, file), join(stage, file));
   await succeed(process.execPath, [...childNodeFlags, join(repositoryRoot, "scripts", "build-dist.mjs"), join(stage, "dist")], repositoryRoot);
   const output = await succeed("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", destination], stage);
   const [tarball] = JSON.parse(output.stdout) as (Omit<PackedTarball, "path" | "stage"> & { filename: string })[];

@@ -28,7 +28,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  finished, installedPackage, installProject, packTarball, repositoryRoot as root, reported, runtimeNames, runtimes, startScript,
+  finished, installedPackage, packagedFiles, installProject, packTarball, repositoryRoot as root, reported, runtimeNames, runtimes, startScript,
   succeed, type PackedTarball, type RuntimeName,
 } from "./packed-project.js";
 import { childNodeFlags } from "../support/node-flags.js";
@@ -98,7 +98,7 @@ describe("the packed package", () => {
     for (const path of ["package.json", "README.md", "LICENSE", "CHANGELOG.md", "dist/host/index.js", "dist/host/index.d.ts", "dist/host/testing.js", "dist/host/testing.d.ts", "dist/host/store/sqlite/worker.js", "dist/build/core.release.wasm"]) {
       expect(paths).toContain(path);
     }
-    expect(paths.filter((path) => !path.startsWith("dist/") && !["package.json", "README.md", "LICENSE", "CHANGELOG.md"].includes(path))).toEqual([]);
+    expect(paths.filter((path) => !path.startsWith("dist/") && !(packagedFiles as readonly string[]).includes(path))).toEqual([]);
     expect(paths.filter((path) => path.endsWith(".ts") && !path.endsWith(".d.ts"))).toEqual([]);
     const manifest = JSON.parse(readFileSync(join(project, "node_modules", "phronomy", "package.json"), "utf8")) as { scripts?: Record<string, string>; peerDependenciesMeta?: Record<string, { optional?: boolean }> };
     for (const hook of ["preinstall", "install", "postinstall"]) expect(manifest.scripts?.[hook]).toBeUndefined();
