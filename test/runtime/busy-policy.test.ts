@@ -21,6 +21,31 @@ function echoModel() {
   });
 }
 
+/** A store whose first preparation that `holds` picks waits at the
+ * store's door until `release` (its execution admitted, no session yet). */
+function storeHoldingAPreparation(store: SqliteStore, holds: (operation: StoreOperation & { type: "prepareExecution" }) => Promise<boolean> | boolean) {
+  const preparing = deferred<string>();
+  const gate = deferred();
+  let held = false;
+  const proxy = new Proxy(store, {
+    get(target, property, receiver) {
+      if (property === "run") {
+        return async (operation: StoreOperation) => {
+          if (operation.type === "prepareExecution" && !held && await holds(operation)) {
+            held = true;
+            preparing.resolve(operation.executionId);
+            await gate.promise;
+          }
+          return target.run(operation);
+        };
+      }
+      const value = Reflect.get(target, property, receiver);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return { store: proxy, preparing: preparing.promise, release: () => gate.resolve() };
+}
+
 describe("onBusy validation", () => {
   it("refuses an unknown policy or queue limit with InvalidInputError naming it", async () => {
     const env = await openEnvironment();
@@ -114,27 +139,9 @@ describe("onBusy: enqueue", () => {
 
   it("cancels by id a message taken from the queue whose preparation has not committed: CANCELLED, nothing runs, the next one does", async () => {
     const store = await SqliteStore.open(await temporaryStorePath());
-    const preparing = deferred<string>();
-    const prepareGate = deferred();
-    let held = false;
-    // Holds the first preparation of a queued message (one whose queued step exists) at the store's door.
-    const slowStore = new Proxy(store, {
-      get(target, property, receiver) {
-        if (property === "run") {
-          return async (operation: StoreOperation) => {
-            if (operation.type === "prepareExecution" && !held && (await target.listSteps(operation.executionId)).length > 0) {
-              held = true;
-              preparing.resolve(operation.executionId);
-              await prepareGate.promise;
-            }
-            return target.run(operation);
-          };
-        }
-        const value = Reflect.get(target, property, receiver);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
-    const env = await Phronomy.open({ store: slowStore, logger: recordingLogger() });
+    // Holds the first preparation of a queued message (one whose queued step exists).
+    const slow = storeHoldingAPreparation(store, async (operation) => (await store.listSteps(operation.executionId)).length > 0);
+    const env = await Phronomy.open({ store: slow.store, logger: recordingLogger() });
     try {
       const gate = deferred();
       const agent = env.agent({ id: "window", model: echoModel(), onBusy: "enqueue", tools: { lookup: lookupTool({ gate: gate.promise }) } });
@@ -145,9 +152,9 @@ describe("onBusy: enqueue", () => {
       const secondId = await second.executionId;
       await third.executionId;
       gate.resolve();
-      expect(await preparing.promise).toBe(secondId);
+      expect(await slow.preparing).toBe(secondId);
       expect(await env.queues.cancelQueued(secondId, "too late?")).toBe(true);
-      prepareGate.resolve();
+      slow.release();
       await expect(second.result).rejects.toMatchObject({ code: "CANCELLED", details: { whileQueued: true } });
       await expect(third.result).resolves.toMatchObject({ output: "echo: m2" });
       expect(await env.execution(secondId)).toMatchObject({ status: "terminal", outcome: "failed", error: { code: "CANCELLED" } });
@@ -308,35 +315,16 @@ describe("onBusy: interrupt", () => {
 
   it("cancels a running execution whose preparation has not committed yet: it ends CANCELLED before calling the model, then the new message runs", async () => {
     const store = await SqliteStore.open(await temporaryStorePath());
-    const preparing = deferred<string>();
-    const prepareGate = deferred();
-    let held = false;
-    // Holds the first preparation at the store's door: the execution is admitted, with no session yet.
-    const slowStore = new Proxy(store, {
-      get(target, property, receiver) {
-        if (property === "run") {
-          return async (operation: StoreOperation) => {
-            if (operation.type === "prepareExecution" && !held) {
-              held = true;
-              preparing.resolve(operation.executionId);
-              await prepareGate.promise;
-            }
-            return target.run(operation);
-          };
-        }
-        const value = Reflect.get(target, property, receiver);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
-    const env = await Phronomy.open({ store: slowStore, logger: recordingLogger() });
+    const slow = storeHoldingAPreparation(store, () => true);
+    const env = await Phronomy.open({ store: slow.store, logger: recordingLogger() });
     try {
       const calls: RecordedCall[] = [];
       const agent = env.agent({ id: "early", model: echoModel(), tools: { lookup: lookupTool({ calls }) } });
       const first = agent.start("m0");
-      const firstId = await preparing.promise;
+      const firstId = await slow.preparing;
       const second = agent.start("m1", { onBusy: "interrupt" });
       const secondId = await second.executionId;
-      prepareGate.resolve();
+      slow.release();
       await expect(first.result).rejects.toBeInstanceOf(CancellationError);
       await expect(first.result).rejects.toThrow(/interrupted by a newer message/);
       expect(await env.execution(firstId)).toMatchObject({ status: "terminal", outcome: "failed", error: { code: "CANCELLED" } });

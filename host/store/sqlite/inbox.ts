@@ -44,10 +44,9 @@ export const decisionReadMax = 1_000;
  * define is a no-op; past this bound the rest are found on the next change. */
 export const agentsPolledMax = 1_000;
 
-/** Migration 2: the inbox table. */
-export function createApprovalInbox(connection: SqliteConnection): void {
-  connection.exec(`
-    CREATE TABLE approval_inbox (
+/** The inbox's columns as migration 2 made them (migration 6 adds `kind`
+ * to a rebuilt table: these texts are history, never edited). */
+const inboxColumns = `
       decision_id        TEXT PRIMARY KEY NOT NULL,
       execution_id       TEXT NOT NULL,
       agent_id           TEXT NOT NULL,
@@ -61,11 +60,15 @@ export function createApprovalInbox(connection: SqliteConnection): void {
       claimed_by         TEXT,
       claims             INTEGER NOT NULL DEFAULT 0,
       error              TEXT,
-      settled_at         INTEGER
-    );
+      settled_at         INTEGER`;
+
+const inboxIndexes = `
     CREATE INDEX approval_inbox_unsettled ON approval_inbox (agent_id, filed_at) WHERE state IN ('filed', 'claimed');
-    CREATE UNIQUE INDEX approval_inbox_one_per_approval ON approval_inbox (execution_id, approval_id) WHERE state IN ('filed', 'claimed');
-  `);
+    CREATE UNIQUE INDEX approval_inbox_one_per_approval ON approval_inbox (execution_id, approval_id) WHERE state IN ('filed', 'claimed');`;
+
+/** Migration 2: the inbox table. */
+export function createApprovalInbox(connection: SqliteConnection): void {
+  connection.exec(`CREATE TABLE approval_inbox (${inboxColumns}\n    );${inboxIndexes}`);
 }
 
 /** Migration 3: the decision kind (`cancel`, docs/decisions/0026). */
@@ -75,32 +78,17 @@ export function addDecisionKind(connection: SqliteConnection): void {
 
 /** Migration 6: the `retry` kind (docs/decisions/0026). SQLite cannot
  * alter a column's CHECK, so the table is rebuilt (within the migration's
- * transaction: every row kept, indexes made again). */
+ * transaction: every row kept, indexes made again, the pruning index of
+ * migration 3 too). */
 export function addRetryKind(connection: SqliteConnection): void {
+  const columns = "decision_id, execution_id, agent_id, approval_id, approved, reason, execution_revision, filed_by, filed_at, state, claimed_by, claims, error, settled_at, kind";
   connection.exec(`
-    CREATE TABLE approval_inbox_next (
-      decision_id        TEXT PRIMARY KEY NOT NULL,
-      execution_id       TEXT NOT NULL,
-      agent_id           TEXT NOT NULL,
-      approval_id        TEXT NOT NULL,
-      approved           INTEGER NOT NULL CHECK (approved IN (0, 1)),
-      reason             TEXT,
-      execution_revision INTEGER NOT NULL,
-      filed_by           TEXT NOT NULL,
-      filed_at           INTEGER NOT NULL,
-      state              TEXT NOT NULL CHECK (state IN ('filed', 'claimed', 'applied', 'refused')),
-      claimed_by         TEXT,
-      claims             INTEGER NOT NULL DEFAULT 0,
-      error              TEXT,
-      settled_at         INTEGER,
+    CREATE TABLE approval_inbox_next (${inboxColumns},
       kind               TEXT NOT NULL DEFAULT 'approval' CHECK (kind IN (${inboxKinds}))
     );
-    INSERT INTO approval_inbox_next (decision_id, execution_id, agent_id, approval_id, approved, reason, execution_revision, filed_by, filed_at, state, claimed_by, claims, error, settled_at, kind)
-      SELECT decision_id, execution_id, agent_id, approval_id, approved, reason, execution_revision, filed_by, filed_at, state, claimed_by, claims, error, settled_at, kind FROM approval_inbox;
+    INSERT INTO approval_inbox_next (${columns}) SELECT ${columns} FROM approval_inbox;
     DROP TABLE approval_inbox;
-    ALTER TABLE approval_inbox_next RENAME TO approval_inbox;
-    CREATE INDEX approval_inbox_unsettled ON approval_inbox (agent_id, filed_at) WHERE state IN ('filed', 'claimed');
-    CREATE UNIQUE INDEX approval_inbox_one_per_approval ON approval_inbox (execution_id, approval_id) WHERE state IN ('filed', 'claimed');
+    ALTER TABLE approval_inbox_next RENAME TO approval_inbox;${inboxIndexes}
     CREATE INDEX approval_inbox_by_execution ON approval_inbox (execution_id);
   `);
 }
