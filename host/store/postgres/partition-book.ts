@@ -16,8 +16,9 @@
 //   held and reads the table; a second one, only when needed, takes free
 //   partitions up to this process's share (`ceil(count / live members)`);
 //   a third, only when needed, gives up at most
-//   `partitionsReleasedPerTickMax` surplus partitions — those with the
-//   fewest conversations live here first.
+//   `partitionsReleasedPerTickMax` surplus partitions. Which ones: each
+//   process ranks partitions by a hash of (its id, partition), takes the
+//   free ones it ranks highest and gives up those it ranks lowest.
 // * Agents asked for (`acquire`) are the conversations live here: when a
 //   partition is taken in the background, each of them is reported
 //   (`acquired`, recovered as a takeover of 0010), then the partition
@@ -253,6 +254,19 @@ export class PartitionBook {
     this.hooks.partitionsAcquired(grants);
   }
 
+  /** This process's preference for a partition (rendezvous hashing: a
+   * stable pseudo-random rank per process and partition). */
+  private rank(partition: number): number {
+    let rank = this.ranks.get(partition);
+    if (rank === undefined) {
+      rank = partitions.partitionOf(`${this.owner}#${partition}`, 0x7fffffff);
+      this.ranks.set(partition, rank);
+    }
+    return rank;
+  }
+
+  private readonly ranks = new Map<number, number>();
+
   private schedule(): void {
     if (this.timer !== undefined || this.stopped) return;
     this.timer = setTimeout(() => {
@@ -303,10 +317,10 @@ export class PartitionBook {
     const share = Math.ceil(this.count / Math.max(1, seen.members));
     const heldCount = this.states.filter((state) => state.held).length;
     if (heldCount < share) {
+      // The free partitions this process ranks highest: joiners taking at
+      // once rank them differently, so they rarely ask for the same ones.
       const free = seen.partitions.filter((row) => row.expiresAt <= seen.now && !this.states[row.partition]!.held).map((row) => row.partition);
-      // Joiners taking at once pick different partitions: start at a random offset.
-      const offset = Math.floor(Math.random() * Math.max(1, free.length));
-      const wanted = [...free.slice(offset), ...free.slice(0, offset)].slice(0, share - heldCount);
+      const wanted = free.sort((a, b) => this.rank(b) - this.rank(a)).slice(0, share - heldCount);
       const taken = await partitions.take(this.pool, this.owner, wanted, this.leaseMs).catch(() => []);
       if (this.stopped) return;
       for (const grant of taken) this.note(grant, sentAt, !announce);
@@ -316,12 +330,12 @@ export class PartitionBook {
     if (heldCount > share) await this.releaseSurplus(Math.min(heldCount - share, partitions.partitionsReleasedPerTickMax));
   }
 
-  /** Gives up `count` partitions, those with the fewest conversations live
-   * here first; their admissions stop before the statement is sent. */
+  /** Gives up the `count` partitions this process ranks lowest; their
+   * admissions stop before the statement is sent. Executions running in
+   * them are fenced at their next write and recovered by the next owner
+   * (busy partitions are not kept back: work would then never spread). */
   private async releaseSurplus(count: number): Promise<void> {
-    const live = new Map<number, number>();
-    for (const partition of this.asked.values()) live.set(partition, (live.get(partition) ?? 0) + 1);
-    const chosen = this.heldPartitions().sort((a, b) => (live.get(a.partition) ?? 0) - (live.get(b.partition) ?? 0)).slice(0, count);
+    const chosen = this.heldPartitions().sort((a, b) => this.rank(a.partition) - this.rank(b.partition)).slice(0, count);
     for (const grant of chosen) this.lose(this.states[grant.partition]!, `its partition ${grant.partition} was given to another process (balance)`);
     await partitions.release(this.pool, this.owner, chosen).catch(() => undefined);
   }
