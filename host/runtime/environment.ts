@@ -86,7 +86,7 @@ export interface OpenOptions {
 }
 
 const OPEN_OPTION_KEYS = ["store", "synchronous", "offloadCapacity", "offloadPolicy", "limits", "callbackErrorPolicy", "logger", "recover", "postgres", "visitor", "retention"] as const;
-const POSTGRES_OPTION_KEYS = ["poolSize", "leaseMs", "schema", "instanceId", "partitions"] as const;
+const POSTGRES_OPTION_KEYS = ["poolSize", "leaseMs", "schema", "instanceId", "partitions", "balance"] as const;
 const LIMIT_KEYS = ["agentsMax", "executionsMax"] as const;
 
 /** What a pending approval looks like to whoever decides it. */

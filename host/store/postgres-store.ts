@@ -76,9 +76,12 @@ export interface PostgresStoreOptions {
   /** Partitions of a NEW schema (default 256); an existing schema keeps the
    * count it was created with. */
   readonly partitions?: number;
+  /** false: take no share of the partitions (a short-lived process: the
+   * CLI); only those of the agents it uses, when free (default true). */
+  readonly balance?: boolean;
 }
 
-const optionNames: ReadonlySet<string> = new Set(["schema", "poolSize", "leaseMs", "instanceId", "partitions"]);
+const optionNames: ReadonlySet<string> = new Set(["schema", "poolSize", "leaseMs", "instanceId", "partitions", "balance"]);
 
 /** Rows remembered at most (one per active execution this process writes):
  * beyond it a barrier reads its row first, as after a restart. */
@@ -123,7 +126,7 @@ export class PostgresStore implements ExecutionStore {
    * last one held, or one no row matches — never unfenced. */
   fenceOf: (agentId: string) => Fence | undefined = (agentId) => this.leaseBook.fenceOf(agentId);
 
-  private constructor(path: string, schema: string, pool: pg.Pool, poolSize: number, leaseMs: number, private readonly instance: InstanceLock, partitionCount: number) {
+  private constructor(path: string, schema: string, pool: pg.Pool, poolSize: number, leaseMs: number, private readonly instance: InstanceLock, partitionCount: number, balancing: boolean) {
     this.path = path;
     this.schema = schema;
     this.pool = pool;
@@ -134,7 +137,7 @@ export class PostgresStore implements ExecutionStore {
       partitionsAcquired: (grants) => this.onPartitionsAcquired?.(grants),
       afterPass: () => this.pollInbox(),
       closing: () => this.closing !== undefined,
-    });
+    }, balancing);
     // One connection stays free of groups for reads, leases and the rarer writes.
     this.groups = new GroupCommit(pool, Math.max(1, Math.min(groupsInFlightDefault, poolSize - 1)));
   }
@@ -167,7 +170,7 @@ export class PostgresStore implements ExecutionStore {
       }
       const { connectionString, options: sessionOptions, types, application_name, connectionTimeoutMillis } = pool.options;
       instance = await InstanceLock.take({ connectionString, options: sessionOptions, types, application_name, connectionTimeoutMillis }, location.schema, options.instanceId, location.redactedUrl);
-      opened = new PostgresStore(location.redactedUrl, location.schema, pool, poolSize, leaseMs, instance, partitionCount);
+      opened = new PostgresStore(location.redactedUrl, location.schema, pool, poolSize, leaseMs, instance, partitionCount, options.balance !== false);
       opened.reclaimedPartitions = await opened.leaseBook.start();
     } catch (error) {
       await opened?.leaseBook.stop().catch(() => undefined);
@@ -600,6 +603,7 @@ function checkOptions(options: PostgresStoreOptions): void {
   if (options.leaseMs !== undefined) leases.checkLeaseMs(options.leaseMs, "leaseMs");
   if (options.instanceId !== undefined) checkInstanceId(options.instanceId, "instanceId");
   if (options.partitions !== undefined) partitions.checkPartitionCount(options.partitions, "partitions");
+  if (options.balance !== undefined && typeof options.balance !== "boolean") throw new InvalidInputError(`balance must be true or false, got ${JSON.stringify(options.balance)}`);
   const size = options.poolSize;
   if (size !== undefined && (!Number.isInteger(size) || size < 1 || size > poolSizeMax)) {
     throw new InvalidInputError(`poolSize must be an integer from 1 to ${poolSizeMax}, got ${String(size)}`);

@@ -57,8 +57,8 @@ describe("Phronomy.open's postgres options", () => {
     });
     const unknown = await refusal({ store: url, postgres: { pool: 4 } as never });
     expect(unknown).toBeInstanceOf(InvalidInputError);
-    expect((unknown as Error).message).toBe(`Phronomy.open(options.postgres): unknown option "pool"; allowed: poolSize, leaseMs, schema, instanceId, partitions`);
-    expect(await refusal({ store: url, postgres: "poolSize=3" as never })).toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining(`"postgres" must be an object { poolSize, leaseMs, schema, instanceId, partitions }`) });
+    expect((unknown as Error).message).toBe(`Phronomy.open(options.postgres): unknown option "pool"; allowed: poolSize, leaseMs, schema, instanceId, partitions, balance`);
+    expect(await refusal({ store: url, postgres: "poolSize=3" as never })).toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining(`"postgres" must be an object { poolSize, leaseMs, schema, instanceId, partitions, balance }`) });
     expect(await refusal({ store: url, postgres: { poolSize: 0 } })).toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining("poolSize must be an integer from 1 to 64, got 0") });
     expect(await refusal({ store: url, postgres: { leaseMs: 50 } })).toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining("leaseMs (the lease length in milliseconds) must be an integer from 100") });
     expect(await refusal({ store: postgresUrl, postgres: { schema: "Bad-Name" } })).toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining(`schema name "Bad-Name" cannot be used: it must match`) });

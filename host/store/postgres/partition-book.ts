@@ -77,6 +77,11 @@ export class PartitionBook {
     readonly leaseMs: number,
     readonly count: number,
     private readonly hooks: PartitionBookHooks,
+    /** false: a process that takes no share (a CLI command): it is no
+     * member, takes partitions only for agents it asks for (on demand, and
+     * again in the background while they are held elsewhere), and gives
+     * nothing up but on close. */
+    private readonly balancing = true,
   ) {
     this.states = Array.from({ length: count }, () => ({ grant: undefined, held: false, admitUntil: 0, why: "its partition is not held here", details: {}, scanned: false }));
   }
@@ -286,7 +291,7 @@ export class PartitionBook {
     let seen: partitions.Tick;
     try {
       const held = this.heldPartitions().map((grant) => ({ partition: grant.partition, epoch: grant.epoch }));
-      seen = await partitions.tick(this.pool, this.owner, held, this.leaseMs);
+      seen = await partitions.tick(this.pool, this.owner, held, this.leaseMs, this.balancing);
     } catch (error) {
       // Unreachable: admissions stop at admitUntil; the next tick retries.
       for (const state of this.states) if (state.held) state.why = `the partition lease could not be renewed: ${messageOf(error)}`;
@@ -314,6 +319,7 @@ export class PartitionBook {
   }
 
   private async balance(seen: partitions.Tick, sentAt: number, announce: boolean): Promise<void> {
+    if (!this.balancing) return this.takeAsked(seen, sentAt);
     const share = Math.ceil(this.count / Math.max(1, seen.members));
     const heldCount = this.states.filter((state) => state.held).length;
     if (heldCount < share) {
@@ -328,6 +334,16 @@ export class PartitionBook {
       return;
     }
     if (heldCount > share) await this.releaseSurplus(Math.min(heldCount - share, partitions.partitionsReleasedPerTickMax));
+  }
+
+  /** Not balancing: takes the expired partitions of agents asked for. */
+  private async takeAsked(seen: partitions.Tick, sentAt: number): Promise<void> {
+    const wanted = [...new Set(this.asked.values())].filter((partition) => !this.states[partition]!.held && seen.partitions[partition]!.expiresAt <= seen.now);
+    if (wanted.length === 0) return;
+    const taken = await partitions.take(this.pool, this.owner, wanted, this.leaseMs).catch(() => []);
+    if (this.stopped) return;
+    for (const grant of taken) this.note(grant, sentAt, false);
+    if (taken.length > 0) this.announce(taken);
   }
 
   /** Gives up the `count` partitions this process ranks lowest; their

@@ -103,17 +103,17 @@ export interface Tick {
   readonly partitions: readonly PartitionRow[];
   /** The database's clock when the statement ran. */
   readonly now: number;
-  /** Live members, this one included. */
+  /** Live members, this one included when it is one. */
   readonly members: number;
 }
 
 /** The one statement of a tick: this member's heartbeat, the renewal of
  * every partition it holds (at the epochs it holds), and the whole
  * partition table as it is after the renewal. */
-export async function tick(client: Queryable, instanceId: string, held: readonly { readonly partition: number; readonly epoch: number }[], leaseMs: number): Promise<Tick> {
+export async function tick(client: Queryable, instanceId: string, held: readonly { readonly partition: number; readonly epoch: number }[], leaseMs: number, member: boolean): Promise<Tick> {
   const { rows } = await client.query<{ partition: number; owner: string; epoch: string; expires_ms: string; renewed: boolean; now_ms: string; members: string }>(`
     WITH member AS (
-      INSERT INTO partition_members (instance_id, expires_at) VALUES ($1, clock_timestamp() + $4 * interval '1 millisecond')
+      INSERT INTO partition_members (instance_id, expires_at) SELECT $1, clock_timestamp() + $4 * interval '1 millisecond' WHERE $6::boolean
       ON CONFLICT (instance_id) DO UPDATE SET expires_at = excluded.expires_at
       RETURNING instance_id
     ), forgotten AS (
@@ -129,10 +129,10 @@ export async function tick(client: Queryable, instanceId: string, held: readonly
            floor(extract(epoch FROM coalesce(r.expires_at, p.expires_at)) * 1000)::bigint AS expires_ms,
            (r.partition IS NOT NULL) AS renewed,
            floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now_ms,
-           1 + (SELECT count(*) FROM partition_members m WHERE m.expires_at > clock_timestamp() AND m.instance_id <> $1) AS members
+           CASE WHEN $6::boolean THEN 1 ELSE 0 END + (SELECT count(*) FROM partition_members m WHERE m.expires_at > clock_timestamp() AND m.instance_id <> $1) AS members
     FROM partitions p LEFT JOIN renewed r USING (partition)
     ORDER BY p.partition
-  `, [instanceId, held.map((lease) => lease.partition), held.map((lease) => lease.epoch), leaseMs, memberForgottenAfterMs]);
+  `, [instanceId, held.map((lease) => lease.partition), held.map((lease) => lease.epoch), leaseMs, memberForgottenAfterMs, member]);
   return {
     partitions: rows.map((row) => ({ partition: Number(row.partition), owner: row.owner, epoch: Number(row.epoch), expiresAt: Number(row.expires_ms), renewed: row.renewed })),
     now: Number(rows[0]?.now_ms ?? Date.now()),
