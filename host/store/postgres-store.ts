@@ -132,7 +132,7 @@ export class PostgresStore implements ExecutionStore {
     this.pool = pool;
     this.leaseMs = leaseMs;
     this.leaseOwner = instance.instanceId;
-    this.leaseBook = new PartitionBook(pool, this.leaseOwner, leaseMs, partitionCount, {
+    this.leaseBook = new PartitionBook(pool, () => instance.session, this.leaseOwner, leaseMs, partitionCount, {
       acquired: (agentId, grant) => this.onLeaseAcquired?.(agentId, grant),
       partitionsAcquired: (grants) => this.onPartitionsAcquired?.(grants),
       afterPass: () => this.pollInbox(),

@@ -16,7 +16,7 @@ const conversations = 10_000;
 /** Starts (then resumes) in flight at once. */
 const inFlight = 200;
 /** Short leases: renewal must keep up while the process is busiest. */
-const leaseMs = 1_500;
+const leaseMs = 3_000;
 
 const refundModel = () => scriptedModel(({ messages }) => messages.at(-1)?.role === "tool"
   ? { text: "Refunded." }

@@ -28,7 +28,23 @@ const fallbackIdsMax = 64;
 export const instanceIdLengthMax = 200;
 
 export class InstanceLock {
-  private constructor(readonly instanceId: string, private readonly client: pg.Client) {}
+  private lost = false;
+
+  private constructor(readonly instanceId: string, private readonly client: pg.Client) {
+    client.on("error", () => {
+      this.lost = true;
+    });
+    client.on("end", () => {
+      this.lost = true;
+    });
+  }
+
+  /** The lock's own connection, for the partition tick: a renewal never
+   * waits behind the pool's writes (the per-agent renewals of 0010 did, and
+   * fell behind). Undefined once the connection was lost. */
+  get session(): pg.Client | undefined {
+    return this.lost ? undefined : this.client;
+  }
 
   /** Takes the lock of `instanceId`, or of the first free default id. */
   static async take(config: pg.ClientConfig, schema: string, instanceId: string | undefined, where: string): Promise<InstanceLock> {

@@ -73,6 +73,9 @@ export class PartitionBook {
 
   constructor(
     private readonly pool: pg.Pool,
+    /** The connection the tick runs on (its own, so it never waits behind
+     * the pool's writes); the pool when it is gone. */
+    private readonly session: () => pg.ClientBase | undefined,
     readonly owner: string,
     readonly leaseMs: number,
     readonly count: number,
@@ -291,7 +294,7 @@ export class PartitionBook {
     let seen: partitions.Tick;
     try {
       const held = this.heldPartitions().map((grant) => ({ partition: grant.partition, epoch: grant.epoch }));
-      seen = await partitions.tick(this.pool, this.owner, held, this.leaseMs, this.balancing);
+      seen = await partitions.tick(this.session() ?? this.pool, this.owner, held, this.leaseMs, this.balancing);
     } catch (error) {
       // Unreachable: admissions stop at admitUntil; the next tick retries.
       for (const state of this.states) if (state.held) state.why = `the partition lease could not be renewed: ${messageOf(error)}`;
