@@ -153,7 +153,12 @@ export async function take(client: Queryable, instanceId: string, partitions: re
   if (partitions.length === 0) return [];
   const { rows } = await client.query<{ partition: number; owner: string; epoch: string; expires_ms: string }>(`
     UPDATE partitions SET owner = $1, epoch = epoch + 1, expires_at = clock_timestamp() + $3 * interval '1 millisecond'
-    WHERE partition = ANY($2::integer[]) AND expires_at <= clock_timestamp()
+    WHERE partition IN (
+        -- Rows another statement holds are skipped, never waited on: two
+        -- processes taking overlapping sets cannot deadlock.
+        SELECT partition FROM partitions WHERE partition = ANY($2::integer[]) AND expires_at <= clock_timestamp()
+        ORDER BY partition FOR UPDATE SKIP LOCKED)
+      AND expires_at <= clock_timestamp()
     RETURNING partition, owner, epoch, floor(extract(epoch FROM expires_at) * 1000)::bigint AS expires_ms
   `, [instanceId, partitions, leaseMs]);
   return rows.map(grantOf);
