@@ -1,22 +1,32 @@
 // One coordinator process of bench/e2e's PostgreSQL spread measurement
 // (`postgres.ts` starts it: `node --import tsx postgres-child.ts <json>`).
-// It opens the store's schema, defines its agents (taking their leases) and
-// warms them up, reports `ready`, waits for a `go` line on stdin, runs the
+// It opens the store's schema, waits until the processes have balanced the
+// partitions (docs/decisions/0030), warms up on conversations of its own
+// partitions, reports `ready`, waits for a `go` line on stdin, runs the
 // workload for the given seconds, reports `finished` with its figures,
 // closes and exits. One JSON report per stdout line. (`postgres.ts`
 // imports only its types.)
 
 import { createInterface } from "node:readline";
 import { Phronomy } from "../../host/index.js";
-import { defineAgents, runFor, warmUp } from "./workload.js";
+import type { PostgresStore } from "../../host/store/postgres-store.js";
+import { defineConversations, runConversationsFor } from "./workload.js";
 
 export interface ChildConfig {
   /** The database URL (the schema is given apart). */
   readonly url: string;
   readonly schema: string;
   readonly seconds: number;
-  readonly agentIds: readonly string[];
+  /** Runs in flight in this process, each on a new conversation. */
+  readonly workers: number;
+  /** Its conversation ids start with this. */
+  readonly prefix: string;
+  /** Processes sharing the partitions (to know when they are balanced). */
+  readonly processes: number;
 }
+
+/** How long a child waits for its share of the partitions. */
+const balanceTimeoutMs = 60_000;
 
 export interface ChildReport {
   readonly type: "ready" | "finished" | "failed";
@@ -32,14 +42,19 @@ function report(line: ChildReport): void {
 
 async function main(config: ChildConfig): Promise<void> {
   const env = await Phronomy.open({ store: config.url, postgres: { schema: config.schema }, logger: { warn: () => undefined } });
-  const agents = await defineAgents(env, config.agentIds);
-  await warmUp(agents);
+  const store = env.store as PostgresStore;
+  const until = Date.now() + balanceTimeoutMs;
+  // Balanced: this process holds at least its share, less the rounding.
+  while (store.heldPartitions().length < Math.floor(256 / config.processes) - config.processes && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 100));
+  const mine = (id: string): boolean => store.leaseOf(id) !== undefined;
+  const definition = defineConversations(env, "bench");
+  await runConversationsFor(definition, `${config.prefix}-warm`, config.workers, 1, mine);
   const go = new Promise<void>((resolve) => createInterface({ input: process.stdin }).on("line", (line) => {
     if (line === "go") resolve();
   }));
   report({ type: "ready" });
   await go;
-  const figures = await runFor(agents, config.seconds);
+  const figures = await runConversationsFor(definition, config.prefix, config.workers, config.seconds, mine);
   report({ type: "finished", runs: figures.runs, elapsedMs: figures.elapsedMs, latencies: figures.latencies });
   await env.close();
 }

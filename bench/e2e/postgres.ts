@@ -4,12 +4,16 @@
 // * the raw floor: single-row autocommit INSERTs per second, on one
 //   connection (latency-bound: one WAL flush per commit) and on ten (what
 //   PostgreSQL's own group commit of WAL flushes gives);
-// * the agent-run workload, sequential (one run after another) and with
-//   `IN_FLIGHT` runs in flight on one process;
-// * the same `IN_FLIGHT` agents spread over `PROCESSES` child processes
-//   (`postgres-child.ts`) on the same schema — each owns its third of the
-//   agents through their leases — started together; the total runs/s is
-//   every child's runs over the longest child's window.
+// * the agent-run workload with a NEW conversation per run (issue 13),
+//   sequential (one run after another) and with `IN_FLIGHT` runs in flight
+//   on one process;
+// * suspend/resume: `SUSPENDS` conversations suspended for approval with
+//   `IN_FLIGHT` in flight, then all approved;
+// * `IN_FLIGHT` workers spread over `PROCESSES` child processes
+//   (`postgres-child.ts`) on the same schema — each runs only conversations
+//   of the partitions it holds (docs/decisions/0030), as an application
+//   routing by partition would — started together once balanced; the total
+//   runs/s is every child's runs over the longest child's window.
 //
 // The URL's password is never printed (the store's redacted URL is).
 
@@ -22,7 +26,13 @@ import { Phronomy } from "../../host/index.js";
 import { parseLocation } from "../../host/store/postgres/connection.js";
 import type { PostgresStore } from "../../host/store/postgres-store.js";
 import type { ChildConfig, ChildReport } from "./postgres-child.js";
-import { IN_FLIGHT, OPERATIONS_PER_RUN, defineAgents, percentile, runFor, summarize, warmUp } from "./workload.js";
+import { z } from "zod";
+import { scriptedModel } from "../../host/agent/scripted-model.js";
+import { tool } from "../../host/index.js";
+import { IN_FLIGHT, OPERATIONS_PER_RUN, defineConversations, percentile, runConversationsFor, summarize } from "./workload.js";
+
+/** Conversations suspended for approval, then approved, in the suspend/resume loop. */
+const SUSPENDS = Number(process.env["BENCH_SUSPENDS"] ?? 2_000);
 
 /** Coordinator processes in the spread measurement (issue 7 names three). */
 const PROCESSES = 3;
@@ -54,20 +64,22 @@ export async function benchPostgres(url: string, seconds: number): Promise<void>
     const floorTen = await rawFloor(url, schema, FLOOR_CONNECTIONS, seconds);
     console.log(`  raw floor: ${floorOne.toFixed(0)} single-row commits/s on 1 connection (= ${(floorOne / OPERATIONS_PER_RUN).toFixed(0)} runs/s if each of the ${OPERATIONS_PER_RUN} paid one), ${floorTen.toFixed(0)} on ${FLOOR_CONNECTIONS} (= ${(floorTen / OPERATIONS_PER_RUN).toFixed(0)} runs/s)`);
 
-    const [single] = await defineAgents(env, ["sequential"]);
-    for (let warm = 0; warm < 20; warm += 1) await warmUp([single!]);
-    const one = await runFor([single!], seconds);
+    const definition = defineConversations(env, "bench");
+    await runConversationsFor(definition, "warm", 1, 1);
+    const one = await runConversationsFor(definition, "sequential", 1, seconds);
     const total = one.latencies.reduce((sum, value) => sum + value, 0);
-    console.log(`  sequential: ${(one.runs / (total / 1000)).toFixed(0)} runs/s (${(total / one.runs / OPERATIONS_PER_RUN).toFixed(2)} ms per durable step)`);
+    console.log(`  sequential, a conversation per run: ${(one.runs / (total / 1000)).toFixed(0)} runs/s (${(total / one.runs / OPERATIONS_PER_RUN).toFixed(2)} ms per durable step)`);
 
-    const agents = await defineAgents(env, Array.from({ length: IN_FLIGHT }, (_, index) => `single-${index}`));
-    await warmUp(agents);
-    const many = summarize(await runFor(agents, seconds));
-    console.log(`  one process, ${IN_FLIGHT} in flight: ${many.runsPerSecond.toFixed(0)} runs/s (${(many.runsPerSecond * OPERATIONS_PER_RUN).toFixed(0)} store transactions/s), p50 ${many.p50.toFixed(1)} ms, p99 ${many.p99.toFixed(1)} ms`);
+    await runConversationsFor(definition, "warm-many", IN_FLIGHT, 1);
+    const many = summarize(await runConversationsFor(definition, "many", IN_FLIGHT, seconds));
+    console.log(`  one process, ${IN_FLIGHT} in flight, a conversation per run: ${many.runsPerSecond.toFixed(0)} runs/s (${(many.runsPerSecond * OPERATIONS_PER_RUN).toFixed(0)} store transactions/s), p50 ${many.p50.toFixed(1)} ms, p99 ${many.p99.toFixed(1)} ms`);
+
+    const approvals = await suspendAndResume(env, SUSPENDS);
+    console.log(`  suspend/resume, ${SUSPENDS} conversations, ${IN_FLIGHT} in flight: ${approvals.suspendsPerSecond.toFixed(0)} suspends/s, ${approvals.resumesPerSecond.toFixed(0)} approvals completed/s`);
     await env.close();
 
     const spread = await spreadOverProcesses(url, schema, seconds);
-    console.log(`  ${PROCESSES} processes, ${IN_FLIGHT} in flight in all (${spread.agentsPerProcess.join(" + ")} agents): ${spread.runsPerSecond.toFixed(0)} runs/s total (${spread.perProcess.map((rate) => rate.toFixed(0)).join(" + ")}; ${(spread.runsPerSecond * OPERATIONS_PER_RUN).toFixed(0)} store transactions/s), p50 ${spread.p50.toFixed(1)} ms, p99 ${spread.p99.toFixed(1)} ms`);
+    console.log(`  ${PROCESSES} processes, ${IN_FLIGHT} in flight in all (${spread.agentsPerProcess.join(" + ")} workers, each process its own partitions' conversations): ${spread.runsPerSecond.toFixed(0)} runs/s total (${spread.perProcess.map((rate) => rate.toFixed(0)).join(" + ")}; ${(spread.runsPerSecond * OPERATIONS_PER_RUN).toFixed(0)} store transactions/s), p50 ${spread.p50.toFixed(1)} ms, p99 ${spread.p99.toFixed(1)} ms`);
   } finally {
     await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch((error: unknown) => console.error(`could not drop the bench schema ${schema}: ${String(error)}`));
     await admin.end();
@@ -77,6 +89,40 @@ export async function benchPostgres(url: string, seconds: number): Promise<void>
 async function serverSettings(client: pg.Client): Promise<{ version: string; synchronousCommit: string; fsync: string }> {
   const setting = async (name: string) => String((await client.query(`SHOW ${name}`)).rows[0]?.[name] ?? "?");
   return { version: await setting("server_version"), synchronousCommit: await setting("synchronous_commit"), fsync: await setting("fsync") };
+}
+
+/** `count` conversations each suspended for approval (`IN_FLIGHT` at a
+ * time), then all approved: both rates. */
+async function suspendAndResume(env: Awaited<ReturnType<typeof Phronomy.open>>, count: number): Promise<{ suspendsPerSecond: number; resumesPerSecond: number }> {
+  const refund = tool({ inputSchema: z.object({ amount: z.number() }), needsApproval: () => true, execute: () => "ok" });
+  const model = scriptedModel(({ messages }) => messages.at(-1)?.role === "tool" ? { text: "refunded" } : { toolCalls: [{ toolName: "refund", input: { amount: 30 } }] });
+  const definition = env.agent({ name: "approvals", model, tools: { refund }, memoryWindow: 1 });
+  const inBatches = async <T>(body: (index: number) => Promise<T>): Promise<T[]> => {
+    const results: T[] = new Array(count);
+    let next = 0;
+    await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
+      while (next < count) {
+        const index = next++;
+        results[index] = await body(index);
+      }
+    }));
+    return results;
+  };
+  const suspendBegan = performance.now();
+  const suspended = await inBatches((index) => new Promise<{ executionId: string; approvalId: string }>((resolve, reject) => {
+    const run = definition.conversation(`approval-${index}`).start("refund", {
+      onEvent: (event) => { if (event.type === "approval_required") resolve({ executionId: event.executionId, approvalId: event.request.approvalId }); },
+    });
+    run.result.then(() => reject(new Error("a bench refund ended before its approval")), reject);
+  }));
+  const suspendMs = performance.now() - suspendBegan;
+  const resumeBegan = performance.now();
+  await inBatches(async (index) => {
+    const { executionId, approvalId } = suspended[index]!;
+    const result = await definition.conversation(`approval-${index}`).resume(executionId, { approvalId, approved: true }).result;
+    if (result.outcome !== "completed") throw new Error(`a bench approval ended ${result.outcome}`);
+  });
+  return { suspendsPerSecond: count / (suspendMs / 1000), resumesPerSecond: count / ((performance.now() - resumeBegan) / 1000) };
 }
 
 /** Single-row autocommit INSERTs for `seconds` on `connections`
@@ -117,7 +163,7 @@ async function spreadOverProcesses(url: string, schema: string, seconds: number)
   const agentsPerProcess = Array.from({ length: PROCESSES }, (_, index) => Math.floor(IN_FLIGHT / PROCESSES) + (index < IN_FLIGHT % PROCESSES ? 1 : 0));
   let first = 0;
   const children = agentsPerProcess.map((count, index) => {
-    const config: ChildConfig = { url, schema, seconds, agentIds: Array.from({ length: count }, (_, agent) => `spread-${first + agent}`) };
+    const config: ChildConfig = { url, schema, seconds, workers: count, prefix: `spread-${index}`, processes: PROCESSES };
     first += count;
     return new Child(`process ${index + 1}`, config);
   });

@@ -9,7 +9,7 @@
 
 import { z } from "zod";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
-import { tool, type Agent, type Environment } from "../../host/index.js";
+import { tool, type Agent, type DefinedAgent, type Environment } from "../../host/index.js";
 
 export const OPERATIONS_PER_RUN = 6;
 
@@ -78,4 +78,36 @@ export function percentile(sorted: readonly number[], fraction: number): number 
 export function summarize(figures: LoopFigures): { runsPerSecond: number; p50: number; p99: number } {
   const sorted = [...figures.latencies].sort((a, b) => a - b);
   return { runsPerSecond: figures.runs / (figures.elapsedMs / 1000), p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99) };
+}
+
+/** A definition whose every run is a new conversation (issue 13: a
+ * conversation per run, docs/decisions/0024 and 0030). */
+export function defineConversations(env: Environment, name: string): DefinedAgent {
+  return env.agent({ name, model: agentRunModel(), tools: { lookup }, memoryWindow: 1 });
+}
+
+/** `workers` loops, each starting a run on a NEW conversation as soon as
+ * its last one ended, for `seconds`. `accept`: ids this process may run
+ * (a process of several runs only the conversations of its partitions, as
+ * an application routing by partition would send it). */
+export async function runConversationsFor(definition: DefinedAgent, prefix: string, workers: number, seconds: number, accept: (id: string) => boolean = () => true): Promise<LoopFigures> {
+  const latencies: number[] = [];
+  let stop = false;
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (!stop) {
+      let id = `${prefix}-${next++}`;
+      while (!accept(id)) id = `${prefix}-${next++}`;
+      const started = performance.now();
+      const result = await definition.conversation(id).start("Where is order 42?").result;
+      if (result.outcome !== "completed") throw new Error(`a bench run of conversation "${id}" ended ${result.outcome}`);
+      latencies.push(performance.now() - started);
+    }
+  };
+  const began = performance.now();
+  const running = Array.from({ length: workers }, worker);
+  await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+  stop = true;
+  await Promise.all(running);
+  return { runs: latencies.length, elapsedMs: performance.now() - began, latencies };
 }

@@ -100,7 +100,9 @@ export async function openStore(location: StoreLocation, options: OpenStoreOptio
   if (location.kind === "postgres") {
     if (options.wrapStore !== undefined) throw new CliError("STORE_NOT_SUPPORTED", `this command runs on a SQLite store only, not on ${location.path}`);
     if (location.mustExist) await checkPostgresStoreExists(location);
-    return Phronomy.open({ store: location.url, ...common });
+    // A command takes no share of the partitions (docs/decisions/0030):
+    // only those of the agents it uses, when no live process holds them.
+    return Phronomy.open({ store: location.url, postgres: { balance: false }, ...common });
   }
   try {
     if (options.wrapStore === undefined) return await openOrVisit(location, options, common);

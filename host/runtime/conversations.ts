@@ -285,7 +285,10 @@ export class Conversations {
     // of an agent is fenced by its lease, so nobody wrote any execution).
     // (Epoch 1 held again after a release this process cancelled: its own
     // executions had all ended, or the conversation would not have been let go.)
-    const fresh = leasing?.leaseOf(conversation.id)?.epoch === 1 && !scan.has(conversation.id) && !queued.has(conversation.id);
+    // With partitions (docs/decisions/0030): the partition's unfinished rows
+    // were read when it was taken (at open: the scan above), so a
+    // conversation not among them has nothing to recover.
+    const fresh = (leasing?.partitionScanned?.(conversation.id) ?? leasing?.leaseOf(conversation.id)?.epoch === 1) && !scan.has(conversation.id) && !queued.has(conversation.id);
     const rows = leasing === undefined ? scan.get(conversation.id) ?? [] : fresh ? [] : await leasing.unfinishedExecutionsOf(conversation.id);
     scan.delete(conversation.id);
     // Messages queued behind an execution that ended before its head was
@@ -380,6 +383,17 @@ export class Conversations {
       return report;
     }));
     return reports.flat();
+  }
+
+  /** A partition taken over (docs/decisions/0030) holds unfinished work of
+   * this conversation: it is prepared here, which reads and recovers it,
+   * unless it is live already (the store reported it as a takeover) or
+   * its definition is not defined here (its rows wait for it). */
+  async adopt(agentId: string, definitionName: string | undefined): Promise<void> {
+    if (this.live.has(agentId)) return;
+    const kind = this.kindOf(agentId, definitionName);
+    if (kind === undefined) return;
+    await this.touch(agentId, kind);
   }
 
   /** Recovery reports a definition's recovery has not collected yet. */

@@ -39,6 +39,7 @@ import { settleFromRow } from "./durable-outcome.js";
 import { rejectSuspendedObserver, settleWaiterWithError } from "./delivery.js";
 import { continuationNameOf, continuationOf, recoverAgent, type RecoveredExecution } from "./recovery.js";
 import { leasingStoreOf, type LeasingStore } from "./leases.js";
+import { partitionedStoreOf, watchPartitionTakeovers } from "./partition-takeover.js";
 import { InboxApplier, inboxStoreOf, type ClaimedDecision } from "./approval-inbox.js";
 import { RemoteResumes } from "./remote-resume.js";
 import { DurableWatches } from "./durable-watch.js";
@@ -88,7 +89,7 @@ export interface OpenOptions {
 }
 
 const OPEN_OPTION_KEYS = ["store", "synchronous", "offloadCapacity", "offloadPolicy", "limits", "callbackErrorPolicy", "logger", "recover", "postgres", "visitor", "retention"] as const;
-const POSTGRES_OPTION_KEYS = ["poolSize", "leaseMs", "schema"] as const;
+const POSTGRES_OPTION_KEYS = ["poolSize", "leaseMs", "schema", "instanceId", "partitions", "balance"] as const;
 const LIMIT_KEYS = ["agentsMax", "executionsMax"] as const;
 
 /** What a pending approval looks like to whoever decides it. */
@@ -283,6 +284,14 @@ export class Environment {
     };
     const leasing = leasingStoreOf(store);
     if (leasing) leasing.onLeaseAcquired = (agentId, grant) => environment.takeOver(agentId, grant.epoch);
+    const partitioned = partitionedStoreOf(store);
+    if (partitioned) {
+      watchPartitionTakeovers(partitioned, {
+        logger,
+        recovers: () => environment.recoverOnDefine && !environment.closing,
+        adopt: (agentId, name) => environment.conversations.adopt(agentId, name),
+      });
+    }
     // The PostgreSQL store reports each connection it lost (loaded lazily: no static import).
     const reporting = store as { onConnectionLost?: (error: Error) => void };
     if ("onConnectionLost" in store) {

@@ -26,6 +26,9 @@ export interface LeasingStore {
   releaseLease(agentId: string): Promise<void>;
   /** The agent's unfinished executions, read now (after its lease was taken). */
   unfinishedExecutionsOf(agentId: string): Promise<ExecutionRow[]>;
+  /** With partitions (docs/decisions/0030): the agent's partition is held
+   * and its unfinished rows were read already. */
+  partitionScanned?(agentId: string): boolean;
 }
 
 export function leasingStoreOf(store: ExecutionStore): LeasingStore | undefined {

@@ -35,8 +35,9 @@ import { checkId, checkListFilter, checkOperation } from "./check-operation.js";
 import { createPool, parseLocation, poolSizeDefault, poolSizeMax } from "./postgres/connection.js";
 import { ConnectionLost, GroupCommit, groupsInFlightDefault } from "./postgres/group-commit.js";
 import { JournalTails } from "./postgres/journal-tails.js";
-import { LeaseBook } from "./postgres/lease-book.js";
-import { LeaseReleases } from "./postgres/lease-releases.js";
+import { InstanceLock, checkInstanceId } from "./postgres/instance-lock.js";
+import { PartitionBook } from "./postgres/partition-book.js";
+import * as partitions from "./postgres/partitions.js";
 import { applyOperation, type Fence } from "./postgres/operations.js";
 import {
   compareAndSetStatement, explainCompareAndSetRefusal, explainPrepareRefusal, isGrouped, prepareStatement, readKnownRow,
@@ -67,9 +68,20 @@ export interface PostgresStoreOptions {
    * (default `leaseMsDefault`, 5 s, or `?lease_ms=` in the URL); renewals
    * run every third of it (docs/decisions/0010). */
   readonly leaseMs?: number;
+  /** This process's name in the partition leases (docs/decisions/0030):
+   * a process opening with the id of a dead one takes its partitions at
+   * once. Default: the host name (`host:pid` when a live process on this
+   * host holds it). Give each live process its own. */
+  readonly instanceId?: string;
+  /** Partitions of a NEW schema (default 256); an existing schema keeps the
+   * count it was created with. */
+  readonly partitions?: number;
+  /** false: take no share of the partitions (a short-lived process: the
+   * CLI); only those of the agents it uses, when free (default true). */
+  readonly balance?: boolean;
 }
 
-const optionNames: ReadonlySet<string> = new Set(["schema", "poolSize", "leaseMs"]);
+const optionNames: ReadonlySet<string> = new Set(["schema", "poolSize", "leaseMs", "instanceId", "partitions", "balance"]);
 
 /** Rows remembered at most (one per active execution this process writes):
  * beyond it a barrier reads its row first, as after a restart. */
@@ -89,11 +101,18 @@ export class PostgresStore implements ExecutionStore {
   private readonly knownRows = new Map<string, KnownRow>();
   /** The journal tails of the agents held here. */
   private readonly journalTails = new JournalTails();
-  /** This process's name in the lease rows: host, pid and a random part. */
-  readonly leaseOwner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  /** This process's name in the partition leases: its instance id. */
+  readonly leaseOwner: string;
   readonly leaseMs: number;
-  /** The leases asked for, renewed in the background (`postgres/lease-book.ts`). */
-  private readonly leaseBook: LeaseBook;
+  /** The partitions held, renewed and balanced in the background
+   * (`postgres/partition-book.ts`). */
+  private readonly leaseBook: PartitionBook;
+  /** Partitions reclaimed at open from a dead process of this instance id. */
+  reclaimedPartitions: readonly partitions.PartitionGrant[] = [];
+  /** Called when partitions were taken in the background (after
+   * `onLeaseAcquired` for the agents asked for in them): their other
+   * unfinished executions are recovered (`markPartitionsScanned` then). */
+  onPartitionsAcquired: ((grants: readonly partitions.PartitionGrant[]) => void) | undefined;
   /** Called when the background retry takes over an agent this process
    * asked for (`acquireLease`) and did not hold: recover it now. */
   onLeaseAcquired: ((agentId: string, grant: leases.LeaseGrant) => void) | undefined;
@@ -107,16 +126,18 @@ export class PostgresStore implements ExecutionStore {
    * last one held, or one no row matches — never unfenced. */
   fenceOf: (agentId: string) => Fence | undefined = (agentId) => this.leaseBook.fenceOf(agentId);
 
-  private constructor(path: string, schema: string, pool: pg.Pool, poolSize: number, leaseMs: number) {
+  private constructor(path: string, schema: string, pool: pg.Pool, poolSize: number, leaseMs: number, private readonly instance: InstanceLock, partitionCount: number, balancing: boolean) {
     this.path = path;
     this.schema = schema;
     this.pool = pool;
     this.leaseMs = leaseMs;
-    this.leaseBook = new LeaseBook(pool, this.leaseOwner, leaseMs, {
+    this.leaseOwner = instance.instanceId;
+    this.leaseBook = new PartitionBook(pool, () => instance.session, this.leaseOwner, leaseMs, partitionCount, {
       acquired: (agentId, grant) => this.onLeaseAcquired?.(agentId, grant),
+      partitionsAcquired: (grants) => this.onPartitionsAcquired?.(grants),
       afterPass: () => this.pollInbox(),
       closing: () => this.closing !== undefined,
-    });
+    }, balancing);
     // One connection stays free of groups for reads, leases and the rarer writes.
     this.groups = new GroupCommit(pool, Math.max(1, Math.min(groupsInFlightDefault, poolSize - 1)));
   }
@@ -137,19 +158,27 @@ export class PostgresStore implements ExecutionStore {
     // not crash the process; the operation using it reports the failure.
     let opened: PostgresStore | undefined;
     const pool = createPool(location, poolSize, (error) => opened?.onConnectionLost?.(error));
+    let instance: InstanceLock | undefined;
     try {
       const client = await pool.connect();
+      let partitionCount: number;
       try {
-        await migrate(client, location.schema, location.redactedUrl);
+        await migrate(client, location.schema, location.redactedUrl, { partitionCount: options.partitions ?? partitions.partitionCountDefault });
+        partitionCount = await partitions.readPartitionCount(client);
       } finally {
         client.release();
       }
+      const { connectionString, options: sessionOptions, types, application_name, connectionTimeoutMillis } = pool.options;
+      instance = await InstanceLock.take({ connectionString, options: sessionOptions, types, application_name, connectionTimeoutMillis }, location.schema, options.instanceId, location.redactedUrl);
+      opened = new PostgresStore(location.redactedUrl, location.schema, pool, poolSize, leaseMs, instance, partitionCount, options.balance !== false);
+      opened.reclaimedPartitions = await opened.leaseBook.start();
     } catch (error) {
+      await opened?.leaseBook.stop().catch(() => undefined);
+      await instance?.release();
       await pool.end().catch(() => undefined);
       if (error instanceof PhronomyError) throw error;
       throw new StoreError(`cannot open the PostgreSQL store at ${location.redactedUrl}: ${messageOf(error)}`, { cause: error });
     }
-    opened = new PostgresStore(location.redactedUrl, location.schema, pool, poolSize, leaseMs);
     return opened;
   }
 
@@ -417,13 +446,7 @@ export class PostgresStore implements ExecutionStore {
     this.assertOpen("acquire a lease");
     this.listenToInbox();
     try {
-      await this.leaseReleases.settle(agentId);
-      const version = this.journalTails.version(agentId);
-      const acquisition = await this.leaseBook.acquire(agentId);
-      // A lease row created now: the agent (a new conversation) never ran,
-      // so its journal is empty — its first start needs no journal read.
-      if (acquisition.acquired && acquisition.created === true) this.journalTails.remember(agentId, acquisition.epoch, journalReadMax, [], version);
-      return acquisition;
+      return await this.leaseBook.acquire(agentId);
     } catch (error) {
       throw this.storeErrorOf(error);
     }
@@ -442,17 +465,34 @@ export class PostgresStore implements ExecutionStore {
   async releaseLease(agentId: string): Promise<void> {
     if (!this.leaseBook.forget(checkId(agentId, "agentId"))) return;
     this.journalTails.drop(agentId);
-    this.leaseReleases.release(agentId);
   }
 
-  /** Releases are sent in batches (`postgres/lease-releases.ts`); one that
-   * failed leaves the lease to expire on its own. */
-  private get leaseReleases(): LeaseReleases {
-    this.releases ??= new LeaseReleases(this.pool, this.leaseOwner, () => undefined);
-    return this.releases;
+  /** The partition of an agent id (docs/decisions/0030). */
+  partitionOf(agentId: string): number {
+    return this.leaseBook.partitionOf(agentId);
   }
 
-  private releases: LeaseReleases | undefined;
+  /** The partitions held now. */
+  heldPartitions(): partitions.PartitionGrant[] {
+    return this.leaseBook.heldPartitions();
+  }
+
+  /** The agent's partition is held here and its unfinished executions were
+   * already read (at open, or by a takeover's recovery): a conversation
+   * first used here needs no read of its own. */
+  partitionScanned(agentId: string): boolean {
+    return this.leaseBook.scanned(agentId);
+  }
+
+  /** After the recovery of partitions taken in the background. */
+  markPartitionsScanned(grants: readonly partitions.PartitionGrant[]): void {
+    this.leaseBook.markScanned(grants);
+  }
+
+  /** The unfinished executions of the agents in these partitions. */
+  unfinishedExecutionsInPartitions(held: readonly number[]): Promise<ExecutionRow[]> {
+    return this.read(() => reads.unfinishedExecutionsInPartitions(this.pool, this.path, held));
+  }
 
   /** The agent's executions not terminal, read now (under its lease). */
   unfinishedExecutionsOf(agentId: string): Promise<ExecutionRow[]> {
@@ -469,9 +509,8 @@ export class PostgresStore implements ExecutionStore {
    * owner (`env.retry` refused elsewhere, docs/decisions/0026). */
   leaseHolder(agentId: string): Promise<{ readonly owner: string; readonly expiresAt: number } | undefined> {
     return this.read(async () => {
-      const { rows } = await this.pool.query<{ owner: string; expires_at: Date }>("SELECT owner, expires_at FROM leases WHERE agent_id = $1", [checkId(agentId, "agentId")]);
-      const row = rows[0];
-      return row === undefined ? undefined : { owner: row.owner, expiresAt: row.expires_at.getTime() };
+      const holder = await partitions.holderOf(this.pool, checkId(agentId, "agentId"));
+      return holder === undefined ? undefined : { owner: holder.owner, expiresAt: holder.expiresAt };
     });
   }
 
@@ -532,10 +571,7 @@ export class PostgresStore implements ExecutionStore {
    * (notifications can be lost while the listener reconnects). */
   private async pollInbox(): Promise<void> {
     if (this.onApprovalFiled === undefined || this.closing !== undefined) return;
-    const held = this.leaseBook.agents().flatMap((agentId) => {
-      const grant = this.leaseOf(agentId);
-      return grant === undefined ? [] : [{ agentId, epoch: grant.epoch }];
-    });
+    const held = this.leaseBook.heldPartitions();
     try {
       for (const agentId of await inbox.agentsWithDecisions(this.pool, held)) this.onApprovalFiled?.(agentId);
     } catch {
@@ -550,9 +586,10 @@ export class PostgresStore implements ExecutionStore {
     this.closing ??= (async () => {
       while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
       const held = await this.leaseBook.stop();
-      await this.leaseReleases.close();
       await this.inboxListener?.close();
-      await leases.release(this.pool, this.leaseOwner, held).catch(() => undefined);
+      await partitions.release(this.pool, this.leaseOwner, held).catch(() => undefined);
+      await partitions.leave(this.pool, this.leaseOwner).catch(() => undefined);
+      await this.instance.release();
       await this.pool.end();
     })();
     return this.closing;
@@ -564,6 +601,9 @@ function checkOptions(options: PostgresStoreOptions): void {
     if (!optionNames.has(key)) throw new InvalidInputError(`unknown PostgresStore option "${key}"; known options: ${[...optionNames].join(", ")}`);
   }
   if (options.leaseMs !== undefined) leases.checkLeaseMs(options.leaseMs, "leaseMs");
+  if (options.instanceId !== undefined) checkInstanceId(options.instanceId, "instanceId");
+  if (options.partitions !== undefined) partitions.checkPartitionCount(options.partitions, "partitions");
+  if (options.balance !== undefined && typeof options.balance !== "boolean") throw new InvalidInputError(`balance must be true or false, got ${JSON.stringify(options.balance)}`);
   const size = options.poolSize;
   if (size !== undefined && (!Number.isInteger(size) || size < 1 || size > poolSizeMax)) {
     throw new InvalidInputError(`poolSize must be an integer from 1 to ${poolSizeMax}, got ${String(size)}`);

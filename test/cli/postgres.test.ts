@@ -97,7 +97,7 @@ describe.concurrent("phronomy on PostgreSQL", () => {
 
       refused = await cli(["run", exampleModule, "Where is my order 42?", "--store", url, "--json"]);
       expect(refused.code, describeResult(refused)).toBe(1);
-      expect(jsonOf(refused)).toMatchObject({ outcome: "failed", error: { code: "AGENT_BUSY", message: expect.stringContaining(`owned by ${ownerName} until`) } });
+      expect(jsonOf(refused)).toMatchObject({ outcome: "failed", error: { code: "AGENT_BUSY", message: expect.stringContaining(`held by ${ownerName} until`) } });
       expect(refused.stderr).toContain(`warning: [phronomy] agent "support" is owned by ${ownerName}`);
       listed = await cli(["ls", "--store", url, "--json"]);
       expect(listed.code, describeResult(listed)).toBe(0);
@@ -135,8 +135,10 @@ describe.concurrent("phronomy on PostgreSQL", () => {
     }
   });
 
-  it("recover leaves an execution whose agent another process still holds to it, and finishes it once that lease is gone", async () => {
-    // The killed run holds its lease for up to 10 s: recover comes sooner.
+  it("recover right after the run's process was killed reclaims its partition at once (same host: the same default instance id) and finishes it", async () => {
+    // The killed run holds its partition for up to 10 s; the next command on
+    // this host opens with the same instance id, whose session lock died
+    // with it, so it reclaims the partition at once (docs/decisions/0030).
     const { url, shown, schema } = storeUrls("&lease_ms=10000");
     const killed = startCli(["run", fixture("slow-agent.ts"), "take your time", "--store", url]);
     const admitted = await killed.stderrMatching(/tool slowTool started/);
@@ -144,24 +146,17 @@ describe.concurrent("phronomy on PostgreSQL", () => {
     killed.child.kill("SIGKILL");
     await killed.done;
 
-    const left = await cli(["recover", "--store", url, "--agent-module", fixture("slow-agent.ts"), "--json"], { env: { SLOW_TOOL_SECONDS: "0" } });
-    expect(left.code, describeResult(left)).toBe(0);
-    expect(jsonOf(left)).toEqual({
-      store: shown,
-      executions: [expect.objectContaining({ executionId, agentId: "slow", phase: "dispatching_tools", status: "owned_elsewhere", reason: expect.stringContaining("another live process owns agent \"slow\"") })],
-      summary: { resolved: 0, waitingForApproval: 0, needsAttention: 0, waitingForAgent: 0, ownedElsewhere: 1 },
-    });
-    expect(left.stderr).toMatch(/warning: \[phronomy\] agent "slow" is owned by \S+ until/);
-
-    // The dead process's lease runs out (here: made to, instead of waiting 10 s).
-    await withClient((client) => client.query(`UPDATE ${schema}.leases SET expires_at = clock_timestamp() WHERE agent_id = 'slow'`));
-    const recovered = await cli(["recover", "--store", url, "--agent-module", fixture("slow-agent.ts")], { env: { SLOW_TOOL_SECONDS: "0" } });
+    const recovered = await cli(["recover", "--store", url, "--agent-module", fixture("slow-agent.ts"), "--json"], { env: { SLOW_TOOL_SECONDS: "0" } });
     expect(recovered.code, describeResult(recovered)).toBe(0);
-    expect(recovered.stdout).toMatch(new RegExp(`${executionId} │ slow\\s+│ dispatching_tools │ continued \\(framework_tools\\) │ completed`));
-    expect(recovered.stdout).toContain("1 resolved · 0 waiting for approval · 0 need attention");
-    const leases = await withClient(async (client) => (await client.query<{ epoch: string }>(`SELECT epoch FROM ${schema}.leases WHERE agent_id = 'slow'`)).rows);
-    expect(leases).toEqual([{ epoch: "2" }]);
-    expectNoPassword(left, recovered);
+    expect(jsonOf(recovered)).toMatchObject({
+      store: shown,
+      executions: [expect.objectContaining({ executionId, agentId: "slow", phase: "dispatching_tools", status: "continued", result: expect.objectContaining({ outcome: "completed" }) })],
+      summary: { resolved: 1, waitingForApproval: 0, needsAttention: 0, waitingForAgent: 0, ownedElsewhere: 0 },
+    });
+    const partitions = await withClient(async (client) => (await client.query<{ epoch: string; live: boolean }>(`SELECT epoch, expires_at > clock_timestamp() AS live FROM ${schema}.partitions WHERE partition = ${schema}.partition_of('slow')`)).rows);
+    // Taken by the run (epoch 1), reclaimed by recover (epoch 2) and released when it closed.
+    expect(partitions).toEqual([{ epoch: "2", live: false }]);
+    expectNoPassword(recovered);
   });
 
   it("demo refuses a PostgreSQL store; other schemes are refused by name", async () => {

@@ -1,6 +1,6 @@
-// Conversations on PostgreSQL (docs/decisions/0024): a conversation takes
-// its lease on first use and gives it up when let go, so another process
-// can run it at once; defining many writes nothing; a closed conversation
+// Conversations on PostgreSQL (docs/decisions/0024, 0030): a conversation
+// belongs to its partition, so using one or letting it go writes no lease;
+// defining many writes nothing; a closed conversation
 // refuses starts in another process; recovery at open finds a named
 // definition's suspended executions.
 
@@ -23,7 +23,7 @@ const refundModel = () => scriptedModel(({ messages }) => {
 });
 
 describe("conversations on PostgreSQL", () => {
-  it("a conversation's lease is taken on first use and given up when idle: another process runs it next, at a new epoch", async () => {
+  it("a conversation costs no lease write: it runs in the process holding its partition and is refused elsewhere (lease_not_held)", async () => {
     const schema = freshSchema();
     const url = `${postgresUrl}?schema=${schema}&lease_ms=60000`;
     const first = await openOn(url);
@@ -34,16 +34,18 @@ describe("conversations on PostgreSQL", () => {
     for (let index = 0; index < 1_000; index += 1) here.conversation(`user-${index}`);
     const counts = await withClient((client) => client.query(`SELECT (SELECT count(*) FROM ${schema}.agents)::int AS agents, (SELECT count(*) FROM ${schema}.leases)::int AS leases`));
     expect(counts.rows).toEqual([{ agents: 0, leases: 0 }]);
+    // The first holds every partition (the second joined; with 60 s leases
+    // nothing is rebalanced during the test).
+    const partitions = () => withClient(async (client) => (await client.query(`SELECT partition, owner, epoch FROM ${schema}.partitions ORDER BY partition`)).rows);
+    const before = await partitions();
+    expect(new Set(before.map((row) => row.owner))).toEqual(new Set([(first.store as PostgresStore).leaseOwner]));
 
     await expect(here.conversation("user-7").start("Where is order 42?").result).resolves.toMatchObject({ outcome: "completed" });
     await waitFor(async () => (first.conversations.liveCount === 0 ? true : undefined));
-    expect((first.store as PostgresStore).leaseOf("user-7")).toBeUndefined();
-    // The lease row is expired (its epoch stays; releases are sent in a batch
-    // a moment later): the other process takes it at once.
-    await waitFor(async () => (await withClient((client) => client.query(`SELECT 1 FROM ${schema}.leases WHERE agent_id = 'user-7' AND expires_at <= clock_timestamp()`))).rows.length === 1 ? true : undefined);
-    await expect(there.conversation("user-7").start("And order 43?").result).resolves.toMatchObject({ outcome: "completed" });
-    const leases = await withClient((client) => client.query(`SELECT agent_id, epoch::int AS epoch FROM ${schema}.leases`));
-    expect(leases.rows).toEqual([{ agent_id: "user-7", epoch: 2 }]);
+    // Let go: its partition stays held, and nothing about it was written.
+    expect((first.store as PostgresStore).leaseOf("user-7")).toBeDefined();
+    expect(await partitions()).toEqual(before);
+    await expect(there.conversation("user-7").start("And order 43?").result).rejects.toMatchObject({ code: "AGENT_BUSY", details: { reason: "lease_not_held" } });
   });
 
   it("a conversation closed in one process refuses starts in another; a named definition recovers its suspended executions at open", async () => {
@@ -83,7 +85,9 @@ describe("conversations on PostgreSQL", () => {
     gate.resolve();
     expect((await Promise.all(runs.map((run) => run.result))).map((result) => result.output)).toEqual(["echo: m0", "echo: m1", "echo: m2", "echo: m3"]);
     await waitFor(async () => (first.conversations.liveCount === 0 ? true : undefined));
-    expect((first.store as PostgresStore).leaseOf("user-3")).toBeUndefined();
+    // Let go; its partition stays held here (docs/decisions/0030).
+    expect(first.conversations.liveCount).toBe(0);
+    expect((first.store as PostgresStore).leaseOf("user-3")).toBeDefined();
 
     // Queued behind m4 when the process closes: m4 ends, m5 stays queued
     // with nothing unfinished; the next process's definition runs it.

@@ -16,7 +16,10 @@ const leaseMs = 1_000;
 async function setUp(): Promise<{ schema: string; config: CoordinatorConfig }> {
   const schema = freshSchema();
   const url = `${postgresUrl}?schema=${schema}&lease_ms=${leaseMs}`;
-  await (await PostgresStore.open(url)).close();
+  // One partition (docs/decisions/0030), as new: the owner keeps the agent's
+  // while the standby lives, and takes it at epoch 1.
+  await (await PostgresStore.open(url, { partitions: 1 })).close();
+  await withClient((client) => client.query(`UPDATE ${schema}.partitions SET owner = '', epoch = 0; DELETE FROM ${schema}.partition_members`));
   await withClient((client) => client.query(`CREATE TABLE ${schema}.effects (key text PRIMARY KEY, first_pid integer NOT NULL, attempts integer NOT NULL)`));
   return { schema, config: { url, databaseUrl: postgresUrl, schema, agents: ["billing"], refundAgents: ["billing"] } };
 }
@@ -59,7 +62,11 @@ describe("approvals decided from any process (PostgreSQL approval inbox)", () =>
     // The owner marks the decision applied in a write of its own, which may land after the execution finished.
     await untilApplied(schema);
     const [decision] = await query(`SELECT state, filed_by, claimed_by, claims, error FROM ${schema}.approval_inbox`);
-    expect(decision).toMatchObject({ state: "applied", filed_by: expect.stringContaining(`:${standby.child.pid}:`), claimed_by: expect.stringContaining(`:${owner.child.pid}:`), claims: 1, error: null });
+    // Named by instance id (docs/decisions/0030): the owner's and the standby's ready lines carry theirs.
+    const ownerId = (await owner.waitFor(is("ready"))).owner;
+    const standbyId = (await standby.waitFor(is("ready"))).owner;
+    expect(ownerId).not.toBe(standbyId);
+    expect(decision).toMatchObject({ state: "applied", filed_by: standbyId, claimed_by: ownerId, claims: 1, error: null });
   }, 60_000);
 
   it("a wrong approval id from the standby is refused with ApprovalMismatchError and nothing is written", async () => {

@@ -17,7 +17,8 @@ import { atEnd, freshSchema, postgresUrl, withClient } from "./database.js";
 const quietLeaseMs = 600_000;
 
 async function open(schema: string, leaseMs = quietLeaseMs): Promise<PostgresStore> {
-  const store = await PostgresStore.open(`${postgresUrl}?schema=${schema}`, { leaseMs });
+  // One partition: the owner keeps the agent's while the standby lives (docs/decisions/0030).
+  const store = await PostgresStore.open(`${postgresUrl}?schema=${schema}`, { leaseMs, partitions: 1 });
   atEnd(() => store.close());
   return store;
 }
@@ -133,7 +134,7 @@ describe("the approval inbox (PostgreSQL store)", () => {
     expect(firstClaims).toHaveLength(2);
     // The owner's commit of e1's decision landed; then it "died" (its lease lapsed) before settling either.
     await owner.run(approvalCommit("e1", 3));
-    await withClient((client) => client.query(`UPDATE ${schema}.leases SET expires_at = clock_timestamp()`));
+    await withClient((client) => client.query(`UPDATE ${schema}.partitions SET expires_at = clock_timestamp()`));
     expect(await standby.acquireLease("support")).toMatchObject({ acquired: true, epoch: 2 });
 
     const again = await standby.claimDecisions("support");

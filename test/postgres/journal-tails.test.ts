@@ -61,7 +61,8 @@ describe("journal tails of a PostgresStore", () => {
   it("after another process wrote the agent's journal under its own lease, the first one's memory is never served again", async () => {
     const schema = freshSchema();
     const url = `${postgresUrl}?schema=${schema}&lease_ms=60000`;
-    const first = await PostgresStore.open(url);
+    // One partition: the agent's is the only one (docs/decisions/0030).
+    const first = await PostgresStore.open(url, { partitions: 1 });
     atEnd(() => first.close());
     await first.ensureAgent("support", 1);
     await first.acquireLease("support");
@@ -71,14 +72,17 @@ describe("journal tails of a PostgresStore", () => {
     expect((await first.readJournal("support", 5)).map((item) => item.content)).toEqual(["from the first process", "answered"]);
 
     // The first process stalls; its lease expires and a second takes the agent over and writes.
-    await withClient((client) => client.query(`UPDATE ${schema}.leases SET expires_at = clock_timestamp() - interval '1 second'`));
+    await withClient((client) => client.query(`UPDATE ${schema}.partitions SET expires_at = clock_timestamp() - interval '1 second'`));
     const second = await PostgresStore.open(url);
     atEnd(() => second.close());
     expect(await second.acquireLease("support")).toMatchObject({ acquired: true, epoch: 2 });
     await second.run(prepare("e2", "support", { journal: [record("e2", "from the second process")] }));
     await second.close();
 
-    // The first takes it back (epoch 3): it reads what the second wrote.
+    // The first's view is stale (its lease is long): its next write is
+    // refused by the fence, which tells it the partition is lost; it takes
+    // it back (epoch 3) and reads what the second wrote.
+    expect(await first.run(prepare("e3", "support"))).toMatchObject({ outcome: "not_established", error: { code: "AGENT_BUSY" } });
     expect(await first.acquireLease("support")).toMatchObject({ acquired: true, epoch: 3 });
     expect((await first.readJournal("support", 5)).map((item) => item.content)).toEqual(["from the first process", "answered", "from the second process"]);
   });

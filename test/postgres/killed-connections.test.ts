@@ -47,7 +47,8 @@ describe("killed PostgreSQL connections (pg_terminate_backend)", () => {
   it("the process lives: every admitted run settles, new starts complete, a decision filed elsewhere is applied after LISTEN reconnects", async () => {
     const schema = freshSchema();
     const base = `${postgresUrl}?schema=${schema}&lease_ms=${leaseMs}`;
-    await (await PostgresStore.open(base)).close();
+    // One partition (docs/decisions/0030): the owner keeps every agent while the standby lives.
+    await (await PostgresStore.open(base, { partitions: 1 })).close();
     await query(`CREATE TABLE ${schema}.effects (key text PRIMARY KEY, first_pid integer NOT NULL, attempts integer NOT NULL)`);
     const ownerName = `phronomy_kill_${randomBytes(4).toString("hex")}`;
     const agents = Array.from({ length: 24 }, (_, index) => `support-${index}`);

@@ -1,8 +1,10 @@
-// Agent leases across real processes (issue 7, docs/decisions/0010): each
-// test runs coordinator processes (fixtures/coordinator.ts) on one schema
-// of the real PostgreSQL, with 1 s leases, and judges by what the database
-// holds. The full-size test (three processes, 300 runs, one killed at a
-// random moment) prints its seed: LEASES_SEED=<seed> replays its choices.
+// Ownership across real processes (issue 7, docs/decisions/0010; by
+// partitions since issue 13, docs/decisions/0030): each test runs
+// coordinator processes (fixtures/coordinator.ts) on one schema of the real
+// PostgreSQL, with 1 s leases, and judges by what the database holds. The
+// full-size test (three processes, 300 runs, one killed and one stopped
+// past its lease at random moments) prints its seed: LEASES_SEED=<seed>
+// replays its choices.
 
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -10,6 +12,7 @@ import { join } from "node:path";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { PostgresStore } from "../../host/store/postgres-store.js";
+import { partitionOf } from "../../host/store/postgres/partitions.js";
 import { atEnd, freshSchema, postgresUrl, withClient } from "./database.js";
 import type { CoordinatorConfig } from "./fixtures/coordinator.js";
 import { coordinatorForTest, is, type Coordinator } from "./fixtures/processes.js";
@@ -29,6 +32,8 @@ const toolDelayMs = 20;
  * never before every process has work in flight, never after the end. */
 const killAfterMin = 30;
 const killAfterMax = 240;
+/** How long the stopped process stays stopped: past its lease. */
+const stoppedMs = 2.5 * leaseMs;
 /** The driver's wait while an agent has no live owner or refuses a start. */
 const retryMs = 100;
 
@@ -39,12 +44,17 @@ interface Setup {
   readonly directory: string;
 }
 
-async function setUp(): Promise<Setup> {
+/** `partitions`: the schema's partition count. The two-process tests use
+ * one, so the one agent's partition stays with its owner while it lives
+ * (with more, the owner gives half of them to the joiner). */
+async function setUp(partitions?: number): Promise<Setup> {
   const schema = freshSchema();
   const url = `${postgresUrl}?schema=${schema}&lease_ms=${leaseMs}`;
-  const store = await PostgresStore.open(url);
+  const store = await PostgresStore.open(url, partitions === undefined ? {} : { partitions });
   expect(store.leaseMs).toBe(leaseMs);
   await store.close();
+  // The schema as new: no partition ever held (the processes' epochs start at 1).
+  await withClient((client) => client.query(`UPDATE ${schema}.partitions SET owner = '', epoch = 0; DELETE FROM ${schema}.partition_members`));
   await withClient((client) => client.query(`CREATE TABLE ${schema}.effects (key text PRIMARY KEY, first_pid integer NOT NULL, attempts integer NOT NULL)`));
   const directory = await mkdtemp(join(tmpdir(), "phronomy-leases-"));
   atEnd(() => rm(directory, { recursive: true, force: true }));
@@ -72,7 +82,7 @@ async function query<T extends Record<string, unknown>>(sql: string, values: unk
 
 describe("agent leases across processes (PostgreSQL)", () => {
   it("a second process is refused while the owner lives; after kill -9 it takes over at a new epoch and finishes the dead owner's execution, each tool effect once per key", async () => {
-    const { schema, config, directory } = await setUp();
+    const { schema, config, directory } = await setUp(1);
     const first = coordinator("first", config(["support"], join(directory, "never-opens")));
     const firstReady = await first.waitFor(is("ready"));
     expect(firstReady.leases).toEqual([{ agentId: "support", acquired: true, owner: firstReady.owner, epoch: 1 }]);
@@ -106,8 +116,8 @@ describe("agent leases across processes (PostgreSQL)", () => {
       throw new Error(`${error.message}; second: ${JSON.stringify(second.lines)} ${second.stderr.join("")}`);
     });
     expect(row).toMatchObject({ status: "terminal", outcome: "completed" });
-    const leases = await query(`SELECT owner, epoch FROM ${schema}.leases WHERE agent_id = 'support'`);
-    expect(leases).toEqual([{ owner: expect.stringContaining(`:${second.child.pid}:`), epoch: "2" }]);
+    const leases = await query(`SELECT owner, epoch FROM ${schema}.partitions WHERE partition = ${schema}.partition_of('support')`);
+    expect(leases).toEqual([{ owner: secondReady.owner, epoch: "2" }]);
     const effects = await query<{ key: string; attempts: number }>(`SELECT key, attempts FROM ${schema}.effects ORDER BY key`);
     expect(effects.map((effect) => effect.key)).toEqual([`${admitted.executionId}:call-0-0`, `${admitted.executionId}:call-1-0`]);
 
@@ -118,7 +128,7 @@ describe("agent leases across processes (PostgreSQL)", () => {
   }, 60_000);
 
   it("a former owner paused (SIGSTOP) past its lease, then continued: its late barrier write is refused by the fencing check", async () => {
-    const { schema, config, directory } = await setUp();
+    const { schema, config, directory } = await setUp(1);
     const gateA = join(directory, "gate-a");
     const gateB = join(directory, "gate-b");
     const first = coordinator("first", config(["support"], gateA));
@@ -159,19 +169,21 @@ describe("agent leases across processes (PostgreSQL)", () => {
     await writeFile(gateB, "");
     const row = await waitForRow(schema, executionId, (found) => found.status === "terminal");
     expect(row).toMatchObject({ outcome: "completed" });
-    expect(await query(`SELECT epoch FROM ${schema}.leases`)).toEqual([{ epoch: "2" }]);
+    expect(await query(`SELECT epoch FROM ${schema}.partitions WHERE partition = ${schema}.partition_of('support')`)).toEqual([{ epoch: "2" }]);
     const effects = await query<{ key: string }>(`SELECT key FROM ${schema}.effects ORDER BY key`);
     expect(effects.map((effect) => effect.key)).toEqual([`${executionId}:call-0-0`, `${executionId}:call-1-0`]);
   }, 60_000);
 
-  it(`three coordinators, ${agentCount * runsPerAgent} runs over ${agentCount} agents, one killed (kill -9) at a random moment: every run completes exactly once, one effect per idempotency key, no write of the dead process's epoch after the takeover`, async () => {
+  it(`three coordinators, ${agentCount * runsPerAgent} runs over ${agentCount} agents, one killed (kill -9) and one stopped (SIGSTOP) past its lease at random moments: every run completes exactly once, one effect per idempotency key, no write of the dead process's epoch after the takeover`, async () => {
     const seed = seedFrom("LEASES_SEED");
     const random = generator(seed);
     const victimIndex = Math.floor(random() * processCount);
     const killAfter = killAfterMin + Math.floor(random() * (killAfterMax - killAfterMin + 1));
     const killDelayMs = Math.floor(random() * 3 * toolDelayMs);
+    const sleeperIndex = (victimIndex + 1 + Math.floor(random() * (processCount - 1))) % processCount;
+    const stopAfter = killAfterMin + Math.floor(random() * (killAfterMax - killAfterMin + 1));
     const replay = `LEASES_SEED=${seed}`;
-    console.log(`three coordinators: ${replay} kills p${victimIndex} ${killDelayMs} ms after ${killAfter} completed runs (the seed replays these choices; the timing around them varies)`);
+    console.log(`three coordinators: ${replay} kills p${victimIndex} ${killDelayMs} ms after ${killAfter} completed runs, stops p${sleeperIndex} (SIGSTOP) for ${stoppedMs} ms after ${stopAfter} (the seed replays these choices; the timing around them varies)`);
 
     const { schema, config, url } = await setUp();
     await withClient((client) => installWriteLedger(client, schema));
@@ -184,14 +196,13 @@ describe("agent leases across processes (PostgreSQL)", () => {
       toolDelayMs,
     }));
     const ready = await Promise.all(processes.map((process) => process.waitFor(is("ready"))));
-    for (const line of ready) expect(line.leases.every((lease) => lease.acquired)).toBe(true);
     // Every process stands by for every other agent (refused while its owner lives).
     for (const process of processes) process.send({ define: agentIds });
     await Promise.all(processes.map((process) => process.waitFor(is("defined"))));
     const byOwner = new Map(ready.map((line, index) => [line.owner, processes[index]!]));
     const ownerNameOf = new Map(ready.map((line, index) => [names[index]!, line.owner]));
     const ownerOf = async (agentId: string): Promise<Coordinator | undefined> => {
-      const [lease] = await query<{ owner: string }>(`SELECT owner FROM ${schema}.leases WHERE agent_id = $1 AND expires_at > clock_timestamp()`, [agentId]);
+      const [lease] = await query<{ owner: string }>(`SELECT owner FROM ${schema}.partitions WHERE partition = ${schema}.partition_of($1) AND expires_at > clock_timestamp()`, [agentId]);
       const process = lease === undefined ? undefined : byOwner.get(lease.owner);
       return process?.alive === true ? process : undefined;
     };
@@ -201,6 +212,12 @@ describe("agent leases across processes (PostgreSQL)", () => {
 
     const victim = processes[victimIndex]!;
     const victimOwner = ready[victimIndex]!.owner;
+    const sleeper = processes[sleeperIndex]!;
+    const stopLater = async (): Promise<void> => {
+      sleeper.kill("SIGSTOP");
+      await sleep(stoppedMs);
+      sleeper.kill("SIGCONT");
+    };
     let killedAt = 0;
     let completed = 0;
     let lostWithVictim = 0;
@@ -229,6 +246,7 @@ describe("agent leases across processes (PostgreSQL)", () => {
           run += 1;
           completed += 1;
           if (completed === killAfter) void killLater();
+          if (completed === stopAfter) void stopLater();
           continue;
         }
         if (line === undefined) {
@@ -267,23 +285,27 @@ describe("agent leases across processes (PostgreSQL)", () => {
     expect(terminals.length, replay).toBe(rows.length);
     expect(terminals.filter((terminal) => terminal.count !== 1), replay).toEqual([]);
 
-    // The lease grants: the dead process's agents moved to a live process at a new epoch.
+    // The partition grants: the dead process's partitions moved to a live
+    // process at a new epoch.
     const history = await withClient((client) => readLeaseHistory(client, schema));
-    const victimAgents = [...new Set(history.filter((grant) => grant.owner === victimOwner).map((grant) => grant.agentId))];
-    expect(victimAgents.length, replay).toBeGreaterThan(0);
-    const takeoverOf = (agentId: string, epoch: number) => history.find((grant) => grant.agentId === agentId && grant.epoch > epoch);
-    const leases = await query<{ agent_id: string; owner: string; epoch: string }>(`SELECT agent_id, owner, epoch FROM ${schema}.leases`);
-    for (const agentId of victimAgents) {
-      const lease = leases.find((row) => row.agent_id === agentId);
+    const victimPartitions = [...new Set(history.filter((grant) => grant.owner === victimOwner).map((grant) => grant.partition))];
+    expect(victimPartitions.length, replay).toBeGreaterThan(0);
+    const takeoverOf = (partition: number, epoch: number) => history.find((grant) => grant.partition === partition && grant.epoch > epoch);
+    const leases = await query<{ partition: number; owner: string; epoch: string }>(`SELECT partition, owner, epoch FROM ${schema}.partitions`);
+    for (const partition of victimPartitions) {
+      const lease = leases.find((row) => row.partition === partition);
       expect(lease?.owner, replay).not.toBe(victimOwner);
       expect(Number(lease?.epoch), replay).toBeGreaterThanOrEqual(2);
     }
-    // A live owner starved of CPU past its lease (a loaded machine) may lose
-    // an agent too: such takeovers are counted and allowed, never required.
+    // Partitions move between live processes too: the stopped one loses
+    // its partitions, and live processes give surplus ones up to balance.
+    // A key called again there is explained by that move.
+    // A live process starved of CPU past its lease (a loaded machine) may
+    // lose a partition and take it back itself at the next epoch: counted too.
     const takenFromLive = new Set(history.filter((grant, index) => {
-      const previous = history.slice(0, index).findLast((earlier) => earlier.agentId === grant.agentId);
-      return previous !== undefined && previous.owner !== victimOwner && previous.owner !== grant.owner;
-    }).map((grant) => grant.agentId));
+      const previous = history.slice(0, index).findLast((earlier) => earlier.partition === grant.partition);
+      return previous !== undefined && previous.owner !== victimOwner;
+    }).map((grant) => grant.partition));
 
     // One effect row per idempotency key, two keys per execution, none of an
     // execution the store lacks. A key is called again only when the process
@@ -296,28 +318,30 @@ describe("agent leases across processes (PostgreSQL)", () => {
     expect([...keysPerExecution.values()].filter((count) => count !== 2), replay).toEqual([]);
     const agentOfExecution = new Map(rows.map((row) => [row.execution_id, row.agent_id]));
     const repeated = effects.filter((effect) => effect.attempts > 1);
-    const unexplained = repeated.filter((effect) => effect.first_pid !== victim.child.pid && !takenFromLive.has(agentOfExecution.get(executionOfKey(effect.key))!));
+    const unexplained = repeated.filter((effect) => effect.first_pid !== victim.child.pid && !takenFromLive.has(partitionOf(agentOfExecution.get(executionOfKey(effect.key))!, 256)));
     expect(unexplained, replay).toEqual([]);
 
-    // No write of the dead process committed after its agents were taken
-    // over: each one committed while it held the agent's lease, before the
-    // grant of the next epoch (the database's clock on both sides).
+    // No write of the dead process committed after its partitions were taken
+    // over, and none of the stopped one after it lost them: each committed
+    // while its process held the partition, before the grant of the next
+    // epoch (the database's clock on both sides).
     const writes = await withClient((client) => readWrites(client, schema));
     const victimWrites = writes.filter((write) => write.writer === victim.name);
     expect(victimWrites.length, replay).toBeGreaterThan(0);
     expect(writesOutsideLease(writes, history, victim.name, victimOwner), replay).toEqual([]);
+    expect(writesOutsideLease(writes, history, sleeper.name, ready[sleeperIndex]!.owner), replay).toEqual([]);
     // Writes of live processes outside their lease (only possible for an
     // owner that lost an agent while a write was in flight): reported.
-    const outside = names.filter((name) => name !== victim.name).flatMap((name) => writesOutsideLease(writes, history, name, ownerNameOf.get(name)!));
+    const outside = names.filter((name) => name !== victim.name && name !== sleeper.name).flatMap((name) => writesOutsideLease(writes, history, name, ownerNameOf.get(name)!));
 
     const lastVictimWrite = Math.max(...victimWrites.map((write) => write.at));
-    const takeovers = victimAgents.map((agentId) => takeoverOf(agentId, history.findLast((grant) => grant.agentId === agentId && grant.owner === victimOwner)!.epoch)!.at - killedAt);
+    const takeovers = victimPartitions.map((partition) => takeoverOf(partition, history.findLast((grant) => grant.partition === partition && grant.owner === victimOwner)!.epoch)!.at - killedAt);
     console.log([
       `three coordinators (${replay}): p${victimIndex} killed after ${killAfter} completed runs; ${rows.length} executions, all completed once;`,
       `${lostWithVictim} admitted by the dead process and finished by its successors, ${startedAgain} starts lost with it and sent again;`,
-      `its ${victimAgents.length} agents taken over ${Math.min(...takeovers)}–${Math.max(...takeovers)} ms after the kill (lease ${leaseMs} ms);`,
+      `its ${victimPartitions.length} partitions taken over ${Math.min(...takeovers)}–${Math.max(...takeovers)} ms after the kill (lease ${leaseMs} ms);`,
       `its ${victimWrites.length} writes all committed under its lease, the last ${killedAt - lastVictimWrite} ms before the kill;`,
-      `${repeated.length} keys called more than once (the call's result not recorded when its process died), ${takenFromLive.size} agents lost by a live owner, ${outside.length} live writes outside their lease`,
+      `${repeated.length} keys called more than once (the call's result not recorded when its process died), ${takenFromLive.size} partitions moved between live processes, ${outside.length} live writes outside their lease`,
     ].join("\n  "));
   }, 120_000);
 });

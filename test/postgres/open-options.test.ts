@@ -28,7 +28,7 @@ describe("Phronomy.open's postgres options", () => {
     const agent = env.agent({ id: "support", model: agentRunModel(), tools: { lookup: lookupTool() } });
     expect(await agent.start("Where is order 42?").result).toMatchObject({ outcome: "completed" });
     const [lease] = await withClient(async (client) => (await client.query<{ owner: string; seconds: number }>(
-      `SELECT owner, extract(epoch FROM expires_at - clock_timestamp())::float AS seconds FROM ${schema}.leases WHERE agent_id = 'support'`,
+      `SELECT owner, extract(epoch FROM expires_at - clock_timestamp())::float AS seconds FROM ${schema}.partitions WHERE partition = ${schema}.partition_of('support')`,
     )).rows);
     expect(lease?.owner).toBe(store.leaseOwner);
     expect(lease?.seconds).toBeGreaterThan(0);
@@ -57,8 +57,8 @@ describe("Phronomy.open's postgres options", () => {
     });
     const unknown = await refusal({ store: url, postgres: { pool: 4 } as never });
     expect(unknown).toBeInstanceOf(InvalidInputError);
-    expect((unknown as Error).message).toBe(`Phronomy.open(options.postgres): unknown option "pool"; allowed: poolSize, leaseMs, schema`);
-    expect(await refusal({ store: url, postgres: "poolSize=3" as never })).toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining(`"postgres" must be an object { poolSize, leaseMs, schema }`) });
+    expect((unknown as Error).message).toBe(`Phronomy.open(options.postgres): unknown option "pool"; allowed: poolSize, leaseMs, schema, instanceId, partitions, balance`);
+    expect(await refusal({ store: url, postgres: "poolSize=3" as never })).toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining(`"postgres" must be an object { poolSize, leaseMs, schema, instanceId, partitions, balance }`) });
     expect(await refusal({ store: url, postgres: { poolSize: 0 } })).toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining("poolSize must be an integer from 1 to 64, got 0") });
     expect(await refusal({ store: url, postgres: { leaseMs: 50 } })).toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining("leaseMs (the lease length in milliseconds) must be an integer from 100") });
     expect(await refusal({ store: postgresUrl, postgres: { schema: "Bad-Name" } })).toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining(`schema name "Bad-Name" cannot be used: it must match`) });

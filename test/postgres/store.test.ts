@@ -97,20 +97,22 @@ async function waitForLockWaiter(store: PostgresStore): Promise<number> {
   throw new Error(`no backend of ${store.path} waited for the row lock`);
 }
 
-describe("the fencing hook (leases, docs/decisions/0009)", () => {
-  it("admission and barriers carry the lease epoch in the same statement; after a takeover (epoch+1) they are refused and write nothing", async () => {
+describe("the fencing hook (partitions, docs/decisions/0009 and 0030)", () => {
+  it("admission and barriers carry the partition's epoch in the same statement; after a takeover (epoch+1) they are refused and write nothing", async () => {
     const schema = freshSchema();
     const store = await open(schema);
     await store.ensureAgent("support", 1);
-    await withClient((client) => client.query(`INSERT INTO ${schema}.leases (agent_id, owner, epoch, expires_at) VALUES ('support', 'process-a', 1, now() + interval '1 minute')`));
-    store.fenceOf = (agentId) => (agentId === "support" ? { owner: "process-a", epoch: 1 } : undefined);
+    // The store holds every partition (alone): the agent's at epoch 1.
+    expect(await store.acquireLease("support")).toMatchObject({ acquired: true, epoch: 1 });
+    expect(store.fenceOf("support")).toEqual({ owner: store.leaseOwner, epoch: 1 });
     expect(await store.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1 });
     expect(await store.run(providerBarrier("e1", 1))).toEqual({ revision: 2 });
-    await withClient((client) => client.query(`UPDATE ${schema}.leases SET owner = 'process-b', epoch = epoch + 1 WHERE agent_id = 'support'`));
+    await withClient((client) => client.query(`UPDATE ${schema}.partitions SET owner = 'process-b', epoch = epoch + 1, expires_at = now() + interval '1 minute' WHERE partition = ${schema}.partition_of('support')`));
     const late = store.run(providerBarrier("e1", 2));
     await expect(late).rejects.toMatchObject({ code: "EXECUTION_REHYDRATION_REQUIRED", details: { reason: "lease_lost", epoch: 1 } });
-    await expect(late).rejects.toThrow(/refused by the fencing check: this process \(process-a\) no longer holds agent "support" at lease epoch 1/);
-    await expect(store.run(prepare("e2"))).rejects.toMatchObject({ details: { reason: "lease_lost" } });
+    await expect(late).rejects.toThrow(new RegExp(`refused by the fencing check: this process \\(${store.leaseOwner}\\) no longer holds agent "support" at lease epoch 1`));
+    // The refusal told the store its partition is lost: admissions stop.
+    expect(await store.run(prepare("e2"))).toMatchObject({ outcome: "not_established", error: { code: "AGENT_BUSY", details: { reason: "lease_not_held" } } });
     expect(await store.getExecution("e2")).toBeUndefined();
     expect((await store.getExecution("e1"))?.revision).toBe(2);
     expect((await store.listSteps("e1")).map((step) => step.kind)).toEqual(["input", "provider_barrier"]);

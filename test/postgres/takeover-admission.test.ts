@@ -100,7 +100,7 @@ describe("a lease lost and taken back by the same process", () => {
 
     // Another owner holds the agent for a moment (a partition, say): this
     // process's renewal fails, and the write after the tool is fenced.
-    await withClient((client) => client.query(`UPDATE ${schema}.leases SET owner = 'elsewhere', epoch = epoch + 1, expires_at = clock_timestamp() + interval '1500 milliseconds'`));
+    await withClient((client) => client.query(`UPDATE ${schema}.partitions SET owner = 'elsewhere', epoch = epoch + 1, expires_at = clock_timestamp() + interval '1500 milliseconds' WHERE partition = ${schema}.partition_of('support')`));
     while ((env.store as PostgresStore).leaseOf("support") !== undefined) await new Promise((resolve) => setTimeout(resolve, 10));
     release();
     await expect(run.result).rejects.toMatchObject({ code: "EXECUTION_REHYDRATION_REQUIRED" });

@@ -17,6 +17,7 @@
 //   that replaces them (`CREATE OR REPLACE`), never an edit of this one.
 
 import type pg from "pg";
+import { partitionHeldSql } from "./partitions.js";
 
 export async function createWriteFunctions(client: pg.ClientBase): Promise<void> {
   await client.query(`
@@ -51,44 +52,7 @@ export async function createWriteFunctions(client: pg.ClientBase): Promise<void>
     END $$;
 
     ${prepareExecutionFunction("", "1")}
-    -- A provider or tool barrier: compare-and-set of an active execution.
-    CREATE FUNCTION barrier(
-      p_execution_id text, p_expected bigint, p_phase text, p_metadata text, p_usage text, p_at bigint,
-      p_fence_owner text, p_fence_epoch bigint, p_kinds text[], p_ats bigint[], p_payloads text[], p_write_id text)
-    RETURNS integer LANGUAGE plpgsql AS $$
-    BEGIN
-      UPDATE executions SET revision = p_expected + 1, phase = p_phase, metadata = p_metadata, usage = p_usage, updated_at = p_at
-      WHERE execution_id = p_execution_id AND revision = p_expected AND status = 'active'
-        AND (p_fence_owner IS NULL OR EXISTS (
-          SELECT 1 FROM leases WHERE leases.agent_id = executions.agent_id AND owner = p_fence_owner AND epoch = p_fence_epoch));
-      IF NOT FOUND THEN RETURN 0; END IF;
-      PERFORM append_steps(p_execution_id, false, p_kinds, p_ats, p_payloads, p_write_id);
-      RETURN 1;
-    END $$;
-
-    -- A terminal commit (suspended included): compare-and-set of a
-    -- preparing, active or suspended execution.
-    CREATE FUNCTION terminal_commit(
-      p_execution_id text, p_expected bigint, p_status text, p_outcome text, p_output text, p_error text, p_usage text,
-      p_approval_request text, p_metadata text, p_at bigint, p_fence_owner text, p_fence_epoch bigint,
-      p_kinds text[], p_ats bigint[], p_payloads text[], p_write_id text,
-      p_journal_ids text[], p_journal_roles text[], p_journal_contents text[], p_journal_ats bigint[])
-    RETURNS integer LANGUAGE plpgsql AS $$
-    DECLARE
-      owner_agent text;
-    BEGIN
-      UPDATE executions SET revision = p_expected + 1, status = p_status, phase = p_status, outcome = p_outcome,
-             output = p_output, error = p_error, usage = p_usage, approval_request = p_approval_request,
-             metadata = p_metadata, updated_at = p_at
-      WHERE execution_id = p_execution_id AND revision = p_expected AND status IN ('preparing', 'active', 'suspended')
-        AND (p_fence_owner IS NULL OR EXISTS (
-          SELECT 1 FROM leases WHERE leases.agent_id = executions.agent_id AND owner = p_fence_owner AND epoch = p_fence_epoch))
-      RETURNING agent_id INTO owner_agent;
-      IF NOT FOUND THEN RETURN 0; END IF;
-      PERFORM append_steps(p_execution_id, false, p_kinds, p_ats, p_payloads, p_write_id);
-      PERFORM append_journal(owner_agent, p_journal_ids, p_journal_roles, p_journal_contents, p_journal_ats);
-      RETURN 1;
-    END $$;
+${barrierFunctions("agent")}
   `);
 }
 
@@ -113,7 +77,7 @@ export async function replacePrepareWithRoot(client: pg.ClientBase): Promise<voi
  * is open, the id unused and the lease held unexpired) and the execution
  * inserted at `revision` — `1` (migration 3) or the `p_revision` argument
  * (migration 4's overload). The body is written once for both. */
-function prepareExecutionFunction(extraParameters: string, revision: string, writesRoot = false): string {
+function prepareExecutionFunction(extraParameters: string, revision: string, writesRoot = false, fencing: Fencing = "agent"): string {
   return `
     CREATE ${writesRoot ? "OR REPLACE " : ""}FUNCTION prepare_execution(
       p_execution_id text, p_agent_id text, p_status text, p_phase text, p_mode text, p_input text, p_metadata text,
@@ -127,8 +91,8 @@ function prepareExecutionFunction(extraParameters: string, revision: string, wri
       UPDATE agents SET revision = revision + 1, updated_at = p_at
       WHERE agent_id = p_agent_id AND lifecycle = 'open'
         AND NOT EXISTS (SELECT 1 FROM executions WHERE execution_id = p_execution_id)
-        AND (p_fence_owner IS NULL OR EXISTS (
-          SELECT 1 FROM leases WHERE agent_id = p_agent_id AND owner = p_fence_owner AND epoch = p_fence_epoch AND expires_at > clock_timestamp()));
+        AND (p_fence_owner IS NULL OR ${fencing === "partition" ? partitionHeldSql("p_agent_id", "p_fence_owner", "p_fence_epoch", true) : `EXISTS (
+          SELECT 1 FROM leases WHERE agent_id = p_agent_id AND owner = p_fence_owner AND epoch = p_fence_epoch AND expires_at > clock_timestamp())`});
       IF NOT FOUND THEN RETURN 0; END IF;
       INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output,
                               error, usage, approval_request, created_at, updated_at)
@@ -145,4 +109,66 @@ function prepareExecutionFunction(extraParameters: string, revision: string, wri
       RETURN 1;
     END $$;
 `;
+}
+
+/** How the write functions check a fence: the agent's lease (migrations
+ * 3–8, docs/decisions/0010) or its partition's (migration 10, 0030). */
+export type Fencing = "agent" | "partition";
+
+function fenceHeld(fencing: Fencing, agent: string, live: boolean): string {
+  if (fencing === "partition") return partitionHeldSql(agent, "p_fence_owner", "p_fence_epoch", live);
+  return `EXISTS (
+          SELECT 1 FROM leases WHERE leases.agent_id = ${agent} AND owner = p_fence_owner AND epoch = p_fence_epoch${live ? " AND expires_at > clock_timestamp()" : ""})`;
+}
+
+/** The barrier and terminal-commit functions, fenced by agent leases or by
+ * partitions (then replacing the former). */
+function barrierFunctions(fencing: Fencing): string {
+  const replace = fencing === "partition" ? "OR REPLACE " : "";
+  return `
+    -- A provider or tool barrier: compare-and-set of an active execution.
+    CREATE ${replace}FUNCTION barrier(
+      p_execution_id text, p_expected bigint, p_phase text, p_metadata text, p_usage text, p_at bigint,
+      p_fence_owner text, p_fence_epoch bigint, p_kinds text[], p_ats bigint[], p_payloads text[], p_write_id text)
+    RETURNS integer LANGUAGE plpgsql AS $$
+    BEGIN
+      UPDATE executions SET revision = p_expected + 1, phase = p_phase, metadata = p_metadata, usage = p_usage, updated_at = p_at
+      WHERE execution_id = p_execution_id AND revision = p_expected AND status = 'active'
+        AND (p_fence_owner IS NULL OR ${fenceHeld(fencing, "executions.agent_id", false)});
+      IF NOT FOUND THEN RETURN 0; END IF;
+      PERFORM append_steps(p_execution_id, false, p_kinds, p_ats, p_payloads, p_write_id);
+      RETURN 1;
+    END $$;
+
+    -- A terminal commit (suspended included): compare-and-set of a
+    -- preparing, active or suspended execution.
+    CREATE ${replace}FUNCTION terminal_commit(
+      p_execution_id text, p_expected bigint, p_status text, p_outcome text, p_output text, p_error text, p_usage text,
+      p_approval_request text, p_metadata text, p_at bigint, p_fence_owner text, p_fence_epoch bigint,
+      p_kinds text[], p_ats bigint[], p_payloads text[], p_write_id text,
+      p_journal_ids text[], p_journal_roles text[], p_journal_contents text[], p_journal_ats bigint[])
+    RETURNS integer LANGUAGE plpgsql AS $$
+    DECLARE
+      owner_agent text;
+    BEGIN
+      UPDATE executions SET revision = p_expected + 1, status = p_status, phase = p_status, outcome = p_outcome,
+             output = p_output, error = p_error, usage = p_usage, approval_request = p_approval_request,
+             metadata = p_metadata, updated_at = p_at
+      WHERE execution_id = p_execution_id AND revision = p_expected AND status IN ('preparing', 'active', 'suspended')
+        AND (p_fence_owner IS NULL OR ${fenceHeld(fencing, "executions.agent_id", false)})
+      RETURNING agent_id INTO owner_agent;
+      IF NOT FOUND THEN RETURN 0; END IF;
+      PERFORM append_steps(p_execution_id, false, p_kinds, p_ats, p_payloads, p_write_id);
+      PERFORM append_journal(owner_agent, p_journal_ids, p_journal_roles, p_journal_contents, p_journal_ats);
+      RETURN 1;
+    END $$;
+`;
+}
+
+/** Migration 10 (docs/decisions/0030-postgres-partitions.md): every write
+ * function checks the fence against the agent's partition, not its lease. */
+export async function fenceWritesByPartition(client: pg.ClientBase): Promise<void> {
+  await client.query(barrierFunctions("partition"));
+  await client.query(prepareExecutionFunction("", "1", true, "partition"));
+  await client.query(prepareExecutionFunction(", p_revision bigint", "p_revision", true, "partition"));
 }

@@ -29,6 +29,7 @@
 // * Reads and writes here never touch the execution rows; those change only
 //   through the store operations (`operations.ts`).
 
+import { partitionHeldSql } from "./partitions.js";
 import type pg from "pg";
 import { ApprovalMismatchError, InvalidInputError, RetryRefusedError } from "../../errors.js";
 import type { TransferredError } from "../error-transfer.js";
@@ -254,7 +255,7 @@ export async function claimDecisions(pool: Queryable, agentId: string, fence: Fe
         ORDER BY filed_at, decision_id LIMIT $4
         FOR UPDATE SKIP LOCKED)
       AND (inbox.state = 'filed' OR (inbox.state = 'claimed' AND inbox.claimed_epoch < $3))
-      AND EXISTS (SELECT 1 FROM leases WHERE agent_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > clock_timestamp())
+      AND ${partitionHeldSql("$1", "$2", "$3", true)}
     RETURNING inbox.*
   `, [agentId, fence.owner, fence.epoch, claimBatchMax]);
   return claimed.rows
@@ -273,7 +274,7 @@ export async function settleDecision(pool: Queryable, claim: ClaimedDecision, fe
   const settled = await pool.query(`
     UPDATE approval_inbox SET state = $2, error = $3, settled_at = $4
     WHERE decision_id = $1 AND state = 'claimed' AND claimed_by = $5 AND claimed_epoch = $6
-      AND EXISTS (SELECT 1 FROM leases WHERE leases.agent_id = approval_inbox.agent_id AND owner = $5 AND epoch = $6 AND expires_at > clock_timestamp())
+      AND ${partitionHeldSql("approval_inbox.agent_id", "$5", "$6", true)}
   `, [
     claim.decisionId, settlement.applied ? "applied" : "refused", settlement.applied ? null : JSON.stringify(settlement.error),
     at, fence.owner, claim.claimedEpoch,
@@ -284,13 +285,13 @@ export async function settleDecision(pool: Queryable, claim: ClaimedDecision, fe
 /** The held agents (with the epoch held) that have a decision to claim:
  * the poll on the lease tick, for notifications lost while the listener
  * was reconnecting. */
-export async function agentsWithDecisions(pool: Queryable, held: readonly { readonly agentId: string; readonly epoch: number }[]): Promise<string[]> {
+export async function agentsWithDecisions(pool: Queryable, held: readonly { readonly partition: number; readonly epoch: number }[]): Promise<string[]> {
   if (held.length === 0) return [];
   const found = await pool.query<{ agent_id: string }>(`
     SELECT DISTINCT inbox.agent_id FROM approval_inbox AS inbox
-    JOIN unnest($1::text[], $2::bigint[]) AS held(agent_id, epoch) ON held.agent_id = inbox.agent_id
+    JOIN unnest($1::integer[], $2::bigint[]) AS held(partition, epoch) ON held.partition = partition_of(inbox.agent_id)
     WHERE inbox.state = 'filed' OR (inbox.state = 'claimed' AND inbox.claimed_epoch < held.epoch)
-  `, [held.map((lease) => lease.agentId), held.map((lease) => lease.epoch)]);
+  `, [held.map((lease) => lease.partition), held.map((lease) => lease.epoch)]);
   return found.rows.map((row) => row.agent_id);
 }
 

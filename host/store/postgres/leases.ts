@@ -1,5 +1,9 @@
-// Agent leases on PostgreSQL (issue 7, docs/decisions/0010): which
-// coordinator process owns which agent, for how long, at which fencing epoch.
+// Lease settings and refusals on PostgreSQL (issue 7, docs/decisions/0010).
+// Since issue 13 (docs/decisions/0030) processes lease partitions, not
+// agents (`partitions.ts`, `partition-book.ts`); what stays here is the
+// lease length, the admission fraction, the per-agent view the runtime
+// sees (`LeaseGrant`, `LeaseAcquisition`) and the refusals it gives.
+// The rules below are those of 0010; they hold per partition now.
 //
 // Rules kept here:
 // * Acquisition is one statement: the lease row is inserted, or taken over
@@ -20,9 +24,7 @@
 //   lease can match — so a write for an agent it does not hold is refused
 //   in the database, never let through unfenced.
 
-import type pg from "pg";
 import { InvalidInputError, PhronomyError } from "../../errors.js";
-import type { Fence } from "./operations.js";
 
 /** Lease length when neither the option nor `?lease_ms=` names one. */
 export const leaseMsDefault = 5_000;
@@ -43,50 +45,6 @@ export interface LeaseGrant {
 export type LeaseAcquisition =
   | ({ readonly acquired: true; /** The lease row was created now: nobody ever held the agent (nor wrote its journal). */ readonly created?: boolean } & LeaseGrant)
   | { readonly acquired: false; readonly owner: string; readonly epoch: number; readonly expiresAt: number; readonly message: string };
-
-/** Takes the lease if it is free, expired, or already ours (one statement). */
-export async function acquire(client: pg.Pool | pg.ClientBase, agentId: string, owner: string, leaseMs: number): Promise<LeaseAcquisition> {
-  const taken = await client.query<{ owner: string; epoch: number; expires_ms: number; created: boolean }>(`
-    INSERT INTO leases AS lease (agent_id, owner, epoch, expires_at)
-    VALUES ($1, $2, 1, clock_timestamp() + $3 * interval '1 millisecond')
-    ON CONFLICT (agent_id) DO UPDATE SET
-      owner = excluded.owner,
-      epoch = CASE WHEN lease.owner = excluded.owner AND lease.expires_at > clock_timestamp() THEN lease.epoch ELSE lease.epoch + 1 END,
-      expires_at = excluded.expires_at
-    WHERE lease.owner = excluded.owner OR lease.expires_at <= clock_timestamp()
-    RETURNING owner, epoch, floor(extract(epoch FROM expires_at) * 1000)::bigint AS expires_ms, (xmax = 0) AS created
-  `, [agentId, owner, leaseMs]);
-  const row = taken.rows[0];
-  if (row !== undefined) return { acquired: true, owner: row.owner, epoch: Number(row.epoch), expiresAt: Number(row.expires_ms), created: row.created === true };
-  const current = (await client.query<{ owner: string; epoch: number; expires_ms: number }>(
-    "SELECT owner, epoch, floor(extract(epoch FROM expires_at) * 1000)::bigint AS expires_ms FROM leases WHERE agent_id = $1", [agentId],
-  )).rows[0];
-  // Released or expired between the two statements: the caller tries again.
-  const holder = current?.owner ?? "(nobody)";
-  const expiresAt = Number(current?.expires_ms ?? 0);
-  return {
-    acquired: false, owner: holder, epoch: Number(current?.epoch ?? 0), expiresAt,
-    message: `owned by ${holder} until ${new Date(expiresAt).toISOString()}`,
-  };
-}
-
-/** Extends the lease this owner holds at this epoch; undefined when it is
- * no longer held (taken over or expired). */
-export async function renew(client: pg.Pool | pg.ClientBase, agentId: string, fence: Fence, leaseMs: number): Promise<number | undefined> {
-  const renewed = await client.query<{ expires_ms: number }>(`
-    UPDATE leases SET expires_at = clock_timestamp() + $4 * interval '1 millisecond'
-    WHERE agent_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > clock_timestamp()
-    RETURNING floor(extract(epoch FROM expires_at) * 1000)::bigint AS expires_ms
-  `, [agentId, fence.owner, fence.epoch, leaseMs]);
-  const row = renewed.rows[0];
-  return row === undefined ? undefined : Number(row.expires_ms);
-}
-
-/** Expires the leases this owner holds (the rows and epochs stay). */
-export async function release(client: pg.Pool | pg.ClientBase, owner: string, agentIds: readonly string[]): Promise<void> {
-  if (agentIds.length === 0) return;
-  await client.query("UPDATE leases SET expires_at = clock_timestamp() WHERE owner = $1 AND agent_id = ANY($2::text[]) AND expires_at > clock_timestamp()", [owner, agentIds]);
-}
 
 /** Reads `lease_ms` out of a URL (and removes it); undefined when absent. */
 export function leaseMsOfUrl(url: string): { url: string; leaseMs: number | undefined } {

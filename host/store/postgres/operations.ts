@@ -18,6 +18,7 @@
 //   the same statement, that this process holds the agent's lease at its
 //   epoch (docs/decisions/0010).
 
+import { partitionHeldSql } from "./partitions.js";
 import type pg from "pg";
 import { ExecutionRehydrationRequiredError, InvalidInputError, agentHasUnfinishedExecutions } from "../../errors.js";
 import type {
@@ -120,7 +121,7 @@ export async function compareAndSet(context: OperationContext, operation: Compar
   const fence = context.fenceOf(agentId);
   if (fence !== undefined) {
     parameters.push(fence.owner, fence.epoch);
-    sql += ` AND EXISTS (SELECT 1 FROM leases WHERE leases.agent_id = executions.agent_id AND owner = $${idIndex + 2} AND epoch = $${idIndex + 3})`;
+    sql += ` AND ${partitionHeldSql("executions.agent_id", `$${idIndex + 2}`, `$${idIndex + 3}`, false)}`;
   }
   const { rowCount } = await query(context, sql, parameters);
   if (rowCount !== 1) {

@@ -59,6 +59,13 @@ export async function unfinishedExecutions(pool: Queryable, where: string, agent
   return found.map((row) => executionFromRow(row, where));
 }
 
+/** The unfinished executions of the agents in these partitions (a
+ * partition taken over is recovered, docs/decisions/0030). */
+export async function unfinishedExecutionsInPartitions(pool: Queryable, where: string, partitions: readonly number[]): Promise<ExecutionRow[]> {
+  const found = await rows(pool, `SELECT ${executionColumns} FROM executions WHERE status IN ('preparing', 'active', 'suspended') AND partition_of(agent_id) = ANY($1::integer[]) ORDER BY created_at, execution_id`, [partitions]);
+  return found.map((row) => executionFromRow(row, where));
+}
+
 export async function listSteps(pool: Queryable, where: string, executionId: string): Promise<StoredStep[]> {
   const found = await rows(pool, "SELECT seq, kind, at, payload FROM steps WHERE execution_id = $1 ORDER BY seq", [executionId]);
   return found.map((row) => stepFromRow(row, where));

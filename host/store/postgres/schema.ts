@@ -18,7 +18,8 @@
 
 import type pg from "pg";
 import { StoreError } from "../../errors.js";
-import { createPrepareAtRevision, createWriteFunctions, replacePrepareWithRoot } from "./functions.js";
+import { createPrepareAtRevision, createWriteFunctions, fenceWritesByPartition, replacePrepareWithRoot } from "./functions.js";
+import { createPartitions, partitionCountDefault } from "./partitions.js";
 import { addDecisionKind, addRetryKind, createApprovalInbox } from "./inbox.js";
 import { createConversationQueues } from "./queue.js";
 import { quotedIdentifier } from "./literals.js";
@@ -29,7 +30,13 @@ import { createPruneIndexes } from "./prune.js";
  * database do not wait for each other. */
 export const advisoryLockClass = 0x5048524e;
 
-type Migration = (client: pg.ClientBase) => Promise<unknown>;
+/** What a new schema is created with (the options of its first open). */
+export interface SchemaSettings {
+  /** Partitions of a new schema (migration 10, docs/decisions/0030). */
+  readonly partitionCount: number;
+}
+
+type Migration = (client: pg.ClientBase, settings?: SchemaSettings) => Promise<unknown>;
 
 /** Version 1: agents (root), executions, their step timeline, the journal,
  * and the agent leases of multi-process ownership. */
@@ -104,16 +111,22 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 6: the conversation queues (`queue.ts`, docs/decisions/0025).
  * Version 7: the inbox's decision kind, for cancels by id (docs/decisions/0026).
  * Version 8: a preparation writes its agent's root when it has none (docs/decisions/0024).
- * Version 9: the inbox's `retry` kind, for retries filed by another process (docs/decisions/0026). */
+ * Version 9: the inbox's `retry` kind, for retries filed by another process (docs/decisions/0026).
+ * Version 10: ownership by partitions (`partitions.ts`, docs/decisions/0030). */
 export const migrations: readonly Migration[] = [
   createInitialTables, createApprovalInbox, createWriteFunctions, createPrepareAtRevision, createPruneIndexes, createConversationQueues, addDecisionKind,
-  replacePrepareWithRoot, addRetryKind,
+  replacePrepareWithRoot, addRetryKind, partitionOwnership,
 ];
+
+async function partitionOwnership(client: pg.ClientBase, settings?: SchemaSettings): Promise<void> {
+  await createPartitions(client, settings?.partitionCount ?? partitionCountDefault);
+  await fenceWritesByPartition(client);
+}
 
 export const schemaVersion = migrations.length;
 
 /** Creates or migrates the store's schema; refuses a foreign or newer one. */
-export async function migrate(client: pg.ClientBase, schema: string, where: string): Promise<void> {
+export async function migrate(client: pg.ClientBase, schema: string, where: string, settings: SchemaSettings): Promise<void> {
   await client.query("BEGIN");
   try {
     await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [advisoryLockClass, schema]);
@@ -122,7 +135,7 @@ export async function migrate(client: pg.ClientBase, schema: string, where: stri
     if (version > schemaVersion) {
       throw new StoreError(`${where} was written by a newer Phronomy (store schema version ${version}; this version reads up to ${schemaVersion}); it was left untouched: upgrade Phronomy to open it`, { details: { schemaVersion: version } });
     }
-    for (const migration of migrations.slice(version)) await migration(client);
+    for (const migration of migrations.slice(version)) await migration(client, settings);
     if (version === 0) await client.query("CREATE TABLE store_version (application text NOT NULL, version integer NOT NULL)");
     await client.query("DELETE FROM store_version");
     await client.query("INSERT INTO store_version (application, version) VALUES ('phronomy', $1)", [schemaVersion]);

@@ -20,6 +20,7 @@
 // * The last step a call appends carries the operation's `writeId`
 //   (outcome resolution after a lost connection, `outcome.ts`).
 
+import { partitionHeldSql } from "./partitions.js";
 import type pg from "pg";
 import { AgentClosedError, ExecutionRehydrationRequiredError, InvalidInputError, type PhronomyError } from "../../errors.js";
 import type {
@@ -94,7 +95,7 @@ export async function explainPrepareRefusal(client: pg.Pool | pg.ClientBase, ope
   const { rows } = await client.query<{ lifecycle: string | null; existed: boolean; leased: boolean }>(`
     SELECT (SELECT lifecycle FROM agents WHERE agent_id = $1) AS lifecycle,
            EXISTS (SELECT 1 FROM executions WHERE execution_id = $2) AS existed,
-           ($3::text IS NULL OR EXISTS (SELECT 1 FROM leases WHERE agent_id = $1 AND owner = $3 AND epoch = $4 AND expires_at > clock_timestamp())) AS leased
+           ($3::text IS NULL OR ${partitionHeldSql("$1", "$3", "$4", true)}) AS leased
   `, [operation.agentId, operation.executionId, fence?.owner ?? null, fence?.epoch ?? 0]);
   const row = rows[0]!;
   const context = { agentId: operation.agentId, executionId: operation.executionId };

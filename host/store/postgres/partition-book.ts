@@ -1,0 +1,365 @@
+// What one PostgreSQL store process knows of the partitions it holds
+// (docs/decisions/0030), and the tick that renews them, takes its share of
+// the free ones and gives surplus ones up. The SQL is `partitions.ts`; the
+// store (`../postgres-store.ts`) asks this book, per agent, for fences and
+// admissions, exactly as it asked the agent leases of 0010.
+//
+// Rules kept here:
+// * An agent's fence is its partition's: held, or the last one held here
+//   (stale: the database refuses it), or epoch 0 (matches no row) for an
+//   agent asked for whose partition was never held here. An agent never
+//   asked for, in a partition never held here, is unfenced (as in 0010).
+// * A process admits for a partition until `admitFraction` of the lease
+//   after it *sent* the last successful take or tick (the server's expiry
+//   is at least that late).
+// * One tick per third of the lease: one statement renews every partition
+//   held and reads the table; a second one, only when needed, takes free
+//   partitions up to this process's share (`ceil(count / live members)`);
+//   a third, only when needed, gives up at most
+//   `partitionsReleasedPerTickMax` surplus partitions. Which ones: each
+//   process ranks partitions by a hash of (its id, partition), takes the
+//   free ones it ranks highest and gives up those it ranks lowest.
+// * Agents asked for (`acquire`) are the conversations live here: when a
+//   partition is taken in the background, each of them is reported
+//   (`acquired`, recovered as a takeover of 0010), then the partition
+//   (`partitionsAcquired`: its other unfinished executions are recovered).
+// * `stop` waits for a tick in progress, so no renewal lands after the release.
+
+import type pg from "pg";
+import type { PhronomyError } from "../../errors.js";
+import * as leases from "./leases.js";
+import type { Fence } from "./operations.js";
+import * as partitions from "./partitions.js";
+
+/** No partition row has epoch 0 once held (takes start at 1): the fence of
+ * an agent asked for whose partition was never held here. */
+const neverHeldEpoch = 0;
+
+interface PartitionState {
+  /** The grant held now, or the last one held (stale once lost). */
+  grant: partitions.PartitionGrant | undefined;
+  held: boolean;
+  /** `performance.now()` after which admissions stop unless renewed. */
+  admitUntil: number;
+  /** Why it is not held: the owner seen, a failed renewal. */
+  why: string;
+  details: Record<string, unknown>;
+  /** Its unfinished executions were read (or are covered by the
+   * environment's open scan): conversations need no read of their own. */
+  scanned: boolean;
+}
+
+export interface PartitionBookHooks {
+  /** A partition was taken in the background: an agent asked for in it. */
+  readonly acquired: (agentId: string, grant: leases.LeaseGrant) => void;
+  /** Partitions taken in the background (after `acquired` for their agents). */
+  readonly partitionsAcquired: (grants: readonly partitions.PartitionGrant[]) => void;
+  readonly afterPass: () => Promise<void>;
+  readonly closing: () => boolean;
+}
+
+export class PartitionBook {
+  private readonly states: PartitionState[];
+  /** Agents asked for (conversations live here) → their partition. */
+  private readonly asked = new Map<string, number>();
+  /** Agents whose admissions the runtime holds (a takeover's recovery). */
+  private readonly holds = new Map<string, string>();
+  /** The last tick's view of the table, for refusals and taking on demand. */
+  private seen: partitions.Tick | undefined;
+  private seenAt = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private passing: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    /** The connection the tick runs on (its own, so it never waits behind
+     * the pool's writes); the pool when it is gone. */
+    private readonly session: () => pg.ClientBase | undefined,
+    readonly owner: string,
+    readonly leaseMs: number,
+    readonly count: number,
+    private readonly hooks: PartitionBookHooks,
+    /** false: a process that takes no share (a CLI command): it is no
+     * member, takes partitions only for agents it asks for (on demand, and
+     * again in the background while they are held elsewhere), and gives
+     * nothing up but on close. */
+    private readonly balancing = true,
+  ) {
+    this.states = Array.from({ length: count }, () => ({ grant: undefined, held: false, admitUntil: 0, why: "its partition is not held here", details: {}, scanned: false }));
+  }
+
+  partitionOf(agentId: string): number {
+    return partitions.partitionOf(agentId, this.count);
+  }
+
+  /** Joins: reclaims this instance's partitions (instant reclaim), takes its
+   * share of the free ones, and starts the tick. Partitions taken here are
+   * covered by the environment's open scan. */
+  async start(): Promise<partitions.PartitionGrant[]> {
+    const sentAt = performance.now();
+    const reclaimed = await partitions.reclaim(this.pool, this.owner, this.leaseMs);
+    for (const grant of reclaimed) this.note(grant, sentAt, true);
+    await this.pass(false);
+    this.schedule();
+    return reclaimed;
+  }
+
+  /** The partitions held now. */
+  heldPartitions(): partitions.PartitionGrant[] {
+    return this.states.flatMap((state) => state.held && state.grant !== undefined ? [state.grant] : []);
+  }
+
+  /** The agents asked for. */
+  agents(): string[] {
+    return [...this.asked.keys()];
+  }
+
+  fenceOf(agentId: string): Fence | undefined {
+    const partition = this.partitionOf(agentId);
+    const grant = this.states[partition]!.grant;
+    if (grant !== undefined) return { owner: grant.owner, epoch: grant.epoch };
+    return this.asked.has(agentId) ? { owner: this.owner, epoch: neverHeldEpoch } : undefined;
+  }
+
+  /** The grant held on the agent's partition now (and not past its
+   * admission time), as the agent's lease. */
+  leaseOf(agentId: string): leases.LeaseGrant | undefined {
+    const state = this.states[this.partitionOf(agentId)]!;
+    return state.held && performance.now() < state.admitUntil ? state.grant : undefined;
+  }
+
+  /** The agent's partition's unfinished executions were read here at this
+   * epoch, so the agent needs no read of its own. */
+  scanned(agentId: string): boolean {
+    const state = this.states[this.partitionOf(agentId)]!;
+    return state.held && state.scanned;
+  }
+
+  /** Marks partitions read (after a takeover's recovery read them). */
+  markScanned(grants: readonly partitions.PartitionGrant[]): void {
+    for (const grant of grants) {
+      const state = this.states[grant.partition]!;
+      if (state.grant?.epoch === grant.epoch) state.scanned = true;
+    }
+  }
+
+  /** The agent's lease: its partition's grant when held here (no write);
+   * a free or expired partition is taken on demand (one statement); a
+   * partition another live process holds is refused, naming it. */
+  async acquire(agentId: string): Promise<leases.LeaseAcquisition> {
+    const partition = this.partitionOf(agentId);
+    this.asked.set(agentId, partition);
+    const held = this.leaseOf(agentId);
+    if (held !== undefined) return { acquired: true, ...held };
+    // The tick's view may be a third of a lease old: the database decides
+    // (the take changes only a free or expired row).
+    if (!this.stopped && !this.hooks.closing()) {
+      const grant = await this.takeOnDemand(partition, agentId);
+      if (grant !== undefined) return { acquired: true, owner: grant.owner, epoch: grant.epoch, expiresAt: grant.expiresAt };
+    }
+    const holder = await partitions.holderOf(this.pool, agentId);
+    const owner = holder?.owner ?? "(nobody)";
+    const expiresAt = holder?.expiresAt ?? 0;
+    const state = this.states[partition]!;
+    state.why = `its partition ${partition} is held by ${owner} until ${new Date(expiresAt).toISOString()}`;
+    state.details = { partition, owner, epoch: holder?.epoch ?? 0, expiresAt };
+    return { acquired: false, owner, epoch: holder?.epoch ?? 0, expiresAt, message: `partition ${partition} is held by ${owner} until ${new Date(expiresAt).toISOString()}` };
+  }
+
+  /** Takes a free partition for the agents asking for it now (one
+   * statement however many ask at once); the agents asked for before,
+   * refused then, are reported as taken over. */
+  private takeOnDemand(partition: number, agentId: string): Promise<partitions.PartitionGrant | undefined> {
+    let taking = this.taking.get(partition);
+    if (taking === undefined) {
+      const waiting = new Set<string>();
+      const sentAt = performance.now();
+      const done = partitions.take(this.pool, this.owner, [partition], this.leaseMs).then(([grant]) => {
+        if (grant === undefined || this.stopped) return undefined;
+        this.note(grant, sentAt, false);
+        this.announce([grant], waiting);
+        return grant;
+      }).finally(() => this.taking.delete(partition));
+      taking = { waiting, done };
+      this.taking.set(partition, taking);
+    }
+    taking.waiting.add(agentId);
+    return taking.done;
+  }
+
+  /** On-demand takes in flight, by partition, with the agents waiting. */
+  private readonly taking = new Map<number, { readonly waiting: Set<string>; readonly done: Promise<partitions.PartitionGrant | undefined> }>();
+
+  /** The agent is no longer live here (nothing to write: its partition
+   * stays held). */
+  forget(agentId: string): boolean {
+    this.holds.delete(agentId);
+    return this.asked.delete(agentId);
+  }
+
+  holdAdmissions(agentId: string, why: string | undefined): void {
+    if (why === undefined) this.holds.delete(agentId);
+    else this.holds.set(agentId, why);
+  }
+
+  /** The database refused a write of the agent at `epoch`: its partition
+   * is lost (if that is the epoch held). */
+  noteLost(agentId: string, epoch: unknown): boolean {
+    const state = this.states[this.partitionOf(agentId)]!;
+    if (state.grant === undefined || state.grant.epoch !== epoch) return false;
+    this.lose(state, `its partition at epoch ${String(epoch)} was lost (taken over by another process, or expired)`);
+    return true;
+  }
+
+  admissionRefusal(agentId: string): PhronomyError | undefined {
+    const partition = this.partitionOf(agentId);
+    const state = this.states[partition]!;
+    if (!this.asked.has(agentId) && state.grant === undefined) return undefined;
+    const hold = this.holds.get(agentId);
+    if (state.held && hold !== undefined) return leases.agentRecovering(agentId, hold, { partition, epoch: state.grant?.epoch });
+    if (state.held && performance.now() < state.admitUntil) return undefined;
+    const why = state.held ? `its partition's lease could not be renewed in time (${state.why})` : state.why;
+    return leases.agentOwnedElsewhere(agentId, why, { partition, ...state.details, thisProcess: this.owner });
+  }
+
+  /** Stops the tick (waiting for one in progress); returns the partitions
+   * held, now marked not held, for the caller to release. */
+  async stop(): Promise<partitions.PartitionGrant[]> {
+    this.stopped = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.passing;
+    const held = this.heldPartitions();
+    for (const state of this.states) state.held = false;
+    return held;
+  }
+
+  private note(grant: partitions.PartitionGrant, sentAt: number, scanned: boolean): void {
+    const state = this.states[grant.partition]!;
+    state.grant = grant;
+    state.held = true;
+    state.scanned = scanned;
+    state.admitUntil = sentAt + this.leaseMs * leases.admitFraction;
+  }
+
+  private lose(state: PartitionState, why: string): void {
+    state.held = false;
+    state.scanned = false;
+    state.why = why;
+    state.details = { epoch: state.grant?.epoch };
+  }
+
+  /** Reports partitions taken after the start: the agents asked for in
+   * them first (in this turn, so their admissions are held before any
+   * start), then the partitions. `except`: the agents whose `acquire` took it. */
+  private announce(grants: readonly partitions.PartitionGrant[], except?: ReadonlySet<string>): void {
+    const taken = new Map(grants.map((grant) => [grant.partition, grant]));
+    for (const [agentId, partition] of this.asked) {
+      const grant = taken.get(partition);
+      if (grant !== undefined && except?.has(agentId) !== true) this.hooks.acquired(agentId, grant);
+    }
+    this.hooks.partitionsAcquired(grants);
+  }
+
+  /** This process's preference for a partition (rendezvous hashing: a
+   * stable pseudo-random rank per process and partition). */
+  private rank(partition: number): number {
+    let rank = this.ranks.get(partition);
+    if (rank === undefined) {
+      rank = partitions.partitionOf(`${this.owner}#${partition}`, 0x7fffffff);
+      this.ranks.set(partition, rank);
+    }
+    return rank;
+  }
+
+  private readonly ranks = new Map<number, number>();
+
+  private schedule(): void {
+    if (this.timer !== undefined || this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.passing = this.pass(true).catch(() => undefined).finally(() => {
+        this.passing = undefined;
+        this.timer = undefined;
+        this.schedule();
+      });
+    }, Math.max(1, Math.floor(this.leaseMs / 3)));
+    this.timer.unref();
+  }
+
+  /** One tick: renew and read; take up to the share; give surplus up. */
+  private async pass(announce: boolean): Promise<void> {
+    if (this.stopped) return;
+    const sentAt = performance.now();
+    let seen: partitions.Tick;
+    try {
+      const held = this.heldPartitions().map((grant) => ({ partition: grant.partition, epoch: grant.epoch }));
+      seen = await partitions.tick(this.session() ?? this.pool, this.owner, held, this.leaseMs, this.balancing);
+    } catch (error) {
+      // Unreachable: admissions stop at admitUntil; the next tick retries.
+      for (const state of this.states) if (state.held) state.why = `the partition lease could not be renewed: ${messageOf(error)}`;
+      return;
+    }
+    this.seen = seen;
+    this.seenAt = sentAt;
+    for (const row of seen.partitions) this.noteRow(row, sentAt);
+    if (!this.stopped && !this.hooks.closing()) await this.balance(seen, sentAt, announce);
+    await this.hooks.afterPass();
+  }
+
+  private noteRow(row: partitions.PartitionRow, sentAt: number): void {
+    const state = this.states[row.partition]!;
+    if (state.held && state.grant !== undefined) {
+      if (row.renewed) {
+        state.grant = { ...state.grant, expiresAt: row.expiresAt };
+        state.admitUntil = sentAt + this.leaseMs * leases.admitFraction;
+        return;
+      }
+      this.lose(state, `its partition ${row.partition} at epoch ${state.grant.epoch} was lost (now ${row.owner || "nobody"} at epoch ${row.epoch})`);
+    }
+    if (!state.held) state.details = { owner: row.owner, epoch: row.epoch, expiresAt: row.expiresAt };
+    if (!state.held) state.why = `its partition ${row.partition} is held by ${row.owner || "nobody"} until ${new Date(row.expiresAt).toISOString()}`;
+  }
+
+  private async balance(seen: partitions.Tick, sentAt: number, announce: boolean): Promise<void> {
+    if (!this.balancing) return this.takeAsked(seen, sentAt);
+    const share = Math.ceil(this.count / Math.max(1, seen.members));
+    const heldCount = this.states.filter((state) => state.held).length;
+    if (heldCount < share) {
+      // The free partitions this process ranks highest: joiners taking at
+      // once rank them differently, so they rarely ask for the same ones.
+      const free = seen.partitions.filter((row) => row.expiresAt <= seen.now && !this.states[row.partition]!.held).map((row) => row.partition);
+      const wanted = free.sort((a, b) => this.rank(b) - this.rank(a)).slice(0, share - heldCount);
+      const taken = await partitions.take(this.pool, this.owner, wanted, this.leaseMs).catch(() => []);
+      if (this.stopped) return;
+      for (const grant of taken) this.note(grant, sentAt, !announce);
+      if (announce && taken.length > 0) this.announce(taken);
+      return;
+    }
+    if (heldCount > share) await this.releaseSurplus(Math.min(heldCount - share, partitions.partitionsReleasedPerTickMax));
+  }
+
+  /** Not balancing: takes the expired partitions of agents asked for. */
+  private async takeAsked(seen: partitions.Tick, sentAt: number): Promise<void> {
+    const wanted = [...new Set(this.asked.values())].filter((partition) => !this.states[partition]!.held && seen.partitions[partition]!.expiresAt <= seen.now);
+    if (wanted.length === 0) return;
+    const taken = await partitions.take(this.pool, this.owner, wanted, this.leaseMs).catch(() => []);
+    if (this.stopped) return;
+    for (const grant of taken) this.note(grant, sentAt, false);
+    if (taken.length > 0) this.announce(taken);
+  }
+
+  /** Gives up the `count` partitions this process ranks lowest; their
+   * admissions stop before the statement is sent. Executions running in
+   * them are fenced at their next write and recovered by the next owner
+   * (busy partitions are not kept back: work would then never spread). */
+  private async releaseSurplus(count: number): Promise<void> {
+    const chosen = this.heldPartitions().sort((a, b) => this.rank(a.partition) - this.rank(b.partition)).slice(0, count);
+    for (const grant of chosen) this.lose(this.states[grant.partition]!, `its partition ${grant.partition} was given to another process (balance)`);
+    await partitions.release(this.pool, this.owner, chosen).catch(() => undefined);
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,213 @@
+// Ownership by partitions on PostgreSQL (issue 13, docs/decisions/0030):
+// every agent id (a conversation) belongs to one of a fixed number of
+// partitions, and coordinator processes hold leases on partitions, not on
+// agents. This file holds the SQL: the tables, the hash, the one statement
+// a process sends per tick, taking and giving partitions up.
+//
+// Rules kept here:
+// * The partition of an agent is `md5(agent id)`'s first 32 bits modulo the
+//   partition count, computed the same way here (`partitionOf`) and in the
+//   database (`partition_of`, an IMMUTABLE function with the count written
+//   into it when the schema was created). md5 is stable across PostgreSQL
+//   and Node versions; `hashtext` is not documented to be.
+// * The count is fixed when the schema is created (`partition_count`):
+//   changing it would move agents between partitions under live leases.
+// * Expiry is the database's clock, as for the agent leases of 0010. A
+//   partition taken (free, expired, released, or reclaimed by its own
+//   instance) gets epoch + 1; renewing keeps the epoch.
+// * Releasing expires the row now and keeps it: the epoch keeps growing.
+
+import { createHash } from "node:crypto";
+import type pg from "pg";
+import { InvalidInputError } from "../../errors.js";
+
+/** Partitions of a new schema unless the `partitions` option names
+ * another count: enough for 256 processes to hold one each, and one row
+ * each in the tick's read (256 rows ≈ 10 kB per tick). */
+export const partitionCountDefault = 256;
+export const partitionCountMin = 1;
+/** A tick reads every partition row: 4,096 is ≈ 160 kB per tick. */
+export const partitionCountMax = 4_096;
+
+/** Partitions a live process gives up per tick when it holds more than its
+ * share: gradual, so a join moves executions a few partitions at a time. */
+export const partitionsReleasedPerTickMax = 16;
+
+/** Members not seen for this long are deleted from `partition_members`. */
+const memberForgottenAfterMs = 3_600_000;
+
+type Queryable = pg.Pool | pg.ClientBase;
+
+/** The partition of an agent id (the database's `partition_of`). */
+export function partitionOf(agentId: string, count: number): number {
+  const digest = createHash("md5").update(agentId, "utf8").digest();
+  return digest.readUInt32BE(0) % count;
+}
+
+export function checkPartitionCount(value: unknown, what: string): asserts value is number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < partitionCountMin || value > partitionCountMax) {
+    throw new InvalidInputError(`${what} (the number of partitions a new schema is created with) must be an integer from ${partitionCountMin} to ${partitionCountMax}, got ${typeof value === "number" ? String(value) : JSON.stringify(value)}`);
+  }
+}
+
+/** Migration 10: the partition table (every partition a row, free), the
+ * members that balance them, the count, and `partition_of`. */
+export async function createPartitions(client: pg.ClientBase, count: number): Promise<void> {
+  checkPartitionCount(count, "partitions");
+  await client.query(`
+    CREATE TABLE partition_settings (partition_count integer NOT NULL);
+    INSERT INTO partition_settings (partition_count) VALUES (${count});
+    -- One row per partition, created free (never held: epoch 0, expired).
+    CREATE TABLE partitions (
+      partition  integer PRIMARY KEY,
+      owner      text NOT NULL,
+      epoch      bigint NOT NULL,
+      expires_at timestamptz NOT NULL
+    );
+    INSERT INTO partitions (partition, owner, epoch, expires_at)
+    SELECT n, '', 0, 'epoch' FROM generate_series(0, ${count - 1}) AS n;
+    -- The processes sharing the partitions: each renews its row on its tick;
+    -- the live ones divide the partitions among themselves.
+    CREATE TABLE partition_members (
+      instance_id text PRIMARY KEY,
+      expires_at  timestamptz NOT NULL
+    );
+    CREATE FUNCTION partition_of(p_agent_id text) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+      SELECT (('x' || substr(md5(p_agent_id), 1, 8))::bit(32)::bigint % ${count})::integer
+    $$;
+    -- Recovery of a partition taken over reads its unfinished executions.
+    CREATE INDEX executions_unfinished_by_partition ON executions (partition_of(agent_id)) WHERE status IN ('preparing', 'active', 'suspended');
+  `);
+}
+
+/** The partition count a schema was created with. */
+export async function readPartitionCount(client: Queryable): Promise<number> {
+  const row = (await client.query<{ partition_count: number }>("SELECT partition_count FROM partition_settings")).rows[0];
+  if (row === undefined) throw new Error("partition_settings holds no row");
+  return Number(row.partition_count);
+}
+
+/** A partition as the tick read it. */
+export interface PartitionRow {
+  readonly partition: number;
+  readonly owner: string;
+  readonly epoch: number;
+  /** Server time, ms since the epoch. */
+  readonly expiresAt: number;
+  /** This tick renewed it (held by this process at the epoch it sent). */
+  readonly renewed: boolean;
+}
+
+export interface Tick {
+  readonly partitions: readonly PartitionRow[];
+  /** The database's clock when the statement ran. */
+  readonly now: number;
+  /** Live members, this one included when it is one. */
+  readonly members: number;
+}
+
+/** The one statement of a tick: this member's heartbeat, the renewal of
+ * every partition it holds (at the epochs it holds), and the whole
+ * partition table as it is after the renewal. */
+export async function tick(client: Queryable, instanceId: string, held: readonly { readonly partition: number; readonly epoch: number }[], leaseMs: number, member: boolean): Promise<Tick> {
+  const { rows } = await client.query<{ partition: number; owner: string; epoch: string; expires_ms: string; renewed: boolean; now_ms: string; members: string }>(`
+    WITH member AS (
+      INSERT INTO partition_members (instance_id, expires_at) SELECT $1, clock_timestamp() + $4 * interval '1 millisecond' WHERE $6::boolean
+      ON CONFLICT (instance_id) DO UPDATE SET expires_at = excluded.expires_at
+      RETURNING instance_id
+    ), forgotten AS (
+      DELETE FROM partition_members WHERE expires_at < clock_timestamp() - $5 * interval '1 millisecond' AND instance_id <> $1
+    ), renewed AS (
+      UPDATE partitions SET expires_at = clock_timestamp() + $4 * interval '1 millisecond'
+      FROM unnest($2::integer[], $3::bigint[]) AS held(partition, epoch)
+      WHERE partitions.partition = held.partition AND partitions.epoch = held.epoch AND partitions.owner = $1
+        AND partitions.expires_at > clock_timestamp()
+      RETURNING partitions.partition, partitions.expires_at
+    )
+    SELECT p.partition, p.owner, p.epoch,
+           floor(extract(epoch FROM coalesce(r.expires_at, p.expires_at)) * 1000)::bigint AS expires_ms,
+           (r.partition IS NOT NULL) AS renewed,
+           floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now_ms,
+           CASE WHEN $6::boolean THEN 1 ELSE 0 END + (SELECT count(*) FROM partition_members m WHERE m.expires_at > clock_timestamp() AND m.instance_id <> $1) AS members
+    FROM partitions p LEFT JOIN renewed r USING (partition)
+    ORDER BY p.partition
+  `, [instanceId, held.map((lease) => lease.partition), held.map((lease) => lease.epoch), leaseMs, memberForgottenAfterMs, member]);
+  return {
+    partitions: rows.map((row) => ({ partition: Number(row.partition), owner: row.owner, epoch: Number(row.epoch), expiresAt: Number(row.expires_ms), renewed: row.renewed })),
+    now: Number(rows[0]?.now_ms ?? Date.now()),
+    members: Number(rows[0]?.members ?? 1),
+  };
+}
+
+export interface PartitionGrant {
+  readonly partition: number;
+  readonly owner: string;
+  readonly epoch: number;
+  readonly expiresAt: number;
+}
+
+/** Takes these partitions where they are free or expired (epoch + 1); a
+ * partition another live process holds is left alone. */
+export async function take(client: Queryable, instanceId: string, partitions: readonly number[], leaseMs: number): Promise<PartitionGrant[]> {
+  if (partitions.length === 0) return [];
+  const { rows } = await client.query<{ partition: number; owner: string; epoch: string; expires_ms: string }>(`
+    UPDATE partitions SET owner = $1, epoch = epoch + 1, expires_at = clock_timestamp() + $3 * interval '1 millisecond'
+    WHERE partition IN (
+        -- Rows another statement holds are skipped, never waited on: two
+        -- processes taking overlapping sets cannot deadlock.
+        SELECT partition FROM partitions WHERE partition = ANY($2::integer[]) AND expires_at <= clock_timestamp()
+        ORDER BY partition FOR UPDATE SKIP LOCKED)
+      AND expires_at <= clock_timestamp()
+    RETURNING partition, owner, epoch, floor(extract(epoch FROM expires_at) * 1000)::bigint AS expires_ms
+  `, [instanceId, partitions, leaseMs]);
+  return rows.map(grantOf);
+}
+
+/** Instant reclaim (docs/decisions/0030): a process opening with the
+ * instance id of the partitions' holder — which it knows is dead, since it
+ * holds that instance's session lock — takes them at once, epoch + 1. */
+export async function reclaim(client: Queryable, instanceId: string, leaseMs: number): Promise<PartitionGrant[]> {
+  const { rows } = await client.query<{ partition: number; owner: string; epoch: string; expires_ms: string }>(`
+    UPDATE partitions SET epoch = epoch + 1, expires_at = clock_timestamp() + $2 * interval '1 millisecond'
+    WHERE owner = $1
+    RETURNING partition, owner, epoch, floor(extract(epoch FROM expires_at) * 1000)::bigint AS expires_ms
+  `, [instanceId, leaseMs]);
+  return rows.map(grantOf);
+}
+
+/** Expires the partitions this owner holds at these epochs (the rows and
+ * epochs stay), so another process takes them at once. */
+export async function release(client: Queryable, instanceId: string, held: readonly { readonly partition: number; readonly epoch: number }[]): Promise<void> {
+  if (held.length === 0) return;
+  await client.query(`
+    UPDATE partitions SET expires_at = clock_timestamp()
+    FROM unnest($2::integer[], $3::bigint[]) AS held(partition, epoch)
+    WHERE partitions.partition = held.partition AND partitions.epoch = held.epoch AND partitions.owner = $1
+      AND partitions.expires_at > clock_timestamp()
+  `, [instanceId, held.map((lease) => lease.partition), held.map((lease) => lease.epoch)]);
+}
+
+/** Leaves the members (on close), so the others' share grows at once. */
+export async function leave(client: Queryable, instanceId: string): Promise<void> {
+  await client.query("DELETE FROM partition_members WHERE instance_id = $1", [instanceId]);
+}
+
+/** Who holds an agent's partition as the database says now. */
+export async function holderOf(client: Queryable, agentId: string): Promise<{ readonly owner: string; readonly epoch: number; readonly expiresAt: number } | undefined> {
+  const row = (await client.query<{ owner: string; epoch: string; expires_ms: string }>(
+    "SELECT owner, epoch, floor(extract(epoch FROM expires_at) * 1000)::bigint AS expires_ms FROM partitions WHERE partition = partition_of($1) AND expires_at > clock_timestamp()", [agentId],
+  )).rows[0];
+  return row === undefined ? undefined : { owner: row.owner, epoch: Number(row.epoch), expiresAt: Number(row.expires_ms) };
+}
+
+function grantOf(row: { partition: number; owner: string; epoch: string; expires_ms: string }): PartitionGrant {
+  return { partition: Number(row.partition), owner: row.owner, epoch: Number(row.epoch), expiresAt: Number(row.expires_ms) };
+}
+
+/** The SQL condition "the fence (`owner`, `epoch`) holds the partition of
+ * `agent`" — in the same statement as the write it guards. `live` adds the
+ * expiry (admissions); barriers check owner and epoch only (0010). */
+export function partitionHeldSql(agent: string, owner: string, epoch: string, live: boolean): string {
+  return `EXISTS (SELECT 1 FROM partitions WHERE partitions.partition = partition_of(${agent}) AND partitions.owner = ${owner} AND partitions.epoch = ${epoch}${live ? " AND partitions.expires_at > clock_timestamp()" : ""})`;
+}

@@ -1,0 +1,168 @@
+// Ownership by partitions in PostgresStore, several stores in one process
+// (docs/decisions/0030, 0010): the partition count kept in the schema and
+// the same hash on both sides; one owner per partition (a second store is
+// refused naming the first, admits nothing, and takes over at epoch + 1
+// once the first leaves); a partition taken away is noticed by the tick;
+// the instance lock (an id in use is refused, default ids step aside);
+// balance as stores join (a fourth one included) and leave.
+
+import { describe, expect, it } from "vitest";
+import { partitionOf } from "../../host/store/postgres/partitions.js";
+import { PostgresStore } from "../../host/store/postgres-store.js";
+import type { PrepareExecutionOperation } from "../../host/store/records.js";
+import { atEnd, freshSchema, postgresUrl, withClient } from "./database.js";
+
+async function open(schema: string, leaseMs = 300, options: { instanceId?: string; partitions?: number } = {}): Promise<PostgresStore> {
+  const store = await PostgresStore.open(`${postgresUrl}?schema=${schema}`, { leaseMs, ...options });
+  atEnd(() => store.close());
+  return store;
+}
+
+function prepare(executionId: string): PrepareExecutionOperation {
+  return { type: "prepareExecution", executionId, agentId: "support", mode: "invoke", input: "hi", config: {}, journal: [], at: 1 };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until(condition: () => boolean, what: () => string, timeoutMs = 20_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > end) throw new Error(`timed out waiting: ${what()}`);
+    await sleep(50);
+  }
+}
+
+describe("PostgresStore partitions", () => {
+  it("reads lease_ms from the URL or the options, once, and checks it", async () => {
+    const schema = freshSchema();
+    const fromUrl = await PostgresStore.open(`${postgresUrl}?schema=${schema}&lease_ms=1500`);
+    atEnd(() => fromUrl.close());
+    expect(fromUrl.leaseMs).toBe(1500);
+    expect(fromUrl.path).not.toContain("lease_ms");
+    expect((await open(schema, 700)).leaseMs).toBe(700);
+    const plain = await PostgresStore.open(`${postgresUrl}?schema=${schema}`);
+    atEnd(() => plain.close());
+    expect(plain.leaseMs).toBe(5000);
+    await expect(PostgresStore.open(`${postgresUrl}?schema=${schema}&lease_ms=1500`, { leaseMs: 700 })).rejects.toMatchObject({ code: "INVALID_INPUT" });
+    await expect(PostgresStore.open(`${postgresUrl}?schema=${schema}&lease_ms=soon`)).rejects.toMatchObject({ code: "INVALID_INPUT" });
+    await expect(PostgresStore.open(`${postgresUrl}?schema=${schema}`, { leaseMs: 5 })).rejects.toMatchObject({ code: "INVALID_INPUT" });
+    await expect(PostgresStore.open(`${postgresUrl}?schema=${schema}`, { partitions: 0 })).rejects.toMatchObject({ code: "INVALID_INPUT" });
+    await expect(PostgresStore.open(`${postgresUrl}?schema=${schema}`, { instanceId: "" })).rejects.toMatchObject({ code: "INVALID_INPUT" });
+  });
+
+  it("keeps the partition count the schema was created with, and hashes an agent id to the same partition as the database", async () => {
+    const schema = freshSchema();
+    const first = await open(schema, 1_000, { partitions: 16 });
+    expect(first.heldPartitions()).toHaveLength(16);
+    await first.close();
+    const again = await open(schema, 1_000, { partitions: 64 });
+    expect(again.heldPartitions()).toHaveLength(16);
+    const ids = Array.from({ length: 500 }, (_, index) => `conversation-${index}-${"é".repeat(index % 3)}`);
+    const { rows } = await withClient((client) => client.query<{ id: string; partition: number }>(`SELECT id, ${schema}.partition_of(id) AS partition FROM unnest($1::text[]) AS id`, [ids]));
+    expect(rows.map((row) => row.partition)).toEqual(ids.map((id) => partitionOf(id, 16)));
+    expect(rows.map((row) => row.partition)).toEqual(ids.map((id) => again.partitionOf(id)));
+    expect(new Set(rows.map((row) => row.partition)).size).toBe(16);
+  });
+
+  it("one owner at a time: the second is refused naming the first, admits nothing, and takes over at epoch 2 once the first leaves", async () => {
+    const schema = freshSchema();
+    // One partition: the first keeps it while the second lives (with more,
+    // it gives half of them to the second to balance).
+    const first = await open(schema, 300, { partitions: 1 });
+    const second = await open(schema);
+    await first.ensureAgent("support", 1);
+    expect(await first.acquireLease("support")).toMatchObject({ acquired: true, owner: first.leaseOwner, epoch: 1 });
+    expect(await first.acquireLease("support")).toMatchObject({ acquired: true, epoch: 1 });
+    const refused = await second.acquireLease("support");
+    expect(refused).toMatchObject({ acquired: false, owner: first.leaseOwner, epoch: 1 });
+    expect(refused.acquired === false && refused.message).toMatch(new RegExp(`^partition \\d+ is held by ${first.leaseOwner} until \\d{4}-`));
+    const busy = await second.run(prepare("e2"));
+    expect(busy).toMatchObject({ outcome: "not_established", error: { code: "AGENT_BUSY", details: { reason: "lease_not_held", owner: first.leaseOwner } } });
+    expect(await second.getExecution("e2")).toBeUndefined();
+    expect(await first.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1 });
+
+    // Renewals keep the partition past its lease.
+    await sleep(700);
+    expect(first.leaseOf("support")).toMatchObject({ epoch: 1 });
+    expect(await first.run(prepare("e3"))).toEqual({ outcome: "active", revision: 1 });
+
+    // Released on close; the second's tick takes the partition at epoch 2.
+    const taken = new Promise<{ agentId: string; epoch: number }>((resolve) => {
+      second.onLeaseAcquired = (agentId, grant) => resolve({ agentId, epoch: grant.epoch });
+    });
+    await first.close();
+    expect(await taken).toEqual({ agentId: "support", epoch: 2 });
+    expect(await second.run(prepare("e4"))).toEqual({ outcome: "active", revision: 1 });
+    const [row] = (await withClient((client) => client.query(`SELECT owner, epoch FROM ${schema}.partitions WHERE partition = ${schema}.partition_of('support')`))).rows;
+    expect(row).toEqual({ owner: second.leaseOwner, epoch: "2" });
+  });
+
+  it("a partition taken away is noticed by the tick: admissions stop (AGENT_BUSY), barriers are fenced", async () => {
+    const schema = freshSchema();
+    const store = await open(schema);
+    await store.ensureAgent("support", 1);
+    await store.acquireLease("support");
+    expect(await store.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1 });
+    await withClient((client) => client.query(`UPDATE ${schema}.partitions SET owner = 'elsewhere', epoch = epoch + 1, expires_at = clock_timestamp() + interval '1 minute' WHERE partition = ${schema}.partition_of('support')`));
+    await sleep(250);
+    expect(store.leaseOf("support")).toBeUndefined();
+    expect(await store.run(prepare("e2"))).toMatchObject({ outcome: "not_established", error: { code: "AGENT_BUSY" } });
+    await expect(store.run({ type: "providerBarrier", executionId: "e1", expectedRevision: 1, callId: "m1", steps: [], usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, turns: 0, at: 2 }))
+      .rejects.toMatchObject({ code: "EXECUTION_REHYDRATION_REQUIRED", details: { reason: "lease_lost", epoch: 1 } });
+    expect((await store.getExecution("e1"))?.revision).toBe(1);
+  });
+
+  it("an agent asked for whose partition was never held here is fenced with an epoch no partition has", async () => {
+    const schema = freshSchema();
+    const owner = await open(schema, 300, { partitions: 1 });
+    const other = await open(schema);
+    await owner.ensureAgent("support", 1);
+    await owner.acquireLease("support");
+    expect(await owner.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1 });
+    await other.acquireLease("support");
+    expect(other.fenceOf("support")).toEqual({ owner: other.leaseOwner, epoch: 0 });
+    await expect(other.run({ type: "providerBarrier", executionId: "e1", expectedRevision: 1, callId: "m1", steps: [], usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, turns: 0, at: 2 }))
+      .rejects.toMatchObject({ details: { reason: "lease_lost" } });
+  });
+
+  it("an instance id held by a live process is refused; default ids step aside (host, then host:pid)", async () => {
+    const schema = freshSchema();
+    const named = await open(schema, 1_000, { instanceId: "box-1" });
+    expect(named.leaseOwner).toBe("box-1");
+    await expect(PostgresStore.open(`${postgresUrl}?schema=${schema}`, { instanceId: "box-1" })).rejects.toMatchObject({ code: "STORE", message: expect.stringContaining('instanceId "box-1" is in use by a live process') });
+    const first = await open(schema);
+    const second = await open(schema);
+    expect(second.leaseOwner).not.toBe(first.leaseOwner);
+    expect(second.leaseOwner.startsWith(first.leaseOwner)).toBe(true);
+    // Closed, the id is free again: a process opening with it reclaims what it held.
+    await named.close();
+    const reopened = await open(schema, 1_000, { instanceId: "box-1" });
+    expect(reopened.leaseOwner).toBe("box-1");
+  });
+
+  it("balances as stores join (a fourth included) and leave, without a coordinator: each holds its share, every partition held once", async () => {
+    const schema = freshSchema();
+    const stores = [await open(schema)];
+    const counts = () => stores.map((store) => store.heldPartitions().length);
+    const balanced = (size: number) => {
+      const held = counts();
+      const share = Math.ceil(256 / size);
+      return held.length === size && held.every((count) => count >= share - size && count <= share) && held.reduce((a, b) => a + b, 0) === 256;
+    };
+    expect(counts()).toEqual([256]);
+    for (const size of [2, 3, 4]) {
+      const joinedAt = Date.now();
+      stores.push(await open(schema));
+      await until(() => balanced(size), () => `balance over ${size}: ${JSON.stringify(counts())}`);
+      console.log(`${size} stores balanced ${Date.now() - joinedAt} ms after the join (lease 300 ms): ${JSON.stringify(counts())}`);
+    }
+    // Every partition held by exactly one live store, at one epoch.
+    const { rows } = await withClient((client) => client.query<{ owner: string; live: boolean }>(`SELECT owner, expires_at > clock_timestamp() AS live FROM ${schema}.partitions`));
+    expect(rows.filter((row) => !row.live)).toEqual([]);
+    expect(new Set(rows.map((row) => row.owner))).toEqual(new Set(stores.map((store) => store.leaseOwner)));
+    // One leaves: the other three take its partitions at once (released on close).
+    const leaving = stores.pop()!;
+    await leaving.close();
+    await until(() => balanced(3), () => `balance after a leave: ${JSON.stringify(counts())}`);
+  });
+});
