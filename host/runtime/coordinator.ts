@@ -27,6 +27,7 @@ import type { ExecutionRow, Json, JournalRecord, OutcomeName, StepRecord } from 
 import type { ControlLoop } from "./control-loop.js";
 import { errorForCode } from "./error-codes.js";
 import type { ExecutionEvent } from "./events.js";
+import { agentAttributes } from "./gen-ai-attributes.js";
 import type { CallbackErrorPolicy, Logger } from "./options.js";
 import { MAX_TURNS_DEFAULT, MEMORY_WINDOW_DEFAULT } from "./options.js";
 import {
@@ -376,7 +377,8 @@ export class Coordinator implements SessionHost {
     const slot = entry.slot;
     const { start, agent } = entry;
     const definition = agent.definition;
-    entry.span ??= this.settings.tracer.startExecution({
+    entry.span ??= this.settings.tracer.startExecution(agent.id, {
+      ...agentAttributes(agent.id, definition),
       "phronomy.agent_id": agent.id, "phronomy.execution_id": entry.executionId, "phronomy.mode": "invoke",
     });
     const session = new Session(slot, entry.generation, sessionNumber, {
