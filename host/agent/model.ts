@@ -250,6 +250,10 @@ function modelCallError(scope: CallScope, signal: AbortSignal, error: unknown): 
   if (error instanceof TextDeltaListenerFailure) return error.error;
   if (signal.aborted) return error;
   if (error instanceof PhronomyError) return error;
+  const name = isRecord(error) ? error.name : undefined;
+  if (name === "AI_NoObjectGeneratedError" || name === "AI_NoOutputGeneratedError") {
+    return modelFailure(scope, `did not produce the structured output asked for: ${messageOf(error)}`, { cause: error });
+  }
   return modelFailure(scope, `failed: ${messageOf(error)}; check the provider's credentials, limits and request, then retry`, {
     cause: error,
     details: statusDetails(error),
