@@ -50,7 +50,8 @@ function modelMessageOf(message: ConversationMessage): ModelMessage | undefined 
 function userPartOf(part: UserContentPart): Exclude<Extract<ModelMessage, { role: "user" }>["content"], string>[number] {
   switch (part.type) {
     case "text": return { type: "text", text: part.text };
-    case "image": return { type: "image", image: urlOrData(part.image), ...(part.mediaType ? { mediaType: part.mediaType } : {}) };
+    // The AI SDK 7 wants images as file parts with an image media type.
+    case "image": return { type: "file", data: urlOrData(part.image), mediaType: part.mediaType ?? "image" };
     case "file": return { type: "file", data: urlOrData(part.data), mediaType: part.mediaType, ...(part.filename ? { filename: part.filename } : {}) };
   }
 }

@@ -28,6 +28,7 @@ import type { ControlLoop } from "./control-loop.js";
 import { errorForCode } from "./error-codes.js";
 import type { ExecutionEvent } from "./events.js";
 import { agentAttributes } from "./gen-ai-attributes.js";
+import { persistedInput, redactedStartInput } from "./start-input.js";
 import type { CallbackErrorPolicy, Logger } from "./options.js";
 import { MAX_TURNS_DEFAULT, MEMORY_WINDOW_DEFAULT } from "./options.js";
 import {
@@ -235,8 +236,10 @@ export class Coordinator implements SessionHost {
     const executionId = request.executionId ?? randomUUID();
     request.executionId = executionId;
     const verdict = (request.options.inputGuardrail ?? agent.definition.inputGuardrail)?.(request.input) ?? { action: "allow" as const };
-    const input = verdict.action === "redact" ? verdict.text : request.input;
+    const filtered = verdict.action === "redact" ? redactedStartInput(request, verdict.text) : request;
+    const input = filtered.input;
     request.filteredInput = input;
+    request.filteredMessages = filtered.inputMessages;
     const now = this.settings.now();
     const blockedBy = verdict.action === "block"
       ? { code: "INPUT_BLOCKED", message: `the input guardrail of agent "${agent.id}" blocked the input: ${verdict.reason}`, details: { reason: verdict.reason } }
@@ -252,7 +255,7 @@ export class Coordinator implements SessionHost {
     let submitted: Promise<unknown>;
     try {
       submitted = this.settings.store.run({
-        type: "prepareExecution", executionId, agentId: agent.id, mode: "invoke", input,
+        type: "prepareExecution", executionId, agentId: agent.id, mode: "invoke", input: persistedInput(filtered),
         config: configOf(request), ...(blockedBy ? { blockedBy } : {}), ...(firstBarrier ? { firstBarrier } : {}), journal, at: now,
       }).then((prepared) => {
         request.prepared = prepared;
@@ -387,6 +390,7 @@ export class Coordinator implements SessionHost {
       definition,
       tools: agent.tools,
       input: start.filteredInput ?? start.input,
+      inputMessages: start.filteredMessages ?? start.inputMessages,
       memory: [],
       approvalPolicy: start.options.approvalPolicy ?? "tools",
       tokenBudget: start.options.tokenBudget ?? definition.tokenBudget,

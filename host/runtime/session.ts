@@ -45,6 +45,9 @@ export interface SessionSettings {
   readonly definition: AgentSettings;
   readonly tools: readonly ResolvedTool[];
   readonly input: string;
+  /** The input as messages, when it was given so (else one user message
+   * with `input`). */
+  readonly inputMessages?: readonly ConversationMessage[];
   readonly memory: readonly ConversationMessage[];
   readonly approvalPolicy: ApprovalPolicy;
   readonly tokenBudget: number | undefined;
@@ -121,7 +124,7 @@ export class Session {
     readonly settings: SessionSettings,
     private readonly host: SessionHost,
   ) {
-    this.messages = [...settings.memory, { role: "user", content: settings.input }];
+    this.messages = [...settings.memory, ...(settings.inputMessages ?? [{ role: "user", content: settings.input }])];
   }
 
   /** Puts earlier executions' conversation before this one's input. */

@@ -159,4 +159,42 @@ describe("what the provider is sent", () => {
     await expect(env.agent({ id: "typed-bad", model, output }).start("?").result)
       .rejects.toMatchObject({ code: "MODEL_FAILED", message: expect.stringMatching(/did not produce the structured output asked for: No object generated/) });
   });
+
+  it("message input with an image reaches the provider as image parts and is stored JSON-safe", async () => {
+    const { server, model } = await provider();
+    server.script.push({ reply: { kind: "text", text: "A kettle." } });
+    const env = await openEnvironment();
+    const agent = env.agent({ id: "vision", model, instructions: "Describe images." });
+    const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3]);
+    const result = await agent.start([
+      { role: "user", content: [{ type: "text", text: "What is in this picture?" }, { type: "image", image: png, mediaType: "image/png" }] },
+    ]).result;
+    expect(result.output).toBe("A kettle.");
+    const sent = server.requests[0]!.body.messages;
+    expect(sent[0]).toEqual({ role: "system", content: "Describe images." });
+    expect(sent[1]).toEqual({
+      role: "user",
+      content: [
+        { type: "text", text: "What is in this picture?" },
+        { type: "image_url", image_url: { url: `data:image/png;base64,${Buffer.from(png).toString("base64")}` } },
+      ],
+    });
+    const row = await env.execution(result.executionId);
+    expect(row?.input).toEqual({
+      messages: [{ role: "user", content: "What is in this picture?", parts: [
+        { type: "text", text: "What is in this picture?" }, { type: "image", image: Buffer.from(png).toString("base64"), mediaType: "image/png" },
+      ] }],
+    });
+
+  });
+
+  it("refuses message input it cannot take with InvalidInputError", async () => {
+    const { model } = await provider();
+    const env = await openEnvironment();
+    const agent = env.agent({ id: "strict-input", model });
+    await expect(agent.start([]).result).rejects.toMatchObject({ code: "INVALID_INPUT" });
+    await expect(agent.start([{ role: "assistant", content: "hi" }]).result).rejects.toThrow(/last input message must be a user message/);
+    await expect(agent.start([{ role: "tool", content: [] }]).result).rejects.toThrow(/role "tool" is not accepted/);
+    await expect(agent.start([{ role: "user", content: [{ type: "image", image: 42 as never }] }]).result).rejects.toThrow(/image" must be a URL/);
+  });
 });
