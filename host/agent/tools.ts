@@ -14,7 +14,7 @@
 // `InvalidInputError` naming the tool's key and the offending option.
 
 import type { StandardSchemaV1 } from "@standard-schema/spec";
-import type { ModelMessage } from "ai";
+import type { ModelMessage, Tool } from "ai";
 import { InvalidInputError, ToolFailedError, type ErrorContext } from "../errors.js";
 import type { Json } from "../store/records.js";
 import { isJson } from "./messages.js";
@@ -33,6 +33,9 @@ export interface ToolExecutionContext {
   readonly toolCallId: string;
   readonly messages: ModelMessage[];
   readonly abortSignal: AbortSignal;
+  /** The tool's context (AI SDK 7): the agent's `toolsContext[toolName]`. */
+  readonly context: unknown;
+  /** The agent's `experimental_context` (AI SDK 5 and 6). */
   readonly experimental_context: unknown;
   readonly idempotencyKey: string;
   readonly executionId: string;
@@ -46,6 +49,7 @@ export interface ToolExecutionContext {
 export interface ApprovalContext {
   readonly toolCallId: string;
   readonly messages: ModelMessage[];
+  readonly context: unknown;
   readonly experimental_context: unknown;
 }
 
@@ -88,7 +92,10 @@ export interface HandoffTool {
 // `execute`/`needsApproval` take their input contravariantly.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyFunctionTool = FunctionTool<any, any>;
-export type ToolDefinition = AnyFunctionTool | HandoffTool;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AiSdkTool = Tool<any, any> & { readonly maxRetries?: number };
+/** A Phronomy tool or handoff, or an AI SDK tool as `ai` builds it. */
+export type ToolDefinition = AnyFunctionTool | HandoffTool | AiSdkTool;
 export type ToolSet = { readonly [name: string]: ToolDefinition };
 
 export interface ToolOptions<Schema extends StandardSchemaV1, Output> {
@@ -161,7 +168,7 @@ type Subject = { readonly label: string; readonly name: string | undefined };
 const toolOptionKeys = ["description", "inputSchema", "execute", "needsApproval", "jsonSchema", "toModelOutput", "strict", "maxRetries"] as const;
 const functionToolKeys = [
   "kind", "type", ...toolOptionKeys, "title", "outputSchema", "providerOptions", "inputExamples", "metadata",
-  "onInputStart", "onInputDelta", "onInputAvailable",
+  "onInputStart", "onInputDelta", "onInputAvailable", "contextSchema", "deferLoading",
 ] as const;
 /** How many times a tool may be retried, at most. */
 export const toolRetriesMax = 10;
@@ -242,7 +249,7 @@ export async function toolNeedsApproval<Input>(
   resolved: { readonly name: string; readonly definition: FunctionTool<Input, unknown> },
   input: Input,
   context: ToolCallContext = {},
-  options: ApprovalContext = { toolCallId: context.callId ?? "", messages: [], experimental_context: undefined },
+  options: ApprovalContext = { toolCallId: context.callId ?? "", messages: [], context: undefined, experimental_context: undefined },
 ): Promise<boolean> {
   const needsApproval = resolved.definition.needsApproval;
   if (typeof needsApproval === "boolean") return needsApproval;

@@ -25,7 +25,10 @@ export function checkModelSettings(definition: Partial<AgentSettings>, what: str
       throw new InvalidInputError(`${what}: "${key}" must be ${key === "seed" ? "an integer" : "a positive integer"}, got ${String(value)}`);
     }
   }
-  const { stopSequences, headers, providerOptions, output, maxRetries, retryDelay } = definition;
+  const { stopSequences, headers, providerOptions, output, maxRetries, retryDelay, toolsContext } = definition;
+  if (toolsContext !== undefined && !isPlainObject(toolsContext)) {
+    throw new InvalidInputError(`${what}: "toolsContext" must map tool names to each tool's context`);
+  }
   if (stopSequences !== undefined && (!Array.isArray(stopSequences) || !stopSequences.every((item) => typeof item === "string"))) {
     throw new InvalidInputError(`${what}: "stopSequences" must be an array of strings`);
   }

@@ -53,6 +53,9 @@ export interface AgentSettings extends ModelCallSettings {
    * `experimental_context`. Not stored: a recovered execution gets the
    * definition's value again. */
   readonly experimental_context?: unknown;
+  /** Each tool's `context` (AI SDK 7), by tool name: handed to its
+   * `execute` and `needsApproval`. Not stored, as `experimental_context`. */
+  readonly toolsContext?: { readonly [toolName: string]: unknown };
   readonly instructions?: string;
   readonly tools?: ToolSet;
   readonly inputGuardrail?: Guardrail;
@@ -142,7 +145,7 @@ export const AGENT_DEFINITION_KEYS = [
   "id", "name", "model", "instructions", "tools", "inputGuardrail", "outputGuardrail", "memoryWindow", "maxTurns",
   "tokenBudget", "timeoutMs", "retention", "onBusy", "queueLimit",
   "maxOutputTokens", "temperature", "topP", "topK", "presencePenalty", "frequencyPenalty", "seed", "stopSequences",
-  "headers", "providerOptions", "output", "maxRetries", "retryDelay", "experimental_context",
+  "headers", "providerOptions", "output", "maxRetries", "retryDelay", "experimental_context", "toolsContext",
 ] as const;
 
 export const START_OPTION_KEYS = [

@@ -347,7 +347,8 @@ export class Session {
         needed.push(planned);
         continue;
       }
-      const options = { toolCallId: planned.call.callId, messages, experimental_context };
+      const context = this.settings.definition.toolsContext?.[planned.call.toolName];
+      const options = { toolCallId: planned.call.callId, messages, context, experimental_context };
       if (await toolNeedsApproval(planned.tool, planned.input, { executionId: this.executionId, callId: planned.call.callId }, options)) needed.push(planned);
     }
     return needed;
@@ -462,7 +463,8 @@ export class Session {
       };
       const output = await withRetries(retrySettingsOf(definition, tool.definition.maxRetries ?? 0), hooks, (attempt) =>
         tracer.within(span, () => executeTool(tool.definition, input, {
-          toolCallId: call.callId, messages, abortSignal: signal, experimental_context: definition.experimental_context,
+          toolCallId: call.callId, messages, abortSignal: signal, context: definition.toolsContext?.[call.toolName],
+          experimental_context: definition.experimental_context,
           idempotencyKey, executionId: this.executionId, attempt, signal, callId: call.callId,
         })), toolRetriesExhausted(call));
       const json = toolOutputToJson(call.toolName, call.callId, output);
