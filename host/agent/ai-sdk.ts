@@ -23,3 +23,9 @@ export function loadAiSdk(): Promise<AiSdk> {
   });
   return loading;
 }
+
+/** Starts loading `ai` without waiting (an agent was just defined: its
+ * first model call will need it); a failure is reported by that call. */
+export function preloadAiSdk(): void {
+  loadAiSdk().catch(() => undefined);
+}

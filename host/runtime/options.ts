@@ -6,6 +6,7 @@
 import { InvalidInputError } from "../errors.js";
 import { assertLanguageModel, type LanguageModel, type ModelCallSettings } from "../agent/model.js";
 import { checkModelSettings } from "./model-settings.js";
+import { preloadAiSdk } from "../agent/ai-sdk.js";
 import type { ToolSet } from "../agent/tools.js";
 import type { Json } from "../store/records.js";
 import type { ApprovalRequest, EventListener } from "./events.js";
@@ -211,6 +212,7 @@ export function validateAgentDefinition(definition: Partial<AgentDefinition & Co
   onBusyPolicy(definition.onBusy, what);
   positiveInteger(definition.queueLimit, "queueLimit", what, QUEUE_LIMIT_MAX);
   checkModelSettings(definition, what);
+  preloadAiSdk();
 }
 
 function onBusyPolicy(value: unknown, what: string): void {
