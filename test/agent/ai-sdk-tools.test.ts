@@ -12,7 +12,7 @@ import { MockLanguageModelV4, MockProviderV4 } from "ai/test";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { InvalidInputError, type ExecutionEvent, type ToolExecutionContext } from "../../host/index.js";
-import { openEnvironment } from "../runtime/helpers.js";
+import { openEnvironment, temporaryStorePath } from "../runtime/helpers.js";
 
 function usage(input: number, output: number, details: { cacheRead?: number; reasoning?: number } = {}): LanguageModelV4GenerateResult["usage"] {
   return {
@@ -287,5 +287,40 @@ describe("string model ids", () => {
     const env = await openEnvironment();
     expect(() => env.agent({ id: "unresolved", model: "openai/gpt-5" }))
       .toThrow(/model "openai\/gpt-5" is a model id, but no provider is configured to resolve it/);
+  });
+});
+
+describe("message input across a restart", () => {
+  it("an image input suspended for approval is sent again, parts and all, by the process that resumes it", async () => {
+    const path = await temporaryStorePath();
+    const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 5, 6, 7]);
+    const definition = () => ({
+      id: "vision-refund",
+      model: mockModel("refund", { amount: 500 }),
+      tools: { refund: aiTool({ inputSchema: z.object({ amount: z.number() }), needsApproval: true, execute: ({ amount }: { amount: number }) => `refunded ${amount}` }) },
+    });
+    const first = await openEnvironment({ store: path });
+    const run = first.agent(definition()).start([{ role: "user", content: [{ type: "text", text: "Refund this:" }, { type: "file", data: png, mediaType: "image/png" }] }]);
+    const executionId = await run.executionId;
+    let pending = await first.pendingApprovals();
+    for (let tries = 0; pending.length === 0 && tries < 500; tries += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      pending = await first.pendingApprovals();
+    }
+    run.result.catch(() => undefined);
+    await first.close();
+
+    const second = await openEnvironment({ store: path });
+    const again = definition();
+    const agent = second.agent(again);
+    const approvalId = pending[0]!.request.approvalId;
+    const result = await agent.resume(executionId, { approvalId, approved: true }).result;
+    expect(result).toMatchObject({ outcome: "completed", output: "All done." });
+    const user = again.model.doGenerateCalls[0]?.prompt.find((message) => message.role === "user");
+    expect(user?.content).toEqual([
+      { type: "text", text: "Refund this:" },
+      expect.objectContaining({ type: "file", mediaType: "image/png" }),
+    ]);
+    expect(JSON.stringify(user)).toContain(Buffer.from(png).toString("base64"));
   });
 });
