@@ -16,10 +16,12 @@ let loading: Promise<AiSdk> | undefined;
 export function loadAiSdk(): Promise<AiSdk> {
   loading ??= import("ai").catch((error: unknown) => {
     loading = undefined;
-    throw new PhronomyError("INVALID_INPUT",
-      "Phronomy calls models through the AI SDK, whose package \"ai\" is not installed: npm install ai " +
-        `(version 7) (${error instanceof Error ? error.message : String(error)})`,
-      { cause: error, details: { package: "ai" } });
+    const message = error instanceof Error ? error.message : String(error);
+    const missing = (error as { code?: unknown } | null)?.code === "ERR_MODULE_NOT_FOUND" || /cannot find (package|module)|not a dependency/i.test(message);
+    throw new PhronomyError("INVALID_INPUT", missing
+      ? `Phronomy calls models through the AI SDK, whose package "ai" is not installed: npm install ai (version 7) (${message})`
+      : `Phronomy calls models through the AI SDK, whose package "ai" could not be loaded: ${message}`,
+    { cause: error, details: { package: "ai" } });
   });
   return loading;
 }
