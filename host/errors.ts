@@ -208,6 +208,27 @@ export class ModelFailedError extends PhronomyError {
   }
 }
 
+/** One failed attempt of a retried model call or tool call. */
+export interface FailedAttempt {
+  readonly attempt: number;
+  readonly message: string;
+  /** The provider's HTTP status, when it answered. */
+  readonly statusCode?: number;
+  /** How long the loop waited before the next attempt (none after the last). */
+  readonly delayMs?: number;
+}
+
+/** A model call failed on every attempt with a transient error (HTTP 429,
+ * 5xx, a network failure): `attempts` lists each one; the last provider
+ * error is `cause`. Code MODEL_FAILED, like any model failure. */
+export class ModelRetriesExhaustedError extends ModelFailedError {
+  readonly attempts: readonly FailedAttempt[];
+  constructor(message: string, attempts: readonly FailedAttempt[], context: ErrorContext = {}) {
+    super(message, { ...context, details: { ...context.details, attempts } });
+    this.attempts = attempts;
+  }
+}
+
 /** A tool failed outside its own result: its approval predicate threw, or
  * its output is not JSON-safe. The tool's error is `cause`. */
 export class ToolFailedError extends PhronomyError {
@@ -241,6 +262,10 @@ export function errorFromRecord(record: StoredError, context: ErrorContext = {})
     // A conversation closed in the store refuses its start in the preparation (docs/decisions/0024).
     case "AGENT_CLOSED": return new AgentClosedError(context.agentId ?? String(details?.["agentId"] ?? ""));
     case "TIMEOUT": return Object.assign(new TimeoutError(Number(details?.timeoutMs ?? 0), context), { message: record.message });
+    case "MODEL_FAILED":
+      return Array.isArray(details?.["attempts"])
+        ? new ModelRetriesExhaustedError(record.message, details["attempts"] as FailedAttempt[], { ...context, details })
+        : rebuilt;
     default: return rebuilt;
   }
 }

@@ -42,14 +42,14 @@ export type { PostgresStoreProbe } from "./store/postgres/exists.js";
 export type { PostgresStoreOptions };
 
 export { Environment, type OpenOptions } from "./runtime/environment.js";
-export { Agent } from "./runtime/agent.js";
+export { Agent, type AgentInput } from "./runtime/agent.js";
 export { DefinedAgent } from "./runtime/defined-agent.js";
 export type { Run, RunResult } from "./runtime/run.js";
 export type { ExecutionEvent, ExecutionEventType, ApprovalRequest, HandoffRequest, EventListener } from "./runtime/events.js";
 export type {
   AgentDefinition, ConversationDefinition, AgentSettings, StartOptions, Guardrail, GuardrailVerdict, ApprovalPolicy, ApprovalListener, CallbackErrorPolicy, Logger,
 } from "./runtime/options.js";
-export { tool, handoff, type ToolSet, type ToolExecutionContext } from "./agent/tools.js";
+export { tool, handoff, type ToolSet, type ToolExecutionContext, type ApprovalContext, type AiSdkTool } from "./agent/tools.js";
 export * from "./errors.js";
 export type { ExecutionRow, StoredStep, UsageTotals, Json, ExecutionListFilter, ExecutionStatusName, OutcomeName } from "./store/records.js";
 export type { ExecutionStore } from "./store/store.js";

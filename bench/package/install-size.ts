@@ -17,6 +17,8 @@ export interface InstallSize {
 
 /** Installs `tarball` (and `extra`) into `directory` and measures node_modules. */
 export async function measureInstall(directory: string, tarball: string, extra: readonly string[] = []): Promise<InstallSize> {
+  // Measured as an application installs it: `ai` is the optional peer every
+  // model call needs (docs/decisions/0033), so it is counted.
   await installProject(directory, tarball, extra, false);
   const modules = join(directory, "node_modules");
   const names = packagesUnder(modules);

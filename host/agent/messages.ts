@@ -5,7 +5,7 @@
 // them in `model.ts` and never stored. Tool calls and results are paired by
 // `callId`, which is unique within a conversation.
 
-import type { Json, UsageTotals } from "../store/records.js";
+import type { Json } from "../store/records.js";
 
 /** One tool call the model asked for. `input` is parsed JSON, not yet
  * validated against the tool's schema. */
@@ -22,30 +22,64 @@ export type ToolResult = {
   toolName: string;
   output: Json;
   isError: boolean;
+  /** What the model is shown instead of `output`: the tool's
+   * `toModelOutput` (an AI SDK tool-result output), kept with the result. */
+  modelOutput?: Json;
 };
 
+/** A part of a user message beside its text: an image or a file, as the AI
+ * SDK's model messages carry them, made JSON-safe (bytes as base64, URLs as
+ * strings) because the conversation is persisted as it is. */
+export type UserContentPart =
+  | { type: "text"; text: string }
+  | { type: "image"; image: string; mediaType?: string }
+  | { type: "file"; data: string; mediaType: string; filename?: string };
+
+/** The model's reasoning in one turn, with the provider's metadata (a
+ * signature some providers need to see again). */
+export type ReasoningPart = { text: string; providerOptions?: { [key: string]: Json } };
+
 export type SystemMessage = { role: "system"; content: string };
-export type UserMessage = { role: "user"; content: string };
-export type AssistantMessage = { role: "assistant"; text: string; toolCalls: ToolCall[] };
+/** `content` is the message's text (what guardrails, memory and the
+ * timeline read); `parts`, when present, is what the model is sent. */
+export type UserMessage = { role: "user"; content: string; parts?: UserContentPart[] };
+export type AssistantMessage = { role: "assistant"; text: string; toolCalls: ToolCall[]; reasoning?: ReasoningPart[] };
 export type ToolMessage = { role: "tool"; results: ToolResult[] };
 
 export type ConversationMessage = SystemMessage | UserMessage | AssistantMessage | ToolMessage;
+
+/** Usage of one model call: the totals every execution sums, and the
+ * details a provider reported (cached and reasoning tokens). */
+export type ModelUsage = {
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
+  cacheReadTokens?: number;
+  cacheWriteTokens?: number;
+  reasoningTokens?: number;
+};
 
 /** One model call's answer, normalized across provider versions. */
 export type ModelTurn = {
   text: string;
   toolCalls: ToolCall[];
-  // A mapped copy of `UsageTotals`: same fields, but a type alias, so a
-  // whole turn stays assignable to `Json` (interfaces are not).
-  usage: Readonly<UsageTotals>;
+  // A type alias (not the store's `UsageTotals` interface), so a whole
+  // turn stays assignable to `Json`.
+  usage: Readonly<ModelUsage>;
+  /** The model's reasoning, when it showed any. */
+  reasoning?: ReasoningPart[];
+  /** The structured output (the agent's `output` schema), parsed and
+   * validated, on a turn without tool calls. */
+  output?: Json;
   /** The provider's unified finish reason: "stop", "tool-calls", "length",
    * "content-filter", "error", "interrupted", "other" or "unknown". */
   finishReason: string;
 };
 
 /** The assistant message that records a model turn in the conversation. */
-export function assistantMessage(turn: Pick<ModelTurn, "text" | "toolCalls">): AssistantMessage {
-  return { role: "assistant", text: turn.text, toolCalls: turn.toolCalls.map((call) => ({ ...call })) };
+export function assistantMessage(turn: Pick<ModelTurn, "text" | "toolCalls" | "reasoning">): AssistantMessage {
+  const message: AssistantMessage = { role: "assistant", text: turn.text, toolCalls: turn.toolCalls.map((call) => ({ ...call })) };
+  return turn.reasoning === undefined || turn.reasoning.length === 0 ? message : { ...message, reasoning: turn.reasoning };
 }
 
 /** The tool message that answers one batch of tool calls. */

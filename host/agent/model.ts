@@ -1,13 +1,12 @@
-// One model call for the agent loop, through the Vercel AI SDK provider
-// interface (`@ai-sdk/provider` language models, specification v2, v3 and
-// v4), so any AI SDK provider works. `callModel` turns the stored
-// conversation into the provider prompt, calls `doGenerate` (or `doStream`
-// when the caller wants text deltas), and normalizes the answer into a
-// `ModelTurn`: text parts joined, tool-call inputs parsed from their JSON
-// strings, usage summed into `UsageTotals`, the finish reason as a string.
-// The three versions share the prompt and content shapes used here; they
-// differ in usage (flat numbers in v2, `{ total }` records in v3/v4) and
-// finish reason (a string in v2, `{ unified, raw }` in v3/v4), handled below.
+// One model call for the agent loop, made with the AI SDK's own
+// `generateText` (or `streamText` when the caller wants text deltas) for a
+// single step, tools given without `execute` so the SDK returns the calls
+// and Phronomy runs them under its own barriers (docs/decisions/0033). The
+// answer is normalized into a `ModelTurn`: text, tool calls, reasoning,
+// usage with its cache and reasoning details, the finish reason, and the
+// structured output when the agent asked for one. The AI SDK's own retries
+// are off (`maxRetries: 0`): the loop retries in model-retry.ts, where each
+// attempt shows on the timeline.
 //
 // Errors: an abort (the caller's signal fired) is rethrown as it is, so the
 // loop can tell cancellation and timeout apart by the signal's reason; a
@@ -17,19 +16,21 @@
 // turn, even when the model ignored the signal and answered anyway.
 
 import type {
-  LanguageModelV2, LanguageModelV2Prompt, LanguageModelV3, LanguageModelV3Prompt, LanguageModelV4,
-  LanguageModelV4CallOptions, LanguageModelV4FunctionTool, LanguageModelV4Message, LanguageModelV4Prompt,
-  LanguageModelV4ToolResultOutput,
+  LanguageModelV2, LanguageModelV3, LanguageModelV4, LanguageModelV4CallOptions,
 } from "@ai-sdk/provider";
 import { InvalidInputError, ModelFailedError, PhronomyError } from "../errors.js";
-import type { Json, UsageTotals } from "../store/records.js";
-import { isJson, type ConversationMessage, type ModelTurn, type ToolCall, type ToolResult } from "./messages.js";
+import type { Json } from "../store/records.js";
+import { loadAiSdk, type AiSdk } from "./ai-sdk.js";
+import { isJson, type ConversationMessage, type ModelTurn, type ModelUsage, type ToolCall } from "./messages.js";
+import { reasoningPartsOf, toModelMessages } from "./model-messages.js";
 import type { ToolSpecification } from "./tools.js";
+
+export { conversationToPrompt, finishReasonOf, promptToConversation, toolsToProvider, usageToTotals } from "./prompt.js";
 
 /** Any AI SDK language model this package accepts. Typed by shape so that a
  * model built against another release of `@ai-sdk/provider` still fits:
  * every `LanguageModelV2`, `LanguageModelV3` and `LanguageModelV4` does. */
-export interface LanguageModel {
+export interface LanguageModelObject {
   readonly specificationVersion: "v2" | "v3" | "v4";
   readonly provider: string;
   readonly modelId: string;
@@ -37,14 +38,25 @@ export interface LanguageModel {
   doStream(options: never): PromiseLike<unknown>;
 }
 
+/** A language model object, or a model id string (`"openai/gpt-5"`)
+ * resolved as the AI SDK resolves it: by the global provider
+ * (`globalThis.AI_SDK_DEFAULT_PROVIDER`) or else the AI Gateway. */
+export type LanguageModel = LanguageModelObject | string;
+
 /** The provider types `LanguageModel` stands for, for documentation. */
 export type ProviderLanguageModel = LanguageModelV2 | LanguageModelV3 | LanguageModelV4;
 
-/** Provider settings passed through unchanged. */
+/** The AI SDK's call settings, passed to the provider unchanged. */
 export type ModelCallSettings = Pick<
   LanguageModelV4CallOptions,
-  "maxOutputTokens" | "temperature" | "topP" | "topK" | "seed" | "stopSequences" | "headers" | "providerOptions"
+  "maxOutputTokens" | "temperature" | "topP" | "topK" | "presencePenalty" | "frequencyPenalty" | "seed" |
+  "stopSequences" | "headers" | "providerOptions"
 >;
+
+export const MODEL_CALL_SETTING_KEYS = [
+  "maxOutputTokens", "temperature", "topP", "topK", "presencePenalty", "frequencyPenalty", "seed", "stopSequences",
+  "headers", "providerOptions",
+] as const;
 
 export interface ModelCallRequest {
   /** Instructions sent first, as a system message. */
@@ -57,6 +69,9 @@ export interface ModelCallRequest {
    * exception it throws ends the call and is rethrown as it is. */
   readonly onTextDelta?: (delta: string) => void;
   readonly settings?: ModelCallSettings;
+  /** An AI SDK `Output` (`Output.object({ schema })`): the answer is parsed
+   * and validated into `ModelTurn.output`. */
+  readonly output?: unknown;
   /** Named in the messages and fields of the errors this call throws. */
   readonly agentId?: string;
   readonly executionId?: string;
@@ -72,13 +87,15 @@ const supportedVersions: readonly string[] = ["v2", "v3", "v4"];
 export async function callModel(model: LanguageModel, request: ModelCallRequest): Promise<ModelTurn> {
   assertLanguageModel(model);
   request.signal.throwIfAborted();
-  const options = callOptionsFor(request);
   const scope: CallScope = { model, agentId: request.agentId, executionId: request.executionId };
   let turn: ModelTurn;
   try {
-    turn = request.onTextDelta !== undefined && typeof model.doStream === "function"
-      ? await streamTurn(scope, options, request.signal, request.onTextDelta)
-      : await generateTurn(scope, options);
+    const ai = await loadAiSdk();
+    request.signal.throwIfAborted();
+    const options = callOptionsFor(ai, model, request);
+    turn = request.onTextDelta !== undefined
+      ? await streamTurn(ai, scope, options, request.signal, request.onTextDelta, request.output !== undefined)
+      : await generateTurn(ai, scope, options, request.output !== undefined);
   } catch (error) {
     throw modelCallError(scope, request.signal, error);
   }
@@ -86,12 +103,14 @@ export async function callModel(model: LanguageModel, request: ModelCallRequest)
   return turn;
 }
 
-/** Checks that a value is a language model this package can call. */
+/** Checks that a value is a language model this package can call: an AI
+ * SDK language model object, or a model id when a provider can resolve it. */
 export function assertLanguageModel(value: unknown): asserts value is LanguageModel {
+  if (typeof value === "string") return assertModelIdResolvable(value);
   if (typeof value !== "object" || value === null) {
-    throw new InvalidInputError(`model must be an AI SDK language model (from an @ai-sdk provider), got ${String(value)}`);
+    throw new InvalidInputError(`model must be an AI SDK language model (from an @ai-sdk provider) or a model id string, got ${String(value)}`);
   }
-  const candidate = value as Partial<Record<keyof LanguageModel, unknown>>;
+  const candidate = value as Partial<Record<keyof LanguageModelObject, unknown>>;
   const version = candidate.specificationVersion;
   if (typeof version !== "string" || !supportedVersions.includes(version)) {
     throw new InvalidInputError(
@@ -105,62 +124,25 @@ export function assertLanguageModel(value: unknown): asserts value is LanguageMo
   }
 }
 
-/** The provider prompt for a conversation (v4 shapes, which v2 and v3 share
- * for text, tool-call and tool-result parts). Assistant messages with
- * neither text nor tool calls are left out: providers reject empty content. */
-export function conversationToPrompt(system: string | undefined, messages: readonly ConversationMessage[]): LanguageModelV4Prompt {
-  const prompt: LanguageModelV4Prompt = [];
-  if (system !== undefined && system.length > 0) prompt.push({ role: "system", content: system });
-  for (const message of messages) {
-    const converted = promptMessageOf(message);
-    if (converted !== undefined) prompt.push(converted);
-  }
-  return prompt;
-}
-
-/** The conversation a provider prompt carries: the inverse of
- * `conversationToPrompt`, used by the scripted model to hand its script
- * the messages in Phronomy's own format. Parts with no conversation
- * counterpart (files, reasoning, approvals) are dropped. */
-export function promptToConversation(
-  prompt: LanguageModelV4Prompt | LanguageModelV3Prompt | LanguageModelV2Prompt,
-): ConversationMessage[] {
-  const messages: ConversationMessage[] = [];
-  for (const message of prompt as readonly LooseRecord[]) {
-    const converted = conversationMessageOf(message);
-    if (converted !== undefined) messages.push(converted);
-  }
-  return messages;
-}
-
-/** The function tools of a call, in the order given. */
-export function toolsToProvider(tools: readonly ToolSpecification[]): LanguageModelV4FunctionTool[] {
-  return tools.map((tool) => {
-    const providerTool: LanguageModelV4FunctionTool = { type: "function", name: tool.name, inputSchema: tool.inputJsonSchema };
-    return tool.description === undefined ? providerTool : { ...providerTool, description: tool.description };
-  });
-}
-
-/** Usage of any version as totals; a missing or unusable number counts 0.
- * v2 reports flat numbers, v3/v4 `{ inputTokens: { total }, … }`. */
-export function usageToTotals(usage: unknown): UsageTotals {
-  if (!isRecord(usage)) return { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
-  const inputTokens = tokenCount(usage.inputTokens);
-  const outputTokens = tokenCount(usage.outputTokens);
-  const reportedTotal = typeof usage.totalTokens === "number" ? tokenCount(usage.totalTokens) : undefined;
-  return { inputTokens, outputTokens, totalTokens: reportedTotal ?? inputTokens + outputTokens };
-}
-
-/** The unified finish reason: v2's string or v3/v4's `unified` field. */
-export function finishReasonOf(value: unknown): string {
-  if (typeof value === "string") return value;
-  if (isRecord(value) && typeof value.unified === "string") return value.unified;
-  return "unknown";
+/** A string id goes to the global provider when one is set, else to the AI
+ * Gateway, which needs its key (or a Vercel OIDC token): with neither the
+ * first call would fail, so the definition is refused now. */
+function assertModelIdResolvable(id: string): void {
+  if (id.length === 0) throw new InvalidInputError("model: a model id must not be empty");
+  const globalProvider = (globalThis as { AI_SDK_DEFAULT_PROVIDER?: unknown }).AI_SDK_DEFAULT_PROVIDER;
+  if (globalProvider !== undefined) return;
+  if (process.env.AI_GATEWAY_API_KEY || process.env.VERCEL_OIDC_TOKEN) return;
+  throw new InvalidInputError(
+    `model "${id}" is a model id, but no provider is configured to resolve it: set globalThis.AI_SDK_DEFAULT_PROVIDER ` +
+      "to a provider (e.g. openai from @ai-sdk/openai), or AI_GATEWAY_API_KEY for the AI Gateway, or pass a model object",
+    { details: { key: "model", modelId: id } },
+  );
 }
 
 // -- calling -----------------------------------------------------------------
 
 type LooseRecord = { readonly [key: string]: unknown };
+type CallOptions = Parameters<AiSdk["generateText"]>[0];
 
 /** The model being called and the ids its errors name. */
 interface CallScope {
@@ -175,55 +157,92 @@ class TextDeltaListenerFailure {
   constructor(readonly error: unknown) {}
 }
 
-function callOptionsFor(request: ModelCallRequest): LanguageModelV4CallOptions {
-  const options: LanguageModelV4CallOptions = {
+function callOptionsFor(ai: AiSdk, model: LanguageModel, request: ModelCallRequest): CallOptions {
+  const options = {
     ...request.settings,
-    prompt: conversationToPrompt(request.system, request.messages),
+    model: model as Parameters<AiSdk["generateText"]>[0]["model"],
+    ...(request.system !== undefined && request.system.length > 0 ? { system: request.system } : {}),
+    messages: toModelMessages(request.messages),
+    allowSystemInMessages: true,
+    maxRetries: 0,
     abortSignal: request.signal,
+    ...(request.output !== undefined ? { output: request.output as never } : {}),
   };
-  if (request.tools.length === 0) return options;
-  return { ...options, tools: toolsToProvider(request.tools), toolChoice: { type: "auto" } };
+  if (request.tools.length === 0) return options as CallOptions;
+  return { ...options, tools: toolSetFor(ai, request.tools), toolChoice: "auto" } as CallOptions;
 }
 
-async function generateTurn(scope: CallScope, options: LanguageModelV4CallOptions): Promise<ModelTurn> {
-  const result: unknown = await scope.model.doGenerate(options as never);
-  if (!isRecord(result) || !Array.isArray(result.content)) {
-    throw modelFailure(scope, "returned a result without a content array; the provider package may be broken");
+/** The agent's tools as AI SDK tools without `execute`: the SDK returns
+ * their calls for the loop to run. Inputs are validated by the loop (with
+ * the tool's own schema), so the SDK is shown the JSON Schema only. */
+function toolSetFor(ai: AiSdk, tools: readonly ToolSpecification[]): Record<string, unknown> {
+  const set: Record<string, unknown> = {};
+  for (const spec of tools) {
+    set[spec.name] = {
+      ...(spec.description !== undefined ? { description: spec.description } : {}),
+      ...(spec.title !== undefined ? { title: spec.title } : {}),
+      ...(spec.strict !== undefined ? { strict: spec.strict } : {}),
+      ...(spec.providerOptions !== undefined ? { providerOptions: spec.providerOptions } : {}),
+      ...(spec.inputExamples !== undefined ? { inputExamples: spec.inputExamples } : {}),
+      inputSchema: ai.jsonSchema(spec.inputJsonSchema as never),
+    };
   }
-  const assembly = emptyAssembly();
-  for (const part of result.content as unknown[]) addContentPart(scope, assembly, part);
-  assembly.usage = result.usage;
-  assembly.finishReason = result.finishReason;
-  return finishAssembly(assembly);
+  return set;
+}
+
+async function generateTurn(ai: AiSdk, scope: CallScope, options: CallOptions, structured: boolean): Promise<ModelTurn> {
+  const result = await ai.generateText(options);
+  const turn = turnOf(scope, result.content as unknown[], result.usage, result.finishReason);
+  if (structured && turn.toolCalls.length === 0) return { ...turn, output: outputOf(scope, () => result.output) };
+  return turn;
 }
 
 async function streamTurn(
+  ai: AiSdk,
   scope: CallScope,
-  options: LanguageModelV4CallOptions,
+  options: CallOptions,
   signal: AbortSignal,
   onTextDelta: (delta: string) => void,
+  structured: boolean,
 ): Promise<ModelTurn> {
-  const result: unknown = await scope.model.doStream(options as never);
-  // Checked by shape: a provider may bring its own web-streams implementation.
-  const stream = isRecord(result) ? result.stream : undefined;
-  if (!isRecord(stream) || typeof stream.getReader !== "function") {
-    throw modelFailure(scope, "returned a stream result without a readable stream; the provider package may be broken");
-  }
-  const reader = (stream as unknown as ReadableStream<unknown>).getReader();
-  const assembly = emptyAssembly();
-  // A stream that ends without a finish part was cut off.
-  assembly.finishReason = "interrupted";
-  try {
-    for (let next = await reader.read(); !next.done; next = await reader.read()) {
-      signal.throwIfAborted();
-      addStreamPart(scope, assembly, next.value, onTextDelta);
+  const result = ai.streamText({ ...options, onError: () => undefined } as Parameters<AiSdk["streamText"]>[0]);
+  for await (const part of result.fullStream as AsyncIterable<LooseRecord>) {
+    signal.throwIfAborted();
+    if (part.type === "text-delta" && typeof part.text === "string" && part.text.length > 0) {
+      try {
+        onTextDelta(part.text);
+      } catch (error) {
+        throw new TextDeltaListenerFailure(error);
+      }
+    } else if (part.type === "error") {
+      throw part.error instanceof Error && !(part.error instanceof PhronomyError) && !isProviderError(part.error)
+        ? modelFailure(scope, `streamed an error: ${messageOf(part.error)}`, { cause: part.error })
+        : part.error;
     }
-  } catch (error) {
-    reader.cancel(error).catch(() => undefined);
-    throw error;
   }
-  reader.releaseLock();
-  return finishAssembly(assembly);
+  const steps = await result.steps;
+  const step = steps[steps.length - 1];
+  if (step === undefined) throw modelFailure(scope, "streamed no answer; the provider package may be broken");
+  const turn = turnOf(scope, step.content as unknown[], step.usage, step.finishReason);
+  if (structured && turn.toolCalls.length === 0) {
+    const output = await Promise.resolve(result.output).then((value) => ({ value }), (error: unknown) => ({ error }));
+    return { ...turn, output: outputOf(scope, () => { if ("error" in output) throw output.error; return output.value; }) };
+  }
+  return turn;
+}
+
+/** The structured output, which must be JSON (it is persisted and is the
+ * run's result). The AI SDK's parse or validation error is the cause. */
+function outputOf(scope: CallScope, read: () => unknown): Json {
+  let output: unknown;
+  try {
+    output = read();
+  } catch (error) {
+    throw modelFailure(scope, `did not produce the structured output asked for: ${messageOf(error)}`, { cause: error });
+  }
+  if (output === undefined) return null;
+  if (!isJson(output)) throw modelFailure(scope, "produced a structured output that is not JSON-safe");
+  return output;
 }
 
 /** Turns what a model call threw into what `callModel` throws. */
@@ -231,8 +250,13 @@ function modelCallError(scope: CallScope, signal: AbortSignal, error: unknown): 
   if (error instanceof TextDeltaListenerFailure) return error.error;
   if (signal.aborted) return error;
   if (error instanceof PhronomyError) return error;
+  const name = isRecord(error) ? error.name : undefined;
+  if (name === "AI_NoObjectGeneratedError" || name === "AI_NoOutputGeneratedError") {
+    return modelFailure(scope, `did not produce the structured output asked for: ${messageOf(error)}`, { cause: error });
+  }
   return modelFailure(scope, `failed: ${messageOf(error)}; check the provider's credentials, limits and request, then retry`, {
     cause: error,
+    details: statusDetails(error),
   });
 }
 
@@ -243,193 +267,104 @@ function modelFailure(
 ): ModelFailedError {
   const { model, agentId, executionId } = scope;
   const where = executionId === undefined ? "" : `execution ${executionId}: `;
+  const ids = typeof model === "string" ? { modelId: model } : { provider: model.provider, modelId: model.modelId };
   return new ModelFailedError(`${where}model ${labelOf(model)} ${problem}`, {
-    agentId, executionId, cause: extra.cause,
-    details: { provider: model.provider, modelId: model.modelId, ...extra.details },
+    agentId, executionId, cause: extra.cause, details: { ...ids, ...extra.details },
   });
+}
+
+function statusDetails(error: unknown): Record<string, unknown> {
+  return isRecord(error) && typeof error.statusCode === "number" ? { statusCode: error.statusCode } : {};
+}
+
+function isProviderError(error: unknown): boolean {
+  return isRecord(error) && typeof error.statusCode === "number";
 }
 
 // -- normalizing the answer ----------------------------------------------------
 
-interface TurnAssembly {
-  text: string;
-  toolCalls: ToolCall[];
-  usage: unknown;
-  finishReason: unknown;
-}
-
-function emptyAssembly(): TurnAssembly {
-  return { text: "", toolCalls: [], usage: undefined, finishReason: undefined };
-}
-
-/** Content parts of a generate result. Reasoning, files, sources and
- * provider-executed tool calls and results are not part of a turn. */
-function addContentPart(scope: CallScope, assembly: TurnAssembly, part: unknown): void {
-  if (!isRecord(part)) return;
-  if (part.type === "text" && typeof part.text === "string") assembly.text += part.text;
-  else if (part.type === "tool-call" && part.providerExecuted !== true) addToolCall(scope, assembly, part);
-}
-
-function addStreamPart(
-  scope: CallScope, assembly: TurnAssembly, part: unknown, onTextDelta: (delta: string) => void,
-): void {
-  if (!isRecord(part)) return;
-  switch (part.type) {
-    case "text-delta":
-      if (typeof part.delta === "string" && part.delta.length > 0) addTextDelta(assembly, part.delta, onTextDelta);
-      return;
-    case "tool-call":
-      if (part.providerExecuted !== true) addToolCall(scope, assembly, part);
-      return;
-    case "finish":
-      assembly.usage = part.usage;
-      assembly.finishReason = part.finishReason;
-      return;
-    case "error":
-      throw modelFailure(scope, `streamed an error: ${messageOf(part.error)}`, { cause: part.error });
-    default:
-      return;
+function turnOf(scope: CallScope, content: readonly unknown[], usage: unknown, finishReason: unknown): ModelTurn {
+  let text = "";
+  const toolCalls: ToolCall[] = [];
+  for (const part of content) {
+    if (!isRecord(part)) continue;
+    if (part.type === "text" && typeof part.text === "string") text += part.text;
+    else if (part.type === "tool-call" && part.providerExecuted !== true) addToolCall(scope, toolCalls, part);
   }
+  const reasoning = reasoningPartsOf(content);
+  const turn: ModelTurn = { text, toolCalls, usage: usageOf(usage), finishReason: typeof finishReason === "string" ? finishReason : "unknown" };
+  return reasoning.length === 0 ? turn : { ...turn, reasoning };
 }
 
-function addTextDelta(assembly: TurnAssembly, delta: string, onTextDelta: (delta: string) => void): void {
-  assembly.text += delta;
-  try {
-    onTextDelta(delta);
-  } catch (error) {
-    throw new TextDeltaListenerFailure(error);
-  }
-}
-
-function addToolCall(scope: CallScope, assembly: TurnAssembly, part: LooseRecord): void {
+function addToolCall(scope: CallScope, toolCalls: ToolCall[], part: LooseRecord): void {
   const { toolCallId: callId, toolName } = part;
   if (typeof callId !== "string" || callId.length === 0 || typeof toolName !== "string" || toolName.length === 0) {
     throw modelFailure(scope, "returned a tool call without a call id or tool name");
   }
-  if (assembly.toolCalls.some((call) => call.callId === callId)) {
+  if (toolCalls.some((call) => call.callId === callId)) {
     throw modelFailure(scope, `returned two tool calls with call id "${callId}"`, { details: { callId, toolName } });
   }
-  if (assembly.toolCalls.length === toolCallsPerTurnMax) {
+  if (toolCalls.length === toolCallsPerTurnMax) {
     throw modelFailure(scope,
       `asked for more than ${toolCallsPerTurnMax} tool calls in one turn; check the instructions and tools for a runaway loop`);
   }
-  assembly.toolCalls.push({ callId, toolName, input: toolInputOf(scope, callId, toolName, part.input) });
+  toolCalls.push({ callId, toolName, input: toolInputOf(scope, callId, toolName, part) });
 }
 
-/** Providers send tool inputs as JSON text ("" for a tool without
- * parameters, as the AI SDK itself reads it); an already-parsed JSON value
- * is accepted too. */
-function toolInputOf(scope: CallScope, callId: string, toolName: string, input: unknown): Json {
-  if (typeof input !== "string") {
-    if (isJson(input)) return input;
-    throw invalidToolCallInput(scope, callId, toolName, "it is neither JSON text nor a JSON value", undefined);
+/** The SDK parses tool inputs; a call it marked invalid is a model error,
+ * except a call of an unknown tool, which the loop answers with an error
+ * result (as it always did). */
+function toolInputOf(scope: CallScope, callId: string, toolName: string, part: LooseRecord): Json {
+  const unknownTool = isRecord(part.error) && part.error.name === "AI_NoSuchToolError";
+  if (part.invalid === true && !unknownTool) {
+    throw modelFailure(scope, `sent tool call "${callId}" to tool "${toolName}" with an unusable input: ${messageOf(part.error)}`, {
+      cause: part.error, details: { callId, toolName },
+    });
   }
-  if (input.trim() === "") return {};
-  try {
-    return JSON.parse(input) as Json;
-  } catch (error) {
-    throw invalidToolCallInput(scope, callId, toolName, `it is not valid JSON (${messageOf(error)})`, error);
+  const input = part.input;
+  if (typeof input === "string") {
+    if (input.trim() === "") return {};
+    try {
+      return JSON.parse(input) as Json;
+    } catch {
+      return input;
+    }
   }
+  if (input === undefined) return {};
+  if (isJson(input)) return input;
+  throw modelFailure(scope, `sent tool call "${callId}" to tool "${toolName}" with an input that is not JSON`, { details: { callId, toolName } });
 }
 
-function invalidToolCallInput(
-  scope: CallScope, callId: string, toolName: string, problem: string, cause: unknown,
-): ModelFailedError {
-  return modelFailure(scope, `sent tool call "${callId}" to tool "${toolName}" with an unusable input: ${problem}`, {
-    cause, details: { callId, toolName },
-  });
-}
-
-function finishAssembly(assembly: TurnAssembly): ModelTurn {
+/** The AI SDK's usage, totals and details; a missing number counts 0 in
+ * the totals; a missing or zero detail is left out. */
+export function usageOf(usage: unknown): ModelUsage {
+  const record = isRecord(usage) ? usage : {};
+  const inputTokens = count(record.inputTokens) ?? 0;
+  const outputTokens = count(record.outputTokens) ?? 0;
+  const totals: ModelUsage = { inputTokens, outputTokens, totalTokens: count(record.totalTokens) ?? inputTokens + outputTokens };
+  const input = isRecord(record.inputTokenDetails) ? record.inputTokenDetails : {};
+  const output = isRecord(record.outputTokenDetails) ? record.outputTokenDetails : {};
+  const cacheReadTokens = count(input.cacheReadTokens) ?? count(record.cachedInputTokens);
+  const cacheWriteTokens = count(input.cacheWriteTokens);
+  const reasoningTokens = count(output.reasoningTokens) ?? count(record.reasoningTokens);
   return {
-    text: assembly.text,
-    toolCalls: assembly.toolCalls,
-    usage: usageToTotals(assembly.usage),
-    finishReason: finishReasonOf(assembly.finishReason),
+    ...totals,
+    ...(cacheReadTokens ? { cacheReadTokens } : {}),
+    ...(cacheWriteTokens ? { cacheWriteTokens } : {}),
+    ...(reasoningTokens ? { reasoningTokens } : {}),
   };
-}
-
-// -- conversation ⇄ prompt ---------------------------------------------------
-
-function promptMessageOf(message: ConversationMessage): LanguageModelV4Message | undefined {
-  switch (message.role) {
-    case "system":
-      return { role: "system", content: message.content };
-    case "user":
-      return { role: "user", content: [{ type: "text", text: message.content }] };
-    case "assistant":
-      return assistantPromptMessage(message.text, message.toolCalls);
-    case "tool":
-      if (message.results.length === 0) return undefined;
-      return { role: "tool", content: message.results.map(toolResultPart) };
-  }
-}
-
-function assistantPromptMessage(text: string, toolCalls: readonly ToolCall[]): LanguageModelV4Message | undefined {
-  const content: Extract<LanguageModelV4Message, { role: "assistant" }>["content"] = [];
-  if (text.length > 0) content.push({ type: "text", text });
-  for (const call of toolCalls) {
-    content.push({ type: "tool-call", toolCallId: call.callId, toolName: call.toolName, input: call.input });
-  }
-  return content.length === 0 ? undefined : { role: "assistant", content };
-}
-
-/** Strings go as text (the model reads them unquoted), everything else as
- * JSON; failures use the error variants so the model sees them as errors. */
-function toolResultPart(result: ToolResult): Extract<LanguageModelV4Message, { role: "tool" }>["content"][number] {
-  const output: LanguageModelV4ToolResultOutput = typeof result.output === "string"
-    ? { type: result.isError ? "error-text" : "text", value: result.output }
-    : { type: result.isError ? "error-json" : "json", value: result.output };
-  return { type: "tool-result", toolCallId: result.callId, toolName: result.toolName, output };
-}
-
-function conversationMessageOf(message: LooseRecord): ConversationMessage | undefined {
-  const parts = Array.isArray(message.content) ? (message.content as unknown[]).filter(isRecord) : [];
-  switch (message.role) {
-    case "system":
-      return { role: "system", content: typeof message.content === "string" ? message.content : "" };
-    case "user":
-      return { role: "user", content: textOfParts(parts) };
-    case "assistant":
-      return { role: "assistant", text: textOfParts(parts), toolCalls: parts.filter(isToolCallPart).map(toolCallOfPart) };
-    case "tool":
-      return { role: "tool", results: parts.filter((part) => part.type === "tool-result").map(toolResultOfPart) };
-    default:
-      return undefined;
-  }
-}
-
-function textOfParts(parts: readonly LooseRecord[]): string {
-  return parts.map((part) => (part.type === "text" && typeof part.text === "string" ? part.text : "")).join("");
-}
-
-function isToolCallPart(part: LooseRecord): boolean {
-  return part.type === "tool-call";
-}
-
-function toolCallOfPart(part: LooseRecord): ToolCall {
-  return { callId: String(part.toolCallId), toolName: String(part.toolName), input: isJson(part.input) ? part.input : null };
-}
-
-function toolResultOfPart(part: LooseRecord): ToolResult {
-  const output = isRecord(part.output) ? part.output : {};
-  const isError = output.type === "error-text" || output.type === "error-json" || output.type === "execution-denied";
-  const value = output.type === "execution-denied"
-    ? { denied: true, reason: typeof output.reason === "string" ? output.reason : null }
-    : output.type === "content" ? textOfParts(Array.isArray(output.value) ? output.value.filter(isRecord) : [])
-    : isJson(output.value) ? output.value : null;
-  return { callId: String(part.toolCallId), toolName: String(part.toolName), output: value, isError };
 }
 
 // -- small helpers -------------------------------------------------------------
 
-function tokenCount(value: unknown): number {
-  if (isRecord(value)) return tokenCount(value.total);
-  return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : 0;
+function count(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : undefined;
 }
 
-function labelOf(model: Partial<Record<"provider" | "modelId", unknown>>): string {
-  return `"${String(model.provider)}/${String(model.modelId)}"`;
+function labelOf(model: unknown): string {
+  if (typeof model === "string") return `"${model}"`;
+  const record = isRecord(model) ? model : {};
+  return `"${String(record.provider)}/${String(record.modelId)}"`;
 }
 
 function messageOf(error: unknown): string {

@@ -97,3 +97,55 @@ function plainIssue(issue: StandardSchemaV1.Issue): SchemaIssue {
   });
   return { path, message: issue.message };
 }
+
+// -- the AI SDK's own schemas (`jsonSchema()`, `zodSchema()`, lazy ones) -----
+
+const aiSdkSchemaSymbol = Symbol.for("vercel.ai.schema");
+
+/** The AI SDK's `Schema`: a JSON Schema with an optional validator. */
+export interface AiSdkSchema {
+  readonly jsonSchema: unknown;
+  readonly validate?: (value: unknown) => unknown;
+}
+
+export function isAiSdkSchema(value: unknown): value is AiSdkSchema {
+  return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[aiSdkSchemaSymbol] === true &&
+    "jsonSchema" in value;
+}
+
+/** A tool's input schema in any form the AI SDK's `tool()` takes: a
+ * Standard Schema (zod, valibot, arktype), an AI SDK `Schema`
+ * (`jsonSchema()`, `zodSchema()`), or a lazy schema (a function returning
+ * one). `undefined` when it is none of them. */
+export function toolSchemaOf(value: unknown): StandardSchemaV1 | AiSdkSchema | undefined {
+  if (isStandardSchema(value)) return value;
+  if (isAiSdkSchema(value)) return value;
+  if (typeof value === "function" && value.length === 0) {
+    const created: unknown = (value as () => unknown)();
+    if (isAiSdkSchema(created) || isStandardSchema(created)) return created;
+  }
+  return undefined;
+}
+
+/** Runs an AI SDK schema's validator (none: every value passes). */
+export async function validateWithAnySchema(schema: StandardSchemaV1 | AiSdkSchema, value: unknown): Promise<SchemaValidation<unknown>> {
+  if (isStandardSchema(schema)) return validateWithSchema(schema, value);
+  if (schema.validate === undefined) return { ok: true, value };
+  const result = (await schema.validate(value)) as { success?: unknown; value?: unknown; error?: unknown };
+  if (result.success === true) return { ok: true, value: result.value };
+  const error = result.error;
+  return { ok: false, issues: [{ path: [], message: error instanceof Error ? error.message : String(error) }] };
+}
+
+/** The JSON Schema of an AI SDK schema (read now: a schema whose JSON
+ * Schema is a promise cannot be shown to a model defined synchronously). */
+export function aiSdkJsonSchemaOf(schema: AiSdkSchema): JsonSchema {
+  const converted = schema.jsonSchema;
+  if (typeof (converted as PromiseLike<unknown> | undefined)?.then === "function") {
+    throw new TypeError("its JSON Schema is a promise; pass the JSON Schema itself to jsonSchema()");
+  }
+  if (!isJson(converted) || typeof converted !== "object" || converted === null || Array.isArray(converted)) {
+    throw new TypeError("its JSON Schema is not a JSON object");
+  }
+  return converted;
+}

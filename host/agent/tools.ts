@@ -1,44 +1,84 @@
 // Tool definitions and what the agent loop asks of them. `tool()` and
-// `handoff()` build definitions; `resolveTools()` checks a tool set once (at
-// agent definition) and fixes each tool's name and the JSON Schema the model
-// is shown; `validateToolInput()`, `toolNeedsApproval()` and `toolOutputToJson()`
-// are the loop's per-call steps. A function tool's input is a Standard Schema
-// (zod 4, valibot, arktype); a handoff tool has no `execute`: the loop
-// recognises `kind: "handoff"` and ends the execution with outcome
-// `handed_off` to the agent named by `to`. Every bad definition is an
+// `handoff()` build definitions, and any AI SDK tool is taken as it is:
+// `tool()` and `dynamicTool()` from `ai` with a Standard Schema or an AI SDK
+// schema (`jsonSchema()`, as the AI SDK's MCP client returns its tools),
+// with `outputSchema`, `toModelOutput`, `strict`, `providerOptions` and
+// `needsApproval`. `resolveTools()` checks a tool set once (at agent
+// definition) and fixes each tool's name and the JSON Schema the model is
+// shown; `validateToolInput()`, `toolNeedsApproval()`, `toolModelOutput()`
+// and `toolOutputToJson()` are the loop's per-call steps. A handoff tool has
+// no `execute`: the loop recognises `kind: "handoff"` and ends the execution
+// with outcome `handed_off` to the agent named by `to`. Provider-executed
+// tools (`type: "provider"`) are refused: their calls and results never
+// pass through the loop's barriers. Every bad definition is an
 // `InvalidInputError` naming the tool's key and the offending option.
 
 import type { StandardSchemaV1 } from "@standard-schema/spec";
+import type { ModelMessage, Tool } from "ai";
 import { InvalidInputError, ToolFailedError, type ErrorContext } from "../errors.js";
 import type { Json } from "../store/records.js";
 import { isJson } from "./messages.js";
 import {
-  convertToJsonSchema, formatIssues, isStandardSchema, validateWithSchema,
-  type JsonSchema,
+  aiSdkJsonSchemaOf, convertToJsonSchema, formatIssues, isStandardSchema, toolSchemaOf, validateWithAnySchema,
+  type AiSdkSchema, type JsonSchema,
 } from "./schema.js";
 
-/** What `execute` receives besides its input. The idempotency key is
- * `executionId:callId`, stable across recovery re-dispatches of the same
- * call, so a tool with side effects can deduplicate them. */
+/** What `execute` receives besides its input: the AI SDK's tool execution
+ * options (`toolCallId`, `messages`, `abortSignal`, `experimental_context`)
+ * and Phronomy's own. The idempotency key is `executionId:callId`, the same
+ * on every attempt and across recovery re-dispatches of the call, so a tool
+ * with side effects can deduplicate them. `signal` and `callId` are the
+ * older names of `abortSignal` and `toolCallId`. */
 export interface ToolExecutionContext {
+  readonly toolCallId: string;
+  readonly messages: ModelMessage[];
+  readonly abortSignal: AbortSignal;
+  /** The tool's context (AI SDK 7): the agent's `toolsContext[toolName]`. */
+  readonly context: unknown;
+  /** The agent's `experimental_context` (AI SDK 5 and 6). */
+  readonly experimental_context: unknown;
   readonly idempotencyKey: string;
-  readonly signal: AbortSignal;
   readonly executionId: string;
+  /** 1 for the first attempt; more when the tool opted in to retries. */
+  readonly attempt: number;
+  readonly signal: AbortSignal;
   readonly callId: string;
 }
 
-export type ApprovalPredicate<Input> = (input: Input) => boolean | PromiseLike<boolean>;
+/** What `needsApproval` receives besides the input (as in the AI SDK). */
+export interface ApprovalContext {
+  readonly toolCallId: string;
+  readonly messages: ModelMessage[];
+  readonly context: unknown;
+  readonly experimental_context: unknown;
+}
+
+export type ApprovalPredicate<Input> = (input: Input, options: ApprovalContext) => boolean | PromiseLike<boolean>;
+
+/** The AI SDK's `toModelOutput`: what the model is shown of a result. */
+export type ToModelOutput = (options: { toolCallId: string; input: unknown; output: unknown }) => unknown;
 
 export interface FunctionTool<Input = unknown, Output = unknown> {
   readonly kind: "function";
   readonly description: string | undefined;
-  readonly inputSchema: StandardSchemaV1<unknown, Input>;
+  readonly inputSchema: StandardSchemaV1<unknown, Input> | AiSdkSchema;
   /** Runs the tool on a validated input. The output must be JSON-safe (it
-   * is persisted and sent to the model); `undefined` is recorded as null. */
-  execute(input: Input, context: ToolExecutionContext): Output | PromiseLike<Output>;
+   * is persisted and sent to the model); `undefined` is recorded as null.
+   * An async iterable's last value is the output (the AI SDK's
+   * preliminary results). */
+  execute(input: Input, context: ToolExecutionContext): Output | PromiseLike<Output> | AsyncIterable<Output>;
   readonly needsApproval: boolean | ApprovalPredicate<Input>;
   /** An explicit JSON Schema for the model; wins over a converted one. */
   readonly jsonSchema: JsonSchema | undefined;
+  readonly toModelOutput?: ToModelOutput;
+  readonly outputSchema?: unknown;
+  readonly strict?: boolean;
+  readonly title?: string;
+  readonly providerOptions?: Json;
+  readonly inputExamples?: Json;
+  /** Attempts after the first when `execute` throws (default 0: a tool
+   * runs once unless it says it is safe to run again). */
+  readonly maxRetries?: number;
 }
 
 export interface HandoffTool {
@@ -52,7 +92,10 @@ export interface HandoffTool {
 // `execute`/`needsApproval` take their input contravariantly.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyFunctionTool = FunctionTool<any, any>;
-export type ToolDefinition = AnyFunctionTool | HandoffTool;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AiSdkTool = Tool<any, any> & { readonly maxRetries?: number };
+/** A Phronomy tool or handoff, or an AI SDK tool as `ai` builds it. */
+export type ToolDefinition = AnyFunctionTool | HandoffTool | AiSdkTool;
 export type ToolSet = { readonly [name: string]: ToolDefinition };
 
 export interface ToolOptions<Schema extends StandardSchemaV1, Output> {
@@ -61,6 +104,9 @@ export interface ToolOptions<Schema extends StandardSchemaV1, Output> {
   execute(input: StandardSchemaV1.InferOutput<Schema>, context: ToolExecutionContext): Output | PromiseLike<Output>;
   readonly needsApproval?: boolean | ApprovalPredicate<StandardSchemaV1.InferOutput<Schema>>;
   readonly jsonSchema?: JsonSchema;
+  readonly toModelOutput?: ToModelOutput;
+  readonly strict?: boolean;
+  readonly maxRetries?: number;
 }
 
 export interface HandoffOptions {
@@ -73,6 +119,10 @@ export interface ToolSpecification {
   readonly name: string;
   readonly description: string | undefined;
   readonly inputJsonSchema: JsonSchema;
+  readonly title?: string;
+  readonly strict?: boolean;
+  readonly providerOptions?: Json;
+  readonly inputExamples?: Json;
 }
 
 export interface ResolvedFunctionTool extends ToolSpecification {
@@ -112,8 +162,16 @@ export const handoffInputJsonSchema: JsonSchema = {
  * has a key, `tool "search"` once it has one. */
 type Subject = { readonly label: string; readonly name: string | undefined };
 
-const functionToolKeys = ["kind", "description", "inputSchema", "execute", "needsApproval", "jsonSchema"] as const;
-const toolOptionKeys = ["description", "inputSchema", "execute", "needsApproval", "jsonSchema"] as const;
+/** Phronomy's `tool()` options, and the keys of an AI SDK tool (`Tool` of
+ * `ai` 7: its input hooks are accepted and not called, the loop does not
+ * stream tool inputs). */
+const toolOptionKeys = ["description", "inputSchema", "execute", "needsApproval", "jsonSchema", "toModelOutput", "strict", "maxRetries"] as const;
+const functionToolKeys = [
+  "kind", "type", ...toolOptionKeys, "title", "outputSchema", "providerOptions", "inputExamples", "metadata",
+  "onInputStart", "onInputDelta", "onInputAvailable", "contextSchema", "deferLoading",
+] as const;
+/** How many times a tool may be retried, at most. */
+export const toolRetriesMax = 10;
 const handoffToolKeys = ["kind", "to", "description"] as const;
 const handoffOptionKeys = ["to", "description"] as const;
 
@@ -130,6 +188,9 @@ export function tool<Schema extends StandardSchemaV1, Output>(
     execute: options.execute,
     needsApproval: options.needsApproval ?? false,
     jsonSchema: options.jsonSchema,
+    ...(options.toModelOutput !== undefined ? { toModelOutput: options.toModelOutput } : {}),
+    ...(options.strict !== undefined ? { strict: options.strict } : {}),
+    ...(options.maxRetries !== undefined ? { maxRetries: options.maxRetries } : {}),
   };
 }
 
@@ -172,7 +233,7 @@ export async function validateToolInput<Input>(
   input: unknown,
   context: ToolCallContext = {},
 ): Promise<Input> {
-  const validation = await validateWithSchema(resolved.definition.inputSchema, input);
+  const validation = await validateWithAnySchema(resolved.definition.inputSchema, input);
   if (validation.ok) return validation.value as Input;
   const issues = validation.issues;
   throw new InvalidInputError(
@@ -188,12 +249,13 @@ export async function toolNeedsApproval<Input>(
   resolved: { readonly name: string; readonly definition: FunctionTool<Input, unknown> },
   input: Input,
   context: ToolCallContext = {},
+  options: ApprovalContext = { toolCallId: context.callId ?? "", messages: [], context: undefined, experimental_context: undefined },
 ): Promise<boolean> {
   const needsApproval = resolved.definition.needsApproval;
   if (typeof needsApproval === "boolean") return needsApproval;
   let answer: unknown;
   try {
-    answer = await needsApproval(input);
+    answer = await needsApproval(input, options);
   } catch (error) {
     throw new ToolFailedError(
       `${callPrefix(context)}tool "${resolved.name}": needsApproval threw (${messageOf(error)}); fix the predicate`,
@@ -224,6 +286,40 @@ export function toolOutputToJson(
   );
 }
 
+/** Runs `execute`; an async iterable (the AI SDK's preliminary results)
+ * counts by its last value. */
+export async function executeTool(definition: AnyFunctionTool, input: unknown, context: ToolExecutionContext): Promise<unknown> {
+  const result: unknown = await definition.execute(input, context);
+  if (typeof result !== "object" || result === null || typeof (result as AsyncIterable<unknown>)[Symbol.asyncIterator] !== "function") {
+    return result;
+  }
+  let last: unknown;
+  for await (const value of result as AsyncIterable<unknown>) last = value;
+  return last;
+}
+
+/** What the model is shown of a result when the tool has `toModelOutput`
+ * (kept with the result, so a replay shows the same), else undefined. It
+ * must be an AI SDK tool-result output (`{ type: "text" | "json" | "content"
+ * | …, value }`) made of JSON. */
+export async function toolModelOutput(
+  definition: AnyFunctionTool, toolName: string, callId: string, input: unknown, output: unknown,
+): Promise<Json | undefined> {
+  if (definition.toModelOutput === undefined) return undefined;
+  let converted: unknown;
+  try {
+    converted = await definition.toModelOutput({ toolCallId: callId, input, output });
+  } catch (error) {
+    throw new ToolFailedError(`tool "${toolName}" (call ${callId}): toModelOutput threw (${messageOf(error)})`, { cause: error, details: { toolName, callId } });
+  }
+  if (!isPlainObject(converted) || typeof converted.type !== "string" || !isJson(converted)) {
+    throw new ToolFailedError(
+      `tool "${toolName}" (call ${callId}): toModelOutput returned ${describe(converted)}; it must return a JSON tool-result ` +
+        'output such as { type: "text", value: "…" }', { details: { toolName, callId } });
+  }
+  return converted;
+}
+
 function resolveTool(name: string, definition: unknown): ResolvedTool {
   checkToolName(name);
   const subject: Subject = { label: `tool "${name}"`, name };
@@ -236,19 +332,37 @@ function resolveTool(name: string, definition: unknown): ResolvedTool {
   if (definition.kind !== "function" && definition.kind !== undefined) {
     throw invalidOption(subject, "kind", `must be "function" or "handoff", got ${describe(definition.kind)}`);
   }
+  if (definition.type === "provider") {
+    throw new InvalidInputError(
+      `${subject.label} is a provider-executed tool (${describe(definition.id)}); Phronomy runs every tool call under ` +
+        "its own durable barrier, which a call the provider runs inside its answer never passes: use a function tool",
+      { details: { toolName: name, key: "type" } },
+    );
+  }
+  if (definition.type !== undefined && definition.type !== "function" && definition.type !== "dynamic") {
+    throw invalidOption(subject, "type", `must be "function" or "dynamic", got ${describe(definition.type)}`);
+  }
   return resolveFunctionTool(subject, name, definition);
 }
 
 function resolveFunctionTool(subject: Subject, name: string, definition: Record<string, unknown>): ResolvedFunctionTool {
   checkFunctionTool(definition, subject, functionToolKeys);
-  const normalized = definition as unknown as Partial<AnyFunctionTool> & Pick<AnyFunctionTool, "inputSchema" | "execute">;
+  const normalized = definition as unknown as Partial<AnyFunctionTool> & Pick<AnyFunctionTool, "execute">;
   const functionTool: AnyFunctionTool = {
     kind: "function",
     description: normalized.description,
-    inputSchema: normalized.inputSchema,
+    inputSchema: toolSchemaOf(definition.inputSchema) as AnyFunctionTool["inputSchema"],
     execute: normalized.execute,
     needsApproval: normalized.needsApproval ?? false,
     jsonSchema: normalized.jsonSchema,
+    ...(normalized.toModelOutput !== undefined ? { toModelOutput: normalized.toModelOutput } : {}),
+    ...(normalized.maxRetries !== undefined ? { maxRetries: normalized.maxRetries } : {}),
+  };
+  const extras = {
+    ...(normalized.title !== undefined ? { title: normalized.title } : {}),
+    ...(normalized.strict !== undefined ? { strict: normalized.strict } : {}),
+    ...(normalized.providerOptions !== undefined ? { providerOptions: normalized.providerOptions } : {}),
+    ...(normalized.inputExamples !== undefined ? { inputExamples: normalized.inputExamples } : {}),
   };
   return {
     kind: "function",
@@ -256,6 +370,7 @@ function resolveFunctionTool(subject: Subject, name: string, definition: Record<
     description: functionTool.description,
     inputJsonSchema: inputJsonSchemaOf(subject, functionTool),
     definition: functionTool,
+    ...extras,
   };
 }
 
@@ -279,9 +394,9 @@ function inputJsonSchemaOf(subject: Subject, functionTool: AnyFunctionTool): Jso
   return schema;
 }
 
-function convertOrExplain(subject: Subject, schema: StandardSchemaV1): JsonSchema | undefined {
+function convertOrExplain(subject: Subject, schema: StandardSchemaV1 | AiSdkSchema): JsonSchema | undefined {
   try {
-    return convertToJsonSchema(schema);
+    return isStandardSchema(schema) ? convertToJsonSchema(schema) : aiSdkJsonSchemaOf(schema);
   } catch (error) {
     throw new InvalidInputError(
       `${subject.label}: its inputSchema cannot be converted to JSON Schema (${messageOf(error)}); pass the jsonSchema option`,
@@ -303,19 +418,36 @@ function checkToolName(name: string): void {
 function checkFunctionTool(options: unknown, subject: Subject, allowedKeys: readonly string[]): void {
   if (!isPlainObject(options)) throw new InvalidInputError(`${subject.label} needs an options object, got ${describe(options)}`);
   rejectUnknownKeys(options, subject, allowedKeys);
-  if (!isStandardSchema(options.inputSchema)) {
+  if (toolSchemaOf(options.inputSchema) === undefined) {
     throw invalidOption(subject, "inputSchema",
-      `must be a Standard Schema (zod 4, valibot, arktype…), got ${describe(options.inputSchema)}`);
+      `must be a Standard Schema (zod 4, valibot, arktype…) or an AI SDK schema (jsonSchema()), got ${describe(options.inputSchema)}`);
   }
   if (typeof options.execute !== "function") {
     throw invalidOption(subject, "execute",
-      "must be a function (input, { idempotencyKey, signal, executionId, callId }) => output");
+      "must be a function (input, { toolCallId, messages, abortSignal, idempotencyKey, executionId }) => output " +
+        "(a tool without execute is answered by the client in the AI SDK; here every tool runs in the loop)");
+  }
+  const maxRetries = options.maxRetries;
+  if (maxRetries !== undefined && (typeof maxRetries !== "number" || !Number.isInteger(maxRetries) || maxRetries < 0 || maxRetries > toolRetriesMax)) {
+    throw invalidOption(subject, "maxRetries", `must be an integer from 0 to ${toolRetriesMax}, got ${describe(maxRetries)}`);
+  }
+  for (const key of ["toModelOutput", "onInputStart", "onInputDelta", "onInputAvailable"]) {
+    const value = options[key];
+    if (value !== undefined && typeof value !== "function") throw invalidOption(subject, key, `must be a function, got ${describe(value)}`);
+  }
+  if (options.strict !== undefined && typeof options.strict !== "boolean") {
+    throw invalidOption(subject, "strict", `must be a boolean, got ${describe(options.strict)}`);
+  }
+  for (const key of ["providerOptions", "inputExamples", "metadata"]) {
+    const value = options[key];
+    if (value !== undefined && !isJson(value)) throw invalidOption(subject, key, "must be plain JSON");
   }
   const needsApproval = options.needsApproval;
   if (needsApproval !== undefined && typeof needsApproval !== "boolean" && typeof needsApproval !== "function") {
     throw invalidOption(subject, "needsApproval", `must be a boolean or a function of the input, got ${describe(needsApproval)}`);
   }
   checkOptionalString(options, subject, "description");
+  checkOptionalString(options, subject, "title");
   const jsonSchema = options.jsonSchema;
   if (jsonSchema !== undefined && (!isPlainObject(jsonSchema) || !isJson(jsonSchema))) {
     throw invalidOption(subject, "jsonSchema", "must be a JSON Schema object (plain JSON)");

@@ -70,6 +70,8 @@ const kindLabels: Record<string, string> = {
   recovered: "recovered",
   terminal: "terminal",
   note: "note",
+  model_attempt_failed: "model retried",
+  tool_attempt_failed: "tool retried",
 };
 
 function kindLabel(kind: string): string {
@@ -102,9 +104,21 @@ function summaryOf(step: StoredStep): string {
     case "approval_requested": return approvalRequestedSummary(payload);
     case "approval_decided": return approvalDecidedSummary(payload);
     case "terminal": return `${String(payload["outcome"] ?? "?")} · revision ${String(payload["revision"] ?? "?")}${payload["whileQueued"] === true ? " · while queued" : ""}`;
+    case "model_attempt_failed":
+    case "tool_attempt_failed": return attemptSummary(payload);
     case "queued": return `behind the running execution, position ${String(payload["position"] ?? "?")}${payload["interrupt"] === true ? " (interrupt: it runs next)" : ""}`;
     default: return compactJson(step.payload);
   }
+}
+
+/** `attempt 1 · HTTP 429 · retried after 300 ms · Rate limit reached`. */
+function attemptSummary(payload: Record_): string {
+  const parts = [`attempt ${String(payload["attempt"] ?? "?")}`];
+  if (typeof payload["toolName"] === "string") parts.push(`tool ${payload["toolName"]}`);
+  if (typeof payload["statusCode"] === "number") parts.push(`HTTP ${payload["statusCode"]}`);
+  if (typeof payload["delayMs"] === "number") parts.push(`retried after ${payload["delayMs"]} ms`);
+  parts.push(compactJson(String(payload["message"] ?? ""), 80));
+  return parts.join(" · ");
 }
 
 function modelResponseSummary(payload: Record_): string {

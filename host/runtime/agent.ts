@@ -14,9 +14,15 @@ import { asPhronomyError } from "./session.js";
 import { refusalOfResume } from "./resume-refusal.js";
 import type { HandoffRequest } from "./events.js";
 import type { DefinitionKind } from "./conversations.js";
+import { startInputOf, type StartInput } from "./start-input.js";
+import type { ModelMessage, UserContent } from "ai";
 
-/** Inputs longer than this are refused: a prompt is not a file upload. */
-export const INPUT_LENGTH_MAX = 1_000_000;
+/** What a start takes: a string, AI SDK model messages (system, user and
+ * assistant; the last one the user's), or the parts of one user message
+ * (text, images, files). */
+export type AgentInput = string | ModelMessage[] | Exclude<UserContent, string>;
+
+export { INPUT_LENGTH_MAX } from "./start-input.js";
 
 /** @internal What every conversation of one definition shares: a handle
  * holds this and its id only (two fields: an application holding a million
@@ -61,13 +67,16 @@ export class Agent {
 
   /** Starts an execution. The run's `executionId` resolves once it is
    * admitted and prepared; `result` with its outcome. */
-  start(input: string, options: StartOptions = {}): Run {
+  start(given: AgentInput, options: StartOptions = {}): Run {
     const waiter = new Waiter(this.id, typeof options?.onEvent === "function" ? options.onEvent : undefined);
     const settings = this.environment.coordinator.settings;
+    let startInput: StartInput;
     try {
       validateStartOptions(options, `agent "${this.id}".start()`);
-      if (typeof input !== "string" || input.length === 0 || input.length > INPUT_LENGTH_MAX) {
-        throw new InvalidInputError(`agent "${this.id}".start(input): input must be a non-empty string of at most ${INPUT_LENGTH_MAX} characters`, { agentId: this.id });
+      try {
+        startInput = startInputOf(given, `agent "${this.id}".start(input)`);
+      } catch (error) {
+        throw error instanceof InvalidInputError ? new InvalidInputError(error.message, { agentId: this.id, cause: error.cause }) : error;
       }
       this.environment.assertOpen(`a start of agent "${this.id}"`);
       this.environment.assertOwner(`a start of agent "${this.id}"`);
@@ -85,7 +94,7 @@ export class Agent {
     ready.then((agent) => {
       const timeoutMs = options.timeoutMs ?? agent.definition.timeoutMs;
       const deadline = timeoutMs !== undefined ? startedAt + timeoutMs : undefined;
-      const request: StartRequest = { type: "start", agent, waiter, input, options, deadline };
+      const request: StartRequest = { type: "start", agent, waiter, ...startInput, options, deadline };
       const { coordinator, loop } = this.environment;
       loop.post(() => {
         // Behind messages queued for this conversation, if any (docs/decisions/0025).

@@ -24,6 +24,8 @@
 // the order submitted; on PostgreSQL one conversation's queue writes are
 // sent one at a time.
 
+import type { ConversationMessage } from "../agent/messages.js";
+import { persistedInput, redactedStartInput, storedStartInput } from "./start-input.js";
 import { randomUUID } from "node:crypto";
 import { MessageKind as M } from "../../assembly/abi.js";
 import { AgentBusyError, CancellationError, InvalidInputError, RuntimeShutdownError, type PhronomyError } from "../errors.js";
@@ -46,6 +48,7 @@ interface QueuedItem {
   readonly agent: AgentEntry;
   readonly waiter: Waiter;
   readonly input: string;
+  readonly inputMessages?: ConversationMessage[];
   readonly options: StartOptions;
   /** "writing": the enqueue is in flight; "queued": durable. */
   state: "writing" | "queued" | "cancelled";
@@ -247,7 +250,9 @@ export class ConversationQueues {
     }
     const front = policy === "interrupt";
     const executionId = randomUUID();
-    const item: QueuedItem = { executionId, agent, waiter: request.waiter, input: request.input, options: request.options, state: "writing" };
+    const item: QueuedItem = {
+      executionId, agent, waiter: request.waiter, input: request.input, inputMessages: request.inputMessages, options: request.options, state: "writing",
+    };
     const conversation = this.conversationOf(agent.id);
     if (front) conversation.items.unshift(item);
     else conversation.items.push(item);
@@ -264,7 +269,7 @@ export class ConversationQueues {
     // The input guardrail's redaction applies before the input is stored
     // (a block is decided when it runs, as for any start).
     const verdict = (request.options.inputGuardrail ?? agent.definition.inputGuardrail)?.(request.input);
-    const input = verdict?.action === "redact" ? verdict.text : request.input;
+    const input = persistedInput(verdict?.action === "redact" ? redactedStartInput(request, verdict.text) : request);
     const limit = agent.definition.queueLimit ?? QUEUE_LIMIT_DEFAULT;
     const write = (): Promise<void> => store.enqueueMessage({
       executionId, agentId: agent.id, input, config: { ...configOf(request), ...(request.options.stream ? { stream: true } : {}) }, front, limit, at: this.settings.now(),
@@ -308,7 +313,7 @@ export class ConversationQueues {
     const timeoutMs = head.options.timeoutMs ?? agent.definition.timeoutMs;
     // Its running-time budget starts now, when it leaves the queue.
     const request: StartRequest = {
-      type: "start", agent, waiter: head.waiter, input: head.input, options: head.options,
+      type: "start", agent, waiter: head.waiter, input: head.input, inputMessages: head.inputMessages, options: head.options,
       deadline: timeoutMs !== undefined ? this.settings.now() + timeoutMs : undefined, executionId: head.executionId,
     };
     this.pumped.add(request);
@@ -372,7 +377,7 @@ export class ConversationQueues {
     const waiter = new Waiter(agent.id, undefined);
     waiter.knowExecutionId(message.executionId);
     const item: QueuedItem = {
-      executionId: message.executionId, agent, waiter, input: typeof message.input === "string" ? message.input : JSON.stringify(message.input),
+      executionId: message.executionId, agent, waiter, ...storedStartInput(message.input),
       options: optionsOf(message.config), state: "queued",
     };
     this.items.set(item.executionId, item);

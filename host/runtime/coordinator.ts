@@ -27,6 +27,8 @@ import type { ExecutionRow, Json, JournalRecord, OutcomeName, StepRecord } from 
 import type { ControlLoop } from "./control-loop.js";
 import { errorForCode } from "./error-codes.js";
 import type { ExecutionEvent } from "./events.js";
+import { agentAttributes } from "./gen-ai-attributes.js";
+import { persistedInput, redactedStartInput } from "./start-input.js";
 import type { CallbackErrorPolicy, Logger } from "./options.js";
 import { MAX_TURNS_DEFAULT, MEMORY_WINDOW_DEFAULT } from "./options.js";
 import {
@@ -234,8 +236,10 @@ export class Coordinator implements SessionHost {
     const executionId = request.executionId ?? randomUUID();
     request.executionId = executionId;
     const verdict = (request.options.inputGuardrail ?? agent.definition.inputGuardrail)?.(request.input) ?? { action: "allow" as const };
-    const input = verdict.action === "redact" ? verdict.text : request.input;
+    const filtered = verdict.action === "redact" ? redactedStartInput(request, verdict.text) : request;
+    const input = filtered.input;
     request.filteredInput = input;
+    request.filteredMessages = filtered.inputMessages;
     const now = this.settings.now();
     const blockedBy = verdict.action === "block"
       ? { code: "INPUT_BLOCKED", message: `the input guardrail of agent "${agent.id}" blocked the input: ${verdict.reason}`, details: { reason: verdict.reason } }
@@ -251,7 +255,7 @@ export class Coordinator implements SessionHost {
     let submitted: Promise<unknown>;
     try {
       submitted = this.settings.store.run({
-        type: "prepareExecution", executionId, agentId: agent.id, mode: "invoke", input,
+        type: "prepareExecution", executionId, agentId: agent.id, mode: "invoke", input: persistedInput(filtered),
         config: configOf(request), ...(blockedBy ? { blockedBy } : {}), ...(firstBarrier ? { firstBarrier } : {}), journal, at: now,
       }).then((prepared) => {
         request.prepared = prepared;
@@ -377,7 +381,8 @@ export class Coordinator implements SessionHost {
     const slot = entry.slot;
     const { start, agent } = entry;
     const definition = agent.definition;
-    entry.span ??= this.settings.tracer.startExecution({
+    entry.span ??= this.settings.tracer.startExecution(agent.id, {
+      ...agentAttributes(agent.id, definition),
       "phronomy.agent_id": agent.id, "phronomy.execution_id": entry.executionId, "phronomy.mode": "invoke",
     });
     const session = new Session(slot, entry.generation, sessionNumber, {
@@ -386,6 +391,7 @@ export class Coordinator implements SessionHost {
       definition,
       tools: agent.tools,
       input: start.filteredInput ?? start.input,
+      inputMessages: start.filteredMessages ?? start.inputMessages,
       memory: [],
       approvalPolicy: start.options.approvalPolicy ?? "tools",
       tokenBudget: start.options.tokenBudget ?? definition.tokenBudget,

@@ -11,6 +11,8 @@ import type { PhronomyError } from "../errors.js";
 export type ExecutionEvent =
   | { readonly type: "model_call_started"; readonly executionId: string; readonly callId: string; readonly turn: number }
   | { readonly type: "model_call_finished"; readonly executionId: string; readonly callId: string; readonly usage: UsageTotals; readonly toolCalls: number }
+  | { readonly type: "model_call_retrying"; readonly executionId: string; readonly callId: string; readonly attempt: number; readonly delayMs: number; readonly statusCode: number | undefined; readonly message: string }
+  | { readonly type: "tool_call_retrying"; readonly executionId: string; readonly callId: string; readonly toolName: string; readonly attempt: number; readonly delayMs: number; readonly message: string }
   | { readonly type: "text_delta"; readonly executionId: string; readonly callId: string; readonly delta: string }
   | { readonly type: "tool_call_started"; readonly executionId: string; readonly callId: string; readonly toolName: string; readonly idempotencyKey: string }
   | { readonly type: "tool_call_finished"; readonly executionId: string; readonly callId: string; readonly toolName: string; readonly isError: boolean }

@@ -4,7 +4,9 @@
 // is checked before anything is admitted.
 
 import { InvalidInputError } from "../errors.js";
-import { assertLanguageModel, type LanguageModel } from "../agent/model.js";
+import { assertLanguageModel, type LanguageModel, type ModelCallSettings } from "../agent/model.js";
+import { checkModelSettings } from "./model-settings.js";
+import { preloadAiSdk } from "../agent/ai-sdk.js";
 import type { ToolSet } from "../agent/tools.js";
 import type { Json } from "../store/records.js";
 import type { ApprovalRequest, EventListener } from "./events.js";
@@ -34,9 +36,27 @@ export interface ConversationDefinition extends AgentSettings {
 }
 
 /** What a definition says of its agent, whether it names one id or many
- * conversations. */
-export interface AgentSettings {
+ * conversations. The AI SDK's call settings (`temperature`,
+ * `maxOutputTokens`, `topP`, `topK`, `presencePenalty`, `frequencyPenalty`,
+ * `stopSequences`, `seed`, `headers`, `providerOptions`) go to the provider
+ * on every model call, as `generateText` takes them. */
+export interface AgentSettings extends ModelCallSettings {
   readonly model: LanguageModel;
+  /** Structured output: an AI SDK `Output` (`Output.object({ schema })`);
+   * the run's result is the parsed, validated object. */
+  readonly output?: unknown;
+  /** Retries of a model call that failed transiently (HTTP 429, 5xx, a
+   * network error): default 2, as the AI SDK; 0 turns them off. */
+  readonly maxRetries?: number;
+  /** The waits between retries (model calls, and tools that opt in). */
+  readonly retryDelay?: { readonly initialMs?: number; readonly maxMs?: number };
+  /** Handed to every tool's `execute` and `needsApproval` as
+   * `experimental_context`. Not stored: a recovered execution gets the
+   * definition's value again. */
+  readonly experimental_context?: unknown;
+  /** Each tool's `context` (AI SDK 7), by tool name: handed to its
+   * `execute` and `needsApproval`. Not stored, as `experimental_context`. */
+  readonly toolsContext?: { readonly [toolName: string]: unknown };
   readonly instructions?: string;
   readonly tools?: ToolSet;
   readonly inputGuardrail?: Guardrail;
@@ -125,6 +145,8 @@ export interface Logger {
 export const AGENT_DEFINITION_KEYS = [
   "id", "name", "model", "instructions", "tools", "inputGuardrail", "outputGuardrail", "memoryWindow", "maxTurns",
   "tokenBudget", "timeoutMs", "retention", "onBusy", "queueLimit",
+  "maxOutputTokens", "temperature", "topP", "topK", "presencePenalty", "frequencyPenalty", "seed", "stopSequences",
+  "headers", "providerOptions", "output", "maxRetries", "retryDelay", "experimental_context", "toolsContext",
 ] as const;
 
 export const START_OPTION_KEYS = [
@@ -189,6 +211,8 @@ export function validateAgentDefinition(definition: Partial<AgentDefinition & Co
   checkAgentRetention(definition.retention, what);
   onBusyPolicy(definition.onBusy, what);
   positiveInteger(definition.queueLimit, "queueLimit", what, QUEUE_LIMIT_MAX);
+  checkModelSettings(definition, what);
+  preloadAiSdk();
 }
 
 function onBusyPolicy(value: unknown, what: string): void {

@@ -19,6 +19,7 @@
 // is held, and refuses it; the row is left untouched and reported
 // `needs_attention` with ExecutionRehydrationRequired, its status and phase.
 
+import { storedStartInput } from "./start-input.js";
 import { Continuation, ExecutionFlag, ExecutionStatus, MessageKind as M, Phase } from "../../assembly/abi.js";
 import type { ExecutionRow, PhaseName } from "../store/records.js";
 import type { ControlLoop } from "./control-loop.js";
@@ -112,7 +113,7 @@ function recoverOne(coordinator: Coordinator, loop: ControlLoop, agent: AgentEnt
 export function startRequestOf(agent: AgentEntry, row: ExecutionRow, waiter: Waiter): StartRequest {
   const config = row.metadata.config ?? {};
   return {
-    type: "start", agent, waiter, input: typeof row.input === "string" ? row.input : JSON.stringify(row.input),
+    type: "start", agent, waiter, ...storedStartInput(row.input),
     options: {
       ...(typeof config["tokenBudget"] === "number" ? { tokenBudget: config["tokenBudget"] } : {}),
       ...(typeof config["maxTurns"] === "number" ? { maxTurns: config["maxTurns"] } : {}),

@@ -3,6 +3,7 @@
 // agent slot. They hold the JavaScript objects (waiters, sessions, models)
 // the core cannot; the core's tables stay the only source of live state.
 
+import type { ConversationMessage } from "../agent/messages.js";
 import type { ResolvedTool } from "../agent/tools.js";
 import type { PhronomyError } from "../errors.js";
 import type { ExecutionRow, PrepareExecutionResult } from "../store/records.js";
@@ -27,12 +28,16 @@ export interface StartRequest {
   readonly type: "start";
   readonly agent: AgentEntry;
   readonly waiter: Waiter;
+  /** The input's text (the last user message's, for messages). */
   readonly input: string;
+  /** The input, when it was given as AI SDK model messages. */
+  readonly inputMessages?: ConversationMessage[];
   readonly options: StartOptions;
   readonly deadline: number | undefined;
   executionId?: string;
   /** The input as persisted and sent (after the input guardrail). */
   filteredInput?: string;
+  filteredMessages?: ConversationMessage[];
   prepared?: PrepareExecutionResult;
   /** The store's own error when preparation failed. */
   storeError?: PhronomyError;

@@ -5,7 +5,7 @@
 // recovery repeats: an unrecorded model call is made again under a new
 // barrier; an unrecorded tool batch is re-dispatched with the same ids.
 
-import type { ConversationMessage, ToolCall, ToolResult } from "../agent/messages.js";
+import type { ConversationMessage, ReasoningPart, ToolCall, ToolResult } from "../agent/messages.js";
 import type { ExecutionRow, StoredStep } from "../store/records.js";
 import type { ExecutionStore } from "../store/store.js";
 
@@ -17,7 +17,8 @@ export function historyOf(steps: readonly StoredStep[]): ConversationMessage[] {
     if (discarded(step.seq)) continue;
     const payload = step.payload as Record<string, unknown> | null;
     if (step.kind === "model_response" && payload) {
-      history.push({ role: "assistant", text: String(payload["text"] ?? ""), toolCalls: (payload["toolCalls"] ?? []) as ToolCall[] });
+      const reasoning = Array.isArray(payload["reasoning"]) ? { reasoning: payload["reasoning"] as ReasoningPart[] } : {};
+      history.push({ role: "assistant", text: String(payload["text"] ?? ""), toolCalls: (payload["toolCalls"] ?? []) as ToolCall[], ...reasoning });
     } else if (step.kind === "tool_results" && payload) {
       history.push({ role: "tool", results: (payload["results"] ?? []) as ToolResult[] });
     }

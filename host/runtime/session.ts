@@ -8,14 +8,20 @@
 
 import { createHash, randomUUID } from "node:crypto";
 import { SessionEnding, SessionEventKind } from "../../assembly/abi.js";
+import type { ModelMessage } from "ai";
 import { callModel } from "../agent/model.js";
-import type { ConversationMessage, ModelTurn, ToolCall, ToolResult } from "../agent/messages.js";
+import { assistantMessage, type ConversationMessage, type ModelTurn, type ToolCall, type ToolResult } from "../agent/messages.js";
+import { toModelMessages } from "../agent/model-messages.js";
+import { isTransientModelError, modelRetriesExhausted, retryAfterMsOf, withRetries } from "../agent/retries.js";
 import {
-  toolNeedsApproval, toolOutputToJson, validateToolInput, type ResolvedFunctionTool, type ResolvedTool,
+  executeTool, toolModelOutput, toolNeedsApproval, toolOutputToJson, validateToolInput, type ResolvedFunctionTool,
+  type ResolvedTool,
 } from "../agent/tools.js";
 import {
-  CancellationError, PhronomyError, TimeoutError, recordOf, type PhronomyErrorCode,
+  CancellationError, PhronomyError, TimeoutError, ToolFailedError, recordOf, type FailedAttempt, type PhronomyErrorCode,
 } from "../errors.js";
+import { modelIdOf, modelRequestAttributes, modelResponseAttributes, toolAttributes } from "./gen-ai-attributes.js";
+import { callSettingsOf, retrySettingsOf } from "./model-settings.js";
 import type { Json, StepRecord, StoredError, ToolCallRecord, UsageTotals } from "../store/records.js";
 import type { ApprovalRequest, ExecutionEvent, HandoffRequest } from "./events.js";
 import type { AgentSettings, ApprovalPolicy, Guardrail } from "./options.js";
@@ -39,6 +45,9 @@ export interface SessionSettings {
   readonly definition: AgentSettings;
   readonly tools: readonly ResolvedTool[];
   readonly input: string;
+  /** The input as messages, when it was given so (else one user message
+   * with `input`). */
+  readonly inputMessages?: readonly ConversationMessage[];
   readonly memory: readonly ConversationMessage[];
   readonly approvalPolicy: ApprovalPolicy;
   readonly tokenBudget: number | undefined;
@@ -115,7 +124,7 @@ export class Session {
     readonly settings: SessionSettings,
     private readonly host: SessionHost,
   ) {
-    this.messages = [...settings.memory, { role: "user", content: settings.input }];
+    this.messages = [...settings.memory, ...(settings.inputMessages ?? [{ role: "user", content: settings.input }])];
   }
 
   /** Puts earlier executions' conversation before this one's input. */
@@ -233,44 +242,76 @@ export class Session {
 
   // -- the model call -----------------------------------------------------------------
 
-  /** Effect StartProviderCall: the barrier is durable; call the model. */
+  /** Effect StartProviderCall: the barrier is durable; call the model.
+   * Transient failures are retried under this same barrier (the call id
+   * stays); each failed attempt goes on the timeline. */
   startModelCall(): void {
     const callId = this.modelCallId;
+    const { definition, tracer } = this.settings;
     this.turns += 1;
     this.host.emit(this, { type: "model_call_started", executionId: this.executionId, callId, turn: this.turns });
-    const span = this.settings.tracer.startChild(this.settings.parentSpan, "agent.model_call", {
+    const span = tracer.startChild(this.settings.parentSpan, `chat ${modelIdOf(definition.model)}`, {
+      ...modelRequestAttributes(definition),
       "phronomy.execution_id": this.executionId, "phronomy.call_id": callId, "phronomy.turn": this.turns,
     });
+    let attempts = 0;
     const run = async (): Promise<{ turn: ModelTurn; plan: PlannedCall[] }> => {
       await this.memoryLoaded;
       await this.restored;
-      const turn = await callModel(this.settings.definition.model, {
-        system: this.settings.definition.instructions,
-        messages: this.messages,
-        tools: this.settings.tools,
+      let deltas = 0;
+      const hooks = {
         signal: this.abort.signal,
-        agentId: this.settings.agentId,
-        executionId: this.executionId,
-        ...(this.settings.stream ? {
-          onTextDelta: (delta: string) => this.host.post(() => {
-            if (!this.finished) this.host.emit(this, { type: "text_delta", executionId: this.executionId, callId, delta });
-          }),
-        } : {}),
-      });
+        // A stream that already showed text is not started again.
+        retryable: (error: unknown) => deltas === 0 && isTransientModelError(error),
+        delayHint: (error: unknown) => retryAfterMsOf(error),
+        onRetry: (failure: FailedAttempt) => this.host.post(() => this.modelAttemptFailed(callId, failure)),
+      };
+      const turn = await withRetries(retrySettingsOf(definition, definition.maxRetries), hooks, (attempt) => {
+        attempts = attempt;
+        return tracer.within(span, () => callModel(definition.model, {
+          system: definition.instructions,
+          messages: this.messages,
+          tools: this.settings.tools,
+          signal: this.abort.signal,
+          settings: callSettingsOf(definition),
+          output: definition.output,
+          agentId: this.settings.agentId,
+          executionId: this.executionId,
+          ...(this.settings.stream ? {
+            onTextDelta: (delta: string) => {
+              deltas += 1;
+              this.host.post(() => {
+                if (!this.finished) this.host.emit(this, { type: "text_delta", executionId: this.executionId, callId, delta });
+              });
+            },
+          } : {}),
+        }));
+      }, modelRetriesExhausted);
       return { turn, plan: await this.plan(turn) };
     };
     run().then(
       ({ turn, plan }) => this.host.post(() => {
+        span.set(modelResponseAttributes(turn, attempts));
         span.end();
         this.host.operationSettled(this);
         this.modelAnswered(callId, turn, plan);
       }),
       (error: unknown) => this.host.post(() => {
+        span.set({ "phronomy.attempts": attempts });
         span.fail(error);
         this.host.operationSettled(this);
         this.operationFailed(error, "MODEL_FAILED");
       }),
     );
+  }
+
+  private modelAttemptFailed(callId: string, failure: FailedAttempt): void {
+    if (this.finished) return;
+    this.record("model_attempt_failed", { callId, ...failure });
+    this.host.emit(this, {
+      type: "model_call_retrying", executionId: this.executionId, callId, attempt: failure.attempt,
+      delayMs: failure.delayMs ?? 0, statusCode: failure.statusCode, message: failure.message,
+    });
   }
 
   /** Validates every tool call and asks each tool whether it needs
@@ -298,9 +339,17 @@ export class Session {
   private async approvalsNeeded(plan: readonly PlannedCall[]): Promise<PlannedCall[]> {
     if (this.settings.approvalPolicy === "never") return [];
     const needed: PlannedCall[] = [];
+    const messages = toModelMessages(this.messages);
+    const experimental_context = this.settings.definition.experimental_context;
     for (const planned of plan) {
       if (!planned.tool || planned.error) continue;
-      if (this.settings.approvalPolicy === "always" || (await toolNeedsApproval(planned.tool, planned.input))) needed.push(planned);
+      if (this.settings.approvalPolicy === "always") {
+        needed.push(planned);
+        continue;
+      }
+      const context = this.settings.definition.toolsContext?.[planned.call.toolName];
+      const options = { toolCallId: planned.call.callId, messages, context, experimental_context };
+      if (await toolNeedsApproval(planned.tool, planned.input, { executionId: this.executionId, callId: planned.call.callId }, options)) needed.push(planned);
     }
     return needed;
   }
@@ -308,14 +357,20 @@ export class Session {
   private modelAnswered(callId: string, turn: ModelTurn, plan: PlannedCall[]): void {
     if (this.finished) return;
     this.usage = addUsage(this.usage, turn.usage);
-    this.messages.push({ role: "assistant", text: turn.text, toolCalls: turn.toolCalls });
-    this.record("model_response", { callId, text: turn.text, toolCalls: turn.toolCalls as unknown as Json, usage: turn.usage as unknown as Json });
+    this.settings.parentSpan?.set({ "gen_ai.usage.input_tokens": this.usage.inputTokens, "gen_ai.usage.output_tokens": this.usage.outputTokens });
+    this.messages.push(assistantMessage(turn));
+    this.record("model_response", {
+      callId, text: turn.text, toolCalls: turn.toolCalls as unknown as Json, usage: turn.usage as unknown as Json,
+      finishReason: turn.finishReason,
+      ...(turn.reasoning !== undefined ? { reasoning: turn.reasoning as unknown as Json } : {}),
+      ...(turn.output !== undefined ? { output: turn.output } : {}),
+    });
     this.host.emit(this, { type: "model_call_finished", executionId: this.executionId, callId, usage: turn.usage, toolCalls: turn.toolCalls.length });
     const budget = this.settings.tokenBudget;
     if (budget !== undefined && this.usage.totalTokens > budget) {
       return this.fail(new PhronomyError("BUDGET_EXCEEDED", `execution ${this.executionId} used ${this.usage.totalTokens} tokens, over its budget of ${budget}`, { executionId: this.executionId, details: { tokenBudget: budget, used: this.usage.totalTokens } }));
     }
-    if (turn.toolCalls.length === 0) return this.answer(turn.text);
+    if (turn.toolCalls.length === 0) return this.answer(turn.text, turn.output);
     const handoff = plan.find((planned) => this.settings.tools.find((tool) => tool.name === planned.call.toolName)?.kind === "handoff");
     if (handoff) return this.handOff(handoff.call);
     if (this.turns >= this.settings.maxTurns) {
@@ -347,13 +402,16 @@ export class Session {
     this.finish({ ending: SessionEnding.Suspended, output: null, error: undefined, approvalRequest: request, handoff: undefined });
   }
 
-  private answer(text: string): void {
+  /** The final answer: the text, or the structured output when the agent
+   * asked for one (the guardrail reads its JSON text; a redaction
+   * replaces the object by the redacted text). */
+  private answer(text: string, structured: Json | undefined): void {
     const guardrail = this.settings.outputGuardrail;
     const verdict = guardrail ? guardrail(text) : { action: "allow" as const };
     if (verdict.action === "block") {
       return this.fail(new PhronomyError("OUTPUT_BLOCKED", `the output guardrail blocked the answer of execution ${this.executionId}: ${verdict.reason}`, { executionId: this.executionId, details: { reason: verdict.reason } }));
     }
-    const output = verdict.action === "redact" ? verdict.text : text;
+    const output = verdict.action === "redact" ? verdict.text : structured ?? text;
     this.finish({ ending: SessionEnding.Completed, output, error: undefined, approvalRequest: undefined, handoff: undefined });
   }
 
@@ -377,35 +435,60 @@ export class Session {
   startToolBatch(): void {
     this.toolResults = [];
     this.toolsOutstanding = this.planned.length;
-    for (const planned of this.planned) this.runTool(planned);
+    const messages = toModelMessages(this.messages);
+    for (const planned of this.planned) this.runTool(planned, messages);
   }
 
-  private runTool(planned: PlannedCall): void {
+  /** One tool call: its execute gets the AI SDK's options and Phronomy's;
+   * a tool that opted in (`maxRetries`) is run again after a failure with
+   * the same idempotency key, each failed attempt on the timeline. */
+  private runTool(planned: PlannedCall, messages: ModelMessage[]): void {
     const { call, tool } = planned;
+    const { definition, tracer } = this.settings;
     const idempotencyKey = `${this.executionId}:${call.callId}`;
     this.host.emit(this, { type: "tool_call_started", executionId: this.executionId, callId: call.callId, toolName: call.toolName, idempotencyKey });
-    const span = this.settings.tracer.startChild(this.settings.parentSpan, "agent.tool_call", {
+    const span = tracer.startChild(this.settings.parentSpan, `execute_tool ${call.toolName}`, {
+      ...toolAttributes(call.toolName, call.callId, tool?.description),
       "phronomy.execution_id": this.executionId, "phronomy.call_id": call.callId, "phronomy.tool": call.toolName,
     });
-    const run = async (): Promise<Json> => {
+    const run = async (): Promise<{ output: Json; modelOutput: Json | undefined }> => {
       if (planned.error) throw planned.error;
       if (!tool) throw new PhronomyError("INVALID_INPUT", `no tool "${call.toolName}"`);
       const input = planned.validateFirst ? await validateToolInput(tool, planned.input) : planned.input;
-      const output = await tool.definition.execute(input, {
-        idempotencyKey, signal: this.abort.signal, executionId: this.executionId, callId: call.callId,
-      });
-      return toolOutputToJson(call.toolName, call.callId, output);
+      const signal = this.abort.signal;
+      const hooks = {
+        signal,
+        retryable: (error: unknown) => !(error instanceof PhronomyError),
+        onRetry: (failure: FailedAttempt) => this.host.post(() => this.toolAttemptFailed(call, failure)),
+      };
+      const output = await withRetries(retrySettingsOf(definition, tool.definition.maxRetries ?? 0), hooks, (attempt) =>
+        tracer.within(span, () => executeTool(tool.definition, input, {
+          toolCallId: call.callId, messages, abortSignal: signal, context: definition.toolsContext?.[call.toolName],
+          experimental_context: definition.experimental_context,
+          idempotencyKey, executionId: this.executionId, attempt, signal, callId: call.callId,
+        })), toolRetriesExhausted(call));
+      const json = toolOutputToJson(call.toolName, call.callId, output);
+      return { output: json, modelOutput: await toolModelOutput(tool.definition, call.toolName, call.callId, input, output) };
     };
     run().then(
-      (output) => this.host.post(() => {
+      ({ output, modelOutput }) => this.host.post(() => {
         span.end();
-        this.toolSettled({ callId: call.callId, toolName: call.toolName, output, isError: false });
+        this.toolSettled({ callId: call.callId, toolName: call.toolName, output, isError: false, ...(modelOutput !== undefined ? { modelOutput } : {}) });
       }),
       (error: unknown) => this.host.post(() => {
         span.fail(error);
         this.toolSettled({ callId: call.callId, toolName: call.toolName, output: recordOf(error, "TOOL_FAILED") as unknown as Json, isError: true });
       }),
     );
+  }
+
+  private toolAttemptFailed(call: ToolCall, failure: FailedAttempt): void {
+    if (this.finished) return;
+    this.record("tool_attempt_failed", { callId: call.callId, toolName: call.toolName, ...failure });
+    this.host.emit(this, {
+      type: "tool_call_retrying", executionId: this.executionId, callId: call.callId, toolName: call.toolName,
+      attempt: failure.attempt, delayMs: failure.delayMs ?? 0, message: failure.message,
+    });
   }
 
   private toolSettled(result: ToolResult): void {
@@ -492,6 +575,15 @@ function addUsage(a: UsageTotals, b: UsageTotals): UsageTotals {
     outputTokens: a.outputTokens + b.outputTokens,
     totalTokens: a.totalTokens + b.totalTokens,
   };
+}
+
+/** A tool that failed on every attempt it opted in to: its result is this
+ * error, listing the attempts. */
+function toolRetriesExhausted(call: ToolCall): (error: unknown, attempts: FailedAttempt[]) => ToolFailedError {
+  return (error, attempts) => new ToolFailedError(
+    `tool "${call.toolName}" (call ${call.callId}) failed on all ${attempts.length} attempts: ${error instanceof Error ? error.message : String(error)}`,
+    { cause: error, details: { toolName: call.toolName, callId: call.callId, attempts } },
+  );
 }
 
 export function asPhronomyError(error: unknown, code: PhronomyErrorCode): PhronomyError {

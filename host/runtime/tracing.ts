@@ -1,7 +1,9 @@
-// Tracing through the OpenTelemetry API: one span per execution
-// (`agent.execution`) with child spans per model call and tool call. The
-// API is a no-op until the application installs an SDK, so this costs
-// nothing by default.
+// Tracing through the OpenTelemetry API, named and attributed as the GenAI
+// semantic conventions say: one span per execution (`invoke_agent <agent>`)
+// with a child per model call (`chat <model>`) and per tool call
+// (`execute_tool <tool>`); the tool's own work runs with its span active,
+// so spans the tool starts nest under it. The API is a no-op until the
+// application installs an SDK, so this costs nothing by default.
 //
 // The API itself is loaded only once something registered a global with it
 // (a tracer provider, a context manager: the API keeps them on `globalThis`
@@ -13,9 +15,11 @@
 import { createRequire } from "node:module";
 import type * as OpenTelemetry from "@opentelemetry/api";
 
-type Attributes = Record<string, string | number | boolean>;
+export type Attributes = Record<string, string | number | boolean | string[]>;
 
 export interface Span {
+  /** Adds attributes known only later (usage, finish reason). */
+  set(attributes: Attributes): void;
   end(): void;
   fail(error: unknown): void;
   /** The OpenTelemetry span; undefined while the API is not in use. */
@@ -35,7 +39,7 @@ function openTelemetry(): typeof OpenTelemetry | undefined {
   return api;
 }
 
-const noSpan: Span = { otel: undefined, end: () => undefined, fail: () => undefined };
+const noSpan: Span = { otel: undefined, set: () => undefined, end: () => undefined, fail: () => undefined };
 
 export class Tracer {
   private tracer: OpenTelemetry.Tracer | undefined;
@@ -46,9 +50,9 @@ export class Tracer {
     return this.tracer;
   }
 
-  startExecution(attributes: Attributes): Span {
+  startExecution(agentId: string, attributes: Attributes): Span {
     const tracer = this.otelTracer();
-    return tracer === undefined ? noSpan : wrap(tracer.startSpan("agent.execution", { attributes }), api!);
+    return tracer === undefined ? noSpan : wrap(tracer.startSpan(`invoke_agent ${agentId}`, { attributes }), api!);
   }
 
   startChild(parent: Span | undefined, name: string, attributes: Attributes): Span {
@@ -58,12 +62,24 @@ export class Tracer {
     const parentContext = parent?.otel !== undefined ? trace.setSpan(context.active(), parent.otel) : context.active();
     return wrap(tracer.startSpan(name, { attributes }, parentContext), api!);
   }
+
+  /** Runs `work` with `span` as the active span: what it starts (the
+   * tool's own spans, the AI SDK's) is its child, when the application's
+   * SDK has a context manager. */
+  within<T>(span: Span, work: () => T): T {
+    if (span.otel === undefined || api === undefined) return work();
+    const { context, trace } = api;
+    return context.with(trace.setSpan(context.active(), span.otel), work);
+  }
 }
 
 function wrap(otel: OpenTelemetry.Span, { SpanStatusCode }: typeof OpenTelemetry): Span {
   let ended = false;
   return {
     otel,
+    set(attributes: Attributes) {
+      if (!ended) otel.setAttributes(attributes);
+    },
     end() {
       if (ended) return;
       ended = true;

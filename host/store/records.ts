@@ -54,7 +54,8 @@ export interface StepRecord {
 
 export type StepKind =
   | "input" | "provider_barrier" | "model_response" | "tool_barrier" | "tool_results"
-  | "approval_requested" | "approval_decided" | "recovered" | "terminal" | "note" | "queued" | "retried";
+  | "approval_requested" | "approval_decided" | "recovered" | "terminal" | "note" | "queued" | "retried"
+  | "model_attempt_failed" | "tool_attempt_failed";
 
 /** An agent's conversation memory entry. */
 export interface JournalRecord {

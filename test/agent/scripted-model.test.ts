@@ -32,7 +32,9 @@ describe("scriptedModel with a list of turns", () => {
     expect(first.usage.inputTokens).toBeGreaterThan(0);
     expect(first.usage.totalTokens).toBe(first.usage.inputTokens + first.usage.outputTokens);
 
-    const messages = [...question, assistantMessage(first)];
+    const messages = [...question, assistantMessage(first), toolMessage(first.toolCalls.map((call) => ({
+      callId: call.callId, toolName: call.toolName, output: "done", isError: false,
+    })))];
     const second = await callModel(model, { messages, tools: [], signal: signal() });
     expect(second).toMatchObject({ text: "It has shipped.", toolCalls: [], finishReason: "stop" });
     expect(model.turnsServed).toBe(2);

@@ -6,7 +6,10 @@
 // `lookupOrder` tool call, a request carrying the tool's result gets a text
 // answer that quotes it. Every request is recorded for assertions; a
 // request without the expected API key is refused with 401, as a provider
-// would.
+// would. A test can script what the next requests get (`script`): an HTTP
+// error with its headers (a 429 with `Retry-After`, a 503), or a given
+// reply (text, or a tool call); the support model answers once the script
+// is used up.
 
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -15,16 +18,24 @@ export interface RecordedRequest {
   readonly path: string;
   readonly authorization: string | undefined;
   readonly body: ChatRequest;
+  /** When the request arrived (Date.now()). */
+  readonly at: number;
 }
+
+/** What one scripted request gets instead of the support model's answer. */
+export type ScriptedResponse =
+  | { readonly status: number; readonly headers?: Record<string, string>; readonly message?: string }
+  | { readonly reply: Reply };
 
 interface ChatMessage {
   readonly role: string;
-  readonly content?: string | null;
+  readonly content?: string | null | { type: string; text?: string; image_url?: { url: string } }[];
   readonly tool_calls?: { id: string; function: { name: string; arguments: string } }[];
   readonly tool_call_id?: string;
 }
 
 export interface ChatRequest {
+  readonly [key: string]: unknown;
   readonly model: string;
   readonly messages: ChatMessage[];
   readonly tools?: { type: string; function: { name: string; description?: string; parameters: unknown } }[];
@@ -36,6 +47,8 @@ export interface ChatServer {
   /** The base URL to pass as `--base-url` (ends in /v1). */
   readonly baseUrl: string;
   readonly requests: RecordedRequest[];
+  /** Consumed one entry per request, in order. */
+  readonly script: ScriptedResponse[];
   close(): Promise<void>;
 }
 
@@ -45,8 +58,9 @@ const usage = { prompt_tokens: 40, completion_tokens: 12, total_tokens: 52 };
 
 export async function startChatServer(): Promise<ChatServer> {
   const requests: RecordedRequest[] = [];
+  const script: ScriptedResponse[] = [];
   const server = createServer((request, response) => {
-    readBody(request).then((text) => answer(request, response, text, requests), (error: unknown) => {
+    readBody(request).then((text) => answer(request, response, text, requests, script), (error: unknown) => {
       response.writeHead(400).end(String(error));
     });
   });
@@ -55,6 +69,7 @@ export async function startChatServer(): Promise<ChatServer> {
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     requests,
+    script,
     close: () => new Promise((resolve) => {
       server.closeAllConnections();
       server.close(() => resolve());
@@ -69,27 +84,35 @@ function readBody(request: IncomingMessage): Promise<string> {
   });
 }
 
-function answer(request: IncomingMessage, response: ServerResponse, text: string, requests: RecordedRequest[]): void {
+function answer(
+  request: IncomingMessage, response: ServerResponse, text: string, requests: RecordedRequest[], script: ScriptedResponse[],
+): void {
   const authorization = request.headers.authorization;
   if (request.method !== "POST" || request.url !== "/v1/chat/completions") {
     response.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: `no route ${request.method} ${request.url}` } }));
     return;
   }
   const body = JSON.parse(text) as ChatRequest;
-  requests.push({ path: request.url, authorization, body });
+  requests.push({ path: request.url, authorization, body, at: Date.now() });
   if (authorization !== `Bearer ${API_KEY}`) {
     response.writeHead(401, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "Incorrect API key provided", type: "invalid_request_error", code: "invalid_api_key" } }));
     return;
   }
+  const scripted = script.shift();
+  if (scripted !== undefined && "status" in scripted) {
+    response.writeHead(scripted.status, { "content-type": "application/json", ...scripted.headers })
+      .end(JSON.stringify({ error: { message: scripted.message ?? `scripted ${scripted.status}`, type: "server_error" } }));
+    return;
+  }
   const toolMessage = body.messages.find((message) => message.role === "tool");
-  const reply: Reply = toolMessage === undefined
+  const reply: Reply = scripted !== undefined ? scripted.reply : toolMessage === undefined
     ? { kind: "tool", name: "lookupOrder", arguments: JSON.stringify({ orderId: "42" }) }
-    : { kind: "text", text: `Order 42: ${summaryOf(toolMessage.content ?? "")}.` };
+    : { kind: "text", text: `Order 42: ${summaryOf(typeof toolMessage.content === "string" ? toolMessage.content : "")}.` };
   if (body.stream) stream(response, body.model, reply);
   else complete(response, body.model, reply);
 }
 
-type Reply = { kind: "tool"; name: string; arguments: string } | { kind: "text"; text: string };
+export type Reply = { kind: "tool"; name: string; arguments: string } | { kind: "text"; text: string };
 
 /** What the tool said, in words: the item and status of its JSON. */
 function summaryOf(content: string): string {

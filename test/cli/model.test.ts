@@ -43,7 +43,7 @@ describe.concurrent("phronomy run with an OpenAI-compatible model", () => {
     expect(assistant?.tool_calls?.[0]).toMatchObject({ id: TOOL_CALL_ID, function: { name: "lookupOrder", arguments: JSON.stringify({ orderId: "42" }) } });
     const toolMessage = second!.body.messages.find((message) => message.role === "tool");
     expect(toolMessage?.tool_call_id).toBe(TOOL_CALL_ID);
-    expect(JSON.parse(toolMessage!.content!)).toMatchObject({ item: "blue kettle", key: `${output.executionId}:${TOOL_CALL_ID}` });
+    expect(JSON.parse(toolMessage!.content as string)).toMatchObject({ item: "blue kettle", key: `${output.executionId}:${TOOL_CALL_ID}` });
   });
 
   it("PHRONOMY_MODEL / PHRONOMY_BASE_URL with --stream: server-sent events, the text streamed to stdout", async () => {

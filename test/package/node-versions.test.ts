@@ -5,7 +5,7 @@
 // idempotency key, an approval, verify) run on each version and report the
 // driver they chose; Node 20 in the same project is refused with an error
 // naming better-sqlite3. (Node 20 with better-sqlite3 is runtimes.test.ts.)
-// The project installs no optional peer: a postgres:// store is refused
+// The project installs no optional peer but `ai`: a postgres:// store is refused
 // naming `pg`, and the CLI's `--model openai-compatible:…` naming
 // `@ai-sdk/openai-compatible`.
 //
@@ -17,7 +17,7 @@ import { spawn } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { finished, installProject, packTarball, repositoryRoot, reported, succeed } from "./packed-project.js";
+import { finished, installedPackage, installProject, packTarball, repositoryRoot, reported, succeed } from "./packed-project.js";
 import { childNodeFlags } from "../support/node-flags.js";
 
 const versions = ["22.23.5", "24.22.3"] as const;
@@ -54,7 +54,8 @@ beforeAll(async () => {
   workspace = mkdtempSync(join(tmpdir(), "phronomy-node-versions-"));
   project = join(workspace, "project");
   const packed = await packTarball(workspace);
-  await installProject(project, packed.path, [], false);
+  // `ai` runs every model call (docs/decisions/0033); no other peer.
+  await installProject(project, packed.path, [installedPackage("ai")], false);
   copyFileSync(join(repositoryRoot, "test", "package", "smoke.mjs"), join(project, "smoke.mjs"));
 }, 240_000);
 
@@ -86,7 +87,7 @@ describe("the packed package without better-sqlite3", () => {
     expect(result.stderr).toContain("from Node 22.13 on it uses the built-in node:sqlite");
   }, 120_000);
 
-  it("installs no optional peer, and a postgres:// store without pg is refused naming it", async () => {
+  it("installs no optional peer but ai, and a postgres:// store without pg is refused naming it", async () => {
     expect(existsSync(join(project, "node_modules", "pg")), "pg is an optional peer").toBe(false);
     writeFileSync(join(project, "postgres.mjs"), [
       "import { Phronomy } from \"phronomy\";",

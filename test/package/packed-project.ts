@@ -39,7 +39,8 @@ export interface RuntimeCommand {
 export const runtimes = {
   node: { command: process.execPath, arguments: [...childNodeFlags], driver: "better-sqlite3" },
   bun: { command: join(bin, "bun"), arguments: ["--unhandled-rejections=strict"], driver: "bun:sqlite" },
-  deno: { command: join(bin, "deno"), arguments: ["run", "--allow-read", "--allow-write"], driver: "node:sqlite" },
+  // The AI SDK (`ai`) reads the host name when it loads.
+  deno: { command: join(bin, "deno"), arguments: ["run", "--allow-read", "--allow-write", "--allow-sys=hostname"], driver: "node:sqlite" },
 } as const satisfies Record<string, RuntimeCommand>;
 
 export type RuntimeName = keyof typeof runtimes;

@@ -50,8 +50,9 @@ beforeAll(async () => {
   project = join(workspace, "project");
   packed = await packTarball(workspace);
   // The same fast-check as the repository's, so that a seed replays the
-  // same streams under vitest.
-  await installProject(project, packed.path, [installedPackage("fast-check")]);
+  // same streams under vitest; and the AI SDK (`ai`), the optional peer an
+  // application that calls models installs beside Phronomy.
+  await installProject(project, packed.path, [installedPackage("fast-check"), installedPackage("ai")]);
   copyFileSync(join(root, "test", "package", "smoke.mjs"), join(project, "smoke.mjs"));
   await compileFuzzHarness(project);
 }, 180_000);

@@ -175,7 +175,7 @@ describe("what an invocation carries", () => {
     const run = agent.start("hi", { timeout: 5 } as never);
     await expect(run.result).rejects.toBeInstanceOf(InvalidInputError);
     await expect(run.result).rejects.toThrow(/unknown option "timeout"/);
-    expect(() => env.agent({ id: "other", model: agentRunModel(), temperature: 1 } as never)).toThrow(/unknown option "temperature"/);
+    expect(() => env.agent({ id: "other", model: agentRunModel(), temprature: 1 } as never)).toThrow(/unknown option "temprature"/);
     await expect(openEnvironment({ stor: "x" } as never)).rejects.toThrow(/unknown option "stor"/);
   });
 });

@@ -1,11 +1,18 @@
 // One OpenTelemetry span per execution, with a child span per model call
-// and per tool call, through the OpenTelemetry API: recorded here by a
-// small tracer provider registered as the global one, as an application's
-// SDK would be.
+// and per tool call, through the OpenTelemetry API, named and attributed as
+// the GenAI semantic conventions say: recorded here by a small tracer
+// provider registered as the global one, and a context manager on
+// AsyncLocalStorage, as an application's SDK would install them.
 
-import { trace, type Context, type Span, type SpanOptions, type Tracer, type TracerProvider } from "@opentelemetry/api";
+import { AsyncLocalStorage } from "node:async_hooks";
+import {
+  context as otelContext, ROOT_CONTEXT, trace, type Context, type ContextManager, type Span, type SpanOptions, type Tracer,
+  type TracerProvider,
+} from "@opentelemetry/api";
+import { z } from "zod";
 import { afterAll, describe, expect, it } from "vitest";
-import { agentRunModel, lookupTool, openEnvironment } from "./helpers.js";
+import { tool } from "../../host/index.js";
+import { agentRunModel, lookupTool, openEnvironment, scriptedModel } from "./helpers.js";
 
 interface RecordedSpan {
   readonly name: string;
@@ -22,8 +29,8 @@ let nextId = 1;
 function recordingSpan(record: RecordedSpan): Span {
   const span: Span = {
     spanContext: () => ({ traceId: "0".repeat(31) + "1", spanId: record.spanId, traceFlags: 1 }),
-    setAttribute: () => span,
-    setAttributes: () => span,
+    setAttribute: (key, value) => { record.attributes[key] = value; return span; },
+    setAttributes: (attributes) => { Object.assign(record.attributes, attributes); return span; },
     addEvent: () => span,
     addLink: () => span,
     addLinks: () => span,
@@ -37,8 +44,8 @@ function recordingSpan(record: RecordedSpan): Span {
 }
 
 const tracer: Tracer = {
-  startSpan(name: string, options?: SpanOptions, context?: Context): Span {
-    const parent = context ? trace.getSpan(context)?.spanContext().spanId : undefined;
+  startSpan(name: string, options?: SpanOptions, context: Context = otelContext.active()): Span {
+    const parent = trace.getSpan(context)?.spanContext().spanId;
     const record: RecordedSpan = { name, spanId: String(nextId++).padStart(16, "0"), parentSpanId: parent, attributes: { ...options?.attributes }, ended: false, status: 0 };
     recorded.push(record);
     return recordingSpan(record);
@@ -48,18 +55,68 @@ const tracer: Tracer = {
 
 const provider: TracerProvider = { getTracer: () => tracer };
 trace.setGlobalTracerProvider(provider);
-afterAll(() => trace.disable());
+
+/** What @opentelemetry/context-async-hooks does, in a few lines. */
+const storage = new AsyncLocalStorage<Context>();
+const contextManager: ContextManager = {
+  active: () => storage.getStore() ?? ROOT_CONTEXT,
+  with: (context, fn, thisArg, ...args) => storage.run(context, () => fn.call(thisArg, ...args)),
+  bind: (_context, target) => target,
+  enable() { return contextManager; },
+  disable() { return contextManager; },
+};
+otelContext.setGlobalContextManager(contextManager);
+afterAll(() => {
+  trace.disable();
+  otelContext.disable();
+});
 
 describe("tracing", () => {
-  it("records agent.execution with model and tool calls as its children", async () => {
+  it("records invoke_agent with chat and execute_tool spans as its children, with GenAI attributes", async () => {
     const env = await openEnvironment();
-    const agent = env.agent({ id: "traced", model: agentRunModel(), tools: { lookup: lookupTool() } });
+    const agent = env.agent({ id: "traced", model: agentRunModel(), tools: { lookup: lookupTool() }, temperature: 0.2, maxOutputTokens: 300 });
     const result = await agent.start("Where is order 42?").result;
-    const execution = recorded.find((span) => span.name === "agent.execution" && span.attributes["phronomy.execution_id"] === result.executionId);
-    expect(execution).toMatchObject({ attributes: { "phronomy.agent_id": "traced", "phronomy.mode": "invoke" }, ended: true });
+    const execution = recorded.find((span) => span.name === "invoke_agent traced" && span.attributes["phronomy.execution_id"] === result.executionId);
+    expect(execution).toMatchObject({
+      attributes: {
+        "phronomy.agent_id": "traced", "phronomy.mode": "invoke", "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": "traced", "gen_ai.request.model": "scripted", "gen_ai.provider.name": "phronomy.scripted",
+        "gen_ai.usage.input_tokens": result.usage.inputTokens, "gen_ai.usage.output_tokens": result.usage.outputTokens,
+      },
+      ended: true,
+    });
     const children = recorded.filter((span) => span.parentSpanId === execution!.spanId);
-    expect(children.map((span) => span.name)).toEqual(["agent.model_call", "agent.tool_call", "agent.model_call", "agent.tool_call", "agent.model_call"]);
+    expect(children.map((span) => span.name)).toEqual(["chat scripted", "execute_tool lookup", "chat scripted", "execute_tool lookup", "chat scripted"]);
     expect(children.every((span) => span.ended)).toBe(true);
-    expect(children.find((span) => span.name === "agent.tool_call")?.attributes["phronomy.tool"]).toBe("lookup");
+    const chat = children[0]!;
+    expect(chat.attributes).toMatchObject({
+      "gen_ai.operation.name": "chat", "gen_ai.request.model": "scripted", "gen_ai.request.temperature": 0.2,
+      "gen_ai.request.max_tokens": 300, "gen_ai.response.finish_reasons": ["tool-calls"], "phronomy.attempts": 1,
+    });
+    expect(chat.attributes["gen_ai.usage.input_tokens"]).toBeGreaterThan(0);
+    expect(chat.attributes["gen_ai.usage.output_tokens"]).toBeGreaterThan(0);
+    expect(children[1]!.attributes).toMatchObject({
+      "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup", "gen_ai.tool.type": "function",
+      "gen_ai.tool.description": "Looks an order up", "phronomy.tool": "lookup",
+    });
+    expect(children[1]!.attributes["gen_ai.tool.call.id"]).toEqual(expect.any(String));
+  });
+
+  it("nests the spans a tool starts under its execute_tool span", async () => {
+    const env = await openEnvironment();
+    const traced = tool({
+      inputSchema: z.object({}),
+      async execute() {
+        const span = trace.getTracer("application").startSpan("application.work");
+        await new Promise((resolve) => setTimeout(resolve, 1));
+        span.end();
+        return "ok";
+      },
+    });
+    const model = scriptedModel([{ toolCalls: [{ toolName: "work", input: {} }] }, { text: "done" }]);
+    await env.agent({ id: "nested", model, tools: { work: traced } }).start("go").result;
+    const toolSpan = recorded.find((span) => span.name === "execute_tool work");
+    const work = recorded.find((span) => span.name === "application.work");
+    expect(work?.parentSpanId).toBe(toolSpan?.spanId);
   });
 });

@@ -1,0 +1,182 @@
+// The conversation as AI SDK model messages (`ModelMessage` of the `ai`
+// package), what `generateText`/`streamText` take and what a tool's
+// `execute` is handed as `messages`; and the other way, AI SDK model
+// messages given as an execution's input turned into conversation messages
+// that can be persisted (bytes become base64, URLs strings).
+
+import type { ModelMessage } from "ai";
+import { InvalidInputError } from "../errors.js";
+import type { Json } from "../store/records.js";
+import {
+  isJson, type ConversationMessage, type ReasoningPart, type ToolResult, type UserContentPart, type UserMessage,
+} from "./messages.js";
+
+type LooseRecord = { readonly [key: string]: unknown };
+
+/** The conversation as the AI SDK's model messages. Assistant messages with
+ * nothing in them are left out: providers reject empty content. */
+export function toModelMessages(messages: readonly ConversationMessage[]): ModelMessage[] {
+  const converted: ModelMessage[] = [];
+  for (const message of messages) {
+    const modelMessage = modelMessageOf(message);
+    if (modelMessage !== undefined) converted.push(modelMessage);
+  }
+  return converted;
+}
+
+function modelMessageOf(message: ConversationMessage): ModelMessage | undefined {
+  switch (message.role) {
+    case "system":
+      return { role: "system", content: message.content };
+    case "user":
+      return { role: "user", content: message.parts === undefined ? message.content : message.parts.map(userPartOf) };
+    case "assistant": {
+      const content: Exclude<Extract<ModelMessage, { role: "assistant" }>["content"], string> = [];
+      for (const part of message.reasoning ?? []) {
+        content.push({ type: "reasoning", text: part.text, ...(part.providerOptions ? { providerOptions: part.providerOptions as never } : {}) });
+      }
+      if (message.text.length > 0) content.push({ type: "text", text: message.text });
+      for (const call of message.toolCalls) {
+        content.push({ type: "tool-call", toolCallId: call.callId, toolName: call.toolName, input: call.input });
+      }
+      return content.length === 0 ? undefined : { role: "assistant", content };
+    }
+    case "tool":
+      if (message.results.length === 0) return undefined;
+      return { role: "tool", content: message.results.map(toolResultPartOf) };
+  }
+}
+
+function userPartOf(part: UserContentPart): Exclude<Extract<ModelMessage, { role: "user" }>["content"], string>[number] {
+  switch (part.type) {
+    case "text": return { type: "text", text: part.text };
+    // The AI SDK 7 wants images as file parts with an image media type.
+    case "image": return { type: "file", data: urlOrData(part.image), mediaType: part.mediaType ?? "image" };
+    case "file": return { type: "file", data: urlOrData(part.data), mediaType: part.mediaType, ...(part.filename ? { filename: part.filename } : {}) };
+  }
+}
+
+/** Stored as text: an http(s) URL goes back as a URL (the provider or the
+ * AI SDK fetches it), anything else is base64 or a data URL. */
+function urlOrData(value: string): string | URL {
+  return /^https?:\/\//i.test(value) ? new URL(value) : value;
+}
+
+/** A tool's `toModelOutput`, when it had one; else strings as text (the
+ * model reads them unquoted), other values as JSON; failures as errors. */
+function toolResultPartOf(result: ToolResult): Extract<ModelMessage, { role: "tool" }>["content"][number] {
+  const output = result.modelOutput !== undefined
+    ? result.modelOutput
+    : typeof result.output === "string"
+      ? { type: result.isError ? "error-text" : "text", value: result.output }
+      : { type: result.isError ? "error-json" : "json", value: result.output };
+  return { type: "tool-result", toolCallId: result.callId, toolName: result.toolName, output: output as never };
+}
+
+// -- an execution's input given as model messages ------------------------------
+
+/** The input of a start given as AI SDK model messages (or as the content
+ * of one user message): the conversation messages it becomes, the last of
+ * them a user message. System, user and assistant text messages are
+ * accepted; tool messages are not (an input is not a tool's answer). */
+export function inputMessagesOf(input: unknown, what: string): ConversationMessage[] {
+  const list = Array.isArray(input) && input.every((item) => isRecord(item) && typeof item.role === "string")
+    ? input as LooseRecord[]
+    : [{ role: "user", content: input }];
+  if (list.length === 0) throw new InvalidInputError(`${what}: the input holds no message`);
+  const messages = list.map((message, index) => inputMessageOf(message, `${what}: input message ${index}`));
+  if (messages[messages.length - 1]?.role !== "user") {
+    throw new InvalidInputError(`${what}: the last input message must be a user message (the one the agent answers)`);
+  }
+  return messages;
+}
+
+function inputMessageOf(message: LooseRecord, what: string): ConversationMessage {
+  switch (message.role) {
+    case "system":
+      if (typeof message.content !== "string") throw new InvalidInputError(`${what}: a system message's content must be a string`);
+      return { role: "system", content: message.content };
+    case "user":
+      return userMessageOf(message.content, what);
+    case "assistant": {
+      const text = typeof message.content === "string" ? message.content : textOf(partsOf(message.content, what), what);
+      return { role: "assistant", text, toolCalls: [] };
+    }
+    default:
+      throw new InvalidInputError(`${what}: role ${JSON.stringify(message.role)} is not accepted in an input; use system, user or assistant messages`);
+  }
+}
+
+function userMessageOf(content: unknown, what: string): UserMessage {
+  if (typeof content === "string") return { role: "user", content };
+  const parts = partsOf(content, what).map((part, index) => userContentPartOf(part, `${what}, part ${index}`));
+  const text = parts.map((part) => (part.type === "text" ? part.text : "")).join("");
+  return parts.every((part) => part.type === "text") ? { role: "user", content: text } : { role: "user", content: text, parts };
+}
+
+function userContentPartOf(part: LooseRecord, what: string): UserContentPart {
+  switch (part.type) {
+    case "text":
+      if (typeof part.text !== "string") throw new InvalidInputError(`${what}: a text part needs "text" as a string`);
+      return { type: "text", text: part.text };
+    case "image": {
+      const mediaType = optionalString(part.mediaType, `${what}: "mediaType"`);
+      return { type: "image", image: dataOf(part.image, `${what}: "image"`), ...(mediaType ? { mediaType } : {}) };
+    }
+    case "file": {
+      const mediaType = optionalString(part.mediaType, `${what}: "mediaType"`);
+      if (mediaType === undefined) throw new InvalidInputError(`${what}: a file part needs "mediaType"`);
+      const filename = optionalString(part.filename, `${what}: "filename"`);
+      return { type: "file", data: dataOf(part.data, `${what}: "data"`), mediaType, ...(filename ? { filename } : {}) };
+    }
+    default:
+      throw new InvalidInputError(`${what}: part type ${JSON.stringify(part.type)} is not accepted; use text, image or file parts`);
+  }
+}
+
+/** Image and file data as text: a URL as its string, bytes as base64, a
+ * string (base64 or a data URL) as it is. */
+function dataOf(value: unknown, what: string): string {
+  if (typeof value === "string") return value;
+  if (value instanceof URL) return value.toString();
+  if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("base64");
+  if (value instanceof ArrayBuffer) return Buffer.from(value).toString("base64");
+  throw new InvalidInputError(`${what} must be a URL, a base64 string, a data URL, a Uint8Array or an ArrayBuffer`);
+}
+
+function partsOf(content: unknown, what: string): LooseRecord[] {
+  if (!Array.isArray(content) || !content.every(isRecord)) {
+    throw new InvalidInputError(`${what}: content must be a string or an array of parts`);
+  }
+  return content;
+}
+
+function textOf(parts: readonly LooseRecord[], what: string): string {
+  return parts.map((part) => {
+    if (part.type !== "text" || typeof part.text !== "string") throw new InvalidInputError(`${what}: an assistant message in an input may hold text parts only`);
+    return part.text;
+  }).join("");
+}
+
+function optionalString(value: unknown, what: string): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "string") throw new InvalidInputError(`${what} must be a string`);
+  return value;
+}
+
+/** Reasoning parts of a model answer, JSON-safe. */
+export function reasoningPartsOf(parts: readonly unknown[]): ReasoningPart[] {
+  const reasoning: ReasoningPart[] = [];
+  for (const part of parts) {
+    if (!isRecord(part) || part.type !== "reasoning" || typeof part.text !== "string") continue;
+    const metadata = part.providerMetadata ?? part.providerOptions;
+    reasoning.push(isRecord(metadata) && isJson(metadata)
+      ? { text: part.text, providerOptions: metadata as { [key: string]: Json } }
+      : { text: part.text });
+  }
+  return reasoning;
+}
+
+function isRecord(value: unknown): value is LooseRecord {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
