@@ -35,7 +35,7 @@ describe("tracing, loaded on first need", () => {
     const span = { spanContext: () => ({ traceId: "0".repeat(31) + "1", spanId: "0".repeat(15) + "1", traceFlags: 1 }), setAttribute: () => span, setAttributes: () => span, addEvent: () => span, addLink: () => span, addLinks: () => span, setStatus: () => span, updateName: () => span, end: () => undefined, isRecording: () => true, recordException: () => undefined };
     trace.setGlobalTracerProvider({ getTracer: () => ({ startSpan: (name: string) => { names.push(name); return span; }, startActiveSpan: () => { throw new Error("not used"); } }) });
     expect((await agent.start("Where is order 42?").result).outcome).toBe("completed");
-    expect(names).toEqual(["agent.execution", "agent.model_call", "agent.tool_call", "agent.model_call", "agent.tool_call", "agent.model_call"]);
+    expect(names).toEqual(["invoke_agent lazy-traced", "chat scripted", "execute_tool lookup", "chat scripted", "execute_tool lookup", "chat scripted"]);
     // The environment loaded its own copy (CommonJS) only now.
     expect(apiLoaded()).toBe(true);
     await env.close();
