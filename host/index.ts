@@ -8,7 +8,8 @@
 
 import { loadPostgresStore, missingPg } from "./store/load-postgres.js";
 import { Environment, type OpenOptions } from "./runtime/environment.js";
-import type { PostgresStore as PostgresStoreClass, PostgresStoreOptions } from "./store/postgres-store.js";
+import type { PostgresStoreHandle, PostgresStoreOptions } from "./store/postgres/options.js";
+import type { ExecutionStore as Store } from "./store/store.js";
 import type { PostgresStoreProbe } from "./store/postgres/exists.js";
 
 export const Phronomy = {
@@ -21,8 +22,10 @@ export const Phronomy = {
 /** The PostgreSQL store (`postgres-store.ts`). Its module, and `pg` with
  * it, is loaded by the first `PostgresStore.open`, never by importing
  * `phronomy`: SQLite users do not load `pg`. The type names the opened
- * store; `instanceof` is not available on this handle. */
-export type PostgresStore = PostgresStoreClass;
+ * store (an `ExecutionStore` with its location; its class's members name
+ * `pg`'s types, so they stay out of the package's public types);
+ * `instanceof` is not available on this handle. */
+export type PostgresStore = Store & PostgresStoreHandle;
 export const PostgresStore = {
   /** Opens (creating or migrating its schema) the store at a `postgres://`
    * URL; pass it to `Phronomy.open({ store })`. */

@@ -21,7 +21,8 @@ import { randomBytes } from "node:crypto";
 import { parseArgs } from "node:util";
 import Database from "better-sqlite3";
 import pg from "pg";
-import { Phronomy, PostgresStore, SqliteStore, type Agent, type ExecutionStore, type RetentionOptions } from "../../host/index.js";
+import { Phronomy, SqliteStore, type Agent, type ExecutionStore, type RetentionOptions } from "../../host/index.js";
+import { PostgresStore } from "../../host/store/postgres-store.js";
 import { type PruneCounts, type PruneExecutionsOperation, type PruningStore } from "../../host/store/prune.js";
 import { IN_FLIGHT, defineAgents, percentile, warmUp } from "./workload.js";
 

@@ -36,8 +36,8 @@ export interface AgentScope {
 /** A conversation: one agent id of a definition (docs/decisions/0024).
  * Holding one costs nothing; its entry in the core exists while it works. */
 export class Agent {
+  /** @internal Made by `env.agent` and `conversation(id)`, never by hand. */
   constructor(
-    /** @internal */
     private readonly scope: AgentScope,
     readonly id: string,
   ) {}

@@ -29,7 +29,7 @@ import { CoreFailureError, PhronomyError, RuntimeShutdownError } from "../errors
 import { transferError } from "../store/error-transfer.js";
 import type {
   ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, FiledDecision,
-} from "../store/postgres/inbox.js";
+} from "../store/inbox-records.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { Logger } from "./options.js";
 

@@ -16,7 +16,7 @@ import type { CoreLimits } from "../core/machine.js";
 import { resolveTools } from "../agent/tools.js";
 import { ExecutionRehydrationRequiredError, InvalidInputError, PhronomyError, RetryRefusedError, RuntimeShutdownError, StoreError, agentHasUnfinishedExecutions } from "../errors.js";
 import { SqliteStore, type SqliteStoreOptions } from "../store/sqlite-store.js";
-import type { PostgresStoreOptions } from "../store/postgres-store.js";
+import type { PostgresStoreOptions } from "../store/postgres/options.js";
 import type { ExecutionStore } from "../store/store.js";
 import { isVisitorStore } from "../store/sqlite-visitor.js";
 import { checkListFilter, executionStatusNames } from "../store/check-operation.js";

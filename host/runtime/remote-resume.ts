@@ -26,7 +26,7 @@ import { PhronomyError, RuntimeShutdownError } from "../errors.js";
 import type { ExecutionRow } from "../store/records.js";
 import { rebuildError } from "../store/error-transfer.js";
 import type { DecisionProgress, InboxStore } from "./approval-inbox.js";
-import type { DecisionFiling } from "../store/postgres/inbox.js";
+import type { DecisionFiling } from "../store/inbox-records.js";
 import { cancelApprovalId } from "../store/cancel-filing.js";
 import { retryApprovalId } from "../store/retry-filing.js";
 import { emitToWaiter, settleWaiterWithError, type DeliverySettings } from "./delivery.js";

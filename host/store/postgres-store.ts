@@ -25,6 +25,7 @@
 //   remembered (after a recovery, a resume, a restart) is read once.
 // * `close()` waits for every accepted operation, then ends the pool.
 
+import type { PostgresStoreOptions } from "./postgres/options.js";
 import * as queue from "./postgres/queue.js";
 import type { CancelQueuedOperation, CancelQueuedResult, EnqueueMessageOperation, EnqueueMessageResult, QueuedMessage } from "./queue.js";
 import { randomUUID } from "node:crypto";
@@ -58,28 +59,7 @@ import type {
 import { executionListMax, journalReadMax } from "./sqlite/reads.js";
 import type { ExecutionStore } from "./store.js";
 
-export interface PostgresStoreOptions {
-  /** The PostgreSQL schema of the store's tables (default `phronomy`, or
-   * `?schema=` in the URL). */
-  readonly schema?: string;
-  /** Connections at most (default `poolSizeDefault`, at most `poolSizeMax`). */
-  readonly poolSize?: number;
-  /** How long an agent lease lasts without renewal, in milliseconds
-   * (default `leaseMsDefault`, 5 s, or `?lease_ms=` in the URL); renewals
-   * run every third of it (docs/decisions/0010). */
-  readonly leaseMs?: number;
-  /** This process's name in the partition leases (docs/decisions/0030):
-   * a process opening with the id of a dead one takes its partitions at
-   * once. Default: the host name (`host:pid` when a live process on this
-   * host holds it). Give each live process its own. */
-  readonly instanceId?: string;
-  /** Partitions of a NEW schema (default 256); an existing schema keeps the
-   * count it was created with. */
-  readonly partitions?: number;
-  /** false: take no share of the partitions (a short-lived process: the
-   * CLI); only those of the agents it uses, when free (default true). */
-  readonly balance?: boolean;
-}
+export type { PostgresStoreOptions } from "./postgres/options.js";
 
 const optionNames: ReadonlySet<string> = new Set(["schema", "poolSize", "leaseMs", "instanceId", "partitions", "balance"]);
 

@@ -28,7 +28,7 @@ import { checkCapacity, Offload, offloadCapacityDefault, type OffloadPolicy, typ
 import type { AgentRow, OffloadOperation, OffloadResult, PurgeAgentResult, StoreOperation, StoreResult } from "./records.js";
 import { checkPruneOperation, type PruneCounts, type PruneExecutionsOperation } from "./prune.js";
 import { sqlitePruneBatchExecutions } from "./sqlite/prune.js";
-import type { ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, FiledDecision } from "./postgres/inbox.js";
+import type { ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, FiledDecision } from "./inbox-records.js";
 import type { SqliteConnection } from "./sqlite/driver.js";
 import { readStoreFileIdentity, StoreFileCheck, storeFileReplacedError } from "./sqlite/file-identity.js";
 import * as inbox from "./sqlite/inbox.js";

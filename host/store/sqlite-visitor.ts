@@ -20,7 +20,7 @@
 
 import { StoreError } from "../errors.js";
 import { checkId } from "./check-operation.js";
-import type { DecisionFiling, DecisionProgress, FiledDecision } from "./postgres/inbox.js";
+import type { DecisionFiling, DecisionProgress, FiledDecision } from "./inbox-records.js";
 import type { AgentRow, PurgeAgentResult, StoreOperation, StoreResult } from "./records.js";
 import type { SqliteConnection } from "./sqlite/driver.js";
 import * as inbox from "./sqlite/inbox.js";

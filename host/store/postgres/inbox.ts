@@ -29,13 +29,12 @@
 // * Reads and writes here never touch the execution rows; those change only
 //   through the store operations (`operations.ts`).
 
+import { decisionProgressOf, type ClaimedDecision, type DecisionFiling, type DecisionProgress, type DecisionSettlement, type FiledDecision } from "../inbox-records.js";
 import { partitionHeldSql } from "./partitions.js";
 import type pg from "pg";
 import { ApprovalMismatchError, InvalidInputError, RetryRefusedError } from "../../errors.js";
-import type { TransferredError } from "../error-transfer.js";
 import type { ExecutionRow, Json } from "../records.js";
 import type { SqliteRow } from "../sqlite/driver.js";
-import { executionFromRow } from "../sqlite/rows.js";
 import type { Fence } from "./operations.js";
 import { checkCancelFiling, inboxKindMigration, type DecisionKind } from "../cancel-filing.js";
 import { checkRetryable, inboxKinds } from "../retry-filing.js";
@@ -56,51 +55,8 @@ export const decisionReadMax = 1_000;
  * longer channel names. */
 const channelLengthMax = 63;
 
-export type DecisionState = "filed" | "claimed" | "applied" | "refused";
-
-export interface DecisionFiling {
-  /** A fresh UUID per filing. */
-  readonly decisionId: string;
-  /** `approval` (default) or `cancel` (docs/decisions/0026: `approvalId`
-   * is then `cancel:<decisionId>`, `approved` false). */
-  readonly kind?: DecisionKind;
-  readonly executionId: string;
-  readonly agentId: string;
-  readonly approvalId: string;
-  readonly approved: boolean;
-  readonly reason: string | null;
-  /** The filing process's lease owner name. */
-  readonly filedBy: string;
-  readonly filedAt: number;
-}
-
-export interface FiledDecision {
-  readonly decisionId: string;
-  /** The suspended revision the decision was filed against. */
-  readonly executionRevision: number;
-}
-
-export interface ClaimedDecision extends DecisionFiling {
-  readonly executionRevision: number;
-  readonly claimedEpoch: number;
-  /** How many times it was claimed; more than 1: a former owner claimed it
-   * and died (or lost the agent) before settling it. */
-  readonly claims: number;
-}
-
-export interface DecisionProgress {
-  readonly decisionId: string;
-  readonly executionId: string;
-  readonly agentId: string;
-  readonly state: DecisionState;
-  readonly executionRevision: number;
-  /** Why the owner refused it (state `refused`). */
-  readonly error: TransferredError | undefined;
-  /** The execution row as it is now (undefined: purged). */
-  readonly execution: ExecutionRow | undefined;
-}
-
-export type DecisionSettlement = { readonly applied: true } | { readonly applied: false; readonly error: TransferredError };
+export { decisionProgressOf } from "../inbox-records.js";
+export type { ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, DecisionState, FiledDecision } from "../inbox-records.js";
 
 /** The LISTEN/NOTIFY channel of a store's inbox: one per schema. Two
  * schemas whose names share their first 48 characters share a channel;
@@ -321,16 +277,3 @@ export async function readDecisions(pool: Queryable, where: string, decisionIds:
   return found.rows.map((row) => decisionProgressOf(row, where));
 }
 
-/** A decision and its execution as read back, from a row of the inbox
- * joined with executions (columns as both stores select them). */
-export function decisionProgressOf(row: SqliteRow, where: string): DecisionProgress {
-  return {
-    decisionId: String(row["decision_id"]),
-    executionId: String(row["decision_execution_id"]),
-    agentId: String(row["decision_agent_id"]),
-    state: String(row["decision_state"]) as DecisionState,
-    executionRevision: Number(row["decision_revision"]),
-    error: row["decision_error"] === null ? undefined : JSON.parse(String(row["decision_error"])) as TransferredError,
-    execution: row["execution_id"] === null ? undefined : executionFromRow(row, where),
-  };
-}

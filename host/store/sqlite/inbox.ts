@@ -26,7 +26,7 @@ import { ApprovalMismatchError, InvalidInputError } from "../../errors.js";
 import {
   decisionProgressOf, type ClaimedDecision, type DecisionFiling, type DecisionProgress, type DecisionSettlement,
   type FiledDecision,
-} from "../postgres/inbox.js";
+} from "../inbox-records.js";
 import type { Json } from "../records.js";
 import type { SqliteConnection } from "./driver.js";
 import { checkCancelFiling, inboxKindMigration, type DecisionKind } from "../cancel-filing.js";

@@ -1,0 +1,86 @@
+// The package's types in a strict consumer (issue 17): the packed tarball
+// installed into a fresh project with what an AI SDK application has (`ai`,
+// `@types/node`), compiled with `strict` and `skipLibCheck: false` under
+// `moduleResolution` node16 and bundler (ESM), and from a CommonJS module
+// (a type import with `resolution-mode`, the package loaded with a dynamic
+// import). No `pg`, `@types/pg` or other optional peer is installed: the
+// public types name none. `@types/json-schema` is installed because the AI
+// SDK's own types (`@ai-sdk/provider`) import it without depending on it;
+// any strict AI SDK application needs it, with or without Phronomy.
+
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { finished, installedPackage, installProject, packTarball, repositoryRoot } from "./packed-project.js";
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+
+let workspace: string;
+let project: string;
+
+const consumer = `import { Phronomy, tool, type Agent, type Environment, type Run } from "phronomy";
+import { scriptedModel } from "phronomy/testing";
+
+const env: Environment = await Phronomy.open({ store: "./agents.db" });
+const lookup = tool({
+  description: "Looks an order up",
+  inputSchema: { "~standard": { version: 1, vendor: "consumer", validate: (value: unknown) => ({ value: value as { orderId: string } }) } },
+  execute: async ({ orderId }) => ({ orderId }),
+});
+const agent: Agent = env.agent({ id: "support", model: scriptedModel(() => ({ text: "hi" })), tools: { lookup } });
+const run: Run = agent.start("Where is order 42?");
+const { output } = await run.result;
+console.log(output);
+await env.close();
+`;
+
+const commonJs = `import type { Environment } from "phronomy" with { "resolution-mode": "import" };
+export async function main(): Promise<Environment> {
+  const { Phronomy } = await import("phronomy");
+  return Phronomy.open({ store: "./agents.db" });
+}
+`;
+
+function compilerOptions(module: string, moduleResolution: string): Record<string, unknown> {
+  return { strict: true, skipLibCheck: false, module, moduleResolution, target: "es2022", noEmit: true, types: ["node"] };
+}
+
+async function tsc(config: string): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, [join(project, "node_modules", "typescript", "bin", "tsc"), "-p", config], { cwd: project, stdio: ["ignore", "pipe", "pipe"] });
+  const result = await finished(child, `tsc -p ${config}`);
+  return { code: result.code, output: result.stdout + result.stderr };
+}
+
+beforeAll(async () => {
+  workspace = mkdtempSync(join(tmpdir(), "phronomy-types-"));
+  project = join(workspace, "project");
+  const packed = await packTarball(workspace);
+  await installProject(project, packed.path, [installedPackage("ai"), installedPackage("@types/node"), "@types/json-schema@7"], false);
+  symlinkSync(join(repositoryRoot, "node_modules", "typescript"), join(project, "node_modules", "typescript"), "dir");
+  writeFileSync(join(project, "index.ts"), consumer);
+  mkdirSync(join(project, "cjs"));
+  writeFileSync(join(project, "cjs", "package.json"), `${JSON.stringify({ type: "commonjs" })}\n`);
+  writeFileSync(join(project, "cjs", "index.ts"), commonJs);
+  writeFileSync(join(project, "tsconfig.node16.json"), JSON.stringify({ compilerOptions: compilerOptions("node16", "node16"), files: ["index.ts"] }));
+  writeFileSync(join(project, "tsconfig.bundler.json"), JSON.stringify({ compilerOptions: compilerOptions("esnext", "bundler"), files: ["index.ts"] }));
+  writeFileSync(join(project, "tsconfig.cjs.json"), JSON.stringify({ compilerOptions: compilerOptions("node16", "node16"), files: ["cjs/index.ts"] }));
+}, 240_000);
+
+afterAll(() => {
+  if (workspace !== undefined) rmSync(workspace, { recursive: true, force: true });
+});
+
+describe("the package's types in a strict consumer (skipLibCheck: false)", () => {
+  it("no optional peer is installed", () => {
+    for (const name of ["pg", "@types/pg", "better-sqlite3", "@ai-sdk/openai-compatible"]) expect(existsSync(join(project, "node_modules", name)), name).toBe(false);
+  });
+
+  for (const [label, config] of [["ESM, moduleResolution node16", "tsconfig.node16.json"], ["ESM, moduleResolution bundler", "tsconfig.bundler.json"], ["CommonJS, moduleResolution node16", "tsconfig.cjs.json"]] as const) {
+    it(`compiles: ${label}`, async () => {
+      const result = await tsc(config);
+      expect(result.output).toBe("");
+      expect(result.code).toBe(0);
+    }, 120_000);
+  }
+});
