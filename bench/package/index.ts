@@ -78,10 +78,12 @@ try {
   console.log("Package");
   console.log(`  tarball            ${(packed.size / 1024).toFixed(1)} KB packed, ${(packed.unpackedSize / 1024).toFixed(1)} KB unpacked, ${packed.files.length} files`);
   console.log(`  core.release.wasm  ${(wasm.length / 1024).toFixed(1)} KB (${wasm.length} bytes, ${gzipSync(wasm).length} gzipped); target ≤ ${wasmTargetBytes / 1024} KB: ${wasm.length <= wasmTargetBytes ? "met" : "MISSED"}`);
+  const own = await measureInstall(join(workspace, "install-own"), packed.path);
   const library = await measureInstall(join(workspace, "install-library"), packed.path, [installedPackage("ai")]);
   const cli = await measureInstall(join(workspace, "install-cli"), packed.path, [installedPackage("ai"), "@ai-sdk/openai-compatible"]);
   const megabytes = (bytes: number): string => (bytes / 1e6).toFixed(1);
-  console.log(`  library install    ${library.packages} packages, ${megabytes(library.bytes)} MB (npm install phronomy ai: ${library.names.join(", ")})`);
+  console.log(`  phronomy's own     ${own.packages} packages, ${megabytes(own.bytes)} MB (npm install phronomy: ${own.names.join(", ")})`);
+  console.log(`  with the AI SDK    ${library.packages} packages, ${megabytes(library.bytes)} MB (npm install phronomy ai, what an application runs; ai and its own dependencies are most of it)`);
   console.log(`  CLI, real models   ${cli.packages} packages, ${megabytes(cli.bytes)} MB (+ @ai-sdk/openai-compatible)`);
   console.log(`  (better-sqlite3, which Node 20 needs and Node 22.13+ does without, comes on top: it builds from source where no prebuilt binary matches)`);
   console.log(`\nCold start, medians of ${runs} fresh processes each (ms)`);

@@ -1,6 +1,7 @@
 // What `npm install` adds to an application (issue 17): the packages and
 // megabytes of node_modules after installing the packed tarball into a
-// fresh project, for the library alone and for the CLI with a real model
+// fresh project: Phronomy's own, with the AI SDK (`ai`, the optional peer
+// every model call needs, docs/decisions/0033), and for the CLI with a real model
 // (`--model openai-compatible:…` needs the optional peer
 // @ai-sdk/openai-compatible). better-sqlite3, which an application on Node
 // 20 adds itself (and Node 22.13+ does without), is counted apart.
@@ -17,8 +18,6 @@ export interface InstallSize {
 
 /** Installs `tarball` (and `extra`) into `directory` and measures node_modules. */
 export async function measureInstall(directory: string, tarball: string, extra: readonly string[] = []): Promise<InstallSize> {
-  // Measured as an application installs it: `ai` is the optional peer every
-  // model call needs (docs/decisions/0033), so it is counted.
   await installProject(directory, tarball, extra, false);
   const modules = join(directory, "node_modules");
   const names = packagesUnder(modules);
