@@ -12,6 +12,7 @@ import {
 import { afterEach, describe, expect, it } from "vitest";
 import { startChatServer, type ChatServer } from "../../examples/chat-server.js";
 import { temporaryStorePath, waitFor } from "../runtime/helpers.js";
+import { readServerSentEvents } from "../support/ui-stream.js";
 
 const servers: ChatServer[] = [];
 afterEach(async () => {
@@ -95,16 +96,16 @@ describe("the example chat server, through the AI SDK's DefaultChatTransport", (
       body: JSON.stringify({ id: "chat-5", messages: [userMessage("Where is order 42?")] }),
     });
     const executionId = posted.headers.get("x-phronomy-execution-id");
-    const before = await sseUntil(posted, (event) => event.data.includes('"text-delta"'));
-    const lastId = before.at(-1)!.id;
+    const before = await readServerSentEvents(posted, (event) => (event.data ?? "").includes('"text-delta"'));
+    const lastId = before.at(-1)!.id!;
     expect(lastId).toMatch(/^\d+\.t\d+$/);
     const resumed = await fetch(`${url}/api/chat/chat-5/stream?executionId=${executionId}`, { headers: { "Last-Event-ID": lastId } });
-    const after = await sseUntil(resumed, (event) => event.data.includes('"text-end"'));
+    const after = await readServerSentEvents(resumed, (event) => (event.data ?? "").includes('"text-end"'));
     const [barrier] = lastId.split(".");
-    const deltas = after.filter((event) => event.data.includes('"text-delta"'));
+    const deltas = after.filter((event) => (event.data ?? "").includes('"text-delta"'));
     expect(deltas.length, "the text went on").toBeGreaterThan(0);
     expect(deltas[0]!.id, "the first delta after the reconnect is streamed text of the same call").toMatch(new RegExp(`^${barrier}\\.t\\d+$`));
-    const text = [...before, ...after].filter((event) => event.data.includes('"text-delta"')).map((event) => (JSON.parse(event.data) as { delta: string }).delta).join("");
+    const text = [...before, ...after].filter((event) => (event.data ?? "").includes('"text-delta"')).map((event) => (JSON.parse(event.data!) as { delta: string }).delta).join("");
     expect(text).toBe("Let me look up order 42 for you.");
   });
 
@@ -192,26 +193,3 @@ describe("the example chat server, through the AI SDK's Chat (what useChat runs)
     expect(resumed).toEqual(answer);
   });
 });
-
-/** Server-sent events until `stop` says so (then the connection is dropped). */
-async function sseUntil(response: Response, stop: (event: { id: string; data: string }) => boolean): Promise<{ id: string; data: string }[]> {
-  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-  const events: { id: string; data: string }[] = [];
-  let buffer = "";
-  for (;;) {
-    const next = await reader.read();
-    if (next.done) return events;
-    buffer += next.value;
-    let end: number;
-    while ((end = buffer.indexOf("\n\n")) !== -1) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const event = { id: /^id: (.*)$/m.exec(block)?.[1] ?? "", data: /^data: (.*)$/m.exec(block)?.[1] ?? "" };
-      events.push(event);
-      if (stop(event)) {
-        await reader.cancel();
-        return events;
-      }
-    }
-  }
-}

@@ -6,26 +6,14 @@
 // reader builds the same message as a replay. Seeded: CHAT_RECONNECT_SEED
 // replays a run, CHAT_RECONNECT_RUNS runs more.
 
-import { readUIMessageStream, type UIMessage } from "ai";
 import { describe, expect, it } from "vitest";
 import type { ChatChunk } from "../../host/index.js";
 import { comparePositions, parsePosition } from "../../host/chat/positions.js";
 import { lookupTool, openEnvironment, scriptedModel, turnOf } from "../runtime/helpers.js";
 import { generator, seedFrom } from "../support/seeded.js";
+import { messageOf } from "../support/ui-stream.js";
 
 const runs = Number(process.env["CHAT_RECONNECT_RUNS"] ?? 3);
-
-async function messageOf(chunks: readonly ChatChunk[]): Promise<UIMessage> {
-  const stream = new ReadableStream<ChatChunk>({
-    start(controller) {
-      for (const chunk of chunks) controller.enqueue(chunk);
-      controller.close();
-    },
-  });
-  let last: UIMessage | undefined;
-  for await (const state of readUIMessageStream({ stream, terminateOnError: true })) last = state;
-  return structuredClone(last!);
-}
 
 /** Reads until `count` chunks, `pauseMs` or the end; returns them and whether it ended. */
 async function readFor(stream: ReadableStream<ChatChunk>, count: number, pauseMs: number): Promise<{ chunks: ChatChunk[]; ended: boolean }> {

@@ -11,10 +11,11 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
+import type { UIMessageChunk } from "ai";
 import { afterEach, describe, expect, it } from "vitest";
 import { childNodeFlags } from "../support/node-flags.js";
 import { temporaryStorePath } from "../runtime/helpers.js";
+import { messageOf, readServerSentEvents, type ServerSentEvent } from "../support/ui-stream.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const serverScript = join(here, "../../examples/chat-server.ts");
@@ -60,42 +61,15 @@ interface Event {
   readonly chunk: UIMessageChunk;
 }
 
-/** Reads server-sent events until `stop` says so or the stream ends. */
+/** The UI message chunks among the server-sent events, until `stop` says so or the stream ends. */
 async function readEvents(response: Response, stop: (event: Event) => boolean = () => false): Promise<Event[]> {
-  const events: Event[] = [];
-  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
-  for (;;) {
-    const next = await reader.read().catch(() => ({ done: true as const, value: undefined }));
-    if (next.done) return events;
-    buffer += next.value;
-    let end: number;
-    while ((end = buffer.indexOf("\n\n")) !== -1) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const id = /^id: (.*)$/m.exec(block)?.[1];
-      const data = /^data: (.*)$/m.exec(block)?.[1];
-      if (data === undefined || data === "[DONE]") continue;
-      const event = { id, chunk: JSON.parse(data) as UIMessageChunk };
-      events.push(event);
-      if (stop(event)) {
-        await reader.cancel().catch(() => undefined);
-        return events;
-      }
-    }
-  }
-}
-
-async function messageOf(chunks: readonly UIMessageChunk[]): Promise<UIMessage> {
-  const stream = new ReadableStream<UIMessageChunk>({
-    start(controller) {
-      for (const chunk of chunks) controller.enqueue(chunk);
-      controller.close();
-    },
+  const chunkOf = (event: ServerSentEvent): Event | undefined =>
+    event.data === undefined || event.data === "[DONE]" ? undefined : { id: event.id, chunk: JSON.parse(event.data) as UIMessageChunk };
+  const events = await readServerSentEvents(response, (event) => {
+    const chunk = chunkOf(event);
+    return chunk !== undefined && stop(chunk);
   });
-  let last: UIMessage | undefined;
-  for await (const state of readUIMessageStream({ stream, terminateOnError: true })) last = state;
-  return structuredClone(last!);
+  return events.flatMap((event) => chunkOf(event) ?? []);
 }
 
 /** Starts a server, asks, reads until `killAt`, kills it, starts another

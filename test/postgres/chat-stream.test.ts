@@ -3,28 +3,16 @@
 // by tailing the durable timeline, and a client that left mid-run resumes
 // there at its last position and gets exactly the rest.
 
-import { readUIMessageStream, type UIMessage } from "ai";
 import { describe, expect, it } from "vitest";
 import { Phronomy, type ChatChunk, type Environment } from "../../host/index.js";
 import { deferred, lookupTool, recordingLogger, scriptedModel, turnOf } from "../runtime/helpers.js";
+import { messageOf } from "../support/ui-stream.js";
 import { atEnd, freshSchemaUrl } from "./database.js";
 
 async function openOn(url: string): Promise<Environment> {
   const environment = await Phronomy.open({ store: url, logger: recordingLogger() });
   atEnd(() => environment.close());
   return environment;
-}
-
-async function messageOf(chunks: readonly ChatChunk[]): Promise<UIMessage> {
-  const stream = new ReadableStream<ChatChunk>({
-    start(controller) {
-      for (const chunk of chunks) controller.enqueue(chunk);
-      controller.close();
-    },
-  });
-  let last: UIMessage | undefined;
-  for await (const state of readUIMessageStream({ stream, terminateOnError: true })) last = state;
-  return structuredClone(last!);
 }
 
 describe("a chat stream on PostgreSQL, served by an environment that does not run the execution", () => {

@@ -5,15 +5,13 @@
 // PostgreSQL store opened by a process that defines no agent (its
 // password never shown).
 
-import { spawn } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { Phronomy, type Environment } from "../../host/index.js";
 import { createDashboard } from "../../host/ui/index.js";
-import { launcher, repositoryRoot } from "../cli/helpers.js";
 import { atEnd, freshSchema, postgresUrl } from "../postgres/database.js";
 import { approvalRefundTool, recordingLogger, scriptedModel } from "../runtime/helpers.js";
-import { childNodeFlags } from "../support/node-flags.js";
 import { ended, openFixture, suspended } from "./fixture.js";
+import { runCli } from "./processes.js";
 
 async function decideThrough(handle: (request: Request) => Promise<Response>, base: string, token: string, environment: Environment, executionId: string, reason: string): Promise<URL> {
   const approval = (await environment.admin.approvals()).find((candidate) => candidate.executionId === executionId)!;
@@ -28,14 +26,11 @@ async function decideThrough(handle: (request: Request) => Promise<Response>, ba
 describe("the dashboard beside the process that runs the agents", () => {
   it("phronomy ui visits a SQLite store its application owns: the approval goes through the inbox and the owner runs the tool", async () => {
     const fixture = await openFixture();
-    const child = spawn(process.execPath, [...childNodeFlags, launcher, "ui", "--store", fixture.environment.store.path], { cwd: repositoryRoot, env: { ...process.env, NO_COLOR: "1" } });
-    let stderr = "";
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => { stderr += chunk; });
-    const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+    const ui = runCli(["ui", "--store", fixture.environment.store.path]);
     try {
       const executionId = await fixture.start("refund", { orderId: "42" });
       await fixture.until(executionId, suspended);
-      const url = new URL(await waitForMatch(() => /(http:\/\/127\.0\.0\.1:\d+\/\?token=[\w-]+)/.exec(stderr)?.[1], () => stderr));
+      const url = await ui.dashboardUrl();
       const token = url.searchParams.get("token")!;
       const page = await (await fetch(url)).text();
       expect(page).toContain(`visiting beside its owner, process ${process.pid}`);
@@ -52,8 +47,8 @@ describe("the dashboard beside the process that runs the agents", () => {
       }));
       expect(new URL(retried.headers.get("location")!, url.origin).searchParams.get("error")).toMatch(/RETRY_REFUSED|completed/);
     } finally {
-      child.kill("SIGINT");
-      expect(await exited).toBe(0);
+      ui.child.kill("SIGINT");
+      expect(await ui.exited).toBe(0);
       await fixture.close();
     }
   }, 60_000);
@@ -90,13 +85,3 @@ describe("the dashboard beside the process that runs the agents", () => {
     expect(visiting.admin.ownedElsewhere("billing")).toBe(true);
   }, 60_000);
 });
-
-async function waitForMatch<T>(probe: () => T | undefined, shown: () => string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out; output so far:\n${shown()}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}

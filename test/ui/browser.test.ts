@@ -6,13 +6,12 @@
 // appear, reject one with a reason; and what an attacker cannot: act
 // without the token, or run script through a tool's arguments.
 
-import { existsSync } from "node:fs";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { serveDashboard } from "../../host/ui/index.js";
 import { ended, openFixture, suspended, type Fixture } from "./fixture.js";
+import { launchChromium } from "./processes.js";
 
-const chromiumPath = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium";
 let fixture: Fixture;
 let served: Awaited<ReturnType<typeof serveDashboard>>;
 let browser: Browser;
@@ -20,10 +19,9 @@ let page: Page;
 const dialogs: string[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(chromiumPath)) throw new Error(`no chromium at ${chromiumPath}: install Debian's chromium (.ci/run does) or set CHROMIUM_PATH`);
   fixture = await openFixture();
   served = await serveDashboard(fixture.environment, { pollMs: 250 });
-  browser = await chromium.launch({ executablePath: chromiumPath, args: ["--no-sandbox"] });
+  browser = await launchChromium();
   page = await browser.newPage();
   page.on("dialog", (dialog) => {
     dialogs.push(dialog.message());
