@@ -149,6 +149,7 @@ async function settledRss(): Promise<number> {
 }
 
 async function suspended(mode: Mode, directory: string): Promise<object> {
+  const beforeOpen = await settledRss();
   const { env, close, fallback } = await open(mode, join(directory, "suspended.db"));
   const support = env.agent({ name: "support", model: refundModel(), tools: { refund }, memoryWindow: 1 });
   await support.ready;
@@ -166,7 +167,7 @@ async function suspended(mode: Mode, directory: string): Promise<object> {
   gc();
   const afterGc = process.memoryUsage.rss();
   const settled = await settledRss();
-  const figures = { suspendsPerSecond: Math.round(suspendsPerSecond), before: mb(before), afterGc: mb(afterGc), settled: mb(settled), fallback: fallback() };
+  const figures = { suspendsPerSecond: Math.round(suspendsPerSecond), beforeOpen: mb(beforeOpen), before: mb(before), afterGc: mb(afterGc), settled: mb(settled), fallback: fallback() };
   await close();
   return figures;
 }

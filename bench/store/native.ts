@@ -19,7 +19,7 @@ import { join } from "node:path";
 import { createHistogram, monitorEventLoopDelay } from "node:perf_hooks";
 import type { SynchronousMode } from "../../host/store/sqlite/schema.js";
 import { agentRun, measureRawFloor, operationsPerRun, type OperationRunner } from "./floor.js";
-import { openVariant, variantName, variants } from "./native-writer.js";
+import { openVariant, variantName, variants, type Variant } from "./native-writer.js";
 
 const durationMs = Number(process.env.BENCH_STORE_MS ?? 2_000);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 2);

@@ -27,7 +27,7 @@ function runOperations(executionId: string): OffloadOperation[] {
   return [
     prepare(executionId, "support", { input: awkward, journal: [journalEntry(executionId, "user", awkward)] }),
     toolBarrier(executionId, 1),
-    providerBarrier(executionId, 2, { steps: [{ kind: "tool_result", at: 33, payload: { callId: "tool-1", output: awkward } }], runningSince: 5 }),
+    providerBarrier(executionId, 2, { steps: [{ kind: "tool_results", at: 33, payload: { callId: "tool-1", output: awkward } }], runningSince: 5 }),
     terminalCommit(executionId, 3),
   ];
 }
