@@ -13,6 +13,7 @@
 // BENCH_STORE_DIR the scratch directory. Memory is measured by
 // bench/store/native-rss.ts (compiled, one process per variant).
 
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -33,6 +34,14 @@ interface Figures {
   readonly loopDelayP99Ms: number;
   /** Writer-thread time per operation (native only), µs. */
   readonly writerMicrosecondsPerOperation: number | undefined;
+  /** The main thread's CPU per operation, µs (Linux /proc; 10 ms ticks). */
+  readonly mainThreadCpuMicrosecondsPerOperation: number;
+}
+
+/** CPU seconds (user + system) of this process's main thread. */
+function mainThreadCpuSeconds(): number {
+  const fields = readFileSync(`/proc/self/task/${process.pid}/stat`, "utf8").split(")").pop()!.trim().split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 async function measure(variant: Variant, synchronous: SynchronousMode, concurrency: number): Promise<Figures> {
@@ -53,6 +62,7 @@ async function measure(variant: Variant, synchronous: SynchronousMode, concurren
     const loopDelay = monitorEventLoopDelay({ resolution: 1 });
     loopDelay.enable();
     const busyBefore = busySeconds();
+    const cpuBefore = mainThreadCpuSeconds();
     const started = performance.now();
     const lane = async (): Promise<void> => {
       while (performance.now() - started < durationMs) {
@@ -65,7 +75,9 @@ async function measure(variant: Variant, synchronous: SynchronousMode, concurren
     const seconds = (performance.now() - started) / 1000;
     loopDelay.disable();
     const busyAfter = busySeconds();
+    const cpuAfter = mainThreadCpuSeconds();
     return {
+      mainThreadCpuMicrosecondsPerOperation: ((cpuAfter - cpuBefore) * 1e6) / operations,
       operationsPerSecond: operations / seconds,
       latencyMs: { p50: latency.percentile(50) / 1e6, p99: latency.percentile(99) / 1e6 },
       loopDelayP99Ms: loopDelay.percentile(99) / 1e6,
@@ -84,7 +96,7 @@ try {
     for (const synchronous of ["FULL", "NORMAL"] as SynchronousMode[]) {
       const floor = measureRawFloor(directory, synchronous, { durationMs });
       console.log(`\nround ${round}, synchronous=${synchronous}: raw floor ${rate(floor.singleRowCommitsPerSecond)} one-row commits/s, ${rate(floor.batchedRowsPerSecond)} rows/s in 100-row transactions`);
-      console.log("  variant               | sequential runs/s ×floor  op p50 ms | 100 in flight runs/s ×floor  op p50 / p99 ms  loop p99 ms  writer µs/op");
+      console.log("  variant               | sequential runs/s ×floor  op p50 ms | 100 in flight runs/s ×floor  op p50 / p99 ms  loop p99 ms  writer µs/op  main CPU µs/op");
       for (const variant of variants) {
         const sequential = await measure(variant, synchronous, 1);
         const concurrent = await measure(variant, synchronous, 100);
@@ -93,7 +105,8 @@ try {
         console.log(
           `  ${variantName(variant).padEnd(21)} | ${rate(runs(sequential))} ${times(sequential)}  ${ms(sequential.latencyMs.p50)}    |` +
           ` ${rate(runs(concurrent))} ${times(concurrent)}  ${ms(concurrent.latencyMs.p50)} / ${ms(concurrent.latencyMs.p99)}  ${ms(concurrent.loopDelayP99Ms)}` +
-          `       ${concurrent.writerMicrosecondsPerOperation === undefined ? "—" : concurrent.writerMicrosecondsPerOperation.toFixed(1)}`,
+          `       ${concurrent.writerMicrosecondsPerOperation === undefined ? "    —" : concurrent.writerMicrosecondsPerOperation.toFixed(1).padStart(5)}` +
+          `         ${concurrent.mainThreadCpuMicrosecondsPerOperation.toFixed(1).padStart(5)}`,
         );
       }
     }
