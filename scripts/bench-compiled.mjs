@@ -29,13 +29,18 @@ if (script === undefined || !script.startsWith("bench/") || !script.endsWith(".t
 const out = join(root, "build", "bench-dist");
 execFileSync(process.execPath, [join(root, "scripts", "build-dist.mjs"), out], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
 const ts = createRequire(import.meta.url)("typescript");
-const directory = dirname(script);
-mkdirSync(join(out, directory), { recursive: true });
-for (const file of readdirSync(join(root, directory)).filter((name) => name.endsWith(".ts"))) {
-  const source = readFileSync(join(root, directory, file), "utf8");
-  const { outputText } = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 }, fileName: file });
-  writeFileSync(join(out, directory, file.replace(/\.ts$/, ".js")), outputText);
+// Every bench directory, not only the script's: a bench may import a
+// neighbour's (bench/store/native-e2e.ts uses bench/e2e/workload.ts).
+for (const entry of readdirSync(join(root, "bench"), { withFileTypes: true }).filter((item) => item.isDirectory())) {
+  const directory = join("bench", entry.name);
+  mkdirSync(join(out, directory), { recursive: true });
+  for (const file of readdirSync(join(root, directory)).filter((name) => name.endsWith(".ts"))) {
+    const source = readFileSync(join(root, directory, file), "utf8");
+    const { outputText } = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 }, fileName: file });
+    writeFileSync(join(out, directory, file.replace(/\.ts$/, ".js")), outputText);
+  }
 }
+const directory = dirname(script);
 const entry = join(out, directory, basename(script).replace(/\.ts$/, ".js"));
 const { status } = spawnSync(process.execPath, ["--expose-gc", entry], { cwd: root, stdio: "inherit", env: process.env });
 process.exit(status ?? 1);

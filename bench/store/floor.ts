@@ -142,8 +142,14 @@ async function measurePolicy(directory: string, policy: OffloadPolicy, options: 
   }
 }
 
+/** Anything that runs store operations: a SqliteStore, or the native writer
+ * prototype (bench/store/native-writer.ts). */
+export interface OperationRunner {
+  run(operation: StoreOperation): Promise<unknown>;
+}
+
 /** One agent run's store operations, each awaited; returns how many ran. */
-async function agentRun(store: SqliteStore, executionId: string): Promise<number> {
+export async function agentRun(store: OperationRunner, executionId: string): Promise<number> {
   const at = Date.now();
   const usage = { inputTokens: 10, outputTokens: 5, totalTokens: 15 };
   const response = { kind: "model_response" as const, at, payload };
