@@ -3,22 +3,29 @@
 // through SqliteStore and through the writer leave equal rows, steps,
 // journal and results, in both encodings (binary and JSON text); a stale
 // revision and a duplicate id are refused with nothing written while their
-// group-mates commit. Skipped where the addon is not built (`sh
-// native/build.sh`): it is a measured prototype, not part of the package.
+// group-mates commit. The addon is a measured prototype, not part of the
+// package: the test builds it first where it is not built (`sh
+// native/build.sh`, gcc on Node's headers, ≈1–3 min the first time).
 //
 // The writer links its own copy of SQLite, which does not see the POSIX
 // locks of better-sqlite3's copy in the same process (decision 0044): the
 // native file is never open in both at once. SqliteStore makes it (schema,
 // agent) and is closed; the writer writes; a fresh SqliteStore reads it back.
 
-import { describe, expect, it } from "vitest";
+import { execFileSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ExecutionRehydrationRequiredError } from "../../host/errors.js";
 import type { OffloadOperation, StoreOperation } from "../../host/store/records.js";
 import { SqliteStore } from "../../host/store/sqlite-store.js";
 import { NativeWriter, nativeWriterPath, type NativeEncoding } from "../../bench/store/native-writer.js";
 import { journalEntry, openTemporaryStore, track, prepare, providerBarrier, suspendForApproval, terminalCommit, toolBarrier } from "../store/fixtures.js";
 
-const built = nativeWriterPath() !== undefined;
+beforeAll(() => {
+  if (nativeWriterPath() !== undefined) return;
+  execFileSync("sh", [fileURLToPath(new URL("../../native/build.sh", import.meta.url))], { stdio: "pipe" });
+  expect(nativeWriterPath(), "native/build.sh ran but left no native/build/writer.node").toBeDefined();
+}, 600_000);
 
 /** An agent run's operations with awkward text: quotes, backslashes,
  * control characters, accents and a character outside the BMP. */
@@ -37,7 +44,7 @@ async function readBack(store: SqliteStore, executionIds: readonly string[]): Pr
   return { executions, journal: await store.readJournal("support", 100), agent: await store.getAgent("support") };
 }
 
-describe.skipIf(!built).each(["binary", "json"] as NativeEncoding[])("native writer (%s)", (encoding) => {
+describe.each(["binary", "json"] as NativeEncoding[])("native writer (%s)", (encoding) => {
   async function pair(): Promise<{ reference: SqliteStore; writer: NativeWriter; native: () => Promise<SqliteStore> }> {
     const reference = await openTemporaryStore({ offloadPolicy: "inline" });
     const made = await openTemporaryStore({ offloadPolicy: "inline" });
