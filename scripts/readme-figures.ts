@@ -12,7 +12,9 @@
 //   package-lock.json and this checkout's node_modules
 //   (bench/package/install-size.ts `lockfileInstall`): no registry, so CI
 //   can check it; `npm run bench:package` measures a real install;
-// * `dashboard-script`: the dashboard's script (host/ui/assets.ts).
+// * `dashboard-script`: the dashboard's script (host/ui/assets.ts);
+// * `exports`: the names each entry exports, counted in the API reference
+//   (docs/api/, which test/docs/api-reference.test.ts keeps current).
 //
 // `-- --check` writes nothing and exits 1 naming every figure that differs
 // beyond the tolerance (test/docs/readme-figures.test.ts does the same
@@ -46,6 +48,17 @@ export interface BuildFigures {
   readonly installAi: InstallSize;
   readonly installCli: InstallSize;
   readonly dashboardScriptBytes: number;
+  /** Exported names per entry, from the API reference. */
+  readonly exports: Readonly<Record<string, number>>;
+}
+
+/** The API reference's page of each package entry (docs/api/). */
+const entryPages = { "phronomy": "phronomy.md", "phronomy/testing": "phronomy/testing.md", "phronomy/ui": "phronomy/ui.md" } as const;
+
+/** The names a page of the API reference documents: its `### name`
+ * headings, once each (a constant and a type of one name share a name). */
+export function exportedNames(page: string): string[] {
+  return [...new Set([...page.matchAll(/^### (\S+?)(?:\(\))?$/gm)].map((match) => match[1]!))];
 }
 
 /** Builds what it needs (dist/ into a temporary stage) and measures. */
@@ -62,6 +75,7 @@ export async function measureBuildFigures(): Promise<BuildFigures> {
       installAi: lockfileInstall(packed.unpackedSize, ["ai"]),
       installCli: lockfileInstall(packed.unpackedSize, ["ai", "@ai-sdk/openai-compatible"]),
       dashboardScriptBytes: Buffer.byteLength(appJs),
+      exports: Object.fromEntries(Object.entries(entryPages).map(([entry, page]) => [entry, exportedNames(readFileSync(join(repositoryRoot, "docs", "api", page), "utf8")).length])),
     };
   } finally {
     rmSync(workspace, { recursive: true, force: true });
@@ -85,6 +99,7 @@ export function renderFigures(figures: BuildFigures): Record<string, string> {
     "install-ai": install(figures.installAi),
     "install-cli": install(figures.installCli),
     "dashboard-script": kilobytes(figures.dashboardScriptBytes),
+    "exports": `${Object.values(figures.exports).reduce((sum, count) => sum + count, 0)} names (${Object.entries(figures.exports).map(([entry, count]) => `${count} from \`${entry}\``).join(", ")})`,
   };
 }
 

@@ -9,7 +9,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { finished, repositoryRoot } from "../package/packed-project.js";
+import { buildTimeoutMs, finished, repositoryRoot } from "../package/packed-project.js";
 
 const committed = join(repositoryRoot, "docs", "api");
 let generated: string;
@@ -26,9 +26,9 @@ beforeAll(async () => {
   generated = mkdtempSync(join(tmpdir(), "phronomy-api-"));
   const bin = join(repositoryRoot, "node_modules", "typedoc", "bin", "typedoc");
   const child = spawn(process.execPath, [bin, "--out", generated], { cwd: repositoryRoot, stdio: ["ignore", "pipe", "pipe"] });
-  const result = await finished(child, "typedoc");
+  const result = await finished(child, "typedoc", buildTimeoutMs);
   typedoc = { code: result.code, output: result.stdout + result.stderr };
-}, 180_000);
+}, buildTimeoutMs + 10_000);
 
 afterAll(() => {
   if (generated !== undefined) rmSync(generated, { recursive: true, force: true });

@@ -9,15 +9,15 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import {
-  figureDocuments, figureMatches, markedFigures, measureBuildFigures, renderFigures, staleFigures, writeFigures,
+  exportedNames, figureDocuments, figureMatches, markedFigures, measureBuildFigures, renderFigures, staleFigures, writeFigures,
 } from "../../scripts/readme-figures.js";
-import { repositoryRoot } from "../package/packed-project.js";
+import { buildTimeoutMs, repositoryRoot } from "../package/packed-project.js";
 
 let rendered: Record<string, string>;
 
 beforeAll(async () => {
   rendered = renderFigures(await measureBuildFigures());
-}, 240_000);
+}, buildTimeoutMs + 60_000);
 
 describe("README's figures", () => {
   for (const document of figureDocuments) {
@@ -30,7 +30,7 @@ describe("README's figures", () => {
 
   it("marks the wasm, the tarball and the install in README", () => {
     const names = markedFigures(readFileSync(join(repositoryRoot, "README.md"), "utf8")).map((figure) => figure.name);
-    for (const name of ["wasm", "tarball-packed", "install-own", "install-ai"]) expect(names).toContain(name);
+    for (const name of ["wasm", "tarball-packed", "install-own", "install-ai", "exports"]) expect(names).toContain(name);
   });
 
   it("phronomy's own install is phronomy and its three dependencies", () => {
@@ -40,6 +40,10 @@ describe("README's figures", () => {
 });
 
 describe("figure comparison", () => {
+  it("counts the names a page of the API reference documents, once each", () => {
+    expect(exportedNames("### Phronomy\n#### Methods\n### PostgresStore\n### PostgresStore\n### tool()\n")).toEqual(["Phronomy", "PostgresStore", "tool"]);
+  });
+
   it("sizes within the tolerance match, counts and words must be equal", () => {
     expect(figureMatches("8.8 KB", "8.9 KB")).toBe(true);
     expect(figureMatches("8.8 KB", "9.4 KB")).toBe(false);
