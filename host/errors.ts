@@ -5,6 +5,7 @@
 
 import type { StoredError } from "./store/records.js";
 
+/** Every `code` a `PhronomyError` may have; stable across versions. */
 export type PhronomyErrorCode =
   | "AGENT_CLOSED" | "AGENT_BUSY" | "RUNTIME_SHUTDOWN" | "OFFLOAD_FULL" | "EXECUTION_REHYDRATION_REQUIRED"
   | "STALE_RESULT" | "CANCELLED" | "TIMEOUT" | "APPROVAL_MISMATCH" | "STREAM_CALLBACK" | "STORE"
@@ -12,17 +13,29 @@ export type PhronomyErrorCode =
   | "TOOL_FAILED" | "MODEL_FAILED" | "CAPACITY" | "CORE_FAILED" | "INTERNAL"
   | "APPROVAL_REQUIRED" | "QUEUE_FULL" | "EXECUTION_NOT_FOUND" | "EXECUTION_ENDED" | "RETRY_REFUSED";
 
+/** The ids and data an error carries besides its message. */
 export interface ErrorContext {
+  /** The agent (conversation) involved. */
   readonly agentId?: string;
+  /** The execution involved. */
   readonly executionId?: string;
+  /** The error behind this one (a provider's, a tool's, the store's). */
   readonly cause?: unknown;
+  /** Data for programs: what was refused and why (JSON-safe). */
   readonly details?: Record<string, unknown>;
 }
 
+/** The base of every error Phronomy raises or ends an execution with:
+ * `code` says what happened (test it, not the class or the message), the
+ * ids say to what, the message says what to do. */
 export class PhronomyError extends Error {
+  /** What happened, stable across versions. */
   readonly code: PhronomyErrorCode;
+  /** The agent (conversation) involved, when there is one. */
   readonly agentId: string | undefined;
+  /** The execution involved, when there is one. */
   readonly executionId: string | undefined;
+  /** Data for programs: what was refused and why. */
   readonly details: Record<string, unknown> | undefined;
 
   constructor(code: PhronomyErrorCode, message: string, context: ErrorContext = {}) {
@@ -41,12 +54,15 @@ export class PhronomyError extends Error {
   }
 }
 
+/** `AGENT_CLOSED`: the agent (conversation) was closed and accepts no new executions. */
 export class AgentClosedError extends PhronomyError {
   constructor(agentId: string) {
     super("AGENT_CLOSED", `agent "${agentId}" is closed: it accepts no new executions; open a new agent id to continue`, { agentId });
   }
 }
 
+/** `AGENT_BUSY`: the conversation runs (or waits for approval on) another
+ * execution, or is held for recovery (`details.reason`). */
 export class AgentBusyError extends PhronomyError {
   /** Without a message: the plain busy refusal. `AgentBusyError.heldForRecovery`
    * says the admission is held after a store failure. */
@@ -72,6 +88,7 @@ export function agentHasUnfinishedExecutions(agentId: string, executionIds: read
   return new AgentBusyError(agentId, `agent "${agentId}" cannot be purged: it has unfinished executions (${named.join(", ")}); let them end (complete, cancel, or recover) first`, { unfinishedExecutionIds: named });
 }
 
+/** `RUNTIME_SHUTDOWN`: the environment is closing or closed. */
 export class RuntimeShutdownError extends PhronomyError {
   constructor(what: string, context: ErrorContext = {}) {
     super("RUNTIME_SHUTDOWN", `the environment is shutting down and refused ${what}; open a new environment to continue`, context);
@@ -87,12 +104,17 @@ export class QueueFullError extends PhronomyError {
   }
 }
 
+/** `OFFLOAD_FULL`: the SQLite store's queue of operations is at its
+ * `offloadCapacity`; nothing was written. */
 export class OffloadFullError extends PhronomyError {
   constructor(capacity: number, context: ErrorContext = {}) {
     super("OFFLOAD_FULL", `the store queue is full (${capacity} operations waiting); retry later or raise offloadCapacity`, context);
   }
 }
 
+/** `EXECUTION_REHYDRATION_REQUIRED`: the execution is in the store but not
+ * live here (after a store failure, or before its agent's recovery):
+ * `env.recover()`, then try again. */
 export class ExecutionRehydrationRequiredError extends PhronomyError {
   /** What happened, without the advice to recover. */
   readonly reason: string;
@@ -107,7 +129,9 @@ export class ExecutionRehydrationRequiredError extends PhronomyError {
  * the pending request's id and tool calls (the runtime's `ApprovalRequest`,
  * which carries these and more, is one). */
 export interface SuspendedForApproval {
+  /** The pending approval's id. */
   readonly approvalId: string;
+  /** The tool calls waiting for the decision. */
   readonly toolCalls: readonly { readonly callId: string; readonly toolName: string; readonly input: unknown }[];
 }
 
@@ -116,6 +140,7 @@ export interface SuspendedForApproval {
  * lost, it waits for a decision. The start's own `run.result` keeps waiting
  * for the real end instead. */
 export class ApprovalRequiredError extends PhronomyError {
+  /** The pending approval's id, when it is known. */
   readonly approvalId: string | undefined;
   /** The pending request (an `ApprovalRequest`: tool calls, arguments,
    * hash), when it is known. */
@@ -131,12 +156,16 @@ export class ApprovalRequiredError extends PhronomyError {
   }
 }
 
+/** `STALE_RESULT`: a result arrived for an execution whose live state
+ * moved on (a duplicate, or one from before a recovery); it was dropped. */
 export class StaleResultError extends PhronomyError {
   constructor(reason: string, context: ErrorContext = {}) {
     super("STALE_RESULT", `stale result dropped: ${reason}`, context);
   }
 }
 
+/** `CANCELLED`: the execution was cancelled (its start's signal,
+ * `env.cancel`, an interrupting message, Ctrl-C in the CLI). */
 export class CancellationError extends PhronomyError {
   /** `reason`: given to `env.cancel` (docs/decisions/0026). */
   constructor(context: ErrorContext = {}, reason?: string) {
@@ -170,30 +199,40 @@ export class RetryRefusedError extends PhronomyError {
   }
 }
 
+/** `TIMEOUT`: the execution ran past its `timeoutMs` (`details.timeoutMs`). */
 export class TimeoutError extends PhronomyError {
   constructor(timeoutMs: number, context: ErrorContext = {}) {
     super("TIMEOUT", `execution ${context.executionId ?? ""} timed out after ${timeoutMs} ms`.replace("  ", " "), { ...context, details: { timeoutMs } });
   }
 }
 
+/** `APPROVAL_MISMATCH`: a decision that does not match the pending
+ * approval (another approval id, another agent, nothing pending); nothing
+ * was decided. */
 export class ApprovalMismatchError extends PhronomyError {
   constructor(reason: string, context: ErrorContext = {}) {
     super("APPROVAL_MISMATCH", reason, context);
   }
 }
 
+/** `STREAM_CALLBACK`: an event listener threw (with `callbackErrorPolicy:
+ * "fail_task"`, on `done` or `handoff`); the listener's error is `cause`. */
 export class StreamCallbackError extends PhronomyError {
   constructor(eventType: string, cause: unknown, context: ErrorContext = {}) {
     super("STREAM_CALLBACK", `an event listener threw while handling "${eventType}"`, { ...context, cause });
   }
 }
 
+/** `STORE`: the store failed or refused (a file owned by another process,
+ * a lost lease, a missing driver); the driver's error is `cause`. */
 export class StoreError extends PhronomyError {
   constructor(message: string, context: ErrorContext = {}) {
     super("STORE", message, context);
   }
 }
 
+/** `INVALID_INPUT`: an option, a definition or an input that cannot be
+ * used, refused before anything was written; the message names it. */
 export class InvalidInputError extends PhronomyError {
   constructor(message: string, context: ErrorContext = {}) {
     super("INVALID_INPUT", message, context);
@@ -210,7 +249,9 @@ export class ModelFailedError extends PhronomyError {
 
 /** One failed attempt of a retried model call or tool call. */
 export interface FailedAttempt {
+  /** 1 for the first attempt. */
   readonly attempt: number;
+  /** The error's message. */
   readonly message: string;
   /** The provider's HTTP status, when it answered. */
   readonly statusCode?: number;
@@ -222,6 +263,7 @@ export interface FailedAttempt {
  * 5xx, a network failure): `attempts` lists each one; the last provider
  * error is `cause`. Code MODEL_FAILED, like any model failure. */
 export class ModelRetriesExhaustedError extends ModelFailedError {
+  /** Every attempt, in order. */
   readonly attempts: readonly FailedAttempt[];
   constructor(message: string, attempts: readonly FailedAttempt[], context: ErrorContext = {}) {
     super(message, { ...context, details: { ...context.details, attempts } });
@@ -243,7 +285,11 @@ export class ToolFailedError extends PhronomyError {
  * Nothing durable was changed: the store's rows are recovered by the next
  * environment opened on it. The trap is `cause`. */
 export class CoreFailureError extends PhronomyError {
-  constructor(readonly messageKind: string, cause: unknown) {
+  constructor(
+    /** The control message the core was applying. */
+    readonly messageKind: string,
+    cause: unknown,
+  ) {
     const trap = cause instanceof Error ? cause.message : String(cause);
     super("CORE_FAILED", `the control core failed while applying ${messageKind} (${trap}); this environment admits nothing more and fails every live run: close it and open the store again, which recovers its executions`, { cause, details: { messageKind, trap } });
   }

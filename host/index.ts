@@ -1,10 +1,16 @@
-// Phronomy for TypeScript: the public API.
-//
-//   const env = await Phronomy.open({ store: "./agents.db" });
-//   const support = env.agent({ name: "support", model, tools, instructions });
-//   const run = support.conversation(userId).start("Where is order 42?");
-//   const result = await run.result;
-//   await env.close();
+/**
+ * Phronomy for TypeScript: the public API.
+ *
+ * ```ts
+ * const env = await Phronomy.open({ store: "./agents.db" });
+ * const support = env.agent({ name: "support", model, tools, instructions });
+ * const run = support.conversation(userId).start("Where is order 42?");
+ * const result = await run.result;
+ * await env.close();
+ * ```
+ *
+ * @module phronomy
+ */
 
 import { loadPostgresStore, missingPg } from "./store/load-postgres.js";
 import { Environment, type OpenOptions } from "./runtime/environment.js";
@@ -12,6 +18,7 @@ import type { PostgresStoreHandle, PostgresStoreOptions } from "./store/postgres
 import type { ExecutionStore as Store } from "./store/store.js";
 import type { PostgresStoreProbe } from "./store/postgres/exists.js";
 
+/** The entry point: `Phronomy.open(options)` opens an environment. */
 export const Phronomy = {
   /** Opens an environment on a store; see `OpenOptions`. */
   open(options: OpenOptions): Promise<Environment> {
@@ -26,6 +33,8 @@ export const Phronomy = {
  * `pg`'s types, so they stay out of the package's public types);
  * `instanceof` is not available on this handle. */
 export type PostgresStore = Store & PostgresStoreHandle;
+/** Opens a PostgreSQL store, or looks whether a schema holds one; `pg` is
+ * loaded by the first call. */
 export const PostgresStore = {
   /** Opens (creating or migrating its schema) the store at a `postgres://`
    * URL; pass it to `Phronomy.open({ store })`. */
@@ -66,8 +75,24 @@ export type { RetryOptions } from "./runtime/retry.js";
 export {
   Admin, adminScanMax, type AdminExecutionQuery, type AdminCounts, type AdminDecision, type AdminStatus, type HeldExecution, type StoreOwnerInfo,
 } from "./runtime/admin.js";
-export type { LanguageModel } from "./agent/model.js";
-export type { ConversationMessage, ToolResult } from "./agent/messages.js";
+export type { LanguageModel, LanguageModelObject } from "./agent/model.js";
+export type { ConversationMessage, SystemMessage, UserMessage, UserContentPart, AssistantMessage, ToolMessage, ToolCall, ToolResult, ReasoningPart } from "./agent/messages.js";
+// Types the exports above name, exported so that the reference documents
+// them and an application can name them (docs/decisions/0045).
+export type { OnBusyPolicy, ResumeDecision } from "./runtime/options.js";
+export type { FunctionTool, HandoffTool, ToolDefinition, ToolOptions, HandoffOptions, AnyFunctionTool, ApprovalPredicate, ToModelOutput } from "./agent/tools.js";
+export type {
+  AgentRow, ApprovalDecision, ExecutionMetadata, JournalRecord, PhaseName, StepKind, StepRecord, ToolCallRecord, PurgeAgentResult,
+  PrepareExecutionOperation, PrepareExecutionResult, ProviderBarrierOperation, ToolBarrierOperation, TerminalCommitOperation,
+  ApprovalCommitOperation, ReopenExecutionOperation, CommittedRevision,
+} from "./store/records.js";
+export type { PruneCounts } from "./store/prune.js";
+export type { AiSdkSchema, JsonSchema } from "./agent/schema.js";
+export type { PostgresStoreHandle } from "./store/postgres/options.js";
+export type { CoreLimits } from "./core/machine.js";
+export type { OffloadPolicy, OffloadStatistics, WorkerState } from "./store/offload.js";
+export type { SynchronousMode } from "./store/sqlite/schema.js";
+export type { StoreOwner } from "./store/sqlite/ownership.js";
 export type { StoredError, StoreOperation, StoreResult } from "./store/records.js";
 export type { ChatChunk, StreamOptions, ChatMessageMetadata } from "./chat/chat-stream.js";
 export { toUIMessageStreamResponse, toServerSentEvents, uiMessageStreamHeaders, executionIdHeader } from "./chat/response.js";

@@ -1,11 +1,17 @@
-// `phronomy/testing`: what tests and demos of an application need besides
-// the library itself, kept out of the main entry so that production code
-// does not pull it in by accident. Today: the deterministic scripted model
-// (any AI SDK language model slot takes it), and the name of the SQLite
-// library the store uses on the running runtime.
-//
-//   import { scriptedModel } from "phronomy/testing";
-//   const model = scriptedModel([{ toolCalls: [{ toolName: "lookupOrder", input: { orderId: "42" } }] }, { text: "Shipped." }]);
+/**
+ * `phronomy/testing`: what tests and demos of an application need besides
+ * the library itself, kept out of the main entry so that production code
+ * does not pull it in by accident. Today: the deterministic scripted model
+ * (any AI SDK language model slot takes it), and the name of the SQLite
+ * library the store uses on the running runtime.
+ *
+ * ```ts
+ * import { scriptedModel } from "phronomy/testing";
+ * const model = scriptedModel([{ toolCalls: [{ toolName: "lookupOrder", input: { orderId: "42" } }] }, { text: "Shipped." }]);
+ * ```
+ *
+ * @module phronomy/testing
+ */
 
 export {
   scriptedModel, streamDeltasMax, scriptedLatencyMsMax,

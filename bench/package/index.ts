@@ -26,7 +26,7 @@ import { gzipSync } from "node:zlib";
 import {
   finished, installedPackage, installProject, packTarball, repositoryRoot, reported, runtimeNames, startScript, type RuntimeName,
 } from "../../test/package/packed-project.js";
-import { measureInstall } from "./install-size.js";
+import { lockfileInstall, measureInstall } from "./install-size.js";
 
 const runs = Number(process.env.BENCH_RUNS ?? 20);
 const wasmTargetBytes = 64 * 1024;
@@ -80,11 +80,13 @@ try {
   console.log(`  core.release.wasm  ${(wasm.length / 1024).toFixed(1)} KB (${wasm.length} bytes, ${gzipSync(wasm).length} gzipped); target ≤ ${wasmTargetBytes / 1024} KB: ${wasm.length <= wasmTargetBytes ? "met" : "MISSED"}`);
   const own = await measureInstall(join(workspace, "install-own"), packed.path);
   const library = await measureInstall(join(workspace, "install-library"), packed.path, [installedPackage("ai")]);
-  const cli = await measureInstall(join(workspace, "install-cli"), packed.path, [installedPackage("ai"), "@ai-sdk/openai-compatible"]);
+  const cli = await measureInstall(join(workspace, "install-cli"), packed.path, [installedPackage("ai"), installedPackage("@ai-sdk/openai-compatible")]);
   const megabytes = (bytes: number): string => (bytes / 1e6).toFixed(1);
   console.log(`  phronomy's own     ${own.packages} packages, ${megabytes(own.bytes)} MB (npm install phronomy: ${own.names.join(", ")})`);
   console.log(`  with the AI SDK    ${library.packages} packages, ${megabytes(library.bytes)} MB (npm install phronomy ai, what an application runs; ai and its own dependencies are most of it)`);
   console.log(`  CLI, real models   ${cli.packages} packages, ${megabytes(cli.bytes)} MB (+ @ai-sdk/openai-compatible)`);
+  const locked = [lockfileInstall(packed.unpackedSize), lockfileInstall(packed.unpackedSize, ["ai"]), lockfileInstall(packed.unpackedSize, ["ai", "@ai-sdk/openai-compatible"])];
+  console.log(`  by the lockfile    ${locked.map((size) => `${size.packages} packages, ${megabytes(size.bytes)} MB`).join("; ")} (README's figures, npm run readme:figures)`);
   console.log(`  (better-sqlite3, which Node 20 needs and Node 22.13+ does without, comes on top: it builds from source where no prebuilt binary matches)`);
   console.log(`\nCold start, medians of ${runs} fresh processes each (ms)`);
   console.log(`  ${"".padEnd(20)} ${"import".padStart(7)} ${"open new".padStart(9)} ${"open existing".padStart(14)} ${"close".padStart(6)}`);

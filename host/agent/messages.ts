@@ -10,17 +10,24 @@ import type { Json } from "../store/records.js";
 /** One tool call the model asked for. `input` is parsed JSON, not yet
  * validated against the tool's schema. */
 export type ToolCall = {
+  /** The call's id, unique in the conversation. */
   callId: string;
+  /** The tool's name in the agent's tool set. */
   toolName: string;
+  /** The arguments the model gave. */
   input: Json;
 };
 
 /** What a tool call produced. `isError` marks an output that reports a
  * failure to the model (a thrown tool, an invalid input, a refusal). */
 export type ToolResult = {
+  /** The call it answers. */
   callId: string;
+  /** The tool's name. */
   toolName: string;
+  /** The tool's output (JSON), or the error reported to the model. */
   output: Json;
+  /** True when `output` reports a failure. */
   isError: boolean;
   /** What the model is shown instead of `output`: the tool's
    * `toModelOutput` (an AI SDK tool-result output), kept with the result. */
@@ -39,13 +46,17 @@ export type UserContentPart =
  * signature some providers need to see again). */
 export type ReasoningPart = { text: string; providerOptions?: { [key: string]: Json } };
 
+/** Instructions, as the model's system message. */
 export type SystemMessage = { role: "system"; content: string };
 /** `content` is the message's text (what guardrails, memory and the
  * timeline read); `parts`, when present, is what the model is sent. */
 export type UserMessage = { role: "user"; content: string; parts?: UserContentPart[] };
+/** What the model answered in one turn: its text, its tool calls, its reasoning. */
 export type AssistantMessage = { role: "assistant"; text: string; toolCalls: ToolCall[]; reasoning?: ReasoningPart[] };
+/** The results of one tool batch. */
 export type ToolMessage = { role: "tool"; results: ToolResult[] };
 
+/** One message of a conversation as Phronomy stores it (JSON-safe). */
 export type ConversationMessage = SystemMessage | UserMessage | AssistantMessage | ToolMessage;
 
 /** Usage of one model call: the totals every execution sums, and the

@@ -31,10 +31,15 @@ export { conversationToPrompt, finishReasonOf, promptToConversation, toolsToProv
  * model built against another release of `@ai-sdk/provider` still fits:
  * every `LanguageModelV2`, `LanguageModelV3` and `LanguageModelV4` does. */
 export interface LanguageModelObject {
+  /** The AI SDK language model interface it implements. */
   readonly specificationVersion: "v2" | "v3" | "v4";
+  /** The provider's name (`openai.chat`, …), on spans and in errors. */
   readonly provider: string;
+  /** The model's id, on spans and in errors. */
   readonly modelId: string;
+  /** One answer, whole (the AI SDK's `generateText` calls it). */
   doGenerate(options: never): PromiseLike<unknown>;
+  /** One answer, streamed (the AI SDK's `streamText` calls it). */
   doStream(options: never): PromiseLike<unknown>;
 }
 

@@ -104,7 +104,9 @@ const aiSdkSchemaSymbol = Symbol.for("vercel.ai.schema");
 
 /** The AI SDK's `Schema`: a JSON Schema with an optional validator. */
 export interface AiSdkSchema {
+  /** The JSON Schema the model is shown. */
   readonly jsonSchema: unknown;
+  /** Validates a value against the schema (the AI SDK's result shape). */
   readonly validate?: (value: unknown) => unknown;
 }
 

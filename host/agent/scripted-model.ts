@@ -21,15 +21,21 @@ import type { Json, UsageTotals } from "../store/records.js";
 import { isJson, type ConversationMessage } from "./messages.js";
 import { promptToConversation } from "./model.js";
 
+/** A tool call a scripted turn makes. */
 export interface ScriptedToolCall {
+  /** The tool to call, by its name in the agent's tool set. */
   readonly toolName: string;
+  /** Its arguments. */
   readonly input: Json;
   /** Defaults to `call-<turn>-<index>`. */
   readonly callId?: string;
 }
 
+/** One answer of the scripted model. */
 export interface ScriptedTurn {
+  /** The answer's text. */
   readonly text?: string;
+  /** Tool calls to make (the loop runs them and calls the model again). */
   readonly toolCalls?: readonly ScriptedToolCall[];
   /** Overrides the estimated usage, field by field. */
   readonly usage?: Partial<UsageTotals>;
@@ -39,6 +45,7 @@ export interface ScriptedTurn {
   readonly error?: string;
 }
 
+/** What a script function is given to answer a call. */
 export interface ScriptContext {
   /** The conversation the model was sent, system messages included. */
   readonly messages: ConversationMessage[];
@@ -47,13 +54,19 @@ export interface ScriptContext {
   readonly turn: number;
 }
 
+/** A script that answers from the conversation: one instance can serve
+ * many executions at once, in any order. */
 export type ScriptFunction = (context: ScriptContext) => ScriptedTurn | PromiseLike<ScriptedTurn>;
+/** Turns served in order (running out is an error), or a function of the conversation. */
 export type Script = readonly ScriptedTurn[] | ScriptFunction;
 
+/** What `scriptedModel` takes besides its script. */
 export interface ScriptedModelOptions {
   /** Delay before each answer, in milliseconds; aborting cuts it short. */
   readonly latencyMs?: number;
+  /** The model id it reports (default `scripted`). */
   readonly modelId?: string;
+  /** The AI SDK language model interface it implements: `v4` (default) or `v3`. */
   readonly specificationVersion?: "v3" | "v4";
 }
 
@@ -79,7 +92,10 @@ const usageKeys = ["inputTokens", "outputTokens", "totalTokens"];
 const finishReasons: readonly string[] = ["stop", "length", "content-filter", "tool-calls", "error", "interrupted", "other"];
 const optionKeys = ["latencyMs", "modelId", "specificationVersion"];
 
+/** A deterministic AI SDK language model (v4) answering from `script`:
+ * no key, no network; for tests and demos. */
 export function scriptedModel(script: Script, options?: ScriptedModelOptions & { specificationVersion?: "v4" }): ScriptedModel<LanguageModelV4>;
+/** The same, implementing the AI SDK's language model v3. */
 export function scriptedModel(script: Script, options: ScriptedModelOptions & { specificationVersion: "v3" }): ScriptedModel<LanguageModelV3>;
 export function scriptedModel(script: Script, options: ScriptedModelOptions = {}): ScriptedModel<LanguageModelV3 | LanguageModelV4> {
   checkOptions(options);

@@ -30,87 +30,135 @@ import {
  * with side effects can deduplicate them. `signal` and `callId` are the
  * older names of `abortSignal` and `toolCallId`. */
 export interface ToolExecutionContext {
+  /** The model's id for this call. */
   readonly toolCallId: string;
+  /** The conversation so far, as AI SDK model messages. */
   readonly messages: ModelMessage[];
+  /** Fires when the execution is cancelled or times out: stop the work. */
   readonly abortSignal: AbortSignal;
   /** The tool's context (AI SDK 7): the agent's `toolsContext[toolName]`. */
   readonly context: unknown;
   /** The agent's `experimental_context` (AI SDK 5 and 6). */
   readonly experimental_context: unknown;
+  /** `executionId:callId`: the same on every attempt and after recovery;
+   * key the tool's side effect on it. */
   readonly idempotencyKey: string;
+  /** The execution making the call. */
   readonly executionId: string;
   /** 1 for the first attempt; more when the tool opted in to retries. */
   readonly attempt: number;
+  /** `abortSignal`, by its older name. */
   readonly signal: AbortSignal;
+  /** `toolCallId`, by its older name. */
   readonly callId: string;
 }
 
 /** What `needsApproval` receives besides the input (as in the AI SDK). */
 export interface ApprovalContext {
+  /** The model's id for this call. */
   readonly toolCallId: string;
+  /** The conversation so far, as AI SDK model messages. */
   readonly messages: ModelMessage[];
+  /** The tool's context (AI SDK 7): the agent's `toolsContext[toolName]`. */
   readonly context: unknown;
+  /** The agent's `experimental_context` (AI SDK 5 and 6). */
   readonly experimental_context: unknown;
 }
 
+/** A tool's `needsApproval` as a function of the call's input: true makes
+ * the call wait for a human decision. */
 export type ApprovalPredicate<Input> = (input: Input, options: ApprovalContext) => boolean | PromiseLike<boolean>;
 
 /** The AI SDK's `toModelOutput`: what the model is shown of a result. */
 export type ToModelOutput = (options: { toolCallId: string; input: unknown; output: unknown }) => unknown;
 
+/** A function tool as `tool()` returns it. */
 export interface FunctionTool<Input = unknown, Output = unknown> {
+  /** Tells a function tool from a handoff. */
   readonly kind: "function";
+  /** What the model is told the tool does. */
   readonly description: string | undefined;
+  /** Validates the model's input (a Standard Schema, or an AI SDK schema). */
   readonly inputSchema: StandardSchemaV1<unknown, Input> | AiSdkSchema;
   /** Runs the tool on a validated input. The output must be JSON-safe (it
    * is persisted and sent to the model); `undefined` is recorded as null.
    * An async iterable's last value is the output (the AI SDK's
    * preliminary results). */
   execute(input: Input, context: ToolExecutionContext): Output | PromiseLike<Output> | AsyncIterable<Output>;
+  /** Whether a call waits for a human decision (or a function of its input deciding it). */
   readonly needsApproval: boolean | ApprovalPredicate<Input>;
   /** An explicit JSON Schema for the model; wins over a converted one. */
   readonly jsonSchema: JsonSchema | undefined;
+  /** What the model is shown of a result (the AI SDK's `toModelOutput`). */
   readonly toModelOutput?: ToModelOutput;
+  /** The AI SDK's `outputSchema`, kept as given. */
   readonly outputSchema?: unknown;
+  /** Strict schema adherence, for providers that support it. */
   readonly strict?: boolean;
+  /** A display title (AI SDK). */
   readonly title?: string;
+  /** Provider-specific options of the tool (AI SDK). */
   readonly providerOptions?: Json;
+  /** Example inputs shown to the model (AI SDK). */
   readonly inputExamples?: Json;
   /** Attempts after the first when `execute` throws (default 0: a tool
    * runs once unless it says it is safe to run again). */
   readonly maxRetries?: number;
 }
 
+/** A handoff as `handoff()` returns it. */
 export interface HandoffTool {
+  /** Tells a handoff from a function tool. */
   readonly kind: "handoff";
   /** The id of the agent that takes the conversation over. */
   readonly to: string;
+  /** What the model is told the handoff is for. */
   readonly description: string | undefined;
 }
 
 // `any` here is deliberate: a set holds tools of different input types, and
 // `execute`/`needsApproval` take their input contravariantly.
+/** A function tool of any input and output types. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyFunctionTool = FunctionTool<any, any>;
+/** An AI SDK tool (`tool()`, `dynamicTool()` of `ai`, an MCP client's),
+ * with Phronomy's `maxRetries` for tools safe to run again. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AiSdkTool = Tool<any, any> & { readonly maxRetries?: number };
 /** A Phronomy tool or handoff, or an AI SDK tool as `ai` builds it. */
 export type ToolDefinition = AnyFunctionTool | HandoffTool | AiSdkTool;
+/** An agent's tools, by the name the model calls them. */
 export type ToolSet = { readonly [name: string]: ToolDefinition };
 
+/** What `tool()` takes. */
 export interface ToolOptions<Schema extends StandardSchemaV1, Output> {
+  /** What the model is told the tool does. */
   readonly description?: string;
+  /** Any Standard Schema (zod, valibot, arktype, …): validates the model's
+   * input, and is converted to the JSON Schema the model is shown. */
   readonly inputSchema: Schema;
+  /** Runs the tool on the validated input; the output must be JSON-safe. */
   execute(input: StandardSchemaV1.InferOutput<Schema>, context: ToolExecutionContext): Output | PromiseLike<Output>;
+  /** true (or a function of the input returning true) makes a call wait
+   * for a human decision before it runs. Default false. */
   readonly needsApproval?: boolean | ApprovalPredicate<StandardSchemaV1.InferOutput<Schema>>;
+  /** The JSON Schema the model is shown, instead of the one converted from `inputSchema`. */
   readonly jsonSchema?: JsonSchema;
+  /** What the model is shown of a result (the AI SDK's `toModelOutput`). */
   readonly toModelOutput?: ToModelOutput;
+  /** Strict schema adherence, for providers that support it. */
   readonly strict?: boolean;
+  /** Attempts after the first when `execute` throws (default 0, at most 10):
+   * only for a tool whose side effect is safe to repeat, or keyed on the
+   * idempotency key. */
   readonly maxRetries?: number;
 }
 
+/** What `handoff()` takes. */
 export interface HandoffOptions {
+  /** The id of the agent that takes the conversation over. */
   readonly to: string;
+  /** What the model is told the handoff is for. */
   readonly description?: string;
 }
 

@@ -41,6 +41,7 @@ import { textPartId, TimelineTranslator, type TranslatedStep } from "./timeline-
  * last one seen as `resumeAt` to continue after it. */
 export type ChatChunk = UIMessageChunk & { readonly position: string };
 
+/** What `env.stream` takes. */
 export interface StreamOptions {
   /** Continue after this position (a chunk's `position`, or an SSE
    * `Last-Event-ID`); without it the whole response is replayed. */
@@ -49,6 +50,7 @@ export interface StreamOptions {
 
 /** What the stream's `start` and `finish` chunks carry as message metadata. */
 export interface ChatMessageMetadata {
+  /** The execution streamed. */
   readonly executionId: string;
   /** On `finish`: where the stream ended, to continue after it later (for
    * instance once a pending approval is decided). */

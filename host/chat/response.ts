@@ -13,6 +13,7 @@
 
 import type { ChatChunk } from "./chat-stream.js";
 
+/** The headers of a UI message stream response (the AI SDK's `UI_MESSAGE_STREAM_HEADERS`). */
 export const uiMessageStreamHeaders: Readonly<Record<string, string>> = {
   "content-type": "text/event-stream",
   "cache-control": "no-cache",

@@ -32,6 +32,7 @@ export type CliErrorCode =
   | "AGENT_MODULE"
   | "MODEL_NOT_CONFIGURED"
   | "DEMO_FAILED"
+  | "MISSING_PACKAGE"
   | "INTERRUPTED";
 
 export class CliError extends Error {

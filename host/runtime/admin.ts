@@ -38,10 +38,12 @@ export const adminScanMax = 1_000;
 /** Statuses and outcomes an admin listing filters by. */
 export type AdminStatus = ExecutionStatusName | OutcomeName | "recovery_required";
 
+/** Which executions `env.admin.executions()` lists. */
 export interface AdminExecutionQuery {
   /** A durable status (`active`, `suspended`, …), an outcome (`completed`,
    * `failed`, …), or `recovery_required`. */
   readonly status?: AdminStatus;
+  /** Only this agent's (conversation's). */
   readonly agentId?: string;
   /** Executions whose id starts with this. */
   readonly idPrefix?: string;
@@ -53,9 +55,11 @@ export interface AdminExecutionQuery {
   readonly limit?: number;
 }
 
+/** What `env.admin.counts()` answers. */
 export interface AdminCounts {
   /** Executions per durable status and per outcome among the rows scanned. */
   readonly byStatus: Readonly<Record<string, number>>;
+  /** Rows looked at (at most `adminScanMax`). */
   readonly scanned: number;
   /** True when the store may hold more rows than were scanned. */
   readonly truncated: boolean;
@@ -65,13 +69,19 @@ export interface AdminCounts {
  * left it (`recovery_required`), its phase is one only recovery resolves, or
  * the store has no live owner to run it. */
 export interface HeldExecution {
+  /** The execution's row. */
   readonly row: ExecutionRow;
+  /** Why nothing runs it. */
   readonly reason: string;
 }
 
+/** A person's decision on a pending approval (`env.admin.decide`). */
 export interface AdminDecision {
+  /** The pending approval's id. */
   readonly approvalId: string;
+  /** Run the tool batch (true) or decline it (false). */
   readonly approved: boolean;
+  /** Told to the model when declined; recorded either way. */
   readonly reason?: string;
   /** The `argumentsHash` of the request the person saw. */
   readonly argumentsHash?: string;
@@ -80,8 +90,11 @@ export interface AdminDecision {
 /** Who owns a SQLite store (its `-owner.json`); undefined when nobody does
  * or the store is PostgreSQL. */
 export interface StoreOwnerInfo {
+  /** The owning process's id. */
   readonly pid: number;
+  /** The machine it runs on. */
   readonly hostname: string;
+  /** When it took the store (ISO 8601). */
   readonly startedAt: string;
 }
 
@@ -89,7 +102,12 @@ const statusNames = new Set<string>(["preparing", "active", "suspended", "termin
 const outcomeNames = new Set<string>(["completed", "failed", "suspended", "handed_off", "coordination_wait"]);
 const recoveryPhases = new Set<string>(["preparing", "recovery_provider_completed", "recovery_tools", "recovery_tools_completed", "recovery_resolved_failed"]);
 
+/** The surface the CLI and the dashboard share (`env.admin`,
+ * docs/decisions/0038): listings, counts, timelines, held executions, the
+ * store's owner, and the actions a person takes — decide, cancel, retry,
+ * recover. */
 export class Admin {
+  /** @internal Made by the environment: `env.admin`. */
   constructor(private readonly environment: Environment) {}
 
   /** Executions (and queued messages) newest first, filtered. */
@@ -120,10 +138,12 @@ export class Admin {
     return { byStatus, scanned: rows.length, truncated: rows.length >= adminScanMax };
   }
 
+  /** One execution (or queued message) by id. */
   execution(executionId: string): Promise<ExecutionRow | undefined> {
     return this.environment.execution(executionId);
   }
 
+  /** The execution's durable timeline, each step with the attempt it belongs to. */
   timeline(executionId: string): Promise<(StoredStep & { readonly attempt: number })[]> {
     return this.environment.timeline(executionId);
   }
@@ -211,10 +231,12 @@ export class Admin {
     return waiter;
   }
 
+  /** `env.cancel`. */
   cancel(executionId: string, options: CancelOptions = {}): Promise<CancelResult> {
     return this.environment.cancel(executionId, options);
   }
 
+  /** `env.retry`. */
   retry(executionId: string, options: RetryOptions = {}): Run {
     return this.environment.retry(executionId, options);
   }

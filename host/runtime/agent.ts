@@ -39,6 +39,7 @@ export class Agent {
   /** @internal Made by `env.agent` and `conversation(id)`, never by hand. */
   constructor(
     private readonly scope: AgentScope,
+    /** The agent (conversation) id. */
     readonly id: string,
   ) {}
 

@@ -40,6 +40,7 @@ import { Waiter } from "./run.js";
 import { rejectUnknownKeys } from "./options.js";
 import { asPhronomyError } from "./session.js";
 
+/** What `env.cancel` takes. */
 export interface CancelOptions {
   /** Why: kept in the execution's error (`details.reason`) and message. */
   readonly reason?: string;
@@ -47,11 +48,15 @@ export interface CancelOptions {
 
 /** How a cancelled (or already ending) execution ended. */
 export interface CancelResult {
+  /** The execution. */
   readonly executionId: string;
+  /** Its agent (conversation) id. */
   readonly agentId: string;
   /** `cancelled`, or the outcome it reached before the cancel took. */
   readonly outcome: "cancelled" | Exclude<OutcomeName, "suspended">;
+  /** The error it ended with (`CANCELLED` with the reason, or its own). */
   readonly error: StoredError | null;
+  /** Its output, when it completed before the cancel took. */
   readonly output: Json;
 }
 

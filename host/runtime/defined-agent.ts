@@ -14,10 +14,13 @@ import type { DefinitionKind } from "./conversations.js";
 import type { Environment } from "./environment.js";
 import type { RecoveredExecution } from "./recovery.js";
 
+/** A definition with many conversations, as `env.agent({ name, … })`
+ * returns it: `conversation(id)` is one of them. */
 export class DefinedAgent {
   /** What each conversation's handle shares (agent.ts). */
   private readonly scope: AgentScope;
 
+  /** @internal Made by `env.agent({ name })`, never by hand. */
   constructor(
     private readonly environment: Environment,
     /** @internal */

@@ -53,6 +53,7 @@ import { applyFiledRetry, checkRetryOptions, retryById, withAttempts, type Retry
 import { ChatStreams, type ChatChunk, type StreamOptions } from "../chat/chat-stream.js";
 import { applyFiledCancel, cancelById, checkCancel, type CancelHost, type CancelOptions, type CancelResult } from "./cancel-by-id.js";
 
+/** What `Phronomy.open` takes: the store and how the environment runs on it. */
 export interface OpenOptions {
   /** A SQLite file path (`./agents.db` or `file:./agents.db`), a
    * PostgreSQL URL (`postgres://user@host:5432/db?schema=phronomy`), or a
@@ -61,13 +62,20 @@ export interface OpenOptions {
   /** `FULL` (default): every barrier reaches the disk before its external
    * operation starts. `NORMAL`: survives a process crash, not power loss. */
   readonly synchronous?: SqliteStoreOptions["synchronous"];
+  /** A SQLite store's bound on store operations queued for its writer;
+   * past it a start fails with `OffloadFullError` (`SqliteStoreOptions`). */
   readonly offloadCapacity?: number;
+  /** Where a SQLite store's commits run: `adaptive` (default), `worker` or
+   * `inline` (docs/decisions/0006). */
   readonly offloadPolicy?: SqliteStoreOptions["offloadPolicy"];
+  /** Sizes of the core: `agentsMax` conversations working or suspended at
+   * once, `executionsMax` live executions. */
   readonly limits?: Partial<CoreLimits>;
   /** What a throwing event listener does: `report` (default) logs it;
    * `fail_task` also fails the Run with StreamCallbackError when it threw
    * on `done` or `handoff` (docs/decisions/0018). */
   readonly callbackErrorPolicy?: CallbackErrorPolicy;
+  /** Where the runtime's warnings go (default `console.warn`). */
   readonly logger?: Logger;
   /** Recover each agent's unfinished executions when the agent is defined
    * (default true). With false, call `env.recover()` when you want it. */
@@ -94,9 +102,13 @@ const LIMIT_KEYS = ["agentsMax", "executionsMax"] as const;
 
 /** What a pending approval looks like to whoever decides it. */
 export interface PendingApproval {
+  /** The suspended execution. */
   readonly executionId: string;
+  /** Its agent (conversation) id. */
   readonly agentId: string;
+  /** The tool calls waiting for the decision, and the approval id to decide them by. */
   readonly request: ApprovalRequest;
+  /** When the execution suspended (ms since the epoch). */
   readonly since: number;
 }
 
@@ -195,6 +207,8 @@ function checkSqliteOnlyOptions(options: OpenOptions): void {
   throw new InvalidInputError(`Phronomy.open(options): ${given.map((key) => `"${key}"`).join(", ")} ${given.length === 1 ? "applies" : "apply"} only to a SQLite file store; here it is ${store}`);
 }
 
+/** A running Phronomy on one store: the agents defined on it, their
+ * executions, recovery, retention, and `close()`. Made by `Phronomy.open`. */
 export class Environment {
   /** @internal Conversations: core entries on first use, let go when idle
    * (`conversations.ts`, docs/decisions/0024). */
@@ -245,6 +259,8 @@ export class Environment {
     });
   }
 
+  /** What `Phronomy.open` does: checks the options, opens (creating and
+   * migrating) the store, starts the core and the control loop. */
   static async open(options: OpenOptions): Promise<Environment> {
     if (typeof options !== "object" || options === null) throw new InvalidInputError("Phronomy.open(options): options must be an object");
     rejectUnknownKeys(options, OPEN_OPTION_KEYS, "Phronomy.open(options)");
@@ -312,6 +328,7 @@ export class Environment {
    * environment's one scan are recovered for the definition they belong
    * to. Defining the same id, or name, twice is refused. */
   agent(definition: AgentDefinition): Agent;
+  /** Defines a named agent with many conversations: `conversation(id)`. */
   agent(definition: ConversationDefinition): DefinedAgent;
   agent(given: AgentDefinition | ConversationDefinition): Agent | DefinedAgent {
     this.assertOpen("env.agent()");
@@ -829,10 +846,16 @@ export class Environment {
     return store.leaseHolder?.(agentId) ?? Promise.resolve(undefined);
   }
 
+  /** Whether `close()` was called. */
   get closed(): boolean {
     return this.closing !== undefined;
   }
 
+  /** Drains and closes: refuses new starts, lets in-flight model calls and
+   * tools settle and their commits land, fails the waits on suspended
+   * executions with `RuntimeShutdownError` (the executions stay in the
+   * store, for the next environment), then closes the store. The same
+   * promise for every call. */
   close(): Promise<void> {
     this.closing ??= this.drainAndClose();
     return this.closing;

@@ -8,6 +8,9 @@
 import type { Json, UsageTotals } from "../store/records.js";
 import type { PhronomyError } from "../errors.js";
 
+/** One event of an execution, told by its `type`: progress (model and tool
+ * calls, retries, streamed text), then one terminal event (`done`, `error`,
+ * `timeout`, `cancelled`, `approval_required`, `handoff`). */
 export type ExecutionEvent =
   | { readonly type: "model_call_started"; readonly executionId: string; readonly callId: string; readonly turn: number }
   | { readonly type: "model_call_finished"; readonly executionId: string; readonly callId: string; readonly usage: UsageTotals; readonly toolCalls: number }
@@ -23,8 +26,10 @@ export type ExecutionEvent =
   | { readonly type: "approval_required"; readonly executionId: string; readonly request: ApprovalRequest }
   | { readonly type: "handoff"; readonly executionId: string; readonly handoff: HandoffRequest };
 
+/** The `type` of an `ExecutionEvent`. */
 export type ExecutionEventType = ExecutionEvent["type"];
 
+/** The event types that end a Run's stream. */
 export const TERMINAL_EVENT_TYPES: ReadonlySet<ExecutionEventType> = new Set([
   "done", "error", "timeout", "cancelled", "approval_required", "handoff",
 ]);
@@ -36,26 +41,39 @@ export const OUTCOME_EVENT_TYPES: ReadonlySet<ExecutionEventType> = new Set(["do
 
 /** A pending approval: the tool calls that wait for a human decision. */
 export interface ApprovalRequest {
+  /** What `agent.resume` names to decide this request (a later request of
+   * the same execution has another). */
   readonly approvalId: string;
+  /** The suspended execution. */
   readonly executionId: string;
+  /** Its agent (conversation) id. */
   readonly agentId: string;
+  /** The tool calls of the batch, with the arguments the model gave. */
   readonly toolCalls: readonly { readonly callId: string; readonly toolName: string; readonly input: Json }[];
   /** sha256 of the whole tool batch (call ids, tools, arguments): the
    * approval is bound to it, so a changed argument cannot be approved. */
   readonly argumentsHash: string;
+  /** When the approval was asked for (ms since the epoch). */
   readonly requestedAt: number;
 }
 
 /** What a handed-off execution carries to its target agent. */
 export interface HandoffRequest {
+  /** The agent that handed off. */
   readonly fromAgentId: string;
+  /** Its execution, which ended `handed_off`. */
   readonly fromExecutionId: string;
+  /** The agent to start with it (`agent.startFromHandoff`). */
   readonly targetAgentId: string;
+  /** The handoff tool call that decided it. */
   readonly callId: string;
+  /** What the handoff tool was called with. */
   readonly input: Json;
+  /** Why, in the model's words (the tool call's `reason`). */
   readonly reason: string;
 }
 
+/** A start's or resume's `onEvent`: called with each event, in order. */
 export type EventListener = (event: ExecutionEvent) => void;
 
 /** Events a stream keeps for a reader that has not started reading: a run

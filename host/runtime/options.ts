@@ -13,7 +13,8 @@ import type { ApprovalRequest, EventListener } from "./events.js";
 import { checkAgentRetention, type AgentRetentionOptions } from "./retention.js";
 import { QUEUE_LIMIT_MAX } from "../store/queue.js";
 
-
+/** What a guardrail decides: let the text through, replace it, or stop the
+ * execution (`INPUT_BLOCKED` / `OUTPUT_BLOCKED`, with the reason). */
 export type GuardrailVerdict =
   | { readonly action: "allow" }
   | { readonly action: "redact"; readonly text: string }
@@ -25,6 +26,7 @@ export type Guardrail = (text: string) => GuardrailVerdict;
 
 /** One agent: one conversation with this id (as `env.agent` always did). */
 export interface AgentDefinition extends AgentSettings {
+  /** The agent id: its one conversation's, stored with every execution. */
   readonly id: string;
 }
 
@@ -32,6 +34,7 @@ export interface AgentDefinition extends AgentSettings {
  * (docs/decisions/0024-conversations.md). The name is stored with each
  * execution, so recovery finds the definition of an unfinished one. */
 export interface ConversationDefinition extends AgentSettings {
+  /** The definition's name, unique in the environment. */
   readonly name: string;
 }
 
@@ -41,6 +44,8 @@ export interface ConversationDefinition extends AgentSettings {
  * `stopSequences`, `seed`, `headers`, `providerOptions`) go to the provider
  * on every model call, as `generateText` takes them. */
 export interface AgentSettings extends ModelCallSettings {
+  /** An AI SDK language model (v2, v3, v4), or a model id string the AI SDK
+   * resolves (the global provider, else the AI Gateway). */
   readonly model: LanguageModel;
   /** Structured output: an AI SDK `Output` (`Output.object({ schema })`);
    * the run's result is the parsed, validated object. */
@@ -57,14 +62,24 @@ export interface AgentSettings extends ModelCallSettings {
   /** Each tool's `context` (AI SDK 7), by tool name: handed to its
    * `execute` and `needsApproval`. Not stored, as `experimental_context`. */
   readonly toolsContext?: { readonly [toolName: string]: unknown };
+  /** The system prompt of every model call. */
   readonly instructions?: string;
+  /** The tools the model may call, by name (`tool()`, `handoff()`, AI SDK tools). */
   readonly tools?: ToolSet;
+  /** Checks (and may redact or block) the input before it is stored and sent. */
   readonly inputGuardrail?: Guardrail;
+  /** Checks (and may redact or block) the final output before it is returned. */
   readonly outputGuardrail?: Guardrail;
   /** Journal records of earlier executions shown to the model (default 20). */
   readonly memoryWindow?: number;
+  /** Model turns an execution may take while the model still asks for
+   * tools (default 16); past it the execution fails `MAX_TURNS_EXCEEDED`. */
   readonly maxTurns?: number;
+  /** Total tokens an execution may use; past it the execution fails
+   * `BUDGET_EXCEEDED`. No budget by default. */
   readonly tokenBudget?: number;
+  /** Default running time of each execution, in ms (time suspended for
+   * approval does not count); past it the execution ends `TIMEOUT`. */
   readonly timeoutMs?: number;
   /** How long this agent's finished executions stay in the store (default:
    * the environment's retention; docs/decisions/0027). */
@@ -83,27 +98,43 @@ export interface AgentSettings extends ModelCallSettings {
  * "interrupt": the running execution is cancelled (a suspended one too)
  * and the message runs next. */
 export type OnBusyPolicy = "reject" | "enqueue" | "interrupt";
+/** The values of `onBusy`. */
 export const ON_BUSY_POLICIES: readonly OnBusyPolicy[] = ["reject", "enqueue", "interrupt"];
 
+/** Which tool calls wait for approval: "tools" (each tool's
+ * `needsApproval`), "always" (every call) or "never". */
 export type ApprovalPolicy = "tools" | "always" | "never";
+/** Called, off the control loop, when the execution suspends for approval:
+ * the place to notify whoever decides. */
 export type ApprovalListener = (request: ApprovalRequest) => void | Promise<void>;
 
+/** The options of one `agent.start`; those the agent also has override its own. */
 export interface StartOptions {
+  /** Cancels the execution: what is in flight is aborted and it ends
+   * `CANCELLED` (a queued message is dropped). */
   readonly signal?: AbortSignal;
+  /** This execution's running time, in ms (the agent's `timeoutMs` otherwise). */
   readonly timeoutMs?: number;
+  /** Called with each event of the execution, in order (as `run.events` yields them). */
   readonly onEvent?: EventListener;
   /** "tools" (default): each tool's needsApproval decides; "always": every
    * tool call waits for approval; "never": none does. */
   readonly approvalPolicy?: ApprovalPolicy;
+  /** Told when this execution suspends for approval. */
   readonly approvalListener?: ApprovalListener;
+  /** This execution's token budget (the agent's otherwise). */
   readonly tokenBudget?: number;
+  /** This execution's turn limit (the agent's otherwise). */
   readonly maxTurns?: number;
+  /** This execution's input guardrail (the agent's otherwise). */
   readonly inputGuardrail?: Guardrail;
+  /** This execution's output guardrail (the agent's otherwise). */
   readonly outputGuardrail?: Guardrail;
   /** Free-form data stored with the execution (JSON). */
   readonly metadata?: { readonly [key: string]: Json };
-  /** Stream model output: `text_delta` events as the text arrives (the
-   * model's `doStream`). Off by default: one `doGenerate` per turn. */
+  /** Stream model output: each model call is the AI SDK's `streamText`,
+   * and `text_delta` events carry the text as it arrives. Off by default:
+   * one `generateText` per turn. */
   readonly stream?: boolean;
   /** This start's busy policy (the agent's `onBusy` otherwise). */
   readonly onBusy?: OnBusyPolicy;
@@ -113,10 +144,13 @@ export type { LanguageModel };
 
 /** A decision on a pending approval (`agent.resume`). */
 export interface ResumeDecision {
+  /** The pending approval's id (`ApprovalRequest.approvalId`); another is refused `APPROVAL_MISMATCH`. */
   readonly approvalId: string;
+  /** true runs the tool batch; false declines it and tells the model. */
   readonly approved: boolean;
   /** Told to the model when declined; recorded either way. */
   readonly reason?: string;
+  /** Called with each event of the resumed execution. */
   readonly onEvent?: EventListener;
   /** Cancels the resumed execution (as `start`'s signal does). */
   readonly signal?: AbortSignal;
@@ -135,10 +169,15 @@ export function validateResumeDecision(executionId: unknown, decision: ResumeDec
   if (decision.signal !== undefined && !(decision.signal instanceof AbortSignal)) throw new InvalidInputError(`${what}: "signal" must be an AbortSignal`);
 }
 
+/** What a throwing event listener does: "report" logs it; "fail_task"
+ * also fails the Run when it threw on `done` or `handoff`. */
 export type CallbackErrorPolicy = "report" | "fail_task";
 
+/** Where the runtime writes what it has to say (`OpenOptions.logger`). */
 export interface Logger {
+  /** Detail worth having when looking into something; optional. */
   debug?(message: string): void;
+  /** Something went wrong that the runtime handled or will try again (a throwing listener, an approval inbox that could not be read). */
   warn(message: string): void;
 }
 

@@ -27,9 +27,14 @@ import type { Coordinator } from "./coordinator.js";
 import type { AgentEntry, RecoverySettlement, StartRequest } from "./requests.js";
 import { Waiter } from "./run.js";
 
+/** What recovery did with one unfinished execution (`env.recover()`,
+ * `env.recovery(agentId)`, `support.recovery()`). */
 export interface RecoveredExecution {
+  /** The execution. */
   readonly executionId: string;
+  /** Its agent (conversation) id. */
   readonly agentId: string;
+  /** The phase it was found in. */
   readonly phase: PhaseName;
   /** `continued`: running again; `suspended`: waiting for its approval
    * decision (resume works); `needs_attention`: left untouched, see
@@ -37,7 +42,10 @@ export interface RecoveredExecution {
    * environment yet (recovery runs when it is); `queued`: a message still in
    * its conversation's queue (docs/decisions/0025), run in its turn. */
   readonly status: "continued" | "suspended" | "needs_attention" | "waiting_for_agent" | "queued";
+  /** How it continues: `recall_model`, `framework_tools` (the recorded
+   * batch again, same idempotency keys), `approval_rejection`. */
   readonly continuation?: string;
+  /** Why it needs attention, or which definition to define. */
   readonly reason?: string;
 }
 

@@ -30,6 +30,7 @@ interface Logger {
   warn(message: string): void;
 }
 
+/** How long finished executions stay (`Phronomy.open({ retention })`). */
 export interface RetentionOptions {
   /** How long a finished (terminal) execution stays in the store after it
    * finished, in milliseconds (at least `RETENTION_FINISHED_MS_MIN`), or
@@ -46,6 +47,7 @@ export interface RetentionOptions {
 
 /** An agent's own retention (`env.agent({ retention })`). */
 export interface AgentRetentionOptions {
+  /** How long this agent's finished executions stay, in ms, or `"forever"`. */
   readonly finishedMs: number | "forever";
 }
 
@@ -53,7 +55,9 @@ export interface AgentRetentionOptions {
  * `olderThanMs` ago (default: each agent's retention), of `agentId` only
  * (default: every agent). */
 export interface PruneOptions {
+  /** Finished more than this many ms ago (each agent's retention otherwise). */
   readonly olderThanMs?: number;
+  /** Only this agent's (conversation's) executions. */
   readonly agentId?: string;
 }
 

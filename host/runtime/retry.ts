@@ -66,6 +66,7 @@ interface RetryPlan {
   readonly toolBatch?: readonly ToolCallRecord[];
 }
 
+/** What `env.retry` takes. */
 export interface RetryOptions {
   /** The new attempt's events, as a start's `onEvent`. */
   readonly onEvent?: EventListener;

@@ -10,16 +10,25 @@ import type { PhronomyError } from "../errors.js";
 import type { Json, UsageTotals } from "../store/records.js";
 import { EventStream, type EventListener, type ExecutionEvent, type HandoffRequest } from "./events.js";
 
+/** How an execution ended well; every other end rejects `run.result`
+ * with a typed `PhronomyError`. */
 export interface RunResult {
+  /** The execution. */
   readonly executionId: string;
+  /** Its agent (conversation) id. */
   readonly agentId: string;
+  /** `completed`, or `handed_off` to another agent (`handoff` says where). */
   readonly outcome: "completed" | "handed_off";
+  /** The model's final text, or the parsed object of structured output. */
   readonly output: Json;
+  /** Tokens used by every model call of the execution. */
   readonly usage: UsageTotals;
   /** Set when the execution handed off: start the target agent with it. */
   readonly handoff?: HandoffRequest;
 }
 
+/** The handle `agent.start` and `agent.resume` return: the execution id,
+ * its events and its result. Never throws: every failure rejects `result`. */
 export interface Run {
   /** Known once the execution is admitted and prepared. */
   readonly executionId: Promise<string>;

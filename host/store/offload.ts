@@ -50,6 +50,10 @@ import type { StoreWorker } from "./sqlite/start-worker.js";
 import type { Settlement } from "./sqlite/transaction.js";
 import type { TransferredSettlement, WorkerReply, WorkerRequest } from "./sqlite/worker-protocol.js";
 
+/** Where a SQLite store's commits run (docs/decisions/0006): `inline` on
+ * the calling thread, `worker` on the store's worker thread, `adaptive`
+ * (the default) a lone operation inline when the worker is idle and
+ * anything more on the worker. */
 export type OffloadPolicy = "adaptive" | "worker" | "inline";
 
 /** Operations waiting or in flight before `submit` refuses. Each holds its
@@ -85,13 +89,21 @@ export const eagerGroupOperations = 16;
  * for recovery, so after a few the store stops writing and says so. */
 export const workerRestartsMax = 3;
 
+/** Counters of a SQLite store's offload, for tests and benchmarks. */
 export interface OffloadStatistics {
+  /** Operations submitted. */
   readonly submitted: number;
+  /** Group commits run on the calling thread. */
   readonly inlineGroups: number;
+  /** Operations they held. */
   readonly inlineOperations: number;
+  /** Group commits run on the worker thread. */
   readonly workerGroups: number;
+  /** Operations they held. */
   readonly workerOperations: number;
+  /** The most operations one group commit held. */
   readonly largestGroup: number;
+  /** The worker thread's state. */
   readonly workerState: WorkerState;
   /** Why the worker is unavailable, when it is. */
   readonly workerFailure?: string;

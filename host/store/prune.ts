@@ -59,9 +59,13 @@ export interface PruneExecutionsOperation {
 
 /** What one prune (or a sum of them) removed, by kind of row. */
 export interface PruneCounts {
+  /** Executions deleted. */
   readonly executions: number;
+  /** Their timeline steps. */
   readonly steps: number;
+  /** Journal records past the kept window. */
   readonly journal: number;
+  /** Approval inbox rows. */
   readonly approvals: number;
 }
 

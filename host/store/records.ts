@@ -14,23 +14,34 @@ export type Json = null | boolean | number | string | Json[] | { [key: string]: 
  * (`onBusy: "enqueue"`, `host/store/queue.ts`); it is no execution yet. */
 export type ExecutionStatusName = "preparing" | "active" | "suspended" | "terminal" | "queued";
 
+/** Where an execution is in its run, as stored (the core's FSM phases,
+ * docs/fsm.md). */
 export type PhaseName =
   | "preparing" | "calling_llm" | "dispatching_tools" | "recording_tool_results" | "suspended"
   | "resuming" | "terminal" | "recovery_provider_completed" | "recovery_tools"
   | "recovery_tools_completed" | "recovery_resolved_failed" | "queued";
 
+/** How an execution ended (`completed`, `failed`, `handed_off`,
+ * `coordination_wait`) or paused (`suspended`). */
 export type OutcomeName = "completed" | "failed" | "suspended" | "handed_off" | "coordination_wait";
 
 /** A typed error as stored: its stable code, message and optional details. */
 export interface StoredError {
+  /** The `PhronomyError` code (or the CLI's). */
   readonly code: string;
+  /** What happened and what to do. */
   readonly message: string;
+  /** The error's details, as JSON. */
   readonly details?: Json;
 }
 
+/** Tokens used, summed over model calls. */
 export interface UsageTotals {
+  /** Prompt tokens. */
   readonly inputTokens: number;
+  /** Completion tokens. */
   readonly outputTokens: number;
+  /** As the provider reports it (usually input + output). */
   readonly totalTokens: number;
 }
 
@@ -47,11 +58,15 @@ export interface ToolCallRecord {
  * model response, tool results, barriers, approvals, recovery notes. Steps
  * are append-only; results ride on the next barrier's transaction. */
 export interface StepRecord {
+  /** What the step records. */
   readonly kind: StepKind;
+  /** When (ms since the epoch). */
   readonly at: number;
+  /** The step's data (the model's text and tool calls, the results, the decision…). */
   readonly payload: Json;
 }
 
+/** The kinds of steps in an execution's timeline. */
 export type StepKind =
   | "input" | "provider_barrier" | "model_response" | "tool_barrier" | "tool_results"
   | "approval_requested" | "approval_decided" | "recovered" | "terminal" | "note" | "queued" | "retried"
@@ -65,6 +80,7 @@ export interface JournalRecord {
   readonly at: number;
 }
 
+/** An agent's (conversation's) root row: open or closed. */
 export interface AgentRow {
   readonly agentId: string;
   readonly lifecycle: "open" | "closed";
@@ -73,25 +89,41 @@ export interface AgentRow {
   readonly updatedAt: number;
 }
 
+/** An execution as stored: where it is, and how it ended. */
 export interface ExecutionRow {
+  /** The execution's id. */
   readonly executionId: string;
+  /** Its agent (conversation) id. */
   readonly agentId: string;
+  /** Bumped by every durable write (compare-and-set). */
   readonly revision: number;
+  /** The durable status. */
   readonly status: ExecutionStatusName;
+  /** Where the run is (FSM phase). */
   readonly phase: PhaseName;
+  /** How it runs: `invoke` (the one mode today). */
   readonly mode: string;
+  /** The input as persisted (after an input guardrail's redaction). */
   readonly input: Json;
   /** Recovery facts: pending model call, tool batch, flags, config. */
   readonly metadata: ExecutionMetadata;
+  /** How it ended or paused; null while it runs. */
   readonly outcome: OutcomeName | null;
+  /** The final output (null until completed). */
   readonly output: Json;
+  /** The typed error it failed with, or null. */
   readonly error: StoredError | null;
+  /** Tokens used so far. */
   readonly usage: UsageTotals;
+  /** The approval request while suspended (and the decision once made), or null. */
   readonly approvalRequest: Json;
+  /** When it was created (ms since the epoch). */
   readonly createdAt: number;
+  /** When it was last written (ms since the epoch). */
   readonly updatedAt: number;
 }
 
+/** What recovery needs to continue an execution, kept with its row. */
 export interface ExecutionMetadata {
   readonly pendingModelCall?: { readonly callId: string; readonly startedAt: number };
   readonly toolBatch?: readonly ToolCallRecord[];
@@ -113,6 +145,7 @@ export interface ExecutionMetadata {
   readonly attempt?: number;
 }
 
+/** A decision applied to an approval request. */
 export interface ApprovalDecision {
   readonly approvalId: string;
   readonly approved: boolean;
@@ -121,6 +154,8 @@ export interface ApprovalDecision {
 
 // -- operations -------------------------------------------------------------
 
+/** Writes a new execution (its root created if needed), its input and
+ * journal, and usually its first provider barrier, in one transaction. */
 export interface PrepareExecutionOperation {
   readonly type: "prepareExecution";
   readonly executionId: string;
@@ -143,11 +178,15 @@ export interface PrepareExecutionOperation {
   readonly at: number;
 }
 
+/** What a preparation wrote: an active execution, one failed at once
+ * (blocked input), or nothing (the agent closed). */
 export type PrepareExecutionResult =
   | { readonly outcome: "active"; readonly revision: number; readonly firstBarrierRevision?: number }
   | { readonly outcome: "terminal"; readonly revision: number; readonly error: StoredError }
   | { readonly outcome: "not_established"; readonly error: StoredError };
 
+/** The barrier before a model call: compare-and-set, then the pending
+ * call recorded with the steps since the last barrier. */
 export interface ProviderBarrierOperation {
   readonly type: "providerBarrier";
   readonly executionId: string;
@@ -163,6 +202,9 @@ export interface ProviderBarrierOperation {
   readonly runningSince?: number;
 }
 
+/** The barrier before a tool batch: compare-and-set, then the batch
+ * (calls, inputs, idempotency keys) recorded with the steps since the last
+ * barrier. */
 export interface ToolBarrierOperation {
   readonly type: "toolBarrier";
   readonly executionId: string;
@@ -177,6 +219,8 @@ export interface ToolBarrierOperation {
   readonly runningSince?: number;
 }
 
+/** Ends (or suspends) an execution: compare-and-set, then its outcome,
+ * output or error, usage, the last steps and the conversation's memory. */
 export interface TerminalCommitOperation {
   readonly type: "terminalCommit";
   readonly executionId: string;
@@ -237,6 +281,7 @@ export interface ReopenExecutionOperation {
   readonly at: number;
 }
 
+/** The writes to an execution (SPEC §4.1), each one transaction. */
 export type StoreOperation =
   | ReopenExecutionOperation
   | PrepareExecutionOperation
@@ -251,6 +296,7 @@ export interface CommittedRevision {
   readonly revision: number;
 }
 
+/** What each store operation answers. */
 export type StoreResult<O extends StoreOperation> =
   O extends PrepareExecutionOperation ? PrepareExecutionResult : CommittedRevision;
 
@@ -283,8 +329,10 @@ export interface PurgeAgentOperation {
   readonly agentId: string;
 }
 
+/** The writes to an agent's root. */
 export type AgentLifecycleOperation = EnsureAgentOperation | CloseAgentOperation | PurgeAgentOperation;
 
+/** What purging an agent deleted. */
 export interface PurgeAgentResult {
   /** Whether there was anything of this agent to delete. */
   readonly purged: boolean;
@@ -294,6 +342,7 @@ export interface PurgeAgentResult {
 /** Everything the offload accepts (pruning: `prune.ts`; queues: `queue.ts`). */
 export type OffloadOperation = StoreOperation | AgentLifecycleOperation | PruneExecutionsOperation | QueueOperation;
 
+/** What each operation the offload accepts answers. */
 export type OffloadResult<O extends OffloadOperation> =
   O extends StoreOperation ? StoreResult<O>
   : O extends PurgeAgentOperation ? PurgeAgentResult
@@ -309,12 +358,14 @@ export interface StoredStep extends StepRecord {
   readonly seq: number;
 }
 
+/** Which executions `env.executions()` (and the store's list) returns. */
 export interface ExecutionListFilter {
   /** The durable status (`executionStatusNames` in check-operation.ts). */
   readonly status?: ExecutionStatusName;
   /** How the execution ended or paused (`outcomeNames`): `completed`,
    * `failed`, `suspended`, `handed_off`, `coordination_wait`. */
   readonly outcome?: OutcomeName;
+  /** Only this agent's (conversation's). */
   readonly agentId?: string;
   /** At most this many rows, newest first (default and maximum in the store). */
   readonly limit?: number;

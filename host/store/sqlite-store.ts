@@ -41,6 +41,7 @@ import type { ExecutionStore } from "./store.js";
 import type { CancelQueuedOperation, CancelQueuedResult, EnqueueMessageOperation, EnqueueMessageResult } from "./queue.js";
 import type { SqliteVisitorStore } from "./sqlite-visitor.js";
 
+/** What `SqliteStore.open` (and `Phronomy.open` on a file) takes. */
 export interface SqliteStoreOptions {
   /** `FULL` (default): a commit survives power loss. `NORMAL`: a commit
    * survives a process crash but the last ones may be lost on power loss;
@@ -68,7 +69,10 @@ export const inboxPollMs = 75;
  * next start even before it tries to write; the timer is unref'd. */
 export const fileCheckMs = 100;
 
+/** The embedded store: one SQLite file, owned by one process at a time,
+ * its commits run by the offload (docs/decisions/0006, 0007). */
 export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
+  /** The durability of its commits: `FULL` or `NORMAL`. */
   readonly synchronous: SynchronousMode;
   private readonly offload: Offload;
   private readonly ownership: StoreOwnership;
@@ -140,10 +144,12 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
     return this.ownership.owner;
   }
 
+  /** Where its commits run: `adaptive`, `worker` or `inline`. */
   get offloadPolicy(): OffloadPolicy {
     return this.offload.policy;
   }
 
+  /** Counters of the offload: operations, groups, where they ran. */
   get offloadStatistics(): OffloadStatistics {
     return this.offload.statistics;
   }
@@ -173,23 +179,24 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
     return this.submit({ type: "purgeAgent", agentId });
   }
 
+  /** @internal Executions one prune batch deletes at most. */
   readonly pruneBatchExecutions = sqlitePruneBatchExecutions;
 
-  /** Deletes a bounded batch of finished executions (`prune.ts`). */
+  /** @internal Deletes a bounded batch of finished executions (`prune.ts`). */
   pruneExecutions(operation: PruneExecutionsOperation): Promise<PruneCounts> {
     checkPruneOperation(operation);
     return this.offload.submit(operation);
   }
 
-  /** Writes commit in submission order (one offload queue, one writer). */
+  /** @internal Writes commit in submission order (one offload queue, one writer). */
   readonly queueWritesInOrder = true;
 
-  /** Queues a message behind its busy conversation (`queue.ts`). */
+  /** @internal Queues a message behind its busy conversation (`queue.ts`). */
   enqueueMessage(operation: Omit<EnqueueMessageOperation, "type">): Promise<EnqueueMessageResult> {
     return this.submit({ type: "enqueueMessage", ...operation });
   }
 
-  /** Cancels a queued message: its execution is written terminal. */
+  /** @internal Cancels a queued message: its execution is written terminal. */
   cancelQueued(operation: Omit<CancelQueuedOperation, "type">): Promise<CancelQueuedResult> {
     return this.submit({ type: "cancelQueued", ...operation });
   }
@@ -211,13 +218,14 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
 
   // -- the approval inbox, owner's side (docs/decisions/0015) ----------------------
 
-  /** Called with each agent that has a decision to claim; setting it starts
+  /** @internal Called with each agent that has a decision to claim; setting it starts
    * the poll (and looks once at once: decisions filed while no one owned
    * the store). */
   get onApprovalFiled(): ((agentId: string) => void) | undefined {
     return this.approvalFiled;
   }
 
+  /** @internal */
   set onApprovalFiled(listener: ((agentId: string) => void) | undefined) {
     this.approvalFiled = listener;
     if (listener === undefined || this.inboxPoll !== undefined || this.closing !== undefined) return;
@@ -226,22 +234,27 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
     this.pollInbox();
   }
 
+  /** @internal Files a decision in the approval inbox (docs/decisions/0015). */
   fileDecision(filing: Omit<DecisionFiling, "filedBy">): Promise<FiledDecision> {
     return this.read(() => inbox.fileDecision(this.connection, { ...filing, filedBy: this.ownerToken }));
   }
 
+  /** @internal Claims the agent's filed decisions, to apply them here. */
   claimDecisions(agentId: string, retriesOnly = false): Promise<ClaimedDecision[]> {
     return this.read(() => inbox.claimDecisions(this.connection, checkId(agentId, "agentId"), this.ownerToken, retriesOnly));
   }
 
+  /** @internal Records how a claimed decision was applied (or refused). */
   settleDecision(claim: ClaimedDecision, settlement: DecisionSettlement): Promise<boolean> {
     return this.read(() => inbox.settleDecision(this.connection, claim, this.ownerToken, settlement, Date.now()));
   }
 
+  /** @internal Where filed decisions are: waiting, claimed, applied or refused. */
   readDecisions(decisionIds: readonly string[]): Promise<DecisionProgress[]> {
     return this.read(() => inbox.readDecisions(this.connection, decisionIds));
   }
 
+  /** @internal The decision on an approval, once one was applied. */
   approvalDecided(executionId: string, approvalId: string): Promise<{ readonly approved: boolean } | undefined> {
     return this.read(() => inbox.approvalDecided(this.connection, checkId(executionId, "executionId"), approvalId));
   }

@@ -30,10 +30,13 @@ import { checkPath } from "./sqlite-store.js";
 import { SqliteReadableStore } from "./sqlite/readable-store.js";
 import type { ExecutionStore } from "./store.js";
 
+/** A SQLite store opened beside its live owner (`SqliteStore.openVisitor`,
+ * docs/decisions/0015): reads, and decisions and cancels filed in the
+ * approval inbox for the owner to apply; every other write is refused. */
 export class SqliteVisitorStore extends SqliteReadableStore implements ExecutionStore {
   /** Marks a visitor for `Phronomy.open` (no starts, no recovery). */
   readonly visitor = true;
-  /** The owner's hook; a visitor never applies decisions, so never called. */
+  /** @internal The owner's hook; a visitor never applies decisions, so never called. */
   onApprovalFiled: ((agentId: string) => void) | undefined;
   private inboxConnection: SqliteConnection | undefined;
   private closed = false;
@@ -75,10 +78,12 @@ export class SqliteVisitorStore extends SqliteReadableStore implements Execution
     return this.refuse(`purging agent "${agentId}"`);
   }
 
+  /** @internal Refused: only the owner applies decisions. */
   claimDecisions(): Promise<never> {
     return this.refuse("claiming decisions from the approval inbox");
   }
 
+  /** @internal Refused: only the owner applies decisions. */
   settleDecision(): Promise<never> {
     return this.refuse("settling a decision of the approval inbox");
   }
@@ -94,7 +99,7 @@ export class SqliteVisitorStore extends SqliteReadableStore implements Execution
 
   // -- the approval inbox (the filer's half) --------------------------------------------
 
-  /** Files a decision for the owner to apply, or refuses it at once
+  /** @internal Files a decision for the owner to apply, or refuses it at once
    * (nothing written) as the owner would (`sqlite/inbox.ts`). */
   fileDecision(filing: Omit<DecisionFiling, "filedBy">): Promise<FiledDecision> {
     return this.read(() => {
@@ -103,10 +108,12 @@ export class SqliteVisitorStore extends SqliteReadableStore implements Execution
     });
   }
 
+  /** @internal Where filed decisions are: waiting, claimed, applied or refused. */
   readDecisions(decisionIds: readonly string[]): Promise<DecisionProgress[]> {
     return this.read(() => inbox.readDecisions(this.connection, decisionIds));
   }
 
+  /** @internal The decision on an approval, once the owner applied one. */
   approvalDecided(executionId: string, approvalId: string): Promise<{ readonly approved: boolean } | undefined> {
     return this.read(() => inbox.approvalDecided(this.connection, checkId(executionId, "executionId"), approvalId));
   }

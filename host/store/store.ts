@@ -19,6 +19,10 @@ import type {
   AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, PurgeAgentResult, StoreOperation, StoreResult, StoredStep,
 } from "./records.js";
 
+/** A durable execution store: what the runtime reads and writes, whatever
+ * the database (the SQLite store, the PostgreSQL store, a wrapper of either
+ * given to `Phronomy.open({ store })`). Each write is one transaction and a
+ * compare-and-set on the execution's revision. */
 export interface ExecutionStore {
   /** Where the store lives (a file path, a database URL), for messages. */
   readonly path: string;
@@ -39,7 +43,9 @@ export interface ExecutionStore {
    * `InvalidInputError` while any of its executions is not terminal. */
   purgeAgent(agentId: string): Promise<PurgeAgentResult>;
 
+  /** The agent's root, if it has one. */
   getAgent(agentId: string): Promise<AgentRow | undefined>;
+  /** The execution's row, if the store has it. */
   getExecution(executionId: string): Promise<ExecutionRow | undefined>;
   /** Newest first; `limit` defaults to 100 and is at most 1,000. */
   listExecutions(filter?: ExecutionListFilter): Promise<ExecutionRow[]>;

@@ -27,6 +27,7 @@ import { Links } from "./links.js";
 import { listLive, type ListQuery } from "./list-page.js";
 import { runAction, type ActionOutcome } from "./actions.js";
 
+/** What `createDashboard` takes. */
 export interface DashboardOptions {
   /** Where the dashboard is mounted, e.g. `/admin/phronomy` (default: the root). */
   readonly basePath?: string;
@@ -41,8 +42,11 @@ export interface DashboardOptions {
   readonly pollMs?: number;
 }
 
+/** A dashboard: its request handler, and what its URL needs. */
 export interface Dashboard {
+  /** The access token every request must carry. */
   readonly token: string;
+  /** Where it is mounted (normalized: no trailing slash). */
   readonly basePath: string;
   /** The handler: a Response for every Request (404 outside the base path). */
   readonly handle: (request: Request) => Promise<Response>;
@@ -52,6 +56,7 @@ export interface Dashboard {
 
 /** A POST body larger than this is refused (a decision's reason is short). */
 export const actionBodyMax = 64 * 1024;
+/** The shortest access token accepted. */
 export const tokenLengthMin = 16;
 const pollMsMin = 250;
 
@@ -63,6 +68,8 @@ const securityHeaders: Readonly<Record<string, string>> = {
   "cache-control": "no-store",
 };
 
+/** The dashboard on an environment, as a `(Request) => Promise<Response>`
+ * handler to mount in the application's own server. */
 export function createDashboard(environment: Environment, options: DashboardOptions = {}): Dashboard {
   const basePath = normalizeBasePath(options.basePath ?? "");
   const token = options.token ?? randomBytes(32).toString("base64url");

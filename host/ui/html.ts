@@ -14,6 +14,8 @@ export class Html {
 
 const replacements: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;", "`": "&#96;" };
 
+/** `value` with `&`, `<`, `>`, `"`, `'` and the backtick replaced by their
+ * entities: safe as text and in a quoted attribute value. */
 export function escapeHtml(value: string): string {
   return value.replace(/[&<>"'`]/g, (character) => replacements[character]!);
 }

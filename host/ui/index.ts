@@ -1,12 +1,18 @@
-// `phronomy/ui`: the dashboard (docs/decisions/0038). `createDashboard(env)`
-// gives a standard `(Request) => Promise<Response>` handler to mount in the
-// application's own server, at a base path; `serveDashboard` runs it on
-// node:http (what `phronomy ui` does).
-//
-//   import { createDashboard, serveDashboard } from "phronomy/ui";
-//   const dashboard = createDashboard(env, { basePath: "/admin/agents" });
-//   Bun.serve({ fetch: dashboard.handle });            // or Deno.serve(dashboard.handle), Hono: app.all("/admin/agents/*", (c) => dashboard.handle(c.req.raw))
-//   console.log(dashboard.urlFor("http://127.0.0.1:3000"));
+/**
+ * `phronomy/ui`: the dashboard (docs/decisions/0038). `createDashboard(env)`
+ * gives a standard `(Request) => Promise<Response>` handler to mount in the
+ * application's own server, at a base path; `serveDashboard` runs it on
+ * node:http (what `phronomy ui` does).
+ *
+ * ```ts
+ * import { createDashboard, serveDashboard } from "phronomy/ui";
+ * const dashboard = createDashboard(env, { basePath: "/admin/agents" });
+ * Bun.serve({ fetch: dashboard.handle });            // or Deno.serve(dashboard.handle), Hono: app.all("/admin/agents/*", (c) => dashboard.handle(c.req.raw))
+ * console.log(dashboard.urlFor("http://127.0.0.1:3000"));
+ * ```
+ *
+ * @module phronomy/ui
+ */
 
 import type { Environment } from "../index.js";
 import { createDashboard, type Dashboard, type DashboardOptions } from "./handler.js";

@@ -5,6 +5,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
+/** Where `serveDashboard` listens. */
 export interface ServeOptions {
   /** Default 127.0.0.1: only this machine reaches the page. */
   readonly host?: string;
@@ -12,10 +13,13 @@ export interface ServeOptions {
   readonly port?: number;
 }
 
+/** A dashboard served on node:http. */
 export interface ServedDashboard {
+  /** The node:http server. */
   readonly server: Server;
   /** `http://host:port`. */
   readonly origin: string;
+  /** Stops listening and closes its connections. */
   close(): Promise<void>;
 }
 

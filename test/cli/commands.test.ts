@@ -4,11 +4,12 @@
 // module — one line, a stable code, a non-zero exit, a stack trace only
 // with --debug.
 
+import { existsSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { Phronomy } from "../../host/index.js";
-import { cli, describeResult, errorLines, exampleModule, fixture, jsonOf, startCli, temporaryDirectory, temporaryStore } from "./helpers.js";
+import { cli, describeResult, errorLines, exampleModule, fixture, jsonOf, repositoryRoot, startCli, temporaryDirectory, temporaryStore } from "./helpers.js";
 
 describe.concurrent("phronomy ls and show", () => {
   it("ls lists executions as a table and as JSON, filtered by status, outcome and agent; show prints the timeline", async () => {
@@ -125,6 +126,9 @@ describe.concurrent("errors: one line, a code, a non-zero exit", () => {
     expect(help.code).toBe(0);
     expect(help.stdout).toContain("Usage: phronomy [options] [command]");
     expect(help.stdout).toContain("Exit codes:");
+    const docs = /^Docs: (.+)$/m.exec(help.stdout)?.[1];
+    expect(docs, "--help names docs/cli.md").toBe(join(repositoryRoot, "docs/cli.md"));
+    expect(existsSync(docs!)).toBe(true);
   });
 
   it("a missing, foreign, unsupported or owned store, an unknown execution, a broken module", async () => {

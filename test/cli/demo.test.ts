@@ -7,8 +7,10 @@
 
 import { describe, expect, it } from "vitest";
 import { DEMO_INPUT, demoAgentDefinition, demoLedgerPath, readRefunds } from "../../host/cli/demo-agent.js";
+import { existsSync } from "node:fs";
 import { Phronomy, type ApprovalRequest } from "../../host/index.js";
-import { cli, describeResult, jsonOf, temporaryStore } from "./helpers.js";
+import { missingPeersError, npxDemoCommand } from "../../host/cli/peers.js";
+import { cli, describeResult, errorLines, fixture, jsonOf, temporaryStore } from "./helpers.js";
 
 const ANSWER = /^I'm sorry your blue kettle arrived broken\. I've refunded €39\.90 to your card \(refund R-[0-9A-F]{8}\); it shows up within 3 days\.$/;
 
@@ -86,5 +88,29 @@ describe.concurrent("phronomy demo", () => {
     expect(approved.code, describeResult(approved)).toBe(0);
     expect(jsonOf(approved)).toMatchObject({ executionId: request!.executionId, agentId: "demo-support", outcome: "completed", output: expect.stringMatching(ANSWER) });
     expect(readRefunds(demoLedgerPath(store))).toEqual([expect.objectContaining({ idempotencyKey: `${request!.executionId}:${request!.toolCalls[0]!.callId}` })]);
+  });
+
+  it("without ai installed (npx phronomy demo in an empty directory) it fails before opening anything, naming the command that works", async () => {
+    const store = await temporaryStore();
+    const hidden = { NODE_OPTIONS: `--import=${fixture("without-ai.mjs")}` };
+    const result = await cli(["demo", "--store", store], { env: hidden });
+    expect(result.code, describeResult(result)).toBe(1);
+    expect(errorLines(result)).toEqual([
+      "phronomy: [MISSING_PACKAGE] the demo needs ai beside phronomy (the demo's scripted model is called through the AI SDK, like every model), an optional peer dependency that npx does not install. Run: npx -p phronomy -p ai@7 phronomy demo (in a project: npm install phronomy ai@7, then npx phronomy demo)",
+    ]);
+    expect(existsSync(store), "nothing is created").toBe(false);
+    const json = await cli(["demo", "--store", store, "--json"], { env: hidden });
+    expect(jsonOf(json).error).toMatchObject({ code: "MISSING_PACKAGE", details: { missingPackages: ["ai"], command: "npx -p phronomy -p ai@7 phronomy demo" } });
+  });
+});
+
+describe("the demo's missing peers", () => {
+  it("on a Node without node:sqlite, the command names better-sqlite3 too", () => {
+    const missing = [{ name: "ai", spec: "ai@7" }, { name: "better-sqlite3", spec: "better-sqlite3@12" }];
+    expect(npxDemoCommand(missing)).toBe("npx -p phronomy -p ai@7 -p better-sqlite3@12 phronomy demo");
+    const error = missingPeersError(missing);
+    expect(error.code).toBe("MISSING_PACKAGE");
+    expect(error.message).toContain("the demo needs ai and better-sqlite3 beside phronomy");
+    expect(error.message).toContain("optional peer dependencies that npx does not install. Run: npx -p phronomy -p ai@7 -p better-sqlite3@12 phronomy demo (in a project: npm install phronomy ai@7 better-sqlite3@12, then npx phronomy demo)");
   });
 });

@@ -48,6 +48,9 @@ export const runtimeNames = Object.keys(runtimes) as RuntimeName[];
 
 /** A child process running longer than this is a hang. */
 export const processTimeoutMs = 60_000;
+/** Building dist/ (tsc over host/) takes 20–40 s here, and minutes on a
+ * loaded machine: longer than this is a hang. */
+export const buildTimeoutMs = 300_000;
 
 export interface PackedTarball {
   /** The tarball's absolute path. */
@@ -77,7 +80,7 @@ export async function packTarball(destination: string): Promise<PackedTarball> {
   mkdirSync(stage, { recursive: true });
   mkdirSync(join(stage, "docs"), { recursive: true });
   for (const file of packagedFiles) copyFileSync(join(repositoryRoot, file), join(stage, file));
-  await succeed(process.execPath, [...childNodeFlags, join(repositoryRoot, "scripts", "build-dist.mjs"), join(stage, "dist")], repositoryRoot);
+  await succeed(process.execPath, [...childNodeFlags, join(repositoryRoot, "scripts", "build-dist.mjs"), join(stage, "dist")], repositoryRoot, buildTimeoutMs);
   const output = await succeed("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", destination], stage);
   const [tarball] = JSON.parse(output.stdout) as (Omit<PackedTarball, "path" | "stage"> & { filename: string })[];
   if (tarball === undefined) throw new Error(`npm pack printed no tarball: ${output.stdout}`);
@@ -107,7 +110,7 @@ export function startScript(runtime: RuntimeName, project: string, script: strin
   return spawn(command, [...runtimeArguments, script, ...scriptArguments], { cwd: project, env: { ...process.env, NO_COLOR: "1" }, stdio: ["pipe", "pipe", "pipe"] });
 }
 
-export function finished(child: ChildProcess, label: string): Promise<Finished> {
+export function finished(child: ChildProcess, label: string, timeoutMs = processTimeoutMs): Promise<Finished> {
   let stdout = "";
   let stderr = "";
   child.stdout?.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
@@ -115,8 +118,8 @@ export function finished(child: ChildProcess, label: string): Promise<Finished> 
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
-      reject(new Error(`${label} did not finish in ${processTimeoutMs} ms\n${stdout}\n${stderr}`));
-    }, processTimeoutMs);
+      reject(new Error(`${label} did not finish in ${timeoutMs} ms\n${stdout}\n${stderr}`));
+    }, timeoutMs);
     child.on("error", reject);
     child.on("close", (code) => {
       clearTimeout(timer);
@@ -125,9 +128,9 @@ export function finished(child: ChildProcess, label: string): Promise<Finished> 
   });
 }
 
-export async function succeed(command: string, commandArguments: readonly string[], cwd: string): Promise<Finished> {
+export async function succeed(command: string, commandArguments: readonly string[], cwd: string, timeoutMs = processTimeoutMs): Promise<Finished> {
   const child = spawn(command, commandArguments, { cwd, env: process.env, stdio: ["ignore", "pipe", "pipe"] });
-  const result = await finished(child, `${command} ${commandArguments.join(" ")}`);
+  const result = await finished(child, `${command} ${commandArguments.join(" ")}`, timeoutMs);
   if (result.code !== 0) throw new Error(`${command} ${commandArguments.join(" ")} exited ${result.code}\n${result.stdout}\n${result.stderr}`);
   return result;
 }

@@ -28,6 +28,7 @@ import { compactJson, printJson } from "../format.js";
 import { settle, watchRun, type Outcome } from "../outcome.js";
 import { Progress } from "../progress.js";
 import { waitUntilSettled } from "../recovered.js";
+import { requireDemoPeers } from "../peers.js";
 import { openStore, resolveStore, type SqliteLocation } from "../store.js";
 import { describeTimeline, renderTimeline } from "../timeline.js";
 import { serveDashboard } from "../../ui/index.js";
@@ -54,6 +55,8 @@ export async function demoCommand(context: CliContext, options: DemoOptions): Pr
   if (location.kind === "postgres") {
     throw new CliError("STORE_NOT_SUPPORTED", `the demo runs on the embedded SQLite store (its refund ledger is a file beside it), not on ${location.path}: give --store a file path, or none`);
   }
+  // Before anything is opened: `npx phronomy demo` installs no optional peer.
+  await requireDemoPeers();
   if (options.crashChild) return crashChild(context, location);
   const say = (text = "") => context.say(text);
   say(`${pc.bold("Phronomy demo")}: a support agent run durably on the store at ${location.path}`);

@@ -6,9 +6,11 @@
 import { StoreError } from "../../errors.js";
 import { parseLocation } from "./connection.js";
 
+/** What `PostgresStore.exists` found. */
 export interface PostgresStoreProbe {
   /** The schema the URL names (`?schema=`, default as the store's). */
   readonly schema: string;
+  /** Whether that schema holds a Phronomy store. */
   readonly found: boolean;
 }
 

@@ -2,6 +2,7 @@
 // nothing: the package's public types name them, and must compile for an
 // application without \`pg\` or its types installed (issue 17).
 
+/** What `PostgresStore.open` (and `Phronomy.open({ postgres })`) takes. */
 export interface PostgresStoreOptions {
   /** The PostgreSQL schema of the store's tables (default `phronomy`, or
    * `?schema=` in the URL). */

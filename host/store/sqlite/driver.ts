@@ -72,6 +72,7 @@ export interface OpenConnectionOptions {
   readonly readonly?: boolean;
 }
 
+/** The SQLite libraries the embedded store runs on. */
 export type SqliteDriverName = "better-sqlite3" | "node:sqlite" | "bun:sqlite";
 
 /** The SQLite library of the runtime this code runs on: Bun's and Deno's

@@ -28,7 +28,9 @@ import { messageOf } from "./schema.js";
 
 /** Who owns a store, as written in `<store>-owner.json`. */
 export interface StoreOwner {
+  /** The owning process's id. */
   readonly pid: number;
+  /** The machine it runs on. */
   readonly hostname: string;
   /** When the owner took the lock (ISO 8601). */
   readonly startedAt: string;

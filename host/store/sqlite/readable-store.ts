@@ -13,8 +13,13 @@ import * as queue from "./queue.js";
 import type { QueuedMessage } from "../queue.js";
 import { storeErrorOf } from "./transaction.js";
 
+/** The reads of a SQLite store, shared by its owner and its visitors. */
 export abstract class SqliteReadableStore {
-  protected constructor(readonly path: string, protected readonly connection: SqliteConnection) {}
+  protected constructor(
+    /** The store file's absolute path. */
+    readonly path: string,
+    protected readonly connection: SqliteConnection,
+  ) {}
 
   /** Why reads are refused now (the object is closed), or undefined. */
   protected abstract closedMessage(): string | undefined;
@@ -27,14 +32,17 @@ export abstract class SqliteReadableStore {
     return undefined;
   }
 
+  /** The agent's root, if it has one. */
   getAgent(agentId: string): Promise<AgentRow | undefined> {
     return this.read(() => reads.getAgent(this.connection, checkId(agentId, "agentId")));
   }
 
+  /** The execution's row, if the store has it. */
   getExecution(executionId: string): Promise<ExecutionRow | undefined> {
     return this.read(() => reads.getExecution(this.connection, checkId(executionId, "executionId")));
   }
 
+  /** Executions, newest first, filtered. */
   listExecutions(filter: ExecutionListFilter = {}): Promise<ExecutionRow[]> {
     return this.read(() => {
       checkListFilter(filter, "listExecutions");
@@ -43,10 +51,12 @@ export abstract class SqliteReadableStore {
     });
   }
 
+  /** The execution's timeline, in order. */
   listSteps(executionId: string): Promise<StoredStep[]> {
     return this.read(() => reads.listSteps(this.connection, checkId(executionId, "executionId")));
   }
 
+  /** The agent's last `limit` journal records, oldest first. */
   readJournal(agentId: string, limit: number): Promise<JournalRecord[]> {
     return this.read(() => {
       checkLimit(limit, reads.journalReadMax, "readJournal limit");
@@ -54,24 +64,27 @@ export abstract class SqliteReadableStore {
     });
   }
 
+  /** Every execution not terminal (suspended included), oldest first. */
   unfinishedExecutions(): Promise<ExecutionRow[]> {
     return this.read(() => reads.unfinishedExecutions(this.connection));
   }
 
-  /** One agent's messages waiting behind its busy conversation, in order (`../queue.ts`). */
+  /** @internal One agent's messages waiting behind its busy conversation, in order (`../queue.ts`). */
   queuedMessages(agentId: string): Promise<QueuedMessage[]> {
     return this.read(() => queue.queuedMessages(this.connection, checkId(agentId, "agentId")));
   }
 
-  /** The head of every agent's queue (`../queue.ts`). */
+  /** @internal The head of every agent's queue (`../queue.ts`). */
   queueHeads(): Promise<QueuedMessage[]> {
     return this.read(() => queue.queueHeads(this.connection));
   }
 
+  /** @internal A queued message by its execution id. */
   queuedMessage(executionId: string): Promise<QueuedMessage | undefined> {
     return this.read(() => queue.queuedMessage(this.connection, checkId(executionId, "executionId")));
   }
 
+  /** @internal Queued messages, of one agent or all, at most `limit`. */
   listQueuedMessages(filter: { readonly agentId?: string; readonly limit: number }): Promise<QueuedMessage[]> {
     return this.read(() => {
       checkLimit(filter.limit, reads.executionListMax, "listQueuedMessages limit");

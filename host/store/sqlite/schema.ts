@@ -24,6 +24,8 @@ import { createConversationQueues } from "./queue.js";
 /** "PHRN" in ASCII: stamped in every Phronomy store's header. */
 export const applicationId = 0x5048524e;
 
+/** SQLite's `synchronous` setting for the store: `FULL` (every commit
+ * survives power loss) or `NORMAL` (it survives a process crash). */
 export type SynchronousMode = "FULL" | "NORMAL";
 
 /** How long a connection waits for the other connection's write lock before
