@@ -372,7 +372,7 @@ function table(rounds: readonly Round[]): void {
   if (crash.length > 0) {
     // Floor: 500 runs' transactions at the batched rate.
     const perRun = inFlight[0]?.operationsPerRun ?? 6;
-    rows.push([`kill -9, ${CRASH_IN_FLIGHT} in flight → restart → ${CRASH_TOTAL} done, s`, range(crash.map((c) => c.seconds), 2), `${range(batched.map((b) => (CRASH_TOTAL * perRun) / b), 3)} (${CRASH_TOTAL} runs' rows batched)`, `open ${range(crash.map((c) => c.openSeconds), 2)} s`]);
+    rows.push([`kill -9, ${CRASH_IN_FLIGHT} in flight → restart → ${CRASH_TOTAL} done, s`, range(crash.map((c) => c.seconds), 2), `${range(batched.map((b) => (CRASH_TOTAL * perRun) / b), 3)} (${CRASH_TOTAL} runs' rows batched)`, `${range(rounds.map((r) => r.crash ? (CRASH_TOTAL * perRun) / r.fullBatched / r.crash.seconds : NaN).filter(Number.isFinite), 2)} (open ${range(crash.map((c) => c.openSeconds), 2)} s)`]);
   }
   const widths = [0, 1, 2, 3].map((column) => Math.max(...[["measure", "figure", "floor in the same run", "× floor"], ...rows].map((row) => row[column]!.length)));
   const line = (row: readonly string[]) => `  ${row.map((cell, column) => cell.padEnd(widths[column]!)).join(" | ")}`;
