@@ -23,24 +23,23 @@ import { fileURLToPath } from "node:url";
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const script = process.argv[2];
 if (script === undefined || !script.startsWith("bench/") || !script.endsWith(".ts")) {
-  console.error("usage: node scripts/bench-compiled.mjs bench/<directory>/<file>.ts");
+  console.error("usage: node scripts/bench-compiled.mjs bench/[<directory>/]<file>.ts");
   process.exit(2);
 }
 const out = join(root, "build", "bench-dist");
 execFileSync(process.execPath, [join(root, "scripts", "build-dist.mjs"), out], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
 const ts = createRequire(import.meta.url)("typescript");
-// Every bench directory, not only the script's: a bench may import a
-// neighbour's (bench/store/native-e2e.ts uses bench/e2e/workload.ts).
-for (const entry of readdirSync(join(root, "bench"), { withFileTypes: true }).filter((item) => item.isDirectory())) {
-  const directory = join("bench", entry.name);
-  mkdirSync(join(out, directory), { recursive: true });
-  for (const file of readdirSync(join(root, directory)).filter((name) => name.endsWith(".ts"))) {
-    const source = readFileSync(join(root, directory, file), "utf8");
-    const { outputText } = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 }, fileName: file });
-    writeFileSync(join(out, directory, file.replace(/\.ts$/, ".js")), outputText);
-  }
+// Every benchmark file, so that one may import another's (bench/index.ts
+// imports bench/store and bench/e2e).
+const files = readdirSync(join(root, "bench"), { recursive: true }).map(String).filter((name) => name.endsWith(".ts"));
+for (const file of files) {
+  const source = readFileSync(join(root, "bench", file), "utf8");
+  const { outputText } = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 }, fileName: basename(file) });
+  mkdirSync(dirname(join(out, "bench", file)), { recursive: true });
+  writeFileSync(join(out, "bench", file.replace(/\.ts$/, ".js")), outputText);
 }
-const directory = dirname(script);
-const entry = join(out, directory, basename(script).replace(/\.ts$/, ".js"));
-const { status } = spawnSync(process.execPath, ["--expose-gc", entry], { cwd: root, stdio: "inherit", env: process.env });
+const entry = join(out, script.replace(/\.ts$/, ".js"));
+// BENCH_NODE_OPTIONS: flags for the benchmark's own node (e.g. --cpu-prof).
+const flags = (process.env.BENCH_NODE_OPTIONS ?? "").split(" ").filter((flag) => flag !== "");
+const { status } = spawnSync(process.execPath, ["--expose-gc", ...flags, entry], { cwd: root, stdio: "inherit", env: process.env });
 process.exit(status ?? 1);

@@ -584,7 +584,10 @@ export class Coordinator implements SessionHost {
     deliverOutcome(entry, outcome, this.settings);
     // A suspension may last for days: keep only what the resume needs (the
     // approval request); the conversation is read back from the store.
-    if (entry.suspended) entry.session = undefined;
+    if (entry.suspended) {
+      entry.session = undefined;
+      entry.keepForResume();
+    }
     if (entry.suspended) this.onAgentActivity?.(entry.agent, "suspended");
   }
 

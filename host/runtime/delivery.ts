@@ -26,11 +26,14 @@ export interface DeliverySettings {
  * after the waiter's terminal event. */
 export function emitToWaiter(waiter: Waiter, event: ExecutionEvent, settings: DeliverySettings): void {
   if (waiter.eventsEnded) return;
-  if (TERMINAL_EVENT_TYPES.has(event.type)) waiter.eventsEnded = true;
+  const terminal = TERMINAL_EVENT_TYPES.has(event.type);
+  if (terminal) waiter.eventsEnded = true;
   waiter.events.push(event);
-  if (!waiter.listener) return;
+  const listener = waiter.listener;
+  if (!listener) return;
+  if (terminal) waiter.listener = undefined;
   try {
-    waiter.listener(event);
+    listener.call(waiter, event);
   } catch (error) {
     settings.logger.warn(`[phronomy] an event listener threw on "${event.type}": ${error instanceof Error ? error.message : String(error)}`);
     if (OUTCOME_EVENT_TYPES.has(event.type)) waiter.callbackError ??= { eventType: event.type, error };

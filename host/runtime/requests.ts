@@ -138,8 +138,33 @@ export class ExecutionEntry {
     readonly generation: number,
     readonly executionId: string,
     readonly agent: AgentEntry,
-    readonly start: StartRequest,
+    /** The start (or, for a recovered execution, its stand-in); slimmed
+     * to what a later session reads once the execution suspends
+     * (`keepForResume`). */
+    public start: StartRequest,
   ) {}
+
+  /** A suspension may last for days: the start keeps only what a resumed
+   * session reads (its input and the options that shape a session), not
+   * the preparation's result, the input guardrail, the metadata or the
+   * application's event listener (docs/decisions/0043). */
+  keepForResume(): void {
+    const { start } = this;
+    const { signal, timeoutMs, approvalPolicy, approvalListener, tokenBudget, maxTurns, outputGuardrail, stream } = start.options;
+    const options: StartOptions = {
+      ...(signal !== undefined ? { signal } : {}), ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+      ...(approvalPolicy !== undefined ? { approvalPolicy } : {}), ...(approvalListener !== undefined ? { approvalListener } : {}),
+      ...(tokenBudget !== undefined ? { tokenBudget } : {}), ...(maxTurns !== undefined ? { maxTurns } : {}),
+      ...(outputGuardrail !== undefined ? { outputGuardrail } : {}), ...(stream !== undefined ? { stream } : {}),
+    };
+    const input = start.filteredInput ?? start.input;
+    const inputMessages = start.filteredMessages ?? start.inputMessages;
+    this.start = {
+      type: "start", agent: start.agent, waiter: start.waiter, input, ...(inputMessages !== undefined ? { inputMessages } : {}),
+      options, deadline: start.deadline, executionId: this.executionId,
+      ...(start.cancelById !== undefined ? { cancelById: start.cancelById } : {}),
+    };
+  }
 }
 
 /** Request handles: small integers the core echoes back in effects. */

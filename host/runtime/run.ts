@@ -60,7 +60,13 @@ export class Waiter implements Run {
 
   /** `observer`: an exact observer (`env.wait`), rejected with
    * ApprovalRequiredError when the execution suspends (SPEC §6.3). */
-  constructor(readonly agentId: string, readonly listener: EventListener | undefined, readonly observer = false) {
+  /** The application's listener; let go once the terminal event was
+   * delivered (nothing more is sent to it), so that a run suspended for
+   * days does not hold the closure (docs/decisions/0043). */
+  listener: EventListener | undefined;
+
+  constructor(readonly agentId: string, listener: EventListener | undefined, readonly observer = false) {
+    this.listener = listener;
     this.executionId = new Promise((resolve, reject) => {
       this.resolveId = resolve;
       this.rejectId = reject;

@@ -1,0 +1,404 @@
+// `npm run bench`: every figure of issue 16's table, each beside the floor
+// measured in the same run, over several rounds, on the compiled package
+// (scripts/bench-compiled.mjs), SQLite, a conversation per run. Prints
+// figures, asserts nothing. A few minutes.
+//
+//   npm run bench                          # BENCH_ROUNDS=3, BENCH_SECONDS=2
+//   BENCH_ROUNDS=5 BENCH_SECONDS=3 npm run bench
+//   BENCH_ONLY=sequential|inflight|approvals|crash npm run bench   # one section
+//
+// Each round measures, in order:
+//   * the floor: fdatasync of one 4 KB page, one-row commits (FULL and
+//     NORMAL) and commits of 100 rows (FULL), on a bare connection with the
+//     store's settings (`bench/store/floor.ts`);
+//   * sequential runs/s, FULL and NORMAL: one run after another, each on a
+//     new conversation (model → tool → model → tool → model);
+//   * 100 in flight, FULL: 100 loops, each starting a run on a new
+//     conversation as soon as its last ended; runs/s, p50, p99;
+//   * approvals (a child process): 10,000 conversations suspended for
+//     approval (suspends/s), RSS after GC with them all suspended (beside
+//     the RSS of a bare `node` started in the same round, and of the child
+//     before it started any), then every one approved and run to its end
+//     (resumes/s);
+//   * kill -9: a child with 100 runs in flight (each in its tool) is killed;
+//     a new process opens the store, recovers the 100 and runs 400 more
+//     (100 in flight): the time from open until 500 runs are done.
+//
+// The floor beside each figure is what the disk allows for it: the
+// transactions a run commits (counted in the offload, `store operations`)
+// at the one-row commit rate when one run is alone, at the 100-row batched
+// rate when many are in flight. "× floor" is the figure over that.
+
+import { spawn, spawnSync } from "node:child_process";
+import { closeSync, fdatasyncSync, openSync, writeSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { z } from "zod";
+import { assistantMessage, type ConversationMessage } from "../host/agent/messages.js";
+import { callModel } from "../host/agent/model.js";
+import { scriptedModel } from "../host/agent/scripted-model.js";
+import { resolveTools } from "../host/agent/tools.js";
+import { Phronomy, tool, type Agent, type DefinedAgent, type Environment } from "../host/index.js";
+import type { SqliteStore } from "../host/store/sqlite-store.js";
+import type { SynchronousMode } from "../host/store/sqlite/schema.js";
+import { measureRawFloor } from "./store/floor.js";
+import { agentRunModel, lookup, percentile } from "./e2e/workload.js";
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
+const IN_FLIGHT = 100;
+const SUSPENDED = Number(process.env.BENCH_SUSPENDED ?? 10_000);
+const CRASH_IN_FLIGHT = 100;
+const CRASH_TOTAL = 500;
+const ONLY = process.env.BENCH_ONLY;
+const quiet = { warn: () => undefined };
+
+// -- helpers ------------------------------------------------------------------------
+
+function store(env: Environment): SqliteStore {
+  return (env as unknown as { store: SqliteStore }).store;
+}
+
+/** Store operations submitted so far (each one transaction, or a savepoint
+ * of a group commit). */
+function operations(env: Environment): number {
+  return store(env).offloadStatistics.submitted;
+}
+
+function range(values: readonly number[], digits = 0): string {
+  if (values.length === 0) return "–";
+  const low = Math.min(...values);
+  const high = Math.max(...values);
+  const format = (value: number) => value.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+  return low === high ? format(low) : `${format(low)}–${format(high)}`;
+}
+
+function gcRss(): NodeJS.MemoryUsage {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  gc?.();
+  gc?.();
+  return process.memoryUsage();
+}
+
+const mb = (bytes: number) => bytes / 2 ** 20;
+
+/** fdatasync of one overwritten 4 KB page, per second. */
+function fdatasyncFloor(directory: string, durationMs: number): number {
+  const fd = openSync(join(directory, `fdatasync-${process.pid}.bin`), "w");
+  const page = Buffer.alloc(4096, 1);
+  try {
+    const started = performance.now();
+    let count = 0;
+    while (performance.now() - started < durationMs) {
+      writeSync(fd, page, 0, page.length, 0);
+      fdatasyncSync(fd);
+      count += 1;
+    }
+    return count / ((performance.now() - started) / 1000);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+let opened = 0;
+async function open(directory: string, synchronous: SynchronousMode = "FULL"): Promise<Environment> {
+  opened += 1;
+  return Phronomy.open({ store: join(directory, `bench-${process.pid}-${opened}.db`), synchronous, logger: quiet });
+}
+
+function support(env: Environment): DefinedAgent {
+  return env.agent({ name: "support", model: agentRunModel(), tools: { lookup }, memoryWindow: 1 });
+}
+
+let conversationNumber = 0;
+async function runOne(definition: DefinedAgent): Promise<number> {
+  const started = performance.now();
+  const result = await definition.conversation(`user-${conversationNumber++}`).start("Where is order 42?").result;
+  if (result.outcome !== "completed") throw new Error(`a bench run ended ${result.outcome}`);
+  return performance.now() - started;
+}
+
+interface Loop { runs: number; seconds: number; latencies: number[]; operationsPerRun: number }
+
+/** `workers` loops of runs on new conversations for SECONDS, after a warm-up
+ * of 100 runs. */
+async function loop(directory: string, synchronous: SynchronousMode, workers: number): Promise<Loop> {
+  const env = await open(directory, synchronous);
+  try {
+    const definition = support(env);
+    await definition.ready;
+    await Promise.all(Array.from({ length: Math.max(workers, 100) }, () => runOne(definition)));
+    const latencies: number[] = [];
+    const before = operations(env);
+    let stop = false;
+    const began = performance.now();
+    const timer = setTimeout(() => { stop = true; }, SECONDS * 1000);
+    await Promise.all(Array.from({ length: workers }, async () => {
+      while (!stop) latencies.push(await runOne(definition));
+    }));
+    clearTimeout(timer);
+    const seconds = (performance.now() - began) / 1000;
+    return { runs: latencies.length, seconds, latencies, operationsPerRun: (operations(env) - before) / latencies.length };
+  } finally {
+    await env.close();
+  }
+}
+
+/** CPU time of a run's three model calls (`callModel`: the AI SDK's
+ * `generateText` on the scripted model, the conversation of the bench's
+ * run), microseconds per run, nothing else running: the share of each run
+ * that is the model adapter. */
+async function modelCallsPerRun(durationMs: number): Promise<number> {
+  const model = agentRunModel();
+  const tools = resolveTools({ lookup });
+  const signal = new AbortController().signal;
+  const oneRun = async () => {
+    const messages: ConversationMessage[] = [{ role: "user", content: "Where is order 42?" }];
+    for (let turn = 0; turn < 3; turn += 1) {
+      const answer = await callModel(model, { messages, tools, signal, settings: {}, agentId: "bench", executionId: "bench" });
+      messages.push(assistantMessage(answer));
+      for (const call of answer.toolCalls) messages.push({ role: "tool", results: [{ callId: call.callId, toolName: call.toolName, output: { orderId: "42", status: "shipped" }, isError: false }] });
+    }
+  };
+  for (let warm = 0; warm < 200; warm += 1) await oneRun();
+  const started = performance.now();
+  let runs = 0;
+  while (performance.now() - started < durationMs) {
+    await oneRun();
+    runs += 1;
+  }
+  return ((performance.now() - started) * 1000) / runs;
+}
+
+// -- the child processes -------------------------------------------------------------
+
+/** Child: SUSPENDED conversations suspended for approval, then approved. */
+async function approvalsChild(directory: string): Promise<void> {
+  const before = gcRss();
+  const env = await open(directory);
+  const refund = tool({ inputSchema: z.object({ amount: z.number() }), needsApproval: () => true, execute: () => "ok" });
+  const model = scriptedModel(({ messages }) => messages.at(-1)?.role === "tool" ? { text: "refunded" } : { toolCalls: [{ toolName: "refund", input: { amount: 30 } }] });
+  const definition = env.agent({ name: "support", model, tools: { refund }, memoryWindow: 1 });
+  await definition.ready;
+  // A warm-up, so the suspends do not pay the first compilation.
+  await new Promise<void>((resolve) => {
+    definition.conversation("warm").start("refund me", { onEvent: (event) => { if (event.type === "approval_required") resolve(); } }).result.catch(() => undefined);
+  });
+  const opened = gcRss();
+  const startOps = operations(env);
+  const executions: { conversation: Agent; executionId: string; approvalId: string }[] = [];
+  const began = performance.now();
+  await new Promise<void>((resolve) => {
+    for (let index = 0; index < SUSPENDED; index += 1) {
+      const conversation = definition.conversation(`user-${index}`);
+      conversation.start("refund me", {
+        onEvent: (event) => {
+          if (event.type !== "approval_required") return;
+          executions.push({ conversation, executionId: event.executionId, approvalId: event.request.approvalId });
+          if (executions.length === SUSPENDED) resolve();
+        },
+      }).result.catch(() => undefined);
+    }
+  });
+  const suspendSeconds = (performance.now() - began) / 1000;
+  const suspendOps = (operations(env) - startOps) / SUSPENDED;
+  const suspended = gcRss();
+  await new Promise((resolve) => setTimeout(resolve, 2000)); // V8 gives back what the burst grew
+  const settled = gcRss();
+  const resumeOps0 = operations(env);
+  const resumedAt = performance.now();
+  await Promise.all(executions.map(({ conversation, executionId, approvalId }) => conversation.resume(executionId, { approvalId, approved: true }).result));
+  const resumeSeconds = (performance.now() - resumedAt) / 1000;
+  const resumeOps = (operations(env) - resumeOps0) / SUSPENDED;
+  await env.close();
+  console.log(JSON.stringify({
+    suspendsPerSecond: SUSPENDED / suspendSeconds, suspendOps, resumesPerSecond: SUSPENDED / resumeSeconds, resumeOps,
+    rssBefore: mb(before.rss), rssOpened: mb(opened.rss), rssSuspended: mb(suspended.rss), rssSettled: mb(settled.rss),
+    heapPerSuspended: (suspended.heapUsed - opened.heapUsed) / SUSPENDED,
+  }));
+}
+
+const gateNever = new Promise<void>(() => undefined);
+
+/** Crash child: CRASH_IN_FLIGHT runs in their tools, then "in-flight". */
+async function crashChild(path: string): Promise<void> {
+  const env = await Phronomy.open({ store: path, logger: quiet });
+  const hang = tool({ inputSchema: z.object({ orderId: z.string() }), execute: async () => { await gateNever; return "never"; } });
+  const definition = env.agent({ name: "support", model: agentRunModel(), tools: { lookup: hang }, memoryWindow: 1 });
+  await definition.ready;
+  let running = 0;
+  for (let index = 0; index < CRASH_IN_FLIGHT; index += 1) {
+    definition.conversation(`crashed-${index}`).start("Where is order 42?", {
+      onEvent: (event) => { if (event.type === "tool_call_started" && ++running === CRASH_IN_FLIGHT) console.log("in-flight"); },
+    }).result.catch(() => undefined);
+  }
+}
+
+/** Restart child: opens the killed process's store, recovers its runs and
+ * runs new ones until CRASH_TOTAL are done; prints the time. */
+async function restartChild(path: string): Promise<void> {
+  const began = performance.now();
+  const env = await Phronomy.open({ store: path, logger: quiet });
+  const opened = performance.now();
+  const definition = support(env);
+  const recovered = (await definition.recovery()).filter((item) => item.status === "continued");
+  const waits = recovered.map((item) => env.wait(item.executionId).result);
+  let remaining = CRASH_TOTAL - recovered.length;
+  await Promise.all([
+    ...waits,
+    ...Array.from({ length: IN_FLIGHT }, async () => {
+      while (remaining > 0) {
+        remaining -= 1;
+        await runOne(definition);
+      }
+    }),
+  ]);
+  const done = performance.now();
+  await env.close();
+  console.log(JSON.stringify({ recovered: recovered.length, seconds: (done - began) / 1000, openSeconds: (opened - began) / 1000 }));
+}
+
+const self = fileURLToPath(import.meta.url);
+/** This file's own runner (`--import tsx` under tsx). */
+function childArgs(): string[] {
+  return [...process.execArgv.filter((argument) => !argument.startsWith("--cpu-prof")), "--expose-gc", self];
+}
+
+function runChild(args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...childArgs(), ...args], { stdio: ["ignore", "pipe", "inherit"] });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => { output += chunk.toString(); });
+    child.on("exit", (code) => code === 0 ? resolve(output.trim().split("\n").at(-1) ?? "") : reject(new Error(`bench child ${args[0]} exited ${code}`)));
+  });
+}
+
+async function crashAndRestart(directory: string, round: number): Promise<{ recovered: number; seconds: number; openSeconds: number }> {
+  const path = join(directory, `crash-${round}.db`);
+  const child = spawn(process.execPath, [...childArgs(), "crash-child", path], { stdio: ["ignore", "pipe", "inherit"] });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on("data", (chunk: Buffer) => { if (chunk.toString().includes("in-flight")) resolve(); });
+    child.on("exit", (code) => reject(new Error(`crash child exited early (${code})`)));
+  });
+  child.kill("SIGKILL");
+  await new Promise((resolve) => child.once("exit", resolve));
+  return JSON.parse(await runChild(["restart-child", path]));
+}
+
+function bareNodeRss(): number {
+  const probe = spawnSync(process.execPath, ["--expose-gc", "-e", "gc(); console.log(process.memoryUsage().rss)"], { encoding: "utf8" });
+  return mb(Number(probe.stdout.trim()));
+}
+
+// -- the table --------------------------------------------------------------------------
+
+interface Round {
+  fdatasync: number; fullCommits: number; fullBatched: number; normalCommits: number; modelMicros: number;
+  sequentialFull?: Loop; sequentialNormal?: Loop; inFlight?: Loop;
+  approvals?: { suspendsPerSecond: number; suspendOps: number; resumesPerSecond: number; resumeOps: number; rssBefore: number; rssOpened: number; rssSuspended: number; rssSettled: number; heapPerSuspended: number };
+  nodeRss?: number;
+  crash?: { recovered: number; seconds: number; openSeconds: number };
+}
+
+async function round(directory: string, index: number): Promise<Round> {
+  const floorMs = 500;
+  const full = measureRawFloor(directory, "FULL", { durationMs: floorMs });
+  const normal = measureRawFloor(directory, "NORMAL", { durationMs: floorMs });
+  const result: Round = {
+    fdatasync: fdatasyncFloor(directory, floorMs), fullCommits: full.singleRowCommitsPerSecond, fullBatched: full.batchedRowsPerSecond,
+    normalCommits: normal.singleRowCommitsPerSecond, modelMicros: await modelCallsPerRun(floorMs),
+  };
+  if (ONLY === undefined || ONLY === "sequential") {
+    result.sequentialFull = await loop(directory, "FULL", 1);
+    result.sequentialNormal = await loop(directory, "NORMAL", 1);
+  }
+  if (ONLY === undefined || ONLY === "inflight") result.inFlight = await loop(directory, "FULL", IN_FLIGHT);
+  if (ONLY === undefined || ONLY === "approvals") {
+    result.nodeRss = bareNodeRss();
+    result.approvals = JSON.parse(await runChild(["approvals-child", directory]));
+  }
+  if (ONLY === undefined || ONLY === "crash") result.crash = await crashAndRestart(directory, index);
+  return result;
+}
+
+function describe(round: Round, index: number): string {
+  const parts = [`floor: fdatasync ${round.fdatasync.toFixed(0)}/s, one-row commits ${round.fullCommits.toFixed(0)}/s FULL ${round.normalCommits.toFixed(0)}/s NORMAL, batched ${round.fullBatched.toFixed(0)} rows/s; 3 model calls ${round.modelMicros.toFixed(0)} µs`];
+  const rate = (loop: Loop) => loop.runs / loop.seconds;
+  if (round.sequentialFull && round.sequentialNormal) parts.push(`sequential ${rate(round.sequentialFull).toFixed(0)} FULL / ${rate(round.sequentialNormal).toFixed(0)} NORMAL runs/s`);
+  if (round.inFlight) {
+    const sorted = [...round.inFlight.latencies].sort((a, b) => a - b);
+    parts.push(`100 in flight ${rate(round.inFlight).toFixed(0)} runs/s p50 ${percentile(sorted, 0.5).toFixed(0)} ms p99 ${percentile(sorted, 0.99).toFixed(0)} ms`);
+  }
+  if (round.approvals) parts.push(`${SUSPENDED} suspends ${round.approvals.suspendsPerSecond.toFixed(0)}/s, resumes ${round.approvals.resumesPerSecond.toFixed(0)}/s, RSS suspended ${round.approvals.rssSuspended.toFixed(0)} MB`);
+  if (round.crash) parts.push(`kill -9 → ${CRASH_TOTAL} done ${round.crash.seconds.toFixed(2)} s`);
+  return `  round ${index + 1}: ${parts.join("; ")}`;
+}
+
+function table(rounds: readonly Round[]): void {
+  const of = <T>(pick: (round: Round) => T | undefined) => rounds.map(pick).filter((value): value is T => value !== undefined);
+  const rate = (loop: Loop) => loop.runs / loop.seconds;
+  const rows: [string, string, string, string][] = [];
+  const fullCommits = of((r) => r.fullCommits);
+  const batched = of((r) => r.fullBatched);
+  const seqFull = of((r) => r.sequentialFull);
+  if (seqFull.length > 0) {
+    const perRun = seqFull[0]!.operationsPerRun;
+    rows.push(["sequential runs/s, FULL", range(seqFull.map(rate)), `${range(rounds.map((r) => r.fullCommits / perRun))} (${perRun.toFixed(1)} one-row commits per run)`, range(rounds.map((r, i) => r.sequentialFull ? rate(r.sequentialFull) / (r.fullCommits / r.sequentialFull.operationsPerRun) : NaN).filter(Number.isFinite), 2)]);
+    const seqNormal = of((r) => r.sequentialNormal);
+    rows.push(["sequential runs/s, NORMAL", range(seqNormal.map(rate)), `${range(rounds.map((r) => r.normalCommits / perRun))}`, range(rounds.map((r) => r.sequentialNormal ? rate(r.sequentialNormal) / (r.normalCommits / r.sequentialNormal.operationsPerRun) : NaN).filter(Number.isFinite), 2)]);
+  }
+  const inFlight = of((r) => r.inFlight);
+  if (inFlight.length > 0) {
+    const perRun = inFlight[0]!.operationsPerRun;
+    const p99 = inFlight.map((loop) => percentile([...loop.latencies].sort((a, b) => a - b), 0.99));
+    const p50 = inFlight.map((loop) => percentile([...loop.latencies].sort((a, b) => a - b), 0.5));
+    rows.push([`${IN_FLIGHT} in flight runs/s, FULL`, range(inFlight.map(rate)), `${range(batched.map((b) => b / perRun))} (${perRun.toFixed(1)} batched rows per run)`, range(rounds.map((r) => r.inFlight ? rate(r.inFlight) / (r.fullBatched / r.inFlight.operationsPerRun) : NaN).filter(Number.isFinite), 2)]);
+    rows.push([`${IN_FLIGHT} in flight p50 / p99 ms`, `${range(p50)} / ${range(p99)}`, "", ""]);
+  }
+  const approvals = of((r) => r.approvals);
+  if (approvals.length > 0) {
+    const suspendOps = approvals[0]!.suspendOps;
+    const resumeOps = approvals[0]!.resumeOps;
+    rows.push([`approvals: suspends/s (${SUSPENDED})`, range(approvals.map((a) => a.suspendsPerSecond)), `${range(batched.map((b) => b / suspendOps))} (${suspendOps.toFixed(1)} rows each)`, range(rounds.map((r) => r.approvals ? r.approvals.suspendsPerSecond / (r.fullBatched / r.approvals.suspendOps) : NaN).filter(Number.isFinite), 2)]);
+    rows.push([`approvals: resumes/s (${SUSPENDED})`, range(approvals.map((a) => a.resumesPerSecond)), `${range(batched.map((b) => b / resumeOps))} (${resumeOps.toFixed(1)} rows each)`, range(rounds.map((r) => r.approvals ? r.approvals.resumesPerSecond / (r.fullBatched / r.approvals.resumeOps) : NaN).filter(Number.isFinite), 2)]);
+    const node = of((r) => r.nodeRss);
+    rows.push([`RSS MB with ${SUSPENDED} suspended (after GC)`, range(approvals.map((a) => a.rssSuspended)), `${range(node)} bare node; ${range(approvals.map((a) => a.rssOpened))} opened, idle`, `+${range(approvals.map((a) => ((a.rssSuspended - a.rssOpened) * 1024) / SUSPENDED), 1)} KB each`]);
+    rows.push(["  … 2 s later (after GC)", range(approvals.map((a) => a.rssSettled)), "", `+${range(approvals.map((a) => ((a.rssSettled - a.rssOpened) * 1024) / SUSPENDED), 1)} KB each; heap ${range(approvals.map((a) => a.heapPerSuspended / 1024), 1)} KB each`]);
+  }
+  rows.push(["the run's 3 model calls (AI SDK generateText, scripted model), µs of CPU", range(of((r) => r.modelMicros)), "", "per run, in every figure above"]);
+  const crash = of((r) => r.crash);
+  if (crash.length > 0) {
+    // Floor: 500 runs' transactions at the batched rate.
+    const perRun = inFlight[0]?.operationsPerRun ?? 6;
+    rows.push([`kill -9, ${CRASH_IN_FLIGHT} in flight → restart → ${CRASH_TOTAL} done, s`, range(crash.map((c) => c.seconds), 2), `${range(batched.map((b) => (CRASH_TOTAL * perRun) / b), 3)} (${CRASH_TOTAL} runs' rows batched)`, `${range(rounds.map((r) => r.crash ? (CRASH_TOTAL * perRun) / r.fullBatched / r.crash.seconds : NaN).filter(Number.isFinite), 2)} (open ${range(crash.map((c) => c.openSeconds), 2)} s)`]);
+  }
+  const widths = [0, 1, 2, 3].map((column) => Math.max(...[["measure", "figure", "floor in the same run", "× floor"], ...rows].map((row) => row[column]!.length)));
+  const line = (row: readonly string[]) => `  ${row.map((cell, column) => cell.padEnd(widths[column]!)).join(" | ")}`;
+  console.log(`\n${line(["measure", "figure", "floor in the same run", "× floor"])}`);
+  console.log(`  ${widths.map((width) => "-".repeat(width)).join("-|-")}`);
+  for (const row of rows) console.log(line(row));
+  void fullCommits;
+}
+
+async function main(): Promise<void> {
+  const role = process.argv[2];
+  if (role === "approvals-child") return approvalsChild(process.argv[3]!);
+  if (role === "crash-child") return crashChild(process.argv[3]!);
+  if (role === "restart-child") return restartChild(process.argv[3]!);
+  const directory = await mkdtemp(join(tmpdir(), "phronomy-bench-"));
+  try {
+    console.log(`npm run bench — SQLite, a conversation per run (model → tool → model → tool → model), ${ROUNDS} rounds of ${SECONDS} s loops, node ${process.version}, ${import.meta.url.endsWith(".ts") ? "sources under tsx" : "compiled package"}`);
+    const rounds: Round[] = [];
+    for (let index = 0; index < ROUNDS; index += 1) {
+      rounds.push(await round(directory, index));
+      console.log(describe(rounds.at(-1)!, index));
+    }
+    table(rounds);
+  } finally {
+    await rm(directory, { recursive: true, force: true });
+  }
+}
+
+await main();
