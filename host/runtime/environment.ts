@@ -8,13 +8,14 @@
 // the store closes. A second `close()` returns the same promise.
 
 import { loadPostgresStore } from "../store/load-postgres.js";
+import { transferError } from "../store/error-transfer.js";
 import { Admin } from "./admin.js";
 import { Limit, MessageKind as M, ResultCode } from "../../assembly/abi.js";
 import { ControlCore } from "../core/control-core.js";
 import { resultCodeName } from "../core/names.js";
 import type { CoreLimits } from "../core/machine.js";
 import { resolveTools } from "../agent/tools.js";
-import { ExecutionRehydrationRequiredError, InvalidInputError, PhronomyError, RetryRefusedError, RuntimeShutdownError, StoreError, agentHasUnfinishedExecutions } from "../errors.js";
+import { CancellationError, ExecutionRehydrationRequiredError, InvalidInputError, PhronomyError, RetryRefusedError, RuntimeShutdownError, StoreError, agentHasUnfinishedExecutions } from "../errors.js";
 import { SqliteStore, type SqliteStoreOptions } from "../store/sqlite-store.js";
 import type { PostgresStoreOptions } from "../store/postgres/options.js";
 import type { ExecutionStore } from "../store/store.js";
@@ -614,8 +615,10 @@ export class Environment {
     if (!leasing) return undefined;
     const acquisition = await leasing.acquireLease(agentId);
     if (acquisition.acquired) return performance.now();
-    const elsewhere = this.remoteStarts !== undefined ? "its starts are filed for that process (docs/decisions/0031)" : "its starts are refused here (AGENT_BUSY)";
-    this.coordinator.settings.logger.debug?.(`[phronomy] agent "${agentId}" is owned by ${acquisition.owner} until ${new Date(acquisition.expiresAt).toISOString()}: ${elsewhere}; this process takes it over, and recovers it, if that lease expires`);
+    const { logger } = this.coordinator.settings;
+    // Filed for that process (docs/decisions/0031): nothing to warn about.
+    if (this.remoteStarts !== undefined) logger.debug?.(`[phronomy] agent "${agentId}" is owned by ${acquisition.owner} until ${new Date(acquisition.expiresAt).toISOString()}: its starts are filed for that process`);
+    else logger.warn(`[phronomy] agent "${agentId}" is owned by ${acquisition.owner} until ${new Date(acquisition.expiresAt).toISOString()}: its starts are refused here (AGENT_BUSY); this process takes it over, and recovers it, if that lease expires`);
     return false;
   }
 
@@ -666,7 +669,10 @@ export class Environment {
     this.remoteResumes = new RemoteResumes(inbox, settings);
     if (this.visitor) return;
     const starts = startInboxStoreOf(this.store);
-    if (starts !== undefined && leasing !== undefined) {
+    // A process that takes no share (`balance: false`, the CLI's commands)
+    // runs its own starts or refuses them, as before.
+    const balancing = (this.store as { balancing?: boolean }).balancing !== false;
+    if (starts !== undefined && leasing !== undefined && balancing) {
       this.remoteStarts = new RemoteStarts(starts, settings);
       (this.store as { listenForDecisions?: () => void }).listenForDecisions?.();
     }
@@ -793,6 +799,13 @@ export class Environment {
       recoveredHere: (row) => this.conversations.liveEntry(row.agentId) !== undefined || this.conversations.kindOfRow(row) !== undefined,
       cancelQueued: (executionId, reason) => this.queues.cancelQueued(executionId, reason),
       readRow: (executionId) => executionOrQueued(this.store, executionId),
+      ...(this.remoteStarts !== undefined ? {
+        cancelFiledStart: (executionId: string, reason: string | undefined) => {
+          const error = new CancellationError({ executionId }, reason);
+          const store = this.store as unknown as { cancelFiledStart: (id: string, error: string, at: number) => Promise<{ readonly agentId: string; readonly state: "cancelled" | "claimed" | "settled" } | undefined> };
+          return store.cancelFiledStart(executionId, JSON.stringify(transferError(error)), Date.now());
+        },
+      } : {}),
     };
   }
 

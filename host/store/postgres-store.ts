@@ -107,7 +107,7 @@ export class PostgresStore implements ExecutionStore {
    * last one held, or one no row matches — never unfenced. */
   fenceOf: (agentId: string) => Fence | undefined = (agentId) => this.leaseBook.fenceOf(agentId);
 
-  private constructor(path: string, schema: string, pool: pg.Pool, poolSize: number, leaseMs: number, private readonly instance: InstanceLock, partitionCount: number, balancing: boolean) {
+  private constructor(path: string, schema: string, pool: pg.Pool, poolSize: number, leaseMs: number, private readonly instance: InstanceLock, partitionCount: number, readonly balancing: boolean) {
     this.path = path;
     this.schema = schema;
     this.pool = pool;
@@ -455,7 +455,9 @@ export class PostgresStore implements ExecutionStore {
     return this.leaseBook.heldAt(agentId, epoch);
   }
 
-  /** The partition of an agent id (docs/decisions/0030). */
+  /** The partition of an agent id (docs/decisions/0030). `balancing`
+   * (false: `balance: false`) also says whether starts are filed for other
+   * processes (docs/decisions/0031). */
   partitionOf(agentId: string): number {
     return this.leaseBook.partitionOf(agentId);
   }
@@ -532,6 +534,11 @@ export class PostgresStore implements ExecutionStore {
    * answered with what is there, nothing written. */
   fileStart(filing: Omit<StartFiling, "filedBy">): Promise<FiledStartAnswer> {
     return this.read(() => inbox.fileStart(this.pool, this.inboxChannel(), { ...filing, filedBy: this.leaseOwner }));
+  }
+
+  /** Cancels a start still filed, before any owner claimed it (`env.cancel`). */
+  cancelFiledStart(executionId: string, error: string, at: number): ReturnType<typeof inbox.cancelFiledStart> {
+    return this.read(() => inbox.cancelFiledStart(this.pool, checkId(executionId, "executionId"), error, at));
   }
 
   /** How filed (or followed) starts are doing, with their new steps. */

@@ -166,6 +166,21 @@ describe("starting from any process (PostgreSQL)", () => {
     await expect(third.result).rejects.toMatchObject({ code: "CANCELLED" });
   }, 60_000);
 
+  it("env.cancel of a start still filed (its owner has not claimed it): cancelled in the inbox, the sender's Run rejects with CANCELLED, and no owner runs it", async () => {
+    const { schema, url } = await schemaWithOnePartition();
+    // A holder that never claims anything (alive as far as the rows say).
+    await withClient((client) => client.query(`UPDATE ${schema}.partitions SET owner = 'elsewhere', epoch = 1, expires_at = clock_timestamp() + interval '1 hour'`));
+    const sender = await openAs(url, "sender");
+    const support = sender.agent({ name: "support", model: agentRunModel(), tools: { lookup: lookupTool() } });
+    const run = support.conversation("c").start("Where is order 42?");
+    const executionId = await run.executionId;
+    expect(await sender.cancel(executionId, { reason: "not needed" })).toMatchObject({ executionId, outcome: "cancelled" });
+    await expect(run.result).rejects.toMatchObject({ code: "CANCELLED" });
+    const decisions = await withClient((client) => client.query(`SELECT state FROM ${schema}.approval_inbox WHERE execution_id = $1`, [executionId]));
+    expect(decisions.rows).toEqual([{ state: "refused" }]);
+    await expect(sender.cancel("no-such-execution")).rejects.toMatchObject({ code: "EXECUTION_NOT_FOUND" });
+  }, 60_000);
+
   it("the owner killed (kill -9) while running a filed start and before claiming another: the process that takes the partition finishes the first and runs the second, each once", async () => {
     const { schema, url } = await schemaWithOnePartition();
     await withClient((client) => client.query(`CREATE TABLE ${schema}.effects (key text PRIMARY KEY, first_pid integer NOT NULL, attempts integer NOT NULL)`));

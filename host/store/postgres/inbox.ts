@@ -362,3 +362,24 @@ export async function readStarts(pool: Queryable, where: string, follows: readon
     steps: stepsOf.get(String(row["wanted_id"])) ?? [],
   }));
 }
+
+/** `env.cancel` of a start still filed (docs/decisions/0031): refused in
+ * the inbox with the cancellation (`error`, a transferred error's JSON)
+ * while nobody claimed it — a claim and this update take the row's lock in
+ * turn, so the start is either cancelled here or run by its owner (then
+ * the cancel goes to the execution). `claimed`: an owner is starting it. */
+export async function cancelFiledStart(pool: Queryable, executionId: string, error: string, at: number): Promise<{ readonly agentId: string; readonly state: "cancelled" | "claimed" | "settled" } | undefined> {
+  const { rows } = await pool.query<{ agent_id: string; state: string; cancelled: boolean }>(`
+    WITH cancelled AS (
+      UPDATE approval_inbox SET state = 'refused', error = $2, settled_at = $3
+      WHERE execution_id = $1 AND kind = 'start' AND state = 'filed'
+      RETURNING agent_id
+    )
+    SELECT agent_id, 'cancelled' AS state, true AS cancelled FROM cancelled
+    UNION ALL
+    SELECT agent_id, state, false FROM approval_inbox WHERE execution_id = $1 AND kind = 'start' AND NOT EXISTS (SELECT 1 FROM cancelled)
+  `, [executionId, error, at]);
+  const row = rows[0];
+  if (row === undefined) return undefined;
+  return { agentId: row.agent_id, state: row.cancelled ? "cancelled" : row.state === "claimed" || row.state === "filed" ? "claimed" : "settled" };
+}
