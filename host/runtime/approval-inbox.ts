@@ -24,6 +24,12 @@
 //   finished on the next pass, `settleRetryMs` later at the latest: nobody
 //   else would finish a claim of this epoch, and its filer waits on it.
 //   A decision already applied is never applied again, only marked.
+// * A filed start (docs/decisions/0031) is claimed for a conversation not
+//   live here too (it makes it live), and started through `agent.start`'s
+//   own path under the execution id it was filed with. A refusal that only
+//   says "not now" (the partition lost or held for a recovery, the store
+//   failing) is never recorded: tried again while the partition is held at
+//   the claim's epoch, else left for the next owner's claim.
 
 import { CoreFailureError, PhronomyError, RuntimeShutdownError } from "../errors.js";
 import { transferError } from "../store/error-transfer.js";
@@ -38,9 +44,10 @@ export type { ClaimedDecision, DecisionProgress };
 /** What the runtime needs of a store with an approval inbox (PostgreSQL). */
 export interface InboxStore {
   fileDecision(filing: Omit<DecisionFiling, "filedBy">): Promise<FiledDecision>;
-  /** `retriesOnly`: only retries (a conversation not live here); a store
+  /** `idleOnly`: only what a conversation not live here takes — retries
+   * on SQLite, filed starts on PostgreSQL (docs/decisions/0031); a store
    * that does not serve idle conversations (`servesIdle` false) never gets it. */
-  claimDecisions(agentId: string, retriesOnly?: boolean): Promise<ClaimedDecision[]>;
+  claimDecisions(agentId: string, idleOnly?: boolean): Promise<ClaimedDecision[]>;
   settleDecision(claim: ClaimedDecision, settlement: DecisionSettlement): Promise<boolean>;
   readDecisions(decisionIds: readonly string[]): Promise<DecisionProgress[]>;
   approvalDecided(executionId: string, approvalId: string): Promise<{ readonly approved: boolean } | undefined>;
@@ -105,8 +112,10 @@ export class InboxApplier {
   /** The agent was (re)taken and is being recovered: wait for it. */
   agentNotReady(agentId: string): void {
     this.ready.delete(agentId);
-    // Claims of the lost epoch are claimed again, and judged, under the new one.
-    for (const [decisionId, { claim }] of this.unfinished) if (claim.agentId === agentId) this.unfinished.delete(decisionId);
+    // Claims of the lost epoch are claimed again, and judged, under the new
+    // one. A start's does not depend on the conversation being live here: it
+    // is kept while its epoch is held (`judgeStart` checks it).
+    for (const [decisionId, { claim }] of this.unfinished) if (claim.agentId === agentId && claim.kind !== "start") this.unfinished.delete(decisionId);
   }
 
   /** A decision may wait for the agent (a notification, a poll). An agent

@@ -421,6 +421,8 @@ export class Environment {
         return;
       }
       this.store.getExecution(executionId).then((row) => {
+        // A start filed for (or a message queued in) another process: waited for (docs/decisions/0031).
+        if (row === undefined && this.remoteStarts !== undefined && !this.closing) return this.remoteStarts.observe(executionId, waiter);
         const running = row !== undefined && row.status !== "terminal" && row.status !== "suspended";
         if (running && this.runsElsewhere(row.agentId)) {
           if (this.closing) return settleWaiterWithError(waiter, new RuntimeShutdownError(`a wait for execution ${executionId}`, { executionId, agentId: row.agentId }), settings);

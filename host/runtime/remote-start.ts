@@ -58,6 +58,9 @@ interface Follow {
   announcedRevision: number;
   /** Model calls seen (the `turn` of model_call_started). */
   turns: number;
+  /** `env.wait`: rejected with ApprovalRequiredError on a suspension, no
+   * progress events (docs/decisions/0018). */
+  readonly observer: boolean;
 }
 
 export class RemoteStarts {
@@ -91,7 +94,16 @@ export class RemoteStarts {
   follow(agentId: string, executionId: string, waiter: Waiter): void {
     if (this.closed) return settleWaiterWithError(waiter, shutdownError(executionId, agentId), this.settings);
     waiter.knowExecutionId(executionId);
-    this.follows.set(this.nextToken++, { executionId, agentId, waiter, seq: 0, announcedRevision: 0, turns: 0 });
+    this.follows.set(this.nextToken++, { executionId, agentId, waiter, seq: 0, announcedRevision: 0, turns: 0, observer: false });
+    this.poller.wake();
+  }
+
+  /** `env.wait` on an id with no row here: a start filed (or a message
+   * queued) in another process is waited for; anything else is settled
+   * as the row says (no such execution). */
+  observe(executionId: string, waiter: Waiter): void {
+    if (this.closed) return settleWaiterWithError(waiter, shutdownError(executionId, ""), this.settings);
+    this.follows.set(this.nextToken++, { executionId, agentId: "", waiter, seq: Number.MAX_SAFE_INTEGER, announcedRevision: 0, turns: 0, observer: true });
     this.poller.wake();
   }
 
@@ -133,6 +145,11 @@ export class RemoteStarts {
       for (const event of eventsOf(follow, step)) emitToWaiter(follow.waiter, event, this.settings);
       moved = true;
     }
+    if (row !== undefined && follow.observer && (row.status === "terminal" || row.status === "suspended")) {
+      this.follows.delete(token);
+      settleFromRow(follow.waiter, follow.executionId, row, this.settings);
+      return true;
+    }
     if (row !== undefined) {
       if (row.status === "terminal") {
         this.follows.delete(token);
@@ -154,9 +171,14 @@ export class RemoteStarts {
     }
     if (progress.decisionState === undefined && !progress.queued) {
       this.follows.delete(token);
+      if (follow.observer) {
+        settleFromRow(follow.waiter, follow.executionId, undefined, this.settings);
+        return true;
+      }
       settleWaiterWithError(follow.waiter, new PhronomyError("INVALID_INPUT", `execution ${follow.executionId} is neither in the store nor filed (purged?)`, { executionId: follow.executionId, agentId: follow.agentId }), this.settings);
       return true;
     }
+    follow.waiter.knowExecutionId(follow.executionId);
     return moved;
   }
 }

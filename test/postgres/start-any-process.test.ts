@@ -66,8 +66,12 @@ describe("starting from any process (PostgreSQL)", () => {
     const events: ExecutionEvent[] = [];
     const run = support.conversation("customer-1").start("Where is order 42?", { onEvent: (event) => events.push(event) });
     const executionId = await run.executionId;
+    // env.wait on it from the sender, before the owner has run it: waited for.
+    const waited = sender.wait(executionId);
     const result = await run.result;
     expect(result).toMatchObject({ executionId, agentId: "customer-1", outcome: "completed", output: "Order 42 has shipped." });
+    expect(await waited.result).toMatchObject({ executionId, outcome: "completed" });
+    await expect(sender.wait("no-such-execution").result).rejects.toMatchObject({ code: "INVALID_INPUT" });
     // Run by the owner only.
     expect(senderCalls).toEqual([]);
     expect(ownerCalls.map((call) => call.idempotencyKey)).toEqual([`${executionId}:call-0-0`, `${executionId}:call-1-0`]);
