@@ -139,8 +139,9 @@ export class Agent {
   private fileStart(remote: RemoteStarts, given: AgentInput, options: StartOptions, executionId: string, outer: Waiter, inner: Waiter): void {
     const settings = this.environment.coordinator.settings;
     const local = (["signal", "approvalListener", "inputGuardrail", "outputGuardrail"] as const).filter((key) => options[key] !== undefined);
-    // A keyed start's inner waiter only holds the conversation's use.
-    if (inner !== outer) inner.knowExecutionId(executionId);
+    // A keyed start's inner waiter only holds the conversation's use: let
+    // go once the outer Run knows its id (filed) or failed.
+    if (inner !== outer) outer.executionId.then(() => inner.knowExecutionId(executionId), () => inner.knowExecutionId(executionId));
     if (local.length > 0) {
       return settleWaiterWithError(outer, new InvalidInputError(`agent "${this.id}".start(): this process does not hold conversation "${this.id}" (another live process does), so the start goes to that process through the inbox, where ${local.map((key) => `"${key}"`).join(", ")} cannot follow it; start without ${local.length === 1 ? "it" : "them"}, or on the process that holds the conversation`, { agentId: this.id, details: { reason: "not_transferable", options: local } }), settings);
     }

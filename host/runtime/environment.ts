@@ -725,7 +725,11 @@ export class Environment {
   remoteStartsFor(agentId: string): RemoteStarts | undefined {
     if (this.remoteStarts === undefined || this.closing) return undefined;
     const leasing = leasingStoreOf(this.store);
-    return leasing !== undefined && leasing.leaseOf(agentId) === undefined ? this.remoteStarts : undefined;
+    if (leasing === undefined || leasing.leaseOf(agentId) !== undefined) return undefined;
+    // Held here but not renewed in time: refused here (lease_not_held) until
+    // the next renewal, as before — never filed for itself.
+    const held = (this.store as { partitionHeld?: (agentId: string) => boolean }).partitionHeld?.(agentId) === true;
+    return held ? undefined : this.remoteStarts;
   }
 
   /** @internal A keyed start whose execution is in the store already:

@@ -448,6 +448,13 @@ export class PostgresStore implements ExecutionStore {
     this.journalTails.drop(agentId);
   }
 
+  /** Whether the agent's partition is held here, renewed in time or not:
+   * a start is filed for another process only when it is not
+   * (docs/decisions/0031). */
+  partitionHeld(agentId: string): boolean {
+    return this.leaseBook.holdsPartitionOf(agentId);
+  }
+
   /** Whether the agent's partition is still held here at this epoch (its
    * admission window may have lapsed until the next renewal): a claim of
    * that epoch is still this process's to finish (docs/decisions/0031). */

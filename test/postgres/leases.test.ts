@@ -242,7 +242,10 @@ describe("agent leases across processes (PostgreSQL)", () => {
           continue;
         }
         const from = owner.lines.length;
-        owner.send({ start: agentId, input: tag, tag });
+        // Keyed by its tag: a start the process filed for another holder
+        // just before dying (its partition moved meanwhile) and sent again
+        // runs once (docs/decisions/0031).
+        owner.send({ start: agentId, input: tag, tag, key: tag });
         const line = await Promise.race([
           owner.waitFor((candidate) => (candidate.type === "result" || candidate.type === "error") && candidate.tag === tag, 30_000, from),
           owner.exited.then(() => undefined),

@@ -185,6 +185,32 @@ describe("starting from any process (PostgreSQL)", () => {
     await expect(sender.cancel("no-such-execution")).rejects.toMatchObject({ code: "EXECUTION_NOT_FOUND" });
   }, 60_000);
 
+  it("a start claimed by an owner that then lost the partition: its settlement is refused, it no longer holds that epoch, and the next owner claims it again at its own", async () => {
+    const { schema, url } = await schemaWithOnePartition();
+    const a = await PostgresStore.open(url, { instanceId: "a" });
+    atEnd(() => a.close());
+    const b = await PostgresStore.open(url, { instanceId: "b" });
+    atEnd(() => b.close());
+    expect(a.heldPartitions().map((grant) => grant.epoch)).toEqual([1]);
+    expect(await b.fileStart({ decisionId: "d-1", executionId: "e-1", agentId: "c", start: { input: "hello", options: {} }, filedAt: Date.now() })).toEqual({ decisionId: "d-1", filedNow: true });
+    // Filed again under the same execution id: the first filing answers.
+    expect(await b.fileStart({ decisionId: "d-2", executionId: "e-1", agentId: "c", start: { input: "hello", options: {} }, filedAt: Date.now() })).toEqual({ decisionId: "d-1", filedNow: false });
+    await a.acquireLease("c");
+    const [claim] = await a.claimDecisions("c", true);
+    expect(claim).toMatchObject({ kind: "start", executionId: "e-1", claimedEpoch: 1, claims: 1, start: { input: "hello", options: {} } });
+    expect(a.partitionHeldAt("c", 1)).toBe(true);
+
+    // The partition expires under it and b takes it (epoch 2).
+    await withClient((client) => client.query(`UPDATE ${schema}.partitions SET expires_at = clock_timestamp()`));
+    expect(await b.acquireLease("c")).toMatchObject({ acquired: true, owner: "b", epoch: 2 });
+    expect(await a.settleDecision(claim!, { applied: true })).toBe(false);
+    while (a.partitionHeldAt("c", 1)) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await a.claimDecisions("c", true)).toEqual([]);
+    const [again] = await b.claimDecisions("c", true);
+    expect(again).toMatchObject({ decisionId: "d-1", executionId: "e-1", claimedEpoch: 2, claims: 2 });
+    expect(await b.settleDecision(again!, { applied: true })).toBe(true);
+  }, 60_000);
+
   it("the owner killed (kill -9) while running a filed start and before claiming another: the process that takes the partition finishes the first and runs the second, each once", async () => {
     const { schema, url } = await schemaWithOnePartition();
     await withClient((client) => client.query(`CREATE TABLE ${schema}.effects (key text PRIMARY KEY, first_pid integer NOT NULL, attempts integer NOT NULL)`));
