@@ -163,6 +163,14 @@ export class Agent {
     inner.result.then((result) => outer.resolve(result), (error: unknown) => {
       const refusal = asPhronomyError(error, "INTERNAL");
       if (refusal.code === "INVALID_INPUT" && refusal.details?.["reason"] === "execution_exists") return this.environment.followExecution(this.id, executionId, outer);
+      // Busy with this very key (the first start of it still runs): follow it.
+      if (refusal.code === "AGENT_BUSY") {
+        this.environment.execution(executionId).then((row) => {
+          if (row !== undefined) return this.environment.followExecution(this.id, executionId, outer);
+          settleWaiterWithError(outer, refusal, settings);
+        }, () => settleWaiterWithError(outer, refusal, settings));
+        return;
+      }
       settleWaiterWithError(outer, refusal, settings);
     });
     return inner;

@@ -713,9 +713,12 @@ export class Environment {
     }
     const agent = new Agent({ environment: this, kind, ready: Promise.resolve() }, claim.agentId);
     const run = agent.startFiled(start.input as unknown as AgentInput, start.options as StartOptions, claim.executionId);
-    return run.executionId.then(() => undefined, (error: unknown) => {
+    return run.executionId.then(() => undefined, async (error: unknown) => {
       const refusal = asPhronomyError(error, "INTERNAL");
-      return refusal.code === "INVALID_INPUT" && refusal.details?.["reason"] === "execution_exists" ? undefined : refusal;
+      if (refusal.code === "INVALID_INPUT" && refusal.details?.["reason"] === "execution_exists") return undefined;
+      // Busy with this very id (its key started here meanwhile): it runs.
+      if (refusal.code === "AGENT_BUSY" && await this.execution(claim.executionId).catch(() => undefined) !== undefined) return undefined;
+      return refusal;
     });
   }
 
