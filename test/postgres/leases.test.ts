@@ -167,8 +167,8 @@ describe("agent leases across processes (PostgreSQL)", () => {
     // refused as not transferable once its tick saw the partition lost,
     // AGENT_BUSY before — the fenced execution holds the agent).
     first.send({ start: "support", tag: "late-start", local: true });
-    const late = await first.waitFor((line) => line.type === "error" && line.tag === "late-start") as { code: string; reason?: string };
-    expect(late.code === "AGENT_BUSY" || (late.code === "INVALID_INPUT" && late.reason === "not_transferable"), JSON.stringify(late)).toBe(true);
+    const lateStart = await first.waitFor((line) => line.type === "error" && line.tag === "late-start") as unknown as { code: string; reason?: string };
+    expect(lateStart.code === "AGENT_BUSY" || (lateStart.code === "INVALID_INPUT" && lateStart.reason === "not_transferable"), JSON.stringify(lateStart)).toBe(true);
     expect(await query(`SELECT count(*)::int AS count FROM ${schema}.executions`)).toEqual([{ count: 1 }]);
 
     // The new owner recovers it: the recorded batch again, same key.
