@@ -57,9 +57,10 @@ describe("starts sent to random processes (PostgreSQL)", () => {
     const processes = Array.from({ length: processCount }, (_, index) => coordinatorForTest(`p${index}`, {
       url: `${url}&application_name=p${index}`, databaseUrl: postgresUrl, schema, agents: [], toolDelayMs, onBusy: "enqueue", instanceId: `p${index}`,
     }));
-    await Promise.all(processes.map((process) => process.waitFor(is("ready"))));
+    // (A loaded machine starts three node processes slowly.)
+    await Promise.all(processes.map((process) => process.waitFor(is("ready"), 90_000)));
     for (const process of processes) process.send({ define: agentIds });
-    await Promise.all(processes.map((process) => process.waitFor(is("defined"))));
+    await Promise.all(processes.map((process) => process.waitFor(is("defined"), 60_000)));
     atEnd(async () => {
       for (const process of processes) if (process.alive) process.kill("SIGKILL");
     });
@@ -127,5 +128,5 @@ describe("starts sent to random processes (PostgreSQL)", () => {
     const filed = await query<{ count: number }>(`SELECT count(*)::int AS count FROM ${schema}.approval_inbox WHERE kind = 'start'`);
     const repeated = effects.filter((effect) => effect.attempts > 1).length;
     console.log(`starts at random processes (${replay}): ${sent} sends (${sentToOwner} to the partition's holder), ${sentAgain} sent again, ${filed[0]!.count} keys filed, ${rows.length} executions all completed once; ${repeated} tool keys called more than once (a process died or lost the partition before recording the result); ${unsettled.length} filed starts left unsettled (their executions ran)`);
-  }, 240_000);
+  }, 360_000);
 });
