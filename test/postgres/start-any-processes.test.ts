@@ -14,6 +14,7 @@ import { PostgresStore } from "../../host/store/postgres-store.js";
 import { atEnd, freshSchema, postgresUrl, withClient } from "./database.js";
 import { coordinatorForTest, is, type Coordinator } from "./fixtures/processes.js";
 import { generator, seedFrom } from "../support/seeded.js";
+import { startExecutionIdOf } from "../../host/store/start-filing.js";
 
 const leaseMs = 1_000;
 const processCount = 3;
@@ -86,7 +87,15 @@ describe("starts sent to random processes (PostgreSQL)", () => {
         const from = sender.lines.length;
         sender.send({ start: agentId, input: tag, tag, key: tag });
         const line = await Promise.race([
-          sender.waitFor((candidate) => (candidate.type === "result" || candidate.type === "error") && candidate.tag === tag, 60_000, from),
+          sender.waitFor((candidate) => (candidate.type === "result" || candidate.type === "error") && candidate.tag === tag, 60_000, from).catch(async (error: Error) => {
+            // Say where the key is: its row, its filing, its partition.
+            const executionId = startExecutionIdOf(agentId, tag);
+            const [row] = await query(`SELECT status, phase, revision, outcome FROM ${schema}.executions WHERE execution_id = $1`, [executionId]);
+            const filed = await query(`SELECT state, filed_by, claimed_by, claimed_epoch, claims, error FROM ${schema}.approval_inbox WHERE execution_id = $1`, [executionId]);
+            const [partition] = await query(`SELECT partition, owner, epoch, expires_at > clock_timestamp() AS live FROM ${schema}.partitions WHERE partition = ${schema}.partition_of($1)`, [agentId]);
+            const steps = await query(`SELECT seq, kind FROM ${schema}.steps WHERE execution_id = $1 ORDER BY seq`, [executionId]);
+            throw new Error(`${replay}: ${tag} sent to ${sender.name} (alive ${String(sender.alive)}) got no answer: execution ${executionId} ${JSON.stringify(row)} steps ${JSON.stringify(steps)} filed ${JSON.stringify(filed)} partition ${JSON.stringify(partition)}; sender's last lines ${JSON.stringify(sender.lines.slice(-8))}`, { cause: error });
+          }),
           sender.exited.then(() => undefined),
         ]);
         if (line?.type === "result") {
