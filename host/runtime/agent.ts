@@ -9,7 +9,11 @@ import type { Environment } from "./environment.js";
 import { validateResumeDecision, validateStartOptions, type ResumeDecision, type StartOptions } from "./options.js";
 import type { AgentEntry, StartRequest } from "./requests.js";
 import { Waiter, type Run } from "./run.js";
-import { settleWaiterWithError } from "./delivery.js";
+import { emitToWaiter, settleWaiterWithError } from "./delivery.js";
+import { randomUUID } from "node:crypto";
+import { startExecutionIdOf } from "../store/start-filing.js";
+import type { Json } from "../store/records.js";
+import type { RemoteStarts } from "./remote-start.js";
 import { asPhronomyError } from "./session.js";
 import { refusalOfResume } from "./resume-refusal.js";
 import type { HandoffRequest } from "./events.js";
@@ -67,9 +71,24 @@ export class Agent {
   }
 
   /** Starts an execution. The run's `executionId` resolves once it is
-   * admitted and prepared; `result` with its outcome. */
+   * admitted and prepared; `result` with its outcome. On PostgreSQL, a
+   * conversation whose partition another live process holds is started
+   * there: the start is filed in the inbox, `executionId` resolves once it
+   * is filed, and the Run follows the execution from the store
+   * (docs/decisions/0031). With `idempotencyKey`, a key started already
+   * is not started again: the Run follows that execution. */
   start(given: AgentInput, options: StartOptions = {}): Run {
-    const waiter = new Waiter(this.id, typeof options?.onEvent === "function" ? options.onEvent : undefined);
+    return this.startAs(given, options, undefined);
+  }
+
+  /** @internal A start filed by another process, run here under the
+   * execution id it was filed with (never filed again). */
+  startFiled(given: AgentInput, options: StartOptions, executionId: string): Run {
+    return this.startAs(given, options, executionId);
+  }
+
+  private startAs(given: AgentInput, options: StartOptions, filedAs: string | undefined): Run {
+    const outer = new Waiter(this.id, typeof options?.onEvent === "function" ? options.onEvent : undefined);
     const settings = this.environment.coordinator.settings;
     let startInput: StartInput;
     try {
@@ -84,9 +103,14 @@ export class Agent {
       this.environment.assertStoreWritable(`a start of agent "${this.id}"`);
       this.environment.conversations.checkOwnership(this.id, this.kind);
     } catch (error) {
-      settleWaiterWithError(waiter, error as PhronomyError, settings);
-      return waiter;
+      settleWaiterWithError(outer, error as PhronomyError, settings);
+      return outer;
     }
+    const keyed = options.idempotencyKey !== undefined ? startExecutionIdOf(this.id, options.idempotencyKey) : undefined;
+    const executionId = filedAs ?? keyed;
+    // A start with a key whose execution is in the store already follows it
+    // (the inner run is refused "execution_exists" by the store).
+    const waiter = keyed !== undefined && filedAs === undefined ? this.followingOnDuplicate(outer, keyed) : outer;
     // The run's budget starts now; the agent's timeoutMs is the default.
     const startedAt = settings.now();
     const entry = this.use(waiter);
@@ -95,16 +119,62 @@ export class Agent {
     ready.then((agent) => {
       const timeoutMs = options.timeoutMs ?? agent.definition.timeoutMs;
       const deadline = timeoutMs !== undefined ? startedAt + timeoutMs : undefined;
-      const request: StartRequest = { type: "start", agent, waiter, ...startInput, options, deadline };
+      const request: StartRequest = { type: "start", agent, waiter, ...startInput, options, deadline, ...(executionId !== undefined ? { executionId } : {}) };
       const { coordinator, loop } = this.environment;
       loop.post(() => {
+        // Another live process holds the conversation's partition: it runs
+        // the start (docs/decisions/0031).
+        const remote = filedAs === undefined ? this.environment.remoteStartsFor(this.id) : undefined;
+        if (remote !== undefined) return this.fileStart(remote, given, options, executionId ?? randomUUID(), outer, waiter);
         // Behind messages queued for this conversation, if any (docs/decisions/0025).
         if (this.environment.queues.take(request)) return;
         const handle = coordinator.requests.add(request);
         coordinator.apply(M.Start, agent.slot, agent.generation, handle, options.signal?.aborted ? 1 : 0);
       }, { admission: true, completion: { fail: (error) => settleWaiterWithError(waiter, error as PhronomyError, settings) }, label: `a start of agent "${this.id}"` });
     }, (error: unknown) => settleWaiterWithError(waiter, error as PhronomyError, settings));
-    return waiter;
+    return outer;
+  }
+
+  /** Files the start for the partition's owner; `outer` follows it. The
+   * inner waiter (a keyed start's) only releases the conversation's use. */
+  private fileStart(remote: RemoteStarts, given: AgentInput, options: StartOptions, executionId: string, outer: Waiter, inner: Waiter): void {
+    const settings = this.environment.coordinator.settings;
+    const local = (["signal", "approvalListener", "inputGuardrail", "outputGuardrail"] as const).filter((key) => options[key] !== undefined);
+    // A keyed start's inner waiter only holds the conversation's use: let
+    // go once the outer Run knows its id (filed) or failed.
+    if (inner !== outer) outer.executionId.then(() => inner.knowExecutionId(executionId), () => inner.knowExecutionId(executionId));
+    if (local.length > 0) {
+      return settleWaiterWithError(outer, new InvalidInputError(`agent "${this.id}".start(): this process does not hold conversation "${this.id}" (another live process does), so the start goes to that process through the inbox, where ${local.map((key) => `"${key}"`).join(", ")} cannot follow it; start without ${local.length === 1 ? "it" : "them"}, or on the process that holds the conversation`, { agentId: this.id, details: { reason: "not_transferable", options: local } }), settings);
+    }
+    const { signal: _signal, onEvent: _onEvent, approvalListener: _listener, inputGuardrail: _in, outputGuardrail: _out, ...carried } = options;
+    remote.file(this.id, executionId, { input: given as unknown as Json, options: carried, ...(this.kind.name !== undefined ? { definition: this.kind.name } : {}) }, outer);
+  }
+
+  /** The waiter a keyed start runs with: its events and outcome go to
+   * `outer`, except a refusal because the key's execution is in the store
+   * already — then `outer` follows that execution. */
+  private followingOnDuplicate(outer: Waiter, executionId: string): Waiter {
+    const settings = this.environment.coordinator.settings;
+    const inner = new Waiter(this.id, (event) => {
+      // The refusal's own terminal event is not the outer run's.
+      if (event.type === "error" || event.type === "timeout" || event.type === "cancelled") return;
+      emitToWaiter(outer, event, settings);
+    });
+    inner.executionId.then((id) => outer.knowExecutionId(id), () => undefined);
+    inner.result.then((result) => outer.resolve(result), (error: unknown) => {
+      const refusal = asPhronomyError(error, "INTERNAL");
+      if (refusal.code === "INVALID_INPUT" && refusal.details?.["reason"] === "execution_exists") return this.environment.followExecution(this.id, executionId, outer);
+      // Busy with this very key (the first start of it still runs): follow it.
+      if (refusal.code === "AGENT_BUSY") {
+        this.environment.execution(executionId).then((row) => {
+          if (row !== undefined) return this.environment.followExecution(this.id, executionId, outer);
+          settleWaiterWithError(outer, refusal, settings);
+        }, () => settleWaiterWithError(outer, refusal, settings));
+        return;
+      }
+      settleWaiterWithError(outer, refusal, settings);
+    });
+    return inner;
   }
 
   /** Decides the pending approval of one of this agent's suspended

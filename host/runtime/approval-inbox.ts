@@ -24,6 +24,12 @@
 //   finished on the next pass, `settleRetryMs` later at the latest: nobody
 //   else would finish a claim of this epoch, and its filer waits on it.
 //   A decision already applied is never applied again, only marked.
+// * A filed start (docs/decisions/0031) is claimed for a conversation not
+//   live here too (it makes it live), and started through `agent.start`'s
+//   own path under the execution id it was filed with. A refusal that only
+//   says "not now" (the partition lost or held for a recovery, the store
+//   failing) is never recorded: tried again while the partition is held at
+//   the claim's epoch, else left for the next owner's claim.
 
 import { CoreFailureError, PhronomyError, RuntimeShutdownError } from "../errors.js";
 import { transferError } from "../store/error-transfer.js";
@@ -38,9 +44,10 @@ export type { ClaimedDecision, DecisionProgress };
 /** What the runtime needs of a store with an approval inbox (PostgreSQL). */
 export interface InboxStore {
   fileDecision(filing: Omit<DecisionFiling, "filedBy">): Promise<FiledDecision>;
-  /** `retriesOnly`: only retries (a conversation not live here); a store
+  /** `idleOnly`: only what a conversation not live here takes — retries
+   * on SQLite, filed starts on PostgreSQL (docs/decisions/0031); a store
    * that does not serve idle conversations (`servesIdle` false) never gets it. */
-  claimDecisions(agentId: string, retriesOnly?: boolean): Promise<ClaimedDecision[]>;
+  claimDecisions(agentId: string, idleOnly?: boolean): Promise<ClaimedDecision[]>;
   settleDecision(claim: ClaimedDecision, settlement: DecisionSettlement): Promise<boolean>;
   readDecisions(decisionIds: readonly string[]): Promise<DecisionProgress[]>;
   approvalDecided(executionId: string, approvalId: string): Promise<{ readonly approved: boolean } | undefined>;
@@ -76,9 +83,14 @@ export class InboxApplier {
     /** Whether this process still holds the agent at that lease epoch. */
     private readonly holds: (agentId: string, epoch: number) => boolean,
     private readonly logger: Logger,
-    /** Whether retries of conversations not live here are claimed (a
-     * SQLite owner: every conversation of the store is its own). */
+    /** Whether decisions of conversations not live here are claimed: a
+     * SQLite owner's retries (every conversation of the store is its own),
+     * a PostgreSQL owner's filed starts (docs/decisions/0031). */
     private readonly servesIdle = false,
+    /** Whether this process may still hold the agent at that epoch (its
+     * admission window lapsed, not yet renewed): a filed start refused
+     * meanwhile is tried again, not left claimed for nobody. */
+    private readonly mayHold: (agentId: string, epoch: number) => boolean = holds,
   ) {}
 
   /** The agent's recovery under the lease held now finished: drain. */
@@ -100,8 +112,10 @@ export class InboxApplier {
   /** The agent was (re)taken and is being recovered: wait for it. */
   agentNotReady(agentId: string): void {
     this.ready.delete(agentId);
-    // Claims of the lost epoch are claimed again, and judged, under the new one.
-    for (const [decisionId, { claim }] of this.unfinished) if (claim.agentId === agentId) this.unfinished.delete(decisionId);
+    // Claims of the lost epoch are claimed again, and judged, under the new
+    // one. A start's does not depend on the conversation being live here: it
+    // is kept while its epoch is held (`judgeStart` checks it).
+    for (const [decisionId, { claim }] of this.unfinished) if (claim.agentId === agentId && claim.kind !== "start") this.unfinished.delete(decisionId);
   }
 
   /** A decision may wait for the agent (a notification, a poll). An agent
@@ -152,7 +166,13 @@ export class InboxApplier {
   private async settle(claim: ClaimedDecision, judged: DecisionSettlement | undefined): Promise<void> {
     let settlement = judged;
     try {
-      settlement ??= await this.judge(claim);
+      const judgement = settlement ?? await this.judge(claim);
+      if (judgement === "again") {
+        this.unfinished.set(claim.decisionId, { claim, settlement: undefined });
+        this.retrySoon();
+        return;
+      }
+      settlement = judgement;
       if (settlement === undefined) return;
       const settled = await this.store.settleDecision(claim, settlement);
       if (!settled) this.logger.debug?.(`[phronomy] decision ${claim.decisionId} on execution ${claim.executionId} was not marked here: agent "${claim.agentId}" moved to another owner, which judges it`);
@@ -172,8 +192,11 @@ export class InboxApplier {
     this.retryTimer.unref();
   }
 
-  /** Applies the claim; undefined: leave it claimed for the next owner. */
-  private async judge(claim: ClaimedDecision): Promise<DecisionSettlement | undefined> {
+  /** Applies the claim; undefined: leave it claimed for the next owner;
+   * "again": a start this process still holds the partition of but could
+   * not run now (tried again `settleRetryMs` later). */
+  private async judge(claim: ClaimedDecision): Promise<DecisionSettlement | undefined | "again"> {
+    if (claim.kind === "start") return this.judgeStart(claim);
     // A cancel is idempotent: claimed again, it is applied again; a retry
     // claimed again looks at the row's revision itself (`applyFiledRetry`).
     if (claim.claims > 1 && (claim.kind ?? "approval") === "approval") {
@@ -187,6 +210,28 @@ export class InboxApplier {
     if (refusal instanceof RuntimeShutdownError || refusal instanceof CoreFailureError || !this.holds(claim.agentId, claim.claimedEpoch)) return undefined;
     return { applied: false, error: transferError(refusal) };
   }
+
+  /** A filed start (docs/decisions/0031): run here under its execution id,
+   * whose row the store admits once however often it is claimed. A refusal
+   * that only says "not now" is never recorded: while this process still
+   * holds the partition at the claim's epoch it tries again; once it does
+   * not, the claim is the next owner's (claimed again at its higher epoch). */
+  private async judgeStart(claim: ClaimedDecision): Promise<DecisionSettlement | undefined | "again"> {
+    if (this.closed || !this.mayHold(claim.agentId, claim.claimedEpoch)) return undefined;
+    const refusal = await this.apply(claim);
+    if (refusal === undefined) return { applied: true };
+    if (!passing(refusal)) return { applied: false, error: transferError(refusal) };
+    return !this.closed && this.mayHold(claim.agentId, claim.claimedEpoch) ? "again" : undefined;
+  }
+}
+
+/** Refusals of a filed start that say this process cannot run it now (its
+ * partition lost or held for a recovery, the store or core failing, shutting
+ * down), not that the start is wrong: never recorded as the start's refusal. */
+function passing(refusal: PhronomyError): boolean {
+  if (refusal instanceof RuntimeShutdownError || refusal instanceof CoreFailureError || refusal.code === "STORE") return true;
+  const reason = refusal.details?.["reason"];
+  return refusal.code === "AGENT_BUSY" && (reason === "lease_not_held" || reason === "recovering");
 }
 
 function messageOf(error: unknown): string {

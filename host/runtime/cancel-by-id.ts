@@ -76,6 +76,9 @@ export interface CancelHost {
   cancelQueued(executionId: string, reason: string | undefined): Promise<boolean>;
   /** An execution's row, or a queued message's as status `queued`. */
   readRow(executionId: string): Promise<ExecutionRow | undefined>;
+  /** Cancels a start filed for another process and not claimed yet
+   * (docs/decisions/0031); `claimed`: its owner is starting it now. */
+  cancelFiledStart?(executionId: string, reason: string | undefined): Promise<{ readonly agentId: string; readonly state: "cancelled" | "claimed" | "settled" } | undefined>;
 }
 
 export const CANCEL_REASON_LENGTH_MAX = 1_000;
@@ -142,7 +145,13 @@ async function dispatch(host: CancelHost, executionId: string, reason: string | 
   });
   if (live) return undefined;
   const row = await host.readRow(executionId);
-  if (row === undefined) throw new ExecutionNotFoundError(executionId, "the cancel", host.store.path);
+  if (row === undefined) {
+    const filed = await cancelFiled(host, executionId, reason);
+    if (filed !== undefined) return filed;
+    // Claimed by its owner meanwhile: its row (or queued message) follows.
+    if (await host.readRow(executionId) !== undefined) return dispatch(host, executionId, reason, waiter, first);
+    throw new ExecutionNotFoundError(executionId, "the cancel", host.store.path);
+  }
   if (row.status === "terminal") {
     if (!first) return resultOf(row);
     throw new ExecutionEndedError(executionId, row.agentId, endedOutcomeOf(row.outcome, row.error), row.error, "the cancel");
@@ -167,6 +176,29 @@ async function dispatch(host: CancelHost, executionId: string, reason: string | 
   await cancelDormant(host, row, reason);
   waiter.reject(new CancellationError({ executionId, agentId: row.agentId }, reason));
   return undefined;
+}
+
+/** How long a cancel waits for a filed start its owner claimed to appear
+ * as a row (or a queued message) before calling it unknown. */
+const claimedStartWaitMs = 10_000;
+
+/** A start filed for another process and not run yet: cancelled in the
+ * inbox (its filer's Run is told CANCELLED), or — claimed by its owner —
+ * waited for until its row appears. Undefined: no such start, or its row
+ * appeared. */
+async function cancelFiled(host: CancelHost, executionId: string, reason: string | undefined): Promise<CancelResult | undefined> {
+  if (host.cancelFiledStart === undefined) return undefined;
+  const until = Date.now() + claimedStartWaitMs;
+  for (;;) {
+    const found = await host.cancelFiledStart(executionId, reason);
+    if (found === undefined || found.state === "settled") return undefined;
+    if (found.state === "cancelled") {
+      const error = new CancellationError({ executionId, agentId: found.agentId }, reason);
+      return { executionId, agentId: found.agentId, outcome: "cancelled", error: error.toRecord(), output: null };
+    }
+    if (await host.readRow(executionId) !== undefined || Date.now() > until) return undefined;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 /** The owner's cancel of an unfinished row nothing runs (its process died,

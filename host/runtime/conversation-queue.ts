@@ -249,7 +249,9 @@ export class ConversationQueues {
       return;
     }
     const front = policy === "interrupt";
-    const executionId = randomUUID();
+    // A start that names its id (an idempotency key, a start filed by
+    // another process, docs/decisions/0031) is queued under it.
+    const executionId = request.executionId ?? randomUUID();
     const item: QueuedItem = {
       executionId, agent, waiter: request.waiter, input: request.input, inputMessages: request.inputMessages, options: request.options, state: "writing",
     };

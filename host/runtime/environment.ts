@@ -8,13 +8,14 @@
 // the store closes. A second `close()` returns the same promise.
 
 import { loadPostgresStore } from "../store/load-postgres.js";
+import { transferError } from "../store/error-transfer.js";
 import { Admin } from "./admin.js";
 import { Limit, MessageKind as M, ResultCode } from "../../assembly/abi.js";
 import { ControlCore } from "../core/control-core.js";
 import { resultCodeName } from "../core/names.js";
 import type { CoreLimits } from "../core/machine.js";
 import { resolveTools } from "../agent/tools.js";
-import { ExecutionRehydrationRequiredError, InvalidInputError, PhronomyError, RetryRefusedError, RuntimeShutdownError, StoreError, agentHasUnfinishedExecutions } from "../errors.js";
+import { CancellationError, ExecutionRehydrationRequiredError, InvalidInputError, PhronomyError, RetryRefusedError, RuntimeShutdownError, StoreError, agentHasUnfinishedExecutions } from "../errors.js";
 import { SqliteStore, type SqliteStoreOptions } from "../store/sqlite-store.js";
 import type { PostgresStoreOptions } from "../store/postgres/options.js";
 import type { ExecutionStore } from "../store/store.js";
@@ -36,12 +37,15 @@ import { Tracer } from "./tracing.js";
 import { Waiter, type Run } from "./run.js";
 import { asPhronomyError } from "./session.js";
 import { settleFromRow } from "./durable-outcome.js";
-import { rejectSuspendedObserver, settleWaiterWithError } from "./delivery.js";
+import { emitToWaiter, rejectSuspendedObserver, settleWaiterWithError } from "./delivery.js";
 import { continuationNameOf, continuationOf, recoverAgent, type RecoveredExecution } from "./recovery.js";
 import { leasingStoreOf, type LeasingStore } from "./leases.js";
 import { partitionedStoreOf, watchPartitionTakeovers } from "./partition-takeover.js";
 import { InboxApplier, inboxStoreOf, type ClaimedDecision } from "./approval-inbox.js";
 import { RemoteResumes } from "./remote-resume.js";
+import { RemoteStarts, startInboxStoreOf } from "./remote-start.js";
+import type { AgentInput } from "./agent.js";
+import type { StartOptions } from "./options.js";
 import { DurableWatches } from "./durable-watch.js";
 import type { ApprovalRequest } from "./events.js";
 import { checkPruneOptions, checkRetentionOptions, Retention, type PruneOptions, type PruneReport, type RetentionOptions } from "./retention.js";
@@ -224,6 +228,8 @@ export class Environment {
    * decisions on agents held elsewhere. */
   private inboxApplier: InboxApplier | undefined;
   private remoteResumes: RemoteResumes | undefined;
+  /** Starts filed for the processes holding their partitions (docs/decisions/0031). */
+  private remoteStarts: RemoteStarts | undefined;
   /** `env.wait` on executions other processes run (docs/decisions/0018). */
   private durableWatches: DurableWatches | undefined;
   /** Prunes finished executions (undefined: a visitor, or a store that cannot). */
@@ -432,6 +438,8 @@ export class Environment {
         return;
       }
       this.store.getExecution(executionId).then((row) => {
+        // A start filed for (or a message queued in) another process: waited for (docs/decisions/0031).
+        if (row === undefined && this.remoteStarts !== undefined && !this.closing) return this.remoteStarts.observe(executionId, waiter);
         const running = row !== undefined && row.status !== "terminal" && row.status !== "suspended";
         if (running && this.runsElsewhere(row.agentId)) {
           if (this.closing) return settleWaiterWithError(waiter, new RuntimeShutdownError(`a wait for execution ${executionId}`, { executionId, agentId: row.agentId }), settings);
@@ -626,7 +634,10 @@ export class Environment {
     if (!leasing) return undefined;
     const acquisition = await leasing.acquireLease(agentId);
     if (acquisition.acquired) return performance.now();
-    this.coordinator.settings.logger.warn(`[phronomy] agent "${agentId}" is owned by ${acquisition.owner} until ${new Date(acquisition.expiresAt).toISOString()}: its starts are refused here (AGENT_BUSY); this process takes it over, and recovers it, if that lease expires`);
+    const { logger } = this.coordinator.settings;
+    // Filed for that process (docs/decisions/0031): nothing to warn about.
+    if (this.remoteStarts !== undefined) logger.debug?.(`[phronomy] agent "${agentId}" is owned by ${acquisition.owner} until ${new Date(acquisition.expiresAt).toISOString()}: its starts are filed for that process`);
+    else logger.warn(`[phronomy] agent "${agentId}" is owned by ${acquisition.owner} until ${new Date(acquisition.expiresAt).toISOString()}: its starts are refused here (AGENT_BUSY); this process takes it over, and recovers it, if that lease expires`);
     return false;
   }
 
@@ -676,17 +687,83 @@ export class Environment {
     const { settings } = this.coordinator;
     this.remoteResumes = new RemoteResumes(inbox, settings);
     if (this.visitor) return;
+    const starts = startInboxStoreOf(this.store);
+    // A process that takes no share (`balance: false`, the CLI's commands)
+    // runs its own starts or refuses them, as before.
+    const balancing = (this.store as { balancing?: boolean }).balancing !== false;
+    if (starts !== undefined && leasing !== undefined && balancing) {
+      this.remoteStarts = new RemoteStarts(starts, settings);
+      (this.store as { listenForDecisions?: () => void }).listenForDecisions?.();
+    }
     const holds = leasing ? (agentId: string, epoch: number) => leasing.leaseOf(agentId)?.epoch === epoch : () => true;
-    this.inboxApplier = new InboxApplier(inbox, (claim) => this.applyClaim(claim), holds, settings.logger, leasing === undefined);
+    const partitionHeld = (this.store as { partitionHeldAt?: (agentId: string, epoch: number) => boolean }).partitionHeldAt?.bind(this.store);
+    const mayHold = partitionHeld ?? holds;
+    // Conversations not live here: a SQLite owner claims their retries, a
+    // PostgreSQL owner their filed starts (a start makes them live).
+    this.inboxApplier = new InboxApplier(inbox, (claim) => this.applyClaim(claim), holds, settings.logger, leasing === undefined || this.remoteStarts !== undefined, mayHold);
     inbox.onApprovalFiled = (agentId) => this.inboxApplier?.wake(agentId);
   }
 
   private applyClaim(claim: ClaimedDecision): Promise<PhronomyError | undefined> {
+    if (claim.kind === "start") return this.applyFiledStart(claim);
     if (claim.kind === "cancel") return applyFiledCancel(this.cancelHost, claim.executionId, claim.reason ?? undefined);
     if (claim.kind === "retry") return applyFiledRetry(this.retryHost, claim.executionId, claim.executionRevision);
     const agent = this.conversations.handleOf(this, claim.agentId);
     if (!agent) return Promise.resolve(new InvalidInputError(`agent "${claim.agentId}" is no longer defined in the process that owns it; decision ${claim.decisionId} on execution ${claim.executionId} was not applied`, { agentId: claim.agentId, executionId: claim.executionId }));
     return agent.applyFiledDecision(claim.executionId, { approvalId: claim.approvalId, approved: claim.approved, ...(claim.reason !== null ? { reason: claim.reason } : {}) });
+  }
+
+  /** The owner's side of a start filed by another process
+   * (docs/decisions/0031): started here through `agent.start`'s own path
+   * (the takeover's admission gate, the busy policy, the fenced
+   * preparation) under the execution id it was filed with. Undefined once
+   * admitted or queued — or when that id is in the store already (a former
+   * owner admitted it; its recovery finishes it) — else the refusal. */
+  private applyFiledStart(claim: ClaimedDecision): Promise<PhronomyError | undefined> {
+    const context = { agentId: claim.agentId, executionId: claim.executionId };
+    const start = claim.start;
+    if (start === undefined) return Promise.resolve(new InvalidInputError(`the start filed as execution ${claim.executionId} carries no input`, context));
+    const kind = this.conversations.liveKind(claim.agentId) ?? this.conversations.kindOf(claim.agentId, start.definition);
+    if (kind === undefined) {
+      const define = start.definition !== undefined ? `the definition named "${start.definition}" is` : `agent "${claim.agentId}" is`;
+      return Promise.resolve(new InvalidInputError(`${define} not defined in the process that holds the conversation's partition (${this.store.path}); the start filed as execution ${claim.executionId} was not run — define it in every process that may own it`, { ...context, details: { reason: "agent_not_defined" } }));
+    }
+    const agent = new Agent({ environment: this, kind, ready: Promise.resolve() }, claim.agentId);
+    const run = agent.startFiled(start.input as unknown as AgentInput, start.options as StartOptions, claim.executionId);
+    return run.executionId.then(() => undefined, async (error: unknown) => {
+      const refusal = asPhronomyError(error, "INTERNAL");
+      if (refusal.code === "INVALID_INPUT" && refusal.details?.["reason"] === "execution_exists") return undefined;
+      // Busy with this very id (its key started here meanwhile): it runs.
+      if (refusal.code === "AGENT_BUSY" && await this.execution(claim.executionId).catch(() => undefined) !== undefined) return undefined;
+      return refusal;
+    });
+  }
+
+  /** @internal Where `agent.start` sends a start this process may not run:
+   * the inbox, when the store files starts and another process holds the
+   * conversation's partition (docs/decisions/0031); undefined otherwise. */
+  remoteStartsFor(agentId: string): RemoteStarts | undefined {
+    if (this.remoteStarts === undefined || this.closing) return undefined;
+    const leasing = leasingStoreOf(this.store);
+    if (leasing === undefined || leasing.leaseOf(agentId) !== undefined) return undefined;
+    // Held here but not renewed in time: refused here (lease_not_held) until
+    // the next renewal, as before — never filed for itself.
+    const held = (this.store as { partitionHeld?: (agentId: string) => boolean }).partitionHeld?.(agentId) === true;
+    return held ? undefined : this.remoteStarts;
+  }
+
+  /** @internal A keyed start whose execution is in the store already:
+   * `waiter` follows it (from the store on PostgreSQL; as `env.wait`
+   * otherwise). */
+  followExecution(agentId: string, executionId: string, waiter: Waiter): void {
+    if (this.remoteStarts !== undefined) return this.remoteStarts.follow(agentId, executionId, waiter);
+    const settings = this.coordinator.settings;
+    const observed = this.wait(executionId);
+    observed.executionId.then((id) => waiter.knowExecutionId(id), () => undefined);
+    observed.result.then((result) => {
+      if (result.outcome === "completed") emitToWaiter(waiter, { type: "done", executionId, output: result.output, usage: result.usage }, settings);
+      waiter.resolve(result);
+    }, (error: unknown) => settleWaiterWithError(waiter, asPhronomyError(error, "INTERNAL"), settings));
   }
 
   /** @internal Where `agent.resume` sends a decision on an execution not
@@ -709,6 +786,7 @@ export class Environment {
 
   private async closeApprovalInbox(): Promise<void> {
     await this.durableWatches?.close();
+    await this.remoteStarts?.close();
     await this.remoteResumes?.close();
     await this.inboxApplier?.close();
   }
@@ -747,6 +825,13 @@ export class Environment {
       recoveredHere: (row) => this.conversations.liveEntry(row.agentId) !== undefined || this.conversations.kindOfRow(row) !== undefined,
       cancelQueued: (executionId, reason) => this.queues.cancelQueued(executionId, reason),
       readRow: (executionId) => executionOrQueued(this.store, executionId),
+      ...(this.remoteStarts !== undefined ? {
+        cancelFiledStart: (executionId: string, reason: string | undefined) => {
+          const error = new CancellationError({ executionId }, reason);
+          const store = this.store as unknown as { cancelFiledStart: (id: string, error: string, at: number) => Promise<{ readonly agentId: string; readonly state: "cancelled" | "claimed" | "settled" } | undefined> };
+          return store.cancelFiledStart(executionId, JSON.stringify(transferError(error)), Date.now());
+        },
+      } : {}),
     };
   }
 

@@ -12,6 +12,7 @@ import type { Json } from "../store/records.js";
 import type { ApprovalRequest, EventListener } from "./events.js";
 import { checkAgentRetention, type AgentRetentionOptions } from "./retention.js";
 import { QUEUE_LIMIT_MAX } from "../store/queue.js";
+import { IDEMPOTENCY_KEY_LENGTH_MAX } from "../store/start-filing.js";
 
 /** What a guardrail decides: let the text through, replace it, or stop the
  * execution (`INPUT_BLOCKED` / `OUTPUT_BLOCKED`, with the reason). */
@@ -138,6 +139,10 @@ export interface StartOptions {
   readonly stream?: boolean;
   /** This start's busy policy (the agent's `onBusy` otherwise). */
   readonly onBusy?: OnBusyPolicy;
+  /** Runs the start once per (conversation, key), in whichever process it
+   * is sent to: a start with a key already started is not run again, its
+   * Run follows the first one's execution (docs/decisions/0031). */
+  readonly idempotencyKey?: string;
 }
 
 export type { LanguageModel };
@@ -190,7 +195,7 @@ export const AGENT_DEFINITION_KEYS = [
 
 export const START_OPTION_KEYS = [
   "signal", "timeoutMs", "onEvent", "approvalPolicy", "approvalListener", "tokenBudget", "maxTurns",
-  "inputGuardrail", "outputGuardrail", "metadata", "stream", "onBusy",
+  "inputGuardrail", "outputGuardrail", "metadata", "stream", "onBusy", "idempotencyKey",
 ] as const;
 
 /** Agent ids are interned by the host and stored as text: bounded, printable. */
@@ -279,6 +284,9 @@ export function validateStartOptions(options: StartOptions, what: string): void 
   functionOrUndefined(options.outputGuardrail, "outputGuardrail", what);
   if (options.approvalPolicy !== undefined && !["tools", "always", "never"].includes(options.approvalPolicy)) {
     throw new InvalidInputError(`${what}: "approvalPolicy" must be "tools", "always" or "never", got ${JSON.stringify(options.approvalPolicy)}`);
+  }
+  if (options.idempotencyKey !== undefined && (typeof options.idempotencyKey !== "string" || options.idempotencyKey.length === 0 || options.idempotencyKey.length > IDEMPOTENCY_KEY_LENGTH_MAX)) {
+    throw new InvalidInputError(`${what}: "idempotencyKey" must be a non-empty string of at most ${IDEMPOTENCY_KEY_LENGTH_MAX} characters, got ${JSON.stringify(options.idempotencyKey)?.slice(0, 80)}`);
   }
   if (options.metadata !== undefined) {
     try {

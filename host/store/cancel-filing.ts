@@ -17,7 +17,7 @@
 import { ExecutionEndedError, ExecutionNotFoundError } from "../errors.js";
 import type { StoredError } from "./records.js";
 
-export type DecisionKind = "approval" | "cancel" | "retry";
+export type DecisionKind = "approval" | "cancel" | "retry" | "start";
 
 /** The execution's columns a cancel filing reads. */
 export interface CancelFilingRow {

@@ -5,6 +5,7 @@
 
 import type { DecisionKind } from "./cancel-filing.js";
 import type { TransferredError } from "./error-transfer.js";
+import type { FiledStart } from "./start-filing.js";
 import type { ExecutionRow } from "./records.js";
 import type { SqliteRow } from "./sqlite/driver.js";
 import { executionFromRow } from "./sqlite/rows.js";
@@ -39,6 +40,8 @@ export interface ClaimedDecision extends DecisionFiling {
   /** How many times it was claimed; more than 1: a former owner claimed it
    * and died (or lost the agent) before settling it. */
   readonly claims: number;
+  /** A filed start's input and options (kind `start`, docs/decisions/0031). */
+  readonly start?: FiledStart;
 }
 
 export interface DecisionProgress {

@@ -47,6 +47,7 @@ import {
 import * as leases from "./postgres/leases.js";
 import * as inbox from "./postgres/inbox.js";
 import { InboxListener } from "./postgres/inbox-listener.js";
+import type { FiledStartAnswer, StartFiling } from "./start-filing.js";
 import { isConnectionLoss, resolveOutcome } from "./postgres/outcome.js";
 import * as reads from "./postgres/reads.js";
 import { migrate } from "./postgres/schema.js";
@@ -106,7 +107,7 @@ export class PostgresStore implements ExecutionStore {
    * last one held, or one no row matches — never unfenced. */
   fenceOf: (agentId: string) => Fence | undefined = (agentId) => this.leaseBook.fenceOf(agentId);
 
-  private constructor(path: string, schema: string, pool: pg.Pool, poolSize: number, leaseMs: number, private readonly instance: InstanceLock, partitionCount: number, balancing: boolean) {
+  private constructor(path: string, schema: string, pool: pg.Pool, poolSize: number, leaseMs: number, private readonly instance: InstanceLock, partitionCount: number, readonly balancing: boolean) {
     this.path = path;
     this.schema = schema;
     this.pool = pool;
@@ -447,7 +448,23 @@ export class PostgresStore implements ExecutionStore {
     this.journalTails.drop(agentId);
   }
 
-  /** The partition of an agent id (docs/decisions/0030). */
+  /** Whether the agent's partition is held here, renewed in time or not:
+   * a start is filed for another process only when it is not
+   * (docs/decisions/0031). */
+  partitionHeld(agentId: string): boolean {
+    return this.leaseBook.holdsPartitionOf(agentId);
+  }
+
+  /** Whether the agent's partition is still held here at this epoch (its
+   * admission window may have lapsed until the next renewal): a claim of
+   * that epoch is still this process's to finish (docs/decisions/0031). */
+  partitionHeldAt(agentId: string, epoch: number): boolean {
+    return this.leaseBook.heldAt(agentId, epoch);
+  }
+
+  /** The partition of an agent id (docs/decisions/0030). `balancing`
+   * (false: `balance: false`) also says whether starts are filed for other
+   * processes (docs/decisions/0031). */
   partitionOf(agentId: string): number {
     return this.leaseBook.partitionOf(agentId);
   }
@@ -511,11 +528,29 @@ export class PostgresStore implements ExecutionStore {
   }
 
   /** Claims the decisions waiting for an agent this process holds; none
-   * when it does not hold the agent's lease. */
-  claimDecisions(agentId: string): Promise<inbox.ClaimedDecision[]> {
+   * when it does not hold the agent's lease. `startsOnly`: only filed
+   * starts (a conversation not live here, docs/decisions/0031). */
+  claimDecisions(agentId: string, startsOnly = false): Promise<inbox.ClaimedDecision[]> {
     const grant = this.leaseOf(checkId(agentId, "agentId"));
     if (grant === undefined) return Promise.resolve([]);
-    return this.read(() => inbox.claimDecisions(this.pool, agentId, grant));
+    return this.read(() => inbox.claimDecisions(this.pool, agentId, grant, startsOnly));
+  }
+
+  /** Files a start for the process holding its conversation's partition
+   * (docs/decisions/0031); an execution id filed or run already is
+   * answered with what is there, nothing written. */
+  fileStart(filing: Omit<StartFiling, "filedBy">): Promise<FiledStartAnswer> {
+    return this.read(() => inbox.fileStart(this.pool, this.inboxChannel(), { ...filing, filedBy: this.leaseOwner }));
+  }
+
+  /** Cancels a start still filed, before any owner claimed it (`env.cancel`). */
+  cancelFiledStart(executionId: string, error: string, at: number): ReturnType<typeof inbox.cancelFiledStart> {
+    return this.read(() => inbox.cancelFiledStart(this.pool, checkId(executionId, "executionId"), error, at));
+  }
+
+  /** How filed (or followed) starts are doing, with their new steps. */
+  readStarts(follows: readonly { readonly executionId: string; readonly afterSeq: number }[]): Promise<inbox.StartProgress[]> {
+    return this.read(() => inbox.readStarts(this.pool, this.path, follows));
   }
 
   /** Marks a claimed decision applied or refused; false when the claim is
@@ -532,6 +567,12 @@ export class PostgresStore implements ExecutionStore {
   /** The decision recorded for an approval (its `approval_decided` step). */
   approvalDecided(executionId: string, approvalId: string): Promise<{ readonly approved: boolean } | undefined> {
     return this.read(() => inbox.approvalDecided(this.pool, checkId(executionId, "executionId"), approvalId));
+  }
+
+  /** LISTENs on the inbox channel now (an owner of partitions: starts are
+   * filed for it before it uses any conversation, docs/decisions/0031). */
+  listenForDecisions(): void {
+    this.listenToInbox();
   }
 
   /** LISTENs on the inbox channel from the first lease asked for on. */

@@ -93,10 +93,15 @@ describe("agent leases across processes (PostgreSQL)", () => {
     const second = coordinator("second", config(["support"]));
     const secondReady = await second.waitFor(is("ready"));
     expect(secondReady.leases).toEqual([{ agentId: "support", acquired: false, owner: "", epoch: 0 }]);
+    // A start sent to it is filed for the owner (docs/decisions/0031), which
+    // refuses it: its one conversation is busy.
     second.send({ start: "support", tag: "refused" });
     const refused = await second.waitFor((line) => line.type === "error" && line.tag === "refused");
-    expect(refused).toMatchObject({ code: "AGENT_BUSY", reason: "lease_not_held" });
-    expect((refused as { message: string }).message).toContain(firstReady.owner);
+    expect(refused).toMatchObject({ code: "AGENT_BUSY" });
+    // One that cannot be filed (its signal stays here) is refused here, naming the owner.
+    second.send({ start: "support", tag: "not-filed", local: true });
+    const notFiled = await second.waitFor((line) => line.type === "error" && line.tag === "not-filed");
+    expect(notFiled).toMatchObject({ code: "INVALID_INPUT", reason: "not_transferable" });
 
     // The owner is still alive a few lease lengths on: no takeover.
     await new Promise((resolve) => setTimeout(resolve, 2.5 * leaseMs));
@@ -158,8 +163,12 @@ describe("agent leases across processes (PostgreSQL)", () => {
     const afterLate = await snapshot(schema, executionId);
     expect(afterLate).toEqual(before);
     // Nor may the former owner admit anything any more.
-    first.send({ start: "support", tag: "late-start" });
-    expect(await first.waitFor((line) => line.type === "error" && line.tag === "late-start")).toMatchObject({ code: "AGENT_BUSY" });
+    // (a start that cannot be filed for the new owner, docs/decisions/0031:
+    // refused as not transferable once its tick saw the partition lost,
+    // AGENT_BUSY before — the fenced execution holds the agent).
+    first.send({ start: "support", tag: "late-start", local: true });
+    const lateStart = await first.waitFor((line) => line.type === "error" && line.tag === "late-start") as unknown as { code: string; reason?: string };
+    expect(lateStart.code === "AGENT_BUSY" || (lateStart.code === "INVALID_INPUT" && lateStart.reason === "not_transferable"), JSON.stringify(lateStart)).toBe(true);
     expect(await query(`SELECT count(*)::int AS count FROM ${schema}.executions`)).toEqual([{ count: 1 }]);
 
     // The new owner recovers it: the recorded batch again, same key.
@@ -236,7 +245,10 @@ describe("agent leases across processes (PostgreSQL)", () => {
           continue;
         }
         const from = owner.lines.length;
-        owner.send({ start: agentId, input: tag, tag });
+        // Keyed by its tag: a start the process filed for another holder
+        // just before dying (its partition moved meanwhile) and sent again
+        // runs once (docs/decisions/0031).
+        owner.send({ start: agentId, input: tag, tag, key: tag });
         const line = await Promise.race([
           owner.waitFor((candidate) => (candidate.type === "result" || candidate.type === "error") && candidate.tag === tag, 30_000, from),
           owner.exited.then(() => undefined),

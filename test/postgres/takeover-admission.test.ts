@@ -3,7 +3,9 @@
 // agent's admission before any start asked for meanwhile — which waits (a
 // start through agent.start) or is refused with AGENT_BUSY reason
 // "recovering" (one already on its way to the store) — so no recovered
-// execution is left unfinished behind a new one.
+// execution is left unfinished behind a new one. Starts asked for before
+// the takeover are filed for the partition's holder (docs/decisions/0031)
+// and run by the successor through the same path, after its recovery.
 
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -46,40 +48,65 @@ describe("takeover on PostgreSQL", () => {
     former.kill("SIGKILL");
     await former.exited;
 
-    // Starts keep coming, one every millisecond, while the successor takes the agent over.
+    // Starts keep coming, one every millisecond, while the successor takes
+    // the agent over, until one is admitted. Before the takeover they are
+    // filed for the partition's holder (docs/decisions/0031) — the dead
+    // former owner, so they wait for whoever takes the partition: the
+    // successor, which runs them after its recovery.
     const refusals: string[] = [];
-    const admitted = await new Promise<{ executionId: string; result: Promise<unknown> } | undefined>((resolve) => {
+    const runs: { executionId: Promise<string>; result: Promise<unknown> }[] = [];
+    const admittedAny = async (): Promise<boolean> => (await withClient((client) => client.query(`SELECT 1 FROM ${schema}.executions WHERE execution_id <> $1`, [strandedId]))).rowCount! > 0;
+    await new Promise<void>((resolve) => {
       const deadline = Date.now() + 15_000;
+      let checking = false;
       const timer = setInterval(() => {
         if (Date.now() > deadline) {
           clearInterval(timer);
-          resolve(undefined);
+          resolve();
           return;
         }
         const run = agent.start("And order 43?");
         run.result.catch((error: PhronomyError) => refusals.push(String(error.details?.["reason"] ?? error.code)));
-        void run.executionId.then((executionId) => {
+        runs.push(run);
+        if (checking) return;
+        checking = true;
+        void admittedAny().then((admitted) => {
+          checking = false;
+          if (!admitted) return;
           clearInterval(timer);
-          resolve({ executionId, result: run.result });
-        }, () => undefined);
+          resolve();
+        }, () => { checking = false; });
       }, 1);
     });
-    expect(admitted, `no start was admitted; refusals: ${[...new Set(refusals)].join(", ")}`).toBeDefined();
-    await admitted!.result;
+    await Promise.allSettled(runs.map((run) => run.result));
+    const completed = (await Promise.all(runs.map((run) => run.result.then(() => run.executionId, () => undefined)))).filter((id) => id !== undefined);
 
-    // Refused only as owned elsewhere (before the takeover), recovering (during
-    // it), or busy (the recovered execution holds the agent's admission).
-    expect([...new Set(refusals)].filter((reason) => !["lease_not_held", "recovering", "AGENT_BUSY"].includes(reason))).toEqual([]);
-    const rows = (await withClient((client) => client.query<{ execution_id: string; status: string; outcome: string; updated_at: string }>(
+    // Refused only as recovering (during the takeover), or busy (the
+    // recovered execution, or another start, holds the agent's admission);
+    // or, on a loaded machine where the successor's own 300 ms lease is
+    // renewed late, as not held for a moment (lease_not_held), or held for
+    // recovery (an execution fenced by that lapse: recovery_required).
+    expect([...new Set(refusals)].filter((reason) => !["recovering", "AGENT_BUSY", "CAPACITY", "lease_not_held", "recovery_required"].includes(reason))).toEqual([]);
+    // Nothing left unfinished (an execution fenced that way is recovered
+    // when the successor takes its partition back).
+    const readRows = async () => (await withClient((client) => client.query<{ execution_id: string; status: string; outcome: string; updated_at: string }>(
       `SELECT execution_id, status, outcome, updated_at FROM ${schema}.executions ORDER BY created_at`,
     ))).rows;
+    let rows = await readRows();
+    for (const until = Date.now() + 15_000; rows.some((row) => row.status !== "terminal") && Date.now() < until;) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      rows = await readRows();
+    }
     expect(rows.filter((row) => row.status !== "terminal")).toEqual([]);
     const recovered = rows.find((row) => row.execution_id === strandedId)!;
     expect(recovered.outcome).toBe("completed");
-    expect(rows.find((row) => row.execution_id === admitted!.executionId)?.outcome).toBe("completed");
-    // One admission at a time: the recovered execution ended before the new one was admitted.
-    const admittedAt = (await successor.store.listSteps(admitted!.executionId))[0]!.at;
-    expect(Number(recovered.updated_at)).toBeLessThanOrEqual(admittedAt);
+    expect(rows.filter((row) => row.execution_id !== strandedId).map((row) => row.outcome)).toEqual(completed.map(() => "completed"));
+    // One admission at a time: the recovered execution ended before any new one was admitted.
+    for (const executionId of completed) {
+      const admittedAt = (await successor.store.listSteps(executionId))[0]!.at;
+      expect(Number(recovered.updated_at)).toBeLessThanOrEqual(admittedAt);
+    }
+    expect(completed.length, `no start completed; refusals: ${[...new Set(refusals)].join(", ")}`).toBeGreaterThan(0);
     expect(calls.some((call) => call.idempotencyKey.startsWith(`${strandedId}:`))).toBe(true);
   }, 40_000);
 });

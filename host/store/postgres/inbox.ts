@@ -38,6 +38,10 @@ import type { SqliteRow } from "../sqlite/driver.js";
 import type { Fence } from "./operations.js";
 import { checkCancelFiling, inboxKindMigration, type DecisionKind } from "../cancel-filing.js";
 import { checkRetryable, inboxKinds } from "../retry-filing.js";
+import { startApprovalId, type FiledStart, type FiledStartAnswer, type StartFiling, type StartProgress } from "../start-filing.js";
+export type { StartProgress } from "../start-filing.js";
+import { executionFromRow, stepFromRow } from "../sqlite/rows.js";
+import type { StoredStep } from "../records.js";
 
 type Queryable = Pick<pg.Pool, "query">;
 
@@ -104,7 +108,49 @@ export async function addRetryKind(client: pg.ClientBase): Promise<void> {
   `);
 }
 
+/** Migration 11: the `start` kind (docs/decisions/0031): the filed start
+ * (input and options, JSON) in a column of its own, and at most one start
+ * per execution id — the id is the start's identity (derived from its
+ * idempotency key when it has one), so a second filing finds the first. */
+export async function addStartKind(client: pg.ClientBase): Promise<void> {
+  await client.query(`
+    ALTER TABLE approval_inbox DROP CONSTRAINT approval_inbox_kind_check;
+    ALTER TABLE approval_inbox ADD CONSTRAINT approval_inbox_kind_check CHECK (kind IN (${inboxKinds}, 'start'));
+    ALTER TABLE approval_inbox ADD COLUMN start text;
+    CREATE UNIQUE INDEX approval_inbox_one_start ON approval_inbox (execution_id) WHERE kind = 'start';
+  `);
+}
+
 // -- filing ------------------------------------------------------------------------------
+
+/** Files a start for the owner of its conversation's partition (one
+ * statement, its notification with it) — unless its execution id is filed
+ * already (the earlier decision is answered) or in the store already, run
+ * or queued (no decision: the filer follows the execution). A start
+ * refused before is filed again in its place. */
+export async function fileStart(pool: Queryable, channel: string, filing: StartFiling): Promise<FiledStartAnswer> {
+  const inserted = await pool.query(`
+    WITH filed AS (
+      INSERT INTO approval_inbox (decision_id, execution_id, agent_id, approval_id, approved, reason, execution_revision, filed_by, filed_at, state, kind, start)
+      SELECT $1, $2, $3, $4, false, NULL, 0, $5, $6, 'filed', 'start', $7
+      WHERE NOT EXISTS (SELECT 1 FROM executions WHERE execution_id = $2)
+        AND NOT EXISTS (SELECT 1 FROM queued_messages WHERE execution_id = $2)
+      -- A start refused before (busy, not defined there) wrote nothing: the
+      -- same id (its idempotency key) may be filed again.
+      ON CONFLICT (execution_id) WHERE kind = 'start' DO UPDATE
+        SET decision_id = excluded.decision_id, approval_id = excluded.approval_id, filed_by = excluded.filed_by, filed_at = excluded.filed_at,
+            start = excluded.start, state = 'filed', claimed_by = NULL, claimed_epoch = NULL, claims = 0, error = NULL, settled_at = NULL
+        WHERE approval_inbox.state = 'refused'
+      RETURNING agent_id
+    )
+    SELECT pg_notify($8, agent_id) FROM filed
+  `, [filing.decisionId, filing.executionId, filing.agentId, startApprovalId(filing.decisionId), filing.filedBy, filing.filedAt, JSON.stringify(filing.start), channel]);
+  if (inserted.rowCount === 1) return { decisionId: filing.decisionId, filedNow: true };
+  const earlier = (await pool.query<{ decision_id: string; agent_id: string }>(
+    "SELECT decision_id, agent_id FROM approval_inbox WHERE execution_id = $1 AND kind = 'start'", [filing.executionId],
+  )).rows[0];
+  return { decisionId: earlier?.decision_id, filedNow: false };
+}
 
 /** Files a decision, or refuses it (nothing written) with
  * `InvalidInputError` (no such execution) or `ApprovalMismatchError`
@@ -196,30 +242,33 @@ interface InboxRow {
   filed_at: number;
   claimed_epoch: number;
   claims: number;
+  start: string | null;
 }
 
 /** Claims the agent's filed decisions (and those a former owner claimed at
  * an older epoch), oldest first, at most `claimBatchMax` — only while
- * `fence` is the agent's live lease (same statement). */
-export async function claimDecisions(pool: Queryable, agentId: string, fence: Fence): Promise<ClaimedDecision[]> {
+ * `fence` is the agent's live lease (same statement). `startsOnly`: only
+ * filed starts (a conversation not live here: a start makes it live). */
+export async function claimDecisions(pool: Queryable, agentId: string, fence: Fence, startsOnly = false): Promise<ClaimedDecision[]> {
   const claimed = await pool.query<InboxRow>(`
     UPDATE approval_inbox AS inbox
     SET state = 'claimed', claimed_by = $2, claimed_epoch = $3, claims = inbox.claims + 1
     WHERE inbox.decision_id IN (
         SELECT decision_id FROM approval_inbox
-        WHERE agent_id = $1 AND (state = 'filed' OR (state = 'claimed' AND claimed_epoch < $3))
+        WHERE agent_id = $1 AND (state = 'filed' OR (state = 'claimed' AND claimed_epoch < $3)) AND (NOT $5::boolean OR kind = 'start')
         ORDER BY filed_at, decision_id LIMIT $4
         FOR UPDATE SKIP LOCKED)
       AND (inbox.state = 'filed' OR (inbox.state = 'claimed' AND inbox.claimed_epoch < $3))
       AND ${partitionHeldSql("$1", "$2", "$3", true)}
     RETURNING inbox.*
-  `, [agentId, fence.owner, fence.epoch, claimBatchMax]);
+  `, [agentId, fence.owner, fence.epoch, claimBatchMax, startsOnly]);
   return claimed.rows
     .map((row) => ({
       decisionId: row.decision_id, executionId: row.execution_id, agentId: row.agent_id, approvalId: row.approval_id,
       approved: row.approved, reason: row.reason, filedBy: row.filed_by, filedAt: Number(row.filed_at),
       executionRevision: Number(row.execution_revision), claimedEpoch: Number(row.claimed_epoch), claims: Number(row.claims),
       kind: row.kind,
+      ...(row.start !== null && row.start !== undefined ? { start: JSON.parse(row.start) as FiledStart } : {}),
     }))
     .sort((a, b) => a.filedAt - b.filedAt || (a.decisionId < b.decisionId ? -1 : 1));
 }
@@ -277,3 +326,60 @@ export async function readDecisions(pool: Queryable, where: string, decisionIds:
   return found.rows.map((row) => decisionProgressOf(row, where));
 }
 
+
+/** Two statements however many starts are followed: the rows (with their
+ * decisions), then the steps after each cursor. */
+export async function readStarts(pool: Queryable, where: string, follows: readonly { readonly executionId: string; readonly afterSeq: number }[]): Promise<StartProgress[]> {
+  if (follows.length === 0) return [];
+  if (follows.length > decisionReadMax) throw new InvalidInputError(`at most ${decisionReadMax} starts are read at once, got ${follows.length}`);
+  const ids = follows.map((follow) => follow.executionId);
+  const found = await pool.query<SqliteRow>(`
+    SELECT executions.*, wanted.id AS wanted_id, inbox.state AS decision_state, inbox.error AS decision_error,
+           EXISTS (SELECT 1 FROM queued_messages WHERE queued_messages.execution_id = wanted.id) AS queued
+    FROM unnest($1::text[]) AS wanted(id)
+    LEFT JOIN executions ON executions.execution_id = wanted.id
+    LEFT JOIN approval_inbox AS inbox ON inbox.execution_id = wanted.id AND inbox.kind = 'start'
+  `, [ids]);
+  const steps = await pool.query<SqliteRow>(`
+    SELECT steps.execution_id, steps.seq, steps.kind, steps.at, steps.payload
+    FROM unnest($1::text[], $2::bigint[]) AS wanted(id, after_seq)
+    JOIN steps ON steps.execution_id = wanted.id AND steps.seq > wanted.after_seq
+    ORDER BY steps.execution_id, steps.seq
+  `, [ids, follows.map((follow) => follow.afterSeq)]);
+  const stepsOf = new Map<string, StoredStep[]>();
+  for (const row of steps.rows) {
+    const id = String(row["execution_id"]);
+    const list = stepsOf.get(id) ?? [];
+    list.push(stepFromRow({ ...row, seq: Number(row["seq"]), at: Number(row["at"]) }, where));
+    stepsOf.set(id, list);
+  }
+  return found.rows.map((row) => ({
+    executionId: String(row["wanted_id"]),
+    execution: row["execution_id"] === null ? undefined : executionFromRow(row, where),
+    queued: (row["queued"] as unknown) === true,
+    decisionState: row["decision_state"] === null ? undefined : String(row["decision_state"]),
+    decisionError: row["decision_error"] === null ? null : String(row["decision_error"]),
+    steps: stepsOf.get(String(row["wanted_id"])) ?? [],
+  }));
+}
+
+/** `env.cancel` of a start still filed (docs/decisions/0031): refused in
+ * the inbox with the cancellation (`error`, a transferred error's JSON)
+ * while nobody claimed it — a claim and this update take the row's lock in
+ * turn, so the start is either cancelled here or run by its owner (then
+ * the cancel goes to the execution). `claimed`: an owner is starting it. */
+export async function cancelFiledStart(pool: Queryable, executionId: string, error: string, at: number): Promise<{ readonly agentId: string; readonly state: "cancelled" | "claimed" | "settled" } | undefined> {
+  const { rows } = await pool.query<{ agent_id: string; state: string; cancelled: boolean }>(`
+    WITH cancelled AS (
+      UPDATE approval_inbox SET state = 'refused', error = $2, settled_at = $3
+      WHERE execution_id = $1 AND kind = 'start' AND state = 'filed'
+      RETURNING agent_id
+    )
+    SELECT agent_id, 'cancelled' AS state, true AS cancelled FROM cancelled
+    UNION ALL
+    SELECT agent_id, state, false FROM approval_inbox WHERE execution_id = $1 AND kind = 'start' AND NOT EXISTS (SELECT 1 FROM cancelled)
+  `, [executionId, error, at]);
+  const row = rows[0];
+  if (row === undefined) return undefined;
+  return { agentId: row.agent_id, state: row.cancelled ? "cancelled" : row.state === "claimed" || row.state === "filed" ? "claimed" : "settled" };
+}

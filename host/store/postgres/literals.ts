@@ -51,5 +51,8 @@ function literal(value: unknown, what: string): string {
   if (typeof value === "string") return text(value);
   if (typeof value === "number") return integer(value, what);
   if (Array.isArray(value) && value.every((item) => typeof item === "string")) return textArray(value as string[]);
-  throw new InvalidInputError(`${what} must be a string, an integer or an array of strings, got ${JSON.stringify(value)}`);
+  // Partition numbers (`unfinishedExecutionsInPartitions`): an array literal
+  // of integers, cast by the statement.
+  if (Array.isArray(value) && value.every((item) => Number.isSafeInteger(item))) return `'{${(value as number[]).join(",")}}'`;
+  throw new InvalidInputError(`${what} must be a string, an integer or an array of strings or integers, got ${JSON.stringify(value)}`);
 }

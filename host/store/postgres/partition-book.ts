@@ -129,6 +129,20 @@ export class PartitionBook {
     return state.held && performance.now() < state.admitUntil ? state.grant : undefined;
   }
 
+  /** The agent's partition is held here (its admission window may have
+   * lapsed until the next renewal). */
+  holdsPartitionOf(agentId: string): boolean {
+    return this.states[this.partitionOf(agentId)]!.held;
+  }
+
+  /** The agent's partition is held here at this epoch (renewed or not
+   * yet: a partition once lost here is never held again at the same
+   * epoch, so false is final for that epoch). */
+  heldAt(agentId: string, epoch: number): boolean {
+    const state = this.states[this.partitionOf(agentId)]!;
+    return state.held && state.grant?.epoch === epoch;
+  }
+
   /** The agent's partition's unfinished executions were read here at this
    * epoch, so the agent needs no read of its own. */
   scanned(agentId: string): boolean {

@@ -57,7 +57,7 @@ export async function enqueueMessage(context: OperationContext, operation: Enque
     if (held.rowCount !== 1) throw leaseLost(operation.type, operation.executionId, operation.agentId, fence);
   }
   const taken = await query(context, "SELECT 1 FROM executions WHERE execution_id = $1 UNION ALL SELECT 1 FROM queued_messages WHERE execution_id = $1", [operation.executionId]);
-  if ((taken.rowCount ?? 0) > 0) throw new InvalidInputError(`execution id ${operation.executionId} is already in the store; every message needs a new execution id`, ids);
+  if ((taken.rowCount ?? 0) > 0) throw new InvalidInputError(`execution id ${operation.executionId} is already in the store; every message needs a new execution id`, { ...ids, details: { reason: "execution_exists" } });
   const bounds = (await query(context, "SELECT count(*) AS waiting, min(seq) AS head, max(seq) AS tail FROM queued_messages WHERE agent_id = $1", [operation.agentId])).rows[0]!;
   const waiting = Number(bounds["waiting"]);
   if (waiting >= operation.limit) throw new QueueFullError(operation.agentId, operation.limit);

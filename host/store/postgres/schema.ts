@@ -20,7 +20,7 @@ import type pg from "pg";
 import { StoreError } from "../../errors.js";
 import { createPrepareAtRevision, createWriteFunctions, fenceWritesByPartition, replacePrepareWithRoot } from "./functions.js";
 import { createPartitions, partitionCountDefault } from "./partitions.js";
-import { addDecisionKind, addRetryKind, createApprovalInbox } from "./inbox.js";
+import { addDecisionKind, addRetryKind, addStartKind, createApprovalInbox } from "./inbox.js";
 import { createConversationQueues } from "./queue.js";
 import { quotedIdentifier } from "./literals.js";
 import { createPruneIndexes } from "./prune.js";
@@ -112,10 +112,11 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 7: the inbox's decision kind, for cancels by id (docs/decisions/0026).
  * Version 8: a preparation writes its agent's root when it has none (docs/decisions/0024).
  * Version 9: the inbox's `retry` kind, for retries filed by another process (docs/decisions/0026).
- * Version 10: ownership by partitions (`partitions.ts`, docs/decisions/0030). */
+ * Version 10: ownership by partitions (`partitions.ts`, docs/decisions/0030).
+ * Version 11: the inbox's `start` kind, for starts filed by any process (docs/decisions/0031). */
 export const migrations: readonly Migration[] = [
   createInitialTables, createApprovalInbox, createWriteFunctions, createPrepareAtRevision, createPruneIndexes, createConversationQueues, addDecisionKind,
-  replacePrepareWithRoot, addRetryKind, partitionOwnership,
+  replacePrepareWithRoot, addRetryKind, partitionOwnership, addStartKind,
 ];
 
 async function partitionOwnership(client: pg.ClientBase, settings?: SchemaSettings): Promise<void> {

@@ -104,7 +104,7 @@ export async function explainPrepareRefusal(client: pg.Pool | pg.ClientBase, ope
   }
   if (row.lifecycle === "closed") return notEstablished(new AgentClosedError(operation.agentId));
   if (row.existed) {
-    return notEstablished(new InvalidInputError(`execution id ${operation.executionId} is already in the store; every start needs a new execution id`, context));
+    return notEstablished(new InvalidInputError(`execution id ${operation.executionId} is already in the store; every start needs a new execution id`, { ...context, details: { reason: "execution_exists" } }));
   }
   if (fence !== undefined && !row.leased) return leaseLost(operation.type, operation.executionId, operation.agentId, fence);
   // Nothing explains it now: a concurrent change came and went. Refused, nothing written.

@@ -53,7 +53,7 @@ export function prepareExecution(connection: SqliteConnection, operation: Prepar
   const agent = ensureAgent(connection, { type: "ensureAgent", agentId: operation.agentId, at: operation.at });
   if (agent.lifecycle === "closed") return notEstablished(new AgentClosedError(operation.agentId));
   if (connection.prepare("SELECT 1 AS found FROM executions WHERE execution_id = ?").get(operation.executionId) !== undefined) {
-    return notEstablished(new InvalidInputError(`execution id ${operation.executionId} is already in the store; every start needs a new execution id`, { agentId: operation.agentId, executionId: operation.executionId }));
+    return notEstablished(new InvalidInputError(`execution id ${operation.executionId} is already in the store; every start needs a new execution id`, { agentId: operation.agentId, executionId: operation.executionId, details: { reason: "execution_exists" } }));
   }
   connection.prepare("UPDATE agents SET revision = revision + 1, updated_at = ? WHERE agent_id = ?").run(operation.at, operation.agentId);
   const metadata: ExecutionMetadata = { config: operation.config };

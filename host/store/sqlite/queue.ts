@@ -39,7 +39,7 @@ export function enqueueMessage(connection: SqliteConnection, operation: EnqueueM
   const agent = connection.prepare("SELECT lifecycle FROM agents WHERE agent_id = ?").get(operation.agentId)!;
   if (agent["lifecycle"] === "closed") throw new AgentClosedError(operation.agentId);
   const taken = connection.prepare("SELECT 1 AS found FROM executions WHERE execution_id = ? UNION ALL SELECT 1 FROM queued_messages WHERE execution_id = ?").get(operation.executionId, operation.executionId);
-  if (taken !== undefined) throw new InvalidInputError(`execution id ${operation.executionId} is already in the store; every message needs a new execution id`, context);
+  if (taken !== undefined) throw new InvalidInputError(`execution id ${operation.executionId} is already in the store; every message needs a new execution id`, { ...context, details: { reason: "execution_exists" } });
   const bounds = connection.prepare("SELECT count(*) AS waiting, min(seq) AS head, max(seq) AS tail FROM queued_messages WHERE agent_id = ?").get(operation.agentId)!;
   const waiting = Number(bounds["waiting"]);
   if (waiting >= operation.limit) throw new QueueFullError(operation.agentId, operation.limit);

@@ -1,0 +1,239 @@
+// The filer's side of a start filed for another process (issue 13 step 3,
+// docs/decisions/0031): `agent.start` in a PostgreSQL process that does not
+// hold the conversation's partition files the start in the inbox, resolves
+// the Run's `executionId` at once (the id is chosen when filing), and
+// follows the execution from the durable rows: its progress events from
+// the timeline, `approval_required` when it suspends, its outcome (or the
+// owner's refusal) at the end.
+//
+// Rules kept here:
+// * Every start followed by the environment is read in two statements per
+//   poll (rows, then the steps after each cursor); the interval doubles
+//   while nothing changes and drops back as soon as something does.
+// * Progress events come from the timeline, so they arrive per durable step
+//   (a model call's text comes whole with its answer, not as deltas), late
+//   by at most one poll.
+// * A start found filed or run already (same execution id: the same
+//   idempotency key) is followed, not filed again.
+// * The follows are bounded (`remoteStartsMax`); past it a start is refused
+//   with CAPACITY, nothing filed. On close every follow is settled with
+//   RuntimeShutdownError; the filed starts stay in the inbox and their
+//   owner still runs them.
+
+import { randomUUID } from "node:crypto";
+import { PhronomyError, RuntimeShutdownError } from "../errors.js";
+import { rebuildError, type TransferredError } from "../store/error-transfer.js";
+import type { ExecutionRow, Json, StoredStep } from "../store/records.js";
+import type { FiledStart, FiledStartAnswer, StartFiling, StartProgress } from "../store/start-filing.js";
+import { BackoffPoller } from "./backoff-poller.js";
+import { emitToWaiter, settleWaiterWithError, type DeliverySettings } from "./delivery.js";
+import { settleFromRow } from "./durable-outcome.js";
+import type { ApprovalRequest, ExecutionEvent, HandoffRequest } from "./events.js";
+import type { Waiter } from "./run.js";
+import { asPhronomyError } from "./session.js";
+
+/** What the filer needs of a store that files starts (PostgreSQL). */
+export interface StartInboxStore {
+  fileStart(filing: Omit<StartFiling, "filedBy">): Promise<FiledStartAnswer>;
+  readStarts(follows: readonly { readonly executionId: string; readonly afterSeq: number }[]): Promise<StartProgress[]>;
+}
+
+export function startInboxStoreOf(store: object): StartInboxStore | undefined {
+  const candidate = store as Partial<StartInboxStore>;
+  return typeof candidate.fileStart === "function" && typeof candidate.readStarts === "function" ? (store as StartInboxStore) : undefined;
+}
+
+/** Starts one environment follows at once (filing included). */
+export const remoteStartsMax = 1_000;
+export const remoteStartPollMsMin = 25;
+export const remoteStartPollMsMax = 2_000;
+
+interface Follow {
+  readonly executionId: string;
+  readonly agentId: string;
+  readonly waiter: Waiter;
+  /** The last timeline step turned into events. */
+  seq: number;
+  /** The last suspended revision announced. */
+  announcedRevision: number;
+  /** Model calls seen (the `turn` of model_call_started). */
+  turns: number;
+  /** `env.wait`: rejected with ApprovalRequiredError on a suspension, no
+   * progress events (docs/decisions/0018). */
+  readonly observer: boolean;
+}
+
+export class RemoteStarts {
+  private readonly follows = new Map<number, Follow>();
+  private nextToken = 1;
+  private filing = 0;
+  private readonly poller = new BackoffPoller(() => this.poll(), () => this.follows.size > 0, remoteStartPollMsMin, remoteStartPollMsMax);
+  private closed = false;
+
+  constructor(private readonly store: StartInboxStore, private readonly settings: DeliverySettings) {}
+
+  /** Files the start under `executionId`; the waiter knows the id once it
+   * is filed (or found filed or run already) and follows the execution. */
+  file(agentId: string, executionId: string, start: FiledStart, waiter: Waiter): void {
+    if (this.closed) return settleWaiterWithError(waiter, new RuntimeShutdownError(`a start of agent "${agentId}"`, { agentId }), this.settings);
+    if (this.follows.size + this.filing >= remoteStartsMax) {
+      return settleWaiterWithError(waiter, new PhronomyError("CAPACITY", `this environment already follows ${remoteStartsMax} starts filed for other processes; the start of agent "${agentId}" was not filed — retry once some settled`, { agentId }), this.settings);
+    }
+    this.filing += 1;
+    this.store.fileStart({ decisionId: randomUUID(), executionId, agentId, start, filedAt: Date.now() }).then(() => {
+      this.filing -= 1;
+      this.follow(agentId, executionId, waiter);
+    }, (error: unknown) => {
+      this.filing -= 1;
+      settleWaiterWithError(waiter, asPhronomyError(error, "STORE"), this.settings);
+    });
+  }
+
+  /** Follows an execution run (or to be run) by whichever process owns it:
+   * a start whose execution id was started already (its idempotency key). */
+  follow(agentId: string, executionId: string, waiter: Waiter): void {
+    if (this.closed) return settleWaiterWithError(waiter, shutdownError(executionId, agentId), this.settings);
+    waiter.knowExecutionId(executionId);
+    this.follows.set(this.nextToken++, { executionId, agentId, waiter, seq: 0, announcedRevision: 0, turns: 0, observer: false });
+    this.poller.wake();
+  }
+
+  /** `env.wait` on an id with no row here: a start filed (or a message
+   * queued) in another process is waited for; anything else is settled
+   * as the row says (no such execution). */
+  observe(executionId: string, waiter: Waiter): void {
+    if (this.closed) return settleWaiterWithError(waiter, shutdownError(executionId, ""), this.settings);
+    this.follows.set(this.nextToken++, { executionId, agentId: "", waiter, seq: Number.MAX_SAFE_INTEGER, announcedRevision: 0, turns: 0, observer: true });
+    this.poller.wake();
+  }
+
+  /** Settles every follow with RuntimeShutdownError (the starts stay filed). */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.poller.stop();
+    for (const follow of this.follows.values()) settleWaiterWithError(follow.waiter, shutdownError(follow.executionId, follow.agentId), this.settings);
+    this.follows.clear();
+  }
+
+  /** True when a follow moved on. */
+  private async poll(): Promise<boolean> {
+    const follows = [...this.follows];
+    let progress: StartProgress[];
+    try {
+      progress = await this.store.readStarts(follows.map(([, follow]) => ({ executionId: follow.executionId, afterSeq: follow.seq })));
+    } catch (error) {
+      // The database is unreachable: keep following, poll again later.
+      this.settings.logger.debug?.(`[phronomy] reading filed starts failed (polling again): ${error instanceof Error ? error.message : String(error)}`);
+      return false;
+    }
+    const byId = new Map(progress.map((item) => [item.executionId, item]));
+    let changed = false;
+    for (const [token, follow] of follows) {
+      if (!this.follows.has(token)) continue;
+      const item = byId.get(follow.executionId);
+      if (item !== undefined && this.judge(token, follow, item)) changed = true;
+    }
+    return changed;
+  }
+
+  /** True when the follow moved on (settled, or something to tell). */
+  private judge(token: number, follow: Follow, progress: StartProgress): boolean {
+    const row = progress.execution;
+    let moved = false;
+    for (const step of progress.steps) {
+      follow.seq = Math.max(follow.seq, step.seq);
+      for (const event of eventsOf(follow, step)) emitToWaiter(follow.waiter, event, this.settings);
+      moved = true;
+    }
+    if (row !== undefined && follow.observer && (row.status === "terminal" || row.status === "suspended")) {
+      this.follows.delete(token);
+      settleFromRow(follow.waiter, follow.executionId, row, this.settings);
+      return true;
+    }
+    if (row !== undefined) {
+      if (row.status === "terminal") {
+        this.follows.delete(token);
+        settleTerminal(follow, row, this.settings);
+        return true;
+      }
+      if (row.status === "suspended" && row.revision > follow.announcedRevision) {
+        follow.announcedRevision = row.revision;
+        emitToWaiter(follow.waiter, { type: "approval_required", executionId: follow.executionId, request: row.approvalRequest as unknown as ApprovalRequest }, this.settings);
+        return true;
+      }
+      return moved;
+    }
+    if (progress.decisionState === "refused") {
+      this.follows.delete(token);
+      const record = progress.decisionError === null ? { code: "INTERNAL" as const, message: `the start of execution ${follow.executionId} was refused without a recorded error` } : JSON.parse(progress.decisionError) as TransferredError;
+      settleWaiterWithError(follow.waiter, rebuildError({ executionId: follow.executionId, agentId: follow.agentId, ...record }), this.settings);
+      return true;
+    }
+    if (progress.decisionState === undefined && !progress.queued) {
+      this.follows.delete(token);
+      if (follow.observer) {
+        settleFromRow(follow.waiter, follow.executionId, undefined, this.settings);
+        return true;
+      }
+      settleWaiterWithError(follow.waiter, new PhronomyError("INVALID_INPUT", `execution ${follow.executionId} is neither in the store nor filed (purged?)`, { executionId: follow.executionId, agentId: follow.agentId }), this.settings);
+      return true;
+    }
+    follow.waiter.knowExecutionId(follow.executionId);
+    return moved;
+  }
+}
+
+/** The progress events a durable step stands for, as a live Run heard them. */
+function eventsOf(follow: Follow, step: StoredStep): ExecutionEvent[] {
+  const executionId = follow.executionId;
+  const payload = asObject(step.payload);
+  switch (step.kind) {
+    case "provider_barrier":
+      follow.turns += 1;
+      return [{ type: "model_call_started", executionId, callId: String(payload["callId"] ?? ""), turn: follow.turns }];
+    case "model_response": {
+      const usage = payload["usage"] as unknown as Extract<ExecutionEvent, { type: "model_call_finished" }>["usage"];
+      const toolCalls = Array.isArray(payload["toolCalls"]) ? payload["toolCalls"].length : 0;
+      const text = typeof payload["text"] === "string" ? payload["text"] : "";
+      const callId = String(payload["callId"] ?? "");
+      return [
+        ...(text.length > 0 ? [{ type: "text_delta" as const, executionId, callId, delta: text }] : []),
+        { type: "model_call_finished", executionId, callId, usage, toolCalls },
+      ];
+    }
+    case "tool_barrier":
+      return asArray(payload["calls"]).map(asObject).map((call) => ({
+        type: "tool_call_started", executionId, callId: String(call["callId"] ?? ""), toolName: String(call["toolName"] ?? ""), idempotencyKey: `${executionId}:${String(call["callId"] ?? "")}`,
+      }));
+    case "tool_results":
+      return asArray(payload["results"]).map(asObject).map((result) => ({
+        type: "tool_call_finished", executionId, callId: String(result["callId"] ?? ""), toolName: String(result["toolName"] ?? ""), isError: result["isError"] === true,
+      }));
+    default:
+      return [];
+  }
+}
+
+/** The terminal event a local run would get, then the result from the row. */
+function settleTerminal(follow: Follow, row: ExecutionRow, settings: DeliverySettings): void {
+  if (row.outcome === "completed") {
+    emitToWaiter(follow.waiter, { type: "done", executionId: follow.executionId, output: row.output, usage: row.usage }, settings);
+  } else if (row.outcome === "handed_off" && row.metadata.handoff) {
+    emitToWaiter(follow.waiter, { type: "handoff", executionId: follow.executionId, handoff: row.metadata.handoff as unknown as HandoffRequest }, settings);
+  }
+  settleFromRow(follow.waiter, follow.executionId, row, settings);
+}
+
+function shutdownError(executionId: string, agentId: string): RuntimeShutdownError {
+  return new RuntimeShutdownError(`the wait for execution ${executionId} (a start filed for its owner, which still runs it)`, { executionId, agentId });
+}
+
+type JsonObject = { readonly [key: string]: Json };
+
+function asObject(value: Json | undefined): JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value) ? value as JsonObject : {};
+}
+
+function asArray(value: Json | undefined): readonly Json[] {
+  return Array.isArray(value) ? value : [];
+}

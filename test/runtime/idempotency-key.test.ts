@@ -1,0 +1,53 @@
+// A start's idempotency key (docs/decisions/0031) on the SQLite store: the
+// key names the execution, so a key started again is not run again — its
+// Run follows the first one's execution to the same outcome.
+
+import { describe, expect, it } from "vitest";
+import { agentRunModel, lookupTool, openEnvironment, type RecordedCall } from "./helpers.js";
+import { startExecutionIdOf } from "../../host/store/start-filing.js";
+
+describe("idempotencyKey", () => {
+  it("runs a key once: a second start with it (concurrent or later) settles with the first's outcome; another key is another execution", async () => {
+    const env = await openEnvironment();
+    const calls: RecordedCall[] = [];
+    const support = env.agent({ name: "support", model: agentRunModel(), tools: { lookup: lookupTool({ calls }) }, onBusy: "enqueue" });
+    const conversation = support.conversation("customer-1");
+    const first = conversation.start("Where is order 42?", { idempotencyKey: "request-1" });
+    const second = conversation.start("Where is order 42?", { idempotencyKey: "request-1" });
+    const [a, b] = await Promise.all([first.result, second.result]);
+    const executionId = startExecutionIdOf("customer-1", "request-1");
+    expect(a).toMatchObject({ executionId, outcome: "completed" });
+    expect(b).toMatchObject({ executionId, outcome: "completed" });
+    expect(calls).toHaveLength(2);
+    await expect(conversation.start("Where is order 42?", { idempotencyKey: "request-1" }).result).resolves.toMatchObject({ executionId, outcome: "completed" });
+    expect(calls).toHaveLength(2);
+    const other = await conversation.start("And order 43?", { idempotencyKey: "request-2" }).result;
+    expect(other.executionId).not.toBe(executionId);
+    expect((await env.executions({ agentId: "customer-1" })).length).toBe(2);
+  });
+
+  it("a key sent again while its first start still runs (onBusy reject) follows it instead of being refused busy", async () => {
+    const env = await openEnvironment();
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => { release = resolve; });
+    const calls: RecordedCall[] = [];
+    const support = env.agent({ id: "support", model: agentRunModel(), tools: { lookup: lookupTool({ calls, gate }) } });
+    const first = support.start("Where is order 42?", { idempotencyKey: "k" });
+    const executionId = await first.executionId;
+    const again = support.start("Where is order 42?", { idempotencyKey: "k" });
+    const other = support.start("Something else");
+    await expect(other.result).rejects.toMatchObject({ code: "AGENT_BUSY" });
+    release();
+    expect(await again.result).toMatchObject({ executionId, outcome: "completed" });
+    expect(await first.result).toMatchObject({ executionId, outcome: "completed" });
+    expect(calls).toHaveLength(2);
+  });
+
+  it("refuses a key that is not a non-empty string of at most 256 characters", async () => {
+    const env = await openEnvironment();
+    const support = env.agent({ id: "support", model: agentRunModel(), tools: { lookup: lookupTool() } });
+    for (const key of ["", "x".repeat(257), 42]) {
+      await expect(support.start("hi", { idempotencyKey: key as string }).result).rejects.toMatchObject({ code: "INVALID_INPUT" });
+    }
+  });
+});
