@@ -48,6 +48,8 @@ export const runtimeNames = Object.keys(runtimes) as RuntimeName[];
 
 /** A child process running longer than this is a hang. */
 export const processTimeoutMs = 60_000;
+/** A build (tsc) or an install running longer than this is a hang. */
+export const buildTimeoutMs = 300_000;
 
 export interface PackedTarball {
   /** The tarball's absolute path. */
@@ -77,7 +79,8 @@ export async function packTarball(destination: string): Promise<PackedTarball> {
   mkdirSync(stage, { recursive: true });
   mkdirSync(join(stage, "docs"), { recursive: true });
   for (const file of packagedFiles) copyFileSync(join(repositoryRoot, file), join(stage, file));
-  await succeed(process.execPath, [...childNodeFlags, join(repositoryRoot, "scripts", "build-dist.mjs"), join(stage, "dist")], repositoryRoot);
+  // A tsc build of the host: minutes on a loaded 2-core machine.
+  await succeed(process.execPath, [...childNodeFlags, join(repositoryRoot, "scripts", "build-dist.mjs"), join(stage, "dist")], repositoryRoot, buildTimeoutMs);
   const output = await succeed("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", destination], stage);
   const [tarball] = JSON.parse(output.stdout) as (Omit<PackedTarball, "path" | "stage"> & { filename: string })[];
   if (tarball === undefined) throw new Error(`npm pack printed no tarball: ${output.stdout}`);
@@ -90,7 +93,7 @@ export async function packTarball(destination: string): Promise<PackedTarball> {
 export async function installProject(directory: string, tarball: string, packages: readonly string[] = [], withBetterSqlite3 = true): Promise<void> {
   mkdirSync(directory, { recursive: true });
   writeFileSync(join(directory, "package.json"), `${JSON.stringify({ name: "phronomy-package-check", private: true, type: "module" }, null, 2)}\n`);
-  await succeed("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball, ...packages], directory);
+  await succeed("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball, ...packages], directory, buildTimeoutMs);
   if (withBetterSqlite3) symlinkSync(join(repositoryRoot, "node_modules", "better-sqlite3"), join(directory, "node_modules", "better-sqlite3"), "dir");
 }
 
@@ -107,7 +110,9 @@ export function startScript(runtime: RuntimeName, project: string, script: strin
   return spawn(command, [...runtimeArguments, script, ...scriptArguments], { cwd: project, env: { ...process.env, NO_COLOR: "1" }, stdio: ["pipe", "pipe", "pipe"] });
 }
 
-export function finished(child: ChildProcess, label: string): Promise<Finished> {
+/** What `child` printed, once it ended; killed (and rejected) after
+ * `timeoutMs` as a hang. */
+export function finished(child: ChildProcess, label: string, timeoutMs = processTimeoutMs): Promise<Finished> {
   let stdout = "";
   let stderr = "";
   child.stdout?.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
@@ -115,8 +120,8 @@ export function finished(child: ChildProcess, label: string): Promise<Finished> 
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
-      reject(new Error(`${label} did not finish in ${processTimeoutMs} ms\n${stdout}\n${stderr}`));
-    }, processTimeoutMs);
+      reject(new Error(`${label} did not finish in ${timeoutMs} ms\n${stdout}\n${stderr}`));
+    }, timeoutMs);
     child.on("error", reject);
     child.on("close", (code) => {
       clearTimeout(timer);
@@ -125,9 +130,9 @@ export function finished(child: ChildProcess, label: string): Promise<Finished> 
   });
 }
 
-export async function succeed(command: string, commandArguments: readonly string[], cwd: string): Promise<Finished> {
+export async function succeed(command: string, commandArguments: readonly string[], cwd: string, timeoutMs = processTimeoutMs): Promise<Finished> {
   const child = spawn(command, commandArguments, { cwd, env: process.env, stdio: ["ignore", "pipe", "pipe"] });
-  const result = await finished(child, `${command} ${commandArguments.join(" ")}`);
+  const result = await finished(child, `${command} ${commandArguments.join(" ")}`, timeoutMs);
   if (result.code !== 0) throw new Error(`${command} ${commandArguments.join(" ")} exited ${result.code}\n${result.stdout}\n${result.stderr}`);
   return result;
 }
