@@ -32,7 +32,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  finished, installedPackage, packagedFiles, installProject, packTarball, repositoryRoot as root, reported, runtimeNames, runtimes, startScript,
+  buildTimeoutMs, finished, installedPackage, packagedFiles, installProject, packTarball, repositoryRoot as root, reported, runtimeNames, runtimes, startScript,
   succeed, type PackedTarball, type RuntimeName,
 } from "./packed-project.js";
 import { childNodeFlags } from "../support/node-flags.js";
@@ -55,12 +55,13 @@ beforeAll(async () => {
   packed = await packTarball(workspace);
   // The same fast-check as the repository's, so that a seed replays the
   // same streams under vitest; and the AI SDK (`ai`), the optional peer an
-  // application that calls models installs beside Phronomy.
+  // application that calls models installs beside Phronomy; zod, which
+  // examples/agent.ts uses.
   await installProject(project, packed.path, [installedPackage("fast-check"), installedPackage("ai"), installedPackage("zod")]);
   copyFileSync(join(root, "test", "package", "smoke.mjs"), join(project, "smoke.mjs"));
   copyFileSync(join(root, "examples", "agent.ts"), join(project, "agent.ts"));
   await compileFuzzHarness(project);
-}, 180_000);
+}, 600_000);
 
 afterAll(() => {
   if (workspace !== undefined) rmSync(workspace, { recursive: true, force: true });
@@ -77,7 +78,7 @@ async function compileFuzzHarness(directory: string): Promise<void> {
     include: [],
     files: [join(root, "test", "package", "fuzz.ts"), join(root, "host", "types", "webassembly.d.ts")],
   }));
-  await succeed(process.execPath, [...childNodeFlags, join(root, "node_modules", "typescript", "bin", "tsc"), "-p", configPath], directory);
+  await succeed(process.execPath, [...childNodeFlags, join(root, "node_modules", "typescript", "bin", "tsc"), "-p", configPath], directory, buildTimeoutMs);
 }
 
 /** Runs one smoke phase; returns what it reported on its `SMOKE` line. */

@@ -12,7 +12,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { finished, installedPackage, installProject, packTarball, repositoryRoot } from "./packed-project.js";
+import { buildTimeoutMs, finished, installedPackage, installProject, packTarball, repositoryRoot } from "./packed-project.js";
 import { compilerOptions, strictConsumer as consumer } from "./strict-consumer.js";
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -29,7 +29,7 @@ export async function main(): Promise<Environment> {
 
 async function tsc(config: string): Promise<{ code: number | null; output: string }> {
   const child = spawn(process.execPath, [join(project, "node_modules", "typescript", "bin", "tsc"), "-p", config], { cwd: project, stdio: ["ignore", "pipe", "pipe"] });
-  const result = await finished(child, `tsc -p ${config}`);
+  const result = await finished(child, `tsc -p ${config}`, buildTimeoutMs);
   return { code: result.code, output: result.stdout + result.stderr };
 }
 
@@ -46,7 +46,7 @@ beforeAll(async () => {
   writeFileSync(join(project, "tsconfig.node16.json"), JSON.stringify({ compilerOptions: compilerOptions("node16", "node16"), files: ["index.ts"] }));
   writeFileSync(join(project, "tsconfig.bundler.json"), JSON.stringify({ compilerOptions: compilerOptions("esnext", "bundler"), files: ["index.ts"] }));
   writeFileSync(join(project, "tsconfig.cjs.json"), JSON.stringify({ compilerOptions: compilerOptions("node16", "node16"), files: ["cjs/index.ts"] }));
-}, 240_000);
+}, 600_000);
 
 afterAll(() => {
   if (workspace !== undefined) rmSync(workspace, { recursive: true, force: true });
@@ -62,6 +62,6 @@ describe("the package's types in a strict consumer (skipLibCheck: false)", () =>
       const result = await tsc(config);
       expect(result.output).toBe("");
       expect(result.code).toBe(0);
-    }, 120_000);
+    }, 300_000);
   }
 });
