@@ -27,10 +27,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { pathToFileURL } from "node:url";
 import type { LanguageModelV4, LanguageModelV4StreamPart } from "@ai-sdk/provider";
 import { z } from "zod";
-import { scriptedModel } from "../host/agent/scripted-model.js";
 import {
   Phronomy, PhronomyError, approvalIdOf, executionIdHeader, tool, toUIMessageStreamResponse, type ChatMessageMetadata, type Environment,
-} from "../host/index.js";
+} from "phronomy";
+import { scriptedModel } from "phronomy/testing";
 
 export interface ChatServerOptions {
   /** The SQLite store (or a `postgres://` URL). */

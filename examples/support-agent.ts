@@ -9,18 +9,13 @@
 //   phronomy run examples/support-agent.ts "Where is order 7?" \
 //     --model openai-compatible:llama3.2 --base-url http://localhost:11434/v1
 //
-// In an application that installed the package, `tool` comes from
-// "phronomy"; `defineAgent` only types the export and may be left out.
+// In this repository "phronomy" is the sources (tsconfig.json `paths`,
+// which tsx applies); installed, it is the package.
 
+// #region module
 import { z } from "zod";
-import { scriptedModel } from "../host/agent/scripted-model.js";
-import { defineAgent } from "../host/cli/agent-module.js";
-import { tool } from "../host/index.js";
-
-const orders: Record<string, { item: string; priceCents: number; status: string; carrier: string }> = {
-  "42": { item: "blue kettle", priceCents: 3990, status: "out for delivery", carrier: "PostNL" },
-  "7": { item: "teapot", priceCents: 2450, status: "delivered", carrier: "DHL" },
-};
+import { defineAgent, tool } from "phronomy";        // defineAgent only types the export
+import { scriptedModel } from "phronomy/testing";
 
 const lookupOrder = tool({
   description: "Looks an order up by its number: item, price in cents, delivery status, carrier",
@@ -37,6 +32,20 @@ const issueRefund = tool({
   // to the payment API so a repeated call cannot pay twice.
   execute: ({ orderId, amountCents }, { idempotencyKey }) => ({ refunded: true, orderId, amountCents, reference: idempotencyKey }),
 });
+
+export default defineAgent(({ model }) => ({
+  id: "support",                                     // required: names the agent's conversation in the store
+  model: model ?? offlineModel,                      // the --model choice, else the module's own
+  instructions: "You help customers with their orders. Look the order up before answering. Refund only when asked.",
+  tools: { lookupOrder, issueRefund },
+  maxTurns: 8,                                       // any other env.agent() option: memoryWindow, tokenBudget, timeoutMs, guardrails
+}));
+// #endregion
+
+const orders: Record<string, { item: string; priceCents: number; status: string; carrier: string }> = {
+  "42": { item: "blue kettle", priceCents: 3990, status: "out for delivery", carrier: "PostNL" },
+  "7": { item: "teapot", priceCents: 2450, status: "delivered", carrier: "DHL" },
+};
 
 /** A stand-in for a real model: it decides from the conversation. */
 const offlineModel = scriptedModel(({ messages }) => {
@@ -56,11 +65,3 @@ const offlineModel = scriptedModel(({ messages }) => {
   if (refund) return { text: refund.isError ? `The refund of order ${orderId} was not approved.` : `Order ${orderId} is refunded.` };
   return { text: `Your ${found.item} (order ${orderId}) is ${found.status} with ${found.carrier}.` };
 });
-
-export default defineAgent(({ model }) => ({
-  id: "support",
-  model: model ?? offlineModel,
-  instructions: "You help customers with their orders. Look the order up before answering. Refund only when asked.",
-  tools: { lookupOrder, issueRefund },
-  maxTurns: 8,
-}));

@@ -19,30 +19,12 @@ import { cliDocsPath } from "./docs-path.js";
 import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { AgentDefinition, LanguageModel } from "../index.js";
+import type { AgentDefinition } from "../index.js";
+import type { AgentModuleContext, AgentModuleDefinition } from "./define-agent.js";
 import { CliError } from "./errors.js";
 import { BASE_URL_VARIABLE, MODEL_VARIABLE } from "./models.js";
 
-/** What the command line hands a module's function. */
-export interface AgentModuleContext {
-  /** The model named by `--model` / PHRONOMY_MODEL, if any. */
-  readonly model: LanguageModel | undefined;
-  /** The store the command runs against: the SQLite file's absolute path, or
-   * the PostgreSQL URL without its password. */
-  readonly storePath: string;
-}
-
-/** An agent definition whose model the command line may supply. */
-export type AgentModuleDefinition = Omit<AgentDefinition, "model"> & { readonly model?: LanguageModel };
-
-export type AgentModuleExport =
-  | AgentModuleDefinition
-  | ((context: AgentModuleContext) => AgentModuleDefinition | Promise<AgentModuleDefinition>);
-
-/** Types a module's default export; returns it unchanged. */
-export function defineAgent<T extends AgentModuleExport>(definition: T): T {
-  return definition;
-}
+export { defineAgent, type AgentModuleContext, type AgentModuleDefinition, type AgentModuleExport } from "./define-agent.js";
 
 export interface LoadedAgent {
   readonly definition: AgentDefinition;

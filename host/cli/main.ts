@@ -100,6 +100,13 @@ export async function main(argv: readonly string[]): Promise<ExitCodeValue> {
 
 type Runner = (command: Command, body: (context: CliContext) => Promise<ExitCodeValue>) => Promise<void>;
 
+/** The command line with every action a no-op: parsing alone checks the
+ * subcommand, its options, their choices and the arguments it needs (the
+ * documentation's command lines are checked so, test/docs/cli-samples.test.ts). */
+export function commandLineParser(): Command {
+  return programOf(async () => undefined);
+}
+
 function programOf(run: Runner): Command {
   const program = new Command("phronomy")
     .description("Durable executions of LLM agents: run them, inspect them, approve, recover.")

@@ -17,6 +17,7 @@ import type { CoreLimits } from "../core/machine.js";
 import { resolveTools } from "../agent/tools.js";
 import { CancellationError, ExecutionRehydrationRequiredError, InvalidInputError, PhronomyError, RetryRefusedError, RuntimeShutdownError, StoreError, agentHasUnfinishedExecutions } from "../errors.js";
 import { SqliteStore, type SqliteStoreOptions } from "../store/sqlite-store.js";
+import { sqliteDriverName } from "../store/sqlite/driver.js";
 import type { PostgresStoreOptions } from "../store/postgres/options.js";
 import type { ExecutionStore } from "../store/store.js";
 import { isVisitorStore } from "../store/sqlite-visitor.js";
@@ -141,12 +142,15 @@ function guardedLogger(logger: unknown): Logger {
 /** A `postgres://` or `postgresql://` URL opens a `PostgresStore`
  * (imported on demand, so SQLite users never load `pg`); anything else is
  * a SQLite path. */
-async function openStoreAt(location: string, options: OpenOptions): Promise<ExecutionStore> {
+async function openStoreAt(location: string, options: OpenOptions, logger: Logger): Promise<ExecutionStore> {
   if (/^postgres(ql)?:\/\//i.test(location)) {
     const { PostgresStore } = await loadPostgresStore();
     return PostgresStore.open(location, options.postgres ?? {});
   }
-  return openSqlite(location, options);
+  const store = await openSqlite(location, options);
+  // Which SQLite library the runtime gave the store (docs/decisions/0040).
+  logger.debug?.(`[phronomy] the SQLite store at ${store.path} runs on ${sqliteDriverName()}${options.visitor === true ? " (a visitor)" : ""}`);
+  return store;
 }
 
 async function openSqlite(location: string, options: OpenOptions): Promise<ExecutionStore> {
@@ -287,7 +291,7 @@ export class Environment {
     checkVisitorOption(options);
     const retention = checkRetentionOptions(options.retention);
     const core = await ControlCore.create(options.limits ?? {});
-    const store = typeof options.store === "string" ? await openStoreAt(options.store, options) : options.store;
+    const store = typeof options.store === "string" ? await openStoreAt(options.store, options, logger) : options.store;
     let coreFailed: (error: PhronomyError) => void = () => undefined;
     const loop = new ControlLoop((error) => logger.warn(`[phronomy] a control message failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`), (error) => coreFailed(error));
     const coordinator = new Coordinator({

@@ -1,10 +1,21 @@
 // The packed package on Node 22 and 24 without better-sqlite3 (issue 17,
-// docs/decisions/0040): an application that installs only `phronomy` runs
-// on Node's built-in `node:sqlite`, with no native build. The smoke phases
-// (smoke.mjs: a run, a crash inside a tool, recovery with the same
-// idempotency key, an approval, verify) run on each version and report the
-// driver they chose; Node 20 in the same project is refused with an error
-// naming better-sqlite3. (Node 20 with better-sqlite3 is runtimes.test.ts.)
+// docs/decisions/0040 and 0046): an application that installs only
+// `phronomy` (and `ai`) runs on Node's built-in `node:sqlite`, with no
+// native build. On each version, as on Node 20 (runtimes.test.ts,
+// types.test.ts), the packed-package suite runs what applies there:
+//
+// * the smoke phases (smoke.mjs: a run, a crash inside a tool, recovery
+//   with the same idempotency key, an approval, verify), which report the
+//   driver the store chose — node:sqlite — and the line it said so with
+//   (at the logger's debug level, as it opened);
+// * the types: a strict consumer (`strict`, `skipLibCheck: false`,
+//   node16 resolution) compiled by tsc running on that Node, then run
+//   there as TypeScript (Node strips the types);
+// * examples/agent.ts, the docs/runtimes.md program, run as documented
+//   there (`node agent.ts`; Deno, Bun and Node 20 are runtimes.test.ts's).
+//
+// Node 20 in the same project is refused with an error naming
+// better-sqlite3. (Node 20 with better-sqlite3 is runtimes.test.ts.)
 // The project installs no optional peer but `ai`: a postgres:// store is refused
 // naming `pg`, and the CLI's `--model openai-compatible:…` naming
 // `@ai-sdk/openai-compatible`.
@@ -12,16 +23,20 @@
 // The Node binaries are the registry's `node-<platform>-<arch>` packages at
 // fixed versions, fetched once into node_modules/.cache.
 
-import { existsSync, mkdirSync, mkdtempSync, rmSync, copyFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, copyFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { spawn } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { finished, installedPackage, installProject, packTarball, repositoryRoot, reported, succeed } from "./packed-project.js";
 import { childNodeFlags } from "../support/node-flags.js";
+import { compilerOptions, strictConsumer } from "./strict-consumer.js";
 
 const versions = ["22.23.5", "24.22.3"] as const;
 const crashExitCode = 75;
+/** tsc checks every declaration file the consumer reaches (the AI SDK's
+ * too): a minute and more on a loaded 2-core machine. */
+const tscTimeoutMs = 240_000;
 const cache = join(repositoryRoot, "node_modules", ".cache", "phronomy-node-binaries");
 
 let workspace: string;
@@ -54,27 +69,57 @@ beforeAll(async () => {
   workspace = mkdtempSync(join(tmpdir(), "phronomy-node-versions-"));
   project = join(workspace, "project");
   const packed = await packTarball(workspace);
-  // `ai` runs every model call (docs/decisions/0033); no other peer.
-  await installProject(project, packed.path, [installedPackage("ai")], false);
+  // `ai` runs every model call (docs/decisions/0033); no other peer. zod for
+  // the example; what a strict consumer compiles with (types.test.ts says why
+  // @types/json-schema).
+  await installProject(project, packed.path, [installedPackage("ai"), installedPackage("zod"), installedPackage("@types/node"), "@types/json-schema@7"], false);
+  symlinkSync(join(repositoryRoot, "node_modules", "typescript"), join(project, "node_modules", "typescript"), "dir");
   copyFileSync(join(repositoryRoot, "test", "package", "smoke.mjs"), join(project, "smoke.mjs"));
-}, 240_000);
+  copyFileSync(join(repositoryRoot, "examples", "agent.ts"), join(project, "agent.ts"));
+  writeFileSync(join(project, "consumer.ts"), strictConsumer);
+  writeFileSync(join(project, "tsconfig.strict.json"), JSON.stringify({ compilerOptions: compilerOptions("node16", "node16"), files: ["consumer.ts"] }));
+}, 600_000);
 
 afterAll(() => {
   if (workspace !== undefined) rmSync(workspace, { recursive: true, force: true });
 });
 
+/** Runs `script` (a path in the project) on `node` in a directory of its own. */
+async function runOn(node: string, directory: string, script: readonly string[], timeoutMs?: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  mkdirSync(join(directory, "data"), { recursive: true });
+  const child = spawn(node, [...childNodeFlags, ...script], { cwd: directory, env: { ...process.env, NO_COLOR: "1", PHRONOMY_SQLITE_DRIVER: "" }, stdio: ["pipe", "pipe", "pipe"] });
+  child.stdin?.end();
+  return finished(child, `${script.join(" ")} on ${node}`, timeoutMs);
+}
+
 describe("the packed package without better-sqlite3", () => {
   for (const version of versions) {
-    it(`runs, crashes, recovers and verifies on Node ${version} with node:sqlite`, async () => {
+    it(`Node ${version}: the store picks node:sqlite and says so; runs, crashes, recovers and verifies`, async () => {
       const node = await nodeBinary(version);
       const store = join(workspace, `store-${version}.db`);
       const written = await smoke(node, "run", store);
       expect(written).toMatchObject({ phase: "run", driver: "node:sqlite" });
+      expect(written["storeSaid"]).toBe(`[phronomy] the SQLite store at ${store} runs on node:sqlite`);
       const crashed = await smoke(node, "crash", store, crashExitCode);
       const resumed = await smoke(node, "resume", store);
       expect(resumed).toMatchObject({ driver: "node:sqlite", shipExecution: crashed["shipExecution"], refundExecution: written["refundExecution"], shipContinuation: "framework_tools" });
       expect(resumed["idempotencyKey"]).toBe(`${String(crashed["shipExecution"])}:call-0-0`);
       expect(await smoke(node, "verify", store)).toMatchObject({ executions: 4, byAgent: { support: 2, refunds: 1, shipping: 1 } });
+    }, 300_000);
+
+    it(`Node ${version}: a strict consumer compiles (tsc on this Node, skipLibCheck: false) and runs as TypeScript`, async () => {
+      const node = await nodeBinary(version);
+      const compiled = await runOn(node, project, [join(project, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.strict.json"], tscTimeoutMs);
+      expect(compiled.stdout + compiled.stderr).toBe("");
+      expect(compiled.code).toBe(0);
+      const ran = await runOn(node, join(workspace, `consumer-${version}`), [join(project, "consumer.ts")]);
+      expect({ code: ran.code, stdout: ran.stdout }, ran.stderr).toEqual({ code: 0, stdout: "hi\n" });
+    }, 300_000);
+
+    it(`Node ${version}: examples/agent.ts runs as docs/runtimes.md says (node agent.ts)`, async () => {
+      const node = await nodeBinary(version);
+      const ran = await runOn(node, join(workspace, `agent-${version}`), [join(project, "agent.ts")]);
+      expect({ code: ran.code, stdout: ran.stdout }, ran.stderr).toEqual({ code: 0, stdout: "completed Order 42 is out for delivery.\n" });
     }, 300_000);
   }
 

@@ -48,8 +48,7 @@ export const runtimeNames = Object.keys(runtimes) as RuntimeName[];
 
 /** A child process running longer than this is a hang. */
 export const processTimeoutMs = 60_000;
-/** Building dist/ (tsc over host/) takes 20–40 s here, and minutes on a
- * loaded machine: longer than this is a hang. */
+/** A build (tsc) or an install running longer than this is a hang. */
 export const buildTimeoutMs = 300_000;
 
 export interface PackedTarball {
@@ -80,6 +79,7 @@ export async function packTarball(destination: string): Promise<PackedTarball> {
   mkdirSync(stage, { recursive: true });
   mkdirSync(join(stage, "docs"), { recursive: true });
   for (const file of packagedFiles) copyFileSync(join(repositoryRoot, file), join(stage, file));
+  // A tsc build of the host: minutes on a loaded 2-core machine.
   await succeed(process.execPath, [...childNodeFlags, join(repositoryRoot, "scripts", "build-dist.mjs"), join(stage, "dist")], repositoryRoot, buildTimeoutMs);
   const output = await succeed("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", destination], stage);
   const [tarball] = JSON.parse(output.stdout) as (Omit<PackedTarball, "path" | "stage"> & { filename: string })[];
@@ -93,7 +93,7 @@ export async function packTarball(destination: string): Promise<PackedTarball> {
 export async function installProject(directory: string, tarball: string, packages: readonly string[] = [], withBetterSqlite3 = true): Promise<void> {
   mkdirSync(directory, { recursive: true });
   writeFileSync(join(directory, "package.json"), `${JSON.stringify({ name: "phronomy-package-check", private: true, type: "module" }, null, 2)}\n`);
-  await succeed("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball, ...packages], directory);
+  await succeed("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball, ...packages], directory, buildTimeoutMs);
   if (withBetterSqlite3) symlinkSync(join(repositoryRoot, "node_modules", "better-sqlite3"), join(directory, "node_modules", "better-sqlite3"), "dir");
 }
 
@@ -110,6 +110,8 @@ export function startScript(runtime: RuntimeName, project: string, script: strin
   return spawn(command, [...runtimeArguments, script, ...scriptArguments], { cwd: project, env: { ...process.env, NO_COLOR: "1" }, stdio: ["pipe", "pipe", "pipe"] });
 }
 
+/** What `child` printed, once it ended; killed (and rejected) after
+ * `timeoutMs` as a hang. */
 export function finished(child: ChildProcess, label: string, timeoutMs = processTimeoutMs): Promise<Finished> {
   let stdout = "";
   let stderr = "";

@@ -17,18 +17,22 @@
 //   runtimes, a visitor on one runtime approving beside an owner on
 //   another (node → bun, bun → deno, deno → node);
 // * differential fuzzing of the packaged core against the reference model
-//   (`fuzz.ts`, compiled to plain JavaScript into the project).
+//   (`fuzz.ts`, compiled to plain JavaScript into the project);
+// * examples/agent.ts, the program docs/runtimes.md runs on each runtime,
+//   as that page runs it (`npx tsx agent.ts` on Node, `bun agent.ts`,
+//   `deno run --allow-read --allow-write --allow-sys=hostname agent.ts`).
+//   Node 22 and 24 run it in node-versions.test.ts.
 //
 // The project is set up by packed-project.ts (what it installs and links,
 // and why). PACKAGE_FUZZ_RUNS and PACKAGE_FUZZ_SEED set the fuzzing.
 
-import type { ChildProcess } from "node:child_process";
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawn, type ChildProcess } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  finished, installedPackage, packagedFiles, installProject, packTarball, repositoryRoot as root, reported, runtimeNames, runtimes, startScript,
+  buildTimeoutMs, finished, installedPackage, packagedFiles, installProject, packTarball, repositoryRoot as root, reported, runtimeNames, runtimes, startScript,
   succeed, type PackedTarball, type RuntimeName,
 } from "./packed-project.js";
 import { childNodeFlags } from "../support/node-flags.js";
@@ -51,11 +55,13 @@ beforeAll(async () => {
   packed = await packTarball(workspace);
   // The same fast-check as the repository's, so that a seed replays the
   // same streams under vitest; and the AI SDK (`ai`), the optional peer an
-  // application that calls models installs beside Phronomy.
-  await installProject(project, packed.path, [installedPackage("fast-check"), installedPackage("ai")]);
+  // application that calls models installs beside Phronomy; zod, which
+  // examples/agent.ts uses.
+  await installProject(project, packed.path, [installedPackage("fast-check"), installedPackage("ai"), installedPackage("zod")]);
   copyFileSync(join(root, "test", "package", "smoke.mjs"), join(project, "smoke.mjs"));
+  copyFileSync(join(root, "examples", "agent.ts"), join(project, "agent.ts"));
   await compileFuzzHarness(project);
-}, 180_000);
+}, 600_000);
 
 afterAll(() => {
   if (workspace !== undefined) rmSync(workspace, { recursive: true, force: true });
@@ -72,7 +78,7 @@ async function compileFuzzHarness(directory: string): Promise<void> {
     include: [],
     files: [join(root, "test", "package", "fuzz.ts"), join(root, "host", "types", "webassembly.d.ts")],
   }));
-  await succeed(process.execPath, [...childNodeFlags, join(root, "node_modules", "typescript", "bin", "tsc"), "-p", configPath], directory);
+  await succeed(process.execPath, [...childNodeFlags, join(root, "node_modules", "typescript", "bin", "tsc"), "-p", configPath], directory, buildTimeoutMs);
 }
 
 /** Runs one smoke phase; returns what it reported on its `SMOKE` line. */
@@ -178,6 +184,19 @@ describe("the packed package", () => {
       const served = await serverDone;
       if (served.code !== 0) throw new Error(`smoke serve on ${owner} exited ${served.code}\n${served.stdout}\n${served.stderr}`);
     }));
+  });
+
+  it.each(runtimeNames)("examples/agent.ts (docs/runtimes.md) runs on %s from the installed package", async (runtime) => {
+    // Each in a directory of its own (its ./data/agents.db), inside the project for its node_modules.
+    const directory = join(project, `agent-on-${runtime}`);
+    mkdirSync(join(directory, "data"), { recursive: true });
+    const { command, arguments: runtimeArguments } = runtimes[runtime];
+    // Node 20 runs TypeScript through tsx (`npx tsx agent.ts`), the repository's.
+    const script = runtime === "node" ? [join(root, "node_modules", "tsx", "dist", "cli.mjs"), join(project, "agent.ts")] : [join(project, "agent.ts")];
+    const child = spawn(command, [...runtimeArguments, ...script], { cwd: directory, env: { ...process.env, NO_COLOR: "1" }, stdio: ["pipe", "pipe", "pipe"] });
+    child.stdin?.end();
+    const result = await finished(child, `agent.ts on ${runtime}`);
+    expect({ runtime, code: result.code, stdout: result.stdout }, result.stderr).toEqual({ runtime, code: 0, stdout: "completed Order 42 is out for delivery.\n" });
   });
 
   it.each(runtimeNames)(`the packaged core agrees with the reference model on ${fuzzRuns} random streams under %s`, async (runtime) => {

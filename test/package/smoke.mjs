@@ -158,8 +158,12 @@ async function waitFor(probe, what, timeoutMs = 10_000) {
 async function phaseRun() {
   check(!existsSync(store), `${store} must not exist yet`);
   const started = performance.now();
-  const env = await Phronomy.open({ store });
+  // What the store says at debug level as it opens: the SQLite library it runs on.
+  const said = [];
+  const env = await Phronomy.open({ store, logger: { warn: (message) => console.warn(message), debug: (message) => said.push(message) } });
   const openMs = performance.now() - started;
+  const storeSaid = said.find((message) => message.includes("runs on"));
+  check(storeSaid?.endsWith(`runs on ${sqliteDriverName()}`), `the store did not say which SQLite it runs on: ${JSON.stringify(said)}`);
   const agents = defineAgents(env, { crashInShip: false });
 
   const events = [];
@@ -176,7 +180,7 @@ async function phaseRun() {
   const suspended = await suspendRefund(env, agents); // decided by another process
   check(refunds.length === 0, "the refund ran before its approval");
   await env.close();
-  report({ openMs, supportExecution: result.executionId, timeline, refundExecution: suspended.executionId, approvalId: suspended.approvalId });
+  report({ openMs, storeSaid, supportExecution: result.executionId, timeline, refundExecution: suspended.executionId, approvalId: suspended.approvalId });
 }
 
 async function phaseCrash() {

@@ -13,27 +13,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTimeoutMs, finished, installedPackage, installProject, packTarball, repositoryRoot } from "./packed-project.js";
+import { compilerOptions, strictConsumer as consumer } from "./strict-consumer.js";
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 
 let workspace: string;
 let project: string;
-
-const consumer = `import { Phronomy, tool, type Agent, type Environment, type Run } from "phronomy";
-import { scriptedModel } from "phronomy/testing";
-
-const env: Environment = await Phronomy.open({ store: "./agents.db" });
-const lookup = tool({
-  description: "Looks an order up",
-  inputSchema: { "~standard": { version: 1, vendor: "consumer", validate: (value: unknown) => ({ value: value as { orderId: string } }) } },
-  execute: async ({ orderId }) => ({ orderId }),
-});
-const agent: Agent = env.agent({ id: "support", model: scriptedModel(() => ({ text: "hi" })), tools: { lookup } });
-const run: Run = agent.start("Where is order 42?");
-const { output } = await run.result;
-console.log(output);
-await env.close();
-`;
 
 const commonJs = `import type { Environment } from "phronomy" with { "resolution-mode": "import" };
 export async function main(): Promise<Environment> {
@@ -41,10 +26,6 @@ export async function main(): Promise<Environment> {
   return Phronomy.open({ store: "./agents.db" });
 }
 `;
-
-function compilerOptions(module: string, moduleResolution: string): Record<string, unknown> {
-  return { strict: true, skipLibCheck: false, module, moduleResolution, target: "es2022", noEmit: true, types: ["node"] };
-}
 
 async function tsc(config: string): Promise<{ code: number | null; output: string }> {
   const child = spawn(process.execPath, [join(project, "node_modules", "typescript", "bin", "tsc"), "-p", config], { cwd: project, stdio: ["ignore", "pipe", "pipe"] });

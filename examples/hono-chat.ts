@@ -1,0 +1,75 @@
+// README, "Chat UIs": the two routes `useChat` needs, in Hono, served by
+// @hono/node-server (the same `app.fetch` runs on Bun.serve, Deno.serve and
+// edge runtimes). Run it (`npx tsx examples/hono-chat.ts`): it serves on a
+// free port, asks one question over HTTP as useChat would, prints the UI
+// message stream's chunk types, then resumes the answer after its third
+// chunk and prints what came (the rest, read from the store).
+// examples/chat-server.ts is the complete server (approvals, resume after
+// a restart) on node:http.
+
+import type { Server } from "node:http";
+import { serve } from "@hono/node-server";
+import type { UIMessage } from "ai";
+import { Hono } from "hono";
+import { Phronomy, tool } from "phronomy";
+import { scriptedModel } from "phronomy/testing";
+import { z } from "zod";
+
+const env = await Phronomy.open({ store: "./chat.db" });
+const lookupOrder = tool({
+  description: "Looks an order up",
+  inputSchema: z.object({ orderId: z.string() }),
+  execute: ({ orderId }) => ({ orderId, status: "out for delivery" }),
+});
+const model = scriptedModel(({ messages }) =>
+  messages.at(-1)?.role === "tool" ? { text: "Order 42 is out for delivery." } : { toolCalls: [{ toolName: "lookupOrder", input: { orderId: "42" } }] });
+const support = env.agent({ name: "support", model, tools: { lookupOrder } });
+const app = new Hono();
+
+// #region readme
+import { toUIMessageStreamResponse } from "phronomy";
+
+// POST /api/chat — useChat's DefaultChatTransport sends { id, messages }
+app.post("/api/chat", async (c) => {
+  const { id, messages } = await c.req.json<{ id: string; messages: UIMessage[] }>();
+  const lastUserText = messages.at(-1)?.parts.map((part) => (part.type === "text" ? part.text : "")).join("") ?? "";
+  const run = support.conversation(id).start(lastUserText, { stream: true });
+  return toUIMessageStreamResponse(await env.stream(run), { executionId: await run.executionId });
+});
+
+// GET /api/chat/:id/stream?executionId= — resume from ?resumeAt= or Last-Event-ID (each SSE event's id is its position)
+app.get("/api/chat/:id/stream", async (c) => {
+  const executionId = c.req.query("executionId")!;
+  const resumeAt = c.req.query("resumeAt") ?? c.req.header("last-event-id");
+  return toUIMessageStreamResponse(await env.stream(executionId, resumeAt ? { resumeAt } : {}));
+});
+// #endregion
+
+/** The SSE events of a response: each chunk's id (its position) and type (the last event is `data: [DONE]`). */
+async function events(response: Response): Promise<{ id: string; type: string }[]> {
+  return (await response.text()).split("\n\n").filter((event) => event.includes("data: {")).map((event) => ({
+    id: /^id: (.*)$/m.exec(event)?.[1] ?? "",
+    type: (JSON.parse(/^data: (.*)$/m.exec(event)![1]!) as { type: string }).type,
+  }));
+}
+
+const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" }) as Server;
+await new Promise((resolve) => server.once("listening", resolve));
+const address = server.address();
+const url = `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}`;
+
+const asked = await fetch(`${url}/api/chat`, {
+  method: "POST",
+  headers: { "content-type": "application/json" },
+  body: JSON.stringify({ id: "chat-1", messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: "Where is order 42?" }] }] }),
+});
+const executionId = asked.headers.get("x-phronomy-execution-id") ?? "";
+const answer = await events(asked);
+console.log(asked.status, asked.headers.get("content-type"), answer.map((event) => event.type).join(" "));
+
+const resumed = await events(await fetch(`${url}/api/chat/chat-1/stream?executionId=${executionId}`, { headers: { "last-event-id": answer[2]!.id } }));
+console.log("resumed after the third chunk:", resumed.map((event) => event.type).join(" "));
+
+server.closeAllConnections();
+server.close();
+await env.close();

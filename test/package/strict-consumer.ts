@@ -1,0 +1,26 @@
+// A strict TypeScript consumer of the packed package (issue 17): compiled
+// with `strict` and `skipLibCheck: false` by types.test.ts (node16 and
+// bundler resolution, and from CommonJS) and, on Node 22 and 24, by
+// node-versions.test.ts, which then runs it there (Node strips the types).
+// It prints the run's output: "hi".
+
+export const strictConsumer = `import { Phronomy, tool, type Agent, type Environment, type Run } from "phronomy";
+import { scriptedModel } from "phronomy/testing";
+
+const env: Environment = await Phronomy.open({ store: "./agents.db" });
+const lookup = tool({
+  description: "Looks an order up",
+  inputSchema: { "~standard": { version: 1, vendor: "consumer", validate: (value: unknown) => ({ value: value as { orderId: string } }) } },
+  execute: async ({ orderId }) => ({ orderId }),
+});
+const agent: Agent = env.agent({ id: "support", model: scriptedModel(() => ({ text: "hi" })), tools: { lookup } });
+const run: Run = agent.start("Where is order 42?");
+const { output } = await run.result;
+console.log(output);
+await env.close();
+`;
+
+/** The compiler options of a strict consumer. */
+export function compilerOptions(module: string, moduleResolution: string): Record<string, unknown> {
+  return { strict: true, skipLibCheck: false, module, moduleResolution, target: "es2022", noEmit: true, types: ["node"] };
+}
