@@ -24,6 +24,14 @@ const worker = await Phronomy.open({ store: databaseUrl, postgres: { schema, lea
 // #endregion
 
 await worker.close();   // its partitions are free again at once
-const { output } = await support.conversation("ada").start("Where is order 42?").result;
+const [userId, text, requestId] = ["ada", "Where is order 42?", "request-1"];
+// #region any-process
+// behind a load balancer: any process, any conversation
+const run = support.conversation(userId).start(text, { idempotencyKey: requestId });
+// #endregion
+const { output } = await run.result;
 console.log(output);
+// The same key sent again follows the execution it started: it runs once.
+const again = support.conversation(userId).start(text, { idempotencyKey: requestId });
+console.log(`sent twice, ran once: ${(await again.executionId) === (await run.executionId)}`);
 await env.close();

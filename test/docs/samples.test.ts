@@ -59,7 +59,7 @@ const runs: Readonly<Record<string, Runs | { readonly runBy: string }>> = {
   },
   "examples/dashboard-bun.ts": { runtime: "bun", prints: [/^http:\/\/127\.0\.0\.1:\d+\/admin\/agents\/\?token=/, "page 200 true without the token 403"] },
   // The test server, a fresh schema dropped after the test (test/postgres/database.ts).
-  "examples/postgres.ts": { runtime: "node", prints: ["Order 42 has shipped."], env: () => ({ DATABASE_URL: postgresUrl, PHRONOMY_SCHEMA: freshSchema() }) },
+  "examples/postgres.ts": { runtime: "node", prints: ["Order 42 has shipped.", "sent twice, ran once: true"], env: () => ({ DATABASE_URL: postgresUrl, PHRONOMY_SCHEMA: freshSchema() }) },
   "examples/agent.ts": { runtime: "node", prints: ["completed Order 42 is out for delivery."] },
   "examples/support-agent.ts": { runBy: "test/cli/run.test.ts" },
   "examples/chat-server.ts": { runBy: "test/chat/example-server.test.ts" },
