@@ -67,6 +67,13 @@ const optionNames: ReadonlySet<string> = new Set(["schema", "poolSize", "leaseMs
  * beyond it a barrier reads its row first, as after a restart. */
 const knownRowsMax = 100_000;
 
+/** Opens an operation's transaction (one round trip). A transaction left
+ * idle this long — its process stopped (SIGSTOP) between two statements —
+ * is ended by the server, so the partition fence locks it holds do not
+ * keep a takeover waiting for ever (docs/decisions/0042). */
+const idleTransactionMaxMs = 10_000;
+const beginTransaction = `BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${idleTransactionMaxMs}`;
+
 export class PostgresStore implements ExecutionStore {
   /** The URL without its password, with the schema. */
   readonly path: string;
@@ -218,7 +225,7 @@ export class PostgresStore implements ExecutionStore {
     }
     const backendPid = (client as unknown as { processID?: number }).processID;
     try {
-      await client.query("BEGIN");
+      await client.query(beginTransaction);
       const value = await applyOperation({ client, where: this.path, writeId, fenceOf: (agentId) => this.fenceOf(agentId) }, operation);
       await client.query("COMMIT");
       client.release();
@@ -242,7 +249,9 @@ export class PostgresStore implements ExecutionStore {
     let fence: Fence | undefined;
     /** The journal records the write appends, for `journalTails`. */
     let journal: { readonly agentId: string; readonly records: readonly JournalRecord[] } | undefined;
+    let agentId: string;
     if (operation.type === "prepareExecution") {
+      agentId = operation.agentId;
       // A definite refusal (nothing written): the start fails and the
       // agent's admission is released, unlike a store failure.
       const refusal = this.leaseBook.admissionRefusal(operation.agentId);
@@ -259,6 +268,7 @@ export class PostgresStore implements ExecutionStore {
           throw this.storeErrorOf(error);
         }
       }
+      agentId = known.agentId;
       fence = this.fenceOf(known.agentId);
       journal = operation.type === "terminalCommit" ? { agentId: known.agentId, records: operation.journal } : undefined;
       statement = compareAndSetStatement(operation, known, fence, writeId);
@@ -266,7 +276,7 @@ export class PostgresStore implements ExecutionStore {
     this.knownRows.delete(executionId);
     let applied: boolean;
     try {
-      applied = await this.groups.submit(statement.sql);
+      applied = await this.groups.submit(statement.sql, this.leaseBook.partitionOf(agentId));
     } catch (error) {
       if (error instanceof ConnectionLost) return this.resolveLost(operation, writeId, error.backendPid, error.cause, 0);
       if (!(error instanceof PhronomyError) && isConnectionLoss(error)) {
