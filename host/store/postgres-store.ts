@@ -36,6 +36,7 @@ import { checkId, checkListFilter, checkOperation } from "./check-operation.js";
 import { createPool, parseLocation, poolSizeDefault, poolSizeMax } from "./postgres/connection.js";
 import { ConnectionLost, GroupCommit, groupsInFlightDefault } from "./postgres/group-commit.js";
 import { JournalTails } from "./postgres/journal-tails.js";
+import { JournalReads } from "./postgres/journal-reads.js";
 import { InstanceLock, checkInstanceId } from "./postgres/instance-lock.js";
 import { PartitionBook } from "./postgres/partition-book.js";
 import * as partitions from "./postgres/partitions.js";
@@ -88,6 +89,8 @@ export class PostgresStore implements ExecutionStore {
   private readonly knownRows = new Map<string, KnownRow>();
   /** The journal tails of the agents held here. */
   private readonly journalTails = new JournalTails();
+  /** The journal reads of conversations not kept in `journalTails`, in batches. */
+  private readonly journalReads: JournalReads;
   /** This process's name in the partition leases: its instance id. */
   readonly leaseOwner: string;
   readonly leaseMs: number;
@@ -117,6 +120,7 @@ export class PostgresStore implements ExecutionStore {
     this.path = path;
     this.schema = schema;
     this.pool = pool;
+    this.journalReads = new JournalReads(pool, path);
     this.leaseMs = leaseMs;
     this.leaseOwner = instance.instanceId;
     this.leaseBook = new PartitionBook(pool, () => instance.session, this.leaseOwner, leaseMs, partitionCount, {
@@ -369,7 +373,7 @@ export class PostgresStore implements ExecutionStore {
       const kept = this.journalTails.read(agentId, epoch, limit);
       if (kept !== undefined) return kept;
       const version = this.journalTails.version(agentId);
-      const records = await reads.readJournal(this.pool, this.path, agentId, limit);
+      const records = await this.journalReads.read(agentId, limit);
       if (this.leaseOf(agentId)?.epoch === epoch) this.journalTails.remember(agentId, epoch, limit, records, version);
       return records;
     });
