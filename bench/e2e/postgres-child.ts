@@ -6,11 +6,19 @@
 // workload for the given seconds, reports `finished` with its figures,
 // closes and exits. One JSON report per stdout line. (`postgres.ts`
 // imports only its types.)
+//
+// The restart-to-done measurement uses three other modes: `open` (opens
+// the store, reports `opened`), `victim` (starts `workers` runs on new
+// conversations whose first tool call never returns, reports `ready` once
+// every one is inside it, and waits to be killed) and `recover` (opens with
+// the victim's instance id, reports `opened`, defines the same agent with
+// an instant tool, and waits while recovery finishes the runs).
 
 import { createInterface } from "node:readline";
-import { Phronomy } from "../../host/index.js";
+import { z } from "zod";
+import { Phronomy, tool } from "../../host/index.js";
 import type { PostgresStore } from "../../host/store/postgres-store.js";
-import { defineConversations, runConversationsFor } from "./workload.js";
+import { agentRunModel, defineConversations, runConversationsFor } from "./workload.js";
 
 export interface ChildConfig {
   /** The database URL (the schema is given apart). */
@@ -23,14 +31,20 @@ export interface ChildConfig {
   readonly prefix: string;
   /** Processes sharing the partitions (to know when they are balanced). */
   readonly processes: number;
+  /** `postgres.instanceId` (the restart-to-done modes). */
+  readonly instanceId?: string;
+  /** `spread` (default), or a mode of the restart-to-done measurement. */
+  readonly mode?: "spread" | "open" | "victim" | "recover";
 }
 
 /** How long a child waits for its share of the partitions. */
 const balanceTimeoutMs = 60_000;
 
 export interface ChildReport {
-  readonly type: "ready" | "finished" | "failed";
+  readonly type: "opened" | "ready" | "finished" | "failed";
   readonly runs?: number;
+  /** Runs fenced because their partition moved (not counted in `runs`). */
+  readonly lost?: number;
   readonly elapsedMs?: number;
   readonly latencies?: number[];
   readonly message?: string;
@@ -40,22 +54,61 @@ function report(line: ChildReport): void {
   process.stdout.write(`${JSON.stringify(line)}\n`);
 }
 
+async function restartMode(config: ChildConfig): Promise<void> {
+  const env = await Phronomy.open({ store: config.url, postgres: { schema: config.schema, ...(config.instanceId === undefined ? {} : { instanceId: config.instanceId }) }, logger: { warn: () => undefined } });
+  report({ type: "opened" });
+  if (config.mode === "open") {
+    // Leaves (its partitions released at once) for the victim to take them all.
+    await env.close();
+    process.exit(0);
+  }
+  let entered = 0;
+  let refused = 0;
+  const settled = (): void => {
+    if (entered + refused === config.workers) report({ type: "ready", runs: entered });
+  };
+  const gated = tool({
+    inputSchema: z.object({ orderId: z.string() }),
+    execute: () => {
+      entered += 1;
+      settled();
+      return new Promise<{ orderId: string; status: string }>(() => undefined);
+    },
+  });
+  const instant = tool({ inputSchema: z.object({ orderId: z.string() }), execute: ({ orderId }) => ({ orderId, status: "shipped" }) });
+  const definition = env.agent({ name: "restart", model: agentRunModel(), tools: { lookup: config.mode === "victim" ? gated : instant }, memoryWindow: 1 });
+  if (config.mode === "victim") {
+    for (let index = 0; index < config.workers; index += 1) {
+      void definition.conversation(`${config.prefix}-${index}`).start("Where is order 42?").result.catch(() => {
+        refused += 1;
+        settled();
+      });
+    }
+  }
+  // Killed by the bench.
+  return new Promise(() => undefined);
+}
+
 async function main(config: ChildConfig): Promise<void> {
+  if (config.mode !== undefined && config.mode !== "spread") return restartMode(config);
   const env = await Phronomy.open({ store: config.url, postgres: { schema: config.schema }, logger: { warn: () => undefined } });
   const store = env.store as PostgresStore;
   const until = Date.now() + balanceTimeoutMs;
   // Balanced: this process holds at least its share, less the rounding.
   while (store.heldPartitions().length < Math.floor(256 / config.processes) - config.processes && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 100));
   const mine = (id: string): boolean => store.leaseOf(id) !== undefined;
+  // A partition may still move to balance while runs are in flight: those
+  // runs are fenced (recovered by the new owner), counted, not fatal.
+  const moved = (error: unknown): boolean => ["EXECUTION_REHYDRATION_REQUIRED", "AGENT_BUSY"].includes(String((error as { code?: unknown } | null)?.code));
   const definition = defineConversations(env, "bench");
-  await runConversationsFor(definition, `${config.prefix}-warm`, config.workers, 1, mine);
+  await runConversationsFor(definition, `${config.prefix}-warm`, config.workers, 1, mine, moved);
   const go = new Promise<void>((resolve) => createInterface({ input: process.stdin }).on("line", (line) => {
     if (line === "go") resolve();
   }));
   report({ type: "ready" });
   await go;
-  const figures = await runConversationsFor(definition, config.prefix, config.workers, config.seconds, mine);
-  report({ type: "finished", runs: figures.runs, elapsedMs: figures.elapsedMs, latencies: figures.latencies });
+  const figures = await runConversationsFor(definition, config.prefix, config.workers, config.seconds, mine, moved);
+  report({ type: "finished", runs: figures.runs, lost: figures.lost ?? 0, elapsedMs: figures.elapsedMs, latencies: figures.latencies });
   await env.close();
 }
 

@@ -13,7 +13,15 @@
 //   (`postgres-child.ts`) on the same schema — each runs only conversations
 //   of the partitions it holds (docs/decisions/0030), as an application
 //   routing by partition would — started together once balanced; the total
-//   runs/s is every child's runs over the longest child's window.
+//   runs/s is every child's runs over the longest child's window;
+// * restart-to-done: a process with `IN_FLIGHT` runs in flight (each inside
+//   its first tool call) is killed (kill -9) and a process with the same
+//   `instanceId` started: the time from its start until every run is done
+//   (instant reclaim, docs/decisions/0030).
+//
+// Each figure is printed beside the floor measured in the same run, and
+// the sequential and 100-in-flight loops with their round trips per run
+// (`postgres-profile.ts`): time awaiting the server, and the rest.
 //
 // The URL's password is never printed (the store's redacted URL is).
 
@@ -26,6 +34,7 @@ import { Phronomy } from "../../host/index.js";
 import { parseLocation } from "../../host/store/postgres/connection.js";
 import type { PostgresStore } from "../../host/store/postgres-store.js";
 import type { ChildConfig, ChildReport } from "./postgres-child.js";
+import { describeTally, openTally } from "./postgres-profile.js";
 import { z } from "zod";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
 import { tool } from "../../host/index.js";
@@ -33,6 +42,16 @@ import { IN_FLIGHT, OPERATIONS_PER_RUN, defineConversations, percentile, runConv
 
 /** Conversations suspended for approval, then approved, in the suspend/resume loop. */
 const SUSPENDS = Number(process.env["BENCH_SUSPENDS"] ?? 2_000);
+
+/** Store transactions of a suspend: the preparation (with its first
+ * barrier) and the suspension. */
+const TRANSACTIONS_PER_SUSPEND = 2;
+/** Store transactions a run killed inside its first tool call still needs:
+ * the tool barrier again, the second model and tool barriers, the answer's
+ * barrier and the terminal commit. */
+const TRANSACTIONS_AFTER_RESTART = 4;
+/** How long a restarted process may take to finish the dead one's runs. */
+const restartTimeoutMs = 120_000;
 
 /** Coordinator processes in the spread measurement (issue 7 names three). */
 const PROCESSES = 3;
@@ -64,22 +83,39 @@ export async function benchPostgres(url: string, seconds: number): Promise<void>
     const floorTen = await rawFloor(url, schema, FLOOR_CONNECTIONS, seconds);
     console.log(`  raw floor: ${floorOne.toFixed(0)} single-row commits/s on 1 connection (= ${(floorOne / OPERATIONS_PER_RUN).toFixed(0)} runs/s if each of the ${OPERATIONS_PER_RUN} paid one), ${floorTen.toFixed(0)} on ${FLOOR_CONNECTIONS} (= ${(floorTen / OPERATIONS_PER_RUN).toFixed(0)} runs/s)`);
 
+    const runsFloorOne = floorOne / OPERATIONS_PER_RUN;
+    const runsFloorTen = floorTen / OPERATIONS_PER_RUN;
+    const ofFloor = (rate: number, floor: number, what: string) => `${(rate / floor).toFixed(2)}× the ${what} floor's ${floor.toFixed(0)}`;
+
     const definition = defineConversations(env, "bench");
     await runConversationsFor(definition, "warm", 1, 1);
+    const sequentialTally = openTally();
     const one = await runConversationsFor(definition, "sequential", 1, seconds);
+    sequentialTally.stop();
     const total = one.latencies.reduce((sum, value) => sum + value, 0);
-    console.log(`  sequential, a conversation per run: ${(one.runs / (total / 1000)).toFixed(0)} runs/s (${(total / one.runs / OPERATIONS_PER_RUN).toFixed(2)} ms per durable step)`);
+    const sequentialRate = one.runs / (total / 1000);
+    console.log(`  sequential, a conversation per run: ${sequentialRate.toFixed(0)} runs/s, ${ofFloor(sequentialRate, runsFloorOne, "1-connection")} (${(total / one.runs / OPERATIONS_PER_RUN).toFixed(2)} ms per durable step against ${(1000 / floorOne).toFixed(2)} ms per floor commit)`);
+    console.log(`    ${describeTally(sequentialTally.tally, one.runs, one.elapsedMs)}`);
 
     await runConversationsFor(definition, "warm-many", IN_FLIGHT, 1);
-    const many = summarize(await runConversationsFor(definition, "many", IN_FLIGHT, seconds));
-    console.log(`  one process, ${IN_FLIGHT} in flight, a conversation per run: ${many.runsPerSecond.toFixed(0)} runs/s (${(many.runsPerSecond * OPERATIONS_PER_RUN).toFixed(0)} store transactions/s), p50 ${many.p50.toFixed(1)} ms, p99 ${many.p99.toFixed(1)} ms`);
+    const manyTally = openTally();
+    const manyFigures = await runConversationsFor(definition, "many", IN_FLIGHT, seconds);
+    manyTally.stop();
+    const many = summarize(manyFigures);
+    console.log(`  one process, ${IN_FLIGHT} in flight, a conversation per run: ${many.runsPerSecond.toFixed(0)} runs/s, ${ofFloor(many.runsPerSecond, runsFloorTen, `${FLOOR_CONNECTIONS}-connection`)} (${(many.runsPerSecond * OPERATIONS_PER_RUN).toFixed(0)} store transactions/s), p50 ${many.p50.toFixed(1)} ms, p99 ${many.p99.toFixed(1)} ms`);
+    console.log(`    ${describeTally(manyTally.tally, manyFigures.runs)}`);
 
     const approvals = await suspendAndResume(env, SUSPENDS);
-    console.log(`  suspend/resume, ${SUSPENDS} conversations, ${IN_FLIGHT} in flight: ${approvals.suspendsPerSecond.toFixed(0)} suspends/s, ${approvals.resumesPerSecond.toFixed(0)} approvals completed/s`);
+    const suspendFloor = floorTen / TRANSACTIONS_PER_SUSPEND;
+    console.log(`  suspend/resume, ${SUSPENDS} conversations, ${IN_FLIGHT} in flight: ${approvals.suspendsPerSecond.toFixed(0)} suspends/s, ${ofFloor(approvals.suspendsPerSecond, suspendFloor, `${FLOOR_CONNECTIONS}-connection`)} (${TRANSACTIONS_PER_SUSPEND} transactions per suspend); ${approvals.resumesPerSecond.toFixed(0)} approvals completed/s`);
     await env.close();
 
     const spread = await spreadOverProcesses(url, schema, seconds);
-    console.log(`  ${PROCESSES} processes, ${IN_FLIGHT} in flight in all (${spread.agentsPerProcess.join(" + ")} workers, each process its own partitions' conversations): ${spread.runsPerSecond.toFixed(0)} runs/s total (${spread.perProcess.map((rate) => rate.toFixed(0)).join(" + ")}; ${(spread.runsPerSecond * OPERATIONS_PER_RUN).toFixed(0)} store transactions/s), p50 ${spread.p50.toFixed(1)} ms, p99 ${spread.p99.toFixed(1)} ms`);
+    console.log(`  ${PROCESSES} processes, ${IN_FLIGHT} in flight in all (${spread.agentsPerProcess.join(" + ")} workers, each process its own partitions' conversations): ${spread.runsPerSecond.toFixed(0)} runs/s total, ${ofFloor(spread.runsPerSecond, runsFloorTen, `${FLOOR_CONNECTIONS}-connection`)} (${spread.perProcess.map((rate) => rate.toFixed(0)).join(" + ")}; ${(spread.runsPerSecond * OPERATIONS_PER_RUN).toFixed(0)} store transactions/s), p50 ${spread.p50.toFixed(1)} ms, p99 ${spread.p99.toFixed(1)} ms${spread.lost > 0 ? `; ${spread.lost} runs fenced as partitions moved, not counted` : ""}`);
+
+    const restart = await restartToDone(url, schema, admin);
+    const restartFloorMs = restart.runs * TRANSACTIONS_AFTER_RESTART / floorTen * 1000;
+    console.log(`  kill -9 with ${restart.runs} runs in flight, restart with the same instanceId: every run done ${restart.startToDoneMs.toFixed(0)} ms after the new process started (its store open at ${restart.startToOpenMs.toFixed(0)} ms; a process that only opens the store: ${restart.bareOpenMs.toFixed(0)} ms; the ${FLOOR_CONNECTIONS}-connection floor for the runs' ${restart.runs * TRANSACTIONS_AFTER_RESTART} remaining transactions: ${restartFloorMs.toFixed(0)} ms)`);
   } finally {
     await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch((error: unknown) => console.error(`could not drop the bench schema ${schema}: ${String(error)}`));
     await admin.end();
@@ -149,8 +185,56 @@ async function rawFloor(url: string, schema: string, connections: number, second
   }
 }
 
+interface Restart {
+  readonly runs: number;
+  readonly startToOpenMs: number;
+  readonly startToDoneMs: number;
+  readonly bareOpenMs: number;
+}
+
+/** A child with `IN_FLIGHT` runs inside their first tool call is killed
+ * (kill -9); a child with the same instance id is started and the schema
+ * watched until every execution is terminal. A child that only opens the
+ * store is timed first (process start and open: the part no store change
+ * removes). */
+async function restartToDone(url: string, schema: string, admin: pg.Client): Promise<Restart> {
+  const instanceId = "bench-restart";
+  const base: ChildConfig = { url, schema, seconds: 0, workers: IN_FLIGHT, prefix: "restart", processes: 1, instanceId };
+  const bare = new Child("bare open", { ...base, instanceId: "bench-bare", mode: "open" });
+  const bareStarted = performance.now();
+  await bare.report("opened", childReadyTimeoutMs);
+  const bareOpenMs = performance.now() - bareStarted;
+  await bare.exited;
+
+  const victim = new Child("restart victim", { ...base, mode: "victim" });
+  try {
+    await victim.report("ready", childReadyTimeoutMs);
+  } finally {
+    victim.kill();
+  }
+  await victim.exited;
+  const unfinished = async (): Promise<number> => Number((await admin.query<{ count: string }>(`SELECT count(*) AS count FROM ${schema}.executions WHERE status <> 'terminal' AND agent_id LIKE 'restart-%'`)).rows[0]?.count ?? 0);
+  const runs = await unfinished();
+  const started = performance.now();
+  const restarted = new Child("restarted", { ...base, mode: "recover" });
+  try {
+    const opened = restarted.report("opened", childReadyTimeoutMs).then(() => performance.now() - started);
+    while (await unfinished() > 0) {
+      if (performance.now() - started > restartTimeoutMs) throw new Error(`the restarted process had not finished the ${runs} runs in ${restartTimeoutMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const startToDoneMs = performance.now() - started;
+    return { runs, startToOpenMs: await opened, startToDoneMs, bareOpenMs };
+  } finally {
+    restarted.kill();
+    await restarted.exited;
+  }
+}
+
 interface Spread {
   readonly agentsPerProcess: number[];
+  /** Runs fenced because their partition moved (not counted). */
+  readonly lost: number;
   readonly perProcess: number[];
   readonly runsPerSecond: number;
   readonly p50: number;
@@ -175,11 +259,13 @@ async function spreadOverProcesses(url: string, schema: string, seconds: number)
     const runs = reports.reduce((sum, report) => sum + (report.runs ?? 0), 0);
     const windowMs = Math.max(...reports.map((report) => report.elapsedMs ?? 0));
     const latencies = reports.flatMap((report) => report.latencies ?? []).sort((a, b) => a - b);
+    const lost = reports.reduce((sum, report) => sum + (report.lost ?? 0), 0);
     await Promise.all(children.map((child) => child.exited));
     return {
       agentsPerProcess,
       perProcess: reports.map((report) => (report.runs ?? 0) / ((report.elapsedMs ?? 1) / 1000)),
       runsPerSecond: runs / (windowMs / 1000),
+      lost,
       p50: percentile(latencies, 0.5),
       p99: percentile(latencies, 0.99),
     };

@@ -44,6 +44,8 @@ export async function warmUp(agents: readonly Agent[]): Promise<void> {
 
 export interface LoopFigures {
   readonly runs: number;
+  /** Runs that failed with an error the loop was told to tolerate. */
+  readonly lost?: number;
   readonly elapsedMs: number;
   /** Milliseconds per run, in the order they ended. */
   readonly latencies: number[];
@@ -89,17 +91,27 @@ export function defineConversations(env: Environment, name: string): DefinedAgen
 /** `workers` loops, each starting a run on a NEW conversation as soon as
  * its last one ended, for `seconds`. `accept`: ids this process may run
  * (a process of several runs only the conversations of its partitions, as
- * an application routing by partition would send it). */
-export async function runConversationsFor(definition: DefinedAgent, prefix: string, workers: number, seconds: number, accept: (id: string) => boolean = () => true): Promise<LoopFigures> {
+ * an application routing by partition would send it). `tolerate`: errors
+ * counted as `lost` instead of ending the loop (a partition moved to
+ * another process while its run was in flight). */
+export async function runConversationsFor(definition: DefinedAgent, prefix: string, workers: number, seconds: number, accept: (id: string) => boolean = () => true, tolerate: (error: unknown) => boolean = () => false): Promise<LoopFigures> {
   const latencies: number[] = [];
   let stop = false;
   let next = 0;
+  let lost = 0;
   const worker = async (): Promise<void> => {
     while (!stop) {
       let id = `${prefix}-${next++}`;
       while (!accept(id)) id = `${prefix}-${next++}`;
       const started = performance.now();
-      const result = await definition.conversation(id).start("Where is order 42?").result;
+      let result: Awaited<ReturnType<ReturnType<DefinedAgent["conversation"]>["start"]>["result"]>;
+      try {
+        result = await definition.conversation(id).start("Where is order 42?").result;
+      } catch (error) {
+        if (!tolerate(error)) throw error;
+        lost += 1;
+        continue;
+      }
       if (result.outcome !== "completed") throw new Error(`a bench run of conversation "${id}" ended ${result.outcome}`);
       latencies.push(performance.now() - started);
     }
@@ -109,5 +121,5 @@ export async function runConversationsFor(definition: DefinedAgent, prefix: stri
   await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
   stop = true;
   await Promise.all(running);
-  return { runs: latencies.length, elapsedMs: performance.now() - began, latencies };
+  return { runs: latencies.length, lost, elapsedMs: performance.now() - began, latencies };
 }

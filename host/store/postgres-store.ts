@@ -36,6 +36,7 @@ import { checkId, checkListFilter, checkOperation } from "./check-operation.js";
 import { createPool, parseLocation, poolSizeDefault, poolSizeMax } from "./postgres/connection.js";
 import { ConnectionLost, GroupCommit, groupsInFlightDefault } from "./postgres/group-commit.js";
 import { JournalTails } from "./postgres/journal-tails.js";
+import { JournalReads } from "./postgres/journal-reads.js";
 import { InstanceLock, checkInstanceId } from "./postgres/instance-lock.js";
 import { PartitionBook } from "./postgres/partition-book.js";
 import * as partitions from "./postgres/partitions.js";
@@ -68,6 +69,13 @@ const optionNames: ReadonlySet<string> = new Set(["schema", "poolSize", "leaseMs
  * beyond it a barrier reads its row first, as after a restart. */
 const knownRowsMax = 100_000;
 
+/** Opens an operation's transaction (one round trip). A transaction left
+ * idle this long — its process stopped (SIGSTOP) between two statements —
+ * is ended by the server, so the partition fence locks it holds do not
+ * keep a takeover waiting for ever (docs/decisions/0042). */
+const idleTransactionMaxMs = 10_000;
+const beginTransaction = `BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${idleTransactionMaxMs}`;
+
 export class PostgresStore implements ExecutionStore {
   /** The URL without its password, with the schema. */
   readonly path: string;
@@ -82,6 +90,8 @@ export class PostgresStore implements ExecutionStore {
   private readonly knownRows = new Map<string, KnownRow>();
   /** The journal tails of the agents held here. */
   private readonly journalTails = new JournalTails();
+  /** The journal reads of conversations not kept in `journalTails`, in batches. */
+  private readonly journalReads: JournalReads;
   /** This process's name in the partition leases: its instance id. */
   readonly leaseOwner: string;
   readonly leaseMs: number;
@@ -111,6 +121,7 @@ export class PostgresStore implements ExecutionStore {
     this.path = path;
     this.schema = schema;
     this.pool = pool;
+    this.journalReads = new JournalReads(pool, path);
     this.leaseMs = leaseMs;
     this.leaseOwner = instance.instanceId;
     this.leaseBook = new PartitionBook(pool, () => instance.session, this.leaseOwner, leaseMs, partitionCount, {
@@ -219,7 +230,7 @@ export class PostgresStore implements ExecutionStore {
     }
     const backendPid = (client as unknown as { processID?: number }).processID;
     try {
-      await client.query("BEGIN");
+      await client.query(beginTransaction);
       const value = await applyOperation({ client, where: this.path, writeId, fenceOf: (agentId) => this.fenceOf(agentId) }, operation);
       await client.query("COMMIT");
       client.release();
@@ -243,7 +254,9 @@ export class PostgresStore implements ExecutionStore {
     let fence: Fence | undefined;
     /** The journal records the write appends, for `journalTails`. */
     let journal: { readonly agentId: string; readonly records: readonly JournalRecord[] } | undefined;
+    let agentId: string;
     if (operation.type === "prepareExecution") {
+      agentId = operation.agentId;
       // A definite refusal (nothing written): the start fails and the
       // agent's admission is released, unlike a store failure.
       const refusal = this.leaseBook.admissionRefusal(operation.agentId);
@@ -260,6 +273,7 @@ export class PostgresStore implements ExecutionStore {
           throw this.storeErrorOf(error);
         }
       }
+      agentId = known.agentId;
       fence = this.fenceOf(known.agentId);
       journal = operation.type === "terminalCommit" ? { agentId: known.agentId, records: operation.journal } : undefined;
       statement = compareAndSetStatement(operation, known, fence, writeId);
@@ -267,7 +281,7 @@ export class PostgresStore implements ExecutionStore {
     this.knownRows.delete(executionId);
     let applied: boolean;
     try {
-      applied = await this.groups.submit(statement.sql);
+      applied = await this.groups.submit(statement.sql, this.leaseBook.partitionOf(agentId));
     } catch (error) {
       if (error instanceof ConnectionLost) return this.resolveLost(operation, writeId, error.backendPid, error.cause, 0);
       if (!(error instanceof PhronomyError) && isConnectionLoss(error)) {
@@ -360,7 +374,7 @@ export class PostgresStore implements ExecutionStore {
       const kept = this.journalTails.read(agentId, epoch, limit);
       if (kept !== undefined) return kept;
       const version = this.journalTails.version(agentId);
-      const records = await reads.readJournal(this.pool, this.path, agentId, limit);
+      const records = await this.journalReads.read(agentId, limit);
       if (this.leaseOf(agentId)?.epoch === epoch) this.journalTails.remember(agentId, epoch, limit, records, version);
       return records;
     });

@@ -87,3 +87,40 @@ describe("journal tails of a PostgresStore", () => {
     expect((await first.readJournal("support", 5)).map((item) => item.content)).toEqual(["from the first process", "answered", "from the second process"]);
   });
 });
+
+describe("journal reads in batches (docs/decisions/0042)", () => {
+  it("reads asked for at once leave as one statement, each agent answered with its own last records and its own window", async () => {
+    const schema = freshSchema();
+    const url = `${postgresUrl}?schema=${schema}&lease_ms=60000`;
+    const writer = await PostgresStore.open(url, { partitions: 4, instanceId: "writer" });
+    atEnd(() => writer.close());
+    const agents = ["a", "b", "c", "quiet"];
+    for (const agentId of agents) {
+      await writer.ensureAgent(agentId, 1);
+      await writer.acquireLease(agentId);
+    }
+    for (const [index, agentId] of ["a", "b", "c"].entries()) {
+      for (let turn = 0; turn <= index + 1; turn += 1) {
+        const executionId = `${agentId}-${turn}`;
+        await writer.run(prepare(executionId, agentId, { journal: [record(executionId, `${agentId} says ${turn}`)] }));
+        await writer.run(terminalCommit(executionId, 1, { journal: [] }));
+      }
+    }
+    await writer.close();
+
+    // A fresh process keeps no tails: every read goes to the database.
+    const reader = await PostgresStore.open(url, { partitions: 4, instanceId: "reader" });
+    atEnd(() => reader.close());
+    for (const agentId of agents) await reader.acquireLease(agentId);
+    const figures = (reader as unknown as { journalReads: { figures: { statements: number; reads: number } } }).journalReads.figures;
+    const answers = await Promise.all([reader.readJournal("a", 5), reader.readJournal("b", 2), reader.readJournal("c", 3), reader.readJournal("quiet", 5), reader.readJournal("c", 1)]);
+    expect(answers.map((records) => records.map((item) => item.content))).toEqual([
+      ["a says 0", "a says 1"],
+      ["b says 1", "b says 2"],
+      ["c says 1", "c says 2", "c says 3"],
+      [],
+      ["c says 3"],
+    ]);
+    expect(figures).toEqual({ statements: 1, reads: 5 });
+  });
+});

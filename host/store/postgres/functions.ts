@@ -17,7 +17,7 @@
 //   that replaces them (`CREATE OR REPLACE`), never an edit of this one.
 
 import type pg from "pg";
-import { partitionHeldSql } from "./partitions.js";
+import { fenceHeldSql, partitionHeldSql } from "./partitions.js";
 
 export async function createWriteFunctions(client: pg.ClientBase): Promise<void> {
   await client.query(`
@@ -91,8 +91,8 @@ function prepareExecutionFunction(extraParameters: string, revision: string, wri
       UPDATE agents SET revision = revision + 1, updated_at = p_at
       WHERE agent_id = p_agent_id AND lifecycle = 'open'
         AND NOT EXISTS (SELECT 1 FROM executions WHERE execution_id = p_execution_id)
-        AND (p_fence_owner IS NULL OR ${fencing === "partition" ? partitionHeldSql("p_agent_id", "p_fence_owner", "p_fence_epoch", true) : `EXISTS (
-          SELECT 1 FROM leases WHERE agent_id = p_agent_id AND owner = p_fence_owner AND epoch = p_fence_epoch AND expires_at > clock_timestamp())`});
+        AND (p_fence_owner IS NULL OR ${fencing === "agent" ? `EXISTS (
+          SELECT 1 FROM leases WHERE agent_id = p_agent_id AND owner = p_fence_owner AND epoch = p_fence_epoch AND expires_at > clock_timestamp())` : fenceHeld(fencing, "p_agent_id", true)});
       IF NOT FOUND THEN RETURN 0; END IF;
       INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output,
                               error, usage, approval_request, created_at, updated_at)
@@ -112,11 +112,14 @@ function prepareExecutionFunction(extraParameters: string, revision: string, wri
 }
 
 /** How the write functions check a fence: the agent's lease (migrations
- * 3–8, docs/decisions/0010) or its partition's (migration 10, 0030). */
-export type Fencing = "agent" | "partition";
+ * 3–8, docs/decisions/0010), its partition's read without a lock
+ * (migration 10, 0030), or its partition's under the fence lock (migration
+ * 12, 0042). */
+export type Fencing = "agent" | "partition" | "partition-locked";
 
 function fenceHeld(fencing: Fencing, agent: string, live: boolean): string {
   if (fencing === "partition") return partitionHeldSql(agent, "p_fence_owner", "p_fence_epoch", live);
+  if (fencing === "partition-locked") return fenceHeldSql(agent, "p_fence_owner", "p_fence_epoch", live);
   return `EXISTS (
           SELECT 1 FROM leases WHERE leases.agent_id = ${agent} AND owner = p_fence_owner AND epoch = p_fence_epoch${live ? " AND expires_at > clock_timestamp()" : ""})`;
 }
@@ -124,7 +127,7 @@ function fenceHeld(fencing: Fencing, agent: string, live: boolean): string {
 /** The barrier and terminal-commit functions, fenced by agent leases or by
  * partitions (then replacing the former). */
 function barrierFunctions(fencing: Fencing): string {
-  const replace = fencing === "partition" ? "OR REPLACE " : "";
+  const replace = fencing === "agent" ? "" : "OR REPLACE ";
   return `
     -- A provider or tool barrier: compare-and-set of an active execution.
     CREATE ${replace}FUNCTION barrier(
@@ -171,4 +174,14 @@ export async function fenceWritesByPartition(client: pg.ClientBase): Promise<voi
   await client.query(barrierFunctions("partition"));
   await client.query(prepareExecutionFunction("", "1", true, "partition"));
   await client.query(prepareExecutionFunction(", p_revision bigint", "p_revision", true, "partition"));
+}
+
+/** Migration 12 (docs/decisions/0042): every write function checks the
+ * fence under the partition's fence lock (`partitions.ts`,
+ * `lockPartitionFences`), so no write of a fenced epoch commits after the
+ * takeover that fenced it. */
+export async function fenceWritesUnderLock(client: pg.ClientBase): Promise<void> {
+  await client.query(barrierFunctions("partition-locked"));
+  await client.query(prepareExecutionFunction("", "1", true, "partition-locked"));
+  await client.query(prepareExecutionFunction(", p_revision bigint", "p_revision", true, "partition-locked"));
 }

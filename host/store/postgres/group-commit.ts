@@ -17,6 +17,10 @@
 // * A statement that fails (a constraint, a deadlock) aborts its whole
 //   group, which wrote nothing then; each member is sent again alone, so
 //   the failure reaches only the operation that caused it.
+// * A group's statements run in the order of their partitions (`order`),
+//   so every group takes its partitions' fence locks in one order, the
+//   order a takeover takes them in (docs/decisions/0042): a group and a
+//   takeover never wait for each other in a cycle.
 // * A lost connection is reported to every member as `ConnectionLost`
 //   (with the backend's pid): the group may or may not have committed, and
 //   the store reads back each member's outcome (`outcome.ts`).
@@ -38,6 +42,7 @@ export class ConnectionLost extends Error {
 
 interface Member {
   readonly sql: string;
+  readonly order: number;
   readonly resolve: (applied: boolean) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -58,9 +63,9 @@ export class GroupCommit {
   /** Resolves true when the statement applied (its group committed), false
    * when it was refused (it wrote nothing); rejects with the statement's
    * error, or with `ConnectionLost`. */
-  submit(sql: string): Promise<boolean> {
+  submit(sql: string, order = 0): Promise<boolean> {
     return new Promise<boolean>((resolve, reject) => {
-      this.waiting.push({ sql, resolve, reject });
+      this.waiting.push({ sql, order, resolve, reject });
       this.schedule();
     });
   }
@@ -76,7 +81,7 @@ export class GroupCommit {
 
   private startGroups(): void {
     while (this.inFlight < this.groupsInFlight && this.waiting.length > 0) {
-      const members = this.waiting.splice(0, this.statementsMax);
+      const members = this.waiting.splice(0, this.statementsMax).sort((a, b) => a.order - b.order);
       this.inFlight += 1;
       // `send` settles every member; should it throw past that, its members fail.
       this.send(members).catch((error: unknown) => {

@@ -30,7 +30,7 @@
 //   through the store operations (`operations.ts`).
 
 import { decisionProgressOf, type ClaimedDecision, type DecisionFiling, type DecisionProgress, type DecisionSettlement, type FiledDecision } from "../inbox-records.js";
-import { partitionHeldSql } from "./partitions.js";
+import { fenceHeldSql } from "./partitions.js";
 import type pg from "pg";
 import { ApprovalMismatchError, InvalidInputError, RetryRefusedError } from "../../errors.js";
 import type { ExecutionRow, Json } from "../records.js";
@@ -259,7 +259,7 @@ export async function claimDecisions(pool: Queryable, agentId: string, fence: Fe
         ORDER BY filed_at, decision_id LIMIT $4
         FOR UPDATE SKIP LOCKED)
       AND (inbox.state = 'filed' OR (inbox.state = 'claimed' AND inbox.claimed_epoch < $3))
-      AND ${partitionHeldSql("$1", "$2", "$3", true)}
+      AND ${fenceHeldSql("$1", "$2", "$3", true)}
     RETURNING inbox.*
   `, [agentId, fence.owner, fence.epoch, claimBatchMax, startsOnly]);
   return claimed.rows
@@ -279,7 +279,7 @@ export async function settleDecision(pool: Queryable, claim: ClaimedDecision, fe
   const settled = await pool.query(`
     UPDATE approval_inbox SET state = $2, error = $3, settled_at = $4
     WHERE decision_id = $1 AND state = 'claimed' AND claimed_by = $5 AND claimed_epoch = $6
-      AND ${partitionHeldSql("approval_inbox.agent_id", "$5", "$6", true)}
+      AND ${fenceHeldSql("approval_inbox.agent_id", "$5", "$6", true)}
   `, [
     claim.decisionId, settlement.applied ? "applied" : "refused", settlement.applied ? null : JSON.stringify(settlement.error),
     at, fence.owner, claim.claimedEpoch,

@@ -39,7 +39,7 @@ export function bigintArray(values: readonly number[], what: string): string {
 }
 
 /** `sql` with its `$n` placeholders replaced by the literals of `values`
- * (text, safe integers, text arrays), to send as one simple query: one
+ * (text, safe integers, text arrays, integer arrays), to send as one simple query: one
  * message, one write, where a parameterized query costs five (Parse, Bind,
  * Describe, Execute, Sync, each its own write in `pg`). For the store's own
  * fixed statements, whose text holds no `$n` but placeholders. */
@@ -51,8 +51,7 @@ function literal(value: unknown, what: string): string {
   if (typeof value === "string") return text(value);
   if (typeof value === "number") return integer(value, what);
   if (Array.isArray(value) && value.every((item) => typeof item === "string")) return textArray(value as string[]);
-  // Partition numbers (`unfinishedExecutionsInPartitions`): an array literal
-  // of integers, cast by the statement.
-  if (Array.isArray(value) && value.every((item) => Number.isSafeInteger(item))) return `'{${(value as number[]).join(",")}}'`;
+  // An empty array is taken as text[] above; a cast in the statement types it.
+  if (Array.isArray(value) && value.every((item) => typeof item === "number")) return bigintArray(value as number[], what);
   throw new InvalidInputError(`${what} must be a string, an integer or an array of strings or integers, got ${JSON.stringify(value)}`);
 }

@@ -18,7 +18,7 @@
 //   the same statement, that this process holds the agent's lease at its
 //   epoch (docs/decisions/0010).
 
-import { partitionHeldSql } from "./partitions.js";
+import { fenceHeldSql } from "./partitions.js";
 import type pg from "pg";
 import { ExecutionRehydrationRequiredError, InvalidInputError, agentHasUnfinishedExecutions } from "../../errors.js";
 import type {
@@ -121,7 +121,7 @@ export async function compareAndSet(context: OperationContext, operation: Compar
   const fence = context.fenceOf(agentId);
   if (fence !== undefined) {
     parameters.push(fence.owner, fence.epoch);
-    sql += ` AND ${partitionHeldSql("executions.agent_id", `$${idIndex + 2}`, `$${idIndex + 3}`, false)}`;
+    sql += ` AND ${fenceHeldSql("executions.agent_id", `$${idIndex + 2}`, `$${idIndex + 3}`, false)}`;
   }
   const { rowCount } = await query(context, sql, parameters);
   if (rowCount !== 1) {

@@ -16,6 +16,12 @@
 //   partition taken (free, expired, released, or reclaimed by its own
 //   instance) gets epoch + 1; renewing keeps the epoch.
 // * Releasing expires the row now and keeps it: the epoch keeps growing.
+// * The fence lock (migration 12, docs/decisions/0042): every write takes
+//   its partition's advisory lock shared before reading the fence; every
+//   take (owner or epoch changed) takes it exclusive first. Renewals and
+//   releases change only the expiry and take no lock. The lock's first key
+//   is computed once, when the migration runs, and written into the
+//   functions (so `hashtext`'s version does not matter).
 
 import { createHash } from "node:crypto";
 import type pg from "pg";
@@ -148,32 +154,42 @@ export interface PartitionGrant {
 }
 
 /** Takes these partitions where they are free or expired (epoch + 1); a
- * partition another live process holds is left alone. */
+ * partition another live process holds is left alone, and so is one whose
+ * fence a write still holds after `fenceWaitFraction` of the lease (taken
+ * at a later tick). */
 export async function take(client: Queryable, instanceId: string, partitions: readonly number[], leaseMs: number): Promise<PartitionGrant[]> {
   if (partitions.length === 0) return [];
-  const { rows } = await client.query<{ partition: number; owner: string; epoch: string; expires_ms: string }>(`
-    UPDATE partitions SET owner = $1, epoch = epoch + 1, expires_at = clock_timestamp() + $3 * interval '1 millisecond'
-    WHERE partition IN (
-        -- Rows another statement holds are skipped, never waited on: two
-        -- processes taking overlapping sets cannot deadlock.
-        SELECT partition FROM partitions WHERE partition = ANY($2::integer[]) AND expires_at <= clock_timestamp()
-        ORDER BY partition FOR UPDATE SKIP LOCKED)
-      AND expires_at <= clock_timestamp()
-    RETURNING partition, owner, epoch, floor(extract(epoch FROM expires_at) * 1000)::bigint AS expires_ms
-  `, [instanceId, partitions, leaseMs]);
-  return rows.map(grantOf);
+  const { rows } = await client.query<TakenRow>("SELECT * FROM take_partitions($1, $2::integer[], $3, $4)",
+    [instanceId, partitions, leaseMs, Math.ceil(leaseMs * fenceWaitFraction)]);
+  return rows.map(grantOfTaken);
 }
 
 /** Instant reclaim (docs/decisions/0030): a process opening with the
  * instance id of the partitions' holder — which it knows is dead, since it
- * holds that instance's session lock — takes them at once, epoch + 1. */
+ * holds that instance's session lock — takes them at once, epoch + 1 (once
+ * the dead process's last writes, if any are still running, have ended). */
 export async function reclaim(client: Queryable, instanceId: string, leaseMs: number): Promise<PartitionGrant[]> {
-  const { rows } = await client.query<{ partition: number; owner: string; epoch: string; expires_ms: string }>(`
-    UPDATE partitions SET epoch = epoch + 1, expires_at = clock_timestamp() + $2 * interval '1 millisecond'
-    WHERE owner = $1
-    RETURNING partition, owner, epoch, floor(extract(epoch FROM expires_at) * 1000)::bigint AS expires_ms
-  `, [instanceId, leaseMs]);
-  return rows.map(grantOf);
+  const { rows } = await client.query<TakenRow>("SELECT * FROM take_partitions($1, NULL, $2, $3)",
+    [instanceId, leaseMs, Math.ceil(leaseMs * reclaimWaitFraction)]);
+  return rows.map(grantOfTaken);
+}
+
+/** How long a take waits, in all, for the writes holding the fences of the
+ * partitions it takes (docs/decisions/0042): a tick's take must leave the
+ * next renewal time; a partition still fenced then is taken at a later tick. */
+const fenceWaitFraction = 1 / 6;
+/** The same at open (reclaim): nothing else waits for it. */
+const reclaimWaitFraction = 1 / 2;
+
+interface TakenRow {
+  taken_partition: number;
+  taken_owner: string;
+  taken_epoch: string;
+  taken_expires_ms: string;
+}
+
+function grantOfTaken(row: TakenRow): PartitionGrant {
+  return { partition: Number(row.taken_partition), owner: row.taken_owner, epoch: Number(row.taken_epoch), expiresAt: Number(row.taken_expires_ms) };
 }
 
 /** Expires the partitions this owner holds at these epochs (the rows and
@@ -201,13 +217,99 @@ export async function holderOf(client: Queryable, agentId: string): Promise<{ re
   return row === undefined ? undefined : { owner: row.owner, epoch: Number(row.epoch), expiresAt: Number(row.expires_ms) };
 }
 
-function grantOf(row: { partition: number; owner: string; epoch: string; expires_ms: string }): PartitionGrant {
-  return { partition: Number(row.partition), owner: row.owner, epoch: Number(row.epoch), expiresAt: Number(row.expires_ms) };
+/** The SQL condition "the fence (`owner`, `epoch`) holds the partition of
+ * `agent`" as a plain read, for the explanations of refusals (reads). A
+ * write checks `fenceHeldSql` instead. `live` adds the expiry. */
+export function partitionHeldSql(agent: string, owner: string, epoch: string, live: boolean): string {
+  return `EXISTS (SELECT 1 FROM partitions WHERE partitions.partition = partition_of(${agent}) AND partitions.owner = ${owner} AND partitions.epoch = ${epoch}${live ? " AND partitions.expires_at > clock_timestamp()" : ""})`;
 }
 
 /** The SQL condition "the fence (`owner`, `epoch`) holds the partition of
- * `agent`" — in the same statement as the write it guards. `live` adds the
- * expiry (admissions); barriers check owner and epoch only (0010). */
-export function partitionHeldSql(agent: string, owner: string, epoch: string, live: boolean): string {
-  return `EXISTS (SELECT 1 FROM partitions WHERE partitions.partition = partition_of(${agent}) AND partitions.owner = ${owner} AND partitions.epoch = ${epoch}${live ? " AND partitions.expires_at > clock_timestamp()" : ""})`;
+ * `agent`" for a write, in the same statement as the write it guards: it
+ * takes the partition's fence lock (shared) for the rest of the write's
+ * transaction, then reads the partition row (docs/decisions/0042). `live`
+ * adds the expiry (admissions); barriers check owner and epoch only (0010). */
+export function fenceHeldSql(agent: string, owner: string, epoch: string, live: boolean): string {
+  return `partition_fence_held(${agent}, ${owner}, ${epoch}, ${live ? "true" : "false"})`;
+}
+
+/** The first key of a schema's fence locks (the second is the partition):
+ * a hash of the schema's name, so stores in different schemas of one
+ * database do not wait for each other (a collision only makes them wait). */
+async function fenceLockClass(client: pg.ClientBase, schema: string): Promise<number> {
+  const row = (await client.query<{ key: number }>("SELECT hashtext($1) AS key", [`phronomy partition fence:${schema}`])).rows[0]!;
+  return Number(row.key);
+}
+
+/** Migration 12 (docs/decisions/0042): the partition fence lock. A write's
+ * fence check (`partition_fence_held`) takes the partition's advisory lock
+ * SHARED until its transaction ends, then reads the partition row — in a
+ * statement of its own inside the function, so under READ COMMITTED with a
+ * snapshot taken after the lock was granted. A take (`take_partitions`)
+ * takes the same lock EXCLUSIVE before it changes owner and epoch, until
+ * it commits. So a takeover waits for the writes that passed the former
+ * fence to commit, and a write arriving meanwhile waits for the takeover
+ * and then sees it: no write of a fenced epoch commits after the takeover.
+ * Renewals and releases change only the expiry and take no lock, so they
+ * never wait for writes (the reason a row lock on the partition row was
+ * not used: a renewal updates every held row every tick). */
+export async function lockPartitionFences(client: pg.ClientBase, schema: string): Promise<void> {
+  const key = await fenceLockClass(client, schema);
+  await client.query(`
+    CREATE FUNCTION partition_fence_held(p_agent_id text, p_owner text, p_epoch bigint, p_live boolean)
+    RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+    DECLARE
+      fenced integer := partition_of(p_agent_id);
+    BEGIN
+      PERFORM pg_advisory_xact_lock_shared(${key}, fenced);
+      -- A statement of its own (this function is VOLATILE): its snapshot is
+      -- taken now, after the lock, so a takeover committed while this write
+      -- waited for it is seen.
+      RETURN EXISTS (SELECT 1 FROM partitions WHERE partitions.partition = fenced AND partitions.owner = p_owner
+                       AND partitions.epoch = p_epoch AND (NOT p_live OR partitions.expires_at > clock_timestamp()));
+    END $$;
+
+    -- Takes partitions (epoch + 1): the listed ones that are free or expired,
+    -- or (p_partitions NULL, instant reclaim) every one p_owner holds. Rows
+    -- another take is changing are skipped. Each partition's fence lock is
+    -- taken exclusive, in partition order, waiting p_wait_ms in all for the
+    -- writes that hold it; a partition whose lock is not granted by then is
+    -- left as it is (taken at a later tick).
+    CREATE FUNCTION take_partitions(p_owner text, p_partitions integer[], p_lease_ms bigint, p_wait_ms integer)
+    RETURNS TABLE (taken_partition integer, taken_owner text, taken_epoch bigint, taken_expires_ms bigint)
+    LANGUAGE plpgsql VOLATILE AS $$
+    DECLARE
+      candidate integer;
+      locked integer[] := '{}';
+      deadline timestamptz := clock_timestamp() + p_wait_ms * interval '1 millisecond';
+      wait_ms integer;
+      saved_timeout text := current_setting('lock_timeout');
+    BEGIN
+      FOR candidate IN
+        SELECT partitions.partition FROM partitions
+        WHERE CASE WHEN p_partitions IS NULL THEN partitions.owner = p_owner
+                   ELSE partitions.partition = ANY(p_partitions) AND partitions.expires_at <= clock_timestamp() END
+        ORDER BY partitions.partition FOR UPDATE SKIP LOCKED
+      LOOP
+        IF pg_try_advisory_xact_lock(${key}, candidate) THEN
+          locked := locked || candidate;
+          CONTINUE;
+        END IF;
+        wait_ms := floor(extract(epoch FROM deadline - clock_timestamp()) * 1000)::integer;
+        CONTINUE WHEN wait_ms < 1;
+        BEGIN
+          PERFORM set_config('lock_timeout', wait_ms || 'ms', true);
+          PERFORM pg_advisory_xact_lock(${key}, candidate);
+          locked := locked || candidate;
+        EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+          NULL; -- still fenced by a write: left for a later take
+        END;
+      END LOOP;
+      PERFORM set_config('lock_timeout', saved_timeout, true);
+      RETURN QUERY
+        UPDATE partitions SET owner = p_owner, epoch = partitions.epoch + 1, expires_at = clock_timestamp() + p_lease_ms * interval '1 millisecond'
+        WHERE partitions.partition = ANY(locked)
+        RETURNING partitions.partition, partitions.owner, partitions.epoch, floor(extract(epoch FROM partitions.expires_at) * 1000)::bigint;
+    END $$;
+  `);
 }

@@ -5,7 +5,7 @@
 // its last step carrying the write id so a lost connection's outcome is
 // read back (`outcome.ts`) — and the read.
 
-import { partitionHeldSql } from "./partitions.js";
+import { fenceHeldSql } from "./partitions.js";
 import type pg from "pg";
 import { AgentClosedError, InvalidInputError, QueueFullError } from "../../errors.js";
 import type { CancelQueuedOperation, CancelQueuedResult, EnqueueMessageOperation, EnqueueMessageResult, QueuedMessage } from "../queue.js";
@@ -53,7 +53,7 @@ export async function enqueueMessage(context: OperationContext, operation: Enque
   if (agent["lifecycle"] === "closed") throw new AgentClosedError(operation.agentId);
   const fence = context.fenceOf(operation.agentId);
   if (fence !== undefined) {
-    const held = await query(context, `SELECT 1 WHERE ${partitionHeldSql("$1", "$2", "$3", true)}`, [operation.agentId, fence.owner, fence.epoch]);
+    const held = await query(context, `SELECT 1 WHERE ${fenceHeldSql("$1", "$2", "$3", true)}`, [operation.agentId, fence.owner, fence.epoch]);
     if (held.rowCount !== 1) throw leaseLost(operation.type, operation.executionId, operation.agentId, fence);
   }
   const taken = await query(context, "SELECT 1 FROM executions WHERE execution_id = $1 UNION ALL SELECT 1 FROM queued_messages WHERE execution_id = $1", [operation.executionId]);

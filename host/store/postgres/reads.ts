@@ -79,3 +79,17 @@ export async function readJournal(pool: Queryable, where: string, agentId: strin
   `, [agentId, limit]);
   return found.map((row) => journalFromRow(row, where));
 }
+
+/** The last `limit` journal records of each of these agents, oldest first
+ * (one statement: an index scan per agent, `LATERAL`). */
+export async function readJournals(pool: Queryable, where: string, agentIds: readonly string[], limit: number): Promise<Map<string, JournalRecord[]>> {
+  const found = await rows(pool, `
+    SELECT asked.agent_id, last.execution_id, last.role, last.content, last.at, last.position
+    FROM unnest($1::text[]) AS asked(agent_id)
+    CROSS JOIN LATERAL (SELECT execution_id, role, content, at, position FROM journal WHERE journal.agent_id = asked.agent_id ORDER BY position DESC LIMIT $2) AS last
+    ORDER BY asked.agent_id, last.position
+  `, [agentIds, limit]);
+  const byAgent = new Map<string, JournalRecord[]>(agentIds.map((agentId) => [agentId, []]));
+  for (const row of found) byAgent.get(String(row["agent_id"]))?.push(journalFromRow(row, where));
+  return byAgent;
+}

@@ -18,8 +18,8 @@
 
 import type pg from "pg";
 import { StoreError } from "../../errors.js";
-import { createPrepareAtRevision, createWriteFunctions, fenceWritesByPartition, replacePrepareWithRoot } from "./functions.js";
-import { createPartitions, partitionCountDefault } from "./partitions.js";
+import { createPrepareAtRevision, createWriteFunctions, fenceWritesByPartition, fenceWritesUnderLock, replacePrepareWithRoot } from "./functions.js";
+import { createPartitions, lockPartitionFences, partitionCountDefault } from "./partitions.js";
 import { addDecisionKind, addRetryKind, addStartKind, createApprovalInbox } from "./inbox.js";
 import { createConversationQueues } from "./queue.js";
 import { quotedIdentifier } from "./literals.js";
@@ -36,7 +36,12 @@ export interface SchemaSettings {
   readonly partitionCount: number;
 }
 
-type Migration = (client: pg.ClientBase, settings?: SchemaSettings) => Promise<unknown>;
+/** What a migration is given: the settings, and the schema it runs in. */
+interface MigrationContext extends SchemaSettings {
+  readonly schema: string;
+}
+
+type Migration = (client: pg.ClientBase, context?: MigrationContext) => Promise<unknown>;
 
 /** Version 1: agents (root), executions, their step timeline, the journal,
  * and the agent leases of multi-process ownership. */
@@ -113,15 +118,22 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 8: a preparation writes its agent's root when it has none (docs/decisions/0024).
  * Version 9: the inbox's `retry` kind, for retries filed by another process (docs/decisions/0026).
  * Version 10: ownership by partitions (`partitions.ts`, docs/decisions/0030).
- * Version 11: the inbox's `start` kind, for starts filed by any process (docs/decisions/0031). */
+ * Version 11: the inbox's `start` kind, for starts filed by any process (docs/decisions/0031).
+ * Version 12: the partition fence lock (`partitions.ts`, docs/decisions/0042). */
 export const migrations: readonly Migration[] = [
   createInitialTables, createApprovalInbox, createWriteFunctions, createPrepareAtRevision, createPruneIndexes, createConversationQueues, addDecisionKind,
-  replacePrepareWithRoot, addRetryKind, partitionOwnership, addStartKind,
+  replacePrepareWithRoot, addRetryKind, partitionOwnership, addStartKind, partitionFenceLock,
 ];
 
 async function partitionOwnership(client: pg.ClientBase, settings?: SchemaSettings): Promise<void> {
   await createPartitions(client, settings?.partitionCount ?? partitionCountDefault);
   await fenceWritesByPartition(client);
+}
+
+async function partitionFenceLock(client: pg.ClientBase, context?: MigrationContext): Promise<void> {
+  if (context === undefined) throw new Error("migration 12 needs the schema name (the fence lock's key)");
+  await lockPartitionFences(client, context.schema);
+  await fenceWritesUnderLock(client);
 }
 
 export const schemaVersion = migrations.length;
@@ -136,7 +148,7 @@ export async function migrate(client: pg.ClientBase, schema: string, where: stri
     if (version > schemaVersion) {
       throw new StoreError(`${where} was written by a newer Phronomy (store schema version ${version}; this version reads up to ${schemaVersion}); it was left untouched: upgrade Phronomy to open it`, { details: { schemaVersion: version } });
     }
-    for (const migration of migrations.slice(version)) await migration(client, settings);
+    for (const migration of migrations.slice(version)) await migration(client, { ...settings, schema });
     if (version === 0) await client.query("CREATE TABLE store_version (application text NOT NULL, version integer NOT NULL)");
     await client.query("DELETE FROM store_version");
     await client.query("INSERT INTO store_version (application, version) VALUES ('phronomy', $1)", [schemaVersion]);
