@@ -35,6 +35,11 @@ export interface ChildConfig {
   readonly instanceId?: string;
   /** `spread` (default), or a mode of the restart-to-done measurement. */
   readonly mode?: "spread" | "open" | "victim" | "recover";
+  /** Which conversations a spread process starts: `own` (default) those of
+   * its own partitions; `any` every one, as starts arriving at random
+   * processes behind a load balancer — the others' are filed for their
+   * owners (docs/decisions/0031). */
+  readonly routing?: "own" | "any";
 }
 
 /** How long a child waits for its share of the partitions. */
@@ -93,21 +98,24 @@ async function main(config: ChildConfig): Promise<void> {
   if (config.mode !== undefined && config.mode !== "spread") return restartMode(config);
   const env = await Phronomy.open({ store: config.url, postgres: { schema: config.schema }, logger: { warn: () => undefined } });
   const store = env.store as PostgresStore;
+  // Defined before anything else: a start another process files for a
+  // partition this one holds is refused if its definition is not here yet.
+  const definition = defineConversations(env, "bench");
   const until = Date.now() + balanceTimeoutMs;
   // Balanced: this process holds at least its share, less the rounding.
   while (store.heldPartitions().length < Math.floor(256 / config.processes) - config.processes && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 100));
   const mine = (id: string): boolean => store.leaseOf(id) !== undefined;
+  const accept = config.routing === "any" ? (): boolean => true : mine;
   // A partition may still move to balance while runs are in flight: those
   // runs are fenced (recovered by the new owner), counted, not fatal.
   const moved = (error: unknown): boolean => ["EXECUTION_REHYDRATION_REQUIRED", "AGENT_BUSY"].includes(String((error as { code?: unknown } | null)?.code));
-  const definition = defineConversations(env, "bench");
-  await runConversationsFor(definition, `${config.prefix}-warm`, config.workers, 1, mine, moved);
+  await runConversationsFor(definition, `${config.prefix}-warm`, config.workers, 1, accept, moved);
   const go = new Promise<void>((resolve) => createInterface({ input: process.stdin }).on("line", (line) => {
     if (line === "go") resolve();
   }));
   report({ type: "ready" });
   await go;
-  const figures = await runConversationsFor(definition, config.prefix, config.workers, config.seconds, mine, moved);
+  const figures = await runConversationsFor(definition, config.prefix, config.workers, config.seconds, accept, moved);
   report({ type: "finished", runs: figures.runs, lost: figures.lost ?? 0, elapsedMs: figures.elapsedMs, latencies: figures.latencies });
   await env.close();
 }

@@ -13,7 +13,10 @@
 //   (`postgres-child.ts`) on the same schema — each runs only conversations
 //   of the partitions it holds (docs/decisions/0030), as an application
 //   routing by partition would — started together once balanced; the total
-//   runs/s is every child's runs over the longest child's window;
+//   runs/s is every child's runs over the longest child's window; then the
+//   same with starts arriving at random processes (every process starts any
+//   conversation; those of another's partitions are filed for their owner,
+//   docs/decisions/0031), as behind a load balancer;
 // * restart-to-done: a process with `IN_FLIGHT` runs in flight (each inside
 //   its first tool call) is killed (kill -9) and a process with the same
 //   `instanceId` started: the time from its start until every run is done
@@ -110,8 +113,11 @@ export async function benchPostgres(url: string, seconds: number): Promise<void>
     console.log(`  suspend/resume, ${SUSPENDS} conversations, ${IN_FLIGHT} in flight: ${approvals.suspendsPerSecond.toFixed(0)} suspends/s, ${ofFloor(approvals.suspendsPerSecond, suspendFloor, `${FLOOR_CONNECTIONS}-connection`)} (${TRANSACTIONS_PER_SUSPEND} transactions per suspend); ${approvals.resumesPerSecond.toFixed(0)} approvals completed/s`);
     await env.close();
 
-    const spread = await spreadOverProcesses(url, schema, seconds);
-    console.log(`  ${PROCESSES} processes, ${IN_FLIGHT} in flight in all (${spread.agentsPerProcess.join(" + ")} workers, each process its own partitions' conversations): ${spread.runsPerSecond.toFixed(0)} runs/s total, ${ofFloor(spread.runsPerSecond, runsFloorTen, `${FLOOR_CONNECTIONS}-connection`)} (${spread.perProcess.map((rate) => rate.toFixed(0)).join(" + ")}; ${(spread.runsPerSecond * OPERATIONS_PER_RUN).toFixed(0)} store transactions/s), p50 ${spread.p50.toFixed(1)} ms, p99 ${spread.p99.toFixed(1)} ms${spread.lost > 0 ? `; ${spread.lost} runs fenced as partitions moved, not counted` : ""}`);
+    for (const routing of ["own", "any"] as const) {
+      const spread = await spreadOverProcesses(url, schema, seconds, routing);
+      const how = routing === "own" ? "each process its own partitions' conversations" : `starts arriving at random processes: ${Math.round((1 - 1 / PROCESSES) * 100)}% filed for their owner`;
+      console.log(`  ${PROCESSES} processes, ${IN_FLIGHT} in flight in all (${spread.agentsPerProcess.join(" + ")} workers, ${how}): ${spread.runsPerSecond.toFixed(0)} runs/s total, ${ofFloor(spread.runsPerSecond, runsFloorTen, `${FLOOR_CONNECTIONS}-connection`)} (${spread.perProcess.map((rate) => rate.toFixed(0)).join(" + ")}; ${(spread.runsPerSecond * OPERATIONS_PER_RUN).toFixed(0)} store transactions/s), p50 ${spread.p50.toFixed(1)} ms, p99 ${spread.p99.toFixed(1)} ms${spread.lost > 0 ? `; ${spread.lost} runs fenced as partitions moved, not counted` : ""}`);
+    }
 
     const restart = await restartToDone(url, schema, admin);
     const restartFloorMs = restart.runs * TRANSACTIONS_AFTER_RESTART / floorTen * 1000;
@@ -243,11 +249,11 @@ interface Spread {
 
 /** `IN_FLIGHT` agents split over `PROCESSES` children; each defines and
  * warms its share, then all start on one signal. */
-async function spreadOverProcesses(url: string, schema: string, seconds: number): Promise<Spread> {
+async function spreadOverProcesses(url: string, schema: string, seconds: number, routing: "own" | "any"): Promise<Spread> {
   const agentsPerProcess = Array.from({ length: PROCESSES }, (_, index) => Math.floor(IN_FLIGHT / PROCESSES) + (index < IN_FLIGHT % PROCESSES ? 1 : 0));
   let first = 0;
   const children = agentsPerProcess.map((count, index) => {
-    const config: ChildConfig = { url, schema, seconds, workers: count, prefix: `spread-${index}`, processes: PROCESSES };
+    const config: ChildConfig = { url, schema, seconds, workers: count, prefix: `spread-${routing}-${index}`, processes: PROCESSES, routing };
     first += count;
     return new Child(`process ${index + 1}`, config);
   });
