@@ -73,6 +73,10 @@ export class Coordinator implements SessionHost {
    * because its agent is busy is offered here first (true: taken, by its
    * busy policy), and they are told whenever an agent's admission may have
    * been released (an execution released, a start ended by its preparation). */
+  /** An execution was held recovery_required (a write refused or its
+   * outcome unknown), with the error that did it: the environment recovers
+   * at once one whose lease it has taken back meanwhile (fenced writes). */
+  onExecutionRecoveryRequired: ((agentId: string, error: PhronomyError) => void) | undefined;
   busyHooks: { readonly startRefusedBusy: (request: StartRequest) => boolean; readonly admissionFreed: (agent: AgentEntry) => void } | undefined;
 
   constructor(readonly settings: CoordinatorSettings) {}
@@ -531,6 +535,7 @@ export class Coordinator implements SessionHost {
     const error = entry.storeError ?? errorForCode(code, { executionId: entry.executionId, agentId: entry.agent.id });
     this.settings.logger.warn(`[phronomy] execution ${entry.executionId} of agent "${entry.agent.id}" requires recovery: ${error.message}`);
     entry.session?.abandon(new ExecutionRehydrationRequiredError(`execution ${entry.executionId} requires recovery`, { executionId: entry.executionId, agentId: entry.agent.id, cause: error }));
+    this.onExecutionRecoveryRequired?.(entry.agent.id, error);
   }
 
   // -- terminal -----------------------------------------------------------------------------------

@@ -309,7 +309,10 @@ export class Environment {
       environment.checkDrained();
     };
     const leasing = leasingStoreOf(store);
-    if (leasing) leasing.onLeaseAcquired = (agentId, grant) => environment.takeOver(agentId, grant.epoch);
+    if (leasing) {
+      leasing.onLeaseAcquired = (agentId, grant) => environment.takeOver(agentId, grant.epoch);
+      coordinator.onExecutionRecoveryRequired = (agentId, error) => environment.fencedWhileHeld(agentId, error);
+    }
     const partitioned = partitionedStoreOf(store);
     if (partitioned) {
       watchPartitionTakeovers(partitioned, {
@@ -637,7 +640,15 @@ export class Environment {
     const leasing: LeasingStore | undefined = leasingStoreOf(this.store);
     if (!leasing) return undefined;
     const acquisition = await leasing.acquireLease(agentId);
-    if (acquisition.acquired) return performance.now();
+    if (acquisition.acquired) {
+      // Taken back on demand: the store reports no takeover for the agent
+      // whose start took it, so what a fencing refusal left held here while
+      // it was lost is recovered now.
+      void this.conversations.liveEntry(agentId)?.then((entry) => {
+        if (this.coordinator.recoveryRequiredEntriesOf(entry).length > 0) this.recoverAfterRetake(agentId, acquisition.epoch);
+      }, () => undefined);
+      return performance.now();
+    }
     const { logger } = this.coordinator.settings;
     // Filed for that process (docs/decisions/0031): nothing to warn about.
     if (this.remoteStarts !== undefined) logger.debug?.(`[phronomy] agent "${agentId}" is owned by ${acquisition.owner} until ${new Date(acquisition.expiresAt).toISOString()}: its starts are filed for that process`);
@@ -673,6 +684,30 @@ export class Environment {
     recovered.catch((error: unknown) => this.coordinator.settings.logger.warn(`[phronomy] the recovery of agent "${agentId}" after its takeover failed: ${error instanceof Error ? error.message : String(error)}`));
     this.recoveries.set(agentId, recovered);
     this.takeoverRecoveries.set(agentId, recovered);
+  }
+
+  /** A write of an execution here was refused by the fencing check at an
+   * epoch this process no longer holds. If it holds the agent's partition
+   * again at a later epoch — lost and taken back while the execution ran —
+   * the takeover's recovery may have read the execution before it was
+   * held, and no later takeover will come: recover the agent now. */
+  private fencedWhileHeld(agentId: string, error: PhronomyError): void {
+    const fenced = (error.details as { reason?: unknown; epoch?: unknown } | undefined);
+    if (fenced?.reason !== "lease_lost" || typeof fenced.epoch !== "number") return;
+    const held = leasingStoreOf(this.store)?.leaseOf(agentId);
+    if (held !== undefined && held.epoch > fenced.epoch) this.recoverAfterRetake(agentId, held.epoch);
+  }
+
+  /** Recovers the agent's executions held here (released and installed
+   * again from their rows, or let go if another process finished them),
+   * after any takeover recovery under way, unless the lease moved again. */
+  private recoverAfterRetake(agentId: string, epoch: number): void {
+    const running = this.takeoverRecoveries.get(agentId) ?? Promise.resolve();
+    void running.catch(() => undefined).then(() => new Promise((resolve) => setImmediate(resolve))).then(() => {
+      if (this.closing || leasingStoreOf(this.store)?.leaseOf(agentId)?.epoch !== epoch) return;
+      this.coordinator.settings.logger.debug?.(`[phronomy] agent "${agentId}" holds executions fenced while its partition was lost; taken back at lease epoch ${epoch}: recovering them`);
+      this.takeOver(agentId, epoch);
+    });
   }
 
   /** @internal What a start of the agent waits for before it is posted:

@@ -143,4 +143,35 @@ describe("a lease lost and taken back by the same process", () => {
     // The tool batch was re-dispatched with its recorded call ids: same keys.
     expect(new Set(calls.map((call) => call.idempotencyKey)).size).toBe(2);
   }, 30_000);
+  it("a partition lost and taken back while a tool runs: the write after the tool carries the new epoch and the execution completes", async () => {
+    const schema = freshSchema();
+    const url = `${postgresUrl}?schema=${schema}&lease_ms=${leaseMs}`;
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => { release = resolve; });
+    const calls: RecordedCall[] = [];
+    const env = await openOn(url);
+    const agent = env.agent({ id: "support", model: agentRunModel(), tools: { lookup: lookupTool({ calls, gate }) } });
+    const run = agent.start("Where is order 42?");
+    run.result.catch(() => undefined);
+    const executionId = await run.executionId;
+    while (calls.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    const store = env.store as PostgresStore;
+    const epoch = store.leaseOf("support")!.epoch;
+
+    // Another owner holds the partition for a moment, and this process
+    // takes it back (a later epoch) while the tool still runs: the
+    // takeover's recovery finds the execution running, not held.
+    await withClient((client) => client.query(`UPDATE ${schema}.partitions SET owner = 'elsewhere', epoch = epoch + 1, expires_at = clock_timestamp() + interval '1000 milliseconds' WHERE partition = ${schema}.partition_of('support')`));
+    while (store.leaseOf("support") !== undefined) await new Promise((resolve) => setTimeout(resolve, 10));
+    const deadline = Date.now() + 20_000;
+    while (store.leaseOf("support") === undefined && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(store.leaseOf("support")?.epoch).toBeGreaterThan(epoch + 1);
+
+    // Its write after the tool is fenced by the epoch held now: it commits.
+    release();
+    expect(await run.result).toMatchObject({ outcome: "completed" });
+    expect(await env.executions({ status: "recovery_required" })).toEqual([]);
+    const next = await agent.start("And order 43?").result;
+    expect(next.outcome).toBe("completed");
+  }, 60_000);
 });
