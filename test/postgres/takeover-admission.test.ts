@@ -26,6 +26,22 @@ async function openOn(url: string): Promise<Environment> {
   return environment;
 }
 
+/** An environment on a fresh schema whose agent "support" runs an
+ * execution now inside its first tool call, held there until `release`. */
+async function startedInsideTool() {
+  const schema = freshSchema();
+  let release: () => void = () => undefined;
+  const gate = new Promise<void>((resolve) => { release = resolve; });
+  const calls: RecordedCall[] = [];
+  const env = await openOn(`${postgresUrl}?schema=${schema}&lease_ms=${leaseMs}`);
+  const agent = env.agent({ id: "support", model: agentRunModel(), tools: { lookup: lookupTool({ calls, gate }) } });
+  const run = agent.start("Where is order 42?");
+  run.result.catch(() => undefined);
+  const executionId = await run.executionId;
+  while (calls.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  return { schema, env, agent, run, executionId, calls, release };
+}
+
 describe("takeover on PostgreSQL", () => {
   it("starts asked for while the new owner recovers the agent wait for the recovery: the recovered execution completes first", async () => {
     const schema = freshSchema();
@@ -113,17 +129,7 @@ describe("takeover on PostgreSQL", () => {
 
 describe("a lease lost and taken back by the same process", () => {
   it("executions refused by fencing while it was lost are released and recovered from their rows when it is taken back", async () => {
-    const schema = freshSchema();
-    const url = `${postgresUrl}?schema=${schema}&lease_ms=${leaseMs}`;
-    let release: () => void = () => undefined;
-    const gate = new Promise<void>((resolve) => { release = resolve; });
-    const calls: RecordedCall[] = [];
-    const env = await openOn(url);
-    const agent = env.agent({ id: "support", model: agentRunModel(), tools: { lookup: lookupTool({ calls, gate }) } });
-    const run = agent.start("Where is order 42?");
-    run.result.catch(() => undefined);
-    const executionId = await run.executionId;
-    while (calls.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    const { schema, env, run, executionId, calls, release } = await startedInsideTool();
 
     // Another owner holds the agent for a moment (a partition, say): this
     // process's renewal fails, and the write after the tool is fenced.
@@ -144,17 +150,7 @@ describe("a lease lost and taken back by the same process", () => {
     expect(new Set(calls.map((call) => call.idempotencyKey)).size).toBe(2);
   }, 30_000);
   it("a partition lost and taken back while a tool runs: the write after the tool carries the new epoch and the execution completes", async () => {
-    const schema = freshSchema();
-    const url = `${postgresUrl}?schema=${schema}&lease_ms=${leaseMs}`;
-    let release: () => void = () => undefined;
-    const gate = new Promise<void>((resolve) => { release = resolve; });
-    const calls: RecordedCall[] = [];
-    const env = await openOn(url);
-    const agent = env.agent({ id: "support", model: agentRunModel(), tools: { lookup: lookupTool({ calls, gate }) } });
-    const run = agent.start("Where is order 42?");
-    run.result.catch(() => undefined);
-    const executionId = await run.executionId;
-    while (calls.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    const { schema, env, agent, run, executionId, calls, release } = await startedInsideTool();
     const store = env.store as PostgresStore;
     const epoch = store.leaseOf("support")!.epoch;
 
