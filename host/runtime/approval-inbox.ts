@@ -100,6 +100,17 @@ export class InboxApplier {
     this.wake(agentId);
   }
 
+  /** An execution of the agent suspended live here: decisions can be filed
+   * for it from now on. A conversation live and recovered here is listening
+   * already (every decision filed for it wakes a drain), so nothing is
+   * claimed now — a claim per suspension found nothing and cost a store
+   * read on every approval (docs/decisions/0052); one that is not yet
+   * (a recovery still running) is made ready and drained. */
+  agentSuspended(agentId: string): void {
+    if (this.closed || this.ready.has(agentId)) return;
+    this.agentReady(agentId);
+  }
+
   /** The agent is live here and recovered, with nothing suspended known:
    * decisions filed for it (a cancel by id of its running execution) are
    * claimed when the store reports one (a notification, the poll), with no

@@ -66,6 +66,9 @@ export interface ConversationHost {
   /** The approval inbox may hold decisions for this conversation (true) or
    * no longer (false). */
   inboxReady(agentId: string, ready: boolean): void;
+  /** An execution of the conversation suspended live here
+   * (`InboxApplier.agentSuspended`). */
+  inboxSuspended(agentId: string): void;
   /** The conversation is live and recovered here: decisions filed for it
    * later (cancels by id) are claimed when the store reports them. */
   inboxListening(agentId: string): void;
@@ -100,7 +103,7 @@ export class Conversations {
     host.coordinator.onAgentActivity = (agent, activity) => {
       const conversation = this.live.get(agent.id);
       if (conversation === undefined || conversation.entry !== agent) return;
-      if (activity === "suspended") this.host.inboxReady(agent.id, true);
+      if (activity === "suspended") this.host.inboxSuspended(agent.id);
       else this.releaseWhenIdle(conversation);
     };
   }

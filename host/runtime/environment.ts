@@ -112,6 +112,7 @@ export class Environment {
       recoverEntry: (entry, rows) => this.recoveries.recoverAgentEntry(entry, undefined, rows),
       ownAgent: (agentId) => this.ownAgent(agentId),
       inboxListening: (agentId) => this.inboxApplier?.agentListening(agentId),
+      inboxSuspended: (agentId) => this.inboxApplier?.agentSuspended(agentId),
       inboxReady: (agentId, ready) => ready ? this.inboxApplier?.agentReady(agentId) : this.inboxApplier?.agentNotReady(agentId),
       reportRecovery: (agentId, report) => {
         report.catch(() => undefined);
