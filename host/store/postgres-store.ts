@@ -43,8 +43,9 @@ import * as partitions from "./postgres/partitions.js";
 import { applyOperation, type Fence } from "./postgres/operations.js";
 import {
   compareAndSetStatement, explainCompareAndSetRefusal, explainPrepareRefusal, isGrouped, prepareStatement, readKnownRow,
-  type GroupedOperation, type KnownRow,
+  type GroupedOperation, type KnownRow, type Statement,
 } from "./postgres/statements.js";
+import { approvalStatement, explainApprovalRefusal, readSuspendedRow, type SuspendedRow } from "./postgres/approval-commit.js";
 import * as leases from "./postgres/leases.js";
 import * as inbox from "./postgres/inbox.js";
 import { InboxListener } from "./postgres/inbox-listener.js";
@@ -69,6 +70,12 @@ const optionNames: ReadonlySet<string> = new Set(["schema", "poolSize", "leaseMs
  * beyond it a barrier reads its row first, as after a restart. */
 const knownRowsMax = 100_000;
 
+/** Suspended rows remembered at most from `getExecution` (the runtime reads
+ * the row just before it commits an approval, which is then computed from
+ * it, docs/decisions/0048); the oldest is forgotten first, and an approval
+ * of a row not remembered reads it. */
+const suspendedRowsMax = 10_000;
+
 /** Opens an operation's transaction (one round trip). A transaction left
  * idle this long — its process stopped (SIGSTOP) between two statements —
  * is ended by the server, so the partition fence locks it holds do not
@@ -88,6 +95,9 @@ export class PostgresStore implements ExecutionStore {
   readonly groups: GroupCommit;
   /** Each active execution's row as this process last wrote it. */
   private readonly knownRows = new Map<string, KnownRow>();
+  /** Suspended rows as `getExecution` last read them, for the approval
+   * commit that follows (`postgres/approval-commit.ts`). */
+  private readonly suspendedRows = new Map<string, SuspendedRow>();
   /** The journal tails of the agents held here. */
   private readonly journalTails = new JournalTails();
   /** The journal reads of conversations not kept in `journalTails`, in batches. */
@@ -249,34 +259,44 @@ export class PostgresStore implements ExecutionStore {
   private async executeGrouped(operation: GroupedOperation): Promise<unknown> {
     const writeId = randomUUID();
     const executionId = operation.executionId;
-    let statement: ReturnType<typeof prepareStatement>;
-    let known: KnownRow | undefined;
+    let statement: Statement;
     let fence: Fence | undefined;
     /** The journal records the write appends, for `journalTails`. */
     let journal: { readonly agentId: string; readonly records: readonly JournalRecord[] } | undefined;
     let agentId: string;
-    if (operation.type === "prepareExecution") {
-      agentId = operation.agentId;
-      // A definite refusal (nothing written): the start fails and the
-      // agent's admission is released, unlike a store failure.
-      const refusal = this.leaseBook.admissionRefusal(operation.agentId);
-      if (refusal !== undefined) return { outcome: "not_established", error: refusal.toRecord() };
-      fence = this.fenceOf(operation.agentId);
-      journal = operation.blockedBy === undefined ? { agentId: operation.agentId, records: operation.journal } : undefined;
-      statement = prepareStatement(operation, fence, writeId);
-    } else {
-      known = this.knownRows.get(executionId);
-      if (known === undefined || known.revision !== operation.expectedRevision) {
-        try {
-          known = await readKnownRow(this.pool, operation);
-        } catch (error) {
-          throw this.storeErrorOf(error);
-        }
+    /** Why the statement wrote nothing, read after a refusal. */
+    let explain: () => Promise<unknown>;
+    try {
+      if (operation.type === "prepareExecution") {
+        agentId = operation.agentId;
+        // A definite refusal (nothing written): the start fails and the
+        // agent's admission is released, unlike a store failure.
+        const refusal = this.leaseBook.admissionRefusal(operation.agentId);
+        if (refusal !== undefined) return { outcome: "not_established", error: refusal.toRecord() };
+        fence = this.fenceOf(operation.agentId);
+        journal = operation.blockedBy === undefined ? { agentId: operation.agentId, records: operation.journal } : undefined;
+        statement = prepareStatement(operation, fence, writeId);
+        explain = () => this.prepareRefused(operation);
+      } else if (operation.type === "approvalCommit") {
+        const remembered = this.suspendedRows.get(executionId);
+        this.suspendedRows.delete(executionId);
+        const known = remembered?.revision === operation.expectedRevision ? remembered : await readSuspendedRow(this.pool, operation);
+        agentId = known.agentId;
+        fence = this.fenceOf(agentId);
+        statement = approvalStatement(operation, known, fence, writeId);
+        explain = async () => { throw await explainApprovalRefusal(this.pool, operation, this.fenceOf(known.agentId)); };
+      } else {
+        let known = this.knownRows.get(executionId);
+        if (known === undefined || known.revision !== operation.expectedRevision) known = await readKnownRow(this.pool, operation);
+        const row = known;
+        agentId = known.agentId;
+        fence = this.fenceOf(known.agentId);
+        journal = operation.type === "terminalCommit" ? { agentId: known.agentId, records: operation.journal } : undefined;
+        statement = compareAndSetStatement(operation, known, fence, writeId);
+        explain = async () => { throw await explainCompareAndSetRefusal(this.pool, operation, row, this.fenceOf(row.agentId)); };
       }
-      agentId = known.agentId;
-      fence = this.fenceOf(known.agentId);
-      journal = operation.type === "terminalCommit" ? { agentId: known.agentId, records: operation.journal } : undefined;
-      statement = compareAndSetStatement(operation, known, fence, writeId);
+    } catch (error) {
+      throw this.storeErrorOf(error);
     }
     this.knownRows.delete(executionId);
     let applied: boolean;
@@ -295,8 +315,7 @@ export class PostgresStore implements ExecutionStore {
       return statement.value;
     }
     try {
-      if (operation.type === "prepareExecution") return await this.prepareRefused(operation);
-      throw await explainCompareAndSetRefusal(this.pool, operation, known!, this.fenceOf(known!.agentId));
+      return await explain();
     } catch (error) {
       throw this.storeErrorOf(error);
     }
@@ -348,7 +367,19 @@ export class PostgresStore implements ExecutionStore {
   }
 
   getExecution(executionId: string): Promise<ExecutionRow | undefined> {
-    return this.read(() => reads.getExecution(this.pool, this.path, checkId(executionId, "executionId")));
+    return this.read(async () => {
+      const row = await reads.getExecution(this.pool, this.path, checkId(executionId, "executionId"));
+      if (row?.status === "suspended") this.rememberSuspended(row);
+      return row;
+    });
+  }
+
+  /** A suspended row read, kept for the approval commit that follows. */
+  private rememberSuspended(row: ExecutionRow): void {
+    this.suspendedRows.delete(row.executionId);
+    if (this.suspendedRows.size >= suspendedRowsMax) this.suspendedRows.delete(this.suspendedRows.keys().next().value!);
+    // Copies: the caller may change the row it was given.
+    this.suspendedRows.set(row.executionId, { agentId: row.agentId, revision: row.revision, metadata: structuredClone(row.metadata), approvalRequest: structuredClone(row.approvalRequest) });
   }
 
   listExecutions(filter: ExecutionListFilter = {}): Promise<ExecutionRow[]> {
