@@ -49,6 +49,7 @@ import { approvalStatement, explainApprovalRefusal, readSuspendedRow, type Suspe
 import * as leases from "./postgres/leases.js";
 import * as inbox from "./postgres/inbox.js";
 import { InboxListener } from "./postgres/inbox-listener.js";
+import { InboxProbes } from "./postgres/inbox-probes.js";
 import type { FiledStartAnswer, StartFiling } from "./start-filing.js";
 import { isConnectionLoss, resolveOutcome } from "./postgres/outcome.js";
 import * as reads from "./postgres/reads.js";
@@ -75,6 +76,11 @@ const knownRowsMax = 100_000;
  * it, docs/decisions/0048); the oldest is forgotten first, and an approval
  * of a row not remembered reads it. */
 const suspendedRowsMax = 10_000;
+
+/** Agents announced and not claimed yet, remembered at most: beyond it the
+ * set is forgotten (those agents' next claims ask first, which is only one
+ * more read). */
+const announcedAgentsMax = 10_000;
 
 /** Opens an operation's transaction (one round trip). A transaction left
  * idle this long — its process stopped (SIGSTOP) between two statements —
@@ -132,6 +138,7 @@ export class PostgresStore implements ExecutionStore {
     this.schema = schema;
     this.pool = pool;
     this.journalReads = new JournalReads(pool, path);
+    this.inboxProbes = new InboxProbes(pool);
     this.leaseMs = leaseMs;
     this.leaseOwner = instance.instanceId;
     this.leaseBook = new PartitionBook(pool, () => instance.session, this.leaseOwner, leaseMs, partitionCount, {
@@ -562,6 +569,10 @@ export class PostgresStore implements ExecutionStore {
    * it in the inbox: on a notification, and on the lease tick's poll. */
   onApprovalFiled: ((agentId: string) => void) | undefined;
   private inboxListener: InboxListener | undefined;
+  /** Agents announced by a notification or the poll, not claimed since. */
+  private readonly announcedAgents = new Set<string>();
+  /** Whether agents have decisions to claim, asked in batches. */
+  private readonly inboxProbes: InboxProbes;
   private readonly inboxChannel = (): string => inbox.inboxChannelOf(this.schema);
 
   /** Files a decision for the agent's owner to apply (this process does
@@ -578,7 +589,22 @@ export class PostgresStore implements ExecutionStore {
   claimDecisions(agentId: string, startsOnly = false): Promise<inbox.ClaimedDecision[]> {
     const grant = this.leaseOf(checkId(agentId, "agentId"));
     if (grant === undefined) return Promise.resolve([]);
-    return this.read(() => inbox.claimDecisions(this.pool, agentId, grant, startsOnly));
+    // Announced (a notification, the poll): claim at once. Otherwise — an
+    // execution suspended, the agent recovered — ask first, in a batch
+    // (`postgres/inbox-probes.ts`): almost always nothing waits.
+    const announced = this.announcedAgents.delete(agentId);
+    return this.read(async () => {
+      if (!announced && !await this.inboxProbes.waitingFor(agentId, grant.epoch, startsOnly)) return [];
+      return inbox.claimDecisions(this.pool, agentId, grant, startsOnly);
+    });
+  }
+
+  /** Tells the runtime a decision may wait for `agentId`; its next claim
+   * goes straight to the inbox. */
+  private announceDecision(agentId: string): void {
+    if (this.announcedAgents.size >= announcedAgentsMax) this.announcedAgents.clear();
+    this.announcedAgents.add(agentId);
+    this.onApprovalFiled?.(agentId);
   }
 
   /** Files a start for the process holding its conversation's partition
@@ -627,7 +653,7 @@ export class PostgresStore implements ExecutionStore {
     this.inboxListener ??= new InboxListener(
       { connectionString, options, types, application_name, connectionTimeoutMillis },
       this.inboxChannel(),
-      (agentId) => { if (this.leaseOf(agentId) !== undefined) this.onApprovalFiled?.(agentId); },
+      (agentId) => { if (this.leaseOf(agentId) !== undefined) this.announceDecision(agentId); },
       () => void this.pollInbox(),
     );
     this.inboxListener.start();
@@ -639,7 +665,7 @@ export class PostgresStore implements ExecutionStore {
     if (this.onApprovalFiled === undefined || this.closing !== undefined) return;
     const held = this.leaseBook.heldPartitions();
     try {
-      for (const agentId of await inbox.agentsWithDecisions(this.pool, held)) this.onApprovalFiled?.(agentId);
+      for (const agentId of await inbox.agentsWithDecisions(this.pool, held)) this.announceDecision(agentId);
     } catch {
       // The database is unreachable: the next tick polls again.
     }
