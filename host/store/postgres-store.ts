@@ -16,13 +16,17 @@
 // * A lost connection never turns into a guess: `postgres/outcome.ts`
 //   reads back whether the write committed.
 // * Group commit (docs/decisions/0012): the hot operations (prepare,
-//   barriers, terminal commit) are one statement each (`postgres/statements.ts`)
+//   barriers, terminal commit, and the approval commit, 0048) are one
+//   statement each (`postgres/statements.ts`, `postgres/approval-commit.ts`)
 //   and concurrent ones travel as one query, one transaction
-//   (`postgres/group-commit.ts`); the rarer ones (approval commit, agent
-//   lifecycle) run as transactions of their own (`postgres/operations.ts`).
+//   (`postgres/group-commit.ts`); the rarer ones (a retry's reopen, the
+//   queue, the agent lifecycle) run as transactions of their own
+//   (`postgres/operations.ts`).
 // * The row a barrier replaces is remembered from this process's own last
-//   write of it (`knownRows`), so a barrier needs no read first; a row not
-//   remembered (after a recovery, a resume, a restart) is read once.
+//   write of it (`knownRows`, an approval's included), so a barrier needs
+//   no read first; a row not remembered (after a recovery, a restart) is
+//   read once. An approval is computed from the suspended row
+//   `getExecution` returned just before (`suspendedRows`), or reads it.
 // * `close()` waits for every accepted operation, then ends the pool.
 
 import type { PostgresStoreOptions } from "./postgres/options.js";

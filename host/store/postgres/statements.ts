@@ -2,9 +2,10 @@
 // terminal commit (SPEC §4.1) — each as ONE call of a server-side function
 // (`functions.ts`), so the group commit (`group-commit.ts`) can send many
 // of them in one round trip and one transaction. Semantics and errors are
-// the SQLite store's (`../sqlite/operations.ts`); the rarer operations
-// (approval commit, the agent lifecycle) keep their multi-statement
-// transactions in `operations.ts`.
+// the SQLite store's (`../sqlite/operations.ts`); the approval commit is
+// one too (`approval-commit.ts`, docs/decisions/0048); the rarer operations
+// (a retry's reopen, the queue, the agent lifecycle) keep their
+// multi-statement transactions in `operations.ts`.
 //
 // Rules kept here:
 // * A call never fails for a refusal: it writes nothing and returns 0.
