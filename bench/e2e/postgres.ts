@@ -37,7 +37,7 @@ import { Phronomy } from "../../host/index.js";
 import { parseLocation } from "../../host/store/postgres/connection.js";
 import type { PostgresStore } from "../../host/store/postgres-store.js";
 import type { ChildConfig, ChildReport } from "./postgres-child.js";
-import { describeTally, openTally } from "./postgres-profile.js";
+import { describeTally, openTally, type Tally } from "./postgres-profile.js";
 import { z } from "zod";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
 import { tool } from "../../host/index.js";
@@ -45,6 +45,9 @@ import { IN_FLIGHT, OPERATIONS_PER_RUN, defineConversations, percentile, runConv
 
 /** Conversations suspended for approval, then approved, in the suspend/resume loop. */
 const SUSPENDS = Number(process.env["BENCH_SUSPENDS"] ?? 2_000);
+/** `BENCH_PG_ONE_PROCESS=1`: only the one-process figures (floor,
+ * sequential, in flight, suspend/resume), no children. */
+const ONE_PROCESS = process.env["BENCH_PG_ONE_PROCESS"] === "1";
 
 /** Store transactions of a suspend: the preparation (with its first
  * barrier) and the suspension. */
@@ -111,7 +114,10 @@ export async function benchPostgres(url: string, seconds: number): Promise<void>
     const approvals = await suspendAndResume(env, SUSPENDS);
     const suspendFloor = floorTen / TRANSACTIONS_PER_SUSPEND;
     console.log(`  suspend/resume, ${SUSPENDS} conversations, ${IN_FLIGHT} in flight: ${approvals.suspendsPerSecond.toFixed(0)} suspends/s, ${ofFloor(approvals.suspendsPerSecond, suspendFloor, `${FLOOR_CONNECTIONS}-connection`)} (${TRANSACTIONS_PER_SUSPEND} transactions per suspend); ${approvals.resumesPerSecond.toFixed(0)} approvals completed/s`);
+    console.log(`    suspends: ${describeTally(approvals.suspendTally, SUSPENDS)}`);
+    console.log(`    approvals: ${describeTally(approvals.resumeTally, SUSPENDS)}`);
     await env.close();
+    if (ONE_PROCESS) return;
 
     for (const routing of ["own", "any"] as const) {
       const spread = await spreadOverProcesses(url, schema, seconds, routing);
@@ -135,7 +141,7 @@ async function serverSettings(client: pg.Client): Promise<{ version: string; syn
 
 /** `count` conversations each suspended for approval (`IN_FLIGHT` at a
  * time), then all approved: both rates. */
-async function suspendAndResume(env: Awaited<ReturnType<typeof Phronomy.open>>, count: number): Promise<{ suspendsPerSecond: number; resumesPerSecond: number }> {
+async function suspendAndResume(env: Awaited<ReturnType<typeof Phronomy.open>>, count: number): Promise<{ suspendsPerSecond: number; resumesPerSecond: number; suspendTally: Tally; resumeTally: Tally }> {
   const refund = tool({ inputSchema: z.object({ amount: z.number() }), needsApproval: () => true, execute: () => "ok" });
   const model = scriptedModel(({ messages }) => messages.at(-1)?.role === "tool" ? { text: "refunded" } : { toolCalls: [{ toolName: "refund", input: { amount: 30 } }] });
   const definition = env.agent({ name: "approvals", model, tools: { refund }, memoryWindow: 1 });
@@ -150,6 +156,7 @@ async function suspendAndResume(env: Awaited<ReturnType<typeof Phronomy.open>>, 
     }));
     return results;
   };
+  const suspendTally = openTally();
   const suspendBegan = performance.now();
   const suspended = await inBatches((index) => new Promise<{ executionId: string; approvalId: string }>((resolve, reject) => {
     const run = definition.conversation(`approval-${index}`).start("refund", {
@@ -158,13 +165,17 @@ async function suspendAndResume(env: Awaited<ReturnType<typeof Phronomy.open>>, 
     run.result.then(() => reject(new Error("a bench refund ended before its approval")), reject);
   }));
   const suspendMs = performance.now() - suspendBegan;
+  suspendTally.stop();
+  const resumeTally = openTally();
   const resumeBegan = performance.now();
   await inBatches(async (index) => {
     const { executionId, approvalId } = suspended[index]!;
     const result = await definition.conversation(`approval-${index}`).resume(executionId, { approvalId, approved: true }).result;
     if (result.outcome !== "completed") throw new Error(`a bench approval ended ${result.outcome}`);
   });
-  return { suspendsPerSecond: count / (suspendMs / 1000), resumesPerSecond: count / ((performance.now() - resumeBegan) / 1000) };
+  const resumeMs = performance.now() - resumeBegan;
+  resumeTally.stop();
+  return { suspendsPerSecond: count / (suspendMs / 1000), resumesPerSecond: count / (resumeMs / 1000), suspendTally: suspendTally.tally, resumeTally: resumeTally.tally };
 }
 
 /** Single-row autocommit INSERTs for `seconds` on `connections`

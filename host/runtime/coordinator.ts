@@ -638,6 +638,7 @@ export class Coordinator implements SessionHost {
     const ready = (outcome: CommitOutcome, revision: number): void => this.post(() => {
       this.apply(M.ResumeCommitReady, slot, entry.generation, expectedRevision, outcome, revision, request.approved ? 1 : 0, handle);
     });
+    entry.resumeRow = undefined;
     this.settings.store.getExecution(entry.executionId).then((row) => {
       const batch = row?.metadata.toolBatch ?? [];
       const argumentsHash = argumentsHashOf(batch);
@@ -654,7 +655,10 @@ export class Coordinator implements SessionHost {
       } catch (error) {
         return refuse(asPhronomyError(error, "STORE"));
       }
-      written.then(({ revision }) => ready(CommitOutcome.Committed, revision), (error: unknown) => {
+      written.then(({ revision }) => {
+        entry.resumeRow = row;
+        ready(CommitOutcome.Committed, revision);
+      }, (error: unknown) => {
         if (error instanceof ApprovalMismatchError) return refuse(error);
         entry.storeError = asPhronomyError(error, "STORE");
         ready(error instanceof ExecutionRehydrationRequiredError || isOutcomeUnknown(error) ? CommitOutcome.RehydrationRequired : CommitOutcome.StoreFailed, 0);
@@ -673,7 +677,12 @@ export class Coordinator implements SessionHost {
     const session = this.createSession(entry, sessionNumber, timeoutMs === undefined ? undefined : this.settings.now() + timeoutMs);
     const reason = entry.resumeReason ?? null;
     entry.approvalRequest = undefined;
-    session.restored = Promise.all([this.settings.store.getExecution(entry.executionId), readHistory(this.settings.store, entry.executionId)]).then(([row, history]) => {
+    // The row the decision was committed against, when this process
+    // committed it: the decision changed none of what is read from it.
+    const committedAgainst = entry.resumeRow;
+    entry.resumeRow = undefined;
+    const rowRead = committedAgainst === undefined ? this.settings.store.getExecution(entry.executionId) : Promise.resolve(committedAgainst);
+    session.restored = Promise.all([rowRead, readHistory(this.settings.store, entry.executionId)]).then(([row, history]) => {
       if (!row) throw new ExecutionRehydrationRequiredError(`execution ${entry.executionId} is no longer in the store`, { executionId: entry.executionId });
       session.restore(history, row.usage, row.metadata.turns ?? 0);
       session.planBatch(row.metadata.toolBatch ?? []);

@@ -130,6 +130,10 @@ export class ExecutionEntry {
   recoveredFrom: ExecutionRow | undefined;
   /** The reason given with a declined approval, for the model. */
   resumeReason: string | undefined;
+  /** The suspended row the approval commit was checked against, for the
+   * resumed session: its usage, turns and tool batch, which a decision
+   * does not change (so the session reads only the steps). */
+  resumeRow: ExecutionRow | undefined;
   /** The signal of the resume request, which cancels the resumed run. */
   resumeSignal: AbortSignal | undefined;
   /** Set by `env.cancel` (docs/decisions/0026) on an execution that is

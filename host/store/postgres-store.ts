@@ -16,13 +16,17 @@
 // * A lost connection never turns into a guess: `postgres/outcome.ts`
 //   reads back whether the write committed.
 // * Group commit (docs/decisions/0012): the hot operations (prepare,
-//   barriers, terminal commit) are one statement each (`postgres/statements.ts`)
+//   barriers, terminal commit, and the approval commit, 0048) are one
+//   statement each (`postgres/statements.ts`, `postgres/approval-commit.ts`)
 //   and concurrent ones travel as one query, one transaction
-//   (`postgres/group-commit.ts`); the rarer ones (approval commit, agent
-//   lifecycle) run as transactions of their own (`postgres/operations.ts`).
+//   (`postgres/group-commit.ts`); the rarer ones (a retry's reopen, the
+//   queue, the agent lifecycle) run as transactions of their own
+//   (`postgres/operations.ts`).
 // * The row a barrier replaces is remembered from this process's own last
-//   write of it (`knownRows`), so a barrier needs no read first; a row not
-//   remembered (after a recovery, a resume, a restart) is read once.
+//   write of it (`knownRows`, an approval's included), so a barrier needs
+//   no read first; a row not remembered (after a recovery, a restart) is
+//   read once. An approval is computed from the suspended row
+//   `getExecution` returned just before (`suspendedRows`), or reads it.
 // * `close()` waits for every accepted operation, then ends the pool.
 
 import type { PostgresStoreOptions } from "./postgres/options.js";
@@ -43,11 +47,13 @@ import * as partitions from "./postgres/partitions.js";
 import { applyOperation, type Fence } from "./postgres/operations.js";
 import {
   compareAndSetStatement, explainCompareAndSetRefusal, explainPrepareRefusal, isGrouped, prepareStatement, readKnownRow,
-  type GroupedOperation, type KnownRow,
+  type GroupedOperation, type KnownRow, type Statement,
 } from "./postgres/statements.js";
+import { approvalStatement, explainApprovalRefusal, readSuspendedRow, type SuspendedRow } from "./postgres/approval-commit.js";
 import * as leases from "./postgres/leases.js";
 import * as inbox from "./postgres/inbox.js";
 import { InboxListener } from "./postgres/inbox-listener.js";
+import { InboxProbes } from "./postgres/inbox-probes.js";
 import type { FiledStartAnswer, StartFiling } from "./start-filing.js";
 import { isConnectionLoss, resolveOutcome } from "./postgres/outcome.js";
 import * as reads from "./postgres/reads.js";
@@ -69,6 +75,17 @@ const optionNames: ReadonlySet<string> = new Set(["schema", "poolSize", "leaseMs
  * beyond it a barrier reads its row first, as after a restart. */
 const knownRowsMax = 100_000;
 
+/** Suspended rows remembered at most from `getExecution` (the runtime reads
+ * the row just before it commits an approval, which is then computed from
+ * it, docs/decisions/0048); the oldest is forgotten first, and an approval
+ * of a row not remembered reads it. */
+const suspendedRowsMax = 10_000;
+
+/** Agents announced and not claimed yet, remembered at most: beyond it the
+ * set is forgotten (those agents' next claims ask first, which is only one
+ * more read). */
+const announcedAgentsMax = 10_000;
+
 /** Opens an operation's transaction (one round trip). A transaction left
  * idle this long — its process stopped (SIGSTOP) between two statements —
  * is ended by the server, so the partition fence locks it holds do not
@@ -88,6 +105,9 @@ export class PostgresStore implements ExecutionStore {
   readonly groups: GroupCommit;
   /** Each active execution's row as this process last wrote it. */
   private readonly knownRows = new Map<string, KnownRow>();
+  /** Suspended rows as `getExecution` last read them, for the approval
+   * commit that follows (`postgres/approval-commit.ts`). */
+  private readonly suspendedRows = new Map<string, SuspendedRow>();
   /** The journal tails of the agents held here. */
   private readonly journalTails = new JournalTails();
   /** The journal reads of conversations not kept in `journalTails`, in batches. */
@@ -122,6 +142,7 @@ export class PostgresStore implements ExecutionStore {
     this.schema = schema;
     this.pool = pool;
     this.journalReads = new JournalReads(pool, path);
+    this.inboxProbes = new InboxProbes(pool);
     this.leaseMs = leaseMs;
     this.leaseOwner = instance.instanceId;
     this.leaseBook = new PartitionBook(pool, () => instance.session, this.leaseOwner, leaseMs, partitionCount, {
@@ -249,34 +270,44 @@ export class PostgresStore implements ExecutionStore {
   private async executeGrouped(operation: GroupedOperation): Promise<unknown> {
     const writeId = randomUUID();
     const executionId = operation.executionId;
-    let statement: ReturnType<typeof prepareStatement>;
-    let known: KnownRow | undefined;
+    let statement: Statement;
     let fence: Fence | undefined;
     /** The journal records the write appends, for `journalTails`. */
     let journal: { readonly agentId: string; readonly records: readonly JournalRecord[] } | undefined;
     let agentId: string;
-    if (operation.type === "prepareExecution") {
-      agentId = operation.agentId;
-      // A definite refusal (nothing written): the start fails and the
-      // agent's admission is released, unlike a store failure.
-      const refusal = this.leaseBook.admissionRefusal(operation.agentId);
-      if (refusal !== undefined) return { outcome: "not_established", error: refusal.toRecord() };
-      fence = this.fenceOf(operation.agentId);
-      journal = operation.blockedBy === undefined ? { agentId: operation.agentId, records: operation.journal } : undefined;
-      statement = prepareStatement(operation, fence, writeId);
-    } else {
-      known = this.knownRows.get(executionId);
-      if (known === undefined || known.revision !== operation.expectedRevision) {
-        try {
-          known = await readKnownRow(this.pool, operation);
-        } catch (error) {
-          throw this.storeErrorOf(error);
-        }
+    /** Why the statement wrote nothing, read after a refusal. */
+    let explain: () => Promise<unknown>;
+    try {
+      if (operation.type === "prepareExecution") {
+        agentId = operation.agentId;
+        // A definite refusal (nothing written): the start fails and the
+        // agent's admission is released, unlike a store failure.
+        const refusal = this.leaseBook.admissionRefusal(operation.agentId);
+        if (refusal !== undefined) return { outcome: "not_established", error: refusal.toRecord() };
+        fence = this.fenceOf(operation.agentId);
+        journal = operation.blockedBy === undefined ? { agentId: operation.agentId, records: operation.journal } : undefined;
+        statement = prepareStatement(operation, fence, writeId);
+        explain = () => this.prepareRefused(operation);
+      } else if (operation.type === "approvalCommit") {
+        const remembered = this.suspendedRows.get(executionId);
+        this.suspendedRows.delete(executionId);
+        const known = remembered?.revision === operation.expectedRevision ? remembered : await readSuspendedRow(this.pool, operation);
+        agentId = known.agentId;
+        fence = this.fenceOf(agentId);
+        statement = approvalStatement(operation, known, fence, writeId);
+        explain = async () => { throw await explainApprovalRefusal(this.pool, operation, this.fenceOf(known.agentId)); };
+      } else {
+        let known = this.knownRows.get(executionId);
+        if (known === undefined || known.revision !== operation.expectedRevision) known = await readKnownRow(this.pool, operation);
+        const row = known;
+        agentId = known.agentId;
+        fence = this.fenceOf(known.agentId);
+        journal = operation.type === "terminalCommit" ? { agentId: known.agentId, records: operation.journal } : undefined;
+        statement = compareAndSetStatement(operation, known, fence, writeId);
+        explain = async () => { throw await explainCompareAndSetRefusal(this.pool, operation, row, this.fenceOf(row.agentId)); };
       }
-      agentId = known.agentId;
-      fence = this.fenceOf(known.agentId);
-      journal = operation.type === "terminalCommit" ? { agentId: known.agentId, records: operation.journal } : undefined;
-      statement = compareAndSetStatement(operation, known, fence, writeId);
+    } catch (error) {
+      throw this.storeErrorOf(error);
     }
     this.knownRows.delete(executionId);
     let applied: boolean;
@@ -295,8 +326,7 @@ export class PostgresStore implements ExecutionStore {
       return statement.value;
     }
     try {
-      if (operation.type === "prepareExecution") return await this.prepareRefused(operation);
-      throw await explainCompareAndSetRefusal(this.pool, operation, known!, this.fenceOf(known!.agentId));
+      return await explain();
     } catch (error) {
       throw this.storeErrorOf(error);
     }
@@ -348,7 +378,19 @@ export class PostgresStore implements ExecutionStore {
   }
 
   getExecution(executionId: string): Promise<ExecutionRow | undefined> {
-    return this.read(() => reads.getExecution(this.pool, this.path, checkId(executionId, "executionId")));
+    return this.read(async () => {
+      const row = await reads.getExecution(this.pool, this.path, checkId(executionId, "executionId"));
+      if (row?.status === "suspended") this.rememberSuspended(row);
+      return row;
+    });
+  }
+
+  /** A suspended row read, kept for the approval commit that follows. */
+  private rememberSuspended(row: ExecutionRow): void {
+    this.suspendedRows.delete(row.executionId);
+    if (this.suspendedRows.size >= suspendedRowsMax) this.suspendedRows.delete(this.suspendedRows.keys().next().value!);
+    // Copies: the caller may change the row it was given.
+    this.suspendedRows.set(row.executionId, { agentId: row.agentId, revision: row.revision, metadata: structuredClone(row.metadata), approvalRequest: structuredClone(row.approvalRequest) });
   }
 
   listExecutions(filter: ExecutionListFilter = {}): Promise<ExecutionRow[]> {
@@ -531,6 +573,10 @@ export class PostgresStore implements ExecutionStore {
    * it in the inbox: on a notification, and on the lease tick's poll. */
   onApprovalFiled: ((agentId: string) => void) | undefined;
   private inboxListener: InboxListener | undefined;
+  /** Agents announced by a notification or the poll, not claimed since. */
+  private readonly announcedAgents = new Set<string>();
+  /** Whether agents have decisions to claim, asked in batches. */
+  private readonly inboxProbes: InboxProbes;
   private readonly inboxChannel = (): string => inbox.inboxChannelOf(this.schema);
 
   /** Files a decision for the agent's owner to apply (this process does
@@ -547,7 +593,22 @@ export class PostgresStore implements ExecutionStore {
   claimDecisions(agentId: string, startsOnly = false): Promise<inbox.ClaimedDecision[]> {
     const grant = this.leaseOf(checkId(agentId, "agentId"));
     if (grant === undefined) return Promise.resolve([]);
-    return this.read(() => inbox.claimDecisions(this.pool, agentId, grant, startsOnly));
+    // Announced (a notification, the poll): claim at once. Otherwise — an
+    // execution suspended, the agent recovered — ask first, in a batch
+    // (`postgres/inbox-probes.ts`): almost always nothing waits.
+    const announced = this.announcedAgents.delete(agentId);
+    return this.read(async () => {
+      if (!announced && !await this.inboxProbes.waitingFor(agentId, grant.epoch, startsOnly)) return [];
+      return inbox.claimDecisions(this.pool, agentId, grant, startsOnly);
+    });
+  }
+
+  /** Tells the runtime a decision may wait for `agentId`; its next claim
+   * goes straight to the inbox. */
+  private announceDecision(agentId: string): void {
+    if (this.announcedAgents.size >= announcedAgentsMax) this.announcedAgents.clear();
+    this.announcedAgents.add(agentId);
+    this.onApprovalFiled?.(agentId);
   }
 
   /** Files a start for the process holding its conversation's partition
@@ -596,7 +657,7 @@ export class PostgresStore implements ExecutionStore {
     this.inboxListener ??= new InboxListener(
       { connectionString, options, types, application_name, connectionTimeoutMillis },
       this.inboxChannel(),
-      (agentId) => { if (this.leaseOf(agentId) !== undefined) this.onApprovalFiled?.(agentId); },
+      (agentId) => { if (this.leaseOf(agentId) !== undefined) this.announceDecision(agentId); },
       () => void this.pollInbox(),
     );
     this.inboxListener.start();
@@ -608,7 +669,7 @@ export class PostgresStore implements ExecutionStore {
     if (this.onApprovalFiled === undefined || this.closing !== undefined) return;
     const held = this.leaseBook.heldPartitions();
     try {
-      for (const agentId of await inbox.agentsWithDecisions(this.pool, held)) this.onApprovalFiled?.(agentId);
+      for (const agentId of await inbox.agentsWithDecisions(this.pool, held)) this.announceDecision(agentId);
     } catch {
       // The database is unreachable: the next tick polls again.
     }

@@ -126,6 +126,18 @@ describe("the approval inbox (PostgreSQL store)", () => {
     expect(progress).toMatchObject({ state: "refused", error: { code: "APPROVAL_MISMATCH", message: "refused" }, execution: { status: "suspended", revision: 3 } });
   });
 
+  it("claims not announced ask first, in one batched read: nothing waiting claims nothing; a decision waiting is claimed (docs/decisions/0048)", async () => {
+    const { schema, owner, standby } = await setUp(["e1", "e2"]);
+    const probes = (owner as unknown as { inboxProbes: { figures: { statements: number; probes: number } } }).inboxProbes.figures;
+    const before = { ...probes };
+    expect(await Promise.all([owner.claimDecisions("support"), owner.claimDecisions("support"), owner.claimDecisions("support", true)])).toEqual([[], [], []]);
+    expect({ statements: probes.statements - before.statements, probes: probes.probes - before.probes }).toEqual({ statements: 1, probes: 3 });
+    await standby.fileDecision(filing("e1"));
+    expect(await owner.claimDecisions("support", true)).toEqual([]);
+    expect((await owner.claimDecisions("support")).map((claim) => claim.decisionId)).toEqual(["decision-e1"]);
+    expect(await rows(schema)).toEqual([{ decision_id: "decision-e1", state: "claimed", claims: 1, claimed_epoch: "1" }]);
+  });
+
   it("after a takeover the successor claims again what the dead owner claimed, and the timeline tells whether its commit landed", async () => {
     const { schema, owner, standby } = await setUp(["e1", "e2"]);
     await standby.fileDecision(filing("e1"));

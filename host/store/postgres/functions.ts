@@ -77,7 +77,8 @@ export async function replacePrepareWithRoot(client: pg.ClientBase): Promise<voi
  * is open, the id unused and the lease held unexpired) and the execution
  * inserted at `revision` — `1` (migration 3) or the `p_revision` argument
  * (migration 4's overload). The body is written once for both. */
-function prepareExecutionFunction(extraParameters: string, revision: string, writesRoot = false, fencing: Fencing = "agent"): string {
+function prepareExecutionFunction(extraParameters: string, revision: string, writesRoot = false, fencing: Fencing = "agent", numbering: Numbering = "max"): string {
+  const counted = numbering === "counted";
   return `
     CREATE ${writesRoot ? "OR REPLACE " : ""}FUNCTION prepare_execution(
       p_execution_id text, p_agent_id text, p_status text, p_phase text, p_mode text, p_input text, p_metadata text,
@@ -95,16 +96,16 @@ function prepareExecutionFunction(extraParameters: string, revision: string, wri
           SELECT 1 FROM leases WHERE agent_id = p_agent_id AND owner = p_fence_owner AND epoch = p_fence_epoch AND expires_at > clock_timestamp())` : fenceHeld(fencing, "p_agent_id", true)});
       IF NOT FOUND THEN RETURN 0; END IF;
       INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output,
-                              error, usage, approval_request, created_at, updated_at)
+                              error, usage, approval_request, created_at, updated_at${counted ? ", last_seq" : ""})
       VALUES (p_execution_id, p_agent_id, ${revision}, p_status, p_phase, p_mode, p_input, p_metadata, p_outcome, 'null',
-              p_error, p_usage, 'null', p_at, p_at)
+              p_error, p_usage, 'null', p_at, p_at${counted ? ", cardinality(p_kinds)" : ""})
       ON CONFLICT (execution_id) DO NOTHING;
       IF NOT FOUND THEN
         -- The id was taken concurrently (after the check above): undo the admission.
         UPDATE agents SET revision = revision - 1 WHERE agent_id = p_agent_id;
         RETURN 0;
       END IF;
-      PERFORM append_steps(p_execution_id, true, p_kinds, p_ats, p_payloads, p_write_id);
+      ${counted ? insertStepsSql("0") : "PERFORM append_steps(p_execution_id, true, p_kinds, p_ats, p_payloads, p_write_id);"}
       PERFORM append_journal(p_agent_id, p_journal_ids, p_journal_roles, p_journal_contents, p_journal_ats);
       RETURN 1;
     END $$;
@@ -124,22 +125,51 @@ function fenceHeld(fencing: Fencing, agent: string, live: boolean): string {
           SELECT 1 FROM leases WHERE leases.agent_id = ${agent} AND owner = p_fence_owner AND epoch = p_fence_epoch${live ? " AND expires_at > clock_timestamp()" : ""})`;
 }
 
+/** How a write numbers the steps it appends: after `max(seq)` of the
+ * execution's steps (migrations 3–13), or after the execution row's
+ * `last_seq`, set in the same UPDATE as the compare-and-set (migration 14,
+ * docs/decisions/0048; `max(seq)` is read only for a row whose `last_seq`
+ * is NULL: written before version 14, or by an operation of
+ * `operations.ts`, which sets it NULL). */
+export type Numbering = "max" | "counted";
+
+/** The SET clause keeping `last_seq` with the compare-and-set that appends
+ * `p_kinds`; `RETURNING last_seq INTO top` then gives the last seq. The
+ * subquery is an InitPlan, run only when `last_seq` is NULL. */
+export const countedStepsSql = "last_seq = coalesce(last_seq, (SELECT coalesce(max(seq), 0) FROM steps WHERE steps.execution_id = p_execution_id)) + cardinality(p_kinds)";
+
+/** Inserts `p_kinds`/`p_ats`/`p_payloads` as steps numbered after `base`;
+ * the last carries `p_write_id` (inline: a nested function call costs more
+ * than the insert). */
+export function insertStepsSql(base: string): string {
+  return `INSERT INTO steps (execution_id, seq, kind, at, payload, write_id)
+      SELECT p_execution_id, ${base} + step.ordinal, step.kind, step.at, step.payload,
+             CASE WHEN step.ordinal = cardinality(p_kinds) THEN p_write_id END
+      FROM unnest(p_kinds, p_ats, p_payloads) WITH ORDINALITY AS step(kind, at, payload, ordinal);`;
+}
+
 /** The barrier and terminal-commit functions, fenced by agent leases or by
  * partitions (then replacing the former). */
-function barrierFunctions(fencing: Fencing): string {
+function barrierFunctions(fencing: Fencing, numbering: Numbering = "max"): string {
   const replace = fencing === "agent" ? "" : "OR REPLACE ";
+  const counted = numbering === "counted";
+  const declareTop = counted ? `
+    DECLARE
+      top bigint;` : "";
   return `
     -- A provider or tool barrier: compare-and-set of an active execution.
     CREATE ${replace}FUNCTION barrier(
       p_execution_id text, p_expected bigint, p_phase text, p_metadata text, p_usage text, p_at bigint,
       p_fence_owner text, p_fence_epoch bigint, p_kinds text[], p_ats bigint[], p_payloads text[], p_write_id text)
-    RETURNS integer LANGUAGE plpgsql AS $$
+    RETURNS integer LANGUAGE plpgsql AS $$${declareTop}
     BEGIN
-      UPDATE executions SET revision = p_expected + 1, phase = p_phase, metadata = p_metadata, usage = p_usage, updated_at = p_at
+      UPDATE executions SET revision = p_expected + 1, phase = p_phase, metadata = p_metadata, usage = p_usage, updated_at = p_at${counted ? `,
+             ${countedStepsSql}` : ""}
       WHERE execution_id = p_execution_id AND revision = p_expected AND status = 'active'
-        AND (p_fence_owner IS NULL OR ${fenceHeld(fencing, "executions.agent_id", false)});
+        AND (p_fence_owner IS NULL OR ${fenceHeld(fencing, "executions.agent_id", false)})${counted ? `
+      RETURNING last_seq INTO top` : ""};
       IF NOT FOUND THEN RETURN 0; END IF;
-      PERFORM append_steps(p_execution_id, false, p_kinds, p_ats, p_payloads, p_write_id);
+      ${counted ? insertStepsSql("top - cardinality(p_kinds)") : "PERFORM append_steps(p_execution_id, false, p_kinds, p_ats, p_payloads, p_write_id);"}
       RETURN 1;
     END $$;
 
@@ -152,16 +182,18 @@ function barrierFunctions(fencing: Fencing): string {
       p_journal_ids text[], p_journal_roles text[], p_journal_contents text[], p_journal_ats bigint[])
     RETURNS integer LANGUAGE plpgsql AS $$
     DECLARE
-      owner_agent text;
+      owner_agent text;${counted ? `
+      top bigint;` : ""}
     BEGIN
       UPDATE executions SET revision = p_expected + 1, status = p_status, phase = p_status, outcome = p_outcome,
              output = p_output, error = p_error, usage = p_usage, approval_request = p_approval_request,
-             metadata = p_metadata, updated_at = p_at
+             metadata = p_metadata, updated_at = p_at${counted ? `,
+             ${countedStepsSql}` : ""}
       WHERE execution_id = p_execution_id AND revision = p_expected AND status IN ('preparing', 'active', 'suspended')
         AND (p_fence_owner IS NULL OR ${fenceHeld(fencing, "executions.agent_id", false)})
-      RETURNING agent_id INTO owner_agent;
+      RETURNING agent_id${counted ? ", last_seq" : ""} INTO owner_agent${counted ? ", top" : ""};
       IF NOT FOUND THEN RETURN 0; END IF;
-      PERFORM append_steps(p_execution_id, false, p_kinds, p_ats, p_payloads, p_write_id);
+      ${counted ? insertStepsSql("top - cardinality(p_kinds)") : "PERFORM append_steps(p_execution_id, false, p_kinds, p_ats, p_payloads, p_write_id);"}
       PERFORM append_journal(owner_agent, p_journal_ids, p_journal_roles, p_journal_contents, p_journal_ats);
       RETURN 1;
     END $$;
@@ -184,4 +216,15 @@ export async function fenceWritesUnderLock(client: pg.ClientBase): Promise<void>
   await client.query(barrierFunctions("partition-locked"));
   await client.query(prepareExecutionFunction("", "1", true, "partition-locked"));
   await client.query(prepareExecutionFunction(", p_revision bigint", "p_revision", true, "partition-locked"));
+}
+
+/** Migration 14 (docs/decisions/0048): steps numbered from the execution
+ * row's `last_seq`, kept by the compare-and-set itself, instead of a
+ * `max(seq)` read per write; the row's column is added NULL (unknown) for
+ * the rows already written, which then read `max(seq)` once. */
+export async function countStepsOnTheRow(client: pg.ClientBase): Promise<void> {
+  await client.query("ALTER TABLE executions ADD COLUMN last_seq bigint");
+  await client.query(barrierFunctions("partition-locked", "counted"));
+  await client.query(prepareExecutionFunction("", "1", true, "partition-locked", "counted"));
+  await client.query(prepareExecutionFunction(", p_revision bigint", "p_revision", true, "partition-locked", "counted"));
 }

@@ -1,5 +1,5 @@
 // The store operations PostgreSQL runs as transactions of their own — the
-// approval resume commit and the agent lifecycle (ensure, close, purge) —
+// reopen of a retry, the queue and the agent lifecycle (ensure, close, purge) —
 // with exactly the SQLite store's semantics and errors
 // (`../sqlite/operations.ts` is the reference; the pure parts — the
 // approval request check, row decoding — are shared, not copied). The hot
@@ -55,11 +55,10 @@ type Row = SqliteRow;
 
 /** The operations run here; the hot ones are statements of a group
  * (`statements.ts`, `group-commit.ts`). */
-export type TransactionOperation = ApprovalCommitOperation | ReopenExecutionOperation | EnsureAgentOperation | CloseAgentOperation | PurgeAgentOperation | PruneExecutionsOperation | QueueOperation;
+export type TransactionOperation = ReopenExecutionOperation | EnsureAgentOperation | CloseAgentOperation | PurgeAgentOperation | PruneExecutionsOperation | QueueOperation;
 
 export function applyOperation(context: OperationContext, operation: TransactionOperation): Promise<unknown> {
   switch (operation.type) {
-    case "approvalCommit": return approvalCommit(context, operation);
     case "reopenExecution": return reopenExecution(context, operation);
     case "ensureAgent": return ensureAgent(context, operation);
     case "closeAgent": return closeAgent(context, operation);
@@ -117,7 +116,9 @@ export async function compareAndSet(context: OperationContext, operation: Compar
   const revision = operation.expectedRevision + 1;
   const parameters: unknown[] = [revision, ...values, operation.executionId, operation.expectedRevision];
   const idIndex = values.length + 2;
-  let sql = `UPDATE executions SET revision = $1, ${setClause} WHERE execution_id = $${idIndex} AND revision = $${idIndex + 1}`;
+  // last_seq NULL: the steps this transaction appends (`appendSteps`) are
+  // numbered after max(seq), and so is the next write's (migration 14).
+  let sql = `UPDATE executions SET revision = $1, ${setClause}, last_seq = NULL WHERE execution_id = $${idIndex} AND revision = $${idIndex + 1}`;
   const fence = context.fenceOf(agentId);
   if (fence !== undefined) {
     parameters.push(fence.owner, fence.epoch);
@@ -129,27 +130,6 @@ export async function compareAndSet(context: OperationContext, operation: Compar
     throw new ExecutionRehydrationRequiredError(`execution ${operation.executionId} moved on: ${operation.type} expected revision ${operation.expectedRevision} and updated no row`, { executionId: operation.executionId });
   }
   return revision;
-}
-
-async function approvalCommit(context: OperationContext, operation: ApprovalCommitOperation): Promise<CommittedRevision> {
-  const current = await selectForUpdate(context, operation, ["suspended"]);
-  const request = checkRequest(operation, current.agentId, current.approvalRequest);
-  const decided = { ...request, decision: { approved: operation.approved, reason: operation.reason, decidedAt: operation.at } };
-  const metadata: ExecutionMetadata = {
-    ...current.metadata,
-    approval: { approvalId: operation.approvalId, approved: operation.approved, reason: operation.reason },
-    // The resumed run's budget starts with the decision (docs/decisions/0016).
-    runningSince: operation.at,
-  };
-  const revision = await compareAndSet(context, operation, current.agentId,
-    "status = 'active', phase = 'resuming', outcome = NULL, approval_request = $2, metadata = $3, updated_at = $4",
-    [jsonText(decided), jsonText(metadata), operation.at]);
-  await appendSteps(context, operation.executionId, [{
-    kind: "approval_decided",
-    at: operation.at,
-    payload: { approvalId: operation.approvalId, approved: operation.approved, reason: operation.reason, revision },
-  }]);
-  return { revision };
 }
 
 /** Appends the steps in one statement; the last carries the write id. The

@@ -18,7 +18,8 @@
 
 import type pg from "pg";
 import { StoreError } from "../../errors.js";
-import { createPrepareAtRevision, createWriteFunctions, fenceWritesByPartition, fenceWritesUnderLock, replacePrepareWithRoot } from "./functions.js";
+import { countStepsOnTheRow, createPrepareAtRevision, createWriteFunctions, fenceWritesByPartition, fenceWritesUnderLock, replacePrepareWithRoot } from "./functions.js";
+import { createApprovalCommitFunction } from "./approval-commit.js";
 import { createPartitions, lockPartitionFences, partitionCountDefault } from "./partitions.js";
 import { addDecisionKind, addRetryKind, addStartKind, createApprovalInbox } from "./inbox.js";
 import { createConversationQueues } from "./queue.js";
@@ -119,10 +120,12 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 9: the inbox's `retry` kind, for retries filed by another process (docs/decisions/0026).
  * Version 10: ownership by partitions (`partitions.ts`, docs/decisions/0030).
  * Version 11: the inbox's `start` kind, for starts filed by any process (docs/decisions/0031).
- * Version 12: the partition fence lock (`partitions.ts`, docs/decisions/0042). */
+ * Version 12: the partition fence lock (`partitions.ts`, docs/decisions/0042).
+ * Version 14: steps numbered from the execution row, the approval commit as one function (docs/decisions/0048).
+ *   (Written as migration 14 on its branch; the lead renumbers at merge.) */
 export const migrations: readonly Migration[] = [
   createInitialTables, createApprovalInbox, createWriteFunctions, createPrepareAtRevision, createPruneIndexes, createConversationQueues, addDecisionKind,
-  replacePrepareWithRoot, addRetryKind, partitionOwnership, addStartKind, partitionFenceLock,
+  replacePrepareWithRoot, addRetryKind, partitionOwnership, addStartKind, partitionFenceLock, countedStepsAndApprovals,
 ];
 
 async function partitionOwnership(client: pg.ClientBase, settings?: SchemaSettings): Promise<void> {
@@ -134,6 +137,11 @@ async function partitionFenceLock(client: pg.ClientBase, context?: MigrationCont
   if (context === undefined) throw new Error("migration 12 needs the schema name (the fence lock's key)");
   await lockPartitionFences(client, context.schema);
   await fenceWritesUnderLock(client);
+}
+
+async function countedStepsAndApprovals(client: pg.ClientBase): Promise<void> {
+  await countStepsOnTheRow(client);
+  await createApprovalCommitFunction(client);
 }
 
 export const schemaVersion = migrations.length;

@@ -2,9 +2,10 @@
 // terminal commit (SPEC §4.1) — each as ONE call of a server-side function
 // (`functions.ts`), so the group commit (`group-commit.ts`) can send many
 // of them in one round trip and one transaction. Semantics and errors are
-// the SQLite store's (`../sqlite/operations.ts`); the rarer operations
-// (approval commit, the agent lifecycle) keep their multi-statement
-// transactions in `operations.ts`.
+// the SQLite store's (`../sqlite/operations.ts`); the approval commit is
+// one too (`approval-commit.ts`, docs/decisions/0048); the rarer operations
+// (a retry's reopen, the queue, the agent lifecycle) keep their
+// multi-statement transactions in `operations.ts`.
 //
 // Rules kept here:
 // * A call never fails for a refusal: it writes nothing and returns 0.
@@ -24,7 +25,7 @@ import { partitionHeldSql } from "./partitions.js";
 import type pg from "pg";
 import { AgentClosedError, ExecutionRehydrationRequiredError, InvalidInputError, type PhronomyError } from "../../errors.js";
 import type {
-  ExecutionMetadata, ExecutionStatusName, JournalRecord, PrepareExecutionOperation, PrepareExecutionResult,
+  ApprovalCommitOperation, ExecutionMetadata, ExecutionStatusName, JournalRecord, PrepareExecutionOperation, PrepareExecutionResult,
   ProviderBarrierOperation, StepRecord, TerminalCommitOperation, ToolBarrierOperation,
 } from "../records.js";
 import { barrierMetadata, barrierStep, firstBarrierOperation, firstBarrierRevision, terminalMetadata } from "../sqlite/operations.js";
@@ -33,10 +34,12 @@ import { bigintArray, integer, text, textArray } from "./literals.js";
 import type { Fence } from "./operations.js";
 
 export type CompareAndSetOperation = ProviderBarrierOperation | ToolBarrierOperation | TerminalCommitOperation;
-export type GroupedOperation = PrepareExecutionOperation | CompareAndSetOperation;
+/** The operations sent as one statement of a group; the approval commit
+ * is one since migration 14 (`approval-commit.ts`). */
+export type GroupedOperation = PrepareExecutionOperation | CompareAndSetOperation | ApprovalCommitOperation;
 
 export function isGrouped(operation: { readonly type: string }): operation is GroupedOperation {
-  return operation.type === "prepareExecution" || operation.type === "providerBarrier" || operation.type === "toolBarrier" || operation.type === "terminalCommit";
+  return operation.type === "prepareExecution" || operation.type === "providerBarrier" || operation.type === "toolBarrier" || operation.type === "terminalCommit" || operation.type === "approvalCommit";
 }
 
 /** What the store holds for an execution at one revision. */
@@ -152,7 +155,7 @@ export async function readKnownRow(client: pg.Pool | pg.ClientBase, operation: C
   const row = (await client.query<{ agent_id: string; revision: number; status: ExecutionStatusName; metadata: string }>(
     "SELECT agent_id, revision, status, metadata FROM executions WHERE execution_id = $1", [operation.executionId],
   )).rows[0];
-  const refusal = movedOn(operation, row);
+  const refusal = movedOn(operation, statusesOf(operation), row);
   if (refusal !== undefined) throw refusal;
   return { agentId: row!.agent_id, revision: row!.revision, status: row!.status, metadata: JSON.parse(row!.metadata) as ExecutionMetadata };
 }
@@ -162,18 +165,23 @@ export async function explainCompareAndSetRefusal(client: pg.Pool | pg.ClientBas
   const row = (await client.query<{ agent_id: string; revision: number; status: ExecutionStatusName }>(
     "SELECT agent_id, revision, status FROM executions WHERE execution_id = $1", [operation.executionId],
   )).rows[0];
-  const refusal = movedOn(operation, row);
+  const refusal = movedOn(operation, statusesOf(operation), row);
   if (refusal !== undefined) return refusal;
   if (fence !== undefined) return leaseLost(operation.type, operation.executionId, known.agentId, fence);
   return new ExecutionRehydrationRequiredError(`execution ${operation.executionId} moved on: ${operation.type} expected revision ${operation.expectedRevision} and updated no row`, { executionId: operation.executionId });
 }
 
-function movedOn(operation: CompareAndSetOperation, row: { agent_id: string; revision: number; status: ExecutionStatusName } | undefined): PhronomyError | undefined {
+/** Why a compare-and-set of `operation` cannot apply to `row` (missing,
+ * another revision, a status not in `statuses`); undefined when it can. */
+export function movedOn(
+  operation: { readonly type: string; readonly executionId: string; readonly expectedRevision: number },
+  statuses: readonly ExecutionStatusName[],
+  row: { agent_id: string; revision: number; status: ExecutionStatusName } | undefined,
+): PhronomyError | undefined {
   const details = { expectedRevision: operation.expectedRevision, operation: operation.type };
   if (row === undefined) {
     return new ExecutionRehydrationRequiredError(`execution ${operation.executionId} is not in the store (${operation.type} expected revision ${operation.expectedRevision})`, { executionId: operation.executionId, details });
   }
-  const statuses = statusesOf(operation);
   if (row.revision !== operation.expectedRevision || !statuses.includes(row.status)) {
     return new ExecutionRehydrationRequiredError(
       `execution ${operation.executionId} moved on: ${operation.type} expected revision ${operation.expectedRevision} with status ${statuses.join(" or ")}, the store holds revision ${String(row.revision)} with status ${row.status}`,
@@ -194,11 +202,11 @@ export function leaseLost(type: string, executionId: string, agentId: string, fe
 
 // -- arguments ------------------------------------------------------------------------
 
-function fenceArguments(fence: Fence | undefined): string[] {
+export function fenceArguments(fence: Fence | undefined): string[] {
   return fence === undefined ? ["NULL", "NULL"] : [text(fence.owner), integer(fence.epoch, "lease epoch")];
 }
 
-function stepArguments(steps: readonly StepRecord[]): string[] {
+export function stepArguments(steps: readonly StepRecord[]): string[] {
   return [
     textArray(steps.map((step) => step.kind)), bigintArray(steps.map((step) => step.at), "step.at"),
     textArray(steps.map((step) => jsonText(step.payload))),
