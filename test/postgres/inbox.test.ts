@@ -128,10 +128,10 @@ describe("the approval inbox (PostgreSQL store)", () => {
 
   it("claims not announced ask first, in one batched read: nothing waiting claims nothing; a decision waiting is claimed (docs/decisions/0048)", async () => {
     const { schema, owner, standby } = await setUp(["e1", "e2"]);
-    const probes = (owner as unknown as { inboxProbes: { figures: { statements: number; probes: number } } }).inboxProbes.figures;
+    const probes = (owner as unknown as { inboxProbes: { figures: { statements: number; questions: number } } }).inboxProbes.figures;
     const before = { ...probes };
     expect(await Promise.all([owner.claimDecisions("support"), owner.claimDecisions("support"), owner.claimDecisions("support", true)])).toEqual([[], [], []]);
-    expect({ statements: probes.statements - before.statements, probes: probes.probes - before.probes }).toEqual({ statements: 1, probes: 3 });
+    expect({ statements: probes.statements - before.statements, questions: probes.questions - before.questions }).toEqual({ statements: 1, questions: 3 });
     await standby.fileDecision(filing("e1"));
     expect(await owner.claimDecisions("support", true)).toEqual([]);
     expect((await owner.claimDecisions("support")).map((claim) => claim.decisionId)).toEqual(["decision-e1"]);

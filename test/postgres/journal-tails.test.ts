@@ -112,7 +112,7 @@ describe("journal reads in batches (docs/decisions/0042)", () => {
     const reader = await PostgresStore.open(url, { partitions: 4, instanceId: "reader" });
     atEnd(() => reader.close());
     for (const agentId of agents) await reader.acquireLease(agentId);
-    const figures = (reader as unknown as { journalReads: { figures: { statements: number; reads: number } } }).journalReads.figures;
+    const figures = (reader as unknown as { journalReads: { figures: { statements: number; questions: number } } }).journalReads.figures;
     const answers = await Promise.all([reader.readJournal("a", 5), reader.readJournal("b", 2), reader.readJournal("c", 3), reader.readJournal("quiet", 5), reader.readJournal("c", 1)]);
     expect(answers.map((records) => records.map((item) => item.content))).toEqual([
       ["a says 0", "a says 1"],
@@ -121,6 +121,6 @@ describe("journal reads in batches (docs/decisions/0042)", () => {
       [],
       ["c says 3"],
     ]);
-    expect(figures).toEqual({ statements: 1, reads: 5 });
+    expect(figures).toEqual({ statements: 1, questions: 5 });
   });
 });
