@@ -38,13 +38,12 @@ import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { assistantMessage, type ConversationMessage } from "../host/agent/messages.js";
 import { callModel } from "../host/agent/model.js";
-import { scriptedModel } from "../host/agent/scripted-model.js";
 import { resolveTools } from "../host/agent/tools.js";
-import { Phronomy, tool, type Agent, type DefinedAgent, type Environment } from "../host/index.js";
+import { Phronomy, tool, type DefinedAgent, type Environment } from "../host/index.js";
 import type { SqliteStore } from "../host/store/sqlite-store.js";
 import type { SynchronousMode } from "../host/store/sqlite/schema.js";
 import { measureRawFloor } from "./store/floor.js";
-import { agentRunModel, lookup, percentile } from "./e2e/workload.js";
+import { agentRunModel, defineRefunds, lookup, percentile, suspendConversations, type SuspendedConversation } from "./e2e/workload.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
@@ -178,9 +177,7 @@ async function modelCallsPerRun(durationMs: number): Promise<number> {
 async function approvalsChild(directory: string): Promise<void> {
   const before = gcRss();
   const env = await open(directory);
-  const refund = tool({ inputSchema: z.object({ amount: z.number() }), needsApproval: () => true, execute: () => "ok" });
-  const model = scriptedModel(({ messages }) => messages.at(-1)?.role === "tool" ? { text: "refunded" } : { toolCalls: [{ toolName: "refund", input: { amount: 30 } }] });
-  const definition = env.agent({ name: "support", model, tools: { refund }, memoryWindow: 1 });
+  const definition = defineRefunds(env);
   await definition.ready;
   // A warm-up, so the suspends do not pay the first compilation.
   await new Promise<void>((resolve) => {
@@ -188,20 +185,9 @@ async function approvalsChild(directory: string): Promise<void> {
   });
   const opened = gcRss();
   const startOps = operations(env);
-  const executions: { conversation: Agent; executionId: string; approvalId: string }[] = [];
+  const executions: SuspendedConversation[] = [];
   const began = performance.now();
-  await new Promise<void>((resolve) => {
-    for (let index = 0; index < SUSPENDED; index += 1) {
-      const conversation = definition.conversation(`user-${index}`);
-      conversation.start("refund me", {
-        onEvent: (event) => {
-          if (event.type !== "approval_required") return;
-          executions.push({ conversation, executionId: event.executionId, approvalId: event.request.approvalId });
-          if (executions.length === SUSPENDED) resolve();
-        },
-      }).result.catch(() => undefined);
-    }
-  });
+  await suspendConversations(definition, SUSPENDED, (suspended) => executions.push(suspended));
   const suspendSeconds = (performance.now() - began) / 1000;
   const suspendOps = (operations(env) - startOps) / SUSPENDED;
   const suspended = gcRss();

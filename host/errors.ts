@@ -1,7 +1,9 @@
 // Every error a user of Phronomy can see (SPEC §7). Each has a stable
 // `code`, names the ids involved in its message, and says what to do.
-// Errors cross the offload worker as `StoredError` records and are rebuilt
-// here by code (`errorFromRecord`).
+// Everything exported here is public: host/index.ts re-exports the file
+// whole. Errors cross the offload worker as `StoredError` records, rebuilt
+// by code in `error-records.ts`; helpers the library uses itself live
+// beside their users, never here.
 
 import type { StoredError } from "./store/records.js";
 
@@ -75,17 +77,6 @@ export class AgentBusyError extends PhronomyError {
   static heldForRecovery(agentId: string): AgentBusyError {
     return new AgentBusyError(agentId, `agent "${agentId}" is held for recovery: a store operation of its execution failed and its durable outcome is not known here; call env.recover() (it reads the stored rows, recovers what was written and releases the agent), then start again`, { reason: "recovery_required" });
   }
-}
-
-/** How many unfinished execution ids a refused purge names. */
-const unfinishedNamedMax = 5;
-
-/** A purge refused because the agent's durable state holds executions
- * that have not ended (running or suspended): the same answer whether or
- * not the agent is defined in this process. */
-export function agentHasUnfinishedExecutions(agentId: string, executionIds: readonly string[]): AgentBusyError {
-  const named = executionIds.slice(0, unfinishedNamedMax);
-  return new AgentBusyError(agentId, `agent "${agentId}" cannot be purged: it has unfinished executions (${named.join(", ")}); let them end (complete, cancel, or recover) first`, { unfinishedExecutionIds: named });
 }
 
 /** `RUNTIME_SHUTDOWN`: the environment is closing or closed. */
@@ -297,28 +288,3 @@ export class CoreFailureError extends PhronomyError {
 
 /** Errors that end an execution with a recorded, typed reason. */
 export class ExecutionFailedError extends PhronomyError {}
-
-/** Rebuilds a typed error from its stored record. */
-export function errorFromRecord(record: StoredError, context: ErrorContext = {}): PhronomyError {
-  const code = record.code as PhronomyErrorCode;
-  const details = (record.details ?? undefined) as Record<string, unknown> | undefined;
-  const rebuilt = new ExecutionFailedError(code, record.message, { ...context, details });
-  switch (code) {
-    case "CANCELLED": return Object.assign(new CancellationError(context), { message: record.message });
-    // A conversation closed in the store refuses its start in the preparation (docs/decisions/0024).
-    case "AGENT_CLOSED": return new AgentClosedError(context.agentId ?? String(details?.["agentId"] ?? ""));
-    case "TIMEOUT": return Object.assign(new TimeoutError(Number(details?.timeoutMs ?? 0), context), { message: record.message });
-    case "MODEL_FAILED":
-      return Array.isArray(details?.["attempts"])
-        ? new ModelRetriesExhaustedError(record.message, details["attempts"] as FailedAttempt[], { ...context, details })
-        : rebuilt;
-    default: return rebuilt;
-  }
-}
-
-/** A record for any thrown value (a tool's or model's own error). */
-export function recordOf(error: unknown, fallbackCode: PhronomyErrorCode = "INTERNAL"): StoredError {
-  if (error instanceof PhronomyError) return error.toRecord();
-  const message = error instanceof Error ? error.message : String(error);
-  return { code: fallbackCode, message };
-}

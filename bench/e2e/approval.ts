@@ -11,17 +11,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import { scriptedModel } from "../../host/agent/scripted-model.js";
 import { Phronomy, tool, type Agent, type Environment } from "../../host/index.js";
+import { refundModel } from "./workload.js";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 10_000);
 const role = process.argv[2];
-
-function refundModel() {
-  return scriptedModel(({ messages }) => messages.at(-1)?.role === "tool"
-    ? { text: "refunded" }
-    : { toolCalls: [{ toolName: "refund", input: { amount: 30 } }] });
-}
 
 /** A refund that needs approval; `gate` holds it (for the crash case). */
 function refundTool(gate?: Promise<void>) {

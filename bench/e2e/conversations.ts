@@ -25,10 +25,8 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { z } from "zod";
-import { scriptedModel } from "../../host/agent/scripted-model.js";
-import { Phronomy, tool, type Agent, type Environment } from "../../host/index.js";
-import { agentRunModel, IN_FLIGHT, lookup } from "./workload.js";
+import { Phronomy, type Agent, type Environment } from "../../host/index.js";
+import { agentRunModel, defineRefunds, IN_FLIGHT, lookup, suspendConversations } from "./workload.js";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 1_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -36,12 +34,6 @@ const SUSPENDED = Number(process.env.BENCH_SUSPENDED ?? 10_000);
 const DEFINED = Number(process.env.BENCH_DEFINED ?? 1_000_000);
 const ACTIVE_SHARE = 0.01;
 const SETTLE_SECONDS = Number(process.env.BENCH_SETTLE_SECONDS ?? 30);
-
-function refundModel() {
-  return scriptedModel(({ messages }) => messages.at(-1)?.role === "tool" ? { text: "refunded" } : { toolCalls: [{ toolName: "refund", input: { amount: 30 } }] });
-}
-
-const refund = tool({ inputSchema: z.object({ amount: z.number() }), needsApproval: () => true, execute: () => "ok" });
 
 function megabytes(bytes: number): string {
   return (bytes / 2 ** 20).toFixed(0);
@@ -133,18 +125,11 @@ async function throughput(directory: string): Promise<void> {
 
 async function suspended(directory: string): Promise<void> {
   const env = await open(directory, "suspended");
-  const support = env.agent({ name: "support", model: refundModel(), tools: { refund }, memoryWindow: 1 });
+  const support = defineRefunds(env);
   await support.ready;
   const before = await settled(); // after the earlier sections, too, have given their pages back
   const began = performance.now();
-  let count = 0;
-  await new Promise<void>((resolve) => {
-    for (let index = 0; index < SUSPENDED; index += 1) {
-      support.conversation(`user-${index}`).start("refund me", {
-        onEvent: (event) => { if (event.type === "approval_required" && ++count === SUSPENDED) resolve(); },
-      });
-    }
-  });
+  await suspendConversations(support, SUSPENDED);
   const seconds = (performance.now() - began) / 1000;
   const after = afterGc();
   console.log(`  ${SUSPENDED} conversations suspended for approval in ${seconds.toFixed(2)} s: RSS ${megabytes(after.rss)} MB after GC (${megabytes(before.rss)} MB before), live heap ${megabytes(after.heapUsed)} MB (${megabytes(before.heapUsed)} MB before) = ${((after.heapUsed - before.heapUsed) / SUSPENDED / 1024).toFixed(1)} KB per suspended conversation; core entries ${env.conversations.liveCount}`);

@@ -123,3 +123,45 @@ export async function runConversationsFor(definition: DefinedAgent, prefix: stri
   await Promise.all(running);
   return { runs: latencies.length, lost, elapsedMs: performance.now() - began, latencies };
 }
+
+/** Asks for a refund, then answers once the refund ran: every start
+ * suspends for the refund's approval (the approval benches). */
+export function refundModel() {
+  return scriptedModel(({ messages }) => messages.at(-1)?.role === "tool" ? { text: "refunded" } : { toolCalls: [{ toolName: "refund", input: { amount: 30 } }] });
+}
+
+/** A refund that needs approval before it runs. */
+export const refund = tool({ inputSchema: z.object({ amount: z.number() }), needsApproval: () => true, execute: () => "ok" });
+
+/** A definition whose conversations each suspend for approval (no memory). */
+export function defineRefunds(env: Environment): DefinedAgent {
+  return env.agent({ name: "support", model: refundModel(), tools: { refund }, memoryWindow: 1 });
+}
+
+/** One conversation suspended for approval: what its resume needs. */
+export interface SuspendedConversation {
+  readonly conversation: Agent;
+  readonly executionId: string;
+  readonly approvalId: string;
+}
+
+/** Starts `count` conversations of `definition` at once (`user-0`,
+ * `user-1`, …) and settles when every one suspended for approval. `each`
+ * hears every suspension: what it needs, the caller keeps (kept here, the
+ * handles would count in the memory figures of those that need none). */
+export async function suspendConversations(definition: DefinedAgent, count: number, each?: (suspended: SuspendedConversation) => void): Promise<void> {
+  if (!Number.isInteger(count) || count < 1) throw new Error(`suspendConversations: count must be a positive integer (BENCH_SUSPENDED), got ${count}`);
+  let suspended = 0;
+  await new Promise<void>((resolve) => {
+    for (let index = 0; index < count; index += 1) {
+      const conversation = definition.conversation(`user-${index}`);
+      conversation.start("refund me", {
+        onEvent: (event) => {
+          if (event.type !== "approval_required") return;
+          each?.({ conversation, executionId: event.executionId, approvalId: event.request.approvalId });
+          if (++suspended === count) resolve();
+        },
+      });
+    }
+  });
+}

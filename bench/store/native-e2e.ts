@@ -21,13 +21,11 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { z } from "zod";
-import { scriptedModel } from "../../host/agent/scripted-model.js";
-import { Phronomy, tool, type Environment } from "../../host/index.js";
+import { Phronomy, type Environment } from "../../host/index.js";
 import type { OffloadOperation, StoreOperation } from "../../host/store/records.js";
 import type { SynchronousMode } from "../../host/store/sqlite/schema.js";
 import { SqliteStore } from "../../host/store/sqlite-store.js";
-import { agentRunModel, IN_FLIGHT, lookup, percentile } from "../e2e/workload.js";
+import { agentRunModel, defineRefunds, IN_FLIGHT, lookup, percentile, suspendConversations } from "../e2e/workload.js";
 import { NativeWriter } from "./native-writer.js";
 
 type Mode = "adaptive" | "native";
@@ -128,10 +126,6 @@ async function throughput(mode: Mode, directory: string): Promise<object> {
   return figures;
 }
 
-function refundModel() {
-  return scriptedModel(({ messages }) => messages.at(-1)?.role === "tool" ? { text: "refunded" } : { toolCalls: [{ toolName: "refund", input: { amount: 30 } }] });
-}
-const refund = tool({ inputSchema: z.object({ amount: z.number() }), needsApproval: () => true, execute: () => "ok" });
 
 /** RSS once it stopped falling (a GC before each sample, one a second,
  * until 5 s without a fall of 1 MB, at most 20 s). */
@@ -151,18 +145,11 @@ async function settledRss(): Promise<number> {
 async function suspended(mode: Mode, directory: string): Promise<object> {
   const beforeOpen = await settledRss();
   const { env, close, fallback } = await open(mode, join(directory, "suspended.db"));
-  const support = env.agent({ name: "support", model: refundModel(), tools: { refund }, memoryWindow: 1 });
+  const support = defineRefunds(env);
   await support.ready;
   const before = await settledRss();
   const began = performance.now();
-  let count = 0;
-  await new Promise<void>((resolve) => {
-    for (let index = 0; index < SUSPENDED; index += 1) {
-      support.conversation(`user-${index}`).start("refund me", {
-        onEvent: (event) => { if (event.type === "approval_required" && ++count === SUSPENDED) resolve(); },
-      });
-    }
-  });
+  await suspendConversations(support, SUSPENDED);
   const suspendsPerSecond = SUSPENDED / ((performance.now() - began) / 1000);
   gc();
   const afterGc = process.memoryUsage.rss();

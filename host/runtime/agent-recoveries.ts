@@ -48,21 +48,7 @@ export class AgentRecoveries {
   /** Recoveries after a takeover still running: starts wait for them. */
   private readonly takeoverRecoveries = new Map<string, Promise<RecoveredExecution[]>>();
 
-  private readonly store: ExecutionStore;
-  private readonly loop: ControlLoop;
-  private readonly coordinator: Coordinator;
-  private readonly conversations: Conversations;
-  private readonly queues: ConversationQueues;
-  private readonly recoverOnDefine: boolean;
-
-  constructor(private readonly host: AgentRecoveriesHost) {
-    this.store = host.store;
-    this.loop = host.loop;
-    this.coordinator = host.coordinator;
-    this.conversations = host.conversations;
-    this.queues = host.queues;
-    this.recoverOnDefine = host.recoverOnDefine;
-  }
+  constructor(private readonly host: AgentRecoveriesHost) {}
 
   /** The recovery report of an agent defined in this environment. */
   recovery(agentId: string): Promise<RecoveredExecution[]> {
@@ -78,16 +64,16 @@ export class AgentRecoveries {
    * and reports each one; executions of agents not defined here are
    * reported as waiting for their agent. */
   async recover(): Promise<RecoveredExecution[]> {
-    await this.conversations.definitionsSettled();
+    await this.host.conversations.definitionsSettled();
     this.unfinished = undefined;
     const report: RecoveredExecution[] = [];
-    const leasing = leasingStoreOf(this.store);
+    const leasing = leasingStoreOf(this.host.store);
     // Conversations live here: their unfinished rows, and what a store
     // failure left held for them.
-    for (const agentId of this.conversations.liveIds()) {
-      await this.conversations.liveEntry(agentId)?.catch(() => undefined);
+    for (const agentId of this.host.conversations.liveIds()) {
+      await this.host.conversations.liveEntry(agentId)?.catch(() => undefined);
       if (leasing && leasing.leaseOf(agentId) === undefined) continue;
-      const recovered = await this.conversations.holding(agentId, (entry) => this.recoverAgentEntry(entry)) ?? [];
+      const recovered = await this.host.conversations.holding(agentId, (entry) => this.recoverAgentEntry(entry)) ?? [];
       report.push(...recovered);
       if (recovered.some((item) => item.status === "suspended")) this.host.inboxApplier()?.agentReady(agentId);
     }
@@ -96,8 +82,8 @@ export class AgentRecoveries {
     const unfinished = await this.unfinishedByAgent();
     const queuedOnly: [string, ExecutionRow[]][] = [...this.queuedAtOpen].filter(([agentId]) => !unfinished.has(agentId)).map(([agentId]) => [agentId, []]);
     for (const [agentId, rows] of [...unfinished, ...queuedOnly]) {
-      if (this.conversations.liveEntry(agentId) !== undefined) continue;
-      const kind = rows[0] !== undefined ? this.conversations.kindOfRow(rows[0]) : this.conversations.kindOf(agentId, this.queuedAtOpen.get(agentId));
+      if (this.host.conversations.liveEntry(agentId) !== undefined) continue;
+      const kind = rows[0] !== undefined ? this.host.conversations.kindOfRow(rows[0]) : this.host.conversations.kindOf(agentId, this.queuedAtOpen.get(agentId));
       if (kind === undefined) {
         for (const row of rows) {
           const name = row.metadata.config?.["definition"];
@@ -107,10 +93,10 @@ export class AgentRecoveries {
         continue;
       }
       // Its first use recovers it (with `recover: false`: recovered here).
-      const use = this.conversations.use(agentId, kind);
+      const use = this.host.conversations.use(agentId, kind);
       try {
         const entry = await use.entry;
-        const recovered = this.recoverOnDefine ? await this.recovery(agentId) : await this.recoverAgentEntry(entry);
+        const recovered = this.host.recoverOnDefine ? await this.recovery(agentId) : await this.recoverAgentEntry(entry);
         report.push(...recovered);
         if (recovered.some((item) => item.status === "suspended")) this.host.inboxApplier()?.agentReady(agentId);
       } finally {
@@ -125,14 +111,14 @@ export class AgentRecoveries {
    * conversation (at most `queuedReportedMax`): each runs in its turn,
    * or waits for its definition like the executions ahead of it. */
   private async queuedReport(): Promise<RecoveredExecution[]> {
-    const reader = queueReaderOf(this.store);
+    const reader = queueReaderOf(this.host.store);
     if (reader === undefined) return [];
     const messages = await reader.listQueuedMessages({ limit: queuedReportedMax });
     messages.sort((a, b) => a.agentId < b.agentId ? -1 : a.agentId > b.agentId ? 1 : a.seq - b.seq);
     let position = 0;
     return messages.map((message, index) => {
       position = index > 0 && messages[index - 1]!.agentId === message.agentId ? position + 1 : 1;
-      const defined = this.conversations.liveKind(message.agentId) ?? this.conversations.kindOf(message.agentId, typeof message.config["definition"] === "string" ? message.config["definition"] : undefined);
+      const defined = this.host.conversations.liveKind(message.agentId) ?? this.host.conversations.kindOf(message.agentId, typeof message.config["definition"] === "string" ? message.config["definition"] : undefined);
       return {
         executionId: message.executionId, agentId: message.agentId, phase: "queued", status: "queued",
         reason: defined !== undefined ? `queued (position ${position} in its conversation's queue): runs in its turn` : `queued (position ${position}); define its agent in this environment to run it`,
@@ -153,8 +139,8 @@ export class AgentRecoveries {
   unfinishedByAgent(): Promise<Map<string, ExecutionRow[]>> {
     if (this.unfinished !== undefined) return this.unfinished;
     this.unfinishedReadAt = performance.now();
-    const heads = queueStoreOf(this.store)?.queueHeads?.() ?? [];
-    this.unfinished = Promise.all([this.store.unfinishedExecutions(), heads]).then(([rows, queued]) => {
+    const heads = queueStoreOf(this.host.store)?.queueHeads?.() ?? [];
+    this.unfinished = Promise.all([this.host.store.unfinishedExecutions(), heads]).then(([rows, queued]) => {
       this.queuedAtOpen = new Map(queued.map((head) => {
         const name = head.config["definition"];
         return [head.agentId, typeof name === "string" ? name : undefined];
@@ -183,7 +169,7 @@ export class AgentRecoveries {
     this.queuedAtOpen.delete(entry.id);
     const held: RecoveredExecution[] = await this.releaseFinishedHolds(entry, unfinished);
     for (const row of unfinished) {
-      const live = this.coordinator.entryById(row.executionId);
+      const live = this.host.coordinator.entryById(row.executionId);
       if (!live) rows.push(row);
       else if (live.recoveryRequired) {
         // Held recovery_required here (a write refused: its lease lost, the
@@ -193,11 +179,11 @@ export class AgentRecoveries {
         else held.push({ executionId: row.executionId, agentId: row.agentId, phase: row.phase, continuation: continuationNameOf(continuationOf(row)), status: "needs_attention", reason: stillSettlingReason(code) });
       }
     }
-    const report = [...held, ...await recoverAgent(this.coordinator, this.loop, entry, rows)];
+    const report = [...held, ...await recoverAgent(this.host.coordinator, this.host.loop, entry, rows)];
     // Its queued messages wait behind what was recovered (docs/decisions/0025).
-    await this.queues.restore(entry);
+    await this.host.queues.restore(entry);
     for (const item of report) {
-      if (item.status === "needs_attention") this.coordinator.settings.logger.warn(`[phronomy] execution ${item.executionId} of agent "${item.agentId}" (phase ${item.phase}) needs attention: ${item.reason ?? ""}`);
+      if (item.status === "needs_attention") this.host.coordinator.settings.logger.warn(`[phronomy] execution ${item.executionId} of agent "${item.agentId}" (phase ${item.phase}) needs attention: ${item.reason ?? ""}`);
     }
     return report;
   }
@@ -211,17 +197,17 @@ export class AgentRecoveries {
    * recovery was required (docs/decisions/0021: a store worker lost holding
    * the terminal commit). Those still busy are reported. */
   private async releaseFinishedHolds(entry: AgentEntry, unfinished: readonly ExecutionRow[]): Promise<RecoveredExecution[]> {
-    if (this.coordinator.heldAgents.has(entry)) {
+    if (this.host.coordinator.heldAgents.has(entry)) {
       const code = await this.release(M.DischargeAgentRecovery, entry.slot, entry.generation, `the release of agent "${entry.id}" held for recovery`);
-      if (code === ResultCode.Ok || code === ResultCode.AdmissionStateMustMatch) this.coordinator.heldAgents.delete(entry);
+      if (code === ResultCode.Ok || code === ResultCode.AdmissionStateMustMatch) this.host.coordinator.heldAgents.delete(entry);
     }
     const busy: RecoveredExecution[] = [];
     const unfinishedIds = new Set(unfinished.map((row) => row.executionId));
-    for (const live of this.coordinator.recoveryRequiredEntriesOf(entry)) {
+    for (const live of this.host.coordinator.recoveryRequiredEntriesOf(entry)) {
       if (unfinishedIds.has(live.executionId)) continue;
       // Held after `unfinished` was read: its own row says whether it ended
       // (if not, the next recovery pass reads it among the unfinished).
-      const row = await this.store.getExecution(live.executionId);
+      const row = await this.host.store.getExecution(live.executionId);
       if (row !== undefined && row.status !== "terminal") continue;
       const code = await this.dischargeRecovery(live.slot, live.generation);
       if (code !== ResultCode.Ok) busy.push({ executionId: live.executionId, agentId: entry.id, phase: row?.phase ?? "terminal", status: "needs_attention", reason: stillSettlingReason(code) });
@@ -239,7 +225,7 @@ export class AgentRecoveries {
    * on the loop: the code the core answered. */
   private release(kind: M.DischargeRecovery | M.DischargeAgentRecovery, slot: number, generation: number, label: string): Promise<number> {
     return new Promise((resolve, reject) => {
-      this.loop.post(() => resolve(this.coordinator.apply(kind, slot, generation)), { completion: { fail: reject }, label });
+      this.host.loop.post(() => resolve(this.host.coordinator.apply(kind, slot, generation)), { completion: { fail: reject }, label });
     });
   }
 
@@ -247,20 +233,20 @@ export class AgentRecoveries {
   /** The store took an agent over (its former owner's lease expired):
    * recover its unfinished executions here (unless `recover: false`). */
   takeOver(agentId: string, epoch: number): void {
-    const agent = this.conversations.liveEntry(agentId);
+    const agent = this.host.conversations.liveEntry(agentId);
     if (!agent || this.host.closed()) return;
     // Decisions filed for it wait until its executions are recovered here.
     this.host.inboxApplier()?.agentNotReady(agentId);
     // With `recover: false` the application recovers it (env.recover()).
-    if (!this.recoverOnDefine) return;
+    if (!this.host.recoverOnDefine) return;
     const takenAt = performance.now();
-    this.coordinator.settings.logger.debug?.(`[phronomy] took agent "${agentId}" over at lease epoch ${epoch}; recovering its unfinished executions`);
+    this.host.coordinator.settings.logger.debug?.(`[phronomy] took agent "${agentId}" over at lease epoch ${epoch}; recovering its unfinished executions`);
     // Called in the same turn as the store noted the lease: no admission
     // can slip in before the recovered executions hold theirs. Starts made
     // through agent.start wait for the recovery (`admissionGate`).
-    const leasing = leasingStoreOf(this.store);
+    const leasing = leasingStoreOf(this.host.store);
     leasing?.holdAdmissions(agentId, `it was taken over at lease epoch ${epoch} and its unfinished executions are being recovered`);
-    const recovered = this.conversations.holding(agentId, (entry) => this.recoverAgentEntry(entry, takenAt)).then((report = []) => {
+    const recovered = this.host.conversations.holding(agentId, (entry) => this.recoverAgentEntry(entry, takenAt)).then((report = []) => {
       this.host.inboxApplier()?.agentReady(agentId);
       return report;
     }).finally(() => {
@@ -269,7 +255,7 @@ export class AgentRecoveries {
         leasing?.holdAdmissions(agentId, undefined);
       }
     });
-    recovered.catch((error: unknown) => this.coordinator.settings.logger.warn(`[phronomy] the recovery of agent "${agentId}" after its takeover failed: ${error instanceof Error ? error.message : String(error)}`));
+    recovered.catch((error: unknown) => this.host.coordinator.settings.logger.warn(`[phronomy] the recovery of agent "${agentId}" after its takeover failed: ${error instanceof Error ? error.message : String(error)}`));
     this.reports.set(agentId, recovered);
     this.takeoverRecoveries.set(agentId, recovered);
   }
@@ -282,7 +268,7 @@ export class AgentRecoveries {
   fencedWhileHeld(agentId: string, error: PhronomyError): void {
     const fenced = (error.details as { reason?: unknown; epoch?: unknown } | undefined);
     if (fenced?.reason !== "lease_lost" || typeof fenced.epoch !== "number") return;
-    const held = leasingStoreOf(this.store)?.leaseOf(agentId);
+    const held = leasingStoreOf(this.host.store)?.leaseOf(agentId);
     if (held !== undefined && held.epoch > fenced.epoch) this.recoverAfterRetake(agentId, held.epoch);
   }
 
@@ -292,8 +278,8 @@ export class AgentRecoveries {
   recoverAfterRetake(agentId: string, epoch: number): void {
     const running = this.takeoverRecoveries.get(agentId) ?? Promise.resolve();
     void running.catch(() => undefined).then(() => new Promise((resolve) => setImmediate(resolve))).then(() => {
-      if (this.host.closed() || leasingStoreOf(this.store)?.leaseOf(agentId)?.epoch !== epoch) return;
-      this.coordinator.settings.logger.debug?.(`[phronomy] agent "${agentId}" holds executions fenced while its partition was lost; taken back at lease epoch ${epoch}: recovering them`);
+      if (this.host.closed() || leasingStoreOf(this.host.store)?.leaseOf(agentId)?.epoch !== epoch) return;
+      this.host.coordinator.settings.logger.debug?.(`[phronomy] agent "${agentId}" holds executions fenced while its partition was lost; taken back at lease epoch ${epoch}: recovering them`);
       this.takeOver(agentId, epoch);
     });
   }

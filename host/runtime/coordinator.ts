@@ -20,8 +20,8 @@ import type { CoreEffect } from "../core/effects.js";
 import type { ConversationMessage } from "../agent/messages.js";
 import {
   AgentBusyError, ApprovalMismatchError, ExecutionRehydrationRequiredError, OffloadFullError, PhronomyError, RuntimeShutdownError, StoreError,
-  errorFromRecord,
 } from "../errors.js";
+import { errorFromRecord } from "../error-records.js";
 import { isOutcomeUnknown, type ExecutionStore } from "../store/store.js";
 import type { ExecutionRow, Json, JournalRecord, OutcomeName, StepRecord } from "../store/records.js";
 import type { ControlLoop } from "./control-loop.js";

@@ -3,7 +3,8 @@
 // ended, ApprovalRequiredError when it is suspended for approval (SPEC §6.3,
 // docs/decisions/0018).
 
-import { ExecutionRehydrationRequiredError, errorFromRecord, PhronomyError } from "../errors.js";
+import { ExecutionRehydrationRequiredError, PhronomyError } from "../errors.js";
+import { errorFromRecord } from "../error-records.js";
 import type { ExecutionRow } from "../store/records.js";
 import type { ApprovalRequest, HandoffRequest } from "./events.js";
 import type { Waiting } from "./run.js";

@@ -16,7 +16,8 @@ import { Admin } from "./admin.js";
 import { MessageKind as M } from "../../assembly/abi.js";
 import { ControlCore } from "../core/control-core.js";
 import { resolveTools } from "../agent/tools.js";
-import { CancellationError, ExecutionRehydrationRequiredError, InvalidInputError, PhronomyError, RuntimeShutdownError, StoreError, agentHasUnfinishedExecutions } from "../errors.js";
+import { CancellationError, ExecutionRehydrationRequiredError, InvalidInputError, PhronomyError, RuntimeShutdownError, StoreError } from "../errors.js";
+import { agentHasUnfinishedExecutions } from "../store/purge-refusal.js";
 import type { ExecutionStore } from "../store/store.js";
 import { isVisitorStore } from "../store/sqlite-visitor.js";
 import { checkListFilter, executionStatusNames } from "../store/check-operation.js";
@@ -574,17 +575,14 @@ export class Environment {
         const kind = this.conversations.liveKind(row.agentId) ?? this.conversations.kindOfRow(row);
         return kind === undefined ? undefined : this.conversations.use(row.agentId, kind);
       },
-      ownedElsewhere: async (agentId) => {
-        if (!leasing || leasing.leaseOf(agentId) !== undefined) return undefined;
-        const holder = await this.leaseHolder(agentId);
-        return holder === undefined ? `no process here holds agent "${agentId}"'s lease` : `agent "${agentId}" is owned by ${holder.owner} (its lease runs until ${new Date(holder.expiresAt).toISOString()})`;
-      },
       // Filed when another process runs the conversation: always from a
       // visitor; on PostgreSQL while another process holds the agent.
-      remoteFor: async (agentId) => {
-        if (this.visitor) return this.remoteResumes;
+      elsewhere: async (agentId) => {
+        if (this.visitor) return this.remoteResumes !== undefined ? { filed: this.remoteResumes } : undefined;
         if (!leasing || leasing.leaseOf(agentId) !== undefined) return undefined;
-        return (await this.leaseHolder(agentId)) !== undefined ? this.remoteResumes : undefined;
+        const holder = await this.leaseHolder(agentId);
+        if (holder !== undefined && this.remoteResumes !== undefined) return { filed: this.remoteResumes };
+        return { refused: holder === undefined ? `no process here holds agent "${agentId}"'s lease` : `agent "${agentId}" is owned by ${holder.owner} (its lease runs until ${new Date(holder.expiresAt).toISOString()})` };
       },
     };
   }

@@ -140,16 +140,21 @@ function checkVisitorOption(options: OpenOptions): void {
   }
 }
 
+/** An option that must be an object of known keys: refused otherwise,
+ * naming them. */
+function checkOptionObject(given: unknown, name: string, keys: readonly string[]): asserts given is object {
+  if (typeof given !== "object" || given === null || Array.isArray(given)) {
+    throw new InvalidInputError(`Phronomy.open(options): "${name}" must be an object { ${keys.join(", ")} }, got ${JSON.stringify(given)}`);
+  }
+  rejectUnknownKeys(given, keys, `Phronomy.open(options.${name})`);
+}
+
 /** `postgres` is checked before anything is opened: it must be an object
  * of known keys, for a store given as a `postgres://` URL (the values are
  * checked by `PostgresStore.open`, before it connects). */
 function checkPostgresOptions(options: OpenOptions): void {
-  const given = options.postgres;
-  if (given === undefined) return;
-  if (typeof given !== "object" || given === null || Array.isArray(given)) {
-    throw new InvalidInputError(`Phronomy.open(options): "postgres" must be an object { ${POSTGRES_OPTION_KEYS.join(", ")} }, got ${JSON.stringify(given)}`);
-  }
-  rejectUnknownKeys(given, POSTGRES_OPTION_KEYS, "Phronomy.open(options.postgres)");
+  if (options.postgres === undefined) return;
+  checkOptionObject(options.postgres, "postgres", POSTGRES_OPTION_KEYS);
   if (typeof options.store === "string" && /^postgres(ql)?:\/\//i.test(options.store)) return;
   const store = typeof options.store === "string" ? `the SQLite file ${JSON.stringify(options.store)}` : "a store the application opened (pass these options to PostgresStore.open)";
   throw new InvalidInputError(`Phronomy.open(options): "postgres" applies only when "store" is a postgres:// URL; here it is ${store}`);
@@ -160,10 +165,7 @@ function checkPostgresOptions(options: OpenOptions): void {
 function checkLimits(options: OpenOptions): void {
   const given = options.limits;
   if (given === undefined) return;
-  if (typeof given !== "object" || given === null || Array.isArray(given)) {
-    throw new InvalidInputError(`Phronomy.open(options): "limits" must be an object { ${LIMIT_KEYS.join(", ")} }, got ${JSON.stringify(given)}`);
-  }
-  rejectUnknownKeys(given, LIMIT_KEYS, "Phronomy.open(options.limits)");
+  checkOptionObject(given, "limits", LIMIT_KEYS);
   const ceilings = { agentsMax: Limit.AgentsMaxCeiling, executionsMax: Limit.ExecutionsMaxCeiling };
   for (const key of LIMIT_KEYS) {
     const value = given[key];

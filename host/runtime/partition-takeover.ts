@@ -3,7 +3,7 @@
 // stopped process's, or ones a live process gave up to balance), every
 // unfinished execution of their conversations is recovered here, as a
 // per-agent takeover did (0010). Conversations live here were reported one
-// by one (`onLeaseAcquired` → `Environment.takeOver`); this recovers the
+// by one (`onLeaseAcquired` → `AgentRecoveries.takeOver`); this recovers the
 // others by preparing their conversation, which reads and installs its
 // rows (`Conversations.adopt`). Rows of a definition not defined here wait
 // for it, as rows found at open do (0024).

@@ -49,14 +49,18 @@ export interface RetryHost {
   /** Uses the row's conversation (its core entry, kept until `done`), or
    * undefined when neither it nor its definition is defined here. */
   useConversation(row: ExecutionRow): { readonly entry: Promise<AgentEntry>; readonly done: () => void } | undefined;
-  /** Why this process may not run the agent's executions (a PostgreSQL
-   * lease held elsewhere, naming its holder), or undefined. */
-  ownedElsewhere(agentId: string): Promise<string | undefined>;
-  /** The inbox a retry is filed in when the execution's conversation is
-   * run by another process (a SQLite visitor always files; a PostgreSQL
-   * process files when another holds the agent), or undefined. */
-  remoteFor(agentId: string): Promise<RemoteResumes | undefined>;
+  /** Where a retry of the agent's execution goes when not here (one
+   * lookup of the agent's lease holder): `filed` in the inbox when another
+   * process runs the conversation (a SQLite visitor always files; a
+   * PostgreSQL process when another holds the agent), `refused` with why
+   * this process may not run it (no holder, or no inbox: the holder named);
+   * undefined when it runs here. */
+  elsewhere(agentId: string): Promise<RetryElsewhere | undefined>;
 }
+
+/** A retry not run here: filed for the process that runs its conversation,
+ * or refused with the reason. */
+export type RetryElsewhere = { readonly filed: RemoteResumes } | { readonly refused: string };
 
 /** Where the reopened row continues. */
 interface RetryPlan {
@@ -96,10 +100,9 @@ export function retryById(host: RetryHost, executionId: string, options: RetryOp
 async function prepareRetry(host: RetryHost, executionId: string, waiter: Waiter, onReopened: (() => void) | undefined): Promise<void> {
   const row = checkRetryable(executionId, await host.store.getExecution(executionId), host.store.path);
   const context = { executionId, agentId: row.agentId };
-  const remote = await host.remoteFor(row.agentId);
-  if (remote !== undefined) return remote.fileRetry(row.agentId, executionId, waiter);
-  const elsewhere = await host.ownedElsewhere(row.agentId);
-  if (elsewhere !== undefined) throw new RetryRefusedError(`execution ${executionId} was not retried: ${elsewhere}; retry it in the process that owns agent "${row.agentId}"`, { ...context, reason: "owned_elsewhere" });
+  const elsewhere = await host.elsewhere(row.agentId);
+  if (elsewhere !== undefined && "filed" in elsewhere) return elsewhere.filed.fileRetry(row.agentId, executionId, waiter);
+  if (elsewhere !== undefined) throw new RetryRefusedError(`execution ${executionId} was not retried: ${elsewhere.refused}; retry it in the process that owns agent "${row.agentId}"`, { ...context, reason: "owned_elsewhere" });
   const use = host.useConversation(row);
   if (use === undefined) {
     const name = row.metadata.config?.["definition"];

@@ -18,8 +18,9 @@ import {
   type ResolvedTool,
 } from "../agent/tools.js";
 import {
-  CancellationError, PhronomyError, TimeoutError, ToolFailedError, recordOf, type FailedAttempt, type PhronomyErrorCode,
+  CancellationError, PhronomyError, TimeoutError, ToolFailedError, type FailedAttempt, type PhronomyErrorCode,
 } from "../errors.js";
+import { recordOf } from "../error-records.js";
 import { modelIdOf, modelRequestAttributes, modelResponseAttributes, toolAttributes } from "./gen-ai-attributes.js";
 import { callSettingsOf, retrySettingsOf } from "./model-settings.js";
 import type { Json, StepRecord, StoredError, ToolCallRecord, UsageTotals } from "../store/records.js";

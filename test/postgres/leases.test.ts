@@ -11,12 +11,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
-import { PostgresStore } from "../../host/store/postgres-store.js";
 import { partitionOf } from "../../host/store/postgres/partitions.js";
-import { atEnd, freshSchema, postgresUrl, withClient } from "./database.js";
+import { atEnd, postgresUrl, withClient } from "./database.js";
 import type { CoordinatorConfig } from "./fixtures/coordinator.js";
 import { coordinatorForTest, is, type Coordinator } from "./fixtures/processes.js";
-import { generator, seedFrom } from "../support/seeded.js";
+import { freshSpreadSchema, namedCoordinators, seededDisruption } from "./fixtures/spread.js";
 import { installWriteLedger, readLeaseHistory, readWrites, writesAfterTakeover, writesOutsideLease } from "./fixtures/write-ledger.js";
 
 const leaseMs = 1_000;
@@ -48,14 +47,7 @@ interface Setup {
  * one, so the one agent's partition stays with its owner while it lives
  * (with more, the owner gives half of them to the joiner). */
 async function setUp(partitions?: number): Promise<Setup> {
-  const schema = freshSchema();
-  const url = `${postgresUrl}?schema=${schema}&lease_ms=${leaseMs}`;
-  const store = await PostgresStore.open(url, partitions === undefined ? {} : { partitions });
-  expect(store.leaseMs).toBe(leaseMs);
-  await store.close();
-  // The schema as new: no partition ever held (the processes' epochs start at 1).
-  await withClient((client) => client.query(`UPDATE ${schema}.partitions SET owner = '', epoch = 0; DELETE FROM ${schema}.partition_members`));
-  await withClient((client) => client.query(`CREATE TABLE ${schema}.effects (key text PRIMARY KEY, first_pid integer NOT NULL, attempts integer NOT NULL)`));
+  const { schema, url } = await freshSpreadSchema(leaseMs, partitions);
   const directory = await mkdtemp(join(tmpdir(), "phronomy-leases-"));
   atEnd(() => rm(directory, { recursive: true, force: true }));
   return {
@@ -184,26 +176,15 @@ describe("agent leases across processes (PostgreSQL)", () => {
   }, 60_000);
 
   it(`three coordinators, ${agentCount * runsPerAgent} runs over ${agentCount} agents, one killed (kill -9) and one stopped (SIGSTOP) past its lease at random moments: every run completes exactly once, one effect per idempotency key, no write of the dead process's epoch after the takeover`, async () => {
-    const seed = seedFrom("LEASES_SEED");
-    const random = generator(seed);
-    const victimIndex = Math.floor(random() * processCount);
-    const killAfter = killAfterMin + Math.floor(random() * (killAfterMax - killAfterMin + 1));
-    const killDelayMs = Math.floor(random() * 3 * toolDelayMs);
-    const sleeperIndex = (victimIndex + 1 + Math.floor(random() * (processCount - 1))) % processCount;
-    const stopAfter = killAfterMin + Math.floor(random() * (killAfterMax - killAfterMin + 1));
-    const replay = `LEASES_SEED=${seed}`;
+    const { replay, victimIndex, killAfter, killDelayMs, sleeperIndex, stopAfter } = seededDisruption("LEASES_SEED", { processCount, runsMin: killAfterMin, runsMax: killAfterMax, killDelayMaxMs: 3 * toolDelayMs });
     console.log(`three coordinators: ${replay} kills p${victimIndex} ${killDelayMs} ms after ${killAfter} completed runs, stops p${sleeperIndex} (SIGSTOP) for ${stoppedMs} ms after ${stopAfter} (the seed replays these choices; the timing around them varies)`);
 
     const { schema, config, url } = await setUp();
     await withClient((client) => installWriteLedger(client, schema));
     const agentIds = Array.from({ length: agentCount }, (_, index) => `agent-${index}`);
-    const names = Array.from({ length: processCount }, (_, index) => `p${index}`);
     // Each process's connections carry its name, so the ledger can tell its writes apart.
-    const processes = names.map((name, index) => coordinator(name, {
-      ...config(agentIds.filter((_, agent) => agent % processCount === index)),
-      url: `${url}&application_name=${name}`,
-      toolDelayMs,
-    }));
+    const processes = namedCoordinators(processCount, url, (index) => ({ ...config(agentIds.filter((_, agent) => agent % processCount === index)), toolDelayMs }));
+    const names = processes.map((process) => process.name);
     const ready = await Promise.all(processes.map((process) => process.waitFor(is("ready"))));
     // Every process stands by for every other agent (refused while its owner lives).
     for (const process of processes) process.send({ define: agentIds });

@@ -10,10 +10,9 @@
 
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
-import { PostgresStore } from "../../host/store/postgres-store.js";
-import { atEnd, freshSchema, postgresUrl, withClient } from "./database.js";
-import { coordinatorForTest, is, type Coordinator } from "./fixtures/processes.js";
-import { generator, seedFrom } from "../support/seeded.js";
+import { atEnd, postgresUrl } from "./database.js";
+import { is, type Coordinator } from "./fixtures/processes.js";
+import { freshSpreadSchema, namedCoordinators, seededDisruption } from "./fixtures/spread.js";
 import { startExecutionIdOf } from "../../host/store/start-filing.js";
 
 const leaseMs = 1_000;
@@ -40,24 +39,12 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("starts sent to random processes (PostgreSQL)", () => {
   it(`three coordinators, ${agentCount * runsPerAgent} keyed starts each sent to a random process, one killed (kill -9) and one stopped past its lease: every key runs once and completes, one effect per tool key`, async () => {
-    const seed = seedFrom("START_ANY_SEED");
-    const random = generator(seed);
-    const victimIndex = Math.floor(random() * processCount);
-    const sleeperIndex = (victimIndex + 1 + Math.floor(random() * (processCount - 1))) % processCount;
-    const killAfter = disruptAfterMin + Math.floor(random() * (disruptAfterMax - disruptAfterMin + 1));
-    const stopAfter = disruptAfterMin + Math.floor(random() * (disruptAfterMax - disruptAfterMin + 1));
-    const replay = `START_ANY_SEED=${seed}`;
+    const { random, replay, victimIndex, killAfter, sleeperIndex, stopAfter } = seededDisruption("START_ANY_SEED", { processCount, runsMin: disruptAfterMin, runsMax: disruptAfterMax, killDelayMaxMs: 0 });
     console.log(`starts at random processes: ${replay} kills p${victimIndex} after ${killAfter} completed runs, stops p${sleeperIndex} for ${stoppedMs} ms after ${stopAfter}`);
 
-    const schema = freshSchema();
-    const url = `${postgresUrl}?schema=${schema}&lease_ms=${leaseMs}`;
-    await (await PostgresStore.open(url)).close();
-    await withClient((client) => client.query(`UPDATE ${schema}.partitions SET owner = '', epoch = 0; DELETE FROM ${schema}.partition_members`));
-    await withClient((client) => client.query(`CREATE TABLE ${schema}.effects (key text PRIMARY KEY, first_pid integer NOT NULL, attempts integer NOT NULL)`));
+    const { schema, url } = await freshSpreadSchema(leaseMs);
     const agentIds = Array.from({ length: agentCount }, (_, index) => `agent-${index}`);
-    const processes = Array.from({ length: processCount }, (_, index) => coordinatorForTest(`p${index}`, {
-      url: `${url}&application_name=p${index}`, databaseUrl: postgresUrl, schema, agents: [], toolDelayMs, onBusy: "enqueue", instanceId: `p${index}`,
-    }));
+    const processes = namedCoordinators(processCount, url, (index) => ({ databaseUrl: postgresUrl, schema, agents: [], toolDelayMs, onBusy: "enqueue", instanceId: `p${index}` }));
     // (A loaded machine starts three node processes slowly.)
     await Promise.all(processes.map((process) => process.waitFor(is("ready"), 90_000)));
     for (const process of processes) process.send({ define: agentIds });

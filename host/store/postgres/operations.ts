@@ -20,7 +20,8 @@
 
 import { fenceHeldSql } from "./partitions.js";
 import type pg from "pg";
-import { ExecutionRehydrationRequiredError, InvalidInputError, agentHasUnfinishedExecutions } from "../../errors.js";
+import { ExecutionRehydrationRequiredError, InvalidInputError } from "../../errors.js";
+import { agentHasUnfinishedExecutions } from "../purge-refusal.js";
 import type {
   AgentRow, ApprovalCommitOperation, CloseAgentOperation, CommittedRevision, EnsureAgentOperation, ExecutionMetadata,
   ExecutionStatusName, Json, PurgeAgentOperation, PurgeAgentResult, ReopenExecutionOperation, StepRecord,

@@ -12,7 +12,8 @@
 // `active`; a terminal commit requires a status other than `terminal`; the
 // approval resume commit (`approval-commit.ts`) requires `suspended`.
 
-import { AgentClosedError, InvalidInputError, agentHasUnfinishedExecutions } from "../../errors.js";
+import { AgentClosedError, InvalidInputError } from "../../errors.js";
+import { agentHasUnfinishedExecutions } from "../purge-refusal.js";
 import type {
   AgentRow, CloseAgentOperation, CommittedRevision, EnsureAgentOperation, ExecutionMetadata, ExecutionStatusName,
   OffloadOperation, PrepareExecutionOperation, PrepareExecutionResult, ProviderBarrierOperation, PurgeAgentOperation,
