@@ -18,6 +18,7 @@ import { createInterface } from "node:readline";
 import { z } from "zod";
 import { Phronomy, tool } from "../../host/index.js";
 import type { PostgresStore } from "../../host/store/postgres-store.js";
+import { startTiming, type StartMarks } from "../../host/store/start-timing.js";
 import { agentRunModel, defineConversations, runConversationsFor } from "./workload.js";
 
 export interface ChildConfig {
@@ -53,6 +54,10 @@ export interface ChildReport {
   readonly elapsedMs?: number;
   readonly latencies?: number[];
   readonly message?: string;
+  /** Routing `any`: the marks of filed starts taken in the measured window
+   * (`host/store/start-timing.ts`), by execution id, and the samples. */
+  readonly startMarks?: Record<string, StartMarks>;
+  readonly startSamples?: Record<string, number[]>;
 }
 
 function report(line: ChildReport): void {
@@ -115,8 +120,13 @@ async function main(config: ChildConfig): Promise<void> {
   }));
   report({ type: "ready" });
   await go;
+  startTiming.enabled = config.routing === "any";
   const figures = await runConversationsFor(definition, config.prefix, config.workers, config.seconds, accept, moved);
-  report({ type: "finished", runs: figures.runs, lost: figures.lost ?? 0, elapsedMs: figures.elapsedMs, latencies: figures.latencies });
+  startTiming.enabled = false;
+  report({
+    type: "finished", runs: figures.runs, lost: figures.lost ?? 0, elapsedMs: figures.elapsedMs, latencies: figures.latencies,
+    ...(config.routing === "any" ? { startMarks: Object.fromEntries(startTiming.marks), startSamples: Object.fromEntries(startTiming.samples) } : {}),
+  });
   await env.close();
 }
 

@@ -37,6 +37,7 @@ import type {
   ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, FiledDecision,
 } from "../store/inbox-records.js";
 import type { ExecutionStore } from "../store/store.js";
+import { startTiming } from "../store/start-timing.js";
 import type { Logger } from "./options.js";
 
 export type { ClaimedDecision, DecisionProgress };
@@ -153,7 +154,15 @@ export class InboxApplier {
       await this.settle(claim, settlement);
     }
     for (;;) {
+      const claiming = startTiming.now();
       const claims = this.ready.has(agentId) ? await this.store.claimDecisions(agentId) : await this.store.claimDecisions(agentId, true);
+      startTiming.sample("owner claim ms", startTiming.now() - claiming);
+      startTiming.sample("owner claim size", claims.length);
+      for (const claim of claims) {
+        startTiming.mark(claim.executionId, "claiming", claiming);
+        startTiming.mark(claim.executionId, "claimed");
+        startTiming.markNotified(claim.executionId, claim.agentId);
+      }
       if (claims.length === 0) return;
       for (const claim of claims) await this.settle(claim, undefined);
       if (this.closed) return;
@@ -175,6 +184,7 @@ export class InboxApplier {
       settlement = judgement;
       if (settlement === undefined) return;
       const settled = await this.store.settleDecision(claim, settlement);
+      startTiming.mark(claim.executionId, "settled");
       if (!settled) this.logger.debug?.(`[phronomy] decision ${claim.decisionId} on execution ${claim.executionId} was not marked here: agent "${claim.agentId}" moved to another owner, which judges it`);
     } catch (error) {
       this.unfinished.set(claim.decisionId, { claim, settlement });
@@ -219,7 +229,10 @@ export class InboxApplier {
   private async judgeStart(claim: ClaimedDecision): Promise<DecisionSettlement | undefined | "again"> {
     if (this.closed || !this.mayHold(claim.agentId, claim.claimedEpoch)) return undefined;
     const refusal = await this.apply(claim);
-    if (refusal === undefined) return { applied: true };
+    if (refusal === undefined) {
+      startTiming.mark(claim.executionId, "admitted");
+      return { applied: true };
+    }
     if (!passing(refusal)) return { applied: false, error: transferError(refusal) };
     return !this.closed && this.mayHold(claim.agentId, claim.claimedEpoch) ? "again" : undefined;
   }

@@ -25,6 +25,7 @@ import { PhronomyError, RuntimeShutdownError } from "../errors.js";
 import { rebuildError, type TransferredError } from "../store/error-transfer.js";
 import type { ExecutionRow, Json, StoredStep } from "../store/records.js";
 import type { FiledStart, FiledStartAnswer, StartFiling, StartProgress } from "../store/start-filing.js";
+import { startTiming } from "../store/start-timing.js";
 import { BackoffPoller } from "./backoff-poller.js";
 import { emitToWaiter, settleWaiterWithError, type DeliverySettings } from "./delivery.js";
 import { settleFromRow } from "./durable-outcome.js";
@@ -80,8 +81,10 @@ export class RemoteStarts {
       return settleWaiterWithError(waiter, new PhronomyError("CAPACITY", `this environment already follows ${remoteStartsMax} starts filed for other processes; the start of agent "${agentId}" was not filed — retry once some settled`, { agentId }), this.settings);
     }
     this.filing += 1;
+    startTiming.mark(executionId, "filing");
     this.store.fileStart({ decisionId: randomUUID(), executionId, agentId, start, filedAt: Date.now() }).then(() => {
       this.filing -= 1;
+      startTiming.mark(executionId, "filed");
       this.follow(agentId, executionId, waiter);
     }, (error: unknown) => {
       this.filing -= 1;
@@ -119,8 +122,11 @@ export class RemoteStarts {
   private async poll(): Promise<boolean> {
     const follows = [...this.follows];
     let progress: StartProgress[];
+    const began = startTiming.now();
     try {
       progress = await this.store.readStarts(follows.map(([, follow]) => ({ executionId: follow.executionId, afterSeq: follow.seq })));
+      startTiming.sample("filer poll ms", startTiming.now() - began);
+      startTiming.sample("filer poll follows", follows.length);
     } catch (error) {
       // The database is unreachable: keep following, poll again later.
       this.settings.logger.debug?.(`[phronomy] reading filed starts failed (polling again): ${error instanceof Error ? error.message : String(error)}`);
@@ -153,6 +159,7 @@ export class RemoteStarts {
     if (row !== undefined) {
       if (row.status === "terminal") {
         this.follows.delete(token);
+        startTiming.mark(follow.executionId, "noticed");
         settleTerminal(follow, row, this.settings);
         return true;
       }

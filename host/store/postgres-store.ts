@@ -48,6 +48,7 @@ import {
 import * as leases from "./postgres/leases.js";
 import * as inbox from "./postgres/inbox.js";
 import { InboxListener } from "./postgres/inbox-listener.js";
+import { startTiming } from "./start-timing.js";
 import type { FiledStartAnswer, StartFiling } from "./start-filing.js";
 import { isConnectionLoss, resolveOutcome } from "./postgres/outcome.js";
 import * as reads from "./postgres/reads.js";
@@ -596,7 +597,10 @@ export class PostgresStore implements ExecutionStore {
     this.inboxListener ??= new InboxListener(
       { connectionString, options, types, application_name, connectionTimeoutMillis },
       this.inboxChannel(),
-      (agentId) => { if (this.leaseOf(agentId) !== undefined) this.onApprovalFiled?.(agentId); },
+      (agentId) => {
+        startTiming.agentNotified(agentId);
+        if (this.leaseOf(agentId) !== undefined) this.onApprovalFiled?.(agentId);
+      },
       () => void this.pollInbox(),
     );
     this.inboxListener.start();
@@ -608,7 +612,10 @@ export class PostgresStore implements ExecutionStore {
     if (this.onApprovalFiled === undefined || this.closing !== undefined) return;
     const held = this.leaseBook.heldPartitions();
     try {
-      for (const agentId of await inbox.agentsWithDecisions(this.pool, held)) this.onApprovalFiled?.(agentId);
+      const began = startTiming.now();
+      const agents = await inbox.agentsWithDecisions(this.pool, held);
+      startTiming.sample("owner tick poll ms", startTiming.now() - began);
+      for (const agentId of agents) this.onApprovalFiled?.(agentId);
     } catch {
       // The database is unreachable: the next tick polls again.
     }
