@@ -742,6 +742,7 @@ export class Environment {
     // PostgreSQL owner their filed starts (a start makes them live).
     this.inboxApplier = new InboxApplier(inbox, (claim) => this.applyClaim(claim), holds, settings.logger, leasing === undefined || this.remoteStarts !== undefined, mayHold);
     inbox.onApprovalFiled = (agentId) => this.inboxApplier?.wake(agentId);
+    inbox.onStartsFiled = () => this.inboxApplier?.startsFiled();
   }
 
   private applyClaim(claim: ClaimedDecision): Promise<PhronomyError | undefined> {
