@@ -41,7 +41,7 @@ import { Phronomy } from "../../host/index.js";
 import { parseLocation } from "../../host/store/postgres/connection.js";
 import type { PostgresStore } from "../../host/store/postgres-store.js";
 import type { ChildConfig, ChildReport } from "./postgres-child.js";
-import { describeTally, openTally } from "./postgres-profile.js";
+import { describeTally, openTally, type Tally } from "./postgres-profile.js";
 import { describeStartProfile } from "./start-profile.js";
 import { z } from "zod";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
@@ -276,7 +276,7 @@ interface Spread {
   readonly runsPerSecond: number;
   readonly p50: number;
   readonly p99: number;
-  /** Routing `any`: where a filed start's latency goes (`start-profile.ts`). */
+  /** The round trips per run; routing `any`: where a filed start's latency goes (`start-profile.ts`). */
   readonly profile: string[];
 }
 
@@ -307,11 +307,29 @@ async function spreadOverProcesses(url: string, schema: string, seconds: number,
       lost,
       p50: percentile(latencies, 0.5),
       p99: percentile(latencies, 0.99),
-      profile: routing === "any" ? describeStartProfile(reports) : [],
+      profile: [describeTally(mergedTally(reports), runs), ...(routing === "any" ? describeStartProfile(reports) : [])],
     };
   } finally {
     for (const child of children) child.kill();
   }
+}
+
+/** The children's round trips as one tally. */
+function mergedTally(reports: readonly ChildReport[]): Tally {
+  const tally: Tally = { kinds: new Map(), roundTrips: 0, awaitingMs: 0, statements: 0 };
+  for (const report of reports) {
+    if (report.tally === undefined) continue;
+    tally.roundTrips += report.tally.roundTrips;
+    tally.statements += report.tally.statements;
+    tally.awaitingMs += report.tally.awaitingMs;
+    for (const [kind, entry] of report.tally.kinds) {
+      const sum = tally.kinds.get(kind) ?? { count: 0, ms: 0 };
+      sum.count += entry.count;
+      sum.ms += entry.ms;
+      tally.kinds.set(kind, sum);
+    }
+  }
+  return tally;
 }
 
 /** One child process and its JSON lines (`postgres-child.ts`). */
