@@ -239,7 +239,7 @@ export class PostgresStore implements ExecutionStore {
     const backendPid = (client as unknown as { processID?: number }).processID;
     try {
       await client.query(beginTransaction);
-      const value = await applyOperation({ client, where: this.path, writeId, fenceOf: (agentId) => this.fenceOf(agentId) }, operation);
+      const value = await applyOperation({ client, where: this.path, writeId, fenceOf: (agentId) => this.fenceOf(agentId), holdsPartitionOf: (agentId) => this.partitionHeld(agentId) }, operation);
       await client.query("COMMIT");
       client.release();
       return value;

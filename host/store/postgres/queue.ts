@@ -76,9 +76,12 @@ export async function cancelQueued(context: OperationContext, operation: CancelQ
   if (row === undefined) return { cancelled: false };
   const message = queuedFromRow(row);
   // Fenced like every write of the agent (docs/decisions/0042, 0047): a
-  // process that lost the partition (a stale fence) writes nothing; its
-  // successor's queue is its own. Owner and epoch, as a terminal commit.
-  const fence = context.fenceOf(message.agentId);
+  // process that takes itself for the partition's holder and lost it (a
+  // stale fence) writes nothing; owner and epoch, as a terminal commit. A
+  // process that knows another one holds it cancels as any process may
+  // (`env.cancel` from anywhere, 0025): the message's row lock orders the
+  // cancel and the owner's admission, whichever comes first wins.
+  const fence = context.holdsPartitionOf?.(message.agentId) === false ? undefined : context.fenceOf(message.agentId);
   if (fence !== undefined) {
     const held = await query(context, `SELECT 1 WHERE ${fenceHeldSql("$1", "$2", "$3", false)}`, [message.agentId, fence.owner, fence.epoch]);
     if (held.rowCount !== 1) throw leaseLost(operation.type, operation.executionId, message.agentId, fence);
