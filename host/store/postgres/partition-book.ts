@@ -49,13 +49,6 @@ interface PartitionState {
   scanned: boolean;
 }
 
-/** An on-demand take's answer: the grant, or who holds the partition
- * (undefined: nobody live, yet not taken — a write still held its fence). */
-interface OnDemand {
-  readonly grant?: partitions.PartitionGrant;
-  readonly holder?: { readonly owner: string; readonly epoch: number; readonly expiresAt: number } | undefined;
-}
-
 export interface PartitionBookHooks {
   /** A partition was taken in the background: an agent asked for in it. */
   readonly acquired: (agentId: string, grant: leases.LeaseGrant) => void;
@@ -175,14 +168,11 @@ export class PartitionBook {
     if (held !== undefined) return { acquired: true, ...held };
     // The tick's view may be a third of a lease old: the database decides
     // (the take changes only a free or expired row).
-    let holder: { readonly owner: string; readonly epoch: number; readonly expiresAt: number } | undefined;
     if (!this.stopped && !this.hooks.closing()) {
-      const taken = await this.takeOnDemand(partition, agentId);
-      if (taken.grant !== undefined) return { acquired: true, owner: taken.grant.owner, epoch: taken.grant.epoch, expiresAt: taken.grant.expiresAt };
-      holder = taken.holder;
-    } else {
-      holder = await partitions.holderOf(this.pool, agentId);
+      const grant = await this.takeOnDemand(partition, agentId);
+      if (grant !== undefined) return { acquired: true, owner: grant.owner, epoch: grant.epoch, expiresAt: grant.expiresAt };
     }
+    const holder = await partitions.holderOf(this.pool, agentId);
     const owner = holder?.owner ?? "(nobody)";
     const expiresAt = holder?.expiresAt ?? 0;
     const state = this.states[partition]!;
@@ -194,16 +184,16 @@ export class PartitionBook {
   /** Takes a free partition for the agents asking for it now (one
    * statement however many ask at once); the agents asked for before,
    * refused then, are reported as taken over. */
-  private takeOnDemand(partition: number, agentId: string): Promise<OnDemand> {
+  private takeOnDemand(partition: number, agentId: string): Promise<partitions.PartitionGrant | undefined> {
     let taking = this.taking.get(partition);
     if (taking === undefined) {
       const waiting = new Set<string>();
       const sentAt = performance.now();
-      const done = partitions.takeOrHolder(this.pool, this.owner, partition, this.leaseMs).then(({ grant, holder }): OnDemand => {
-        if (grant === undefined || this.stopped) return { holder };
+      const done = partitions.take(this.pool, this.owner, [partition], this.leaseMs).then(([grant]) => {
+        if (grant === undefined || this.stopped) return undefined;
         this.note(grant, sentAt, false);
         this.announce([grant], waiting);
-        return { grant };
+        return grant;
       }).finally(() => this.taking.delete(partition));
       taking = { waiting, done };
       this.taking.set(partition, taking);
@@ -213,7 +203,7 @@ export class PartitionBook {
   }
 
   /** On-demand takes in flight, by partition, with the agents waiting. */
-  private readonly taking = new Map<number, { readonly waiting: Set<string>; readonly done: Promise<OnDemand> }>();
+  private readonly taking = new Map<number, { readonly waiting: Set<string>; readonly done: Promise<partitions.PartitionGrant | undefined> }>();
 
   /** The agent is no longer live here (nothing to write: its partition
    * stays held). */

@@ -164,23 +164,6 @@ export async function take(client: Queryable, instanceId: string, partitions: re
   return rows.map(grantOfTaken);
 }
 
-/** Takes one partition on demand as `take` does — and, when it was not
- * taken, who holds it, read in the same round trip (the statement's
- * snapshot: as it was just before the take; docs/decisions/0047). */
-export async function takeOrHolder(client: Queryable, instanceId: string, partition: number, leaseMs: number): Promise<{ readonly grant?: PartitionGrant; readonly holder?: { readonly owner: string; readonly epoch: number; readonly expiresAt: number } }> {
-  const { rows } = await client.query<TakenRow & { holder_owner: string | null; holder_epoch: string | null; holder_expires_ms: string | null }>(`
-    WITH taken AS MATERIALIZED (SELECT * FROM take_partitions($1, ARRAY[$2]::integer[], $3, $4))
-    SELECT taken_partition, taken_owner, taken_epoch, taken_expires_ms, NULL::text AS holder_owner, NULL::bigint AS holder_epoch, NULL::bigint AS holder_expires_ms FROM taken
-    UNION ALL
-    SELECT NULL, NULL, NULL, NULL, owner, epoch, floor(extract(epoch FROM expires_at) * 1000)::bigint FROM partitions
-    WHERE partition = $2 AND expires_at > clock_timestamp() AND NOT EXISTS (SELECT 1 FROM taken)
-  `, [instanceId, partition, leaseMs, Math.ceil(leaseMs * fenceWaitFraction)]);
-  const row = rows[0];
-  if (row === undefined) return {};
-  if (row.taken_partition !== null) return { grant: grantOfTaken(row) };
-  return { holder: { owner: row.holder_owner!, epoch: Number(row.holder_epoch), expiresAt: Number(row.holder_expires_ms) } };
-}
-
 /** Instant reclaim (docs/decisions/0030): a process opening with the
  * instance id of the partitions' holder — which it knows is dead, since it
  * holds that instance's session lock — takes them at once, epoch + 1 (once
