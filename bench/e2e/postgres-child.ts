@@ -18,6 +18,8 @@ import { createInterface } from "node:readline";
 import { z } from "zod";
 import { Phronomy, tool } from "../../host/index.js";
 import type { PostgresStore } from "../../host/store/postgres-store.js";
+import { startTiming, type StartMarks } from "../../host/store/start-timing.js";
+import { openTally } from "./postgres-profile.js";
 import { agentRunModel, defineConversations, runConversationsFor } from "./workload.js";
 
 export interface ChildConfig {
@@ -53,6 +55,12 @@ export interface ChildReport {
   readonly elapsedMs?: number;
   readonly latencies?: number[];
   readonly message?: string;
+  /** Routing `any`: the marks of filed starts taken in the measured window
+   * (`host/store/start-timing.ts`), by execution id, and the samples. */
+  readonly startMarks?: Record<string, StartMarks>;
+  readonly startSamples?: Record<string, number[]>;
+  /** The round trips of the measured window, by kind (`postgres-profile.ts`). */
+  readonly tally?: { readonly roundTrips: number; readonly statements: number; readonly awaitingMs: number; readonly kinds: [string, { count: number; ms: number }][] };
 }
 
 function report(line: ChildReport): void {
@@ -115,8 +123,16 @@ async function main(config: ChildConfig): Promise<void> {
   }));
   report({ type: "ready" });
   await go;
+  startTiming.enabled = config.routing === "any";
+  const tally = openTally();
   const figures = await runConversationsFor(definition, config.prefix, config.workers, config.seconds, accept, moved);
-  report({ type: "finished", runs: figures.runs, lost: figures.lost ?? 0, elapsedMs: figures.elapsedMs, latencies: figures.latencies });
+  tally.stop();
+  startTiming.enabled = false;
+  report({
+    type: "finished", runs: figures.runs, lost: figures.lost ?? 0, elapsedMs: figures.elapsedMs, latencies: figures.latencies,
+    tally: { roundTrips: tally.tally.roundTrips, statements: tally.tally.statements, awaitingMs: tally.tally.awaitingMs, kinds: [...tally.tally.kinds] },
+    ...(config.routing === "any" ? { startMarks: Object.fromEntries(startTiming.marks), startSamples: Object.fromEntries(startTiming.samples) } : {}),
+  });
   await env.close();
 }
 

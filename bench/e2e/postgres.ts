@@ -27,6 +27,10 @@
 // (`postgres-profile.ts`): time awaiting the server, and the rest.
 //
 // The URL's password is never printed (the store's redacted URL is).
+//
+// `BENCH_PG_SECTIONS` (comma-separated: sequential, many, suspend,
+// spread-own, spread-any, restart) runs only those sections, after the
+// floors (every figure is printed beside them); the default runs all.
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -38,6 +42,7 @@ import { parseLocation } from "../../host/store/postgres/connection.js";
 import type { PostgresStore } from "../../host/store/postgres-store.js";
 import type { ChildConfig, ChildReport } from "./postgres-child.js";
 import { describeTally, openTally, type Tally } from "./postgres-profile.js";
+import { describeStartProfile } from "./start-profile.js";
 import { z } from "zod";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
 import { tool } from "../../host/index.js";
@@ -45,9 +50,6 @@ import { IN_FLIGHT, OPERATIONS_PER_RUN, defineConversations, percentile, runConv
 
 /** Conversations suspended for approval, then approved, in the suspend/resume loop. */
 const SUSPENDS = Number(process.env["BENCH_SUSPENDS"] ?? 2_000);
-/** `BENCH_PG_ONE_PROCESS=1`: only the one-process figures (floor,
- * sequential, in flight, suspend/resume), no children. */
-const ONE_PROCESS = process.env["BENCH_PG_ONE_PROCESS"] === "1";
 
 /** Store transactions of a suspend: the preparation (with its first
  * barrier) and the suspension. */
@@ -68,10 +70,26 @@ const floorPayload = "x".repeat(300);
 /** A child that is not ready this long after it was started is hung. */
 const childReadyTimeoutMs = 60_000;
 
+const sectionNames = ["sequential", "many", "suspend", "spread-own", "spread-any", "restart"] as const;
+type Section = typeof sectionNames[number];
+
+/** The sections `BENCH_PG_SECTIONS` names (all by default); a name not
+ * known ends the bench in one line. */
+function sectionsWanted(): ReadonlySet<Section> {
+  const given = process.env["BENCH_PG_SECTIONS"];
+  if (given === undefined || given.trim() === "") return new Set(sectionNames);
+  const names = given.split(",").map((name) => name.trim());
+  for (const name of names) {
+    if (!(sectionNames as readonly string[]).includes(name)) throw new Error(`BENCH_PG_SECTIONS: unknown section "${name}"; known: ${sectionNames.join(", ")}`);
+  }
+  return new Set(names as Section[]);
+}
+
 const childPath = fileURLToPath(new URL("./postgres-child.ts", import.meta.url));
 
 export async function benchPostgres(url: string, seconds: number): Promise<void> {
   if (new URL(url).searchParams.has("schema")) throw new Error("the bench makes a fresh schema of its own and drops it: give the URL without ?schema=");
+  const sections = sectionsWanted();
   const schema = `phronomy_bench_${randomBytes(4).toString("hex")}`;
   const admin = new pg.Client({ connectionString: url });
   await admin.connect().catch((error: unknown) => {
@@ -94,40 +112,49 @@ export async function benchPostgres(url: string, seconds: number): Promise<void>
     const ofFloor = (rate: number, floor: number, what: string) => `${(rate / floor).toFixed(2)}× the ${what} floor's ${floor.toFixed(0)}`;
 
     const definition = defineConversations(env, "bench");
-    await runConversationsFor(definition, "warm", 1, 1);
-    const sequentialTally = openTally();
-    const one = await runConversationsFor(definition, "sequential", 1, seconds);
-    sequentialTally.stop();
-    const total = one.latencies.reduce((sum, value) => sum + value, 0);
-    const sequentialRate = one.runs / (total / 1000);
-    console.log(`  sequential, a conversation per run: ${sequentialRate.toFixed(0)} runs/s, ${ofFloor(sequentialRate, runsFloorOne, "1-connection")} (${(total / one.runs / OPERATIONS_PER_RUN).toFixed(2)} ms per durable step against ${(1000 / floorOne).toFixed(2)} ms per floor commit)`);
-    console.log(`    ${describeTally(sequentialTally.tally, one.runs, one.elapsedMs)}`);
+    if (sections.has("sequential")) {
+      await runConversationsFor(definition, "warm", 1, 1);
+      const sequentialTally = openTally();
+      const one = await runConversationsFor(definition, "sequential", 1, seconds);
+      sequentialTally.stop();
+      const total = one.latencies.reduce((sum, value) => sum + value, 0);
+      const sequentialRate = one.runs / (total / 1000);
+      console.log(`  sequential, a conversation per run: ${sequentialRate.toFixed(0)} runs/s, ${ofFloor(sequentialRate, runsFloorOne, "1-connection")} (${(total / one.runs / OPERATIONS_PER_RUN).toFixed(2)} ms per durable step against ${(1000 / floorOne).toFixed(2)} ms per floor commit)`);
+      console.log(`    ${describeTally(sequentialTally.tally, one.runs, one.elapsedMs)}`);
+    }
 
-    await runConversationsFor(definition, "warm-many", IN_FLIGHT, 1);
-    const manyTally = openTally();
-    const manyFigures = await runConversationsFor(definition, "many", IN_FLIGHT, seconds);
-    manyTally.stop();
-    const many = summarize(manyFigures);
-    console.log(`  one process, ${IN_FLIGHT} in flight, a conversation per run: ${many.runsPerSecond.toFixed(0)} runs/s, ${ofFloor(many.runsPerSecond, runsFloorTen, `${FLOOR_CONNECTIONS}-connection`)} (${(many.runsPerSecond * OPERATIONS_PER_RUN).toFixed(0)} store transactions/s), p50 ${many.p50.toFixed(1)} ms, p99 ${many.p99.toFixed(1)} ms`);
-    console.log(`    ${describeTally(manyTally.tally, manyFigures.runs)}`);
+    if (sections.has("many")) {
+      await runConversationsFor(definition, "warm-many", IN_FLIGHT, 1);
+      const manyTally = openTally();
+      const manyFigures = await runConversationsFor(definition, "many", IN_FLIGHT, seconds);
+      manyTally.stop();
+      const many = summarize(manyFigures);
+      console.log(`  one process, ${IN_FLIGHT} in flight, a conversation per run: ${many.runsPerSecond.toFixed(0)} runs/s, ${ofFloor(many.runsPerSecond, runsFloorTen, `${FLOOR_CONNECTIONS}-connection`)} (${(many.runsPerSecond * OPERATIONS_PER_RUN).toFixed(0)} store transactions/s), p50 ${many.p50.toFixed(1)} ms, p99 ${many.p99.toFixed(1)} ms`);
+      console.log(`    ${describeTally(manyTally.tally, manyFigures.runs)}`);
+    }
 
-    const approvals = await suspendAndResume(env, SUSPENDS);
-    const suspendFloor = floorTen / TRANSACTIONS_PER_SUSPEND;
-    console.log(`  suspend/resume, ${SUSPENDS} conversations, ${IN_FLIGHT} in flight: ${approvals.suspendsPerSecond.toFixed(0)} suspends/s, ${ofFloor(approvals.suspendsPerSecond, suspendFloor, `${FLOOR_CONNECTIONS}-connection`)} (${TRANSACTIONS_PER_SUSPEND} transactions per suspend); ${approvals.resumesPerSecond.toFixed(0)} approvals completed/s`);
-    console.log(`    suspends: ${describeTally(approvals.suspendTally, SUSPENDS)}`);
-    console.log(`    approvals: ${describeTally(approvals.resumeTally, SUSPENDS)}`);
+    if (sections.has("suspend")) {
+      const approvals = await suspendAndResume(env, SUSPENDS);
+      const suspendFloor = floorTen / TRANSACTIONS_PER_SUSPEND;
+      console.log(`  suspend/resume, ${SUSPENDS} conversations, ${IN_FLIGHT} in flight: ${approvals.suspendsPerSecond.toFixed(0)} suspends/s, ${ofFloor(approvals.suspendsPerSecond, suspendFloor, `${FLOOR_CONNECTIONS}-connection`)} (${TRANSACTIONS_PER_SUSPEND} transactions per suspend); ${approvals.resumesPerSecond.toFixed(0)} approvals completed/s`);
+      console.log(`    suspends: ${describeTally(approvals.suspendTally, SUSPENDS)}`);
+      console.log(`    approvals: ${describeTally(approvals.resumeTally, SUSPENDS)}`);
+    }
     await env.close();
-    if (ONE_PROCESS) return;
 
     for (const routing of ["own", "any"] as const) {
+      if (!sections.has(`spread-${routing}`)) continue;
       const spread = await spreadOverProcesses(url, schema, seconds, routing);
       const how = routing === "own" ? "each process its own partitions' conversations" : `starts arriving at random processes: ${Math.round((1 - 1 / PROCESSES) * 100)}% filed for their owner`;
       console.log(`  ${PROCESSES} processes, ${IN_FLIGHT} in flight in all (${spread.agentsPerProcess.join(" + ")} workers, ${how}): ${spread.runsPerSecond.toFixed(0)} runs/s total, ${ofFloor(spread.runsPerSecond, runsFloorTen, `${FLOOR_CONNECTIONS}-connection`)} (${spread.perProcess.map((rate) => rate.toFixed(0)).join(" + ")}; ${(spread.runsPerSecond * OPERATIONS_PER_RUN).toFixed(0)} store transactions/s), p50 ${spread.p50.toFixed(1)} ms, p99 ${spread.p99.toFixed(1)} ms${spread.lost > 0 ? `; ${spread.lost} runs fenced as partitions moved, not counted` : ""}`);
+      for (const line of spread.profile) console.log(`    ${line}`);
     }
 
-    const restart = await restartToDone(url, schema, admin);
-    const restartFloorMs = restart.runs * TRANSACTIONS_AFTER_RESTART / floorTen * 1000;
-    console.log(`  kill -9 with ${restart.runs} runs in flight, restart with the same instanceId: every run done ${restart.startToDoneMs.toFixed(0)} ms after the new process started (its store open at ${restart.startToOpenMs.toFixed(0)} ms; a process that only opens the store: ${restart.bareOpenMs.toFixed(0)} ms; the ${FLOOR_CONNECTIONS}-connection floor for the runs' ${restart.runs * TRANSACTIONS_AFTER_RESTART} remaining transactions: ${restartFloorMs.toFixed(0)} ms)`);
+    if (sections.has("restart")) {
+      const restart = await restartToDone(url, schema, admin);
+      const restartFloorMs = restart.runs * TRANSACTIONS_AFTER_RESTART / floorTen * 1000;
+      console.log(`  kill -9 with ${restart.runs} runs in flight, restart with the same instanceId: every run done ${restart.startToDoneMs.toFixed(0)} ms after the new process started (its store open at ${restart.startToOpenMs.toFixed(0)} ms; a process that only opens the store: ${restart.bareOpenMs.toFixed(0)} ms; the ${FLOOR_CONNECTIONS}-connection floor for the runs' ${restart.runs * TRANSACTIONS_AFTER_RESTART} remaining transactions: ${restartFloorMs.toFixed(0)} ms)`);
+    }
   } finally {
     await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch((error: unknown) => console.error(`could not drop the bench schema ${schema}: ${String(error)}`));
     await admin.end();
@@ -256,6 +283,8 @@ interface Spread {
   readonly runsPerSecond: number;
   readonly p50: number;
   readonly p99: number;
+  /** The round trips per run; routing `any`: where a filed start's latency goes (`start-profile.ts`). */
+  readonly profile: string[];
 }
 
 /** `IN_FLIGHT` agents split over `PROCESSES` children; each defines and
@@ -285,10 +314,29 @@ async function spreadOverProcesses(url: string, schema: string, seconds: number,
       lost,
       p50: percentile(latencies, 0.5),
       p99: percentile(latencies, 0.99),
+      profile: [describeTally(mergedTally(reports), runs), ...(routing === "any" ? describeStartProfile(reports) : [])],
     };
   } finally {
     for (const child of children) child.kill();
   }
+}
+
+/** The children's round trips as one tally. */
+function mergedTally(reports: readonly ChildReport[]): Tally {
+  const tally: Tally = { kinds: new Map(), roundTrips: 0, awaitingMs: 0, statements: 0 };
+  for (const report of reports) {
+    if (report.tally === undefined) continue;
+    tally.roundTrips += report.tally.roundTrips;
+    tally.statements += report.tally.statements;
+    tally.awaitingMs += report.tally.awaitingMs;
+    for (const [kind, entry] of report.tally.kinds) {
+      const sum = tally.kinds.get(kind) ?? { count: 0, ms: 0 };
+      sum.count += entry.count;
+      sum.ms += entry.ms;
+      tally.kinds.set(kind, sum);
+    }
+  }
+  return tally;
 }
 
 /** One child process and its JSON lines (`postgres-child.ts`). */

@@ -33,10 +33,11 @@
 
 import { CoreFailureError, PhronomyError, RuntimeShutdownError } from "../errors.js";
 import { transferError } from "../store/error-transfer.js";
-import type {
-  ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, FiledDecision,
+import {
+  claimBatchMax, type ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, FiledDecision,
 } from "../store/inbox-records.js";
 import type { ExecutionStore } from "../store/store.js";
+import { startTiming } from "../store/start-timing.js";
 import type { Logger } from "./options.js";
 
 export type { ClaimedDecision, DecisionProgress };
@@ -48,6 +49,10 @@ export interface InboxStore {
    * on SQLite, filed starts on PostgreSQL (docs/decisions/0031); a store
    * that does not serve idle conversations (`servesIdle` false) never gets it. */
   claimDecisions(agentId: string, idleOnly?: boolean): Promise<ClaimedDecision[]>;
+  /** PostgreSQL: the filed starts of every partition held, in one
+   * statement (docs/decisions/0047); `onStartsFiled` says when. */
+  claimFiledStarts?(): Promise<ClaimedDecision[]>;
+  onStartsFiled?: (() => void) | undefined;
   settleDecision(claim: ClaimedDecision, settlement: DecisionSettlement): Promise<boolean>;
   readDecisions(decisionIds: readonly string[]): Promise<DecisionProgress[]>;
   approvalDecided(executionId: string, approvalId: string): Promise<{ readonly approved: boolean } | undefined>;
@@ -76,6 +81,14 @@ export class InboxApplier {
   private readonly unfinished = new Map<string, { readonly claim: ClaimedDecision; readonly settlement: DecisionSettlement | undefined }>();
   private retryTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** Filed starts are claimed all at once (`claimFiledStarts`), not per agent. */
+  private readonly startsGrouped: boolean;
+  /** The grouped claim pass under way, and whether another was asked for meanwhile. */
+  private startPass: Promise<void> | undefined;
+  private startsAgain = false;
+  /** Per agent, the last of its filed starts being judged: an agent's
+   * starts are judged one after another, in the order they were filed. */
+  private readonly startChains = new Map<string, Promise<void>>();
 
   constructor(
     private readonly store: InboxStore,
@@ -91,7 +104,63 @@ export class InboxApplier {
      * admission window lapsed, not yet renewed): a filed start refused
      * meanwhile is tried again, not left claimed for nobody. */
     private readonly mayHold: (agentId: string, epoch: number) => boolean = holds,
-  ) {}
+  ) {
+    this.startsGrouped = servesIdle && typeof store.claimFiledStarts === "function";
+  }
+
+  /** Starts may be filed for partitions held here (a notification, the
+   * lease tick): one claim statement takes them all; another pass follows
+   * if asked for meanwhile. Each claimed start is judged on its agent's
+   * chain; the claim does not wait for the judging. */
+  startsFiled(): void {
+    if (this.closed || !this.startsGrouped) return;
+    if (this.startPass !== undefined) {
+      this.startsAgain = true;
+      return;
+    }
+    this.startPass = this.claimStarts()
+      .catch((error: unknown) => this.logger.warn(`[phronomy] filed starts could not be claimed (the next poll tries again): ${messageOf(error)}`))
+      .finally(() => {
+        this.startPass = undefined;
+        if (this.startsAgain) {
+          this.startsAgain = false;
+          this.startsFiled();
+        }
+      });
+  }
+
+  private async claimStarts(): Promise<void> {
+    for (const [decisionId, { claim, settlement }] of this.unfinished) {
+      if (claim.kind !== "start") continue;
+      this.unfinished.delete(decisionId);
+      this.chainStart(claim, settlement);
+    }
+    for (;;) {
+      const claiming = startTiming.now();
+      const claims = await this.store.claimFiledStarts!();
+      startTiming.sample("owner claim ms", startTiming.now() - claiming);
+      startTiming.sample("owner claim size", claims.length);
+      for (const claim of claims) {
+        startTiming.mark(claim.executionId, "claiming", claiming);
+        startTiming.mark(claim.executionId, "claimed");
+        startTiming.markNotified(claim.executionId, claim.agentId);
+        this.chainStart(claim, undefined);
+      }
+      if (claims.length < claimBatchMax || this.closed) return;
+    }
+  }
+
+  private chainStart(claim: ClaimedDecision, settlement: DecisionSettlement | undefined): void {
+    const agentId = claim.agentId;
+    const previous = this.startChains.get(agentId) ?? Promise.resolve();
+    const next = previous.then(() => this.settle(claim, settlement)).catch((error: unknown) => {
+      this.logger.warn(`[phronomy] the start filed as execution ${claim.executionId} could not be judged (the next poll tries again): ${messageOf(error)}`);
+    });
+    this.startChains.set(agentId, next);
+    void next.finally(() => {
+      if (this.startChains.get(agentId) === next) this.startChains.delete(agentId);
+    });
+  }
 
   /** The agent's recovery under the lease held now finished: drain. */
   agentReady(agentId: string): void {
@@ -134,7 +203,7 @@ export class InboxApplier {
    * — has only its retries claimed, when this owner serves idle ones: its
    * approvals and cancels wait until it is live and recovered. */
   wake(agentId: string): void {
-    if (this.closed || (!this.ready.has(agentId) && !this.servesIdle)) return;
+    if (this.closed || (!this.ready.has(agentId) && (!this.servesIdle || this.startsGrouped))) return;
     if (this.draining.has(agentId)) {
       this.wokenDuringDrain.add(agentId);
       return;
@@ -153,7 +222,9 @@ export class InboxApplier {
     this.closed = true;
     this.ready.clear();
     if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
-    while (this.draining.size > 0) await Promise.allSettled([...this.draining.values()]);
+    while (this.draining.size > 0 || this.startPass !== undefined || this.startChains.size > 0) {
+      await Promise.allSettled([...this.draining.values(), this.startPass, ...this.startChains.values()]);
+    }
   }
 
   /** Claims until nothing is left; a decision is claimed once per epoch,
@@ -164,7 +235,15 @@ export class InboxApplier {
       await this.settle(claim, settlement);
     }
     for (;;) {
+      const claiming = startTiming.now();
       const claims = this.ready.has(agentId) ? await this.store.claimDecisions(agentId) : await this.store.claimDecisions(agentId, true);
+      startTiming.sample("owner claim ms", startTiming.now() - claiming);
+      startTiming.sample("owner claim size", claims.length);
+      for (const claim of claims) {
+        startTiming.mark(claim.executionId, "claiming", claiming);
+        startTiming.mark(claim.executionId, "claimed");
+        startTiming.markNotified(claim.executionId, claim.agentId);
+      }
       if (claims.length === 0) return;
       for (const claim of claims) await this.settle(claim, undefined);
       if (this.closed) return;
@@ -186,6 +265,7 @@ export class InboxApplier {
       settlement = judgement;
       if (settlement === undefined) return;
       const settled = await this.store.settleDecision(claim, settlement);
+      startTiming.mark(claim.executionId, "settled");
       if (!settled) this.logger.debug?.(`[phronomy] decision ${claim.decisionId} on execution ${claim.executionId} was not marked here: agent "${claim.agentId}" moved to another owner, which judges it`);
     } catch (error) {
       this.unfinished.set(claim.decisionId, { claim, settlement });
@@ -198,6 +278,7 @@ export class InboxApplier {
     if (this.closed || this.retryTimer !== undefined) return;
     this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined;
+      if (this.startsGrouped && [...this.unfinished.values()].some(({ claim }) => claim.kind === "start")) this.startsFiled();
       for (const agentId of new Set([...this.unfinished.values()].map(({ claim }) => claim.agentId))) this.wake(agentId);
     }, settleRetryMs);
     this.retryTimer.unref();
@@ -230,7 +311,10 @@ export class InboxApplier {
   private async judgeStart(claim: ClaimedDecision): Promise<DecisionSettlement | undefined | "again"> {
     if (this.closed || !this.mayHold(claim.agentId, claim.claimedEpoch)) return undefined;
     const refusal = await this.apply(claim);
-    if (refusal === undefined) return { applied: true };
+    if (refusal === undefined) {
+      startTiming.mark(claim.executionId, "admitted");
+      return { applied: true };
+    }
     if (!passing(refusal)) return { applied: false, error: transferError(refusal) };
     return !this.closed && this.mayHold(claim.agentId, claim.claimedEpoch) ? "again" : undefined;
   }

@@ -15,16 +15,24 @@ export class BackoffPoller {
     private readonly poll: () => Promise<boolean>,
     /** Whether anything is still waited on. */
     private readonly hasWork: () => boolean,
-    private readonly intervalMsMin: number,
+    /** The shortest interval (asked again at each reset: a waiter may
+     * need a shorter one while it cannot be told of changes). */
+    private readonly intervalMsMin: number | (() => number),
     private readonly intervalMsMax: number,
   ) {
-    this.intervalMs = intervalMsMin;
+    // Set by `wake`, which comes before any poll (the function may not be
+    // callable yet while its owner is being constructed).
+    this.intervalMs = typeof intervalMsMin === "number" ? intervalMsMin : 0;
   }
 
   /** Something new is waited on: poll at the shortest interval. */
   wake(): void {
-    this.intervalMs = this.intervalMsMin;
+    this.intervalMs = this.minimum();
     this.schedule();
+  }
+
+  private minimum(): number {
+    return typeof this.intervalMsMin === "number" ? this.intervalMsMin : this.intervalMsMin();
   }
 
   /** No poll after this; resolves once a poll under way has finished. */
@@ -41,7 +49,7 @@ export class BackoffPoller {
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.polling = this.poll().then((changed) => {
-        this.intervalMs = changed ? this.intervalMsMin : Math.min(this.intervalMs * 2, this.intervalMsMax);
+        this.intervalMs = changed ? this.minimum() : Math.min(Math.max(this.intervalMs * 2, this.minimum()), this.intervalMsMax);
       }).finally(() => {
         this.polling = undefined;
         this.schedule();

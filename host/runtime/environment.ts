@@ -43,6 +43,7 @@ import { partitionedStoreOf, watchPartitionTakeovers } from "./partition-takeove
 import { InboxApplier, inboxStoreOf, type ClaimedDecision } from "./approval-inbox.js";
 import { RemoteResumes } from "./remote-resume.js";
 import { RemoteStarts, startInboxStoreOf } from "./remote-start.js";
+import { startTiming } from "../store/start-timing.js";
 import type { AgentInput } from "./agent.js";
 import type { StartOptions } from "./options.js";
 import { DurableWatches } from "./durable-watch.js";
@@ -366,6 +367,7 @@ export class Environment {
     // PostgreSQL owner their filed starts (a start makes them live).
     this.inboxApplier = new InboxApplier(inbox, (claim) => this.applyClaim(claim), holds, settings.logger, leasing === undefined || this.remoteStarts !== undefined, mayHold);
     inbox.onApprovalFiled = (agentId) => this.inboxApplier?.wake(agentId);
+    inbox.onStartsFiled = () => this.inboxApplier?.startsFiled();
   }
 
   private applyClaim(claim: ClaimedDecision): Promise<PhronomyError | undefined> {
@@ -394,6 +396,7 @@ export class Environment {
     }
     const agent = new Agent({ environment: this, kind, ready: Promise.resolve() }, claim.agentId);
     const run = agent.startFiled(start.input as unknown as AgentInput, start.options as StartOptions, claim.executionId);
+    if (startTiming.enabled) void run.result.finally(() => startTiming.mark(claim.executionId, "ended")).catch(() => undefined);
     return run.executionId.then(() => undefined, async (error: unknown) => {
       const refusal = asPhronomyError(error, "INTERNAL");
       if (refusal.code === "INVALID_INPUT" && refusal.details?.["reason"] === "execution_exists") return undefined;

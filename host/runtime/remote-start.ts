@@ -25,6 +25,7 @@ import { PhronomyError, RuntimeShutdownError } from "../errors.js";
 import { rebuildError, type TransferredError } from "../store/error-transfer.js";
 import type { ExecutionRow, Json, StoredStep } from "../store/records.js";
 import type { FiledStart, FiledStartAnswer, StartFiling, StartProgress } from "../store/start-filing.js";
+import { startTiming } from "../store/start-timing.js";
 import { BackoffPoller } from "./backoff-poller.js";
 import { emitToWaiter, settleWaiterWithError, type DeliverySettings } from "./delivery.js";
 import { settleFromRow } from "./durable-outcome.js";
@@ -36,6 +37,12 @@ import { asPhronomyError } from "./session.js";
 export interface StartInboxStore {
   fileStart(filing: Omit<StartFiling, "filedBy">): Promise<FiledStartAnswer>;
   readStarts(follows: readonly { readonly executionId: string; readonly afterSeq: number }[]): Promise<StartProgress[]>;
+  /** Set by the filer: called with the execution id of a start it filed
+   * when its owner wrote it or refused it; undefined when anything may
+   * have moved (docs/decisions/0047). */
+  onFiledStartMoved?: ((executionId: string | undefined) => void) | undefined;
+  /** Whether `onFiledStartMoved` is called now (the listener is up). */
+  readonly hearsFiledStarts?: boolean;
 }
 
 export function startInboxStoreOf(store: object): StartInboxStore | undefined {
@@ -47,6 +54,14 @@ export function startInboxStoreOf(store: object): StartInboxStore | undefined {
 export const remoteStartsMax = 1_000;
 export const remoteStartPollMsMin = 25;
 export const remoteStartPollMsMax = 2_000;
+/** The shortest poll while every start followed is one its owner tells
+ * this process about (docs/decisions/0047): the poll only catches a
+ * notification lost while the listener reconnected, or an owner that took
+ * the partition over and does not know the filer. */
+export const remoteStartFallbackPollMsMin = 1_000;
+/** Execution ids heard of before their follow began (the owner was faster
+ * than the filing's answer), kept until the next read. */
+const heardEarlyMax = 1_000;
 
 interface Follow {
   readonly executionId: string;
@@ -58,6 +73,9 @@ interface Follow {
   announcedRevision: number;
   /** Model calls seen (the `turn` of model_call_started). */
   turns: number;
+  /** Filed by this process now: its owner tells this process when it
+   * moves (docs/decisions/0047); otherwise only the poll sees it. */
+  readonly told: boolean;
   /** `env.wait`: rejected with ApprovalRequiredError on a suspension, no
    * progress events (docs/decisions/0018). */
   readonly observer: boolean;
@@ -67,10 +85,65 @@ export class RemoteStarts {
   private readonly follows = new Map<number, Follow>();
   private nextToken = 1;
   private filing = 0;
-  private readonly poller = new BackoffPoller(() => this.poll(), () => this.follows.size > 0, remoteStartPollMsMin, remoteStartPollMsMax);
+  private readonly poller = new BackoffPoller(() => this.poll(), () => this.follows.size > 0, () => this.pollMsMin(), remoteStartPollMsMax);
   private closed = false;
+  /** Executions told to have moved, read at the next read. */
+  private readonly moved = new Set<string>();
+  private readonly heardEarly = new Set<string>();
+  private reading: Promise<void> | undefined;
+  private readAgain = false;
 
-  constructor(private readonly store: StartInboxStore, private readonly settings: DeliverySettings) {}
+  constructor(private readonly store: StartInboxStore, private readonly settings: DeliverySettings) {
+    if ("onFiledStartMoved" in store || "hearsFiledStarts" in store) store.onFiledStartMoved = (executionId) => this.heard(executionId);
+  }
+
+  /** The owner wrote (or refused) a start filed here: read it soon. */
+  private heard(executionId: string | undefined): void {
+    if (this.closed) return;
+    if (executionId === undefined) {
+      for (const follow of this.follows.values()) this.moved.add(follow.executionId);
+    } else if (this.followed(executionId)) {
+      this.moved.add(executionId);
+    } else if (this.heardEarly.size < heardEarlyMax) {
+      this.heardEarly.add(executionId);
+    }
+    this.readSoon();
+  }
+
+  private followed(executionId: string): boolean {
+    for (const follow of this.follows.values()) if (follow.executionId === executionId) return true;
+    return false;
+  }
+
+  /** One read at a time of the executions told to have moved; those told
+   * meanwhile are read by the next one. */
+  private readSoon(): void {
+    if (this.moved.size === 0) return;
+    if (this.reading !== undefined) {
+      this.readAgain = true;
+      return;
+    }
+    this.reading = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+      const ids = new Set(this.moved);
+      this.moved.clear();
+      this.heardEarly.clear();
+      await this.read([...this.follows].filter(([, follow]) => ids.has(follow.executionId)));
+    }).finally(() => {
+      this.reading = undefined;
+      if (this.readAgain) {
+        this.readAgain = false;
+        this.readSoon();
+      }
+    });
+  }
+
+  /** 25 ms while a start followed is not told to this process (or the
+   * store cannot tell now), else the fallback's second. */
+  private pollMsMin(): number {
+    if (this.store.hearsFiledStarts !== true) return remoteStartPollMsMin;
+    for (const follow of this.follows.values()) if (!follow.told) return remoteStartPollMsMin;
+    return remoteStartFallbackPollMsMin;
+  }
 
   /** Files the start under `executionId`; the waiter knows the id once it
    * is filed (or found filed or run already) and follows the execution. */
@@ -80,9 +153,11 @@ export class RemoteStarts {
       return settleWaiterWithError(waiter, new PhronomyError("CAPACITY", `this environment already follows ${remoteStartsMax} starts filed for other processes; the start of agent "${agentId}" was not filed — retry once some settled`, { agentId }), this.settings);
     }
     this.filing += 1;
-    this.store.fileStart({ decisionId: randomUUID(), executionId, agentId, start, filedAt: Date.now() }).then(() => {
+    startTiming.mark(executionId, "filing");
+    this.store.fileStart({ decisionId: randomUUID(), executionId, agentId, start, filedAt: Date.now() }).then((answer) => {
       this.filing -= 1;
-      this.follow(agentId, executionId, waiter);
+      startTiming.mark(executionId, "filed");
+      this.follow(agentId, executionId, waiter, answer.filedNow);
     }, (error: unknown) => {
       this.filing -= 1;
       settleWaiterWithError(waiter, asPhronomyError(error, "STORE"), this.settings);
@@ -91,10 +166,14 @@ export class RemoteStarts {
 
   /** Follows an execution run (or to be run) by whichever process owns it:
    * a start whose execution id was started already (its idempotency key). */
-  follow(agentId: string, executionId: string, waiter: Waiter): void {
+  follow(agentId: string, executionId: string, waiter: Waiter, told = false): void {
     if (this.closed) return settleWaiterWithError(waiter, shutdownError(executionId, agentId), this.settings);
     waiter.knowExecutionId(executionId);
-    this.follows.set(this.nextToken++, { executionId, agentId, waiter, seq: 0, announcedRevision: 0, turns: 0, observer: false });
+    this.follows.set(this.nextToken++, { executionId, agentId, waiter, seq: 0, announcedRevision: 0, turns: 0, observer: false, told });
+    if (this.heardEarly.delete(executionId)) {
+      this.moved.add(executionId);
+      this.readSoon();
+    }
     this.poller.wake();
   }
 
@@ -103,7 +182,7 @@ export class RemoteStarts {
    * as the row says (no such execution). */
   observe(executionId: string, waiter: Waiter): void {
     if (this.closed) return settleWaiterWithError(waiter, shutdownError(executionId, ""), this.settings);
-    this.follows.set(this.nextToken++, { executionId, agentId: "", waiter, seq: Number.MAX_SAFE_INTEGER, announcedRevision: 0, turns: 0, observer: true });
+    this.follows.set(this.nextToken++, { executionId, agentId: "", waiter, seq: Number.MAX_SAFE_INTEGER, announcedRevision: 0, turns: 0, observer: true, told: false });
     this.poller.wake();
   }
 
@@ -111,16 +190,26 @@ export class RemoteStarts {
   async close(): Promise<void> {
     this.closed = true;
     await this.poller.stop();
+    await this.reading;
     for (const follow of this.follows.values()) settleWaiterWithError(follow.waiter, shutdownError(follow.executionId, follow.agentId), this.settings);
     this.follows.clear();
   }
 
   /** True when a follow moved on. */
-  private async poll(): Promise<boolean> {
-    const follows = [...this.follows];
+  private poll(): Promise<boolean> {
+    return this.read([...this.follows]);
+  }
+
+  /** Reads these follows' executions (two statements) and tells their
+   * waiters; true when one moved on. */
+  private async read(follows: readonly (readonly [number, Follow])[]): Promise<boolean> {
+    if (follows.length === 0) return false;
     let progress: StartProgress[];
+    const began = startTiming.now();
     try {
       progress = await this.store.readStarts(follows.map(([, follow]) => ({ executionId: follow.executionId, afterSeq: follow.seq })));
+      startTiming.sample("filer poll ms", startTiming.now() - began);
+      startTiming.sample("filer poll follows", follows.length);
     } catch (error) {
       // The database is unreachable: keep following, poll again later.
       this.settings.logger.debug?.(`[phronomy] reading filed starts failed (polling again): ${error instanceof Error ? error.message : String(error)}`);
@@ -141,7 +230,9 @@ export class RemoteStarts {
     const row = progress.execution;
     let moved = false;
     for (const step of progress.steps) {
-      follow.seq = Math.max(follow.seq, step.seq);
+      // A poll and a read told of a move may both bring it: told once.
+      if (step.seq <= follow.seq) continue;
+      follow.seq = step.seq;
       for (const event of eventsOf(follow, step)) emitToWaiter(follow.waiter, event, this.settings);
       moved = true;
     }
@@ -153,6 +244,7 @@ export class RemoteStarts {
     if (row !== undefined) {
       if (row.status === "terminal") {
         this.follows.delete(token);
+        startTiming.mark(follow.executionId, "noticed");
         settleTerminal(follow, row, this.settings);
         return true;
       }

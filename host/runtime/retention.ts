@@ -262,7 +262,8 @@ export class Retention {
     return this.drain({ finishedBefore: now - retention, agentId });
   }
 
-  /** Batches until one finds fewer than a batch (or the environment
+  /** Batches until one finds fewer than a batch of executions and of
+   * inbox rows (or the environment
    * closes), yielding to the event loop between two. */
   private async drain(request: Omit<PruneExecutionsOperation, "type" | "executionsMax">): Promise<PruneReport> {
     let total = noPruneCounts;
@@ -273,7 +274,9 @@ export class Retention {
         type: "pruneExecutions", ...request, executionsMax: batch, ...(kept !== undefined ? { journalRecordsKept: kept } : {}),
       });
       total = addPruneCounts(total, counts);
-      if (counts.executions < batch || this.closed) return total;
+      // Inbox rows go with executions, and refused filed starts on their own
+      // (a batch at most per request): a full batch of either asks for more.
+      if ((counts.executions < batch && counts.approvals < batch) || this.closed) return total;
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
   }

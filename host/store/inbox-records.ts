@@ -34,6 +34,12 @@ export interface FiledDecision {
   readonly executionRevision: number;
 }
 
+/** Decisions one claim statement takes at most, on either store. An agent
+ * admits one execution at a time, so it rarely has more than one; the
+ * bound keeps a flooded inbox from turning one claim into one huge
+ * transaction (a full batch is followed by another claim at once). */
+export const claimBatchMax = 32;
+
 export interface ClaimedDecision extends DecisionFiling {
   readonly executionRevision: number;
   readonly claimedEpoch: number;

@@ -54,6 +54,9 @@ import * as leases from "./postgres/leases.js";
 import * as inbox from "./postgres/inbox.js";
 import { InboxListener } from "./postgres/inbox-listener.js";
 import { InboxProbes } from "./postgres/inbox-probes.js";
+import { StatementBatch } from "./postgres/statement-batch.js";
+import { text } from "./postgres/literals.js";
+import { startTiming } from "./start-timing.js";
 import type { FiledStartAnswer, StartFiling } from "./start-filing.js";
 import { isConnectionLoss, resolveOutcome } from "./postgres/outcome.js";
 import * as reads from "./postgres/reads.js";
@@ -74,6 +77,11 @@ const optionNames: ReadonlySet<string> = new Set(["schema", "poolSize", "leaseMs
 /** Rows remembered at most (one per active execution this process writes):
  * beyond it a barrier reads its row first, as after a restart. */
 const knownRowsMax = 100_000;
+/** Filed starts claimed here whose writes are told to their filer: the
+ * starts a few seconds of filing at thousands per second bring; ≈150 bytes
+ * each. An execution forgotten (the oldest first) is followed by its
+ * filer's slower poll. */
+const filerChannelsMax = 10_000;
 
 /** Suspended rows remembered at most from `getExecution` (the runtime reads
  * the row just before it commits an approval, which is then computed from
@@ -252,7 +260,7 @@ export class PostgresStore implements ExecutionStore {
     const backendPid = (client as unknown as { processID?: number }).processID;
     try {
       await client.query(beginTransaction);
-      const value = await applyOperation({ client, where: this.path, writeId, fenceOf: (agentId) => this.fenceOf(agentId) }, operation);
+      const value = await applyOperation({ client, where: this.path, writeId, fenceOf: (agentId) => this.fenceOf(agentId), holdsPartitionOf: (agentId) => this.partitionHeld(agentId) }, operation);
       await client.query("COMMIT");
       client.release();
       return value;
@@ -310,9 +318,14 @@ export class PostgresStore implements ExecutionStore {
       throw this.storeErrorOf(error);
     }
     this.knownRows.delete(executionId);
+    // A filed start claimed here: its filer hears each write (same
+    // transaction, only if it applied) and reads the timeline then.
+    const filer = this.filerChannels.get(executionId);
+    const sql = filer === undefined ? statement.sql
+      : `SELECT written.applied, CASE WHEN written.applied = 1 THEN pg_notify(${text(filer)}, ${text(executionId)}) END AS told FROM (${statement.sql}) AS written`;
     let applied: boolean;
     try {
-      applied = await this.groups.submit(statement.sql, this.leaseBook.partitionOf(agentId));
+      applied = await this.groups.submit(sql, this.leaseBook.partitionOf(agentId));
     } catch (error) {
       if (error instanceof ConnectionLost) return this.resolveLost(operation, writeId, error.backendPid, error.cause, 0);
       if (!(error instanceof PhronomyError) && isConnectionLoss(error)) {
@@ -321,6 +334,7 @@ export class PostgresStore implements ExecutionStore {
       throw this.storeErrorOf(error);
     }
     if (applied) {
+      if (filer !== undefined && operation.type === "terminalCommit" && operation.outcome !== "suspended") this.filerChannels.delete(executionId);
       if (statement.after !== undefined && this.knownRows.size < knownRowsMax) this.knownRows.set(executionId, statement.after);
       if (journal !== undefined && fence !== undefined) this.journalTails.append(journal.agentId, fence.epoch, journal.records);
       return statement.value;
@@ -613,9 +627,10 @@ export class PostgresStore implements ExecutionStore {
 
   /** Files a start for the process holding its conversation's partition
    * (docs/decisions/0031); an execution id filed or run already is
-   * answered with what is there, nothing written. */
+   * answered with what is there, nothing written. Announced on the start
+   * channel (docs/decisions/0047). */
   fileStart(filing: Omit<StartFiling, "filedBy">): Promise<FiledStartAnswer> {
-    return this.read(() => inbox.fileStart(this.pool, this.inboxChannel(), { ...filing, filedBy: this.leaseOwner }));
+    return this.read(() => inbox.fileStart(this.pool, inbox.startChannelOf(this.schema), { ...filing, filedBy: this.leaseOwner }));
   }
 
   /** Cancels a start still filed, before any owner claimed it (`env.cancel`). */
@@ -629,9 +644,53 @@ export class PostgresStore implements ExecutionStore {
   }
 
   /** Marks a claimed decision applied or refused; false when the claim is
-   * no longer this process's (its lease was lost or taken over). */
+   * no longer this process's (its lease was lost or taken over). The
+   * settlements asked for together go as one statement (docs/decisions/0047). */
   settleDecision(claim: inbox.ClaimedDecision, settlement: inbox.DecisionSettlement): Promise<boolean> {
-    return this.read(() => inbox.settleDecision(this.pool, claim, { owner: this.leaseOwner, epoch: claim.claimedEpoch }, settlement, Date.now()));
+    return this.read(() => this.settlements.submit({ claim, settlement }));
+  }
+
+  private readonly settlements = new StatementBatch<{ readonly claim: inbox.ClaimedDecision; readonly settlement: inbox.DecisionSettlement }, boolean>(async (items) => {
+    const settled = await inbox.settleDecisions(this.pool, this.schema, this.leaseOwner, items, Date.now());
+    return items.map(({ claim }) => settled.has(claim.decisionId));
+  }, inbox.settleBatchMax);
+
+  /** Claims, in one statement, the filed starts of every partition held
+   * here (docs/decisions/0047); each write of their executions is then
+   * told to their filer. */
+  claimFiledStarts(): Promise<inbox.ClaimedDecision[]> {
+    return this.read(async () => {
+      const claims = await inbox.claimFiledStarts(this.pool, this.leaseOwner, this.leaseBook.heldPartitions());
+      for (const claim of claims) this.rememberFiler(claim.executionId, inbox.filerChannelOf(this.schema, claim.filedBy));
+      return claims;
+    });
+  }
+
+  /** Filed starts claimed here → their filer's channel, oldest first; the
+   * oldest is forgotten past `filerChannelsMax` (its filer then follows it
+   * by its slower poll). */
+  private readonly filerChannels = new Map<string, string>();
+
+  private rememberFiler(executionId: string, channel: string): void {
+    this.filerChannels.delete(executionId);
+    if (this.filerChannels.size >= filerChannelsMax) this.filerChannels.delete(this.filerChannels.keys().next().value!);
+    this.filerChannels.set(executionId, channel);
+  }
+
+  /** Called when a start filed for a partition held here may be waiting
+   * (a notification on the start channel, the lease tick, a reconnection):
+   * claim them all (`claimFiledStarts`). */
+  onStartsFiled: (() => void) | undefined;
+
+  /** Called when a start this process filed moved (its owner wrote it, or
+   * refused it): its execution id; undefined after the listener
+   * (re)connected, when anything may have moved meanwhile. */
+  onFiledStartMoved: ((executionId: string | undefined) => void) | undefined;
+
+  /** Whether this store's filer hears its starts move (its listener is up):
+   * when not, the filer polls. */
+  get hearsFiledStarts(): boolean {
+    return this.inboxListener?.listening === true;
   }
 
   /** Where each decision is, with its execution row as it is now. */
@@ -654,11 +713,23 @@ export class PostgresStore implements ExecutionStore {
   private listenToInbox(): void {
     if (this.closing !== undefined) return;
     const { connectionString, options, types, application_name, connectionTimeoutMillis } = this.pool.options;
+    const startChannel = inbox.startChannelOf(this.schema);
+    const filerChannel = inbox.filerChannelOf(this.schema, this.leaseOwner);
+    // The inbox channel last: its LISTEN is the connection's last query.
     this.inboxListener ??= new InboxListener(
       { connectionString, options, types, application_name, connectionTimeoutMillis },
-      this.inboxChannel(),
-      (agentId) => { if (this.leaseOf(agentId) !== undefined) this.announceDecision(agentId); },
-      () => void this.pollInbox(),
+      [filerChannel, startChannel, this.inboxChannel()],
+      (channel, payload) => {
+        if (channel === filerChannel) return this.onFiledStartMoved?.(payload);
+        startTiming.agentNotified(payload);
+        if (this.leaseOf(payload) === undefined) return;
+        if (channel === startChannel) this.onStartsFiled?.();
+        else this.announceDecision(payload);
+      },
+      () => {
+        this.onFiledStartMoved?.(undefined);
+        void this.pollInbox();
+      },
     );
     this.inboxListener.start();
   }
@@ -666,10 +737,15 @@ export class PostgresStore implements ExecutionStore {
   /** Tells the owner about every held agent with a decision to claim
    * (notifications can be lost while the listener reconnects). */
   private async pollInbox(): Promise<void> {
-    if (this.onApprovalFiled === undefined || this.closing !== undefined) return;
+    if (this.closing !== undefined) return;
+    this.onStartsFiled?.();
+    if (this.onApprovalFiled === undefined) return;
     const held = this.leaseBook.heldPartitions();
     try {
-      for (const agentId of await inbox.agentsWithDecisions(this.pool, held)) this.announceDecision(agentId);
+      const began = startTiming.now();
+      const agents = await inbox.agentsWithDecisions(this.pool, held);
+      startTiming.sample("owner tick poll ms", startTiming.now() - began);
+      for (const agentId of agents) this.announceDecision(agentId);
     } catch {
       // The database is unreachable: the next tick polls again.
     }

@@ -10,6 +10,8 @@
 // * A write arriving while a takeover is uncommitted waits for it, then
 //   sees it and is refused (`lease_lost`), for the grouped writes
 //   (`barrier`) and the transactions (`enqueueMessage`) alike.
+// * The cancel of a queued message is fenced too (docs/decisions/0047): a
+//   process that lost the partition writes nothing.
 //
 // The write ledger (`fixtures/write-ledger.ts`) checks each case's order.
 
@@ -161,5 +163,18 @@ describe("PostgreSQL partition fence lock", () => {
     expect((await store.getExecution("e1"))?.revision).toBe(1);
     const writes = await withClient((client) => readWrites(client, schema));
     expect(writes.filter((write) => write.leaseEpoch !== 1)).toEqual([]);
+  });
+
+  it("a queued message's cancel from a process whose partition was taken over writes nothing (lease_lost); the message stays queued", async () => {
+    const { schema, store, partition } = await setUp();
+    expect(await store.enqueueMessage({ executionId: "q1", agentId: "support", input: "later", config: {}, at: 3, limit: 10, front: false })).toEqual({ seq: 1, position: 1 });
+    const taker = await connection(schema);
+    expect(await reclaim(taker, schema, partition)).toBe(2);
+    const error = { code: "CANCELLED", message: "cancelled" };
+    await expect(store.cancelQueued({ executionId: "q1", error, at: 4 })).rejects.toMatchObject({ code: "EXECUTION_REHYDRATION_REQUIRED", details: { reason: "lease_lost", epoch: 1 } });
+    expect(await store.getExecution("q1")).toBeUndefined();
+    expect((await store.queuedMessages("support")).map((message) => message.executionId)).toEqual(["q1"]);
+    // Its timeline holds the enqueue's step only: no terminal step.
+    expect((await store.listSteps("q1")).map((step) => step.kind)).toEqual(["queued"]);
   });
 });

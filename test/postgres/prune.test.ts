@@ -2,7 +2,9 @@
 // prune-suite.ts): a prune racing a transaction that reopens a terminal
 // execution (as a retry does) neither waits for it nor deletes the row,
 // and two processes' pruners share one store; `env.prune()` through the
-// public API on a postgres:// store.
+// public API on a postgres:// store; filed starts their owner refused (no
+// execution goes with them) are pruned on their own once old enough
+// (docs/decisions/0047).
 
 import { describe, expect, it } from "vitest";
 import { Phronomy } from "../../host/index.js";
@@ -77,4 +79,45 @@ describe("pruning on PostgreSQL", () => {
     expect(await env.store.readJournal("support", 10)).toHaveLength(2);
     await expect(agent.start("And order 43?").result).resolves.toMatchObject({ outcome: "completed" });
   });
+
+  it("filed starts refused before finishedBefore are pruned on their own, a batch at most per request, by agent or all but the excepted; unsettled and recent ones stay, and the id may be filed again", async () => {
+    const schema = freshSchema();
+    const store = await openStore(schema);
+    const start = { input: "hello", options: {} };
+    const file = (executionId: string, agentId: string) => store.fileStart({ decisionId: `d-${executionId}`, executionId, agentId, start, filedAt: 1 });
+    for (const [executionId, agentId] of [["old-1", "c"], ["old-2", "c"], ["other", "d"], ["recent", "c"], ["waiting", "c"]] as const) await file(executionId, agentId);
+    const refusal = JSON.stringify({ code: "CANCELLED", message: "cancelled while filed" });
+    for (const [executionId, at] of [["old-1", 100], ["old-2", 200], ["other", 150], ["recent", 5_000]] as const) {
+      expect(await store.cancelFiledStart(executionId, refusal, at)).toMatchObject({ state: "cancelled" });
+    }
+    const request = { type: "pruneExecutions" as const, finishedBefore: 1_000, executionsMax: 1 };
+    expect(await store.pruneExecutions({ ...request, agentId: "c" })).toEqual({ executions: 0, steps: 0, journal: 0, approvals: 1 });
+    expect(await inboxIds(schema)).toEqual(["old-2", "other", "recent", "waiting"]);
+    expect(await store.pruneExecutions({ ...request, agentId: "c" })).toMatchObject({ approvals: 1 });
+    expect(await store.pruneExecutions({ ...request, agentId: "c" })).toMatchObject({ approvals: 0 });
+    expect(await store.pruneExecutions({ ...request, exceptAgentIds: ["d"] })).toMatchObject({ approvals: 0 });
+    expect(await store.pruneExecutions(request)).toMatchObject({ approvals: 1 });
+    expect(await inboxIds(schema)).toEqual(["recent", "waiting"]);
+    // The id of a pruned refused start may be filed again.
+    expect(await file("old-1", "c")).toEqual({ decisionId: "d-old-1", filedNow: true });
+  });
+
+  it("env.prune() removes refused filed starts past a batch (the drain asks again while a batch of inbox rows went)", async () => {
+    const schema = freshSchema();
+    const env = await Phronomy.open({ store: `${postgresUrl}?schema=${schema}`, logger: recordingLogger(), retention: { finishedMs: "forever" } });
+    atEnd(() => env.close());
+    const count = (env.store as PostgresStore).pruneBatchExecutions + 20;
+    await withClient((client) => client.query(`
+      INSERT INTO ${schema}.approval_inbox (decision_id, execution_id, agent_id, approval_id, approved, execution_revision, filed_by, filed_at, state, kind, start, error, settled_at)
+      SELECT 'd-' || n, 'e-' || n, 'c-' || n, 'start:d-' || n, false, 0, 'elsewhere', 1, 'refused', 'start', '{"input":"x","options":{}}', '{"code":"AGENT_BUSY","message":"busy"}', 10
+      FROM generate_series(1, $1) AS n
+    `, [count]));
+    expect(await env.prune({ olderThanMs: 0 })).toEqual({ executions: 0, steps: 0, journal: 0, approvals: count });
+    expect(await inboxIds(schema)).toEqual([]);
+  });
 });
+
+async function inboxIds(schema: string): Promise<string[]> {
+  const { rows } = await withClient((client) => client.query<{ execution_id: string }>(`SELECT execution_id FROM ${schema}.approval_inbox ORDER BY execution_id`));
+  return rows.map((row) => row.execution_id);
+}

@@ -1,6 +1,8 @@
 // The dedicated connection on which a PostgreSQL store LISTENs to its
-// approval inbox channel (docs/decisions/0011-approval-inbox.md): a filed
-// decision wakes its agent's owner at once instead of at the next poll.
+// approval inbox channels (docs/decisions/0011-approval-inbox.md): a filed
+// decision wakes its agent's owner at once instead of at the next poll, a
+// filed start every owner (which claims its own), and a filer hears its
+// filed starts move (docs/decisions/0047).
 //
 // Rules kept here:
 // * One `pg.Client` of its own, never a pooled one: a LISTEN belongs to a
@@ -27,12 +29,18 @@ export class InboxListener {
 
   constructor(
     private readonly config: pg.ClientConfig,
-    private readonly channel: string,
-    /** Called with each notification's payload (an agent id). */
-    private readonly notified: (payload: string) => void,
+    /** The channels listened on, in this order (one LISTEN each). */
+    private readonly channels: readonly string[],
+    /** Called with each notification's channel and payload. */
+    private readonly notified: (channel: string, payload: string) => void,
     /** Called after every successful (re)connection. */
     private readonly reconnected: () => void,
   ) {}
+
+  /** Whether the LISTEN connection is up now. */
+  get listening(): boolean {
+    return this.client !== undefined;
+  }
 
   start(): void {
     if (this.closed || this.client !== undefined || this.connecting !== undefined) return;
@@ -52,12 +60,12 @@ export class InboxListener {
     client.on("error", onLost);
     client.on("end", onLost);
     client.on("notification", (message) => {
-      if (message.channel === this.channel && message.payload !== undefined && message.payload !== "") this.notified(message.payload);
+      if (this.channels.includes(message.channel) && message.payload !== undefined && message.payload !== "") this.notified(message.channel, message.payload);
     });
     try {
       await client.connect();
       unrefSocket(client);
-      await client.query(`LISTEN "${this.channel}"`);
+      for (const channel of this.channels) await client.query(`LISTEN "${channel}"`);
     } catch {
       onLost();
       return;

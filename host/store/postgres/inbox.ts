@@ -29,8 +29,9 @@
 // * Reads and writes here never touch the execution rows; those change only
 //   through the store operations (`operations.ts`).
 
-import { decisionProgressOf, type ClaimedDecision, type DecisionFiling, type DecisionProgress, type DecisionSettlement, type FiledDecision } from "../inbox-records.js";
+import { claimBatchMax, decisionProgressOf, type ClaimedDecision, type DecisionFiling, type DecisionProgress, type DecisionSettlement, type FiledDecision } from "../inbox-records.js";
 import { fenceHeldSql } from "./partitions.js";
+import { createHash } from "node:crypto";
 import type pg from "pg";
 import { ApprovalMismatchError, InvalidInputError, RetryRefusedError } from "../../errors.js";
 import type { ExecutionRow, Json } from "../records.js";
@@ -45,11 +46,11 @@ import type { StoredStep } from "../records.js";
 
 type Queryable = Pick<pg.Pool, "query">;
 
-/** Decisions one claim takes at most. An agent admits one execution at a
- * time, so it rarely has more than one; the bound keeps a flooded inbox
- * from turning one claim into one huge transaction (the drain claims
- * again until nothing is left). */
-export const claimBatchMax = 32;
+export { claimBatchMax } from "../inbox-records.js";
+
+/** Settlements one statement writes at most (`settleDecisions`): a claim
+ * batch's worth and then some; the rest leave with the next statement. */
+export const settleBatchMax = 128;
 
 /** Decision ids one progress read names at most (one `= ANY($1)` lookup
  * by primary key); the runtime bounds the decisions it waits on to this. */
@@ -67,6 +68,20 @@ export type { ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlem
  * that only costs a claim that finds nothing. */
 export function inboxChannelOf(schema: string): string {
   return `phronomy_inbox_${schema}`.slice(0, channelLengthMax);
+}
+
+/** The channel a filed start is announced on (payload: its agent id),
+ * one per schema: only starts, so an owner woken on it claims them all in
+ * one statement (`claimFiledStarts`, docs/decisions/0047). */
+export function startChannelOf(schema: string): string {
+  return `phronomy_start_${schema}`.slice(0, channelLengthMax);
+}
+
+/** The channel a filer hears its filed starts move on (payload: the
+ * execution id): one per (schema, filer instance id), a digest so any
+ * instance id fits (docs/decisions/0047). */
+export function filerChannelOf(schema: string, filedBy: string): string {
+  return `phronomy_run_${createHash("sha256").update(`${schema}\u0000${filedBy}`, "utf8").digest("hex").slice(0, 40)}`;
 }
 
 /** Migration 2: the inbox table. */
@@ -262,7 +277,11 @@ export async function claimDecisions(pool: Queryable, agentId: string, fence: Fe
       AND ${fenceHeldSql("$1", "$2", "$3", true)}
     RETURNING inbox.*
   `, [agentId, fence.owner, fence.epoch, claimBatchMax, startsOnly]);
-  return claimed.rows
+  return claimedFromRows(claimed.rows);
+}
+
+function claimedFromRows(rows: readonly InboxRow[]): ClaimedDecision[] {
+  return rows
     .map((row) => ({
       decisionId: row.decision_id, executionId: row.execution_id, agentId: row.agent_id, approvalId: row.approval_id,
       approved: row.approved, reason: row.reason, filedBy: row.filed_by, filedAt: Number(row.filed_at),
@@ -287,17 +306,77 @@ export async function settleDecision(pool: Queryable, claim: ClaimedDecision, fe
   return settled.rowCount === 1;
 }
 
-/** The held agents (with the epoch held) that have a decision to claim:
- * the poll on the lease tick, for notifications lost while the listener
- * was reconnecting. */
+/** The held agents (with the epoch held) that have a decision other than
+ * a start to claim: the poll on the lease tick, for notifications lost
+ * while the listener was reconnecting. Filed starts are claimed all at
+ * once (`claimFiledStarts`). Reads only unsettled rows (the partial index
+ * `approval_inbox_unsettled`), however many settled ones wait for pruning. */
 export async function agentsWithDecisions(pool: Queryable, held: readonly { readonly partition: number; readonly epoch: number }[]): Promise<string[]> {
   if (held.length === 0) return [];
   const found = await pool.query<{ agent_id: string }>(`
     SELECT DISTINCT inbox.agent_id FROM approval_inbox AS inbox
     JOIN unnest($1::integer[], $2::bigint[]) AS held(partition, epoch) ON held.partition = partition_of(inbox.agent_id)
-    WHERE inbox.state = 'filed' OR (inbox.state = 'claimed' AND inbox.claimed_epoch < held.epoch)
+    WHERE inbox.state IN ('filed', 'claimed') AND inbox.kind <> 'start'
+      AND (inbox.state = 'filed' OR inbox.claimed_epoch < held.epoch)
   `, [held.map((lease) => lease.partition), held.map((lease) => lease.epoch)]);
   return found.rows.map((row) => row.agent_id);
+}
+
+/** Claims, in ONE statement, the filed starts of every partition held
+ * (`held`, with the epoch held) — and those a former owner claimed at an
+ * older epoch — oldest first, at most `claimBatchMax`: each at its
+ * partition's epoch, only while that epoch is the partition's live lease
+ * (the fence check, in the same statement, per row). The owner's answer
+ * to a notification on the start channel and to its lease tick
+ * (docs/decisions/0047). */
+export async function claimFiledStarts(pool: Queryable, owner: string, held: readonly { readonly partition: number; readonly epoch: number }[]): Promise<ClaimedDecision[]> {
+  if (held.length === 0) return [];
+  const claimed = await pool.query<InboxRow>(`
+    UPDATE approval_inbox AS inbox
+    SET state = 'claimed', claimed_by = $3, claimed_epoch = chosen.epoch, claims = inbox.claims + 1
+    FROM (
+      SELECT unsettled.decision_id, held.epoch FROM approval_inbox AS unsettled
+      JOIN unnest($1::integer[], $2::bigint[]) AS held(partition, epoch) ON held.partition = partition_of(unsettled.agent_id)
+      WHERE unsettled.state IN ('filed', 'claimed') AND unsettled.kind = 'start'
+        AND (unsettled.state = 'filed' OR unsettled.claimed_epoch < held.epoch)
+      ORDER BY unsettled.filed_at, unsettled.decision_id LIMIT $4
+      FOR UPDATE OF unsettled SKIP LOCKED) AS chosen
+    WHERE inbox.decision_id = chosen.decision_id
+      AND (inbox.state = 'filed' OR (inbox.state = 'claimed' AND inbox.claimed_epoch < chosen.epoch))
+      AND ${fenceHeldSql("inbox.agent_id", "$3", "chosen.epoch", true)}
+    RETURNING inbox.*
+  `, [held.map((lease) => lease.partition), held.map((lease) => lease.epoch), owner, claimBatchMax]);
+  return claimedFromRows(claimed.rows);
+}
+
+/** Marks claimed decisions applied or refused in ONE statement (a batch
+ * the store gathers, docs/decisions/0047), each only while its claim is
+ * still this process's (same epoch, fence held); a refused start is told
+ * to its filer (its channel, `filerChannelOf`). The decision ids settled. */
+export async function settleDecisions(
+  pool: Queryable, schema: string, owner: string,
+  items: readonly { readonly claim: ClaimedDecision; readonly settlement: DecisionSettlement }[], at: number,
+): Promise<Set<string>> {
+  if (items.length === 0) return new Set();
+  const settled = await pool.query<{ decision_id: string }>(`
+    WITH settled AS (
+      UPDATE approval_inbox SET state = wanted.state, error = wanted.error, settled_at = $5
+      FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $7::text[]) AS wanted(decision_id, state, error, epoch, channel)
+      WHERE approval_inbox.decision_id = wanted.decision_id AND approval_inbox.state = 'claimed'
+        AND approval_inbox.claimed_by = $6 AND approval_inbox.claimed_epoch = wanted.epoch
+        AND ${fenceHeldSql("approval_inbox.agent_id", "$6", "wanted.epoch", true)}
+      RETURNING approval_inbox.decision_id, approval_inbox.execution_id, approval_inbox.kind, wanted.state, wanted.channel
+    )
+    SELECT decision_id, CASE WHEN kind = 'start' AND state = 'refused' THEN pg_notify(channel, execution_id) END AS told FROM settled
+  `, [
+    items.map(({ claim }) => claim.decisionId),
+    items.map(({ settlement }) => settlement.applied ? "applied" : "refused"),
+    items.map(({ settlement }) => settlement.applied ? null : JSON.stringify(settlement.error)),
+    items.map(({ claim }) => claim.claimedEpoch),
+    at, owner,
+    items.map(({ claim }) => filerChannelOf(schema, claim.filedBy)),
+  ]);
+  return new Set(settled.rows.map((row) => row.decision_id));
 }
 
 /** The decision an `approval_decided` step recorded for this approval,

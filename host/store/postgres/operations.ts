@@ -50,6 +50,9 @@ export interface OperationContext {
   readonly writeId: string;
   /** The lease this process holds on an agent, when leases are on. */
   readonly fenceOf: (agentId: string) => Fence | undefined;
+  /** Whether this process takes itself for the holder of the agent's
+   * partition now (renewed in time or not). */
+  readonly holdsPartitionOf?: (agentId: string) => boolean;
 }
 
 type Row = SqliteRow;

@@ -16,6 +16,9 @@
 //   locks of at most `postgresPruneBatchExecutions` rows nobody else writes
 //   (terminal executions, their steps, inbox rows and old journal records).
 // * Several processes may prune one store at once: they skip each other's rows.
+// * Filed starts their owner refused have no execution: they go on their
+//   own, settled before `finishedBefore`, at most a batch per request
+//   (counted with the inbox rows, `approvals`; docs/decisions/0047).
 
 import type pg from "pg";
 import { journalRecordsKept, type PruneCounts, type PruneExecutionsOperation } from "../prune.js";
@@ -41,6 +44,15 @@ export async function createPruneIndexes(client: pg.ClientBase): Promise<void> {
   `);
 }
 
+/** Migration 13 (docs/decisions/0047): find refused filed starts by
+ * settlement time, without a scan. A start its owner refused (busy, not
+ * defined there, cancelled while filed) wrote no execution, so it is not
+ * pruned with one: the prune deletes it on its own once settled before
+ * `finishedBefore`, like a finished execution. */
+export async function indexRefusedStarts(client: pg.ClientBase): Promise<void> {
+  await client.query("CREATE INDEX approval_inbox_refused_starts ON approval_inbox (settled_at) WHERE kind = 'start' AND state = 'refused'");
+}
+
 /** Runs inside the caller's transaction (`BEGIN` … `COMMIT`). */
 export async function pruneExecutions(client: pg.ClientBase, operation: PruneExecutionsOperation): Promise<PruneCounts> {
   await client.query(`SET LOCAL lock_timeout = ${pruneLockTimeoutMs}`);
@@ -61,7 +73,8 @@ export async function pruneExecutions(client: pg.ClientBase, operation: PruneExe
     RETURNING executions.execution_id, executions.agent_id
   `, [operation.finishedBefore, operation.agentId ?? null, except, operation.executionsMax]);
   const executionIds = deleted.rows.map((row) => row.execution_id);
-  if (executionIds.length === 0) return { executions: 0, steps: 0, journal: 0, approvals: 0 };
+  const refusedStarts = await pruneRefusedStarts(client, operation, except);
+  if (executionIds.length === 0) return { executions: 0, steps: 0, journal: 0, approvals: refusedStarts };
   const steps = await client.query("DELETE FROM steps WHERE execution_id = ANY($1::text[])", [executionIds]);
   const approvals = await client.query("DELETE FROM approval_inbox WHERE execution_id = ANY($1::text[])", [executionIds]);
   const agents = [...new Set(deleted.rows.map((row) => row.agent_id))];
@@ -76,5 +89,24 @@ export async function pruneExecutions(client: pg.ClientBase, operation: PruneExe
     WHERE record.agent_id = kept.id AND record.position < kept.kept_from
       AND NOT EXISTS (SELECT 1 FROM executions WHERE executions.execution_id = record.execution_id)
   `, [agents, (operation.journalRecordsKept ?? journalRecordsKept) - 1]);
-  return { executions: executionIds.length, steps: steps.rowCount ?? 0, journal: journal.rowCount ?? 0, approvals: approvals.rowCount ?? 0 };
+  return { executions: executionIds.length, steps: steps.rowCount ?? 0, journal: journal.rowCount ?? 0, approvals: (approvals.rowCount ?? 0) + refusedStarts };
+}
+
+/** Deletes at most `executionsMax` filed starts refused before
+ * `finishedBefore` (no execution goes with them), chosen and deleted by
+ * one statement as above: one filed again meanwhile (the same key, state
+ * `filed` again) is left alone. How many went. */
+async function pruneRefusedStarts(client: pg.ClientBase, operation: PruneExecutionsOperation, except: readonly string[]): Promise<number> {
+  const deleted = await client.query(`
+    WITH candidates AS MATERIALIZED (
+      SELECT decision_id, settled_at FROM approval_inbox
+      WHERE kind = 'start' AND state = 'refused' AND settled_at < $1
+        AND ($2::text IS NULL OR agent_id = $2) AND agent_id <> ALL($3::text[])
+      ORDER BY settled_at LIMIT $4
+      FOR UPDATE SKIP LOCKED
+    )
+    DELETE FROM approval_inbox USING candidates
+    WHERE approval_inbox.decision_id = candidates.decision_id AND approval_inbox.state = 'refused' AND approval_inbox.settled_at = candidates.settled_at
+  `, [operation.finishedBefore, operation.agentId ?? null, except, operation.executionsMax]);
+  return deleted.rowCount ?? 0;
 }

@@ -1,7 +1,8 @@
 // The PostgreSQL store's conversation queues (`../queue.ts` says what they
 // keep and why; `../sqlite/queue.ts` is the reference): the table and its
 // trigger (schema version 6), the two writes — each a transaction of its
-// own, fenced by the agent's lease like every write (docs/decisions/0010),
+// own, fenced by the agent's partition like every write (docs/decisions/0010,
+// 0042; the cancel too since 0047),
 // its last step carrying the write id so a lost connection's outcome is
 // read back (`outcome.ts`) — and the read.
 
@@ -74,6 +75,17 @@ export async function cancelQueued(context: OperationContext, operation: CancelQ
   const row = (await query(context, "SELECT * FROM queued_messages WHERE execution_id = $1 FOR UPDATE", [operation.executionId])).rows[0];
   if (row === undefined) return { cancelled: false };
   const message = queuedFromRow(row);
+  // Fenced like every write of the agent (docs/decisions/0042, 0047): a
+  // process that takes itself for the partition's holder and lost it (a
+  // stale fence) writes nothing; owner and epoch, as a terminal commit. A
+  // process that knows another one holds it cancels as any process may
+  // (`env.cancel` from anywhere, 0025): the message's row lock orders the
+  // cancel and the owner's admission, whichever comes first wins.
+  const fence = context.holdsPartitionOf?.(message.agentId) === false ? undefined : context.fenceOf(message.agentId);
+  if (fence !== undefined) {
+    const held = await query(context, `SELECT 1 WHERE ${fenceHeldSql("$1", "$2", "$3", false)}`, [message.agentId, fence.owner, fence.epoch]);
+    if (held.rowCount !== 1) throw leaseLost(operation.type, operation.executionId, message.agentId, fence);
+  }
   await query(context, `
     INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output,
                             error, usage, approval_request, created_at, updated_at)

@@ -24,7 +24,7 @@ import { createPartitions, lockPartitionFences, partitionCountDefault } from "./
 import { addDecisionKind, addRetryKind, addStartKind, createApprovalInbox } from "./inbox.js";
 import { createConversationQueues } from "./queue.js";
 import { quotedIdentifier } from "./literals.js";
-import { createPruneIndexes } from "./prune.js";
+import { createPruneIndexes, indexRefusedStarts } from "./prune.js";
 
 /** First key of the store's advisory locks: "PHRN" in ASCII. The second
  * key is `hashtext(schema)`, so stores in different schemas of one
@@ -121,11 +121,11 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 10: ownership by partitions (`partitions.ts`, docs/decisions/0030).
  * Version 11: the inbox's `start` kind, for starts filed by any process (docs/decisions/0031).
  * Version 12: the partition fence lock (`partitions.ts`, docs/decisions/0042).
- * Version 14: steps numbered from the execution row, the approval commit as one function (docs/decisions/0048).
- *   (Written as migration 14 on its branch; the lead renumbers at merge.) */
+ * Version 13: the index pruning finds refused filed starts by (`prune.ts`, docs/decisions/0047).
+ * Version 14: steps numbered from the execution row, the approval commit as one function (docs/decisions/0048). */
 export const migrations: readonly Migration[] = [
   createInitialTables, createApprovalInbox, createWriteFunctions, createPrepareAtRevision, createPruneIndexes, createConversationQueues, addDecisionKind,
-  replacePrepareWithRoot, addRetryKind, partitionOwnership, addStartKind, partitionFenceLock, countedStepsAndApprovals,
+  replacePrepareWithRoot, addRetryKind, partitionOwnership, addStartKind, partitionFenceLock, indexRefusedStarts, countedStepsAndApprovals,
 ];
 
 async function partitionOwnership(client: pg.ClientBase, settings?: SchemaSettings): Promise<void> {
