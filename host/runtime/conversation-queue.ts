@@ -26,7 +26,6 @@
 
 import type { ConversationMessage } from "../agent/messages.js";
 import { persistedInput, redactedStartInput, storedStartInput } from "./start-input.js";
-import { randomUUID } from "node:crypto";
 import { MessageKind as M } from "../../assembly/abi.js";
 import { AgentBusyError, CancellationError, InvalidInputError, RuntimeShutdownError, type PhronomyError } from "../errors.js";
 import { QUEUE_LIMIT_DEFAULT, queueStoreOf, type QueueStore, type QueuedMessage } from "../store/queue.js";
@@ -38,6 +37,7 @@ import type { OnBusyPolicy, StartOptions } from "./options.js";
 import type { AgentEntry, StartRequest } from "./requests.js";
 import { Waiter, type Run } from "./run.js";
 import { asPhronomyError } from "./session.js";
+import { newExecutionId } from "./execution-id.js";
 
 /** The reason given to a suspended execution's approval when a newer
  * message interrupts it (recorded with the decision). */
@@ -251,7 +251,7 @@ export class ConversationQueues {
     const front = policy === "interrupt";
     // A start that names its id (an idempotency key, a start filed by
     // another process, docs/decisions/0031) is queued under it.
-    const executionId = request.executionId ?? randomUUID();
+    const executionId = request.executionId ?? newExecutionId();
     const item: QueuedItem = {
       executionId, agent, waiter: request.waiter, input: request.input, inputMessages: request.inputMessages, options: request.options, state: "writing",
     };

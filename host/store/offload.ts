@@ -37,6 +37,17 @@
 // `adaptive`, commit inline while it starts). After `workerRestartsMax`
 // replacements the offload gives up and refuses every write.
 //
+// Checkpoints run on the worker, off the commit path (docs/decisions/0050):
+// its connection never checkpoints inside a commit, the calling thread's
+// only past `inlineAutocheckpointPages` (a bound for when there is no
+// worker), and every `checkpointEveryPages` pages committed (counted by
+// estimate), inline or on the worker, the offload asks the worker for a passive
+// checkpoint, one at a time. While the calling thread commits inline the
+// worker copies the log into the database file beside it; while the worker
+// commits, the checkpoint runs between two of its transactions, after the
+// groups before it were answered, instead of inside a COMMIT whose
+// operations wait for it.
+//
 // Every commit is followed by a check that the store's files are still the
 // ones opened (`settings.checkFiles`, `sqlite/file-identity.ts`): in the
 // worker once per transaction, inline once per group, and `verifyFiles()`
@@ -82,6 +93,25 @@ export const groupsInFlightMax = 4;
  * worker starts early. */
 export const eagerGroupOperations = 16;
 
+/** Pages of the log between two checkpoints the offload asks the worker
+ * for: SQLite's own default bound (4 MB). The offload does not see the
+ * log; it counts what a transaction writes, measured
+ * (docs/decisions/0050): ≈5 pages, plus ≈0.5 per operation it holds (a
+ * lone barrier ≈6, a group of 32 barriers ≈22). */
+export const checkpointEveryPages = 1_000;
+
+/** Log pages counted for a transaction of `operations` operations
+ * (`checkpointEveryPages`). */
+export function estimatedLogPages(operations: number): number {
+  return 5 + operations / 2;
+}
+
+/** `wal_autocheckpoint` of the calling thread's connection when a worker
+ * checkpoints (policies `adaptive` and `worker`): 4× SQLite's default, a
+ * bound on the log's length (16 MB) for when the worker is not there to
+ * checkpoint (starting, unavailable, replaced), never reached while it is. */
+export const inlineAutocheckpointPages = 4_000;
+
 /** Replacements of a dead worker before the offload gives up. A worker
  * dies for a reason outside the store's operations (terminated by the
  * application, out of memory, a bug); one that keeps dying points at
@@ -109,6 +139,8 @@ export interface OffloadStatistics {
   readonly workerFailure?: string;
   /** Dead workers replaced so far (at most `workerRestartsMax`). */
   readonly workerRestarts: number;
+  /** Checkpoints the worker ran (docs/decisions/0050). */
+  readonly checkpoints: number;
 }
 
 /** `none` under policy `inline`; `starting` while an `adaptive` offload's
@@ -151,7 +183,11 @@ export class Offload {
   private closing: Promise<void> | undefined;
   private broken: StoreError | undefined;
   private drained: (() => void) | undefined;
-  private counters = { submitted: 0, inlineGroups: 0, inlineOperations: 0, workerGroups: 0, workerOperations: 0, largestGroup: 0 };
+  private counters = { submitted: 0, inlineGroups: 0, inlineOperations: 0, workerGroups: 0, workerOperations: 0, largestGroup: 0, checkpoints: 0 };
+  /** Log pages written (estimated) since the last checkpoint was asked for. */
+  private sinceCheckpoint = 0;
+  /** A checkpoint asked of the current worker and not answered yet. */
+  private checkpointAsked = false;
   private workerState: WorkerState;
   private workerFailure: string | undefined;
   /** Settles once the worker is ready or unavailable (at once when it
@@ -172,6 +208,7 @@ export class Offload {
    * already, its start is awaited. Settles once it is ready or unavailable. */
   private attachWorker(worker: StoreWorker, ready: boolean): Promise<void> {
     this.worker = worker;
+    this.checkpointAsked = false;
     worker.port.on("message", (reply: WorkerReply) => {
       if (this.worker === worker) this.onWorkerReply(reply);
     });
@@ -336,6 +373,19 @@ export class Offload {
       return;
     }
     entries.forEach((entry, index) => settle(entry, settlements[index]));
+    this.committed(entries.length);
+  }
+
+  /** Counts a transaction of `operations` committed; asks the worker for a
+   * checkpoint once `checkpointEveryPages` were written (docs/decisions/0050). */
+  private committed(operations: number): void {
+    this.sinceCheckpoint += estimatedLogPages(operations);
+    if (this.sinceCheckpoint < checkpointEveryPages || this.checkpointAsked || this.workerState !== "ready" || this.closing !== undefined) return;
+    const worker = this.worker;
+    if (worker === undefined) return;
+    this.sinceCheckpoint = 0;
+    this.checkpointAsked = true;
+    worker.port.postMessage({ type: "checkpoint" } satisfies WorkerRequest);
   }
 
   private sendToWorker(entries: readonly Entry[]): void {
@@ -382,6 +432,11 @@ export class Offload {
   }
 
   private onWorkerReply(reply: WorkerReply): void {
+    if (reply.type === "checkpointed") {
+      this.checkpointAsked = false;
+      if (reply.frames >= 0) this.counters.checkpoints += 1;
+      return;
+    }
     if (reply.type !== "settled") return;
     if (reply.filesChanged !== undefined) {
       // The worker committed, then found the files changed: nothing it
@@ -401,6 +456,7 @@ export class Offload {
     if (this.inFlight.size === 0) this.worker?.thread.unref();
     const settlements = JSON.parse(reply.settlements) as TransferredSettlement[];
     entries.forEach((entry, index) => settleTransferred(entry, settlements[index], this.settings.path));
+    this.committed(entries.length);
     this.flush();
   }
 

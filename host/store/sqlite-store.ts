@@ -24,7 +24,7 @@ import { randomUUID } from "node:crypto";
 import { resolve } from "node:path";
 import { InvalidInputError, type StoreError } from "../errors.js";
 import { checkId, checkOperation } from "./check-operation.js";
-import { checkCapacity, Offload, offloadCapacityDefault, type OffloadPolicy, type OffloadStatistics } from "./offload.js";
+import { checkCapacity, inlineAutocheckpointPages, Offload, offloadCapacityDefault, type OffloadPolicy, type OffloadStatistics } from "./offload.js";
 import type { AgentRow, OffloadOperation, OffloadResult, PurgeAgentResult, StoreOperation, StoreResult } from "./records.js";
 import { checkPruneOperation, type PruneCounts, type PruneExecutionsOperation } from "./prune.js";
 import { sqlitePruneBatchExecutions } from "./sqlite/prune.js";
@@ -109,12 +109,15 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
     const ownership = await takeOwnership(absolutePath);
     let connection: SqliteConnection | undefined;
     try {
-      const opened = openStoreConnection(absolutePath, { synchronous });
+      const policy = options.offloadPolicy ?? "adaptive";
+      // With a worker, the worker checkpoints (docs/decisions/0050); this
+      // connection only past a bound, for when the worker is not there.
+      const opened = openStoreConnection(absolutePath, { synchronous, ...(policy === "inline" ? {} : { autocheckpointPages: inlineAutocheckpointPages }) });
       connection = opened;
       const identity = readStoreFileIdentity(absolutePath);
       const fileCheck = new StoreFileCheck(absolutePath, identity);
       const offload = await Offload.start({
-        policy: options.offloadPolicy ?? "adaptive",
+        policy,
         capacity: options.offloadCapacity ?? offloadCapacityDefault,
         path: absolutePath,
         commitInline: (operations) => commitGroup(opened, operations),

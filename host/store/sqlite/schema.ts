@@ -99,7 +99,14 @@ export const schemaVersion = migrations.length;
 
 export interface StoreConnectionOptions {
   readonly synchronous: SynchronousMode;
+  /** `PRAGMA wal_autocheckpoint`: the write-ahead log's length in pages
+   * past which a commit of this connection checkpoints it, inside that
+   * commit; 0: never (someone else checkpoints). Default: SQLite's 1,000. */
+  readonly autocheckpointPages?: number;
 }
+
+/** SQLite's own `wal_autocheckpoint`, in pages (4 KiB each). */
+export const autocheckpointPagesDefault = 1_000;
 
 /** The page cache of each store connection, in KiB: SQLite's own default.
  * better-sqlite3 builds SQLite with 16,000 KiB, which the worker's
@@ -124,6 +131,7 @@ export function openStoreConnection(path: string, options: StoreConnectionOption
     connection.exec("PRAGMA journal_mode = WAL");
     connection.exec(`PRAGMA synchronous = ${options.synchronous}`);
     connection.exec(`PRAGMA cache_size = -${pageCacheKib}`);
+    connection.exec(`PRAGMA wal_autocheckpoint = ${options.autocheckpointPages ?? autocheckpointPagesDefault}`);
     checkDurability(connection, options.synchronous);
     migrate(connection);
     return connection;

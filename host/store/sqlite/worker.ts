@@ -33,10 +33,12 @@ const mergedOperationsMax = 1024;
 function serve(connection: SqliteConnection): void {
   port.on("message", (request: WorkerRequest) => {
     if (request.type === "close") return close(connection);
+    if (request.type === "checkpoint") return checkpoint(connection);
     // Group commit across groups: every commit request already waiting is
     // merged into this transaction; each group is answered on its own.
     const groups = [request];
     let operations = request.count;
+    let checkpointAfter = false;
     let closeAfter = false;
     while (operations < mergedOperationsMax) {
       const waiting = receiveMessageOnPort(port)?.message as WorkerRequest | undefined;
@@ -44,6 +46,10 @@ function serve(connection: SqliteConnection): void {
       if (waiting.type === "close") {
         closeAfter = true;
         break;
+      }
+      if (waiting.type === "checkpoint") {
+        checkpointAfter = true;
+        continue;
       }
       groups.push(waiting);
       operations += waiting.count;
@@ -56,8 +62,29 @@ function serve(connection: SqliteConnection): void {
       reply({ type: "settled", group: group.group, settlements: JSON.stringify(settlements.slice(offset, offset + group.count)), ...(filesChanged ? { filesChanged } : {}) });
       offset += group.count;
     }
+    if (checkpointAfter) checkpoint(connection);
     if (closeAfter) close(connection);
   });
+}
+
+/** Copies the write-ahead log's committed pages into the database file
+ * (docs/decisions/0050): this connection never checkpoints inside a commit
+ * (`wal_autocheckpoint = 0`), so the offload asks for it here, off the
+ * commit path; answered after the groups that arrived before it. Passive:
+ * it waits for no reader or writer (the calling thread's connection may
+ * commit meanwhile), and copies what no reader still needs. */
+function checkpoint(connection: SqliteConnection): void {
+  let frames = -1;
+  let copied = -1;
+  try {
+    const row = connection.prepare("PRAGMA wal_checkpoint(PASSIVE)").get();
+    frames = Number(row?.["log"] ?? -1);
+    copied = Number(row?.["checkpointed"] ?? -1);
+  } catch {
+    // A checkpoint that fails leaves the log longer until the next one; the
+    // commits it would have followed are answered already.
+  }
+  reply({ type: "checkpointed", frames, copied });
 }
 
 /** The change of the store's files since the owner opened them, as an
@@ -83,7 +110,8 @@ try {
   // replacement worker starts after the owner's open, maybe long after).
   const change = changedFiles();
   if (change !== undefined) throw rebuildError(change);
-  const connection = openStoreConnection(settings.path, { synchronous: settings.synchronous });
+  // The worker checkpoints when asked (`checkpoint`), never inside a commit.
+  const connection = openStoreConnection(settings.path, { synchronous: settings.synchronous, autocheckpointPages: 0 });
   serve(connection);
   reply({ type: "ready" });
 } catch (error) {
