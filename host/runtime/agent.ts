@@ -19,7 +19,7 @@ import type { HandoffRequest } from "./events.js";
 import type { DefinitionKind } from "./conversations.js";
 import { startInputOf, type StartInput } from "./start-input.js";
 import type { ModelMessage, UserContent } from "ai";
-import { newExecutionId } from "./execution-id.js";
+import { randomUUID } from "node:crypto";
 
 /** What a start takes: a string, AI SDK model messages (system, user and
  * assistant; the last one the user's), or the parts of one user message
@@ -125,7 +125,7 @@ export class Agent {
         // Another live process holds the conversation's partition: it runs
         // the start (docs/decisions/0031).
         const remote = filedAs === undefined ? this.environment.remoteStartsFor(this.id) : undefined;
-        if (remote !== undefined) return this.fileStart(remote, given, options, executionId ?? newExecutionId(), outer, waiter);
+        if (remote !== undefined) return this.fileStart(remote, given, options, executionId ?? randomUUID(), outer, waiter);
         // Behind messages queued for this conversation, if any (docs/decisions/0025).
         if (this.environment.queues.take(request)) return;
         const handle = coordinator.requests.add(request);

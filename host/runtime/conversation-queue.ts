@@ -37,7 +37,7 @@ import type { OnBusyPolicy, StartOptions } from "./options.js";
 import type { AgentEntry, StartRequest } from "./requests.js";
 import { Waiter, type Run } from "./run.js";
 import { asPhronomyError } from "./session.js";
-import { newExecutionId } from "./execution-id.js";
+import { randomUUID } from "node:crypto";
 
 /** The reason given to a suspended execution's approval when a newer
  * message interrupts it (recorded with the decision). */
@@ -251,7 +251,7 @@ export class ConversationQueues {
     const front = policy === "interrupt";
     // A start that names its id (an idempotency key, a start filed by
     // another process, docs/decisions/0031) is queued under it.
-    const executionId = request.executionId ?? newExecutionId();
+    const executionId = request.executionId ?? randomUUID();
     const item: QueuedItem = {
       executionId, agent, waiter: request.waiter, input: request.input, inputMessages: request.inputMessages, options: request.options, state: "writing",
     };

@@ -42,7 +42,6 @@ import type { ApprovalRequest } from "./events.js";
 import { deliverOutcome, emitToEntry, settleWaiterWithError } from "./delivery.js";
 import { argumentsHashOf, asPhronomyError, Session, type SessionHost } from "./session.js";
 import type { Tracer } from "./tracing.js";
-import { newExecutionId } from "./execution-id.js";
 
 export interface CoordinatorSettings {
   readonly core: ControlCore;
@@ -238,7 +237,7 @@ export class Coordinator implements SessionHost {
     const agent = this.agentsBySlot[agentSlot];
     if (!request || !agent) return;
     // A queued message runs under the id it was given when queued.
-    const executionId = request.executionId ?? newExecutionId();
+    const executionId = request.executionId ?? randomUUID();
     request.executionId = executionId;
     const verdict = (request.options.inputGuardrail ?? agent.definition.inputGuardrail)?.(request.input) ?? { action: "allow" as const };
     const filtered = verdict.action === "redact" ? redactedStartInput(request, verdict.text) : request;
