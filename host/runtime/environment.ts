@@ -257,6 +257,7 @@ export class Environment {
     this.conversations = new Conversations({
       store, loop, coordinator, recovers: recoverOnDefine,
       unfinishedByAgent: () => this.unfinishedByAgent(),
+      unfinishedReadAt: () => this.unfinishedReadAt,
       queuedAtOpen: () => this.queuedAtOpen,
       recoverEntry: (entry, rows) => this.recoverAgentEntry(entry, undefined, rows),
       ownAgent: (agentId) => this.ownAgent(agentId),

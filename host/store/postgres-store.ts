@@ -37,6 +37,7 @@ import { createPool, parseLocation, poolSizeDefault, poolSizeMax } from "./postg
 import { ConnectionLost, GroupCommit, groupsInFlightDefault } from "./postgres/group-commit.js";
 import { JournalTails } from "./postgres/journal-tails.js";
 import { JournalReads } from "./postgres/journal-reads.js";
+import { ReadBatches } from "./postgres/read-batches.js";
 import { InstanceLock, checkInstanceId } from "./postgres/instance-lock.js";
 import { PartitionBook } from "./postgres/partition-book.js";
 import * as partitions from "./postgres/partitions.js";
@@ -92,6 +93,10 @@ export class PostgresStore implements ExecutionStore {
   private readonly journalTails = new JournalTails();
   /** The journal reads of conversations not kept in `journalTails`, in batches. */
   private readonly journalReads: JournalReads;
+  /** Steps and queued messages read in batches: a restart recovers many
+   * conversations at once (docs/decisions/0049). */
+  private readonly stepReads: ReadBatches<StoredStep[]>;
+  private readonly queueReads: ReadBatches<QueuedMessage[]>;
   /** This process's name in the partition leases: its instance id. */
   readonly leaseOwner: string;
   readonly leaseMs: number;
@@ -122,6 +127,8 @@ export class PostgresStore implements ExecutionStore {
     this.schema = schema;
     this.pool = pool;
     this.journalReads = new JournalReads(pool, path);
+    this.stepReads = new ReadBatches((executionId) => reads.listSteps(pool, path, executionId), (executionIds) => reads.listStepsOf(pool, path, executionIds));
+    this.queueReads = new ReadBatches((agentId) => queue.queuedMessages(pool, agentId), (agentIds) => queue.queuedMessagesOf(pool, agentIds));
     this.leaseMs = leaseMs;
     this.leaseOwner = instance.instanceId;
     this.leaseBook = new PartitionBook(pool, () => instance.session, this.leaseOwner, leaseMs, partitionCount, {
@@ -360,7 +367,7 @@ export class PostgresStore implements ExecutionStore {
   }
 
   listSteps(executionId: string): Promise<StoredStep[]> {
-    return this.read(() => reads.listSteps(this.pool, this.path, checkId(executionId, "executionId")));
+    return this.read(() => this.stepReads.read(checkId(executionId, "executionId")));
   }
 
   readJournal(agentId: string, limit: number): Promise<JournalRecord[]> {
@@ -381,12 +388,24 @@ export class PostgresStore implements ExecutionStore {
   }
 
   unfinishedExecutions(): Promise<ExecutionRow[]> {
-    return this.read(() => reads.unfinishedExecutions(this.pool, this.path));
+    return this.read(async () => this.rememberRows(await reads.unfinishedExecutions(this.pool, this.path)));
+  }
+
+  /** Unfinished rows just read are those recovery resumes: the first
+   * barrier of each active one needs no read of its row first (the
+   * statement checks the revision: a row that moved on since is refused
+   * and read then, as after any stale knowledge). */
+  private rememberRows(rows: ExecutionRow[]): ExecutionRow[] {
+    for (const row of rows) {
+      if (row.status !== "active" || this.knownRows.has(row.executionId) || this.knownRows.size >= knownRowsMax) continue;
+      this.knownRows.set(row.executionId, { agentId: row.agentId, revision: row.revision, status: row.status, metadata: row.metadata });
+    }
+    return rows;
   }
 
   /** One agent's messages waiting behind its busy conversation, in order (`queue.ts`). */
   queuedMessages(agentId: string): Promise<QueuedMessage[]> {
-    return this.read(() => queue.queuedMessages(this.pool, checkId(agentId, "agentId")));
+    return this.read(() => this.queueReads.read(checkId(agentId, "agentId")));
   }
 
   /** The head of every agent's queue (`queue.ts`). */
@@ -495,6 +514,14 @@ export class PostgresStore implements ExecutionStore {
     return this.leaseBook.scanned(agentId);
   }
 
+  /** When the agent's partition was taken at the epoch held now
+   * (`performance.now()` once the take was answered: committed), held
+   * ever since; undefined when not held. Rows read after that moment are
+   * current: no other process can have written them since. */
+  partitionHeldSince(agentId: string): number | undefined {
+    return this.leaseBook.heldSince(agentId);
+  }
+
   /** After the recovery of partitions taken in the background. */
   markPartitionsScanned(grants: readonly partitions.PartitionGrant[]): void {
     this.leaseBook.markScanned(grants);
@@ -502,12 +529,12 @@ export class PostgresStore implements ExecutionStore {
 
   /** The unfinished executions of the agents in these partitions. */
   unfinishedExecutionsInPartitions(held: readonly number[]): Promise<ExecutionRow[]> {
-    return this.read(() => reads.unfinishedExecutionsInPartitions(this.pool, this.path, held));
+    return this.read(async () => this.rememberRows(await reads.unfinishedExecutionsInPartitions(this.pool, this.path, held)));
   }
 
   /** The agent's executions not terminal, read now (under its lease). */
   unfinishedExecutionsOf(agentId: string): Promise<ExecutionRow[]> {
-    return this.read(() => reads.unfinishedExecutions(this.pool, this.path, [checkId(agentId, "agentId")]));
+    return this.read(async () => this.rememberRows(await reads.unfinishedExecutions(this.pool, this.path, [checkId(agentId, "agentId")])));
   }
 
   /** The lease this process holds on an agent now, if any. */
