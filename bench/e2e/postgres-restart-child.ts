@@ -13,7 +13,8 @@
 //
 // Its only static imports are Node's, so the timeline shows what loading
 // the rest costs: `pg`, then the host (`host/index.js`), then the
-// PostgreSQL store's module (which `Phronomy.open` would load first thing).
+// PostgreSQL store's module (which `Phronomy.open` would load first thing),
+// then the application's own (zod for the tools' schemas, the model).
 // Every `pg` round trip (and connection) of the process is recorded: its
 // kind, when it was sent, when it was answered (ms since the process
 // started, `performance.now()`). One JSON report per stdout line.
@@ -108,11 +109,13 @@ async function main(config: RestartChildConfig): Promise<void> {
   mark("pg loaded");
   recordTrips(pg.Client);
   const { Phronomy, tool } = await import("../../host/index.js");
-  const { z } = await import("zod");
-  const { agentRunModel } = await import("./workload.js");
   mark("host loaded");
   await import("../../host/store/postgres-store.js");
   mark("store module loaded");
+  // The application's own modules: its tools' schemas (zod), its model.
+  const { z } = await import("zod");
+  const { agentRunModel } = await import("./workload.js");
+  mark("application loaded");
   const env = await Phronomy.open({ store: config.url, postgres: { schema: config.schema, instanceId: config.instanceId }, logger: { warn: () => undefined } });
   mark("store open");
   report({ type: "opened", marks });

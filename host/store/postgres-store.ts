@@ -52,7 +52,7 @@ import { InboxListener } from "./postgres/inbox-listener.js";
 import type { FiledStartAnswer, StartFiling } from "./start-filing.js";
 import { isConnectionLoss, resolveOutcome } from "./postgres/outcome.js";
 import * as reads from "./postgres/reads.js";
-import { migrate } from "./postgres/schema.js";
+import { migrate, schemaVersion } from "./postgres/schema.js";
 import { checkPruneOperation, type PruneCounts, type PruneExecutionsOperation } from "./prune.js";
 import { postgresPruneBatchExecutions } from "./postgres/prune.js";
 import type {
@@ -65,6 +65,10 @@ import type { ExecutionStore } from "./store.js";
 export type { PostgresStoreOptions } from "./postgres/options.js";
 
 const optionNames: ReadonlySet<string> = new Set(["schema", "poolSize", "leaseMs", "instanceId", "partitions", "balance"]);
+
+/** Connections opened ahead when a restart reclaimed partitions: its
+ * recovery's scan, reads and first group commits at once. */
+const reclaimWarmConnections = 4;
 
 /** Rows remembered at most (one per active execution this process writes):
  * beyond it a barrier reads its row first, as after a restart. */
@@ -157,28 +161,37 @@ export class PostgresStore implements ExecutionStore {
     // not crash the process; the operation using it reports the failure.
     let opened: PostgresStore | undefined;
     const pool = createPool(location, poolSize, (error) => opened?.onConnectionLost?.(error));
-    let instance: InstanceLock | undefined;
+    // The instance's session lock is taken on a connection of its own, in
+    // parallel with the schema check (docs/decisions/0049).
+    const { connectionString, options: sessionOptions, types, application_name, connectionTimeoutMillis } = pool.options;
+    const locking = InstanceLock.take({ connectionString, options: sessionOptions, types, application_name, connectionTimeoutMillis }, location.schema, options.instanceId, location.redactedUrl);
+    locking.catch(() => undefined);
     try {
-      const client = await pool.connect();
-      let partitionCount: number;
-      try {
-        await migrate(client, location.schema, location.redactedUrl, { partitionCount: options.partitions ?? partitions.partitionCountDefault });
-        partitionCount = await partitions.readPartitionCount(client);
-      } finally {
-        client.release();
-      }
-      const { connectionString, options: sessionOptions, types, application_name, connectionTimeoutMillis } = pool.options;
-      instance = await InstanceLock.take({ connectionString, options: sessionOptions, types, application_name, connectionTimeoutMillis }, location.schema, options.instanceId, location.redactedUrl);
+      const partitionCount = await openSchema(pool, location.schema, location.redactedUrl, options.partitions ?? partitions.partitionCountDefault);
+      const instance = await locking;
       opened = new PostgresStore(location.redactedUrl, location.schema, pool, poolSize, leaseMs, instance, partitionCount, options.balance !== false);
-      opened.reclaimedPartitions = await opened.leaseBook.start();
+      const store = opened;
+      opened.reclaimedPartitions = await opened.leaseBook.start((reclaimed) => {
+        // A restart: its recovery reads and writes at once on several
+        // connections; they are opened now, while the tick runs.
+        if (reclaimed.length > 0) store.warmPool(Math.min(reclaimWarmConnections, poolSize - 1));
+      });
     } catch (error) {
       await opened?.leaseBook.stop().catch(() => undefined);
-      await instance?.release();
+      await locking.then((instance) => instance.release(), () => undefined);
       await pool.end().catch(() => undefined);
       if (error instanceof PhronomyError) throw error;
       throw new StoreError(`cannot open the PostgreSQL store at ${location.redactedUrl}: ${messageOf(error)}`, { cause: error });
     }
     return opened;
+  }
+
+  /** Opens `count` more connections in the background (a failure is the
+   * next operation's to report). */
+  private warmPool(count: number): void {
+    for (let index = 0; index < count; index += 1) {
+      this.pool.connect().then((client) => client.release(), () => undefined);
+    }
   }
 
   // -- writes ------------------------------------------------------------------------
@@ -675,6 +688,30 @@ function checkOptions(options: PostgresStoreOptions): void {
 function checkLimit(limit: number | undefined, maximum: number, what: string): void {
   if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > maximum)) {
     throw new InvalidInputError(`${what} must be an integer from 1 to ${maximum}, got ${String(limit)}`);
+  }
+}
+
+/** The schema's partition count, the schema created or migrated first
+ * when it is not at this version. A schema already current — every open
+ * but the first of a deployment — costs one read, without the migration
+ * lock or a transaction (docs/decisions/0049); a migration committing
+ * meanwhile is not seen by it, so the migration path runs and waits. */
+async function openSchema(pool: pg.Pool, schema: string, where: string, partitionCount: number): Promise<number> {
+  const current = await pool.query<{ application: string; version: number; partition_count: number }>(
+    "SELECT application, version, (SELECT partition_count FROM partition_settings) AS partition_count FROM store_version",
+  ).then(({ rows }) => rows.length === 1 && rows[0]!.application === "phronomy" && Number(rows[0]!.version) === schemaVersion ? Number(rows[0]!.partition_count) : undefined, (error: unknown) => {
+    // The server's answer (no such table, no such schema): not current.
+    // Anything else (the database unreachable) is the open's failure.
+    if (/^[0-9A-Z]{5}$/.test(String((error as { code?: unknown } | null)?.code))) return undefined;
+    throw error;
+  });
+  if (current !== undefined) return current;
+  const client = await pool.connect();
+  try {
+    await migrate(client, schema, where, { partitionCount });
+    return await partitions.readPartitionCount(client);
+  } finally {
+    client.release();
   }
 }
 

@@ -98,10 +98,11 @@ export class PartitionBook {
   /** Joins: reclaims this instance's partitions (instant reclaim), takes its
    * share of the free ones, and starts the tick. Partitions taken here are
    * covered by the environment's open scan. */
-  async start(): Promise<partitions.PartitionGrant[]> {
+  async start(reclaimedNow: (reclaimed: readonly partitions.PartitionGrant[]) => void = () => undefined): Promise<partitions.PartitionGrant[]> {
     const sentAt = performance.now();
     const reclaimed = await partitions.reclaim(this.pool, this.owner, this.leaseMs);
     for (const grant of reclaimed) this.note(grant, sentAt, true);
+    reclaimedNow(reclaimed);
     await this.pass(false);
     this.schedule();
     return reclaimed;
