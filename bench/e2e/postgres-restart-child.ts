@@ -144,6 +144,8 @@ async function main(config: RestartChildConfig): Promise<void> {
   const instant = tool({ inputSchema: z.object({ orderId: z.string() }), execute: ({ orderId }) => ({ orderId, status: "shipped" }) });
   const definition = env.agent({ name: "restart", model: agentRunModel(), tools: { lookup: config.mode === "victim" ? gated : instant }, memoryWindow: 1 });
   mark("agent defined");
+  // The definition started loading the AI SDK: when it is there.
+  void import("ai").then(() => mark("AI SDK loaded"), () => undefined);
   if (config.mode === "victim") {
     for (let index = 0; index < config.workers; index += 1) {
       void definition.conversation(`${config.prefix}-${index}`).start("Where is order 42?").result.catch(() => {

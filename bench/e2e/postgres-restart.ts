@@ -105,7 +105,7 @@ function describeRestart(spawnMs: number, marks: Record<string, number>, trips: 
     const terminals = groups.reduce((sum, trip) => sum + trip.terminals, 0);
     lines.push(`the runs' writes ${span(firstWrite.sent, doneAt)}: ${groups.length} group commits (${groups.reduce((sum, trip) => sum + trip.barriers, 0)} barriers, ${terminals} terminal commits) and ${writes.length - groups.length} other round trips (${describeTrips(writes.filter((trip) => trip.kind !== "group commit"), at)})`);
   }
-  lines.push(`definition recovered at ${at(marks["definition recovered"] ?? Number.NaN)}, last run done at ${at(doneAt)} ms`);
+  lines.push(`agent defined at ${at(marks["agent defined"] ?? Number.NaN)} (the AI SDK loaded at ${at(marks["AI SDK loaded"] ?? Number.NaN)}), definition recovered at ${at(marks["definition recovered"] ?? Number.NaN)}, last run done at ${at(doneAt)} ms`);
   return lines;
 }
 
