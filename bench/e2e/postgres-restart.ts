@@ -85,7 +85,9 @@ export async function restartToDone(url: string, schema: string, admin: pg.Clien
 }
 
 /** The restarted process's time, phase by phase (ms from its spawn). */
-function describeRestart(spawnMs: number, marks: Record<string, number>, trips: readonly Trip[], aiLoadMs: number | undefined): string[] {
+function describeRestart(spawnMs: number, marks: Record<string, number>, answered: readonly Trip[], aiLoadMs: number | undefined): string[] {
+  // Recorded as answered: in the order they were sent.
+  const trips = [...answered].sort((a, b) => a.sent - b.sent);
   const at = (ms: number): string => `${(spawnMs + ms).toFixed(0)}`;
   const span = (from: number, to: number): string => `${(to - from).toFixed(0)} ms (${at(from)}–${at(to)})`;
   const lines: string[] = [];
