@@ -13,7 +13,8 @@
  */
 
 import { loadPostgresStore, missingPg } from "./store/load-postgres.js";
-import { Environment, type OpenOptions } from "./runtime/environment.js";
+import { Environment } from "./runtime/environment.js";
+import type { OpenOptions } from "./runtime/open-options.js";
 import type { PostgresStoreHandle, PostgresStoreOptions } from "./store/postgres/options.js";
 import type { ExecutionStore as Store } from "./store/store.js";
 import type { PostgresStoreProbe } from "./store/postgres/exists.js";
@@ -53,7 +54,8 @@ export const PostgresStore = {
 export type { PostgresStoreProbe } from "./store/postgres/exists.js";
 export type { PostgresStoreOptions };
 
-export { Environment, type OpenOptions } from "./runtime/environment.js";
+export { Environment } from "./runtime/environment.js";
+export type { OpenOptions } from "./runtime/open-options.js";
 export { Agent, type AgentInput } from "./runtime/agent.js";
 export { DefinedAgent } from "./runtime/defined-agent.js";
 export type { Run, RunResult } from "./runtime/run.js";

@@ -335,16 +335,20 @@ export class Coordinator implements SessionHost {
    * decision as it is; any other continues where its facts say. */
   private continueInstalled(entry: ExecutionEntry, request: RecoveryRequest, handle: number): void {
     if (request.reopen) return reopenInstalled(this, entry, request, handle, () => this.continueInstalled(entry, request, handle));
-    entry.recoveredFrom = request.row;
-    entry.waiters.push(request.start.waiter);
     if (request.row.status === "suspended") {
+      // Nothing waits on a recovered execution's stand-in start, and a
+      // resume reads the row again: keep only what the decision needs.
       this.requests.take(handle);
       entry.suspended = true;
       entry.approvalRequest = request.row.approvalRequest as unknown as ApprovalRequest;
+      entry.keepForResume();
       request.settle({ ok: true, suspended: true });
+      if (!request.standIn) entry.waiters.push(request.start.waiter.tail());
       this.onAgentActivity?.(entry.agent, "suspended");
       return;
     }
+    entry.recoveredFrom = request.row;
+    entry.waiters.push(request.start.waiter);
     // A row in a state no store writes names Continuation.None: the core
     // refuses it, holds the agent and fails the request (decision 0022).
     this.post(() => this.apply(M.ContinueRecovered, entry.slot, entry.generation, request.row.revision, request.continuation, 0, handle));
@@ -592,6 +596,7 @@ export class Coordinator implements SessionHost {
     if (entry.suspended) {
       entry.session = undefined;
       entry.keepForResume();
+      entry.waiters = entry.waiters.map((waiter) => waiter.tail());
     }
     if (entry.suspended) this.onAgentActivity?.(entry.agent, "suspended");
   }

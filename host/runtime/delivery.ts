@@ -15,7 +15,7 @@ import { ApprovalRequiredError, PhronomyError, StreamCallbackError } from "../er
 import { OUTCOME_EVENT_TYPES, TERMINAL_EVENT_TYPES, type ApprovalRequest, type ExecutionEvent, type ExecutionEventType } from "./events.js";
 import type { CallbackErrorPolicy, Logger } from "./options.js";
 import type { ExecutionEntry } from "./requests.js";
-import type { RunResult, Waiter } from "./run.js";
+import type { RunResult, Waiting } from "./run.js";
 
 export interface DeliverySettings {
   readonly logger: Logger;
@@ -24,7 +24,7 @@ export interface DeliverySettings {
 
 /** Sends one event to a waiter: its stream, then its listener; nothing
  * after the waiter's terminal event. */
-export function emitToWaiter(waiter: Waiter, event: ExecutionEvent, settings: DeliverySettings): void {
+export function emitToWaiter(waiter: Waiting, event: ExecutionEvent, settings: DeliverySettings): void {
   if (waiter.eventsEnded) return;
   const terminal = TERMINAL_EVENT_TYPES.has(event.type);
   if (terminal) waiter.eventsEnded = true;
@@ -43,7 +43,7 @@ export function emitToWaiter(waiter: Waiter, event: ExecutionEvent, settings: De
 /** Tells an exact observer (`env.wait`) that the execution is suspended:
  * its `approval_required` event, then ApprovalRequiredError naming the
  * approval. */
-export function rejectSuspendedObserver(waiter: Waiter, context: { readonly executionId: string; readonly agentId: string }, request: ApprovalRequest | undefined, settings: DeliverySettings): void {
+export function rejectSuspendedObserver(waiter: Waiting, context: { readonly executionId: string; readonly agentId: string }, request: ApprovalRequest | undefined, settings: DeliverySettings): void {
   if (waiter.settled) return;
   waiter.knowExecutionId(context.executionId);
   // Without the request no approval_required can be built: the rejection's
@@ -64,14 +64,14 @@ export function terminalEventType(error: PhronomyError): "error" | "timeout" | "
 }
 
 /** Rejects a waiter after telling its listener how the run ended. */
-export function settleWaiterWithError(waiter: Waiter, error: PhronomyError, settings: DeliverySettings): void {
+export function settleWaiterWithError(waiter: Waiting, error: PhronomyError, settings: DeliverySettings): void {
   if (waiter.settled) return;
   const type = terminalEventType(error);
   emitToWaiter(waiter, { type, executionId: error.executionId, error }, settings);
   waiter.reject(error);
 }
 
-function resolveWaiter(waiter: Waiter, result: RunResult, eventType: ExecutionEventType, settings: DeliverySettings): void {
+function resolveWaiter(waiter: Waiting, result: RunResult, eventType: ExecutionEventType, settings: DeliverySettings): void {
   if (waiter.callbackError && settings.callbackErrorPolicy === "fail_task") {
     waiter.reject(new StreamCallbackError(waiter.callbackError.eventType, waiter.callbackError.error, {
       executionId: result.executionId, agentId: result.agentId, details: { eventType },

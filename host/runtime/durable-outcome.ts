@@ -6,10 +6,10 @@
 import { ExecutionRehydrationRequiredError, errorFromRecord, PhronomyError } from "../errors.js";
 import type { ExecutionRow } from "../store/records.js";
 import type { ApprovalRequest, HandoffRequest } from "./events.js";
-import type { Waiter } from "./run.js";
+import type { Waiting } from "./run.js";
 import { emitToWaiter, rejectSuspendedObserver, settleWaiterWithError, type DeliverySettings } from "./delivery.js";
 
-export function settleFromRow(waiter: Waiter, executionId: string, row: ExecutionRow | undefined, settings: DeliverySettings): void {
+export function settleFromRow(waiter: Waiting, executionId: string, row: ExecutionRow | undefined, settings: DeliverySettings): void {
   if (!row) {
     settleWaiterWithError(waiter, new PhronomyError("INVALID_INPUT", `no execution ${executionId} in this store`, { executionId }), settings);
     return;

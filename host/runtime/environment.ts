@@ -6,19 +6,17 @@
 // flight runs to its terminal outcome, executions suspended for approval
 // stay durable (their local waiters are told the environment closed), then
 // the store closes. A second `close()` returns the same promise.
+//
+// What `Phronomy.open` takes is checked in `open-options.ts`; the recoveries
+// of the agents (the one scan, `env.recover()`, takeovers) run in
+// `agent-recoveries.ts`.
 
-import { loadPostgresStore } from "../store/load-postgres.js";
 import { transferError } from "../store/error-transfer.js";
 import { Admin } from "./admin.js";
-import { Limit, MessageKind as M, ResultCode } from "../../assembly/abi.js";
+import { MessageKind as M } from "../../assembly/abi.js";
 import { ControlCore } from "../core/control-core.js";
-import { resultCodeName } from "../core/names.js";
-import type { CoreLimits } from "../core/machine.js";
 import { resolveTools } from "../agent/tools.js";
-import { CancellationError, ExecutionRehydrationRequiredError, InvalidInputError, PhronomyError, RetryRefusedError, RuntimeShutdownError, StoreError, agentHasUnfinishedExecutions } from "../errors.js";
-import { SqliteStore, type SqliteStoreOptions } from "../store/sqlite-store.js";
-import { sqliteDriverName } from "../store/sqlite/driver.js";
-import type { PostgresStoreOptions } from "../store/postgres/options.js";
+import { CancellationError, ExecutionRehydrationRequiredError, InvalidInputError, PhronomyError, RuntimeShutdownError, StoreError, agentHasUnfinishedExecutions } from "../errors.js";
 import type { ExecutionStore } from "../store/store.js";
 import { isVisitorStore } from "../store/sqlite-visitor.js";
 import { checkListFilter, executionStatusNames } from "../store/check-operation.js";
@@ -28,19 +26,18 @@ import { Conversations } from "./conversations.js";
 import { DefinedAgent } from "./defined-agent.js";
 import { ControlLoop } from "./control-loop.js";
 import { Coordinator } from "./coordinator.js";
-import { errorForCode } from "./error-codes.js";
 import {
-  MEMORY_WINDOW_DEFAULT, rejectUnknownKeys, validateAgentDefinition, validateAgentId, type AgentDefinition, type AgentSettings, type CallbackErrorPolicy,
-  type ConversationDefinition, type Logger,
+  MEMORY_WINDOW_DEFAULT, validateAgentDefinition, validateAgentId, type AgentDefinition, type AgentSettings, type ConversationDefinition,
 } from "./options.js";
-import type { AgentEntry } from "./requests.js";
 import { Tracer } from "./tracing.js";
 import { Waiter, type Run } from "./run.js";
 import { asPhronomyError } from "./session.js";
 import { settleFromRow } from "./durable-outcome.js";
 import { emitToWaiter, rejectSuspendedObserver, settleWaiterWithError } from "./delivery.js";
-import { continuationNameOf, continuationOf, recoverAgent, type RecoveredExecution } from "./recovery.js";
+import type { RecoveredExecution } from "./recovery.js";
 import { leasingStoreOf, type LeasingStore } from "./leases.js";
+import { AgentRecoveries } from "./agent-recoveries.js";
+import { checkOpenOptions, openStoreAt, type OpenOptions } from "./open-options.js";
 import { partitionedStoreOf, watchPartitionTakeovers } from "./partition-takeover.js";
 import { InboxApplier, inboxStoreOf, type ClaimedDecision } from "./approval-inbox.js";
 import { RemoteResumes } from "./remote-resume.js";
@@ -49,61 +46,13 @@ import type { AgentInput } from "./agent.js";
 import type { StartOptions } from "./options.js";
 import { DurableWatches } from "./durable-watch.js";
 import type { ApprovalRequest } from "./events.js";
-import { checkPruneOptions, checkRetentionOptions, Retention, type PruneOptions, type PruneReport, type RetentionOptions } from "./retention.js";
+import { checkPruneOptions, Retention, type PruneOptions, type PruneReport, type RetentionOptions } from "./retention.js";
 import { pruningStoreOf } from "../store/prune.js";
 import { ConversationQueues } from "./conversation-queue.js";
-import { queueReaderOf, queueStoreOf } from "../store/queue.js";
 import { executionOrQueued, listWithQueued } from "./queued-rows.js";
 import { applyFiledRetry, checkRetryOptions, retryById, withAttempts, type RetryHost, type RetryOptions } from "./retry.js";
 import { ChatStreams, type ChatChunk, type StreamOptions } from "../chat/chat-stream.js";
 import { applyFiledCancel, cancelById, checkCancel, type CancelHost, type CancelOptions, type CancelResult } from "./cancel-by-id.js";
-
-/** What `Phronomy.open` takes: the store and how the environment runs on it. */
-export interface OpenOptions {
-  /** A SQLite file path (`./agents.db` or `file:./agents.db`), a
-   * PostgreSQL URL (`postgres://user@host:5432/db?schema=phronomy`), or a
-   * store the application opened itself (any `ExecutionStore`). */
-  readonly store: string | ExecutionStore;
-  /** `FULL` (default): every barrier reaches the disk before its external
-   * operation starts. `NORMAL`: survives a process crash, not power loss. */
-  readonly synchronous?: SqliteStoreOptions["synchronous"];
-  /** A SQLite store's bound on store operations queued for its writer;
-   * past it a start fails with `OffloadFullError` (`SqliteStoreOptions`). */
-  readonly offloadCapacity?: number;
-  /** Where a SQLite store's commits run: `adaptive` (default), `worker` or
-   * `inline` (docs/decisions/0006). */
-  readonly offloadPolicy?: SqliteStoreOptions["offloadPolicy"];
-  /** Sizes of the core: `agentsMax` conversations working or suspended at
-   * once, `executionsMax` live executions. */
-  readonly limits?: Partial<CoreLimits>;
-  /** What a throwing event listener does: `report` (default) logs it;
-   * `fail_task` also fails the Run with StreamCallbackError when it threw
-   * on `done` or `handoff` (docs/decisions/0018). */
-  readonly callbackErrorPolicy?: CallbackErrorPolicy;
-  /** Where the runtime's warnings go (default `console.warn`). */
-  readonly logger?: Logger;
-  /** Recover each agent's unfinished executions when the agent is defined
-   * (default true). With false, call `env.recover()` when you want it. */
-  readonly recover?: boolean;
-  /** For a `postgres://` store URL only: the pool size, the agent lease
-   * length and the schema (`PostgresStore.open`'s options; `leaseMs` and
-   * `schema` may instead be `?lease_ms=` and `?schema=` in the URL, not both). */
-  readonly postgres?: PostgresStoreOptions;
-  /** Open a SQLite store as a visitor beside its live owner (SPEC §4.3,
-   * docs/decisions/0015-sqlite-visitors.md): reads, and `agent.resume`
-   * files the decision for the owner to apply and waits for the outcome;
-   * starts, recovery and purges are refused. A store opened with
-   * `SqliteStore.openVisitor` is a visitor's without this option. */
-  readonly visitor?: boolean;
-  /** How long finished executions stay in the store (default 7 days) and
-   * how often the background pruner looks (`runtime/retention.ts`,
-   * docs/decisions/0027). */
-  readonly retention?: RetentionOptions;
-}
-
-const OPEN_OPTION_KEYS = ["store", "synchronous", "offloadCapacity", "offloadPolicy", "limits", "callbackErrorPolicy", "logger", "recover", "postgres", "visitor", "retention"] as const;
-const POSTGRES_OPTION_KEYS = ["poolSize", "leaseMs", "schema", "instanceId", "partitions", "balance"] as const;
-const LIMIT_KEYS = ["agentsMax", "executionsMax"] as const;
 
 /** What a pending approval looks like to whoever decides it. */
 export interface PendingApproval {
@@ -117,104 +66,6 @@ export interface PendingApproval {
   readonly since: number;
 }
 
-const consoleLogger: Logger = { warn: (message) => console.warn(message) };
-
-/** The application's logger, checked when opened and called so that a
- * logger that throws never breaks the runtime: its messages are reported
- * from handlers and timers, where a throw would end the process (an
- * uncaught exception or unhandled rejection). */
-function guardedLogger(logger: unknown): Logger {
-  if (logger === undefined) return consoleLogger;
-  const given = logger as Partial<Logger> | null;
-  if (typeof given !== "object" || given === null || typeof given.warn !== "function" || (given.debug !== undefined && typeof given.debug !== "function")) {
-    throw new InvalidInputError(`Phronomy.open(options): "logger" must be an object with a warn(message) method (and optionally debug(message))`);
-  }
-  const quietly = (write: (message: string) => void) => (message: string): void => {
-    try {
-      write.call(given, message);
-    } catch {
-      // A logger that throws loses its message, never the process.
-    }
-  };
-  return { warn: quietly(given.warn), ...(given.debug !== undefined ? { debug: quietly(given.debug) } : {}) };
-}
-
-/** A `postgres://` or `postgresql://` URL opens a `PostgresStore`
- * (imported on demand, so SQLite users never load `pg`); anything else is
- * a SQLite path. */
-async function openStoreAt(location: string, options: OpenOptions, logger: Logger): Promise<ExecutionStore> {
-  if (/^postgres(ql)?:\/\//i.test(location)) {
-    const { PostgresStore } = await loadPostgresStore();
-    return PostgresStore.open(location, options.postgres ?? {});
-  }
-  const store = await openSqlite(location, options);
-  // Which SQLite library the runtime gave the store (docs/decisions/0040).
-  logger.debug?.(`[phronomy] the SQLite store at ${store.path} runs on ${sqliteDriverName()}${options.visitor === true ? " (a visitor)" : ""}`);
-  return store;
-}
-
-async function openSqlite(location: string, options: OpenOptions): Promise<ExecutionStore> {
-  const path = location.startsWith("file:") ? location.slice("file:".length) : location;
-  if (options.visitor === true) return SqliteStore.openVisitor(path);
-  return SqliteStore.open(path, {
-    ...(options.synchronous ? { synchronous: options.synchronous } : {}),
-    ...(options.offloadCapacity !== undefined ? { offloadCapacity: options.offloadCapacity } : {}),
-    ...(options.offloadPolicy ? { offloadPolicy: options.offloadPolicy } : {}),
-  });
-}
-
-/** `visitor` is for a SQLite file path (or a visitor store) only. */
-function checkVisitorOption(options: OpenOptions): void {
-  if (options.visitor === undefined || options.visitor === false) return;
-  if (options.visitor !== true) throw new InvalidInputError(`Phronomy.open(options): "visitor" must be true or false, got ${JSON.stringify(options.visitor)}`);
-  if (typeof options.store === "string" ? /^postgres(ql)?:\/\//i.test(options.store) : !isVisitorStore(options.store)) {
-    throw new InvalidInputError(`Phronomy.open(options): "visitor" applies to a SQLite store given by its file path (a PostgreSQL store is shared by every process already; a store the application opened is a visitor's only when opened with SqliteStore.openVisitor)`);
-  }
-}
-
-/** `postgres` is checked before anything is opened: it must be an object
- * of known keys, for a store given as a `postgres://` URL (the values are
- * checked by `PostgresStore.open`, before it connects). */
-function checkPostgresOptions(options: OpenOptions): void {
-  const given = options.postgres;
-  if (given === undefined) return;
-  if (typeof given !== "object" || given === null || Array.isArray(given)) {
-    throw new InvalidInputError(`Phronomy.open(options): "postgres" must be an object { ${POSTGRES_OPTION_KEYS.join(", ")} }, got ${JSON.stringify(given)}`);
-  }
-  rejectUnknownKeys(given, POSTGRES_OPTION_KEYS, "Phronomy.open(options.postgres)");
-  if (typeof options.store === "string" && /^postgres(ql)?:\/\//i.test(options.store)) return;
-  const store = typeof options.store === "string" ? `the SQLite file ${JSON.stringify(options.store)}` : "a store the application opened (pass these options to PostgresStore.open)";
-  throw new InvalidInputError(`Phronomy.open(options): "postgres" applies only when "store" is a postgres:// URL; here it is ${store}`);
-}
-
-/** `limits` is an object of known keys, each an integer in the core's
- * range; checked before anything is opened. */
-function checkLimits(options: OpenOptions): void {
-  const given = options.limits;
-  if (given === undefined) return;
-  if (typeof given !== "object" || given === null || Array.isArray(given)) {
-    throw new InvalidInputError(`Phronomy.open(options): "limits" must be an object { ${LIMIT_KEYS.join(", ")} }, got ${JSON.stringify(given)}`);
-  }
-  rejectUnknownKeys(given, LIMIT_KEYS, "Phronomy.open(options.limits)");
-  const ceilings = { agentsMax: Limit.AgentsMaxCeiling, executionsMax: Limit.ExecutionsMaxCeiling };
-  for (const key of LIMIT_KEYS) {
-    const value = given[key];
-    if (value !== undefined && (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > ceilings[key])) {
-      throw new InvalidInputError(`Phronomy.open(options.limits): "${key}" must be an integer from 1 to ${ceilings[key]}, got ${String(value)}`);
-    }
-  }
-}
-
-/** The options only a SQLite file store has are refused for any other
- * store, rather than silently ignored. */
-function checkSqliteOnlyOptions(options: OpenOptions): void {
-  if (typeof options.store === "string" && !/^postgres(ql)?:\/\//i.test(options.store)) return;
-  const given = (["synchronous", "offloadCapacity", "offloadPolicy"] as const).filter((key) => options[key] !== undefined);
-  if (given.length === 0) return;
-  const store = typeof options.store === "string" ? "a PostgreSQL store (durability there is the server's: synchronous_commit)" : "a store the application opened (pass them to SqliteStore.open)";
-  throw new InvalidInputError(`Phronomy.open(options): ${given.map((key) => `"${key}"`).join(", ")} ${given.length === 1 ? "applies" : "apply"} only to a SQLite file store; here it is ${store}`);
-}
-
 /** A running Phronomy on one store: the agents defined on it, their
  * executions, recovery, retention, and `close()`. Made by `Phronomy.open`. */
 export class Environment {
@@ -224,9 +75,9 @@ export class Environment {
   private closing: Promise<void> | undefined;
   private drainWaiters: (() => void)[] = [];
 
-  private readonly recoveries = new Map<string, Promise<RecoveredExecution[]>>();
-  /** Recoveries after a takeover still running: starts wait for them. */
-  private readonly takeoverRecoveries = new Map<string, Promise<RecoveredExecution[]>>();
+  /** The recoveries of its agents: at definition, `env.recover()`, after a
+   * takeover (`agent-recoveries.ts`). */
+  private readonly recoveries: AgentRecoveries;
   /** With an approval inbox (PostgreSQL, docs/decisions/0011-approval-inbox.md):
    * applies decisions filed elsewhere for the agents held here, and files
    * decisions on agents held elsewhere. */
@@ -256,41 +107,29 @@ export class Environment {
   ) {
     this.conversations = new Conversations({
       store, loop, coordinator, recovers: recoverOnDefine,
-      unfinishedByAgent: () => this.unfinishedByAgent(),
-      unfinishedReadAt: () => this.unfinishedReadAt,
-      queuedAtOpen: () => this.queuedAtOpen,
-      recoverEntry: (entry, rows) => this.recoverAgentEntry(entry, undefined, rows),
+      unfinishedByAgent: () => this.recoveries.unfinishedByAgent(),
+      unfinishedReadAt: () => this.recoveries.unfinishedReadAt,
+      queuedAtOpen: () => this.recoveries.queuedAtOpen,
+      recoverEntry: (entry, rows) => this.recoveries.recoverAgentEntry(entry, undefined, rows),
       ownAgent: (agentId) => this.ownAgent(agentId),
       inboxListening: (agentId) => this.inboxApplier?.agentListening(agentId),
       inboxReady: (agentId, ready) => ready ? this.inboxApplier?.agentReady(agentId) : this.inboxApplier?.agentNotReady(agentId),
       reportRecovery: (agentId, report) => {
         report.catch(() => undefined);
-        this.recoveries.set(agentId, report);
+        this.recoveries.report(agentId, report);
       },
+    });
+    this.recoveries = new AgentRecoveries({
+      store, loop, coordinator, conversations: this.conversations, queues: this.queues, recoverOnDefine,
+      closed: () => this.closed,
+      inboxApplier: () => this.inboxApplier,
     });
   }
 
   /** What `Phronomy.open` does: checks the options, opens (creating and
    * migrating) the store, starts the core and the control loop. */
   static async open(options: OpenOptions): Promise<Environment> {
-    if (typeof options !== "object" || options === null) throw new InvalidInputError("Phronomy.open(options): options must be an object");
-    rejectUnknownKeys(options, OPEN_OPTION_KEYS, "Phronomy.open(options)");
-    const givenStore = typeof options.store === "object" && options.store !== null && typeof options.store.run === "function";
-    if (!givenStore && (typeof options.store !== "string" || options.store.length === 0)) {
-      throw new InvalidInputError(`Phronomy.open(options): "store" must be a SQLite file path, a postgres:// URL or an ExecutionStore, got ${JSON.stringify(options.store)}`);
-    }
-    if (options.callbackErrorPolicy !== undefined && !["report", "fail_task"].includes(options.callbackErrorPolicy)) {
-      throw new InvalidInputError(`Phronomy.open(options): "callbackErrorPolicy" must be "report" or "fail_task"`);
-    }
-    if (options.recover !== undefined && typeof options.recover !== "boolean") {
-      throw new InvalidInputError(`Phronomy.open(options): "recover" must be true or false, got ${JSON.stringify(options.recover)}`);
-    }
-    checkLimits(options);
-    const logger = guardedLogger(options.logger);
-    checkPostgresOptions(options);
-    checkSqliteOnlyOptions(options);
-    checkVisitorOption(options);
-    const retention = checkRetentionOptions(options.retention);
+    const { logger, retention } = checkOpenOptions(options);
     const core = await ControlCore.create(options.limits ?? {});
     const store = typeof options.store === "string" ? await openStoreAt(options.store, options, logger) : options.store;
     let coreFailed: (error: PhronomyError) => void = () => undefined;
@@ -311,8 +150,8 @@ export class Environment {
     };
     const leasing = leasingStoreOf(store);
     if (leasing) {
-      leasing.onLeaseAcquired = (agentId, grant) => environment.takeOver(agentId, grant.epoch);
-      coordinator.onExecutionRecoveryRequired = (agentId, error) => environment.fencedWhileHeld(agentId, error);
+      leasing.onLeaseAcquired = (agentId, grant) => environment.recoveries.takeOver(agentId, grant.epoch);
+      coordinator.onExecutionRecoveryRequired = (agentId, error) => environment.recoveries.fencedWhileHeld(agentId, error);
     }
     const partitioned = partitionedStoreOf(store);
     if (partitioned) {
@@ -331,7 +170,7 @@ export class Environment {
     environment.startRetention(retention);
     // The one scan of unfinished executions: each definition recovers its
     // own from it (docs/decisions/0024).
-    if (environment.recoverOnDefine) environment.unfinishedByAgent().catch(() => undefined);
+    if (environment.recoverOnDefine) environment.recoveries.unfinishedByAgent().catch(() => undefined);
     return environment;
   }
 
@@ -364,7 +203,7 @@ export class Environment {
     const ready = recovered.then(() => undefined, () => undefined);
     if (name !== undefined) return new DefinedAgent(this, kind, recovered, ready);
     const agentId = definition.id as string;
-    this.recoveries.set(agentId, recovered);
+    this.recoveries.report(agentId, recovered);
     return new Agent({ environment: this, kind, ready }, agentId);
   }
 
@@ -468,169 +307,7 @@ export class Environment {
     this.assertOpen("env.recover()");
     this.assertOwner("env.recover()");
     this.assertStoreWritable("env.recover()");
-    await this.conversations.definitionsSettled();
-    this.unfinished = undefined;
-    const report: RecoveredExecution[] = [];
-    const leasing = leasingStoreOf(this.store);
-    // Conversations live here: their unfinished rows, and what a store
-    // failure left held for them.
-    for (const agentId of this.conversations.liveIds()) {
-      await this.conversations.liveEntry(agentId)?.catch(() => undefined);
-      if (leasing && leasing.leaseOf(agentId) === undefined) continue;
-      const recovered = await this.conversations.holding(agentId, (entry) => this.recoverAgentEntry(entry)) ?? [];
-      report.push(...recovered);
-      if (recovered.some((item) => item.status === "suspended")) this.inboxApplier?.agentReady(agentId);
-    }
-    // The others: recovered by their definition when it is defined here
-    // (with messages queued and nothing unfinished: their queue restored).
-    const unfinished = await this.unfinishedByAgent();
-    const queuedOnly: [string, ExecutionRow[]][] = [...this.queuedAtOpen].filter(([agentId]) => !unfinished.has(agentId)).map(([agentId]) => [agentId, []]);
-    for (const [agentId, rows] of [...unfinished, ...queuedOnly]) {
-      if (this.conversations.liveEntry(agentId) !== undefined) continue;
-      const kind = rows[0] !== undefined ? this.conversations.kindOfRow(rows[0]) : this.conversations.kindOf(agentId, this.queuedAtOpen.get(agentId));
-      if (kind === undefined) {
-        for (const row of rows) {
-          const name = row.metadata.config?.["definition"];
-          const define = typeof name === "string" ? `the definition named "${name}"` : `agent "${row.agentId}"`;
-          report.push({ executionId: row.executionId, agentId: row.agentId, phase: row.phase, status: "waiting_for_agent", reason: `define ${define} in this environment to recover it` });
-        }
-        continue;
-      }
-      // Its first use recovers it (with `recover: false`: recovered here).
-      const use = this.conversations.use(agentId, kind);
-      try {
-        const entry = await use.entry;
-        const recovered = this.recoverOnDefine ? await this.recovery(agentId) : await this.recoverAgentEntry(entry);
-        report.push(...recovered);
-        if (recovered.some((item) => item.status === "suspended")) this.inboxApplier?.agentReady(agentId);
-      } finally {
-        use.done();
-      }
-    }
-    report.push(...await this.queuedReport());
-    return report;
-  }
-
-  /** Messages still queued once recovery ran, oldest first per
-   * conversation (at most `queuedReportedMax`): each runs in its turn,
-   * or waits for its definition like the executions ahead of it. */
-  private async queuedReport(): Promise<RecoveredExecution[]> {
-    const reader = queueReaderOf(this.store);
-    if (reader === undefined) return [];
-    const messages = await reader.listQueuedMessages({ limit: queuedReportedMax });
-    messages.sort((a, b) => a.agentId < b.agentId ? -1 : a.agentId > b.agentId ? 1 : a.seq - b.seq);
-    let position = 0;
-    return messages.map((message, index) => {
-      position = index > 0 && messages[index - 1]!.agentId === message.agentId ? position + 1 : 1;
-      const defined = this.conversations.liveKind(message.agentId) ?? this.conversations.kindOf(message.agentId, typeof message.config["definition"] === "string" ? message.config["definition"] : undefined);
-      return {
-        executionId: message.executionId, agentId: message.agentId, phase: "queued", status: "queued",
-        reason: defined !== undefined ? `queued (position ${position} in its conversation's queue): runs in its turn` : `queued (position ${position}); define its agent in this environment to run it`,
-      };
-    });
-  }
-
-  /** The store's unfinished executions by agent, read once per recovery
-   * pass (defining 10,000 agents must not read the table 10,000 times). */
-  private unfinished: Promise<Map<string, ExecutionRow[]>> | undefined;
-  /** When that read started (`performance.now()`). */
-  private unfinishedReadAt = 0;
-
-  /** Conversations with messages queued, found by the same scan (their
-   * head's definition name): recovered with their definition too. */
-  private queuedAtOpen = new Map<string, string | undefined>();
-
-  private unfinishedByAgent(): Promise<Map<string, ExecutionRow[]>> {
-    if (this.unfinished !== undefined) return this.unfinished;
-    this.unfinishedReadAt = performance.now();
-    const heads = queueStoreOf(this.store)?.queueHeads?.() ?? [];
-    this.unfinished = Promise.all([this.store.unfinishedExecutions(), heads]).then(([rows, queued]) => {
-      this.queuedAtOpen = new Map(queued.map((head) => {
-        const name = head.config["definition"];
-        return [head.agentId, typeof name === "string" ? name : undefined];
-      }));
-      const byAgent = new Map<string, ExecutionRow[]>();
-      for (const row of rows) {
-        const list = byAgent.get(row.agentId);
-        if (list) list.push(row);
-        else byAgent.set(row.agentId, [row]);
-      }
-      return byAgent;
-    });
-    return this.unfinished;
-  }
-
-  /** Recovery of one agent's unfinished executions not already live here.
-   * `readAfter`: rows read before that moment (another process owned the
-   * agent then) are read again. */
-  private async recoverAgentEntry(entry: AgentEntry, readAfter?: number, given?: readonly ExecutionRow[]): Promise<RecoveredExecution[]> {
-    if (readAfter !== undefined && this.unfinished !== undefined && this.unfinishedReadAt < readAfter) this.unfinished = undefined;
-    const rows: ExecutionRow[] = [];
-    const scan = given === undefined ? await this.unfinishedByAgent() : undefined;
-    const unfinished = given ?? scan?.get(entry.id) ?? [];
-    // Taken: a later first use of this conversation must not recover them again.
-    scan?.delete(entry.id);
-    this.queuedAtOpen.delete(entry.id);
-    const held: RecoveredExecution[] = await this.releaseFinishedHolds(entry, unfinished);
-    for (const row of unfinished) {
-      const live = this.coordinator.entryById(row.executionId);
-      if (!live) rows.push(row);
-      else if (live.recoveryRequired) {
-        // Held recovery_required here (a write refused: its lease lost, the
-        // row moved on): release it, then install it again from its row.
-        const code = await this.dischargeRecovery(live.slot, live.generation);
-        if (code === ResultCode.Ok) rows.push(row);
-        else held.push({ executionId: row.executionId, agentId: row.agentId, phase: row.phase, continuation: continuationNameOf(continuationOf(row)), status: "needs_attention", reason: stillSettlingReason(code) });
-      }
-    }
-    const report = [...held, ...await recoverAgent(this.coordinator, this.loop, entry, rows)];
-    // Its queued messages wait behind what was recovered (docs/decisions/0025).
-    await this.queues.restore(entry);
-    for (const item of report) {
-      if (item.status === "needs_attention") this.coordinator.settings.logger.warn(`[phronomy] execution ${item.executionId} of agent "${item.agentId}" (phase ${item.phase}) needs attention: ${item.reason ?? ""}`);
-    }
-    return report;
-  }
-
-  /** Releases what a store failure left held for the agent that the rows
-   * read show needs no recovery (docs/decisions/0020): the agent itself
-   * when a preparation's outcome could not be read back (its execution, if
-   * written, is among `unfinished` and is installed next), and executions
-   * held here whose row is no longer unfinished (a terminal commit that did
-   * commit before its connection was lost). Their waiters were failed when
-   * recovery was required (docs/decisions/0021: a store worker lost holding
-   * the terminal commit). Those still busy are reported. */
-  private async releaseFinishedHolds(entry: AgentEntry, unfinished: readonly ExecutionRow[]): Promise<RecoveredExecution[]> {
-    if (this.coordinator.heldAgents.has(entry)) {
-      const code = await this.release(M.DischargeAgentRecovery, entry.slot, entry.generation, `the release of agent "${entry.id}" held for recovery`);
-      if (code === ResultCode.Ok || code === ResultCode.AdmissionStateMustMatch) this.coordinator.heldAgents.delete(entry);
-    }
-    const busy: RecoveredExecution[] = [];
-    const unfinishedIds = new Set(unfinished.map((row) => row.executionId));
-    for (const live of this.coordinator.recoveryRequiredEntriesOf(entry)) {
-      if (unfinishedIds.has(live.executionId)) continue;
-      // Held after `unfinished` was read: its own row says whether it ended
-      // (if not, the next recovery pass reads it among the unfinished).
-      const row = await this.store.getExecution(live.executionId);
-      if (row !== undefined && row.status !== "terminal") continue;
-      const code = await this.dischargeRecovery(live.slot, live.generation);
-      if (code !== ResultCode.Ok) busy.push({ executionId: live.executionId, agentId: entry.id, phase: row?.phase ?? "terminal", status: "needs_attention", reason: stillSettlingReason(code) });
-    }
-    return busy;
-  }
-
-  /** Releases an execution held recovery_required in the core once it is
-   * quiescent (DischargeRecovery): the code the core answered. */
-  private dischargeRecovery(slot: number, generation: number): Promise<number> {
-    return this.release(M.DischargeRecovery, slot, generation, "the release of an execution held for recovery");
-  }
-
-  /** Applies a release message (DischargeRecovery, DischargeAgentRecovery)
-   * on the loop: the code the core answered. */
-  private release(kind: M.DischargeRecovery | M.DischargeAgentRecovery, slot: number, generation: number, label: string): Promise<number> {
-    return new Promise((resolve, reject) => {
-      this.loop.post(() => resolve(this.coordinator.apply(kind, slot, generation)), { completion: { fail: reject }, label });
-    });
+    return this.recoveries.recover();
   }
 
   /** With a leasing store: takes the agent's lease and says when (the
@@ -646,7 +323,7 @@ export class Environment {
       // whose start took it, so what a fencing refusal left held here while
       // it was lost is recovered now.
       void this.conversations.liveEntry(agentId)?.then((entry) => {
-        if (this.coordinator.recoveryRequiredEntriesOf(entry).length > 0) this.recoverAfterRetake(agentId, acquisition.epoch);
+        if (this.coordinator.recoveryRequiredEntriesOf(entry).length > 0) this.recoveries.recoverAfterRetake(agentId, acquisition.epoch);
       }, () => undefined);
       return performance.now();
     }
@@ -657,64 +334,10 @@ export class Environment {
     return false;
   }
 
-  /** The store took an agent over (its former owner's lease expired):
-   * recover its unfinished executions here (unless `recover: false`). */
-  private takeOver(agentId: string, epoch: number): void {
-    const agent = this.conversations.liveEntry(agentId);
-    if (!agent || this.closing) return;
-    // Decisions filed for it wait until its executions are recovered here.
-    this.inboxApplier?.agentNotReady(agentId);
-    // With `recover: false` the application recovers it (env.recover()).
-    if (!this.recoverOnDefine) return;
-    const takenAt = performance.now();
-    this.coordinator.settings.logger.debug?.(`[phronomy] took agent "${agentId}" over at lease epoch ${epoch}; recovering its unfinished executions`);
-    // Called in the same turn as the store noted the lease: no admission
-    // can slip in before the recovered executions hold theirs. Starts made
-    // through agent.start wait for the recovery (`admissionGate`).
-    const leasing = leasingStoreOf(this.store);
-    leasing?.holdAdmissions(agentId, `it was taken over at lease epoch ${epoch} and its unfinished executions are being recovered`);
-    const recovered = this.conversations.holding(agentId, (entry) => this.recoverAgentEntry(entry, takenAt)).then((report = []) => {
-      this.inboxApplier?.agentReady(agentId);
-      return report;
-    }).finally(() => {
-      if (this.takeoverRecoveries.get(agentId) === recovered) {
-        this.takeoverRecoveries.delete(agentId);
-        leasing?.holdAdmissions(agentId, undefined);
-      }
-    });
-    recovered.catch((error: unknown) => this.coordinator.settings.logger.warn(`[phronomy] the recovery of agent "${agentId}" after its takeover failed: ${error instanceof Error ? error.message : String(error)}`));
-    this.recoveries.set(agentId, recovered);
-    this.takeoverRecoveries.set(agentId, recovered);
-  }
-
-  /** A write of an execution here was refused by the fencing check at an
-   * epoch this process no longer holds. If it holds the agent's partition
-   * again at a later epoch — lost and taken back while the execution ran —
-   * the takeover's recovery may have read the execution before it was
-   * held, and no later takeover will come: recover the agent now. */
-  private fencedWhileHeld(agentId: string, error: PhronomyError): void {
-    const fenced = (error.details as { reason?: unknown; epoch?: unknown } | undefined);
-    if (fenced?.reason !== "lease_lost" || typeof fenced.epoch !== "number") return;
-    const held = leasingStoreOf(this.store)?.leaseOf(agentId);
-    if (held !== undefined && held.epoch > fenced.epoch) this.recoverAfterRetake(agentId, held.epoch);
-  }
-
-  /** Recovers the agent's executions held here (released and installed
-   * again from their rows, or let go if another process finished them),
-   * after any takeover recovery under way, unless the lease moved again. */
-  private recoverAfterRetake(agentId: string, epoch: number): void {
-    const running = this.takeoverRecoveries.get(agentId) ?? Promise.resolve();
-    void running.catch(() => undefined).then(() => new Promise((resolve) => setImmediate(resolve))).then(() => {
-      if (this.closing || leasingStoreOf(this.store)?.leaseOf(agentId)?.epoch !== epoch) return;
-      this.coordinator.settings.logger.debug?.(`[phronomy] agent "${agentId}" holds executions fenced while its partition was lost; taken back at lease epoch ${epoch}: recovering them`);
-      this.takeOver(agentId, epoch);
-    });
-  }
-
   /** @internal What a start of the agent waits for before it is posted:
    * the recovery of a takeover in progress, if any. */
   admissionGate(agentId: string): Promise<unknown> | undefined {
-    return this.takeoverRecoveries.get(agentId);
+    return this.recoveries.admissionGate(agentId);
   }
 
   /** The approval inbox of a store that has one (PostgreSQL, SQLite):
@@ -833,7 +456,7 @@ export class Environment {
 
   /** The recovery report of an agent defined in this environment. */
   recovery(agentId: string): Promise<RecoveredExecution[]> {
-    return this.recoveries.get(agentId) ?? Promise.resolve([]);
+    return this.recoveries.recovery(agentId);
   }
 
   /** Approvals waiting for a decision, oldest first. */
@@ -1041,12 +664,4 @@ export class Environment {
     if (!this.visitor) return;
     throw new InvalidInputError(`${what} was refused: this environment visits the store at ${this.store.path}, and a visitor never writes executions — start, recover and purge in the process that owns the store; a visitor reads and decides approvals (agent.resume)`, { details: { reason: "visitor" } });
   }
-}
-
-/** Queued messages `env.recover()` lists at most. */
-const queuedReportedMax = 1_000;
-
-/** Why a held execution could not be released yet. */
-function stillSettlingReason(code: number): string {
-  return `${resultCodeName(code)}: its abandoned session still has operations in flight here; call env.recover() again once they settled`;
 }

@@ -110,7 +110,7 @@ function recoverOne(coordinator: Coordinator, loop: ControlLoop, agent: AgentEnt
     };
     const start = startRequestOf(agent, row, new Waiter(agent.id, undefined));
     const posted = loop.post(() => {
-      const handle = coordinator.requests.add({ type: "recovery", start, row, continuation, settle });
+      const handle = coordinator.requests.add({ type: "recovery", start, row, continuation, settle, standIn: true });
       installFromRow(coordinator, agent, row, handle);
     }, { completion: { fail: (error) => settle({ ok: false, error: error as never }) }, label: `the recovery of execution ${row.executionId}` });
     if (!posted) return;

@@ -9,7 +9,7 @@ import type { PhronomyError } from "../errors.js";
 import type { ExecutionRow, PrepareExecutionResult } from "../store/records.js";
 import type { AgentSettings, StartOptions } from "./options.js";
 import type { ApprovalRequest } from "./events.js";
-import type { Waiter } from "./run.js";
+import type { Waiter, Waiting } from "./run.js";
 import type { Session } from "./session.js";
 import type { Span } from "./tracing.js";
 
@@ -50,6 +50,11 @@ export interface StartRequest {
   cancelById?: string | null;
 }
 
+/** What an execution keeps of its start: the whole request while it runs,
+ * without the waiter (its Runs are `ExecutionEntry.waiters`) and slimmed
+ * once it suspends (`ExecutionEntry.keepForResume`). */
+export type ExecutionStart = Omit<StartRequest, "waiter">;
+
 /** Another observer of a live execution (`env.wait`). */
 export interface AttachRequest {
   readonly type: "attach";
@@ -82,6 +87,9 @@ export interface RecoveryRequest {
   readonly row: ExecutionRow;
   readonly continuation: number;
   readonly settle: (settlement: RecoverySettlement) => void;
+  /** The start's waiter is a stand-in no application holds (recovery when
+   * the environment opens): a suspended execution lets it go. */
+  readonly standIn?: boolean;
   /** A retry (docs/decisions/0026): the store write that reopens the row,
    * run once the core installed it (its admission held) and before it
    * continues; cleared once started. */
@@ -106,7 +114,8 @@ export type PendingRequest = StartRequest | AttachRequest | ResumeRequest | Reco
 
 /** One live execution in the host's side table. */
 export class ExecutionEntry {
-  readonly waiters: Waiter[] = [];
+  /** Its Runs' waiters; a suspended execution keeps their tails. */
+  waiters: Waiting[] = [];
   session: Session | undefined;
   span: Span | undefined;
   /** The last store failure, for effects that carry only a code. */
@@ -141,7 +150,7 @@ export class ExecutionEntry {
     /** The start (or, for a recovered execution, its stand-in); slimmed
      * to what a later session reads once the execution suspends
      * (`keepForResume`). */
-    public start: StartRequest,
+    public start: ExecutionStart,
   ) {}
 
   /** A suspension may last for days: the start keeps only what a resumed
@@ -157,15 +166,19 @@ export class ExecutionEntry {
       ...(tokenBudget !== undefined ? { tokenBudget } : {}), ...(maxTurns !== undefined ? { maxTurns } : {}),
       ...(outputGuardrail !== undefined ? { outputGuardrail } : {}), ...(stream !== undefined ? { stream } : {}),
     };
+    const kept = Object.keys(options).length === 0 ? noOptions : options;
     const input = start.filteredInput ?? start.input;
     const inputMessages = start.filteredMessages ?? start.inputMessages;
     this.start = {
-      type: "start", agent: start.agent, waiter: start.waiter, input, ...(inputMessages !== undefined ? { inputMessages } : {}),
-      options, deadline: start.deadline, executionId: this.executionId,
+      type: "start", agent: start.agent, input, ...(inputMessages !== undefined ? { inputMessages } : {}),
+      options: kept, deadline: start.deadline, executionId: this.executionId,
       ...(start.cancelById !== undefined ? { cancelById: start.cancelById } : {}),
     };
   }
 }
+
+/** The options of a suspended execution's start that gave none. */
+const noOptions: StartOptions = Object.freeze({});
 
 /** Request handles: small integers the core echoes back in effects. */
 export class RequestTable {

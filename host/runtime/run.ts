@@ -40,8 +40,25 @@ export interface Run {
   readonly result: Promise<RunResult>;
 }
 
+/** What delivery needs of a waiter (`delivery.ts`): a live `Waiter`, or
+ * the tail a suspended execution keeps of one (`Waiter.tail`). */
+export interface Waiting {
+  readonly observer: boolean;
+  readonly settled: boolean;
+  /** Set once the terminal event was delivered. */
+  eventsEnded: boolean;
+  listener: EventListener | undefined;
+  callbackError: { readonly eventType: string; readonly error: unknown } | undefined;
+  readonly events: { push(event: ExecutionEvent): void };
+  knowExecutionId(executionId: string): void;
+  resolve(result: RunResult): void;
+  reject(error: PhronomyError | Error): void;
+  /** What a suspended execution keeps of it (`Waiter.tail`). */
+  tail(): Waiting;
+}
+
 /** One waiter: the promises of a Run and the listener of its request. */
-export class Waiter implements Run {
+export class Waiter implements Run, Waiting {
   readonly executionId: Promise<string>;
   readonly result: Promise<RunResult>;
   readonly events: EventStream = new EventStream();
@@ -109,6 +126,76 @@ export class Waiter implements Run {
     this.rejectResult(error);
     this.events.end();
   }
+
+  /** What an execution suspended for approval keeps of this waiter: only
+   * the settling of its `result` (its events ended at `approval_required`
+   * and its listener was let go). The Run itself — its id promise, its
+   * event stream and the events it buffered — is then the application's
+   * alone: an application that drops the Run frees it, one that keeps
+   * `run.result` keeps just that promise (docs/decisions/0052). An exact
+   * observer, or a waiter whose events have not ended, is kept whole. */
+  tail(): Waiting {
+    if (this.observer || !this.eventsEnded || this.settled || !this.idKnown || this.listener !== undefined) return this;
+    return new WaiterTail(this.resolveResult, this.rejectResult, this.callbackError);
+  }
 }
+
+/** The part of a Run's waiter a suspended execution keeps (`Waiter.tail`). */
+class WaiterTail implements Waiting {
+  private done = false;
+
+  constructor(
+    private readonly resolveResult: (result: RunResult) => void,
+    private readonly rejectResult: (error: Error) => void,
+    public callbackError: { readonly eventType: string; readonly error: unknown } | undefined,
+  ) {}
+
+  get settled(): boolean {
+    return this.done;
+  }
+
+  // Constant for a tail (its events ended, its listener let go): accessors,
+  // not fields, so each tail is four fields.
+  get observer(): boolean {
+    return false;
+  }
+
+  get eventsEnded(): boolean {
+    return true;
+  }
+
+  set eventsEnded(_ended: boolean) {}
+
+  get listener(): EventListener | undefined {
+    return undefined;
+  }
+
+  set listener(_listener: EventListener | undefined) {}
+
+  get events(): { push(event: ExecutionEvent): void } {
+    return endedEvents;
+  }
+
+  knowExecutionId(): void {}
+
+  tail(): Waiting {
+    return this;
+  }
+
+  resolve(result: RunResult): void {
+    if (this.done) return;
+    this.done = true;
+    this.resolveResult(result);
+  }
+
+  reject(error: PhronomyError | Error): void {
+    if (this.done) return;
+    this.done = true;
+    this.rejectResult(error);
+  }
+}
+
+/** The events of a tail: ended, so nothing is ever pushed. */
+const endedEvents = { push: noop };
 
 function noop(): void {}

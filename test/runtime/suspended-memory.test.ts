@@ -1,8 +1,12 @@
-// What a suspended execution keeps in memory (docs/decisions/0043): the
-// start's listener is let go once its terminal event (approval_required)
-// was delivered, and the execution's start keeps only what a resumed
-// session reads — the resume still runs with the start's options.
+// What a suspended execution keeps in memory (docs/decisions/0043, 0052):
+// the start's listener is let go once its terminal event
+// (approval_required) was delivered, the execution's start keeps only what
+// a resumed session reads — the resume still runs with the start's
+// options — and of the start's Run only the settling of its result: a Run
+// the application dropped is collected, one whose result it kept settles.
 
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { tool, type ExecutionEvent } from "../../host/index.js";
@@ -41,6 +45,34 @@ describe("a suspended execution", () => {
       expect(events.map((event) => event.type)).not.toContain("error"); // the start's events ended at approval_required
       const row = await env.execution(executionId);
       expect((row?.metadata.config as { metadata?: unknown } | undefined)?.metadata).toEqual({ ticket: "T-1" });
+    } finally {
+      await env.close();
+    }
+  });
+
+  it("keeps only the settling of the start's result: a dropped Run is collected, a kept result still settles", async () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const env = await openEnvironment();
+    try {
+      const refund = tool({ inputSchema: z.object({ amount: z.number() }), needsApproval: () => true, execute: () => "ok" });
+      const model = scriptedModel(({ messages }) => messages.at(-1)?.role === "tool" ? { text: "refunded" } : { toolCalls: [{ toolName: "refund", input: { amount: 30 } }] });
+      const support = env.agent({ name: "support", model, tools: { refund }, memoryWindow: 1 });
+      const approvals: string[] = [];
+      // The Run is dropped; only its result is kept, as a handler that
+      // awaits the end in the background would.
+      const { collected, result, executionId } = await (async () => {
+        const run = support.conversation("user-2").start("refund me", { approvalListener: (request) => { approvals.push(request.approvalId); } });
+        const events = new WeakRef(run.events);
+        for await (const event of run.events) if (event.type === "approval_required") break;
+        return { collected: events, result: run.result, executionId: await run.executionId };
+      })();
+      await expect.poll(() => approvals.length, { timeout: 30_000 }).toBe(1);
+      await expect.poll(() => { gc(); return collected.deref(); }, { timeout: 30_000 }).toBeUndefined();
+      expect(env.coordinator.entryById(executionId)!.waiters).toHaveLength(1);
+      const resumed = support.conversation("user-2").resume(executionId, { approvalId: approvals[0]!, approved: true });
+      await expect(resumed.result).resolves.toMatchObject({ outcome: "completed", output: "refunded" });
+      await expect(result).resolves.toMatchObject({ executionId, outcome: "completed", output: "refunded" });
     } finally {
       await env.close();
     }

@@ -1,0 +1,314 @@
+// The recoveries of an environment's agents (SPEC §6.2): the one scan of
+// unfinished executions each definition recovers its own from
+// (docs/decisions/0024), `env.recover()`, and the recovery of an agent taken
+// over from an expired lease or taken back after a fenced write. How one
+// execution is continued is `recovery.ts`'s; this decides which rows, when,
+// and what a store failure left held is released first.
+//
+// Rules kept: the unfinished rows are read once per recovery pass; an agent
+// taken over admits no start until its recovery ends (`admissionGate`); a
+// decision filed for it waits for the same.
+
+import { MessageKind as M, ResultCode } from "../../assembly/abi.js";
+import { resultCodeName } from "../core/names.js";
+import type { PhronomyError } from "../errors.js";
+import type { ExecutionStore } from "../store/store.js";
+import type { ExecutionRow } from "../store/records.js";
+import { queueReaderOf, queueStoreOf } from "../store/queue.js";
+import type { ControlLoop } from "./control-loop.js";
+import type { Coordinator } from "./coordinator.js";
+import type { Conversations } from "./conversations.js";
+import type { ConversationQueues } from "./conversation-queue.js";
+import type { InboxApplier } from "./approval-inbox.js";
+import type { AgentEntry } from "./requests.js";
+import { continuationNameOf, continuationOf, recoverAgent, type RecoveredExecution } from "./recovery.js";
+import { leasingStoreOf } from "./leases.js";
+
+/** What the recoveries use of their environment. */
+export interface AgentRecoveriesHost {
+  readonly store: ExecutionStore;
+  readonly loop: ControlLoop;
+  readonly coordinator: Coordinator;
+  readonly conversations: Conversations;
+  readonly queues: ConversationQueues;
+  /** Recover each agent when it is defined and when it is taken over
+   * (`Phronomy.open`'s `recover`). */
+  readonly recoverOnDefine: boolean;
+  /** Whether the environment's `close()` was called. */
+  closed(): boolean;
+  /** The approval inbox's applier, once opened: decisions filed for an
+   * agent wait while it recovers. */
+  inboxApplier(): InboxApplier | undefined;
+}
+
+/** Every recovery an environment runs, and the report of each agent's. */
+export class AgentRecoveries {
+  /** Each agent's recovery report (`env.recovery(agentId)`). */
+  private readonly reports = new Map<string, Promise<RecoveredExecution[]>>();
+  /** Recoveries after a takeover still running: starts wait for them. */
+  private readonly takeoverRecoveries = new Map<string, Promise<RecoveredExecution[]>>();
+
+  private readonly store: ExecutionStore;
+  private readonly loop: ControlLoop;
+  private readonly coordinator: Coordinator;
+  private readonly conversations: Conversations;
+  private readonly queues: ConversationQueues;
+  private readonly recoverOnDefine: boolean;
+
+  constructor(private readonly host: AgentRecoveriesHost) {
+    this.store = host.store;
+    this.loop = host.loop;
+    this.coordinator = host.coordinator;
+    this.conversations = host.conversations;
+    this.queues = host.queues;
+    this.recoverOnDefine = host.recoverOnDefine;
+  }
+
+  /** The recovery report of an agent defined in this environment. */
+  recovery(agentId: string): Promise<RecoveredExecution[]> {
+    return this.reports.get(agentId) ?? Promise.resolve([]);
+  }
+
+  /** Notes the agent's recovery report (its definition's, a takeover's). */
+  report(agentId: string, recovered: Promise<RecoveredExecution[]>): void {
+    this.reports.set(agentId, recovered);
+  }
+
+  /** Recovers the unfinished executions of every defined agent (SPEC §6.2)
+   * and reports each one; executions of agents not defined here are
+   * reported as waiting for their agent. */
+  async recover(): Promise<RecoveredExecution[]> {
+    await this.conversations.definitionsSettled();
+    this.unfinished = undefined;
+    const report: RecoveredExecution[] = [];
+    const leasing = leasingStoreOf(this.store);
+    // Conversations live here: their unfinished rows, and what a store
+    // failure left held for them.
+    for (const agentId of this.conversations.liveIds()) {
+      await this.conversations.liveEntry(agentId)?.catch(() => undefined);
+      if (leasing && leasing.leaseOf(agentId) === undefined) continue;
+      const recovered = await this.conversations.holding(agentId, (entry) => this.recoverAgentEntry(entry)) ?? [];
+      report.push(...recovered);
+      if (recovered.some((item) => item.status === "suspended")) this.host.inboxApplier()?.agentReady(agentId);
+    }
+    // The others: recovered by their definition when it is defined here
+    // (with messages queued and nothing unfinished: their queue restored).
+    const unfinished = await this.unfinishedByAgent();
+    const queuedOnly: [string, ExecutionRow[]][] = [...this.queuedAtOpen].filter(([agentId]) => !unfinished.has(agentId)).map(([agentId]) => [agentId, []]);
+    for (const [agentId, rows] of [...unfinished, ...queuedOnly]) {
+      if (this.conversations.liveEntry(agentId) !== undefined) continue;
+      const kind = rows[0] !== undefined ? this.conversations.kindOfRow(rows[0]) : this.conversations.kindOf(agentId, this.queuedAtOpen.get(agentId));
+      if (kind === undefined) {
+        for (const row of rows) {
+          const name = row.metadata.config?.["definition"];
+          const define = typeof name === "string" ? `the definition named "${name}"` : `agent "${row.agentId}"`;
+          report.push({ executionId: row.executionId, agentId: row.agentId, phase: row.phase, status: "waiting_for_agent", reason: `define ${define} in this environment to recover it` });
+        }
+        continue;
+      }
+      // Its first use recovers it (with `recover: false`: recovered here).
+      const use = this.conversations.use(agentId, kind);
+      try {
+        const entry = await use.entry;
+        const recovered = this.recoverOnDefine ? await this.recovery(agentId) : await this.recoverAgentEntry(entry);
+        report.push(...recovered);
+        if (recovered.some((item) => item.status === "suspended")) this.host.inboxApplier()?.agentReady(agentId);
+      } finally {
+        use.done();
+      }
+    }
+    report.push(...await this.queuedReport());
+    return report;
+  }
+
+  /** Messages still queued once recovery ran, oldest first per
+   * conversation (at most `queuedReportedMax`): each runs in its turn,
+   * or waits for its definition like the executions ahead of it. */
+  private async queuedReport(): Promise<RecoveredExecution[]> {
+    const reader = queueReaderOf(this.store);
+    if (reader === undefined) return [];
+    const messages = await reader.listQueuedMessages({ limit: queuedReportedMax });
+    messages.sort((a, b) => a.agentId < b.agentId ? -1 : a.agentId > b.agentId ? 1 : a.seq - b.seq);
+    let position = 0;
+    return messages.map((message, index) => {
+      position = index > 0 && messages[index - 1]!.agentId === message.agentId ? position + 1 : 1;
+      const defined = this.conversations.liveKind(message.agentId) ?? this.conversations.kindOf(message.agentId, typeof message.config["definition"] === "string" ? message.config["definition"] : undefined);
+      return {
+        executionId: message.executionId, agentId: message.agentId, phase: "queued", status: "queued",
+        reason: defined !== undefined ? `queued (position ${position} in its conversation's queue): runs in its turn` : `queued (position ${position}); define its agent in this environment to run it`,
+      };
+    });
+  }
+
+  /** The store's unfinished executions by agent, read once per recovery
+   * pass (defining 10,000 agents must not read the table 10,000 times). */
+  private unfinished: Promise<Map<string, ExecutionRow[]>> | undefined;
+  /** When that read started (`performance.now()`). */
+  unfinishedReadAt = 0;
+
+  /** Conversations with messages queued, found by the same scan (their
+   * head's definition name): recovered with their definition too. */
+  queuedAtOpen = new Map<string, string | undefined>();
+
+  unfinishedByAgent(): Promise<Map<string, ExecutionRow[]>> {
+    if (this.unfinished !== undefined) return this.unfinished;
+    this.unfinishedReadAt = performance.now();
+    const heads = queueStoreOf(this.store)?.queueHeads?.() ?? [];
+    this.unfinished = Promise.all([this.store.unfinishedExecutions(), heads]).then(([rows, queued]) => {
+      this.queuedAtOpen = new Map(queued.map((head) => {
+        const name = head.config["definition"];
+        return [head.agentId, typeof name === "string" ? name : undefined];
+      }));
+      const byAgent = new Map<string, ExecutionRow[]>();
+      for (const row of rows) {
+        const list = byAgent.get(row.agentId);
+        if (list) list.push(row);
+        else byAgent.set(row.agentId, [row]);
+      }
+      return byAgent;
+    });
+    return this.unfinished;
+  }
+
+  /** Recovery of one agent's unfinished executions not already live here.
+   * `readAfter`: rows read before that moment (another process owned the
+   * agent then) are read again. */
+  async recoverAgentEntry(entry: AgentEntry, readAfter?: number, given?: readonly ExecutionRow[]): Promise<RecoveredExecution[]> {
+    if (readAfter !== undefined && this.unfinished !== undefined && this.unfinishedReadAt < readAfter) this.unfinished = undefined;
+    const rows: ExecutionRow[] = [];
+    const scan = given === undefined ? await this.unfinishedByAgent() : undefined;
+    const unfinished = given ?? scan?.get(entry.id) ?? [];
+    // Taken: a later first use of this conversation must not recover them again.
+    scan?.delete(entry.id);
+    this.queuedAtOpen.delete(entry.id);
+    const held: RecoveredExecution[] = await this.releaseFinishedHolds(entry, unfinished);
+    for (const row of unfinished) {
+      const live = this.coordinator.entryById(row.executionId);
+      if (!live) rows.push(row);
+      else if (live.recoveryRequired) {
+        // Held recovery_required here (a write refused: its lease lost, the
+        // row moved on): release it, then install it again from its row.
+        const code = await this.dischargeRecovery(live.slot, live.generation);
+        if (code === ResultCode.Ok) rows.push(row);
+        else held.push({ executionId: row.executionId, agentId: row.agentId, phase: row.phase, continuation: continuationNameOf(continuationOf(row)), status: "needs_attention", reason: stillSettlingReason(code) });
+      }
+    }
+    const report = [...held, ...await recoverAgent(this.coordinator, this.loop, entry, rows)];
+    // Its queued messages wait behind what was recovered (docs/decisions/0025).
+    await this.queues.restore(entry);
+    for (const item of report) {
+      if (item.status === "needs_attention") this.coordinator.settings.logger.warn(`[phronomy] execution ${item.executionId} of agent "${item.agentId}" (phase ${item.phase}) needs attention: ${item.reason ?? ""}`);
+    }
+    return report;
+  }
+
+  /** Releases what a store failure left held for the agent that the rows
+   * read show needs no recovery (docs/decisions/0020): the agent itself
+   * when a preparation's outcome could not be read back (its execution, if
+   * written, is among `unfinished` and is installed next), and executions
+   * held here whose row is no longer unfinished (a terminal commit that did
+   * commit before its connection was lost). Their waiters were failed when
+   * recovery was required (docs/decisions/0021: a store worker lost holding
+   * the terminal commit). Those still busy are reported. */
+  private async releaseFinishedHolds(entry: AgentEntry, unfinished: readonly ExecutionRow[]): Promise<RecoveredExecution[]> {
+    if (this.coordinator.heldAgents.has(entry)) {
+      const code = await this.release(M.DischargeAgentRecovery, entry.slot, entry.generation, `the release of agent "${entry.id}" held for recovery`);
+      if (code === ResultCode.Ok || code === ResultCode.AdmissionStateMustMatch) this.coordinator.heldAgents.delete(entry);
+    }
+    const busy: RecoveredExecution[] = [];
+    const unfinishedIds = new Set(unfinished.map((row) => row.executionId));
+    for (const live of this.coordinator.recoveryRequiredEntriesOf(entry)) {
+      if (unfinishedIds.has(live.executionId)) continue;
+      // Held after `unfinished` was read: its own row says whether it ended
+      // (if not, the next recovery pass reads it among the unfinished).
+      const row = await this.store.getExecution(live.executionId);
+      if (row !== undefined && row.status !== "terminal") continue;
+      const code = await this.dischargeRecovery(live.slot, live.generation);
+      if (code !== ResultCode.Ok) busy.push({ executionId: live.executionId, agentId: entry.id, phase: row?.phase ?? "terminal", status: "needs_attention", reason: stillSettlingReason(code) });
+    }
+    return busy;
+  }
+
+  /** Releases an execution held recovery_required in the core once it is
+   * quiescent (DischargeRecovery): the code the core answered. */
+  private dischargeRecovery(slot: number, generation: number): Promise<number> {
+    return this.release(M.DischargeRecovery, slot, generation, "the release of an execution held for recovery");
+  }
+
+  /** Applies a release message (DischargeRecovery, DischargeAgentRecovery)
+   * on the loop: the code the core answered. */
+  private release(kind: M.DischargeRecovery | M.DischargeAgentRecovery, slot: number, generation: number, label: string): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.loop.post(() => resolve(this.coordinator.apply(kind, slot, generation)), { completion: { fail: reject }, label });
+    });
+  }
+
+
+  /** The store took an agent over (its former owner's lease expired):
+   * recover its unfinished executions here (unless `recover: false`). */
+  takeOver(agentId: string, epoch: number): void {
+    const agent = this.conversations.liveEntry(agentId);
+    if (!agent || this.host.closed()) return;
+    // Decisions filed for it wait until its executions are recovered here.
+    this.host.inboxApplier()?.agentNotReady(agentId);
+    // With `recover: false` the application recovers it (env.recover()).
+    if (!this.recoverOnDefine) return;
+    const takenAt = performance.now();
+    this.coordinator.settings.logger.debug?.(`[phronomy] took agent "${agentId}" over at lease epoch ${epoch}; recovering its unfinished executions`);
+    // Called in the same turn as the store noted the lease: no admission
+    // can slip in before the recovered executions hold theirs. Starts made
+    // through agent.start wait for the recovery (`admissionGate`).
+    const leasing = leasingStoreOf(this.store);
+    leasing?.holdAdmissions(agentId, `it was taken over at lease epoch ${epoch} and its unfinished executions are being recovered`);
+    const recovered = this.conversations.holding(agentId, (entry) => this.recoverAgentEntry(entry, takenAt)).then((report = []) => {
+      this.host.inboxApplier()?.agentReady(agentId);
+      return report;
+    }).finally(() => {
+      if (this.takeoverRecoveries.get(agentId) === recovered) {
+        this.takeoverRecoveries.delete(agentId);
+        leasing?.holdAdmissions(agentId, undefined);
+      }
+    });
+    recovered.catch((error: unknown) => this.coordinator.settings.logger.warn(`[phronomy] the recovery of agent "${agentId}" after its takeover failed: ${error instanceof Error ? error.message : String(error)}`));
+    this.reports.set(agentId, recovered);
+    this.takeoverRecoveries.set(agentId, recovered);
+  }
+
+  /** A write of an execution here was refused by the fencing check at an
+   * epoch this process no longer holds. If it holds the agent's partition
+   * again at a later epoch — lost and taken back while the execution ran —
+   * the takeover's recovery may have read the execution before it was
+   * held, and no later takeover will come: recover the agent now. */
+  fencedWhileHeld(agentId: string, error: PhronomyError): void {
+    const fenced = (error.details as { reason?: unknown; epoch?: unknown } | undefined);
+    if (fenced?.reason !== "lease_lost" || typeof fenced.epoch !== "number") return;
+    const held = leasingStoreOf(this.store)?.leaseOf(agentId);
+    if (held !== undefined && held.epoch > fenced.epoch) this.recoverAfterRetake(agentId, held.epoch);
+  }
+
+  /** Recovers the agent's executions held here (released and installed
+   * again from their rows, or let go if another process finished them),
+   * after any takeover recovery under way, unless the lease moved again. */
+  recoverAfterRetake(agentId: string, epoch: number): void {
+    const running = this.takeoverRecoveries.get(agentId) ?? Promise.resolve();
+    void running.catch(() => undefined).then(() => new Promise((resolve) => setImmediate(resolve))).then(() => {
+      if (this.host.closed() || leasingStoreOf(this.store)?.leaseOf(agentId)?.epoch !== epoch) return;
+      this.coordinator.settings.logger.debug?.(`[phronomy] agent "${agentId}" holds executions fenced while its partition was lost; taken back at lease epoch ${epoch}: recovering them`);
+      this.takeOver(agentId, epoch);
+    });
+  }
+
+  /** What a start of the agent waits for before it is posted:
+   * the recovery of a takeover in progress, if any. */
+  admissionGate(agentId: string): Promise<unknown> | undefined {
+    return this.takeoverRecoveries.get(agentId);
+  }
+}
+
+/** Queued messages `env.recover()` lists at most. */
+const queuedReportedMax = 1_000;
+
+/** Why a held execution could not be released yet. */
+function stillSettlingReason(code: number): string {
+  return `${resultCodeName(code)}: its abandoned session still has operations in flight here; call env.recover() again once they settled`;
+}
