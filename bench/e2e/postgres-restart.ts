@@ -92,7 +92,7 @@ function describeRestart(spawnMs: number, marks: Record<string, number>, answere
   const span = (from: number, to: number): string => `${(to - from).toFixed(0)} ms (${at(from)}–${at(to)})`;
   const lines: string[] = [];
   lines.push(`process spawned → node running: ${spawnMs.toFixed(0)} ms; node's own start → first line: ${marks["first line"]!.toFixed(0)} ms`);
-  lines.push(`modules: pg ${span(marks["first line"]!, marks["pg loaded"]!)}, the host ${span(marks["pg loaded"]!, marks["host loaded"]!)}, the PostgreSQL store ${span(marks["host loaded"]!, marks["store module loaded"]!)}, the application's (zod, its model) ${span(marks["store module loaded"]!, marks["application loaded"]!)}${aiLoadMs === undefined ? "" : `; the AI SDK (loaded when the agent is defined, measured in the bare process): ${aiLoadMs.toFixed(0)} ms`}`);
+  lines.push(`modules: pg ${span(marks["first line"]!, marks["pg loaded"]!)}, the host ${span(marks["pg loaded"]!, marks["host loaded"]!)}, the PostgreSQL store ${span(marks["host loaded"]!, marks["store module loaded"]!)}, the application's (zod, its model) ${span(marks["store module loaded"]!, marks["application loaded"]!)}${aiLoadMs === undefined ? "" : `; the AI SDK (loaded while the store opens, measured alone in the bare process): ${aiLoadMs.toFixed(0)} ms`}`);
   const openBegan = marks["application loaded"]!;
   const openEnded = marks["store open"]!;
   const during = (from: number, to: number) => trips.filter((trip) => trip.sent >= from && trip.sent < to);
@@ -107,7 +107,7 @@ function describeRestart(spawnMs: number, marks: Record<string, number>, answere
     const terminals = groups.reduce((sum, trip) => sum + trip.terminals, 0);
     lines.push(`the runs' writes ${span(firstWrite.sent, doneAt)}: ${groups.length} group commits (${groups.reduce((sum, trip) => sum + trip.barriers, 0)} barriers, ${terminals} terminal commits) and ${writes.length - groups.length} other round trips (${describeTrips(writes.filter((trip) => trip.kind !== "group commit"), at)})`);
   }
-  lines.push(`agent defined at ${at(marks["agent defined"] ?? Number.NaN)} (the AI SDK loaded at ${at(marks["AI SDK loaded"] ?? Number.NaN)}), definition recovered at ${at(marks["definition recovered"] ?? Number.NaN)}, last run done at ${at(doneAt)} ms`);
+  lines.push(`agent defined at ${at(marks["agent defined"] ?? Number.NaN)} (the AI SDK there at ${at(marks["AI SDK loaded"] ?? Number.NaN)}), definition recovered at ${at(marks["definition recovered"] ?? Number.NaN)}, last run done at ${at(doneAt)} ms`);
   return lines;
 }
 
