@@ -2,9 +2,9 @@
 // (`postgres-restart.ts` starts it: `node postgres-restart-child.js <json>`
 // compiled, or under tsx with `--import tsx … .ts`). Three modes:
 //
-// * `open`: opens the store (`recover: false`: nothing to recover, and the
-//   AI SDK not preloaded), reports `opened`, times loading the AI SDK
-//   (`ai`), closes and exits;
+// * `open`: opens the store (`recover: false`), reports `opened`, times
+//   loading the AI SDK (`ai`, which defining an agent starts), closes and
+//   exits;
 // * `victim`: starts `workers` runs on new conversations whose first tool
 //   call never returns, reports `ready` once every one is inside it, and
 //   waits to be killed (kill -9);
@@ -117,8 +117,7 @@ async function main(config: RestartChildConfig): Promise<void> {
   const { z } = await import("zod");
   const { agentRunModel } = await import("./workload.js");
   mark("application loaded");
-  // Only opening: `recover: false`, so that the open does not start loading
-  // the AI SDK (timed apart below).
+  // Only opening: `recover: false` (nothing of its own to recover).
   const env = await Phronomy.open({ store: config.url, postgres: { schema: config.schema, instanceId: config.instanceId }, logger: { warn: () => undefined }, ...(config.mode === "open" ? { recover: false } : {}) });
   mark("store open");
   report({ type: "opened", marks });

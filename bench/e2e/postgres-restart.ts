@@ -92,7 +92,7 @@ function describeRestart(spawnMs: number, marks: Record<string, number>, answere
   const span = (from: number, to: number): string => `${(to - from).toFixed(0)} ms (${at(from)}–${at(to)})`;
   const lines: string[] = [];
   lines.push(`process spawned → node running: ${spawnMs.toFixed(0)} ms; node's own start → first line: ${marks["first line"]!.toFixed(0)} ms`);
-  lines.push(`modules: pg ${span(marks["first line"]!, marks["pg loaded"]!)}, the host ${span(marks["pg loaded"]!, marks["host loaded"]!)}, the PostgreSQL store ${span(marks["host loaded"]!, marks["store module loaded"]!)}, the application's (zod, its model) ${span(marks["store module loaded"]!, marks["application loaded"]!)}${aiLoadMs === undefined ? "" : `; the AI SDK (loaded while the store opens, measured alone in the bare process): ${aiLoadMs.toFixed(0)} ms`}`);
+  lines.push(`modules: pg ${span(marks["first line"]!, marks["pg loaded"]!)}, the host ${span(marks["pg loaded"]!, marks["host loaded"]!)}, the PostgreSQL store ${span(marks["host loaded"]!, marks["store module loaded"]!)}, the application's (zod, its model) ${span(marks["store module loaded"]!, marks["application loaded"]!)}${aiLoadMs === undefined ? "" : `; the AI SDK (loaded when the agent is defined, measured alone in the bare process): ${aiLoadMs.toFixed(0)} ms`}`);
   const openBegan = marks["application loaded"]!;
   const openEnded = marks["store open"]!;
   const during = (from: number, to: number) => trips.filter((trip) => trip.sent >= from && trip.sent < to);
