@@ -405,12 +405,14 @@ export class PostgresStore implements ExecutionStore {
   }
 
   /** Unfinished rows just read are those recovery resumes: the first
-   * barrier of each active one needs no read of its row first (the
-   * statement checks the revision: a row that moved on since is refused
-   * and read then, as after any stale knowledge). */
+   * barrier of each active one in a partition held here needs no read of
+   * its row first (the statement checks the revision: a row that moved on
+   * since is refused and read then, as after any stale knowledge). Rows of
+   * other processes' partitions (the open scan reads every one) are not
+   * kept: this process never writes them. */
   private rememberRows(rows: ExecutionRow[]): ExecutionRow[] {
     for (const row of rows) {
-      if (row.status !== "active" || this.knownRows.has(row.executionId) || this.knownRows.size >= knownRowsMax) continue;
+      if (row.status !== "active" || !this.leaseBook.holdsPartitionOf(row.agentId) || this.knownRows.has(row.executionId) || this.knownRows.size >= knownRowsMax) continue;
       this.knownRows.set(row.executionId, { agentId: row.agentId, revision: row.revision, status: row.status, metadata: row.metadata });
     }
     return rows;
