@@ -154,10 +154,14 @@ export class PartitionBook {
   }
 
   /** When the agent's partition was taken at the epoch held now (held
-   * ever since); undefined when it is not held. */
+   * ever since); undefined when it is not held, or its admission window
+   * has lapsed: a process stopped (SIGSTOP) past its lease still believes
+   * it holds partitions others took meanwhile, until its next tick. Within
+   * the window, every renewal since the take succeeded (a failed one loses
+   * the partition), so it never expired and nobody else wrote in it. */
   heldSince(agentId: string): number | undefined {
     const state = this.states[this.partitionOf(agentId)]!;
-    return state.held ? state.heldSince : undefined;
+    return state.held && performance.now() < state.admitUntil ? state.heldSince : undefined;
   }
 
   /** Marks partitions read (after a takeover's recovery read them). */
