@@ -23,7 +23,7 @@ import { fileURLToPath } from "node:url";
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const script = process.argv[2];
 if (script === undefined || !script.startsWith("bench/") || !script.endsWith(".ts")) {
-  console.error("usage: node scripts/bench-compiled.mjs bench/[<directory>/]<file>.ts");
+  console.error("usage: node scripts/bench-compiled.mjs bench/[<directory>/]<file>.ts [<the benchmark's arguments>]");
   process.exit(2);
 }
 const out = join(root, "build", "bench-dist");
@@ -41,5 +41,6 @@ for (const file of files) {
 const entry = join(out, script.replace(/\.ts$/, ".js"));
 // BENCH_NODE_OPTIONS: flags for the benchmark's own node (e.g. --cpu-prof).
 const flags = (process.env.BENCH_NODE_OPTIONS ?? "").split(" ").filter((flag) => flag !== "");
-const { status } = spawnSync(process.execPath, ["--expose-gc", ...flags, entry], { cwd: root, stdio: "inherit", env: process.env });
+// Arguments after the file are the benchmark's own.
+const { status } = spawnSync(process.execPath, ["--expose-gc", ...flags, entry, ...process.argv.slice(3)], { cwd: root, stdio: "inherit", env: process.env });
 process.exit(status ?? 1);

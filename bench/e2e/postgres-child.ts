@@ -7,16 +7,11 @@
 // closes and exits. One JSON report per stdout line. (`postgres.ts`
 // imports only its types.)
 //
-// The restart-to-done measurement uses three other modes: `open` (opens
-// the store, reports `opened`), `victim` (starts `workers` runs on new
-// conversations whose first tool call never returns, reports `ready` once
-// every one is inside it, and waits to be killed) and `recover` (opens with
-// the victim's instance id, reports `opened`, defines the same agent with
-// an instant tool, and waits while recovery finishes the runs).
+// The restart-to-done measurement has a child of its own
+// (`postgres-restart-child.ts`).
 
 import { createInterface } from "node:readline";
-import { z } from "zod";
-import { Phronomy, tool } from "../../host/index.js";
+import { Phronomy } from "../../host/index.js";
 import type { PostgresStore } from "../../host/store/postgres-store.js";
 import { startTiming, type StartMarks } from "../../host/store/start-timing.js";
 import { openTally } from "./postgres-profile.js";
@@ -33,10 +28,6 @@ export interface ChildConfig {
   readonly prefix: string;
   /** Processes sharing the partitions (to know when they are balanced). */
   readonly processes: number;
-  /** `postgres.instanceId` (the restart-to-done modes). */
-  readonly instanceId?: string;
-  /** `spread` (default), or a mode of the restart-to-done measurement. */
-  readonly mode?: "spread" | "open" | "victim" | "recover";
   /** Which conversations a spread process starts: `own` (default) those of
    * its own partitions; `any` every one, as starts arriving at random
    * processes behind a load balancer — the others' are filed for their
@@ -48,7 +39,7 @@ export interface ChildConfig {
 const balanceTimeoutMs = 60_000;
 
 export interface ChildReport {
-  readonly type: "opened" | "ready" | "finished" | "failed";
+  readonly type: "ready" | "finished" | "failed";
   readonly runs?: number;
   /** Runs fenced because their partition moved (not counted in `runs`). */
   readonly lost?: number;
@@ -67,43 +58,7 @@ function report(line: ChildReport): void {
   process.stdout.write(`${JSON.stringify(line)}\n`);
 }
 
-async function restartMode(config: ChildConfig): Promise<void> {
-  const env = await Phronomy.open({ store: config.url, postgres: { schema: config.schema, ...(config.instanceId === undefined ? {} : { instanceId: config.instanceId }) }, logger: { warn: () => undefined } });
-  report({ type: "opened" });
-  if (config.mode === "open") {
-    // Leaves (its partitions released at once) for the victim to take them all.
-    await env.close();
-    process.exit(0);
-  }
-  let entered = 0;
-  let refused = 0;
-  const settled = (): void => {
-    if (entered + refused === config.workers) report({ type: "ready", runs: entered });
-  };
-  const gated = tool({
-    inputSchema: z.object({ orderId: z.string() }),
-    execute: () => {
-      entered += 1;
-      settled();
-      return new Promise<{ orderId: string; status: string }>(() => undefined);
-    },
-  });
-  const instant = tool({ inputSchema: z.object({ orderId: z.string() }), execute: ({ orderId }) => ({ orderId, status: "shipped" }) });
-  const definition = env.agent({ name: "restart", model: agentRunModel(), tools: { lookup: config.mode === "victim" ? gated : instant }, memoryWindow: 1 });
-  if (config.mode === "victim") {
-    for (let index = 0; index < config.workers; index += 1) {
-      void definition.conversation(`${config.prefix}-${index}`).start("Where is order 42?").result.catch(() => {
-        refused += 1;
-        settled();
-      });
-    }
-  }
-  // Killed by the bench.
-  return new Promise(() => undefined);
-}
-
 async function main(config: ChildConfig): Promise<void> {
-  if (config.mode !== undefined && config.mode !== "spread") return restartMode(config);
   const env = await Phronomy.open({ store: config.url, postgres: { schema: config.schema }, logger: { warn: () => undefined } });
   const store = env.store as PostgresStore;
   // Defined before anything else: a start another process files for a

@@ -20,7 +20,8 @@
 // * restart-to-done: a process with `IN_FLIGHT` runs in flight (each inside
 //   its first tool call) is killed (kill -9) and a process with the same
 //   `instanceId` started: the time from its start until every run is done
-//   (instant reclaim, docs/decisions/0030).
+//   (instant reclaim, docs/decisions/0030), with where that time went
+//   (`postgres-restart.ts`, docs/decisions/0049).
 //
 // Each figure is printed beside the floor measured in the same run, and
 // the sequential and 100-in-flight loops with their round trips per run
@@ -46,6 +47,7 @@ import { describeStartProfile } from "./start-profile.js";
 import { z } from "zod";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
 import { tool } from "../../host/index.js";
+import { printRestart, restartToDone } from "./postgres-restart.js";
 import { IN_FLIGHT, OPERATIONS_PER_RUN, defineConversations, percentile, runConversationsFor, summarize } from "./workload.js";
 
 /** Conversations suspended for approval, then approved, in the suspend/resume loop. */
@@ -58,8 +60,6 @@ const TRANSACTIONS_PER_SUSPEND = 2;
  * the tool barrier again, the second model and tool barriers, the answer's
  * barrier and the terminal commit. */
 const TRANSACTIONS_AFTER_RESTART = 4;
-/** How long a restarted process may take to finish the dead one's runs. */
-const restartTimeoutMs = 120_000;
 
 /** Coordinator processes in the spread measurement (issue 7 names three). */
 const PROCESSES = 3;
@@ -85,7 +85,9 @@ function sectionsWanted(): ReadonlySet<Section> {
   return new Set(names as Section[]);
 }
 
-const childPath = fileURLToPath(new URL("./postgres-child.ts", import.meta.url));
+// Compiled (scripts/bench-compiled.mjs), the children run compiled too.
+const compiled = import.meta.url.endsWith(".js");
+const childPath = fileURLToPath(new URL(`./postgres-child.${compiled ? "js" : "ts"}`, import.meta.url));
 
 export async function benchPostgres(url: string, seconds: number): Promise<void> {
   if (new URL(url).searchParams.has("schema")) throw new Error("the bench makes a fresh schema of its own and drops it: give the URL without ?schema=");
@@ -150,11 +152,7 @@ export async function benchPostgres(url: string, seconds: number): Promise<void>
       for (const line of spread.profile) console.log(`    ${line}`);
     }
 
-    if (sections.has("restart")) {
-      const restart = await restartToDone(url, schema, admin);
-      const restartFloorMs = restart.runs * TRANSACTIONS_AFTER_RESTART / floorTen * 1000;
-      console.log(`  kill -9 with ${restart.runs} runs in flight, restart with the same instanceId: every run done ${restart.startToDoneMs.toFixed(0)} ms after the new process started (its store open at ${restart.startToOpenMs.toFixed(0)} ms; a process that only opens the store: ${restart.bareOpenMs.toFixed(0)} ms; the ${FLOOR_CONNECTIONS}-connection floor for the runs' ${restart.runs * TRANSACTIONS_AFTER_RESTART} remaining transactions: ${restartFloorMs.toFixed(0)} ms)`);
-    }
+    if (sections.has("restart")) printRestart(await restartToDone(url, schema, admin), floorTen, TRANSACTIONS_AFTER_RESTART);
   } finally {
     await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch((error: unknown) => console.error(`could not drop the bench schema ${schema}: ${String(error)}`));
     await admin.end();
@@ -226,52 +224,6 @@ async function rawFloor(url: string, schema: string, connections: number, second
     return next / ((performance.now() - began) / 1000);
   } finally {
     await pool.end();
-  }
-}
-
-interface Restart {
-  readonly runs: number;
-  readonly startToOpenMs: number;
-  readonly startToDoneMs: number;
-  readonly bareOpenMs: number;
-}
-
-/** A child with `IN_FLIGHT` runs inside their first tool call is killed
- * (kill -9); a child with the same instance id is started and the schema
- * watched until every execution is terminal. A child that only opens the
- * store is timed first (process start and open: the part no store change
- * removes). */
-async function restartToDone(url: string, schema: string, admin: pg.Client): Promise<Restart> {
-  const instanceId = "bench-restart";
-  const base: ChildConfig = { url, schema, seconds: 0, workers: IN_FLIGHT, prefix: "restart", processes: 1, instanceId };
-  const bare = new Child("bare open", { ...base, instanceId: "bench-bare", mode: "open" });
-  const bareStarted = performance.now();
-  await bare.report("opened", childReadyTimeoutMs);
-  const bareOpenMs = performance.now() - bareStarted;
-  await bare.exited;
-
-  const victim = new Child("restart victim", { ...base, mode: "victim" });
-  try {
-    await victim.report("ready", childReadyTimeoutMs);
-  } finally {
-    victim.kill();
-  }
-  await victim.exited;
-  const unfinished = async (): Promise<number> => Number((await admin.query<{ count: string }>(`SELECT count(*) AS count FROM ${schema}.executions WHERE status <> 'terminal' AND agent_id LIKE 'restart-%'`)).rows[0]?.count ?? 0);
-  const runs = await unfinished();
-  const started = performance.now();
-  const restarted = new Child("restarted", { ...base, mode: "recover" });
-  try {
-    const opened = restarted.report("opened", childReadyTimeoutMs).then(() => performance.now() - started);
-    while (await unfinished() > 0) {
-      if (performance.now() - started > restartTimeoutMs) throw new Error(`the restarted process had not finished the ${runs} runs in ${restartTimeoutMs} ms`);
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-    const startToDoneMs = performance.now() - started;
-    return { runs, startToOpenMs: await opened, startToDoneMs, bareOpenMs };
-  } finally {
-    restarted.kill();
-    await restarted.exited;
   }
 }
 
@@ -348,7 +300,7 @@ class Child {
   readonly exited: Promise<void>;
 
   constructor(private readonly name: string, config: ChildConfig) {
-    this.process = spawn(process.execPath, ["--import", "tsx", childPath, JSON.stringify(config)], { stdio: ["pipe", "pipe", "pipe"] });
+    this.process = spawn(process.execPath, [...(compiled ? [] : ["--import", "tsx"]), childPath, JSON.stringify(config)], { stdio: ["pipe", "pipe", "pipe"] });
     createInterface({ input: this.process.stdout! }).on("line", (line) => {
       this.reports.push(JSON.parse(line) as ChildReport);
       for (const listener of this.listeners) listener();

@@ -130,7 +130,7 @@ export class AgentRecoveries {
    * pass (defining 10,000 agents must not read the table 10,000 times). */
   private unfinished: Promise<Map<string, ExecutionRow[]>> | undefined;
   /** When that read started (`performance.now()`). */
-  private unfinishedReadAt = 0;
+  unfinishedReadAt = 0;
 
   /** Conversations with messages queued, found by the same scan (their
    * head's definition name): recovered with their definition too. */

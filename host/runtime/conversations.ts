@@ -54,6 +54,9 @@ export interface ConversationHost {
   readonly recovers: boolean;
   /** The unfinished executions by agent: the environment's one scan. */
   unfinishedByAgent(): Promise<Map<string, ExecutionRow[]>>;
+  /** When the read of the scan `unfinishedByAgent` returns now began
+   * (`performance.now()`). */
+  unfinishedReadAt(): number;
   /** Conversations with queued messages (docs/decisions/0025) found by that
    * scan and not recovered yet: agent id → the definition name the head
    * carries. Read once the scan resolved. */
@@ -270,7 +273,9 @@ export class Conversations {
   /** The open scan (once), the core entry, the lease, then this
    * conversation's unfinished executions recovered before any start. */
   private async prepare(conversation: Conversation): Promise<AgentEntry> {
-    const scan = this.host.recovers ? await this.host.unfinishedByAgent() : undefined;
+    const scanning = this.host.recovers ? this.host.unfinishedByAgent() : undefined;
+    const scanReadAt = this.host.unfinishedReadAt();
+    const scan = await scanning;
     const entry = await this.register(conversation);
     const owned = await this.host.ownAgent(conversation.id);
     // An agent defined by id keeps its lease as before; a lease held
@@ -292,7 +297,12 @@ export class Conversations {
     // were read when it was taken (at open: the scan above), so a
     // conversation not among them has nothing to recover.
     const fresh = (leasing?.partitionScanned?.(conversation.id) ?? leasing?.leaseOf(conversation.id)?.epoch === 1) && !scan.has(conversation.id) && !queued.has(conversation.id);
-    const rows = leasing === undefined ? scan.get(conversation.id) ?? [] : fresh ? [] : await leasing.unfinishedExecutionsOf(conversation.id);
+    // The scan's rows are current when the partition has been held since
+    // before the scan was read (docs/decisions/0049: a restart's reclaim):
+    // nobody else can have written them since.
+    const heldSince = leasing?.partitionHeldSince?.(conversation.id);
+    const current = heldSince !== undefined && heldSince <= scanReadAt;
+    const rows = leasing === undefined || current ? scan.get(conversation.id) ?? [] : fresh ? [] : await leasing.unfinishedExecutionsOf(conversation.id);
     scan.delete(conversation.id);
     // Messages queued behind an execution that ended before its head was
     // prepared (the process stopped in between) are restored by the

@@ -110,6 +110,7 @@ export class Environment {
     this.conversations = new Conversations({
       store, loop, coordinator, recovers: recoverOnDefine,
       unfinishedByAgent: () => this.recoveries.unfinishedByAgent(),
+      unfinishedReadAt: () => this.recoveries.unfinishedReadAt,
       queuedAtOpen: () => this.recoveries.queuedAtOpen,
       recoverEntry: (entry, rows) => this.recoveries.recoverAgentEntry(entry, undefined, rows),
       ownAgent: (agentId) => this.ownAgent(agentId),

@@ -29,6 +29,10 @@ export interface LeasingStore {
   /** With partitions (docs/decisions/0030): the agent's partition is held
    * and its unfinished rows were read already. */
   partitionScanned?(agentId: string): boolean;
+  /** With partitions: when the agent's partition was taken at the epoch
+   * held now (`performance.now()`, the take committed), held ever since;
+   * undefined when not held. */
+  partitionHeldSince?(agentId: string): number | undefined;
 }
 
 export function leasingStoreOf(store: ExecutionStore): LeasingStore | undefined {

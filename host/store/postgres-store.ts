@@ -41,6 +41,7 @@ import { createPool, parseLocation, poolSizeDefault, poolSizeMax } from "./postg
 import { ConnectionLost, GroupCommit, groupsInFlightDefault } from "./postgres/group-commit.js";
 import { JournalTails } from "./postgres/journal-tails.js";
 import { JournalReads } from "./postgres/journal-reads.js";
+import { ReadBatches } from "./postgres/read-batches.js";
 import { InstanceLock, checkInstanceId } from "./postgres/instance-lock.js";
 import { PartitionBook } from "./postgres/partition-book.js";
 import * as partitions from "./postgres/partitions.js";
@@ -60,7 +61,7 @@ import { startTiming } from "./start-timing.js";
 import type { FiledStartAnswer, StartFiling } from "./start-filing.js";
 import { isConnectionLoss, resolveOutcome } from "./postgres/outcome.js";
 import * as reads from "./postgres/reads.js";
-import { migrate } from "./postgres/schema.js";
+import { migrate, schemaVersion } from "./postgres/schema.js";
 import { checkPruneOperation, type PruneCounts, type PruneExecutionsOperation } from "./prune.js";
 import { postgresPruneBatchExecutions } from "./postgres/prune.js";
 import type {
@@ -73,6 +74,10 @@ import type { ExecutionStore } from "./store.js";
 export type { PostgresStoreOptions } from "./postgres/options.js";
 
 const optionNames: ReadonlySet<string> = new Set(["schema", "poolSize", "leaseMs", "instanceId", "partitions", "balance"]);
+
+/** Connections opened ahead when a restart reclaimed partitions: its
+ * recovery's scan, reads and first group commits at once. */
+const reclaimWarmConnections = 4;
 
 /** Rows remembered at most (one per active execution this process writes):
  * beyond it a barrier reads its row first, as after a restart. */
@@ -120,6 +125,10 @@ export class PostgresStore implements ExecutionStore {
   private readonly journalTails = new JournalTails();
   /** The journal reads of conversations not kept in `journalTails`, in batches. */
   private readonly journalReads: JournalReads;
+  /** Steps and queued messages read in batches: a restart recovers many
+   * conversations at once (docs/decisions/0049). */
+  private readonly stepReads: ReadBatches<StoredStep[]>;
+  private readonly queueReads: ReadBatches<QueuedMessage[]>;
   /** This process's name in the partition leases: its instance id. */
   readonly leaseOwner: string;
   readonly leaseMs: number;
@@ -151,6 +160,8 @@ export class PostgresStore implements ExecutionStore {
     this.pool = pool;
     this.journalReads = new JournalReads(pool, path);
     this.inboxProbes = new InboxProbes(pool);
+    this.stepReads = new ReadBatches((executionId) => reads.listSteps(pool, path, executionId), (executionIds) => reads.listStepsOf(pool, path, executionIds));
+    this.queueReads = new ReadBatches((agentId) => queue.queuedMessages(pool, agentId), (agentIds) => queue.queuedMessagesOf(pool, agentIds));
     this.leaseMs = leaseMs;
     this.leaseOwner = instance.instanceId;
     this.leaseBook = new PartitionBook(pool, () => instance.session, this.leaseOwner, leaseMs, partitionCount, {
@@ -179,28 +190,37 @@ export class PostgresStore implements ExecutionStore {
     // not crash the process; the operation using it reports the failure.
     let opened: PostgresStore | undefined;
     const pool = createPool(location, poolSize, (error) => opened?.onConnectionLost?.(error));
-    let instance: InstanceLock | undefined;
+    // The instance's session lock is taken on a connection of its own, in
+    // parallel with the schema check (docs/decisions/0049).
+    const { connectionString, options: sessionOptions, types, application_name, connectionTimeoutMillis } = pool.options;
+    const locking = InstanceLock.take({ connectionString, options: sessionOptions, types, application_name, connectionTimeoutMillis }, location.schema, options.instanceId, location.redactedUrl);
+    locking.catch(() => undefined);
     try {
-      const client = await pool.connect();
-      let partitionCount: number;
-      try {
-        await migrate(client, location.schema, location.redactedUrl, { partitionCount: options.partitions ?? partitions.partitionCountDefault });
-        partitionCount = await partitions.readPartitionCount(client);
-      } finally {
-        client.release();
-      }
-      const { connectionString, options: sessionOptions, types, application_name, connectionTimeoutMillis } = pool.options;
-      instance = await InstanceLock.take({ connectionString, options: sessionOptions, types, application_name, connectionTimeoutMillis }, location.schema, options.instanceId, location.redactedUrl);
+      const partitionCount = await openSchema(pool, location.schema, location.redactedUrl, options.partitions ?? partitions.partitionCountDefault);
+      const instance = await locking;
       opened = new PostgresStore(location.redactedUrl, location.schema, pool, poolSize, leaseMs, instance, partitionCount, options.balance !== false);
-      opened.reclaimedPartitions = await opened.leaseBook.start();
+      const store = opened;
+      opened.reclaimedPartitions = await opened.leaseBook.start((reclaimed) => {
+        // A restart: its recovery reads and writes at once on several
+        // connections; they are opened now, while the tick runs.
+        if (reclaimed.length > 0) store.warmPool(Math.min(reclaimWarmConnections, poolSize - 1));
+      });
     } catch (error) {
       await opened?.leaseBook.stop().catch(() => undefined);
-      await instance?.release();
+      await locking.then((instance) => instance.release(), () => undefined);
       await pool.end().catch(() => undefined);
       if (error instanceof PhronomyError) throw error;
       throw new StoreError(`cannot open the PostgreSQL store at ${location.redactedUrl}: ${messageOf(error)}`, { cause: error });
     }
     return opened;
+  }
+
+  /** Opens `count` more connections in the background (a failure is the
+   * next operation's to report). */
+  private warmPool(count: number): void {
+    for (let index = 0; index < count; index += 1) {
+      this.pool.connect().then((client) => client.release(), () => undefined);
+    }
   }
 
   // -- writes ------------------------------------------------------------------------
@@ -416,7 +436,7 @@ export class PostgresStore implements ExecutionStore {
   }
 
   listSteps(executionId: string): Promise<StoredStep[]> {
-    return this.read(() => reads.listSteps(this.pool, this.path, checkId(executionId, "executionId")));
+    return this.read(() => this.stepReads.read(checkId(executionId, "executionId")));
   }
 
   readJournal(agentId: string, limit: number): Promise<JournalRecord[]> {
@@ -437,12 +457,26 @@ export class PostgresStore implements ExecutionStore {
   }
 
   unfinishedExecutions(): Promise<ExecutionRow[]> {
-    return this.read(() => reads.unfinishedExecutions(this.pool, this.path));
+    return this.read(async () => this.rememberRows(await reads.unfinishedExecutions(this.pool, this.path)));
+  }
+
+  /** Unfinished rows just read are those recovery resumes: the first
+   * barrier of each active one in a partition held here needs no read of
+   * its row first (the statement checks the revision: a row that moved on
+   * since is refused and read then, as after any stale knowledge). Rows of
+   * other processes' partitions (the open scan reads every one) are not
+   * kept: this process never writes them. */
+  private rememberRows(rows: ExecutionRow[]): ExecutionRow[] {
+    for (const row of rows) {
+      if (row.status !== "active" || !this.leaseBook.holdsPartitionOf(row.agentId) || this.knownRows.has(row.executionId) || this.knownRows.size >= knownRowsMax) continue;
+      this.knownRows.set(row.executionId, { agentId: row.agentId, revision: row.revision, status: row.status, metadata: row.metadata });
+    }
+    return rows;
   }
 
   /** One agent's messages waiting behind its busy conversation, in order (`queue.ts`). */
   queuedMessages(agentId: string): Promise<QueuedMessage[]> {
-    return this.read(() => queue.queuedMessages(this.pool, checkId(agentId, "agentId")));
+    return this.read(() => this.queueReads.read(checkId(agentId, "agentId")));
   }
 
   /** The head of every agent's queue (`queue.ts`). */
@@ -551,6 +585,14 @@ export class PostgresStore implements ExecutionStore {
     return this.leaseBook.scanned(agentId);
   }
 
+  /** When the agent's partition was taken at the epoch held now
+   * (`performance.now()` once the take was answered: committed), held
+   * ever since; undefined when not held. Rows read after that moment are
+   * current: no other process can have written them since. */
+  partitionHeldSince(agentId: string): number | undefined {
+    return this.leaseBook.heldSince(agentId);
+  }
+
   /** After the recovery of partitions taken in the background. */
   markPartitionsScanned(grants: readonly partitions.PartitionGrant[]): void {
     this.leaseBook.markScanned(grants);
@@ -558,12 +600,12 @@ export class PostgresStore implements ExecutionStore {
 
   /** The unfinished executions of the agents in these partitions. */
   unfinishedExecutionsInPartitions(held: readonly number[]): Promise<ExecutionRow[]> {
-    return this.read(() => reads.unfinishedExecutionsInPartitions(this.pool, this.path, held));
+    return this.read(async () => this.rememberRows(await reads.unfinishedExecutionsInPartitions(this.pool, this.path, held)));
   }
 
   /** The agent's executions not terminal, read now (under its lease). */
   unfinishedExecutionsOf(agentId: string): Promise<ExecutionRow[]> {
-    return this.read(() => reads.unfinishedExecutions(this.pool, this.path, [checkId(agentId, "agentId")]));
+    return this.read(async () => this.rememberRows(await reads.unfinishedExecutions(this.pool, this.path, [checkId(agentId, "agentId")])));
   }
 
   /** The lease this process holds on an agent now, if any. */
@@ -785,6 +827,30 @@ function checkOptions(options: PostgresStoreOptions): void {
 function checkLimit(limit: number | undefined, maximum: number, what: string): void {
   if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > maximum)) {
     throw new InvalidInputError(`${what} must be an integer from 1 to ${maximum}, got ${String(limit)}`);
+  }
+}
+
+/** The schema's partition count, the schema created or migrated first
+ * when it is not at this version. A schema already current — every open
+ * but the first of a deployment — costs one read, without the migration
+ * lock or a transaction (docs/decisions/0049); a migration committing
+ * meanwhile is not seen by it, so the migration path runs and waits. */
+async function openSchema(pool: pg.Pool, schema: string, where: string, partitionCount: number): Promise<number> {
+  const current = await pool.query<{ application: string; version: number; partition_count: number }>(
+    "SELECT application, version, (SELECT partition_count FROM partition_settings) AS partition_count FROM store_version",
+  ).then(({ rows }) => rows.length === 1 && rows[0]!.application === "phronomy" && Number(rows[0]!.version) === schemaVersion ? Number(rows[0]!.partition_count) : undefined, (error: unknown) => {
+    // The server's answer (no such table, no such schema): not current.
+    // Anything else (the database unreachable) is the open's failure.
+    if (/^[0-9A-Z]{5}$/.test(String((error as { code?: unknown } | null)?.code))) return undefined;
+    throw error;
+  });
+  if (current !== undefined) return current;
+  const client = await pool.connect();
+  try {
+    await migrate(client, schema, where, { partitionCount });
+    return await partitions.readPartitionCount(client);
+  } finally {
+    client.release();
   }
 }
 

@@ -12,7 +12,12 @@ import { PostgresStore } from "../../host/store/postgres-store.js";
 import type { PrepareExecutionOperation } from "../../host/store/records.js";
 import { atEnd, freshSchema, postgresUrl, withClient } from "./database.js";
 
-async function open(schema: string, leaseMs = 300, options: { instanceId?: string; partitions?: number } = {}): Promise<PostgresStore> {
+/** Long enough that a loaded machine never lets a live store's lease
+ * lapse (ticks every second): what expires, the tests expire themselves,
+ * by writing the partition rows or closing a store. */
+const defaultLeaseMs = 3_000;
+
+async function open(schema: string, leaseMs = defaultLeaseMs, options: { instanceId?: string; partitions?: number } = {}): Promise<PostgresStore> {
   const store = await PostgresStore.open(`${postgresUrl}?schema=${schema}`, { leaseMs, ...options });
   atEnd(() => store.close());
   return store;
@@ -22,9 +27,12 @@ function prepare(executionId: string): PrepareExecutionOperation {
   return { type: "prepareExecution", executionId, agentId: "support", mode: "invoke", input: "hi", config: {}, journal: [], at: 1 };
 }
 
+/** The balance test's lease: ticks every half second. */
+const balanceLeaseMs = 1_500;
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function until(condition: () => boolean, what: () => string, timeoutMs = 20_000): Promise<void> {
+async function until(condition: () => boolean, what: () => string, timeoutMs = 60_000): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!condition()) {
     if (Date.now() > end) throw new Error(`timed out waiting: ${what()}`);
@@ -68,7 +76,7 @@ describe("PostgresStore partitions", () => {
     const schema = freshSchema();
     // One partition: the first keeps it while the second lives (with more,
     // it gives half of them to the second to balance).
-    const first = await open(schema, 300, { partitions: 1 });
+    const first = await open(schema, defaultLeaseMs, { partitions: 1 });
     const second = await open(schema);
     await first.ensureAgent("support", 1);
     expect(await first.acquireLease("support")).toMatchObject({ acquired: true, owner: first.leaseOwner, epoch: 1 });
@@ -81,9 +89,13 @@ describe("PostgresStore partitions", () => {
     expect(await second.getExecution("e2")).toBeUndefined();
     expect(await first.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1 });
 
-    // Renewals keep the partition past its lease.
-    await sleep(700);
+    // Renewals keep the partition past its lease: once the database's
+    // clock is past the expiry of the first grant, it is still held at epoch 1.
+    const firstExpiry = first.leaseOf("support")!.expiresAt;
+    const serverNow = async () => Number((await withClient((client) => client.query<{ now: string }>("SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now"))).rows[0]!.now);
+    while (await serverNow() <= firstExpiry) await sleep(100);
     expect(first.leaseOf("support")).toMatchObject({ epoch: 1 });
+    expect(first.leaseOf("support")!.expiresAt).toBeGreaterThan(firstExpiry);
     expect(await first.run(prepare("e3"))).toEqual({ outcome: "active", revision: 1 });
 
     // Released on close; the second's tick takes the partition at epoch 2.
@@ -103,9 +115,9 @@ describe("PostgresStore partitions", () => {
     await store.ensureAgent("support", 1);
     await store.acquireLease("support");
     expect(await store.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1 });
-    await withClient((client) => client.query(`UPDATE ${schema}.partitions SET owner = 'elsewhere', epoch = epoch + 1, expires_at = clock_timestamp() + interval '1 minute' WHERE partition = ${schema}.partition_of('support')`));
-    await sleep(250);
-    expect(store.leaseOf("support")).toBeUndefined();
+    await withClient((client) => client.query(`UPDATE ${schema}.partitions SET owner = 'elsewhere', epoch = epoch + 1, expires_at = clock_timestamp() + interval '1 hour' WHERE partition = ${schema}.partition_of('support')`));
+    // The next tick's renewal finds it gone.
+    await until(() => store.leaseOf("support") === undefined, () => "the tick to notice the partition taken away");
     expect(await store.run(prepare("e2"))).toMatchObject({ outcome: "not_established", error: { code: "AGENT_BUSY" } });
     await expect(store.run({ type: "providerBarrier", executionId: "e1", expectedRevision: 1, callId: "m1", steps: [], usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, turns: 0, at: 2 }))
       .rejects.toMatchObject({ code: "EXECUTION_REHYDRATION_REQUIRED", details: { reason: "lease_lost", epoch: 1 } });
@@ -114,7 +126,7 @@ describe("PostgresStore partitions", () => {
 
   it("an agent asked for whose partition was never held here is fenced with an epoch no partition has", async () => {
     const schema = freshSchema();
-    const owner = await open(schema, 300, { partitions: 1 });
+    const owner = await open(schema, defaultLeaseMs, { partitions: 1 });
     const other = await open(schema);
     await owner.ensureAgent("support", 1);
     await owner.acquireLease("support");
@@ -142,7 +154,9 @@ describe("PostgresStore partitions", () => {
 
   it("balances as stores join (a fourth included) and leave, without a coordinator: each holds its share, every partition held once", async () => {
     const schema = freshSchema();
-    const stores = [await open(schema)];
+    // Shorter ticks: 16 partitions move per tick. A lease lapsing on a
+    // loaded machine only moves partitions early; balance is still reached.
+    const stores = [await open(schema, balanceLeaseMs)];
     const counts = () => stores.map((store) => store.heldPartitions().length);
     const balanced = (size: number) => {
       const held = counts();
@@ -152,13 +166,16 @@ describe("PostgresStore partitions", () => {
     expect(counts()).toEqual([256]);
     for (const size of [2, 3, 4]) {
       const joinedAt = Date.now();
-      stores.push(await open(schema));
+      stores.push(await open(schema, balanceLeaseMs));
       await until(() => balanced(size), () => `balance over ${size}: ${JSON.stringify(counts())}`);
-      console.log(`${size} stores balanced ${Date.now() - joinedAt} ms after the join (lease 300 ms): ${JSON.stringify(counts())}`);
+      console.log(`${size} stores balanced ${Date.now() - joinedAt} ms after the join (lease ${balanceLeaseMs} ms): ${JSON.stringify(counts())}`);
     }
-    // Every partition held by exactly one live store, at one epoch.
-    const { rows } = await withClient((client) => client.query<{ owner: string; live: boolean }>(`SELECT owner, expires_at > clock_timestamp() AS live FROM ${schema}.partitions`));
+    // Every partition held by exactly one live store: the owner the database
+    // names is the store that holds it, at the epoch it holds.
+    const { rows } = await withClient((client) => client.query<{ partition: number; owner: string; epoch: string; live: boolean }>(`SELECT partition, owner, epoch, expires_at > clock_timestamp() AS live FROM ${schema}.partitions ORDER BY partition`));
     expect(rows.filter((row) => !row.live)).toEqual([]);
+    const holders = new Map(stores.flatMap((store) => store.heldPartitions().map((grant) => [grant.partition, { owner: grant.owner, epoch: String(grant.epoch) }] as const)));
+    expect(rows.map((row) => ({ owner: row.owner, epoch: row.epoch }))).toEqual(rows.map((row) => holders.get(row.partition)));
     expect(new Set(rows.map((row) => row.owner))).toEqual(new Set(stores.map((store) => store.leaseOwner)));
     // One leaves: the other three take its partitions at once (released on close).
     const leaving = stores.pop()!;

@@ -39,6 +39,8 @@ interface PartitionState {
   /** The grant held now, or the last one held (stale once lost). */
   grant: partitions.PartitionGrant | undefined;
   held: boolean;
+  /** `performance.now()` when the take of the epoch held was answered. */
+  heldSince: number;
   /** `performance.now()` after which admissions stop unless renewed. */
   admitUntil: number;
   /** Why it is not held: the owner seen, a failed renewal. */
@@ -86,7 +88,7 @@ export class PartitionBook {
      * nothing up but on close. */
     private readonly balancing = true,
   ) {
-    this.states = Array.from({ length: count }, () => ({ grant: undefined, held: false, admitUntil: 0, why: "its partition is not held here", details: {}, scanned: false }));
+    this.states = Array.from({ length: count }, () => ({ grant: undefined, held: false, heldSince: 0, admitUntil: 0, why: "its partition is not held here", details: {}, scanned: false }));
   }
 
   partitionOf(agentId: string): number {
@@ -96,10 +98,11 @@ export class PartitionBook {
   /** Joins: reclaims this instance's partitions (instant reclaim), takes its
    * share of the free ones, and starts the tick. Partitions taken here are
    * covered by the environment's open scan. */
-  async start(): Promise<partitions.PartitionGrant[]> {
+  async start(reclaimedNow: (reclaimed: readonly partitions.PartitionGrant[]) => void = () => undefined): Promise<partitions.PartitionGrant[]> {
     const sentAt = performance.now();
     const reclaimed = await partitions.reclaim(this.pool, this.owner, this.leaseMs);
     for (const grant of reclaimed) this.note(grant, sentAt, true);
+    reclaimedNow(reclaimed);
     await this.pass(false);
     this.schedule();
     return reclaimed;
@@ -148,6 +151,17 @@ export class PartitionBook {
   scanned(agentId: string): boolean {
     const state = this.states[this.partitionOf(agentId)]!;
     return state.held && state.scanned;
+  }
+
+  /** When the agent's partition was taken at the epoch held now (held
+   * ever since); undefined when it is not held, or its admission window
+   * has lapsed: a process stopped (SIGSTOP) past its lease still believes
+   * it holds partitions others took meanwhile, until its next tick. Within
+   * the window, every renewal since the take succeeded (a failed one loses
+   * the partition), so it never expired and nobody else wrote in it. */
+  heldSince(agentId: string): number | undefined {
+    const state = this.states[this.partitionOf(agentId)]!;
+    return state.held && performance.now() < state.admitUntil ? state.heldSince : undefined;
   }
 
   /** Marks partitions read (after a takeover's recovery read them). */
@@ -251,6 +265,9 @@ export class PartitionBook {
 
   private note(grant: partitions.PartitionGrant, sentAt: number, scanned: boolean): void {
     const state = this.states[grant.partition]!;
+    // A grant at a new epoch (note is called once its take was answered);
+    // the same epoch noted again keeps its time.
+    if (!state.held || state.grant?.epoch !== grant.epoch) state.heldSince = performance.now();
     state.grant = grant;
     state.held = true;
     state.scanned = scanned;

@@ -111,6 +111,18 @@ export async function queuedMessages(pool: Queryable, agentId: string): Promise<
   return (await pool.query<SqliteRow>("SELECT * FROM queued_messages WHERE agent_id = $1 ORDER BY seq", [agentId])).rows.map(queuedFromRow);
 }
 
+/** The queued messages of each of these agents, in order (one statement,
+ * for the recovery of many conversations at once: `read-batches.ts`). */
+export async function queuedMessagesOf(pool: Queryable, agentIds: readonly string[]): Promise<Map<string, QueuedMessage[]>> {
+  const found = await pool.query<SqliteRow>("SELECT * FROM queued_messages WHERE agent_id = ANY($1::text[]) ORDER BY agent_id, seq", [agentIds]);
+  const byAgent = new Map<string, QueuedMessage[]>(agentIds.map((agentId) => [agentId, []]));
+  for (const row of found.rows) {
+    const message = queuedFromRow(row);
+    byAgent.get(message.agentId)?.push(message);
+  }
+  return byAgent;
+}
+
 export async function queueHeads(pool: Queryable): Promise<QueuedMessage[]> {
   return (await pool.query<SqliteRow>("SELECT DISTINCT ON (agent_id) * FROM queued_messages ORDER BY agent_id, seq")).rows.map(queuedFromRow);
 }

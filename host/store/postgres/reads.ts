@@ -71,6 +71,15 @@ export async function listSteps(pool: Queryable, where: string, executionId: str
   return found.map((row) => stepFromRow(row, where));
 }
 
+/** The steps of each of these executions, in order (one statement, for
+ * the recovery of many at once: `read-batches.ts`). */
+export async function listStepsOf(pool: Queryable, where: string, executionIds: readonly string[]): Promise<Map<string, StoredStep[]>> {
+  const found = await rows(pool, "SELECT execution_id, seq, kind, at, payload FROM steps WHERE execution_id = ANY($1::text[]) ORDER BY execution_id, seq", [executionIds]);
+  const byExecution = new Map<string, StoredStep[]>(executionIds.map((executionId) => [executionId, []]));
+  for (const row of found) byExecution.get(String(row["execution_id"]))?.push(stepFromRow(row, where));
+  return byExecution;
+}
+
 /** The agent's last `limit` journal records, oldest first. */
 export async function readJournal(pool: Queryable, where: string, agentId: string, limit: number): Promise<JournalRecord[]> {
   const found = await rows(pool, `
