@@ -9,6 +9,7 @@
 // both are timed.
 
 import pg from "pg";
+import { callNotingAnswer, type Method } from "./answered.js";
 
 export interface Tally {
   /** Round trips by kind (the statement's first words, literals cut). */
@@ -41,18 +42,7 @@ export function openTally(): { readonly tally: Tally; readonly stop: () => void 
       entry.ms += ms;
       tally.kinds.set(kind, entry);
     };
-    const callbackIndex = args.findIndex((arg) => typeof arg === "function");
-    if (callbackIndex >= 0) {
-      const callback = args[callbackIndex] as (...results: unknown[]) => void;
-      args[callbackIndex] = (...results: unknown[]) => {
-        note();
-        callback(...results);
-      };
-      return original.apply(this, args);
-    }
-    const answer = original.apply(this, args);
-    if (answer instanceof Promise) answer.then(note, note);
-    return answer;
+    return callNotingAnswer(original as Method, this, args, note);
   };
   return { tally, stop: () => { prototype.query = original; } };
 }

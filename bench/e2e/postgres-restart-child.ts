@@ -12,13 +12,16 @@
 //   defines the same agent with an instant tool, and reports `done` once
 //   the runs' terminal commits are answered, with its timeline.
 //
-// Its only static imports are Node's, so the timeline shows what loading
+// Its only static imports are Node's and a bench helper of no imports
+// (`answered.ts`), so the timeline shows what loading
 // the rest costs: `pg`, then the host (`host/index.js`), then the
 // PostgreSQL store's module (which `Phronomy.open` would load first thing),
 // then the application's own (zod for the tools' schemas, the model).
 // Every `pg` round trip (and connection) of the process is recorded: its
 // kind, when it was sent, when it was answered (ms since the process
 // started, `performance.now()`). One JSON report per stdout line.
+
+import { callNotingAnswer, type Method } from "./answered.js";
 
 export interface RestartChildConfig {
   readonly url: string;
@@ -74,7 +77,6 @@ function kindOf(text: string): string {
 
 const count = (text: string, word: string): number => text.split(word).length - 1;
 
-type Method = (this: unknown, ...args: unknown[]) => unknown;
 
 /** Records every query and connect of every `pg.Client` from now on. */
 function recordTrips(client: { prototype: unknown }): void {
@@ -85,18 +87,7 @@ function recordTrips(client: { prototype: unknown }): void {
     const note = (): void => {
       trips.push({ kind, sent, answered: performance.now(), terminals: count(text, "terminal_commit("), barriers: count(text, "barrier(") });
     };
-    const callbackIndex = args.findIndex((arg) => typeof arg === "function");
-    if (callbackIndex >= 0) {
-      const callback = args[callbackIndex] as (...results: unknown[]) => void;
-      args[callbackIndex] = (...results: unknown[]) => {
-        note();
-        callback(...results);
-      };
-      return original.apply(this, args);
-    }
-    const answer = original.apply(this, args);
-    if (answer instanceof Promise) answer.then(note, note);
-    return answer;
+    return callNotingAnswer(original, this, args, note);
   };
   prototype.query = timed(prototype.query, (args) => {
     const text = typeof args[0] === "string" ? args[0] : (args[0] as { text?: unknown } | undefined)?.text;

@@ -15,10 +15,9 @@
 // first, gives the floor no store change removes, and what loading the
 // AI SDK costs.
 
-import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { JsonLinesChild } from "./json-lines-child.js";
 import pg from "pg";
 import type { RestartChildConfig, RestartChildReport, Trip } from "./postgres-restart-child.js";
 import { IN_FLIGHT } from "./workload.js";
@@ -126,29 +125,10 @@ function describeTrips(trips: readonly Trip[], at: (ms: number) => string): stri
   return [...kinds].map(([kind, entry]) => `${kind}${entry.count > 1 ? ` ×${entry.count}` : ""} ${at(entry.sent)}–${at(entry.answered)}`).join(", ");
 }
 
-/** One child process and its JSON lines. */
-class Child {
-  private readonly process: ChildProcess;
-  private readonly reports: RestartChildReport[] = [];
-  private readonly listeners = new Set<() => void>();
-  private stderr = "";
-  readonly exited: Promise<void>;
-  /** `performance.now()` here when it was spawned. */
-  readonly spawnedAt: number;
-
-  constructor(private readonly name: string, config: RestartChildConfig) {
-    const args = compiled ? [childPath, JSON.stringify(config)] : ["--import", "tsx", childPath, JSON.stringify(config)];
-    this.spawnedAt = performance.now();
-    this.process = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
-    createInterface({ input: this.process.stdout! }).on("line", (line) => {
-      this.reports.push(JSON.parse(line) as RestartChildReport);
-      for (const listener of this.listeners) listener();
-    });
-    this.process.stderr!.on("data", (chunk: Buffer) => { this.stderr += chunk.toString(); });
-    this.exited = new Promise((resolve) => this.process.on("exit", () => {
-      for (const listener of this.listeners) listener();
-      resolve();
-    }));
+/** One restart child and its JSON lines (`postgres-restart-child.ts`). */
+class Child extends JsonLinesChild<RestartChildReport> {
+  constructor(name: string, config: RestartChildConfig) {
+    super(name, childPath, config, "ignore");
   }
 
   /** ms from the spawn until the child's process started (its time origin). */
@@ -160,31 +140,6 @@ class Child {
   elapsed(report: RestartChildReport): number {
     const last = Math.max(...Object.values(report.marks ?? { none: 0 }));
     return this.spawnOffset(report) + last;
-  }
-
-  /** The child's report of this type; rejects when it fails, exits or hangs. */
-  report(type: RestartChildReport["type"], timeoutMs: number): Promise<RestartChildReport> {
-    return new Promise((resolve, reject) => {
-      const check = (): void => {
-        const failed = this.reports.find((report) => report.type === "failed");
-        const found = this.reports.find((report) => report.type === type);
-        if (found === undefined && failed === undefined && this.process.exitCode === null && this.process.signalCode === null) return;
-        clearTimeout(timer);
-        this.listeners.delete(check);
-        if (found !== undefined) resolve(found);
-        else reject(new Error(`bench ${this.name} ${failed?.message ?? "exited"} before reporting "${type}"${this.stderr ? `; stderr: ${this.stderr}` : ""}`));
-      };
-      const timer = setTimeout(() => {
-        this.listeners.delete(check);
-        reject(new Error(`bench ${this.name} did not report "${type}" within ${timeoutMs} ms; stderr: ${this.stderr}`));
-      }, timeoutMs);
-      this.listeners.add(check);
-      check();
-    });
-  }
-
-  kill(): void {
-    if (this.process.exitCode === null && this.process.signalCode === null) this.process.kill("SIGKILL");
   }
 }
 

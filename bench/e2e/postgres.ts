@@ -33,15 +33,14 @@
 // spread-own, spread-any, restart) runs only those sections, after the
 // floors (every figure is printed beside them); the default runs all.
 
-import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { Phronomy } from "../../host/index.js";
 import { parseLocation } from "../../host/store/postgres/connection.js";
 import type { PostgresStore } from "../../host/store/postgres-store.js";
 import type { ChildConfig, ChildReport } from "./postgres-child.js";
+import { JsonLinesChild } from "./json-lines-child.js";
 import { describeTally, openTally, type Tally } from "./postgres-profile.js";
 import { describeStartProfile } from "./start-profile.js";
 import { z } from "zod";
@@ -292,52 +291,8 @@ function mergedTally(reports: readonly ChildReport[]): Tally {
 }
 
 /** One child process and its JSON lines (`postgres-child.ts`). */
-class Child {
-  private readonly process: ChildProcess;
-  private readonly reports: ChildReport[] = [];
-  private readonly listeners = new Set<() => void>();
-  private stderr = "";
-  readonly exited: Promise<void>;
-
-  constructor(private readonly name: string, config: ChildConfig) {
-    this.process = spawn(process.execPath, [...(compiled ? [] : ["--import", "tsx"]), childPath, JSON.stringify(config)], { stdio: ["pipe", "pipe", "pipe"] });
-    createInterface({ input: this.process.stdout! }).on("line", (line) => {
-      this.reports.push(JSON.parse(line) as ChildReport);
-      for (const listener of this.listeners) listener();
-    });
-    this.process.stderr!.on("data", (chunk: Buffer) => { this.stderr += chunk.toString(); });
-    this.exited = new Promise((resolve) => this.process.on("exit", () => {
-      for (const listener of this.listeners) listener();
-      resolve();
-    }));
-  }
-
-  /** The child's report of this type; rejects when it fails, exits or hangs. */
-  report(type: ChildReport["type"], timeoutMs: number): Promise<ChildReport> {
-    return new Promise((resolve, reject) => {
-      const check = (): void => {
-        const failed = this.reports.find((report) => report.type === "failed");
-        const found = this.reports.find((report) => report.type === type);
-        if (found === undefined && failed === undefined && this.process.exitCode === null && this.process.signalCode === null) return;
-        clearTimeout(timer);
-        this.listeners.delete(check);
-        if (found !== undefined) resolve(found);
-        else reject(new Error(`bench ${this.name} ${failed?.message ?? "exited"} before reporting "${type}"${this.stderr ? `; stderr: ${this.stderr}` : ""}`));
-      };
-      const timer = setTimeout(() => {
-        this.listeners.delete(check);
-        reject(new Error(`bench ${this.name} did not report "${type}" within ${timeoutMs} ms; stderr: ${this.stderr}`));
-      }, timeoutMs);
-      this.listeners.add(check);
-      check();
-    });
-  }
-
-  send(command: "go"): void {
-    this.process.stdin!.write(`${command}\n`);
-  }
-
-  kill(): void {
-    if (this.process.exitCode === null && this.process.signalCode === null) this.process.kill("SIGKILL");
+class Child extends JsonLinesChild<ChildReport> {
+  constructor(name: string, config: ChildConfig) {
+    super(name, childPath, config);
   }
 }
