@@ -12,10 +12,15 @@ export const postgresUrl = process.env["PHRONOMY_TEST_POSTGRES_URL"] ?? "postgre
 const schemas: string[] = [];
 const cleanups: (() => Promise<unknown>)[] = [];
 
+/** PHRONOMY_TEST_KEEP_SCHEMAS=1 keeps each test's schema for a look after
+ * the run (a failure's state); drop them by hand afterwards. */
+const keepSchemas = process.env["PHRONOMY_TEST_KEEP_SCHEMAS"] === "1";
+
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
   const names = schemas.splice(0);
-  if (names.length > 0) await withClient((client) => client.query(names.map((name) => `DROP SCHEMA IF EXISTS ${name} CASCADE`).join("; ")));
+  if (keepSchemas && names.length > 0) console.log(`kept schemas: ${names.join(", ")}`);
+  else if (names.length > 0) await withClient((client) => client.query(names.map((name) => `DROP SCHEMA IF EXISTS ${name} CASCADE`).join("; ")));
 });
 
 /** Runs `body` on a connection of its own (not the store's pool). */
