@@ -90,6 +90,12 @@ export class Coordinator implements SessionHost {
     return true;
   }
 
+  /** The conversations of the executions running here (admitted, neither
+   * suspended nor left for recovery). */
+  *runningAgentIds(): Iterable<string> {
+    for (const entry of this.executionIds.values()) if (!entry.suspended && !entry.recoveryRequired) yield entry.agent.id;
+  }
+
   /** True while the agent's admission waits for `env.recover()`. */
   private isHeldForRecovery(agent: AgentEntry): boolean {
     return this.heldAgents.has(agent) || this.recoveryRequiredEntriesOf(agent).length > 0;

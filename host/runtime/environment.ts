@@ -164,7 +164,10 @@ export class Environment {
         adopt: (agentId, name) => environment.conversations.adopt(agentId, name),
       });
     }
-    // The PostgreSQL store reports each connection it lost (loaded lazily: no static import).
+    // The PostgreSQL store gives up the partitions of running executions last
+    // when it balances, and reports each connection it lost (loaded lazily: no static import).
+    const balancing = store as { runningAgents?: () => Iterable<string> };
+    if ("runningAgents" in store) balancing.runningAgents = () => coordinator.runningAgentIds();
     const reporting = store as { onConnectionLost?: (error: Error) => void };
     if ("onConnectionLost" in store) {
       reporting.onConnectionLost = (error) => logger.warn(`[phronomy] a connection of the store at ${store.path} was lost (${error.message}); the operation using it fails or reads back its outcome, and the next one connects again`);

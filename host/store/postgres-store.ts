@@ -149,6 +149,27 @@ export class PostgresStore implements ExecutionStore {
    * fails with `StoreError` (or reads back its outcome); the pool opens a
    * new connection for the next one. */
   onConnectionLost: ((error: Error) => void) | undefined = undefined;
+  /** The conversations with an execution running here (set by the
+   * runtime): their partitions are given up last when balancing. */
+  runningAgents: (() => Iterable<string>) | undefined = undefined;
+  /** Preparations in flight, by partition: busy before the runtime knows
+   * (between a preparation's answer and its execution's install on the
+   * loop neither counts it: a balance tick landing there fences it as
+   * before). */
+  private readonly preparing = new Map<number, number>();
+
+  private donePreparing(partition: number): void {
+    const count = (this.preparing.get(partition) ?? 1) - 1;
+    if (count > 0) this.preparing.set(partition, count);
+    else this.preparing.delete(partition);
+  }
+
+  private busyPartitions(): Set<number> {
+    const busy = new Set(this.preparing.keys());
+    for (const agentId of this.runningAgents?.() ?? []) busy.add(this.leaseBook.partitionOf(agentId));
+    return busy;
+  }
+
   /** The fence every write of an agent carries. Without leases (no
    * `acquireLease` for the agent) none; with one, the lease held, or the
    * last one held, or one no row matches — never unfenced. */
@@ -169,6 +190,7 @@ export class PostgresStore implements ExecutionStore {
       partitionsAcquired: (grants) => this.onPartitionsAcquired?.(grants),
       afterPass: () => this.pollInbox(),
       closing: () => this.closing !== undefined,
+      busy: () => this.busyPartitions(),
     }, balancing);
     // One connection stays free of groups for reads, leases and the rarer writes.
     this.groups = new GroupCommit(pool, Math.max(1, Math.min(groupsInFlightDefault, poolSize - 1)));
@@ -344,14 +366,19 @@ export class PostgresStore implements ExecutionStore {
     const sql = filer === undefined ? statement.sql
       : `SELECT written.applied, CASE WHEN written.applied = 1 THEN pg_notify(${text(filer)}, ${text(executionId)}) END AS told FROM (${statement.sql}) AS written`;
     let applied: boolean;
+    const partition = this.leaseBook.partitionOf(agentId);
+    const preparing = operation.type === "prepareExecution";
+    if (preparing) this.preparing.set(partition, (this.preparing.get(partition) ?? 0) + 1);
     try {
-      applied = await this.groups.submit(sql, this.leaseBook.partitionOf(agentId));
+      applied = await this.groups.submit(sql, partition);
     } catch (error) {
       if (error instanceof ConnectionLost) return this.resolveLost(operation, writeId, error.backendPid, error.cause, 0);
       if (!(error instanceof PhronomyError) && isConnectionLoss(error)) {
         throw new StoreError(`the PostgreSQL store at ${this.path} could not get a connection for ${operation.type} (nothing was written): ${messageOf(error)}`, { cause: error, details: { outcome: "not_committed" } });
       }
       throw this.storeErrorOf(error);
+    } finally {
+      if (preparing) this.donePreparing(partition);
     }
     if (applied) {
       if (filer !== undefined && operation.type === "terminalCommit" && operation.outcome !== "suspended") this.filerChannels.delete(executionId);

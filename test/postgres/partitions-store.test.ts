@@ -4,9 +4,11 @@
 // refused naming the first, admits nothing, and takes over at epoch + 1
 // once the first leaves); a partition taken away is noticed by the tick;
 // the instance lock (an id in use is refused, default ids step aside);
-// balance as stores join (a fourth one included) and leave.
+// balance as stores join (a fourth one included) and leave; partitions with
+// executions running are given up last.
 
 import { describe, expect, it } from "vitest";
+import { busyReleaseDeferredTicksMax } from "../../host/store/postgres/partition-book.js";
 import { partitionOf } from "../../host/store/postgres/partitions.js";
 import { PostgresStore } from "../../host/store/postgres-store.js";
 import type { PrepareExecutionOperation } from "../../host/store/records.js";
@@ -181,5 +183,31 @@ describe("PostgresStore partitions", () => {
     const leaving = stores.pop()!;
     await leaving.close();
     await until(() => balanced(3), () => `balance after a leave: ${JSON.stringify(counts())}`);
+  });
+
+  it("gives up idle partitions first: those with an execution running stay with their holder while idle ones move; busy ones move too once no idle one was found for a while", async () => {
+    const schema = freshSchema();
+    /** A conversation id in each partition. */
+    const agentIn = new Map<number, string>();
+    for (let index = 0; agentIn.size < 256; index += 1) {
+      const agentId = `user-${index}`;
+      if (!agentIn.has(partitionOf(agentId, 256))) agentIn.set(partitionOf(agentId, 256), agentId);
+    }
+    const first = await open(schema, balanceLeaseMs);
+    expect(first.heldPartitions().length).toBe(256);
+    // 100 partitions have an execution running in the first store.
+    const busy = new Set(Array.from({ length: 100 }, (_, index) => index * 2));
+    let running = [...busy].map((partition) => agentIn.get(partition)!);
+    first.runningAgents = () => running;
+    const second = await open(schema, balanceLeaseMs);
+    const heldBy = (store: PostgresStore) => new Set(store.heldPartitions().map((grant) => grant.partition));
+    await until(() => heldBy(first).size === 128 && heldBy(second).size === 128, () => `balance over 2: ${heldBy(first).size}, ${heldBy(second).size}`);
+    expect([...busy].filter((partition) => !heldBy(first).has(partition))).toEqual([]);
+    // Every partition the first store holds is busy now: a third store
+    // still gets its share, after the deferral.
+    running = [...heldBy(first)].map((partition) => agentIn.get(partition)!);
+    const third = await open(schema, balanceLeaseMs);
+    await until(() => heldBy(first).size <= 86, () => `the first store kept ${heldBy(first).size} busy partitions (share 86) after ${busyReleaseDeferredTicksMax} ticks`);
+    expect(heldBy(third).size).toBeGreaterThan(0);
   });
 });

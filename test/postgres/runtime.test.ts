@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Phronomy, tool, type Environment } from "../../host/index.js";
 import { PostgresStore } from "../../host/store/postgres-store.js";
-import { agentRunModel, lookupTool, recordingLogger, scriptedModel, waitFor, type RecordedCall } from "../runtime/helpers.js";
+import { agentRunModel, deferred, lookupTool, recordingLogger, scriptedModel, waitFor, type RecordedCall } from "../runtime/helpers.js";
 import { atEnd, freshSchemaUrl } from "./database.js";
 
 async function openOn(url: string): Promise<Environment> {
@@ -56,6 +56,25 @@ describe("the runtime on PostgreSQL", () => {
       "model_response", "tool_barrier", "tool_results", "provider_barrier", "model_response", "terminal",
     ]);
     expect(await env.execution(executionId)).toMatchObject({ status: "terminal", outcome: "completed", revision: 7 });
+  });
+
+  it("tells the store which conversations have an execution running (their partitions are given up last when balancing), not those suspended or ended", async () => {
+    const env = await openOn(freshSchemaUrl());
+    const store = env.store as PostgresStore;
+    const running = () => [...store.runningAgents?.() ?? []];
+    const gate = deferred();
+    const calls: RecordedCall[] = [];
+    const lookups = env.agent({ id: "lookups", model: agentRunModel(), tools: { lookup: lookupTool({ calls, gate: gate.promise }) } });
+    const refunds = env.agent({ id: "refunds", model: refundModel(), tools: { refund: refundTool([]) } });
+    const looking = lookups.start("Where is order 42?");
+    await waitFor(async () => calls.length === 1 || undefined);
+    const refunding = refunds.start("Refund order 42");
+    await refunding.executionId;
+    await waitFor(async () => running().length === 1 || undefined);
+    expect(running()).toEqual(["lookups"]);
+    gate.resolve();
+    await looking.result;
+    expect(running()).toEqual([]);
   });
 
   it("runs 20 agents × 5 runs each, 20 in flight, every one completed with its memory", async () => {

@@ -18,7 +18,12 @@
 //   a third, only when needed, gives up at most
 //   `partitionsReleasedPerTickMax` surplus partitions. Which ones: each
 //   process ranks partitions by a hash of (its id, partition), takes the
-//   free ones it ranks highest and gives up those it ranks lowest.
+//   free ones it ranks highest and gives up those it ranks lowest among the
+//   idle ones — no execution running here (`hooks.busy`): a partition given
+//   up fences what runs in it, and its next owner runs the last barrier's
+//   work again (a tool batch called twice). A busy partition is given up
+//   only when no idle one was found for `busyReleaseDeferredTicksMax`
+//   ticks in a row, so balance is still reached under constant load.
 // * Agents asked for (`acquire`) are the conversations live here: when a
 //   partition is taken in the background, each of them is reported
 //   (`acquired`, recovered as a takeover of 0010), then the partition
@@ -58,7 +63,14 @@ export interface PartitionBookHooks {
   readonly partitionsAcquired: (grants: readonly partitions.PartitionGrant[]) => void;
   readonly afterPass: () => Promise<void>;
   readonly closing: () => boolean;
+  /** The partitions with an execution running here (admitted, not yet
+   * suspended or ended): given up last (see the header). */
+  readonly busy: () => ReadonlySet<number>;
 }
+
+/** Ticks in a row a surplus is kept because every surplus candidate was
+ * busy, before busy ones are given up (≈ 3 leases). */
+export const busyReleaseDeferredTicksMax = 9;
 
 export class PartitionBook {
   private readonly states: PartitionState[];
@@ -305,6 +317,8 @@ export class PartitionBook {
   }
 
   private readonly ranks = new Map<number, number>();
+  /** Ticks in a row a surplus was kept because its partitions were busy. */
+  private releaseDeferredTicks = 0;
 
   private schedule(): void {
     if (this.timer !== undefined || this.stopped) return;
@@ -380,12 +394,18 @@ export class PartitionBook {
     if (taken.length > 0) this.announce(taken);
   }
 
-  /** Gives up the `count` partitions this process ranks lowest; their
+  /** Gives up the `count` idle partitions this process ranks lowest; their
    * admissions stop before the statement is sent. Executions running in
-   * them are fenced at their next write and recovered by the next owner
-   * (busy partitions are not kept back: work would then never spread). */
+   * them are fenced at their next write and recovered by the next owner:
+   * busy ones are given up only after `busyReleaseDeferredTicksMax` ticks
+   * found too few idle ones (work must still spread under constant load). */
   private async releaseSurplus(count: number): Promise<void> {
-    const chosen = this.heldPartitions().sort((a, b) => this.rank(a.partition) - this.rank(b.partition)).slice(0, count);
+    const held = this.heldPartitions().sort((a, b) => this.rank(a.partition) - this.rank(b.partition));
+    const busy = this.hooks.busy();
+    let chosen = held.filter((grant) => !busy.has(grant.partition)).slice(0, count);
+    if (chosen.length < count && ++this.releaseDeferredTicks > busyReleaseDeferredTicksMax) chosen = held.slice(0, count);
+    if (chosen.length === count) this.releaseDeferredTicks = 0;
+    if (chosen.length === 0) return;
     for (const grant of chosen) this.lose(this.states[grant.partition]!, `its partition ${grant.partition} was given to another process (balance)`);
     await partitions.release(this.pool, this.owner, chosen).catch(() => undefined);
   }
