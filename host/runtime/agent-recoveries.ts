@@ -47,6 +47,9 @@ export class AgentRecoveries {
   private readonly reports = new Map<string, Promise<RecoveredExecution[]>>();
   /** Recoveries after a takeover still running: starts wait for them. */
   private readonly takeoverRecoveries = new Map<string, Promise<RecoveredExecution[]>>();
+  /** Agents whose last recovery found an execution held here whose
+   * abandoned session still had operations in flight (NotQuiescent). */
+  private readonly settling = new Set<string>();
 
   constructor(private readonly host: AgentRecoveriesHost) {}
 
@@ -175,6 +178,7 @@ export class AgentRecoveries {
         // Held recovery_required here (a write refused: its lease lost, the
         // row moved on): release it, then install it again from its row.
         const code = await this.dischargeRecovery(live.slot, live.generation);
+        if (code === ResultCode.NotQuiescent) this.settling.add(entry.id);
         if (code === ResultCode.Ok) rows.push(row);
         else held.push({ executionId: row.executionId, agentId: row.agentId, phase: row.phase, continuation: continuationNameOf(continuationOf(row)), status: "needs_attention", reason: stillSettlingReason(code) });
       }
@@ -210,6 +214,7 @@ export class AgentRecoveries {
       const row = await this.host.store.getExecution(live.executionId);
       if (row !== undefined && row.status !== "terminal") continue;
       const code = await this.dischargeRecovery(live.slot, live.generation);
+      if (code === ResultCode.NotQuiescent) this.settling.add(entry.id);
       if (code !== ResultCode.Ok) busy.push({ executionId: live.executionId, agentId: entry.id, phase: row?.phase ?? "terminal", status: "needs_attention", reason: stillSettlingReason(code) });
     }
     return busy;
@@ -232,7 +237,7 @@ export class AgentRecoveries {
 
   /** The store took an agent over (its former owner's lease expired):
    * recover its unfinished executions here (unless `recover: false`). */
-  takeOver(agentId: string, epoch: number): void {
+  takeOver(agentId: string, epoch: number, retriedAfterMs = 0): void {
     const agent = this.host.conversations.liveEntry(agentId);
     if (!agent || this.host.closed()) return;
     // Decisions filed for it wait until its executions are recovered here.
@@ -248,6 +253,10 @@ export class AgentRecoveries {
     leasing?.holdAdmissions(agentId, `it was taken over at lease epoch ${epoch} and its unfinished executions are being recovered`);
     const recovered = this.host.conversations.holding(agentId, (entry) => this.recoverAgentEntry(entry, takenAt)).then((report = []) => {
       this.host.inboxApplier()?.agentReady(agentId);
+      // An execution fenced here whose abandoned session still has
+      // operations in flight is released once they settle: try again
+      // soon (backing off), while the partition stays held at this epoch.
+      if (this.settling.delete(agentId)) this.recoverAfterRetake(agentId, epoch, Math.min(settlingRetryMsMax, Math.max(settlingRetryMsMin, 2 * retriedAfterMs)));
       return report;
     }).finally(() => {
       if (this.takeoverRecoveries.get(agentId) === recovered) {
@@ -268,19 +277,32 @@ export class AgentRecoveries {
   fencedWhileHeld(agentId: string, error: PhronomyError): void {
     const fenced = (error.details as { reason?: unknown; epoch?: unknown } | undefined);
     if (fenced?.reason !== "lease_lost" || typeof fenced.epoch !== "number") return;
-    const held = leasingStoreOf(this.host.store)?.leaseOf(agentId);
-    if (held !== undefined && held.epoch > fenced.epoch) this.recoverAfterRetake(agentId, held.epoch);
+    // Held, renewed in time or not: a process starved past its lease
+    // retakes its own partition at the next epoch, and its admission
+    // window may lapse again before this refusal comes back. Not held
+    // now: the next take of the partition recovers it (`takeOver`).
+    const held = this.heldEpochOf(agentId);
+    if (held !== undefined && held > fenced.epoch) this.recoverAfterRetake(agentId, held);
+  }
+
+  /** The epoch the agent's partition (or lease) is held at here, renewed
+   * in time or not. */
+  private heldEpochOf(agentId: string): number | undefined {
+    const leasing = leasingStoreOf(this.host.store);
+    return leasing?.partitionEpochOf !== undefined ? leasing.partitionEpochOf(agentId) : leasing?.leaseOf(agentId)?.epoch;
   }
 
   /** Recovers the agent's executions held here (released and installed
    * again from their rows, or let go if another process finished them),
-   * after any takeover recovery under way, unless the lease moved again. */
-  recoverAfterRetake(agentId: string, epoch: number): void {
+   * after any takeover recovery under way, unless the partition moved
+   * again. `delayMs`: first wait that long (an abandoned session's
+   * operations still settling). */
+  recoverAfterRetake(agentId: string, epoch: number, delayMs = 0): void {
     const running = this.takeoverRecoveries.get(agentId) ?? Promise.resolve();
-    void running.catch(() => undefined).then(() => new Promise((resolve) => setImmediate(resolve))).then(() => {
-      if (this.host.closed() || leasingStoreOf(this.host.store)?.leaseOf(agentId)?.epoch !== epoch) return;
+    void running.catch(() => undefined).then(() => new Promise((resolve) => delayMs > 0 ? setTimeout(resolve, delayMs).unref() : setImmediate(resolve))).then(() => {
+      if (this.host.closed() || this.heldEpochOf(agentId) !== epoch) return;
       this.host.coordinator.settings.logger.debug?.(`[phronomy] agent "${agentId}" holds executions fenced while its partition was lost; taken back at lease epoch ${epoch}: recovering them`);
-      this.takeOver(agentId, epoch);
+      this.takeOver(agentId, epoch, delayMs);
     });
   }
 
@@ -290,6 +312,11 @@ export class AgentRecoveries {
     return this.takeoverRecoveries.get(agentId);
   }
 }
+
+/** The first and the longest wait before a takeover's recovery tries
+ * again to release an execution whose abandoned session was still settling. */
+const settlingRetryMsMin = 50;
+const settlingRetryMsMax = 1_000;
 
 /** Queued messages `env.recover()` lists at most. */
 const queuedReportedMax = 1_000;

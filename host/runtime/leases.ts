@@ -33,6 +33,9 @@ export interface LeasingStore {
    * held now (`performance.now()`, the take committed), held ever since;
    * undefined when not held. */
   partitionHeldSince?(agentId: string): number | undefined;
+  /** With partitions: the epoch the agent's partition is held at here,
+   * renewed in time or not; undefined when not held. */
+  partitionEpochOf?(agentId: string): number | undefined;
 }
 
 export function leasingStoreOf(store: ExecutionStore): LeasingStore | undefined {

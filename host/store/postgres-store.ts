@@ -325,7 +325,11 @@ export class PostgresStore implements ExecutionStore {
     /** The journal records the write appends, for `journalTails`. */
     let journal: { readonly agentId: string; readonly records: readonly JournalRecord[] } | undefined;
     let agentId: string;
-    /** Why the statement wrote nothing, read after a refusal. */
+    /** Why the statement wrote nothing, read after a refusal. A fencing
+     * refusal names the fence the statement carried (`used`), not the one
+     * held when it is explained: the partition may have been taken back
+     * at a later epoch meanwhile, and the recovery of the fenced execution
+     * compares the epoch refused with the one held. */
     let explain: () => Promise<unknown>;
     try {
       if (operation.type === "prepareExecution") {
@@ -334,27 +338,27 @@ export class PostgresStore implements ExecutionStore {
         // agent's admission is released, unlike a store failure.
         const refusal = this.leaseBook.admissionRefusal(operation.agentId);
         if (refusal !== undefined) return { outcome: "not_established", error: refusal.toRecord() };
-        fence = this.fenceOf(operation.agentId);
+        const used = fence = this.fenceOf(operation.agentId);
         journal = operation.blockedBy === undefined ? { agentId: operation.agentId, records: operation.journal } : undefined;
         statement = prepareStatement(operation, fence, writeId);
-        explain = () => this.prepareRefused(operation);
+        explain = () => this.prepareRefused(operation, used);
       } else if (operation.type === "approvalCommit") {
         const remembered = this.suspendedRows.get(executionId);
         this.suspendedRows.delete(executionId);
         const known = remembered?.revision === operation.expectedRevision ? remembered : await readSuspendedRow(this.pool, operation);
         agentId = known.agentId;
-        fence = this.fenceOf(agentId);
+        const used = fence = this.fenceOf(agentId);
         statement = approvalStatement(operation, known, fence, writeId);
-        explain = async () => { throw await explainApprovalRefusal(this.pool, operation, this.fenceOf(known.agentId)); };
+        explain = async () => { throw await explainApprovalRefusal(this.pool, operation, used); };
       } else {
         let known = this.knownRows.get(executionId);
         if (known === undefined || known.revision !== operation.expectedRevision) known = await readKnownRow(this.pool, operation);
         const row = known;
         agentId = known.agentId;
-        fence = this.fenceOf(known.agentId);
+        const used = fence = this.fenceOf(known.agentId);
         journal = operation.type === "terminalCommit" ? { agentId: known.agentId, records: operation.journal } : undefined;
         statement = compareAndSetStatement(operation, known, fence, writeId);
-        explain = async () => { throw await explainCompareAndSetRefusal(this.pool, operation, row, this.fenceOf(row.agentId)); };
+        explain = async () => { throw await explainCompareAndSetRefusal(this.pool, operation, row, used); };
       }
     } catch (error) {
       throw this.storeErrorOf(error);
@@ -395,10 +399,12 @@ export class PostgresStore implements ExecutionStore {
 
   /** A prepare that wrote nothing: its refusal, or the fencing error (the
    * lease was lost: admissions stop until it is held again). */
-  private async prepareRefused(operation: PrepareExecutionOperation): Promise<unknown> {
-    const explained = await explainPrepareRefusal(this.pool, operation, this.fenceOf(operation.agentId));
+  private async prepareRefused(operation: PrepareExecutionOperation, fence: Fence | undefined): Promise<unknown> {
+    const explained = await explainPrepareRefusal(this.pool, operation, fence);
     if (!(explained instanceof PhronomyError)) return explained;
-    if (!this.leaseBook.noteLost(operation.agentId, explained.details?.["epoch"])) throw explained;
+    // Refused at the epoch it carried: nothing was written, whether that
+    // epoch is lost now or the partition was taken back at a later one.
+    this.leaseBook.noteLost(operation.agentId, explained.details?.["epoch"]);
     return { outcome: "not_established", error: this.leaseBook.admissionRefusal(operation.agentId)?.toRecord() ?? explained.toRecord() };
   }
 
@@ -591,6 +597,12 @@ export class PostgresStore implements ExecutionStore {
    * that epoch is still this process's to finish (docs/decisions/0031). */
   partitionHeldAt(agentId: string, epoch: number): boolean {
     return this.leaseBook.heldAt(agentId, epoch);
+  }
+
+  /** The epoch the agent's partition is held at here (its admission
+   * window may have lapsed until the next renewal), if it is held. */
+  partitionEpochOf(agentId: string): number | undefined {
+    return this.leaseBook.heldEpoch(agentId);
   }
 
   /** The partition of an agent id (docs/decisions/0030). `balancing`

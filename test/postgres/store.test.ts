@@ -117,4 +117,24 @@ describe("the fencing hook (partitions, docs/decisions/0009 and 0030)", () => {
     expect((await store.getExecution("e1"))?.revision).toBe(2);
     expect((await store.listSteps("e1")).map((step) => step.kind)).toEqual(["input", "provider_barrier"]);
   });
+
+  it("a refusal names the epoch its statement carried, though the partition is held at a later one when it is explained (taken back meanwhile); a refused preparation wrote nothing and says so", async () => {
+    const schema = freshSchema();
+    const store = await open(schema);
+    await store.ensureAgent("support", 1);
+    await store.acquireLease("support");
+    expect(await store.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1 });
+    // Another process holds the partition at epoch 2, and this one is
+    // about to hold it at epoch 3: its writes carry epoch 1 (built before
+    // the retake was noted) and are explained after it.
+    await withClient((client) => client.query(`UPDATE ${schema}.partitions SET owner = 'process-b', epoch = 2, expires_at = now() + interval '1 minute' WHERE partition = ${schema}.partition_of('support')`));
+    const held = store.fenceOf;
+    let built = 0;
+    store.fenceOf = (agentId) => (built += 1) === 1 ? held(agentId) : { owner: store.leaseOwner, epoch: 3 };
+    await expect(store.run(providerBarrier("e1", 1))).rejects.toMatchObject({ code: "EXECUTION_REHYDRATION_REQUIRED", details: { reason: "lease_lost", epoch: 1 } });
+    built = 0;
+    const refused = await store.run(prepare("e2")) as { outcome: string; error: { details?: { epoch?: number } } };
+    expect(refused).toMatchObject({ outcome: "not_established" });
+    expect(await store.getExecution("e2")).toBeUndefined();
+  });
 });

@@ -150,6 +150,13 @@ export class PartitionBook {
     return this.states[this.partitionOf(agentId)]!.held;
   }
 
+  /** The epoch the agent's partition is held at here (renewed in time or
+   * not), or undefined when it is not held. */
+  heldEpoch(agentId: string): number | undefined {
+    const state = this.states[this.partitionOf(agentId)]!;
+    return state.held ? state.grant?.epoch : undefined;
+  }
+
   /** The agent's partition is held here at this epoch (renewed or not
    * yet: a partition once lost here is never held again at the same
    * epoch, so false is final for that epoch). */
