@@ -19,6 +19,9 @@
 // * An unknown id is ExecutionNotFoundError, an execution that had already
 //   ended ExecutionEndedError naming its outcome; cancelling one that is
 //   being cancelled (or ending) is not an error: it waits for the same end.
+// * A start filed from this process and cancelled here (still filed, or
+//   queued by its owner): its Run settles once the cancel committed, not
+//   at its next read (docs/decisions/0047).
 // * A running execution that suspends before the cancel reaches its session
 //   is cancelled again, suspended (bounded rounds).
 // * In the owner, an unfinished row nothing runs (its process died and its
@@ -79,6 +82,10 @@ export interface CancelHost {
   /** Cancels a start filed for another process and not claimed yet
    * (docs/decisions/0031); `claimed`: its owner is starting it now. */
   cancelFiledStart?(executionId: string, reason: string | undefined): Promise<{ readonly agentId: string; readonly state: "cancelled" | "claimed" | "settled" } | undefined>;
+  /** A queued message this process cancelled, its terminal row read: a
+   * Run here following it (a start filed here and queued by its owner)
+   * settles now (docs/decisions/0047). */
+  cancelledQueued?(row: ExecutionRow): void;
 }
 
 export const CANCEL_REASON_LENGTH_MAX = 1_000;
@@ -159,6 +166,7 @@ async function dispatch(host: CancelHost, executionId: string, reason: string | 
   if ((row.status as string) === "queued") {
     if (await host.cancelQueued(executionId, reason)) {
       const ended = await host.store.getExecution(executionId);
+      if (ended?.status === "terminal") host.cancelledQueued?.(ended);
       // Cancelled while its enqueue was still being written: the terminal
       // row follows once that commit lands.
       return ended?.status === "terminal" ? resultOf(ended)

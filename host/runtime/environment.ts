@@ -497,11 +497,15 @@ export class Environment {
       cancelQueued: (executionId, reason) => this.queues.cancelQueued(executionId, reason),
       readRow: (executionId) => executionOrQueued(this.store, executionId),
       ...(this.remoteStarts !== undefined ? {
-        cancelFiledStart: (executionId: string, reason: string | undefined) => {
-          const error = new CancellationError({ executionId }, reason);
+        cancelFiledStart: async (executionId: string, reason: string | undefined) => {
+          const error = JSON.stringify(transferError(new CancellationError({ executionId }, reason)));
           const store = this.store as unknown as { cancelFiledStart: (id: string, error: string, at: number) => Promise<{ readonly agentId: string; readonly state: "cancelled" | "claimed" | "settled" } | undefined> };
-          return store.cancelFiledStart(executionId, JSON.stringify(transferError(error)), Date.now());
+          const found = await store.cancelFiledStart(executionId, error, Date.now());
+          // Committed: a Run here following the start settles now (docs/decisions/0047).
+          if (found?.state === "cancelled") this.remoteStarts?.cancelledHere({ executionId, execution: undefined, queued: false, decisionState: "refused", decisionError: error, steps: [] });
+          return found;
         },
+        cancelledQueued: (row: ExecutionRow) => this.remoteStarts?.cancelledHere({ executionId: row.executionId, execution: row, queued: false, decisionState: undefined, decisionError: null, steps: [] }),
       } : {}),
     };
   }

@@ -13,6 +13,10 @@
 // * Progress events come from the timeline, so they arrive per durable step
 //   (a model call's text comes whole with its answer, not as deltas), late
 //   by at most one poll.
+// * A cancel reaches the Run at once (docs/decisions/0047): one this
+//   process committed settles it then (`cancelledHere`: nobody notifies
+//   the process that wrote it); one from another process is told on this
+//   process's channel by the cancel's own statement, then read.
 // * A start found filed or run already (same execution id: the same
 //   idempotency key) is followed, not filed again.
 // * The follows are bounded (`remoteStartsMax`); past it a start is refused
@@ -184,6 +188,17 @@ export class RemoteStarts {
     if (this.closed) return settleWaiterWithError(waiter, shutdownError(executionId, ""), this.settings);
     this.follows.set(this.nextToken++, { executionId, agentId: "", waiter, seq: Number.MAX_SAFE_INTEGER, announcedRevision: 0, turns: 0, observer: true, told: false });
     this.poller.wake();
+  }
+
+  /** A cancel this process committed of a start it follows (filed from
+   * here: nobody notifies the process that wrote it, docs/decisions/0047):
+   * judged now as the next read would find it — `progress` is what the
+   * cancel wrote — rather than at that read. */
+  cancelledHere(progress: StartProgress): void {
+    if (this.closed) return;
+    for (const [token, follow] of [...this.follows]) {
+      if (follow.executionId === progress.executionId) this.judge(token, follow, progress);
+    }
   }
 
   /** Settles every follow with RuntimeShutdownError (the starts stay filed). */

@@ -302,7 +302,7 @@ export class PostgresStore implements ExecutionStore {
     const backendPid = (client as unknown as { processID?: number }).processID;
     try {
       await client.query(beginTransaction);
-      const value = await applyOperation({ client, where: this.path, writeId, fenceOf: (agentId) => this.fenceOf(agentId), holdsPartitionOf: (agentId) => this.partitionHeld(agentId) }, operation);
+      const value = await applyOperation({ client, where: this.path, writeId, fenceOf: (agentId) => this.fenceOf(agentId), holdsPartitionOf: (agentId) => this.partitionHeld(agentId), schema: this.schema, instanceId: this.leaseOwner }, operation);
       await client.query("COMMIT");
       client.release();
       return value;
@@ -716,7 +716,7 @@ export class PostgresStore implements ExecutionStore {
 
   /** Cancels a start still filed, before any owner claimed it (`env.cancel`). */
   cancelFiledStart(executionId: string, error: string, at: number): ReturnType<typeof inbox.cancelFiledStart> {
-    return this.read(() => inbox.cancelFiledStart(this.pool, checkId(executionId, "executionId"), error, at));
+    return this.read(() => inbox.cancelFiledStart(this.pool, this.schema, this.leaseOwner, checkId(executionId, "executionId"), error, at));
   }
 
   /** How filed (or followed) starts are doing, with their new steps. */

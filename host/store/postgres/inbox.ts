@@ -84,6 +84,15 @@ export function filerChannelOf(schema: string, filedBy: string): string {
   return `phronomy_run_${createHash("sha256").update(`${schema}\u0000${filedBy}`, "utf8").digest("hex").slice(0, 40)}`;
 }
 
+/** `filerChannelOf` computed by the database, for a statement that tells
+ * the filer of an inbox row it writes without reading the row first (the
+ * cancel of a start, by whichever process): `schema` and `filedBy` are SQL
+ * expressions. The same digest — `test/postgres/start-cancel-told.test.ts`
+ * checks the two agree. */
+export function filerChannelSql(schema: string, filedBy: string): string {
+  return `'phronomy_run_' || left(encode(sha256(convert_to(${schema}, 'UTF8') || '\\x00'::bytea || convert_to(${filedBy}, 'UTF8')), 'hex'), 40)`;
+}
+
 /** Migration 2: the inbox table. */
 export async function createApprovalInbox(client: pg.ClientBase): Promise<void> {
   await client.query(`
@@ -446,18 +455,25 @@ export async function readStarts(pool: Queryable, where: string, follows: readon
  * the inbox with the cancellation (`error`, a transferred error's JSON)
  * while nobody claimed it — a claim and this update take the row's lock in
  * turn, so the start is either cancelled here or run by its owner (then
- * the cancel goes to the execution). `claimed`: an owner is starting it. */
-export async function cancelFiledStart(pool: Queryable, executionId: string, error: string, at: number): Promise<{ readonly agentId: string; readonly state: "cancelled" | "claimed" | "settled" } | undefined> {
+ * the cancel goes to the execution). `claimed`: an owner is starting it.
+ * A cancel from another process than the filer tells the filer in the
+ * same statement (its channel, sent at commit); the filer's own cancel
+ * settles its Run itself (docs/decisions/0047). */
+export async function cancelFiledStart(
+  pool: Queryable, schema: string, cancelledBy: string, executionId: string, error: string, at: number,
+): Promise<{ readonly agentId: string; readonly state: "cancelled" | "claimed" | "settled" } | undefined> {
   const { rows } = await pool.query<{ agent_id: string; state: string; cancelled: boolean }>(`
     WITH cancelled AS (
       UPDATE approval_inbox SET state = 'refused', error = $2, settled_at = $3
       WHERE execution_id = $1 AND kind = 'start' AND state = 'filed'
-      RETURNING agent_id
+      RETURNING agent_id, filed_by
     )
-    SELECT agent_id, 'cancelled' AS state, true AS cancelled FROM cancelled
+    SELECT agent_id, 'cancelled' AS state, true AS cancelled,
+           CASE WHEN filed_by <> $5 THEN pg_notify(${filerChannelSql("$4::text", "filed_by")}, $1) END AS told
+    FROM cancelled
     UNION ALL
-    SELECT agent_id, state, false FROM approval_inbox WHERE execution_id = $1 AND kind = 'start' AND NOT EXISTS (SELECT 1 FROM cancelled)
-  `, [executionId, error, at]);
+    SELECT agent_id, state, false, NULL FROM approval_inbox WHERE execution_id = $1 AND kind = 'start' AND NOT EXISTS (SELECT 1 FROM cancelled)
+  `, [executionId, error, at, schema, cancelledBy]);
   const row = rows[0];
   if (row === undefined) return undefined;
   return { agentId: row.agent_id, state: row.cancelled ? "cancelled" : row.state === "claimed" || row.state === "filed" ? "claimed" : "settled" };

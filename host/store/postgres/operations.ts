@@ -53,6 +53,11 @@ export interface OperationContext {
   /** Whether this process takes itself for the holder of the agent's
    * partition now (renewed in time or not). */
   readonly holdsPartitionOf?: (agentId: string) => boolean;
+  /** The store's schema and this process's instance id: a write that ends
+   * a start another process filed tells that filer (`filerChannelSql`,
+   * docs/decisions/0047). */
+  readonly schema: string;
+  readonly instanceId: string;
 }
 
 type Row = SqliteRow;

@@ -6,6 +6,7 @@
 // its last step carrying the write id so a lost connection's outcome is
 // read back (`outcome.ts`) — and the read.
 
+import { filerChannelSql } from "./inbox.js";
 import { fenceHeldSql } from "./partitions.js";
 import type pg from "pg";
 import { AgentClosedError, InvalidInputError, QueueFullError } from "../../errors.js";
@@ -91,8 +92,18 @@ export async function cancelQueued(context: OperationContext, operation: CancelQ
                             error, usage, approval_request, created_at, updated_at)
     VALUES ($1, $2, 1, 'terminal', 'terminal', 'invoke', $3, $4, 'failed', 'null', $5, $6, 'null', $7, $8)
   `, [message.executionId, message.agentId, jsonText(message.input), jsonText({ config: message.config }), jsonText(operation.error), jsonText(zeroUsage), message.createdAt, operation.at]);
-  await query(context, "INSERT INTO steps (execution_id, seq, kind, at, payload, write_id) VALUES ($1, 1, 'terminal', $2, $3, $4)",
-    [message.executionId, operation.at, jsonText({ outcome: "failed", revision: 1, whileQueued: true }), context.writeId]);
+  // A start filed by another process (claimed, then queued here): its
+  // filer hears the cancel in this statement, at commit, as it hears the
+  // owner's writes (docs/decisions/0047); the filer's own cancel settles
+  // its Run itself.
+  await query(context, `
+    WITH written AS (
+      INSERT INTO steps (execution_id, seq, kind, at, payload, write_id) VALUES ($1, 1, 'terminal', $2, $3, $4)
+      RETURNING execution_id
+    )
+    SELECT pg_notify(${filerChannelSql("$5::text", "inbox.filed_by")}, written.execution_id) AS told
+    FROM written JOIN approval_inbox AS inbox ON inbox.execution_id = written.execution_id AND inbox.kind = 'start' AND inbox.filed_by <> $6
+  `, [message.executionId, operation.at, jsonText({ outcome: "failed", revision: 1, whileQueued: true }), context.writeId, context.schema, context.instanceId]);
   return { cancelled: true };
 }
 
