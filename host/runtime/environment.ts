@@ -490,13 +490,20 @@ export class Environment {
     return cancelById(this.cancelHost, executionId, options.reason);
   }
 
+  /** The store keeps filed starts and this process may write to it. */
+  private filesStarts(): boolean {
+    return !this.visitor && typeof (this.store as { cancelFiledStart?: unknown }).cancelFiledStart === "function";
+  }
+
   private get cancelHost(): CancelHost {
     return {
       coordinator: this.coordinator, loop: this.loop, store: this.store, remoteFor: (agentId) => this.remoteResumesFor(agentId),
       recoveredHere: (row) => this.conversations.liveEntry(row.agentId) !== undefined || this.conversations.kindOfRow(row) !== undefined,
       cancelQueued: (executionId, reason) => this.queues.cancelQueued(executionId, reason),
       readRow: (executionId) => executionOrQueued(this.store, executionId),
-      ...(this.remoteStarts !== undefined ? {
+      // Any process that may write may cancel a filed start, one that takes
+      // no share (the CLI's) included; a Run here following it settles now.
+      ...(this.filesStarts() ? {
         cancelFiledStart: async (executionId: string, reason: string | undefined) => {
           const error = JSON.stringify(transferError(new CancellationError({ executionId }, reason)));
           const store = this.store as unknown as { cancelFiledStart: (id: string, error: string, at: number) => Promise<{ readonly agentId: string; readonly state: "cancelled" | "claimed" | "settled" } | undefined> };

@@ -182,6 +182,19 @@ describe("the cancel of a filed start reaches its filer at once (PostgreSQL)", (
     reads.release();
   }, 60_000);
 
+  it("env.cancel of a start still filed, from a process that takes no share (balance: false, as the CLI opens): cancelled, and the filer's Run settles CANCELLED", async () => {
+    const { schema, url } = await freeSchema();
+    await withClient((client) => client.query(`UPDATE ${schema}.partitions SET owner = 'elsewhere', epoch = 1, expires_at = clock_timestamp() + interval '1 hour'`));
+    const sender = await openAs(url, "sender");
+    const command = await Phronomy.open({ store: url, logger: recordingLogger(), postgres: { instanceId: "command", balance: false } });
+    atEnd(() => command.close());
+    const support = sender.agent({ name: "support", model: agentRunModel(), tools: { lookup: lookupTool() } });
+    const run = support.conversation("c").start("Where is order 42?");
+    const executionId = await run.executionId;
+    expect(await command.cancel(executionId, { reason: "from the command line" })).toMatchObject({ executionId, outcome: "cancelled" });
+    expect(await endOf(run, "the command's cancel did not reach the filer")).toBe("CANCELLED");
+  }, 60_000);
+
   it("env.cancel of a filed start its owner queued behind a running one: from the owner, the filer's Run settles CANCELLED through the told read, its poll held; from the filer itself, with no read at all", async () => {
     const { url } = await freeSchema();
     let release: () => void = () => undefined;
