@@ -175,12 +175,9 @@ describe("agent leases across processes (PostgreSQL)", () => {
     expect(effects.map((effect) => effect.key)).toEqual([`${executionId}:call-0-0`, `${executionId}:call-1-0`]);
   }, 60_000);
 
-  // Retried once, on the same seed: on the merged main of 2026-12-02 this
-  // test failed 1 CI run in 1 (a tool key called twice by a process whose
-  // partition shows no move in the lease history, LEASES_SEED=3268616902)
-  // and hung 1 local run in 6 (LEASES_SEED=4079391291), both quiet and
-  // neither reproduced by its seed; the cause is not found yet (the
-  // closing note of that session). A second failure still fails.
+  // Its failures are read from the file its processes' lines go to
+  // (below) and the schema PHRONOMY_TEST_KEEP_SCHEMAS=1 keeps
+  // (docs/decisions/0055: the causes found that way).
   it(`three coordinators, ${agentCount * runsPerAgent} runs over ${agentCount} agents, one killed (kill -9) and one stopped (SIGSTOP) past its lease at random moments: every run completes exactly once, one effect per idempotency key, no write of the dead process's epoch after the takeover`, { timeout: 120_000 }, async () => {
     const { replay, victimIndex, killAfter, killDelayMs, sleeperIndex, stopAfter } = seededDisruption("LEASES_SEED", { processCount, runsMin: killAfterMin, runsMax: killAfterMax, killDelayMaxMs: 3 * toolDelayMs });
     console.log(`three coordinators: ${replay} kills p${victimIndex} ${killDelayMs} ms after ${killAfter} completed runs, stops p${sleeperIndex} (SIGSTOP) for ${stoppedMs} ms after ${stopAfter} (the seed replays these choices; the timing around them varies)`);
