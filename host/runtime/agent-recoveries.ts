@@ -50,6 +50,8 @@ export class AgentRecoveries {
   /** Agents whose last recovery found an execution held here whose
    * abandoned session still had operations in flight (NotQuiescent). */
   private readonly settling = new Set<string>();
+  /** Agents a store fault held, with a heal scheduled (`healLater`). */
+  private readonly healing = new Set<string>();
 
   constructor(private readonly host: AgentRecoveriesHost) {}
 
@@ -276,13 +278,53 @@ export class AgentRecoveries {
    * held, and no later takeover will come: recover the agent now. */
   fencedWhileHeld(agentId: string, error: PhronomyError): void {
     const fenced = (error.details as { reason?: unknown; epoch?: unknown } | undefined);
-    if (fenced?.reason !== "lease_lost" || typeof fenced.epoch !== "number") return;
+    if (fenced?.reason !== "lease_lost" || typeof fenced.epoch !== "number") return this.healLater(agentId);
     // Held, renewed in time or not: a process starved past its lease
     // retakes its own partition at the next epoch, and its admission
     // window may lapse again before this refusal comes back. Not held
     // now: the next take of the partition recovers it (`takeOver`).
     const held = this.heldEpochOf(agentId);
     if (held !== undefined && held > fenced.epoch) this.recoverAfterRetake(agentId, held);
+  }
+
+  /** A store fault held the agent (a preparation whose outcome could not
+   * be read back) or one of its executions (a commit whose outcome is not
+   * known) for recovery (docs/decisions/0020). On PostgreSQL the owner of
+   * the partition heals it by itself — its unfinished rows read again,
+   * what was written recovered, the hold released — trying again (250 ms
+   * doubling to 5 s) while the database stays unreachable: a conversation
+   * routed to this process must not wait for an `env.recover()` nobody
+   * calls (docs/decisions/0055). On SQLite `env.recover()` does it, as
+   * before: one process owns the file and its application decides. */
+  healLater(agentId: string, delayMs = healRetryMsMin): void {
+    if (!this.host.recoverOnDefine || this.host.closed() || this.healing.has(agentId)) return;
+    if (leasingStoreOf(this.host.store)?.partitionEpochOf === undefined) return;
+    this.healing.add(agentId);
+    setTimeout(() => {
+      this.healing.delete(agentId);
+      this.heal(agentId).then((healed) => {
+        if (!healed) this.healLater(agentId, Math.min(healRetryMsMax, 2 * delayMs));
+      }, () => this.healLater(agentId, Math.min(healRetryMsMax, 2 * delayMs)));
+    }, delayMs).unref();
+  }
+
+  /** One try of `healLater`: true when nothing is held any more (or the
+   * partition is not held here: its next take recovers it). */
+  private async heal(agentId: string): Promise<boolean> {
+    if (this.host.closed() || this.heldEpochOf(agentId) === undefined) return true;
+    // A takeover's recovery of the agent is under way: it reads the same rows.
+    if (this.takeoverRecoveries.has(agentId)) return false;
+    const { coordinator } = this.host;
+    const held = (entry: AgentEntry) => coordinator.heldAgents.has(entry) || coordinator.recoveryRequiredEntriesOf(entry).length > 0;
+    const leasing = leasingStoreOf(this.host.store)!;
+    const still = await this.host.conversations.holding(agentId, async (entry) => {
+      if (!held(entry)) return false;
+      const rows = await leasing.unfinishedExecutionsOf(agentId);
+      const report = await this.recoverAgentEntry(entry, undefined, rows);
+      if (report.some((item) => item.status === "suspended")) this.host.inboxApplier()?.agentReady(agentId);
+      return held(entry);
+    });
+    return still !== true;
   }
 
   /** The epoch the agent's partition (or lease) is held at here, renewed
@@ -317,6 +359,11 @@ export class AgentRecoveries {
  * again to release an execution whose abandoned session was still settling. */
 const settlingRetryMsMin = 50;
 const settlingRetryMsMax = 1_000;
+
+/** The first and the longest wait before a PostgreSQL owner heals what a
+ * store fault held (`healLater`). */
+const healRetryMsMin = 250;
+const healRetryMsMax = 5_000;
 
 /** Queued messages `env.recover()` lists at most. */
 const queuedReportedMax = 1_000;

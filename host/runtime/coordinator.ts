@@ -77,6 +77,9 @@ export class Coordinator implements SessionHost {
    * outcome unknown), with the error that did it: the environment recovers
    * at once one whose lease it has taken back meanwhile (fenced writes). */
   onExecutionRecoveryRequired: ((agentId: string, error: PhronomyError) => void) | undefined;
+  /** An agent was held recovery_required with no execution (a
+   * preparation whose outcome could not be read back). */
+  onAgentRecoveryRequired: ((agentId: string) => void) | undefined;
   busyHooks: { readonly startRefusedBusy: (request: StartRequest) => boolean; readonly admissionFreed: (agent: AgentEntry) => void } | undefined;
 
   constructor(readonly settings: CoordinatorSettings) {}
@@ -537,6 +540,7 @@ export class Coordinator implements SessionHost {
       const agent = this.agentsBySlot[slot];
       if (agent) this.heldAgents.add(agent);
       this.settings.logger.warn(`[phronomy] agent "${agent?.id ?? slot}" requires recovery (code ${code}): its admission is held until env.recover() resolves it`);
+      if (agent) this.onAgentRecoveryRequired?.(agent.id);
       return;
     }
     const entry = this.executions[slot];

@@ -155,6 +155,7 @@ export class Environment {
     if (leasing) {
       leasing.onLeaseAcquired = (agentId, grant) => environment.recoveries.takeOver(agentId, grant.epoch);
       coordinator.onExecutionRecoveryRequired = (agentId, error) => environment.recoveries.fencedWhileHeld(agentId, error);
+      coordinator.onAgentRecoveryRequired = (agentId) => environment.recoveries.healLater(agentId);
     }
     const partitioned = partitionedStoreOf(store);
     if (partitioned) {

@@ -8,6 +8,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Phronomy, tool, type Environment } from "../../host/index.js";
+import { StoreError } from "../../host/errors.js";
 import { PostgresStore } from "../../host/store/postgres-store.js";
 import { agentRunModel, deferred, lookupTool, recordingLogger, scriptedModel, waitFor, type RecordedCall } from "../runtime/helpers.js";
 import { atEnd, freshSchemaUrl } from "./database.js";
@@ -75,6 +76,36 @@ describe("the runtime on PostgreSQL", () => {
     gate.resolve();
     await looking.result;
     expect(running()).toEqual([]);
+  });
+
+  it("a preparation whose outcome could not be read back holds its conversation; the partition's owner heals it by itself once the database answers, no env.recover() needed", async () => {
+    const store = await PostgresStore.open(freshSchemaUrl());
+    // The database "unreachable": the preparation fails with its outcome
+    // unknown, and every read that could tell fails too.
+    let unreachable = true;
+    const down = (what: string) => Promise.reject(new StoreError(`injected: the database is unreachable (${what})`));
+    const run = store.run.bind(store);
+    store.run = ((operation: Parameters<typeof store.run>[0]) => unreachable && operation.type === "prepareExecution" ? down("prepare") : run(operation)) as typeof store.run;
+    const getExecution = store.getExecution.bind(store);
+    store.getExecution = (executionId) => unreachable ? down("getExecution") : getExecution(executionId);
+    const unfinishedOf = store.unfinishedExecutionsOf.bind(store);
+    store.unfinishedExecutionsOf = (agentId) => unreachable ? down("unfinishedExecutionsOf") : unfinishedOf(agentId);
+    const env = await Phronomy.open({ store, logger: recordingLogger() });
+    atEnd(() => env.close());
+    const agent = env.agent({ id: "support", model: agentRunModel(), tools: { lookup: lookupTool() } });
+    await expect(agent.start("Where is order 42?").result).rejects.toMatchObject({ code: "STORE" });
+    await expect(agent.start("Where is order 42?").result).rejects.toMatchObject({ code: "AGENT_BUSY", details: { reason: "recovery_required" } });
+
+    unreachable = false;
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const outcome = await agent.start("Where is order 42?").result.then((result) => result.outcome, (error: { code?: string }) => error.code);
+      if (outcome === "completed") break;
+      expect(outcome).toBe("AGENT_BUSY");
+      if (Date.now() > deadline) throw new Error("the held conversation was never healed");
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(await env.executions({ status: "recovery_required" })).toEqual([]);
   });
 
   it("runs 20 agents × 5 runs each, 20 in flight, every one completed with its memory", async () => {
