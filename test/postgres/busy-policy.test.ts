@@ -96,14 +96,16 @@ describe("onBusy enqueue on PostgreSQL", () => {
 
   it("a process killed with messages queued: the process that takes the agent over recovers the running one, then runs the queue in order", async () => {
     const schema = freshSchema();
-    const url = `${postgresUrl}?schema=${schema}&lease_ms=300`;
+    // A lease long enough that no live process loses it on a loaded
+    // machine; the dead one's expiry is written into its rows below.
+    const url = `${postgresUrl}?schema=${schema}&lease_ms=3000`;
     const directory = await mkdtemp(join(tmpdir(), "phronomy-queue-takeover-"));
     atEnd(() => rm(directory, { recursive: true, force: true }));
     await (await PostgresStore.open(url)).close();
     await withClient((client) => client.query(`CREATE TABLE ${schema}.effects (key text PRIMARY KEY, first_pid integer NOT NULL, attempts integer NOT NULL)`));
     // Its tool waits for a file that never appears: it is killed there, with two messages queued.
     const former = coordinatorForTest("former", { url, databaseUrl: postgresUrl, schema, agents: ["support"], gate: join(directory, "never"), onBusy: "enqueue" });
-    await former.waitFor(is("ready"));
+    const { owner: formerOwner } = await former.waitFor(is("ready"));
     former.send({ start: "support", input: "m0", tag: "m0" });
     const admittedId = async (tag: string): Promise<string> => ((await former.waitFor((line) => line.type === "admitted" && line.tag === tag)) as { executionId: string }).executionId;
     const runningId = await admittedId("m0");
@@ -113,6 +115,11 @@ describe("onBusy enqueue on PostgreSQL", () => {
     const queuedIds = await Promise.all(["m1", "m2"].map(admittedId));
     former.kill("SIGKILL");
     await former.exited;
+    // Its lease runs out now, as it would have on its own.
+    await withClient(async (client) => {
+      await client.query(`UPDATE ${schema}.partitions SET expires_at = clock_timestamp() WHERE owner = $1`, [formerOwner]);
+      await client.query(`UPDATE ${schema}.partition_members SET expires_at = clock_timestamp() WHERE instance_id = $1`, [formerOwner]);
+    });
 
     const successor = await openOn(url);
     expect((await successor.executions({ status: "queued" })).map((row) => row.executionId).sort()).toEqual([...queuedIds].sort());
