@@ -38,7 +38,7 @@ import type pg from "pg";
 import { InvalidInputError, PhronomyError, StoreError } from "../errors.js";
 import { checkId, checkListFilter, checkOperation } from "./check-operation.js";
 import { createPool, parseLocation, poolSizeDefault, poolSizeMax } from "./postgres/connection.js";
-import { ConnectionLost, GroupCommit, groupsInFlightDefault } from "./postgres/group-commit.js";
+import { ConnectionLost, GroupCommit, groupsInFlightDefault, NotConnected } from "./postgres/group-commit.js";
 import { JournalTails } from "./postgres/journal-tails.js";
 import { JournalReads } from "./postgres/journal-reads.js";
 import { ReadBatches } from "./postgres/read-batches.js";
@@ -82,6 +82,10 @@ const reclaimWarmConnections = 4;
 /** Rows remembered at most (one per active execution this process writes):
  * beyond it a barrier reads its row first, as after a restart. */
 const knownRowsMax = 100_000;
+/** A grouped write that could get no connection is tried again this many
+ * times, after 100, 200, 400 and 800 ms. */
+const notConnectedRetriesMax = 4;
+const notConnectedRetryMs = 100;
 /** Filed starts claimed here whose writes are told to their filer: the
  * starts a few seconds of filing at thousands per second bring; ≈150 bytes
  * each. An execution forgotten (the oldest first) is followed by its
@@ -374,11 +378,12 @@ export class PostgresStore implements ExecutionStore {
     const preparing = operation.type === "prepareExecution";
     if (preparing) this.preparing.set(partition, (this.preparing.get(partition) ?? 0) + 1);
     try {
-      applied = await this.groups.submit(sql, partition);
+      applied = await this.submitConnected(sql, partition);
     } catch (error) {
       if (error instanceof ConnectionLost) return this.resolveLost(operation, writeId, error.backendPid, error.cause, 0);
-      if (!(error instanceof PhronomyError) && isConnectionLoss(error)) {
-        throw new StoreError(`the PostgreSQL store at ${this.path} could not get a connection for ${operation.type} (nothing was written): ${messageOf(error)}`, { cause: error, details: { outcome: "not_committed" } });
+      if (error instanceof NotConnected || (!(error instanceof PhronomyError) && isConnectionLoss(error))) {
+        const cause = error instanceof NotConnected ? error.cause : error;
+        throw new StoreError(`the PostgreSQL store at ${this.path} could not get a connection for ${operation.type} (nothing was written): ${messageOf(cause)}`, { cause, details: { outcome: "not_committed" } });
       }
       throw this.storeErrorOf(error);
     } finally {
@@ -394,6 +399,21 @@ export class PostgresStore implements ExecutionStore {
       return await explain();
     } catch (error) {
       throw this.storeErrorOf(error);
+    }
+  }
+
+  /** Submits a grouped statement, trying again while no connection can be
+   * had (nothing was sent: the server's connection limit, a restart, the
+   * pool's wait), `notConnectedRetriesMax` times over ≈ 1.5 s, so a
+   * moment's overload does not fail a run (docs/decisions/0055). */
+  private async submitConnected(sql: string, partition: number): Promise<boolean> {
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        return await this.groups.submit(sql, partition);
+      } catch (error) {
+        if (!(error instanceof NotConnected) || attempt >= notConnectedRetriesMax || this.closing !== undefined) throw error;
+        await new Promise((resolve) => setTimeout(resolve, notConnectedRetryMs * 2 ** attempt));
+      }
     }
   }
 

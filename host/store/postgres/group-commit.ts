@@ -40,6 +40,15 @@ export class ConnectionLost extends Error {
   }
 }
 
+/** No connection could be had for a group (the server refused it: "too
+ * many clients", starting up; unreachable; the pool's wait timed out):
+ * nothing of it was sent. */
+export class NotConnected extends Error {
+  constructor(override readonly cause: unknown) {
+    super(`no connection to the database: ${cause instanceof Error ? cause.message : String(cause)}`);
+  }
+}
+
 interface Member {
   readonly sql: string;
   readonly order: number;
@@ -62,7 +71,7 @@ export class GroupCommit {
 
   /** Resolves true when the statement applied (its group committed), false
    * when it was refused (it wrote nothing); rejects with the statement's
-   * error, or with `ConnectionLost`. */
+   * error, with `ConnectionLost`, or with `NotConnected` (nothing sent). */
   submit(sql: string, order = 0): Promise<boolean> {
     return new Promise<boolean>((resolve, reject) => {
       this.waiting.push({ sql, order, resolve, reject });
@@ -98,7 +107,8 @@ export class GroupCommit {
     try {
       client = await this.pool.connect();
     } catch (error) {
-      for (const member of members) member.reject(error);
+      const notConnected = new NotConnected(error);
+      for (const member of members) member.reject(notConnected);
       return;
     }
     const backendPid = (client as unknown as { processID?: number }).processID;
