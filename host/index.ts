@@ -94,7 +94,7 @@ export type { PostgresStoreHandle } from "./store/postgres/options.js";
 export type { CoreLimits } from "./core/machine.js";
 export type { OffloadPolicy, OffloadStatistics, WorkerState } from "./store/offload.js";
 export type { SynchronousMode } from "./store/sqlite/schema.js";
-export type { StoreOwner } from "./store/sqlite/ownership.js";
+export type { StoreOwner } from "./store/sqlite/owner-file.js";
 export type { StoredError, StoreOperation, StoreResult } from "./store/records.js";
 export type { ChatChunk, StreamOptions, ChatMessageMetadata } from "./chat/chat-stream.js";
 export { toUIMessageStreamResponse, toServerSentEvents, uiMessageStreamHeaders, executionIdHeader } from "./chat/response.js";

@@ -19,8 +19,8 @@
 
 import { ApprovalMismatchError, InvalidInputError } from "../errors.js";
 import type { ExecutionListFilter, ExecutionRow, ExecutionStatusName, OutcomeName, StoredStep } from "../store/records.js";
-import { hostName, readOwner } from "../store/sqlite/ownership.js";
-import { isVisitorStore } from "../store/sqlite-visitor.js";
+import { hostName, readOwner } from "../store/sqlite/owner-file.js";
+import { isVisitorStore } from "../store/sqlite/visitor-mark.js";
 import type { Environment, PendingApproval } from "./environment.js";
 import { leasingStoreOf } from "./leases.js";
 import type { RecoveredExecution } from "./recovery.js";

@@ -19,7 +19,7 @@ import { resolveTools } from "../agent/tools.js";
 import { CancellationError, ExecutionRehydrationRequiredError, InvalidInputError, PhronomyError, RuntimeShutdownError, StoreError } from "../errors.js";
 import { agentHasUnfinishedExecutions } from "../store/purge-refusal.js";
 import type { ExecutionStore } from "../store/store.js";
-import { isVisitorStore } from "../store/sqlite-visitor.js";
+import { isVisitorStore } from "../store/sqlite/visitor-mark.js";
 import { checkListFilter, executionStatusNames } from "../store/check-operation.js";
 import type { ExecutionListFilter, ExecutionRow, StoredStep } from "../store/records.js";
 import { Agent } from "./agent.js";

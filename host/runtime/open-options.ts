@@ -8,10 +8,9 @@ import { Limit } from "../../assembly/abi.js";
 import type { CoreLimits } from "../core/machine.js";
 import { InvalidInputError } from "../errors.js";
 import { SqliteStore, type SqliteStoreOptions } from "../store/sqlite-store.js";
-import { sqliteDriverName } from "../store/sqlite/driver.js";
 import type { PostgresStoreOptions } from "../store/postgres/options.js";
 import type { ExecutionStore } from "../store/store.js";
-import { isVisitorStore } from "../store/sqlite-visitor.js";
+import { isVisitorStore } from "../store/sqlite/visitor-mark.js";
 import { rejectUnknownKeys, type CallbackErrorPolicy, type Logger } from "./options.js";
 import { checkRetentionOptions, type RetentionOptions } from "./retention.js";
 
@@ -116,8 +115,12 @@ export async function openStoreAt(location: string, options: OpenOptions, logger
     return PostgresStore.open(location, options.postgres ?? {});
   }
   const store = await openSqlite(location, options);
-  // Which SQLite library the runtime gave the store (docs/decisions/0040).
-  logger.debug?.(`[phronomy] the SQLite store at ${store.path} runs on ${sqliteDriverName()}${options.visitor === true ? " (a visitor)" : ""}`);
+  // Which SQLite library the runtime gave the store (docs/decisions/0040);
+  // the driver's module, loaded by the open, is not one `phronomy` imports.
+  if (logger.debug !== undefined) {
+    const { sqliteDriverName } = await import("../store/sqlite/driver.js");
+    logger.debug(`[phronomy] the SQLite store at ${store.path} runs on ${sqliteDriverName()}${options.visitor === true ? " (a visitor)" : ""}`);
+  }
   return store;
 }
 

@@ -14,6 +14,10 @@
 // `fileCheckMs` (`sqlite/file-identity.ts`, docs/decisions/0021): once the
 // database or its log is removed or replaced, every write is refused with a
 // `StoreError` naming the path (`failure`).
+// What opening takes (the ownership lock, the schema, the offload and its
+// worker) is in `sqlite/open-owned.ts`, loaded by the first `open`: this
+// module is exported by `phronomy`, so what it imports, every application
+// loads, a PostgreSQL one included (docs/decisions/0054).
 //
 //   const store = await SqliteStore.open("./agents.db");
 //   await store.ensureAgent("support", Date.now());
@@ -21,42 +25,25 @@
 //   await store.close();
 
 import { randomUUID } from "node:crypto";
-import { resolve } from "node:path";
-import { InvalidInputError, type StoreError } from "../errors.js";
+import type { StoreError } from "../errors.js";
 import { checkId, checkOperation } from "./check-operation.js";
-import { checkCapacity, inlineAutocheckpointPages, Offload, offloadCapacityDefault, type OffloadPolicy, type OffloadStatistics } from "./offload.js";
+import type { Offload, OffloadPolicy, OffloadStatistics } from "./offload.js";
 import type { AgentRow, OffloadOperation, OffloadResult, PurgeAgentResult, StoreOperation, StoreResult } from "./records.js";
 import { checkPruneOperation, type PruneCounts, type PruneExecutionsOperation } from "./prune.js";
 import { sqlitePruneBatchExecutions } from "./sqlite/prune.js";
 import type { ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, FiledDecision } from "./inbox-records.js";
 import type { SqliteConnection } from "./sqlite/driver.js";
-import { readStoreFileIdentity, StoreFileCheck, storeFileReplacedError } from "./sqlite/file-identity.js";
 import * as inbox from "./sqlite/inbox.js";
-import { takeOwnership, type StoreOwner, type StoreOwnership } from "./sqlite/ownership.js";
-import { checkStoreFile, openStoreConnection, type SynchronousMode } from "./sqlite/schema.js";
-import { startStoreWorker } from "./sqlite/start-worker.js";
-import { commitGroup } from "./sqlite/transaction.js";
+import type { SqliteStoreOptions } from "./sqlite/open-owned.js";
+import type { StoreOwner } from "./sqlite/owner-file.js";
+import type { StoreOwnership } from "./sqlite/ownership.js";
+import type { SynchronousMode } from "./sqlite/schema.js";
 import { SqliteReadableStore } from "./sqlite/readable-store.js";
 import type { ExecutionStore } from "./store.js";
 import type { CancelQueuedOperation, CancelQueuedResult, EnqueueMessageOperation, EnqueueMessageResult } from "./queue.js";
 import type { SqliteVisitorStore } from "./sqlite-visitor.js";
 
-/** What `SqliteStore.open` (and `Phronomy.open` on a file) takes. */
-export interface SqliteStoreOptions {
-  /** `FULL` (default): a commit survives power loss. `NORMAL`: a commit
-   * survives a process crash but the last ones may be lost on power loss;
-   * about ten times faster per commit. */
-  readonly synchronous?: SynchronousMode;
-  /** Operations waiting or in flight before writes are refused with
-   * `OffloadFullError` (default `offloadCapacityDefault`). */
-  readonly offloadCapacity?: number;
-  /** Where commits run (docs/decisions/0006); default `adaptive`. */
-  readonly offloadPolicy?: OffloadPolicy;
-}
-
-const optionNames: ReadonlySet<string> = new Set(["synchronous", "offloadCapacity", "offloadPolicy"]);
-const synchronousModes: ReadonlySet<string> = new Set(["FULL", "NORMAL"]);
-const offloadPolicies: ReadonlySet<string> = new Set(["adaptive", "worker", "inline"]);
+export type { SqliteStoreOptions } from "./sqlite/open-owned.js";
 
 /** How often the owner looks for decisions visitors filed: one
  * `PRAGMA data_version` (a counter read, microseconds), and one indexed
@@ -101,38 +88,11 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
    * `store_owned`), and for a file that is not a Phronomy store or was
    * written by a newer version, leaving it untouched. */
   static async open(path: string, options: SqliteStoreOptions = {}): Promise<SqliteStore> {
-    checkOptions(options);
-    const absolutePath = checkPath(path);
-    const synchronous = options.synchronous ?? "FULL";
-    // Whatever can be refused is refused before the lock file is created.
-    checkStoreFile(absolutePath);
-    const ownership = await takeOwnership(absolutePath);
-    let connection: SqliteConnection | undefined;
-    try {
-      const policy = options.offloadPolicy ?? "adaptive";
-      // With a worker, the worker checkpoints (docs/decisions/0050); this
-      // connection only past a bound, for when the worker is not there.
-      const opened = openStoreConnection(absolutePath, { synchronous, ...(policy === "inline" ? {} : { autocheckpointPages: inlineAutocheckpointPages }) });
-      connection = opened;
-      const identity = readStoreFileIdentity(absolutePath);
-      const fileCheck = new StoreFileCheck(absolutePath, identity);
-      const offload = await Offload.start({
-        policy,
-        capacity: options.offloadCapacity ?? offloadCapacityDefault,
-        path: absolutePath,
-        commitInline: (operations) => commitGroup(opened, operations),
-        startWorker: () => startStoreWorker({ path: absolutePath, synchronous, identity }),
-        checkFiles: () => {
-          const change = fileCheck.change();
-          return change === undefined ? undefined : storeFileReplacedError(absolutePath, change);
-        },
-      });
-      return new SqliteStore(absolutePath, synchronous, opened, offload, ownership);
-    } catch (error) {
-      connection?.close();
-      ownership.release();
-      throw error;
-    }
+    // The modules that open a store and run its writes, loaded by the
+    // first open: importing `phronomy` does not load them (decision 0054).
+    const { openOwned } = await import("./sqlite/open-owned.js");
+    const owned = await openOwned(path, options);
+    return new SqliteStore(owned.path, owned.synchronous, owned.connection, owned.offload, owned.ownership);
   }
 
   /** Opens the store at `path` as a visitor (sqlite-visitor.ts): no
@@ -296,25 +256,3 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
     return this.closing;
   }
 }
-
-function checkOptions(options: SqliteStoreOptions): void {
-  for (const key of Object.keys(options)) {
-    if (!optionNames.has(key)) throw new InvalidInputError(`unknown SqliteStore option "${key}"; known options: ${[...optionNames].join(", ")}`);
-  }
-  if (options.synchronous !== undefined && !synchronousModes.has(options.synchronous)) {
-    throw new InvalidInputError(`synchronous must be "FULL" or "NORMAL", got ${JSON.stringify(options.synchronous)}`);
-  }
-  if (options.offloadPolicy !== undefined && !offloadPolicies.has(options.offloadPolicy)) {
-    throw new InvalidInputError(`offloadPolicy must be "adaptive", "worker" or "inline", got ${JSON.stringify(options.offloadPolicy)}`);
-  }
-  if (options.offloadCapacity !== undefined) checkCapacity(options.offloadCapacity);
-}
-
-/** Two connections share the file, so it must be a real file. */
-export function checkPath(path: string): string {
-  if (typeof path !== "string" || path.length === 0 || path === ":memory:" || path.startsWith("file:")) {
-    throw new InvalidInputError(`the SQLite store needs a file path, got ${JSON.stringify(path)} (in-memory databases and URIs are not supported: use a file in a temporary directory)`);
-  }
-  return resolve(path);
-}
-

@@ -24,9 +24,9 @@ import type { DecisionFiling, DecisionProgress, FiledDecision } from "./inbox-re
 import type { AgentRow, PurgeAgentResult, StoreOperation, StoreResult } from "./records.js";
 import type { SqliteConnection } from "./sqlite/driver.js";
 import * as inbox from "./sqlite/inbox.js";
-import { hostName, readOwner } from "./sqlite/ownership.js";
+import { hostName, readOwner } from "./sqlite/owner-file.js";
 import { openInboxConnection, openVisitorConnection } from "./sqlite/visitor-connection.js";
-import { checkPath } from "./sqlite-store.js";
+import { checkPath } from "./sqlite/store-path.js";
 import { SqliteReadableStore } from "./sqlite/readable-store.js";
 import type { ExecutionStore } from "./store.js";
 
@@ -135,9 +135,4 @@ export class SqliteVisitorStore extends SqliteReadableStore implements Execution
     }
     return Promise.resolve();
   }
-}
-
-/** True for a store opened with `SqliteStore.openVisitor`. */
-export function isVisitorStore(store: ExecutionStore): store is SqliteVisitorStore {
-  return (store as Partial<SqliteVisitorStore>).visitor === true;
 }

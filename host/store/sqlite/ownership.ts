@@ -7,8 +7,8 @@
 // (`kill -9` included), so there is no stale lock and no timeout; SQLite
 // also makes two connections of one process conflict, so a second open in
 // the same process is refused too. After taking the lock, the owner writes
-// `<store>-owner.json` (pid, hostname, startedAt) so that a refused opener
-// can name it.
+// `<store>-owner.json` (pid, hostname, startedAt; `owner-file.ts`) so that
+// a refused opener can name it.
 //
 // Rules kept here:
 // * `<store>-owner` is never deleted: a process may hold a lock on it, and
@@ -19,22 +19,12 @@
 // * `-owner.json` is informative only; it may be missing or stale (a killed
 //   owner leaves it behind) and is overwritten by the next owner.
 
-import { hostname } from "node:os";
-import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { renameSync, rmSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { StoreError } from "../../errors.js";
 import { openSqlite, ownerOnlyFileMode, type SqliteConnection } from "./driver.js";
 import { messageOf } from "./schema.js";
-
-/** Who owns a store, as written in `<store>-owner.json`. */
-export interface StoreOwner {
-  /** The owning process's id. */
-  readonly pid: number;
-  /** The machine it runs on. */
-  readonly hostname: string;
-  /** When the owner took the lock (ISO 8601). */
-  readonly startedAt: string;
-}
+import { hostName, ownerInfoPath, readOwner, type StoreOwner } from "./owner-file.js";
 
 /** Attempts before a busy lock is reported as owned. Two processes opening
  * at the same instant can each see the other's brief lock and both fail;
@@ -45,10 +35,6 @@ export const ownershipRetryDelayMs = 15;
 
 export function ownerLockPath(storePath: string): string {
   return `${storePath}-owner`;
-}
-
-export function ownerInfoPath(storePath: string): string {
-  return `${storePath}-owner.json`;
 }
 
 /** The held lock; `release()` gives it up (idempotent). */
@@ -117,38 +103,9 @@ function ownedBy(storePath: string, connection: SqliteConnection): StoreOwnershi
   return new StoreOwnership(storePath, owner, connection);
 }
 
-/** Deno asks for a permission (`--allow-sys=hostname`) before it tells the
- * host name, and prompts for it on a terminal. The name is informative only
- * (it goes into messages), so without the permission the owner is named
- * without it rather than the store failing to open or prompting. */
-const unknownHostName = "an unknown host (Deno without --allow-sys=hostname)";
-
-interface DenoPermissions {
-  readonly permissions: { querySync(descriptor: { readonly name: "sys"; readonly kind: "hostname" }): { readonly state: string } };
-}
-
-/** This machine's name for messages and records (the owner file, a
- * visitor's `filedBy`), without asking Deno for a permission. */
-export function hostName(): string {
-  const deno = (globalThis as { Deno?: DenoPermissions }).Deno;
-  if (deno !== undefined && deno.permissions.querySync({ name: "sys", kind: "hostname" }).state !== "granted") return unknownHostName;
-  return hostname();
-}
-
 function isBusy(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return code === "SQLITE_BUSY" || code === "SQLITE_LOCKED";
-}
-
-/** The owner as its information file names it, if readable. */
-export function readOwner(storePath: string): StoreOwner | undefined {
-  try {
-    const value = JSON.parse(readFileSync(ownerInfoPath(storePath), "utf8")) as Partial<StoreOwner> | null;
-    if (typeof value?.pid !== "number" || typeof value.hostname !== "string" || typeof value.startedAt !== "string") return undefined;
-    return { pid: value.pid, hostname: value.hostname, startedAt: value.startedAt };
-  } catch {
-    return undefined;
-  }
 }
 
 function ownedError(storePath: string, owner: StoreOwner | undefined): StoreError {
