@@ -118,6 +118,25 @@ describe("the fencing hook (partitions, docs/decisions/0009 and 0030)", () => {
     expect((await store.listSteps("e1")).map((step) => step.kind)).toEqual(["input", "provider_barrier"]);
   });
 
+  it("a write that can get no connection for a moment (the server's connection limit) is tried again and lands; one that never gets one fails with STORE, nothing written", async () => {
+    const schema = freshSchema();
+    const store = await open(schema);
+    await store.ensureAgent("support", 1);
+    await store.acquireLease("support");
+    expect(await store.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1 });
+    const pool = (store as unknown as { pool: { connect: () => Promise<unknown> } }).pool;
+    const connect = pool.connect.bind(pool);
+    let refusals = 2;
+    const tooMany = () => Object.assign(new Error("sorry, too many clients already"), { code: "53300", severity: "FATAL" });
+    pool.connect = () => refusals-- > 0 ? Promise.reject(tooMany()) : connect();
+    expect(await store.run(providerBarrier("e1", 1))).toEqual({ revision: 2 });
+    expect(refusals).toBe(-1);
+    pool.connect = () => Promise.reject(tooMany());
+    await expect(store.run(providerBarrier("e1", 2))).rejects.toMatchObject({ code: "STORE", details: { outcome: "not_committed" } });
+    pool.connect = connect;
+    expect((await store.getExecution("e1"))?.revision).toBe(2);
+  });
+
   it("a refusal names the epoch its statement carried, though the partition is held at a later one when it is explained (taken back meanwhile); a refused preparation wrote nothing and says so", async () => {
     const schema = freshSchema();
     const store = await open(schema);
