@@ -6,20 +6,17 @@
 // database holds: the inbox row, the execution, one effect per key.
 
 import { describe, expect, it } from "vitest";
-import { PostgresStore } from "../../host/store/postgres-store.js";
-import { freshSchema, postgresUrl, withClient } from "./database.js";
+import { postgresUrl, withClient } from "./database.js";
+import { freePartitionsSchema } from "./fixtures/free-schema.js";
 import type { CoordinatorConfig, CoordinatorLine } from "./fixtures/coordinator.js";
 import { coordinatorForTest, is } from "./fixtures/processes.js";
 
 const leaseMs = 1_000;
 
 async function setUp(): Promise<{ schema: string; config: CoordinatorConfig }> {
-  const schema = freshSchema();
-  const url = `${postgresUrl}?schema=${schema}&lease_ms=${leaseMs}`;
   // One partition (docs/decisions/0030), as new: the owner keeps the agent's
   // while the standby lives, and takes it at epoch 1.
-  await (await PostgresStore.open(url, { partitions: 1 })).close();
-  await withClient((client) => client.query(`UPDATE ${schema}.partitions SET owner = '', epoch = 0; DELETE FROM ${schema}.partition_members`));
+  const { schema, url } = await freePartitionsSchema(leaseMs, 1);
   await withClient((client) => client.query(`CREATE TABLE ${schema}.effects (key text PRIMARY KEY, first_pid integer NOT NULL, attempts integer NOT NULL)`));
   return { schema, config: { url, databaseUrl: postgresUrl, schema, agents: ["billing"], refundAgents: ["billing"] } };
 }

@@ -15,18 +15,15 @@ import type { ExecutionEvent } from "../../host/runtime/events.js";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
 import { PostgresStore } from "../../host/store/postgres-store.js";
 import { agentRunModel, lookupTool, recordingLogger, turnOf, type RecordedCall } from "../runtime/helpers.js";
-import { atEnd, freshSchema, postgresUrl, withClient } from "./database.js";
+import { atEnd, postgresUrl, withClient } from "./database.js";
+import { freePartitionsSchema } from "./fixtures/free-schema.js";
 import { coordinatorForTest, is } from "./fixtures/processes.js";
 
 const leaseMs = 1_000;
 
 /** A schema with one partition (every conversation in it), free. */
-async function schemaWithOnePartition(): Promise<{ schema: string; url: string }> {
-  const schema = freshSchema();
-  const url = `${postgresUrl}?schema=${schema}&lease_ms=${leaseMs}`;
-  await (await PostgresStore.open(url, { partitions: 1 })).close();
-  await withClient((client) => client.query(`UPDATE ${schema}.partitions SET owner = '', epoch = 0; DELETE FROM ${schema}.partition_members`));
-  return { schema, url };
+function schemaWithOnePartition(): Promise<{ schema: string; url: string }> {
+  return freePartitionsSchema(leaseMs, 1);
 }
 
 async function openAs(url: string, instanceId: string): Promise<Environment> {

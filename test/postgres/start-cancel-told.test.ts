@@ -11,20 +11,15 @@ import { Phronomy, type Environment } from "../../host/index.js";
 import { PostgresStore } from "../../host/store/postgres-store.js";
 import { filerChannelOf, filerChannelSql } from "../../host/store/postgres/inbox.js";
 import { agentRunModel, lookupTool, recordingLogger } from "../runtime/helpers.js";
-import { atEnd, freshSchema, postgresUrl, withClient } from "./database.js";
+import { atEnd, withClient } from "./database.js";
+import { eventually, freePartitionsSchema } from "./fixtures/free-schema.js";
 
 const leaseMs = 1_000;
 const start = { input: "hello", options: {} };
 const cancellation = JSON.stringify({ code: "CANCELLED", message: "cancelled" });
 
 /** A schema of one partition (every conversation in it), held by nobody. */
-async function freeSchema(): Promise<{ schema: string; url: string }> {
-  const schema = freshSchema();
-  const url = `${postgresUrl}?schema=${schema}&lease_ms=${leaseMs}`;
-  await (await PostgresStore.open(url, { partitions: 1 })).close();
-  await withClient((client) => client.query(`UPDATE ${schema}.partitions SET owner = '', epoch = 0; DELETE FROM ${schema}.partition_members`));
-  return { schema, url };
-}
+const freeSchema = () => freePartitionsSchema(leaseMs, 1);
 
 async function openStore(url: string, instanceId: string): Promise<PostgresStore> {
   const store = await PostgresStore.open(url, { instanceId });
@@ -32,14 +27,6 @@ async function openStore(url: string, instanceId: string): Promise<PostgresStore
   return store;
 }
 
-async function eventually<T>(read: () => T | Promise<T>, done: (value: T) => boolean, what: string): Promise<T> {
-  for (const until = Date.now() + 20_000; ;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > until) throw new Error(`never: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 /** What the filer's store did, in order: `told <id>` (a notification),
  * `read <ids>` (a read let through), `held <ids>` (a read held: the

@@ -8,7 +8,8 @@
 import { describe, expect, it } from "vitest";
 import { PostgresStore } from "../../host/store/postgres-store.js";
 import { prepare, providerBarrier } from "../store/fixtures.js";
-import { atEnd, freshSchema, postgresUrl, withClient } from "./database.js";
+import { atEnd, withClient } from "./database.js";
+import { eventually, freePartitionsSchema } from "./fixtures/free-schema.js";
 
 const leaseMs = 1_000;
 const start = { input: "hello", options: {} };
@@ -16,10 +17,7 @@ const start = { input: "hello", options: {} };
 /** Two stores on a schema of one partition (every conversation in it):
  * `owner` holds it at epoch 1, `filer` files. */
 async function setUp(): Promise<{ schema: string; owner: PostgresStore; filer: PostgresStore }> {
-  const schema = freshSchema();
-  const url = `${postgresUrl}?schema=${schema}&lease_ms=${leaseMs}`;
-  await (await PostgresStore.open(url, { partitions: 1 })).close();
-  await withClient((client) => client.query(`UPDATE ${schema}.partitions SET owner = '', epoch = 0; DELETE FROM ${schema}.partition_members`));
+  const { schema, url } = await freePartitionsSchema(leaseMs, 1);
   const owner = await PostgresStore.open(url, { instanceId: "owner" });
   atEnd(() => owner.close());
   const filer = await PostgresStore.open(url, { instanceId: "filer" });
@@ -28,14 +26,6 @@ async function setUp(): Promise<{ schema: string; owner: PostgresStore; filer: P
   return { schema, owner, filer };
 }
 
-async function eventually<T>(read: () => T | Promise<T>, done: (value: T) => boolean, what: string): Promise<T> {
-  for (const until = Date.now() + 20_000; ;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > until) throw new Error(`never: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 describe("filed starts claimed together and told to their filer (PostgreSQL)", () => {
   it("one claim takes the starts of every conversation in the partitions held, oldest first; a successor claims them again at its epoch, the former owner none", async () => {
