@@ -129,7 +129,7 @@ describe("onBusy enqueue on PostgreSQL", () => {
       const found = await Promise.all([runningId, ...queuedIds].map((id) => successor.execution(id)));
       return found.every((row) => row?.status === "terminal") ? found : undefined;
     }, 30_000);
-    expect(rows.map((row) => row!.outcome)).toEqual(["completed", "completed", "completed"]);
+    expect(rows.map((row) => row!.outcome), JSON.stringify(rows.map((row) => row!.error))).toEqual(["completed", "completed", "completed"]);
     expect(rows.slice(1).map((row) => row!.output)).toEqual(["echo: m1", "echo: m2"]);
     const journal = await successor.store.readJournal("support", 100);
     expect(journal.filter((record) => record.role === "user").map((record) => record.content)).toEqual(["m0", "m1", "m2"]);
