@@ -128,6 +128,14 @@ export class Session {
     this.messages = [...settings.memory, ...(settings.inputMessages ?? [{ role: "user", content: settings.input }])];
   }
 
+  /** Messages this session added after its input (answers, tool results). */
+  private added = 0;
+
+  private add(message: ConversationMessage): void {
+    this.messages.push(message);
+    this.added += 1;
+  }
+
   /** Puts earlier executions' conversation before this one's input. */
   useMemory(memory: readonly ConversationMessage[]): void {
     this.messages.unshift(...memory);
@@ -136,7 +144,10 @@ export class Session {
   /** A resumed or recovered session: the conversation so far (after the
    * input), the usage and turns already spent, as the store holds them. */
   restore(history: readonly ConversationMessage[], usage: UsageTotals, turns: number): void {
-    this.messages.push(...history);
+    // Before what this session added meanwhile: a recovered batch's results
+    // may come back before the history's read does, and must follow the
+    // tool calls they answer.
+    this.messages.splice(this.messages.length - this.added, 0, ...history);
     this.usage = usage;
     this.turns = turns;
   }
@@ -170,7 +181,7 @@ export class Session {
       output: { declined: true, reason: reason ?? "declined by a human reviewer" },
       isError: true,
     }));
-    this.messages.push({ role: "tool", results });
+    this.add({ role: "tool", results });
     this.record("tool_results", { results: results as unknown as Json, declined: true });
   }
 
@@ -359,7 +370,7 @@ export class Session {
     if (this.finished) return;
     this.usage = addUsage(this.usage, turn.usage);
     this.settings.parentSpan?.set({ "gen_ai.usage.input_tokens": this.usage.inputTokens, "gen_ai.usage.output_tokens": this.usage.outputTokens });
-    this.messages.push(assistantMessage(turn));
+    this.add(assistantMessage(turn));
     this.record("model_response", {
       callId, text: turn.text, toolCalls: turn.toolCalls as unknown as Json, usage: turn.usage as unknown as Json,
       finishReason: turn.finishReason,
@@ -501,7 +512,7 @@ export class Session {
     if (this.toolsOutstanding > 0) return;
     const order = new Map(this.planned.map(({ call }, index) => [call.callId, index]));
     const results = [...this.toolResults].sort((a, b) => (order.get(a.callId) ?? 0) - (order.get(b.callId) ?? 0));
-    this.messages.push({ role: "tool", results });
+    this.add({ role: "tool", results });
     this.record("tool_results", { results: results as unknown as Json });
     this.host.sessionEvent(this, SessionEventKind.ToolsCompleted);
     this.host.sessionEvent(this, SessionEventKind.StateCompleted);

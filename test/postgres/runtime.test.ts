@@ -11,6 +11,7 @@ import { Phronomy, tool, type Environment } from "../../host/index.js";
 import { StoreError } from "../../host/errors.js";
 import { PostgresStore } from "../../host/store/postgres-store.js";
 import { agentRunModel, deferred, lookupTool, recordingLogger, scriptedModel, waitFor, type RecordedCall } from "../runtime/helpers.js";
+import { prepare, providerBarrier, toolBarrier } from "../store/fixtures.js";
 import { atEnd, freshSchemaUrl } from "./database.js";
 
 async function openOn(url: string): Promise<Environment> {
@@ -155,5 +156,38 @@ describe("the runtime on PostgreSQL", () => {
     const row = await waitFor(async () => { const found = await env.execution("e1"); return found?.status === "terminal" ? found : undefined; }, 10_000);
     expect(row).toMatchObject({ status: "terminal" });
     expect(row?.revision).toBeGreaterThan(2);
+  });
+
+  it("recovers an execution left inside its tool batch when the batch's results come back before its history is read: the results follow the calls they answer", async () => {
+    const url = freshSchemaUrl();
+    // What a process that died inside its tool call leaves behind.
+    const crashed = await PostgresStore.open(url);
+    await crashed.ensureAgent("support", 1);
+    await crashed.run(prepare("e1"));
+    await crashed.run(providerBarrier("e1", 1));
+    const call = { callId: "call-0-0", toolName: "lookup", input: { orderId: "42" } };
+    await crashed.run(toolBarrier("e1", 2, {
+      toolBatch: [{ ...call, idempotencyKey: "e1:call-0-0" }],
+      steps: [{ kind: "model_response", at: 3, payload: { callId: "model-1", text: "", toolCalls: [call] } }],
+    }));
+    await crashed.close();
+
+    // The new environment's reads of the timeline answer late (a loaded
+    // machine): the re-dispatched lookup answers first.
+    const store = await PostgresStore.open(url);
+    const listSteps = store.listSteps.bind(store);
+    store.listSteps = async (executionId) => {
+      const steps = await listSteps(executionId);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      return steps;
+    };
+    const env = await Phronomy.open({ store, logger: recordingLogger() });
+    atEnd(() => env.close());
+    const calls: RecordedCall[] = [];
+    env.agent({ id: "support", model: agentRunModel(), tools: { lookup: lookupTool({ calls }) } });
+    expect((await env.recovery("support")).map((item) => item.status)).toEqual(["continued"]);
+    const row = await waitFor(async () => { const found = await env.execution("e1"); return found?.status === "terminal" ? found : undefined; }, 20_000);
+    expect(row, JSON.stringify(row?.error)).toMatchObject({ outcome: "completed" });
+    expect(calls[0]?.idempotencyKey).toBe("e1:call-0-0");
   });
 });
