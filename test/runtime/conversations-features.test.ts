@@ -149,6 +149,8 @@ describe("retention of a named definition", () => {
     expect(() => env.agent({ name: "support", model: echoModel(), memoryWindow: 51 })).toThrow(/the definition named "support": its memoryWindow \(51\) is more than the 50 journal records/);
     const support = env.agent({ name: "support", model: echoModel(), tools: { lookup: lookupTool() } });
     await support.conversation("user-6").start("m0").result;
+    // "Finished more than 0 ms ago": not in the same millisecond as the prune.
+    await new Promise((resolve) => setTimeout(resolve, 5));
     await expect(env.prune({ olderThanMs: 0, agentId: "user-6" })).resolves.toMatchObject({ executions: 1 });
   });
 });
