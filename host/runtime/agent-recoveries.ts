@@ -271,12 +271,14 @@ export class AgentRecoveries {
     this.takeoverRecoveries.set(agentId, recovered);
   }
 
-  /** A write of an execution here was refused by the fencing check at an
-   * epoch this process no longer holds. If it holds the agent's partition
-   * again at a later epoch — lost and taken back while the execution ran —
-   * the takeover's recovery may have read the execution before it was
-   * held, and no later takeover will come: recover the agent now. */
-  fencedWhileHeld(agentId: string, error: PhronomyError): void {
+  /** An execution here was held recovery_required, with the error that
+   * did it. Refused by the fencing check at an epoch this process no
+   * longer holds: if it holds the agent's partition again at a later
+   * epoch — lost and taken back while the execution ran — the takeover's
+   * recovery may have read the execution before it was held, and no later
+   * takeover will come: recover the agent now. Any other error (a store
+   * fault, a row that moved on): `healLater`. */
+  executionHeld(agentId: string, error: PhronomyError): void {
     const fenced = (error.details as { reason?: unknown; epoch?: unknown } | undefined);
     if (fenced?.reason !== "lease_lost" || typeof fenced.epoch !== "number") return this.healLater(agentId);
     // Held, renewed in time or not: a process starved past its lease

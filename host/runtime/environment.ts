@@ -154,7 +154,7 @@ export class Environment {
     const leasing = leasingStoreOf(store);
     if (leasing) {
       leasing.onLeaseAcquired = (agentId, grant) => environment.recoveries.takeOver(agentId, grant.epoch);
-      coordinator.onExecutionRecoveryRequired = (agentId, error) => environment.recoveries.fencedWhileHeld(agentId, error);
+      coordinator.onExecutionRecoveryRequired = (agentId, error) => environment.recoveries.executionHeld(agentId, error);
       coordinator.onAgentRecoveryRequired = (agentId) => environment.recoveries.healLater(agentId);
     }
     const partitioned = partitionedStoreOf(store);
