@@ -10,12 +10,12 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { afterAll, describe, expect, it, onTestFailed } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { partitionOf } from "../../host/store/postgres/partitions.js";
 import { atEnd, postgresUrl, withClient } from "./database.js";
 import type { CoordinatorConfig } from "./fixtures/coordinator.js";
 import { coordinatorForTest, is, type Coordinator } from "./fixtures/processes.js";
-import { freshSpreadSchema, namedCoordinators, seededDisruption } from "./fixtures/spread.js";
+import { dumpOnFailure, freshSpreadSchema, namedCoordinators, seededDisruption } from "./fixtures/spread.js";
 import { installWriteLedger, readLeaseHistory, readWrites, writesAfterTakeover, writesOutsideLease } from "./fixtures/write-ledger.js";
 
 const leaseMs = 1_000;
@@ -188,14 +188,7 @@ describe("agent leases across processes (PostgreSQL)", () => {
     // Each process's connections carry its name, so the ledger can tell its writes apart.
     const processes = namedCoordinators(processCount, url, (index) => ({ ...config(agentIds.filter((_, agent) => agent % processCount === index)), toolDelayMs }));
     const names = processes.map((process) => process.name);
-    // On failure, every line each process printed (tool calls, takeovers,
-    // warnings, recoveries) goes to a file named by the seed, for a
-    // post-mortem beside the kept schema (PHRONOMY_TEST_KEEP_SCHEMAS=1).
-    onTestFailed(async () => {
-      const path = join(tmpdir(), `phronomy-leases-${replay.replace("=", "-")}-${Date.now()}.json`);
-      await writeFile(path, JSON.stringify({ replay, schema, processes: processes.map((process) => ({ name: process.name, pid: process.child.pid, lines: process.lines, stderr: process.stderr.join("") })) }));
-      console.log(`three coordinators (${replay}) failed: the processes' lines are in ${path}`);
-    });
+    dumpOnFailure("leases", replay, schema, processes);
     const ready = await Promise.all(processes.map((process) => process.waitFor(is("ready"))));
     // Every process stands by for every other agent (refused while its owner lives).
     for (const process of processes) process.send({ define: agentIds });

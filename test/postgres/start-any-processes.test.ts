@@ -12,7 +12,7 @@ import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { atEnd, postgresUrl } from "./database.js";
 import { is, type Coordinator } from "./fixtures/processes.js";
-import { freshSpreadSchema, namedCoordinators, seededDisruption } from "./fixtures/spread.js";
+import { dumpOnFailure, freshSpreadSchema, namedCoordinators, seededDisruption } from "./fixtures/spread.js";
 import { startExecutionIdOf } from "../../host/store/start-filing.js";
 
 const leaseMs = 1_000;
@@ -45,6 +45,7 @@ describe("starts sent to random processes (PostgreSQL)", () => {
     const { schema, url } = await freshSpreadSchema(leaseMs);
     const agentIds = Array.from({ length: agentCount }, (_, index) => `agent-${index}`);
     const processes = namedCoordinators(processCount, url, (index) => ({ databaseUrl: postgresUrl, schema, agents: [], toolDelayMs, onBusy: "enqueue", instanceId: `p${index}` }));
+    dumpOnFailure("start-any", replay, schema, processes);
     // (A loaded machine starts three node processes slowly.)
     await Promise.all(processes.map((process) => process.waitFor(is("ready"), 90_000)));
     for (const process of processes) process.send({ define: agentIds });
