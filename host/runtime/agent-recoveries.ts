@@ -264,6 +264,9 @@ export class AgentRecoveries {
       if (this.takeoverRecoveries.get(agentId) === recovered) {
         this.takeoverRecoveries.delete(agentId);
         leasing?.holdAdmissions(agentId, undefined);
+        // The queue was restored during the recovery, while its admissions
+        // were held: a head started then was refused and stays queued.
+        this.host.queues.restoreLive(agentId).catch(() => undefined);
       }
     });
     recovered.catch((error: unknown) => this.host.coordinator.settings.logger.warn(`[phronomy] the recovery of agent "${agentId}" after its takeover failed: ${error instanceof Error ? error.message : String(error)}`));

@@ -37,6 +37,7 @@ import type { OnBusyPolicy, StartOptions } from "./options.js";
 import type { AgentEntry, StartRequest } from "./requests.js";
 import { Waiter, type Run } from "./run.js";
 import { asPhronomyError } from "./session.js";
+import { leasingStoreOf } from "./leases.js";
 import { randomUUID } from "node:crypto";
 
 /** The reason given to a suspended execution's approval when a newer
@@ -183,7 +184,9 @@ export class ConversationQueues {
       this.environment.loop.post(() => {
         const conversation = this.conversationOf(agent.id);
         for (const message of messages) {
-          if (this.items.has(message.executionId)) continue;
+          // Known here: queued, or taken and being started (its preparation
+          // removes it from the store's queue when it commits).
+          if (this.items.has(message.executionId) || this.starting.has(message.executionId)) continue;
           const item = this.restoredItem(agent, message);
           conversation.items.push(item);
         }
@@ -191,6 +194,35 @@ export class ConversationQueues {
         resolve();
       }, { completion: { fail: reject }, label: `the queue of agent "${agent.id}"` });
     });
+  }
+
+  /** `restore` for the conversation if it is live here (nothing when it
+   * is not: its next use reads its queue). */
+  async restoreLive(agentId: string): Promise<void> {
+    await this.environment.conversations.holding(agentId, (entry) => this.restore(entry));
+  }
+
+  /** A head taken from the queue was refused for a while — its partition's
+   * lease not renewed in time here, or held during a takeover's recovery
+   * (docs/decisions/0055) — and stays queued in the store: while this
+   * process holds the partition nobody else starts it, so the queue is
+   * read and started again here (250 ms, doubling to 5 s, while held). */
+  private restoreLater(agentId: string, delayMs = restoreRetryMsMin): void {
+    if (this.closed || this.restoring.has(agentId) || !this.holdsPartitionOf(agentId)) return;
+    this.restoring.add(agentId);
+    setTimeout(() => {
+      this.restoring.delete(agentId);
+      if (this.closed || !this.holdsPartitionOf(agentId)) return;
+      this.restoreLive(agentId).catch(() => this.restoreLater(agentId, Math.min(restoreRetryMsMax, 2 * delayMs)));
+    }, delayMs).unref();
+  }
+
+  private readonly restoring = new Set<string>();
+
+  /** On PostgreSQL, whether this process holds the conversation's
+   * partition (renewed in time or not); false elsewhere. */
+  private holdsPartitionOf(agentId: string): boolean {
+    return leasingStoreOf(this.environment.store)?.partitionEpochOf?.(agentId) !== undefined;
   }
 
   /** The environment closes: queued messages stay durable (the next
@@ -342,7 +374,9 @@ export class ConversationQueues {
   private cancelDurablyOnFailure(item: QueuedItem): void {
     item.waiter.result.catch((error: unknown) => {
       const failure = asPhronomyError(error, "INTERNAL");
-      if (KEPT_QUEUED.has(failure.code) || item.state === "cancelled" || this.items.has(item.executionId)) return;
+      if (item.state === "cancelled" || this.items.has(item.executionId)) return;
+      if (failure.code === "AGENT_BUSY") this.restoreLater(item.agent.id);
+      if (KEPT_QUEUED.has(failure.code)) return;
       void this.store()?.cancelQueued({ executionId: item.executionId, error: failure.toRecord(), at: this.settings.now() }).catch((cause: unknown) => this.warn(item, cause));
     });
   }
@@ -391,6 +425,11 @@ export class ConversationQueues {
     this.settings.logger.warn(`[phronomy] queued message ${item.executionId} of agent "${item.agent.id}" could not be written terminal: ${error instanceof Error ? error.message : String(error)}`);
   }
 }
+
+/** The first and the longest wait before a refused head is tried again
+ * (`restoreLater`). */
+const restoreRetryMsMin = 250;
+const restoreRetryMsMax = 5_000;
 
 function cancellation(executionId: string, agentId: string | undefined, reason: string | undefined): CancellationError {
   return new CancellationError({ executionId, ...(agentId !== undefined ? { agentId } : {}), details: { whileQueued: true, ...(reason !== undefined ? { reason } : {}) } });
