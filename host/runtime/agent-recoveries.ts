@@ -78,7 +78,7 @@ export class AgentRecoveries {
     for (const agentId of this.host.conversations.liveIds()) {
       await this.host.conversations.liveEntry(agentId)?.catch(() => undefined);
       if (leasing && leasing.leaseOf(agentId) === undefined) continue;
-      const recovered = await this.host.conversations.holding(agentId, (entry) => this.recoverAgentEntry(entry)) ?? [];
+      const recovered = await this.oneAtATime(agentId, () => this.host.conversations.holding(agentId, (entry) => this.recoverAgentEntry(entry))) ?? [];
       report.push(...recovered);
       if (recovered.some((item) => item.status === "suspended")) this.host.inboxApplier()?.agentReady(agentId);
     }
@@ -322,15 +322,32 @@ export class AgentRecoveries {
     const { coordinator } = this.host;
     const held = (entry: AgentEntry) => coordinator.heldAgents.has(entry) || coordinator.recoveryRequiredEntriesOf(entry).length > 0;
     const leasing = leasingStoreOf(this.host.store)!;
-    const still = await this.host.conversations.holding(agentId, async (entry) => {
+    // After any env.recover() of the agent under way: its rows, read
+    // before that recovery ended, could be stale.
+    const still = await this.oneAtATime(agentId, () => this.host.conversations.holding(agentId, async (entry) => {
       if (!held(entry)) return false;
       const rows = await leasing.unfinishedExecutionsOf(agentId);
       const report = await this.recoverAgentEntry(entry, undefined, rows);
       if (report.some((item) => item.status === "suspended")) this.host.inboxApplier()?.agentReady(agentId);
       return held(entry);
-    });
+    }));
     return still !== true;
   }
+
+  /** Runs `work` after the agent's `env.recover()` or heal under way, if
+   * any: two recoveries of one agent at once could install a row the
+   * other just finished from. */
+  private oneAtATime<T>(agentId: string, work: () => Promise<T>): Promise<T> {
+    const before = this.agentRecoveries.get(agentId) ?? Promise.resolve();
+    const running = before.catch(() => undefined).then(work);
+    const settled = running.then(() => undefined, () => undefined);
+    this.agentRecoveries.set(agentId, settled);
+    void settled.then(() => { if (this.agentRecoveries.get(agentId) === settled) this.agentRecoveries.delete(agentId); });
+    return running;
+  }
+
+  /** The tail of each agent's env.recover() and heals (`oneAtATime`). */
+  private readonly agentRecoveries = new Map<string, Promise<void>>();
 
   /** The epoch the agent's partition (or lease) is held at here, renewed
    * in time or not. */
