@@ -22,7 +22,8 @@ import type { ConversationQueues } from "./conversation-queue.js";
 import type { InboxApplier } from "./approval-inbox.js";
 import type { AgentEntry } from "./requests.js";
 import { continuationNameOf, continuationOf, recoverAgent, type RecoveredExecution } from "./recovery.js";
-import { leasingStoreOf } from "./leases.js";
+import { KeyedRetries } from "./keyed-retries.js";
+import { heldEpochOf, leasingStoreOf } from "./leases.js";
 
 /** What the recoveries use of their environment. */
 export interface AgentRecoveriesHost {
@@ -50,8 +51,8 @@ export class AgentRecoveries {
   /** Agents whose last recovery found an execution held here whose
    * abandoned session still had operations in flight (NotQuiescent). */
   private readonly settling = new Set<string>();
-  /** Agents a store fault held, with a heal scheduled (`healLater`). */
-  private readonly healing = new Set<string>();
+  /** The heals scheduled (`healLater`): 250 ms, doubling to 5 s. */
+  private readonly heals = new KeyedRetries(250, 5_000);
 
   constructor(private readonly host: AgentRecoveriesHost) {}
 
@@ -288,7 +289,7 @@ export class AgentRecoveries {
     // retakes its own partition at the next epoch, and its admission
     // window may lapse again before this refusal comes back. Not held
     // now: the next take of the partition recovers it (`takeOver`).
-    const held = this.heldEpochOf(agentId);
+    const held = heldEpochOf(this.host.store, agentId);
     if (held !== undefined && held > fenced.epoch) this.recoverAfterRetake(agentId, held);
   }
 
@@ -301,22 +302,16 @@ export class AgentRecoveries {
    * routed to this process must not wait for an `env.recover()` nobody
    * calls (docs/decisions/0055). On SQLite `env.recover()` does it, as
    * before: one process owns the file and its application decides. */
-  healLater(agentId: string, delayMs = healRetryMsMin): void {
-    if (!this.host.recoverOnDefine || this.host.closed() || this.healing.has(agentId)) return;
+  healLater(agentId: string): void {
+    if (!this.host.recoverOnDefine || this.host.closed()) return;
     if (leasingStoreOf(this.host.store)?.partitionEpochOf === undefined) return;
-    this.healing.add(agentId);
-    setTimeout(() => {
-      this.healing.delete(agentId);
-      this.heal(agentId).then((healed) => {
-        if (!healed) this.healLater(agentId, Math.min(healRetryMsMax, 2 * delayMs));
-      }, () => this.healLater(agentId, Math.min(healRetryMsMax, 2 * delayMs)));
-    }, delayMs).unref();
+    this.heals.schedule(agentId, () => this.heal(agentId));
   }
 
   /** One try of `healLater`: true when nothing is held any more (or the
    * partition is not held here: its next take recovers it). */
   private async heal(agentId: string): Promise<boolean> {
-    if (this.host.closed() || this.heldEpochOf(agentId) === undefined) return true;
+    if (this.host.closed() || heldEpochOf(this.host.store, agentId) === undefined) return true;
     // A takeover's recovery of the agent is under way: it reads the same rows.
     if (this.takeoverRecoveries.has(agentId)) return false;
     const { coordinator } = this.host;
@@ -349,13 +344,6 @@ export class AgentRecoveries {
   /** The tail of each agent's env.recover() and heals (`oneAtATime`). */
   private readonly agentRecoveries = new Map<string, Promise<void>>();
 
-  /** The epoch the agent's partition (or lease) is held at here, renewed
-   * in time or not. */
-  private heldEpochOf(agentId: string): number | undefined {
-    const leasing = leasingStoreOf(this.host.store);
-    return leasing?.partitionEpochOf !== undefined ? leasing.partitionEpochOf(agentId) : leasing?.leaseOf(agentId)?.epoch;
-  }
-
   /** Recovers the agent's executions held here (released and installed
    * again from their rows, or let go if another process finished them),
    * after any takeover recovery under way, unless the partition moved
@@ -364,7 +352,7 @@ export class AgentRecoveries {
   recoverAfterRetake(agentId: string, epoch: number, delayMs = 0): void {
     const running = this.takeoverRecoveries.get(agentId) ?? Promise.resolve();
     void running.catch(() => undefined).then(() => new Promise((resolve) => delayMs > 0 ? setTimeout(resolve, delayMs).unref() : setImmediate(resolve))).then(() => {
-      if (this.host.closed() || this.heldEpochOf(agentId) !== epoch) return;
+      if (this.host.closed() || heldEpochOf(this.host.store, agentId) !== epoch) return;
       this.host.coordinator.settings.logger.debug?.(`[phronomy] agent "${agentId}" holds executions fenced while its partition was lost; taken back at lease epoch ${epoch}: recovering them`);
       this.takeOver(agentId, epoch, delayMs);
     });
@@ -381,11 +369,6 @@ export class AgentRecoveries {
  * again to release an execution whose abandoned session was still settling. */
 const settlingRetryMsMin = 50;
 const settlingRetryMsMax = 1_000;
-
-/** The first and the longest wait before a PostgreSQL owner heals what a
- * store fault held (`healLater`). */
-const healRetryMsMin = 250;
-const healRetryMsMax = 5_000;
 
 /** Queued messages `env.recover()` lists at most. */
 const queuedReportedMax = 1_000;

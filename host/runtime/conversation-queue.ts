@@ -37,7 +37,8 @@ import type { OnBusyPolicy, StartOptions } from "./options.js";
 import type { AgentEntry, StartRequest } from "./requests.js";
 import { Waiter, type Run } from "./run.js";
 import { asPhronomyError } from "./session.js";
-import { leasingStoreOf } from "./leases.js";
+import { KeyedRetries } from "./keyed-retries.js";
+import { heldEpochOf, leasingStoreOf } from "./leases.js";
 import { randomUUID } from "node:crypto";
 
 /** The reason given to a suspended execution's approval when a newer
@@ -207,23 +208,17 @@ export class ConversationQueues {
    * (docs/decisions/0055) — and stays queued in the store: while this
    * process holds the partition nobody else starts it, so the queue is
    * read and started again here (250 ms, doubling to 5 s, while held). */
-  private restoreLater(agentId: string, delayMs = restoreRetryMsMin): void {
-    if (this.closed || this.restoring.has(agentId) || !this.holdsPartitionOf(agentId)) return;
-    this.restoring.add(agentId);
-    setTimeout(() => {
-      this.restoring.delete(agentId);
-      if (this.closed || !this.holdsPartitionOf(agentId)) return;
-      this.restoreLive(agentId).catch(() => this.restoreLater(agentId, Math.min(restoreRetryMsMax, 2 * delayMs)));
-    }, delayMs).unref();
+  private restoreLater(agentId: string): void {
+    const holds = (): boolean => heldEpochOf(this.environment.store, agentId) !== undefined;
+    if (this.closed || leasingStoreOf(this.environment.store)?.partitionEpochOf === undefined || !holds()) return;
+    this.restores.schedule(agentId, async () => {
+      if (!this.closed && holds()) await this.restoreLive(agentId);
+      return true;
+    });
   }
 
-  private readonly restoring = new Set<string>();
-
-  /** On PostgreSQL, whether this process holds the conversation's
-   * partition (renewed in time or not); false elsewhere. */
-  private holdsPartitionOf(agentId: string): boolean {
-    return leasingStoreOf(this.environment.store)?.partitionEpochOf?.(agentId) !== undefined;
-  }
+  /** The restores scheduled (`restoreLater`): 250 ms, doubling to 5 s. */
+  private readonly restores = new KeyedRetries(250, 5_000);
 
   /** The environment closes: queued messages stay durable (the next
    * process runs them); their Runs here are told. */
@@ -425,11 +420,6 @@ export class ConversationQueues {
     this.settings.logger.warn(`[phronomy] queued message ${item.executionId} of agent "${item.agent.id}" could not be written terminal: ${error instanceof Error ? error.message : String(error)}`);
   }
 }
-
-/** The first and the longest wait before a refused head is tried again
- * (`restoreLater`). */
-const restoreRetryMsMin = 250;
-const restoreRetryMsMax = 5_000;
 
 function cancellation(executionId: string, agentId: string | undefined, reason: string | undefined): CancellationError {
   return new CancellationError({ executionId, ...(agentId !== undefined ? { agentId } : {}), details: { whileQueued: true, ...(reason !== undefined ? { reason } : {}) } });

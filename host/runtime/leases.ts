@@ -42,3 +42,10 @@ export function leasingStoreOf(store: ExecutionStore): LeasingStore | undefined 
   const candidate = store as Partial<LeasingStore>;
   return typeof candidate.acquireLease === "function" && typeof candidate.leaseOf === "function" ? (store as unknown as LeasingStore) : undefined;
 }
+
+/** The epoch the agent's partition (or lease) is held at here, renewed in
+ * time or not; undefined when not held, or the store does not lease. */
+export function heldEpochOf(store: ExecutionStore, agentId: string): number | undefined {
+  const leasing = leasingStoreOf(store);
+  return leasing?.partitionEpochOf !== undefined ? leasing.partitionEpochOf(agentId) : leasing?.leaseOf(agentId)?.epoch;
+}
