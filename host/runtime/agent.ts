@@ -4,7 +4,7 @@
 // error), exactly as a failure later in the execution would be.
 
 import { MessageKind as M } from "../../assembly/abi.js";
-import { ApprovalMismatchError, InvalidInputError, PhronomyError } from "../errors.js";
+import { ApprovalMismatchError, InvalidInputError, PhronomyError, StoreError } from "../errors.js";
 import type { Environment } from "./environment.js";
 import { validateResumeDecision, validateStartOptions, type ResumeDecision, type StartOptions } from "./options.js";
 import type { AgentEntry, StartRequest } from "./requests.js";
@@ -247,6 +247,7 @@ export class Agent {
       );
       return;
     }
+    if (entry.recoveryRequired) return this.resumeAfterRecovery(agent, executionId, decision, waiter);
     const pending = entry.approvalRequest;
     const matches = pending !== undefined && pending.approvalId === decision.approvalId;
     if (!matches && entry.suspended) {
@@ -260,6 +261,25 @@ export class Agent {
       signal: decision.signal,
     });
     coordinator.apply(M.Resume, entry.slot, entry.generation, agent.slot, agent.generation, handle, matches ? 1 : 0);
+  }
+
+  /** A decision on an execution a store fault held here (its last commit's
+   * outcome not known): the store is read to find out, the execution
+   * recovered from what it holds, then the decision applied again — or
+   * refused from the row if the earlier one was written
+   * (docs/decisions/0057). */
+  private resumeAfterRecovery(agent: AgentEntry, executionId: string, decision: ResumeDecision, waiter: Waiter): void {
+    const { coordinator, loop, store } = this.environment;
+    const settings = coordinator.settings;
+    const refuse = (error: PhronomyError): void => settleWaiterWithError(waiter, error, settings);
+    const unreadable = (cause: unknown): PhronomyError => new StoreError(`execution ${executionId} is held after a commit whose outcome is not known, and the store could not be read to find out (${asPhronomyError(cause, "STORE").message}); nothing was decided: send the decision again once the store answers, or call env.recover()`, { executionId, agentId: this.id, cause: asPhronomyError(cause, "STORE") });
+    this.environment.recoverHeld(this.id).then(() => loop.post(() => {
+      const entry = coordinator.entryById(executionId);
+      if (entry?.recoveryRequired) return refuse(unreadable(entry.storeError ?? new Error("it is still held for recovery")));
+      if (entry?.suspended) return this.resumeHere(agent, executionId, decision, waiter);
+      // The earlier decision was written: the execution goes on from it.
+      store.getExecution(executionId).then((row) => refuse(refusalOfResume(executionId, decision.approvalId, this.id, row)), (error: unknown) => refuse(asPhronomyError(error, "STORE")));
+    }, { completion: { fail: (error) => refuse(error as PhronomyError) }, label: `a decision on execution ${executionId} after its recovery` }), (error: unknown) => refuse(unreadable(error)));
   }
 
   /** Starts this agent from another agent's handoff: its input and reason

@@ -23,6 +23,7 @@ import {
 } from "../errors.js";
 import { errorFromRecord } from "../error-records.js";
 import { isOutcomeUnknown, type ExecutionStore } from "../store/store.js";
+import { approvalCommitReadBack } from "./approval-read-back.js";
 import type { ExecutionRow, Json, JournalRecord, OutcomeName, StepRecord } from "../store/records.js";
 import type { ControlLoop } from "./control-loop.js";
 import { errorForCode } from "./error-codes.js";
@@ -670,8 +671,19 @@ export class Coordinator implements SessionHost {
         ready(CommitOutcome.Committed, revision);
       }, (error: unknown) => {
         if (error instanceof ApprovalMismatchError) return refuse(error);
-        entry.storeError = asPhronomyError(error, "STORE");
-        ready(error instanceof ExecutionRehydrationRequiredError || isOutcomeUnknown(error) ? CommitOutcome.RehydrationRequired : CommitOutcome.StoreFailed, 0);
+        const failure = asPhronomyError(error, "STORE");
+        const held = (): void => {
+          entry.storeError = failure;
+          ready(CommitOutcome.RehydrationRequired, 0);
+        };
+        if (error instanceof ExecutionRehydrationRequiredError || isOutcomeUnknown(error)) return held();
+        // Written or not: the row says (docs/decisions/0057).
+        void approvalCommitReadBack(this.settings.store, { ...request, expectedRevision }).then(({ outcome, revision }) => {
+          if (outcome === CommitOutcome.RehydrationRequired) return held();
+          if (outcome === CommitOutcome.Committed) entry.resumeRow = row;
+          else request.error = new StoreError(`the decision on execution ${entry.executionId} was not written (${failure.message}); it is still pending: send the same decision again`, { executionId: entry.executionId, agentId: entry.agent.id, cause: failure });
+          ready(outcome, revision);
+        });
       });
     }, (error: unknown) => refuse(asPhronomyError(error, "STORE")));
   }

@@ -317,6 +317,13 @@ export class Environment {
     return this.recoveries.recover();
   }
 
+  /** @internal What a store fault held for the agent, recovered from its
+   * rows read now (a decision sent again after a commit whose outcome was
+   * not known: docs/decisions/0057). */
+  recoverHeld(agentId: string): Promise<void> {
+    return this.recoveries.recoverHeld(agentId);
+  }
+
   /** With a leasing store: takes the agent's lease and says when (the
    * rows recovery reads must be read after it), or false when another live
    * process owns it — its starts are refused here, and the store keeps
