@@ -52,10 +52,14 @@ interface QueuedItem {
   readonly input: string;
   readonly inputMessages?: ConversationMessage[];
   readonly options: StartOptions;
-  /** "writing": the enqueue is in flight; "queued": durable. */
-  state: "writing" | "queued" | "cancelled";
-  /** Why it was cancelled while still being written. */
-  cancelError?: PhronomyError;
+  /** "writing": the enqueue is in flight; "queued": durable;
+   * "cancelling": its cancel is being written (it keeps its place, and
+   * is not started); "cancelled": the store holds the cancel. */
+  state: "writing" | "queued" | "cancelling" | "cancelled";
+  /** The cancel being written: true once the store holds it. */
+  cancel?: Promise<boolean>;
+  /** Told whether the enqueue committed, when cancelled while writing. */
+  onWritten?: (committed: boolean) => void;
 }
 
 interface Conversation {
@@ -137,16 +141,44 @@ export class ConversationQueues {
     if (store === undefined) return false;
     const item = this.items.get(executionId);
     if (item === undefined) return this.cancelStarting(store, executionId, reason);
-    if (item.state === "cancelled") return true;
-    const error = cancellation(executionId, item.agent.id, reason);
+    item.cancel ??= this.cancelItem(store, item, cancellation(executionId, item.agent.id, reason));
+    return item.cancel;
+  }
+
+  /** Writes the cancel of a message this process queued; its Run is told
+   * CANCELLED only once the store holds it (docs/decisions/0057), as
+   * `env.cancel` answers. One still being written is cancelled once its
+   * enqueue committed (one that failed was never queued). Meanwhile it
+   * keeps its place and is not started. A cancel that fails leaves it
+   * queued, and rejects with the store's error. */
+  private cancelItem(store: QueueStore, item: QueuedItem, error: CancellationError): Promise<boolean> {
     const writing = item.state === "writing";
+    item.state = "cancelling";
+    const enqueued = writing ? new Promise<boolean>((resolve) => { item.onWritten = resolve; }) : Promise.resolve(true);
+    const record = { executionId: item.executionId, error: error.toRecord() };
+    return enqueued.then((committed) => committed ? store.cancelQueued({ ...record, at: this.settings.now() }) : undefined).then(() => {
+      this.post(() => this.cancelCommitted(item, error));
+      return true;
+    }, (failure: unknown) => {
+      this.post(() => this.cancelFailed(item));
+      throw failure;
+    });
+  }
+
+  /** The store holds the cancel (on the loop): the Run is told, and the
+   * message behind it may start. */
+  private cancelCommitted(item: QueuedItem, error: CancellationError): void {
     item.state = "cancelled";
-    item.cancelError = error;
     this.forget(item);
     settleWaiterWithError(item.waiter, error, this.settings);
-    // One still being written is cancelled once its enqueue committed.
-    if (!writing) await store.cancelQueued({ executionId, error: error.toRecord(), at: this.settings.now() });
-    return true;
+    this.startHead(item.agent);
+  }
+
+  /** The cancel was not written (on the loop): still queued. */
+  private cancelFailed(item: QueuedItem): void {
+    item.state = "queued";
+    item.cancel = undefined;
+    this.startHead(item.agent);
   }
 
   /** A message taken from the queue whose preparation may not have
@@ -305,6 +337,7 @@ export class ConversationQueues {
     }).then(
       () => this.post(() => this.written(item, front)),
       (error: unknown) => this.post(() => {
+        if (item.state === "cancelling") return item.onWritten?.(false);
         this.forget(item);
         settleWaiterWithError(item.waiter, asPhronomyError(error, "STORE"), this.settings);
       }),
@@ -321,11 +354,7 @@ export class ConversationQueues {
   /** The enqueue committed (on the loop). */
   private written(item: QueuedItem, front: boolean): void {
     item.waiter.knowExecutionId(item.executionId);
-    if (item.state === "cancelled") {
-      const error = item.cancelError ?? cancellation(item.executionId, item.agent.id, undefined);
-      void this.store()?.cancelQueued({ executionId: item.executionId, error: error.toRecord(), at: this.settings.now() }).catch((failure: unknown) => this.warn(item, failure));
-      return;
-    }
+    if (item.state === "cancelling") return item.onWritten?.(true);
     item.state = "queued";
     if (front) this.interruptRunning(item.agent);
     this.startHead(item.agent);
