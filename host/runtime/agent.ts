@@ -164,10 +164,13 @@ export class Agent {
     inner.result.then((result) => outer.resolve(result), (error: unknown) => {
       const refusal = asPhronomyError(error, "INTERNAL");
       if (refusal.code === "INVALID_INPUT" && refusal.details?.["reason"] === "execution_exists") return this.environment.followExecution(this.id, executionId, outer);
-      // Busy with this very key (the first start of it still runs): follow it.
+      // Busy with this very key (the first start of it still runs, or is
+      // being prepared here): follow it.
       if (refusal.code === "AGENT_BUSY") {
-        this.environment.execution(executionId).then((row) => {
-          if (row !== undefined) return this.environment.followExecution(this.id, executionId, outer);
+        const found = this.environment.coordinator.admittingHere(executionId)
+          ?? this.environment.execution(executionId).then((row) => row !== undefined);
+        found.then((admitted) => {
+          if (admitted) return this.environment.followExecution(this.id, executionId, outer);
           settleWaiterWithError(outer, refusal, settings);
         }, () => settleWaiterWithError(outer, refusal, settings));
         return;

@@ -105,6 +105,15 @@ export class Coordinator implements SessionHost {
     return this.heldAgents.has(agent) || this.recoveryRequiredEntriesOf(agent).length > 0;
   }
 
+  /** A start of this execution id refused busy meets the one being
+   * prepared here under the same id (an idempotency key, or a filed start,
+   * sent twice at once): resolves true once that one is admitted, false if
+   * it is refused; undefined when none is (docs/decisions/0057). */
+  admittingHere(executionId: string): Promise<boolean> | undefined {
+    if (this.executionIds.has(executionId)) return Promise.resolve(true);
+    return this.requests.startingAs(executionId)?.waiter.executionId.then(() => true, () => false);
+  }
+
   /** The agent's executions held recovery_required here. */
   recoveryRequiredEntriesOf(agent: AgentEntry): ExecutionEntry[] {
     return [...this.executionIds.values()].filter((entry) => entry.agent === agent && entry.recoveryRequired);

@@ -412,9 +412,11 @@ export class Environment {
     return run.executionId.then(() => undefined, async (error: unknown) => {
       const refusal = asPhronomyError(error, "INTERNAL");
       if (refusal.code === "INVALID_INPUT" && refusal.details?.["reason"] === "execution_exists") return undefined;
-      // Busy with this very id (its key started here meanwhile): it runs.
-      if (refusal.code === "AGENT_BUSY" && await this.execution(claim.executionId).catch(() => undefined) !== undefined) return undefined;
-      return refusal;
+      // Busy with this very id (its key started here meanwhile, maybe
+      // still being prepared): it runs (docs/decisions/0057).
+      if (refusal.code !== "AGENT_BUSY") return refusal;
+      const admitted = await (this.coordinator.admittingHere(claim.executionId) ?? this.execution(claim.executionId).then((row) => row !== undefined)).catch(() => false);
+      return admitted ? undefined : refusal;
     });
   }
 

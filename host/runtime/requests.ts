@@ -212,6 +212,13 @@ export class RequestTable {
     return [...this.pending.values()].filter((request): request is StartRequest => request.type === "start" && request.agent === agent && request.executionId !== undefined);
   }
 
+  /** The start of this execution id submitted here and not yet prepared,
+   * if any (a keyed or filed start names its id before it is admitted). */
+  startingAs(executionId: string): StartRequest | undefined {
+    for (const request of this.pending.values()) if (request.type === "start" && request.executionId === executionId) return request;
+    return undefined;
+  }
+
   /** Every pending request, removed (the core failed: none will be
    * answered). */
   takeAll(): PendingRequest[] {
