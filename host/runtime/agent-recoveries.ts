@@ -335,8 +335,11 @@ export class AgentRecoveries {
    * written, suspended again if not — as `env.recover()` would. Rejects
    * when the store cannot be read. */
   async recoverHeld(agentId: string): Promise<void> {
+    const leasing = leasingStoreOf(this.host.store);
     await this.oneAtATime(agentId, () => this.host.conversations.holding(agentId, async (entry) => {
-      const report = await this.recoverAgentEntry(entry, performance.now());
+      // PostgreSQL reads this agent's rows only; SQLite scans once, afresh.
+      const rows = leasing === undefined ? undefined : await leasing.unfinishedExecutionsOf(agentId);
+      const report = await this.recoverAgentEntry(entry, performance.now(), rows);
       if (report.some((item) => item.status === "suspended")) this.host.inboxApplier()?.agentReady(agentId);
     }));
   }
