@@ -4,7 +4,7 @@
 // error), exactly as a failure later in the execution would be.
 
 import { MessageKind as M } from "../../assembly/abi.js";
-import { ApprovalMismatchError, InvalidInputError, PhronomyError, StoreError } from "../errors.js";
+import { ApprovalMismatchError, InvalidInputError, PhronomyError } from "../errors.js";
 import type { Environment } from "./environment.js";
 import { validateResumeDecision, validateStartOptions, type ResumeDecision, type StartOptions } from "./options.js";
 import type { AgentEntry, StartRequest } from "./requests.js";
@@ -14,7 +14,7 @@ import { startExecutionIdOf } from "../store/start-filing.js";
 import type { Json } from "../store/records.js";
 import type { RemoteStarts } from "./remote-start.js";
 import { asPhronomyError } from "./session.js";
-import { refusalOfResume } from "./resume-refusal.js";
+import { heldAfterUnknownCommit, refusalOfResume } from "./resume-refusal.js";
 import type { HandoffRequest } from "./events.js";
 import type { DefinitionKind } from "./conversations.js";
 import { startInputOf, type StartInput } from "./start-input.js";
@@ -274,15 +274,17 @@ export class Agent {
   private resumeAfterRecovery(agent: AgentEntry, executionId: string, decision: ResumeDecision, waiter: Waiter): void {
     const { coordinator, loop, store } = this.environment;
     const settings = coordinator.settings;
-    const refuse = (error: PhronomyError): void => settleWaiterWithError(waiter, error, settings);
-    const unreadable = (cause: unknown): PhronomyError => new StoreError(`execution ${executionId} is held after a commit whose outcome is not known, and the store could not be read to find out (${asPhronomyError(cause, "STORE").message}); nothing was decided: send the decision again once the store answers, or call env.recover()`, { executionId, agentId: this.id, cause: asPhronomyError(cause, "STORE") });
-    this.environment.recoverHeld(this.id).then(() => loop.post(() => {
+    const refuse = (error: unknown): void => settleWaiterWithError(waiter, asPhronomyError(error, "STORE"), settings);
+    const unreadable = (cause: unknown): void => refuse(heldAfterUnknownCommit(executionId, this.id, asPhronomyError(cause, "STORE")));
+    const again = (): void => {
       const entry = coordinator.entryById(executionId);
-      if (entry?.recoveryRequired) return refuse(unreadable(entry.storeError ?? new Error("it is still held for recovery")));
+      if (entry?.recoveryRequired) return unreadable(entry.storeError ?? new Error("it is still held for recovery"));
       if (entry?.suspended) return this.resumeHere(agent, executionId, decision, waiter);
       // The earlier decision was written: the execution goes on from it.
-      store.getExecution(executionId).then((row) => refuse(refusalOfResume(executionId, decision.approvalId, this.id, row)), (error: unknown) => refuse(asPhronomyError(error, "STORE")));
-    }, { completion: { fail: (error) => refuse(error as PhronomyError) }, label: `a decision on execution ${executionId} after its recovery` }), (error: unknown) => refuse(unreadable(error)));
+      store.getExecution(executionId).then((row) => refuse(refusalOfResume(executionId, decision.approvalId, this.id, row)), refuse);
+    };
+    const label = `a decision on execution ${executionId} after its recovery`;
+    this.environment.recoverHeld(this.id).then(() => loop.post(again, { completion: { fail: refuse }, label }), unreadable);
   }
 
   /** Starts this agent from another agent's handoff: its input and reason

@@ -690,7 +690,7 @@ export class Coordinator implements SessionHost {
         void approvalCommitReadBack(this.settings.store, { ...request, expectedRevision }).then(({ outcome, revision }) => {
           if (outcome === CommitOutcome.RehydrationRequired) return held();
           if (outcome === CommitOutcome.Committed) entry.resumeRow = row;
-          else request.error = new StoreError(`the decision on execution ${entry.executionId} was not written (${failure.message}); it is still pending: send the same decision again`, { executionId: entry.executionId, agentId: entry.agent.id, cause: failure });
+          else request.error = notWritten(entry, failure);
           ready(outcome, revision);
         });
       });
@@ -849,3 +849,10 @@ function outcomeType(outcome: OutcomeName): OutcomeType {
 }
 
 export { OffloadFullError };
+
+/** A decision whose approval commit wrote nothing: still pending (docs/decisions/0057). */
+function notWritten(entry: ExecutionEntry, failure: PhronomyError): StoreError {
+  const context = { executionId: entry.executionId, agentId: entry.agent.id, cause: failure };
+  const sentence = `the decision on execution ${entry.executionId} was not written (${failure.message}); it is still pending: send the same decision again`;
+  return new StoreError(sentence, context);
+}

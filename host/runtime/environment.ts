@@ -415,8 +415,8 @@ export class Environment {
       // Busy with this very id (its key started here meanwhile, maybe
       // still being prepared): it runs (docs/decisions/0057).
       if (refusal.code !== "AGENT_BUSY") return refusal;
-      const admitted = await (this.coordinator.admittingHere(claim.executionId) ?? this.execution(claim.executionId).then((row) => row !== undefined)).catch(() => false);
-      return admitted ? undefined : refusal;
+      const found = this.coordinator.admittingHere(claim.executionId) ?? this.execution(claim.executionId).then((row) => row !== undefined);
+      return await found.catch(() => false) ? undefined : refusal;
     });
   }
 
