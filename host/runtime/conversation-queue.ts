@@ -45,6 +45,9 @@ import { randomUUID } from "node:crypto";
  * message interrupts it (recorded with the decision). */
 export const INTERRUPT_REASON = "interrupted by a newer message to this conversation";
 
+/** The reason of a queued message cancelled by its start's signal. */
+const ABORTED = "the start's signal was aborted";
+
 interface QueuedItem {
   readonly executionId: string;
   readonly agent: AgentEntry;
@@ -174,12 +177,27 @@ export class ConversationQueues {
     this.startHead(item.agent);
   }
 
-  /** The cancel was not written (on the loop): still queued. */
+  /** The cancel was not written (on the loop): still queued. One whose
+   * signal was aborted is not started: its cancel is written again. */
   private cancelFailed(item: QueuedItem): void {
     item.state = "queued";
     item.cancel = undefined;
     this.startHead(item.agent);
   }
+
+  /** A head whose start's signal was aborted and whose cancel was not
+   * written: written again (250 ms, doubling to 5 s) — it is told only
+   * once the store holds it, and never started (docs/decisions/0057). */
+  private cancelAborted(item: QueuedItem): void {
+    this.abortedCancels.schedule(item.executionId, async () => {
+      if (this.closed || this.items.get(item.executionId) !== item) return true;
+      await this.cancelQueued(item.executionId, ABORTED);
+      return true;
+    });
+  }
+
+  /** The cancels of aborted heads written again (`cancelAborted`). */
+  private readonly abortedCancels = new KeyedRetries(250, 5_000);
 
   /** A message taken from the queue whose preparation may not have
    * committed yet (or one queued by another process): cancelled in the
@@ -323,10 +341,10 @@ export class ConversationQueues {
     if (signal?.aborted) {
       item.state = "cancelled";
       this.forget(item);
-      settleWaiterWithError(item.waiter, cancellation(executionId, agent.id, "the start's signal was aborted"), this.settings);
+      settleWaiterWithError(item.waiter, cancellation(executionId, agent.id, ABORTED), this.settings);
       return;
     }
-    signal?.addEventListener("abort", () => void this.cancelQueued(executionId, "the start's signal was aborted").catch(() => undefined), { once: true });
+    signal?.addEventListener("abort", () => void this.cancelQueued(executionId, ABORTED).catch(() => undefined), { once: true });
     // The input guardrail's redaction applies before the input is stored
     // (a block is decided when it runs, as for any start).
     const verdict = (request.options.inputGuardrail ?? agent.definition.inputGuardrail)?.(request.input);
@@ -367,6 +385,7 @@ export class ConversationQueues {
     const conversation = this.conversations.get(agent.id);
     const head = conversation?.items[0];
     if (conversation === undefined || head === undefined || head.state !== "queued") return;
+    if (head.options.signal?.aborted) return this.cancelAborted(head);
     conversation.items.shift();
     const timeoutMs = head.options.timeoutMs ?? agent.definition.timeoutMs;
     // Its running-time budget starts now, when it leaves the queue.
