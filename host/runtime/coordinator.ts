@@ -23,7 +23,7 @@ import {
 } from "../errors.js";
 import { errorFromRecord } from "../error-records.js";
 import { isOutcomeUnknown, type ExecutionStore } from "../store/store.js";
-import type { ExecutionRow, Json, JournalRecord, OutcomeName, StepRecord } from "../store/records.js";
+import type { ExecutionRow, Json, JournalRecord, OutcomeName, StepRecord, StoredError } from "../store/records.js";
 import type { ControlLoop } from "./control-loop.js";
 import { errorForCode } from "./error-codes.js";
 import type { ExecutionEvent } from "./events.js";
@@ -35,6 +35,7 @@ import {
   ExecutionEntry, RequestTable, type AgentEntry, type PendingRequest, type RecoveryRequest, type StartRequest,
 } from "./requests.js";
 import { continuationNameOf } from "./recovery.js";
+import { checkWithGuardrail, guardrailFailedMessage, type CheckedVerdict } from "./guardrails.js";
 import { cancelNewSession, cancelRefused, submitCancelCommit } from "./cancel-commit.js";
 import { reopenInstalled } from "./retry.js";
 import { readHistory } from "./restore.js";
@@ -248,15 +249,14 @@ export class Coordinator implements SessionHost {
     // A queued message runs under the id it was given when queued.
     const executionId = request.executionId ?? randomUUID();
     request.executionId = executionId;
-    const verdict = (request.options.inputGuardrail ?? agent.definition.inputGuardrail)?.(request.input) ?? { action: "allow" as const };
+    // A guardrail that throws blocks (decision 0056): the run fails, durably.
+    const verdict = checkWithGuardrail(request.options.inputGuardrail ?? agent.definition.inputGuardrail, request.input);
     const filtered = verdict.action === "redact" ? redactedStartInput(request, verdict.text) : request;
     const input = filtered.input;
     request.filteredInput = input;
     request.filteredMessages = filtered.inputMessages;
     const now = this.settings.now();
-    const blockedBy = verdict.action === "block"
-      ? { code: "INPUT_BLOCKED", message: `the input guardrail of agent "${agent.id}" blocked the input: ${verdict.reason}`, details: { reason: verdict.reason } }
-      : undefined;
+    const blockedBy = verdict.action === "block" ? inputBlocked(agent.id, verdict) : undefined;
     const journal: JournalRecord[] = blockedBy ? [] : [{ executionId, role: "user", content: input, at: now }];
     // The first thing an admitted execution does is call the model under a
     // provider barrier: write that barrier with the preparation, one
@@ -767,6 +767,14 @@ export class Coordinator implements SessionHost {
     const request: PendingRequest | undefined = this.requests.get(handle);
     return request?.type === "start" ? request : undefined;
   }
+}
+
+/** The error a blocked input is written terminal with. */
+function inputBlocked(agentId: string, verdict: CheckedVerdict & { readonly action: "block" }): StoredError {
+  const message = verdict.failed === undefined
+    ? `the input guardrail of agent "${agentId}" blocked the input: ${verdict.reason}`
+    : guardrailFailedMessage("input", `of agent "${agentId}"`, verdict.failed);
+  return { code: "INPUT_BLOCKED", message, details: { reason: verdict.reason, ...(verdict.failed !== undefined ? { guardrailFailed: true } : {}) } };
 }
 
 export function configOf(request: StartRequest): { [key: string]: Json } {

@@ -27,6 +27,7 @@ import type { Json, StepRecord, StoredError, ToolCallRecord, UsageTotals } from 
 import type { ApprovalRequest, ExecutionEvent, HandoffRequest } from "./events.js";
 import type { AgentSettings, ApprovalPolicy, Guardrail } from "./options.js";
 import type { Tracer, Span } from "./tracing.js";
+import { checkWithGuardrail, guardrailFailedMessage } from "./guardrails.js";
 
 /** What the session needs from its environment; implemented by the
  * coordinator, so the session can be read (and tested) on its own. */
@@ -418,10 +419,14 @@ export class Session {
    * asked for one (the guardrail reads its JSON text; a redaction
    * replaces the object by the redacted text). */
   private answer(text: string, structured: Json | undefined): void {
-    const guardrail = this.settings.outputGuardrail;
-    const verdict = guardrail ? guardrail(text) : { action: "allow" as const };
+    // A guardrail that throws blocks (decision 0056): the run fails, durably.
+    const verdict = checkWithGuardrail(this.settings.outputGuardrail, text);
     if (verdict.action === "block") {
-      return this.fail(new PhronomyError("OUTPUT_BLOCKED", `the output guardrail blocked the answer of execution ${this.executionId}: ${verdict.reason}`, { executionId: this.executionId, details: { reason: verdict.reason } }));
+      const message = verdict.failed === undefined
+        ? `the output guardrail blocked the answer of execution ${this.executionId}: ${verdict.reason}`
+        : guardrailFailedMessage("output", `of execution ${this.executionId}`, verdict.failed);
+      const details = { reason: verdict.reason, ...(verdict.failed !== undefined ? { guardrailFailed: true } : {}) };
+      return this.fail(new PhronomyError("OUTPUT_BLOCKED", message, { executionId: this.executionId, agentId: this.settings.agentId, details }));
     }
     const output = verdict.action === "redact" ? verdict.text : structured ?? text;
     this.finish({ ending: SessionEnding.Completed, output, error: undefined, approvalRequest: undefined, handoff: undefined });
