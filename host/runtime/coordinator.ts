@@ -578,6 +578,8 @@ export class Coordinator implements SessionHost {
         approvalRequest: (terminal.approvalRequest ?? null) as unknown as Json,
         handoff: (terminal.handoff ?? null) as unknown as Json, steps, journal, at: this.settings.now(),
         ...(outcome === "suspended" ? { toolBatch: session.toolBatch() } : {}),
+        ...(session.cancelRequested || entry.cancelById !== undefined ? { cancelRequested: true as const } : {}),
+        ...(entry.callbackFailure !== undefined ? { callbackFailure: entry.callbackFailure } : {}),
       });
     } catch (error) {
       entry.storeError = asPhronomyError(error, "STORE");

@@ -541,9 +541,18 @@ export class Session {
     this.cancel(reason);
   }
 
+  /** A cancel was asked for, perhaps after the session had finished (its
+   * signal aborted late, `env.cancel`): the terminal record keeps it. */
+  get cancelRequested(): boolean {
+    return this.cancelAsked || this.settings.signal?.aborted === true;
+  }
+
+  private cancelAsked = false;
+
   /** Cancels the run: in-flight work finishes, the terminal is `cancelled`
    * (the start's signal, an interrupt by a newer message, or `env.cancel`). */
   cancel(reason?: string): void {
+    this.cancelAsked = true;
     if (this.finished) return;
     const error = new CancellationError({ executionId: this.executionId, agentId: this.settings.agentId, ...(reason !== undefined ? { details: { reason } } : {}) }, reason);
     this.finish({ ending: SessionEnding.Cancelled, output: null, error, approvalRequest: undefined, handoff: undefined });
