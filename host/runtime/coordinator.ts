@@ -789,6 +789,8 @@ export function configOf(request: StartRequest): { [key: string]: Json } {
   if (timeoutMs !== undefined) config.timeoutMs = timeoutMs;
   if (request.options.approvalPolicy !== undefined) config.approvalPolicy = request.options.approvalPolicy;
   if (request.options.metadata !== undefined) config.metadata = request.options.metadata as Json;
+  // A recovered (or retried) execution streams as its start asked (decision 0056).
+  if (request.options.stream === true) config.stream = true;
   // The definition a conversation belongs to: recovery at open finds its
   // definition by this name (docs/decisions/0024-conversations.md).
   if (request.agent.definitionName !== undefined) config.definition = request.agent.definitionName;

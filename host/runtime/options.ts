@@ -92,6 +92,12 @@ export interface AgentSettings extends ModelCallSettings {
   /** Most messages queued behind the running one (default 100, at most
    * 10,000); one more is refused with QueueFullError. */
   readonly queueLimit?: number;
+  /** Called with each event of an execution this process recovered (after
+   * a restart, a takeover, `env.recover()`): the one listener such an
+   * execution has, since the start's `onEvent` died with the process that
+   * started it. A live start's events go to the start's own `onEvent`
+   * (docs/decisions/0056). */
+  readonly onEvent?: EventListener;
 }
 
 /** "reject": AgentBusyError (AGENT_BUSY). "enqueue": the message waits in
@@ -188,7 +194,7 @@ export interface Logger {
 
 export const AGENT_DEFINITION_KEYS = [
   "id", "name", "model", "instructions", "tools", "inputGuardrail", "outputGuardrail", "memoryWindow", "maxTurns",
-  "tokenBudget", "timeoutMs", "retention", "onBusy", "queueLimit",
+  "tokenBudget", "timeoutMs", "retention", "onBusy", "queueLimit", "onEvent",
   "maxOutputTokens", "temperature", "topP", "topK", "presencePenalty", "frequencyPenalty", "seed", "stopSequences",
   "headers", "providerOptions", "output", "maxRetries", "retryDelay", "experimental_context", "toolsContext",
 ] as const;
@@ -248,6 +254,7 @@ export function validateAgentDefinition(definition: Partial<AgentDefinition & Co
   }
   functionOrUndefined(definition.inputGuardrail, "inputGuardrail", what);
   functionOrUndefined(definition.outputGuardrail, "outputGuardrail", what);
+  functionOrUndefined(definition.onEvent, "onEvent", what);
   positiveInteger(definition.memoryWindow, "memoryWindow", what, MEMORY_WINDOW_MAX);
   positiveInteger(definition.maxTurns, "maxTurns", what);
   positiveInteger(definition.tokenBudget, "tokenBudget", what);
