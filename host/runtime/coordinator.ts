@@ -387,20 +387,22 @@ export class Coordinator implements SessionHost {
   private startSession(slot: number, sessionNumber: number): void {
     const entry = this.executions[slot];
     if (!entry) return;
-    const session = this.createSession(entry, sessionNumber, entry.start.deadline);
+    const session = this.createSession(entry, sessionNumber, entry.start.deadline, "start");
     session.begin();
   }
 
   /** A session for the entry's execution, with the settings its start (or
    * its durable config, for a recovered one) gave it, ending by `deadline`
    * (each start, resume and recovery has its own: docs/decisions/0016). */
-  private createSession(entry: ExecutionEntry, sessionNumber: number, deadline: number | undefined): Session {
+  private createSession(entry: ExecutionEntry, sessionNumber: number, deadline: number | undefined, run: "start" | "resume" | "recovery"): Session {
     const slot = entry.slot;
     const { start, agent } = entry;
     const definition = agent.definition;
+    // A span per Run (start, resume, recovery): one suspended ended its
+    // span, so a resume opens its own (decision 0056).
     entry.span ??= this.settings.tracer.startExecution(agent.id, {
       ...agentAttributes(agent.id, definition),
-      "phronomy.agent_id": agent.id, "phronomy.execution_id": entry.executionId, "phronomy.mode": "invoke",
+      "phronomy.agent_id": agent.id, "phronomy.execution_id": entry.executionId, "phronomy.mode": "invoke", "phronomy.run": run,
     });
     const session = new Session(slot, entry.generation, sessionNumber, {
       executionId: entry.executionId,
@@ -604,8 +606,12 @@ export class Coordinator implements SessionHost {
     if (entry.suspended) entry.approvalRequest = entry.session?.terminal?.approvalRequest;
     deliverOutcome(entry, outcome, this.settings);
     // A suspension may last for days: keep only what the resume needs (the
-    // approval request); the conversation is read back from the store.
+    // approval request); the conversation is read back from the store. Its
+    // span ends here: the resume has its own.
     if (entry.suspended) {
+      entry.span?.set({ "phronomy.outcome": "suspended" });
+      entry.span?.end();
+      entry.span = undefined;
       entry.session = undefined;
       entry.keepForResume();
       entry.waiters = entry.waiters.map((waiter) => waiter.tail());
@@ -686,7 +692,7 @@ export class Coordinator implements SessionHost {
     if (!entry) return;
     // A resume runs on a budget of its own: the time suspended never counts.
     const timeoutMs = timeoutOf(entry);
-    const session = this.createSession(entry, sessionNumber, timeoutMs === undefined ? undefined : this.settings.now() + timeoutMs);
+    const session = this.createSession(entry, sessionNumber, timeoutMs === undefined ? undefined : this.settings.now() + timeoutMs, "resume");
     const reason = entry.resumeReason ?? null;
     entry.approvalRequest = undefined;
     // The row the decision was committed against, when this process
@@ -721,7 +727,7 @@ export class Coordinator implements SessionHost {
     const row = entry?.recoveredFrom;
     if (!entry || !row) return;
     const budget = recoveredBudget(row, timeoutOf(entry), this.settings.now());
-    const session = this.createSession(entry, sessionNumber, budget?.deadline);
+    const session = this.createSession(entry, sessionNumber, budget?.deadline, "recovery");
     session.runningSince = budget?.runningSince;
     session.noteRecovery(row.phase, continuationNameOf(continuation));
     if (continuation === Continuation.FrameworkTools) session.planBatch(row.metadata.toolBatch ?? []);
