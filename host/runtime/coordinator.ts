@@ -30,12 +30,11 @@ import type { ExecutionEvent } from "./events.js";
 import { agentAttributes } from "./gen-ai-attributes.js";
 import { persistedInput, redactedStartInput } from "./start-input.js";
 import type { CallbackErrorPolicy, Logger } from "./options.js";
-import { MAX_TURNS_DEFAULT, MEMORY_WINDOW_DEFAULT } from "./options.js";
+import { checkWithGuardrail, guardrailFailedMessage, MAX_TURNS_DEFAULT, MEMORY_WINDOW_DEFAULT, type CheckedVerdict } from "./options.js";
 import {
   ExecutionEntry, RequestTable, type AgentEntry, type PendingRequest, type RecoveryRequest, type StartRequest,
 } from "./requests.js";
 import { continuationNameOf } from "./recovery.js";
-import { checkWithGuardrail, guardrailFailedMessage, type CheckedVerdict } from "./guardrails.js";
 import { cancelNewSession, cancelRefused, submitCancelCommit } from "./cancel-commit.js";
 import { reopenInstalled } from "./retry.js";
 import { readHistory } from "./restore.js";

@@ -25,9 +25,8 @@ import { modelIdOf, modelRequestAttributes, modelResponseAttributes, toolAttribu
 import { callSettingsOf, retrySettingsOf } from "./model-settings.js";
 import type { Json, StepRecord, StoredError, ToolCallRecord, UsageTotals } from "../store/records.js";
 import type { ApprovalRequest, ExecutionEvent, HandoffRequest } from "./events.js";
-import type { AgentSettings, ApprovalPolicy, Guardrail } from "./options.js";
+import { checkWithGuardrail, guardrailFailedMessage, type AgentSettings, type ApprovalPolicy, type Guardrail } from "./options.js";
 import type { Tracer, Span } from "./tracing.js";
-import { checkWithGuardrail, guardrailFailedMessage } from "./guardrails.js";
 
 /** What the session needs from its environment; implemented by the
  * coordinator, so the session can be read (and tested) on its own. */
