@@ -22,7 +22,9 @@ export type GuardrailVerdict =
   | { readonly action: "block"; readonly reason: string };
 
 /** Inspects text before it is persisted and sent (input) or returned
- * (output). Runs on the control thread: keep it quick and deterministic. */
+ * (output). Runs on the control thread: keep it quick, deterministic and
+ * synchronous. One that throws or answers no verdict blocks, with
+ * `details.guardrailFailed` (docs/decisions/0056). */
 export type Guardrail = (text: string) => GuardrailVerdict;
 
 /** The verdict of a guardrail as the runtime takes it: one that failed

@@ -30,7 +30,7 @@ describe("a guardrail that throws fails its run", () => {
     };
     const agent = env.agent({ id: "guarded-in", model, inputGuardrail });
     const failure = await agent.start("hello").result.catch((error: unknown) => error);
-    expect(failure).toMatchObject({ code: "INPUT_BLOCKED", agentId: "guarded-in" });
+    expect(failure).toMatchObject({ code: "INPUT_BLOCKED", agentId: "guarded-in", details: { guardrailFailed: true } });
     expect((failure as Error).message).toMatch(/input guardrail .* threw.*guardrail bug/);
     expect(model.turnsServed).toBe(0);
     const row = await env.execution(await onlyExecutionOf(env, "guarded-in"));
@@ -61,7 +61,7 @@ describe("a guardrail that throws fails its run", () => {
     const definition = { id: "guarded-out", model, outputGuardrail };
     const env = await Phronomy.open({ store, logger });
     const failure = await env.agent(definition).start("tell me").result.catch((error: unknown) => error);
-    expect(failure).toMatchObject({ code: "OUTPUT_BLOCKED", agentId: "guarded-out" });
+    expect(failure).toMatchObject({ code: "OUTPUT_BLOCKED", agentId: "guarded-out", details: { guardrailFailed: true } });
     expect((failure as Error).message).toMatch(/output guardrail .* threw.*output guardrail bug/);
     const executionId = await onlyExecutionOf(env, "guarded-out");
     expect(await env.execution(executionId)).toMatchObject({ status: "terminal", outcome: "failed", error: { code: "OUTPUT_BLOCKED" } });
