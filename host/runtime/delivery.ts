@@ -1,10 +1,11 @@
 // Delivering what the core decided to the application (SPEC §6.1, §6.3):
 // events to every waiter's stream and listener, terminal outcomes to every
 // waiter, the approval listener off the control loop, and the callback-error
-// policy: a listener that throws is reported; with policy `fail_task`, a
-// throw on the event that ends the execution with a result (`done`,
-// `handoff`) fails that waiter with StreamCallbackError (the seed's rule:
-// progress events and `approval_required` are only reported).
+// policy: a listener that throws (or, async, rejects) is reported, and its
+// execution keeps the first failure for its terminal record; with policy
+// `fail_task`, a throw on the event that ends the execution with a result
+// (`done`, `handoff`) fails that waiter with StreamCallbackError (the
+// seed's rule: progress events and `approval_required` are only reported).
 //
 // A suspension ends every waiter's events at `approval_required`; exact
 // observers (`env.wait`) are rejected with ApprovalRequiredError, the
@@ -55,14 +56,21 @@ export function emitToWaiter(waiter: Waiting, event: ExecutionEvent, settings: D
   if (OUTCOME_EVENT_TYPES.has(event.type)) waiter.listenerPending = settled;
 }
 
-function listenerFailed(waiter: Waiting, eventType: ExecutionEventType, error: unknown, how: string, settings: DeliverySettings, failures: ListenerFailures | undefined): void {
+function listenerFailed(
+  waiter: Waiting, eventType: ExecutionEventType, error: unknown, how: string, settings: DeliverySettings, failures: ListenerFailures | undefined,
+): void {
   settings.logger.warn(`[phronomy] an event listener ${how} on "${eventType}": ${error instanceof Error ? error.message : String(error)}`);
   if (OUTCOME_EVENT_TYPES.has(eventType)) waiter.callbackError ??= { eventType, error };
   failures?.listenerFailed(eventType, error);
 }
 
 function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
-  return (typeof value === "object" || typeof value === "function") && value !== null && typeof (value as { then?: unknown }).then === "function";
+  if ((typeof value !== "object" && typeof value !== "function") || value === null) return false;
+  try {
+    return typeof (value as { then?: unknown }).then === "function";
+  } catch {
+    return false; // a `then` getter that throws: nothing to wait for
+  }
 }
 
 /** Tells an exact observer (`env.wait`) that the execution is suspended:

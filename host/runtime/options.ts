@@ -69,7 +69,8 @@ function failed(how: string): CheckedVerdict {
  * with (`subject` names whose guardrail it is). */
 export function guardrailFailedMessage(which: "input" | "output", subject: string, how: string): string {
   const what = which === "input" ? "input" : "answer";
-  return `the ${which} guardrail ${subject} ${how}, so the ${what} was blocked; fix the guardrail: it must return { action: "allow" }, { action: "redact", text } or { action: "block", reason }`;
+  const verdicts = `{ action: "allow" }, { action: "redact", text } or { action: "block", reason }`;
+  return `the ${which} guardrail ${subject} ${how}, so the ${what} was blocked; fix the guardrail: it must return ${verdicts}`;
 }
 
 /** One agent: one conversation with this id (as `env.agent` always did). */
