@@ -351,7 +351,7 @@ export class ConversationQueues {
     const input = persistedInput(verdict?.action === "redact" ? redactedStartInput(request, verdict.text) : request);
     const limit = agent.definition.queueLimit ?? QUEUE_LIMIT_DEFAULT;
     const write = (): Promise<void> => store.enqueueMessage({
-      executionId, agentId: agent.id, input, config: { ...configOf(request), ...(request.options.stream ? { stream: true } : {}) }, front, limit, at: this.settings.now(),
+      executionId, agentId: agent.id, input, config: configOf(request), front, limit, at: this.settings.now(),
     }).then(
       () => this.post(() => this.written(item, front)),
       (error: unknown) => this.post(() => {
