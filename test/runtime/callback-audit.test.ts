@@ -12,12 +12,13 @@ import { z } from "zod";
 import { PhronomyError, tool, type Environment, type StartOptions, type ToolSet } from "../../host/index.js";
 import { openEnvironment, recordingLogger, scriptedModel } from "./helpers.js";
 
-type Model = ReturnType<typeof scriptedModel>;
 
 /** Calls `probe` once, then answers the plain model from then on. */
-function callsToolOnce(): Model {
+function callsToolOnce() {
   return scriptedModel(({ turn }) => turn === 0 ? { toolCalls: [{ toolName: "probe", input: {} }] } : { text: "ok" });
 }
+
+type Model = ReturnType<typeof callsToolOnce>;
 
 interface Case {
   readonly model: Model | object;
@@ -79,7 +80,7 @@ describe("a tool's functions that fail end the run", () => {
   for (const [how, needsApproval] of [["throws", sync("approval predicate bug", false)], ["rejects", rejecting("approval predicate bug", false)]] as const) {
     it(`needsApproval ${how}`, async () => {
       const env = await openEnvironment();
-      const failure = await failsAndFrees(env, `needs-${how}`, { model: callsToolOnce(), tools: probeTool({ needsApproval }) });
+      const failure = await failsAndFrees(env, `needs-${how}`, { model: callsToolOnce(), tools: probeTool({ needsApproval: needsApproval as never }) });
       expect(failure.message).toMatch(/needsApproval.*approval predicate bug/);
     });
   }
@@ -132,7 +133,7 @@ describe("an approval listener that fails is reported", () => {
       const logger = recordingLogger();
       const env = await openEnvironment({ logger });
       const agent = env.agent({ id: `listener-${how}`, model: callsToolOnce(), tools: probeTool({ needsApproval: true }) });
-      const run = agent.start("go", { approvalListener });
+      const run = agent.start("go", { approvalListener: approvalListener as never });
       for await (const event of run.events) if (event.type === "approval_required") break;
       await env.close();
       expect(logger.warnings.some((warning) => warning.includes("notify bug"))).toBe(true);
