@@ -1,11 +1,14 @@
 // Every function an application hands the library, failing (issue 24,
-// "every failure ends the run and frees the conversation"): each one that
-// throws synchronously, or rejects where it may be async, settles the Run
-// with a typed PhronomyError, writes the terminal row (no restart runs it
-// again), lets the conversation admit the next start, and lets env.close()
-// resolve. Tools and the model are the functions called during a run;
-// guardrails and listeners are in failure-paths.test.ts. (The tests run
-// with --unhandled-rejections=strict.)
+// "every failure ends the run and frees the conversation"; decision 0056),
+// through the public API on real SQLite files. A function whose failure
+// fails the run (the model, a tool's needsApproval) settles the Run with a
+// typed PhronomyError, writes the terminal row, lets the conversation admit
+// the next start and env.close() resolve. A tool call that fails (execute,
+// toModelOutput, a result that is not JSON, a validator that throws) is an
+// answer the model is told, and the run completes. An approval listener
+// that fails is reported. Guardrails and listeners: failure-paths.test.ts;
+// a tracer: effect-failure.test.ts. (The tests run with
+// --unhandled-rejections=strict: a rejection left unhandled fails them.)
 
 import { beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -139,4 +142,19 @@ describe("an approval listener that fails is reported", () => {
       expect(logger.warnings.some((warning) => warning.includes("notify bug"))).toBe(true);
     });
   }
+});
+
+describe("start data the library cannot keep is refused", () => {
+  it("metadata with a BigInt or a cycle: INVALID_INPUT, nothing written, the conversation free", async () => {
+    const env = await openEnvironment();
+    const agent = env.agent({ id: "metadata", model: scriptedModel(() => ({ text: "ok" })) });
+    const cyclic: Record<string, unknown> = {};
+    cyclic["self"] = cyclic;
+    for (const metadata of [{ amount: 10n }, cyclic]) {
+      await expect(agent.start("go", { metadata } as never).result).rejects.toMatchObject({ code: "INVALID_INPUT" });
+    }
+    expect(await env.executions({ agentId: "metadata" })).toEqual([]);
+    await expect(agent.start("again").result).resolves.toMatchObject({ outcome: "completed" });
+    await env.close();
+  });
 });
