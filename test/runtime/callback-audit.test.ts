@@ -91,11 +91,12 @@ describe("a tool's functions that fail end the run", () => {
   // A tool's result the library cannot keep (not JSON), a projection or a
   // validator that throws: that call failed, and the model is told so, as
   // for a tool that threw. The run completes and the conversation is free.
+  const throwingSchema = { "~standard": { version: 1, vendor: "probe", validate: sync("schema bug", { value: {} }) } };
   const toolCallFailures: [string, ToolSet, RegExp][] = [
     ["toModelOutput throws", probeTool({ toModelOutput: sync("projection bug", { type: "text", value: "fine" }) }), /projection bug/],
     ["execute returns a BigInt", probeTool({ execute: answering(10n) }), /probe/],
     ["execute returns a circular object", probeTool({ execute: answering(circular()) }), /probe/],
-    ["the input schema's validate throws", probeTool({ inputSchema: { "~standard": { version: 1, vendor: "probe", validate: sync("schema bug", { value: {} }) } } } as never), /schema bug/],
+    ["the input schema's validate throws", probeTool({ inputSchema: throwingSchema } as never), /schema bug/],
   ];
   for (const [name, tools, toldPattern] of toolCallFailures) {
     it(`${name}: the model is told the call failed, the run completes`, async () => {
@@ -123,7 +124,8 @@ describe("a model that fails ends the run", () => {
       const env = await openEnvironment();
       const base = scriptedModel(() => ({ text: "fine" }));
       const doGenerate = (options: never) => healed.broken ? failing() : base.doGenerate(options);
-      const model = { ...base, specificationVersion: base.specificationVersion, provider: base.provider, modelId: base.modelId, supportedUrls: base.supportedUrls, doGenerate };
+      const { specificationVersion, provider, modelId, supportedUrls } = base;
+      const model = { specificationVersion, provider, modelId, supportedUrls, doGenerate, doStream: base.doStream };
       const failure = await failsAndFrees(env, `model-${how.split(" ")[0]}`, { model, start: {} });
       expect(failure.code).toBe("MODEL_FAILED");
     });
