@@ -54,6 +54,10 @@ interface QueuedItem {
   readonly options: StartOptions;
   /** "writing": the enqueue is in flight; "queued": durable. */
   state: "writing" | "queued" | "cancelled";
+  /** Its starts the store failed (`headFailed`): the wait before the next. */
+  failures?: number;
+  /** When it was known durable (`ConversationQueues.durableCount`). */
+  durableNumber?: number;
   /** Why it was cancelled while still being written. */
   cancelError?: PhronomyError;
 }
@@ -73,6 +77,12 @@ interface Conversation {
  * process stops): every other failure of a message taken from the queue
  * writes it terminal with that error. */
 const KEPT_QUEUED: ReadonlySet<string> = new Set(["RUNTIME_SHUTDOWN", "STORE", "EXECUTION_REHYDRATION_REQUIRED", "AGENT_BUSY", "CORE_FAILED"]);
+
+/** The first and the longest wait before a queue head the store failed to
+ * prepare is started again (`headFailed`): a killed connection is back at
+ * once; a database restarting takes seconds. */
+const headRetryMsMin = 250;
+const headRetryMsMax = 5_000;
 
 export class ConversationQueues {
   private readonly conversations = new Map<string, Conversation>();
@@ -107,16 +117,47 @@ export class ConversationQueues {
 
   /** The core refused a start because its agent is busy (on the loop). */
   startRefusedBusy(request: StartRequest): boolean {
-    if (this.pumped.has(request)) {
-      // A queue head admitted again before its turn: it stays the head.
-      this.pumped.delete(request);
-      const item = this.items.get(request.executionId ?? "");
-      if (item !== undefined) this.conversationOf(item.agent.id).items.unshift(item);
-      return true;
-    }
+    if (this.headRefusedBusy(request)) return true;
     const policy = ConversationQueues.policyOf(request);
     if (policy === "reject") return false;
     this.enqueue(request, policy);
+    return true;
+  }
+
+  /** A queue head the core refused because its conversation is busy —
+   * another start admitted first, or the conversation held for recovery
+   * (on the loop): it stays the head, and runs once the conversation is
+   * free (a recovery restores the queue). Its Run is not told: the
+   * message is queued in the store, and runs (docs/decisions/0058). */
+  headRefusedBusy(request: StartRequest): boolean {
+    if (!this.pumped.has(request)) return false;
+    this.pumped.delete(request);
+    const item = this.items.get(request.executionId ?? "");
+    if (item !== undefined) this.conversationOf(item.agent.id).items.unshift(item);
+    return true;
+  }
+
+  /** A queue head whose preparation the store failed (`STORE`: a lost
+   * connection, the database unreachable), on the loop: its message is
+   * still queued in the store — the preparation removes it only when it
+   * commits — so it stays the head and is started again (250 ms, doubling
+   * to 5 s), and its Run waits. Telling the Run "nothing was written"
+   * would be false: the message would run later anyway, after newer ones
+   * (docs/decisions/0058). If the preparation did commit after all (its
+   * outcome unknown), the recovery that follows finds the execution and
+   * `restore` makes the Run follow it. */
+  headFailed(request: StartRequest, error: PhronomyError): boolean {
+    if (error.code !== "STORE" || this.closed) return false;
+    const item = this.starting.get(request.executionId ?? "");
+    if (item === undefined || item.waiter !== request.waiter || item.state !== "queued") return false;
+    this.starting.delete(item.executionId);
+    this.items.set(item.executionId, item);
+    this.conversationOf(item.agent.id).items.unshift(item);
+    item.failures = (item.failures ?? 0) + 1;
+    const delayMs = Math.min(headRetryMsMax, headRetryMsMin * 2 ** (item.failures - 1));
+    setTimeout(() => {
+      if (!this.closed) this.environment.loop.post(() => this.startHead(item.agent), { label: `queued message ${item.executionId} started again` });
+    }, delayMs).unref();
     return true;
   }
 
@@ -179,10 +220,13 @@ export class ConversationQueues {
   async restore(agent: AgentEntry): Promise<void> {
     const store = this.store();
     if (store === undefined || this.closed) return;
+    const durableBefore = this.durableCount;
     const messages = await store.queuedMessages(agent.id);
-    if (messages.length === 0) return;
+    if (messages.length === 0 && !this.conversations.has(agent.id)) return;
     await new Promise<void>((resolve, reject) => {
       this.environment.loop.post(() => {
+        this.followPrepared(agent.id, messages, durableBefore);
+        if (messages.length === 0) return resolve();
         const conversation = this.conversationOf(agent.id);
         for (const message of messages) {
           // Known here: queued, or taken and being started (its preparation
@@ -196,6 +240,24 @@ export class ConversationQueues {
       }, { completion: { fail: reject }, label: `the queue of agent "${agent.id}"` });
     });
   }
+
+  /** Messages waiting here that were durable before the store's queue
+   * was read and are not in it any more: a preparation whose outcome was
+   * unknown did commit (the recovery found it), or another process
+   * cancelled it. Their Runs follow the execution under their id. */
+  private followPrepared(agentId: string, messages: readonly QueuedMessage[], durableBefore: number): void {
+    const conversation = this.conversations.get(agentId);
+    if (conversation === undefined) return;
+    const queued = new Set(messages.map((message) => message.executionId));
+    const gone = conversation.items.filter((item) => item.state === "queued" && (item.durableNumber ?? 0) <= durableBefore && !queued.has(item.executionId));
+    for (const item of gone) {
+      this.forget(item);
+      this.environment.followExecution(agentId, item.executionId, item.waiter);
+    }
+  }
+
+  /** Messages known durable so far (`QueuedItem.durableNumber`). */
+  private durableCount = 0;
 
   /** `restore` for the conversation if it is live here (nothing when it
    * is not: its next use reads its queue). */
@@ -327,6 +389,7 @@ export class ConversationQueues {
       return;
     }
     item.state = "queued";
+    item.durableNumber = ++this.durableCount;
     if (front) this.interruptRunning(item.agent);
     this.startHead(item.agent);
   }
@@ -409,7 +472,7 @@ export class ConversationQueues {
     waiter.knowExecutionId(message.executionId);
     const item: QueuedItem = {
       executionId: message.executionId, agent, waiter, ...storedStartInput(message.input),
-      options: optionsOf(message.config), state: "queued",
+      options: optionsOf(message.config), state: "queued", durableNumber: ++this.durableCount,
     };
     this.items.set(item.executionId, item);
     this.cancelDurablyOnFailure(item);
