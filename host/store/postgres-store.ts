@@ -380,6 +380,9 @@ export class PostgresStore implements ExecutionStore {
     try {
       applied = await this.submitConnected(sql, partition);
     } catch (error) {
+      // Its records may have been written (read back, or not known): the
+      // tail kept in memory is read again (docs/decisions/0058).
+      if (journal !== undefined) this.journalTails.drop(journal.agentId);
       if (error instanceof ConnectionLost) return this.resolveLost(operation, writeId, error.backendPid, error.cause, 0);
       if (error instanceof NotConnected || (!(error instanceof PhronomyError) && isConnectionLoss(error))) {
         const cause = error instanceof NotConnected ? error.cause : error;

@@ -97,4 +97,27 @@ describe("a queued message whose start lost its connection (PostgreSQL)", () => 
     expect(journal.filter((record) => record.role === "user").map((record) => record.content)).toEqual(["m0", ...inputs]);
     expect(await env.executions({ status: "queued" })).toEqual([]);
   }, 60_000);
+
+  it("a head whose preparation committed but whose answer was lost with the database: its Run follows the execution, which runs once, in its turn", async () => {
+    const proxy = await CuttableProxy.start(postgresUrl);
+    atEnd(() => proxy.close());
+    const env = await openThrough(proxy, freshSchema());
+    const gate = deferred();
+    const agent = env.agent({ id: "chat", model: echoModel(), onBusy: "enqueue", tools: { lookup: lookupTool({ gate: gate.promise }) } });
+    const first = agent.start("m0");
+    await first.executionId;
+    const inputs = ["m1", "m2", "m3"];
+    const runs = inputs.map((input) => agent.start(input));
+    const ids = await Promise.all(runs.map((run) => run.executionId));
+    const cut = proxy.cutWhen((text) => text.includes(`prepare_execution('${ids[0]!}'`), { forward: true, down: true });
+    gate.resolve();
+    await cut;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await proxy.up();
+    const ends = await endsOf([first, ...runs]);
+    expect(ends).toEqual(["m0", ...inputs].map((input) => ({ output: `echo: ${input}` })));
+    const journal = await env.store.readJournal("chat", 100);
+    expect(journal.filter((record) => record.role === "user").map((record) => record.content)).toEqual(["m0", ...inputs]);
+    expect(await env.executions({ status: "queued" })).toEqual([]);
+  }, 60_000);
 });

@@ -8,7 +8,9 @@
 // * `cutWhen(match)`: the next chunk a client sends that `match`es (its
 //   text, latin1) is not forwarded — its connection is destroyed instead,
 //   so the statement in it never reaches the server (a connection killed
-//   just before a statement ran: read back, it did not commit).
+//   just before a statement ran: read back, it did not commit); with
+//   `forward`, the chunk reaches the server first and only its answer is
+//   lost (a single statement commits: read back, it did).
 // * `holdWhen(match)`: the next matching chunk, and everything its
 //   connection sends after it, waits until `release()` (a statement stuck
 //   on its way, to widen a window the test needs to be in).
@@ -36,7 +38,7 @@ export interface Hold {
 export class CuttableProxy {
   private readonly pairs = new Set<Pair>();
   private server: net.Server | undefined;
-  private cuts: { match: Match; done: () => void }[] = [];
+  private cuts: { match: Match; forward: boolean; done: () => void }[] = [];
   private holds: { match: Match; caught: () => void; pairs: Pair[]; released: boolean }[] = [];
 
   private constructor(private readonly targetPort: number, private readonly targetHost: string, public port = 0) {}
@@ -86,8 +88,8 @@ export class CuttableProxy {
   /** The next client chunk that matches is dropped with its connection;
    * `down`: the proxy goes down in the same moment (the read-back of
    * what that statement did cannot connect). */
-  cutWhen(match: Match, options: { readonly down?: boolean } = {}): Promise<void> {
-    return new Promise((resolve) => this.cuts.push({ match, done: () => {
+  cutWhen(match: Match, options: { readonly down?: boolean; readonly forward?: boolean } = {}): Promise<void> {
+    return new Promise((resolve) => this.cuts.push({ match, forward: options.forward === true, done: () => {
       if (options.down === true) void this.down();
       resolve();
     } }));
@@ -135,7 +137,14 @@ export class CuttableProxy {
     const cut = this.cuts.find((candidate) => candidate.match(text));
     if (cut !== undefined) {
       this.cuts = this.cuts.filter((other) => other !== cut);
-      this.destroy(pair);
+      if (cut.forward) {
+        // Forwarded first: the server runs the statement, its answer is lost.
+        this.pairs.delete(pair);
+        pair.server.end(chunk);
+        pair.client.destroy();
+      } else {
+        this.destroy(pair);
+      }
       cut.done();
       return;
     }
