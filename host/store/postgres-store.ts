@@ -59,7 +59,7 @@ import { StatementBatch } from "./postgres/statement-batch.js";
 import { text } from "./postgres/literals.js";
 import { startTiming } from "./start-timing.js";
 import type { FiledStartAnswer, StartFiling } from "./start-filing.js";
-import { isConnectionLoss, resolveOutcome } from "./postgres/outcome.js";
+import { isConnectionLoss, resolveOutcome, type Resolution } from "./postgres/outcome.js";
 import * as reads from "./postgres/reads.js";
 import { migrate, schemaVersion } from "./postgres/schema.js";
 import { checkPruneOperation, type PruneCounts, type PruneExecutionsOperation } from "./prune.js";
@@ -74,6 +74,11 @@ import type { ExecutionStore } from "./store.js";
 export type { PostgresStoreOptions } from "./postgres/options.js";
 
 const optionNames: ReadonlySet<string> = new Set(["schema", "poolSize", "leaseMs", "instanceId", "partitions", "balance"]);
+
+/** The first and the longest wait before an enqueue whose connection was
+ * lost reads back its outcome again (the database not answering). */
+const enqueueReadBackMsMin = 250;
+const enqueueReadBackMsMax = 2_000;
 
 /** Connections opened ahead when a restart reclaimed partitions: its
  * recovery's scan, reads and first group commits at once. */
@@ -433,23 +438,43 @@ export class PostgresStore implements ExecutionStore {
 
   /** The connection was lost mid-operation: read back what happened. */
   private async resolveLost(operation: OffloadOperation, writeId: string, backendPid: number | undefined, cause: unknown, rerunsLeft: number): Promise<unknown> {
-    let resolution: Awaited<ReturnType<typeof resolveOutcome>>;
-    try {
-      const client = await this.pool.connect();
-      try {
-        resolution = await resolveOutcome(client, operation, writeId, backendPid);
-      } finally {
-        client.release();
-      }
-    } catch (error) {
-      throw new StoreError(`the PostgreSQL store at ${this.path} lost its connection during ${operation.type} and could not read back whether it committed (${messageOf(error)}); recovery will read the row: ${messageOf(cause)}`, { cause, details: { outcome: "unknown", writeId } });
-    }
+    const resolution = await this.readBackOutcome(operation, writeId, backendPid, cause);
     if (resolution.committed === true) return resolution.value;
     if (resolution.committed === "rerun" && rerunsLeft > 0) return this.execute(operation, rerunsLeft - 1);
     if (resolution.committed === "rerun") {
       throw new StoreError(`the PostgreSQL store at ${this.path} lost its connection twice during ${operation.type}; it is idempotent, call it again: ${messageOf(cause)}`, { cause, details: { outcome: "unknown" } });
     }
     throw new StoreError(`the PostgreSQL store at ${this.path} lost its connection during ${operation.type}; reading back showed it did not commit (nothing was written; retrying is safe): ${messageOf(cause)}`, { cause, details: { outcome: "not_committed", writeId } });
+  }
+
+  /** Reads back whether a write whose connection was lost committed. The
+   * database not answering: unknown — except for an enqueue, read again
+   * (250 ms doubling to 2 s) until it answers or the store closes: the
+   * conversation's later queue writes wait behind it, so a message that
+   * did commit keeps its place in the queue, and its caller is told the
+   * truth, not a guess (docs/decisions/0058). */
+  private async readBackOutcome(operation: OffloadOperation, writeId: string, backendPid: number | undefined, cause: unknown): Promise<Resolution> {
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        const client = await this.pool.connect();
+        try {
+          return await resolveOutcome(client, operation, writeId, backendPid);
+        } finally {
+          client.release();
+        }
+      } catch (error) {
+        if (operation.type !== "enqueueMessage" || this.closing !== undefined) throw this.outcomeUnknown(operation, writeId, error, cause);
+        await new Promise((resolve) => setTimeout(resolve, Math.min(enqueueReadBackMsMax, enqueueReadBackMsMin * 2 ** attempt)));
+      }
+    }
+  }
+
+  private outcomeUnknown(operation: OffloadOperation, writeId: string, error: unknown, cause: unknown): StoreError {
+    const details = { outcome: "unknown", writeId };
+    if (operation.type === "enqueueMessage") {
+      return new StoreError(`the PostgreSQL store at ${this.path} lost its connection while queuing message ${operation.executionId} of agent "${operation.agentId}" and the store closed before it could read back whether the message was queued (${messageOf(error)}): if it was, it runs in its turn under that execution id — env.execution("${operation.executionId}") tells; do not send it again: ${messageOf(cause)}`, { cause, executionId: operation.executionId, agentId: operation.agentId, details });
+    }
+    return new StoreError(`the PostgreSQL store at ${this.path} lost its connection during ${operation.type} and could not read back whether it committed (${messageOf(error)}); recovery will read the row: ${messageOf(cause)}`, { cause, details });
   }
 
   private storeErrorOf(error: unknown): PhronomyError {

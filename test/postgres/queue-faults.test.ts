@@ -5,7 +5,10 @@
 // messages, and twice for an application that retried. The connection is
 // cut by a proxy (test/support/cuttable-proxy.ts) just before the head's
 // preparation reaches the server, so the read-back finds nothing
-// committed. The heads cut are chosen by a seed (printed).
+// committed (the heads cut are chosen by a seed, printed), or just after
+// (it committed, its answer lost), or with the database gone so nothing
+// can be read back; and an enqueue whose commit's answer is lost with the
+// database keeps its place in the queue.
 
 import { describe, expect, it } from "vitest";
 import { Phronomy, type Environment, type Run } from "../../host/index.js";
@@ -38,8 +41,8 @@ async function endsOf(runs: readonly Run[]): Promise<({ output: unknown } | { co
 
 describe("a queued message whose start lost its connection (PostgreSQL)", () => {
   it("runs once, in its turn: never refused 'nothing was written' while it stays queued", async () => {
-    const seed = seedFrom("PHRONOMY_QUEUE_HEAD_SEED");
-    console.log(`queue-head-faults seed ${seed} (replay: PHRONOMY_QUEUE_HEAD_SEED=${seed})`);
+    const seed = seedFrom("PHRONOMY_QUEUE_FAULTS_SEED");
+    console.log(`queue-faults seed ${seed} (replay: PHRONOMY_QUEUE_FAULTS_SEED=${seed})`);
     const random = generator(seed);
     const proxy = await CuttableProxy.start(postgresUrl);
     atEnd(() => proxy.close());
@@ -119,5 +122,32 @@ describe("a queued message whose start lost its connection (PostgreSQL)", () => 
     const journal = await env.store.readJournal("chat", 100);
     expect(journal.filter((record) => record.role === "user").map((record) => record.content)).toEqual(["m0", ...inputs]);
     expect(await env.executions({ status: "queued" })).toEqual([]);
+  }, 60_000);
+
+  it("an enqueue whose commit's answer was lost with the database: the Run waits for the read-back, and the message keeps its place", async () => {
+    const proxy = await CuttableProxy.start(postgresUrl);
+    atEnd(() => proxy.close());
+    const env = await openThrough(proxy, freshSchema());
+    const gate = deferred();
+    const agent = env.agent({ id: "chat", model: echoModel(), onBusy: "enqueue", tools: { lookup: lookupTool({ gate: gate.promise }) } });
+    const first = agent.start("m0");
+    const firstId = await first.executionId;
+    await waitFor(async () => ((await env.execution(firstId))?.phase === "dispatching_tools" ? true : undefined));
+    // The only transaction with a COMMIT while m0 waits in its tool: m1's enqueue.
+    const cut = proxy.cutWhen((text) => text.includes("COMMIT"), { forward: true, down: true });
+    const second = agent.start("m1");
+    await cut;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await proxy.up();
+    const third = agent.start("m2");
+    await third.executionId;
+    gate.resolve();
+    const ends = await endsOf([first, second, third]);
+    // Whatever the store still holds runs now (as after a restart).
+    await env.recover();
+    await waitFor(async () => ((await env.executions({ status: "queued" })).length === 0 ? true : undefined), 20_000);
+    expect(ends).toEqual(["m0", "m1", "m2"].map((input) => ({ output: `echo: ${input}` })));
+    const journal = await env.store.readJournal("chat", 100);
+    expect(journal.filter((record) => record.role === "user").map((record) => record.content)).toEqual(["m0", "m1", "m2"]);
   }, 60_000);
 });
