@@ -419,9 +419,14 @@ export class Environment {
     const leasing = leasingStoreOf(this.store);
     if (leasing === undefined || leasing.leaseOf(agentId) !== undefined) return undefined;
     // Held here but not renewed in time: refused here (lease_not_held) until
-    // the next renewal, as before — never filed for itself.
-    const held = (this.store as { partitionHeld?: (agentId: string) => boolean }).partitionHeld?.(agentId) === true;
-    return held ? undefined : this.remoteStarts;
+    // the next renewal, as before — never filed for itself. Nor when nobody
+    // live holds it (this process's own lease lapsed while the database was
+    // away, or it is free): this process may be the next to take it, and a
+    // start filed to itself was claimed and refused by itself
+    // (docs/decisions/0058); refused here, before any id is handed out.
+    const store = this.store as { partitionHeld?: (agentId: string) => boolean; partitionHeldElsewhere?: (agentId: string) => boolean | undefined };
+    if (store.partitionHeld?.(agentId) === true || store.partitionHeldElsewhere?.(agentId) === false) return undefined;
+    return this.remoteStarts;
   }
 
   /** @internal A keyed start whose execution is in the store already:

@@ -633,6 +633,14 @@ export class PostgresStore implements ExecutionStore {
     this.journalTails.drop(agentId);
   }
 
+  /** The agent's partition is not held here and another live process
+   * holds it (true), nobody live does (false: a start is not filed then —
+   * this process would file it to itself, docs/decisions/0058), or not
+   * known (undefined). */
+  partitionHeldElsewhere(agentId: string): boolean | undefined {
+    return this.leaseBook.heldElsewhere(agentId);
+  }
+
   /** Whether the agent's partition is held here, renewed in time or not:
    * a start is filed for another process only when it is not
    * (docs/decisions/0031). */
