@@ -419,13 +419,12 @@ export class Environment {
     const leasing = leasingStoreOf(this.store);
     if (leasing === undefined || leasing.leaseOf(agentId) !== undefined) return undefined;
     // Held here but not renewed in time: refused here (lease_not_held) until
-    // the next renewal, as before — never filed for itself. Nor when nobody
-    // live holds it (this process's own lease lapsed while the database was
-    // away, or it is free): this process may be the next to take it, and a
-    // start filed to itself was claimed and refused by itself
-    // (docs/decisions/0058); refused here, before any id is handed out.
-    const store = this.store as { partitionHeld?: (agentId: string) => boolean; partitionHeldElsewhere?: (agentId: string) => boolean | undefined };
-    if (store.partitionHeld?.(agentId) === true || store.partitionHeldElsewhere?.(agentId) === false) return undefined;
+    // the next renewal, as before — never filed for itself. Nor when its
+    // lease lapsed here (the database away longer than the lease) and
+    // nobody took it since: this process takes it back at its next tick,
+    // and a start filed meanwhile went to itself (docs/decisions/0058).
+    const store = this.store as { partitionHeld?: (agentId: string) => boolean; partitionLapsedHere?: (agentId: string) => boolean };
+    if (store.partitionHeld?.(agentId) === true || store.partitionLapsedHere?.(agentId) === true) return undefined;
     return this.remoteStarts;
   }
 

@@ -633,12 +633,11 @@ export class PostgresStore implements ExecutionStore {
     this.journalTails.drop(agentId);
   }
 
-  /** The agent's partition is not held here and another live process
-   * holds it (true), nobody live does (false: a start is not filed then —
-   * this process would file it to itself, docs/decisions/0058), or not
-   * known (undefined). */
-  partitionHeldElsewhere(agentId: string): boolean | undefined {
-    return this.leaseBook.heldElsewhere(agentId);
+  /** The agent's partition lapsed under this process's own lease and is
+   * held by nobody: a start is not filed for it — this process would file
+   * it to itself (docs/decisions/0058). */
+  partitionLapsedHere(agentId: string): boolean {
+    return this.leaseBook.lapsedHere(agentId);
   }
 
   /** Whether the agent's partition is held here, renewed in time or not:

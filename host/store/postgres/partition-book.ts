@@ -50,9 +50,6 @@ interface PartitionState {
   admitUntil: number;
   /** Why it is not held: the owner seen, a failed renewal. */
   why: string;
-  /** Not held here: whether another process held it, unexpired, when it
-   * was last seen (undefined: not seen since it was lost). */
-  heldElsewhere: boolean | undefined;
   /** Not held here: last seen expired under this process's own lease (it
    * lapsed while the database was away), which this process takes back. */
   lapsedHere: boolean;
@@ -106,7 +103,7 @@ export class PartitionBook {
      * nothing up but on close. */
     private readonly balancing = true,
   ) {
-    this.states = Array.from({ length: count }, () => ({ grant: undefined, held: false, heldSince: 0, admitUntil: 0, why: "its partition is not held here", heldElsewhere: undefined, lapsedHere: false, details: {}, scanned: false }));
+    this.states = Array.from({ length: count }, () => ({ grant: undefined, held: false, heldSince: 0, admitUntil: 0, why: "its partition is not held here", lapsedHere: false, details: {}, scanned: false }));
   }
 
   partitionOf(agentId: string): number {
@@ -156,14 +153,14 @@ export class PartitionBook {
     return this.states[this.partitionOf(agentId)]!.held;
   }
 
-  /** The agent's partition is not held here, and another live process
-   * held it when it was last seen (true); nobody live did — free, expired,
-   * or this process's own lease lapsed, which it takes back (false); not
-   * seen since it was lost here (undefined). A start is filed in the inbox
-   * only for another process (docs/decisions/0058). */
-  heldElsewhere(agentId: string): boolean | undefined {
+  /** The agent's partition is not held here and was last seen expired
+   * under this process's own lease (it lapsed while the database was
+   * away): nobody else holds it, this process takes it back at its next
+   * tick, and a start is not filed in the inbox for it — it would be filed
+   * to this process itself (docs/decisions/0058). */
+  lapsedHere(agentId: string): boolean {
     const state = this.states[this.partitionOf(agentId)]!;
-    return state.held ? false : state.heldElsewhere;
+    return !state.held && state.lapsedHere;
   }
 
   /** The epoch the agent's partition is held at here (renewed in time or
@@ -225,10 +222,7 @@ export class PartitionBook {
     const owner = holder?.owner ?? "(nobody)";
     const expiresAt = holder?.expiresAt ?? 0;
     const state = this.states[partition]!;
-    if (!state.held) {
-      state.heldElsewhere = holder !== undefined && holder.owner !== this.owner;
-      state.lapsedHere = false;
-    }
+    if (!state.held) state.lapsedHere = false;
     state.why = `its partition ${partition} is held by ${owner} until ${new Date(expiresAt).toISOString()}`;
     state.details = { partition, owner, epoch: holder?.epoch ?? 0, expiresAt };
     return { acquired: false, owner, epoch: holder?.epoch ?? 0, expiresAt, message: `partition ${partition} is held by ${owner} until ${new Date(expiresAt).toISOString()}` };
@@ -318,7 +312,6 @@ export class PartitionBook {
     state.held = false;
     state.scanned = false;
     state.why = why;
-    state.heldElsewhere = undefined;
     state.lapsedHere = false;
     state.details = { epoch: state.grant?.epoch };
   }
@@ -394,7 +387,6 @@ export class PartitionBook {
     }
     if (state.held) return;
     state.details = { owner: row.owner, epoch: row.epoch, expiresAt: row.expiresAt };
-    state.heldElsewhere = row.owner !== "" && row.owner !== this.owner && row.expiresAt > now;
     state.lapsedHere = row.owner === this.owner && row.expiresAt <= now;
     state.why = `its partition ${row.partition} is held by ${row.owner || "nobody"} until ${new Date(row.expiresAt).toISOString()}`;
   }
