@@ -156,7 +156,8 @@ export class ConversationQueues {
     item.failures = (item.failures ?? 0) + 1;
     const delayMs = Math.min(headRetryMsMax, headRetryMsMin * 2 ** (item.failures - 1));
     setTimeout(() => {
-      if (!this.closed) this.environment.loop.post(() => this.startHead(item.agent), { label: `queued message ${item.executionId} started again` });
+      if (this.closed) return;
+      this.environment.loop.post(() => this.startHead(item.agent), { label: `queued message ${item.executionId} started again` });
     }, delayMs).unref();
     return true;
   }
@@ -249,7 +250,8 @@ export class ConversationQueues {
     const conversation = this.conversations.get(agentId);
     if (conversation === undefined) return;
     const queued = new Set(messages.map((message) => message.executionId));
-    const gone = conversation.items.filter((item) => item.state === "queued" && (item.durableNumber ?? 0) <= durableBefore && !queued.has(item.executionId));
+    const wasDurable = (item: QueuedItem): boolean => item.state === "queued" && (item.durableNumber ?? 0) <= durableBefore;
+    const gone = conversation.items.filter((item) => wasDurable(item) && !queued.has(item.executionId));
     for (const item of gone) {
       this.forget(item);
       this.environment.followExecution(agentId, item.executionId, item.waiter);

@@ -464,7 +464,8 @@ export class PostgresStore implements ExecutionStore {
         }
       } catch (error) {
         if (operation.type !== "enqueueMessage" || this.closing !== undefined) throw this.outcomeUnknown(operation, writeId, error, cause);
-        await new Promise((resolve) => setTimeout(resolve, Math.min(enqueueReadBackMsMax, enqueueReadBackMsMin * 2 ** attempt)));
+        const delayMs = Math.min(enqueueReadBackMsMax, enqueueReadBackMsMin * 2 ** attempt);
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
       }
     }
   }
@@ -472,9 +473,14 @@ export class PostgresStore implements ExecutionStore {
   private outcomeUnknown(operation: OffloadOperation, writeId: string, error: unknown, cause: unknown): StoreError {
     const details = { outcome: "unknown", writeId };
     if (operation.type === "enqueueMessage") {
-      return new StoreError(`the PostgreSQL store at ${this.path} lost its connection while queuing message ${operation.executionId} of agent "${operation.agentId}" and the store closed before it could read back whether the message was queued (${messageOf(error)}): if it was, it runs in its turn under that execution id — env.execution("${operation.executionId}") tells; do not send it again: ${messageOf(cause)}`, { cause, executionId: operation.executionId, agentId: operation.agentId, details });
+      const message = `the PostgreSQL store at ${this.path} lost its connection while queuing message ${operation.executionId} of agent "${operation.agentId}" `
+        + `and the store closed before it could read back whether the message was queued (${messageOf(error)}): if it was, it runs in its turn under `
+        + `that execution id — env.execution("${operation.executionId}") tells; do not send it again: ${messageOf(cause)}`;
+      return new StoreError(message, { cause, executionId: operation.executionId, agentId: operation.agentId, details });
     }
-    return new StoreError(`the PostgreSQL store at ${this.path} lost its connection during ${operation.type} and could not read back whether it committed (${messageOf(error)}); recovery will read the row: ${messageOf(cause)}`, { cause, details });
+    const message = `the PostgreSQL store at ${this.path} lost its connection during ${operation.type} and could not read back whether it committed `
+      + `(${messageOf(error)}); recovery will read the row: ${messageOf(cause)}`;
+    return new StoreError(message, { cause, details });
   }
 
   private storeErrorOf(error: unknown): PhronomyError {

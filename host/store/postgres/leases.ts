@@ -86,7 +86,9 @@ export function agentOwnedElsewhere(agentId: string, why: string, details: Recor
 export function partitionLapsedHere(agentId: string, partition: number, details: Record<string, unknown>, tickMs: number): PhronomyError {
   return new PhronomyError(
     "AGENT_BUSY",
-    `agent "${agentId}" cannot start here just now: the lease of its partition ${partition} lapsed in this process (it could not be renewed while the database was unreachable) and this process takes it back at its next lease tick (every ${tickMs} ms); nothing was started — start it again shortly`,
+    `agent "${agentId}" cannot start here just now: the lease of its partition ${partition} lapsed in this process (it could not be renewed `
+      + `while the database was unreachable) and this process takes it back at its next lease tick (every ${tickMs} ms); `
+      + "nothing was started — start it again shortly",
     { agentId, details: { reason: "lease_not_held", partition, ...details } },
   );
 }

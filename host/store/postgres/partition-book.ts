@@ -103,7 +103,9 @@ export class PartitionBook {
      * nothing up but on close. */
     private readonly balancing = true,
   ) {
-    this.states = Array.from({ length: count }, () => ({ grant: undefined, held: false, heldSince: 0, admitUntil: 0, why: "its partition is not held here", lapsedHere: false, details: {}, scanned: false }));
+    this.states = Array.from({ length: count }, () => ({
+      grant: undefined, held: false, heldSince: 0, admitUntil: 0, why: "its partition is not held here", lapsedHere: false, details: {}, scanned: false,
+    }));
   }
 
   partitionOf(agentId: string): number {
@@ -280,7 +282,8 @@ export class PartitionBook {
     const hold = this.holds.get(agentId);
     if (state.held && hold !== undefined) return leases.agentRecovering(agentId, hold, { partition, epoch: state.grant?.epoch });
     if (state.held && performance.now() < state.admitUntil) return undefined;
-    if (!state.held && state.lapsedHere) return leases.partitionLapsedHere(agentId, partition, { ...state.details, thisProcess: this.owner }, Math.floor(this.leaseMs / 3));
+    const tickMs = Math.floor(this.leaseMs / 3);
+    if (!state.held && state.lapsedHere) return leases.partitionLapsedHere(agentId, partition, { ...state.details, thisProcess: this.owner }, tickMs);
     const why = state.held ? `its partition's lease could not be renewed in time (${state.why})` : state.why;
     return leases.agentOwnedElsewhere(agentId, why, { partition, ...state.details, thisProcess: this.owner });
   }
