@@ -138,18 +138,23 @@ export class ConversationQueues {
   }
 
   /** A queue head whose preparation the store failed (`STORE`: a lost
-   * connection, the database unreachable), on the loop: its message is
-   * still queued in the store — the preparation removes it only when it
-   * commits — so it stays the head and is started again (250 ms, doubling
-   * to 5 s), and its Run waits. Telling the Run "nothing was written"
+   * connection, the database unreachable) or that was refused for now
+   * (`AGENT_BUSY`: its partition's lease not renewed in time, or held for
+   * a takeover's recovery), on the loop: its message is still queued in
+   * the store — the preparation removes it only when it commits — so it
+   * stays the head and is started again (250 ms, doubling to 5 s), and its
+   * Run waits — while this process holds the partition, for a refusal. Telling the Run "nothing was written"
    * would be false: the message would run later anyway, after newer ones
    * (docs/decisions/0058). If the preparation did commit after all (its
    * outcome unknown), the recovery that follows finds the execution and
    * `restore` makes the Run follow it. */
   headFailed(request: StartRequest, error: PhronomyError): boolean {
-    if (error.code !== "STORE" || this.closed) return false;
+    if (this.closed || !(error.code === "STORE" || notNow(error))) return false;
     const item = this.starting.get(request.executionId ?? "");
     if (item === undefined || item.waiter !== request.waiter || item.state !== "queued") return false;
+    // Refused for now while another process may hold its partition: told,
+    // as before (docs/decisions/0055; 0058 says what is left).
+    if (error.code !== "STORE" && heldEpochOf(this.environment.store, item.agent.id) === undefined) return false;
     this.starting.delete(item.executionId);
     this.items.set(item.executionId, item);
     this.conversationOf(item.agent.id).items.unshift(item);
@@ -484,6 +489,14 @@ export class ConversationQueues {
   private warn(item: QueuedItem, error: unknown): void {
     this.settings.logger.warn(`[phronomy] queued message ${item.executionId} of agent "${item.agent.id}" could not be written terminal: ${error instanceof Error ? error.message : String(error)}`);
   }
+}
+
+/** A refusal that says "not here, not now" (the partition's lease not
+ * renewed in time, lost, or held for a takeover's recovery), not that the
+ * start is wrong: the message stays queued for whoever holds it. */
+function notNow(error: PhronomyError): boolean {
+  const reason = error.details?.["reason"];
+  return error.code === "AGENT_BUSY" && (reason === "lease_not_held" || reason === "recovering");
 }
 
 function cancellation(executionId: string, agentId: string | undefined, reason: string | undefined): CancellationError {

@@ -150,4 +150,32 @@ describe("a queued message whose start lost its connection (PostgreSQL)", () => 
     const journal = await env.store.readJournal("chat", 100);
     expect(journal.filter((record) => record.role === "user").map((record) => record.content)).toEqual(["m0", "m1", "m2"]);
   }, 60_000);
+
+  it("a head refused while its partition's lease is not renewed in time: its Run waits, and the message runs once, in its turn", async () => {
+    const leaseMs = 1_000;
+    const proxy = await CuttableProxy.start(postgresUrl);
+    atEnd(() => proxy.close());
+    const environment = await Phronomy.open({ store: `${proxy.urlFor(postgresUrl)}?schema=${freshSchema()}&lease_ms=${leaseMs}`, logger: recordingLogger() });
+    atEnd(() => environment.close());
+    const gate = deferred();
+    const agent = environment.agent({ id: "chat", model: echoModel(), onBusy: "enqueue", tools: { lookup: lookupTool({ gate: gate.promise }) } });
+    const first = agent.start("m0");
+    const firstId = await first.executionId;
+    await waitFor(async () => ((await environment.execution(firstId))?.phase === "dispatching_tools" ? true : undefined));
+    const runs = ["m1", "m2"].map((input) => agent.start(input));
+    await Promise.all(runs.map((run) => run.executionId));
+    // The lease tick is held on its way past the admission window, while
+    // m0 ends (its writes are fenced by owner and epoch only) and m1 leaves the queue.
+    const tick = proxy.holdWhen((text) => text.includes("partition_members"));
+    await tick.caught;
+    await new Promise((resolve) => setTimeout(resolve, leaseMs));
+    gate.resolve();
+    await first.result;
+    tick.release();
+    const ends = await endsOf([first, ...runs]);
+    expect(ends).toEqual(["m0", "m1", "m2"].map((input) => ({ output: `echo: ${input}` })));
+    const journal = await environment.store.readJournal("chat", 100);
+    expect(journal.filter((record) => record.role === "user").map((record) => record.content)).toEqual(["m0", "m1", "m2"]);
+    expect(await environment.executions({ status: "queued" })).toEqual([]);
+  }, 60_000);
 });
