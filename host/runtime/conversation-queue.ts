@@ -101,8 +101,17 @@ export class ConversationQueues {
     } finally {
       const left = (this.recovering.get(agentId) ?? 1) - 1;
       if (left > 0) this.recovering.set(agentId, left);
-      else this.recovering.delete(agentId);
+      else this.heldNoLonger(agentId);
     }
+  }
+
+  /** The last recovery of the conversation ended: a head passed over
+   * meanwhile is offered again (the core refuses it while the recovered
+   * execution runs; it then stays the head). */
+  private heldNoLonger(agentId: string): void {
+    this.recovering.delete(agentId);
+    const head = this.conversations.get(agentId)?.items[0];
+    if (head !== undefined) this.environment.loop.post(() => this.startHead(head.agent), { label: `the next queued message of agent "${agentId}"` });
   }
 
   /** The busy policy of a start. */
