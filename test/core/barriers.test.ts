@@ -474,7 +474,7 @@ for (const barrier of BARRIER_KINDS) {
       expect(run.admission).toBe(AdmissionState.Cancelling);
     });
 
-    it("RehydrationRequired: marks the execution for recovery (ending the session), returns Ok; the barrier settles, so recovery can release it (issue 24 item 11)", async () => {
+    it("RehydrationRequired: holds the execution for recovery (ending the session), returns Ok; the barrier settles (issue 24 item 11)", async () => {
       const core = await boot();
       const run = barrier.writing(core).finish(SessionEnding.Cancelled);
       const before = run.record;

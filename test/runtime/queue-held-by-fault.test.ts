@@ -43,7 +43,9 @@ async function heldHeadWithQueue(): Promise<Setup> {
   const firstId = await firstRun.executionId;
   await toolCalled.promise;
   const queuedRuns = QUEUED.map((input) => agent.start(input));
-  const queued = await Promise.all(queuedRuns.map(async (run) => ({ executionId: await run.executionId, result: run.result.catch((error: unknown) => error) })));
+  const queued = await Promise.all(queuedRuns.map(async (run) => ({
+    executionId: await run.executionId, result: run.result.catch((error: unknown) => error),
+  })));
   // Disk full: the barrier after the tool and the terminal commit fail;
   // the first execution is held for recovery.
   faults.on = true;
@@ -62,7 +64,8 @@ async function expectInOrder(setup: Setup): Promise<void> {
   const firstOfEach = ["first", ...QUEUED].map((input) => setup.calls.indexOf(input));
   const lastOfEach = ["first", ...QUEUED].map((input) => setup.calls.lastIndexOf(input));
   for (let index = 1; index < firstOfEach.length; index += 1) {
-    expect(firstOfEach[index], `"${QUEUED[index - 1]}" ran after the message before it ended (model calls: ${setup.calls.join(", ")})`).toBeGreaterThan(lastOfEach[index - 1]!);
+    const what = `"${QUEUED[index - 1]}" ran after the message before it ended (model calls: ${setup.calls.join(", ")})`;
+    expect(firstOfEach[index], what).toBeGreaterThan(lastOfEach[index - 1]!);
   }
 }
 

@@ -211,7 +211,8 @@ describe("the store worker killed while 100 starts are preparing", () => {
  * API. Resolves with the number of barriers that group held. */
 function killWorkerOnFirstBarriers(env: Environment, before: () => void): Promise<number> {
   type Entry = { operation: { type: string } };
-  const offload = (env.store as SqliteStore as unknown as { offload: { sendToWorker(entries: readonly Entry[]): void; workerThread?: { terminate(): Promise<number> } } }).offload;
+  type Offload = { sendToWorker(entries: readonly Entry[]): void; workerThread?: { terminate(): Promise<number> } };
+  const offload = (env.store as SqliteStore as unknown as { offload: Offload }).offload;
   const send = offload.sendToWorker.bind(offload);
   return new Promise((resolve, reject) => {
     offload.sendToWorker = (entries) => {

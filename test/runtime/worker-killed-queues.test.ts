@@ -32,7 +32,9 @@ describe("the store worker terminated under queued conversations with cancels (i
     const random = generator(seed);
     const env = await openEnvironment({ offloadPolicy: "worker" });
     const lookup = tool({ inputSchema: z.object({ orderId: z.string() }), execute: async () => { await sleep(random() * 5); return "shipped"; } });
-    const agents = Array.from({ length: CONVERSATIONS }, (_, index) => env.agent({ id: `conversation-${index}`, model: agentRunModel(), tools: { lookup }, onBusy: "enqueue" }));
+    const agents = Array.from({ length: CONVERSATIONS }, (_, index) => env.agent({
+      id: `conversation-${index}`, model: agentRunModel(), tools: { lookup }, onBusy: "enqueue",
+    }));
     for (let round = 0; round < ROUNDS; round += 1) {
       const runs = agents.flatMap((agent) => Array.from({ length: MESSAGES }, () => {
         const controller = new AbortController();
