@@ -42,16 +42,22 @@ export function applyResumeCommitReady(
     return failRequest(request, ResultCode.AdmissionStateMustMatch);
   }
 
+  if (outcome == CommitOutcome.StoreFailed && isFlag(approved)) {
+    // Nothing was written (docs/decisions/0057): the execution stays
+    // suspended, its decision still pending — the same decision may be sent again.
+    setAgentAdmission(executionAgent(exec), AdmissionState.Suspended);
+    failRequest(request, ResultCode.StoreFailed);
+    return ResultCode.Ok;
+  }
   let code: i32 = ResultCode.Ok;
   if (outcome == CommitOutcome.None || outcome > <u32>CommitOutcome.StoreFailed) code = ResultCode.OutcomeUnknown;
   else if (!isFlag(approved)) code = ResultCode.ArgumentOutOfRange;
   else if (outcome == CommitOutcome.RehydrationRequired) code = ResultCode.RehydrationRequired;
-  else if (outcome == CommitOutcome.StoreFailed) code = ResultCode.StoreFailed;
   else if (newRevision <= executionRevision(exec)) code = ResultCode.RevisionMustIncrease;
   if (code != ResultCode.Ok) {
     requireRecovery(exec, code);
     failRequest(request, code);
-    return code == ResultCode.RehydrationRequired || code == ResultCode.StoreFailed ? ResultCode.Ok : code;
+    return code == ResultCode.RehydrationRequired ? ResultCode.Ok : code;
   }
 
   const session = mintSession();

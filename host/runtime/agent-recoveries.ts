@@ -329,6 +329,21 @@ export class AgentRecoveries {
     return still !== true;
   }
 
+  /** A decision came for an execution held here after a commit whose
+   * outcome was not known (docs/decisions/0057): the agent's rows are read
+   * again and what is held recovered — from the decision if it was
+   * written, suspended again if not — as `env.recover()` would. Rejects
+   * when the store cannot be read. */
+  async recoverHeld(agentId: string): Promise<void> {
+    const leasing = leasingStoreOf(this.host.store);
+    await this.oneAtATime(agentId, () => this.host.conversations.holding(agentId, async (entry) => {
+      // PostgreSQL reads this agent's rows only; SQLite scans once, afresh.
+      const rows = leasing === undefined ? undefined : await leasing.unfinishedExecutionsOf(agentId);
+      const report = await this.recoverAgentEntry(entry, performance.now(), rows);
+      if (report.some((item) => item.status === "suspended")) this.host.inboxApplier()?.agentReady(agentId);
+    }));
+  }
+
   /** Runs `work` after the agent's `env.recover()` or heal under way, if
    * any: two recoveries of one agent at once could install a row the
    * other just finished from. */

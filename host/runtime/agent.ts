@@ -14,7 +14,7 @@ import { startExecutionIdOf } from "../store/start-filing.js";
 import type { Json } from "../store/records.js";
 import type { RemoteStarts } from "./remote-start.js";
 import { asPhronomyError } from "./session.js";
-import { refusalOfResume } from "./resume-refusal.js";
+import { heldAfterUnknownCommit, refusalOfResume } from "./resume-refusal.js";
 import type { HandoffRequest } from "./events.js";
 import type { DefinitionKind } from "./conversations.js";
 import { startInputOf, type StartInput } from "./start-input.js";
@@ -164,10 +164,13 @@ export class Agent {
     inner.result.then((result) => outer.resolve(result), (error: unknown) => {
       const refusal = asPhronomyError(error, "INTERNAL");
       if (refusal.code === "INVALID_INPUT" && refusal.details?.["reason"] === "execution_exists") return this.environment.followExecution(this.id, executionId, outer);
-      // Busy with this very key (the first start of it still runs): follow it.
+      // Busy with this very key (the first start of it still runs, or is
+      // being prepared here): follow it.
       if (refusal.code === "AGENT_BUSY") {
-        this.environment.execution(executionId).then((row) => {
-          if (row !== undefined) return this.environment.followExecution(this.id, executionId, outer);
+        const found = this.environment.coordinator.admittingHere(executionId)
+          ?? this.environment.execution(executionId).then((row) => row !== undefined);
+        found.then((admitted) => {
+          if (admitted) return this.environment.followExecution(this.id, executionId, outer);
           settleWaiterWithError(outer, refusal, settings);
         }, () => settleWaiterWithError(outer, refusal, settings));
         return;
@@ -247,6 +250,7 @@ export class Agent {
       );
       return;
     }
+    if (entry.recoveryRequired) return this.resumeAfterRecovery(agent, executionId, decision, waiter);
     const pending = entry.approvalRequest;
     const matches = pending !== undefined && pending.approvalId === decision.approvalId;
     if (!matches && entry.suspended) {
@@ -260,6 +264,27 @@ export class Agent {
       signal: decision.signal,
     });
     coordinator.apply(M.Resume, entry.slot, entry.generation, agent.slot, agent.generation, handle, matches ? 1 : 0);
+  }
+
+  /** A decision on an execution a store fault held here (its last commit's
+   * outcome not known): the store is read to find out, the execution
+   * recovered from what it holds, then the decision applied again — or
+   * refused from the row if the earlier one was written
+   * (docs/decisions/0057). */
+  private resumeAfterRecovery(agent: AgentEntry, executionId: string, decision: ResumeDecision, waiter: Waiter): void {
+    const { coordinator, loop, store } = this.environment;
+    const settings = coordinator.settings;
+    const refuse = (error: unknown): void => settleWaiterWithError(waiter, asPhronomyError(error, "STORE"), settings);
+    const unreadable = (cause: unknown): void => refuse(heldAfterUnknownCommit(executionId, this.id, asPhronomyError(cause, "STORE")));
+    const again = (): void => {
+      const entry = coordinator.entryById(executionId);
+      if (entry?.recoveryRequired) return unreadable(entry.storeError ?? new Error("it is still held for recovery"));
+      if (entry?.suspended) return this.resumeHere(agent, executionId, decision, waiter);
+      // The earlier decision was written: the execution goes on from it.
+      store.getExecution(executionId).then((row) => refuse(refusalOfResume(executionId, decision.approvalId, this.id, row)), refuse);
+    };
+    const label = `a decision on execution ${executionId} after its recovery`;
+    this.environment.recoverHeld(this.id).then(() => loop.post(again, { completion: { fail: refuse }, label }), unreadable);
   }
 
   /** Starts this agent from another agent's handoff: its input and reason

@@ -45,6 +45,9 @@ import { randomUUID } from "node:crypto";
  * message interrupts it (recorded with the decision). */
 export const INTERRUPT_REASON = "interrupted by a newer message to this conversation";
 
+/** The reason of a queued message cancelled by its start's signal. */
+const ABORTED = "the start's signal was aborted";
+
 interface QueuedItem {
   readonly executionId: string;
   readonly agent: AgentEntry;
@@ -52,10 +55,14 @@ interface QueuedItem {
   readonly input: string;
   readonly inputMessages?: ConversationMessage[];
   readonly options: StartOptions;
-  /** "writing": the enqueue is in flight; "queued": durable. */
-  state: "writing" | "queued" | "cancelled";
-  /** Why it was cancelled while still being written. */
-  cancelError?: PhronomyError;
+  /** "writing": the enqueue is in flight; "queued": durable;
+   * "cancelling": its cancel is being written (it keeps its place, and
+   * is not started); "cancelled": the store holds the cancel. */
+  state: "writing" | "queued" | "cancelling" | "cancelled";
+  /** The cancel being written: true once the store holds it. */
+  cancel?: Promise<boolean>;
+  /** Told whether the enqueue committed, when cancelled while writing. */
+  onWritten?: (committed: boolean) => void;
 }
 
 interface Conversation {
@@ -137,17 +144,60 @@ export class ConversationQueues {
     if (store === undefined) return false;
     const item = this.items.get(executionId);
     if (item === undefined) return this.cancelStarting(store, executionId, reason);
-    if (item.state === "cancelled") return true;
-    const error = cancellation(executionId, item.agent.id, reason);
+    item.cancel ??= this.cancelItem(store, item, cancellation(executionId, item.agent.id, reason));
+    return item.cancel;
+  }
+
+  /** Writes the cancel of a message this process queued; its Run is told
+   * CANCELLED only once the store holds it (docs/decisions/0057), as
+   * `env.cancel` answers. One still being written is cancelled once its
+   * enqueue committed (one that failed was never queued). Meanwhile it
+   * keeps its place and is not started. A cancel that fails leaves it
+   * queued, and rejects with the store's error. */
+  private cancelItem(store: QueueStore, item: QueuedItem, error: CancellationError): Promise<boolean> {
     const writing = item.state === "writing";
+    item.state = "cancelling";
+    const enqueued = writing ? new Promise<boolean>((resolve) => { item.onWritten = resolve; }) : Promise.resolve(true);
+    const record = { executionId: item.executionId, error: error.toRecord() };
+    return enqueued.then((committed) => committed ? store.cancelQueued({ ...record, at: this.settings.now() }) : undefined).then(() => {
+      this.post(() => this.cancelCommitted(item, error));
+      return true;
+    }, (failure: unknown) => {
+      this.post(() => this.cancelFailed(item));
+      throw failure;
+    });
+  }
+
+  /** The store holds the cancel (on the loop): the Run is told, and the
+   * message behind it may start. */
+  private cancelCommitted(item: QueuedItem, error: CancellationError): void {
     item.state = "cancelled";
-    item.cancelError = error;
     this.forget(item);
     settleWaiterWithError(item.waiter, error, this.settings);
-    // One still being written is cancelled once its enqueue committed.
-    if (!writing) await store.cancelQueued({ executionId, error: error.toRecord(), at: this.settings.now() });
-    return true;
+    this.startHead(item.agent);
   }
+
+  /** The cancel was not written (on the loop): still queued. One whose
+   * signal was aborted is not started: its cancel is written again. */
+  private cancelFailed(item: QueuedItem): void {
+    item.state = "queued";
+    item.cancel = undefined;
+    this.startHead(item.agent);
+  }
+
+  /** A head whose start's signal was aborted and whose cancel was not
+   * written: written again (250 ms, doubling to 5 s) — it is told only
+   * once the store holds it, and never started (docs/decisions/0057). */
+  private cancelAborted(item: QueuedItem): void {
+    this.abortedCancels.schedule(item.executionId, async () => {
+      if (this.closed || this.items.get(item.executionId) !== item) return true;
+      await this.cancelQueued(item.executionId, ABORTED);
+      return true;
+    });
+  }
+
+  /** The cancels of aborted heads written again (`cancelAborted`). */
+  private readonly abortedCancels = new KeyedRetries(250, 5_000);
 
   /** A message taken from the queue whose preparation may not have
    * committed yet (or one queued by another process): cancelled in the
@@ -291,20 +341,21 @@ export class ConversationQueues {
     if (signal?.aborted) {
       item.state = "cancelled";
       this.forget(item);
-      settleWaiterWithError(item.waiter, cancellation(executionId, agent.id, "the start's signal was aborted"), this.settings);
+      settleWaiterWithError(item.waiter, cancellation(executionId, agent.id, ABORTED), this.settings);
       return;
     }
-    signal?.addEventListener("abort", () => void this.cancelQueued(executionId, "the start's signal was aborted").catch(() => undefined), { once: true });
+    signal?.addEventListener("abort", () => void this.cancelQueued(executionId, ABORTED).catch(() => undefined), { once: true });
     // The input guardrail's redaction applies before the input is stored
     // (a block is decided when it runs, as for any start).
     const verdict = (request.options.inputGuardrail ?? agent.definition.inputGuardrail)?.(request.input);
     const input = persistedInput(verdict?.action === "redact" ? redactedStartInput(request, verdict.text) : request);
     const limit = agent.definition.queueLimit ?? QUEUE_LIMIT_DEFAULT;
     const write = (): Promise<void> => store.enqueueMessage({
-      executionId, agentId: agent.id, input, config: { ...configOf(request), ...(request.options.stream ? { stream: true } : {}) }, front, limit, at: this.settings.now(),
+      executionId, agentId: agent.id, input, config: configOf(request), front, limit, at: this.settings.now(),
     }).then(
       () => this.post(() => this.written(item, front)),
       (error: unknown) => this.post(() => {
+        if (item.state === "cancelling") return item.onWritten?.(false);
         this.forget(item);
         settleWaiterWithError(item.waiter, asPhronomyError(error, "STORE"), this.settings);
       }),
@@ -321,11 +372,7 @@ export class ConversationQueues {
   /** The enqueue committed (on the loop). */
   private written(item: QueuedItem, front: boolean): void {
     item.waiter.knowExecutionId(item.executionId);
-    if (item.state === "cancelled") {
-      const error = item.cancelError ?? cancellation(item.executionId, item.agent.id, undefined);
-      void this.store()?.cancelQueued({ executionId: item.executionId, error: error.toRecord(), at: this.settings.now() }).catch((failure: unknown) => this.warn(item, failure));
-      return;
-    }
+    if (item.state === "cancelling") return item.onWritten?.(true);
     item.state = "queued";
     if (front) this.interruptRunning(item.agent);
     this.startHead(item.agent);
@@ -338,6 +385,7 @@ export class ConversationQueues {
     const conversation = this.conversations.get(agent.id);
     const head = conversation?.items[0];
     if (conversation === undefined || head === undefined || head.state !== "queued") return;
+    if (head.options.signal?.aborted) return this.cancelAborted(head);
     conversation.items.shift();
     const timeoutMs = head.options.timeoutMs ?? agent.definition.timeoutMs;
     // Its running-time budget starts now, when it leaves the queue.

@@ -23,14 +23,15 @@ import {
 } from "../errors.js";
 import { errorFromRecord } from "../error-records.js";
 import { isOutcomeUnknown, type ExecutionStore } from "../store/store.js";
-import type { ExecutionRow, Json, JournalRecord, OutcomeName, StepRecord } from "../store/records.js";
+import { approvalCommitReadBack } from "./approval-read-back.js";
+import type { ExecutionRow, Json, JournalRecord, OutcomeName, StepRecord, StoredError } from "../store/records.js";
 import type { ControlLoop } from "./control-loop.js";
 import { errorForCode } from "./error-codes.js";
 import type { ExecutionEvent } from "./events.js";
 import { agentAttributes } from "./gen-ai-attributes.js";
 import { persistedInput, redactedStartInput } from "./start-input.js";
 import type { CallbackErrorPolicy, Logger } from "./options.js";
-import { MAX_TURNS_DEFAULT, MEMORY_WINDOW_DEFAULT } from "./options.js";
+import { checkWithGuardrail, guardrailFailedMessage, MAX_TURNS_DEFAULT, MEMORY_WINDOW_DEFAULT, type CheckedVerdict } from "./options.js";
 import {
   ExecutionEntry, RequestTable, type AgentEntry, type PendingRequest, type RecoveryRequest, type StartRequest,
 } from "./requests.js";
@@ -102,6 +103,15 @@ export class Coordinator implements SessionHost {
   /** True while the agent's admission waits for `env.recover()`. */
   private isHeldForRecovery(agent: AgentEntry): boolean {
     return this.heldAgents.has(agent) || this.recoveryRequiredEntriesOf(agent).length > 0;
+  }
+
+  /** A start of this execution id refused busy meets the one being
+   * prepared here under the same id (an idempotency key, or a filed start,
+   * sent twice at once): resolves true once that one is admitted, false if
+   * it is refused; undefined when none is (docs/decisions/0057). */
+  admittingHere(executionId: string): Promise<boolean> | undefined {
+    if (this.executionIds.has(executionId)) return Promise.resolve(true);
+    return this.requests.startingAs(executionId)?.waiter.executionId.then(() => true, () => false);
   }
 
   /** The agent's executions held recovery_required here. */
@@ -248,15 +258,14 @@ export class Coordinator implements SessionHost {
     // A queued message runs under the id it was given when queued.
     const executionId = request.executionId ?? randomUUID();
     request.executionId = executionId;
-    const verdict = (request.options.inputGuardrail ?? agent.definition.inputGuardrail)?.(request.input) ?? { action: "allow" as const };
+    // A guardrail that throws blocks (decision 0056): the run fails, durably.
+    const verdict = checkWithGuardrail(request.options.inputGuardrail ?? agent.definition.inputGuardrail, request.input);
     const filtered = verdict.action === "redact" ? redactedStartInput(request, verdict.text) : request;
     const input = filtered.input;
     request.filteredInput = input;
     request.filteredMessages = filtered.inputMessages;
     const now = this.settings.now();
-    const blockedBy = verdict.action === "block"
-      ? { code: "INPUT_BLOCKED", message: `the input guardrail of agent "${agent.id}" blocked the input: ${verdict.reason}`, details: { reason: verdict.reason } }
-      : undefined;
+    const blockedBy = verdict.action === "block" ? inputBlocked(agent.id, verdict) : undefined;
     const journal: JournalRecord[] = blockedBy ? [] : [{ executionId, role: "user", content: input, at: now }];
     // The first thing an admitted execution does is call the model under a
     // provider barrier: write that barrier with the preparation, one
@@ -387,20 +396,22 @@ export class Coordinator implements SessionHost {
   private startSession(slot: number, sessionNumber: number): void {
     const entry = this.executions[slot];
     if (!entry) return;
-    const session = this.createSession(entry, sessionNumber, entry.start.deadline);
+    const session = this.createSession(entry, sessionNumber, entry.start.deadline, "start");
     session.begin();
   }
 
   /** A session for the entry's execution, with the settings its start (or
    * its durable config, for a recovered one) gave it, ending by `deadline`
    * (each start, resume and recovery has its own: docs/decisions/0016). */
-  private createSession(entry: ExecutionEntry, sessionNumber: number, deadline: number | undefined): Session {
+  private createSession(entry: ExecutionEntry, sessionNumber: number, deadline: number | undefined, run: "start" | "resume" | "recovery"): Session {
     const slot = entry.slot;
     const { start, agent } = entry;
     const definition = agent.definition;
+    // A span per Run (start, resume, recovery): one suspended ended its
+    // span, so a resume opens its own (decision 0056).
     entry.span ??= this.settings.tracer.startExecution(agent.id, {
       ...agentAttributes(agent.id, definition),
-      "phronomy.agent_id": agent.id, "phronomy.execution_id": entry.executionId, "phronomy.mode": "invoke",
+      "phronomy.agent_id": agent.id, "phronomy.execution_id": entry.executionId, "phronomy.mode": "invoke", "phronomy.run": run,
     });
     const session = new Session(slot, entry.generation, sessionNumber, {
       executionId: entry.executionId,
@@ -578,6 +589,8 @@ export class Coordinator implements SessionHost {
         approvalRequest: (terminal.approvalRequest ?? null) as unknown as Json,
         handoff: (terminal.handoff ?? null) as unknown as Json, steps, journal, at: this.settings.now(),
         ...(outcome === "suspended" ? { toolBatch: session.toolBatch() } : {}),
+        ...(session.cancelRequested || entry.cancelById !== undefined ? { cancelRequested: true as const } : {}),
+        ...(entry.callbackFailure !== undefined ? { callbackFailure: entry.callbackFailure } : {}),
       });
     } catch (error) {
       entry.storeError = asPhronomyError(error, "STORE");
@@ -602,8 +615,12 @@ export class Coordinator implements SessionHost {
     if (entry.suspended) entry.approvalRequest = entry.session?.terminal?.approvalRequest;
     deliverOutcome(entry, outcome, this.settings);
     // A suspension may last for days: keep only what the resume needs (the
-    // approval request); the conversation is read back from the store.
+    // approval request); the conversation is read back from the store. Its
+    // span ends here: the resume has its own.
     if (entry.suspended) {
+      entry.span?.set({ "phronomy.outcome": "suspended" });
+      entry.span?.end();
+      entry.span = undefined;
       entry.session = undefined;
       entry.keepForResume();
       entry.waiters = entry.waiters.map((waiter) => waiter.tail());
@@ -670,8 +687,19 @@ export class Coordinator implements SessionHost {
         ready(CommitOutcome.Committed, revision);
       }, (error: unknown) => {
         if (error instanceof ApprovalMismatchError) return refuse(error);
-        entry.storeError = asPhronomyError(error, "STORE");
-        ready(error instanceof ExecutionRehydrationRequiredError || isOutcomeUnknown(error) ? CommitOutcome.RehydrationRequired : CommitOutcome.StoreFailed, 0);
+        const failure = asPhronomyError(error, "STORE");
+        const held = (): void => {
+          entry.storeError = failure;
+          ready(CommitOutcome.RehydrationRequired, 0);
+        };
+        if (error instanceof ExecutionRehydrationRequiredError || isOutcomeUnknown(error)) return held();
+        // Written or not: the row says (docs/decisions/0057).
+        void approvalCommitReadBack(this.settings.store, { ...request, expectedRevision }).then(({ outcome, revision }) => {
+          if (outcome === CommitOutcome.RehydrationRequired) return held();
+          if (outcome === CommitOutcome.Committed) entry.resumeRow = row;
+          else request.error = notWritten(entry, failure);
+          ready(outcome, revision);
+        });
       });
     }, (error: unknown) => refuse(asPhronomyError(error, "STORE")));
   }
@@ -684,7 +712,7 @@ export class Coordinator implements SessionHost {
     if (!entry) return;
     // A resume runs on a budget of its own: the time suspended never counts.
     const timeoutMs = timeoutOf(entry);
-    const session = this.createSession(entry, sessionNumber, timeoutMs === undefined ? undefined : this.settings.now() + timeoutMs);
+    const session = this.createSession(entry, sessionNumber, timeoutMs === undefined ? undefined : this.settings.now() + timeoutMs, "resume");
     const reason = entry.resumeReason ?? null;
     entry.approvalRequest = undefined;
     // The row the decision was committed against, when this process
@@ -719,7 +747,7 @@ export class Coordinator implements SessionHost {
     const row = entry?.recoveredFrom;
     if (!entry || !row) return;
     const budget = recoveredBudget(row, timeoutOf(entry), this.settings.now());
-    const session = this.createSession(entry, sessionNumber, budget?.deadline);
+    const session = this.createSession(entry, sessionNumber, budget?.deadline, "recovery");
     session.runningSince = budget?.runningSince;
     session.noteRecovery(row.phase, continuationNameOf(continuation));
     if (continuation === Continuation.FrameworkTools) session.planBatch(row.metadata.toolBatch ?? []);
@@ -769,6 +797,14 @@ export class Coordinator implements SessionHost {
   }
 }
 
+/** The error a blocked input is written terminal with. */
+function inputBlocked(agentId: string, verdict: CheckedVerdict & { readonly action: "block" }): StoredError {
+  const message = verdict.failed === undefined
+    ? `the input guardrail of agent "${agentId}" blocked the input: ${verdict.reason}`
+    : guardrailFailedMessage("input", `of agent "${agentId}"`, verdict.failed);
+  return { code: "INPUT_BLOCKED", message, details: { reason: verdict.reason, ...(verdict.failed !== undefined ? { guardrailFailed: true } : {}) } };
+}
+
 export function configOf(request: StartRequest): { [key: string]: Json } {
   const config: { [key: string]: Json } = {};
   if (request.options.tokenBudget !== undefined) config.tokenBudget = request.options.tokenBudget;
@@ -779,6 +815,8 @@ export function configOf(request: StartRequest): { [key: string]: Json } {
   if (timeoutMs !== undefined) config.timeoutMs = timeoutMs;
   if (request.options.approvalPolicy !== undefined) config.approvalPolicy = request.options.approvalPolicy;
   if (request.options.metadata !== undefined) config.metadata = request.options.metadata as Json;
+  // A recovered (or retried) execution streams as its start asked (decision 0056).
+  if (request.options.stream === true) config.stream = true;
   // The definition a conversation belongs to: recovery at open finds its
   // definition by this name (docs/decisions/0024-conversations.md).
   if (request.agent.definitionName !== undefined) config.definition = request.agent.definitionName;
@@ -828,3 +866,10 @@ function outcomeType(outcome: OutcomeName): OutcomeType {
 }
 
 export { OffloadFullError };
+
+/** A decision whose approval commit wrote nothing: still pending (docs/decisions/0057). */
+function notWritten(entry: ExecutionEntry, failure: PhronomyError): StoreError {
+  const context = { executionId: entry.executionId, agentId: entry.agent.id, cause: failure };
+  const sentence = `the decision on execution ${entry.executionId} was not written (${failure.message}); it is still pending: send the same decision again`;
+  return new StoreError(sentence, context);
+}

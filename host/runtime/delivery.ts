@@ -1,10 +1,11 @@
 // Delivering what the core decided to the application (SPEC §6.1, §6.3):
 // events to every waiter's stream and listener, terminal outcomes to every
 // waiter, the approval listener off the control loop, and the callback-error
-// policy: a listener that throws is reported; with policy `fail_task`, a
-// throw on the event that ends the execution with a result (`done`,
-// `handoff`) fails that waiter with StreamCallbackError (the seed's rule:
-// progress events and `approval_required` are only reported).
+// policy: a listener that throws (or, async, rejects) is reported, and its
+// execution keeps the first failure for its terminal record; with policy
+// `fail_task`, a throw on the event that ends the execution with a result
+// (`done`, `handoff`) fails that waiter with StreamCallbackError (the
+// seed's rule: progress events and `approval_required` are only reported).
 //
 // A suspension ends every waiter's events at `approval_required`; exact
 // observers (`env.wait`) are rejected with ApprovalRequiredError, the
@@ -22,9 +23,16 @@ export interface DeliverySettings {
   readonly callbackErrorPolicy: CallbackErrorPolicy;
 }
 
+/** Told of a listener's failure (a throw, or the rejection of the promise
+ * it returned), for the execution's terminal record. */
+export interface ListenerFailures {
+  listenerFailed(eventType: ExecutionEventType, error: unknown): void;
+}
+
 /** Sends one event to a waiter: its stream, then its listener; nothing
- * after the waiter's terminal event. */
-export function emitToWaiter(waiter: Waiting, event: ExecutionEvent, settings: DeliverySettings): void {
+ * after the waiter's terminal event. A listener that returns a promise
+ * (an async function) and rejects is one that threw (decision 0056). */
+export function emitToWaiter(waiter: Waiting, event: ExecutionEvent, settings: DeliverySettings, failures?: ListenerFailures): void {
   if (waiter.eventsEnded) return;
   const terminal = TERMINAL_EVENT_TYPES.has(event.type);
   if (terminal) waiter.eventsEnded = true;
@@ -32,11 +40,36 @@ export function emitToWaiter(waiter: Waiting, event: ExecutionEvent, settings: D
   const listener = waiter.listener;
   if (!listener) return;
   if (terminal) waiter.listener = undefined;
+  let returned: unknown;
   try {
-    listener.call(waiter, event);
+    returned = listener.call(waiter, event);
   } catch (error) {
-    settings.logger.warn(`[phronomy] an event listener threw on "${event.type}": ${error instanceof Error ? error.message : String(error)}`);
-    if (OUTCOME_EVENT_TYPES.has(event.type)) waiter.callbackError ??= { eventType: event.type, error };
+    return listenerFailed(waiter, event.type, error, "threw", settings, failures);
+  }
+  if (!isPromiseLike(returned)) return;
+  // Promise.resolve adopts the thenable; a `then` that throws rejects it.
+  const settled = Promise.resolve(returned).then(
+    () => undefined,
+    (error: unknown) => listenerFailed(waiter, event.type, error, "rejected", settings, failures),
+  );
+  // Under fail_task the outcome waits for the listener of `done` / `handoff`.
+  if (OUTCOME_EVENT_TYPES.has(event.type)) waiter.listenerPending = settled;
+}
+
+function listenerFailed(
+  waiter: Waiting, eventType: ExecutionEventType, error: unknown, how: string, settings: DeliverySettings, failures: ListenerFailures | undefined,
+): void {
+  settings.logger.warn(`[phronomy] an event listener ${how} on "${eventType}": ${error instanceof Error ? error.message : String(error)}`);
+  if (OUTCOME_EVENT_TYPES.has(eventType)) waiter.callbackError ??= { eventType, error };
+  failures?.listenerFailed(eventType, error);
+}
+
+function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
+  if ((typeof value !== "object" && typeof value !== "function") || value === null) return false;
+  try {
+    return typeof (value as { then?: unknown }).then === "function";
+  } catch {
+    return false; // a `then` getter that throws: nothing to wait for
   }
 }
 
@@ -53,8 +86,10 @@ export function rejectSuspendedObserver(waiter: Waiting, context: { readonly exe
   waiter.reject(new ApprovalRequiredError(request, context));
 }
 
+/** Sends one event to every waiter of the execution; the first listener
+ * failure is kept for its terminal record (the seed's `callback_failure`). */
 export function emitToEntry(entry: ExecutionEntry, event: ExecutionEvent, settings: DeliverySettings): void {
-  for (const waiter of entry.waiters) emitToWaiter(waiter, event, settings);
+  for (const waiter of entry.waiters) emitToWaiter(waiter, event, settings, entry);
 }
 
 export function terminalEventType(error: PhronomyError): "error" | "timeout" | "cancelled" {
@@ -72,6 +107,12 @@ export function settleWaiterWithError(waiter: Waiting, error: PhronomyError, set
 }
 
 function resolveWaiter(waiter: Waiting, result: RunResult, eventType: ExecutionEventType, settings: DeliverySettings): void {
+  const pending = waiter.listenerPending;
+  if (pending !== undefined && settings.callbackErrorPolicy === "fail_task") {
+    waiter.listenerPending = undefined;
+    void pending.then(() => resolveWaiter(waiter, result, eventType, settings));
+    return;
+  }
   if (waiter.callbackError && settings.callbackErrorPolicy === "fail_task") {
     waiter.reject(new StreamCallbackError(waiter.callbackError.eventType, waiter.callbackError.error, {
       executionId: result.executionId, agentId: result.agentId, details: { eventType },

@@ -319,6 +319,13 @@ export class Environment {
     return this.recoveries.recover();
   }
 
+  /** @internal What a store fault held for the agent, recovered from its
+   * rows read now (a decision sent again after a commit whose outcome was
+   * not known: docs/decisions/0057). */
+  recoverHeld(agentId: string): Promise<void> {
+    return this.recoveries.recoverHeld(agentId);
+  }
+
   /** With a leasing store: takes the agent's lease and says when (the
    * rows recovery reads must be read after it), or false when another live
    * process owns it — its starts are refused here, and the store keeps
@@ -407,9 +414,11 @@ export class Environment {
     return run.executionId.then(() => undefined, async (error: unknown) => {
       const refusal = asPhronomyError(error, "INTERNAL");
       if (refusal.code === "INVALID_INPUT" && refusal.details?.["reason"] === "execution_exists") return undefined;
-      // Busy with this very id (its key started here meanwhile): it runs.
-      if (refusal.code === "AGENT_BUSY" && await this.execution(claim.executionId).catch(() => undefined) !== undefined) return undefined;
-      return refusal;
+      // Busy with this very id (its key started here meanwhile, maybe
+      // still being prepared): it runs (docs/decisions/0057).
+      if (refusal.code !== "AGENT_BUSY") return refusal;
+      const found = this.coordinator.admittingHere(claim.executionId) ?? this.execution(claim.executionId).then((row) => row !== undefined);
+      return await found.catch(() => false) ? undefined : refusal;
     });
   }
 

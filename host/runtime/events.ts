@@ -73,7 +73,9 @@ export interface HandoffRequest {
   readonly reason: string;
 }
 
-/** A start's or resume's `onEvent`: called with each event, in order. */
+/** A start's or resume's `onEvent`: called with each event, in order. It
+ * may be async: a promise it returns that rejects is reported as a throw
+ * would be (the callback-error policy), never left unhandled. */
 export type EventListener = (event: ExecutionEvent) => void;
 
 /** Events a stream keeps for a reader that has not started reading: a run

@@ -22,8 +22,56 @@ export type GuardrailVerdict =
   | { readonly action: "block"; readonly reason: string };
 
 /** Inspects text before it is persisted and sent (input) or returned
- * (output). Runs on the control thread: keep it quick and deterministic. */
+ * (output). Runs on the control thread: keep it quick, deterministic and
+ * synchronous. One that throws or answers no verdict blocks, with
+ * `details.guardrailFailed` (docs/decisions/0056). */
 export type Guardrail = (text: string) => GuardrailVerdict;
+
+/** The verdict of a guardrail as the runtime takes it: one that failed
+ * blocks, its `failed` field saying how (for the error's message). */
+export type CheckedVerdict = GuardrailVerdict & { readonly failed?: string };
+
+const ALLOW: CheckedVerdict = { action: "allow" };
+
+/** Calls an application's guardrail on the control loop (decision 0056):
+ * whatever it does wrong — throws, or answers something that is not a
+ * verdict (a promise from an async function, an unknown action, a
+ * redaction without text) — fails closed, as a block whose reason says
+ * how it failed. Internal (not exported by the package). */
+export function checkWithGuardrail(guardrail: Guardrail | undefined, text: string): CheckedVerdict {
+  if (guardrail === undefined) return ALLOW;
+  let verdict: unknown;
+  try {
+    verdict = guardrail(text);
+  } catch (error) {
+    return failed(`threw ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
+  }
+  return verdictOrFailure(verdict);
+}
+
+function verdictOrFailure(verdict: unknown): CheckedVerdict {
+  const given = verdict as Partial<{ action: unknown; text: unknown; reason: unknown; then: unknown }> | null;
+  if (typeof given !== "object" || given === null) return failed(`answered ${String(verdict)}, not a verdict`);
+  if (typeof given.then === "function") return failed("answered a promise (guardrails are synchronous: they run on the control loop)");
+  switch (given.action) {
+    case "allow": return ALLOW;
+    case "redact": return typeof given.text === "string" ? { action: "redact", text: given.text } : failed("answered a redaction without a text string");
+    case "block": return { action: "block", reason: typeof given.reason === "string" ? given.reason : String(given.reason) };
+    default: return failed(`answered the unknown action ${JSON.stringify(given.action)}`);
+  }
+}
+
+function failed(how: string): CheckedVerdict {
+  return { action: "block", reason: `the guardrail ${how}`, failed: how };
+}
+
+/** The sentence of the error a text blocked by a failed guardrail fails
+ * with (`subject` names whose guardrail it is). */
+export function guardrailFailedMessage(which: "input" | "output", subject: string, how: string): string {
+  const what = which === "input" ? "input" : "answer";
+  const verdicts = `{ action: "allow" }, { action: "redact", text } or { action: "block", reason }`;
+  return `the ${which} guardrail ${subject} ${how}, so the ${what} was blocked; fix the guardrail: it must return ${verdicts}`;
+}
 
 /** One agent: one conversation with this id (as `env.agent` always did). */
 export interface AgentDefinition extends AgentSettings {
@@ -92,6 +140,12 @@ export interface AgentSettings extends ModelCallSettings {
   /** Most messages queued behind the running one (default 100, at most
    * 10,000); one more is refused with QueueFullError. */
   readonly queueLimit?: number;
+  /** Called with each event of an execution this process recovered (after
+   * a restart, a takeover, `env.recover()`): the one listener such an
+   * execution has, since the start's `onEvent` died with the process that
+   * started it. A live start's events go to the start's own `onEvent`
+   * (docs/decisions/0056). */
+  readonly onEvent?: EventListener;
 }
 
 /** "reject": AgentBusyError (AGENT_BUSY). "enqueue": the message waits in
@@ -188,7 +242,7 @@ export interface Logger {
 
 export const AGENT_DEFINITION_KEYS = [
   "id", "name", "model", "instructions", "tools", "inputGuardrail", "outputGuardrail", "memoryWindow", "maxTurns",
-  "tokenBudget", "timeoutMs", "retention", "onBusy", "queueLimit",
+  "tokenBudget", "timeoutMs", "retention", "onBusy", "queueLimit", "onEvent",
   "maxOutputTokens", "temperature", "topP", "topK", "presencePenalty", "frequencyPenalty", "seed", "stopSequences",
   "headers", "providerOptions", "output", "maxRetries", "retryDelay", "experimental_context", "toolsContext",
 ] as const;
@@ -248,6 +302,7 @@ export function validateAgentDefinition(definition: Partial<AgentDefinition & Co
   }
   functionOrUndefined(definition.inputGuardrail, "inputGuardrail", what);
   functionOrUndefined(definition.outputGuardrail, "outputGuardrail", what);
+  functionOrUndefined(definition.onEvent, "onEvent", what);
   positiveInteger(definition.memoryWindow, "memoryWindow", what, MEMORY_WINDOW_MAX);
   positiveInteger(definition.maxTurns, "maxTurns", what);
   positiveInteger(definition.tokenBudget, "tokenBudget", what);

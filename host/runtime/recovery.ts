@@ -108,7 +108,8 @@ function recoverOne(coordinator: Coordinator, loop: ControlLoop, agent: AgentEnt
       if (settlement.ok) resolve({ ...base, status: settlement.suspended ? "suspended" : "continued" });
       else resolve({ ...base, status: "needs_attention", reason: `${settlement.error.code}: ${settlement.error.message} (durable status ${row.status}, phase ${row.phase})` });
     };
-    const start = startRequestOf(agent, row, new Waiter(agent.id, undefined));
+    // No caller follows it: the definition's listener hears its events (decision 0056).
+    const start = startRequestOf(agent, row, new Waiter(agent.id, agent.definition.onEvent));
     const posted = loop.post(() => {
       const handle = coordinator.requests.add({ type: "recovery", start, row, continuation, settle, standIn: true });
       installFromRow(coordinator, agent, row, handle);
@@ -127,6 +128,7 @@ export function startRequestOf(agent: AgentEntry, row: ExecutionRow, waiter: Wai
       ...(typeof config["maxTurns"] === "number" ? { maxTurns: config["maxTurns"] } : {}),
       ...(typeof config["timeoutMs"] === "number" ? { timeoutMs: config["timeoutMs"] } : {}),
       ...(config["approvalPolicy"] === "always" || config["approvalPolicy"] === "never" ? { approvalPolicy: config["approvalPolicy"] } : {}),
+      ...(config["stream"] === true ? { stream: true } : {}),
     },
     deadline: undefined, executionId: row.executionId,
   };

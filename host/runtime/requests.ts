@@ -145,6 +145,9 @@ export class ExecutionEntry {
   endedWith: PhronomyError | undefined;
   /** The core's session number of the live session, when there is one. */
   sessionNumber: number | undefined;
+  /** The first failure of a listener of this execution (a throw or a
+   * rejection), kept by its terminal record (decision 0056). */
+  callbackFailure: { readonly eventType: string; readonly message: string } | undefined;
 
   constructor(
     readonly slot: number,
@@ -156,6 +159,11 @@ export class ExecutionEntry {
      * (`keepForResume`). */
     public start: ExecutionStart,
   ) {}
+
+  /** A listener of this execution failed (`delivery.ts`). */
+  listenerFailed(eventType: string, error: unknown): void {
+    this.callbackFailure ??= { eventType, message: error instanceof Error ? error.message : String(error) };
+  }
 
   /** A suspension may last for days: the start keeps only what a resumed
    * session reads (its input and the options that shape a session), not
@@ -210,6 +218,13 @@ export class RequestTable {
    * (a scan: only an interrupt asks). */
   preparingStartsOf(agent: AgentEntry): StartRequest[] {
     return [...this.pending.values()].filter((request): request is StartRequest => request.type === "start" && request.agent === agent && request.executionId !== undefined);
+  }
+
+  /** The start of this execution id submitted here and not yet prepared,
+   * if any (a keyed or filed start names its id before it is admitted). */
+  startingAs(executionId: string): StartRequest | undefined {
+    for (const request of this.pending.values()) if (request.type === "start" && request.executionId === executionId) return request;
+    return undefined;
   }
 
   /** Every pending request, removed (the core failed: none will be

@@ -4,7 +4,7 @@
 // an unfinished execution that recovery has not installed yet is
 // `EXECUTION_REHYDRATION_REQUIRED` (recovery is then really the answer).
 
-import { ApprovalMismatchError, ExecutionRehydrationRequiredError, InvalidInputError, type PhronomyError } from "../errors.js";
+import { ApprovalMismatchError, ExecutionRehydrationRequiredError, InvalidInputError, StoreError, type PhronomyError } from "../errors.js";
 import type { ExecutionRow, Json } from "../store/records.js";
 
 interface StoredDecision {
@@ -51,4 +51,14 @@ function decisionOn(row: ExecutionRow, approvalId: string): StoredDecision | und
 
 function objectOf(value: Json): { readonly [key: string]: Json } | undefined {
   return typeof value === "object" && value !== null && !Array.isArray(value) ? value : undefined;
+}
+
+/** A decision on an execution held after a commit whose outcome is not
+ * known, when the store could not be read to find out (docs/decisions/0057). */
+export function heldAfterUnknownCommit(executionId: string, agentId: string, cause: PhronomyError): StoreError {
+  return new StoreError(
+    `execution ${executionId} is held after a commit whose outcome is not known, and the store could not be read to find out (${cause.message}); `
+    + "nothing was decided: send the decision again once the store answers, or call env.recover()",
+    { executionId, agentId, cause },
+  );
 }

@@ -49,6 +49,9 @@ export interface Waiting {
   eventsEnded: boolean;
   listener: EventListener | undefined;
   callbackError: { readonly eventType: string; readonly error: unknown } | undefined;
+  /** The promise an async listener returned on `done` or `handoff`,
+   * until it settled: under `fail_task` the result waits for it. */
+  listenerPending?: Promise<void> | undefined;
   readonly events: { push(event: ExecutionEvent): void };
   knowExecutionId(executionId: string): void;
   resolve(result: RunResult): void;
@@ -70,6 +73,7 @@ export class Waiter implements Run, Waiting {
   /** The first error this waiter's listener threw, for the callback-error
    * policy at settlement. */
   callbackError: { readonly eventType: string; readonly error: unknown } | undefined;
+  listenerPending: Promise<void> | undefined;
   private settledWith: "pending" | "resolved" | "rejected" = "pending";
   /** Set once the terminal event was delivered: nothing more is streamed
    * to this waiter or its listener. */

@@ -25,7 +25,7 @@ import { modelIdOf, modelRequestAttributes, modelResponseAttributes, toolAttribu
 import { callSettingsOf, retrySettingsOf } from "./model-settings.js";
 import type { Json, StepRecord, StoredError, ToolCallRecord, UsageTotals } from "../store/records.js";
 import type { ApprovalRequest, ExecutionEvent, HandoffRequest } from "./events.js";
-import type { AgentSettings, ApprovalPolicy, Guardrail } from "./options.js";
+import { checkWithGuardrail, guardrailFailedMessage, type AgentSettings, type ApprovalPolicy, type Guardrail } from "./options.js";
 import type { Tracer, Span } from "./tracing.js";
 
 /** What the session needs from its environment; implemented by the
@@ -418,10 +418,14 @@ export class Session {
    * asked for one (the guardrail reads its JSON text; a redaction
    * replaces the object by the redacted text). */
   private answer(text: string, structured: Json | undefined): void {
-    const guardrail = this.settings.outputGuardrail;
-    const verdict = guardrail ? guardrail(text) : { action: "allow" as const };
+    // A guardrail that throws blocks (decision 0056): the run fails, durably.
+    const verdict = checkWithGuardrail(this.settings.outputGuardrail, text);
     if (verdict.action === "block") {
-      return this.fail(new PhronomyError("OUTPUT_BLOCKED", `the output guardrail blocked the answer of execution ${this.executionId}: ${verdict.reason}`, { executionId: this.executionId, details: { reason: verdict.reason } }));
+      const message = verdict.failed === undefined
+        ? `the output guardrail blocked the answer of execution ${this.executionId}: ${verdict.reason}`
+        : guardrailFailedMessage("output", `of execution ${this.executionId}`, verdict.failed);
+      const details = { reason: verdict.reason, ...(verdict.failed !== undefined ? { guardrailFailed: true } : {}) };
+      return this.fail(new PhronomyError("OUTPUT_BLOCKED", message, { executionId: this.executionId, agentId: this.settings.agentId, details }));
     }
     const output = verdict.action === "redact" ? verdict.text : structured ?? text;
     this.finish({ ending: SessionEnding.Completed, output, error: undefined, approvalRequest: undefined, handoff: undefined });
@@ -536,9 +540,18 @@ export class Session {
     this.cancel(reason);
   }
 
+  /** A cancel was asked for, perhaps after the session had finished (its
+   * signal aborted late, `env.cancel`): the terminal record keeps it. */
+  get cancelRequested(): boolean {
+    return this.cancelAsked || this.settings.signal?.aborted === true;
+  }
+
+  private cancelAsked = false;
+
   /** Cancels the run: in-flight work finishes, the terminal is `cancelled`
    * (the start's signal, an interrupt by a newer message, or `env.cancel`). */
   cancel(reason?: string): void {
+    this.cancelAsked = true;
     if (this.finished) return;
     const error = new CancellationError({ executionId: this.executionId, agentId: this.settings.agentId, ...(reason !== undefined ? { details: { reason } } : {}) }, reason);
     this.finish({ ending: SessionEnding.Cancelled, output: null, error, approvalRequest: undefined, handoff: undefined });

@@ -143,6 +143,14 @@ export interface ExecutionMetadata {
   /** The attempt the execution is on: absent for the first, 2 after its
    * first `env.retry` (docs/decisions/0026). */
   readonly attempt?: number;
+  /** Set by the terminal commit when a cancel was asked for (the start's
+   * signal, `env.cancel`) by then, even one that came after the run had
+   * finished and so changed nothing (docs/decisions/0056). */
+  readonly cancelRequested?: true;
+  /** The first failure of one of the execution's event listeners before
+   * its terminal commit (a throw, or an async listener's rejection): the
+   * event it failed on and its message (docs/decisions/0056). */
+  readonly callbackFailure?: { readonly eventType: string; readonly message: string };
 }
 
 /** A decision applied to an approval request. */
@@ -238,6 +246,11 @@ export interface TerminalCommitOperation {
    * stored as `metadata.toolBatch` (replacing a pending model call mark),
    * so a resume or a recovery dispatches exactly these calls. */
   readonly toolBatch?: readonly ToolCallRecord[];
+  /** A cancel was asked for by now (stored as `metadata.cancelRequested`). */
+  readonly cancelRequested?: true;
+  /** A listener's first failure (stored as `metadata.callbackFailure`;
+   * an earlier one already stored is kept). */
+  readonly callbackFailure?: { readonly eventType: string; readonly message: string };
   readonly at: number;
 }
 

@@ -99,7 +99,7 @@ describeDecisions("Resume(exec, gen, agent, agentGen, request, approvalMatches)"
   it("refuses a suspended execution whose admission needs recovery with ResumeInProgress", async () => {
     const core = await boot();
     const run = core.resuming();
-    core.apply(READY, run.exec, run.generation, run.revision, CommitOutcome.StoreFailed, 0, 0, run.resumeRequest);
+    core.apply(READY, run.exec, run.generation, run.revision, CommitOutcome.RehydrationRequired, 0, 0, run.resumeRequest);
     expect(run.record.status).toBe(ExecutionStatus.Suspended);
     expect(run.admission).toBe(AdmissionState.RecoveryRequired);
     const request = core.request();
@@ -178,24 +178,30 @@ describeDecisions("ResumeCommitReady(exec, gen, expectedRevision, outcome, newRe
     core.expectRefused(ResultCode.AdmissionStateMustMatch, request, READY, run.exec, run.generation, run.revision, CommitOutcome.Committed, run.revision + 1, 1, request);
   });
 
-  for (const [outcome, code] of [
-    [CommitOutcome.RehydrationRequired, ResultCode.RehydrationRequired],
-    [CommitOutcome.StoreFailed, ResultCode.StoreFailed],
-  ] as const) {
-    it(`${code === ResultCode.StoreFailed ? "StoreFailed" : "RehydrationRequired"}: keeps the execution for recovery, fails the waiters and the request, returns Ok`, async () => {
-      const core = await boot();
-      const run = core.resuming();
-      const before = run.record;
-      expect(core.apply(READY, run.exec, run.generation, run.revision, outcome, 0, 1, run.resumeRequest)).toBe(ResultCode.Ok);
-      expect(core.effects()).toEqual([
-        effect.RecoveryRequired(run.exec, RecoveryScope.Execution, code),
-        effect.FailWaiters(run.exec, code),
-        effect.FailRequest(run.resumeRequest, code),
-      ]);
-      expect(run.record).toEqual({ ...before, waiters: 0 });
-      expect(run.admission).toBe(AdmissionState.RecoveryRequired);
-    });
-  }
+  it("RehydrationRequired (outcome unknown): keeps the execution for recovery, fails the waiters and the request, returns Ok", async () => {
+    const core = await boot();
+    const run = core.resuming();
+    const before = run.record;
+    const code = ResultCode.RehydrationRequired;
+    expect(core.apply(READY, run.exec, run.generation, run.revision, CommitOutcome.RehydrationRequired, 0, 1, run.resumeRequest)).toBe(ResultCode.Ok);
+    expect(core.effects()).toEqual([
+      effect.RecoveryRequired(run.exec, RecoveryScope.Execution, code),
+      effect.FailWaiters(run.exec, code),
+      effect.FailRequest(run.resumeRequest, code),
+    ]);
+    expect(run.record).toEqual({ ...before, waiters: 0 });
+    expect(run.admission).toBe(AdmissionState.RecoveryRequired);
+  });
+
+  it("StoreFailed (nothing written): gives the suspension back, fails only the request, returns Ok (docs/decisions/0057)", async () => {
+    const core = await boot();
+    const run = core.resuming();
+    const before = run.record;
+    expect(core.apply(READY, run.exec, run.generation, run.revision, CommitOutcome.StoreFailed, 0, 1, run.resumeRequest)).toBe(ResultCode.Ok);
+    expect(core.effects()).toEqual([effect.FailRequest(run.resumeRequest, ResultCode.StoreFailed)]);
+    expect(run.record).toEqual(before);
+    expect(run.admission).toBe(AdmissionState.Suspended);
+  });
 
   const malformed = [
     ["an unknown outcome (0)", CommitOutcome.None, 1, 1, ResultCode.OutcomeUnknown],

@@ -668,12 +668,10 @@ describe("ReferenceCore", () => {
       return c;
     };
     core = suspended();
+    // Nothing written: only the request fails; the suspension is given back.
     expect(core.apply(M.ResumeCommitReady, 0, 1, 7, CommitOutcome.StoreFailed, 8, 1, 300)).toBe(R.Ok);
-    expect(effects(core)).toEqual([
-      fx(E.RecoveryRequired, 0, RecoveryScope.Execution, R.StoreFailed),
-      fx(E.FailWaiters, 0, R.StoreFailed),
-      fx(E.FailRequest, 300, R.StoreFailed),
-    ]);
+    expect(effects(core)).toEqual([fx(E.FailRequest, 300, R.StoreFailed)]);
+    expect(core.apply(M.Resume, 0, 1, 0, 1, 301, 1)).toBe(R.Ok);
     core = suspended();
     // Both malformed: the outcome is judged first.
     expect(core.apply(M.ResumeCommitReady, 0, 1, 7, 9, 8, 2, 300)).toBe(R.OutcomeUnknown);

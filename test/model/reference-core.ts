@@ -884,19 +884,23 @@ export class ReferenceCore implements ControlMachine {
       return this.refuse(request, ResultCode.AdmissionStateMustMatch);
     }
 
+    // A store failure wrote nothing: the suspension is given back (decision 0057).
+    if (outcome === CommitOutcome.StoreFailed && isZeroOrOne(approved)) {
+      agent.admissionState = AdmissionState.Suspended;
+      this.emit(EffectKind.FailRequest, request, ResultCode.StoreFailed);
+      return ResultCode.Ok;
+    }
     // READING: outcome judged before `approved` (both bad → OutcomeUnknown).
     let failure: ResultCode = ResultCode.Ok;
     if (!inRange(outcome, CommitOutcome.Committed, CommitOutcome.StoreFailed)) failure = ResultCode.OutcomeUnknown;
     else if (!isZeroOrOne(approved)) failure = ResultCode.ArgumentOutOfRange;
     else if (outcome === CommitOutcome.RehydrationRequired) failure = ResultCode.RehydrationRequired;
-    else if (outcome === CommitOutcome.StoreFailed) failure = ResultCode.StoreFailed;
     else if (newRevision <= exec.revision) failure = ResultCode.RevisionMustIncrease;
     if (failure !== ResultCode.Ok) {
       this.requireRecovery(execSlot, failure);
       this.emit(EffectKind.FailRequest, request, failure);
-      // Reported failures are decided (Ok); malformed input returns its fact.
-      const reported = failure === ResultCode.RehydrationRequired || failure === ResultCode.StoreFailed;
-      return reported ? ResultCode.Ok : failure;
+      // A reported failure is decided (Ok); malformed input returns its fact.
+      return failure === ResultCode.RehydrationRequired ? ResultCode.Ok : failure;
     }
 
     exec.revision = newRevision;

@@ -43,6 +43,20 @@ describe("idempotencyKey", () => {
     expect(calls).toHaveLength(2);
   });
 
+  it("one key started twice at once (onBusy reject): the second follows the first, whose preparation it met, instead of AGENT_BUSY (issue 24, item 6)", async () => {
+    const env = await openEnvironment();
+    const calls: RecordedCall[] = [];
+    const support = env.agent({ id: "support", model: agentRunModel(), tools: { lookup: lookupTool({ calls }) } });
+    const first = support.start("Where is order 42?", { idempotencyKey: "k" });
+    const second = support.start("Where is order 42?", { idempotencyKey: "k" });
+    const [a, b] = await Promise.all([first.result, second.result]);
+    const executionId = startExecutionIdOf("support", "k");
+    expect(a).toMatchObject({ executionId, outcome: "completed" });
+    expect(b).toMatchObject({ executionId, outcome: "completed" });
+    expect((await env.executions({ agentId: "support" })).map((row) => row.executionId)).toEqual([executionId]);
+    expect(new Set(calls.map((call) => call.idempotencyKey))).toEqual(new Set([`${executionId}:call-0-0`, `${executionId}:call-1-0`]));
+  });
+
   it("refuses a key that is not a non-empty string of at most 256 characters", async () => {
     const env = await openEnvironment();
     const support = env.agent({ id: "support", model: agentRunModel(), tools: { lookup: lookupTool() } });

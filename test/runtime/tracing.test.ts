@@ -11,7 +11,7 @@ import {
 } from "@opentelemetry/api";
 import { z } from "zod";
 import { afterAll, describe, expect, it } from "vitest";
-import { tool } from "../../host/index.js";
+import { tool, type ApprovalRequest } from "../../host/index.js";
 import { agentRunModel, lookupTool, openEnvironment, scriptedModel } from "./helpers.js";
 
 interface RecordedSpan {
@@ -100,6 +100,24 @@ describe("tracing", () => {
       "gen_ai.tool.description": "Looks an order up", "phronomy.tool": "lookup",
     });
     expect(children[1]!.attributes["gen_ai.tool.call.id"]).toEqual(expect.any(String));
+  });
+
+  it("gives a resume its own invoke_agent span: the start's ends when the execution suspends (as the seed's span per resume)", async () => {
+    const env = await openEnvironment();
+    const refund = tool({ inputSchema: z.object({}), needsApproval: true, execute: () => "refunded" });
+    const model = scriptedModel(({ turn }) => turn === 0 ? { toolCalls: [{ toolName: "refund", input: {} }] } : { text: "refunded" });
+    const agent = env.agent({ id: "resumed", model, tools: { refund } });
+    const run = agent.start("refund order 42");
+    let request: ApprovalRequest | undefined;
+    for await (const event of run.events) if (event.type === "approval_required") request = event.request;
+    const spansOf = (): RecordedSpan[] => recorded.filter((span) => span.name === "invoke_agent resumed" && span.attributes["phronomy.execution_id"] === request!.executionId);
+    expect(spansOf()).toMatchObject([{ ended: true, attributes: { "phronomy.run": "start", "phronomy.outcome": "suspended" } }]);
+    await agent.resume(request!.executionId, { approvalId: request!.approvalId, approved: true }).result;
+    const [start, resume] = spansOf();
+    expect(resume).toMatchObject({ ended: true, attributes: { "phronomy.run": "resume", "phronomy.agent_id": "resumed" } });
+    expect(resume!.spanId).not.toBe(start!.spanId);
+    const childrenOf = (span: RecordedSpan): string[] => recorded.filter((child) => child.parentSpanId === span.spanId).map((child) => child.name);
+    expect({ start: childrenOf(start!), resume: childrenOf(resume!) }).toEqual({ start: ["chat scripted"], resume: ["execute_tool refund", "chat scripted"] });
   });
 
   it("nests the spans a tool starts under its execute_tool span", async () => {

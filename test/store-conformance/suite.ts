@@ -218,6 +218,18 @@ export function defineConformanceSuite(backend: Backend): void {
       expect(await store.unfinishedExecutions()).toEqual([]);
     });
 
+    it("keeps a cancel asked for and the first listener failure in metadata, across a suspension (decision 0056)", async () => {
+      const store = await storeWithAgent();
+      await store.run(prepare("e1"));
+      const first = { eventType: "tool_call_started", message: "listener bug" };
+      await store.run(terminalCommit("e1", 1, { outcome: "suspended", output: null, approvalRequest: { approvalId: "a1" }, journal: [], callbackFailure: first }));
+      await store.run(terminalCommit("e1", 2, { cancelRequested: true, callbackFailure: { eventType: "done", message: "later" } }));
+      expect((await store.getExecution("e1"))?.metadata).toMatchObject({ cancelRequested: true, callbackFailure: first });
+      await store.run(prepare("e2"));
+      await store.run(terminalCommit("e2", 1));
+      expect(await store.getExecution("e2")).toMatchObject({ outcome: "completed", metadata: expect.not.objectContaining({ cancelRequested: true }) });
+    });
+
     it("refuses a second terminal commit on a terminal execution", async () => {
       const store = await storeWithAgent();
       await store.run(prepare("e1"));

@@ -182,7 +182,8 @@ export function firstBarrierOperation(operation: PrepareExecutionOperation, barr
 /** A suspension records the tool batch waiting for approval (the model
  * call that produced it is answered, so its pending mark goes) and clears
  * the decision of any earlier approval and the start of the running
- * stretch; a handoff records its request. */
+ * stretch; a handoff records its request; a cancel asked for and a
+ * listener's failure are kept. */
 export function terminalMetadata(current: ExecutionMetadata, operation: TerminalCommitOperation): ExecutionMetadata {
   let metadata = current;
   if (operation.outcome === "suspended") {
@@ -195,6 +196,9 @@ export function terminalMetadata(current: ExecutionMetadata, operation: Terminal
     const { pendingModelCall: _answered, ...kept } = metadata;
     metadata = { ...kept, toolBatch: operation.toolBatch };
   }
+  // What the application asked for or broke meanwhile (docs/decisions/0056).
+  if (operation.cancelRequested === true) metadata = { ...metadata, cancelRequested: true };
+  if (operation.callbackFailure !== undefined && metadata.callbackFailure === undefined) metadata = { ...metadata, callbackFailure: operation.callbackFailure };
   return operation.handoff === null ? metadata : { ...metadata, handoff: operation.handoff };
 }
 
