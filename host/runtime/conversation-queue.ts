@@ -90,8 +90,36 @@ export class ConversationQueues {
    * preparation commits, their message is still queued in the store. */
   private readonly starting = new Map<string, QueuedItem>();
   private closed = false;
+  /** Conversations whose recovery is releasing and installing again what
+   * a store fault held here (docs/decisions/0059): their heads wait, the
+   * recovery restores the queue when it ends. */
+  private readonly recovering = new Map<string, number>();
 
   constructor(private readonly environment: Environment) {}
+
+  /** Runs a recovery of the conversation with its queue held: the release
+   * of an execution held for recovery frees the admission for a moment,
+   * and a head started then would take the place of the execution ahead
+   * of it (which recovery then finds AGENT_BUSY). */
+  async holdWhile<T>(agentId: string, recovery: () => Promise<T>): Promise<T> {
+    this.recovering.set(agentId, (this.recovering.get(agentId) ?? 0) + 1);
+    try {
+      return await recovery();
+    } finally {
+      const left = (this.recovering.get(agentId) ?? 1) - 1;
+      if (left > 0) this.recovering.set(agentId, left);
+      else this.heldNoLonger(agentId);
+    }
+  }
+
+  /** The last recovery of the conversation ended: a head passed over
+   * meanwhile is offered again (the core refuses it while the recovered
+   * execution runs; it then stays the head). */
+  private heldNoLonger(agentId: string): void {
+    this.recovering.delete(agentId);
+    const head = this.conversations.get(agentId)?.items[0];
+    if (head !== undefined) this.environment.loop.post(() => this.startHead(head.agent), { label: `the next queued message of agent "${agentId}"` });
+  }
 
   /** The busy policy of a start. */
   static policyOf(request: StartRequest): OnBusyPolicy {
@@ -381,7 +409,7 @@ export class ConversationQueues {
   /** Starts the conversation's head through the core (on the loop). The
    * core refuses it while the conversation is busy; it then stays the head. */
   private startHead(agent: AgentEntry): void {
-    if (this.closed || this.environment.closed) return;
+    if (this.closed || this.environment.closed || this.recovering.has(agent.id)) return;
     const conversation = this.conversations.get(agent.id);
     const head = conversation?.items[0];
     if (conversation === undefined || head === undefined || head.state !== "queued") return;
