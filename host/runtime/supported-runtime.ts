@@ -27,7 +27,8 @@ export function unsupportedRuntime(versions: NodeJS.ProcessVersions = process.ve
   const needed = `${majorMin}.${minorMin}`;
   return new PhronomyError(
     "UNSUPPORTED_RUNTIME",
-    `phronomy needs Node ${needed} or later; this is Node ${versions.node}. Upgrade Node (22 LTS or 24 LTS); Node 20 reached its end of life in April 2026, and the AI SDK 7 needs Node 22 too`,
+    `phronomy needs Node ${needed} or later; this is Node ${versions.node}. Upgrade Node (22 LTS or 24 LTS); `
+      + "Node 20 reached its end of life in April 2026, and the AI SDK 7 needs Node 22 too",
     { details: { runtime: "node", found: versions.node, needed: `>=${needed}` } },
   );
 }

@@ -78,12 +78,15 @@ function phronomyArguments(words: readonly string[]): string[] | undefined {
 
 /** The other kinds of shell line, and what checks them (decision 0046). */
 const otherKinds: readonly [RegExp, string][] = [
-  [/^npm install( phronomy ai)?$/, "installs: run as written, the agent run after them (test/package/documented-lines.test.ts, decision 0060); `npm install` of the repository is CI's `npm ci`"],
+  [/^npm install( phronomy ai)?$/,
+    "installs: run as written, the agent after them (test/package/documented-lines.test.ts); the repository's `npm install` is CI's `npm ci`"],
   [/^bun add phronomy ai$/, "Bun's install: run as written, `bun agent.ts` after it (test/package/documented-lines.test.ts)"],
   [/^npm test$/, "the whole suite: CI (.ci/run)"],
-  [/^npx -p phronomy -p ai@7 phronomy demo$/, "the command the demo names when `ai` is missing (test/cli/demo.test.ts checks the message names it; test/package/documented-lines.test.ts runs it)"],
+  [/^npx -p phronomy -p ai@7 phronomy demo$/,
+    "the command the demo names when `ai` is missing (test/cli/demo.test.ts; run by test/package/documented-lines.test.ts)"],
   [/^mkdir -p data$/, "the examples' data directory, made by the tests that run them"],
-  [/^(node agent\.mjs|npx tsx agent\.ts|bun agent\.ts|deno run .* agent\.ts)$/, "examples/agent.ts run as written after each install line (test/package/documented-lines.test.ts) and by the packed suite"],
+  [/^(node agent\.mjs|npx tsx agent\.ts|bun agent\.ts|deno run .* agent\.ts)$/,
+    "examples/agent.ts run as written after each install (test/package/documented-lines.test.ts)"],
   [/^export PHRONOMY_STORE=\S+ PGPASSWORD=\S+$/, "an environment for the commands after it"],
 ];
 

@@ -54,7 +54,8 @@ export async function locateChromium(variables: NodeJS.ProcessEnv = process.env,
 export async function launchChromium(): Promise<Browser> {
   const location = await locateChromium();
   if (!existsSync(location.executablePath)) {
-    throw new Error(`no chromium at ${location.executablePath} (from ${location.source}): unset CHROMIUM_PATH, or run npm install (it brings @sparticuz/chromium)`);
+    const what = `no chromium at ${location.executablePath} (from ${location.source})`;
+    throw new Error(`${what}: unset CHROMIUM_PATH, or run npm install (it brings @sparticuz/chromium)`);
   }
   const env = { ...process.env, ...location.env };
   return chromium.launch({ executablePath: location.executablePath, args: ["--no-sandbox"], env: env as Record<string, string> });
@@ -64,7 +65,8 @@ export async function launchChromium(): Promise<Browser> {
 async function unpackedChromium(): Promise<string> {
   const bin = join(packaged, "bin");
   if (!existsSync(join(bin, "chromium.br"))) {
-    throw new Error(`no browser: neither ${systemChromiumPath} nor ${bin}/chromium.br is there; run npm install (it brings the devDependency @sparticuz/chromium), install Debian's chromium, or set CHROMIUM_PATH`);
+    const what = `no browser: neither ${systemChromiumPath} nor ${bin}/chromium.br is there`;
+    throw new Error(`${what}; run npm install (it brings the devDependency @sparticuz/chromium), install Debian's chromium, or set CHROMIUM_PATH`);
   }
   const { version } = JSON.parse(readFileSync(join(packaged, "package.json"), "utf8")) as { version: string };
   const directory = join(repositoryRoot, "node_modules", ".cache", "phronomy-chromium", version);

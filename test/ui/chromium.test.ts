@@ -25,7 +25,8 @@ describe("the tests' browser", () => {
     // As on a machine without chromium: no CHROMIUM_PATH, no system browser.
     const location = await locateChromium({}, () => false);
     expect(location.source).toBe("@sparticuz/chromium");
-    const browser = await chromium.launch({ executablePath: location.executablePath, args: ["--no-sandbox"], env: { ...process.env, ...location.env } as Record<string, string> });
+    const env = { ...process.env, ...location.env } as Record<string, string>;
+    const browser = await chromium.launch({ executablePath: location.executablePath, args: ["--no-sandbox"], env });
     try {
       const page = await browser.newPage();
       const address = server.address();
