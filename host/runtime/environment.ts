@@ -55,6 +55,7 @@ import { executionOrQueued, listWithQueued } from "./queued-rows.js";
 import { applyFiledRetry, checkRetryOptions, retryById, withAttempts, type RetryHost, type RetryOptions } from "./retry.js";
 import { ChatStreams, type ChatChunk, type StreamOptions } from "../chat/chat-stream.js";
 import { applyFiledCancel, cancelById, checkCancel, type CancelHost, type CancelOptions, type CancelResult } from "./cancel-by-id.js";
+import { checkSupportedRuntime } from "./supported-runtime.js";
 
 /** What a pending approval looks like to whoever decides it. */
 export interface PendingApproval {
@@ -132,6 +133,7 @@ export class Environment {
   /** What `Phronomy.open` does: checks the options, opens (creating and
    * migrating) the store, starts the core and the control loop. */
   static async open(options: OpenOptions): Promise<Environment> {
+    checkSupportedRuntime();
     const { logger, retention } = checkOpenOptions(options);
     const core = await ControlCore.create(options.limits ?? {});
     const store = typeof options.store === "string" ? await openStoreAt(options.store, options, logger) : options.store;
