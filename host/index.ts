@@ -65,6 +65,7 @@ export type {
 } from "./runtime/options.js";
 export { tool, handoff, type ToolSet, type ToolExecutionContext, type ApprovalContext, type AiSdkTool } from "./agent/tools.js";
 export * from "./errors.js";
+export { checkSupportedRuntime } from "./runtime/supported-runtime.js";
 export type { ExecutionRow, StoredStep, UsageTotals, Json, ExecutionListFilter, ExecutionStatusName, OutcomeName } from "./store/records.js";
 export type { ExecutionStore } from "./store/store.js";
 export { SqliteStore, type SqliteStoreOptions } from "./store/sqlite-store.js";

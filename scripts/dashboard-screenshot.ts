@@ -1,14 +1,15 @@
 // `npx tsx scripts/dashboard-screenshot.ts`: the README's picture of the
 // dashboard (docs/images/dashboard.png). Runs `phronomy demo --ui` on a
-// temporary store, opens its page in Debian's chromium (playwright-core,
-// never a downloaded browser; CHROMIUM_PATH overrides), and takes the
+// temporary store, opens its page in the tests' browser (playwright-core;
+// test/support/chromium.ts: CHROMIUM_PATH, the system's chromium, or the
+// one the devDependency @sparticuz/chromium ships), and takes the
 // execution waiting for approval, then approves it.
 
 import { spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { chromium } from "playwright-core";
+import { launchChromium } from "../test/support/chromium.js";
 
 const root = resolve(import.meta.dirname, "..");
 const directory = await mkdtemp(join(tmpdir(), "phronomy-screenshot-"));
@@ -16,7 +17,7 @@ const child = spawn(process.execPath, [join(root, "host/cli/bin.js"), "demo", "-
 let output = "";
 child.stdout.setEncoding("utf8").on("data", (chunk: string) => { output += chunk; });
 child.stderr.setEncoding("utf8").on("data", (chunk: string) => { output += chunk; });
-const browser = await chromium.launch({ executablePath: process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium", args: ["--no-sandbox"] });
+const browser = await launchChromium();
 try {
   let url: string | undefined;
   for (let waited = 0; url === undefined; waited += 50) {

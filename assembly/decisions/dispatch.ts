@@ -62,25 +62,30 @@ export function applyToolDispatchReady(
  * is genuine (same session, same revision): a committed one moved the
  * durable revision, so the core takes it, or the terminal commit's
  * compare-and-set would fail. Nothing starts; the deferred terminal goes
- * ahead once this was the last operation in flight. */
+ * ahead once this was the last operation in flight. Whatever its outcome,
+ * the barrier's answer came: it is no longer in flight. One that holds
+ * the execution for recovery settles after the hold (which drops the
+ * deferred terminal), or the execution would never be quiescent and
+ * `DischargeRecovery` would refuse it for good (issue 24 item 11). */
 function barrierSettledAfterFinish(exec: u32, outcome: u32, newRevision: u32): i32 {
   if (outcome == CommitOutcome.None || outcome > <u32>CommitOutcome.StoreFailed) {
-    requireRecovery(exec, ResultCode.OutcomeUnknown);
-    return ResultCode.OutcomeUnknown;
+    return heldAndSettled(exec, ResultCode.OutcomeUnknown, ResultCode.OutcomeUnknown);
   }
-  if (outcome == CommitOutcome.RehydrationRequired) {
-    requireRecovery(exec, ResultCode.RehydrationRequired);
-    return ResultCode.Ok;
-  }
+  if (outcome == CommitOutcome.RehydrationRequired) return heldAndSettled(exec, ResultCode.RehydrationRequired, ResultCode.Ok);
   if (outcome == CommitOutcome.Committed) {
-    if (newRevision <= executionRevision(exec)) {
-      requireRecovery(exec, ResultCode.RevisionMustIncrease);
-      return ResultCode.RevisionMustIncrease;
-    }
+    if (newRevision <= executionRevision(exec)) return heldAndSettled(exec, ResultCode.RevisionMustIncrease, ResultCode.RevisionMustIncrease);
     setExecutionRevision(exec, newRevision);
   }
   settleOperation(exec);
   return ResultCode.Ok;
+}
+
+/** Holds the execution for recovery, then settles the barrier that
+ * answered (no deferred terminal is left to post). */
+function heldAndSettled(exec: u32, code: i32, result: i32): i32 {
+  requireRecovery(exec, code);
+  settleOperation(exec);
+  return result;
 }
 
 /** Handles every outcome but `Committed`; returns -1 for `Committed`. */

@@ -23,7 +23,7 @@ import Database from "better-sqlite3";
 import pg from "pg";
 import { Phronomy, SqliteStore, type Agent, type ExecutionStore, type RetentionOptions } from "../../host/index.js";
 import { PostgresStore } from "../../host/store/postgres-store.js";
-import { type PruneCounts, type PruneExecutionsOperation, type PruningStore } from "../../host/store/prune.js";
+import { pruneBatchExecutionsMax, type PruneCounts, type PruneExecutionsOperation, type PruningStore } from "../../host/store/prune.js";
 import { IN_FLIGHT, defineAgents, percentile, warmUp } from "./workload.js";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 30);
@@ -236,7 +236,7 @@ async function isolatedBatches(target: Target): Promise<void> {
   await env.close();
   await opened.drop();
   const sorted = [...batchMs].sort((a, b) => a - b);
-  console.log(`\nisolated: ${counts.executions} executions (${counts.steps} steps) pruned in ${batchMs.length} batches, ${totalMs.toFixed(0)} ms in all; per batch of up to ${store.pruneBatchExecutions} p50 ${percentile(sorted, 0.5).toFixed(1)} ms, max ${(sorted.at(-1) ?? 0).toFixed(1)} ms (${(totalMs / Math.max(1, counts.executions) * 1000).toFixed(0)} µs per execution)`);
+  console.log(`\nisolated: ${counts.executions} executions (${counts.steps} steps) pruned in ${batchMs.length} batches, ${totalMs.toFixed(0)} ms in all; batches starting at ${store.pruneBatchExecutions} and doubling while full (up to ${pruneBatchExecutionsMax}), p50 ${percentile(sorted, 0.5).toFixed(1)} ms, max ${(sorted.at(-1) ?? 0).toFixed(1)} ms (${(totalMs / Math.max(1, counts.executions) * 1000).toFixed(0)} µs per execution)`);
 }
 
 async function main(): Promise<void> {

@@ -87,7 +87,7 @@ try {
   console.log(`  CLI, real models   ${cli.packages} packages, ${megabytes(cli.bytes)} MB (+ @ai-sdk/openai-compatible)`);
   const locked = [lockfileInstall(packed.unpackedSize), lockfileInstall(packed.unpackedSize, ["ai"]), lockfileInstall(packed.unpackedSize, ["ai", "@ai-sdk/openai-compatible"])];
   console.log(`  by the lockfile    ${locked.map((size) => `${size.packages} packages, ${megabytes(size.bytes)} MB`).join("; ")} (README's figures, npm run readme:figures)`);
-  console.log(`  (better-sqlite3, which Node 20 needs and Node 22.13+ does without, comes on top: it builds from source where no prebuilt binary matches)`);
+  console.log(`  (better-sqlite3, optional on Node 22.13+ where node:sqlite is built in, comes on top: it builds from source where no prebuilt binary matches)`);
   console.log(`\nCold start, medians of ${runs} fresh processes each (ms)`);
   console.log(`  ${"".padEnd(20)} ${"import".padStart(7)} ${"open new".padStart(9)} ${"open existing".padStart(14)} ${"close".padStart(6)}`);
   const rows: { label: string; runtime: RuntimeName; policy?: string }[] = [

@@ -25,7 +25,7 @@ export interface InstallSize {
 
 /** Installs `tarball` (and `extra`) into `directory` and measures node_modules. */
 export async function measureInstall(directory: string, tarball: string, extra: readonly string[] = []): Promise<InstallSize> {
-  await installProject(directory, tarball, extra, false);
+  await installProject(directory, tarball, extra);
   const modules = join(directory, "node_modules");
   const names = packagesUnder(modules);
   return { packages: names.length, bytes: bytesUnder(modules), names };

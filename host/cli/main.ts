@@ -77,7 +77,8 @@ export async function main(argv: readonly string[]): Promise<ExitCodeValue> {
   };
   const program = programOf((command, body) => {
     exitCode = 0;
-    return body(contextOf(command)).then((code) => {
+    // Before a peer or a store is looked at: on an old Node that is the one thing to fix.
+    return import("../index.js").then(({ checkSupportedRuntime }) => checkSupportedRuntime()).then(() => body(contextOf(command))).then((code) => {
       exitCode = code;
     });
   });

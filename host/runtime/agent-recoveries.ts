@@ -166,6 +166,18 @@ export class AgentRecoveries {
    * `readAfter`: rows read before that moment (another process owned the
    * agent then) are read again. */
   async recoverAgentEntry(entry: AgentEntry, readAfter?: number, given?: readonly ExecutionRow[]): Promise<RecoveredExecution[]> {
+    const report = await this.host.queues.holdWhile(entry.id, () => this.recoverRows(entry, readAfter, given));
+    // Its queued messages wait behind what was recovered (docs/decisions/0025).
+    await this.host.queues.restore(entry);
+    for (const item of report) {
+      if (item.status === "needs_attention") this.host.coordinator.settings.logger.warn(`[phronomy] execution ${item.executionId} of agent "${item.agentId}" (phase ${item.phase}) needs attention: ${item.reason ?? ""}`);
+    }
+    return report;
+  }
+
+  /** `recoverAgentEntry` with the conversation's queue held: what a fault
+   * held released and installed again, then the other rows. */
+  private async recoverRows(entry: AgentEntry, readAfter?: number, given?: readonly ExecutionRow[]): Promise<RecoveredExecution[]> {
     if (readAfter !== undefined && this.unfinished !== undefined && this.unfinishedReadAt < readAfter) this.unfinished = undefined;
     const rows: ExecutionRow[] = [];
     const scan = given === undefined ? await this.unfinishedByAgent() : undefined;
@@ -186,13 +198,7 @@ export class AgentRecoveries {
         else held.push({ executionId: row.executionId, agentId: row.agentId, phase: row.phase, continuation: continuationNameOf(continuationOf(row)), status: "needs_attention", reason: stillSettlingReason(code) });
       }
     }
-    const report = [...held, ...await recoverAgent(this.host.coordinator, this.host.loop, entry, rows)];
-    // Its queued messages wait behind what was recovered (docs/decisions/0025).
-    await this.host.queues.restore(entry);
-    for (const item of report) {
-      if (item.status === "needs_attention") this.host.coordinator.settings.logger.warn(`[phronomy] execution ${item.executionId} of agent "${item.agentId}" (phase ${item.phase}) needs attention: ${item.reason ?? ""}`);
-    }
-    return report;
+    return [...held, ...await recoverAgent(this.host.coordinator, this.host.loop, entry, rows)];
   }
 
   /** Releases what a store failure left held for the agent that the rows

@@ -63,6 +63,10 @@ interface QueuedItem {
   cancel?: Promise<boolean>;
   /** Told whether the enqueue committed, when cancelled while writing. */
   onWritten?: (committed: boolean) => void;
+  /** Its starts the store failed (`headFailed`): the wait before the next. */
+  failures?: number;
+  /** When it was known durable (`ConversationQueues.durableCount`). */
+  durableNumber?: number;
 }
 
 interface Conversation {
@@ -81,6 +85,12 @@ interface Conversation {
  * writes it terminal with that error. */
 const KEPT_QUEUED: ReadonlySet<string> = new Set(["RUNTIME_SHUTDOWN", "STORE", "EXECUTION_REHYDRATION_REQUIRED", "AGENT_BUSY", "CORE_FAILED"]);
 
+/** The first and the longest wait before a queue head the store failed to
+ * prepare is started again (`headFailed`): a killed connection is back at
+ * once; a database restarting takes seconds. */
+const headRetryMsMin = 250;
+const headRetryMsMax = 5_000;
+
 export class ConversationQueues {
   private readonly conversations = new Map<string, Conversation>();
   private readonly items = new Map<string, QueuedItem>();
@@ -90,8 +100,36 @@ export class ConversationQueues {
    * preparation commits, their message is still queued in the store. */
   private readonly starting = new Map<string, QueuedItem>();
   private closed = false;
+  /** Conversations whose recovery is releasing and installing again what
+   * a store fault held here (docs/decisions/0059): their heads wait, the
+   * recovery restores the queue when it ends. */
+  private readonly recovering = new Map<string, number>();
 
   constructor(private readonly environment: Environment) {}
+
+  /** Runs a recovery of the conversation with its queue held: the release
+   * of an execution held for recovery frees the admission for a moment,
+   * and a head started then would take the place of the execution ahead
+   * of it (which recovery then finds AGENT_BUSY). */
+  async holdWhile<T>(agentId: string, recovery: () => Promise<T>): Promise<T> {
+    this.recovering.set(agentId, (this.recovering.get(agentId) ?? 0) + 1);
+    try {
+      return await recovery();
+    } finally {
+      const left = (this.recovering.get(agentId) ?? 1) - 1;
+      if (left > 0) this.recovering.set(agentId, left);
+      else this.heldNoLonger(agentId);
+    }
+  }
+
+  /** The last recovery of the conversation ended: a head passed over
+   * meanwhile is offered again (the core refuses it while the recovered
+   * execution runs; it then stays the head). */
+  private heldNoLonger(agentId: string): void {
+    this.recovering.delete(agentId);
+    const head = this.conversations.get(agentId)?.items[0];
+    if (head !== undefined) this.environment.loop.post(() => this.startHead(head.agent), { label: `the next queued message of agent "${agentId}"` });
+  }
 
   /** The busy policy of a start. */
   static policyOf(request: StartRequest): OnBusyPolicy {
@@ -114,16 +152,53 @@ export class ConversationQueues {
 
   /** The core refused a start because its agent is busy (on the loop). */
   startRefusedBusy(request: StartRequest): boolean {
-    if (this.pumped.has(request)) {
-      // A queue head admitted again before its turn: it stays the head.
-      this.pumped.delete(request);
-      const item = this.items.get(request.executionId ?? "");
-      if (item !== undefined) this.conversationOf(item.agent.id).items.unshift(item);
-      return true;
-    }
+    if (this.headRefusedBusy(request)) return true;
     const policy = ConversationQueues.policyOf(request);
     if (policy === "reject") return false;
     this.enqueue(request, policy);
+    return true;
+  }
+
+  /** A queue head the core refused because its conversation is busy —
+   * another start admitted first, or the conversation held for recovery
+   * (on the loop): it stays the head, and runs once the conversation is
+   * free (a recovery restores the queue). Its Run is not told: the
+   * message is queued in the store, and runs (docs/decisions/0058). */
+  headRefusedBusy(request: StartRequest): boolean {
+    if (!this.pumped.has(request)) return false;
+    this.pumped.delete(request);
+    const item = this.items.get(request.executionId ?? "");
+    if (item !== undefined) this.conversationOf(item.agent.id).items.unshift(item);
+    return true;
+  }
+
+  /** A queue head whose preparation the store failed (`STORE`: a lost
+   * connection, the database unreachable) or that was refused for now
+   * (`AGENT_BUSY`: its partition's lease not renewed in time, or held for
+   * a takeover's recovery), on the loop: its message is still queued in
+   * the store — the preparation removes it only when it commits — so it
+   * stays the head and is started again (250 ms, doubling to 5 s), and its
+   * Run waits — while this process holds the partition, for a refusal. Telling the Run "nothing was written"
+   * would be false: the message would run later anyway, after newer ones
+   * (docs/decisions/0058). If the preparation did commit after all (its
+   * outcome unknown), the recovery that follows finds the execution and
+   * `restore` makes the Run follow it. */
+  headFailed(request: StartRequest, error: PhronomyError): boolean {
+    if (this.closed || !(error.code === "STORE" || notNow(error))) return false;
+    const item = this.starting.get(request.executionId ?? "");
+    if (item === undefined || item.waiter !== request.waiter || item.state !== "queued") return false;
+    // Refused for now while another process may hold its partition: told,
+    // as before (docs/decisions/0055; 0058 says what is left).
+    if (error.code !== "STORE" && heldEpochOf(this.environment.store, item.agent.id) === undefined) return false;
+    this.starting.delete(item.executionId);
+    this.items.set(item.executionId, item);
+    this.conversationOf(item.agent.id).items.unshift(item);
+    item.failures = (item.failures ?? 0) + 1;
+    const delayMs = Math.min(headRetryMsMax, headRetryMsMin * 2 ** (item.failures - 1));
+    setTimeout(() => {
+      if (this.closed) return;
+      this.environment.loop.post(() => this.startHead(item.agent), { label: `queued message ${item.executionId} started again` });
+    }, delayMs).unref();
     return true;
   }
 
@@ -229,10 +304,13 @@ export class ConversationQueues {
   async restore(agent: AgentEntry): Promise<void> {
     const store = this.store();
     if (store === undefined || this.closed) return;
+    const durableBefore = this.durableCount;
     const messages = await store.queuedMessages(agent.id);
-    if (messages.length === 0) return;
+    if (messages.length === 0 && !this.conversations.has(agent.id)) return;
     await new Promise<void>((resolve, reject) => {
       this.environment.loop.post(() => {
+        this.followPrepared(agent.id, messages, durableBefore);
+        if (messages.length === 0) return resolve();
         const conversation = this.conversationOf(agent.id);
         for (const message of messages) {
           // Known here: queued, or taken and being started (its preparation
@@ -246,6 +324,25 @@ export class ConversationQueues {
       }, { completion: { fail: reject }, label: `the queue of agent "${agent.id}"` });
     });
   }
+
+  /** Messages waiting here that were durable before the store's queue
+   * was read and are not in it any more: a preparation whose outcome was
+   * unknown did commit (the recovery found it), or another process
+   * cancelled it. Their Runs follow the execution under their id. */
+  private followPrepared(agentId: string, messages: readonly QueuedMessage[], durableBefore: number): void {
+    const conversation = this.conversations.get(agentId);
+    if (conversation === undefined) return;
+    const queued = new Set(messages.map((message) => message.executionId));
+    const wasDurable = (item: QueuedItem): boolean => item.state === "queued" && (item.durableNumber ?? 0) <= durableBefore;
+    const gone = conversation.items.filter((item) => wasDurable(item) && !queued.has(item.executionId));
+    for (const item of gone) {
+      this.forget(item);
+      this.environment.followExecution(agentId, item.executionId, item.waiter);
+    }
+  }
+
+  /** Messages known durable so far (`QueuedItem.durableNumber`). */
+  private durableCount = 0;
 
   /** `restore` for the conversation if it is live here (nothing when it
    * is not: its next use reads its queue). */
@@ -374,6 +471,7 @@ export class ConversationQueues {
     item.waiter.knowExecutionId(item.executionId);
     if (item.state === "cancelling") return item.onWritten?.(true);
     item.state = "queued";
+    item.durableNumber = ++this.durableCount;
     if (front) this.interruptRunning(item.agent);
     this.startHead(item.agent);
   }
@@ -381,7 +479,7 @@ export class ConversationQueues {
   /** Starts the conversation's head through the core (on the loop). The
    * core refuses it while the conversation is busy; it then stays the head. */
   private startHead(agent: AgentEntry): void {
-    if (this.closed || this.environment.closed) return;
+    if (this.closed || this.environment.closed || this.recovering.has(agent.id)) return;
     const conversation = this.conversations.get(agent.id);
     const head = conversation?.items[0];
     if (conversation === undefined || head === undefined || head.state !== "queued") return;
@@ -457,7 +555,7 @@ export class ConversationQueues {
     waiter.knowExecutionId(message.executionId);
     const item: QueuedItem = {
       executionId: message.executionId, agent, waiter, ...storedStartInput(message.input),
-      options: optionsOf(message.config), state: "queued",
+      options: optionsOf(message.config), state: "queued", durableNumber: ++this.durableCount,
     };
     this.items.set(item.executionId, item);
     this.cancelDurablyOnFailure(item);
@@ -467,6 +565,14 @@ export class ConversationQueues {
   private warn(item: QueuedItem, error: unknown): void {
     this.settings.logger.warn(`[phronomy] queued message ${item.executionId} of agent "${item.agent.id}" could not be written terminal: ${error instanceof Error ? error.message : String(error)}`);
   }
+}
+
+/** A refusal that says "not here, not now" (the partition's lease not
+ * renewed in time, lost, or held for a takeover's recovery), not that the
+ * start is wrong: the message stays queued for whoever holds it. */
+function notNow(error: PhronomyError): boolean {
+  const reason = error.details?.["reason"];
+  return error.code === "AGENT_BUSY" && (reason === "lease_not_held" || reason === "recovering");
 }
 
 function cancellation(executionId: string, agentId: string | undefined, reason: string | undefined): CancellationError {

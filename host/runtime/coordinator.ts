@@ -44,6 +44,22 @@ import { deliverOutcome, emitToEntry, settleWaiterWithError } from "./delivery.j
 import { argumentsHashOf, asPhronomyError, Session, type SessionHost } from "./session.js";
 import type { Tracer } from "./tracing.js";
 
+/** What the coordinator asks the conversation queues (`conversation-queue.ts`). */
+export interface BusyHooks {
+  /** A start refused because its agent is busy, offered first: true when
+   * taken (a queue head put back, or queued by its busy policy). */
+  readonly startRefusedBusy: (request: StartRequest) => boolean;
+  /** A queue head refused because its agent is busy (whatever holds it):
+   * true when put back at its conversation's head. */
+  readonly headRefusedBusy: (request: StartRequest) => boolean;
+  /** A start ended by its preparation with `error`: true when it was a
+   * queue head still queued in the store, started again later. */
+  readonly headFailed: (request: StartRequest, error: PhronomyError) => boolean;
+  /** An agent's admission may have been released (an execution released,
+   * a start ended by its preparation). */
+  readonly admissionFreed: (agent: AgentEntry) => void;
+}
+
 export interface CoordinatorSettings {
   readonly core: ControlCore;
   readonly loop: ControlLoop;
@@ -70,10 +86,6 @@ export class Coordinator implements SessionHost {
    * the conversations' bookkeeping (`conversations.ts`) listens. */
   onAgentActivity: ((agent: AgentEntry, activity: "suspended" | "released") => void) | undefined;
 
-  /** The conversation queues (`conversation-queue.ts`): a start refused
-   * because its agent is busy is offered here first (true: taken, by its
-   * busy policy), and they are told whenever an agent's admission may have
-   * been released (an execution released, a start ended by its preparation). */
   /** An execution was held recovery_required (a write refused or its
    * outcome unknown), with the error that did it: the environment recovers
    * at once one whose lease it has taken back meanwhile (fenced writes). */
@@ -81,7 +93,8 @@ export class Coordinator implements SessionHost {
   /** An agent was held recovery_required with no execution (a
    * preparation whose outcome could not be read back). */
   onAgentRecoveryRequired: ((agentId: string) => void) | undefined;
-  busyHooks: { readonly startRefusedBusy: (request: StartRequest) => boolean; readonly admissionFreed: (agent: AgentEntry) => void } | undefined;
+  /** The conversation queues (`conversation-queue.ts`). */
+  busyHooks: BusyHooks | undefined;
 
   constructor(readonly settings: CoordinatorSettings) {}
 
@@ -269,6 +282,9 @@ export class Coordinator implements SessionHost {
     }
     if (request.type === "cancel") return cancelRefused(this, request, code);
     const executionId = request.type === "start" ? request.executionId : request.type === "resume" ? request.executionId : undefined;
+    // A queue head stays the head, whatever holds the conversation: its
+    // message is queued in the store (docs/decisions/0058).
+    if (request.type === "start" && code === ResultCode.AgentAlreadyAdmitted && this.busyHooks?.headRefusedBusy(request)) return;
     if (request.type === "start" && code === ResultCode.AgentAlreadyAdmitted && this.isHeldForRecovery(request.agent)) {
       settleWaiterWithError(request.waiter, AgentBusyError.heldForRecovery(request.agent.id), this.settings);
       return;
@@ -362,6 +378,9 @@ export class Coordinator implements SessionHost {
     if (prepared && prepared.outcome !== "active") error = errorFromRecord(prepared.error, context);
     else if (request.storeError) error = request.storeError;
     else error = new ExecutionRehydrationRequiredError(`preparation of execution ${request.executionId ?? "(unknown)"} ended with preparation outcome ${outcome}`, context);
+    // A queue head the store failed to prepare is still queued there: it
+    // is started again, its Run not told (docs/decisions/0058).
+    if (this.busyHooks?.headFailed(request, error)) return;
     settleWaiterWithError(request.waiter, error, this.settings);
     this.busyHooks?.admissionFreed(request.agent);
   }

@@ -55,6 +55,7 @@ import { executionOrQueued, listWithQueued } from "./queued-rows.js";
 import { applyFiledRetry, checkRetryOptions, retryById, withAttempts, type RetryHost, type RetryOptions } from "./retry.js";
 import { ChatStreams, type ChatChunk, type StreamOptions } from "../chat/chat-stream.js";
 import { applyFiledCancel, cancelById, checkCancel, type CancelHost, type CancelOptions, type CancelResult } from "./cancel-by-id.js";
+import { checkSupportedRuntime } from "./supported-runtime.js";
 
 /** What a pending approval looks like to whoever decides it. */
 export interface PendingApproval {
@@ -132,6 +133,7 @@ export class Environment {
   /** What `Phronomy.open` does: checks the options, opens (creating and
    * migrating) the store, starts the core and the control loop. */
   static async open(options: OpenOptions): Promise<Environment> {
+    checkSupportedRuntime();
     const { logger, retention } = checkOpenOptions(options);
     const core = await ControlCore.create(options.limits ?? {});
     const store = typeof options.store === "string" ? await openStoreAt(options.store, options, logger) : options.store;
@@ -428,9 +430,13 @@ export class Environment {
     const leasing = leasingStoreOf(this.store);
     if (leasing === undefined || leasing.leaseOf(agentId) !== undefined) return undefined;
     // Held here but not renewed in time: refused here (lease_not_held) until
-    // the next renewal, as before — never filed for itself.
-    const held = (this.store as { partitionHeld?: (agentId: string) => boolean }).partitionHeld?.(agentId) === true;
-    return held ? undefined : this.remoteStarts;
+    // the next renewal, as before — never filed for itself. Nor when its
+    // lease lapsed here (the database away longer than the lease) and
+    // nobody took it since: this process takes it back at its next tick,
+    // and a start filed meanwhile went to itself (docs/decisions/0058).
+    const store = this.store as { partitionHeld?: (agentId: string) => boolean; partitionLapsedHere?: (agentId: string) => boolean };
+    if (store.partitionHeld?.(agentId) === true || store.partitionLapsedHere?.(agentId) === true) return undefined;
+    return this.remoteStarts;
   }
 
   /** @internal A keyed start whose execution is in the store already:

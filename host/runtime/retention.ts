@@ -8,11 +8,13 @@
 //   each agent with its own retention by itself, then every other agent
 //   with the default (`exceptAgentIds`). Another process sharing the store
 //   applies its own policy to the agents it does not define.
-// * The store does the deleting, in batches of at most
-//   the store's `pruneBatchExecutions` executions (32 on SQLite, whose one
-//   writer the hot path shares; 100 on PostgreSQL), one transaction each
-//   (`store/prune.ts`); between two batches the pruner yields to the event
-//   loop, so the hot path's work is never queued behind a whole pass.
+// * The store does the deleting, in batches that start at the store's
+//   `pruneBatchExecutions` executions (32 on SQLite, whose one writer the
+//   hot path shares; 100 on PostgreSQL) and double after every full one,
+//   up to `pruneBatchExecutionsMax` (a backlog: docs/decisions/0059), one
+//   transaction each (`store/prune.ts`); between two batches the pruner
+//   yields to the event loop, so the hot path's work is never queued
+//   behind a whole pass.
 // * One pass at a time: a background pass and `env.prune()` calls run one
 //   after the other. The timer is unref'd (a process is never kept alive
 //   by it), and `close()` waits for the pass in progress to end its batch.
@@ -21,8 +23,8 @@
 
 import { InvalidInputError } from "../errors.js";
 import {
-  addPruneCounts, journalRecordsKept, noPruneCounts, pruneExceptionsMax, type PruneCounts, type PruneExecutionsOperation,
-  type PruningStore,
+  addPruneCounts, journalRecordsKept, noPruneCounts, pruneBatchExecutionsMax, pruneExceptionsMax, type PruneCounts,
+  type PruneExecutionsOperation, type PruningStore,
 } from "../store/prune.js";
 import { checkId } from "../store/check-operation.js";
 /** The environment's logger (`options.ts` Logger: not imported, which would close a circle). */
@@ -263,11 +265,13 @@ export class Retention {
   }
 
   /** Batches until one finds fewer than a batch of executions and of
-   * inbox rows (or the environment
-   * closes), yielding to the event loop between two. */
+   * inbox rows (or the environment closes), yielding to the event loop
+   * between two. A full batch says a backlog at least as large is left:
+   * the next one is twice as large, up to `pruneBatchExecutionsMax`
+   * (`nextBatch`). */
   private async drain(request: Omit<PruneExecutionsOperation, "type" | "executionsMax">): Promise<PruneReport> {
     let total = noPruneCounts;
-    const batch = this.settings.store.pruneBatchExecutions;
+    let batch = this.settings.store.pruneBatchExecutions;
     for (;;) {
       const kept = this.settings.options.journalRecordsKept;
       const counts = await this.settings.store.pruneExecutions({
@@ -277,7 +281,19 @@ export class Retention {
       // Inbox rows go with executions, and refused filed starts on their own
       // (a batch at most per request): a full batch of either asks for more.
       if ((counts.executions < batch && counts.approvals < batch) || this.closed) return total;
+      batch = nextBatch(batch);
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
   }
+}
+
+/** The batch after a full one (docs/decisions/0059). Each batch waits for
+ * its turn at the store (on SQLite a group commit behind the hot path's
+ * barriers), so a fixed batch caps pruning at one batch per wait whatever
+ * the store could delete: 32 per ≈125 ms ≈ 255 executions/s while 850
+ * finished each second (issue 24 item 12). Doubling while batches come
+ * back full makes a pass remove its backlog in a few waits; the store's
+ * own batch stays the size of a pass with little to do. */
+function nextBatch(batch: number): number {
+  return Math.min(pruneBatchExecutionsMax, batch * 2);
 }

@@ -59,7 +59,7 @@ import { StatementBatch } from "./postgres/statement-batch.js";
 import { text } from "./postgres/literals.js";
 import { startTiming } from "./start-timing.js";
 import type { FiledStartAnswer, StartFiling } from "./start-filing.js";
-import { isConnectionLoss, resolveOutcome } from "./postgres/outcome.js";
+import { isConnectionLoss, resolveOutcome, type Resolution } from "./postgres/outcome.js";
 import * as reads from "./postgres/reads.js";
 import { migrate, schemaVersion } from "./postgres/schema.js";
 import { checkPruneOperation, type PruneCounts, type PruneExecutionsOperation } from "./prune.js";
@@ -74,6 +74,11 @@ import type { ExecutionStore } from "./store.js";
 export type { PostgresStoreOptions } from "./postgres/options.js";
 
 const optionNames: ReadonlySet<string> = new Set(["schema", "poolSize", "leaseMs", "instanceId", "partitions", "balance"]);
+
+/** The first and the longest wait before an enqueue whose connection was
+ * lost reads back its outcome again (the database not answering). */
+const enqueueReadBackMsMin = 250;
+const enqueueReadBackMsMax = 2_000;
 
 /** Connections opened ahead when a restart reclaimed partitions: its
  * recovery's scan, reads and first group commits at once. */
@@ -380,6 +385,9 @@ export class PostgresStore implements ExecutionStore {
     try {
       applied = await this.submitConnected(sql, partition);
     } catch (error) {
+      // Its records may have been written (read back, or not known): the
+      // tail kept in memory is read again (docs/decisions/0058).
+      if (journal !== undefined) this.journalTails.drop(journal.agentId);
       if (error instanceof ConnectionLost) return this.resolveLost(operation, writeId, error.backendPid, error.cause, 0);
       if (error instanceof NotConnected || (!(error instanceof PhronomyError) && isConnectionLoss(error))) {
         const cause = error instanceof NotConnected ? error.cause : error;
@@ -430,23 +438,49 @@ export class PostgresStore implements ExecutionStore {
 
   /** The connection was lost mid-operation: read back what happened. */
   private async resolveLost(operation: OffloadOperation, writeId: string, backendPid: number | undefined, cause: unknown, rerunsLeft: number): Promise<unknown> {
-    let resolution: Awaited<ReturnType<typeof resolveOutcome>>;
-    try {
-      const client = await this.pool.connect();
-      try {
-        resolution = await resolveOutcome(client, operation, writeId, backendPid);
-      } finally {
-        client.release();
-      }
-    } catch (error) {
-      throw new StoreError(`the PostgreSQL store at ${this.path} lost its connection during ${operation.type} and could not read back whether it committed (${messageOf(error)}); recovery will read the row: ${messageOf(cause)}`, { cause, details: { outcome: "unknown", writeId } });
-    }
+    const resolution = await this.readBackOutcome(operation, writeId, backendPid, cause);
     if (resolution.committed === true) return resolution.value;
     if (resolution.committed === "rerun" && rerunsLeft > 0) return this.execute(operation, rerunsLeft - 1);
     if (resolution.committed === "rerun") {
       throw new StoreError(`the PostgreSQL store at ${this.path} lost its connection twice during ${operation.type}; it is idempotent, call it again: ${messageOf(cause)}`, { cause, details: { outcome: "unknown" } });
     }
     throw new StoreError(`the PostgreSQL store at ${this.path} lost its connection during ${operation.type}; reading back showed it did not commit (nothing was written; retrying is safe): ${messageOf(cause)}`, { cause, details: { outcome: "not_committed", writeId } });
+  }
+
+  /** Reads back whether a write whose connection was lost committed. The
+   * database not answering: unknown — except for an enqueue, read again
+   * (250 ms doubling to 2 s) until it answers or the store closes: the
+   * conversation's later queue writes wait behind it, so a message that
+   * did commit keeps its place in the queue, and its caller is told the
+   * truth, not a guess (docs/decisions/0058). */
+  private async readBackOutcome(operation: OffloadOperation, writeId: string, backendPid: number | undefined, cause: unknown): Promise<Resolution> {
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        const client = await this.pool.connect();
+        try {
+          return await resolveOutcome(client, operation, writeId, backendPid);
+        } finally {
+          client.release();
+        }
+      } catch (error) {
+        if (operation.type !== "enqueueMessage" || this.closing !== undefined) throw this.outcomeUnknown(operation, writeId, error, cause);
+        const delayMs = Math.min(enqueueReadBackMsMax, enqueueReadBackMsMin * 2 ** attempt);
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
+      }
+    }
+  }
+
+  private outcomeUnknown(operation: OffloadOperation, writeId: string, error: unknown, cause: unknown): StoreError {
+    const details = { outcome: "unknown", writeId };
+    if (operation.type === "enqueueMessage") {
+      const message = `the PostgreSQL store at ${this.path} lost its connection while queuing message ${operation.executionId} of agent "${operation.agentId}" `
+        + `and the store closed before it could read back whether the message was queued (${messageOf(error)}): if it was, it runs in its turn under `
+        + `that execution id — env.execution("${operation.executionId}") tells; do not send it again: ${messageOf(cause)}`;
+      return new StoreError(message, { cause, executionId: operation.executionId, agentId: operation.agentId, details });
+    }
+    const message = `the PostgreSQL store at ${this.path} lost its connection during ${operation.type} and could not read back whether it committed `
+      + `(${messageOf(error)}); recovery will read the row: ${messageOf(cause)}`;
+    return new StoreError(message, { cause, details });
   }
 
   private storeErrorOf(error: unknown): PhronomyError {
@@ -603,6 +637,13 @@ export class PostgresStore implements ExecutionStore {
   async releaseLease(agentId: string): Promise<void> {
     if (!this.leaseBook.forget(checkId(agentId, "agentId"))) return;
     this.journalTails.drop(agentId);
+  }
+
+  /** The agent's partition lapsed under this process's own lease and is
+   * held by nobody: a start is not filed for it — this process would file
+   * it to itself (docs/decisions/0058). */
+  partitionLapsedHere(agentId: string): boolean {
+    return this.leaseBook.lapsedHere(agentId);
   }
 
   /** Whether the agent's partition is held here, renewed in time or not:

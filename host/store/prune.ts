@@ -19,17 +19,23 @@
 //   default the largest memory window a definition may ask for); an older
 //   record goes once its execution is gone (now, or in an earlier prune).
 // * Bounded: at most `executionsMax` executions per request (at most
-//   `pruneBatchExecutionsMax`, and the store's own `pruneBatchExecutions`
-//   is what the runtime asks for); the caller repeats, yielding in between.
+//   `pruneBatchExecutionsMax`; the runtime asks for the store's own
+//   `pruneBatchExecutions` first, more while batches come back full); the
+//   caller repeats, yielding in between.
 
 import { InvalidInputError } from "../errors.js";
 import { checkId } from "./check-operation.js";
 
-/** Most executions one prune transaction deletes, on any store (each
- * store asks for its own batch, `PruningStore.pruneBatchExecutions`). An
- * execution of the bench's shape (model → tool → model → tool → model)
- * has 12 steps, so 100 is ≈1,300 rows and their index entries. */
-export const pruneBatchExecutionsMax = 100;
+/** Most executions one prune transaction deletes, on any store. A pass
+ * starts at the store's own batch (`PruningStore.pruneBatchExecutions`)
+ * and doubles it after each full one while a backlog lasts
+ * (`runtime/retention.ts`, docs/decisions/0059), up to this. An execution
+ * of the bench's shape (model → tool → model → tool → model) has 12
+ * steps, so 256 is ≈3,300 rows and their index entries: on SQLite ≈40 ms
+ * of the one writer on a quiet machine (≈65 ms loaded), paid only while
+ * more than 32 + 64 + 128 finished executions wait; a store that falls
+ * behind grows without bound instead. */
+export const pruneBatchExecutionsMax = 256;
 
 /** Journal records kept per agent unless a request says fewer: the largest
  * `memoryWindow` a definition may set (`MEMORY_WINDOW_MAX`, checked by a

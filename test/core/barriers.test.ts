@@ -474,7 +474,7 @@ for (const barrier of BARRIER_KINDS) {
       expect(run.admission).toBe(AdmissionState.Cancelling);
     });
 
-    it("RehydrationRequired: marks the execution for recovery (ending the session), returns Ok; the barrier is not settled", async () => {
+    it("RehydrationRequired: holds the execution for recovery (ending the session), returns Ok; the barrier settles (issue 24 item 11)", async () => {
       const core = await boot();
       const run = barrier.writing(core).finish(SessionEnding.Cancelled);
       const before = run.record;
@@ -483,9 +483,12 @@ for (const barrier of BARRIER_KINDS) {
         effect.RecoveryRequired(run.exec, RecoveryScope.Execution, ResultCode.RehydrationRequired),
         effect.FailWaiters(run.exec, ResultCode.RehydrationRequired),
       ]);
-      // Recovery also drops the deferred terminal of the abandoned session.
-        expect(run.record).toEqual({ ...before, waiters: 0, session: 0, flags: before.flags & ~ExecutionFlag.TerminalDeferred });
+      // Recovery also drops the deferred terminal of the abandoned session;
+      // the barrier answered, so it is no longer in flight.
+      expect(run.record).toEqual({ ...before, waiters: 0, session: 0, inFlight: 0, flags: before.flags & ~ExecutionFlag.TerminalDeferred });
       expect(run.admission).toBe(AdmissionState.RecoveryRequired);
+      // Quiescent: env.recover() can release it (it refused NotQuiescent for good before).
+      expect(core.apply(MessageKind.DischargeRecovery, run.exec, run.generation)).toBe(ResultCode.Ok);
     });
 
     for (const outcome of [CommitOutcome.None, 4, 0xffff_ffff]) {
@@ -498,8 +501,9 @@ for (const barrier of BARRIER_KINDS) {
           effect.RecoveryRequired(run.exec, RecoveryScope.Execution, ResultCode.OutcomeUnknown),
           effect.FailWaiters(run.exec, ResultCode.OutcomeUnknown),
         ]);
-        // Recovery also drops the deferred terminal of the abandoned session.
-        expect(run.record).toEqual({ ...before, waiters: 0, session: 0, flags: before.flags & ~ExecutionFlag.TerminalDeferred });
+        // Recovery also drops the deferred terminal of the abandoned session;
+        // the barrier answered, so it is no longer in flight.
+        expect(run.record).toEqual({ ...before, waiters: 0, session: 0, inFlight: 0, flags: before.flags & ~ExecutionFlag.TerminalDeferred });
         expect(run.admission).toBe(AdmissionState.RecoveryRequired);
       });
     }
@@ -514,8 +518,9 @@ for (const barrier of BARRIER_KINDS) {
           effect.RecoveryRequired(run.exec, RecoveryScope.Execution, ResultCode.RevisionMustIncrease),
           effect.FailWaiters(run.exec, ResultCode.RevisionMustIncrease),
         ]);
-        // Recovery also drops the deferred terminal of the abandoned session.
-        expect(run.record).toEqual({ ...before, waiters: 0, session: 0, flags: before.flags & ~ExecutionFlag.TerminalDeferred });
+        // Recovery also drops the deferred terminal of the abandoned session;
+        // the barrier answered, so it is no longer in flight.
+        expect(run.record).toEqual({ ...before, waiters: 0, session: 0, inFlight: 0, flags: before.flags & ~ExecutionFlag.TerminalDeferred });
         expect(run.admission).toBe(AdmissionState.RecoveryRequired);
       });
     }

@@ -78,12 +78,15 @@ function phronomyArguments(words: readonly string[]): string[] | undefined {
 
 /** The other kinds of shell line, and what checks them (decision 0046). */
 const otherKinds: readonly [RegExp, string][] = [
-  [/^npm install( phronomy( ai)?( better-sqlite3@12)?)?$/, "installs: the packed suite installs the tarball with npm (test/package/packed-project.ts); `npm install` of the repository is CI's `npm ci`"],
-  [/^bun add phronomy$/, "Bun's install: not run (the packed suite installs with npm and runs the project with bun)"],
+  [/^npm install( phronomy ai)?$/,
+    "installs: run as written, the agent after them (test/package/documented-lines.test.ts); the repository's `npm install` is CI's `npm ci`"],
+  [/^bun add phronomy ai$/, "Bun's install: run as written, `bun agent.ts` after it (test/package/documented-lines.test.ts)"],
   [/^npm test$/, "the whole suite: CI (.ci/run)"],
-  [/^npx -p phronomy -p ai@7( -p better-sqlite3@12)? phronomy demo$/, "the command the demo names when `ai` is missing (test/cli/demo.test.ts checks the message names it; running it needs the registry)"],
+  [/^npx -p phronomy -p ai@7 phronomy demo$/,
+    "the command the demo names when `ai` is missing (test/cli/demo.test.ts; run by test/package/documented-lines.test.ts)"],
   [/^mkdir -p data$/, "the examples' data directory, made by the tests that run them"],
-  [/^(node agent\.mjs|npx tsx agent\.ts|bun agent\.ts|deno run .* agent\.ts)$/, "examples/agent.ts run on that runtime by the packed suite (test/package/)"],
+  [/^(node agent\.mjs|npx tsx agent\.ts|bun agent\.ts|deno run .* agent\.ts)$/,
+    "examples/agent.ts run as written after each install (test/package/documented-lines.test.ts)"],
   [/^export PHRONOMY_STORE=\S+ PGPASSWORD=\S+$/, "an environment for the commands after it"],
 ];
 

@@ -681,18 +681,22 @@ export class ReferenceCore implements ControlMachine {
 
     if (exec.phase === Phase.Terminal) {
       // The session finished while its barrier was written: take the
-      // revision of a committed barrier, start nothing.
+      // revision of a committed barrier, start nothing. The barrier
+      // answered, so it settles, after the hold if it holds (issue 24 item 11).
       if (!inRange(outcome, CommitOutcome.Committed, CommitOutcome.StoreFailed)) {
         this.requireRecovery(execSlot, ResultCode.OutcomeUnknown);
+        this.settleOperation(execSlot);
         return ResultCode.OutcomeUnknown;
       }
       if (outcome === CommitOutcome.RehydrationRequired) {
         this.requireRecovery(execSlot, ResultCode.RehydrationRequired);
+        this.settleOperation(execSlot);
         return ResultCode.Ok;
       }
       if (outcome === CommitOutcome.Committed) {
         if (newRevision <= exec.revision) {
           this.requireRecovery(execSlot, ResultCode.RevisionMustIncrease);
+          this.settleOperation(execSlot);
           return ResultCode.RevisionMustIncrease;
         }
         exec.revision = newRevision;

@@ -1,8 +1,8 @@
 // The packed package on Node 22 and 24 without better-sqlite3 (issue 17,
-// docs/decisions/0040 and 0046): an application that installs only
+// docs/decisions/0040, 0046 and 0060): an application that installs only
 // `phronomy` (and `ai`) runs on Node's built-in `node:sqlite`, with no
-// native build. On each version, as on Node 20 (runtimes.test.ts,
-// types.test.ts), the packed-package suite runs what applies there:
+// native build. On each version (22 is also runtimes.test.ts's Node) the
+// packed-package suite runs what applies there:
 //
 // * the smoke phases (smoke.mjs: a run, a crash inside a tool, recovery
 //   with the same idempotency key, an approval, verify), which report the
@@ -12,10 +12,11 @@
 //   node16 resolution) compiled by tsc running on that Node, then run
 //   there as TypeScript (Node strips the types);
 // * examples/agent.ts, the docs/runtimes.md program, run as documented
-//   there (`node agent.ts`; Deno, Bun and Node 20 are runtimes.test.ts's).
+//   there (`node agent.ts`; Deno and Bun are runtimes.test.ts's).
 //
-// Node 20 in the same project is refused with an error naming
-// better-sqlite3. (Node 20 with better-sqlite3 is runtimes.test.ts.)
+// Node 20, past its end of life and older than the AI SDK 7 allows, is
+// refused: `Phronomy.open` rejects with UNSUPPORTED_RUNTIME naming the
+// version found and the one needed, and the CLI says so (decision 0060).
 // The project installs no optional peer but `ai`: a postgres:// store is refused
 // naming `pg`, and the CLI's `--model openai-compatible:…` naming
 // `@ai-sdk/openai-compatible`.
@@ -28,33 +29,20 @@ import { spawn } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { finished, installedPackage, installProject, packTarball, repositoryRoot, reported, succeed } from "./packed-project.js";
+import { finished, installedPackage, installProject, nodeBinary, packTarball, repositoryRoot, reported } from "./packed-project.js";
 import { childNodeFlags } from "../support/node-flags.js";
 import { compilerOptions, strictConsumer } from "./strict-consumer.js";
 
 const versions = ["22.23.5", "24.22.3"] as const;
+/** A Node the package refuses (decision 0060). */
+const unsupportedVersion = "20.20.2";
 const crashExitCode = 75;
 /** tsc checks every declaration file the consumer reaches (the AI SDK's
  * too): a minute and more on a loaded 2-core machine. */
 const tscTimeoutMs = 240_000;
-const cache = join(repositoryRoot, "node_modules", ".cache", "phronomy-node-binaries");
 
 let workspace: string;
 let project: string;
-
-/** The `node` binary of `version`, fetched from the registry once. */
-async function nodeBinary(version: string): Promise<string> {
-  const directory = join(cache, version);
-  const binary = join(directory, "package", "bin", "node");
-  if (existsSync(binary)) return binary;
-  mkdirSync(directory, { recursive: true });
-  const name = `node-${process.platform}-${process.arch}`;
-  const packed = await succeed("npm", ["pack", "--json", `${name}@${version}`], directory);
-  const [tarball] = JSON.parse(packed.stdout) as { filename: string }[];
-  await succeed("tar", ["xzf", tarball!.filename], directory);
-  rmSync(join(directory, tarball!.filename));
-  return binary;
-}
 
 async function smoke(node: string, phase: string, store: string, expectedCode = 0): Promise<Record<string, unknown>> {
   const child = spawn(node, [...childNodeFlags, "smoke.mjs", phase, store], { cwd: project, env: { ...process.env, NO_COLOR: "1", PHRONOMY_SQLITE_DRIVER: "" }, stdio: ["pipe", "pipe", "pipe"] });
@@ -72,7 +60,7 @@ beforeAll(async () => {
   // `ai` runs every model call (docs/decisions/0033); no other peer. zod for
   // the example; what a strict consumer compiles with (types.test.ts says why
   // @types/json-schema).
-  await installProject(project, packed.path, [installedPackage("ai"), installedPackage("zod"), installedPackage("@types/node"), "@types/json-schema@7"], false);
+  await installProject(project, packed.path, [installedPackage("ai"), installedPackage("zod"), installedPackage("@types/node"), "@types/json-schema@7"]);
   symlinkSync(join(repositoryRoot, "node_modules", "typescript"), join(project, "node_modules", "typescript"), "dir");
   copyFileSync(join(repositoryRoot, "test", "package", "smoke.mjs"), join(project, "smoke.mjs"));
   copyFileSync(join(repositoryRoot, "examples", "agent.ts"), join(project, "agent.ts"));
@@ -123,14 +111,29 @@ describe("the packed package without better-sqlite3", () => {
     }, 300_000);
   }
 
-  it("on Node 20 refuses to open a store, naming better-sqlite3", async () => {
-    const child = spawn(process.execPath, [...childNodeFlags, "smoke.mjs", "run", join(workspace, "node20.db")], { cwd: project, env: { ...process.env, NO_COLOR: "1" }, stdio: ["pipe", "pipe", "pipe"] });
-    child.stdin?.end();
-    const result = await finished(child, "smoke run on Node 20");
-    expect(result.code).not.toBe(0);
-    expect(result.stderr).toContain("npm install better-sqlite3@12");
-    expect(result.stderr).toContain("from Node 22.13 on it uses the built-in node:sqlite");
-  }, 120_000);
+  it(`Node ${unsupportedVersion}: Phronomy.open refuses with UNSUPPORTED_RUNTIME naming the version found and the one needed`, async () => {
+    writeFileSync(join(project, "old-node.mjs"), [
+      "import { Phronomy } from \"phronomy\";",
+      "try {",
+      "  await Phronomy.open({ store: \"./data/agents.db\" });",
+      "  console.log(\"OPENED\");",
+      "} catch (error) {",
+      "  console.log(`REFUSED ${JSON.stringify({ name: error.name, code: error.code, message: error.message, details: error.details })}`);",
+      "}",
+      "",
+    ].join("\n"));
+    const node = await nodeBinary(unsupportedVersion);
+    const result = await runOn(node, join(workspace, "old-node"), [join(project, "old-node.mjs")]);
+    expect(reported(result.stdout, "REFUSED"), result.stdout + result.stderr).toEqual({
+      name: "PhronomyError", code: "UNSUPPORTED_RUNTIME",
+      message: expect.stringMatching(new RegExp(`^phronomy needs Node 22\\.13 or later; this is Node ${unsupportedVersion.replaceAll(".", "\\.")}\\. Upgrade`)),
+      details: { runtime: "node", found: unsupportedVersion, needed: ">=22.13" },
+    });
+    const cli = join(project, "node_modules", "phronomy", "dist", "host", "cli", "cli.js");
+    const demo = await runOn(node, join(workspace, "old-node-cli"), [cli, "demo", "--store", "demo.db"]);
+    expect(demo.code, demo.stdout).not.toBe(0);
+    expect(demo.stderr).toContain(`phronomy needs Node 22.13 or later; this is Node ${unsupportedVersion}`);
+  }, 300_000);
 
   it("installs no optional peer but ai, and a postgres:// store without pg is refused naming it", async () => {
     expect(existsSync(join(project, "node_modules", "pg")), "pg is an optional peer").toBe(false);
@@ -144,7 +147,7 @@ describe("the packed package without better-sqlite3", () => {
       "}",
       "",
     ].join("\n"));
-    const child = spawn(process.execPath, [...childNodeFlags, "postgres.mjs"], { cwd: project, env: { ...process.env, NO_COLOR: "1" }, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(await nodeBinary(versions[0]), [...childNodeFlags, "postgres.mjs"], { cwd: project, env: { ...process.env, NO_COLOR: "1" }, stdio: ["pipe", "pipe", "pipe"] });
     child.stdin?.end();
     const result = await finished(child, "postgres.mjs");
     expect(reported(result.stdout, "REFUSED")).toMatchObject({ code: "STORE", details: { missingPackage: "pg" }, message: expect.stringContaining("npm install pg@") });
@@ -152,7 +155,7 @@ describe("the packed package without better-sqlite3", () => {
 
   it("--help names the command reference inside the installed package, and it is there", async () => {
     const cli = join(project, "node_modules", "phronomy", "dist", "host", "cli", "cli.js");
-    const child = spawn(process.execPath, [...childNodeFlags, cli, "--help"], { cwd: project, env: { ...process.env, NO_COLOR: "1" }, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(await nodeBinary(versions[0]), [...childNodeFlags, cli, "--help"], { cwd: project, env: { ...process.env, NO_COLOR: "1" }, stdio: ["pipe", "pipe", "pipe"] });
     child.stdin?.end();
     const result = await finished(child, "phronomy --help");
     const docs = /Docs: (.+)$/m.exec(result.stdout)?.[1];
@@ -164,7 +167,7 @@ describe("the packed package without better-sqlite3", () => {
     expect(existsSync(join(project, "node_modules", "@ai-sdk", "openai-compatible")), "an optional peer").toBe(false);
     writeFileSync(join(project, "agent.mjs"), "export default { id: \"support\" };\n");
     const cli = join(project, "node_modules", "phronomy", "dist", "host", "cli", "cli.js");
-    const child = spawn(process.execPath, [...childNodeFlags, cli, "run", "agent.mjs", "hello", "--model", "openai-compatible:m", "--base-url", "http://127.0.0.1:9/v1", "--store", join(workspace, "cli.db")], { cwd: project, env: { ...process.env, NO_COLOR: "1" }, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(await nodeBinary(versions[0]), [...childNodeFlags, cli, "run", "agent.mjs", "hello", "--model", "openai-compatible:m", "--base-url", "http://127.0.0.1:9/v1", "--store", join(workspace, "cli.db")], { cwd: project, env: { ...process.env, NO_COLOR: "1" }, stdio: ["pipe", "pipe", "pipe"] });
     child.stdin?.end();
     const result = await finished(child, "phronomy run --model");
     expect(result.code).not.toBe(0);

@@ -13,13 +13,51 @@
 // minutes. bun and deno are the repository's devDependencies.
 
 import { spawn, type ChildProcess } from "node:child_process";
-import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { childNodeFlags } from "../support/node-flags.js";
 
 export const repositoryRoot = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const bin = join(repositoryRoot, "node_modules", ".bin");
+const nodeBinaries = join(repositoryRoot, "node_modules", ".cache", "phronomy-node-binaries");
+
+/** The Node the packed package runs on in runtimes.test.ts and the package
+ * benchmark; node-versions.test.ts runs it on 22 and 24. */
+export const packageNodeVersion = "22.23.5";
+
+/** Where `nodeBinary(version)` puts that version's `node`. */
+export function nodeBinaryPath(version: string): string {
+  return join(nodeBinaries, version, "package", "bin", "node");
+}
+
+/** The `node` binary of `version`: the registry's node-<platform>-<arch>
+ * package, fetched once. */
+export async function nodeBinary(version: string): Promise<string> {
+  const binary = nodeBinaryPath(version);
+  if (existsSync(binary)) return binary;
+  // A directory of this process's own, renamed into place: test files fetching side by side never share one.
+  const directory = join(nodeBinaries, `${version}.${process.pid}`);
+  mkdirSync(directory, { recursive: true });
+  try {
+    const packed = await succeed("npm", ["pack", "--json", `node-${process.platform}-${process.arch}@${version}`], directory);
+    const [tarball] = JSON.parse(packed.stdout) as { filename: string }[];
+    await succeed("tar", ["xzf", tarball!.filename], directory);
+    rmSync(join(directory, tarball!.filename));
+    renameIfAbsent(directory, join(nodeBinaries, version));
+  } finally {
+    rmSync(directory, { recursive: true, force: true });
+  }
+  return binary;
+}
+
+function renameIfAbsent(from: string, to: string): void {
+  try {
+    renameSync(from, to);
+  } catch (error) {
+    if (!existsSync(join(to, "package", "bin", "node"))) throw error;
+  }
+}
 
 export interface RuntimeCommand {
   readonly command: string;
@@ -37,7 +75,8 @@ export interface RuntimeCommand {
  * process on an unhandled rejection unless a handler was installed (the
  * package installs none). */
 export const runtimes = {
-  node: { command: process.execPath, arguments: [...childNodeFlags], driver: "better-sqlite3" },
+  // `nodeBinary(packageNodeVersion)` fetches it (installProject does).
+  node: { command: nodeBinaryPath(packageNodeVersion), arguments: [...childNodeFlags], driver: "node:sqlite" },
   bun: { command: join(bin, "bun"), arguments: ["--unhandled-rejections=strict"], driver: "bun:sqlite" },
   // The AI SDK (`ai`) reads the host name when it loads.
   deno: { command: join(bin, "deno"), arguments: ["run", "--allow-read", "--allow-write", "--allow-sys=hostname"], driver: "node:sqlite" },
@@ -87,14 +126,13 @@ export async function packTarball(destination: string): Promise<PackedTarball> {
   return { path: join(destination, tarball.filename), size: tarball.size, unpackedSize: tarball.unpackedSize, files: tarball.files, stage };
 }
 
-/** A new project in `directory` with the tarball and `packages` installed;
- * better-sqlite3 (built for this Node) linked in unless `withBetterSqlite3`
- * is false. */
-export async function installProject(directory: string, tarball: string, packages: readonly string[] = [], withBetterSqlite3 = true): Promise<void> {
+/** A new project in `directory` with the tarball and `packages` installed,
+ * and the Node it runs on (`packageNodeVersion`) fetched. */
+export async function installProject(directory: string, tarball: string, packages: readonly string[] = []): Promise<void> {
   mkdirSync(directory, { recursive: true });
   writeFileSync(join(directory, "package.json"), `${JSON.stringify({ name: "phronomy-package-check", private: true, type: "module" }, null, 2)}\n`);
   await succeed("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball, ...packages], directory, buildTimeoutMs);
-  if (withBetterSqlite3) symlinkSync(join(repositoryRoot, "node_modules", "better-sqlite3"), join(directory, "node_modules", "better-sqlite3"), "dir");
+  await nodeBinary(packageNodeVersion);
 }
 
 /** `name@version` of a package as this repository has it installed. */

@@ -19,9 +19,14 @@
 // * differential fuzzing of the packaged core against the reference model
 //   (`fuzz.ts`, compiled to plain JavaScript into the project);
 // * examples/agent.ts, the program docs/runtimes.md runs on each runtime,
-//   as that page runs it (`npx tsx agent.ts` on Node, `bun agent.ts`,
+//   as that page runs it (`node agent.mjs` on Node — the file is plain
+//   JavaScript too —, `bun agent.ts`,
 //   `deno run --allow-read --allow-write --allow-sys=hostname agent.ts`).
-//   Node 22 and 24 run it in node-versions.test.ts.
+//   Node 22 and 24 run it as `node agent.ts` in node-versions.test.ts.
+//
+// "node" is Node 22 (`packageNodeVersion`, fetched from the registry): the
+// package needs 22.13 or later (decision 0060); there the store runs on
+// node:sqlite.
 //
 // The project is set up by packed-project.ts (what it installs and links,
 // and why). PACKAGE_FUZZ_RUNS and PACKAGE_FUZZ_SEED set the fuzzing.
@@ -60,6 +65,7 @@ beforeAll(async () => {
   await installProject(project, packed.path, [installedPackage("fast-check"), installedPackage("ai"), installedPackage("zod")]);
   copyFileSync(join(root, "test", "package", "smoke.mjs"), join(project, "smoke.mjs"));
   copyFileSync(join(root, "examples", "agent.ts"), join(project, "agent.ts"));
+  copyFileSync(join(root, "examples", "agent.ts"), join(project, "agent.mjs"));
   await compileFuzzHarness(project);
 }, 600_000);
 
@@ -191,8 +197,8 @@ describe("the packed package", () => {
     const directory = join(project, `agent-on-${runtime}`);
     mkdirSync(join(directory, "data"), { recursive: true });
     const { command, arguments: runtimeArguments } = runtimes[runtime];
-    // Node 20 runs TypeScript through tsx (`npx tsx agent.ts`), the repository's.
-    const script = runtime === "node" ? [join(root, "node_modules", "tsx", "dist", "cli.mjs"), join(project, "agent.ts")] : [join(project, "agent.ts")];
+    // On Node as docs/runtimes.md's first line runs it: `node agent.mjs`.
+    const script = [join(project, runtime === "node" ? "agent.mjs" : "agent.ts")];
     const child = spawn(command, [...runtimeArguments, ...script], { cwd: directory, env: { ...process.env, NO_COLOR: "1" }, stdio: ["pipe", "pipe", "pipe"] });
     child.stdin?.end();
     const result = await finished(child, `agent.ts on ${runtime}`);

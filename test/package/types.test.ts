@@ -37,7 +37,7 @@ beforeAll(async () => {
   workspace = mkdtempSync(join(tmpdir(), "phronomy-types-"));
   project = join(workspace, "project");
   const packed = await packTarball(workspace);
-  await installProject(project, packed.path, [installedPackage("ai"), installedPackage("@types/node"), "@types/json-schema@7"], false);
+  await installProject(project, packed.path, [installedPackage("ai"), installedPackage("@types/node"), "@types/json-schema@7"]);
   symlinkSync(join(repositoryRoot, "node_modules", "typescript"), join(project, "node_modules", "typescript"), "dir");
   writeFileSync(join(project, "index.ts"), consumer);
   mkdirSync(join(project, "cjs"));

@@ -205,3 +205,55 @@ describe("the store worker killed while 100 starts are preparing", () => {
     await env.close();
   });
 });
+
+/** Runs `before` and kills the store's worker as soon as it is sent a
+ * group holding a barrier, before it can answer: a test hook, not public
+ * API. Resolves with the number of barriers that group held. */
+function killWorkerOnFirstBarriers(env: Environment, before: () => void): Promise<number> {
+  type Entry = { operation: { type: string } };
+  type Offload = { sendToWorker(entries: readonly Entry[]): void; workerThread?: { terminate(): Promise<number> } };
+  const offload = (env.store as SqliteStore as unknown as { offload: Offload }).offload;
+  const send = offload.sendToWorker.bind(offload);
+  return new Promise((resolve, reject) => {
+    offload.sendToWorker = (entries) => {
+      const thread = offload.workerThread;
+      const barriers = entries.filter((entry) => entry.operation.type === "toolBarrier" || entry.operation.type === "providerBarrier").length;
+      if (barriers === 0 || thread === undefined) return send(entries);
+      offload.sendToWorker = send;
+      before();
+      send(entries);
+      thread.terminate().then(() => resolve(barriers), reject);
+    };
+  });
+}
+
+describe("the store worker killed while cancelled runs write their barriers (issue 24 item 11)", () => {
+  it("every conversation admits again after one env.recover(): a cancelled session whose barrier was lost with the worker is quiescent", async () => {
+    const env = await openEnvironment({ offloadPolicy: "worker" });
+    const gate = deferred();
+    const waiting = countdown(20);
+    const lookup = tool({ inputSchema: z.object({ orderId: z.string() }), execute: async () => { waiting.mark(); await gate.promise; return "shipped"; } });
+    const agents = await defineAgents(env, 20, (id) => env.agent({ id, model: agentRunModel(), tools: { lookup } }));
+    const controllers = agents.map(() => new AbortController());
+    const runs = agents.map((agent, index) => agent.start("Where is order 42?", { signal: controllers[index]!.signal }));
+    await waiting.reached;
+    // The barriers after the tools go to the worker; every run is cancelled
+    // while they are written, and the worker dies holding them.
+    const killed = killWorkerOnFirstBarriers(env, () => { for (const controller of controllers) controller.abort(); });
+    gate.resolve();
+    const barriers = await killed;
+    const outcomes = await Promise.allSettled(runs.map((run) => run.result));
+    const codes = outcomes.map((outcome) => outcome.status === "rejected" ? (outcome.reason as PhronomyError).code : "completed");
+    console.log(`store worker killed holding ${barriers} barriers of cancelled runs: ${codes.join(", ")}`);
+    expect(barriers).toBeGreaterThan(0);
+    expect(codes).toContain("EXECUTION_REHYDRATION_REQUIRED");
+
+    const report = await env.recover();
+    expect(report.filter((item) => item.status === "needs_attention")).toEqual([]);
+    for (const row of await env.executions()) await env.wait(row.executionId).result.catch(() => undefined);
+    expect(await env.executions({ status: "active" })).toEqual([]);
+    const again = await Promise.allSettled(agents.map((agent) => agent.start("And order 43?").result));
+    expect(again.filter((outcome) => outcome.status === "rejected").map((outcome) => (outcome as PromiseRejectedResult).reason)).toEqual([]);
+    await env.close();
+  });
+});

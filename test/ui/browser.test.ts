@@ -1,5 +1,5 @@
-// The dashboard in a real browser: Debian's chromium driven by
-// playwright-core (never a downloaded browser). The page is served by
+// The dashboard in a real browser: chromium driven by playwright-core (the
+// system's, or the one @sparticuz/chromium ships: test/support/chromium.ts). The page is served by
 // node:http (`serveDashboard`) on a store owned by this test's environment.
 // What a person does: open the list, watch a running execution finish
 // without reloading, approve one and see the tool run and the terminal

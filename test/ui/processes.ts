@@ -1,20 +1,13 @@
 // What the dashboard's process tests share: a `phronomy` command run as a
 // person runs it (its output collected), the dashboard URL it prints, and
-// Debian's chromium driven by playwright-core (never a downloaded browser).
+// the browser driven by playwright-core (test/support/chromium.ts: the
+// system's chromium, or the one the devDependency @sparticuz/chromium ships).
 
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
-import { chromium, type Browser } from "playwright-core";
 import { launcher, repositoryRoot } from "../cli/helpers.js";
 import { childNodeFlags } from "../support/node-flags.js";
 
-const chromiumPath = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium";
-
-/** Chromium from Debian's package (`.ci/run` installs it), or `CHROMIUM_PATH`. */
-export async function launchChromium(): Promise<Browser> {
-  if (!existsSync(chromiumPath)) throw new Error(`no chromium at ${chromiumPath}: install Debian's chromium (.ci/run does) or set CHROMIUM_PATH`);
-  return chromium.launch({ executablePath: chromiumPath, args: ["--no-sandbox"] });
-}
+export { launchChromium } from "../support/chromium.js";
 
 /** A `phronomy` command running in a child process. */
 export interface CliProcess {

@@ -79,6 +79,20 @@ export function agentOwnedElsewhere(agentId: string, why: string, details: Recor
   );
 }
 
+/** Starting an execution of an agent whose partition this process held
+ * and saw lapse (the database away longer than the lease): nobody else
+ * holds it, and this process takes it back at its next tick. Refused, not
+ * filed for another process: there is none (docs/decisions/0058). */
+export function partitionLapsedHere(agentId: string, partition: number, details: Record<string, unknown>, tickMs: number): PhronomyError {
+  return new PhronomyError(
+    "AGENT_BUSY",
+    `agent "${agentId}" cannot start here just now: the lease of its partition ${partition} lapsed in this process (it could not be renewed `
+      + `while the database was unreachable) and this process takes it back at its next lease tick (every ${tickMs} ms); `
+      + "nothing was started — start it again shortly",
+    { agentId, details: { reason: "lease_not_held", partition, ...details } },
+  );
+}
+
 /** Starting an execution of an agent this process took over and is still
  * recovering (its recovered executions come first). */
 export function agentRecovering(agentId: string, why: string, details: Record<string, unknown>): PhronomyError {

@@ -50,6 +50,9 @@ interface PartitionState {
   admitUntil: number;
   /** Why it is not held: the owner seen, a failed renewal. */
   why: string;
+  /** Not held here: last seen expired under this process's own lease (it
+   * lapsed while the database was away), which this process takes back. */
+  lapsedHere: boolean;
   details: Record<string, unknown>;
   /** Its unfinished executions were read (or are covered by the
    * environment's open scan): conversations need no read of their own. */
@@ -100,7 +103,9 @@ export class PartitionBook {
      * nothing up but on close. */
     private readonly balancing = true,
   ) {
-    this.states = Array.from({ length: count }, () => ({ grant: undefined, held: false, heldSince: 0, admitUntil: 0, why: "its partition is not held here", details: {}, scanned: false }));
+    this.states = Array.from({ length: count }, () => ({
+      grant: undefined, held: false, heldSince: 0, admitUntil: 0, why: "its partition is not held here", lapsedHere: false, details: {}, scanned: false,
+    }));
   }
 
   partitionOf(agentId: string): number {
@@ -148,6 +153,16 @@ export class PartitionBook {
    * lapsed until the next renewal). */
   holdsPartitionOf(agentId: string): boolean {
     return this.states[this.partitionOf(agentId)]!.held;
+  }
+
+  /** The agent's partition is not held here and was last seen expired
+   * under this process's own lease (it lapsed while the database was
+   * away): nobody else holds it, this process takes it back at its next
+   * tick, and a start is not filed in the inbox for it — it would be filed
+   * to this process itself (docs/decisions/0058). */
+  lapsedHere(agentId: string): boolean {
+    const state = this.states[this.partitionOf(agentId)]!;
+    return !state.held && state.lapsedHere;
   }
 
   /** The epoch the agent's partition is held at here (renewed in time or
@@ -209,6 +224,7 @@ export class PartitionBook {
     const owner = holder?.owner ?? "(nobody)";
     const expiresAt = holder?.expiresAt ?? 0;
     const state = this.states[partition]!;
+    if (!state.held) state.lapsedHere = false;
     state.why = `its partition ${partition} is held by ${owner} until ${new Date(expiresAt).toISOString()}`;
     state.details = { partition, owner, epoch: holder?.epoch ?? 0, expiresAt };
     return { acquired: false, owner, epoch: holder?.epoch ?? 0, expiresAt, message: `partition ${partition} is held by ${owner} until ${new Date(expiresAt).toISOString()}` };
@@ -266,6 +282,8 @@ export class PartitionBook {
     const hold = this.holds.get(agentId);
     if (state.held && hold !== undefined) return leases.agentRecovering(agentId, hold, { partition, epoch: state.grant?.epoch });
     if (state.held && performance.now() < state.admitUntil) return undefined;
+    const tickMs = Math.floor(this.leaseMs / 3);
+    if (!state.held && state.lapsedHere) return leases.partitionLapsedHere(agentId, partition, { ...state.details, thisProcess: this.owner }, tickMs);
     const why = state.held ? `its partition's lease could not be renewed in time (${state.why})` : state.why;
     return leases.agentOwnedElsewhere(agentId, why, { partition, ...state.details, thisProcess: this.owner });
   }
@@ -297,6 +315,7 @@ export class PartitionBook {
     state.held = false;
     state.scanned = false;
     state.why = why;
+    state.lapsedHere = false;
     state.details = { epoch: state.grant?.epoch };
   }
 
@@ -354,12 +373,12 @@ export class PartitionBook {
     }
     this.seen = seen;
     this.seenAt = sentAt;
-    for (const row of seen.partitions) this.noteRow(row, sentAt);
+    for (const row of seen.partitions) this.noteRow(row, sentAt, seen.now);
     if (!this.stopped && !this.hooks.closing()) await this.balance(seen, sentAt, announce);
     await this.hooks.afterPass();
   }
 
-  private noteRow(row: partitions.PartitionRow, sentAt: number): void {
+  private noteRow(row: partitions.PartitionRow, sentAt: number, now: number): void {
     const state = this.states[row.partition]!;
     if (state.held && state.grant !== undefined) {
       if (row.renewed) {
@@ -369,8 +388,10 @@ export class PartitionBook {
       }
       this.lose(state, `its partition ${row.partition} at epoch ${state.grant.epoch} was lost (now ${row.owner || "nobody"} at epoch ${row.epoch})`);
     }
-    if (!state.held) state.details = { owner: row.owner, epoch: row.epoch, expiresAt: row.expiresAt };
-    if (!state.held) state.why = `its partition ${row.partition} is held by ${row.owner || "nobody"} until ${new Date(row.expiresAt).toISOString()}`;
+    if (state.held) return;
+    state.details = { owner: row.owner, epoch: row.epoch, expiresAt: row.expiresAt };
+    state.lapsedHere = row.owner === this.owner && row.expiresAt <= now;
+    state.why = `its partition ${row.partition} is held by ${row.owner || "nobody"} until ${new Date(row.expiresAt).toISOString()}`;
   }
 
   private async balance(seen: partitions.Tick, sentAt: number, announce: boolean): Promise<void> {
