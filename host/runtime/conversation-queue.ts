@@ -33,7 +33,7 @@ import type { Json } from "../store/records.js";
 import { configOf, type Coordinator } from "./coordinator.js";
 import { settleWaiterWithError } from "./delivery.js";
 import type { Environment } from "./environment.js";
-import type { OnBusyPolicy, StartOptions } from "./options.js";
+import { checkWithGuardrail, type OnBusyPolicy, type StartOptions } from "./options.js";
 import type { AgentEntry, StartRequest } from "./requests.js";
 import { Waiter, type Run } from "./run.js";
 import { asPhronomyError } from "./session.js";
@@ -423,6 +423,11 @@ export class ConversationQueues {
       return;
     }
     const front = policy === "interrupt";
+    // The input guardrail's redaction applies before the input is stored;
+    // a block (or a guardrail that fails: docs/decisions/0056) is decided
+    // when the message is started, which writes it terminal INPUT_BLOCKED.
+    const verdict = checkWithGuardrail(request.options.inputGuardrail ?? agent.definition.inputGuardrail, request.input);
+    const input = persistedInput(verdict.action === "redact" ? redactedStartInput(request, verdict.text) : request);
     // A start that names its id (an idempotency key, a start filed by
     // another process, docs/decisions/0031) is queued under it.
     const executionId = request.executionId ?? randomUUID();
@@ -442,10 +447,6 @@ export class ConversationQueues {
       return;
     }
     signal?.addEventListener("abort", () => void this.cancelQueued(executionId, ABORTED).catch(() => undefined), { once: true });
-    // The input guardrail's redaction applies before the input is stored
-    // (a block is decided when it runs, as for any start).
-    const verdict = (request.options.inputGuardrail ?? agent.definition.inputGuardrail)?.(request.input);
-    const input = persistedInput(verdict?.action === "redact" ? redactedStartInput(request, verdict.text) : request);
     const limit = agent.definition.queueLimit ?? QUEUE_LIMIT_DEFAULT;
     const write = (): Promise<void> => store.enqueueMessage({
       executionId, agentId: agent.id, input, config: configOf(request), front, limit, at: this.settings.now(),

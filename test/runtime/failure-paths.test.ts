@@ -40,6 +40,26 @@ describe("a guardrail that throws fails its run", () => {
     await env.close();
   }, 30_000);
 
+  it("input, queued: a message whose guardrail throws fails INPUT_BLOCKED, the one queued behind it runs, later starts work, close resolves", async () => {
+    const env = await openEnvironment();
+    const gate = deferred();
+    const agent = env.agent({ id: "guarded-queue", model: agentRunModel(), onBusy: "enqueue", tools: { lookup: lookupTool({ gate: gate.promise }) } });
+    const m0 = agent.start("m0");
+    await m0.executionId;
+    const throwing: Guardrail = () => { throw new Error("guardrail bug"); };
+    const m1 = agent.start("m1", { inputGuardrail: throwing });
+    const m2 = agent.start("m2");
+    gate.resolve();
+    await expect(m0.result).resolves.toMatchObject({ outcome: "completed" });
+    const failure = await m1.result.catch((error: unknown) => error);
+    expect(failure).toMatchObject({ code: "INPUT_BLOCKED", details: { guardrailFailed: true } });
+    const blockedId = await m1.executionId;
+    expect(await env.execution(blockedId!)).toMatchObject({ status: "terminal", outcome: "failed", error: { code: "INPUT_BLOCKED" } });
+    await expect(m2.result).resolves.toMatchObject({ outcome: "completed" });
+    await expect(agent.start("later", { onBusy: "reject" }).result).resolves.toMatchObject({ outcome: "completed" });
+    await env.close();
+  }, 30_000);
+
   it("input: a start's guardrail answering no verdict (a promise) fails the run INPUT_BLOCKED", async () => {
     const env = await openEnvironment();
     const agent = env.agent({ id: "guarded-async", model: scriptedModel(() => ({ text: "ok" })) });
