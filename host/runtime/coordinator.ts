@@ -121,10 +121,14 @@ export class Coordinator implements SessionHost {
   /** A start of this execution id refused busy meets the one being
    * prepared here under the same id (an idempotency key, or a filed start,
    * sent twice at once): resolves true once that one is admitted, false if
-   * it is refused; undefined when none is (docs/decisions/0057). */
-  admittingHere(executionId: string): Promise<boolean> | undefined {
+   * it is refused; when none is, or that one ends before it is installed
+   * (its input blocked: written terminal), whether `rowExists` finds the
+   * id's row (docs/decisions/0057). */
+  admittedAs(executionId: string, rowExists: () => Promise<boolean>): Promise<boolean> {
     if (this.executionIds.has(executionId)) return Promise.resolve(true);
-    return this.requests.startingAs(executionId)?.waiter.executionId.then(() => true, () => false);
+    const starting = this.requests.startingAs(executionId);
+    if (starting === undefined) return rowExists();
+    return starting.waiter.executionId.then(() => true, () => rowExists());
   }
 
   /** The agent's executions held recovery_required here. */

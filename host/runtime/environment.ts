@@ -417,7 +417,7 @@ export class Environment {
       // Busy with this very id (its key started here meanwhile, maybe
       // still being prepared): it runs (docs/decisions/0057).
       if (refusal.code !== "AGENT_BUSY") return refusal;
-      const found = this.coordinator.admittingHere(claim.executionId) ?? this.execution(claim.executionId).then((row) => row !== undefined);
+      const found = this.coordinator.admittedAs(claim.executionId, () => this.execution(claim.executionId).then((row) => row !== undefined));
       return await found.catch(() => false) ? undefined : refusal;
     });
   }

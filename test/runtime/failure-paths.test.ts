@@ -60,6 +60,17 @@ describe("a guardrail that throws fails its run", () => {
     await env.close();
   }, 30_000);
 
+  it("input: two starts at once with one idempotency key whose guardrail blocks both fail INPUT_BLOCKED (the second follows the first's row)", async () => {
+    const env = await openEnvironment();
+    const inputGuardrail: Guardrail = () => ({ action: "block", reason: "not today" });
+    const agent = env.agent({ id: "guarded-key", model: scriptedModel(() => ({ text: "ok" })), inputGuardrail });
+    const first = agent.start("hello", { idempotencyKey: "k1" });
+    const second = agent.start("hello", { idempotencyKey: "k1" });
+    const failures = await Promise.all([first.result, second.result].map((result) => result.catch((error: unknown) => error)));
+    for (const failure of failures) expect(failure).toMatchObject({ code: "INPUT_BLOCKED" });
+    await env.close();
+  }, 30_000);
+
   it("input: a start's guardrail answering no verdict (a promise) fails the run INPUT_BLOCKED", async () => {
     const env = await openEnvironment();
     const agent = env.agent({ id: "guarded-async", model: scriptedModel(() => ({ text: "ok" })) });
