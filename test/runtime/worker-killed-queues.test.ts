@@ -5,7 +5,12 @@
 // (twice at most, as the issue's report did) every conversation must take a
 // new start. Before, 1–12 conversations stayed AGENT_BUSY (cancelled
 // sessions never quiescent) until a reopen. Randomized: the seed is printed
-// (WORKER_KILL_SEED replays it).
+// and WORKER_KILL_SEED sets it, but it fixes only the workload (which
+// messages are cancelled, the delays drawn), not the interleaving — real
+// timers and the worker's scheduling vary from run to run, so a seed does
+// not replay a failure. The deterministic regression for the bug is in
+// sqlite-file-faults.test.ts; this one is its load check: two rounds, the
+// second on the recovered environment.
 
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -16,7 +21,7 @@ import { agentRunModel, openEnvironment } from "./helpers.js";
 
 const CONVERSATIONS = 50;
 const MESSAGES = 4;
-const ROUNDS = 3;
+const ROUNDS = 2;
 
 /** The store's worker thread: a test hook, not public API. */
 function storeWorker(env: Environment): { terminate(): Promise<number> } {
@@ -58,5 +63,5 @@ describe("the store worker terminated under queued conversations with cancels (i
       console.log(`round ${round + 1}: needs_attention ${attention(first)} after the first env.recover(), ${attention(second)} after the second`);
       expect(busy, `seed ${seed}, round ${round + 1}`).toEqual([]);
     }
-  }, 240_000);
+  }, 60_000);
 });
