@@ -495,7 +495,9 @@ export class ConversationQueues {
     this.pumped.add(request);
     const { coordinator } = this.environment;
     const handle = coordinator.requests.add(request);
-    coordinator.apply(M.Start, agent.slot, agent.generation, handle, head.options.signal?.aborted ? 1 : 0);
+    // Not cancelled (0): an aborted head never gets here — its cancel is
+    // written by the host as a queue cancel (`cancelAborted`, decision 0057).
+    coordinator.apply(M.Start, agent.slot, agent.generation, handle, 0);
     if (!this.pumped.has(request)) return; // refused busy: back at the head
     this.pumped.delete(request);
     // Admitted (an execution once prepared), or refused otherwise (its Run failed).
