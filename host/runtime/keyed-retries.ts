@@ -3,23 +3,32 @@
 // what a PostgreSQL owner repairs by itself once the database or its
 // partition lets it (docs/decisions/0055): a conversation a store fault
 // held, a queue whose head was refused. The timers never keep the process
-// alive.
+// alive. The wait is kept per key until an attempt is done, so a key
+// scheduled again from outside after a failed attempt (a cancel that
+// failed re-asks for itself) still waits the doubled time.
 
 export class KeyedRetries {
   private readonly scheduled = new Set<string>();
+  /** The next wait of each key whose last attempt was not done. */
+  private readonly waits = new Map<string, number>();
 
   constructor(private readonly delayMsMin: number, private readonly delayMsMax: number) {}
 
-  /** Runs `attempt` after the wait unless one is scheduled for `key`
-   * already; it resolves true when done, false (or rejects) to be tried
-   * again after twice the wait, up to the longest. */
-  schedule(key: string, attempt: () => Promise<boolean>, delayMs = this.delayMsMin): void {
+  /** Runs `attempt` after the key's wait unless one is scheduled for
+   * `key` already; it resolves true when done, false (or rejects) to be
+   * tried again after twice the wait, up to the longest. */
+  schedule(key: string, attempt: () => Promise<boolean>): void {
     if (this.scheduled.has(key)) return;
     this.scheduled.add(key);
-    const again = (): void => this.schedule(key, attempt, Math.min(this.delayMsMax, 2 * delayMs));
+    const delayMs = this.waits.get(key) ?? this.delayMsMin;
+    this.waits.set(key, Math.min(this.delayMsMax, 2 * delayMs));
+    const again = (): void => this.schedule(key, attempt);
     setTimeout(() => {
       this.scheduled.delete(key);
-      attempt().then((done) => { if (!done) again(); }, again);
+      attempt().then((done) => {
+        if (done) this.waits.delete(key);
+        else again();
+      }, again);
     }, delayMs).unref();
   }
 }

@@ -57,15 +57,17 @@ async function settleRounds(): Promise<void> {
   for (let round = 0; round < 20; round += 1) await new Promise((resolve) => setImmediate(resolve));
 }
 
-/** A SQLite store whose first `cancelQueued` fails (nothing written). */
-async function failingCancelStore(path: string) {
+/** A SQLite store whose first `failures` `cancelQueued` calls fail
+ * (nothing written); `attemptsAt` records when each call came. */
+async function failingCancelStore(path: string, failures = 1) {
   const store = await SqliteStore.open(path);
-  const state = { cancelFailures: 0, cancelCommitted: false };
+  const state = { cancelFailures: 0, cancelCommitted: false, attemptsAt: [] as number[] };
   const proxy = new Proxy(store, {
     get(target, property, receiver) {
       if (property === "cancelQueued") {
         return async (...args: Parameters<SqliteStore["cancelQueued"]>) => {
-          if (state.cancelFailures === 0) {
+          state.attemptsAt.push(performance.now());
+          if (state.cancelFailures < failures) {
             state.cancelFailures += 1;
             throw new StoreError("injected: database or disk is full (SQLITE_FULL) during cancelQueued");
           }
@@ -111,6 +113,31 @@ describe("a queued message cancelled through its start's signal", () => {
     await expect(kept.result).resolves.toMatchObject({ output: "echo: m2" });
     await env.close();
   });
+
+  it("its cancel write failing again and again: written again after 250 ms, doubling (not every 250 ms)", async () => {
+    const failing = await failingCancelStore(await temporaryStorePath(), 4);
+    const env = await openEnvironment({ store: failing.store });
+    const gate = deferred();
+    const agent = env.agent({ id: "failing-often", model: echoModel(), onBusy: "enqueue", tools: { lookup: lookupTool({ gate: gate.promise }) } });
+    const first = agent.start("m0");
+    await first.executionId;
+    const controller = new AbortController();
+    const cancelled = agent.start("m1", { signal: controller.signal });
+    await cancelled.executionId;
+    controller.abort();
+    await expect(cancelled.result).rejects.toMatchObject({ code: "CANCELLED" });
+    const at = failing.state.attemptsAt;
+    expect(at).toHaveLength(5);
+    const intervals = at.slice(1).map((time, index) => time - at[index]!);
+    console.log(`intervals between cancel attempts (ms): ${intervals.map((ms) => Math.round(ms)).join(", ")}`);
+    // Timers never fire early: each wait is at least its doubled delay
+    // (250, 500, 1000, 2000 ms; a few ms of timer slack allowed).
+    expect(intervals[2]).toBeGreaterThanOrEqual(990);
+    expect(intervals[3]).toBeGreaterThanOrEqual(1990);
+    gate.resolve();
+    await expect(first.result).resolves.toMatchObject({ output: "echo: m0" });
+    await env.close();
+  }, 30_000);
 
   it("rejects CANCELLED only after the store holds the cancel; until then it is still queued there and the Run waits", async () => {
     const held = await heldQueueStore(await temporaryStorePath());
