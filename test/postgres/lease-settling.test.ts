@@ -54,9 +54,10 @@ describe("lease races with itself (PostgreSQL)", () => {
     const leaseMs = 3_000;
     const proxy = await CuttableProxy.start(postgresUrl);
     atEnd(() => proxy.close());
-    const env: Environment = await Phronomy.open({ store: `${proxy.urlFor(postgresUrl)}?schema=${freshSchema()}&lease_ms=${leaseMs}`, logger: recordingLogger() });
+    const store = `${proxy.urlFor(postgresUrl)}?schema=${freshSchema()}&lease_ms=${leaseMs}`;
+    const env: Environment = await Phronomy.open({ store, logger: recordingLogger() });
     atEnd(() => env.close());
-    const store = env.store as PostgresStore;
+    const postgres = env.store as PostgresStore;
     const agent = env.agent({ id: "support", model: echoModel });
     expect((await agent.start("before").result).output).toBe("echo: before");
 
@@ -64,8 +65,8 @@ describe("lease races with itself (PostgreSQL)", () => {
     // window: the partition is still held here, its renewal late.
     const tick = proxy.holdWhen((text) => text.includes("INSERT INTO partition_members"));
     await tick.caught;
-    await eventually(() => store.leaseOf("support"), (lease) => lease === undefined, "the admission window lapsed");
-    expect(store.partitionHeld("support")).toBe(true);
+    await eventually(() => postgres.leaseOf("support"), (lease) => lease === undefined, "the admission window lapsed");
+    expect(postgres.partitionHeld("support")).toBe(true);
 
     const run = agent.start("during");
     run.result.catch(() => undefined);
@@ -79,7 +80,8 @@ describe("lease races with itself (PostgreSQL)", () => {
   it("an acquire whose take lost to this process's own tick waits for that tick: acquired, never 'held by' itself", async () => {
     const leaseMs = 1_000;
     const { schema } = await freePartitionsSchema(leaseMs, 1);
-    await withClient((client) => client.query(`UPDATE ${schema}.partitions SET owner = 'elsewhere', epoch = 1, expires_at = clock_timestamp() + interval '1 hour'`));
+    const heldElsewhere = `UPDATE ${schema}.partitions SET owner = 'elsewhere', epoch = 1, expires_at = clock_timestamp() + interval '1 hour'`;
+    await withClient((client) => client.query(heldElsewhere));
     const real = new pg.Pool({ connectionString: postgresUrl, options: `-c search_path=${schema}`, max: 4 });
     atEnd(() => real.end());
     const session = await real.connect();

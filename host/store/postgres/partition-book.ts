@@ -303,7 +303,8 @@ export class PartitionBook {
    * until it expires and is taken again. Never reported as another owner. */
   private notConfirmed(partition: number, holder: { readonly epoch: number; readonly expiresAt: number }): leases.LeaseAcquisition {
     const until = new Date(holder.expiresAt).toISOString();
-    const message = `partition ${partition} is held by this process (${this.owner}) at epoch ${holder.epoch} in the database, but no take of it has answered here; `
+    const message = `partition ${partition} is held by this process (${this.owner}) at epoch ${holder.epoch} in the database, `
+      + "but no take of it has answered here; "
       + `it is taken again once that lease expires (${until})`;
     return { acquired: false, owner: this.owner, epoch: holder.epoch, expiresAt: holder.expiresAt, message };
   }
