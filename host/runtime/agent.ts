@@ -9,7 +9,7 @@ import type { Environment } from "./environment.js";
 import { validateResumeDecision, validateStartOptions, type ResumeDecision, type StartOptions } from "./options.js";
 import type { AgentEntry, StartRequest } from "./requests.js";
 import { Waiter, type Run } from "./run.js";
-import { emitToWaiter, settleWaiterWithError } from "./delivery.js";
+import { emitToWaiter, outcomeEventOf, resolveWaiter, settleWaiterWithError } from "./delivery.js";
 import { startExecutionIdOf } from "../store/start-filing.js";
 import type { Json } from "../store/records.js";
 import type { RemoteStarts } from "./remote-start.js";
@@ -161,7 +161,8 @@ export class Agent {
       emitToWaiter(outer, event, settings);
     });
     inner.executionId.then((id) => outer.knowExecutionId(id), () => undefined);
-    inner.result.then((result) => outer.resolve(result), (error: unknown) => {
+    // The outer Run's listener failing fails it under fail_task (decision 0056).
+    inner.result.then((result) => resolveWaiter(outer, result, outcomeEventOf(result), settings), (error: unknown) => {
       const refusal = asPhronomyError(error, "INTERNAL");
       if (refusal.code === "INVALID_INPUT" && refusal.details?.["reason"] === "execution_exists") return this.environment.followExecution(this.id, executionId, outer);
       // Busy with this very key (the first start of it still runs, or is

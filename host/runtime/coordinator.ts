@@ -15,11 +15,11 @@ import {
   SessionEventKind, SetupFailure, Submission,
 } from "../../assembly/abi.js";
 import type { ControlCore } from "../core/control-core.js";
-import { messageKindName, resultCodeName } from "../core/names.js";
+import { effectKindName, messageKindName, resultCodeName } from "../core/names.js";
 import type { CoreEffect } from "../core/effects.js";
 import type { ConversationMessage } from "../agent/messages.js";
 import {
-  AgentBusyError, ApprovalMismatchError, ExecutionRehydrationRequiredError, OffloadFullError, PhronomyError, RuntimeShutdownError, StoreError,
+  AgentBusyError, ApprovalMismatchError, CoreFailureError, ExecutionRehydrationRequiredError, OffloadFullError, PhronomyError, RuntimeShutdownError, StoreError,
 } from "../errors.js";
 import { errorFromRecord } from "../error-records.js";
 import { isOutcomeUnknown, type ExecutionStore } from "../store/store.js";
@@ -175,9 +175,38 @@ export class Coordinator implements SessionHost {
     if (count === 0) return code;
     // Copy first: carrying an effect out may apply another message.
     const effects = core.effects();
-    for (const effect of effects) this.carryOut(effect);
+    for (const effect of effects) this.carryOutOrFail(effect);
     this.onIdle?.();
     return code;
+  }
+
+  /** Carries one effect out. A throw while carrying out an effect of a
+   * running execution (an application's tracer, model object or store
+   * throwing where nothing expected it) fails that execution's session:
+   * the host proposes the failure and the core decides the terminal, as
+   * for any failed operation (decision 0056). It used to reach the loop,
+   * which only logged it: the execution stayed pending for good. A throw
+   * no running session owns is still the loop's to report. */
+  private carryOutOrFail(effect: CoreEffect): void {
+    try {
+      this.carryOut(effect);
+    } catch (error) {
+      if (error instanceof CoreFailureError || !this.failEffectOwner(effect, error)) throw error;
+    }
+  }
+
+  private failEffectOwner(effect: CoreEffect, error: unknown): boolean {
+    const entry = "execution" in effect ? this.executions[effect.execution] : undefined;
+    const session = entry?.session;
+    if (!entry || !session || session.finished) return false;
+    // The model call is launched as startModelCall's last statement: a
+    // throw before it means the call the core counts in flight never began.
+    if (effect.kind === EffectKind.StartProviderCall) this.operationSettled(session);
+    const name = effectKindName(effect.kind);
+    const message = `execution ${entry.executionId}: carrying out its ${name} failed: ${error instanceof Error ? error.message : String(error)}; `
+      + "the run ended failed. Fix what threw (see the cause: a tracer, a model or store object of the application), then start it again";
+    session.fail(new PhronomyError("INTERNAL", message, { agentId: entry.agent.id, executionId: entry.executionId, cause: error, details: { effect: name } }));
+    return true;
   }
 
   /** Queues a message for the loop. */
@@ -428,10 +457,17 @@ export class Coordinator implements SessionHost {
     const definition = agent.definition;
     // A span per Run (start, resume, recovery): one suspended ended its
     // span, so a resume opens its own (decision 0056).
-    entry.span ??= this.settings.tracer.startExecution(agent.id, {
-      ...agentAttributes(agent.id, definition),
-      "phronomy.agent_id": agent.id, "phronomy.execution_id": entry.executionId, "phronomy.mode": "invoke", "phronomy.run": run,
-    });
+    // A tracer that throws opening it fails the new session, once built
+    // (carryOutOrFail): the run ends through its terminal commit.
+    let spanFailure: { error: unknown } | undefined;
+    try {
+      entry.span ??= this.settings.tracer.startExecution(agent.id, {
+        ...agentAttributes(agent.id, definition),
+        "phronomy.agent_id": agent.id, "phronomy.execution_id": entry.executionId, "phronomy.mode": "invoke", "phronomy.run": run,
+      });
+    } catch (error) {
+      spanFailure = { error };
+    }
     const session = new Session(slot, entry.generation, sessionNumber, {
       executionId: entry.executionId,
       agentId: agent.id,
@@ -454,6 +490,7 @@ export class Coordinator implements SessionHost {
     entry.session = session;
     entry.sessionNumber = sessionNumber;
     entry.suspended = false;
+    if (spanFailure) throw spanFailure.error;
     this.loadMemory(entry, session);
     cancelNewSession(entry, session);
     return session;

@@ -106,7 +106,16 @@ export function settleWaiterWithError(waiter: Waiting, error: PhronomyError, set
   waiter.reject(error);
 }
 
-function resolveWaiter(waiter: Waiting, result: RunResult, eventType: ExecutionEventType, settings: DeliverySettings): void {
+/** The event that announces a result: `done`, or `handoff`. */
+export function outcomeEventOf(result: RunResult): ExecutionEventType {
+  return result.outcome === "handed_off" ? "handoff" : "done";
+}
+
+/** Resolves a Run under the callback-error policy: under fail_task it
+ * waits for the listener of the outcome event and fails the Run with
+ * StreamCallbackError if it threw or rejected (a live Run, and one that
+ * follows an execution from the store: decision 0056). */
+export function resolveWaiter(waiter: Waiting, result: RunResult, eventType: ExecutionEventType, settings: DeliverySettings): void {
   const pending = waiter.listenerPending;
   if (pending !== undefined && settings.callbackErrorPolicy === "fail_task") {
     waiter.listenerPending = undefined;

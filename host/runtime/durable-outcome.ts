@@ -8,7 +8,7 @@ import { errorFromRecord } from "../error-records.js";
 import type { ExecutionRow } from "../store/records.js";
 import type { ApprovalRequest, HandoffRequest } from "./events.js";
 import type { Waiting } from "./run.js";
-import { emitToWaiter, rejectSuspendedObserver, settleWaiterWithError, type DeliverySettings } from "./delivery.js";
+import { emitToWaiter, rejectSuspendedObserver, resolveWaiter, settleWaiterWithError, type DeliverySettings } from "./delivery.js";
 
 export function settleFromRow(waiter: Waiting, executionId: string, row: ExecutionRow | undefined, settings: DeliverySettings): void {
   if (!row) {
@@ -29,10 +29,11 @@ export function settleFromRow(waiter: Waiting, executionId: string, row: Executi
     // The terminal event a live run would have heard.
     if (row.outcome === "completed") emitToWaiter(waiter, { type: "done", executionId, output: row.output, usage: row.usage }, settings);
     else if (handoff) emitToWaiter(waiter, { type: "handoff", executionId, handoff }, settings);
-    waiter.resolve({
+    // Under the callback-error policy, as a live Run (decision 0056).
+    resolveWaiter(waiter, {
       executionId, agentId: row.agentId, outcome: row.outcome, output: row.output, usage: row.usage,
       ...(handoff ? { handoff } : {}),
-    });
+    }, row.outcome === "completed" ? "done" : "handoff", settings);
     return;
   }
   const error = row.error ? errorFromRecord(row.error, context) : new PhronomyError("INTERNAL", `execution ${executionId} ended ${row.outcome ?? "without an outcome"}`, context);

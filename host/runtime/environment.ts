@@ -34,7 +34,7 @@ import { Tracer } from "./tracing.js";
 import { Waiter, type Run } from "./run.js";
 import { asPhronomyError } from "./session.js";
 import { settleFromRow } from "./durable-outcome.js";
-import { emitToWaiter, rejectSuspendedObserver, settleWaiterWithError } from "./delivery.js";
+import { emitToWaiter, outcomeEventOf, rejectSuspendedObserver, resolveWaiter, settleWaiterWithError } from "./delivery.js";
 import type { RecoveredExecution } from "./recovery.js";
 import { leasingStoreOf, type LeasingStore } from "./leases.js";
 import { AgentRecoveries } from "./agent-recoveries.js";
@@ -456,7 +456,9 @@ export class Environment {
     observed.executionId.then((id) => waiter.knowExecutionId(id), () => undefined);
     observed.result.then((result) => {
       if (result.outcome === "completed") emitToWaiter(waiter, { type: "done", executionId, output: result.output, usage: result.usage }, settings);
-      waiter.resolve(result);
+      else if (result.handoff) emitToWaiter(waiter, { type: "handoff", executionId, handoff: result.handoff }, settings);
+      // Under the callback-error policy, as a live Run (decision 0056).
+      resolveWaiter(waiter, result, outcomeEventOf(result), settings);
     }, (error: unknown) => settleWaiterWithError(waiter, asPhronomyError(error, "INTERNAL"), settings));
   }
 

@@ -452,7 +452,20 @@ export class Session {
     this.toolResults = [];
     this.toolsOutstanding = this.planned.length;
     const messages = toModelMessages(this.messages);
-    for (const planned of this.planned) this.runTool(planned, messages);
+    for (const planned of this.planned) this.runToolOrFail(planned, messages);
+  }
+
+  /** A throw while launching one tool call (the application's tracer
+   * starting its span) is that call's failure, told to the model like a
+   * tool that threw: the core counts each call in flight until it settles
+   * (decision 0056). */
+  private runToolOrFail(planned: PlannedCall, messages: ModelMessage[]): void {
+    try {
+      this.runTool(planned, messages);
+    } catch (error) {
+      const { callId, toolName } = planned.call;
+      this.host.post(() => this.toolSettled({ callId, toolName, output: recordOf(error, "TOOL_FAILED") as unknown as Json, isError: true }));
+    }
   }
 
   /** One tool call: its execute gets the AI SDK's options and Phronomy's;
