@@ -351,9 +351,16 @@ export class Environment {
   }
 
   /** @internal What a start of the agent waits for before it is posted:
-   * the recovery of a takeover in progress, if any. */
+   * its lease settling here, then the recovery of a takeover in progress,
+   * if any. */
   admissionGate(agentId: string): Promise<unknown> | undefined {
-    return this.recoveries.admissionGate(agentId);
+    // First this process's own lease tick, when it is renewing or taking
+    // back the agent's partition (a start is not refused for a race this
+    // process resolves itself, docs/decisions/0055); then the recovery of
+    // a takeover that tick may have started.
+    const settling = (this.store as { partitionSettling?: (agentId: string) => Promise<void> | undefined }).partitionSettling?.(agentId);
+    if (settling === undefined) return this.recoveries.admissionGate(agentId);
+    return settling.then(() => this.recoveries.admissionGate(agentId));
   }
 
   /** The approval inbox of a store that has one (PostgreSQL, SQLite):

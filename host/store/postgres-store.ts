@@ -646,6 +646,14 @@ export class PostgresStore implements ExecutionStore {
     return this.leaseBook.lapsedHere(agentId);
   }
 
+  /** What a start of the agent waits for, bounded, before it is judged: a
+   * lease race this process resolves itself — its renewal of the agent's
+   * partition late, the partition lapsed here, or an on-demand take of it
+   * in flight (docs/decisions/0055). Undefined when there is none. */
+  partitionSettling(agentId: string): Promise<void> | undefined {
+    return this.leaseBook.settling(agentId);
+  }
+
   /** Whether the agent's partition is held here, renewed in time or not:
    * a start is filed for another process only when it is not
    * (docs/decisions/0031). */

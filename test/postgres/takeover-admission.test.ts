@@ -96,6 +96,7 @@ describe("takeover on PostgreSQL", () => {
     // former owner, so they wait for whoever takes the partition: the
     // successor, which runs them after its recovery.
     const refusals: string[] = [];
+    const messages: string[] = [];
     const runs: { executionId: Promise<string>; result: Promise<unknown> }[] = [];
     const admittedAny = async (): Promise<boolean> => (await withClient((client) => client.query(`SELECT 1 FROM ${schema}.executions WHERE execution_id <> $1`, [strandedId]))).rowCount! > 0;
     await new Promise<void>((resolve) => {
@@ -108,7 +109,10 @@ describe("takeover on PostgreSQL", () => {
           return;
         }
         const run = agent.start("And order 43?");
-        run.result.catch((error: PhronomyError) => refusals.push(String(error.details?.["reason"] ?? error.code)));
+        run.result.catch((error: PhronomyError) => {
+          refusals.push(String(error.details?.["reason"] ?? error.code));
+          messages.push(`${error.code} ${error.message} ${JSON.stringify(error.details)}`);
+        });
         runs.push(run);
         if (checking) return;
         checking = true;
@@ -125,7 +129,8 @@ describe("takeover on PostgreSQL", () => {
 
     // Refused only as recovering (during the takeover), or busy (the
     // recovered execution, or another start, holds the agent's admission).
-    expect([...new Set(refusals)].filter((reason) => !["recovering", "AGENT_BUSY", "CAPACITY"].includes(reason))).toEqual([]);
+    const unexpected = refusals.flatMap((reason, index) => ["recovering", "AGENT_BUSY", "CAPACITY"].includes(reason) ? [] : [messages[index]!]);
+    expect(unexpected.slice(0, 5), `${unexpected.length} unexpected refusals`).toEqual([]);
     // Nothing left unfinished (an execution fenced that way is recovered
     // when the successor takes its partition back).
     const readRows = async () => (await withClient((client) => client.query<{ execution_id: string; status: string; outcome: string; updated_at: string }>(

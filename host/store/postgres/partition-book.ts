@@ -29,6 +29,12 @@
 //   (`acquired`, recovered as a takeover of 0010), then the partition
 //   (`partitionsAcquired`: its other unfinished executions are recovered).
 // * `stop` waits for a tick in progress, so no renewal lands after the release.
+// * A lease race this process can resolve itself is waited for, not
+//   refused (docs/decisions/0055): a start on a partition held here whose
+//   renewal is late, or lapsed here and taken back at the next tick, waits
+//   (`settling`) for the next tick to answer; an `acquire` whose take found
+//   the partition already this process's (its own tick took it meanwhile)
+//   waits for that tick too, and never names this process as the holder.
 
 import type pg from "pg";
 import type { PhronomyError } from "../../errors.js";
@@ -87,6 +93,8 @@ export class PartitionBook {
   private timer: NodeJS.Timeout | undefined;
   private passing: Promise<void> | undefined;
   private stopped = false;
+  /** Waiting for this process's own tick (`nextTick`). */
+  private tickWaiters: (() => void)[] = [];
 
   constructor(
     private readonly pool: pg.Pool,
@@ -165,6 +173,57 @@ export class PartitionBook {
     return !state.held && state.lapsedHere;
   }
 
+  /** What a start of the agent waits for before it is judged: the next
+   * tick, when the agent's partition is held here but its renewal is late,
+   * or lapsed here (this process takes it back at that tick); an on-demand
+   * take of it in flight. Undefined when there is no lease race this
+   * process resolves itself (held in time, or held elsewhere). */
+  settling(agentId: string): Promise<void> | undefined {
+    if (this.stopped || this.hooks.closing()) return undefined;
+    const partition = this.partitionOf(agentId);
+    const taking = this.taking.get(partition);
+    if (taking !== undefined) return taking.done.then(() => undefined, () => undefined);
+    return this.racingItself(agentId) ? this.untilSettled(agentId, performance.now() + this.settleWaitMsMax) : undefined;
+  }
+
+  /** Held here with its renewal late, or lapsed here: the next tick of
+   * this process settles it. */
+  private racingItself(agentId: string): boolean {
+    const state = this.states[this.partitionOf(agentId)]!;
+    return (state.held && performance.now() >= state.admitUntil) || this.lapsedHere(agentId);
+  }
+
+  /** Ticks until the race is settled, or until `deadline`: a tick sent
+   * before the wait began may renew with a window already past. */
+  private async untilSettled(agentId: string, deadline: number): Promise<void> {
+    while (!this.stopped && this.racingItself(agentId) && performance.now() < deadline) await this.nextTick();
+  }
+
+  /** Resolves once the tick in progress, or else the next one, has
+   * answered (its renewals and takes noted), or after `settleWaitMsMax`,
+   * or at `stop`. */
+  private nextTick(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, this.settleWaitMsMax);
+      timer.unref();
+      this.tickWaiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  /** How long a start or an acquire waits for this process's own tick: one
+   * lease (three ticks), then it is judged as things are (refused, as
+   * before this wait existed). */
+  private get settleWaitMsMax(): number {
+    return this.leaseMs;
+  }
+
+  private wakeTickWaiters(waiters: readonly (() => void)[]): void {
+    for (const wake of waiters) wake();
+  }
+
   /** The epoch the agent's partition is held at here (renewed in time or
    * not), or undefined when it is not held. */
   heldEpoch(agentId: string): number | undefined {
@@ -220,7 +279,16 @@ export class PartitionBook {
       const grant = await this.takeOnDemand(partition, agentId);
       if (grant !== undefined) return { acquired: true, owner: grant.owner, epoch: grant.epoch, expiresAt: grant.expiresAt };
     }
-    const holder = await partitions.holderOf(this.pool, agentId);
+    let holder = await partitions.holderOf(this.pool, agentId);
+    if (holder?.owner === this.owner) {
+      // Taken by this process's own tick at the same moment: its answer
+      // is noted at the end of that tick (or the next one renews it).
+      await this.nextTick();
+      const taken = this.leaseOf(agentId);
+      if (taken !== undefined) return { acquired: true, ...taken };
+      holder = await partitions.holderOf(this.pool, agentId);
+      if (holder?.owner === this.owner) return this.notConfirmed(partition, holder);
+    }
     const owner = holder?.owner ?? "(nobody)";
     const expiresAt = holder?.expiresAt ?? 0;
     const state = this.states[partition]!;
@@ -228,6 +296,17 @@ export class PartitionBook {
     state.why = `its partition ${partition} is held by ${owner} until ${new Date(expiresAt).toISOString()}`;
     state.details = { partition, owner, epoch: holder?.epoch ?? 0, expiresAt };
     return { acquired: false, owner, epoch: holder?.epoch ?? 0, expiresAt, message: `partition ${partition} is held by ${owner} until ${new Date(expiresAt).toISOString()}` };
+  }
+
+  /** The database names this process as the partition's holder, but no
+   * take or renewal of it has answered here (its answer lost): not held
+   * until it expires and is taken again. Never reported as another owner. */
+  private notConfirmed(partition: number, holder: { readonly epoch: number; readonly expiresAt: number }): leases.LeaseAcquisition {
+    const until = new Date(holder.expiresAt).toISOString();
+    const message = `partition ${partition} is held by this process (${this.owner}) at epoch ${holder.epoch} in the database, `
+      + "but no take of it has answered here; "
+      + `it is taken again once that lease expires (${until})`;
+    return { acquired: false, owner: this.owner, epoch: holder.epoch, expiresAt: holder.expiresAt, message };
   }
 
   /** Takes a free partition for the agents asking for it now (one
@@ -292,6 +371,7 @@ export class PartitionBook {
    * held, now marked not held, for the caller to release. */
   async stop(): Promise<partitions.PartitionGrant[]> {
     this.stopped = true;
+    this.wakeTickWaiters(this.tickWaiters.splice(0));
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     await this.passing;
@@ -361,6 +441,19 @@ export class PartitionBook {
   /** One tick: renew and read; take up to the share; give surplus up. */
   private async pass(announce: boolean): Promise<void> {
     if (this.stopped) return;
+    // Those waiting are answered once this tick's renewals and takes are
+    // noted (before the inbox poll after it); later ones by the next.
+    let answered = false;
+    try {
+      answered = await this.renewAndBalance(announce);
+    } finally {
+      this.wakeTickWaiters(this.tickWaiters.splice(0));
+    }
+    if (answered) await this.hooks.afterPass();
+  }
+
+  /** The tick's statements; false when the database did not answer. */
+  private async renewAndBalance(announce: boolean): Promise<boolean> {
     const sentAt = performance.now();
     let seen: partitions.Tick;
     try {
@@ -369,13 +462,13 @@ export class PartitionBook {
     } catch (error) {
       // Unreachable: admissions stop at admitUntil; the next tick retries.
       for (const state of this.states) if (state.held) state.why = `the partition lease could not be renewed: ${messageOf(error)}`;
-      return;
+      return false;
     }
     this.seen = seen;
     this.seenAt = sentAt;
     for (const row of seen.partitions) this.noteRow(row, sentAt, seen.now);
-    if (!this.stopped && !this.hooks.closing()) await this.balance(seen, sentAt, announce);
-    await this.hooks.afterPass();
+    if (!this.stopped && !this.hooks.closing()) await this.balance(seen, announce);
+    return true;
   }
 
   private noteRow(row: partitions.PartitionRow, sentAt: number, now: number): void {
@@ -394,8 +487,8 @@ export class PartitionBook {
     state.why = `its partition ${row.partition} is held by ${row.owner || "nobody"} until ${new Date(row.expiresAt).toISOString()}`;
   }
 
-  private async balance(seen: partitions.Tick, sentAt: number, announce: boolean): Promise<void> {
-    if (!this.balancing) return this.takeAsked(seen, sentAt);
+  private async balance(seen: partitions.Tick, announce: boolean): Promise<void> {
+    if (!this.balancing) return this.takeAsked(seen);
     const share = Math.ceil(this.count / Math.max(1, seen.members));
     const heldCount = this.states.filter((state) => state.held).length;
     if (heldCount < share) {
@@ -403,6 +496,9 @@ export class PartitionBook {
       // once rank them differently, so they rarely ask for the same ones.
       const free = seen.partitions.filter((row) => row.expiresAt <= seen.now && !this.states[row.partition]!.held).map((row) => row.partition);
       const wanted = free.sort((a, b) => this.rank(b) - this.rank(a)).slice(0, share - heldCount);
+      // A take's window counts from its own sending, not the tick's: the
+      // tick's statement may have been answered long before (load).
+      const sentAt = performance.now();
       const taken = await partitions.take(this.pool, this.owner, wanted, this.leaseMs).catch(() => []);
       if (this.stopped) return;
       for (const grant of taken) this.note(grant, sentAt, !announce);
@@ -413,9 +509,10 @@ export class PartitionBook {
   }
 
   /** Not balancing: takes the expired partitions of agents asked for. */
-  private async takeAsked(seen: partitions.Tick, sentAt: number): Promise<void> {
+  private async takeAsked(seen: partitions.Tick): Promise<void> {
     const wanted = [...new Set(this.asked.values())].filter((partition) => !this.states[partition]!.held && seen.partitions[partition]!.expiresAt <= seen.now);
     if (wanted.length === 0) return;
+    const sentAt = performance.now();
     const taken = await partitions.take(this.pool, this.owner, wanted, this.leaseMs).catch(() => []);
     if (this.stopped) return;
     for (const grant of taken) this.note(grant, sentAt, false);
