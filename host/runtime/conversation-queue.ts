@@ -63,6 +63,10 @@ interface QueuedItem {
   cancel?: Promise<boolean>;
   /** Told whether the enqueue committed, when cancelled while writing. */
   onWritten?: (committed: boolean) => void;
+  /** Its cancel's answer when the environment closes before that cancel
+   * settled: RUNTIME_SHUTDOWN (the enqueue's answer, or the cancel's
+   * write, may then come to a closed loop, or never). */
+  onClosed?: (error: Error) => void;
   /** Its starts the store failed (`headFailed`): the wait before the next. */
   failures?: number;
   /** When it was known durable (`ConversationQueues.durableCount`). */
@@ -234,13 +238,17 @@ export class ConversationQueues {
     item.state = "cancelling";
     const enqueued = writing ? new Promise<boolean>((resolve) => { item.onWritten = resolve; }) : Promise.resolve(true);
     const record = { executionId: item.executionId, error: error.toRecord() };
-    return enqueued.then((committed) => committed ? store.cancelQueued({ ...record, at: this.settings.now() }) : undefined).then(() => {
+    const written = enqueued.then((committed) => committed ? store.cancelQueued({ ...record, at: this.settings.now() }) : undefined).then(() => {
       this.post(() => this.cancelCommitted(item, error));
       return true;
     }, (failure: unknown) => {
       this.post(() => this.cancelFailed(item));
       throw failure;
     });
+    // Closed first: told RUNTIME_SHUTDOWN (`close`), whichever answer is
+    // still to come (the race handles the later one's rejection).
+    const closed = new Promise<never>((_resolve, reject) => { item.onClosed = reject; });
+    return Promise.race([written, closed]);
   }
 
   /** The store holds the cancel (on the loop): the Run is told, and the
@@ -372,7 +380,12 @@ export class ConversationQueues {
   close(): void {
     this.closed = true;
     for (const item of this.items.values()) {
-      settleWaiterWithError(item.waiter, new RuntimeShutdownError(`the wait for queued message ${item.executionId}`, { executionId: item.executionId, agentId: item.agent.id }), this.settings);
+      const details = { executionId: item.executionId, agentId: item.agent.id };
+      // A cancel not settled yet — waiting on its enqueue's answer (posted
+      // to a closed loop, never applied) or on its own write: told now;
+      // whether it was cancelled is the next process's to read.
+      item.onClosed?.(new RuntimeShutdownError(`the cancel of queued message ${item.executionId}`, details));
+      settleWaiterWithError(item.waiter, new RuntimeShutdownError(`the wait for queued message ${item.executionId}`, details), this.settings);
     }
     this.items.clear();
     this.conversations.clear();

@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import { StoreError } from "../../host/index.js";
 import { SqliteStore } from "../../host/store/sqlite-store.js";
 import type { ExecutionStore } from "../../host/store/store.js";
+import { startExecutionIdOf } from "../../host/store/start-filing.js";
 import { deferred, lookupTool, openEnvironment, scriptedModel, temporaryStorePath, turnOf } from "./helpers.js";
 
 function echoModel() {
@@ -23,7 +24,7 @@ function echoModel() {
  * has committed. */
 async function heldQueueStore(path: string) {
   const store = await SqliteStore.open(path);
-  const state = { cancelCommitted: false, cancelReached: deferred(), cancelGate: deferred(), enqueueGate: undefined as Promise<void> | undefined, enqueueReached: deferred() };
+  const state = { cancelCommitted: false, cancelReached: deferred(), cancelGate: deferred(), enqueueGate: undefined as Promise<void> | undefined, enqueueAnswerGate: undefined as Promise<void> | undefined, enqueueReached: deferred() };
   const proxy = new Proxy(store, {
     get(target, property, receiver) {
       if (property === "cancelQueued") {
@@ -42,7 +43,13 @@ async function heldQueueStore(path: string) {
             state.enqueueReached.resolve();
             await gate;
           }
-          return target.enqueueMessage(...args);
+          const result = await target.enqueueMessage(...args);
+          const answerGate = state.enqueueAnswerGate;
+          if (answerGate !== undefined) {
+            state.enqueueReached.resolve();
+            await answerGate;
+          }
+          return result;
         };
       }
       const value = Reflect.get(target, property, receiver);
@@ -169,6 +176,60 @@ describe("a queued message cancelled through its start's signal", () => {
     await expect(first.result).resolves.toMatchObject({ output: "echo: m0" });
     await env.close();
   });
+
+  it("cancelled by id while its committed enqueue's answer is on its way, then the environment closes before the cancel's write answers: env.cancel settles RUNTIME_SHUTDOWN", async () => {
+    const held = await heldQueueStore(await temporaryStorePath());
+    const env = await openEnvironment({ store: held.store });
+    const gate = deferred();
+    const agent = env.agent({ id: "closing", model: echoModel(), onBusy: "enqueue", tools: { lookup: lookupTool({ gate: gate.promise }) } });
+    const first = agent.start("m0");
+    await first.executionId;
+    // The enqueue commits; its answer is held.
+    const answerGate = deferred();
+    held.state.enqueueAnswerGate = answerGate.promise;
+    const queued = agent.start("m1", { idempotencyKey: "k-closing" });
+    void queued.result.catch(() => undefined);
+    await held.state.enqueueReached.promise;
+    const executionId = startExecutionIdOf("closing", "k-closing");
+    const cancel = env.cancel(executionId);
+    void cancel.catch(() => undefined);
+    await settleRounds();
+    // The answer comes while the environment drains; the cancel's write
+    // that follows it is held (never answered) until after the close.
+    const closed = env.close();
+    gate.resolve();
+    answerGate.resolve();
+    await held.state.cancelReached.promise;
+    await closed;
+    await expect(cancel).rejects.toMatchObject({ code: "RUNTIME_SHUTDOWN", executionId });
+  }, 10_000);
+
+  it("cancelled by id while its committed enqueue's answer is on its way, the answer coming only after the environment closed: env.cancel settles RUNTIME_SHUTDOWN", async () => {
+    const held = await heldQueueStore(await temporaryStorePath());
+    held.state.cancelGate.resolve();
+    const env = await openEnvironment({ store: held.store });
+    const gate = deferred();
+    const agent = env.agent({ id: "closing", model: echoModel(), onBusy: "enqueue", tools: { lookup: lookupTool({ gate: gate.promise }) } });
+    const first = agent.start("m0");
+    await first.executionId;
+    const answerGate = deferred();
+    held.state.enqueueAnswerGate = answerGate.promise;
+    const queued = agent.start("m1", { idempotencyKey: "k-late" });
+    void queued.result.catch(() => undefined);
+    await held.state.enqueueReached.promise;
+    const executionId = startExecutionIdOf("closing", "k-late");
+    const cancel = env.cancel(executionId);
+    void cancel.catch(() => undefined);
+    await settleRounds();
+    const closed = env.close();
+    gate.resolve();
+    await closed;
+    // Posted to the closed loop: never applied.
+    answerGate.resolve();
+    await settleRounds();
+    await expect(cancel).rejects.toMatchObject({ code: "RUNTIME_SHUTDOWN", executionId });
+    expect(held.state.cancelCommitted).toBe(false);
+  }, 10_000);
 
   it("aborted while its enqueue is still being written: told CANCELLED once the cancel after that write committed", async () => {
     const held = await heldQueueStore(await temporaryStorePath());
