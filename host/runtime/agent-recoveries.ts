@@ -164,9 +164,10 @@ export class AgentRecoveries {
 
   /** Recovery of one agent's unfinished executions not already live here.
    * `readAfter`: rows read before that moment (another process owned the
-   * agent then) are read again. */
-  async recoverAgentEntry(entry: AgentEntry, readAfter?: number, given?: readonly ExecutionRow[]): Promise<RecoveredExecution[]> {
-    const report = await this.host.queues.holdWhile(entry.id, () => this.recoverRows(entry, readAfter, given));
+   * agent then) are read again. `given`: the agent's unfinished rows, read
+   * from `givenReadAt` on (`performance.now()`; unknown: any earlier time). */
+  async recoverAgentEntry(entry: AgentEntry, readAfter?: number, given?: readonly ExecutionRow[], givenReadAt?: number): Promise<RecoveredExecution[]> {
+    const report = await this.host.queues.holdWhile(entry.id, () => this.recoverRows(entry, readAfter, given, givenReadAt));
     // Its queued messages wait behind what was recovered (docs/decisions/0025).
     await this.host.queues.restore(entry);
     for (const item of report) {
@@ -177,10 +178,14 @@ export class AgentRecoveries {
 
   /** `recoverAgentEntry` with the conversation's queue held: what a fault
    * held released and installed again, then the other rows. */
-  private async recoverRows(entry: AgentEntry, readAfter?: number, given?: readonly ExecutionRow[]): Promise<RecoveredExecution[]> {
+  private async recoverRows(entry: AgentEntry, readAfter?: number, given?: readonly ExecutionRow[], givenReadAt?: number): Promise<RecoveredExecution[]> {
     if (readAfter !== undefined && this.unfinished !== undefined && this.unfinishedReadAt < readAfter) this.unfinished = undefined;
     const rows: ExecutionRow[] = [];
-    const scan = given === undefined ? await this.unfinishedByAgent() : undefined;
+    const scanning = given === undefined ? this.unfinishedByAgent() : undefined;
+    // When the rows were read: the scan's start (taken before awaiting it,
+    // a later pass may start another).
+    const readAt = scanning !== undefined ? this.unfinishedReadAt : givenReadAt ?? -Infinity;
+    const scan = scanning !== undefined ? await scanning : undefined;
     const unfinished = given ?? scan?.get(entry.id) ?? [];
     // Taken: a later first use of this conversation must not recover them again.
     scan?.delete(entry.id);
@@ -198,7 +203,21 @@ export class AgentRecoveries {
         else held.push({ executionId: row.executionId, agentId: row.agentId, phase: row.phase, continuation: continuationNameOf(continuationOf(row)), status: "needs_attention", reason: stillSettlingReason(code) });
       }
     }
-    return [...held, ...await recoverAgent(this.host.coordinator, this.host.loop, entry, rows)];
+    return [...held, ...await recoverAgent(this.host.coordinator, this.host.loop, entry, await this.currentRows(entry, rows, readAt))];
+  }
+
+  /** The rows to install, of executions not live here now. One that was
+   * live here when they were read and ended since (its terminal commit
+   * answered before the read did: a loaded machine orders two
+   * connections' answers so) was read unfinished; installed from that row
+   * it would run again and hold the conversation's admission, refusing
+   * the next start. So when an execution of the agent was released here
+   * since the read began, these rows are read again (after that release,
+   * so after its commit): only those still unfinished are installed. */
+  private async currentRows(entry: AgentEntry, rows: readonly ExecutionRow[], readAt: number): Promise<readonly ExecutionRow[]> {
+    if (rows.length === 0 || !this.host.coordinator.releasedSince(entry, readAt)) return rows;
+    const again = await Promise.all(rows.map((row) => this.host.store.getExecution(row.executionId)));
+    return again.filter((row): row is ExecutionRow => row !== undefined && row.status !== "terminal" && this.host.coordinator.entryById(row.executionId) === undefined);
   }
 
   /** Releases what a store failure left held for the agent that the rows
@@ -327,8 +346,9 @@ export class AgentRecoveries {
     // before that recovery ended, could be stale.
     const still = await this.oneAtATime(agentId, () => this.host.conversations.holding(agentId, async (entry) => {
       if (!held(entry)) return false;
+      const readAt = performance.now();
       const rows = await leasing.unfinishedExecutionsOf(agentId);
-      const report = await this.recoverAgentEntry(entry, undefined, rows);
+      const report = await this.recoverAgentEntry(entry, undefined, rows, readAt);
       if (report.some((item) => item.status === "suspended")) this.host.inboxApplier()?.agentReady(agentId);
       return held(entry);
     }));
@@ -344,8 +364,9 @@ export class AgentRecoveries {
     const leasing = leasingStoreOf(this.host.store);
     await this.oneAtATime(agentId, () => this.host.conversations.holding(agentId, async (entry) => {
       // PostgreSQL reads this agent's rows only; SQLite scans once, afresh.
+      const readAt = performance.now();
       const rows = leasing === undefined ? undefined : await leasing.unfinishedExecutionsOf(agentId);
-      const report = await this.recoverAgentEntry(entry, performance.now(), rows);
+      const report = await this.recoverAgentEntry(entry, performance.now(), rows, readAt);
       if (report.some((item) => item.status === "suspended")) this.host.inboxApplier()?.agentReady(agentId);
     }));
   }

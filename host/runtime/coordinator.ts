@@ -79,6 +79,9 @@ export class Coordinator implements SessionHost {
   /** Agents held recovery_required with no execution (a preparation whose
    * outcome could not be read back); `env.recover()` releases them. */
   readonly heldAgents = new Set<AgentEntry>();
+  /** When each agent last had an execution released here
+   * (`performance.now()`): rows of it read before then may be stale. */
+  private readonly lastReleases = new WeakMap<AgentEntry, number>();
 
   /** Called after every apply; the environment checks for drained here. */
   onIdle: (() => void) | undefined;
@@ -129,6 +132,14 @@ export class Coordinator implements SessionHost {
     const starting = this.requests.startingAs(executionId);
     if (starting === undefined) return rowExists();
     return starting.waiter.executionId.then(() => true, () => rowExists());
+  }
+
+  /** Whether an execution of the agent was released here at or after
+   * `since` (`performance.now()`): one live here when its rows were read
+   * then may have ended since, and its row read then is stale. */
+  releasedSince(agent: AgentEntry, since: number): boolean {
+    const at = this.lastReleases.get(agent);
+    return at !== undefined && at >= since;
   }
 
   /** The agent's executions held recovery_required here. */
@@ -703,6 +714,7 @@ export class Coordinator implements SessionHost {
     if (!entry) return;
     this.executions[slot] = undefined;
     this.executionIds.delete(entry.executionId);
+    this.lastReleases.set(entry.agent, performance.now());
     entry.span?.end();
     // The queue's head is posted first, then the conversation's idle
     // release: a conversation with messages queued is held by its queue.

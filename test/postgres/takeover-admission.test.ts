@@ -200,4 +200,41 @@ describe("a lease lost and taken back by the same process", () => {
     const next = await agent.start("And order 43?").result;
     expect(next.outcome).toBe("completed");
   }, 120_000);
+  it("taken back while a tool runs, its recovery's read answered only after the execution ended: the row read is not installed again, and the next start is admitted", async () => {
+    const { schema, env, agent, run, executionId, calls, release } = await startedInsideTool();
+    const store = env.store as PostgresStore;
+    const epoch = store.leaseOf("support")!.epoch;
+    // The takeover's read of the unfinished rows sees the execution running
+    // (inside its tool), and answers once it has ended here: a loaded
+    // machine orders the two connections' answers so.
+    const read = store.unfinishedExecutions.bind(store);
+    const ended = run.result.then(() => undefined, () => undefined);
+    let reads = 0;
+    store.unfinishedExecutions = async () => {
+      const rows = await read();
+      reads += 1;
+      await ended;
+      return rows;
+    };
+
+    await holdElsewhere(schema, "support");
+    while (store.leaseOf("support") !== undefined) await new Promise((resolve) => setTimeout(resolve, 10));
+    await expirePartition(schema, "support");
+    const deadline = Date.now() + 60_000;
+    while (store.leaseOf("support") === undefined && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(store.leaseOf("support")?.epoch).toBe(epoch + 2);
+    while (reads === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(reads).toBeGreaterThan(0);
+
+    release();
+    expect(await run.result).toMatchObject({ outcome: "completed" });
+    const next = await agent.start("And order 43?").result;
+    expect(next.outcome).toBe("completed");
+    expect(await env.execution(executionId)).toMatchObject({ status: "terminal", outcome: "completed" });
+    expect(await env.executions({ status: "recovery_required" })).toEqual([]);
+    // Each of its tool calls ran once (its two turns): it was not
+    // recovered from the stale row, which re-dispatches the first.
+    expect(calls.filter((call) => call.idempotencyKey.startsWith(`${executionId}:`)).map((call) => call.orderId)).toEqual(["42", "43"]);
+    expect(await env.recovery("support")).toEqual([]);
+  }, 120_000);
 });
