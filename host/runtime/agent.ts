@@ -168,8 +168,7 @@ export class Agent {
       // Busy with this very key (the first start of it still runs, or is
       // being prepared here): follow it.
       if (refusal.code === "AGENT_BUSY") {
-        const found = this.environment.coordinator.admittedAs(executionId, () => this.environment.execution(executionId).then((row) => row !== undefined));
-        found.then((admitted) => {
+        this.environment.admittedAs(executionId).then((admitted) => {
           if (admitted) return this.environment.followExecution(this.id, executionId, outer);
           settleWaiterWithError(outer, refusal, settings);
         }, () => settleWaiterWithError(outer, refusal, settings));

@@ -326,6 +326,13 @@ export class Environment {
     return this.recoveries.recoverHeld(agentId);
   }
 
+  /** @internal A start of `executionId` refused busy: whether it meets
+   * one of that id admitted or being prepared here, else its row in the
+   * store (docs/decisions/0057). */
+  admittedAs(executionId: string): Promise<boolean> {
+    return this.coordinator.admittedAs(executionId, () => this.execution(executionId).then((row) => row !== undefined));
+  }
+
   /** With a leasing store: takes the agent's lease and says when (the
    * rows recovery reads must be read after it), or false when another live
    * process owns it — its starts are refused here, and the store keeps
@@ -424,8 +431,7 @@ export class Environment {
       // Busy with this very id (its key started here meanwhile, maybe
       // still being prepared): it runs (docs/decisions/0057).
       if (refusal.code !== "AGENT_BUSY") return refusal;
-      const found = this.coordinator.admittedAs(claim.executionId, () => this.execution(claim.executionId).then((row) => row !== undefined));
-      return await found.catch(() => false) ? undefined : refusal;
+      return await this.admittedAs(claim.executionId).catch(() => false) ? undefined : refusal;
     });
   }
 
