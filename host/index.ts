@@ -68,6 +68,7 @@ export * from "./errors.js";
 export { checkSupportedRuntime } from "./runtime/supported-runtime.js";
 export type { ExecutionRow, StoredStep, UsageTotals, Json, ExecutionListFilter, ExecutionStatusName, OutcomeName } from "./store/records.js";
 export type { ExecutionStore } from "./store/store.js";
+export type { StoreCapabilities, StoreSignals } from "./store/capabilities.js";
 export { SqliteStore, type SqliteStoreOptions } from "./store/sqlite-store.js";
 export type { SqliteVisitorStore } from "./store/sqlite-visitor.js";
 export type { RecoveredExecution } from "./runtime/recovery.js";

@@ -39,7 +39,9 @@ import type { RecoveredExecution } from "./recovery.js";
 import { leasingStoreOf, type LeasingStore } from "./leases.js";
 import { AgentRecoveries } from "./agent-recoveries.js";
 import { checkOpenOptions, openStoreAt, type OpenOptions } from "./open-options.js";
-import { partitionedStoreOf, watchPartitionTakeovers } from "./partition-takeover.js";
+import { partitionedStoreOf, partitionTakeovers } from "./partition-takeover.js";
+import { storeSignals } from "./store-signals.js";
+import { checkCapabilities } from "../store/capabilities.js";
 import { InboxApplier, inboxStoreOf, type ClaimedDecision } from "./approval-inbox.js";
 import { RemoteResumes } from "./remote-resume.js";
 import { RemoteStarts, startInboxStoreOf } from "./remote-start.js";
@@ -137,6 +139,7 @@ export class Environment {
     const { logger, retention } = checkOpenOptions(options);
     const core = await ControlCore.create(options.limits ?? {});
     const store = typeof options.store === "string" ? await openStoreAt(options.store, options, logger) : options.store;
+    if (typeof options.store !== "string") checkCapabilities(store);
     let coreFailed: (error: PhronomyError) => void = () => undefined;
     const loop = new ControlLoop((error) => logger.warn(`[phronomy] a control message failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`), (error) => coreFailed(error));
     const coordinator = new Coordinator({
@@ -155,27 +158,23 @@ export class Environment {
     };
     const leasing = leasingStoreOf(store);
     if (leasing) {
-      leasing.onLeaseAcquired = (agentId, grant) => environment.recoveries.takeOver(agentId, grant.epoch);
       coordinator.onExecutionRecoveryRequired = (agentId, error) => environment.recoveries.executionHeld(agentId, error);
       coordinator.onAgentRecoveryRequired = (agentId) => environment.recoveries.healLater(agentId);
     }
     const partitioned = partitionedStoreOf(store);
-    if (partitioned) {
-      watchPartitionTakeovers(partitioned, {
+    environment.openApprovalInbox(leasing);
+    store.listen?.(storeSignals({
+      logger, storePath: store.path,
+      takeOver: (agentId, epoch) => environment.recoveries.takeOver(agentId, epoch),
+      partitionsTaken: partitioned && partitionTakeovers(partitioned, {
         logger,
         recovers: () => environment.recoverOnDefine && !environment.closing,
         adopt: (agentId, name) => environment.conversations.adopt(agentId, name),
-      });
-    }
-    // The PostgreSQL store gives up the partitions of running executions last
-    // when it balances, and reports each connection it lost (loaded lazily: no static import).
-    const balancing = store as { runningAgents?: () => Iterable<string> };
-    if ("runningAgents" in store) balancing.runningAgents = () => coordinator.runningAgentIds();
-    const reporting = store as { onConnectionLost?: (error: Error) => void };
-    if ("onConnectionLost" in store) {
-      reporting.onConnectionLost = (error) => logger.warn(`[phronomy] a connection of the store at ${store.path} was lost (${error.message}); the operation using it fails or reads back its outcome, and the next one connects again`);
-    }
-    environment.openApprovalInbox(leasing);
+      }),
+      inboxApplier: () => environment.inboxApplier,
+      remoteStarts: () => environment.remoteStarts,
+      runningAgents: () => coordinator.runningAgentIds(),
+    }));
     environment.startRetention(retention);
     // The one scan of unfinished executions: each definition recovers its
     // own from it (docs/decisions/0024).
@@ -386,7 +385,6 @@ export class Environment {
     const balancing = (this.store as { balancing?: boolean }).balancing !== false;
     if (starts !== undefined && leasing !== undefined && balancing) {
       this.remoteStarts = new RemoteStarts(starts, settings);
-      (this.store as { listenForDecisions?: () => void }).listenForDecisions?.();
     }
     const holds = leasing ? (agentId: string, epoch: number) => leasing.leaseOf(agentId)?.epoch === epoch : () => true;
     const partitionHeld = (this.store as { partitionHeldAt?: (agentId: string, epoch: number) => boolean }).partitionHeldAt?.bind(this.store);
@@ -394,8 +392,6 @@ export class Environment {
     // Conversations not live here: a SQLite owner claims their retries, a
     // PostgreSQL owner their filed starts (a start makes them live).
     this.inboxApplier = new InboxApplier(inbox, (claim) => this.applyClaim(claim), holds, settings.logger, leasing === undefined || this.remoteStarts !== undefined, mayHold);
-    inbox.onApprovalFiled = (agentId) => this.inboxApplier?.wake(agentId);
-    inbox.onStartsFiled = () => this.inboxApplier?.startsFiled();
   }
 
   private applyClaim(claim: ClaimedDecision): Promise<PhronomyError | undefined> {

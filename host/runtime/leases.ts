@@ -5,6 +5,7 @@
 // lease expired), the environment recovers it then. Stores without leases
 // (SQLite: one owner per file, docs/decisions/0007) are left as they are.
 
+import { capabilitiesOf } from "../store/capabilities.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { ExecutionRow } from "../store/records.js";
 
@@ -19,7 +20,6 @@ export interface LeaseAcquisitionView {
 export interface LeasingStore {
   acquireLease(agentId: string): Promise<LeaseAcquisitionView>;
   leaseOf(agentId: string): { readonly owner: string; readonly epoch: number } | undefined;
-  onLeaseAcquired: ((agentId: string, grant: { readonly owner: string; readonly epoch: number }) => void) | undefined;
   /** Refuses (with `why`) or allows again (undefined) the agent's admissions. */
   holdAdmissions(agentId: string, why: string | undefined): void;
   /** Gives the agent's lease up (an idle conversation let go). */
@@ -38,9 +38,9 @@ export interface LeasingStore {
   partitionEpochOf?(agentId: string): number | undefined;
 }
 
+/** The store as a leasing store, when it declares leases. */
 export function leasingStoreOf(store: ExecutionStore): LeasingStore | undefined {
-  const candidate = store as Partial<LeasingStore>;
-  return typeof candidate.acquireLease === "function" && typeof candidate.leaseOf === "function" ? (store as unknown as LeasingStore) : undefined;
+  return capabilitiesOf(store).leases ? (store as unknown as LeasingStore) : undefined;
 }
 
 /** The epoch the agent's partition (or lease) is held at here, renewed in
