@@ -364,7 +364,7 @@ export class Environment {
     // back the agent's partition (a start is not refused for a race this
     // process resolves itself, docs/decisions/0055); then the recovery of
     // a takeover that tick may have started.
-    const settling = (this.store as { partitionSettling?: (agentId: string) => Promise<void> | undefined }).partitionSettling?.(agentId);
+    const settling = partitionedStoreOf(this.store)?.partitionSettling(agentId);
     if (settling === undefined) return this.recoveries.admissionGate(agentId);
     return settling.then(() => this.recoveries.admissionGate(agentId));
   }
@@ -382,12 +382,12 @@ export class Environment {
     const starts = startInboxStoreOf(this.store);
     // A process that takes no share (`balance: false`, the CLI's commands)
     // runs its own starts or refuses them, as before.
-    const balancing = (this.store as { balancing?: boolean }).balancing !== false;
-    if (starts !== undefined && leasing !== undefined && balancing) {
+    if (starts !== undefined && leasing !== undefined && starts.balancing) {
       this.remoteStarts = new RemoteStarts(starts, settings);
     }
     const holds = leasing ? (agentId: string, epoch: number) => leasing.leaseOf(agentId)?.epoch === epoch : () => true;
-    const partitionHeld = (this.store as { partitionHeldAt?: (agentId: string, epoch: number) => boolean }).partitionHeldAt?.bind(this.store);
+    const partitioned = partitionedStoreOf(this.store);
+    const partitionHeld = partitioned && ((agentId: string, epoch: number) => partitioned.partitionHeldAt(agentId, epoch));
     const mayHold = partitionHeld ?? holds;
     // Conversations not live here: a SQLite owner claims their retries, a
     // PostgreSQL owner their filed starts (a start makes them live).
@@ -443,8 +443,8 @@ export class Environment {
     // lease lapsed here (the database away longer than the lease) and
     // nobody took it since: this process takes it back at its next tick,
     // and a start filed meanwhile went to itself (docs/decisions/0058).
-    const store = this.store as { partitionHeld?: (agentId: string) => boolean; partitionLapsedHere?: (agentId: string) => boolean };
-    if (store.partitionHeld?.(agentId) === true || store.partitionLapsedHere?.(agentId) === true) return undefined;
+    const partitioned = partitionedStoreOf(this.store);
+    if (partitioned !== undefined && (partitioned.partitionHeld(agentId) || partitioned.partitionLapsedHere(agentId))) return undefined;
     return this.remoteStarts;
   }
 
@@ -519,7 +519,7 @@ export class Environment {
 
   /** The store keeps filed starts and this process may write to it. */
   private filesStarts(): boolean {
-    return !this.visitor && typeof (this.store as { cancelFiledStart?: unknown }).cancelFiledStart === "function";
+    return !this.visitor && startInboxStoreOf(this.store) !== undefined;
   }
 
   private get cancelHost(): CancelHost {
@@ -533,8 +533,7 @@ export class Environment {
       ...(this.filesStarts() ? {
         cancelFiledStart: async (executionId: string, reason: string | undefined) => {
           const error = JSON.stringify(transferError(new CancellationError({ executionId }, reason)));
-          const store = this.store as unknown as { cancelFiledStart: (id: string, error: string, at: number) => Promise<{ readonly agentId: string; readonly state: "cancelled" | "claimed" | "settled" } | undefined> };
-          const found = await store.cancelFiledStart(executionId, error, Date.now());
+          const found = await startInboxStoreOf(this.store)!.cancelFiledStart(executionId, error, Date.now());
           // Committed: a Run here following the start settles now (docs/decisions/0047).
           if (found?.state === "cancelled") this.remoteStarts?.cancelledHere({ executionId, execution: undefined, queued: false, decisionState: "refused", decisionError: error, steps: [] });
           return found;
@@ -633,8 +632,7 @@ export class Environment {
   }
 
   private leaseHolder(agentId: string): Promise<{ readonly owner: string; readonly expiresAt: number } | undefined> {
-    const store = this.store as { leaseHolder?: (id: string) => Promise<{ owner: string; expiresAt: number } | undefined> };
-    return store.leaseHolder?.(agentId) ?? Promise.resolve(undefined);
+    return leasingStoreOf(this.store)?.leaseHolder(agentId) ?? Promise.resolve(undefined);
   }
 
   /** Whether `close()` was called. */

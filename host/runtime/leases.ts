@@ -22,6 +22,9 @@ export interface LeasingStore {
   leaseOf(agentId: string): { readonly owner: string; readonly epoch: number } | undefined;
   /** Refuses (with `why`) or allows again (undefined) the agent's admissions. */
   holdAdmissions(agentId: string, why: string | undefined): void;
+  /** Who holds the agent's lease now, and until when (read from the
+   * store); undefined when nobody does. */
+  leaseHolder(agentId: string): Promise<{ readonly owner: string; readonly expiresAt: number } | undefined>;
   /** Gives the agent's lease up (an idle conversation let go). */
   releaseLease(agentId: string): Promise<void>;
   /** The agent's unfinished executions, read now (after its lease was taken). */

@@ -23,6 +23,16 @@ export interface PartitionedStore {
   unfinishedExecutionsInPartitions(partitions: readonly number[]): Promise<ExecutionRow[]>;
   markPartitionsScanned(grants: readonly PartitionGrantView[]): void;
   partitionOf(agentId: string): number;
+  /** Whether the agent's partition is held here, renewed in time. */
+  partitionHeld(agentId: string): boolean;
+  /** Whether the agent's partition lapsed here (not renewed in time) and
+   * nobody took it since (docs/decisions/0058). */
+  partitionLapsedHere(agentId: string): boolean;
+  /** Whether the agent's partition is held here at that epoch. */
+  partitionHeldAt(agentId: string, epoch: number): boolean;
+  /** This process's own lease tick renewing or taking back the agent's
+   * partition, if one runs now (docs/decisions/0055). */
+  partitionSettling(agentId: string): Promise<void> | undefined;
   queueHeads?(): Promise<readonly { readonly agentId: string; readonly config: unknown }[]>;
 }
 

@@ -41,6 +41,14 @@ import { asPhronomyError } from "./session.js";
 /** What the filer needs of a store that files starts (PostgreSQL). */
 export interface StartInboxStore {
   fileStart(filing: Omit<StartFiling, "filedBy">): Promise<FiledStartAnswer>;
+  /** Cancels a start still filed (any process that may write, one taking
+   * no share included); what it found. */
+  cancelFiledStart(executionId: string, error: string, at: number): Promise<{ readonly agentId: string; readonly state: "cancelled" | "claimed" | "settled" } | undefined>;
+  /** Whether this process takes a share of the partitions: starts are
+   * filed for it, and it files its own for their owners. One that takes
+   * none (`balance: false`, the CLI's commands) runs its starts or
+   * refuses them. */
+  readonly balancing: boolean;
   readStarts(follows: readonly { readonly executionId: string; readonly afterSeq: number }[]): Promise<StartProgress[]>;
   /** Whether the store's `filedStartMoved` signal is heard now (its
    * listener is up, docs/decisions/0047): when not, the filer polls. */

@@ -44,10 +44,13 @@ export const plainStore: StoreCapabilities = {
 /** The methods each ability promises; `Phronomy.open` refuses a store
  * that declares one without them. */
 export const capabilityMethods: { readonly [C in StoreCapability]: readonly string[] } = {
-  leases: ["acquireLease", "leaseOf", "holdAdmissions", "releaseLease", "unfinishedExecutionsOf"],
-  partitions: ["unfinishedExecutionsInPartitions", "markPartitionsScanned", "partitionOf", "partitionScanned", "partitionHeldSince", "partitionEpochOf", "partitionHeldAt", "partitionSettling"],
+  leases: ["acquireLease", "leaseOf", "leaseHolder", "holdAdmissions", "releaseLease", "unfinishedExecutionsOf"],
+  partitions: [
+    "unfinishedExecutionsInPartitions", "markPartitionsScanned", "partitionOf", "partitionScanned", "partitionHeldSince", "partitionEpochOf",
+    "partitionHeld", "partitionHeldAt", "partitionLapsedHere", "partitionSettling",
+  ],
   approvalInbox: ["fileDecision", "claimDecisions", "settleDecision", "readDecisions", "approvalDecided"],
-  startInbox: ["fileStart", "readStarts", "claimFiledStarts"],
+  startInbox: ["fileStart", "readStarts", "claimFiledStarts", "cancelFiledStart"],
   queue: ["enqueueMessage", "cancelQueued", "queuedMessages"],
   queueReads: ["queuedMessage", "listQueuedMessages"],
   pruning: ["pruneExecutions"],
