@@ -36,7 +36,8 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type pg from "pg";
 import { InvalidInputError, PhronomyError, StoreError } from "../errors.js";
-import { checkId, checkListFilter, checkOperation } from "./check-operation.js";
+import { checkId } from "./check-id.js";
+import { checkListFilter, checkOperation } from "./check-operation.js";
 import { createPool, parseLocation, poolSizeDefault, poolSizeMax } from "./postgres/connection.js";
 import { ConnectionLost, GroupCommit, groupsInFlightDefault, NotConnected } from "./postgres/group-commit.js";
 import { JournalTails } from "./postgres/journal-tails.js";
@@ -64,8 +65,9 @@ import * as reads from "./postgres/reads.js";
 import { migrate, schemaVersion } from "./postgres/schema.js";
 import { checkPruneOperation, type PruneCounts, type PruneExecutionsOperation } from "./prune.js";
 import { postgresPruneBatchExecutions } from "./postgres/prune.js";
+import type { OffloadOperation, OffloadResult } from "./offload-operation.js";
 import type {
-  AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, OffloadOperation, OffloadResult, PurgeAgentResult,
+  AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, PurgeAgentResult,
   PrepareExecutionOperation, StoreOperation, StoreResult, StoredStep,
 } from "./records.js";
 import { executionListMax, journalReadMax } from "./sqlite/reads.js";
