@@ -46,7 +46,8 @@ import { ReadBatches } from "./postgres/read-batches.js";
 import { InstanceLock, checkInstanceId } from "./postgres/instance-lock.js";
 import { PartitionBook } from "./postgres/partition-book.js";
 import * as partitions from "./postgres/partitions.js";
-import { applyOperation, type Fence } from "./postgres/operations.js";
+import type { Fence } from "./postgres/leases.js";
+import { applyOperation } from "./postgres/operations.js";
 import {
   compareAndSetStatement, explainCompareAndSetRefusal, explainPrepareRefusal, isGrouped, prepareStatement, readKnownRow,
   type GroupedOperation, type KnownRow, type Statement,
