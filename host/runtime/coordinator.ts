@@ -37,6 +37,7 @@ import {
 } from "./requests.js";
 import { continuationNameOf } from "./recovery.js";
 import { cancelNewSession, cancelRefused, submitCancelCommit } from "./cancel-commit.js";
+import type { CoordinatorCalls } from "./coordinator-calls.js";
 import { reopenInstalled } from "./retry.js";
 import { readHistory } from "./restore.js";
 import type { ApprovalRequest } from "./events.js";
@@ -70,7 +71,7 @@ export interface CoordinatorSettings {
   readonly now: () => number;
 }
 
-export class Coordinator implements SessionHost {
+export class Coordinator implements SessionHost, CoordinatorCalls {
   readonly requests = new RequestTable();
   private readonly executions: (ExecutionEntry | undefined)[] = [];
   private readonly executionIds = new Map<string, ExecutionEntry>();

@@ -37,7 +37,8 @@ import { hostname } from "node:os";
 import type pg from "pg";
 import { InvalidInputError, PhronomyError, StoreError } from "../errors.js";
 import { quietSignals, type StoreCapabilities, type StoreSignals } from "./capabilities.js";
-import { checkId, checkListFilter, checkOperation } from "./check-operation.js";
+import { checkId } from "./check-id.js";
+import { checkListFilter, checkOperation } from "./check-operation.js";
 import { createPool, parseLocation, poolSizeDefault, poolSizeMax } from "./postgres/connection.js";
 import { ConnectionLost, GroupCommit, groupsInFlightDefault, NotConnected } from "./postgres/group-commit.js";
 import { JournalTails } from "./postgres/journal-tails.js";
@@ -46,7 +47,8 @@ import { ReadBatches } from "./postgres/read-batches.js";
 import { InstanceLock, checkInstanceId } from "./postgres/instance-lock.js";
 import { PartitionBook } from "./postgres/partition-book.js";
 import * as partitions from "./postgres/partitions.js";
-import { applyOperation, type Fence } from "./postgres/operations.js";
+import type { Fence } from "./postgres/leases.js";
+import { applyOperation } from "./postgres/operations.js";
 import {
   compareAndSetStatement, explainCompareAndSetRefusal, explainPrepareRefusal, isGrouped, prepareStatement, readKnownRow,
   type GroupedOperation, type KnownRow, type Statement,
@@ -65,8 +67,9 @@ import * as reads from "./postgres/reads.js";
 import { migrate, schemaVersion } from "./postgres/schema.js";
 import { checkPruneOperation, type PruneCounts, type PruneExecutionsOperation } from "./prune.js";
 import { postgresPruneBatchExecutions } from "./postgres/prune.js";
+import type { OffloadOperation, OffloadResult } from "./offload-operation.js";
 import type {
-  AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, OffloadOperation, OffloadResult, PurgeAgentResult,
+  AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, PurgeAgentResult,
   PrepareExecutionOperation, StoreOperation, StoreResult, StoredStep,
 } from "./records.js";
 import { executionListMax, journalReadMax } from "./sqlite/reads.js";

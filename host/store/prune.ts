@@ -24,7 +24,7 @@
 //   caller repeats, yielding in between.
 
 import { InvalidInputError } from "../errors.js";
-import { checkId } from "./check-operation.js";
+import { checkId } from "./check-id.js";
 import { capabilitiesOf } from "./capabilities.js";
 
 /** Most executions one prune transaction deletes, on any store. A pass

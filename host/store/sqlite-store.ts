@@ -26,9 +26,11 @@
 
 import { randomUUID } from "node:crypto";
 import type { StoreError } from "../errors.js";
-import { checkId, checkOperation } from "./check-operation.js";
+import { checkId } from "./check-id.js";
+import { checkOperation } from "./check-operation.js";
 import type { Offload, OffloadPolicy, OffloadStatistics } from "./offload.js";
-import type { AgentRow, OffloadOperation, OffloadResult, PurgeAgentResult, StoreOperation, StoreResult } from "./records.js";
+import type { OffloadOperation, OffloadResult } from "./offload-operation.js";
+import type { AgentRow, PurgeAgentResult, StoreOperation, StoreResult } from "./records.js";
 import { checkPruneOperation, type PruneCounts, type PruneExecutionsOperation } from "./prune.js";
 import { sqlitePruneBatchExecutions } from "./sqlite/prune.js";
 import type { ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, FiledDecision } from "./inbox-records.js";

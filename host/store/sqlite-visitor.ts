@@ -19,7 +19,7 @@
 //   await visitor.close();
 
 import { StoreError } from "../errors.js";
-import { checkId } from "./check-operation.js";
+import { checkId } from "./check-id.js";
 import type { DecisionFiling, DecisionProgress, FiledDecision } from "./inbox-records.js";
 import type { AgentRow, PurgeAgentResult, StoreOperation, StoreResult } from "./records.js";
 import type { SqliteConnection } from "./sqlite/driver.js";

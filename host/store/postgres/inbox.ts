@@ -36,7 +36,7 @@ import type pg from "pg";
 import { ApprovalMismatchError, InvalidInputError, RetryRefusedError } from "../../errors.js";
 import type { ExecutionRow, Json } from "../records.js";
 import type { SqliteRow } from "../sqlite/driver.js";
-import type { Fence } from "./operations.js";
+import type { Fence } from "./leases.js";
 import { checkCancelFiling, inboxKindMigration, type DecisionKind } from "../cancel-filing.js";
 import { checkRetryable, inboxKinds } from "../retry-filing.js";
 import { startApprovalId, type FiledStart, type FiledStartAnswer, type StartFiling, type StartProgress } from "../start-filing.js";
