@@ -12,7 +12,7 @@
 // `agent-recoveries.ts`.
 
 import { transferError } from "../store/error-transfer.js";
-import { Admin } from "./admin.js";
+import { Admin, type PendingApproval } from "./admin.js";
 import { MessageKind as M } from "../../assembly/abi.js";
 import { ControlCore } from "../core/control-core.js";
 import { resolveTools } from "../agent/tools.js";
@@ -58,18 +58,6 @@ import { applyFiledRetry, checkRetryOptions, retryById, withAttempts, type Retry
 import { ChatStreams, type ChatChunk, type StreamOptions } from "../chat/chat-stream.js";
 import { applyFiledCancel, cancelById, checkCancel, type CancelHost, type CancelOptions, type CancelResult } from "./cancel-by-id.js";
 import { checkSupportedRuntime } from "./supported-runtime.js";
-
-/** What a pending approval looks like to whoever decides it. */
-export interface PendingApproval {
-  /** The suspended execution. */
-  readonly executionId: string;
-  /** Its agent (conversation) id. */
-  readonly agentId: string;
-  /** The tool calls waiting for the decision, and the approval id to decide them by. */
-  readonly request: ApprovalRequest;
-  /** When the execution suspended (ms since the epoch). */
-  readonly since: number;
-}
 
 /** A running Phronomy on one store: the agents defined on it, their
  * executions, recovery, retention, and `close()`. Made by `Phronomy.open`. */
