@@ -381,7 +381,7 @@ export class ConversationQueues {
    * read and started again here (250 ms, doubling to 5 s, while held). */
   private restoreLater(agentId: string): void {
     const holds = (): boolean => heldEpochOf(this.environment.store, agentId) !== undefined;
-    if (this.closed || leasingStoreOf(this.environment.store)?.partitionEpochOf === undefined || !holds()) return;
+    if (this.closed || leasingStoreOf(this.environment.store) === undefined || !holds()) return;
     this.restores.schedule(agentId, async () => {
       if (!this.closed && holds()) await this.restoreLive(agentId);
       return true;

@@ -25,6 +25,10 @@ export interface LeasingStore {
   /** Who holds the agent's lease now, and until when (read from the
    * store); undefined when nobody does. */
   leaseHolder(agentId: string): Promise<{ readonly owner: string; readonly expiresAt: number } | undefined>;
+  /** The epoch the agent's lease (or its partition) is held at here,
+   * renewed in time or not — its admission window may have lapsed until
+   * the next renewal — undefined when not held (docs/decisions/0058). */
+  heldEpochOf(agentId: string): number | undefined;
   /** Gives the agent's lease up (an idle conversation let go). */
   releaseLease(agentId: string): Promise<void>;
   /** The agent's unfinished executions, read now (after its lease was taken). */
@@ -36,9 +40,6 @@ export interface LeasingStore {
    * held now (`performance.now()`, the take committed), held ever since;
    * undefined when not held. */
   partitionHeldSince?(agentId: string): number | undefined;
-  /** With partitions: the epoch the agent's partition is held at here,
-   * renewed in time or not; undefined when not held. */
-  partitionEpochOf?(agentId: string): number | undefined;
 }
 
 /** The store as a leasing store, when it declares leases. */
@@ -49,6 +50,5 @@ export function leasingStoreOf(store: ExecutionStore): LeasingStore | undefined 
 /** The epoch the agent's partition (or lease) is held at here, renewed in
  * time or not; undefined when not held, or the store does not lease. */
 export function heldEpochOf(store: ExecutionStore, agentId: string): number | undefined {
-  const leasing = leasingStoreOf(store);
-  return leasing?.partitionEpochOf !== undefined ? leasing.partitionEpochOf(agentId) : leasing?.leaseOf(agentId)?.epoch;
+  return leasingStoreOf(store)?.heldEpochOf(agentId);
 }

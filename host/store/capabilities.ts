@@ -44,9 +44,9 @@ export const plainStore: StoreCapabilities = {
 /** The methods each ability promises; `Phronomy.open` refuses a store
  * that declares one without them. */
 export const capabilityMethods: { readonly [C in StoreCapability]: readonly string[] } = {
-  leases: ["acquireLease", "leaseOf", "leaseHolder", "holdAdmissions", "releaseLease", "unfinishedExecutionsOf"],
+  leases: ["acquireLease", "leaseOf", "heldEpochOf", "leaseHolder", "holdAdmissions", "releaseLease", "unfinishedExecutionsOf"],
   partitions: [
-    "unfinishedExecutionsInPartitions", "markPartitionsScanned", "partitionOf", "partitionScanned", "partitionHeldSince", "partitionEpochOf",
+    "unfinishedExecutionsInPartitions", "markPartitionsScanned", "partitionOf", "partitionScanned", "partitionHeldSince",
     "partitionHeld", "partitionHeldAt", "partitionLapsedHere", "partitionSettling",
   ],
   approvalInbox: ["fileDecision", "claimDecisions", "settleDecision", "readDecisions", "approvalDecided"],

@@ -673,7 +673,7 @@ export class PostgresStore implements ExecutionStore {
 
   /** The epoch the agent's partition is held at here (its admission
    * window may have lapsed until the next renewal), if it is held. */
-  partitionEpochOf(agentId: string): number | undefined {
+  heldEpochOf(agentId: string): number | undefined {
     return this.leaseBook.heldEpoch(agentId);
   }
 

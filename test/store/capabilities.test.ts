@@ -62,7 +62,7 @@ describe("store capabilities", () => {
     expect(error.message).toContain("leases: acquireLease()");
     expect(error.message).toContain("leases: unfinishedExecutionsOf()");
     expect(error.message).not.toContain("queue:");
-    expect(error.details).toEqual({ missing: ["leases: acquireLease()", "leases: leaseOf()", "leases: leaseHolder()", "leases: holdAdmissions()", "leases: releaseLease()", "leases: unfinishedExecutionsOf()"] });
+    expect(error.details).toEqual({ missing: ["leases: acquireLease()", "leases: leaseOf()", "leases: heldEpochOf()", "leases: leaseHolder()", "leases: holdAdmissions()", "leases: releaseLease()", "leases: unfinishedExecutionsOf()"] });
   });
 
   it("Phronomy.open refuses a declaration that is not an object", async () => {
