@@ -83,7 +83,7 @@ const otherKinds: readonly [RegExp, string][] = [
   [/^bun add phronomy ai$/, "Bun's install: run as written, `bun agent.ts` after it (test/package/documented-lines.test.ts)"],
   [/^npm test$/, "the whole suite: CI (.ci/run)"],
   [/^npx -p phronomy -p ai@7 phronomy demo$/,
-    "the command the demo names when `ai` is missing (test/cli/demo.test.ts; run by test/package/documented-lines.test.ts)"],
+    "the command the demo names when `ai` is missing (test/cli/demo.slow.test.ts; run by test/package/documented-lines.test.ts)"],
   [/^mkdir -p data$/, "the examples' data directory, made by the tests that run them"],
   [/^(node agent\.mjs|npx tsx agent\.ts|bun agent\.ts|deno run .* agent\.ts)$/,
     "examples/agent.ts run as written after each install (test/package/documented-lines.test.ts)"],
