@@ -81,7 +81,7 @@ const otherKinds: readonly [RegExp, string][] = [
   [/^npm install( phronomy ai)?$/,
     "installs: run as written, the agent after them (test/package/documented-lines.test.ts); the repository's `npm install` is CI's `npm ci`"],
   [/^bun add phronomy ai$/, "Bun's install: run as written, `bun agent.ts` after it (test/package/documented-lines.test.ts)"],
-  [/^npm test$/, "the whole suite: CI (.ci/run)"],
+  [/^npm test$/, "the fast set: CI (.ci/run) runs it, then the slow set (vitest.config.ts)"],
   [/^npx -p phronomy -p ai@7 phronomy demo$/,
     "the command the demo names when `ai` is missing (test/cli/demo.slow.test.ts; run by test/package/documented-lines.test.ts)"],
   [/^mkdir -p data$/, "the examples' data directory, made by the tests that run them"],
