@@ -718,6 +718,8 @@ export const enum EffectLayout {
   FirstEffectOffset = 4,
   Words = 5,
   EffectsMax = 16,
+  // Sizes and offsets, not kinds: two may be equal.
+  // eslint-disable-next-line @typescript-eslint/no-duplicate-enum-values
   EffectsLongestDecision = 4,
 }
 

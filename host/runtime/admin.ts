@@ -20,7 +20,6 @@
 import { ApprovalMismatchError, InvalidInputError } from "../errors.js";
 import type { ExecutionListFilter, ExecutionRow, ExecutionStatusName, OutcomeName, StoredStep } from "../store/records.js";
 import { hostName, readOwner } from "../store/sqlite/owner-file.js";
-import { isVisitorStore } from "../store/sqlite/visitor-mark.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { Agent } from "./agent.js";
 import type { ApprovalRequest } from "./events.js";

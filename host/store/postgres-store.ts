@@ -33,7 +33,6 @@ import type { PostgresStoreOptions } from "./postgres/options.js";
 import * as queue from "./postgres/queue.js";
 import type { CancelQueuedOperation, CancelQueuedResult, EnqueueMessageOperation, EnqueueMessageResult, QueuedMessage } from "./queue.js";
 import { randomUUID } from "node:crypto";
-import { hostname } from "node:os";
 import type pg from "pg";
 import { InvalidInputError, PhronomyError, StoreError } from "../errors.js";
 import { quietSignals, type StoreCapabilities, type StoreSignals } from "./capabilities.js";

@@ -34,7 +34,7 @@ import { fenceHeldSql } from "./partitions.js";
 import { createHash } from "node:crypto";
 import type pg from "pg";
 import { ApprovalMismatchError, InvalidInputError, RetryRefusedError } from "../../errors.js";
-import type { ExecutionRow, Json } from "../records.js";
+import type { Json } from "../records.js";
 import type { SqliteRow } from "../sqlite/driver.js";
 import type { Fence } from "./leases.js";
 import { checkCancelFiling, inboxKindMigration, type DecisionKind } from "../cancel-filing.js";
