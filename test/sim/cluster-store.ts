@@ -87,6 +87,12 @@ export class Cluster {
   readonly leases = new Map<string, LeaseRow>();
   readonly pending: PendingWrite[] = [];
   readonly committed: CommittedWrite[] = [];
+  /** Called when a simulated fault fails a call of `owner` (a lost connection). */
+  onFault: ((owner: string) => void) | undefined;
+  /** Called when a lease moves from one owner to another (a takeover). */
+  onTakeover: ((agentId: string, former: string, taker: string) => void) | undefined;
+  /** Safety violations seen at commit time, for the world to report. */
+  readonly violations: string[] = [];
   private submitted = 0;
 
   constructor(readonly leaseMs: number, private readonly autoCommit = false) {
@@ -123,6 +129,17 @@ export class Cluster {
     };
     this.pending.push(write);
     if (this.autoCommit) queueMicrotask(() => write.settle("commit"));
+  }
+
+  /** A queued message is prepared only as its queue's head: the queue
+   * runs in order (checked before the write, on the rows as they are). */
+  checkQueueOrder(operation: OffloadOperation, owner: string): void {
+    if (operation.type !== "prepareExecution") return;
+    const head = this.connection.prepare("SELECT execution_id FROM queued_messages WHERE agent_id = ? ORDER BY seq LIMIT 1").get(operation.agentId);
+    const queued = this.connection.prepare("SELECT 1 FROM queued_messages WHERE execution_id = ?").get(operation.executionId);
+    if (queued !== undefined && head?.["execution_id"] !== operation.executionId) {
+      this.violations.push(`${owner} prepared queued message ${operation.executionId} of ${operation.agentId} while ${String(head?.["execution_id"])} heads its queue`);
+    }
   }
 
   close(): void {
@@ -176,7 +193,9 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
   }
 
   protected override read<T>(body: () => T): Promise<T> {
-    return this.killed ? this.never() : super.read(body);
+    if (this.killed) return this.never();
+    if (this.disconnected) this.cluster.onFault?.(this.owner);
+    return super.read(body);
   }
 
   // -- writes ---------------------------------------------------------------------------------
@@ -224,6 +243,7 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     if (this.closed) throw new StoreError(`the simulated store ${this.path} is closed; open it again to write`);
     if (this.killed) return this.never();
     if (this.disconnected) {
+      this.cluster.onFault?.(this.owner);
       return Promise.reject(new StoreError(`simulated: ${this.owner} could not get a connection for ${operation.type} (nothing was written)`, { details: { outcome: "not_committed" } }));
     }
     return new Promise((resolve, reject) => this.cluster.hold(this, operation, resolve, reject));
@@ -239,6 +259,12 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     reject(new StoreError(`simulated: the connection was lost during ${operation.type} and its outcome could not be read back; recovery will read the row`, { details: { outcome: "unknown" } }));
   }
 
+  /** A write in flight when its process was killed that reached the
+   * database: committed (fenced as ever), its answer lost. */
+  commitOnCrash(operation: OffloadOperation): void {
+    this.commit(operation);
+  }
+
   /** Runs the write now, fenced: one transaction of the shared database. */
   private commit(operation: OffloadOperation): { ok: true; value: unknown } | { ok: false; error: PhronomyError } {
     const agentId = this.agentOf(operation);
@@ -247,6 +273,7 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
       const refusal = this.fenceRefusal(operation, agentId!, fence.epoch);
       if (refusal !== undefined) return refusal;
     }
+    this.cluster.checkQueueOrder(operation, this.owner);
     const settlement = commitGroup(this.cluster.connection, [operation])[0]!;
     if (settlement.ok) {
       this.cluster.committed.push({
@@ -316,6 +343,7 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     checkId(agentId, "agentId");
     if (this.closed) return Promise.reject(new StoreError(`the simulated store ${this.path} is closed; open it again to acquire a lease`));
     if (this.killed) return this.never();
+    if (this.disconnected) this.cluster.onFault?.(this.owner);
     if (this.disconnected) return Promise.reject(new StoreError(`simulated: ${this.owner} lost its connection while acquiring the lease of "${agentId}"`));
     this.asked.add(agentId);
     const created = !this.cluster.leases.has(agentId);
@@ -333,6 +361,7 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     if (row !== undefined && row.owner !== this.owner && row.expiresAt > now) return undefined;
     const epoch = row === undefined ? 1 : row.owner === this.owner && this.grants.get(agentId)?.grant.epoch === row.epoch ? row.epoch : row.epoch + 1;
     const grant = { owner: this.owner, epoch, expiresAt: now + this.cluster.leaseMs };
+    if (row !== undefined && row.owner !== this.owner) this.cluster.onTakeover?.(agentId, row.owner, this.owner);
     this.cluster.leases.set(agentId, grant);
     this.grants.set(agentId, { grant, admitUntil: now + Math.floor(this.cluster.leaseMs * admitFraction) });
     this.lastEpoch.set(agentId, epoch);
