@@ -124,22 +124,31 @@ export class Cluster {
         if (index < 0) throw new Error(`simulated write #${write.number} settled twice`);
         this.pending.splice(index, 1);
         if (handle.killed) return;
-        handle.settle(operation, fate, resolve, reject);
+        handle.settle(operation, fate, write.number, resolve, reject);
       },
     };
     this.pending.push(write);
     if (this.autoCommit) queueMicrotask(() => write.settle("commit"));
   }
 
+  /** For each queued message, the writes submitted when its enqueue
+   * committed: a preparation submitted after that must not pass it. */
+  private readonly enqueuedAt = new Map<string, number>();
+
   /** A queued message is prepared only as its queue's head: the queue
-   * runs in order (checked before the write, on the rows as they are). */
-  checkQueueOrder(operation: OffloadOperation, owner: string): void {
+   * runs in order. A message put at the front by an interrupt after the
+   * preparation was submitted is not passed (it interrupts that one). */
+  checkQueueOrder(operation: OffloadOperation, owner: string, submittedAs: number): void {
     if (operation.type !== "prepareExecution") return;
-    const head = this.connection.prepare("SELECT execution_id FROM queued_messages WHERE agent_id = ? ORDER BY seq LIMIT 1").get(operation.agentId);
-    const queued = this.connection.prepare("SELECT 1 FROM queued_messages WHERE execution_id = ?").get(operation.executionId);
-    if (queued !== undefined && head?.["execution_id"] !== operation.executionId) {
-      this.violations.push(`${owner} prepared queued message ${operation.executionId} of ${operation.agentId} while ${String(head?.["execution_id"])} heads its queue`);
-    }
+    const queued = this.connection.prepare("SELECT execution_id FROM queued_messages WHERE agent_id = ? ORDER BY seq").all(operation.agentId).map((row) => String(row["execution_id"]));
+    const position = queued.indexOf(operation.executionId);
+    const passed = queued.slice(0, Math.max(0, position)).filter((executionId) => (this.enqueuedAt.get(executionId) ?? 0) < submittedAs);
+    if (passed.length > 0) this.violations.push(`${owner} prepared queued message ${operation.executionId} of ${operation.agentId} ahead of ${passed.join(", ")} queued before it`);
+  }
+
+  /** Notes when an enqueue committed (called after it did). */
+  noteEnqueued(operation: OffloadOperation): void {
+    if (operation.type === "enqueueMessage") this.enqueuedAt.set(operation.executionId, this.submitted);
   }
 
   close(): void {
@@ -250,32 +259,33 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
   }
 
   /** Carries out a pending write's fate (called by the cluster). */
-  settle(operation: OffloadOperation, fate: WriteFate, resolve: (value: unknown) => void, reject: (error: Error) => void): void {
+  settle(operation: OffloadOperation, fate: WriteFate, submittedAs: number, resolve: (value: unknown) => void, reject: (error: Error) => void): void {
     if (fate === "failed") {
       return reject(new StoreError(`simulated: the transaction of ${operation.type} failed (nothing was written)`, { details: { outcome: "not_committed" } }));
     }
-    const settlement = fate === "unknown_not_committed" ? undefined : this.commit(operation);
+    const settlement = fate === "unknown_not_committed" ? undefined : this.commit(operation, submittedAs);
     if (fate === "commit") return settlement!.ok ? resolve(settlement!.value) : reject(settlement!.error);
     reject(new StoreError(`simulated: the connection was lost during ${operation.type} and its outcome could not be read back; recovery will read the row`, { details: { outcome: "unknown" } }));
   }
 
   /** A write in flight when its process was killed that reached the
    * database: committed (fenced as ever), its answer lost. */
-  commitOnCrash(operation: OffloadOperation): void {
-    this.commit(operation);
+  commitOnCrash(write: PendingWrite): void {
+    this.commit(write.operation, write.number);
   }
 
   /** Runs the write now, fenced: one transaction of the shared database. */
-  private commit(operation: OffloadOperation): { ok: true; value: unknown } | { ok: false; error: PhronomyError } {
+  private commit(operation: OffloadOperation, submittedAs: number): { ok: true; value: unknown } | { ok: false; error: PhronomyError } {
     const agentId = this.agentOf(operation);
     const fence = agentId === undefined ? undefined : this.fenceOf(agentId, operation);
     if (fence !== undefined && !this.fenceHolds(agentId!, fence.epoch, liveFenced.has(operation.type))) {
       const refusal = this.fenceRefusal(operation, agentId!, fence.epoch);
       if (refusal !== undefined) return refusal;
     }
-    this.cluster.checkQueueOrder(operation, this.owner);
+    this.cluster.checkQueueOrder(operation, this.owner, submittedAs);
     const settlement = commitGroup(this.cluster.connection, [operation])[0]!;
     if (settlement.ok) {
+      this.cluster.noteEnqueued(operation);
       this.cluster.committed.push({
         owner: this.owner, type: operation.type, agentId, executionId: "executionId" in operation ? operation.executionId : undefined,
         lease: agentId === undefined ? undefined : this.cluster.leases.get(agentId), fenceEpoch: fence?.epoch,
