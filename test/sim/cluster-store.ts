@@ -396,6 +396,12 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     return held !== undefined && Date.now() < held.admitUntil ? held.grant : undefined;
   }
 
+  /** The epoch the agent's lease is held at here, renewed in time or not
+   * (PostgreSQL's `partitionEpochOf`, with one agent per partition). */
+  partitionEpochOf(agentId: string): number | undefined {
+    return this.grants.get(agentId)?.grant.epoch;
+  }
+
   holdAdmissions(agentId: string, why: string | undefined): void {
     if (why === undefined) this.holds.delete(agentId);
     else this.holds.set(agentId, why);
