@@ -23,6 +23,7 @@
 import { z } from "zod";
 import { scriptedModel, type ScriptedTurn } from "../../host/agent/scripted-model.js";
 import { Phronomy, tool, type DefinedAgent, type Environment, type Run } from "../../host/index.js";
+import type { SqliteConnection } from "../../host/store/sqlite/driver.js";
 import { Cluster, type ClusterStore, type PendingWrite, type WriteFate } from "./cluster-store.js";
 
 /** Processes, conversations and steps per seed: small, so a seed takes
@@ -39,7 +40,7 @@ const leaseMs = 3_000;
 const toolTurnsMax = 3;
 /** Drain rounds (each settles everything and moves the clock a lease on)
  * before a world still busy is a liveness failure. */
-const drainRoundsMax = 40;
+const drainRoundsMax = 20;
 const busyPolicies = ["reject", "enqueue", "interrupt"] as const;
 
 type Random = () => number;
@@ -84,7 +85,7 @@ export class SimProcess {
 }
 
 export class World {
-  readonly cluster = new Cluster(leaseMs);
+  readonly cluster: Cluster;
   readonly processes: SimProcess[];
   readonly log: string[] = [];
   readonly problems: string[] = [];
@@ -107,7 +108,9 @@ export class World {
   faulty = true;
   private answers = 0;
 
-  constructor(readonly seed: number, readonly random: Random, readonly size: WorldSize) {
+  /** `database`: an earlier world's, emptied and used again (cheaper than migrating a new one). */
+  constructor(readonly seed: number, readonly random: Random, readonly size: WorldSize, database?: SqliteConnection) {
+    this.cluster = new Cluster(leaseMs, false, database);
     this.processes = Array.from({ length: size.processes }, (_, index) => new SimProcess(`p${index + 1}`));
     this.cluster.onFault = (owner) => this.disrupt(owner);
     this.cluster.onTakeover = (agentId, former, taker) => {
@@ -425,7 +428,7 @@ export class World {
   // -- the run ----------------------------------------------------------------------------------
 
   async run(): Promise<void> {
-    for (const process of this.processes) await this.start(process);
+    for (const simulated of this.processes) await this.start(simulated);
     for (this.step = 1; this.step <= this.size.steps; this.step += 1) {
       await this.oneStep();
       this.checkSafety();
@@ -447,7 +450,7 @@ export class World {
     else if (choice < 0.8 && alive.length > 0) this.disconnect(this.pick(alive));
     else if (choice < 0.82 && alive.length > 0) this.stall(this.pick(alive));
     else await this.advance(10 + Math.floor(this.random() * 1_500));
-    await settle();
+    await settle(1);
   }
 
   async advance(ms: number): Promise<void> {
@@ -511,8 +514,8 @@ const writeFates: readonly WriteFate[] = [...Array<WriteFate>(17).fill("commit")
 const fencedTypes = new Set(["prepareExecution", "providerBarrier", "toolBarrier", "terminalCommit", "approvalCommit", "reopenExecution", "enqueueMessage"]);
 
 /** Lets every microtask and the loop's drains run (timers are fake). */
-export async function settle(): Promise<void> {
-  for (let round = 0; round < 3; round += 1) await new Promise<void>((resolve) => setImmediate(resolve));
+export async function settle(rounds = 3): Promise<void> {
+  for (let round = 0; round < rounds; round += 1) await new Promise<void>((resolve) => setImmediate(resolve));
 }
 
 /** Set by the test: moves the fake clock on, running due timers. */
