@@ -72,6 +72,12 @@ export interface PendingWrite {
   settle(fate: WriteFate): void;
 }
 
+/** PostgreSQL reads an enqueue's outcome back until the database answers
+ * (docs/decisions/0058): its caller hears what happened, never "unknown". */
+const enqueueFates: Readonly<Record<WriteFate, WriteFate>> = {
+  commit: "commit", failed: "failed", unknown_committed: "commit", unknown_not_committed: "failed",
+};
+
 /** Writes whose lease must be live (an admission, PostgreSQL's `live`
  * fence); the others need owner and epoch only. */
 const liveFenced = new Set(["prepareExecution", "enqueueMessage"]);
@@ -137,22 +143,27 @@ export class Cluster {
 
   /** For each queued message, the writes submitted when its enqueue
    * committed: a preparation submitted after that must not pass it. */
-  private readonly enqueuedAt = new Map<string, number>();
+  private readonly enqueuedAt = new Map<string, { readonly at: number; readonly front: boolean }>();
 
   /** A queued message is prepared only as its queue's head: the queue
    * runs in order. A message put at the front by an interrupt after the
-   * preparation was submitted is not passed (it interrupts that one). */
+   * one prepared was queued may be passed: the runtime may have taken that
+   * one off the queue already (the interrupt then cancels it once prepared). */
   checkQueueOrder(operation: OffloadOperation, owner: string, submittedAs: number): void {
     if (operation.type !== "prepareExecution") return;
     const queued = this.connection.prepare("SELECT execution_id FROM queued_messages WHERE agent_id = ? ORDER BY seq").all(operation.agentId).map((row) => String(row["execution_id"]));
     const position = queued.indexOf(operation.executionId);
-    const passed = queued.slice(0, Math.max(0, position)).filter((executionId) => (this.enqueuedAt.get(executionId) ?? 0) < submittedAs);
+    const own = this.enqueuedAt.get(operation.executionId)?.at ?? 0;
+    const passed = queued.slice(0, Math.max(0, position)).filter((executionId) => {
+      const ahead = this.enqueuedAt.get(executionId);
+      return ahead !== undefined && ahead.at < submittedAs && !(ahead.front && ahead.at > own);
+    });
     if (passed.length > 0) this.violations.push(`${owner} prepared queued message ${operation.executionId} of ${operation.agentId} ahead of ${passed.join(", ")} queued before it`);
   }
 
   /** Notes when an enqueue committed (called after it did). */
   noteEnqueued(operation: OffloadOperation): void {
-    if (operation.type === "enqueueMessage") this.enqueuedAt.set(operation.executionId, this.submitted);
+    if (operation.type === "enqueueMessage") this.enqueuedAt.set(operation.executionId, { at: this.submitted, front: operation.front });
   }
 
   close(): void {
@@ -263,7 +274,8 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
   }
 
   /** Carries out a pending write's fate (called by the cluster). */
-  settle(operation: OffloadOperation, fate: WriteFate, submittedAs: number, resolve: (value: unknown) => void, reject: (error: Error) => void): void {
+  settle(operation: OffloadOperation, given: WriteFate, submittedAs: number, resolve: (value: unknown) => void, reject: (error: Error) => void): void {
+    const fate = operation.type === "enqueueMessage" ? enqueueFates[given] : given;
     if (fate === "failed") {
       return reject(new StoreError(`simulated: the transaction of ${operation.type} failed (nothing was written)`, { details: { outcome: "not_committed" } }));
     }
@@ -404,6 +416,18 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
    * (PostgreSQL's `partitionEpochOf`, with one agent per partition). */
   partitionEpochOf(agentId: string): number | undefined {
     return this.grants.get(agentId)?.grant.epoch;
+  }
+
+  /** A partition move (balancing): this handle gives the agent's lease up
+   * — expired now, not released to the runtime, still asked for — and
+   * whoever asks next takes it. Undefined when it holds none to give. */
+  giveUpLease(): string | undefined {
+    const agentId = [...this.grants.keys()].sort()[0];
+    if (agentId === undefined) return undefined;
+    const row = this.cluster.leases.get(agentId);
+    this.grants.delete(agentId);
+    if (row?.owner === this.owner) this.cluster.leases.set(agentId, { ...row, expiresAt: Date.now() });
+    return agentId;
   }
 
   holdAdmissions(agentId: string, why: string | undefined): void {

@@ -354,6 +354,14 @@ export class World {
     process.store.stalledUntil = Date.now() + ms;
   }
 
+  /** A partition move: the process gives one of its leases up (balancing). */
+  move(process: SimProcess): void {
+    const agentId = process.store.giveUpLease();
+    if (agentId === undefined) return;
+    this.note(`${process.owner} gives the lease of ${agentId} up (a partition move)`);
+    this.disrupt(process.owner);
+  }
+
   // -- invariants -------------------------------------------------------------------------------
 
   /** Safety, after every step: no fenced write landed outside its lease,
@@ -449,6 +457,7 @@ export class World {
     else if (choice < 0.78 && alive.length < this.processes.length) await this.start(this.pick(this.processes.filter((process) => !process.alive)));
     else if (choice < 0.8 && alive.length > 0) this.disconnect(this.pick(alive));
     else if (choice < 0.82 && alive.length > 0) this.stall(this.pick(alive));
+    else if (choice < 0.83 && alive.length > 0) this.move(this.pick(alive));
     else await this.advance(10 + Math.floor(this.random() * 1_500));
     await settle(1);
   }
