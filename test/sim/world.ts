@@ -61,6 +61,8 @@ interface Caller {
   executionId: string | undefined;
   settlements: number;
   outcome: string | undefined;
+  /** Whether its process held the conversation's lease when it settled. */
+  heldWhenSettled: boolean;
 }
 
 /** One run of a tool, by its idempotency key. */
@@ -242,7 +244,7 @@ export class World {
   }
 
   private caller(label: string, process: SimProcess, conversation: string, key?: string): Caller {
-    const caller: Caller = { label, process, key, conversation, executionId: undefined, settlements: 0, outcome: undefined };
+    const caller: Caller = { label, process, key, conversation, executionId: undefined, settlements: 0, outcome: undefined, heldWhenSettled: false };
     this.callers.push(caller);
     return caller;
   }
@@ -267,6 +269,7 @@ export class World {
   private settled(caller: Caller, outcome: string, executionId: string | undefined): void {
     caller.settlements += 1;
     caller.outcome = outcome;
+    caller.heldWhenSettled = caller.process.store.partitionEpochOf(caller.conversation) !== undefined;
     if (executionId !== undefined) this.knowExecution(caller, executionId);
     this.note(`  settled: ${caller.label} → ${outcome}${executionId ? ` (${executionId})` : ""}`);
     if (caller.settlements > 1) this.problem(`${caller.label} settled ${caller.settlements} times`);
@@ -394,9 +397,10 @@ export class World {
     const id = caller.executionId;
     if (caller.outcome === "AGENT_BUSY" && caller.key === undefined && id !== undefined && this.ranOrQueued(id)) {
       const line = `${caller.label} was refused AGENT_BUSY, yet execution ${id} ${this.cluster.execution(id)?.outcome ?? "is queued"}`;
-      // Decision 0058, "Not done": a queue head refused for now while
-      // another process holds the conversation is told AGENT_BUSY and runs there.
-      if (this.preparedElsewhere(id, caller.process.owner)) this.knownOpen.push(`0058 not done: ${line}`);
+      // Decision 0058, "Not done": a queue head refused for now while this
+      // process does not hold the conversation is told AGENT_BUSY and runs
+      // at whoever holds it next (another process, or this one later).
+      if (!caller.heldWhenSettled) this.knownOpen.push(`0058 not done: ${line}`);
       else this.problem(line);
     }
     if (!caller.process.alive || caller.settlements > 0 || !this.bornHere(caller)) return;
@@ -405,10 +409,6 @@ export class World {
     // another process, where its execution ended, is never told.
     if (id !== undefined && this.endedElsewhere(id, caller.process.owner)) this.knownOpen.push(`0063 open, stranded waiter: ${line} (${id} ended at another process)`);
     else this.problem(line);
-  }
-
-  private preparedElsewhere(executionId: string, owner: string): boolean {
-    return this.cluster.committed.some((write) => write.type === "prepareExecution" && write.executionId === executionId && write.owner !== owner);
   }
 
   private endedElsewhere(executionId: string, owner: string): boolean {
