@@ -384,9 +384,9 @@ export class World {
   /** Liveness, once quiet: nothing unfinished or queued, every caller of a
    * process still alive settled, nothing waiting. */
   checkQuiet(): void {
-    for (const row of this.cluster.unfinished()) this.problem(`execution ${row.executionId} of ${row.agentId} is still ${row.status}/${row.phase} once the world is quiet`);
+    for (const row of this.cluster.unfinished()) this.liveness(row.agentId, `execution ${row.executionId} of ${row.agentId} is still ${row.status}/${row.phase} once the world is quiet`);
     for (const row of this.cluster.connection.prepare("SELECT execution_id, agent_id FROM queued_messages").all()) {
-      this.problem(`message ${String(row["execution_id"])} of ${String(row["agent_id"])} is still queued once the world is quiet`);
+      this.liveness(String(row["agent_id"]), `message ${String(row["execution_id"])} of ${String(row["agent_id"])} is still queued once the world is quiet`);
     }
     for (const caller of this.callers) this.checkCaller(caller);
   }
@@ -408,6 +408,13 @@ export class World {
     // Open (0063): a waiter left in a process whose conversation moved to
     // another process, where its execution ended, is never told.
     if (id !== undefined && this.endedElsewhere(id, caller.process.owner)) this.knownOpen.push(`0063 open, stranded waiter: ${line} (${id} ended at another process)`);
+    else this.liveness(caller.conversation, line);
+  }
+
+  /** A liveness failure, known open when its conversation had a key queued
+   * twice (docs/decisions/0063, "Found and open"). */
+  private liveness(conversation: string, line: string): void {
+    if (this.cluster.keyQueuedTwice.has(conversation)) this.knownOpen.push(`0063 open, a key queued twice in ${conversation}: ${line}`);
     else this.problem(line);
   }
 
