@@ -123,7 +123,8 @@ export class Cluster {
   }
 
   /** Conversations a keyed start was queued in under an execution id
-   * already queued or run (the same key twice): docs/decisions/0063, open. */
+   * already queued or run (its key's execution not found: a read failed):
+   * docs/decisions/0063, open. */
   readonly keyQueuedTwice = new Set<string>();
 
   /** Holds a write until the world (or the microtask of `autoCommit`) settles it. */
@@ -146,11 +147,10 @@ export class Cluster {
     if (this.autoCommit) queueMicrotask(() => write.settle("commit"));
   }
 
-  /** An execution id queued, run, or being queued already. */
+  /** An execution id queued or run already. */
   private knownId(executionId: string): boolean {
     return this.execution(executionId) !== undefined
-      || this.connection.prepare("SELECT 1 FROM queued_messages WHERE execution_id = ?").get(executionId) !== undefined
-      || this.pending.some((write) => write.operation.type === "enqueueMessage" && write.operation.executionId === executionId);
+      || this.connection.prepare("SELECT 1 FROM queued_messages WHERE execution_id = ?").get(executionId) !== undefined;
   }
 
   /** For each queued message, the writes submitted when its enqueue
