@@ -97,8 +97,8 @@ export class Cluster {
   onFault: ((owner: string) => void) | undefined;
   /** Called when a lease moves from one owner to another (a takeover). */
   onTakeover: ((agentId: string, former: string, taker: string) => void) | undefined;
-  /** Safety violations seen at commit time, for the world to report. */
-  readonly violations: string[] = [];
+  /** Queued messages prepared ahead of ones queued before them, for the world to judge. */
+  readonly queueOrderViolations: { readonly owner: string; readonly executionId: string; readonly agentId: string; readonly passed: readonly string[] }[] = [];
   private submitted = 0;
 
   /** `reused`: a database of an earlier cluster, emptied here (a seed of
@@ -170,7 +170,7 @@ export class Cluster {
       const ahead = this.enqueuedAt.get(executionId);
       return ahead !== undefined && ahead.at < submittedAs && !(ahead.front && ahead.at > own);
     });
-    if (passed.length > 0) this.violations.push(`${owner} prepared queued message ${operation.executionId} of ${operation.agentId} ahead of ${passed.join(", ")} queued before it`);
+    if (passed.length > 0) this.queueOrderViolations.push({ owner, executionId: operation.executionId, agentId: operation.agentId, passed });
   }
 
   /** Notes when an enqueue committed (called after it did). */

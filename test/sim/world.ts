@@ -378,7 +378,14 @@ export class World {
       }
     }
     this.committedChecked = this.cluster.committed.length;
-    for (const violation of this.cluster.violations.splice(0)) this.problem(violation);
+    for (const violation of this.cluster.queueOrderViolations.splice(0)) {
+      const line = `${violation.owner} prepared queued message ${violation.executionId} of ${violation.agentId} ahead of ${violation.passed.join(", ")} queued before it`;
+      // Decision 0058, "Not done": a head told AGENT_BUSY while not held
+      // here stays queued, and the process runs its later messages first.
+      const toldBusy = violation.passed.every((id) => this.callers.some((caller) => caller.executionId === id && caller.outcome === "AGENT_BUSY" && !caller.heldWhenSettled));
+      if (toldBusy) this.knownOpen.push(`0058 not done: ${line}`);
+      else this.problem(line);
+    }
   }
 
   /** Liveness, once quiet: nothing unfinished or queued, every caller of a
@@ -415,7 +422,21 @@ export class World {
    * twice (docs/decisions/0063, "Found and open"). */
   private liveness(conversation: string, line: string): void {
     if (this.cluster.keyQueuedTwice.has(conversation)) this.knownOpen.push(`0063 open, a key queued twice in ${conversation}: ${line}`);
+    else if (this.cameBackStale(conversation)) this.knownOpen.push(`0063 open, a lease back at a process with a stale entry in ${conversation}: ${line}`);
     else this.problem(line);
+  }
+
+  /** The conversation's lease came back to a process that wrote one of
+   * its unfinished executions before another process wrote it since: the
+   * process's own entry of it is stale (docs/decisions/0063, open). */
+  private cameBackStale(conversation: string): boolean {
+    const holder = this.cluster.leases.get(conversation)?.owner;
+    return this.cluster.unfinished().some((row) => {
+      if (row.agentId !== conversation) return false;
+      const writers = this.cluster.committed.filter((write) => write.executionId === row.executionId).map((write) => write.owner);
+      const last = writers.lastIndexOf(holder ?? "");
+      return last >= 0 && writers.slice(last + 1).some((owner) => owner !== holder);
+    });
   }
 
   private endedElsewhere(executionId: string, owner: string): boolean {
