@@ -41,7 +41,7 @@ export type CoreEffect =
 
 /** Decodes one effect from its five words. Throws on a kind the host does
  * not know: that would be a core/host version mismatch, a programmer error. */
-export function decodeEffect(kind: number, a: number, b: number, c: number, _d: number): CoreEffect {
+export function decodeEffect(kind: number, a: number, b: number, c: number, d: number): CoreEffect {
   switch (kind as EffectKind) {
     case EffectKind.AgentRegistered: return { kind, agent: a, generation: b };
     case EffectKind.FailRequest: return { kind, request: a, code: b };

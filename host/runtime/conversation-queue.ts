@@ -451,6 +451,14 @@ export class ConversationQueues {
       settleWaiterWithError(request.waiter, new InvalidInputError(`agent "${agent.id}" is busy and this store keeps no message queue (onBusy "${policy}" needs the SQLite or PostgreSQL store); start with onBusy "reject"`, { agentId: agent.id }), this.settings);
       return;
     }
+    // A start under an id queued (or being queued) here already — a second
+    // start with one idempotency key while the first waits in the queue —
+    // follows that message: written again, its refusal would be taken for
+    // the first's and cancel it (docs/decisions/0063).
+    if (request.executionId !== undefined && this.items.has(request.executionId)) {
+      this.environment.followExecution(agent.id, request.executionId, request.waiter);
+      return;
+    }
     const front = policy === "interrupt";
     // The input guardrail's redaction applies before the input is stored;
     // a block (or a guardrail that fails: docs/decisions/0056) is decided

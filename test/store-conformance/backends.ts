@@ -9,6 +9,7 @@ import { PostgresStore } from "../../host/store/postgres-store.js";
 import type { ExecutionStore } from "../../host/store/store.js";
 import { rawExec, rawValue, temporaryDirectory, track } from "../store/fixtures.js";
 import { atEnd, freshSchema, postgresUrl, withClient } from "../postgres/database.js";
+import { Cluster } from "../sim/cluster-store.js";
 
 export interface Backend {
   readonly name: string;
@@ -74,5 +75,42 @@ export const postgresBackend: Backend = {
   async countRows(store, table, executionId) {
     const rows = await rawPostgres(store, `SELECT count(*)::int AS n FROM ${table} WHERE execution_id = $1`, [executionId]);
     return Number((rows[0] as { n: number }).n);
+  },
+};
+
+// The whole-host simulation's store (test/sim/cluster-store.ts): one
+// in-memory database shared by every handle of a cluster; each write
+// commits in a microtask.
+const clusterOf = new WeakMap<ExecutionStore, Cluster>();
+
+function openCluster(cluster: Cluster, owner: string): ExecutionStore {
+  const store = cluster.storeFor(owner);
+  clusterOf.set(store, cluster);
+  atEnd(() => store.close());
+  return store;
+}
+
+function clusterConnection(store: ExecutionStore): Cluster {
+  const cluster = clusterOf.get(store);
+  if (cluster === undefined) throw new Error("not a simulated store of this suite");
+  return cluster;
+}
+
+export const simulatedBackend: Backend = {
+  name: "simulated",
+  async open() {
+    return openCluster(new Cluster(600_000, true), "process-1");
+  },
+  async reopen(store) {
+    return openCluster(clusterConnection(store), "process-2");
+  },
+  async corruptMetadata(store, executionId) {
+    clusterConnection(store).connection.prepare("UPDATE executions SET metadata = '{not json' WHERE execution_id = ?").run(executionId);
+  },
+  async markDecided(store, executionId) {
+    clusterConnection(store).connection.prepare(`UPDATE executions SET approval_request = json_set(approval_request, '$.decision', json('{"approved":false,"reason":null,"decidedAt":1}')) WHERE execution_id = ?`).run(executionId);
+  },
+  async countRows(store, table, executionId) {
+    return Number(clusterConnection(store).connection.prepare(`SELECT count(*) AS n FROM ${table} WHERE execution_id = ?`).get(executionId)?.["n"]);
   },
 };

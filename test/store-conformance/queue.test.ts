@@ -9,13 +9,13 @@ import { AgentClosedError, InvalidInputError, QueueFullError } from "../../host/
 import { queueStoreOf, queueReaderOf, type EnqueueMessageOperation, type QueueStore } from "../../host/store/queue.js";
 import type { ExecutionStore } from "../../host/store/store.js";
 import { prepare } from "../store/fixtures.js";
-import { postgresBackend, sqliteBackend, type Backend } from "./backends.js";
+import { postgresBackend, simulatedBackend, sqliteBackend, type Backend } from "./backends.js";
 
 function message(executionId: string, extra: Partial<EnqueueMessageOperation> = {}): Omit<EnqueueMessageOperation, "type"> {
   return { executionId, agentId: "support", input: `input of ${executionId}`, config: { timeoutMs: 1000 }, front: false, limit: 3, at: 5, ...extra };
 }
 
-for (const backend of [sqliteBackend, postgresBackend] as Backend[]) {
+for (const backend of [sqliteBackend, postgresBackend, simulatedBackend] as Backend[]) {
   describe(`conversation queue (${backend.name})`, () => {
     async function opened(): Promise<{ store: ExecutionStore; queue: QueueStore }> {
       const store = await backend.open();

@@ -120,10 +120,15 @@ function resolvable(name: string): boolean {
  * (executions hold every conversation). */
 export const ownerOnlyFileMode = 0o600;
 
+/** SQLite's name for a database in memory (test stores use it). */
+const inMemoryPath = ":memory:";
+
 /** Opens `path` with the runtime's SQLite library. Opening reads nothing and
  * writes nothing but an empty owner-only file when `path` does not exist yet. */
 export function openSqlite(path: string, options: OpenConnectionOptions = {}): SqliteConnection {
-  if (options.readonly !== true && options.mustExist !== true) createOwnerOnly(path);
+  // ":memory:" is SQLite's name for a database in memory, not a file: creating
+  // it left an empty file of that name in the working directory.
+  if (options.readonly !== true && options.mustExist !== true && path !== inMemoryPath) createOwnerOnly(path);
   switch (sqliteDriverName()) {
     case "bun:sqlite": return openBunSqlite(path, options);
     case "node:sqlite": return openNodeSqlite(path, options);

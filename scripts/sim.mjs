@@ -1,0 +1,24 @@
+// A longer run of the whole-host simulation (test/sim, docs/decisions/0063):
+//
+//   npm run sim -- --seeds 20000 [--seed 12345] [--strict]
+//
+// runs that many seeds from that base seed (random when not given) through
+// vitest and prints seeds/s; a failing seed is printed with the command
+// that replays it. `--strict` also fails on the violations listed as known
+// open in the decision record.
+
+import { spawnSync } from "node:child_process";
+import { parseArgs } from "node:util";
+
+const { values } = parseArgs({
+  options: { seeds: { type: "string", default: "10000" }, seed: { type: "string" }, strict: { type: "boolean", default: false } },
+});
+for (const [name, value] of [["seeds", values.seeds], ["seed", values.seed]]) {
+  if (value !== undefined && !/^[0-9]{1,10}$/.test(value)) {
+    console.error(`--${name} must be a non-negative integer, got ${value}`);
+    process.exit(2);
+  }
+}
+const env = { ...process.env, SIM_SEEDS: values.seeds, ...(values.seed !== undefined ? { SIM_SEED: values.seed } : {}), ...(values.strict ? { SIM_STRICT: "1" } : {}) };
+const run = spawnSync("npx", ["vitest", "run", "test/sim/sim.test.ts"], { stdio: "inherit", env });
+process.exit(run.status ?? 1);

@@ -1,0 +1,528 @@
+// The simulated store of the whole-host simulation (docs/decisions/0063):
+// the durable state that several simulated processes share, and one store
+// handle per process incarnation over it.
+//
+// * Durable rows live in ONE in-memory SQLite database written by the real
+//   operation bodies (`commitGroup`, as test/fuzz/simulated-store.ts does),
+//   so compare-and-set, the queue's trigger and pruning behave as the real
+//   stores'.
+// * What PostgreSQL has and SQLite lacks is kept beside it, on the
+//   simulated clock (`Date.now`, faked): per-agent leases with an owner, an
+//   epoch and an expiry, renewed every third of the lease by each holder's
+//   tick; admissions refused past 5/6 of a lease not renewed; and FENCING:
+//   a write of an agent carries the epoch this handle holds (or last held)
+//   and is refused — nothing written — when the lease row no longer names
+//   this handle at that epoch, exactly as `postgres/statements.ts` refuses
+//   it (a preparation and an enqueue also need the lease unexpired).
+// * Writes are held pending until the world settles them with a fate
+//   (committed, failed with nothing written, outcome unknown committed or
+//   not); `autoCommit` settles each in a microtask (the conformance suite).
+// * A handle is killed (kill -9): every call it has in flight, and every
+//   later one, never settles; its lease tick stops; its leases expire.
+// * Connection loss: while `disconnectedUntil` lies ahead, reads and lease
+//   calls fail with `StoreError` and writes fail with nothing written.
+//
+// Not simulated (PostgreSQL has them; the runtime works without them): the
+// partition book, the approval inbox and filed starts. A start at a process
+// not holding its conversation is refused there (`AGENT_BUSY`, lease_not_held).
+
+import { ExecutionRehydrationRequiredError, StoreError, type PhronomyError } from "../../host/errors.js";
+import { quietSignals, type StoreCapabilities, type StoreSignals } from "../../host/store/capabilities.js";
+import { checkId } from "../../host/store/check-id.js";
+import { checkOperation } from "../../host/store/check-operation.js";
+import type { OffloadOperation } from "../../host/store/offload-operation.js";
+import { admitFraction, agentOwnedElsewhere, agentRecovering, type LeaseAcquisition, type LeaseGrant } from "../../host/store/postgres/leases.js";
+import { checkPruneOperation, type PruneCounts, type PruneExecutionsOperation } from "../../host/store/prune.js";
+import type { CancelQueuedOperation, CancelQueuedResult, EnqueueMessageOperation, EnqueueMessageResult } from "../../host/store/queue.js";
+import type {
+  AgentRow, ExecutionRow, PurgeAgentResult, StoreOperation, StoreResult,
+} from "../../host/store/records.js";
+import type { DecisionFiling, FiledDecision } from "../../host/store/inbox-records.js";
+import * as inbox from "../../host/store/sqlite/inbox.js";
+import { openSqlite, type SqliteConnection } from "../../host/store/sqlite/driver.js";
+import { SqliteReadableStore } from "../../host/store/sqlite/readable-store.js";
+import * as reads from "../../host/store/sqlite/reads.js";
+import { migrations } from "../../host/store/sqlite/schema.js";
+import { commitGroup } from "../../host/store/sqlite/transaction.js";
+import type { ExecutionStore } from "../../host/store/store.js";
+
+/** How a pending write settles. */
+export type WriteFate = "commit" | "failed" | "unknown_committed" | "unknown_not_committed";
+
+/** The lease of one agent as the database holds it. */
+export interface LeaseRow {
+  readonly owner: string;
+  readonly epoch: number;
+  readonly expiresAt: number;
+}
+
+/** A write that landed, for the world's fencing invariant. */
+export interface CommittedWrite {
+  readonly owner: string;
+  readonly type: string;
+  readonly agentId: string | undefined;
+  readonly executionId: string | undefined;
+  /** The lease row when it committed. */
+  readonly lease: LeaseRow | undefined;
+  /** The epoch this handle held (or last held) the agent at. */
+  readonly fenceEpoch: number | undefined;
+}
+
+export interface PendingWrite {
+  readonly number: number;
+  readonly handle: ClusterStore;
+  readonly operation: OffloadOperation;
+  settle(fate: WriteFate): void;
+}
+
+/** PostgreSQL reads an enqueue's outcome back until the database answers
+ * (docs/decisions/0058): its caller hears what happened, never "unknown". */
+const enqueueFates: Readonly<Record<WriteFate, WriteFate>> = {
+  commit: "commit", failed: "failed", unknown_committed: "commit", unknown_not_committed: "failed",
+};
+
+/** Writes whose lease must be live (an admission, PostgreSQL's `live`
+ * fence); the others need owner and epoch only. */
+const liveFenced = new Set(["prepareExecution", "enqueueMessage"]);
+/** Writes on an execution's row, fenced by its agent's lease. */
+const rowFenced = new Set(["providerBarrier", "toolBarrier", "terminalCommit", "approvalCommit", "reopenExecution"]);
+/** The epoch a fence carries for an agent asked for and never held: no
+ * lease row has it. */
+const neverHeldEpoch = 0;
+
+/** The durable state several processes share: rows and leases. */
+export class Cluster {
+  readonly connection: SqliteConnection;
+  readonly leases = new Map<string, LeaseRow>();
+  readonly pending: PendingWrite[] = [];
+  readonly committed: CommittedWrite[] = [];
+  /** Called when a simulated fault fails a call of `owner` (a lost connection). */
+  onFault: ((owner: string) => void) | undefined;
+  /** Called when a lease moves from one owner to another (a takeover). */
+  onTakeover: ((agentId: string, former: string, taker: string) => void) | undefined;
+  /** Queued messages prepared ahead of ones queued before them, for the world to judge. */
+  readonly queueOrderViolations: { readonly owner: string; readonly executionId: string; readonly agentId: string; readonly passed: readonly string[] }[] = [];
+  private submitted = 0;
+
+  /** `reused`: a database of an earlier cluster, emptied here (a seed of
+   * the simulation costs less without its migrations); else a new one. */
+  constructor(readonly leaseMs: number, private readonly autoCommit = false, reused?: SqliteConnection) {
+    this.connection = reused ?? openSqlite(":memory:");
+    if (reused === undefined) for (const migrate of migrations) migrate(this.connection);
+    else emptyDatabase(reused);
+  }
+
+  /** A store handle for one process incarnation named `owner`. */
+  storeFor(owner: string): ClusterStore {
+    return new ClusterStore(this, owner);
+  }
+
+  execution(executionId: string): ExecutionRow | undefined {
+    return reads.getExecution(this.connection, executionId);
+  }
+
+  unfinished(): ExecutionRow[] {
+    return reads.unfinishedExecutions(this.connection);
+  }
+
+  /** Conversations a keyed start was queued in under an execution id
+   * already queued or run (its key's execution not found: a read failed):
+   * docs/decisions/0063, open. */
+  readonly keyQueuedTwice = new Set<string>();
+
+  /** Holds a write until the world (or the microtask of `autoCommit`) settles it. */
+  hold(handle: ClusterStore, operation: OffloadOperation, resolve: (value: unknown) => void, reject: (error: Error) => void): void {
+    this.submitted += 1;
+    if (operation.type === "enqueueMessage" && this.knownId(operation.executionId)) this.keyQueuedTwice.add(operation.agentId);
+    const write: PendingWrite = {
+      number: this.submitted,
+      handle,
+      operation,
+      settle: (fate) => {
+        const index = this.pending.indexOf(write);
+        if (index < 0) throw new Error(`simulated write #${write.number} settled twice`);
+        this.pending.splice(index, 1);
+        if (handle.killed) return;
+        handle.settle(operation, fate, write.number, resolve, reject);
+      },
+    };
+    this.pending.push(write);
+    if (this.autoCommit) queueMicrotask(() => write.settle("commit"));
+  }
+
+  /** An execution id queued or run already. */
+  private knownId(executionId: string): boolean {
+    return this.execution(executionId) !== undefined
+      || this.connection.prepare("SELECT 1 FROM queued_messages WHERE execution_id = ?").get(executionId) !== undefined;
+  }
+
+  /** For each queued message, the writes submitted when its enqueue
+   * committed: a preparation submitted after that must not pass it. */
+  private readonly enqueuedAt = new Map<string, { readonly at: number; readonly front: boolean }>();
+
+  /** A queued message is prepared only as its queue's head: the queue
+   * runs in order. A message put at the front by an interrupt after the
+   * one prepared was queued may be passed: the runtime may have taken that
+   * one off the queue already (the interrupt then cancels it once prepared). */
+  checkQueueOrder(operation: OffloadOperation, owner: string, submittedAs: number): void {
+    if (operation.type !== "prepareExecution") return;
+    const queued = this.connection.prepare("SELECT execution_id FROM queued_messages WHERE agent_id = ? ORDER BY seq").all(operation.agentId).map((row) => String(row["execution_id"]));
+    const position = queued.indexOf(operation.executionId);
+    const own = this.enqueuedAt.get(operation.executionId)?.at ?? 0;
+    const passed = queued.slice(0, Math.max(0, position)).filter((executionId) => {
+      const ahead = this.enqueuedAt.get(executionId);
+      return ahead !== undefined && ahead.at < submittedAs && !(ahead.front && ahead.at > own);
+    });
+    if (passed.length > 0) this.queueOrderViolations.push({ owner, executionId: operation.executionId, agentId: operation.agentId, passed });
+  }
+
+  /** Notes when an enqueue committed (called after it did). */
+  noteEnqueued(operation: OffloadOperation): void {
+    if (operation.type === "enqueueMessage") this.enqueuedAt.set(operation.executionId, { at: this.submitted, front: operation.front });
+  }
+
+  close(): void {
+    this.connection.close();
+  }
+}
+
+/** One process incarnation's store: an `ExecutionStore` with a queue,
+ * pruning and leases (`LeasingStore`), over the cluster's shared state. */
+export class ClusterStore extends SqliteReadableStore implements ExecutionStore {
+  readonly pruneBatchExecutions = 32;
+  /** Writes are settled one at a time, in any order the world picks: not in order. */
+  readonly queueWritesInOrder = false;
+  killed = false;
+  /** Connection loss: reads, lease calls and new writes fail until then. */
+  disconnectedUntil = 0;
+  /** Lease renewals stop until then (a stalled process, a slow network). */
+  stalledUntil = 0;
+  /** Leases by agent (no partitions), the queue, pruning; no inboxes. */
+  readonly capabilities: StoreCapabilities = {
+    leases: true, partitions: false, approvalInbox: false, startInbox: false, queue: true, queueReads: true, pruning: true,
+  };
+  /** Where `leaseAcquired` goes (the runtime's, once it listens). */
+  private signals: StoreSignals = quietSignals;
+  private readonly asked = new Set<string>();
+  private readonly grants = new Map<string, { grant: LeaseGrant; admitUntil: number }>();
+  private readonly lastEpoch = new Map<string, number>();
+  private readonly holds = new Map<string, string>();
+  private closed = false;
+  private readonly tick: ReturnType<typeof setInterval>;
+
+  constructor(readonly cluster: Cluster, readonly owner: string) {
+    super(cluster.connection.path, cluster.connection);
+    this.tick = setInterval(() => this.renew(), Math.floor(cluster.leaseMs / 3));
+  }
+
+  // -- faults ---------------------------------------------------------------------------------
+
+  /** kill -9: nothing this handle does reaches the world any more. */
+  kill(): void {
+    this.killed = true;
+    clearInterval(this.tick);
+  }
+
+  private get disconnected(): boolean {
+    return Date.now() < this.disconnectedUntil;
+  }
+
+  private never<T>(): Promise<T> {
+    return new Promise<T>(() => undefined);
+  }
+
+  protected override closedMessage(): string | undefined {
+    if (this.closed) return `the simulated store ${this.path} is closed`;
+    return this.disconnected ? `simulated: ${this.owner} lost its connection to the store` : undefined;
+  }
+
+  protected override read<T>(body: () => T): Promise<T> {
+    if (this.killed) return this.never();
+    if (this.disconnected) this.cluster.onFault?.(this.owner);
+    return super.read(body);
+  }
+
+  // -- writes ---------------------------------------------------------------------------------
+
+  run<O extends StoreOperation>(operation: O): Promise<StoreResult<O>> {
+    return this.submit(operation) as Promise<StoreResult<O>>;
+  }
+
+  ensureAgent(agentId: string, at: number): Promise<AgentRow> {
+    return this.submit({ type: "ensureAgent", agentId, at }) as Promise<AgentRow>;
+  }
+
+  closeAgent(agentId: string, at: number): Promise<AgentRow> {
+    return this.submit({ type: "closeAgent", agentId, at }) as Promise<AgentRow>;
+  }
+
+  purgeAgent(agentId: string): Promise<PurgeAgentResult> {
+    return this.submit({ type: "purgeAgent", agentId }) as Promise<PurgeAgentResult>;
+  }
+
+  pruneExecutions(operation: PruneExecutionsOperation): Promise<PruneCounts> {
+    checkPruneOperation(operation);
+    return this.hold(operation) as Promise<PruneCounts>;
+  }
+
+  enqueueMessage(operation: Omit<EnqueueMessageOperation, "type">): Promise<EnqueueMessageResult> {
+    return this.submit({ type: "enqueueMessage", ...operation }) as Promise<EnqueueMessageResult>;
+  }
+
+  cancelQueued(operation: Omit<CancelQueuedOperation, "type">): Promise<CancelQueuedResult> {
+    return this.submit({ type: "cancelQueued", ...operation }) as Promise<CancelQueuedResult>;
+  }
+
+  private submit(operation: OffloadOperation): Promise<unknown> {
+    checkOperation(operation as StoreOperation);
+    if (operation.type === "prepareExecution") {
+      // Refused before any statement, as PostgreSQL's admission check.
+      const refusal = this.admissionRefusal(operation.agentId);
+      if (refusal !== undefined && !this.killed && !this.closed) return Promise.resolve({ outcome: "not_established", error: refusal.toRecord() });
+    }
+    return this.hold(operation);
+  }
+
+  private hold(operation: OffloadOperation): Promise<unknown> {
+    if (this.closed) throw new StoreError(`the simulated store ${this.path} is closed; open it again to write`);
+    if (this.killed) return this.never();
+    if (this.disconnected) {
+      this.cluster.onFault?.(this.owner);
+      return Promise.reject(new StoreError(`simulated: ${this.owner} could not get a connection for ${operation.type} (nothing was written)`, { details: { outcome: "not_committed" } }));
+    }
+    return new Promise((resolve, reject) => this.cluster.hold(this, operation, resolve, reject));
+  }
+
+  /** Carries out a pending write's fate (called by the cluster). */
+  settle(operation: OffloadOperation, given: WriteFate, submittedAs: number, resolve: (value: unknown) => void, reject: (error: Error) => void): void {
+    const fate = operation.type === "enqueueMessage" ? enqueueFates[given] : given;
+    if (fate === "failed") {
+      return reject(new StoreError(`simulated: the transaction of ${operation.type} failed (nothing was written)`, { details: { outcome: "not_committed" } }));
+    }
+    const settlement = fate === "unknown_not_committed" ? undefined : this.commit(operation, submittedAs);
+    if (fate === "commit") return settlement!.ok ? resolve(settlement!.value) : reject(settlement!.error);
+    reject(new StoreError(`simulated: the connection was lost during ${operation.type} and its outcome could not be read back; recovery will read the row`, { details: { outcome: "unknown" } }));
+  }
+
+  /** A write in flight when its process was killed that reached the
+   * database: committed (fenced as ever), its answer lost. */
+  commitOnCrash(write: PendingWrite): void {
+    this.commit(write.operation, write.number);
+  }
+
+  /** Runs the write now, fenced: one transaction of the shared database. */
+  private commit(operation: OffloadOperation, submittedAs: number): { ok: true; value: unknown } | { ok: false; error: PhronomyError } {
+    const agentId = this.agentOf(operation);
+    const fence = agentId === undefined ? undefined : this.fenceOf(agentId, operation);
+    if (fence !== undefined && !this.fenceHolds(agentId!, fence.epoch, liveFenced.has(operation.type))) {
+      const refusal = this.fenceRefusal(operation, agentId!, fence.epoch);
+      if (refusal !== undefined) return refusal;
+    }
+    this.cluster.checkQueueOrder(operation, this.owner, submittedAs);
+    const settlement = commitGroup(this.cluster.connection, [operation])[0]!;
+    if (settlement.ok) {
+      this.cluster.noteEnqueued(operation);
+      this.cluster.committed.push({
+        owner: this.owner, type: operation.type, agentId, executionId: "executionId" in operation ? operation.executionId : undefined,
+        lease: agentId === undefined ? undefined : this.cluster.leases.get(agentId), fenceEpoch: fence?.epoch,
+      });
+    }
+    return settlement;
+  }
+
+  /** The agent a write belongs to (its row's, for a compare-and-set). */
+  private agentOf(operation: OffloadOperation): string | undefined {
+    if ("agentId" in operation && typeof operation.agentId === "string") return operation.agentId;
+    if (!("executionId" in operation)) return undefined;
+    const executionId = operation.executionId;
+    return reads.getExecution(this.cluster.connection, executionId)?.agentId
+      ?? (this.cluster.connection.prepare("SELECT agent_id FROM queued_messages WHERE execution_id = ?").get(executionId)?.["agent_id"] as string | undefined);
+  }
+
+  /** The fence a write carries: none for the agent lifecycle and pruning,
+   * nor for an agent never asked for; a cancel of a queued message only
+   * while held here (PostgreSQL's `cancelQueued`). */
+  private fenceOf(agentId: string, operation: OffloadOperation): { epoch: number } | undefined {
+    const fenced = liveFenced.has(operation.type) || rowFenced.has(operation.type) || (operation.type === "cancelQueued" && this.grants.has(agentId));
+    if (!fenced || (!this.asked.has(agentId) && !this.grants.has(agentId))) return undefined;
+    return { epoch: this.grants.get(agentId)?.grant.epoch ?? this.lastEpoch.get(agentId) ?? neverHeldEpoch };
+  }
+
+  private fenceHolds(agentId: string, epoch: number, live: boolean): boolean {
+    const row = this.cluster.leases.get(agentId);
+    return row !== undefined && row.owner === this.owner && row.epoch === epoch && (!live || row.expiresAt > Date.now());
+  }
+
+  /** What a write refused by the fence answers; undefined when its
+   * compare-and-set is refused anyway (the row moved on: that refusal,
+   * SQLite's, says so first, as PostgreSQL's explanation does). */
+  private fenceRefusal(operation: OffloadOperation, agentId: string, epoch: number): { ok: true; value: unknown } | { ok: false; error: PhronomyError } | undefined {
+    const lost = new ExecutionRehydrationRequiredError(
+      `${operation.type} of execution ${"executionId" in operation ? operation.executionId : "?"} was refused by the fencing check: this process (${this.owner}) no longer holds agent "${agentId}" at lease epoch ${epoch}; another process took it over`,
+      { executionId: "executionId" in operation ? operation.executionId : undefined, agentId, details: { reason: "lease_lost", owner: this.owner, epoch } },
+    );
+    if (operation.type === "prepareExecution") {
+      this.noteLost(agentId, epoch);
+      return { ok: true, value: { outcome: "not_established", error: (this.admissionRefusal(agentId) ?? lost).toRecord() } };
+    }
+    if (rowFenced.has(operation.type)) {
+      const row = reads.getExecution(this.cluster.connection, (operation as { executionId: string }).executionId);
+      if (row === undefined || row.revision !== (operation as { expectedRevision?: number }).expectedRevision) return undefined;
+    }
+    return { ok: false, error: lost };
+  }
+
+  private noteLost(agentId: string, epoch: number): void {
+    if (this.grants.get(agentId)?.grant.epoch === epoch) this.grants.delete(agentId);
+  }
+
+  /** Files a decision in the approval inbox table (the SQLite body). Only
+   * the filing: without `claimDecisions` the runtime sees no inbox, and a
+   * decision for a process not holding the agent is refused there. */
+  fileDecision(filing: Omit<DecisionFiling, "filedBy">): Promise<FiledDecision> {
+    return this.read(() => inbox.fileDecision(this.cluster.connection, { ...filing, filedBy: this.owner }));
+  }
+
+  // -- leases (LeasingStore) ---------------------------------------------------------------------
+
+  acquireLease(agentId: string): Promise<LeaseAcquisition> {
+    checkId(agentId, "agentId");
+    if (this.closed) return Promise.reject(new StoreError(`the simulated store ${this.path} is closed; open it again to acquire a lease`));
+    if (this.killed) return this.never();
+    if (this.disconnected) this.cluster.onFault?.(this.owner);
+    if (this.disconnected) return Promise.reject(new StoreError(`simulated: ${this.owner} lost its connection while acquiring the lease of "${agentId}"`));
+    this.asked.add(agentId);
+    const created = !this.cluster.leases.has(agentId);
+    const grant = this.take(agentId);
+    if (grant !== undefined) return Promise.resolve({ acquired: true, ...grant, ...(created ? { created } : {}) });
+    const row = this.cluster.leases.get(agentId)!;
+    return Promise.resolve({ acquired: false, ...row, message: `agent "${agentId}" is leased by ${row.owner} until ${row.expiresAt}` });
+  }
+
+  /** Takes or renews the agent's lease in the shared table: free, expired,
+   * or this handle's own (epoch + 1 on a takeover). */
+  private take(agentId: string): LeaseGrant | undefined {
+    const now = Date.now();
+    const row = this.cluster.leases.get(agentId);
+    if (row !== undefined && row.owner !== this.owner && row.expiresAt > now) return undefined;
+    const epoch = row === undefined ? 1 : row.owner === this.owner && this.grants.get(agentId)?.grant.epoch === row.epoch ? row.epoch : row.epoch + 1;
+    const grant = { owner: this.owner, epoch, expiresAt: now + this.cluster.leaseMs };
+    if (row !== undefined && row.owner !== this.owner) this.cluster.onTakeover?.(agentId, row.owner, this.owner);
+    this.cluster.leases.set(agentId, grant);
+    this.grants.set(agentId, { grant, admitUntil: now + Math.floor(this.cluster.leaseMs * admitFraction) });
+    this.lastEpoch.set(agentId, epoch);
+    return grant;
+  }
+
+  /** The lease tick: renews what is still held here, forgets what was
+   * lost, and takes over agents asked for whose lease expired. */
+  private renew(): void {
+    if (this.killed || this.closed || this.disconnected || Date.now() < this.stalledUntil) return;
+    for (const agentId of [...this.asked].sort()) {
+      const held = this.grants.get(agentId);
+      const row = this.cluster.leases.get(agentId);
+      if (held !== undefined && !(row?.owner === this.owner && row.epoch === held.grant.epoch)) this.grants.delete(agentId);
+      const taken = this.take(agentId);
+      if (taken !== undefined && held?.grant.epoch !== taken.epoch) this.signals.leaseAcquired(agentId, taken);
+    }
+  }
+
+  leaseOf(agentId: string): LeaseGrant | undefined {
+    const held = this.grants.get(agentId);
+    return held !== undefined && Date.now() < held.admitUntil ? held.grant : undefined;
+  }
+
+  /** The epoch the agent's lease is held at here, renewed in time or not. */
+  heldEpochOf(agentId: string): number | undefined {
+    return this.grants.get(agentId)?.grant.epoch;
+  }
+
+  /** Who holds the agent's lease in the shared table, while it runs. */
+  leaseHolder(agentId: string): Promise<{ readonly owner: string; readonly expiresAt: number } | undefined> {
+    if (this.killed) return this.never();
+    const row = this.cluster.leases.get(agentId);
+    return Promise.resolve(row !== undefined && row.expiresAt > Date.now() ? { owner: row.owner, expiresAt: row.expiresAt } : undefined);
+  }
+
+  /** The runtime listens (`leaseAcquired` on a takeover by the tick). */
+  listen(signals: StoreSignals): void {
+    this.signals = signals;
+  }
+
+  /** A partition move (balancing): this handle gives the agent's lease up
+   * — expired now, not released to the runtime, still asked for — and
+   * whoever asks next takes it. Undefined when it holds none to give. */
+  giveUpLease(): string | undefined {
+    const agentId = [...this.grants.keys()].sort()[0];
+    if (agentId === undefined) return undefined;
+    const row = this.cluster.leases.get(agentId);
+    this.grants.delete(agentId);
+    if (row?.owner === this.owner) this.cluster.leases.set(agentId, { ...row, expiresAt: Date.now() });
+    return agentId;
+  }
+
+  holdAdmissions(agentId: string, why: string | undefined): void {
+    if (why === undefined) this.holds.delete(agentId);
+    else this.holds.set(agentId, why);
+  }
+
+  releaseLease(agentId: string): Promise<void> {
+    if (this.killed) return this.never();
+    this.asked.delete(agentId);
+    const held = this.grants.get(agentId);
+    this.grants.delete(agentId);
+    const row = this.cluster.leases.get(agentId);
+    if (held !== undefined && row?.owner === this.owner && row.epoch === held.grant.epoch) this.cluster.leases.set(agentId, { ...row, expiresAt: Date.now() });
+    return Promise.resolve();
+  }
+
+  unfinishedExecutionsOf(agentId: string): Promise<ExecutionRow[]> {
+    return this.read(() => reads.unfinishedExecutions(this.cluster.connection).filter((row) => row.agentId === checkId(agentId, "agentId")));
+  }
+
+  /** PostgreSQL's admission refusal: recovering, not renewed in time, or
+   * owned elsewhere; undefined for an agent never asked for. */
+  private admissionRefusal(agentId: string): PhronomyError | undefined {
+    const held = this.grants.get(agentId);
+    if (!this.asked.has(agentId) && held === undefined) return undefined;
+    const hold = this.holds.get(agentId);
+    if (held !== undefined && hold !== undefined) return agentRecovering(agentId, hold, { epoch: held.grant.epoch });
+    if (held !== undefined && Date.now() < held.admitUntil) return undefined;
+    const row = this.cluster.leases.get(agentId);
+    const why = held !== undefined ? "its lease could not be renewed in time" : `it is leased by ${row?.owner ?? "nobody"}`;
+    return agentOwnedElsewhere(agentId, why, { thisProcess: this.owner });
+  }
+
+  // -- lifecycle ----------------------------------------------------------------------------------
+
+  /** Accepted writes still settle (the world settles them); then closed. */
+  async close(): Promise<void> {
+    clearInterval(this.tick);
+    if (this.closed) return;
+    this.closed = true;
+    if (this.killed) return this.never();
+    while (this.cluster.pending.some((write) => write.handle === this)) await new Promise<void>((resolve) => setImmediate(resolve));
+    for (const agentId of this.grants.keys()) {
+      const row = this.cluster.leases.get(agentId);
+      if (row?.owner === this.owner) this.cluster.leases.set(agentId, { ...row, expiresAt: Date.now() });
+    }
+    this.grants.clear();
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+}
+
+/** Deletes every row of every table (and the rowid sequences): the
+ * database as its migrations left it. */
+function emptyDatabase(connection: SqliteConnection): void {
+  const tables = connection.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all().map((row) => String(row["name"]));
+  const sequences = connection.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'sqlite_sequence'").get()?.["n"] === 1;
+  connection.exec(["BEGIN", ...tables.map((name) => `DELETE FROM "${name}"`), ...(sequences ? ["DELETE FROM sqlite_sequence"] : []), "COMMIT"].join(";\n"));
+}
+
+/** The error a simulated failure carries, to tell it from the runtime's own. */
+export function isSimulatedStoreError(error: unknown): boolean {
+  return error instanceof StoreError && error.message.startsWith("simulated:");
+}

@@ -1,0 +1,119 @@
+// The whole-host simulation (docs/decisions/0063): the real runtime in a
+// few simulated processes over one simulated store, with faults by seed
+// (world.ts). Each seed runs its steps with the safety invariants checked
+// after every one, then drains and checks liveness.
+//
+// SIM_SEED=<n> replays one seed (SIM_SEEDS=1 for that one only);
+// SIM_SEEDS=<n> runs more (CI: 10,000); SIM_TRACE=1 prints each step.
+
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { loadAiSdk } from "../../host/agent/ai-sdk.js";
+import type { SqliteConnection } from "../../host/store/sqlite/driver.js";
+import { generator, seedFrom } from "../support/seeded.js";
+import { installClock, World, type WorldSize } from "./world.js";
+
+// Ids come from randomUUID: a counter makes a seed replay exactly.
+const ids = vi.hoisted(() => ({ next: 0 }));
+vi.mock("node:crypto", async (importOriginal) => {
+  const original = await importOriginal<typeof import("node:crypto")>();
+  return {
+    ...original,
+    randomUUID: () => {
+      ids.next += 1;
+      return `00000000-0000-4000-8000-${ids.next.toString(16).padStart(12, "0")}`;
+    },
+  };
+});
+
+const SEEDS = Number(process.env["SIM_SEEDS"] ?? 500);
+const BASE_SEED = seedFrom("SIM_SEED");
+/** The clock every seed starts at (the fake Date's epoch). */
+const epochMs = Date.UTC(2026, 0, 1);
+
+function sizeOf(random: () => number): WorldSize {
+  return { processes: 2 + Math.floor(random() * 2), conversations: 1 + Math.floor(random() * 3), steps: 20 + Math.floor(random() * 40) };
+}
+
+/** One database for every seed, emptied before each. */
+let database: SqliteConnection | undefined;
+
+async function simulate(seed: number): Promise<World> {
+  ids.next = 0;
+  vi.clearAllTimers();
+  vi.setSystemTime(epochMs);
+  const random = generator(seed);
+  // The runtime's own jitter (model retries) from the seed too.
+  const jitter = generator(seed ^ 0x5f3759df);
+  const spy = vi.spyOn(Math, "random").mockImplementation(jitter);
+  const world = new World(seed, random, sizeOf(random), database);
+  database = world.cluster.connection;
+  try {
+    await world.run();
+  } finally {
+    spy.mockRestore();
+    vi.clearAllTimers();
+  }
+  return world;
+}
+
+function replay(seed: number): string {
+  return `SIM_SEED=${seed} SIM_SEEDS=1 npx vitest run test/sim/sim.test.ts`;
+}
+
+describe("the whole host, simulated", () => {
+  beforeAll(async () => {
+    await loadAiSdk();
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval", "Date", "performance"] });
+    installClock(async (ms) => {
+      await vi.advanceTimersByTimeAsync(ms);
+    });
+  });
+  afterAll(() => {
+    database?.close();
+    vi.useRealTimers();
+  });
+
+  it("replays a seed exactly: the same world log twice", async () => {
+    const first = await simulate(BASE_SEED);
+    const second = await simulate(BASE_SEED);
+    expect(second.log, replay(BASE_SEED)).toEqual(first.log);
+  }, 60_000);
+
+  it(`keeps its invariants over ${SEEDS} seeds (SIM_SEED=${BASE_SEED})`, async () => {
+    console.log(`[sim] SIM_SEED=${BASE_SEED} SIM_SEEDS=${SEEDS}`);
+    // The fake clock stands still between advances: real time from hrtime.
+    const began = process.hrtime.bigint();
+    const totals = { steps: 0, callers: 0, writes: 0 };
+    const outcomes: Record<string, number> = {};
+    // Every failing seed is listed; the first one's steps are printed.
+    const failures: string[] = [];
+    let firstFailure: string | undefined;
+    // Violations of invariants the runtime is known not to keep yet
+    // (docs/decisions/0063, "Open"): listed, and failures under SIM_STRICT=1.
+    const knownOpen: string[] = [];
+    for (let index = 0; index < SEEDS; index += 1) {
+      const seed = (BASE_SEED + index) >>> 0;
+      let world: World;
+      try {
+        world = await simulate(seed);
+      } catch (error) {
+        throw new Error(`sim seed ${seed} threw: ${error instanceof Error ? error.stack : String(error)}\nreplay: ${replay(seed)}`);
+      }
+      for (const line of world.knownOpen) knownOpen.push(`seed ${seed}: ${line}`);
+      if (world.problems.length > 0) {
+        failures.push(`seed ${seed}: ${world.problems[0]}`);
+        firstFailure ??= `sim seed ${seed} — replay: ${replay(seed)}\n${world.problems.join("\n")}\nlast steps:\n${world.log.slice(-80).join("\n")}`;
+      }
+      totals.steps += world.size.steps;
+      totals.callers += world.callers.length;
+      totals.writes += world.cluster.committed.length;
+      for (const caller of world.callers) outcomes[caller.outcome ?? "unsettled"] = (outcomes[caller.outcome ?? "unsettled"] ?? 0) + 1;
+    }
+    const seconds = Number(process.hrtime.bigint() - began) / 1e9;
+    if (knownOpen.length > 0) console.log(`[sim] ${knownOpen.length} known-open violations (docs/decisions/0063; SIM_STRICT=1 fails on them):\n${knownOpen.slice(0, 20).join("\n")}`);
+    if (process.env["SIM_STRICT"]) failures.push(...knownOpen);
+    if (failures.length > 0) console.log(`[sim] ${failures.length} failing seeds:\n${failures.join("\n")}`);
+    expect(failures, firstFailure).toEqual([]);
+    console.log(`[sim] ${SEEDS} seeds in ${seconds.toFixed(1)} s (${(SEEDS / seconds).toFixed(1)} seeds/s); ${JSON.stringify(totals)}; outcomes ${JSON.stringify(outcomes)}`);
+  }, Math.max(120_000, SEEDS * 1_000));
+});

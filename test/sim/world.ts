@@ -1,0 +1,563 @@
+// The whole-host simulation's world (docs/decisions/0063): a seeded
+// generator, the simulated clock (vitest's fake timers, set by the test),
+// a cluster store (cluster-store.ts) and a few processes, each the REAL
+// runtime — `Phronomy.open` on its own store handle, one agent definition
+// with a scripted model whose every turn waits for the world, and tools
+// that record each call in the world's log and wait for the world too.
+//
+// Each step the generator picks one thing to happen: a start (busy policy
+// reject / enqueue / interrupt, keyed or not, with a timeout or not, at any
+// process, owner of the conversation or not), a decision on a suspended
+// execution, a cancel, a pending write settling (committed, failed, outcome
+// unknown committed or not), a model turn or a tool call finishing, the
+// clock moving on (timeouts, lease expiry), or a fault: a process killed
+// (kill -9: nothing it does reaches the world again), a dead process
+// restarted (a new Environment, a new owner name, on the same store), a
+// process losing its connection for a while, its lease renewals stalling.
+// After every step the safety invariants are checked; after the last,
+// faults stop, dead processes restart, each process is told `env.recover()`
+// once (standing in for PostgreSQL's partition scan, which the simulated
+// store does not have), and time runs on with everything answered until
+// the world is quiet — then the liveness invariants are checked.
+
+import { z } from "zod";
+import { scriptedModel, type ScriptedTurn } from "../../host/agent/scripted-model.js";
+import { Phronomy, tool, type DefinedAgent, type Environment, type Run } from "../../host/index.js";
+import type { SqliteConnection } from "../../host/store/sqlite/driver.js";
+import { Cluster, type ClusterStore, type PendingWrite, type WriteFate } from "./cluster-store.js";
+
+/** Processes, conversations and steps per seed: small, so a seed takes
+ * milliseconds and CI runs thousands. */
+export interface WorldSize {
+  readonly processes: number;
+  readonly conversations: number;
+  readonly steps: number;
+}
+
+/** The lease length of the simulated store; the tick renews every third. */
+const leaseMs = 3_000;
+/** Model turns before the scripted model answers with text. */
+const toolTurnsMax = 3;
+/** Drain rounds (each settles everything and moves the clock a lease on)
+ * before a world still busy is a liveness failure. */
+const drainRoundsMax = 20;
+const busyPolicies = ["reject", "enqueue", "interrupt"] as const;
+
+type Random = () => number;
+
+interface Waiting<T> {
+  readonly label: string;
+  readonly process: SimProcess;
+  readonly resolve: (value: T) => void;
+  readonly reject: (error: Error) => void;
+}
+
+/** A caller's promise: a start, a resume, a cancel. */
+interface Caller {
+  readonly label: string;
+  readonly process: SimProcess;
+  readonly key: string | undefined;
+  readonly conversation: string;
+  executionId: string | undefined;
+  settlements: number;
+  outcome: string | undefined;
+  /** Whether its process held the conversation's lease when it settled. */
+  heldWhenSettled: boolean;
+}
+
+/** One run of a tool, by its idempotency key. */
+interface ToolRun {
+  readonly owner: string;
+  readonly step: number;
+}
+
+/** One process: its current incarnation's store and environment. */
+export class SimProcess {
+  incarnation = 0;
+  store!: ClusterStore;
+  environment: Environment | undefined;
+  agent: DefinedAgent | undefined;
+  alive = false;
+
+  constructor(readonly name: string) {}
+
+  get owner(): string {
+    return `${this.name}.${this.incarnation}`;
+  }
+}
+
+export class World {
+  readonly cluster: Cluster;
+  readonly processes: SimProcess[];
+  readonly log: string[] = [];
+  readonly problems: string[] = [];
+  /** Violations of the invariants the runtime is known not to keep yet,
+   * each named after its open issue (docs/decisions/0063, "Open"). */
+  readonly knownOpen: string[] = [];
+  readonly models: Waiting<ScriptedTurn>[] = [];
+  readonly tools: Waiting<unknown>[] = [];
+  readonly callers: Caller[] = [];
+  /** Tool runs by idempotency key; a key run again needs a recorded reason. */
+  private readonly toolRuns = new Map<string, ToolRun[]>();
+  /** Per process incarnation, the steps at which a fault hit it (a kill,
+   * a write failed or of unknown outcome, a connection lost, renewals
+   * stalled): the recorded reasons a tool call may run again. */
+  private readonly disruptions = new Map<string, number[]>();
+  /** Execution ids by idempotency key, per conversation. */
+  private readonly keyed = new Map<string, string>();
+  private committedChecked = 0;
+  step = 0;
+  faulty = true;
+  private answers = 0;
+
+  /** `database`: an earlier world's, emptied and used again (cheaper than migrating a new one). */
+  constructor(readonly seed: number, readonly random: Random, readonly size: WorldSize, database?: SqliteConnection) {
+    this.cluster = new Cluster(leaseMs, false, database);
+    this.processes = Array.from({ length: size.processes }, (_, index) => new SimProcess(`p${index + 1}`));
+    this.cluster.onFault = (owner) => this.disrupt(owner);
+    this.cluster.onTakeover = (agentId, former, taker) => {
+      this.note(`  lease of ${agentId} moves from ${former} to ${taker}`);
+      this.disrupt(former);
+    };
+  }
+
+  pick<T>(items: readonly T[]): T {
+    return items[Math.floor(this.random() * items.length)]!;
+  }
+
+  chance(probability: number): boolean {
+    return this.random() < probability;
+  }
+
+  note(line: string): void {
+    if (process.env["SIM_TRACE"]) process.stderr.write(`${line}\n`);
+    this.log.push(`${this.step} ${Date.now()} ${line}`);
+  }
+
+  problem(line: string): void {
+    this.problems.push(`step ${this.step}: ${line}`);
+  }
+
+  alive(): SimProcess[] {
+    return this.processes.filter((process) => process.alive);
+  }
+
+  private disrupt(owner: string): void {
+    const list = this.disruptions.get(owner) ?? [];
+    list.push(this.step);
+    this.disruptions.set(owner, list);
+  }
+
+  // -- processes --------------------------------------------------------------------------------
+
+  async start(process: SimProcess): Promise<void> {
+    process.incarnation += 1;
+    process.store = this.cluster.storeFor(process.owner);
+    process.alive = true;
+    this.note(`open ${process.owner}`);
+    const owner = process.owner;
+    const opening = Phronomy.open({ store: process.store, logger: { warn: (message) => this.note(`  warn at ${owner}: ${message.slice(0, 240)}`) } });
+    await settle();
+    process.environment = await opening;
+    process.agent = process.environment.agent({
+      name: "support",
+      instructions: "You help.",
+      model: scriptedModel(({ turn }) => this.modelCall(process, process.owner, turn)),
+      tools: { lookup: this.recordingTool(process, "lookup", false), refund: this.recordingTool(process, "refund", true) },
+    });
+  }
+
+  kill(process: SimProcess): void {
+    this.note(`kill -9 ${process.owner}`);
+    this.disrupt(process.owner);
+    process.alive = false;
+    process.store.kill();
+    // A write in flight reached the database or did not.
+    for (const write of this.cluster.pending.filter((pending) => pending.handle === process.store)) {
+      const landed = this.chance(0.5);
+      this.note(`  in flight at the kill: ${write.operation.type} ${landed ? "committed" : "lost"}`);
+      this.cluster.pending.splice(this.cluster.pending.indexOf(write), 1);
+      if (landed) process.store.commitOnCrash(write);
+    }
+    for (const list of [this.models, this.tools] as Waiting<unknown>[][]) {
+      for (let index = list.length - 1; index >= 0; index -= 1) if (list[index]!.process === process) list.splice(index, 1);
+    }
+  }
+
+  private modelCall(process: SimProcess, owner: string, turn: number): Promise<ScriptedTurn> {
+    if (!process.alive || process.owner !== owner) return new Promise(() => undefined);
+    return new Promise((resolve, reject) => this.models.push({ label: `model turn ${turn} at ${owner}`, process, resolve, reject }));
+  }
+
+  private recordingTool(process: SimProcess, name: string, needsApproval: boolean) {
+    const owner = () => process.owner;
+    return tool({
+      description: needsApproval ? "Refunds an order" : "Looks an order up",
+      inputSchema: z.object({ orderId: z.string() }),
+      needsApproval,
+      execute: ({ orderId }, { idempotencyKey, executionId }) => {
+        const calledAt = owner();
+        if (!process.alive) return new Promise(() => undefined);
+        this.note(`tool ${name} ${orderId} at ${calledAt} key ${idempotencyKey} of ${executionId}`);
+        this.recordToolRun(idempotencyKey, calledAt);
+        this.checkBarrier(executionId, idempotencyKey);
+        return new Promise((resolve, reject) => this.tools.push({ label: `${name} ${orderId} at ${calledAt}`, process, resolve, reject }));
+      },
+    });
+  }
+
+  /** A tool call runs only once its batch's barrier is durable, under the
+   * key that barrier recorded. */
+  private checkBarrier(executionId: string, key: string): void {
+    const recorded = this.cluster.connection.prepare("SELECT 1 FROM steps WHERE execution_id = ? AND kind = 'tool_barrier' AND instr(payload, ?) > 0").get(executionId, JSON.stringify(key));
+    if (recorded === undefined) this.problem(`tool call ${key} ran with no committed tool barrier recording that key`);
+  }
+
+  /** No tool call runs twice under one key without a recorded reason. */
+  private recordToolRun(key: string, owner: string): void {
+    const runs = this.toolRuns.get(key) ?? [];
+    for (const earlier of runs) {
+      const reason = (this.disruptions.get(earlier.owner) ?? []).some((step) => step >= earlier.step);
+      if (!reason) this.problem(`tool call ${key} ran again at ${owner} (first at ${earlier.owner}, step ${earlier.step}) with no fault recorded since`);
+    }
+    runs.push({ owner, step: this.step });
+    this.toolRuns.set(key, runs);
+  }
+
+  // -- workload ---------------------------------------------------------------------------------
+
+  conversationId(): string {
+    return `c${Math.floor(this.random() * this.size.conversations)}`;
+  }
+
+  startRun(process: SimProcess): void {
+    const conversation = this.conversationId();
+    const onBusy = this.pick(busyPolicies);
+    const key = this.chance(0.3) ? `k${Math.floor(this.random() * 3)}` : undefined;
+    const timeoutMs = this.chance(0.2) ? 200 + Math.floor(this.random() * 4_000) : undefined;
+    const label = `start ${this.callers.length} at ${process.owner} on ${conversation} ${onBusy}${key ? ` key ${key}` : ""}${timeoutMs ? ` timeout ${timeoutMs}` : ""}`;
+    this.note(label);
+    const run = process.agent!.conversation(conversation).start(`question ${this.callers.length}`, {
+      onBusy, ...(key ? { idempotencyKey: key } : {}), ...(timeoutMs ? { timeoutMs } : {}),
+    });
+    this.track(this.caller(label, process, conversation, key), run);
+  }
+
+  private caller(label: string, process: SimProcess, conversation: string, key?: string): Caller {
+    const caller: Caller = { label, process, key, conversation, executionId: undefined, settlements: 0, outcome: undefined, heldWhenSettled: false };
+    this.callers.push(caller);
+    return caller;
+  }
+
+  private track(caller: Caller, run: Run): void {
+    run.executionId.then((id) => this.knowExecution(caller, id), () => undefined);
+    run.result.then(
+      (result) => this.settled(caller, result.outcome, result.executionId),
+      (error: { code?: string; executionId?: string }) => this.settled(caller, String(error.code), error.executionId),
+    );
+  }
+
+  private knowExecution(caller: Caller, executionId: string): void {
+    caller.executionId ??= executionId;
+    if (caller.key === undefined) return;
+    const slot = `${caller.conversation}/${caller.key}`;
+    const known = this.keyed.get(slot);
+    if (known === undefined) this.keyed.set(slot, executionId);
+    else if (known !== executionId) this.problem(`idempotency key ${slot} ran as two executions: ${known} and ${executionId}`);
+  }
+
+  private settled(caller: Caller, outcome: string, executionId: string | undefined): void {
+    caller.settlements += 1;
+    caller.outcome = outcome;
+    caller.heldWhenSettled = caller.process.store.heldEpochOf(caller.conversation) !== undefined;
+    if (executionId !== undefined) this.knowExecution(caller, executionId);
+    this.note(`  settled: ${caller.label} → ${outcome}${executionId ? ` (${executionId})` : ""}`);
+    if (caller.settlements > 1) this.problem(`${caller.label} settled ${caller.settlements} times`);
+    if (outcome === "completed" && executionId !== undefined) {
+      const row = this.cluster.execution(executionId);
+      if (row?.status !== "terminal" || row.outcome !== "completed") this.problem(`${caller.label} completed, but its row is ${row?.status}/${row?.outcome}`);
+    }
+  }
+
+  decide(process: SimProcess): boolean {
+    const suspended = this.cluster.unfinished().filter((row) => row.status === "suspended");
+    if (suspended.length === 0) return false;
+    const row = this.pick(suspended);
+    const approvalId = (row.approvalRequest as { approvalId?: string } | null)?.approvalId;
+    if (approvalId === undefined) return false;
+    const approved = this.chance(0.8);
+    const label = `resume ${row.executionId} at ${process.owner} ${approved ? "approved" : "denied"}`;
+    this.note(label);
+    this.track(this.caller(label, process, row.agentId), process.agent!.conversation(row.agentId).resume(row.executionId, { approvalId, approved }));
+    return true;
+  }
+
+  cancel(process: SimProcess): boolean {
+    const ids = [
+      ...this.cluster.unfinished().map((row) => row.executionId),
+      ...this.cluster.connection.prepare("SELECT execution_id FROM queued_messages ORDER BY execution_id").all().map((row) => String(row["execution_id"])),
+    ];
+    if (ids.length === 0) return false;
+    const executionId = this.pick(ids);
+    const label = `cancel ${executionId} at ${process.owner}`;
+    this.note(label);
+    const caller = this.caller(label, process, "?");
+    process.environment!.cancel(executionId, { reason: "simulated" }).then(
+      (result) => this.settled(caller, `cancel:${result.outcome}`, undefined),
+      (error: { code?: string }) => this.settled(caller, `cancel:${String(error.code)}`, undefined),
+    );
+    return true;
+  }
+
+  answerModel(index: number, draining: boolean): void {
+    const call = this.models.splice(index, 1)[0]!;
+    const turn = Number(/model turn (\d+)/.exec(call.label)?.[1] ?? 0);
+    this.answers += 1;
+    const text = { text: `answer ${this.answers}` };
+    const choice = this.random();
+    const answer: ScriptedTurn = draining || turn >= toolTurnsMax || choice < 0.35 ? text
+      : choice < 0.7 ? { toolCalls: [{ toolName: "lookup", input: { orderId: `${this.answers}` } }] }
+        : choice < 0.9 ? { toolCalls: [{ toolName: "refund", input: { orderId: `${this.answers}` } }] }
+          : { error: `simulated provider failure ${this.answers}` };
+    this.note(`${call.label} → ${JSON.stringify(answer)}`);
+    call.resolve(answer);
+  }
+
+  finishTool(index: number, draining: boolean): void {
+    const call = this.tools.splice(index, 1)[0]!;
+    if (!draining && this.chance(0.1)) {
+      this.note(`${call.label} throws`);
+      call.reject(new Error(`simulated tool failure at step ${this.step}`));
+      return;
+    }
+    this.note(`${call.label} returns`);
+    call.resolve({ status: "shipped", step: this.step });
+  }
+
+  settleWrite(write: PendingWrite, draining: boolean): void {
+    const fate: WriteFate = draining ? "commit" : this.pick(writeFates);
+    this.note(`write #${write.number} ${write.operation.type} of ${write.handle.owner} ${"executionId" in write.operation ? write.operation.executionId : ""} → ${fate}`);
+    if (fate !== "commit") this.disrupt(write.handle.owner);
+    write.settle(fate);
+  }
+
+  // -- faults -----------------------------------------------------------------------------------
+
+  disconnect(process: SimProcess): void {
+    const ms = 100 + Math.floor(this.random() * leaseMs * 2);
+    this.note(`${process.owner} loses its connection for ${ms} ms`);
+    this.disrupt(process.owner);
+    process.store.disconnectedUntil = Date.now() + ms;
+  }
+
+  stall(process: SimProcess): void {
+    const ms = leaseMs + Math.floor(this.random() * leaseMs * 2);
+    this.note(`${process.owner} stops renewing its leases for ${ms} ms`);
+    this.disrupt(process.owner);
+    process.store.stalledUntil = Date.now() + ms;
+  }
+
+  /** A partition move: the process gives one of its leases up (balancing). */
+  move(process: SimProcess): void {
+    const agentId = process.store.giveUpLease();
+    if (agentId === undefined) return;
+    this.note(`${process.owner} gives the lease of ${agentId} up (a partition move)`);
+    this.disrupt(process.owner);
+  }
+
+  // -- invariants -------------------------------------------------------------------------------
+
+  /** Safety, after every step: no fenced write landed outside its lease,
+   * no execution ended twice, a queued message ran only as its queue's head. */
+  checkSafety(): void {
+    for (const write of this.cluster.committed.slice(this.committedChecked)) {
+      if (!fencedTypes.has(write.type)) continue;
+      if (write.fenceEpoch === undefined) this.problem(`${write.type} of ${write.executionId} by ${write.owner} landed unfenced (the process never asked for agent ${write.agentId})`);
+      else if (write.lease?.owner !== write.owner || write.lease.epoch !== write.fenceEpoch) {
+        this.problem(`${write.type} of ${write.executionId} by ${write.owner} at epoch ${write.fenceEpoch} landed while the lease was ${JSON.stringify(write.lease)}`);
+      }
+    }
+    this.committedChecked = this.cluster.committed.length;
+    for (const violation of this.cluster.queueOrderViolations.splice(0)) {
+      const line = `${violation.owner} prepared queued message ${violation.executionId} of ${violation.agentId} ahead of ${violation.passed.join(", ")} queued before it`;
+      // Decision 0058, "Not done": a head told AGENT_BUSY while not held
+      // here stays queued, and the process runs its later messages first.
+      const toldBusy = violation.passed.every((id) => this.callers.some((caller) => caller.executionId === id && caller.outcome === "AGENT_BUSY" && !caller.heldWhenSettled));
+      if (toldBusy) this.knownOpen.push(`0058 not done: ${line}`);
+      else this.problem(line);
+    }
+  }
+
+  /** Liveness, once quiet: nothing unfinished or queued, every caller of a
+   * process still alive settled, nothing waiting. */
+  checkQuiet(): void {
+    for (const row of this.cluster.unfinished()) this.liveness(row.agentId, `execution ${row.executionId} of ${row.agentId} is still ${row.status}/${row.phase} once the world is quiet`);
+    for (const row of this.cluster.connection.prepare("SELECT execution_id, agent_id FROM queued_messages").all()) {
+      this.liveness(String(row["agent_id"]), `message ${String(row["execution_id"])} of ${String(row["agent_id"])} is still queued once the world is quiet`);
+    }
+    for (const caller of this.callers) this.checkCaller(caller);
+  }
+
+  /** Every caller of a live process settled; none was told AGENT_BUSY
+   * ("nothing started") for a message that then ran. */
+  private checkCaller(caller: Caller): void {
+    const id = caller.executionId;
+    if (caller.outcome === "AGENT_BUSY" && caller.key === undefined && id !== undefined && this.ranOrQueued(id)) {
+      const line = `${caller.label} was refused AGENT_BUSY, yet execution ${id} ${this.cluster.execution(id)?.outcome ?? "is queued"}`;
+      // Decision 0058, "Not done": a queue head refused for now while this
+      // process does not hold the conversation is told AGENT_BUSY and runs
+      // at whoever holds it next (another process, or this one later).
+      if (!caller.heldWhenSettled) this.knownOpen.push(`0058 not done: ${line}`);
+      else this.problem(line);
+    }
+    if (!caller.process.alive || caller.settlements > 0 || !this.bornHere(caller)) return;
+    const line = `${caller.label} never settled`;
+    // Open (0063): a waiter left in a process whose conversation moved to
+    // another process, where its execution ended, is never told.
+    if (id !== undefined && this.endedElsewhere(id, caller.process.owner)) this.knownOpen.push(`0063 open, stranded waiter: ${line} (${id} ended at another process)`);
+    else this.liveness(caller.conversation, line);
+  }
+
+  /** A liveness failure, known open when its conversation had a key queued
+   * twice (docs/decisions/0063, "Found and open"). */
+  private liveness(conversation: string, line: string): void {
+    if (this.cluster.keyQueuedTwice.has(conversation)) this.knownOpen.push(`0063 open, a key queued twice in ${conversation}: ${line}`);
+    else if (this.cameBackStale(conversation)) this.knownOpen.push(`0063 open, a lease back at a process with a stale entry in ${conversation}: ${line}`);
+    else this.problem(line);
+  }
+
+  /** The conversation's lease came back to a process that wrote one of
+   * its unfinished executions before another process wrote it since: the
+   * process's own entry of it is stale (docs/decisions/0063, open). */
+  private cameBackStale(conversation: string): boolean {
+    const holder = this.cluster.leases.get(conversation)?.owner;
+    return this.cluster.unfinished().some((row) => {
+      if (row.agentId !== conversation) return false;
+      const writers = this.cluster.committed.filter((write) => write.executionId === row.executionId).map((write) => write.owner);
+      const last = writers.lastIndexOf(holder ?? "");
+      return last >= 0 && writers.slice(last + 1).some((owner) => owner !== holder);
+    });
+  }
+
+  private endedElsewhere(executionId: string, owner: string): boolean {
+    if (this.cluster.execution(executionId)?.status !== "terminal") return false;
+    const ending = this.cluster.committed.filter((write) => write.executionId === executionId && (write.type === "terminalCommit" || write.type === "prepareExecution" || write.type === "cancelQueued")).at(-1);
+    return ending !== undefined && ending.owner !== owner;
+  }
+
+  private ranOrQueued(executionId: string): boolean {
+    return this.cluster.execution(executionId) !== undefined
+      || this.cluster.connection.prepare("SELECT 1 FROM queued_messages WHERE execution_id = ?").get(executionId) !== undefined;
+  }
+
+  /** A caller of the process's current incarnation (a killed one's died with it). */
+  private bornHere(caller: Caller): boolean {
+    return caller.label.includes(` at ${caller.process.owner} `) || caller.label.endsWith(` at ${caller.process.owner}`);
+  }
+
+  /** Everything still waiting, in the world. */
+  busy(): boolean {
+    return this.cluster.pending.length > 0 || this.models.length > 0 || this.tools.length > 0 || this.cluster.unfinished().length > 0
+      || this.callers.some((caller) => caller.process.alive && caller.settlements === 0 && this.bornHere(caller));
+  }
+
+  // -- the run ----------------------------------------------------------------------------------
+
+  async run(): Promise<void> {
+    for (const simulated of this.processes) await this.start(simulated);
+    for (this.step = 1; this.step <= this.size.steps; this.step += 1) {
+      await this.oneStep();
+      this.checkSafety();
+    }
+    await this.drain();
+  }
+
+  private async oneStep(): Promise<void> {
+    const choice = this.random();
+    const alive = this.alive();
+    if (choice < 0.22 && alive.length > 0) this.startRun(this.pick(alive));
+    else if (choice < 0.45 && this.cluster.pending.length > 0) this.settleWrite(this.pick(this.cluster.pending), false);
+    else if (choice < 0.57 && this.models.length > 0) this.answerModel(Math.floor(this.random() * this.models.length), false);
+    else if (choice < 0.66 && this.tools.length > 0) this.finishTool(Math.floor(this.random() * this.tools.length), false);
+    else if (choice < 0.7 && alive.length > 0) this.decide(this.pick(alive));
+    else if (choice < 0.73 && alive.length > 0) this.cancel(this.pick(alive));
+    else if (choice < 0.75 && alive.length > 1) this.kill(this.pick(alive));
+    else if (choice < 0.78 && alive.length < this.processes.length) await this.start(this.pick(this.processes.filter((process) => !process.alive)));
+    else if (choice < 0.8 && alive.length > 0) this.disconnect(this.pick(alive));
+    else if (choice < 0.82 && alive.length > 0) this.stall(this.pick(alive));
+    else if (choice < 0.83 && alive.length > 0) this.move(this.pick(alive));
+    else await this.advance(10 + Math.floor(this.random() * 1_500));
+    await settle(1);
+  }
+
+  async advance(ms: number): Promise<void> {
+    this.note(`clock +${ms} ms`);
+    await advanceClock(ms);
+  }
+
+  /** Faults stop; the dead restart; each process recovers once; then time
+   * runs on with everything answered until the world is quiet. */
+  private async drain(): Promise<void> {
+    this.faulty = false;
+    this.note("drain");
+    for (const process of this.processes) {
+      process.store.disconnectedUntil = 0;
+      process.store.stalledUntil = 0;
+      if (!process.alive) await this.start(process);
+    }
+    await this.advance(leaseMs * 2);
+    for (const process of this.processes) {
+      process.environment!.recover().catch((error: unknown) => this.note(`  env.recover() at ${process.owner} failed: ${String(error)}`));
+    }
+    for (let round = 0; round < drainRoundsMax; round += 1) {
+      await this.answerEverything();
+      this.checkSafety();
+      if (!this.busy()) break;
+      await this.advance(leaseMs);
+    }
+    this.checkQuiet();
+  }
+
+  private async answerEverything(): Promise<void> {
+    for (let pass = 0; pass < 50; pass += 1) {
+      await settle();
+      if (this.cluster.pending.length > 0) this.settleWrite(this.cluster.pending[0]!, true);
+      else if (this.models.length > 0) this.answerModel(0, true);
+      else if (this.tools.length > 0) this.finishTool(0, true);
+      else if (!this.decideForDrain()) return;
+    }
+  }
+
+  /** A decision on each suspended execution, at the process holding it. */
+  private decideForDrain(): boolean {
+    const row = this.cluster.unfinished().find((candidate) => candidate.status === "suspended" && !this.decidedInDrain.has(candidate.executionId));
+    if (row === undefined) return false;
+    this.decidedInDrain.add(row.executionId);
+    const holder = this.cluster.leases.get(row.agentId)?.owner;
+    const process = this.alive().find((candidate) => candidate.owner === holder) ?? this.alive()[0]!;
+    const approvalId = (row.approvalRequest as { approvalId?: string } | null)?.approvalId ?? "none";
+    const label = `resume ${row.executionId} at ${process.owner} approved (drain)`;
+    this.note(label);
+    this.track(this.caller(label, process, row.agentId), process.agent!.conversation(row.agentId).resume(row.executionId, { approvalId, approved: true }));
+    return true;
+  }
+
+  private readonly decidedInDrain = new Set<string>();
+}
+
+const writeFates: readonly WriteFate[] = [...Array<WriteFate>(17).fill("commit"), "failed", "unknown_committed", "unknown_not_committed"];
+
+/** Writes fenced by the agent's lease (PostgreSQL's fence). */
+const fencedTypes = new Set(["prepareExecution", "providerBarrier", "toolBarrier", "terminalCommit", "approvalCommit", "reopenExecution", "enqueueMessage"]);
+
+/** Lets every microtask and the loop's drains run (timers are fake). */
+export async function settle(rounds = 3): Promise<void> {
+  for (let round = 0; round < rounds; round += 1) await new Promise<void>((resolve) => setImmediate(resolve));
+}
+
+/** Set by the test: moves the fake clock on, running due timers. */
+export let advanceClock: (ms: number) => Promise<void> = () => Promise.reject(new Error("the simulated clock is not installed"));
+
+export function installClock(advance: (ms: number) => Promise<void>): void {
+  advanceClock = advance;
+}
