@@ -605,7 +605,10 @@ export const enum AdmissionSituation {
   HeadStarting = 8,
   /** The store keeps a durable queue. */
   QueueKept = 16,
-  End = 32,
+  /** The admission is held for recovery (`RecoveryRequired`): a start
+   * is refused held, unless messages are queued (it goes behind them). */
+  RecoveryHeld = 32,
+  End = 64,
 }
 
 /** What became of a head `Admit` let start (`HeadSettled`). */
