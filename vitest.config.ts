@@ -3,6 +3,21 @@ import { defineConfig } from "vitest/config";
 
 const source = (path: string): string => fileURLToPath(new URL(path, import.meta.url));
 
+// Two sets of tests (issue 25): `npm test` runs the fast one, `npm run
+// test:slow` the slow one, `npm run test:all` and CI (.ci/run) both.
+//
+// The rule: a test file is slow when it starts another process (a child
+// Node, the CLI, a coordinator, a browser, Bun or Deno, npm, gcc, TypeDoc),
+// kills one, mounts a file system, needs the npm registry, or runs longer
+// than about 10 s on its own; it is named `*.slow.test.ts`. Two folders are
+// slow as a whole, by what they are for: test/crash (kill -9 of child
+// processes) and test/package (the packed package installed and run on
+// every runtime). Everything else runs inside the vitest worker, PostgreSQL
+// included (a server is on every machine the tests run on, README), and
+// must stay quick enough for the fast set to finish in under 5 minutes on
+// 2 cores.
+const slowFiles = ["test/crash/**/*.test.ts", "test/package/**/*.test.ts", "test/**/*.slow.test.ts"];
+
 export default defineConfig({
   // The package's own name, as the examples import it (tsconfig.json `paths`):
   // the sources (docs/decisions/0046).
@@ -14,12 +29,17 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ["test/**/*.test.ts"],
     testTimeout: 120_000,
     hookTimeout: 60_000,
     // An unhandled rejection anywhere fails the run: the worker processes
     // raise it as an uncaught exception (issue 11; child processes the tests
     // spawn get the same flag, see test/support/node-flags.ts).
     execArgv: ["--unhandled-rejections=strict"],
+    projects: [
+      // Two files at once even on 2 cores (vitest's default there is one):
+      // a fast file mostly waits on its store worker's start and on fsync.
+      { extends: true, test: { name: "fast", include: ["test/**/*.test.ts"], exclude: slowFiles, maxWorkers: 2 } },
+      { extends: true, test: { name: "slow", include: slowFiles } },
+    ],
   },
 });

@@ -42,11 +42,48 @@ export const enum MessageKind {
   /** Cancel by id of a suspended execution (docs/decisions/0026). */
   CancelSuspended = 28,
   CancelCommitReady = 29,
+  // The conversation lifecycle (docs/decisions/0062): one record per agent
+  // slot in the conversation table, moved only by these messages.
+  /** (agent, generation, Ownership): the lease (or partition) of the
+   * conversation is held here, or by another process. */
+  ConversationOwned = 30,
+  /** (agent, generation, RecoveryCause, RecoveryFact bits): a trigger asks
+   * for the conversation's rows to be read and installed again. */
+  RecoveryRequested = 31,
+  /** (agent, generation, epoch, RecoveryOutcome): the recovery of `epoch`
+   * ended; a stale epoch is dropped. */
+  RecoveryFinished = 32,
+  /** (agent, generation): a host operation (a start, a resume, a recovery,
+   * a close) uses the conversation. */
+  UseBegin = 33,
+  /** (agent, generation): that operation ended. */
+  UseEnd = 34,
+  /** (agent, generation, pinned 0/1): keep the conversation while defined,
+   * or let it go when idle. */
+  SetPinned = 35,
+  /** (agent, generation, request, AdmissionSource, BusyPolicy, queue kept
+   * 0/1): the one admission decision; answered by `AdmissionDecided`. */
+  Admit = 36,
+  /** (agent, generation, count): messages read from the durable queue
+   * (a restore) now wait here. */
+  MessageQueued = 37,
+  /** (agent, generation): a queued message left without running (its
+   * cancel committed, its write failed). */
+  MessageLeft = 38,
+  /** (agent, generation, HeadOutcome): the head `Admit` let start left the
+   * queue, is back at the head, or failed for now. */
+  HeadSettled = 39,
+  /** (agent, generation): the conversation's admission was released (its
+   * execution ended); start the head, or let it go when idle. */
+  AdmissionReleased = 40,
+  /** (agent, generation, HoldCause): a ready conversation is held (a write
+   * failed, its lease lapsed) until a recovery installs it again. */
+  ConversationHeld = 41,
 }
 
 /** One past the largest message kind; kinds are `1 <= kind < MessageKindEnd`. */
 export const enum MessageKindLimit {
-  End = 30,
+  End = 42,
 }
 
 /** What an apply returns: `Ok`, or the fact that made the core refuse or
@@ -91,6 +128,18 @@ export const enum ResultCode {
   OffloadFull = 35,
   AdmissionStateMustMatch = 36,
   TerminalNotDeferred = 37,
+  /** The conversation's table has no entry for the message in its phase. */
+  ConversationPhaseMustMatch = 38,
+  /** A recovery's finish names an epoch that is not the running one. */
+  RecoveryEpochMustMatch = 39,
+  ConversationUsersUnderflow = 40,
+  ConversationUsersFull = 41,
+  QueueEmpty = 42,
+  QueueFull = 43,
+  /** PurgeAgent of a conversation still used, or with messages queued. */
+  ConversationInUse = 44,
+  /** `HeadSettled` with no head starting. */
+  HeadNotStarting = 45,
 }
 
 /** What the host must carry out after an apply, in order. Each effect is
@@ -154,10 +203,33 @@ export const enum EffectKind {
   /** (exec, expectedRevision, request): offload the terminal commit of a
    * suspended execution cancelled by id (outcome failed, CANCELLED). */
   SubmitCancelCommit = 28,
+  /** (request, AdmissionVerdict, agent, interrupt 1/0): what to do with the
+   * start `Admit` asked about; interrupt says an execution runs that an
+   * `EnqueueFront` cancels once the message is queued. */
+  AdmissionDecided = 29,
+  /** (agent, epoch, RowsPolicy, read queue 1/0): read the conversation's
+   * rows as the policy says, install them, then `RecoveryFinished`. */
+  ReadRows = 30,
+  /** (agent, epoch): a recovery runs already; wait for its end. */
+  RecoveryJoined = 31,
+  /** (agent, epoch, milliseconds): try again after this long (one backoff
+   * for every "not now": a held recovery, a queue head the store failed). */
+  RetryAfter = 32,
+  /** (agent): starts may be admitted now (the recovery gate opens). */
+  OpenAdmissions = 33,
+  /** (agent): decisions filed in the approval inbox may be claimed. */
+  OpenInbox = 34,
+  /** (agent): read the durable queue, then start its head. */
+  RestoreQueue = 35,
+  /** (agent): start the queue's head (ask `Admit` with source queue head). */
+  StartHead = 36,
+  /** (agent, generation): the conversation is idle; purge it and give up
+   * its lease. */
+  ReleaseConversation = 37,
 }
 
 export const enum EffectKindLimit {
-  End = 29,
+  End = 38,
 }
 
 /** Admission states (SPEC §1). `None` is a free admission. */
@@ -347,6 +419,243 @@ export const enum ExecutionFlagMask {
   HostSettable = 16,
 }
 
+/** Phases of a conversation (docs/decisions/0062), rows of the
+ * conversation table (`assembly/conversation-fsm.ts`). `None` is a free
+ * agent slot. */
+export const enum ConversationPhase {
+  None = 0,
+  /** Registered; its ownership and recovery are still to come. */
+  Registering = 1,
+  /** Its rows are being read and installed (an epoch and a cause). */
+  Recovering = 2,
+  /** Recovered and owned here: starts are admitted. */
+  Ready = 3,
+  /** A recovery or a write failed; retried after a backoff (its cause). */
+  Held = 4,
+  /** Another process holds its lease: starts are filed for it. */
+  OwnedElsewhere = 5,
+  /** Idle: the host purges it and gives up its lease. */
+  Releasing = 6,
+}
+
+export const enum ConversationPhaseLimit {
+  End = 7,
+}
+
+/** Events of the conversation table: columns. */
+export const enum ConversationEvent {
+  None = 0,
+  OwnedHere = 1,
+  OwnedElsewhere = 2,
+  RecoveryRequested = 3,
+  Recovered = 4,
+  RecoveryFailed = 5,
+  Held = 6,
+  Idle = 7,
+  Used = 8,
+}
+
+export const enum ConversationEventLimit {
+  End = 9,
+}
+
+/** Who holds the conversation (`ConversationOwned`). */
+export const enum Ownership {
+  None = 0,
+  Here = 1,
+  Elsewhere = 2,
+}
+
+/** The nine triggers of a recovery (`RecoveryRequested`), plus the retry
+ * a `RetryAfter` asked for. */
+export const enum RecoveryCause {
+  None = 0,
+  OpenScan = 1,
+  FirstUse = 2,
+  /** `env.recover()`. */
+  RecoverCalled = 3,
+  LeaseTakeover = 4,
+  PartitionTaken = 5,
+  Retake = 6,
+  FencedWrite = 7,
+  HealAfterStoreFault = 8,
+  SessionSettling = 9,
+  Retry = 10,
+}
+
+export const enum RecoveryCauseLimit {
+  End = 11,
+}
+
+/** Facts the host knows when it asks for a recovery; bits of
+ * `RecoveryRequested`'s fourth argument. The core chooses the rows to read
+ * from them (`RowsPolicy`). */
+export const enum RecoveryFact {
+  /** The open scan found unfinished rows of the conversation. */
+  InScan = 1,
+  /** The open scan found messages queued for it. */
+  QueuedAtOpen = 2,
+  /** Its partition's unfinished rows were read when it was taken. */
+  PartitionScanned = 4,
+  /** Its partition was held since before the scan was read. */
+  HeldSinceBeforeScan = 8,
+  /** Its lease is at epoch 1: nobody ever wrote under it before. */
+  LeaseEpochOne = 16,
+  /** The store leases conversations (PostgreSQL). */
+  Leasing = 32,
+}
+
+export const enum RecoveryFactMask {
+  All = 63,
+}
+
+/** Which rows a recovery reads (`ReadRows`). */
+export const enum RowsPolicy {
+  None = 0,
+  /** The open scan's rows are current: use them, read nothing. */
+  FromScan = 1,
+  /** Read the conversation's unfinished rows from the store. */
+  FromStore = 2,
+  /** Nothing can have been written: read nothing. */
+  Nothing = 3,
+}
+
+/** How a recovery ended (`RecoveryFinished`). */
+export const enum RecoveryOutcome {
+  None = 0,
+  Recovered = 1,
+  StoreFault = 2,
+  OutcomeUnknown = 3,
+  NotQuiescent = 4,
+  LeaseLapsed = 5,
+}
+
+export const enum RecoveryOutcomeLimit {
+  End = 6,
+}
+
+/** Why a conversation is held (its `cause` byte while `Held`). */
+export const enum HoldCause {
+  None = 0,
+  StoreFault = 1,
+  OutcomeUnknown = 2,
+  NotQuiescent = 3,
+  LeaseLapsed = 4,
+}
+
+export const enum HoldCauseLimit {
+  End = 5,
+}
+
+/** Where a start comes from (`Admit`). */
+export const enum AdmissionSource {
+  None = 0,
+  /** `agent.start` in this process. */
+  Direct = 1,
+  /** The head of the conversation's durable queue. */
+  QueueHead = 2,
+  /** A start another process filed for this one (decision 0031). */
+  Filed = 3,
+}
+
+/** The start's busy policy (decision 0025). */
+export const enum BusyPolicy {
+  None = 0,
+  Reject = 1,
+  Enqueue = 2,
+  Interrupt = 3,
+}
+
+/** What `Admit` answers (`AdmissionDecided`). */
+export const enum AdmissionVerdict {
+  None = 0,
+  /** Apply `Start` now. */
+  RunHere = 1,
+  /** Write the message at the back of the durable queue. */
+  EnqueueBack = 2,
+  /** Write it at the front, then interrupt the running execution. */
+  EnqueueFront = 3,
+  /** Another process owns the conversation: file the start for it. */
+  FileForOwner = 4,
+  /** Registering or recovering: ask again once it is ready. */
+  WaitUntilReady = 5,
+  RefuseBusy = 6,
+  /** Held for recovery: refused for now (AGENT_BUSY, recovering). */
+  RefuseHeld = 7,
+  RefuseClosed = 8,
+  /** Busy, and the store keeps no queue for "enqueue" / "interrupt". */
+  RefuseNoQueue = 9,
+  /** A queue head that cannot start now stays the head. */
+  StayQueued = 10,
+  /** A filed start for a conversation owned elsewhere stays filed. */
+  LeaveFiled = 11,
+}
+
+export const enum AdmissionVerdictLimit {
+  End = 12,
+}
+
+/** The facts of an admission besides phase, source and policy: bits of
+ * the exported `admissionVerdict` (the document walks every value). */
+export const enum AdmissionSituation {
+  Closed = 1,
+  /** An execution holds the agent's admission. */
+  AdmissionHeld = 2,
+  Queued = 4,
+  HeadStarting = 8,
+  /** The store keeps a durable queue. */
+  QueueKept = 16,
+  End = 32,
+}
+
+/** What became of a head `Admit` let start (`HeadSettled`). */
+export const enum HeadOutcome {
+  None = 0,
+  /** Its execution was prepared, or it failed for good: it left. */
+  Left = 1,
+  /** Refused busy: it is the head again and waits for the admission. */
+  Back = 2,
+  /** The store failed its preparation: the head again, retried after the
+   * backoff. */
+  Failed = 3,
+}
+
+/** Conversation flag bits (the `flags` byte of a conversation record). */
+export const enum ConversationFlag {
+  /** Kept while defined, or while its lease is asked for. */
+  Pinned = 1,
+  /** A head `Admit` let start has not settled. */
+  HeadStarting = 2,
+  /** A trigger with new facts came during the recovery: read again. */
+  RecoverAgain = 4,
+  /** The running recovery reads the durable queue too. */
+  ReadQueue = 8,
+}
+
+/** Conversation record layout: 16 bytes per agent slot, in a table
+ * parallel to the agent table (same slot).
+ *
+ * ```
+ *  0       4       6       8   9   10  11  12      16
+ *  +-------+-------+-------+---+---+---+---+-------+
+ *  | recov | users | queu  | p | c | f | f | (pad) |
+ *  | epoch |       | ed    | h | a | l | a |       |
+ *  +-------+-------+-------+---+---+---+---+-------+
+ *  ph = ConversationPhase, ca = RecoveryCause while recovering, HoldCause
+ *  while held; fl = ConversationFlag bits; fa = failures (the backoff)
+ * ```
+ * A free agent slot's conversation record is all zero. */
+export const enum ConversationRecord {
+  RecoveryEpoch = 0,
+  Users = 4,
+  Queued = 6,
+  Phase = 8,
+  Cause = 9,
+  Flags = 10,
+  Failures = 11,
+  Size = 16,
+}
+
 /** Agent record layout: 16 bytes per agent slot.
  *
  * ```
@@ -409,6 +718,8 @@ export const enum EffectLayout {
   FirstEffectOffset = 4,
   Words = 5,
   EffectsMax = 16,
+  // Sizes and offsets, not kinds: two may be equal.
+  // eslint-disable-next-line @typescript-eslint/no-duplicate-enum-values
   EffectsLongestDecision = 4,
 }
 
@@ -429,4 +740,15 @@ export const enum Limit {
   ExecutionsMaxCeiling = 16777216,
   /** Hard ceiling of the agent table. */
   AgentsMaxCeiling = 4194304,
+  /** Host operations using one conversation at once (a u16): more is a
+   * leak of `UseEnd`, not a workload. */
+  ConversationUsersMax = 65535,
+  /** Messages queued here behind one conversation (a u16); the store's
+   * queue limit (1,000 by default) refuses long before. */
+  QueuedMax = 65535,
+  /** The first wait of the backoff, in milliseconds: a killed connection
+   * is back at once. */
+  RetryMsFirst = 250,
+  /** The longest wait: a database restarting takes seconds. */
+  RetryMsMax = 5000,
 }

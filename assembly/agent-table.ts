@@ -8,6 +8,7 @@
 // tenant is refused.
 
 import { AdmissionState, AgentLifecycle, AgentRecord, ResultCode } from "./abi";
+import { clearConversation, openConversation } from "./conversation-table";
 import { agentTable } from "./memory-layout";
 
 let agentsMax: u32 = 0;
@@ -99,6 +100,7 @@ export function allocateAgent(lifecycle: u32): i64 {
   store<u32>(pointer, 0, AgentRecord.ExecutionSlotPlusOne);
   store<u8>(pointer, AdmissionState.None, AgentRecord.AdmissionState);
   store<u8>(pointer, <u8>lifecycle, AgentRecord.Lifecycle);
+  openConversation(slot);
   return slot;
 }
 
@@ -109,6 +111,7 @@ export function freeAgent(slot: u32): void {
   store<u32>(pointer, 0, AgentRecord.OwnerToken);
   store<u32>(pointer, agentFreeHeadPlusOne, AgentRecord.ExecutionSlotPlusOne);
   store<u8>(pointer, AgentLifecycle.Free, AgentRecord.Lifecycle);
+  clearConversation(slot);
   agentFreeHeadPlusOne = slot + 1;
 }
 

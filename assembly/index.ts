@@ -13,9 +13,15 @@ import { resetAgentTable, agentSlotsUsed, admittingAgents, seedFirstGeneration }
 import { clearEffects } from "./effects";
 import { executionSlotsUsed, liveExecutions, resetExecutionTable } from "./execution-table";
 import {
-  agentTable, effectBuffer, executionCapacity, executionTable, layoutRegions,
+  agentTable, conversationTable, effectBuffer, executionCapacity, executionTable, layoutRegions,
 } from "./memory-layout";
 import { fsmNext, continuationResumePhase } from "./fsm";
+import { conversationNext } from "./conversation-fsm";
+import { admissionVerdictOf, applyAdmit, applyHeadSettled, applyMessageLeft, applyMessageQueued } from "./decisions/admission";
+import {
+  applyAdmissionReleased, applyConversationHeld, applyConversationOwned, applyRecoveryFinished, applyRecoveryRequested,
+  applySetPinned, applyUseBegin, applyUseEnd,
+} from "./decisions/conversation";
 import { applyCloseAgent, applyPurgeAgent, applyRegisterAgent, applySetDraining } from "./decisions/agents";
 import { applyResume, applyResumeCommitReady } from "./decisions/approval";
 import {
@@ -78,6 +84,25 @@ export function apply(kind: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32,
     case MessageKind.DischargeAgentRecovery: return applyDischargeAgentRecovery(a, b);
     case MessageKind.CancelSuspended: return applyCancelSuspended(a, b, c);
     case MessageKind.CancelCommitReady: return applyCancelCommitReady(a, b, c, d, e, f);
+    default: return applyConversationMessage(kind, a, b, c, d, e, f);
+  }
+}
+
+/** The conversation lifecycle's messages (docs/decisions/0062). */
+function applyConversationMessage(kind: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32): i32 {
+  switch (kind) {
+    case MessageKind.ConversationOwned: return applyConversationOwned(a, b, c);
+    case MessageKind.RecoveryRequested: return applyRecoveryRequested(a, b, c, d);
+    case MessageKind.RecoveryFinished: return applyRecoveryFinished(a, b, c, d);
+    case MessageKind.UseBegin: return applyUseBegin(a, b);
+    case MessageKind.UseEnd: return applyUseEnd(a, b);
+    case MessageKind.SetPinned: return applySetPinned(a, b, c);
+    case MessageKind.Admit: return applyAdmit(a, b, c, d, e, f);
+    case MessageKind.MessageQueued: return applyMessageQueued(a, b, c);
+    case MessageKind.MessageLeft: return applyMessageLeft(a, b);
+    case MessageKind.HeadSettled: return applyHeadSettled(a, b, c);
+    case MessageKind.AdmissionReleased: return applyAdmissionReleased(a, b);
+    case MessageKind.ConversationHeld: return applyConversationHeld(a, b, c);
     default: return ResultCode.MessageKindUnknown;
   }
 }
@@ -86,6 +111,7 @@ export function apply(kind: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32,
 
 export function effectBufferPointer(): usize { return effectBuffer; }
 export function agentTablePointer(): usize { return agentTable; }
+export function conversationTablePointer(): usize { return conversationTable; }
 export function executionTablePointer(): usize { return executionTable; }
 export function executionTableCapacity(): u32 { return executionCapacity; }
 export function agentHighWater(): u32 { return agentSlotsUsed(); }
@@ -118,3 +144,9 @@ export function testingSeedCounters(ownerToken: u32, session: u32, generation: u
 export function fsmTransition(phase: u32, event: u32): u32 { return fsmNext(phase, event); }
 /** The continuation table, for the same. */
 export function continuationPhase(continuation: u32, phase: u32): u32 { return continuationResumePhase(continuation, phase); }
+/** The conversation table, for docs/fsm.md and its table test. */
+export function conversationTransition(phase: u32, event: u32): u32 { return conversationNext(phase, event); }
+/** The admission decision as a pure function, for the same. */
+export function admissionVerdict(phase: u32, source: u32, policy: u32, situation: u32): u32 {
+  return admissionVerdictOf(phase, source, policy, situation);
+}

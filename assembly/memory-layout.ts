@@ -1,17 +1,17 @@
 // Linear memory of the core: where each region starts, and how big it is.
 //
 //   __heap_base
-//   +----------------+---------------------------+---------------------------------+
-//   | effect buffer  | agent table               | execution table                 |
-//   | count + 16 × 5 | agentsMax × AgentRecord   | capacity × ExecutionRecord      |
-//   | words          | (allocated at init)       | (doubles up to executionsMax)   |
-//   +----------------+---------------------------+---------------------------------+
+//   +----------------+-------------------------+-------------------------------+-------------------------------+
+//   | effect buffer  | agent table             | conversation table            | execution table               |
+//   | count + 16 × 5 | agentsMax × AgentRecord | agentsMax × ConversationRecord| capacity × ExecutionRecord    |
+//   | words          | (allocated at init)     | (allocated at init, same slot)| (doubles up to executionsMax) |
+//   +----------------+-------------------------+-------------------------------+-------------------------------+
 //
 // Nothing else lives in linear memory: the runtime is `stub` and the core
-// never allocates, so every byte is one of these three regions. Offsets are
+// never allocates, so every byte is one of these four regions. Offsets are
 // derived from the record sizes in `abi.ts`, never typed twice.
 
-import { AgentRecord, EffectLayout, ExecutionRecord } from "./abi";
+import { AgentRecord, ConversationRecord, EffectLayout, ExecutionRecord } from "./abi";
 
 const PAGE_BYTES: usize = 65536;
 const REGION_ALIGNMENT: usize = 16;
@@ -24,6 +24,7 @@ const EFFECT_BUFFER_BYTES: usize =
 
 export let effectBuffer: usize = 0;
 export let agentTable: usize = 0;
+export let conversationTable: usize = 0;
 export let executionTable: usize = 0;
 export let executionCapacity: u32 = 0;
 
@@ -45,7 +46,8 @@ function ensureMemory(end: usize): bool {
 export function layoutRegions(agentsMax: u32, executionsMax: u32): bool {
   effectBuffer = alignUp(__heap_base, REGION_ALIGNMENT);
   agentTable = alignUp(effectBuffer + EFFECT_BUFFER_BYTES, REGION_ALIGNMENT);
-  executionTable = alignUp(agentTable + <usize>agentsMax * AgentRecord.Size, REGION_ALIGNMENT);
+  conversationTable = alignUp(agentTable + <usize>agentsMax * AgentRecord.Size, REGION_ALIGNMENT);
+  executionTable = alignUp(conversationTable + <usize>agentsMax * ConversationRecord.Size, REGION_ALIGNMENT);
   const initial = executionsMax < EXECUTION_CAPACITY_INITIAL ? executionsMax : EXECUTION_CAPACITY_INITIAL;
   if (!ensureMemory(executionTable + <usize>initial * ExecutionRecord.Size)) return false;
   executionCapacity = initial;

@@ -341,7 +341,7 @@ function table(rounds: readonly Round[]): void {
   const seqFull = of((r) => r.sequentialFull);
   if (seqFull.length > 0) {
     const perRun = seqFull[0]!.operationsPerRun;
-    rows.push(["sequential runs/s, FULL", range(seqFull.map(rate)), `${range(rounds.map((r) => r.fullCommits / perRun))} (${perRun.toFixed(1)} one-row commits per run)`, range(rounds.map((r, i) => r.sequentialFull ? rate(r.sequentialFull) / (r.fullCommits / r.sequentialFull.operationsPerRun) : NaN).filter(Number.isFinite), 2)]);
+    rows.push(["sequential runs/s, FULL", range(seqFull.map(rate)), `${range(rounds.map((r) => r.fullCommits / perRun))} (${perRun.toFixed(1)} one-row commits per run)`, range(rounds.map((r) => r.sequentialFull ? rate(r.sequentialFull) / (r.fullCommits / r.sequentialFull.operationsPerRun) : NaN).filter(Number.isFinite), 2)]);
     const seqNormal = of((r) => r.sequentialNormal);
     rows.push(["sequential runs/s, NORMAL", range(seqNormal.map(rate)), `${range(rounds.map((r) => r.normalCommits / perRun))}`, range(rounds.map((r) => r.sequentialNormal ? rate(r.sequentialNormal) / (r.normalCommits / r.sequentialNormal.operationsPerRun) : NaN).filter(Number.isFinite), 2)]);
   }

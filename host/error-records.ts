@@ -9,7 +9,7 @@ import {
   AgentClosedError, CancellationError, ExecutionFailedError, ModelRetriesExhaustedError, PhronomyError, TimeoutError,
   type ErrorContext, type FailedAttempt, type PhronomyErrorCode,
 } from "./errors.js";
-import type { StoredError } from "./store/records.js";
+import type { StoredError } from "./words.js";
 
 /** Rebuilds a typed error from its stored record. */
 export function errorFromRecord(record: StoredError, context: ErrorContext = {}): PhronomyError {

@@ -5,7 +5,7 @@
 // by code in `error-records.ts`; helpers the library uses itself live
 // beside their users, never here.
 
-import type { StoredError } from "./store/records.js";
+import type { StoredError } from "./words.js";
 
 /** Every `code` a `PhronomyError` may have; stable across versions. */
 export type PhronomyErrorCode =

@@ -22,6 +22,23 @@ export const CONTINUATION_NAMES = [
   "approval_rejection", "recall_model",
 ] as const;
 
+export const CONVERSATION_PHASE_NAMES = [
+  "none", "registering", "recovering", "ready", "held", "owned_elsewhere", "releasing",
+] as const;
+
+export const CONVERSATION_EVENT_NAMES = [
+  "none", "owned_here", "owned_elsewhere", "recovery_requested", "recovered", "recovery_failed", "held", "idle", "used",
+] as const;
+
+const SOURCE_NAMES = ["none", "direct", "queue head", "filed"] as const;
+const POLICY_NAMES = ["none", "reject", "enqueue", "interrupt"] as const;
+const VERDICT_NAMES = [
+  "none", "run here", "enqueue back", "enqueue front + interrupt", "file for the owner", "wait until ready",
+  "refuse busy", "refuse held", "refuse closed", "refuse (no queue)", "stay queued", "leave filed",
+] as const;
+/** Bits of `AdmissionSituation`, in order. */
+const SITUATION_NAMES = ["closed", "admission held", "queued", "head starting", "queue kept"] as const;
+
 const ENTRY_EFFECTS: Record<string, string> = {
   calling_llm: "provider barrier",
   dispatching_tools: "tool barrier",
@@ -81,5 +98,96 @@ export function renderFsmDocument(core: ControlCore): string {
     "| --- | --- |",
     ...continuations,
     "",
+    ...renderConversationTable(core),
+    ...renderAdmissionTable(core),
   ].join("\n");
+}
+
+/** The conversation table (`assembly/conversation-fsm.ts`), pair by pair. */
+function renderConversationTable(core: ControlCore): string[] {
+  const rows: string[] = [];
+  const diagram: string[] = [];
+  for (let phase = 1; phase < CONVERSATION_PHASE_NAMES.length; phase += 1) {
+    for (let event = 1; event < CONVERSATION_EVENT_NAMES.length; event += 1) {
+      const next = core.conversationTransition(phase, event);
+      if (next === 0) continue;
+      rows.push(`| ${CONVERSATION_PHASE_NAMES[phase]} | ${CONVERSATION_EVENT_NAMES[event]} | ${CONVERSATION_PHASE_NAMES[next]} |`);
+      if (next !== phase) diagram.push(`  ${CONVERSATION_PHASE_NAMES[phase]} --> ${CONVERSATION_PHASE_NAMES[next]}: ${CONVERSATION_EVENT_NAMES[event]}`);
+    }
+  }
+  return [
+    "## The conversation lifecycle (`phase × event → phase`)",
+    "",
+    "One record per agent slot (docs/decisions/0062). The guards beside the",
+    "table (a recovery's epoch, the users and queued counts, the admission an",
+    "execution holds) are in docs/core.md, \"Conversations\". A pair not listed",
+    "is dropped with `ConversationPhaseMustMatch`.",
+    "",
+    "| phase | event | next phase |",
+    "| --- | --- | --- |",
+    ...rows,
+    "",
+    "```mermaid",
+    "stateDiagram-v2",
+    ...diagram,
+    "```",
+    "",
+  ];
+}
+
+/** The admission decision, every case that does not refuse a closed
+ * conversation, grouped by the verdict each phase and source give. */
+function renderAdmissionTable(core: ControlCore): string[] {
+  const rows: string[] = [];
+  for (let phase = 1; phase < CONVERSATION_PHASE_NAMES.length; phase += 1) {
+    for (let source = 1; source < SOURCE_NAMES.length; source += 1) {
+      rows.push(`| ${CONVERSATION_PHASE_NAMES[phase]} | ${SOURCE_NAMES[source]} | ${admissionCases(core, phase, source)} |`);
+    }
+  }
+  return [
+    "## The admission decision (`Admit`)",
+    "",
+    "Walked through the compiled `admissionVerdict` for every phase, source,",
+    "busy policy and situation. A closed conversation refuses every start",
+    "(refuse closed); the rows list the open cases. \"busy\" is an execution",
+    "holding the admission, messages queued, or a head starting.",
+    "",
+    "| phase | source | verdict |",
+    "| --- | --- | --- |",
+    ...rows,
+    "",
+  ];
+}
+
+/** The distinct verdicts of one phase and source, each with the
+ * situations and policies that give it. */
+function admissionCases(core: ControlCore, phase: number, source: number): string {
+  const byVerdict = new Map<number, Set<string>>();
+  for (let policy = 1; policy < POLICY_NAMES.length; policy += 1) {
+    for (let situation = 0; situation < 1 << SITUATION_NAMES.length; situation += 1) {
+      if ((situation & 1) !== 0) continue;
+      const verdict = core.admissionVerdict(phase, source, policy, situation);
+      const cases = byVerdict.get(verdict) ?? new Set<string>();
+      cases.add(source === 2 ? headCaseName(situation) : caseName(policy, situation));
+      byVerdict.set(verdict, cases);
+    }
+  }
+  if (byVerdict.size === 1) return VERDICT_NAMES[[...byVerdict.keys()][0]!]!;
+  return [...byVerdict].map(([verdict, cases]) => `${VERDICT_NAMES[verdict]} (${summarize(cases)})`).join("; ");
+}
+
+function caseName(policy: number, situation: number): string {
+  const busy = (situation & 0b1110) !== 0;
+  const kept = (situation & 0b10000) !== 0;
+  return `${busy ? "busy" : "free"}, ${POLICY_NAMES[policy]}${busy && policy !== 1 ? (kept ? ", queue kept" : ", no queue") : ""}`;
+}
+
+/** A queue head is always queued and has no busy policy: what matters is
+ * an execution holding the admission or another head starting. */
+function headCaseName(situation: number): string {
+  return (situation & 0b1010) !== 0 ? "an execution runs, or a head is starting" : "free";
+}
+
+function summarize(cases: Set<string>): string {
+  return [...cases].sort().join(" / ");
 }

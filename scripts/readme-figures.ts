@@ -14,7 +14,7 @@
 //   can check it; `npm run bench:package` measures a real install;
 // * `dashboard-script`: the dashboard's script (host/ui/assets.ts);
 // * `exports`: the names each entry exports, counted in the API reference
-//   (docs/api/, which test/docs/api-reference.test.ts keeps current).
+//   (docs/api/, which test/docs/api-reference.slow.test.ts keeps current).
 //
 // `-- --check` writes nothing and exits 1 naming every figure that differs
 // beyond the tolerance (test/docs/readme-figures.test.ts does the same

@@ -1,11 +1,13 @@
 // Decisions on the agent table itself: interning an agent, closing it,
-// purging it (refused while it holds an admission), and the runtime's
-// draining switch.
+// purging it (refused while it holds an admission, or while its
+// conversation is used or has messages queued), and the runtime's draining
+// switch.
 
 import { AdmissionState, AgentLifecycle, EffectKind, ResultCode } from "../abi";
 import {
   agentAdmission, agentGeneration, allocateAgent, checkAgent, freeAgent, setAgentLifecycle,
 } from "../agent-table";
+import { conversationUsers, headStarting, queuedMessages } from "../conversation-table";
 import { emit } from "../effects";
 import { isFlag, setDraining } from "./shared";
 
@@ -28,6 +30,7 @@ export function applyPurgeAgent(agent: u32, generation: u32): i32 {
   const check = checkAgent(agent, generation);
   if (check != ResultCode.Ok) return check;
   if (agentAdmission(agent) != AdmissionState.None) return ResultCode.AgentAdmissionHeld;
+  if (conversationUsers(agent) != 0 || queuedMessages(agent) != 0 || headStarting(agent)) return ResultCode.ConversationInUse;
   freeAgent(agent);
   return ResultCode.Ok;
 }

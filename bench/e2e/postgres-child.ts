@@ -15,7 +15,7 @@ import { Phronomy } from "../../host/index.js";
 import type { PostgresStore } from "../../host/store/postgres-store.js";
 import { startTiming, type StartMarks } from "../../host/store/start-timing.js";
 import { openTally } from "./postgres-profile.js";
-import { agentRunModel, defineConversations, runConversationsFor } from "./workload.js";
+import { defineConversations, runConversationsFor } from "./workload.js";
 
 export interface ChildConfig {
   /** The database URL (the schema is given apart). */

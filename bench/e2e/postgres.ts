@@ -242,10 +242,8 @@ interface Spread {
  * warms its share, then all start on one signal. */
 async function spreadOverProcesses(url: string, schema: string, seconds: number, routing: "own" | "any"): Promise<Spread> {
   const agentsPerProcess = Array.from({ length: PROCESSES }, (_, index) => Math.floor(IN_FLIGHT / PROCESSES) + (index < IN_FLIGHT % PROCESSES ? 1 : 0));
-  let first = 0;
   const children = agentsPerProcess.map((count, index) => {
     const config: ChildConfig = { url, schema, seconds, workers: count, prefix: `spread-${routing}-${index}`, processes: PROCESSES, routing };
-    first += count;
     return new Child(`process ${index + 1}`, config);
   });
   try {

@@ -5,7 +5,7 @@
 // them in `model.ts` and never stored. Tool calls and results are paired by
 // `callId`, which is unique within a conversation.
 
-import type { Json } from "../store/records.js";
+import type { Json } from "../words.js";
 
 /** One tool call the model asked for. `input` is parsed JSON, not yet
  * validated against the tool's schema. */

@@ -6,7 +6,7 @@
 
 import type { ModelMessage } from "ai";
 import { InvalidInputError } from "../errors.js";
-import type { Json } from "../store/records.js";
+import type { Json } from "../words.js";
 import {
   isJson, type ConversationMessage, type ReasoningPart, type ToolResult, type UserContentPart, type UserMessage,
 } from "./messages.js";

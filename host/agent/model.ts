@@ -19,7 +19,7 @@ import type {
   LanguageModelV2, LanguageModelV3, LanguageModelV4, LanguageModelV4CallOptions,
 } from "@ai-sdk/provider";
 import { InvalidInputError, ModelFailedError, PhronomyError } from "../errors.js";
-import type { Json } from "../store/records.js";
+import type { Json } from "../words.js";
 import { loadAiSdk, type AiSdk } from "./ai-sdk.js";
 import { isJson, type ConversationMessage, type ModelTurn, type ModelUsage, type ToolCall } from "./messages.js";
 import { reasoningPartsOf, toModelMessages } from "./model-messages.js";

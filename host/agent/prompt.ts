@@ -8,7 +8,7 @@ import type {
   LanguageModelV2Prompt, LanguageModelV3Prompt, LanguageModelV4FunctionTool, LanguageModelV4Message,
   LanguageModelV4Prompt, LanguageModelV4ToolResultOutput,
 } from "@ai-sdk/provider";
-import type { UsageTotals } from "../store/records.js";
+import type { UsageTotals } from "../words.js";
 import { isJson, type ConversationMessage, type ToolCall, type ToolResult } from "./messages.js";
 import type { ToolSpecification } from "./tools.js";
 

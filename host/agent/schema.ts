@@ -8,7 +8,7 @@
 // or to `{ type: "object" }` when neither exists.
 
 import type { StandardJSONSchemaV1, StandardSchemaV1 } from "@standard-schema/spec";
-import type { Json } from "../store/records.js";
+import type { Json } from "../words.js";
 import { isJson } from "./messages.js";
 
 /** A JSON Schema document as plain JSON. */

@@ -17,7 +17,7 @@ import type {
   LanguageModelV4ToolCall, LanguageModelV4Usage,
 } from "@ai-sdk/provider";
 import { InvalidInputError, ModelFailedError } from "../errors.js";
-import type { Json, UsageTotals } from "../store/records.js";
+import type { Json, UsageTotals } from "../words.js";
 import { isJson, type ConversationMessage } from "./messages.js";
 import { promptToConversation } from "./model.js";
 

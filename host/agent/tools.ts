@@ -16,7 +16,7 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import type { ModelMessage, Tool } from "ai";
 import { InvalidInputError, ToolFailedError, type ErrorContext } from "../errors.js";
-import type { Json } from "../store/records.js";
+import type { Json } from "../words.js";
 import { isJson } from "./messages.js";
 import {
   aiSdkJsonSchemaOf, convertToJsonSchema, formatIssues, isStandardSchema, toolSchemaOf, validateWithAnySchema,

@@ -2,9 +2,12 @@
 // "Agent modules"): an agent definition whose model the command line may
 // supply, or a function of what the command line chose. Exported by the
 // package (`import { defineAgent } from "phronomy"`), so a module needs
-// nothing but the public entry; the loading is `agent-module.ts`'s.
+// nothing but the public entry; the loading is `agent-module.ts`'s. It
+// takes its types from the modules that declare them, not from the
+// package entry that exports it (which would close a circle).
 
-import type { AgentDefinition, LanguageModel } from "../index.js";
+import type { LanguageModel } from "../agent/model.js";
+import type { AgentDefinition } from "../runtime/options.js";
 
 /** What the command line hands a module's function. */
 export interface AgentModuleContext {

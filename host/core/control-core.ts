@@ -4,7 +4,7 @@
 // never writes core memory.
 
 import {
-  AgentLifecycle, AgentRecord, EffectLayout, ExecutionRecord, Limit, ResultCode,
+  AgentLifecycle, AgentRecord, ConversationRecord, EffectLayout, ExecutionRecord, Limit, ResultCode,
 } from "../../assembly/abi.js";
 import { InvalidInputError } from "../errors.js";
 import { instantiateCore, type CoreExports } from "./core-exports.js";
@@ -13,7 +13,7 @@ import { loadCoreModule } from "./load-core.js";
 import { messageKindName } from "./names.js";
 import { CoreFailureError } from "../errors.js";
 import type {
-  AgentRecordView, ControlMachine, CoreLimits, CoreSnapshot, ExecutionRecordView,
+  AgentRecordView, ControlMachine, ConversationRecordView, CoreLimits, CoreSnapshot, ExecutionRecordView,
 } from "./machine.js";
 
 export const DEFAULT_CORE_LIMITS: CoreLimits = {
@@ -115,6 +115,11 @@ export class ControlCore implements ControlMachine {
     for (let slot = 0; slot < this.exports.agentHighWater(); slot += 1) {
       agents.push(readAgent(memory, agentBase + slot * AgentRecord.Size, slot));
     }
+    const conversations: ConversationRecordView[] = [];
+    const conversationBase = this.exports.conversationTablePointer();
+    for (let slot = 0; slot < this.exports.agentHighWater(); slot += 1) {
+      conversations.push(readConversation(memory, conversationBase + slot * ConversationRecord.Size, slot));
+    }
     const executions: ExecutionRecordView[] = [];
     const executionBase = this.exports.executionTablePointer();
     for (let slot = 0; slot < this.exports.executionHighWater(); slot += 1) {
@@ -127,6 +132,7 @@ export class ControlCore implements ControlMachine {
       admittingAgents: this.exports.admittingAgentCount(),
       liveExecutions: this.exports.liveExecutionCount(),
       agents,
+      conversations,
       executions,
     };
   }
@@ -157,6 +163,17 @@ export class ControlCore implements ControlMachine {
     return this.exports.continuationPhase(continuation, phase);
   }
 
+  /** The conversation table entry for `(phase, event)`; 0 when undefined. */
+  conversationTransition(phase: number, event: number): number {
+    return this.exports.conversationTransition(phase, event);
+  }
+
+  /** The admission verdict for a phase, source, policy and situation
+   * bits; 0 when an argument is out of range. */
+  admissionVerdict(phase: number, source: number, policy: number, situation: number): number {
+    return this.exports.admissionVerdict(phase, source, policy, situation);
+  }
+
   /** The memory view, renewed after the core grew its memory (growing
    * detaches the old buffer, which then reads as length 0). */
   private view(): Uint32Array {
@@ -178,6 +195,19 @@ function readAgent(memory: DataView, at: number, slot: number): AgentRecordView 
     generation,
     admissionState: memory.getUint8(at + AgentRecord.AdmissionState),
     lifecycle,
+  };
+}
+
+function readConversation(memory: DataView, at: number, slot: number): ConversationRecordView {
+  return {
+    slot,
+    recoveryEpoch: memory.getUint32(at + ConversationRecord.RecoveryEpoch, true),
+    users: memory.getUint16(at + ConversationRecord.Users, true),
+    queued: memory.getUint16(at + ConversationRecord.Queued, true),
+    phase: memory.getUint8(at + ConversationRecord.Phase),
+    cause: memory.getUint8(at + ConversationRecord.Cause),
+    flags: memory.getUint8(at + ConversationRecord.Flags),
+    failures: memory.getUint8(at + ConversationRecord.Failures),
   };
 }
 

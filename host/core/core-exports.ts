@@ -8,6 +8,7 @@ export interface CoreExports {
   apply(kind: number, a: number, b: number, c: number, d: number, e: number, f: number, g: number): number;
   effectBufferPointer(): number;
   agentTablePointer(): number;
+  conversationTablePointer(): number;
   executionTablePointer(): number;
   executionTableCapacity(): number;
   agentHighWater(): number;
@@ -19,6 +20,8 @@ export interface CoreExports {
   nextSessionValue(): number;
   fsmTransition(phase: number, event: number): number;
   continuationPhase(continuation: number, phase: number): number;
+  conversationTransition(phase: number, event: number): number;
+  admissionVerdict(phase: number, source: number, policy: number, situation: number): number;
   /** TESTING ONLY (the differential fuzz near the u32 wrap): see assembly/index.ts. */
   testingSeedCounters(ownerToken: number, session: number, generation: number): number;
 }

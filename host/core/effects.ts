@@ -28,7 +28,16 @@ export type CoreEffect =
   | { readonly kind: EffectKind.ResumeSession; readonly execution: number; readonly session: number; readonly approved: boolean }
   | { readonly kind: EffectKind.ContinueSession; readonly execution: number; readonly session: number; readonly continuation: number }
   | { readonly kind: EffectKind.DeliverStartFailure; readonly request: number; readonly outcome: number }
-  | { readonly kind: EffectKind.SubmitCancelCommit; readonly execution: number; readonly expectedRevision: number; readonly request: number };
+  | { readonly kind: EffectKind.SubmitCancelCommit; readonly execution: number; readonly expectedRevision: number; readonly request: number }
+  | { readonly kind: EffectKind.AdmissionDecided; readonly request: number; readonly verdict: number; readonly agent: number; readonly interrupt: boolean }
+  | { readonly kind: EffectKind.ReadRows; readonly agent: number; readonly epoch: number; readonly rows: number; readonly readQueue: boolean }
+  | { readonly kind: EffectKind.RecoveryJoined; readonly agent: number; readonly epoch: number }
+  | { readonly kind: EffectKind.RetryAfter; readonly agent: number; readonly epoch: number; readonly delayMs: number }
+  | { readonly kind: EffectKind.OpenAdmissions; readonly agent: number }
+  | { readonly kind: EffectKind.OpenInbox; readonly agent: number }
+  | { readonly kind: EffectKind.RestoreQueue; readonly agent: number }
+  | { readonly kind: EffectKind.StartHead; readonly agent: number }
+  | { readonly kind: EffectKind.ReleaseConversation; readonly agent: number; readonly generation: number };
 
 /** Decodes one effect from its five words. Throws on a kind the host does
  * not know: that would be a core/host version mismatch, a programmer error. */
@@ -58,6 +67,15 @@ export function decodeEffect(kind: number, a: number, b: number, c: number, d: n
     case EffectKind.ContinueSession: return { kind, execution: a, session: b, continuation: c };
     case EffectKind.DeliverStartFailure: return { kind, request: a, outcome: b };
     case EffectKind.SubmitCancelCommit: return { kind, execution: a, expectedRevision: b, request: c };
+    case EffectKind.AdmissionDecided: return { kind, request: a, verdict: b, agent: c, interrupt: d === 1 };
+    case EffectKind.ReadRows: return { kind, agent: a, epoch: b, rows: c, readQueue: d === 1 };
+    case EffectKind.RecoveryJoined: return { kind, agent: a, epoch: b };
+    case EffectKind.RetryAfter: return { kind, agent: a, epoch: b, delayMs: c };
+    case EffectKind.OpenAdmissions: return { kind, agent: a };
+    case EffectKind.OpenInbox: return { kind, agent: a };
+    case EffectKind.RestoreQueue: return { kind, agent: a };
+    case EffectKind.StartHead: return { kind, agent: a };
+    case EffectKind.ReleaseConversation: return { kind, agent: a, generation: b };
     default: throw new Error(`core emitted unknown effect kind ${kind}: host and core.wasm are from different builds`);
   }
 }

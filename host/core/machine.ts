@@ -28,6 +28,19 @@ export interface ExecutionRecordView {
   readonly flags: number;
 }
 
+/** One conversation record (the slot of its agent). A free agent slot's
+ * record is all zero. */
+export interface ConversationRecordView {
+  readonly slot: number;
+  readonly recoveryEpoch: number;
+  readonly users: number;
+  readonly queued: number;
+  readonly phase: number;
+  readonly cause: number;
+  readonly flags: number;
+  readonly failures: number;
+}
+
 /** Everything the decisions depend on, in comparable plain values. Slots
  * are listed from 0 up to the high-water mark (every slot ever used). */
 export interface CoreSnapshot {
@@ -37,6 +50,8 @@ export interface CoreSnapshot {
   readonly admittingAgents: number;
   readonly liveExecutions: number;
   readonly agents: readonly AgentRecordView[];
+  /** One per agent slot, in slot order. */
+  readonly conversations: readonly ConversationRecordView[];
   readonly executions: readonly ExecutionRecordView[];
 }
 

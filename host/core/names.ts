@@ -29,6 +29,18 @@ const messageKindNames = {
   [MessageKind.DischargeAgentRecovery]: "DischargeAgentRecovery",
   [MessageKind.CancelSuspended]: "CancelSuspended",
   [MessageKind.CancelCommitReady]: "CancelCommitReady",
+  [MessageKind.ConversationOwned]: "ConversationOwned",
+  [MessageKind.RecoveryRequested]: "RecoveryRequested",
+  [MessageKind.RecoveryFinished]: "RecoveryFinished",
+  [MessageKind.UseBegin]: "UseBegin",
+  [MessageKind.UseEnd]: "UseEnd",
+  [MessageKind.SetPinned]: "SetPinned",
+  [MessageKind.Admit]: "Admit",
+  [MessageKind.MessageQueued]: "MessageQueued",
+  [MessageKind.MessageLeft]: "MessageLeft",
+  [MessageKind.HeadSettled]: "HeadSettled",
+  [MessageKind.AdmissionReleased]: "AdmissionReleased",
+  [MessageKind.ConversationHeld]: "ConversationHeld",
 } satisfies Record<MessageKind, string>;
 
 export function messageKindName(value: number): string {
@@ -73,6 +85,14 @@ const resultCodeNames = {
   [ResultCode.OffloadFull]: "OffloadFull",
   [ResultCode.AdmissionStateMustMatch]: "AdmissionStateMustMatch",
   [ResultCode.TerminalNotDeferred]: "TerminalNotDeferred",
+  [ResultCode.ConversationPhaseMustMatch]: "ConversationPhaseMustMatch",
+  [ResultCode.RecoveryEpochMustMatch]: "RecoveryEpochMustMatch",
+  [ResultCode.ConversationUsersUnderflow]: "ConversationUsersUnderflow",
+  [ResultCode.ConversationUsersFull]: "ConversationUsersFull",
+  [ResultCode.QueueEmpty]: "QueueEmpty",
+  [ResultCode.QueueFull]: "QueueFull",
+  [ResultCode.ConversationInUse]: "ConversationInUse",
+  [ResultCode.HeadNotStarting]: "HeadNotStarting",
 } satisfies Record<ResultCode, string>;
 
 export function resultCodeName(value: number): string {
@@ -104,6 +124,15 @@ const effectKindNames = {
   [EffectKind.ContinueSession]: "ContinueSession",
   [EffectKind.DeliverStartFailure]: "DeliverStartFailure",
   [EffectKind.SubmitCancelCommit]: "SubmitCancelCommit",
+  [EffectKind.AdmissionDecided]: "AdmissionDecided",
+  [EffectKind.ReadRows]: "ReadRows",
+  [EffectKind.RecoveryJoined]: "RecoveryJoined",
+  [EffectKind.RetryAfter]: "RetryAfter",
+  [EffectKind.OpenAdmissions]: "OpenAdmissions",
+  [EffectKind.OpenInbox]: "OpenInbox",
+  [EffectKind.RestoreQueue]: "RestoreQueue",
+  [EffectKind.StartHead]: "StartHead",
+  [EffectKind.ReleaseConversation]: "ReleaseConversation",
 } satisfies Record<EffectKind, string>;
 
 export function effectKindName(value: number): string {

@@ -20,8 +20,10 @@
 import { ApprovalMismatchError, InvalidInputError } from "../errors.js";
 import type { ExecutionListFilter, ExecutionRow, ExecutionStatusName, OutcomeName, StoredStep } from "../store/records.js";
 import { hostName, readOwner } from "../store/sqlite/owner-file.js";
-import { isVisitorStore } from "../store/sqlite/visitor-mark.js";
-import type { Environment, PendingApproval } from "./environment.js";
+import type { ExecutionStore } from "../store/store.js";
+import type { Agent } from "./agent.js";
+import type { ApprovalRequest } from "./events.js";
+import type { RemoteResumes } from "./remote-resume.js";
 import { leasingStoreOf } from "./leases.js";
 import type { RecoveredExecution } from "./recovery.js";
 import type { CancelOptions, CancelResult } from "./cancel-by-id.js";
@@ -29,6 +31,38 @@ import type { RetryOptions } from "./retry.js";
 import type { Run } from "./run.js";
 import { validateResumeDecision } from "./options.js";
 import { Waiter } from "./run.js";
+
+/** What a pending approval looks like to whoever decides it. */
+export interface PendingApproval {
+  /** The suspended execution. */
+  readonly executionId: string;
+  /** Its agent (conversation) id. */
+  readonly agentId: string;
+  /** The tool calls waiting for the decision, and the approval id to decide them by. */
+  readonly request: ApprovalRequest;
+  /** When the execution suspended (ms since the epoch). */
+  readonly since: number;
+}
+
+/** What the admin surface asks of its environment (environment.ts
+ * implements it): the public operations it goes through, and the store
+ * it reads the owner of. Declared here because the environment makes
+ * `env.admin`: this file imports nothing of it. */
+export interface AdminHost {
+  readonly store: ExecutionStore;
+  readonly visitor: boolean;
+  executions(filter: ExecutionListFilter | (Omit<ExecutionListFilter, "status"> & { status: "recovery_required" })): Promise<ExecutionRow[]>;
+  execution(executionId: string): Promise<ExecutionRow | undefined>;
+  timeline(executionId: string): Promise<(StoredStep & { readonly attempt: number })[]>;
+  pendingApprovals(): Promise<PendingApproval[]>;
+  agentHandle(agentId: string): Agent | undefined;
+  remoteResumesFor(agentId: string): RemoteResumes | undefined;
+  cancel(executionId: string, options?: CancelOptions): Promise<CancelResult>;
+  retry(executionId: string, options?: RetryOptions): Run;
+  recover(): Promise<RecoveredExecution[]>;
+  assertOpen(what: string): void;
+  assertOwner(what: string): void;
+}
 
 /** Rows a filter on time or id prefix, and the counts, look at: the newest
  * this many. A dashboard page shows far fewer; an older execution is named
@@ -108,7 +142,7 @@ const recoveryPhases = new Set<string>(["preparing", "recovery_provider_complete
  * recover. */
 export class Admin {
   /** @internal Made by the environment: `env.admin`. */
-  constructor(private readonly environment: Environment) {}
+  constructor(private readonly environment: AdminHost) {}
 
   /** Executions (and queued messages) newest first, filtered. */
   async executions(query: AdminExecutionQuery = {}): Promise<ExecutionRow[]> {

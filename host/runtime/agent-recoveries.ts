@@ -329,7 +329,7 @@ export class AgentRecoveries {
    * before: one process owns the file and its application decides. */
   healLater(agentId: string): void {
     if (!this.host.recoverOnDefine || this.host.closed()) return;
-    if (leasingStoreOf(this.host.store)?.partitionEpochOf === undefined) return;
+    if (leasingStoreOf(this.host.store) === undefined) return;
     this.heals.schedule(agentId, () => this.heal(agentId));
   }
 

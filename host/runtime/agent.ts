@@ -5,7 +5,11 @@
 
 import { MessageKind as M } from "../../assembly/abi.js";
 import { ApprovalMismatchError, InvalidInputError, PhronomyError } from "../errors.js";
-import type { Environment } from "./environment.js";
+import type { ControlCore } from "../core/control-core.js";
+import type { ExecutionStore } from "../store/store.js";
+import type { ControlLoop } from "./control-loop.js";
+import type { Coordinator } from "./coordinator.js";
+import type { RemoteResumes } from "./remote-resume.js";
 import { validateResumeDecision, validateStartOptions, type ResumeDecision, type StartOptions } from "./options.js";
 import type { AgentEntry, StartRequest } from "./requests.js";
 import { Waiter, type Run } from "./run.js";
@@ -16,7 +20,7 @@ import type { RemoteStarts } from "./remote-start.js";
 import { asPhronomyError } from "./session.js";
 import { heldAfterUnknownCommit, refusalOfResume } from "./resume-refusal.js";
 import type { HandoffRequest } from "./events.js";
-import type { DefinitionKind } from "./conversations.js";
+import type { DefinitionKind } from "./definition-kind.js";
 import { startInputOf, type StartInput } from "./start-input.js";
 import type { ModelMessage, UserContent } from "ai";
 import { randomUUID } from "node:crypto";
@@ -28,11 +32,41 @@ export type AgentInput = string | ModelMessage[] | Exclude<UserContent, string>;
 
 export { INPUT_LENGTH_MAX } from "./start-input.js";
 
+/** @internal What a conversation's handle asks of its environment
+ * (environment.ts implements it). Declared here because the environment
+ * makes the handles: this file imports nothing of it. */
+export interface AgentHost {
+  readonly store: ExecutionStore;
+  readonly core: ControlCore;
+  readonly loop: ControlLoop;
+  readonly coordinator: Coordinator;
+  readonly conversations: AgentConversations;
+  /** The conversation queues: a start refused busy, offered to its busy policy. */
+  readonly queues: { take(request: StartRequest): boolean };
+  assertOpen(what: string): void;
+  assertOwner(what: string): void;
+  assertStoreWritable(what: string): void;
+  admissionGate(agentId: string): Promise<unknown> | undefined;
+  admittedAs(executionId: string): Promise<boolean>;
+  followExecution(agentId: string, executionId: string, waiter: Waiter): void;
+  recoverHeld(agentId: string): Promise<void>;
+  remoteStartsFor(agentId: string): RemoteStarts | undefined;
+  remoteResumesFor(agentId: string): RemoteResumes | undefined;
+}
+
+/** @internal The conversations' bookkeeping (conversations.ts), as a handle uses it. */
+export interface AgentConversations {
+  checkOwnership(agentId: string, kind: DefinitionKind): void;
+  use(agentId: string, kind: DefinitionKind): { readonly entry: Promise<AgentEntry>; readonly done: () => void };
+  liveEntry(agentId: string): Promise<AgentEntry> | undefined;
+  release(agentId: string): Promise<void>;
+}
+
 /** @internal What every conversation of one definition shares: a handle
  * holds this and its id only (two fields: an application holding a million
  * handles holds ≈40 bytes each besides the ids, docs/decisions/0028). */
 export interface AgentScope {
-  readonly environment: Environment;
+  readonly environment: AgentHost;
   readonly kind: DefinitionKind;
   readonly ready: Promise<void>;
 }
@@ -47,7 +81,7 @@ export class Agent {
     readonly id: string,
   ) {}
 
-  private get environment(): Environment {
+  private get environment(): AgentHost {
     return this.scope.environment;
   }
 

@@ -36,6 +36,7 @@ import { transferError } from "../store/error-transfer.js";
 import {
   claimBatchMax, type ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, FiledDecision,
 } from "../store/inbox-records.js";
+import { capabilitiesOf } from "../store/capabilities.js";
 import type { ExecutionStore } from "../store/store.js";
 import { startTiming } from "../store/start-timing.js";
 import type { Logger } from "./options.js";
@@ -50,18 +51,16 @@ export interface InboxStore {
    * that does not serve idle conversations (`servesIdle` false) never gets it. */
   claimDecisions(agentId: string, idleOnly?: boolean): Promise<ClaimedDecision[]>;
   /** PostgreSQL: the filed starts of every partition held, in one
-   * statement (docs/decisions/0047); `onStartsFiled` says when. */
+   * statement (docs/decisions/0047); the `startsFiled` signal says when. */
   claimFiledStarts?(): Promise<ClaimedDecision[]>;
-  onStartsFiled?: (() => void) | undefined;
   settleDecision(claim: ClaimedDecision, settlement: DecisionSettlement): Promise<boolean>;
   readDecisions(decisionIds: readonly string[]): Promise<DecisionProgress[]>;
   approvalDecided(executionId: string, approvalId: string): Promise<{ readonly approved: boolean } | undefined>;
-  onApprovalFiled: ((agentId: string) => void) | undefined;
 }
 
+/** The store's approval inbox, when it declares one. */
 export function inboxStoreOf(store: ExecutionStore): InboxStore | undefined {
-  const candidate = store as Partial<InboxStore>;
-  return typeof candidate.fileDecision === "function" && typeof candidate.claimDecisions === "function" ? (store as unknown as InboxStore) : undefined;
+  return capabilitiesOf(store).approvalInbox ? (store as unknown as InboxStore) : undefined;
 }
 
 /** Applies one claimed decision through the local resume path: undefined

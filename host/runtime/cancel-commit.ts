@@ -12,14 +12,14 @@
 import { CommitOutcome, MessageKind as M, ResultCode } from "../../assembly/abi.js";
 import { CancellationError, ExecutionRehydrationRequiredError, type PhronomyError } from "../errors.js";
 import { isOutcomeUnknown } from "../store/store.js";
-import type { Coordinator } from "./coordinator.js";
+import type { CoordinatorCalls } from "./coordinator-calls.js";
 import { settleWaiterWithError } from "./delivery.js";
 import { errorForCode } from "./error-codes.js";
 import type { CancelRequest, ExecutionEntry } from "./requests.js";
 import { asPhronomyError, type Session } from "./session.js";
 
 /** Effect SubmitCancelCommit: the suspended execution's terminal commit. */
-export function submitCancelCommit(coordinator: Coordinator, slot: number, expectedRevision: number, handle: number): void {
+export function submitCancelCommit(coordinator: CoordinatorCalls, slot: number, expectedRevision: number, handle: number): void {
   const entry = coordinator.entryAt(slot);
   const request = coordinator.requests.get(handle);
   if (!entry || request?.type !== "cancel") return;
@@ -63,7 +63,7 @@ export function submitCancelCommit(coordinator: Coordinator, slot: number, expec
 /** FailRequest of a cancel: a resume being committed (`ResumeInProgress`)
  * does not refuse it — the resumed session is cancelled once made, and the
  * cancel waits for its outcome; anything else settles it with the error. */
-export function cancelRefused(coordinator: Coordinator, request: CancelRequest, code: number): void {
+export function cancelRefused(coordinator: CoordinatorCalls, request: CancelRequest, code: number): void {
   const entry = coordinator.entryById(request.executionId);
   if (code === ResultCode.ResumeInProgress && entry) {
     entry.cancelById ??= request.reason ?? null;

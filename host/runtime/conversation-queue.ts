@@ -32,7 +32,10 @@ import { QUEUE_LIMIT_DEFAULT, queueStoreOf, type QueueStore, type QueuedMessage 
 import type { Json } from "../store/records.js";
 import { configOf, type Coordinator } from "./coordinator.js";
 import { settleWaiterWithError } from "./delivery.js";
-import type { Environment } from "./environment.js";
+import type { ExecutionStore } from "../store/store.js";
+import type { Agent } from "./agent.js";
+import type { ControlLoop } from "./control-loop.js";
+import type { Conversations } from "./conversations.js";
 import { checkWithGuardrail, type OnBusyPolicy, type StartOptions } from "./options.js";
 import type { AgentEntry, StartRequest } from "./requests.js";
 import { Waiter, type Run } from "./run.js";
@@ -95,6 +98,19 @@ const KEPT_QUEUED: ReadonlySet<string> = new Set(["RUNTIME_SHUTDOWN", "STORE", "
 const headRetryMsMin = 250;
 const headRetryMsMax = 5_000;
 
+/** What the queues ask of their environment (environment.ts implements
+ * it). Declared here because the environment makes the queues: this file
+ * imports nothing of it. */
+export interface ConversationQueueHost {
+  readonly store: ExecutionStore;
+  readonly loop: ControlLoop;
+  readonly coordinator: Coordinator;
+  readonly conversations: Pick<Conversations, "hold" | "holding">;
+  readonly closed: boolean;
+  followExecution(agentId: string, executionId: string, waiter: Waiter): void;
+  agentHandle(agentId: string): Agent | undefined;
+}
+
 export class ConversationQueues {
   private readonly conversations = new Map<string, Conversation>();
   private readonly items = new Map<string, QueuedItem>();
@@ -109,7 +125,7 @@ export class ConversationQueues {
    * recovery restores the queue when it ends. */
   private readonly recovering = new Map<string, number>();
 
-  constructor(private readonly environment: Environment) {}
+  constructor(private readonly environment: ConversationQueueHost) {}
 
   /** Runs a recovery of the conversation with its queue held: the release
    * of an execution held for recovery frees the admission for a moment,
@@ -365,7 +381,7 @@ export class ConversationQueues {
    * read and started again here (250 ms, doubling to 5 s, while held). */
   private restoreLater(agentId: string): void {
     const holds = (): boolean => heldEpochOf(this.environment.store, agentId) !== undefined;
-    if (this.closed || leasingStoreOf(this.environment.store)?.partitionEpochOf === undefined || !holds()) return;
+    if (this.closed || leasingStoreOf(this.environment.store) === undefined || !holds()) return;
     this.restores.schedule(agentId, async () => {
       if (!this.closed && holds()) await this.restoreLive(agentId);
       return true;

@@ -21,29 +21,17 @@
 //   conversations that have a suspended execution here.
 
 import { MessageKind as M, ResultCode } from "../../assembly/abi.js";
-import type { ResolvedTool } from "../agent/tools.js";
 import { AgentBusyError, InvalidInputError } from "../errors.js";
 import type { ExecutionRow } from "../store/records.js";
 import type { ControlLoop } from "./control-loop.js";
 import type { Coordinator } from "./coordinator.js";
 import { errorForCode } from "./error-codes.js";
 import { leasingStoreOf } from "./leases.js";
-import type { AgentSettings } from "./options.js";
 import type { RecoveredExecution } from "./recovery.js";
 import type { AgentEntry } from "./requests.js";
 import type { ExecutionStore } from "../store/store.js";
-import { Agent } from "./agent.js";
-import type { Environment } from "./environment.js";
-
-/** One definition: the agent as the application described it once. */
-export interface DefinitionKind {
-  readonly definition: AgentSettings;
-  /** Set for `env.agent({ name })`; undefined for `env.agent({ id })`. */
-  readonly name: string | undefined;
-  /** Set for `env.agent({ id })`: its one conversation. */
-  readonly id: string | undefined;
-  readonly tools: readonly ResolvedTool[];
-}
+import { Agent, type AgentHost } from "./agent.js";
+import type { DefinitionKind } from "./definition-kind.js";
 
 /** What the environment lends this bookkeeping. */
 export interface ConversationHost {
@@ -217,7 +205,7 @@ export class Conversations {
 
   /** A handle on a conversation live here (or defined by its id), for a
    * decision claimed from the approval inbox. */
-  handleOf(environment: Environment, agentId: string): Agent | undefined {
+  handleOf(environment: AgentHost, agentId: string): Agent | undefined {
     const kind = this.live.get(agentId)?.kind ?? this.byId.get(agentId);
     return kind === undefined ? undefined : new Agent({ environment, kind, ready: Promise.resolve() }, agentId);
   }

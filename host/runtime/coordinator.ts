@@ -11,38 +11,36 @@
 
 import { randomUUID } from "node:crypto";
 import {
-  CommitOutcome, Continuation, EffectKind, MessageKind as M, OutcomeType, PreparationOutcome, RecoveryScope, ResultCode, SessionEnding,
-  SessionEventKind, SetupFailure, Submission,
+  EffectKind, MessageKind as M, OutcomeType, PreparationOutcome, RecoveryScope, ResultCode, SessionEnding, SessionEventKind,
+  SetupFailure, Submission,
 } from "../../assembly/abi.js";
 import type { ControlCore } from "../core/control-core.js";
 import { effectKindName, messageKindName, resultCodeName } from "../core/names.js";
 import type { CoreEffect } from "../core/effects.js";
-import type { ConversationMessage } from "../agent/messages.js";
 import {
-  AgentBusyError, ApprovalMismatchError, CoreFailureError, ExecutionRehydrationRequiredError, OffloadFullError, PhronomyError, RuntimeShutdownError, StoreError,
+  AgentBusyError, CoreFailureError, ExecutionRehydrationRequiredError, OffloadFullError, PhronomyError, RuntimeShutdownError, StoreError,
 } from "../errors.js";
 import { errorFromRecord } from "../error-records.js";
-import { isOutcomeUnknown, type ExecutionStore } from "../store/store.js";
-import { approvalCommitReadBack } from "./approval-read-back.js";
-import type { ExecutionRow, Json, JournalRecord, OutcomeName, StepRecord, StoredError } from "../store/records.js";
+import type { ExecutionStore } from "../store/store.js";
+import type { Json, JournalRecord, StoredError } from "../store/records.js";
 import type { ControlLoop } from "./control-loop.js";
 import { errorForCode } from "./error-codes.js";
 import type { ExecutionEvent } from "./events.js";
-import { agentAttributes } from "./gen-ai-attributes.js";
 import { persistedInput, redactedStartInput } from "./start-input.js";
 import type { CallbackErrorPolicy, Logger } from "./options.js";
-import { checkWithGuardrail, guardrailFailedMessage, MAX_TURNS_DEFAULT, MEMORY_WINDOW_DEFAULT, type CheckedVerdict } from "./options.js";
+import { checkWithGuardrail, guardrailFailedMessage, type CheckedVerdict } from "./options.js";
 import {
   ExecutionEntry, RequestTable, type AgentEntry, type PendingRequest, type RecoveryRequest, type StartRequest,
 } from "./requests.js";
-import { continuationNameOf } from "./recovery.js";
-import { cancelNewSession, cancelRefused, submitCancelCommit } from "./cancel-commit.js";
+import { cancelRefused, submitCancelCommit } from "./cancel-commit.js";
+import type { CoordinatorCalls } from "./coordinator-calls.js";
 import { reopenInstalled } from "./retry.js";
-import { readHistory } from "./restore.js";
 import type { ApprovalRequest } from "./events.js";
 import { deliverOutcome, emitToEntry, settleWaiterWithError } from "./delivery.js";
-import { argumentsHashOf, asPhronomyError, Session, type SessionHost } from "./session.js";
+import { asPhronomyError, Session, type SessionHost } from "./session.js";
 import type { Tracer } from "./tracing.js";
+import { continueSession, resumeSession, sessionOf, startSession } from "./execution-sessions.js";
+import { submitApprovalCommit, submitProviderBarrier, submitTerminalCommit, submitToolBarrier } from "./execution-writes.js";
 
 /** What the coordinator asks the conversation queues (`conversation-queue.ts`). */
 export interface BusyHooks {
@@ -70,7 +68,7 @@ export interface CoordinatorSettings {
   readonly now: () => number;
 }
 
-export class Coordinator implements SessionHost {
+export class Coordinator implements SessionHost, CoordinatorCalls {
   readonly requests = new RequestTable();
   private readonly executions: (ExecutionEntry | undefined)[] = [];
   private readonly executionIds = new Map<string, ExecutionEntry>();
@@ -264,24 +262,24 @@ export class Coordinator implements SessionHost {
       case EffectKind.SubmitPrepare: return this.submitPrepare(effect.agent, effect.ownerToken, effect.request);
       case EffectKind.ExecutionInstalled: return this.installExecution(effect.execution, effect.generation, effect.request);
       case EffectKind.RegisterWaiter: return this.registerWaiter(effect.execution, effect.request);
-      case EffectKind.StartSession: return this.startSession(effect.execution, effect.session);
-      case EffectKind.SubmitProviderBarrier: return this.submitProviderBarrier(effect.execution, effect.session, effect.expectedRevision);
-      case EffectKind.SubmitToolBarrier: return this.submitToolBarrier(effect.execution, effect.session, effect.expectedRevision);
-      case EffectKind.StartProviderCall: return this.sessionOf(effect.execution, effect.session)?.startModelCall();
-      case EffectKind.StartToolBatch: return this.sessionOf(effect.execution, effect.session)?.startToolBatch();
+      case EffectKind.StartSession: return startSession(this, effect.execution, effect.session);
+      case EffectKind.SubmitProviderBarrier: return submitProviderBarrier(this, effect.execution, effect.session, effect.expectedRevision);
+      case EffectKind.SubmitToolBarrier: return submitToolBarrier(this, effect.execution, effect.session, effect.expectedRevision);
+      case EffectKind.StartProviderCall: return sessionOf(this, effect.execution, effect.session)?.startModelCall();
+      case EffectKind.StartToolBatch: return sessionOf(this, effect.execution, effect.session)?.startToolBatch();
       case EffectKind.SetupFailed: return this.setupFailed(effect.execution, effect.session, effect.failure);
       case EffectKind.RecoveryRequired: return this.recoveryRequired(effect.slot, effect.scope, effect.code);
       case EffectKind.DropStale: return this.settings.logger.debug?.(`[phronomy] dropped a stale ${messageKindName(effect.messageKind)}: ${resultCodeName(effect.code)}`);
       case EffectKind.DeferTerminal: return;
       case EffectKind.PostDeferredTerminal: return this.postDeferredTerminal(effect.execution, effect.session);
-      case EffectKind.SubmitTerminalCommit: return this.submitTerminalCommit(effect.execution, effect.session, effect.expectedRevision);
+      case EffectKind.SubmitTerminalCommit: return submitTerminalCommit(this, effect.execution, effect.session, effect.expectedRevision);
       case EffectKind.DeliverOutcome: return this.deliver(effect.execution, effect.outcome);
       case EffectKind.FailWaiters: return this.failWaiters(effect.execution, effect.code);
       case EffectKind.ReleaseExecution: return this.releaseExecution(effect.execution);
       case EffectKind.DeliverStartFailure: return this.deliverStartFailure(effect.request, effect.outcome);
-      case EffectKind.SubmitApprovalCommit: return this.submitApprovalCommit(effect.execution, effect.expectedRevision, effect.request);
-      case EffectKind.ResumeSession: return this.resumeSession(effect.execution, effect.session, effect.approved);
-      case EffectKind.ContinueSession: return this.continueSession(effect.execution, effect.session, effect.continuation);
+      case EffectKind.SubmitApprovalCommit: return submitApprovalCommit(this, effect.execution, effect.expectedRevision, effect.request);
+      case EffectKind.ResumeSession: return resumeSession(this, effect.execution, effect.session, effect.approved);
+      case EffectKind.ContinueSession: return continueSession(this, effect.execution, effect.session, effect.continuation);
       case EffectKind.SubmitCancelCommit: return submitCancelCommit(this, effect.execution, effect.expectedRevision, effect.request);
     }
   }
@@ -456,155 +454,9 @@ export class Coordinator implements SessionHost {
 
   // -- the session ------------------------------------------------------------------------------
 
-  private startSession(slot: number, sessionNumber: number): void {
-    const entry = this.executions[slot];
-    if (!entry) return;
-    const session = this.createSession(entry, sessionNumber, entry.start.deadline, "start");
-    session.begin();
-  }
-
-  /** A session for the entry's execution, with the settings its start (or
-   * its durable config, for a recovered one) gave it, ending by `deadline`
-   * (each start, resume and recovery has its own: docs/decisions/0016). */
-  private createSession(entry: ExecutionEntry, sessionNumber: number, deadline: number | undefined, run: "start" | "resume" | "recovery"): Session {
-    const slot = entry.slot;
-    const { start, agent } = entry;
-    const definition = agent.definition;
-    // A span per Run (start, resume, recovery): one suspended ended its
-    // span, so a resume opens its own (decision 0056).
-    // A tracer that throws opening it fails the new session, once built
-    // (carryOutOrFail): the run ends through its terminal commit.
-    let spanFailure: { error: unknown } | undefined;
-    try {
-      entry.span ??= this.settings.tracer.startExecution(agent.id, {
-        ...agentAttributes(agent.id, definition),
-        "phronomy.agent_id": agent.id, "phronomy.execution_id": entry.executionId, "phronomy.mode": "invoke", "phronomy.run": run,
-      });
-    } catch (error) {
-      spanFailure = { error };
-    }
-    const session = new Session(slot, entry.generation, sessionNumber, {
-      executionId: entry.executionId,
-      agentId: agent.id,
-      definition,
-      tools: agent.tools,
-      input: start.filteredInput ?? start.input,
-      inputMessages: start.filteredMessages ?? start.inputMessages,
-      memory: [],
-      approvalPolicy: start.options.approvalPolicy ?? "tools",
-      tokenBudget: start.options.tokenBudget ?? definition.tokenBudget,
-      maxTurns: start.options.maxTurns ?? definition.maxTurns ?? MAX_TURNS_DEFAULT,
-      outputGuardrail: start.options.outputGuardrail ?? definition.outputGuardrail,
-      signal: entry.resumeSignal ?? start.options.signal,
-      stream: start.options.stream ?? false,
-      deadline,
-      timeoutMs: timeoutOf(entry),
-      tracer: this.settings.tracer,
-      parentSpan: entry.span,
-    }, this);
-    entry.session = session;
-    entry.sessionNumber = sessionNumber;
-    entry.suspended = false;
-    if (spanFailure) throw spanFailure.error;
-    this.loadMemory(entry, session);
-    cancelNewSession(entry, session);
-    return session;
-  }
-
-  /** The agent's journal window, before this execution's own input. Loaded
-   * while the first barrier is written; the model call waits for it. */
-  private loadMemory(entry: ExecutionEntry, session: Session): void {
-    const window = entry.agent.definition.memoryWindow ?? MEMORY_WINDOW_DEFAULT;
-    session.memoryLoaded = this.settings.store.readJournal(entry.agent.id, window + 1).then((records) => {
-      const earlier = records.filter((record) => record.executionId !== entry.executionId).slice(-window);
-      session.useMemory(earlier.map(messageOfJournal));
-    }, (error: unknown) => {
-      this.settings.logger.warn(`[phronomy] could not read the memory of agent "${entry.agent.id}": ${String(error)}`);
-    });
-  }
-
-  private sessionOf(slot: number, sessionNumber: number): Session | undefined {
-    const session = this.executions[slot]?.session;
-    return session && session.number === sessionNumber ? session : undefined;
-  }
-
-  private submitProviderBarrier(slot: number, sessionNumber: number, expectedRevision: number): void {
-    const entry = this.executions[slot];
-    const session = this.sessionOf(slot, sessionNumber);
-    if (!entry || !session) return;
-    const steps = session.pendingSteps();
-    const written = entry.start.firstBarrier;
-    if (written !== undefined) {
-      // Written with the preparation: the core asks for exactly that barrier
-      // (the first thing an installed execution does), so it is acknowledged
-      // as the store would have, on a later turn of the loop.
-      entry.start.firstBarrier = undefined;
-      if (expectedRevision === written.revision - 1 && steps.length === 0) {
-        session.adoptModelCallId(written.callId);
-        this.post(() => this.apply(M.ProviderDispatchReady, slot, entry.generation, sessionNumber, expectedRevision, CommitOutcome.Committed, written.revision));
-        return;
-      }
-      // Anything else is a bug; the barrier below then finds the row moved on
-      // (compare-and-set) and the execution is held for recovery, nothing overwritten.
-      this.settings.logger.warn(`[phronomy] execution ${entry.executionId}: the first provider barrier was written with its preparation, but the core asked for revision ${expectedRevision} with ${steps.length} pending steps`);
-    }
-    const callId = session.nextModelCallId();
-    const runningSince = session.runningSince;
-    this.submitBarrier(entry, session, Submission.ProviderBarrier, () => this.settings.store.run({
-      type: "providerBarrier", executionId: entry.executionId, expectedRevision, callId, steps,
-      usage: session.usage, turns: session.turns, at: this.settings.now(), ...(runningSince !== undefined ? { runningSince } : {}),
-    }), (outcome, revision) => {
-      if (outcome === CommitOutcome.Committed) session.acknowledgeSteps(steps.length, runningSince);
-      this.apply(M.ProviderDispatchReady, slot, entry.generation, sessionNumber, expectedRevision, outcome, revision);
-    });
-  }
-
-  private submitToolBarrier(slot: number, sessionNumber: number, expectedRevision: number): void {
-    const entry = this.executions[slot];
-    const session = this.sessionOf(slot, sessionNumber);
-    if (!entry || !session) return;
-    const steps = session.pendingSteps();
-    const toolBatch = session.toolBatch();
-    const runningSince = session.runningSince;
-    this.submitBarrier(entry, session, Submission.ToolBarrier, () => this.settings.store.run({
-      type: "toolBarrier", executionId: entry.executionId, expectedRevision, toolBatch, steps,
-      usage: session.usage, turns: session.turns, at: this.settings.now(), ...(runningSince !== undefined ? { runningSince } : {}),
-    }), (outcome, revision) => {
-      if (outcome === CommitOutcome.Committed) session.acknowledgeSteps(steps.length, runningSince);
-      this.apply(M.ToolDispatchReady, slot, entry.generation, sessionNumber, expectedRevision, outcome, revision, toolBatch.length);
-    });
-  }
-
-  /** Submits a barrier and posts its outcome; a refused submission is
-   * reported to the core at once. */
-  private submitBarrier(
-    entry: ExecutionEntry, session: Session, submission: Submission,
-    write: () => Promise<{ revision: number }>,
-    ready: (outcome: CommitOutcome, revision: number) => void,
-  ): void {
-    let written: Promise<{ revision: number }>;
-    try {
-      written = write();
-    } catch (error) {
-      entry.storeError = asPhronomyError(error, "STORE");
-      this.apply(M.SubmissionRefused, submission, entry.slot, entry.generation, session.number, 0);
-      return;
-    }
-    written.then(
-      ({ revision }) => this.post(() => ready(CommitOutcome.Committed, revision)),
-      (error: unknown) => this.post(() => {
-        entry.storeError = asPhronomyError(error, "STORE");
-        // Outcome unknown (the store's worker died holding it): only the
-        // durable row can tell, so the execution is held for recovery.
-        const outcome = error instanceof ExecutionRehydrationRequiredError || isOutcomeUnknown(error) ? CommitOutcome.RehydrationRequired : CommitOutcome.StoreFailed;
-        ready(outcome, 0);
-      }),
-    );
-  }
-
   private setupFailed(slot: number, sessionNumber: number, failure: number): void {
     const entry = this.executions[slot];
-    const session = this.sessionOf(slot, sessionNumber);
+    const session = sessionOf(this, slot, sessionNumber);
     if (!entry || !session) return;
     const what = failure === SetupFailure.Provider ? "model call" : "tool batch";
     const cause = entry.storeError;
@@ -640,43 +492,6 @@ export class Coordinator implements SessionHost {
     const entry = this.executions[slot];
     if (!entry) return;
     this.post(() => this.apply(M.DeferredTerminal, slot, entry.generation, sessionNumber));
-  }
-
-  private submitTerminalCommit(slot: number, sessionNumber: number, expectedRevision: number): void {
-    const entry = this.executions[slot];
-    const session = this.sessionOf(slot, sessionNumber);
-    if (!entry || !session?.terminal) return;
-    const terminal = session.terminal;
-    const outcome = outcomeName(terminal.ending);
-    const steps: StepRecord[] = session.pendingSteps();
-    const journal: JournalRecord[] = outcome === "completed" && typeof terminal.output === "string"
-      ? [{ executionId: entry.executionId, role: "assistant", content: terminal.output, at: this.settings.now() }]
-      : [];
-    let written: Promise<{ revision: number }>;
-    try {
-      written = this.settings.store.run({
-        type: "terminalCommit", executionId: entry.executionId, expectedRevision, outcome,
-        output: terminal.output, error: terminal.error ? terminal.error.toRecord() : null, usage: session.usage,
-        approvalRequest: (terminal.approvalRequest ?? null) as unknown as Json,
-        handoff: (terminal.handoff ?? null) as unknown as Json, steps, journal, at: this.settings.now(),
-        ...(outcome === "suspended" ? { toolBatch: session.toolBatch() } : {}),
-        ...(session.cancelRequested || entry.cancelById !== undefined ? { cancelRequested: true as const } : {}),
-        ...(entry.callbackFailure !== undefined ? { callbackFailure: entry.callbackFailure } : {}),
-      });
-    } catch (error) {
-      entry.storeError = asPhronomyError(error, "STORE");
-      this.apply(M.SubmissionRefused, Submission.TerminalCommit, slot, entry.generation, sessionNumber, 0);
-      return;
-    }
-    written.then(
-      ({ revision }) => this.post(() => {
-        this.apply(M.TerminalCommitReady, slot, entry.generation, sessionNumber, expectedRevision, outcomeType(outcome), revision);
-      }),
-      (error: unknown) => this.post(() => {
-        entry.storeError = asPhronomyError(error, "STORE");
-        this.apply(M.TerminalCommitReady, slot, entry.generation, sessionNumber, expectedRevision, OutcomeType.StoreFailed, 0);
-      }),
-    );
   }
 
   private deliver(slot: number, outcome: number): void {
@@ -723,119 +538,6 @@ export class Coordinator implements SessionHost {
   }
 
   // -- approval and recovery --------------------------------------------------------------------------
-
-  /** Effect SubmitApprovalCommit: the decision is written only when the
-   * durable batch still hashes to what the approval request was bound to. */
-  private submitApprovalCommit(slot: number, expectedRevision: number, handle: number): void {
-    const entry = this.executions[slot];
-    const request = this.requests.get(handle);
-    if (!entry || request?.type !== "resume") return;
-    const refuse = (error: PhronomyError): void => this.post(() => {
-      request.error = error;
-      this.apply(M.SubmissionRefused, Submission.ApprovalCommit, slot, entry.generation, 0, handle);
-    });
-    const ready = (outcome: CommitOutcome, revision: number): void => this.post(() => {
-      this.apply(M.ResumeCommitReady, slot, entry.generation, expectedRevision, outcome, revision, request.approved ? 1 : 0, handle);
-    });
-    entry.resumeRow = undefined;
-    this.settings.store.getExecution(entry.executionId).then((row) => {
-      const batch = row?.metadata.toolBatch ?? [];
-      const argumentsHash = argumentsHashOf(batch);
-      const approval = row?.approvalRequest as unknown as ApprovalRequest | null;
-      if (!row || !approval || approval.argumentsHash !== argumentsHash) {
-        return refuse(new ApprovalMismatchError(`the tool calls of execution ${entry.executionId} changed since approval ${request.approvalId} was requested; nothing was decided`, { executionId: entry.executionId, agentId: entry.agent.id }));
-      }
-      let written: Promise<{ revision: number }>;
-      try {
-        written = this.settings.store.run({
-          type: "approvalCommit", executionId: entry.executionId, expectedRevision, approvalId: request.approvalId,
-          approved: request.approved, reason: request.reason, argumentsHash, at: this.settings.now(),
-        });
-      } catch (error) {
-        return refuse(asPhronomyError(error, "STORE"));
-      }
-      written.then(({ revision }) => {
-        entry.resumeRow = row;
-        ready(CommitOutcome.Committed, revision);
-      }, (error: unknown) => {
-        if (error instanceof ApprovalMismatchError) return refuse(error);
-        const failure = asPhronomyError(error, "STORE");
-        const held = (): void => {
-          entry.storeError = failure;
-          ready(CommitOutcome.RehydrationRequired, 0);
-        };
-        if (error instanceof ExecutionRehydrationRequiredError || isOutcomeUnknown(error)) return held();
-        // Written or not: the row says (docs/decisions/0057).
-        void approvalCommitReadBack(this.settings.store, { ...request, expectedRevision }).then(({ outcome, revision }) => {
-          if (outcome === CommitOutcome.RehydrationRequired) return held();
-          if (outcome === CommitOutcome.Committed) entry.resumeRow = row;
-          else request.error = notWritten(entry, failure);
-          ready(outcome, revision);
-        });
-      });
-    }, (error: unknown) => refuse(asPhronomyError(error, "STORE")));
-  }
-
-  /** Effect ResumeSession: a new session from the durable conversation;
-   * approved, the batch runs (after its own barrier); declined, the model is
-   * told and the loop goes on. */
-  private resumeSession(slot: number, sessionNumber: number, approved: boolean): void {
-    const entry = this.executions[slot];
-    if (!entry) return;
-    // A resume runs on a budget of its own: the time suspended never counts.
-    const timeoutMs = timeoutOf(entry);
-    const session = this.createSession(entry, sessionNumber, timeoutMs === undefined ? undefined : this.settings.now() + timeoutMs, "resume");
-    const reason = entry.resumeReason ?? null;
-    entry.approvalRequest = undefined;
-    // The row the decision was committed against, when this process
-    // committed it: the decision changed none of what is read from it.
-    const committedAgainst = entry.resumeRow;
-    entry.resumeRow = undefined;
-    const rowRead = committedAgainst === undefined ? this.settings.store.getExecution(entry.executionId) : Promise.resolve(committedAgainst);
-    session.restored = Promise.all([rowRead, readHistory(this.settings.store, entry.executionId)]).then(([row, history]) => {
-      if (!row) throw new ExecutionRehydrationRequiredError(`execution ${entry.executionId} is no longer in the store`, { executionId: entry.executionId });
-      session.restore(history, row.usage, row.metadata.turns ?? 0);
-      session.planBatch(row.metadata.toolBatch ?? []);
-    });
-    session.restored.then(() => this.post(() => {
-      session.begin();
-      if (approved) {
-        this.sessionEvent(session, SessionEventKind.ApprovalGranted);
-      } else {
-        session.decline(reason);
-        this.sessionEvent(session, SessionEventKind.ApprovalRejected);
-        this.sessionEvent(session, SessionEventKind.StateCompleted);
-      }
-    }), (error: unknown) => this.post(() => session.fail(asPhronomyError(error, "STORE"))));
-  }
-
-  /** Effect ContinueSession: a recovered execution resumes where its saved
-   * facts say (SPEC §6.2): the barrier the continuation needs is already
-   * being written (framework_tools, recall_model) and the conversation loads
-   * meanwhile, or the decline is told at once (approval_rejection), so the
-   * session always moves (decision 0022). */
-  private continueSession(slot: number, sessionNumber: number, continuation: number): void {
-    const entry = this.executions[slot];
-    const row = entry?.recoveredFrom;
-    if (!entry || !row) return;
-    const budget = recoveredBudget(row, timeoutOf(entry), this.settings.now());
-    const session = this.createSession(entry, sessionNumber, budget?.deadline, "recovery");
-    session.runningSince = budget?.runningSince;
-    session.noteRecovery(row.phase, continuationNameOf(continuation));
-    if (continuation === Continuation.FrameworkTools) session.planBatch(row.metadata.toolBatch ?? []);
-    session.restored = readHistory(this.settings.store, entry.executionId).then((history) => {
-      session.restore(history, row.usage, row.metadata.turns ?? 0);
-    });
-    session.restored.then(() => this.post(() => {
-      session.begin();
-      if (continuation === Continuation.ApprovalRejection) {
-        session.planBatch(row.metadata.toolBatch ?? []);
-        session.decline(row.metadata.approval?.reason ?? null);
-        this.sessionEvent(session, SessionEventKind.ApprovalRejected);
-        this.sessionEvent(session, SessionEventKind.StateCompleted);
-      }
-    }), (error: unknown) => this.post(() => session.fail(asPhronomyError(error, "STORE"))));
-  }
 
   // -- SessionHost ------------------------------------------------------------------------------------
 
@@ -895,53 +597,10 @@ export function configOf(request: StartRequest): { [key: string]: Json } {
   return config;
 }
 
-/** The running-time budget of an execution: its start's timeoutMs (a
- * recovered one's durable config), else its agent's. */
-function timeoutOf(entry: ExecutionEntry): number | undefined {
-  return entry.start.options.timeoutMs ?? entry.agent.definition.timeoutMs;
-}
 
-/** What a recovered execution has left of its budget (docs/decisions/0016):
- * the running time accrued durably — from the start of its running stretch
- * (`metadata.runningSince`, else its creation) to its last write — is
- * spent; the time the process was down is not. `runningSince` is that
- * stretch's start moved onto this process's clock, for its next barrier. */
-function recoveredBudget(row: ExecutionRow, timeoutMs: number | undefined, now: number): { deadline: number; runningSince: number } | undefined {
-  if (timeoutMs === undefined) return undefined;
-  const ran = Math.max(0, row.updatedAt - (row.metadata.runningSince ?? row.createdAt));
-  return { deadline: now + Math.max(0, timeoutMs - ran), runningSince: now - ran };
-}
 
-function messageOfJournal(record: JournalRecord): ConversationMessage {
-  const text = typeof record.content === "string" ? record.content : JSON.stringify(record.content);
-  return record.role === "assistant" ? { role: "assistant", text, toolCalls: [] } : { role: "user", content: text };
-}
 
-function outcomeName(ending: SessionEnding): OutcomeName {
-  switch (ending) {
-    case SessionEnding.Completed: return "completed";
-    case SessionEnding.Suspended: return "suspended";
-    case SessionEnding.HandedOff: return "handed_off";
-    case SessionEnding.CoordinationWait: return "coordination_wait";
-    default: return "failed";
-  }
-}
 
-function outcomeType(outcome: OutcomeName): OutcomeType {
-  switch (outcome) {
-    case "completed": return OutcomeType.Completed;
-    case "suspended": return OutcomeType.Suspended;
-    case "handed_off": return OutcomeType.HandedOff;
-    case "coordination_wait": return OutcomeType.CoordinationWait;
-    case "failed": return OutcomeType.Failed;
-  }
-}
 
 export { OffloadFullError };
 
-/** A decision whose approval commit wrote nothing: still pending (docs/decisions/0057). */
-function notWritten(entry: ExecutionEntry, failure: PhronomyError): StoreError {
-  const context = { executionId: entry.executionId, agentId: entry.agent.id, cause: failure };
-  const sentence = `the decision on execution ${entry.executionId} was not written (${failure.message}); it is still pending: send the same decision again`;
-  return new StoreError(sentence, context);
-}

@@ -9,9 +9,8 @@
 // on demand, and two handles of one id are the same conversation.
 
 import { validateAgentId } from "./options.js";
-import { Agent, type AgentScope } from "./agent.js";
-import type { DefinitionKind } from "./conversations.js";
-import type { Environment } from "./environment.js";
+import { Agent, type AgentHost, type AgentScope } from "./agent.js";
+import type { DefinitionKind } from "./definition-kind.js";
 import type { RecoveredExecution } from "./recovery.js";
 
 /** A definition with many conversations, as `env.agent({ name, … })`
@@ -22,7 +21,7 @@ export class DefinedAgent {
 
   /** @internal Made by `env.agent({ name })`, never by hand. */
   constructor(
-    private readonly environment: Environment,
+    private readonly environment: AgentHost,
     /** @internal */
     readonly kind: DefinitionKind,
     private readonly recovered: Promise<RecoveredExecution[]>,

@@ -12,7 +12,7 @@
 // `agent-recoveries.ts`.
 
 import { transferError } from "../store/error-transfer.js";
-import { Admin } from "./admin.js";
+import { Admin, type PendingApproval } from "./admin.js";
 import { MessageKind as M } from "../../assembly/abi.js";
 import { ControlCore } from "../core/control-core.js";
 import { resolveTools } from "../agent/tools.js";
@@ -39,7 +39,9 @@ import type { RecoveredExecution } from "./recovery.js";
 import { leasingStoreOf, type LeasingStore } from "./leases.js";
 import { AgentRecoveries } from "./agent-recoveries.js";
 import { checkOpenOptions, openStoreAt, type OpenOptions } from "./open-options.js";
-import { partitionedStoreOf, watchPartitionTakeovers } from "./partition-takeover.js";
+import { partitionedStoreOf, partitionTakeovers } from "./partition-takeover.js";
+import { storeSignals } from "./store-signals.js";
+import { checkCapabilities } from "../store/capabilities.js";
 import { InboxApplier, inboxStoreOf, type ClaimedDecision } from "./approval-inbox.js";
 import { RemoteResumes } from "./remote-resume.js";
 import { RemoteStarts, startInboxStoreOf } from "./remote-start.js";
@@ -56,18 +58,6 @@ import { applyFiledRetry, checkRetryOptions, retryById, withAttempts, type Retry
 import { ChatStreams, type ChatChunk, type StreamOptions } from "../chat/chat-stream.js";
 import { applyFiledCancel, cancelById, checkCancel, type CancelHost, type CancelOptions, type CancelResult } from "./cancel-by-id.js";
 import { checkSupportedRuntime } from "./supported-runtime.js";
-
-/** What a pending approval looks like to whoever decides it. */
-export interface PendingApproval {
-  /** The suspended execution. */
-  readonly executionId: string;
-  /** Its agent (conversation) id. */
-  readonly agentId: string;
-  /** The tool calls waiting for the decision, and the approval id to decide them by. */
-  readonly request: ApprovalRequest;
-  /** When the execution suspended (ms since the epoch). */
-  readonly since: number;
-}
 
 /** A running Phronomy on one store: the agents defined on it, their
  * executions, recovery, retention, and `close()`. Made by `Phronomy.open`. */
@@ -137,6 +127,7 @@ export class Environment {
     const { logger, retention } = checkOpenOptions(options);
     const core = await ControlCore.create(options.limits ?? {});
     const store = typeof options.store === "string" ? await openStoreAt(options.store, options, logger) : options.store;
+    if (typeof options.store !== "string") checkCapabilities(store);
     let coreFailed: (error: PhronomyError) => void = () => undefined;
     const loop = new ControlLoop((error) => logger.warn(`[phronomy] a control message failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`), (error) => coreFailed(error));
     const coordinator = new Coordinator({
@@ -155,27 +146,23 @@ export class Environment {
     };
     const leasing = leasingStoreOf(store);
     if (leasing) {
-      leasing.onLeaseAcquired = (agentId, grant) => environment.recoveries.takeOver(agentId, grant.epoch);
       coordinator.onExecutionRecoveryRequired = (agentId, error) => environment.recoveries.executionHeld(agentId, error);
       coordinator.onAgentRecoveryRequired = (agentId) => environment.recoveries.healLater(agentId);
     }
     const partitioned = partitionedStoreOf(store);
-    if (partitioned) {
-      watchPartitionTakeovers(partitioned, {
+    environment.openApprovalInbox(leasing);
+    store.listen?.(storeSignals({
+      logger, storePath: store.path,
+      takeOver: (agentId, epoch) => environment.recoveries.takeOver(agentId, epoch),
+      partitionsTaken: partitioned && partitionTakeovers(partitioned, {
         logger,
         recovers: () => environment.recoverOnDefine && !environment.closing,
         adopt: (agentId, name) => environment.conversations.adopt(agentId, name),
-      });
-    }
-    // The PostgreSQL store gives up the partitions of running executions last
-    // when it balances, and reports each connection it lost (loaded lazily: no static import).
-    const balancing = store as { runningAgents?: () => Iterable<string> };
-    if ("runningAgents" in store) balancing.runningAgents = () => coordinator.runningAgentIds();
-    const reporting = store as { onConnectionLost?: (error: Error) => void };
-    if ("onConnectionLost" in store) {
-      reporting.onConnectionLost = (error) => logger.warn(`[phronomy] a connection of the store at ${store.path} was lost (${error.message}); the operation using it fails or reads back its outcome, and the next one connects again`);
-    }
-    environment.openApprovalInbox(leasing);
+      }),
+      inboxApplier: () => environment.inboxApplier,
+      remoteStarts: () => environment.remoteStarts,
+      runningAgents: () => coordinator.runningAgentIds(),
+    }));
     environment.startRetention(retention);
     // The one scan of unfinished executions: each definition recovers its
     // own from it (docs/decisions/0024).
@@ -365,7 +352,7 @@ export class Environment {
     // back the agent's partition (a start is not refused for a race this
     // process resolves itself, docs/decisions/0055); then the recovery of
     // a takeover that tick may have started.
-    const settling = (this.store as { partitionSettling?: (agentId: string) => Promise<void> | undefined }).partitionSettling?.(agentId);
+    const settling = partitionedStoreOf(this.store)?.partitionSettling(agentId);
     if (settling === undefined) return this.recoveries.admissionGate(agentId);
     return settling.then(() => this.recoveries.admissionGate(agentId));
   }
@@ -383,19 +370,16 @@ export class Environment {
     const starts = startInboxStoreOf(this.store);
     // A process that takes no share (`balance: false`, the CLI's commands)
     // runs its own starts or refuses them, as before.
-    const balancing = (this.store as { balancing?: boolean }).balancing !== false;
-    if (starts !== undefined && leasing !== undefined && balancing) {
+    if (starts !== undefined && leasing !== undefined && starts.balancing) {
       this.remoteStarts = new RemoteStarts(starts, settings);
-      (this.store as { listenForDecisions?: () => void }).listenForDecisions?.();
     }
     const holds = leasing ? (agentId: string, epoch: number) => leasing.leaseOf(agentId)?.epoch === epoch : () => true;
-    const partitionHeld = (this.store as { partitionHeldAt?: (agentId: string, epoch: number) => boolean }).partitionHeldAt?.bind(this.store);
+    const partitioned = partitionedStoreOf(this.store);
+    const partitionHeld = partitioned && ((agentId: string, epoch: number) => partitioned.partitionHeldAt(agentId, epoch));
     const mayHold = partitionHeld ?? holds;
     // Conversations not live here: a SQLite owner claims their retries, a
     // PostgreSQL owner their filed starts (a start makes them live).
     this.inboxApplier = new InboxApplier(inbox, (claim) => this.applyClaim(claim), holds, settings.logger, leasing === undefined || this.remoteStarts !== undefined, mayHold);
-    inbox.onApprovalFiled = (agentId) => this.inboxApplier?.wake(agentId);
-    inbox.onStartsFiled = () => this.inboxApplier?.startsFiled();
   }
 
   private applyClaim(claim: ClaimedDecision): Promise<PhronomyError | undefined> {
@@ -447,8 +431,8 @@ export class Environment {
     // lease lapsed here (the database away longer than the lease) and
     // nobody took it since: this process takes it back at its next tick,
     // and a start filed meanwhile went to itself (docs/decisions/0058).
-    const store = this.store as { partitionHeld?: (agentId: string) => boolean; partitionLapsedHere?: (agentId: string) => boolean };
-    if (store.partitionHeld?.(agentId) === true || store.partitionLapsedHere?.(agentId) === true) return undefined;
+    const partitioned = partitionedStoreOf(this.store);
+    if (partitioned !== undefined && (partitioned.partitionHeld(agentId) || partitioned.partitionLapsedHere(agentId))) return undefined;
     return this.remoteStarts;
   }
 
@@ -523,7 +507,7 @@ export class Environment {
 
   /** The store keeps filed starts and this process may write to it. */
   private filesStarts(): boolean {
-    return !this.visitor && typeof (this.store as { cancelFiledStart?: unknown }).cancelFiledStart === "function";
+    return !this.visitor && startInboxStoreOf(this.store) !== undefined;
   }
 
   private get cancelHost(): CancelHost {
@@ -537,8 +521,7 @@ export class Environment {
       ...(this.filesStarts() ? {
         cancelFiledStart: async (executionId: string, reason: string | undefined) => {
           const error = JSON.stringify(transferError(new CancellationError({ executionId }, reason)));
-          const store = this.store as unknown as { cancelFiledStart: (id: string, error: string, at: number) => Promise<{ readonly agentId: string; readonly state: "cancelled" | "claimed" | "settled" } | undefined> };
-          const found = await store.cancelFiledStart(executionId, error, Date.now());
+          const found = await startInboxStoreOf(this.store)!.cancelFiledStart(executionId, error, Date.now());
           // Committed: a Run here following the start settles now (docs/decisions/0047).
           if (found?.state === "cancelled") this.remoteStarts?.cancelledHere({ executionId, execution: undefined, queued: false, decisionState: "refused", decisionError: error, steps: [] });
           return found;
@@ -637,8 +620,7 @@ export class Environment {
   }
 
   private leaseHolder(agentId: string): Promise<{ readonly owner: string; readonly expiresAt: number } | undefined> {
-    const store = this.store as { leaseHolder?: (id: string) => Promise<{ owner: string; expiresAt: number } | undefined> };
-    return store.leaseHolder?.(agentId) ?? Promise.resolve(undefined);
+    return leasingStoreOf(this.store)?.leaseHolder(agentId) ?? Promise.resolve(undefined);
   }
 
   /** Whether `close()` was called. */

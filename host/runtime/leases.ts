@@ -5,6 +5,7 @@
 // lease expired), the environment recovers it then. Stores without leases
 // (SQLite: one owner per file, docs/decisions/0007) are left as they are.
 
+import { capabilitiesOf } from "../store/capabilities.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { ExecutionRow } from "../store/records.js";
 
@@ -19,9 +20,15 @@ export interface LeaseAcquisitionView {
 export interface LeasingStore {
   acquireLease(agentId: string): Promise<LeaseAcquisitionView>;
   leaseOf(agentId: string): { readonly owner: string; readonly epoch: number } | undefined;
-  onLeaseAcquired: ((agentId: string, grant: { readonly owner: string; readonly epoch: number }) => void) | undefined;
   /** Refuses (with `why`) or allows again (undefined) the agent's admissions. */
   holdAdmissions(agentId: string, why: string | undefined): void;
+  /** Who holds the agent's lease now, and until when (read from the
+   * store); undefined when nobody does. */
+  leaseHolder(agentId: string): Promise<{ readonly owner: string; readonly expiresAt: number } | undefined>;
+  /** The epoch the agent's lease (or its partition) is held at here,
+   * renewed in time or not — its admission window may have lapsed until
+   * the next renewal — undefined when not held (docs/decisions/0058). */
+  heldEpochOf(agentId: string): number | undefined;
   /** Gives the agent's lease up (an idle conversation let go). */
   releaseLease(agentId: string): Promise<void>;
   /** The agent's unfinished executions, read now (after its lease was taken). */
@@ -33,19 +40,15 @@ export interface LeasingStore {
    * held now (`performance.now()`, the take committed), held ever since;
    * undefined when not held. */
   partitionHeldSince?(agentId: string): number | undefined;
-  /** With partitions: the epoch the agent's partition is held at here,
-   * renewed in time or not; undefined when not held. */
-  partitionEpochOf?(agentId: string): number | undefined;
 }
 
+/** The store as a leasing store, when it declares leases. */
 export function leasingStoreOf(store: ExecutionStore): LeasingStore | undefined {
-  const candidate = store as Partial<LeasingStore>;
-  return typeof candidate.acquireLease === "function" && typeof candidate.leaseOf === "function" ? (store as unknown as LeasingStore) : undefined;
+  return capabilitiesOf(store).leases ? (store as unknown as LeasingStore) : undefined;
 }
 
 /** The epoch the agent's partition (or lease) is held at here, renewed in
  * time or not; undefined when not held, or the store does not lease. */
 export function heldEpochOf(store: ExecutionStore, agentId: string): number | undefined {
-  const leasing = leasingStoreOf(store);
-  return leasing?.partitionEpochOf !== undefined ? leasing.partitionEpochOf(agentId) : leasing?.leaseOf(agentId)?.epoch;
+  return leasingStoreOf(store)?.heldEpochOf(agentId);
 }

@@ -7,12 +7,21 @@ import { InvalidInputError } from "../errors.js";
 import { isJson } from "../agent/messages.js";
 import { MODEL_CALL_SETTING_KEYS, type ModelCallSettings } from "../agent/model.js";
 import { RETRIES_MAX, type RetrySettings } from "../agent/retries.js";
-import type { AgentSettings } from "./options.js";
+
+/** The members of an agent definition (`AgentSettings`, options.ts) these
+ * checks and the model call read. Declared here, not imported, because
+ * options.ts calls `checkModelSettings` while checking a definition. */
+export interface ModelSettings extends ModelCallSettings {
+  readonly output?: unknown;
+  readonly maxRetries?: number;
+  readonly retryDelay?: { readonly initialMs?: number; readonly maxMs?: number };
+  readonly toolsContext?: { readonly [toolName: string]: unknown };
+}
 
 const numberKeys = ["temperature", "topP", "topK", "presencePenalty", "frequencyPenalty"] as const;
 const integerKeys = ["maxOutputTokens", "seed"] as const;
 
-export function checkModelSettings(definition: Partial<AgentSettings>, what: string): void {
+export function checkModelSettings(definition: Partial<ModelSettings>, what: string): void {
   for (const key of numberKeys) {
     const value = definition[key];
     if (value !== undefined && (typeof value !== "number" || !Number.isFinite(value))) {
@@ -56,7 +65,7 @@ export function checkModelSettings(definition: Partial<AgentSettings>, what: str
 }
 
 /** The call settings a definition gives, as the model call takes them. */
-export function callSettingsOf(definition: AgentSettings): ModelCallSettings {
+export function callSettingsOf(definition: ModelSettings): ModelCallSettings {
   const settings: Record<string, unknown> = {};
   for (const key of MODEL_CALL_SETTING_KEYS) {
     if (definition[key] !== undefined) settings[key] = definition[key];
@@ -66,7 +75,7 @@ export function callSettingsOf(definition: AgentSettings): ModelCallSettings {
 
 /** Retry settings of model calls (`maxRetries` of the definition) or of
  * a tool (its own `maxRetries`, 0 by default). */
-export function retrySettingsOf(definition: AgentSettings, maxRetries: number | undefined): RetrySettings {
+export function retrySettingsOf(definition: ModelSettings, maxRetries: number | undefined): RetrySettings {
   return {
     ...(maxRetries !== undefined ? { maxRetries } : {}),
     ...(definition.retryDelay?.initialMs !== undefined ? { initialDelayMs: definition.retryDelay.initialMs } : {}),

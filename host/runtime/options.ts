@@ -267,8 +267,13 @@ export function rejectUnknownKeys(value: object, allowed: readonly string[], wha
   }
 }
 
+// Control characters are what an agent id may not hold: an id is printed in
+// messages and logs.
+// eslint-disable-next-line no-control-regex
+const controlCharacter = /[\u0000-\u001f]/;
+
 export function validateAgentId(id: unknown, what = "agent id"): string {
-  if (typeof id !== "string" || id.length === 0 || id.length > AGENT_ID_LENGTH_MAX || /[\u0000-\u001f]/.test(id)) {
+  if (typeof id !== "string" || id.length === 0 || id.length > AGENT_ID_LENGTH_MAX || controlCharacter.test(id)) {
     throw new InvalidInputError(`${what} must be a non-empty string of at most ${AGENT_ID_LENGTH_MAX} printable characters, got ${JSON.stringify(id)}`);
   }
   return id;

@@ -9,6 +9,7 @@
 // for it, as rows found at open do (0024).
 
 import type { ExecutionRow } from "../store/records.js";
+import { capabilitiesOf } from "../store/capabilities.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { Logger } from "./options.js";
 
@@ -19,16 +20,25 @@ interface PartitionGrantView {
 
 /** What this needs of a store that owns by partitions. */
 export interface PartitionedStore {
-  onPartitionsAcquired: ((grants: readonly PartitionGrantView[]) => void) | undefined;
   unfinishedExecutionsInPartitions(partitions: readonly number[]): Promise<ExecutionRow[]>;
   markPartitionsScanned(grants: readonly PartitionGrantView[]): void;
   partitionOf(agentId: string): number;
+  /** Whether the agent's partition is held here, renewed in time. */
+  partitionHeld(agentId: string): boolean;
+  /** Whether the agent's partition lapsed here (not renewed in time) and
+   * nobody took it since (docs/decisions/0058). */
+  partitionLapsedHere(agentId: string): boolean;
+  /** Whether the agent's partition is held here at that epoch. */
+  partitionHeldAt(agentId: string, epoch: number): boolean;
+  /** This process's own lease tick renewing or taking back the agent's
+   * partition, if one runs now (docs/decisions/0055). */
+  partitionSettling(agentId: string): Promise<void> | undefined;
   queueHeads?(): Promise<readonly { readonly agentId: string; readonly config: unknown }[]>;
 }
 
+/** The store as one that owns by partitions, when it declares them. */
 export function partitionedStoreOf(store: ExecutionStore): PartitionedStore | undefined {
-  const candidate = store as Partial<PartitionedStore>;
-  return typeof candidate.unfinishedExecutionsInPartitions === "function" && typeof candidate.markPartitionsScanned === "function" ? (store as unknown as PartitionedStore) : undefined;
+  return capabilitiesOf(store).partitions ? (store as unknown as PartitionedStore) : undefined;
 }
 
 export interface PartitionTakeoverHost {
@@ -39,9 +49,9 @@ export interface PartitionTakeoverHost {
   adopt(agentId: string, definitionName: string | undefined): Promise<void>;
 }
 
-/** Wires the store's report of partitions taken to their recovery. */
-export function watchPartitionTakeovers(store: PartitionedStore, host: PartitionTakeoverHost): void {
-  store.onPartitionsAcquired = (grants) => {
+/** What the store's `partitionsAcquired` signal does: recovers them. */
+export function partitionTakeovers(store: PartitionedStore, host: PartitionTakeoverHost): (grants: readonly PartitionGrantView[]) => void {
+  return (grants) => {
     if (!host.recovers()) return;
     recoverPartitions(store, host, grants).catch((error: unknown) => {
       host.logger.warn(`[phronomy] the recovery of partitions ${grants.map((grant) => grant.partition).join(", ")} after their takeover failed: ${error instanceof Error ? error.message : String(error)}`);

@@ -23,7 +23,7 @@ import { storedStartInput } from "./start-input.js";
 import { Continuation, ExecutionFlag, ExecutionStatus, MessageKind as M, Phase } from "../../assembly/abi.js";
 import type { ExecutionRow, PhaseName } from "../store/records.js";
 import type { ControlLoop } from "./control-loop.js";
-import type { Coordinator } from "./coordinator.js";
+import type { CoordinatorCalls } from "./coordinator-calls.js";
 import type { AgentEntry, RecoverySettlement, StartRequest } from "./requests.js";
 import { Waiter } from "./run.js";
 
@@ -94,13 +94,13 @@ function flagsOf(row: ExecutionRow): number {
 /** Installs and continues one agent's unfinished executions, oldest first.
  * The agent admits one execution at a time, so a second unfinished one is
  * reported and recovered by a later `env.recover()` once the first ended. */
-export async function recoverAgent(coordinator: Coordinator, loop: ControlLoop, agent: AgentEntry, rows: readonly ExecutionRow[]): Promise<RecoveredExecution[]> {
+export async function recoverAgent(coordinator: CoordinatorCalls, loop: ControlLoop, agent: AgentEntry, rows: readonly ExecutionRow[]): Promise<RecoveredExecution[]> {
   const outcomes: RecoveredExecution[] = [];
   for (const row of rows) outcomes.push(await recoverOne(coordinator, loop, agent, row));
   return outcomes;
 }
 
-function recoverOne(coordinator: Coordinator, loop: ControlLoop, agent: AgentEntry, row: ExecutionRow): Promise<RecoveredExecution> {
+function recoverOne(coordinator: CoordinatorCalls, loop: ControlLoop, agent: AgentEntry, row: ExecutionRow): Promise<RecoveredExecution> {
   const continuation = continuationOf(row);
   const base = { executionId: row.executionId, agentId: row.agentId, phase: row.phase, continuation: continuationNameOf(continuation) };
   return new Promise((resolve) => {
@@ -135,6 +135,6 @@ export function startRequestOf(agent: AgentEntry, row: ExecutionRow, waiter: Wai
 }
 
 /** On the loop: `RecoveryInstall` of the row for the recovery request `handle`. */
-export function installFromRow(coordinator: Coordinator, agent: AgentEntry, row: ExecutionRow, handle: number): void {
+export function installFromRow(coordinator: CoordinatorCalls, agent: AgentEntry, row: ExecutionRow, handle: number): void {
   coordinator.apply(M.RecoveryInstall, agent.slot, agent.generation, row.revision, statusOf(row), PHASES[row.phase] ?? 0, flagsOf(row), handle);
 }

@@ -26,6 +26,7 @@
 
 import { randomUUID } from "node:crypto";
 import { PhronomyError, RuntimeShutdownError } from "../errors.js";
+import { capabilitiesOf } from "../store/capabilities.js";
 import { rebuildError, type TransferredError } from "../store/error-transfer.js";
 import type { ExecutionRow, Json, StoredStep } from "../store/records.js";
 import type { FiledStart, FiledStartAnswer, StartFiling, StartProgress } from "../store/start-filing.js";
@@ -40,18 +41,23 @@ import { asPhronomyError } from "./session.js";
 /** What the filer needs of a store that files starts (PostgreSQL). */
 export interface StartInboxStore {
   fileStart(filing: Omit<StartFiling, "filedBy">): Promise<FiledStartAnswer>;
+  /** Cancels a start still filed (any process that may write, one taking
+   * no share included); what it found. */
+  cancelFiledStart(executionId: string, error: string, at: number): Promise<{ readonly agentId: string; readonly state: "cancelled" | "claimed" | "settled" } | undefined>;
+  /** Whether this process takes a share of the partitions: starts are
+   * filed for it, and it files its own for their owners. One that takes
+   * none (`balance: false`, the CLI's commands) runs its starts or
+   * refuses them. */
+  readonly balancing: boolean;
   readStarts(follows: readonly { readonly executionId: string; readonly afterSeq: number }[]): Promise<StartProgress[]>;
-  /** Set by the filer: called with the execution id of a start it filed
-   * when its owner wrote it or refused it; undefined when anything may
-   * have moved (docs/decisions/0047). */
-  onFiledStartMoved?: ((executionId: string | undefined) => void) | undefined;
-  /** Whether `onFiledStartMoved` is called now (the listener is up). */
+  /** Whether the store's `filedStartMoved` signal is heard now (its
+   * listener is up, docs/decisions/0047): when not, the filer polls. */
   readonly hearsFiledStarts?: boolean;
 }
 
+/** The store's start inbox, when it declares one. */
 export function startInboxStoreOf(store: object): StartInboxStore | undefined {
-  const candidate = store as Partial<StartInboxStore>;
-  return typeof candidate.fileStart === "function" && typeof candidate.readStarts === "function" ? (store as StartInboxStore) : undefined;
+  return capabilitiesOf(store).startInbox ? (store as StartInboxStore) : undefined;
 }
 
 /** Starts one environment follows at once (filing included). */
@@ -97,12 +103,11 @@ export class RemoteStarts {
   private reading: Promise<void> | undefined;
   private readAgain = false;
 
-  constructor(private readonly store: StartInboxStore, private readonly settings: DeliverySettings) {
-    if ("onFiledStartMoved" in store || "hearsFiledStarts" in store) store.onFiledStartMoved = (executionId) => this.heard(executionId);
-  }
+  constructor(private readonly store: StartInboxStore, private readonly settings: DeliverySettings) {}
 
-  /** The owner wrote (or refused) a start filed here: read it soon. */
-  private heard(executionId: string | undefined): void {
+  /** The owner wrote (or refused) a start filed here (the store's
+   * `filedStartMoved` signal): read it soon. */
+  heard(executionId: string | undefined): void {
     if (this.closed) return;
     if (executionId === undefined) {
       for (const follow of this.follows.values()) this.moved.add(follow.executionId);

@@ -26,7 +26,7 @@ import {
   addPruneCounts, journalRecordsKept, noPruneCounts, pruneBatchExecutionsMax, pruneExceptionsMax, type PruneCounts,
   type PruneExecutionsOperation, type PruningStore,
 } from "../store/prune.js";
-import { checkId } from "../store/check-operation.js";
+import { checkId } from "../store/check-id.js";
 /** The environment's logger (`options.ts` Logger: not imported, which would close a circle). */
 interface Logger {
   warn(message: string): void;

@@ -28,7 +28,7 @@ import { endedOutcomeOf } from "../store/cancel-filing.js";
 import type { ExecutionMetadata, ExecutionRow, Json, ReopenExecutionOperation, StoredStep, ToolCallRecord } from "../store/records.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { ControlLoop } from "./control-loop.js";
-import type { Coordinator } from "./coordinator.js";
+import type { CoordinatorCalls } from "./coordinator-calls.js";
 import { emitToWaiter, settleWaiterWithError } from "./delivery.js";
 import { settleFromRow } from "./durable-outcome.js";
 import type { ApprovalRequest } from "./events.js";
@@ -43,7 +43,7 @@ import type { EventListener } from "./events.js";
 
 /** What `env.retry` needs of its environment. */
 export interface RetryHost {
-  readonly coordinator: Coordinator;
+  readonly coordinator: CoordinatorCalls;
   readonly loop: ControlLoop;
   readonly store: ExecutionStore;
   /** Uses the row's conversation (its core entry, kept until `done`), or
@@ -186,7 +186,7 @@ export function planRetry(row: ExecutionRow, steps: readonly StoredStep[]): Retr
  * it is released at once, the retry failing with the store's error; the
  * read failing too → it stays held, and `env.recover()` reads the row and
  * resolves it. */
-export function reopenInstalled(coordinator: Coordinator, entry: ExecutionEntry, request: RecoveryRequest, handle: number, proceed: () => void): void {
+export function reopenInstalled(coordinator: CoordinatorCalls, entry: ExecutionEntry, request: RecoveryRequest, handle: number, proceed: () => void): void {
   const reopen = request.reopen!;
   request.reopen = undefined;
   const reopened = request.row;

@@ -5,23 +5,14 @@
 // checked here.
 
 import { InvalidInputError } from "../errors.js";
-import type { ApprovalCommitOperation, ExecutionStatusName, OffloadOperation, OutcomeName, ReopenExecutionOperation, TerminalCommitOperation } from "./records.js";
-
-/** Ids are keys and appear in every error message; 200 characters is far
- * above any generated id and keeps messages and indexes small. */
-export const idLengthMax = 200;
+import { checkId } from "./check-id.js";
+import type { OffloadOperation } from "./offload-operation.js";
+import type { ApprovalCommitOperation, ExecutionStatusName, OutcomeName, ReopenExecutionOperation, TerminalCommitOperation } from "./records.js";
 
 const operationTypes: ReadonlySet<string> = new Set([
   "prepareExecution", "providerBarrier", "toolBarrier", "terminalCommit", "approvalCommit", "ensureAgent", "closeAgent",
   "purgeAgent", "enqueueMessage", "cancelQueued", "reopenExecution",
 ]);
-
-export function checkId(value: unknown, field: string): string {
-  if (typeof value !== "string" || value.length === 0 || value.length > idLengthMax) {
-    throw new InvalidInputError(`${field} must be a non-empty string of at most ${idLengthMax} characters, got ${JSON.stringify(value)}`);
-  }
-  return value;
-}
 
 export function checkOperation(operation: OffloadOperation): void {
   if (typeof operation !== "object" || operation === null || !operationTypes.has(operation.type)) {

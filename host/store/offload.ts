@@ -56,7 +56,7 @@
 
 import { InvalidInputError, OffloadFullError, StoreError, type PhronomyError } from "../errors.js";
 import { rebuildError } from "./error-transfer.js";
-import type { OffloadOperation, OffloadResult } from "./records.js";
+import type { OffloadOperation, OffloadResult } from "./offload-operation.js";
 import type { StoreWorker } from "./sqlite/start-worker.js";
 import type { Settlement } from "./sqlite/transaction.js";
 import type { TransferredSettlement, WorkerReply, WorkerRequest } from "./sqlite/worker-protocol.js";

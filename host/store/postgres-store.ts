@@ -33,10 +33,11 @@ import type { PostgresStoreOptions } from "./postgres/options.js";
 import * as queue from "./postgres/queue.js";
 import type { CancelQueuedOperation, CancelQueuedResult, EnqueueMessageOperation, EnqueueMessageResult, QueuedMessage } from "./queue.js";
 import { randomUUID } from "node:crypto";
-import { hostname } from "node:os";
 import type pg from "pg";
 import { InvalidInputError, PhronomyError, StoreError } from "../errors.js";
-import { checkId, checkListFilter, checkOperation } from "./check-operation.js";
+import { quietSignals, type StoreCapabilities, type StoreSignals } from "./capabilities.js";
+import { checkId } from "./check-id.js";
+import { checkListFilter, checkOperation } from "./check-operation.js";
 import { createPool, parseLocation, poolSizeDefault, poolSizeMax } from "./postgres/connection.js";
 import { ConnectionLost, GroupCommit, groupsInFlightDefault, NotConnected } from "./postgres/group-commit.js";
 import { JournalTails } from "./postgres/journal-tails.js";
@@ -45,7 +46,8 @@ import { ReadBatches } from "./postgres/read-batches.js";
 import { InstanceLock, checkInstanceId } from "./postgres/instance-lock.js";
 import { PartitionBook } from "./postgres/partition-book.js";
 import * as partitions from "./postgres/partitions.js";
-import { applyOperation, type Fence } from "./postgres/operations.js";
+import type { Fence } from "./postgres/leases.js";
+import { applyOperation } from "./postgres/operations.js";
 import {
   compareAndSetStatement, explainCompareAndSetRefusal, explainPrepareRefusal, isGrouped, prepareStatement, readKnownRow,
   type GroupedOperation, type KnownRow, type Statement,
@@ -64,8 +66,9 @@ import * as reads from "./postgres/reads.js";
 import { migrate, schemaVersion } from "./postgres/schema.js";
 import { checkPruneOperation, type PruneCounts, type PruneExecutionsOperation } from "./prune.js";
 import { postgresPruneBatchExecutions } from "./postgres/prune.js";
+import type { OffloadOperation, OffloadResult } from "./offload-operation.js";
 import type {
-  AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, OffloadOperation, OffloadResult, PurgeAgentResult,
+  AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, PurgeAgentResult,
   PrepareExecutionOperation, StoreOperation, StoreResult, StoredStep,
 } from "./records.js";
 import { executionListMax, journalReadMax } from "./sqlite/reads.js";
@@ -146,21 +149,20 @@ export class PostgresStore implements ExecutionStore {
   private readonly leaseBook: PartitionBook;
   /** Partitions reclaimed at open from a dead process of this instance id. */
   reclaimedPartitions: readonly partitions.PartitionGrant[] = [];
-  /** Called when partitions were taken in the background (after
-   * `onLeaseAcquired` for the agents asked for in them): their other
-   * unfinished executions are recovered (`markPartitionsScanned` then). */
-  onPartitionsAcquired: ((grants: readonly partitions.PartitionGrant[]) => void) | undefined;
-  /** Called when the background retry takes over an agent this process
-   * asked for (`acquireLease`) and did not hold: recover it now. */
-  onLeaseAcquired: ((agentId: string, grant: leases.LeaseGrant) => void) | undefined;
-  /** Called when one of the store's connections failed (its backend was
-   * terminated, its socket dropped): for the log. The operation using it
-   * fails with `StoreError` (or reads back its outcome); the pool opens a
-   * new connection for the next one. */
-  onConnectionLost: ((error: Error) => void) | undefined = undefined;
-  /** The conversations with an execution running here (set by the
-   * runtime): their partitions are given up last when balancing. */
-  runningAgents: (() => Iterable<string>) | undefined = undefined;
+  /** Everything the runtime uses: leases by partition, both inboxes, the
+   * queue, pruning. */
+  readonly capabilities: StoreCapabilities = {
+    leases: true, partitions: true, approvalInbox: true, startInbox: true, queue: true, queueReads: true, pruning: true,
+  };
+  /** Where the store's signals go (`listen`): partitions taken in the
+   * background (after `leaseAcquired` for the agents asked for in them: their
+   * other unfinished executions are recovered, `markPartitionsScanned`
+   * then), a lease asked for and taken over later, a connection lost (for
+   * the log: the operation using it fails with `StoreError` or reads back
+   * its outcome, and the pool opens a new connection for the next one),
+   * decisions and starts filed. It also answers which conversations run
+   * here: their partitions are given up last when balancing. */
+  private signals: StoreSignals = quietSignals;
   /** Preparations in flight, by partition: busy before the runtime knows
    * (between a preparation's answer and its execution's install on the
    * loop neither counts it: a balance tick landing there fences it as
@@ -175,7 +177,7 @@ export class PostgresStore implements ExecutionStore {
 
   private busyPartitions(): Set<number> {
     const busy = new Set(this.preparing.keys());
-    for (const agentId of this.runningAgents?.() ?? []) busy.add(this.leaseBook.partitionOf(agentId));
+    for (const agentId of this.signals.runningAgents()) busy.add(this.leaseBook.partitionOf(agentId));
     return busy;
   }
 
@@ -195,8 +197,8 @@ export class PostgresStore implements ExecutionStore {
     this.leaseMs = leaseMs;
     this.leaseOwner = instance.instanceId;
     this.leaseBook = new PartitionBook(pool, () => instance.session, this.leaseOwner, leaseMs, partitionCount, {
-      acquired: (agentId, grant) => this.onLeaseAcquired?.(agentId, grant),
-      partitionsAcquired: (grants) => this.onPartitionsAcquired?.(grants),
+      acquired: (agentId, grant) => this.signals.leaseAcquired(agentId, grant),
+      partitionsAcquired: (grants) => this.signals.partitionsAcquired(grants),
       afterPass: () => this.pollInbox(),
       closing: () => this.closing !== undefined,
       busy: () => this.busyPartitions(),
@@ -220,7 +222,7 @@ export class PostgresStore implements ExecutionStore {
     // A connection that dies (server restart, pg_terminate_backend) must
     // not crash the process; the operation using it reports the failure.
     let opened: PostgresStore | undefined;
-    const pool = createPool(location, poolSize, (error) => opened?.onConnectionLost?.(error));
+    const pool = createPool(location, poolSize, (error) => opened?.signals.connectionLost(error));
     // The instance's session lock is taken on a connection of its own, in
     // parallel with the schema check (docs/decisions/0049).
     const { connectionString, options: sessionOptions, types, application_name, connectionTimeoutMillis } = pool.options;
@@ -611,7 +613,7 @@ export class PostgresStore implements ExecutionStore {
    * process's (one statement; epoch + 1 on a takeover). From now on every
    * write of the agent is fenced, the lease is renewed every third of
    * `leaseMs`, and while it is not held this process keeps trying to take
-   * it (then calls `onLeaseAcquired`). Resolves with the grant, or with the
+   * it (then signals `leaseAcquired`). Resolves with the grant, or with the
    * live owner that refused it. */
   async acquireLease(agentId: string): Promise<leases.LeaseAcquisition> {
     checkId(agentId, "agentId");
@@ -670,7 +672,7 @@ export class PostgresStore implements ExecutionStore {
 
   /** The epoch the agent's partition is held at here (its admission
    * window may have lapsed until the next renewal), if it is held. */
-  partitionEpochOf(agentId: string): number | undefined {
+  heldEpochOf(agentId: string): number | undefined {
     return this.leaseBook.heldEpoch(agentId);
   }
 
@@ -733,9 +735,6 @@ export class PostgresStore implements ExecutionStore {
 
   // -- approval inbox (docs/decisions/0011-approval-inbox.md) ------------------------------
 
-  /** Called with an agent this process holds when a decision may wait for
-   * it in the inbox: on a notification, and on the lease tick's poll. */
-  onApprovalFiled: ((agentId: string) => void) | undefined;
   private inboxListener: InboxListener | undefined;
   /** Agents announced by a notification or the poll, not claimed since. */
   private readonly announcedAgents = new Set<string>();
@@ -772,7 +771,7 @@ export class PostgresStore implements ExecutionStore {
   private announceDecision(agentId: string): void {
     if (this.announcedAgents.size >= announcedAgentsMax) this.announcedAgents.clear();
     this.announcedAgents.add(agentId);
-    this.onApprovalFiled?.(agentId);
+    this.signals.approvalFiled(agentId);
   }
 
   /** Files a start for the process holding its conversation's partition
@@ -827,16 +826,6 @@ export class PostgresStore implements ExecutionStore {
     this.filerChannels.set(executionId, channel);
   }
 
-  /** Called when a start filed for a partition held here may be waiting
-   * (a notification on the start channel, the lease tick, a reconnection):
-   * claim them all (`claimFiledStarts`). */
-  onStartsFiled: (() => void) | undefined;
-
-  /** Called when a start this process filed moved (its owner wrote it, or
-   * refused it): its execution id; undefined after the listener
-   * (re)connected, when anything may have moved meanwhile. */
-  onFiledStartMoved: ((executionId: string | undefined) => void) | undefined;
-
   /** Whether this store's filer hears its starts move (its listener is up):
    * when not, the filer polls. */
   get hearsFiledStarts(): boolean {
@@ -853,8 +842,27 @@ export class PostgresStore implements ExecutionStore {
     return this.read(() => inbox.approvalDecided(this.pool, checkId(executionId, "executionId"), approvalId));
   }
 
-  /** LISTENs on the inbox channel now (an owner of partitions: starts are
-   * filed for it before it uses any conversation, docs/decisions/0031). */
+  /** The runtime listens. A balancing owner LISTENs on the inbox channel
+   * now: starts are filed for it before it uses any conversation
+   * (docs/decisions/0031); one that takes no share (`balance: false`)
+   * from its first lease on. The signals: `startsFiled` when a start filed
+   * for a partition held here may wait (a notification, the lease tick, a
+   * reconnection: claim them all, `claimFiledStarts`); `filedStartMoved`
+   * when a start filed here moved (undefined after the listener
+   * reconnected: anything may have moved); `approvalFiled` for a held
+   * agent a decision may wait for (a notification, the tick's poll). */
+  listen(signals: StoreSignals): void {
+    this.signals = signals;
+    if (this.balancing) this.listenToInbox();
+  }
+
+  /** @internal The signals the store sends now (`listen`'s): a test
+   * wraps one by listening again with the others kept. */
+  get listening(): StoreSignals {
+    return this.signals;
+  }
+
+  /** LISTENs on the inbox channel without a runtime (tests of the store). */
   listenForDecisions(): void {
     this.listenToInbox();
   }
@@ -870,14 +878,14 @@ export class PostgresStore implements ExecutionStore {
       { connectionString, options, types, application_name, connectionTimeoutMillis },
       [filerChannel, startChannel, this.inboxChannel()],
       (channel, payload) => {
-        if (channel === filerChannel) return this.onFiledStartMoved?.(payload);
+        if (channel === filerChannel) return this.signals.filedStartMoved(payload);
         startTiming.agentNotified(payload);
         if (this.leaseOf(payload) === undefined) return;
-        if (channel === startChannel) this.onStartsFiled?.();
+        if (channel === startChannel) this.signals.startsFiled();
         else this.announceDecision(payload);
       },
       () => {
-        this.onFiledStartMoved?.(undefined);
+        this.signals.filedStartMoved(undefined);
         void this.pollInbox();
       },
     );
@@ -888,8 +896,8 @@ export class PostgresStore implements ExecutionStore {
    * (notifications can be lost while the listener reconnects). */
   private async pollInbox(): Promise<void> {
     if (this.closing !== undefined) return;
-    this.onStartsFiled?.();
-    if (this.onApprovalFiled === undefined) return;
+    this.signals.startsFiled();
+    if (this.signals === quietSignals) return;
     const held = this.leaseBook.heldPartitions();
     try {
       const began = startTiming.now();

@@ -24,7 +24,8 @@
 //   caller repeats, yielding in between.
 
 import { InvalidInputError } from "../errors.js";
-import { checkId } from "./check-operation.js";
+import { checkId } from "./check-id.js";
+import { capabilitiesOf } from "./capabilities.js";
 
 /** Most executions one prune transaction deletes, on any store. A pass
  * starts at the store's own batch (`PruningStore.pruneBatchExecutions`)
@@ -89,7 +90,10 @@ export interface PruningStore {
   pruneExecutions(operation: PruneExecutionsOperation): Promise<PruneCounts>;
 }
 
+/** The store as a pruning store, when it declares pruning and names a
+ * batch in range. */
 export function pruningStoreOf(store: object): PruningStore | undefined {
+  if (!capabilitiesOf(store).pruning) return undefined;
   const given = store as Partial<PruningStore>;
   const batch = given.pruneBatchExecutions;
   const valid = typeof given.pruneExecutions === "function" && Number.isInteger(batch) && batch! >= 1 && batch! <= pruneBatchExecutionsMax;

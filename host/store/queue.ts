@@ -21,6 +21,7 @@
 //   reads `executions` only): the runtime reads them with `queuedMessages`
 //   and admits the head once the conversation is idle.
 
+import { capabilitiesOf } from "./capabilities.js";
 import type { ExecutionStore } from "./store.js";
 import type { ExecutionRow, Json, StoredError } from "./records.js";
 
@@ -99,15 +100,14 @@ export interface QueueReader {
   listQueuedMessages(filter: { readonly agentId?: string; readonly limit: number }): Promise<QueuedMessage[]>;
 }
 
+/** The store's reads of queued messages, when it declares them. */
 export function queueReaderOf(store: ExecutionStore): QueueReader | undefined {
-  const candidate = store as Partial<QueueReader>;
-  return typeof candidate.queuedMessage === "function" && typeof candidate.listQueuedMessages === "function" ? candidate as QueueReader : undefined;
+  return capabilitiesOf(store).queueReads ? store as unknown as QueueReader : undefined;
 }
 
+/** The store's conversation queues, when it declares them. */
 export function queueStoreOf(store: ExecutionStore): QueueStore | undefined {
-  const candidate = store as Partial<QueueStore>;
-  return typeof candidate.enqueueMessage === "function" && typeof candidate.cancelQueued === "function" && typeof candidate.queuedMessages === "function"
-    ? candidate as QueueStore : undefined;
+  return capabilitiesOf(store).queue ? store as unknown as QueueStore : undefined;
 }
 
 /** A queued message as an execution row: status and phase `queued`,

@@ -4,11 +4,9 @@
 // structured-clone safe (no functions, no class instances), because they
 // cross into the offload worker.
 
-import type { PruneCounts, PruneExecutionsOperation } from "./prune.js";
-import type { CancelQueuedOperation, CancelQueuedResult, EnqueueMessageOperation, EnqueueMessageResult, QueueOperation } from "./queue.js";
+import type { Json, StoredError, UsageTotals } from "../words.js";
 
-/** JSON-safe values: what the store persists in its JSON columns. */
-export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type { Json, StoredError, UsageTotals };
 
 /** `queued`: a message waiting behind its conversation's running execution
  * (`onBusy: "enqueue"`, `host/store/queue.ts`); it is no execution yet. */
@@ -24,26 +22,6 @@ export type PhaseName =
 /** How an execution ended (`completed`, `failed`, `handed_off`,
  * `coordination_wait`) or paused (`suspended`). */
 export type OutcomeName = "completed" | "failed" | "suspended" | "handed_off" | "coordination_wait";
-
-/** A typed error as stored: its stable code, message and optional details. */
-export interface StoredError {
-  /** The `PhronomyError` code (or the CLI's). */
-  readonly code: string;
-  /** What happened and what to do. */
-  readonly message: string;
-  /** The error's details, as JSON. */
-  readonly details?: Json;
-}
-
-/** Tokens used, summed over model calls. */
-export interface UsageTotals {
-  /** Prompt tokens. */
-  readonly inputTokens: number;
-  /** Completion tokens. */
-  readonly outputTokens: number;
-  /** As the provider reports it (usually input + output). */
-  readonly totalTokens: number;
-}
 
 /** One tool call of a batch, as written in the tool barrier before the
  * batch runs. The idempotency key is `executionId:callId`. */
@@ -351,18 +329,6 @@ export interface PurgeAgentResult {
   readonly purged: boolean;
   readonly executionsDeleted: number;
 }
-
-/** Everything the offload accepts (pruning: `prune.ts`; queues: `queue.ts`). */
-export type OffloadOperation = StoreOperation | AgentLifecycleOperation | PruneExecutionsOperation | QueueOperation;
-
-/** What each operation the offload accepts answers. */
-export type OffloadResult<O extends OffloadOperation> =
-  O extends StoreOperation ? StoreResult<O>
-  : O extends PurgeAgentOperation ? PurgeAgentResult
-  : O extends PruneExecutionsOperation ? PruneCounts
-  : O extends EnqueueMessageOperation ? EnqueueMessageResult
-  : O extends CancelQueuedOperation ? CancelQueuedResult
-  : AgentRow;
 
 // -- reads --------------------------------------------------------------------
 

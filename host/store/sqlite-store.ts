@@ -26,9 +26,11 @@
 
 import { randomUUID } from "node:crypto";
 import type { StoreError } from "../errors.js";
-import { checkId, checkOperation } from "./check-operation.js";
+import { checkId } from "./check-id.js";
+import { checkOperation } from "./check-operation.js";
 import type { Offload, OffloadPolicy, OffloadStatistics } from "./offload.js";
-import type { AgentRow, OffloadOperation, OffloadResult, PurgeAgentResult, StoreOperation, StoreResult } from "./records.js";
+import type { OffloadOperation, OffloadResult } from "./offload-operation.js";
+import type { AgentRow, PurgeAgentResult, StoreOperation, StoreResult } from "./records.js";
 import { checkPruneOperation, type PruneCounts, type PruneExecutionsOperation } from "./prune.js";
 import { sqlitePruneBatchExecutions } from "./sqlite/prune.js";
 import type { ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, FiledDecision } from "./inbox-records.js";
@@ -40,6 +42,7 @@ import type { StoreOwnership } from "./sqlite/ownership.js";
 import type { SynchronousMode } from "./sqlite/schema.js";
 import { SqliteReadableStore } from "./sqlite/readable-store.js";
 import type { ExecutionStore } from "./store.js";
+import { quietSignals, type StoreCapabilities, type StoreSignals } from "./capabilities.js";
 import type { CancelQueuedOperation, CancelQueuedResult, EnqueueMessageOperation, EnqueueMessageResult } from "./queue.js";
 import type { SqliteVisitorStore } from "./sqlite-visitor.js";
 
@@ -70,7 +73,11 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
   private inboxPoll: NodeJS.Timeout | undefined;
   private readonly fileCheck: NodeJS.Timeout;
   private dataVersion = -1;
-  private approvalFiled: ((agentId: string) => void) | undefined;
+  private signals: StoreSignals = quietSignals;
+  /** One owner per file: no leases, partitions or filed starts. */
+  readonly capabilities: StoreCapabilities = {
+    leases: false, partitions: false, approvalInbox: true, startInbox: false, queue: true, queueReads: true, pruning: true,
+  };
 
   private constructor(path: string, synchronous: SynchronousMode, connection: SqliteConnection, offload: Offload, ownership: StoreOwnership) {
     super(path, connection);
@@ -181,17 +188,12 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
 
   // -- the approval inbox, owner's side (docs/decisions/0015) ----------------------
 
-  /** @internal Called with each agent that has a decision to claim; setting it starts
-   * the poll (and looks once at once: decisions filed while no one owned
-   * the store). */
-  get onApprovalFiled(): ((agentId: string) => void) | undefined {
-    return this.approvalFiled;
-  }
-
-  /** @internal */
-  set onApprovalFiled(listener: ((agentId: string) => void) | undefined) {
-    this.approvalFiled = listener;
-    if (listener === undefined || this.inboxPoll !== undefined || this.closing !== undefined) return;
+  /** The runtime listens: each agent with a decision to claim is told
+   * (`approvalFiled`), from a poll that starts now and looks once at once
+   * (decisions filed while no one owned the store). */
+  listen(signals: StoreSignals): void {
+    this.signals = signals;
+    if (this.inboxPoll !== undefined || this.closing !== undefined) return;
     this.inboxPoll = setInterval(() => this.pollInbox(), inboxPollMs);
     this.inboxPoll.unref();
     this.pollInbox();
@@ -226,13 +228,12 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
    * connection other than this one committed since the last look. A
    * failure is left to the next tick. */
   private pollInbox(): void {
-    const listener = this.approvalFiled;
-    if (listener === undefined || this.closing !== undefined) return;
+    if (this.signals === quietSignals || this.closing !== undefined) return;
     try {
       const version = Number(this.connection.prepare("PRAGMA data_version").get()?.["data_version"]);
       if (version === this.dataVersion) return;
       this.dataVersion = version;
-      for (const agentId of inbox.agentsWithDecisions(this.connection, this.ownerToken)) listener(agentId);
+      for (const agentId of inbox.agentsWithDecisions(this.connection, this.ownerToken)) this.signals.approvalFiled(agentId);
     } catch {
       this.dataVersion = -1; // look again next tick
     }

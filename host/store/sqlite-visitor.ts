@@ -19,7 +19,7 @@
 //   await visitor.close();
 
 import { StoreError } from "../errors.js";
-import { checkId } from "./check-operation.js";
+import { checkId } from "./check-id.js";
 import type { DecisionFiling, DecisionProgress, FiledDecision } from "./inbox-records.js";
 import type { AgentRow, PurgeAgentResult, StoreOperation, StoreResult } from "./records.js";
 import type { SqliteConnection } from "./sqlite/driver.js";
@@ -29,6 +29,7 @@ import { openInboxConnection, openVisitorConnection } from "./sqlite/visitor-con
 import { checkPath } from "./sqlite/store-path.js";
 import { SqliteReadableStore } from "./sqlite/readable-store.js";
 import type { ExecutionStore } from "./store.js";
+import type { StoreCapabilities } from "./capabilities.js";
 
 /** A SQLite store opened beside its live owner (`SqliteStore.openVisitor`,
  * docs/decisions/0015): reads, and decisions and cancels filed in the
@@ -36,8 +37,11 @@ import type { ExecutionStore } from "./store.js";
 export class SqliteVisitorStore extends SqliteReadableStore implements ExecutionStore {
   /** Marks a visitor for `Phronomy.open` (no starts, no recovery). */
   readonly visitor = true;
-  /** @internal The owner's hook; a visitor never applies decisions, so never called. */
-  onApprovalFiled: ((agentId: string) => void) | undefined;
+  /** Files decisions and reads the queue; owns nothing, so claims nothing
+   * (its `claimDecisions` refuses). */
+  readonly capabilities: StoreCapabilities = {
+    leases: false, partitions: false, approvalInbox: true, startInbox: false, queue: false, queueReads: true, pruning: false,
+  };
   private inboxConnection: SqliteConnection | undefined;
   private closed = false;
 

@@ -15,6 +15,7 @@
 // in flight when the SQLite store's worker died, docs/decisions/0021).
 
 import { StoreError } from "../errors.js";
+import type { StoreCapabilities, StoreSignals } from "./capabilities.js";
 import type {
   AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, PurgeAgentResult, StoreOperation, StoreResult, StoredStep,
 } from "./records.js";
@@ -31,6 +32,16 @@ export interface ExecutionStore {
    * file removed or replaced, its worker lost for good): every write is
    * refused with it, and the environment refuses starts with it. */
   readonly failure?: StoreError | undefined;
+
+  /** What the store can do beyond reads and writes (leases, partitions,
+   * the inboxes, the queue, pruning), declared once; absent: nothing
+   * (`capabilities.ts`). `Phronomy.open` checks it against the methods. */
+  readonly capabilities?: StoreCapabilities;
+
+  /** Tells the store where to send its signals (a lease taken over, a
+   * decision filed, a connection lost); the runtime calls it once, at
+   * open. A store with no signals need not implement it. */
+  listen?(signals: StoreSignals): void;
 
   /** Runs one store operation (SPEC §4.1) as one transaction. */
   run<O extends StoreOperation>(operation: O): Promise<StoreResult<O>>;

@@ -28,19 +28,6 @@ async function readAll(stream: ReadableStream<ChatChunk>): Promise<ChatChunk[]> 
   return chunks;
 }
 
-/** Reads `count` chunks, then leaves (as a client whose connection dropped). */
-async function readSome(stream: ReadableStream<ChatChunk>, count: number): Promise<ChatChunk[]> {
-  const chunks: ChatChunk[] = [];
-  const reader = stream.getReader();
-  while (chunks.length < count) {
-    const next = await reader.read();
-    if (next.done) break;
-    chunks.push(next.value);
-  }
-  await reader.cancel();
-  return chunks;
-}
-
 /** The final message the AI SDK builds from these chunks. */
 async function messageOf(chunks: readonly ChatChunk[], message?: UIMessage): Promise<UIMessage> {
   const stream = new ReadableStream<ChatChunk>({

@@ -40,7 +40,7 @@ function executionIn(phase: number): { core: ControlCore; session: number } {
   step(M.RegisterAgent, 0);
   step(M.Start, 0, 1, 1, 0);
   step(M.InitialPreparationReady, 0, 1, 1, PreparationOutcome.Active, revision, 0, 1);
-  let session = 1;
+  const session = 1;
   const providerBarrier = () => { step(M.ProviderDispatchReady, 0, 1, session, revision, CommitOutcome.Committed, revision + 1); revision += 1; step(M.OperationSettled, 0, 1); };
   const toolBarrier = () => { step(M.ToolDispatchReady, 0, 1, session, revision, CommitOutcome.Committed, revision + 1, 1); revision += 1; step(M.OperationSettled, 0, 1); };
   if (phase === Phase.CallingLlm) return { core, session };

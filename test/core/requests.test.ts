@@ -12,7 +12,7 @@
 
 import { expect } from "vitest";
 import {
-  AdmissionState, Continuation, ExecutionFlag, ExecutionStatus, MessageKind, OutcomeType, Phase, RecoveryScope, ResultCode,
+  AdmissionState, ExecutionFlag, ExecutionStatus, MessageKind, OutcomeType, Phase, RecoveryScope, ResultCode,
   SessionEnding, SessionEventKind, SetupFailure, Submission,
 } from "../../assembly/abi.js";
 import { changedExecution, describeDecisions, effect, type Driver } from "./driver.js";

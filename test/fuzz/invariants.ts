@@ -4,6 +4,7 @@
 // detail of either machine.
 
 import { AdmissionState, AgentLifecycle, EffectKind, MessageKind, OutcomeType } from "../../assembly/abi.js";
+import { checkConversationInvariants } from "./conversation-invariants.js";
 import type { CoreEffect } from "../../host/core/effects.js";
 import type { CoreSnapshot } from "../../host/core/machine.js";
 import type { Message } from "./message-stream.js";
@@ -43,7 +44,8 @@ export function checkInvariants(step: Step): string | undefined {
     dischargeReleasesOnlyQuiescentRecovery(step) ??
     agentDischargeReleasesOnlyAnUnboundHold(step) ??
     releasedExecutionLeavesNoWaiter(step) ??
-    countersAgree(step.after);
+    countersAgree(step.after) ??
+    checkConversationInvariants(step);
 }
 
 /** Each execution is held by exactly one admission: its agent's. */

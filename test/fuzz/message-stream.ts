@@ -7,11 +7,12 @@
 // deterministic, so fast-check can shrink a failing stream of intents.
 
 import {
-  AdmissionState, AgentLifecycle, CommitOutcome, Continuation, EffectKind, Limit, MessageKind, OutcomeType, Phase, PreparationOutcome,
+  AdmissionState, AgentLifecycle, CommitOutcome, Continuation, EffectKind, Limit, MessageKind, MessageKindLimit, OutcomeType, Phase, PreparationOutcome,
   SessionEnding, SessionEventKind, Submission, ExecutionStatus, ExecutionFlag, ExecutionFlagMask,
 } from "../../assembly/abi.js";
 import type { CoreEffect } from "../../host/core/effects.js";
 import type { CoreSnapshot } from "../../host/core/machine.js";
+import { conversationMessage } from "./conversation-messages.js";
 
 export interface Intent {
   readonly kind: number;
@@ -156,6 +157,8 @@ export class MessageStream {
       (i) => this.refuseSubmission(i),
       (i) => this.setDraining(i),
       (i) => this.garbage(i),
+      // The conversation lifecycle (docs/decisions/0062).
+      ...Array.from({ length: 6 }, () => (i: Intent) => this.conversation(i)),
     ];
   }
 
@@ -536,7 +539,15 @@ export class MessageStream {
   /** Arbitrary integers, including out-of-range kinds and values. */
   private garbage(intent: Intent): Message {
     const words = [intent.pick, intent.variant, intent.noise, U32_MAX, intent.pick ^ intent.noise, 0, intent.noise >>> 3];
-    return message(intent.noise % 30, ...words);
+    return message(intent.noise % (MessageKindLimit.End + 2), ...words);
+  }
+
+  /** A conversation lifecycle message fitting the phase its record is in. */
+  private conversation(intent: Intent): Message {
+    if (this.agents.length === 0) return this.registerAgent(intent);
+    const agent = this.pickAgent(intent);
+    const record = this.tables?.agents[agent.slot]?.generation === agent.generation ? this.tables.conversations[agent.slot] : undefined;
+    return conversationMessage(intent, agent, record, this.request());
   }
 
   // -- what the stream can refer to -------------------------------------------

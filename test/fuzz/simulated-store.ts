@@ -14,8 +14,9 @@
 // second store, committing everything at once, on the rows the first left.
 
 import { ExecutionRehydrationRequiredError, StoreError } from "../../host/errors.js";
+import type { OffloadOperation } from "../../host/store/offload-operation.js";
 import type {
-  AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, OffloadOperation, PurgeAgentResult, StoreOperation,
+  AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, PurgeAgentResult, StoreOperation,
   StoreResult, StoredStep,
 } from "../../host/store/records.js";
 import { openSqlite, type SqliteConnection } from "../../host/store/sqlite/driver.js";

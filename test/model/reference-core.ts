@@ -41,6 +41,7 @@ import type {
   CoreSnapshot,
   ExecutionRecordView,
 } from "../../host/core/machine.js";
+import { ReferenceConversations } from "./reference-conversations.js";
 
 // ---------------------------------------------------------------------------
 // The FSM table (docs/core.md, "The FSM table"): phase × event → phase, with
@@ -227,6 +228,14 @@ export class ReferenceCore implements ControlMachine {
   private readonly freeExecutions: number[] = [];
 
   private effects: number[] = [];
+  /** The conversation lifecycle, one record per agent slot. */
+  private readonly conversations = new ReferenceConversations({
+    emit: (kind, a, b, c, d) => this.emit(kind, a, b, c, d),
+    drop: (kind, code) => this.drop(kind, code),
+    refuse: (request, code) => this.refuse(request, code),
+    checkAgent: (slot, generation) => this.checkAgent(slot, generation),
+    agent: (slot) => this.agentAt(slot),
+  });
   /** The generation a never-used slot starts at (1 unless seeded). */
   private firstGeneration = 1;
 
@@ -268,8 +277,8 @@ export class ReferenceCore implements ControlMachine {
       case MessageKind.DischargeAgentRecovery: return this.dischargeAgentRecovery(A, B);
       case MessageKind.CancelSuspended: return this.cancelSuspended(A, B, C);
       case MessageKind.CancelCommitReady: return this.cancelCommitReady(A, B, C, D, E, F);
-      // Retired kinds (16, 17) and unknown ones.
-      default: return ResultCode.MessageKindUnknown;
+      // The conversation lifecycle, else retired kinds (16, 17) and unknown ones.
+      default: return this.conversations.apply(k, A, B, C, D, E, F) ?? ResultCode.MessageKindUnknown;
     }
   }
 
@@ -306,6 +315,7 @@ export class ReferenceCore implements ControlMachine {
       admittingAgents: this.admittingAgents,
       liveExecutions: this.liveExecutions,
       agents,
+      conversations: this.conversations.views(this.agents.length),
       executions,
     };
   }
@@ -333,16 +343,20 @@ export class ReferenceCore implements ControlMachine {
   /** A slot from the free list (most recently freed first), else the next
    * never-used slot, else -1. */
   private allocateAgentSlot(): number {
-    const reused = this.freeAgents.pop();
-    if (reused !== undefined) return reused;
-    if (this.agents.length >= this.agentsMax) return -1;
-    this.agents.push(freshAgent(this.firstGeneration));
-    return this.agents.length - 1;
+    let slot = this.freeAgents.pop();
+    if (slot === undefined) {
+      if (this.agents.length >= this.agentsMax) return -1;
+      this.agents.push(freshAgent(this.firstGeneration));
+      slot = this.agents.length - 1;
+    }
+    this.conversations.opened(slot);
+    return slot;
   }
 
   private freeAgentSlot(slot: number): void {
     const generation = nextNonZero(this.agentAt(slot).generation);
     this.agents[slot] = freshAgent(generation);
+    this.conversations.freed(slot);
     this.freeAgents.push(slot);
   }
 
@@ -553,6 +567,7 @@ export class ReferenceCore implements ControlMachine {
     const code = this.checkAgent(slot, generation);
     if (code !== ResultCode.Ok) return code;
     if (this.agentAt(slot).admissionState !== AdmissionState.None) return ResultCode.AgentAdmissionHeld;
+    if (this.conversations.inUse(slot)) return ResultCode.ConversationInUse;
     this.freeAgentSlot(slot);
     return ResultCode.Ok;
   }

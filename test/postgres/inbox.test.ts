@@ -12,6 +12,7 @@ import * as inbox from "../../host/store/postgres/inbox.js";
 import { migrations, schemaVersion } from "../../host/store/postgres/schema.js";
 import { approvalCommit, prepare, providerBarrier, suspendForApproval } from "../store/fixtures.js";
 import { atEnd, freshSchema, postgresUrl, withClient } from "./database.js";
+import { quietSignals } from "../../host/store/capabilities.js";
 
 /** Long enough that no lease tick runs during a test, unless asked. */
 const quietLeaseMs = 600_000;
@@ -162,17 +163,17 @@ describe("the approval inbox (PostgreSQL store)", () => {
     expect(progress).toHaveLength(2);
   });
 
-  it("the owner's store calls onApprovalFiled on a notification, and on the lease tick's poll when the notification was missed", async () => {
+  it("the owner's store signals approvalFiled on a notification, and on the lease tick's poll when the notification was missed", async () => {
     const { owner, standby } = await setUp(["e1", "e2"], 300);
     const woken: string[] = [];
-    owner.onApprovalFiled = (agentId) => woken.push(agentId);
+    owner.listen({ ...quietSignals, approvalFiled: (agentId) => woken.push(agentId) });
     await waitForListener(owner);
     await standby.fileDecision(filing("e1"));
     for (let attempt = 0; attempt < 100 && woken.length === 0; attempt += 1) await sleep(5);
     expect(woken[0]).toBe("support");
     // The standby does not hold the agent: told nothing.
     const standbyWoken: string[] = [];
-    standby.onApprovalFiled = (agentId) => standbyWoken.push(agentId);
+    standby.listen({ ...quietSignals, approvalFiled: (agentId) => standbyWoken.push(agentId) });
     // The poll: the callback is called while a decision waits (every tick).
     woken.length = 0;
     await sleep(250);

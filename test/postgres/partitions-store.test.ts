@@ -13,6 +13,7 @@ import { partitionOf } from "../../host/store/postgres/partitions.js";
 import { PostgresStore } from "../../host/store/postgres-store.js";
 import type { PrepareExecutionOperation } from "../../host/store/records.js";
 import { atEnd, freshSchema, postgresUrl, withClient } from "./database.js";
+import { quietSignals } from "../../host/store/capabilities.js";
 
 /** Long enough that a loaded machine never lets a live store's lease
  * lapse (ticks every second): what expires, the tests expire themselves,
@@ -102,7 +103,7 @@ describe("PostgresStore partitions", () => {
 
     // Released on close; the second's tick takes the partition at epoch 2.
     const taken = new Promise<{ agentId: string; epoch: number }>((resolve) => {
-      second.onLeaseAcquired = (agentId, grant) => resolve({ agentId, epoch: grant.epoch });
+      second.listen({ ...quietSignals, leaseAcquired: (agentId, grant) => resolve({ agentId, epoch: grant.epoch }) });
     });
     await first.close();
     expect(await taken).toEqual({ agentId: "support", epoch: 2 });
@@ -198,7 +199,7 @@ describe("PostgresStore partitions", () => {
     // 100 partitions have an execution running in the first store.
     const busy = new Set(Array.from({ length: 100 }, (_, index) => index * 2));
     let running = [...busy].map((partition) => agentIn.get(partition)!);
-    first.runningAgents = () => running;
+    first.listen({ ...quietSignals, runningAgents: () => running });
     const second = await open(schema, balanceLeaseMs);
     const heldBy = (store: PostgresStore) => new Set(store.heldPartitions().map((grant) => grant.partition));
     await until(() => heldBy(first).size === 128 && heldBy(second).size === 128, () => `balance over 2: ${heldBy(first).size}, ${heldBy(second).size}`);

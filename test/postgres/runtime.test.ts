@@ -63,7 +63,7 @@ describe("the runtime on PostgreSQL", () => {
   it("tells the store which conversations have an execution running (their partitions are given up last when balancing), not those suspended or ended", async () => {
     const env = await openOn(freshSchemaUrl());
     const store = env.store as PostgresStore;
-    const running = () => [...store.runningAgents?.() ?? []];
+    const running = () => [...store.listening.runningAgents()];
     const gate = deferred();
     const calls: RecordedCall[] = [];
     const lookups = env.agent({ id: "lookups", model: agentRunModel(), tools: { lookup: lookupTool({ calls, gate: gate.promise }) } });

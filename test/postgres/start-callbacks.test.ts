@@ -4,6 +4,11 @@
 // Under fail_task, the sender's listener throwing or rejecting on `done`
 // fails the sender's Run STREAM_CALLBACK; the execution itself completed.
 
+// This file's subject is the async listener whose rejection the runtime
+// reports (`EventListener` says it may be async; its type returns void so
+// that any function fits): passing one is the point, not a slip.
+/* eslint-disable @typescript-eslint/no-misused-promises */
+
 import { describe, expect, it } from "vitest";
 import { Phronomy, type Environment, type ExecutionEvent } from "../../host/index.js";
 import { scriptedModel } from "../../host/agent/scripted-model.js";

@@ -13,6 +13,7 @@ import { filerChannelOf, filerChannelSql } from "../../host/store/postgres/inbox
 import { agentRunModel, lookupTool, recordingLogger } from "../runtime/helpers.js";
 import { atEnd, withClient } from "./database.js";
 import { eventually, freePartitionsSchema } from "./fixtures/free-schema.js";
+import { quietSignals } from "../../host/store/capabilities.js";
 
 const leaseMs = 1_000;
 const start = { input: "hello", options: {} };
@@ -38,13 +39,16 @@ function holdUntoldReads(store: PostgresStore): { readonly log: string[]; releas
   let everything = false;
   let release: () => void = () => undefined;
   const released = new Promise<void>((resolve) => { release = resolve; });
-  const heard = store.onFiledStartMoved;
-  store.onFiledStartMoved = (executionId) => {
-    log.push(`told ${executionId ?? "everything"}`);
-    if (executionId === undefined) everything = true;
-    else told.add(executionId);
-    heard?.(executionId);
-  };
+  const signals = store.listening;
+  store.listen({
+    ...signals,
+    filedStartMoved: (executionId) => {
+      log.push(`told ${executionId ?? "everything"}`);
+      if (executionId === undefined) everything = true;
+      else told.add(executionId);
+      signals.filedStartMoved(executionId);
+    },
+  });
   const readStarts = store.readStarts.bind(store);
   store.readStarts = async (follows) => {
     const ids = follows.map((follow) => follow.executionId).join(",");
@@ -91,7 +95,7 @@ describe("the cancel of a filed start reaches its filer at once (PostgreSQL)", (
     const filer = await openStore(url, "filer");
     const third = await openStore(url, "third");
     const heard: string[] = [];
-    filer.onFiledStartMoved = (executionId) => { if (executionId !== undefined) heard.push(executionId); };
+    filer.listen({ ...quietSignals, filedStartMoved: (executionId) => { if (executionId !== undefined) heard.push(executionId); } });
     filer.listenForDecisions();
     await eventually(() => filer.hearsFiledStarts, (up) => up, "the filer listens");
     expect((await owner.acquireLease("c")).acquired).toBe(true);

@@ -10,6 +10,7 @@ import { PostgresStore } from "../../host/store/postgres-store.js";
 import { prepare, providerBarrier } from "../store/fixtures.js";
 import { atEnd, withClient } from "./database.js";
 import { eventually, freePartitionsSchema } from "./fixtures/free-schema.js";
+import { quietSignals } from "../../host/store/capabilities.js";
 
 const leaseMs = 1_000;
 const start = { input: "hello", options: {} };
@@ -57,7 +58,7 @@ describe("filed starts claimed together and told to their filer (PostgreSQL)", (
   it("the filer hears each write of its start claimed by the owner, and its refusal; nothing of executions it did not file", async () => {
     const { owner, filer } = await setUp();
     const heard: string[] = [];
-    filer.onFiledStartMoved = (executionId) => { if (executionId !== undefined) heard.push(executionId); };
+    filer.listen({ ...quietSignals, filedStartMoved: (executionId) => { if (executionId !== undefined) heard.push(executionId); } });
     filer.listenForDecisions();
     await eventually(() => filer.hearsFiledStarts, (up) => up, "the filer listens");
     await owner.acquireLease("c");

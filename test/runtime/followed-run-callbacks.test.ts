@@ -6,6 +6,11 @@
 // with STREAM_CALLBACK, the rejection as cause; under report it is
 // reported and the Run resolves.
 
+// This file's subject is the async listener whose rejection the runtime
+// reports (`EventListener` says it may be async; its type returns void so
+// that any function fits): passing one is the point, not a slip.
+/* eslint-disable @typescript-eslint/no-misused-promises */
+
 import { describe, expect, it } from "vitest";
 import type { ExecutionEvent } from "../../host/index.js";
 import { openEnvironment, recordingLogger, scriptedModel } from "./helpers.js";

@@ -12,6 +12,7 @@ import { ExecutionRehydrationRequiredError, StoreError } from "../../host/errors
 import type { PrepareExecutionResult } from "../../host/store/records.js";
 import { prepare, providerBarrier } from "../store/fixtures.js";
 import { Cluster } from "./cluster-store.js";
+import { quietSignals } from "../../host/store/capabilities.js";
 
 const leaseMs = 3_000;
 
@@ -45,12 +46,12 @@ describe("the simulated cluster store's leases and fencing", () => {
     expect(await first.run(prepare("e1"))).toMatchObject({ outcome: "active", revision: 1 });
     await second.acquireLease("support");
     const taken: number[] = [];
-    second.onLeaseAcquired = (_agentId, grant) => taken.push(grant.epoch);
+    second.listen({ ...quietSignals, leaseAcquired: (_agentId, grant) => taken.push(grant.epoch) });
     first.stalledUntil = Date.now() + leaseMs * 2;
     vi.advanceTimersByTime(leaseMs + leaseMs / 3);
     expect(taken).toEqual([2]);
     expect(cluster.leases.get("support")).toMatchObject({ owner: "p2", epoch: 2 });
-    expect(first.partitionEpochOf("support")).toBe(1);
+    expect(first.heldEpochOf("support")).toBe(1);
     const fenced = first.run(providerBarrier("e1", 1));
     await expect(fenced).rejects.toBeInstanceOf(ExecutionRehydrationRequiredError);
     await expect(fenced).rejects.toMatchObject({ details: { reason: "lease_lost", owner: "p1", epoch: 1 } });
@@ -70,7 +71,7 @@ describe("the simulated cluster store's leases and fencing", () => {
     first.stalledUntil = Date.now() + leaseMs * 2;
     vi.advanceTimersByTime(leaseMs);
     expect(first.leaseOf("support")).toBeUndefined();
-    expect(first.partitionEpochOf("support")).toBe(1);
+    expect(first.heldEpochOf("support")).toBe(1);
     expect(await first.run(prepare("e1"))).toMatchObject({ outcome: "not_established", error: { code: "AGENT_BUSY", details: { reason: "lease_not_held" } } });
     expect(cluster.execution("e1")).toBeUndefined();
   });

@@ -27,12 +27,15 @@
 // not holding its conversation is refused there (`AGENT_BUSY`, lease_not_held).
 
 import { ExecutionRehydrationRequiredError, StoreError, type PhronomyError } from "../../host/errors.js";
-import { checkId, checkOperation } from "../../host/store/check-operation.js";
+import { quietSignals, type StoreCapabilities, type StoreSignals } from "../../host/store/capabilities.js";
+import { checkId } from "../../host/store/check-id.js";
+import { checkOperation } from "../../host/store/check-operation.js";
+import type { OffloadOperation } from "../../host/store/offload-operation.js";
 import { admitFraction, agentOwnedElsewhere, agentRecovering, type LeaseAcquisition, type LeaseGrant } from "../../host/store/postgres/leases.js";
 import { checkPruneOperation, type PruneCounts, type PruneExecutionsOperation } from "../../host/store/prune.js";
 import type { CancelQueuedOperation, CancelQueuedResult, EnqueueMessageOperation, EnqueueMessageResult } from "../../host/store/queue.js";
 import type {
-  AgentRow, ExecutionRow, OffloadOperation, PurgeAgentResult, StoreOperation, StoreResult,
+  AgentRow, ExecutionRow, PurgeAgentResult, StoreOperation, StoreResult,
 } from "../../host/store/records.js";
 import type { DecisionFiling, FiledDecision } from "../../host/store/inbox-records.js";
 import * as inbox from "../../host/store/sqlite/inbox.js";
@@ -194,7 +197,12 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
   disconnectedUntil = 0;
   /** Lease renewals stop until then (a stalled process, a slow network). */
   stalledUntil = 0;
-  onLeaseAcquired: ((agentId: string, grant: LeaseGrant) => void) | undefined;
+  /** Leases by agent (no partitions), the queue, pruning; no inboxes. */
+  readonly capabilities: StoreCapabilities = {
+    leases: true, partitions: false, approvalInbox: false, startInbox: false, queue: true, queueReads: true, pruning: true,
+  };
+  /** Where `leaseAcquired` goes (the runtime's, once it listens). */
+  private signals: StoreSignals = quietSignals;
   private readonly asked = new Set<string>();
   private readonly grants = new Map<string, { grant: LeaseGrant; admitUntil: number }>();
   private readonly lastEpoch = new Map<string, number>();
@@ -415,7 +423,7 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
       const row = this.cluster.leases.get(agentId);
       if (held !== undefined && !(row?.owner === this.owner && row.epoch === held.grant.epoch)) this.grants.delete(agentId);
       const taken = this.take(agentId);
-      if (taken !== undefined && held?.grant.epoch !== taken.epoch) this.onLeaseAcquired?.(agentId, taken);
+      if (taken !== undefined && held?.grant.epoch !== taken.epoch) this.signals.leaseAcquired(agentId, taken);
     }
   }
 
@@ -424,10 +432,21 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     return held !== undefined && Date.now() < held.admitUntil ? held.grant : undefined;
   }
 
-  /** The epoch the agent's lease is held at here, renewed in time or not
-   * (PostgreSQL's `partitionEpochOf`, with one agent per partition). */
-  partitionEpochOf(agentId: string): number | undefined {
+  /** The epoch the agent's lease is held at here, renewed in time or not. */
+  heldEpochOf(agentId: string): number | undefined {
     return this.grants.get(agentId)?.grant.epoch;
+  }
+
+  /** Who holds the agent's lease in the shared table, while it runs. */
+  leaseHolder(agentId: string): Promise<{ readonly owner: string; readonly expiresAt: number } | undefined> {
+    if (this.killed) return this.never();
+    const row = this.cluster.leases.get(agentId);
+    return Promise.resolve(row !== undefined && row.expiresAt > Date.now() ? { owner: row.owner, expiresAt: row.expiresAt } : undefined);
+  }
+
+  /** The runtime listens (`leaseAcquired` on a takeover by the tick). */
+  listen(signals: StoreSignals): void {
+    this.signals = signals;
   }
 
   /** A partition move (balancing): this handle gives the agent's lease up

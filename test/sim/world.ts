@@ -271,7 +271,7 @@ export class World {
   private settled(caller: Caller, outcome: string, executionId: string | undefined): void {
     caller.settlements += 1;
     caller.outcome = outcome;
-    caller.heldWhenSettled = caller.process.store.partitionEpochOf(caller.conversation) !== undefined;
+    caller.heldWhenSettled = caller.process.store.heldEpochOf(caller.conversation) !== undefined;
     if (executionId !== undefined) this.knowExecution(caller, executionId);
     this.note(`  settled: ${caller.label} → ${outcome}${executionId ? ` (${executionId})` : ""}`);
     if (caller.settlements > 1) this.problem(`${caller.label} settled ${caller.settlements} times`);

@@ -10,7 +10,7 @@ import {
   AgentBusyError, ExecutionRehydrationRequiredError, InvalidInputError, OffloadFullError, StoreError,
 } from "../../host/errors.js";
 import { Offload, type OffloadPolicy } from "../../host/store/offload.js";
-import type { OffloadOperation } from "../../host/store/records.js";
+import type { OffloadOperation } from "../../host/store/offload-operation.js";
 import type { StepKind } from "../../host/store/records.js";
 import { SqliteStore } from "../../host/store/sqlite-store.js";
 import {

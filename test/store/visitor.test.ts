@@ -14,6 +14,7 @@ import { schemaVersion } from "../../host/store/sqlite/schema.js";
 import { SqliteStore } from "../../host/store/sqlite-store.js";
 import type { SqliteVisitorStore } from "../../host/store/sqlite-visitor.js";
 import { openTemporaryStore, prepare, providerBarrier, rawExec, rawValue, suspendForApproval, temporaryDirectory, track } from "./fixtures.js";
+import { quietSignals } from "../../host/store/capabilities.js";
 
 const visitors: SqliteVisitorStore[] = [];
 
@@ -122,7 +123,7 @@ describe("the approval inbox", () => {
     const owner = await ownerWithSuspension();
     const visitor = await visit(owner.path);
     const woken: string[] = [];
-    owner.onApprovalFiled = (agentId) => woken.push(agentId);
+    owner.listen({ ...quietSignals, approvalFiled: (agentId) => woken.push(agentId) });
     const filed = await visitor.fileDecision(filing());
     expect(filed.executionRevision).toBe(3);
     await expect.poll(() => woken, { timeout: 2_000 }).toContain("support");

@@ -9,7 +9,7 @@
 //      x64), unpacked once into node_modules/.cache/phronomy-chromium/<version>/
 //      with the shared libraries it ships beside it (libnss3 and friends).
 //
-// So `npm install && npm test` needs no browser on the machine. The unpack
+// So `npm install && npm run test:slow` needs no browser on the machine. The unpack
 // writes to a temporary name and renames it into place: test files running
 // side by side (and other checkouts) never see a half-written binary.
 

@@ -1,4 +1,4 @@
-// Run by test/ui/runtimes.test.ts under Bun and Deno, from the sources: the
+// Run by test/ui/runtimes.slow.test.ts under Bun and Deno, from the sources: the
 // dashboard's handler served by the runtime's own server (Bun.serve,
 // Deno.serve) on a SQLite store another process owns (as a visitor), under
 // a base path; prints `CHECK <json>` with what a client saw.

@@ -28,7 +28,7 @@ import { checkRequest } from "../sqlite/approval-commit.js";
 import { jsonText } from "../sqlite/rows.js";
 import { countedStepsSql, insertStepsSql } from "./functions.js";
 import { integer, text } from "./literals.js";
-import type { Fence } from "./operations.js";
+import type { Fence } from "./leases.js";
 import { fenceHeldSql } from "./partitions.js";
 import { fenceArguments, leaseLost, movedOn, stepArguments, type Statement } from "./statements.js";
 

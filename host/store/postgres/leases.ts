@@ -26,6 +26,12 @@
 
 import { InvalidInputError, PhronomyError } from "../../errors.js";
 
+/** The lease a write must still hold: owner and epoch (docs/decisions/0009). */
+export interface Fence {
+  readonly owner: string;
+  readonly epoch: number;
+}
+
 /** Lease length when neither the option nor `?lease_ms=` names one. */
 export const leaseMsDefault = 5_000;
 export const leaseMsMin = 100;

@@ -21,7 +21,7 @@
 
 import type pg from "pg";
 import { StoreError } from "../../errors.js";
-import type { OffloadOperation } from "../records.js";
+import type { OffloadOperation } from "../offload-operation.js";
 import { preparedValue } from "./statements.js";
 import { committedQueueWrite } from "./queue.js";
 

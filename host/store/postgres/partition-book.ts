@@ -39,7 +39,7 @@
 import type pg from "pg";
 import type { PhronomyError } from "../../errors.js";
 import * as leases from "./leases.js";
-import type { Fence } from "./operations.js";
+import type { Fence } from "./leases.js";
 import * as partitions from "./partitions.js";
 
 /** No partition row has epoch 0 once held (takes start at 1): the fence of

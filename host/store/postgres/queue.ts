@@ -14,7 +14,7 @@ import type { CancelQueuedOperation, CancelQueuedResult, EnqueueMessageOperation
 import { queuedFromRow } from "../sqlite/queue.js";
 import { jsonText, zeroUsage } from "../sqlite/rows.js";
 import type { SqliteRow } from "../sqlite/driver.js";
-import type { OperationContext } from "./operations.js";
+import type { OperationContext } from "./compare-and-set.js";
 import { leaseLost } from "./statements.js";
 
 /** Migration 6: the queue, and the trigger that removes a queued message

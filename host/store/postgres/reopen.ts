@@ -5,7 +5,7 @@
 
 import type { CommittedRevision, ReopenExecutionOperation } from "../records.js";
 import { jsonText } from "../sqlite/rows.js";
-import { appendSteps, compareAndSet, selectForUpdate, type OperationContext } from "./operations.js";
+import { appendSteps, compareAndSet, selectForUpdate, type OperationContext } from "./compare-and-set.js";
 
 export async function reopenExecution(context: OperationContext, operation: ReopenExecutionOperation): Promise<CommittedRevision> {
   const current = await selectForUpdate(context, operation, ["terminal"]);

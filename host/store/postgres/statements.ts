@@ -31,7 +31,7 @@ import type {
 import { barrierMetadata, barrierStep, firstBarrierOperation, firstBarrierRevision, terminalMetadata } from "../sqlite/operations.js";
 import { jsonText, zeroUsage } from "../sqlite/rows.js";
 import { bigintArray, integer, text, textArray } from "./literals.js";
-import type { Fence } from "./operations.js";
+import type { Fence } from "./leases.js";
 
 export type CompareAndSetOperation = ProviderBarrierOperation | ToolBarrierOperation | TerminalCommitOperation;
 /** The operations sent as one statement of a group; the approval commit

@@ -14,9 +14,10 @@
 
 import { AgentClosedError, InvalidInputError } from "../../errors.js";
 import { agentHasUnfinishedExecutions } from "../purge-refusal.js";
+import type { OffloadOperation } from "../offload-operation.js";
 import type {
   AgentRow, CloseAgentOperation, CommittedRevision, EnsureAgentOperation, ExecutionMetadata, ExecutionStatusName,
-  OffloadOperation, PrepareExecutionOperation, PrepareExecutionResult, ProviderBarrierOperation, PurgeAgentOperation,
+  PrepareExecutionOperation, PrepareExecutionResult, ProviderBarrierOperation, PurgeAgentOperation,
   PurgeAgentResult, StepRecord, TerminalCommitOperation, ToolBarrierOperation,
 } from "../records.js";
 import { approvalCommit } from "./approval-commit.js";

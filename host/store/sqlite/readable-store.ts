@@ -5,7 +5,8 @@
 // waiting for a writer (WAL).
 
 import { InvalidInputError, StoreError } from "../../errors.js";
-import { checkId, checkListFilter } from "../check-operation.js";
+import { checkId } from "../check-id.js";
+import { checkListFilter } from "../check-operation.js";
 import type { AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, StoredStep } from "../records.js";
 import type { SqliteConnection } from "./driver.js";
 import * as reads from "./reads.js";

@@ -9,7 +9,7 @@
 // `StoreError` carrying SQLite's message, its code and the store's path.
 
 import { PhronomyError, StoreError } from "../../errors.js";
-import type { OffloadOperation } from "../records.js";
+import type { OffloadOperation } from "../offload-operation.js";
 import type { SqliteConnection } from "./driver.js";
 import { applyOperation } from "./operations.js";
 

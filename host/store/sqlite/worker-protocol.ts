@@ -10,7 +10,6 @@
 
 import type { MessagePort } from "node:worker_threads";
 import type { TransferredError } from "../error-transfer.js";
-import type { OffloadOperation } from "../records.js";
 import type { StoreFileIdentity } from "./file-identity.js";
 import type { SynchronousMode } from "./schema.js";
 

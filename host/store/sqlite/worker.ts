@@ -17,7 +17,7 @@ import type { SqliteConnection } from "./driver.js";
 import { StoreFileCheck, storeFileReplacedError } from "./file-identity.js";
 import { openStoreConnection } from "./schema.js";
 import { commitGroup, storeErrorOf } from "./transaction.js";
-import type { OffloadOperation } from "../records.js";
+import type { OffloadOperation } from "../offload-operation.js";
 import type { TransferredSettlement, WorkerData, WorkerReply, WorkerRequest } from "./worker-protocol.js";
 
 if (isMainThread) throw new Error("phronomy: host/store/sqlite/worker runs only as a worker thread");

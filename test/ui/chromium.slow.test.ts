@@ -1,7 +1,7 @@
 // Which browser the dashboard's tests drive (test/support/chromium.ts,
 // decision 0060): CHROMIUM_PATH, else the system's chromium where it is
 // installed, else the one the devDependency @sparticuz/chromium ships —
-// so `npm install && npm test` needs no browser on the machine. The
+// so `npm install && npm run test:slow` needs no browser on the machine. The
 // packaged one is unpacked and a page loads in it whatever the machine has.
 
 import { createServer } from "node:http";

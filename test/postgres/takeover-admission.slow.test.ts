@@ -179,7 +179,7 @@ describe("a lease lost and taken back by the same process", () => {
     expect(new Set(calls.map((call) => call.idempotencyKey)).size).toBe(2);
   }, 120_000);
   it("a partition lost and taken back while a tool runs: the write after the tool carries the new epoch and the execution completes", async () => {
-    const { schema, env, agent, run, executionId, calls, release } = await startedInsideTool();
+    const { schema, env, agent, run, release } = await startedInsideTool();
     const store = env.store as PostgresStore;
     const epoch = store.leaseOf("support")!.epoch;
 

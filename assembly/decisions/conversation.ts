@@ -1,0 +1,246 @@
+// The conversation lifecycle (docs/decisions/0062): ownership, the one
+// recovery pipeline with its epoch, holds with the one backoff, the host
+// operations using a conversation, and letting it go when idle. The phase
+// follows the conversation table (`conversation-fsm.ts`); the guards are
+// here. Every refusal is a `DropStale`: these messages report what the host
+// saw, and a stale or malformed one changes nothing.
+
+import {
+  AdmissionState, ConversationEvent, ConversationFlag, ConversationPhase, EffectKind, HoldCause, HoldCauseLimit,
+  Limit, MessageKind, Ownership, RecoveryCause, RecoveryCauseLimit, RecoveryFact, RecoveryFactMask,
+  RecoveryOutcome, RecoveryOutcomeLimit, ResultCode, RowsPolicy,
+} from "../abi";
+import { agentAdmission, agentGeneration, checkAgent, nextGeneration } from "../agent-table";
+import { conversationNext } from "../conversation-fsm";
+import {
+  conversationPhase, conversationUsers, countFailure, hasConversationFlag, headStarting, queuedMessages,
+  recoveryEpoch, retryDelayMs, setConversationCause, setConversationFailures, setConversationFlag,
+  setConversationPhase, setConversationUsers, setRecoveryEpoch,
+} from "../conversation-table";
+import { emit } from "../effects";
+import { dropStale, isFlag } from "./shared";
+
+/** Moves the conversation along the table; false (and nothing changed)
+ * when the table has no entry for the pair. */
+export function moveConversation(agent: u32, event: u32): bool {
+  const next = conversationNext(conversationPhase(agent), event);
+  if (next == ConversationPhase.None) return false;
+  setConversationPhase(agent, next);
+  return true;
+}
+
+export function applyConversationOwned(agent: u32, generation: u32, ownership: u32): i32 {
+  const kind = MessageKind.ConversationOwned;
+  const check = checkAgent(agent, generation);
+  if (check != ResultCode.Ok) return dropStale(kind, check);
+  if (ownership != Ownership.Here && ownership != Ownership.Elsewhere) return dropStale(kind, ResultCode.ArgumentOutOfRange);
+  const here = ownership == Ownership.Here;
+  if (!moveConversation(agent, here ? ConversationEvent.OwnedHere : ConversationEvent.OwnedElsewhere)) {
+    return dropStale(kind, ResultCode.ConversationPhaseMustMatch);
+  }
+  // Owned elsewhere: a recovery under way here is abandoned (its finish
+  // no longer matches the phase), and so is what it meant to read again.
+  if (!here) forgetRecovery(agent);
+  return ResultCode.Ok;
+}
+
+export function applyRecoveryRequested(agent: u32, generation: u32, cause: u32, facts: u32): i32 {
+  const kind = MessageKind.RecoveryRequested;
+  const check = checkAgent(agent, generation);
+  if (check != ResultCode.Ok) return dropStale(kind, check);
+  if (cause == RecoveryCause.None || cause >= <u32>RecoveryCauseLimit.End || (facts & ~(<u32>RecoveryFactMask.All)) != 0) {
+    return dropStale(kind, ResultCode.ArgumentOutOfRange);
+  }
+  if (conversationPhase(agent) == ConversationPhase.Recovering) return joinRecovery(agent, cause);
+  if (!moveConversation(agent, ConversationEvent.RecoveryRequested)) return dropStale(kind, ResultCode.ConversationPhaseMustMatch);
+  beginRecovery(agent, cause, facts);
+  return ResultCode.Ok;
+}
+
+export function applyRecoveryFinished(agent: u32, generation: u32, epoch: u32, outcome: u32): i32 {
+  const kind = MessageKind.RecoveryFinished;
+  const check = checkAgent(agent, generation);
+  if (check != ResultCode.Ok) return dropStale(kind, check);
+  if (outcome == RecoveryOutcome.None || outcome >= <u32>RecoveryOutcomeLimit.End) return dropStale(kind, ResultCode.ArgumentOutOfRange);
+  if (conversationPhase(agent) != ConversationPhase.Recovering) return dropStale(kind, ResultCode.ConversationPhaseMustMatch);
+  if (recoveryEpoch(agent) != epoch) return dropStale(kind, ResultCode.RecoveryEpochMustMatch);
+  if (outcome != RecoveryOutcome.Recovered) {
+    // RecoveryOutcome 2..5 name the hold causes 1..4.
+    holdConversation(agent, outcome - 1, ConversationEvent.RecoveryFailed);
+  } else if (hasConversationFlag(agent, ConversationFlag.RecoverAgain)) {
+    // Rows read before a takeover (or a fenced write) may be out of date:
+    // they are read again under a new epoch.
+    beginRecovery(agent, RecoveryCause.Retry, 0);
+  } else {
+    becomeReady(agent);
+  }
+  return ResultCode.Ok;
+}
+
+export function applyConversationHeld(agent: u32, generation: u32, cause: u32): i32 {
+  const kind = MessageKind.ConversationHeld;
+  const check = checkAgent(agent, generation);
+  if (check != ResultCode.Ok) return dropStale(kind, check);
+  if (cause == HoldCause.None || cause >= <u32>HoldCauseLimit.End) return dropStale(kind, ResultCode.ArgumentOutOfRange);
+  if (conversationNext(conversationPhase(agent), ConversationEvent.Held) == ConversationPhase.None) {
+    return dropStale(kind, ResultCode.ConversationPhaseMustMatch);
+  }
+  holdConversation(agent, cause, ConversationEvent.Held);
+  return ResultCode.Ok;
+}
+
+export function applyUseBegin(agent: u32, generation: u32): i32 {
+  const kind = MessageKind.UseBegin;
+  const check = checkAgent(agent, generation);
+  if (check != ResultCode.Ok) return dropStale(kind, check);
+  const users = conversationUsers(agent);
+  if (users >= <u32>Limit.ConversationUsersMax) return dropStale(kind, ResultCode.ConversationUsersFull);
+  setConversationUsers(agent, users + 1);
+  // Every live phase has a `used` entry: a releasing one is ready again.
+  const moved = moveConversation(agent, ConversationEvent.Used);
+  assert(moved, "every live conversation may be used");
+  return ResultCode.Ok;
+}
+
+export function applyUseEnd(agent: u32, generation: u32): i32 {
+  const kind = MessageKind.UseEnd;
+  const check = checkAgent(agent, generation);
+  if (check != ResultCode.Ok) return dropStale(kind, check);
+  const users = conversationUsers(agent);
+  if (users == 0) return dropStale(kind, ResultCode.ConversationUsersUnderflow);
+  setConversationUsers(agent, users - 1);
+  releaseIfIdle(agent);
+  return ResultCode.Ok;
+}
+
+export function applySetPinned(agent: u32, generation: u32, pinned: u32): i32 {
+  const kind = MessageKind.SetPinned;
+  const check = checkAgent(agent, generation);
+  if (check != ResultCode.Ok) return dropStale(kind, check);
+  if (!isFlag(pinned)) return dropStale(kind, ResultCode.ArgumentOutOfRange);
+  setConversationFlag(agent, ConversationFlag.Pinned, pinned == 1);
+  if (pinned == 0) releaseIfIdle(agent);
+  return ResultCode.Ok;
+}
+
+export function applyAdmissionReleased(agent: u32, generation: u32): i32 {
+  const check = checkAgent(agent, generation);
+  if (check != ResultCode.Ok) return dropStale(MessageKind.AdmissionReleased, check);
+  startHeadOrRelease(agent);
+  return ResultCode.Ok;
+}
+
+// -- steps shared with the admission decisions --------------------------------
+
+/** What follows a change of the queue or the admission: the head starts
+ * when it can, else an idle conversation is let go. */
+export function startHeadOrRelease(agent: u32): void {
+  if (!startHeadIfDue(agent)) releaseIfIdle(agent);
+}
+
+/** Holds the conversation with its cause and asks for a retry after the
+ * one backoff. */
+export function holdConversation(agent: u32, cause: u32, event: u32): void {
+  const moved = moveConversation(agent, event);
+  assert(moved, "the caller checked the table");
+  setConversationCause(agent, cause);
+  setConversationFlag(agent, ConversationFlag.RecoverAgain, false);
+  setConversationFlag(agent, ConversationFlag.ReadQueue, false);
+  emit(EffectKind.RetryAfter, agent, recoveryEpoch(agent), retryDelayMs(countFailure(agent)));
+}
+
+// -- inside -----------------------------------------------------------------
+
+/** A second trigger while a recovery runs joins it; one that brings new
+ * facts (the lease or partition changed hands, a write was fenced) makes
+ * the recovery read again when it ends. */
+function joinRecovery(agent: u32, cause: u32): i32 {
+  if (bringsNewFacts(cause)) setConversationFlag(agent, ConversationFlag.RecoverAgain, true);
+  emit(EffectKind.RecoveryJoined, agent, recoveryEpoch(agent));
+  return ResultCode.Ok;
+}
+
+function bringsNewFacts(cause: u32): bool {
+  return cause == RecoveryCause.LeaseTakeover || cause == RecoveryCause.PartitionTaken ||
+    cause == RecoveryCause.Retake || cause == RecoveryCause.FencedWrite;
+}
+
+/** A new epoch; the host reads the rows the policy names. The caller moved
+ * the conversation to `Recovering`. */
+function beginRecovery(agent: u32, cause: u32, facts: u32): void {
+  const epoch = nextGeneration(recoveryEpoch(agent));
+  setRecoveryEpoch(agent, epoch);
+  setConversationCause(agent, cause);
+  setConversationFlag(agent, ConversationFlag.RecoverAgain, false);
+  const policy = rowsPolicy(cause, facts);
+  const readQueue = readsQueue(cause, facts);
+  setConversationFlag(agent, ConversationFlag.ReadQueue, readQueue);
+  emit(EffectKind.ReadRows, agent, epoch, policy, readQueue ? 1 : 0);
+}
+
+/** Which rows to read. Only the open scan and a first use can trust the
+ * scan: without leases nobody else writes; with them, a partition held
+ * since before the scan was read has not been written since (decision
+ * 0049), and a conversation nobody could have written (its partition's
+ * rows read when taken, or its lease at epoch 1) has nothing to read
+ * (decision 0030). Every other trigger reads the store. */
+function rowsPolicy(cause: u32, facts: u32): u32 {
+  if (cause != RecoveryCause.OpenScan && cause != RecoveryCause.FirstUse) return RowsPolicy.FromStore;
+  if ((facts & RecoveryFact.Leasing) == 0 || (facts & RecoveryFact.HeldSinceBeforeScan) != 0) {
+    return (facts & RecoveryFact.InScan) != 0 ? RowsPolicy.FromScan : RowsPolicy.Nothing;
+  }
+  return nothingWritten(facts) ? RowsPolicy.Nothing : RowsPolicy.FromStore;
+}
+
+/** The durable queue is read with the rows: always for a trigger after
+ * the open, else when the scan found messages queued, or under a lease
+ * someone may have written under before. */
+function readsQueue(cause: u32, facts: u32): bool {
+  if (cause != RecoveryCause.OpenScan && cause != RecoveryCause.FirstUse) return true;
+  if ((facts & RecoveryFact.QueuedAtOpen) != 0) return true;
+  return (facts & RecoveryFact.Leasing) != 0 && !nothingWritten(facts);
+}
+
+function nothingWritten(facts: u32): bool {
+  const untouched = (facts & (RecoveryFact.PartitionScanned | RecoveryFact.LeaseEpochOne)) != 0;
+  return untouched && (facts & (RecoveryFact.InScan | RecoveryFact.QueuedAtOpen)) == 0;
+}
+
+/** The recovery ended well: the gate and the inbox open, then the queue
+ * is read (when the recovery was to read it) or its head started. */
+function becomeReady(agent: u32): void {
+  const moved = moveConversation(agent, ConversationEvent.Recovered);
+  assert(moved, "a recovering conversation may become ready");
+  const readQueue = hasConversationFlag(agent, ConversationFlag.ReadQueue);
+  setConversationCause(agent, 0);
+  setConversationFailures(agent, 0);
+  setConversationFlag(agent, ConversationFlag.ReadQueue, false);
+  emit(EffectKind.OpenAdmissions, agent);
+  emit(EffectKind.OpenInbox, agent);
+  if (readQueue) emit(EffectKind.RestoreQueue, agent);
+  else startHeadIfDue(agent);
+}
+
+function forgetRecovery(agent: u32): void {
+  setConversationCause(agent, 0);
+  setConversationFlag(agent, ConversationFlag.RecoverAgain, false);
+  setConversationFlag(agent, ConversationFlag.ReadQueue, false);
+}
+
+/** Emits `StartHead` when a head waits, the conversation is ready, no
+ * execution holds its admission and no head is starting. */
+function startHeadIfDue(agent: u32): bool {
+  if (conversationPhase(agent) != ConversationPhase.Ready || queuedMessages(agent) == 0) return false;
+  if (agentAdmission(agent) != AdmissionState.None || headStarting(agent)) return false;
+  emit(EffectKind.StartHead, agent);
+  return true;
+}
+
+/** Lets an idle conversation go: nobody uses it, it is not pinned, no
+ * message waits, no execution holds its admission, and it is ready. */
+function releaseIfIdle(agent: u32): void {
+  if (conversationUsers(agent) != 0 || hasConversationFlag(agent, ConversationFlag.Pinned)) return;
+  if (queuedMessages(agent) != 0 || headStarting(agent) || agentAdmission(agent) != AdmissionState.None) return;
+  if (!moveConversation(agent, ConversationEvent.Idle)) return;
+  emit(EffectKind.ReleaseConversation, agent, agentGeneration(agent));
+}

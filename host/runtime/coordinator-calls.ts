@@ -1,0 +1,27 @@
+// What the steps the coordinator hands work to (cancel-commit.ts,
+// recovery.ts, retry.ts) call back on it: its tables, its settings, and
+// the two ways into the core. Declared here, below them and the
+// coordinator, so that they need not import coordinator.ts, which imports
+// them (test/architecture/import-graph.test.ts); `Coordinator` satisfies it.
+
+import type { ExecutionStore } from "../store/store.js";
+import type { DeliverySettings } from "./delivery.js";
+import type { ExecutionEntry, RequestTable } from "./requests.js";
+
+/** The coordinator's settings these steps read. */
+export interface CoordinatorCallSettings extends DeliverySettings {
+  readonly store: ExecutionStore;
+  readonly now: () => number;
+}
+
+/** The coordinator, as cancel commits, recoveries and retries use it. */
+export interface CoordinatorCalls {
+  readonly requests: RequestTable;
+  readonly settings: CoordinatorCallSettings;
+  /** Applies one message to the core now (on the control loop). */
+  apply(kind: number, a?: number, b?: number, c?: number, d?: number, e?: number, f?: number, g?: number): number;
+  /** Posts a message to the control loop (applied later, in order). */
+  post(message: () => void): void;
+  entryById(executionId: string): ExecutionEntry | undefined;
+  entryAt(slot: number): ExecutionEntry | undefined;
+}

@@ -1,0 +1,126 @@
+// What a store can do beyond reading and writing executions, said once by
+// the store itself (docs/decisions/0064-store-capabilities.md), and the one
+// way a store tells the runtime what happened underneath it.
+//
+// The runtime used to find a store's abilities by probing for methods and
+// to hang a dozen callbacks on it after it was built. Now a store declares
+// `capabilities`, `Phronomy.open` checks the declaration against the
+// methods once (`checkCapabilities`), and the runtime hands the store one
+// `StoreSignals` object (`listen`). A store of the application's own that
+// declares nothing is a plain store: reads and writes, nothing else.
+
+import { InvalidInputError } from "../errors.js";
+
+/** The abilities a store declares. Each one promises the methods named in
+ * `capabilityMethods`. */
+export interface StoreCapabilities {
+  /** Conversations leased to one process at a time, every write fenced by
+   * the lease's epoch (PostgreSQL). */
+  readonly leases: boolean;
+  /** Leases held by partition, taken over whole, with the partition facts
+   * recovery reads (PostgreSQL, docs/decisions/0030). */
+  readonly partitions: boolean;
+  /** Decisions filed for the process that holds the conversation
+   * (docs/decisions/0011, 0015). */
+  readonly approvalInbox: boolean;
+  /** Starts filed for the process that holds the conversation
+   * (docs/decisions/0031). */
+  readonly startInbox: boolean;
+  /** A durable queue of messages per conversation (docs/decisions/0025). */
+  readonly queue: boolean;
+  /** Reads of queued messages (an owner's store, a SQLite visitor). */
+  readonly queueReads: boolean;
+  /** Pruning of finished executions (docs/decisions/0027). */
+  readonly pruning: boolean;
+}
+
+export type StoreCapability = keyof StoreCapabilities;
+
+/** A store that declares nothing: reads and writes only. */
+export const plainStore: StoreCapabilities = {
+  leases: false, partitions: false, approvalInbox: false, startInbox: false, queue: false, queueReads: false, pruning: false,
+};
+
+/** The methods each ability promises; `Phronomy.open` refuses a store
+ * that declares one without them. */
+export const capabilityMethods: { readonly [C in StoreCapability]: readonly string[] } = {
+  leases: ["acquireLease", "leaseOf", "heldEpochOf", "leaseHolder", "holdAdmissions", "releaseLease", "unfinishedExecutionsOf"],
+  partitions: [
+    "unfinishedExecutionsInPartitions", "markPartitionsScanned", "partitionOf", "partitionScanned", "partitionHeldSince",
+    "partitionHeld", "partitionHeldAt", "partitionLapsedHere", "partitionSettling",
+  ],
+  approvalInbox: ["fileDecision", "claimDecisions", "settleDecision", "readDecisions", "approvalDecided"],
+  startInbox: ["fileStart", "readStarts", "claimFiledStarts", "cancelFiledStart"],
+  queue: ["enqueueMessage", "cancelQueued", "queuedMessages"],
+  queueReads: ["queuedMessage", "listQueuedMessages"],
+  pruning: ["pruneExecutions"],
+};
+
+/** What the store tells the runtime, and the one thing it asks of it.
+ * Every call comes from the store's own timers and connections; none may
+ * throw into it. */
+export interface StoreSignals {
+  /** A lease asked for and refused was taken over in the background: the
+   * conversation is recovered here now (docs/decisions/0010). */
+  leaseAcquired(agentId: string, grant: { readonly owner: string; readonly epoch: number }): void;
+  /** Partitions taken in the background; their unfinished executions are
+   * recovered here (docs/decisions/0030). */
+  partitionsAcquired(grants: readonly { readonly partition: number; readonly epoch: number }[]): void;
+  /** A decision may wait in the approval inbox for a conversation held here. */
+  approvalFiled(agentId: string): void;
+  /** Starts may wait for partitions held here (docs/decisions/0047). */
+  startsFiled(): void;
+  /** A start this process filed moved (its owner wrote or refused it);
+   * undefined when anything may have moved (the listener reconnected). */
+  filedStartMoved(executionId: string | undefined): void;
+  /** One of the store's connections failed: for the log (the operation
+   * using it fails or reads its outcome back). */
+  connectionLost(error: Error): void;
+  /** Asked by the store: the conversations with an execution running here
+   * (their partitions are given up last when balancing). */
+  runningAgents(): Iterable<string>;
+}
+
+/** Signals nobody listens to: what a store holds until `listen`. */
+export const quietSignals: StoreSignals = {
+  leaseAcquired: () => undefined,
+  partitionsAcquired: () => undefined,
+  approvalFiled: () => undefined,
+  startsFiled: () => undefined,
+  filedStartMoved: () => undefined,
+  connectionLost: () => undefined,
+  runningAgents: () => [],
+};
+
+/** The part of a store this module reads. */
+interface Declaring {
+  readonly path?: string;
+  readonly capabilities?: StoreCapabilities;
+}
+
+/** What the store declared; a store that declares nothing is plain. */
+export function capabilitiesOf(store: object): StoreCapabilities {
+  return (store as Declaring).capabilities ?? plainStore;
+}
+
+/** Refuses a store whose declaration promises methods it lacks, naming
+ * them, so a wrong store fails at open and not in the middle of a run. */
+export function checkCapabilities(store: object): void {
+  const declared = (store as Declaring).capabilities;
+  if (declared === undefined) return;
+  if (typeof declared !== "object" || declared === null) {
+    throw new InvalidInputError(`the store's capabilities must be an object of booleans (${Object.keys(plainStore).join(", ")}), got ${typeof declared}`);
+  }
+  const methods = store as Record<string, unknown>;
+  const missing: string[] = [];
+  for (const capability of Object.keys(capabilityMethods) as StoreCapability[]) {
+    if (declared[capability] !== true) continue;
+    for (const method of capabilityMethods[capability]) {
+      if (typeof methods[method] !== "function") missing.push(`${capability}: ${method}()`);
+    }
+  }
+  if (missing.length > 0) {
+    const where = (store as Declaring).path ?? "given to Phronomy.open";
+    throw new InvalidInputError(`the store ${where} declares capabilities it does not implement: ${missing.join(", ")}`, { details: { missing } });
+  }
+}

@@ -1,0 +1,156 @@
+// The conversation lifecycle (docs/decisions/0062, docs/core.md
+// "Conversations"), on the WebAssembly core and the reference model: the
+// recovery pipeline with its epoch and rows policy, the one backoff, the
+// admission decision, the queue's head and letting an idle conversation go.
+
+import { expect } from "vitest";
+import {
+  AdmissionSource as Source, AdmissionVerdict as Verdict, BusyPolicy as Policy, ConversationPhase as Phase,
+  EffectKind, HeadOutcome, HoldCause, MessageKind as M, Ownership, RecoveryCause as Cause, RecoveryFact as Fact,
+  RecoveryOutcome, ResultCode, RowsPolicy,
+} from "../../assembly/abi.js";
+import type { CoreEffect } from "../../host/core/effects.js";
+import { describeDecisions, type Driver } from "./driver.js";
+
+interface Conversation {
+  readonly slot: number;
+  readonly generation: number;
+}
+
+function register(core: Driver): Conversation {
+  const handle = core.registerAgent();
+  return { slot: handle.agent, generation: handle.agentGeneration };
+}
+
+/** Registered, owned here, its first-use recovery finished: ready. */
+function ready(core: Driver): Conversation {
+  const conversation = register(core);
+  core.step(M.ConversationOwned, conversation.slot, conversation.generation, Ownership.Here);
+  const [read] = core.step(M.RecoveryRequested, conversation.slot, conversation.generation, Cause.FirstUse, 0);
+  core.step(M.RecoveryFinished, conversation.slot, conversation.generation, (read as { epoch: number }).epoch, RecoveryOutcome.Recovered);
+  return conversation;
+}
+
+function phaseOf(core: Driver, conversation: Conversation): number {
+  return core.snapshot().conversations[conversation.slot]!.phase;
+}
+
+function verdictOf(effects: readonly CoreEffect[]): number | undefined {
+  const decided = effects.find((item) => item.kind === EffectKind.AdmissionDecided);
+  return decided?.kind === EffectKind.AdmissionDecided ? decided.verdict : undefined;
+}
+
+describeDecisions("the conversation lifecycle", ({ it, boot }) => {
+  it("registers, recovers under epoch 1 and opens the gate, the inbox and the queue", async () => {
+    const core = await boot();
+    const c = register(core);
+    expect(phaseOf(core, c)).toBe(Phase.Registering);
+    const facts = Fact.Leasing | Fact.QueuedAtOpen;
+    expect(core.step(M.RecoveryRequested, c.slot, c.generation, Cause.OpenScan, facts)).toEqual([
+      { kind: EffectKind.ReadRows, agent: c.slot, epoch: 1, rows: RowsPolicy.FromStore, readQueue: true },
+    ]);
+    expect(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.Recovered)).toEqual([
+      { kind: EffectKind.OpenAdmissions, agent: c.slot }, { kind: EffectKind.OpenInbox, agent: c.slot }, { kind: EffectKind.RestoreQueue, agent: c.slot },
+    ]);
+    expect(phaseOf(core, c)).toBe(Phase.Ready);
+  });
+
+  it("chooses the rows from the facts: the scan, nothing, or the store", async () => {
+    const core = await boot();
+    const cases: [number, number, number, boolean][] = [
+      [Cause.OpenScan, Fact.InScan, RowsPolicy.FromScan, false],
+      [Cause.OpenScan, 0, RowsPolicy.Nothing, false],
+      [Cause.FirstUse, Fact.Leasing | Fact.HeldSinceBeforeScan | Fact.InScan, RowsPolicy.FromScan, true],
+      [Cause.FirstUse, Fact.Leasing | Fact.LeaseEpochOne, RowsPolicy.Nothing, false],
+      [Cause.FirstUse, Fact.Leasing | Fact.PartitionScanned | Fact.InScan, RowsPolicy.FromStore, true],
+      [Cause.LeaseTakeover, Fact.InScan, RowsPolicy.FromStore, true],
+    ];
+    for (const [cause, facts, rows, readQueue] of cases) {
+      const c = register(core);
+      const [read] = core.step(M.RecoveryRequested, c.slot, c.generation, cause, facts);
+      expect(read, `cause ${cause} facts ${facts}`).toEqual({ kind: EffectKind.ReadRows, agent: c.slot, epoch: 1, rows, readQueue });
+      core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.Recovered);
+      core.step(M.PurgeAgent, c.slot, c.generation);
+    }
+  });
+
+  it("joins a second trigger, and reads again after one that brought new facts", async () => {
+    const core = await boot();
+    const c = register(core);
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.FirstUse, 0);
+    expect(core.step(M.RecoveryRequested, c.slot, c.generation, Cause.RecoverCalled, 0)).toEqual([{ kind: EffectKind.RecoveryJoined, agent: c.slot, epoch: 1 }]);
+    expect(core.step(M.RecoveryRequested, c.slot, c.generation, Cause.LeaseTakeover, 0)).toEqual([{ kind: EffectKind.RecoveryJoined, agent: c.slot, epoch: 1 }]);
+    expect(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.Recovered)).toEqual([
+      { kind: EffectKind.ReadRows, agent: c.slot, epoch: 2, rows: RowsPolicy.FromStore, readQueue: true },
+    ]);
+    core.expectDropped(M.RecoveryFinished, ResultCode.RecoveryEpochMustMatch, c.slot, c.generation, 1, RecoveryOutcome.Recovered);
+  });
+
+  it("holds a failed recovery with its cause and retries after 250 ms doubling to 5 s", async () => {
+    const core = await boot();
+    const c = register(core);
+    const delays: number[] = [];
+    for (let epoch = 1; epoch <= 7; epoch += 1) {
+      core.step(M.RecoveryRequested, c.slot, c.generation, epoch === 1 ? Cause.FirstUse : Cause.Retry, 0);
+      const [retry] = core.step(M.RecoveryFinished, c.slot, c.generation, epoch, RecoveryOutcome.StoreFault);
+      if (retry?.kind === EffectKind.RetryAfter) delays.push(retry.delayMs);
+    }
+    expect(delays).toEqual([250, 500, 1000, 2000, 4000, 5000, 5000]);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Held, cause: HoldCause.StoreFault, failures: 7 });
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.Retry, 0);
+    core.step(M.RecoveryFinished, c.slot, c.generation, 8, RecoveryOutcome.Recovered);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Ready, cause: 0, failures: 0 });
+  });
+
+  it("admits a start on a ready, free conversation; files one owned elsewhere; waits while recovering", async () => {
+    const core = await boot();
+    const c = ready(core);
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 7, Source.Direct, Policy.Reject, 1))).toBe(Verdict.RunHere);
+    core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere);
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 8, Source.Direct, Policy.Reject, 1))).toBe(Verdict.FileForOwner);
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 9, Source.Filed, Policy.Reject, 1))).toBe(Verdict.LeaveFiled);
+    core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Here);
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.LeaseTakeover, 0);
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 10, Source.Direct, Policy.Enqueue, 1))).toBe(Verdict.WaitUntilReady);
+  });
+
+  it("applies the busy policy behind a running execution and keeps the queue's order", async () => {
+    const core = await boot();
+    const c = ready(core);
+    core.step(M.Start, c.slot, c.generation, core.request(), 0);
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 1, Source.Direct, Policy.Reject, 1))).toBe(Verdict.RefuseBusy);
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 2, Source.Direct, Policy.Enqueue, 0))).toBe(Verdict.RefuseNoQueue);
+    expect(core.step(M.Admit, c.slot, c.generation, 3, Source.Direct, Policy.Interrupt, 1)).toEqual([
+      { kind: EffectKind.AdmissionDecided, request: 3, verdict: Verdict.EnqueueFront, agent: c.slot, interrupt: true },
+    ]);
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 4, Source.QueueHead, Policy.Enqueue, 1))).toBe(Verdict.StayQueued);
+    expect(core.snapshot().conversations[c.slot]!.queued).toBe(1);
+  });
+
+  it("starts the head once the admission is free, then lets the idle conversation go", async () => {
+    const core = await boot();
+    const c = ready(core);
+    core.step(M.UseBegin, c.slot, c.generation);
+    core.step(M.MessageQueued, c.slot, c.generation, 1);
+    expect(core.step(M.AdmissionReleased, c.slot, c.generation)).toEqual([{ kind: EffectKind.StartHead, agent: c.slot }]);
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 5, Source.QueueHead, Policy.Enqueue, 1))).toBe(Verdict.RunHere);
+    expect(core.apply(M.PurgeAgent, c.slot, c.generation)).toBe(ResultCode.ConversationInUse);
+    expect(core.step(M.HeadSettled, c.slot, c.generation, HeadOutcome.Left)).toEqual([]);
+    expect(core.step(M.UseEnd, c.slot, c.generation)).toEqual([{ kind: EffectKind.ReleaseConversation, agent: c.slot, generation: c.generation }]);
+    expect(phaseOf(core, c)).toBe(Phase.Releasing);
+    core.step(M.PurgeAgent, c.slot, c.generation);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.None, users: 0, queued: 0, flags: 0, recoveryEpoch: 0 });
+  });
+
+  it("drops what does not fit and changes nothing", async () => {
+    const core = await boot();
+    const c = ready(core);
+    core.expectDropped(M.UseEnd, ResultCode.ConversationUsersUnderflow, c.slot, c.generation);
+    core.expectDropped(M.MessageLeft, ResultCode.QueueEmpty, c.slot, c.generation);
+    core.expectDropped(M.HeadSettled, ResultCode.HeadNotStarting, c.slot, c.generation, HeadOutcome.Left);
+    core.expectDropped(M.RecoveryFinished, ResultCode.ConversationPhaseMustMatch, c.slot, c.generation, 1, RecoveryOutcome.Recovered);
+    core.expectDropped(M.RecoveryRequested, ResultCode.ArgumentOutOfRange, c.slot, c.generation, Cause.Retry + 1, 0);
+    core.expectDropped(M.UseBegin, ResultCode.AgentGenerationMustMatch, c.slot, c.generation + 1);
+    core.expectRefused(ResultCode.QueueEmpty, 9, M.Admit, c.slot, c.generation, 9, Source.QueueHead, Policy.Enqueue, 1);
+  });
+});

@@ -1,0 +1,95 @@
+// The conversation lifecycle's messages for the differential fuzz
+// (docs/decisions/0062), built from an intent and the conversation's record
+// as the tables hold it now, so most of them are what a host would send in
+// that phase: ownership, a recovery and its finish (sometimes of a stale
+// epoch, sometimes duplicated), uses, the queue and admissions. One in
+// about twenty is noise: a stale generation or an argument out of range.
+
+import {
+  AdmissionSource, ConversationFlag, ConversationPhase, HeadOutcome, MessageKind, Ownership, RecoveryCause,
+  RecoveryOutcome,
+} from "../../assembly/abi.js";
+import type { ConversationRecordView } from "../../host/core/machine.js";
+import type { Intent, Message } from "./message-stream.js";
+
+interface Handle {
+  readonly slot: number;
+  readonly generation: number;
+}
+
+/** How many queued messages the streams let pile up: enough for a queue
+ * with a head and a message behind it, few enough that purges succeed. */
+const QUEUED_STREAM_MAX = 3;
+
+export function conversationMessage(intent: Intent, agent: Handle, record: ConversationRecordView | undefined, request: number): Message {
+  if (record === undefined || record.phase === ConversationPhase.None || intent.variant % 23 === 0) return noise(intent, agent, request);
+  const { slot, generation } = agent;
+  switch (record.phase) {
+    case ConversationPhase.Registering:
+      if (intent.noise % 4 === 0) return [MessageKind.ConversationOwned, slot, generation, 1 + (intent.pick % 2), 0, 0, 0, 0];
+      return [MessageKind.RecoveryRequested, slot, generation, 1 + (intent.pick % 10), intent.noise % 64, 0, 0, 0];
+    case ConversationPhase.Recovering: return recovering(intent, agent, record);
+    case ConversationPhase.Held:
+      if (intent.noise % 6 === 0) return [MessageKind.ConversationOwned, slot, generation, Ownership.Elsewhere, 0, 0, 0, 0];
+      return [MessageKind.RecoveryRequested, slot, generation, RecoveryCause.Retry, 0, 0, 0, 0];
+    case ConversationPhase.OwnedElsewhere:
+      if (intent.noise % 2 === 0) return [MessageKind.ConversationOwned, slot, generation, Ownership.Here, 0, 0, 0, 0];
+      return [MessageKind.Admit, slot, generation, request, 1 + (intent.pick % 3), 1 + (intent.variant % 3), 1, 0];
+    case ConversationPhase.Releasing:
+      if (intent.noise % 3 === 0) return [MessageKind.UseBegin, slot, generation, 0, 0, 0, 0, 0];
+      return [MessageKind.PurgeAgent, slot, generation, 0, 0, 0, 0, 0];
+    default: return ready(intent, agent, record, request);
+  }
+}
+
+/** A recovery under way: mostly its finish, sometimes a second trigger
+ * (joined), a finish of another epoch (stale) or a failed one (held). */
+function recovering(intent: Intent, agent: Handle, record: ConversationRecordView): Message {
+  const { slot, generation } = agent;
+  if (intent.noise % 5 === 0) return [MessageKind.RecoveryRequested, slot, generation, 1 + (intent.pick % 10), 0, 0, 0, 0];
+  const epoch = intent.noise % 7 === 1 ? (record.recoveryEpoch + 1 + (intent.pick % 2)) >>> 0 : record.recoveryEpoch;
+  const outcome = intent.variant % 4 === 0 ? 1 + (intent.pick % RecoveryOutcome.LeaseLapsed) : RecoveryOutcome.Recovered;
+  return [MessageKind.RecoveryFinished, slot, generation, epoch, outcome, 0, 0, 0];
+}
+
+/** A ready conversation: starts of every source and policy, uses, the
+ * queue's messages, holds and triggers. */
+function ready(intent: Intent, agent: Handle, record: ConversationRecordView, request: number): Message {
+  const { slot, generation } = agent;
+  const choice = intent.noise % 13;
+  if ((record.flags & ConversationFlag.HeadStarting) !== 0 && choice < 4) {
+    const outcome = [HeadOutcome.Left, HeadOutcome.Left, HeadOutcome.Back, HeadOutcome.Failed][intent.pick % 4]!;
+    return [MessageKind.HeadSettled, slot, generation, outcome, 0, 0, 0, 0];
+  }
+  if (record.users > 0 && choice < 6) return [MessageKind.UseEnd, slot, generation, 0, 0, 0, 0, 0];
+  switch (choice) {
+    case 0: case 1: case 2: {
+      const source = intent.pick % 3 === 0 ? AdmissionSource.Filed : AdmissionSource.Direct;
+      return [MessageKind.Admit, slot, generation, request, source, 1 + (intent.variant % 3), intent.variant % 7 === 0 ? 0 : 1, 0];
+    }
+    case 3:
+      if (record.queued > 0) return [MessageKind.Admit, slot, generation, request, AdmissionSource.QueueHead, 2, 1, 0];
+      return [MessageKind.MessageQueued, slot, generation, 1 + (intent.pick % 2), 0, 0, 0, 0];
+    case 4: return [MessageKind.UseBegin, slot, generation, 0, 0, 0, 0, 0];
+    case 5: return [MessageKind.SetPinned, slot, generation, intent.pick % 2, 0, 0, 0, 0];
+    case 6:
+      if (record.queued < QUEUED_STREAM_MAX) return [MessageKind.MessageQueued, slot, generation, 1 + (intent.pick % 2), 0, 0, 0, 0];
+      return [MessageKind.MessageLeft, slot, generation, 0, 0, 0, 0, 0];
+    case 7: return [MessageKind.MessageLeft, slot, generation, 0, 0, 0, 0, 0];
+    case 8: return [MessageKind.AdmissionReleased, slot, generation, 0, 0, 0, 0, 0];
+    case 9: return [MessageKind.ConversationHeld, slot, generation, 1 + (intent.pick % 4), 0, 0, 0, 0];
+    case 10: return [MessageKind.RecoveryRequested, slot, generation, 1 + (intent.pick % 10), intent.variant % 64, 0, 0, 0];
+    case 11: return [MessageKind.ConversationOwned, slot, generation, intent.pick % 5 === 0 ? Ownership.Elsewhere : Ownership.Here, 0, 0, 0, 0];
+    default: return [MessageKind.UseBegin, slot, generation, 0, 0, 0, 0, 0];
+  }
+}
+
+/** A conversation message of any kind with a stale generation, or with
+ * its other arguments anywhere in u32. */
+function noise(intent: Intent, agent: Handle, request: number): Message {
+  const kind = MessageKind.ConversationOwned + (intent.pick % (MessageKind.ConversationHeld - MessageKind.ConversationOwned + 1));
+  const generation = intent.noise % 2 === 0 ? (agent.generation + 1) >>> 0 : agent.generation;
+  const wild = [intent.noise, 0xffff_ffff, intent.variant, 0, intent.noise >>> 5][intent.variant % 5]!;
+  if (kind === MessageKind.Admit) return [kind, agent.slot, generation, request, wild, intent.variant % 5, intent.pick % 3, 0];
+  return [kind, agent.slot, generation, wild, intent.noise >>> 3, 0, 0, 0];
+}

@@ -1,0 +1,405 @@
+// The reference model of the conversation lifecycle (docs/decisions/0062),
+// part of the reference core (`reference-core.ts`), which owns the agent
+// records and hands this part what it needs. Written to be obviously right:
+// the conversation table is a list of rows searched by linear scan, the
+// admission decision is an ordered list of rules (the first that matches
+// wins), records are plain objects. It follows docs/core.md and
+// `assembly/abi.ts`, not the core's source.
+
+import {
+  AdmissionSource, AdmissionState, AdmissionVerdict, AgentLifecycle, BusyPolicy, ConversationEvent as Ev,
+  ConversationFlag, ConversationPhase as P, EffectKind, HeadOutcome, HoldCause, Limit, MessageKind, Ownership,
+  RecoveryCause, RecoveryFact, RecoveryOutcome, ResultCode, RowsPolicy,
+} from "../../assembly/abi.js";
+import type { ConversationRecordView } from "../../host/core/machine.js";
+
+/** The conversation table: every defined `(phase, event) → next`. */
+const CONVERSATION_TABLE: readonly { readonly phase: P; readonly event: Ev; readonly next: P }[] = [
+  { phase: P.Registering, event: Ev.OwnedHere, next: P.Registering },
+  { phase: P.Registering, event: Ev.OwnedElsewhere, next: P.OwnedElsewhere },
+  { phase: P.Registering, event: Ev.RecoveryRequested, next: P.Recovering },
+  { phase: P.Registering, event: Ev.Used, next: P.Registering },
+  { phase: P.Recovering, event: Ev.OwnedHere, next: P.Recovering },
+  { phase: P.Recovering, event: Ev.OwnedElsewhere, next: P.OwnedElsewhere },
+  { phase: P.Recovering, event: Ev.RecoveryRequested, next: P.Recovering },
+  { phase: P.Recovering, event: Ev.Recovered, next: P.Ready },
+  { phase: P.Recovering, event: Ev.RecoveryFailed, next: P.Held },
+  { phase: P.Recovering, event: Ev.Used, next: P.Recovering },
+  { phase: P.Ready, event: Ev.OwnedHere, next: P.Ready },
+  { phase: P.Ready, event: Ev.OwnedElsewhere, next: P.OwnedElsewhere },
+  { phase: P.Ready, event: Ev.RecoveryRequested, next: P.Recovering },
+  { phase: P.Ready, event: Ev.Held, next: P.Held },
+  { phase: P.Ready, event: Ev.Idle, next: P.Releasing },
+  { phase: P.Ready, event: Ev.Used, next: P.Ready },
+  { phase: P.Held, event: Ev.OwnedHere, next: P.Held },
+  { phase: P.Held, event: Ev.OwnedElsewhere, next: P.OwnedElsewhere },
+  { phase: P.Held, event: Ev.RecoveryRequested, next: P.Recovering },
+  { phase: P.Held, event: Ev.Used, next: P.Held },
+  { phase: P.OwnedElsewhere, event: Ev.OwnedHere, next: P.Registering },
+  { phase: P.OwnedElsewhere, event: Ev.OwnedElsewhere, next: P.OwnedElsewhere },
+  { phase: P.OwnedElsewhere, event: Ev.Used, next: P.OwnedElsewhere },
+  { phase: P.Releasing, event: Ev.OwnedHere, next: P.Releasing },
+  { phase: P.Releasing, event: Ev.OwnedElsewhere, next: P.OwnedElsewhere },
+  { phase: P.Releasing, event: Ev.RecoveryRequested, next: P.Recovering },
+  { phase: P.Releasing, event: Ev.Used, next: P.Ready },
+];
+
+/** The table's next phase, or undefined for an undefined pair. */
+export function conversationNextOf(phase: number, event: number): P | undefined {
+  return CONVERSATION_TABLE.find((row) => row.phase === phase && row.event === event)?.next;
+}
+
+/** What an admission depends on. */
+export interface AdmissionFacts {
+  readonly phase: number;
+  readonly source: number;
+  readonly policy: number;
+  readonly closed: boolean;
+  readonly admissionHeld: boolean;
+  readonly queued: boolean;
+  readonly headStarting: boolean;
+  readonly queueKept: boolean;
+}
+
+/** The admission rules, in order: the first that matches decides. */
+const ADMISSION_RULES: readonly { readonly when: (facts: AdmissionFacts) => boolean; readonly verdict: AdmissionVerdict }[] = [
+  { when: (f) => f.closed, verdict: AdmissionVerdict.RefuseClosed },
+  { when: (f) => f.phase === P.OwnedElsewhere && f.source === AdmissionSource.Direct, verdict: AdmissionVerdict.FileForOwner },
+  { when: (f) => f.phase === P.OwnedElsewhere && f.source === AdmissionSource.Filed, verdict: AdmissionVerdict.LeaveFiled },
+  { when: (f) => f.source === AdmissionSource.QueueHead && f.phase === P.Ready && !f.admissionHeld && !f.headStarting, verdict: AdmissionVerdict.RunHere },
+  { when: (f) => f.source === AdmissionSource.QueueHead, verdict: AdmissionVerdict.StayQueued },
+  { when: (f) => f.phase === P.Held, verdict: AdmissionVerdict.RefuseHeld },
+  { when: (f) => f.phase !== P.Ready, verdict: AdmissionVerdict.WaitUntilReady },
+  { when: (f) => !f.admissionHeld && !f.queued && !f.headStarting, verdict: AdmissionVerdict.RunHere },
+  { when: (f) => f.policy === BusyPolicy.Reject, verdict: AdmissionVerdict.RefuseBusy },
+  { when: (f) => !f.queueKept, verdict: AdmissionVerdict.RefuseNoQueue },
+  { when: (f) => f.policy === BusyPolicy.Enqueue, verdict: AdmissionVerdict.EnqueueBack },
+  { when: () => true, verdict: AdmissionVerdict.EnqueueFront },
+];
+
+export function admissionVerdictFor(facts: AdmissionFacts): AdmissionVerdict {
+  return ADMISSION_RULES.find((rule) => rule.when(facts))!.verdict;
+}
+
+interface Conversation {
+  recoveryEpoch: number;
+  users: number;
+  queued: number;
+  phase: number;
+  cause: number;
+  pinned: boolean;
+  headStarting: boolean;
+  recoverAgain: boolean;
+  readQueue: boolean;
+  failures: number;
+}
+
+/** What the reference core lends this part. */
+export interface ConversationHost {
+  emit(kind: EffectKind, a?: number, b?: number, c?: number, d?: number): void;
+  drop(kind: MessageKind, code: ResultCode): ResultCode;
+  refuse(request: number, code: ResultCode): ResultCode;
+  checkAgent(slot: number, generation: number): ResultCode;
+  agent(slot: number): { readonly generation: number; readonly admissionState: number; readonly lifecycle: number };
+}
+
+const RECOVERY_CAUSES_WITH_NEW_FACTS = [RecoveryCause.LeaseTakeover, RecoveryCause.PartitionTaken, RecoveryCause.Retake, RecoveryCause.FencedWrite];
+
+function emptyConversation(): Conversation {
+  return { recoveryEpoch: 0, users: 0, queued: 0, phase: P.None, cause: 0, pinned: false, headStarting: false, recoverAgain: false, readQueue: false, failures: 0 };
+}
+
+/** The one backoff: 250 ms doubling up to 5 s. */
+export function retryDelayFor(failures: number): number {
+  return Math.min(Limit.RetryMsMax, Limit.RetryMsFirst * 2 ** Math.min(failures - 1, 16));
+}
+
+export class ReferenceConversations {
+  /** Index = agent slot. */
+  private readonly records: Conversation[] = [];
+
+  constructor(private readonly host: ConversationHost) {}
+
+  /** A newly allocated agent slot (registering). */
+  opened(slot: number): void {
+    this.records[slot] = { ...emptyConversation(), phase: P.Registering };
+  }
+
+  /** A freed agent slot (all zero). */
+  freed(slot: number): void {
+    this.records[slot] = emptyConversation();
+  }
+
+  /** PurgeAgent's extra refusal. */
+  inUse(slot: number): boolean {
+    const record = this.at(slot);
+    return record.users > 0 || record.queued > 0 || record.headStarting;
+  }
+
+  views(count: number): ConversationRecordView[] {
+    return Array.from({ length: count }, (_unused, slot) => {
+      const record = this.records[slot] ?? emptyConversation();
+      const flags = (record.pinned ? ConversationFlag.Pinned : 0) | (record.headStarting ? ConversationFlag.HeadStarting : 0) |
+        (record.recoverAgain ? ConversationFlag.RecoverAgain : 0) | (record.readQueue ? ConversationFlag.ReadQueue : 0);
+      return { slot, recoveryEpoch: record.recoveryEpoch, users: record.users, queued: record.queued, phase: record.phase, cause: record.cause, flags, failures: record.failures };
+    });
+  }
+
+  apply(kind: number, a: number, b: number, c: number, d: number, e: number, f: number): ResultCode | undefined {
+    switch (kind) {
+      case MessageKind.ConversationOwned: return this.owned(a, b, c);
+      case MessageKind.RecoveryRequested: return this.recoveryRequested(a, b, c, d);
+      case MessageKind.RecoveryFinished: return this.recoveryFinished(a, b, c, d);
+      case MessageKind.UseBegin: return this.useBegin(a, b);
+      case MessageKind.UseEnd: return this.useEnd(a, b);
+      case MessageKind.SetPinned: return this.setPinned(a, b, c);
+      case MessageKind.Admit: return this.admit(a, b, c, d, e, f);
+      case MessageKind.MessageQueued: return this.messageQueued(a, b, c);
+      case MessageKind.MessageLeft: return this.messageLeft(a, b);
+      case MessageKind.HeadSettled: return this.headSettled(a, b, c);
+      case MessageKind.AdmissionReleased: return this.admissionReleased(a, b);
+      case MessageKind.ConversationHeld: return this.held(a, b, c);
+      default: return undefined;
+    }
+  }
+
+  // --- messages -------------------------------------------------------------
+
+  private owned(slot: number, generation: number, ownership: number): ResultCode {
+    const K = MessageKind.ConversationOwned;
+    const code = this.host.checkAgent(slot, generation);
+    if (code !== ResultCode.Ok) return this.host.drop(K, code);
+    if (ownership !== Ownership.Here && ownership !== Ownership.Elsewhere) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
+    const record = this.at(slot);
+    const next = conversationNextOf(record.phase, ownership === Ownership.Here ? Ev.OwnedHere : Ev.OwnedElsewhere);
+    if (next === undefined) return this.host.drop(K, ResultCode.ConversationPhaseMustMatch);
+    record.phase = next;
+    if (ownership === Ownership.Elsewhere) {
+      record.cause = 0;
+      record.recoverAgain = false;
+      record.readQueue = false;
+    }
+    return ResultCode.Ok;
+  }
+
+  private recoveryRequested(slot: number, generation: number, cause: number, facts: number): ResultCode {
+    const K = MessageKind.RecoveryRequested;
+    const code = this.host.checkAgent(slot, generation);
+    if (code !== ResultCode.Ok) return this.host.drop(K, code);
+    if (cause < RecoveryCause.OpenScan || cause > RecoveryCause.Retry || facts > 63) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
+    const record = this.at(slot);
+    if (record.phase === P.Recovering) {
+      if (RECOVERY_CAUSES_WITH_NEW_FACTS.includes(cause)) record.recoverAgain = true;
+      this.host.emit(EffectKind.RecoveryJoined, slot, record.recoveryEpoch);
+      return ResultCode.Ok;
+    }
+    const next = conversationNextOf(record.phase, Ev.RecoveryRequested);
+    if (next === undefined) return this.host.drop(K, ResultCode.ConversationPhaseMustMatch);
+    record.phase = next;
+    this.beginRecovery(slot, cause, facts);
+    return ResultCode.Ok;
+  }
+
+  private recoveryFinished(slot: number, generation: number, epoch: number, outcome: number): ResultCode {
+    const K = MessageKind.RecoveryFinished;
+    const code = this.host.checkAgent(slot, generation);
+    if (code !== ResultCode.Ok) return this.host.drop(K, code);
+    if (outcome < RecoveryOutcome.Recovered || outcome > RecoveryOutcome.LeaseLapsed) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
+    const record = this.at(slot);
+    if (record.phase !== P.Recovering) return this.host.drop(K, ResultCode.ConversationPhaseMustMatch);
+    if (record.recoveryEpoch !== epoch) return this.host.drop(K, ResultCode.RecoveryEpochMustMatch);
+    if (outcome !== RecoveryOutcome.Recovered) {
+      const cause = [0, 0, HoldCause.StoreFault, HoldCause.OutcomeUnknown, HoldCause.NotQuiescent, HoldCause.LeaseLapsed][outcome]!;
+      this.hold(slot, cause, Ev.RecoveryFailed);
+    } else if (record.recoverAgain) {
+      this.beginRecovery(slot, RecoveryCause.Retry, 0);
+    } else {
+      record.phase = conversationNextOf(record.phase, Ev.Recovered)!;
+      record.cause = 0;
+      record.failures = 0;
+      const readQueue = record.readQueue;
+      record.readQueue = false;
+      this.host.emit(EffectKind.OpenAdmissions, slot);
+      this.host.emit(EffectKind.OpenInbox, slot);
+      if (readQueue) this.host.emit(EffectKind.RestoreQueue, slot);
+      else this.startHeadIfDue(slot);
+    }
+    return ResultCode.Ok;
+  }
+
+  private held(slot: number, generation: number, cause: number): ResultCode {
+    const K = MessageKind.ConversationHeld;
+    const code = this.host.checkAgent(slot, generation);
+    if (code !== ResultCode.Ok) return this.host.drop(K, code);
+    if (cause < HoldCause.StoreFault || cause > HoldCause.LeaseLapsed) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
+    if (conversationNextOf(this.at(slot).phase, Ev.Held) === undefined) return this.host.drop(K, ResultCode.ConversationPhaseMustMatch);
+    this.hold(slot, cause, Ev.Held);
+    return ResultCode.Ok;
+  }
+
+  private useBegin(slot: number, generation: number): ResultCode {
+    const K = MessageKind.UseBegin;
+    const code = this.host.checkAgent(slot, generation);
+    if (code !== ResultCode.Ok) return this.host.drop(K, code);
+    const record = this.at(slot);
+    if (record.users >= Limit.ConversationUsersMax) return this.host.drop(K, ResultCode.ConversationUsersFull);
+    record.users += 1;
+    record.phase = conversationNextOf(record.phase, Ev.Used)!;
+    return ResultCode.Ok;
+  }
+
+  private useEnd(slot: number, generation: number): ResultCode {
+    const K = MessageKind.UseEnd;
+    const code = this.host.checkAgent(slot, generation);
+    if (code !== ResultCode.Ok) return this.host.drop(K, code);
+    const record = this.at(slot);
+    if (record.users === 0) return this.host.drop(K, ResultCode.ConversationUsersUnderflow);
+    record.users -= 1;
+    this.releaseIfIdle(slot);
+    return ResultCode.Ok;
+  }
+
+  private setPinned(slot: number, generation: number, pinned: number): ResultCode {
+    const K = MessageKind.SetPinned;
+    const code = this.host.checkAgent(slot, generation);
+    if (code !== ResultCode.Ok) return this.host.drop(K, code);
+    if (pinned !== 0 && pinned !== 1) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
+    this.at(slot).pinned = pinned === 1;
+    if (pinned === 0) this.releaseIfIdle(slot);
+    return ResultCode.Ok;
+  }
+
+  private admissionReleased(slot: number, generation: number): ResultCode {
+    const code = this.host.checkAgent(slot, generation);
+    if (code !== ResultCode.Ok) return this.host.drop(MessageKind.AdmissionReleased, code);
+    this.startHeadOrRelease(slot);
+    return ResultCode.Ok;
+  }
+
+  private admit(slot: number, generation: number, request: number, source: number, policy: number, queueKept: number): ResultCode {
+    const code = this.host.checkAgent(slot, generation);
+    if (code !== ResultCode.Ok) return this.host.refuse(request, code);
+    const sourceKnown = source >= AdmissionSource.Direct && source <= AdmissionSource.Filed;
+    const policyKnown = policy >= BusyPolicy.Reject && policy <= BusyPolicy.Interrupt;
+    if (!sourceKnown || !policyKnown || (queueKept !== 0 && queueKept !== 1)) return this.host.refuse(request, ResultCode.ArgumentOutOfRange);
+    const record = this.at(slot);
+    if (source === AdmissionSource.QueueHead && record.queued === 0) return this.host.refuse(request, ResultCode.QueueEmpty);
+    const agent = this.host.agent(slot);
+    const admissionHeld = agent.admissionState !== AdmissionState.None;
+    const verdict = admissionVerdictFor({
+      phase: record.phase, source, policy, closed: agent.lifecycle === AgentLifecycle.Closed, admissionHeld,
+      queued: record.queued > 0, headStarting: record.headStarting, queueKept: queueKept === 1,
+    });
+    const enqueues = verdict === AdmissionVerdict.EnqueueBack || verdict === AdmissionVerdict.EnqueueFront;
+    if (enqueues && record.queued >= Limit.QueuedMax) return this.host.refuse(request, ResultCode.QueueFull);
+    if (enqueues) record.queued += 1;
+    if (verdict === AdmissionVerdict.RunHere && source === AdmissionSource.QueueHead) {
+      record.queued -= 1;
+      record.headStarting = true;
+    }
+    const interrupt = verdict === AdmissionVerdict.EnqueueFront && admissionHeld ? 1 : 0;
+    this.host.emit(EffectKind.AdmissionDecided, request, verdict, slot, interrupt);
+    return ResultCode.Ok;
+  }
+
+  private messageQueued(slot: number, generation: number, count: number): ResultCode {
+    const K = MessageKind.MessageQueued;
+    const code = this.host.checkAgent(slot, generation);
+    if (code !== ResultCode.Ok) return this.host.drop(K, code);
+    if (count === 0 || count > Limit.QueuedMax) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
+    const record = this.at(slot);
+    if (record.queued + count > Limit.QueuedMax) return this.host.drop(K, ResultCode.QueueFull);
+    record.queued += count;
+    return ResultCode.Ok;
+  }
+
+  private messageLeft(slot: number, generation: number): ResultCode {
+    const K = MessageKind.MessageLeft;
+    const code = this.host.checkAgent(slot, generation);
+    if (code !== ResultCode.Ok) return this.host.drop(K, code);
+    const record = this.at(slot);
+    if (record.queued === 0) return this.host.drop(K, ResultCode.QueueEmpty);
+    record.queued -= 1;
+    this.startHeadOrRelease(slot);
+    return ResultCode.Ok;
+  }
+
+  private headSettled(slot: number, generation: number, outcome: number): ResultCode {
+    const K = MessageKind.HeadSettled;
+    const code = this.host.checkAgent(slot, generation);
+    if (code !== ResultCode.Ok) return this.host.drop(K, code);
+    if (outcome < HeadOutcome.Left || outcome > HeadOutcome.Failed) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
+    const record = this.at(slot);
+    if (!record.headStarting) return this.host.drop(K, ResultCode.HeadNotStarting);
+    if (outcome !== HeadOutcome.Left && record.queued >= Limit.QueuedMax) return this.host.drop(K, ResultCode.QueueFull);
+    record.headStarting = false;
+    if (outcome === HeadOutcome.Left) {
+      record.failures = 0;
+      this.startHeadOrRelease(slot);
+    } else if (outcome === HeadOutcome.Back) {
+      record.queued += 1;
+      this.startHeadOrRelease(slot);
+    } else {
+      record.queued += 1;
+      record.failures = Math.min(255, record.failures + 1);
+      this.host.emit(EffectKind.RetryAfter, slot, record.recoveryEpoch, retryDelayFor(record.failures));
+    }
+    return ResultCode.Ok;
+  }
+
+  // --- helpers --------------------------------------------------------------
+
+  private at(slot: number): Conversation {
+    const record = this.records[slot];
+    if (record === undefined) throw new Error(`reference model bug: conversation ${slot} read unchecked`);
+    return record;
+  }
+
+  /** READING: the epoch counts like a generation (+1, skipping 0). */
+  private beginRecovery(slot: number, cause: number, facts: number): void {
+    const record = this.at(slot);
+    record.recoveryEpoch = record.recoveryEpoch === 0xffff_ffff ? 1 : record.recoveryEpoch + 1;
+    record.cause = cause;
+    record.recoverAgain = false;
+    const has = (fact: RecoveryFact): boolean => (facts & fact) !== 0;
+    const fromScan = cause === RecoveryCause.OpenScan || cause === RecoveryCause.FirstUse;
+    const nothingWritten = (has(RecoveryFact.PartitionScanned) || has(RecoveryFact.LeaseEpochOne)) && !has(RecoveryFact.InScan) && !has(RecoveryFact.QueuedAtOpen);
+    let rows: RowsPolicy;
+    if (!fromScan) rows = RowsPolicy.FromStore;
+    else if (!has(RecoveryFact.Leasing) || has(RecoveryFact.HeldSinceBeforeScan)) rows = has(RecoveryFact.InScan) ? RowsPolicy.FromScan : RowsPolicy.Nothing;
+    else rows = nothingWritten ? RowsPolicy.Nothing : RowsPolicy.FromStore;
+    record.readQueue = !fromScan || has(RecoveryFact.QueuedAtOpen) || (has(RecoveryFact.Leasing) && !nothingWritten);
+    this.host.emit(EffectKind.ReadRows, slot, record.recoveryEpoch, rows, record.readQueue ? 1 : 0);
+  }
+
+  private hold(slot: number, cause: number, event: Ev): void {
+    const record = this.at(slot);
+    record.phase = conversationNextOf(record.phase, event)!;
+    record.cause = cause;
+    record.recoverAgain = false;
+    record.readQueue = false;
+    record.failures = Math.min(255, record.failures + 1);
+    this.host.emit(EffectKind.RetryAfter, slot, record.recoveryEpoch, retryDelayFor(record.failures));
+  }
+
+  private startHeadOrRelease(slot: number): void {
+    if (!this.startHeadIfDue(slot)) this.releaseIfIdle(slot);
+  }
+
+  private startHeadIfDue(slot: number): boolean {
+    const record = this.at(slot);
+    const free = this.host.agent(slot).admissionState === AdmissionState.None;
+    if (record.phase !== P.Ready || record.queued === 0 || !free || record.headStarting) return false;
+    this.host.emit(EffectKind.StartHead, slot);
+    return true;
+  }
+
+  private releaseIfIdle(slot: number): void {
+    const record = this.at(slot);
+    const agent = this.host.agent(slot);
+    const idle = record.users === 0 && !record.pinned && record.queued === 0 && !record.headStarting && agent.admissionState === AdmissionState.None;
+    if (!idle || record.phase !== P.Ready) return;
+    record.phase = P.Releasing;
+    this.host.emit(EffectKind.ReleaseConversation, slot, agent.generation);
+  }
+}
