@@ -605,7 +605,10 @@ export const enum AdmissionSituation {
   HeadStarting = 8,
   /** The store keeps a durable queue. */
   QueueKept = 16,
-  End = 32,
+  /** The admission is held for recovery (`RecoveryRequired`): a start
+   * is refused held, unless messages are queued (it goes behind them). */
+  RecoveryHeld = 32,
+  End = 64,
 }
 
 /** What became of a head `Admit` let start (`HeadSettled`). */
@@ -744,7 +747,9 @@ export const enum Limit {
    * leak of `UseEnd`, not a workload. */
   ConversationUsersMax = 65535,
   /** Messages queued here behind one conversation (a u16); the store's
-   * queue limit (1,000 by default) refuses long before. */
+   * queue limit (1,000 by default) refuses long before. A limit, not a
+   * kind: it may equal another. */
+  // eslint-disable-next-line @typescript-eslint/no-duplicate-enum-values
   QueuedMax = 65535,
   /** The first wait of the backoff, in milliseconds: a killed connection
    * is back at once. */

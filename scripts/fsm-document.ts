@@ -37,7 +37,7 @@ const VERDICT_NAMES = [
   "refuse busy", "refuse held", "refuse closed", "refuse (no queue)", "stay queued", "leave filed",
 ] as const;
 /** Bits of `AdmissionSituation`, in order. */
-const SITUATION_NAMES = ["closed", "admission held", "queued", "head starting", "queue kept"] as const;
+const SITUATION_NAMES = ["closed", "admission held", "queued", "head starting", "queue kept", "held for recovery"] as const;
 
 const ENTRY_EFFECTS: Record<string, string> = {
   calling_llm: "provider barrier",
@@ -150,7 +150,8 @@ function renderAdmissionTable(core: ControlCore): string[] {
     "Walked through the compiled `admissionVerdict` for every phase, source,",
     "busy policy and situation. A closed conversation refuses every start",
     "(refuse closed); the rows list the open cases. \"busy\" is an execution",
-    "holding the admission, messages queued, or a head starting.",
+    "holding the admission, messages queued, or a head starting; \"held for",
+    "recovery\" is an admission in `recovery_required`.",
     "",
     "| phase | source | verdict |",
     "| --- | --- | --- |",
@@ -165,7 +166,8 @@ function admissionCases(core: ControlCore, phase: number, source: number): strin
   const byVerdict = new Map<number, Set<string>>();
   for (let policy = 1; policy < POLICY_NAMES.length; policy += 1) {
     for (let situation = 0; situation < 1 << SITUATION_NAMES.length; situation += 1) {
-      if ((situation & 1) !== 0) continue;
+      // Closed refuses all; held for recovery implies an admission held.
+      if ((situation & 1) !== 0 || (situation & 0b100010) === 0b100000) continue;
       const verdict = core.admissionVerdict(phase, source, policy, situation);
       const cases = byVerdict.get(verdict) ?? new Set<string>();
       cases.add(source === 2 ? headCaseName(situation) : caseName(policy, situation));
@@ -179,7 +181,8 @@ function admissionCases(core: ControlCore, phase: number, source: number): strin
 function caseName(policy: number, situation: number): string {
   const busy = (situation & 0b1110) !== 0;
   const kept = (situation & 0b10000) !== 0;
-  return `${busy ? "busy" : "free"}, ${POLICY_NAMES[policy]}${busy && policy !== 1 ? (kept ? ", queue kept" : ", no queue") : ""}`;
+  const held = (situation & 0b100000) !== 0 ? "held for recovery, " : "";
+  return `${held}${busy ? "busy" : "free"}, ${POLICY_NAMES[policy]}${busy && policy !== 1 ? (kept ? ", queue kept" : ", no queue") : ""}`;
 }
 
 /** A queue head is always queued and has no busy policy: what matters is

@@ -32,6 +32,9 @@ export function admissionVerdictOf(phase: u32, source: u32, policy: u32, situati
   if (source == AdmissionSource.QueueHead) return headVerdict(phase, situation);
   if (phase == ConversationPhase.Held) return AdmissionVerdict.RefuseHeld;
   if (phase != ConversationPhase.Ready) return AdmissionVerdict.WaitUntilReady;
+  if ((situation & (AdmissionSituation.RecoveryHeld | AdmissionSituation.Queued)) == AdmissionSituation.RecoveryHeld) {
+    return AdmissionVerdict.RefuseHeld;
+  }
   if ((situation & BUSY) == 0) return AdmissionVerdict.RunHere;
   return busyVerdict(policy, situation);
 }
@@ -111,7 +114,9 @@ function isPolicy(value: u32): bool {
 function situationOf(agent: u32, queueKept: u32): u32 {
   let situation: u32 = queueKept != 0 ? AdmissionSituation.QueueKept : 0;
   if (agentLifecycle(agent) == AgentLifecycle.Closed) situation |= AdmissionSituation.Closed;
-  if (agentAdmission(agent) != AdmissionState.None) situation |= AdmissionSituation.AdmissionHeld;
+  const admission = agentAdmission(agent);
+  if (admission != AdmissionState.None) situation |= AdmissionSituation.AdmissionHeld;
+  if (admission == AdmissionState.RecoveryRequired) situation |= AdmissionSituation.RecoveryHeld;
   if (queuedMessages(agent) != 0) situation |= AdmissionSituation.Queued;
   if (headStarting(agent)) situation |= AdmissionSituation.HeadStarting;
   return situation;

@@ -20,7 +20,7 @@
 // * Decisions filed in the approval inbox are claimed only for
 //   conversations that have a suspended execution here.
 
-import { MessageKind as M, ResultCode } from "../../assembly/abi.js";
+import { MessageKind as M, Ownership, RecoveryCause, RecoveryOutcome, ResultCode, RowsPolicy } from "../../assembly/abi.js";
 import { AgentBusyError, InvalidInputError } from "../errors.js";
 import type { ExecutionRow } from "../store/records.js";
 import type { ControlLoop } from "./control-loop.js";
@@ -28,6 +28,7 @@ import type { Coordinator } from "./coordinator.js";
 import { errorForCode } from "./error-codes.js";
 import { leasingStoreOf } from "./leases.js";
 import type { RecoveredExecution } from "./recovery.js";
+import { recoveryFactsOf, recoveryOrderOf, type RecoveryOrder } from "./recovery-order.js";
 import type { AgentEntry } from "./requests.js";
 import type { ExecutionStore } from "../store/store.js";
 import { Agent, type AgentHost } from "./agent.js";
@@ -259,7 +260,8 @@ export class Conversations {
   }
 
   /** The open scan (once), the core entry, the lease, then this
-   * conversation's unfinished executions recovered before any start. */
+   * conversation's unfinished executions recovered before any start: the
+   * core says which rows to read (docs/decisions/0062). */
   private async prepare(conversation: Conversation): Promise<AgentEntry> {
     const scanning = this.host.recovers ? this.host.unfinishedByAgent() : undefined;
     const scanReadAt = this.host.unfinishedReadAt();
@@ -269,44 +271,79 @@ export class Conversations {
     // An agent defined by id keeps its lease as before; a lease held
     // elsewhere is kept asked for (the store retries, then takes it over).
     if (owned === false || (owned !== undefined && conversation.kind.name === undefined)) conversation.pinned = true;
-    if (owned === false) return entry;
-    if (scan === undefined) {
-      this.host.inboxListening(conversation.id);
+    if (owned === false || scan === undefined) {
+      // Recorded in the core; a start posted later finds it recorded (the
+      // loop runs in order), and a closed loop has nothing left to admit.
+      this.host.loop.post(() => this.tellOwnership(entry, owned !== false, conversation.pinned), { label: `the ownership of conversation "${conversation.id}"` });
+      if (owned !== false) this.host.inboxListening(conversation.id);
       return entry;
     }
     const leasing = leasingStoreOf(this.host.store);
     const queued = this.host.queuedAtOpen();
-    // Under a lease, read now: another process may have written since the
-    // scan — unless the lease was never held before (epoch 1: every write
-    // of an agent is fenced by its lease, so nobody wrote any execution).
-    // (Epoch 1 held again after a release this process cancelled: its own
-    // executions had all ended, or the conversation would not have been let go.)
-    // With partitions (docs/decisions/0030): the partition's unfinished rows
-    // were read when it was taken (at open: the scan above), so a
-    // conversation not among them has nothing to recover.
-    const fresh = (leasing?.partitionScanned?.(conversation.id) ?? leasing?.leaseOf(conversation.id)?.epoch === 1) && !scan.has(conversation.id) && !queued.has(conversation.id);
-    // The scan's rows are current when the partition has been held since
-    // before the scan was read (docs/decisions/0049: a restart's reclaim):
-    // nobody else can have written them since.
-    const heldSince = leasing?.partitionHeldSince?.(conversation.id);
-    const current = heldSince !== undefined && heldSince <= scanReadAt;
-    const rows = leasing === undefined || current ? scan.get(conversation.id) ?? [] : fresh ? [] : await leasing.unfinishedExecutionsOf(conversation.id);
+    const facts = recoveryFactsOf(leasing, conversation.id, { inScan: scan.has(conversation.id), queuedAtOpen: queued.has(conversation.id), scanReadAt });
+    const scanned = scan.get(conversation.id) ?? [];
+    const order = await this.onLoop(conversation, () => this.requestRecovery(entry, conversation.pinned, facts, scanned.length));
     scan.delete(conversation.id);
-    // Messages queued behind an execution that ended before its head was
-    // prepared (the process stopped in between) are restored by the
-    // recovery too, so a new start goes behind them. Under a lease held
-    // before, the queue is read with the executions.
-    const hasQueue = queued.delete(conversation.id) || (leasing !== undefined && !fresh);
-    if (rows.length > 0 || hasQueue) {
-      const report = this.host.recoverEntry(entry, rows);
-      this.host.reportRecovery(conversation.id, report);
-      const recovered = await report;
-      this.reports.set(conversation.id, recovered);
-      if (recovered.some((item) => item.status === "suspended")) this.host.inboxReady(conversation.id, true);
+    queued.delete(conversation.id);
+    if (!order.finished) {
+      const rows = order.rows === RowsPolicy.FromStore && leasing !== undefined ? await leasing.unfinishedExecutionsOf(conversation.id)
+        : order.rows === RowsPolicy.FromScan ? scanned : [];
+      // Messages queued behind an execution that ended before its head was
+      // prepared (the process stopped in between) are restored by the
+      // recovery too, so a new start goes behind them.
+      const recovered = rows.length > 0 || order.readQueue ? this.recover(conversation, entry, rows) : Promise.resolve();
+      await this.finishRecovery(conversation, entry, order.epoch, recovered);
     }
     // Recovered: decisions filed for it from now on are claimed here.
     this.host.inboxListening(conversation.id);
     return entry;
+  }
+
+  /** Recovers the rows and reports it (`env.recovery(id)`). */
+  private async recover(conversation: Conversation, entry: AgentEntry, rows: readonly ExecutionRow[]): Promise<void> {
+    const report = this.host.recoverEntry(entry, rows);
+    this.host.reportRecovery(conversation.id, report);
+    const recovered = await report;
+    this.reports.set(conversation.id, recovered);
+    if (recovered.some((item) => item.status === "suspended")) this.host.inboxReady(conversation.id, true);
+  }
+
+  /** Tells the core how the recovery of `epoch` ended, then passes its
+   * failure on. */
+  private async finishRecovery(conversation: Conversation, entry: AgentEntry, epoch: number, recovery: Promise<void>): Promise<void> {
+    const outcome = await recovery.then(() => RecoveryOutcome.Recovered, () => RecoveryOutcome.StoreFault);
+    await this.onLoop(conversation, () => this.host.coordinator.apply(M.RecoveryFinished, entry.slot, entry.generation, epoch, outcome));
+    await recovery;
+  }
+
+  /** On the loop: the conversation's ownership and pin, as the core records them. */
+  private tellOwnership(entry: AgentEntry, here: boolean, pinned: boolean): void {
+    const { coordinator } = this.host;
+    coordinator.apply(M.ConversationOwned, entry.slot, entry.generation, here ? Ownership.Here : Ownership.Elsewhere);
+    if (pinned) coordinator.apply(M.SetPinned, entry.slot, entry.generation, 1);
+  }
+
+  /** On the loop: owned here, its recovery asked of the core, which
+   * answers with the epoch and the rows to read. A recovery with nothing
+   * to read or restore (the scan found no rows, the queue is not read) is
+   * finished in the same turn. */
+  private requestRecovery(entry: AgentEntry, pinned: boolean, facts: number, scannedRows: number): RecoveryOrder & { readonly finished: boolean } {
+    this.tellOwnership(entry, true, pinned);
+    const { coordinator } = this.host;
+    const code = coordinator.apply(M.RecoveryRequested, entry.slot, entry.generation, RecoveryCause.FirstUse, facts);
+    if (code !== ResultCode.Ok) throw errorForCode(code, { agentId: entry.id });
+    const order = recoveryOrderOf(coordinator.settings.core);
+    const nothing = order.rows === RowsPolicy.Nothing || (order.rows === RowsPolicy.FromScan && scannedRows === 0);
+    const finished = nothing && !order.readQueue;
+    if (finished) coordinator.apply(M.RecoveryFinished, entry.slot, entry.generation, order.epoch, RecoveryOutcome.Recovered);
+    return { ...order, finished };
+  }
+
+  /** Runs `body` on the control loop and resolves with what it returned. */
+  private onLoop<T>(conversation: Conversation, body: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.host.loop.post(() => resolve(body()), { completion: { fail: reject }, label: `the recovery of conversation "${conversation.id}"` });
+    });
   }
 
   private register(conversation: Conversation): Promise<AgentEntry> {

@@ -34,6 +34,7 @@ it("the compiled admission decision is the model's rules for every phase, source
             phase, source, policy, closed: (situation & AdmissionSituation.Closed) !== 0,
             admissionHeld: (situation & AdmissionSituation.AdmissionHeld) !== 0, queued: (situation & AdmissionSituation.Queued) !== 0,
             headStarting: (situation & AdmissionSituation.HeadStarting) !== 0, queueKept: (situation & AdmissionSituation.QueueKept) !== 0,
+            recoveryHeld: (situation & AdmissionSituation.RecoveryHeld) !== 0,
           }) : 0;
           expect(core.admissionVerdict(phase, source, policy, situation), `phase ${phase} source ${source} policy ${policy} situation ${situation}`).toBe(expected);
         }

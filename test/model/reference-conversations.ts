@@ -59,6 +59,7 @@ export interface AdmissionFacts {
   readonly queued: boolean;
   readonly headStarting: boolean;
   readonly queueKept: boolean;
+  readonly recoveryHeld: boolean;
 }
 
 /** The admission rules, in order: the first that matches decides. */
@@ -70,6 +71,7 @@ const ADMISSION_RULES: readonly { readonly when: (facts: AdmissionFacts) => bool
   { when: (f) => f.source === AdmissionSource.QueueHead, verdict: AdmissionVerdict.StayQueued },
   { when: (f) => f.phase === P.Held, verdict: AdmissionVerdict.RefuseHeld },
   { when: (f) => f.phase !== P.Ready, verdict: AdmissionVerdict.WaitUntilReady },
+  { when: (f) => f.recoveryHeld && !f.queued, verdict: AdmissionVerdict.RefuseHeld },
   { when: (f) => !f.admissionHeld && !f.queued && !f.headStarting, verdict: AdmissionVerdict.RunHere },
   { when: (f) => f.policy === BusyPolicy.Reject, verdict: AdmissionVerdict.RefuseBusy },
   { when: (f) => !f.queueKept, verdict: AdmissionVerdict.RefuseNoQueue },
@@ -289,6 +291,7 @@ export class ReferenceConversations {
     const verdict = admissionVerdictFor({
       phase: record.phase, source, policy, closed: agent.lifecycle === AgentLifecycle.Closed, admissionHeld,
       queued: record.queued > 0, headStarting: record.headStarting, queueKept: queueKept === 1,
+      recoveryHeld: agent.admissionState === AdmissionState.RecoveryRequired,
     });
     const enqueues = verdict === AdmissionVerdict.EnqueueBack || verdict === AdmissionVerdict.EnqueueFront;
     if (enqueues && record.queued >= Limit.QueuedMax) return this.host.refuse(request, ResultCode.QueueFull);
