@@ -561,8 +561,3 @@ function emptyDatabase(connection: SqliteConnection): void {
   const sequences = connection.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'sqlite_sequence'").get()?.["n"] === 1;
   connection.exec(["BEGIN", ...tables.map((name) => `DELETE FROM "${name}"`), ...(sequences ? ["DELETE FROM sqlite_sequence"] : []), "COMMIT"].join(";\n"));
 }
-
-/** The error a simulated failure carries, to tell it from the runtime's own. */
-export function isSimulatedStoreError(error: unknown): boolean {
-  return error instanceof StoreError && error.message.startsWith("simulated:");
-}

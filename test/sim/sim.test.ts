@@ -25,11 +25,20 @@ vi.mock("node:crypto", async (importOriginal) => {
   };
 });
 
-const SEEDS = Number(process.env["SIM_SEEDS"] ?? 500);
+const SEEDS = seedCount(process.env["SIM_SEEDS"]);
 const BASE_SEED = seedFrom("SIM_SEED");
 /** The clock every seed starts at (the fake Date's epoch). */
 const epochMs = Date.UTC(2026, 0, 1);
 
+/** 500 by default (`npm test`); `.ci/run` asks for 10,000. */
+function seedCount(given: string | undefined): number {
+  if (given === undefined || given === "") return 500;
+  if (!/^[0-9]{1,7}$/.test(given) || Number(given) < 1) throw new Error(`SIM_SEEDS must be a positive integer, got ${given}`);
+  return Number(given);
+}
+
+/** A few processes and conversations, tens of steps: a seed stays small
+ * (milliseconds) so CI runs thousands. */
 function sizeOf(random: () => number): WorldSize {
   return { processes: 2 + Math.floor(random() * 2), conversations: 1 + Math.floor(random() * 3), steps: 20 + Math.floor(random() * 40) };
 }

@@ -56,6 +56,8 @@ interface Waiting<T> {
 interface Caller {
   readonly label: string;
   readonly process: SimProcess;
+  /** The incarnation that made the call (a killed one's calls died with it). */
+  readonly owner: string;
   readonly key: string | undefined;
   readonly conversation: string;
   executionId: string | undefined;
@@ -253,7 +255,17 @@ export class World {
   }
 
   private caller(label: string, process: SimProcess, conversation: string, key?: string): Caller {
-    const caller: Caller = { label, process, key, conversation, executionId: undefined, settlements: 0, outcome: undefined, heldWhenSettled: false };
+    const caller: Caller = {
+      label,
+      process,
+      owner: process.owner,
+      key,
+      conversation,
+      executionId: undefined,
+      settlements: 0,
+      outcome: undefined,
+      heldWhenSettled: false,
+    };
     this.callers.push(caller);
     return caller;
   }
@@ -484,9 +496,9 @@ export class World {
     );
   }
 
-  /** A caller of the process's current incarnation (a killed one's died with it). */
+  /** A caller of the process's current incarnation. */
   private bornHere(caller: Caller): boolean {
-    return caller.label.includes(` at ${caller.process.owner} `) || caller.label.endsWith(` at ${caller.process.owner}`);
+    return caller.owner === caller.process.owner;
   }
 
   /** Everything still waiting, in the world. */
