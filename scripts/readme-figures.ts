@@ -17,7 +17,7 @@
 //   (docs/api/, which test/docs/api-reference.slow.test.ts keeps current).
 //
 // `-- --check` writes nothing and exits 1 naming every figure that differs
-// beyond the tolerance (test/docs/readme-figures.test.ts does the same
+// beyond the tolerance (test/docs/readme-figures.slow.test.ts does the same
 // comparison). Sizes are KB of 1,024 bytes and MB of 10^6 bytes, as
 // bench:package prints them.
 
