@@ -9,19 +9,7 @@
 // report a submission the offload refused on the spot (SPEC §3: the flow
 // unwinds at once); everything else is posted to the loop.
 
-import { randomUUID } from "node:crypto";
-import {
-  EffectKind,
-  MessageKind as M,
-  OutcomeType,
-  PreparationOutcome,
-  RecoveryScope,
-  ResultCode,
-  SessionEnding,
-  SessionEventKind,
-  SetupFailure,
-  Submission,
-} from "../../assembly/abi.js";
+import { EffectKind, MessageKind as M, OutcomeType, RecoveryScope, ResultCode, SessionEnding, SessionEventKind, SetupFailure } from "../../assembly/abi.js";
 import type { ControlCore } from "../core/control-core.js";
 import { effectKindName, messageKindName, resultCodeName } from "../core/names.js";
 import type { CoreEffect } from "../core/effects.js";
@@ -36,21 +24,19 @@ import {
 } from "../errors.js";
 import { errorFromRecord } from "../error-records.js";
 import type { ExecutionStore } from "../store/store.js";
-import type { Json, JournalRecord, StoredError } from "../store/records.js";
 import type { ControlLoop } from "./control-loop.js";
 import { errorForCode } from "./error-codes.js";
 import type { ExecutionEvent } from "./events.js";
-import { persistedInput, redactedStartInput } from "./start-input.js";
 import type { CallbackErrorPolicy, Logger } from "./options.js";
-import { checkWithGuardrail, guardrailFailedMessage, type CheckedVerdict } from "./options.js";
 import { ExecutionEntry, RequestTable, type AgentEntry, type PendingRequest, type RecoveryRequest, type StartRequest } from "./requests.js";
 import { cancelRefused, submitCancelCommit } from "./cancel-commit.js";
 import type { CoordinatorCalls } from "./coordinator-calls.js";
 import { reopenInstalled } from "./retry.js";
 import type { ApprovalRequest } from "./events.js";
 import { deliverOutcome, emitToEntry, settleWaiterWithError } from "./delivery.js";
-import { asPhronomyError, Session, type SessionHost } from "./session.js";
+import { Session, type SessionHost } from "./session.js";
 import type { Tracer } from "./tracing.js";
+import { submitPrepare } from "./execution-preparation.js";
 import { continueSession, resumeSession, sessionOf, startSession } from "./execution-sessions.js";
 import { submitApprovalCommit, submitProviderBarrier, submitTerminalCommit, submitToolBarrier } from "./execution-writes.js";
 
@@ -358,92 +344,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
   private submitPrepare(agentSlot: number, ownerToken: number, handle: number): void {
     const request = this.startRequest(handle);
     const agent = this.agentsBySlot[agentSlot];
-    if (!request || !agent) return;
-    // A queued message runs under the id it was given when queued.
-    const executionId = request.executionId ?? randomUUID();
-    request.executionId = executionId;
-    // A guardrail that throws blocks (decision 0056): the run fails, durably.
-    const verdict = checkWithGuardrail(request.options.inputGuardrail ?? agent.definition.inputGuardrail, request.input);
-    const filtered = verdict.action === "redact" ? redactedStartInput(request, verdict.text) : request;
-    const input = filtered.input;
-    request.filteredInput = input;
-    request.filteredMessages = filtered.inputMessages;
-    const now = this.settings.now();
-    const blockedBy = verdict.action === "block" ? inputBlocked(agent.id, verdict) : undefined;
-    const journal: JournalRecord[] = blockedBy ? [] : [{ executionId, role: "user", content: input, at: now }];
-    // The first thing an admitted execution does is call the model under a
-    // provider barrier: write that barrier with the preparation, one
-    // transaction instead of two (docs/decisions/0014).
-    const firstBarrier = blockedBy ? undefined : { callId: randomUUID() };
-    const ready = (outcome: number, revision: number): void =>
-      this.post(() => {
-        this.apply(M.InitialPreparationReady, agentSlot, agent.generation, ownerToken, outcome, revision, 0, handle);
-      });
-    let submitted: Promise<unknown>;
-    try {
-      submitted = this.settings.store
-        .run({
-          type: "prepareExecution",
-          executionId,
-          agentId: agent.id,
-          mode: "invoke",
-          input: persistedInput(filtered),
-          config: configOf(request),
-          ...(blockedBy ? { blockedBy } : {}),
-          ...(firstBarrier ? { firstBarrier } : {}),
-          journal,
-          at: now,
-        })
-        .then((prepared) => {
-          request.prepared = prepared;
-          if (firstBarrier && prepared.outcome === "active" && prepared.firstBarrierRevision !== undefined) {
-            request.firstBarrier = { callId: firstBarrier.callId, revision: prepared.firstBarrierRevision };
-          }
-          if (prepared.outcome === "active") return ready(PreparationOutcome.Active, prepared.revision);
-          if (prepared.outcome === "terminal") return ready(PreparationOutcome.Terminal, prepared.revision);
-          return ready(PreparationOutcome.NotEstablished, 0);
-        });
-    } catch (error) {
-      request.storeError = asPhronomyError(error, "STORE");
-      this.apply(M.SubmissionRefused, Submission.Prepare, agentSlot, agent.generation, ownerToken, handle);
-      return;
-    }
-    submitted.catch((error: unknown) => {
-      request.storeError = asPhronomyError(error, "STORE");
-      this.readBackPreparation(request, executionId, ready);
-    });
-  }
-
-  /** The preparation's transaction failed: whether it wrote anything is
-   * read back from the store (docs/decisions/0020). A SQLite transaction
-   * that failed wrote nothing; a PostgreSQL commit whose connection was
-   * lost may have committed. No row: the start fails with the store's
-   * error and the agent admits again. A row: the execution was prepared
-   * and goes on as if the store had answered. The read failing too (the
-   * store is down): the agent is held, and `env.recover()` reads the rows
-   * again and releases it (`DischargeAgentRecovery`). */
-  private readBackPreparation(request: StartRequest, executionId: string, ready: (outcome: number, revision: number) => void): void {
-    // A store that broke down (its file removed or replaced, its worker lost
-    // for good) refuses this read like every other: the agent is held, and
-    // the store refuses every start and recovery until it is opened again
-    // (docs/decisions/0021).
-    this.settings.store.getExecution(executionId).then(
-      (row) => {
-        if (!row) return ready(PreparationOutcome.NotEstablished, 0);
-        if (row.status === "terminal") {
-          request.prepared = {
-            outcome: "terminal",
-            revision: row.revision,
-            error: row.error ?? { code: "STORE", message: request.storeError?.message ?? "the store failed" },
-          };
-          return ready(PreparationOutcome.Terminal, row.revision);
-        }
-        request.storeError = undefined;
-        request.prepared = { outcome: "active", revision: row.revision };
-        return ready(PreparationOutcome.Active, row.revision);
-      },
-      () => ready(PreparationOutcome.StoreFailed, 0),
-    );
+    if (request && agent) submitPrepare(this, agent, request, ownerToken, handle);
   }
 
   private deliverStartFailure(handle: number, outcome: number): void {
@@ -664,31 +565,5 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
   }
 }
 
-/** The error a blocked input is written terminal with. */
-function inputBlocked(agentId: string, verdict: CheckedVerdict & { readonly action: "block" }): StoredError {
-  const message =
-    verdict.failed === undefined
-      ? `the input guardrail of agent "${agentId}" blocked the input: ${verdict.reason}`
-      : guardrailFailedMessage("input", `of agent "${agentId}"`, verdict.failed);
-  return { code: "INPUT_BLOCKED", message, details: { reason: verdict.reason, ...(verdict.failed !== undefined ? { guardrailFailed: true } : {}) } };
-}
-
-export function configOf(request: StartRequest): { [key: string]: Json } {
-  const config: { [key: string]: Json } = {};
-  if (request.options.tokenBudget !== undefined) config.tokenBudget = request.options.tokenBudget;
-  if (request.options.maxTurns !== undefined) config.maxTurns = request.options.maxTurns;
-  // The budget in force (the start's, else the agent's), so a recovery
-  // honours it whatever the agent's definition says then.
-  const timeoutMs = request.options.timeoutMs ?? request.agent.definition.timeoutMs;
-  if (timeoutMs !== undefined) config.timeoutMs = timeoutMs;
-  if (request.options.approvalPolicy !== undefined) config.approvalPolicy = request.options.approvalPolicy;
-  if (request.options.metadata !== undefined) config.metadata = request.options.metadata as Json;
-  // A recovered (or retried) execution streams as its start asked (decision 0056).
-  if (request.options.stream === true) config.stream = true;
-  // The definition a conversation belongs to: recovery at open finds its
-  // definition by this name (docs/decisions/0024-conversations.md).
-  if (request.agent.definitionName !== undefined) config.definition = request.agent.definitionName;
-  return config;
-}
-
+export { configOf } from "./execution-preparation.js";
 export { OffloadFullError };
