@@ -15,6 +15,7 @@
 // that two runs in one worktree never load a half-written file; in watch
 // mode it is rebuilt before each rerun, so that it follows edits.
 
+import { randomUUID } from "node:crypto";
 import { renameSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
@@ -35,7 +36,8 @@ function loadEsbuild(): Esbuild {
 }
 
 async function bundleWorker(esbuild: Esbuild): Promise<void> {
-  const partial = `${bundlePath}.${process.pid}`;
+  // Each project of a run calls its global setup, perhaps at once.
+  const partial = `${bundlePath}.${randomUUID()}`;
   await esbuild.build({
     entryPoints: [workerSource],
     outfile: partial,
