@@ -7,7 +7,10 @@
 // start on 2 loaded cores, and every `SqliteStore.open` starts one. The
 // bundle starts like the worker in dist/ does. esbuild is tsx's own
 // dependency (tsx transpiles with it), so it is resolved from tsx rather
-// than hoped to be hoisted; it bundles the 22 files in about 0.1 s.
+// than hoped to be hoisted; it bundles the worker's files in about 0.1 s.
+// Node's own `--experimental-strip-types` in the worker would not do: it
+// needs Node 22.6 or later, and the sources import `./x.js` for `x.ts`,
+// which only a loader (tsx again) resolves.
 //
 // The bundle lives under build/ in the repository, so that the packages it
 // leaves external (better-sqlite3) resolve from the same node_modules as the
