@@ -35,6 +35,10 @@ export default defineConfig({
     // raise it as an uncaught exception (issue 11; child processes the tests
     // spawn get the same flag, see test/support/node-flags.ts).
     execArgv: ["--unhandled-rejections=strict"],
+    // The SQLite store's worker, bundled once per run into plain JavaScript:
+    // started from the sources, each worker would load tsx first, seconds
+    // per store opened (test/support/store-worker-bundle.ts).
+    globalSetup: ["test/support/store-worker-bundle.ts"],
     projects: [
       // Two files at once even on 2 cores (vitest's default there is one):
       // a fast file mostly waits on its store worker's start and on fsync.

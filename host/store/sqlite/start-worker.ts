@@ -9,6 +9,13 @@
 // therefore started from a two-line bootstrap that registers tsx's ESM hooks
 // in the worker itself (tsx's `register()` API) and then imports `worker.ts`.
 //
+// Loading tsx in every worker costs 1.4–2.6 s of its start on two loaded
+// cores, and every `SqliteStore.open` starts one, so the tests bundle the
+// worker into plain JavaScript once per run (test/support/
+// store-worker-bundle.ts) and name the file in `PHRONOMY_TEST_STORE_WORKER`;
+// from the sources on Node, that file is started instead, as dist/ starts
+// its `worker.js`. The compiled package never reads the variable.
+//
 // Requests and replies travel over a channel of their own
 // (`worker-protocol.ts` says why); `parentPort` is not used.
 
@@ -51,6 +58,8 @@ export function startStoreWorker(settings: WorkerSettings): StoreWorker {
 function startThread(options: ThreadOptions): Worker {
   if (!import.meta.url.endsWith(".ts")) return new Worker(new URL("./worker.js", import.meta.url), options);
   if (process.versions["bun"] !== undefined) return new Worker(new URL("./worker.ts", import.meta.url), options);
+  const testBundle = process.env["PHRONOMY_TEST_STORE_WORKER"];
+  if (testBundle !== undefined) return new Worker(testBundle, options);
   const entry = new URL("./worker.ts", import.meta.url).href;
   const bootstrap = `import(${JSON.stringify(tsxRegisterUrl())})
     .then(({ register }) => { register(); return import(${JSON.stringify(entry)}); });`;
