@@ -18,7 +18,7 @@ import { approvalRefundTool, deferred, openEnvironment, scriptedModel, temporary
  * is called, reads the rows at once and answers them only on `release()`. */
 async function heldScanStore() {
   const store = await SqliteStore.open(await temporaryStorePath());
-  let held: { read: ReturnType<typeof deferred>; answer: ReturnType<typeof deferred> } | undefined;
+  let held: { read: ReturnType<typeof deferred<void>>; answer: ReturnType<typeof deferred<void>> } | undefined;
   const unfinishedExecutions = async (): Promise<ExecutionRow[]> => {
     const scan = held;
     held = undefined;
