@@ -156,11 +156,21 @@ export class AgentRecoveries {
    * head's definition name): recovered with their definition too. */
   queuedAtOpen = new Map<string, string | undefined>();
 
+  /** That scan once read (undefined while its read is under way). */
+  private scanned: Map<string, ExecutionRow[]> | undefined;
+
+  /** When conversations still in a scan were freed here (their executions
+   * all ended): an execution live here when the scan was read may have
+   * ended since, so their rows, if recovered, are read again first. Each
+   * is forgotten once its rows are recovered. */
+  private readonly freedAt = new Map<string, number>();
+
   unfinishedByAgent(): Promise<Map<string, ExecutionRow[]>> {
     if (this.unfinished !== undefined) return this.unfinished;
     this.unfinishedReadAt = performance.now();
+    this.scanned = undefined;
     const heads = queueStoreOf(this.host.store)?.queueHeads?.() ?? [];
-    this.unfinished = Promise.all([this.host.store.unfinishedExecutions(), heads]).then(([rows, queued]) => {
+    const scanning = Promise.all([this.host.store.unfinishedExecutions(), heads]).then(([rows, queued]) => {
       this.queuedAtOpen = new Map(
         queued.map((head) => {
           const name = head.config["definition"];
@@ -173,9 +183,18 @@ export class AgentRecoveries {
         if (list) list.push(row);
         else byAgent.set(row.agentId, [row]);
       }
+      if (this.unfinished === scanning) this.scanned = byAgent;
       return byAgent;
     });
-    return this.unfinished;
+    this.unfinished = scanning;
+    return scanning;
+  }
+
+  /** A conversation's entry was freed here: noted while a scan may still
+   * hold rows of it. */
+  conversationFreed(agentId: string): void {
+    if (this.unfinished === undefined || (this.scanned !== undefined && !this.scanned.has(agentId))) return;
+    this.freedAt.set(agentId, performance.now());
   }
 
   /** Recovery of one agent's unfinished executions not already live here.
@@ -208,6 +227,8 @@ export class AgentRecoveries {
     const unfinished = given ?? scan?.get(entry.id) ?? [];
     // Taken: a later first use of this conversation must not recover them again.
     scan?.delete(entry.id);
+    const freedAt = this.freedAt.get(entry.id);
+    this.freedAt.delete(entry.id);
     this.queuedAtOpen.delete(entry.id);
     const held: RecoveredExecution[] = await this.releaseFinishedHolds(entry, unfinished);
     for (const row of unfinished) {
@@ -230,19 +251,22 @@ export class AgentRecoveries {
           });
       }
     }
-    return [...held, ...(await recoverAgent(this.host.coordinator, this.host.loop, entry, await this.currentRows(entry, rows, readAt)))];
+    const stale = this.host.coordinator.releasedSince(entry, readAt) || (freedAt !== undefined && freedAt >= readAt);
+    return [...held, ...(await recoverAgent(this.host.coordinator, this.host.loop, entry, await this.currentRows(rows, stale)))];
   }
 
   /** The rows to install, of executions not live here now. One that was
    * live here when they were read and ended since (its terminal commit
    * answered before the read did: a loaded machine orders two
-   * connections' answers so) was read unfinished; installed from that row
-   * it would run again and hold the conversation's admission, refusing
-   * the next start. So when an execution of the agent was released here
-   * since the read began, these rows are read again (after that release,
-   * so after its commit): only those still unfinished are installed. */
-  private async currentRows(entry: AgentEntry, rows: readonly ExecutionRow[], readAt: number): Promise<readonly ExecutionRow[]> {
-    if (rows.length === 0 || !this.host.coordinator.releasedSince(entry, readAt)) return rows;
+   * connections' answers so; or the read was the scan, and the
+   * conversation was freed once it ended and is used again) was read
+   * unfinished; installed from that row it would run again, or wait for
+   * a decision already made, and hold the conversation's admission. So
+   * when an execution of the agent was released here since the read
+   * began (`stale`), these rows are read again (after that release, so
+   * after its commit): only those still unfinished are installed. */
+  private async currentRows(rows: readonly ExecutionRow[], stale: boolean): Promise<readonly ExecutionRow[]> {
+    if (rows.length === 0 || !stale) return rows;
     const again = await Promise.all(rows.map((row) => this.host.store.getExecution(row.executionId)));
     return again.filter(
       (row): row is ExecutionRow => row !== undefined && row.status !== "terminal" && this.host.coordinator.entryById(row.executionId) === undefined,

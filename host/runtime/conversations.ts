@@ -50,8 +50,11 @@ export interface ConversationHost {
    * scan and not recovered yet: agent id → the definition name the head
    * carries. Read once the scan resolved. */
   queuedAtOpen(): Map<string, string | undefined>;
-  /** Recovers these rows of the conversation registered as `entry`. */
-  recoverEntry(entry: AgentEntry, rows: readonly ExecutionRow[]): Promise<RecoveredExecution[]>;
+  /** Recovers these rows of the conversation registered as `entry`, read
+   * from `readAt` on (`performance.now()`). */
+  recoverEntry(entry: AgentEntry, rows: readonly ExecutionRow[], readAt: number): Promise<RecoveredExecution[]>;
+  /** The conversation's entry was freed here: its executions all ended. */
+  conversationFreed(agentId: string): void;
   /** Takes the lease on a leasing store: when (rows must be read after
    * it), false when another live process holds it, undefined without leases. */
   ownAgent(agentId: string): Promise<number | false | undefined>;
@@ -303,16 +306,13 @@ export class Conversations {
     scan.delete(conversation.id);
     queued.delete(conversation.id);
     if (!order.finished) {
-      const rows =
-        order.rows === RowsPolicy.FromStore && leasing !== undefined
-          ? await leasing.unfinishedExecutionsOf(conversation.id)
-          : order.rows === RowsPolicy.FromScan
-            ? scanned
-            : [];
+      const fromStore = order.rows === RowsPolicy.FromStore && leasing !== undefined;
+      const readAt = fromStore ? performance.now() : scanReadAt;
+      const rows = fromStore ? await leasing.unfinishedExecutionsOf(conversation.id) : order.rows === RowsPolicy.FromScan ? scanned : [];
       // Messages queued behind an execution that ended before its head was
       // prepared (the process stopped in between) are restored by the
       // recovery too, so a new start goes behind them.
-      const recovered = rows.length > 0 || order.readQueue ? this.recover(conversation, entry, rows) : Promise.resolve();
+      const recovered = rows.length > 0 || order.readQueue ? this.recover(conversation, entry, rows, readAt) : Promise.resolve();
       await this.finishRecovery(conversation, entry, order.epoch, recovered);
     }
     // Recovered: decisions filed for it from now on are claimed here.
@@ -321,8 +321,8 @@ export class Conversations {
   }
 
   /** Recovers the rows and reports it (`env.recovery(id)`). */
-  private async recover(conversation: Conversation, entry: AgentEntry, rows: readonly ExecutionRow[]): Promise<void> {
-    const report = this.host.recoverEntry(entry, rows);
+  private async recover(conversation: Conversation, entry: AgentEntry, rows: readonly ExecutionRow[], readAt: number): Promise<void> {
+    const report = this.host.recoverEntry(entry, rows, readAt);
     this.host.reportRecovery(conversation.id, report);
     const recovered = await report;
     this.reports.set(conversation.id, recovered);
@@ -422,6 +422,7 @@ export class Conversations {
     if (code !== ResultCode.Ok) return code;
     this.host.coordinator.forgetAgentEntry(entry.slot);
     this.live.delete(conversation.id);
+    this.host.conversationFreed(conversation.id);
     this.host.inboxReady(conversation.id, false);
     const leasing = leasingStoreOf(this.host.store);
     leasing?.releaseLease(conversation.id).catch((error: unknown) => {
