@@ -152,4 +152,4 @@ export type { StoredError, StoreOperation, StoreResult } from "./store/records.j
 export type { ChatChunk, StreamOptions, ChatMessageMetadata } from "./chat/chat-stream.js";
 export { toUIMessageStreamResponse, toServerSentEvents, uiMessageStreamHeaders, executionIdHeader } from "./chat/response.js";
 export { approvalIdOf } from "./chat/timeline-chunks.js";
-export { defineAgent, type AgentModuleContext, type AgentModuleDefinition, type AgentModuleExport } from "./cli/define-agent.js";
+export { defineAgent, type AgentModuleContext, type AgentModuleDefinition, type AgentModuleExport } from "./define-agent.js";

@@ -20,11 +20,11 @@ import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { AgentDefinition } from "../index.js";
-import type { AgentModuleContext, AgentModuleDefinition } from "./define-agent.js";
+import type { AgentModuleContext, AgentModuleDefinition } from "../index.js";
 import { CliError } from "./errors.js";
 import { BASE_URL_VARIABLE, MODEL_VARIABLE } from "./models.js";
 
-export { defineAgent, type AgentModuleContext, type AgentModuleDefinition, type AgentModuleExport } from "./define-agent.js";
+export { defineAgent, type AgentModuleContext, type AgentModuleDefinition, type AgentModuleExport } from "../index.js";
 
 export interface LoadedAgent {
   readonly definition: AgentDefinition;

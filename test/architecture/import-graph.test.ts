@@ -40,7 +40,7 @@ const layers: readonly { readonly name: string; readonly paths: readonly string[
   { name: "runtime", paths: ["host/runtime/"] },
   { name: "chat", paths: ["host/chat/"] },
   { name: "environment", paths: ["host/runtime/environment.ts"] },
-  { name: "entries", paths: ["host/index.ts", "host/testing.ts", "host/cli/define-agent.ts"] },
+  { name: "entries", paths: ["host/index.ts", "host/testing.ts", "host/define-agent.ts"] },
   { name: "ui", paths: ["host/ui/"] },
   { name: "cli", paths: ["host/cli/"] },
 ];

@@ -6,8 +6,8 @@
 // takes its types from the modules that declare them, not from the
 // package entry that exports it (which would close a circle).
 
-import type { LanguageModel } from "../agent/model.js";
-import type { AgentDefinition } from "../runtime/options.js";
+import type { LanguageModel } from "./agent/model.js";
+import type { AgentDefinition } from "./runtime/options.js";
 
 /** What the command line hands a module's function. */
 export interface AgentModuleContext {
