@@ -38,7 +38,7 @@ import type { ControlLoop } from "./control-loop.js";
 import type { Conversations } from "./conversations.js";
 import { checkWithGuardrail, type OnBusyPolicy, type StartOptions } from "./options.js";
 import type { AgentEntry, StartRequest } from "./requests.js";
-import { Waiter, type Run } from "./run.js";
+import { Waiter, type Run, type Waiting } from "./run.js";
 import { asPhronomyError } from "./session.js";
 import { KeyedRetries } from "./keyed-retries.js";
 import { heldEpochOf, leasingStoreOf } from "./leases.js";
@@ -60,8 +60,10 @@ interface QueuedItem {
   readonly options: StartOptions;
   /** "writing": the enqueue is in flight; "queued": durable;
    * "cancelling": its cancel is being written (it keeps its place, and
-   * is not started); "cancelled": the store holds the cancel. */
-  state: "writing" | "queued" | "cancelling" | "cancelled";
+   * is not started); "cancelled": the store holds the cancel;
+   * "elsewhere": another process holds the conversation now and runs it,
+   * and its Run follows it there (`followElsewhere`). */
+  state: "writing" | "queued" | "cancelling" | "cancelled" | "elsewhere";
   /** The cancel being written: true once the store holds it. */
   cancel?: Promise<boolean>;
   /** Told whether the enqueue committed, when cancelled while writing. */
@@ -108,6 +110,8 @@ export interface ConversationQueueHost {
   readonly conversations: Pick<Conversations, "hold" | "holding">;
   readonly closed: boolean;
   followExecution(agentId: string, executionId: string, waiter: Waiter): void;
+  /** The one follower of executions run elsewhere (durable-watch.ts). */
+  followElsewhere(agentId: string, executionId: string, waiter: Waiting): void;
   agentHandle(agentId: string): Agent | undefined;
 }
 
@@ -207,9 +211,14 @@ export class ConversationQueues {
     if (this.closed || !(error.code === "STORE" || notNow(error))) return false;
     const item = this.starting.get(request.executionId ?? "");
     if (item === undefined || item.waiter !== request.waiter || item.state !== "queued") return false;
-    // Refused for now while another process may hold its partition: told,
-    // as before (docs/decisions/0055; 0058 says what is left).
-    if (error.code !== "STORE" && heldEpochOf(this.environment.store, item.agent.id) === undefined) return false;
+    // Refused for now while another process may hold its partition: the
+    // message is still queued in the store and runs wherever the
+    // conversation is held next; its Run follows it there (decision 0058).
+    if (error.code !== "STORE" && heldEpochOf(this.environment.store, item.agent.id) === undefined) {
+      this.starting.delete(item.executionId);
+      this.followElsewhere(item);
+      return true;
+    }
     this.starting.delete(item.executionId);
     this.items.set(item.executionId, item);
     this.conversationOf(item.agent.id).items.unshift(item);
@@ -220,6 +229,22 @@ export class ConversationQueues {
       this.environment.loop.post(() => this.startHead(item.agent), { label: `queued message ${item.executionId} started again` });
     }, delayMs).unref();
     return true;
+  }
+
+  /** The store says another process holds the conversation now (on the
+   * loop): its messages queued here run there, and their Runs follow them. */
+  followQueuedElsewhere(agentId: string): void {
+    const queued = this.conversations.get(agentId)?.items.filter((item) => item.state === "queued") ?? [];
+    for (const item of queued) {
+      this.forget(item);
+      this.followElsewhere(item);
+    }
+  }
+
+  /** The message runs at another process: its Run follows it there. */
+  private followElsewhere(item: QueuedItem): void {
+    item.state = "elsewhere";
+    this.environment.followElsewhere(item.agent.id, item.executionId, item.waiter);
   }
 
   /** The agent's admission was released (on the loop, inside an apply):
@@ -555,7 +580,7 @@ export class ConversationQueues {
   private cancelDurablyOnFailure(item: QueuedItem): void {
     item.waiter.result.catch((error: unknown) => {
       const failure = asPhronomyError(error, "INTERNAL");
-      if (item.state === "cancelled" || this.items.has(item.executionId)) return;
+      if (item.state === "cancelled" || item.state === "elsewhere" || this.items.has(item.executionId)) return;
       if (failure.code === "AGENT_BUSY") this.restoreLater(item.agent.id);
       if (KEPT_QUEUED.has(failure.code)) return;
       void this.store()?.cancelQueued({ executionId: item.executionId, error: failure.toRecord(), at: this.settings.now() }).catch((cause: unknown) => this.warn(item, cause));
