@@ -199,6 +199,7 @@ export class PostgresStore implements ExecutionStore {
     this.leaseBook = new PartitionBook(pool, () => instance.session, this.leaseOwner, leaseMs, partitionCount, {
       acquired: (agentId, grant) => this.signals.leaseAcquired(agentId, grant),
       partitionsAcquired: (grants) => this.signals.partitionsAcquired(grants),
+      lost: (agentIds) => this.signals.leasesLost(agentIds),
       afterPass: () => this.pollInbox(),
       closing: () => this.closing !== undefined,
       busy: () => this.busyPartitions(),

@@ -373,7 +373,7 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
   }
 
   private noteLost(agentId: string, epoch: number): void {
-    if (this.grants.get(agentId)?.grant.epoch === epoch) this.grants.delete(agentId);
+    if (this.grants.get(agentId)?.grant.epoch === epoch) this.lose(agentId);
   }
 
   /** Files a decision in the approval inbox table (the SQLite body). Only
