@@ -99,7 +99,7 @@ describe("lease races with itself (PostgreSQL)", () => {
     } as unknown as pg.ClientBase;
     const { pool, holdNextTake } = holdingPool(real);
     const book = new PartitionBook(pool, () => tickSession, "b", leaseMs, 1, {
-      acquired: () => undefined, partitionsAcquired: () => undefined, lost: () => undefined, lost: () => undefined, afterPass: async () => undefined, closing: () => false, busy: () => new Set(),
+      acquired: () => undefined, partitionsAcquired: () => undefined, lost: () => undefined, afterPass: async () => undefined, closing: () => false, busy: () => new Set(),
     });
     await book.start();
     atEnd(() => book.stop());
