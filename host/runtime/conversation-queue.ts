@@ -54,16 +54,16 @@ const ABORTED = "the start's signal was aborted";
 interface QueuedItem {
   readonly executionId: string;
   readonly agent: AgentEntry;
-  readonly waiter: Waiter;
+  /** Its Run's waiter; this process's own once the Run was handed to the
+   * follower of executions run elsewhere (`followElsewhere`). */
+  waiter: Waiter;
   readonly input: string;
   readonly inputMessages?: ConversationMessage[];
   readonly options: StartOptions;
   /** "writing": the enqueue is in flight; "queued": durable;
    * "cancelling": its cancel is being written (it keeps its place, and
-   * is not started); "cancelled": the store holds the cancel;
-   * "elsewhere": another process holds the conversation now and runs it,
-   * and its Run follows it there (`followElsewhere`). */
-  state: "writing" | "queued" | "cancelling" | "cancelled" | "elsewhere";
+   * is not started); "cancelled": the store holds the cancel. */
+  state: "writing" | "queued" | "cancelling" | "cancelled";
   /** The cancel being written: true once the store holds it. */
   cancel?: Promise<boolean>;
   /** Told whether the enqueue committed, when cancelled while writing. */
@@ -214,14 +214,12 @@ export class ConversationQueues {
     // Refused for now while another process may hold its partition: the
     // message is still queued in the store and runs wherever the
     // conversation is held next; its Run follows it there (decision 0058).
-    if (error.code !== "STORE" && heldEpochOf(this.environment.store, item.agent.id) === undefined) {
-      this.starting.delete(item.executionId);
-      this.followElsewhere(item);
-      return true;
-    }
     this.starting.delete(item.executionId);
     this.items.set(item.executionId, item);
     this.conversationOf(item.agent.id).items.unshift(item);
+    // It keeps its place here (this process may take the conversation back,
+    // and then runs it first); it is started again when it does.
+    if (error.code !== "STORE" && heldEpochOf(this.environment.store, item.agent.id) === undefined) return this.followElsewhere(item);
     item.failures = (item.failures ?? 0) + 1;
     const delayMs = Math.min(headRetryMsMax, headRetryMsMin * 2 ** (item.failures - 1));
     setTimeout(() => {
@@ -234,17 +232,19 @@ export class ConversationQueues {
   /** The store says another process holds the conversation now (on the
    * loop): its messages queued here run there, and their Runs follow them. */
   followQueuedElsewhere(agentId: string): void {
-    const queued = this.conversations.get(agentId)?.items.filter((item) => item.state === "queued") ?? [];
-    for (const item of queued) {
-      this.forget(item);
-      this.followElsewhere(item);
-    }
+    for (const item of this.conversations.get(agentId)?.items ?? []) if (item.state === "queued") this.followElsewhere(item);
   }
 
-  /** The message runs at another process: its Run follows it there. */
-  private followElsewhere(item: QueuedItem): void {
-    item.state = "elsewhere";
-    this.environment.followElsewhere(item.agent.id, item.executionId, item.waiter);
+  /** The message may run at another process: its Run follows it wherever
+   * it runs, and the message keeps its place here under a waiter of this
+   * process's own (as a queue restored from the store has). True. */
+  private followElsewhere(item: QueuedItem): true {
+    const followed = item.waiter;
+    item.waiter = new Waiter(item.agent.id, undefined);
+    item.waiter.knowExecutionId(item.executionId);
+    this.cancelDurablyOnFailure(item);
+    this.environment.followElsewhere(item.agent.id, item.executionId, followed);
+    return true;
   }
 
   /** The agent's admission was released (on the loop, inside an apply):
@@ -566,8 +566,10 @@ export class ConversationQueues {
     this.items.delete(head.executionId);
     if (!head.waiter.settled) {
       this.starting.set(head.executionId, head);
-      const done = (): void => { this.starting.delete(head.executionId); };
-      head.waiter.result.then(done, done);
+      const waiter = head.waiter;
+      // Not once its Run was handed to the follower: it may be started again.
+      const done = (): void => { if (this.starting.get(head.executionId) === head && head.waiter === waiter) this.starting.delete(head.executionId); };
+      waiter.result.then(done, done);
     }
     if (conversation.items.length === 0) this.drop(conversation, agent.id);
     if (head.waiter.settled && conversation.items.length > 0) this.startHead(agent);
@@ -578,9 +580,13 @@ export class ConversationQueues {
    * cannot say or the process stops (it then stays queued). Once it ran,
    * its execution row exists and this writes nothing. */
   private cancelDurablyOnFailure(item: QueuedItem): void {
-    item.waiter.result.catch((error: unknown) => {
+    const waiter = item.waiter;
+    waiter.result.catch((error: unknown) => {
       const failure = asPhronomyError(error, "INTERNAL");
-      if (item.state === "cancelled" || item.state === "elsewhere" || this.items.has(item.executionId)) return;
+      // A Run handed to the follower settles with the execution's end
+      // elsewhere: the message is this process's own waiter's to write.
+      if (waiter !== item.waiter) return;
+      if (item.state === "cancelled" || this.items.has(item.executionId)) return;
       if (failure.code === "AGENT_BUSY") this.restoreLater(item.agent.id);
       if (KEPT_QUEUED.has(failure.code)) return;
       void this.store()?.cancelQueued({ executionId: item.executionId, error: failure.toRecord(), at: this.settings.now() }).catch((cause: unknown) => this.warn(item, cause));
