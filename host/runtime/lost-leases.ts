@@ -1,10 +1,14 @@
 // What this process does when the store says it no longer holds some
 // conversations' leases (`StoreSignals.leasesLost`): their executions go on
 // wherever the conversation is taken next, so every caller waiting here on
-// one of them — a start's or resume's Run of an execution running,
-// suspended or held for recovery here, the Run of a message queued here —
-// is handed to the one follower of executions run elsewhere
+// one of them that nothing here will tell — a start's or resume's Run of an
+// execution suspended or held for recovery here, the Run of a message
+// queued here — is handed to the one follower of executions run elsewhere
 // (durable-watch.ts), which settles it from the row once it ends.
+//
+// An execution still running here keeps its callers: its next write is
+// refused by the fence, and they are told EXECUTION_REHYDRATION_REQUIRED
+// at once (docs/decisions/0010), as before.
 //
 // Nothing durable is touched and no core state changes: the entries stay
 // as they are for the recovery that follows if the lease comes back.
@@ -27,6 +31,7 @@ export interface LostLeaseHost {
 export function followLostConversations(host: LostLeaseHost, agentIds: readonly string[]): void {
   for (const agentId of agentIds) {
     for (const entry of host.entriesOfAgent(agentId)) {
+      if (!entry.suspended && !entry.recoveryRequired) continue;
       for (const waiter of entry.waiters.splice(0)) host.follow(entry.executionId, agentId, waiter);
     }
     host.followQueuedElsewhere(agentId);
