@@ -76,6 +76,9 @@ interface QueuedItem {
   failures?: number;
   /** When it was known durable (`ConversationQueues.durableCount`). */
   durableNumber?: number;
+  /** Its Run was handed to the follower: it may run at another process,
+   * and its own waiter here may then never settle. */
+  elsewhere?: boolean;
 }
 
 interface Conversation {
@@ -240,6 +243,7 @@ export class ConversationQueues {
    * process's own (as a queue restored from the store has). True. */
   private followElsewhere(item: QueuedItem): true {
     const followed = item.waiter;
+    item.elsewhere = true;
     item.waiter = new Waiter(item.agent.id, undefined);
     item.waiter.knowExecutionId(item.executionId);
     this.cancelDurablyOnFailure(item);
@@ -343,6 +347,10 @@ export class ConversationQueues {
   observe(executionId: string, observer: Waiter): boolean {
     const item = this.items.get(executionId);
     if (item === undefined) return false;
+    if (item.elsewhere === true) {
+      this.environment.followElsewhere(item.agent.id, executionId, observer);
+      return true;
+    }
     observer.knowExecutionId(executionId);
     item.waiter.result.then((result) => observer.resolve(result), (error: Error) => observer.reject(error));
     return true;
