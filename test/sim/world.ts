@@ -382,7 +382,10 @@ export class World {
       const line = `${violation.owner} prepared queued message ${violation.executionId} of ${violation.agentId} ahead of ${violation.passed.join(", ")} queued before it`;
       // Decision 0058, "Not done": a head told AGENT_BUSY while not held
       // here stays queued, and the process runs its later messages first.
-      const toldBusy = violation.passed.every((id) => this.callers.some((caller) => caller.executionId === id && caller.outcome === "AGENT_BUSY" && !caller.heldWhenSettled));
+      // Or (docs/decisions/0063, open): a message queued by a former holder,
+      // restored behind one this process queued meanwhile.
+      const toldBusy = violation.passed.every((id) => this.callers.some((caller) => caller.executionId === id
+        && ((caller.outcome === "AGENT_BUSY" && !caller.heldWhenSettled) || caller.process.owner !== violation.owner)));
       if (toldBusy) this.knownOpen.push(`0058 not done: ${line}`);
       else this.problem(line);
     }
@@ -402,16 +405,20 @@ export class World {
    * ("nothing started") for a message that then ran. */
   private checkCaller(caller: Caller): void {
     const id = caller.executionId;
-    // A queue head refused for now while this process does not hold the
-    // conversation follows its message to wherever it runs (decision 0058,
-    // fixed: docs/decisions/0063, "Found and fixed" 4).
     if (caller.outcome === "AGENT_BUSY" && caller.key === undefined && id !== undefined && this.ranOrQueued(id)) {
-      this.problem(`${caller.label} was refused AGENT_BUSY, yet execution ${id} ${this.cluster.execution(id)?.outcome ?? "is queued"}`);
+      const line = `${caller.label} was refused AGENT_BUSY, yet execution ${id} ${this.cluster.execution(id)?.outcome ?? "is queued"}`;
+      // Decision 0058, "Not done": a queue head refused for now while this
+      // process does not hold the conversation is told AGENT_BUSY and runs
+      // at whoever holds it next (another process, or this one later).
+      if (!caller.heldWhenSettled) this.knownOpen.push(`0058 not done: ${line}`);
+      else this.problem(line);
     }
     if (!caller.process.alive || caller.settlements > 0 || !this.bornHere(caller)) return;
-    // A waiter whose conversation moved to another process follows its
-    // execution there (docs/decisions/0063, "Found and fixed" 3).
-    this.liveness(caller.conversation, `${caller.label} never settled`);
+    const line = `${caller.label} never settled`;
+    // Open (0063): a waiter left in a process whose conversation moved to
+    // another process, where its execution ended, is never told.
+    if (id !== undefined && this.endedElsewhere(id, caller.process.owner)) this.knownOpen.push(`0063 open, stranded waiter: ${line} (${id} ended at another process)`);
+    else this.liveness(caller.conversation, line);
   }
 
   /** A liveness failure, known open when its conversation had a key queued
@@ -433,6 +440,12 @@ export class World {
       const last = writers.lastIndexOf(holder ?? "");
       return last >= 0 && writers.slice(last + 1).some((owner) => owner !== holder);
     });
+  }
+
+  private endedElsewhere(executionId: string, owner: string): boolean {
+    if (this.cluster.execution(executionId)?.status !== "terminal") return false;
+    const ending = this.cluster.committed.filter((write) => write.executionId === executionId && (write.type === "terminalCommit" || write.type === "prepareExecution" || write.type === "cancelQueued")).at(-1);
+    return ending !== undefined && ending.owner !== owner;
   }
 
   private ranOrQueued(executionId: string): boolean {
