@@ -9,13 +9,20 @@ import tseslint from "typescript-eslint";
 export default tseslint.config(
   {
     ignores: [
-      "node_modules/", "dist/", "build/", "coverage/", ".scratch/", "docs/", "native/",
+      "node_modules/",
+      "dist/",
+      "build/",
+      "coverage/",
+      ".scratch/",
+      "docs/",
+      "native/",
       // assembly/ is AssemblyScript: its decorators on functions (`@inline`)
       // do not parse as TypeScript, and its types (i32, usize) and builtins
       // (load, store, changetype) are not TypeScript's, so neither the
       // type-aware rules nor the parser apply. abi.ts, the one file host/
       // imports, is plain TypeScript and is linted.
-      "assembly/*", "!assembly/abi.ts",
+      "assembly/*",
+      "!assembly/abi.ts",
     ],
   },
   js.configs.recommended,
@@ -36,10 +43,16 @@ export default tseslint.config(
       // The codebase's way of saying "unused on purpose": a leading
       // underscore (an argument a signature requires, a field destructured
       // away to leave the rest).
-      "@typescript-eslint/no-unused-vars": ["error", {
-        argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrorsIgnorePattern: "^_", destructuredArrayIgnorePattern: "^_",
-        ignoreRestSiblings: true,
-      }],
+      "@typescript-eslint/no-unused-vars": [
+        "error",
+        {
+          argsIgnorePattern: "^_",
+          varsIgnorePattern: "^_",
+          caughtErrorsIgnorePattern: "^_",
+          destructuredArrayIgnorePattern: "^_",
+          ignoreRestSiblings: true,
+        },
+      ],
       // A `let` assigned once, but read (by a closure) before that
       // assignment, cannot be a `const`: core-exports.ts's `memory`, set
       // once the instance exists, read by the core's `abort`.

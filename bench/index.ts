@@ -119,7 +119,12 @@ async function runOne(definition: DefinedAgent): Promise<number> {
   return performance.now() - started;
 }
 
-interface Loop { runs: number; seconds: number; latencies: number[]; operationsPerRun: number }
+interface Loop {
+  runs: number;
+  seconds: number;
+  latencies: number[];
+  operationsPerRun: number;
+}
 
 /** `workers` loops of runs on new conversations for SECONDS, after a warm-up
  * of 100 runs. */
@@ -133,10 +138,14 @@ async function loop(directory: string, synchronous: SynchronousMode, workers: nu
     const before = operations(env);
     let stop = false;
     const began = performance.now();
-    const timer = setTimeout(() => { stop = true; }, SECONDS * 1000);
-    await Promise.all(Array.from({ length: workers }, async () => {
-      while (!stop) latencies.push(await runOne(definition));
-    }));
+    const timer = setTimeout(() => {
+      stop = true;
+    }, SECONDS * 1000);
+    await Promise.all(
+      Array.from({ length: workers }, async () => {
+        while (!stop) latencies.push(await runOne(definition));
+      }),
+    );
     clearTimeout(timer);
     const seconds = (performance.now() - began) / 1000;
     return { runs: latencies.length, seconds, latencies, operationsPerRun: (operations(env) - before) / latencies.length };
@@ -158,7 +167,11 @@ async function modelCallsPerRun(durationMs: number): Promise<number> {
     for (let turn = 0; turn < 3; turn += 1) {
       const answer = await callModel(model, { messages, tools, signal, settings: {}, agentId: "bench", executionId: "bench" });
       messages.push(assistantMessage(answer));
-      for (const call of answer.toolCalls) messages.push({ role: "tool", results: [{ callId: call.callId, toolName: call.toolName, output: { orderId: "42", status: "shipped" }, isError: false }] });
+      for (const call of answer.toolCalls)
+        messages.push({
+          role: "tool",
+          results: [{ callId: call.callId, toolName: call.toolName, output: { orderId: "42", status: "shipped" }, isError: false }],
+        });
     }
   };
   for (let warm = 0; warm < 200; warm += 1) await oneRun();
@@ -181,7 +194,14 @@ async function approvalsChild(directory: string): Promise<void> {
   await definition.ready;
   // A warm-up, so the suspends do not pay the first compilation.
   await new Promise<void>((resolve) => {
-    definition.conversation("warm").start("refund me", { onEvent: (event) => { if (event.type === "approval_required") resolve(); } }).result.catch(() => undefined);
+    definition
+      .conversation("warm")
+      .start("refund me", {
+        onEvent: (event) => {
+          if (event.type === "approval_required") resolve();
+        },
+      })
+      .result.catch(() => undefined);
   });
   const opened = gcRss();
   const startOps = operations(env);
@@ -199,11 +219,19 @@ async function approvalsChild(directory: string): Promise<void> {
   const resumeSeconds = (performance.now() - resumedAt) / 1000;
   const resumeOps = (operations(env) - resumeOps0) / SUSPENDED;
   await env.close();
-  console.log(JSON.stringify({
-    suspendsPerSecond: SUSPENDED / suspendSeconds, suspendOps, resumesPerSecond: SUSPENDED / resumeSeconds, resumeOps,
-    rssBefore: mb(before.rss), rssOpened: mb(opened.rss), rssSuspended: mb(suspended.rss), rssSettled: mb(settled.rss),
-    heapPerSuspended: (suspended.heapUsed - opened.heapUsed) / SUSPENDED,
-  }));
+  console.log(
+    JSON.stringify({
+      suspendsPerSecond: SUSPENDED / suspendSeconds,
+      suspendOps,
+      resumesPerSecond: SUSPENDED / resumeSeconds,
+      resumeOps,
+      rssBefore: mb(before.rss),
+      rssOpened: mb(opened.rss),
+      rssSuspended: mb(suspended.rss),
+      rssSettled: mb(settled.rss),
+      heapPerSuspended: (suspended.heapUsed - opened.heapUsed) / SUSPENDED,
+    }),
+  );
 }
 
 const gateNever = new Promise<void>(() => undefined);
@@ -211,14 +239,25 @@ const gateNever = new Promise<void>(() => undefined);
 /** Crash child: CRASH_IN_FLIGHT runs in their tools, then "in-flight". */
 async function crashChild(path: string): Promise<void> {
   const env = await Phronomy.open({ store: path, logger: quiet });
-  const hang = tool({ inputSchema: z.object({ orderId: z.string() }), execute: async () => { await gateNever; return "never"; } });
+  const hang = tool({
+    inputSchema: z.object({ orderId: z.string() }),
+    execute: async () => {
+      await gateNever;
+      return "never";
+    },
+  });
   const definition = env.agent({ name: "support", model: agentRunModel(), tools: { lookup: hang }, memoryWindow: 1 });
   await definition.ready;
   let running = 0;
   for (let index = 0; index < CRASH_IN_FLIGHT; index += 1) {
-    definition.conversation(`crashed-${index}`).start("Where is order 42?", {
-      onEvent: (event) => { if (event.type === "tool_call_started" && ++running === CRASH_IN_FLIGHT) console.log("in-flight"); },
-    }).result.catch(() => undefined);
+    definition
+      .conversation(`crashed-${index}`)
+      .start("Where is order 42?", {
+        onEvent: (event) => {
+          if (event.type === "tool_call_started" && ++running === CRASH_IN_FLIGHT) console.log("in-flight");
+        },
+      })
+      .result.catch(() => undefined);
   }
 }
 
@@ -235,7 +274,9 @@ async function restartChild(path: string): Promise<void> {
   let recoveredDone = began;
   let remaining = CRASH_TOTAL - recovered.length;
   await Promise.all([
-    Promise.all(waits).then(() => { recoveredDone = performance.now(); }),
+    Promise.all(waits).then(() => {
+      recoveredDone = performance.now();
+    }),
     ...Array.from({ length: IN_FLIGHT }, async () => {
       while (remaining > 0) {
         remaining -= 1;
@@ -248,10 +289,15 @@ async function restartChild(path: string): Promise<void> {
   // time it says whether the restart waits for the disk or computes.
   const cpu = process.cpuUsage(cpuBefore);
   await env.close();
-  console.log(JSON.stringify({
-    recovered: recovered.length, seconds: (done - began) / 1000, openSeconds: (opened - began) / 1000,
-    recoveredSeconds: (recoveredDone - began) / 1000, cpuSeconds: (cpu.user + cpu.system) / 1e6,
-  }));
+  console.log(
+    JSON.stringify({
+      recovered: recovered.length,
+      seconds: (done - began) / 1000,
+      openSeconds: (opened - began) / 1000,
+      recoveredSeconds: (recoveredDone - began) / 1000,
+      cpuSeconds: (cpu.user + cpu.system) / 1e6,
+    }),
+  );
 }
 
 const self = fileURLToPath(import.meta.url);
@@ -264,18 +310,28 @@ function runChild(args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...childArgs(), ...args], { stdio: ["ignore", "pipe", "inherit"] });
     let output = "";
-    child.stdout.on("data", (chunk: Buffer) => { output += chunk.toString(); });
-    child.on("exit", (code) => code === 0 ? resolve(output.trim().split("\n").at(-1) ?? "") : reject(new Error(`bench child ${args[0]} exited ${code}`)));
+    child.stdout.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.on("exit", (code) => (code === 0 ? resolve(output.trim().split("\n").at(-1) ?? "") : reject(new Error(`bench child ${args[0]} exited ${code}`))));
   });
 }
 
-interface Restart { recovered: number; seconds: number; openSeconds: number; recoveredSeconds: number; cpuSeconds: number }
+interface Restart {
+  recovered: number;
+  seconds: number;
+  openSeconds: number;
+  recoveredSeconds: number;
+  cpuSeconds: number;
+}
 
 async function crashAndRestart(directory: string, round: number): Promise<Restart> {
   const path = join(directory, `crash-${round}.db`);
   const child = spawn(process.execPath, [...childArgs(), "crash-child", path], { stdio: ["ignore", "pipe", "inherit"] });
   await new Promise<void>((resolve, reject) => {
-    child.stdout.on("data", (chunk: Buffer) => { if (chunk.toString().includes("in-flight")) resolve(); });
+    child.stdout.on("data", (chunk: Buffer) => {
+      if (chunk.toString().includes("in-flight")) resolve();
+    });
     child.on("exit", (code) => reject(new Error(`crash child exited early (${code})`)));
   });
   child.kill("SIGKILL");
@@ -291,9 +347,25 @@ function bareNodeRss(): number {
 // -- the table --------------------------------------------------------------------------
 
 interface Round {
-  fdatasync: number; fullCommits: number; fullBatched: number; normalCommits: number; modelMicros: number;
-  sequentialFull?: Loop; sequentialNormal?: Loop; inFlight?: Loop;
-  approvals?: { suspendsPerSecond: number; suspendOps: number; resumesPerSecond: number; resumeOps: number; rssBefore: number; rssOpened: number; rssSuspended: number; rssSettled: number; heapPerSuspended: number };
+  fdatasync: number;
+  fullCommits: number;
+  fullBatched: number;
+  normalCommits: number;
+  modelMicros: number;
+  sequentialFull?: Loop;
+  sequentialNormal?: Loop;
+  inFlight?: Loop;
+  approvals?: {
+    suspendsPerSecond: number;
+    suspendOps: number;
+    resumesPerSecond: number;
+    resumeOps: number;
+    rssBefore: number;
+    rssOpened: number;
+    rssSuspended: number;
+    rssSettled: number;
+    heapPerSuspended: number;
+  };
   nodeRss?: number;
   crash?: Restart;
 }
@@ -303,8 +375,11 @@ async function round(directory: string, index: number): Promise<Round> {
   const full = measureRawFloor(directory, "FULL", { durationMs: floorMs });
   const normal = measureRawFloor(directory, "NORMAL", { durationMs: floorMs });
   const result: Round = {
-    fdatasync: fdatasyncFloor(directory, floorMs), fullCommits: full.singleRowCommitsPerSecond, fullBatched: full.batchedRowsPerSecond,
-    normalCommits: normal.singleRowCommitsPerSecond, modelMicros: await modelCallsPerRun(floorMs),
+    fdatasync: fdatasyncFloor(directory, floorMs),
+    fullCommits: full.singleRowCommitsPerSecond,
+    fullBatched: full.batchedRowsPerSecond,
+    normalCommits: normal.singleRowCommitsPerSecond,
+    modelMicros: await modelCallsPerRun(floorMs),
   };
   if (ONLY === undefined || ONLY === "sequential") {
     result.sequentialFull = await loop(directory, "FULL", 1);
@@ -320,14 +395,22 @@ async function round(directory: string, index: number): Promise<Round> {
 }
 
 function describe(round: Round, index: number): string {
-  const parts = [`floor: fdatasync ${round.fdatasync.toFixed(0)}/s, one-row commits ${round.fullCommits.toFixed(0)}/s FULL ${round.normalCommits.toFixed(0)}/s NORMAL, batched ${round.fullBatched.toFixed(0)} rows/s; 3 model calls ${round.modelMicros.toFixed(0)} µs`];
+  const parts = [
+    `floor: fdatasync ${round.fdatasync.toFixed(0)}/s, one-row commits ${round.fullCommits.toFixed(0)}/s FULL ${round.normalCommits.toFixed(0)}/s NORMAL, batched ${round.fullBatched.toFixed(0)} rows/s; 3 model calls ${round.modelMicros.toFixed(0)} µs`,
+  ];
   const rate = (loop: Loop) => loop.runs / loop.seconds;
-  if (round.sequentialFull && round.sequentialNormal) parts.push(`sequential ${rate(round.sequentialFull).toFixed(0)} FULL / ${rate(round.sequentialNormal).toFixed(0)} NORMAL runs/s`);
+  if (round.sequentialFull && round.sequentialNormal)
+    parts.push(`sequential ${rate(round.sequentialFull).toFixed(0)} FULL / ${rate(round.sequentialNormal).toFixed(0)} NORMAL runs/s`);
   if (round.inFlight) {
     const sorted = [...round.inFlight.latencies].sort((a, b) => a - b);
-    parts.push(`100 in flight ${rate(round.inFlight).toFixed(0)} runs/s p50 ${percentile(sorted, 0.5).toFixed(0)} ms p99 ${percentile(sorted, 0.99).toFixed(0)} ms`);
+    parts.push(
+      `100 in flight ${rate(round.inFlight).toFixed(0)} runs/s p50 ${percentile(sorted, 0.5).toFixed(0)} ms p99 ${percentile(sorted, 0.99).toFixed(0)} ms`,
+    );
   }
-  if (round.approvals) parts.push(`${SUSPENDED} suspends ${round.approvals.suspendsPerSecond.toFixed(0)}/s, resumes ${round.approvals.resumesPerSecond.toFixed(0)}/s, RSS suspended ${round.approvals.rssSuspended.toFixed(0)} MB`);
+  if (round.approvals)
+    parts.push(
+      `${SUSPENDED} suspends ${round.approvals.suspendsPerSecond.toFixed(0)}/s, resumes ${round.approvals.resumesPerSecond.toFixed(0)}/s, RSS suspended ${round.approvals.rssSuspended.toFixed(0)} MB`,
+    );
   if (round.crash) parts.push(`kill -9 → ${CRASH_TOTAL} done ${round.crash.seconds.toFixed(2)} s`);
   return `  round ${index + 1}: ${parts.join("; ")}`;
 }
@@ -341,36 +424,125 @@ function table(rounds: readonly Round[]): void {
   const seqFull = of((r) => r.sequentialFull);
   if (seqFull.length > 0) {
     const perRun = seqFull[0]!.operationsPerRun;
-    rows.push(["sequential runs/s, FULL", range(seqFull.map(rate)), `${range(rounds.map((r) => r.fullCommits / perRun))} (${perRun.toFixed(1)} one-row commits per run)`, range(rounds.map((r) => r.sequentialFull ? rate(r.sequentialFull) / (r.fullCommits / r.sequentialFull.operationsPerRun) : NaN).filter(Number.isFinite), 2)]);
+    rows.push([
+      "sequential runs/s, FULL",
+      range(seqFull.map(rate)),
+      `${range(rounds.map((r) => r.fullCommits / perRun))} (${perRun.toFixed(1)} one-row commits per run)`,
+      range(
+        rounds.map((r) => (r.sequentialFull ? rate(r.sequentialFull) / (r.fullCommits / r.sequentialFull.operationsPerRun) : NaN)).filter(Number.isFinite),
+        2,
+      ),
+    ]);
     const seqNormal = of((r) => r.sequentialNormal);
-    rows.push(["sequential runs/s, NORMAL", range(seqNormal.map(rate)), `${range(rounds.map((r) => r.normalCommits / perRun))}`, range(rounds.map((r) => r.sequentialNormal ? rate(r.sequentialNormal) / (r.normalCommits / r.sequentialNormal.operationsPerRun) : NaN).filter(Number.isFinite), 2)]);
+    rows.push([
+      "sequential runs/s, NORMAL",
+      range(seqNormal.map(rate)),
+      `${range(rounds.map((r) => r.normalCommits / perRun))}`,
+      range(
+        rounds
+          .map((r) => (r.sequentialNormal ? rate(r.sequentialNormal) / (r.normalCommits / r.sequentialNormal.operationsPerRun) : NaN))
+          .filter(Number.isFinite),
+        2,
+      ),
+    ]);
   }
   const inFlight = of((r) => r.inFlight);
   if (inFlight.length > 0) {
     const perRun = inFlight[0]!.operationsPerRun;
-    const p99 = inFlight.map((loop) => percentile([...loop.latencies].sort((a, b) => a - b), 0.99));
-    const p50 = inFlight.map((loop) => percentile([...loop.latencies].sort((a, b) => a - b), 0.5));
-    rows.push([`${IN_FLIGHT} in flight runs/s, FULL`, range(inFlight.map(rate)), `${range(batched.map((b) => b / perRun))} (${perRun.toFixed(1)} batched rows per run)`, range(rounds.map((r) => r.inFlight ? rate(r.inFlight) / (r.fullBatched / r.inFlight.operationsPerRun) : NaN).filter(Number.isFinite), 2)]);
+    const p99 = inFlight.map((loop) =>
+      percentile(
+        [...loop.latencies].sort((a, b) => a - b),
+        0.99,
+      ),
+    );
+    const p50 = inFlight.map((loop) =>
+      percentile(
+        [...loop.latencies].sort((a, b) => a - b),
+        0.5,
+      ),
+    );
+    rows.push([
+      `${IN_FLIGHT} in flight runs/s, FULL`,
+      range(inFlight.map(rate)),
+      `${range(batched.map((b) => b / perRun))} (${perRun.toFixed(1)} batched rows per run)`,
+      range(rounds.map((r) => (r.inFlight ? rate(r.inFlight) / (r.fullBatched / r.inFlight.operationsPerRun) : NaN)).filter(Number.isFinite), 2),
+    ]);
     rows.push([`${IN_FLIGHT} in flight p50 / p99 ms`, `${range(p50)} / ${range(p99)}`, "", ""]);
   }
   const approvals = of((r) => r.approvals);
   if (approvals.length > 0) {
     const suspendOps = approvals[0]!.suspendOps;
     const resumeOps = approvals[0]!.resumeOps;
-    rows.push([`approvals: suspends/s (${SUSPENDED})`, range(approvals.map((a) => a.suspendsPerSecond)), `${range(batched.map((b) => b / suspendOps))} (${suspendOps.toFixed(1)} rows each)`, range(rounds.map((r) => r.approvals ? r.approvals.suspendsPerSecond / (r.fullBatched / r.approvals.suspendOps) : NaN).filter(Number.isFinite), 2)]);
-    rows.push([`approvals: resumes/s (${SUSPENDED})`, range(approvals.map((a) => a.resumesPerSecond)), `${range(batched.map((b) => b / resumeOps))} (${resumeOps.toFixed(1)} rows each)`, range(rounds.map((r) => r.approvals ? r.approvals.resumesPerSecond / (r.fullBatched / r.approvals.resumeOps) : NaN).filter(Number.isFinite), 2)]);
+    rows.push([
+      `approvals: suspends/s (${SUSPENDED})`,
+      range(approvals.map((a) => a.suspendsPerSecond)),
+      `${range(batched.map((b) => b / suspendOps))} (${suspendOps.toFixed(1)} rows each)`,
+      range(rounds.map((r) => (r.approvals ? r.approvals.suspendsPerSecond / (r.fullBatched / r.approvals.suspendOps) : NaN)).filter(Number.isFinite), 2),
+    ]);
+    rows.push([
+      `approvals: resumes/s (${SUSPENDED})`,
+      range(approvals.map((a) => a.resumesPerSecond)),
+      `${range(batched.map((b) => b / resumeOps))} (${resumeOps.toFixed(1)} rows each)`,
+      range(rounds.map((r) => (r.approvals ? r.approvals.resumesPerSecond / (r.fullBatched / r.approvals.resumeOps) : NaN)).filter(Number.isFinite), 2),
+    ]);
     const node = of((r) => r.nodeRss);
-    rows.push([`RSS MB with ${SUSPENDED} suspended (after GC)`, range(approvals.map((a) => a.rssSuspended)), `${range(node)} bare node; ${range(approvals.map((a) => a.rssOpened))} opened, idle`, `+${range(approvals.map((a) => ((a.rssSuspended - a.rssOpened) * 1024) / SUSPENDED), 1)} KB each`]);
-    rows.push(["  … 2 s later (after GC)", range(approvals.map((a) => a.rssSettled)), "", `+${range(approvals.map((a) => ((a.rssSettled - a.rssOpened) * 1024) / SUSPENDED), 1)} KB each; heap ${range(approvals.map((a) => a.heapPerSuspended / 1024), 1)} KB each`]);
+    rows.push([
+      `RSS MB with ${SUSPENDED} suspended (after GC)`,
+      range(approvals.map((a) => a.rssSuspended)),
+      `${range(node)} bare node; ${range(approvals.map((a) => a.rssOpened))} opened, idle`,
+      `+${range(
+        approvals.map((a) => ((a.rssSuspended - a.rssOpened) * 1024) / SUSPENDED),
+        1,
+      )} KB each`,
+    ]);
+    rows.push([
+      "  … 2 s later (after GC)",
+      range(approvals.map((a) => a.rssSettled)),
+      "",
+      `+${range(
+        approvals.map((a) => ((a.rssSettled - a.rssOpened) * 1024) / SUSPENDED),
+        1,
+      )} KB each; heap ${range(
+        approvals.map((a) => a.heapPerSuspended / 1024),
+        1,
+      )} KB each`,
+    ]);
   }
-  rows.push(["the run's 3 model calls (AI SDK generateText, scripted model), µs of CPU", range(of((r) => r.modelMicros)), "", "per run, in every figure above"]);
+  rows.push([
+    "the run's 3 model calls (AI SDK generateText, scripted model), µs of CPU",
+    range(of((r) => r.modelMicros)),
+    "",
+    "per run, in every figure above",
+  ]);
   const crash = of((r) => r.crash);
   if (crash.length > 0) {
     // Floor: 500 runs' transactions at the batched rate.
     const perRun = inFlight[0]?.operationsPerRun ?? 6;
-    rows.push([`kill -9, ${CRASH_IN_FLIGHT} in flight → restart → ${CRASH_TOTAL} done, s`, range(crash.map((c) => c.seconds), 2), `${range(batched.map((b) => (CRASH_TOTAL * perRun) / b), 3)} (${CRASH_TOTAL} runs' rows batched)`, `${range(rounds.map((r) => r.crash ? (CRASH_TOTAL * perRun) / r.fullBatched / r.crash.seconds : NaN).filter(Number.isFinite), 2)} (open ${range(crash.map((c) => c.openSeconds), 2)} s, the ${CRASH_IN_FLIGHT} recovered done at ${range(crash.map((c) => c.recoveredSeconds), 2)} s; CPU ${range(crash.map((c) => c.cpuSeconds), 2)} s)`]);
+    rows.push([
+      `kill -9, ${CRASH_IN_FLIGHT} in flight → restart → ${CRASH_TOTAL} done, s`,
+      range(
+        crash.map((c) => c.seconds),
+        2,
+      ),
+      `${range(
+        batched.map((b) => (CRASH_TOTAL * perRun) / b),
+        3,
+      )} (${CRASH_TOTAL} runs' rows batched)`,
+      `${range(rounds.map((r) => (r.crash ? (CRASH_TOTAL * perRun) / r.fullBatched / r.crash.seconds : NaN)).filter(Number.isFinite), 2)} (open ${range(
+        crash.map((c) => c.openSeconds),
+        2,
+      )} s, the ${CRASH_IN_FLIGHT} recovered done at ${range(
+        crash.map((c) => c.recoveredSeconds),
+        2,
+      )} s; CPU ${range(
+        crash.map((c) => c.cpuSeconds),
+        2,
+      )} s)`,
+    ]);
   }
-  const widths = [0, 1, 2, 3].map((column) => Math.max(...[["measure", "figure", "floor in the same run", "× floor"], ...rows].map((row) => row[column]!.length)));
+  const widths = [0, 1, 2, 3].map((column) =>
+    Math.max(...[["measure", "figure", "floor in the same run", "× floor"], ...rows].map((row) => row[column]!.length)),
+  );
   const line = (row: readonly string[]) => `  ${row.map((cell, column) => cell.padEnd(widths[column]!)).join(" | ")}`;
   console.log(`\n${line(["measure", "figure", "floor in the same run", "× floor"])}`);
   console.log(`  ${widths.map((width) => "-".repeat(width)).join("-|-")}`);
@@ -385,7 +557,9 @@ async function main(): Promise<void> {
   if (role === "restart-child") return restartChild(process.argv[3]!);
   const directory = await mkdtemp(join(tmpdir(), "phronomy-bench-"));
   try {
-    console.log(`npm run bench — SQLite, a conversation per run (model → tool → model → tool → model), ${ROUNDS} rounds of ${SECONDS} s loops, node ${process.version}, ${import.meta.url.endsWith(".ts") ? "sources under tsx" : "compiled package"}`);
+    console.log(
+      `npm run bench — SQLite, a conversation per run (model → tool → model → tool → model), ${ROUNDS} rounds of ${SECONDS} s loops, node ${process.version}, ${import.meta.url.endsWith(".ts") ? "sources under tsx" : "compiled package"}`,
+    );
     const rounds: Round[] = [];
     for (let index = 0; index < ROUNDS; index += 1) {
       rounds.push(await round(directory, index));

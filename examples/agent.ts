@@ -12,9 +12,8 @@ const lookupOrder = tool({
 });
 
 const model = scriptedModel(({ messages }) =>
-  messages.at(-1)?.role === "user"
-    ? { toolCalls: [{ toolName: "lookupOrder", input: { orderId: "42" } }] }
-    : { text: "Order 42 is out for delivery." });
+  messages.at(-1)?.role === "user" ? { toolCalls: [{ toolName: "lookupOrder", input: { orderId: "42" } }] } : { text: "Order 42 is out for delivery." },
+);
 
 const support = env.agent({ id: "support", model, tools: { lookupOrder } });
 const result = await support.start("Where is order 42?").result;

@@ -40,22 +40,25 @@ const support = env.agent({ name: "support", model, tools, onBusy: "enqueue", qu
 const chat = support.conversation(userId);
 
 const first = chat.start("Where is order 42?");
-const second = chat.start("And order 43?");        // queued behind the first
-await second.executionId;                          // known once queued: list, show, cancel it by id
-(await env.execution(await second.executionId))?.status;   // "queued" until it runs
+const second = chat.start("And order 43?"); // queued behind the first
+await second.executionId; // known once queued: list, show, cancel it by id
+(await env.execution(await second.executionId))?.status; // "queued" until it runs
 
-chat.start("Stop, cancel my order instead", { onBusy: "interrupt" });   // cancels the running one, runs next
+chat.start("Stop, cancel my order instead", { onBusy: "interrupt" }); // cancels the running one, runs next
 
 try {
-  await chat.start("one too many").result;         // two are queued already: the queueLimit
+  await chat.start("one too many").result; // two are queued already: the queueLimit
 } catch (error) {
-  if (error instanceof QueueFullError) showRetryLater();               // QUEUE_FULL: nothing was queued
+  if (error instanceof QueueFullError) showRetryLater(); // QUEUE_FULL: nothing was queued
 }
 // #endregion
 
 console.log("second was", (await env.execution(await second.executionId))?.status);
 release();
-const ended = await first.result.then(() => "completed", (error: { code?: string }) => error.code);
+const ended = await first.result.then(
+  () => "completed",
+  (error: { code?: string }) => error.code,
+);
 console.log("first:", ended);
 console.log("second:", (await second.result).output);
 const interrupting = (await env.executions({ agentId: userId })).find((row) => row.input === "Stop, cancel my order instead");

@@ -22,7 +22,8 @@ const lookupOrder = tool({
   },
 });
 const model = scriptedModel(({ messages }) =>
-  messages.at(-1)?.role === "tool" ? { text: "Order 42 has shipped." } : { toolCalls: [{ toolName: "lookupOrder", input: { orderId: "42" } }] });
+  messages.at(-1)?.role === "tool" ? { text: "Order 42 has shipped." } : { toolCalls: [{ toolName: "lookupOrder", input: { orderId: "42" } }] },
+);
 const support = env.agent({ id: "support", model, tools: { lookupOrder } });
 
 // #region readme
@@ -36,7 +37,7 @@ cancelled.outcome; // "cancelled" — or how it ended if it finished first
 // In the process that owns the agent: attempt 2 of the same execution.
 const retried = env.retry(executionId);
 await retried.result; // { outcome: "completed", … }
-(await env.timeline(executionId)).map((step) => step.kind);   // …, "terminal", "retried", …, "terminal"
+(await env.timeline(executionId)).map((step) => step.kind); // …, "terminal", "retried", …, "terminal"
 // #endregion
 
 await run.result.catch((error: { code?: string }) => console.log("the first run:", error.code));

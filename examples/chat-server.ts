@@ -28,7 +28,14 @@ import { pathToFileURL } from "node:url";
 import type { LanguageModelV4, LanguageModelV4StreamPart } from "@ai-sdk/provider";
 import { z } from "zod";
 import {
-  Phronomy, PhronomyError, approvalIdOf, executionIdHeader, tool, toUIMessageStreamResponse, type ChatMessageMetadata, type Environment,
+  Phronomy,
+  PhronomyError,
+  approvalIdOf,
+  executionIdHeader,
+  tool,
+  toUIMessageStreamResponse,
+  type ChatMessageMetadata,
+  type Environment,
 } from "phronomy";
 import { scriptedModel } from "phronomy/testing";
 
@@ -52,7 +59,12 @@ export interface ChatServer {
 export async function startChatServer(options: ChatServerOptions): Promise<ChatServer> {
   const env = await Phronomy.open({ store: options.store });
   // Defined at once: recovery continues this definition's unfinished answers after a restart.
-  const support = env.agent({ name: "support", model: supportModel(options.pacingMs ?? 250), tools: supportTools(options.lookupMs ?? 1000), instructions: "You help customers with their orders." });
+  const support = env.agent({
+    name: "support",
+    model: supportModel(options.pacingMs ?? 250),
+    tools: supportTools(options.lookupMs ?? 1000),
+    instructions: "You help customers with their orders.",
+  });
 
   const server = createServer((request, response) => {
     route(env, support, request, response).catch((error: unknown) => sendError(response, error));
@@ -84,27 +96,43 @@ async function postChat(env: Environment, support: Support, body: ChatRequest, r
   if (last?.role === "assistant") {
     const metadata = last.metadata as ChatMessageMetadata | undefined;
     const responses = (last.parts ?? []).filter((part) => part.state === "approval-responded" && part.approval !== undefined);
-    if (metadata?.executionId === undefined || responses.length === 0) return sendJson(response, 400, { message: "the last message is the assistant's without approval responses" });
+    if (metadata?.executionId === undefined || responses.length === 0)
+      return sendJson(response, 400, { message: "the last message is the assistant's without approval responses" });
     const run = chat.resume(metadata.executionId, {
       approvalId: approvalIdOf(responses[0]!.approval!.id),
       approved: responses.every((part) => part.approval!.approved === true),
     });
     // The client holds the message up to the suspension: continue after it.
-    return send(response, toUIMessageStreamResponse(await env.stream(run, metadata.resumeAt === undefined ? {} : { resumeAt: metadata.resumeAt }), { executionId: metadata.executionId }));
+    return send(
+      response,
+      toUIMessageStreamResponse(await env.stream(run, metadata.resumeAt === undefined ? {} : { resumeAt: metadata.resumeAt }), {
+        executionId: metadata.executionId,
+      }),
+    );
   }
-  const text = (last?.parts ?? []).filter((part) => part.type === "text").map((part) => part.text ?? "").join("");
+  const text = (last?.parts ?? [])
+    .filter((part) => part.type === "text")
+    .map((part) => part.text ?? "")
+    .join("");
   const run = chat.start(text, { stream: true });
   const stream = await env.stream(run);
   return send(response, toUIMessageStreamResponse(stream, { executionId: await run.executionId }));
 }
 
 /** The chat's latest answer (or `executionId`), from `resumeAt` on. */
-async function resumeChat(env: Environment, chatId: string, executionId: string | null, resumeAt: string | undefined | null, response: ServerResponse): Promise<void> {
+async function resumeChat(
+  env: Environment,
+  chatId: string,
+  executionId: string | null,
+  resumeAt: string | undefined | null,
+  response: ServerResponse,
+): Promise<void> {
   const id = executionId ?? (await env.executions({ agentId: chatId, limit: 1 }))[0]?.executionId;
   if (id === undefined) return void response.writeHead(204).end();
   const row = await env.execution(id);
   // An answer of another chat is not this chat's to stream.
-  if (row !== undefined && row.agentId !== chatId) return sendJson(response, 404, { code: "EXECUTION_NOT_FOUND", message: `chat ${chatId} has no answer ${id}` });
+  if (row !== undefined && row.agentId !== chatId)
+    return sendJson(response, 404, { code: "EXECUTION_NOT_FOUND", message: `chat ${chatId} has no answer ${id}` });
   // useChat's `resume: true` asks on every page load: nothing to resume once the answer ended.
   if (resumeAt == null && (row === undefined || row.status === "terminal" || row.status === "suspended")) return void response.writeHead(204).end();
   return send(response, toUIMessageStreamResponse(await env.stream(id, resumeAt == null ? {} : { resumeAt }), { executionId: id }));
@@ -125,7 +153,10 @@ function supportTools(lookupMs: number) {
       execute: async ({ orderId }, { signal }) => {
         await new Promise((resolve, reject) => {
           const timer = setTimeout(resolve, lookupMs);
-          signal.addEventListener("abort", () => { clearTimeout(timer); reject(signal.reason); });
+          signal.addEventListener("abort", () => {
+            clearTimeout(timer);
+            reject(signal.reason);
+          });
         });
         return orders[orderId] ?? { error: `there is no order ${orderId}` };
       },
@@ -147,7 +178,9 @@ function supportModel(pacingMs: number): LanguageModelV4 {
     const question = request?.role === "user" ? request.content : "";
     const orderId = /\d+/.exec(question)?.[0] ?? "42";
     const results = messages.slice(lastUser + 1).flatMap((message) => (message.role === "tool" ? message.results : []));
-    const order = results.find((result) => result.toolName === "lookupOrder")?.output as { item?: string; priceCents?: number; status?: string; carrier?: string; error?: string } | undefined;
+    const order = results.find((result) => result.toolName === "lookupOrder")?.output as
+      | { item?: string; priceCents?: number; status?: string; carrier?: string; error?: string }
+      | undefined;
     const refund = results.find((result) => result.toolName === "issueRefund");
     if (!order) return { text: `Let me look up order ${orderId} for you.`, toolCalls: [{ toolName: "lookupOrder", input: { orderId } }] };
     if (order.error) return { text: `I could not find order ${orderId}.` };
@@ -187,7 +220,12 @@ interface ChatRequest {
   readonly messages?: readonly {
     readonly role: string;
     readonly metadata?: unknown;
-    readonly parts?: readonly { readonly type: string; readonly text?: string; readonly state?: string; readonly approval?: { readonly id: string; readonly approved?: boolean } }[];
+    readonly parts?: readonly {
+      readonly type: string;
+      readonly text?: string;
+      readonly state?: string;
+      readonly approval?: { readonly id: string; readonly approved?: boolean };
+    }[];
   }[];
 }
 
@@ -205,7 +243,14 @@ async function send(response: ServerResponse, web: Response): Promise<void> {
   response.end();
 }
 
-const statusByCode: Record<string, number> = { INVALID_INPUT: 400, EXECUTION_NOT_FOUND: 404, AGENT_BUSY: 409, APPROVAL_MISMATCH: 409, QUEUE_FULL: 429, RUNTIME_SHUTDOWN: 503 };
+const statusByCode: Record<string, number> = {
+  INVALID_INPUT: 400,
+  EXECUTION_NOT_FOUND: 404,
+  AGENT_BUSY: 409,
+  APPROVAL_MISMATCH: 409,
+  QUEUE_FULL: 429,
+  RUNTIME_SHUTDOWN: 503,
+};
 
 function sendError(response: ServerResponse, error: unknown): void {
   const code = error instanceof PhronomyError ? error.code : "INTERNAL";

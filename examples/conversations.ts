@@ -30,15 +30,23 @@ const support = env.agent({ name: "support", model, instructions: "You help cust
 
 const app = new Hono();
 app.post("/chat/:userId", async (c) => {
-  const chat = support.conversation(c.req.param("userId"));   // the agent id is the user id
+  const chat = support.conversation(c.req.param("userId")); // the agent id is the user id
   const { output } = await chat.start((await c.req.json<{ message: string }>()).message).result;
   return c.json({ output });
 });
 // #endregion
 
-for (const [userId, message] of [["ada", "Where is order 42?"], ["grace", "Where is order 7?"]] as const) {
+for (const [userId, message] of [
+  ["ada", "Where is order 42?"],
+  ["grace", "Where is order 7?"],
+] as const) {
   const response = await app.request(`/chat/${userId}`, { method: "POST", body: JSON.stringify({ message }), headers: { "content-type": "application/json" } });
   console.log(userId, response.status, JSON.stringify(await response.json()));
 }
-console.log((await env.executions()).map((row) => row.agentId).sort().join(" "));
+console.log(
+  (await env.executions())
+    .map((row) => row.agentId)
+    .sort()
+    .join(" "),
+);
 await env.close();

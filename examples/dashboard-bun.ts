@@ -7,14 +7,16 @@
 import { Phronomy } from "phronomy";
 
 /** Bun's global, as much of it as this example uses (Bun's own types have it all). */
-declare const Bun: { serve(options: { fetch: (request: Request) => Promise<Response>; hostname: string; port: number }): { port: number; stop(force: boolean): void } };
+declare const Bun: {
+  serve(options: { fetch: (request: Request) => Promise<Response>; hostname: string; port: number }): { port: number; stop(force: boolean): void };
+};
 
 const env = await Phronomy.open({ store: "./agents.db" });
 
 // #region readme
 import { createDashboard } from "phronomy/ui";
 const dashboard = createDashboard(env, { basePath: "/admin/agents" });
-const server = Bun.serve({ fetch: dashboard.handle, hostname: "127.0.0.1", port: 0 });   // Deno.serve(dashboard.handle); Hono: app.all("/admin/agents/*", (c) => dashboard.handle(c.req.raw))
+const server = Bun.serve({ fetch: dashboard.handle, hostname: "127.0.0.1", port: 0 }); // Deno.serve(dashboard.handle); Hono: app.all("/admin/agents/*", (c) => dashboard.handle(c.req.raw))
 console.log(dashboard.urlFor(`http://127.0.0.1:${server.port}`));
 // #endregion
 

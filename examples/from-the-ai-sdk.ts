@@ -10,7 +10,8 @@ import { z } from "zod";
 const model = scriptedModel(({ messages }) =>
   messages.at(-1)?.role === "tool"
     ? { text: JSON.stringify({ orderId: "42", status: "out for delivery" }) }
-    : { toolCalls: [{ toolName: "lookupOrder", input: { orderId: "42" } }] });
+    : { toolCalls: [{ toolName: "lookupOrder", input: { orderId: "42" } }] },
+);
 const lookupOrder = tool({
   description: "Looks an order up",
   inputSchema: z.object({ orderId: z.string() }),
@@ -25,20 +26,23 @@ const refund = tool({
 const orderStatus = z.object({ orderId: z.string(), status: z.string() });
 
 // #region readme
-import { Output, tool } from "ai";               // your AI SDK tools, unchanged
+import { Output, tool } from "ai"; // your AI SDK tools, unchanged
 import { Phronomy } from "phronomy";
 
 // before: const agent = new ToolLoopAgent({ model, instructions, tools, temperature, output });
 //         const { text } = await agent.generate({ prompt: "Where is order 42?" });
 const env = await Phronomy.open({ store: "./agents.db" });
 const agent = env.agent({
-  id: "support", model, instructions: "You help customers.",   // model: openai("gpt-5-mini"), any AI SDK model
-  tools: { lookupOrder, refund },                 // tool(), dynamicTool(), MCP tools; needsApproval works
-  temperature: 0.2, providerOptions: { openai: { reasoningEffort: "low" } },
+  id: "support",
+  model,
+  instructions: "You help customers.", // model: openai("gpt-5-mini"), any AI SDK model
+  tools: { lookupOrder, refund }, // tool(), dynamicTool(), MCP tools; needsApproval works
+  temperature: 0.2,
+  providerOptions: { openai: { reasoningEffort: "low" } },
   output: Output.object({ schema: orderStatus }), // run.result.output is the typed object
-  maxTurns: 20,                                   // stopWhen: isStepCount(20)
+  maxTurns: 20, // stopWhen: isStepCount(20)
 });
-const { output } = await agent.start("Where is order 42?").result;   // or start(modelMessages)
+const { output } = await agent.start("Where is order 42?").result; // or start(modelMessages)
 // #endregion
 
 console.log(JSON.stringify(output), model.lastCallOptions?.temperature);

@@ -22,7 +22,8 @@ const lookupOrder = tool({
   execute: ({ orderId }) => ({ orderId, status: "out for delivery" }),
 });
 const model = scriptedModel(({ messages }) =>
-  messages.at(-1)?.role === "tool" ? { text: "Order 42 is out for delivery." } : { toolCalls: [{ toolName: "lookupOrder", input: { orderId: "42" } }] });
+  messages.at(-1)?.role === "tool" ? { text: "Order 42 is out for delivery." } : { toolCalls: [{ toolName: "lookupOrder", input: { orderId: "42" } }] },
+);
 const support = env.agent({ name: "support", model, tools: { lookupOrder } });
 const app = new Hono();
 
@@ -32,7 +33,11 @@ import { toUIMessageStreamResponse } from "phronomy";
 // POST /api/chat — useChat's DefaultChatTransport sends { id, messages }
 app.post("/api/chat", async (c) => {
   const { id, messages } = await c.req.json<{ id: string; messages: UIMessage[] }>();
-  const lastUserText = messages.at(-1)?.parts.map((part) => (part.type === "text" ? part.text : "")).join("") ?? "";
+  const lastUserText =
+    messages
+      .at(-1)
+      ?.parts.map((part) => (part.type === "text" ? part.text : ""))
+      .join("") ?? "";
   const run = support.conversation(id).start(lastUserText, { stream: true });
   return toUIMessageStreamResponse(await env.stream(run), { executionId: await run.executionId });
 });
@@ -47,10 +52,13 @@ app.get("/api/chat/:id/stream", async (c) => {
 
 /** The SSE events of a response: each chunk's id (its position) and type (the last event is `data: [DONE]`). */
 async function events(response: Response): Promise<{ id: string; type: string }[]> {
-  return (await response.text()).split("\n\n").filter((event) => event.includes("data: {")).map((event) => ({
-    id: /^id: (.*)$/m.exec(event)?.[1] ?? "",
-    type: (JSON.parse(/^data: (.*)$/m.exec(event)![1]!) as { type: string }).type,
-  }));
+  return (await response.text())
+    .split("\n\n")
+    .filter((event) => event.includes("data: {"))
+    .map((event) => ({
+      id: /^id: (.*)$/m.exec(event)?.[1] ?? "",
+      type: (JSON.parse(/^data: (.*)$/m.exec(event)![1]!) as { type: string }).type,
+    }));
 }
 
 const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" }) as Server;

@@ -11,19 +11,24 @@ import { z } from "zod";
 const databaseUrl = process.env["DATABASE_URL"] ?? "postgres://app@db:5432/agents";
 const schema = process.env["PHRONOMY_SCHEMA"] ?? "phronomy";
 const tools = {
-  lookupOrder: tool({ description: "Looks an order up", inputSchema: z.object({ orderId: z.string() }), execute: ({ orderId }) => ({ orderId, status: "shipped" }) }),
+  lookupOrder: tool({
+    description: "Looks an order up",
+    inputSchema: z.object({ orderId: z.string() }),
+    execute: ({ orderId }) => ({ orderId, status: "shipped" }),
+  }),
 };
 const model = scriptedModel(({ messages }) =>
-  messages.at(-1)?.role === "tool" ? { text: "Order 42 has shipped." } : { toolCalls: [{ toolName: "lookupOrder", input: { orderId: "42" } }] });
+  messages.at(-1)?.role === "tool" ? { text: "Order 42 has shipped." } : { toolCalls: [{ toolName: "lookupOrder", input: { orderId: "42" } }] },
+);
 
 // #region readme
 const env = await Phronomy.open({ store: `${databaseUrl}?schema=${schema}&lease_ms=5000` });
-const support = env.agent({ name: "support", model, tools });   // conversations: support.conversation(userId)
+const support = env.agent({ name: "support", model, tools }); // conversations: support.conversation(userId)
 // or, as options (each named once: in the URL or here; unknown keys refused):
 const worker = await Phronomy.open({ store: databaseUrl, postgres: { schema, leaseMs: 5000, poolSize: 10, instanceId: "worker-1" } });
 // #endregion
 
-await worker.close();   // its partitions are free again at once
+await worker.close(); // its partitions are free again at once
 const [userId, text, requestId] = ["ada", "Where is order 42?", "request-1"];
 // #region any-process
 // behind a load balancer: any process, any conversation

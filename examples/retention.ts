@@ -7,15 +7,16 @@ import { scriptedModel } from "phronomy/testing";
 import { z } from "zod";
 
 const model = scriptedModel(({ messages }) =>
-  messages.at(-1)?.role === "tool" ? { text: "Refunded." } : { toolCalls: [{ toolName: "refund", input: { orderId: "42" } }] });
+  messages.at(-1)?.role === "tool" ? { text: "Refunded." } : { toolCalls: [{ toolName: "refund", input: { orderId: "42" } }] },
+);
 const tools = {
   refund: tool({ description: "Refunds an order", inputSchema: z.object({ orderId: z.string() }), execute: ({ orderId }) => ({ orderId, refunded: true }) }),
 };
 
 // #region readme
-const env = await Phronomy.open({ store: "./agents.db", retention: { finishedMs: 24 * 60 * 60 * 1000 } });  // a day
+const env = await Phronomy.open({ store: "./agents.db", retention: { finishedMs: 24 * 60 * 60 * 1000 } }); // a day
 const audit = env.agent({ id: "refunds", model, tools, retention: { finishedMs: "forever" } });
-const report = await env.prune({ olderThanMs: 60 * 60 * 1000 });  // now: { executions, steps, journal, approvals }
+const report = await env.prune({ olderThanMs: 60 * 60 * 1000 }); // now: { executions, steps, journal, approvals }
 // #endregion
 
 console.log("nothing finished an hour ago:", JSON.stringify(report));

@@ -14,7 +14,7 @@
 
 // #region module
 import { z } from "zod";
-import { defineAgent, tool } from "phronomy";        // defineAgent only types the export
+import { defineAgent, tool } from "phronomy"; // defineAgent only types the export
 import { scriptedModel } from "phronomy/testing";
 
 const lookupOrder = tool({
@@ -34,11 +34,11 @@ const issueRefund = tool({
 });
 
 export default defineAgent(({ model }) => ({
-  id: "support",                                     // required: names the agent's conversation in the store
-  model: model ?? offlineModel,                      // the --model choice, else the module's own
+  id: "support", // required: names the agent's conversation in the store
+  model: model ?? offlineModel, // the --model choice, else the module's own
   instructions: "You help customers with their orders. Look the order up before answering. Refund only when asked.",
   tools: { lookupOrder, issueRefund },
-  maxTurns: 8,                                       // any other env.agent() option: memoryWindow, tokenBudget, timeoutMs, guardrails
+  maxTurns: 8, // any other env.agent() option: memoryWindow, tokenBudget, timeoutMs, guardrails
 }));
 // #endregion
 

@@ -6,8 +6,15 @@
 // errors.ts's.
 
 import {
-  AgentClosedError, CancellationError, ExecutionFailedError, ModelRetriesExhaustedError, PhronomyError, TimeoutError,
-  type ErrorContext, type FailedAttempt, type PhronomyErrorCode,
+  AgentClosedError,
+  CancellationError,
+  ExecutionFailedError,
+  ModelRetriesExhaustedError,
+  PhronomyError,
+  TimeoutError,
+  type ErrorContext,
+  type FailedAttempt,
+  type PhronomyErrorCode,
 } from "./errors.js";
 import type { StoredError } from "./words.js";
 
@@ -17,15 +24,19 @@ export function errorFromRecord(record: StoredError, context: ErrorContext = {})
   const details = (record.details ?? undefined) as Record<string, unknown> | undefined;
   const rebuilt = new ExecutionFailedError(code, record.message, { ...context, details });
   switch (code) {
-    case "CANCELLED": return Object.assign(new CancellationError(context), { message: record.message });
+    case "CANCELLED":
+      return Object.assign(new CancellationError(context), { message: record.message });
     // A conversation closed in the store refuses its start in the preparation (docs/decisions/0024).
-    case "AGENT_CLOSED": return new AgentClosedError(context.agentId ?? String(details?.["agentId"] ?? ""));
-    case "TIMEOUT": return Object.assign(new TimeoutError(Number(details?.timeoutMs ?? 0), context), { message: record.message });
+    case "AGENT_CLOSED":
+      return new AgentClosedError(context.agentId ?? String(details?.["agentId"] ?? ""));
+    case "TIMEOUT":
+      return Object.assign(new TimeoutError(Number(details?.timeoutMs ?? 0), context), { message: record.message });
     case "MODEL_FAILED":
       return Array.isArray(details?.["attempts"])
         ? new ModelRetriesExhaustedError(record.message, details["attempts"] as FailedAttempt[], { ...context, details })
         : rebuilt;
-    default: return rebuilt;
+    default:
+      return rebuilt;
   }
 }
 

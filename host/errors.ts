@@ -9,11 +9,32 @@ import type { StoredError } from "./words.js";
 
 /** Every `code` a `PhronomyError` may have; stable across versions. */
 export type PhronomyErrorCode =
-  | "AGENT_CLOSED" | "AGENT_BUSY" | "RUNTIME_SHUTDOWN" | "OFFLOAD_FULL" | "EXECUTION_REHYDRATION_REQUIRED"
-  | "STALE_RESULT" | "CANCELLED" | "TIMEOUT" | "APPROVAL_MISMATCH" | "STREAM_CALLBACK" | "STORE"
-  | "INVALID_INPUT" | "INPUT_BLOCKED" | "OUTPUT_BLOCKED" | "BUDGET_EXCEEDED" | "MAX_TURNS_EXCEEDED"
-  | "TOOL_FAILED" | "MODEL_FAILED" | "CAPACITY" | "CORE_FAILED" | "INTERNAL"
-  | "APPROVAL_REQUIRED" | "QUEUE_FULL" | "EXECUTION_NOT_FOUND" | "EXECUTION_ENDED" | "RETRY_REFUSED"
+  | "AGENT_CLOSED"
+  | "AGENT_BUSY"
+  | "RUNTIME_SHUTDOWN"
+  | "OFFLOAD_FULL"
+  | "EXECUTION_REHYDRATION_REQUIRED"
+  | "STALE_RESULT"
+  | "CANCELLED"
+  | "TIMEOUT"
+  | "APPROVAL_MISMATCH"
+  | "STREAM_CALLBACK"
+  | "STORE"
+  | "INVALID_INPUT"
+  | "INPUT_BLOCKED"
+  | "OUTPUT_BLOCKED"
+  | "BUDGET_EXCEEDED"
+  | "MAX_TURNS_EXCEEDED"
+  | "TOOL_FAILED"
+  | "MODEL_FAILED"
+  | "CAPACITY"
+  | "CORE_FAILED"
+  | "INTERNAL"
+  | "APPROVAL_REQUIRED"
+  | "QUEUE_FULL"
+  | "EXECUTION_NOT_FOUND"
+  | "EXECUTION_ENDED"
+  | "RETRY_REFUSED"
   | "UNSUPPORTED_RUNTIME";
 
 /** The ids and data an error carries besides its message. */
@@ -70,13 +91,20 @@ export class AgentBusyError extends PhronomyError {
   /** Without a message: the plain busy refusal. `AgentBusyError.heldForRecovery`
    * says the admission is held after a store failure. */
   constructor(agentId: string, message?: string, details?: Record<string, unknown>) {
-    super("AGENT_BUSY", message ?? `agent "${agentId}" is busy: it admits one execution at a time; wait for the current one (or resume it) and start again`, { agentId, ...(details === undefined ? {} : { details }) });
+    super("AGENT_BUSY", message ?? `agent "${agentId}" is busy: it admits one execution at a time; wait for the current one (or resume it) and start again`, {
+      agentId,
+      ...(details === undefined ? {} : { details }),
+    });
   }
 
   /** The admission is held after a store failure, and `env.recover()` (not
    * waiting) releases it. */
   static heldForRecovery(agentId: string): AgentBusyError {
-    return new AgentBusyError(agentId, `agent "${agentId}" is held for recovery: a store operation of its execution failed and its durable outcome is not known here; call env.recover() (it reads the stored rows, recovers what was written and releases the agent), then start again`, { reason: "recovery_required" });
+    return new AgentBusyError(
+      agentId,
+      `agent "${agentId}" is held for recovery: a store operation of its execution failed and its durable outcome is not known here; call env.recover() (it reads the stored rows, recovers what was written and releases the agent), then start again`,
+      { reason: "recovery_required" },
+    );
   }
 }
 
@@ -92,7 +120,11 @@ export class RuntimeShutdownError extends PhronomyError {
  * written (docs/decisions/0025-busy-conversations.md). */
 export class QueueFullError extends PhronomyError {
   constructor(agentId: string, limit: number) {
-    super("QUEUE_FULL", `the message queue of agent "${agentId}" is full (${limit} messages waiting behind the running one); nothing was queued — retry once it drains, or raise the agent's queueLimit`, { agentId, details: { limit } });
+    super(
+      "QUEUE_FULL",
+      `the message queue of agent "${agentId}" is full (${limit} messages waiting behind the running one); nothing was queued — retry once it drains, or raise the agent's queueLimit`,
+      { agentId, details: { limit } },
+    );
   }
 }
 
@@ -140,9 +172,14 @@ export class ApprovalRequiredError extends PhronomyError {
 
   constructor(request: SuspendedForApproval | undefined, context: ErrorContext & { readonly executionId: string }) {
     const approval = request ? `approval ${request.approvalId}` : "an approval";
-    super("APPROVAL_REQUIRED", `execution ${context.executionId} is suspended for ${approval}: decide it with agent.resume(executionId, { approvalId, approved }) (env.pendingApprovals() lists the request), then env.wait(executionId) again for the outcome`, {
-      ...context, details: request ? { approvalId: request.approvalId } : {},
-    });
+    super(
+      "APPROVAL_REQUIRED",
+      `execution ${context.executionId} is suspended for ${approval}: decide it with agent.resume(executionId, { approvalId, approved }) (env.pendingApprovals() lists the request), then env.wait(executionId) again for the outcome`,
+      {
+        ...context,
+        details: request ? { approvalId: request.approvalId } : {},
+      },
+    );
     this.approvalId = request?.approvalId;
     this.request = request;
   }
@@ -168,7 +205,11 @@ export class CancellationError extends PhronomyError {
 /** An execution id the store does not know (never started, or purged). */
 export class ExecutionNotFoundError extends PhronomyError {
   constructor(executionId: string, what: string, where: string) {
-    super("EXECUTION_NOT_FOUND", `there is no execution ${executionId} in the store at ${where} (an unknown id, or its agent was purged); ${what} was refused`, { executionId });
+    super(
+      "EXECUTION_NOT_FOUND",
+      `there is no execution ${executionId} in the store at ${where} (an unknown id, or its agent was purged); ${what} was refused`,
+      { executionId },
+    );
   }
 }
 
@@ -177,9 +218,15 @@ export class ExecutionNotFoundError extends PhronomyError {
  * `coordination_wait`), `details.error` the stored error. */
 export class ExecutionEndedError extends PhronomyError {
   constructor(executionId: string, agentId: string, outcome: string, error: StoredError | null, what: string) {
-    super("EXECUTION_ENDED", `execution ${executionId} of agent "${agentId}" already ended with outcome ${outcome}${error && outcome !== "cancelled" ? ` (${error.code}: ${error.message})` : ""}; ${what} was refused`, {
-      executionId, agentId, details: { outcome, error: error as unknown as Record<string, unknown> | null },
-    });
+    super(
+      "EXECUTION_ENDED",
+      `execution ${executionId} of agent "${agentId}" already ended with outcome ${outcome}${error && outcome !== "cancelled" ? ` (${error.code}: ${error.message})` : ""}; ${what} was refused`,
+      {
+        executionId,
+        agentId,
+        details: { outcome, error: error as unknown as Record<string, unknown> | null },
+      },
+    );
   }
 }
 
@@ -283,7 +330,11 @@ export class CoreFailureError extends PhronomyError {
     cause: unknown,
   ) {
     const trap = cause instanceof Error ? cause.message : String(cause);
-    super("CORE_FAILED", `the control core failed while applying ${messageKind} (${trap}); this environment admits nothing more and fails every live run: close it and open the store again, which recovers its executions`, { cause, details: { messageKind, trap } });
+    super(
+      "CORE_FAILED",
+      `the control core failed while applying ${messageKind} (${trap}); this environment admits nothing more and fails every live run: close it and open the store again, which recovers its executions`,
+      { cause, details: { messageKind, trap } },
+    );
   }
 }
 

@@ -47,7 +47,9 @@ export const PostgresStore = {
    * creates and migrates nothing. `displayUrl` (the URL without its
    * password) is what an error message shows. */
   async exists(url: string, displayUrl = url): Promise<PostgresStoreProbe> {
-    const { postgresStoreExists } = await import("./store/postgres/exists.js").catch((error: unknown) => { throw missingPg(error) ?? error; });
+    const { postgresStoreExists } = await import("./store/postgres/exists.js").catch((error: unknown) => {
+      throw missingPg(error) ?? error;
+    });
     return postgresStoreExists(url, displayUrl);
   },
 };
@@ -61,7 +63,16 @@ export { DefinedAgent } from "./runtime/defined-agent.js";
 export type { Run, RunResult } from "./runtime/run.js";
 export type { ExecutionEvent, ExecutionEventType, ApprovalRequest, HandoffRequest, EventListener } from "./runtime/events.js";
 export type {
-  AgentDefinition, ConversationDefinition, AgentSettings, StartOptions, Guardrail, GuardrailVerdict, ApprovalPolicy, ApprovalListener, CallbackErrorPolicy, Logger,
+  AgentDefinition,
+  ConversationDefinition,
+  AgentSettings,
+  StartOptions,
+  Guardrail,
+  GuardrailVerdict,
+  ApprovalPolicy,
+  ApprovalListener,
+  CallbackErrorPolicy,
+  Logger,
 } from "./runtime/options.js";
 export { tool, handoff, type ToolSet, type ToolExecutionContext, type ApprovalContext, type AiSdkTool } from "./agent/tools.js";
 export * from "./errors.js";
@@ -77,18 +88,58 @@ export type { RetentionOptions, AgentRetentionOptions, PruneOptions, PruneReport
 export type { CancelOptions, CancelResult } from "./runtime/cancel-by-id.js";
 export type { RetryOptions } from "./runtime/retry.js";
 export {
-  Admin, adminScanMax, type AdminExecutionQuery, type AdminCounts, type AdminDecision, type AdminStatus, type HeldExecution, type StoreOwnerInfo,
+  Admin,
+  adminScanMax,
+  type AdminExecutionQuery,
+  type AdminCounts,
+  type AdminDecision,
+  type AdminStatus,
+  type HeldExecution,
+  type StoreOwnerInfo,
 } from "./runtime/admin.js";
 export type { LanguageModel, LanguageModelObject } from "./agent/model.js";
-export type { ConversationMessage, SystemMessage, UserMessage, UserContentPart, AssistantMessage, ToolMessage, ToolCall, ToolResult, ReasoningPart } from "./agent/messages.js";
+export type {
+  ConversationMessage,
+  SystemMessage,
+  UserMessage,
+  UserContentPart,
+  AssistantMessage,
+  ToolMessage,
+  ToolCall,
+  ToolResult,
+  ReasoningPart,
+} from "./agent/messages.js";
 // Types the exports above name, exported so that the reference documents
 // them and an application can name them (docs/decisions/0045).
 export type { OnBusyPolicy, ResumeDecision } from "./runtime/options.js";
-export type { FunctionTool, HandoffTool, ToolDefinition, ToolOptions, HandoffOptions, AnyFunctionTool, ApprovalPredicate, ToModelOutput } from "./agent/tools.js";
 export type {
-  AgentRow, ApprovalDecision, ExecutionMetadata, JournalRecord, PhaseName, StepKind, StepRecord, ToolCallRecord, PurgeAgentResult,
-  PrepareExecutionOperation, PrepareExecutionResult, ProviderBarrierOperation, ToolBarrierOperation, TerminalCommitOperation,
-  ApprovalCommitOperation, ReopenExecutionOperation, CommittedRevision,
+  FunctionTool,
+  HandoffTool,
+  ToolDefinition,
+  ToolOptions,
+  HandoffOptions,
+  AnyFunctionTool,
+  ApprovalPredicate,
+  ToModelOutput,
+} from "./agent/tools.js";
+export type {
+  AgentRow,
+  ApprovalDecision,
+  ExecutionMetadata,
+  JournalRecord,
+  PhaseName,
+  StepKind,
+  StepRecord,
+  ToolCallRecord,
+  PurgeAgentResult,
+  PrepareExecutionOperation,
+  PrepareExecutionResult,
+  ProviderBarrierOperation,
+  ToolBarrierOperation,
+  TerminalCommitOperation,
+  ApprovalCommitOperation,
+  ReopenExecutionOperation,
+  CommittedRevision,
 } from "./store/records.js";
 export type { PruneCounts } from "./store/prune.js";
 export type { AiSdkSchema, JsonSchema } from "./agent/schema.js";

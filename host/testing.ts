@@ -14,7 +14,15 @@
  */
 
 export {
-  scriptedModel, streamDeltasMax, scriptedLatencyMsMax,
-  type ScriptedModel, type ScriptedModelOptions, type ScriptedTurn, type ScriptedToolCall, type Script, type ScriptFunction, type ScriptContext,
+  scriptedModel,
+  streamDeltasMax,
+  scriptedLatencyMsMax,
+  type ScriptedModel,
+  type ScriptedModelOptions,
+  type ScriptedTurn,
+  type ScriptedToolCall,
+  type Script,
+  type ScriptFunction,
+  type ScriptContext,
 } from "./agent/scripted-model.js";
 export { sqliteDriverName, type SqliteDriverName } from "./store/sqlite/driver.js";

@@ -31,10 +31,15 @@ execFileSync(process.execPath, [join(root, "scripts", "build-dist.mjs"), out], {
 const ts = createRequire(import.meta.url)("typescript");
 // Every benchmark file, so that one may import another's (bench/index.ts
 // imports bench/store and bench/e2e).
-const files = readdirSync(join(root, "bench"), { recursive: true }).map(String).filter((name) => name.endsWith(".ts"));
+const files = readdirSync(join(root, "bench"), { recursive: true })
+  .map(String)
+  .filter((name) => name.endsWith(".ts"));
 for (const file of files) {
   const source = readFileSync(join(root, "bench", file), "utf8");
-  const { outputText } = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 }, fileName: basename(file) });
+  const { outputText } = ts.transpileModule(source, {
+    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+    fileName: basename(file),
+  });
   mkdirSync(dirname(join(out, "bench", file)), { recursive: true });
   writeFileSync(join(out, "bench", file.replace(/\.ts$/, ".js")), outputText);
 }

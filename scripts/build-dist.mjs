@@ -37,8 +37,16 @@ copyFileSync(releaseCore, join(dist, "build", "core.release.wasm"));
 // What the package's entry points need at run time; a missing one is a
 // build bug that `npm pack` would otherwise ship.
 const required = [
-  "host/index.js", "host/index.d.ts", "host/testing.js", "host/testing.d.ts", "host/ui/index.js", "host/ui/index.d.ts",
-  "host/store/sqlite/worker.js", "host/core/load-core.js", "assembly/abi.js", "build/core.release.wasm",
+  "host/index.js",
+  "host/index.d.ts",
+  "host/testing.js",
+  "host/testing.d.ts",
+  "host/ui/index.js",
+  "host/ui/index.d.ts",
+  "host/store/sqlite/worker.js",
+  "host/core/load-core.js",
+  "assembly/abi.js",
+  "build/core.release.wasm",
 ];
 const missing = required.filter((path) => !existsSync(join(dist, path)));
 if (missing.length > 0) {

@@ -5,9 +5,7 @@
 // barrier result is dropped as stale. The full runtime demo (a support agent
 // with approval and crash recovery) arrives with the CLI.
 
-import {
-  CommitOutcome, MessageKind as M, OutcomeType, PreparationOutcome, SessionEnding, SessionEventKind as E,
-} from "../assembly/abi.js";
+import { CommitOutcome, MessageKind as M, OutcomeType, PreparationOutcome, SessionEnding, SessionEventKind as E } from "../assembly/abi.js";
 import { effectKindName, messageKindName, resultCodeName } from "../host/core/names.js";
 import { ControlCore } from "../host/core/control-core.js";
 import type { CoreEffect } from "../host/core/effects.js";

@@ -13,10 +13,16 @@ import { launchChromium } from "../test/support/chromium.js";
 
 const root = resolve(import.meta.dirname, "..");
 const directory = await mkdtemp(join(tmpdir(), "phronomy-screenshot-"));
-const child = spawn(process.execPath, [join(root, "host/cli/bin.js"), "demo", "--ui", "--store", join(directory, "store.db")], { env: { ...process.env, NO_COLOR: "1" } });
+const child = spawn(process.execPath, [join(root, "host/cli/bin.js"), "demo", "--ui", "--store", join(directory, "store.db")], {
+  env: { ...process.env, NO_COLOR: "1" },
+});
 let output = "";
-child.stdout.setEncoding("utf8").on("data", (chunk: string) => { output += chunk; });
-child.stderr.setEncoding("utf8").on("data", (chunk: string) => { output += chunk; });
+child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+  output += chunk;
+});
+child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+  output += chunk;
+});
 const browser = await launchChromium();
 try {
   let url: string | undefined;

@@ -5,36 +5,73 @@
 import type { ControlCore } from "../host/core/control-core.js";
 
 export const PHASE_NAMES = [
-  "none", "preparing", "calling_llm", "dispatching_tools", "recording_tool_results", "suspended",
-  "resuming", "terminal", "recovery_provider_completed", "recovery_tools", "recovery_tools_completed",
+  "none",
+  "preparing",
+  "calling_llm",
+  "dispatching_tools",
+  "recording_tool_results",
+  "suspended",
+  "resuming",
+  "terminal",
+  "recovery_provider_completed",
+  "recovery_tools",
+  "recovery_tools_completed",
   "recovery_resolved_failed",
 ] as const;
 
 export const EVENT_NAMES = [
-  "none", "llm_completed_with_tools", "tools_completed", "state_completed", "approval_required",
-  "approval_granted", "approval_rejected", "finish",
+  "none",
+  "llm_completed_with_tools",
+  "tools_completed",
+  "state_completed",
+  "approval_required",
+  "approval_granted",
+  "approval_rejected",
+  "finish",
 ] as const;
 
 /** Continuations by number; 2–5 are retired (decision 0022): named only
  * so the numbers line up, their table rows are empty and not rendered. */
 export const CONTINUATION_NAMES = [
-  "none", "framework_tools", "framework_calls", "output", "followup", "failed_terminal",
-  "approval_rejection", "recall_model",
+  "none",
+  "framework_tools",
+  "framework_calls",
+  "output",
+  "followup",
+  "failed_terminal",
+  "approval_rejection",
+  "recall_model",
 ] as const;
 
-export const CONVERSATION_PHASE_NAMES = [
-  "none", "registering", "recovering", "ready", "held", "owned_elsewhere", "releasing",
-] as const;
+export const CONVERSATION_PHASE_NAMES = ["none", "registering", "recovering", "ready", "held", "owned_elsewhere", "releasing"] as const;
 
 export const CONVERSATION_EVENT_NAMES = [
-  "none", "owned_here", "owned_elsewhere", "recovery_requested", "recovered", "recovery_failed", "held", "idle", "used",
+  "none",
+  "owned_here",
+  "owned_elsewhere",
+  "recovery_requested",
+  "recovered",
+  "recovery_failed",
+  "held",
+  "idle",
+  "used",
 ] as const;
 
 const SOURCE_NAMES = ["none", "direct", "queue head", "filed"] as const;
 const POLICY_NAMES = ["none", "reject", "enqueue", "interrupt"] as const;
 const VERDICT_NAMES = [
-  "none", "run here", "enqueue back", "enqueue front + interrupt", "file for the owner", "wait until ready",
-  "refuse busy", "refuse held", "refuse closed", "refuse (no queue)", "stay queued", "leave filed",
+  "none",
+  "run here",
+  "enqueue back",
+  "enqueue front + interrupt",
+  "file for the owner",
+  "wait until ready",
+  "refuse busy",
+  "refuse held",
+  "refuse closed",
+  "refuse (no queue)",
+  "stay queued",
+  "leave filed",
 ] as const;
 /** Bits of `AdmissionSituation`, in order. */
 const SITUATION_NAMES = ["closed", "admission held", "queued", "head starting", "queue kept"] as const;
@@ -120,7 +157,7 @@ function renderConversationTable(core: ControlCore): string[] {
     "",
     "One record per agent slot (docs/decisions/0062). The guards beside the",
     "table (a recovery's epoch, the users and queued counts, the admission an",
-    "execution holds) are in docs/core.md, \"Conversations\". A pair not listed",
+    'execution holds) are in docs/core.md, "Conversations". A pair not listed',
     "is dropped with `ConversationPhaseMustMatch`.",
     "",
     "| phase | event | next phase |",
@@ -149,7 +186,7 @@ function renderAdmissionTable(core: ControlCore): string[] {
     "",
     "Walked through the compiled `admissionVerdict` for every phase, source,",
     "busy policy and situation. A closed conversation refuses every start",
-    "(refuse closed); the rows list the open cases. \"busy\" is an execution",
+    '(refuse closed); the rows list the open cases. "busy" is an execution',
     "holding the admission, messages queued, or a head starting.",
     "",
     "| phase | source | verdict |",

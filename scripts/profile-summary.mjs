@@ -59,10 +59,37 @@ for (const [id, weight] of weights) {
 
 // Inclusive: a sample counts once for each named frame on its stack.
 const inclusiveNames = [
-  "apply", "carryOut", "drain", "flush", "commitInline", "commitGroup", "applyOperation", "sendToWorker", "onWorkerReply",
-  "startModelCall", "callModel", "generateText", "startToolBatch", "executeTool", "validateToolInput", "toModelMessages",
-  "deliverOutcome", "emit", "stringify", "parse", "postMessage", "change", "prepareExecution", "providerBarrier", "toolBarrier",
-  "terminalCommit", "run", "exec", "prepare", "get", "all",
+  "apply",
+  "carryOut",
+  "drain",
+  "flush",
+  "commitInline",
+  "commitGroup",
+  "applyOperation",
+  "sendToWorker",
+  "onWorkerReply",
+  "startModelCall",
+  "callModel",
+  "generateText",
+  "startToolBatch",
+  "executeTool",
+  "validateToolInput",
+  "toModelMessages",
+  "deliverOutcome",
+  "emit",
+  "stringify",
+  "parse",
+  "postMessage",
+  "change",
+  "prepareExecution",
+  "providerBarrier",
+  "toolBarrier",
+  "terminalCommit",
+  "run",
+  "exec",
+  "prepare",
+  "get",
+  "all",
 ];
 const inclusive = new Map();
 for (const [id, weight] of weights) {
@@ -81,7 +108,9 @@ const show = (micros) => {
   const share = `${((micros / total) * 100).toFixed(1).padStart(5)}%`;
   return runs === undefined ? share : `${share} ${(micros / runs).toFixed(0).padStart(6)} µs/run`;
 };
-console.log(`${file}: ${(total / 1e6).toFixed(2)} s sampled, ${((busy / total) * 100).toFixed(0)}% busy${runs === undefined ? "" : `, ${runs} runs: ${(busy / runs).toFixed(0)} µs busy per run`}`);
+console.log(
+  `${file}: ${(total / 1e6).toFixed(2)} s sampled, ${((busy / total) * 100).toFixed(0)}% busy${runs === undefined ? "" : `, ${runs} runs: ${(busy / runs).toFixed(0)} µs busy per run`}`,
+);
 console.log("\nself time by kind of code:");
 for (const [kind, micros] of [...selfByKind].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`  ${show(micros)}  ${kind}`);
 console.log("\nself time, top functions:");

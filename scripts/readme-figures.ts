@@ -53,7 +53,7 @@ export interface BuildFigures {
 }
 
 /** The API reference's page of each package entry (docs/api/). */
-const entryPages = { "phronomy": "phronomy.md", "phronomy/testing": "phronomy/testing.md", "phronomy/ui": "phronomy/ui.md" } as const;
+const entryPages = { phronomy: "phronomy.md", "phronomy/testing": "phronomy/testing.md", "phronomy/ui": "phronomy/ui.md" } as const;
 
 /** The names a page of the API reference documents: its `### name`
  * headings, once each (a constant and a type of one name share a name). */
@@ -75,7 +75,9 @@ export async function measureBuildFigures(): Promise<BuildFigures> {
       installAi: lockfileInstall(packed.unpackedSize, ["ai"]),
       installCli: lockfileInstall(packed.unpackedSize, ["ai", "@ai-sdk/openai-compatible"]),
       dashboardScriptBytes: Buffer.byteLength(appJs),
-      exports: Object.fromEntries(Object.entries(entryPages).map(([entry, page]) => [entry, exportedNames(readFileSync(join(repositoryRoot, "docs", "api", page), "utf8")).length])),
+      exports: Object.fromEntries(
+        Object.entries(entryPages).map(([entry, page]) => [entry, exportedNames(readFileSync(join(repositoryRoot, "docs", "api", page), "utf8")).length]),
+      ),
     };
   } finally {
     rmSync(workspace, { recursive: true, force: true });
@@ -90,16 +92,18 @@ const install = (size: InstallSize): string => `${size.packages} packages, ${meg
 /** Each marker's text. */
 export function renderFigures(figures: BuildFigures): Record<string, string> {
   return {
-    "wasm": kilobytes(figures.wasmBytes),
+    wasm: kilobytes(figures.wasmBytes),
     "wasm-gzipped": kilobytes(figures.wasmGzippedBytes),
-    "tarball": `${wholeKilobytes(figures.tarball.packedBytes)} packed, ${wholeKilobytes(figures.tarball.unpackedBytes)} unpacked, ${figures.tarball.files} files`,
+    tarball: `${wholeKilobytes(figures.tarball.packedBytes)} packed, ${wholeKilobytes(figures.tarball.unpackedBytes)} unpacked, ${figures.tarball.files} files`,
     "tarball-packed": wholeKilobytes(figures.tarball.packedBytes),
     "install-own": install(figures.installOwn),
     "install-own-names": figures.installOwn.names.filter((name) => name !== "phronomy").join(", "),
     "install-ai": install(figures.installAi),
     "install-cli": install(figures.installCli),
     "dashboard-script": kilobytes(figures.dashboardScriptBytes),
-    "exports": `${Object.values(figures.exports).reduce((sum, count) => sum + count, 0)} names (${Object.entries(figures.exports).map(([entry, count]) => `${count} from \`${entry}\``).join(", ")})`,
+    exports: `${Object.values(figures.exports).reduce((sum, count) => sum + count, 0)} names (${Object.entries(figures.exports)
+      .map(([entry, count]) => `${count} from \`${entry}\``)
+      .join(", ")})`,
   };
 }
 

@@ -13,12 +13,20 @@ import { parseArgs } from "node:util";
 const { values } = parseArgs({
   options: { seeds: { type: "string", default: "10000" }, seed: { type: "string" }, strict: { type: "boolean", default: false } },
 });
-for (const [name, value] of [["seeds", values.seeds], ["seed", values.seed]]) {
+for (const [name, value] of [
+  ["seeds", values.seeds],
+  ["seed", values.seed],
+]) {
   if (value !== undefined && !/^[0-9]{1,10}$/.test(value)) {
     console.error(`--${name} must be a non-negative integer, got ${value}`);
     process.exit(2);
   }
 }
-const env = { ...process.env, SIM_SEEDS: values.seeds, ...(values.seed !== undefined ? { SIM_SEED: values.seed } : {}), ...(values.strict ? { SIM_STRICT: "1" } : {}) };
+const env = {
+  ...process.env,
+  SIM_SEEDS: values.seeds,
+  ...(values.seed !== undefined ? { SIM_SEED: values.seed } : {}),
+  ...(values.strict ? { SIM_STRICT: "1" } : {}),
+};
 const run = spawnSync("npx", ["vitest", "run", "test/sim/sim.test.ts"], { stdio: "inherit", env });
 process.exit(run.status ?? 1);

@@ -5,10 +5,7 @@
 // (and the reference model) for timing; the core is deterministic, so a
 // replay gives the same answers.
 
-import {
-  CommitOutcome, MessageKind as M, OutcomeType, PreparationOutcome, ResultCode,
-  SessionEnding, SessionEventKind as E,
-} from "../../assembly/abi.js";
+import { CommitOutcome, MessageKind as M, OutcomeType, PreparationOutcome, ResultCode, SessionEnding, SessionEventKind as E } from "../../assembly/abi.js";
 import type { ControlMachine } from "../../host/core/machine.js";
 
 export const WORDS_PER_MESSAGE = 8;
@@ -68,4 +65,3 @@ function barrier(send: (kind: number, ...args: number[]) => number[], kind: numb
 function expectOk(machine: ControlMachine, code: number, what: string): void {
   if (code !== ResultCode.Ok) throw new Error(`recording an agent run: ${what} returned ${code} (${machine.effectWords().join(",")})`);
 }
-

@@ -57,7 +57,9 @@ for (let pass = 0; pass < PASSES; pass += 1) {
 const wasmBest = Math.min(...wasmTimes);
 const modelBest = Math.min(...modelTimes);
 
-console.log(`bench/core — ${messages.toLocaleString()} recorded messages (${AGENTS} agents × ${ROUNDS} runs × ${MESSAGES_PER_RUN} messages), replayed ${replays}× per pass = ${(replays * messages).toLocaleString()} applies, best of ${PASSES} passes`);
+console.log(
+  `bench/core — ${messages.toLocaleString()} recorded messages (${AGENTS} agents × ${ROUNDS} runs × ${MESSAGES_PER_RUN} messages), replayed ${replays}× per pass = ${(replays * messages).toLocaleString()} applies, best of ${PASSES} passes`,
+);
 console.log(`  wasm core        ${wasmBest.toFixed(1)} ns/apply   (passes: ${wasmTimes.map((t) => t.toFixed(1)).join(", ")})`);
 console.log(`  reference model  ${modelBest.toFixed(1)} ns/apply   (passes: ${modelTimes.map((t) => t.toFixed(1)).join(", ")})`);
 console.log(`  model / wasm     ${(modelBest / wasmBest).toFixed(2)}×`);
@@ -75,4 +77,6 @@ for (let agent = 0; agent < LIVE; agent += 1) {
 if (big.liveExecutions !== LIVE) throw new Error(`expected ${LIVE} live executions, have ${big.liveExecutions}`);
 const bytes = big.memoryBytes;
 console.log(`memory with ${LIVE.toLocaleString()} live executions (each on its own agent): ${(bytes / 2 ** 20).toFixed(1)} MiB of linear memory`);
-console.log(`  ${(bytes / LIVE).toFixed(1)} bytes per live execution, all in (execution record ${ExecutionRecord.Size} B + its agent's record ${AgentRecord.Size} B; the rest is the ${EffectLayout.FirstEffectOffset + EffectLayout.EffectsMax * EffectLayout.Words * 4} B effect buffer, static tables and page rounding)`);
+console.log(
+  `  ${(bytes / LIVE).toFixed(1)} bytes per live execution, all in (execution record ${ExecutionRecord.Size} B + its agent's record ${AgentRecord.Size} B; the rest is the ${EffectLayout.FirstEffectOffset + EffectLayout.EffectsMax * EffectLayout.Words * 4} B effect buffer, static tables and page rounding)`,
+);

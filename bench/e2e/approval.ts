@@ -22,7 +22,10 @@ function refundTool(gate?: Promise<void>) {
   return tool({
     inputSchema: z.object({ amount: z.number() }),
     needsApproval: () => gate === undefined,
-    execute: async () => { if (gate) await gate; return "ok"; },
+    execute: async () => {
+      if (gate) await gate;
+      return "ok";
+    },
   });
 }
 
@@ -59,7 +62,9 @@ async function suspendAndResume(directory: string): Promise<void> {
           if (event.type !== "approval_required") return;
           suspendedCount += 1;
           if (suspendedCount === RUNS) {
-            console.log(`  suspend: ${RUNS} runs suspended in ${((performance.now() - started) / 1000).toFixed(2)} s = ${(RUNS / ((performance.now() - started) / 1000)).toFixed(0)} suspends/s (prepare with its first barrier + suspended terminal each)`);
+            console.log(
+              `  suspend: ${RUNS} runs suspended in ${((performance.now() - started) / 1000).toFixed(2)} s = ${(RUNS / ((performance.now() - started) / 1000)).toFixed(0)} suspends/s (prepare with its first barrier + suspended terminal each)`,
+            );
             resolve();
           }
         },
@@ -67,13 +72,17 @@ async function suspendAndResume(directory: string): Promise<void> {
     }
   });
   await allSuspended;
-  console.log(`  RSS with ${RUNS} suspended: ${rssMb().toFixed(0)} MB (${baseline.toFixed(0)} MB with the agents defined and nothing running); live heap ${heapMb().toFixed(0)} MB (${baselineHeap.toFixed(0)} MB before): ${(((heapMb() - baselineHeap) * 2 ** 20) / RUNS / 1024).toFixed(1)} KB per suspended run`);
+  console.log(
+    `  RSS with ${RUNS} suspended: ${rssMb().toFixed(0)} MB (${baseline.toFixed(0)} MB with the agents defined and nothing running); live heap ${heapMb().toFixed(0)} MB (${baselineHeap.toFixed(0)} MB before): ${(((heapMb() - baselineHeap) * 2 ** 20) / RUNS / 1024).toFixed(1)} KB per suspended run`,
+  );
   const pending = await env.pendingApprovals();
   const byAgent = new Map(agents.map((agent) => [agent.id, agent]));
   const started = performance.now();
   await Promise.all(pending.map((item) => byAgent.get(item.agentId)!.resume(item.executionId, { approvalId: item.request.approvalId, approved: true }).result));
   const seconds = (performance.now() - started) / 1000;
-  console.log(`  resume: ${pending.length} approvals decided and run to completion in ${seconds.toFixed(2)} s = ${(pending.length / seconds).toFixed(0)} resumes/s`);
+  console.log(
+    `  resume: ${pending.length} approvals decided and run to completion in ${seconds.toFixed(2)} s = ${(pending.length / seconds).toFixed(0)} resumes/s`,
+  );
   await env.close();
 }
 
@@ -85,7 +94,11 @@ async function crashChild(path: string): Promise<void> {
   await Promise.all(agents.map((agent) => agent.ready));
   let running = 0;
   for (const agent of agents) {
-    agent.start("refund me", { onEvent: (event) => { if (event.type === "tool_call_started" && ++running === RUNS) console.log("in-flight"); } });
+    agent.start("refund me", {
+      onEvent: (event) => {
+        if (event.type === "tool_call_started" && ++running === RUNS) console.log("in-flight");
+      },
+    });
   }
 }
 
@@ -93,7 +106,9 @@ async function recoverAfterKill(directory: string): Promise<void> {
   const path = join(directory, "crash.db");
   const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), "crash-child", path], { stdio: ["ignore", "pipe", "inherit"] });
   await new Promise<void>((resolve, reject) => {
-    child.stdout.on("data", (chunk: Buffer) => { if (chunk.toString().includes("in-flight")) resolve(); });
+    child.stdout.on("data", (chunk: Buffer) => {
+      if (chunk.toString().includes("in-flight")) resolve();
+    });
     child.on("exit", (code) => reject(new Error(`crash child exited early (${code})`)));
   });
   child.kill("SIGKILL");
@@ -105,7 +120,9 @@ async function recoverAfterKill(directory: string): Promise<void> {
   const reports = await Promise.all(agents.map((agent) => env.recovery(agent.id)));
   const recovered = reports.flat().filter((item) => item.status === "continued").length;
   const seconds = (performance.now() - started) / 1000;
-  console.log(`  recovery after kill -9: ${recovered} of ${RUNS} runs in flight re-installed and continued in ${seconds.toFixed(2)} s (open ${((opened - started) / 1000).toFixed(2)} s, agent definitions + recovery ${((performance.now() - opened) / 1000).toFixed(2)} s)`);
+  console.log(
+    `  recovery after kill -9: ${recovered} of ${RUNS} runs in flight re-installed and continued in ${seconds.toFixed(2)} s (open ${((opened - started) / 1000).toFixed(2)} s, agent definitions + recovery ${((performance.now() - opened) / 1000).toFixed(2)} s)`,
+  );
   await env.close().catch(() => undefined);
 }
 

@@ -88,7 +88,9 @@ async function drive(next: (worker: number) => Agent): Promise<number> {
 
 async function pooled(directory: string, round: number): Promise<number> {
   const env = await open(directory, `pooled-${round}`);
-  const agents = Array.from({ length: IN_FLIGHT }, (_, index) => env.agent({ id: `agent-${index}`, model: agentRunModel(), tools: { lookup }, memoryWindow: 1 }));
+  const agents = Array.from({ length: IN_FLIGHT }, (_, index) =>
+    env.agent({ id: `agent-${index}`, model: agentRunModel(), tools: { lookup }, memoryWindow: 1 }),
+  );
   await Promise.all(agents.map((agent) => agent.start("warm up").result));
   const runsPerSecond = await drive((worker) => agents[worker]!);
   await env.close();
@@ -117,10 +119,14 @@ async function throughput(directory: string): Promise<void> {
       continue;
     }
     perRun.push(await conversationPerRun(directory, round));
-    console.log(`  round ${round + 1}: pool of ${IN_FLIGHT} agents ${pool.at(-1)!.toFixed(0)} runs/s; a conversation per run ${perRun.at(-1)!.toFixed(0)} runs/s`);
+    console.log(
+      `  round ${round + 1}: pool of ${IN_FLIGHT} agents ${pool.at(-1)!.toFixed(0)} runs/s; a conversation per run ${perRun.at(-1)!.toFixed(0)} runs/s`,
+    );
   }
   if (perRun.length === 0) return;
-  console.log(`  ${RUNS} runs, ${IN_FLIGHT} in flight: conversation per run / pool = ${(median(perRun) / median(pool)).toFixed(2)} (medians ${median(perRun).toFixed(0)} / ${median(pool).toFixed(0)} runs/s)`);
+  console.log(
+    `  ${RUNS} runs, ${IN_FLIGHT} in flight: conversation per run / pool = ${(median(perRun) / median(pool)).toFixed(2)} (medians ${median(perRun).toFixed(0)} / ${median(pool).toFixed(0)} runs/s)`,
+  );
 }
 
 async function suspended(directory: string): Promise<void> {
@@ -132,9 +138,13 @@ async function suspended(directory: string): Promise<void> {
   await suspendConversations(support, SUSPENDED);
   const seconds = (performance.now() - began) / 1000;
   const after = afterGc();
-  console.log(`  ${SUSPENDED} conversations suspended for approval in ${seconds.toFixed(2)} s: RSS ${megabytes(after.rss)} MB after GC (${megabytes(before.rss)} MB before), live heap ${megabytes(after.heapUsed)} MB (${megabytes(before.heapUsed)} MB before) = ${((after.heapUsed - before.heapUsed) / SUSPENDED / 1024).toFixed(1)} KB per suspended conversation; core entries ${env.conversations.liveCount}`);
+  console.log(
+    `  ${SUSPENDED} conversations suspended for approval in ${seconds.toFixed(2)} s: RSS ${megabytes(after.rss)} MB after GC (${megabytes(before.rss)} MB before), live heap ${megabytes(after.heapUsed)} MB (${megabytes(before.heapUsed)} MB before) = ${((after.heapUsed - before.heapUsed) / SUSPENDED / 1024).toFixed(1)} KB per suspended conversation; core entries ${env.conversations.liveCount}`,
+  );
   const idle = await settled();
-  console.log(`  settled: RSS ${megabytes(idle.rss)} MB (heap ${megabytes(idle.heapUsed)} MB used of ${megabytes(idle.heapTotal)} MB) = ${((idle.rss - before.rss) / SUSPENDED / 1024).toFixed(1)} KB of RSS per suspended conversation over the ${megabytes(before.rss)} MB before`);
+  console.log(
+    `  settled: RSS ${megabytes(idle.rss)} MB (heap ${megabytes(idle.heapUsed)} MB used of ${megabytes(idle.heapTotal)} MB) = ${((idle.rss - before.rss) / SUSPENDED / 1024).toFixed(1)} KB of RSS per suspended conversation over the ${megabytes(before.rss)} MB before`,
+  );
   await env.close();
 }
 
@@ -149,7 +159,9 @@ async function defined(directory: string): Promise<void> {
   for (let index = 0; index < DEFINED; index += 1) support.conversation(`user-${index}`);
   const droppedNs = ((performance.now() - dropped) * 1e6) / DEFINED;
   const afterDropped = afterGc();
-  console.log(`  ${DEFINED} conversations defined, handles not kept: ${droppedNs.toFixed(0)} ns each; RSS ${megabytes(afterDropped.rss)} MB after GC (${megabytes(before.rss)} MB before), live heap ${megabytes(afterDropped.heapUsed)} MB (${megabytes(before.heapUsed)} MB before); core entries ${env.conversations.liveCount}`);
+  console.log(
+    `  ${DEFINED} conversations defined, handles not kept: ${droppedNs.toFixed(0)} ns each; RSS ${megabytes(afterDropped.rss)} MB after GC (${megabytes(before.rss)} MB before), live heap ${megabytes(afterDropped.heapUsed)} MB (${megabytes(before.heapUsed)} MB before); core entries ${env.conversations.liveCount}`,
+  );
   const began = performance.now();
   const conversations: Agent[] = new Array(DEFINED);
   for (let index = 0; index < DEFINED; index += 1) conversations[index] = support.conversation(`user-${index}`);
@@ -159,16 +171,22 @@ async function defined(directory: string): Promise<void> {
   const stride = Math.floor(DEFINED / active);
   let cursor = 0;
   const ranAt = performance.now();
-  await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
-    while (cursor < active) {
-      const conversation = conversations[(cursor++) * stride]!;
-      await conversation.start("Where is order 42?").result;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      while (cursor < active) {
+        const conversation = conversations[cursor++ * stride]!;
+        await conversation.start("Where is order 42?").result;
+      }
+    }),
+  );
   const ranSeconds = (performance.now() - ranAt) / 1000;
   const afterRun = afterGc();
-  console.log(`  ${DEFINED} conversations defined, handles kept: ${defineNs.toFixed(0)} ns each; RSS ${megabytes(afterDefine.rss)} MB after GC (${megabytes(before.rss)} MB before; live heap ${megabytes(afterDefine.heapUsed)} MB, ${((afterDefine.heapUsed - before.heapUsed) / DEFINED).toFixed(0)} B per handle held by the application)`);
-  console.log(`  ${active} of them (1%) ran once, ${IN_FLIGHT} in flight, in ${ranSeconds.toFixed(2)} s: RSS ${megabytes(afterRun.rss)} MB after GC, live heap ${megabytes(afterRun.heapUsed)} MB; core entries left ${env.conversations.liveCount}`);
+  console.log(
+    `  ${DEFINED} conversations defined, handles kept: ${defineNs.toFixed(0)} ns each; RSS ${megabytes(afterDefine.rss)} MB after GC (${megabytes(before.rss)} MB before; live heap ${megabytes(afterDefine.heapUsed)} MB, ${((afterDefine.heapUsed - before.heapUsed) / DEFINED).toFixed(0)} B per handle held by the application)`,
+  );
+  console.log(
+    `  ${active} of them (1%) ran once, ${IN_FLIGHT} in flight, in ${ranSeconds.toFixed(2)} s: RSS ${megabytes(afterRun.rss)} MB after GC, live heap ${megabytes(afterRun.heapUsed)} MB; core entries left ${env.conversations.liveCount}`,
+  );
   const idle = await settled();
   console.log(`  settled, handles still kept: RSS ${megabytes(idle.rss)} MB (heap ${megabytes(idle.heapUsed)} MB used of ${megabytes(idle.heapTotal)} MB)`);
   conversations.length = 0;

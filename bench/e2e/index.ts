@@ -31,9 +31,25 @@ import { IN_FLIGHT, OPERATIONS_PER_RUN, defineAgents, runFor, summarize, warmUp 
 const seconds = Number(process.env.BENCH_SECONDS ?? 2);
 const policies = (process.env.BENCH_POLICIES ?? "adaptive").split(",") as OffloadPolicy[];
 
-async function openBench(directory: string, synchronous: SynchronousMode, policy: OffloadPolicy, agents: number): Promise<{ env: Environment; agents: Agent[] }> {
-  const env = await Phronomy.open({ store: join(directory, `e2e-${synchronous}-${policy}-${agents}.db`), synchronous, offloadPolicy: policy, logger: { warn: () => undefined } });
-  return { env, agents: await defineAgents(env, Array.from({ length: agents }, (_, index) => `agent-${index}`)) };
+async function openBench(
+  directory: string,
+  synchronous: SynchronousMode,
+  policy: OffloadPolicy,
+  agents: number,
+): Promise<{ env: Environment; agents: Agent[] }> {
+  const env = await Phronomy.open({
+    store: join(directory, `e2e-${synchronous}-${policy}-${agents}.db`),
+    synchronous,
+    offloadPolicy: policy,
+    logger: { warn: () => undefined },
+  });
+  return {
+    env,
+    agents: await defineAgents(
+      env,
+      Array.from({ length: agents }, (_, index) => `agent-${index}`),
+    ),
+  };
 }
 
 async function sequential(directory: string, synchronous: SynchronousMode, policy: OffloadPolicy) {
@@ -56,15 +72,21 @@ async function concurrent(directory: string, synchronous: SynchronousMode, polic
 async function benchSqlite(): Promise<void> {
   const directory = await mkdtemp(join(tmpdir(), "phronomy-e2e-"));
   try {
-    console.log(`bench/e2e — agent run (model → tool → model → tool → model, ${OPERATIONS_PER_RUN} durable transactions per run), SQLite, ${seconds}s per loop, node ${process.version}`);
+    console.log(
+      `bench/e2e — agent run (model → tool → model → tool → model, ${OPERATIONS_PER_RUN} durable transactions per run), SQLite, ${seconds}s per loop, node ${process.version}`,
+    );
     for (const synchronous of ["FULL", "NORMAL"] as SynchronousMode[]) {
       const floor = measureRawFloor(directory, synchronous, { durationMs: seconds * 1000 });
       console.log(`\nsynchronous=${synchronous}`);
-      console.log(`  raw floor: ${floor.singleRowCommitsPerSecond.toFixed(0)} single-row commits/s (= ${(floor.singleRowCommitsPerSecond / OPERATIONS_PER_RUN).toFixed(0)} runs/s if each of the ${OPERATIONS_PER_RUN} paid one), ${floor.batchedRowsPerSecond.toFixed(0)} rows/s batched 100 per commit`);
+      console.log(
+        `  raw floor: ${floor.singleRowCommitsPerSecond.toFixed(0)} single-row commits/s (= ${(floor.singleRowCommitsPerSecond / OPERATIONS_PER_RUN).toFixed(0)} runs/s if each of the ${OPERATIONS_PER_RUN} paid one), ${floor.batchedRowsPerSecond.toFixed(0)} rows/s batched 100 per commit`,
+      );
       for (const policy of policies) {
         const one = await sequential(directory, synchronous, policy);
         const many = await concurrent(directory, synchronous, policy);
-        console.log(`  offload ${policy}: sequential ${one.runsPerSecond.toFixed(0)} runs/s (${(one.stepMs * 1000).toFixed(0)} µs per durable step); ${IN_FLIGHT} in flight ${many.runsPerSecond.toFixed(0)} runs/s, p50 ${many.p50.toFixed(1)} ms, p99 ${many.p99.toFixed(1)} ms`);
+        console.log(
+          `  offload ${policy}: sequential ${one.runsPerSecond.toFixed(0)} runs/s (${(one.stepMs * 1000).toFixed(0)} µs per durable step); ${IN_FLIGHT} in flight ${many.runsPerSecond.toFixed(0)} runs/s, p50 ${many.p50.toFixed(1)} ms, p99 ${many.p99.toFixed(1)} ms`,
+        );
       }
     }
     await benchQueue(directory);

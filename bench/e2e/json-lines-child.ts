@@ -22,7 +22,12 @@ export class JsonLinesChild<Report extends ChildLine> {
   readonly spawnedAt: number;
 
   /** `childPath` ends in `.js` when the bench runs compiled, `.ts` under tsx. */
-  constructor(private readonly name: string, childPath: string, config: unknown, stdin: "pipe" | "ignore" = "pipe") {
+  constructor(
+    private readonly name: string,
+    childPath: string,
+    config: unknown,
+    stdin: "pipe" | "ignore" = "pipe",
+  ) {
     const runner = childPath.endsWith(".ts") ? ["--import", "tsx"] : [];
     this.spawnedAt = performance.now();
     this.process = spawn(process.execPath, [...runner, childPath, JSON.stringify(config)], { stdio: [stdin, "pipe", "pipe"] });
@@ -30,11 +35,15 @@ export class JsonLinesChild<Report extends ChildLine> {
       this.reports.push(JSON.parse(line) as Report);
       for (const listener of this.listeners) listener();
     });
-    this.process.stderr!.on("data", (chunk: Buffer) => { this.stderr += chunk.toString(); });
-    this.exited = new Promise((resolve) => this.process.on("exit", () => {
-      for (const listener of this.listeners) listener();
-      resolve();
-    }));
+    this.process.stderr!.on("data", (chunk: Buffer) => {
+      this.stderr += chunk.toString();
+    });
+    this.exited = new Promise((resolve) =>
+      this.process.on("exit", () => {
+        for (const listener of this.listeners) listener();
+        resolve();
+      }),
+    );
   }
 
   /** The child's report of this type; rejects when it fails, exits or hangs. */

@@ -51,7 +51,12 @@ export interface ChildReport {
   readonly startMarks?: Record<string, StartMarks>;
   readonly startSamples?: Record<string, number[]>;
   /** The round trips of the measured window, by kind (`postgres-profile.ts`). */
-  readonly tally?: { readonly roundTrips: number; readonly statements: number; readonly awaitingMs: number; readonly kinds: [string, { count: number; ms: number }][] };
+  readonly tally?: {
+    readonly roundTrips: number;
+    readonly statements: number;
+    readonly awaitingMs: number;
+    readonly kinds: [string, { count: number; ms: number }][];
+  };
 }
 
 function report(line: ChildReport): void {
@@ -66,16 +71,19 @@ async function main(config: ChildConfig): Promise<void> {
   const definition = defineConversations(env, "bench");
   const until = Date.now() + balanceTimeoutMs;
   // Balanced: this process holds at least its share, less the rounding.
-  while (store.heldPartitions().length < Math.floor(256 / config.processes) - config.processes && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 100));
+  while (store.heldPartitions().length < Math.floor(256 / config.processes) - config.processes && Date.now() < until)
+    await new Promise((resolve) => setTimeout(resolve, 100));
   const mine = (id: string): boolean => store.leaseOf(id) !== undefined;
   const accept = config.routing === "any" ? (): boolean => true : mine;
   // A partition may still move to balance while runs are in flight: those
   // runs are fenced (recovered by the new owner), counted, not fatal.
   const moved = (error: unknown): boolean => ["EXECUTION_REHYDRATION_REQUIRED", "AGENT_BUSY"].includes(String((error as { code?: unknown } | null)?.code));
   await runConversationsFor(definition, `${config.prefix}-warm`, config.workers, 1, accept, moved);
-  const go = new Promise<void>((resolve) => createInterface({ input: process.stdin }).on("line", (line) => {
-    if (line === "go") resolve();
-  }));
+  const go = new Promise<void>((resolve) =>
+    createInterface({ input: process.stdin }).on("line", (line) => {
+      if (line === "go") resolve();
+    }),
+  );
   report({ type: "ready" });
   await go;
   startTiming.enabled = config.routing === "any";
@@ -84,7 +92,11 @@ async function main(config: ChildConfig): Promise<void> {
   tally.stop();
   startTiming.enabled = false;
   report({
-    type: "finished", runs: figures.runs, lost: figures.lost ?? 0, elapsedMs: figures.elapsedMs, latencies: figures.latencies,
+    type: "finished",
+    runs: figures.runs,
+    lost: figures.lost ?? 0,
+    elapsedMs: figures.elapsedMs,
+    latencies: figures.latencies,
     tally: { roundTrips: tally.tally.roundTrips, statements: tally.tally.statements, awaitingMs: tally.tally.awaitingMs, kinds: [...tally.tally.kinds] },
     ...(config.routing === "any" ? { startMarks: Object.fromEntries(startTiming.marks), startSamples: Object.fromEntries(startTiming.samples) } : {}),
   });

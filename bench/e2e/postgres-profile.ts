@@ -44,7 +44,12 @@ export function openTally(): { readonly tally: Tally; readonly stop: () => void 
     };
     return callNotingAnswer(original as Method, this, args, note);
   };
-  return { tally, stop: () => { prototype.query = original; } };
+  return {
+    tally,
+    stop: () => {
+      prototype.query = original;
+    },
+  };
 }
 
 /** A statement's kind: the called function for `SELECT f(…)`, else its
@@ -66,7 +71,9 @@ function statementsIn(text: string): number {
  * time) also the time awaiting the server and the rest. */
 export function describeTally(tally: Tally, runs: number, elapsedMs?: number): string {
   const perRun = (value: number) => (value / runs).toFixed(2);
-  const kinds = [...tally.kinds.entries()].sort((a, b) => b[1].count - a[1].count).slice(0, 8)
+  const kinds = [...tally.kinds.entries()]
+    .sort((a, b) => b[1].count - a[1].count)
+    .slice(0, 8)
     .map(([kind, entry]) => `${kind} ${perRun(entry.count)} (${(entry.ms / entry.count).toFixed(2)} ms each)`);
   const head = `per run ${perRun(tally.roundTrips)} round trips, ${perRun(tally.statements)} statements (${(tally.statements / tally.roundTrips).toFixed(1)} per round trip): ${kinds.join(", ")}`;
   if (elapsedMs === undefined) return head;

@@ -77,18 +77,18 @@ function kindOf(text: string): string {
 
 const count = (text: string, word: string): number => text.split(word).length - 1;
 
-
 /** Records every query and connect of every `pg.Client` from now on. */
 function recordTrips(client: { prototype: unknown }): void {
   const prototype = client.prototype as { query: Method; connect: Method };
-  const timed = (original: Method, describe: (args: unknown[]) => { kind: string; text: string }): Method => function (this: unknown, ...args: unknown[]): unknown {
-    const { kind, text } = describe(args);
-    const sent = performance.now();
-    const note = (): void => {
-      trips.push({ kind, sent, answered: performance.now(), terminals: count(text, "terminal_commit("), barriers: count(text, "barrier(") });
+  const timed = (original: Method, describe: (args: unknown[]) => { kind: string; text: string }): Method =>
+    function (this: unknown, ...args: unknown[]): unknown {
+      const { kind, text } = describe(args);
+      const sent = performance.now();
+      const note = (): void => {
+        trips.push({ kind, sent, answered: performance.now(), terminals: count(text, "terminal_commit("), barriers: count(text, "barrier(") });
+      };
+      return callNotingAnswer(original, this, args, note);
     };
-    return callNotingAnswer(original, this, args, note);
-  };
   prototype.query = timed(prototype.query, (args) => {
     const text = typeof args[0] === "string" ? args[0] : (args[0] as { text?: unknown } | undefined)?.text;
     return { kind: kindOf(typeof text === "string" ? text : ""), text: typeof text === "string" ? text : "" };
@@ -109,7 +109,12 @@ async function main(config: RestartChildConfig): Promise<void> {
   const { agentRunModel } = await import("./workload.js");
   mark("application loaded");
   // Only opening: `recover: false` (nothing of its own to recover).
-  const env = await Phronomy.open({ store: config.url, postgres: { schema: config.schema, instanceId: config.instanceId }, logger: { warn: () => undefined }, ...(config.mode === "open" ? { recover: false } : {}) });
+  const env = await Phronomy.open({
+    store: config.url,
+    postgres: { schema: config.schema, instanceId: config.instanceId },
+    logger: { warn: () => undefined },
+    ...(config.mode === "open" ? { recover: false } : {}),
+  });
   mark("store open");
   report({ type: "opened", marks });
   if (config.mode === "open") {
@@ -138,13 +143,19 @@ async function main(config: RestartChildConfig): Promise<void> {
   const definition = env.agent({ name: "restart", model: agentRunModel(), tools: { lookup: config.mode === "victim" ? gated : instant }, memoryWindow: 1 });
   mark("agent defined");
   // The definition started loading the AI SDK: when it is there.
-  void import("ai").then(() => mark("AI SDK loaded"), () => undefined);
+  void import("ai").then(
+    () => mark("AI SDK loaded"),
+    () => undefined,
+  );
   if (config.mode === "victim") {
     for (let index = 0; index < config.workers; index += 1) {
-      void definition.conversation(`${config.prefix}-${index}`).start("Where is order 42?").result.catch(() => {
-        refused += 1;
-        settled();
-      });
+      void definition
+        .conversation(`${config.prefix}-${index}`)
+        .start("Where is order 42?")
+        .result.catch(() => {
+          refused += 1;
+          settled();
+        });
     }
     // Killed by the bench.
     return new Promise(() => undefined);
@@ -163,6 +174,6 @@ try {
   await main(JSON.parse(process.argv[2] ?? "{}") as RestartChildConfig);
   process.exit(0);
 } catch (error) {
-  report({ type: "failed", message: error instanceof Error ? error.stack ?? error.message : String(error) });
+  report({ type: "failed", message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
   process.exit(1);
 }

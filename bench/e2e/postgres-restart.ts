@@ -62,19 +62,28 @@ export async function restartToDone(url: string, schema: string, admin: pg.Clien
     victim.kill();
   }
   await victim.exited;
-  const unfinished = async (): Promise<number> => Number((await admin.query<{ count: string }>(`SELECT count(*) AS count FROM ${schema}.executions WHERE status <> 'terminal' AND agent_id LIKE 'restart-%'`)).rows[0]?.count ?? 0);
+  const unfinished = async (): Promise<number> =>
+    Number(
+      (await admin.query<{ count: string }>(`SELECT count(*) AS count FROM ${schema}.executions WHERE status <> 'terminal' AND agent_id LIKE 'restart-%'`))
+        .rows[0]?.count ?? 0,
+    );
   const runs = await unfinished();
   const restarted = new Child("restarted", { ...base, workers: runs, mode: "recover" });
   try {
-    while (await unfinished() > 0) {
-      if (performance.now() - restarted.spawnedAt > restartTimeoutMs) throw new Error(`the restarted process had not finished the ${runs} runs in ${restartTimeoutMs} ms`);
+    while ((await unfinished()) > 0) {
+      if (performance.now() - restarted.spawnedAt > restartTimeoutMs)
+        throw new Error(`the restarted process had not finished the ${runs} runs in ${restartTimeoutMs} ms`);
       await new Promise((resolve) => setTimeout(resolve, 2));
     }
     const startToDoneMs = performance.now() - restarted.spawnedAt;
     const opened = await restarted.report("opened", childReadyTimeoutMs);
     const done = await restarted.report("done", childReadyTimeoutMs);
     return {
-      runs, startToDoneMs, startToOpenMs: restarted.elapsed(opened), bareOpenMs, compiled,
+      runs,
+      startToDoneMs,
+      startToOpenMs: restarted.elapsed(opened),
+      bareOpenMs,
+      compiled,
       breakdown: describeRestart(restarted.spawnOffset(done), done.marks ?? {}, done.trips ?? [], bareDone.marks?.["ai load (ms)"]),
     };
   } finally {
@@ -91,7 +100,9 @@ function describeRestart(spawnMs: number, marks: Record<string, number>, answere
   const span = (from: number, to: number): string => `${(to - from).toFixed(0)} ms (${at(from)}–${at(to)})`;
   const lines: string[] = [];
   lines.push(`process spawned → node running: ${spawnMs.toFixed(0)} ms; node's own start → first line: ${marks["first line"]!.toFixed(0)} ms`);
-  lines.push(`modules: pg ${span(marks["first line"]!, marks["pg loaded"]!)}, the host ${span(marks["pg loaded"]!, marks["host loaded"]!)}, the PostgreSQL store ${span(marks["host loaded"]!, marks["store module loaded"]!)}, the application's (zod, its model) ${span(marks["store module loaded"]!, marks["application loaded"]!)}${aiLoadMs === undefined ? "" : `; the AI SDK (loaded when the agent is defined, measured alone in the bare process): ${aiLoadMs.toFixed(0)} ms`}`);
+  lines.push(
+    `modules: pg ${span(marks["first line"]!, marks["pg loaded"]!)}, the host ${span(marks["pg loaded"]!, marks["host loaded"]!)}, the PostgreSQL store ${span(marks["host loaded"]!, marks["store module loaded"]!)}, the application's (zod, its model) ${span(marks["store module loaded"]!, marks["application loaded"]!)}${aiLoadMs === undefined ? "" : `; the AI SDK (loaded when the agent is defined, measured alone in the bare process): ${aiLoadMs.toFixed(0)} ms`}`,
+  );
   const openBegan = marks["application loaded"]!;
   const openEnded = marks["store open"]!;
   const during = (from: number, to: number) => trips.filter((trip) => trip.sent >= from && trip.sent < to);
@@ -99,14 +110,26 @@ function describeRestart(spawnMs: number, marks: Record<string, number>, answere
   const doneAt = marks["last run done"] ?? openEnded;
   const after = during(openEnded, doneAt + 1);
   const firstWrite = after.find((trip) => trip.kind === "group commit");
-  lines.push(`after open until the first write ${firstWrite === undefined ? "(none)" : span(openEnded, firstWrite.sent)}: ${describeTrips(after.filter((trip) => firstWrite === undefined || trip.sent < firstWrite.sent), at)}`);
+  lines.push(
+    `after open until the first write ${firstWrite === undefined ? "(none)" : span(openEnded, firstWrite.sent)}: ${describeTrips(
+      after.filter((trip) => firstWrite === undefined || trip.sent < firstWrite.sent),
+      at,
+    )}`,
+  );
   if (firstWrite !== undefined) {
     const writes = after.filter((trip) => trip.sent >= firstWrite.sent);
     const groups = writes.filter((trip) => trip.kind === "group commit");
     const terminals = groups.reduce((sum, trip) => sum + trip.terminals, 0);
-    lines.push(`the runs' writes ${span(firstWrite.sent, doneAt)}: ${groups.length} group commits (${groups.reduce((sum, trip) => sum + trip.barriers, 0)} barriers, ${terminals} terminal commits) and ${writes.length - groups.length} other round trips (${describeTrips(writes.filter((trip) => trip.kind !== "group commit"), at)})`);
+    lines.push(
+      `the runs' writes ${span(firstWrite.sent, doneAt)}: ${groups.length} group commits (${groups.reduce((sum, trip) => sum + trip.barriers, 0)} barriers, ${terminals} terminal commits) and ${writes.length - groups.length} other round trips (${describeTrips(
+        writes.filter((trip) => trip.kind !== "group commit"),
+        at,
+      )})`,
+    );
   }
-  lines.push(`agent defined at ${at(marks["agent defined"] ?? Number.NaN)} (the AI SDK there at ${at(marks["AI SDK loaded"] ?? Number.NaN)}), definition recovered at ${at(marks["definition recovered"] ?? Number.NaN)}, last run done at ${at(doneAt)} ms`);
+  lines.push(
+    `agent defined at ${at(marks["agent defined"] ?? Number.NaN)} (the AI SDK there at ${at(marks["AI SDK loaded"] ?? Number.NaN)}), definition recovered at ${at(marks["definition recovered"] ?? Number.NaN)}, last run done at ${at(doneAt)} ms`,
+  );
   return lines;
 }
 
@@ -145,7 +168,8 @@ class Child extends JsonLinesChild<RestartChildReport> {
 
 /** Alone: a fresh schema of the given database, dropped at the end. */
 async function main(url: string | undefined): Promise<void> {
-  if (url === undefined || !/^postgres(ql)?:\/\//i.test(url)) throw new Error("usage: node scripts/bench-compiled.mjs bench/e2e/postgres-restart.ts postgres://user@host:port/database");
+  if (url === undefined || !/^postgres(ql)?:\/\//i.test(url))
+    throw new Error("usage: node scripts/bench-compiled.mjs bench/e2e/postgres-restart.ts postgres://user@host:port/database");
   const schema = `phronomy_bench_${randomBytes(4).toString("hex")}`;
   const admin = new pg.Client({ connectionString: url });
   await admin.connect();
@@ -156,15 +180,22 @@ async function main(url: string | undefined): Promise<void> {
     await setup.exited;
     printRestart(await restartToDone(url, schema, admin));
   } finally {
-    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch((error: unknown) => console.error(`could not drop the bench schema ${schema}: ${String(error)}`));
+    await admin
+      .query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+      .catch((error: unknown) => console.error(`could not drop the bench schema ${schema}: ${String(error)}`));
     await admin.end();
   }
 }
 
 /** The figure and its breakdown, as `bench:e2e` prints them. */
 export function printRestart(restart: Restart, floorTen?: number, transactionsAfterRestart?: number): void {
-  const floor = floorTen === undefined || transactionsAfterRestart === undefined ? "" : `; the 10-connection floor for the runs' ${restart.runs * transactionsAfterRestart} remaining transactions: ${(restart.runs * transactionsAfterRestart / floorTen * 1000).toFixed(0)} ms`;
-  console.log(`  kill -9 with ${restart.runs} runs in flight, restart with the same instanceId (${restart.compiled ? "compiled, plain node" : "under tsx"}): every run done ${restart.startToDoneMs.toFixed(0)} ms after the new process was spawned (its store open at ${restart.startToOpenMs.toFixed(0)} ms; a process that only opens the store: ${restart.bareOpenMs.toFixed(0)} ms${floor})`);
+  const floor =
+    floorTen === undefined || transactionsAfterRestart === undefined
+      ? ""
+      : `; the 10-connection floor for the runs' ${restart.runs * transactionsAfterRestart} remaining transactions: ${(((restart.runs * transactionsAfterRestart) / floorTen) * 1000).toFixed(0)} ms`;
+  console.log(
+    `  kill -9 with ${restart.runs} runs in flight, restart with the same instanceId (${restart.compiled ? "compiled, plain node" : "under tsx"}): every run done ${restart.startToDoneMs.toFixed(0)} ms after the new process was spawned (its store open at ${restart.startToOpenMs.toFixed(0)} ms; a process that only opens the store: ${restart.bareOpenMs.toFixed(0)} ms${floor})`,
+  );
   for (const line of restart.breakdown) console.log(`    ${line}`);
 }
 

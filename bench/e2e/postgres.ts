@@ -70,7 +70,7 @@ const floorPayload = "x".repeat(300);
 const childReadyTimeoutMs = 60_000;
 
 const sectionNames = ["sequential", "many", "suspend", "spread-own", "spread-any", "restart"] as const;
-type Section = typeof sectionNames[number];
+type Section = (typeof sectionNames)[number];
 
 /** The sections `BENCH_PG_SECTIONS` names (all by default); a name not
  * known ends the bench in one line. */
@@ -101,12 +101,18 @@ export async function benchPostgres(url: string, seconds: number): Promise<void>
     const env = await Phronomy.open({ store: url, postgres: { schema }, logger: { warn: () => undefined } });
     const where = (env.store as PostgresStore).path;
     const poolSize = (env.store as PostgresStore).pool.options.max;
-    console.log(`bench/e2e — agent run (model → tool → model → tool → model, ${OPERATIONS_PER_RUN} durable transactions per run), PostgreSQL, ${seconds}s per loop, node ${process.version}`);
-    console.log(`  store ${where} · PostgreSQL ${server.version}, synchronous_commit=${server.synchronousCommit}, fsync=${server.fsync} · pool ${poolSize} connections per process`);
+    console.log(
+      `bench/e2e — agent run (model → tool → model → tool → model, ${OPERATIONS_PER_RUN} durable transactions per run), PostgreSQL, ${seconds}s per loop, node ${process.version}`,
+    );
+    console.log(
+      `  store ${where} · PostgreSQL ${server.version}, synchronous_commit=${server.synchronousCommit}, fsync=${server.fsync} · pool ${poolSize} connections per process`,
+    );
 
     const floorOne = await rawFloor(url, schema, 1, seconds);
     const floorTen = await rawFloor(url, schema, FLOOR_CONNECTIONS, seconds);
-    console.log(`  raw floor: ${floorOne.toFixed(0)} single-row commits/s on 1 connection (= ${(floorOne / OPERATIONS_PER_RUN).toFixed(0)} runs/s if each of the ${OPERATIONS_PER_RUN} paid one), ${floorTen.toFixed(0)} on ${FLOOR_CONNECTIONS} (= ${(floorTen / OPERATIONS_PER_RUN).toFixed(0)} runs/s)`);
+    console.log(
+      `  raw floor: ${floorOne.toFixed(0)} single-row commits/s on 1 connection (= ${(floorOne / OPERATIONS_PER_RUN).toFixed(0)} runs/s if each of the ${OPERATIONS_PER_RUN} paid one), ${floorTen.toFixed(0)} on ${FLOOR_CONNECTIONS} (= ${(floorTen / OPERATIONS_PER_RUN).toFixed(0)} runs/s)`,
+    );
 
     const runsFloorOne = floorOne / OPERATIONS_PER_RUN;
     const runsFloorTen = floorTen / OPERATIONS_PER_RUN;
@@ -120,7 +126,9 @@ export async function benchPostgres(url: string, seconds: number): Promise<void>
       sequentialTally.stop();
       const total = one.latencies.reduce((sum, value) => sum + value, 0);
       const sequentialRate = one.runs / (total / 1000);
-      console.log(`  sequential, a conversation per run: ${sequentialRate.toFixed(0)} runs/s, ${ofFloor(sequentialRate, runsFloorOne, "1-connection")} (${(total / one.runs / OPERATIONS_PER_RUN).toFixed(2)} ms per durable step against ${(1000 / floorOne).toFixed(2)} ms per floor commit)`);
+      console.log(
+        `  sequential, a conversation per run: ${sequentialRate.toFixed(0)} runs/s, ${ofFloor(sequentialRate, runsFloorOne, "1-connection")} (${(total / one.runs / OPERATIONS_PER_RUN).toFixed(2)} ms per durable step against ${(1000 / floorOne).toFixed(2)} ms per floor commit)`,
+      );
       console.log(`    ${describeTally(sequentialTally.tally, one.runs, one.elapsedMs)}`);
     }
 
@@ -130,14 +138,18 @@ export async function benchPostgres(url: string, seconds: number): Promise<void>
       const manyFigures = await runConversationsFor(definition, "many", IN_FLIGHT, seconds);
       manyTally.stop();
       const many = summarize(manyFigures);
-      console.log(`  one process, ${IN_FLIGHT} in flight, a conversation per run: ${many.runsPerSecond.toFixed(0)} runs/s, ${ofFloor(many.runsPerSecond, runsFloorTen, `${FLOOR_CONNECTIONS}-connection`)} (${(many.runsPerSecond * OPERATIONS_PER_RUN).toFixed(0)} store transactions/s), p50 ${many.p50.toFixed(1)} ms, p99 ${many.p99.toFixed(1)} ms`);
+      console.log(
+        `  one process, ${IN_FLIGHT} in flight, a conversation per run: ${many.runsPerSecond.toFixed(0)} runs/s, ${ofFloor(many.runsPerSecond, runsFloorTen, `${FLOOR_CONNECTIONS}-connection`)} (${(many.runsPerSecond * OPERATIONS_PER_RUN).toFixed(0)} store transactions/s), p50 ${many.p50.toFixed(1)} ms, p99 ${many.p99.toFixed(1)} ms`,
+      );
       console.log(`    ${describeTally(manyTally.tally, manyFigures.runs)}`);
     }
 
     if (sections.has("suspend")) {
       const approvals = await suspendAndResume(env, SUSPENDS);
       const suspendFloor = floorTen / TRANSACTIONS_PER_SUSPEND;
-      console.log(`  suspend/resume, ${SUSPENDS} conversations, ${IN_FLIGHT} in flight: ${approvals.suspendsPerSecond.toFixed(0)} suspends/s, ${ofFloor(approvals.suspendsPerSecond, suspendFloor, `${FLOOR_CONNECTIONS}-connection`)} (${TRANSACTIONS_PER_SUSPEND} transactions per suspend); ${approvals.resumesPerSecond.toFixed(0)} approvals completed/s`);
+      console.log(
+        `  suspend/resume, ${SUSPENDS} conversations, ${IN_FLIGHT} in flight: ${approvals.suspendsPerSecond.toFixed(0)} suspends/s, ${ofFloor(approvals.suspendsPerSecond, suspendFloor, `${FLOOR_CONNECTIONS}-connection`)} (${TRANSACTIONS_PER_SUSPEND} transactions per suspend); ${approvals.resumesPerSecond.toFixed(0)} approvals completed/s`,
+      );
       console.log(`    suspends: ${describeTally(approvals.suspendTally, SUSPENDS)}`);
       console.log(`    approvals: ${describeTally(approvals.resumeTally, SUSPENDS)}`);
     }
@@ -146,14 +158,21 @@ export async function benchPostgres(url: string, seconds: number): Promise<void>
     for (const routing of ["own", "any"] as const) {
       if (!sections.has(`spread-${routing}`)) continue;
       const spread = await spreadOverProcesses(url, schema, seconds, routing);
-      const how = routing === "own" ? "each process its own partitions' conversations" : `starts arriving at random processes: ${Math.round((1 - 1 / PROCESSES) * 100)}% filed for their owner`;
-      console.log(`  ${PROCESSES} processes, ${IN_FLIGHT} in flight in all (${spread.agentsPerProcess.join(" + ")} workers, ${how}): ${spread.runsPerSecond.toFixed(0)} runs/s total, ${ofFloor(spread.runsPerSecond, runsFloorTen, `${FLOOR_CONNECTIONS}-connection`)} (${spread.perProcess.map((rate) => rate.toFixed(0)).join(" + ")}; ${(spread.runsPerSecond * OPERATIONS_PER_RUN).toFixed(0)} store transactions/s), p50 ${spread.p50.toFixed(1)} ms, p99 ${spread.p99.toFixed(1)} ms${spread.lost > 0 ? `; ${spread.lost} runs fenced as partitions moved, not counted` : ""}`);
+      const how =
+        routing === "own"
+          ? "each process its own partitions' conversations"
+          : `starts arriving at random processes: ${Math.round((1 - 1 / PROCESSES) * 100)}% filed for their owner`;
+      console.log(
+        `  ${PROCESSES} processes, ${IN_FLIGHT} in flight in all (${spread.agentsPerProcess.join(" + ")} workers, ${how}): ${spread.runsPerSecond.toFixed(0)} runs/s total, ${ofFloor(spread.runsPerSecond, runsFloorTen, `${FLOOR_CONNECTIONS}-connection`)} (${spread.perProcess.map((rate) => rate.toFixed(0)).join(" + ")}; ${(spread.runsPerSecond * OPERATIONS_PER_RUN).toFixed(0)} store transactions/s), p50 ${spread.p50.toFixed(1)} ms, p99 ${spread.p99.toFixed(1)} ms${spread.lost > 0 ? `; ${spread.lost} runs fenced as partitions moved, not counted` : ""}`,
+      );
       for (const line of spread.profile) console.log(`    ${line}`);
     }
 
     if (sections.has("restart")) printRestart(await restartToDone(url, schema, admin), floorTen, TRANSACTIONS_AFTER_RESTART);
   } finally {
-    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch((error: unknown) => console.error(`could not drop the bench schema ${schema}: ${String(error)}`));
+    await admin
+      .query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+      .catch((error: unknown) => console.error(`could not drop the bench schema ${schema}: ${String(error)}`));
     await admin.end();
   }
 }
@@ -165,29 +184,41 @@ async function serverSettings(client: pg.Client): Promise<{ version: string; syn
 
 /** `count` conversations each suspended for approval (`IN_FLIGHT` at a
  * time), then all approved: both rates. */
-async function suspendAndResume(env: Awaited<ReturnType<typeof Phronomy.open>>, count: number): Promise<{ suspendsPerSecond: number; resumesPerSecond: number; suspendTally: Tally; resumeTally: Tally }> {
+async function suspendAndResume(
+  env: Awaited<ReturnType<typeof Phronomy.open>>,
+  count: number,
+): Promise<{ suspendsPerSecond: number; resumesPerSecond: number; suspendTally: Tally; resumeTally: Tally }> {
   const refund = tool({ inputSchema: z.object({ amount: z.number() }), needsApproval: () => true, execute: () => "ok" });
-  const model = scriptedModel(({ messages }) => messages.at(-1)?.role === "tool" ? { text: "refunded" } : { toolCalls: [{ toolName: "refund", input: { amount: 30 } }] });
+  const model = scriptedModel(({ messages }) =>
+    messages.at(-1)?.role === "tool" ? { text: "refunded" } : { toolCalls: [{ toolName: "refund", input: { amount: 30 } }] },
+  );
   const definition = env.agent({ name: "approvals", model, tools: { refund }, memoryWindow: 1 });
   const inBatches = async <T>(body: (index: number) => Promise<T>): Promise<T[]> => {
     const results: T[] = new Array(count);
     let next = 0;
-    await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
-      while (next < count) {
-        const index = next++;
-        results[index] = await body(index);
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: IN_FLIGHT }, async () => {
+        while (next < count) {
+          const index = next++;
+          results[index] = await body(index);
+        }
+      }),
+    );
     return results;
   };
   const suspendTally = openTally();
   const suspendBegan = performance.now();
-  const suspended = await inBatches((index) => new Promise<{ executionId: string; approvalId: string }>((resolve, reject) => {
-    const run = definition.conversation(`approval-${index}`).start("refund", {
-      onEvent: (event) => { if (event.type === "approval_required") resolve({ executionId: event.executionId, approvalId: event.request.approvalId }); },
-    });
-    run.result.then(() => reject(new Error("a bench refund ended before its approval")), reject);
-  }));
+  const suspended = await inBatches(
+    (index) =>
+      new Promise<{ executionId: string; approvalId: string }>((resolve, reject) => {
+        const run = definition.conversation(`approval-${index}`).start("refund", {
+          onEvent: (event) => {
+            if (event.type === "approval_required") resolve({ executionId: event.executionId, approvalId: event.request.approvalId });
+          },
+        });
+        run.result.then(() => reject(new Error("a bench refund ended before its approval")), reject);
+      }),
+  );
   const suspendMs = performance.now() - suspendBegan;
   suspendTally.stop();
   const resumeTally = openTally();
@@ -199,7 +230,12 @@ async function suspendAndResume(env: Awaited<ReturnType<typeof Phronomy.open>>, 
   });
   const resumeMs = performance.now() - resumeBegan;
   resumeTally.stop();
-  return { suspendsPerSecond: count / (suspendMs / 1000), resumesPerSecond: count / (resumeMs / 1000), suspendTally: suspendTally.tally, resumeTally: resumeTally.tally };
+  return {
+    suspendsPerSecond: count / (suspendMs / 1000),
+    resumesPerSecond: count / (resumeMs / 1000),
+    suspendTally: suspendTally.tally,
+    resumeTally: resumeTally.tally,
+  };
 }
 
 /** Single-row autocommit INSERTs for `seconds` on `connections`
@@ -212,14 +248,16 @@ async function rawFloor(url: string, schema: string, connections: number, second
     let next = 0;
     const until = performance.now() + seconds * 1000;
     const began = performance.now();
-    await Promise.all(Array.from({ length: connections }, async () => {
-      const client = await pool.connect();
-      try {
-        while (performance.now() < until) await client.query(`INSERT INTO ${table} (id, payload) VALUES ($1, $2)`, [next++, floorPayload]);
-      } finally {
-        client.release();
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: connections }, async () => {
+        const client = await pool.connect();
+        try {
+          while (performance.now() < until) await client.query(`INSERT INTO ${table} (id, payload) VALUES ($1, $2)`, [next++, floorPayload]);
+        } finally {
+          client.release();
+        }
+      }),
+    );
     return next / ((performance.now() - began) / 1000);
   } finally {
     await pool.end();

@@ -34,25 +34,33 @@ try {
     if (result.outcome !== "completed") throw new Error(`a run ended ${result.outcome}`);
   };
   await Promise.all(Array.from({ length: 100 }, run));
-  const thread = (env as unknown as { store: { offload: { workerThread?: { performance: { eventLoopUtilization(): { utilization: number; active: number; idle: number } } } } } }).store.offload.workerThread;
+  const thread = (
+    env as unknown as {
+      store: { offload: { workerThread?: { performance: { eventLoopUtilization(): { utilization: number; active: number; idle: number } } } } };
+    }
+  ).store.offload.workerThread;
   const workerBefore = thread?.performance.eventLoopUtilization();
   let remaining = RUNS;
   const cpu = process.cpuUsage();
   const mainBefore = performance.eventLoopUtilization();
   const began = performance.now();
-  await Promise.all(Array.from({ length: workers }, async () => {
-    while (remaining > 0) {
-      remaining -= 1;
-      await run();
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: workers }, async () => {
+      while (remaining > 0) {
+        remaining -= 1;
+        await run();
+      }
+    }),
+  );
   const seconds = (performance.now() - began) / 1000;
   const used = process.cpuUsage(cpu);
   const mainBusy = performance.eventLoopUtilization(mainBefore).utilization;
   const workerAfter = thread?.performance.eventLoopUtilization();
   const workerActiveMs = workerBefore && workerAfter ? workerAfter.active - workerBefore.active : 0;
   const statistics = (env as unknown as { store: SqliteStore }).store.offloadStatistics;
-  console.log(`${SHAPE} ${SYNCHRONOUS}: ${RUNS} runs in ${seconds.toFixed(2)} s = ${(RUNS / seconds).toFixed(0)} runs/s, ${((seconds * 1e6) / RUNS).toFixed(0)} µs per run; CPU of this process (every thread) ${((used.user + used.system) / RUNS).toFixed(0)} µs per run (${(used.system / RUNS).toFixed(0)} µs system); the store worker busy ${((workerActiveMs * 1000) / RUNS).toFixed(0)} µs per run (${((workerActiveMs / 1000 / seconds) * 100).toFixed(0)}% of the time); the main thread's event loop busy ${(mainBusy * 100).toFixed(0)}%; offload ${JSON.stringify(statistics)}`);
+  console.log(
+    `${SHAPE} ${SYNCHRONOUS}: ${RUNS} runs in ${seconds.toFixed(2)} s = ${(RUNS / seconds).toFixed(0)} runs/s, ${((seconds * 1e6) / RUNS).toFixed(0)} µs per run; CPU of this process (every thread) ${((used.user + used.system) / RUNS).toFixed(0)} µs per run (${(used.system / RUNS).toFixed(0)} µs system); the store worker busy ${((workerActiveMs * 1000) / RUNS).toFixed(0)} µs per run (${((workerActiveMs / 1000 / seconds) * 100).toFixed(0)}% of the time); the main thread's event loop busy ${(mainBusy * 100).toFixed(0)}%; offload ${JSON.stringify(statistics)}`,
+  );
   await env.close();
 } finally {
   await rm(directory, { recursive: true, force: true });

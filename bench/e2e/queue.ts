@@ -35,23 +35,37 @@ async function measure(directory: string, synchronous: SynchronousMode, conversa
   const perConversation = Math.max(1, Math.floor(QUEUED / conversations));
   const env = await Phronomy.open({ store: join(directory, `queue-${synchronous}-${conversations}.db`), synchronous, logger: { warn: () => undefined } });
   let release!: () => void;
-  const held = new Promise<void>((resolve) => { release = resolve; });
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
   let holding = false;
   const lookup = tool({
     inputSchema: z.object({ orderId: z.string() }),
-    execute: async ({ orderId }) => { if (holding) await held; return { orderId, status: "shipped" }; },
+    execute: async ({ orderId }) => {
+      if (holding) await held;
+      return { orderId, status: "shipped" };
+    },
   });
-  const agents: Agent[] = Array.from({ length: conversations }, (_, index) => env.agent({
-    id: `conversation-${index}`, model: model(), tools: { lookup }, memoryWindow: 1, onBusy: "enqueue", queueLimit: perConversation,
-  }));
+  const agents: Agent[] = Array.from({ length: conversations }, (_, index) =>
+    env.agent({
+      id: `conversation-${index}`,
+      model: model(),
+      tools: { lookup },
+      memoryWindow: 1,
+      onBusy: "enqueue",
+      queueLimit: perConversation,
+    }),
+  );
   await Promise.all(agents.map((agent) => agent.ready));
   // Warm up, then the runs started one after another (a start after each
   // result), then the same number queued at once behind a held run.
   await Promise.all(agents.map((agent) => agent.start("warm up").result));
   const sequentialAt = performance.now();
-  await Promise.all(agents.map(async (agent) => {
-    for (let run = 0; run < perConversation; run += 1) await agent.start("Where is order 42?").result;
-  }));
+  await Promise.all(
+    agents.map(async (agent) => {
+      for (let run = 0; run < perConversation; run += 1) await agent.start("Where is order 42?").result;
+    }),
+  );
   const sequentialMs = performance.now() - sequentialAt;
   holding = true;
   const first = agents.map((agent) => agent.start("first"));
@@ -76,7 +90,9 @@ export async function benchQueue(directory: string): Promise<void> {
   for (const synchronous of ["FULL", "NORMAL"] as SynchronousMode[]) {
     for (const conversations of [1, 100]) {
       const figures = await measure(directory, synchronous, conversations);
-      console.log(`  synchronous=${synchronous}, ${conversations} conversation(s): queued ${figures.queuedPerSecond.toFixed(0)} messages/s; drained ${figures.drainedPerSecond.toFixed(0)} runs/s (${(figures.drainedPerSecond / figures.sequentialPerSecond).toFixed(2)}× the same runs started one after another, ${figures.sequentialPerSecond.toFixed(0)} runs/s)`);
+      console.log(
+        `  synchronous=${synchronous}, ${conversations} conversation(s): queued ${figures.queuedPerSecond.toFixed(0)} messages/s; drained ${figures.drainedPerSecond.toFixed(0)} runs/s (${(figures.drainedPerSecond / figures.sequentialPerSecond).toFixed(2)}× the same runs started one after another, ${figures.sequentialPerSecond.toFixed(0)} runs/s)`,
+      );
     }
   }
 }

@@ -116,16 +116,28 @@ function postgresTarget(url: string): Target {
       // gets this bench's own VACUUM every `vacuumEveryMs`, as autovacuum would.
       const autovacuum = (await client.query("SHOW autovacuum")).rows[0]?.autovacuum === "on";
       let vacuuming = Promise.resolve();
-      const vacuum = autovacuum ? undefined : setInterval(() => {
-        vacuuming = vacuuming.then(() => client.query(`VACUUM ${schema}.executions, ${schema}.steps, ${schema}.journal, ${schema}.approval_inbox`)).then(() => undefined, () => undefined);
-      }, vacuumEveryMs);
-      if (!autovacuum) console.log(`    (the server's autovacuum is off: the bench vacuums the store's tables every ${vacuumEveryMs / 1000} s, as autovacuum would)`);
+      const vacuum = autovacuum
+        ? undefined
+        : setInterval(() => {
+            vacuuming = vacuuming
+              .then(() => client.query(`VACUUM ${schema}.executions, ${schema}.steps, ${schema}.journal, ${schema}.approval_inbox`))
+              .then(
+                () => undefined,
+                () => undefined,
+              );
+          }, vacuumEveryMs);
+      if (!autovacuum)
+        console.log(`    (the server's autovacuum is off: the bench vacuums the store's tables every ${vacuumEveryMs / 1000} s, as autovacuum would)`);
       return {
         store,
         size: async () => {
-          const bytes = await value("SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'", [schema]);
+          const bytes = await value(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'",
+            [schema],
+          );
           return {
-            fileBytes: bytes, usedBytes: bytes,
+            fileBytes: bytes,
+            usedBytes: bytes,
             executions: await value(`SELECT count(*) FROM ${schema}.executions`),
             steps: await value(`SELECT count(*) FROM ${schema}.steps`),
             journal: await value(`SELECT count(*) FROM ${schema}.journal`),
@@ -153,11 +165,19 @@ async function round(target: Target, label: string, retention: RetentionOptions)
     const began = performance.now();
     const counts = await prune(operation);
     batchMs.push(performance.now() - began);
-    pruned = { executions: pruned.executions + counts.executions, steps: pruned.steps + counts.steps, journal: pruned.journal + counts.journal, approvals: pruned.approvals + counts.approvals };
+    pruned = {
+      executions: pruned.executions + counts.executions,
+      steps: pruned.steps + counts.steps,
+      journal: pruned.journal + counts.journal,
+      approvals: pruned.approvals + counts.approvals,
+    };
     return counts;
   };
   const env = await Phronomy.open({ store, logger: { warn: (message) => console.warn(message) }, retention });
-  const agents = await defineAgents(env, Array.from({ length: IN_FLIGHT }, (_, index) => `agent-${index}`));
+  const agents = await defineAgents(
+    env,
+    Array.from({ length: IN_FLIGHT }, (_, index) => `agent-${index}`),
+  );
   await warmUp(agents);
   const loopDelay = monitorEventLoopDelay({ resolution: 10 });
   const latencies: number[] = [];
@@ -178,10 +198,16 @@ async function round(target: Target, label: string, retention: RetentionOptions)
   }, seconds * 500);
   loopDelay.enable();
   const running = agents.map(worker);
-  const samples = setInterval(() => void opened.size().then((size) => {
-    const elapsed = (performance.now() - began) / 1000;
-    console.log(`    ${label} t=${elapsed.toFixed(0).padStart(3)}s runs ${String(latencies.length).padStart(6)}  file ${mb(size.fileBytes).padStart(6)} MB  used ${mb(size.usedBytes).padStart(6)} MB  executions ${String(size.executions).padStart(6)}  steps ${String(size.steps).padStart(7)}  journal ${String(size.journal).padStart(6)}`);
-  }), sampleEveryMs);
+  const samples = setInterval(
+    () =>
+      void opened.size().then((size) => {
+        const elapsed = (performance.now() - began) / 1000;
+        console.log(
+          `    ${label} t=${elapsed.toFixed(0).padStart(3)}s runs ${String(latencies.length).padStart(6)}  file ${mb(size.fileBytes).padStart(6)} MB  used ${mb(size.usedBytes).padStart(6)} MB  executions ${String(size.executions).padStart(6)}  steps ${String(size.steps).padStart(7)}  journal ${String(size.journal).padStart(6)}`,
+        );
+      }),
+    sampleEveryMs,
+  );
   await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
   stop = true;
   await Promise.all(running);
@@ -208,8 +234,13 @@ async function round(target: Target, label: string, retention: RetentionOptions)
 
 function report(label: string, figures: RoundFigures): void {
   const batches = [...figures.batchMs].sort((a, b) => a - b);
-  const pruneText = batches.length === 0 ? "no prune batches" : `${batches.length} prune batches (p50 ${percentile(batches, 0.5).toFixed(1)} ms, p99 ${percentile(batches, 0.99).toFixed(1)} ms, max ${(batches.at(-1) ?? 0).toFixed(1)} ms) removed ${figures.pruned.executions} executions, ${figures.pruned.steps} steps, ${figures.pruned.journal} journal records`;
-  console.log(`  ${label}: ${figures.runsPerSecond.toFixed(0)} runs/s, p99 ${figures.p99Ms.toFixed(1)} ms, event loop p99 delay ${figures.loopDelayP99Ms.toFixed(1)} ms; at the end ${mb(figures.end.usedBytes)} MB used (file ${mb(figures.end.fileBytes)} MB), ${figures.end.executions} executions; used space grew ${figures.growthMbPerSecond.toFixed(2)} MB/s over the second half; ${pruneText}`);
+  const pruneText =
+    batches.length === 0
+      ? "no prune batches"
+      : `${batches.length} prune batches (p50 ${percentile(batches, 0.5).toFixed(1)} ms, p99 ${percentile(batches, 0.99).toFixed(1)} ms, max ${(batches.at(-1) ?? 0).toFixed(1)} ms) removed ${figures.pruned.executions} executions, ${figures.pruned.steps} steps, ${figures.pruned.journal} journal records`;
+  console.log(
+    `  ${label}: ${figures.runsPerSecond.toFixed(0)} runs/s, p99 ${figures.p99Ms.toFixed(1)} ms, event loop p99 delay ${figures.loopDelayP99Ms.toFixed(1)} ms; at the end ${mb(figures.end.usedBytes)} MB used (file ${mb(figures.end.fileBytes)} MB), ${figures.end.executions} executions; used space grew ${figures.growthMbPerSecond.toFixed(2)} MB/s over the second half; ${pruneText}`,
+  );
 }
 
 /** What one batch costs with nothing else running: 3,000 finished runs of
@@ -227,7 +258,10 @@ async function isolatedBatches(target: Target): Promise<void> {
     return counts;
   };
   const env = await Phronomy.open({ store, logger: { warn: (message) => console.warn(message) }, retention: { finishedMs: "forever" } });
-  const agents = await defineAgents(env, Array.from({ length: IN_FLIGHT }, (_, index) => `agent-${index}`));
+  const agents = await defineAgents(
+    env,
+    Array.from({ length: IN_FLIGHT }, (_, index) => `agent-${index}`),
+  );
   for (let index = 0; index < 30; index += 1) await warmUp(agents);
   await new Promise((resolve) => setTimeout(resolve, 5));
   const began = performance.now();
@@ -236,21 +270,31 @@ async function isolatedBatches(target: Target): Promise<void> {
   await env.close();
   await opened.drop();
   const sorted = [...batchMs].sort((a, b) => a - b);
-  console.log(`\nisolated: ${counts.executions} executions (${counts.steps} steps) pruned in ${batchMs.length} batches, ${totalMs.toFixed(0)} ms in all; batches starting at ${store.pruneBatchExecutions} and doubling while full (up to ${pruneBatchExecutionsMax}), p50 ${percentile(sorted, 0.5).toFixed(1)} ms, max ${(sorted.at(-1) ?? 0).toFixed(1)} ms (${(totalMs / Math.max(1, counts.executions) * 1000).toFixed(0)} µs per execution)`);
+  console.log(
+    `\nisolated: ${counts.executions} executions (${counts.steps} steps) pruned in ${batchMs.length} batches, ${totalMs.toFixed(0)} ms in all; batches starting at ${store.pruneBatchExecutions} and doubling while full (up to ${pruneBatchExecutionsMax}), p50 ${percentile(sorted, 0.5).toFixed(1)} ms, max ${(sorted.at(-1) ?? 0).toFixed(1)} ms (${((totalMs / Math.max(1, counts.executions)) * 1000).toFixed(0)} µs per execution)`,
+  );
 }
 
 async function main(): Promise<void> {
-  for (const [name, value] of [["BENCH_SECONDS", seconds], ["BENCH_ROUNDS", rounds], ["BENCH_RETENTION_MS", retentionMs], ["BENCH_JOURNAL_KEPT", journalKept]] as const) {
+  for (const [name, value] of [
+    ["BENCH_SECONDS", seconds],
+    ["BENCH_ROUNDS", rounds],
+    ["BENCH_RETENTION_MS", retentionMs],
+    ["BENCH_JOURNAL_KEPT", journalKept],
+  ] as const) {
     if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number, got ${String(value)}`);
   }
   const { values } = parseArgs({ options: { store: { type: "string" } }, strict: true });
-  if (values.store !== undefined && !/^postgres(ql)?:\/\//i.test(values.store)) throw new Error("--store takes a postgres:// URL; without it the bench runs on SQLite files in a temporary directory");
+  if (values.store !== undefined && !/^postgres(ql)?:\/\//i.test(values.store))
+    throw new Error("--store takes a postgres:// URL; without it the bench runs on SQLite files in a temporary directory");
   const directory = await mkdtemp(join(tmpdir(), "phronomy-retention-"));
   const target = values.store === undefined ? sqliteTarget(directory) : postgresTarget(values.store);
   const forever: RoundFigures[] = [];
   const short: RoundFigures[] = [];
   try {
-    console.log(`bench/e2e/retention — agent run, ${IN_FLIGHT} in flight, ${target.name}, ${seconds}s per round, ${rounds} alternating rounds of retention "forever" and ${retentionMs} ms (journal ${journalKept} records per conversation), node ${process.version}`);
+    console.log(
+      `bench/e2e/retention — agent run, ${IN_FLIGHT} in flight, ${target.name}, ${seconds}s per round, ${rounds} alternating rounds of retention "forever" and ${retentionMs} ms (journal ${journalKept} records per conversation), node ${process.version}`,
+    );
     for (let index = 0; index < rounds; index += 1) {
       console.log(`\nround ${index + 1}`);
       const a = await round(target, "forever", { finishedMs: "forever" });
@@ -265,7 +309,9 @@ async function main(): Promise<void> {
     for (let index = 0; index < rounds; index += 1) {
       const a = forever[index]!;
       const b = short[index]!;
-      console.log(`  round ${index + 1}: throughput ×${(b.runsPerSecond / a.runsPerSecond).toFixed(2)}, p99 latency ×${(b.p99Ms / a.p99Ms).toFixed(2)}, used space at the end ×${(b.end.usedBytes / a.end.usedBytes).toFixed(2)} (${mb(b.end.usedBytes)} vs ${mb(a.end.usedBytes)} MB), growth ${b.growthMbPerSecond.toFixed(2)} vs ${a.growthMbPerSecond.toFixed(2)} MB/s`);
+      console.log(
+        `  round ${index + 1}: throughput ×${(b.runsPerSecond / a.runsPerSecond).toFixed(2)}, p99 latency ×${(b.p99Ms / a.p99Ms).toFixed(2)}, used space at the end ×${(b.end.usedBytes / a.end.usedBytes).toFixed(2)} (${mb(b.end.usedBytes)} vs ${mb(a.end.usedBytes)} MB), growth ${b.growthMbPerSecond.toFixed(2)} vs ${a.growthMbPerSecond.toFixed(2)} MB/s`,
+      );
     }
   } finally {
     await rm(directory, { recursive: true, force: true });

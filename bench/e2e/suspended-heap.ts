@@ -23,13 +23,18 @@ const SUSPENDED = Number(process.env.BENCH_SUSPENDED ?? 10_000);
 const WARM_UP = 50;
 const SHOWN = 20;
 
-interface Group { count: number; bytes: number }
+interface Group {
+  count: number;
+  bytes: number;
+}
 
 /** Self sizes of a snapshot's nodes, grouped by constructor (objects and
  * closures) or node type (everything else). */
 async function groups(file: string): Promise<Map<string, Group>> {
   const snapshot = JSON.parse(await readFile(file, "utf8")) as {
-    snapshot: { meta: { node_fields: string[]; node_types: [string[]] } }; nodes: number[]; strings: string[];
+    snapshot: { meta: { node_fields: string[]; node_types: [string[]] } };
+    nodes: number[];
+    strings: string[];
   };
   const fields = snapshot.snapshot.meta.node_fields;
   const types = snapshot.snapshot.meta.node_types[0];
@@ -54,7 +59,9 @@ function suspend(support: DefinedAgent, prefix: string, count: number): Promise<
   return new Promise((resolve) => {
     for (let index = 0; index < count; index += 1) {
       support.conversation(`${prefix}-${index}`).start("refund me", {
-        onEvent: (event) => { if (event.type === "approval_required" && ++suspended === count) resolve(); },
+        onEvent: (event) => {
+          if (event.type === "approval_required" && ++suspended === count) resolve();
+        },
       });
     }
   });
@@ -66,7 +73,9 @@ const directory = await mkdtemp(join(tmpdir(), "phronomy-suspended-heap-"));
 const env = await Phronomy.open({ store: join(directory, "store.db"), synchronous: "NORMAL" });
 try {
   const refund = tool({ inputSchema: z.object({ amount: z.number() }), needsApproval: () => true, execute: () => "ok" });
-  const model = scriptedModel(({ messages }) => messages.at(-1)?.role === "tool" ? { text: "refunded" } : { toolCalls: [{ toolName: "refund", input: { amount: 30 } }] });
+  const model = scriptedModel(({ messages }) =>
+    messages.at(-1)?.role === "tool" ? { text: "refunded" } : { toolCalls: [{ toolName: "refund", input: { amount: 30 } }] },
+  );
   const support = env.agent({ name: "support", model, tools: { refund }, memoryWindow: 1 });
   await support.ready;
   await suspend(support, "warm", WARM_UP);
@@ -76,12 +85,19 @@ try {
   await new Promise((resolve) => setTimeout(resolve, 500));
   gc();
   const after = await groups(writeHeapSnapshot(join(directory, "after.heapsnapshot")));
-  const rows = [...after].map(([name, group]) => ({
-    name, count: (group.count - (before.get(name)?.count ?? 0)) / SUSPENDED, bytes: (group.bytes - (before.get(name)?.bytes ?? 0)) / SUSPENDED,
-  })).filter((row) => row.bytes > 0).sort((a, b) => b.bytes - a.bytes);
+  const rows = [...after]
+    .map(([name, group]) => ({
+      name,
+      count: (group.count - (before.get(name)?.count ?? 0)) / SUSPENDED,
+      bytes: (group.bytes - (before.get(name)?.bytes ?? 0)) / SUSPENDED,
+    }))
+    .filter((row) => row.bytes > 0)
+    .sort((a, b) => b.bytes - a.bytes);
   const total = rows.reduce((sum, row) => sum + row.bytes, 0);
   const code = rows.find((row) => row.name === "(code)")?.bytes ?? 0;
-  console.log(`${SUSPENDED.toLocaleString("en-US")} conversations suspended for approval, no Run kept: ${total.toFixed(0)} B of live heap each (${(total - code).toFixed(0)} B without the JIT's code)`);
+  console.log(
+    `${SUSPENDED.toLocaleString("en-US")} conversations suspended for approval, no Run kept: ${total.toFixed(0)} B of live heap each (${(total - code).toFixed(0)} B without the JIT's code)`,
+  );
   console.log("   bytes  objects  constructor or node type (per suspended execution)");
   for (const row of rows.slice(0, SHOWN)) console.log(`${row.bytes.toFixed(0).padStart(8)} ${row.count.toFixed(2).padStart(8)}  ${row.name.slice(0, 70)}`);
 } finally {

@@ -94,7 +94,14 @@ export function defineConversations(env: Environment, name: string): DefinedAgen
  * an application routing by partition would send it). `tolerate`: errors
  * counted as `lost` instead of ending the loop (a partition moved to
  * another process while its run was in flight). */
-export async function runConversationsFor(definition: DefinedAgent, prefix: string, workers: number, seconds: number, accept: (id: string) => boolean = () => true, tolerate: (error: unknown) => boolean = () => false): Promise<LoopFigures> {
+export async function runConversationsFor(
+  definition: DefinedAgent,
+  prefix: string,
+  workers: number,
+  seconds: number,
+  accept: (id: string) => boolean = () => true,
+  tolerate: (error: unknown) => boolean = () => false,
+): Promise<LoopFigures> {
   const latencies: number[] = [];
   let stop = false;
   let next = 0;
@@ -127,7 +134,9 @@ export async function runConversationsFor(definition: DefinedAgent, prefix: stri
 /** Asks for a refund, then answers once the refund ran: every start
  * suspends for the refund's approval (the approval benches). */
 export function refundModel() {
-  return scriptedModel(({ messages }) => messages.at(-1)?.role === "tool" ? { text: "refunded" } : { toolCalls: [{ toolName: "refund", input: { amount: 30 } }] });
+  return scriptedModel(({ messages }) =>
+    messages.at(-1)?.role === "tool" ? { text: "refunded" } : { toolCalls: [{ toolName: "refund", input: { amount: 30 } }] },
+  );
 }
 
 /** A refund that needs approval before it runs. */

@@ -24,7 +24,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import {
-  finished, installedPackage, installProject, packTarball, repositoryRoot, reported, runtimeNames, startScript, type RuntimeName,
+  finished,
+  installedPackage,
+  installProject,
+  packTarball,
+  repositoryRoot,
+  reported,
+  runtimeNames,
+  startScript,
+  type RuntimeName,
 } from "../../test/package/packed-project.js";
 import { lockfileInstall, measureInstall } from "./install-size.js";
 
@@ -76,18 +84,32 @@ try {
   mkdirSync(scratch);
 
   console.log("Package");
-  console.log(`  tarball            ${(packed.size / 1024).toFixed(1)} KB packed, ${(packed.unpackedSize / 1024).toFixed(1)} KB unpacked, ${packed.files.length} files`);
-  console.log(`  core.release.wasm  ${(wasm.length / 1024).toFixed(1)} KB (${wasm.length} bytes, ${gzipSync(wasm).length} gzipped); target ≤ ${wasmTargetBytes / 1024} KB: ${wasm.length <= wasmTargetBytes ? "met" : "MISSED"}`);
+  console.log(
+    `  tarball            ${(packed.size / 1024).toFixed(1)} KB packed, ${(packed.unpackedSize / 1024).toFixed(1)} KB unpacked, ${packed.files.length} files`,
+  );
+  console.log(
+    `  core.release.wasm  ${(wasm.length / 1024).toFixed(1)} KB (${wasm.length} bytes, ${gzipSync(wasm).length} gzipped); target ≤ ${wasmTargetBytes / 1024} KB: ${wasm.length <= wasmTargetBytes ? "met" : "MISSED"}`,
+  );
   const own = await measureInstall(join(workspace, "install-own"), packed.path);
   const library = await measureInstall(join(workspace, "install-library"), packed.path, [installedPackage("ai")]);
   const cli = await measureInstall(join(workspace, "install-cli"), packed.path, [installedPackage("ai"), installedPackage("@ai-sdk/openai-compatible")]);
   const megabytes = (bytes: number): string => (bytes / 1e6).toFixed(1);
   console.log(`  phronomy's own     ${own.packages} packages, ${megabytes(own.bytes)} MB (npm install phronomy: ${own.names.join(", ")})`);
-  console.log(`  with the AI SDK    ${library.packages} packages, ${megabytes(library.bytes)} MB (npm install phronomy ai, what an application runs; ai and its own dependencies are most of it)`);
+  console.log(
+    `  with the AI SDK    ${library.packages} packages, ${megabytes(library.bytes)} MB (npm install phronomy ai, what an application runs; ai and its own dependencies are most of it)`,
+  );
   console.log(`  CLI, real models   ${cli.packages} packages, ${megabytes(cli.bytes)} MB (+ @ai-sdk/openai-compatible)`);
-  const locked = [lockfileInstall(packed.unpackedSize), lockfileInstall(packed.unpackedSize, ["ai"]), lockfileInstall(packed.unpackedSize, ["ai", "@ai-sdk/openai-compatible"])];
-  console.log(`  by the lockfile    ${locked.map((size) => `${size.packages} packages, ${megabytes(size.bytes)} MB`).join("; ")} (README's figures, npm run readme:figures)`);
-  console.log(`  (better-sqlite3, optional on Node 22.13+ where node:sqlite is built in, comes on top: it builds from source where no prebuilt binary matches)`);
+  const locked = [
+    lockfileInstall(packed.unpackedSize),
+    lockfileInstall(packed.unpackedSize, ["ai"]),
+    lockfileInstall(packed.unpackedSize, ["ai", "@ai-sdk/openai-compatible"]),
+  ];
+  console.log(
+    `  by the lockfile    ${locked.map((size) => `${size.packages} packages, ${megabytes(size.bytes)} MB`).join("; ")} (README's figures, npm run readme:figures)`,
+  );
+  console.log(
+    `  (better-sqlite3, optional on Node 22.13+ where node:sqlite is built in, comes on top: it builds from source where no prebuilt binary matches)`,
+  );
   console.log(`\nCold start, medians of ${runs} fresh processes each (ms)`);
   console.log(`  ${"".padEnd(20)} ${"import".padStart(7)} ${"open new".padStart(9)} ${"open existing".padStart(14)} ${"close".padStart(6)}`);
   const rows: { label: string; runtime: RuntimeName; policy?: string }[] = [
@@ -98,10 +120,18 @@ try {
     const { created, existing } = await coldStarts(runtime, project, scratch, policy);
     const all = [...created, ...existing];
     const cells = [
-      median(all.map((start) => start.importMs)).toFixed(1).padStart(7),
-      median(created.map((start) => start.openMs)).toFixed(1).padStart(9),
-      median(existing.map((start) => start.openMs)).toFixed(1).padStart(14),
-      median(all.map((start) => start.closeMs)).toFixed(1).padStart(6),
+      median(all.map((start) => start.importMs))
+        .toFixed(1)
+        .padStart(7),
+      median(created.map((start) => start.openMs))
+        .toFixed(1)
+        .padStart(9),
+      median(existing.map((start) => start.openMs))
+        .toFixed(1)
+        .padStart(14),
+      median(all.map((start) => start.closeMs))
+        .toFixed(1)
+        .padStart(6),
     ];
     const slowest = Math.max(median(created.map((start) => start.openMs)), median(existing.map((start) => start.openMs)));
     const verdict = label === "node" ? `   target open ≤ ${openTargetMs} ms: ${slowest <= openTargetMs ? "met" : "MISSED"}` : "";

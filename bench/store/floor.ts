@@ -156,11 +156,43 @@ export async function agentRun(store: OperationRunner, executionId: string): Pro
   await store.run({ type: "prepareExecution", executionId, agentId: "bench", mode: "run", input: "Where is order 42?", config: {}, journal: [], at });
   let revision = 1;
   for (let barrier = 0; barrier < 5; barrier += 1) {
-    const operation: StoreOperation = barrier % 2 === 0
-      ? { type: "providerBarrier", executionId, expectedRevision: revision, callId: `model-${barrier}`, steps: barrier === 0 ? [] : [response], usage, turns: barrier, at }
-      : { type: "toolBarrier", executionId, expectedRevision: revision, toolBatch: [{ callId: `tool-${barrier}`, toolName: "lookupOrder", input: { orderId: 42 }, idempotencyKey: `${executionId}:tool-${barrier}` }], steps: [response], usage, turns: barrier, at };
-    revision = (await store.run(operation) as { revision: number }).revision;
+    const operation: StoreOperation =
+      barrier % 2 === 0
+        ? {
+            type: "providerBarrier",
+            executionId,
+            expectedRevision: revision,
+            callId: `model-${barrier}`,
+            steps: barrier === 0 ? [] : [response],
+            usage,
+            turns: barrier,
+            at,
+          }
+        : {
+            type: "toolBarrier",
+            executionId,
+            expectedRevision: revision,
+            toolBatch: [{ callId: `tool-${barrier}`, toolName: "lookupOrder", input: { orderId: 42 }, idempotencyKey: `${executionId}:tool-${barrier}` }],
+            steps: [response],
+            usage,
+            turns: barrier,
+            at,
+          };
+    revision = ((await store.run(operation)) as { revision: number }).revision;
   }
-  await store.run({ type: "terminalCommit", executionId, expectedRevision: revision, outcome: "completed", output: "shipped", error: null, usage, approvalRequest: null, handoff: null, steps: [response], journal: [], at });
+  await store.run({
+    type: "terminalCommit",
+    executionId,
+    expectedRevision: revision,
+    outcome: "completed",
+    output: "shipped",
+    error: null,
+    usage,
+    approvalRequest: null,
+    handoff: null,
+    steps: [response],
+    journal: [],
+    at,
+  });
   return operationsPerRun;
 }

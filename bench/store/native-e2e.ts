@@ -56,7 +56,8 @@ async function open(mode: Mode, path: string): Promise<Opened> {
   const original = store.run.bind(store);
   let fallback = 0;
   (store as { run: (operation: StoreOperation) => Promise<unknown> }).run = (operation) => {
-    if (nativeTypes.has(operation.type) && !(operation.type === "prepareExecution" && operation.blockedBy !== undefined)) return writer.run(operation as OffloadOperation);
+    if (nativeTypes.has(operation.type) && !(operation.type === "prepareExecution" && operation.blockedBy !== undefined))
+      return writer.run(operation as OffloadOperation);
     fallback += 1;
     return original(operation);
   };
@@ -104,29 +105,36 @@ async function throughput(mode: Mode, directory: string): Promise<object> {
   const latencies: number[] = [];
   const cpuBefore = cpuSeconds();
   const began = performance.now();
-  await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
-    while (remaining > 0) {
-      remaining -= 1;
-      const started = performance.now();
-      const result = await support.conversation(`user-${next++}`).start("Where is order 42?").result;
-      if (result.outcome !== "completed") throw new Error(`a bench run ended ${result.outcome}`);
-      latencies.push(performance.now() - started);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      while (remaining > 0) {
+        remaining -= 1;
+        const started = performance.now();
+        const result = await support.conversation(`user-${next++}`).start("Where is order 42?").result;
+        if (result.outcome !== "completed") throw new Error(`a bench run ended ${result.outcome}`);
+        latencies.push(performance.now() - started);
+      }
+    }),
+  );
   const runsPerSecond = RUNS / ((performance.now() - began) / 1000);
   const cpuAfter = cpuSeconds();
   latencies.sort((a, b) => a - b);
   const cpuMsPerRun = (seconds: number): number => Math.round((seconds * 1e6) / RUNS) / 1000;
   const figures = {
-    runsPerSecond: Math.round(runsPerSecond), p50: Math.round(percentile(latencies, 0.5)), p99: Math.round(percentile(latencies, 0.99)),
-    cpuMsPerRun: cpuMsPerRun(cpuAfter.process - cpuBefore.process), mainThreadCpuMsPerRun: cpuMsPerRun(cpuAfter.main - cpuBefore.main),
-    busiestOtherThreadsCpuMsPerRun: [...cpuAfter.threads].map(([id, seconds]) => cpuMsPerRun(seconds - (cpuBefore.threads.get(id) ?? 0))).sort((a, b) => b - a).slice(0, 4),
+    runsPerSecond: Math.round(runsPerSecond),
+    p50: Math.round(percentile(latencies, 0.5)),
+    p99: Math.round(percentile(latencies, 0.99)),
+    cpuMsPerRun: cpuMsPerRun(cpuAfter.process - cpuBefore.process),
+    mainThreadCpuMsPerRun: cpuMsPerRun(cpuAfter.main - cpuBefore.main),
+    busiestOtherThreadsCpuMsPerRun: [...cpuAfter.threads]
+      .map(([id, seconds]) => cpuMsPerRun(seconds - (cpuBefore.threads.get(id) ?? 0)))
+      .sort((a, b) => b - a)
+      .slice(0, 4),
     fallback: fallback(),
   };
   await close();
   return figures;
 }
-
 
 /** RSS once it stopped falling (a GC before each sample, one a second,
  * until 5 s without a fall of 1 MB, at most 20 s). */
@@ -155,7 +163,14 @@ async function suspended(mode: Mode, directory: string): Promise<object> {
   gc();
   const afterGc = process.memoryUsage.rss();
   const settled = await settledRss();
-  const figures = { suspendsPerSecond: Math.round(suspendsPerSecond), beforeOpen: mb(beforeOpen), before: mb(before), afterGc: mb(afterGc), settled: mb(settled), fallback: fallback() };
+  const figures = {
+    suspendsPerSecond: Math.round(suspendsPerSecond),
+    beforeOpen: mb(beforeOpen),
+    before: mb(before),
+    afterGc: mb(afterGc),
+    settled: mb(settled),
+    fallback: fallback(),
+  };
   await close();
   return figures;
 }
@@ -172,14 +187,20 @@ if (child !== undefined) {
 } else {
   const only = process.env.BENCH_ONLY;
   const sections = (["throughput", "suspended"] as const).filter((section) => only === undefined || only === section);
-  console.log(`bench/store/native-e2e — SQLite ${SYNCHRONOUS}, node ${process.version}, ${IN_FLIGHT} in flight, ${RUNS} runs a round, a conversation per run; ${SUSPENDED} suspended; one process per line`);
+  console.log(
+    `bench/store/native-e2e — SQLite ${SYNCHRONOUS}, node ${process.version}, ${IN_FLIGHT} in flight, ${RUNS} runs a round, a conversation per run; ${SUSPENDED} suspended; one process per line`,
+  );
   for (let round = 1; round <= ROUNDS; round += 1) {
     for (const section of sections) {
       for (const mode of ["adaptive", "native"] as Mode[]) {
-        const result = spawnSync(process.execPath, [...process.execArgv, process.argv[1]!], { env: { ...process.env, BENCH_NATIVE_E2E_MODE: mode, BENCH_NATIVE_E2E_SECTION: section }, encoding: "utf8" });
+        const result = spawnSync(process.execPath, [...process.execArgv, process.argv[1]!], {
+          env: { ...process.env, BENCH_NATIVE_E2E_MODE: mode, BENCH_NATIVE_E2E_SECTION: section },
+          encoding: "utf8",
+        });
         const line = result.stdout.trim().split("\n").pop() ?? "";
         const label = mode === "adaptive" ? "js worker (adaptive)" : "native (binary)";
-        if (result.status !== 0 || !line.startsWith("{")) console.log(`  round ${round} ${section} ${label}: failed (${result.status}): ${result.stderr.trim().split("\n").slice(-4).join(" | ")}`);
+        if (result.status !== 0 || !line.startsWith("{"))
+          console.log(`  round ${round} ${section} ${label}: failed (${result.status}): ${result.stderr.trim().split("\n").slice(-4).join(" | ")}`);
         else console.log(`  round ${round} ${section.padEnd(10)} ${label.padEnd(20)} ${line}`);
       }
     }

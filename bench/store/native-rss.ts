@@ -61,7 +61,16 @@ async function child(mode: Mode): Promise<void> {
       settled = Math.min(settled, process.memoryUsage.rss());
     }
     await close();
-    console.log(JSON.stringify({ mode, beforeOpen: mb(beforeOpen), opened: mb(opened), afterBurst: mb(afterBurst), settled: mb(settled), runsPerSecond: Math.round(runsPerSecond) }));
+    console.log(
+      JSON.stringify({
+        mode,
+        beforeOpen: mb(beforeOpen),
+        opened: mb(opened),
+        afterBurst: mb(afterBurst),
+        settled: mb(settled),
+        runsPerSecond: Math.round(runsPerSecond),
+      }),
+    );
   } finally {
     rmSync(directory, { recursive: true, force: true });
   }
@@ -76,14 +85,19 @@ if (mode !== undefined) {
   console.log("  variant               before open  opened  after burst+GC  settled  runs/s");
   for (let round = 1; round <= rounds; round += 1) {
     for (const name of Object.keys(modes) as Mode[]) {
-      const result = spawnSync(process.execPath, [...process.execArgv, process.argv[1]!], { env: { ...process.env, BENCH_NATIVE_RSS_MODE: name }, encoding: "utf8" });
+      const result = spawnSync(process.execPath, [...process.execArgv, process.argv[1]!], {
+        env: { ...process.env, BENCH_NATIVE_RSS_MODE: name },
+        encoding: "utf8",
+      });
       const line = result.stdout.trim().split("\n").pop() ?? "";
       if (result.status !== 0 || !line.startsWith("{")) {
         console.log(`  ${name}: failed (${result.status}): ${result.stderr.trim().split("\n").slice(-3).join(" | ")}`);
         continue;
       }
       const figures = JSON.parse(line) as { beforeOpen: number; opened: number; afterBurst: number; settled: number; runsPerSecond: number };
-      console.log(`  ${variantName(modes[name]).padEnd(21)} ${String(figures.beforeOpen).padStart(11)}  ${String(figures.opened).padStart(6)}  ${String(figures.afterBurst).padStart(14)}  ${String(figures.settled).padStart(7)}  ${String(figures.runsPerSecond).padStart(6)}`);
+      console.log(
+        `  ${variantName(modes[name]).padEnd(21)} ${String(figures.beforeOpen).padStart(11)}  ${String(figures.opened).padStart(6)}  ${String(figures.afterBurst).padStart(14)}  ${String(figures.settled).padStart(7)}  ${String(figures.runsPerSecond).padStart(6)}`,
+      );
     }
   }
 }

@@ -35,7 +35,13 @@ import type { OperationRunner } from "./floor.js";
 export type NativeEncoding = "json" | "binary";
 
 interface Addon {
-  open(path: string, synchronous: SynchronousMode, cacheKib: number, sql: readonly string[], onSettled: (group: number, results: Int32Array, messages: (string | undefined)[] | undefined) => void): object;
+  open(
+    path: string,
+    synchronous: SynchronousMode,
+    cacheKib: number,
+    sql: readonly string[],
+    onSettled: (group: number, results: Int32Array, messages: (string | undefined)[] | undefined) => void,
+  ): object;
   submit(handle: object, group: number, count: number, payload: Buffer | string): void;
   ref(handle: object, keep: boolean): void;
   statistics(handle: object): [transactions: number, operations: number, busySeconds: number];
@@ -68,8 +74,17 @@ function loadAddon(): Addon {
 /** The writer's statements, by index; the same text as operations.ts where
  * the statement is the same. */
 const enum Sql {
-  ensureAgent, agentClosed, executionExists, agentRevision, step, insertExecution, journal,
-  selectForUpdate, barrierUpdate, terminalUpdate, journalOfExecution,
+  ensureAgent,
+  agentClosed,
+  executionExists,
+  agentRevision,
+  step,
+  insertExecution,
+  journal,
+  selectForUpdate,
+  barrierUpdate,
+  terminalUpdate,
+  journalOfExecution,
 }
 
 const statements: readonly string[] = [
@@ -93,7 +108,12 @@ const statements: readonly string[] = [
    FROM executions WHERE execution_id = ?`,
 ];
 
-const enum Check { none = 0, oneChange = 1, noRow = 2, row = 3 }
+const enum Check {
+  none = 0,
+  oneChange = 1,
+  noRow = 2,
+  row = 3,
+}
 
 type Value = string | number | null;
 /** [statement, check, ...parameters] */
@@ -115,7 +135,10 @@ function stepInserts(executionId: string, steps: readonly StepRecord[]): Step[] 
 }
 
 function movedOn(operation: { type: string; executionId: string; expectedRevision: number }): PhronomyError {
-  return new ExecutionRehydrationRequiredError(`execution ${operation.executionId} moved on: ${operation.type} expected revision ${operation.expectedRevision} and updated no row`, { executionId: operation.executionId });
+  return new ExecutionRehydrationRequiredError(
+    `execution ${operation.executionId} moved on: ${operation.type} expected revision ${operation.expectedRevision} and updated no row`,
+    { executionId: operation.executionId },
+  );
 }
 
 function compilePrepare(operation: PrepareExecutionOperation): Compiled {
@@ -123,7 +146,8 @@ function compilePrepare(operation: PrepareExecutionOperation): Compiled {
   const { executionId, agentId, at } = operation;
   const barrier = operation.firstBarrier;
   const revision = barrier === undefined ? 1 : 2;
-  const metadata = barrier === undefined ? { config: operation.config } : { config: operation.config, pendingModelCall: { callId: barrier.callId, startedAt: at }, turns: 0 };
+  const metadata =
+    barrier === undefined ? { config: operation.config } : { config: operation.config, pendingModelCall: { callId: barrier.callId, startedAt: at }, turns: 0 };
   const program: Program = [
     [Sql.ensureAgent, Check.none, agentId, at, at],
     [Sql.agentClosed, Check.noRow, agentId],
@@ -138,7 +162,17 @@ function compilePrepare(operation: PrepareExecutionOperation): Compiled {
     program,
     settle: (failed) => {
       if (failed === 1) return { ok: true, value: { outcome: "not_established", error: new AgentClosedError(agentId).toRecord() } };
-      if (failed === 2) return { ok: true, value: { outcome: "not_established", error: new InvalidInputError(`execution id ${executionId} is already in the store; every start needs a new execution id`, { agentId, executionId }).toRecord() } };
+      if (failed === 2)
+        return {
+          ok: true,
+          value: {
+            outcome: "not_established",
+            error: new InvalidInputError(`execution id ${executionId} is already in the store; every start needs a new execution id`, {
+              agentId,
+              executionId,
+            }).toRecord(),
+          },
+        };
       return { ok: true, value: barrier === undefined ? { outcome: "active", revision: 1 } : { outcome: "active", revision: 1, firstBarrierRevision: 2 } };
     },
   };
@@ -156,7 +190,17 @@ function compileBarrier(operation: Extract<OffloadOperation, { type: "providerBa
     : { kind: "tool_barrier", at: operation.at, payload: { calls: JSON.parse(JSON.stringify(operation.toolBatch)), revision } };
   const program: Program = [
     [Sql.selectForUpdate, Check.row, operation.executionId, operation.expectedRevision],
-    [Sql.barrierUpdate, Check.oneChange, revision, provider ? "calling_llm" : "dispatching_tools", json(patch), json(operation.usage), operation.at, operation.executionId, operation.expectedRevision],
+    [
+      Sql.barrierUpdate,
+      Check.oneChange,
+      revision,
+      provider ? "calling_llm" : "dispatching_tools",
+      json(patch),
+      json(operation.usage),
+      operation.at,
+      operation.executionId,
+      operation.expectedRevision,
+    ],
     ...stepInserts(operation.executionId, [...operation.steps, barrierStep]),
   ];
   return { program, settle: (failed) => (failed < 0 ? { ok: true, value: { revision } } : { ok: false, error: movedOn(operation) }) };
@@ -175,20 +219,41 @@ function compileTerminal(operation: TerminalCommitOperation): Compiled {
   const status = suspended ? "suspended" : "terminal";
   const program: Program = [
     [Sql.selectForUpdate, Check.row, operation.executionId, operation.expectedRevision],
-    [Sql.terminalUpdate, Check.oneChange, revision, status, status, operation.outcome, json(operation.output), json(operation.error), json(operation.usage), json(operation.approvalRequest), json(patch), operation.at, operation.executionId, operation.expectedRevision],
+    [
+      Sql.terminalUpdate,
+      Check.oneChange,
+      revision,
+      status,
+      status,
+      operation.outcome,
+      json(operation.output),
+      json(operation.error),
+      json(operation.usage),
+      json(operation.approvalRequest),
+      json(patch),
+      operation.at,
+      operation.executionId,
+      operation.expectedRevision,
+    ],
     ...stepInserts(operation.executionId, [...operation.steps, finalStep]),
-    ...operation.journal.map((record): Step => [Sql.journalOfExecution, Check.none, record.executionId, record.role, json(record.content), record.at, operation.executionId]),
+    ...operation.journal.map(
+      (record): Step => [Sql.journalOfExecution, Check.none, record.executionId, record.role, json(record.content), record.at, operation.executionId],
+    ),
   ];
   return { program, settle: (failed) => (failed < 0 ? { ok: true, value: { revision } } : { ok: false, error: movedOn(operation) }) };
 }
 
 export function compileOperation(operation: OffloadOperation): Compiled {
   switch (operation.type) {
-    case "prepareExecution": return compilePrepare(operation);
+    case "prepareExecution":
+      return compilePrepare(operation);
     case "providerBarrier":
-    case "toolBarrier": return compileBarrier(operation);
-    case "terminalCommit": return compileTerminal(operation);
-    default: throw new InvalidInputError(`the native writer prototype does not run ${operation.type}`);
+    case "toolBarrier":
+      return compileBarrier(operation);
+    case "terminalCommit":
+      return compileTerminal(operation);
+    default:
+      throw new InvalidInputError(`the native writer prototype does not run ${operation.type}`);
   }
 }
 
@@ -273,7 +338,11 @@ export class NativeWriter {
   private flushScheduled = false;
   private closed = false;
 
-  private constructor(readonly path: string, synchronous: SynchronousMode, readonly encoding: NativeEncoding) {
+  private constructor(
+    readonly path: string,
+    synchronous: SynchronousMode,
+    readonly encoding: NativeEncoding,
+  ) {
     this.addon = loadAddon();
     this.handle = this.addon.open(path, synchronous, pageCacheKib, statements, (group, results, messages) => this.settled(group, results, messages));
   }
@@ -371,7 +440,11 @@ export function variantName(variant: Variant): string {
  * create the file and its agent, closed, and a store on a file of its own
  * stays open beside the writer, so the process holds what it holds in the
  * worker variant (a store and its connection). */
-export async function openVariant(path: string, variant: Variant, synchronous: SynchronousMode): Promise<{ runner: OperationRunner; close: () => Promise<void>; busySeconds: () => number | undefined }> {
+export async function openVariant(
+  path: string,
+  variant: Variant,
+  synchronous: SynchronousMode,
+): Promise<{ runner: OperationRunner; close: () => Promise<void>; busySeconds: () => number | undefined }> {
   const store = await SqliteStore.open(path, { synchronous, offloadPolicy: variant.kind === "worker" ? variant.policy : "inline" });
   await store.ensureAgent("bench", 0);
   if (variant.kind === "worker") return { runner: store, close: () => store.close(), busySeconds: () => undefined };

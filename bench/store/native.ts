@@ -24,7 +24,7 @@ import { openVariant, variantName, variants, type Variant } from "./native-write
 
 const durationMs = Number(process.env.BENCH_STORE_MS ?? 2_000);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 2);
-const directory = process.env.BENCH_STORE_DIR ?? await mkdtemp(join(tmpdir(), "phronomy-bench-native-"));
+const directory = process.env.BENCH_STORE_DIR ?? (await mkdtemp(join(tmpdir(), "phronomy-bench-native-")));
 
 let files = 0;
 
@@ -95,18 +95,22 @@ try {
   for (let round = 1; round <= rounds; round += 1) {
     for (const synchronous of ["FULL", "NORMAL"] as SynchronousMode[]) {
       const floor = measureRawFloor(directory, synchronous, { durationMs });
-      console.log(`\nround ${round}, synchronous=${synchronous}: raw floor ${rate(floor.singleRowCommitsPerSecond)} one-row commits/s, ${rate(floor.batchedRowsPerSecond)} rows/s in 100-row transactions`);
-      console.log("  variant               | sequential runs/s ×floor  op p50 ms | 100 in flight runs/s ×floor  op p50 / p99 ms  loop p99 ms  writer µs/op  main CPU µs/op");
+      console.log(
+        `\nround ${round}, synchronous=${synchronous}: raw floor ${rate(floor.singleRowCommitsPerSecond)} one-row commits/s, ${rate(floor.batchedRowsPerSecond)} rows/s in 100-row transactions`,
+      );
+      console.log(
+        "  variant               | sequential runs/s ×floor  op p50 ms | 100 in flight runs/s ×floor  op p50 / p99 ms  loop p99 ms  writer µs/op  main CPU µs/op",
+      );
       for (const variant of variants) {
         const sequential = await measure(variant, synchronous, 1);
         const concurrent = await measure(variant, synchronous, 100);
         const runs = (figures: Figures): number => figures.operationsPerSecond / operationsPerRun;
         const times = (figures: Figures): string => `${(figures.operationsPerSecond / floor.singleRowCommitsPerSecond).toFixed(2)}×`.padStart(7);
         console.log(
-          `  ${variantName(variant).padEnd(21)} | ${rate(runs(sequential))} ${times(sequential)}  ${ms(sequential.latencyMs.p50)}    |` +
-          ` ${rate(runs(concurrent))} ${times(concurrent)}  ${ms(concurrent.latencyMs.p50)} / ${ms(concurrent.latencyMs.p99)}  ${ms(concurrent.loopDelayP99Ms)}` +
-          `       ${concurrent.writerMicrosecondsPerOperation === undefined ? "    —" : concurrent.writerMicrosecondsPerOperation.toFixed(1).padStart(5)}` +
-          `         ${concurrent.mainThreadCpuMicrosecondsPerOperation.toFixed(1).padStart(5)}`,
+          `  ${variantName(variant).padEnd(21)} | ${rate(runs(sequential))} ${times(sequential)}  ${ms(sequential.latencyMs.p50)}    |`
+            + ` ${rate(runs(concurrent))} ${times(concurrent)}  ${ms(concurrent.latencyMs.p50)} / ${ms(concurrent.latencyMs.p99)}  ${ms(concurrent.loopDelayP99Ms)}`
+            + `       ${concurrent.writerMicrosecondsPerOperation === undefined ? "    —" : concurrent.writerMicrosecondsPerOperation.toFixed(1).padStart(5)}`
+            + `         ${concurrent.mainThreadCpuMicrosecondsPerOperation.toFixed(1).padStart(5)}`,
         );
       }
     }

@@ -39,7 +39,10 @@ interface Variant {
 async function main(): Promise<void> {
   const url = process.argv[2];
   if (url === undefined) throw new Error("give the PostgreSQL URL: npx tsx bench/store/postgres-barrier-work.ts postgres://…");
-  const variants: Variant[] = [{ name: "version 12 (max(seq))", version: 12 }, { name: `version ${migrations.length} (last_seq)`, version: migrations.length }];
+  const variants: Variant[] = [
+    { name: "version 12 (max(seq))", version: 12 },
+    { name: `version ${migrations.length} (last_seq)`, version: migrations.length },
+  ];
   const prepared = [];
   try {
     for (const variant of variants) prepared.push(await prepareVariant(url, variant));
@@ -52,12 +55,19 @@ async function main(): Promise<void> {
         timings[index]!.grouped.push(await timeRounds(variant.client, variant.known, GROUP));
       }
     }
-    const least = timings.map(({ alone, grouped }) => ({ alone: Math.min(...alone), grouped: Math.min(...grouped), aloneMedian: median(alone), groupedMedian: median(grouped) }));
+    const least = timings.map(({ alone, grouped }) => ({
+      alone: Math.min(...alone),
+      grouped: Math.min(...grouped),
+      aloneMedian: median(alone),
+      groupedMedian: median(grouped),
+    }));
     for (const [index, variant] of variants.entries()) {
       const figure = least[index]!;
-      console.log(`${variant.name}: ${figure.alone.toFixed(0)} µs per barrier sent alone (median ${figure.aloneMedian.toFixed(0)}), ${figure.grouped.toFixed(0)} µs in groups of ${GROUP} (median ${figure.groupedMedian.toFixed(0)}); least of ${REPEATS} alternated runs of ${EXECUTIONS} executions × ${ROUNDS} rounds × 2 barriers, synchronous_commit off`);
+      console.log(
+        `${variant.name}: ${figure.alone.toFixed(0)} µs per barrier sent alone (median ${figure.aloneMedian.toFixed(0)}), ${figure.grouped.toFixed(0)} µs in groups of ${GROUP} (median ${figure.groupedMedian.toFixed(0)}); least of ${REPEATS} alternated runs of ${EXECUTIONS} executions × ${ROUNDS} rounds × 2 barriers, synchronous_commit off`,
+      );
     }
-    const [before, after] = least as [typeof least[0], typeof least[0]];
+    const [before, after] = least as [(typeof least)[0], (typeof least)[0]];
     console.log(`after/before (least): ${(after.alone / before.alone).toFixed(2)}× alone, ${(after.grouped / before.grouped).toFixed(2)}× grouped`);
   } finally {
     for (const variant of prepared) await variant.drop();
@@ -94,7 +104,21 @@ async function prepareVariant(url: string, variant: Variant): Promise<PreparedVa
     const known = new Map<string, KnownRow>();
     for (let index = 0; index < EXECUTIONS; index += 1) {
       const executionId = `e${index}`;
-      const statement = prepareStatement({ type: "prepareExecution", executionId, agentId: `agent-${index}`, mode: "invoke", input: "hi", config: { maxTurns: 8 }, journal: [], at: 1, firstBarrier: { callId: "m0" } }, fence, randomUUID());
+      const statement = prepareStatement(
+        {
+          type: "prepareExecution",
+          executionId,
+          agentId: `agent-${index}`,
+          mode: "invoke",
+          input: "hi",
+          config: { maxTurns: 8 },
+          journal: [],
+          at: 1,
+          firstBarrier: { callId: "m0" },
+        },
+        fence,
+        randomUUID(),
+      );
       await client.query(statement.sql);
       known.set(executionId, statement.after!);
     }
@@ -122,7 +146,7 @@ async function timeRounds(client: pg.Client, known: Map<string, KnownRow>, size:
       barriers += statements.length;
     }
   }
-  return (performance.now() - began) * 1000 / barriers;
+  return ((performance.now() - began) * 1000) / barriers;
 }
 
 function barrierOf(type: "providerBarrier" | "toolBarrier", executionId: string, row: KnownRow): ProviderBarrierOperation | ToolBarrierOperation {

@@ -18,10 +18,13 @@ export function loadAiSdk(): Promise<AiSdk> {
     loading = undefined;
     const message = error instanceof Error ? error.message : String(error);
     const missing = (error as { code?: unknown } | null)?.code === "ERR_MODULE_NOT_FOUND" || /cannot find (package|module)|not a dependency/i.test(message);
-    throw new PhronomyError("INVALID_INPUT", missing
-      ? `Phronomy calls models through the AI SDK, whose package "ai" is not installed: npm install ai (version 7) (${message})`
-      : `Phronomy calls models through the AI SDK, whose package "ai" could not be loaded: ${message}`,
-    { cause: error, details: { package: "ai" } });
+    throw new PhronomyError(
+      "INVALID_INPUT",
+      missing
+        ? `Phronomy calls models through the AI SDK, whose package "ai" is not installed: npm install ai (version 7) (${message})`
+        : `Phronomy calls models through the AI SDK, whose package "ai" could not be loaded: ${message}`,
+      { cause: error, details: { package: "ai" } },
+    );
   });
   return loading;
 }

@@ -116,13 +116,13 @@ export function isConversationMessage(value: unknown): value is ConversationMess
 }
 
 export function isToolCall(value: unknown): value is ToolCall {
-  return isRecord(value) && typeof value.callId === "string" && typeof value.toolName === "string" &&
-    isJson(value.input);
+  return isRecord(value) && typeof value.callId === "string" && typeof value.toolName === "string" && isJson(value.input);
 }
 
 export function isToolResult(value: unknown): value is ToolResult {
-  return isRecord(value) && typeof value.callId === "string" && typeof value.toolName === "string" &&
-    typeof value.isError === "boolean" && isJson(value.output);
+  return (
+    isRecord(value) && typeof value.callId === "string" && typeof value.toolName === "string" && typeof value.isError === "boolean" && isJson(value.output)
+  );
 }
 
 /** True for values that survive a JSON round trip unchanged: plain objects,

@@ -7,9 +7,7 @@
 import type { ModelMessage } from "ai";
 import { InvalidInputError } from "../errors.js";
 import type { Json } from "../words.js";
-import {
-  isJson, type ConversationMessage, type ReasoningPart, type ToolResult, type UserContentPart, type UserMessage,
-} from "./messages.js";
+import { isJson, type ConversationMessage, type ReasoningPart, type ToolResult, type UserContentPart, type UserMessage } from "./messages.js";
 
 type LooseRecord = { readonly [key: string]: unknown };
 
@@ -49,10 +47,13 @@ function modelMessageOf(message: ConversationMessage): ModelMessage | undefined 
 
 function userPartOf(part: UserContentPart): Exclude<Extract<ModelMessage, { role: "user" }>["content"], string>[number] {
   switch (part.type) {
-    case "text": return { type: "text", text: part.text };
+    case "text":
+      return { type: "text", text: part.text };
     // The AI SDK 7 wants images as file parts with an image media type.
-    case "image": return { type: "file", data: urlOrData(part.image), mediaType: part.mediaType ?? "image" };
-    case "file": return { type: "file", data: urlOrData(part.data), mediaType: part.mediaType, ...(part.filename ? { filename: part.filename } : {}) };
+    case "image":
+      return { type: "file", data: urlOrData(part.image), mediaType: part.mediaType ?? "image" };
+    case "file":
+      return { type: "file", data: urlOrData(part.data), mediaType: part.mediaType, ...(part.filename ? { filename: part.filename } : {}) };
   }
 }
 
@@ -65,11 +66,12 @@ function urlOrData(value: string): string | URL {
 /** A tool's `toModelOutput`, when it had one; else strings as text (the
  * model reads them unquoted), other values as JSON; failures as errors. */
 function toolResultPartOf(result: ToolResult): Extract<ModelMessage, { role: "tool" }>["content"][number] {
-  const output = result.modelOutput !== undefined
-    ? result.modelOutput
-    : typeof result.output === "string"
-      ? { type: result.isError ? "error-text" : "text", value: result.output }
-      : { type: result.isError ? "error-json" : "json", value: result.output };
+  const output =
+    result.modelOutput !== undefined
+      ? result.modelOutput
+      : typeof result.output === "string"
+        ? { type: result.isError ? "error-text" : "text", value: result.output }
+        : { type: result.isError ? "error-json" : "json", value: result.output };
   return { type: "tool-result", toolCallId: result.callId, toolName: result.toolName, output: output as never };
 }
 
@@ -80,9 +82,10 @@ function toolResultPartOf(result: ToolResult): Extract<ModelMessage, { role: "to
  * them a user message. System, user and assistant text messages are
  * accepted; tool messages are not (an input is not a tool's answer). */
 export function inputMessagesOf(input: unknown, what: string): ConversationMessage[] {
-  const list = Array.isArray(input) && input.every((item) => isRecord(item) && typeof item.role === "string")
-    ? input as LooseRecord[]
-    : [{ role: "user", content: input }];
+  const list =
+    Array.isArray(input) && input.every((item) => isRecord(item) && typeof item.role === "string")
+      ? (input as LooseRecord[])
+      : [{ role: "user", content: input }];
   if (list.length === 0) throw new InvalidInputError(`${what}: the input holds no message`);
   const messages = list.map((message, index) => inputMessageOf(message, `${what}: input message ${index}`));
   if (messages[messages.length - 1]?.role !== "user") {
@@ -152,10 +155,13 @@ function partsOf(content: unknown, what: string): LooseRecord[] {
 }
 
 function textOf(parts: readonly LooseRecord[], what: string): string {
-  return parts.map((part) => {
-    if (part.type !== "text" || typeof part.text !== "string") throw new InvalidInputError(`${what}: an assistant message in an input may hold text parts only`);
-    return part.text;
-  }).join("");
+  return parts
+    .map((part) => {
+      if (part.type !== "text" || typeof part.text !== "string")
+        throw new InvalidInputError(`${what}: an assistant message in an input may hold text parts only`);
+      return part.text;
+    })
+    .join("");
 }
 
 function optionalString(value: unknown, what: string): string | undefined {
@@ -170,9 +176,7 @@ export function reasoningPartsOf(parts: readonly unknown[]): ReasoningPart[] {
   for (const part of parts) {
     if (!isRecord(part) || part.type !== "reasoning" || typeof part.text !== "string") continue;
     const metadata = part.providerMetadata ?? part.providerOptions;
-    reasoning.push(isRecord(metadata) && isJson(metadata)
-      ? { text: part.text, providerOptions: metadata as { [key: string]: Json } }
-      : { text: part.text });
+    reasoning.push(isRecord(metadata) && isJson(metadata) ? { text: part.text, providerOptions: metadata as { [key: string]: Json } } : { text: part.text });
   }
   return reasoning;
 }

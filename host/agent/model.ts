@@ -15,9 +15,7 @@
 // provider's error as `cause`. A call whose signal fired never yields a
 // turn, even when the model ignored the signal and answered anyway.
 
-import type {
-  LanguageModelV2, LanguageModelV3, LanguageModelV4, LanguageModelV4CallOptions,
-} from "@ai-sdk/provider";
+import type { LanguageModelV2, LanguageModelV3, LanguageModelV4, LanguageModelV4CallOptions } from "@ai-sdk/provider";
 import { InvalidInputError, ModelFailedError, PhronomyError } from "../errors.js";
 import type { Json } from "../words.js";
 import { loadAiSdk, type AiSdk } from "./ai-sdk.js";
@@ -54,13 +52,20 @@ export type ProviderLanguageModel = LanguageModelV2 | LanguageModelV3 | Language
 /** The AI SDK's call settings, passed to the provider unchanged. */
 export type ModelCallSettings = Pick<
   LanguageModelV4CallOptions,
-  "maxOutputTokens" | "temperature" | "topP" | "topK" | "presencePenalty" | "frequencyPenalty" | "seed" |
-  "stopSequences" | "headers" | "providerOptions"
+  "maxOutputTokens" | "temperature" | "topP" | "topK" | "presencePenalty" | "frequencyPenalty" | "seed" | "stopSequences" | "headers" | "providerOptions"
 >;
 
 export const MODEL_CALL_SETTING_KEYS = [
-  "maxOutputTokens", "temperature", "topP", "topK", "presencePenalty", "frequencyPenalty", "seed", "stopSequences",
-  "headers", "providerOptions",
+  "maxOutputTokens",
+  "temperature",
+  "topP",
+  "topK",
+  "presencePenalty",
+  "frequencyPenalty",
+  "seed",
+  "stopSequences",
+  "headers",
+  "providerOptions",
 ] as const;
 
 export interface ModelCallRequest {
@@ -98,9 +103,10 @@ export async function callModel(model: LanguageModel, request: ModelCallRequest)
     const ai = await loadAiSdk();
     request.signal.throwIfAborted();
     const options = callOptionsFor(ai, model, request);
-    turn = request.onTextDelta !== undefined
-      ? await streamTurn(ai, scope, options, request.signal, request.onTextDelta, request.output !== undefined)
-      : await generateTurn(ai, scope, options, request.output !== undefined);
+    turn =
+      request.onTextDelta !== undefined
+        ? await streamTurn(ai, scope, options, request.signal, request.onTextDelta, request.output !== undefined)
+        : await generateTurn(ai, scope, options, request.output !== undefined);
   } catch (error) {
     throw modelCallError(scope, request.signal, error);
   }
@@ -119,8 +125,8 @@ export function assertLanguageModel(value: unknown): asserts value is LanguageMo
   const version = candidate.specificationVersion;
   if (typeof version !== "string" || !supportedVersions.includes(version)) {
     throw new InvalidInputError(
-      `model specification version ${JSON.stringify(version)} is not supported; use a provider package built ` +
-        "for AI SDK 5 or later (language model v2, v3 or v4)",
+      `model specification version ${JSON.stringify(version)} is not supported; use a provider package built `
+        + "for AI SDK 5 or later (language model v2, v3 or v4)",
       { details: { key: "model", specificationVersion: typeof version === "string" ? version : null } },
     );
   }
@@ -138,8 +144,8 @@ function assertModelIdResolvable(id: string): void {
   if (globalProvider !== undefined) return;
   if (process.env.AI_GATEWAY_API_KEY || process.env.VERCEL_OIDC_TOKEN) return;
   throw new InvalidInputError(
-    `model "${id}" is a model id, but no provider is configured to resolve it: set globalThis.AI_SDK_DEFAULT_PROVIDER ` +
-      "to a provider (e.g. openai from @ai-sdk/openai), or AI_GATEWAY_API_KEY for the AI Gateway, or pass a model object",
+    `model "${id}" is a model id, but no provider is configured to resolve it: set globalThis.AI_SDK_DEFAULT_PROVIDER `
+      + "to a provider (e.g. openai from @ai-sdk/openai), or AI_GATEWAY_API_KEY for the AI Gateway, or pass a model object",
     { details: { key: "model", modelId: id } },
   );
 }
@@ -230,8 +236,17 @@ async function streamTurn(
   if (step === undefined) throw modelFailure(scope, "streamed no answer; the provider package may be broken");
   const turn = turnOf(scope, step.content as unknown[], step.usage, step.finishReason);
   if (structured && turn.toolCalls.length === 0) {
-    const output = await Promise.resolve(result.output).then((value) => ({ value }), (error: unknown) => ({ error }));
-    return { ...turn, output: outputOf(scope, () => { if ("error" in output) throw output.error; return output.value; }) };
+    const output = await Promise.resolve(result.output).then(
+      (value) => ({ value }),
+      (error: unknown) => ({ error }),
+    );
+    return {
+      ...turn,
+      output: outputOf(scope, () => {
+        if ("error" in output) throw output.error;
+        return output.value;
+      }),
+    };
   }
   return turn;
 }
@@ -268,13 +283,18 @@ function modelCallError(scope: CallScope, signal: AbortSignal, error: unknown): 
 /** `execution e1: model "openai/gpt-4o" <problem>`, with the provider,
  * model id and any call facts in the details. */
 function modelFailure(
-  scope: CallScope, problem: string, extra: { readonly cause?: unknown; readonly details?: Record<string, unknown> } = {},
+  scope: CallScope,
+  problem: string,
+  extra: { readonly cause?: unknown; readonly details?: Record<string, unknown> } = {},
 ): ModelFailedError {
   const { model, agentId, executionId } = scope;
   const where = executionId === undefined ? "" : `execution ${executionId}: `;
   const ids = typeof model === "string" ? { modelId: model } : { provider: model.provider, modelId: model.modelId };
   return new ModelFailedError(`${where}model ${labelOf(model)} ${problem}`, {
-    agentId, executionId, cause: extra.cause, details: { ...ids, ...extra.details },
+    agentId,
+    executionId,
+    cause: extra.cause,
+    details: { ...ids, ...extra.details },
   });
 }
 
@@ -310,8 +330,7 @@ function addToolCall(scope: CallScope, toolCalls: ToolCall[], part: LooseRecord)
     throw modelFailure(scope, `returned two tool calls with call id "${callId}"`, { details: { callId, toolName } });
   }
   if (toolCalls.length === toolCallsPerTurnMax) {
-    throw modelFailure(scope,
-      `asked for more than ${toolCallsPerTurnMax} tool calls in one turn; check the instructions and tools for a runaway loop`);
+    throw modelFailure(scope, `asked for more than ${toolCallsPerTurnMax} tool calls in one turn; check the instructions and tools for a runaway loop`);
   }
   toolCalls.push({ callId, toolName, input: toolInputOf(scope, callId, toolName, part) });
 }
@@ -323,7 +342,8 @@ function toolInputOf(scope: CallScope, callId: string, toolName: string, part: L
   const unknownTool = isRecord(part.error) && part.error.name === "AI_NoSuchToolError";
   if (part.invalid === true && !unknownTool) {
     throw modelFailure(scope, `sent tool call "${callId}" to tool "${toolName}" with an unusable input: ${messageOf(part.error)}`, {
-      cause: part.error, details: { callId, toolName },
+      cause: part.error,
+      details: { callId, toolName },
     });
   }
   const input = part.input;

@@ -5,8 +5,12 @@
 // hands its script the conversation a prompt carries, and for tests.
 
 import type {
-  LanguageModelV2Prompt, LanguageModelV3Prompt, LanguageModelV4FunctionTool, LanguageModelV4Message,
-  LanguageModelV4Prompt, LanguageModelV4ToolResultOutput,
+  LanguageModelV2Prompt,
+  LanguageModelV3Prompt,
+  LanguageModelV4FunctionTool,
+  LanguageModelV4Message,
+  LanguageModelV4Prompt,
+  LanguageModelV4ToolResultOutput,
 } from "@ai-sdk/provider";
 import type { UsageTotals } from "../words.js";
 import { isJson, type ConversationMessage, type ToolCall, type ToolResult } from "./messages.js";
@@ -31,9 +35,7 @@ export function conversationToPrompt(system: string | undefined, messages: reado
  * `conversationToPrompt`, used by the scripted model to hand its script
  * the messages in Phronomy's own format. Parts with no conversation
  * counterpart (files, reasoning, approvals) are dropped. */
-export function promptToConversation(
-  prompt: LanguageModelV4Prompt | LanguageModelV3Prompt | LanguageModelV2Prompt,
-): ConversationMessage[] {
+export function promptToConversation(prompt: LanguageModelV4Prompt | LanguageModelV3Prompt | LanguageModelV2Prompt): ConversationMessage[] {
   const messages: ConversationMessage[] = [];
   for (const message of prompt as readonly LooseRecord[]) {
     const converted = conversationMessageOf(message);
@@ -95,9 +97,10 @@ function assistantPromptMessage(text: string, toolCalls: readonly ToolCall[]): L
 /** Strings go as text (the model reads them unquoted), everything else as
  * JSON; failures use the error variants so the model sees them as errors. */
 function toolResultPart(result: ToolResult): Extract<LanguageModelV4Message, { role: "tool" }>["content"][number] {
-  const output: LanguageModelV4ToolResultOutput = typeof result.output === "string"
-    ? { type: result.isError ? "error-text" : "text", value: result.output }
-    : { type: result.isError ? "error-json" : "json", value: result.output };
+  const output: LanguageModelV4ToolResultOutput =
+    typeof result.output === "string"
+      ? { type: result.isError ? "error-text" : "text", value: result.output }
+      : { type: result.isError ? "error-json" : "json", value: result.output };
   return { type: "tool-result", toolCallId: result.callId, toolName: result.toolName, output };
 }
 
@@ -132,10 +135,14 @@ function toolCallOfPart(part: LooseRecord): ToolCall {
 function toolResultOfPart(part: LooseRecord): ToolResult {
   const output = isRecord(part.output) ? part.output : {};
   const isError = output.type === "error-text" || output.type === "error-json" || output.type === "execution-denied";
-  const value = output.type === "execution-denied"
-    ? { denied: true, reason: typeof output.reason === "string" ? output.reason : null }
-    : output.type === "content" ? textOfParts(Array.isArray(output.value) ? output.value.filter(isRecord) : [])
-    : isJson(output.value) ? output.value : null;
+  const value =
+    output.type === "execution-denied"
+      ? { denied: true, reason: typeof output.reason === "string" ? output.reason : null }
+      : output.type === "content"
+        ? textOfParts(Array.isArray(output.value) ? output.value.filter(isRecord) : [])
+        : isJson(output.value)
+          ? output.value
+          : null;
   return { callId: String(part.toolCallId), toolName: String(part.toolName), output: value, isError };
 }
 

@@ -104,7 +104,7 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 /** The provider's error behind a model failure. */
 function providerErrorOf(error: unknown): Record<string, unknown> | undefined {
   const cause = error instanceof ModelFailedError ? error.cause : error;
-  return typeof cause === "object" && cause !== null ? cause as Record<string, unknown> : undefined;
+  return typeof cause === "object" && cause !== null ? (cause as Record<string, unknown>) : undefined;
 }
 
 function statusCodeOf(error: unknown): number | undefined {
@@ -130,8 +130,7 @@ export function isTransientModelError(error: unknown): boolean {
 export function retryAfterMsOf(error: unknown, now: number = Date.now()): number | undefined {
   const headers = providerErrorOf(error)?.responseHeaders as Record<string, string> | undefined;
   if (headers === undefined || headers === null) return undefined;
-  const header = (name: string): string | undefined =>
-    Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1];
+  const header = (name: string): string | undefined => Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1];
   const milliseconds = Number.parseFloat(header("retry-after-ms") ?? "");
   if (Number.isFinite(milliseconds)) return milliseconds;
   const value = header("retry-after");
@@ -145,9 +144,12 @@ export function retryAfterMsOf(error: unknown, now: number = Date.now()): number
 /** The error a model call throws when every attempt failed transiently. */
 export function modelRetriesExhausted(error: unknown, attempts: FailedAttempt[]): ModelRetriesExhaustedError {
   const last = error instanceof PhronomyError ? error : undefined;
-  const message = `${last?.message ?? String(error)} (after ${attempts.length} attempts: ` +
-    `${attempts.map((attempt) => attempt.statusCode ?? "network").join(", ")})`;
+  const message =
+    `${last?.message ?? String(error)} (after ${attempts.length} attempts: ` + `${attempts.map((attempt) => attempt.statusCode ?? "network").join(", ")})`;
   return new ModelRetriesExhaustedError(message, attempts, {
-    agentId: last?.agentId, executionId: last?.executionId, cause: last?.cause ?? error, details: last?.details,
+    agentId: last?.agentId,
+    executionId: last?.executionId,
+    cause: last?.cause ?? error,
+    details: last?.details,
   });
 }

@@ -18,9 +18,7 @@ export type JsonSchema = { [key: string]: Json };
  * strings) so it can ride in an error's details. */
 export type SchemaIssue = { path: (string | number)[]; message: string };
 
-export type SchemaValidation<Output> =
-  | { readonly ok: true; readonly value: Output }
-  | { readonly ok: false; readonly issues: SchemaIssue[] };
+export type SchemaValidation<Output> = { readonly ok: true; readonly value: Output } | { readonly ok: false; readonly issues: SchemaIssue[] };
 
 /** The JSON Schema dialect asked of converters: the one the AI SDK provider
  * interface types its tool schemas with (`JSONSchema7`). */
@@ -111,8 +109,7 @@ export interface AiSdkSchema {
 }
 
 export function isAiSdkSchema(value: unknown): value is AiSdkSchema {
-  return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[aiSdkSchemaSymbol] === true &&
-    "jsonSchema" in value;
+  return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[aiSdkSchemaSymbol] === true && "jsonSchema" in value;
 }
 
 /** A tool's input schema in any form the AI SDK's `tool()` takes: a

@@ -12,9 +12,16 @@
 // `abortSignal`, rejecting with the signal's reason.
 
 import type {
-  LanguageModelV3, LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4FinishReason,
-  LanguageModelV4GenerateResult, LanguageModelV4StreamPart, LanguageModelV4StreamResult, LanguageModelV4Text,
-  LanguageModelV4ToolCall, LanguageModelV4Usage,
+  LanguageModelV3,
+  LanguageModelV4,
+  LanguageModelV4CallOptions,
+  LanguageModelV4FinishReason,
+  LanguageModelV4GenerateResult,
+  LanguageModelV4StreamPart,
+  LanguageModelV4StreamResult,
+  LanguageModelV4Text,
+  LanguageModelV4ToolCall,
+  LanguageModelV4Usage,
 } from "@ai-sdk/provider";
 import { InvalidInputError, ModelFailedError } from "../errors.js";
 import type { Json, UsageTotals } from "../words.js";
@@ -110,8 +117,12 @@ export function scriptedModel(script: Script, options: ScriptedModelOptions = {}
     provider: "phronomy.scripted",
     modelId: options.modelId ?? "scripted",
     supportedUrls: {},
-    get turnsServed() { return state.turnsServed; },
-    get lastCallOptions() { return state.lastCallOptions; },
+    get turnsServed() {
+      return state.turnsServed;
+    },
+    get lastCallOptions() {
+      return state.lastCallOptions;
+    },
     async doGenerate(callOptions: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult> {
       const answered = await answer(callOptions);
       return { content: answered.content, finishReason: answered.finishReason, usage: answered.usage, warnings: [] };
@@ -120,8 +131,7 @@ export function scriptedModel(script: Script, options: ScriptedModelOptions = {}
       const answered = await answer(callOptions);
       return { stream: partStream(streamPartsOf(answered), callOptions.abortSignal) };
     },
-  } satisfies Omit<LanguageModelV4, "specificationVersion"> & { specificationVersion: "v3" | "v4" } &
-    Pick<ScriptedModel, "turnsServed" | "lastCallOptions">;
+  } satisfies Omit<LanguageModelV4, "specificationVersion"> & { specificationVersion: "v3" | "v4" } & Pick<ScriptedModel, "turnsServed" | "lastCallOptions">;
   // The parts produced (text, tool calls, `{ unified, raw }` finish reasons,
   // `{ total }` usage) are valid v3 as well, which the v4 types cannot show.
   return model as ScriptedModel<LanguageModelV3 | LanguageModelV4>;
@@ -143,17 +153,13 @@ interface ScriptState {
   lastCallOptions: LanguageModelV4CallOptions | undefined;
 }
 
-async function answerCall(
-  script: Script, options: ScriptedModelOptions, state: ScriptState, callOptions: LanguageModelV4CallOptions,
-): Promise<Answer> {
+async function answerCall(script: Script, options: ScriptedModelOptions, state: ScriptState, callOptions: LanguageModelV4CallOptions): Promise<Answer> {
   const signal = callOptions.abortSignal;
   signal?.throwIfAborted();
   state.lastCallOptions = callOptions;
   if (options.latencyMs !== undefined && options.latencyMs > 0) await delay(options.latencyMs, signal);
   const messages = promptToConversation(callOptions.prompt);
-  const { turn, scripted } = typeof script === "function"
-    ? await turnFromFunction(script, messages)
-    : turnFromList(script, state);
+  const { turn, scripted } = typeof script === "function" ? await turnFromFunction(script, messages) : turnFromList(script, state);
   signal?.throwIfAborted();
   if (scripted.error !== undefined) throw new Error(scripted.error);
   state.turnsServed += 1;
@@ -168,8 +174,8 @@ function turnFromList(script: readonly ScriptedTurn[], state: ScriptState): { tu
   const scripted = script[turn];
   if (scripted === undefined) {
     throw new ModelFailedError(
-      `scripted model ran out of turns: the script has ${script.length} and turn ${turn + 1} was requested; ` +
-        "add turns to the script, or script with a function of the conversation",
+      `scripted model ran out of turns: the script has ${script.length} and turn ${turn + 1} was requested; `
+        + "add turns to the script, or script with a function of the conversation",
       { details: { turnsInScript: script.length, turnRequested: turn + 1 } },
     );
   }
@@ -178,9 +184,7 @@ function turnFromList(script: readonly ScriptedTurn[], state: ScriptState): { tu
 }
 
 /** The turn number is read from the conversation, not from call order. */
-async function turnFromFunction(
-  script: ScriptFunction, messages: ConversationMessage[],
-): Promise<{ turn: number; scripted: ScriptedTurn }> {
+async function turnFromFunction(script: ScriptFunction, messages: ConversationMessage[]): Promise<{ turn: number; scripted: ScriptedTurn }> {
   const turn = messages.filter((message) => message.role === "assistant").length;
   const scripted: unknown = await script({ messages, turn });
   checkTurn(scripted, `script({ turn: ${turn} })`);
@@ -254,18 +258,21 @@ export function textDeltas(text: string): string[] {
  * signal's reason at the next read. */
 function partStream(parts: LanguageModelV4StreamPart[], signal: AbortSignal | undefined): ReadableStream<LanguageModelV4StreamPart> {
   let next = 0;
-  return new ReadableStream<LanguageModelV4StreamPart>({
-    pull(controller) {
-      if (signal?.aborted) {
-        controller.error(signal.reason);
-        return;
-      }
-      const part = parts[next];
-      next += 1;
-      if (part === undefined) controller.close();
-      else controller.enqueue(part);
+  return new ReadableStream<LanguageModelV4StreamPart>(
+    {
+      pull(controller) {
+        if (signal?.aborted) {
+          controller.error(signal.reason);
+          return;
+        }
+        const part = parts[next];
+        next += 1;
+        if (part === undefined) controller.close();
+        else controller.enqueue(part);
+      },
     },
-  }, { highWaterMark: 0 });
+    { highWaterMark: 0 },
+  );
 }
 
 // -- checks and timing ------------------------------------------------------------

@@ -19,8 +19,14 @@ import { InvalidInputError, ToolFailedError, type ErrorContext } from "../errors
 import type { Json } from "../words.js";
 import { isJson } from "./messages.js";
 import {
-  aiSdkJsonSchemaOf, convertToJsonSchema, formatIssues, isStandardSchema, toolSchemaOf, validateWithAnySchema,
-  type AiSdkSchema, type JsonSchema,
+  aiSdkJsonSchemaOf,
+  convertToJsonSchema,
+  formatIssues,
+  isStandardSchema,
+  toolSchemaOf,
+  validateWithAnySchema,
+  type AiSdkSchema,
+  type JsonSchema,
 } from "./schema.js";
 
 /** What `execute` receives besides its input: the AI SDK's tool execution
@@ -215,8 +221,19 @@ type Subject = { readonly label: string; readonly name: string | undefined };
  * stream tool inputs). */
 const toolOptionKeys = ["description", "inputSchema", "execute", "needsApproval", "jsonSchema", "toModelOutput", "strict", "maxRetries"] as const;
 const functionToolKeys = [
-  "kind", "type", ...toolOptionKeys, "title", "outputSchema", "providerOptions", "inputExamples", "metadata",
-  "onInputStart", "onInputDelta", "onInputAvailable", "contextSchema", "deferLoading",
+  "kind",
+  "type",
+  ...toolOptionKeys,
+  "title",
+  "outputSchema",
+  "providerOptions",
+  "inputExamples",
+  "metadata",
+  "onInputStart",
+  "onInputDelta",
+  "onInputAvailable",
+  "contextSchema",
+  "deferLoading",
 ] as const;
 /** How many times a tool may be retried, at most. */
 export const toolRetriesMax = 10;
@@ -258,9 +275,7 @@ export function resolveTools(tools: ToolSet | undefined): ResolvedTool[] {
   }
   const names = Object.keys(tools);
   if (names.length > toolsPerAgentMax) {
-    throw new InvalidInputError(
-      `tools has ${names.length} entries; at most ${toolsPerAgentMax} are allowed (providers reject more): split the agent`,
-    );
+    throw new InvalidInputError(`tools has ${names.length} entries; at most ${toolsPerAgentMax} are allowed (providers reject more): split the agent`);
   }
   return names.map((name) => resolveTool(name, tools[name]));
 }
@@ -305,10 +320,10 @@ export async function toolNeedsApproval<Input>(
   try {
     answer = await needsApproval(input, options);
   } catch (error) {
-    throw new ToolFailedError(
-      `${callPrefix(context)}tool "${resolved.name}": needsApproval threw (${messageOf(error)}); fix the predicate`,
-      { ...errorContext(context, { toolName: resolved.name }), cause: error },
-    );
+    throw new ToolFailedError(`${callPrefix(context)}tool "${resolved.name}": needsApproval threw (${messageOf(error)}); fix the predicate`, {
+      ...errorContext(context, { toolName: resolved.name }),
+      cause: error,
+    });
   }
   if (typeof answer !== "boolean") {
     throw new InvalidInputError(
@@ -322,14 +337,12 @@ export async function toolNeedsApproval<Input>(
 /** A tool's output as it is persisted and sent back: `undefined` becomes
  * null, anything else must already be JSON (plain objects, arrays, finite
  * numbers, strings, booleans, null) or it is a `ToolFailedError`. */
-export function toolOutputToJson(
-  toolName: string, callId: string, output: unknown, context: Omit<ToolCallContext, "callId"> = {},
-): Json {
+export function toolOutputToJson(toolName: string, callId: string, output: unknown, context: Omit<ToolCallContext, "callId"> = {}): Json {
   if (output === undefined) return null;
   if (isJson(output)) return output;
   throw new ToolFailedError(
-    `${callPrefix(context)}tool "${toolName}" (call ${callId}) returned ${describe(output)}, which is not JSON-safe; ` +
-      "return plain objects, arrays, strings, finite numbers, booleans or null",
+    `${callPrefix(context)}tool "${toolName}" (call ${callId}) returned ${describe(output)}, which is not JSON-safe; `
+      + "return plain objects, arrays, strings, finite numbers, booleans or null",
     errorContext({ ...context, callId }, { toolName }),
   );
 }
@@ -351,19 +364,28 @@ export async function executeTool(definition: AnyFunctionTool, input: unknown, c
  * must be an AI SDK tool-result output (`{ type: "text" | "json" | "content"
  * | …, value }`) made of JSON. */
 export async function toolModelOutput(
-  definition: AnyFunctionTool, toolName: string, callId: string, input: unknown, output: unknown,
+  definition: AnyFunctionTool,
+  toolName: string,
+  callId: string,
+  input: unknown,
+  output: unknown,
 ): Promise<Json | undefined> {
   if (definition.toModelOutput === undefined) return undefined;
   let converted: unknown;
   try {
     converted = await definition.toModelOutput({ toolCallId: callId, input, output });
   } catch (error) {
-    throw new ToolFailedError(`tool "${toolName}" (call ${callId}): toModelOutput threw (${messageOf(error)})`, { cause: error, details: { toolName, callId } });
+    throw new ToolFailedError(`tool "${toolName}" (call ${callId}): toModelOutput threw (${messageOf(error)})`, {
+      cause: error,
+      details: { toolName, callId },
+    });
   }
   if (!isPlainObject(converted) || typeof converted.type !== "string" || !isJson(converted)) {
     throw new ToolFailedError(
-      `tool "${toolName}" (call ${callId}): toModelOutput returned ${describe(converted)}; it must return a JSON tool-result ` +
-        'output such as { type: "text", value: "…" }', { details: { toolName, callId } });
+      `tool "${toolName}" (call ${callId}): toModelOutput returned ${describe(converted)}; it must return a JSON tool-result `
+        + 'output such as { type: "text", value: "…" }',
+      { details: { toolName, callId } },
+    );
   }
   return converted;
 }
@@ -382,8 +404,8 @@ function resolveTool(name: string, definition: unknown): ResolvedTool {
   }
   if (definition.type === "provider") {
     throw new InvalidInputError(
-      `${subject.label} is a provider-executed tool (${describe(definition.id)}); Phronomy runs every tool call under ` +
-        "its own durable barrier, which a call the provider runs inside its answer never passes: use a function tool",
+      `${subject.label} is a provider-executed tool (${describe(definition.id)}); Phronomy runs every tool call under `
+        + "its own durable barrier, which a call the provider runs inside its answer never passes: use a function tool",
       { details: { toolName: name, key: "type" } },
     );
   }
@@ -425,8 +447,7 @@ function resolveFunctionTool(subject: Subject, name: string, definition: Record<
 function resolveHandoffTool(subject: Subject, name: string, definition: Record<string, unknown>): ResolvedHandoffTool {
   checkHandoffTool(definition, subject, handoffToolKeys);
   const to = definition.to as string;
-  const description = (definition.description as string | undefined) ??
-    `Hand the conversation over to agent "${to}" when it is better placed to answer.`;
+  const description = (definition.description as string | undefined) ?? `Hand the conversation over to agent "${to}" when it is better placed to answer.`;
   return { kind: "handoff", name, description, inputJsonSchema: handoffInputJsonSchema, to };
 }
 
@@ -436,8 +457,11 @@ function inputJsonSchemaOf(subject: Subject, functionTool: AnyFunctionTool): Jso
   const converted = functionTool.jsonSchema ?? convertOrExplain(subject, functionTool.inputSchema);
   const schema = converted ?? { type: "object" };
   if (schema.type !== undefined && schema.type !== "object") {
-    throw invalidOption(subject, "inputSchema",
-      `describes ${describe(schema.type)} input; models send tool inputs as JSON objects, so wrap it in an object schema`);
+    throw invalidOption(
+      subject,
+      "inputSchema",
+      `describes ${describe(schema.type)} input; models send tool inputs as JSON objects, so wrap it in an object schema`,
+    );
   }
   return schema;
 }
@@ -446,18 +470,17 @@ function convertOrExplain(subject: Subject, schema: StandardSchemaV1 | AiSdkSche
   try {
     return isStandardSchema(schema) ? convertToJsonSchema(schema) : aiSdkJsonSchemaOf(schema);
   } catch (error) {
-    throw new InvalidInputError(
-      `${subject.label}: its inputSchema cannot be converted to JSON Schema (${messageOf(error)}); pass the jsonSchema option`,
-      { cause: error, details: { toolName: subject.name ?? null, key: "inputSchema" } },
-    );
+    throw new InvalidInputError(`${subject.label}: its inputSchema cannot be converted to JSON Schema (${messageOf(error)}); pass the jsonSchema option`, {
+      cause: error,
+      details: { toolName: subject.name ?? null, key: "inputSchema" },
+    });
   }
 }
 
 function checkToolName(name: string): void {
   if (name.length === 0 || name.length > toolNameLengthMax || !toolNamePattern.test(name)) {
     throw new InvalidInputError(
-      `tool name "${name}" is not accepted by model providers: use 1 to ${toolNameLengthMax} letters, digits, ` +
-        "'_' or '-', starting with a letter or '_'",
+      `tool name "${name}" is not accepted by model providers: use 1 to ${toolNameLengthMax} letters, digits, ` + "'_' or '-', starting with a letter or '_'",
       { details: { toolName: name } },
     );
   }
@@ -467,13 +490,19 @@ function checkFunctionTool(options: unknown, subject: Subject, allowedKeys: read
   if (!isPlainObject(options)) throw new InvalidInputError(`${subject.label} needs an options object, got ${describe(options)}`);
   rejectUnknownKeys(options, subject, allowedKeys);
   if (toolSchemaOf(options.inputSchema) === undefined) {
-    throw invalidOption(subject, "inputSchema",
-      `must be a Standard Schema (zod 4, valibot, arktype…) or an AI SDK schema (jsonSchema()), got ${describe(options.inputSchema)}`);
+    throw invalidOption(
+      subject,
+      "inputSchema",
+      `must be a Standard Schema (zod 4, valibot, arktype…) or an AI SDK schema (jsonSchema()), got ${describe(options.inputSchema)}`,
+    );
   }
   if (typeof options.execute !== "function") {
-    throw invalidOption(subject, "execute",
-      "must be a function (input, { toolCallId, messages, abortSignal, idempotencyKey, executionId }) => output " +
-        "(a tool without execute is answered by the client in the AI SDK; here every tool runs in the loop)");
+    throw invalidOption(
+      subject,
+      "execute",
+      "must be a function (input, { toolCallId, messages, abortSignal, idempotencyKey, executionId }) => output "
+        + "(a tool without execute is answered by the client in the AI SDK; here every tool runs in the loop)",
+    );
   }
   const maxRetries = options.maxRetries;
   if (maxRetries !== undefined && (typeof maxRetries !== "number" || !Number.isInteger(maxRetries) || maxRetries < 0 || maxRetries > toolRetriesMax)) {

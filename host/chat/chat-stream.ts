@@ -95,7 +95,8 @@ export class ChatStreams {
    * `chatStreamsMax`. */
   async stream(target: Run | string, options: StreamOptions = {}): Promise<ReadableStream<ChatChunk>> {
     checkOptions(options);
-    if (this.open >= chatStreamsMax) throw new PhronomyError("CAPACITY", `this environment already serves ${chatStreamsMax} chat streams; retry once some ended`);
+    if (this.open >= chatStreamsMax)
+      throw new PhronomyError("CAPACITY", `this environment already serves ${chatStreamsMax} chat streams; retry once some ended`);
     const run = typeof target === "string" ? undefined : target;
     // Read from now on, so no event of the Run is dropped unread.
     const events = run?.events[Symbol.asyncIterator]();
@@ -106,7 +107,10 @@ export class ChatStreams {
       await events?.return?.();
       throw error;
     }
-    const tap = events !== undefined ? this.tapOf(executionId, events, true) : this.existingTap(executionId) ?? this.tapOf(executionId, this.host.wait(executionId).events[Symbol.asyncIterator](), false);
+    const tap =
+      events !== undefined
+        ? this.tapOf(executionId, events, true)
+        : (this.existingTap(executionId) ?? this.tapOf(executionId, this.host.wait(executionId).events[Symbol.asyncIterator](), false));
     const resumeAt = options.resumeAt === undefined ? beginning : parsePosition(options.resumeAt, executionId);
     const pump = new StreamPump(this.host, executionId, resumeAt, tap, run !== undefined);
     try {
@@ -116,7 +120,9 @@ export class ChatStreams {
       throw error;
     }
     this.open += 1;
-    return pump.readable(() => { this.open -= 1; });
+    return pump.readable(() => {
+      this.open -= 1;
+    });
   }
 
   private existingTap(executionId: string): ExecutionTap | undefined {
@@ -170,7 +176,8 @@ class StreamPump {
     const steps = await this.host.timeline(this.executionId);
     const last = steps.at(-1)?.seq ?? 0;
     const current = await this.rowAfter(row, steps);
-    if (this.resumeAt.seq > last) throw this.unknownPosition(`execution ${this.executionId} has no step ${this.resumeAt.seq} (its timeline ends at step ${last})`);
+    if (this.resumeAt.seq > last)
+      throw this.unknownPosition(`execution ${this.executionId} has no step ${this.resumeAt.seq} (its timeline ends at step ${last})`);
     this.emit({ type: "start", messageId: this.executionId, messageMetadata: { executionId: this.executionId } satisfies ChatMessageMetadata }, this.resumeAt);
     this.take(current, steps);
   }
@@ -180,7 +187,7 @@ class StreamPump {
    * output and the error come from it. */
   private async rowAfter(row: ExecutionRow, steps: readonly StoredStep[]): Promise<ExecutionRow> {
     if (steps.at(-1)?.kind !== "terminal" || row.status === "terminal" || (steps.at(-1)?.seq ?? 0) <= this.lastSeq) return row;
-    return await this.host.execution(this.executionId) ?? row;
+    return (await this.host.execution(this.executionId)) ?? row;
   }
 
   readable(onEnd: () => void): ReadableStream<ChatChunk> {
@@ -194,7 +201,9 @@ class StreamPump {
       start: (controller) => {
         this.controller = controller;
         for (const chunk of this.queued.splice(0)) controller.enqueue(chunk);
-        void this.follow().catch((error: unknown) => this.fail(error)).finally(end);
+        void this.follow()
+          .catch((error: unknown) => this.fail(error))
+          .finally(end);
       },
       cancel: () => {
         this.stop();
@@ -261,7 +270,7 @@ class StreamPump {
     this.endedPolls += 1;
     if (lastKind !== undefined && !stepsThatEnd.has(lastKind) && this.endedPolls < 3) return false;
     this.closeOpenText();
-    const outcome = row.status === "suspended" ? "suspended" : row.outcome ?? "failed";
+    const outcome = row.status === "suspended" ? "suspended" : (row.outcome ?? "failed");
     const position = formatPosition({ kind: "after_step", seq: this.lastSeq });
     const metadata: ChatMessageMetadata = { executionId: this.executionId, resumeAt: position, outcome };
     this.push({ type: "finish", finishReason: finishReasonOf(outcome), messageMetadata: metadata, position });
@@ -306,7 +315,10 @@ class StreamPump {
   }
 
   private unknownPosition(why: string): InvalidInputError {
-    return new InvalidInputError(`resumeAt "${formatPosition(this.resumeAt)}" is not a position of this execution's chat stream: ${why}; reconnect without resumeAt to replay the whole response`, { executionId: this.executionId, details: { resumeAt: formatPosition(this.resumeAt), reason: "unknown_position" } });
+    return new InvalidInputError(
+      `resumeAt "${formatPosition(this.resumeAt)}" is not a position of this execution's chat stream: ${why}; reconnect without resumeAt to replay the whole response`,
+      { executionId: this.executionId, details: { resumeAt: formatPosition(this.resumeAt), reason: "unknown_position" } },
+    );
   }
 
   // -- live events ---------------------------------------------------------------------

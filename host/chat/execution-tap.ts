@@ -20,7 +20,11 @@ export class ExecutionTap {
   private done = false;
 
   /** `keep`: read to the end even with no stream left (a Run's tap). */
-  constructor(private readonly events: AsyncIterator<ExecutionEvent>, private readonly keep: boolean, private readonly onEnd: () => void) {
+  constructor(
+    private readonly events: AsyncIterator<ExecutionEvent>,
+    private readonly keep: boolean,
+    private readonly onEnd: () => void,
+  ) {
     void this.listen();
   }
 

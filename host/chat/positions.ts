@@ -31,9 +31,12 @@ export const beginning: ChatPosition = { kind: "after_step", seq: 0 };
 
 export function formatPosition(position: ChatPosition): string {
   switch (position.kind) {
-    case "after_step": return String(position.seq);
-    case "chunk": return `${position.seq}.${position.index}`;
-    case "text": return `${position.seq}.t${position.characters}`;
+    case "after_step":
+      return String(position.seq);
+    case "chunk":
+      return `${position.seq}.${position.index}`;
+    case "text":
+      return `${position.seq}.t${position.characters}`;
   }
 }
 
@@ -41,7 +44,10 @@ export function formatPosition(position: ChatPosition): string {
 export function parsePosition(value: unknown, executionId: string): ChatPosition {
   const match = typeof value === "string" && value.length <= positionLengthMax ? positionPattern.exec(value) : null;
   if (match === null) {
-    throw new InvalidInputError(`resumeAt ${JSON.stringify(value)} is not a position of a chat stream (expected "S", "S.k" or "S.tN", as the stream's chunks carry them); reconnect without resumeAt to replay the whole response`, { executionId, details: { resumeAt: String(value), reason: "malformed" } });
+    throw new InvalidInputError(
+      `resumeAt ${JSON.stringify(value)} is not a position of a chat stream (expected "S", "S.k" or "S.tN", as the stream's chunks carry them); reconnect without resumeAt to replay the whole response`,
+      { executionId, details: { resumeAt: String(value), reason: "malformed" } },
+    );
   }
   const seq = Number(match[1]);
   if (match[2] !== undefined) return { kind: "chunk", seq, index: Number(match[2]) };
@@ -58,8 +64,11 @@ export function comparePositions(a: ChatPosition, b: ChatPosition): number {
 /** Within one step: its durable chunks, then its streamed text, then "after it". */
 function rank(position: ChatPosition): number {
   switch (position.kind) {
-    case "chunk": return position.index;
-    case "text": return 2 ** 31 + position.characters;
-    case "after_step": return Number.MAX_SAFE_INTEGER;
+    case "chunk":
+      return position.index;
+    case "text":
+      return 2 ** 31 + position.characters;
+    case "after_step":
+      return Number.MAX_SAFE_INTEGER;
   }
 }

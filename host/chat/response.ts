@@ -27,7 +27,10 @@ export const executionIdHeader = "x-phronomy-execution-id";
 
 /** A Response streaming the chunks as server-sent events with their
  * positions as event ids. */
-export function toUIMessageStreamResponse(stream: ReadableStream<ChatChunk>, init: { readonly status?: number; readonly headers?: Record<string, string>; readonly executionId?: string } = {}): Response {
+export function toUIMessageStreamResponse(
+  stream: ReadableStream<ChatChunk>,
+  init: { readonly status?: number; readonly headers?: Record<string, string>; readonly executionId?: string } = {},
+): Response {
   const headers: Record<string, string> = { ...uiMessageStreamHeaders, ...init.headers };
   if (init.executionId !== undefined) headers[executionIdHeader] = init.executionId;
   return new Response(toServerSentEvents(stream).pipeThrough(new TextEncoderStream()), { status: init.status ?? 200, headers });
@@ -35,13 +38,15 @@ export function toUIMessageStreamResponse(stream: ReadableStream<ChatChunk>, ini
 
 /** The chunks as SSE text: `id: <position>` and `data: <chunk>` per event. */
 export function toServerSentEvents(stream: ReadableStream<ChatChunk>): ReadableStream<string> {
-  return stream.pipeThrough(new TransformStream<ChatChunk, string>({
-    transform(chunk, controller) {
-      const { position, ...uiChunk } = chunk;
-      controller.enqueue(`id: ${position}\ndata: ${JSON.stringify(uiChunk)}\n\n`);
-    },
-    flush(controller) {
-      controller.enqueue("data: [DONE]\n\n");
-    },
-  }));
+  return stream.pipeThrough(
+    new TransformStream<ChatChunk, string>({
+      transform(chunk, controller) {
+        const { position, ...uiChunk } = chunk;
+        controller.enqueue(`id: ${position}\ndata: ${JSON.stringify(uiChunk)}\n\n`);
+      },
+      flush(controller) {
+        controller.enqueue("data: [DONE]\n\n");
+      },
+    }),
+  );
 }

@@ -78,13 +78,20 @@ export class TimelineTranslator {
     this.lastSeq = step.seq;
     const payload = asObject(step.payload);
     switch (step.kind) {
-      case "provider_barrier": return this.providerBarrier(step.seq, String(payload["callId"] ?? ""));
-      case "model_response": return this.modelResponse(payload, finalAnswer(next, row));
-      case "approval_requested": return { chunks: this.approvalRequested(asObject(payload["approvalRequest"])) };
-      case "approval_decided": return { chunks: this.approvalDecided(payload) };
-      case "tool_results": return { chunks: toolResults(payload) };
-      case "terminal": return { chunks: this.terminal(payload, row, isLast) };
-      default: return { chunks: [] };
+      case "provider_barrier":
+        return this.providerBarrier(step.seq, String(payload["callId"] ?? ""));
+      case "model_response":
+        return this.modelResponse(payload, finalAnswer(next, row));
+      case "approval_requested":
+        return { chunks: this.approvalRequested(asObject(payload["approvalRequest"])) };
+      case "approval_decided":
+        return { chunks: this.approvalDecided(payload) };
+      case "tool_results":
+        return { chunks: toolResults(payload) };
+      case "terminal":
+        return { chunks: this.terminal(payload, row, isLast) };
+      default:
+        return { chunks: [] };
     }
   }
 
@@ -108,7 +115,12 @@ export class TimelineTranslator {
       chunks.push({ type: "text-start", id }, { type: "text-delta", id, delta: text }, { type: "text-end", id });
     }
     for (const toolCall of asArray(payload["toolCalls"]).map(asObject)) {
-      chunks.push({ type: "tool-input-available", toolCallId: String(toolCall["callId"]), toolName: String(toolCall["toolName"]), input: toolCall["input"] ?? null });
+      chunks.push({
+        type: "tool-input-available",
+        toolCallId: String(toolCall["callId"]),
+        toolName: String(toolCall["toolName"]),
+        input: toolCall["input"] ?? null,
+      });
     }
     if (call !== undefined) call.answered = true;
     return { chunks, answers: { barrierSeq, callId: String(payload["callId"] ?? call?.callId ?? ""), text, replaced: text !== modelText } };
@@ -125,7 +137,12 @@ export class TimelineTranslator {
     const approvals = this.approvals;
     if (approvals === undefined || approvals.approvalId !== payload["approvalId"]) return [];
     const reason = typeof payload["reason"] === "string" ? { reason: payload["reason"] } : {};
-    return approvals.callIds.map((toolCallId) => ({ type: "tool-approval-response", approvalId: uiApprovalId(approvals.approvalId, toolCallId), approved: payload["approved"] === true, ...reason }));
+    return approvals.callIds.map((toolCallId) => ({
+      type: "tool-approval-response",
+      approvalId: uiApprovalId(approvals.approvalId, toolCallId),
+      approved: payload["approved"] === true,
+      ...reason,
+    }));
   }
 
   private terminal(payload: JsonObject, row: ExecutionRow | undefined, isLast: boolean): UIMessageChunk[] {
@@ -177,15 +194,17 @@ export function textPartId(barrierSeq: number): string {
 
 function toolResults(payload: JsonObject): UIMessageChunk[] {
   const declined = payload["declined"] === true;
-  return asArray(payload["results"]).map(asObject).map((result): UIMessageChunk => {
-    const toolCallId = String(result["callId"]);
-    if (declined) return { type: "tool-output-denied", toolCallId };
-    if (result["isError"] === true) {
-      const error = asObject(result["output"]);
-      return { type: "tool-output-error", toolCallId, errorText: typeof error["message"] === "string" ? error["message"] : JSON.stringify(result["output"]) };
-    }
-    return { type: "tool-output-available", toolCallId, output: result["output"] ?? null };
-  });
+  return asArray(payload["results"])
+    .map(asObject)
+    .map((result): UIMessageChunk => {
+      const toolCallId = String(result["callId"]);
+      if (declined) return { type: "tool-output-denied", toolCallId };
+      if (result["isError"] === true) {
+        const error = asObject(result["output"]);
+        return { type: "tool-output-error", toolCallId, errorText: typeof error["message"] === "string" ? error["message"] : JSON.stringify(result["output"]) };
+      }
+      return { type: "tool-output-available", toolCallId, output: result["output"] ?? null };
+    });
 }
 
 function asObject(value: Json | undefined): JsonObject {

@@ -36,25 +36,40 @@ export interface LoadedAgent {
 export async function loadAgentModule(path: string, context: AgentModuleContext): Promise<LoadedAgent> {
   const modulePath = resolve(path);
   if (!existsSync(modulePath) || !statSync(modulePath).isFile()) {
-    throw new CliError("AGENT_MODULE", `no agent module at ${modulePath}; give the path of a .ts or .js file whose default export is the agent (see ${cliDocsPath()})`);
+    throw new CliError(
+      "AGENT_MODULE",
+      `no agent module at ${modulePath}; give the path of a .ts or .js file whose default export is the agent (see ${cliDocsPath()})`,
+    );
   }
   let exported: unknown;
   try {
-    const imported = await import(pathToFileURL(modulePath).href) as { default?: unknown };
+    const imported = (await import(pathToFileURL(modulePath).href)) as { default?: unknown };
     exported = imported.default;
   } catch (error) {
     const unknownExtension = (error as { code?: unknown } | null)?.code === "ERR_UNKNOWN_FILE_EXTENSION";
     const hint = unknownExtension ? " (TypeScript agent modules need tsx beside phronomy: npm install --save-dev tsx; or compile the module to .js)" : "";
-    throw new CliError("AGENT_MODULE", `cannot load the agent module ${modulePath}: ${error instanceof Error ? error.message : String(error)}${hint}`, undefined, { cause: error });
+    throw new CliError(
+      "AGENT_MODULE",
+      `cannot load the agent module ${modulePath}: ${error instanceof Error ? error.message : String(error)}${hint}`,
+      undefined,
+      { cause: error },
+    );
   }
   if (exported === undefined) {
-    throw new CliError("AGENT_MODULE", `the agent module ${modulePath} has no default export; export default { id, model?, tools, instructions } or a function returning it`);
+    throw new CliError(
+      "AGENT_MODULE",
+      `the agent module ${modulePath} has no default export; export default { id, model?, tools, instructions } or a function returning it`,
+    );
   }
   const produced = await definitionOf(exported, context, modulePath);
   return { definition: withModel(produced.definition, produced.fromFunction, context, modulePath), modulePath };
 }
 
-async function definitionOf(exported: unknown, context: AgentModuleContext, modulePath: string): Promise<{ definition: AgentModuleDefinition; fromFunction: boolean }> {
+async function definitionOf(
+  exported: unknown,
+  context: AgentModuleContext,
+  modulePath: string,
+): Promise<{ definition: AgentModuleDefinition; fromFunction: boolean }> {
   let value = exported;
   const fromFunction = typeof exported === "function";
   if (fromFunction) {
@@ -62,23 +77,37 @@ async function definitionOf(exported: unknown, context: AgentModuleContext, modu
       value = await (exported as (context: AgentModuleContext) => unknown)(context);
     } catch (error) {
       if (error instanceof CliError) throw error;
-      throw new CliError("AGENT_MODULE", `the agent module ${modulePath}: its default export threw: ${error instanceof Error ? error.message : String(error)}`, undefined, { cause: error });
+      throw new CliError(
+        "AGENT_MODULE",
+        `the agent module ${modulePath}: its default export threw: ${error instanceof Error ? error.message : String(error)}`,
+        undefined,
+        { cause: error },
+      );
     }
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw new CliError("AGENT_MODULE", `the agent module ${modulePath} must export an agent definition { id, model?, tools, instructions } (or a function returning one), got ${Array.isArray(value) ? "an array" : typeof value}`);
+    throw new CliError(
+      "AGENT_MODULE",
+      `the agent module ${modulePath} must export an agent definition { id, model?, tools, instructions } (or a function returning one), got ${Array.isArray(value) ? "an array" : typeof value}`,
+    );
   }
   const definition = value as AgentModuleDefinition;
   if (typeof definition.id !== "string" || definition.id.length === 0) {
-    throw new CliError("AGENT_MODULE", `the agent defined in ${modulePath} has no "id": every agent needs one (it names the agent's conversation in the store)`);
+    throw new CliError(
+      "AGENT_MODULE",
+      `the agent defined in ${modulePath} has no "id": every agent needs one (it names the agent's conversation in the store)`,
+    );
   }
   return { definition, fromFunction };
 }
 
 function withModel(definition: AgentModuleDefinition, fromFunction: boolean, context: AgentModuleContext, modulePath: string): AgentDefinition {
-  const model = fromFunction ? definition.model ?? context.model : context.model ?? definition.model;
+  const model = fromFunction ? (definition.model ?? context.model) : (context.model ?? definition.model);
   if (model === undefined) {
-    throw new CliError("MODEL_NOT_CONFIGURED", `agent "${definition.id}" (${modulePath}) has no model: pass --model openai-compatible:<model> --base-url <url> (or set ${MODEL_VARIABLE} and ${BASE_URL_VARIABLE}), or give the module a model`);
+    throw new CliError(
+      "MODEL_NOT_CONFIGURED",
+      `agent "${definition.id}" (${modulePath}) has no model: pass --model openai-compatible:<model> --base-url <url> (or set ${MODEL_VARIABLE} and ${BASE_URL_VARIABLE}), or give the module a model`,
+    );
   }
   return { ...definition, model };
 }

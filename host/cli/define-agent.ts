@@ -23,9 +23,7 @@ export type AgentModuleDefinition = Omit<AgentDefinition, "model"> & { readonly 
 
 /** An agent module's default export: a definition, or a function (possibly
  * async) returning one given what the command line chose. */
-export type AgentModuleExport =
-  | AgentModuleDefinition
-  | ((context: AgentModuleContext) => AgentModuleDefinition | Promise<AgentModuleDefinition>);
+export type AgentModuleExport = AgentModuleDefinition | ((context: AgentModuleContext) => AgentModuleDefinition | Promise<AgentModuleDefinition>);
 
 /** Types an agent module's default export for `phronomy run`, `approve`,
  * `reject`, `retry` and `recover`; returns it unchanged. */

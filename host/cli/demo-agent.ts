@@ -90,7 +90,10 @@ export function demoAgentDefinition(storePath: string): AgentDefinition {
       if (earlier) return { ...earlier, repeated: true };
       const refund: RefundRecord = {
         refundId: `R-${createHash("sha256").update(idempotencyKey).digest("hex").slice(0, 8).toUpperCase()}`,
-        orderId, amountCents, idempotencyKey, issuedAt: new Date().toISOString(),
+        orderId,
+        amountCents,
+        idempotencyKey,
+        issuedAt: new Date().toISOString(),
       };
       recordRefund(ledgerPath, refund);
       return { ...refund };
@@ -129,7 +132,9 @@ function supportTurn(messages: readonly ConversationMessage[]) {
     return { text: `I'm sorry: I could not refund order ${orderId} (${reason}). A colleague will contact you about a replacement.` };
   }
   const amount = (Number(outcome["amountCents"]) / 100).toFixed(2);
-  return { text: `I'm sorry your ${String(order["item"])} arrived broken. I've refunded €${amount} to your card (refund ${String(outcome["refundId"])}); it shows up within 3 days.` };
+  return {
+    text: `I'm sorry your ${String(order["item"])} arrived broken. I've refunded €${amount} to your card (refund ${String(outcome["refundId"])}); it shows up within 3 days.`,
+  };
 }
 
 function fieldsOf(result: ToolResult): Record<string, Json> {

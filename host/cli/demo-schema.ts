@@ -27,14 +27,17 @@ export function objectSchema<const Fields extends Record<string, FieldKind>>(fie
     for (const name of names) {
       const field = (value as Record<string, unknown>)[name];
       if (fields[name] === "string" && typeof field !== "string") issues.push({ message: "Expected a string", path: [name] });
-      if (fields[name] === "positive integer" && !(typeof field === "number" && Number.isInteger(field) && field > 0)) issues.push({ message: "Expected a positive integer", path: [name] });
+      if (fields[name] === "positive integer" && !(typeof field === "number" && Number.isInteger(field) && field > 0))
+        issues.push({ message: "Expected a positive integer", path: [name] });
     }
     for (const name of Object.keys(value)) if (!(name in fields)) issues.push({ message: "Unknown field", path: [name] });
     return issues.length > 0 ? { issues } : { value: value as ObjectOf<Fields> };
   };
   return {
     "~standard": {
-      version: 1, vendor: "phronomy-demo", validate,
+      version: 1,
+      vendor: "phronomy-demo",
+      validate,
       jsonSchema: { input: () => jsonSchema, output: () => jsonSchema },
     },
   } as DemoSchema<ObjectOf<Fields>>;

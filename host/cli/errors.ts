@@ -93,7 +93,7 @@ export function debugText(error: unknown): string {
   const parts: string[] = [];
   let current: unknown = error;
   for (let depth = 0; current !== undefined && depth < causeDepthMax; depth += 1) {
-    parts.push(current instanceof Error ? current.stack ?? current.message : String(current));
+    parts.push(current instanceof Error ? (current.stack ?? current.message) : String(current));
     current = current instanceof Error ? current.cause : undefined;
   }
   return parts.join("\ncaused by: ");

@@ -16,7 +16,7 @@ export function printJson(value: unknown): void {
 
 /** JSON on one line, cut at `lengthMax` characters. */
 export function compactJson(value: unknown, lengthMax = inlineJsonLengthMax): string {
-  const text = typeof value === "string" ? JSON.stringify(value) : JSON.stringify(value) ?? "undefined";
+  const text = typeof value === "string" ? JSON.stringify(value) : (JSON.stringify(value) ?? "undefined");
   return text.length > lengthMax ? `${text.slice(0, lengthMax - 1)}…` : text;
 }
 

@@ -20,15 +20,24 @@ const candidatesShownMax = 5;
 export async function findExecution(environment: Environment, storePath: string, idOrPrefix: string): Promise<ExecutionRow> {
   const exact = await environment.execution(idOrPrefix);
   if (exact) return exact;
-  const matches = idOrPrefix.length >= prefixLengthMin
-    ? (await environment.executions({ limit: prefixScanMax })).filter((row) => row.executionId.startsWith(idOrPrefix))
-    : [];
+  const matches =
+    idOrPrefix.length >= prefixLengthMin
+      ? (await environment.executions({ limit: prefixScanMax })).filter((row) => row.executionId.startsWith(idOrPrefix))
+      : [];
   if (matches.length === 1) return matches[0]!;
   if (matches.length > 1) {
-    const shown = matches.slice(0, candidatesShownMax).map((row) => row.executionId).join(", ");
-    throw new CliError("EXECUTION_NOT_FOUND", `"${idOrPrefix}" names ${matches.length} executions (${shown}${matches.length > candidatesShownMax ? ", …" : ""}); give more of the id`);
+    const shown = matches
+      .slice(0, candidatesShownMax)
+      .map((row) => row.executionId)
+      .join(", ");
+    throw new CliError(
+      "EXECUTION_NOT_FOUND",
+      `"${idOrPrefix}" names ${matches.length} executions (${shown}${matches.length > candidatesShownMax ? ", …" : ""}); give more of the id`,
+    );
   }
-  throw new CliError("EXECUTION_NOT_FOUND", `no execution "${idOrPrefix}" in the store at ${storePath}; \`phronomy ls\` lists them`, undefined, { details: { executionId: idOrPrefix } });
+  throw new CliError("EXECUTION_NOT_FOUND", `no execution "${idOrPrefix}" in the store at ${storePath}; \`phronomy ls\` lists them`, undefined, {
+    details: { executionId: idOrPrefix },
+  });
 }
 
 /** The definition that continues executions of `agentId`. */
@@ -36,10 +45,16 @@ export async function agentFor(agentId: string, modulePath: string | undefined, 
   if (modulePath !== undefined) {
     const loaded = await loadAgentModule(modulePath, context);
     if (loaded.definition.id !== agentId) {
-      throw new CliError("AGENT_MODULE", `${loaded.modulePath} defines agent "${loaded.definition.id}", but ${what} belongs to agent "${agentId}"; pass that agent's module`);
+      throw new CliError(
+        "AGENT_MODULE",
+        `${loaded.modulePath} defines agent "${loaded.definition.id}", but ${what} belongs to agent "${agentId}"; pass that agent's module`,
+      );
     }
     return loaded;
   }
   if (agentId === DEMO_AGENT_ID) return { definition: demoAgentDefinition(context.storePath), modulePath: "(the built-in demo agent)" };
-  throw new CliError("USAGE", `${what} belongs to agent "${agentId}": pass --agent-module <path> (the module that defines it), since an agent's model and tools live in your code, not in the store`);
+  throw new CliError(
+    "USAGE",
+    `${what} belongs to agent "${agentId}": pass --agent-module <path> (the module that defines it), since an agent's model and tools live in your code, not in the store`,
+  );
 }

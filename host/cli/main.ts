@@ -58,7 +58,9 @@ export async function runCli(argv: readonly string[]): Promise<never> {
   // bare exit code 13 ("unsettled top-level await").
   process.on("beforeExit", () => {
     if (finished) return;
-    process.stderr.write("phronomy: [INTERNAL] the command stopped while still waiting for an operation that can no longer finish; rerun it with --debug and report this\n");
+    process.stderr.write(
+      "phronomy: [INTERNAL] the command stopped while still waiting for an operation that can no longer finish; rerun it with --debug and report this\n",
+    );
     process.exit(ExitCode.failure);
   });
   const code = await main(argv);
@@ -78,9 +80,12 @@ export async function main(argv: readonly string[]): Promise<ExitCodeValue> {
   const program = programOf((command, body) => {
     exitCode = 0;
     // Before a peer or a store is looked at: on an old Node that is the one thing to fix.
-    return import("../index.js").then(({ checkSupportedRuntime }) => checkSupportedRuntime()).then(() => body(contextOf(command))).then((code) => {
-      exitCode = code;
-    });
+    return import("../index.js")
+      .then(({ checkSupportedRuntime }) => checkSupportedRuntime())
+      .then(() => body(contextOf(command)))
+      .then((code) => {
+        exitCode = code;
+      });
   });
   try {
     await program.parseAsync([...argv]);
@@ -121,86 +126,120 @@ function programOf(run: Runner): Command {
     .showSuggestionAfterError(true)
     .addHelpText("after", helpAfter);
 
-  const modelOptions = (command: Command) => command
-    .option("--model <provider:model>", `a real model: openai-compatible:<model> (or ${MODEL_VARIABLE})`)
-    .option("--base-url <url>", `the OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (or ${BASE_URL_VARIABLE})`);
+  const modelOptions = (command: Command) =>
+    command
+      .option("--model <provider:model>", `a real model: openai-compatible:<model> (or ${MODEL_VARIABLE})`)
+      .option("--base-url <url>", `the OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (or ${BASE_URL_VARIABLE})`);
 
-  modelOptions(program.command("run")
-    .description("run one execution of an agent module and print its result")
-    .argument("<agent-module>", "a .ts or .js module whose default export is the agent (see Docs below)")
-    .argument("[input]", "the request to the agent; - reads it from stdin"))
+  modelOptions(
+    program
+      .command("run")
+      .description("run one execution of an agent module and print its result")
+      .argument("<agent-module>", "a .ts or .js module whose default export is the agent (see Docs below)")
+      .argument("[input]", "the request to the agent; - reads it from stdin"),
+  )
     .option("--stream", "stream the model's text to stdout as it arrives")
     .option("--timeout <ms>", "end the execution with TIMEOUT after this many milliseconds", positiveInteger)
     .addOption(new Option("--approval-policy <policy>", "which tool calls wait for approval").choices(["tools", "always", "never"]))
-    .action((modulePath: string, input: string | undefined, options, command: Command) => run(command, async (context) => (await commands.run()).runCommand(context, modulePath, input, options)));
+    .action((modulePath: string, input: string | undefined, options, command: Command) =>
+      run(command, async (context) => (await commands.run()).runCommand(context, modulePath, input, options)),
+    );
 
-  program.command("ls")
+  program
+    .command("ls")
     .description("list executions, newest first")
     .addOption(new Option("--status <status>", "only executions with this status or outcome").choices(LIST_FILTERS))
     .option("--agent <id>", "only this agent's executions")
     .option("--limit <n>", `at most this many (default 50, at most ${LIST_LIMIT_MAX})`, positiveInteger)
     .action((options, command: Command) => run(command, async (context) => (await commands.ls()).lsCommand(context, options)));
 
-  program.command("show")
+  program
+    .command("show")
     .description("an execution and its durable timeline")
     .argument("<execution-id>", "the execution (or a unique prefix of its id)")
     .action((executionId: string, _options, command: Command) => run(command, async (context) => (await commands.show()).showCommand(context, executionId)));
 
   for (const approved of [true, false]) {
-    modelOptions(program.command(approved ? "approve" : "reject")
-      .description(approved ? "approve an execution's pending approval and run it to its outcome" : "decline an execution's pending approval (the model is told) and run it to its outcome")
-      .argument("<execution-id>", "the suspended execution (or a unique prefix of its id)")
-      .option("--reason <text>", approved ? "recorded with the decision" : "told to the model and recorded")
-      .option("--approval-id <id>", "decide only if this is the pending approval")
-      .option("--agent-module <path>", "the module defining the execution's agent (not needed for the demo's)"))
-      .action((executionId: string, options, command: Command) => run(command, async (context) => (await commands.decide()).decideCommand(context, executionId, approved, options)));
+    modelOptions(
+      program
+        .command(approved ? "approve" : "reject")
+        .description(
+          approved
+            ? "approve an execution's pending approval and run it to its outcome"
+            : "decline an execution's pending approval (the model is told) and run it to its outcome",
+        )
+        .argument("<execution-id>", "the suspended execution (or a unique prefix of its id)")
+        .option("--reason <text>", approved ? "recorded with the decision" : "told to the model and recorded")
+        .option("--approval-id <id>", "decide only if this is the pending approval")
+        .option("--agent-module <path>", "the module defining the execution's agent (not needed for the demo's)"),
+    ).action((executionId: string, options, command: Command) =>
+      run(command, async (context) => (await commands.decide()).decideCommand(context, executionId, approved, options)),
+    );
   }
 
-  program.command("cancel")
+  program
+    .command("cancel")
     .description("cancel an execution by id (running: after its work in flight; suspended: at once) and print how it ended")
     .argument("<execution-id>", "the execution (or a unique prefix of its id)")
     .option("--reason <text>", "recorded with the cancellation")
-    .action((executionId: string, options, command: Command) => run(command, async (context) => (await commands.cancel()).cancelCommand(context, executionId, options)));
+    .action((executionId: string, options, command: Command) =>
+      run(command, async (context) => (await commands.cancel()).cancelCommand(context, executionId, options)),
+    );
 
-  modelOptions(program.command("retry")
-    .description("continue a failed, timed-out or cancelled execution from its last durable step as a new attempt")
-    .argument("<execution-id>", "the execution (or a unique prefix of its id)")
-    .option("--agent-module <path>", "the module defining the execution's agent (not needed for the demo's)"))
-    .action((executionId: string, options, command: Command) => run(command, async (context) => (await commands.retry()).retryCommand(context, executionId, options)));
+  modelOptions(
+    program
+      .command("retry")
+      .description("continue a failed, timed-out or cancelled execution from its last durable step as a new attempt")
+      .argument("<execution-id>", "the execution (or a unique prefix of its id)")
+      .option("--agent-module <path>", "the module defining the execution's agent (not needed for the demo's)"),
+  ).action((executionId: string, options, command: Command) =>
+    run(command, async (context) => (await commands.retry()).retryCommand(context, executionId, options)),
+  );
 
-  modelOptions(program.command("recover")
-    .description("recover unfinished executions and report what was resolved and what needs attention")
-    .option("--agent-module <path>", "a module defining an agent to recover (repeatable)", collect, [] as string[]))
-    .action((options, command: Command) => run(command, async (context) => (await commands.recover()).recoverCommand(context, options)));
+  modelOptions(
+    program
+      .command("recover")
+      .description("recover unfinished executions and report what was resolved and what needs attention")
+      .option("--agent-module <path>", "a module defining an agent to recover (repeatable)", collect, [] as string[]),
+  ).action((options, command: Command) => run(command, async (context) => (await commands.recover()).recoverCommand(context, options)));
 
-  program.command("prune")
+  program
+    .command("prune")
     .description("delete finished executions (their timelines too; conversations keep their memory) and say what was removed")
     .option("--older-than <duration>", "finished more than this long ago: 7d, 12h, 30m, 45s, 500ms (default: the retention, 7d)")
     .option("--agent <id>", "only this agent's executions")
     .action((options, command: Command) => run(command, async (context) => (await commands.prune()).pruneCommand(context, options)));
 
-  program.command("ui")
+  program
+    .command("ui")
     .description("a dashboard in the browser: watch executions live, approve, reject, cancel, retry, recover (until Ctrl-C)")
     .option("--host <address>", "the address to listen on (default 127.0.0.1: this machine only)")
     .option("--port <n>", "the port (default: a free one)", port)
     .action((options, command: Command) => run(command, async (context) => (await commands.ui()).uiCommand(context, options)));
 
-  program.command("demo")
+  program
+    .command("demo")
     .description("a support agent that asks approval for a refund, pauses, is approved and answers (no key, no network)")
     .option("--crash", "kill the approving process after the refund's barrier, then recover it")
     .option("--ui", "approve the refund in the dashboard (a browser page) instead; Ctrl-C stops it")
     .addOption(new Option("--crash-child").hideHelp())
     .action((options, command: Command) => run(command, async (context) => (await commands.demo()).demoCommand(context, options)));
 
-  for (const command of program.commands) command.exitOverride().configureOutput({ outputError: () => undefined }).showSuggestionAfterError(true);
+  for (const command of program.commands)
+    command
+      .exitOverride()
+      .configureOutput({ outputError: () => undefined })
+      .showSuggestionAfterError(true);
   return program;
 }
 
 /** `--store`: its default (PHRONOMY_STORE) is shown without a password. */
 function storeOption(): Option {
   const store = process.env[STORE_VARIABLE] ?? STORE_DEFAULT;
-  return new Option("--store <path-or-url>", "the store: a SQLite file path, or a postgres://user@host:5432/db?schema=name URL (its password is never printed; PGPASSWORD works)")
-    .default(store, JSON.stringify(storeForDisplay(store)));
+  return new Option(
+    "--store <path-or-url>",
+    "the store: a SQLite file path, or a postgres://user@host:5432/db?schema=name URL (its password is never printed; PGPASSWORD works)",
+  ).default(store, JSON.stringify(storeForDisplay(store)));
 }
 
 function reportFailure(error: unknown, options: { readonly json: boolean; readonly debug: boolean }): void {

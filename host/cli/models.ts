@@ -26,10 +26,7 @@ export interface ModelSettings {
 }
 
 /** Flags win over environment variables; empty values count as unset. */
-export function modelSettingsOf(
-  flags: { readonly model?: string; readonly baseUrl?: string },
-  environment: NodeJS.ProcessEnv = process.env,
-): ModelSettings {
+export function modelSettingsOf(flags: { readonly model?: string; readonly baseUrl?: string }, environment: NodeJS.ProcessEnv = process.env): ModelSettings {
   return {
     model: nonEmpty(flags.model) ?? nonEmpty(environment[MODEL_VARIABLE]),
     baseUrl: nonEmpty(flags.baseUrl) ?? nonEmpty(environment[BASE_URL_VARIABLE]),
@@ -42,7 +39,10 @@ export function modelSettingsOf(
 export async function createModel(settings: ModelSettings): Promise<LanguageModel | undefined> {
   if (settings.model === undefined) {
     if (settings.baseUrl !== undefined) {
-      throw new CliError("MODEL_NOT_CONFIGURED", `a base URL was given (${settings.baseUrl}) but no model: add --model openai-compatible:<model> (or set ${MODEL_VARIABLE})`);
+      throw new CliError(
+        "MODEL_NOT_CONFIGURED",
+        `a base URL was given (${settings.baseUrl}) but no model: add --model openai-compatible:<model> (or set ${MODEL_VARIABLE})`,
+      );
     }
     return undefined;
   }
@@ -50,14 +50,20 @@ export async function createModel(settings: ModelSettings): Promise<LanguageMode
   const provider = separator < 0 ? settings.model : settings.model.slice(0, separator);
   const modelId = separator < 0 ? "" : settings.model.slice(separator + 1);
   if (!(MODEL_PROVIDERS as readonly string[]).includes(provider) || modelId.length === 0) {
-    throw new CliError("USAGE", `--model ${settings.model}: expected <provider>:<model>, with provider ${MODEL_PROVIDERS.join(" or ")} (e.g. openai-compatible:gpt-4o-mini, openai-compatible:llama3.2)`);
+    throw new CliError(
+      "USAGE",
+      `--model ${settings.model}: expected <provider>:<model>, with provider ${MODEL_PROVIDERS.join(" or ")} (e.g. openai-compatible:gpt-4o-mini, openai-compatible:llama3.2)`,
+    );
   }
   return openAiCompatibleModel(modelId, settings);
 }
 
 async function openAiCompatibleModel(modelId: string, settings: ModelSettings): Promise<LanguageModel> {
   if (settings.baseUrl === undefined) {
-    throw new CliError("MODEL_NOT_CONFIGURED", `--model ${settings.model} needs the endpoint: pass --base-url <url> or set ${BASE_URL_VARIABLE} (e.g. https://api.openai.com/v1, or http://localhost:11434/v1 for Ollama)`);
+    throw new CliError(
+      "MODEL_NOT_CONFIGURED",
+      `--model ${settings.model} needs the endpoint: pass --base-url <url> or set ${BASE_URL_VARIABLE} (e.g. https://api.openai.com/v1, or http://localhost:11434/v1 for Ollama)`,
+    );
   }
   let url: URL;
   try {
@@ -71,7 +77,10 @@ async function openAiCompatibleModel(modelId: string, settings: ModelSettings): 
   // Imported only when a real model is asked for: most commands need none.
   // An optional peer dependency of the package (issue 17).
   const { createOpenAICompatible } = await import("@ai-sdk/openai-compatible").catch((error: unknown) => {
-    throw new CliError("MODEL_NOT_CONFIGURED", `--model ${settings.model} needs the AI SDK provider @ai-sdk/openai-compatible, which is not installed: npm install @ai-sdk/openai-compatible (${error instanceof Error ? error.message : String(error)})`);
+    throw new CliError(
+      "MODEL_NOT_CONFIGURED",
+      `--model ${settings.model} needs the AI SDK provider @ai-sdk/openai-compatible, which is not installed: npm install @ai-sdk/openai-compatible (${error instanceof Error ? error.message : String(error)})`,
+    );
   });
   const provider = createOpenAICompatible({
     name: "openai-compatible",

@@ -49,7 +49,10 @@ export async function settle(run: Run, watch: RunWatch): Promise<Outcome> {
 
 async function executionIdOf(run: Run, error: unknown): Promise<string | undefined> {
   if (error instanceof PhronomyError && error.executionId) return error.executionId;
-  return run.executionId.then((id) => id, () => undefined);
+  return run.executionId.then(
+    (id) => id,
+    () => undefined,
+  );
 }
 
 export interface OutcomeReportOptions {
@@ -85,15 +88,23 @@ export function outcomeJson(outcome: Outcome, options: Pick<OutcomeReportOptions
     case "ended": {
       const { result } = outcome;
       return {
-        executionId: result.executionId, agentId: options.agentId, outcome: result.outcome, output: result.output, usage: result.usage,
-        ...(result.handoff ? { handoff: result.handoff } : {}), ...tally,
+        executionId: result.executionId,
+        agentId: options.agentId,
+        outcome: result.outcome,
+        output: result.output,
+        usage: result.usage,
+        ...(result.handoff ? { handoff: result.handoff } : {}),
+        ...tally,
       };
     }
     case "suspended": {
       const { request } = outcome;
       return {
-        executionId: request.executionId, agentId: options.agentId, outcome: "suspended",
-        approval: { approvalId: request.approvalId, toolCalls: request.toolCalls, argumentsHash: request.argumentsHash }, ...tally,
+        executionId: request.executionId,
+        agentId: options.agentId,
+        outcome: "suspended",
+        approval: { approvalId: request.approvalId, toolCalls: request.toolCalls, argumentsHash: request.argumentsHash },
+        ...tally,
       };
     }
     case "failed":
@@ -125,7 +136,9 @@ function printHuman(context: CliContext, outcome: Outcome, options: OutcomeRepor
       } else if (!options.streamed) {
         process.stdout.write(`${outputText(result.output)}\n`);
       }
-      process.stderr.write(`${pc.green("✔")} ${result.outcome} in ${formatElapsed(counts.elapsedMs)} · execution ${result.executionId} · ${tally.join(" · ")} · ${result.usage.totalTokens} tokens\n`);
+      process.stderr.write(
+        `${pc.green("✔")} ${result.outcome} in ${formatElapsed(counts.elapsedMs)} · execution ${result.executionId} · ${tally.join(" · ")} · ${result.usage.totalTokens} tokens\n`,
+      );
       return;
     }
     case "suspended": {

@@ -40,7 +40,9 @@ export function missingPeersError(missing: readonly MissingPeer[]): CliError {
   const command = npxDemoCommand(missing);
   const reasons = [
     ...(names.includes("ai") ? ["the demo's scripted model is called through the AI SDK, like every model"] : []),
-    ...(names.includes("better-sqlite3") ? [`the store needs better-sqlite3 on Node ${process.versions.node}, where node:sqlite is not built in (Node 22.13 and later)`] : []),
+    ...(names.includes("better-sqlite3")
+      ? [`the store needs better-sqlite3 on Node ${process.versions.node}, where node:sqlite is not built in (Node 22.13 and later)`]
+      : []),
   ];
   const what = names.length === 1 ? "an optional peer dependency" : "optional peer dependencies";
   return new CliError(

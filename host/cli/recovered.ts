@@ -25,7 +25,10 @@ export async function waitUntilSettled(environment: Environment, executionId: st
     if (row === undefined) throw new PhronomyError("INTERNAL", `execution ${executionId} vanished from the store while the CLI waited for it`, { executionId });
     if (row.status === "terminal" || row.status === "suspended") return row;
     if (signal?.aborted) {
-      throw new CliError("INTERRUPTED", `interrupted while execution ${executionId} was being recovered; it is still unfinished, and the next run of its agent (or \`phronomy recover\`) goes on with it`);
+      throw new CliError(
+        "INTERRUPTED",
+        `interrupted while execution ${executionId} was being recovered; it is still unfinished, and the next run of its agent (or \`phronomy recover\`) goes on with it`,
+      );
     }
     await sleep(settlePollIntervalMs);
   }
@@ -34,24 +37,38 @@ export async function waitUntilSettled(environment: Environment, executionId: st
 /** Lets the agent's recovered executions finish and refuses to go on while
  * one still holds the agent (waiting for approval, or needing attention). */
 export async function clearRecovered(
-  context: CliContext, environment: Environment, agentId: string, decideHint: (executionId: string) => string, signal?: AbortSignal,
+  context: CliContext,
+  environment: Environment,
+  agentId: string,
+  decideHint: (executionId: string) => string,
+  signal?: AbortSignal,
 ): Promise<RecoveredExecution[]> {
   const report = await environment.recovery(agentId);
   for (const item of report) {
     if (item.status === "continued") {
-      context.logger.line(`recovering execution ${item.executionId}, left unfinished by an earlier process (phase ${item.phase}, continuation ${item.continuation ?? "?"})…`);
+      context.logger.line(
+        `recovering execution ${item.executionId}, left unfinished by an earlier process (phase ${item.phase}, continuation ${item.continuation ?? "?"})…`,
+      );
       const row = await waitUntilSettled(environment, item.executionId, signal);
       context.logger.line(`recovered execution ${item.executionId}: ${stateOf(row)}${row.error ? ` [${row.error.code}]` : ""}`);
       if (row.status === "suspended") throw busyWithApproval(agentId, item.executionId, decideHint);
     } else if (item.status === "suspended") {
       throw busyWithApproval(agentId, item.executionId, decideHint);
     } else if (item.status === "needs_attention") {
-      throw new PhronomyError("EXECUTION_REHYDRATION_REQUIRED", `agent "${agentId}" holds execution ${item.executionId} (phase ${item.phase}), which recovery could not continue: ${item.reason ?? "no reason given"}; inspect it with \`phronomy show ${item.executionId}\``, { agentId, executionId: item.executionId });
+      throw new PhronomyError(
+        "EXECUTION_REHYDRATION_REQUIRED",
+        `agent "${agentId}" holds execution ${item.executionId} (phase ${item.phase}), which recovery could not continue: ${item.reason ?? "no reason given"}; inspect it with \`phronomy show ${item.executionId}\``,
+        { agentId, executionId: item.executionId },
+      );
     }
   }
   return report;
 }
 
 function busyWithApproval(agentId: string, executionId: string, decideHint: (executionId: string) => string): PhronomyError {
-  return new PhronomyError("AGENT_BUSY", `agent "${agentId}" has execution ${executionId} waiting for approval, and an agent runs one execution at a time: decide it first (${decideHint(executionId)})`, { agentId, executionId });
+  return new PhronomyError(
+    "AGENT_BUSY",
+    `agent "${agentId}" has execution ${executionId} waiting for approval, and an agent runs one execution at a time: decide it first (${decideHint(executionId)})`,
+    { agentId, executionId },
+  );
 }

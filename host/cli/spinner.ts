@@ -14,7 +14,10 @@ export class Spinner {
   private readonly timer: NodeJS.Timeout;
   private stopped = false;
 
-  constructor(private readonly stream: NodeJS.WriteStream, text: string) {
+  constructor(
+    private readonly stream: NodeJS.WriteStream,
+    text: string,
+  ) {
     this.text = text;
     this.stream.write(hideCursor);
     this.render();

@@ -66,7 +66,8 @@ export function resolveStore(given: string, options: { readonly mustExist: boole
   if (withoutScheme.length === 0) throw new CliError("USAGE", "--store needs a file path");
   const path = resolve(withoutScheme);
   if (existsSync(path)) {
-    if (statSync(path).isDirectory()) throw new CliError("USAGE", `--store ${given} is a directory; give the store's file path (e.g. ${given.replace(/\/$/, "")}/store.db)`);
+    if (statSync(path).isDirectory())
+      throw new CliError("USAGE", `--store ${given} is a directory; give the store's file path (e.g. ${given.replace(/\/$/, "")}/store.db)`);
   } else if (options.mustExist) {
     throw new CliError("STORE_NOT_FOUND", `no store at ${path}: \`phronomy demo\` or \`phronomy run\` creates one, or pass --store <path>`);
   } else {
@@ -119,7 +120,11 @@ export async function openStore(location: StoreLocation, options: OpenStoreOptio
 }
 
 /** As owner; beside a live owner, as a visitor when the command allows it. */
-async function openOrVisit(location: SqliteLocation, options: OpenStoreOptions, common: { readonly logger: Logger; readonly recover: boolean }): Promise<Environment> {
+async function openOrVisit(
+  location: SqliteLocation,
+  options: OpenStoreOptions,
+  common: { readonly logger: Logger; readonly recover: boolean },
+): Promise<Environment> {
   try {
     return await Phronomy.open({ store: location.path, ...common });
   } catch (error) {
@@ -140,8 +145,10 @@ function explainOpenFailure(error: unknown, location: StoreLocation): unknown {
   const owner = error.details?.owner as { pid?: number; hostname?: string; startedAt?: string } | null | undefined;
   const who = owner?.pid !== undefined ? `process ${owner.pid} on ${owner.hostname ?? "?"} (since ${owner.startedAt ?? "?"})` : "another process";
   return new StoreError(
-    oneLine(`the store at ${location.path} is owned by ${who}; the CLI opens a store as its owner and one process owns a store at a time — ` +
-      "stop that process (or close its environment) and try again; `ls`, `show`, `approve` and `reject` work beside it (as visitors), `run`, `recover`, `prune` and `demo` need to own the store"),
+    oneLine(
+      `the store at ${location.path} is owned by ${who}; the CLI opens a store as its owner and one process owns a store at a time — `
+        + "stop that process (or close its environment) and try again; `ls`, `show`, `approve` and `reject` work beside it (as visitors), `run`, `recover`, `prune` and `demo` need to own the store",
+    ),
     { cause: error, details: error.details },
   );
 }
@@ -168,6 +175,9 @@ export function storeForDisplay(store: string): string {
 async function checkPostgresStoreExists(location: PostgresLocation): Promise<void> {
   const { schema, found } = await PostgresStore.exists(location.url, location.path);
   if (!found) {
-    throw new CliError("STORE_NOT_FOUND", `no Phronomy store in schema "${schema}" at ${location.path}: \`phronomy run\` creates one, or name the schema with ?schema=<name>`);
+    throw new CliError(
+      "STORE_NOT_FOUND",
+      `no Phronomy store in schema "${schema}" at ${location.path}: \`phronomy run\` creates one, or name the schema with ?schema=<name>`,
+    );
   }
 }

@@ -95,19 +95,31 @@ function formatOffset(milliseconds: number): string {
 function summaryOf(step: StoredStep): string {
   const payload = asRecord(step.payload);
   switch (step.kind) {
-    case "input": return compactJson(step.payload);
-    case "provider_barrier": return `model call ${String(payload["callId"] ?? "?")} · revision ${String(payload["revision"] ?? "?")}`;
-    case "recovered": return `by process ${String(payload["pid"] ?? "?")}: from ${String(payload["phase"] ?? "?")}, continuing with ${String(payload["continuation"] ?? "?")}`;
-    case "model_response": return modelResponseSummary(payload);
-    case "tool_barrier": return toolBarrierSummary(payload);
-    case "tool_results": return toolResultsSummary(payload);
-    case "approval_requested": return approvalRequestedSummary(payload);
-    case "approval_decided": return approvalDecidedSummary(payload);
-    case "terminal": return `${String(payload["outcome"] ?? "?")} · revision ${String(payload["revision"] ?? "?")}${payload["whileQueued"] === true ? " · while queued" : ""}`;
+    case "input":
+      return compactJson(step.payload);
+    case "provider_barrier":
+      return `model call ${String(payload["callId"] ?? "?")} · revision ${String(payload["revision"] ?? "?")}`;
+    case "recovered":
+      return `by process ${String(payload["pid"] ?? "?")}: from ${String(payload["phase"] ?? "?")}, continuing with ${String(payload["continuation"] ?? "?")}`;
+    case "model_response":
+      return modelResponseSummary(payload);
+    case "tool_barrier":
+      return toolBarrierSummary(payload);
+    case "tool_results":
+      return toolResultsSummary(payload);
+    case "approval_requested":
+      return approvalRequestedSummary(payload);
+    case "approval_decided":
+      return approvalDecidedSummary(payload);
+    case "terminal":
+      return `${String(payload["outcome"] ?? "?")} · revision ${String(payload["revision"] ?? "?")}${payload["whileQueued"] === true ? " · while queued" : ""}`;
     case "model_attempt_failed":
-    case "tool_attempt_failed": return attemptSummary(payload);
-    case "queued": return `behind the running execution, position ${String(payload["position"] ?? "?")}${payload["interrupt"] === true ? " (interrupt: it runs next)" : ""}`;
-    default: return compactJson(step.payload);
+    case "tool_attempt_failed":
+      return attemptSummary(payload);
+    case "queued":
+      return `behind the running execution, position ${String(payload["position"] ?? "?")}${payload["interrupt"] === true ? " (interrupt: it runs next)" : ""}`;
+    default:
+      return compactJson(step.payload);
   }
 }
 
@@ -140,12 +152,15 @@ function toolBarrierSummary(payload: Record_): string {
 
 function toolResultsSummary(payload: Record_): string {
   const results = asArray(payload["results"]).map(asRecord);
-  return results.map((result) => {
-    const output = asRecord(result["output"]);
-    if (payload["declined"] === true || output["declined"] === true) return `${String(result["toolName"])} declined (${String(output["reason"] ?? "no reason")})`;
-    const marker = result["isError"] === true ? " (error)" : "";
-    return `${String(result["toolName"])}${marker} → ${compactJson(result["output"], 80)}`;
-  }).join("; ");
+  return results
+    .map((result) => {
+      const output = asRecord(result["output"]);
+      if (payload["declined"] === true || output["declined"] === true)
+        return `${String(result["toolName"])} declined (${String(output["reason"] ?? "no reason")})`;
+      const marker = result["isError"] === true ? " (error)" : "";
+      return `${String(result["toolName"])}${marker} → ${compactJson(result["output"], 80)}`;
+    })
+    .join("; ");
 }
 
 function approvalRequestedSummary(payload: Record_): string {

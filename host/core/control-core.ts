@@ -3,18 +3,14 @@
 // memory, derived from the layout constants in assembly/abi.ts. The host
 // never writes core memory.
 
-import {
-  AgentLifecycle, AgentRecord, ConversationRecord, EffectLayout, ExecutionRecord, Limit, ResultCode,
-} from "../../assembly/abi.js";
+import { AgentLifecycle, AgentRecord, ConversationRecord, EffectLayout, ExecutionRecord, Limit, ResultCode } from "../../assembly/abi.js";
 import { InvalidInputError } from "../errors.js";
 import { instantiateCore, type CoreExports } from "./core-exports.js";
 import { decodeEffect, type CoreEffect } from "./effects.js";
 import { loadCoreModule } from "./load-core.js";
 import { messageKindName } from "./names.js";
 import { CoreFailureError } from "../errors.js";
-import type {
-  AgentRecordView, ControlMachine, ConversationRecordView, CoreLimits, CoreSnapshot, ExecutionRecordView,
-} from "./machine.js";
+import type { AgentRecordView, ControlMachine, ConversationRecordView, CoreLimits, CoreSnapshot, ExecutionRecordView } from "./machine.js";
 
 export const DEFAULT_CORE_LIMITS: CoreLimits = {
   agentsMax: Limit.AgentsMaxDefault,
@@ -26,8 +22,8 @@ export const DEFAULT_CORE_LIMITS: CoreLimits = {
 export class CoreLimitError extends InvalidInputError {
   constructor(limits: CoreLimits) {
     super(
-      `phronomy core: limits out of range (agentsMax ${limits.agentsMax}, executionsMax ${limits.executionsMax}); ` +
-      `use 1..${Limit.AgentsMaxCeiling} agents and 1..${Limit.ExecutionsMaxCeiling} executions`,
+      `phronomy core: limits out of range (agentsMax ${limits.agentsMax}, executionsMax ${limits.executionsMax}); `
+        + `use 1..${Limit.AgentsMaxCeiling} agents and 1..${Limit.ExecutionsMaxCeiling} executions`,
     );
   }
 }
@@ -49,9 +45,13 @@ export class ControlCore implements ControlMachine {
   }
 
   constructor(module: WebAssembly.Module, limits: CoreLimits) {
-    const valid = Number.isInteger(limits.agentsMax) && Number.isInteger(limits.executionsMax) &&
-      limits.agentsMax >= 1 && limits.agentsMax <= Limit.AgentsMaxCeiling &&
-      limits.executionsMax >= 1 && limits.executionsMax <= Limit.ExecutionsMaxCeiling;
+    const valid =
+      Number.isInteger(limits.agentsMax)
+      && Number.isInteger(limits.executionsMax)
+      && limits.agentsMax >= 1
+      && limits.agentsMax <= Limit.AgentsMaxCeiling
+      && limits.executionsMax >= 1
+      && limits.executionsMax <= Limit.ExecutionsMaxCeiling;
     if (!valid) throw new CoreLimitError(limits);
     this.limits = limits;
     this.exports = instantiateCore(module);

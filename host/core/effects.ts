@@ -43,40 +43,74 @@ export type CoreEffect =
  * not know: that would be a core/host version mismatch, a programmer error. */
 export function decodeEffect(kind: number, a: number, b: number, c: number, d: number): CoreEffect {
   switch (kind as EffectKind) {
-    case EffectKind.AgentRegistered: return { kind, agent: a, generation: b };
-    case EffectKind.FailRequest: return { kind, request: a, code: b };
-    case EffectKind.SubmitPrepare: return { kind, agent: a, ownerToken: b, request: c };
-    case EffectKind.ExecutionInstalled: return { kind, execution: a, generation: b, request: c };
-    case EffectKind.StartSession: return { kind, execution: a, session: b };
-    case EffectKind.SubmitProviderBarrier: return { kind, execution: a, session: b, expectedRevision: c };
-    case EffectKind.SubmitToolBarrier: return { kind, execution: a, session: b, expectedRevision: c };
-    case EffectKind.StartProviderCall: return { kind, execution: a, session: b };
-    case EffectKind.StartToolBatch: return { kind, execution: a, session: b, toolCount: c };
-    case EffectKind.SetupFailed: return { kind, execution: a, session: b, failure: c };
-    case EffectKind.RecoveryRequired: return { kind, slot: a, scope: b, code: c };
-    case EffectKind.DropStale: return { kind, messageKind: a, code: b };
-    case EffectKind.DeferTerminal: return { kind, execution: a, session: b };
-    case EffectKind.PostDeferredTerminal: return { kind, execution: a, session: b };
-    case EffectKind.SubmitTerminalCommit: return { kind, execution: a, session: b, expectedRevision: c };
-    case EffectKind.RegisterWaiter: return { kind, execution: a, request: b };
-    case EffectKind.DeliverOutcome: return { kind, execution: a, outcome: b };
-    case EffectKind.FailWaiters: return { kind, execution: a, code: b };
-    case EffectKind.ReleaseExecution: return { kind, execution: a, generation: b };
-    case EffectKind.SubmitApprovalCommit: return { kind, execution: a, expectedRevision: b, request: c };
-    case EffectKind.ResumeSession: return { kind, execution: a, session: b, approved: c === 1 };
-    case EffectKind.ContinueSession: return { kind, execution: a, session: b, continuation: c };
-    case EffectKind.DeliverStartFailure: return { kind, request: a, outcome: b };
-    case EffectKind.SubmitCancelCommit: return { kind, execution: a, expectedRevision: b, request: c };
-    case EffectKind.AdmissionDecided: return { kind, request: a, verdict: b, agent: c, interrupt: d === 1 };
-    case EffectKind.ReadRows: return { kind, agent: a, epoch: b, rows: c, readQueue: d === 1 };
-    case EffectKind.RecoveryJoined: return { kind, agent: a, epoch: b };
-    case EffectKind.RetryAfter: return { kind, agent: a, epoch: b, delayMs: c };
-    case EffectKind.OpenAdmissions: return { kind, agent: a };
-    case EffectKind.OpenInbox: return { kind, agent: a };
-    case EffectKind.RestoreQueue: return { kind, agent: a };
-    case EffectKind.StartHead: return { kind, agent: a };
-    case EffectKind.ReleaseConversation: return { kind, agent: a, generation: b };
-    default: throw new Error(`core emitted unknown effect kind ${kind}: host and core.wasm are from different builds`);
+    case EffectKind.AgentRegistered:
+      return { kind, agent: a, generation: b };
+    case EffectKind.FailRequest:
+      return { kind, request: a, code: b };
+    case EffectKind.SubmitPrepare:
+      return { kind, agent: a, ownerToken: b, request: c };
+    case EffectKind.ExecutionInstalled:
+      return { kind, execution: a, generation: b, request: c };
+    case EffectKind.StartSession:
+      return { kind, execution: a, session: b };
+    case EffectKind.SubmitProviderBarrier:
+      return { kind, execution: a, session: b, expectedRevision: c };
+    case EffectKind.SubmitToolBarrier:
+      return { kind, execution: a, session: b, expectedRevision: c };
+    case EffectKind.StartProviderCall:
+      return { kind, execution: a, session: b };
+    case EffectKind.StartToolBatch:
+      return { kind, execution: a, session: b, toolCount: c };
+    case EffectKind.SetupFailed:
+      return { kind, execution: a, session: b, failure: c };
+    case EffectKind.RecoveryRequired:
+      return { kind, slot: a, scope: b, code: c };
+    case EffectKind.DropStale:
+      return { kind, messageKind: a, code: b };
+    case EffectKind.DeferTerminal:
+      return { kind, execution: a, session: b };
+    case EffectKind.PostDeferredTerminal:
+      return { kind, execution: a, session: b };
+    case EffectKind.SubmitTerminalCommit:
+      return { kind, execution: a, session: b, expectedRevision: c };
+    case EffectKind.RegisterWaiter:
+      return { kind, execution: a, request: b };
+    case EffectKind.DeliverOutcome:
+      return { kind, execution: a, outcome: b };
+    case EffectKind.FailWaiters:
+      return { kind, execution: a, code: b };
+    case EffectKind.ReleaseExecution:
+      return { kind, execution: a, generation: b };
+    case EffectKind.SubmitApprovalCommit:
+      return { kind, execution: a, expectedRevision: b, request: c };
+    case EffectKind.ResumeSession:
+      return { kind, execution: a, session: b, approved: c === 1 };
+    case EffectKind.ContinueSession:
+      return { kind, execution: a, session: b, continuation: c };
+    case EffectKind.DeliverStartFailure:
+      return { kind, request: a, outcome: b };
+    case EffectKind.SubmitCancelCommit:
+      return { kind, execution: a, expectedRevision: b, request: c };
+    case EffectKind.AdmissionDecided:
+      return { kind, request: a, verdict: b, agent: c, interrupt: d === 1 };
+    case EffectKind.ReadRows:
+      return { kind, agent: a, epoch: b, rows: c, readQueue: d === 1 };
+    case EffectKind.RecoveryJoined:
+      return { kind, agent: a, epoch: b };
+    case EffectKind.RetryAfter:
+      return { kind, agent: a, epoch: b, delayMs: c };
+    case EffectKind.OpenAdmissions:
+      return { kind, agent: a };
+    case EffectKind.OpenInbox:
+      return { kind, agent: a };
+    case EffectKind.RestoreQueue:
+      return { kind, agent: a };
+    case EffectKind.StartHead:
+      return { kind, agent: a };
+    case EffectKind.ReleaseConversation:
+      return { kind, agent: a, generation: b };
+    default:
+      throw new Error(`core emitted unknown effect kind ${kind}: host and core.wasm are from different builds`);
   }
 }
 

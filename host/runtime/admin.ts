@@ -156,9 +156,14 @@ export class Admin {
     }
     if (query.agentId !== undefined) filter.agentId = query.agentId;
     const rows = await this.environment.executions(filter as ExecutionListFilter);
-    return rows.filter((row) => (query.idPrefix === undefined || row.executionId.startsWith(query.idPrefix))
-      && (query.since === undefined || row.createdAt >= query.since)
-      && (query.until === undefined || row.createdAt < query.until)).slice(0, limit);
+    return rows
+      .filter(
+        (row) =>
+          (query.idPrefix === undefined || row.executionId.startsWith(query.idPrefix))
+          && (query.since === undefined || row.createdAt >= query.since)
+          && (query.until === undefined || row.createdAt < query.until),
+      )
+      .slice(0, limit);
   }
 
   /** Counts per status and outcome over the newest `adminScanMax` rows. */
@@ -242,14 +247,28 @@ export class Admin {
    * anything is decided: rejects); the Run settles with the final outcome. */
   async decide(executionId: string, decision: AdminDecision): Promise<Run> {
     const pending = (await this.environment.pendingApprovals()).find((approval) => approval.executionId === executionId);
-    if (pending === undefined) throw new ApprovalMismatchError(`execution ${executionId} is not waiting for an approval decision (it may have been decided already)`, { executionId, details: { mismatch: "not_suspended" } });
+    if (pending === undefined)
+      throw new ApprovalMismatchError(`execution ${executionId} is not waiting for an approval decision (it may have been decided already)`, {
+        executionId,
+        details: { mismatch: "not_suspended" },
+      });
     if (pending.request.approvalId !== decision.approvalId) {
-      throw new ApprovalMismatchError(`execution ${executionId} waits on approval ${pending.request.approvalId}, not ${decision.approvalId}: look at it again before deciding`, { executionId, details: { mismatch: "approval_id" } });
+      throw new ApprovalMismatchError(
+        `execution ${executionId} waits on approval ${pending.request.approvalId}, not ${decision.approvalId}: look at it again before deciding`,
+        { executionId, details: { mismatch: "approval_id" } },
+      );
     }
     if (decision.argumentsHash !== undefined && pending.request.argumentsHash !== decision.argumentsHash) {
-      throw new ApprovalMismatchError(`the tool arguments of execution ${executionId} are not the ones shown (arguments hash ${pending.request.argumentsHash}, decided on ${decision.argumentsHash}): look at them again before deciding`, { executionId, details: { mismatch: "arguments_hash" } });
+      throw new ApprovalMismatchError(
+        `the tool arguments of execution ${executionId} are not the ones shown (arguments hash ${pending.request.argumentsHash}, decided on ${decision.argumentsHash}): look at them again before deciding`,
+        { executionId, details: { mismatch: "arguments_hash" } },
+      );
     }
-    const resumeDecision = { approvalId: decision.approvalId, approved: decision.approved, ...(decision.reason !== undefined ? { reason: decision.reason } : {}) };
+    const resumeDecision = {
+      approvalId: decision.approvalId,
+      approved: decision.approved,
+      ...(decision.reason !== undefined ? { reason: decision.reason } : {}),
+    };
     validateResumeDecision(executionId, resumeDecision, "env.admin.decide()");
     const defined = this.environment.agentHandle(pending.agentId);
     if (defined !== undefined) return defined.resume(executionId, resumeDecision);
@@ -257,7 +276,10 @@ export class Admin {
     // the agent's lease): filed in the approval inbox for its owner.
     const remote = this.environment.remoteResumesFor(pending.agentId);
     if (remote === undefined) {
-      throw new InvalidInputError(`agent "${pending.agentId}" is not defined in this environment, which owns the store: define it (env.agent) before deciding its approvals, since the decision runs the execution on here`, { agentId: pending.agentId, executionId });
+      throw new InvalidInputError(
+        `agent "${pending.agentId}" is not defined in this environment, which owns the store: define it (env.agent) before deciding its approvals, since the decision runs the execution on here`,
+        { agentId: pending.agentId, executionId },
+      );
     }
     this.environment.assertOpen(`a decision on execution ${executionId}`);
     const waiter = new Waiter(pending.agentId, undefined);
@@ -294,13 +316,17 @@ function processAlive(pid: number): boolean {
 function checkQuery(query: AdminExecutionQuery): number {
   if (typeof query !== "object" || query === null) throw new InvalidInputError("env.admin.executions(query): the query must be an object");
   if (query.status !== undefined && !statusNames.has(query.status) && !outcomeNames.has(query.status) && query.status !== "recovery_required") {
-    throw new InvalidInputError(`env.admin.executions(query): unknown status ${JSON.stringify(query.status)}; expected one of ${[...statusNames, ...outcomeNames, "recovery_required"].join(", ")}`);
+    throw new InvalidInputError(
+      `env.admin.executions(query): unknown status ${JSON.stringify(query.status)}; expected one of ${[...statusNames, ...outcomeNames, "recovery_required"].join(", ")}`,
+    );
   }
   for (const key of ["since", "until"] as const) {
     const value = query[key];
-    if (value !== undefined && !Number.isFinite(value)) throw new InvalidInputError(`env.admin.executions(query): "${key}" must be a time in ms since the epoch`);
+    if (value !== undefined && !Number.isFinite(value))
+      throw new InvalidInputError(`env.admin.executions(query): "${key}" must be a time in ms since the epoch`);
   }
   const limit = query.limit ?? 100;
-  if (!Number.isSafeInteger(limit) || limit < 1 || limit > adminScanMax) throw new InvalidInputError(`env.admin.executions(query): "limit" must be an integer from 1 to ${adminScanMax}`);
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > adminScanMax)
+    throw new InvalidInputError(`env.admin.executions(query): "limit" must be an integer from 1 to ${adminScanMax}`);
   return limit;
 }

@@ -79,7 +79,7 @@ export class AgentRecoveries {
     for (const agentId of this.host.conversations.liveIds()) {
       await this.host.conversations.liveEntry(agentId)?.catch(() => undefined);
       if (leasing && leasing.leaseOf(agentId) === undefined) continue;
-      const recovered = await this.oneAtATime(agentId, () => this.host.conversations.holding(agentId, (entry) => this.recoverAgentEntry(entry))) ?? [];
+      const recovered = (await this.oneAtATime(agentId, () => this.host.conversations.holding(agentId, (entry) => this.recoverAgentEntry(entry)))) ?? [];
       report.push(...recovered);
       if (recovered.some((item) => item.status === "suspended")) this.host.inboxApplier()?.agentReady(agentId);
     }
@@ -94,7 +94,13 @@ export class AgentRecoveries {
         for (const row of rows) {
           const name = row.metadata.config?.["definition"];
           const define = typeof name === "string" ? `the definition named "${name}"` : `agent "${row.agentId}"`;
-          report.push({ executionId: row.executionId, agentId: row.agentId, phase: row.phase, status: "waiting_for_agent", reason: `define ${define} in this environment to recover it` });
+          report.push({
+            executionId: row.executionId,
+            agentId: row.agentId,
+            phase: row.phase,
+            status: "waiting_for_agent",
+            reason: `define ${define} in this environment to recover it`,
+          });
         }
         continue;
       }
@@ -109,7 +115,7 @@ export class AgentRecoveries {
         use.done();
       }
     }
-    report.push(...await this.queuedReport());
+    report.push(...(await this.queuedReport()));
     return report;
   }
 
@@ -120,14 +126,22 @@ export class AgentRecoveries {
     const reader = queueReaderOf(this.host.store);
     if (reader === undefined) return [];
     const messages = await reader.listQueuedMessages({ limit: queuedReportedMax });
-    messages.sort((a, b) => a.agentId < b.agentId ? -1 : a.agentId > b.agentId ? 1 : a.seq - b.seq);
+    messages.sort((a, b) => (a.agentId < b.agentId ? -1 : a.agentId > b.agentId ? 1 : a.seq - b.seq));
     let position = 0;
     return messages.map((message, index) => {
       position = index > 0 && messages[index - 1]!.agentId === message.agentId ? position + 1 : 1;
-      const defined = this.host.conversations.liveKind(message.agentId) ?? this.host.conversations.kindOf(message.agentId, typeof message.config["definition"] === "string" ? message.config["definition"] : undefined);
+      const defined =
+        this.host.conversations.liveKind(message.agentId)
+        ?? this.host.conversations.kindOf(message.agentId, typeof message.config["definition"] === "string" ? message.config["definition"] : undefined);
       return {
-        executionId: message.executionId, agentId: message.agentId, phase: "queued", status: "queued",
-        reason: defined !== undefined ? `queued (position ${position} in its conversation's queue): runs in its turn` : `queued (position ${position}); define its agent in this environment to run it`,
+        executionId: message.executionId,
+        agentId: message.agentId,
+        phase: "queued",
+        status: "queued",
+        reason:
+          defined !== undefined
+            ? `queued (position ${position} in its conversation's queue): runs in its turn`
+            : `queued (position ${position}); define its agent in this environment to run it`,
       };
     });
   }
@@ -147,10 +161,12 @@ export class AgentRecoveries {
     this.unfinishedReadAt = performance.now();
     const heads = queueStoreOf(this.host.store)?.queueHeads?.() ?? [];
     this.unfinished = Promise.all([this.host.store.unfinishedExecutions(), heads]).then(([rows, queued]) => {
-      this.queuedAtOpen = new Map(queued.map((head) => {
-        const name = head.config["definition"];
-        return [head.agentId, typeof name === "string" ? name : undefined];
-      }));
+      this.queuedAtOpen = new Map(
+        queued.map((head) => {
+          const name = head.config["definition"];
+          return [head.agentId, typeof name === "string" ? name : undefined];
+        }),
+      );
       const byAgent = new Map<string, ExecutionRow[]>();
       for (const row of rows) {
         const list = byAgent.get(row.agentId);
@@ -171,7 +187,10 @@ export class AgentRecoveries {
     // Its queued messages wait behind what was recovered (docs/decisions/0025).
     await this.host.queues.restore(entry);
     for (const item of report) {
-      if (item.status === "needs_attention") this.host.coordinator.settings.logger.warn(`[phronomy] execution ${item.executionId} of agent "${item.agentId}" (phase ${item.phase}) needs attention: ${item.reason ?? ""}`);
+      if (item.status === "needs_attention")
+        this.host.coordinator.settings.logger.warn(
+          `[phronomy] execution ${item.executionId} of agent "${item.agentId}" (phase ${item.phase}) needs attention: ${item.reason ?? ""}`,
+        );
     }
     return report;
   }
@@ -184,7 +203,7 @@ export class AgentRecoveries {
     const scanning = given === undefined ? this.unfinishedByAgent() : undefined;
     // When the rows were read: the scan's start (taken before awaiting it,
     // a later pass may start another).
-    const readAt = scanning !== undefined ? this.unfinishedReadAt : givenReadAt ?? -Infinity;
+    const readAt = scanning !== undefined ? this.unfinishedReadAt : (givenReadAt ?? -Infinity);
     const scan = scanning !== undefined ? await scanning : undefined;
     const unfinished = given ?? scan?.get(entry.id) ?? [];
     // Taken: a later first use of this conversation must not recover them again.
@@ -200,10 +219,18 @@ export class AgentRecoveries {
         const code = await this.dischargeRecovery(live.slot, live.generation);
         if (code === ResultCode.NotQuiescent) this.settling.add(entry.id);
         if (code === ResultCode.Ok) rows.push(row);
-        else held.push({ executionId: row.executionId, agentId: row.agentId, phase: row.phase, continuation: continuationNameOf(continuationOf(row)), status: "needs_attention", reason: stillSettlingReason(code) });
+        else
+          held.push({
+            executionId: row.executionId,
+            agentId: row.agentId,
+            phase: row.phase,
+            continuation: continuationNameOf(continuationOf(row)),
+            status: "needs_attention",
+            reason: stillSettlingReason(code),
+          });
       }
     }
-    return [...held, ...await recoverAgent(this.host.coordinator, this.host.loop, entry, await this.currentRows(entry, rows, readAt))];
+    return [...held, ...(await recoverAgent(this.host.coordinator, this.host.loop, entry, await this.currentRows(entry, rows, readAt)))];
   }
 
   /** The rows to install, of executions not live here now. One that was
@@ -217,7 +244,9 @@ export class AgentRecoveries {
   private async currentRows(entry: AgentEntry, rows: readonly ExecutionRow[], readAt: number): Promise<readonly ExecutionRow[]> {
     if (rows.length === 0 || !this.host.coordinator.releasedSince(entry, readAt)) return rows;
     const again = await Promise.all(rows.map((row) => this.host.store.getExecution(row.executionId)));
-    return again.filter((row): row is ExecutionRow => row !== undefined && row.status !== "terminal" && this.host.coordinator.entryById(row.executionId) === undefined);
+    return again.filter(
+      (row): row is ExecutionRow => row !== undefined && row.status !== "terminal" && this.host.coordinator.entryById(row.executionId) === undefined,
+    );
   }
 
   /** Releases what a store failure left held for the agent that the rows
@@ -243,7 +272,14 @@ export class AgentRecoveries {
       if (row !== undefined && row.status !== "terminal") continue;
       const code = await this.dischargeRecovery(live.slot, live.generation);
       if (code === ResultCode.NotQuiescent) this.settling.add(entry.id);
-      if (code !== ResultCode.Ok) busy.push({ executionId: live.executionId, agentId: entry.id, phase: row?.phase ?? "terminal", status: "needs_attention", reason: stillSettlingReason(code) });
+      if (code !== ResultCode.Ok)
+        busy.push({
+          executionId: live.executionId,
+          agentId: entry.id,
+          phase: row?.phase ?? "terminal",
+          status: "needs_attention",
+          reason: stillSettlingReason(code),
+        });
     }
     return busy;
   }
@@ -262,7 +298,6 @@ export class AgentRecoveries {
     });
   }
 
-
   /** The store took an agent over (its former owner's lease expired):
    * recover its unfinished executions here (unless `recover: false`). */
   takeOver(agentId: string, epoch: number, retriedAfterMs = 0): void {
@@ -279,23 +314,31 @@ export class AgentRecoveries {
     // through agent.start wait for the recovery (`admissionGate`).
     const leasing = leasingStoreOf(this.host.store);
     leasing?.holdAdmissions(agentId, `it was taken over at lease epoch ${epoch} and its unfinished executions are being recovered`);
-    const recovered = this.host.conversations.holding(agentId, (entry) => this.recoverAgentEntry(entry, takenAt)).then((report = []) => {
-      this.host.inboxApplier()?.agentReady(agentId);
-      // An execution fenced here whose abandoned session still has
-      // operations in flight is released once they settle: try again
-      // soon (backing off), while the partition stays held at this epoch.
-      if (this.settling.delete(agentId)) this.recoverAfterRetake(agentId, epoch, Math.min(settlingRetryMsMax, Math.max(settlingRetryMsMin, 2 * retriedAfterMs)));
-      return report;
-    }).finally(() => {
-      if (this.takeoverRecoveries.get(agentId) === recovered) {
-        this.takeoverRecoveries.delete(agentId);
-        leasing?.holdAdmissions(agentId, undefined);
-        // The queue was restored during the recovery, while its admissions
-        // were held: a head started then was refused and stays queued.
-        this.host.queues.restoreLive(agentId).catch(() => undefined);
-      }
-    });
-    recovered.catch((error: unknown) => this.host.coordinator.settings.logger.warn(`[phronomy] the recovery of agent "${agentId}" after its takeover failed: ${error instanceof Error ? error.message : String(error)}`));
+    const recovered = this.host.conversations
+      .holding(agentId, (entry) => this.recoverAgentEntry(entry, takenAt))
+      .then((report = []) => {
+        this.host.inboxApplier()?.agentReady(agentId);
+        // An execution fenced here whose abandoned session still has
+        // operations in flight is released once they settle: try again
+        // soon (backing off), while the partition stays held at this epoch.
+        if (this.settling.delete(agentId))
+          this.recoverAfterRetake(agentId, epoch, Math.min(settlingRetryMsMax, Math.max(settlingRetryMsMin, 2 * retriedAfterMs)));
+        return report;
+      })
+      .finally(() => {
+        if (this.takeoverRecoveries.get(agentId) === recovered) {
+          this.takeoverRecoveries.delete(agentId);
+          leasing?.holdAdmissions(agentId, undefined);
+          // The queue was restored during the recovery, while its admissions
+          // were held: a head started then was refused and stays queued.
+          this.host.queues.restoreLive(agentId).catch(() => undefined);
+        }
+      });
+    recovered.catch((error: unknown) =>
+      this.host.coordinator.settings.logger.warn(
+        `[phronomy] the recovery of agent "${agentId}" after its takeover failed: ${error instanceof Error ? error.message : String(error)}`,
+      ),
+    );
     this.reports.set(agentId, recovered);
     this.takeoverRecoveries.set(agentId, recovered);
   }
@@ -308,7 +351,7 @@ export class AgentRecoveries {
    * takeover will come: recover the agent now. Any other error (a store
    * fault, a row that moved on): `healLater`. */
   executionHeld(agentId: string, error: PhronomyError): void {
-    const fenced = (error.details as { reason?: unknown; epoch?: unknown } | undefined);
+    const fenced = error.details as { reason?: unknown; epoch?: unknown } | undefined;
     if (fenced?.reason !== "lease_lost" || typeof fenced.epoch !== "number") return this.healLater(agentId);
     // Held, renewed in time or not: a process starved past its lease
     // retakes its own partition at the next epoch, and its admission
@@ -344,14 +387,16 @@ export class AgentRecoveries {
     const leasing = leasingStoreOf(this.host.store)!;
     // After any env.recover() of the agent under way: its rows, read
     // before that recovery ended, could be stale.
-    const still = await this.oneAtATime(agentId, () => this.host.conversations.holding(agentId, async (entry) => {
-      if (!held(entry)) return false;
-      const readAt = performance.now();
-      const rows = await leasing.unfinishedExecutionsOf(agentId);
-      const report = await this.recoverAgentEntry(entry, undefined, rows, readAt);
-      if (report.some((item) => item.status === "suspended")) this.host.inboxApplier()?.agentReady(agentId);
-      return held(entry);
-    }));
+    const still = await this.oneAtATime(agentId, () =>
+      this.host.conversations.holding(agentId, async (entry) => {
+        if (!held(entry)) return false;
+        const readAt = performance.now();
+        const rows = await leasing.unfinishedExecutionsOf(agentId);
+        const report = await this.recoverAgentEntry(entry, undefined, rows, readAt);
+        if (report.some((item) => item.status === "suspended")) this.host.inboxApplier()?.agentReady(agentId);
+        return held(entry);
+      }),
+    );
     return still !== true;
   }
 
@@ -362,13 +407,15 @@ export class AgentRecoveries {
    * when the store cannot be read. */
   async recoverHeld(agentId: string): Promise<void> {
     const leasing = leasingStoreOf(this.host.store);
-    await this.oneAtATime(agentId, () => this.host.conversations.holding(agentId, async (entry) => {
-      // PostgreSQL reads this agent's rows only; SQLite scans once, afresh.
-      const readAt = performance.now();
-      const rows = leasing === undefined ? undefined : await leasing.unfinishedExecutionsOf(agentId);
-      const report = await this.recoverAgentEntry(entry, performance.now(), rows, readAt);
-      if (report.some((item) => item.status === "suspended")) this.host.inboxApplier()?.agentReady(agentId);
-    }));
+    await this.oneAtATime(agentId, () =>
+      this.host.conversations.holding(agentId, async (entry) => {
+        // PostgreSQL reads this agent's rows only; SQLite scans once, afresh.
+        const readAt = performance.now();
+        const rows = leasing === undefined ? undefined : await leasing.unfinishedExecutionsOf(agentId);
+        const report = await this.recoverAgentEntry(entry, performance.now(), rows, readAt);
+        if (report.some((item) => item.status === "suspended")) this.host.inboxApplier()?.agentReady(agentId);
+      }),
+    );
   }
 
   /** Runs `work` after the agent's `env.recover()` or heal under way, if
@@ -377,9 +424,14 @@ export class AgentRecoveries {
   private oneAtATime<T>(agentId: string, work: () => Promise<T>): Promise<T> {
     const before = this.agentRecoveries.get(agentId) ?? Promise.resolve();
     const running = before.catch(() => undefined).then(work);
-    const settled = running.then(() => undefined, () => undefined);
+    const settled = running.then(
+      () => undefined,
+      () => undefined,
+    );
     this.agentRecoveries.set(agentId, settled);
-    void settled.then(() => { if (this.agentRecoveries.get(agentId) === settled) this.agentRecoveries.delete(agentId); });
+    void settled.then(() => {
+      if (this.agentRecoveries.get(agentId) === settled) this.agentRecoveries.delete(agentId);
+    });
     return running;
   }
 
@@ -393,11 +445,16 @@ export class AgentRecoveries {
    * operations still settling). */
   recoverAfterRetake(agentId: string, epoch: number, delayMs = 0): void {
     const running = this.takeoverRecoveries.get(agentId) ?? Promise.resolve();
-    void running.catch(() => undefined).then(() => new Promise((resolve) => delayMs > 0 ? setTimeout(resolve, delayMs).unref() : setImmediate(resolve))).then(() => {
-      if (this.host.closed() || heldEpochOf(this.host.store, agentId) !== epoch) return;
-      this.host.coordinator.settings.logger.debug?.(`[phronomy] agent "${agentId}" holds executions fenced while its partition was lost; taken back at lease epoch ${epoch}: recovering them`);
-      this.takeOver(agentId, epoch, delayMs);
-    });
+    void running
+      .catch(() => undefined)
+      .then(() => new Promise((resolve) => (delayMs > 0 ? setTimeout(resolve, delayMs).unref() : setImmediate(resolve))))
+      .then(() => {
+        if (this.host.closed() || heldEpochOf(this.host.store, agentId) !== epoch) return;
+        this.host.coordinator.settings.logger.debug?.(
+          `[phronomy] agent "${agentId}" holds executions fenced while its partition was lost; taken back at lease epoch ${epoch}: recovering them`,
+        );
+        this.takeOver(agentId, epoch, delayMs);
+      });
   }
 
   /** What a start of the agent waits for before it is posted:

@@ -149,23 +149,39 @@ export class Agent {
     const startedAt = settings.now();
     const entry = this.use(waiter);
     const gate = this.environment.admissionGate(this.id);
-    const ready = gate === undefined ? entry : gate.then(() => entry, () => entry);
-    ready.then((agent) => {
-      const timeoutMs = options.timeoutMs ?? agent.definition.timeoutMs;
-      const deadline = timeoutMs !== undefined ? startedAt + timeoutMs : undefined;
-      const request: StartRequest = { type: "start", agent, waiter, ...startInput, options, deadline, ...(executionId !== undefined ? { executionId } : {}) };
-      const { coordinator, loop } = this.environment;
-      loop.post(() => {
-        // Another live process holds the conversation's partition: it runs
-        // the start (docs/decisions/0031).
-        const remote = filedAs === undefined ? this.environment.remoteStartsFor(this.id) : undefined;
-        if (remote !== undefined) return this.fileStart(remote, given, options, executionId ?? randomUUID(), outer, waiter);
-        // Behind messages queued for this conversation, if any (docs/decisions/0025).
-        if (this.environment.queues.take(request)) return;
-        const handle = coordinator.requests.add(request);
-        coordinator.apply(M.Start, agent.slot, agent.generation, handle, options.signal?.aborted ? 1 : 0);
-      }, { admission: true, completion: { fail: (error) => settleWaiterWithError(waiter, error as PhronomyError, settings) }, label: `a start of agent "${this.id}"` });
-    }, (error: unknown) => settleWaiterWithError(waiter, error as PhronomyError, settings));
+    const ready =
+      gate === undefined
+        ? entry
+        : gate.then(
+            () => entry,
+            () => entry,
+          );
+    ready.then(
+      (agent) => {
+        const timeoutMs = options.timeoutMs ?? agent.definition.timeoutMs;
+        const deadline = timeoutMs !== undefined ? startedAt + timeoutMs : undefined;
+        const request: StartRequest = { type: "start", agent, waiter, ...startInput, options, deadline, ...(executionId !== undefined ? { executionId } : {}) };
+        const { coordinator, loop } = this.environment;
+        loop.post(
+          () => {
+            // Another live process holds the conversation's partition: it runs
+            // the start (docs/decisions/0031).
+            const remote = filedAs === undefined ? this.environment.remoteStartsFor(this.id) : undefined;
+            if (remote !== undefined) return this.fileStart(remote, given, options, executionId ?? randomUUID(), outer, waiter);
+            // Behind messages queued for this conversation, if any (docs/decisions/0025).
+            if (this.environment.queues.take(request)) return;
+            const handle = coordinator.requests.add(request);
+            coordinator.apply(M.Start, agent.slot, agent.generation, handle, options.signal?.aborted ? 1 : 0);
+          },
+          {
+            admission: true,
+            completion: { fail: (error) => settleWaiterWithError(waiter, error as PhronomyError, settings) },
+            label: `a start of agent "${this.id}"`,
+          },
+        );
+      },
+      (error: unknown) => settleWaiterWithError(waiter, error as PhronomyError, settings),
+    );
     return outer;
   }
 
@@ -176,12 +192,28 @@ export class Agent {
     const local = (["signal", "approvalListener", "inputGuardrail", "outputGuardrail"] as const).filter((key) => options[key] !== undefined);
     // A keyed start's inner waiter only holds the conversation's use: let
     // go once the outer Run knows its id (filed) or failed.
-    if (inner !== outer) outer.executionId.then(() => inner.knowExecutionId(executionId), () => inner.knowExecutionId(executionId));
+    if (inner !== outer)
+      outer.executionId.then(
+        () => inner.knowExecutionId(executionId),
+        () => inner.knowExecutionId(executionId),
+      );
     if (local.length > 0) {
-      return settleWaiterWithError(outer, new InvalidInputError(`agent "${this.id}".start(): this process does not hold conversation "${this.id}" (another live process does), so the start goes to that process through the inbox, where ${local.map((key) => `"${key}"`).join(", ")} cannot follow it; start without ${local.length === 1 ? "it" : "them"}, or on the process that holds the conversation`, { agentId: this.id, details: { reason: "not_transferable", options: local } }), settings);
+      return settleWaiterWithError(
+        outer,
+        new InvalidInputError(
+          `agent "${this.id}".start(): this process does not hold conversation "${this.id}" (another live process does), so the start goes to that process through the inbox, where ${local.map((key) => `"${key}"`).join(", ")} cannot follow it; start without ${local.length === 1 ? "it" : "them"}, or on the process that holds the conversation`,
+          { agentId: this.id, details: { reason: "not_transferable", options: local } },
+        ),
+        settings,
+      );
     }
     const { signal: _signal, onEvent: _onEvent, approvalListener: _listener, inputGuardrail: _in, outputGuardrail: _out, ...carried } = options;
-    remote.file(this.id, executionId, { input: given as unknown as Json, options: carried, ...(this.kind.name !== undefined ? { definition: this.kind.name } : {}) }, outer);
+    remote.file(
+      this.id,
+      executionId,
+      { input: given as unknown as Json, options: carried, ...(this.kind.name !== undefined ? { definition: this.kind.name } : {}) },
+      outer,
+    );
   }
 
   /** The waiter a keyed start runs with: its events and outcome go to
@@ -194,22 +226,32 @@ export class Agent {
       if (event.type === "error" || event.type === "timeout" || event.type === "cancelled") return;
       emitToWaiter(outer, event, settings);
     });
-    inner.executionId.then((id) => outer.knowExecutionId(id), () => undefined);
+    inner.executionId.then(
+      (id) => outer.knowExecutionId(id),
+      () => undefined,
+    );
     // The outer Run's listener failing fails it under fail_task (decision 0056).
-    inner.result.then((result) => resolveWaiter(outer, result, outcomeEventOf(result), settings), (error: unknown) => {
-      const refusal = asPhronomyError(error, "INTERNAL");
-      if (refusal.code === "INVALID_INPUT" && refusal.details?.["reason"] === "execution_exists") return this.environment.followExecution(this.id, executionId, outer);
-      // Busy with this very key (the first start of it still runs, or is
-      // being prepared here): follow it.
-      if (refusal.code === "AGENT_BUSY") {
-        this.environment.admittedAs(executionId).then((admitted) => {
-          if (admitted) return this.environment.followExecution(this.id, executionId, outer);
-          settleWaiterWithError(outer, refusal, settings);
-        }, () => settleWaiterWithError(outer, refusal, settings));
-        return;
-      }
-      settleWaiterWithError(outer, refusal, settings);
-    });
+    inner.result.then(
+      (result) => resolveWaiter(outer, result, outcomeEventOf(result), settings),
+      (error: unknown) => {
+        const refusal = asPhronomyError(error, "INTERNAL");
+        if (refusal.code === "INVALID_INPUT" && refusal.details?.["reason"] === "execution_exists")
+          return this.environment.followExecution(this.id, executionId, outer);
+        // Busy with this very key (the first start of it still runs, or is
+        // being prepared here): follow it.
+        if (refusal.code === "AGENT_BUSY") {
+          this.environment.admittedAs(executionId).then(
+            (admitted) => {
+              if (admitted) return this.environment.followExecution(this.id, executionId, outer);
+              settleWaiterWithError(outer, refusal, settings);
+            },
+            () => settleWaiterWithError(outer, refusal, settings),
+          );
+          return;
+        }
+        settleWaiterWithError(outer, refusal, settings);
+      },
+    );
     return inner;
   }
 
@@ -233,17 +275,34 @@ export class Agent {
       settleWaiterWithError(waiter, error as PhronomyError, settings);
       return waiter;
     }
-    this.use(waiter).then((agent) => {
-      const { coordinator, loop } = this.environment;
-      loop.post(() => {
-        const remote = coordinator.entryById(executionId) ? undefined : this.environment.remoteResumesFor(this.id);
-        if (remote === undefined) return this.resumeHere(agent, executionId, decision, waiter);
-        if (decision.signal !== undefined) {
-          return settleWaiterWithError(waiter, new InvalidInputError(`agent "${this.id}".resume(): this process does not own agent "${this.id}", so the decision on execution ${executionId} goes to its owner through the approval inbox, where a signal cannot follow it; resume without "signal", or on the process that owns the agent`, { executionId, agentId: this.id }), settings);
-        }
-        remote.file(this.id, executionId, decision, waiter);
-      }, { admission: true, completion: { fail: (error) => settleWaiterWithError(waiter, error as PhronomyError, settings) }, label: `a resume of execution ${executionId}` });
-    }, (error: unknown) => settleWaiterWithError(waiter, error as PhronomyError, settings));
+    this.use(waiter).then(
+      (agent) => {
+        const { coordinator, loop } = this.environment;
+        loop.post(
+          () => {
+            const remote = coordinator.entryById(executionId) ? undefined : this.environment.remoteResumesFor(this.id);
+            if (remote === undefined) return this.resumeHere(agent, executionId, decision, waiter);
+            if (decision.signal !== undefined) {
+              return settleWaiterWithError(
+                waiter,
+                new InvalidInputError(
+                  `agent "${this.id}".resume(): this process does not own agent "${this.id}", so the decision on execution ${executionId} goes to its owner through the approval inbox, where a signal cannot follow it; resume without "signal", or on the process that owns the agent`,
+                  { executionId, agentId: this.id },
+                ),
+                settings,
+              );
+            }
+            remote.file(this.id, executionId, decision, waiter);
+          },
+          {
+            admission: true,
+            completion: { fail: (error) => settleWaiterWithError(waiter, error as PhronomyError, settings) },
+            label: `a resume of execution ${executionId}`,
+          },
+        );
+      },
+      (error: unknown) => settleWaiterWithError(waiter, error as PhronomyError, settings),
+    );
     return waiter;
   }
 
@@ -260,13 +319,21 @@ export class Agent {
         return Promise.reject(error);
       }
     })();
-    entry.then((agent) => {
-      this.environment.loop.post(() => this.resumeHere(agent, executionId, decision, waiter), {
-        admission: true, completion: { fail: (error) => settleWaiterWithError(waiter, error as PhronomyError, settings) }, label: `a decision from the approval inbox on execution ${executionId}`,
-      });
-    }, (error: unknown) => settleWaiterWithError(waiter, error as PhronomyError, settings));
+    entry.then(
+      (agent) => {
+        this.environment.loop.post(() => this.resumeHere(agent, executionId, decision, waiter), {
+          admission: true,
+          completion: { fail: (error) => settleWaiterWithError(waiter, error as PhronomyError, settings) },
+          label: `a decision from the approval inbox on execution ${executionId}`,
+        });
+      },
+      (error: unknown) => settleWaiterWithError(waiter, error as PhronomyError, settings),
+    );
     // A resume waiter learns its execution id when the approval commit landed.
-    return waiter.executionId.then(() => undefined, (error: unknown) => asPhronomyError(error, "INTERNAL"));
+    return waiter.executionId.then(
+      () => undefined,
+      (error: unknown) => asPhronomyError(error, "INTERNAL"),
+    );
   }
 
   /** The resume of an execution live in this process (on the loop). */
@@ -287,13 +354,25 @@ export class Agent {
     const pending = entry.approvalRequest;
     const matches = pending !== undefined && pending.approvalId === decision.approvalId;
     if (!matches && entry.suspended) {
-      settleWaiterWithError(waiter, new ApprovalMismatchError(`approval ${decision.approvalId} is not the pending approval of execution ${executionId}${pending ? ` (that is ${pending.approvalId})` : ""}; nothing was decided`, { executionId, agentId: this.id }), settings);
+      settleWaiterWithError(
+        waiter,
+        new ApprovalMismatchError(
+          `approval ${decision.approvalId} is not the pending approval of execution ${executionId}${pending ? ` (that is ${pending.approvalId})` : ""}; nothing was decided`,
+          { executionId, agentId: this.id },
+        ),
+        settings,
+      );
       return;
     }
     // The reason and signal travel with the request: the entry adopts them
     // only if the core accepts this decision and its commit lands.
     const handle = coordinator.requests.add({
-      type: "resume", waiter, executionId, approvalId: decision.approvalId, approved: decision.approved, reason: decision.reason ?? null,
+      type: "resume",
+      waiter,
+      executionId,
+      approvalId: decision.approvalId,
+      approved: decision.approved,
+      reason: decision.reason ?? null,
       signal: decision.signal,
     });
     coordinator.apply(M.Resume, entry.slot, entry.generation, agent.slot, agent.generation, handle, matches ? 1 : 0);
@@ -325,7 +404,11 @@ export class Agent {
   startFromHandoff(handoff: HandoffRequest, options: StartOptions = {}): Run {
     if (handoff.targetAgentId !== this.id) {
       const waiter = new Waiter(this.id, undefined);
-      settleWaiterWithError(waiter, new InvalidInputError(`the handoff targets agent "${handoff.targetAgentId}", not "${this.id}"`, { agentId: this.id }), this.environment.coordinator.settings);
+      settleWaiterWithError(
+        waiter,
+        new InvalidInputError(`the handoff targets agent "${handoff.targetAgentId}", not "${this.id}"`, { agentId: this.id }),
+        this.environment.coordinator.settings,
+      );
       return waiter;
     }
     const input = typeof handoff.input === "string" ? handoff.input : JSON.stringify(handoff.input);
@@ -343,10 +426,13 @@ export class Agent {
     const entry = await this.environment.conversations.liveEntry(this.id)?.catch(() => undefined);
     if (entry === undefined) return;
     await new Promise<void>((resolve, reject) => {
-      this.environment.loop.post(() => {
-        this.environment.core.apply(M.CloseAgent, entry.slot, entry.generation);
-        resolve();
-      }, { completion: { fail: reject }, label: `the close of agent "${this.id}"` });
+      this.environment.loop.post(
+        () => {
+          this.environment.core.apply(M.CloseAgent, entry.slot, entry.generation);
+          resolve();
+        },
+        { completion: { fail: reject }, label: `the close of agent "${this.id}"` },
+      );
     });
   }
 

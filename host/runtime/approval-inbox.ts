@@ -33,9 +33,7 @@
 
 import { CoreFailureError, PhronomyError, RuntimeShutdownError } from "../errors.js";
 import { transferError } from "../store/error-transfer.js";
-import {
-  claimBatchMax, type ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, FiledDecision,
-} from "../store/inbox-records.js";
+import { claimBatchMax, type ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, FiledDecision } from "../store/inbox-records.js";
 import { capabilitiesOf } from "../store/capabilities.js";
 import type { ExecutionStore } from "../store/store.js";
 import { startTiming } from "../store/start-timing.js";
@@ -144,9 +142,11 @@ export class InboxApplier {
   private chainStart(claim: ClaimedDecision, settlement: DecisionSettlement | undefined): void {
     const agentId = claim.agentId;
     const previous = this.startChains.get(agentId) ?? Promise.resolve();
-    const next = previous.then(() => this.settle(claim, settlement)).catch((error: unknown) => {
-      this.logger.warn(`[phronomy] the start filed as execution ${claim.executionId} could not be judged (the next poll tries again): ${messageOf(error)}`);
-    });
+    const next = previous
+      .then(() => this.settle(claim, settlement))
+      .catch((error: unknown) => {
+        this.logger.warn(`[phronomy] the start filed as execution ${claim.executionId} could not be judged (the next poll tries again): ${messageOf(error)}`);
+      });
     this.startChains.set(agentId, next);
     void next.finally(() => {
       if (this.startChains.get(agentId) === next) this.startChains.delete(agentId);
@@ -200,7 +200,9 @@ export class InboxApplier {
       return;
     }
     const pass = this.drain(agentId)
-      .catch((error: unknown) => this.logger.warn(`[phronomy] the approval inbox of agent "${agentId}" could not be drained (the next poll tries again): ${messageOf(error)}`))
+      .catch((error: unknown) =>
+        this.logger.warn(`[phronomy] the approval inbox of agent "${agentId}" could not be drained (the next poll tries again): ${messageOf(error)}`),
+      )
       .finally(() => {
         this.draining.delete(agentId);
         if (this.wokenDuringDrain.delete(agentId)) this.wake(agentId);
@@ -226,7 +228,7 @@ export class InboxApplier {
       await this.settle(claim, settlement);
     }
     for (;;) {
-      const claims = await timedClaims(() => this.ready.has(agentId) ? this.store.claimDecisions(agentId) : this.store.claimDecisions(agentId, true));
+      const claims = await timedClaims(() => (this.ready.has(agentId) ? this.store.claimDecisions(agentId) : this.store.claimDecisions(agentId, true)));
       if (claims.length === 0) return;
       for (const claim of claims) await this.settle(claim, undefined);
       if (this.closed) return;
@@ -239,7 +241,7 @@ export class InboxApplier {
   private async settle(claim: ClaimedDecision, judged: DecisionSettlement | undefined): Promise<void> {
     let settlement = judged;
     try {
-      const judgement = settlement ?? await this.judge(claim);
+      const judgement = settlement ?? (await this.judge(claim));
       if (judgement === "again") {
         this.unfinished.set(claim.decisionId, { claim, settlement: undefined });
         this.retrySoon();
@@ -249,10 +251,15 @@ export class InboxApplier {
       if (settlement === undefined) return;
       const settled = await this.store.settleDecision(claim, settlement);
       startTiming.mark(claim.executionId, "settled");
-      if (!settled) this.logger.debug?.(`[phronomy] decision ${claim.decisionId} on execution ${claim.executionId} was not marked here: agent "${claim.agentId}" moved to another owner, which judges it`);
+      if (!settled)
+        this.logger.debug?.(
+          `[phronomy] decision ${claim.decisionId} on execution ${claim.executionId} was not marked here: agent "${claim.agentId}" moved to another owner, which judges it`,
+        );
     } catch (error) {
       this.unfinished.set(claim.decisionId, { claim, settlement });
-      this.logger.warn(`[phronomy] decision ${claim.decisionId} on execution ${claim.executionId} could not be ${settlement === undefined ? "judged" : "marked"} (trying again in ${settleRetryMs} ms): ${messageOf(error)}`);
+      this.logger.warn(
+        `[phronomy] decision ${claim.decisionId} on execution ${claim.executionId} could not be ${settlement === undefined ? "judged" : "marked"} (trying again in ${settleRetryMs} ms): ${messageOf(error)}`,
+      );
       this.retrySoon();
     }
   }

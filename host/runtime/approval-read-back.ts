@@ -41,6 +41,12 @@ export async function approvalCommitReadBack(store: ExecutionStore, decision: De
 /** The row holds this decision, written as the very next revision. */
 function landed(row: ExecutionRow, decision: DecisionWritten): boolean {
   const approval = row.metadata.approval;
-  return row.revision === decision.expectedRevision + 1 && row.status === "active" && row.phase === "resuming"
-    && approval?.approvalId === decision.approvalId && approval.approved === decision.approved && (approval.reason ?? null) === decision.reason;
+  return (
+    row.revision === decision.expectedRevision + 1
+    && row.status === "active"
+    && row.phase === "resuming"
+    && approval?.approvalId === decision.approvalId
+    && approval.approved === decision.approved
+    && (approval.reason ?? null) === decision.reason
+  );
 }

@@ -48,12 +48,14 @@ export class BackoffPoller {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      this.polling = this.poll().then((changed) => {
-        this.intervalMs = changed ? this.minimum() : Math.min(Math.max(this.intervalMs * 2, this.minimum()), this.intervalMsMax);
-      }).finally(() => {
-        this.polling = undefined;
-        this.schedule();
-      });
+      this.polling = this.poll()
+        .then((changed) => {
+          this.intervalMs = changed ? this.minimum() : Math.min(Math.max(this.intervalMs * 2, this.minimum()), this.intervalMsMax);
+        })
+        .finally(() => {
+          this.polling = undefined;
+          this.schedule();
+        });
     }, this.intervalMs);
   }
 }

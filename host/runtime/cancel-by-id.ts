@@ -29,7 +29,13 @@
 //   directly (`cancelDormant`): `phronomy cancel` on a crashed execution.
 
 import {
-  ApprovalRequiredError, CancellationError, ExecutionEndedError, ExecutionNotFoundError, ExecutionRehydrationRequiredError, InvalidInputError, PhronomyError,
+  ApprovalRequiredError,
+  CancellationError,
+  ExecutionEndedError,
+  ExecutionNotFoundError,
+  ExecutionRehydrationRequiredError,
+  InvalidInputError,
+  PhronomyError,
 } from "../errors.js";
 import { endedOutcomeOf } from "../store/cancel-filing.js";
 import type { ExecutionRow, Json, OutcomeName, StoredError } from "../store/records.js";
@@ -81,7 +87,10 @@ export interface CancelHost {
   readRow(executionId: string): Promise<ExecutionRow | undefined>;
   /** Cancels a start filed for another process and not claimed yet
    * (docs/decisions/0031); `claimed`: its owner is starting it now. */
-  cancelFiledStart?(executionId: string, reason: string | undefined): Promise<{ readonly agentId: string; readonly state: "cancelled" | "claimed" | "settled" } | undefined>;
+  cancelFiledStart?(
+    executionId: string,
+    reason: string | undefined,
+  ): Promise<{ readonly agentId: string; readonly state: "cancelled" | "claimed" | "settled" } | undefined>;
   /** A queued message this process cancelled, its terminal row read: a
    * Run here following it (a start filed here and queued by its owner)
    * settles now (docs/decisions/0047). */
@@ -102,7 +111,10 @@ export function checkCancel(executionId: unknown, options: unknown): asserts opt
   rejectUnknownKeys(options, ["reason"], "env.cancel(options)");
   const { reason } = options as CancelOptions;
   if (reason !== undefined && (typeof reason !== "string" || reason.length > CANCEL_REASON_LENGTH_MAX)) {
-    throw new InvalidInputError(`env.cancel(options): "reason" must be a string of at most ${CANCEL_REASON_LENGTH_MAX} characters, got ${JSON.stringify(reason)?.slice(0, 80)}`, { executionId });
+    throw new InvalidInputError(
+      `env.cancel(options): "reason" must be a string of at most ${CANCEL_REASON_LENGTH_MAX} characters, got ${JSON.stringify(reason)?.slice(0, 80)}`,
+      { executionId },
+    );
   }
 }
 
@@ -112,13 +124,21 @@ export async function cancelById(host: CancelHost, executionId: string, reason: 
     const waiter = new Waiter("", undefined, true);
     const queued = await dispatch(host, executionId, reason, waiter, round === 0);
     if (queued !== undefined) return queued;
-    const settled = await waiter.result.then(() => undefined, (error: unknown) => asPhronomyError(error, "INTERNAL"));
+    const settled = await waiter.result.then(
+      () => undefined,
+      (error: unknown) => asPhronomyError(error, "INTERNAL"),
+    );
     if (settled instanceof ExecutionEndedError || settled instanceof ExecutionNotFoundError) throw settled;
     const row = await host.store.getExecution(executionId);
     if (row?.status === "terminal") return resultOf(row);
     // It suspended before the cancel reached its session: cancel the suspension.
     if ((settled instanceof ApprovalRequiredError || settled instanceof CancellationError) && round + 1 < cancelRoundsMax) continue;
-    throw settled ?? new PhronomyError("INTERNAL", `the cancel of execution ${executionId} settled but the execution has not ended (status ${row?.status ?? "missing"})`, { executionId });
+    throw (
+      settled
+      ?? new PhronomyError("INTERNAL", `the cancel of execution ${executionId} settled but the execution has not ended (status ${row?.status ?? "missing"})`, {
+        executionId,
+      })
+    );
   }
 }
 
@@ -156,7 +176,7 @@ async function dispatch(host: CancelHost, executionId: string, reason: string | 
     const filed = await cancelFiled(host, executionId, reason);
     if (filed !== undefined) return filed;
     // Claimed by its owner meanwhile: its row (or queued message) follows.
-    if (await host.readRow(executionId) !== undefined) return dispatch(host, executionId, reason, waiter, first);
+    if ((await host.readRow(executionId)) !== undefined) return dispatch(host, executionId, reason, waiter, first);
     throw new ExecutionNotFoundError(executionId, "the cancel", host.store.path);
   }
   if (row.status === "terminal") {
@@ -169,8 +189,15 @@ async function dispatch(host: CancelHost, executionId: string, reason: string | 
       if (ended?.status === "terminal") host.cancelledQueued?.(ended);
       // Cancelled while its enqueue was still being written: the terminal
       // row follows once that commit lands.
-      return ended?.status === "terminal" ? resultOf(ended)
-        : { executionId, agentId: row.agentId, outcome: "cancelled", error: new CancellationError({ executionId, agentId: row.agentId }, reason).toRecord(), output: null };
+      return ended?.status === "terminal"
+        ? resultOf(ended)
+        : {
+            executionId,
+            agentId: row.agentId,
+            outcome: "cancelled",
+            error: new CancellationError({ executionId, agentId: row.agentId }, reason).toRecord(),
+            output: null,
+          };
     }
     // Taken from the queue meanwhile: it is live (or a row) now.
     return dispatch(host, executionId, reason, waiter, first);
@@ -204,7 +231,7 @@ async function cancelFiled(host: CancelHost, executionId: string, reason: string
       const error = new CancellationError({ executionId, agentId: found.agentId }, reason);
       return { executionId, agentId: found.agentId, outcome: "cancelled", error: error.toRecord(), output: null };
     }
-    if (await host.readRow(executionId) !== undefined || Date.now() > until) return undefined;
+    if ((await host.readRow(executionId)) !== undefined || Date.now() > until) return undefined;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
@@ -216,20 +243,33 @@ async function cancelFiled(host: CancelHost, executionId: string, reason: string
 async function cancelDormant(host: CancelHost, row: ExecutionRow, reason: string | undefined): Promise<void> {
   const at = host.coordinator.settings.now();
   const error = new CancellationError({ executionId: row.executionId, agentId: row.agentId, ...(reason !== undefined ? { details: { reason } } : {}) }, reason);
-  await host.store.run({
-    type: "terminalCommit", executionId: row.executionId, expectedRevision: row.revision, outcome: "failed", output: null,
-    error: error.toRecord(), usage: row.usage, approvalRequest: row.approvalRequest, handoff: null,
-    steps: [{ kind: "note", at, payload: { cancelled: { reason: reason ?? null, while: `${row.status}, not running in any process` } } }],
-    journal: [], at,
-  }).catch((failure: unknown) => {
-    if (!(failure instanceof ExecutionRehydrationRequiredError)) throw failure;
-  });
+  await host.store
+    .run({
+      type: "terminalCommit",
+      executionId: row.executionId,
+      expectedRevision: row.revision,
+      outcome: "failed",
+      output: null,
+      error: error.toRecord(),
+      usage: row.usage,
+      approvalRequest: row.approvalRequest,
+      handoff: null,
+      steps: [{ kind: "note", at, payload: { cancelled: { reason: reason ?? null, while: `${row.status}, not running in any process` } } }],
+      journal: [],
+      at,
+    })
+    .catch((failure: unknown) => {
+      if (!(failure instanceof ExecutionRehydrationRequiredError)) throw failure;
+    });
 }
 
 /** On the loop: the cancel of an execution live here. */
 function cancelLive(coordinator: Coordinator, entry: ExecutionEntry, reason: string | undefined, waiter: Waiter): void {
   if (entry.recoveryRequired) {
-    throw new ExecutionRehydrationRequiredError(`execution ${entry.executionId} is held for recovery after a store failure: call env.recover() (it recovers the execution from its stored row), then cancel it`, { executionId: entry.executionId, agentId: entry.agent.id });
+    throw new ExecutionRehydrationRequiredError(
+      `execution ${entry.executionId} is held for recovery after a store failure: call env.recover() (it recovers the execution from its stored row), then cancel it`,
+      { executionId: entry.executionId, agentId: entry.agent.id },
+    );
   }
   if (entry.suspended) {
     const handle = coordinator.requests.add({ type: "cancel", waiter, executionId: entry.executionId, reason });
@@ -244,18 +284,24 @@ function cancelLive(coordinator: Coordinator, entry: ExecutionEntry, reason: str
 
 function onLoop<T>(host: CancelHost, work: () => T): Promise<T> {
   return new Promise((resolve, reject) => {
-    host.loop.post(() => {
-      try {
-        resolve(work());
-      } catch (error) {
-        reject(error);
-      }
-    }, { completion: { fail: reject }, label: "a cancel by id" });
+    host.loop.post(
+      () => {
+        try {
+          resolve(work());
+        } catch (error) {
+          reject(error);
+        }
+      },
+      { completion: { fail: reject }, label: "a cancel by id" },
+    );
   });
 }
 
 function notLiveHere(row: ExecutionRow): PhronomyError {
-  return new ExecutionRehydrationRequiredError(`execution ${row.executionId} is ${row.status} in the store but not live in this process, which owns agent "${row.agentId}": its recovery has not installed it (define the agent, or call env.recover()), then cancel it`, { executionId: row.executionId, agentId: row.agentId });
+  return new ExecutionRehydrationRequiredError(
+    `execution ${row.executionId} is ${row.status} in the store but not live in this process, which owns agent "${row.agentId}": its recovery has not installed it (define the agent, or call env.recover()), then cancel it`,
+    { executionId: row.executionId, agentId: row.agentId },
+  );
 }
 
 function resultOf(row: ExecutionRow): CancelResult {

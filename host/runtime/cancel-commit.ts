@@ -24,10 +24,14 @@ export function submitCancelCommit(coordinator: CoordinatorCalls, slot: number, 
   const request = coordinator.requests.get(handle);
   if (!entry || request?.type !== "cancel") return;
   const { store, now } = coordinator.settings;
-  const ready = (outcome: CommitOutcome, revision: number): void => coordinator.post(() => {
-    coordinator.apply(M.CancelCommitReady, slot, entry.generation, expectedRevision, outcome, revision, handle);
-  });
-  const cancellation = new CancellationError({ executionId: entry.executionId, agentId: entry.agent.id, ...(request.reason !== undefined ? { details: { reason: request.reason } } : {}) }, request.reason);
+  const ready = (outcome: CommitOutcome, revision: number): void =>
+    coordinator.post(() => {
+      coordinator.apply(M.CancelCommitReady, slot, entry.generation, expectedRevision, outcome, revision, handle);
+    });
+  const cancellation = new CancellationError(
+    { executionId: entry.executionId, agentId: entry.agent.id, ...(request.reason !== undefined ? { details: { reason: request.reason } } : {}) },
+    request.reason,
+  );
   // A failed commit may have committed (docs/decisions/0020): the row
   // says. Ended at the next revision → committed; still suspended at the
   // expected one → nothing was written (`StoreFailed`: the suspension is
@@ -45,19 +49,30 @@ export function submitCancelCommit(coordinator: CoordinatorCalls, slot: number, 
       unknown();
     }, unknown);
   };
-  store.getExecution(entry.executionId).then((row) => {
-    if (!row) throw new ExecutionRehydrationRequiredError(`execution ${entry.executionId} is no longer in the store`, { executionId: entry.executionId });
-    return store.run({
-      type: "terminalCommit", executionId: entry.executionId, expectedRevision, outcome: "failed", output: null,
-      error: cancellation.toRecord(), usage: row.usage, approvalRequest: row.approvalRequest, handoff: null,
-      steps: [{ kind: "note", at: now(), payload: { cancelled: { reason: request.reason ?? null, while: "suspended" } } }],
-      journal: [], at: now(),
-    });
-  }).then(({ revision }) => {
-    // What the waiters are settled with once the core finishes it.
-    entry.endedWith = cancellation;
-    ready(CommitOutcome.Committed, revision);
-  }, failed);
+  store
+    .getExecution(entry.executionId)
+    .then((row) => {
+      if (!row) throw new ExecutionRehydrationRequiredError(`execution ${entry.executionId} is no longer in the store`, { executionId: entry.executionId });
+      return store.run({
+        type: "terminalCommit",
+        executionId: entry.executionId,
+        expectedRevision,
+        outcome: "failed",
+        output: null,
+        error: cancellation.toRecord(),
+        usage: row.usage,
+        approvalRequest: row.approvalRequest,
+        handoff: null,
+        steps: [{ kind: "note", at: now(), payload: { cancelled: { reason: request.reason ?? null, while: "suspended" } } }],
+        journal: [],
+        at: now(),
+      });
+    })
+    .then(({ revision }) => {
+      // What the waiters are settled with once the core finishes it.
+      entry.endedWith = cancellation;
+      ready(CommitOutcome.Committed, revision);
+    }, failed);
 }
 
 /** FailRequest of a cancel: a resume being committed (`ResumeInProgress`)
@@ -70,8 +85,10 @@ export function cancelRefused(coordinator: CoordinatorCalls, request: CancelRequ
     entry.waiters.push(request.waiter);
     return;
   }
-  const error: PhronomyError = code === ResultCode.StoreFailed && entry?.storeError ? entry.storeError
-    : errorForCode(code, { executionId: request.executionId, agentId: entry?.agent.id });
+  const error: PhronomyError =
+    code === ResultCode.StoreFailed && entry?.storeError
+      ? entry.storeError
+      : errorForCode(code, { executionId: request.executionId, agentId: entry?.agent.id });
   settleWaiterWithError(request.waiter, error, coordinator.settings);
 }
 

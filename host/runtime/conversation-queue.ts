@@ -170,7 +170,15 @@ export class ConversationQueues {
     if (conversation === undefined || conversation.items.length === 0) return false;
     const policy = ConversationQueues.policyOf(request);
     if (policy === "reject") {
-      settleWaiterWithError(request.waiter, new AgentBusyError(request.agent.id, `agent "${request.agent.id}" is busy: it runs an execution and ${conversation.items.length} message(s) are queued behind it; start with onBusy "enqueue" to queue this one too, or wait`, { queued: conversation.items.length }), this.settings);
+      settleWaiterWithError(
+        request.waiter,
+        new AgentBusyError(
+          request.agent.id,
+          `agent "${request.agent.id}" is busy: it runs an execution and ${conversation.items.length} message(s) are queued behind it; start with onBusy "enqueue" to queue this one too, or wait`,
+          { queued: conversation.items.length },
+        ),
+        this.settings,
+      );
       return true;
     }
     this.enqueue(request, policy);
@@ -281,18 +289,29 @@ export class ConversationQueues {
   private cancelItem(store: QueueStore, item: QueuedItem, error: CancellationError): Promise<boolean> {
     const writing = item.state === "writing";
     item.state = "cancelling";
-    const enqueued = writing ? new Promise<boolean>((resolve) => { item.onWritten = resolve; }) : Promise.resolve(true);
+    const enqueued = writing
+      ? new Promise<boolean>((resolve) => {
+          item.onWritten = resolve;
+        })
+      : Promise.resolve(true);
     const record = { executionId: item.executionId, error: error.toRecord() };
-    const written = enqueued.then((committed) => committed ? store.cancelQueued({ ...record, at: this.settings.now() }) : undefined).then(() => {
-      this.post(() => this.cancelCommitted(item, error));
-      return true;
-    }, (failure: unknown) => {
-      this.post(() => this.cancelFailed(item));
-      throw failure;
-    });
+    const written = enqueued
+      .then((committed) => (committed ? store.cancelQueued({ ...record, at: this.settings.now() }) : undefined))
+      .then(
+        () => {
+          this.post(() => this.cancelCommitted(item, error));
+          return true;
+        },
+        (failure: unknown) => {
+          this.post(() => this.cancelFailed(item));
+          throw failure;
+        },
+      );
     // Closed first: told RUNTIME_SHUTDOWN (`close`), whichever answer is
     // still to come (the race handles the later one's rejection).
-    const closed = new Promise<never>((_resolve, reject) => { item.onClosed = reject; });
+    const closed = new Promise<never>((_resolve, reject) => {
+      item.onClosed = reject;
+    });
     return Promise.race([written, closed]);
   }
 
@@ -352,7 +371,10 @@ export class ConversationQueues {
       return true;
     }
     observer.knowExecutionId(executionId);
-    item.waiter.result.then((result) => observer.resolve(result), (error: Error) => observer.reject(error));
+    item.waiter.result.then(
+      (result) => observer.resolve(result),
+      (error: Error) => observer.reject(error),
+    );
     return true;
   }
 
@@ -365,20 +387,23 @@ export class ConversationQueues {
     const messages = await store.queuedMessages(agent.id);
     if (messages.length === 0 && !this.conversations.has(agent.id)) return;
     await new Promise<void>((resolve, reject) => {
-      this.environment.loop.post(() => {
-        this.followPrepared(agent.id, messages, durableBefore);
-        if (messages.length === 0) return resolve();
-        const conversation = this.conversationOf(agent.id);
-        for (const message of messages) {
-          // Known here: queued, or taken and being started (its preparation
-          // removes it from the store's queue when it commits).
-          if (this.items.has(message.executionId) || this.starting.has(message.executionId)) continue;
-          const item = this.restoredItem(agent, message);
-          conversation.items.push(item);
-        }
-        this.startHead(agent);
-        resolve();
-      }, { completion: { fail: reject }, label: `the queue of agent "${agent.id}"` });
+      this.environment.loop.post(
+        () => {
+          this.followPrepared(agent.id, messages, durableBefore);
+          if (messages.length === 0) return resolve();
+          const conversation = this.conversationOf(agent.id);
+          for (const message of messages) {
+            // Known here: queued, or taken and being started (its preparation
+            // removes it from the store's queue when it commits).
+            if (this.items.has(message.executionId) || this.starting.has(message.executionId)) continue;
+            const item = this.restoredItem(agent, message);
+            conversation.items.push(item);
+          }
+          this.startHead(agent);
+          resolve();
+        },
+        { completion: { fail: reject }, label: `the queue of agent "${agent.id}"` },
+      );
     });
   }
 
@@ -481,7 +506,14 @@ export class ConversationQueues {
     const store = this.store();
     const agent = request.agent;
     if (store === undefined) {
-      settleWaiterWithError(request.waiter, new InvalidInputError(`agent "${agent.id}" is busy and this store keeps no message queue (onBusy "${policy}" needs the SQLite or PostgreSQL store); start with onBusy "reject"`, { agentId: agent.id }), this.settings);
+      settleWaiterWithError(
+        request.waiter,
+        new InvalidInputError(
+          `agent "${agent.id}" is busy and this store keeps no message queue (onBusy "${policy}" needs the SQLite or PostgreSQL store); start with onBusy "reject"`,
+          { agentId: agent.id },
+        ),
+        this.settings,
+      );
       return;
     }
     // A start under an id queued (or being queued) here already — a second
@@ -502,7 +534,13 @@ export class ConversationQueues {
     // another process, docs/decisions/0031) is queued under it.
     const executionId = request.executionId ?? randomUUID();
     const item: QueuedItem = {
-      executionId, agent, waiter: request.waiter, input: request.input, inputMessages: request.inputMessages, options: request.options, state: "writing",
+      executionId,
+      agent,
+      waiter: request.waiter,
+      input: request.input,
+      inputMessages: request.inputMessages,
+      options: request.options,
+      state: "writing",
     };
     const conversation = this.conversationOf(agent.id);
     if (front) conversation.items.unshift(item);
@@ -518,16 +556,26 @@ export class ConversationQueues {
     }
     signal?.addEventListener("abort", () => void this.cancelQueued(executionId, ABORTED).catch(() => undefined), { once: true });
     const limit = agent.definition.queueLimit ?? QUEUE_LIMIT_DEFAULT;
-    const write = (): Promise<void> => store.enqueueMessage({
-      executionId, agentId: agent.id, input, config: configOf(request), front, limit, at: this.settings.now(),
-    }).then(
-      () => this.post(() => this.written(item, front)),
-      (error: unknown) => this.post(() => {
-        if (item.state === "cancelling") return item.onWritten?.(false);
-        this.forget(item);
-        settleWaiterWithError(item.waiter, asPhronomyError(error, "STORE"), this.settings);
-      }),
-    );
+    const write = (): Promise<void> =>
+      store
+        .enqueueMessage({
+          executionId,
+          agentId: agent.id,
+          input,
+          config: configOf(request),
+          front,
+          limit,
+          at: this.settings.now(),
+        })
+        .then(
+          () => this.post(() => this.written(item, front)),
+          (error: unknown) =>
+            this.post(() => {
+              if (item.state === "cancelling") return item.onWritten?.(false);
+              this.forget(item);
+              settleWaiterWithError(item.waiter, asPhronomyError(error, "STORE"), this.settings);
+            }),
+        );
     // One at a time unless the store commits writes in submission order.
     if (store.queueWritesInOrder === true) void write();
     else conversation.writes = conversation.writes.then(write, write);
@@ -559,8 +607,14 @@ export class ConversationQueues {
     const timeoutMs = head.options.timeoutMs ?? agent.definition.timeoutMs;
     // Its running-time budget starts now, when it leaves the queue.
     const request: StartRequest = {
-      type: "start", agent, waiter: head.waiter, input: head.input, inputMessages: head.inputMessages, options: head.options,
-      deadline: timeoutMs !== undefined ? this.settings.now() + timeoutMs : undefined, executionId: head.executionId,
+      type: "start",
+      agent,
+      waiter: head.waiter,
+      input: head.input,
+      inputMessages: head.inputMessages,
+      options: head.options,
+      deadline: timeoutMs !== undefined ? this.settings.now() + timeoutMs : undefined,
+      executionId: head.executionId,
     };
     this.pumped.add(request);
     const { coordinator } = this.environment;
@@ -576,7 +630,9 @@ export class ConversationQueues {
       this.starting.set(head.executionId, head);
       const waiter = head.waiter;
       // Not once its Run was handed to the follower: it may be started again.
-      const done = (): void => { if (this.starting.get(head.executionId) === head && head.waiter === waiter) this.starting.delete(head.executionId); };
+      const done = (): void => {
+        if (this.starting.get(head.executionId) === head && head.waiter === waiter) this.starting.delete(head.executionId);
+      };
       waiter.result.then(done, done);
     }
     if (conversation.items.length === 0) this.drop(conversation, agent.id);
@@ -597,7 +653,9 @@ export class ConversationQueues {
       if (item.state === "cancelled" || this.items.has(item.executionId)) return;
       if (failure.code === "AGENT_BUSY") this.restoreLater(item.agent.id);
       if (KEPT_QUEUED.has(failure.code)) return;
-      void this.store()?.cancelQueued({ executionId: item.executionId, error: failure.toRecord(), at: this.settings.now() }).catch((cause: unknown) => this.warn(item, cause));
+      void this.store()
+        ?.cancelQueued({ executionId: item.executionId, error: failure.toRecord(), at: this.settings.now() })
+        .catch((cause: unknown) => this.warn(item, cause));
     });
   }
 
@@ -622,7 +680,10 @@ export class ConversationQueues {
         // Declined and cancelled in one decision: the resumed run sees its
         // signal aborted and ends `cancelled` before calling anything.
         const run: Run | undefined = this.environment.agentHandle(agent.id)?.resume(entry.executionId, {
-          approvalId: pending.approvalId, approved: false, reason: INTERRUPT_REASON, signal: AbortSignal.abort(),
+          approvalId: pending.approvalId,
+          approved: false,
+          reason: INTERRUPT_REASON,
+          signal: AbortSignal.abort(),
         });
         run?.result.catch(() => undefined);
       }
@@ -633,8 +694,13 @@ export class ConversationQueues {
     const waiter = new Waiter(agent.id, undefined);
     waiter.knowExecutionId(message.executionId);
     const item: QueuedItem = {
-      executionId: message.executionId, agent, waiter, ...storedStartInput(message.input),
-      options: optionsOf(message.config), state: "queued", durableNumber: ++this.durableCount,
+      executionId: message.executionId,
+      agent,
+      waiter,
+      ...storedStartInput(message.input),
+      options: optionsOf(message.config),
+      state: "queued",
+      durableNumber: ++this.durableCount,
     };
     this.items.set(item.executionId, item);
     this.cancelDurablyOnFailure(item);
@@ -642,7 +708,9 @@ export class ConversationQueues {
   }
 
   private warn(item: QueuedItem, error: unknown): void {
-    this.settings.logger.warn(`[phronomy] queued message ${item.executionId} of agent "${item.agent.id}" could not be written terminal: ${error instanceof Error ? error.message : String(error)}`);
+    this.settings.logger.warn(
+      `[phronomy] queued message ${item.executionId} of agent "${item.agent.id}" could not be written terminal: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
 }
 
@@ -655,7 +723,11 @@ function notNow(error: PhronomyError): boolean {
 }
 
 function cancellation(executionId: string, agentId: string | undefined, reason: string | undefined): CancellationError {
-  return new CancellationError({ executionId, ...(agentId !== undefined ? { agentId } : {}), details: { whileQueued: true, ...(reason !== undefined ? { reason } : {}) } });
+  return new CancellationError({
+    executionId,
+    ...(agentId !== undefined ? { agentId } : {}),
+    details: { whileQueued: true, ...(reason !== undefined ? { reason } : {}) },
+  });
 }
 
 /** The start options a queued message keeps (its JSON settings). */
@@ -664,8 +736,12 @@ function optionsOf(config: { readonly [key: string]: Json }): StartOptions {
     ...(typeof config["tokenBudget"] === "number" ? { tokenBudget: config["tokenBudget"] } : {}),
     ...(typeof config["maxTurns"] === "number" ? { maxTurns: config["maxTurns"] } : {}),
     ...(typeof config["timeoutMs"] === "number" ? { timeoutMs: config["timeoutMs"] } : {}),
-    ...(config["approvalPolicy"] === "always" || config["approvalPolicy"] === "never" || config["approvalPolicy"] === "tools" ? { approvalPolicy: config["approvalPolicy"] } : {}),
-    ...(config["metadata"] !== undefined && typeof config["metadata"] === "object" && config["metadata"] !== null && !Array.isArray(config["metadata"]) ? { metadata: config["metadata"] as { [key: string]: Json } } : {}),
+    ...(config["approvalPolicy"] === "always" || config["approvalPolicy"] === "never" || config["approvalPolicy"] === "tools"
+      ? { approvalPolicy: config["approvalPolicy"] }
+      : {}),
+    ...(config["metadata"] !== undefined && typeof config["metadata"] === "object" && config["metadata"] !== null && !Array.isArray(config["metadata"])
+      ? { metadata: config["metadata"] as { [key: string]: Json } }
+      : {}),
     ...(config["stream"] === true ? { stream: true } : {}),
   };
 }

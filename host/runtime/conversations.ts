@@ -118,7 +118,12 @@ export class Conversations {
     if (kind.name !== undefined) this.byName.set(kind.name, kind);
     else this.byId.set(kind.id as string, kind);
     const recovered = this.recoverDefinition(kind);
-    this.definitions.push(recovered.then(() => undefined, () => undefined));
+    this.definitions.push(
+      recovered.then(
+        () => undefined,
+        () => undefined,
+      ),
+    );
     return recovered;
   }
 
@@ -149,7 +154,10 @@ export class Conversations {
     const other = this.byId.get(agentId) ?? this.live.get(agentId)?.kind;
     if (other === undefined || other === kind) return;
     const owner = other.name !== undefined ? `definition "${other.name}"` : `env.agent({ id: ${JSON.stringify(agentId)} })`;
-    throw new InvalidInputError(`conversation "${agentId}" belongs to ${owner} in this environment; a conversation id names one conversation of one definition`, { agentId });
+    throw new InvalidInputError(
+      `conversation "${agentId}" belongs to ${owner} in this environment; a conversation id names one conversation of one definition`,
+      { agentId },
+    );
   }
 
   /** Counts one operation on the conversation; `done` ends it. The entry
@@ -239,13 +247,20 @@ export class Conversations {
     if (conversation === undefined) return;
     await conversation.ready.catch(() => undefined);
     if (this.live.get(agentId) !== conversation) return;
-    if (conversation.users > 0) throw new AgentBusyError(agentId, `conversation "${agentId}" has a start, resume, retry or recovery in progress, or messages queued, in this process; release it once those are admitted and ended`);
+    if (conversation.users > 0)
+      throw new AgentBusyError(
+        agentId,
+        `conversation "${agentId}" has a start, resume, retry or recovery in progress, or messages queued, in this process; release it once those are admitted and ended`,
+      );
     conversation.pinned = false;
     const code = await new Promise<number>((resolve, reject) => {
       this.host.loop.post(() => resolve(this.free(conversation)), { completion: { fail: reject }, label: `the release of conversation "${agentId}"` });
     });
     if (code === ResultCode.AgentAdmissionHeld) {
-      throw new AgentBusyError(agentId, `conversation "${agentId}" has an execution running, suspended or held for recovery in this process; it is let go once that ends (or decide, cancel or recover it first)`);
+      throw new AgentBusyError(
+        agentId,
+        `conversation "${agentId}" has an execution running, suspended or held for recovery in this process; it is let go once that ends (or decide, cancel or recover it first)`,
+      );
     }
   }
 
@@ -284,13 +299,16 @@ export class Conversations {
     // With partitions (docs/decisions/0030): the partition's unfinished rows
     // were read when it was taken (at open: the scan above), so a
     // conversation not among them has nothing to recover.
-    const fresh = (leasing?.partitionScanned?.(conversation.id) ?? leasing?.leaseOf(conversation.id)?.epoch === 1) && !scan.has(conversation.id) && !queued.has(conversation.id);
+    const fresh =
+      (leasing?.partitionScanned?.(conversation.id) ?? leasing?.leaseOf(conversation.id)?.epoch === 1)
+      && !scan.has(conversation.id)
+      && !queued.has(conversation.id);
     // The scan's rows are current when the partition has been held since
     // before the scan was read (docs/decisions/0049: a restart's reclaim):
     // nobody else can have written them since.
     const heldSince = leasing?.partitionHeldSince?.(conversation.id);
     const current = heldSince !== undefined && heldSince <= scanReadAt;
-    const rows = leasing === undefined || current ? scan.get(conversation.id) ?? [] : fresh ? [] : await leasing.unfinishedExecutionsOf(conversation.id);
+    const rows = leasing === undefined || current ? (scan.get(conversation.id) ?? []) : fresh ? [] : await leasing.unfinishedExecutionsOf(conversation.id);
     scan.delete(conversation.id);
     // Messages queued behind an execution that ended before its head was
     // prepared (the process stopped in between) are restored by the
@@ -312,19 +330,26 @@ export class Conversations {
   private register(conversation: Conversation): Promise<AgentEntry> {
     const { loop, coordinator } = this.host;
     return new Promise<AgentEntry>((resolve, reject) => {
-      loop.post(() => {
-        const code = coordinator.apply(M.RegisterAgent, 0);
-        if (code !== ResultCode.Ok) return reject(errorForCode(code, { agentId: conversation.id }));
-        const { core } = coordinator.settings;
-        const kind = conversation.kind;
-        const entry: AgentEntry = {
-          id: conversation.id, slot: core.effectWord(0, 1), generation: core.effectWord(0, 2), definition: kind.definition, tools: kind.tools,
-          ...(kind.name !== undefined ? { definitionName: kind.name } : {}),
-        };
-        coordinator.registerAgentEntry(entry);
-        conversation.entry = entry;
-        resolve(entry);
-      }, { completion: { fail: reject }, label: `the first use of conversation "${conversation.id}"` });
+      loop.post(
+        () => {
+          const code = coordinator.apply(M.RegisterAgent, 0);
+          if (code !== ResultCode.Ok) return reject(errorForCode(code, { agentId: conversation.id }));
+          const { core } = coordinator.settings;
+          const kind = conversation.kind;
+          const entry: AgentEntry = {
+            id: conversation.id,
+            slot: core.effectWord(0, 1),
+            generation: core.effectWord(0, 2),
+            definition: kind.definition,
+            tools: kind.tools,
+            ...(kind.name !== undefined ? { definitionName: kind.name } : {}),
+          };
+          coordinator.registerAgentEntry(entry);
+          conversation.entry = entry;
+          resolve(entry);
+        },
+        { completion: { fail: reject }, label: `the first use of conversation "${conversation.id}"` },
+      );
     });
   }
 
@@ -336,9 +361,12 @@ export class Conversations {
       return;
     }
     if (conversation.entry === undefined) return;
-    this.host.loop.post(() => {
-      if (conversation.users === 0 && !conversation.pinned) this.free(conversation);
-    }, { label: `the idle release of conversation "${conversation.id}"` });
+    this.host.loop.post(
+      () => {
+        if (conversation.users === 0 && !conversation.pinned) this.free(conversation);
+      },
+      { label: `the idle release of conversation "${conversation.id}"` },
+    );
   }
 
   /** PurgeAgent on the loop: Ok frees the slot (the conversation is gone
@@ -354,7 +382,9 @@ export class Conversations {
     this.host.inboxReady(conversation.id, false);
     const leasing = leasingStoreOf(this.host.store);
     leasing?.releaseLease(conversation.id).catch((error: unknown) => {
-      this.host.coordinator.settings.logger.warn(`[phronomy] the lease of conversation "${conversation.id}" could not be given up (it expires on its own): ${error instanceof Error ? error.message : String(error)}`);
+      this.host.coordinator.settings.logger.warn(
+        `[phronomy] the lease of conversation "${conversation.id}" could not be given up (it expires on its own): ${error instanceof Error ? error.message : String(error)}`,
+      );
     });
     return code;
   }
@@ -369,20 +399,25 @@ export class Conversations {
     }
     const scan = await this.host.unfinishedByAgent();
     const queued = this.host.queuedAtOpen();
-    const ids = kind.name === undefined
-      ? [kind.id as string]
-      : [...new Set([
-        ...[...scan].filter(([, rows]) => rows.some((row) => row.metadata.config?.["definition"] === kind.name)).map(([agentId]) => agentId),
-        ...[...queued].filter(([agentId, name]) => name === kind.name && !this.byId.has(agentId)).map(([agentId]) => agentId),
-      ])];
+    const ids =
+      kind.name === undefined
+        ? [kind.id as string]
+        : [
+            ...new Set([
+              ...[...scan].filter(([, rows]) => rows.some((row) => row.metadata.config?.["definition"] === kind.name)).map(([agentId]) => agentId),
+              ...[...queued].filter(([agentId, name]) => name === kind.name && !this.byId.has(agentId)).map(([agentId]) => agentId),
+            ]),
+          ];
     const leasing = leasingStoreOf(this.host.store) !== undefined;
     const wanted = ids.filter((agentId) => scan.has(agentId) || queued.has(agentId) || (leasing && kind.name === undefined));
-    const reports = await Promise.all(wanted.map(async (agentId) => {
-      await this.touch(agentId, kind);
-      const report = this.reports.get(agentId) ?? [];
-      this.reports.delete(agentId);
-      return report;
-    }));
+    const reports = await Promise.all(
+      wanted.map(async (agentId) => {
+        await this.touch(agentId, kind);
+        const report = this.reports.get(agentId) ?? [];
+        this.reports.delete(agentId);
+        return report;
+      }),
+    );
     return reports.flat();
   }
 

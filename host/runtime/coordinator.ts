@@ -11,14 +11,28 @@
 
 import { randomUUID } from "node:crypto";
 import {
-  EffectKind, MessageKind as M, OutcomeType, PreparationOutcome, RecoveryScope, ResultCode, SessionEnding, SessionEventKind,
-  SetupFailure, Submission,
+  EffectKind,
+  MessageKind as M,
+  OutcomeType,
+  PreparationOutcome,
+  RecoveryScope,
+  ResultCode,
+  SessionEnding,
+  SessionEventKind,
+  SetupFailure,
+  Submission,
 } from "../../assembly/abi.js";
 import type { ControlCore } from "../core/control-core.js";
 import { effectKindName, messageKindName, resultCodeName } from "../core/names.js";
 import type { CoreEffect } from "../core/effects.js";
 import {
-  AgentBusyError, CoreFailureError, ExecutionRehydrationRequiredError, OffloadFullError, PhronomyError, RuntimeShutdownError, StoreError,
+  AgentBusyError,
+  CoreFailureError,
+  ExecutionRehydrationRequiredError,
+  OffloadFullError,
+  PhronomyError,
+  RuntimeShutdownError,
+  StoreError,
 } from "../errors.js";
 import { errorFromRecord } from "../error-records.js";
 import type { ExecutionStore } from "../store/store.js";
@@ -29,9 +43,7 @@ import type { ExecutionEvent } from "./events.js";
 import { persistedInput, redactedStartInput } from "./start-input.js";
 import type { CallbackErrorPolicy, Logger } from "./options.js";
 import { checkWithGuardrail, guardrailFailedMessage, type CheckedVerdict } from "./options.js";
-import {
-  ExecutionEntry, RequestTable, type AgentEntry, type PendingRequest, type RecoveryRequest, type StartRequest,
-} from "./requests.js";
+import { ExecutionEntry, RequestTable, type AgentEntry, type PendingRequest, type RecoveryRequest, type StartRequest } from "./requests.js";
 import { cancelRefused, submitCancelCommit } from "./cancel-commit.js";
 import type { CoordinatorCalls } from "./coordinator-calls.js";
 import { reopenInstalled } from "./retry.js";
@@ -129,7 +141,10 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
     if (this.executionIds.has(executionId)) return Promise.resolve(true);
     const starting = this.requests.startingAs(executionId);
     if (starting === undefined) return rowExists();
-    return starting.waiter.executionId.then(() => true, () => rowExists());
+    return starting.waiter.executionId.then(
+      () => true,
+      () => rowExists(),
+    );
   }
 
   /** Whether an execution of the agent was released here at or after
@@ -154,7 +169,10 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
    * waiters learn that this environment will not see them end. */
   releaseSuspendedWaiters(): void {
     for (const entry of this.executionIds.values()) {
-      const error = new RuntimeShutdownError(`the wait for execution ${entry.executionId} (suspended for approval)`, { executionId: entry.executionId, agentId: entry.agent.id });
+      const error = new RuntimeShutdownError(`the wait for execution ${entry.executionId} (suspended for approval)`, {
+        executionId: entry.executionId,
+        agentId: entry.agent.id,
+      });
       for (const waiter of entry.waiters.splice(0)) settleWaiterWithError(waiter, error, this.settings);
     }
   }
@@ -216,7 +234,8 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
     // throw before it means the call the core counts in flight never began.
     if (effect.kind === EffectKind.StartProviderCall) this.operationSettled(session);
     const name = effectKindName(effect.kind);
-    const message = `execution ${entry.executionId}: carrying out its ${name} failed: ${error instanceof Error ? error.message : String(error)}; `
+    const message =
+      `execution ${entry.executionId}: carrying out its ${name} failed: ${error instanceof Error ? error.message : String(error)}; `
       + "the run ended failed. Fix what threw (see the cause: a tracer, a model or store object of the application), then start it again";
     session.fail(new PhronomyError("INTERNAL", message, { agentId: entry.agent.id, executionId: entry.executionId, cause: error, details: { effect: name } }));
     return true;
@@ -262,30 +281,54 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
 
   private carryOut(effect: CoreEffect): void {
     switch (effect.kind) {
-      case EffectKind.AgentRegistered: return;
-      case EffectKind.FailRequest: return this.failRequest(effect.request, effect.code);
-      case EffectKind.SubmitPrepare: return this.submitPrepare(effect.agent, effect.ownerToken, effect.request);
-      case EffectKind.ExecutionInstalled: return this.installExecution(effect.execution, effect.generation, effect.request);
-      case EffectKind.RegisterWaiter: return this.registerWaiter(effect.execution, effect.request);
-      case EffectKind.StartSession: return startSession(this, effect.execution, effect.session);
-      case EffectKind.SubmitProviderBarrier: return submitProviderBarrier(this, effect.execution, effect.session, effect.expectedRevision);
-      case EffectKind.SubmitToolBarrier: return submitToolBarrier(this, effect.execution, effect.session, effect.expectedRevision);
-      case EffectKind.StartProviderCall: return sessionOf(this, effect.execution, effect.session)?.startModelCall();
-      case EffectKind.StartToolBatch: return sessionOf(this, effect.execution, effect.session)?.startToolBatch();
-      case EffectKind.SetupFailed: return this.setupFailed(effect.execution, effect.session, effect.failure);
-      case EffectKind.RecoveryRequired: return this.recoveryRequired(effect.slot, effect.scope, effect.code);
-      case EffectKind.DropStale: return this.settings.logger.debug?.(`[phronomy] dropped a stale ${messageKindName(effect.messageKind)}: ${resultCodeName(effect.code)}`);
-      case EffectKind.DeferTerminal: return;
-      case EffectKind.PostDeferredTerminal: return this.postDeferredTerminal(effect.execution, effect.session);
-      case EffectKind.SubmitTerminalCommit: return submitTerminalCommit(this, effect.execution, effect.session, effect.expectedRevision);
-      case EffectKind.DeliverOutcome: return this.deliver(effect.execution, effect.outcome);
-      case EffectKind.FailWaiters: return this.failWaiters(effect.execution, effect.code);
-      case EffectKind.ReleaseExecution: return this.releaseExecution(effect.execution);
-      case EffectKind.DeliverStartFailure: return this.deliverStartFailure(effect.request, effect.outcome);
-      case EffectKind.SubmitApprovalCommit: return submitApprovalCommit(this, effect.execution, effect.expectedRevision, effect.request);
-      case EffectKind.ResumeSession: return resumeSession(this, effect.execution, effect.session, effect.approved);
-      case EffectKind.ContinueSession: return continueSession(this, effect.execution, effect.session, effect.continuation);
-      case EffectKind.SubmitCancelCommit: return submitCancelCommit(this, effect.execution, effect.expectedRevision, effect.request);
+      case EffectKind.AgentRegistered:
+        return;
+      case EffectKind.FailRequest:
+        return this.failRequest(effect.request, effect.code);
+      case EffectKind.SubmitPrepare:
+        return this.submitPrepare(effect.agent, effect.ownerToken, effect.request);
+      case EffectKind.ExecutionInstalled:
+        return this.installExecution(effect.execution, effect.generation, effect.request);
+      case EffectKind.RegisterWaiter:
+        return this.registerWaiter(effect.execution, effect.request);
+      case EffectKind.StartSession:
+        return startSession(this, effect.execution, effect.session);
+      case EffectKind.SubmitProviderBarrier:
+        return submitProviderBarrier(this, effect.execution, effect.session, effect.expectedRevision);
+      case EffectKind.SubmitToolBarrier:
+        return submitToolBarrier(this, effect.execution, effect.session, effect.expectedRevision);
+      case EffectKind.StartProviderCall:
+        return sessionOf(this, effect.execution, effect.session)?.startModelCall();
+      case EffectKind.StartToolBatch:
+        return sessionOf(this, effect.execution, effect.session)?.startToolBatch();
+      case EffectKind.SetupFailed:
+        return this.setupFailed(effect.execution, effect.session, effect.failure);
+      case EffectKind.RecoveryRequired:
+        return this.recoveryRequired(effect.slot, effect.scope, effect.code);
+      case EffectKind.DropStale:
+        return this.settings.logger.debug?.(`[phronomy] dropped a stale ${messageKindName(effect.messageKind)}: ${resultCodeName(effect.code)}`);
+      case EffectKind.DeferTerminal:
+        return;
+      case EffectKind.PostDeferredTerminal:
+        return this.postDeferredTerminal(effect.execution, effect.session);
+      case EffectKind.SubmitTerminalCommit:
+        return submitTerminalCommit(this, effect.execution, effect.session, effect.expectedRevision);
+      case EffectKind.DeliverOutcome:
+        return this.deliver(effect.execution, effect.outcome);
+      case EffectKind.FailWaiters:
+        return this.failWaiters(effect.execution, effect.code);
+      case EffectKind.ReleaseExecution:
+        return this.releaseExecution(effect.execution);
+      case EffectKind.DeliverStartFailure:
+        return this.deliverStartFailure(effect.request, effect.outcome);
+      case EffectKind.SubmitApprovalCommit:
+        return submitApprovalCommit(this, effect.execution, effect.expectedRevision, effect.request);
+      case EffectKind.ResumeSession:
+        return resumeSession(this, effect.execution, effect.session, effect.approved);
+      case EffectKind.ContinueSession:
+        return continueSession(this, effect.execution, effect.session, effect.continuation);
+      case EffectKind.SubmitCancelCommit:
+        return submitCancelCommit(this, effect.execution, effect.expectedRevision, effect.request);
     }
   }
 
@@ -308,9 +351,12 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
       return;
     }
     if (request.type === "start" && code === ResultCode.AgentAlreadyAdmitted && this.busyHooks?.startRefusedBusy(request)) return;
-    const error = request.type === "start" && request.storeError ? request.storeError
-      : request.type === "resume" && request.error ? request.error
-        : errorForCode(code, { agentId: request.waiter.agentId, executionId });
+    const error =
+      request.type === "start" && request.storeError
+        ? request.storeError
+        : request.type === "resume" && request.error
+          ? request.error
+          : errorForCode(code, { agentId: request.waiter.agentId, executionId });
     settleWaiterWithError(request.waiter, error, this.settings);
   }
 
@@ -334,23 +380,34 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
     // provider barrier: write that barrier with the preparation, one
     // transaction instead of two (docs/decisions/0014).
     const firstBarrier = blockedBy ? undefined : { callId: randomUUID() };
-    const ready = (outcome: number, revision: number): void => this.post(() => {
-      this.apply(M.InitialPreparationReady, agentSlot, agent.generation, ownerToken, outcome, revision, 0, handle);
-    });
+    const ready = (outcome: number, revision: number): void =>
+      this.post(() => {
+        this.apply(M.InitialPreparationReady, agentSlot, agent.generation, ownerToken, outcome, revision, 0, handle);
+      });
     let submitted: Promise<unknown>;
     try {
-      submitted = this.settings.store.run({
-        type: "prepareExecution", executionId, agentId: agent.id, mode: "invoke", input: persistedInput(filtered),
-        config: configOf(request), ...(blockedBy ? { blockedBy } : {}), ...(firstBarrier ? { firstBarrier } : {}), journal, at: now,
-      }).then((prepared) => {
-        request.prepared = prepared;
-        if (firstBarrier && prepared.outcome === "active" && prepared.firstBarrierRevision !== undefined) {
-          request.firstBarrier = { callId: firstBarrier.callId, revision: prepared.firstBarrierRevision };
-        }
-        if (prepared.outcome === "active") return ready(PreparationOutcome.Active, prepared.revision);
-        if (prepared.outcome === "terminal") return ready(PreparationOutcome.Terminal, prepared.revision);
-        return ready(PreparationOutcome.NotEstablished, 0);
-      });
+      submitted = this.settings.store
+        .run({
+          type: "prepareExecution",
+          executionId,
+          agentId: agent.id,
+          mode: "invoke",
+          input: persistedInput(filtered),
+          config: configOf(request),
+          ...(blockedBy ? { blockedBy } : {}),
+          ...(firstBarrier ? { firstBarrier } : {}),
+          journal,
+          at: now,
+        })
+        .then((prepared) => {
+          request.prepared = prepared;
+          if (firstBarrier && prepared.outcome === "active" && prepared.firstBarrierRevision !== undefined) {
+            request.firstBarrier = { callId: firstBarrier.callId, revision: prepared.firstBarrierRevision };
+          }
+          if (prepared.outcome === "active") return ready(PreparationOutcome.Active, prepared.revision);
+          if (prepared.outcome === "terminal") return ready(PreparationOutcome.Terminal, prepared.revision);
+          return ready(PreparationOutcome.NotEstablished, 0);
+        });
     } catch (error) {
       request.storeError = asPhronomyError(error, "STORE");
       this.apply(M.SubmissionRefused, Submission.Prepare, agentSlot, agent.generation, ownerToken, handle);
@@ -375,16 +432,23 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
     // for good) refuses this read like every other: the agent is held, and
     // the store refuses every start and recovery until it is opened again
     // (docs/decisions/0021).
-    this.settings.store.getExecution(executionId).then((row) => {
-      if (!row) return ready(PreparationOutcome.NotEstablished, 0);
-      if (row.status === "terminal") {
-        request.prepared = { outcome: "terminal", revision: row.revision, error: row.error ?? { code: "STORE", message: request.storeError?.message ?? "the store failed" } };
-        return ready(PreparationOutcome.Terminal, row.revision);
-      }
-      request.storeError = undefined;
-      request.prepared = { outcome: "active", revision: row.revision };
-      return ready(PreparationOutcome.Active, row.revision);
-    }, () => ready(PreparationOutcome.StoreFailed, 0));
+    this.settings.store.getExecution(executionId).then(
+      (row) => {
+        if (!row) return ready(PreparationOutcome.NotEstablished, 0);
+        if (row.status === "terminal") {
+          request.prepared = {
+            outcome: "terminal",
+            revision: row.revision,
+            error: row.error ?? { code: "STORE", message: request.storeError?.message ?? "the store failed" },
+          };
+          return ready(PreparationOutcome.Terminal, row.revision);
+        }
+        request.storeError = undefined;
+        request.prepared = { outcome: "active", revision: row.revision };
+        return ready(PreparationOutcome.Active, row.revision);
+      },
+      () => ready(PreparationOutcome.StoreFailed, 0),
+    );
   }
 
   private deliverStartFailure(handle: number, outcome: number): void {
@@ -395,7 +459,11 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
     let error: PhronomyError;
     if (prepared && prepared.outcome !== "active") error = errorFromRecord(prepared.error, context);
     else if (request.storeError) error = request.storeError;
-    else error = new ExecutionRehydrationRequiredError(`preparation of execution ${request.executionId ?? "(unknown)"} ended with preparation outcome ${outcome}`, context);
+    else
+      error = new ExecutionRehydrationRequiredError(
+        `preparation of execution ${request.executionId ?? "(unknown)"} ended with preparation outcome ${outcome}`,
+        context,
+      );
     // A queue head the store failed to prepare is still queued there: it
     // is started again, its Run not told (docs/decisions/0058).
     if (this.busyHooks?.headFailed(request, error)) return;
@@ -468,17 +536,31 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
     // A barrier refused at submission because the execution moved on in the
     // store was not written either: the run ends failed here, so the
     // refusal's advice to recover does not apply.
-    const said = cause instanceof ExecutionRehydrationRequiredError ? `: ${cause.reason}; the ${what} did not run and the execution ended failed` : cause ? `: ${cause.message}` : "";
-    session.fail(cause instanceof PhronomyError && cause.code !== "OFFLOAD_FULL"
-      ? new StoreError(`the barrier before the ${what} of execution ${entry.executionId} could not be written${said}`, { executionId: entry.executionId, agentId: entry.agent.id, cause })
-      : cause ?? new StoreError(`the barrier before the ${what} of execution ${entry.executionId} could not be written`, { executionId: entry.executionId }));
+    const said =
+      cause instanceof ExecutionRehydrationRequiredError
+        ? `: ${cause.reason}; the ${what} did not run and the execution ended failed`
+        : cause
+          ? `: ${cause.message}`
+          : "";
+    session.fail(
+      cause instanceof PhronomyError && cause.code !== "OFFLOAD_FULL"
+        ? new StoreError(`the barrier before the ${what} of execution ${entry.executionId} could not be written${said}`, {
+            executionId: entry.executionId,
+            agentId: entry.agent.id,
+            cause,
+          })
+        : (cause
+            ?? new StoreError(`the barrier before the ${what} of execution ${entry.executionId} could not be written`, { executionId: entry.executionId })),
+    );
   }
 
   private recoveryRequired(slot: number, scope: number, code: number): void {
     if (scope === RecoveryScope.Agent) {
       const agent = this.agentsBySlot[slot];
       if (agent) this.heldAgents.add(agent);
-      this.settings.logger.warn(`[phronomy] agent "${agent?.id ?? slot}" requires recovery (code ${code}): its admission is held until env.recover() resolves it`);
+      this.settings.logger.warn(
+        `[phronomy] agent "${agent?.id ?? slot}" requires recovery (code ${code}): its admission is held until env.recover() resolves it`,
+      );
       if (agent) this.onAgentRecoveryRequired?.(agent.id);
       return;
     }
@@ -487,7 +569,13 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
     entry.recoveryRequired = true;
     const error = entry.storeError ?? errorForCode(code, { executionId: entry.executionId, agentId: entry.agent.id });
     this.settings.logger.warn(`[phronomy] execution ${entry.executionId} of agent "${entry.agent.id}" requires recovery: ${error.message}`);
-    entry.session?.abandon(new ExecutionRehydrationRequiredError(`execution ${entry.executionId} requires recovery`, { executionId: entry.executionId, agentId: entry.agent.id, cause: error }));
+    entry.session?.abandon(
+      new ExecutionRehydrationRequiredError(`execution ${entry.executionId} requires recovery`, {
+        executionId: entry.executionId,
+        agentId: entry.agent.id,
+        cause: error,
+      }),
+    );
     this.onExecutionRecoveryRequired?.(entry.agent.id, error);
   }
 
@@ -522,9 +610,14 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
   private failWaiters(slot: number, code: number): void {
     const entry = this.executions[slot];
     if (!entry) return;
-    const error = entry.storeError && code !== 0
-      ? new ExecutionRehydrationRequiredError(`execution ${entry.executionId} could not be completed (${entry.storeError.message})`, { executionId: entry.executionId, agentId: entry.agent.id, cause: entry.storeError })
-      : errorForCode(code, { executionId: entry.executionId, agentId: entry.agent.id });
+    const error =
+      entry.storeError && code !== 0
+        ? new ExecutionRehydrationRequiredError(`execution ${entry.executionId} could not be completed (${entry.storeError.message})`, {
+            executionId: entry.executionId,
+            agentId: entry.agent.id,
+            cause: entry.storeError,
+          })
+        : errorForCode(code, { executionId: entry.executionId, agentId: entry.agent.id });
     entry.span?.fail(error);
     for (const waiter of entry.waiters.splice(0)) settleWaiterWithError(waiter, error, this.settings);
   }
@@ -578,9 +671,10 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
 
 /** The error a blocked input is written terminal with. */
 function inputBlocked(agentId: string, verdict: CheckedVerdict & { readonly action: "block" }): StoredError {
-  const message = verdict.failed === undefined
-    ? `the input guardrail of agent "${agentId}" blocked the input: ${verdict.reason}`
-    : guardrailFailedMessage("input", `of agent "${agentId}"`, verdict.failed);
+  const message =
+    verdict.failed === undefined
+      ? `the input guardrail of agent "${agentId}" blocked the input: ${verdict.reason}`
+      : guardrailFailedMessage("input", `of agent "${agentId}"`, verdict.failed);
   return { code: "INPUT_BLOCKED", message, details: { reason: verdict.reason, ...(verdict.failed !== undefined ? { guardrailFailed: true } : {}) } };
 }
 
@@ -602,10 +696,4 @@ export function configOf(request: StartRequest): { [key: string]: Json } {
   return config;
 }
 
-
-
-
-
-
 export { OffloadFullError };
-

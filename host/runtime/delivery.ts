@@ -57,7 +57,12 @@ export function emitToWaiter(waiter: Waiting, event: ExecutionEvent, settings: D
 }
 
 function listenerFailed(
-  waiter: Waiting, eventType: ExecutionEventType, error: unknown, how: string, settings: DeliverySettings, failures: ListenerFailures | undefined,
+  waiter: Waiting,
+  eventType: ExecutionEventType,
+  error: unknown,
+  how: string,
+  settings: DeliverySettings,
+  failures: ListenerFailures | undefined,
 ): void {
   settings.logger.warn(`[phronomy] an event listener ${how} on "${eventType}": ${error instanceof Error ? error.message : String(error)}`);
   if (OUTCOME_EVENT_TYPES.has(eventType)) waiter.callbackError ??= { eventType, error };
@@ -76,7 +81,12 @@ function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
 /** Tells an exact observer (`env.wait`) that the execution is suspended:
  * its `approval_required` event, then ApprovalRequiredError naming the
  * approval. */
-export function rejectSuspendedObserver(waiter: Waiting, context: { readonly executionId: string; readonly agentId: string }, request: ApprovalRequest | undefined, settings: DeliverySettings): void {
+export function rejectSuspendedObserver(
+  waiter: Waiting,
+  context: { readonly executionId: string; readonly agentId: string },
+  request: ApprovalRequest | undefined,
+  settings: DeliverySettings,
+): void {
   if (waiter.settled) return;
   waiter.knowExecutionId(context.executionId);
   // Without the request no approval_required can be built: the rejection's
@@ -123,9 +133,13 @@ export function resolveWaiter(waiter: Waiting, result: RunResult, eventType: Exe
     return;
   }
   if (waiter.callbackError && settings.callbackErrorPolicy === "fail_task") {
-    waiter.reject(new StreamCallbackError(waiter.callbackError.eventType, waiter.callbackError.error, {
-      executionId: result.executionId, agentId: result.agentId, details: { eventType },
-    }));
+    waiter.reject(
+      new StreamCallbackError(waiter.callbackError.eventType, waiter.callbackError.error, {
+        executionId: result.executionId,
+        agentId: result.agentId,
+        details: { eventType },
+      }),
+    );
     return;
   }
   waiter.resolve(result);
@@ -177,8 +191,10 @@ export function deliverOutcome(entry: ExecutionEntry, outcome: number, settings:
  * what it throws or rejects with. */
 function callOffLoop(callback: () => unknown, settings: DeliverySettings, what: string): void {
   setImmediate(() => {
-    Promise.resolve().then(callback).catch((error: unknown) => {
-      settings.logger.warn(`[phronomy] the ${what} failed: ${error instanceof Error ? error.message : String(error)}`);
-    });
+    Promise.resolve()
+      .then(callback)
+      .catch((error: unknown) => {
+        settings.logger.warn(`[phronomy] the ${what} failed: ${error instanceof Error ? error.message : String(error)}`);
+      });
   });
 }

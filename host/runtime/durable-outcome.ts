@@ -21,7 +21,11 @@ export function settleFromRow(waiter: Waiting, executionId: string, row: Executi
     return;
   }
   if (row.status !== "terminal") {
-    settleWaiterWithError(waiter, new ExecutionRehydrationRequiredError(`execution ${executionId} is ${row.status} but not live in this environment`, context), settings);
+    settleWaiterWithError(
+      waiter,
+      new ExecutionRehydrationRequiredError(`execution ${executionId} is ${row.status} but not live in this environment`, context),
+      settings,
+    );
     return;
   }
   if (row.outcome === "completed" || row.outcome === "handed_off") {
@@ -30,12 +34,23 @@ export function settleFromRow(waiter: Waiting, executionId: string, row: Executi
     if (row.outcome === "completed") emitToWaiter(waiter, { type: "done", executionId, output: row.output, usage: row.usage }, settings);
     else if (handoff) emitToWaiter(waiter, { type: "handoff", executionId, handoff }, settings);
     // Under the callback-error policy, as a live Run (decision 0056).
-    resolveWaiter(waiter, {
-      executionId, agentId: row.agentId, outcome: row.outcome, output: row.output, usage: row.usage,
-      ...(handoff ? { handoff } : {}),
-    }, row.outcome === "completed" ? "done" : "handoff", settings);
+    resolveWaiter(
+      waiter,
+      {
+        executionId,
+        agentId: row.agentId,
+        outcome: row.outcome,
+        output: row.output,
+        usage: row.usage,
+        ...(handoff ? { handoff } : {}),
+      },
+      row.outcome === "completed" ? "done" : "handoff",
+      settings,
+    );
     return;
   }
-  const error = row.error ? errorFromRecord(row.error, context) : new PhronomyError("INTERNAL", `execution ${executionId} ended ${row.outcome ?? "without an outcome"}`, context);
+  const error = row.error
+    ? errorFromRecord(row.error, context)
+    : new PhronomyError("INTERNAL", `execution ${executionId} ended ${row.outcome ?? "without an outcome"}`, context);
   settleWaiterWithError(waiter, error, settings);
 }

@@ -55,10 +55,18 @@ interface DurableWatch {
 
 export class DurableWatches {
   private readonly watches = new Set<DurableWatch>();
-  private readonly poller = new BackoffPoller(() => this.poll(), () => this.watches.size > 0, durableWatchPollMsMin, durableWatchPollMsMax);
+  private readonly poller = new BackoffPoller(
+    () => this.poll(),
+    () => this.watches.size > 0,
+    durableWatchPollMsMin,
+    durableWatchPollMsMax,
+  );
   private closed = false;
 
-  constructor(private readonly store: ExecutionStore, private readonly settings: DeliverySettings) {}
+  constructor(
+    private readonly store: ExecutionStore,
+    private readonly settings: DeliverySettings,
+  ) {}
 
   /** Watches the execution's row until it ends or suspends. */
   watch(executionId: string, agentId: string, waiter: Waiting): void {
@@ -77,7 +85,15 @@ export class DurableWatches {
     const context = { executionId, agentId };
     if (this.closed) return settleWaiterWithError(waiter, new RuntimeShutdownError(`a wait for execution ${executionId}`, context), this.settings);
     if (this.watches.size >= durableWatchesMax) {
-      return settleWaiterWithError(waiter, new PhronomyError("CAPACITY", `this environment already waits on ${durableWatchesMax} executions that other processes run; the wait for execution ${executionId} was refused — retry once some settled, or read env.execution(id)`, context), this.settings);
+      return settleWaiterWithError(
+        waiter,
+        new PhronomyError(
+          "CAPACITY",
+          `this environment already waits on ${durableWatchesMax} executions that other processes run; the wait for execution ${executionId} was refused — retry once some settled, or read env.execution(id)`,
+          context,
+        ),
+        this.settings,
+      );
     }
     waiter.knowExecutionId(executionId);
     this.watches.add(watch);
@@ -89,7 +105,14 @@ export class DurableWatches {
     this.closed = true;
     await this.poller.stop();
     for (const watch of this.watches) {
-      settleWaiterWithError(watch.waiter, new RuntimeShutdownError(`the wait for execution ${watch.executionId} (it goes on in the process that runs it)`, { executionId: watch.executionId, agentId: watch.agentId }), this.settings);
+      settleWaiterWithError(
+        watch.waiter,
+        new RuntimeShutdownError(`the wait for execution ${watch.executionId} (it goes on in the process that runs it)`, {
+          executionId: watch.executionId,
+          agentId: watch.agentId,
+        }),
+        this.settings,
+      );
     }
     this.watches.clear();
   }
@@ -110,7 +133,9 @@ export class DurableWatches {
       settleFromRow(watch.waiter, watch.executionId, row, this.settings);
       return true;
     } catch (error) {
-      this.settings.logger.debug?.(`[phronomy] reading execution ${watch.executionId} failed (polling again): ${error instanceof Error ? error.message : String(error)}`);
+      this.settings.logger.debug?.(
+        `[phronomy] reading execution ${watch.executionId} failed (polling again): ${error instanceof Error ? error.message : String(error)}`,
+      );
       return false;
     }
   }

@@ -28,7 +28,12 @@ import { DefinedAgent } from "./defined-agent.js";
 import { ControlLoop } from "./control-loop.js";
 import { Coordinator } from "./coordinator.js";
 import {
-  MEMORY_WINDOW_DEFAULT, validateAgentDefinition, validateAgentId, type AgentDefinition, type AgentSettings, type ConversationDefinition,
+  MEMORY_WINDOW_DEFAULT,
+  validateAgentDefinition,
+  validateAgentId,
+  type AgentDefinition,
+  type AgentSettings,
+  type ConversationDefinition,
 } from "./options.js";
 import { Tracer } from "./tracing.js";
 import { Waiter, type Run, type Waiting } from "./run.js";
@@ -100,7 +105,10 @@ export class Environment {
     private readonly recoverOnDefine: boolean,
   ) {
     this.conversations = new Conversations({
-      store, loop, coordinator, recovers: recoverOnDefine,
+      store,
+      loop,
+      coordinator,
+      recovers: recoverOnDefine,
       unfinishedByAgent: () => this.recoveries.unfinishedByAgent(),
       unfinishedReadAt: () => this.recoveries.unfinishedReadAt,
       queuedAtOpen: () => this.recoveries.queuedAtOpen,
@@ -108,14 +116,19 @@ export class Environment {
       ownAgent: (agentId) => this.ownAgent(agentId),
       inboxListening: (agentId) => this.inboxApplier?.agentListening(agentId),
       inboxSuspended: (agentId) => this.inboxApplier?.agentSuspended(agentId),
-      inboxReady: (agentId, ready) => ready ? this.inboxApplier?.agentReady(agentId) : this.inboxApplier?.agentNotReady(agentId),
+      inboxReady: (agentId, ready) => (ready ? this.inboxApplier?.agentReady(agentId) : this.inboxApplier?.agentNotReady(agentId)),
       reportRecovery: (agentId, report) => {
         report.catch(() => undefined);
         this.recoveries.report(agentId, report);
       },
     });
     this.recoveries = new AgentRecoveries({
-      store, loop, coordinator, conversations: this.conversations, queues: this.queues, recoverOnDefine,
+      store,
+      loop,
+      coordinator,
+      conversations: this.conversations,
+      queues: this.queues,
+      recoverOnDefine,
       closed: () => this.closed,
       inboxApplier: () => this.inboxApplier,
     });
@@ -130,9 +143,15 @@ export class Environment {
     const store = typeof options.store === "string" ? await openStoreAt(options.store, options, logger) : options.store;
     if (typeof options.store !== "string") checkCapabilities(store);
     let coreFailed: (error: PhronomyError) => void = () => undefined;
-    const loop = new ControlLoop((error) => logger.warn(`[phronomy] a control message failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`), (error) => coreFailed(error));
+    const loop = new ControlLoop(
+      (error) => logger.warn(`[phronomy] a control message failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`),
+      (error) => coreFailed(error),
+    );
     const coordinator = new Coordinator({
-      core, loop, store, logger,
+      core,
+      loop,
+      store,
+      logger,
       callbackErrorPolicy: options.callbackErrorPolicy ?? "report",
       tracer: new Tracer(),
       now: () => Date.now(),
@@ -152,19 +171,24 @@ export class Environment {
     }
     const partitioned = partitionedStoreOf(store);
     environment.openApprovalInbox(leasing);
-    store.listen?.(storeSignals({
-      logger, storePath: store.path,
-      takeOver: (agentId, epoch) => environment.recoveries.takeOver(agentId, epoch),
-      partitionsTaken: partitioned && partitionTakeovers(partitioned, {
+    store.listen?.(
+      storeSignals({
         logger,
-        recovers: () => environment.recoverOnDefine && !environment.closing,
-        adopt: (agentId, name) => environment.conversations.adopt(agentId, name),
+        storePath: store.path,
+        takeOver: (agentId, epoch) => environment.recoveries.takeOver(agentId, epoch),
+        partitionsTaken:
+          partitioned
+          && partitionTakeovers(partitioned, {
+            logger,
+            recovers: () => environment.recoverOnDefine && !environment.closing,
+            adopt: (agentId, name) => environment.conversations.adopt(agentId, name),
+          }),
+        leasesLost: (agentIds) => environment.leasesLost(agentIds),
+        inboxApplier: () => environment.inboxApplier,
+        remoteStarts: () => environment.remoteStarts,
+        runningAgents: () => coordinator.runningAgentIds(),
       }),
-      leasesLost: (agentIds) => environment.leasesLost(agentIds),
-      inboxApplier: () => environment.inboxApplier,
-      remoteStarts: () => environment.remoteStarts,
-      runningAgents: () => coordinator.runningAgentIds(),
-    }));
+    );
     environment.startRetention(retention);
     // The one scan of unfinished executions: each definition recovers its
     // own from it (docs/decisions/0024).
@@ -198,7 +222,10 @@ export class Environment {
     const kind = { definition, name, id: name === undefined ? definition.id : undefined, tools: this.resolvedTools(definition.tools) };
     const recovered = this.conversations.define(kind);
     recovered.catch(() => undefined);
-    const ready = recovered.then(() => undefined, () => undefined);
+    const ready = recovered.then(
+      () => undefined,
+      () => undefined,
+    );
     if (name !== undefined) return new DefinedAgent(this, kind, recovered, ready);
     const agentId = definition.id as string;
     this.recoveries.report(agentId, recovered);
@@ -229,7 +256,11 @@ export class Environment {
       // The durable state decides first, as the store would for an agent
       // not live here: the core's entry is let go only once it can go.
       const unfinished = (await this.store.unfinishedExecutions()).filter((row) => row.agentId === agentId);
-      if (unfinished.length > 0) throw agentHasUnfinishedExecutions(agentId, unfinished.map((row) => row.executionId));
+      if (unfinished.length > 0)
+        throw agentHasUnfinishedExecutions(
+          agentId,
+          unfinished.map((row) => row.executionId),
+        );
       await this.conversations.release(agentId);
     }
     await this.store.purgeAgent(agentId);
@@ -243,7 +274,10 @@ export class Environment {
     this.assertOpen("env.prune()");
     const checked = checkPruneOptions(options);
     this.assertOwner("env.prune()");
-    if (this.retention === undefined) throw new InvalidInputError(`env.prune() was refused: the store at ${this.store.path} cannot prune (a store the application implemented without pruneExecutions)`);
+    if (this.retention === undefined)
+      throw new InvalidInputError(
+        `env.prune() was refused: the store at ${this.store.path} cannot prune (a store the application implemented without pruneExecutions)`,
+      );
     return this.retention.prune(checked);
   }
 
@@ -262,38 +296,59 @@ export class Environment {
   wait(executionId: string): Run {
     const waiter = new Waiter("", undefined, true);
     const settings = this.coordinator.settings;
-    this.loop.post(() => {
-      const entry = this.coordinator.entryById(executionId);
-      if (entry?.recoveryRequired) {
-        // Held after a store failure: it moves again only through env.recover(), which the caller must know.
-        settleWaiterWithError(waiter, new ExecutionRehydrationRequiredError(`execution ${executionId} is held for recovery after a store failure; call env.recover() (it recovers the execution from its stored row), then wait again`, { executionId, agentId: entry.agent.id }), settings);
-        return;
-      }
-      if (entry?.suspended) {
-        // Told here, not attached through the core: the core counts
-        // attached observers until the execution ends (WaitersMax), and a
-        // handler polling a suspended execution must not use them up.
-        rejectSuspendedObserver(waiter, { executionId, agentId: entry.agent.id }, entry.approvalRequest, settings);
-        return;
-      }
-      if (this.queues.observe(executionId, waiter)) return;
-      if (entry) {
-        const handle = this.coordinator.requests.add({ type: "attach", waiter });
-        this.coordinator.apply(M.AttachWaiter, entry.slot, entry.generation, handle);
-        return;
-      }
-      this.store.getExecution(executionId).then((row) => {
-        // A start filed for (or a message queued in) another process: waited for (docs/decisions/0031).
-        if (row === undefined && this.remoteStarts !== undefined && !this.closing) return this.remoteStarts.observe(executionId, waiter);
-        const running = row !== undefined && row.status !== "terminal" && row.status !== "suspended";
-        if (running && this.runsElsewhere(row.agentId)) {
-          if (this.closing) return settleWaiterWithError(waiter, new RuntimeShutdownError(`a wait for execution ${executionId}`, { executionId, agentId: row.agentId }), settings);
-          this.follower().watch(executionId, row.agentId, waiter);
+    this.loop.post(
+      () => {
+        const entry = this.coordinator.entryById(executionId);
+        if (entry?.recoveryRequired) {
+          // Held after a store failure: it moves again only through env.recover(), which the caller must know.
+          settleWaiterWithError(
+            waiter,
+            new ExecutionRehydrationRequiredError(
+              `execution ${executionId} is held for recovery after a store failure; call env.recover() (it recovers the execution from its stored row), then wait again`,
+              { executionId, agentId: entry.agent.id },
+            ),
+            settings,
+          );
           return;
         }
-        settleFromRow(waiter, executionId, row, settings);
-      }, (error: unknown) => settleWaiterWithError(waiter, asPhronomyError(error, "STORE"), settings));
-    }, { completion: { fail: (error) => settleWaiterWithError(waiter, asPhronomyError(error, "INTERNAL"), settings) }, label: `a wait for execution ${executionId}` });
+        if (entry?.suspended) {
+          // Told here, not attached through the core: the core counts
+          // attached observers until the execution ends (WaitersMax), and a
+          // handler polling a suspended execution must not use them up.
+          rejectSuspendedObserver(waiter, { executionId, agentId: entry.agent.id }, entry.approvalRequest, settings);
+          return;
+        }
+        if (this.queues.observe(executionId, waiter)) return;
+        if (entry) {
+          const handle = this.coordinator.requests.add({ type: "attach", waiter });
+          this.coordinator.apply(M.AttachWaiter, entry.slot, entry.generation, handle);
+          return;
+        }
+        this.store.getExecution(executionId).then(
+          (row) => {
+            // A start filed for (or a message queued in) another process: waited for (docs/decisions/0031).
+            if (row === undefined && this.remoteStarts !== undefined && !this.closing) return this.remoteStarts.observe(executionId, waiter);
+            const running = row !== undefined && row.status !== "terminal" && row.status !== "suspended";
+            if (running && this.runsElsewhere(row.agentId)) {
+              if (this.closing)
+                return settleWaiterWithError(
+                  waiter,
+                  new RuntimeShutdownError(`a wait for execution ${executionId}`, { executionId, agentId: row.agentId }),
+                  settings,
+                );
+              this.follower().watch(executionId, row.agentId, waiter);
+              return;
+            }
+            settleFromRow(waiter, executionId, row, settings);
+          },
+          (error: unknown) => settleWaiterWithError(waiter, asPhronomyError(error, "STORE"), settings),
+        );
+      },
+      {
+        completion: { fail: (error) => settleWaiterWithError(waiter, asPhronomyError(error, "INTERNAL"), settings) },
+        label: `a wait for execution ${executionId}`,
+      },
+    );
     return waiter;
   }
 
@@ -333,15 +388,24 @@ export class Environment {
       // Taken back on demand: the store reports no takeover for the agent
       // whose start took it, so what a fencing refusal left held here while
       // it was lost is recovered now.
-      void this.conversations.liveEntry(agentId)?.then((entry) => {
-        if (this.coordinator.recoveryRequiredEntriesOf(entry).length > 0) this.recoveries.recoverAfterRetake(agentId, acquisition.epoch);
-      }, () => undefined);
+      void this.conversations.liveEntry(agentId)?.then(
+        (entry) => {
+          if (this.coordinator.recoveryRequiredEntriesOf(entry).length > 0) this.recoveries.recoverAfterRetake(agentId, acquisition.epoch);
+        },
+        () => undefined,
+      );
       return performance.now();
     }
     const { logger } = this.coordinator.settings;
     // Filed for that process (docs/decisions/0031): nothing to warn about.
-    if (this.remoteStarts !== undefined) logger.debug?.(`[phronomy] agent "${agentId}" is owned by ${acquisition.owner} until ${new Date(acquisition.expiresAt).toISOString()}: its starts are filed for that process`);
-    else logger.warn(`[phronomy] agent "${agentId}" is owned by ${acquisition.owner} until ${new Date(acquisition.expiresAt).toISOString()}: its starts are refused here (AGENT_BUSY); this process takes it over, and recovers it, if that lease expires`);
+    if (this.remoteStarts !== undefined)
+      logger.debug?.(
+        `[phronomy] agent "${agentId}" is owned by ${acquisition.owner} until ${new Date(acquisition.expiresAt).toISOString()}: its starts are filed for that process`,
+      );
+    else
+      logger.warn(
+        `[phronomy] agent "${agentId}" is owned by ${acquisition.owner} until ${new Date(acquisition.expiresAt).toISOString()}: its starts are refused here (AGENT_BUSY); this process takes it over, and recovers it, if that lease expires`,
+      );
     return false;
   }
 
@@ -380,7 +444,14 @@ export class Environment {
     const mayHold = partitionHeld ?? holds;
     // Conversations not live here: a SQLite owner claims their retries, a
     // PostgreSQL owner their filed starts (a start makes them live).
-    this.inboxApplier = new InboxApplier(inbox, (claim) => this.applyClaim(claim), holds, settings.logger, leasing === undefined || this.remoteStarts !== undefined, mayHold);
+    this.inboxApplier = new InboxApplier(
+      inbox,
+      (claim) => this.applyClaim(claim),
+      holds,
+      settings.logger,
+      leasing === undefined || this.remoteStarts !== undefined,
+      mayHold,
+    );
   }
 
   private applyClaim(claim: ClaimedDecision): Promise<PhronomyError | undefined> {
@@ -388,8 +459,18 @@ export class Environment {
     if (claim.kind === "cancel") return applyFiledCancel(this.cancelHost, claim.executionId, claim.reason ?? undefined);
     if (claim.kind === "retry") return applyFiledRetry(this.retryHost, claim.executionId, claim.executionRevision);
     const agent = this.conversations.handleOf(this, claim.agentId);
-    if (!agent) return Promise.resolve(new InvalidInputError(`agent "${claim.agentId}" is no longer defined in the process that owns it; decision ${claim.decisionId} on execution ${claim.executionId} was not applied`, { agentId: claim.agentId, executionId: claim.executionId }));
-    return agent.applyFiledDecision(claim.executionId, { approvalId: claim.approvalId, approved: claim.approved, ...(claim.reason !== null ? { reason: claim.reason } : {}) });
+    if (!agent)
+      return Promise.resolve(
+        new InvalidInputError(
+          `agent "${claim.agentId}" is no longer defined in the process that owns it; decision ${claim.decisionId} on execution ${claim.executionId} was not applied`,
+          { agentId: claim.agentId, executionId: claim.executionId },
+        ),
+      );
+    return agent.applyFiledDecision(claim.executionId, {
+      approvalId: claim.approvalId,
+      approved: claim.approved,
+      ...(claim.reason !== null ? { reason: claim.reason } : {}),
+    });
   }
 
   /** The owner's side of a start filed by another process
@@ -405,19 +486,27 @@ export class Environment {
     const kind = this.conversations.liveKind(claim.agentId) ?? this.conversations.kindOf(claim.agentId, start.definition);
     if (kind === undefined) {
       const define = start.definition !== undefined ? `the definition named "${start.definition}" is` : `agent "${claim.agentId}" is`;
-      return Promise.resolve(new InvalidInputError(`${define} not defined in the process that holds the conversation's partition (${this.store.path}); the start filed as execution ${claim.executionId} was not run — define it in every process that may own it`, { ...context, details: { reason: "agent_not_defined" } }));
+      return Promise.resolve(
+        new InvalidInputError(
+          `${define} not defined in the process that holds the conversation's partition (${this.store.path}); the start filed as execution ${claim.executionId} was not run — define it in every process that may own it`,
+          { ...context, details: { reason: "agent_not_defined" } },
+        ),
+      );
     }
     const agent = new Agent({ environment: this, kind, ready: Promise.resolve() }, claim.agentId);
     const run = agent.startFiled(start.input as unknown as AgentInput, start.options as StartOptions, claim.executionId);
     if (startTiming.enabled) void run.result.finally(() => startTiming.mark(claim.executionId, "ended")).catch(() => undefined);
-    return run.executionId.then(() => undefined, async (error: unknown) => {
-      const refusal = asPhronomyError(error, "INTERNAL");
-      if (refusal.code === "INVALID_INPUT" && refusal.details?.["reason"] === "execution_exists") return undefined;
-      // Busy with this very id (its key started here meanwhile, maybe
-      // still being prepared): it runs (docs/decisions/0057).
-      if (refusal.code !== "AGENT_BUSY") return refusal;
-      return await this.admittedAs(claim.executionId).catch(() => false) ? undefined : refusal;
-    });
+    return run.executionId.then(
+      () => undefined,
+      async (error: unknown) => {
+        const refusal = asPhronomyError(error, "INTERNAL");
+        if (refusal.code === "INVALID_INPUT" && refusal.details?.["reason"] === "execution_exists") return undefined;
+        // Busy with this very id (its key started here meanwhile, maybe
+        // still being prepared): it runs (docs/decisions/0057).
+        if (refusal.code !== "AGENT_BUSY") return refusal;
+        return (await this.admittedAs(claim.executionId).catch(() => false)) ? undefined : refusal;
+      },
+    );
   }
 
   /** @internal Where `agent.start` sends a start this process may not run:
@@ -444,13 +533,19 @@ export class Environment {
     if (this.remoteStarts !== undefined) return this.remoteStarts.follow(agentId, executionId, waiter);
     const settings = this.coordinator.settings;
     const observed = this.wait(executionId);
-    observed.executionId.then((id) => waiter.knowExecutionId(id), () => undefined);
-    observed.result.then((result) => {
-      if (result.outcome === "completed") emitToWaiter(waiter, { type: "done", executionId, output: result.output, usage: result.usage }, settings);
-      else if (result.handoff) emitToWaiter(waiter, { type: "handoff", executionId, handoff: result.handoff }, settings);
-      // Under the callback-error policy, as a live Run (decision 0056).
-      resolveWaiter(waiter, result, outcomeEventOf(result), settings);
-    }, (error: unknown) => settleWaiterWithError(waiter, asPhronomyError(error, "INTERNAL"), settings));
+    observed.executionId.then(
+      (id) => waiter.knowExecutionId(id),
+      () => undefined,
+    );
+    observed.result.then(
+      (result) => {
+        if (result.outcome === "completed") emitToWaiter(waiter, { type: "done", executionId, output: result.output, usage: result.usage }, settings);
+        else if (result.handoff) emitToWaiter(waiter, { type: "handoff", executionId, handoff: result.handoff }, settings);
+        // Under the callback-error policy, as a live Run (decision 0056).
+        resolveWaiter(waiter, result, outcomeEventOf(result), settings);
+      },
+      (error: unknown) => settleWaiterWithError(waiter, asPhronomyError(error, "INTERNAL"), settings),
+    );
   }
 
   /** @internal A caller waiting here on an execution (or a message queued
@@ -470,11 +565,18 @@ export class Environment {
    * it runs next (lost-leases.ts). */
   private leasesLost(agentIds: readonly string[]): void {
     if (this.closing) return;
-    this.loop.post(() => followLostConversations({
-      entriesOfAgent: (agentId) => this.coordinator.entriesOfAgentId(agentId),
-      followQueuedElsewhere: (agentId) => this.queues.followQueuedElsewhere(agentId),
-      follow: (executionId, agentId, waiter) => this.followElsewhere(agentId, executionId, waiter),
-    }, agentIds), { label: `the callers of conversations whose lease moved away (${agentIds.join(", ")})` });
+    this.loop.post(
+      () =>
+        followLostConversations(
+          {
+            entriesOfAgent: (agentId) => this.coordinator.entriesOfAgentId(agentId),
+            followQueuedElsewhere: (agentId) => this.queues.followQueuedElsewhere(agentId),
+            follow: (executionId, agentId, waiter) => this.followElsewhere(agentId, executionId, waiter),
+          },
+          agentIds,
+        ),
+      { label: `the callers of conversations whose lease moved away (${agentIds.join(", ")})` },
+    );
   }
 
   /** @internal Where `agent.resume` sends a decision on an execution not
@@ -537,22 +639,43 @@ export class Environment {
 
   private get cancelHost(): CancelHost {
     return {
-      coordinator: this.coordinator, loop: this.loop, store: this.store, remoteFor: (agentId) => this.remoteResumesFor(agentId),
+      coordinator: this.coordinator,
+      loop: this.loop,
+      store: this.store,
+      remoteFor: (agentId) => this.remoteResumesFor(agentId),
       recoveredHere: (row) => this.conversations.liveEntry(row.agentId) !== undefined || this.conversations.kindOfRow(row) !== undefined,
       cancelQueued: (executionId, reason) => this.queues.cancelQueued(executionId, reason),
       readRow: (executionId) => executionOrQueued(this.store, executionId),
       // Any process that may write may cancel a filed start, one that takes
       // no share (the CLI's) included; a Run here following it settles now.
-      ...(this.filesStarts() ? {
-        cancelFiledStart: async (executionId: string, reason: string | undefined) => {
-          const error = JSON.stringify(transferError(new CancellationError({ executionId }, reason)));
-          const found = await startInboxStoreOf(this.store)!.cancelFiledStart(executionId, error, Date.now());
-          // Committed: a Run here following the start settles now (docs/decisions/0047).
-          if (found?.state === "cancelled") this.remoteStarts?.cancelledHere({ executionId, execution: undefined, queued: false, decisionState: "refused", decisionError: error, steps: [] });
-          return found;
-        },
-        cancelledQueued: (row: ExecutionRow) => this.remoteStarts?.cancelledHere({ executionId: row.executionId, execution: row, queued: false, decisionState: undefined, decisionError: null, steps: [] }),
-      } : {}),
+      ...(this.filesStarts()
+        ? {
+            cancelFiledStart: async (executionId: string, reason: string | undefined) => {
+              const error = JSON.stringify(transferError(new CancellationError({ executionId }, reason)));
+              const found = await startInboxStoreOf(this.store)!.cancelFiledStart(executionId, error, Date.now());
+              // Committed: a Run here following the start settles now (docs/decisions/0047).
+              if (found?.state === "cancelled")
+                this.remoteStarts?.cancelledHere({
+                  executionId,
+                  execution: undefined,
+                  queued: false,
+                  decisionState: "refused",
+                  decisionError: error,
+                  steps: [],
+                });
+              return found;
+            },
+            cancelledQueued: (row: ExecutionRow) =>
+              this.remoteStarts?.cancelledHere({
+                executionId: row.executionId,
+                execution: row,
+                queued: false,
+                decisionState: undefined,
+                decisionError: null,
+                steps: [],
+              }),
+          }
+        : {}),
     };
   }
 
@@ -567,8 +690,12 @@ export class Environment {
     if (filter.status !== "recovery_required") return listWithQueued(this.store, filter as ExecutionListFilter);
     const ids = new Set(this.coordinator.recoveryRequiredIds());
     const rows = await this.store.unfinishedExecutions();
-    return rows.filter((row) => ids.has(row.executionId) && (filter.agentId === undefined || row.agentId === filter.agentId)
-      && (filter.outcome === undefined || row.outcome === filter.outcome));
+    return rows.filter(
+      (row) =>
+        ids.has(row.executionId)
+        && (filter.agentId === undefined || row.agentId === filter.agentId)
+        && (filter.outcome === undefined || row.outcome === filter.outcome),
+    );
   }
 
   /** One execution's row; a message still queued reads as status `queued`. */
@@ -627,7 +754,9 @@ export class Environment {
   private get retryHost(): RetryHost {
     const leasing = leasingStoreOf(this.store);
     return {
-      coordinator: this.coordinator, loop: this.loop, store: this.store,
+      coordinator: this.coordinator,
+      loop: this.loop,
+      store: this.store,
       useConversation: (row) => {
         const kind = this.conversations.liveKind(row.agentId) ?? this.conversations.kindOfRow(row);
         return kind === undefined ? undefined : this.conversations.use(row.agentId, kind);
@@ -639,7 +768,12 @@ export class Environment {
         if (!leasing || leasing.leaseOf(agentId) !== undefined) return undefined;
         const holder = await this.leaseHolder(agentId);
         if (holder !== undefined && this.remoteResumes !== undefined) return { filed: this.remoteResumes };
-        return { refused: holder === undefined ? `no process here holds agent "${agentId}"'s lease` : `agent "${agentId}" is owned by ${holder.owner} (its lease runs until ${new Date(holder.expiresAt).toISOString()})` };
+        return {
+          refused:
+            holder === undefined
+              ? `no process here holds agent "${agentId}"'s lease`
+              : `agent "${agentId}" is owned by ${holder.owner} (its lease runs until ${new Date(holder.expiresAt).toISOString()})`,
+        };
       },
     };
   }
@@ -716,6 +850,9 @@ export class Environment {
   /** @internal Refuses what only the store's owner may do. */
   assertOwner(what: string): void {
     if (!this.visitor) return;
-    throw new InvalidInputError(`${what} was refused: this environment visits the store at ${this.store.path}, and a visitor never writes executions — start, recover and purge in the process that owns the store; a visitor reads and decides approvals (agent.resume)`, { details: { reason: "visitor" } });
+    throw new InvalidInputError(
+      `${what} was refused: this environment visits the store at ${this.store.path}, and a visitor never writes executions — start, recover and purge in the process that owns the store; a visitor reads and decides approvals (agent.resume)`,
+      { details: { reason: "visitor" } },
+    );
   }
 }

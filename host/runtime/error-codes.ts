@@ -5,22 +5,42 @@
 import { ResultCode } from "../../assembly/abi.js";
 import { resultCodeName } from "../core/names.js";
 import {
-  AgentBusyError, AgentClosedError, ApprovalMismatchError, CancellationError, ExecutionRehydrationRequiredError, InvalidInputError,
-  OffloadFullError, PhronomyError, RuntimeShutdownError, StaleResultError, StoreError, type ErrorContext,
+  AgentBusyError,
+  AgentClosedError,
+  ApprovalMismatchError,
+  CancellationError,
+  ExecutionRehydrationRequiredError,
+  InvalidInputError,
+  OffloadFullError,
+  PhronomyError,
+  RuntimeShutdownError,
+  StaleResultError,
+  StoreError,
+  type ErrorContext,
 } from "../errors.js";
 
 export function errorForCode(code: number, context: ErrorContext): PhronomyError {
   const agent = context.agentId ?? "(unknown agent)";
   const execution = context.executionId ?? "(unknown execution)";
   switch (code as ResultCode) {
-    case ResultCode.AgentAlreadyAdmitted: return new AgentBusyError(agent);
-    case ResultCode.AgentClosed: return new AgentClosedError(agent);
-    case ResultCode.RuntimeDraining: return new RuntimeShutdownError("a new start or resume", context);
-    case ResultCode.StartCancelled: return new CancellationError(context);
-    case ResultCode.OffloadFull: return new OffloadFullError(0, context);
-    case ResultCode.StoreFailed: return new StoreError(`the store failed while committing execution ${execution}`, context);
+    case ResultCode.AgentAlreadyAdmitted:
+      return new AgentBusyError(agent);
+    case ResultCode.AgentClosed:
+      return new AgentClosedError(agent);
+    case ResultCode.RuntimeDraining:
+      return new RuntimeShutdownError("a new start or resume", context);
+    case ResultCode.StartCancelled:
+      return new CancellationError(context);
+    case ResultCode.OffloadFull:
+      return new OffloadFullError(0, context);
+    case ResultCode.StoreFailed:
+      return new StoreError(`the store failed while committing execution ${execution}`, context);
     case ResultCode.ExecutionsFull:
-      return new PhronomyError("CAPACITY", `the environment holds its maximum of live executions; agent "${agent}" was not admitted — raise limits.executionsMax or wait`, context);
+      return new PhronomyError(
+        "CAPACITY",
+        `the environment holds its maximum of live executions; agent "${agent}" was not admitted — raise limits.executionsMax or wait`,
+        context,
+      );
     case ResultCode.AgentsFull:
       return new PhronomyError("CAPACITY", "the environment holds its maximum of agents; raise limits.agentsMax or purge unused agents", context);
     case ResultCode.WaitersFull:
@@ -35,7 +55,10 @@ export function errorForCode(code: number, context: ErrorContext): PhronomyError
     case ResultCode.ApprovalMustMatch:
       return new ApprovalMismatchError(`the approval id is not the pending approval of execution ${execution}; nothing was decided`, context);
     case ResultCode.StatusMustMatch:
-      return new ApprovalMismatchError(`execution ${execution} is not suspended for approval (already decided, or never suspended); nothing was decided`, context);
+      return new ApprovalMismatchError(
+        `execution ${execution} is not suspended for approval (already decided, or never suspended); nothing was decided`,
+        context,
+      );
     case ResultCode.ResumeInProgress:
       return new ApprovalMismatchError(`a decision on execution ${execution} is already being committed; nothing else was decided`, context);
     case ResultCode.AgentMustMatch:

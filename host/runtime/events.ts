@@ -14,8 +14,24 @@ import type { PhronomyError } from "../errors.js";
 export type ExecutionEvent =
   | { readonly type: "model_call_started"; readonly executionId: string; readonly callId: string; readonly turn: number }
   | { readonly type: "model_call_finished"; readonly executionId: string; readonly callId: string; readonly usage: UsageTotals; readonly toolCalls: number }
-  | { readonly type: "model_call_retrying"; readonly executionId: string; readonly callId: string; readonly attempt: number; readonly delayMs: number; readonly statusCode: number | undefined; readonly message: string }
-  | { readonly type: "tool_call_retrying"; readonly executionId: string; readonly callId: string; readonly toolName: string; readonly attempt: number; readonly delayMs: number; readonly message: string }
+  | {
+      readonly type: "model_call_retrying";
+      readonly executionId: string;
+      readonly callId: string;
+      readonly attempt: number;
+      readonly delayMs: number;
+      readonly statusCode: number | undefined;
+      readonly message: string;
+    }
+  | {
+      readonly type: "tool_call_retrying";
+      readonly executionId: string;
+      readonly callId: string;
+      readonly toolName: string;
+      readonly attempt: number;
+      readonly delayMs: number;
+      readonly message: string;
+    }
   | { readonly type: "text_delta"; readonly executionId: string; readonly callId: string; readonly delta: string }
   | { readonly type: "tool_call_started"; readonly executionId: string; readonly callId: string; readonly toolName: string; readonly idempotencyKey: string }
   | { readonly type: "tool_call_finished"; readonly executionId: string; readonly callId: string; readonly toolName: string; readonly isError: boolean }
@@ -30,9 +46,7 @@ export type ExecutionEvent =
 export type ExecutionEventType = ExecutionEvent["type"];
 
 /** The event types that end a Run's stream. */
-export const TERMINAL_EVENT_TYPES: ReadonlySet<ExecutionEventType> = new Set([
-  "done", "error", "timeout", "cancelled", "approval_required", "handoff",
-]);
+export const TERMINAL_EVENT_TYPES: ReadonlySet<ExecutionEventType> = new Set(["done", "error", "timeout", "cancelled", "approval_required", "handoff"]);
 
 /** Terminal events that end the execution itself with a result: only a
  * listener throwing on one of these fails the task under `fail_task` (the

@@ -37,7 +37,13 @@ export function startSession(calls: SessionCalls, slot: number, sessionNumber: n
 /** A session for the entry's execution, with the settings its start (or
  * its durable config, for a recovered one) gave it, ending by `deadline`
  * (each start, resume and recovery has its own: docs/decisions/0016). */
-function createSession(calls: SessionCalls, entry: ExecutionEntry, sessionNumber: number, deadline: number | undefined, run: "start" | "resume" | "recovery"): Session {
+function createSession(
+  calls: SessionCalls,
+  entry: ExecutionEntry,
+  sessionNumber: number,
+  deadline: number | undefined,
+  run: "start" | "resume" | "recovery",
+): Session {
   const slot = entry.slot;
   const { start, agent } = entry;
   const definition = agent.definition;
@@ -49,30 +55,39 @@ function createSession(calls: SessionCalls, entry: ExecutionEntry, sessionNumber
   try {
     entry.span ??= calls.settings.tracer.startExecution(agent.id, {
       ...agentAttributes(agent.id, definition),
-      "phronomy.agent_id": agent.id, "phronomy.execution_id": entry.executionId, "phronomy.mode": "invoke", "phronomy.run": run,
+      "phronomy.agent_id": agent.id,
+      "phronomy.execution_id": entry.executionId,
+      "phronomy.mode": "invoke",
+      "phronomy.run": run,
     });
   } catch (error) {
     spanFailure = { error };
   }
-  const session = new Session(slot, entry.generation, sessionNumber, {
-    executionId: entry.executionId,
-    agentId: agent.id,
-    definition,
-    tools: agent.tools,
-    input: start.filteredInput ?? start.input,
-    inputMessages: start.filteredMessages ?? start.inputMessages,
-    memory: [],
-    approvalPolicy: start.options.approvalPolicy ?? "tools",
-    tokenBudget: start.options.tokenBudget ?? definition.tokenBudget,
-    maxTurns: start.options.maxTurns ?? definition.maxTurns ?? MAX_TURNS_DEFAULT,
-    outputGuardrail: start.options.outputGuardrail ?? definition.outputGuardrail,
-    signal: entry.resumeSignal ?? start.options.signal,
-    stream: start.options.stream ?? false,
-    deadline,
-    timeoutMs: timeoutOf(entry),
-    tracer: calls.settings.tracer,
-    parentSpan: entry.span,
-  }, calls);
+  const session = new Session(
+    slot,
+    entry.generation,
+    sessionNumber,
+    {
+      executionId: entry.executionId,
+      agentId: agent.id,
+      definition,
+      tools: agent.tools,
+      input: start.filteredInput ?? start.input,
+      inputMessages: start.filteredMessages ?? start.inputMessages,
+      memory: [],
+      approvalPolicy: start.options.approvalPolicy ?? "tools",
+      tokenBudget: start.options.tokenBudget ?? definition.tokenBudget,
+      maxTurns: start.options.maxTurns ?? definition.maxTurns ?? MAX_TURNS_DEFAULT,
+      outputGuardrail: start.options.outputGuardrail ?? definition.outputGuardrail,
+      signal: entry.resumeSignal ?? start.options.signal,
+      stream: start.options.stream ?? false,
+      deadline,
+      timeoutMs: timeoutOf(entry),
+      tracer: calls.settings.tracer,
+      parentSpan: entry.span,
+    },
+    calls,
+  );
   entry.session = session;
   entry.sessionNumber = sessionNumber;
   entry.suspended = false;
@@ -86,12 +101,15 @@ function createSession(calls: SessionCalls, entry: ExecutionEntry, sessionNumber
  * while the first barrier is written; the model call waits for it. */
 function loadMemory(calls: SessionCalls, entry: ExecutionEntry, session: Session): void {
   const window = entry.agent.definition.memoryWindow ?? MEMORY_WINDOW_DEFAULT;
-  session.memoryLoaded = calls.settings.store.readJournal(entry.agent.id, window + 1).then((records) => {
-    const earlier = records.filter((record) => record.executionId !== entry.executionId).slice(-window);
-    session.useMemory(earlier.map(messageOfJournal));
-  }, (error: unknown) => {
-    calls.settings.logger.warn(`[phronomy] could not read the memory of agent "${entry.agent.id}": ${String(error)}`);
-  });
+  session.memoryLoaded = calls.settings.store.readJournal(entry.agent.id, window + 1).then(
+    (records) => {
+      const earlier = records.filter((record) => record.executionId !== entry.executionId).slice(-window);
+      session.useMemory(earlier.map(messageOfJournal));
+    },
+    (error: unknown) => {
+      calls.settings.logger.warn(`[phronomy] could not read the memory of agent "${entry.agent.id}": ${String(error)}`);
+    },
+  );
 }
 
 /** The entry's session when it is still number `sessionNumber`. */
@@ -121,16 +139,20 @@ export function resumeSession(calls: SessionCalls, slot: number, sessionNumber: 
     session.restore(history, row.usage, row.metadata.turns ?? 0);
     session.planBatch(row.metadata.toolBatch ?? []);
   });
-  session.restored.then(() => calls.post(() => {
-    session.begin();
-    if (approved) {
-      calls.sessionEvent(session, SessionEventKind.ApprovalGranted);
-    } else {
-      session.decline(reason);
-      calls.sessionEvent(session, SessionEventKind.ApprovalRejected);
-      calls.sessionEvent(session, SessionEventKind.StateCompleted);
-    }
-  }), (error: unknown) => calls.post(() => session.fail(asPhronomyError(error, "STORE"))));
+  session.restored.then(
+    () =>
+      calls.post(() => {
+        session.begin();
+        if (approved) {
+          calls.sessionEvent(session, SessionEventKind.ApprovalGranted);
+        } else {
+          session.decline(reason);
+          calls.sessionEvent(session, SessionEventKind.ApprovalRejected);
+          calls.sessionEvent(session, SessionEventKind.StateCompleted);
+        }
+      }),
+    (error: unknown) => calls.post(() => session.fail(asPhronomyError(error, "STORE"))),
+  );
 }
 
 /** Effect ContinueSession: a recovered execution resumes where its saved
@@ -150,15 +172,19 @@ export function continueSession(calls: SessionCalls, slot: number, sessionNumber
   session.restored = readHistory(calls.settings.store, entry.executionId).then((history) => {
     session.restore(history, row.usage, row.metadata.turns ?? 0);
   });
-  session.restored.then(() => calls.post(() => {
-    session.begin();
-    if (continuation === Continuation.ApprovalRejection) {
-      session.planBatch(row.metadata.toolBatch ?? []);
-      session.decline(row.metadata.approval?.reason ?? null);
-      calls.sessionEvent(session, SessionEventKind.ApprovalRejected);
-      calls.sessionEvent(session, SessionEventKind.StateCompleted);
-    }
-  }), (error: unknown) => calls.post(() => session.fail(asPhronomyError(error, "STORE"))));
+  session.restored.then(
+    () =>
+      calls.post(() => {
+        session.begin();
+        if (continuation === Continuation.ApprovalRejection) {
+          session.planBatch(row.metadata.toolBatch ?? []);
+          session.decline(row.metadata.approval?.reason ?? null);
+          calls.sessionEvent(session, SessionEventKind.ApprovalRejected);
+          calls.sessionEvent(session, SessionEventKind.StateCompleted);
+        }
+      }),
+    (error: unknown) => calls.post(() => session.fail(asPhronomyError(error, "STORE"))),
+  );
 }
 
 /** The running-time budget of an execution: its start's timeoutMs (a

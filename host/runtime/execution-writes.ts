@@ -30,22 +30,41 @@ export function submitProviderBarrier(calls: CoordinatorCalls, slot: number, ses
     entry.start.firstBarrier = undefined;
     if (expectedRevision === written.revision - 1 && steps.length === 0) {
       session.adoptModelCallId(written.callId);
-      calls.post(() => calls.apply(M.ProviderDispatchReady, slot, entry.generation, sessionNumber, expectedRevision, CommitOutcome.Committed, written.revision));
+      calls.post(() =>
+        calls.apply(M.ProviderDispatchReady, slot, entry.generation, sessionNumber, expectedRevision, CommitOutcome.Committed, written.revision),
+      );
       return;
     }
     // Anything else is a bug; the barrier below then finds the row moved on
     // (compare-and-set) and the execution is held for recovery, nothing overwritten.
-    calls.settings.logger.warn(`[phronomy] execution ${entry.executionId}: the first provider barrier was written with its preparation, but the core asked for revision ${expectedRevision} with ${steps.length} pending steps`);
+    calls.settings.logger.warn(
+      `[phronomy] execution ${entry.executionId}: the first provider barrier was written with its preparation, but the core asked for revision ${expectedRevision} with ${steps.length} pending steps`,
+    );
   }
   const callId = session.nextModelCallId();
   const runningSince = session.runningSince;
-  submitBarrier(calls, entry, session, Submission.ProviderBarrier, () => calls.settings.store.run({
-    type: "providerBarrier", executionId: entry.executionId, expectedRevision, callId, steps,
-    usage: session.usage, turns: session.turns, at: calls.settings.now(), ...(runningSince !== undefined ? { runningSince } : {}),
-  }), (outcome, revision) => {
-    if (outcome === CommitOutcome.Committed) session.acknowledgeSteps(steps.length, runningSince);
-    calls.apply(M.ProviderDispatchReady, slot, entry.generation, sessionNumber, expectedRevision, outcome, revision);
-  });
+  submitBarrier(
+    calls,
+    entry,
+    session,
+    Submission.ProviderBarrier,
+    () =>
+      calls.settings.store.run({
+        type: "providerBarrier",
+        executionId: entry.executionId,
+        expectedRevision,
+        callId,
+        steps,
+        usage: session.usage,
+        turns: session.turns,
+        at: calls.settings.now(),
+        ...(runningSince !== undefined ? { runningSince } : {}),
+      }),
+    (outcome, revision) => {
+      if (outcome === CommitOutcome.Committed) session.acknowledgeSteps(steps.length, runningSince);
+      calls.apply(M.ProviderDispatchReady, slot, entry.generation, sessionNumber, expectedRevision, outcome, revision);
+    },
+  );
 }
 
 /** Effect SubmitToolBarrier: the durable barrier before a tool batch. */
@@ -56,19 +75,37 @@ export function submitToolBarrier(calls: CoordinatorCalls, slot: number, session
   const steps = session.pendingSteps();
   const toolBatch = session.toolBatch();
   const runningSince = session.runningSince;
-  submitBarrier(calls, entry, session, Submission.ToolBarrier, () => calls.settings.store.run({
-    type: "toolBarrier", executionId: entry.executionId, expectedRevision, toolBatch, steps,
-    usage: session.usage, turns: session.turns, at: calls.settings.now(), ...(runningSince !== undefined ? { runningSince } : {}),
-  }), (outcome, revision) => {
-    if (outcome === CommitOutcome.Committed) session.acknowledgeSteps(steps.length, runningSince);
-    calls.apply(M.ToolDispatchReady, slot, entry.generation, sessionNumber, expectedRevision, outcome, revision, toolBatch.length);
-  });
+  submitBarrier(
+    calls,
+    entry,
+    session,
+    Submission.ToolBarrier,
+    () =>
+      calls.settings.store.run({
+        type: "toolBarrier",
+        executionId: entry.executionId,
+        expectedRevision,
+        toolBatch,
+        steps,
+        usage: session.usage,
+        turns: session.turns,
+        at: calls.settings.now(),
+        ...(runningSince !== undefined ? { runningSince } : {}),
+      }),
+    (outcome, revision) => {
+      if (outcome === CommitOutcome.Committed) session.acknowledgeSteps(steps.length, runningSince);
+      calls.apply(M.ToolDispatchReady, slot, entry.generation, sessionNumber, expectedRevision, outcome, revision, toolBatch.length);
+    },
+  );
 }
 
 /** Submits a barrier and posts its outcome; a refused submission is
  * reported to the core at once. */
 function submitBarrier(
-  calls: CoordinatorCalls, entry: ExecutionEntry, session: Session, submission: Submission,
+  calls: CoordinatorCalls,
+  entry: ExecutionEntry,
+  session: Session,
+  submission: Submission,
   write: () => Promise<{ revision: number }>,
   ready: (outcome: CommitOutcome, revision: number) => void,
 ): void {
@@ -82,13 +119,15 @@ function submitBarrier(
   }
   written.then(
     ({ revision }) => calls.post(() => ready(CommitOutcome.Committed, revision)),
-    (error: unknown) => calls.post(() => {
-      entry.storeError = asPhronomyError(error, "STORE");
-      // Outcome unknown (the store's worker died holding it): only the
-      // durable row can tell, so the execution is held for recovery.
-      const outcome = error instanceof ExecutionRehydrationRequiredError || isOutcomeUnknown(error) ? CommitOutcome.RehydrationRequired : CommitOutcome.StoreFailed;
-      ready(outcome, 0);
-    }),
+    (error: unknown) =>
+      calls.post(() => {
+        entry.storeError = asPhronomyError(error, "STORE");
+        // Outcome unknown (the store's worker died holding it): only the
+        // durable row can tell, so the execution is held for recovery.
+        const outcome =
+          error instanceof ExecutionRehydrationRequiredError || isOutcomeUnknown(error) ? CommitOutcome.RehydrationRequired : CommitOutcome.StoreFailed;
+        ready(outcome, 0);
+      }),
   );
 }
 
@@ -100,16 +139,25 @@ export function submitTerminalCommit(calls: CoordinatorCalls, slot: number, sess
   const terminal = session.terminal;
   const outcome = outcomeName(terminal.ending);
   const steps: StepRecord[] = session.pendingSteps();
-  const journal: JournalRecord[] = outcome === "completed" && typeof terminal.output === "string"
-    ? [{ executionId: entry.executionId, role: "assistant", content: terminal.output, at: calls.settings.now() }]
-    : [];
+  const journal: JournalRecord[] =
+    outcome === "completed" && typeof terminal.output === "string"
+      ? [{ executionId: entry.executionId, role: "assistant", content: terminal.output, at: calls.settings.now() }]
+      : [];
   let written: Promise<{ revision: number }>;
   try {
     written = calls.settings.store.run({
-      type: "terminalCommit", executionId: entry.executionId, expectedRevision, outcome,
-      output: terminal.output, error: terminal.error ? terminal.error.toRecord() : null, usage: session.usage,
+      type: "terminalCommit",
+      executionId: entry.executionId,
+      expectedRevision,
+      outcome,
+      output: terminal.output,
+      error: terminal.error ? terminal.error.toRecord() : null,
+      usage: session.usage,
       approvalRequest: (terminal.approvalRequest ?? null) as unknown as Json,
-      handoff: (terminal.handoff ?? null) as unknown as Json, steps, journal, at: calls.settings.now(),
+      handoff: (terminal.handoff ?? null) as unknown as Json,
+      steps,
+      journal,
+      at: calls.settings.now(),
       ...(outcome === "suspended" ? { toolBatch: session.toolBatch() } : {}),
       ...(session.cancelRequested || entry.cancelById !== undefined ? { cancelRequested: true as const } : {}),
       ...(entry.callbackFailure !== undefined ? { callbackFailure: entry.callbackFailure } : {}),
@@ -120,13 +168,15 @@ export function submitTerminalCommit(calls: CoordinatorCalls, slot: number, sess
     return;
   }
   written.then(
-    ({ revision }) => calls.post(() => {
-      calls.apply(M.TerminalCommitReady, slot, entry.generation, sessionNumber, expectedRevision, outcomeType(outcome), revision);
-    }),
-    (error: unknown) => calls.post(() => {
-      entry.storeError = asPhronomyError(error, "STORE");
-      calls.apply(M.TerminalCommitReady, slot, entry.generation, sessionNumber, expectedRevision, OutcomeType.StoreFailed, 0);
-    }),
+    ({ revision }) =>
+      calls.post(() => {
+        calls.apply(M.TerminalCommitReady, slot, entry.generation, sessionNumber, expectedRevision, outcomeType(outcome), revision);
+      }),
+    (error: unknown) =>
+      calls.post(() => {
+        entry.storeError = asPhronomyError(error, "STORE");
+        calls.apply(M.TerminalCommitReady, slot, entry.generation, sessionNumber, expectedRevision, OutcomeType.StoreFailed, 0);
+      }),
   );
 }
 
@@ -136,69 +186,98 @@ export function submitApprovalCommit(calls: CoordinatorCalls, slot: number, expe
   const entry = calls.entryAt(slot);
   const request = calls.requests.get(handle);
   if (!entry || request?.type !== "resume") return;
-  const refuse = (error: PhronomyError): void => calls.post(() => {
-    request.error = error;
-    calls.apply(M.SubmissionRefused, Submission.ApprovalCommit, slot, entry.generation, 0, handle);
-  });
-  const ready = (outcome: CommitOutcome, revision: number): void => calls.post(() => {
-    calls.apply(M.ResumeCommitReady, slot, entry.generation, expectedRevision, outcome, revision, request.approved ? 1 : 0, handle);
-  });
-  entry.resumeRow = undefined;
-  calls.settings.store.getExecution(entry.executionId).then((row) => {
-    const batch = row?.metadata.toolBatch ?? [];
-    const argumentsHash = argumentsHashOf(batch);
-    const approval = row?.approvalRequest as unknown as ApprovalRequest | null;
-    if (!row || !approval || approval.argumentsHash !== argumentsHash) {
-      return refuse(new ApprovalMismatchError(`the tool calls of execution ${entry.executionId} changed since approval ${request.approvalId} was requested; nothing was decided`, { executionId: entry.executionId, agentId: entry.agent.id }));
-    }
-    let written: Promise<{ revision: number }>;
-    try {
-      written = calls.settings.store.run({
-        type: "approvalCommit", executionId: entry.executionId, expectedRevision, approvalId: request.approvalId,
-        approved: request.approved, reason: request.reason, argumentsHash, at: calls.settings.now(),
-      });
-    } catch (error) {
-      return refuse(asPhronomyError(error, "STORE"));
-    }
-    written.then(({ revision }) => {
-      entry.resumeRow = row;
-      ready(CommitOutcome.Committed, revision);
-    }, (error: unknown) => {
-      if (error instanceof ApprovalMismatchError) return refuse(error);
-      const failure = asPhronomyError(error, "STORE");
-      const held = (): void => {
-        entry.storeError = failure;
-        ready(CommitOutcome.RehydrationRequired, 0);
-      };
-      if (error instanceof ExecutionRehydrationRequiredError || isOutcomeUnknown(error)) return held();
-      // Written or not: the row says (docs/decisions/0057).
-      void approvalCommitReadBack(calls.settings.store, { ...request, expectedRevision }).then(({ outcome, revision }) => {
-        if (outcome === CommitOutcome.RehydrationRequired) return held();
-        if (outcome === CommitOutcome.Committed) entry.resumeRow = row;
-        else request.error = notWritten(entry, failure);
-        ready(outcome, revision);
-      });
+  const refuse = (error: PhronomyError): void =>
+    calls.post(() => {
+      request.error = error;
+      calls.apply(M.SubmissionRefused, Submission.ApprovalCommit, slot, entry.generation, 0, handle);
     });
-  }, (error: unknown) => refuse(asPhronomyError(error, "STORE")));
+  const ready = (outcome: CommitOutcome, revision: number): void =>
+    calls.post(() => {
+      calls.apply(M.ResumeCommitReady, slot, entry.generation, expectedRevision, outcome, revision, request.approved ? 1 : 0, handle);
+    });
+  entry.resumeRow = undefined;
+  calls.settings.store.getExecution(entry.executionId).then(
+    (row) => {
+      const batch = row?.metadata.toolBatch ?? [];
+      const argumentsHash = argumentsHashOf(batch);
+      const approval = row?.approvalRequest as unknown as ApprovalRequest | null;
+      if (!row || !approval || approval.argumentsHash !== argumentsHash) {
+        return refuse(
+          new ApprovalMismatchError(
+            `the tool calls of execution ${entry.executionId} changed since approval ${request.approvalId} was requested; nothing was decided`,
+            { executionId: entry.executionId, agentId: entry.agent.id },
+          ),
+        );
+      }
+      let written: Promise<{ revision: number }>;
+      try {
+        written = calls.settings.store.run({
+          type: "approvalCommit",
+          executionId: entry.executionId,
+          expectedRevision,
+          approvalId: request.approvalId,
+          approved: request.approved,
+          reason: request.reason,
+          argumentsHash,
+          at: calls.settings.now(),
+        });
+      } catch (error) {
+        return refuse(asPhronomyError(error, "STORE"));
+      }
+      written.then(
+        ({ revision }) => {
+          entry.resumeRow = row;
+          ready(CommitOutcome.Committed, revision);
+        },
+        (error: unknown) => {
+          if (error instanceof ApprovalMismatchError) return refuse(error);
+          const failure = asPhronomyError(error, "STORE");
+          const held = (): void => {
+            entry.storeError = failure;
+            ready(CommitOutcome.RehydrationRequired, 0);
+          };
+          if (error instanceof ExecutionRehydrationRequiredError || isOutcomeUnknown(error)) return held();
+          // Written or not: the row says (docs/decisions/0057).
+          void approvalCommitReadBack(calls.settings.store, { ...request, expectedRevision }).then(({ outcome, revision }) => {
+            if (outcome === CommitOutcome.RehydrationRequired) return held();
+            if (outcome === CommitOutcome.Committed) entry.resumeRow = row;
+            else request.error = notWritten(entry, failure);
+            ready(outcome, revision);
+          });
+        },
+      );
+    },
+    (error: unknown) => refuse(asPhronomyError(error, "STORE")),
+  );
 }
 
 function outcomeName(ending: SessionEnding): OutcomeName {
   switch (ending) {
-    case SessionEnding.Completed: return "completed";
-    case SessionEnding.Suspended: return "suspended";
-    case SessionEnding.HandedOff: return "handed_off";
-    case SessionEnding.CoordinationWait: return "coordination_wait";
-    default: return "failed";
+    case SessionEnding.Completed:
+      return "completed";
+    case SessionEnding.Suspended:
+      return "suspended";
+    case SessionEnding.HandedOff:
+      return "handed_off";
+    case SessionEnding.CoordinationWait:
+      return "coordination_wait";
+    default:
+      return "failed";
   }
 }
 
 function outcomeType(outcome: OutcomeName): OutcomeType {
   switch (outcome) {
-    case "completed": return OutcomeType.Completed;
-    case "suspended": return OutcomeType.Suspended;
-    case "handed_off": return OutcomeType.HandedOff;
-    case "coordination_wait": return OutcomeType.CoordinationWait;
-    case "failed": return OutcomeType.Failed;
+    case "completed":
+      return OutcomeType.Completed;
+    case "suspended":
+      return OutcomeType.Suspended;
+    case "handed_off":
+      return OutcomeType.HandedOff;
+    case "coordination_wait":
+      return OutcomeType.CoordinationWait;
+    case "failed":
+      return OutcomeType.Failed;
   }
 }
 

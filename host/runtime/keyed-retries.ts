@@ -12,7 +12,10 @@ export class KeyedRetries {
   /** The next wait of each key whose last attempt was not done. */
   private readonly waits = new Map<string, number>();
 
-  constructor(private readonly delayMsMin: number, private readonly delayMsMax: number) {}
+  constructor(
+    private readonly delayMsMin: number,
+    private readonly delayMsMax: number,
+  ) {}
 
   /** Runs `attempt` after the key's wait unless one is scheduled for
    * `key` already; it resolves true when done, false (or rejects) to be

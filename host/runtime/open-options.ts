@@ -57,7 +57,19 @@ export interface OpenOptions {
   readonly retention?: RetentionOptions;
 }
 
-const OPEN_OPTION_KEYS = ["store", "synchronous", "offloadCapacity", "offloadPolicy", "limits", "callbackErrorPolicy", "logger", "recover", "postgres", "visitor", "retention"] as const;
+const OPEN_OPTION_KEYS = [
+  "store",
+  "synchronous",
+  "offloadCapacity",
+  "offloadPolicy",
+  "limits",
+  "callbackErrorPolicy",
+  "logger",
+  "recover",
+  "postgres",
+  "visitor",
+  "retention",
+] as const;
 const POSTGRES_OPTION_KEYS = ["poolSize", "leaseMs", "schema", "instanceId", "partitions", "balance"] as const;
 const LIMIT_KEYS = ["agentsMax", "executionsMax"] as const;
 
@@ -69,7 +81,9 @@ export function checkOpenOptions(options: OpenOptions): { readonly logger: Logge
   rejectUnknownKeys(options, OPEN_OPTION_KEYS, "Phronomy.open(options)");
   const givenStore = typeof options.store === "object" && options.store !== null && typeof options.store.run === "function";
   if (!givenStore && (typeof options.store !== "string" || options.store.length === 0)) {
-    throw new InvalidInputError(`Phronomy.open(options): "store" must be a SQLite file path, a postgres:// URL or an ExecutionStore, got ${JSON.stringify(options.store)}`);
+    throw new InvalidInputError(
+      `Phronomy.open(options): "store" must be a SQLite file path, a postgres:// URL or an ExecutionStore, got ${JSON.stringify(options.store)}`,
+    );
   }
   if (options.callbackErrorPolicy !== undefined && !["report", "fail_task"].includes(options.callbackErrorPolicy)) {
     throw new InvalidInputError(`Phronomy.open(options): "callbackErrorPolicy" must be "report" or "fail_task"`);
@@ -96,13 +110,15 @@ function guardedLogger(logger: unknown): Logger {
   if (typeof given !== "object" || given === null || typeof given.warn !== "function" || (given.debug !== undefined && typeof given.debug !== "function")) {
     throw new InvalidInputError(`Phronomy.open(options): "logger" must be an object with a warn(message) method (and optionally debug(message))`);
   }
-  const quietly = (write: (message: string) => void) => (message: string): void => {
-    try {
-      write.call(given, message);
-    } catch {
-      // A logger that throws loses its message, never the process.
-    }
-  };
+  const quietly =
+    (write: (message: string) => void) =>
+    (message: string): void => {
+      try {
+        write.call(given, message);
+      } catch {
+        // A logger that throws loses its message, never the process.
+      }
+    };
   return { warn: quietly(given.warn), ...(given.debug !== undefined ? { debug: quietly(given.debug) } : {}) };
 }
 
@@ -139,7 +155,9 @@ function checkVisitorOption(options: OpenOptions): void {
   if (options.visitor === undefined || options.visitor === false) return;
   if (options.visitor !== true) throw new InvalidInputError(`Phronomy.open(options): "visitor" must be true or false, got ${JSON.stringify(options.visitor)}`);
   if (typeof options.store === "string" ? /^postgres(ql)?:\/\//i.test(options.store) : !isVisitorStore(options.store)) {
-    throw new InvalidInputError(`Phronomy.open(options): "visitor" applies to a SQLite store given by its file path (a PostgreSQL store is shared by every process already; a store the application opened is a visitor's only when opened with SqliteStore.openVisitor)`);
+    throw new InvalidInputError(
+      `Phronomy.open(options): "visitor" applies to a SQLite store given by its file path (a PostgreSQL store is shared by every process already; a store the application opened is a visitor's only when opened with SqliteStore.openVisitor)`,
+    );
   }
 }
 
@@ -159,7 +177,10 @@ function checkPostgresOptions(options: OpenOptions): void {
   if (options.postgres === undefined) return;
   checkOptionObject(options.postgres, "postgres", POSTGRES_OPTION_KEYS);
   if (typeof options.store === "string" && /^postgres(ql)?:\/\//i.test(options.store)) return;
-  const store = typeof options.store === "string" ? `the SQLite file ${JSON.stringify(options.store)}` : "a store the application opened (pass these options to PostgresStore.open)";
+  const store =
+    typeof options.store === "string"
+      ? `the SQLite file ${JSON.stringify(options.store)}`
+      : "a store the application opened (pass these options to PostgresStore.open)";
   throw new InvalidInputError(`Phronomy.open(options): "postgres" applies only when "store" is a postgres:// URL; here it is ${store}`);
 }
 
@@ -184,6 +205,11 @@ function checkSqliteOnlyOptions(options: OpenOptions): void {
   if (typeof options.store === "string" && !/^postgres(ql)?:\/\//i.test(options.store)) return;
   const given = (["synchronous", "offloadCapacity", "offloadPolicy"] as const).filter((key) => options[key] !== undefined);
   if (given.length === 0) return;
-  const store = typeof options.store === "string" ? "a PostgreSQL store (durability there is the server's: synchronous_commit)" : "a store the application opened (pass them to SqliteStore.open)";
-  throw new InvalidInputError(`Phronomy.open(options): ${given.map((key) => `"${key}"`).join(", ")} ${given.length === 1 ? "applies" : "apply"} only to a SQLite file store; here it is ${store}`);
+  const store =
+    typeof options.store === "string"
+      ? "a PostgreSQL store (durability there is the server's: synchronous_commit)"
+      : "a store the application opened (pass them to SqliteStore.open)";
+  throw new InvalidInputError(
+    `Phronomy.open(options): ${given.map((key) => `"${key}"`).join(", ")} ${given.length === 1 ? "applies" : "apply"} only to a SQLite file store; here it is ${store}`,
+  );
 }

@@ -54,10 +54,14 @@ function verdictOrFailure(verdict: unknown): CheckedVerdict {
   if (typeof given !== "object" || given === null) return failed(`answered ${String(verdict)}, not a verdict`);
   if (typeof given.then === "function") return failed("answered a promise (guardrails are synchronous: they run on the control loop)");
   switch (given.action) {
-    case "allow": return ALLOW;
-    case "redact": return typeof given.text === "string" ? { action: "redact", text: given.text } : failed("answered a redaction without a text string");
-    case "block": return { action: "block", reason: typeof given.reason === "string" ? given.reason : String(given.reason) };
-    default: return failed(`answered the unknown action ${JSON.stringify(given.action)}`);
+    case "allow":
+      return ALLOW;
+    case "redact":
+      return typeof given.text === "string" ? { action: "redact", text: given.text } : failed("answered a redaction without a text string");
+    case "block":
+      return { action: "block", reason: typeof given.reason === "string" ? given.reason : String(given.reason) };
+    default:
+      return failed(`answered the unknown action ${JSON.stringify(given.action)}`);
   }
 }
 
@@ -219,9 +223,11 @@ export const RESUME_DECISION_KEYS = ["approvalId", "approved", "reason", "onEven
 
 export function validateResumeDecision(executionId: unknown, decision: ResumeDecision, what: string): void {
   if (typeof executionId !== "string" || executionId.length === 0) throw new InvalidInputError(`${what}: the execution id must be a non-empty string`);
-  if (typeof decision !== "object" || decision === null) throw new InvalidInputError(`${what}: the decision must be an object { approvalId, approved, reason? }`);
+  if (typeof decision !== "object" || decision === null)
+    throw new InvalidInputError(`${what}: the decision must be an object { approvalId, approved, reason? }`);
   rejectUnknownKeys(decision, RESUME_DECISION_KEYS, what);
-  if (typeof decision.approvalId !== "string" || decision.approvalId.length === 0) throw new InvalidInputError(`${what}: "approvalId" must be the id of the pending approval`);
+  if (typeof decision.approvalId !== "string" || decision.approvalId.length === 0)
+    throw new InvalidInputError(`${what}: "approvalId" must be the id of the pending approval`);
   if (typeof decision.approved !== "boolean") throw new InvalidInputError(`${what}: "approved" must be true or false`);
   if (decision.reason !== undefined && typeof decision.reason !== "string") throw new InvalidInputError(`${what}: "reason" must be a string`);
   functionOrUndefined(decision.onEvent, "onEvent", what);
@@ -241,15 +247,52 @@ export interface Logger {
 }
 
 export const AGENT_DEFINITION_KEYS = [
-  "id", "name", "model", "instructions", "tools", "inputGuardrail", "outputGuardrail", "memoryWindow", "maxTurns",
-  "tokenBudget", "timeoutMs", "retention", "onBusy", "queueLimit", "onEvent",
-  "maxOutputTokens", "temperature", "topP", "topK", "presencePenalty", "frequencyPenalty", "seed", "stopSequences",
-  "headers", "providerOptions", "output", "maxRetries", "retryDelay", "experimental_context", "toolsContext",
+  "id",
+  "name",
+  "model",
+  "instructions",
+  "tools",
+  "inputGuardrail",
+  "outputGuardrail",
+  "memoryWindow",
+  "maxTurns",
+  "tokenBudget",
+  "timeoutMs",
+  "retention",
+  "onBusy",
+  "queueLimit",
+  "onEvent",
+  "maxOutputTokens",
+  "temperature",
+  "topP",
+  "topK",
+  "presencePenalty",
+  "frequencyPenalty",
+  "seed",
+  "stopSequences",
+  "headers",
+  "providerOptions",
+  "output",
+  "maxRetries",
+  "retryDelay",
+  "experimental_context",
+  "toolsContext",
 ] as const;
 
 export const START_OPTION_KEYS = [
-  "signal", "timeoutMs", "onEvent", "approvalPolicy", "approvalListener", "tokenBudget", "maxTurns",
-  "inputGuardrail", "outputGuardrail", "metadata", "stream", "onBusy", "idempotencyKey",
+  "signal",
+  "timeoutMs",
+  "onEvent",
+  "approvalPolicy",
+  "approvalListener",
+  "tokenBudget",
+  "maxTurns",
+  "inputGuardrail",
+  "outputGuardrail",
+  "metadata",
+  "stream",
+  "onBusy",
+  "idempotencyKey",
 ] as const;
 
 /** Agent ids are interned by the host and stored as text: bounded, printable. */
@@ -296,7 +339,9 @@ export function validateAgentDefinition(definition: Partial<AgentDefinition & Co
   if (typeof definition !== "object" || definition === null) throw new InvalidInputError("env.agent(definition): definition must be an object");
   rejectUnknownKeys(definition, AGENT_DEFINITION_KEYS, "env.agent(definition)");
   if ((definition.id === undefined) === (definition.name === undefined)) {
-    throw new InvalidInputError(`env.agent(definition): give "id" (one agent) or "name" (a definition with many conversations: agent.conversation(id)), not ${definition.id === undefined ? "neither" : "both"}`);
+    throw new InvalidInputError(
+      `env.agent(definition): give "id" (one agent) or "name" (a definition with many conversations: agent.conversation(id)), not ${definition.id === undefined ? "neither" : "both"}`,
+    );
   }
   if (definition.name !== undefined) validateAgentId(definition.name, "the definition name");
   else validateAgentId(definition.id);
@@ -345,8 +390,13 @@ export function validateStartOptions(options: StartOptions, what: string): void 
   if (options.approvalPolicy !== undefined && !["tools", "always", "never"].includes(options.approvalPolicy)) {
     throw new InvalidInputError(`${what}: "approvalPolicy" must be "tools", "always" or "never", got ${JSON.stringify(options.approvalPolicy)}`);
   }
-  if (options.idempotencyKey !== undefined && (typeof options.idempotencyKey !== "string" || options.idempotencyKey.length === 0 || options.idempotencyKey.length > IDEMPOTENCY_KEY_LENGTH_MAX)) {
-    throw new InvalidInputError(`${what}: "idempotencyKey" must be a non-empty string of at most ${IDEMPOTENCY_KEY_LENGTH_MAX} characters, got ${JSON.stringify(options.idempotencyKey)?.slice(0, 80)}`);
+  if (
+    options.idempotencyKey !== undefined
+    && (typeof options.idempotencyKey !== "string" || options.idempotencyKey.length === 0 || options.idempotencyKey.length > IDEMPOTENCY_KEY_LENGTH_MAX)
+  ) {
+    throw new InvalidInputError(
+      `${what}: "idempotencyKey" must be a non-empty string of at most ${IDEMPOTENCY_KEY_LENGTH_MAX} characters, got ${JSON.stringify(options.idempotencyKey)?.slice(0, 80)}`,
+    );
   }
   if (options.metadata !== undefined) {
     try {

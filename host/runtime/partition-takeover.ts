@@ -54,7 +54,9 @@ export function partitionTakeovers(store: PartitionedStore, host: PartitionTakeo
   return (grants) => {
     if (!host.recovers()) return;
     recoverPartitions(store, host, grants).catch((error: unknown) => {
-      host.logger.warn(`[phronomy] the recovery of partitions ${grants.map((grant) => grant.partition).join(", ")} after their takeover failed: ${error instanceof Error ? error.message : String(error)}`);
+      host.logger.warn(
+        `[phronomy] the recovery of partitions ${grants.map((grant) => grant.partition).join(", ")} after their takeover failed: ${error instanceof Error ? error.message : String(error)}`,
+      );
     });
   };
 }
@@ -66,12 +68,18 @@ async function recoverPartitions(store: PartitionedStore, host: PartitionTakeove
   for (const row of rows) conversations.set(row.agentId, definitionOf(row.metadata.config));
   // Conversations with messages queued and nothing unfinished: their queue
   // is restored by the same preparation (docs/decisions/0025).
-  for (const head of await store.queueHeads?.() ?? []) {
+  for (const head of (await store.queueHeads?.()) ?? []) {
     if (taken.has(store.partitionOf(head.agentId)) && !conversations.has(head.agentId)) conversations.set(head.agentId, definitionOf(head.config));
   }
-  await Promise.all([...conversations].map(([agentId, name]) => host.adopt(agentId, name).catch((error: unknown) => {
-    host.logger.warn(`[phronomy] conversation "${agentId}" of a partition taken over could not be recovered: ${error instanceof Error ? error.message : String(error)}`);
-  })));
+  await Promise.all(
+    [...conversations].map(([agentId, name]) =>
+      host.adopt(agentId, name).catch((error: unknown) => {
+        host.logger.warn(
+          `[phronomy] conversation "${agentId}" of a partition taken over could not be recovered: ${error instanceof Error ? error.message : String(error)}`,
+        );
+      }),
+    ),
+  );
   store.markPartitionsScanned(grants);
 }
 

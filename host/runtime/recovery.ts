@@ -50,17 +50,26 @@ export interface RecoveredExecution {
 }
 
 const PHASES: Record<PhaseName, Phase> = {
-  preparing: Phase.Preparing, calling_llm: Phase.CallingLlm, dispatching_tools: Phase.DispatchingTools,
-  recording_tool_results: Phase.RecordingToolResults, suspended: Phase.Suspended, resuming: Phase.Resuming,
-  terminal: Phase.Terminal, recovery_provider_completed: Phase.RecoveryProviderCompleted, recovery_tools: Phase.RecoveryTools,
-  recovery_tools_completed: Phase.RecoveryToolsCompleted, recovery_resolved_failed: Phase.RecoveryResolvedFailed,
+  preparing: Phase.Preparing,
+  calling_llm: Phase.CallingLlm,
+  dispatching_tools: Phase.DispatchingTools,
+  recording_tool_results: Phase.RecordingToolResults,
+  suspended: Phase.Suspended,
+  resuming: Phase.Resuming,
+  terminal: Phase.Terminal,
+  recovery_provider_completed: Phase.RecoveryProviderCompleted,
+  recovery_tools: Phase.RecoveryTools,
+  recovery_tools_completed: Phase.RecoveryToolsCompleted,
+  recovery_resolved_failed: Phase.RecoveryResolvedFailed,
   // Never read by recovery (a queued message is no execution yet, host/store/queue.ts).
   queued: Phase.None,
 };
 
 const CONTINUATION_NAMES: Record<number, string> = {
-  [Continuation.FrameworkTools]: "framework_tools", [Continuation.ApprovalRejection]: "approval_rejection",
-  [Continuation.RecallModel]: "recall_model", [Continuation.None]: "none",
+  [Continuation.FrameworkTools]: "framework_tools",
+  [Continuation.ApprovalRejection]: "approval_rejection",
+  [Continuation.RecallModel]: "recall_model",
+  [Continuation.None]: "none",
 };
 
 export function continuationNameOf(continuation: number): string {
@@ -72,18 +81,25 @@ export function continuationNameOf(continuation: number): string {
 export function continuationOf(row: ExecutionRow): Continuation {
   if (row.status !== "active") return Continuation.None;
   switch (row.phase) {
-    case "calling_llm": return Continuation.RecallModel;
-    case "dispatching_tools": return Continuation.FrameworkTools;
-    case "resuming": return row.metadata.approval?.approved === true ? Continuation.FrameworkTools : Continuation.ApprovalRejection;
-    default: return Continuation.None;
+    case "calling_llm":
+      return Continuation.RecallModel;
+    case "dispatching_tools":
+      return Continuation.FrameworkTools;
+    case "resuming":
+      return row.metadata.approval?.approved === true ? Continuation.FrameworkTools : Continuation.ApprovalRejection;
+    default:
+      return Continuation.None;
   }
 }
 
 function statusOf(row: ExecutionRow): ExecutionStatus {
   switch (row.status) {
-    case "preparing": return ExecutionStatus.Preparing;
-    case "suspended": return ExecutionStatus.Suspended;
-    default: return ExecutionStatus.Active;
+    case "preparing":
+      return ExecutionStatus.Preparing;
+    case "suspended":
+      return ExecutionStatus.Suspended;
+    default:
+      return ExecutionStatus.Active;
   }
 }
 
@@ -94,7 +110,12 @@ function flagsOf(row: ExecutionRow): number {
 /** Installs and continues one agent's unfinished executions, oldest first.
  * The agent admits one execution at a time, so a second unfinished one is
  * reported and recovered by a later `env.recover()` once the first ended. */
-export async function recoverAgent(coordinator: CoordinatorCalls, loop: ControlLoop, agent: AgentEntry, rows: readonly ExecutionRow[]): Promise<RecoveredExecution[]> {
+export async function recoverAgent(
+  coordinator: CoordinatorCalls,
+  loop: ControlLoop,
+  agent: AgentEntry,
+  rows: readonly ExecutionRow[],
+): Promise<RecoveredExecution[]> {
   const outcomes: RecoveredExecution[] = [];
   for (const row of rows) outcomes.push(await recoverOne(coordinator, loop, agent, row));
   return outcomes;
@@ -106,14 +127,22 @@ function recoverOne(coordinator: CoordinatorCalls, loop: ControlLoop, agent: Age
   return new Promise((resolve) => {
     const settle = (settlement: RecoverySettlement): void => {
       if (settlement.ok) resolve({ ...base, status: settlement.suspended ? "suspended" : "continued" });
-      else resolve({ ...base, status: "needs_attention", reason: `${settlement.error.code}: ${settlement.error.message} (durable status ${row.status}, phase ${row.phase})` });
+      else
+        resolve({
+          ...base,
+          status: "needs_attention",
+          reason: `${settlement.error.code}: ${settlement.error.message} (durable status ${row.status}, phase ${row.phase})`,
+        });
     };
     // No caller follows it: the definition's listener hears its events (decision 0056).
     const start = startRequestOf(agent, row, new Waiter(agent.id, agent.definition.onEvent));
-    const posted = loop.post(() => {
-      const handle = coordinator.requests.add({ type: "recovery", start, row, continuation, settle, standIn: true });
-      installFromRow(coordinator, agent, row, handle);
-    }, { completion: { fail: (error) => settle({ ok: false, error: error as never }) }, label: `the recovery of execution ${row.executionId}` });
+    const posted = loop.post(
+      () => {
+        const handle = coordinator.requests.add({ type: "recovery", start, row, continuation, settle, standIn: true });
+        installFromRow(coordinator, agent, row, handle);
+      },
+      { completion: { fail: (error) => settle({ ok: false, error: error as never }) }, label: `the recovery of execution ${row.executionId}` },
+    );
     if (!posted) return;
   });
 }
@@ -122,7 +151,10 @@ function recoverOne(coordinator: CoordinatorCalls, loop: ControlLoop, agent: Age
 export function startRequestOf(agent: AgentEntry, row: ExecutionRow, waiter: Waiter): StartRequest {
   const config = row.metadata.config ?? {};
   return {
-    type: "start", agent, waiter, ...storedStartInput(row.input),
+    type: "start",
+    agent,
+    waiter,
+    ...storedStartInput(row.input),
     options: {
       ...(typeof config["tokenBudget"] === "number" ? { tokenBudget: config["tokenBudget"] } : {}),
       ...(typeof config["maxTurns"] === "number" ? { maxTurns: config["maxTurns"] } : {}),
@@ -130,7 +162,8 @@ export function startRequestOf(agent: AgentEntry, row: ExecutionRow, waiter: Wai
       ...(config["approvalPolicy"] === "always" || config["approvalPolicy"] === "never" ? { approvalPolicy: config["approvalPolicy"] } : {}),
       ...(config["stream"] === true ? { stream: true } : {}),
     },
-    deadline: undefined, executionId: row.executionId,
+    deadline: undefined,
+    executionId: row.executionId,
   };
 }
 

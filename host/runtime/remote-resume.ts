@@ -62,10 +62,18 @@ interface RemoteWait {
 export class RemoteResumes {
   private readonly waits = new Map<string, RemoteWait>();
   private filing = 0;
-  private readonly poller = new BackoffPoller(() => this.poll(), () => this.waits.size > 0, remotePollMsMin, remotePollMsMax);
+  private readonly poller = new BackoffPoller(
+    () => this.poll(),
+    () => this.waits.size > 0,
+    remotePollMsMin,
+    remotePollMsMax,
+  );
   private closed = false;
 
-  constructor(private readonly store: InboxStore, private readonly settings: DeliverySettings) {}
+  constructor(
+    private readonly store: InboxStore,
+    private readonly settings: DeliverySettings,
+  ) {}
 
   /** Files the decision; the waiter learns the execution id once it is
    * filed, and its result from the durable rows. */
@@ -77,7 +85,13 @@ export class RemoteResumes {
    * (docs/decisions/0026); the waiter settles from the durable rows. */
   fileCancel(agentId: string, executionId: string, reason: string | undefined, waiter: Waiter): void {
     const decisionId = randomUUID();
-    this.submit(agentId, executionId, { kind: "cancel", approvalId: cancelApprovalId(decisionId), approved: false, reason: reason ?? null }, waiter, decisionId);
+    this.submit(
+      agentId,
+      executionId,
+      { kind: "cancel", approvalId: cancelApprovalId(decisionId), approved: false, reason: reason ?? null },
+      waiter,
+      decisionId,
+    );
   }
 
   /** Files `env.retry` of an execution whose conversation another process
@@ -90,22 +104,40 @@ export class RemoteResumes {
     this.submit(agentId, executionId, { kind: "retry", approvalId: retryApprovalId(decisionId), approved: false, reason: null }, waiter, decisionId);
   }
 
-  private submit(agentId: string, executionId: string, decision: Pick<DecisionFiling, "approvalId" | "approved" | "reason" | "kind">, waiter: Waiter, decisionId = randomUUID()): void {
-    if (this.closed) return settleWaiterWithError(waiter, new RuntimeShutdownError(`a resume of execution ${executionId}`, { executionId, agentId }), this.settings);
+  private submit(
+    agentId: string,
+    executionId: string,
+    decision: Pick<DecisionFiling, "approvalId" | "approved" | "reason" | "kind">,
+    waiter: Waiter,
+    decisionId = randomUUID(),
+  ): void {
+    if (this.closed)
+      return settleWaiterWithError(waiter, new RuntimeShutdownError(`a resume of execution ${executionId}`, { executionId, agentId }), this.settings);
     if (this.waits.size + this.filing >= remoteResumesMax) {
-      return settleWaiterWithError(waiter, new PhronomyError("CAPACITY", `this environment already waits on ${remoteResumesMax} decisions filed for other processes; execution ${executionId} was not resumed (nothing filed) — retry once some settled`, { executionId, agentId }), this.settings);
+      return settleWaiterWithError(
+        waiter,
+        new PhronomyError(
+          "CAPACITY",
+          `this environment already waits on ${remoteResumesMax} decisions filed for other processes; execution ${executionId} was not resumed (nothing filed) — retry once some settled`,
+          { executionId, agentId },
+        ),
+        this.settings,
+      );
     }
     this.filing += 1;
-    this.store.fileDecision({ decisionId, executionId, agentId, ...decision, filedAt: Date.now() }).then((filed) => {
-      this.filing -= 1;
-      waiter.knowExecutionId(executionId);
-      if (this.closed) return settleWaiterWithError(waiter, shutdownError(executionId, agentId, decisionId), this.settings);
-      this.waits.set(decisionId, { decisionId, executionId, agentId, waiter, announcedRevision: filed.executionRevision, state: "filed" });
-      this.poller.wake();
-    }, (error: unknown) => {
-      this.filing -= 1;
-      settleWaiterWithError(waiter, asPhronomyError(error, "STORE"), this.settings);
-    });
+    this.store.fileDecision({ decisionId, executionId, agentId, ...decision, filedAt: Date.now() }).then(
+      (filed) => {
+        this.filing -= 1;
+        waiter.knowExecutionId(executionId);
+        if (this.closed) return settleWaiterWithError(waiter, shutdownError(executionId, agentId, decisionId), this.settings);
+        this.waits.set(decisionId, { decisionId, executionId, agentId, waiter, announcedRevision: filed.executionRevision, state: "filed" });
+        this.poller.wake();
+      },
+      (error: unknown) => {
+        this.filing -= 1;
+        settleWaiterWithError(waiter, asPhronomyError(error, "STORE"), this.settings);
+      },
+    );
   }
 
   /** Settles every wait with RuntimeShutdownError (the decisions stay filed). */
@@ -129,7 +161,17 @@ export class RemoteResumes {
         if (this.judge(wait, item)) changed = true;
       }
       for (const wait of [...this.waits.values()].filter((candidate) => !seen.has(candidate.decisionId))) {
-        this.settle(wait, () => settleWaiterWithError(wait.waiter, new PhronomyError("INVALID_INPUT", `decision ${wait.decisionId} on execution ${wait.executionId} is no longer in the approval inbox (its agent was purged?)`, { executionId: wait.executionId, agentId: wait.agentId }), this.settings));
+        this.settle(wait, () =>
+          settleWaiterWithError(
+            wait.waiter,
+            new PhronomyError(
+              "INVALID_INPUT",
+              `decision ${wait.decisionId} on execution ${wait.executionId} is no longer in the approval inbox (its agent was purged?)`,
+              { executionId: wait.executionId, agentId: wait.agentId },
+            ),
+            this.settings,
+          ),
+        );
         changed = true;
       }
     } catch (error) {
@@ -157,7 +199,11 @@ export class RemoteResumes {
     }
     if (row.status === "suspended" && row.revision > wait.announcedRevision) {
       wait.announcedRevision = row.revision;
-      emitToWaiter(wait.waiter, { type: "approval_required", executionId: wait.executionId, request: row.approvalRequest as unknown as ApprovalRequest }, this.settings);
+      emitToWaiter(
+        wait.waiter,
+        { type: "approval_required", executionId: wait.executionId, request: row.approvalRequest as unknown as ApprovalRequest },
+        this.settings,
+      );
       return true;
     }
     return moved;
@@ -182,10 +228,16 @@ function settleTerminal(wait: RemoteWait, row: ExecutionRow | undefined, setting
 
 /** The owner's refusal as the typed error it was (ApprovalMismatchError …). */
 function refusalOf(progress: DecisionProgress): PhronomyError {
-  const record = progress.error ?? { code: "INTERNAL" as const, message: `decision ${progress.decisionId} on execution ${progress.executionId} was refused without a recorded error` };
+  const record = progress.error ?? {
+    code: "INTERNAL" as const,
+    message: `decision ${progress.decisionId} on execution ${progress.executionId} was refused without a recorded error`,
+  };
   return rebuildError({ executionId: progress.executionId, agentId: progress.agentId, ...record });
 }
 
 function shutdownError(executionId: string, agentId: string, decisionId: string): RuntimeShutdownError {
-  return new RuntimeShutdownError(`the wait for execution ${executionId} (its decision ${decisionId} stays in the approval inbox; its owner applies it)`, { executionId, agentId });
+  return new RuntimeShutdownError(`the wait for execution ${executionId} (its decision ${decisionId} stays in the approval inbox; its owner applies it)`, {
+    executionId,
+    agentId,
+  });
 }

@@ -43,7 +43,11 @@ export interface StartInboxStore {
   fileStart(filing: Omit<StartFiling, "filedBy">): Promise<FiledStartAnswer>;
   /** Cancels a start still filed (any process that may write, one taking
    * no share included); what it found. */
-  cancelFiledStart(executionId: string, error: string, at: number): Promise<{ readonly agentId: string; readonly state: "cancelled" | "claimed" | "settled" } | undefined>;
+  cancelFiledStart(
+    executionId: string,
+    error: string,
+    at: number,
+  ): Promise<{ readonly agentId: string; readonly state: "cancelled" | "claimed" | "settled" } | undefined>;
   /** Whether this process takes a share of the partitions: starts are
    * filed for it, and it files its own for their owners. One that takes
    * none (`balance: false`, the CLI's commands) runs its starts or
@@ -95,7 +99,12 @@ export class RemoteStarts {
   private readonly follows = new Map<number, Follow>();
   private nextToken = 1;
   private filing = 0;
-  private readonly poller = new BackoffPoller(() => this.poll(), () => this.follows.size > 0, () => this.pollMsMin(), remoteStartPollMsMax);
+  private readonly poller = new BackoffPoller(
+    () => this.poll(),
+    () => this.follows.size > 0,
+    () => this.pollMsMin(),
+    remoteStartPollMsMax,
+  );
   private closed = false;
   /** Executions told to have moved, read at the next read. */
   private readonly moved = new Set<string>();
@@ -103,7 +112,10 @@ export class RemoteStarts {
   private reading: Promise<void> | undefined;
   private readAgain = false;
 
-  constructor(private readonly store: StartInboxStore, private readonly settings: DeliverySettings) {}
+  constructor(
+    private readonly store: StartInboxStore,
+    private readonly settings: DeliverySettings,
+  ) {}
 
   /** The owner wrote (or refused) a start filed here (the store's
    * `filedStartMoved` signal): read it soon. */
@@ -132,18 +144,20 @@ export class RemoteStarts {
       this.readAgain = true;
       return;
     }
-    this.reading = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
-      const ids = new Set(this.moved);
-      this.moved.clear();
-      this.heardEarly.clear();
-      await this.read([...this.follows].filter(([, follow]) => ids.has(follow.executionId)));
-    }).finally(() => {
-      this.reading = undefined;
-      if (this.readAgain) {
-        this.readAgain = false;
-        this.readSoon();
-      }
-    });
+    this.reading = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(async () => {
+        const ids = new Set(this.moved);
+        this.moved.clear();
+        this.heardEarly.clear();
+        await this.read([...this.follows].filter(([, follow]) => ids.has(follow.executionId)));
+      })
+      .finally(() => {
+        this.reading = undefined;
+        if (this.readAgain) {
+          this.readAgain = false;
+          this.readSoon();
+        }
+      });
   }
 
   /** 25 ms while a start followed is not told to this process (or the
@@ -159,18 +173,29 @@ export class RemoteStarts {
   file(agentId: string, executionId: string, start: FiledStart, waiter: Waiter): void {
     if (this.closed) return settleWaiterWithError(waiter, new RuntimeShutdownError(`a start of agent "${agentId}"`, { agentId }), this.settings);
     if (this.follows.size + this.filing >= remoteStartsMax) {
-      return settleWaiterWithError(waiter, new PhronomyError("CAPACITY", `this environment already follows ${remoteStartsMax} starts filed for other processes; the start of agent "${agentId}" was not filed — retry once some settled`, { agentId }), this.settings);
+      return settleWaiterWithError(
+        waiter,
+        new PhronomyError(
+          "CAPACITY",
+          `this environment already follows ${remoteStartsMax} starts filed for other processes; the start of agent "${agentId}" was not filed — retry once some settled`,
+          { agentId },
+        ),
+        this.settings,
+      );
     }
     this.filing += 1;
     startTiming.mark(executionId, "filing");
-    this.store.fileStart({ decisionId: randomUUID(), executionId, agentId, start, filedAt: Date.now() }).then((answer) => {
-      this.filing -= 1;
-      startTiming.mark(executionId, "filed");
-      this.follow(agentId, executionId, waiter, answer.filedNow);
-    }, (error: unknown) => {
-      this.filing -= 1;
-      settleWaiterWithError(waiter, asPhronomyError(error, "STORE"), this.settings);
-    });
+    this.store.fileStart({ decisionId: randomUUID(), executionId, agentId, start, filedAt: Date.now() }).then(
+      (answer) => {
+        this.filing -= 1;
+        startTiming.mark(executionId, "filed");
+        this.follow(agentId, executionId, waiter, answer.filedNow);
+      },
+      (error: unknown) => {
+        this.filing -= 1;
+        settleWaiterWithError(waiter, asPhronomyError(error, "STORE"), this.settings);
+      },
+    );
   }
 
   /** Follows an execution run (or to be run) by whichever process owns it:
@@ -191,7 +216,16 @@ export class RemoteStarts {
    * as the row says (no such execution). */
   observe(executionId: string, waiter: Waiter): void {
     if (this.closed) return settleWaiterWithError(waiter, shutdownError(executionId, ""), this.settings);
-    this.follows.set(this.nextToken++, { executionId, agentId: "", waiter, seq: Number.MAX_SAFE_INTEGER, announcedRevision: 0, turns: 0, observer: true, told: false });
+    this.follows.set(this.nextToken++, {
+      executionId,
+      agentId: "",
+      waiter,
+      seq: Number.MAX_SAFE_INTEGER,
+      announcedRevision: 0,
+      turns: 0,
+      observer: true,
+      told: false,
+    });
     this.poller.wake();
   }
 
@@ -270,14 +304,21 @@ export class RemoteStarts {
       }
       if (row.status === "suspended" && row.revision > follow.announcedRevision) {
         follow.announcedRevision = row.revision;
-        emitToWaiter(follow.waiter, { type: "approval_required", executionId: follow.executionId, request: row.approvalRequest as unknown as ApprovalRequest }, this.settings);
+        emitToWaiter(
+          follow.waiter,
+          { type: "approval_required", executionId: follow.executionId, request: row.approvalRequest as unknown as ApprovalRequest },
+          this.settings,
+        );
         return true;
       }
       return moved;
     }
     if (progress.decisionState === "refused") {
       this.follows.delete(token);
-      const record = progress.decisionError === null ? { code: "INTERNAL" as const, message: `the start of execution ${follow.executionId} was refused without a recorded error` } : JSON.parse(progress.decisionError) as TransferredError;
+      const record =
+        progress.decisionError === null
+          ? { code: "INTERNAL" as const, message: `the start of execution ${follow.executionId} was refused without a recorded error` }
+          : (JSON.parse(progress.decisionError) as TransferredError);
       settleWaiterWithError(follow.waiter, rebuildError({ executionId: follow.executionId, agentId: follow.agentId, ...record }), this.settings);
       return true;
     }
@@ -287,7 +328,14 @@ export class RemoteStarts {
         settleFromRow(follow.waiter, follow.executionId, undefined, this.settings);
         return true;
       }
-      settleWaiterWithError(follow.waiter, new PhronomyError("INVALID_INPUT", `execution ${follow.executionId} is neither in the store nor filed (purged?)`, { executionId: follow.executionId, agentId: follow.agentId }), this.settings);
+      settleWaiterWithError(
+        follow.waiter,
+        new PhronomyError("INVALID_INPUT", `execution ${follow.executionId} is neither in the store nor filed (purged?)`, {
+          executionId: follow.executionId,
+          agentId: follow.agentId,
+        }),
+        this.settings,
+      );
       return true;
     }
     follow.waiter.knowExecutionId(follow.executionId);
@@ -314,13 +362,25 @@ function eventsOf(follow: Follow, step: StoredStep): ExecutionEvent[] {
       ];
     }
     case "tool_barrier":
-      return asArray(payload["calls"]).map(asObject).map((call) => ({
-        type: "tool_call_started", executionId, callId: String(call["callId"] ?? ""), toolName: String(call["toolName"] ?? ""), idempotencyKey: `${executionId}:${String(call["callId"] ?? "")}`,
-      }));
+      return asArray(payload["calls"])
+        .map(asObject)
+        .map((call) => ({
+          type: "tool_call_started",
+          executionId,
+          callId: String(call["callId"] ?? ""),
+          toolName: String(call["toolName"] ?? ""),
+          idempotencyKey: `${executionId}:${String(call["callId"] ?? "")}`,
+        }));
     case "tool_results":
-      return asArray(payload["results"]).map(asObject).map((result) => ({
-        type: "tool_call_finished", executionId, callId: String(result["callId"] ?? ""), toolName: String(result["toolName"] ?? ""), isError: result["isError"] === true,
-      }));
+      return asArray(payload["results"])
+        .map(asObject)
+        .map((result) => ({
+          type: "tool_call_finished",
+          executionId,
+          callId: String(result["callId"] ?? ""),
+          toolName: String(result["toolName"] ?? ""),
+          isError: result["isError"] === true,
+        }));
     default:
       return [];
   }
@@ -343,7 +403,7 @@ function shutdownError(executionId: string, agentId: string): RuntimeShutdownErr
 type JsonObject = { readonly [key: string]: Json };
 
 function asObject(value: Json | undefined): JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value) ? value as JsonObject : {};
+  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as JsonObject) : {};
 }
 
 function asArray(value: Json | undefined): readonly Json[] {

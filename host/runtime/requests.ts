@@ -173,17 +173,26 @@ export class ExecutionEntry {
     const { start } = this;
     const { signal, timeoutMs, approvalPolicy, approvalListener, tokenBudget, maxTurns, outputGuardrail, stream } = start.options;
     const options: StartOptions = {
-      ...(signal !== undefined ? { signal } : {}), ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-      ...(approvalPolicy !== undefined ? { approvalPolicy } : {}), ...(approvalListener !== undefined ? { approvalListener } : {}),
-      ...(tokenBudget !== undefined ? { tokenBudget } : {}), ...(maxTurns !== undefined ? { maxTurns } : {}),
-      ...(outputGuardrail !== undefined ? { outputGuardrail } : {}), ...(stream !== undefined ? { stream } : {}),
+      ...(signal !== undefined ? { signal } : {}),
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+      ...(approvalPolicy !== undefined ? { approvalPolicy } : {}),
+      ...(approvalListener !== undefined ? { approvalListener } : {}),
+      ...(tokenBudget !== undefined ? { tokenBudget } : {}),
+      ...(maxTurns !== undefined ? { maxTurns } : {}),
+      ...(outputGuardrail !== undefined ? { outputGuardrail } : {}),
+      ...(stream !== undefined ? { stream } : {}),
     };
     const kept = Object.keys(options).length === 0 ? noOptions : options;
     const input = start.filteredInput ?? start.input;
     const inputMessages = start.filteredMessages ?? start.inputMessages;
     this.start = {
-      type: "start", agent: start.agent, input, ...(inputMessages !== undefined ? { inputMessages } : {}),
-      options: kept, deadline: start.deadline, executionId: this.executionId,
+      type: "start",
+      agent: start.agent,
+      input,
+      ...(inputMessages !== undefined ? { inputMessages } : {}),
+      options: kept,
+      deadline: start.deadline,
+      executionId: this.executionId,
       ...(start.cancelById !== undefined ? { cancelById: start.cancelById } : {}),
     };
   }
@@ -217,7 +226,9 @@ export class RequestTable {
   /** The agent's starts submitted for preparation and not yet installed
    * (a scan: only an interrupt asks). */
   preparingStartsOf(agent: AgentEntry): StartRequest[] {
-    return [...this.pending.values()].filter((request): request is StartRequest => request.type === "start" && request.agent === agent && request.executionId !== undefined);
+    return [...this.pending.values()].filter(
+      (request): request is StartRequest => request.type === "start" && request.agent === agent && request.executionId !== undefined,
+    );
   }
 
   /** The start of this execution id submitted here and not yet prepared,

@@ -23,8 +23,14 @@
 
 import { InvalidInputError } from "../errors.js";
 import {
-  addPruneCounts, journalRecordsKept, noPruneCounts, pruneBatchExecutionsMax, pruneExceptionsMax, type PruneCounts,
-  type PruneExecutionsOperation, type PruningStore,
+  addPruneCounts,
+  journalRecordsKept,
+  noPruneCounts,
+  pruneBatchExecutionsMax,
+  pruneExceptionsMax,
+  type PruneCounts,
+  type PruneExecutionsOperation,
+  type PruningStore,
 } from "../store/prune.js";
 import { checkId } from "../store/check-id.js";
 /** The environment's logger (`options.ts` Logger: not imported, which would close a circle). */
@@ -94,8 +100,13 @@ export function checkRetentionOptions(value: unknown, what = "Phronomy.open(opti
   const given = value as RetentionOptions;
   checkFinishedMs(given.finishedMs, `${what}: "retention.finishedMs"`);
   const interval = given.intervalMs;
-  if (interval !== undefined && (typeof interval !== "number" || !Number.isInteger(interval) || interval < PRUNE_INTERVAL_MS_MIN || interval > PRUNE_INTERVAL_MS_MAX)) {
-    throw new InvalidInputError(`${what}: "retention.intervalMs" must be an integer from ${PRUNE_INTERVAL_MS_MIN} to ${PRUNE_INTERVAL_MS_MAX} (milliseconds), got ${String(interval)}`);
+  if (
+    interval !== undefined
+    && (typeof interval !== "number" || !Number.isInteger(interval) || interval < PRUNE_INTERVAL_MS_MIN || interval > PRUNE_INTERVAL_MS_MAX)
+  ) {
+    throw new InvalidInputError(
+      `${what}: "retention.intervalMs" must be an integer from ${PRUNE_INTERVAL_MS_MIN} to ${PRUNE_INTERVAL_MS_MAX} (milliseconds), got ${String(interval)}`,
+    );
   }
   const kept = given.journalRecordsKept;
   if (kept !== undefined && (typeof kept !== "number" || !Number.isInteger(kept) || kept < 1 || kept > journalRecordsKept)) {
@@ -125,8 +136,11 @@ function checkObject(value: unknown, what: string, keys: readonly string[]): voi
 function checkFinishedMs(value: unknown, what: string): void {
   if (value === undefined || value === "forever") return;
   if (typeof value !== "number" || !Number.isInteger(value) || value < RETENTION_FINISHED_MS_MIN || value > RETENTION_FINISHED_MS_MAX) {
-    const hint = typeof value === "number" && value > 0 && value < RETENTION_FINISHED_MS_MIN ? ` (it is in milliseconds: 7 days is ${RETENTION_FINISHED_MS_DEFAULT})` : "";
-    throw new InvalidInputError(`${what} must be "forever" or an integer number of milliseconds from ${RETENTION_FINISHED_MS_MIN} to ${RETENTION_FINISHED_MS_MAX}, got ${JSON.stringify(value)}${hint}`);
+    const hint =
+      typeof value === "number" && value > 0 && value < RETENTION_FINISHED_MS_MIN ? ` (it is in milliseconds: 7 days is ${RETENTION_FINISHED_MS_DEFAULT})` : "";
+    throw new InvalidInputError(
+      `${what} must be "forever" or an integer number of milliseconds from ${RETENTION_FINISHED_MS_MIN} to ${RETENTION_FINISHED_MS_MAX}, got ${JSON.stringify(value)}${hint}`,
+    );
   }
 }
 
@@ -134,8 +148,13 @@ export function checkPruneOptions(value: unknown): PruneOptions {
   if (value === undefined) return {};
   checkObject(value, "env.prune(options)", PRUNE_OPTION_KEYS);
   const { olderThanMs, agentId } = value as PruneOptions;
-  if (olderThanMs !== undefined && (typeof olderThanMs !== "number" || !Number.isInteger(olderThanMs) || olderThanMs < 0 || olderThanMs > RETENTION_FINISHED_MS_MAX)) {
-    throw new InvalidInputError(`env.prune(options): "olderThanMs" must be an integer number of milliseconds from 0 to ${RETENTION_FINISHED_MS_MAX}, got ${JSON.stringify(olderThanMs)}`);
+  if (
+    olderThanMs !== undefined
+    && (typeof olderThanMs !== "number" || !Number.isInteger(olderThanMs) || olderThanMs < 0 || olderThanMs > RETENTION_FINISHED_MS_MAX)
+  ) {
+    throw new InvalidInputError(
+      `env.prune(options): "olderThanMs" must be an integer number of milliseconds from 0 to ${RETENTION_FINISHED_MS_MAX}, got ${JSON.stringify(olderThanMs)}`,
+    );
   }
   if (agentId !== undefined) checkId(agentId, "env.prune(options): agentId");
   return value as PruneOptions;
@@ -176,7 +195,10 @@ export class Retention {
     this.checkMemoryWindow(`agent "${agentId}"`, memoryWindow, { agentId });
     if (retention === undefined) return;
     if (!this.agentMs.has(agentId) && this.agentMs.size >= pruneExceptionsMax) {
-      throw new InvalidInputError(`agent "${agentId}": at most ${pruneExceptionsMax} agents of one environment may have a retention of their own; set the environment's (Phronomy.open({ retention })) instead`, { agentId });
+      throw new InvalidInputError(
+        `agent "${agentId}": at most ${pruneExceptionsMax} agents of one environment may have a retention of their own; set the environment's (Phronomy.open({ retention })) instead`,
+        { agentId },
+      );
     }
     this.agentMs.set(agentId, retention.finishedMs);
   }
@@ -189,17 +211,21 @@ export class Retention {
     const what = `the definition named "${name}"`;
     this.checkMemoryWindow(what, memoryWindow, {});
     if (retention !== undefined) {
-      throw new InvalidInputError(`${what}: "retention" applies to an agent defined by its id; the conversations of a named definition keep the environment's retention (Phronomy.open({ retention })), or env.prune({ agentId }) prunes one conversation on demand`);
+      throw new InvalidInputError(
+        `${what}: "retention" applies to an agent defined by its id; the conversations of a named definition keep the environment's retention (Phronomy.open({ retention })), or env.prune({ agentId }) prunes one conversation on demand`,
+      );
     }
   }
 
   private checkMemoryWindow(what: string, memoryWindow: number, context: { readonly agentId?: string }): void {
     const kept = this.settings.options.journalRecordsKept ?? journalRecordsKept;
     if (memoryWindow > kept) {
-      throw new InvalidInputError(`${what}: its memoryWindow (${memoryWindow}) is more than the ${kept} journal records the environment keeps per conversation (retention.journalRecordsKept); lower the window or keep more`, context);
+      throw new InvalidInputError(
+        `${what}: its memoryWindow (${memoryWindow}) is more than the ${kept} journal records the environment keeps per conversation (retention.journalRecordsKept); lower the window or keep more`,
+        context,
+      );
     }
   }
-
 
   /** `env.prune(options)`: runs after the pass in progress. */
   prune(options: PruneOptions): Promise<PruneReport> {
@@ -223,13 +249,21 @@ export class Retention {
     if (this.closed) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      this.serialized(() => this.pass(this.settings.now())).then(() => {
-        this.lastFailure = undefined;
-      }, (error: unknown) => {
-        const message = error instanceof Error ? error.message : String(error);
-        if (message !== this.lastFailure && !this.closed) this.settings.logger.warn(`[phronomy] pruning finished executions failed (tried again every ${this.intervalMs()} ms; reported again only if the reason changes): ${message}`);
-        this.lastFailure = message;
-      }).finally(() => this.schedule());
+      this.serialized(() => this.pass(this.settings.now()))
+        .then(
+          () => {
+            this.lastFailure = undefined;
+          },
+          (error: unknown) => {
+            const message = error instanceof Error ? error.message : String(error);
+            if (message !== this.lastFailure && !this.closed)
+              this.settings.logger.warn(
+                `[phronomy] pruning finished executions failed (tried again every ${this.intervalMs()} ms; reported again only if the reason changes): ${message}`,
+              );
+            this.lastFailure = message;
+          },
+        )
+        .finally(() => this.schedule());
     }, this.intervalMs());
     this.timer.unref();
   }
@@ -275,7 +309,10 @@ export class Retention {
     for (;;) {
       const kept = this.settings.options.journalRecordsKept;
       const counts = await this.settings.store.pruneExecutions({
-        type: "pruneExecutions", ...request, executionsMax: batch, ...(kept !== undefined ? { journalRecordsKept: kept } : {}),
+        type: "pruneExecutions",
+        ...request,
+        executionsMax: batch,
+        ...(kept !== undefined ? { journalRecordsKept: kept } : {}),
       });
       total = addPruneCounts(total, counts);
       // Inbox rows go with executions, and refused filed starts on their own

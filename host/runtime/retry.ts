@@ -102,12 +102,19 @@ async function prepareRetry(host: RetryHost, executionId: string, waiter: Waiter
   const context = { executionId, agentId: row.agentId };
   const elsewhere = await host.elsewhere(row.agentId);
   if (elsewhere !== undefined && "filed" in elsewhere) return elsewhere.filed.fileRetry(row.agentId, executionId, waiter);
-  if (elsewhere !== undefined) throw new RetryRefusedError(`execution ${executionId} was not retried: ${elsewhere.refused}; retry it in the process that owns agent "${row.agentId}"`, { ...context, reason: "owned_elsewhere" });
+  if (elsewhere !== undefined)
+    throw new RetryRefusedError(`execution ${executionId} was not retried: ${elsewhere.refused}; retry it in the process that owns agent "${row.agentId}"`, {
+      ...context,
+      reason: "owned_elsewhere",
+    });
   const use = host.useConversation(row);
   if (use === undefined) {
     const name = row.metadata.config?.["definition"];
     const define = typeof name === "string" ? `its definition "${name}" is` : `agent "${row.agentId}" is`;
-    throw new RetryRefusedError(`execution ${executionId} was not retried: ${define} not defined in this environment (its model and tools run the next attempt); define it, then retry`, { ...context, reason: "agent_not_defined" });
+    throw new RetryRefusedError(
+      `execution ${executionId} was not retried: ${define} not defined in this environment (its model and tools run the next attempt); define it, then retry`,
+      { ...context, reason: "agent_not_defined" },
+    );
   }
   // The conversation's entry is kept until the retry is installed (its
   // admission then keeps it) or refused.
@@ -126,13 +133,33 @@ async function reopenAndInstall(host: RetryHost, row: ExecutionRow, agent: Agent
   const attempt = (row.metadata.attempt ?? 1) + 1;
   const metadata: ExecutionMetadata = { ...row.metadata, attempt, runningSince: at, ...(plan.toolBatch !== undefined ? { toolBatch: plan.toolBatch } : {}) };
   const reopened: ExecutionRow = {
-    ...row, revision: row.revision + 1, status: plan.status, phase: plan.phase, outcome: null, output: null, error: null, metadata, updatedAt: at,
+    ...row,
+    revision: row.revision + 1,
+    status: plan.status,
+    phase: plan.phase,
+    outcome: null,
+    output: null,
+    error: null,
+    metadata,
+    updatedAt: at,
   };
   const step: Json = {
-    attempt, revision: reopened.revision, resumeAt: plan.phase, resumeFromSeq: plan.resumeFromSeq,
+    attempt,
+    revision: reopened.revision,
+    resumeAt: plan.phase,
+    resumeFromSeq: plan.resumeFromSeq,
     retried: { outcome: endedOutcomeOf(row.outcome, row.error), error: row.error as unknown as Json },
   };
-  const operation: ReopenExecutionOperation = { type: "reopenExecution", executionId, expectedRevision: row.revision, status: plan.status, phase: plan.phase, metadata, step, at };
+  const operation: ReopenExecutionOperation = {
+    type: "reopenExecution",
+    executionId,
+    expectedRevision: row.revision,
+    status: plan.status,
+    phase: plan.phase,
+    metadata,
+    step,
+    at,
+  };
   const settings = host.coordinator.settings;
   const settle = (settlement: RecoverySettlement): void => {
     if (!settlement.ok) return settleWaiterWithError(waiter, settlement.error, settings);
@@ -140,15 +167,29 @@ async function reopenAndInstall(host: RetryHost, row: ExecutionRow, agent: Agent
     if (settlement.suspended && request) emitToWaiter(waiter, { type: "approval_required", executionId, request }, settings);
   };
   await new Promise<void>((resolve, reject) => {
-    host.loop.post(() => {
-      if (host.coordinator.entryById(executionId)) return reject(new RetryRefusedError(`execution ${executionId} is running in this process (attempt ${row.metadata.attempt ?? 1}); only a failed, timed-out or cancelled execution is retried`, { ...context, reason: "running" }));
-      const request: RecoveryRequest = {
-        type: "recovery", start: startRequestOf(agent, reopened, waiter), row: reopened, continuation: continuationOf(reopened), settle,
-        reopen: () => host.store.run(operation), onReopened,
-      };
-      installFromRow(host.coordinator, agent, reopened, host.coordinator.requests.add(request));
-      resolve();
-    }, { admission: true, completion: { fail: reject }, label: `the retry of execution ${executionId}` });
+    host.loop.post(
+      () => {
+        if (host.coordinator.entryById(executionId))
+          return reject(
+            new RetryRefusedError(
+              `execution ${executionId} is running in this process (attempt ${row.metadata.attempt ?? 1}); only a failed, timed-out or cancelled execution is retried`,
+              { ...context, reason: "running" },
+            ),
+          );
+        const request: RecoveryRequest = {
+          type: "recovery",
+          start: startRequestOf(agent, reopened, waiter),
+          row: reopened,
+          continuation: continuationOf(reopened),
+          settle,
+          reopen: () => host.store.run(operation),
+          onReopened,
+        };
+        installFromRow(host.coordinator, agent, reopened, host.coordinator.requests.add(request));
+        resolve();
+      },
+      { admission: true, completion: { fail: reject }, label: `the retry of execution ${executionId}` },
+    );
   });
 }
 
@@ -163,7 +204,12 @@ export function planRetry(row: ExecutionRow, steps: readonly StoredStep[]): Retr
         return { status: "active", phase: "calling_llm", resumeFromSeq };
       case "tool_barrier": {
         const calls = (step.payload as { calls?: unknown } | null)?.calls;
-        return { status: "active", phase: "dispatching_tools", resumeFromSeq, toolBatch: Array.isArray(calls) ? calls as ToolCallRecord[] : row.metadata.toolBatch ?? [] };
+        return {
+          status: "active",
+          phase: "dispatching_tools",
+          resumeFromSeq,
+          toolBatch: Array.isArray(calls) ? (calls as ToolCallRecord[]) : (row.metadata.toolBatch ?? []),
+        };
       }
       case "approval_decided":
         if (row.metadata.approval !== undefined) return { status: "active", phase: "resuming", resumeFromSeq };
@@ -175,7 +221,10 @@ export function planRetry(row: ExecutionRow, steps: readonly StoredStep[]): Retr
         break;
     }
   }
-  throw new RetryRefusedError(`execution ${row.executionId} has no durable barrier to continue from (it ended before its first model call: ${row.error?.code ?? "no error recorded"}); start a new execution instead`, { executionId: row.executionId, agentId: row.agentId, reason: "no_barrier" });
+  throw new RetryRefusedError(
+    `execution ${row.executionId} has no durable barrier to continue from (it ended before its first model call: ${row.error?.code ?? "no error recorded"}); start a new execution instead`,
+    { executionId: row.executionId, agentId: row.agentId, reason: "no_barrier" },
+  );
 }
 
 /** Coordinator hook: a retry's row is installed (its admission held); the
@@ -192,15 +241,16 @@ export function reopenInstalled(coordinator: CoordinatorCalls, entry: ExecutionE
   const reopened = request.row;
   /** `unchanged`: the row as read back, still as it was — observers that
    * attached meanwhile (`env.wait`, a cancel) are settled from it. */
-  const hold = (refusal: PhronomyError, unchanged: ExecutionRow | undefined): void => coordinator.post(() => {
-    request.error = refusal;
-    entry.storeError = refusal;
-    const observers = unchanged === undefined ? [] : entry.waiters.splice(0);
-    coordinator.apply(M.ContinueRecovered, entry.slot, entry.generation, reopened.revision, Continuation.None, 0, handle);
-    if (unchanged === undefined) return;
-    coordinator.apply(M.DischargeRecovery, entry.slot, entry.generation);
-    for (const observer of observers) settleFromRow(observer, reopened.executionId, unchanged, coordinator.settings);
-  });
+  const hold = (refusal: PhronomyError, unchanged: ExecutionRow | undefined): void =>
+    coordinator.post(() => {
+      request.error = refusal;
+      entry.storeError = refusal;
+      const observers = unchanged === undefined ? [] : entry.waiters.splice(0);
+      coordinator.apply(M.ContinueRecovered, entry.slot, entry.generation, reopened.revision, Continuation.None, 0, handle);
+      if (unchanged === undefined) return;
+      coordinator.apply(M.DischargeRecovery, entry.slot, entry.generation);
+      for (const observer of observers) settleFromRow(observer, reopened.executionId, unchanged, coordinator.settings);
+    });
   // A submission refused on the spot (the offload full) is a failure like any other.
   const landed = (): void => {
     request.onReopened?.();
@@ -208,15 +258,27 @@ export function reopenInstalled(coordinator: CoordinatorCalls, entry: ExecutionE
   };
   new Promise((resolve) => resolve(reopen())).then(landed, (error: unknown) => {
     const refusal = asPhronomyError(error, "STORE");
-    coordinator.settings.store.getExecution(reopened.executionId).then((row) => {
-      const committed = row !== undefined && row.revision === reopened.revision && row.status === reopened.status && row.phase === reopened.phase;
-      if (committed) return landed();
-      // Nothing was written: the retry is refused, the row as it was.
-      const moved = refusal instanceof ExecutionRehydrationRequiredError;
-      hold(new RetryRefusedError(`execution ${reopened.executionId} was not retried: ${moved ? "its row moved on meanwhile" : "the store failed while reopening it"} (${refusal.message}); its row is unchanged${moved ? "" : " — retry again"}`, {
-        executionId: reopened.executionId, agentId: reopened.agentId, reason: moved ? "moved" : "store_failed", cause: refusal,
-      }), row);
-    }, () => hold(refusal, undefined));
+    coordinator.settings.store.getExecution(reopened.executionId).then(
+      (row) => {
+        const committed = row !== undefined && row.revision === reopened.revision && row.status === reopened.status && row.phase === reopened.phase;
+        if (committed) return landed();
+        // Nothing was written: the retry is refused, the row as it was.
+        const moved = refusal instanceof ExecutionRehydrationRequiredError;
+        hold(
+          new RetryRefusedError(
+            `execution ${reopened.executionId} was not retried: ${moved ? "its row moved on meanwhile" : "the store failed while reopening it"} (${refusal.message}); its row is unchanged${moved ? "" : " — retry again"}`,
+            {
+              executionId: reopened.executionId,
+              agentId: reopened.agentId,
+              reason: moved ? "moved" : "store_failed",
+              cause: refusal,
+            },
+          ),
+          row,
+        );
+      },
+      () => hold(refusal, undefined),
+    );
   });
 }
 
@@ -230,7 +292,10 @@ export async function applyFiledRetry(host: RetryHost, executionId: string, file
     if (row !== undefined && row.revision > filedRevision) return undefined;
     return await new Promise<PhronomyError | undefined>((resolve) => {
       const run = retryById(host, executionId, {}, () => resolve(undefined));
-      run.result.then(() => resolve(undefined), (error: unknown) => resolve(asPhronomyError(error, "INTERNAL")));
+      run.result.then(
+        () => resolve(undefined),
+        (error: unknown) => resolve(asPhronomyError(error, "INTERNAL")),
+      );
     });
   } catch (error) {
     return asPhronomyError(error, "INTERNAL");

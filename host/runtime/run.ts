@@ -86,7 +86,11 @@ export class Waiter implements Run, Waiting {
    * days does not hold the closure (docs/decisions/0043). */
   listener: EventListener | undefined;
 
-  constructor(readonly agentId: string, listener: EventListener | undefined, readonly observer = false) {
+  constructor(
+    readonly agentId: string,
+    listener: EventListener | undefined,
+    readonly observer = false,
+  ) {
     this.listener = listener;
     this.executionId = new Promise((resolve, reject) => {
       this.resolveId = resolve;

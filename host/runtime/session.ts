@@ -14,12 +14,15 @@ import { assistantMessage, type ConversationMessage, type ModelTurn, type ToolCa
 import { toModelMessages } from "../agent/model-messages.js";
 import { isTransientModelError, modelRetriesExhausted, retryAfterMsOf, withRetries } from "../agent/retries.js";
 import {
-  executeTool, toolModelOutput, toolNeedsApproval, toolOutputToJson, validateToolInput, type ResolvedFunctionTool,
+  executeTool,
+  toolModelOutput,
+  toolNeedsApproval,
+  toolOutputToJson,
+  validateToolInput,
+  type ResolvedFunctionTool,
   type ResolvedTool,
 } from "../agent/tools.js";
-import {
-  CancellationError, PhronomyError, TimeoutError, ToolFailedError, type FailedAttempt, type PhronomyErrorCode,
-} from "../errors.js";
+import { CancellationError, PhronomyError, TimeoutError, ToolFailedError, type FailedAttempt, type PhronomyErrorCode } from "../errors.js";
 import { recordOf } from "../error-records.js";
 import { modelIdOf, modelRequestAttributes, modelResponseAttributes, toolAttributes } from "./gen-ai-attributes.js";
 import { callSettingsOf, retrySettingsOf } from "./model-settings.js";
@@ -160,7 +163,15 @@ export class Session {
       const tool = this.settings.tools.find((candidate) => candidate.name === record.toolName);
       const call: ToolCall = { callId: record.callId, toolName: record.toolName, input: record.input };
       if (tool?.kind !== "function") {
-        return { call, tool: undefined, input: record.input, error: new PhronomyError("INVALID_INPUT", `the recorded tool call ${record.callId} names no function tool "${record.toolName}" of agent "${this.settings.agentId}"`) };
+        return {
+          call,
+          tool: undefined,
+          input: record.input,
+          error: new PhronomyError(
+            "INVALID_INPUT",
+            `the recorded tool call ${record.callId} names no function tool "${record.toolName}" of agent "${this.settings.agentId}"`,
+          ),
+        };
       }
       return { call, tool, input: record.input, error: undefined, validateFirst: true };
     });
@@ -264,7 +275,9 @@ export class Session {
     this.host.emit(this, { type: "model_call_started", executionId: this.executionId, callId, turn: this.turns });
     const span = tracer.startChild(this.settings.parentSpan, `chat ${modelIdOf(definition.model)}`, {
       ...modelRequestAttributes(definition),
-      "phronomy.execution_id": this.executionId, "phronomy.call_id": callId, "phronomy.turn": this.turns,
+      "phronomy.execution_id": this.executionId,
+      "phronomy.call_id": callId,
+      "phronomy.turn": this.turns,
     });
     let attempts = 0;
     const run = async (): Promise<{ turn: ModelTurn; plan: PlannedCall[] }> => {
@@ -278,42 +291,53 @@ export class Session {
         delayHint: (error: unknown) => retryAfterMsOf(error),
         onRetry: (failure: FailedAttempt) => this.host.post(() => this.modelAttemptFailed(callId, failure)),
       };
-      const turn = await withRetries(retrySettingsOf(definition, definition.maxRetries), hooks, (attempt) => {
-        attempts = attempt;
-        return tracer.within(span, () => callModel(definition.model, {
-          system: definition.instructions,
-          messages: this.messages,
-          tools: this.settings.tools,
-          signal: this.abort.signal,
-          settings: callSettingsOf(definition),
-          output: definition.output,
-          agentId: this.settings.agentId,
-          executionId: this.executionId,
-          ...(this.settings.stream ? {
-            onTextDelta: (delta: string) => {
-              deltas += 1;
-              this.host.post(() => {
-                if (!this.finished) this.host.emit(this, { type: "text_delta", executionId: this.executionId, callId, delta });
-              });
-            },
-          } : {}),
-        }));
-      }, modelRetriesExhausted);
+      const turn = await withRetries(
+        retrySettingsOf(definition, definition.maxRetries),
+        hooks,
+        (attempt) => {
+          attempts = attempt;
+          return tracer.within(span, () =>
+            callModel(definition.model, {
+              system: definition.instructions,
+              messages: this.messages,
+              tools: this.settings.tools,
+              signal: this.abort.signal,
+              settings: callSettingsOf(definition),
+              output: definition.output,
+              agentId: this.settings.agentId,
+              executionId: this.executionId,
+              ...(this.settings.stream
+                ? {
+                    onTextDelta: (delta: string) => {
+                      deltas += 1;
+                      this.host.post(() => {
+                        if (!this.finished) this.host.emit(this, { type: "text_delta", executionId: this.executionId, callId, delta });
+                      });
+                    },
+                  }
+                : {}),
+            }),
+          );
+        },
+        modelRetriesExhausted,
+      );
       return { turn, plan: await this.plan(turn) };
     };
     run().then(
-      ({ turn, plan }) => this.host.post(() => {
-        span.set(modelResponseAttributes(turn, attempts));
-        span.end();
-        this.host.operationSettled(this);
-        this.modelAnswered(callId, turn, plan);
-      }),
-      (error: unknown) => this.host.post(() => {
-        span.set({ "phronomy.attempts": attempts });
-        span.fail(error);
-        this.host.operationSettled(this);
-        this.operationFailed(error, "MODEL_FAILED");
-      }),
+      ({ turn, plan }) =>
+        this.host.post(() => {
+          span.set(modelResponseAttributes(turn, attempts));
+          span.end();
+          this.host.operationSettled(this);
+          this.modelAnswered(callId, turn, plan);
+        }),
+      (error: unknown) =>
+        this.host.post(() => {
+          span.set({ "phronomy.attempts": attempts });
+          span.fail(error);
+          this.host.operationSettled(this);
+          this.operationFailed(error, "MODEL_FAILED");
+        }),
     );
   }
 
@@ -321,8 +345,13 @@ export class Session {
     if (this.finished) return;
     this.record("model_attempt_failed", { callId, ...failure });
     this.host.emit(this, {
-      type: "model_call_retrying", executionId: this.executionId, callId, attempt: failure.attempt,
-      delayMs: failure.delayMs ?? 0, statusCode: failure.statusCode, message: failure.message,
+      type: "model_call_retrying",
+      executionId: this.executionId,
+      callId,
+      attempt: failure.attempt,
+      delayMs: failure.delayMs ?? 0,
+      statusCode: failure.statusCode,
+      message: failure.message,
     });
   }
 
@@ -334,7 +363,12 @@ export class Session {
     for (const call of turn.toolCalls) {
       const tool = this.settings.tools.find((candidate) => candidate.name === call.toolName);
       if (!tool) {
-        plan.push({ call, tool: undefined, input: call.input, error: new PhronomyError("INVALID_INPUT", `the model called an unknown tool "${call.toolName}"`) });
+        plan.push({
+          call,
+          tool: undefined,
+          input: call.input,
+          error: new PhronomyError("INVALID_INPUT", `the model called an unknown tool "${call.toolName}"`),
+        });
       } else if (tool.kind === "handoff") {
         plan.push({ call, tool: undefined, input: call.input, error: undefined });
       } else {
@@ -372,7 +406,10 @@ export class Session {
     this.settings.parentSpan?.set({ "gen_ai.usage.input_tokens": this.usage.inputTokens, "gen_ai.usage.output_tokens": this.usage.outputTokens });
     this.add(assistantMessage(turn));
     this.record("model_response", {
-      callId, text: turn.text, toolCalls: turn.toolCalls as unknown as Json, usage: turn.usage as unknown as Json,
+      callId,
+      text: turn.text,
+      toolCalls: turn.toolCalls as unknown as Json,
+      usage: turn.usage as unknown as Json,
       finishReason: turn.finishReason,
       ...(turn.reasoning !== undefined ? { reasoning: turn.reasoning as unknown as Json } : {}),
       ...(turn.output !== undefined ? { output: turn.output } : {}),
@@ -380,19 +417,33 @@ export class Session {
     this.host.emit(this, { type: "model_call_finished", executionId: this.executionId, callId, usage: turn.usage, toolCalls: turn.toolCalls.length });
     const budget = this.settings.tokenBudget;
     if (budget !== undefined && this.usage.totalTokens > budget) {
-      return this.fail(new PhronomyError("BUDGET_EXCEEDED", `execution ${this.executionId} used ${this.usage.totalTokens} tokens, over its budget of ${budget}`, { executionId: this.executionId, details: { tokenBudget: budget, used: this.usage.totalTokens } }));
+      return this.fail(
+        new PhronomyError("BUDGET_EXCEEDED", `execution ${this.executionId} used ${this.usage.totalTokens} tokens, over its budget of ${budget}`, {
+          executionId: this.executionId,
+          details: { tokenBudget: budget, used: this.usage.totalTokens },
+        }),
+      );
     }
     if (turn.toolCalls.length === 0) return this.answer(turn.text, turn.output);
     const handoff = plan.find((planned) => this.settings.tools.find((tool) => tool.name === planned.call.toolName)?.kind === "handoff");
     if (handoff) return this.handOff(handoff.call);
     if (this.turns >= this.settings.maxTurns) {
-      return this.fail(new PhronomyError("MAX_TURNS_EXCEEDED", `execution ${this.executionId} reached its limit of ${this.settings.maxTurns} model turns with tool calls still requested`, { executionId: this.executionId, details: { maxTurns: this.settings.maxTurns } }));
+      return this.fail(
+        new PhronomyError(
+          "MAX_TURNS_EXCEEDED",
+          `execution ${this.executionId} reached its limit of ${this.settings.maxTurns} model turns with tool calls still requested`,
+          { executionId: this.executionId, details: { maxTurns: this.settings.maxTurns } },
+        ),
+      );
     }
     this.planned = plan;
     // Approval predicates may be async: ask off the loop, decide on it.
     this.approvalsNeeded(plan).then(
       (needed) => this.host.post(() => this.dispatchOrSuspend(needed)),
-      (error: unknown) => this.host.post(() => { if (!this.finished) this.fail(asPhronomyError(error, "TOOL_FAILED")); }),
+      (error: unknown) =>
+        this.host.post(() => {
+          if (!this.finished) this.fail(asPhronomyError(error, "TOOL_FAILED"));
+        }),
     );
   }
 
@@ -421,13 +472,14 @@ export class Session {
     // A guardrail that throws blocks (decision 0056): the run fails, durably.
     const verdict = checkWithGuardrail(this.settings.outputGuardrail, text);
     if (verdict.action === "block") {
-      const message = verdict.failed === undefined
-        ? `the output guardrail blocked the answer of execution ${this.executionId}: ${verdict.reason}`
-        : guardrailFailedMessage("output", `of execution ${this.executionId}`, verdict.failed);
+      const message =
+        verdict.failed === undefined
+          ? `the output guardrail blocked the answer of execution ${this.executionId}: ${verdict.reason}`
+          : guardrailFailedMessage("output", `of execution ${this.executionId}`, verdict.failed);
       const details = { reason: verdict.reason, ...(verdict.failed !== undefined ? { guardrailFailed: true } : {}) };
       return this.fail(new PhronomyError("OUTPUT_BLOCKED", message, { executionId: this.executionId, agentId: this.settings.agentId, details }));
     }
-    const output = verdict.action === "redact" ? verdict.text : structured ?? text;
+    const output = verdict.action === "redact" ? verdict.text : (structured ?? text);
     this.finish({ ending: SessionEnding.Completed, output, error: undefined, approvalRequest: undefined, handoff: undefined });
   }
 
@@ -478,7 +530,9 @@ export class Session {
     this.host.emit(this, { type: "tool_call_started", executionId: this.executionId, callId: call.callId, toolName: call.toolName, idempotencyKey });
     const span = tracer.startChild(this.settings.parentSpan, `execute_tool ${call.toolName}`, {
       ...toolAttributes(call.toolName, call.callId, tool?.description),
-      "phronomy.execution_id": this.executionId, "phronomy.call_id": call.callId, "phronomy.tool": call.toolName,
+      "phronomy.execution_id": this.executionId,
+      "phronomy.call_id": call.callId,
+      "phronomy.tool": call.toolName,
     });
     const run = async (): Promise<{ output: Json; modelOutput: Json | undefined }> => {
       if (planned.error) throw planned.error;
@@ -490,24 +544,40 @@ export class Session {
         retryable: (error: unknown) => !(error instanceof PhronomyError),
         onRetry: (failure: FailedAttempt) => this.host.post(() => this.toolAttemptFailed(call, failure)),
       };
-      const output = await withRetries(retrySettingsOf(definition, tool.definition.maxRetries ?? 0), hooks, (attempt) =>
-        tracer.within(span, () => executeTool(tool.definition, input, {
-          toolCallId: call.callId, messages, abortSignal: signal, context: definition.toolsContext?.[call.toolName],
-          experimental_context: definition.experimental_context,
-          idempotencyKey, executionId: this.executionId, attempt, signal, callId: call.callId,
-        })), toolRetriesExhausted(call));
+      const output = await withRetries(
+        retrySettingsOf(definition, tool.definition.maxRetries ?? 0),
+        hooks,
+        (attempt) =>
+          tracer.within(span, () =>
+            executeTool(tool.definition, input, {
+              toolCallId: call.callId,
+              messages,
+              abortSignal: signal,
+              context: definition.toolsContext?.[call.toolName],
+              experimental_context: definition.experimental_context,
+              idempotencyKey,
+              executionId: this.executionId,
+              attempt,
+              signal,
+              callId: call.callId,
+            }),
+          ),
+        toolRetriesExhausted(call),
+      );
       const json = toolOutputToJson(call.toolName, call.callId, output);
       return { output: json, modelOutput: await toolModelOutput(tool.definition, call.toolName, call.callId, input, output) };
     };
     run().then(
-      ({ output, modelOutput }) => this.host.post(() => {
-        span.end();
-        this.toolSettled({ callId: call.callId, toolName: call.toolName, output, isError: false, ...(modelOutput !== undefined ? { modelOutput } : {}) });
-      }),
-      (error: unknown) => this.host.post(() => {
-        span.fail(error);
-        this.toolSettled({ callId: call.callId, toolName: call.toolName, output: recordOf(error, "TOOL_FAILED") as unknown as Json, isError: true });
-      }),
+      ({ output, modelOutput }) =>
+        this.host.post(() => {
+          span.end();
+          this.toolSettled({ callId: call.callId, toolName: call.toolName, output, isError: false, ...(modelOutput !== undefined ? { modelOutput } : {}) });
+        }),
+      (error: unknown) =>
+        this.host.post(() => {
+          span.fail(error);
+          this.toolSettled({ callId: call.callId, toolName: call.toolName, output: recordOf(error, "TOOL_FAILED") as unknown as Json, isError: true });
+        }),
     );
   }
 
@@ -515,8 +585,13 @@ export class Session {
     if (this.finished) return;
     this.record("tool_attempt_failed", { callId: call.callId, toolName: call.toolName, ...failure });
     this.host.emit(this, {
-      type: "tool_call_retrying", executionId: this.executionId, callId: call.callId, toolName: call.toolName,
-      attempt: failure.attempt, delayMs: failure.delayMs ?? 0, message: failure.message,
+      type: "tool_call_retrying",
+      executionId: this.executionId,
+      callId: call.callId,
+      toolName: call.toolName,
+      attempt: failure.attempt,
+      delayMs: failure.delayMs ?? 0,
+      message: failure.message,
     });
   }
 
@@ -524,7 +599,13 @@ export class Session {
     this.host.operationSettled(this);
     if (this.finished) return;
     this.toolResults.push(result);
-    this.host.emit(this, { type: "tool_call_finished", executionId: this.executionId, callId: result.callId, toolName: result.toolName, isError: result.isError });
+    this.host.emit(this, {
+      type: "tool_call_finished",
+      executionId: this.executionId,
+      callId: result.callId,
+      toolName: result.toolName,
+      isError: result.isError,
+    });
     this.toolsOutstanding -= 1;
     if (this.toolsOutstanding > 0) return;
     const order = new Map(this.planned.map(({ call }, index) => [call.callId, index]));
@@ -566,7 +647,10 @@ export class Session {
   cancel(reason?: string): void {
     this.cancelAsked = true;
     if (this.finished) return;
-    const error = new CancellationError({ executionId: this.executionId, agentId: this.settings.agentId, ...(reason !== undefined ? { details: { reason } } : {}) }, reason);
+    const error = new CancellationError(
+      { executionId: this.executionId, agentId: this.settings.agentId, ...(reason !== undefined ? { details: { reason } } : {}) },
+      reason,
+    );
     this.finish({ ending: SessionEnding.Cancelled, output: null, error, approvalRequest: undefined, handoff: undefined });
   }
 
@@ -618,10 +702,11 @@ function addUsage(a: UsageTotals, b: UsageTotals): UsageTotals {
 /** A tool that failed on every attempt it opted in to: its result is this
  * error, listing the attempts. */
 function toolRetriesExhausted(call: ToolCall): (error: unknown, attempts: FailedAttempt[]) => ToolFailedError {
-  return (error, attempts) => new ToolFailedError(
-    `tool "${call.toolName}" (call ${call.callId}) failed on all ${attempts.length} attempts: ${error instanceof Error ? error.message : String(error)}`,
-    { cause: error, details: { toolName: call.toolName, callId: call.callId, attempts } },
-  );
+  return (error, attempts) =>
+    new ToolFailedError(
+      `tool "${call.toolName}" (call ${call.callId}) failed on all ${attempts.length} attempts: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error, details: { toolName: call.toolName, callId: call.callId, attempts } },
+    );
 }
 
 export function asPhronomyError(error: unknown, code: PhronomyErrorCode): PhronomyError {

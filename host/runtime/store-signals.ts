@@ -35,7 +35,9 @@ export function storeSignals(targets: SignalTargets): StoreSignals {
     startsFiled: () => targets.inboxApplier()?.startsFiled(),
     filedStartMoved: (executionId) => targets.remoteStarts()?.heard(executionId),
     connectionLost: (error) => {
-      targets.logger.warn(`[phronomy] a connection of the store at ${targets.storePath} was lost (${error.message}); the operation using it fails or reads back its outcome, and the next one connects again`);
+      targets.logger.warn(
+        `[phronomy] a connection of the store at ${targets.storePath} was lost (${error.message}); the operation using it fails or reads back its outcome, and the next one connects again`,
+      );
     },
     runningAgents: () => targets.runningAgents(),
   };

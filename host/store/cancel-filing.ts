@@ -36,7 +36,7 @@ export function cancelApprovalId(decisionId: string): string {
 /** How an ended execution's outcome is named: `cancelled` for a failure
  * with CANCELLED. */
 export function endedOutcomeOf(outcome: string | null, error: StoredError | null): string {
-  return outcome === "failed" && error?.code === "CANCELLED" ? "cancelled" : outcome ?? "failed";
+  return outcome === "failed" && error?.code === "CANCELLED" ? "cancelled" : (outcome ?? "failed");
 }
 
 /** Refuses a cancel filing (nothing written) for a missing or ended execution. */

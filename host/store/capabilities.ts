@@ -38,7 +38,13 @@ export type StoreCapability = keyof StoreCapabilities;
 
 /** A store that declares nothing: reads and writes only. */
 export const plainStore: StoreCapabilities = {
-  leases: false, partitions: false, approvalInbox: false, startInbox: false, queue: false, queueReads: false, pruning: false,
+  leases: false,
+  partitions: false,
+  approvalInbox: false,
+  startInbox: false,
+  queue: false,
+  queueReads: false,
+  pruning: false,
 };
 
 /** The methods each ability promises; `Phronomy.open` refuses a store
@@ -46,8 +52,15 @@ export const plainStore: StoreCapabilities = {
 export const capabilityMethods: { readonly [C in StoreCapability]: readonly string[] } = {
   leases: ["acquireLease", "leaseOf", "heldEpochOf", "leaseHolder", "holdAdmissions", "releaseLease", "unfinishedExecutionsOf"],
   partitions: [
-    "unfinishedExecutionsInPartitions", "markPartitionsScanned", "partitionOf", "partitionScanned", "partitionHeldSince",
-    "partitionHeld", "partitionHeldAt", "partitionLapsedHere", "partitionSettling",
+    "unfinishedExecutionsInPartitions",
+    "markPartitionsScanned",
+    "partitionOf",
+    "partitionScanned",
+    "partitionHeldSince",
+    "partitionHeld",
+    "partitionHeldAt",
+    "partitionLapsedHere",
+    "partitionSettling",
   ],
   approvalInbox: ["fileDecision", "claimDecisions", "settleDecision", "readDecisions", "approvalDecided"],
   startInbox: ["fileStart", "readStarts", "claimFiledStarts", "cancelFiledStart"],

@@ -10,8 +10,17 @@ import type { OffloadOperation } from "./offload-operation.js";
 import type { ApprovalCommitOperation, ExecutionStatusName, OutcomeName, ReopenExecutionOperation, TerminalCommitOperation } from "./records.js";
 
 const operationTypes: ReadonlySet<string> = new Set([
-  "prepareExecution", "providerBarrier", "toolBarrier", "terminalCommit", "approvalCommit", "ensureAgent", "closeAgent",
-  "purgeAgent", "enqueueMessage", "cancelQueued", "reopenExecution",
+  "prepareExecution",
+  "providerBarrier",
+  "toolBarrier",
+  "terminalCommit",
+  "approvalCommit",
+  "ensureAgent",
+  "closeAgent",
+  "purgeAgent",
+  "enqueueMessage",
+  "cancelQueued",
+  "reopenExecution",
 ]);
 
 export function checkOperation(operation: OffloadOperation): void {
@@ -21,18 +30,28 @@ export function checkOperation(operation: OffloadOperation): void {
   if ("executionId" in operation) checkId(operation.executionId, `${operation.type}.executionId`);
   if ("agentId" in operation) checkId(operation.agentId, `${operation.type}.agentId`);
   if ("expectedRevision" in operation && (!Number.isInteger(operation.expectedRevision) || operation.expectedRevision < 1)) {
-    throw new InvalidInputError(`${operation.type}.expectedRevision must be a positive integer, got ${String(operation.expectedRevision)}`, { executionId: operation.executionId });
+    throw new InvalidInputError(`${operation.type}.expectedRevision must be a positive integer, got ${String(operation.expectedRevision)}`, {
+      executionId: operation.executionId,
+    });
   }
   if ("at" in operation && !Number.isFinite(operation.at)) {
     throw new InvalidInputError(`${operation.type}.at must be a finite number (milliseconds), got ${String(operation.at)}`);
   }
-  if ((operation.type === "providerBarrier" || operation.type === "toolBarrier") && operation.runningSince !== undefined && !Number.isFinite(operation.runningSince)) {
-    throw new InvalidInputError(`${operation.type}.runningSince must be a finite number (milliseconds), got ${String(operation.runningSince)}`, { executionId: operation.executionId });
+  if (
+    (operation.type === "providerBarrier" || operation.type === "toolBarrier")
+    && operation.runningSince !== undefined
+    && !Number.isFinite(operation.runningSince)
+  ) {
+    throw new InvalidInputError(`${operation.type}.runningSince must be a finite number (milliseconds), got ${String(operation.runningSince)}`, {
+      executionId: operation.executionId,
+    });
   }
   if (operation.type === "prepareExecution" && operation.firstBarrier !== undefined) {
     checkId(operation.firstBarrier?.callId, "prepareExecution.firstBarrier.callId");
     if (operation.blockedBy !== undefined) {
-      throw new InvalidInputError("prepareExecution.firstBarrier cannot go with blockedBy: a blocked input is written terminal and calls no model", { executionId: operation.executionId });
+      throw new InvalidInputError("prepareExecution.firstBarrier cannot go with blockedBy: a blocked input is written terminal and calls no model", {
+        executionId: operation.executionId,
+      });
     }
   }
   if (operation.type === "approvalCommit") checkApproval(operation);
@@ -48,10 +67,15 @@ const reopenedPhases: Readonly<Record<string, readonly string[]>> = {
 function checkReopen(operation: ReopenExecutionOperation): void {
   const phases = reopenedPhases[operation.status];
   if (phases === undefined || !phases.includes(operation.phase)) {
-    throw new InvalidInputError(`reopenExecution: status ${JSON.stringify(operation.status)} with phase ${JSON.stringify(operation.phase)} is not a state a retry reopens to (active: calling_llm, dispatching_tools, resuming; suspended: suspended)`, { executionId: operation.executionId });
+    throw new InvalidInputError(
+      `reopenExecution: status ${JSON.stringify(operation.status)} with phase ${JSON.stringify(operation.phase)} is not a state a retry reopens to (active: calling_llm, dispatching_tools, resuming; suspended: suspended)`,
+      { executionId: operation.executionId },
+    );
   }
   if (typeof operation.metadata !== "object" || operation.metadata === null || Array.isArray(operation.metadata)) {
-    throw new InvalidInputError(`reopenExecution.metadata must be an object, got ${JSON.stringify(operation.metadata)}`, { executionId: operation.executionId });
+    throw new InvalidInputError(`reopenExecution.metadata must be an object, got ${JSON.stringify(operation.metadata)}`, {
+      executionId: operation.executionId,
+    });
   }
 }
 
@@ -70,7 +94,10 @@ function checkApproval(operation: ApprovalCommitOperation): void {
 function checkToolBatch(operation: TerminalCommitOperation): void {
   const context = { executionId: operation.executionId };
   if (operation.outcome !== "suspended") {
-    throw new InvalidInputError(`terminalCommit.toolBatch is only for outcome "suspended" (the batch waiting for approval), got outcome ${JSON.stringify(operation.outcome)}`, context);
+    throw new InvalidInputError(
+      `terminalCommit.toolBatch is only for outcome "suspended" (the batch waiting for approval), got outcome ${JSON.stringify(operation.outcome)}`,
+      context,
+    );
   }
   if (!Array.isArray(operation.toolBatch)) {
     throw new InvalidInputError(`terminalCommit.toolBatch must be an array of tool calls, got ${JSON.stringify(operation.toolBatch)}`, context);
@@ -82,7 +109,10 @@ function checkToolBatch(operation: TerminalCommitOperation): void {
     checkId(call.callId, `terminalCommit.toolBatch[${index}].callId`);
     checkId(call.toolName, `terminalCommit.toolBatch[${index}].toolName`);
     if (typeof call.idempotencyKey !== "string" || call.idempotencyKey.length === 0) {
-      throw new InvalidInputError(`terminalCommit.toolBatch[${index}].idempotencyKey must be a non-empty string, got ${JSON.stringify(call.idempotencyKey)}`, context);
+      throw new InvalidInputError(
+        `terminalCommit.toolBatch[${index}].idempotencyKey must be a non-empty string, got ${JSON.stringify(call.idempotencyKey)}`,
+        context,
+      );
     }
   });
 }
@@ -107,7 +137,10 @@ export function checkListFilter(filter: unknown, what: string, statuses: readonl
   }
   const { status, outcome, agentId } = filter as { status?: unknown; outcome?: unknown; agentId?: unknown };
   if (status !== undefined && !statuses.includes(status as string)) {
-    const hint = outcomeNames.includes(status as OutcomeName) && !statuses.includes(status as string) ? ` (${JSON.stringify(status)} is an outcome: filter with { outcome: ${JSON.stringify(status)} })` : "";
+    const hint =
+      outcomeNames.includes(status as OutcomeName) && !statuses.includes(status as string)
+        ? ` (${JSON.stringify(status)} is an outcome: filter with { outcome: ${JSON.stringify(status)} })`
+        : "";
     throw new InvalidInputError(`${what}: status must be one of ${statuses.join(", ")}, got ${JSON.stringify(status)}${hint}`);
   }
   if (outcome !== undefined && !outcomeNames.includes(outcome as OutcomeName)) {

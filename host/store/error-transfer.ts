@@ -7,7 +7,15 @@
 // own wording is not applied twice).
 
 import {
-  AgentBusyError, AgentClosedError, ApprovalMismatchError, ExecutionRehydrationRequiredError, InvalidInputError, OffloadFullError, PhronomyError, QueueFullError, StoreError,
+  AgentBusyError,
+  AgentClosedError,
+  ApprovalMismatchError,
+  ExecutionRehydrationRequiredError,
+  InvalidInputError,
+  OffloadFullError,
+  PhronomyError,
+  QueueFullError,
+  StoreError,
   type PhronomyErrorCode,
 } from "../errors.js";
 

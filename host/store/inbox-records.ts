@@ -73,7 +73,7 @@ export function decisionProgressOf(row: SqliteRow, where: string): DecisionProgr
     agentId: String(row["decision_agent_id"]),
     state: String(row["decision_state"]) as DecisionState,
     executionRevision: Number(row["decision_revision"]),
-    error: row["decision_error"] === null ? undefined : JSON.parse(String(row["decision_error"])) as TransferredError,
+    error: row["decision_error"] === null ? undefined : (JSON.parse(String(row["decision_error"])) as TransferredError),
     execution: row["execution_id"] === null ? undefined : executionFromRow(row, where),
   };
 }

@@ -26,5 +26,8 @@ export function missingPg(error: unknown): StoreError | undefined {
   const code = (error as { code?: unknown } | null)?.code;
   const message = error instanceof Error ? error.message : String(error);
   if ((code !== "ERR_MODULE_NOT_FOUND" && code !== "MODULE_NOT_FOUND") || !/['"]pg['"]/.test(message)) return undefined;
-  return new StoreError(`a postgres:// store needs the optional peer dependency pg, which is not installed: npm install pg@"${pgRange}"`, { cause: error, details: { missingPackage: "pg" } });
+  return new StoreError(`a postgres:// store needs the optional peer dependency pg, which is not installed: npm install pg@"${pgRange}"`, {
+    cause: error,
+    details: { missingPackage: "pg" },
+  });
 }

@@ -11,10 +11,14 @@ import type { AgentLifecycleOperation, AgentRow, PurgeAgentOperation, PurgeAgent
 export type OffloadOperation = StoreOperation | AgentLifecycleOperation | PruneExecutionsOperation | QueueOperation;
 
 /** What each operation the offload accepts answers. */
-export type OffloadResult<O extends OffloadOperation> =
-  O extends StoreOperation ? StoreResult<O>
-  : O extends PurgeAgentOperation ? PurgeAgentResult
-  : O extends PruneExecutionsOperation ? PruneCounts
-  : O extends EnqueueMessageOperation ? EnqueueMessageResult
-  : O extends CancelQueuedOperation ? CancelQueuedResult
-  : AgentRow;
+export type OffloadResult<O extends OffloadOperation> = O extends StoreOperation
+  ? StoreResult<O>
+  : O extends PurgeAgentOperation
+    ? PurgeAgentResult
+    : O extends PruneExecutionsOperation
+      ? PruneCounts
+      : O extends EnqueueMessageOperation
+        ? EnqueueMessageResult
+        : O extends CancelQueuedOperation
+          ? CancelQueuedResult
+          : AgentRow;

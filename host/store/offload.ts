@@ -351,14 +351,17 @@ export class Offload {
 
   private commitsInline(groupSize: number): boolean {
     switch (this.policy) {
-      case "inline": return true;
-      case "worker": return false;
+      case "inline":
+        return true;
+      case "worker":
+        return false;
       // Inline only while the worker holds nothing: the two connections
       // never write at the same time. Until the worker is ready, it holds
       // nothing.
       // A prune (many deletes, docs/decisions/0027) waits for the worker
       // rather than run on the control loop's thread.
-      case "adaptive": return this.workerState !== "ready" || (groupSize === 1 && this.inFlight.size === 0 && this.queue[0]?.operation.type !== "pruneExecutions");
+      case "adaptive":
+        return this.workerState !== "ready" || (groupSize === 1 && this.inFlight.size === 0 && this.queue[0]?.operation.type !== "pruneExecutions");
     }
   }
 
@@ -397,7 +400,15 @@ export class Offload {
     // small nested objects, and operations are JSON by contract.
     let request: WorkerRequest;
     try {
-      request = { type: "commit", group: this.groupsSent, count: entries.length, operations: JSON.stringify(entries.map((entry) => entry.operation), plainDataOnly) };
+      request = {
+        type: "commit",
+        group: this.groupsSent,
+        count: entries.length,
+        operations: JSON.stringify(
+          entries.map((entry) => entry.operation),
+          plainDataOnly,
+        ),
+      };
       worker.port.postMessage(request);
     } catch (error) {
       this.refuseUncloneable(entries, error);
@@ -420,12 +431,20 @@ export class Offload {
         structuredClone(entry.operation);
         return true;
       } catch {
-        entry.reject(new InvalidInputError(`store operation ${entry.operation.type} holds a value that cannot be copied to the store worker (a function, a symbol or a class with private state); operations must be plain data`, { cause }));
+        entry.reject(
+          new InvalidInputError(
+            `store operation ${entry.operation.type} holds a value that cannot be copied to the store worker (a function, a symbol or a class with private state); operations must be plain data`,
+            { cause },
+          ),
+        );
         return false;
       }
     });
     if (cloneable.length === entries.length) {
-      for (const entry of entries) entry.reject(new StoreError(`the store worker for ${this.settings.path} refused a group: ${cause instanceof Error ? cause.message : String(cause)}`, { cause }));
+      for (const entry of entries)
+        entry.reject(
+          new StoreError(`the store worker for ${this.settings.path} refused a group: ${cause instanceof Error ? cause.message : String(cause)}`, { cause }),
+        );
       return;
     }
     this.queue.unshift(...cloneable);
@@ -509,7 +528,12 @@ export class Offload {
     );
     for (const entry of held) entry.reject(lost);
     if (this.workerRestarts >= workerRestartsMax) {
-      this.breakDown(new StoreError(`the store at ${path} can no longer write: its worker stopped ${this.workerRestarts + 1} times (last: ${reason}), more than the ${workerRestartsMax} replacements allowed; operations in flight may or may not have committed; close the environment, open the store again and recover`, { details: { reason: "store_worker_lost", storePath: path } }));
+      this.breakDown(
+        new StoreError(
+          `the store at ${path} can no longer write: its worker stopped ${this.workerRestarts + 1} times (last: ${reason}), more than the ${workerRestartsMax} replacements allowed; operations in flight may or may not have committed; close the environment, open the store again and recover`,
+          { details: { reason: "store_worker_lost", storePath: path } },
+        ),
+      );
       return;
     }
     this.workerRestarts += 1;
@@ -526,8 +550,12 @@ export class Offload {
   private breakDown(error: StoreError | string): void {
     if (this.broken !== undefined) return;
     if (this.closing !== undefined && this.pending === 0) return; // the normal exit after close
-    this.broken = typeof error !== "string" ? error
-      : new StoreError(`the store at ${this.settings.path} can no longer write: ${error}; operations in flight may or may not have committed; reopen the store and recover`);
+    this.broken =
+      typeof error !== "string"
+        ? error
+        : new StoreError(
+            `the store at ${this.settings.path} can no longer write: ${error}; operations in flight may or may not have committed; reopen the store and recover`,
+          );
     const failed = [...[...this.inFlight.values()].flat(), ...this.queue.splice(0)];
     this.inFlight.clear();
     this.inFlightOperations = 0;

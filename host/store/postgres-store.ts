@@ -49,8 +49,15 @@ import * as partitions from "./postgres/partitions.js";
 import type { Fence } from "./postgres/leases.js";
 import { applyOperation } from "./postgres/operations.js";
 import {
-  compareAndSetStatement, explainCompareAndSetRefusal, explainPrepareRefusal, isGrouped, prepareStatement, readKnownRow,
-  type GroupedOperation, type KnownRow, type Statement,
+  compareAndSetStatement,
+  explainCompareAndSetRefusal,
+  explainPrepareRefusal,
+  isGrouped,
+  prepareStatement,
+  readKnownRow,
+  type GroupedOperation,
+  type KnownRow,
+  type Statement,
 } from "./postgres/statements.js";
 import { approvalStatement, explainApprovalRefusal, readSuspendedRow, type SuspendedRow } from "./postgres/approval-commit.js";
 import * as leases from "./postgres/leases.js";
@@ -68,8 +75,15 @@ import { checkPruneOperation, type PruneCounts, type PruneExecutionsOperation } 
 import { postgresPruneBatchExecutions } from "./postgres/prune.js";
 import type { OffloadOperation, OffloadResult } from "./offload-operation.js";
 import type {
-  AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, PurgeAgentResult,
-  PrepareExecutionOperation, StoreOperation, StoreResult, StoredStep,
+  AgentRow,
+  ExecutionListFilter,
+  ExecutionRow,
+  JournalRecord,
+  PurgeAgentResult,
+  PrepareExecutionOperation,
+  StoreOperation,
+  StoreResult,
+  StoredStep,
 } from "./records.js";
 import { executionListMax, journalReadMax } from "./sqlite/reads.js";
 import type { ExecutionStore } from "./store.js";
@@ -152,7 +166,13 @@ export class PostgresStore implements ExecutionStore {
   /** Everything the runtime uses: leases by partition, both inboxes, the
    * queue, pruning. */
   readonly capabilities: StoreCapabilities = {
-    leases: true, partitions: true, approvalInbox: true, startInbox: true, queue: true, queueReads: true, pruning: true,
+    leases: true,
+    partitions: true,
+    approvalInbox: true,
+    startInbox: true,
+    queue: true,
+    queueReads: true,
+    pruning: true,
   };
   /** Where the store's signals go (`listen`): partitions taken in the
    * background (after `leaseAcquired` for the agents asked for in them: their
@@ -186,24 +206,47 @@ export class PostgresStore implements ExecutionStore {
    * last one held, or one no row matches — never unfenced. */
   fenceOf: (agentId: string) => Fence | undefined = (agentId) => this.leaseBook.fenceOf(agentId);
 
-  private constructor(path: string, schema: string, pool: pg.Pool, poolSize: number, leaseMs: number, private readonly instance: InstanceLock, partitionCount: number, readonly balancing: boolean) {
+  private constructor(
+    path: string,
+    schema: string,
+    pool: pg.Pool,
+    poolSize: number,
+    leaseMs: number,
+    private readonly instance: InstanceLock,
+    partitionCount: number,
+    readonly balancing: boolean,
+  ) {
     this.path = path;
     this.schema = schema;
     this.pool = pool;
     this.journalReads = new JournalReads(pool, path);
     this.inboxProbes = new InboxProbes(pool);
-    this.stepReads = new ReadBatches((executionId) => reads.listSteps(pool, path, executionId), (executionIds) => reads.listStepsOf(pool, path, executionIds));
-    this.queueReads = new ReadBatches((agentId) => queue.queuedMessages(pool, agentId), (agentIds) => queue.queuedMessagesOf(pool, agentIds));
+    this.stepReads = new ReadBatches(
+      (executionId) => reads.listSteps(pool, path, executionId),
+      (executionIds) => reads.listStepsOf(pool, path, executionIds),
+    );
+    this.queueReads = new ReadBatches(
+      (agentId) => queue.queuedMessages(pool, agentId),
+      (agentIds) => queue.queuedMessagesOf(pool, agentIds),
+    );
     this.leaseMs = leaseMs;
     this.leaseOwner = instance.instanceId;
-    this.leaseBook = new PartitionBook(pool, () => instance.session, this.leaseOwner, leaseMs, partitionCount, {
-      acquired: (agentId, grant) => this.signals.leaseAcquired(agentId, grant),
-      partitionsAcquired: (grants) => this.signals.partitionsAcquired(grants),
-      lost: (agentIds) => this.signals.leasesLost(agentIds),
-      afterPass: () => this.pollInbox(),
-      closing: () => this.closing !== undefined,
-      busy: () => this.busyPartitions(),
-    }, balancing);
+    this.leaseBook = new PartitionBook(
+      pool,
+      () => instance.session,
+      this.leaseOwner,
+      leaseMs,
+      partitionCount,
+      {
+        acquired: (agentId, grant) => this.signals.leaseAcquired(agentId, grant),
+        partitionsAcquired: (grants) => this.signals.partitionsAcquired(grants),
+        lost: (agentIds) => this.signals.leasesLost(agentIds),
+        afterPass: () => this.pollInbox(),
+        closing: () => this.closing !== undefined,
+        busy: () => this.busyPartitions(),
+      },
+      balancing,
+    );
     // One connection stays free of groups for reads, leases and the rarer writes.
     this.groups = new GroupCommit(pool, Math.max(1, Math.min(groupsInFlightDefault, poolSize - 1)));
   }
@@ -227,7 +270,12 @@ export class PostgresStore implements ExecutionStore {
     // The instance's session lock is taken on a connection of its own, in
     // parallel with the schema check (docs/decisions/0049).
     const { connectionString, options: sessionOptions, types, application_name, connectionTimeoutMillis } = pool.options;
-    const locking = InstanceLock.take({ connectionString, options: sessionOptions, types, application_name, connectionTimeoutMillis }, location.schema, options.instanceId, location.redactedUrl);
+    const locking = InstanceLock.take(
+      { connectionString, options: sessionOptions, types, application_name, connectionTimeoutMillis },
+      location.schema,
+      options.instanceId,
+      location.redactedUrl,
+    );
     locking.catch(() => undefined);
     try {
       const partitionCount = await openSchema(pool, location.schema, location.redactedUrl, options.partitions ?? partitions.partitionCountDefault);
@@ -241,7 +289,10 @@ export class PostgresStore implements ExecutionStore {
       });
     } catch (error) {
       await opened?.leaseBook.stop().catch(() => undefined);
-      await locking.then((instance) => instance.release(), () => undefined);
+      await locking.then(
+        (instance) => instance.release(),
+        () => undefined,
+      );
       await pool.end().catch(() => undefined);
       if (error instanceof PhronomyError) throw error;
       throw new StoreError(`cannot open the PostgreSQL store at ${location.redactedUrl}: ${messageOf(error)}`, { cause: error });
@@ -253,7 +304,10 @@ export class PostgresStore implements ExecutionStore {
    * next operation's to report). */
   private warmPool(count: number): void {
     for (let index = 0; index < count; index += 1) {
-      this.pool.connect().then((client) => client.release(), () => undefined);
+      this.pool.connect().then(
+        (client) => client.release(),
+        () => undefined,
+      );
     }
   }
 
@@ -287,7 +341,10 @@ export class PostgresStore implements ExecutionStore {
     this.assertOpen("write");
     const pending = this.execute(operation) as Promise<PruneCounts>;
     this.inFlight.add(pending);
-    void pending.then(() => this.inFlight.delete(pending), () => this.inFlight.delete(pending));
+    void pending.then(
+      () => this.inFlight.delete(pending),
+      () => this.inFlight.delete(pending),
+    );
     return pending;
   }
 
@@ -296,7 +353,10 @@ export class PostgresStore implements ExecutionStore {
     this.assertOpen("write");
     const pending = this.execute(operation);
     this.inFlight.add(pending);
-    void pending.then(() => this.inFlight.delete(pending), () => this.inFlight.delete(pending));
+    void pending.then(
+      () => this.inFlight.delete(pending),
+      () => this.inFlight.delete(pending),
+    );
     return pending as Promise<OffloadResult<O>>;
   }
 
@@ -309,12 +369,26 @@ export class PostgresStore implements ExecutionStore {
     try {
       client = await this.pool.connect();
     } catch (error) {
-      throw new StoreError(`the PostgreSQL store at ${this.path} could not get a connection for ${operation.type} (nothing was written): ${messageOf(error)}`, { cause: error, details: { outcome: "not_committed" } });
+      throw new StoreError(`the PostgreSQL store at ${this.path} could not get a connection for ${operation.type} (nothing was written): ${messageOf(error)}`, {
+        cause: error,
+        details: { outcome: "not_committed" },
+      });
     }
     const backendPid = (client as unknown as { processID?: number }).processID;
     try {
       await client.query(beginTransaction);
-      const value = await applyOperation({ client, where: this.path, writeId, fenceOf: (agentId) => this.fenceOf(agentId), holdsPartitionOf: (agentId) => this.partitionHeld(agentId), schema: this.schema, instanceId: this.leaseOwner }, operation);
+      const value = await applyOperation(
+        {
+          client,
+          where: this.path,
+          writeId,
+          fenceOf: (agentId) => this.fenceOf(agentId),
+          holdsPartitionOf: (agentId) => this.partitionHeld(agentId),
+          schema: this.schema,
+          instanceId: this.leaseOwner,
+        },
+        operation,
+      );
       await client.query("COMMIT");
       client.release();
       return value;
@@ -323,7 +397,10 @@ export class PostgresStore implements ExecutionStore {
         client.release(error instanceof Error ? error : new Error(String(error)));
         return this.resolveLost(operation, writeId, backendPid, error, rerunsLeft);
       }
-      await client.query("ROLLBACK").then(() => client.release(), (rollbackError: unknown) => client.release(rollbackError as Error));
+      await client.query("ROLLBACK").then(
+        () => client.release(),
+        (rollbackError: unknown) => client.release(rollbackError as Error),
+      );
       throw this.storeErrorOf(error);
     }
   }
@@ -350,7 +427,7 @@ export class PostgresStore implements ExecutionStore {
         // agent's admission is released, unlike a store failure.
         const refusal = this.leaseBook.admissionRefusal(operation.agentId);
         if (refusal !== undefined) return { outcome: "not_established", error: refusal.toRecord() };
-        const used = fence = this.fenceOf(operation.agentId);
+        const used = (fence = this.fenceOf(operation.agentId));
         journal = operation.blockedBy === undefined ? { agentId: operation.agentId, records: operation.journal } : undefined;
         statement = prepareStatement(operation, fence, writeId);
         explain = () => this.prepareRefused(operation, used);
@@ -359,18 +436,22 @@ export class PostgresStore implements ExecutionStore {
         this.suspendedRows.delete(executionId);
         const known = remembered?.revision === operation.expectedRevision ? remembered : await readSuspendedRow(this.pool, operation);
         agentId = known.agentId;
-        const used = fence = this.fenceOf(agentId);
+        const used = (fence = this.fenceOf(agentId));
         statement = approvalStatement(operation, known, fence, writeId);
-        explain = async () => { throw await explainApprovalRefusal(this.pool, operation, used); };
+        explain = async () => {
+          throw await explainApprovalRefusal(this.pool, operation, used);
+        };
       } else {
         let known = this.knownRows.get(executionId);
         if (known === undefined || known.revision !== operation.expectedRevision) known = await readKnownRow(this.pool, operation);
         const row = known;
         agentId = known.agentId;
-        const used = fence = this.fenceOf(known.agentId);
+        const used = (fence = this.fenceOf(known.agentId));
         journal = operation.type === "terminalCommit" ? { agentId: known.agentId, records: operation.journal } : undefined;
         statement = compareAndSetStatement(operation, known, fence, writeId);
-        explain = async () => { throw await explainCompareAndSetRefusal(this.pool, operation, row, used); };
+        explain = async () => {
+          throw await explainCompareAndSetRefusal(this.pool, operation, row, used);
+        };
       }
     } catch (error) {
       throw this.storeErrorOf(error);
@@ -379,8 +460,10 @@ export class PostgresStore implements ExecutionStore {
     // A filed start claimed here: its filer hears each write (same
     // transaction, only if it applied) and reads the timeline then.
     const filer = this.filerChannels.get(executionId);
-    const sql = filer === undefined ? statement.sql
-      : `SELECT written.applied, CASE WHEN written.applied = 1 THEN pg_notify(${text(filer)}, ${text(executionId)}) END AS told FROM (${statement.sql}) AS written`;
+    const sql =
+      filer === undefined
+        ? statement.sql
+        : `SELECT written.applied, CASE WHEN written.applied = 1 THEN pg_notify(${text(filer)}, ${text(executionId)}) END AS told FROM (${statement.sql}) AS written`;
     let applied: boolean;
     const partition = this.leaseBook.partitionOf(agentId);
     const preparing = operation.type === "prepareExecution";
@@ -394,7 +477,10 @@ export class PostgresStore implements ExecutionStore {
       if (error instanceof ConnectionLost) return this.resolveLost(operation, writeId, error.backendPid, error.cause, 0);
       if (error instanceof NotConnected || (!(error instanceof PhronomyError) && isConnectionLoss(error))) {
         const cause = error instanceof NotConnected ? error.cause : error;
-        throw new StoreError(`the PostgreSQL store at ${this.path} could not get a connection for ${operation.type} (nothing was written): ${messageOf(cause)}`, { cause, details: { outcome: "not_committed" } });
+        throw new StoreError(
+          `the PostgreSQL store at ${this.path} could not get a connection for ${operation.type} (nothing was written): ${messageOf(cause)}`,
+          { cause, details: { outcome: "not_committed" } },
+        );
       }
       throw this.storeErrorOf(error);
     } finally {
@@ -440,14 +526,26 @@ export class PostgresStore implements ExecutionStore {
   }
 
   /** The connection was lost mid-operation: read back what happened. */
-  private async resolveLost(operation: OffloadOperation, writeId: string, backendPid: number | undefined, cause: unknown, rerunsLeft: number): Promise<unknown> {
+  private async resolveLost(
+    operation: OffloadOperation,
+    writeId: string,
+    backendPid: number | undefined,
+    cause: unknown,
+    rerunsLeft: number,
+  ): Promise<unknown> {
     const resolution = await this.readBackOutcome(operation, writeId, backendPid, cause);
     if (resolution.committed === true) return resolution.value;
     if (resolution.committed === "rerun" && rerunsLeft > 0) return this.execute(operation, rerunsLeft - 1);
     if (resolution.committed === "rerun") {
-      throw new StoreError(`the PostgreSQL store at ${this.path} lost its connection twice during ${operation.type}; it is idempotent, call it again: ${messageOf(cause)}`, { cause, details: { outcome: "unknown" } });
+      throw new StoreError(
+        `the PostgreSQL store at ${this.path} lost its connection twice during ${operation.type}; it is idempotent, call it again: ${messageOf(cause)}`,
+        { cause, details: { outcome: "unknown" } },
+      );
     }
-    throw new StoreError(`the PostgreSQL store at ${this.path} lost its connection during ${operation.type}; reading back showed it did not commit (nothing was written; retrying is safe): ${messageOf(cause)}`, { cause, details: { outcome: "not_committed", writeId } });
+    throw new StoreError(
+      `the PostgreSQL store at ${this.path} lost its connection during ${operation.type}; reading back showed it did not commit (nothing was written; retrying is safe): ${messageOf(cause)}`,
+      { cause, details: { outcome: "not_committed", writeId } },
+    );
   }
 
   /** Reads back whether a write whose connection was lost committed. The
@@ -476,12 +574,14 @@ export class PostgresStore implements ExecutionStore {
   private outcomeUnknown(operation: OffloadOperation, writeId: string, error: unknown, cause: unknown): StoreError {
     const details = { outcome: "unknown", writeId };
     if (operation.type === "enqueueMessage") {
-      const message = `the PostgreSQL store at ${this.path} lost its connection while queuing message ${operation.executionId} of agent "${operation.agentId}" `
+      const message =
+        `the PostgreSQL store at ${this.path} lost its connection while queuing message ${operation.executionId} of agent "${operation.agentId}" `
         + `and the store closed before it could read back whether the message was queued (${messageOf(error)}): if it was, it runs in its turn under `
         + `that execution id — env.execution("${operation.executionId}") tells; do not send it again: ${messageOf(cause)}`;
       return new StoreError(message, { cause, executionId: operation.executionId, agentId: operation.agentId, details });
     }
-    const message = `the PostgreSQL store at ${this.path} lost its connection during ${operation.type} and could not read back whether it committed `
+    const message =
+      `the PostgreSQL store at ${this.path} lost its connection during ${operation.type} and could not read back whether it committed `
       + `(${messageOf(error)}); recovery will read the row: ${messageOf(cause)}`;
     return new StoreError(message, { cause, details });
   }
@@ -514,7 +614,12 @@ export class PostgresStore implements ExecutionStore {
     this.suspendedRows.delete(row.executionId);
     if (this.suspendedRows.size >= suspendedRowsMax) this.suspendedRows.delete(this.suspendedRows.keys().next().value!);
     // Copies: the caller may change the row it was given.
-    this.suspendedRows.set(row.executionId, { agentId: row.agentId, revision: row.revision, metadata: structuredClone(row.metadata), approvalRequest: structuredClone(row.approvalRequest) });
+    this.suspendedRows.set(row.executionId, {
+      agentId: row.agentId,
+      revision: row.revision,
+      metadata: structuredClone(row.metadata),
+      approvalRequest: structuredClone(row.approvalRequest),
+    });
   }
 
   listExecutions(filter: ExecutionListFilter = {}): Promise<ExecutionRow[]> {
@@ -558,7 +663,13 @@ export class PostgresStore implements ExecutionStore {
    * kept: this process never writes them. */
   private rememberRows(rows: ExecutionRow[]): ExecutionRow[] {
     for (const row of rows) {
-      if (row.status !== "active" || !this.leaseBook.holdsPartitionOf(row.agentId) || this.knownRows.has(row.executionId) || this.knownRows.size >= knownRowsMax) continue;
+      if (
+        row.status !== "active"
+        || !this.leaseBook.holdsPartitionOf(row.agentId)
+        || this.knownRows.has(row.executionId)
+        || this.knownRows.size >= knownRowsMax
+      )
+        continue;
       this.knownRows.set(row.executionId, { agentId: row.agentId, revision: row.revision, status: row.status, metadata: row.metadata });
     }
     return rows;
@@ -581,7 +692,10 @@ export class PostgresStore implements ExecutionStore {
   listQueuedMessages(filter: { readonly agentId?: string; readonly limit: number }): Promise<QueuedMessage[]> {
     return this.read(async () => {
       checkLimit(filter.limit, executionListMax, "listQueuedMessages limit");
-      return queue.listQueuedMessages(this.pool, { limit: filter.limit, ...(filter.agentId === undefined ? {} : { agentId: checkId(filter.agentId, "agentId") }) });
+      return queue.listQueuedMessages(this.pool, {
+        limit: filter.limit,
+        ...(filter.agentId === undefined ? {} : { agentId: checkId(filter.agentId, "agentId") }),
+      });
     });
   }
 
@@ -762,7 +876,7 @@ export class PostgresStore implements ExecutionStore {
     // (`postgres/inbox-probes.ts`): almost always nothing waits.
     const announced = this.announcedAgents.delete(agentId);
     return this.read(async () => {
-      if (!announced && !await this.inboxProbes.waitingFor(agentId, grant.epoch, startsOnly)) return [];
+      if (!announced && !(await this.inboxProbes.waitingFor(agentId, grant.epoch, startsOnly))) return [];
       return inbox.claimDecisions(this.pool, agentId, grant, startsOnly);
     });
   }
@@ -800,10 +914,13 @@ export class PostgresStore implements ExecutionStore {
     return this.read(() => this.settlements.submit({ claim, settlement }));
   }
 
-  private readonly settlements = new StatementBatch<{ readonly claim: inbox.ClaimedDecision; readonly settlement: inbox.DecisionSettlement }, boolean>(async (items) => {
-    const settled = await inbox.settleDecisions(this.pool, this.schema, this.leaseOwner, items, Date.now());
-    return items.map(({ claim }) => settled.has(claim.decisionId));
-  }, inbox.settleBatchMax);
+  private readonly settlements = new StatementBatch<{ readonly claim: inbox.ClaimedDecision; readonly settlement: inbox.DecisionSettlement }, boolean>(
+    async (items) => {
+      const settled = await inbox.settleDecisions(this.pool, this.schema, this.leaseOwner, items, Date.now());
+      return items.map(({ claim }) => settled.has(claim.decisionId));
+    },
+    inbox.settleBatchMax,
+  );
 
   /** Claims, in one statement, the filed starts of every partition held
    * here (docs/decisions/0047); each write of their executions is then
@@ -934,7 +1051,8 @@ function checkOptions(options: PostgresStoreOptions): void {
   if (options.leaseMs !== undefined) leases.checkLeaseMs(options.leaseMs, "leaseMs");
   if (options.instanceId !== undefined) checkInstanceId(options.instanceId, "instanceId");
   if (options.partitions !== undefined) partitions.checkPartitionCount(options.partitions, "partitions");
-  if (options.balance !== undefined && typeof options.balance !== "boolean") throw new InvalidInputError(`balance must be true or false, got ${JSON.stringify(options.balance)}`);
+  if (options.balance !== undefined && typeof options.balance !== "boolean")
+    throw new InvalidInputError(`balance must be true or false, got ${JSON.stringify(options.balance)}`);
   const size = options.poolSize;
   if (size !== undefined && (!Number.isInteger(size) || size < 1 || size > poolSizeMax)) {
     throw new InvalidInputError(`poolSize must be an integer from 1 to ${poolSizeMax}, got ${String(size)}`);
@@ -953,14 +1071,20 @@ function checkLimit(limit: number | undefined, maximum: number, what: string): v
  * lock or a transaction (docs/decisions/0049); a migration committing
  * meanwhile is not seen by it, so the migration path runs and waits. */
 async function openSchema(pool: pg.Pool, schema: string, where: string, partitionCount: number): Promise<number> {
-  const current = await pool.query<{ application: string; version: number; partition_count: number }>(
-    "SELECT application, version, (SELECT partition_count FROM partition_settings) AS partition_count FROM store_version",
-  ).then(({ rows }) => rows.length === 1 && rows[0]!.application === "phronomy" && Number(rows[0]!.version) === schemaVersion ? Number(rows[0]!.partition_count) : undefined, (error: unknown) => {
-    // The server's answer (no such table, no such schema): not current.
-    // Anything else (the database unreachable) is the open's failure.
-    if (/^[0-9A-Z]{5}$/.test(String((error as { code?: unknown } | null)?.code))) return undefined;
-    throw error;
-  });
+  const current = await pool
+    .query<{ application: string; version: number; partition_count: number }>(
+      "SELECT application, version, (SELECT partition_count FROM partition_settings) AS partition_count FROM store_version",
+    )
+    .then(
+      ({ rows }) =>
+        rows.length === 1 && rows[0]!.application === "phronomy" && Number(rows[0]!.version) === schemaVersion ? Number(rows[0]!.partition_count) : undefined,
+      (error: unknown) => {
+        // The server's answer (no such table, no such schema): not current.
+        // Anything else (the database unreachable) is the open's failure.
+        if (/^[0-9A-Z]{5}$/.test(String((error as { code?: unknown } | null)?.code))) return undefined;
+        throw error;
+      },
+    );
   if (current !== undefined) return current;
   const client = await pool.connect();
   try {

@@ -97,7 +97,7 @@ export function pruningStoreOf(store: object): PruningStore | undefined {
   const given = store as Partial<PruningStore>;
   const batch = given.pruneBatchExecutions;
   const valid = typeof given.pruneExecutions === "function" && Number.isInteger(batch) && batch! >= 1 && batch! <= pruneBatchExecutionsMax;
-  return valid ? store as PruningStore : undefined;
+  return valid ? (store as PruningStore) : undefined;
 }
 
 export function checkPruneOperation(operation: PruneExecutionsOperation): void {
@@ -105,7 +105,9 @@ export function checkPruneOperation(operation: PruneExecutionsOperation): void {
     throw new InvalidInputError(`pruneExecutions.finishedBefore must be an integer (milliseconds since the epoch), got ${String(operation.finishedBefore)}`);
   }
   if (!Number.isInteger(operation.executionsMax) || operation.executionsMax < 1 || operation.executionsMax > pruneBatchExecutionsMax) {
-    throw new InvalidInputError(`pruneExecutions.executionsMax must be an integer from 1 to ${pruneBatchExecutionsMax}, got ${String(operation.executionsMax)}`);
+    throw new InvalidInputError(
+      `pruneExecutions.executionsMax must be an integer from 1 to ${pruneBatchExecutionsMax}, got ${String(operation.executionsMax)}`,
+    );
   }
   if (operation.agentId !== undefined) checkId(operation.agentId, "pruneExecutions.agentId");
   const kept = operation.journalRecordsKept;

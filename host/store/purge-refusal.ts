@@ -13,6 +13,9 @@ const unfinishedNamedMax = 5;
  * not the agent is defined in this process. */
 export function agentHasUnfinishedExecutions(agentId: string, executionIds: readonly string[]): AgentBusyError {
   const named = executionIds.slice(0, unfinishedNamedMax);
-  return new AgentBusyError(agentId, `agent "${agentId}" cannot be purged: it has unfinished executions (${named.join(", ")}); let them end (complete, cancel, or recover) first`, { unfinishedExecutionIds: named });
+  return new AgentBusyError(
+    agentId,
+    `agent "${agentId}" cannot be purged: it has unfinished executions (${named.join(", ")}); let them end (complete, cancel, or recover) first`,
+    { unfinishedExecutionIds: named },
+  );
 }
-

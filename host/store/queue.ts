@@ -102,21 +102,33 @@ export interface QueueReader {
 
 /** The store's reads of queued messages, when it declares them. */
 export function queueReaderOf(store: ExecutionStore): QueueReader | undefined {
-  return capabilitiesOf(store).queueReads ? store as unknown as QueueReader : undefined;
+  return capabilitiesOf(store).queueReads ? (store as unknown as QueueReader) : undefined;
 }
 
 /** The store's conversation queues, when it declares them. */
 export function queueStoreOf(store: ExecutionStore): QueueStore | undefined {
-  return capabilitiesOf(store).queue ? store as unknown as QueueStore : undefined;
+  return capabilitiesOf(store).queue ? (store as unknown as QueueStore) : undefined;
 }
 
 /** A queued message as an execution row: status and phase `queued`,
  * revision 0 (nothing of the execution is written yet). */
 export function rowOfQueued(message: QueuedMessage): ExecutionRow {
   return {
-    executionId: message.executionId, agentId: message.agentId, revision: 0, status: "queued", phase: "queued", mode: "invoke",
-    input: message.input, metadata: { config: message.config }, outcome: null, output: null, error: null,
-    usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, approvalRequest: null, createdAt: message.createdAt, updatedAt: message.createdAt,
+    executionId: message.executionId,
+    agentId: message.agentId,
+    revision: 0,
+    status: "queued",
+    phase: "queued",
+    mode: "invoke",
+    input: message.input,
+    metadata: { config: message.config },
+    outcome: null,
+    output: null,
+    error: null,
+    usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 },
+    approvalRequest: null,
+    createdAt: message.createdAt,
+    updatedAt: message.createdAt,
   };
 }
 

@@ -15,9 +15,18 @@ export type ExecutionStatusName = "preparing" | "active" | "suspended" | "termin
 /** Where an execution is in its run, as stored (the core's FSM phases,
  * docs/fsm.md). */
 export type PhaseName =
-  | "preparing" | "calling_llm" | "dispatching_tools" | "recording_tool_results" | "suspended"
-  | "resuming" | "terminal" | "recovery_provider_completed" | "recovery_tools"
-  | "recovery_tools_completed" | "recovery_resolved_failed" | "queued";
+  | "preparing"
+  | "calling_llm"
+  | "dispatching_tools"
+  | "recording_tool_results"
+  | "suspended"
+  | "resuming"
+  | "terminal"
+  | "recovery_provider_completed"
+  | "recovery_tools"
+  | "recovery_tools_completed"
+  | "recovery_resolved_failed"
+  | "queued";
 
 /** How an execution ended (`completed`, `failed`, `handed_off`,
  * `coordination_wait`) or paused (`suspended`). */
@@ -46,9 +55,20 @@ export interface StepRecord {
 
 /** The kinds of steps in an execution's timeline. */
 export type StepKind =
-  | "input" | "provider_barrier" | "model_response" | "tool_barrier" | "tool_results"
-  | "approval_requested" | "approval_decided" | "recovered" | "terminal" | "note" | "queued" | "retried"
-  | "model_attempt_failed" | "tool_attempt_failed";
+  | "input"
+  | "provider_barrier"
+  | "model_response"
+  | "tool_barrier"
+  | "tool_results"
+  | "approval_requested"
+  | "approval_decided"
+  | "recovered"
+  | "terminal"
+  | "note"
+  | "queued"
+  | "retried"
+  | "model_attempt_failed"
+  | "tool_attempt_failed";
 
 /** An agent's conversation memory entry. */
 export interface JournalRecord {
@@ -288,8 +308,7 @@ export interface CommittedRevision {
 }
 
 /** What each store operation answers. */
-export type StoreResult<O extends StoreOperation> =
-  O extends PrepareExecutionOperation ? PrepareExecutionResult : CommittedRevision;
+export type StoreResult<O extends StoreOperation> = O extends PrepareExecutionOperation ? PrepareExecutionResult : CommittedRevision;
 
 // -- agent lifecycle (the root) ---------------------------------------------
 // These run through the same offload as the execution operations, so every

@@ -40,10 +40,16 @@ export function checkRetryable<Row extends RetryableRow>(executionId: string, ro
   const context = { executionId, agentId: row.agentId };
   if (row.status !== "terminal") {
     const reason = row.status === "suspended" ? "suspended" : row.status === "queued" ? "queued" : "running";
-    throw new RetryRefusedError(`execution ${executionId} has not ended (status ${row.status}, phase ${row.phase}); only a failed, timed-out or cancelled execution is retried`, { ...context, reason });
+    throw new RetryRefusedError(
+      `execution ${executionId} has not ended (status ${row.status}, phase ${row.phase}); only a failed, timed-out or cancelled execution is retried`,
+      { ...context, reason },
+    );
   }
   if (row.outcome !== "failed") {
-    throw new RetryRefusedError(`execution ${executionId} ended ${row.outcome ?? "without an outcome"}, not failed; only a failed, timed-out or cancelled execution is retried (start a new one to run it again)`, { ...context, reason: row.outcome === "completed" ? "completed" : row.outcome ?? "unknown" });
+    throw new RetryRefusedError(
+      `execution ${executionId} ended ${row.outcome ?? "without an outcome"}, not failed; only a failed, timed-out or cancelled execution is retried (start a new one to run it again)`,
+      { ...context, reason: row.outcome === "completed" ? "completed" : (row.outcome ?? "unknown") },
+    );
   }
   return row;
 }

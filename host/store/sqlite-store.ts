@@ -76,7 +76,13 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
   private signals: StoreSignals = quietSignals;
   /** One owner per file: no leases, partitions or filed starts. */
   readonly capabilities: StoreCapabilities = {
-    leases: false, partitions: false, approvalInbox: true, startInbox: false, queue: true, queueReads: true, pruning: true,
+    leases: false,
+    partitions: false,
+    approvalInbox: true,
+    startInbox: false,
+    queue: true,
+    queueReads: true,
+    pruning: true,
   };
 
   private constructor(path: string, synchronous: SynchronousMode, connection: SqliteConnection, offload: Offload, ownership: StoreOwnership) {
@@ -183,8 +189,6 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
     checkOperation(operation);
     return this.offload.submit(operation);
   }
-
-
 
   // -- the approval inbox, owner's side (docs/decisions/0015) ----------------------
 

@@ -40,12 +40,22 @@ export class SqliteVisitorStore extends SqliteReadableStore implements Execution
   /** Files decisions and reads the queue; owns nothing, so claims nothing
    * (its `claimDecisions` refuses). */
   readonly capabilities: StoreCapabilities = {
-    leases: false, partitions: false, approvalInbox: true, startInbox: false, queue: false, queueReads: true, pruning: false,
+    leases: false,
+    partitions: false,
+    approvalInbox: true,
+    startInbox: false,
+    queue: false,
+    queueReads: true,
+    pruning: false,
   };
   private inboxConnection: SqliteConnection | undefined;
   private closed = false;
 
-  private constructor(path: string, connection: SqliteConnection, private readonly filedBy: string) {
+  private constructor(
+    path: string,
+    connection: SqliteConnection,
+    private readonly filedBy: string,
+  ) {
     super(path, connection);
   }
 
@@ -95,10 +105,12 @@ export class SqliteVisitorStore extends SqliteReadableStore implements Execution
   private refuse(what: string): Promise<never> {
     const owner = readOwner(this.path);
     const who = owner === undefined ? "the process that owns it" : `its owner, process ${owner.pid} on ${owner.hostname}`;
-    return Promise.reject(new StoreError(
-      `the store at ${this.path} is open as a visitor, and a visitor never writes executions: ${what} was refused — do it in ${who}, or open the store as its owner once no process owns it`,
-      { details: { reason: "visitor", storePath: this.path } },
-    ));
+    return Promise.reject(
+      new StoreError(
+        `the store at ${this.path} is open as a visitor, and a visitor never writes executions: ${what} was refused — do it in ${who}, or open the store as its owner once no process owns it`,
+        { details: { reason: "visitor", storePath: this.path } },
+      ),
+    );
   }
 
   // -- the approval inbox (the filer's half) --------------------------------------------
@@ -121,8 +133,6 @@ export class SqliteVisitorStore extends SqliteReadableStore implements Execution
   approvalDecided(executionId: string, approvalId: string): Promise<{ readonly approved: boolean } | undefined> {
     return this.read(() => inbox.approvalDecided(this.connection, checkId(executionId, "executionId"), approvalId));
   }
-
-
 
   protected closedMessage(): string | undefined {
     return this.closed ? `the visitor of the store at ${this.path} is closed; open it again to read` : undefined;

@@ -16,9 +16,7 @@
 
 import { StoreError } from "../errors.js";
 import type { StoreCapabilities, StoreSignals } from "./capabilities.js";
-import type {
-  AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, PurgeAgentResult, StoreOperation, StoreResult, StoredStep,
-} from "./records.js";
+import type { AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, PurgeAgentResult, StoreOperation, StoreResult, StoredStep } from "./records.js";
 
 /** A durable execution store: what the runtime reads and writes, whatever
  * the database (the SQLite store, the PostgreSQL store, a wrapper of either

@@ -40,12 +40,16 @@ const handlers: Readonly<Record<string, Handler>> = {
     if (decision !== "approve" && decision !== "reject") throw new Error(`the decision must be "approve" or "reject"`);
     const argumentsHash = fields.get("argumentsHash");
     const run = await environment.admin.decide(executionId, {
-      approvalId: required(fields, "approvalId"), approved: decision === "approve",
-      ...(argumentsHash ? { argumentsHash } : {}), ...(reason !== "" ? { reason } : {}),
+      approvalId: required(fields, "approvalId"),
+      approved: decision === "approve",
+      ...(argumentsHash ? { argumentsHash } : {}),
+      ...(reason !== "" ? { reason } : {}),
     });
     run.result.catch(() => undefined); // the page shows how it ends
     await within(run.executionId, actionWaitMs);
-    return decision === "approve" ? `approved execution ${executionId}; it goes on` : `rejected execution ${executionId}; the model is told${reason !== "" ? ` why: ${reason}` : ""}`;
+    return decision === "approve"
+      ? `approved execution ${executionId}; it goes on`
+      : `rejected execution ${executionId}; the model is told${reason !== "" ? ` why: ${reason}` : ""}`;
   },
 
   async cancel(environment, fields, reason) {
@@ -53,7 +57,9 @@ const handlers: Readonly<Record<string, Handler>> = {
     const cancelled = environment.admin.cancel(executionId, reason !== "" ? { reason } : {});
     cancelled.catch(() => undefined);
     const result = await within(cancelled, actionWaitMs);
-    return result === undefined ? `cancel of ${executionId} requested: it stops after its work in flight` : `execution ${executionId} ended: ${describe(result)}`;
+    return result === undefined
+      ? `cancel of ${executionId} requested: it stops after its work in flight`
+      : `execution ${executionId} ended: ${describe(result)}`;
   },
 
   async retry(environment, fields) {
@@ -82,7 +88,9 @@ function required(fields: URLSearchParams, name: string): string {
  * rejection within `ms` is thrown. */
 async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<undefined>((resolve) => { timer = setTimeout(() => resolve(undefined), ms); });
+  const timeout = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
   try {
     return await Promise.race([promise, timeout]);
   } finally {

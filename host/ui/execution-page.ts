@@ -14,7 +14,10 @@ type Payload = { readonly [key: string]: Json } | null;
 /** The region holds no clock-driven text (a running duration would change
  * it on every refresh and make the page swap it for nothing). */
 export async function executionLive(environment: Environment, links: Links, row: ExecutionRow): Promise<Html> {
-  const [timeline, approvals] = await Promise.all([environment.admin.timeline(row.executionId), row.status === "suspended" ? environment.admin.approvals() : []]);
+  const [timeline, approvals] = await Promise.all([
+    environment.admin.timeline(row.executionId),
+    row.status === "suspended" ? environment.admin.approvals() : [],
+  ]);
   const approval = approvals.find((candidate) => candidate.executionId === row.executionId);
   const attempt = timeline.at(-1)?.attempt ?? 1;
   return html`
@@ -40,7 +43,15 @@ function actions(links: Links, row: ExecutionRow, approval: PendingApproval | un
   const parts: Html[] = [];
   if (approval) parts.push(approvalCard(links, approval));
   if (row.status !== "terminal") {
-    parts.push(actionForm(links, "cancel", { executionId: row.executionId }, html`<input type="text" name="reason" placeholder="reason (recorded)" maxlength="2000" data-keep="cancel-reason"> <button type="submit" class="reject">Cancel execution</button>`, "cancel"));
+    parts.push(
+      actionForm(
+        links,
+        "cancel",
+        { executionId: row.executionId },
+        html`<input type="text" name="reason" placeholder="reason (recorded)" maxlength="2000" data-keep="cancel-reason"> <button type="submit" class="reject">Cancel execution</button>`,
+        "cancel",
+      ),
+    );
   } else if (row.outcome !== "completed" && row.outcome !== "handed_off") {
     parts.push(actionForm(links, "retry", { executionId: row.executionId }, html`<button type="submit">Retry from its last durable step</button>`, "retry"));
   }
@@ -48,9 +59,18 @@ function actions(links: Links, row: ExecutionRow, approval: PendingApproval | un
 }
 
 const labels: Record<string, string> = {
-  input: "input", provider_barrier: "model barrier", model_response: "model response", tool_barrier: "tool barrier",
-  tool_results: "tool results", approval_requested: "approval requested", approval_decided: "approval decided",
-  recovered: "recovered", terminal: "terminal", note: "note", queued: "queued", retried: "retried",
+  input: "input",
+  provider_barrier: "model barrier",
+  model_response: "model response",
+  tool_barrier: "tool barrier",
+  tool_results: "tool results",
+  approval_requested: "approval requested",
+  approval_decided: "approval decided",
+  recovered: "recovered",
+  terminal: "terminal",
+  note: "note",
+  queued: "queued",
+  retried: "retried",
 };
 
 function stepItem(step: StoredStep & { readonly attempt: number }, firstAt: number): Html {
@@ -63,18 +83,26 @@ function stepItem(step: StoredStep & { readonly attempt: number }, firstAt: numb
 
 function stepBody(kind: string, raw: Json, payload: Payload): Html {
   switch (kind) {
-    case "input": return jsonBlock(raw);
-    case "provider_barrier": return html`<span class="muted">model call <code>${String(payload?.["callId"] ?? "")}</code> committed before it starts</span>`;
-    case "model_response": return modelResponse(payload);
-    case "tool_barrier": return toolCalls(payload?.["calls"], true);
-    case "tool_results": return toolResults(payload?.["results"]);
+    case "input":
+      return jsonBlock(raw);
+    case "provider_barrier":
+      return html`<span class="muted">model call <code>${String(payload?.["callId"] ?? "")}</code> committed before it starts</span>`;
+    case "model_response":
+      return modelResponse(payload);
+    case "tool_barrier":
+      return toolCalls(payload?.["calls"], true);
+    case "tool_results":
+      return toolResults(payload?.["results"]);
     case "approval_requested": {
       const request = (payload?.["approvalRequest"] ?? null) as Payload;
       return html`${toolCalls(request?.["toolCalls"], false)}<p class="muted small">approval <code>${String(request?.["approvalId"] ?? "")}</code> · arguments hash <code>${String(request?.["argumentsHash"] ?? "")}</code></p>`;
     }
-    case "approval_decided": return html`<b class="${payload?.["approved"] === true ? "ok-text" : "bad-text"}">${payload?.["approved"] === true ? "approved" : "rejected"}</b>${payload?.["reason"] ? html` — reason: <q>${String(payload["reason"])}</q>` : ""}`;
-    case "terminal": return html`<b>${String(payload?.["outcome"] ?? "")}</b>${payload?.["error"] ? jsonBlock(payload["error"]) : ""}`;
-    default: return jsonBlock(raw);
+    case "approval_decided":
+      return html`<b class="${payload?.["approved"] === true ? "ok-text" : "bad-text"}">${payload?.["approved"] === true ? "approved" : "rejected"}</b>${payload?.["reason"] ? html` — reason: <q>${String(payload["reason"])}</q>` : ""}`;
+    case "terminal":
+      return html`<b>${String(payload?.["outcome"] ?? "")}</b>${payload?.["error"] ? jsonBlock(payload["error"]) : ""}`;
+    default:
+      return jsonBlock(raw);
   }
 }
 

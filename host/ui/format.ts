@@ -22,7 +22,9 @@ export function masked(value: Json): Json {
 export function prettyJson(value: Json | undefined): string {
   if (value === undefined) return "";
   const text = typeof value === "string" ? value : JSON.stringify(masked(value), null, 2);
-  return text.length > jsonShownMax ? `${text.slice(0, jsonShownMax)}\n… (${text.length - jsonShownMax} more characters; phronomy show --json prints it whole)` : text;
+  return text.length > jsonShownMax
+    ? `${text.slice(0, jsonShownMax)}\n… (${text.length - jsonShownMax} more characters; phronomy show --json prints it whole)`
+    : text;
 }
 
 export function compactJson(value: Json | undefined, shownMax = 120): string {
@@ -32,7 +34,10 @@ export function compactJson(value: Json | undefined, shownMax = 120): string {
 }
 
 export function formatTime(at: number): string {
-  return new Date(at).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+  return new Date(at)
+    .toISOString()
+    .replace("T", " ")
+    .replace(/\.\d+Z$/, "Z");
 }
 
 export function formatDuration(ms: number): string {

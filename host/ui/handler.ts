@@ -61,7 +61,8 @@ export const tokenLengthMin = 16;
 const pollMsMin = 250;
 
 const securityHeaders: Readonly<Record<string, string>> = {
-  "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+  "content-security-policy":
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
   "x-content-type-options": "nosniff",
   "referrer-policy": "same-origin",
   "x-frame-options": "DENY",
@@ -73,9 +74,12 @@ const securityHeaders: Readonly<Record<string, string>> = {
 export function createDashboard(environment: Environment, options: DashboardOptions = {}): Dashboard {
   const basePath = normalizeBasePath(options.basePath ?? "");
   const token = options.token ?? randomBytes(32).toString("base64url");
-  if (typeof token !== "string" || token.length < tokenLengthMin) throw new InvalidInputError(`createDashboard: the token must be a string of at least ${tokenLengthMin} characters`);
-  if (options.pollMs !== undefined && (typeof options.pollMs !== "number" || !Number.isFinite(options.pollMs))) throw new InvalidInputError(`createDashboard: pollMs must be a number of milliseconds, got ${JSON.stringify(options.pollMs)}`);
-  if (options.allowedOrigins !== undefined && (!Array.isArray(options.allowedOrigins) || options.allowedOrigins.some((origin) => typeof origin !== "string"))) throw new InvalidInputError("createDashboard: allowedOrigins must be an array of origins such as \"https://admin.example.com\"");
+  if (typeof token !== "string" || token.length < tokenLengthMin)
+    throw new InvalidInputError(`createDashboard: the token must be a string of at least ${tokenLengthMin} characters`);
+  if (options.pollMs !== undefined && (typeof options.pollMs !== "number" || !Number.isFinite(options.pollMs)))
+    throw new InvalidInputError(`createDashboard: pollMs must be a number of milliseconds, got ${JSON.stringify(options.pollMs)}`);
+  if (options.allowedOrigins !== undefined && (!Array.isArray(options.allowedOrigins) || options.allowedOrigins.some((origin) => typeof origin !== "string")))
+    throw new InvalidInputError('createDashboard: allowedOrigins must be an array of origins such as "https://admin.example.com"');
   const pollMs = Math.max(pollMsMin, options.pollMs ?? 1_000);
   const tokenDigest = digest(token);
   const links = new Links(basePath, token);
@@ -109,8 +113,10 @@ export function createDashboard(environment: Environment, options: DashboardOpti
     const frame = frameOf(url);
     if (path === "/") {
       const query: ListQuery = {
-        ...optional("status", url.searchParams.get("status")), ...optional("agent", url.searchParams.get("agent")),
-        ...optional("q", url.searchParams.get("q")), ...optional("within", url.searchParams.get("within")),
+        ...optional("status", url.searchParams.get("status")),
+        ...optional("agent", url.searchParams.get("agent")),
+        ...optional("q", url.searchParams.get("q")),
+        ...optional("within", url.searchParams.get("within")),
       };
       const live = await listLive(environment, links, query, now);
       return htmlResponse(200, fragment ? live : page(links, { ...frame, title: "Executions" }, live));
@@ -131,8 +137,12 @@ export function createDashboard(environment: Environment, options: DashboardOpti
 
   function frameOf(url: URL): PageFrame {
     return {
-      title: "", storeLabel, ownerLabel: ownerLabelOf(environment), pollMs,
-      ...optional("notice", url.searchParams.get("notice")), ...optional("error", url.searchParams.get("error")),
+      title: "",
+      storeLabel,
+      ownerLabel: ownerLabelOf(environment),
+      pollMs,
+      ...optional("notice", url.searchParams.get("notice")),
+      ...optional("error", url.searchParams.get("error")),
     };
   }
 
@@ -152,11 +162,16 @@ export function createDashboard(environment: Environment, options: DashboardOpti
     const executionId = fields.get("executionId");
     const target = executionId ? `/executions/${encodeURIComponent(executionId)}` : "/";
     const location = links.to(target, outcome.error !== undefined ? { error: outcome.error } : { notice: outcome.notice });
-    return new Response(null, { status: 303, headers: { ...securityHeaders, location, "x-phronomy-outcome": outcome.error !== undefined ? "refused" : "done" } });
+    return new Response(null, {
+      status: 303,
+      headers: { ...securityHeaders, location, "x-phronomy-outcome": outcome.error !== undefined ? "refused" : "done" },
+    });
   }
 
   return {
-    token, basePath, handle,
+    token,
+    basePath,
+    handle,
     urlFor: (origin) => `${origin.replace(/\/$/, "")}${links.to("/")}`,
   };
 }
@@ -170,7 +185,8 @@ function ownerLabelOf(environment: Environment): string {
 }
 
 function normalizeBasePath(given: string): string {
-  if (typeof given !== "string" || (given !== "" && !given.startsWith("/"))) throw new InvalidInputError(`createDashboard: basePath must be empty or start with "/", got ${JSON.stringify(given)}`);
+  if (typeof given !== "string" || (given !== "" && !given.startsWith("/")))
+    throw new InvalidInputError(`createDashboard: basePath must be empty or start with "/", got ${JSON.stringify(given)}`);
   return given.replace(/\/+$/, "");
 }
 

@@ -24,7 +24,10 @@ export type { ServeOptions, ServedDashboard } from "./serve.js";
 
 /** Serves a dashboard on node:http (127.0.0.1 and a free port unless
  * told); `url` is the page to open, token included. */
-export async function serveDashboard(environment: Environment, options: DashboardOptions & ServeOptions = {}): Promise<ServedDashboard & { readonly dashboard: Dashboard; readonly url: string }> {
+export async function serveDashboard(
+  environment: Environment,
+  options: DashboardOptions & ServeOptions = {},
+): Promise<ServedDashboard & { readonly dashboard: Dashboard; readonly url: string }> {
   const dashboard = createDashboard(environment, options);
   const served = await serveHandler(dashboard.handle, options);
   return { ...served, dashboard, url: dashboard.urlFor(served.origin) };

@@ -3,7 +3,10 @@
 // start, so that a bookmark works and no cookie is set on a shared origin).
 
 export class Links {
-  constructor(readonly basePath: string, private readonly token: string) {}
+  constructor(
+    readonly basePath: string,
+    private readonly token: string,
+  ) {}
 
   /** A page or asset under the base path, with the token and `params`. */
   to(path: string, params: Readonly<Record<string, string | undefined>> = {}): string {

@@ -25,11 +25,19 @@ export function actionForm(links: Links, action: string, fields: Readonly<Record
  * the decision form bound to its approval id and arguments hash. */
 export function approvalCard(links: Links, approval: PendingApproval): Html {
   const { request } = approval;
-  const calls = request.toolCalls.map((call) => html`<li><code class="tool">${call.toolName}</code> <span class="muted">call ${call.callId}</span>${jsonBlock(call.input)}</li>`);
-  const form = actionForm(links, "decide", { executionId: approval.executionId, approvalId: request.approvalId, argumentsHash: request.argumentsHash }, html`
+  const calls = request.toolCalls.map(
+    (call) => html`<li><code class="tool">${call.toolName}</code> <span class="muted">call ${call.callId}</span>${jsonBlock(call.input)}</li>`,
+  );
+  const form = actionForm(
+    links,
+    "decide",
+    { executionId: approval.executionId, approvalId: request.approvalId, argumentsHash: request.argumentsHash },
+    html`
     <label>Reason <input type="text" name="reason" maxlength="2000" placeholder="recorded with the decision; told to the model when rejected" data-keep="reason-${approval.executionId}"></label>
     <button type="submit" name="decision" value="approve" class="approve">Approve</button>
-    <button type="submit" name="decision" value="reject" class="reject">Reject</button>`, "decide");
+    <button type="submit" name="decision" value="reject" class="reject">Reject</button>`,
+    "decide",
+  );
   return html`<article class="approval" data-execution="${approval.executionId}">
     <header><a href="${links.execution(approval.executionId)}"><code>${approval.executionId}</code></a> · agent <code>${approval.agentId}</code> · waiting since ${formatTime(approval.since)}</header>
     <ol class="calls">${calls}</ol>

@@ -29,10 +29,15 @@ const requestBodyMax = 128 * 1024;
 export async function serveHandler(handle: (request: Request) => Promise<Response>, options: ServeOptions = {}): Promise<ServedDashboard> {
   const host = options.host ?? "127.0.0.1";
   const server = createServer((incoming, outgoing) => {
-    toRequest(incoming, host).then(handle).then((response) => writeResponse(response, outgoing, incoming.method === "HEAD"), (error: unknown) => {
-      if (!outgoing.headersSent) outgoing.writeHead(500, { "content-type": "text/plain; charset=utf-8" });
-      outgoing.end(`internal error: ${error instanceof Error ? error.message : String(error)}\n`);
-    });
+    toRequest(incoming, host)
+      .then(handle)
+      .then(
+        (response) => writeResponse(response, outgoing, incoming.method === "HEAD"),
+        (error: unknown) => {
+          if (!outgoing.headersSent) outgoing.writeHead(500, { "content-type": "text/plain; charset=utf-8" });
+          outgoing.end(`internal error: ${error instanceof Error ? error.message : String(error)}\n`);
+        },
+      );
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -43,10 +48,11 @@ export async function serveHandler(handle: (request: Request) => Promise<Respons
   return {
     server,
     origin: `http://${shownHost}:${address.port}`,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
 
@@ -71,7 +77,9 @@ async function toRequest(incoming: IncomingMessage, host: string): Promise<Reque
 
 async function writeResponse(response: Response, outgoing: ServerResponse, head: boolean): Promise<void> {
   const headers: Record<string, string> = {};
-  response.headers.forEach((value, key) => { headers[key] = value; });
+  response.headers.forEach((value, key) => {
+    headers[key] = value;
+  });
   outgoing.writeHead(response.status, headers);
   if (head || response.body === null) {
     outgoing.end();

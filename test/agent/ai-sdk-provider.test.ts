@@ -22,7 +22,11 @@ async function provider() {
   const server = await startChatServer();
   servers.push(server);
   const openai = createOpenAICompatible({
-    name: "local", baseURL: server.baseUrl, apiKey: API_KEY, includeUsage: true, supportsStructuredOutputs: true,
+    name: "local",
+    baseURL: server.baseUrl,
+    apiKey: API_KEY,
+    includeUsage: true,
+    supportsStructuredOutputs: true,
   });
   return { server, model: openai.chatModel("support-model") };
 }
@@ -64,8 +68,12 @@ describe("transient model errors are retried under the same model call", () => {
     server.script.push({ status: 503, message: "overloaded" });
     const env = await openEnvironment();
     const deltas: string[] = [];
-    const run = env.agent({ id: "streamer", model, tools: { lookupOrder }, retryDelay: { initialMs: 5 } })
-      .start("Where is order 42?", { stream: true, onEvent: (event) => { if (event.type === "text_delta") deltas.push(event.delta); } });
+    const run = env.agent({ id: "streamer", model, tools: { lookupOrder }, retryDelay: { initialMs: 5 } }).start("Where is order 42?", {
+      stream: true,
+      onEvent: (event) => {
+        if (event.type === "text_delta") deltas.push(event.delta);
+      },
+    });
     const result = await run.result;
     expect(result.output).toBe("Order 42: the blue kettle is shipped.");
     expect(deltas.join("")).toBe(result.output);
@@ -90,8 +98,9 @@ describe("transient model errors are retried under the same model call", () => {
     const row = await env.execution(executionId);
     expect(row?.error).toMatchObject({ code: "MODEL_FAILED", details: { attempts: error.attempts } });
     const timeline = await env.timeline(executionId);
-    expect(timeline.filter((step) => step.kind === "model_attempt_failed").map((step) => (step.payload as { statusCode: number }).statusCode))
-      .toEqual([500, 501]);
+    expect(timeline.filter((step) => step.kind === "model_attempt_failed").map((step) => (step.payload as { statusCode: number }).statusCode)).toEqual([
+      500, 501,
+    ]);
   });
 
   it("a 400 is not retried, and maxRetries: 0 turns retries off", async () => {
@@ -100,7 +109,10 @@ describe("transient model errors are retried under the same model call", () => {
     const env = await openEnvironment();
     await expect(env.agent({ id: "bad", model }).start("hi").result).rejects.toMatchObject({ code: "MODEL_FAILED" });
     expect(server.requests).toHaveLength(1);
-    const failure = await env.agent({ id: "no-retries", model, maxRetries: 0 }).start("hi").result.catch((error: unknown) => error);
+    const failure = await env
+      .agent({ id: "no-retries", model, maxRetries: 0 })
+      .start("hi")
+      .result.catch((error: unknown) => error);
     expect(failure).not.toBeInstanceOf(ModelRetriesExhaustedError);
     expect(failure).toMatchObject({ code: "MODEL_FAILED", details: { statusCode: 429 } });
     expect(server.requests).toHaveLength(2);
@@ -113,7 +125,9 @@ describe("transient model errors are retried under the same model call", () => {
     const controller = new AbortController();
     const run = env.agent({ id: "waiting", model }).start("hi", {
       signal: controller.signal,
-      onEvent: (event) => { if (event.type === "model_call_retrying") controller.abort(); },
+      onEvent: (event) => {
+        if (event.type === "model_call_retrying") controller.abort();
+      },
     });
     await expect(run.result).rejects.toMatchObject({ code: "CANCELLED" });
     expect(server.requests).toHaveLength(1);
@@ -125,14 +139,32 @@ describe("what the provider is sent", () => {
     const { server, model } = await provider();
     server.script.push({ reply: { kind: "text", text: "ok" } });
     const env = await openEnvironment();
-    await env.agent({
-      id: "tuned", model, temperature: 0.3, topP: 0.9, maxOutputTokens: 256, seed: 7, stopSequences: ["END"],
-      presencePenalty: 0.1, frequencyPenalty: 0.2, headers: { "x-trace": "t-1" },
-      providerOptions: { local: { user: "user-7", reasoningEffort: "low" } },
-    }).start("hi").result;
+    await env
+      .agent({
+        id: "tuned",
+        model,
+        temperature: 0.3,
+        topP: 0.9,
+        maxOutputTokens: 256,
+        seed: 7,
+        stopSequences: ["END"],
+        presencePenalty: 0.1,
+        frequencyPenalty: 0.2,
+        headers: { "x-trace": "t-1" },
+        providerOptions: { local: { user: "user-7", reasoningEffort: "low" } },
+      })
+      .start("hi").result;
     expect(server.requests[0]!.body).toMatchObject({
-      model: "support-model", temperature: 0.3, top_p: 0.9, max_tokens: 256, seed: 7, stop: ["END"],
-      presence_penalty: 0.1, frequency_penalty: 0.2, user: "user-7", reasoning_effort: "low",
+      model: "support-model",
+      temperature: 0.3,
+      top_p: 0.9,
+      max_tokens: 256,
+      seed: 7,
+      stop: ["END"],
+      presence_penalty: 0.1,
+      frequency_penalty: 0.2,
+      user: "user-7",
+      reasoning_effort: "low",
     });
   });
 
@@ -156,8 +188,10 @@ describe("what the provider is sent", () => {
     server.script.push({ reply: { kind: "text", text: JSON.stringify({ status: "lost" }) } });
     const env = await openEnvironment();
     const output = Output.object({ schema: z.object({ status: z.enum(["shipped", "pending"]) }) });
-    await expect(env.agent({ id: "typed-bad", model, output }).start("?").result)
-      .rejects.toMatchObject({ code: "MODEL_FAILED", message: expect.stringMatching(/did not produce the structured output asked for: No object generated/) });
+    await expect(env.agent({ id: "typed-bad", model, output }).start("?").result).rejects.toMatchObject({
+      code: "MODEL_FAILED",
+      message: expect.stringMatching(/did not produce the structured output asked for: No object generated/),
+    });
   });
 
   it("message input with an image reaches the provider as image parts and is stored JSON-safe", async () => {
@@ -167,7 +201,13 @@ describe("what the provider is sent", () => {
     const agent = env.agent({ id: "vision", model, instructions: "Describe images." });
     const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3]);
     const result = await agent.start([
-      { role: "user", content: [{ type: "text", text: "What is in this picture?" }, { type: "image", image: png, mediaType: "image/png" }] },
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "What is in this picture?" },
+          { type: "image", image: png, mediaType: "image/png" },
+        ],
+      },
     ]).result;
     expect(result.output).toBe("A kettle.");
     const sent = server.requests[0]!.body.messages;
@@ -181,11 +221,17 @@ describe("what the provider is sent", () => {
     });
     const row = await env.execution(result.executionId);
     expect(row?.input).toEqual({
-      messages: [{ role: "user", content: "What is in this picture?", parts: [
-        { type: "text", text: "What is in this picture?" }, { type: "image", image: Buffer.from(png).toString("base64"), mediaType: "image/png" },
-      ] }],
+      messages: [
+        {
+          role: "user",
+          content: "What is in this picture?",
+          parts: [
+            { type: "text", text: "What is in this picture?" },
+            { type: "image", image: Buffer.from(png).toString("base64"), mediaType: "image/png" },
+          ],
+        },
+      ],
     });
-
   });
 
   it("refuses message input it cannot take with InvalidInputError", async () => {

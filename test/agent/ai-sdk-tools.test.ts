@@ -31,7 +31,9 @@ function mockModel(toolName: string, input: unknown, extra: LanguageModelV4Conte
         ? [{ type: "text", text: "All done." }]
         : [...extra, { type: "tool-call", toolCallId: "call-1", toolName, input: JSON.stringify(input) }];
       return {
-        content, warnings: [], usage: usage(10, 5),
+        content,
+        warnings: [],
+        usage: usage(10, 5),
         finishReason: { unified: answered ? "stop" : "tool-calls", raw: undefined },
       };
     },
@@ -60,13 +62,19 @@ describe("AI SDK tools as they are", () => {
     const model = mockModel("lookup", { orderId: "42" });
     const env = await openEnvironment();
     const context = { tenant: "acme" };
-    const result = await env.agent({ id: "sdk-tool", model, tools: { lookup }, experimental_context: context, toolsContext: { lookup: "for lookup" } })
+    const result = await env
+      .agent({ id: "sdk-tool", model, tools: { lookup }, experimental_context: context, toolsContext: { lookup: "for lookup" } })
       .start("Where is 42?").result;
     expect(result.output).toBe("All done.");
     const [options] = seen;
     expect(options).toMatchObject({
-      toolCallId: "call-1", callId: "call-1", executionId: result.executionId, idempotencyKey: `${result.executionId}:call-1`,
-      experimental_context: context, context: "for lookup", attempt: 1,
+      toolCallId: "call-1",
+      callId: "call-1",
+      executionId: result.executionId,
+      idempotencyKey: `${result.executionId}:call-1`,
+      experimental_context: context,
+      context: "for lookup",
+      attempt: 1,
     });
     expect(options!.abortSignal).toBeInstanceOf(AbortSignal);
     expect(options!.signal).toBe(options!.abortSignal);
@@ -74,10 +82,14 @@ describe("AI SDK tools as they are", () => {
       { role: "user", content: "Where is 42?" },
       { role: "assistant", content: [{ type: "tool-call", toolCallId: "call-1", toolName: "lookup", input: { orderId: "42" } }] },
     ] satisfies ModelMessage[]);
-    expect(model.doGenerateCalls[0]?.tools).toEqual([expect.objectContaining({
-      type: "function", name: "lookup", description: "Looks an order up",
-      inputSchema: expect.objectContaining({ properties: { orderId: { type: "string" } } }),
-    })]);
+    expect(model.doGenerateCalls[0]?.tools).toEqual([
+      expect.objectContaining({
+        type: "function",
+        name: "lookup",
+        description: "Looks an order up",
+        inputSchema: expect.objectContaining({ properties: { orderId: { type: "string" } } }),
+      }),
+    ]);
   });
 
   it("jsonSchema() input: its validator runs, and a refused input is an error result the model sees", async () => {
@@ -85,15 +97,26 @@ describe("AI SDK tools as they are", () => {
     const validated = aiTool({
       inputSchema: jsonSchema<{ n: number }>(
         { type: "object", properties: { n: { type: "number" } }, required: ["n"] },
-        { validate: (value) => (typeof (value as { n?: unknown }).n === "number" ? { success: true, value: value as { n: number } } : { success: false, error: new Error("n must be a number") }) },
+        {
+          validate: (value) =>
+            typeof (value as { n?: unknown }).n === "number"
+              ? { success: true, value: value as { n: number } }
+              : { success: false, error: new Error("n must be a number") },
+        },
       ),
-      execute: (input) => { calls.push(input); return "ran"; },
+      execute: (input) => {
+        calls.push(input);
+        return "ran";
+      },
     });
     const model = mockModel("validated", { n: "seven" });
     const env = await openEnvironment();
     await env.agent({ id: "json-schema", model, tools: { validated } }).start("go").result;
     expect(calls).toEqual([]);
-    expect(toolResultSent(model)).toMatchObject({ type: "tool-result", output: { type: "error-json", value: { code: "INVALID_INPUT", message: expect.stringMatching(/n must be a number/) } } });
+    expect(toolResultSent(model)).toMatchObject({
+      type: "tool-result",
+      output: { type: "error-json", value: { code: "INVALID_INPUT", message: expect.stringMatching(/n must be a number/) } },
+    });
   });
 
   it("dynamicTool and an MCP-style tool object (jsonSchema input, no validator) run with their input as sent", async () => {
@@ -146,17 +169,24 @@ describe("AI SDK tools as they are", () => {
       execute: ({ amount }) => `refunded ${amount}`,
     });
     const env = await openEnvironment();
-    const small = await env.agent({ id: "small-refund", model: mockModel("refund", { amount: 5 }), tools: { refund }, toolsContext: { refund: "ctx" } }).start("refund").result;
+    const small = await env
+      .agent({ id: "small-refund", model: mockModel("refund", { amount: 5 }), tools: { refund }, toolsContext: { refund: "ctx" } })
+      .start("refund").result;
     expect(small.outcome).toBe("completed");
     expect(asked).toEqual([{ amount: 5, toolCallId: "call-1", context: "ctx", messages: 2 }]);
-    const suspended = (run: { readonly executionId: Promise<string> }, events: ExecutionEvent[]) => new Promise<ExecutionEvent>((resolve) => {
-      const check = setInterval(() => {
-        const found = events.find((event) => event.type === "approval_required");
-        if (found) { clearInterval(check); resolve(found); }
-      }, 5);
-    });
+    const suspended = (run: { readonly executionId: Promise<string> }, events: ExecutionEvent[]) =>
+      new Promise<ExecutionEvent>((resolve) => {
+        const check = setInterval(() => {
+          const found = events.find((event) => event.type === "approval_required");
+          if (found) {
+            clearInterval(check);
+            resolve(found);
+          }
+        }, 5);
+      });
     const bigEvents: ExecutionEvent[] = [];
-    const big = env.agent({ id: "big-refund", model: mockModel("refund", { amount: 500 }), tools: { refund } })
+    const big = env
+      .agent({ id: "big-refund", model: mockModel("refund", { amount: 500 }), tools: { refund } })
       .start("refund", { onEvent: (event) => bigEvents.push(event) });
     expect(await suspended(big, bigEvents)).toMatchObject({ request: { toolCalls: [{ toolName: "refund", input: { amount: 500 } }] } });
     const always = aiTool({ inputSchema: z.object({ note: z.string().optional() }), needsApproval: true, execute: () => "done" });
@@ -182,10 +212,10 @@ describe("AI SDK tools as they are", () => {
   it("provider-executed tools are refused when the agent is defined, naming the tool", async () => {
     const env = await openEnvironment();
     const webSearch = { type: "provider" as const, id: "openai.web_search" as const, args: {}, inputSchema: z.object({}) };
-    expect(() => env.agent({ id: "provider-tool", model: mockModel("x", {}), tools: { web_search: webSearch as never } }))
-      .toThrow(InvalidInputError);
-    expect(() => env.agent({ id: "provider-tool", model: mockModel("x", {}), tools: { web_search: webSearch as never } }))
-      .toThrow(/tool "web_search" is a provider-executed tool \("openai\.web_search"\)/);
+    expect(() => env.agent({ id: "provider-tool", model: mockModel("x", {}), tools: { web_search: webSearch as never } })).toThrow(InvalidInputError);
+    expect(() => env.agent({ id: "provider-tool", model: mockModel("x", {}), tools: { web_search: webSearch as never } })).toThrow(
+      /tool "web_search" is a provider-executed tool \("openai\.web_search"\)/,
+    );
   });
 });
 
@@ -203,20 +233,31 @@ describe("tools that opt in to retries", () => {
     });
     const events: ExecutionEvent[] = [];
     const env = await openEnvironment();
-    const result = await env.agent({ id: "flaky", model: mockModel("flaky", {}), tools: { flaky: { ...flaky, maxRetries: 2 } }, retryDelay: { initialMs: 1 } })
+    const result = await env
+      .agent({ id: "flaky", model: mockModel("flaky", {}), tools: { flaky: { ...flaky, maxRetries: 2 } }, retryDelay: { initialMs: 1 } })
       .start("go", { onEvent: (event) => events.push(event) }).result;
     expect(attempts.map((item) => item.attempt)).toEqual([1, 2, 3]);
     expect(new Set(attempts.map((item) => item.key))).toEqual(new Set([`${result.executionId}:call-1`]));
-    expect(events.filter((event) => event.type === "tool_call_retrying").map((event) => (event as { message: string }).message))
-      .toEqual(["flaky 1", "flaky 2"]);
+    expect(events.filter((event) => event.type === "tool_call_retrying").map((event) => (event as { message: string }).message)).toEqual([
+      "flaky 1",
+      "flaky 2",
+    ]);
     const timeline = await env.timeline(result.executionId);
-    expect(timeline.filter((step) => step.kind === "tool_attempt_failed").map((step) => step.payload))
-      .toEqual([expect.objectContaining({ attempt: 1, toolName: "flaky", callId: "call-1" }), expect.objectContaining({ attempt: 2 })]);
+    expect(timeline.filter((step) => step.kind === "tool_attempt_failed").map((step) => step.payload)).toEqual([
+      expect.objectContaining({ attempt: 1, toolName: "flaky", callId: "call-1" }),
+      expect.objectContaining({ attempt: 2 }),
+    ]);
   });
 
   it("run once when they did not opt in; exhausted retries are an error result listing the attempts", async () => {
     let runs = 0;
-    const failing = aiTool({ inputSchema: z.object({}), execute: (): string => { runs += 1; throw new Error("broken"); } });
+    const failing = aiTool({
+      inputSchema: z.object({}),
+      execute: (): string => {
+        runs += 1;
+        throw new Error("broken");
+      },
+    });
     const env = await openEnvironment();
     const once = mockModel("failing", {});
     await env.agent({ id: "once", model: once, tools: { failing } }).start("go").result;
@@ -225,9 +266,18 @@ describe("tools that opt in to retries", () => {
     await env.agent({ id: "twice", model: twice, tools: { failing: { ...failing, maxRetries: 1 } }, retryDelay: { initialMs: 1 } }).start("go").result;
     expect(runs).toBe(3);
     expect(toolResultSent(twice)).toMatchObject({
-      output: { type: "error-json", value: { code: "TOOL_FAILED", message: expect.stringMatching(/failed on all 2 attempts: broken/), details: { attempts: [{ attempt: 1 }, { attempt: 2 }] } } },
+      output: {
+        type: "error-json",
+        value: {
+          code: "TOOL_FAILED",
+          message: expect.stringMatching(/failed on all 2 attempts: broken/),
+          details: { attempts: [{ attempt: 1 }, { attempt: 2 }] },
+        },
+      },
     });
-    expect(() => env.agent({ id: "bad-retries", model: once, tools: { failing: { ...failing, maxRetries: -1 } } })).toThrow(/"maxRetries" must be an integer from 0 to 10/);
+    expect(() => env.agent({ id: "bad-retries", model: once, tools: { failing: { ...failing, maxRetries: -1 } } })).toThrow(
+      /"maxRetries" must be an integer from 0 to 10/,
+    );
   });
 });
 
@@ -237,11 +287,19 @@ describe("what the model answers is kept whole", () => {
     const model = new MockLanguageModelV4({
       doGenerate: async () => {
         call += 1;
-        const content: LanguageModelV4Content[] = call === 1
-          ? [{ type: "reasoning", text: "The user wants order 42.", providerMetadata: { anthropic: { signature: "sig-1" } } },
-            { type: "tool-call", toolCallId: "c1", toolName: "noop", input: "{}" }]
-          : [{ type: "text", text: "Done." }];
-        return { content, warnings: [], usage: usage(100, 40, { cacheRead: 60, reasoning: 25 }), finishReason: { unified: call === 1 ? "tool-calls" : "stop", raw: undefined } };
+        const content: LanguageModelV4Content[] =
+          call === 1
+            ? [
+                { type: "reasoning", text: "The user wants order 42.", providerMetadata: { anthropic: { signature: "sig-1" } } },
+                { type: "tool-call", toolCallId: "c1", toolName: "noop", input: "{}" },
+              ]
+            : [{ type: "text", text: "Done." }];
+        return {
+          content,
+          warnings: [],
+          usage: usage(100, 40, { cacheRead: 60, reasoning: 25 }),
+          finishReason: { unified: call === 1 ? "tool-calls" : "stop", raw: undefined },
+        };
       },
     });
     const env = await openEnvironment();
@@ -254,12 +312,20 @@ describe("what the model answers is kept whole", () => {
     });
     expect(result.usage).toMatchObject({ inputTokens: 200, outputTokens: 80, totalTokens: 280 });
     const assistant = model.doGenerateCalls[1]?.prompt.find((message) => message.role === "assistant");
-    expect(assistant?.content[0]).toMatchObject({ type: "reasoning", text: "The user wants order 42.", providerOptions: { anthropic: { signature: "sig-1" } } });
+    expect(assistant?.content[0]).toMatchObject({
+      type: "reasoning",
+      text: "The user wants order 42.",
+      providerOptions: { anthropic: { signature: "sig-1" } },
+    });
   });
 });
 
 describe("string model ids", () => {
-  const saved = { provider: (globalThis as { AI_SDK_DEFAULT_PROVIDER?: unknown }).AI_SDK_DEFAULT_PROVIDER, key: process.env.AI_GATEWAY_API_KEY, oidc: process.env.VERCEL_OIDC_TOKEN };
+  const saved = {
+    provider: (globalThis as { AI_SDK_DEFAULT_PROVIDER?: unknown }).AI_SDK_DEFAULT_PROVIDER,
+    key: process.env.AI_GATEWAY_API_KEY,
+    oidc: process.env.VERCEL_OIDC_TOKEN,
+  };
   afterEach(() => {
     (globalThis as { AI_SDK_DEFAULT_PROVIDER?: unknown }).AI_SDK_DEFAULT_PROVIDER = saved.provider;
     if (saved.key === undefined) delete process.env.AI_GATEWAY_API_KEY;
@@ -271,7 +337,12 @@ describe("string model ids", () => {
   it("resolve through the global provider, as the AI SDK resolves them", async () => {
     const model = new MockLanguageModelV4({
       modelId: "mock-1",
-      doGenerate: { content: [{ type: "text", text: "from the global provider" }], warnings: [], usage: usage(1, 1), finishReason: { unified: "stop", raw: undefined } },
+      doGenerate: {
+        content: [{ type: "text", text: "from the global provider" }],
+        warnings: [],
+        usage: usage(1, 1),
+        finishReason: { unified: "stop", raw: undefined },
+      },
     });
     (globalThis as { AI_SDK_DEFAULT_PROVIDER?: unknown }).AI_SDK_DEFAULT_PROVIDER = new MockProviderV4({ languageModels: { "mock-1": model } });
     const env = await openEnvironment();
@@ -285,8 +356,9 @@ describe("string model ids", () => {
     delete process.env.AI_GATEWAY_API_KEY;
     delete process.env.VERCEL_OIDC_TOKEN;
     const env = await openEnvironment();
-    expect(() => env.agent({ id: "unresolved", model: "openai/gpt-5" }))
-      .toThrow(/model "openai\/gpt-5" is a model id, but no provider is configured to resolve it/);
+    expect(() => env.agent({ id: "unresolved", model: "openai/gpt-5" })).toThrow(
+      /model "openai\/gpt-5" is a model id, but no provider is configured to resolve it/,
+    );
   });
 });
 
@@ -297,10 +369,24 @@ describe("message input across a restart", () => {
     const definition = () => ({
       id: "vision-refund",
       model: mockModel("refund", { amount: 500 }),
-      tools: { refund: aiTool({ inputSchema: z.object({ amount: z.number() }), needsApproval: true, execute: ({ amount }: { amount: number }) => `refunded ${amount}` }) },
+      tools: {
+        refund: aiTool({
+          inputSchema: z.object({ amount: z.number() }),
+          needsApproval: true,
+          execute: ({ amount }: { amount: number }) => `refunded ${amount}`,
+        }),
+      },
     });
     const first = await openEnvironment({ store: path });
-    const run = first.agent(definition()).start([{ role: "user", content: [{ type: "text", text: "Refund this:" }, { type: "file", data: png, mediaType: "image/png" }] }]);
+    const run = first.agent(definition()).start([
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "Refund this:" },
+          { type: "file", data: png, mediaType: "image/png" },
+        ],
+      },
+    ]);
     const executionId = await run.executionId;
     let pending = await first.pendingApprovals();
     for (let tries = 0; pending.length === 0 && tries < 500; tries += 1) {
@@ -317,10 +403,7 @@ describe("message input across a restart", () => {
     const result = await agent.resume(executionId, { approvalId, approved: true }).result;
     expect(result).toMatchObject({ outcome: "completed", output: "All done." });
     const user = again.model.doGenerateCalls[0]?.prompt.find((message) => message.role === "user");
-    expect(user?.content).toEqual([
-      { type: "text", text: "Refund this:" },
-      expect.objectContaining({ type: "file", mediaType: "image/png" }),
-    ]);
+    expect(user?.content).toEqual([{ type: "text", text: "Refund this:" }, expect.objectContaining({ type: "file", mediaType: "image/png" })]);
     expect(JSON.stringify(user)).toContain(Buffer.from(png).toString("base64"));
   });
 });

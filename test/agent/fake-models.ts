@@ -3,9 +3,16 @@
 // the shape of one specification version (v2, v3 or v4).
 
 import type {
-  LanguageModelV2, LanguageModelV2CallOptions, LanguageModelV2StreamPart,
-  LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3GenerateResult,
-  LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4GenerateResult, LanguageModelV4StreamPart,
+  LanguageModelV2,
+  LanguageModelV2CallOptions,
+  LanguageModelV2StreamPart,
+  LanguageModelV3,
+  LanguageModelV3CallOptions,
+  LanguageModelV3GenerateResult,
+  LanguageModelV4,
+  LanguageModelV4CallOptions,
+  LanguageModelV4GenerateResult,
+  LanguageModelV4StreamPart,
 } from "@ai-sdk/provider";
 
 export type LanguageModelV2GenerateResult = Awaited<ReturnType<LanguageModelV2["doGenerate"]>>;

@@ -2,9 +2,7 @@
 
 import { describe, expect, expectTypeOf, it } from "vitest";
 import type { Json } from "../../host/store/records.js";
-import {
-  assistantMessage, isConversationMessage, isJson, toolMessage, type ConversationMessage, type ModelTurn,
-} from "../../host/agent/messages.js";
+import { assistantMessage, isConversationMessage, isJson, toolMessage, type ConversationMessage, type ModelTurn } from "../../host/agent/messages.js";
 
 describe("conversation messages", () => {
   it("are assignable to Json, turns included, so they persist as they are", () => {

@@ -7,8 +7,13 @@ import { describe, expect, it, vi } from "vitest";
 import { InvalidInputError, ModelFailedError } from "../../host/errors.js";
 import type { ConversationMessage } from "../../host/agent/messages.js";
 import {
-  callModel, conversationToPrompt, finishReasonOf, promptToConversation, usageToTotals,
-  type LanguageModel, type LanguageModelObject,
+  callModel,
+  conversationToPrompt,
+  finishReasonOf,
+  promptToConversation,
+  usageToTotals,
+  type LanguageModel,
+  type LanguageModelObject,
 } from "../../host/agent/model.js";
 import type { ToolSpecification } from "../../host/agent/tools.js";
 import { fakeV2Model, fakeV3Model, fakeV4Model, v4Usage } from "./fake-models.js";
@@ -27,9 +32,7 @@ const conversation: ConversationMessage[] = [
   { role: "assistant", text: "", toolCalls: [{ callId: "call-1-0", toolName: "notify", input: {} }] },
   {
     role: "tool",
-    results: [
-      { callId: "call-1-0", toolName: "notify", output: "mail server down", isError: true },
-    ],
+    results: [{ callId: "call-1-0", toolName: "notify", output: "mail server down", isError: true }],
   },
 ];
 
@@ -60,10 +63,14 @@ describe("conversationToPrompt", () => {
       },
       {
         role: "tool",
-        content: [{
-          type: "tool-result", toolCallId: "call-0-0", toolName: "lookup",
-          output: { type: "json", value: { status: "shipped" } },
-        }],
+        content: [
+          {
+            type: "tool-result",
+            toolCallId: "call-0-0",
+            toolName: "lookup",
+            output: { type: "json", value: { status: "shipped" } },
+          },
+        ],
       },
       {
         role: "assistant",
@@ -71,10 +78,14 @@ describe("conversationToPrompt", () => {
       },
       {
         role: "tool",
-        content: [{
-          type: "tool-result", toolCallId: "call-1-0", toolName: "notify",
-          output: { type: "error-text", value: "mail server down" },
-        }],
+        content: [
+          {
+            type: "tool-result",
+            toolCallId: "call-1-0",
+            toolName: "notify",
+            output: { type: "error-text", value: "mail server down" },
+          },
+        ],
       },
     ]);
   });
@@ -93,13 +104,15 @@ describe("conversationToPrompt", () => {
   });
 
   it("sends failed JSON outputs as error-json and plain strings as text", () => {
-    const [message] = conversationToPrompt(undefined, [{
-      role: "tool",
-      results: [
-        { callId: "a", toolName: "t", output: { code: "E" }, isError: true },
-        { callId: "b", toolName: "t", output: "fine", isError: false },
-      ],
-    }]);
+    const [message] = conversationToPrompt(undefined, [
+      {
+        role: "tool",
+        results: [
+          { callId: "a", toolName: "t", output: { code: "E" }, isError: true },
+          { callId: "b", toolName: "t", output: "fine", isError: false },
+        ],
+      },
+    ]);
     expect(message).toEqual({
       role: "tool",
       content: [
@@ -132,8 +145,11 @@ describe("callModel with a v4 model", () => {
     }));
     const abortSignal = signal();
     const turn = await callModel(model, {
-      system: "Be brief.", messages: [{ role: "user", content: "Where is order 42?" }], tools: [lookupTool],
-      signal: abortSignal, settings: { temperature: 0 },
+      system: "Be brief.",
+      messages: [{ role: "user", content: "Where is order 42?" }],
+      tools: [lookupTool],
+      signal: abortSignal,
+      settings: { temperature: 0 },
     });
 
     expect(turn).toEqual({
@@ -150,9 +166,14 @@ describe("callModel with a v4 model", () => {
     expect(options?.abortSignal).toBe(abortSignal);
     expect(options?.temperature).toBe(0);
     expect(options?.toolChoice).toEqual({ type: "auto" });
-    expect(options?.tools).toEqual([{
-      type: "function", name: "lookup", description: "Finds an order.", inputSchema: lookupTool.inputJsonSchema,
-    }]);
+    expect(options?.tools).toEqual([
+      {
+        type: "function",
+        name: "lookup",
+        description: "Finds an order.",
+        inputSchema: lookupTool.inputJsonSchema,
+      },
+    ]);
     expect(options?.prompt).toEqual([
       { role: "system", content: "Be brief." },
       { role: "user", content: [{ type: "text", text: "Where is order 42?" }] },
@@ -161,8 +182,10 @@ describe("callModel with a v4 model", () => {
 
   it("sends no tools and no tool choice when the agent has no tools", async () => {
     const model = fakeV4Model(() => ({
-      content: [{ type: "text", text: "hi" }], finishReason: { unified: "stop", raw: undefined },
-      usage: v4Usage(undefined, undefined), warnings: [],
+      content: [{ type: "text", text: "hi" }],
+      finishReason: { unified: "stop", raw: undefined },
+      usage: v4Usage(undefined, undefined),
+      warnings: [],
     }));
     const turn = await callModel(model, { messages: [{ role: "user", content: "hi" }], tools: [], signal: signal() });
     expect(model.calls[0]?.tools).toBeUndefined();
@@ -194,7 +217,9 @@ describe("callModel with v2 and v3 models", () => {
 
   it("sums v2 usage when the total is missing", async () => {
     const model = fakeV2Model({
-      content: [], finishReason: "stop", warnings: [],
+      content: [],
+      finishReason: "stop",
+      warnings: [],
       usage: { inputTokens: 3, outputTokens: undefined, totalTokens: undefined },
     });
     const turn = await callModel(model, { messages: hello, tools: [], signal: signal() });
@@ -218,9 +243,15 @@ describe("callModel with v2 and v3 models", () => {
   it("accepts every provider version by type and rejects v1 models", async () => {
     const accept = (model: LanguageModelObject) => model.specificationVersion;
     const versions = [
-      accept(fakeV2Model({ content: [], finishReason: "stop", usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, warnings: [] }) satisfies LanguageModelV2),
+      accept(
+        fakeV2Model({ content: [], finishReason: "stop", usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, warnings: [] }) satisfies LanguageModelV2,
+      ),
       accept(fakeV3Model({ content: [], finishReason: { unified: "stop", raw: undefined }, usage: v4Usage(0, 0), warnings: [] }) satisfies LanguageModelV3),
-      accept(fakeV4Model(() => { throw new Error("unused"); }) satisfies LanguageModelV4),
+      accept(
+        fakeV4Model(() => {
+          throw new Error("unused");
+        }) satisfies LanguageModelV4,
+      ),
     ];
     expect(versions).toEqual(["v2", "v3", "v4"]);
 
@@ -255,15 +286,18 @@ describe("callModel streaming", () => {
   ];
 
   it("calls onTextDelta per delta and assembles the same turn as generate", async () => {
-    const model = fakeV4Model(() => ({
-      content: [
-        { type: "text", text: "Your order has shipped." },
-        { type: "tool-call", toolCallId: "c1", toolName: "lookup", input: '{"orderId":42}' },
-      ],
-      finishReason: { unified: "tool-calls", raw: undefined },
-      usage: v4Usage(50, 9),
-      warnings: [],
-    }), () => [...streamedParts]);
+    const model = fakeV4Model(
+      () => ({
+        content: [
+          { type: "text", text: "Your order has shipped." },
+          { type: "tool-call", toolCallId: "c1", toolName: "lookup", input: '{"orderId":42}' },
+        ],
+        finishReason: { unified: "tool-calls", raw: undefined },
+        usage: v4Usage(50, 9),
+        warnings: [],
+      }),
+      () => [...streamedParts],
+    );
     const deltas: string[] = [];
     const request = { messages: [{ role: "user", content: "?" }] as ConversationMessage[], tools: [lookupTool], signal: signal() };
     const streamed = await callModel(model, { ...request, onTextDelta: (delta) => deltas.push(delta) });
@@ -275,15 +309,12 @@ describe("callModel streaming", () => {
   });
 
   it("streams v2 models too", async () => {
-    const model = fakeV2Model(
-      { content: [], finishReason: "stop", usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, warnings: [] },
-      [
-        { type: "text-start", id: "t" },
-        { type: "text-delta", id: "t", delta: "a" },
-        { type: "text-delta", id: "t", delta: "b" },
-        { type: "finish", usage: { inputTokens: 2, outputTokens: 1, totalTokens: 3 }, finishReason: "stop" },
-      ],
-    );
+    const model = fakeV2Model({ content: [], finishReason: "stop", usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, warnings: [] }, [
+      { type: "text-start", id: "t" },
+      { type: "text-delta", id: "t", delta: "a" },
+      { type: "text-delta", id: "t", delta: "b" },
+      { type: "finish", usage: { inputTokens: 2, outputTokens: 1, totalTokens: 3 }, finishReason: "stop" },
+    ]);
     const deltas: string[] = [];
     const turn = await callModel(model, { messages: hello, tools: [], signal: signal(), onTextDelta: (delta) => deltas.push(delta) });
     expect(deltas).toEqual(["a", "b"]);
@@ -291,7 +322,15 @@ describe("callModel streaming", () => {
   });
 
   it("reports a stream cut off before its finish part as the AI SDK does (other)", async () => {
-    const model = fakeV4Model(() => { throw new Error("unused"); }, () => [{ type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: "par" }]);
+    const model = fakeV4Model(
+      () => {
+        throw new Error("unused");
+      },
+      () => [
+        { type: "text-start", id: "t" },
+        { type: "text-delta", id: "t", delta: "par" },
+      ],
+    );
     const turn = await callModel(model, { messages: hello, tools: [], signal: signal(), onTextDelta: () => undefined });
     expect(turn.finishReason).toBe("other");
     expect(turn.text).toBe("par");
@@ -299,13 +338,17 @@ describe("callModel streaming", () => {
 
   it("turns a streamed error part into MODEL_FAILED with the provider error as cause", async () => {
     const providerError = new Error("overloaded");
-    const model = fakeV4Model(() => { throw new Error("unused"); }, () => [
-      { type: "text-start", id: "t" },
-      { type: "text-delta", id: "t", delta: "x" },
-      { type: "error", error: providerError },
-    ]);
-    const failure = await callModel(model, { messages: hello, tools: [], signal: signal(), onTextDelta: () => undefined })
-      .catch((error: unknown) => error);
+    const model = fakeV4Model(
+      () => {
+        throw new Error("unused");
+      },
+      () => [
+        { type: "text-start", id: "t" },
+        { type: "text-delta", id: "t", delta: "x" },
+        { type: "error", error: providerError },
+      ],
+    );
+    const failure = await callModel(model, { messages: hello, tools: [], signal: signal(), onTextDelta: () => undefined }).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(ModelFailedError);
     expect((failure as ModelFailedError).code).toBe("MODEL_FAILED");
     expect((failure as ModelFailedError).cause).toBe(providerError);
@@ -313,9 +356,19 @@ describe("callModel streaming", () => {
 
   it("rethrows a text-delta listener's own error unchanged", async () => {
     const listenerError = new Error("listener broke");
-    const model = fakeV4Model(() => { throw new Error("unused"); }, () => [...streamedParts]);
+    const model = fakeV4Model(
+      () => {
+        throw new Error("unused");
+      },
+      () => [...streamedParts],
+    );
     const call = callModel(model, {
-      messages: hello, tools: [], signal: signal(), onTextDelta: () => { throw listenerError; },
+      messages: hello,
+      tools: [],
+      signal: signal(),
+      onTextDelta: () => {
+        throw listenerError;
+      },
     });
     await expect(call).rejects.toBe(listenerError);
   });
@@ -325,13 +378,14 @@ describe("callModel tool-call inputs", () => {
   function modelCalling(input: unknown) {
     return fakeV4Model(() => ({
       content: [{ type: "tool-call", toolCallId: "call-9", toolName: "lookup", input: input as string }],
-      finishReason: { unified: "tool-calls", raw: undefined }, usage: v4Usage(1, 1), warnings: [],
+      finishReason: { unified: "tool-calls", raw: undefined },
+      usage: v4Usage(1, 1),
+      warnings: [],
     }));
   }
 
   it("fails with MODEL_FAILED naming the call and tool when the input is not JSON", async () => {
-    const failure = await callModel(modelCalling("{orderId: 42"), { messages: hello, tools: [lookupTool], signal: signal() })
-      .catch((error: unknown) => error);
+    const failure = await callModel(modelCalling("{orderId: 42"), { messages: hello, tools: [lookupTool], signal: signal() }).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(ModelFailedError);
     const error = failure as ModelFailedError;
     expect(error.code).toBe("MODEL_FAILED");
@@ -352,7 +406,9 @@ describe("callModel tool-call inputs", () => {
         { type: "tool-call", toolCallId: "same", toolName: "a", input: "{}" },
         { type: "tool-call", toolCallId: "same", toolName: "b", input: "{}" },
       ],
-      finishReason: { unified: "tool-calls", raw: undefined }, usage: v4Usage(1, 1), warnings: [],
+      finishReason: { unified: "tool-calls", raw: undefined },
+      usage: v4Usage(1, 1),
+      warnings: [],
     }));
     await expect(callModel(model, { messages: hello, tools: [], signal: signal() })).rejects.toThrow(/two tool calls with call id "same"/);
   });
@@ -361,7 +417,9 @@ describe("callModel tool-call inputs", () => {
 describe("callModel failures and aborts", () => {
   it("wraps a provider's error in MODEL_FAILED and keeps it as cause", async () => {
     const providerError = Object.assign(new Error("401 unauthorized"), { statusCode: 401 });
-    const model = fakeV4Model(() => { throw providerError; });
+    const model = fakeV4Model(() => {
+      throw providerError;
+    });
     const failure = await callModel(model, { messages: hello, tools: [], signal: signal() }).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(ModelFailedError);
     expect((failure as ModelFailedError).message).toMatch(/model "fake\/fake-v4" failed: 401 unauthorized/);
@@ -369,9 +427,12 @@ describe("callModel failures and aborts", () => {
   });
 
   it("names the agent and execution when the loop passes them", async () => {
-    const model = fakeV4Model(() => { throw new Error("503"); });
-    const failure = await callModel(model, { messages: hello, tools: [], signal: signal(), agentId: "support", executionId: "e9" })
-      .catch((error: unknown) => error);
+    const model = fakeV4Model(() => {
+      throw new Error("503");
+    });
+    const failure = await callModel(model, { messages: hello, tools: [], signal: signal(), agentId: "support", executionId: "e9" }).catch(
+      (error: unknown) => error,
+    );
     expect(failure).toMatchObject({ code: "MODEL_FAILED", agentId: "support", executionId: "e9", details: { provider: "fake", modelId: "fake-v4" } });
     expect((failure as Error).message).toMatch(/^execution e9: model "fake\/fake-v4" failed: 503/);
   });
@@ -379,9 +440,12 @@ describe("callModel failures and aborts", () => {
   it("rethrows an abort as it is", async () => {
     const controller = new AbortController();
     const reason = new Error("cancelled by the coordinator");
-    const model = fakeV4Model((options) => new Promise((_resolve, reject) => {
-      options.abortSignal?.addEventListener("abort", () => reject(options.abortSignal?.reason));
-    }));
+    const model = fakeV4Model(
+      (options) =>
+        new Promise((_resolve, reject) => {
+          options.abortSignal?.addEventListener("abort", () => reject(options.abortSignal?.reason));
+        }),
+    );
     const call = callModel(model, { messages: hello, tools: [], signal: controller.signal });
     controller.abort(reason);
     await expect(call).rejects.toBe(reason);

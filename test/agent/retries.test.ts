@@ -5,14 +5,15 @@
 import { APICallError } from "ai";
 import { describe, expect, it } from "vitest";
 import { ModelFailedError, ModelRetriesExhaustedError, InvalidInputError, type FailedAttempt } from "../../host/errors.js";
-import {
-  delayFor, isTransientModelError, modelRetriesExhausted, retryAfterMsOf, withRetries,
-} from "../../host/agent/retries.js";
+import { delayFor, isTransientModelError, modelRetriesExhausted, retryAfterMsOf, withRetries } from "../../host/agent/retries.js";
 
 function apiError(statusCode: number | undefined, headers: Record<string, string> = {}): APICallError {
   return new APICallError({
-    message: `status ${statusCode}`, url: "http://127.0.0.1/v1/chat/completions", requestBodyValues: {},
-    statusCode, responseHeaders: headers,
+    message: `status ${statusCode}`,
+    url: "http://127.0.0.1/v1/chat/completions",
+    requestBodyValues: {},
+    statusCode,
+    responseHeaders: headers,
   });
 }
 
@@ -54,9 +55,20 @@ describe("backoff", () => {
   it("reports each failed attempt, then lists them all in the exhausted error", async () => {
     const reported: FailedAttempt[] = [];
     let calls = 0;
-    const failure = await withRetries({ maxRetries: 2, initialDelayMs: 1 }, {
-      signal: new AbortController().signal, retryable: () => true, onRetry: (attempt) => reported.push(attempt), random: () => 0,
-    }, async () => { calls += 1; throw modelError(apiError(503)); }, modelRetriesExhausted).catch((error: unknown) => error);
+    const failure = await withRetries(
+      { maxRetries: 2, initialDelayMs: 1 },
+      {
+        signal: new AbortController().signal,
+        retryable: () => true,
+        onRetry: (attempt) => reported.push(attempt),
+        random: () => 0,
+      },
+      async () => {
+        calls += 1;
+        throw modelError(apiError(503));
+      },
+      modelRetriesExhausted,
+    ).catch((error: unknown) => error);
     expect(calls).toBe(3);
     expect(reported).toEqual([
       { attempt: 1, message: "model failed", statusCode: 503, delayMs: 1 },
@@ -70,9 +82,19 @@ describe("backoff", () => {
   it("stops waiting the moment the signal fires, with its reason", async () => {
     const controller = new AbortController();
     const reason = new Error("cancelled");
-    const pending = withRetries({ maxRetries: 5, initialDelayMs: 60_000 }, {
-      signal: controller.signal, retryable: () => true, onRetry: () => controller.abort(reason), random: () => 0,
-    }, async () => { throw modelError(apiError(429)); }, modelRetriesExhausted);
+    const pending = withRetries(
+      { maxRetries: 5, initialDelayMs: 60_000 },
+      {
+        signal: controller.signal,
+        retryable: () => true,
+        onRetry: () => controller.abort(reason),
+        random: () => 0,
+      },
+      async () => {
+        throw modelError(apiError(429));
+      },
+      modelRetriesExhausted,
+    );
     await expect(pending).rejects.toBe(reason);
   });
 });

@@ -19,7 +19,13 @@ const question: ConversationMessage[] = [{ role: "user", content: "Where is orde
 describe("scriptedModel with a list of turns", () => {
   it("serves turns in order with deterministic call ids and usage", async () => {
     const model = scriptedModel([
-      { text: "Looking.", toolCalls: [{ toolName: "lookup", input: { orderId: 42 } }, { toolName: "audit", input: {} }] },
+      {
+        text: "Looking.",
+        toolCalls: [
+          { toolName: "lookup", input: { orderId: 42 } },
+          { toolName: "audit", input: {} },
+        ],
+      },
       { text: "It has shipped." },
     ]);
     const first = await callModel(model, { messages: question, tools: [], signal: signal() });
@@ -32,16 +38,38 @@ describe("scriptedModel with a list of turns", () => {
     expect(first.usage.inputTokens).toBeGreaterThan(0);
     expect(first.usage.totalTokens).toBe(first.usage.inputTokens + first.usage.outputTokens);
 
-    const messages = [...question, assistantMessage(first), toolMessage(first.toolCalls.map((call) => ({
-      callId: call.callId, toolName: call.toolName, output: "done", isError: false,
-    })))];
+    const messages = [
+      ...question,
+      assistantMessage(first),
+      toolMessage(
+        first.toolCalls.map((call) => ({
+          callId: call.callId,
+          toolName: call.toolName,
+          output: "done",
+          isError: false,
+        })),
+      ),
+    ];
     const second = await callModel(model, { messages, tools: [], signal: signal() });
     expect(second).toMatchObject({ text: "It has shipped.", toolCalls: [], finishReason: "stop" });
     expect(model.turnsServed).toBe(2);
 
-    const again = await callModel(scriptedModel([{ text: "Looking.", toolCalls: [{ toolName: "lookup", input: { orderId: 42 } }, { toolName: "audit", input: {} }] }]), {
-      messages: question, tools: [], signal: signal(),
-    });
+    const again = await callModel(
+      scriptedModel([
+        {
+          text: "Looking.",
+          toolCalls: [
+            { toolName: "lookup", input: { orderId: 42 } },
+            { toolName: "audit", input: {} },
+          ],
+        },
+      ]),
+      {
+        messages: question,
+        tools: [],
+        signal: signal(),
+      },
+    );
     expect(again.usage).toEqual(first.usage);
   });
 
@@ -55,11 +83,13 @@ describe("scriptedModel with a list of turns", () => {
   });
 
   it("takes explicit call ids, usage and finish reasons", async () => {
-    const model = scriptedModel([{
-      toolCalls: [{ toolName: "lookup", input: { orderId: 1 }, callId: "mine" }],
-      usage: { inputTokens: 100, outputTokens: 7 },
-      finishReason: "length",
-    }]);
+    const model = scriptedModel([
+      {
+        toolCalls: [{ toolName: "lookup", input: { orderId: 1 }, callId: "mine" }],
+        usage: { inputTokens: 100, outputTokens: 7 },
+        finishReason: "length",
+      },
+    ]);
     const turn = await callModel(model, { messages: question, tools: [], signal: signal() });
     expect(turn).toEqual({
       text: "",
@@ -77,11 +107,20 @@ describe("scriptedModel with a list of turns", () => {
   });
 
   it("rejects malformed scripts and options with InvalidInputError naming the place", () => {
-    expect(() => scriptedModel([{ text: "ok" }, { toolCalls: [{ toolName: "t", input: { when: new Date() } as never }] }]))
-      .toThrow(/script\[1\]\.toolCalls\[0\]\.input must be JSON/);
+    expect(() => scriptedModel([{ text: "ok" }, { toolCalls: [{ toolName: "t", input: { when: new Date() } as never }] }])).toThrow(
+      /script\[1\]\.toolCalls\[0\]\.input must be JSON/,
+    );
     expect(() => scriptedModel([{ txt: "typo" } as never])).toThrow(/script\[0\] has an unknown key "txt"/);
-    expect(() => scriptedModel([{ toolCalls: [{ toolName: "a", input: 1, callId: "x" }, { toolName: "b", input: 2, callId: "x" }] }]))
-      .toThrow(/repeats "x"/);
+    expect(() =>
+      scriptedModel([
+        {
+          toolCalls: [
+            { toolName: "a", input: 1, callId: "x" },
+            { toolName: "b", input: 2, callId: "x" },
+          ],
+        },
+      ]),
+    ).toThrow(/repeats "x"/);
     expect(() => scriptedModel([{ usage: { inputTokens: -1 } }])).toThrow(/usage\.inputTokens must be a non-negative integer/);
     expect(() => scriptedModel([], { latency: 5 } as never)).toThrow(InvalidInputError);
     expect(() => scriptedModel([], { latencyMs: -1 })).toThrow(/latencyMs/);
@@ -151,7 +190,9 @@ describe("scriptedModel streaming", () => {
     const controller = new AbortController();
     const model = scriptedModel([{ text: "one two three four five six" }]);
     const call = callModel(model, {
-      messages: question, tools: [], signal: controller.signal,
+      messages: question,
+      tools: [],
+      signal: controller.signal,
       onTextDelta: () => controller.abort("stop streaming"),
     });
     await expect(call).rejects.toBe("stop streaming");

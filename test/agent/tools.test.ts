@@ -7,8 +7,17 @@ import { describe, expect, expectTypeOf, it } from "vitest";
 import { z } from "zod";
 import { InvalidInputError, ToolFailedError } from "../../host/errors.js";
 import {
-  handoff, handoffInputJsonSchema, resolveTools, tool, toolNeedsApproval, toolOutputToJson, toolsPerAgentMax,
-  validateToolInput, type ResolvedFunctionTool, type ResolvedTool, type ToolSet,
+  handoff,
+  handoffInputJsonSchema,
+  resolveTools,
+  tool,
+  toolNeedsApproval,
+  toolOutputToJson,
+  toolsPerAgentMax,
+  validateToolInput,
+  type ResolvedFunctionTool,
+  type ResolvedTool,
+  type ToolSet,
 } from "../../host/agent/tools.js";
 import { formatIssuePath, isStandardSchema } from "../../host/agent/schema.js";
 
@@ -65,8 +74,7 @@ describe("validateToolInput", () => {
   });
 
   it("names the execution and call when the loop passes them", async () => {
-    const failure = await validateToolInput(resolved, {}, { agentId: "support", executionId: "e7", callId: "call-0-0" })
-      .catch((error: unknown) => error);
+    const failure = await validateToolInput(resolved, {}, { agentId: "support", executionId: "e7", callId: "call-0-0" }).catch((error: unknown) => error);
     expect(failure).toMatchObject({ agentId: "support", executionId: "e7", details: { toolName: "lookup", callId: "call-0-0" } });
     expect((failure as Error).message).toMatch(/^execution e7: invalid input for tool "lookup": orderId: /);
   });
@@ -78,14 +86,22 @@ describe("validateToolInput", () => {
 
   it("awaits asynchronous refinements", async () => {
     const reserved = new Set(["admin"]);
-    const signup = functionTool(resolveOne(tool({
-      inputSchema: z.object({ username: z.string() }).refine(
-        async (value) => { await new Promise((resolve) => setTimeout(resolve, 1)); return !reserved.has(value.username); },
-        { message: "is taken", path: ["username"] },
+    const signup = functionTool(
+      resolveOne(
+        tool({
+          inputSchema: z.object({ username: z.string() }).refine(
+            async (value) => {
+              await new Promise((resolve) => setTimeout(resolve, 1));
+              return !reserved.has(value.username);
+            },
+            { message: "is taken", path: ["username"] },
+          ),
+          execute: () => "ok",
+          jsonSchema: { type: "object", properties: { username: { type: "string" } } },
+        }),
+        "signup",
       ),
-      execute: () => "ok",
-      jsonSchema: { type: "object", properties: { username: { type: "string" } } },
-    }), "signup"));
+    );
     await expect(validateToolInput(signup, { username: "ada" })).resolves.toEqual({ username: "ada" });
     await expect(validateToolInput(signup, { username: "admin" })).rejects.toThrow('invalid input for tool "signup": username: is taken');
   });
@@ -184,15 +200,18 @@ describe("bad definitions", () => {
   });
 
   it("rejects unknown options, naming them", () => {
-    expect(() => tool({ inputSchema: lookupSchema, execute: () => null, needsAproval: true } as never))
-      .toThrow(/"needsAproval" is not an option/);
+    expect(() => tool({ inputSchema: lookupSchema, execute: () => null, needsAproval: true } as never)).toThrow(/"needsAproval" is not an option/);
     expect(() => handoff({ to: "billing", reason: "x" } as never)).toThrow(/^handoff\(\): "reason" is not an option/);
   });
 
   it("rejects wrong option types", () => {
-    expect(() => tool({ inputSchema: lookupSchema, execute: () => null, needsApproval: "yes" } as never)).toThrow(/"needsApproval" must be a boolean or a function/);
+    expect(() => tool({ inputSchema: lookupSchema, execute: () => null, needsApproval: "yes" } as never)).toThrow(
+      /"needsApproval" must be a boolean or a function/,
+    );
     expect(() => tool({ inputSchema: lookupSchema, execute: () => null, description: 5 } as never)).toThrow(/"description" must be a string/);
-    expect(() => tool({ inputSchema: lookupSchema, execute: () => null, jsonSchema: { when: new Date() } } as never)).toThrow(/"jsonSchema" must be a JSON Schema object/);
+    expect(() => tool({ inputSchema: lookupSchema, execute: () => null, jsonSchema: { when: new Date() } } as never)).toThrow(
+      /"jsonSchema" must be a JSON Schema object/,
+    );
     expect(() => resolveTools({ odd: { kind: "mcp" } } as never)).toThrow(/^tool "odd": "kind" must be "function" or "handoff"/);
     expect(() => resolveTools({ odd: 5 } as never)).toThrow(/^tool "odd" must be a tool\(\.\.\.\) or handoff\(\.\.\.\) definition/);
     expect(() => resolveTools([] as never)).toThrow(/tools must be an object/);
@@ -213,11 +232,17 @@ describe("bad definitions", () => {
 });
 
 describe("toolNeedsApproval", () => {
-  const refund = (needsApproval: unknown) => functionTool(resolveOne(tool({
-    inputSchema: z.object({ amount: z.number() }),
-    execute: () => null,
-    needsApproval: needsApproval as boolean,
-  }), "refund"));
+  const refund = (needsApproval: unknown) =>
+    functionTool(
+      resolveOne(
+        tool({
+          inputSchema: z.object({ amount: z.number() }),
+          execute: () => null,
+          needsApproval: needsApproval as boolean,
+        }),
+        "refund",
+      ),
+    );
 
   it("defaults to no approval", async () => {
     expect(await toolNeedsApproval(functionTool(resolveOne(lookup)), { orderId: 1 })).toBe(false);
@@ -237,12 +262,19 @@ describe("toolNeedsApproval", () => {
   });
 
   it("refuses to guess when the predicate throws or answers a non-boolean", async () => {
-    const throwing = refund(() => { throw new Error("policy service down"); });
+    const throwing = refund(() => {
+      throw new Error("policy service down");
+    });
     const failure = await toolNeedsApproval(throwing, { amount: 1 }).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(ToolFailedError);
     expect((failure as ToolFailedError).code).toBe("TOOL_FAILED");
     expect((failure as ToolFailedError).message).toMatch(/tool "refund": needsApproval threw \(policy service down\)/);
-    await expect(toolNeedsApproval(refund(() => "yes"), { amount: 1 })).rejects.toThrow(/needsApproval returned "yes"; it must return true or false/);
+    await expect(
+      toolNeedsApproval(
+        refund(() => "yes"),
+        { amount: 1 },
+      ),
+    ).rejects.toThrow(/needsApproval returned "yes"; it must return true or false/);
   });
 });
 
@@ -281,8 +313,7 @@ describe("toolOutputToJson", () => {
       }
     })();
     expect(failure).toBeInstanceOf(ToolFailedError);
-    expect((failure as ToolFailedError).message)
-      .toMatch(/^execution e1: tool "lookup" \(call c1\) returned an object, which is not JSON-safe/);
+    expect((failure as ToolFailedError).message).toMatch(/^execution e1: tool "lookup" \(call c1\) returned an object, which is not JSON-safe/);
     expect(failure).toMatchObject({ code: "TOOL_FAILED", agentId: "support", executionId: "e1", details: { toolName: "lookup", callId: "c1" } });
   });
 });

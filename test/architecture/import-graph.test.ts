@@ -92,13 +92,25 @@ describe("the import graph of host/", () => {
 
 describe("the circle finder", () => {
   it("finds a circle of three files and names it in order", () => {
-    const circular = new Map([["a", ["b"]], ["b", ["c"]], ["c", ["a", "d"]], ["d", []]]);
+    const circular = new Map([
+      ["a", ["b"]],
+      ["b", ["c"]],
+      ["c", ["a", "d"]],
+      ["d", []],
+    ]);
     expect(circlesOf(circular)).toEqual([["a", "b", "c"]]);
     expect(circlePath(circular, ["a", "b", "c"])).toEqual(["a", "b", "c", "a"]);
   });
 
   it("finds a file importing itself and nothing in a graph without circles", () => {
     expect(circlesOf(new Map([["a", ["a"]]]))).toEqual([["a"]]);
-    expect(circlesOf(new Map([["a", ["b"]], ["b", []]]))).toEqual([]);
+    expect(
+      circlesOf(
+        new Map([
+          ["a", ["b"]],
+          ["b", []],
+        ]),
+      ),
+    ).toEqual([]);
   });
 });

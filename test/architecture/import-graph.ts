@@ -16,7 +16,8 @@ export const readImportGraph = (root: string, folder: string): ImportGraph => {
   const graph: ImportGraph = new Map();
   for (const file of typeScriptFilesUnder(join(root, folder))) {
     const name = relative(root, file);
-    const imported = moduleSpecifiersOf(file).filter((specifier) => specifier.startsWith("."))
+    const imported = moduleSpecifiersOf(file)
+      .filter((specifier) => specifier.startsWith("."))
       .map((specifier) => relative(root, resolve(dirname(file), sourcePathOf(specifier))))
       .filter((target) => target.startsWith(`${folder}/`));
     graph.set(name, [...new Set(imported)].sort());
@@ -57,8 +58,7 @@ const moduleSpecifierOf = (node: ts.Node): string | undefined => {
   return undefined;
 };
 
-const literalText = (node: ts.Node | undefined): string | undefined =>
-  node !== undefined && ts.isStringLiteralLike(node) ? node.text : undefined;
+const literalText = (node: ts.Node | undefined): string | undefined => (node !== undefined && ts.isStringLiteralLike(node) ? node.text : undefined);
 
 /**
  * The strongly connected components with more than one file, or a file that

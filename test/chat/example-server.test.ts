@@ -6,8 +6,15 @@
 // response, and bad ids and positions come back as typed HTTP errors.
 
 import {
-  AbstractChat, DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses, readUIMessageStream,
-  type ChatInit, type ChatState, type ChatStatus, type UIMessage, type UIMessageChunk,
+  AbstractChat,
+  DefaultChatTransport,
+  lastAssistantMessageIsCompleteWithApprovalResponses,
+  readUIMessageStream,
+  type ChatInit,
+  type ChatState,
+  type ChatStatus,
+  type UIMessage,
+  type UIMessageChunk,
 } from "ai";
 import { afterEach, describe, expect, it } from "vitest";
 import { startChatServer, type ChatServer } from "../../examples/chat-server.js";
@@ -53,7 +60,12 @@ describe("the example chat server, through the AI SDK's DefaultChatTransport", (
     expect(message.parts).toEqual([
       { type: "step-start" },
       expect.objectContaining({ type: "text", text: "Let me look up order 42 for you.", state: "done" }),
-      expect.objectContaining({ type: "tool-lookupOrder", state: "output-available", input: { orderId: "42" }, output: expect.objectContaining({ item: "blue kettle" }) }),
+      expect.objectContaining({
+        type: "tool-lookupOrder",
+        state: "output-available",
+        input: { orderId: "42" },
+        output: expect.objectContaining({ item: "blue kettle" }),
+      }),
       { type: "step-start" },
       expect.objectContaining({ type: "text", text: "Your blue kettle (order 42) is out for delivery with PostNL.", state: "done" }),
     ]);
@@ -68,20 +80,30 @@ describe("the example chat server, through the AI SDK's DefaultChatTransport", (
     const question = userMessage("Please refund order 42");
     const suspended = await finalMessage(await send(transport, "chat-2", [question]));
     expect(suspended.metadata).toMatchObject({ outcome: "suspended" });
-    const refund = suspended.parts.find((part) => part.type === "tool-issueRefund") as { state: string; approval: { id: string; approved?: boolean } } | undefined;
+    const refund = suspended.parts.find((part) => part.type === "tool-issueRefund") as
+      | { state: string; approval: { id: string; approved?: boolean } }
+      | undefined;
     expect(refund).toMatchObject({ state: "approval-requested", input: { orderId: "42", amountCents: 3990 } });
     expect(await env.pendingApprovals()).toHaveLength(1);
 
     // What addToolApprovalResponse({ id, approved: true }) leaves in the message.
     const answered = structuredClone(suspended);
-    const part = answered.parts.find((candidate) => candidate.type === "tool-issueRefund") as unknown as { state: string; approval: { id: string; approved?: boolean } };
+    const part = answered.parts.find((candidate) => candidate.type === "tool-issueRefund") as unknown as {
+      state: string;
+      approval: { id: string; approved?: boolean };
+    };
     part.state = "approval-responded";
     part.approval = { ...part.approval, approved: true };
     const done = await finalMessage(await send(transport, "chat-2", [question, answered]), answered);
     expect(done.parts.filter((candidate) => candidate.type !== "step-start")).toEqual([
       expect.objectContaining({ type: "text", text: "Let me look up order 42 for you." }),
       expect.objectContaining({ type: "tool-lookupOrder", state: "output-available" }),
-      expect.objectContaining({ type: "tool-issueRefund", state: "output-available", output: expect.objectContaining({ refunded: true }), approval: expect.objectContaining({ approved: true }) }),
+      expect.objectContaining({
+        type: "tool-issueRefund",
+        state: "output-available",
+        output: expect.objectContaining({ refunded: true }),
+        approval: expect.objectContaining({ approved: true }),
+      }),
       expect.objectContaining({ type: "text", text: "Order 42 is refunded." }),
     ]);
     expect(done.metadata).toMatchObject({ outcome: "completed" });
@@ -105,7 +127,10 @@ describe("the example chat server, through the AI SDK's DefaultChatTransport", (
     const deltas = after.filter((event) => (event.data ?? "").includes('"text-delta"'));
     expect(deltas.length, "the text went on").toBeGreaterThan(0);
     expect(deltas[0]!.id, "the first delta after the reconnect is streamed text of the same call").toMatch(new RegExp(`^${barrier}\\.t\\d+$`));
-    const text = [...before, ...after].filter((event) => (event.data ?? "").includes('"text-delta"')).map((event) => (JSON.parse(event.data!) as { delta: string }).delta).join("");
+    const text = [...before, ...after]
+      .filter((event) => (event.data ?? "").includes('"text-delta"'))
+      .map((event) => (JSON.parse(event.data!) as { delta: string }).delta)
+      .join("");
     expect(text).toBe("Let me look up order 42 for you.");
   });
 
@@ -140,9 +165,15 @@ class MemoryChatState implements ChatState<UIMessage> {
   status: ChatStatus = "ready";
   error: Error | undefined = undefined;
   constructor(public messages: UIMessage[] = []) {}
-  pushMessage = (message: UIMessage): void => { this.messages = [...this.messages, message]; };
-  popMessage = (): void => { this.messages = this.messages.slice(0, -1); };
-  replaceMessage = (index: number, message: UIMessage): void => { this.messages = this.messages.map((existing, at) => (at === index ? message : existing)); };
+  pushMessage = (message: UIMessage): void => {
+    this.messages = [...this.messages, message];
+  };
+  popMessage = (): void => {
+    this.messages = this.messages.slice(0, -1);
+  };
+  replaceMessage = (index: number, message: UIMessage): void => {
+    this.messages = this.messages.map((existing, at) => (at === index ? message : existing));
+  };
   snapshot = <T>(thing: T): T => structuredClone(thing);
 }
 

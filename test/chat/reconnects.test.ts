@@ -38,11 +38,15 @@ describe("a client that keeps reconnecting", () => {
       console.log(`[chat reconnects] seed ${seed} (CHAT_RECONNECT_SEED=${seed} replays it)`);
       const random = generator(seed);
       const env = await openEnvironment();
-      const model = scriptedModel(({ messages }) => {
-        const turn = turnOf(messages);
-        if (turn < 3) return { text: `Step ${turn}: looking up order 4${turn}, one moment please.`, toolCalls: [{ toolName: "lookup", input: { orderId: `4${turn}` } }] };
-        return { text: "All three orders have shipped and arrive this week." };
-      }, { latencyMs: 40 });
+      const model = scriptedModel(
+        ({ messages }) => {
+          const turn = turnOf(messages);
+          if (turn < 3)
+            return { text: `Step ${turn}: looking up order 4${turn}, one moment please.`, toolCalls: [{ toolName: "lookup", input: { orderId: `4${turn}` } }] };
+          return { text: "All three orders have shipped and arrive this week." };
+        },
+        { latencyMs: 40 },
+      );
       const run = env.agent({ id: "support", model, tools: { lookup: lookupTool() } }).start("Where are my orders?", { stream: true });
 
       const seen: ChatChunk[] = [];

@@ -37,7 +37,9 @@ async function startServer(store: string): Promise<Started> {
   });
   children.push(child);
   let stderr = "";
-  child.stderr!.on("data", (piece: Buffer) => { stderr += piece.toString(); });
+  child.stderr!.on("data", (piece: Buffer) => {
+    stderr += piece.toString();
+  });
   const url = await new Promise<string>((resolve, reject) => {
     let stdout = "";
     child.stdout!.on("data", (piece: Buffer) => {

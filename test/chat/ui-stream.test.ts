@@ -69,7 +69,13 @@ describe("a Run as the AI SDK's UI message stream", () => {
     expect(message.parts).toEqual([
       { type: "step-start" },
       expect.objectContaining({ type: "text", text: "Let me look that up.", state: "done" }),
-      expect.objectContaining({ type: "tool-lookup", toolCallId: expect.any(String), state: "output-available", input: { orderId: "42" }, output: { orderId: "42", status: "shipped" } }),
+      expect.objectContaining({
+        type: "tool-lookup",
+        toolCallId: expect.any(String),
+        state: "output-available",
+        input: { orderId: "42" },
+        output: { orderId: "42", status: "shipped" },
+      }),
       { type: "step-start" },
       expect.objectContaining({ type: "tool-lookup", state: "output-available", input: { orderId: "43" }, output: { orderId: "43", status: "shipped" } }),
       { type: "step-start" },
@@ -96,7 +102,10 @@ describe("a Run as the AI SDK's UI message stream", () => {
       // Every stream opens with start and ends with finish; between them, exactly what follows the cut.
       expect(resumed.at(-1), `resumed at ${full[cut]!.position}`).toMatchObject({ type: "finish", position: full.at(-1)!.position });
       const rest = body(resumed).filter((chunk) => chunk.type !== "finish");
-      expect(rest.map((chunk) => chunk.position), `resumed at ${full[cut]!.position}`).toEqual(content.slice(cut + 1).map((chunk) => chunk.position));
+      expect(
+        rest.map((chunk) => chunk.position),
+        `resumed at ${full[cut]!.position}`,
+      ).toEqual(content.slice(cut + 1).map((chunk) => chunk.position));
       expect(await messageOf([...content.slice(0, cut + 1), ...rest])).toEqual(whole);
     }
   });
@@ -104,11 +113,14 @@ describe("a Run as the AI SDK's UI message stream", () => {
   it("a stream resumed mid-run, inside a streamed text and while a tool runs: no duplicate, no gap", async () => {
     const env = await openEnvironment();
     const gate = deferred();
-    const model = scriptedModel(({ messages }) => {
-      const turn = turnOf(messages);
-      if (turn === 0) return { text: "Looking up order 42 for you right now.", toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] };
-      return { text: ANSWER };
-    }, { latencyMs: 300 });
+    const model = scriptedModel(
+      ({ messages }) => {
+        const turn = turnOf(messages);
+        if (turn === 0) return { text: "Looking up order 42 for you right now.", toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] };
+        return { text: ANSWER };
+      },
+      { latencyMs: 300 },
+    );
     const support = env.agent({ id: "support", model, tools: { lookup: lookupTool({ gate: gate.promise }) } });
     const run = support.start("Where is order 42?", { stream: true });
     const executionId = await run.executionId;
@@ -161,9 +173,9 @@ describe("a Run as the AI SDK's UI message stream", () => {
   it("an approval: the tool part asks for it, the stream finishes; after the decision the stream continues", async () => {
     const env = await openEnvironment();
     const refunds: string[] = [];
-    const model = scriptedModel(({ messages }) => turnOf(messages) === 0
-      ? { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] }
-      : { text: "Refunded." });
+    const model = scriptedModel(({ messages }) =>
+      turnOf(messages) === 0 ? { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] } : { text: "Refunded." },
+    );
     const support = env.agent({ id: "support", model, tools: { refund: approvalRefundTool(refunds) } });
     const run = support.start("Refund order 42");
     const chunks = await readAll(await env.stream(run));
@@ -182,7 +194,12 @@ describe("a Run as the AI SDK's UI message stream", () => {
     expect(rest.at(-1)).toMatchObject({ type: "finish", finishReason: "stop" });
     const done = await messageOf(rest, suspended);
     expect(done.parts.filter((candidate) => candidate.type !== "step-start")).toEqual([
-      expect.objectContaining({ type: "tool-refund", state: "output-available", output: { refunded: "42" }, approval: expect.objectContaining({ id: part.approval.id, approved: true }) }),
+      expect.objectContaining({
+        type: "tool-refund",
+        state: "output-available",
+        output: { refunded: "42" },
+        approval: expect.objectContaining({ id: part.approval.id, approved: true }),
+      }),
       expect.objectContaining({ type: "text", text: "Refunded." }),
     ]);
     expect(refunds).toHaveLength(1);
@@ -201,10 +218,17 @@ describe("a Run as the AI SDK's UI message stream", () => {
   it("an output guardrail: the chat shows the redacted answer, not the streamed one, and nothing of a blocked one", async () => {
     const env = await openEnvironment();
     const model = scriptedModel(() => ({ text: "Your card 4111 1111 1111 1111 was charged." }), { latencyMs: 300 });
-    const redacting = env.agent({ id: "redacting", model, outputGuardrail: (text) => ({ action: "redact", text: text.replace(/\d{4} \d{4} \d{4} (\d{4})/, "•••• $1") }) });
+    const redacting = env.agent({
+      id: "redacting",
+      model,
+      outputGuardrail: (text) => ({ action: "redact", text: text.replace(/\d{4} \d{4} \d{4} (\d{4})/, "•••• $1") }),
+    });
     const run = redacting.start("What did you charge?", { stream: true });
     const chunks = await readAll(await env.stream(run));
-    expect(chunks.map((chunk) => chunk.type), "the raw text streamed live, then was dropped").toContain("reset-step");
+    expect(
+      chunks.map((chunk) => chunk.type),
+      "the raw text streamed live, then was dropped",
+    ).toContain("reset-step");
     const message = await messageOf(chunks);
     expect(message.parts).toEqual([{ type: "step-start" }, expect.objectContaining({ type: "text", text: "Your card •••• 1111 was charged.", state: "done" })]);
     const executionId = await run.executionId;

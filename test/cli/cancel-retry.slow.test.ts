@@ -18,7 +18,11 @@ describe("phronomy cancel and retry", () => {
 
     const cancelled = await cli(["cancel", executionId.slice(0, 8), "--reason", "asked twice", "--store", store, "--json"]);
     expect(cancelled.code, describeResult(cancelled)).toBe(0);
-    expect(jsonOf(cancelled)).toMatchObject({ executionId, outcome: "cancelled", error: { code: "CANCELLED", message: expect.stringContaining("asked twice") } });
+    expect(jsonOf(cancelled)).toMatchObject({
+      executionId,
+      outcome: "cancelled",
+      error: { code: "CANCELLED", message: expect.stringContaining("asked twice") },
+    });
 
     const again = await cli(["cancel", executionId, "--store", store]);
     expect(again.code).toBe(1);

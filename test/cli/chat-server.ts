@@ -23,9 +23,7 @@ export interface RecordedRequest {
 }
 
 /** What one scripted request gets instead of the support model's answer. */
-export type ScriptedResponse =
-  | { readonly status: number; readonly headers?: Record<string, string>; readonly message?: string }
-  | { readonly reply: Reply };
+export type ScriptedResponse = { readonly status: number; readonly headers?: Record<string, string>; readonly message?: string } | { readonly reply: Reply };
 
 interface ChatMessage {
   readonly role: string;
@@ -60,9 +58,12 @@ export async function startChatServer(): Promise<ChatServer> {
   const requests: RecordedRequest[] = [];
   const script: ScriptedResponse[] = [];
   const server = createServer((request, response) => {
-    readBody(request).then((text) => answer(request, response, text, requests, script), (error: unknown) => {
-      response.writeHead(400).end(String(error));
-    });
+    readBody(request).then(
+      (text) => answer(request, response, text, requests, script),
+      (error: unknown) => {
+        response.writeHead(400).end(String(error));
+      },
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
@@ -70,23 +71,28 @@ export async function startChatServer(): Promise<ChatServer> {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     requests,
     script,
-    close: () => new Promise((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
 function readBody(request: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     let text = "";
-    request.setEncoding("utf8").on("data", (chunk: string) => { text += chunk; }).on("end", () => resolve(text)).on("error", reject);
+    request
+      .setEncoding("utf8")
+      .on("data", (chunk: string) => {
+        text += chunk;
+      })
+      .on("end", () => resolve(text))
+      .on("error", reject);
   });
 }
 
-function answer(
-  request: IncomingMessage, response: ServerResponse, text: string, requests: RecordedRequest[], script: ScriptedResponse[],
-): void {
+function answer(request: IncomingMessage, response: ServerResponse, text: string, requests: RecordedRequest[], script: ScriptedResponse[]): void {
   const authorization = request.headers.authorization;
   if (request.method !== "POST" || request.url !== "/v1/chat/completions") {
     response.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: `no route ${request.method} ${request.url}` } }));
@@ -95,19 +101,25 @@ function answer(
   const body = JSON.parse(text) as ChatRequest;
   requests.push({ path: request.url, authorization, body, at: Date.now() });
   if (authorization !== `Bearer ${API_KEY}`) {
-    response.writeHead(401, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "Incorrect API key provided", type: "invalid_request_error", code: "invalid_api_key" } }));
+    response
+      .writeHead(401, { "content-type": "application/json" })
+      .end(JSON.stringify({ error: { message: "Incorrect API key provided", type: "invalid_request_error", code: "invalid_api_key" } }));
     return;
   }
   const scripted = script.shift();
   if (scripted !== undefined && "status" in scripted) {
-    response.writeHead(scripted.status, { "content-type": "application/json", ...scripted.headers })
+    response
+      .writeHead(scripted.status, { "content-type": "application/json", ...scripted.headers })
       .end(JSON.stringify({ error: { message: scripted.message ?? `scripted ${scripted.status}`, type: "server_error" } }));
     return;
   }
   const toolMessage = body.messages.find((message) => message.role === "tool");
-  const reply: Reply = scripted !== undefined ? scripted.reply : toolMessage === undefined
-    ? { kind: "tool", name: "lookupOrder", arguments: JSON.stringify({ orderId: "42" }) }
-    : { kind: "text", text: `Order 42: ${summaryOf(typeof toolMessage.content === "string" ? toolMessage.content : "")}.` };
+  const reply: Reply =
+    scripted !== undefined
+      ? scripted.reply
+      : toolMessage === undefined
+        ? { kind: "tool", name: "lookupOrder", arguments: JSON.stringify({ orderId: "42" }) }
+        : { kind: "text", text: `Order 42: ${summaryOf(typeof toolMessage.content === "string" ? toolMessage.content : "")}.` };
   if (body.stream) stream(response, body.model, reply);
   else complete(response, body.model, reply);
 }
@@ -125,24 +137,38 @@ function summaryOf(content: string): string {
 }
 
 function complete(response: ServerResponse, model: string, reply: Reply): void {
-  const message = reply.kind === "tool"
-    ? { role: "assistant", content: null, tool_calls: [{ id: TOOL_CALL_ID, type: "function", function: { name: reply.name, arguments: reply.arguments } }] }
-    : { role: "assistant", content: reply.text };
-  response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({
-    id: "chatcmpl-test", object: "chat.completion", created: Math.floor(Date.now() / 1000), model,
-    choices: [{ index: 0, message, finish_reason: reply.kind === "tool" ? "tool_calls" : "stop" }],
-    usage,
-  }));
+  const message =
+    reply.kind === "tool"
+      ? { role: "assistant", content: null, tool_calls: [{ id: TOOL_CALL_ID, type: "function", function: { name: reply.name, arguments: reply.arguments } }] }
+      : { role: "assistant", content: reply.text };
+  response.writeHead(200, { "content-type": "application/json" }).end(
+    JSON.stringify({
+      id: "chatcmpl-test",
+      object: "chat.completion",
+      created: Math.floor(Date.now() / 1000),
+      model,
+      choices: [{ index: 0, message, finish_reason: reply.kind === "tool" ? "tool_calls" : "stop" }],
+      usage,
+    }),
+  );
 }
 
 function stream(response: ServerResponse, model: string, reply: Reply): void {
   response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
   const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => {
-    response.write(`data: ${JSON.stringify({ id: "chatcmpl-test", object: "chat.completion.chunk", created: Math.floor(Date.now() / 1000), model, choices, ...extra })}\n\n`);
+    response.write(
+      `data: ${JSON.stringify({ id: "chatcmpl-test", object: "chat.completion.chunk", created: Math.floor(Date.now() / 1000), model, choices, ...extra })}\n\n`,
+    );
   };
   chunk([{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null }]);
   if (reply.kind === "tool") {
-    chunk([{ index: 0, delta: { tool_calls: [{ index: 0, id: TOOL_CALL_ID, type: "function", function: { name: reply.name, arguments: "" } }] }, finish_reason: null }]);
+    chunk([
+      {
+        index: 0,
+        delta: { tool_calls: [{ index: 0, id: TOOL_CALL_ID, type: "function", function: { name: reply.name, arguments: "" } }] },
+        finish_reason: null,
+      },
+    ]);
     const middle = Math.floor(reply.arguments.length / 2);
     for (const part of [reply.arguments.slice(0, middle), reply.arguments.slice(middle)]) {
       chunk([{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: part } }] }, finish_reason: null }]);

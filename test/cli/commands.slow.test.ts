@@ -29,8 +29,23 @@ describe.concurrent("phronomy ls and show", () => {
     const all = jsonOf(await cli(["ls", "--store", store, "--json"]));
     expect(all.store).toBe(store);
     expect(all.executions.map((row: { executionId: string }) => row.executionId)).toEqual([suspended.executionId, failed.executionId, completed.executionId]);
-    expect(Object.keys(all.executions[0]).sort()).toEqual(["agentId", "approvalRequest", "createdAt", "error", "executionId", "input", "outcome", "output", "phase", "revision", "status", "updatedAt", "usage"]);
-    const ids = async (...args: string[]) => jsonOf(await cli(["ls", "--store", store, "--json", ...args])).executions.map((row: { executionId: string }) => row.executionId);
+    expect(Object.keys(all.executions[0]).sort()).toEqual([
+      "agentId",
+      "approvalRequest",
+      "createdAt",
+      "error",
+      "executionId",
+      "input",
+      "outcome",
+      "output",
+      "phase",
+      "revision",
+      "status",
+      "updatedAt",
+      "usage",
+    ]);
+    const ids = async (...args: string[]) =>
+      jsonOf(await cli(["ls", "--store", store, "--json", ...args])).executions.map((row: { executionId: string }) => row.executionId);
     expect(await ids("--status", "failed")).toEqual([failed.executionId]);
     expect(await ids("--agent", "support", "--status", "terminal")).toEqual([completed.executionId]);
     const none = await cli(["ls", "--store", store, "--agent", "nobody"]);
@@ -44,9 +59,28 @@ describe.concurrent("phronomy ls and show", () => {
     expect(shown.stdout).toContain(`lookupOrder call-0-0 key ${completed.executionId}:call-0-0`);
 
     const document = jsonOf(await cli(["show", suspended.executionId.slice(0, 6), "--store", store, "--json"]));
-    expect(document.execution).toMatchObject({ executionId: suspended.executionId, status: "suspended", approvalRequest: { toolCalls: [{ toolName: "issueRefund" }] } });
-    expect(document.timeline.map((step: { kind: string }) => step.kind)).toEqual(["input", "provider_barrier", "model_response", "tool_barrier", "tool_results", "provider_barrier", "model_response", "approval_requested"]);
-    expect(document.timeline[3]).toMatchObject({ seq: 4, kind: "tool_barrier", at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), offsetMs: expect.any(Number), summary: expect.stringContaining("idempotency".slice(0, 0)) });
+    expect(document.execution).toMatchObject({
+      executionId: suspended.executionId,
+      status: "suspended",
+      approvalRequest: { toolCalls: [{ toolName: "issueRefund" }] },
+    });
+    expect(document.timeline.map((step: { kind: string }) => step.kind)).toEqual([
+      "input",
+      "provider_barrier",
+      "model_response",
+      "tool_barrier",
+      "tool_results",
+      "provider_barrier",
+      "model_response",
+      "approval_requested",
+    ]);
+    expect(document.timeline[3]).toMatchObject({
+      seq: 4,
+      kind: "tool_barrier",
+      at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      offsetMs: expect.any(Number),
+      summary: expect.stringContaining("idempotency".slice(0, 0)),
+    });
     expect(document.timeline[3].payload.calls[0]).toMatchObject({ toolName: "lookupOrder", idempotencyKey: `${suspended.executionId}:call-1-0` });
   });
 });
@@ -80,7 +114,9 @@ describe.concurrent("phronomy recover", () => {
     expect(recovered.stdout).toContain("1 resolved · 0 waiting for approval · 0 need attention");
 
     const timeline = await cli(["show", executionId, "--store", store]);
-    expect(timeline.stdout).toMatch(/tool barrier\s+slowTool call-0-0 key [^\n]+\n[^\n]+recovered\s+by process \d+: from dispatching_tools, continuing with framework_tools\n[^\n]+tool barrier\s+slowTool call-0-0[^\n]+\n\s+↻ recovery: the batch is dispatched again/);
+    expect(timeline.stdout).toMatch(
+      /tool barrier\s+slowTool call-0-0 key [^\n]+\n[^\n]+recovered\s+by process \d+: from dispatching_tools, continuing with framework_tools\n[^\n]+tool barrier\s+slowTool call-0-0[^\n]+\n\s+↻ recovery: the batch is dispatched again/,
+    );
     expect(timeline.stdout).toMatch(/terminal\s+completed/);
 
     const nothing = await cli(["recover", "--store", store]);
@@ -96,7 +132,9 @@ describe.concurrent("phronomy recover", () => {
     await killed.done;
     const result = await cli(["run", fixture("slow-agent.ts"), "second", "--store", store, "--json"], { env: { SLOW_TOOL_SECONDS: "0" } });
     expect(result.code, describeResult(result)).toBe(0);
-    expect(result.stderr).toMatch(/recovering execution [0-9a-f-]{36}, left unfinished by an earlier process \(phase dispatching_tools, continuation framework_tools\)/);
+    expect(result.stderr).toMatch(
+      /recovering execution [0-9a-f-]{36}, left unfinished by an earlier process \(phase dispatching_tools, continuation framework_tools\)/,
+    );
     expect(result.stderr).toMatch(/recovered execution [0-9a-f-]{36}: completed/);
     expect(jsonOf(result)).toMatchObject({ outcome: "completed", output: "done sleeping" });
     const rows = jsonOf(await cli(["ls", "--store", store, "--json"])).executions;
@@ -135,7 +173,9 @@ describe.concurrent("errors: one line, a code, a non-zero exit", () => {
     const directory = await temporaryDirectory();
     const missing = await cli(["ls", "--store", join(directory, "nothing.db")]);
     expect(missing.code).toBe(1);
-    expect(missing.stderr).toBe(`phronomy: [STORE_NOT_FOUND] no store at ${join(directory, "nothing.db")}: \`phronomy demo\` or \`phronomy run\` creates one, or pass --store <path>\n`);
+    expect(missing.stderr).toBe(
+      `phronomy: [STORE_NOT_FOUND] no store at ${join(directory, "nothing.db")}: \`phronomy demo\` or \`phronomy run\` creates one, or pass --store <path>\n`,
+    );
 
     const foreign = join(directory, "notes.db");
     await writeFile(foreign, "these are my notes, not a database\n".repeat(10));
@@ -145,7 +185,10 @@ describe.concurrent("errors: one line, a code, a non-zero exit", () => {
 
     const other = await cli(["ls", "--store", "mysql://user:secret@db.example/phronomy", "--json"]);
     expect(other.code).toBe(1);
-    expect(jsonOf(other).error).toEqual({ code: "STORE_NOT_SUPPORTED", message: "--store mysql://user:***@db.example/phronomy: a store is a SQLite file path or a postgres:// URL" });
+    expect(jsonOf(other).error).toEqual({
+      code: "STORE_NOT_SUPPORTED",
+      message: "--store mysql://user:***@db.example/phronomy: a store is a SQLite file path or a postgres:// URL",
+    });
 
     const store = await temporaryStore();
     const owner = await Phronomy.open({ store });
@@ -162,7 +205,9 @@ describe.concurrent("errors: one line, a code, a non-zero exit", () => {
 
     const unknown = await cli(["show", "0000aaaa-no-such-execution", "--store", store, "--debug"]);
     expect(unknown.code).toBe(1);
-    expect(errorLines(unknown)).toEqual([`phronomy: [EXECUTION_NOT_FOUND] no execution "0000aaaa-no-such-execution" in the store at ${store}; \`phronomy ls\` lists them`]);
+    expect(errorLines(unknown)).toEqual([
+      `phronomy: [EXECUTION_NOT_FOUND] no execution "0000aaaa-no-such-execution" in the store at ${store}; \`phronomy ls\` lists them`,
+    ]);
     expect(unknown.stderr, "--debug adds the stack").toMatch(/CliError: no execution .*\n\s+at /);
     const unknownApproval = await cli(["approve", "0000aaaa-no-such-execution", "--store", store, "--json"]);
     expect(unknownApproval.code).toBe(1);
@@ -171,6 +216,5 @@ describe.concurrent("errors: one line, a code, a non-zero exit", () => {
     const notAgent = await cli(["run", fixture("not-an-agent.ts"), "hi", "--store", store]);
     expect(notAgent.code).toBe(1);
     expect(errorLines(notAgent)).toEqual([expect.stringContaining("[AGENT_MODULE] the agent module")]);
-
   });
 });

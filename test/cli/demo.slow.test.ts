@@ -30,8 +30,10 @@ describe.concurrent("phronomy demo", () => {
       "5. completed: \"I'm sorry your blue kettle arrived broken.",
       "Refunds issued for this execution: 1 (R-",
       "Durable timeline of execution",
-    ]) expect(out, describeResult(result)).toContain(line);
-    for (const kind of ["input", "model barrier", "model response", "tool barrier", "tool results", "approval requested", "approval decided", "terminal"]) expect(out).toContain(kind);
+    ])
+      expect(out, describeResult(result)).toContain(line);
+    for (const kind of ["input", "model barrier", "model response", "tool barrier", "tool results", "approval requested", "approval decided", "terminal"])
+      expect(out).toContain(kind);
     expect(result.stderr).toMatch(/approval required: issueRefund\(\{"orderId":"42","amountCents":3990,"reason":"arrived damaged"\}\)/);
     expect(result.stderr).toMatch(/tool issueRefund started · idempotency key/);
 
@@ -39,8 +41,20 @@ describe.concurrent("phronomy demo", () => {
     const shown = jsonOf(await cli(["show", executionId, "--store", store, "--json"]));
     expect(shown.execution).toMatchObject({ agentId: "demo-support", status: "terminal", outcome: "completed", output: expect.stringMatching(ANSWER) });
     expect(shown.timeline.map((step: { kind: string }) => step.kind)).toEqual([
-      "input", "provider_barrier", "model_response", "tool_barrier", "tool_results", "provider_barrier", "model_response",
-      "approval_requested", "approval_decided", "tool_barrier", "tool_results", "provider_barrier", "model_response", "terminal",
+      "input",
+      "provider_barrier",
+      "model_response",
+      "tool_barrier",
+      "tool_results",
+      "provider_barrier",
+      "model_response",
+      "approval_requested",
+      "approval_decided",
+      "tool_barrier",
+      "tool_results",
+      "provider_barrier",
+      "model_response",
+      "terminal",
     ]);
     expect(shown.timeline.some((step: { recovery?: string }) => step.recovery !== undefined)).toBe(false);
   });
@@ -56,11 +70,17 @@ describe.concurrent("phronomy demo", () => {
 
     const document = jsonOf(result);
     expect(document).toMatchObject({
-      store, agentId: "demo-support", crashed: true, outcome: "completed", output: expect.stringMatching(ANSWER),
+      store,
+      agentId: "demo-support",
+      crashed: true,
+      outcome: "completed",
+      output: expect.stringMatching(ANSWER),
       approval: { approved: true, toolCalls: [{ toolName: "issueRefund", input: { orderId: "42", amountCents: 3990 } }] },
       recovery: { executionId: document.executionId, phase: "dispatching_tools", status: "continued", continuation: "framework_tools" },
     });
-    expect(document.refunds).toEqual([expect.objectContaining({ orderId: "42", amountCents: 3990, idempotencyKey: `${document.executionId}:${document.approval.toolCalls[0].callId}` })]);
+    expect(document.refunds).toEqual([
+      expect.objectContaining({ orderId: "42", amountCents: 3990, idempotencyKey: `${document.executionId}:${document.approval.toolCalls[0].callId}` }),
+    ]);
     const barriers = document.timeline.filter((step: { kind: string }) => step.kind === "tool_barrier");
     expect(barriers).toHaveLength(3);
     expect(barriers[1].payload.calls).toEqual(barriers[2].payload.calls);
@@ -77,7 +97,11 @@ describe.concurrent("phronomy demo", () => {
     let request: ApprovalRequest | undefined;
     try {
       const agent = environment.agent(demoAgentDefinition(store));
-      const run = agent.start(DEMO_INPUT, { onEvent: (event) => { if (event.type === "approval_required") request = event.request; } });
+      const run = agent.start(DEMO_INPUT, {
+        onEvent: (event) => {
+          if (event.type === "approval_required") request = event.request;
+        },
+      });
       await run.executionId;
       for (let waited = 0; request === undefined && waited < 10_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
     } finally {
@@ -86,8 +110,15 @@ describe.concurrent("phronomy demo", () => {
     expect(request, "the demo agent should ask for approval").toBeDefined();
     const approved = await cli(["approve", request!.executionId, "--store", store, "--reason", "from the test", "--json"]);
     expect(approved.code, describeResult(approved)).toBe(0);
-    expect(jsonOf(approved)).toMatchObject({ executionId: request!.executionId, agentId: "demo-support", outcome: "completed", output: expect.stringMatching(ANSWER) });
-    expect(readRefunds(demoLedgerPath(store))).toEqual([expect.objectContaining({ idempotencyKey: `${request!.executionId}:${request!.toolCalls[0]!.callId}` })]);
+    expect(jsonOf(approved)).toMatchObject({
+      executionId: request!.executionId,
+      agentId: "demo-support",
+      outcome: "completed",
+      output: expect.stringMatching(ANSWER),
+    });
+    expect(readRefunds(demoLedgerPath(store))).toEqual([
+      expect.objectContaining({ idempotencyKey: `${request!.executionId}:${request!.toolCalls[0]!.callId}` }),
+    ]);
   });
 
   it("without ai installed (npx phronomy demo in an empty directory) it fails before opening anything, naming the command that works", async () => {
@@ -100,17 +131,25 @@ describe.concurrent("phronomy demo", () => {
     ]);
     expect(existsSync(store), "nothing is created").toBe(false);
     const json = await cli(["demo", "--store", store, "--json"], { env: hidden });
-    expect(jsonOf(json).error).toMatchObject({ code: "MISSING_PACKAGE", details: { missingPackages: ["ai"], command: "npx -p phronomy -p ai@7 phronomy demo" } });
+    expect(jsonOf(json).error).toMatchObject({
+      code: "MISSING_PACKAGE",
+      details: { missingPackages: ["ai"], command: "npx -p phronomy -p ai@7 phronomy demo" },
+    });
   });
 });
 
 describe("the demo's missing peers", () => {
   it("on a Node without node:sqlite, the command names better-sqlite3 too", () => {
-    const missing = [{ name: "ai", spec: "ai@7" }, { name: "better-sqlite3", spec: "better-sqlite3@12" }];
+    const missing = [
+      { name: "ai", spec: "ai@7" },
+      { name: "better-sqlite3", spec: "better-sqlite3@12" },
+    ];
     expect(npxDemoCommand(missing)).toBe("npx -p phronomy -p ai@7 -p better-sqlite3@12 phronomy demo");
     const error = missingPeersError(missing);
     expect(error.code).toBe("MISSING_PACKAGE");
     expect(error.message).toContain("the demo needs ai and better-sqlite3 beside phronomy");
-    expect(error.message).toContain("optional peer dependencies that npx does not install. Run: npx -p phronomy -p ai@7 -p better-sqlite3@12 phronomy demo (in a project: npm install phronomy ai@7 better-sqlite3@12, then npx phronomy demo)");
+    expect(error.message).toContain(
+      "optional peer dependencies that npx does not install. Run: npx -p phronomy -p ai@7 -p better-sqlite3@12 phronomy demo (in a project: npm install phronomy ai@7 better-sqlite3@12, then npx phronomy demo)",
+    );
   });
 });

@@ -68,7 +68,9 @@ export function startCli(args: readonly string[], options: CliOptions = {}): Run
   let stdout = "";
   let stderr = "";
   const stderrListeners: (() => void)[] = [];
-  child.stdout.setEncoding("utf8").on("data", (chunk: string) => { stdout += chunk; });
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+    stdout += chunk;
+  });
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
     stderr += chunk;
     for (const listener of stderrListeners) listener();
@@ -89,14 +91,16 @@ export function startCli(args: readonly string[], options: CliOptions = {}): Run
   return {
     child,
     done,
-    stderrMatching: (pattern) => new Promise((resolveMatch, reject) => {
-      const check = () => {
-        if (pattern.test(stderr)) resolveMatch(stderr);
-        else if (child.exitCode !== null || child.signalCode !== null) reject(new Error(`the process ended before stderr matched ${pattern}\nstdout:\n${stdout}\nstderr:\n${stderr}`));
-      };
-      stderrListeners.push(check);
-      check();
-    }),
+    stderrMatching: (pattern) =>
+      new Promise((resolveMatch, reject) => {
+        const check = () => {
+          if (pattern.test(stderr)) resolveMatch(stderr);
+          else if (child.exitCode !== null || child.signalCode !== null)
+            reject(new Error(`the process ended before stderr matched ${pattern}\nstdout:\n${stdout}\nstderr:\n${stderr}`));
+        };
+        stderrListeners.push(check);
+        check();
+      }),
   };
 }
 

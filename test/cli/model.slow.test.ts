@@ -21,8 +21,21 @@ describe.concurrent("phronomy run with an OpenAI-compatible model", () => {
   it("--model and --base-url: the tool call is run and its result sent back; the answer is printed", async () => {
     const store = await temporaryStore();
     const server = await chatServer();
-    const result = await cli(["run", fixture("order-agent.ts"), "Where is order 42?", "--store", store, "--json",
-      "--model", "openai-compatible:test-model", "--base-url", server.baseUrl], { env: { PHRONOMY_API_KEY: API_KEY } });
+    const result = await cli(
+      [
+        "run",
+        fixture("order-agent.ts"),
+        "Where is order 42?",
+        "--store",
+        store,
+        "--json",
+        "--model",
+        "openai-compatible:test-model",
+        "--base-url",
+        server.baseUrl,
+      ],
+      { env: { PHRONOMY_API_KEY: API_KEY } },
+    );
     expect(result.code, describeResult(result)).toBe(0);
     const output = jsonOf(result);
     expect(output).toMatchObject({ agentId: "orders", outcome: "completed", output: ANSWER, modelCalls: 2, toolCalls: 1 });
@@ -35,10 +48,15 @@ describe.concurrent("phronomy run with an OpenAI-compatible model", () => {
     expect(first!.body.stream).not.toBe(true);
     expect(first!.body.messages[0]).toEqual({ role: "system", content: "You answer questions about orders. Look them up first." });
     expect(first!.body.messages.at(-1)).toEqual({ role: "user", content: "Where is order 42?" });
-    expect(first!.body.tools).toEqual([expect.objectContaining({
-      type: "function",
-      function: expect.objectContaining({ name: "lookupOrder", parameters: expect.objectContaining({ type: "object", properties: { orderId: { type: "string" } } }) }),
-    })]);
+    expect(first!.body.tools).toEqual([
+      expect.objectContaining({
+        type: "function",
+        function: expect.objectContaining({
+          name: "lookupOrder",
+          parameters: expect.objectContaining({ type: "object", properties: { orderId: { type: "string" } } }),
+        }),
+      }),
+    ]);
     const assistant = second!.body.messages.find((message) => message.role === "assistant");
     expect(assistant?.tool_calls?.[0]).toMatchObject({ id: TOOL_CALL_ID, function: { name: "lookupOrder", arguments: JSON.stringify({ orderId: "42" }) } });
     const toolMessage = second!.body.messages.find((message) => message.role === "tool");
@@ -63,13 +81,28 @@ describe.concurrent("phronomy run with an OpenAI-compatible model", () => {
   it("a refused key is the typed error MODEL_FAILED and exit 1; the failure is recorded in the store", async () => {
     const store = await temporaryStore();
     const server = await chatServer();
-    const result = await cli(["run", fixture("order-agent.ts"), "Where is order 42?", "--store", store, "--json",
-      "--model", "openai-compatible:test-model", "--base-url", server.baseUrl], { env: { PHRONOMY_API_KEY: "sk-wrong" } });
+    const result = await cli(
+      [
+        "run",
+        fixture("order-agent.ts"),
+        "Where is order 42?",
+        "--store",
+        store,
+        "--json",
+        "--model",
+        "openai-compatible:test-model",
+        "--base-url",
+        server.baseUrl,
+      ],
+      { env: { PHRONOMY_API_KEY: "sk-wrong" } },
+    );
     expect(result.code, describeResult(result)).toBe(1);
     const output = jsonOf(result);
     expect(output).toMatchObject({ outcome: "failed", error: { code: "MODEL_FAILED", message: expect.stringContaining("Incorrect API key") } });
     const listed = jsonOf(await cli(["ls", "--store", store, "--json"]));
-    expect(listed.executions).toEqual([expect.objectContaining({ executionId: output.executionId, outcome: "failed", error: expect.objectContaining({ code: "MODEL_FAILED" }) })]);
+    expect(listed.executions).toEqual([
+      expect.objectContaining({ executionId: output.executionId, outcome: "failed", error: expect.objectContaining({ code: "MODEL_FAILED" }) }),
+    ]);
   });
 
   it("model settings are checked before anything is opened: an unknown provider, a model without a base URL", async () => {

@@ -45,7 +45,9 @@ describe.concurrent("phronomy on PostgreSQL", () => {
     const { url, shown } = storeUrls();
     const missing = await cli(["ls", "--store", url]);
     expect(missing.code, describeResult(missing)).toBe(1);
-    expect(errorLines(missing)).toEqual([`phronomy: [STORE_NOT_FOUND] no Phronomy store in schema "${new URL(url).searchParams.get("schema")}" at ${shown}: \`phronomy run\` creates one, or name the schema with ?schema=<name>`]);
+    expect(errorLines(missing)).toEqual([
+      `phronomy: [STORE_NOT_FOUND] no Phronomy store in schema "${new URL(url).searchParams.get("schema")}" at ${shown}: \`phronomy run\` creates one, or name the schema with ?schema=<name>`,
+    ]);
 
     const completedRun = await cli(["run", exampleModule, "Where is my order 7?", "--store", url, "--json"]);
     const failedRun = await cli(["run", fixture("failing-agent.ts"), "hi", "--store", url, "--json"]);
@@ -97,7 +99,10 @@ describe.concurrent("phronomy on PostgreSQL", () => {
 
       refused = await cli(["run", exampleModule, "Where is my order 42?", "--store", url, "--json"]);
       expect(refused.code, describeResult(refused)).toBe(1);
-      expect(jsonOf(refused)).toMatchObject({ outcome: "failed", error: { code: "AGENT_BUSY", message: expect.stringContaining(`held by ${ownerName} until`) } });
+      expect(jsonOf(refused)).toMatchObject({
+        outcome: "failed",
+        error: { code: "AGENT_BUSY", message: expect.stringContaining(`held by ${ownerName} until`) },
+      });
       expect(refused.stderr).toContain(`warning: [phronomy] agent "support" is owned by ${ownerName}`);
       listed = await cli(["ls", "--store", url, "--json"]);
       expect(listed.code, describeResult(listed)).toBe(0);
@@ -150,10 +155,25 @@ describe.concurrent("phronomy on PostgreSQL", () => {
     expect(recovered.code, describeResult(recovered)).toBe(0);
     expect(jsonOf(recovered)).toMatchObject({
       store: shown,
-      executions: [expect.objectContaining({ executionId, agentId: "slow", phase: "dispatching_tools", status: "continued", result: expect.objectContaining({ outcome: "completed" }) })],
+      executions: [
+        expect.objectContaining({
+          executionId,
+          agentId: "slow",
+          phase: "dispatching_tools",
+          status: "continued",
+          result: expect.objectContaining({ outcome: "completed" }),
+        }),
+      ],
       summary: { resolved: 1, waitingForApproval: 0, needsAttention: 0, waitingForAgent: 0, ownedElsewhere: 0 },
     });
-    const partitions = await withClient(async (client) => (await client.query<{ epoch: string; live: boolean }>(`SELECT epoch, expires_at > clock_timestamp() AS live FROM ${schema}.partitions WHERE partition = ${schema}.partition_of('slow')`)).rows);
+    const partitions = await withClient(
+      async (client) =>
+        (
+          await client.query<{ epoch: string; live: boolean }>(
+            `SELECT epoch, expires_at > clock_timestamp() AS live FROM ${schema}.partitions WHERE partition = ${schema}.partition_of('slow')`,
+          )
+        ).rows,
+    );
     // Taken by the run (epoch 1), reclaimed by recover (epoch 2) and released when it closed.
     expect(partitions).toEqual([{ epoch: "2", live: false }]);
     expectNoPassword(recovered);
@@ -163,9 +183,13 @@ describe.concurrent("phronomy on PostgreSQL", () => {
     const { url, shown } = storeUrls();
     const demo = await cli(["demo", "--store", url]);
     expect(demo.code, describeResult(demo)).toBe(1);
-    expect(errorLines(demo)).toEqual([`phronomy: [STORE_NOT_SUPPORTED] the demo runs on the embedded SQLite store (its refund ledger is a file beside it), not on ${shown}: give --store a file path, or none`]);
+    expect(errorLines(demo)).toEqual([
+      `phronomy: [STORE_NOT_SUPPORTED] the demo runs on the embedded SQLite store (its refund ledger is a file beside it), not on ${shown}: give --store a file path, or none`,
+    ]);
     const mysql = await cli(["ls", "--store", "mysql://user:secret@db.example/phronomy"]);
-    expect(errorLines(mysql)).toEqual(["phronomy: [STORE_NOT_SUPPORTED] --store mysql://user:***@db.example/phronomy: a store is a SQLite file path or a postgres:// URL"]);
+    expect(errorLines(mysql)).toEqual([
+      "phronomy: [STORE_NOT_SUPPORTED] --store mysql://user:***@db.example/phronomy: a store is a SQLite file path or a postgres:// URL",
+    ]);
     expectNoPassword(demo);
     expect(mysql.stderr).not.toContain("secret");
   });

@@ -12,12 +12,17 @@ describe("phronomy prune", () => {
     const completed = jsonOf(await cli(["run", exampleModule, "Where is my order 7?", "--store", store, "--json"]));
     const failed = jsonOf(await cli(["run", fixture("failing-agent.ts"), "hi", "--store", store, "--json"]));
     const suspended = jsonOf(await cli(["run", exampleModule, "Please refund order 42", "--store", store, "--json"]));
-    const ids = async () => jsonOf(await cli(["ls", "--store", store, "--json"])).executions.map((row: { executionId: string }) => row.executionId).sort();
+    const ids = async () =>
+      jsonOf(await cli(["ls", "--store", store, "--json"]))
+        .executions.map((row: { executionId: string }) => row.executionId)
+        .sort();
 
     // The default retention (7 days): nothing is that old.
     const nothing = await cli(["prune", "--store", store]);
     expect(nothing.code, describeResult(nothing)).toBe(0);
-    expect(nothing.stdout).toBe(`pruned 0 executions past the default retention (7 days) from ${store}: 0 steps, 0 journal records past the kept memory, 0 approval inbox rows\n`);
+    expect(nothing.stdout).toBe(
+      `pruned 0 executions past the default retention (7 days) from ${store}: 0 steps, 0 journal records past the kept memory, 0 approval inbox rows\n`,
+    );
     expect(await cli(["prune", "--older-than", "1h", "--store", store])).toMatchObject({ code: 0 });
     expect(await ids()).toEqual([completed.executionId, failed.executionId, suspended.executionId].sort());
 
@@ -28,7 +33,9 @@ describe("phronomy prune", () => {
 
     const rest = await cli(["prune", "--older-than", "0ms", "--store", store]);
     expect(rest.code, describeResult(rest)).toBe(0);
-    expect(rest.stdout).toMatch(/^pruned 1 execution finished more than 0ms ago from .*: \d+ steps, 0 journal records past the kept memory, 0 approval inbox rows\n$/);
+    expect(rest.stdout).toMatch(
+      /^pruned 1 execution finished more than 0ms ago from .*: \d+ steps, 0 journal records past the kept memory, 0 approval inbox rows\n$/,
+    );
     expect(await ids()).toEqual([suspended.executionId]);
     const shown = await cli(["show", completed.executionId, "--store", store]);
     expect(shown.code).not.toBe(0);

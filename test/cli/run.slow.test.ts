@@ -28,10 +28,14 @@ describe.concurrent("phronomy run", () => {
     expect(result.code, describeResult(result)).toBe(0);
     const output = jsonOf(result);
     expect(output).toEqual({
-      executionId: expect.stringMatching(/^[0-9a-f-]{36}$/), agentId: "support", outcome: "completed",
+      executionId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      agentId: "support",
+      outcome: "completed",
       output: "Your blue kettle (order 42) is out for delivery with PostNL.",
       usage: { inputTokens: expect.any(Number), outputTokens: expect.any(Number), totalTokens: expect.any(Number) },
-      modelCalls: 2, toolCalls: 1, elapsedMs: expect.any(Number),
+      modelCalls: 2,
+      toolCalls: 1,
+      elapsedMs: expect.any(Number),
     });
     const empty = await cli(["run", exampleModule, "-", "--store", store], { input: "  \n" });
     expect(empty.code).toBe(2);
@@ -44,8 +48,13 @@ describe.concurrent("phronomy run", () => {
     expect(suspended.code, describeResult(suspended)).toBe(3);
     const pending = jsonOf(suspended);
     expect(pending).toMatchObject({
-      outcome: "suspended", agentId: "support",
-      approval: { approvalId: expect.any(String), argumentsHash: expect.any(String), toolCalls: [{ toolName: "issueRefund", input: { orderId: "42", amountCents: 3990 } }] },
+      outcome: "suspended",
+      agentId: "support",
+      approval: {
+        approvalId: expect.any(String),
+        argumentsHash: expect.any(String),
+        toolCalls: [{ toolName: "issueRefund", input: { orderId: "42", amountCents: 3990 } }],
+      },
     });
     expect(suspended.stderr).toContain(`phronomy approve ${pending.executionId} --agent-module`);
 
@@ -61,7 +70,9 @@ describe.concurrent("phronomy run", () => {
 
     const again = await cli(["approve", pending.executionId, "--agent-module", exampleModule, "--store", store]);
     expect(again.code).toBe(1);
-    expect(errorLines(again)).toEqual([expect.stringMatching(/\[NOT_WAITING_FOR_APPROVAL\] execution .* is not waiting for approval: it is completed \(its last approval was approved at /)]);
+    expect(errorLines(again)).toEqual([
+      expect.stringMatching(/\[NOT_WAITING_FOR_APPROVAL\] execution .* is not waiting for approval: it is completed \(its last approval was approved at /),
+    ]);
 
     const second = jsonOf(await cli(["run", exampleModule, "Refund order 7 please", "--store", store, "--json"]));
     expect(second.outcome).toBe("suspended");
@@ -69,7 +80,9 @@ describe.concurrent("phronomy run", () => {
     expect(rejected.code, describeResult(rejected)).toBe(0);
     expect(rejected.stdout).toBe("The refund of order 7 was not approved.\n");
     const shown = jsonOf(await cli(["show", second.executionId, "--store", store, "--json"]));
-    expect(shown.timeline.find((step: { kind: string }) => step.kind === "approval_decided")).toMatchObject({ payload: { approved: false, reason: "not eligible" } });
+    expect(shown.timeline.find((step: { kind: string }) => step.kind === "approval_decided")).toMatchObject({
+      payload: { approved: false, reason: "not eligible" },
+    });
   });
 
   it("a failing model ends the run with the typed error's code and message; exit 1", async () => {

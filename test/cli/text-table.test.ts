@@ -8,7 +8,15 @@ import { displayWidth, table } from "../../host/cli/text-table.js";
 
 describe("the CLI's table", () => {
   it("draws a box with the header apart and no rules between rows, padded to the widest cell", () => {
-    const drawn = stripColors(table(["execution", "state"], [["e-1", "completed"], ["e-22", "\x1b[33mwaiting for approval\x1b[39m"]]));
+    const drawn = stripColors(
+      table(
+        ["execution", "state"],
+        [
+          ["e-1", "completed"],
+          ["e-22", "\x1b[33mwaiting for approval\x1b[39m"],
+        ],
+      ),
+    );
     expect(drawn.split("\n")).toEqual([
       "┌───────────┬──────────────────────┐",
       "│ execution │ state                │",

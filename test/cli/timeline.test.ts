@@ -15,15 +15,17 @@ function steps(...kinds: [StoredStep["kind"], StoredStep["payload"]][]): StoredS
 
 describe("the timeline as show prints it", () => {
   it("summarizes every kind of step, with offsets from the first", () => {
-    const entries = describeTimeline(steps(
-      ["input", "Refund order 42"],
-      ["provider_barrier", { callId: "m1", revision: 2 }],
-      ["model_response", { callId: "m1", text: "", toolCalls: [call], usage: { totalTokens: 30 } }],
-      ["approval_requested", { revision: 3, approvalRequest: { approvalId: "a1", toolCalls: [call] } }],
-      ["approval_decided", { approvalId: "a1", approved: false, reason: "no", revision: 4 }],
-      ["tool_results", { results: [{ callId: "call-0-0", toolName: "refund", output: { declined: true, reason: "no" }, isError: true }], declined: true }],
-      ["terminal", { outcome: "completed", revision: 5 }],
-    ));
+    const entries = describeTimeline(
+      steps(
+        ["input", "Refund order 42"],
+        ["provider_barrier", { callId: "m1", revision: 2 }],
+        ["model_response", { callId: "m1", text: "", toolCalls: [call], usage: { totalTokens: 30 } }],
+        ["approval_requested", { revision: 3, approvalRequest: { approvalId: "a1", toolCalls: [call] } }],
+        ["approval_decided", { approvalId: "a1", approved: false, reason: "no", revision: 4 }],
+        ["tool_results", { results: [{ callId: "call-0-0", toolName: "refund", output: { declined: true, reason: "no" }, isError: true }], declined: true }],
+        ["terminal", { outcome: "completed", revision: 5 }],
+      ),
+    );
     expect(entries.map((entry) => entry.summary)).toEqual([
       '"Refund order 42"',
       "model call m1 · revision 2",
@@ -39,17 +41,28 @@ describe("the timeline as show prints it", () => {
   });
 
   it("marks a re-dispatched tool batch and a repeated model call as recovery", () => {
-    const entries = describeTimeline(steps(
-      ["input", "hi"],
-      ["provider_barrier", { callId: "m1", revision: 2 }],
-      ["provider_barrier", { callId: "m2", revision: 3 }],
-      ["model_response", { callId: "m2", text: "", toolCalls: [call] }],
-      ["tool_barrier", { calls: [call], revision: 4 }],
-      ["tool_barrier", { calls: [call], revision: 5 }],
-      ["tool_results", { results: [{ callId: "call-0-0", toolName: "refund", output: { ok: true }, isError: false }] }],
-      ["tool_barrier", { calls: [{ ...call, callId: "call-1-0" }], revision: 6 }],
-    ));
-    expect(entries.map((entry) => entry.recovery === undefined ? "-" : entry.kind)).toEqual(["-", "-", "provider_barrier", "-", "-", "tool_barrier", "-", "-"]);
+    const entries = describeTimeline(
+      steps(
+        ["input", "hi"],
+        ["provider_barrier", { callId: "m1", revision: 2 }],
+        ["provider_barrier", { callId: "m2", revision: 3 }],
+        ["model_response", { callId: "m2", text: "", toolCalls: [call] }],
+        ["tool_barrier", { calls: [call], revision: 4 }],
+        ["tool_barrier", { calls: [call], revision: 5 }],
+        ["tool_results", { results: [{ callId: "call-0-0", toolName: "refund", output: { ok: true }, isError: false }] }],
+        ["tool_barrier", { calls: [{ ...call, callId: "call-1-0" }], revision: 6 }],
+      ),
+    );
+    expect(entries.map((entry) => (entry.recovery === undefined ? "-" : entry.kind))).toEqual([
+      "-",
+      "-",
+      "provider_barrier",
+      "-",
+      "-",
+      "tool_barrier",
+      "-",
+      "-",
+    ]);
     expect(entries[4]!.summary).toBe("refund call-0-0 key e1:call-0-0 · revision 4");
     const lines = renderTimeline(entries);
     expect(lines.filter((line) => line.includes("↻ recovery"))).toHaveLength(2);

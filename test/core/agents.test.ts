@@ -6,9 +6,7 @@
 // request (no request handle) nor a dropped result.
 
 import { expect } from "vitest";
-import {
-  AdmissionState, AgentLifecycle, MessageKind, OutcomeType, ResultCode, SessionEnding,
-} from "../../assembly/abi.js";
+import { AdmissionState, AgentLifecycle, MessageKind, OutcomeType, ResultCode, SessionEnding } from "../../assembly/abi.js";
 import { describeDecisions, effect } from "./driver.js";
 
 describeDecisions("RegisterAgent(closed)", ({ it, boot }) => {
@@ -17,8 +15,12 @@ describeDecisions("RegisterAgent(closed)", ({ it, boot }) => {
     expect(core.apply(MessageKind.RegisterAgent, 0)).toBe(ResultCode.Ok);
     expect(core.effects()).toEqual([effect.AgentRegistered(0, 1)]);
     expect(core.agentRecord(0)).toEqual({
-      slot: 0, ownerToken: 0, executionSlotPlusOne: 0, generation: 1,
-      admissionState: AdmissionState.None, lifecycle: AgentLifecycle.Open,
+      slot: 0,
+      ownerToken: 0,
+      executionSlotPlusOne: 0,
+      generation: 1,
+      admissionState: AdmissionState.None,
+      lifecycle: AgentLifecycle.Open,
     });
   });
 
@@ -63,7 +65,9 @@ describeDecisions("CloseAgent(agent, agentGen)", ({ it, boot }) => {
     expect(core.apply(MessageKind.CloseAgent, run.agent, run.agentGeneration)).toBe(ResultCode.Ok);
     expect(core.effects()).toEqual([]);
     expect(run.agentRecord).toMatchObject({
-      lifecycle: AgentLifecycle.Closed, admissionState: AdmissionState.Executing, executionSlotPlusOne: run.exec + 1,
+      lifecycle: AgentLifecycle.Closed,
+      admissionState: AdmissionState.Executing,
+      executionSlotPlusOne: run.exec + 1,
     });
   });
 
@@ -103,8 +107,12 @@ describeDecisions("PurgeAgent(agent, agentGen)", ({ it, boot }) => {
     expect(core.apply(MessageKind.PurgeAgent, agent, agentGeneration)).toBe(ResultCode.Ok);
     expect(core.effects()).toEqual([]);
     expect(core.agentRecord(agent)).toEqual({
-      slot: agent, ownerToken: 0, executionSlotPlusOne: 0, generation: agentGeneration + 1,
-      admissionState: AdmissionState.None, lifecycle: AgentLifecycle.Free,
+      slot: agent,
+      ownerToken: 0,
+      executionSlotPlusOne: 0,
+      generation: agentGeneration + 1,
+      admissionState: AdmissionState.None,
+      lifecycle: AgentLifecycle.Free,
     });
   });
 
@@ -150,8 +158,7 @@ describeDecisions("PurgeAgent(agent, agentGen)", ({ it, boot }) => {
   it("checks the agent before the admission", async () => {
     const core = await boot();
     const admission = core.admitted();
-    expect(core.apply(MessageKind.PurgeAgent, admission.agent, admission.agentGeneration + 1))
-      .toBe(ResultCode.AgentGenerationMustMatch);
+    expect(core.apply(MessageKind.PurgeAgent, admission.agent, admission.agentGeneration + 1)).toBe(ResultCode.AgentGenerationMustMatch);
   });
 });
 
@@ -180,8 +187,7 @@ describeDecisions("agent slots", ({ it, boot }) => {
     expect(tenant).toEqual({ agent: previous.agent, agentGeneration: previous.agentGeneration + 1 });
 
     const request = core.request();
-    expect(core.apply(MessageKind.Start, previous.agent, previous.agentGeneration, request, 0))
-      .toBe(ResultCode.AgentGenerationMustMatch);
+    expect(core.apply(MessageKind.Start, previous.agent, previous.agentGeneration, request, 0)).toBe(ResultCode.AgentGenerationMustMatch);
     expect(core.effects()).toEqual([effect.FailRequest(request, ResultCode.AgentGenerationMustMatch)]);
     expect(core.agentRecord(tenant.agent).admissionState).toBe(AdmissionState.None);
   });
@@ -220,9 +226,6 @@ describeDecisions("SetDraining(on)", ({ it, boot }) => {
     expect(core.effects()).toEqual([effect.FailRequest(request, ResultCode.RuntimeDraining)]);
 
     run.commitProviderBarrier().settle().finish(SessionEnding.Completed).commitTerminal(OutcomeType.Completed);
-    expect(core.effects()).toEqual([
-      effect.DeliverOutcome(run.exec, OutcomeType.Completed),
-      effect.ReleaseExecution(run.exec, run.generation),
-    ]);
+    expect(core.effects()).toEqual([effect.DeliverOutcome(run.exec, OutcomeType.Completed), effect.ReleaseExecution(run.exec, run.generation)]);
   });
 });

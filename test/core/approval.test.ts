@@ -8,8 +8,17 @@
 
 import { expect } from "vitest";
 import {
-  AdmissionState, CommitOutcome, ExecutionFlag, ExecutionStatus, MessageKind, OutcomeType, Phase, RecoveryScope,
-  ResultCode, SessionEnding, SessionEventKind,
+  AdmissionState,
+  CommitOutcome,
+  ExecutionFlag,
+  ExecutionStatus,
+  MessageKind,
+  OutcomeType,
+  Phase,
+  RecoveryScope,
+  ResultCode,
+  SessionEnding,
+  SessionEventKind,
 } from "../../assembly/abi.js";
 import { describeDecisions, effect } from "./driver.js";
 
@@ -86,7 +95,17 @@ describeDecisions("Resume(exec, gen, agent, agentGen, request, approvalMatches)"
     core.expectRefused(ResultCode.StatusMustMatch, request, RESUME, running.exec, running.generation, running.agent, running.agentGeneration, request, 1);
     // Still Active while its suspension commit is in flight.
     const suspending = core.modelAnswered().event(SessionEventKind.ApprovalRequired).finish(SessionEnding.Suspended);
-    core.expectRefused(ResultCode.StatusMustMatch, request, RESUME, suspending.exec, suspending.generation, suspending.agent, suspending.agentGeneration, request, 1);
+    core.expectRefused(
+      ResultCode.StatusMustMatch,
+      request,
+      RESUME,
+      suspending.exec,
+      suspending.generation,
+      suspending.agent,
+      suspending.agentGeneration,
+      request,
+      1,
+    );
   });
 
   it("refuses a second resume while the first is in progress with ResumeInProgress", async () => {
@@ -123,15 +142,18 @@ describeDecisions("ResumeCommitReady(exec, gen, expectedRevision, outcome, newRe
       const run = core.resuming();
       const before = run.record;
       const nextSession = core.snapshot().nextSession;
-      expect(core.apply(READY, run.exec, run.generation, run.revision, CommitOutcome.Committed, run.revision + 1, approved, run.resumeRequest))
-        .toBe(ResultCode.Ok);
-      expect(core.effects()).toEqual([
-        effect.RegisterWaiter(run.exec, run.resumeRequest),
-        effect.ResumeSession(run.exec, nextSession, approved === 1),
-      ]);
+      expect(core.apply(READY, run.exec, run.generation, run.revision, CommitOutcome.Committed, run.revision + 1, approved, run.resumeRequest)).toBe(
+        ResultCode.Ok,
+      );
+      expect(core.effects()).toEqual([effect.RegisterWaiter(run.exec, run.resumeRequest), effect.ResumeSession(run.exec, nextSession, approved === 1)]);
       expect(run.record).toEqual({
-        ...before, revision: run.revision + 1, session: nextSession, status: ExecutionStatus.Active, phase: Phase.Resuming,
-        waiters: before.waiters + 1, flags: approved === 1 ? ExecutionFlag.ApprovalGranted : 0,
+        ...before,
+        revision: run.revision + 1,
+        session: nextSession,
+        status: ExecutionStatus.Active,
+        phase: Phase.Resuming,
+        waiters: before.waiters + 1,
+        flags: approved === 1 ? ExecutionFlag.ApprovalGranted : 0,
       });
       expect(run.admission).toBe(AdmissionState.Executing);
       expect(core.snapshot().nextSession).toBe(nextSession + 1);
@@ -140,11 +162,14 @@ describeDecisions("ResumeCommitReady(exec, gen, expectedRevision, outcome, newRe
 
   it("Committed with approved 0 clears an ApprovalGranted flag recovery installed", async () => {
     const core = await boot();
-    const run = core.recovered({
-      status: ExecutionStatus.Suspended, phase: Phase.Suspended, flags: ExecutionFlag.ApprovalGranted,
-    }).resume();
-    expect(core.apply(READY, run.exec, run.generation, run.revision, CommitOutcome.Committed, run.revision + 1, 0, run.resumeRequest))
-      .toBe(ResultCode.Ok);
+    const run = core
+      .recovered({
+        status: ExecutionStatus.Suspended,
+        phase: Phase.Suspended,
+        flags: ExecutionFlag.ApprovalGranted,
+      })
+      .resume();
+    expect(core.apply(READY, run.exec, run.generation, run.revision, CommitOutcome.Committed, run.revision + 1, 0, run.resumeRequest)).toBe(ResultCode.Ok);
     expect(run.record.flags).toBe(0);
   });
 
@@ -152,15 +177,48 @@ describeDecisions("ResumeCommitReady(exec, gen, expectedRevision, outcome, newRe
     const core = await boot();
     const run = core.resuming();
     const request = run.resumeRequest;
-    core.expectRefused(ResultCode.ExecutionSlotUnknown, request, READY, run.exec + 1, run.generation, run.revision, CommitOutcome.Committed, run.revision + 1, 1, request);
-    core.expectRefused(ResultCode.ExecutionGenerationMustMatch, request, READY, run.exec, run.generation + 1, run.revision, CommitOutcome.Committed, run.revision + 1, 1, request);
+    core.expectRefused(
+      ResultCode.ExecutionSlotUnknown,
+      request,
+      READY,
+      run.exec + 1,
+      run.generation,
+      run.revision,
+      CommitOutcome.Committed,
+      run.revision + 1,
+      1,
+      request,
+    );
+    core.expectRefused(
+      ResultCode.ExecutionGenerationMustMatch,
+      request,
+      READY,
+      run.exec,
+      run.generation + 1,
+      run.revision,
+      CommitOutcome.Committed,
+      run.revision + 1,
+      1,
+      request,
+    );
   });
 
   it("refuses a result computed against another revision with RevisionMustMatch", async () => {
     const core = await boot();
     const run = core.resuming();
     const request = run.resumeRequest;
-    core.expectRefused(ResultCode.RevisionMustMatch, request, READY, run.exec, run.generation, run.revision - 1, CommitOutcome.Committed, run.revision + 1, 1, request);
+    core.expectRefused(
+      ResultCode.RevisionMustMatch,
+      request,
+      READY,
+      run.exec,
+      run.generation,
+      run.revision - 1,
+      CommitOutcome.Committed,
+      run.revision + 1,
+      1,
+      request,
+    );
   });
 
   it("refuses a result for an execution no longer suspended with StatusMustMatch", async () => {
@@ -168,14 +226,36 @@ describeDecisions("ResumeCommitReady(exec, gen, expectedRevision, outcome, newRe
     const run = core.resuming().commitResume(1);
     const request = core.request();
     // Same revision as the live one, so only the status tells it is stale.
-    core.expectRefused(ResultCode.StatusMustMatch, request, READY, run.exec, run.generation, run.revision, CommitOutcome.Committed, run.revision + 1, 1, request);
+    core.expectRefused(
+      ResultCode.StatusMustMatch,
+      request,
+      READY,
+      run.exec,
+      run.generation,
+      run.revision,
+      CommitOutcome.Committed,
+      run.revision + 1,
+      1,
+      request,
+    );
   });
 
   it("refuses a result when the admission is not Resuming with AdmissionStateMustMatch", async () => {
     const core = await boot();
     const run = core.suspended();
     const request = core.request();
-    core.expectRefused(ResultCode.AdmissionStateMustMatch, request, READY, run.exec, run.generation, run.revision, CommitOutcome.Committed, run.revision + 1, 1, request);
+    core.expectRefused(
+      ResultCode.AdmissionStateMustMatch,
+      request,
+      READY,
+      run.exec,
+      run.generation,
+      run.revision,
+      CommitOutcome.Committed,
+      run.revision + 1,
+      1,
+      request,
+    );
   });
 
   it("RehydrationRequired (outcome unknown): keeps the execution for recovery, fails the waiters and the request, returns Ok", async () => {
@@ -216,8 +296,7 @@ describeDecisions("ResumeCommitReady(exec, gen, expectedRevision, outcome, newRe
       const core = await boot();
       const run = core.resuming();
       const before = run.record;
-      expect(core.apply(READY, run.exec, run.generation, run.revision, outcome, run.revision + delta, approved, run.resumeRequest))
-        .toBe(code);
+      expect(core.apply(READY, run.exec, run.generation, run.revision, outcome, run.revision + delta, approved, run.resumeRequest)).toBe(code);
       expect(core.effects()).toEqual([
         effect.RecoveryRequired(run.exec, RecoveryScope.Execution, code),
         effect.FailWaiters(run.exec, code),

@@ -16,8 +16,19 @@
 
 import { expect } from "vitest";
 import {
-  AdmissionState, CommitOutcome, ExecutionFlag, ExecutionStatus, Limit, MessageKind, OutcomeType, Phase, RecoveryScope,
-  ResultCode, SessionEnding, SessionEventKind, SetupFailure,
+  AdmissionState,
+  CommitOutcome,
+  ExecutionFlag,
+  ExecutionStatus,
+  Limit,
+  MessageKind,
+  OutcomeType,
+  Phase,
+  RecoveryScope,
+  ResultCode,
+  SessionEnding,
+  SessionEventKind,
+  SetupFailure,
 } from "../../assembly/abi.js";
 import { changedExecution, describeDecisions, effect, type Driver, type Run } from "./driver.js";
 
@@ -29,7 +40,8 @@ const TOOL = MessageKind.ToolDispatchReady;
  * tools is still running, its results were recorded, and the next model
  * call's barrier is being written. */
 function fullInFlightCallingModel(core: Driver): Run {
-  return core.dispatchingTools()
+  return core
+    .dispatchingTools()
     .commitToolBarrier(Limit.InFlightMax - 1)
     .event(SessionEventKind.ToolsCompleted)
     .event(SessionEventKind.StateCompleted);
@@ -40,8 +52,7 @@ describeDecisions("ProviderDispatchReady(exec, gen, session, expectedRevision, o
     const core = await boot();
     const run = core.installed();
     expect(run.record.inFlight).toBe(1);
-    expect(core.apply(PROVIDER, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 5))
-      .toBe(ResultCode.Ok);
+    expect(core.apply(PROVIDER, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 5)).toBe(ResultCode.Ok);
     expect(core.effects()).toEqual([effect.StartProviderCall(run.exec, run.session)]);
     // The barrier's count went to the model call: still one in flight.
     expect(run.record).toMatchObject({ revision: run.revision + 5, inFlight: 1, phase: Phase.CallingLlm, session: run.session });
@@ -51,22 +62,46 @@ describeDecisions("ProviderDispatchReady(exec, gen, session, expectedRevision, o
   it("drops a result for an unknown or free execution slot (ExecutionSlotUnknown)", async () => {
     const core = await boot();
     const run = core.installed();
-    core.expectDropped(PROVIDER, ResultCode.ExecutionSlotUnknown,
-      run.exec + 1, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1);
+    core.expectDropped(
+      PROVIDER,
+      ResultCode.ExecutionSlotUnknown,
+      run.exec + 1,
+      run.generation,
+      run.session,
+      run.revision,
+      CommitOutcome.Committed,
+      run.revision + 1,
+    );
   });
 
   it("drops a result for another generation of the slot (ExecutionGenerationMustMatch)", async () => {
     const core = await boot();
     const run = core.installed();
-    core.expectDropped(PROVIDER, ResultCode.ExecutionGenerationMustMatch,
-      run.exec, run.generation + 1, run.session, run.revision, CommitOutcome.Committed, run.revision + 1);
+    core.expectDropped(
+      PROVIDER,
+      ResultCode.ExecutionGenerationMustMatch,
+      run.exec,
+      run.generation + 1,
+      run.session,
+      run.revision,
+      CommitOutcome.Committed,
+      run.revision + 1,
+    );
   });
 
   it("drops a result computed against another revision (RevisionMustMatch), before the session check", async () => {
     const core = await boot();
     const run = core.installed();
-    core.expectDropped(PROVIDER, ResultCode.RevisionMustMatch,
-      run.exec, run.generation, run.session + 1, run.revision - 1, CommitOutcome.Committed, run.revision + 1);
+    core.expectDropped(
+      PROVIDER,
+      ResultCode.RevisionMustMatch,
+      run.exec,
+      run.generation,
+      run.session + 1,
+      run.revision - 1,
+      CommitOutcome.Committed,
+      run.revision + 1,
+    );
   });
 
   it("drops a duplicate of a result already applied (its revision moved on)", async () => {
@@ -74,30 +109,35 @@ describeDecisions("ProviderDispatchReady(exec, gen, session, expectedRevision, o
     const run = core.installed();
     const expected = run.revision;
     run.commitProviderBarrier();
-    core.expectDropped(PROVIDER, ResultCode.RevisionMustMatch,
-      run.exec, run.generation, run.session, expected, CommitOutcome.Committed, expected + 1);
+    core.expectDropped(PROVIDER, ResultCode.RevisionMustMatch, run.exec, run.generation, run.session, expected, CommitOutcome.Committed, expected + 1);
   });
 
   it("drops a result of another session (SessionMustMatch), before the phase check", async () => {
     const core = await boot();
     const run = core.dispatchingTools();
-    core.expectDropped(PROVIDER, ResultCode.SessionMustMatch,
-      run.exec, run.generation, run.session + 1, run.revision, CommitOutcome.Committed, run.revision + 1);
+    core.expectDropped(
+      PROVIDER,
+      ResultCode.SessionMustMatch,
+      run.exec,
+      run.generation,
+      run.session + 1,
+      run.revision,
+      CommitOutcome.Committed,
+      run.revision + 1,
+    );
   });
 
   it("drops a result naming session 0, which names no live session (SessionMustMatch)", async () => {
     const core = await boot();
     // Installed by recovery in calling_llm: the execution's session is 0 too.
     const run = core.recovered({ status: ExecutionStatus.Active, phase: Phase.CallingLlm });
-    core.expectDropped(PROVIDER, ResultCode.SessionMustMatch,
-      run.exec, run.generation, 0, run.revision, CommitOutcome.Committed, run.revision + 1);
+    core.expectDropped(PROVIDER, ResultCode.SessionMustMatch, run.exec, run.generation, 0, run.revision, CommitOutcome.Committed, run.revision + 1);
   });
 
   it("drops a result when the execution is no longer calling the model (PhaseMustMatch)", async () => {
     const core = await boot();
     const run = core.dispatchingTools();
-    core.expectDropped(PROVIDER, ResultCode.PhaseMustMatch,
-      run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1);
+    core.expectDropped(PROVIDER, ResultCode.PhaseMustMatch, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1);
   });
 
   it("drops every result, even a malformed one, before judging its outcome", async () => {
@@ -111,8 +151,7 @@ describeDecisions("ProviderDispatchReady(exec, gen, session, expectedRevision, o
     const run = core.installed();
     core.apply(MessageKind.AttachWaiter, run.exec, run.generation, core.request());
     const before = run.record;
-    expect(core.apply(PROVIDER, run.exec, run.generation, run.session, run.revision, CommitOutcome.RehydrationRequired, 0))
-      .toBe(ResultCode.Ok);
+    expect(core.apply(PROVIDER, run.exec, run.generation, run.session, run.revision, CommitOutcome.RehydrationRequired, 0)).toBe(ResultCode.Ok);
     expect(core.effects()).toEqual([
       effect.RecoveryRequired(run.exec, RecoveryScope.Execution, ResultCode.RehydrationRequired),
       effect.FailWaiters(run.exec, ResultCode.RehydrationRequired),
@@ -127,8 +166,7 @@ describeDecisions("ProviderDispatchReady(exec, gen, session, expectedRevision, o
     const core = await boot();
     const run = core.installed();
     const before = core.snapshot();
-    expect(core.apply(PROVIDER, run.exec, run.generation, run.session, run.revision, CommitOutcome.StoreFailed, 0))
-      .toBe(ResultCode.Ok);
+    expect(core.apply(PROVIDER, run.exec, run.generation, run.session, run.revision, CommitOutcome.StoreFailed, 0)).toBe(ResultCode.Ok);
     expect(core.effects()).toEqual([effect.SetupFailed(run.exec, run.session, SetupFailure.Provider)]);
     expect(core.snapshot()).toEqual(changedExecution(before, run.exec, { inFlight: 0 }));
   });
@@ -138,8 +176,7 @@ describeDecisions("ProviderDispatchReady(exec, gen, session, expectedRevision, o
       const core = await boot();
       const run = core.installed();
       const before = run.record;
-      expect(core.apply(PROVIDER, run.exec, run.generation, run.session, run.revision, outcome, run.revision + 1))
-        .toBe(ResultCode.OutcomeUnknown);
+      expect(core.apply(PROVIDER, run.exec, run.generation, run.session, run.revision, outcome, run.revision + 1)).toBe(ResultCode.OutcomeUnknown);
       expect(core.effects()).toEqual([
         effect.RecoveryRequired(run.exec, RecoveryScope.Execution, ResultCode.OutcomeUnknown),
         effect.FailWaiters(run.exec, ResultCode.OutcomeUnknown),
@@ -149,13 +186,17 @@ describeDecisions("ProviderDispatchReady(exec, gen, session, expectedRevision, o
     });
   }
 
-  for (const [name, delta] of [["equal to", 0], ["below", -1]] as const) {
+  for (const [name, delta] of [
+    ["equal to", 0],
+    ["below", -1],
+  ] as const) {
     it(`Committed with a new revision ${name} the current one marks the execution for recovery (RevisionMustIncrease)`, async () => {
       const core = await boot();
       const run = core.installed();
       const before = run.record;
-      expect(core.apply(PROVIDER, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + delta))
-        .toBe(ResultCode.RevisionMustIncrease);
+      expect(core.apply(PROVIDER, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + delta)).toBe(
+        ResultCode.RevisionMustIncrease,
+      );
       expect(core.effects()).toEqual([
         effect.RecoveryRequired(run.exec, RecoveryScope.Execution, ResultCode.RevisionMustIncrease),
         effect.FailWaiters(run.exec, ResultCode.RevisionMustIncrease),
@@ -173,8 +214,7 @@ describeDecisions("ProviderDispatchReady(exec, gen, session, expectedRevision, o
     const core = await boot();
     const run = fullInFlightCallingModel(core);
     expect(run.record).toMatchObject({ phase: Phase.CallingLlm, inFlight: Limit.InFlightMax });
-    expect(core.apply(PROVIDER, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1))
-      .toBe(ResultCode.Ok);
+    expect(core.apply(PROVIDER, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1)).toBe(ResultCode.Ok);
     expect(core.effects()).toEqual([effect.StartProviderCall(run.exec, run.session)]);
     expect(run.record).toMatchObject({ revision: run.revision + 1, inFlight: Limit.InFlightMax });
     expect(run.admission).toBe(AdmissionState.Executing);
@@ -184,8 +224,9 @@ describeDecisions("ProviderDispatchReady(exec, gen, session, expectedRevision, o
     const core = await boot();
     const run = fullInFlightCallingModel(core);
     const before = run.record;
-    expect(core.apply(PROVIDER, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision))
-      .toBe(ResultCode.RevisionMustIncrease);
+    expect(core.apply(PROVIDER, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision)).toBe(
+      ResultCode.RevisionMustIncrease,
+    );
     expect(core.effects()).toEqual([
       effect.RecoveryRequired(run.exec, RecoveryScope.Execution, ResultCode.RevisionMustIncrease),
       effect.FailWaiters(run.exec, ResultCode.RevisionMustIncrease),
@@ -199,8 +240,7 @@ describeDecisions("ProviderDispatchReady(exec, gen, session, expectedRevision, o
     // The barrier committed and the model call settled: a second result at
     // the current revision has no barrier left to settle.
     const run = core.modelAnswered();
-    core.expectDropped(PROVIDER, ResultCode.InFlightUnderflow,
-      run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1);
+    core.expectDropped(PROVIDER, ResultCode.InFlightUnderflow, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1);
     core.expectDropped(PROVIDER, ResultCode.InFlightUnderflow, run.exec, run.generation, run.session, run.revision, 0, 0);
   });
 
@@ -208,8 +248,7 @@ describeDecisions("ProviderDispatchReady(exec, gen, session, expectedRevision, o
     const core = await boot();
     const run = core.recordingToolResults();
     expect(run.record.inFlight).toBe(0);
-    core.expectDropped(PROVIDER, ResultCode.PhaseMustMatch,
-      run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1);
+    core.expectDropped(PROVIDER, ResultCode.PhaseMustMatch, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1);
   });
 });
 
@@ -218,8 +257,7 @@ describeDecisions("ToolDispatchReady(exec, gen, session, expectedRevision, outco
     const core = await boot();
     const run = core.dispatchingTools();
     expect(run.record.inFlight).toBe(1);
-    expect(core.apply(TOOL, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, 3))
-      .toBe(ResultCode.Ok);
+    expect(core.apply(TOOL, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, 3)).toBe(ResultCode.Ok);
     expect(core.effects()).toEqual([effect.StartToolBatch(run.exec, run.session, 3)]);
     expect(run.record).toMatchObject({ revision: run.revision + 1, inFlight: 3, phase: Phase.DispatchingTools });
   });
@@ -227,8 +265,9 @@ describeDecisions("ToolDispatchReady(exec, gen, session, expectedRevision, outco
   it("accepts a batch of exactly InFlightMax tools", async () => {
     const core = await boot();
     const run = core.dispatchingTools();
-    expect(core.apply(TOOL, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, Limit.InFlightMax))
-      .toBe(ResultCode.Ok);
+    expect(core.apply(TOOL, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, Limit.InFlightMax)).toBe(
+      ResultCode.Ok,
+    );
     expect(core.effects()).toEqual([effect.StartToolBatch(run.exec, run.session, Limit.InFlightMax)]);
     expect(run.record.inFlight).toBe(Limit.InFlightMax);
   });
@@ -246,23 +285,20 @@ describeDecisions("ToolDispatchReady(exec, gen, session, expectedRevision, outco
   it("drops a result naming session 0, which names no live session (SessionMustMatch)", async () => {
     const core = await boot();
     const run = core.recovered({ status: ExecutionStatus.Active, phase: Phase.DispatchingTools });
-    core.expectDropped(TOOL, ResultCode.SessionMustMatch,
-      run.exec, run.generation, 0, run.revision, CommitOutcome.Committed, run.revision + 1, 1);
+    core.expectDropped(TOOL, ResultCode.SessionMustMatch, run.exec, run.generation, 0, run.revision, CommitOutcome.Committed, run.revision + 1, 1);
   });
 
   it("drops a result when the execution is not dispatching tools (PhaseMustMatch)", async () => {
     const core = await boot();
     const run = core.modelAnswered();
-    core.expectDropped(TOOL, ResultCode.PhaseMustMatch,
-      run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, 1);
+    core.expectDropped(TOOL, ResultCode.PhaseMustMatch, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, 1);
   });
 
   it("RehydrationRequired: marks the execution for recovery, fails its waiters, returns Ok", async () => {
     const core = await boot();
     const run = core.dispatchingTools();
     const before = run.record;
-    expect(core.apply(TOOL, run.exec, run.generation, run.session, run.revision, CommitOutcome.RehydrationRequired, 0, 0))
-      .toBe(ResultCode.Ok);
+    expect(core.apply(TOOL, run.exec, run.generation, run.session, run.revision, CommitOutcome.RehydrationRequired, 0, 0)).toBe(ResultCode.Ok);
     expect(core.effects()).toEqual([
       effect.RecoveryRequired(run.exec, RecoveryScope.Execution, ResultCode.RehydrationRequired),
       effect.FailWaiters(run.exec, ResultCode.RehydrationRequired),
@@ -275,8 +311,7 @@ describeDecisions("ToolDispatchReady(exec, gen, session, expectedRevision, outco
     const core = await boot();
     const run = core.dispatchingTools();
     const before = core.snapshot();
-    expect(core.apply(TOOL, run.exec, run.generation, run.session, run.revision, CommitOutcome.StoreFailed, 0, 0))
-      .toBe(ResultCode.Ok);
+    expect(core.apply(TOOL, run.exec, run.generation, run.session, run.revision, CommitOutcome.StoreFailed, 0, 0)).toBe(ResultCode.Ok);
     expect(core.effects()).toEqual([effect.SetupFailed(run.exec, run.session, SetupFailure.Tool)]);
     expect(core.snapshot()).toEqual(changedExecution(before, run.exec, { inFlight: 0 }));
   });
@@ -285,8 +320,7 @@ describeDecisions("ToolDispatchReady(exec, gen, session, expectedRevision, outco
     const core = await boot();
     const run = core.dispatchingTools();
     const before = run.record;
-    expect(core.apply(TOOL, run.exec, run.generation, run.session, run.revision, 9, run.revision + 1, 1))
-      .toBe(ResultCode.OutcomeUnknown);
+    expect(core.apply(TOOL, run.exec, run.generation, run.session, run.revision, 9, run.revision + 1, 1)).toBe(ResultCode.OutcomeUnknown);
     expect(core.effects()).toEqual([
       effect.RecoveryRequired(run.exec, RecoveryScope.Execution, ResultCode.OutcomeUnknown),
       effect.FailWaiters(run.exec, ResultCode.OutcomeUnknown),
@@ -300,8 +334,9 @@ describeDecisions("ToolDispatchReady(exec, gen, session, expectedRevision, outco
       const core = await boot();
       const run = core.dispatchingTools();
       const before = core.snapshot();
-      expect(core.apply(TOOL, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, toolCount))
-        .toBe(ResultCode.ArgumentOutOfRange);
+      expect(core.apply(TOOL, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, toolCount)).toBe(
+        ResultCode.ArgumentOutOfRange,
+      );
       expect(core.effects()).toEqual([effect.SetupFailed(run.exec, run.session, SetupFailure.Tool)]);
       expect(core.snapshot()).toEqual(changedExecution(before, run.exec, { inFlight: 0 }));
     });
@@ -313,8 +348,9 @@ describeDecisions("ToolDispatchReady(exec, gen, session, expectedRevision, outco
     const run = core.callingModel().event(SessionEventKind.LlmCompletedWithTools);
     const before = core.snapshot();
     expect(run.record.inFlight).toBe(2);
-    expect(core.apply(TOOL, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, Limit.InFlightMax))
-      .toBe(ResultCode.InFlightFull);
+    expect(core.apply(TOOL, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, Limit.InFlightMax)).toBe(
+      ResultCode.InFlightFull,
+    );
     expect(core.effects()).toEqual([effect.SetupFailed(run.exec, run.session, SetupFailure.Tool)]);
     // Only the model call is left in flight.
     expect(core.snapshot()).toEqual(changedExecution(before, run.exec, { inFlight: 1 }));
@@ -323,8 +359,9 @@ describeDecisions("ToolDispatchReady(exec, gen, session, expectedRevision, outco
   it("the barrier's own count makes room: with the model call in flight, InFlightMax - 1 tools fill the count exactly", async () => {
     const core = await boot();
     const run = core.callingModel().event(SessionEventKind.LlmCompletedWithTools);
-    expect(core.apply(TOOL, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, Limit.InFlightMax - 1))
-      .toBe(ResultCode.Ok);
+    expect(core.apply(TOOL, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, Limit.InFlightMax - 1)).toBe(
+      ResultCode.Ok,
+    );
     expect(core.effects()).toEqual([effect.StartToolBatch(run.exec, run.session, Limit.InFlightMax - 1)]);
     expect(run.record.inFlight).toBe(Limit.InFlightMax);
   });
@@ -365,14 +402,11 @@ describeDecisions("ToolDispatchReady(exec, gen, session, expectedRevision, outco
     const core = await boot();
     // Every tool settled, the batch not yet reported complete.
     const run = core.toolsSettled();
-    core.expectDropped(TOOL, ResultCode.InFlightUnderflow,
-      run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, 1);
+    core.expectDropped(TOOL, ResultCode.InFlightUnderflow, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, 1);
     run.event(SessionEventKind.ToolsCompleted);
-    core.expectDropped(TOOL, ResultCode.PhaseMustMatch,
-      run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, 1);
+    core.expectDropped(TOOL, ResultCode.PhaseMustMatch, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, 1);
   });
 });
-
 
 // -- a barrier result after the session finished ---------------------------------
 
@@ -390,15 +424,16 @@ interface BarrierKind {
 
 const BARRIER_KINDS: readonly BarrierKind[] = [
   {
-    name: "ProviderDispatchReady", kind: PROVIDER,
+    name: "ProviderDispatchReady",
+    kind: PROVIDER,
     writing: (core) => core.installed(),
     // Two tools still running when the results were recorded.
-    writingBusy: (core) => core.dispatchingTools().commitToolBarrier(2)
-      .event(SessionEventKind.ToolsCompleted).event(SessionEventKind.StateCompleted),
+    writingBusy: (core) => core.dispatchingTools().commitToolBarrier(2).event(SessionEventKind.ToolsCompleted).event(SessionEventKind.StateCompleted),
     others: 2,
   },
   {
-    name: "ToolDispatchReady", kind: TOOL,
+    name: "ToolDispatchReady",
+    kind: TOOL,
     writing: (core) => core.dispatchingTools(),
     // The model call still in flight when the tools were asked for.
     writingBusy: (core) => core.callingModel().event(SessionEventKind.LlmCompletedWithTools),
@@ -439,12 +474,10 @@ for (const barrier of BARRIER_KINDS) {
       expect(core.effects()).toEqual([effect.PostDeferredTerminal(run.exec, run.session)]);
       expect(core.apply(MessageKind.DeferredTerminal, run.exec, run.generation, run.session)).toBe(ResultCode.Ok);
       expect(core.effects()).toEqual([effect.SubmitTerminalCommit(run.exec, run.session, run.revision + 1)]);
-      expect(core.apply(MessageKind.TerminalCommitReady, run.exec, run.generation, run.session, run.revision + 1, OutcomeType.Failed, run.revision + 2))
-        .toBe(ResultCode.Ok);
-      expect(core.effects()).toEqual([
-        effect.DeliverOutcome(run.exec, OutcomeType.Failed),
-        effect.ReleaseExecution(run.exec, run.generation),
-      ]);
+      expect(core.apply(MessageKind.TerminalCommitReady, run.exec, run.generation, run.session, run.revision + 1, OutcomeType.Failed, run.revision + 2)).toBe(
+        ResultCode.Ok,
+      );
+      expect(core.effects()).toEqual([effect.DeliverOutcome(run.exec, OutcomeType.Failed), effect.ReleaseExecution(run.exec, run.generation)]);
       expect(core.snapshot()).toMatchObject({ liveExecutions: 0 });
     });
 
@@ -508,7 +541,10 @@ for (const barrier of BARRIER_KINDS) {
       });
     }
 
-    for (const [name, delta] of [["equal to", 0], ["below", -1]] as const) {
+    for (const [name, delta] of [
+      ["equal to", 0],
+      ["below", -1],
+    ] as const) {
       it(`Committed with a new revision ${name} the current one marks the execution for recovery (RevisionMustIncrease)`, async () => {
         const core = await boot();
         const run = barrier.writing(core).finish(SessionEnding.Completed);
@@ -536,21 +572,57 @@ for (const barrier of BARRIER_KINDS) {
     it("drops a result once nothing is in flight (InFlightUnderflow): a quiescent finish, or a second result", async () => {
       const core = await boot();
       const quiescent = core.terminalizing();
-      core.expectDropped(barrier.kind, ResultCode.InFlightUnderflow,
-        quiescent.exec, quiescent.generation, quiescent.session, quiescent.revision, CommitOutcome.Committed, quiescent.revision + 1, 1);
+      core.expectDropped(
+        barrier.kind,
+        ResultCode.InFlightUnderflow,
+        quiescent.exec,
+        quiescent.generation,
+        quiescent.session,
+        quiescent.revision,
+        CommitOutcome.Committed,
+        quiescent.revision + 1,
+        1,
+      );
       const run = barrier.writing(core).finish(SessionEnding.Cancelled);
       core.step(barrier.kind, run.exec, run.generation, run.session, run.revision, CommitOutcome.StoreFailed, 0, 1);
-      core.expectDropped(barrier.kind, ResultCode.InFlightUnderflow,
-        run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, 1);
+      core.expectDropped(
+        barrier.kind,
+        ResultCode.InFlightUnderflow,
+        run.exec,
+        run.generation,
+        run.session,
+        run.revision,
+        CommitOutcome.Committed,
+        run.revision + 1,
+        1,
+      );
     });
 
     it("still drops a result of another revision or session first", async () => {
       const core = await boot();
       const run = barrier.writing(core).finish(SessionEnding.Cancelled);
-      core.expectDropped(barrier.kind, ResultCode.RevisionMustMatch,
-        run.exec, run.generation, run.session, run.revision + 1, CommitOutcome.Committed, run.revision + 2, 1);
-      core.expectDropped(barrier.kind, ResultCode.SessionMustMatch,
-        run.exec, run.generation, run.session + 1, run.revision, CommitOutcome.Committed, run.revision + 1, 1);
+      core.expectDropped(
+        barrier.kind,
+        ResultCode.RevisionMustMatch,
+        run.exec,
+        run.generation,
+        run.session,
+        run.revision + 1,
+        CommitOutcome.Committed,
+        run.revision + 2,
+        1,
+      );
+      core.expectDropped(
+        barrier.kind,
+        ResultCode.SessionMustMatch,
+        run.exec,
+        run.generation,
+        run.session + 1,
+        run.revision,
+        CommitOutcome.Committed,
+        run.revision + 1,
+        1,
+      );
     });
   });
 }

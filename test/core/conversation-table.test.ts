@@ -4,9 +4,7 @@
 // list of rules), every pair and every input, out-of-range ones included.
 
 import { beforeAll, expect, it } from "vitest";
-import {
-  AdmissionSituation, ConversationEventLimit, ConversationPhaseLimit,
-} from "../../assembly/abi.js";
+import { AdmissionSituation, ConversationEventLimit, ConversationPhaseLimit } from "../../assembly/abi.js";
 import { ControlCore } from "../../host/core/control-core.js";
 import { loadCoreModule } from "../../host/core/load-core.js";
 import { admissionVerdictFor, conversationNextOf } from "../model/reference-conversations.js";
@@ -29,13 +27,23 @@ it("the compiled admission decision is the model's rules for every phase, source
     for (let source = 0; source <= 4; source += 1) {
       for (let policy = 0; policy <= 4; policy += 1) {
         for (let situation = 0; situation <= AdmissionSituation.End; situation += 1) {
-          const valid = phase >= 1 && phase < ConversationPhaseLimit.End && source >= 1 && source <= 3 && policy >= 1 && policy <= 3 && situation < AdmissionSituation.End;
-          const expected = valid ? admissionVerdictFor({
-            phase, source, policy, closed: (situation & AdmissionSituation.Closed) !== 0,
-            admissionHeld: (situation & AdmissionSituation.AdmissionHeld) !== 0, queued: (situation & AdmissionSituation.Queued) !== 0,
-            headStarting: (situation & AdmissionSituation.HeadStarting) !== 0, queueKept: (situation & AdmissionSituation.QueueKept) !== 0,
-          }) : 0;
-          expect(core.admissionVerdict(phase, source, policy, situation), `phase ${phase} source ${source} policy ${policy} situation ${situation}`).toBe(expected);
+          const valid =
+            phase >= 1 && phase < ConversationPhaseLimit.End && source >= 1 && source <= 3 && policy >= 1 && policy <= 3 && situation < AdmissionSituation.End;
+          const expected = valid
+            ? admissionVerdictFor({
+                phase,
+                source,
+                policy,
+                closed: (situation & AdmissionSituation.Closed) !== 0,
+                admissionHeld: (situation & AdmissionSituation.AdmissionHeld) !== 0,
+                queued: (situation & AdmissionSituation.Queued) !== 0,
+                headStarting: (situation & AdmissionSituation.HeadStarting) !== 0,
+                queueKept: (situation & AdmissionSituation.QueueKept) !== 0,
+              })
+            : 0;
+          expect(core.admissionVerdict(phase, source, policy, situation), `phase ${phase} source ${source} policy ${policy} situation ${situation}`).toBe(
+            expected,
+          );
         }
       }
     }

@@ -5,9 +5,20 @@
 
 import { expect } from "vitest";
 import {
-  AdmissionSource as Source, AdmissionVerdict as Verdict, BusyPolicy as Policy, ConversationPhase as Phase,
-  EffectKind, HeadOutcome, HoldCause, MessageKind as M, Ownership, RecoveryCause as Cause, RecoveryFact as Fact,
-  RecoveryOutcome, ResultCode, RowsPolicy,
+  AdmissionSource as Source,
+  AdmissionVerdict as Verdict,
+  BusyPolicy as Policy,
+  ConversationPhase as Phase,
+  EffectKind,
+  HeadOutcome,
+  HoldCause,
+  MessageKind as M,
+  Ownership,
+  RecoveryCause as Cause,
+  RecoveryFact as Fact,
+  RecoveryOutcome,
+  ResultCode,
+  RowsPolicy,
 } from "../../assembly/abi.js";
 import type { CoreEffect } from "../../host/core/effects.js";
 import { describeDecisions, type Driver } from "./driver.js";
@@ -50,7 +61,9 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
       { kind: EffectKind.ReadRows, agent: c.slot, epoch: 1, rows: RowsPolicy.FromStore, readQueue: true },
     ]);
     expect(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.Recovered)).toEqual([
-      { kind: EffectKind.OpenAdmissions, agent: c.slot }, { kind: EffectKind.OpenInbox, agent: c.slot }, { kind: EffectKind.RestoreQueue, agent: c.slot },
+      { kind: EffectKind.OpenAdmissions, agent: c.slot },
+      { kind: EffectKind.OpenInbox, agent: c.slot },
+      { kind: EffectKind.RestoreQueue, agent: c.slot },
     ]);
     expect(phaseOf(core, c)).toBe(Phase.Ready);
   });
@@ -78,8 +91,12 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     const core = await boot();
     const c = register(core);
     core.step(M.RecoveryRequested, c.slot, c.generation, Cause.FirstUse, 0);
-    expect(core.step(M.RecoveryRequested, c.slot, c.generation, Cause.RecoverCalled, 0)).toEqual([{ kind: EffectKind.RecoveryJoined, agent: c.slot, epoch: 1 }]);
-    expect(core.step(M.RecoveryRequested, c.slot, c.generation, Cause.LeaseTakeover, 0)).toEqual([{ kind: EffectKind.RecoveryJoined, agent: c.slot, epoch: 1 }]);
+    expect(core.step(M.RecoveryRequested, c.slot, c.generation, Cause.RecoverCalled, 0)).toEqual([
+      { kind: EffectKind.RecoveryJoined, agent: c.slot, epoch: 1 },
+    ]);
+    expect(core.step(M.RecoveryRequested, c.slot, c.generation, Cause.LeaseTakeover, 0)).toEqual([
+      { kind: EffectKind.RecoveryJoined, agent: c.slot, epoch: 1 },
+    ]);
     expect(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.Recovered)).toEqual([
       { kind: EffectKind.ReadRows, agent: c.slot, epoch: 2, rows: RowsPolicy.FromStore, readQueue: true },
     ]);

@@ -27,15 +27,20 @@
 
 import { describe, expect, it } from "vitest";
 import {
-  AdmissionState, CommitOutcome, EffectKind, MessageKind, OutcomeType, PreparationOutcome, ResultCode,
-  SessionEnding, SessionEventKind,
+  AdmissionState,
+  CommitOutcome,
+  EffectKind,
+  MessageKind,
+  OutcomeType,
+  PreparationOutcome,
+  ResultCode,
+  SessionEnding,
+  SessionEventKind,
 } from "../../assembly/abi.js";
 import { ControlCore } from "../../host/core/control-core.js";
 import { decodeEffectWords, type CoreEffect } from "../../host/core/effects.js";
 import { loadCoreModule } from "../../host/core/load-core.js";
-import type {
-  AgentRecordView, ControlMachine, CoreLimits, CoreSnapshot, ExecutionRecordView,
-} from "../../host/core/machine.js";
+import type { AgentRecordView, ControlMachine, CoreLimits, CoreSnapshot, ExecutionRecordView } from "../../host/core/machine.js";
 
 // -- implementations ---------------------------------------------------------
 
@@ -122,42 +127,57 @@ export function describeDecisions(title: string, body: (implementation: Implemen
 export const effect = {
   AgentRegistered: (agent: number, generation: number): CoreEffect => ({ kind: EffectKind.AgentRegistered, agent, generation }),
   FailRequest: (request: number, code: number): CoreEffect => ({ kind: EffectKind.FailRequest, request, code }),
-  SubmitPrepare: (agent: number, ownerToken: number, request: number): CoreEffect =>
-    ({ kind: EffectKind.SubmitPrepare, agent, ownerToken, request }),
-  ExecutionInstalled: (execution: number, generation: number, request: number): CoreEffect =>
-    ({ kind: EffectKind.ExecutionInstalled, execution, generation, request }),
+  SubmitPrepare: (agent: number, ownerToken: number, request: number): CoreEffect => ({ kind: EffectKind.SubmitPrepare, agent, ownerToken, request }),
+  ExecutionInstalled: (execution: number, generation: number, request: number): CoreEffect => ({
+    kind: EffectKind.ExecutionInstalled,
+    execution,
+    generation,
+    request,
+  }),
   StartSession: (execution: number, session: number): CoreEffect => ({ kind: EffectKind.StartSession, execution, session }),
-  SubmitProviderBarrier: (execution: number, session: number, expectedRevision: number): CoreEffect =>
-    ({ kind: EffectKind.SubmitProviderBarrier, execution, session, expectedRevision }),
-  SubmitToolBarrier: (execution: number, session: number, expectedRevision: number): CoreEffect =>
-    ({ kind: EffectKind.SubmitToolBarrier, execution, session, expectedRevision }),
-  StartProviderCall: (execution: number, session: number): CoreEffect =>
-    ({ kind: EffectKind.StartProviderCall, execution, session }),
-  StartToolBatch: (execution: number, session: number, toolCount: number): CoreEffect =>
-    ({ kind: EffectKind.StartToolBatch, execution, session, toolCount }),
-  SetupFailed: (execution: number, session: number, failure: number): CoreEffect =>
-    ({ kind: EffectKind.SetupFailed, execution, session, failure }),
-  RecoveryRequired: (slot: number, scope: number, code: number): CoreEffect =>
-    ({ kind: EffectKind.RecoveryRequired, slot, scope, code }),
+  SubmitProviderBarrier: (execution: number, session: number, expectedRevision: number): CoreEffect => ({
+    kind: EffectKind.SubmitProviderBarrier,
+    execution,
+    session,
+    expectedRevision,
+  }),
+  SubmitToolBarrier: (execution: number, session: number, expectedRevision: number): CoreEffect => ({
+    kind: EffectKind.SubmitToolBarrier,
+    execution,
+    session,
+    expectedRevision,
+  }),
+  StartProviderCall: (execution: number, session: number): CoreEffect => ({ kind: EffectKind.StartProviderCall, execution, session }),
+  StartToolBatch: (execution: number, session: number, toolCount: number): CoreEffect => ({ kind: EffectKind.StartToolBatch, execution, session, toolCount }),
+  SetupFailed: (execution: number, session: number, failure: number): CoreEffect => ({ kind: EffectKind.SetupFailed, execution, session, failure }),
+  RecoveryRequired: (slot: number, scope: number, code: number): CoreEffect => ({ kind: EffectKind.RecoveryRequired, slot, scope, code }),
   DropStale: (messageKind: number, code: number): CoreEffect => ({ kind: EffectKind.DropStale, messageKind, code }),
   DeferTerminal: (execution: number, session: number): CoreEffect => ({ kind: EffectKind.DeferTerminal, execution, session }),
-  PostDeferredTerminal: (execution: number, session: number): CoreEffect =>
-    ({ kind: EffectKind.PostDeferredTerminal, execution, session }),
-  SubmitTerminalCommit: (execution: number, session: number, expectedRevision: number): CoreEffect =>
-    ({ kind: EffectKind.SubmitTerminalCommit, execution, session, expectedRevision }),
+  PostDeferredTerminal: (execution: number, session: number): CoreEffect => ({ kind: EffectKind.PostDeferredTerminal, execution, session }),
+  SubmitTerminalCommit: (execution: number, session: number, expectedRevision: number): CoreEffect => ({
+    kind: EffectKind.SubmitTerminalCommit,
+    execution,
+    session,
+    expectedRevision,
+  }),
   RegisterWaiter: (execution: number, request: number): CoreEffect => ({ kind: EffectKind.RegisterWaiter, execution, request }),
   DeliverOutcome: (execution: number, outcome: number): CoreEffect => ({ kind: EffectKind.DeliverOutcome, execution, outcome }),
   FailWaiters: (execution: number, code: number): CoreEffect => ({ kind: EffectKind.FailWaiters, execution, code }),
-  ReleaseExecution: (execution: number, generation: number): CoreEffect =>
-    ({ kind: EffectKind.ReleaseExecution, execution, generation }),
-  SubmitApprovalCommit: (execution: number, expectedRevision: number, request: number): CoreEffect =>
-    ({ kind: EffectKind.SubmitApprovalCommit, execution, expectedRevision, request }),
-  ResumeSession: (execution: number, session: number, approved: boolean): CoreEffect =>
-    ({ kind: EffectKind.ResumeSession, execution, session, approved }),
-  ContinueSession: (execution: number, session: number, continuation: number): CoreEffect =>
-    ({ kind: EffectKind.ContinueSession, execution, session, continuation }),
-  DeliverStartFailure: (request: number, outcome: number): CoreEffect =>
-    ({ kind: EffectKind.DeliverStartFailure, request, outcome }),
+  ReleaseExecution: (execution: number, generation: number): CoreEffect => ({ kind: EffectKind.ReleaseExecution, execution, generation }),
+  SubmitApprovalCommit: (execution: number, expectedRevision: number, request: number): CoreEffect => ({
+    kind: EffectKind.SubmitApprovalCommit,
+    execution,
+    expectedRevision,
+    request,
+  }),
+  ResumeSession: (execution: number, session: number, approved: boolean): CoreEffect => ({ kind: EffectKind.ResumeSession, execution, session, approved }),
+  ContinueSession: (execution: number, session: number, continuation: number): CoreEffect => ({
+    kind: EffectKind.ContinueSession,
+    execution,
+    session,
+    continuation,
+  }),
+  DeliverStartFailure: (request: number, outcome: number): CoreEffect => ({ kind: EffectKind.DeliverStartFailure, request, outcome }),
 } as const;
 
 // -- handles -------------------------------------------------------------------
@@ -180,9 +200,7 @@ export const PREPARED_REVISION = 10;
 
 /** `snapshot` with execution `slot`'s record changed by `changes`: the
  * expectation of a decision that touched that one record and nothing else. */
-export function changedExecution(
-  snapshot: CoreSnapshot, slot: number, changes: Partial<ExecutionRecordView>,
-): CoreSnapshot {
+export function changedExecution(snapshot: CoreSnapshot, slot: number, changes: Partial<ExecutionRecordView>): CoreSnapshot {
   return {
     ...snapshot,
     executions: snapshot.executions.map((record) => (record.slot === slot ? { ...record, ...changes } : record)),
@@ -283,16 +301,28 @@ export class Driver {
     const admission = this.admitted(options.handle);
     const revision = options.revision ?? PREPARED_REVISION;
     const effects = this.step(
-      MessageKind.InitialPreparationReady, admission.agent, admission.agentGeneration, admission.token,
-      PreparationOutcome.Active, revision, options.flags ?? 0, admission.request,
+      MessageKind.InitialPreparationReady,
+      admission.agent,
+      admission.agentGeneration,
+      admission.token,
+      PreparationOutcome.Active,
+      revision,
+      options.flags ?? 0,
+      admission.request,
     );
     const [installed, , started] = effects;
     if (installed?.kind !== EffectKind.ExecutionInstalled || started?.kind !== EffectKind.StartSession) {
       throw new Error(`InitialPreparationReady did not install: ${JSON.stringify(effects)}`);
     }
     return new Run(this, {
-      agent: admission.agent, agentGeneration: admission.agentGeneration, request: admission.request,
-      exec: installed.execution, generation: installed.generation, session: started.session, revision, inFlight: 1,
+      agent: admission.agent,
+      agentGeneration: admission.agentGeneration,
+      request: admission.request,
+      exec: installed.execution,
+      generation: installed.generation,
+      session: started.session,
+      revision,
+      inFlight: 1,
     }).checkInFlight();
   }
 
@@ -342,10 +372,7 @@ export class Driver {
    * and phase `Suspended`, session 0, admission `Suspended`, the start
    * request still waiting. */
   suspended(): Run {
-    return this.modelAnswered()
-      .event(SessionEventKind.ApprovalRequired)
-      .finish(SessionEnding.Suspended)
-      .commitTerminal(OutcomeType.Suspended);
+    return this.modelAnswered().event(SessionEventKind.ApprovalRequired).finish(SessionEnding.Suspended).commitTerminal(OutcomeType.Suspended);
   }
 
   /** A suspended execution whose `Resume` was accepted: admission
@@ -360,12 +387,24 @@ export class Driver {
     const request = this.request();
     const revision = options.revision ?? PREPARED_REVISION;
     const [installed] = this.step(
-      MessageKind.RecoveryInstall, handle.agent, handle.agentGeneration, revision, options.status, options.phase,
-      options.flags ?? 0, request,
+      MessageKind.RecoveryInstall,
+      handle.agent,
+      handle.agentGeneration,
+      revision,
+      options.status,
+      options.phase,
+      options.flags ?? 0,
+      request,
     );
     if (installed?.kind !== EffectKind.ExecutionInstalled) throw new Error("RecoveryInstall did not install");
     return new Run(this, {
-      ...handle, request, exec: installed.execution, generation: installed.generation, session: 0, revision, inFlight: 0,
+      ...handle,
+      request,
+      exec: installed.execution,
+      generation: installed.generation,
+      session: 0,
+      revision,
+      inFlight: 0,
     });
   }
 }
@@ -387,7 +426,9 @@ export interface RunState {
 /** The phases whose entry writes a barrier (docs/core.md *enter phase*),
  * by the session event that enters them. */
 const BARRIER_EVENTS: ReadonlySet<number> = new Set([
-  SessionEventKind.LlmCompletedWithTools, SessionEventKind.StateCompleted, SessionEventKind.ApprovalGranted,
+  SessionEventKind.LlmCompletedWithTools,
+  SessionEventKind.StateCompleted,
+  SessionEventKind.ApprovalGranted,
 ]);
 
 /** A live execution and the walking steps that move it on. Each step
@@ -404,7 +445,10 @@ export class Run implements RunState {
   revision: number;
   inFlight: number;
 
-  constructor(private readonly driver: Driver, state: RunState) {
+  constructor(
+    private readonly driver: Driver,
+    state: RunState,
+  ) {
     this.agent = state.agent;
     this.agentGeneration = state.agentGeneration;
     this.request = state.request;
@@ -438,10 +482,7 @@ export class Run implements RunState {
   }
 
   commitProviderBarrier(): Run {
-    this.driver.step(
-      MessageKind.ProviderDispatchReady, this.exec, this.generation, this.session, this.revision,
-      CommitOutcome.Committed, this.revision + 1,
-    );
+    this.driver.step(MessageKind.ProviderDispatchReady, this.exec, this.generation, this.session, this.revision, CommitOutcome.Committed, this.revision + 1);
     this.revision += 1;
     // The barrier settled; the model call is in flight.
     return this.checkInFlight();
@@ -449,8 +490,14 @@ export class Run implements RunState {
 
   commitToolBarrier(toolCount: number): Run {
     this.driver.step(
-      MessageKind.ToolDispatchReady, this.exec, this.generation, this.session, this.revision,
-      CommitOutcome.Committed, this.revision + 1, toolCount,
+      MessageKind.ToolDispatchReady,
+      this.exec,
+      this.generation,
+      this.session,
+      this.revision,
+      CommitOutcome.Committed,
+      this.revision + 1,
+      toolCount,
     );
     this.revision += 1;
     // The barrier settled; the batch is in flight.
@@ -480,10 +527,7 @@ export class Run implements RunState {
 
   /** The terminal commit succeeded with `outcome`. */
   commitTerminal(outcome: OutcomeType): Run {
-    this.driver.step(
-      MessageKind.TerminalCommitReady, this.exec, this.generation, this.session, this.revision, outcome,
-      this.revision + 1,
-    );
+    this.driver.step(MessageKind.TerminalCommitReady, this.exec, this.generation, this.session, this.revision, outcome, this.revision + 1);
     this.revision += 1;
     if (outcome === OutcomeType.Suspended) this.session = 0;
     return this;
@@ -502,8 +546,14 @@ export class Run implements RunState {
   /** The approval commit succeeded: a new session in phase `Resuming`. */
   commitResume(approved: 0 | 1): Run {
     const effects = this.driver.step(
-      MessageKind.ResumeCommitReady, this.exec, this.generation, this.revision, CommitOutcome.Committed,
-      this.revision + 1, approved, this.resumeRequest,
+      MessageKind.ResumeCommitReady,
+      this.exec,
+      this.generation,
+      this.revision,
+      CommitOutcome.Committed,
+      this.revision + 1,
+      approved,
+      this.resumeRequest,
     );
     const resumed = effects.find((candidate) => candidate.kind === EffectKind.ResumeSession);
     if (resumed?.kind !== EffectKind.ResumeSession) throw new Error("ResumeCommitReady emitted no ResumeSession");

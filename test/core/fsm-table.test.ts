@@ -6,8 +6,17 @@
 import { readFile } from "node:fs/promises";
 import { beforeAll, describe, expect, it } from "vitest";
 import {
-  CommitOutcome, EffectKind, MessageKind as M, OutcomeType, Phase, PhaseLimit, PreparationOutcome,
-  ResultCode, SessionEnding, SessionEventKind as E, SessionEventLimit,
+  CommitOutcome,
+  EffectKind,
+  MessageKind as M,
+  OutcomeType,
+  Phase,
+  PhaseLimit,
+  PreparationOutcome,
+  ResultCode,
+  SessionEnding,
+  SessionEventKind as E,
+  SessionEventLimit,
 } from "../../assembly/abi.js";
 import { ControlCore } from "../../host/core/control-core.js";
 import { loadCoreModule } from "../../host/core/load-core.js";
@@ -41,16 +50,28 @@ function executionIn(phase: number): { core: ControlCore; session: number } {
   step(M.Start, 0, 1, 1, 0);
   step(M.InitialPreparationReady, 0, 1, 1, PreparationOutcome.Active, revision, 0, 1);
   const session = 1;
-  const providerBarrier = () => { step(M.ProviderDispatchReady, 0, 1, session, revision, CommitOutcome.Committed, revision + 1); revision += 1; step(M.OperationSettled, 0, 1); };
-  const toolBarrier = () => { step(M.ToolDispatchReady, 0, 1, session, revision, CommitOutcome.Committed, revision + 1, 1); revision += 1; step(M.OperationSettled, 0, 1); };
+  const providerBarrier = () => {
+    step(M.ProviderDispatchReady, 0, 1, session, revision, CommitOutcome.Committed, revision + 1);
+    revision += 1;
+    step(M.OperationSettled, 0, 1);
+  };
+  const toolBarrier = () => {
+    step(M.ToolDispatchReady, 0, 1, session, revision, CommitOutcome.Committed, revision + 1, 1);
+    revision += 1;
+    step(M.OperationSettled, 0, 1);
+  };
   if (phase === Phase.CallingLlm) return { core, session };
   providerBarrier();
-  if (phase === Phase.Terminal) { step(M.SessionFinished, 0, 1, session, SessionEnding.Completed); return { core, session }; }
+  if (phase === Phase.Terminal) {
+    step(M.SessionFinished, 0, 1, session, SessionEnding.Completed);
+    return { core, session };
+  }
   if (phase === Phase.Suspended || phase === Phase.Resuming) {
     step(M.SessionEvent, 0, 1, session, E.ApprovalRequired);
     if (phase === Phase.Suspended) return { core, session };
     step(M.SessionFinished, 0, 1, session, SessionEnding.Suspended);
-    step(M.TerminalCommitReady, 0, 1, session, revision, OutcomeType.Suspended, revision + 1); revision += 1;
+    step(M.TerminalCommitReady, 0, 1, session, revision, OutcomeType.Suspended, revision + 1);
+    revision += 1;
     step(M.Resume, 0, 1, 0, 1, 2, 1);
     step(M.ResumeCommitReady, 0, 1, revision, CommitOutcome.Committed, revision + 1, 1, 2);
     return { core, session: 2 };
@@ -81,9 +102,8 @@ describe("the FSM transition table", () => {
         expect(core.snapshot().executions[0]!.phase).toBe(phase);
         const before = core.snapshot();
         const next = specified(phase, event);
-        const code = event === E.Finish
-          ? core.apply(M.SessionFinished, 0, 1, session, SessionEnding.Completed)
-          : core.apply(M.SessionEvent, 0, 1, session, event);
+        const code =
+          event === E.Finish ? core.apply(M.SessionFinished, 0, 1, session, SessionEnding.Completed) : core.apply(M.SessionEvent, 0, 1, session, event);
         if (event === E.Finish && next !== Phase.None) {
           expect(code).toBe(ResultCode.Ok);
           expect(core.snapshot().executions[0]!.phase).toBe(Phase.Terminal);

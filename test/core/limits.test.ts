@@ -8,8 +8,20 @@
 
 import { expect } from "vitest";
 import {
-  AdmissionState, CommitOutcome, ExecutionStatus, Limit, MessageKind, MessageKindLimit, OutcomeType, Phase,
-  PreparationOutcome, ResultCode, SessionEnding, SessionEventKind, SetupFailure, Submission,
+  AdmissionState,
+  CommitOutcome,
+  ExecutionStatus,
+  Limit,
+  MessageKind,
+  MessageKindLimit,
+  OutcomeType,
+  Phase,
+  PreparationOutcome,
+  ResultCode,
+  SessionEnding,
+  SessionEventKind,
+  SetupFailure,
+  Submission,
 } from "../../assembly/abi.js";
 import { decodeEffectWords } from "../../host/core/effects.js";
 import { describeDecisions, effect, type Driver, type Run } from "./driver.js";
@@ -55,7 +67,18 @@ describeDecisions("ExecutionsFull", ({ it, boot }) => {
     const idle = core.registerAgent();
     const request = core.request();
     core.expectRefused(ResultCode.ExecutionsFull, request, MessageKind.Start, idle.agent, idle.agentGeneration, request, 0);
-    core.expectRefused(ResultCode.ExecutionsFull, request, MessageKind.RecoveryInstall, idle.agent, idle.agentGeneration, 5, ExecutionStatus.Active, Phase.CallingLlm, 0, request);
+    core.expectRefused(
+      ResultCode.ExecutionsFull,
+      request,
+      MessageKind.RecoveryInstall,
+      idle.agent,
+      idle.agentGeneration,
+      5,
+      ExecutionStatus.Active,
+      Phase.CallingLlm,
+      0,
+      request,
+    );
   });
 
   it("counts one live execution plus one admitting agent", async () => {
@@ -73,32 +96,75 @@ describeDecisions("ExecutionsFull", ({ it, boot }) => {
     const idle = core.registerAgent();
     const request = core.request();
     core.expectRefused(ResultCode.ExecutionsFull, request, MessageKind.Start, idle.agent, idle.agentGeneration, request, 0);
-    expect(core.apply(MessageKind.InitialPreparationReady, admission.agent, admission.agentGeneration, admission.token,
-      PreparationOutcome.Active, 10, 0, admission.request)).toBe(ResultCode.Ok);
+    expect(
+      core.apply(
+        MessageKind.InitialPreparationReady,
+        admission.agent,
+        admission.agentGeneration,
+        admission.token,
+        PreparationOutcome.Active,
+        10,
+        0,
+        admission.request,
+      ),
+    ).toBe(ResultCode.Ok);
     expect(core.effects()[0]).toEqual(effect.ExecutionInstalled(0, 1, admission.request));
     expect(core.snapshot()).toMatchObject({ admittingAgents: 0, liveExecutions: 1 });
   });
 
   const releases: ReadonlyArray<readonly [string, (core: Driver) => void]> = [
-    ["preparation NotEstablished releases it", (core) => {
-      const admission = core.admitted();
-      core.step(MessageKind.InitialPreparationReady, admission.agent, admission.agentGeneration, admission.token, PreparationOutcome.NotEstablished, 0, 0, admission.request);
-    }],
-    ["a refused prepare submission releases it", (core) => {
-      const admission = core.admitted();
-      core.step(MessageKind.SubmissionRefused, Submission.Prepare, admission.agent, admission.agentGeneration, admission.token, admission.request);
-    }],
-    ["a preparation leaving the outcome unknown keeps the admission but frees the reservation", (core) => {
-      const admission = core.admitted();
-      core.step(MessageKind.InitialPreparationReady, admission.agent, admission.agentGeneration, admission.token, PreparationOutcome.OutcomeUnknown, 0, 0, admission.request);
-    }],
-    ["a malformed preparation result keeps the admission but frees the reservation", (core) => {
-      const admission = core.admitted();
-      core.apply(MessageKind.InitialPreparationReady, admission.agent, admission.agentGeneration, admission.token, 0, 0, 0, admission.request);
-    }],
-    ["a completed execution frees its slot", (core) => {
-      core.terminalizing().commitTerminal(OutcomeType.Completed);
-    }],
+    [
+      "preparation NotEstablished releases it",
+      (core) => {
+        const admission = core.admitted();
+        core.step(
+          MessageKind.InitialPreparationReady,
+          admission.agent,
+          admission.agentGeneration,
+          admission.token,
+          PreparationOutcome.NotEstablished,
+          0,
+          0,
+          admission.request,
+        );
+      },
+    ],
+    [
+      "a refused prepare submission releases it",
+      (core) => {
+        const admission = core.admitted();
+        core.step(MessageKind.SubmissionRefused, Submission.Prepare, admission.agent, admission.agentGeneration, admission.token, admission.request);
+      },
+    ],
+    [
+      "a preparation leaving the outcome unknown keeps the admission but frees the reservation",
+      (core) => {
+        const admission = core.admitted();
+        core.step(
+          MessageKind.InitialPreparationReady,
+          admission.agent,
+          admission.agentGeneration,
+          admission.token,
+          PreparationOutcome.OutcomeUnknown,
+          0,
+          0,
+          admission.request,
+        );
+      },
+    ],
+    [
+      "a malformed preparation result keeps the admission but frees the reservation",
+      (core) => {
+        const admission = core.admitted();
+        core.apply(MessageKind.InitialPreparationReady, admission.agent, admission.agentGeneration, admission.token, 0, 0, 0, admission.request);
+      },
+    ],
+    [
+      "a completed execution frees its slot",
+      (core) => {
+        core.terminalizing().commitTerminal(OutcomeType.Completed);
+      },
+    ],
   ];
   for (const [name, release] of releases) {
     it(`gives the capacity back: ${name}`, async () => {
@@ -162,12 +228,10 @@ describeDecisions("WaitersFull", ({ it, boot }) => {
     const run = core.resuming();
     fillWaiters(core, run);
     const session = core.snapshot().nextSession;
-    expect(core.apply(MessageKind.ResumeCommitReady, run.exec, run.generation, run.revision, CommitOutcome.Committed, run.revision + 1, 1, run.resumeRequest))
-      .toBe(ResultCode.Ok);
-    expect(core.effects()).toEqual([
-      effect.FailRequest(run.resumeRequest, ResultCode.WaitersFull),
-      effect.ResumeSession(run.exec, session, true),
-    ]);
+    expect(
+      core.apply(MessageKind.ResumeCommitReady, run.exec, run.generation, run.revision, CommitOutcome.Committed, run.revision + 1, 1, run.resumeRequest),
+    ).toBe(ResultCode.Ok);
+    expect(core.effects()).toEqual([effect.FailRequest(run.resumeRequest, ResultCode.WaitersFull), effect.ResumeSession(run.exec, session, true)]);
     expect(run.record).toMatchObject({ waiters: Limit.WaitersMax, status: ExecutionStatus.Active, phase: Phase.Resuming });
   });
 
@@ -188,15 +252,15 @@ describeDecisions("InFlightFull", ({ it, boot }) => {
     const run = core.dispatchingTools().commitToolBarrier(Limit.InFlightMax).event(SessionEventKind.ToolsCompleted);
     expect(run.record.inFlight).toBe(Limit.InFlightMax);
     // The next model call's barrier would be one operation more.
-    expect(core.apply(MessageKind.SessionEvent, run.exec, run.generation, run.session, SessionEventKind.StateCompleted))
-      .toBe(ResultCode.InFlightFull);
+    expect(core.apply(MessageKind.SessionEvent, run.exec, run.generation, run.session, SessionEventKind.StateCompleted)).toBe(ResultCode.InFlightFull);
     expect(core.effects()).toEqual([effect.DropStale(MessageKind.SessionEvent, ResultCode.InFlightFull)]);
     expect(run.record).toMatchObject({ phase: Phase.RecordingToolResults, inFlight: Limit.InFlightMax });
     run.settle().event(SessionEventKind.StateCompleted);
     expect(run.record.inFlight).toBe(Limit.InFlightMax);
     // The barrier's count goes to the model call: the count stays full.
-    expect(core.apply(MessageKind.ProviderDispatchReady, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1))
-      .toBe(ResultCode.Ok);
+    expect(core.apply(MessageKind.ProviderDispatchReady, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1)).toBe(
+      ResultCode.Ok,
+    );
     expect(core.effects()).toEqual([effect.StartProviderCall(run.exec, run.session)]);
     expect(run.record.inFlight).toBe(Limit.InFlightMax);
   });
@@ -204,12 +268,18 @@ describeDecisions("InFlightFull", ({ it, boot }) => {
   it("a tool batch that would pass InFlightMax is refused InFlightFull and fails the tool setup", async () => {
     const core = await boot();
     // InFlightMax - 1 tools still running, the model call answered with more tools.
-    const run = core.dispatchingTools().commitToolBarrier(Limit.InFlightMax - 1)
-      .event(SessionEventKind.ToolsCompleted).event(SessionEventKind.StateCompleted).commitProviderBarrier()
-      .settle().event(SessionEventKind.LlmCompletedWithTools);
+    const run = core
+      .dispatchingTools()
+      .commitToolBarrier(Limit.InFlightMax - 1)
+      .event(SessionEventKind.ToolsCompleted)
+      .event(SessionEventKind.StateCompleted)
+      .commitProviderBarrier()
+      .settle()
+      .event(SessionEventKind.LlmCompletedWithTools);
     expect(run.record.inFlight).toBe(Limit.InFlightMax);
-    expect(core.apply(MessageKind.ToolDispatchReady, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, 2))
-      .toBe(ResultCode.InFlightFull);
+    expect(core.apply(MessageKind.ToolDispatchReady, run.exec, run.generation, run.session, run.revision, CommitOutcome.Committed, run.revision + 1, 2)).toBe(
+      ResultCode.InFlightFull,
+    );
     expect(core.effects()).toEqual([effect.SetupFailed(run.exec, run.session, SetupFailure.Tool)]);
     expect(run.record.inFlight).toBe(Limit.InFlightMax - 1);
   });
@@ -228,7 +298,9 @@ describeDecisions("InFlightFull", ({ it, boot }) => {
 
 const ALL_ONES = 0xffff_ffff;
 /** Every kind the core knows: the retired 16 and 17 are left out. */
-const KINDS = Array.from({ length: MessageKindLimit.End - 1 }, (_, index) => index + 1).filter((kind) => kind !== 16 && kind !== 17 && !unassignedMessageKinds.includes(kind));
+const KINDS = Array.from({ length: MessageKindLimit.End - 1 }, (_, index) => index + 1).filter(
+  (kind) => kind !== 16 && kind !== 17 && !unassignedMessageKinds.includes(kind),
+);
 
 /** What every kind decides when every argument is 0xffffffff, on a core
  * with one live execution (slot 0) and one agent (slot 0): no slot, enum or
@@ -292,8 +364,7 @@ describeDecisions("host input never traps", ({ it, boot }) => {
       core.callingModel();
       const before = core.snapshot();
       expect(core.apply(kind, ALL_ONES, ALL_ONES, ALL_ONES, ALL_ONES, ALL_ONES, ALL_ONES, ALL_ONES)).toBe(code);
-      const expected = family === "drop" ? [effect.DropStale(kind, code)]
-        : family === "fail request" ? [effect.FailRequest(ALL_ONES, code)] : [];
+      const expected = family === "drop" ? [effect.DropStale(kind, code)] : family === "fail request" ? [effect.FailRequest(ALL_ONES, code)] : [];
       expect(core.effects()).toEqual(expected);
       expect(core.snapshot()).toEqual(before);
     });
@@ -307,18 +378,31 @@ describeDecisions("host input never traps", ({ it, boot }) => {
         const run = core.callingModel();
         // Handles first where the message takes them, so the checks behind them run.
         const args = [value, value, value, value, value, value, value];
-        const takesExecution = kind >= MessageKind.ProviderDispatchReady && kind <= MessageKind.TerminalCommitReady ||
-          kind === MessageKind.ResumeCommitReady || kind === MessageKind.ContinueRecovered ||
-          kind === MessageKind.CancelRequested || kind === MessageKind.AttachWaiter || kind === MessageKind.Resume ||
-          kind === MessageKind.DischargeRecovery;
+        const takesExecution =
+          (kind >= MessageKind.ProviderDispatchReady && kind <= MessageKind.TerminalCommitReady)
+          || kind === MessageKind.ResumeCommitReady
+          || kind === MessageKind.ContinueRecovered
+          || kind === MessageKind.CancelRequested
+          || kind === MessageKind.AttachWaiter
+          || kind === MessageKind.Resume
+          || kind === MessageKind.DischargeRecovery;
         if (takesExecution) [args[0], args[1]] = [run.exec, run.generation];
         if (kind === MessageKind.Resume) [args[2], args[3]] = [run.agent, run.agentGeneration];
         if (kind === MessageKind.SubmissionRefused) [args[1], args[2]] = [run.exec, run.generation];
-        if (kind === MessageKind.Start || kind === MessageKind.RecoveryInstall || kind === MessageKind.InitialPreparationReady ||
-          kind === MessageKind.CloseAgent || kind === MessageKind.PurgeAgent || kind === MessageKind.DischargeAgentRecovery ||
-          kind >= MessageKind.ConversationOwned) [args[0], args[1]] = [run.agent, run.agentGeneration];
+        if (
+          kind === MessageKind.Start
+          || kind === MessageKind.RecoveryInstall
+          || kind === MessageKind.InitialPreparationReady
+          || kind === MessageKind.CloseAgent
+          || kind === MessageKind.PurgeAgent
+          || kind === MessageKind.DischargeAgentRecovery
+          || kind >= MessageKind.ConversationOwned
+        )
+          [args[0], args[1]] = [run.agent, run.agentGeneration];
         let code: number | undefined;
-        expect(() => { code = core.apply(kind, ...args); }).not.toThrow();
+        expect(() => {
+          code = core.apply(kind, ...args);
+        }).not.toThrow();
         expect(Number.isInteger(code)).toBe(true);
         expect(code).toBeGreaterThanOrEqual(ResultCode.Ok);
         expect(code).toBeLessThanOrEqual(ResultCode.HeadNotStarting);
@@ -335,7 +419,9 @@ describeDecisions("host input never traps", ({ it, boot }) => {
     for (const kind of [...KINDS, 0, 99]) {
       for (const value of odd) {
         let code: number | undefined;
-        expect(() => { code = core.apply(kind, value, value, value, value, value, value, value); }).not.toThrow();
+        expect(() => {
+          code = core.apply(kind, value, value, value, value, value, value, value);
+        }).not.toThrow();
         expect(Number.isInteger(code)).toBe(true);
         expect(() => decodeEffectWords(core.machine.effectWords())).not.toThrow();
         // The handles still work afterwards.

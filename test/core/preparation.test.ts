@@ -10,10 +10,7 @@
 // may not set) keeps it too and returns its fact.
 
 import { expect } from "vitest";
-import {
-  AdmissionState, ExecutionFlag, ExecutionStatus, MessageKind, Phase, PreparationOutcome,
-  RecoveryScope, ResultCode,
-} from "../../assembly/abi.js";
+import { AdmissionState, ExecutionFlag, ExecutionStatus, MessageKind, Phase, PreparationOutcome, RecoveryScope, ResultCode } from "../../assembly/abi.js";
 import { describeDecisions, effect, PREPARED_REVISION } from "./driver.js";
 
 const READY = MessageKind.InitialPreparationReady;
@@ -22,36 +19,71 @@ describeDecisions("InitialPreparationReady drops a stale result", ({ it, boot })
   it("drops a result for an unknown agent slot (AgentSlotUnknown)", async () => {
     const core = await boot();
     const admission = core.admitted();
-    core.expectDropped(READY, ResultCode.AgentSlotUnknown,
-      admission.agent + 1, admission.agentGeneration, admission.token, PreparationOutcome.Active, 10, 0, admission.request);
+    core.expectDropped(
+      READY,
+      ResultCode.AgentSlotUnknown,
+      admission.agent + 1,
+      admission.agentGeneration,
+      admission.token,
+      PreparationOutcome.Active,
+      10,
+      0,
+      admission.request,
+    );
   });
 
   it("drops a result for another generation of the agent slot (AgentGenerationMustMatch)", async () => {
     const core = await boot();
     const admission = core.admitted();
-    core.expectDropped(READY, ResultCode.AgentGenerationMustMatch,
-      admission.agent, admission.agentGeneration + 1, admission.token, PreparationOutcome.Active, 10, 0, admission.request);
+    core.expectDropped(
+      READY,
+      ResultCode.AgentGenerationMustMatch,
+      admission.agent,
+      admission.agentGeneration + 1,
+      admission.token,
+      PreparationOutcome.Active,
+      10,
+      0,
+      admission.request,
+    );
   });
 
   it("drops a result for an agent that is not admitting (AdmissionStateMustMatch)", async () => {
     const core = await boot();
     const { agent, agentGeneration } = core.registerAgent();
-    core.expectDropped(READY, ResultCode.AdmissionStateMustMatch,
-      agent, agentGeneration, 1, PreparationOutcome.Active, 10, 0, core.request());
+    core.expectDropped(READY, ResultCode.AdmissionStateMustMatch, agent, agentGeneration, 1, PreparationOutcome.Active, 10, 0, core.request());
   });
 
   it("drops a duplicate result once the execution is installed (AdmissionStateMustMatch)", async () => {
     const core = await boot();
     const run = core.installed();
-    core.expectDropped(READY, ResultCode.AdmissionStateMustMatch,
-      run.agent, run.agentGeneration, 1, PreparationOutcome.Active, PREPARED_REVISION, 0, run.request);
+    core.expectDropped(
+      READY,
+      ResultCode.AdmissionStateMustMatch,
+      run.agent,
+      run.agentGeneration,
+      1,
+      PreparationOutcome.Active,
+      PREPARED_REVISION,
+      0,
+      run.request,
+    );
   });
 
   it("drops a result carrying another owner token (OwnerTokenMustMatch)", async () => {
     const core = await boot();
     const admission = core.admitted();
-    core.expectDropped(READY, ResultCode.OwnerTokenMustMatch,
-      admission.agent, admission.agentGeneration, admission.token + 1, PreparationOutcome.Active, 10, 0, admission.request);
+    core.expectDropped(
+      READY,
+      ResultCode.OwnerTokenMustMatch,
+      admission.agent,
+      admission.agentGeneration,
+      admission.token + 1,
+      PreparationOutcome.Active,
+      10,
+      0,
+      admission.request,
+    );
   });
 
   it("drops a result of an earlier admission of the same agent (its token is no longer the owner)", async () => {
@@ -59,8 +91,7 @@ describeDecisions("InitialPreparationReady drops a stale result", ({ it, boot })
     const first = core.admitted();
     core.step(READY, first.agent, first.agentGeneration, first.token, PreparationOutcome.NotEstablished, 0, 0, first.request);
     const second = core.admitted(first);
-    core.expectDropped(READY, ResultCode.OwnerTokenMustMatch,
-      first.agent, first.agentGeneration, first.token, PreparationOutcome.Active, 10, 0, first.request);
+    core.expectDropped(READY, ResultCode.OwnerTokenMustMatch, first.agent, first.agentGeneration, first.token, PreparationOutcome.Active, 10, 0, first.request);
     expect(core.agentRecord(second.agent)).toMatchObject({ admissionState: AdmissionState.Admitting, ownerToken: second.token });
   });
 
@@ -77,8 +108,9 @@ describeDecisions("InitialPreparationReady Active", ({ it, boot }) => {
   it("installs the execution, binds the admission, registers the start's waiter and submits the provider barrier", async () => {
     const core = await boot();
     const admission = core.admitted();
-    expect(core.apply(READY, admission.agent, admission.agentGeneration, admission.token, PreparationOutcome.Active, 42, 0, admission.request))
-      .toBe(ResultCode.Ok);
+    expect(core.apply(READY, admission.agent, admission.agentGeneration, admission.token, PreparationOutcome.Active, 42, 0, admission.request)).toBe(
+      ResultCode.Ok,
+    );
     expect(core.effects()).toEqual([
       effect.ExecutionInstalled(0, 1, admission.request),
       effect.RegisterWaiter(0, admission.request),
@@ -87,11 +119,20 @@ describeDecisions("InitialPreparationReady Active", ({ it, boot }) => {
     ]);
     expect(core.executionRecord(0)).toEqual({
       // The provider barrier being written is in flight.
-      slot: 0, agentSlotPlusOne: admission.agent + 1, revision: 42, session: 1, generation: 1, waiters: 1, inFlight: 1,
-      status: ExecutionStatus.Active, phase: Phase.CallingLlm, flags: 0,
+      slot: 0,
+      agentSlotPlusOne: admission.agent + 1,
+      revision: 42,
+      session: 1,
+      generation: 1,
+      waiters: 1,
+      inFlight: 1,
+      status: ExecutionStatus.Active,
+      phase: Phase.CallingLlm,
+      flags: 0,
     });
     expect(core.agentRecord(admission.agent)).toMatchObject({
-      admissionState: AdmissionState.Executing, executionSlotPlusOne: 1,
+      admissionState: AdmissionState.Executing,
+      executionSlotPlusOne: 1,
     });
     expect(core.snapshot()).toMatchObject({ admittingAgents: 0, liveExecutions: 1, nextSession: 2 });
   });
@@ -110,11 +151,12 @@ describeDecisions("InitialPreparationReady ends the start", ({ it, boot }) => {
     it(`releases the admission and delivers the start failure for outcome ${outcome} (${outcome === PreparationOutcome.Terminal ? "Terminal" : "NotEstablished"})`, async () => {
       const core = await boot();
       const admission = core.admitted();
-      expect(core.apply(READY, admission.agent, admission.agentGeneration, admission.token, outcome, 10, 0, admission.request))
-        .toBe(ResultCode.Ok);
+      expect(core.apply(READY, admission.agent, admission.agentGeneration, admission.token, outcome, 10, 0, admission.request)).toBe(ResultCode.Ok);
       expect(core.effects()).toEqual([effect.DeliverStartFailure(admission.request, outcome)]);
       expect(core.agentRecord(admission.agent)).toMatchObject({
-        admissionState: AdmissionState.None, ownerToken: 0, executionSlotPlusOne: 0,
+        admissionState: AdmissionState.None,
+        ownerToken: 0,
+        executionSlotPlusOne: 0,
       });
       expect(core.snapshot()).toMatchObject({ admittingAgents: 0, liveExecutions: 0, executions: [] });
       // The agent is free to start again.
@@ -131,8 +173,7 @@ describeDecisions("InitialPreparationReady ends the start", ({ it, boot }) => {
     it(`keeps the admission as RecoveryRequired (code ${code}) and delivers the start failure for outcome ${name}, returning Ok`, async () => {
       const core = await boot();
       const admission = core.admitted();
-      expect(core.apply(READY, admission.agent, admission.agentGeneration, admission.token, outcome, 10, 0, admission.request))
-        .toBe(ResultCode.Ok);
+      expect(core.apply(READY, admission.agent, admission.agentGeneration, admission.token, outcome, 10, 0, admission.request)).toBe(ResultCode.Ok);
       expect(core.effects()).toEqual([
         effect.RecoveryRequired(admission.agent, RecoveryScope.Agent, code),
         effect.DeliverStartFailure(admission.request, outcome),
@@ -148,8 +189,7 @@ describeDecisions("InitialPreparationReady malformed", ({ it, boot }) => {
     it(`keeps the admission for recovery and fails the start with OutcomeUnknown for outcome ${outcome}`, async () => {
       const core = await boot();
       const admission = core.admitted();
-      expect(core.apply(READY, admission.agent, admission.agentGeneration, admission.token, outcome, 10, 0, admission.request))
-        .toBe(ResultCode.OutcomeUnknown);
+      expect(core.apply(READY, admission.agent, admission.agentGeneration, admission.token, outcome, 10, 0, admission.request)).toBe(ResultCode.OutcomeUnknown);
       expect(core.effects()).toEqual([
         effect.RecoveryRequired(admission.agent, RecoveryScope.Agent, ResultCode.OutcomeUnknown),
         effect.FailRequest(admission.request, ResultCode.OutcomeUnknown),
@@ -160,15 +200,19 @@ describeDecisions("InitialPreparationReady malformed", ({ it, boot }) => {
   }
 
   for (const [value, name] of [
-    [ExecutionFlag.CancelRequested, "CancelRequested"], [ExecutionFlag.TerminalDeferred, "TerminalDeferred"],
-    [4, "retired bit 4 (was Reservation)"], [8, "retired bit 8 (was FrameworkCallsPending)"],
-    [ExecutionFlag.ApprovalGranted, "ApprovalGranted"], [0xffff_ffff, "every bit"],
+    [ExecutionFlag.CancelRequested, "CancelRequested"],
+    [ExecutionFlag.TerminalDeferred, "TerminalDeferred"],
+    [4, "retired bit 4 (was Reservation)"],
+    [8, "retired bit 8 (was FrameworkCallsPending)"],
+    [ExecutionFlag.ApprovalGranted, "ApprovalGranted"],
+    [0xffff_ffff, "every bit"],
   ] as const) {
     it(`ignores the retired sixth argument (was flags; decision 0022) holding ${name}: installs with no flag`, async () => {
       const core = await boot();
       const admission = core.admitted();
-      expect(core.apply(READY, admission.agent, admission.agentGeneration, admission.token, PreparationOutcome.Active, 10,
-        value, admission.request)).toBe(ResultCode.Ok);
+      expect(core.apply(READY, admission.agent, admission.agentGeneration, admission.token, PreparationOutcome.Active, 10, value, admission.request)).toBe(
+        ResultCode.Ok,
+      );
       expect(core.effects()[0]).toEqual(effect.ExecutionInstalled(0, 1, admission.request));
       expect(core.executionRecord(0).flags).toBe(0);
     });
@@ -177,8 +221,18 @@ describeDecisions("InitialPreparationReady malformed", ({ it, boot }) => {
   it("ignores the retired sixth argument on a NotEstablished result too: the admission is released", async () => {
     const core = await boot();
     const admission = core.admitted();
-    expect(core.apply(READY, admission.agent, admission.agentGeneration, admission.token, PreparationOutcome.NotEstablished, 10,
-      ExecutionFlag.CancelRequested, admission.request)).toBe(ResultCode.Ok);
+    expect(
+      core.apply(
+        READY,
+        admission.agent,
+        admission.agentGeneration,
+        admission.token,
+        PreparationOutcome.NotEstablished,
+        10,
+        ExecutionFlag.CancelRequested,
+        admission.request,
+      ),
+    ).toBe(ResultCode.Ok);
     expect(core.effects()).toEqual([effect.DeliverStartFailure(admission.request, PreparationOutcome.NotEstablished)]);
     expect(core.agentRecord(admission.agent).admissionState).toBe(AdmissionState.None);
   });

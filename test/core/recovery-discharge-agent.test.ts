@@ -8,9 +8,7 @@
 // nothing, and draining does not refuse it.
 
 import { expect } from "vitest";
-import {
-  AdmissionState, Continuation, ExecutionStatus, MessageKind, Phase, PreparationOutcome, ResultCode,
-} from "../../assembly/abi.js";
+import { AdmissionState, Continuation, ExecutionStatus, MessageKind, Phase, PreparationOutcome, ResultCode } from "../../assembly/abi.js";
 import { describeDecisions, type Admission, type Driver } from "./driver.js";
 
 const DISCHARGE = MessageKind.DischargeAgentRecovery;
@@ -18,8 +16,9 @@ const DISCHARGE = MessageKind.DischargeAgentRecovery;
 /** An admission whose preparation failed with `outcome`: the agent is held. */
 function held(core: Driver, outcome: number = PreparationOutcome.StoreFailed): Admission {
   const admission = core.admitted();
-  expect(core.apply(MessageKind.InitialPreparationReady, admission.agent, admission.agentGeneration, admission.token, outcome, 10, 0, admission.request))
-    .toBe(ResultCode.Ok);
+  expect(core.apply(MessageKind.InitialPreparationReady, admission.agent, admission.agentGeneration, admission.token, outcome, 10, 0, admission.request)).toBe(
+    ResultCode.Ok,
+  );
   expect(core.agentRecord(admission.agent)).toMatchObject({ admissionState: AdmissionState.RecoveryRequired, executionSlotPlusOne: 0 });
   return admission;
 }
@@ -44,8 +43,7 @@ describeDecisions("DischargeAgentRecovery", ({ it, boot }) => {
     expect(core.apply(DISCHARGE, admission.agent, admission.agentGeneration)).toBe(ResultCode.Ok);
     const run = core.recovered({ status: ExecutionStatus.Active, phase: Phase.CallingLlm, handle: admission });
     expect(run.admission).toBe(AdmissionState.Executing);
-    expect(core.apply(MessageKind.ContinueRecovered, run.exec, run.generation, run.revision, Continuation.RecallModel, 0, core.request()))
-      .toBe(ResultCode.Ok);
+    expect(core.apply(MessageKind.ContinueRecovered, run.exec, run.generation, run.revision, Continuation.RecallModel, 0, core.request())).toBe(ResultCode.Ok);
   });
 
   it("is not refused while draining (it admits nothing)", async () => {
@@ -57,16 +55,48 @@ describeDecisions("DischargeAgentRecovery", ({ it, boot }) => {
   });
 
   const refusals: [string, (core: Driver) => { agent: number; generation: number }, ResultCode][] = [
-    ["an agent with no admission", (core) => { const agent = core.registerAgent(); return { agent: agent.agent, generation: agent.agentGeneration }; }, ResultCode.AdmissionStateMustMatch],
-    ["an agent still admitting", (core) => { const admission = core.admitted(); return { agent: admission.agent, generation: admission.agentGeneration }; }, ResultCode.AdmissionStateMustMatch],
-    ["an agent running an execution", (core) => { const run = core.callingModel(); return { agent: run.agent, generation: run.agentGeneration }; }, ResultCode.AdmissionStateMustMatch],
-    ["an execution held for recovery (DischargeRecovery releases that one)", (core) => {
-      const run = core.recovered({ status: ExecutionStatus.Active, phase: Phase.CallingLlm });
-      core.apply(MessageKind.ContinueRecovered, run.exec, run.generation, run.revision, Continuation.None, 0, core.request());
-      expect(run.admission).toBe(AdmissionState.RecoveryRequired);
-      return { agent: run.agent, generation: run.agentGeneration };
-    }, ResultCode.AdmissionStateMustMatch],
-    ["a stale agent generation", (core) => { const admission = held(core); return { agent: admission.agent, generation: admission.agentGeneration + 1 }; }, ResultCode.AgentGenerationMustMatch],
+    [
+      "an agent with no admission",
+      (core) => {
+        const agent = core.registerAgent();
+        return { agent: agent.agent, generation: agent.agentGeneration };
+      },
+      ResultCode.AdmissionStateMustMatch,
+    ],
+    [
+      "an agent still admitting",
+      (core) => {
+        const admission = core.admitted();
+        return { agent: admission.agent, generation: admission.agentGeneration };
+      },
+      ResultCode.AdmissionStateMustMatch,
+    ],
+    [
+      "an agent running an execution",
+      (core) => {
+        const run = core.callingModel();
+        return { agent: run.agent, generation: run.agentGeneration };
+      },
+      ResultCode.AdmissionStateMustMatch,
+    ],
+    [
+      "an execution held for recovery (DischargeRecovery releases that one)",
+      (core) => {
+        const run = core.recovered({ status: ExecutionStatus.Active, phase: Phase.CallingLlm });
+        core.apply(MessageKind.ContinueRecovered, run.exec, run.generation, run.revision, Continuation.None, 0, core.request());
+        expect(run.admission).toBe(AdmissionState.RecoveryRequired);
+        return { agent: run.agent, generation: run.agentGeneration };
+      },
+      ResultCode.AdmissionStateMustMatch,
+    ],
+    [
+      "a stale agent generation",
+      (core) => {
+        const admission = held(core);
+        return { agent: admission.agent, generation: admission.agentGeneration + 1 };
+      },
+      ResultCode.AgentGenerationMustMatch,
+    ],
     ["an unknown agent slot", () => ({ agent: 3, generation: 1 }), ResultCode.AgentSlotUnknown],
   ];
   for (const [name, setUp, code] of refusals) {

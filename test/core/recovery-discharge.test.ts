@@ -7,9 +7,7 @@
 // nothing, and draining does not refuse it.
 
 import { expect } from "vitest";
-import {
-  AdmissionState, CommitOutcome, Continuation, ExecutionStatus, MessageKind, Phase, ResultCode, SessionEventKind,
-} from "../../assembly/abi.js";
+import { AdmissionState, CommitOutcome, Continuation, ExecutionStatus, MessageKind, Phase, ResultCode, SessionEventKind } from "../../assembly/abi.js";
 import { describeDecisions, effect, type Driver, type Run } from "./driver.js";
 
 const DISCHARGE = MessageKind.DischargeRecovery;
@@ -20,8 +18,9 @@ const DISCHARGE = MessageKind.DischargeRecovery;
  * flight, no waiters. */
 function recoveryRequired(core: Driver): Run {
   const run = core.recovered({ status: ExecutionStatus.Active, phase: Phase.CallingLlm });
-  expect(core.apply(MessageKind.ContinueRecovered, run.exec, run.generation, run.revision, Continuation.FrameworkTools, 0, core.request()))
-    .toBe(ResultCode.ContinuationInvalid);
+  expect(core.apply(MessageKind.ContinueRecovered, run.exec, run.generation, run.revision, Continuation.FrameworkTools, 0, core.request())).toBe(
+    ResultCode.ContinuationInvalid,
+  );
   expect(run.admission).toBe(AdmissionState.RecoveryRequired);
   expect(run.record).toMatchObject({ session: 0, inFlight: 0, waiters: 0 });
   return run;
@@ -53,8 +52,16 @@ describeDecisions("DischargeRecovery(exec, gen): accepted", ({ it, boot }) => {
     expect(core.apply(DISCHARGE, run.exec, run.generation)).toBe(ResultCode.Ok);
     expect(core.effects()).toEqual([effect.ReleaseExecution(run.exec, run.generation)]);
     expect(run.record).toEqual({
-      slot: run.exec, agentSlotPlusOne: 0, revision: 0, session: 0, generation: run.generation + 1, waiters: 0, inFlight: 0,
-      status: ExecutionStatus.None, phase: Phase.None, flags: 0,
+      slot: run.exec,
+      agentSlotPlusOne: 0,
+      revision: 0,
+      session: 0,
+      generation: run.generation + 1,
+      waiters: 0,
+      inFlight: 0,
+      status: ExecutionStatus.None,
+      phase: Phase.None,
+      flags: 0,
     });
     expect(run.agentRecord).toMatchObject({ admissionState: AdmissionState.None, executionSlotPlusOne: 0, ownerToken: 0 });
     expect(core.snapshot()).toMatchObject({ liveExecutions: 0, admittingAgents: 0 });
@@ -64,17 +71,29 @@ describeDecisions("DischargeRecovery(exec, gen): accepted", ({ it, boot }) => {
     const core = await boot();
     const run = recoveryRequired(core);
     const refused = core.request();
-    core.expectRefused(ResultCode.AgentAlreadyAdmitted, refused, MessageKind.RecoveryInstall,
-      run.agent, run.agentGeneration, run.revision, ExecutionStatus.Active, Phase.CallingLlm, 0, refused);
+    core.expectRefused(
+      ResultCode.AgentAlreadyAdmitted,
+      refused,
+      MessageKind.RecoveryInstall,
+      run.agent,
+      run.agentGeneration,
+      run.revision,
+      ExecutionStatus.Active,
+      Phase.CallingLlm,
+      0,
+      refused,
+    );
     core.step(DISCHARGE, run.exec, run.generation);
     const request = core.request();
-    expect(core.apply(MessageKind.RecoveryInstall, run.agent, run.agentGeneration, run.revision, ExecutionStatus.Active, Phase.CallingLlm, 0, request))
-      .toBe(ResultCode.Ok);
+    expect(core.apply(MessageKind.RecoveryInstall, run.agent, run.agentGeneration, run.revision, ExecutionStatus.Active, Phase.CallingLlm, 0, request)).toBe(
+      ResultCode.Ok,
+    );
     expect(core.effects()).toEqual([effect.ExecutionInstalled(run.exec, run.generation + 1, request)]);
     expect(run.agentRecord).toMatchObject({ admissionState: AdmissionState.Executing, executionSlotPlusOne: run.exec + 1 });
     // The reinstalled execution continues as recovery meant it to.
-    expect(core.apply(MessageKind.ContinueRecovered, run.exec, run.generation + 1, run.revision, Continuation.RecallModel, 0, core.request()))
-      .toBe(ResultCode.Ok);
+    expect(core.apply(MessageKind.ContinueRecovered, run.exec, run.generation + 1, run.revision, Continuation.RecallModel, 0, core.request())).toBe(
+      ResultCode.Ok,
+    );
   });
 
   it("releases a session marked for recovery once its abandoned operations settled", async () => {
@@ -94,10 +113,7 @@ describeDecisions("DischargeRecovery(exec, gen): accepted", ({ it, boot }) => {
     run.attachWaiter();
     expect(run.record.waiters).toBe(2);
     expect(core.apply(DISCHARGE, run.exec, run.generation)).toBe(ResultCode.Ok);
-    expect(core.effects()).toEqual([
-      effect.FailWaiters(run.exec, ResultCode.RehydrationRequired),
-      effect.ReleaseExecution(run.exec, run.generation),
-    ]);
+    expect(core.effects()).toEqual([effect.FailWaiters(run.exec, ResultCode.RehydrationRequired), effect.ReleaseExecution(run.exec, run.generation)]);
     expect(run.record).toMatchObject({ agentSlotPlusOne: 0, waiters: 0 });
   });
 
@@ -108,8 +124,18 @@ describeDecisions("DischargeRecovery(exec, gen): accepted", ({ it, boot }) => {
     expect(core.apply(DISCHARGE, run.exec, run.generation)).toBe(ResultCode.Ok);
     expect(core.effects()).toEqual([effect.ReleaseExecution(run.exec, run.generation)]);
     const request = core.request();
-    core.expectRefused(ResultCode.RuntimeDraining, request, MessageKind.RecoveryInstall,
-      run.agent, run.agentGeneration, run.revision, ExecutionStatus.Active, Phase.CallingLlm, 0, request);
+    core.expectRefused(
+      ResultCode.RuntimeDraining,
+      request,
+      MessageKind.RecoveryInstall,
+      run.agent,
+      run.agentGeneration,
+      run.revision,
+      ExecutionStatus.Active,
+      Phase.CallingLlm,
+      0,
+      request,
+    );
   });
 });
 
@@ -133,7 +159,11 @@ describeDecisions("DischargeRecovery(exec, gen): refused, emitting nothing", ({ 
 
   for (const [name, walk, admission] of [
     ["executing with a live session", (core: Driver) => core.modelAnswered(), AdmissionState.Executing],
-    ["installed by recovery, not yet continued", (core: Driver) => core.recovered({ status: ExecutionStatus.Active, phase: Phase.CallingLlm }), AdmissionState.Executing],
+    [
+      "installed by recovery, not yet continued",
+      (core: Driver) => core.recovered({ status: ExecutionStatus.Active, phase: Phase.CallingLlm }),
+      AdmissionState.Executing,
+    ],
     ["suspended", (core: Driver) => core.suspended(), AdmissionState.Suspended],
     ["resuming", (core: Driver) => core.resuming(), AdmissionState.Resuming],
     ["terminalizing", (core: Driver) => core.terminalizing(), AdmissionState.Terminalizing],

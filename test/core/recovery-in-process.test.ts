@@ -3,9 +3,7 @@
 // until every abandoned operation settled (NotQuiescent), then applies.
 
 import { expect } from "vitest";
-import {
-  CommitOutcome, Continuation, EffectKind, MessageKind, Phase, ResultCode, SessionEventKind,
-} from "../../assembly/abi.js";
+import { CommitOutcome, Continuation, EffectKind, MessageKind, Phase, ResultCode, SessionEventKind } from "../../assembly/abi.js";
 import { describeDecisions, effect } from "./driver.js";
 
 describeDecisions("ContinueRecovered of an execution marked for recovery in this core", ({ boot, it }) => {
@@ -17,7 +15,9 @@ describeDecisions("ContinueRecovered of an execution marked for recovery in this
     const marked = core.executionRecord(run.exec);
     expect(marked).toMatchObject({ session: 0, inFlight: 1, phase: Phase.DispatchingTools });
     const request = core.request();
-    expect(core.apply(MessageKind.ContinueRecovered, run.exec, run.generation, marked.revision, Continuation.FrameworkTools, 1, request)).toBe(ResultCode.NotQuiescent);
+    expect(core.apply(MessageKind.ContinueRecovered, run.exec, run.generation, marked.revision, Continuation.FrameworkTools, 1, request)).toBe(
+      ResultCode.NotQuiescent,
+    );
     expect(core.effects()).toEqual([effect.FailRequest(request, ResultCode.NotQuiescent)]);
     expect(core.executionRecord(run.exec)).toEqual(marked);
     // The abandoned barrier's operation settles; now recovery may continue.

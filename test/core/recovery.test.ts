@@ -13,8 +13,16 @@
 
 import { expect } from "vitest";
 import {
-  AdmissionState, CommitOutcome, Continuation, ExecutionFlag, ExecutionStatus, MessageKind, Phase,
-  RecoveryScope, ResultCode, SessionEnding,
+  AdmissionState,
+  CommitOutcome,
+  Continuation,
+  ExecutionFlag,
+  ExecutionStatus,
+  MessageKind,
+  Phase,
+  RecoveryScope,
+  ResultCode,
+  SessionEnding,
 } from "../../assembly/abi.js";
 import { describeDecisions, effect, PREPARED_REVISION, type Driver, type Run } from "./driver.js";
 
@@ -25,8 +33,16 @@ const RETIRED_KINDS = [16, 17] as const;
 const CONTINUE = MessageKind.ContinueRecovered;
 
 const INSTALLABLE_PHASES = [
-  Phase.Preparing, Phase.CallingLlm, Phase.DispatchingTools, Phase.RecordingToolResults, Phase.Suspended, Phase.Resuming,
-  Phase.RecoveryProviderCompleted, Phase.RecoveryTools, Phase.RecoveryToolsCompleted, Phase.RecoveryResolvedFailed,
+  Phase.Preparing,
+  Phase.CallingLlm,
+  Phase.DispatchingTools,
+  Phase.RecordingToolResults,
+  Phase.Suspended,
+  Phase.Resuming,
+  Phase.RecoveryProviderCompleted,
+  Phase.RecoveryTools,
+  Phase.RecoveryToolsCompleted,
+  Phase.RecoveryResolvedFailed,
 ];
 
 describeDecisions("RecoveryInstall(agent, agentGen, revision, status, phase, flags, request)", ({ it, boot }) => {
@@ -40,12 +56,19 @@ describeDecisions("RecoveryInstall(agent, agentGen, revision, status, phase, fla
       const core = await boot();
       const { agent, agentGeneration } = core.registerAgent();
       const request = core.request();
-      expect(core.apply(INSTALL, agent, agentGeneration, 77, status, phase, ExecutionFlag.ApprovalGranted, request))
-        .toBe(ResultCode.Ok);
+      expect(core.apply(INSTALL, agent, agentGeneration, 77, status, phase, ExecutionFlag.ApprovalGranted, request)).toBe(ResultCode.Ok);
       expect(core.effects()).toEqual([effect.ExecutionInstalled(0, 1, request)]);
       expect(core.executionRecord(0)).toEqual({
-        slot: 0, agentSlotPlusOne: agent + 1, revision: 77, session: 0, generation: 1, waiters: 0, inFlight: 0,
-        status, phase, flags: ExecutionFlag.ApprovalGranted,
+        slot: 0,
+        agentSlotPlusOne: agent + 1,
+        revision: 77,
+        session: 0,
+        generation: 1,
+        waiters: 0,
+        inFlight: 0,
+        status,
+        phase,
+        flags: ExecutionFlag.ApprovalGranted,
       });
       expect(core.agentRecord(agent)).toMatchObject({ admissionState: admission, executionSlotPlusOne: 1 });
       expect(core.snapshot()).toMatchObject({ liveExecutions: 1, admittingAgents: 0, nextSession: 1 });
@@ -103,8 +126,30 @@ describeDecisions("RecoveryInstall(agent, agentGen, revision, status, phase, fla
     const core = await boot();
     const run = core.suspended();
     const request = core.request();
-    core.expectRefused(ResultCode.AgentAlreadyAdmitted, request, INSTALL, run.agent, run.agentGeneration, 5, ExecutionStatus.Active, Phase.CallingLlm, 0, request);
-    core.expectRefused(ResultCode.ArgumentOutOfRange, request, INSTALL, run.agent, run.agentGeneration, 5, ExecutionStatus.Terminal, Phase.CallingLlm, 0, request);
+    core.expectRefused(
+      ResultCode.AgentAlreadyAdmitted,
+      request,
+      INSTALL,
+      run.agent,
+      run.agentGeneration,
+      5,
+      ExecutionStatus.Active,
+      Phase.CallingLlm,
+      0,
+      request,
+    );
+    core.expectRefused(
+      ResultCode.ArgumentOutOfRange,
+      request,
+      INSTALL,
+      run.agent,
+      run.agentGeneration,
+      5,
+      ExecutionStatus.Terminal,
+      Phase.CallingLlm,
+      0,
+      request,
+    );
   });
 });
 
@@ -147,16 +192,43 @@ interface ContinuationRow {
 }
 
 const TABLE: readonly ContinuationRow[] = [
-  { continuation: Continuation.FrameworkTools, name: "FrameworkTools", phases: [Phase.DispatchingTools, Phase.Resuming], required: 0, forbidden: 0, resume: Phase.DispatchingTools, barrier: "tool" },
-  { continuation: Continuation.ApprovalRejection, name: "ApprovalRejection", phases: [Phase.Resuming], required: 0, forbidden: ExecutionFlag.ApprovalGranted, resume: Phase.Resuming, barrier: null },
-  { continuation: Continuation.RecallModel, name: "RecallModel", phases: [Phase.CallingLlm], required: 0, forbidden: 0, resume: Phase.CallingLlm, barrier: "provider" },
+  {
+    continuation: Continuation.FrameworkTools,
+    name: "FrameworkTools",
+    phases: [Phase.DispatchingTools, Phase.Resuming],
+    required: 0,
+    forbidden: 0,
+    resume: Phase.DispatchingTools,
+    barrier: "tool",
+  },
+  {
+    continuation: Continuation.ApprovalRejection,
+    name: "ApprovalRejection",
+    phases: [Phase.Resuming],
+    required: 0,
+    forbidden: ExecutionFlag.ApprovalGranted,
+    resume: Phase.Resuming,
+    barrier: null,
+  },
+  {
+    continuation: Continuation.RecallModel,
+    name: "RecallModel",
+    phases: [Phase.CallingLlm],
+    required: 0,
+    forbidden: 0,
+    resume: Phase.CallingLlm,
+    barrier: "provider",
+  },
 ];
 
 /** `None` (the facts name no continuation) and the retired numbers 2–5
  * (framework_calls, output, followup, failed_terminal) fit no phase. */
 const FITTING_NONE = [
-  [Continuation.None, "None"], [2, "retired 2 (was FrameworkCalls)"], [3, "retired 3 (was Output)"],
-  [4, "retired 4 (was Followup)"], [5, "retired 5 (was FailedTerminal)"],
+  [Continuation.None, "None"],
+  [2, "retired 2 (was FrameworkCalls)"],
+  [3, "retired 3 (was Output)"],
+  [4, "retired 4 (was Followup)"],
+  [5, "retired 5 (was FailedTerminal)"],
 ] as const;
 
 function invalidFact(core: Driver, run: Run, code: ResultCode, request: number): void {
@@ -178,13 +250,13 @@ describeDecisions("ContinueRecovered(exec, gen, expectedRevision, continuation, 
         // The retired fifth argument (was hasFailure) is ignored.
         expect(core.apply(CONTINUE, run.exec, run.generation, run.revision, row.continuation, 0xffff_ffff, request)).toBe(ResultCode.Ok);
         const session = 1;
-        const barrier = row.barrier === "tool" ? [effect.SubmitToolBarrier(run.exec, session, run.revision)]
-          : row.barrier === "provider" ? [effect.SubmitProviderBarrier(run.exec, session, run.revision)] : [];
-        expect(core.effects()).toEqual([
-          effect.RegisterWaiter(run.exec, request),
-          effect.ContinueSession(run.exec, session, row.continuation),
-          ...barrier,
-        ]);
+        const barrier =
+          row.barrier === "tool"
+            ? [effect.SubmitToolBarrier(run.exec, session, run.revision)]
+            : row.barrier === "provider"
+              ? [effect.SubmitProviderBarrier(run.exec, session, run.revision)]
+              : [];
+        expect(core.effects()).toEqual([effect.RegisterWaiter(run.exec, request), effect.ContinueSession(run.exec, session, row.continuation), ...barrier]);
         expect(run.record).toEqual({ ...before, phase: row.resume, session, waiters: 1, inFlight: row.barrier ? 1 : 0 });
         expect(run.admission).toBe(AdmissionState.Executing);
       });
@@ -204,13 +276,11 @@ describeDecisions("ContinueRecovered(exec, gen, expectedRevision, continuation, 
       // A finish before the barrier's result waits for it.
       core.step(MessageKind.SessionFinished, run.exec, run.generation, session, SessionEnding.Cancelled);
       expect(core.effects()).toEqual([effect.DeferTerminal(run.exec, session)]);
-      expect(core.apply(kind, run.exec, run.generation, session, run.revision, CommitOutcome.Committed, run.revision + 1, toolCount))
-        .toBe(ResultCode.Ok);
+      expect(core.apply(kind, run.exec, run.generation, session, run.revision, CommitOutcome.Committed, run.revision + 1, toolCount)).toBe(ResultCode.Ok);
       expect(core.effects()).toEqual([effect.PostDeferredTerminal(run.exec, session)]);
       expect(run.record).toMatchObject({ revision: run.revision + 1, inFlight: 0, phase: Phase.Terminal });
     });
   }
-
 });
 
 describeDecisions("ContinueRecovered(exec, gen, expectedRevision, continuation, retired, request): invalid", ({ it, boot }) => {
@@ -219,8 +289,7 @@ describeDecisions("ContinueRecovered(exec, gen, expectedRevision, continuation, 
       const core = await boot({ agentsMax: 16, executionsMax: 16 });
       for (const phase of INSTALLABLE_PHASES) {
         if (row.phases.includes(phase)) continue;
-        const status = phase === Phase.Preparing ? ExecutionStatus.Preparing
-          : phase === Phase.Suspended ? ExecutionStatus.Suspended : ExecutionStatus.Active;
+        const status = phase === Phase.Preparing ? ExecutionStatus.Preparing : phase === Phase.Suspended ? ExecutionStatus.Suspended : ExecutionStatus.Active;
         const run = core.recovered({ status, phase, flags: row.required });
         const before = run.record;
         const request = core.request();
@@ -236,8 +305,7 @@ describeDecisions("ContinueRecovered(exec, gen, expectedRevision, continuation, 
     it(`${name} from every installable phase: ContinuationInvalid, execution untouched`, async () => {
       const core = await boot({ agentsMax: 16, executionsMax: 16 });
       for (const phase of INSTALLABLE_PHASES) {
-        const status = phase === Phase.Preparing ? ExecutionStatus.Preparing
-          : phase === Phase.Suspended ? ExecutionStatus.Suspended : ExecutionStatus.Active;
+        const status = phase === Phase.Preparing ? ExecutionStatus.Preparing : phase === Phase.Suspended ? ExecutionStatus.Suspended : ExecutionStatus.Active;
         const run = core.recovered({ status, phase });
         const before = run.record;
         const request = core.request();
@@ -300,7 +368,17 @@ describeDecisions("ContinueRecovered(exec, gen, expectedRevision, continuation, 
     const run = core.recovered({ status: ExecutionStatus.Active, phase: Phase.CallingLlm, revision: PREPARED_REVISION });
     const request = core.request();
     core.expectRefused(ResultCode.ExecutionSlotUnknown, request, CONTINUE, run.exec + 1, run.generation, run.revision, Continuation.RecallModel, 0, request);
-    core.expectRefused(ResultCode.ExecutionGenerationMustMatch, request, CONTINUE, run.exec, run.generation + 1, run.revision, Continuation.RecallModel, 0, request);
+    core.expectRefused(
+      ResultCode.ExecutionGenerationMustMatch,
+      request,
+      CONTINUE,
+      run.exec,
+      run.generation + 1,
+      run.revision,
+      Continuation.RecallModel,
+      0,
+      request,
+    );
     core.expectRefused(ResultCode.RevisionMustMatch, request, CONTINUE, run.exec, run.generation, run.revision - 1, Continuation.RecallModel, 0, request);
     // A malformed stale message is refused as stale, not judged.
     core.expectRefused(ResultCode.RevisionMustMatch, request, CONTINUE, run.exec, run.generation, run.revision - 1, 9, 0, request);

@@ -12,8 +12,18 @@
 
 import { expect } from "vitest";
 import {
-  AdmissionState, ExecutionFlag, ExecutionStatus, MessageKind, OutcomeType, Phase, RecoveryScope, ResultCode,
-  SessionEnding, SessionEventKind, SetupFailure, Submission,
+  AdmissionState,
+  ExecutionFlag,
+  ExecutionStatus,
+  MessageKind,
+  OutcomeType,
+  Phase,
+  RecoveryScope,
+  ResultCode,
+  SessionEnding,
+  SessionEventKind,
+  SetupFailure,
+  Submission,
 } from "../../assembly/abi.js";
 import { changedExecution, describeDecisions, effect, type Driver } from "./driver.js";
 
@@ -68,8 +78,7 @@ describeDecisions("SubmissionRefused(submission, slot, gen, tokenOrSession, requ
   it("Prepare: releases the admission and its reservation, fails the start with OffloadFull", async () => {
     const core = await boot();
     const admission = core.admitted();
-    expect(core.apply(REFUSED, Submission.Prepare, admission.agent, admission.agentGeneration, admission.token, admission.request))
-      .toBe(ResultCode.Ok);
+    expect(core.apply(REFUSED, Submission.Prepare, admission.agent, admission.agentGeneration, admission.token, admission.request)).toBe(ResultCode.Ok);
     expect(core.effects()).toEqual([effect.FailRequest(admission.request, ResultCode.OffloadFull)]);
     expect(core.agentRecord(admission.agent)).toMatchObject({ admissionState: AdmissionState.None, ownerToken: 0, executionSlotPlusOne: 0 });
     expect(core.snapshot()).toMatchObject({ admittingAgents: 0, liveExecutions: 0 });
@@ -79,14 +88,38 @@ describeDecisions("SubmissionRefused(submission, slot, gen, tokenOrSession, requ
   it("Prepare: drops for an unknown agent or another generation", async () => {
     const core = await boot();
     const admission = core.admitted();
-    core.expectDropped(REFUSED, ResultCode.AgentSlotUnknown, Submission.Prepare, admission.agent + 1, admission.agentGeneration, admission.token, admission.request);
-    core.expectDropped(REFUSED, ResultCode.AgentGenerationMustMatch, Submission.Prepare, admission.agent, admission.agentGeneration + 1, admission.token, admission.request);
+    core.expectDropped(
+      REFUSED,
+      ResultCode.AgentSlotUnknown,
+      Submission.Prepare,
+      admission.agent + 1,
+      admission.agentGeneration,
+      admission.token,
+      admission.request,
+    );
+    core.expectDropped(
+      REFUSED,
+      ResultCode.AgentGenerationMustMatch,
+      Submission.Prepare,
+      admission.agent,
+      admission.agentGeneration + 1,
+      admission.token,
+      admission.request,
+    );
   });
 
   it("Prepare: drops with OwnerTokenMustMatch for another token or an agent no longer admitting", async () => {
     const core = await boot();
     const admission = core.admitted();
-    core.expectDropped(REFUSED, ResultCode.OwnerTokenMustMatch, Submission.Prepare, admission.agent, admission.agentGeneration, admission.token + 1, admission.request);
+    core.expectDropped(
+      REFUSED,
+      ResultCode.OwnerTokenMustMatch,
+      Submission.Prepare,
+      admission.agent,
+      admission.agentGeneration,
+      admission.token + 1,
+      admission.request,
+    );
     const run = core.installed();
     core.expectDropped(REFUSED, ResultCode.OwnerTokenMustMatch, Submission.Prepare, run.agent, run.agentGeneration, 2, run.request);
     const idle = core.registerAgent();

@@ -9,8 +9,18 @@
 
 import { expect } from "vitest";
 import {
-  AdmissionState, CommitOutcome, ExecutionFlag, ExecutionStatus, Limit, MessageKind, OutcomeType, Phase,
-  ResultCode, SessionEnding, SessionEventKind, Submission,
+  AdmissionState,
+  CommitOutcome,
+  ExecutionFlag,
+  ExecutionStatus,
+  Limit,
+  MessageKind,
+  OutcomeType,
+  Phase,
+  ResultCode,
+  SessionEnding,
+  SessionEventKind,
+  Submission,
 } from "../../assembly/abi.js";
 import { describeDecisions, effect, type Driver, type Run } from "./driver.js";
 
@@ -31,22 +41,31 @@ const DEFINED: ReadonlyArray<readonly [Phase, SessionEventKind, Phase, "provider
  * would get there. */
 function liveIn(core: Driver, phase: Phase): Run {
   switch (phase) {
-    case Phase.CallingLlm: return core.modelAnswered();
-    case Phase.DispatchingTools: return core.dispatchingTools();
-    case Phase.RecordingToolResults: return core.recordingToolResults();
-    case Phase.Suspended: return core.modelAnswered().event(SessionEventKind.ApprovalRequired);
-    case Phase.Resuming: return core.resuming().commitResume(1);
-    case Phase.Terminal: return core.callingModel().finish(SessionEnding.Completed);
-    default: throw new Error(`no live walk to phase ${phase}`);
+    case Phase.CallingLlm:
+      return core.modelAnswered();
+    case Phase.DispatchingTools:
+      return core.dispatchingTools();
+    case Phase.RecordingToolResults:
+      return core.recordingToolResults();
+    case Phase.Suspended:
+      return core.modelAnswered().event(SessionEventKind.ApprovalRequired);
+    case Phase.Resuming:
+      return core.resuming().commitResume(1);
+    case Phase.Terminal:
+      return core.callingModel().finish(SessionEnding.Completed);
+    default:
+      throw new Error(`no live walk to phase ${phase}`);
   }
 }
 
-const LIVE_PHASES = [
-  Phase.CallingLlm, Phase.DispatchingTools, Phase.RecordingToolResults, Phase.Suspended, Phase.Resuming, Phase.Terminal,
-];
+const LIVE_PHASES = [Phase.CallingLlm, Phase.DispatchingTools, Phase.RecordingToolResults, Phase.Suspended, Phase.Resuming, Phase.Terminal];
 const EVENTS = [
-  SessionEventKind.LlmCompletedWithTools, SessionEventKind.ToolsCompleted, SessionEventKind.StateCompleted,
-  SessionEventKind.ApprovalRequired, SessionEventKind.ApprovalGranted, SessionEventKind.ApprovalRejected,
+  SessionEventKind.LlmCompletedWithTools,
+  SessionEventKind.ToolsCompleted,
+  SessionEventKind.StateCompleted,
+  SessionEventKind.ApprovalRequired,
+  SessionEventKind.ApprovalGranted,
+  SessionEventKind.ApprovalRejected,
 ];
 
 describeDecisions("SessionEvent(exec, gen, session, event): defined transitions", ({ it, boot }) => {
@@ -56,9 +75,12 @@ describeDecisions("SessionEvent(exec, gen, session, event): defined transitions"
       const run = liveIn(core, from);
       const before = run.record;
       expect(core.apply(EVENT, run.exec, run.generation, run.session, event)).toBe(ResultCode.Ok);
-      const entry = barrier === "tool" ? [effect.SubmitToolBarrier(run.exec, run.session, run.revision)]
-        : barrier === "provider" ? [effect.SubmitProviderBarrier(run.exec, run.session, run.revision)]
-          : [];
+      const entry =
+        barrier === "tool"
+          ? [effect.SubmitToolBarrier(run.exec, run.session, run.revision)]
+          : barrier === "provider"
+            ? [effect.SubmitProviderBarrier(run.exec, run.session, run.revision)]
+            : [];
       expect(core.effects()).toEqual(entry);
       // The phase moves and a barrier counts in flight; revision, session,
       // status, admission stay.
@@ -79,7 +101,6 @@ describeDecisions("SessionEvent(exec, gen, session, event): undefined pairs are 
       }
     });
   }
-
 });
 
 describeDecisions("SessionEvent(exec, gen, session, event): stale and malformed", ({ it, boot }) => {
@@ -104,8 +125,13 @@ describeDecisions("SessionEvent(exec, gen, session, event): stale and malformed"
     const suspended = core.suspended();
     core.expectDropped(EVENT, ResultCode.SessionMustMatch, suspended.exec, suspended.generation, 0, SessionEventKind.ApprovalGranted);
     const noSession = [
-      Phase.CallingLlm, Phase.DispatchingTools, Phase.Resuming, Phase.RecoveryProviderCompleted, Phase.RecoveryTools,
-      Phase.RecoveryToolsCompleted, Phase.RecoveryResolvedFailed,
+      Phase.CallingLlm,
+      Phase.DispatchingTools,
+      Phase.Resuming,
+      Phase.RecoveryProviderCompleted,
+      Phase.RecoveryTools,
+      Phase.RecoveryToolsCompleted,
+      Phase.RecoveryResolvedFailed,
     ];
     for (const phase of noSession) {
       const run = core.recovered({ status: ExecutionStatus.Active, phase });
@@ -205,7 +231,9 @@ describeDecisions("SessionEvent(exec, gen, session, event): the in-flight limit"
   it("drops an event into dispatching_tools with InFlightMax in flight (InFlightFull)", async () => {
     const core = await boot();
     // InFlightMax - 1 tools still running, then the model call: InFlightMax.
-    const run = recordingWith(core, Limit.InFlightMax - 1).event(SessionEventKind.StateCompleted).commitProviderBarrier();
+    const run = recordingWith(core, Limit.InFlightMax - 1)
+      .event(SessionEventKind.StateCompleted)
+      .commitProviderBarrier();
     expect(run.record).toMatchObject({ phase: Phase.CallingLlm, inFlight: Limit.InFlightMax });
     core.expectDropped(EVENT, ResultCode.InFlightFull, run.exec, run.generation, run.session, SessionEventKind.LlmCompletedWithTools);
   });
@@ -251,8 +279,16 @@ describeDecisions("require recovery ends the live session", ({ it, boot }) => {
     const { exec, generation, session, revision } = run;
     core.expectDropped(EVENT, ResultCode.SessionMustMatch, exec, generation, session, SessionEventKind.LlmCompletedWithTools);
     core.expectDropped(MessageKind.SessionFinished, ResultCode.SessionMustMatch, exec, generation, session, SessionEnding.Failed);
-    core.expectDropped(MessageKind.ProviderDispatchReady, ResultCode.SessionMustMatch,
-      exec, generation, session, revision, CommitOutcome.Committed, revision + 1);
+    core.expectDropped(
+      MessageKind.ProviderDispatchReady,
+      ResultCode.SessionMustMatch,
+      exec,
+      generation,
+      session,
+      revision,
+      CommitOutcome.Committed,
+      revision + 1,
+    );
     core.expectDropped(MessageKind.SubmissionRefused, ResultCode.SessionMustMatch, Submission.ProviderBarrier, exec, generation, session, 0);
     // Session 0 names no live session either.
     core.expectDropped(EVENT, ResultCode.SessionMustMatch, exec, generation, 0, SessionEventKind.LlmCompletedWithTools);
@@ -272,8 +308,17 @@ describeDecisions("require recovery ends the live session", ({ it, boot }) => {
     // The abandoned operation settling posts no deferred terminal.
     expect(core.apply(MessageKind.OperationSettled, exec, generation)).toBe(ResultCode.Ok);
     expect(core.effects()).toEqual([]);
-    core.expectDropped(MessageKind.ToolDispatchReady, ResultCode.SessionMustMatch,
-      exec, generation, session, revision, CommitOutcome.Committed, revision + 1, 1);
+    core.expectDropped(
+      MessageKind.ToolDispatchReady,
+      ResultCode.SessionMustMatch,
+      exec,
+      generation,
+      session,
+      revision,
+      CommitOutcome.Committed,
+      revision + 1,
+      1,
+    );
     core.expectDropped(MessageKind.SubmissionRefused, ResultCode.SessionMustMatch, Submission.ToolBarrier, exec, generation, session, 0);
   });
 
@@ -283,8 +328,7 @@ describeDecisions("require recovery ends the live session", ({ it, boot }) => {
     core.step(MessageKind.TerminalCommitReady, run.exec, run.generation, run.session, run.revision, OutcomeType.StoreFailed, 0);
     expect(run.record).toMatchObject({ session: 0, phase: Phase.Terminal });
     const { exec, generation, session, revision } = run;
-    core.expectDropped(MessageKind.TerminalCommitReady, ResultCode.SessionMustMatch,
-      exec, generation, session, revision, OutcomeType.Completed, revision + 1);
+    core.expectDropped(MessageKind.TerminalCommitReady, ResultCode.SessionMustMatch, exec, generation, session, revision, OutcomeType.Completed, revision + 1);
     core.expectDropped(MessageKind.SubmissionRefused, ResultCode.SessionMustMatch, Submission.TerminalCommit, exec, generation, session, 0);
   });
 });

@@ -18,7 +18,9 @@ describeDecisions("Start admits", ({ it, boot }) => {
     expect(core.apply(MessageKind.Start, agent, agentGeneration, request, 0)).toBe(ResultCode.Ok);
     expect(core.effects()).toEqual([effect.SubmitPrepare(agent, 1, request)]);
     expect(core.agentRecord(agent)).toMatchObject({
-      admissionState: AdmissionState.Admitting, ownerToken: 1, executionSlotPlusOne: 0,
+      admissionState: AdmissionState.Admitting,
+      ownerToken: 1,
+      executionSlotPlusOne: 0,
     });
     expect(core.snapshot()).toMatchObject({ admittingAgents: 1, liveExecutions: 0, nextOwnerToken: 2, executions: [] });
   });
@@ -124,8 +126,14 @@ describeDecisions("Start refuses", ({ it, boot }) => {
     const core = await boot();
     const admission = core.admitted();
     core.step(
-      MessageKind.InitialPreparationReady, admission.agent, admission.agentGeneration, admission.token,
-      PreparationOutcome.OutcomeUnknown, 10, 0, admission.request,
+      MessageKind.InitialPreparationReady,
+      admission.agent,
+      admission.agentGeneration,
+      admission.token,
+      PreparationOutcome.OutcomeUnknown,
+      10,
+      0,
+      admission.request,
     );
     expect(core.agentRecord(admission.agent).admissionState).toBe(AdmissionState.RecoveryRequired);
     const request = core.request();

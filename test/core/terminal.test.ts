@@ -13,8 +13,17 @@
 
 import { expect } from "vitest";
 import {
-  AdmissionState, ExecutionFlag, ExecutionStatus, MessageKind, OutcomeType, Phase, RecoveryScope, Submission,
-  ResultCode, SessionEnding, SessionEventKind,
+  AdmissionState,
+  ExecutionFlag,
+  ExecutionStatus,
+  MessageKind,
+  OutcomeType,
+  Phase,
+  RecoveryScope,
+  Submission,
+  ResultCode,
+  SessionEnding,
+  SessionEventKind,
 } from "../../assembly/abi.js";
 import { describeDecisions, effect, type Driver, type Run } from "./driver.js";
 
@@ -132,7 +141,10 @@ describeDecisions("DeferredTerminal(exec, gen, session)", ({ it, boot }) => {
     return run;
   }
 
-  for (const [ending, name] of [[SessionEnding.Completed, "Terminalizing"], [SessionEnding.Cancelled, "Cancelling"]] as const) {
+  for (const [ending, name] of [
+    [SessionEnding.Completed, "Terminalizing"],
+    [SessionEnding.Cancelled, "Cancelling"],
+  ] as const) {
     it(`once quiescent: clears TerminalDeferred, admission ${name} → Terminalizing, terminal commit submitted`, async () => {
       const core = await boot();
       const run = deferred(core, ending, 2, 2);
@@ -195,13 +207,18 @@ describeDecisions("TerminalCommitReady(exec, gen, session, expectedRevision, out
       const run = core.terminalizing();
       run.attachWaiter();
       expect(core.apply(COMMIT, run.exec, run.generation, run.session, run.revision, outcome, run.revision + 1)).toBe(ResultCode.Ok);
-      expect(core.effects()).toEqual([
-        effect.DeliverOutcome(run.exec, outcome),
-        effect.ReleaseExecution(run.exec, run.generation),
-      ]);
+      expect(core.effects()).toEqual([effect.DeliverOutcome(run.exec, outcome), effect.ReleaseExecution(run.exec, run.generation)]);
       expect(run.record).toEqual({
-        slot: run.exec, agentSlotPlusOne: 0, revision: 0, session: 0, generation: run.generation + 1, waiters: 0,
-        inFlight: 0, status: 0, phase: 0, flags: 0,
+        slot: run.exec,
+        agentSlotPlusOne: 0,
+        revision: 0,
+        session: 0,
+        generation: run.generation + 1,
+        waiters: 0,
+        inFlight: 0,
+        status: 0,
+        phase: 0,
+        flags: 0,
       });
       expect(run.agentRecord).toMatchObject({ admissionState: AdmissionState.None, ownerToken: 0, executionSlotPlusOne: 0 });
       expect(core.snapshot()).toMatchObject({ liveExecutions: 0, admittingAgents: 0 });
@@ -214,7 +231,16 @@ describeDecisions("TerminalCommitReady(exec, gen, session, expectedRevision, out
     core.expectDropped(COMMIT, ResultCode.ExecutionSlotUnknown, run.exec, run.generation, run.session, run.revision, OutcomeType.Completed, run.revision + 1);
     const next = core.installed({ handle: { agent: run.agent, agentGeneration: run.agentGeneration } });
     expect([next.exec, next.generation]).toEqual([run.exec, run.generation + 1]);
-    core.expectDropped(COMMIT, ResultCode.ExecutionGenerationMustMatch, run.exec, run.generation, run.session, run.revision, OutcomeType.Completed, run.revision + 1);
+    core.expectDropped(
+      COMMIT,
+      ResultCode.ExecutionGenerationMustMatch,
+      run.exec,
+      run.generation,
+      run.session,
+      run.revision,
+      OutcomeType.Completed,
+      run.revision + 1,
+    );
   });
 
   it("Suspended: keeps the admission as Suspended, ends the session, keeps the waiters pending", async () => {
@@ -222,11 +248,15 @@ describeDecisions("TerminalCommitReady(exec, gen, session, expectedRevision, out
     const run = core.modelAnswered().event(SessionEventKind.ApprovalRequired).finish(SessionEnding.Suspended);
     run.attachWaiter();
     const before = run.record;
-    expect(core.apply(COMMIT, run.exec, run.generation, run.session, run.revision, OutcomeType.Suspended, run.revision + 1))
-      .toBe(ResultCode.Ok);
+    expect(core.apply(COMMIT, run.exec, run.generation, run.session, run.revision, OutcomeType.Suspended, run.revision + 1)).toBe(ResultCode.Ok);
     expect(core.effects()).toEqual([effect.DeliverOutcome(run.exec, OutcomeType.Suspended)]);
     expect(run.record).toEqual({
-      ...before, revision: run.revision + 1, session: 0, status: ExecutionStatus.Suspended, phase: Phase.Suspended, waiters: 2,
+      ...before,
+      revision: run.revision + 1,
+      session: 0,
+      status: ExecutionStatus.Suspended,
+      phase: Phase.Suspended,
+      waiters: 2,
     });
     expect(run.admission).toBe(AdmissionState.Suspended);
     expect(core.snapshot().liveExecutions).toBe(1);
@@ -279,8 +309,7 @@ describeDecisions("TerminalCommitReady(exec, gen, session, expectedRevision, out
       const core = await boot();
       const run = core.terminalizing();
       const before = run.record;
-      expect(core.apply(COMMIT, run.exec, run.generation, run.session, run.revision, outcome, run.revision + 1))
-        .toBe(ResultCode.OutcomeUnknown);
+      expect(core.apply(COMMIT, run.exec, run.generation, run.session, run.revision, outcome, run.revision + 1)).toBe(ResultCode.OutcomeUnknown);
       expect(core.effects()).toEqual([
         effect.RecoveryRequired(run.exec, RecoveryScope.Execution, ResultCode.OutcomeUnknown),
         effect.FailWaiters(run.exec, ResultCode.OutcomeUnknown),
@@ -290,13 +319,17 @@ describeDecisions("TerminalCommitReady(exec, gen, session, expectedRevision, out
     });
   }
 
-  for (const [name, delta] of [["equal to", 0], ["below", -1]] as const) {
+  for (const [name, delta] of [
+    ["equal to", 0],
+    ["below", -1],
+  ] as const) {
     it(`a new revision ${name} the current one keeps the execution for recovery and returns RevisionMustIncrease`, async () => {
       const core = await boot();
       const run = core.terminalizing();
       const before = run.record;
-      expect(core.apply(COMMIT, run.exec, run.generation, run.session, run.revision, OutcomeType.Completed, run.revision + delta))
-        .toBe(ResultCode.RevisionMustIncrease);
+      expect(core.apply(COMMIT, run.exec, run.generation, run.session, run.revision, OutcomeType.Completed, run.revision + delta)).toBe(
+        ResultCode.RevisionMustIncrease,
+      );
       expect(core.effects()).toEqual([
         effect.RecoveryRequired(run.exec, RecoveryScope.Execution, ResultCode.RevisionMustIncrease),
         effect.FailWaiters(run.exec, ResultCode.RevisionMustIncrease),
@@ -309,14 +342,41 @@ describeDecisions("TerminalCommitReady(exec, gen, session, expectedRevision, out
   it("drops a result for an unknown slot or another generation", async () => {
     const core = await boot();
     const run = core.terminalizing();
-    core.expectDropped(COMMIT, ResultCode.ExecutionSlotUnknown, run.exec + 1, run.generation, run.session, run.revision, OutcomeType.Completed, run.revision + 1);
-    core.expectDropped(COMMIT, ResultCode.ExecutionGenerationMustMatch, run.exec, run.generation + 1, run.session, run.revision, OutcomeType.Completed, run.revision + 1);
+    core.expectDropped(
+      COMMIT,
+      ResultCode.ExecutionSlotUnknown,
+      run.exec + 1,
+      run.generation,
+      run.session,
+      run.revision,
+      OutcomeType.Completed,
+      run.revision + 1,
+    );
+    core.expectDropped(
+      COMMIT,
+      ResultCode.ExecutionGenerationMustMatch,
+      run.exec,
+      run.generation + 1,
+      run.session,
+      run.revision,
+      OutcomeType.Completed,
+      run.revision + 1,
+    );
   });
 
   it("drops a result computed against another revision (RevisionMustMatch), before the session check", async () => {
     const core = await boot();
     const run = core.terminalizing();
-    core.expectDropped(COMMIT, ResultCode.RevisionMustMatch, run.exec, run.generation, run.session + 1, run.revision + 1, OutcomeType.Completed, run.revision + 2);
+    core.expectDropped(
+      COMMIT,
+      ResultCode.RevisionMustMatch,
+      run.exec,
+      run.generation,
+      run.session + 1,
+      run.revision + 1,
+      OutcomeType.Completed,
+      run.revision + 2,
+    );
   });
 
   it("drops a result of another session (SessionMustMatch), before the phase check", async () => {
@@ -347,9 +407,6 @@ describeDecisions("TerminalCommitReady(exec, gen, session, expectedRevision, out
     expect(core.effects()).toEqual([effect.PostDeferredTerminal(run.exec, run.session)]);
     core.step(DEFERRED, run.exec, run.generation, run.session);
     expect(core.apply(COMMIT, run.exec, run.generation, run.session, run.revision, OutcomeType.Failed, run.revision + 1)).toBe(ResultCode.Ok);
-    expect(core.effects()).toEqual([
-      effect.DeliverOutcome(run.exec, OutcomeType.Failed),
-      effect.ReleaseExecution(run.exec, run.generation),
-    ]);
+    expect(core.effects()).toEqual([effect.DeliverOutcome(run.exec, OutcomeType.Failed), effect.ReleaseExecution(run.exec, run.generation)]);
   });
 });

@@ -13,8 +13,11 @@ const U32_MAX = 0xffff_ffff;
 
 /** Both implementations carry the testing-only seed. */
 function seed(machine: ControlMachine, ownerToken: number, session: number, generation: number): number {
-  return (machine as ControlMachine & { seedCountersForTesting(a: number, b: number, c: number): number })
-    .seedCountersForTesting(ownerToken, session, generation);
+  return (machine as ControlMachine & { seedCountersForTesting(a: number, b: number, c: number): number }).seedCountersForTesting(
+    ownerToken,
+    session,
+    generation,
+  );
 }
 
 describeDecisions("testingSeedCounters(ownerToken, session, generation)", ({ it, boot }) => {

@@ -8,7 +8,15 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { Phronomy } from "../../host/index.js";
 import {
-  admittedIds, declinedAnswer, describeChild, expectedAnswer, runChild, startChild, type ChildConfig, type ChildLine, type KillSpec,
+  admittedIds,
+  declinedAnswer,
+  describeChild,
+  expectedAnswer,
+  runChild,
+  startChild,
+  type ChildConfig,
+  type ChildLine,
+  type KillSpec,
 } from "./fixture.js";
 import { auditKeys, barrierKeys, cleanUp, crashPaths, recordingLogger, reopen, within, type CrashPaths } from "./verify.js";
 
@@ -131,9 +139,14 @@ describe("approval across processes: suspended in a killed process, decided in a
   it("one owner at a time: while A lives (suspended) another open is refused naming A; after kill -9 of A the approval is decided elsewhere", async () => {
     const paths = await crashPaths();
     const a = startChild({ store: paths.store, files: paths.files, approval: true, toolTurns: 1 });
-    const suspended = await within(a.waitForLine((line) => line.type === "suspended"), 30_000, "process A suspending") as Extract<ChildLine, { type: "suspended" }>;
+    const suspended = (await within(
+      a.waitForLine((line) => line.type === "suspended"),
+      30_000,
+      "process A suspending",
+    )) as Extract<ChildLine, { type: "suspended" }>;
     await expect(Phronomy.open({ store: paths.store, logger: recordingLogger() })).rejects.toMatchObject({
-      code: "STORE", message: expect.stringContaining(`process ${String(a.process.pid)}`),
+      code: "STORE",
+      message: expect.stringContaining(`process ${String(a.process.pid)}`),
     });
     a.process.kill("SIGKILL");
     const ended = await a.ended;
@@ -158,8 +171,19 @@ describe("approval across processes: suspended in a killed process, decided in a
     const first = a.lines.find((line) => line.type === "suspended");
     expect(first, "the suspended event follows the durable terminal commit, which the kill came after").toBeUndefined();
 
-    const b = startChild({ store: paths.store, files: paths.files, approval: true, toolTurns: 2, mode: "resume", resume: { executionId: executionId!, approved: true } });
-    const second = await within(b.waitForLine((line) => line.type === "suspended"), 30_000, "process B suspending again") as Extract<ChildLine, { type: "suspended" }>;
+    const b = startChild({
+      store: paths.store,
+      files: paths.files,
+      approval: true,
+      toolTurns: 2,
+      mode: "resume",
+      resume: { executionId: executionId!, approved: true },
+    });
+    const second = (await within(
+      b.waitForLine((line) => line.type === "suspended"),
+      30_000,
+      "process B suspending again",
+    )) as Extract<ChildLine, { type: "suspended" }>;
     b.process.kill("SIGKILL");
     const bEnded = await b.ended;
     expect(bEnded.signal, describeChild(bEnded)).toBe("SIGKILL");

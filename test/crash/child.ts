@@ -25,9 +25,7 @@ import { Phronomy, type Agent, type Environment, type ExecutionEvent } from "../
 import type { StoreOperation, StoreResult } from "../../host/store/records.js";
 import { SqliteStore } from "../../host/store/sqlite-store.js";
 import type { ExecutionStore } from "../../host/store/store.js";
-import {
-  agentIdOf, crashModel, idempotentLookup, inputOf, type ChildConfig, type ChildLine,
-} from "./fixture.js";
+import { agentIdOf, crashModel, idempotentLookup, inputOf, type ChildConfig, type ChildLine } from "./fixture.js";
 
 const config = JSON.parse(process.argv[2] ?? "{}") as ChildConfig;
 
@@ -130,20 +128,22 @@ async function startRuns(environment: Environment): Promise<void> {
   const count = config.agents ?? 1;
   const runs = config.runsPerAgent ?? 1;
   const agents = defineAgents(environment, count);
-  await Promise.all(agents.map(async (agent, index) => {
-    for (let run = 0; run < runs; run += 1) {
-      const started = agent.start(inputOf(index, count, run, runs), { onEvent: reportSuspension });
-      let executionId: string | null = null;
-      try {
-        executionId = await started.executionId;
-        print({ type: "admitted", executionId, agentId: agent.id });
-        const result = await started.result;
-        print({ type: "settled", executionId, outcome: result.outcome, output: result.output });
-      } catch (error) {
-        print({ type: "failed", executionId, code: codeOf(error), message: messageOf(error) });
+  await Promise.all(
+    agents.map(async (agent, index) => {
+      for (let run = 0; run < runs; run += 1) {
+        const started = agent.start(inputOf(index, count, run, runs), { onEvent: reportSuspension });
+        let executionId: string | null = null;
+        try {
+          executionId = await started.executionId;
+          print({ type: "admitted", executionId, agentId: agent.id });
+          const result = await started.result;
+          print({ type: "settled", executionId, outcome: result.outcome, output: result.output });
+        } catch (error) {
+          print({ type: "failed", executionId, code: codeOf(error), message: messageOf(error) });
+        }
       }
-    }
-  }));
+    }),
+  );
 }
 
 async function resumeApproval(environment: Environment): Promise<void> {
@@ -155,7 +155,9 @@ async function resumeApproval(environment: Environment): Promise<void> {
   const pending = (await environment.pendingApprovals()).find((approval) => approval.executionId === decision.executionId);
   if (!pending) throw new Error(`no pending approval for execution ${decision.executionId}`);
   const resumed = agent.resume(decision.executionId, {
-    approvalId: pending.request.approvalId, approved: decision.approved, onEvent: reportSuspension,
+    approvalId: pending.request.approvalId,
+    approved: decision.approved,
+    onEvent: reportSuspension,
     ...(decision.reason !== undefined ? { reason: decision.reason } : {}),
   });
   try {
@@ -170,14 +172,18 @@ async function recoverRuns(environment: Environment): Promise<void> {
   const agents = defineAgents(environment, config.agents ?? 1);
   const report = (await Promise.all(agents.map((agent) => environment.recovery(agent.id)))).flat();
   print({ type: "recovered", report });
-  await Promise.all(report.filter((item) => item.status === "continued").map(async ({ executionId }) => {
-    try {
-      const result = await environment.wait(executionId).result;
-      print({ type: "settled", executionId, outcome: result.outcome, output: result.output });
-    } catch (error) {
-      print({ type: "failed", executionId, code: codeOf(error), message: messageOf(error) });
-    }
-  }));
+  await Promise.all(
+    report
+      .filter((item) => item.status === "continued")
+      .map(async ({ executionId }) => {
+        try {
+          const result = await environment.wait(executionId).result;
+          print({ type: "settled", executionId, outcome: result.outcome, output: result.output });
+        } catch (error) {
+          print({ type: "failed", executionId, code: codeOf(error), message: messageOf(error) });
+        }
+      }),
+  );
 }
 
 async function retryExecution(environment: Environment): Promise<void> {
@@ -211,7 +217,10 @@ async function main(): Promise<void> {
 // the event loop would keep it alive then).
 setInterval(() => undefined, 1 << 30);
 
-main().then(() => process.exit(0), (error: unknown) => {
-  writeSync(2, `crash child failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
-  process.exit(3);
-});
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    writeSync(2, `crash child failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(3);
+  },
+);

@@ -26,10 +26,16 @@ describe("kill -9 with conversations of one definition", () => {
     const point = 50 + Math.floor(generator(seed)() * (total - 100));
     console.log(`[crash] conversations: CRASH_SEED=${seed} kills at point #${point} of ${total}`);
     const paths = await crashPaths();
-    const child = await runChild({ store: paths.store, files: paths.files, agents: CONVERSATIONS, runsPerAgent: RUNS, kill: `inflight:#${point}`, conversations: true }, 90_000);
+    const child = await runChild(
+      { store: paths.store, files: paths.files, agents: CONVERSATIONS, runsPerAgent: RUNS, kill: `inflight:#${point}`, conversations: true },
+      90_000,
+    );
     const context = `CRASH_SEED=${seed}\n${describeChild(child)}`.slice(0, 4_000);
     expect(child.signal, context).toBe("SIGKILL");
-    expect(child.lines.filter((line) => line.type === "failed"), context).toEqual([]);
+    expect(
+      child.lines.filter((line) => line.type === "failed"),
+      context,
+    ).toEqual([]);
 
     const before = await SqliteStore.open(paths.store);
     const unfinished = await before.unfinishedExecutions();
@@ -40,7 +46,10 @@ describe("kill -9 with conversations of one definition", () => {
 
     const { environment, report, logger } = await reopen(paths, { agents: CONVERSATIONS, conversations: true });
     const diagnosis = `${context}\nreport: ${JSON.stringify(report)}\nwarnings: ${logger.warnings.join("\n")}`;
-    expect(report.filter((item) => item.status !== "continued"), diagnosis).toEqual([]);
+    expect(
+      report.filter((item) => item.status !== "continued"),
+      diagnosis,
+    ).toEqual([]);
     expect(report.map((item) => item.executionId).sort(), diagnosis).toEqual(unfinished.map((row) => row.executionId).sort());
 
     const rows = await environment.executions({ limit: 1_000 });
@@ -51,6 +60,13 @@ describe("kill -9 with conversations of one definition", () => {
     const audit = auditKeys(paths.files, await barrierKeys(environment, ids));
     expect(audit.problems, diagnosis).toEqual([]);
     const effects = effectsByExecution(paths.files);
-    for (const id of ids) expect(effects.get(id)?.map((effect) => effect.orderId).sort(), `effects of ${id}`).toEqual(["42", "43"]);
+    for (const id of ids)
+      expect(
+        effects
+          .get(id)
+          ?.map((effect) => effect.orderId)
+          .sort(),
+        `effects of ${id}`,
+      ).toEqual(["42", "43"]);
   }, 180_000);
 });

@@ -83,9 +83,11 @@ export function crashModel(toolTurns: number) {
       return { toolCalls: [{ toolName: "lookup", input: { orderId: orderIdOf(turn) }, callId }] };
     }
     const text = results
-      .map((result) => (isRecord(result.output) && !result.isError
-        ? `Order ${String(result.output["orderId"])} has ${String(result.output["status"])}.`
-        : `Lookup ${result.callId} failed: ${JSON.stringify(result.output)}.`))
+      .map((result) =>
+        isRecord(result.output) && !result.isError
+          ? `Order ${String(result.output["orderId"])} has ${String(result.output["status"])}.`
+          : `Lookup ${result.callId} failed: ${JSON.stringify(result.output)}.`,
+      )
       .join(" ");
     return { text };
   });
@@ -130,7 +132,10 @@ export function appendDurably(path: string, value: unknown): void {
 
 export function readJsonLines<T>(path: string): T[] {
   if (!existsSync(path)) return [];
-  return readFileSync(path, "utf8").split("\n").filter((line) => line.length > 0).map((line) => JSON.parse(line) as T);
+  return readFileSync(path, "utf8")
+    .split("\n")
+    .filter((line) => line.length > 0)
+    .map((line) => JSON.parse(line) as T);
 }
 
 export interface LookupOptions {
@@ -235,7 +240,8 @@ export interface RunningChild {
 export function startChild(config: ChildConfig, timeoutMs = 60_000): RunningChild {
   const started = Date.now();
   const child = spawn(process.execPath, [...childNodeFlags, "--import", "tsx", childPath, JSON.stringify(config)], {
-    cwd: repositoryRoot, stdio: ["ignore", "pipe", "pipe"],
+    cwd: repositoryRoot,
+    stdio: ["ignore", "pipe", "pipe"],
   });
   live.add(child);
   const lines: ChildLine[] = [];
@@ -262,7 +268,9 @@ export function startChild(config: ChildConfig, timeoutMs = 60_000): RunningChil
     partial = parts.pop() ?? "";
     parts.forEach(take);
   });
-  child.stderr.setEncoding("utf8").on("data", (chunk: string) => { stderr += chunk; });
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+    stderr += chunk;
+  });
   const ended = new Promise<ChildOutcome>((resolve, reject) => {
     const timer = setTimeout(() => {
       stderr += `\n[crash test] child still running after ${timeoutMs} ms: killed by the test\n`;
@@ -310,6 +318,8 @@ export function admittedIds(outcome: ChildOutcome): string[] {
 
 export function describeChild(outcome: ChildOutcome): string {
   const lines = outcome.lines.filter((line) => line.type !== "point").map((line) => JSON.stringify(line));
-  return `child exit code ${String(outcome.code)}, signal ${String(outcome.signal)}, ${outcome.milliseconds} ms\n` +
-    `stdout:\n${lines.join("\n")}\nstderr:\n${outcome.stderr}`;
+  return (
+    `child exit code ${String(outcome.code)}, signal ${String(outcome.signal)}, ${outcome.milliseconds} ms\n`
+    + `stdout:\n${lines.join("\n")}\nstderr:\n${outcome.stderr}`
+  );
 }

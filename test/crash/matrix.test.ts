@@ -8,9 +8,7 @@
 
 import { afterEach, describe, expect, it } from "vitest";
 import type { PhaseName } from "../../host/store/records.js";
-import {
-  admittedIds, describeChild, expectedAnswer, readJsonLines, runChild, type ChildLine, type KeyLogEntry, type KillSpec,
-} from "./fixture.js";
+import { admittedIds, describeChild, expectedAnswer, readJsonLines, runChild, type ChildLine, type KeyLogEntry, type KillSpec } from "./fixture.js";
 import { auditKeys, barrierKeys, cleanUp, crashPaths, effectsByExecution, reopen, within } from "./verify.js";
 
 afterEach(cleanUp);
@@ -21,12 +19,20 @@ const ANSWER = expectedAnswer(2);
  * The first provider barrier is written with the preparation (decision
  * 0014), so `providerBarrier#1` is the barrier after the first tool batch. */
 const RUN_POINTS = [
-  "before:prepareExecution#1", "after:prepareExecution#1",
-  "before:toolBarrier#1", "after:toolBarrier#1", "tool:#1",
-  "before:providerBarrier#1", "after:providerBarrier#1",
-  "before:toolBarrier#2", "after:toolBarrier#2", "tool:#2",
-  "before:providerBarrier#2", "after:providerBarrier#2",
-  "before:terminalCommit#1", "after:terminalCommit#1",
+  "before:prepareExecution#1",
+  "after:prepareExecution#1",
+  "before:toolBarrier#1",
+  "after:toolBarrier#1",
+  "tool:#1",
+  "before:providerBarrier#1",
+  "after:providerBarrier#1",
+  "before:toolBarrier#2",
+  "after:toolBarrier#2",
+  "tool:#2",
+  "before:providerBarrier#2",
+  "after:providerBarrier#2",
+  "before:terminalCommit#1",
+  "after:terminalCommit#1",
 ] as const satisfies readonly KillSpec[];
 
 interface Case {
@@ -68,51 +74,63 @@ describe("crash matrix: kill -9 at every barrier of one run, then recover in ano
     expect(CASES.map((item) => item.kill)).toEqual(RUN_POINTS);
   });
 
-  it.each(CASES)("killed at $kill: recovery finishes the run, each effect once", async ({ kill, phase, repeated }) => {
-    const paths = await crashPaths();
-    const child = await runChild({ store: paths.store, files: paths.files, kill });
-    const context = describeChild(child);
-    expect(child.signal, context).toBe("SIGKILL");
-    expect(child.lines.at(-1), context).toMatchObject({ type: "killing", point: kill } satisfies Partial<ChildLine>);
-    const admitted = admittedIds(child);
+  it.each(CASES)(
+    "killed at $kill: recovery finishes the run, each effect once",
+    async ({ kill, phase, repeated }) => {
+      const paths = await crashPaths();
+      const child = await runChild({ store: paths.store, files: paths.files, kill });
+      const context = describeChild(child);
+      expect(child.signal, context).toBe("SIGKILL");
+      expect(child.lines.at(-1), context).toMatchObject({ type: "killing", point: kill } satisfies Partial<ChildLine>);
+      const admitted = admittedIds(child);
 
-    const { environment, report, logger } = await reopen(paths);
-    const rows = await environment.executions({ limit: 1_000 });
-    const diagnosis = `${context}\nrecovery report: ${JSON.stringify(report)}\nwarnings:\n${logger.warnings.join("\n")}`;
+      const { environment, report, logger } = await reopen(paths);
+      const rows = await environment.executions({ limit: 1_000 });
+      const diagnosis = `${context}\nrecovery report: ${JSON.stringify(report)}\nwarnings:\n${logger.warnings.join("\n")}`;
 
-    if (kill === "before:prepareExecution#1") {
-      // Nothing was admitted, nothing was written, nothing ran.
-      expect(admitted, diagnosis).toEqual([]);
-      expect(rows, diagnosis).toEqual([]);
-      expect(report, diagnosis).toEqual([]);
-      expect(auditKeys(paths.files).calls).toBe(0);
-      return;
-    }
+      if (kill === "before:prepareExecution#1") {
+        // Nothing was admitted, nothing was written, nothing ran.
+        expect(admitted, diagnosis).toEqual([]);
+        expect(rows, diagnosis).toEqual([]);
+        expect(report, diagnosis).toEqual([]);
+        expect(auditKeys(paths.files).calls).toBe(0);
+        return;
+      }
 
-    // Exactly one execution; whatever the child printed is that one.
-    expect(rows, diagnosis).toHaveLength(1);
-    const executionId = rows[0]!.executionId;
-    for (const id of admitted) expect(id, diagnosis).toBe(executionId);
+      // Exactly one execution; whatever the child printed is that one.
+      expect(rows, diagnosis).toHaveLength(1);
+      const executionId = rows[0]!.executionId;
+      for (const id of admitted) expect(id, diagnosis).toBe(executionId);
 
-    if (phase === undefined) {
-      expect(report, diagnosis).toEqual([]);
-    } else {
-      expect(report, diagnosis).toEqual([expect.objectContaining({ executionId, phase, status: "continued" })]);
-    }
+      if (phase === undefined) {
+        expect(report, diagnosis).toEqual([]);
+      } else {
+        expect(report, diagnosis).toEqual([expect.objectContaining({ executionId, phase, status: "continued" })]);
+      }
 
-    const result = await within(environment.wait(executionId).result, 30_000, `env.wait(${executionId}) after ${kill}\n${diagnosis}`);
-    expect(result, diagnosis).toMatchObject({ executionId, outcome: "completed", output: ANSWER });
+      const result = await within(environment.wait(executionId).result, 30_000, `env.wait(${executionId}) after ${kill}\n${diagnosis}`);
+      expect(result, diagnosis).toMatchObject({ executionId, outcome: "completed", output: ANSWER });
 
-    const row = await environment.execution(executionId);
-    expect(row, diagnosis).toMatchObject({ status: "terminal", phase: "terminal", outcome: "completed", output: ANSWER });
+      const row = await environment.execution(executionId);
+      expect(row, diagnosis).toMatchObject({ status: "terminal", phase: "terminal", outcome: "completed", output: ANSWER });
 
-    const audit = auditKeys(paths.files, await barrierKeys(environment, [executionId]));
-    expect(audit.problems, diagnosis).toEqual([]);
-    expect(effectsByExecution(paths.files).get(executionId)?.map((effect) => effect.orderId).sort()).toEqual(["42", "43"]);
-    const repeatedOrders = readRepeatedOrders(audit.repeatedKeys, paths.files);
-    expect({ repeats: audit.repeats, repeatedOrders }, diagnosis).toEqual({ repeats: repeated.length, repeatedOrders: [...repeated] });
-    expect(logger.warnings.filter((warning) => !warning.includes("requires recovery")), diagnosis).toEqual([]);
-  }, 60_000);
+      const audit = auditKeys(paths.files, await barrierKeys(environment, [executionId]));
+      expect(audit.problems, diagnosis).toEqual([]);
+      expect(
+        effectsByExecution(paths.files)
+          .get(executionId)
+          ?.map((effect) => effect.orderId)
+          .sort(),
+      ).toEqual(["42", "43"]);
+      const repeatedOrders = readRepeatedOrders(audit.repeatedKeys, paths.files);
+      expect({ repeats: audit.repeats, repeatedOrders }, diagnosis).toEqual({ repeats: repeated.length, repeatedOrders: [...repeated] });
+      expect(
+        logger.warnings.filter((warning) => !warning.includes("requires recovery")),
+        diagnosis,
+      ).toEqual([]);
+    },
+    60_000,
+  );
 
   it("with { recover: false } nothing runs until env.recover(); then the run finishes", async () => {
     const paths = await crashPaths();

@@ -40,14 +40,16 @@ function reach(label: string): void {
 
 /** The real store, with kill points around every write. */
 function killingStore(store: SqliteStore): ExecutionStore {
-  const around = <A extends { type?: string }, R>(name: string, write: (argument: A) => Promise<R>) => (argument: A): Promise<R> => {
-    const type = argument.type ?? name;
-    reach(`before:${type}`);
-    return write(argument).then((result) => {
-      reach(`after:${type}`);
-      return result;
-    });
-  };
+  const around =
+    <A extends { type?: string }, R>(name: string, write: (argument: A) => Promise<R>) =>
+    (argument: A): Promise<R> => {
+      const type = argument.type ?? name;
+      reach(`before:${type}`);
+      return write(argument).then((result) => {
+        reach(`after:${type}`);
+        return result;
+      });
+    };
   const wrapped: Record<string, unknown> = {
     run: around("run", (operation) => store.run(operation as never)),
     enqueueMessage: around("enqueueMessage", (operation) => store.enqueueMessage(operation as never)),
@@ -66,23 +68,31 @@ async function main(): Promise<void> {
   const store = await SqliteStore.open(config.store);
   const environment = await Phronomy.open({ store: killingStore(store), logger: { warn: (message) => writeSync(2, `${message}\n`) } });
   const agent = environment.agent({
-    id: QUEUE_AGENT_ID, model: crashModel(2), onBusy: "enqueue", instructions: "You help customers with their orders.",
+    id: QUEUE_AGENT_ID,
+    model: crashModel(2),
+    onBusy: "enqueue",
+    instructions: "You help customers with their orders.",
     tools: { lookup: idempotentLookup(config.files, { afterEffect: () => reach("tool:") }) },
   });
   const runs = Array.from({ length: config.messages }, (_, index) => ({ input: messageInput(index), run: agent.start(messageInput(index)) }));
-  await Promise.all(runs.map(async ({ input, run }) => {
-    const executionId = await run.executionId;
-    print({ type: "accepted", executionId, input });
-    const result = await run.result;
-    print({ type: "settled", executionId, output: result.output });
-  }));
+  await Promise.all(
+    runs.map(async ({ input, run }) => {
+      const executionId = await run.executionId;
+      print({ type: "accepted", executionId, input });
+      const result = await run.result;
+      print({ type: "settled", executionId, output: result.output });
+    }),
+  );
   print({ type: "done", points });
   await environment.close();
 }
 
 setInterval(() => undefined, 1 << 30);
 
-main().then(() => process.exit(0), (error: unknown) => {
-  writeSync(2, `queue crash child failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
-  process.exit(3);
-});
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    writeSync(2, `queue crash child failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(3);
+  },
+);

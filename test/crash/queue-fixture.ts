@@ -25,4 +25,3 @@ export const QUEUE_AGENT_ID = "support";
 export function messageInput(index: number): string {
   return `Where are orders 42 and 43? (message ${index})`;
 }
-

@@ -34,26 +34,36 @@ interface QueueChild {
 function runQueueChild(config: QueueChildConfig): Promise<QueueChild> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...childNodeFlags, "--import", "tsx", join(here, "queue-child.ts"), JSON.stringify(config)], {
-      cwd: join(here, "..", ".."), stdio: ["ignore", "pipe", "pipe"],
+      cwd: join(here, "..", ".."),
+      stdio: ["ignore", "pipe", "pipe"],
     });
     let stdout = "";
     let stderr = "";
     const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => { stdout += chunk; });
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => { stderr += chunk; });
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      stdout += chunk;
+    });
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      stderr += chunk;
+    });
     child.on("error", reject);
     child.on("close", (code, signal) => {
       clearTimeout(timer);
-      const lines = stdout.split("\n").filter((line) => line.trim().length > 0).map((line) => JSON.parse(line) as QueueChildLine);
+      const lines = stdout
+        .split("\n")
+        .filter((line) => line.trim().length > 0)
+        .map((line) => JSON.parse(line) as QueueChildLine);
       resolve({ code, signal, lines, stderr });
     });
   });
 }
 
 function describeChild(child: QueueChild): string {
-  return `child code ${String(child.code)}, signal ${String(child.signal)}\nstdout:\n${child.lines.filter((line) => line.type !== "point").map((line) => JSON.stringify(line)).join("\n")}\nstderr:\n${child.stderr}`;
+  return `child code ${String(child.code)}, signal ${String(child.signal)}\nstdout:\n${child.lines
+    .filter((line) => line.type !== "point")
+    .map((line) => JSON.stringify(line))
+    .join("\n")}\nstderr:\n${child.stderr}`;
 }
-
 
 let tracedPoints: string[] | undefined;
 
@@ -69,13 +79,17 @@ async function killAndRecover(index: number, points: readonly string[]): Promise
 
   const { environment, logger } = await reopen(where);
   const diagnosis = `${context}\nwarnings:\n${logger.warnings.join("\n")}`;
-  const rows = await within((async () => {
-    for (;;) {
-      const all = await environment.executions({ agentId: QUEUE_AGENT_ID, limit: 1_000 });
-      if (all.every((row) => row.status === "terminal")) return all;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  })(), 30_000, `the queue to drain\n${diagnosis}`);
+  const rows = await within(
+    (async () => {
+      for (;;) {
+        const all = await environment.executions({ agentId: QUEUE_AGENT_ID, limit: 1_000 });
+        if (all.every((row) => row.status === "terminal")) return all;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    })(),
+    30_000,
+    `the queue to drain\n${diagnosis}`,
+  );
 
   // Each message at most once; each one the child was told of is there.
   const inputs = rows.map((row) => row.input as string);
@@ -89,10 +103,23 @@ async function killAndRecover(index: number, points: readonly string[]): Promise
   const expected = Array.from({ length: MESSAGES }, (_, message) => messageInput(message)).filter((input) => inputs.includes(input));
   expect(sent, diagnosis).toEqual(expected);
   // Each tool effect once, with the key its barrier wrote.
-  const audit = auditKeys(where.files, await barrierKeys(environment, rows.map((row) => row.executionId)));
+  const audit = auditKeys(
+    where.files,
+    await barrierKeys(
+      environment,
+      rows.map((row) => row.executionId),
+    ),
+  );
   expect(audit.problems, diagnosis).toEqual([]);
   const effects = effectsByExecution(where.files);
-  for (const row of rows) expect(effects.get(row.executionId)?.map((effect) => effect.orderId).sort(), diagnosis).toEqual(["42", "43"]);
+  for (const row of rows)
+    expect(
+      effects
+        .get(row.executionId)
+        ?.map((effect) => effect.orderId)
+        .sort(),
+      diagnosis,
+    ).toEqual(["42", "43"]);
   await environment.close();
 }
 

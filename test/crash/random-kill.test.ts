@@ -18,9 +18,7 @@ import type { RecoveredExecution } from "../../host/runtime/recovery.js";
 import { SqliteStore } from "../../host/store/sqlite-store.js";
 import { generator, seedFrom } from "../support/seeded.js";
 import { admittedIds, describeChild, expectedAnswer, runChild, startChild, type ChildOutcome } from "./fixture.js";
-import {
-  auditKeys, barrierKeys, cleanUp, crashPaths, effectsByExecution, reopen, within, type CrashPaths,
-} from "./verify.js";
+import { auditKeys, barrierKeys, cleanUp, crashPaths, effectsByExecution, reopen, within, type CrashPaths } from "./verify.js";
 
 afterEach(cleanUp);
 
@@ -41,27 +39,39 @@ const OUTSIDE_KILL_SHARE_MAX = 0.6;
 const OUTSIDE_KILL_IN_FLIGHT_MIN = 10;
 
 describe("random kill -9 with 50 runs in flight", () => {
-  it.each<"FULL" | "NORMAL">(["FULL", "NORMAL"])("synchronous %s, killed at a random kill point: every admitted run completes after recovery; repeats carry their original key", async (synchronous) => {
-    const seed = seedFrom("CRASH_SEED");
-    const random = generator(seed);
-    // Anywhere but the very first and last runs' points, so the kill always
-    // happens with work in flight.
-    const point = 50 + Math.floor(random() * (TOTAL_POINTS - 100));
-    console.log(`[crash] random kill point (${synchronous}): CRASH_SEED=${seed} kills at point #${point} of ${TOTAL_POINTS}`);
+  it.each<"FULL" | "NORMAL">(["FULL", "NORMAL"])(
+    "synchronous %s, killed at a random kill point: every admitted run completes after recovery; repeats carry their original key",
+    async (synchronous) => {
+      const seed = seedFrom("CRASH_SEED");
+      const random = generator(seed);
+      // Anywhere but the very first and last runs' points, so the kill always
+      // happens with work in flight.
+      const point = 50 + Math.floor(random() * (TOTAL_POINTS - 100));
+      console.log(`[crash] random kill point (${synchronous}): CRASH_SEED=${seed} kills at point #${point} of ${TOTAL_POINTS}`);
 
-    const paths = await crashPaths();
-    const child = await runChild({
-      store: paths.store, files: paths.files, agents: AGENTS, runsPerAgent: RUNS_PER_AGENT, kill: `inflight:#${point}`, synchronous,
-    }, 90_000);
-    const context = `CRASH_SEED=${seed}\n${describeChild(child)}`;
-    expect(child.signal, context).toBe("SIGKILL");
-    // At that point, or the first after it with a run surely in flight
-    // (between two waves of runs nothing is: every run ended, the next not
-    // yet prepared).
-    expect(child.lines.at(-1), context).toMatchObject({ type: "killing", index: expect.any(Number) });
-    expect((child.lines.at(-1) as { index: number }).index, context).toBeGreaterThanOrEqual(point);
-    await recoverAndCheck(paths, child, context, { seed, synchronous, pointIndex: point });
-  }, 180_000);
+      const paths = await crashPaths();
+      const child = await runChild(
+        {
+          store: paths.store,
+          files: paths.files,
+          agents: AGENTS,
+          runsPerAgent: RUNS_PER_AGENT,
+          kill: `inflight:#${point}`,
+          synchronous,
+        },
+        90_000,
+      );
+      const context = `CRASH_SEED=${seed}\n${describeChild(child)}`;
+      expect(child.signal, context).toBe("SIGKILL");
+      // At that point, or the first after it with a run surely in flight
+      // (between two waves of runs nothing is: every run ended, the next not
+      // yet prepared).
+      expect(child.lines.at(-1), context).toMatchObject({ type: "killing", index: expect.any(Number) });
+      expect((child.lines.at(-1) as { index: number }).index, context).toBeGreaterThanOrEqual(point);
+      await recoverAndCheck(paths, child, context, { seed, synchronous, pointIndex: point });
+    },
+    180_000,
+  );
 
   it("killed from outside at a random moment (possibly mid-commit in the store worker): the same holds", async () => {
     const seed = seedFrom("CRASH_SEED");
@@ -70,13 +80,19 @@ describe("random kill -9 with 50 runs in flight", () => {
     // moment is the child's progress, not a wall-clock delay that may come
     // after the last run ended.
     const point = 50 + Math.floor(random() * (TOTAL_POINTS * OUTSIDE_KILL_SHARE_MAX - 50));
-    console.log(`[crash] random kill moment: CRASH_SEED=${seed} kills from outside once the child reached point #${point} of ${TOTAL_POINTS} (where the signal lands is timing)`);
+    console.log(
+      `[crash] random kill moment: CRASH_SEED=${seed} kills from outside once the child reached point #${point} of ${TOTAL_POINTS} (where the signal lands is timing)`,
+    );
 
     const paths = await crashPaths();
     const running = startChild({ store: paths.store, files: paths.files, agents: AGENTS, runsPerAgent: RUNS_PER_AGENT, trace: true }, 90_000);
     // Sent with runs surely in flight: the signal lands a moment later, too
     // soon for that many to end.
-    await within(running.waitForLine((line) => line.type === "point" && line.index >= point && line.inFlight >= OUTSIDE_KILL_IN_FLIGHT_MIN), 60_000, `kill point #${point}`);
+    await within(
+      running.waitForLine((line) => line.type === "point" && line.index >= point && line.inFlight >= OUTSIDE_KILL_IN_FLIGHT_MIN),
+      60_000,
+      `kill point #${point}`,
+    );
     running.process.kill("SIGKILL");
     const child = await running.ended;
     const context = `CRASH_SEED=${seed} (outside, at point #${point})\n${describeChild(child)}`;
@@ -102,7 +118,10 @@ async function recoverAndCheck(paths: CrashPaths, child: ChildOutcome, context: 
   const killing = child.lines.find((line) => line.type === "killing");
   const admitted = admittedIds(child);
   const settledBefore = new Set(child.lines.flatMap((line) => (line.type === "settled" ? [line.executionId] : [])));
-  expect(child.lines.filter((line) => line.type === "failed"), context).toEqual([]);
+  expect(
+    child.lines.filter((line) => line.type === "failed"),
+    context,
+  ).toEqual([]);
   // Measured from the store, not from what the child printed (it may die
   // between a commit and its line).
   const inFlightAtKill = await unfinishedAfterKill(paths);
@@ -113,7 +132,8 @@ async function recoverAndCheck(paths: CrashPaths, child: ChildOutcome, context: 
   const reports: RecoveredExecution[] = [...reopened.report];
   const rows = await environment.executions({ limit: 1_000 });
   const ids = rows.map((row) => row.executionId);
-  const diagnosis = (): string => `${context.slice(0, 4_000)}\nrecovery reports: ${JSON.stringify(reports.filter((item) => item.status !== "continued"))}\nwarnings:\n${logger.warnings.slice(0, 20).join("\n")}`;
+  const diagnosis = (): string =>
+    `${context.slice(0, 4_000)}\nrecovery reports: ${JSON.stringify(reports.filter((item) => item.status !== "continued"))}\nwarnings:\n${logger.warnings.slice(0, 20).join("\n")}`;
   for (const id of admitted) expect(ids, `admitted execution ${id} is not in the store\n${diagnosis()}`).toContain(id);
 
   // Wait for every execution in the store; one not live yet (an agent
@@ -131,7 +151,7 @@ async function recoverAndCheck(paths: CrashPaths, child: ChildOutcome, context: 
       else throw new Error(`execution ${id} ended with ${String(outcome.reason)}\n${diagnosis()}`);
     });
     waiting = retry;
-    if (retry.length > 0) reports.push(...await environment.recover());
+    if (retry.length > 0) reports.push(...(await environment.recover()));
   }
   const recoveryMilliseconds = performance.now() - reopened.openedAt;
   expect(waiting, `executions never completed\n${diagnosis()}`).toEqual([]);
@@ -139,21 +159,43 @@ async function recoverAndCheck(paths: CrashPaths, child: ChildOutcome, context: 
   for (const id of ids) expect(outputs.get(id), `output of ${id}`).toBe(ANSWER);
   const after = await environment.executions({ limit: 1_000 });
   const notCompleted = after.filter((row) => row.status !== "terminal" || row.outcome !== "completed");
-  expect(notCompleted.map((row) => `${row.executionId} ${row.status}/${row.phase}/${row.outcome ?? ""}`), diagnosis()).toEqual([]);
-  expect(reports.filter((item) => item.status === "needs_attention"), diagnosis()).toEqual([]);
+  expect(
+    notCompleted.map((row) => `${row.executionId} ${row.status}/${row.phase}/${row.outcome ?? ""}`),
+    diagnosis(),
+  ).toEqual([]);
+  expect(
+    reports.filter((item) => item.status === "needs_attention"),
+    diagnosis(),
+  ).toEqual([]);
 
   const audit = auditKeys(paths.files, await barrierKeys(environment, ids));
   expect(audit.problems, diagnosis()).toEqual([]);
   const effects = effectsByExecution(paths.files);
-  for (const id of ids) expect(effects.get(id)?.map((effect) => effect.orderId).sort(), `effects of ${id}`).toEqual(["42", "43"]);
+  for (const id of ids)
+    expect(
+      effects
+        .get(id)
+        ?.map((effect) => effect.orderId)
+        .sort(),
+      `effects of ${id}`,
+    ).toEqual(["42", "43"]);
   expect(audit.effects).toBe(2 * ids.length);
 
   const recovered = reports.filter((item) => item.status === "continued").length;
   const figures = {
-    ...about, killPoint: killing && "point" in killing ? killing.point : undefined,
-    admittedBeforeKill: admitted.length, completedBeforeKill: settledBefore.size, inFlightAtKill,
-    executionsInStore: ids.length, recovered, toolCalls: audit.calls, repeatedCalls: audit.repeats, repeatedKeys: audit.repeatedKeys.size,
-    effects: audit.effects, recoveryMs: Math.round(recoveryMilliseconds), recoveryReportMs: Math.round(reopened.recoveryMilliseconds),
+    ...about,
+    killPoint: killing && "point" in killing ? killing.point : undefined,
+    admittedBeforeKill: admitted.length,
+    completedBeforeKill: settledBefore.size,
+    inFlightAtKill,
+    executionsInStore: ids.length,
+    recovered,
+    toolCalls: audit.calls,
+    repeatedCalls: audit.repeats,
+    repeatedKeys: audit.repeatedKeys.size,
+    effects: audit.effects,
+    recoveryMs: Math.round(recoveryMilliseconds),
+    recoveryReportMs: Math.round(reopened.recoveryMilliseconds),
     childMs: child.milliseconds,
   };
   console.log(`[crash] random kill figures: ${JSON.stringify(figures)}`);

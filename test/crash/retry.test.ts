@@ -17,10 +17,15 @@ afterEach(cleanUp);
 async function failedExecution(paths: CrashPaths): Promise<string> {
   const environment = await Phronomy.open({ store: paths.store, logger: recordingLogger() });
   try {
-    const model = scriptedModel(({ turn }) => turn === 0
-      ? { toolCalls: [{ toolName: "lookup", input: { orderId: orderIdOf(0) }, callId: "lookup-0-attempt-1" }] }
-      : { error: "the provider is down" });
-    const agent = environment.agent({ id: AGENT_ID, model, instructions: "You help customers with their orders.", tools: { lookup: idempotentLookup(paths.files) } });
+    const model = scriptedModel(({ turn }) =>
+      turn === 0 ? { toolCalls: [{ toolName: "lookup", input: { orderId: orderIdOf(0) }, callId: "lookup-0-attempt-1" }] } : { error: "the provider is down" },
+    );
+    const agent = environment.agent({
+      id: AGENT_ID,
+      model,
+      instructions: "You help customers with their orders.",
+      tools: { lookup: idempotentLookup(paths.files) },
+    });
     const run = agent.start(SINGLE_INPUT);
     const executionId = await run.executionId;
     await expect(run.result).rejects.toMatchObject({ code: "MODEL_FAILED" });

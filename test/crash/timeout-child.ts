@@ -18,7 +18,10 @@ const timeoutMs = Number(timeout);
 
 /** Never answers; settles only when its call is aborted. */
 const hanging: LanguageModelV4 = {
-  specificationVersion: "v4", provider: "test", modelId: "hanging", supportedUrls: {},
+  specificationVersion: "v4",
+  provider: "test",
+  modelId: "hanging",
+  supportedUrls: {},
   doGenerate: (options) => new Promise((_, reject) => options.abortSignal?.addEventListener("abort", () => reject(options.abortSignal?.reason))),
   doStream: () => Promise.reject(new Error("not streamed")),
 };
@@ -50,6 +53,6 @@ async function main(): Promise<void> {
 
 setInterval(() => undefined, 1 << 30);
 main().catch((error: unknown) => {
-  writeSync(2, `timeout child failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  writeSync(2, `timeout child failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exit(3);
 });

@@ -26,17 +26,23 @@ afterEach(async () => {
 /** Runs the child to its SIGKILL; returns the id of the run it left. */
 function startAndKill(store: string, timeoutMs: number, where: "agent" | "start" | "recover"): Promise<string> {
   const child = spawn(process.execPath, ["--import", "tsx", join(here, "timeout-child.ts"), store, String(timeoutMs), where], {
-    cwd: join(here, "..", ".."), stdio: ["ignore", "pipe", "pipe"],
+    cwd: join(here, "..", ".."),
+    stdio: ["ignore", "pipe", "pipe"],
   });
   let stdout = "";
   let stderr = "";
-  child.stdout.setEncoding("utf8").on("data", (chunk: string) => { stdout += chunk; });
-  child.stderr.setEncoding("utf8").on("data", (chunk: string) => { stderr += chunk; });
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+    stdout += chunk;
+  });
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+    stderr += chunk;
+  });
   return new Promise((resolve, reject) => {
     child.on("error", reject);
     child.on("close", (code, signal) => {
       const line = stdout.split("\n").find((text) => text.startsWith("{"));
-      if (signal !== "SIGKILL" || line === undefined) return reject(new Error(`the child ended with code ${String(code)}, signal ${String(signal)}\nstdout: ${stdout}\nstderr: ${stderr}`));
+      if (signal !== "SIGKILL" || line === undefined)
+        return reject(new Error(`the child ended with code ${String(code)}, signal ${String(signal)}\nstdout: ${stdout}\nstderr: ${stderr}`));
       resolve((JSON.parse(line) as { executionId: string }).executionId);
     });
   });
@@ -45,7 +51,10 @@ function startAndKill(store: string, timeoutMs: number, where: "agent" | "start"
 /** Never answers; settles only when its call is aborted. */
 function hangingModel(): LanguageModelV4 {
   return {
-    specificationVersion: "v4", provider: "test", modelId: "hanging", supportedUrls: {},
+    specificationVersion: "v4",
+    provider: "test",
+    modelId: "hanging",
+    supportedUrls: {},
     doGenerate: (options) => new Promise((_, reject) => options.abortSignal?.addEventListener("abort", () => reject(options.abortSignal?.reason))),
     doStream: () => Promise.reject(new Error("not streamed")),
   };
@@ -66,7 +75,10 @@ describe("a recovered execution's timeout", () => {
     // The agent is defined again without any timeout: the budget comes from the store.
     const { environment, report } = await reopen(store, hangingModel());
     expect(report).toEqual([expect.objectContaining({ executionId, status: "continued", continuation: "recall_model" })]);
-    const error = await within(environment.wait(executionId).result, 20_000, "the recovered run of a hanging model").then(() => undefined, (failure: unknown) => failure);
+    const error = await within(environment.wait(executionId).result, 20_000, "the recovered run of a hanging model").then(
+      () => undefined,
+      (failure: unknown) => failure,
+    );
     expect(error).toBeInstanceOf(TimeoutError);
     expect(error).toMatchObject({ code: "TIMEOUT", details: { timeoutMs: 1_000 } });
     const row = await environment.execution(executionId);
@@ -86,7 +98,10 @@ describe("a recovered execution's timeout", () => {
     const model = scriptedModel([{ text: "Order 42 has shipped." }], { latencyMs: 200 });
     const { environment, report } = await reopen(store, model);
     expect(report).toEqual([expect.objectContaining({ executionId, status: "continued" })]);
-    const error = await within(environment.wait(executionId).result, 20_000, "the recovered run").then(() => undefined, (failure: unknown) => failure);
+    const error = await within(environment.wait(executionId).result, 20_000, "the recovered run").then(
+      () => undefined,
+      (failure: unknown) => failure,
+    );
     expect(error).toBeInstanceOf(TimeoutError);
     expect(await environment.execution(executionId)).toMatchObject({ outcome: "failed", error: { code: "TIMEOUT" } });
     expect(model.turnsServed, "no answer is taken once the budget is spent").toBe(0);
@@ -108,6 +123,9 @@ describe("a recovered execution's timeout", () => {
     const model = scriptedModel([{ text: "Order 42 has shipped." }]);
     const { environment, report } = await reopen(store, model);
     expect(report).toEqual([expect.objectContaining({ executionId, status: "continued" })]);
-    await expect(within(environment.wait(executionId).result, 20_000, "the twice recovered run")).resolves.toMatchObject({ outcome: "completed", output: "Order 42 has shipped." });
+    await expect(within(environment.wait(executionId).result, 20_000, "the twice recovered run")).resolves.toMatchObject({
+      outcome: "completed",
+      output: "Order 42 has shipped.",
+    });
   }, 60_000);
 });

@@ -9,10 +9,7 @@ import { Phronomy, type Agent, type Environment } from "../../host/index.js";
 import type { RecoveredExecution } from "../../host/runtime/recovery.js";
 import type { Logger } from "../../host/runtime/options.js";
 import type { ToolCallRecord } from "../../host/store/records.js";
-import {
-  agentIdOf, crashModel, idempotentLookup, killLiveChildren, readJsonLines,
-  type CrashFiles, type EffectEntry, type KeyLogEntry,
-} from "./fixture.js";
+import { agentIdOf, crashModel, idempotentLookup, killLiveChildren, readJsonLines, type CrashFiles, type EffectEntry, type KeyLogEntry } from "./fixture.js";
 
 const opened: Environment[] = [];
 const directories: string[] = [];
@@ -59,7 +56,8 @@ export interface Reopened {
 /** Opens the store a child left behind with a fresh environment and
  * defines the same agents: recovery runs on definition. */
 export async function reopen(
-  paths: CrashPaths, options: { toolTurns?: number; approval?: boolean; agents?: number; recover?: boolean; conversations?: boolean } = {},
+  paths: CrashPaths,
+  options: { toolTurns?: number; approval?: boolean; agents?: number; recover?: boolean; conversations?: boolean } = {},
 ): Promise<Reopened> {
   const logger = recordingLogger();
   const openedAt = performance.now();
@@ -126,18 +124,23 @@ export function auditKeys(files: CrashFiles, barriers?: Map<string, Set<string>>
   const keysOfLogicalCall = new Map<string, Set<string>>();
   for (const entry of log) {
     counts.set(entry.key, (counts.get(entry.key) ?? 0) + 1);
-    if (entry.key !== `${entry.executionId}:${entry.callId}`) problems.push(`call with key ${entry.key} is not executionId:callId (${entry.executionId}:${entry.callId})`);
+    if (entry.key !== `${entry.executionId}:${entry.callId}`)
+      problems.push(`call with key ${entry.key} is not executionId:callId (${entry.executionId}:${entry.callId})`);
     const logical = `${entry.executionId}/order ${entry.orderId}`;
     const keys = keysOfLogicalCall.get(logical) ?? new Set<string>();
     keys.add(entry.key);
     keysOfLogicalCall.set(logical, keys);
     if (barriers) {
       const written = barriers.get(entry.executionId);
-      if (!written?.has(entry.key)) problems.push(`call with key ${entry.key} (pid ${entry.pid}) was not written by a tool barrier of execution ${entry.executionId}`);
+      if (!written?.has(entry.key))
+        problems.push(`call with key ${entry.key} (pid ${entry.pid}) was not written by a tool barrier of execution ${entry.executionId}`);
     }
   }
   for (const [logical, keys] of keysOfLogicalCall) {
-    if (keys.size > 1) problems.push(`logical call ${logical} was called with ${keys.size} different keys: ${[...keys].join(", ")} (a repeat must carry the key of the original)`);
+    if (keys.size > 1)
+      problems.push(
+        `logical call ${logical} was called with ${keys.size} different keys: ${[...keys].join(", ")} (a repeat must carry the key of the original)`,
+      );
   }
   const effectCounts = new Map<string, number>();
   for (const effect of effects) effectCounts.set(effect.key, (effectCounts.get(effect.key) ?? 0) + 1);

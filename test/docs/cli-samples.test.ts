@@ -36,7 +36,7 @@ function commandsOf(line: string): string[][] {
     if (quote !== undefined) {
       if (character === quote) quote = undefined;
       else word = (word ?? "") + character;
-    } else if (character === "'" || character === "\"") {
+    } else if (character === "'" || character === '"') {
       quote = character;
       word ??= "";
     } else if (/\s|\[|\]/.test(character)) {
@@ -59,17 +59,21 @@ function commandsOf(line: string): string[][] {
  * leading `NAME=value` assignments dropped. */
 function shellCommands(block: Block): CommandLine[] {
   const logical = block.text.replace(/\\\n\s*/g, " ").split("\n");
-  return logical.flatMap((line, index) => commandsOf(line.replace(/^\$ /, "")).map((words) => {
-    const start = words.findIndex((word) => !/^[A-Z_]+=/.test(word));
-    return { where: `${block.document}:${block.line + 1 + index}`, words: words.slice(start) };
-  })).filter((command) => command.words.length > 0);
+  return logical
+    .flatMap((line, index) =>
+      commandsOf(line.replace(/^\$ /, "")).map((words) => {
+        const start = words.findIndex((word) => !/^[A-Z_]+=/.test(word));
+        return { where: `${block.document}:${block.line + 1 + index}`, words: words.slice(start) };
+      }),
+    )
+    .filter((command) => command.words.length > 0);
 }
 
 /** The arguments of a `phronomy` invocation, or undefined for another command. */
 function phronomyArguments(words: readonly string[]): string[] | undefined {
   const [first, second, third] = words;
   const after = (marker: string) => (words.includes(marker) ? words.slice(words.indexOf(marker) + 1) : []);
-  if (first === "phronomy" || first === "npx" && second === "phronomy") return words.slice(first === "npx" ? 2 : 1);
+  if (first === "phronomy" || (first === "npx" && second === "phronomy")) return words.slice(first === "npx" ? 2 : 1);
   if (first === "npm" && second === "run" && third === "phronomy") return after("--");
   if (first === "npm" && second === "run" && third === "demo") return ["demo", ...after("--")];
   if (first === "node" && second === "host/cli/bin.js") return words.slice(2);
@@ -78,15 +82,21 @@ function phronomyArguments(words: readonly string[]): string[] | undefined {
 
 /** The other kinds of shell line, and what checks them (decision 0046). */
 const otherKinds: readonly [RegExp, string][] = [
-  [/^npm install( phronomy ai)?$/,
-    "installs: run as written, the agent after them (test/package/documented-lines.test.ts); the repository's `npm install` is CI's `npm ci`"],
+  [
+    /^npm install( phronomy ai)?$/,
+    "installs: run as written, the agent after them (test/package/documented-lines.test.ts); the repository's `npm install` is CI's `npm ci`",
+  ],
   [/^bun add phronomy ai$/, "Bun's install: run as written, `bun agent.ts` after it (test/package/documented-lines.test.ts)"],
   [/^npm test$/, "the fast set: CI (.ci/run) runs it, then the slow set (vitest.config.ts)"],
-  [/^npx -p phronomy -p ai@7 phronomy demo$/,
-    "the command the demo names when `ai` is missing (test/cli/demo.slow.test.ts; run by test/package/documented-lines.test.ts)"],
+  [
+    /^npx -p phronomy -p ai@7 phronomy demo$/,
+    "the command the demo names when `ai` is missing (test/cli/demo.slow.test.ts; run by test/package/documented-lines.test.ts)",
+  ],
   [/^mkdir -p data$/, "the examples' data directory, made by the tests that run them"],
-  [/^(node agent\.mjs|npx tsx agent\.ts|bun agent\.ts|deno run .* agent\.ts)$/,
-    "examples/agent.ts run as written after each install (test/package/documented-lines.test.ts)"],
+  [
+    /^(node agent\.mjs|npx tsx agent\.ts|bun agent\.ts|deno run .* agent\.ts)$/,
+    "examples/agent.ts run as written after each install (test/package/documented-lines.test.ts)",
+  ],
   [/^export PHRONOMY_STORE=\S+ PGPASSWORD=\S+$/, "an environment for the commands after it"],
 ];
 
@@ -116,7 +126,9 @@ describe("the documentation's shell samples", () => {
   });
 
   it("every other shell line is a kind the decision names", () => {
-    const others = commands.filter((command) => phronomyArguments(command.words) === undefined).map((command) => ({ where: command.where, line: command.words.join(" ") }));
+    const others = commands
+      .filter((command) => phronomyArguments(command.words) === undefined)
+      .map((command) => ({ where: command.where, line: command.words.join(" ") }));
     expect(others.filter(({ line }) => !otherKinds.some(([pattern]) => pattern.test(line)))).toEqual([]);
   });
 

@@ -19,21 +19,48 @@ export interface Runs {
 export const runs: Readonly<Record<string, Runs | { readonly runBy: string }>> = {
   "examples/quickstart.ts": {
     runtime: "node",
-    prints: ["model_call_started", "model_call_finished", "tool_call_started", "tool_call_finished", "model_call_started", "model_call_finished", "done", new RegExp(`^Order 42 has shipped\\. \\d+ ${uuid}$`)],
+    prints: [
+      "model_call_started",
+      "model_call_finished",
+      "tool_call_started",
+      "tool_call_finished",
+      "model_call_started",
+      "model_call_finished",
+      "done",
+      new RegExp(`^Order 42 has shipped\\. \\d+ ${uuid}$`),
+    ],
   },
-  "examples/conversations.ts": { runtime: "node", prints: ['ada 200 {"output":"Order 42 is shipped."}', 'grace 200 {"output":"Order 7 is packed."}', "ada grace"] },
+  "examples/conversations.ts": {
+    runtime: "node",
+    prints: ['ada 200 {"output":"Order 42 is shipped."}', 'grace 200 {"output":"Order 7 is packed."}', "ada grace"],
+  },
   "examples/busy-conversation.ts": {
     runtime: "node",
-    prints: ["the queue is full: try again later", "second was queued", "first: CANCELLED", "second: Order 43 has shipped.", "the interrupting message: Your order is cancelled."],
+    prints: [
+      "the queue is full: try again later",
+      "second was queued",
+      "first: CANCELLED",
+      "second: Order 43 has shipped.",
+      "the interrupting message: Your order is cancelled.",
+    ],
   },
   "examples/from-the-ai-sdk.ts": { runtime: "node", prints: ['{"orderId":"42","status":"out for delivery"} 0.2'] },
   "examples/retention.ts": {
     runtime: "node",
-    prints: ['nothing finished an hour ago: {"executions":0,"steps":0,"journal":0,"approvals":0}', /^chat's, finished now, pruned: \{"executions":1,"steps":\d+,/, "left: refunds"],
+    prints: [
+      'nothing finished an hour ago: {"executions":0,"steps":0,"journal":0,"approvals":0}',
+      /^chat's, finished now, pruned: \{"executions":1,"steps":\d+,/,
+      "left: refunds",
+    ],
   },
   "examples/cancel-retry.ts": {
     runtime: "node",
-    prints: ["the first run: CANCELLED", "cancelled: cancelled", "retried: completed Order 42 has shipped.", /^timeline from the retry on: retried .* terminal$/],
+    prints: [
+      "the first run: CANCELLED",
+      "cancelled: cancelled",
+      "retried: completed Order 42 has shipped.",
+      /^timeline from the retry on: retried .* terminal$/,
+    ],
   },
   "examples/hono-chat.ts": {
     runtime: "node",
@@ -44,7 +71,11 @@ export const runs: Readonly<Record<string, Runs | { readonly runBy: string }>> =
   },
   "examples/dashboard-bun.ts": { runtime: "bun", prints: [/^http:\/\/127\.0\.0\.1:\d+\/admin\/agents\/\?token=/, "page 200 true without the token 403"] },
   // The test server, a fresh schema dropped after the test (test/postgres/database.ts).
-  "examples/postgres.ts": { runtime: "node", prints: ["Order 42 has shipped.", "sent twice, ran once: true"], env: () => ({ DATABASE_URL: postgresUrl, PHRONOMY_SCHEMA: freshSchema() }) },
+  "examples/postgres.ts": {
+    runtime: "node",
+    prints: ["Order 42 has shipped.", "sent twice, ran once: true"],
+    env: () => ({ DATABASE_URL: postgresUrl, PHRONOMY_SCHEMA: freshSchema() }),
+  },
   "examples/agent.ts": { runtime: "node", prints: ["completed Order 42 is out for delivery."] },
   "examples/support-agent.ts": { runBy: "test/cli/run.slow.test.ts" },
   "examples/chat-server.ts": { runBy: "test/chat/example-server.test.ts" },

@@ -27,10 +27,15 @@ describe("the examples run", () => {
         mkdirSync(join(directory, "data"));
         const script = join(directory, how.runtime === "node" ? "sample.mts" : "sample.ts");
         writeFileSync(script, fromSources(readFileSync(join(repositoryRoot, file), "utf8")));
-        const command = how.runtime === "node"
-          ? [process.execPath, ...childNodeFlags, join(repositoryRoot, "node_modules", "tsx", "dist", "cli.mjs"), script]
-          : [join(repositoryRoot, "node_modules", ".bin", "bun"), "--unhandled-rejections=strict", script];
-        const child = spawn(command[0]!, command.slice(1), { cwd: directory, env: { ...process.env, NO_COLOR: "1", ...how.env?.() }, stdio: ["ignore", "pipe", "pipe"] });
+        const command =
+          how.runtime === "node"
+            ? [process.execPath, ...childNodeFlags, join(repositoryRoot, "node_modules", "tsx", "dist", "cli.mjs"), script]
+            : [join(repositoryRoot, "node_modules", ".bin", "bun"), "--unhandled-rejections=strict", script];
+        const child = spawn(command[0]!, command.slice(1), {
+          cwd: directory,
+          env: { ...process.env, NO_COLOR: "1", ...how.env?.() },
+          stdio: ["ignore", "pipe", "pipe"],
+        });
         const result = await finished(child, `${how.runtime} ${file}`);
         expect(result.stderr).toBe("");
         expect(result.code).toBe(0);

@@ -9,7 +9,14 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import {
-  exportedNames, figureDocuments, figureMatches, markedFigures, measureBuildFigures, renderFigures, staleFigures, writeFigures,
+  exportedNames,
+  figureDocuments,
+  figureMatches,
+  markedFigures,
+  measureBuildFigures,
+  renderFigures,
+  staleFigures,
+  writeFigures,
 } from "../../scripts/readme-figures.js";
 import { buildTimeoutMs, repositoryRoot } from "../package/packed-project.js";
 

@@ -44,7 +44,9 @@ describe("the documentation's code samples", () => {
       if (!("runBy" in how)) continue;
       expect(existsSync(join(repositoryRoot, how.runBy)), how.runBy).toBe(true);
       const test = readFileSync(join(repositoryRoot, how.runBy), "utf8");
-      const helpers = existsSync(join(repositoryRoot, how.runBy, "..", "helpers.ts")) ? readFileSync(join(repositoryRoot, how.runBy, "..", "helpers.ts"), "utf8") : "";
+      const helpers = existsSync(join(repositoryRoot, how.runBy, "..", "helpers.ts"))
+        ? readFileSync(join(repositoryRoot, how.runBy, "..", "helpers.ts"), "utf8")
+        : "";
       expect(`${test}\n${helpers}`.includes(file), `${how.runBy} (or its helpers.ts) names ${file}`).toBe(true);
     }
   });

@@ -48,7 +48,10 @@ export function blocksOf(document: string): Block[] {
     while (end < lines.length && !/^\s*```\s*$/.test(lines[end]!)) body.push(lines[end++]!.slice(indent));
     const marker = /^\s*<!-- example: (examples\/[\w./-]+?)(?:#([\w-]+))? -->\s*$/.exec(lines[index - 1] ?? "");
     blocks.push({
-      document, line: index + 1, language: open[2]!, text: body.length === 0 ? "" : `${body.join("\n")}\n`,
+      document,
+      line: index + 1,
+      language: open[2]!,
+      text: body.length === 0 ? "" : `${body.join("\n")}\n`,
       ...(marker ? { example: { file: marker[1]!, ...(marker[2] !== undefined ? { region: marker[2] } : {}) } } : {}),
     });
     index = end;
@@ -78,7 +81,10 @@ export function exampleText(file: string, region?: string): string {
 
 /** The files under examples/. */
 export function exampleFiles(): string[] {
-  return readdirSync(join(repositoryRoot, "examples")).filter((name) => /\.(ts|mts|js|mjs)$/.test(name)).map((name) => `examples/${name}`).sort();
+  return readdirSync(join(repositoryRoot, "examples"))
+    .filter((name) => /\.(ts|mts|js|mjs)$/.test(name))
+    .map((name) => `examples/${name}`)
+    .sort();
 }
 
 /** The example with its package imports pointed at this checkout's sources

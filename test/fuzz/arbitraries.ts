@@ -35,13 +35,17 @@ export const streamLengthMin = 20;
 export const streamLengthMax = 400;
 
 export const intents: fc.Arbitrary<Intent[]> = fc.array(intent, {
-  minLength: streamLengthMin, maxLength: streamLengthMax, size: "max",
+  minLength: streamLengthMin,
+  maxLength: streamLengthMax,
+  size: "max",
 });
 
 /** Streams long enough for an `AttachWaiter` flood (`WaitersMax` + 2
  * messages) and the messages around it. */
 export const floodIntents: fc.Arbitrary<Intent[]> = fc.array(intent, {
-  minLength: Limit.WaitersMax + 200, maxLength: Limit.WaitersMax + 1_200, size: "max",
+  minLength: Limit.WaitersMax + 200,
+  maxLength: Limit.WaitersMax + 1_200,
+  size: "max",
 });
 
 /** Where a run near the u32 wrap starts its counters: owner tokens,

@@ -2,19 +2,19 @@
 // hold after every applied message. Each returns a sentence describing the
 // violation, or undefined; they read the snapshots and effects only.
 
-import {
-  AdmissionState, AgentLifecycle, ConversationFlag, ConversationPhase, EffectKind, Limit, MessageKind,
-} from "../../assembly/abi.js";
+import { AdmissionState, AgentLifecycle, ConversationFlag, ConversationPhase, EffectKind, Limit, MessageKind } from "../../assembly/abi.js";
 import type { CoreSnapshot } from "../../host/core/machine.js";
 import type { Step } from "./invariants.js";
 
 export function checkConversationInvariants(step: Step): string | undefined {
-  return recordsFollowTheirAgents(step.after) ??
-    oneRecoveryAtATime(step) ??
-    readRowsNamesTheRunningEpoch(step) ??
-    retryWithinTheBackoff(step) ??
-    headStartsOnlyWhenFree(step) ??
-    releasedOnlyWhenIdle(step);
+  return (
+    recordsFollowTheirAgents(step.after)
+    ?? oneRecoveryAtATime(step)
+    ?? readRowsNamesTheRunningEpoch(step)
+    ?? retryWithinTheBackoff(step)
+    ?? headStartsOnlyWhenFree(step)
+    ?? releasedOnlyWhenIdle(step)
+  );
 }
 
 /** A free agent slot's record is all zero; a live one has a phase. */
@@ -75,8 +75,13 @@ function releasedOnlyWhenIdle(step: Step): string | undefined {
     if (effect.kind !== EffectKind.ReleaseConversation) continue;
     const record = step.after.conversations[effect.agent];
     const agent = step.after.agents[effect.agent];
-    const idle = record?.phase === ConversationPhase.Releasing && record.users === 0 && record.queued === 0 && record.flags === 0 &&
-      agent?.admissionState === AdmissionState.None && agent.generation === effect.generation;
+    const idle =
+      record?.phase === ConversationPhase.Releasing
+      && record.users === 0
+      && record.queued === 0
+      && record.flags === 0
+      && agent?.admissionState === AdmissionState.None
+      && agent.generation === effect.generation;
     if (!idle) return `ReleaseConversation for conversation ${effect.agent}, which is not idle`;
   }
   return undefined;

@@ -6,7 +6,13 @@
 // about twenty is noise: a stale generation or an argument out of range.
 
 import {
-  AdmissionSource, ConversationFlag, ConversationPhase, HeadOutcome, MessageKind, Ownership, RecoveryCause,
+  AdmissionSource,
+  ConversationFlag,
+  ConversationPhase,
+  HeadOutcome,
+  MessageKind,
+  Ownership,
+  RecoveryCause,
   RecoveryOutcome,
 } from "../../assembly/abi.js";
 import type { ConversationRecordView } from "../../host/core/machine.js";
@@ -28,7 +34,8 @@ export function conversationMessage(intent: Intent, agent: Handle, record: Conve
     case ConversationPhase.Registering:
       if (intent.noise % 4 === 0) return [MessageKind.ConversationOwned, slot, generation, 1 + (intent.pick % 2), 0, 0, 0, 0];
       return [MessageKind.RecoveryRequested, slot, generation, 1 + (intent.pick % 10), intent.noise % 64, 0, 0, 0];
-    case ConversationPhase.Recovering: return recovering(intent, agent, record);
+    case ConversationPhase.Recovering:
+      return recovering(intent, agent, record);
     case ConversationPhase.Held:
       if (intent.noise % 6 === 0) return [MessageKind.ConversationOwned, slot, generation, Ownership.Elsewhere, 0, 0, 0, 0];
       return [MessageKind.RecoveryRequested, slot, generation, RecoveryCause.Retry, 0, 0, 0, 0];
@@ -38,7 +45,8 @@ export function conversationMessage(intent: Intent, agent: Handle, record: Conve
     case ConversationPhase.Releasing:
       if (intent.noise % 3 === 0) return [MessageKind.UseBegin, slot, generation, 0, 0, 0, 0, 0];
       return [MessageKind.PurgeAgent, slot, generation, 0, 0, 0, 0, 0];
-    default: return ready(intent, agent, record, request);
+    default:
+      return ready(intent, agent, record, request);
   }
 }
 
@@ -63,24 +71,34 @@ function ready(intent: Intent, agent: Handle, record: ConversationRecordView, re
   }
   if (record.users > 0 && choice < 6) return [MessageKind.UseEnd, slot, generation, 0, 0, 0, 0, 0];
   switch (choice) {
-    case 0: case 1: case 2: {
+    case 0:
+    case 1:
+    case 2: {
       const source = intent.pick % 3 === 0 ? AdmissionSource.Filed : AdmissionSource.Direct;
       return [MessageKind.Admit, slot, generation, request, source, 1 + (intent.variant % 3), intent.variant % 7 === 0 ? 0 : 1, 0];
     }
     case 3:
       if (record.queued > 0) return [MessageKind.Admit, slot, generation, request, AdmissionSource.QueueHead, 2, 1, 0];
       return [MessageKind.MessageQueued, slot, generation, 1 + (intent.pick % 2), 0, 0, 0, 0];
-    case 4: return [MessageKind.UseBegin, slot, generation, 0, 0, 0, 0, 0];
-    case 5: return [MessageKind.SetPinned, slot, generation, intent.pick % 2, 0, 0, 0, 0];
+    case 4:
+      return [MessageKind.UseBegin, slot, generation, 0, 0, 0, 0, 0];
+    case 5:
+      return [MessageKind.SetPinned, slot, generation, intent.pick % 2, 0, 0, 0, 0];
     case 6:
       if (record.queued < QUEUED_STREAM_MAX) return [MessageKind.MessageQueued, slot, generation, 1 + (intent.pick % 2), 0, 0, 0, 0];
       return [MessageKind.MessageLeft, slot, generation, 0, 0, 0, 0, 0];
-    case 7: return [MessageKind.MessageLeft, slot, generation, 0, 0, 0, 0, 0];
-    case 8: return [MessageKind.AdmissionReleased, slot, generation, 0, 0, 0, 0, 0];
-    case 9: return [MessageKind.ConversationHeld, slot, generation, 1 + (intent.pick % 4), 0, 0, 0, 0];
-    case 10: return [MessageKind.RecoveryRequested, slot, generation, 1 + (intent.pick % 10), intent.variant % 64, 0, 0, 0];
-    case 11: return [MessageKind.ConversationOwned, slot, generation, intent.pick % 5 === 0 ? Ownership.Elsewhere : Ownership.Here, 0, 0, 0, 0];
-    default: return [MessageKind.UseBegin, slot, generation, 0, 0, 0, 0, 0];
+    case 7:
+      return [MessageKind.MessageLeft, slot, generation, 0, 0, 0, 0, 0];
+    case 8:
+      return [MessageKind.AdmissionReleased, slot, generation, 0, 0, 0, 0, 0];
+    case 9:
+      return [MessageKind.ConversationHeld, slot, generation, 1 + (intent.pick % 4), 0, 0, 0, 0];
+    case 10:
+      return [MessageKind.RecoveryRequested, slot, generation, 1 + (intent.pick % 10), intent.variant % 64, 0, 0, 0];
+    case 11:
+      return [MessageKind.ConversationOwned, slot, generation, intent.pick % 5 === 0 ? Ownership.Elsewhere : Ownership.Here, 0, 0, 0, 0];
+    default:
+      return [MessageKind.UseBegin, slot, generation, 0, 0, 0, 0, 0];
   }
 }
 

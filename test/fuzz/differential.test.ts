@@ -25,9 +25,7 @@ import { decodeEffectWords } from "../../host/core/effects.js";
 import { loadCoreModule, type CoreBuild } from "../../host/core/load-core.js";
 import type { CoreLimits, CoreSnapshot } from "../../host/core/machine.js";
 import { ReferenceCore } from "../model/reference-core.js";
-import {
-  floodIntents, intents as intentStreams, limits, liveMessageKinds, retiredMessageKinds, wrapStarts, type WrapStart,
-} from "./arbitraries.js";
+import { floodIntents, intents as intentStreams, limits, liveMessageKinds, retiredMessageKinds, wrapStarts, type WrapStart } from "./arbitraries.js";
 import { differentialStep, type StepContext } from "./differential-step.js";
 import { RevisionHistory } from "./invariants.js";
 import { MessageStream, type Intent, type MessageStreamOptions } from "./message-stream.js";
@@ -81,7 +79,12 @@ function runStream(setup: StreamSetup, intents: readonly Intent[], coverage: Cov
     expect(model.seedCountersForTesting(ownerToken, session, generation)).toBe(ResultCode.Ok);
   }
   const context: StepContext = {
-    core: wasm, model, stream: new MessageStream(setup.stream), revisions: new RevisionHistory(), decode: decodeEffectWords, agree,
+    core: wasm,
+    model,
+    stream: new MessageStream(setup.stream),
+    revisions: new RevisionHistory(),
+    decode: decodeEffectWords,
+    agree,
   };
   coverage.lengths.push(intents.length);
   for (const [index, next] of intents.entries()) {
@@ -107,9 +110,12 @@ describe("the WebAssembly core against the reference model", () => {
     it(`agrees on ${runs} deep random message streams, ${build} build (seed ${seed})`, async () => {
       const module = await loadCoreModule(build);
       const coverage = new Coverage();
-      fc.assert(fc.property(limits, intentStreams, (coreLimits, intents) => {
-        runStream({ module, limits: coreLimits }, intents, coverage);
-      }), { seed, numRuns: runs });
+      fc.assert(
+        fc.property(limits, intentStreams, (coreLimits, intents) => {
+          runStream({ module, limits: coreLimits }, intents, coverage);
+        }),
+        { seed, numRuns: runs },
+      );
       console.log(`differential fuzzing, ${build} build: ${coverage.describeLengths()}`);
       // The streams went deep: every message kind was accepted somewhere.
       if (runs >= 100) expectEveryKindAccepted(coverage);
@@ -121,13 +127,18 @@ describe("the WebAssembly core against the reference model", () => {
     const coverage = new Coverage();
     // One agent more than executions: a second start finds the table full.
     const smallest = fc.integer({ min: 1, max: 2 }).map((executionsMax) => ({ agentsMax: executionsMax + 1, executionsMax }));
-    fc.assert(fc.property(smallest, floodIntents, (coreLimits, intents) => {
-      runStream({ module, limits: coreLimits, stream: { pressure: true } }, intents, coverage);
-    }), { seed, numRuns: floodRuns });
+    fc.assert(
+      fc.property(smallest, floodIntents, (coreLimits, intents) => {
+        runStream({ module, limits: coreLimits, stream: { pressure: true } }, intents, coverage);
+      }),
+      { seed, numRuns: floodRuns },
+    );
     console.log(`differential fuzzing, floods: ${coverage.describeLengths()}; longest apply ${coverage.longestEffects} effects`);
     for (const [code, name] of [
-      [ResultCode.WaitersFull, "WaitersFull"], [ResultCode.InFlightFull, "InFlightFull"],
-      [ResultCode.AgentsFull, "AgentsFull"], [ResultCode.ExecutionsFull, "ExecutionsFull"],
+      [ResultCode.WaitersFull, "WaitersFull"],
+      [ResultCode.InFlightFull, "InFlightFull"],
+      [ResultCode.AgentsFull, "AgentsFull"],
+      [ResultCode.ExecutionsFull, "ExecutionsFull"],
     ] as const) {
       expect(coverage.codes.has(code), `no stream reached ${name}`).toBe(true);
     }
@@ -138,16 +149,19 @@ describe("the WebAssembly core against the reference model", () => {
     const module = await loadCoreModule("debug");
     const coverage = new Coverage();
     const wrapped = { ownerToken: false, session: false, generation: false, revision: false };
-    fc.assert(fc.property(limits, wrapStarts, intentStreams, (coreLimits, wrap, intents) => {
-      // A counter that wrapped is below where it started (it skips 0).
-      const afterStep = (tables: CoreSnapshot): void => {
-        wrapped.ownerToken ||= tables.nextOwnerToken < wrap.ownerToken;
-        wrapped.session ||= tables.nextSession < wrap.session;
-        wrapped.generation ||= [...tables.agents, ...tables.executions].some((record) => record.generation < wrap.generation);
-        wrapped.revision ||= tables.executions.some((record) => record.agentSlotPlusOne !== 0 && record.revision <= wrap.revision);
-      };
-      runStream({ module, limits: coreLimits, wrap, stream: { firstRevision: wrap.revision }, afterStep }, intents, coverage);
-    }), { seed, numRuns: wrapRuns });
+    fc.assert(
+      fc.property(limits, wrapStarts, intentStreams, (coreLimits, wrap, intents) => {
+        // A counter that wrapped is below where it started (it skips 0).
+        const afterStep = (tables: CoreSnapshot): void => {
+          wrapped.ownerToken ||= tables.nextOwnerToken < wrap.ownerToken;
+          wrapped.session ||= tables.nextSession < wrap.session;
+          wrapped.generation ||= [...tables.agents, ...tables.executions].some((record) => record.generation < wrap.generation);
+          wrapped.revision ||= tables.executions.some((record) => record.agentSlotPlusOne !== 0 && record.revision <= wrap.revision);
+        };
+        runStream({ module, limits: coreLimits, wrap, stream: { firstRevision: wrap.revision }, afterStep }, intents, coverage);
+      }),
+      { seed, numRuns: wrapRuns },
+    );
     console.log(`differential fuzzing, near the wrap: ${coverage.describeLengths()}; wrapped ${JSON.stringify(wrapped)}`);
     expect(wrapped).toEqual({ ownerToken: true, session: true, generation: true, revision: true });
   });

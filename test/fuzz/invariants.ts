@@ -36,16 +36,18 @@ export class RevisionHistory {
 }
 
 export function checkInvariants(step: Step): string | undefined {
-  return atMostOneAdmissionPerAgent(step.after) ??
-    admissionsAndExecutionsAgree(step.after) ??
-    terminalCommitOnlyWhenQuiescent(step) ??
-    staleResultChangesNothing(step) ??
-    releasedGenerationRefused(step) ??
-    dischargeReleasesOnlyQuiescentRecovery(step) ??
-    agentDischargeReleasesOnlyAnUnboundHold(step) ??
-    releasedExecutionLeavesNoWaiter(step) ??
-    countersAgree(step.after) ??
-    checkConversationInvariants(step);
+  return (
+    atMostOneAdmissionPerAgent(step.after)
+    ?? admissionsAndExecutionsAgree(step.after)
+    ?? terminalCommitOnlyWhenQuiescent(step)
+    ?? staleResultChangesNothing(step)
+    ?? releasedGenerationRefused(step)
+    ?? dischargeReleasesOnlyQuiescentRecovery(step)
+    ?? agentDischargeReleasesOnlyAnUnboundHold(step)
+    ?? releasedExecutionLeavesNoWaiter(step)
+    ?? countersAgree(step.after)
+    ?? checkConversationInvariants(step)
+  );
 }
 
 /** Each execution is held by exactly one admission: its agent's. */
@@ -96,12 +98,21 @@ function staleResultChangesNothing(step: Step): string | undefined {
 /** Messages that name an execution by `(slot, generation)` as their first
  * two arguments. */
 const EXECUTION_MESSAGES = new Set<number>([
-  MessageKind.ProviderDispatchReady, MessageKind.ToolDispatchReady, MessageKind.SessionEvent,
-  MessageKind.OperationSettled, MessageKind.SessionFinished, MessageKind.DeferredTerminal,
-  MessageKind.TerminalCommitReady, MessageKind.Resume, MessageKind.ResumeCommitReady,
+  MessageKind.ProviderDispatchReady,
+  MessageKind.ToolDispatchReady,
+  MessageKind.SessionEvent,
+  MessageKind.OperationSettled,
+  MessageKind.SessionFinished,
+  MessageKind.DeferredTerminal,
+  MessageKind.TerminalCommitReady,
+  MessageKind.Resume,
+  MessageKind.ResumeCommitReady,
   MessageKind.ContinueRecovered,
-  MessageKind.CancelRequested, MessageKind.AttachWaiter, MessageKind.DischargeRecovery,
-  MessageKind.CancelSuspended, MessageKind.CancelCommitReady,
+  MessageKind.CancelRequested,
+  MessageKind.AttachWaiter,
+  MessageKind.DischargeRecovery,
+  MessageKind.CancelSuspended,
+  MessageKind.CancelCommitReady,
 ]);
 
 /** A message for a slot's previous tenant is refused and changes nothing. */

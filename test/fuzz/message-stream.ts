@@ -7,8 +7,23 @@
 // deterministic, so fast-check can shrink a failing stream of intents.
 
 import {
-  AdmissionState, AgentLifecycle, CommitOutcome, Continuation, EffectKind, Limit, MessageKind, MessageKindLimit, OutcomeType, Phase, PreparationOutcome,
-  SessionEnding, SessionEventKind, Submission, ExecutionStatus, ExecutionFlag, ExecutionFlagMask,
+  AdmissionState,
+  AgentLifecycle,
+  CommitOutcome,
+  Continuation,
+  EffectKind,
+  Limit,
+  MessageKind,
+  MessageKindLimit,
+  OutcomeType,
+  Phase,
+  PreparationOutcome,
+  SessionEnding,
+  SessionEventKind,
+  Submission,
+  ExecutionStatus,
+  ExecutionFlag,
+  ExecutionFlagMask,
 } from "../../assembly/abi.js";
 import type { CoreEffect } from "../../host/core/effects.js";
 import type { CoreSnapshot } from "../../host/core/machine.js";
@@ -175,8 +190,11 @@ export class MessageStream {
       return record?.generation === candidate.generation && record.agentSlotPlusOne !== 0 && record.session === candidate.session && record.session !== 0;
     });
     const recordOf = (candidate: LiveExecution) => this.tables!.executions[candidate.execution]!;
-    const full = live.find((candidate) => recordOf(candidate).inFlight >= Limit.InFlightMax - 1 &&
-      (recordOf(candidate).phase === Phase.DispatchingTools || recordOf(candidate).phase === Phase.RecordingToolResults));
+    const full = live.find(
+      (candidate) =>
+        recordOf(candidate).inFlight >= Limit.InFlightMax - 1
+        && (recordOf(candidate).phase === Phase.DispatchingTools || recordOf(candidate).phase === Phase.RecordingToolResults),
+    );
     if (full) {
       const event = recordOf(full).phase === Phase.DispatchingTools ? SessionEventKind.ToolsCompleted : SessionEventKind.StateCompleted;
       return message(MessageKind.SessionEvent, full.execution, full.generation, full.session, event);
@@ -185,11 +203,23 @@ export class MessageStream {
     const item = tools.find((candidate) => (this.tables?.executions[candidate.execution]?.inFlight ?? 0) >= 2) ?? tools[0];
     if (item) {
       this.pending.splice(this.pending.indexOf(item), 1);
-      return message(MessageKind.ToolDispatchReady, item.execution, item.generation, item.session, item.revision,
-        CommitOutcome.Committed, this.revision(), Limit.InFlightMax);
+      return message(
+        MessageKind.ToolDispatchReady,
+        item.execution,
+        item.generation,
+        item.session,
+        item.revision,
+        CommitOutcome.Committed,
+        this.revision(),
+        Limit.InFlightMax,
+      );
     }
-    const calling = live.find((candidate) => recordOf(candidate).phase === Phase.CallingLlm && recordOf(candidate).inFlight >= 1 &&
-      !this.pending.some((pending) => pending.type === "provider" && pending.execution === candidate.execution));
+    const calling = live.find(
+      (candidate) =>
+        recordOf(candidate).phase === Phase.CallingLlm
+        && recordOf(candidate).inFlight >= 1
+        && !this.pending.some((pending) => pending.type === "provider" && pending.execution === candidate.execution),
+    );
     if (calling) return message(MessageKind.SessionEvent, calling.execution, calling.generation, calling.session, SessionEventKind.LlmCompletedWithTools);
     return this.advance(intent);
   }
@@ -294,11 +324,18 @@ export class MessageStream {
   /** The recovery continuation a host would choose from the saved facts
    * (host/runtime/recovery.ts): `None` for a state no store writes. */
   private continuationFor(live: LiveExecution, status: number, phase: number, flags: number): Message {
-    const continuation = status !== ExecutionStatus.Active ? Continuation.None
-      : phase === Phase.CallingLlm ? Continuation.RecallModel
-        : phase === Phase.DispatchingTools ? Continuation.FrameworkTools
-          : phase === Phase.Resuming ? ((flags & ExecutionFlag.ApprovalGranted) === 0 ? Continuation.ApprovalRejection : Continuation.FrameworkTools)
-            : Continuation.None;
+    const continuation =
+      status !== ExecutionStatus.Active
+        ? Continuation.None
+        : phase === Phase.CallingLlm
+          ? Continuation.RecallModel
+          : phase === Phase.DispatchingTools
+            ? Continuation.FrameworkTools
+            : phase === Phase.Resuming
+              ? (flags & ExecutionFlag.ApprovalGranted) === 0
+                ? Continuation.ApprovalRejection
+                : Continuation.FrameworkTools
+              : Continuation.None;
     return message(MessageKind.ContinueRecovered, live.execution, live.generation, live.revision, continuation, 0, this.request());
   }
 
@@ -311,45 +348,105 @@ export class MessageStream {
         // so the few agents of a long stream stay usable.
         const outcome = this.pressure
           ? pickWeighted(intent.noise, [PreparationOutcome.Active, 8], [PreparationOutcome.Terminal, 1], [PreparationOutcome.NotEstablished, 1])
-          : pickWeighted(intent.noise, [PreparationOutcome.Active, 6], [PreparationOutcome.Terminal, 1],
-            [PreparationOutcome.NotEstablished, 1], [PreparationOutcome.OutcomeUnknown, 1], [PreparationOutcome.StoreFailed, 1], [9, 1]);
+          : pickWeighted(
+              intent.noise,
+              [PreparationOutcome.Active, 6],
+              [PreparationOutcome.Terminal, 1],
+              [PreparationOutcome.NotEstablished, 1],
+              [PreparationOutcome.OutcomeUnknown, 1],
+              [PreparationOutcome.StoreFailed, 1],
+              [9, 1],
+            );
         // The sixth argument is retired (was flags): sometimes noise, ignored.
         const retired = intent.variant % 17 === 4 ? intent.noise : 0;
-        return message(MessageKind.InitialPreparationReady, item.agent, item.generation, stale ? item.token + 1 : item.token,
-          outcome, this.revision(), retired, item.request);
+        return message(
+          MessageKind.InitialPreparationReady,
+          item.agent,
+          item.generation,
+          stale ? item.token + 1 : item.token,
+          outcome,
+          this.revision(),
+          retired,
+          item.request,
+        );
       }
       case "provider":
       case "tool": {
-        const outcome = pickWeighted(intent.noise, [CommitOutcome.Committed, 8], [CommitOutcome.StoreFailed, 1],
-          [CommitOutcome.RehydrationRequired, 1], [0, 1]);
+        const outcome = pickWeighted(
+          intent.noise,
+          [CommitOutcome.Committed, 8],
+          [CommitOutcome.StoreFailed, 1],
+          [CommitOutcome.RehydrationRequired, 1],
+          [0, 1],
+        );
         const newRevision = intent.variant % 19 === 5 ? item.revision : this.revision();
         const kind = item.type === "provider" ? MessageKind.ProviderDispatchReady : MessageKind.ToolDispatchReady;
         // Now and then a batch that fills the in-flight limit, or exceeds it.
         const full = this.pressure ? intent.variant % 3 === 0 : intent.variant % 29 === 11;
-        const toolCount = intent.variant % 23 === 6 ? 0 : full ? Limit.InFlightMax
-          : intent.variant % 31 === 12 ? Limit.InFlightMax + 1 : 1 + (intent.pick % 3);
-        return message(kind, item.execution, item.generation, item.session, stale ? item.revision + 1 : item.revision,
-          outcome, newRevision, toolCount);
+        const toolCount = intent.variant % 23 === 6 ? 0 : full ? Limit.InFlightMax : intent.variant % 31 === 12 ? Limit.InFlightMax + 1 : 1 + (intent.pick % 3);
+        return message(kind, item.execution, item.generation, item.session, stale ? item.revision + 1 : item.revision, outcome, newRevision, toolCount);
       }
       case "operation":
         return message(MessageKind.OperationSettled, item.execution, item.generation);
       case "deferred":
         return message(MessageKind.DeferredTerminal, item.execution, item.generation, stale ? item.session + 1 : item.session);
       case "terminal": {
-        const outcome = pickWeighted(intent.noise, [OutcomeType.Completed, 4], [OutcomeType.Failed, 2],
-          [OutcomeType.Suspended, 3], [OutcomeType.HandedOff, 1], [OutcomeType.CoordinationWait, 1], [OutcomeType.StoreFailed, 1], [12, 1]);
-        return message(MessageKind.TerminalCommitReady, item.execution, item.generation, item.session,
-          stale ? item.revision - 1 : item.revision, outcome, this.revision());
+        const outcome = pickWeighted(
+          intent.noise,
+          [OutcomeType.Completed, 4],
+          [OutcomeType.Failed, 2],
+          [OutcomeType.Suspended, 3],
+          [OutcomeType.HandedOff, 1],
+          [OutcomeType.CoordinationWait, 1],
+          [OutcomeType.StoreFailed, 1],
+          [12, 1],
+        );
+        return message(
+          MessageKind.TerminalCommitReady,
+          item.execution,
+          item.generation,
+          item.session,
+          stale ? item.revision - 1 : item.revision,
+          outcome,
+          this.revision(),
+        );
       }
       case "cancel": {
-        const outcome = pickWeighted(intent.noise, [CommitOutcome.Committed, 6], [CommitOutcome.StoreFailed, 1], [CommitOutcome.RehydrationRequired, 1], [7, 1]);
-        return message(MessageKind.CancelCommitReady, item.execution, item.generation, stale ? item.revision + 1 : item.revision,
-          outcome, this.revision(), item.request);
+        const outcome = pickWeighted(
+          intent.noise,
+          [CommitOutcome.Committed, 6],
+          [CommitOutcome.StoreFailed, 1],
+          [CommitOutcome.RehydrationRequired, 1],
+          [7, 1],
+        );
+        return message(
+          MessageKind.CancelCommitReady,
+          item.execution,
+          item.generation,
+          stale ? item.revision + 1 : item.revision,
+          outcome,
+          this.revision(),
+          item.request,
+        );
       }
       case "approval": {
-        const outcome = pickWeighted(intent.noise, [CommitOutcome.Committed, 6], [CommitOutcome.StoreFailed, 1], [CommitOutcome.RehydrationRequired, 1], [7, 1]);
-        return message(MessageKind.ResumeCommitReady, item.execution, item.generation, stale ? item.revision + 1 : item.revision,
-          outcome, this.revision(), intent.pick % 2, item.request);
+        const outcome = pickWeighted(
+          intent.noise,
+          [CommitOutcome.Committed, 6],
+          [CommitOutcome.StoreFailed, 1],
+          [CommitOutcome.RehydrationRequired, 1],
+          [7, 1],
+        );
+        return message(
+          MessageKind.ResumeCommitReady,
+          item.execution,
+          item.generation,
+          stale ? item.revision + 1 : item.revision,
+          outcome,
+          this.revision(),
+          intent.pick % 2,
+          item.request,
+        );
       }
     }
   }
@@ -367,19 +464,33 @@ export class MessageStream {
   private fittingEvent(live: LiveExecution, intent: Intent): number {
     const record = this.tables?.executions[live.execution];
     switch (record?.phase) {
-      case Phase.CallingLlm: return intent.noise % 4 === 0 ? SessionEventKind.ApprovalRequired : SessionEventKind.LlmCompletedWithTools;
-      case Phase.DispatchingTools: return SessionEventKind.ToolsCompleted;
-      case Phase.RecordingToolResults: return SessionEventKind.StateCompleted;
-      case Phase.Resuming: return intent.noise % 2 === 0 ? SessionEventKind.ApprovalGranted : SessionEventKind.ApprovalRejected;
-      default: return 1 + (intent.noise % 7);
+      case Phase.CallingLlm:
+        return intent.noise % 4 === 0 ? SessionEventKind.ApprovalRequired : SessionEventKind.LlmCompletedWithTools;
+      case Phase.DispatchingTools:
+        return SessionEventKind.ToolsCompleted;
+      case Phase.RecordingToolResults:
+        return SessionEventKind.StateCompleted;
+      case Phase.Resuming:
+        return intent.noise % 2 === 0 ? SessionEventKind.ApprovalGranted : SessionEventKind.ApprovalRejected;
+      default:
+        return 1 + (intent.noise % 7);
     }
   }
 
   private sessionFinished(intent: Intent): Message {
     const live = this.pickExecution(intent);
     if (!live) return this.start(intent);
-    const ending = pickWeighted(intent.noise, [SessionEnding.Completed, 4], [SessionEnding.Failed, 1], [SessionEnding.Suspended, 3],
-      [SessionEnding.HandedOff, 1], [SessionEnding.Cancelled, 2], [SessionEnding.TimedOut, 1], [SessionEnding.CoordinationWait, 1], [0, 1]);
+    const ending = pickWeighted(
+      intent.noise,
+      [SessionEnding.Completed, 4],
+      [SessionEnding.Failed, 1],
+      [SessionEnding.Suspended, 3],
+      [SessionEnding.HandedOff, 1],
+      [SessionEnding.Cancelled, 2],
+      [SessionEnding.TimedOut, 1],
+      [SessionEnding.CoordinationWait, 1],
+      [0, 1],
+    );
     return message(MessageKind.SessionFinished, live.execution, live.generation, live.session, ending);
   }
 
@@ -402,12 +513,20 @@ export class MessageStream {
     if (intent.variant % 3 === 0 && this.discharged.length > 0) return this.reinstall();
     if (this.agents.length === 0 && intent.variant % 10 !== 0) return this.registerAgent(intent);
     const agent = this.pickAgent(intent);
-    const status = pickWeighted(intent.noise, [ExecutionStatus.Active, 5], [ExecutionStatus.Preparing, 2], [ExecutionStatus.Suspended, 2], [ExecutionStatus.Terminal, 1]);
-    const phase = status === ExecutionStatus.Suspended && intent.variant % 5 !== 0 ? Phase.Suspended
-      : status === ExecutionStatus.Preparing && intent.variant % 5 !== 0 ? Phase.Preparing
-        : 1 + (intent.pick % 12);
-    const flags = (intent.variant % 5 === 2 ? ExecutionFlag.ApprovalGranted : 0) | (intent.variant % 31 === 3 ? 1 : 0) |
-      (intent.variant % 37 === 4 ? 8 : 0);
+    const status = pickWeighted(
+      intent.noise,
+      [ExecutionStatus.Active, 5],
+      [ExecutionStatus.Preparing, 2],
+      [ExecutionStatus.Suspended, 2],
+      [ExecutionStatus.Terminal, 1],
+    );
+    const phase =
+      status === ExecutionStatus.Suspended && intent.variant % 5 !== 0
+        ? Phase.Suspended
+        : status === ExecutionStatus.Preparing && intent.variant % 5 !== 0
+          ? Phase.Preparing
+          : 1 + (intent.pick % 12);
+    const flags = (intent.variant % 5 === 2 ? ExecutionFlag.ApprovalGranted : 0) | (intent.variant % 31 === 3 ? 1 : 0) | (intent.variant % 37 === 4 ? 8 : 0);
     return message(MessageKind.RecoveryInstall, agent.slot, agent.generation, this.revision(), status, phase, flags, this.request());
   }
 
@@ -440,8 +559,14 @@ export class MessageStream {
       const record = this.tables?.executions[live.execution];
       if (record) {
         this.discharging = {
-          execution: live.execution, generation: live.generation, agent: live.agent, agentGeneration: live.agentGeneration,
-          revision: record.revision, status: record.status, phase: record.phase, flags: record.flags & ExecutionFlagMask.HostSettable,
+          execution: live.execution,
+          generation: live.generation,
+          agent: live.agent,
+          agentGeneration: live.agentGeneration,
+          revision: record.revision,
+          status: record.status,
+          phase: record.phase,
+          flags: record.flags & ExecutionFlagMask.HostSettable,
         };
       }
       return message(MessageKind.DischargeRecovery, live.execution, live.generation);
@@ -493,10 +618,12 @@ export class MessageStream {
    * at any agent. */
   private dischargeAgentRecovery(intent: Intent): Message {
     const tables = this.tables;
-    const held = tables ? this.agents.filter((agent) => {
-      const record = tables.agents[agent.slot];
-      return record?.generation === agent.generation && record.admissionState === AdmissionState.RecoveryRequired && record.executionSlotPlusOne === 0;
-    }) : [];
+    const held = tables
+      ? this.agents.filter((agent) => {
+          const record = tables.agents[agent.slot];
+          return record?.generation === agent.generation && record.admissionState === AdmissionState.RecoveryRequired && record.executionSlotPlusOne === 0;
+        })
+      : [];
     const agent = held.length > 0 && intent.variant % 5 !== 0 ? held[intent.pick % held.length]! : this.pickAgent(intent);
     return message(MessageKind.DischargeAgentRecovery, agent.slot, agent.generation);
   }
@@ -592,14 +719,20 @@ export class MessageStream {
       case EffectKind.ExecutionInstalled: {
         const agent = this.agents.find((candidate) => candidate.slot === installingAgent(sent));
         this.executions.set(key(effect.execution, effect.generation), {
-          execution: effect.execution, generation: effect.generation,
-          agent: agent?.slot ?? 0, agentGeneration: agent?.generation ?? 0, session: 0, revision: installRevision(sent),
+          execution: effect.execution,
+          generation: effect.generation,
+          agent: agent?.slot ?? 0,
+          agentGeneration: agent?.generation ?? 0,
+          session: 0,
+          revision: installRevision(sent),
         });
         break;
       }
       case EffectKind.StartSession:
       case EffectKind.ContinueSession:
-        this.withExecution(effect.execution, (live) => { live.session = effect.session; });
+        this.withExecution(effect.execution, (live) => {
+          live.session = effect.session;
+        });
         break;
       case EffectKind.ResumeSession:
         this.withExecution(effect.execution, (live) => {
@@ -612,8 +745,13 @@ export class MessageStream {
         this.withExecution(effect.execution, (live) => {
           live.session = effect.session;
           live.revision = effect.expectedRevision;
-          this.pending.push({ type: effect.kind === EffectKind.SubmitProviderBarrier ? "provider" : "tool",
-            execution: live.execution, generation: live.generation, session: effect.session, revision: effect.expectedRevision });
+          this.pending.push({
+            type: effect.kind === EffectKind.SubmitProviderBarrier ? "provider" : "tool",
+            execution: live.execution,
+            generation: live.generation,
+            session: effect.session,
+            revision: effect.expectedRevision,
+          });
         });
         break;
       case EffectKind.StartProviderCall:
@@ -633,17 +771,35 @@ export class MessageStream {
       case EffectKind.SubmitTerminalCommit:
         this.withExecution(effect.execution, (live) => {
           live.revision = effect.expectedRevision;
-          this.pending.push({ type: "terminal", execution: live.execution, generation: live.generation, session: effect.session, revision: effect.expectedRevision });
+          this.pending.push({
+            type: "terminal",
+            execution: live.execution,
+            generation: live.generation,
+            session: effect.session,
+            revision: effect.expectedRevision,
+          });
         });
         break;
       case EffectKind.SubmitCancelCommit:
         this.withExecution(effect.execution, (live) => {
-          this.pending.push({ type: "cancel", execution: live.execution, generation: live.generation, revision: effect.expectedRevision, request: effect.request });
+          this.pending.push({
+            type: "cancel",
+            execution: live.execution,
+            generation: live.generation,
+            revision: effect.expectedRevision,
+            request: effect.request,
+          });
         });
         break;
       case EffectKind.SubmitApprovalCommit:
         this.withExecution(effect.execution, (live) => {
-          this.pending.push({ type: "approval", execution: live.execution, generation: live.generation, revision: effect.expectedRevision, request: effect.request });
+          this.pending.push({
+            type: "approval",
+            execution: live.execution,
+            generation: live.generation,
+            revision: effect.expectedRevision,
+            request: effect.request,
+          });
         });
         break;
       case EffectKind.DeliverOutcome:
@@ -702,12 +858,18 @@ function installRevision(sent: Message): number {
 
 function submissionOf(item: Pending): number {
   switch (item.type) {
-    case "prepare": return Submission.Prepare;
-    case "provider": return Submission.ProviderBarrier;
-    case "tool": return Submission.ToolBarrier;
-    case "approval": return Submission.ApprovalCommit;
-    case "terminal": return Submission.TerminalCommit;
-    default: return Submission.None;
+    case "prepare":
+      return Submission.Prepare;
+    case "provider":
+      return Submission.ProviderBarrier;
+    case "tool":
+      return Submission.ToolBarrier;
+    case "approval":
+      return Submission.ApprovalCommit;
+    case "terminal":
+      return Submission.TerminalCommit;
+    default:
+      return Submission.None;
   }
 }
 
@@ -727,4 +889,3 @@ function pickWeighted(noise: number, ...choices: [value: number, weight: number]
   }
   return choices[0]![0];
 }
-

@@ -16,8 +16,14 @@
 import { ExecutionRehydrationRequiredError, StoreError } from "../../host/errors.js";
 import type { OffloadOperation } from "../../host/store/offload-operation.js";
 import type {
-  AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, PurgeAgentResult, StoreOperation,
-  StoreResult, StoredStep,
+  AgentRow,
+  ExecutionListFilter,
+  ExecutionRow,
+  JournalRecord,
+  PurgeAgentResult,
+  StoreOperation,
+  StoreResult,
+  StoredStep,
 } from "../../host/store/records.js";
 import { openSqlite, type SqliteConnection } from "../../host/store/sqlite/driver.js";
 import * as reads from "../../host/store/sqlite/reads.js";
@@ -82,7 +88,10 @@ export class SimulatedStore implements ExecutionStore {
   private closed = false;
   private closeWaiters: (() => void)[] = [];
 
-  constructor(readonly database: SimulatedDatabase, private readonly options: SimulatedStoreOptions = {}) {}
+  constructor(
+    readonly database: SimulatedDatabase,
+    private readonly options: SimulatedStoreOptions = {},
+  ) {}
 
   run<O extends StoreOperation>(operation: O): Promise<StoreResult<O>> {
     if (this.closed) throw new StoreError("the simulated store is closed");
@@ -122,7 +131,9 @@ export class SimulatedStore implements ExecutionStore {
       case "store_failed":
         return reject(new StoreError(`simulated: the transaction of ${operation.type} of execution ${executionId} failed`));
       case "lost_race":
-        return reject(new ExecutionRehydrationRequiredError(`simulated: ${operation.type} of execution ${executionId} lost its compare-and-set`, { executionId }));
+        return reject(
+          new ExecutionRehydrationRequiredError(`simulated: ${operation.type} of execution ${executionId} lost its compare-and-set`, { executionId }),
+        );
     }
   }
 

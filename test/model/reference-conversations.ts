@@ -7,9 +7,25 @@
 // `assembly/abi.ts`, not the core's source.
 
 import {
-  AdmissionSource, AdmissionState, AdmissionVerdict, AgentLifecycle, BusyPolicy, ConversationEvent as Ev,
-  ConversationFlag, ConversationPhase as P, EffectKind, HeadOutcome, HoldCause, Limit, MessageKind, Ownership,
-  RecoveryCause, RecoveryFact, RecoveryOutcome, ResultCode, RowsPolicy,
+  AdmissionSource,
+  AdmissionState,
+  AdmissionVerdict,
+  AgentLifecycle,
+  BusyPolicy,
+  ConversationEvent as Ev,
+  ConversationFlag,
+  ConversationPhase as P,
+  EffectKind,
+  HeadOutcome,
+  HoldCause,
+  Limit,
+  MessageKind,
+  Ownership,
+  RecoveryCause,
+  RecoveryFact,
+  RecoveryOutcome,
+  ResultCode,
+  RowsPolicy,
 } from "../../assembly/abi.js";
 import type { ConversationRecordView } from "../../host/core/machine.js";
 
@@ -106,7 +122,18 @@ export interface ConversationHost {
 const RECOVERY_CAUSES_WITH_NEW_FACTS = [RecoveryCause.LeaseTakeover, RecoveryCause.PartitionTaken, RecoveryCause.Retake, RecoveryCause.FencedWrite];
 
 function emptyConversation(): Conversation {
-  return { recoveryEpoch: 0, users: 0, queued: 0, phase: P.None, cause: 0, pinned: false, headStarting: false, recoverAgain: false, readQueue: false, failures: 0 };
+  return {
+    recoveryEpoch: 0,
+    users: 0,
+    queued: 0,
+    phase: P.None,
+    cause: 0,
+    pinned: false,
+    headStarting: false,
+    recoverAgain: false,
+    readQueue: false,
+    failures: 0,
+  };
 }
 
 /** The one backoff: 250 ms doubling up to 5 s. */
@@ -139,27 +166,52 @@ export class ReferenceConversations {
   views(count: number): ConversationRecordView[] {
     return Array.from({ length: count }, (_unused, slot) => {
       const record = this.records[slot] ?? emptyConversation();
-      const flags = (record.pinned ? ConversationFlag.Pinned : 0) | (record.headStarting ? ConversationFlag.HeadStarting : 0) |
-        (record.recoverAgain ? ConversationFlag.RecoverAgain : 0) | (record.readQueue ? ConversationFlag.ReadQueue : 0);
-      return { slot, recoveryEpoch: record.recoveryEpoch, users: record.users, queued: record.queued, phase: record.phase, cause: record.cause, flags, failures: record.failures };
+      const flags =
+        (record.pinned ? ConversationFlag.Pinned : 0)
+        | (record.headStarting ? ConversationFlag.HeadStarting : 0)
+        | (record.recoverAgain ? ConversationFlag.RecoverAgain : 0)
+        | (record.readQueue ? ConversationFlag.ReadQueue : 0);
+      return {
+        slot,
+        recoveryEpoch: record.recoveryEpoch,
+        users: record.users,
+        queued: record.queued,
+        phase: record.phase,
+        cause: record.cause,
+        flags,
+        failures: record.failures,
+      };
     });
   }
 
   apply(kind: number, a: number, b: number, c: number, d: number, e: number, f: number): ResultCode | undefined {
     switch (kind) {
-      case MessageKind.ConversationOwned: return this.owned(a, b, c);
-      case MessageKind.RecoveryRequested: return this.recoveryRequested(a, b, c, d);
-      case MessageKind.RecoveryFinished: return this.recoveryFinished(a, b, c, d);
-      case MessageKind.UseBegin: return this.useBegin(a, b);
-      case MessageKind.UseEnd: return this.useEnd(a, b);
-      case MessageKind.SetPinned: return this.setPinned(a, b, c);
-      case MessageKind.Admit: return this.admit(a, b, c, d, e, f);
-      case MessageKind.MessageQueued: return this.messageQueued(a, b, c);
-      case MessageKind.MessageLeft: return this.messageLeft(a, b);
-      case MessageKind.HeadSettled: return this.headSettled(a, b, c);
-      case MessageKind.AdmissionReleased: return this.admissionReleased(a, b);
-      case MessageKind.ConversationHeld: return this.held(a, b, c);
-      default: return undefined;
+      case MessageKind.ConversationOwned:
+        return this.owned(a, b, c);
+      case MessageKind.RecoveryRequested:
+        return this.recoveryRequested(a, b, c, d);
+      case MessageKind.RecoveryFinished:
+        return this.recoveryFinished(a, b, c, d);
+      case MessageKind.UseBegin:
+        return this.useBegin(a, b);
+      case MessageKind.UseEnd:
+        return this.useEnd(a, b);
+      case MessageKind.SetPinned:
+        return this.setPinned(a, b, c);
+      case MessageKind.Admit:
+        return this.admit(a, b, c, d, e, f);
+      case MessageKind.MessageQueued:
+        return this.messageQueued(a, b, c);
+      case MessageKind.MessageLeft:
+        return this.messageLeft(a, b);
+      case MessageKind.HeadSettled:
+        return this.headSettled(a, b, c);
+      case MessageKind.AdmissionReleased:
+        return this.admissionReleased(a, b);
+      case MessageKind.ConversationHeld:
+        return this.held(a, b, c);
+      default:
+        return undefined;
     }
   }
 
@@ -287,8 +339,14 @@ export class ReferenceConversations {
     const agent = this.host.agent(slot);
     const admissionHeld = agent.admissionState !== AdmissionState.None;
     const verdict = admissionVerdictFor({
-      phase: record.phase, source, policy, closed: agent.lifecycle === AgentLifecycle.Closed, admissionHeld,
-      queued: record.queued > 0, headStarting: record.headStarting, queueKept: queueKept === 1,
+      phase: record.phase,
+      source,
+      policy,
+      closed: agent.lifecycle === AgentLifecycle.Closed,
+      admissionHeld,
+      queued: record.queued > 0,
+      headStarting: record.headStarting,
+      queueKept: queueKept === 1,
     });
     const enqueues = verdict === AdmissionVerdict.EnqueueBack || verdict === AdmissionVerdict.EnqueueFront;
     if (enqueues && record.queued >= Limit.QueuedMax) return this.host.refuse(request, ResultCode.QueueFull);
@@ -363,7 +421,8 @@ export class ReferenceConversations {
     record.recoverAgain = false;
     const has = (fact: RecoveryFact): boolean => (facts & fact) !== 0;
     const fromScan = cause === RecoveryCause.OpenScan || cause === RecoveryCause.FirstUse;
-    const nothingWritten = (has(RecoveryFact.PartitionScanned) || has(RecoveryFact.LeaseEpochOne)) && !has(RecoveryFact.InScan) && !has(RecoveryFact.QueuedAtOpen);
+    const nothingWritten =
+      (has(RecoveryFact.PartitionScanned) || has(RecoveryFact.LeaseEpochOne)) && !has(RecoveryFact.InScan) && !has(RecoveryFact.QueuedAtOpen);
     let rows: RowsPolicy;
     if (!fromScan) rows = RowsPolicy.FromStore;
     else if (!has(RecoveryFact.Leasing) || has(RecoveryFact.HeldSinceBeforeScan)) rows = has(RecoveryFact.InScan) ? RowsPolicy.FromScan : RowsPolicy.Nothing;

@@ -107,63 +107,99 @@ function plausibleMessage(rand: Rand, s: ReturnType<ReferenceCore["snapshot"]>):
   const newRev = (x.revision + mostly(1, 3)) >>> 0;
   const flags = [0, 0, 0, 4, 8, 16, 28, 1][rand(8)] ?? 0;
   switch (kind) {
-    case M.RegisterAgent: return [kind, rand(4) === 0 ? 1 : 0];
-    case M.CloseAgent: return [kind, a.slot, rand(8) === 0 ? a.generation : a.generation + 1];
-    case M.PurgeAgent: return [kind, a.slot, a.generation];
-    case M.Start: return [kind, a.slot, a.generation, req, rand(8) === 0 ? 1 : 0];
+    case M.RegisterAgent:
+      return [kind, rand(4) === 0 ? 1 : 0];
+    case M.CloseAgent:
+      return [kind, a.slot, rand(8) === 0 ? a.generation : a.generation + 1];
+    case M.PurgeAgent:
+      return [kind, a.slot, a.generation];
+    case M.Start:
+      return [kind, a.slot, a.generation, req, rand(8) === 0 ? 1 : 0];
     case M.InitialPreparationReady:
       return [kind, a.slot, a.generation, a.ownerToken, mostly(PreparationOutcome.Active, 7), rand(10), flags, req];
     case M.ProviderDispatchReady:
       return [kind, x.slot, x.generation, x.session, x.revision, mostly(CommitOutcome.Committed, 4), newRev];
     case M.ToolDispatchReady:
       return [kind, x.slot, x.generation, x.session, x.revision, mostly(CommitOutcome.Committed, 4), newRev, rand(4)];
-    case M.SessionEvent: return [kind, x.slot, x.generation, x.session, rand(8)];
-    case M.OperationSettled: return [kind, x.slot, x.generation];
-    case M.SessionFinished: return [kind, x.slot, x.generation, x.session, rand(9)];
-    case M.DeferredTerminal: return [kind, x.slot, x.generation, x.session];
+    case M.SessionEvent:
+      return [kind, x.slot, x.generation, x.session, rand(8)];
+    case M.OperationSettled:
+      return [kind, x.slot, x.generation];
+    case M.SessionFinished:
+      return [kind, x.slot, x.generation, x.session, rand(9)];
+    case M.DeferredTerminal:
+      return [kind, x.slot, x.generation, x.session];
     case M.TerminalCommitReady:
       return [kind, x.slot, x.generation, x.session, x.revision, mostly(1 + rand(5), 7), newRev];
-    case M.Resume: return [kind, x.slot, x.generation, xAgent.slot, xAgent.generation, req, rand(4) === 0 ? 0 : 1];
+    case M.Resume:
+      return [kind, x.slot, x.generation, xAgent.slot, xAgent.generation, req, rand(4) === 0 ? 0 : 1];
     case M.ResumeCommitReady:
       return [kind, x.slot, x.generation, x.revision, mostly(CommitOutcome.Committed, 4), newRev, rand(2), req];
-    case M.RecoveryInstall: return [kind, a.slot, a.generation, rand(10), mostly(ExecutionStatus.Active, 5), rand(12), flags, req];
+    case M.RecoveryInstall:
+      return [kind, a.slot, a.generation, rand(10), mostly(ExecutionStatus.Active, 5), rand(12), flags, req];
     // 16 and 17 are retired kinds (decision 0022): sent as they once were.
-    case 16: return [kind, x.slot, x.generation, x.revision, req];
-    case 17: return [kind, x.slot, x.generation, x.session, x.revision, mostly(PreparationOutcome.Active, 7), newRev, req];
-    case M.ContinueRecovered: return [kind, x.slot, x.generation, x.revision, rand(9), mostly(0, 2), req];
-    case M.CancelRequested: return [kind, x.slot, x.generation];
-    case M.AttachWaiter: return [kind, x.slot, x.generation, req];
+    case 16:
+      return [kind, x.slot, x.generation, x.revision, req];
+    case 17:
+      return [kind, x.slot, x.generation, x.session, x.revision, mostly(PreparationOutcome.Active, 7), newRev, req];
+    case M.ContinueRecovered:
+      return [kind, x.slot, x.generation, x.revision, rand(9), mostly(0, 2), req];
+    case M.CancelRequested:
+      return [kind, x.slot, x.generation];
+    case M.AttachWaiter:
+      return [kind, x.slot, x.generation, req];
     case M.SubmissionRefused: {
       const submission = rand(7);
       return submission === Submission.Prepare
         ? [kind, submission, a.slot, a.generation, a.ownerToken, req]
         : [kind, submission, x.slot, x.generation, x.session, req];
     }
-    case M.DischargeRecovery: return [kind, x.slot, x.generation];
-    case M.DischargeAgentRecovery: return [kind, a.slot, a.generation];
-    case M.CancelSuspended: return [kind, x.slot, x.generation, req];
-    case M.CancelCommitReady: return [kind, x.slot, x.generation, x.revision, mostly(CommitOutcome.Committed, 4), newRev, req];
-    case M.SetDraining: return [kind, rand(12) === 0 ? 1 : 0]; // mostly off
-    default: return conversationMessage(kind, rand, s, a, req);
+    case M.DischargeRecovery:
+      return [kind, x.slot, x.generation];
+    case M.DischargeAgentRecovery:
+      return [kind, a.slot, a.generation];
+    case M.CancelSuspended:
+      return [kind, x.slot, x.generation, req];
+    case M.CancelCommitReady:
+      return [kind, x.slot, x.generation, x.revision, mostly(CommitOutcome.Committed, 4), newRev, req];
+    case M.SetDraining:
+      return [kind, rand(12) === 0 ? 1 : 0]; // mostly off
+    default:
+      return conversationMessage(kind, rand, s, a, req);
   }
 }
 
 /** The conversation lifecycle's messages (docs/decisions/0062), aimed at
  * the named agent's conversation: mostly in range, now and then not. */
-function conversationMessage(kind: number, rand: Rand, s: ReturnType<ReferenceCore["snapshot"]>, a: { slot: number; generation: number }, req: number): Message {
+function conversationMessage(
+  kind: number,
+  rand: Rand,
+  s: ReturnType<ReferenceCore["snapshot"]>,
+  a: { slot: number; generation: number },
+  req: number,
+): Message {
   const mostly = (good: number, n: number): number => (rand(3) === 0 ? rand(n) : good);
   const epoch = s.conversations[a.slot]?.recoveryEpoch ?? 0;
   switch (kind) {
-    case M.ConversationOwned: return [kind, a.slot, a.generation, mostly(1 + rand(2), 4)];
-    case M.RecoveryRequested: return [kind, a.slot, a.generation, mostly(1 + rand(10), 12), rand(4) === 0 ? rand(128) : rand(64)];
-    case M.RecoveryFinished: return [kind, a.slot, a.generation, mostly(epoch, 4), mostly(1, 7)];
-    case M.SetPinned: return [kind, a.slot, a.generation, rand(3)];
-    case M.Admit: return [kind, a.slot, a.generation, req, mostly(1 + rand(3), 5), mostly(1 + rand(3), 5), mostly(1, 3)];
-    case M.MessageQueued: return [kind, a.slot, a.generation, mostly(1 + rand(3), 5)];
-    case M.HeadSettled: return [kind, a.slot, a.generation, mostly(1 + rand(3), 5)];
-    case M.ConversationHeld: return [kind, a.slot, a.generation, mostly(1 + rand(4), 6)];
+    case M.ConversationOwned:
+      return [kind, a.slot, a.generation, mostly(1 + rand(2), 4)];
+    case M.RecoveryRequested:
+      return [kind, a.slot, a.generation, mostly(1 + rand(10), 12), rand(4) === 0 ? rand(128) : rand(64)];
+    case M.RecoveryFinished:
+      return [kind, a.slot, a.generation, mostly(epoch, 4), mostly(1, 7)];
+    case M.SetPinned:
+      return [kind, a.slot, a.generation, rand(3)];
+    case M.Admit:
+      return [kind, a.slot, a.generation, req, mostly(1 + rand(3), 5), mostly(1 + rand(3), 5), mostly(1, 3)];
+    case M.MessageQueued:
+      return [kind, a.slot, a.generation, mostly(1 + rand(3), 5)];
+    case M.HeadSettled:
+      return [kind, a.slot, a.generation, mostly(1 + rand(3), 5)];
+    case M.ConversationHeld:
+      return [kind, a.slot, a.generation, mostly(1 + rand(4), 6)];
     // UseBegin, UseEnd, MessageLeft, AdmissionReleased, and unknown kinds.
-    default: return [kind, a.slot, a.generation];
+    default:
+      return [kind, a.slot, a.generation];
   }
 }
 
@@ -195,8 +231,16 @@ describe("ReferenceCore", () => {
     expect(s.agents[0]).toMatchObject({ admissionState: AdmissionState.Executing, executionSlotPlusOne: 1 });
     // The provider barrier being written is the one operation in flight.
     expect(s.executions[0]).toEqual({
-      slot: 0, agentSlotPlusOne: 1, revision: 5, session: 1, generation: 1,
-      waiters: 1, inFlight: 1, status: ExecutionStatus.Active, phase: Phase.CallingLlm, flags: 0,
+      slot: 0,
+      agentSlotPlusOne: 1,
+      revision: 5,
+      session: 1,
+      generation: 1,
+      waiters: 1,
+      inFlight: 1,
+      status: ExecutionStatus.Active,
+      phase: Phase.CallingLlm,
+      flags: 0,
     });
 
     // Provider barrier committed: it settles and the model call starts.
@@ -237,20 +281,31 @@ describe("ReferenceCore", () => {
     expect(s.executions[0]?.phase).toBe(Phase.Terminal);
 
     expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 8, OutcomeType.Completed, 9)).toBe(R.Ok);
-    expect(effects(core)).toEqual([
-      fx(E.DeliverOutcome, 0, OutcomeType.Completed),
-      fx(E.ReleaseExecution, 0, 1),
-    ]);
+    expect(effects(core)).toEqual([fx(E.DeliverOutcome, 0, OutcomeType.Completed), fx(E.ReleaseExecution, 0, 1)]);
     s = core.snapshot();
     expect(s.liveExecutions).toBe(0);
     expect(s.agents[0]).toEqual({
-      slot: 0, ownerToken: 0, executionSlotPlusOne: 0, generation: 1,
-      admissionState: AdmissionState.None, lifecycle: AgentLifecycle.Open,
+      slot: 0,
+      ownerToken: 0,
+      executionSlotPlusOne: 0,
+      generation: 1,
+      admissionState: AdmissionState.None,
+      lifecycle: AgentLifecycle.Open,
     });
-    expect(s.executions).toEqual([{
-      slot: 0, agentSlotPlusOne: 0, revision: 0, session: 0, generation: 2,
-      waiters: 0, inFlight: 0, status: 0, phase: 0, flags: 0,
-    }]);
+    expect(s.executions).toEqual([
+      {
+        slot: 0,
+        agentSlotPlusOne: 0,
+        revision: 0,
+        session: 0,
+        generation: 2,
+        waiters: 0,
+        inFlight: 0,
+        status: 0,
+        phase: 0,
+        flags: 0,
+      },
+    ]);
 
     // A late duplicate of the terminal commit is dropped as stale.
     expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 8, OutcomeType.Completed, 9)).toBe(R.ExecutionSlotUnknown);
@@ -313,10 +368,7 @@ describe("ReferenceCore", () => {
     const core = newCore();
     startedExecution(core);
     expect(core.apply(M.ProviderDispatchReady, 0, 1, 1, 5, CommitOutcome.Committed, 5)).toBe(R.RevisionMustIncrease);
-    expect(effects(core)).toEqual([
-      fx(E.RecoveryRequired, 0, RecoveryScope.Execution, R.RevisionMustIncrease),
-      fx(E.FailWaiters, 0, R.RevisionMustIncrease),
-    ]);
+    expect(effects(core)).toEqual([fx(E.RecoveryRequired, 0, RecoveryScope.Execution, R.RevisionMustIncrease), fx(E.FailWaiters, 0, R.RevisionMustIncrease)]);
     const s = core.snapshot();
     expect(s.agents[0]?.admissionState).toBe(AdmissionState.RecoveryRequired);
     // The barrier settled; require recovery ended the live session.
@@ -350,7 +402,9 @@ describe("ReferenceCore", () => {
       return core;
     };
     for (const [toolCount, code] of [
-      [0, R.ArgumentOutOfRange], [Limit.InFlightMax + 1, R.ArgumentOutOfRange], [Limit.InFlightMax, R.InFlightFull],
+      [0, R.ArgumentOutOfRange],
+      [Limit.InFlightMax + 1, R.ArgumentOutOfRange],
+      [Limit.InFlightMax, R.InFlightFull],
     ] as const) {
       const core = dispatching();
       expect(core.apply(M.ToolDispatchReady, 0, 1, 1, 6, CommitOutcome.Committed, 7, toolCount)).toBe(code);
@@ -399,7 +453,10 @@ describe("ReferenceCore", () => {
     expect(core.apply(M.ProviderDispatchReady, 0, 1, 1, 5, CommitOutcome.Committed, 6)).toBe(R.Ok);
     expect(effects(core)).toEqual([fx(E.PostDeferredTerminal, 0, 1)]);
     expect(core.snapshot().executions[0]).toMatchObject({
-      revision: 6, inFlight: 0, phase: Phase.Terminal, flags: ExecutionFlag.TerminalDeferred,
+      revision: 6,
+      inFlight: 0,
+      phase: Phase.Terminal,
+      flags: ExecutionFlag.TerminalDeferred,
     });
     // A second result has nothing left to settle.
     expect(core.apply(M.ProviderDispatchReady, 0, 1, 1, 6, CommitOutcome.Committed, 7)).toBe(R.InFlightUnderflow);
@@ -450,7 +507,12 @@ describe("ReferenceCore", () => {
     expect(effects(core)).toEqual([fx(E.DeliverOutcome, 0, OutcomeType.Suspended)]);
     let s = core.snapshot();
     expect(s.executions[0]).toMatchObject({
-      status: ExecutionStatus.Suspended, phase: Phase.Suspended, session: 0, revision: 7, waiters: 1, inFlight: 0,
+      status: ExecutionStatus.Suspended,
+      phase: Phase.Suspended,
+      session: 0,
+      revision: 7,
+      waiters: 1,
+      inFlight: 0,
     });
     expect(s.agents[0]?.admissionState).toBe(AdmissionState.Suspended);
 
@@ -462,13 +524,14 @@ describe("ReferenceCore", () => {
     expect(core.apply(M.Resume, 0, 1, 0, 1, 301, 1)).toBe(R.ResumeInProgress);
 
     expect(core.apply(M.ResumeCommitReady, 0, 1, 7, CommitOutcome.Committed, 8, 1, 300)).toBe(R.Ok);
-    expect(effects(core)).toEqual([
-      fx(E.RegisterWaiter, 0, 300),
-      fx(E.ResumeSession, 0, 2, 1),
-    ]);
+    expect(effects(core)).toEqual([fx(E.RegisterWaiter, 0, 300), fx(E.ResumeSession, 0, 2, 1)]);
     s = core.snapshot();
     expect(s.executions[0]).toMatchObject({
-      status: ExecutionStatus.Active, phase: Phase.Resuming, session: 2, revision: 8, waiters: 2,
+      status: ExecutionStatus.Active,
+      phase: Phase.Resuming,
+      session: 2,
+      revision: 8,
+      waiters: 2,
       flags: ExecutionFlag.ApprovalGranted,
     });
     expect(s.agents[0]?.admissionState).toBe(AdmissionState.Executing);
@@ -502,7 +565,12 @@ describe("ReferenceCore", () => {
     expect(effects(core)).toEqual([]);
     let s = core.snapshot();
     expect(s.agents[2]).toEqual({
-      slot: 2, ownerToken: 0, executionSlotPlusOne: 0, generation: 2, admissionState: 0, lifecycle: AgentLifecycle.Free,
+      slot: 2,
+      ownerToken: 0,
+      executionSlotPlusOne: 0,
+      generation: 2,
+      admissionState: 0,
+      lifecycle: AgentLifecycle.Free,
     });
     expect(core.apply(M.CloseAgent, 2, 1)).toBe(R.AgentSlotUnknown);
     expect(core.apply(M.RegisterAgent, 1)).toBe(R.Ok);
@@ -581,8 +649,7 @@ describe("ReferenceCore", () => {
     other.apply(M.RegisterAgent, 0);
     other.apply(M.Start, 0, 1, REQ, 0);
     // The sixth argument is retired (was flags): ignored.
-    expect(other.apply(M.InitialPreparationReady, 0, 1, 1, PreparationOutcome.Active, 5, ExecutionFlag.CancelRequested, REQ))
-      .toBe(R.Ok);
+    expect(other.apply(M.InitialPreparationReady, 0, 1, 1, PreparationOutcome.Active, 5, ExecutionFlag.CancelRequested, REQ)).toBe(R.Ok);
     expect(other.snapshot().executions[0]?.flags).toBe(0);
   });
 
@@ -607,11 +674,7 @@ describe("ReferenceCore", () => {
     expect(core.apply(M.ContinueRecovered, 0, 1, 41, Continuation.RecallModel, 0, 10)).toBe(R.RevisionMustMatch);
     expect(effects(core)).toEqual([fx(E.FailRequest, 10, R.RevisionMustMatch)]);
     expect(core.apply(M.ContinueRecovered, 0, 1, 40, Continuation.RecallModel, 0, 10)).toBe(R.Ok);
-    expect(effects(core)).toEqual([
-      fx(E.RegisterWaiter, 0, 10),
-      fx(E.ContinueSession, 0, 1, Continuation.RecallModel),
-      fx(E.SubmitProviderBarrier, 0, 1, 40),
-    ]);
+    expect(effects(core)).toEqual([fx(E.RegisterWaiter, 0, 10), fx(E.ContinueSession, 0, 1, Continuation.RecallModel), fx(E.SubmitProviderBarrier, 0, 1, 40)]);
     // The session is live now: a second continuation is stale.
     expect(core.apply(M.ContinueRecovered, 0, 1, 40, Continuation.RecallModel, 0, 11)).toBe(R.SessionMustMatch);
 
@@ -625,10 +688,7 @@ describe("ReferenceCore", () => {
     expect(core.apply(M.SessionFinished, 0, 1, 1, SessionEnding.Failed)).toBe(R.Ok);
     expect(effects(core)).toEqual([fx(E.SubmitTerminalCommit, 0, 1, 41)]);
     expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 41, OutcomeType.StoreFailed, 0)).toBe(R.Ok);
-    expect(effects(core)).toEqual([
-      fx(E.RecoveryRequired, 0, RecoveryScope.Execution, R.StoreFailed),
-      fx(E.FailWaiters, 0, R.StoreFailed),
-    ]);
+    expect(effects(core)).toEqual([fx(E.RecoveryRequired, 0, RecoveryScope.Execution, R.StoreFailed), fx(E.FailWaiters, 0, R.StoreFailed)]);
     expect(core.snapshot().agents[0]?.admissionState).toBe(AdmissionState.RecoveryRequired);
   });
 
@@ -663,19 +723,13 @@ describe("ReferenceCore", () => {
     // An invalid outcome is malformed input.
     let core = terminalizing();
     expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 6, 0, 7)).toBe(R.OutcomeUnknown);
-    expect(effects(core)).toEqual([
-      fx(E.RecoveryRequired, 0, RecoveryScope.Execution, R.OutcomeUnknown),
-      fx(E.FailWaiters, 0, R.OutcomeUnknown),
-    ]);
+    expect(effects(core)).toEqual([fx(E.RecoveryRequired, 0, RecoveryScope.Execution, R.OutcomeUnknown), fx(E.FailWaiters, 0, R.OutcomeUnknown)]);
     expect(core.snapshot().executions[0]?.session).toBe(0);
     expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 6, OutcomeType.StoreFailed, 7)).toBe(R.SessionMustMatch);
     // ... while a store failure is reported, so Ok.
     core = terminalizing();
     expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 6, OutcomeType.StoreFailed, 7)).toBe(R.Ok);
-    expect(effects(core)).toEqual([
-      fx(E.RecoveryRequired, 0, RecoveryScope.Execution, R.StoreFailed),
-      fx(E.FailWaiters, 0, R.StoreFailed),
-    ]);
+    expect(effects(core)).toEqual([fx(E.RecoveryRequired, 0, RecoveryScope.Execution, R.StoreFailed), fx(E.FailWaiters, 0, R.StoreFailed)]);
     core = terminalizing();
     expect(core.apply(M.TerminalCommitReady, 0, 1, 1, 6, OutcomeType.Completed, 6)).toBe(R.RevisionMustIncrease);
 

@@ -34,13 +34,7 @@ import {
   SetupFailure,
   Submission,
 } from "../../assembly/abi.js";
-import type {
-  AgentRecordView,
-  ControlMachine,
-  CoreLimits,
-  CoreSnapshot,
-  ExecutionRecordView,
-} from "../../host/core/machine.js";
+import type { AgentRecordView, ControlMachine, CoreLimits, CoreSnapshot, ExecutionRecordView } from "../../host/core/machine.js";
 import { ReferenceConversations } from "./reference-conversations.js";
 
 // ---------------------------------------------------------------------------
@@ -251,34 +245,59 @@ export class ReferenceCore implements ControlMachine {
     const k = u32(kind);
     const [A, B, C, D, E, F, G] = [u32(a), u32(b), u32(c), u32(d), u32(e), u32(f), u32(g)];
     switch (k) {
-      case MessageKind.RegisterAgent: return this.registerAgent(A);
-      case MessageKind.CloseAgent: return this.closeAgent(A, B);
-      case MessageKind.PurgeAgent: return this.purgeAgent(A, B);
-      case MessageKind.Start: return this.start(A, B, C, D);
+      case MessageKind.RegisterAgent:
+        return this.registerAgent(A);
+      case MessageKind.CloseAgent:
+        return this.closeAgent(A, B);
+      case MessageKind.PurgeAgent:
+        return this.purgeAgent(A, B);
+      case MessageKind.Start:
+        return this.start(A, B, C, D);
       // F is retired (was flags), and so is E of ContinueRecovered (was
       // hasFailure): ignored, like unused arguments.
-      case MessageKind.InitialPreparationReady: return this.initialPreparationReady(A, B, C, D, E, G);
-      case MessageKind.ProviderDispatchReady: return this.providerDispatchReady(A, B, C, D, E, F);
-      case MessageKind.ToolDispatchReady: return this.toolDispatchReady(A, B, C, D, E, F, G);
-      case MessageKind.SessionEvent: return this.sessionEvent(A, B, C, D);
-      case MessageKind.OperationSettled: return this.operationSettled(A, B);
-      case MessageKind.SessionFinished: return this.sessionFinished(A, B, C, D);
-      case MessageKind.DeferredTerminal: return this.deferredTerminal(A, B, C);
-      case MessageKind.TerminalCommitReady: return this.terminalCommitReady(A, B, C, D, E, F);
-      case MessageKind.Resume: return this.resume(A, B, C, D, E, F);
-      case MessageKind.ResumeCommitReady: return this.resumeCommitReady(A, B, C, D, E, F, G);
-      case MessageKind.RecoveryInstall: return this.recoveryInstall(A, B, C, D, E, F, G);
-      case MessageKind.ContinueRecovered: return this.continueRecovered(A, B, C, D, F);
-      case MessageKind.CancelRequested: return this.cancelRequested(A, B);
-      case MessageKind.AttachWaiter: return this.attachWaiter(A, B, C);
-      case MessageKind.SubmissionRefused: return this.submissionRefused(A, B, C, D, E);
-      case MessageKind.SetDraining: return this.setDraining(A);
-      case MessageKind.DischargeRecovery: return this.dischargeRecovery(A, B);
-      case MessageKind.DischargeAgentRecovery: return this.dischargeAgentRecovery(A, B);
-      case MessageKind.CancelSuspended: return this.cancelSuspended(A, B, C);
-      case MessageKind.CancelCommitReady: return this.cancelCommitReady(A, B, C, D, E, F);
+      case MessageKind.InitialPreparationReady:
+        return this.initialPreparationReady(A, B, C, D, E, G);
+      case MessageKind.ProviderDispatchReady:
+        return this.providerDispatchReady(A, B, C, D, E, F);
+      case MessageKind.ToolDispatchReady:
+        return this.toolDispatchReady(A, B, C, D, E, F, G);
+      case MessageKind.SessionEvent:
+        return this.sessionEvent(A, B, C, D);
+      case MessageKind.OperationSettled:
+        return this.operationSettled(A, B);
+      case MessageKind.SessionFinished:
+        return this.sessionFinished(A, B, C, D);
+      case MessageKind.DeferredTerminal:
+        return this.deferredTerminal(A, B, C);
+      case MessageKind.TerminalCommitReady:
+        return this.terminalCommitReady(A, B, C, D, E, F);
+      case MessageKind.Resume:
+        return this.resume(A, B, C, D, E, F);
+      case MessageKind.ResumeCommitReady:
+        return this.resumeCommitReady(A, B, C, D, E, F, G);
+      case MessageKind.RecoveryInstall:
+        return this.recoveryInstall(A, B, C, D, E, F, G);
+      case MessageKind.ContinueRecovered:
+        return this.continueRecovered(A, B, C, D, F);
+      case MessageKind.CancelRequested:
+        return this.cancelRequested(A, B);
+      case MessageKind.AttachWaiter:
+        return this.attachWaiter(A, B, C);
+      case MessageKind.SubmissionRefused:
+        return this.submissionRefused(A, B, C, D, E);
+      case MessageKind.SetDraining:
+        return this.setDraining(A);
+      case MessageKind.DischargeRecovery:
+        return this.dischargeRecovery(A, B);
+      case MessageKind.DischargeAgentRecovery:
+        return this.dischargeAgentRecovery(A, B);
+      case MessageKind.CancelSuspended:
+        return this.cancelSuspended(A, B, C);
+      case MessageKind.CancelCommitReady:
+        return this.cancelCommitReady(A, B, C, D, E, F);
       // The conversation lifecycle, else retired kinds (16, 17) and unknown ones.
-      default: return this.conversations.apply(k, A, B, C, D, E, F) ?? ResultCode.MessageKindUnknown;
+      default:
+        return this.conversations.apply(k, A, B, C, D, E, F) ?? ResultCode.MessageKindUnknown;
     }
   }
 
@@ -304,9 +323,7 @@ export class ReferenceCore implements ControlMachine {
         : { slot, ...agent },
     );
     const executions: ExecutionRecordView[] = this.executions.map((exec, slot) =>
-      exec.agentSlotPlusOne === 0
-        ? { ...freshExecution(exec.generation), slot }
-        : { slot, ...exec },
+      exec.agentSlotPlusOne === 0 ? { ...freshExecution(exec.generation), slot } : { slot, ...exec },
     );
     return {
       draining: this.draining,
@@ -596,10 +613,7 @@ export class ReferenceCore implements ControlMachine {
     return ResultCode.Ok;
   }
 
-  private initialPreparationReady(
-    slot: number, generation: number, token: number, outcome: number,
-    revision: number, request: number,
-  ): ResultCode {
+  private initialPreparationReady(slot: number, generation: number, token: number, outcome: number, revision: number, request: number): ResultCode {
     const K = MessageKind.InitialPreparationReady;
     const code = this.checkAgent(slot, generation);
     if (code !== ResultCode.Ok) return this.drop(K, code);
@@ -659,22 +673,47 @@ export class ReferenceCore implements ControlMachine {
   }
 
   private providerDispatchReady(
-    execSlot: number, generation: number, session: number, expectedRevision: number,
-    outcome: number, newRevision: number,
+    execSlot: number,
+    generation: number,
+    session: number,
+    expectedRevision: number,
+    outcome: number,
+    newRevision: number,
   ): ResultCode {
     return this.dispatchReady(
-      MessageKind.ProviderDispatchReady, Phase.CallingLlm, SetupFailure.Provider,
-      execSlot, generation, session, expectedRevision, outcome, newRevision, 1,
+      MessageKind.ProviderDispatchReady,
+      Phase.CallingLlm,
+      SetupFailure.Provider,
+      execSlot,
+      generation,
+      session,
+      expectedRevision,
+      outcome,
+      newRevision,
+      1,
     );
   }
 
   private toolDispatchReady(
-    execSlot: number, generation: number, session: number, expectedRevision: number,
-    outcome: number, newRevision: number, toolCount: number,
+    execSlot: number,
+    generation: number,
+    session: number,
+    expectedRevision: number,
+    outcome: number,
+    newRevision: number,
+    toolCount: number,
   ): ResultCode {
     return this.dispatchReady(
-      MessageKind.ToolDispatchReady, Phase.DispatchingTools, SetupFailure.Tool,
-      execSlot, generation, session, expectedRevision, outcome, newRevision, toolCount,
+      MessageKind.ToolDispatchReady,
+      Phase.DispatchingTools,
+      SetupFailure.Tool,
+      execSlot,
+      generation,
+      session,
+      expectedRevision,
+      outcome,
+      newRevision,
+      toolCount,
     );
   }
 
@@ -682,9 +721,16 @@ export class ReferenceCore implements ControlMachine {
    * former, except" its phase, setup failure and tool count). For the
    * provider, `count` is the one model call. */
   private dispatchReady(
-    K: MessageKind, phase: Phase, failure: SetupFailure,
-    execSlot: number, generation: number, session: number, expectedRevision: number,
-    outcome: number, newRevision: number, count: number,
+    K: MessageKind,
+    phase: Phase,
+    failure: SetupFailure,
+    execSlot: number,
+    generation: number,
+    session: number,
+    expectedRevision: number,
+    outcome: number,
+    newRevision: number,
+    count: number,
   ): ResultCode {
     const code = this.checkExecution(execSlot, generation);
     if (code !== ResultCode.Ok) return this.drop(K, code);
@@ -828,8 +874,12 @@ export class ReferenceCore implements ControlMachine {
   }
 
   private terminalCommitReady(
-    execSlot: number, generation: number, session: number, expectedRevision: number,
-    outcome: number, newRevision: number,
+    execSlot: number,
+    generation: number,
+    session: number,
+    expectedRevision: number,
+    outcome: number,
+    newRevision: number,
   ): ResultCode {
     const K = MessageKind.TerminalCommitReady;
     const code = this.checkExecution(execSlot, generation);
@@ -865,10 +915,7 @@ export class ReferenceCore implements ControlMachine {
     return ResultCode.Ok;
   }
 
-  private resume(
-    execSlot: number, generation: number, agentSlot: number, agentGeneration: number,
-    request: number, approvalMatches: number,
-  ): ResultCode {
+  private resume(execSlot: number, generation: number, agentSlot: number, agentGeneration: number, request: number, approvalMatches: number): ResultCode {
     if (this.draining === 1) return this.refuse(request, ResultCode.RuntimeDraining);
     if (!isZeroOrOne(approvalMatches)) return this.refuse(request, ResultCode.ArgumentOutOfRange);
     // READING: both ways the exec check can fail give RehydrationRequired.
@@ -890,8 +937,13 @@ export class ReferenceCore implements ControlMachine {
   }
 
   private resumeCommitReady(
-    execSlot: number, generation: number, expectedRevision: number, outcome: number,
-    newRevision: number, approved: number, request: number,
+    execSlot: number,
+    generation: number,
+    expectedRevision: number,
+    outcome: number,
+    newRevision: number,
+    approved: number,
+    request: number,
   ): ResultCode {
     const code = this.checkExecution(execSlot, generation);
     if (code !== ResultCode.Ok) return this.refuse(request, code);
@@ -952,9 +1004,7 @@ export class ReferenceCore implements ControlMachine {
   /** `CancelCommitReady`: committed → finished `Failed` (the cancel request
    * registered as a waiter first); a store failure gives the suspension
    * back; anything else requires recovery. */
-  private cancelCommitReady(
-    execSlot: number, generation: number, expectedRevision: number, outcome: number, newRevision: number, request: number,
-  ): ResultCode {
+  private cancelCommitReady(execSlot: number, generation: number, expectedRevision: number, outcome: number, newRevision: number, request: number): ResultCode {
     const code = this.checkExecution(execSlot, generation);
     if (code !== ResultCode.Ok) return this.refuse(request, code);
     const exec = this.executionAt(execSlot);
@@ -983,14 +1033,18 @@ export class ReferenceCore implements ControlMachine {
   }
 
   private recoveryInstall(
-    agentSlot: number, agentGeneration: number, revision: number, status: number,
-    phase: number, flags: number, request: number,
+    agentSlot: number,
+    agentGeneration: number,
+    revision: number,
+    status: number,
+    phase: number,
+    flags: number,
+    request: number,
   ): ResultCode {
     if (this.draining === 1) return this.refuse(request, ResultCode.RuntimeDraining);
     const code = this.checkAgent(agentSlot, agentGeneration);
     if (code !== ResultCode.Ok) return this.refuse(request, code);
-    const statusValid =
-      status === ExecutionStatus.Preparing || status === ExecutionStatus.Active || status === ExecutionStatus.Suspended;
+    const statusValid = status === ExecutionStatus.Preparing || status === ExecutionStatus.Active || status === ExecutionStatus.Suspended;
     const phaseValid = inRange(phase, Phase.Preparing, Phase.RecoveryResolvedFailed) && phase !== Phase.Terminal;
     const suspendedMismatch = status === ExecutionStatus.Suspended && phase !== Phase.Suspended;
     if (!statusValid || !phaseValid || suspendedMismatch || !isHostSettable(flags)) {
@@ -1018,9 +1072,7 @@ export class ReferenceCore implements ControlMachine {
     return ResultCode.Ok;
   }
 
-  private continueRecovered(
-    execSlot: number, generation: number, expectedRevision: number, continuation: number, request: number,
-  ): ResultCode {
+  private continueRecovered(execSlot: number, generation: number, expectedRevision: number, continuation: number, request: number): ResultCode {
     const code = this.checkExecution(execSlot, generation);
     if (code !== ResultCode.Ok) return this.refuse(request, code);
     const exec = this.executionAt(execSlot);
@@ -1102,9 +1154,7 @@ export class ReferenceCore implements ControlMachine {
     return this.registerWaiter(execSlot, request);
   }
 
-  private submissionRefused(
-    submission: number, slot: number, generation: number, tokenOrSession: number, request: number,
-  ): ResultCode {
+  private submissionRefused(submission: number, slot: number, generation: number, tokenOrSession: number, request: number): ResultCode {
     const K = MessageKind.SubmissionRefused;
     // 5 is retired (was PreparationRecovery): as unknown as 0 or 7.
     const known = [Submission.Prepare, Submission.ProviderBarrier, Submission.ToolBarrier, Submission.ApprovalCommit, Submission.TerminalCommit];

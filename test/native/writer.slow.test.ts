@@ -31,7 +31,7 @@ beforeAll(() => {
 /** An agent run's operations with awkward text: quotes, backslashes,
  * control characters, accents and a character outside the BMP. */
 function runOperations(executionId: string): OffloadOperation[] {
-  const awkward = "naïve \"quoted\" \\ back\nslash \t 🚀 \u0001";
+  const awkward = 'naïve "quoted" \\ back\nslash \t 🚀 \u0001';
   return [
     prepare(executionId, "support", { input: awkward, journal: [journalEntry(executionId, "user", awkward)] }),
     toolBarrier(executionId, 1),
@@ -74,11 +74,13 @@ describe.each(["binary", "json"] as NativeEncoding[])("native writer (%s)", (enc
     const { reference, native, writer } = await pair();
     const ids = Array.from({ length: 40 }, (_, index) => `run-${index}`);
     const runThrough = (run: (operation: OffloadOperation) => Promise<unknown>) =>
-      Promise.all(ids.map(async (id) => {
-        const results: unknown[] = [];
-        for (const operation of runOperations(id)) results.push(await run(operation));
-        return results;
-      }));
+      Promise.all(
+        ids.map(async (id) => {
+          const results: unknown[] = [];
+          for (const operation of runOperations(id)) results.push(await run(operation));
+          return results;
+        }),
+      );
     const nativeResults = await runThrough((operation) => writer.run(operation));
     expect(nativeResults).toEqual(await runThrough((operation) => reference.run(operation as StoreOperation)));
     expect(writer.statistics.largestGroup).toBeGreaterThan(1);

@@ -31,7 +31,11 @@ interface Line {
 
 /** The commands of `text`, its comment dropped, split at `;` (a `mkdir -p data && …` stays one line). */
 function commandsIn(text: string): string[] {
-  return text.replace(/\s+#.*$/, "").split(/\s*;\s*/).map((command) => command.trim()).filter((command) => command.length > 0);
+  return text
+    .replace(/\s+#.*$/, "")
+    .split(/\s*;\s*/)
+    .map((command) => command.trim())
+    .filter((command) => command.length > 0);
 }
 
 /** Every command line the documents show, in shell blocks and inline code. */
@@ -43,9 +47,11 @@ function documentedLines(): Line[] {
         if (!text.trimStart().startsWith("#")) for (const line of commandsIn(text)) lines.push({ where: `${document}:${block.line + 1 + index}`, line });
       });
     }
-    readFileSync(join(repositoryRoot, document), "utf8").split("\n").forEach((text, index) => {
-      for (const match of text.matchAll(/`([^`]+)`/g)) lines.push({ where: `${document}:${index + 1}`, line: match[1]!.trim() });
-    });
+    readFileSync(join(repositoryRoot, document), "utf8")
+      .split("\n")
+      .forEach((text, index) => {
+        for (const match of text.matchAll(/`([^`]+)`/g)) lines.push({ where: `${document}:${index + 1}`, line: match[1]!.trim() });
+      });
   }
   return lines;
 }
@@ -90,28 +96,42 @@ afterAll(() => {
 describe("the documentation's install and run lines", () => {
   it("are found: npm's and Bun's installs, the npx demo, and a run line per runtime", () => {
     expect(installs).toEqual(expect.arrayContaining(["npm install phronomy ai", "bun add phronomy ai", "npx -p phronomy -p ai@7 phronomy demo"]));
-    const runtimesRun = ["node agent.mjs", "bun agent.ts", "deno run"].filter((start) => runs.some((line) => line.replace(/^mkdir -p data && /, "").startsWith(start)));
+    const runtimesRun = ["node agent.mjs", "bun agent.ts", "deno run"].filter((start) =>
+      runs.some((line) => line.replace(/^mkdir -p data && /, "").startsWith(start)),
+    );
     expect(runtimesRun).toEqual(["node agent.mjs", "bun agent.ts", "deno run"]);
-    for (const line of runs) expect(installs.some((install) => runsAfter(install, line)), `an install line for "${line}"`).toBe(true);
+    for (const line of runs)
+      expect(
+        installs.some((install) => runsAfter(install, line)),
+        `an install line for "${line}"`,
+      ).toBe(true);
   });
 
-  it.each(installs)("`%s` installs (the packed tarball for phronomy)", async (line) => {
-    const directory = join(workspace, `install-${installed.size}`);
-    mkdirSync(directory, { recursive: true });
-    const result = await shell(line.startsWith("npx") ? line : `echo '{"name":"app","private":true,"type":"module"}' > package.json && ${line}`, directory);
-    expect(result.code, `${line}\n${result.stdout}\n${result.stderr}`).toBe(0);
-    if (line.startsWith("npx")) expect(result.stdout).toContain("refund");
-    installed.set(line, directory);
-  }, buildTimeoutMs);
+  it.each(installs)(
+    "`%s` installs (the packed tarball for phronomy)",
+    async (line) => {
+      const directory = join(workspace, `install-${installed.size}`);
+      mkdirSync(directory, { recursive: true });
+      const result = await shell(line.startsWith("npx") ? line : `echo '{"name":"app","private":true,"type":"module"}' > package.json && ${line}`, directory);
+      expect(result.code, `${line}\n${result.stdout}\n${result.stderr}`).toBe(0);
+      if (line.startsWith("npx")) expect(result.stdout).toContain("refund");
+      installed.set(line, directory);
+    },
+    buildTimeoutMs,
+  );
 
-  it.each(pairs)("`%s` runs the agent after `%s`", async (line, install) => {
-    const directory = installed.get(install)!;
-    expect(directory, "its install ran").toBeDefined();
-    for (const file of ["agent.ts", "agent.mjs"]) copyFileSync(join(repositoryRoot, "examples", "agent.ts"), join(directory, file));
-    const added = await shell(line.includes("bun agent") ? "bun add zod" : "npm install zod", directory);
-    expect(added.code, added.stderr).toBe(0);
-    rmSync(join(directory, "data"), { recursive: true, force: true });
-    const ran = await shell(line.startsWith("mkdir") ? line : `mkdir -p data && ${line}`, directory, 120_000);
-    expect({ code: ran.code, stdout: ran.stdout }, ran.stderr).toEqual({ code: 0, stdout: "completed Order 42 is out for delivery.\n" });
-  }, buildTimeoutMs);
+  it.each(pairs)(
+    "`%s` runs the agent after `%s`",
+    async (line, install) => {
+      const directory = installed.get(install)!;
+      expect(directory, "its install ran").toBeDefined();
+      for (const file of ["agent.ts", "agent.mjs"]) copyFileSync(join(repositoryRoot, "examples", "agent.ts"), join(directory, file));
+      const added = await shell(line.includes("bun agent") ? "bun add zod" : "npm install zod", directory);
+      expect(added.code, added.stderr).toBe(0);
+      rmSync(join(directory, "data"), { recursive: true, force: true });
+      const ran = await shell(line.startsWith("mkdir") ? line : `mkdir -p data && ${line}`, directory, 120_000);
+      expect({ code: ran.code, stdout: ran.stdout }, ran.stderr).toEqual({ code: 0, stdout: "completed Order 42 is out for delivery.\n" });
+    },
+    buildTimeoutMs,
+  );
 });

@@ -31,9 +31,9 @@ const seed = Number(process.argv[3] ?? Date.now() % 2_147_483_647);
 // The package's core, by file: the exports map keeps these modules private,
 // so they are found beside the package's main entry.
 const entry = import.meta.resolve("phronomy");
-const { ControlCore: PackagedCore } = await import(new URL("./core/control-core.js", entry).href) as { ControlCore: typeof ControlCore };
-const { decodeEffectWords } = await import(new URL("./core/effects.js", entry).href) as { decodeEffectWords: typeof DecodeEffectWords };
-const { loadCoreModule, coreWasmUrl } = await import(new URL("./core/load-core.js", entry).href) as {
+const { ControlCore: PackagedCore } = (await import(new URL("./core/control-core.js", entry).href)) as { ControlCore: typeof ControlCore };
+const { decodeEffectWords } = (await import(new URL("./core/effects.js", entry).href)) as { decodeEffectWords: typeof DecodeEffectWords };
+const { loadCoreModule, coreWasmUrl } = (await import(new URL("./core/load-core.js", entry).href)) as {
   loadCoreModule: typeof LoadCoreModule;
   coreWasmUrl: (build: "release") => URL;
 };
@@ -74,4 +74,6 @@ if (runs >= 200) {
     if (!acceptedKinds.has(kind)) throw new Error(`message kind ${kind} was never accepted in ${runs} streams (seed ${seed})`);
   }
 }
-console.log(`FUZZ ${JSON.stringify({ runs, seed, messages, acceptedKinds: acceptedKinds.size, core: coreWasmUrl("release").pathname, ms: Math.round(performance.now() - started) })}`);
+console.log(
+  `FUZZ ${JSON.stringify({ runs, seed, messages, acceptedKinds: acceptedKinds.size, core: coreWasmUrl("release").pathname, ms: Math.round(performance.now() - started) })}`,
+);

@@ -45,11 +45,16 @@ let workspace: string;
 let project: string;
 
 async function smoke(node: string, phase: string, store: string, expectedCode = 0): Promise<Record<string, unknown>> {
-  const child = spawn(node, [...childNodeFlags, "smoke.mjs", phase, store], { cwd: project, env: { ...process.env, NO_COLOR: "1", PHRONOMY_SQLITE_DRIVER: "" }, stdio: ["pipe", "pipe", "pipe"] });
+  const child = spawn(node, [...childNodeFlags, "smoke.mjs", phase, store], {
+    cwd: project,
+    env: { ...process.env, NO_COLOR: "1", PHRONOMY_SQLITE_DRIVER: "" },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
   child.stdin?.end();
   const result = await finished(child, `smoke ${phase} on ${node}`);
   const facts = reported(result.stdout, "SMOKE");
-  if (result.code !== expectedCode || facts === undefined) throw new Error(`smoke ${phase} on ${node} exited ${result.code} (expected ${expectedCode})\n${result.stdout}\n${result.stderr}`);
+  if (result.code !== expectedCode || facts === undefined)
+    throw new Error(`smoke ${phase} on ${node} exited ${result.code} (expected ${expectedCode})\n${result.stdout}\n${result.stderr}`);
   return facts;
 }
 
@@ -73,9 +78,18 @@ afterAll(() => {
 });
 
 /** Runs `script` (a path in the project) on `node` in a directory of its own. */
-async function runOn(node: string, directory: string, script: readonly string[], timeoutMs?: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+async function runOn(
+  node: string,
+  directory: string,
+  script: readonly string[],
+  timeoutMs?: number,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   mkdirSync(join(directory, "data"), { recursive: true });
-  const child = spawn(node, [...childNodeFlags, ...script], { cwd: directory, env: { ...process.env, NO_COLOR: "1", PHRONOMY_SQLITE_DRIVER: "" }, stdio: ["pipe", "pipe", "pipe"] });
+  const child = spawn(node, [...childNodeFlags, ...script], {
+    cwd: directory,
+    env: { ...process.env, NO_COLOR: "1", PHRONOMY_SQLITE_DRIVER: "" },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
   child.stdin?.end();
   return finished(child, `${script.join(" ")} on ${node}`, timeoutMs);
 }
@@ -90,7 +104,12 @@ describe("the packed package without better-sqlite3", () => {
       expect(written["storeSaid"]).toBe(`[phronomy] the SQLite store at ${store} runs on node:sqlite`);
       const crashed = await smoke(node, "crash", store, crashExitCode);
       const resumed = await smoke(node, "resume", store);
-      expect(resumed).toMatchObject({ driver: "node:sqlite", shipExecution: crashed["shipExecution"], refundExecution: written["refundExecution"], shipContinuation: "framework_tools" });
+      expect(resumed).toMatchObject({
+        driver: "node:sqlite",
+        shipExecution: crashed["shipExecution"],
+        refundExecution: written["refundExecution"],
+        shipContinuation: "framework_tools",
+      });
       expect(resumed["idempotencyKey"]).toBe(`${String(crashed["shipExecution"])}:call-0-0`);
       expect(await smoke(node, "verify", store)).toMatchObject({ executions: 4, byAgent: { support: 2, refunds: 1, shipping: 1 } });
     }, 300_000);
@@ -112,20 +131,24 @@ describe("the packed package without better-sqlite3", () => {
   }
 
   it(`Node ${unsupportedVersion}: Phronomy.open refuses with UNSUPPORTED_RUNTIME naming the version found and the one needed`, async () => {
-    writeFileSync(join(project, "old-node.mjs"), [
-      "import { Phronomy } from \"phronomy\";",
-      "try {",
-      "  await Phronomy.open({ store: \"./data/agents.db\" });",
-      "  console.log(\"OPENED\");",
-      "} catch (error) {",
-      "  console.log(`REFUSED ${JSON.stringify({ name: error.name, code: error.code, message: error.message, details: error.details })}`);",
-      "}",
-      "",
-    ].join("\n"));
+    writeFileSync(
+      join(project, "old-node.mjs"),
+      [
+        'import { Phronomy } from "phronomy";',
+        "try {",
+        '  await Phronomy.open({ store: "./data/agents.db" });',
+        '  console.log("OPENED");',
+        "} catch (error) {",
+        "  console.log(`REFUSED ${JSON.stringify({ name: error.name, code: error.code, message: error.message, details: error.details })}`);",
+        "}",
+        "",
+      ].join("\n"),
+    );
     const node = await nodeBinary(unsupportedVersion);
     const result = await runOn(node, join(workspace, "old-node"), [join(project, "old-node.mjs")]);
     expect(reported(result.stdout, "REFUSED"), result.stdout + result.stderr).toEqual({
-      name: "PhronomyError", code: "UNSUPPORTED_RUNTIME",
+      name: "PhronomyError",
+      code: "UNSUPPORTED_RUNTIME",
       message: expect.stringMatching(new RegExp(`^phronomy needs Node 22\\.13 or later; this is Node ${unsupportedVersion.replaceAll(".", "\\.")}\\. Upgrade`)),
       details: { runtime: "node", found: unsupportedVersion, needed: ">=22.13" },
     });
@@ -137,25 +160,40 @@ describe("the packed package without better-sqlite3", () => {
 
   it("installs no optional peer but ai, and a postgres:// store without pg is refused naming it", async () => {
     expect(existsSync(join(project, "node_modules", "pg")), "pg is an optional peer").toBe(false);
-    writeFileSync(join(project, "postgres.mjs"), [
-      "import { Phronomy } from \"phronomy\";",
-      "try {",
-      "  await Phronomy.open({ store: \"postgres://postgres@127.0.0.1:5432/test\" });",
-      "  console.log(\"OPENED\");",
-      "} catch (error) {",
-      "  console.log(`REFUSED ${JSON.stringify({ code: error.code, message: error.message, details: error.details })}`);",
-      "}",
-      "",
-    ].join("\n"));
-    const child = spawn(await nodeBinary(versions[0]), [...childNodeFlags, "postgres.mjs"], { cwd: project, env: { ...process.env, NO_COLOR: "1" }, stdio: ["pipe", "pipe", "pipe"] });
+    writeFileSync(
+      join(project, "postgres.mjs"),
+      [
+        'import { Phronomy } from "phronomy";',
+        "try {",
+        '  await Phronomy.open({ store: "postgres://postgres@127.0.0.1:5432/test" });',
+        '  console.log("OPENED");',
+        "} catch (error) {",
+        "  console.log(`REFUSED ${JSON.stringify({ code: error.code, message: error.message, details: error.details })}`);",
+        "}",
+        "",
+      ].join("\n"),
+    );
+    const child = spawn(await nodeBinary(versions[0]), [...childNodeFlags, "postgres.mjs"], {
+      cwd: project,
+      env: { ...process.env, NO_COLOR: "1" },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
     child.stdin?.end();
     const result = await finished(child, "postgres.mjs");
-    expect(reported(result.stdout, "REFUSED")).toMatchObject({ code: "STORE", details: { missingPackage: "pg" }, message: expect.stringContaining("npm install pg@") });
+    expect(reported(result.stdout, "REFUSED")).toMatchObject({
+      code: "STORE",
+      details: { missingPackage: "pg" },
+      message: expect.stringContaining("npm install pg@"),
+    });
   }, 120_000);
 
   it("--help names the command reference inside the installed package, and it is there", async () => {
     const cli = join(project, "node_modules", "phronomy", "dist", "host", "cli", "cli.js");
-    const child = spawn(await nodeBinary(versions[0]), [...childNodeFlags, cli, "--help"], { cwd: project, env: { ...process.env, NO_COLOR: "1" }, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(await nodeBinary(versions[0]), [...childNodeFlags, cli, "--help"], {
+      cwd: project,
+      env: { ...process.env, NO_COLOR: "1" },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
     child.stdin?.end();
     const result = await finished(child, "phronomy --help");
     const docs = /Docs: (.+)$/m.exec(result.stdout)?.[1];
@@ -165,9 +203,25 @@ describe("the packed package without better-sqlite3", () => {
 
   it("the CLI asked for a real model without @ai-sdk/openai-compatible says which package to install", async () => {
     expect(existsSync(join(project, "node_modules", "@ai-sdk", "openai-compatible")), "an optional peer").toBe(false);
-    writeFileSync(join(project, "agent.mjs"), "export default { id: \"support\" };\n");
+    writeFileSync(join(project, "agent.mjs"), 'export default { id: "support" };\n');
     const cli = join(project, "node_modules", "phronomy", "dist", "host", "cli", "cli.js");
-    const child = spawn(await nodeBinary(versions[0]), [...childNodeFlags, cli, "run", "agent.mjs", "hello", "--model", "openai-compatible:m", "--base-url", "http://127.0.0.1:9/v1", "--store", join(workspace, "cli.db")], { cwd: project, env: { ...process.env, NO_COLOR: "1" }, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(
+      await nodeBinary(versions[0]),
+      [
+        ...childNodeFlags,
+        cli,
+        "run",
+        "agent.mjs",
+        "hello",
+        "--model",
+        "openai-compatible:m",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--store",
+        join(workspace, "cli.db"),
+      ],
+      { cwd: project, env: { ...process.env, NO_COLOR: "1" }, stdio: ["pipe", "pipe", "pipe"] },
+    );
     child.stdin?.end();
     const result = await finished(child, "phronomy run --model");
     expect(result.code).not.toBe(0);

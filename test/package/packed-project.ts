@@ -145,7 +145,11 @@ export function installedPackage(name: string): string {
 export function startScript(runtime: RuntimeName, project: string, script: string, scriptArguments: readonly string[] = []): ChildProcess {
   const { command, arguments: runtimeArguments } = runtimes[runtime];
   // NO_COLOR: Deno colours its error output even into a pipe.
-  return spawn(command, [...runtimeArguments, script, ...scriptArguments], { cwd: project, env: { ...process.env, NO_COLOR: "1" }, stdio: ["pipe", "pipe", "pipe"] });
+  return spawn(command, [...runtimeArguments, script, ...scriptArguments], {
+    cwd: project,
+    env: { ...process.env, NO_COLOR: "1" },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
 }
 
 /** What `child` printed, once it ended; killed (and rejected) after
@@ -178,5 +182,5 @@ export async function succeed(command: string, commandArguments: readonly string
 /** The JSON a script printed on its line `<tag> <json>`. */
 export function reported(stdout: string, tag: string): Record<string, unknown> | undefined {
   const line = stdout.split("\n").find((candidate) => candidate.startsWith(`${tag} `));
-  return line === undefined ? undefined : JSON.parse(line.slice(tag.length + 1)) as Record<string, unknown>;
+  return line === undefined ? undefined : (JSON.parse(line.slice(tag.length + 1)) as Record<string, unknown>);
 }

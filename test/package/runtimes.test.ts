@@ -37,8 +37,20 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  buildTimeoutMs, finished, installedPackage, packagedFiles, installProject, packTarball, repositoryRoot as root, reported, runtimeNames, runtimes, startScript,
-  succeed, type PackedTarball, type RuntimeName,
+  buildTimeoutMs,
+  finished,
+  installedPackage,
+  packagedFiles,
+  installProject,
+  packTarball,
+  repositoryRoot as root,
+  reported,
+  runtimeNames,
+  runtimes,
+  startScript,
+  succeed,
+  type PackedTarball,
+  type RuntimeName,
 } from "./packed-project.js";
 import { childNodeFlags } from "../support/node-flags.js";
 
@@ -78,12 +90,21 @@ afterAll(() => {
  * "fast-check" from the project). */
 async function compileFuzzHarness(directory: string): Promise<void> {
   const configPath = join(directory, "harness.tsconfig.json");
-  writeFileSync(configPath, JSON.stringify({
-    extends: join(root, "tsconfig.json"),
-    compilerOptions: { noEmit: false, outDir: join(directory, "harness"), rootDir: root, noEmitOnError: true, typeRoots: [join(root, "node_modules", "@types")] },
-    include: [],
-    files: [join(root, "test", "package", "fuzz.ts"), join(root, "host", "types", "webassembly.d.ts")],
-  }));
+  writeFileSync(
+    configPath,
+    JSON.stringify({
+      extends: join(root, "tsconfig.json"),
+      compilerOptions: {
+        noEmit: false,
+        outDir: join(directory, "harness"),
+        rootDir: root,
+        noEmitOnError: true,
+        typeRoots: [join(root, "node_modules", "@types")],
+      },
+      include: [],
+      files: [join(root, "test", "package", "fuzz.ts"), join(root, "host", "types", "webassembly.d.ts")],
+    }),
+  );
   await succeed(process.execPath, [...childNodeFlags, join(root, "node_modules", "typescript", "bin", "tsc"), "-p", configPath], directory, buildTimeoutMs);
 }
 
@@ -108,12 +129,26 @@ function rotated(offset: number): RuntimeName[] {
 describe("the packed package", () => {
   it("holds the compiled JavaScript, its types and the release core; no install script, no source", () => {
     const paths = packed.files.map((file) => file.path);
-    for (const path of ["package.json", "README.md", "LICENSE", "CHANGELOG.md", "dist/host/index.js", "dist/host/index.d.ts", "dist/host/testing.js", "dist/host/testing.d.ts", "dist/host/store/sqlite/worker.js", "dist/build/core.release.wasm"]) {
+    for (const path of [
+      "package.json",
+      "README.md",
+      "LICENSE",
+      "CHANGELOG.md",
+      "dist/host/index.js",
+      "dist/host/index.d.ts",
+      "dist/host/testing.js",
+      "dist/host/testing.d.ts",
+      "dist/host/store/sqlite/worker.js",
+      "dist/build/core.release.wasm",
+    ]) {
       expect(paths).toContain(path);
     }
     expect(paths.filter((path) => !path.startsWith("dist/") && !(packagedFiles as readonly string[]).includes(path))).toEqual([]);
     expect(paths.filter((path) => path.endsWith(".ts") && !path.endsWith(".d.ts"))).toEqual([]);
-    const manifest = JSON.parse(readFileSync(join(project, "node_modules", "phronomy", "package.json"), "utf8")) as { scripts?: Record<string, string>; peerDependenciesMeta?: Record<string, { optional?: boolean }> };
+    const manifest = JSON.parse(readFileSync(join(project, "node_modules", "phronomy", "package.json"), "utf8")) as {
+      scripts?: Record<string, string>;
+      peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+    };
     for (const hook of ["preinstall", "install", "postinstall"]) expect(manifest.scripts?.[hook]).toBeUndefined();
     expect(manifest.peerDependenciesMeta?.["better-sqlite3"]?.optional).toBe(true);
     expect(existsSync(join(project, "node_modules", "phronomy", "dist", "build", "core.release.wasm"))).toBe(true);
@@ -124,31 +159,44 @@ describe("the packed package", () => {
     // Three stores, each taken through its phases by the three runtimes in
     // turn, so that every runtime runs every phase and reads stores the two
     // others wrote. The stores are independent: they run side by side.
-    await Promise.all([0, 1, 2].map(async (offset) => {
-      const [first, second, third] = rotated(offset) as [RuntimeName, RuntimeName, RuntimeName];
-      const store = join(workspace, `store-${first}-${second}-${third}.db`);
-      const written = await smoke(first, "run", store);
-      const crashed = await smoke(second, "crash", store, crashExitCode);
-      const resumed = await smoke(third, "resume", store);
-      expect(resumed).toMatchObject({ shipExecution: crashed["shipExecution"], refundExecution: written["refundExecution"], shipContinuation: "framework_tools" });
-      expect(resumed["idempotencyKey"]).toBe(`${String(crashed["shipExecution"])}:call-0-0`);
-      const verified = await smoke(first, "verify", store);
-      expect(verified).toMatchObject({ executions: 4, byAgent: { support: 2, refunds: 1, shipping: 1 } });
-    }));
+    await Promise.all(
+      [0, 1, 2].map(async (offset) => {
+        const [first, second, third] = rotated(offset) as [RuntimeName, RuntimeName, RuntimeName];
+        const store = join(workspace, `store-${first}-${second}-${third}.db`);
+        const written = await smoke(first, "run", store);
+        const crashed = await smoke(second, "crash", store, crashExitCode);
+        const resumed = await smoke(third, "resume", store);
+        expect(resumed).toMatchObject({
+          shipExecution: crashed["shipExecution"],
+          refundExecution: written["refundExecution"],
+          shipContinuation: "framework_tools",
+        });
+        expect(resumed["idempotencyKey"]).toBe(`${String(crashed["shipExecution"])}:call-0-0`);
+        const verified = await smoke(first, "verify", store);
+        expect(verified).toMatchObject({ executions: 4, byAgent: { support: 2, refunds: 1, shipping: 1 } });
+      }),
+    );
   });
 
   it("a script that leaves a rejection unhandled ends with an error on every runtime (Node and Bun even beside an unhandledRejection handler)", async () => {
-    writeFileSync(join(project, "unhandled.mjs"), [
-      "if (process.argv.includes(\"handler\")) process.on(\"unhandledRejection\", () => console.log(\"handled\"));",
-      "Promise.reject(new Error(\"left unhandled\"));",
-      "setTimeout(() => console.log(\"UNHANDLED still running\"), 200);",
-      "",
-    ].join("\n"));
+    writeFileSync(
+      join(project, "unhandled.mjs"),
+      [
+        'if (process.argv.includes("handler")) process.on("unhandledRejection", () => console.log("handled"));',
+        'Promise.reject(new Error("left unhandled"));',
+        'setTimeout(() => console.log("UNHANDLED still running"), 200);',
+        "",
+      ].join("\n"),
+    );
     for (const runtime of runtimeNames) {
       // Deno has no --unhandled-rejections flag: a handler keeps it going, so it is checked without one.
       const scriptArguments = runtime === "deno" ? [] : ["handler"];
       const result = await finished(startScript(runtime, project, "unhandled.mjs", scriptArguments), `unhandled.mjs on ${runtime}`);
-      expect({ runtime, code: result.code, stillRunning: result.stdout.includes("UNHANDLED still running") }).toEqual({ runtime, code: 1, stillRunning: false });
+      expect({ runtime, code: result.code, stillRunning: result.stdout.includes("UNHANDLED still running") }).toEqual({
+        runtime,
+        code: 1,
+        stillRunning: false,
+      });
     }
   });
 
@@ -170,26 +218,30 @@ describe("the packed package", () => {
   it.each(runtimeNames)("a visitor beside its owner in one process on %s: reads, is refused a write, its approval is applied by the owner", async (runtime) => {
     const visited = await smoke(runtime, "visit", join(workspace, `visited-on-${runtime}.db`));
     expect(visited).toMatchObject({ refundExecution: expect.any(String), approvalId: expect.any(String) });
-    console.log(`visitor on ${runtime}: opened in ${Number(visited["visitorOpenMs"]).toFixed(1)} ms, approval settled in ${Number(visited["resumeMs"]).toFixed(0)} ms`);
+    console.log(
+      `visitor on ${runtime}: opened in ${Number(visited["visitorOpenMs"]).toFixed(1)} ms, approval settled in ${Number(visited["resumeMs"]).toFixed(0)} ms`,
+    );
   });
 
   it("a visitor on one runtime approves beside a live owner on another; the owner applies it", async () => {
-    await Promise.all([0, 1, 2].map(async (offset) => {
-      const [owner, visitor] = rotated(offset) as [RuntimeName, RuntimeName, RuntimeName];
-      const store = join(workspace, `served-by-${owner}.db`);
-      const server = startScript(owner, project, "smoke.mjs", ["serve", store]);
-      const serverDone = finished(server, `smoke serve on ${owner}`);
-      const serving = await waitForLine(server, "SMOKE");
-      try {
-        const approved = await smoke(visitor, "approve", store);
-        expect(approved).toMatchObject({ refundExecution: serving["refundExecution"], approvalId: serving["approvalId"] });
-      } finally {
-        server.stdin?.end();
-      }
-      // The owner checks, as it closes, that the refund ran once, in it.
-      const served = await serverDone;
-      if (served.code !== 0) throw new Error(`smoke serve on ${owner} exited ${served.code}\n${served.stdout}\n${served.stderr}`);
-    }));
+    await Promise.all(
+      [0, 1, 2].map(async (offset) => {
+        const [owner, visitor] = rotated(offset) as [RuntimeName, RuntimeName, RuntimeName];
+        const store = join(workspace, `served-by-${owner}.db`);
+        const server = startScript(owner, project, "smoke.mjs", ["serve", store]);
+        const serverDone = finished(server, `smoke serve on ${owner}`);
+        const serving = await waitForLine(server, "SMOKE");
+        try {
+          const approved = await smoke(visitor, "approve", store);
+          expect(approved).toMatchObject({ refundExecution: serving["refundExecution"], approvalId: serving["approvalId"] });
+        } finally {
+          server.stdin?.end();
+        }
+        // The owner checks, as it closes, that the refund ran once, in it.
+        const served = await serverDone;
+        if (served.code !== 0) throw new Error(`smoke serve on ${owner} exited ${served.code}\n${served.stdout}\n${served.stderr}`);
+      }),
+    );
   });
 
   it.each(runtimeNames)("examples/agent.ts (docs/runtimes.md) runs on %s from the installed package", async (runtime) => {
@@ -202,12 +254,19 @@ describe("the packed package", () => {
     const child = spawn(command, [...runtimeArguments, ...script], { cwd: directory, env: { ...process.env, NO_COLOR: "1" }, stdio: ["pipe", "pipe", "pipe"] });
     child.stdin?.end();
     const result = await finished(child, `agent.ts on ${runtime}`);
-    expect({ runtime, code: result.code, stdout: result.stdout }, result.stderr).toEqual({ runtime, code: 0, stdout: "completed Order 42 is out for delivery.\n" });
+    expect({ runtime, code: result.code, stdout: result.stdout }, result.stderr).toEqual({
+      runtime,
+      code: 0,
+      stdout: "completed Order 42 is out for delivery.\n",
+    });
   });
 
   it.each(runtimeNames)(`the packaged core agrees with the reference model on ${fuzzRuns} random streams under %s`, async (runtime) => {
     console.log(`package fuzzing on ${runtime}: PACKAGE_FUZZ_SEED=${fuzzSeed} PACKAGE_FUZZ_RUNS=${fuzzRuns}`);
-    const result = await finished(startScript(runtime, project, join("harness", "test", "package", "fuzz.js"), [String(fuzzRuns), String(fuzzSeed)]), `fuzz on ${runtime}`);
+    const result = await finished(
+      startScript(runtime, project, join("harness", "test", "package", "fuzz.js"), [String(fuzzRuns), String(fuzzSeed)]),
+      `fuzz on ${runtime}`,
+    );
     if (result.code !== 0) throw new Error(`fuzzing on ${runtime} failed (seed ${fuzzSeed})\n${result.stdout}\n${result.stderr}`);
     const facts = reported(result.stdout, "FUZZ");
     expect(facts).toMatchObject({ runs: fuzzRuns, seed: fuzzSeed });

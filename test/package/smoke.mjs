@@ -79,7 +79,11 @@ const jsonSchemaOfOrder = { type: "object", properties: { orderId: { type: "stri
 const shipCallsPath = `${store}.ship-calls`;
 
 function shipCalls() {
-  return existsSync(shipCallsPath) ? readFileSync(shipCallsPath, "utf8").split("\n").filter((line) => line !== "") : [];
+  return existsSync(shipCallsPath)
+    ? readFileSync(shipCallsPath, "utf8")
+        .split("\n")
+        .filter((line) => line !== "")
+    : [];
 }
 
 /** Idempotency keys of the `refund` tool's calls in this process. */
@@ -91,12 +95,13 @@ const refunds = [];
 function defineAgents(env, { crashInShip, refundCalls = refunds }) {
   // Calls a tool on the first turn after the user's message, then answers
   // with what the tool said: the same decision for every conversation.
-  const oneToolModel = (toolName, answer) => scriptedModel(({ messages }) => {
-    const lastUser = messages.map((message) => message.role).lastIndexOf("user");
-    const turn = messages.slice(lastUser + 1).filter((message) => message.role === "assistant").length;
-    if (turn === 0) return { toolCalls: [{ toolName, input: { orderId: "42" } }] };
-    return { text: answer };
-  });
+  const oneToolModel = (toolName, answer) =>
+    scriptedModel(({ messages }) => {
+      const lastUser = messages.map((message) => message.role).lastIndexOf("user");
+      const turn = messages.slice(lastUser + 1).filter((message) => message.role === "assistant").length;
+      if (turn === 0) return { toolCalls: [{ toolName, input: { orderId: "42" } }] };
+      return { text: answer };
+    });
   const support = env.agent({
     id: "support",
     model: oneToolModel("lookupOrder", "Order 42 is a blue kettle, out for delivery."),
@@ -283,18 +288,27 @@ async function visitAndApprove() {
   try {
     check(visitor.visitor === true, "the environment is not a visitor's");
     const rows = await visitor.executions();
-    check(rows.length === 1 && rows[0].agentId === "refunds" && rows[0].status === "suspended", `the visitor lists ${JSON.stringify(rows.map((row) => [row.executionId, row.status]))}`);
+    check(
+      rows.length === 1 && rows[0].agentId === "refunds" && rows[0].status === "suspended",
+      `the visitor lists ${JSON.stringify(rows.map((row) => [row.executionId, row.status]))}`,
+    );
     const pending = await visitor.pendingApprovals();
     check(pending.length === 1 && pending[0].executionId === rows[0].executionId, `the visitor's pending approvals ${JSON.stringify(pending)}`);
-    const { executionId, request: { approvalId } } = pending[0];
-    const write = await visitor.store.ensureAgent("refunds", Date.now()).then(() => undefined, (error) => error);
+    const {
+      executionId,
+      request: { approvalId },
+    } = pending[0];
+    const write = await visitor.store.ensureAgent("refunds", Date.now()).then(
+      () => undefined,
+      (error) => error,
+    );
     check(write instanceof StoreError && write.details?.reason === "visitor", `a write through the visitor's store was not refused as a visitor's: ${write}`);
 
     const visitorRefunds = [];
     const agents = defineAgents(visitor, { crashInShip: false, refundCalls: visitorRefunds });
     const resumeStarted = performance.now();
     const run = agents.refunds.resume(executionId, { approvalId, approved: true });
-    check(await run.executionId === executionId, "the visitor's run names another execution");
+    check((await run.executionId) === executionId, "the visitor's run names another execution");
     const result = await run.result;
     const resumeMs = performance.now() - resumeStarted;
     check(result.outcome === "completed" && result.output === "Your refund is on its way.", `the visitor's run ${JSON.stringify(result)}`);
@@ -344,6 +358,16 @@ async function phaseApprove() {
   report(seen);
 }
 
-const phases = { run: phaseRun, crash: phaseCrash, resume: phaseResume, verify: phaseVerify, hold: phaseHold, owned: phaseOwned, visit: phaseVisit, serve: phaseServe, approve: phaseApprove };
+const phases = {
+  run: phaseRun,
+  crash: phaseCrash,
+  resume: phaseResume,
+  verify: phaseVerify,
+  hold: phaseHold,
+  owned: phaseOwned,
+  visit: phaseVisit,
+  serve: phaseServe,
+  approve: phaseApprove,
+};
 check(phase in phases, `unknown phase ${phase}`);
 await phases[phase]();

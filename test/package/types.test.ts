@@ -28,7 +28,10 @@ export async function main(): Promise<Environment> {
 `;
 
 async function tsc(config: string): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, [join(project, "node_modules", "typescript", "bin", "tsc"), "-p", config], { cwd: project, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [join(project, "node_modules", "typescript", "bin", "tsc"), "-p", config], {
+    cwd: project,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   const result = await finished(child, `tsc -p ${config}`, buildTimeoutMs);
   return { code: result.code, output: result.stdout + result.stderr };
 }
@@ -54,14 +57,23 @@ afterAll(() => {
 
 describe("the package's types in a strict consumer (skipLibCheck: false)", () => {
   it("no optional peer is installed", () => {
-    for (const name of ["pg", "@types/pg", "better-sqlite3", "@ai-sdk/openai-compatible"]) expect(existsSync(join(project, "node_modules", name)), name).toBe(false);
+    for (const name of ["pg", "@types/pg", "better-sqlite3", "@ai-sdk/openai-compatible"])
+      expect(existsSync(join(project, "node_modules", name)), name).toBe(false);
   });
 
-  for (const [label, config] of [["ESM, moduleResolution node16", "tsconfig.node16.json"], ["ESM, moduleResolution bundler", "tsconfig.bundler.json"], ["CommonJS, moduleResolution node16", "tsconfig.cjs.json"]] as const) {
-    it(`compiles: ${label}`, async () => {
-      const result = await tsc(config);
-      expect(result.output).toBe("");
-      expect(result.code).toBe(0);
-    }, buildTimeoutMs + 10_000);
+  for (const [label, config] of [
+    ["ESM, moduleResolution node16", "tsconfig.node16.json"],
+    ["ESM, moduleResolution bundler", "tsconfig.bundler.json"],
+    ["CommonJS, moduleResolution node16", "tsconfig.cjs.json"],
+  ] as const) {
+    it(
+      `compiles: ${label}`,
+      async () => {
+        const result = await tsc(config);
+        expect(result.output).toBe("");
+        expect(result.code).toBe(0);
+      },
+      buildTimeoutMs + 10_000,
+    );
   }
 });

@@ -58,7 +58,9 @@ describe("approval_commit (PostgreSQL, migration 14)", () => {
     const steps = await store.listSteps("e1");
     const refused = store.run(approvalCommit("e1", 3));
     await expect(refused).rejects.toBeInstanceOf(ExecutionRehydrationRequiredError);
-    await expect(refused).rejects.toThrow(/execution e1 moved on: approvalCommit expected revision 3 with status suspended, the store holds revision 4 with status active/);
+    await expect(refused).rejects.toThrow(
+      /execution e1 moved on: approvalCommit expected revision 3 with status suspended, the store holds revision 4 with status active/,
+    );
     expect(await store.listSteps("e1")).toEqual(steps);
     expect((await store.getExecution("e1"))?.approvalRequest).toMatchObject({ decision: { reason: "the other process" } });
   });
@@ -84,7 +86,10 @@ describe("approval_commit (PostgreSQL, migration 14)", () => {
     const store = await open(schema);
     await suspended(store);
     await store.getExecution("e1");
-    await rows(schema, `UPDATE $schema.executions SET approval_request = (approval_request::jsonb || '{"decision":{"approved":false,"reason":null,"decidedAt":1}}'::jsonb)::text WHERE execution_id = 'e1'`);
+    await rows(
+      schema,
+      `UPDATE $schema.executions SET approval_request = (approval_request::jsonb || '{"decision":{"approved":false,"reason":null,"decidedAt":1}}'::jsonb)::text WHERE execution_id = 'e1'`,
+    );
     const steps = await store.listSteps("e1");
     const refused = store.run(approvalCommit("e1", 3));
     await expect(refused).rejects.toBeInstanceOf(ApprovalMismatchError);
@@ -146,8 +151,14 @@ describe("steps numbered from the execution row (PostgreSQL, migration 14)", () 
     await store.run(prepare("e1"));
     await store.run(terminalCommit("e1", 1, { outcome: "failed", output: null }));
     await store.run({
-      type: "reopenExecution", executionId: "e1", expectedRevision: 2, status: "active", phase: "calling_llm",
-      metadata: { config: {}, attempt: 2, runningSince: 90 }, step: { attempt: 2, resumeFromSeq: 1 }, at: 90,
+      type: "reopenExecution",
+      executionId: "e1",
+      expectedRevision: 2,
+      status: "active",
+      phase: "calling_llm",
+      metadata: { config: {}, attempt: 2, runningSince: 90 },
+      step: { attempt: 2, resumeFromSeq: 1 },
+      at: 90,
     });
     expect(await rows(schema, "SELECT last_seq FROM $schema.executions")).toEqual([{ last_seq: null }]);
     await store.run(providerBarrier("e1", 3));

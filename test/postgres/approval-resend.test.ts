@@ -13,9 +13,9 @@ import type { PostgresStore } from "../../host/store/postgres-store.js";
 import { recordingLogger, scriptedModel, turnOf, waitFor } from "../runtime/helpers.js";
 import { atEnd, freshSchemaUrl } from "./database.js";
 
-const refundModel = scriptedModel(({ messages }) => turnOf(messages) === 0
-  ? { toolCalls: [{ toolName: "refund", input: { orderId: "42" } }] }
-  : { text: "Refunded." });
+const refundModel = scriptedModel(({ messages }) =>
+  turnOf(messages) === 0 ? { toolCalls: [{ toolName: "refund", input: { orderId: "42" } }] } : { text: "Refunded." },
+);
 
 /** Fails the first approval commit: before it runs (`written` false, a
  * plain StoreError) or after it committed (its outcome unknown). */
@@ -57,14 +57,21 @@ describe("a decision sent again after its approval commit failed (PostgreSQL)", 
   it("nothing written: refused STORE, still pending, and the same decision sent again completes the run", async () => {
     const { agent, executionId, approvalId, refunds } = await suspendedRefund(false);
     await expect(agent.resume(executionId, { approvalId, approved: true }).result).rejects.toMatchObject({ code: "STORE", executionId });
-    await expect(agent.resume(executionId, { approvalId, approved: true }).result).resolves.toMatchObject({ executionId, outcome: "completed", output: "Refunded." });
+    await expect(agent.resume(executionId, { approvalId, approved: true }).result).resolves.toMatchObject({
+      executionId,
+      outcome: "completed",
+      output: "Refunded.",
+    });
     expect(refunds).toEqual([`${executionId}:call-0-0`]);
   }, 60_000);
 
   it("written, outcome unknown: the decision sent again is refused from the row (already decided), and the run completes once", async () => {
     const { env, agent, executionId, approvalId, refunds } = await suspendedRefund(true);
     await expect(agent.resume(executionId, { approvalId, approved: true }).result).rejects.toMatchObject({ executionId });
-    const refusal = await agent.resume(executionId, { approvalId, approved: true }).result.then(() => undefined, (error: unknown) => error as { code?: string; details?: { mismatch?: string } });
+    const refusal = await agent.resume(executionId, { approvalId, approved: true }).result.then(
+      () => undefined,
+      (error: unknown) => error as { code?: string; details?: { mismatch?: string } },
+    );
     expect(refusal?.code).toBe("APPROVAL_MISMATCH");
     expect(["already_decided", "execution_ended"]).toContain(refusal?.details?.mismatch);
     await expect(env.wait(executionId).result).resolves.toMatchObject({ outcome: "completed", output: "Refunded." });

@@ -104,10 +104,18 @@ describe("onBusy enqueue on PostgreSQL", () => {
     await (await PostgresStore.open(url)).close();
     await withClient((client) => client.query(`CREATE TABLE ${schema}.effects (key text PRIMARY KEY, first_pid integer NOT NULL, attempts integer NOT NULL)`));
     // Its tool waits for a file that never appears: it is killed there, with two messages queued.
-    const former = coordinatorForTest("former", { url, databaseUrl: postgresUrl, schema, agents: ["support"], gate: join(directory, "never"), onBusy: "enqueue" });
+    const former = coordinatorForTest("former", {
+      url,
+      databaseUrl: postgresUrl,
+      schema,
+      agents: ["support"],
+      gate: join(directory, "never"),
+      onBusy: "enqueue",
+    });
     const { owner: formerOwner } = await former.waitFor(is("ready"));
     former.send({ start: "support", input: "m0", tag: "m0" });
-    const admittedId = async (tag: string): Promise<string> => ((await former.waitFor((line) => line.type === "admitted" && line.tag === tag)) as { executionId: string }).executionId;
+    const admittedId = async (tag: string): Promise<string> =>
+      ((await former.waitFor((line) => line.type === "admitted" && line.tag === tag)) as { executionId: string }).executionId;
     const runningId = await admittedId("m0");
     const strandedKey = (await former.waitFor(is("tool"))).key;
     former.send({ start: "support", input: "m1", tag: "m1" });
@@ -129,7 +137,10 @@ describe("onBusy enqueue on PostgreSQL", () => {
       const found = await Promise.all([runningId, ...queuedIds].map((id) => successor.execution(id)));
       return found.every((row) => row?.status === "terminal") ? found : undefined;
     }, 30_000);
-    expect(rows.map((row) => row!.outcome), JSON.stringify(rows.map((row) => row!.error))).toEqual(["completed", "completed", "completed"]);
+    expect(
+      rows.map((row) => row!.outcome),
+      JSON.stringify(rows.map((row) => row!.error)),
+    ).toEqual(["completed", "completed", "completed"]);
     expect(rows.slice(1).map((row) => row!.output)).toEqual(["echo: m1", "echo: m2"]);
     const journal = await successor.store.readJournal("support", 100);
     expect(journal.filter((record) => record.role === "user").map((record) => record.content)).toEqual(["m0", "m1", "m2"]);

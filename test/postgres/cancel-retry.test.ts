@@ -41,7 +41,7 @@ describe("cancel and retry by id on PostgreSQL", () => {
     const executionId = await run.executionId;
     await started.promise;
     const cancelled = other.cancel(executionId, { reason: "operator" });
-    await waitFor(async () => owner.coordinator.entryById(executionId)?.session?.finished ? true : undefined);
+    await waitFor(async () => (owner.coordinator.entryById(executionId)?.session?.finished ? true : undefined));
     release.resolve();
     await expect(cancelled).resolves.toMatchObject({ executionId, agentId: "billing", outcome: "cancelled", error: { code: "CANCELLED" } });
     expect(finished).toEqual(["42"]);
@@ -51,7 +51,7 @@ describe("cancel and retry by id on PostgreSQL", () => {
 
   it("cancels a suspended execution from a process that defines the agent but does not hold its lease", async () => {
     const { owner, other } = await twoProcesses();
-    const model = scriptedModel(({ turn }) => turn === 0 ? { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] } : { text: "done" });
+    const model = scriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] } : { text: "done" }));
     const refunds: string[] = [];
     const ownerAgent = owner.agent({ id: "billing", model, tools: { refund: approvalRefundTool(refunds) } });
     await owner.recovery("billing");
@@ -59,7 +59,7 @@ describe("cancel and retry by id on PostgreSQL", () => {
     await other.recovery("billing");
     const run = ownerAgent.start("Refund order 42");
     const executionId = await run.executionId;
-    await waitFor(async () => (await owner.pendingApprovals()).length > 0 ? true : undefined);
+    await waitFor(async () => ((await owner.pendingApprovals()).length > 0 ? true : undefined));
     await expect(other.cancel(executionId)).resolves.toMatchObject({ outcome: "cancelled" });
     await expect(run.result).rejects.toBeInstanceOf(CancellationError);
     expect(refunds).toEqual([]);
@@ -69,8 +69,17 @@ describe("cancel and retry by id on PostgreSQL", () => {
     const { owner, other } = await twoProcesses();
     const failing = { on: true };
     const calls: string[] = [];
-    const model = scriptedModel(({ turn }) => turn === 0 ? { toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] } : failing.on ? { error: "down" } : { text: "Shipped." });
-    const lookup = tool({ description: "Looks up", inputSchema: z.object({ orderId: z.string() }), execute: ({ orderId }, { idempotencyKey }) => { calls.push(idempotencyKey); return { orderId }; } });
+    const model = scriptedModel(({ turn }) =>
+      turn === 0 ? { toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] } : failing.on ? { error: "down" } : { text: "Shipped." },
+    );
+    const lookup = tool({
+      description: "Looks up",
+      inputSchema: z.object({ orderId: z.string() }),
+      execute: ({ orderId }, { idempotencyKey }) => {
+        calls.push(idempotencyKey);
+        return { orderId };
+      },
+    });
     const agent = owner.agent({ id: "billing", model, tools: { lookup } });
     await owner.recovery("billing");
     other.agent({ id: "billing", model, tools: { lookup } });

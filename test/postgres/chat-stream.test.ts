@@ -21,9 +21,9 @@ describe("a chat stream on PostgreSQL, served by an environment that does not ru
     const owner = await openOn(url);
     const other = await openOn(url);
     const gate = deferred();
-    const model = scriptedModel(({ messages }) => turnOf(messages) === 0
-      ? { text: "Let me look.", toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] }
-      : { text: "Order 42 has shipped." });
+    const model = scriptedModel(({ messages }) =>
+      turnOf(messages) === 0 ? { text: "Let me look.", toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] } : { text: "Order 42 has shipped." },
+    );
     const run = owner.agent({ id: "support", model, tools: { lookup: lookupTool({ gate: gate.promise }) } }).start("Where is order 42?");
     const executionId = await run.executionId;
     atEnd(async () => gate.resolve());

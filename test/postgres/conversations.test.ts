@@ -16,11 +16,12 @@ async function openOn(url: string): Promise<Environment> {
   return environment;
 }
 
-const refundModel = () => scriptedModel(({ messages }) => {
-  const lastUser = messages.map((message) => message.role).lastIndexOf("user");
-  const turn = messages.slice(lastUser + 1).filter((message) => message.role === "assistant").length;
-  return turn === 0 ? { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] } : { text: "Refunded." };
-});
+const refundModel = () =>
+  scriptedModel(({ messages }) => {
+    const lastUser = messages.map((message) => message.role).lastIndexOf("user");
+    const turn = messages.slice(lastUser + 1).filter((message) => message.role === "assistant").length;
+    return turn === 0 ? { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] } : { text: "Refunded." };
+  });
 
 describe("conversations on PostgreSQL", () => {
   it("a conversation costs no lease write: it runs in the process holding its partition, also when started elsewhere (filed for that process)", async () => {
@@ -32,11 +33,14 @@ describe("conversations on PostgreSQL", () => {
     const here = first.agent(definition);
     const there = second.agent(definition);
     for (let index = 0; index < 1_000; index += 1) here.conversation(`user-${index}`);
-    const counts = await withClient((client) => client.query(`SELECT (SELECT count(*) FROM ${schema}.agents)::int AS agents, (SELECT count(*) FROM ${schema}.leases)::int AS leases`));
+    const counts = await withClient((client) =>
+      client.query(`SELECT (SELECT count(*) FROM ${schema}.agents)::int AS agents, (SELECT count(*) FROM ${schema}.leases)::int AS leases`),
+    );
     expect(counts.rows).toEqual([{ agents: 0, leases: 0 }]);
     // The first holds every partition (the second joined; with 60 s leases
     // nothing is rebalanced during the test).
-    const partitions = () => withClient(async (client) => (await client.query(`SELECT partition, owner, epoch FROM ${schema}.partitions ORDER BY partition`)).rows);
+    const partitions = () =>
+      withClient(async (client) => (await client.query(`SELECT partition, owner, epoch FROM ${schema}.partitions ORDER BY partition`)).rows);
     const before = await partitions();
     expect(new Set(before.map((row) => row.owner))).toEqual(new Set([(first.store as PostgresStore).leaseOwner]));
 
@@ -65,17 +69,20 @@ describe("conversations on PostgreSQL", () => {
     expect((await again.recovery()).map((item) => [item.agentId, item.executionId, item.status])).toEqual([["user-1", executionId, "suspended"]]);
     await expect(again.conversation("closed").start("hello").result).rejects.toBeInstanceOf(AgentClosedError);
     const pending = (await env.pendingApprovals())[0]!;
-    await expect(again.conversation("user-1").resume(executionId, { approvalId: pending.request.approvalId, approved: true }).result).resolves.toMatchObject({ outcome: "completed" });
+    await expect(again.conversation("user-1").resume(executionId, { approvalId: pending.request.approvalId, approved: true }).result).resolves.toMatchObject({
+      outcome: "completed",
+    });
     expect(refunds).toHaveLength(1);
   });
 
   it("messages queued on a named definition's conversation run in order, its lease kept meanwhile; then let go; a message queued over a restart runs next", async () => {
     const url = `${postgresUrl}?schema=${freshSchema()}`;
     const first = await openOn(url);
-    const echo = () => scriptedModel(({ messages }) => {
-      const lastUser = [...messages].reverse().find((message) => message.role === "user") as { content: string } | undefined;
-      return turnOf(messages) === 0 ? { toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] } : { text: `echo: ${lastUser?.content ?? ""}` };
-    });
+    const echo = () =>
+      scriptedModel(({ messages }) => {
+        const lastUser = [...messages].reverse().find((message) => message.role === "user") as { content: string } | undefined;
+        return turnOf(messages) === 0 ? { toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] } : { text: `echo: ${lastUser?.content ?? ""}` };
+      });
     const gate = deferred();
     const support = first.agent({ name: "support", model: echo(), onBusy: "enqueue", tools: { lookup: lookupTool({ gate: gate.promise }) } });
     const chat = support.conversation("user-3");
@@ -94,7 +101,9 @@ describe("conversations on PostgreSQL", () => {
     // Queued behind m4 when the process closes: m4 ends, m5 stays queued
     // with nothing unfinished; the next process's definition runs it.
     const held = deferred();
-    const closing = first.agent({ name: "closing", model: echo(), onBusy: "enqueue", tools: { lookup: lookupTool({ gate: held.promise }) } }).conversation("user-4");
+    const closing = first
+      .agent({ name: "closing", model: echo(), onBusy: "enqueue", tools: { lookup: lookupTool({ gate: held.promise }) } })
+      .conversation("user-4");
     const m4 = closing.start("m4");
     await m4.executionId;
     const m5 = closing.start("m5");

@@ -29,7 +29,9 @@ export async function withClient<T>(body: (client: pg.Client) => Promise<T>): Pr
   try {
     await client.connect();
   } catch (error) {
-    throw new Error(`PostgreSQL is unreachable at ${postgresUrl} (${error instanceof Error ? error.message : String(error)}); start it (.ci/run does: pg_ctlcluster … main start) or set PHRONOMY_TEST_POSTGRES_URL`);
+    throw new Error(
+      `PostgreSQL is unreachable at ${postgresUrl} (${error instanceof Error ? error.message : String(error)}); start it (.ci/run does: pg_ctlcluster … main start) or set PHRONOMY_TEST_POSTGRES_URL`,
+    );
   }
   try {
     return await body(client);

@@ -32,7 +32,16 @@ function prepare(executionId: string): PrepareExecutionOperation {
 }
 
 function barrier(executionId: string, expectedRevision: number): ProviderBarrierOperation {
-  return { type: "providerBarrier", executionId, expectedRevision, callId: `m${expectedRevision}`, steps: [], usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, turns: 0, at: 2 };
+  return {
+    type: "providerBarrier",
+    executionId,
+    expectedRevision,
+    callId: `m${expectedRevision}`,
+    steps: [],
+    usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 },
+    turns: 0,
+    at: 2,
+  };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -52,10 +61,12 @@ async function connection(schema: string): Promise<pg.Client> {
 async function waitingOn(applicationName: string, text: string, events: readonly string[]): Promise<void> {
   const end = Date.now() + 30_000;
   for (;;) {
-    const { rows } = await withClient((client) => client.query<{ wait_event: string }>(
-      "SELECT wait_event FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock' AND wait_event = ANY($2::text[]) AND position($3 in query) > 0",
-      [applicationName, events, text],
-    ));
+    const { rows } = await withClient((client) =>
+      client.query<{ wait_event: string }>(
+        "SELECT wait_event FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock' AND wait_event = ANY($2::text[]) AND position($3 in query) > 0",
+        [applicationName, events, text],
+      ),
+    );
     if (rows.length > 0) return;
     if (Date.now() > end) throw new Error(`timed out waiting for a backend of ${applicationName} running ${text} to wait on ${events.join(" or ")}`);
     await sleep(20);
@@ -100,7 +111,9 @@ describe("PostgreSQL partition fence lock", () => {
     const taker = await connection(schema);
     await taker.query("SET application_name = 'fence-taker'");
     let taken = false;
-    const takeover = reclaim(taker, schema, partition).finally(() => { taken = true; });
+    const takeover = reclaim(taker, schema, partition).finally(() => {
+      taken = true;
+    });
     // The takeover waits for the write's fence lock, however long the write takes.
     await waitingOn("fence-taker", "take_partitions", ["advisory"]);
     await sleep(200);
@@ -130,7 +143,12 @@ describe("PostgreSQL partition fence lock", () => {
     await waitingOn(name, "barrier(", ["transactionid", "tuple"]);
 
     // Another process takes the partition over and commits, the write paused.
-    await withClient((client) => client.query(`UPDATE ${schema}.partitions SET owner = 'second', epoch = epoch + 1, expires_at = clock_timestamp() + interval '1 minute' WHERE partition = $1`, [partition]));
+    await withClient((client) =>
+      client.query(
+        `UPDATE ${schema}.partitions SET owner = 'second', epoch = epoch + 1, expires_at = clock_timestamp() + interval '1 minute' WHERE partition = $1`,
+        [partition],
+      ),
+    );
     await holder.query("COMMIT");
     expect(await written).toEqual({ revision: 2 });
     // The barrier of epoch 1 committed after it: its commit saw 'second'.
@@ -147,11 +165,17 @@ describe("PostgreSQL partition fence lock", () => {
     expect(await reclaim(taker, schema, partition)).toBe(2);
 
     const written = store.run(barrier("e1", 1));
-    const settled = written.then(() => "applied", () => "refused");
+    const settled = written.then(
+      () => "applied",
+      () => "refused",
+    );
     await waitingOn(name, "barrier(", ["advisory"]);
     // A transaction's write (an enqueue) waits the same way.
     const queued = store.enqueueMessage({ executionId: "q1", agentId: "support", input: "later", config: {}, at: 3, limit: 10, front: false });
-    const queuedSettled = queued.then(() => "applied", () => "refused");
+    const queuedSettled = queued.then(
+      () => "applied",
+      () => "refused",
+    );
     await waitingOn(name, "partition_fence_held", ["advisory"]);
     await sleep(200);
     expect(await Promise.race([settled, sleep(0).then(() => "waiting")])).toBe("waiting");
@@ -167,11 +191,17 @@ describe("PostgreSQL partition fence lock", () => {
 
   it("a queued message's cancel from a process whose partition was taken over writes nothing (lease_lost); the message stays queued", async () => {
     const { schema, store, partition } = await setUp();
-    expect(await store.enqueueMessage({ executionId: "q1", agentId: "support", input: "later", config: {}, at: 3, limit: 10, front: false })).toEqual({ seq: 1, position: 1 });
+    expect(await store.enqueueMessage({ executionId: "q1", agentId: "support", input: "later", config: {}, at: 3, limit: 10, front: false })).toEqual({
+      seq: 1,
+      position: 1,
+    });
     const taker = await connection(schema);
     expect(await reclaim(taker, schema, partition)).toBe(2);
     const error = { code: "CANCELLED", message: "cancelled" };
-    await expect(store.cancelQueued({ executionId: "q1", error, at: 4 })).rejects.toMatchObject({ code: "EXECUTION_REHYDRATION_REQUIRED", details: { reason: "lease_lost", epoch: 1 } });
+    await expect(store.cancelQueued({ executionId: "q1", error, at: 4 })).rejects.toMatchObject({
+      code: "EXECUTION_REHYDRATION_REQUIRED",
+      details: { reason: "lease_lost", epoch: 1 },
+    });
     expect(await store.getExecution("q1")).toBeUndefined();
     expect((await store.queuedMessages("support")).map((message) => message.executionId)).toEqual(["q1"]);
     // Its timeline holds the enqueue's step only: no terminal step.

@@ -45,7 +45,9 @@ describe("group commit (PostgreSQL)", () => {
       if (index === 3) expect(outcome).toMatchObject({ status: "rejected", reason: { code: "EXECUTION_REHYDRATION_REQUIRED" } });
       else expect(outcome).toEqual({ status: "fulfilled", value: { revision: 2 } });
     });
-    expect((settled[3] as PromiseRejectedResult).reason.message).toMatch(/e3 moved on: providerBarrier expected revision 7 with status active, the store holds revision 1 with status active/);
+    expect((settled[3] as PromiseRejectedResult).reason.message).toMatch(
+      /e3 moved on: providerBarrier expected revision 7 with status active, the store holds revision 1 with status active/,
+    );
     expect((await store.getExecution("e3"))?.revision).toBe(1);
     expect((await store.listSteps("e3")).map((step) => step.kind)).toEqual(["input"]);
   });
@@ -53,10 +55,12 @@ describe("group commit (PostgreSQL)", () => {
   it("a statement that fails aborts its group, which is sent again member by member: only the culprit fails", async () => {
     const { store, schema, ids } = await preparedStore(8);
     // A trigger that fails any step insert of e5 (a constraint the store does not know of).
-    await withClient((client) => client.query(`
+    await withClient((client) =>
+      client.query(`
       CREATE FUNCTION ${schema}.refuse_e5() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no steps for e5' USING ERRCODE = '23514'; END $$;
       CREATE TRIGGER refuse_e5 BEFORE INSERT ON ${schema}.steps FOR EACH ROW WHEN (NEW.execution_id = 'e5' AND NEW.seq > 1) EXECUTE FUNCTION ${schema}.refuse_e5();
-    `));
+    `),
+    );
     const settled = await Promise.allSettled(ids.map((id) => store.run(toolBarrier(id, 1))));
     settled.forEach((outcome, index) => {
       if (index === 5) expect(outcome).toMatchObject({ status: "rejected", reason: { code: "STORE", details: { sqlState: "23514" } } });
@@ -108,7 +112,9 @@ describe("group commit (PostgreSQL)", () => {
     const second = await open(schema);
     expect(await second.run(toolBarrier("e1", 2))).toEqual({ revision: 3 });
     // The first process's memory of the row is now stale: the compare-and-set refuses it.
-    await expect(first.run(toolBarrier("e1", 2))).rejects.toThrow(/e1 moved on: toolBarrier expected revision 2 with status active, the store holds revision 3/);
+    await expect(first.run(toolBarrier("e1", 2))).rejects.toThrow(
+      /e1 moved on: toolBarrier expected revision 2 with status active, the store holds revision 3/,
+    );
     const metadata = (await second.getExecution("e1"))?.metadata as { config?: unknown; toolBatch?: unknown };
     expect(metadata.config).toEqual({ maxTurns: 3 });
     expect(metadata.toolBatch).toBeDefined();
@@ -118,7 +124,9 @@ describe("group commit (PostgreSQL)", () => {
 /** The pid of a backend waiting on a row lock in a group. */
 async function lockWaiter(): Promise<number> {
   for (let attempt = 0; attempt < 500; attempt += 1) {
-    const found = await withClient((client) => client.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%barrier(%' AND pid <> pg_backend_pid()"));
+    const found = await withClient((client) =>
+      client.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%barrier(%' AND pid <> pg_backend_pid()"),
+    );
     const pid = found.rows[0]?.pid;
     if (pid !== undefined) return pid;
     await new Promise((resolve) => setTimeout(resolve, 10));

@@ -71,7 +71,10 @@ describe("one idempotency key from two processes at once (PostgreSQL)", () => {
     const first = here.conversation("customer-1").start("Where is order 42?", { idempotencyKey: "order-42" });
     await held.preparing;
     const filed = there.conversation("customer-1").start("Where is order 42?", { idempotencyKey: "order-42" });
-    const filedOutcome = filed.result.then((result) => ({ ok: true as const, result }), (error: unknown) => ({ ok: false as const, error }));
+    const filedOutcome = filed.result.then(
+      (result) => ({ ok: true as const, result }),
+      (error: unknown) => ({ ok: false as const, error }),
+    );
     // The preparation is let go once the owner answered the filed start
     // (the bug: refused AGENT_BUSY), or a while after it claimed it (the
     // fix: it waits for the preparation, so it answers nothing before).

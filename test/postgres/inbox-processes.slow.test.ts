@@ -22,7 +22,10 @@ async function setUp(): Promise<{ schema: string; config: CoordinatorConfig }> {
 }
 
 const coordinator = coordinatorForTest;
-const tagged = (tag: string) => (line: CoordinatorLine): boolean => (line.type === "result" || line.type === "error") && line.tag === tag;
+const tagged =
+  (tag: string) =>
+  (line: CoordinatorLine): boolean =>
+    (line.type === "result" || line.type === "error") && line.tag === tag;
 
 async function query<T extends Record<string, unknown>>(sql: string, values: unknown[] = []): Promise<T[]> {
   return withClient(async (client) => (await client.query<T>(sql, values)).rows);
@@ -71,7 +74,12 @@ describe("approvals decided from any process (PostgreSQL approval inbox)", () =>
     const { standby, executionId } = await suspendedOnOwner(config);
     const before = await query(`SELECT revision, status, updated_at FROM ${schema}.executions`);
     standby.send({ resume: executionId, agent: "billing", approvalId: "not-the-one", approved: true, tag: "wrong" });
-    expect(await standby.waitFor(tagged("wrong"))).toMatchObject({ type: "error", code: "APPROVAL_MISMATCH", name: "ApprovalMismatchError", mismatch: "approval_id" });
+    expect(await standby.waitFor(tagged("wrong"))).toMatchObject({
+      type: "error",
+      code: "APPROVAL_MISMATCH",
+      name: "ApprovalMismatchError",
+      mismatch: "approval_id",
+    });
     expect(standby.lines.some(is("filed"))).toBe(false);
     expect(await query(`SELECT count(*)::int AS count FROM ${schema}.approval_inbox`)).toEqual([{ count: 0 }]);
     expect(await query(`SELECT revision, status, updated_at FROM ${schema}.executions`)).toEqual(before);
@@ -100,7 +108,9 @@ describe("approvals decided from any process (PostgreSQL approval inbox)", () =>
     expect(await query(`SELECT key, attempts FROM ${schema}.effects`)).toEqual([{ key: `${executionId}:call-0-0`, attempts: 1 }]);
     expect(await query(`SELECT status, outcome FROM ${schema}.executions`)).toEqual([{ status: "terminal", outcome: "completed" }]);
     await untilApplied(schema);
-    const [decision] = await query<{ state: string; claims: number; claimed_epoch: string }>(`SELECT state, claims, claimed_epoch FROM ${schema}.approval_inbox`);
+    const [decision] = await query<{ state: string; claims: number; claimed_epoch: string }>(
+      `SELECT state, claims, claimed_epoch FROM ${schema}.approval_inbox`,
+    );
     expect(decision).toMatchObject({ state: "applied", claims: 1 });
     // Claimed once, at an epoch the standby took.
     const takenEpochs = standby.lines.flatMap((line) => (line.type === "takeover" ? [String(line.epoch)] : []));

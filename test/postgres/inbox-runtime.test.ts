@@ -21,7 +21,6 @@ function refundModel(amounts: readonly number[]) {
   });
 }
 
-
 async function twoEnvironments(amounts: readonly number[] = [30]) {
   const schema = freshSchema();
   const url = `${postgresUrl}?schema=${schema}&lease_ms=60000`;
@@ -90,7 +89,9 @@ describe("the approval inbox through the public API (PostgreSQL)", () => {
 
   it("refuses a signal on a resume that goes through the inbox, and settles the standby's waits with RUNTIME_SHUTDOWN when it closes (the decision stays and is applied)", async () => {
     const { schema, owner, standby, standbyAgent, original, executionId, approvalId } = await twoEnvironments();
-    await expect(standbyAgent.resume(executionId, { approvalId, approved: true, signal: new AbortController().signal }).result).rejects.toMatchObject({ code: "INVALID_INPUT" });
+    await expect(standbyAgent.resume(executionId, { approvalId, approved: true, signal: new AbortController().signal }).result).rejects.toMatchObject({
+      code: "INVALID_INPUT",
+    });
     const run = standbyAgent.resume(executionId, { approvalId, approved: false, reason: "not eligible" });
     await run.executionId;
     await standby.close();
@@ -101,6 +102,8 @@ describe("the approval inbox through the public API (PostgreSQL)", () => {
     const inboxStates = async () => (await withClient((client) => client.query(`SELECT state FROM ${schema}.approval_inbox`))).rows;
     for (let attempt = 0; attempt < 250 && (await inboxStates())[0]?.state !== "applied"; attempt += 1) await new Promise((resolve) => setTimeout(resolve, 20));
     expect(await inboxStates()).toEqual([{ state: "applied" }]);
-    expect((await owner.timeline(executionId)).filter((step) => step.kind === "approval_decided")).toEqual([expect.objectContaining({ payload: expect.objectContaining({ approved: false, reason: "not eligible" }) })]);
+    expect((await owner.timeline(executionId)).filter((step) => step.kind === "approval_decided")).toEqual([
+      expect.objectContaining({ payload: expect.objectContaining({ approved: false, reason: "not eligible" }) }),
+    ]);
   });
 });

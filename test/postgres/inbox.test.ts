@@ -42,11 +42,22 @@ async function setUp(executionIds: readonly string[] = ["e1"], leaseMs = quietLe
 }
 
 function filing(executionId: string, extra: Partial<Omit<inbox.DecisionFiling, "filedBy">> = {}): Omit<inbox.DecisionFiling, "filedBy"> {
-  return { decisionId: `decision-${executionId}`, executionId, agentId: "support", approvalId: "approval-1", approved: true, reason: null, filedAt: 70, ...extra };
+  return {
+    decisionId: `decision-${executionId}`,
+    executionId,
+    agentId: "support",
+    approvalId: "approval-1",
+    approved: true,
+    reason: null,
+    filedAt: 70,
+    ...extra,
+  };
 }
 
 async function rows(schema: string): Promise<Record<string, unknown>[]> {
-  return withClient(async (client) => (await client.query(`SELECT decision_id, state, claims, claimed_epoch FROM ${schema}.approval_inbox ORDER BY decision_id`)).rows);
+  return withClient(
+    async (client) => (await client.query(`SELECT decision_id, state, claims, claimed_epoch FROM ${schema}.approval_inbox ORDER BY decision_id`)).rows,
+  );
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -79,7 +90,17 @@ describe("the approval inbox (PostgreSQL store)", () => {
 
     expect(await standby.fileDecision(filing("e1", { reason: "within policy" }))).toEqual({ decisionId: "decision-e1", executionRevision: 3 });
     const [row] = await withClient(async (client) => (await client.query(`SELECT * FROM ${schema}.approval_inbox`)).rows);
-    expect(row).toMatchObject({ decision_id: "decision-e1", execution_id: "e1", agent_id: "support", approval_id: "approval-1", approved: true, reason: "within policy", filed_by: standby.leaseOwner, state: "filed", claims: 0 });
+    expect(row).toMatchObject({
+      decision_id: "decision-e1",
+      execution_id: "e1",
+      agent_id: "support",
+      approval_id: "approval-1",
+      approved: true,
+      reason: "within policy",
+      filed_by: standby.leaseOwner,
+      state: "filed",
+      claims: 0,
+    });
     for (let attempt = 0; attempt < 100 && payloads.length === 0; attempt += 1) await sleep(10);
     expect(payloads).toEqual([`${inbox.inboxChannelOf(schema)}/support`]);
     expect(inbox.inboxChannelOf("x".repeat(63))).toHaveLength(63);
@@ -90,8 +111,14 @@ describe("the approval inbox (PostgreSQL store)", () => {
     await owner.ensureAgent("billing", 1);
     await owner.run(prepare("e2"));
     await expect(standby.fileDecision(filing("nope"))).rejects.toBeInstanceOf(InvalidInputError);
-    await expect(standby.fileDecision(filing("e1", { agentId: "billing" }))).rejects.toMatchObject({ code: "APPROVAL_MISMATCH", details: { mismatch: "agent", storedAgentId: "support" } });
-    await expect(standby.fileDecision(filing("e2"))).rejects.toMatchObject({ code: "APPROVAL_MISMATCH", details: { mismatch: "not_suspended", status: "active" } });
+    await expect(standby.fileDecision(filing("e1", { agentId: "billing" }))).rejects.toMatchObject({
+      code: "APPROVAL_MISMATCH",
+      details: { mismatch: "agent", storedAgentId: "support" },
+    });
+    await expect(standby.fileDecision(filing("e2"))).rejects.toMatchObject({
+      code: "APPROVAL_MISMATCH",
+      details: { mismatch: "not_suspended", status: "active" },
+    });
     const wrong = standby.fileDecision(filing("e1", { approvalId: "approval-9" }));
     await expect(wrong).rejects.toBeInstanceOf(ApprovalMismatchError);
     await expect(wrong).rejects.toThrow(/approval approval-9 is not the pending approval of execution e1 \(that is approval-1\); nothing was filed/);
@@ -99,7 +126,8 @@ describe("the approval inbox (PostgreSQL store)", () => {
 
     await standby.fileDecision(filing("e1"));
     await expect(standby.fileDecision(filing("e1", { decisionId: "again", approved: false }))).rejects.toMatchObject({
-      code: "APPROVAL_MISMATCH", details: { mismatch: "already_filed", decisionId: "decision-e1", filedBy: standby.leaseOwner },
+      code: "APPROVAL_MISMATCH",
+      details: { mismatch: "already_filed", decisionId: "decision-e1", filedBy: standby.leaseOwner },
     });
     expect(await rows(schema)).toEqual([{ decision_id: "decision-e1", state: "filed", claims: 0, claimed_epoch: null }]);
   });
@@ -110,9 +138,12 @@ describe("the approval inbox (PostgreSQL store)", () => {
     for (const executionId of executionIds) await standby.fileDecision(filing(executionId));
     const fence = owner.leaseOf("support")!;
     const claimers = [
-      owner.claimDecisions("support"), owner.claimDecisions("support"),
-      inbox.claimDecisions(owner.pool, "support", fence), inbox.claimDecisions(standby.pool, "support", fence),
-      standby.claimDecisions("support"), inbox.claimDecisions(standby.pool, "support", { owner: standby.leaseOwner, epoch: 1 }),
+      owner.claimDecisions("support"),
+      owner.claimDecisions("support"),
+      inbox.claimDecisions(owner.pool, "support", fence),
+      inbox.claimDecisions(standby.pool, "support", fence),
+      standby.claimDecisions("support"),
+      inbox.claimDecisions(standby.pool, "support", { owner: standby.leaseOwner, epoch: 1 }),
     ];
     const claimed = (await Promise.all(claimers)).flat();
     expect(claimed.map((claim) => claim.decisionId).sort()).toEqual(executionIds.map((executionId) => `decision-${executionId}`));
@@ -124,7 +155,11 @@ describe("the approval inbox (PostgreSQL store)", () => {
     expect(await owner.settleDecision(claimed[0]!, { applied: false, error: { code: "APPROVAL_MISMATCH", message: "refused" } })).toBe(true);
     expect(await owner.settleDecision(claimed[0]!, { applied: true })).toBe(false);
     const [progress] = await standby.readDecisions([claimed[0]!.decisionId]);
-    expect(progress).toMatchObject({ state: "refused", error: { code: "APPROVAL_MISMATCH", message: "refused" }, execution: { status: "suspended", revision: 3 } });
+    expect(progress).toMatchObject({
+      state: "refused",
+      error: { code: "APPROVAL_MISMATCH", message: "refused" },
+      execution: { status: "suspended", revision: 3 },
+    });
   });
 
   it("claims not announced ask first, in one batched read: nothing waiting claims nothing; a decision waiting is claimed (docs/decisions/0048)", async () => {
@@ -151,15 +186,21 @@ describe("the approval inbox (PostgreSQL store)", () => {
     expect(await standby.acquireLease("support")).toMatchObject({ acquired: true, epoch: 2 });
 
     const again = await standby.claimDecisions("support");
-    expect(again.map((claim) => [claim.decisionId, claim.claims, claim.claimedEpoch])).toEqual([["decision-e1", 2, 2], ["decision-e2", 2, 2]]);
+    expect(again.map((claim) => [claim.decisionId, claim.claims, claim.claimedEpoch])).toEqual([
+      ["decision-e1", 2, 2],
+      ["decision-e2", 2, 2],
+    ]);
     expect(await owner.settleDecision(firstClaims[0]!, { applied: true })).toBe(false);
     expect(await standby.approvalDecided("e1", "approval-1")).toEqual({ approved: true });
     expect(await standby.approvalDecided("e2", "approval-1")).toBeUndefined();
     expect(await standby.settleDecision(again[0]!, { applied: true })).toBe(true);
     const progress = await owner.readDecisions(["decision-e1", "decision-e2", "unknown"]);
-    expect(progress.map((item) => [item.decisionId, item.state, item.execution?.phase])).toEqual(expect.arrayContaining([
-      ["decision-e1", "applied", "resuming"], ["decision-e2", "claimed", "suspended"],
-    ]));
+    expect(progress.map((item) => [item.decisionId, item.state, item.execution?.phase])).toEqual(
+      expect.arrayContaining([
+        ["decision-e1", "applied", "resuming"],
+        ["decision-e2", "claimed", "suspended"],
+      ]),
+    );
     expect(progress).toHaveLength(2);
   });
 

@@ -31,9 +31,14 @@ describe("instant reclaim by instance id (PostgreSQL partitions)", () => {
     first.send({ start: "support", tag: "first" });
     const admitted = await first.waitFor(is("admitted"));
     await first.waitFor(is("tool"));
-    const partitionOf = async () => (await withClient((client) => client.query<{ owner: string; epoch: string; live: boolean }>(
-      `SELECT owner, epoch, expires_at > clock_timestamp() AS live FROM ${schema}.partitions WHERE partition = ${schema}.partition_of('support')`,
-    ))).rows[0]!;
+    const partitionOf = async () =>
+      (
+        await withClient((client) =>
+          client.query<{ owner: string; epoch: string; live: boolean }>(
+            `SELECT owner, epoch, expires_at > clock_timestamp() AS live FROM ${schema}.partitions WHERE partition = ${schema}.partition_of('support')`,
+          ),
+        )
+      ).rows[0]!;
     const before = await partitionOf();
     expect(before).toMatchObject({ owner: "box-1", live: true });
 
@@ -49,12 +54,20 @@ describe("instant reclaim by instance id (PostgreSQL partitions)", () => {
 
     let row: { status: string; outcome: string | null } | undefined;
     for (;;) {
-      row = (await withClient((client) => client.query<{ status: string; outcome: string | null }>(`SELECT status, outcome FROM ${schema}.executions WHERE execution_id = $1`, [admitted.executionId]))).rows[0];
+      row = (
+        await withClient((client) =>
+          client.query<{ status: string; outcome: string | null }>(`SELECT status, outcome FROM ${schema}.executions WHERE execution_id = $1`, [
+            admitted.executionId,
+          ]),
+        )
+      ).rows[0];
       if (row?.status === "terminal") break;
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     const doneAt = Date.now();
-    console.log(`instant reclaim: the dead process's execution done ${doneAt - opened.at} ms after the restarted process opened its store (${doneAt - killedAt} ms after kill -9, process start included; lease ${leaseMs} ms)`);
+    console.log(
+      `instant reclaim: the dead process's execution done ${doneAt - opened.at} ms after the restarted process opened its store (${doneAt - killedAt} ms after kill -9, process start included; lease ${leaseMs} ms)`,
+    );
     expect(row).toMatchObject({ status: "terminal", outcome: "completed" });
     const effects = await withClient((client) => client.query<{ key: string }>(`SELECT key FROM ${schema}.effects ORDER BY key`));
     expect(effects.rows.map((effect) => effect.key)).toEqual([`${admitted.executionId}:call-0-0`, `${admitted.executionId}:call-1-0`]);

@@ -113,7 +113,13 @@ describe("journal reads in batches (docs/decisions/0042)", () => {
     atEnd(() => reader.close());
     for (const agentId of agents) await reader.acquireLease(agentId);
     const figures = (reader as unknown as { journalReads: { figures: { statements: number; questions: number } } }).journalReads.figures;
-    const answers = await Promise.all([reader.readJournal("a", 5), reader.readJournal("b", 2), reader.readJournal("c", 3), reader.readJournal("quiet", 5), reader.readJournal("c", 1)]);
+    const answers = await Promise.all([
+      reader.readJournal("a", 5),
+      reader.readJournal("b", 2),
+      reader.readJournal("c", 3),
+      reader.readJournal("quiet", 5),
+      reader.readJournal("c", 1),
+    ]);
     expect(answers.map((records) => records.map((item) => item.content))).toEqual([
       ["a says 0", "a says 1"],
       ["b says 1", "b says 2"],

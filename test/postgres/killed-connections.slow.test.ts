@@ -26,14 +26,15 @@ async function query<T extends Record<string, unknown>>(sql: string, values: unk
 
 /** Terminates every backend named `applicationName`; how many there were. */
 async function terminateBackends(applicationName: string): Promise<number> {
-  const rows = await query<{ pid: number }>(
-    "SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()", [applicationName],
-  );
+  const rows = await query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()", [applicationName]);
   for (const { pid } of rows) await query("SELECT pg_terminate_backend($1)", [pid]);
   return rows.length;
 }
 
-const settled = (tag: string) => (line: CoordinatorLine): boolean => (line.type === "result" || line.type === "error") && line.tag === tag;
+const settled =
+  (tag: string) =>
+  (line: CoordinatorLine): boolean =>
+    (line.type === "result" || line.type === "error") && line.tag === tag;
 
 async function untilListening(applicationName: string): Promise<void> {
   for (;;) {
@@ -53,8 +54,12 @@ describe("killed PostgreSQL connections (pg_terminate_backend)", () => {
     const ownerName = `phronomy_kill_${randomBytes(4).toString("hex")}`;
     const agents = Array.from({ length: 24 }, (_, index) => `support-${index}`);
     const config: CoordinatorConfig = {
-      url: `${base}&application_name=${ownerName}`, databaseUrl: postgresUrl, schema,
-      agents: [...agents, "billing"], refundAgents: ["billing"], toolDelayMs: 30,
+      url: `${base}&application_name=${ownerName}`,
+      databaseUrl: postgresUrl,
+      schema,
+      agents: [...agents, "billing"],
+      refundAgents: ["billing"],
+      toolDelayMs: 30,
     };
     const owner = coordinatorForTest("owner", config);
     await owner.waitFor(is("ready"));
@@ -93,26 +98,30 @@ describe("killed PostgreSQL connections (pg_terminate_backend)", () => {
     // New starts complete on every agent. One the kill left held is
     // healed by the owner soon (docs/decisions/0055): until then it is
     // refused AGENT_BUSY, and started again.
-    await Promise.all(agents.map(async (agentId) => {
-      for (let attempt = 1; ; attempt += 1) {
-        const from = owner.lines.length;
-        owner.send({ start: agentId, tag: `after-${agentId}-${attempt}` });
-        const after = await owner.waitFor(settled(`after-${agentId}-${attempt}`), 60_000, from);
-        if (after.type === "error" && after.code === "AGENT_BUSY" && attempt < 100) {
-          await new Promise((resolve) => setTimeout(resolve, 200));
-          continue;
+    await Promise.all(
+      agents.map(async (agentId) => {
+        for (let attempt = 1; ; attempt += 1) {
+          const from = owner.lines.length;
+          owner.send({ start: agentId, tag: `after-${agentId}-${attempt}` });
+          const after = await owner.waitFor(settled(`after-${agentId}-${attempt}`), 60_000, from);
+          if (after.type === "error" && after.code === "AGENT_BUSY" && attempt < 100) {
+            await new Promise((resolve) => setTimeout(resolve, 200));
+            continue;
+          }
+          const story = owner.lines.filter((line) => JSON.stringify(line).includes(`"${agentId}"`) && line.type !== "tool");
+          expect(after, `${JSON.stringify(after)}; its lines: ${JSON.stringify(story)}`).toMatchObject({ type: "result", outcome: "completed" });
+          return;
         }
-        const story = owner.lines.filter((line) => JSON.stringify(line).includes(`"${agentId}"`) && line.type !== "tool");
-        expect(after, `${JSON.stringify(after)}; its lines: ${JSON.stringify(story)}`).toMatchObject({ type: "result", outcome: "completed" });
-        return;
-      }
-    }));
+      }),
+    );
 
     // A decision filed from the standby reaches the owner once its LISTEN connection is back.
     await untilListening(ownerName);
     standby.send({ resume: approval.executionId, agent: "billing", approvalId: approval.approvalId, approved: true, tag: "decide" });
     expect(await standby.waitFor(settled("decide"))).toMatchObject({ type: "result", executionId: approval.executionId, outcome: "completed" });
-    expect(await query(`SELECT status, outcome FROM ${schema}.executions WHERE execution_id = $1`, [approval.executionId])).toEqual([{ status: "terminal", outcome: "completed" }]);
+    expect(await query(`SELECT status, outcome FROM ${schema}.executions WHERE execution_id = $1`, [approval.executionId])).toEqual([
+      { status: "terminal", outcome: "completed" },
+    ]);
     expect(owner.alive).toBe(true);
     expect(owner.stderr.join("")).not.toContain("Unhandled 'error' event");
     expect(owner.lines.filter((line) => line.type === "warn" && line.message.startsWith("unhandled rejection"))).toEqual([]);
@@ -121,7 +130,11 @@ describe("killed PostgreSQL connections (pg_terminate_backend)", () => {
     // every one has ended (those cut off by the kill were recovered).
     const admitted = owner.lines.flatMap((line) => (line.type === "admitted" ? [line.executionId] : []));
     const rows = await query<{ execution_id: string; status: string }>(`SELECT execution_id, status FROM ${schema}.executions`);
-    for (const executionId of admitted) expect(rows.find((row) => row.execution_id === executionId), `the row of ${executionId}`).toBeDefined();
+    for (const executionId of admitted)
+      expect(
+        rows.find((row) => row.execution_id === executionId),
+        `the row of ${executionId}`,
+      ).toBeDefined();
     for (;;) {
       const unfinished = await query(`SELECT execution_id FROM ${schema}.executions WHERE status <> 'terminal'`);
       if (unfinished.length === 0) break;

@@ -42,8 +42,15 @@ function holdingPool(pool: pg.Pool): { pool: pg.Pool; holdNextTake: () => Held }
   const holdNextTake = (): Held => {
     let caught!: () => void;
     let release!: () => void;
-    const caughtPromise = new Promise<void>((resolve) => { caught = resolve; });
-    hold = { caught, released: new Promise<void>((resolve) => { release = resolve; }) };
+    const caughtPromise = new Promise<void>((resolve) => {
+      caught = resolve;
+    });
+    hold = {
+      caught,
+      released: new Promise<void>((resolve) => {
+        release = resolve;
+      }),
+    };
     return { caught: caughtPromise, release };
   };
   return { pool: { query } as unknown as pg.Pool, holdNextTake };
@@ -65,7 +72,11 @@ describe("lease races with itself (PostgreSQL)", () => {
     // window: the partition is still held here, its renewal late.
     const tick = proxy.holdWhen((text) => text.includes("INSERT INTO partition_members"));
     await tick.caught;
-    await eventually(() => postgres.leaseOf("support"), (lease) => lease === undefined, "the admission window lapsed");
+    await eventually(
+      () => postgres.leaseOf("support"),
+      (lease) => lease === undefined,
+      "the admission window lapsed",
+    );
     expect(postgres.partitionHeld("support")).toBe(true);
 
     const run = agent.start("during");
@@ -99,7 +110,12 @@ describe("lease races with itself (PostgreSQL)", () => {
     } as unknown as pg.ClientBase;
     const { pool, holdNextTake } = holdingPool(real);
     const book = new PartitionBook(pool, () => tickSession, "b", leaseMs, 1, {
-      acquired: () => undefined, partitionsAcquired: () => undefined, lost: () => undefined, afterPass: async () => undefined, closing: () => false, busy: () => new Set(),
+      acquired: () => undefined,
+      partitionsAcquired: () => undefined,
+      lost: () => undefined,
+      afterPass: async () => undefined,
+      closing: () => false,
+      busy: () => new Set(),
     });
     await book.start();
     atEnd(() => book.stop());
@@ -107,7 +123,12 @@ describe("lease races with itself (PostgreSQL)", () => {
     // The tick waits on its way; the other owner's lease runs out.
     let releaseTick!: () => void;
     const tickCaught = new Promise<void>((caught) => {
-      tickHold = { caught, released: new Promise<void>((resolve) => { releaseTick = resolve; }) };
+      tickHold = {
+        caught,
+        released: new Promise<void>((resolve) => {
+          releaseTick = resolve;
+        }),
+      };
     });
     await tickCaught;
     await withClient((client) => client.query(`UPDATE ${schema}.partitions SET expires_at = clock_timestamp()`));
@@ -116,7 +137,11 @@ describe("lease races with itself (PostgreSQL)", () => {
     const acquiring = book.acquire("c");
     await take.caught;
     releaseTick();
-    await eventually(() => book.heldPartitions().length, (count) => count === 1, "the tick took the partition");
+    await eventually(
+      () => book.heldPartitions().length,
+      (count) => count === 1,
+      "the tick took the partition",
+    );
     // Then the acquire's take reaches the database: the row is this process's.
     take.release();
     const acquisition = await acquiring;

@@ -51,8 +51,17 @@ async function setUp(partitions?: number): Promise<Setup> {
   const directory = await mkdtemp(join(tmpdir(), "phronomy-leases-"));
   atEnd(() => rm(directory, { recursive: true, force: true }));
   return {
-    schema, directory, url,
-    config: (agents, gate, recover) => ({ url, databaseUrl: postgresUrl, schema, agents, ...(gate !== undefined ? { gate } : {}), ...(recover === false ? { recover } : {}) }),
+    schema,
+    directory,
+    url,
+    config: (agents, gate, recover) => ({
+      url,
+      databaseUrl: postgresUrl,
+      schema,
+      agents,
+      ...(gate !== undefined ? { gate } : {}),
+      ...(recover === false ? { recover } : {}),
+    }),
   };
 }
 
@@ -151,7 +160,9 @@ describe("agent leases across processes (PostgreSQL)", () => {
     first.kill("SIGCONT");
     const late = await first.waitFor((line) => line.type === "error" && line.tag === "paused", 10 * leaseMs);
     expect(late).toMatchObject({ code: "EXECUTION_REHYDRATION_REQUIRED" });
-    expect((late as { message: string }).message).toMatch(/providerBarrier of execution \S+ was refused by the fencing check: this process \(\S+\) no longer holds agent "support" at lease epoch 1/);
+    expect((late as { message: string }).message).toMatch(
+      /providerBarrier of execution \S+ was refused by the fencing check: this process \(\S+\) no longer holds agent "support" at lease epoch 1/,
+    );
     const afterLate = await snapshot(schema, executionId);
     expect(afterLate).toEqual(before);
     // Nor may the former owner admit anything any more.
@@ -159,8 +170,10 @@ describe("agent leases across processes (PostgreSQL)", () => {
     // refused as not transferable once its tick saw the partition lost,
     // AGENT_BUSY before — the fenced execution holds the agent).
     first.send({ start: "support", tag: "late-start", local: true });
-    const lateStart = await first.waitFor((line) => line.type === "error" && line.tag === "late-start") as unknown as { code: string; reason?: string };
-    expect(lateStart.code === "AGENT_BUSY" || (lateStart.code === "INVALID_INPUT" && lateStart.reason === "not_transferable"), JSON.stringify(lateStart)).toBe(true);
+    const lateStart = (await first.waitFor((line) => line.type === "error" && line.tag === "late-start")) as unknown as { code: string; reason?: string };
+    expect(lateStart.code === "AGENT_BUSY" || (lateStart.code === "INVALID_INPUT" && lateStart.reason === "not_transferable"), JSON.stringify(lateStart)).toBe(
+      true,
+    );
     expect(await query(`SELECT count(*)::int AS count FROM ${schema}.executions`)).toEqual([{ count: 1 }]);
 
     // The new owner recovers it: the recorded batch again, same key.
@@ -178,15 +191,27 @@ describe("agent leases across processes (PostgreSQL)", () => {
   // Its failures are read from the file its processes' lines go to
   // (below) and the schema PHRONOMY_TEST_KEEP_SCHEMAS=1 keeps
   // (docs/decisions/0055: the causes found that way).
-  it(`three coordinators, ${agentCount * runsPerAgent} runs over ${agentCount} agents, one killed (kill -9) and one stopped (SIGSTOP) past its lease at random moments: every run completes exactly once, one effect per idempotency key, no write of the dead process's epoch after the takeover`, { timeout: 120_000 }, async () => {
-    const { replay, victimIndex, killAfter, killDelayMs, sleeperIndex, stopAfter } = seededDisruption("LEASES_SEED", { processCount, runsMin: killAfterMin, runsMax: killAfterMax, killDelayMaxMs: 3 * toolDelayMs });
-    console.log(`three coordinators: ${replay} kills p${victimIndex} ${killDelayMs} ms after ${killAfter} completed runs, stops p${sleeperIndex} (SIGSTOP) for ${stoppedMs} ms after ${stopAfter} (the seed replays these choices; the timing around them varies)`);
+  it(`three coordinators, ${agentCount * runsPerAgent} runs over ${agentCount} agents, one killed (kill -9) and one stopped (SIGSTOP) past its lease at random moments: every run completes exactly once, one effect per idempotency key, no write of the dead process's epoch after the takeover`, {
+    timeout: 120_000,
+  }, async () => {
+    const { replay, victimIndex, killAfter, killDelayMs, sleeperIndex, stopAfter } = seededDisruption("LEASES_SEED", {
+      processCount,
+      runsMin: killAfterMin,
+      runsMax: killAfterMax,
+      killDelayMaxMs: 3 * toolDelayMs,
+    });
+    console.log(
+      `three coordinators: ${replay} kills p${victimIndex} ${killDelayMs} ms after ${killAfter} completed runs, stops p${sleeperIndex} (SIGSTOP) for ${stoppedMs} ms after ${stopAfter} (the seed replays these choices; the timing around them varies)`,
+    );
 
     const { schema, config, url } = await setUp();
     await withClient((client) => installWriteLedger(client, schema));
     const agentIds = Array.from({ length: agentCount }, (_, index) => `agent-${index}`);
     // Each process's connections carry its name, so the ledger can tell its writes apart.
-    const processes = namedCoordinators(processCount, url, (index) => ({ ...config(agentIds.filter((_, agent) => agent % processCount === index)), toolDelayMs }));
+    const processes = namedCoordinators(processCount, url, (index) => ({
+      ...config(agentIds.filter((_, agent) => agent % processCount === index)),
+      toolDelayMs,
+    }));
     const names = processes.map((process) => process.name);
     dumpOnFailure("leases", replay, schema, processes);
     const ready = await Promise.all(processes.map((process) => process.waitFor(is("ready"))));
@@ -200,15 +225,22 @@ describe("agent leases across processes (PostgreSQL)", () => {
     const agentPartitions = [...new Set(agentIds.map((agentId) => partitionOf(agentId, 256)))];
     const balancedBy = Date.now() + 30_000;
     for (;;) {
-      const holders = await query<{ owner: string }>(`SELECT DISTINCT owner FROM ${schema}.partitions WHERE partition = ANY($1::int[]) AND expires_at > clock_timestamp()`, [agentPartitions]);
+      const holders = await query<{ owner: string }>(
+        `SELECT DISTINCT owner FROM ${schema}.partitions WHERE partition = ANY($1::int[]) AND expires_at > clock_timestamp()`,
+        [agentPartitions],
+      );
       if (ready.every((line) => holders.some((holder) => holder.owner === line.owner))) break;
-      if (Date.now() > balancedBy) throw new Error(`${replay}: the agents' partitions did not spread over the ${processCount} processes within 30 s: held by ${JSON.stringify(holders)}`);
+      if (Date.now() > balancedBy)
+        throw new Error(`${replay}: the agents' partitions did not spread over the ${processCount} processes within 30 s: held by ${JSON.stringify(holders)}`);
       await sleep(retryMs);
     }
     const byOwner = new Map(ready.map((line, index) => [line.owner, processes[index]!]));
     const ownerNameOf = new Map(ready.map((line, index) => [names[index]!, line.owner]));
     const ownerOf = async (agentId: string): Promise<Coordinator | undefined> => {
-      const [lease] = await query<{ owner: string }>(`SELECT owner FROM ${schema}.partitions WHERE partition = ${schema}.partition_of($1) AND expires_at > clock_timestamp()`, [agentId]);
+      const [lease] = await query<{ owner: string }>(
+        `SELECT owner FROM ${schema}.partitions WHERE partition = ${schema}.partition_of($1) AND expires_at > clock_timestamp()`,
+        [agentId],
+      );
       const process = lease === undefined ? undefined : byOwner.get(lease.owner);
       return process?.alive === true ? process : undefined;
     };
@@ -234,7 +266,7 @@ describe("agent leases across processes (PostgreSQL)", () => {
       victim.kill("SIGKILL");
     };
     const drive = async (agentId: string): Promise<void> => {
-      for (let run = 0; run < runsPerAgent;) {
+      for (let run = 0; run < runsPerAgent; ) {
         const tag = `${agentId}/run-${run}`;
         const owner = await ownerOf(agentId);
         if (owner === undefined) {
@@ -263,7 +295,7 @@ describe("agent leases across processes (PostgreSQL)", () => {
           // dead one has ended: the store knows whether the start was admitted.
           // Starts sent to the new owner right away wait for (or are refused
           // during) its recovery of the dead owner's executions.
-          while (await ownerOf(agentId) === undefined) await sleep(retryMs);
+          while ((await ownerOf(agentId)) === undefined) await sleep(retryMs);
         }
         // Admitted (then the store finishes it: the new owner recovers it),
         // or refused (AGENT_BUSY: not the owner, or its recovery still runs): start it again.
@@ -281,7 +313,10 @@ describe("agent leases across processes (PostgreSQL)", () => {
 
     // Every run admitted once, by whichever process, and completed.
     const until = Date.now() + 20_000;
-    const readExecutions = () => query<{ execution_id: string; agent_id: string; input: string; status: string; outcome: string | null }>(`SELECT execution_id, agent_id, input, status, outcome FROM ${schema}.executions`);
+    const readExecutions = () =>
+      query<{ execution_id: string; agent_id: string; input: string; status: string; outcome: string | null }>(
+        `SELECT execution_id, agent_id, input, status, outcome FROM ${schema}.executions`,
+      );
     let rows = await readExecutions();
     while (rows.some((row) => row.status !== "terminal") && Date.now() < until) {
       await sleep(100);
@@ -289,10 +324,18 @@ describe("agent leases across processes (PostgreSQL)", () => {
     }
     const tags = agentIds.flatMap((agentId) => Array.from({ length: runsPerAgent }, (_, run) => `${agentId}/run-${run}`));
     expect(rows.map((row) => JSON.parse(row.input) as string).sort(), replay).toEqual(tags.sort());
-    expect(rows.filter((row) => row.status !== "terminal" || row.outcome !== "completed"), replay).toEqual([]);
-    const terminals = await query<{ execution_id: string; count: number }>(`SELECT execution_id, count(*)::int AS count FROM ${schema}.steps WHERE kind = 'terminal' GROUP BY execution_id`);
+    expect(
+      rows.filter((row) => row.status !== "terminal" || row.outcome !== "completed"),
+      replay,
+    ).toEqual([]);
+    const terminals = await query<{ execution_id: string; count: number }>(
+      `SELECT execution_id, count(*)::int AS count FROM ${schema}.steps WHERE kind = 'terminal' GROUP BY execution_id`,
+    );
     expect(terminals.length, replay).toBe(rows.length);
-    expect(terminals.filter((terminal) => terminal.count !== 1), replay).toEqual([]);
+    expect(
+      terminals.filter((terminal) => terminal.count !== 1),
+      replay,
+    ).toEqual([]);
 
     // The partition grants: the dead process's partitions moved to a live
     // process at a new epoch.
@@ -311,10 +354,14 @@ describe("agent leases across processes (PostgreSQL)", () => {
     // (idle ones first; the victim too, while it lived). A live process
     // starved of CPU past its lease (a loaded machine) may lose a partition
     // and take it back itself at the next epoch.
-    const movedBetweenLive = new Set(history.filter((grant, index) => {
-      const previous = history.slice(0, index).findLast((earlier) => earlier.partition === grant.partition);
-      return previous !== undefined && (previous.owner !== victimOwner || grant.at < killedAt);
-    }).map((grant) => grant.partition));
+    const movedBetweenLive = new Set(
+      history
+        .filter((grant, index) => {
+          const previous = history.slice(0, index).findLast((earlier) => earlier.partition === grant.partition);
+          return previous !== undefined && (previous.owner !== victimOwner || grant.at < killedAt);
+        })
+        .map((grant) => grant.partition),
+    );
 
     // One effect row per idempotency key, two keys per execution, none of an
     // execution the store lacks. A key is called again only when the
@@ -328,7 +375,10 @@ describe("agent leases across processes (PostgreSQL)", () => {
     const keysPerExecution = new Map<string, number>();
     for (const { key } of effects) keysPerExecution.set(executionOfKey(key), (keysPerExecution.get(executionOfKey(key)) ?? 0) + 1);
     expect([...keysPerExecution.keys()].sort(), replay).toEqual(rows.map((row) => row.execution_id).sort());
-    expect([...keysPerExecution.values()].filter((count) => count !== 2), replay).toEqual([]);
+    expect(
+      [...keysPerExecution.values()].filter((count) => count !== 2),
+      replay,
+    ).toEqual([]);
     const agentOfExecution = new Map(rows.map((row) => [row.execution_id, row.agent_id]));
     const repeated = effects.filter((effect) => effect.attempts > 1);
     const unexplained = repeated.flatMap((effect) => {
@@ -351,24 +401,29 @@ describe("agent leases across processes (PostgreSQL)", () => {
     expect(victimWrites.length, replay).toBeGreaterThan(0);
     expect(writesOutsideLease(writes, victim.name, victimOwner), replay).toEqual([]);
     expect(writesOutsideLease(writes, sleeper.name, ready[sleeperIndex]!.owner), replay).toEqual([]);
-    const outside = names.filter((name) => name !== victim.name && name !== sleeper.name).flatMap((name) => writesOutsideLease(writes, name, ownerNameOf.get(name)!));
+    const outside = names
+      .filter((name) => name !== victim.name && name !== sleeper.name)
+      .flatMap((name) => writesOutsideLease(writes, name, ownerNameOf.get(name)!));
     expect(outside, replay).toEqual([]);
     expect(writesAfterTakeover(writes, history), replay).toEqual([]);
 
     const lastVictimWrite = Math.max(...victimWrites.map((write) => write.at));
-    const takeovers = victimPartitions.map((partition) => takeoverOf(partition, history.findLast((grant) => grant.partition === partition && grant.owner === victimOwner)!.epoch)!.at - killedAt);
-    console.log([
-      `three coordinators (${replay}): p${victimIndex} killed after ${killAfter} completed runs; ${rows.length} executions, all completed once;`,
-      `${lostWithVictim} admitted by the dead process and finished by its successors, ${startedAgain} starts lost with it and sent again;`,
-      `its ${victimPartitions.length} partitions taken over ${Math.min(...takeovers)}–${Math.max(...takeovers)} ms after the kill (lease ${leaseMs} ms);`,
-      `its ${victimWrites.length} writes all committed under its lease, the last ${killedAt - lastVictimWrite} ms before the kill;`,
-      `${repeated.length} keys called more than once (the call's result not recorded when its process died), ${movedBetweenLive.size} partitions moved between live processes`,
-    ].join("\n  "));
+    const takeovers = victimPartitions.map(
+      (partition) => takeoverOf(partition, history.findLast((grant) => grant.partition === partition && grant.owner === victimOwner)!.epoch)!.at - killedAt,
+    );
+    console.log(
+      [
+        `three coordinators (${replay}): p${victimIndex} killed after ${killAfter} completed runs; ${rows.length} executions, all completed once;`,
+        `${lostWithVictim} admitted by the dead process and finished by its successors, ${startedAgain} starts lost with it and sent again;`,
+        `its ${victimPartitions.length} partitions taken over ${Math.min(...takeovers)}–${Math.max(...takeovers)} ms after the kill (lease ${leaseMs} ms);`,
+        `its ${victimWrites.length} writes all committed under its lease, the last ${killedAt - lastVictimWrite} ms before the kill;`,
+        `${repeated.length} keys called more than once (the call's result not recorded when its process died), ${movedBetweenLive.size} partitions moved between live processes`,
+      ].join("\n  "),
+    );
   });
 });
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 
 async function snapshot(schema: string, executionId: string) {
   const [row] = await query(`SELECT status, phase, revision, updated_at FROM ${schema}.executions WHERE execution_id = $1`, [executionId]);
@@ -377,7 +432,12 @@ async function snapshot(schema: string, executionId: string) {
   return { row, steps, agent };
 }
 
-async function waitForRow(schema: string, executionId: string, done: (row: Record<string, unknown>) => boolean, timeoutMs = 20_000): Promise<Record<string, unknown>> {
+async function waitForRow(
+  schema: string,
+  executionId: string,
+  done: (row: Record<string, unknown>) => boolean,
+  timeoutMs = 20_000,
+): Promise<Record<string, unknown>> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const [row] = await query(`SELECT status, outcome, revision FROM ${schema}.executions WHERE execution_id = $1`, [executionId]);

@@ -50,7 +50,10 @@ describe("env.wait on PostgreSQL where another environment runs the execution", 
     const suspending = observer.wait(secondId);
     expect(await suspending.executionId).toBe(secondId);
     askApproval.resolve();
-    const error = await suspending.result.then(() => undefined, (caught: unknown) => caught);
+    const error = await suspending.result.then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
     const pending = await waitFor(async () => (await owner.pendingApprovals()).find((item) => item.executionId === secondId), 10_000);
     expect(error).toBeInstanceOf(ApprovalRequiredError);
     expect(error).toMatchObject({ code: "APPROVAL_REQUIRED", executionId: secondId, agentId: "support", approvalId: pending.request.approvalId });

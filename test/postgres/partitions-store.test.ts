@@ -69,7 +69,9 @@ describe("PostgresStore partitions", () => {
     const again = await open(schema, 1_000, { partitions: 64 });
     expect(again.heldPartitions()).toHaveLength(16);
     const ids = Array.from({ length: 500 }, (_, index) => `conversation-${index}-${"é".repeat(index % 3)}`);
-    const { rows } = await withClient((client) => client.query<{ id: string; partition: number }>(`SELECT id, ${schema}.partition_of(id) AS partition FROM unnest($1::text[]) AS id`, [ids]));
+    const { rows } = await withClient((client) =>
+      client.query<{ id: string; partition: number }>(`SELECT id, ${schema}.partition_of(id) AS partition FROM unnest($1::text[]) AS id`, [ids]),
+    );
     expect(rows.map((row) => row.partition)).toEqual(ids.map((id) => partitionOf(id, 16)));
     expect(rows.map((row) => row.partition)).toEqual(ids.map((id) => again.partitionOf(id)));
     expect(new Set(rows.map((row) => row.partition)).size).toBe(16);
@@ -95,8 +97,11 @@ describe("PostgresStore partitions", () => {
     // Renewals keep the partition past its lease: once the database's
     // clock is past the expiry of the first grant, it is still held at epoch 1.
     const firstExpiry = first.leaseOf("support")!.expiresAt;
-    const serverNow = async () => Number((await withClient((client) => client.query<{ now: string }>("SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now"))).rows[0]!.now);
-    while (await serverNow() <= firstExpiry) await sleep(100);
+    const serverNow = async () =>
+      Number(
+        (await withClient((client) => client.query<{ now: string }>("SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now"))).rows[0]!.now,
+      );
+    while ((await serverNow()) <= firstExpiry) await sleep(100);
     expect(first.leaseOf("support")).toMatchObject({ epoch: 1 });
     expect(first.leaseOf("support")!.expiresAt).toBeGreaterThan(firstExpiry);
     expect(await first.run(prepare("e3"))).toEqual({ outcome: "active", revision: 1 });
@@ -108,7 +113,9 @@ describe("PostgresStore partitions", () => {
     await first.close();
     expect(await taken).toEqual({ agentId: "support", epoch: 2 });
     expect(await second.run(prepare("e4"))).toEqual({ outcome: "active", revision: 1 });
-    const [row] = (await withClient((client) => client.query(`SELECT owner, epoch FROM ${schema}.partitions WHERE partition = ${schema}.partition_of('support')`))).rows;
+    const [row] = (
+      await withClient((client) => client.query(`SELECT owner, epoch FROM ${schema}.partitions WHERE partition = ${schema}.partition_of('support')`))
+    ).rows;
     expect(row).toEqual({ owner: second.leaseOwner, epoch: "2" });
   });
 
@@ -118,12 +125,29 @@ describe("PostgresStore partitions", () => {
     await store.ensureAgent("support", 1);
     await store.acquireLease("support");
     expect(await store.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1 });
-    await withClient((client) => client.query(`UPDATE ${schema}.partitions SET owner = 'elsewhere', epoch = epoch + 1, expires_at = clock_timestamp() + interval '1 hour' WHERE partition = ${schema}.partition_of('support')`));
+    await withClient((client) =>
+      client.query(
+        `UPDATE ${schema}.partitions SET owner = 'elsewhere', epoch = epoch + 1, expires_at = clock_timestamp() + interval '1 hour' WHERE partition = ${schema}.partition_of('support')`,
+      ),
+    );
     // The next tick's renewal finds it gone.
-    await until(() => store.leaseOf("support") === undefined, () => "the tick to notice the partition taken away");
+    await until(
+      () => store.leaseOf("support") === undefined,
+      () => "the tick to notice the partition taken away",
+    );
     expect(await store.run(prepare("e2"))).toMatchObject({ outcome: "not_established", error: { code: "AGENT_BUSY" } });
-    await expect(store.run({ type: "providerBarrier", executionId: "e1", expectedRevision: 1, callId: "m1", steps: [], usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, turns: 0, at: 2 }))
-      .rejects.toMatchObject({ code: "EXECUTION_REHYDRATION_REQUIRED", details: { reason: "lease_lost", epoch: 1 } });
+    await expect(
+      store.run({
+        type: "providerBarrier",
+        executionId: "e1",
+        expectedRevision: 1,
+        callId: "m1",
+        steps: [],
+        usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 },
+        turns: 0,
+        at: 2,
+      }),
+    ).rejects.toMatchObject({ code: "EXECUTION_REHYDRATION_REQUIRED", details: { reason: "lease_lost", epoch: 1 } });
     expect((await store.getExecution("e1"))?.revision).toBe(1);
   });
 
@@ -136,15 +160,28 @@ describe("PostgresStore partitions", () => {
     expect(await owner.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1 });
     await other.acquireLease("support");
     expect(other.fenceOf("support")).toEqual({ owner: other.leaseOwner, epoch: 0 });
-    await expect(other.run({ type: "providerBarrier", executionId: "e1", expectedRevision: 1, callId: "m1", steps: [], usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, turns: 0, at: 2 }))
-      .rejects.toMatchObject({ details: { reason: "lease_lost" } });
+    await expect(
+      other.run({
+        type: "providerBarrier",
+        executionId: "e1",
+        expectedRevision: 1,
+        callId: "m1",
+        steps: [],
+        usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 },
+        turns: 0,
+        at: 2,
+      }),
+    ).rejects.toMatchObject({ details: { reason: "lease_lost" } });
   });
 
   it("an instance id held by a live process is refused; default ids step aside (host, then host:pid)", async () => {
     const schema = freshSchema();
     const named = await open(schema, 1_000, { instanceId: "box-1" });
     expect(named.leaseOwner).toBe("box-1");
-    await expect(PostgresStore.open(`${postgresUrl}?schema=${schema}`, { instanceId: "box-1" })).rejects.toMatchObject({ code: "STORE", message: expect.stringContaining('instanceId "box-1" is in use by a live process') });
+    await expect(PostgresStore.open(`${postgresUrl}?schema=${schema}`, { instanceId: "box-1" })).rejects.toMatchObject({
+      code: "STORE",
+      message: expect.stringContaining('instanceId "box-1" is in use by a live process'),
+    });
     const first = await open(schema);
     const second = await open(schema);
     expect(second.leaseOwner).not.toBe(first.leaseOwner);
@@ -170,20 +207,32 @@ describe("PostgresStore partitions", () => {
     for (const size of [2, 3, 4]) {
       const joinedAt = Date.now();
       stores.push(await open(schema, balanceLeaseMs));
-      await until(() => balanced(size), () => `balance over ${size}: ${JSON.stringify(counts())}`);
+      await until(
+        () => balanced(size),
+        () => `balance over ${size}: ${JSON.stringify(counts())}`,
+      );
       console.log(`${size} stores balanced ${Date.now() - joinedAt} ms after the join (lease ${balanceLeaseMs} ms): ${JSON.stringify(counts())}`);
     }
     // Every partition held by exactly one live store: the owner the database
     // names is the store that holds it, at the epoch it holds.
-    const { rows } = await withClient((client) => client.query<{ partition: number; owner: string; epoch: string; live: boolean }>(`SELECT partition, owner, epoch, expires_at > clock_timestamp() AS live FROM ${schema}.partitions ORDER BY partition`));
+    const { rows } = await withClient((client) =>
+      client.query<{ partition: number; owner: string; epoch: string; live: boolean }>(
+        `SELECT partition, owner, epoch, expires_at > clock_timestamp() AS live FROM ${schema}.partitions ORDER BY partition`,
+      ),
+    );
     expect(rows.filter((row) => !row.live)).toEqual([]);
-    const holders = new Map(stores.flatMap((store) => store.heldPartitions().map((grant) => [grant.partition, { owner: grant.owner, epoch: String(grant.epoch) }] as const)));
+    const holders = new Map(
+      stores.flatMap((store) => store.heldPartitions().map((grant) => [grant.partition, { owner: grant.owner, epoch: String(grant.epoch) }] as const)),
+    );
     expect(rows.map((row) => ({ owner: row.owner, epoch: row.epoch }))).toEqual(rows.map((row) => holders.get(row.partition)));
     expect(new Set(rows.map((row) => row.owner))).toEqual(new Set(stores.map((store) => store.leaseOwner)));
     // One leaves: the other three take its partitions at once (released on close).
     const leaving = stores.pop()!;
     await leaving.close();
-    await until(() => balanced(3), () => `balance after a leave: ${JSON.stringify(counts())}`);
+    await until(
+      () => balanced(3),
+      () => `balance after a leave: ${JSON.stringify(counts())}`,
+    );
   });
 
   it("gives up idle partitions first: those with an execution running stay with their holder while idle ones move; busy ones move too once no idle one was found for a while", async () => {
@@ -202,13 +251,19 @@ describe("PostgresStore partitions", () => {
     first.listen({ ...quietSignals, runningAgents: () => running });
     const second = await open(schema, balanceLeaseMs);
     const heldBy = (store: PostgresStore) => new Set(store.heldPartitions().map((grant) => grant.partition));
-    await until(() => heldBy(first).size === 128 && heldBy(second).size === 128, () => `balance over 2: ${heldBy(first).size}, ${heldBy(second).size}`);
+    await until(
+      () => heldBy(first).size === 128 && heldBy(second).size === 128,
+      () => `balance over 2: ${heldBy(first).size}, ${heldBy(second).size}`,
+    );
     expect([...busy].filter((partition) => !heldBy(first).has(partition))).toEqual([]);
     // Every partition the first store holds is busy now: a third store
     // still gets its share, after the deferral.
     running = [...heldBy(first)].map((partition) => agentIn.get(partition)!);
     const third = await open(schema, balanceLeaseMs);
-    await until(() => heldBy(first).size <= 86, () => `the first store kept ${heldBy(first).size} busy partitions (share 86) after ${busyReleaseDeferredTicksMax} ticks`);
+    await until(
+      () => heldBy(first).size <= 86,
+      () => `the first store kept ${heldBy(first).size} busy partitions (share 86) after ${busyReleaseDeferredTicksMax} ticks`,
+    );
     expect(heldBy(third).size).toBeGreaterThan(0);
   });
 });

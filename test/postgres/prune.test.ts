@@ -37,7 +37,9 @@ describe("pruning on PostgreSQL", () => {
       await client.query(`SET search_path = ${schema}`);
       await client.query("BEGIN");
       // What a retry does to a terminal row: active again, a new revision.
-      await client.query("UPDATE executions SET status = 'active', phase = 'calling_llm', revision = revision + 1, updated_at = 500 WHERE execution_id = 'reopened'");
+      await client.query(
+        "UPDATE executions SET status = 'active', phase = 'calling_llm', revision = revision + 1, updated_at = 500 WHERE execution_id = 'reopened'",
+      );
       const counts = await store.pruneExecutions({ type: "pruneExecutions", finishedBefore: 1_000, executionsMax: pruneBatchExecutionsMax });
       expect(counts.executions).toBe(1);
       await client.query("COMMIT");
@@ -46,7 +48,9 @@ describe("pruning on PostgreSQL", () => {
     expect(await store.getExecution("reopened")).toMatchObject({ status: "active", updatedAt: 500 });
     expect((await store.listSteps("reopened")).length).toBeGreaterThan(0);
     // Reopened, it is no longer a candidate at all.
-    expect(await store.pruneExecutions({ type: "pruneExecutions", finishedBefore: 1_000, executionsMax: pruneBatchExecutionsMax })).toMatchObject({ executions: 0 });
+    expect(await store.pruneExecutions({ type: "pruneExecutions", finishedBefore: 1_000, executionsMax: pruneBatchExecutionsMax })).toMatchObject({
+      executions: 0,
+    });
   });
 
   it("two stores pruning one schema at once delete each execution once", async () => {
@@ -85,9 +89,21 @@ describe("pruning on PostgreSQL", () => {
     const store = await openStore(schema);
     const start = { input: "hello", options: {} };
     const file = (executionId: string, agentId: string) => store.fileStart({ decisionId: `d-${executionId}`, executionId, agentId, start, filedAt: 1 });
-    for (const [executionId, agentId] of [["old-1", "c"], ["old-2", "c"], ["other", "d"], ["recent", "c"], ["waiting", "c"]] as const) await file(executionId, agentId);
+    for (const [executionId, agentId] of [
+      ["old-1", "c"],
+      ["old-2", "c"],
+      ["other", "d"],
+      ["recent", "c"],
+      ["waiting", "c"],
+    ] as const)
+      await file(executionId, agentId);
     const refusal = JSON.stringify({ code: "CANCELLED", message: "cancelled while filed" });
-    for (const [executionId, at] of [["old-1", 100], ["old-2", 200], ["other", 150], ["recent", 5_000]] as const) {
+    for (const [executionId, at] of [
+      ["old-1", 100],
+      ["old-2", 200],
+      ["other", 150],
+      ["recent", 5_000],
+    ] as const) {
       expect(await store.cancelFiledStart(executionId, refusal, at)).toMatchObject({ state: "cancelled" });
     }
     const request = { type: "pruneExecutions" as const, finishedBefore: 1_000, executionsMax: 1 };
@@ -107,17 +123,24 @@ describe("pruning on PostgreSQL", () => {
     const env = await Phronomy.open({ store: `${postgresUrl}?schema=${schema}`, logger: recordingLogger(), retention: { finishedMs: "forever" } });
     atEnd(() => env.close());
     const count = (env.store as PostgresStore).pruneBatchExecutions + 20;
-    await withClient((client) => client.query(`
+    await withClient((client) =>
+      client.query(
+        `
       INSERT INTO ${schema}.approval_inbox (decision_id, execution_id, agent_id, approval_id, approved, execution_revision, filed_by, filed_at, state, kind, start, error, settled_at)
       SELECT 'd-' || n, 'e-' || n, 'c-' || n, 'start:d-' || n, false, 0, 'elsewhere', 1, 'refused', 'start', '{"input":"x","options":{}}', '{"code":"AGENT_BUSY","message":"busy"}', 10
       FROM generate_series(1, $1) AS n
-    `, [count]));
+    `,
+        [count],
+      ),
+    );
     expect(await env.prune({ olderThanMs: 0 })).toEqual({ executions: 0, steps: 0, journal: 0, approvals: count });
     expect(await inboxIds(schema)).toEqual([]);
   });
 });
 
 async function inboxIds(schema: string): Promise<string[]> {
-  const { rows } = await withClient((client) => client.query<{ execution_id: string }>(`SELECT execution_id FROM ${schema}.approval_inbox ORDER BY execution_id`));
+  const { rows } = await withClient((client) =>
+    client.query<{ execution_id: string }>(`SELECT execution_id FROM ${schema}.approval_inbox ORDER BY execution_id`),
+  );
   return rows.map((row) => row.execution_id);
 }

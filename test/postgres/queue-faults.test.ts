@@ -33,10 +33,14 @@ async function openThrough(proxy: CuttableProxy, schema: string): Promise<Enviro
 
 /** What each Run ended with: its output, or its error's code and message. */
 async function endsOf(runs: readonly Run[]): Promise<({ output: unknown } | { code: string; message: string })[]> {
-  return Promise.all(runs.map((run) => run.result.then(
-    (result) => ({ output: result.output }),
-    (error: { code: string; message: string }) => ({ code: error.code, message: error.message }),
-  )));
+  return Promise.all(
+    runs.map((run) =>
+      run.result.then(
+        (result) => ({ output: result.output }),
+        (error: { code: string; message: string }) => ({ code: error.code, message: error.message }),
+      ),
+    ),
+  );
 }
 
 describe("a queued message whose start lost its connection (PostgreSQL)", () => {
@@ -72,9 +76,15 @@ describe("a queued message whose start lost its connection (PostgreSQL)", () => 
     const story = JSON.stringify({ seed, cut: cut.map((id) => ids.indexOf(id) + 1), ends });
     // Every message was answered, in the order sent, each once.
     expect(ends, story).toEqual(["m0", ...inputs].map((input) => ({ output: `echo: ${input}` })));
-    expect(rows.map((row) => row?.output), story).toEqual(inputs.map((input) => `echo: ${input}`));
+    expect(
+      rows.map((row) => row?.output),
+      story,
+    ).toEqual(inputs.map((input) => `echo: ${input}`));
     const journal = await env.store.readJournal("chat", 100);
-    expect(journal.filter((record) => record.role === "user").map((record) => record.content), story).toEqual(["m0", ...inputs]);
+    expect(
+      journal.filter((record) => record.role === "user").map((record) => record.content),
+      story,
+    ).toEqual(["m0", ...inputs]);
   }, 60_000);
 
   it("a head whose preparation's outcome could not be read back (the database gone): it runs once the database is back, in its turn", async () => {

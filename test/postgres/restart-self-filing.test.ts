@@ -37,8 +37,14 @@ interface Settled {
 }
 
 async function settledOf(run: Run): Promise<Settled> {
-  const executionId = await run.executionId.then((id) => id, () => undefined);
-  const end = await run.result.then((result) => ({ output: result.output }), (error: { code: string; message: string }) => ({ code: error.code, message: error.message }));
+  const executionId = await run.executionId.then(
+    (id) => id,
+    () => undefined,
+  );
+  const end = await run.result.then(
+    (result) => ({ output: result.output }),
+    (error: { code: string; message: string }) => ({ code: error.code, message: error.message }),
+  );
   return { executionId, end };
 }
 
@@ -66,13 +72,22 @@ describe("one PostgreSQL process, its connections killed and the server restarte
     const chosen = agents.filter(() => random() < 0.7);
     if (chosen.length === 0) chosen.push(agents[0]!);
     const runs = chosen.map((agent) => agent.start("during"));
-    const during = await Promise.all(runs.map((run) => run.executionId.then(() => undefined, () => undefined)));
+    const during = await Promise.all(
+      runs.map((run) =>
+        run.executionId.then(
+          () => undefined,
+          () => undefined,
+        ),
+      ),
+    );
     expect(during).toHaveLength(runs.length);
     take.release();
     const settled = await Promise.all(runs.map(settledOf));
 
     const story = JSON.stringify({ seed, settled });
-    const filed = await withClient(async (client) => (await client.query(`SELECT execution_id, state, error FROM ${schema}.approval_inbox WHERE kind = 'start'`)).rows);
+    const filed = await withClient(
+      async (client) => (await client.query(`SELECT execution_id, state, error FROM ${schema}.approval_inbox WHERE kind = 'start'`)).rows,
+    );
     expect(filed, story).toEqual([]);
     // Each Run ran, or was refused with a code before any id was given.
     for (const { executionId, end } of settled) {

@@ -41,7 +41,6 @@ function refundTool(refunds: string[]) {
   });
 }
 
-
 describe("the runtime on PostgreSQL", () => {
   it("opens a PostgresStore for a postgres:// URL and completes model → tool → model → tool → model, durable at every step", async () => {
     const env = await openOn(freshSchemaUrl());
@@ -54,8 +53,18 @@ describe("the runtime on PostgreSQL", () => {
     expect(result).toMatchObject({ executionId, outcome: "completed", output: "Order 42 has shipped." });
     expect(calls.map((call) => call.idempotencyKey)).toEqual([`${executionId}:call-0-0`, `${executionId}:call-1-0`]);
     expect((await env.timeline(executionId)).map((step) => step.kind)).toEqual([
-      "input", "provider_barrier", "model_response", "tool_barrier", "tool_results", "provider_barrier",
-      "model_response", "tool_barrier", "tool_results", "provider_barrier", "model_response", "terminal",
+      "input",
+      "provider_barrier",
+      "model_response",
+      "tool_barrier",
+      "tool_results",
+      "provider_barrier",
+      "model_response",
+      "tool_barrier",
+      "tool_results",
+      "provider_barrier",
+      "model_response",
+      "terminal",
     ]);
     expect(await env.execution(executionId)).toMatchObject({ status: "terminal", outcome: "completed", revision: 7 });
   });
@@ -86,11 +95,12 @@ describe("the runtime on PostgreSQL", () => {
     let unreachable = true;
     const down = (what: string) => Promise.reject(new StoreError(`injected: the database is unreachable (${what})`));
     const run = store.run.bind(store);
-    store.run = ((operation: Parameters<typeof store.run>[0]) => unreachable && operation.type === "prepareExecution" ? down("prepare") : run(operation)) as typeof store.run;
+    store.run = ((operation: Parameters<typeof store.run>[0]) =>
+      unreachable && operation.type === "prepareExecution" ? down("prepare") : run(operation)) as typeof store.run;
     const getExecution = store.getExecution.bind(store);
-    store.getExecution = (executionId) => unreachable ? down("getExecution") : getExecution(executionId);
+    store.getExecution = (executionId) => (unreachable ? down("getExecution") : getExecution(executionId));
     const unfinishedOf = store.unfinishedExecutionsOf.bind(store);
-    store.unfinishedExecutionsOf = (agentId) => unreachable ? down("unfinishedExecutionsOf") : unfinishedOf(agentId);
+    store.unfinishedExecutionsOf = (agentId) => (unreachable ? down("unfinishedExecutionsOf") : unfinishedOf(agentId));
     const env = await Phronomy.open({ store, logger: recordingLogger() });
     atEnd(() => env.close());
     const agent = env.agent({ id: "support", model: agentRunModel(), tools: { lookup: lookupTool() } });
@@ -100,7 +110,10 @@ describe("the runtime on PostgreSQL", () => {
     unreachable = false;
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const outcome = await agent.start("Where is order 42?").result.then((result) => result.outcome, (error: { code?: string }) => error.code);
+      const outcome = await agent.start("Where is order 42?").result.then(
+        (result) => result.outcome,
+        (error: { code?: string }) => error.code,
+      );
       if (outcome === "completed") break;
       expect(outcome).toBe("AGENT_BUSY");
       if (Date.now() > deadline) throw new Error("the held conversation was never healed");
@@ -145,15 +158,36 @@ describe("the runtime on PostgreSQL", () => {
     // What a process that died right after its tool barrier leaves behind.
     const crashed = await PostgresStore.open(url);
     await crashed.ensureAgent("support", 1);
-    await crashed.run({ type: "prepareExecution", executionId: "e1", agentId: "support", mode: "invoke", input: "Where is order 42?", config: { replayable: true }, journal: [{ executionId: "e1", role: "user", content: "Where is order 42?", at: 1 }], at: 1 });
-    await crashed.run({ type: "providerBarrier", executionId: "e1", expectedRevision: 1, callId: "m1", steps: [], usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, turns: 0, at: 2 });
+    await crashed.run({
+      type: "prepareExecution",
+      executionId: "e1",
+      agentId: "support",
+      mode: "invoke",
+      input: "Where is order 42?",
+      config: { replayable: true },
+      journal: [{ executionId: "e1", role: "user", content: "Where is order 42?", at: 1 }],
+      at: 1,
+    });
+    await crashed.run({
+      type: "providerBarrier",
+      executionId: "e1",
+      expectedRevision: 1,
+      callId: "m1",
+      steps: [],
+      usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 },
+      turns: 0,
+      at: 2,
+    });
     await crashed.close();
 
     const env = await openOn(url);
     env.agent({ id: "support", model: agentRunModel(), tools: { lookup: lookupTool() } });
     const recovered = await env.recovery("support");
     expect(recovered.map((item) => item.executionId)).toEqual(["e1"]);
-    const row = await waitFor(async () => { const found = await env.execution("e1"); return found?.status === "terminal" ? found : undefined; }, 10_000);
+    const row = await waitFor(async () => {
+      const found = await env.execution("e1");
+      return found?.status === "terminal" ? found : undefined;
+    }, 10_000);
     expect(row).toMatchObject({ status: "terminal" });
     expect(row?.revision).toBeGreaterThan(2);
   });
@@ -166,10 +200,12 @@ describe("the runtime on PostgreSQL", () => {
     await crashed.run(prepare("e1"));
     await crashed.run(providerBarrier("e1", 1));
     const call = { callId: "call-0-0", toolName: "lookup", input: { orderId: "42" } };
-    await crashed.run(toolBarrier("e1", 2, {
-      toolBatch: [{ ...call, idempotencyKey: "e1:call-0-0" }],
-      steps: [{ kind: "model_response", at: 3, payload: { callId: "model-1", text: "", toolCalls: [call] } }],
-    }));
+    await crashed.run(
+      toolBarrier("e1", 2, {
+        toolBatch: [{ ...call, idempotencyKey: "e1:call-0-0" }],
+        steps: [{ kind: "model_response", at: 3, payload: { callId: "model-1", text: "", toolCalls: [call] } }],
+      }),
+    );
     await crashed.close();
 
     // The new environment's reads of the timeline answer late (a loaded
@@ -186,7 +222,10 @@ describe("the runtime on PostgreSQL", () => {
     const calls: RecordedCall[] = [];
     env.agent({ id: "support", model: agentRunModel(), tools: { lookup: lookupTool({ calls }) } });
     expect((await env.recovery("support")).map((item) => item.status)).toEqual(["continued"]);
-    const row = await waitFor(async () => { const found = await env.execution("e1"); return found?.status === "terminal" ? found : undefined; }, 20_000);
+    const row = await waitFor(async () => {
+      const found = await env.execution("e1");
+      return found?.status === "terminal" ? found : undefined;
+    }, 20_000);
     expect(row, JSON.stringify(row?.error)).toMatchObject({ outcome: "completed" });
     expect(calls[0]?.idempotencyKey).toBe("e1:call-0-0");
   });

@@ -16,7 +16,9 @@ import { atEnd, postgresUrl, withClient } from "./database.js";
 const reservedWords = ["select", "table", "order", "group", "where", "from", "limit", "user", "grant", "check", "column", "constraint"];
 
 async function tablesIn(schema: string): Promise<string[]> {
-  const found = await withClient((client) => client.query<{ table_name: string }>("SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name", [schema]));
+  const found = await withClient((client) =>
+    client.query<{ table_name: string }>("SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name", [schema]),
+  );
   return found.rows.map((row) => row.table_name);
 }
 
@@ -51,7 +53,13 @@ describe("PostgreSQL schema names", () => {
         () => Phronomy.open({ store: `${postgresUrl}?schema=${encodeURIComponent(schema)}` }),
         () => Phronomy.open({ store: postgresUrl, postgres: { schema } }),
       ]) {
-        const error = await open().then(async (env) => { await env.close(); throw new Error("opened"); }, (reason: unknown) => reason);
+        const error = await open().then(
+          async (env) => {
+            await env.close();
+            throw new Error("opened");
+          },
+          (reason: unknown) => reason,
+        );
         expect(error).toBeInstanceOf(PhronomyError);
         expect((error as PhronomyError).code).toBe("INVALID_INPUT");
         expect((error as PhronomyError).message).toContain(`schema name ${JSON.stringify(schema)} cannot be used`);

@@ -33,9 +33,9 @@ async function openAs(url: string, instanceId: string): Promise<Environment> {
   return environment;
 }
 
-const refundModel = scriptedModel(({ messages }) => turnOf(messages) === 0
-  ? { toolCalls: [{ toolName: "refund", input: { orderId: "42" } }] }
-  : { text: "Refunded." });
+const refundModel = scriptedModel(({ messages }) =>
+  turnOf(messages) === 0 ? { toolCalls: [{ toolName: "refund", input: { orderId: "42" } }] } : { text: "Refunded." },
+);
 
 function refundTool(calls: string[]) {
   return tool({
@@ -74,25 +74,45 @@ describe("starting from any process (PostgreSQL)", () => {
     expect(senderCalls).toEqual([]);
     expect(ownerCalls.map((call) => call.idempotencyKey)).toEqual([`${executionId}:call-0-0`, `${executionId}:call-1-0`]);
     expect(events.map((event) => event.type)).toEqual([
-      "model_call_started", "model_call_finished", "tool_call_started", "tool_call_finished",
-      "model_call_started", "model_call_finished", "tool_call_started", "tool_call_finished",
-      "model_call_started", "text_delta", "model_call_finished", "done",
+      "model_call_started",
+      "model_call_finished",
+      "tool_call_started",
+      "tool_call_finished",
+      "model_call_started",
+      "model_call_finished",
+      "tool_call_started",
+      "tool_call_finished",
+      "model_call_started",
+      "text_delta",
+      "model_call_finished",
+      "done",
     ]);
-    expect(events.filter((event) => event.type === "tool_call_started").map((event) => (event as { idempotencyKey: string }).idempotencyKey)).toEqual([`${executionId}:call-0-0`, `${executionId}:call-1-0`]);
+    expect(events.filter((event) => event.type === "tool_call_started").map((event) => (event as { idempotencyKey: string }).idempotencyKey)).toEqual([
+      `${executionId}:call-0-0`,
+      `${executionId}:call-1-0`,
+    ]);
     const decisions = await withClient((client) => client.query(`SELECT kind, state, filed_by, claimed_by FROM ${schema}.approval_inbox`));
     expect(decisions.rows).toEqual([{ kind: "start", state: "applied", filed_by: "sender", claimed_by: "owner" }]);
 
     // The owner's refusal reaches the sender as the error it was.
     let release: () => void = () => undefined;
-    const gate = new Promise<void>((resolve) => { release = resolve; });
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
     atEnd(async () => release());
-    const busyOwnerRun = owner.agent({ name: "slow", model: agentRunModel(), tools: { lookup: lookupTool({ gate }) } }).conversation("c-slow").start("Hold on");
+    const busyOwnerRun = owner
+      .agent({ name: "slow", model: agentRunModel(), tools: { lookup: lookupTool({ gate }) } })
+      .conversation("c-slow")
+      .start("Hold on");
     busyOwnerRun.result.catch(() => undefined);
     await busyOwnerRun.executionId;
     const slow = sender.agent({ name: "slow", model: agentRunModel(), tools: { lookup: lookupTool() } });
     await expect(slow.conversation("c-slow").start("Me too").result).rejects.toMatchObject({ code: "AGENT_BUSY" });
     // Options that cannot travel are refused, nothing filed.
-    await expect(support.conversation("customer-2").start("Hi", { signal: new AbortController().signal }).result).rejects.toMatchObject({ code: "INVALID_INPUT", details: { reason: "not_transferable" } });
+    await expect(support.conversation("customer-2").start("Hi", { signal: new AbortController().signal }).result).rejects.toMatchObject({
+      code: "INVALID_INPUT",
+      details: { reason: "not_transferable" },
+    });
   }, 60_000);
 
   it("idempotency: one key sent twice to the non-owner and once to the owner runs once; every Run gets its outcome", async () => {
@@ -134,7 +154,11 @@ describe("starting from any process (PostgreSQL)", () => {
     const billing = sender.agent({ name: "billing", model: refundModel, tools: { refund: refundTool([]) } });
     const conversation = billing.conversation("customer-7");
     const approval = new Promise<{ approvalId: string }>((resolve) => {
-      const run = conversation.start("Refund order 42", { onEvent: (event) => { if (event.type === "approval_required") resolve(event.request); } });
+      const run = conversation.start("Refund order 42", {
+        onEvent: (event) => {
+          if (event.type === "approval_required") resolve(event.request);
+        },
+      });
       run.result.catch(() => undefined);
     });
     const { approvalId } = await approval;
@@ -147,7 +171,9 @@ describe("starting from any process (PostgreSQL)", () => {
   it("queued messages and cancels sent to the non-owner: an enqueued start waits behind the running one in the owner; env.cancel of it from the sender cancels it", async () => {
     const { url } = await schemaWithOnePartition();
     let release: () => void = () => undefined;
-    const gate = new Promise<void>((resolve) => { release = resolve; });
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
     const owner = await openAs(url, "owner");
     owner.agent({ name: "support", model: agentRunModel(), tools: { lookup: lookupTool({ gate }) }, onBusy: "enqueue" });
     const sender = await openAs(url, "sender");
@@ -171,7 +197,9 @@ describe("starting from any process (PostgreSQL)", () => {
   it("env.cancel of a start still filed (its owner has not claimed it): cancelled in the inbox, the sender's Run rejects with CANCELLED, and no owner runs it", async () => {
     const { schema, url } = await schemaWithOnePartition();
     // A holder that never claims anything (alive as far as the rows say).
-    await withClient((client) => client.query(`UPDATE ${schema}.partitions SET owner = 'elsewhere', epoch = 1, expires_at = clock_timestamp() + interval '1 hour'`));
+    await withClient((client) =>
+      client.query(`UPDATE ${schema}.partitions SET owner = 'elsewhere', epoch = 1, expires_at = clock_timestamp() + interval '1 hour'`),
+    );
     const sender = await openAs(url, "sender");
     const support = sender.agent({ name: "support", model: agentRunModel(), tools: { lookup: lookupTool() } });
     const run = support.conversation("c").start("Where is order 42?");
@@ -195,9 +223,15 @@ describe("starting from any process (PostgreSQL)", () => {
     const b = await PostgresStore.open(url, { instanceId: "b" });
     atEnd(() => b.close());
     expect(a.heldPartitions().map((grant) => grant.epoch)).toEqual([1]);
-    expect(await b.fileStart({ decisionId: "d-1", executionId: "e-1", agentId: "c", start: { input: "hello", options: {} }, filedAt: Date.now() })).toEqual({ decisionId: "d-1", filedNow: true });
+    expect(await b.fileStart({ decisionId: "d-1", executionId: "e-1", agentId: "c", start: { input: "hello", options: {} }, filedAt: Date.now() })).toEqual({
+      decisionId: "d-1",
+      filedNow: true,
+    });
     // Filed again under the same execution id: the first filing answers.
-    expect(await b.fileStart({ decisionId: "d-2", executionId: "e-1", agentId: "c", start: { input: "hello", options: {} }, filedAt: Date.now() })).toEqual({ decisionId: "d-1", filedNow: false });
+    expect(await b.fileStart({ decisionId: "d-2", executionId: "e-1", agentId: "c", start: { input: "hello", options: {} }, filedAt: Date.now() })).toEqual({
+      decisionId: "d-1",
+      filedNow: false,
+    });
     await a.acquireLease("c");
     const [claim] = await a.claimDecisions("c", true);
     expect(claim).toMatchObject({ kind: "start", executionId: "e-1", claimedEpoch: 1, claims: 1, start: { input: "hello", options: {} } });
@@ -218,7 +252,7 @@ describe("starting from any process (PostgreSQL)", () => {
     // (b claims while its admission window is open: on a loaded machine its
     // renewal may be late for a moment.)
     let again: Awaited<ReturnType<PostgresStore["claimDecisions"]>>[number] | undefined;
-    for (const until = Date.now() + 10_000; again === undefined && Date.now() < until;) {
+    for (const until = Date.now() + 10_000; again === undefined && Date.now() < until; ) {
       [again] = await b.claimDecisions("c", true);
       if (again === undefined) await new Promise((resolve) => setTimeout(resolve, 20));
     }
@@ -235,7 +269,14 @@ describe("starting from any process (PostgreSQL)", () => {
     const directory = await mkdtemp(join(tmpdir(), "phronomy-start-any-"));
     atEnd(() => rm(directory, { recursive: true, force: true }));
     // The owner: its lookup waits inside the call for a file that never appears.
-    const owner = coordinatorForTest("owner", { url, databaseUrl: postgresUrl, schema, agents: ["support"], gate: join(directory, "never"), instanceId: "owner" });
+    const owner = coordinatorForTest("owner", {
+      url,
+      databaseUrl: postgresUrl,
+      schema,
+      agents: ["support"],
+      gate: join(directory, "never"),
+      instanceId: "owner",
+    });
     await owner.waitFor(is("ready"));
     const calls: RecordedCall[] = [];
     const sender = await openAs(url, "sender");
@@ -257,7 +298,11 @@ describe("starting from any process (PostgreSQL)", () => {
     expect(await second.result).toMatchObject({ executionId: secondId, outcome: "completed" });
     expect(await secondAgain.result).toMatchObject({ executionId: secondId, outcome: "completed" });
     expect((sender.store as PostgresStore).heldPartitions().length).toBe(1);
-    const rows = await withClient((client) => client.query<{ execution_id: string; status: string; outcome: string }>(`SELECT execution_id, status, outcome FROM ${schema}.executions ORDER BY created_at`));
+    const rows = await withClient((client) =>
+      client.query<{ execution_id: string; status: string; outcome: string }>(
+        `SELECT execution_id, status, outcome FROM ${schema}.executions ORDER BY created_at`,
+      ),
+    );
     expect(rows.rows).toEqual([
       { execution_id: firstId, status: "terminal", outcome: "completed" },
       { execution_id: secondId, status: "terminal", outcome: "completed" },
@@ -267,7 +312,12 @@ describe("starting from any process (PostgreSQL)", () => {
     expect(new Set(keys).size).toBe(keys.length);
     expect(keys.filter((key) => key.startsWith(`${firstId}:`))).toEqual([`${firstId}:call-0-0`, `${firstId}:call-1-0`]);
     expect(keys.filter((key) => key.startsWith(`${secondId}:`)).length).toBe(2);
-    const decisions = await withClient((client) => client.query<{ execution_id: string; state: string }>(`SELECT execution_id, state FROM ${schema}.approval_inbox WHERE kind = 'start' ORDER BY filed_at`));
-    expect(decisions.rows).toEqual([{ execution_id: firstId, state: "applied" }, { execution_id: secondId, state: "applied" }]);
+    const decisions = await withClient((client) =>
+      client.query<{ execution_id: string; state: string }>(`SELECT execution_id, state FROM ${schema}.approval_inbox WHERE kind = 'start' ORDER BY filed_at`),
+    );
+    expect(decisions.rows).toEqual([
+      { execution_id: firstId, state: "applied" },
+      { execution_id: secondId, state: "applied" },
+    ]);
   }, 90_000);
 });

@@ -39,12 +39,26 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("starts sent to random processes (PostgreSQL)", () => {
   it(`three coordinators, ${agentCount * runsPerAgent} keyed starts each sent to a random process, one killed (kill -9) and one stopped past its lease: every key runs once and completes, one effect per tool key`, async () => {
-    const { random, replay, victimIndex, killAfter, sleeperIndex, stopAfter } = seededDisruption("START_ANY_SEED", { processCount, runsMin: disruptAfterMin, runsMax: disruptAfterMax, killDelayMaxMs: 0 });
-    console.log(`starts at random processes: ${replay} kills p${victimIndex} after ${killAfter} completed runs, stops p${sleeperIndex} for ${stoppedMs} ms after ${stopAfter}`);
+    const { random, replay, victimIndex, killAfter, sleeperIndex, stopAfter } = seededDisruption("START_ANY_SEED", {
+      processCount,
+      runsMin: disruptAfterMin,
+      runsMax: disruptAfterMax,
+      killDelayMaxMs: 0,
+    });
+    console.log(
+      `starts at random processes: ${replay} kills p${victimIndex} after ${killAfter} completed runs, stops p${sleeperIndex} for ${stoppedMs} ms after ${stopAfter}`,
+    );
 
     const { schema, url } = await freshSpreadSchema(leaseMs);
     const agentIds = Array.from({ length: agentCount }, (_, index) => `agent-${index}`);
-    const processes = namedCoordinators(processCount, url, (index) => ({ databaseUrl: postgresUrl, schema, agents: [], toolDelayMs, onBusy: "enqueue", instanceId: `p${index}` }));
+    const processes = namedCoordinators(processCount, url, (index) => ({
+      databaseUrl: postgresUrl,
+      schema,
+      agents: [],
+      toolDelayMs,
+      onBusy: "enqueue",
+      instanceId: `p${index}`,
+    }));
     dumpOnFailure("start-any", replay, schema, processes);
     // (A loaded machine starts three node processes slowly.)
     await Promise.all(processes.map((process) => process.waitFor(is("ready"), 90_000)));
@@ -61,13 +75,18 @@ describe("starts sent to random processes (PostgreSQL)", () => {
     let sentToOwner = 0;
     let sent = 0;
     const holderOf = async (agentId: string): Promise<string | undefined> =>
-      (await query<{ owner: string }>(`SELECT owner FROM ${schema}.partitions WHERE partition = ${schema}.partition_of($1) AND expires_at > clock_timestamp()`, [agentId]))[0]?.owner;
+      (
+        await query<{ owner: string }>(
+          `SELECT owner FROM ${schema}.partitions WHERE partition = ${schema}.partition_of($1) AND expires_at > clock_timestamp()`,
+          [agentId],
+        )
+      )[0]?.owner;
     const pick = (): Coordinator => {
       const alive = processes.filter((process) => process.alive);
       return alive[Math.floor(random() * alive.length)]!;
     };
     const drive = async (agentId: string): Promise<void> => {
-      for (let run = 0; run < runsPerAgent;) {
+      for (let run = 0; run < runsPerAgent; ) {
         const tag = `${agentId}/run-${run}`;
         const sender = pick();
         if ((await holderOf(agentId)) === sender.name) sentToOwner += 1;
@@ -75,15 +94,26 @@ describe("starts sent to random processes (PostgreSQL)", () => {
         const from = sender.lines.length;
         sender.send({ start: agentId, input: tag, tag, key: tag });
         const line = await Promise.race([
-          sender.waitFor((candidate) => (candidate.type === "result" || candidate.type === "error") && candidate.tag === tag, 60_000, from).catch(async (error: Error) => {
-            // Say where the key is: its row, its filing, its partition.
-            const executionId = startExecutionIdOf(agentId, tag);
-            const [row] = await query(`SELECT status, phase, revision, outcome FROM ${schema}.executions WHERE execution_id = $1`, [executionId]);
-            const filed = await query(`SELECT state, filed_by, claimed_by, claimed_epoch, claims, error FROM ${schema}.approval_inbox WHERE execution_id = $1`, [executionId]);
-            const [partition] = await query(`SELECT partition, owner, epoch, expires_at > clock_timestamp() AS live FROM ${schema}.partitions WHERE partition = ${schema}.partition_of($1)`, [agentId]);
-            const steps = await query(`SELECT seq, kind FROM ${schema}.steps WHERE execution_id = $1 ORDER BY seq`, [executionId]);
-            throw new Error(`${replay}: ${tag} sent to ${sender.name} (alive ${String(sender.alive)}) got no answer: execution ${executionId} ${JSON.stringify(row)} steps ${JSON.stringify(steps)} filed ${JSON.stringify(filed)} partition ${JSON.stringify(partition)}; sender's last lines ${JSON.stringify(sender.lines.slice(-8))}`, { cause: error });
-          }),
+          sender
+            .waitFor((candidate) => (candidate.type === "result" || candidate.type === "error") && candidate.tag === tag, 60_000, from)
+            .catch(async (error: Error) => {
+              // Say where the key is: its row, its filing, its partition.
+              const executionId = startExecutionIdOf(agentId, tag);
+              const [row] = await query(`SELECT status, phase, revision, outcome FROM ${schema}.executions WHERE execution_id = $1`, [executionId]);
+              const filed = await query(
+                `SELECT state, filed_by, claimed_by, claimed_epoch, claims, error FROM ${schema}.approval_inbox WHERE execution_id = $1`,
+                [executionId],
+              );
+              const [partition] = await query(
+                `SELECT partition, owner, epoch, expires_at > clock_timestamp() AS live FROM ${schema}.partitions WHERE partition = ${schema}.partition_of($1)`,
+                [agentId],
+              );
+              const steps = await query(`SELECT seq, kind FROM ${schema}.steps WHERE execution_id = $1 ORDER BY seq`, [executionId]);
+              throw new Error(
+                `${replay}: ${tag} sent to ${sender.name} (alive ${String(sender.alive)}) got no answer: execution ${executionId} ${JSON.stringify(row)} steps ${JSON.stringify(steps)} filed ${JSON.stringify(filed)} partition ${JSON.stringify(partition)}; sender's last lines ${JSON.stringify(sender.lines.slice(-8))}`,
+                { cause: error },
+              );
+            }),
           sender.exited.then(() => undefined),
         ]);
         if (line?.type === "result") {
@@ -106,24 +136,40 @@ describe("starts sent to random processes (PostgreSQL)", () => {
     await Promise.all(agentIds.map(drive));
     expect(victim.alive, replay).toBe(false);
 
-    const rows = await query<{ execution_id: string; input: string; status: string; outcome: string | null }>(`SELECT execution_id, input, status, outcome FROM ${schema}.executions`);
+    const rows = await query<{ execution_id: string; input: string; status: string; outcome: string | null }>(
+      `SELECT execution_id, input, status, outcome FROM ${schema}.executions`,
+    );
     const tags = agentIds.flatMap((agentId) => Array.from({ length: runsPerAgent }, (_, run) => `${agentId}/run-${run}`));
     // Each key once: one execution per tag, all completed.
     expect(rows.map((row) => JSON.parse(row.input) as string).sort(), replay).toEqual(tags.sort());
-    expect(rows.filter((row) => row.status !== "terminal" || row.outcome !== "completed"), replay).toEqual([]);
-    const terminals = await query<{ execution_id: string; count: number }>(`SELECT execution_id, count(*)::int AS count FROM ${schema}.steps WHERE kind = 'terminal' GROUP BY execution_id`);
-    expect(terminals.filter((terminal) => terminal.count !== 1), replay).toEqual([]);
+    expect(
+      rows.filter((row) => row.status !== "terminal" || row.outcome !== "completed"),
+      replay,
+    ).toEqual([]);
+    const terminals = await query<{ execution_id: string; count: number }>(
+      `SELECT execution_id, count(*)::int AS count FROM ${schema}.steps WHERE kind = 'terminal' GROUP BY execution_id`,
+    );
+    expect(
+      terminals.filter((terminal) => terminal.count !== 1),
+      replay,
+    ).toEqual([]);
     expect(terminals.length, replay).toBe(rows.length);
     // Two tool keys per execution, none of an execution the store lacks.
     const effects = await query<{ key: string; attempts: number }>(`SELECT key, attempts FROM ${schema}.effects`);
     const keysPerExecution = new Map<string, number>();
-    for (const { key } of effects) keysPerExecution.set(key.slice(0, key.lastIndexOf(":")), (keysPerExecution.get(key.slice(0, key.lastIndexOf(":"))) ?? 0) + 1);
+    for (const { key } of effects)
+      keysPerExecution.set(key.slice(0, key.lastIndexOf(":")), (keysPerExecution.get(key.slice(0, key.lastIndexOf(":"))) ?? 0) + 1);
     expect([...keysPerExecution.keys()].sort(), replay).toEqual(rows.map((row) => row.execution_id).sort());
-    expect([...keysPerExecution.values()].filter((count) => count !== 2), replay).toEqual([]);
+    expect(
+      [...keysPerExecution.values()].filter((count) => count !== 2),
+      replay,
+    ).toEqual([]);
     // No filed start left behind.
     const unsettled = await query(`SELECT execution_id, state FROM ${schema}.approval_inbox WHERE kind = 'start' AND state IN ('filed', 'claimed')`);
     const filed = await query<{ count: number }>(`SELECT count(*)::int AS count FROM ${schema}.approval_inbox WHERE kind = 'start'`);
     const repeated = effects.filter((effect) => effect.attempts > 1).length;
-    console.log(`starts at random processes (${replay}): ${sent} sends (${sentToOwner} to the partition's holder), ${sentAgain} sent again, ${filed[0]!.count} keys filed, ${rows.length} executions all completed once; ${repeated} tool keys called more than once (a process died or lost the partition before recording the result); ${unsettled.length} filed starts left unsettled (their executions ran)`);
+    console.log(
+      `starts at random processes (${replay}): ${sent} sends (${sentToOwner} to the partition's holder), ${sentAgain} sent again, ${filed[0]!.count} keys filed, ${rows.length} executions all completed once; ${repeated} tool keys called more than once (a process died or lost the partition before recording the result); ${unsettled.length} filed starts left unsettled (their executions ran)`,
+    );
   }, 360_000);
 });

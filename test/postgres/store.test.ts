@@ -32,7 +32,9 @@ describe("PostgreSQL schema", () => {
     const newer = freshSchema();
     await (await open(newer)).close();
     await withClient((client) => client.query(`UPDATE ${newer}.store_version SET version = ${schemaVersion + 1}`));
-    await expect(PostgresStore.open(`${postgresUrl}?schema=${newer}`)).rejects.toThrow(new RegExp(`written by a newer Phronomy \\(store schema version ${schemaVersion + 1}; this version reads up to ${schemaVersion}\\)`));
+    await expect(PostgresStore.open(`${postgresUrl}?schema=${newer}`)).rejects.toThrow(
+      new RegExp(`written by a newer Phronomy \\(store schema version ${schemaVersion + 1}; this version reads up to ${schemaVersion}\\)`),
+    );
     const foreign = freshSchema();
     await withClient((client) => client.query(`CREATE SCHEMA ${foreign}; CREATE TABLE ${foreign}.invoices (id int)`));
     const refused = PostgresStore.open(`${postgresUrl}?schema=${foreign}`);
@@ -45,7 +47,9 @@ describe("PostgreSQL schema", () => {
     await expect(PostgresStore.open("mysql://x")).rejects.toThrow(/postgres:\/\/ or postgresql:\/\//);
     await expect(PostgresStore.open(postgresUrl, { poolSize: 0 })).rejects.toThrow(/poolSize must be an integer from 1 to 64/);
     await expect(PostgresStore.open(postgresUrl, { bogus: 1 } as never)).rejects.toThrow(/unknown PostgresStore option "bogus"/);
-    await expect(PostgresStore.open("postgres://postgres:secret@127.0.0.1:1/test")).rejects.toThrow(/cannot open the PostgreSQL store at postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:1\/test\?schema=phronomy/);
+    await expect(PostgresStore.open("postgres://postgres:secret@127.0.0.1:1/test")).rejects.toThrow(
+      /cannot open the PostgreSQL store at postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:1\/test\?schema=phronomy/,
+    );
   });
 });
 
@@ -75,10 +79,14 @@ describe("a connection lost mid-operation", () => {
     await store.run(providerBarrier("e1", 1));
     const client = await store.pool.connect();
     try {
-      const [writeId] = (await client.query<{ write_id: string }>("SELECT write_id FROM steps WHERE execution_id = 'e1' AND kind = 'provider_barrier'")).rows.map((row) => row.write_id);
+      const [writeId] = (
+        await client.query<{ write_id: string }>("SELECT write_id FROM steps WHERE execution_id = 'e1' AND kind = 'provider_barrier'")
+      ).rows.map((row) => row.write_id);
       expect(await resolveOutcome(client, providerBarrier("e1", 1), writeId!, undefined)).toEqual({ committed: true, value: { revision: 2 } });
       expect(await resolveOutcome(client, providerBarrier("e1", 1), "another-write", undefined)).toEqual({ committed: false });
-      const [prepareId] = (await client.query<{ write_id: string }>("SELECT write_id FROM steps WHERE execution_id = 'e1' AND kind = 'input'")).rows.map((row) => row.write_id);
+      const [prepareId] = (await client.query<{ write_id: string }>("SELECT write_id FROM steps WHERE execution_id = 'e1' AND kind = 'input'")).rows.map(
+        (row) => row.write_id,
+      );
       expect(await resolveOutcome(client, prepare("e1"), prepareId!, undefined)).toEqual({ committed: true, value: { outcome: "active", revision: 1 } });
     } finally {
       client.release();
@@ -89,7 +97,9 @@ describe("a connection lost mid-operation", () => {
 /** The pid of the store's backend waiting on a row lock. */
 async function waitForLockWaiter(store: PostgresStore): Promise<number> {
   for (let attempt = 0; attempt < 500; attempt += 1) {
-    const found = await withClient((client) => client.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%barrier(%' AND pid <> pg_backend_pid()"));
+    const found = await withClient((client) =>
+      client.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%barrier(%' AND pid <> pg_backend_pid()"),
+    );
     const pid = found.rows[0]?.pid;
     if (pid !== undefined) return pid;
     await new Promise((resolve) => setTimeout(resolve, 10));
@@ -107,10 +117,16 @@ describe("the fencing hook (partitions, docs/decisions/0009 and 0030)", () => {
     expect(store.fenceOf("support")).toEqual({ owner: store.leaseOwner, epoch: 1 });
     expect(await store.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1 });
     expect(await store.run(providerBarrier("e1", 1))).toEqual({ revision: 2 });
-    await withClient((client) => client.query(`UPDATE ${schema}.partitions SET owner = 'process-b', epoch = epoch + 1, expires_at = now() + interval '1 minute' WHERE partition = ${schema}.partition_of('support')`));
+    await withClient((client) =>
+      client.query(
+        `UPDATE ${schema}.partitions SET owner = 'process-b', epoch = epoch + 1, expires_at = now() + interval '1 minute' WHERE partition = ${schema}.partition_of('support')`,
+      ),
+    );
     const late = store.run(providerBarrier("e1", 2));
     await expect(late).rejects.toMatchObject({ code: "EXECUTION_REHYDRATION_REQUIRED", details: { reason: "lease_lost", epoch: 1 } });
-    await expect(late).rejects.toThrow(new RegExp(`refused by the fencing check: this process \\(${store.leaseOwner}\\) no longer holds agent "support" at lease epoch 1`));
+    await expect(late).rejects.toThrow(
+      new RegExp(`refused by the fencing check: this process \\(${store.leaseOwner}\\) no longer holds agent "support" at lease epoch 1`),
+    );
     // The refusal told the store its partition is lost: admissions stop.
     expect(await store.run(prepare("e2"))).toMatchObject({ outcome: "not_established", error: { code: "AGENT_BUSY", details: { reason: "lease_not_held" } } });
     expect(await store.getExecution("e2")).toBeUndefined();
@@ -128,7 +144,7 @@ describe("the fencing hook (partitions, docs/decisions/0009 and 0030)", () => {
     const connect = pool.connect.bind(pool);
     let refusals = 2;
     const tooMany = () => Object.assign(new Error("sorry, too many clients already"), { code: "53300", severity: "FATAL" });
-    pool.connect = () => refusals-- > 0 ? Promise.reject(tooMany()) : connect();
+    pool.connect = () => (refusals-- > 0 ? Promise.reject(tooMany()) : connect());
     expect(await store.run(providerBarrier("e1", 1))).toEqual({ revision: 2 });
     expect(refusals).toBe(-1);
     pool.connect = () => Promise.reject(tooMany());
@@ -146,13 +162,20 @@ describe("the fencing hook (partitions, docs/decisions/0009 and 0030)", () => {
     // Another process holds the partition at epoch 2, and this one is
     // about to hold it at epoch 3: its writes carry epoch 1 (built before
     // the retake was noted) and are explained after it.
-    await withClient((client) => client.query(`UPDATE ${schema}.partitions SET owner = 'process-b', epoch = 2, expires_at = now() + interval '1 minute' WHERE partition = ${schema}.partition_of('support')`));
+    await withClient((client) =>
+      client.query(
+        `UPDATE ${schema}.partitions SET owner = 'process-b', epoch = 2, expires_at = now() + interval '1 minute' WHERE partition = ${schema}.partition_of('support')`,
+      ),
+    );
     const held = store.fenceOf;
     let built = 0;
-    store.fenceOf = (agentId) => (built += 1) === 1 ? held(agentId) : { owner: store.leaseOwner, epoch: 3 };
-    await expect(store.run(providerBarrier("e1", 1))).rejects.toMatchObject({ code: "EXECUTION_REHYDRATION_REQUIRED", details: { reason: "lease_lost", epoch: 1 } });
+    store.fenceOf = (agentId) => ((built += 1) === 1 ? held(agentId) : { owner: store.leaseOwner, epoch: 3 });
+    await expect(store.run(providerBarrier("e1", 1))).rejects.toMatchObject({
+      code: "EXECUTION_REHYDRATION_REQUIRED",
+      details: { reason: "lease_lost", epoch: 1 },
+    });
     built = 0;
-    const refused = await store.run(prepare("e2")) as { outcome: string; error: { details?: { epoch?: number } } };
+    const refused = (await store.run(prepare("e2"))) as { outcome: string; error: { details?: { epoch?: number } } };
     expect(refused).toMatchObject({ outcome: "not_established" });
     expect(await store.getExecution("e2")).toBeUndefined();
   });

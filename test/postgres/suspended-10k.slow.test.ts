@@ -18,19 +18,22 @@ const inFlight = 200;
 /** Short leases: renewal must keep up while the process is busiest. */
 const leaseMs = 3_000;
 
-const refundModel = () => scriptedModel(({ messages }) => messages.at(-1)?.role === "tool"
-  ? { text: "Refunded." }
-  : { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] });
+const refundModel = () =>
+  scriptedModel(({ messages }) =>
+    messages.at(-1)?.role === "tool" ? { text: "Refunded." } : { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] },
+  );
 
 async function inBatches<T>(count: number, body: (index: number) => Promise<T>): Promise<T[]> {
   const results: T[] = new Array(count);
   let next = 0;
-  await Promise.all(Array.from({ length: inFlight }, async () => {
-    while (next < count) {
-      const index = next++;
-      results[index] = await body(index);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next < count) {
+        const index = next++;
+        results[index] = await body(index);
+      }
+    }),
+  );
   return results;
 }
 
@@ -46,16 +49,24 @@ describe("10,000 conversations suspended for approval (PostgreSQL partitions)", 
     const before = (await withClient((client) => client.query(`SELECT partition, owner, epoch FROM ${schema}.partitions ORDER BY partition`))).rows;
 
     const suspendStartedAt = Date.now();
-    const suspended = await inBatches(conversations, (index) => new Promise<{ executionId: string; approvalId: string }>((resolve, reject) => {
-      const run: Run = support.conversation(`user-${index}`).start("Refund order 42", {
-        onEvent: (event) => {
-          if (event.type === "approval_required") resolve({ executionId: event.executionId, approvalId: event.request.approvalId });
-        },
-      });
-      run.result.then((result) => reject(new Error(`user-${index} ended ${result.outcome} before approval`)), reject);
-    }));
+    const suspended = await inBatches(
+      conversations,
+      (index) =>
+        new Promise<{ executionId: string; approvalId: string }>((resolve, reject) => {
+          const run: Run = support.conversation(`user-${index}`).start("Refund order 42", {
+            onEvent: (event) => {
+              if (event.type === "approval_required") resolve({ executionId: event.executionId, approvalId: event.request.approvalId });
+            },
+          });
+          run.result.then((result) => reject(new Error(`user-${index} ended ${result.outcome} before approval`)), reject);
+        }),
+    );
     const suspendMs = Date.now() - suspendStartedAt;
-    const rows = (await withClient((client) => client.query<{ status: string; count: number }>(`SELECT status, count(*)::int AS count FROM ${schema}.executions GROUP BY status`))).rows;
+    const rows = (
+      await withClient((client) =>
+        client.query<{ status: string; count: number }>(`SELECT status, count(*)::int AS count FROM ${schema}.executions GROUP BY status`),
+      )
+    ).rows;
     expect(rows).toEqual([{ status: "suspended", count: conversations }]);
 
     const resumeStartedAt = Date.now();
@@ -66,7 +77,13 @@ describe("10,000 conversations suspended for approval (PostgreSQL partitions)", 
     const resumeMs = Date.now() - resumeStartedAt;
     expect(outcomes.filter((outcome) => outcome !== "completed")).toEqual([]);
     expect(refunds).toHaveLength(conversations);
-    const ended = (await withClient((client) => client.query<{ status: string; outcome: string; count: number }>(`SELECT status, outcome, count(*)::int AS count FROM ${schema}.executions GROUP BY status, outcome`))).rows;
+    const ended = (
+      await withClient((client) =>
+        client.query<{ status: string; outcome: string; count: number }>(
+          `SELECT status, outcome, count(*)::int AS count FROM ${schema}.executions GROUP BY status, outcome`,
+        ),
+      )
+    ).rows;
     expect(ended).toEqual([{ status: "terminal", outcome: "completed", count: conversations }]);
 
     // No partition changed hands or epoch, none expired; no per-agent lease row.
@@ -75,6 +92,8 @@ describe("10,000 conversations suspended for approval (PostgreSQL partitions)", 
     expect(new Set(after.map((row) => row.owner))).toEqual(new Set([store.leaseOwner]));
     expect((await withClient((client) => client.query(`SELECT count(*)::int AS count FROM ${schema}.leases`))).rows).toEqual([{ count: 0 }]);
     expect(logger.warnings.filter((message) => /lease|partition|connection/.test(message))).toEqual([]);
-    console.log(`10,000 conversations: suspended in ${suspendMs} ms (${Math.round(conversations / (suspendMs / 1000))}/s), approved and completed in ${resumeMs} ms (${Math.round(conversations / (resumeMs / 1000))}/s), ${inFlight} in flight, lease ${leaseMs} ms`);
+    console.log(
+      `10,000 conversations: suspended in ${suspendMs} ms (${Math.round(conversations / (suspendMs / 1000))}/s), approved and completed in ${resumeMs} ms (${Math.round(conversations / (resumeMs / 1000))}/s), ${inFlight} in flight, lease ${leaseMs} ms`,
+    );
   }, 180_000);
 });

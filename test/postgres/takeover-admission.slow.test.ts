@@ -36,12 +36,21 @@ async function expireOwner(schema: string, owner: string): Promise<void> {
 /** Another owner takes the agent's partition (a later epoch), held until
  * `expirePartition` gives it up: this process's renewal fails at its next tick. */
 async function holdElsewhere(schema: string, agentId: string): Promise<void> {
-  await withClient((client) => client.query(`UPDATE ${schema}.partitions SET owner = 'elsewhere', epoch = epoch + 1, expires_at = clock_timestamp() + interval '1 hour' WHERE partition = ${schema}.partition_of($1)`, [agentId]));
+  await withClient((client) =>
+    client.query(
+      `UPDATE ${schema}.partitions SET owner = 'elsewhere', epoch = epoch + 1, expires_at = clock_timestamp() + interval '1 hour' WHERE partition = ${schema}.partition_of($1)`,
+      [agentId],
+    ),
+  );
 }
 
 /** The other owner's lease on the agent's partition runs out now. */
 async function expirePartition(schema: string, agentId: string): Promise<void> {
-  await withClient((client) => client.query(`UPDATE ${schema}.partitions SET expires_at = clock_timestamp() WHERE owner = 'elsewhere' AND partition = ${schema}.partition_of($1)`, [agentId]));
+  await withClient((client) =>
+    client.query(`UPDATE ${schema}.partitions SET expires_at = clock_timestamp() WHERE owner = 'elsewhere' AND partition = ${schema}.partition_of($1)`, [
+      agentId,
+    ]),
+  );
 }
 
 async function openOn(url: string): Promise<Environment> {
@@ -55,7 +64,9 @@ async function openOn(url: string): Promise<Environment> {
 async function startedInsideTool() {
   const schema = freshSchema();
   let release: () => void = () => undefined;
-  const gate = new Promise<void>((resolve) => { release = resolve; });
+  const gate = new Promise<void>((resolve) => {
+    release = resolve;
+  });
   const calls: RecordedCall[] = [];
   const env = await openOn(`${postgresUrl}?schema=${schema}&lease_ms=${leaseMs}`);
   const agent = env.agent({ id: "support", model: agentRunModel(), tools: { lookup: lookupTool({ calls, gate }) } });
@@ -98,7 +109,8 @@ describe("takeover on PostgreSQL", () => {
     const refusals: string[] = [];
     const messages: string[] = [];
     const runs: { executionId: Promise<string>; result: Promise<unknown> }[] = [];
-    const admittedAny = async (): Promise<boolean> => (await withClient((client) => client.query(`SELECT 1 FROM ${schema}.executions WHERE execution_id <> $1`, [strandedId]))).rowCount! > 0;
+    const admittedAny = async (): Promise<boolean> =>
+      (await withClient((client) => client.query(`SELECT 1 FROM ${schema}.executions WHERE execution_id <> $1`, [strandedId]))).rowCount! > 0;
     await new Promise<void>((resolve) => {
       const deadline = Date.now() + 60_000;
       let checking = false;
@@ -116,28 +128,47 @@ describe("takeover on PostgreSQL", () => {
         runs.push(run);
         if (checking) return;
         checking = true;
-        void admittedAny().then((admitted) => {
-          checking = false;
-          if (!admitted) return;
-          clearInterval(timer);
-          resolve();
-        }, () => { checking = false; });
+        void admittedAny().then(
+          (admitted) => {
+            checking = false;
+            if (!admitted) return;
+            clearInterval(timer);
+            resolve();
+          },
+          () => {
+            checking = false;
+          },
+        );
       }, 1);
     });
     await Promise.allSettled(runs.map((run) => run.result));
-    const completed = (await Promise.all(runs.map((run) => run.result.then(() => run.executionId, () => undefined)))).filter((id) => id !== undefined);
+    const completed = (
+      await Promise.all(
+        runs.map((run) =>
+          run.result.then(
+            () => run.executionId,
+            () => undefined,
+          ),
+        ),
+      )
+    ).filter((id) => id !== undefined);
 
     // Refused only as recovering (during the takeover), or busy (the
     // recovered execution, or another start, holds the agent's admission).
-    const unexpected = refusals.flatMap((reason, index) => ["recovering", "AGENT_BUSY", "CAPACITY"].includes(reason) ? [] : [messages[index]!]);
+    const unexpected = refusals.flatMap((reason, index) => (["recovering", "AGENT_BUSY", "CAPACITY"].includes(reason) ? [] : [messages[index]!]));
     expect(unexpected.slice(0, 5), `${unexpected.length} unexpected refusals`).toEqual([]);
     // Nothing left unfinished (an execution fenced that way is recovered
     // when the successor takes its partition back).
-    const readRows = async () => (await withClient((client) => client.query<{ execution_id: string; status: string; outcome: string; updated_at: string }>(
-      `SELECT execution_id, status, outcome, updated_at FROM ${schema}.executions ORDER BY created_at`,
-    ))).rows;
+    const readRows = async () =>
+      (
+        await withClient((client) =>
+          client.query<{ execution_id: string; status: string; outcome: string; updated_at: string }>(
+            `SELECT execution_id, status, outcome, updated_at FROM ${schema}.executions ORDER BY created_at`,
+          ),
+        )
+      ).rows;
     let rows = await readRows();
-    for (const until = Date.now() + 60_000; rows.some((row) => row.status !== "terminal") && Date.now() < until;) {
+    for (const until = Date.now() + 60_000; rows.some((row) => row.status !== "terminal") && Date.now() < until; ) {
       await new Promise((resolve) => setTimeout(resolve, 50));
       rows = await readRows();
     }
@@ -174,7 +205,7 @@ describe("a lease lost and taken back by the same process", () => {
     while ((await env.execution(executionId))?.status !== "terminal" && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
     expect(await env.execution(executionId)).toMatchObject({ status: "terminal", outcome: "completed" });
     expect(await env.executions({ status: "recovery_required" })).toEqual([]);
-    expect((await env.recovery("support"))).toEqual([expect.objectContaining({ executionId, status: "continued" })]);
+    expect(await env.recovery("support")).toEqual([expect.objectContaining({ executionId, status: "continued" })]);
     // The tool batch was re-dispatched with its recorded call ids: same keys.
     expect(new Set(calls.map((call) => call.idempotencyKey)).size).toBe(2);
   }, 120_000);
@@ -208,7 +239,10 @@ describe("a lease lost and taken back by the same process", () => {
     // (inside its tool), and answers once it has ended here: a loaded
     // machine orders the two connections' answers so.
     const read = store.unfinishedExecutions.bind(store);
-    const ended = run.result.then(() => undefined, () => undefined);
+    const ended = run.result.then(
+      () => undefined,
+      () => undefined,
+    );
     let reads = 0;
     store.unfinishedExecutions = async () => {
       const rows = await read();

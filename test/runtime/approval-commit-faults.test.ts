@@ -15,9 +15,9 @@ import type { ExecutionStore } from "../../host/store/store.js";
 import { faultyStore } from "./faulty-store.js";
 import { openEnvironment, scriptedModel, temporaryStorePath, turnOf, waitFor } from "./helpers.js";
 
-const refundModel = scriptedModel(({ messages }) => turnOf(messages) === 0
-  ? { toolCalls: [{ toolName: "refund", input: { orderId: "42" } }] }
-  : { text: "Refunded." });
+const refundModel = scriptedModel(({ messages }) =>
+  turnOf(messages) === 0 ? { toolCalls: [{ toolName: "refund", input: { orderId: "42" } }] } : { text: "Refunded." },
+);
 
 function refundTool(refunds: string[]) {
   return tool({
@@ -81,7 +81,11 @@ describe("a decision sent again after its approval commit failed", () => {
     const env = await openEnvironment({ store: await unknownOutcomeStore(await temporaryStorePath(), true, false) });
     const refunds: string[] = [];
     const { agent, original, executionId, approvalId } = await suspended(env, refunds);
-    await expect(agent.resume(executionId, { approvalId, approved: true }).result).resolves.toMatchObject({ executionId, outcome: "completed", output: "Refunded." });
+    await expect(agent.resume(executionId, { approvalId, approved: true }).result).resolves.toMatchObject({
+      executionId,
+      outcome: "completed",
+      output: "Refunded.",
+    });
     await expect(original.result).resolves.toMatchObject({ outcome: "completed" });
     expect(refunds).toEqual([`${executionId}:call-0-0`]);
     await env.close();
@@ -104,7 +108,10 @@ describe("a decision sent again after its approval commit failed", () => {
     const { agent, executionId, approvalId } = await suspended(env, refunds);
     await expect(agent.resume(executionId, { approvalId, approved: true }).result).rejects.toMatchObject({ executionId });
     const again = agent.resume(executionId, { approvalId, approved: true }).result;
-    const refusal = await again.then(() => undefined, (error: unknown) => error as { code?: string; details?: { mismatch?: string } });
+    const refusal = await again.then(
+      () => undefined,
+      (error: unknown) => error as { code?: string; details?: { mismatch?: string } },
+    );
     expect(refusal?.code).toBe("APPROVAL_MISMATCH");
     // Refused from the row: still running on the decision, or already ended from it.
     expect(["already_decided", "execution_ended"]).toContain(refusal?.details?.mismatch);

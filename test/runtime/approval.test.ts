@@ -43,7 +43,6 @@ async function suspended(env: Environment, refunds: string[], events: ExecutionE
   return { agent, original, executionId, approvalId: approval.request.approvalId, approval };
 }
 
-
 describe("approval", () => {
   it("suspends durably, lists the pending approval, and an approval runs the tool and completes every waiter", async () => {
     const env = await openEnvironment();
@@ -139,8 +138,16 @@ describe("approval", () => {
   it("asks every tool call with approvalPolicy always, none with never", async () => {
     const env = await openEnvironment();
     const calls: string[] = [];
-    const lookup = tool({ inputSchema: z.object({ orderId: z.string() }), execute: ({ orderId }) => { calls.push(orderId); return "ok"; } });
-    const model = scriptedModel(({ messages }) => messages.at(-1)?.role === "tool" ? { text: "done" } : { toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] });
+    const lookup = tool({
+      inputSchema: z.object({ orderId: z.string() }),
+      execute: ({ orderId }) => {
+        calls.push(orderId);
+        return "ok";
+      },
+    });
+    const model = scriptedModel(({ messages }) =>
+      messages.at(-1)?.role === "tool" ? { text: "done" } : { toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] },
+    );
     const always = env.agent({ id: "always", model, tools: { lookup } });
     const run = always.start("go", { approvalPolicy: "always" });
     const executionId = await run.executionId;

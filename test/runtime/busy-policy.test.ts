@@ -9,7 +9,19 @@ import { z } from "zod";
 import { AgentBusyError, CancellationError, InvalidInputError, Phronomy, QueueFullError, tool } from "../../host/index.js";
 import { SqliteStore } from "../../host/store/sqlite-store.js";
 import type { StoreOperation } from "../../host/store/records.js";
-import { agentRunModel, approvalRefundTool, deferred, lookupTool, openEnvironment, recordingLogger, scriptedModel, temporaryStorePath, turnOf, waitFor, type RecordedCall } from "./helpers.js";
+import {
+  agentRunModel,
+  approvalRefundTool,
+  deferred,
+  lookupTool,
+  openEnvironment,
+  recordingLogger,
+  scriptedModel,
+  temporaryStorePath,
+  turnOf,
+  waitFor,
+  type RecordedCall,
+} from "./helpers.js";
 
 /** Answers each message with the text it was sent, after one lookup. */
 function echoModel() {
@@ -31,7 +43,7 @@ function storeHoldingAPreparation(store: SqliteStore, holds: (operation: StoreOp
     get(target, property, receiver) {
       if (property === "run") {
         return async (operation: StoreOperation) => {
-          if (operation.type === "prepareExecution" && !held && await holds(operation)) {
+          if (operation.type === "prepareExecution" && !held && (await holds(operation))) {
             held = true;
             preparing.resolve(operation.executionId);
             await gate.promise;
@@ -49,7 +61,9 @@ function storeHoldingAPreparation(store: SqliteStore, holds: (operation: StoreOp
 describe("onBusy validation", () => {
   it("refuses an unknown policy or queue limit with InvalidInputError naming it", async () => {
     const env = await openEnvironment();
-    expect(() => env.agent({ id: "a", model: agentRunModel(), onBusy: "queue" as never })).toThrow(/"onBusy" must be "reject", "enqueue" or "interrupt", got "queue"/);
+    expect(() => env.agent({ id: "a", model: agentRunModel(), onBusy: "queue" as never })).toThrow(
+      /"onBusy" must be "reject", "enqueue" or "interrupt", got "queue"/,
+    );
     expect(() => env.agent({ id: "b", model: agentRunModel(), queueLimit: 0 })).toThrow(/"queueLimit" must be an integer from 1 to 10000/);
     const agent = env.agent({ id: "c", model: agentRunModel() });
     const run = agent.start("hi", { onBusy: "later" as never });
@@ -64,7 +78,9 @@ describe("onBusy: enqueue", () => {
     const gate = deferred();
     const calls: RecordedCall[] = [];
     const agent = env.agent({
-      id: "chat", model: echoModel(), onBusy: "enqueue",
+      id: "chat",
+      model: echoModel(),
+      onBusy: "enqueue",
       tools: { lookup: lookupTool({ calls, gate: gate.promise }) },
     });
     const first = agent.start("m0");
@@ -128,7 +144,10 @@ describe("onBusy: enqueue", () => {
     await expect(byId.result).rejects.toMatchObject({ code: "CANCELLED", details: { whileQueued: true, reason: "the user took it back" } });
     await expect(bySignal.result).rejects.toBeInstanceOf(CancellationError);
     // Cancelled while queued: terminal failed CANCELLED, never prepared.
-    const row = await waitFor(async () => { const found = await env.execution(idTwo!); return found?.status === "terminal" ? found : undefined; });
+    const row = await waitFor(async () => {
+      const found = await env.execution(idTwo!);
+      return found?.status === "terminal" ? found : undefined;
+    });
     expect(row).toMatchObject({ outcome: "failed", error: { code: "CANCELLED" } });
     expect((await env.timeline(idOne!)).map((step) => step.kind)).toEqual(["queued", "terminal"]);
     expect(await env.queues.cancelQueued(idOne!)).toBe(false);
@@ -176,7 +195,10 @@ describe("onBusy: enqueue", () => {
     const agent = env.agent({ id: "approvals", model, onBusy: "enqueue", tools: { refund: approvalRefundTool(refunds) } });
     const first = agent.start("refund");
     const executionId = await first.executionId;
-    const [pending] = await waitFor(async () => { const found = await env.pendingApprovals(); return found.length > 0 ? found : undefined; });
+    const [pending] = await waitFor(async () => {
+      const found = await env.pendingApprovals();
+      return found.length > 0 ? found : undefined;
+    });
     const later = agent.start("thanks");
     const laterId = await later.executionId;
     // Still queued behind the suspension.
@@ -270,9 +292,15 @@ describe("onBusy: enqueue", () => {
     try {
       // Not defined here: listed as queued, waiting for the agent.
       const report = await second.recover();
-      expect(report).toEqual(ids.map((executionId, index) => ({
-        executionId, agentId: "listed", phase: "queued", status: "queued", reason: `queued (position ${index + 1}); define its agent in this environment to run it`,
-      })));
+      expect(report).toEqual(
+        ids.map((executionId, index) => ({
+          executionId,
+          agentId: "listed",
+          phase: "queued",
+          status: "queued",
+          reason: `queued (position ${index + 1}); define its agent in this environment to run it`,
+        })),
+      );
     } finally {
       await second.close();
     }
@@ -364,7 +392,10 @@ describe("onBusy: interrupt", () => {
     const agent = env.agent({ id: "interrupt-approval", model, onBusy: "interrupt", tools: { refund: approvalRefundTool(refunds) } });
     const first = agent.start("refund");
     const executionId = await first.executionId;
-    await waitFor(async () => { const found = await env.pendingApprovals(); return found.length > 0 ? found : undefined; });
+    await waitFor(async () => {
+      const found = await env.pendingApprovals();
+      return found.length > 0 ? found : undefined;
+    });
     const next = agent.start("never mind");
     await expect(next.result).resolves.toMatchObject({ output: "done: never mind" });
     const row = await env.execution(executionId);

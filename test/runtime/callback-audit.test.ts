@@ -15,10 +15,9 @@ import { z } from "zod";
 import { PhronomyError, tool, type Environment, type StartOptions, type ToolSet } from "../../host/index.js";
 import { openEnvironment, recordingLogger, scriptedModel } from "./helpers.js";
 
-
 /** Calls `probe` once, then answers the plain model from then on. */
 function callsToolOnce() {
-  return scriptedModel(({ turn }) => turn === 0 ? { toolCalls: [{ toolName: "probe", input: {} }] } : { text: "ok" });
+  return scriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ toolName: "probe", input: {} }] } : { text: "ok" }));
 }
 
 type Model = ReturnType<typeof callsToolOnce>;
@@ -53,14 +52,18 @@ beforeEach(() => {
   healed.broken = true;
 });
 
-const sync = (message: string, healthy: unknown = "fine") => (): unknown => {
-  if (healed.broken) throw new Error(message);
-  return healthy;
-};
-const rejecting = (message: string, healthy: unknown = "fine") => async (): Promise<unknown> => {
-  if (healed.broken) throw new Error(message);
-  return healthy;
-};
+const sync =
+  (message: string, healthy: unknown = "fine") =>
+  (): unknown => {
+    if (healed.broken) throw new Error(message);
+    return healthy;
+  };
+const rejecting =
+  (message: string, healthy: unknown = "fine") =>
+  async (): Promise<unknown> => {
+    if (healed.broken) throw new Error(message);
+    return healthy;
+  };
 function circular(): object {
   const value: { self?: unknown } = {};
   value.self = value;
@@ -68,10 +71,13 @@ function circular(): object {
 }
 
 /** Answers `value` while broken, else "fine". */
-const answering = (value: unknown) => (): unknown => healed.broken ? value : "fine";
+const answering = (value: unknown) => (): unknown => (healed.broken ? value : "fine");
 
 describe("a tool's functions that fail end the run", () => {
-  for (const [how, execute] of [["throws", sync("execute bug")], ["rejects", rejecting("execute bug")]] as const) {
+  for (const [how, execute] of [
+    ["throws", sync("execute bug")],
+    ["rejects", rejecting("execute bug")],
+  ] as const) {
     it(`execute ${how}: the model is told, the run completes (a tool error is an answer, as in the AI SDK)`, async () => {
       const env = await openEnvironment();
       const agent = env.agent({ id: `execute-${how}`, model: callsToolOnce(), tools: probeTool({ execute }) });
@@ -80,7 +86,10 @@ describe("a tool's functions that fail end the run", () => {
     });
   }
 
-  for (const [how, needsApproval] of [["throws", sync("approval predicate bug", false)], ["rejects", rejecting("approval predicate bug", false)]] as const) {
+  for (const [how, needsApproval] of [
+    ["throws", sync("approval predicate bug", false)],
+    ["rejects", rejecting("approval predicate bug", false)],
+  ] as const) {
     it(`needsApproval ${how}`, async () => {
       const env = await openEnvironment();
       const failure = await failsAndFrees(env, `needs-${how}`, { model: callsToolOnce(), tools: probeTool({ needsApproval: needsApproval as never }) });
@@ -119,11 +128,14 @@ describe("a tool's functions that fail end the run", () => {
 });
 
 describe("a model that fails ends the run", () => {
-  for (const [how, failing] of [["throws synchronously", sync("provider bug")], ["rejects", rejecting("provider bug")]] as const) {
+  for (const [how, failing] of [
+    ["throws synchronously", sync("provider bug")],
+    ["rejects", rejecting("provider bug")],
+  ] as const) {
     it(`doGenerate ${how}`, async () => {
       const env = await openEnvironment();
       const base = scriptedModel(() => ({ text: "fine" }));
-      const doGenerate = (options: never) => healed.broken ? failing() : base.doGenerate(options);
+      const doGenerate = (options: never) => (healed.broken ? failing() : base.doGenerate(options));
       const { specificationVersion, provider, modelId, supportedUrls } = base;
       const model = { specificationVersion, provider, modelId, supportedUrls, doGenerate, doStream: base.doStream };
       const failure = await failsAndFrees(env, `model-${how.split(" ")[0]}`, { model, start: {} });
@@ -133,7 +145,10 @@ describe("a model that fails ends the run", () => {
 });
 
 describe("an approval listener that fails is reported", () => {
-  for (const [how, approvalListener] of [["throws", sync("notify bug")], ["rejects", rejecting("notify bug")]] as const) {
+  for (const [how, approvalListener] of [
+    ["throws", sync("notify bug")],
+    ["rejects", rejecting("notify bug")],
+  ] as const) {
     it(`approvalListener ${how}: the run suspends as asked`, async () => {
       const logger = recordingLogger();
       const env = await openEnvironment({ logger });

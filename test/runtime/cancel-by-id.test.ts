@@ -34,7 +34,14 @@ describe("env.cancel in the owning process", () => {
     await started.promise;
     const cancelled = env.cancel(executionId, { reason: "the customer hung up" });
     let settled = false;
-    void cancelled.then(() => { settled = true; }, () => { settled = true; });
+    void cancelled.then(
+      () => {
+        settled = true;
+      },
+      () => {
+        settled = true;
+      },
+    );
     // The cancel waits for the tool in flight (quiescent terminal): while it
     // runs, the row is still active and the cancel unsettled.
     expect(await env.execution(executionId)).toMatchObject({ status: "active", phase: "dispatching_tools" });
@@ -45,7 +52,11 @@ describe("env.cancel in the owning process", () => {
     expect(result.error?.message).toContain("the customer hung up");
     expect(finished).toEqual(["42"]);
     await expect(run.result).rejects.toBeInstanceOf(CancellationError);
-    expect(await env.execution(executionId)).toMatchObject({ status: "terminal", outcome: "failed", error: { code: "CANCELLED", details: { reason: "the customer hung up" } } });
+    expect(await env.execution(executionId)).toMatchObject({
+      status: "terminal",
+      outcome: "failed",
+      error: { code: "CANCELLED", details: { reason: "the customer hung up" } },
+    });
     // The agent admits again.
     await expect(agent.start("And order 43?").result).resolves.toMatchObject({ outcome: "completed" });
   });
@@ -53,7 +64,7 @@ describe("env.cancel in the owning process", () => {
   it("cancels a suspended execution at once: terminal cancelled, its waiters settled, the approval never runs", async () => {
     const env = await openEnvironment();
     const refunds: string[] = [];
-    const model = scriptedModel(({ turn }) => turn === 0 ? { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] } : { text: "done" });
+    const model = scriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] } : { text: "done" }));
     const agent = env.agent({ id: "support", model, tools: { refund: approvalRefundTool(refunds) } });
     const run = agent.start("Refund order 42");
     const executionId = await run.executionId;
@@ -65,7 +76,9 @@ describe("env.cancel in the owning process", () => {
     const row = await env.execution(executionId);
     expect(row).toMatchObject({ status: "terminal", outcome: "failed", error: { code: "CANCELLED" } });
     expect((await env.timeline(executionId)).map((step) => step.kind).slice(-2)).toEqual(["note", "terminal"]);
-    await expect(agent.resume(executionId, { approvalId: pending.request.approvalId, approved: true }).result).rejects.toMatchObject({ code: "APPROVAL_MISMATCH" });
+    await expect(agent.resume(executionId, { approvalId: pending.request.approvalId, approved: true }).result).rejects.toMatchObject({
+      code: "APPROVAL_MISMATCH",
+    });
     expect(refunds).toEqual([]);
     await expect(agent.start("Refund order 43").executionId).resolves.toBeTypeOf("string");
   });

@@ -35,7 +35,7 @@ describe("env.cancel from a SQLite visitor beside the owner", () => {
     try {
       const cancelled = visitor.cancel(executionId, { reason: "from the dashboard" });
       // The owner picks the filed cancel up and cancels the session.
-      await waitFor(async () => owner.coordinator.entryById(executionId)?.session?.finished ? true : undefined);
+      await waitFor(async () => (owner.coordinator.entryById(executionId)?.session?.finished ? true : undefined));
       release.resolve();
       const result = await cancelled;
       expect(result).toMatchObject({ executionId, agentId: "support", outcome: "cancelled", error: { code: "CANCELLED" } });
@@ -51,11 +51,11 @@ describe("env.cancel from a SQLite visitor beside the owner", () => {
 
   it("cancels a suspended execution of the owner", async () => {
     const owner = await openEnvironment();
-    const model = scriptedModel(({ turn }) => turn === 0 ? { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] } : { text: "done" });
+    const model = scriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] } : { text: "done" }));
     const refunds: string[] = [];
     const run = owner.agent({ id: "support", model, tools: { refund: approvalRefundTool(refunds) } }).start("Refund order 42");
     const executionId = await run.executionId;
-    await waitFor(async () => (await owner.pendingApprovals()).length > 0 ? true : undefined);
+    await waitFor(async () => ((await owner.pendingApprovals()).length > 0 ? true : undefined));
     const visitor = await visitorOf(owner);
     try {
       await expect(visitor.cancel(executionId)).resolves.toMatchObject({ executionId, outcome: "cancelled" });

@@ -8,7 +8,18 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { CancellationError, Phronomy, tool, type Environment } from "../../host/index.js";
-import { approvalRefundTool, deferred, lookupTool, openEnvironment, recordingLogger, scriptedModel, temporaryStorePath, turnOf, waitFor, type RecordedCall } from "./helpers.js";
+import {
+  approvalRefundTool,
+  deferred,
+  lookupTool,
+  openEnvironment,
+  recordingLogger,
+  scriptedModel,
+  temporaryStorePath,
+  turnOf,
+  waitFor,
+  type RecordedCall,
+} from "./helpers.js";
 
 /** model → lookup → "echo: <input>". */
 function echoModel() {
@@ -145,8 +156,12 @@ describe("conversations with onBusy: interrupt", () => {
 describe("retention of a named definition", () => {
   it("its conversations keep the environment's retention: a retention of its own is refused, a memory window past the kept journal too", async () => {
     const env = await openEnvironment({ retention: { journalRecordsKept: 50 } });
-    expect(() => env.agent({ name: "support", model: echoModel(), retention: { finishedMs: 60_000 } })).toThrow(/the definition named "support": "retention" applies to an agent defined by its id/);
-    expect(() => env.agent({ name: "support", model: echoModel(), memoryWindow: 51 })).toThrow(/the definition named "support": its memoryWindow \(51\) is more than the 50 journal records/);
+    expect(() => env.agent({ name: "support", model: echoModel(), retention: { finishedMs: 60_000 } })).toThrow(
+      /the definition named "support": "retention" applies to an agent defined by its id/,
+    );
+    expect(() => env.agent({ name: "support", model: echoModel(), memoryWindow: 51 })).toThrow(
+      /the definition named "support": its memoryWindow \(51\) is more than the 50 journal records/,
+    );
     const support = env.agent({ name: "support", model: echoModel(), tools: { lookup: lookupTool() } });
     await support.conversation("user-6").start("m0").result;
     // "Finished more than 0 ms ago": not in the same millisecond as the prune.
@@ -182,7 +197,11 @@ describe("cancel and retry by id on conversations of a named definition", () => 
     // The next process never used "user-4": the row names its definition.
     const next = await Phronomy.open({ store: path, logger: recordingLogger() });
     try {
-      await expect(next.retry(laterId).result).rejects.toMatchObject({ code: "RETRY_REFUSED", details: { reason: "agent_not_defined" }, message: expect.stringContaining(`definition "support"`) });
+      await expect(next.retry(laterId).result).rejects.toMatchObject({
+        code: "RETRY_REFUSED",
+        details: { reason: "agent_not_defined" },
+        message: expect.stringContaining(`definition "support"`),
+      });
       next.agent({ name: "support", model: flakyModel(failing), tools: { lookup: lookupTool({ calls }) } });
       await expect(next.retry(laterId).result).resolves.toMatchObject({ executionId: laterId, agentId: "user-4", outcome: "completed" });
       expect(calls, "each lookup ran once").toHaveLength(2);
@@ -207,7 +226,11 @@ describe("cancel and retry by id on conversations of a named definition", () => 
     const kept = chat.start("m2", { onBusy: "enqueue" });
     await kept.executionId;
 
-    await expect(env.cancel(queuedId, { reason: "the user took it back" })).resolves.toMatchObject({ executionId: queuedId, agentId: "user-5", outcome: "cancelled" });
+    await expect(env.cancel(queuedId, { reason: "the user took it back" })).resolves.toMatchObject({
+      executionId: queuedId,
+      agentId: "user-5",
+      outcome: "cancelled",
+    });
     await expect(queued.result).rejects.toBeInstanceOf(CancellationError);
     await waitFor(async () => (order.length > 0 ? true : undefined));
     const cancelling = env.cancel(runningId);

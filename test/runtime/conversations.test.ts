@@ -8,7 +8,15 @@ import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { AgentBusyError, AgentClosedError, InvalidInputError, Phronomy, type Environment } from "../../host/index.js";
 import {
-  agentRunModel, approvalRefundTool, deferred, lookupTool, openEnvironment, recordingLogger, scriptedModel, temporaryStorePath, waitFor,
+  agentRunModel,
+  approvalRefundTool,
+  deferred,
+  lookupTool,
+  openEnvironment,
+  recordingLogger,
+  scriptedModel,
+  temporaryStorePath,
+  waitFor,
 } from "./helpers.js";
 
 function storeCounts(path: string): { agents: string[]; executions: number } {
@@ -27,11 +35,12 @@ function idle(env: Environment): Promise<true> {
   return waitFor(async () => (env.conversations.liveCount === 0 ? true : undefined));
 }
 
-const refundModel = () => scriptedModel(({ messages }) => {
-  const lastUser = messages.map((message) => message.role).lastIndexOf("user");
-  const turn = messages.slice(lastUser + 1).filter((message) => message.role === "assistant").length;
-  return turn === 0 ? { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] } : { text: "Refunded." };
-});
+const refundModel = () =>
+  scriptedModel(({ messages }) => {
+    const lastUser = messages.map((message) => message.role).lastIndexOf("user");
+    const turn = messages.slice(lastUser + 1).filter((message) => message.role === "assistant").length;
+    return turn === 0 ? { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] } : { text: "Refunded." };
+  });
 
 describe("conversations", () => {
   it("100,000 conversations defined in one process: nothing written for the idle ones, 200 started on 16 core slots", async () => {
@@ -143,20 +152,28 @@ describe("conversations", () => {
     const again = env.agent({ name: "support", model: refundModel(), tools: { refund: approvalRefundTool(refunds) } });
     const report = await again.recovery();
     expect(report.map((item) => [item.agentId, item.executionId, item.status]).sort()).toEqual(
-      [["user-1", ids[0], "suspended"], ["user-2", ids[1], "suspended"], ["user-3", ids[2], "suspended"]].sort(),
+      [
+        ["user-1", ids[0], "suspended"],
+        ["user-2", ids[1], "suspended"],
+        ["user-3", ids[2], "suspended"],
+      ].sort(),
     );
     // "billing" is not defined here yet: its execution waits for it.
     expect((await env.recover()).filter((item) => item.executionId === billed)).toEqual([
       expect.objectContaining({ status: "waiting_for_agent", reason: expect.stringContaining(`the definition named "billing"`) }),
     ]);
     const approvals = await env.pendingApprovals();
-    const decided = await again.conversation("user-2").resume(ids[1]!, { approvalId: approvals.find((item) => item.executionId === ids[1])!.request.approvalId, approved: true }).result;
+    const decided = await again
+      .conversation("user-2")
+      .resume(ids[1]!, { approvalId: approvals.find((item) => item.executionId === ids[1])!.request.approvalId, approved: true }).result;
     expect(decided).toMatchObject({ outcome: "completed", output: "Refunded." });
 
     const later = env.agent({ name: "billing", model: refundModel(), tools: { refund: approvalRefundTool(refunds) } });
     expect((await later.recovery()).map((item) => [item.agentId, item.status])).toEqual([["account-9", "suspended"]]);
     const pending = (await env.pendingApprovals()).find((item) => item.executionId === billed)!;
-    await expect(later.conversation("account-9").resume(billed, { approvalId: pending.request.approvalId, approved: false }).result).resolves.toMatchObject({ outcome: "completed" });
+    await expect(later.conversation("account-9").resume(billed, { approvalId: pending.request.approvalId, approved: false }).result).resolves.toMatchObject({
+      outcome: "completed",
+    });
     expect(refunds).toHaveLength(1);
   });
 

@@ -13,7 +13,15 @@ import { MessageKind as M } from "../../assembly/abi.js";
 import type { CoreExports } from "../../host/core/core-exports.js";
 import { CoreFailureError, Phronomy, type Environment } from "../../host/index.js";
 import {
-  agentRunModel, approvalRefundTool, deferred, lookupTool, recordingLogger, scriptedModel, temporaryStorePath, turnOf, waitFor,
+  agentRunModel,
+  approvalRefundTool,
+  deferred,
+  lookupTool,
+  recordingLogger,
+  scriptedModel,
+  temporaryStorePath,
+  turnOf,
+  waitFor,
   type RecordedCall,
 } from "./helpers.js";
 
@@ -43,17 +51,22 @@ function trapOnNext(environment: Environment, kind?: number): Promise<number> {
 }
 
 function defineAgents(environment: Environment, count: number, tool: ReturnType<typeof lookupTool>) {
-  return Array.from({ length: count }, (_, index) => environment.agent({
-    id: `support-${index}`, model: agentRunModel(), instructions: "You help customers with their orders.", tools: { lookup: tool },
-  }));
+  return Array.from({ length: count }, (_, index) =>
+    environment.agent({
+      id: `support-${index}`,
+      model: agentRunModel(),
+      instructions: "You help customers with their orders.",
+      tools: { lookup: tool },
+    }),
+  );
 }
 
 function refundAgent(environment: Environment, refunds: string[]) {
   return environment.agent({
     id: "support",
-    model: scriptedModel(({ messages }) => (turnOf(messages) === 0
-      ? { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] }
-      : { text: "Your refund of 30 is on its way." })),
+    model: scriptedModel(({ messages }) =>
+      turnOf(messages) === 0 ? { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] } : { text: "Your refund of 30 is on its way." },
+    ),
     tools: { refund: approvalRefundTool(refunds) },
   });
 }
@@ -78,7 +91,10 @@ describe("a trap in the control core at run time", () => {
     expect(await trapped).toBe(M.OperationSettled);
 
     for (const run of [...runs, ...observers]) {
-      const error = await run.result.then(() => undefined, (failure: unknown) => failure);
+      const error = await run.result.then(
+        () => undefined,
+        (failure: unknown) => failure,
+      );
       expect(error).toBeInstanceOf(CoreFailureError);
       expect(error).toMatchObject({ code: "CORE_FAILED", details: { messageKind: "OperationSettled", trap: "unreachable" } });
     }
@@ -97,12 +113,16 @@ describe("a trap in the control core at run time", () => {
     const reopened = await Phronomy.open({ store, logger: recordingLogger() });
     try {
       defineAgents(reopened, 3, lookupTool());
-      const results = await Promise.all(ids.map((id) => reopened.wait(id).result.catch(async (error: unknown) => {
-        // Recovered one at a time per agent: wait once recovery installed it.
-        if ((error as { code?: string }).code !== "EXECUTION_REHYDRATION_REQUIRED") throw error;
-        await reopened.recover();
-        return reopened.wait(id).result;
-      })));
+      const results = await Promise.all(
+        ids.map((id) =>
+          reopened.wait(id).result.catch(async (error: unknown) => {
+            // Recovered one at a time per agent: wait once recovery installed it.
+            if ((error as { code?: string }).code !== "EXECUTION_REHYDRATION_REQUIRED") throw error;
+            await reopened.recover();
+            return reopened.wait(id).result;
+          }),
+        ),
+      );
       expect(results.map((result) => result.output)).toEqual(ids.map(() => "Order 42 has shipped."));
       const rows = await Promise.all(ids.map((id) => reopened.execution(id)));
       expect(rows.map((row) => `${row?.status}/${row?.outcome}`)).toEqual(ids.map(() => "terminal/completed"));

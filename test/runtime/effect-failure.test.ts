@@ -15,15 +15,25 @@ import { lookupTool, recordingLogger, scriptedModel, temporaryStorePath } from "
 const failing = { prefix: "chat " };
 const span: Span = {
   spanContext: () => ({ traceId: "0".repeat(31) + "1", spanId: "0".repeat(15) + "1", traceFlags: 1 }),
-  setAttribute: () => span, setAttributes: () => span, addEvent: () => span, addLink: () => span, addLinks: () => span,
-  setStatus: () => span, updateName: () => span, end: () => undefined, isRecording: () => true, recordException: () => undefined,
+  setAttribute: () => span,
+  setAttributes: () => span,
+  addEvent: () => span,
+  addLink: () => span,
+  addLinks: () => span,
+  setStatus: () => span,
+  updateName: () => span,
+  end: () => undefined,
+  isRecording: () => true,
+  recordException: () => undefined,
 };
 const tracer: Tracer = {
   startSpan(name: string): Span {
     if (failing.prefix !== "" && name.startsWith(failing.prefix)) throw new Error(`tracer bug starting "${name}"`);
     return span;
   },
-  startActiveSpan: (() => { throw new Error("not used"); }) as Tracer["startActiveSpan"],
+  startActiveSpan: (() => {
+    throw new Error("not used");
+  }) as Tracer["startActiveSpan"],
 };
 const provider: TracerProvider = { getTracer: () => tracer };
 trace.setGlobalTracerProvider(provider);

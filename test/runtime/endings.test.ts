@@ -36,7 +36,12 @@ describe("cancellation and timeouts", () => {
     const agent = env.agent({ id: "support", model: agentRunModel(), tools: { lookup: stubbornTool(release.promise, settledAt) } });
     const controller = new AbortController();
     const started = deferred();
-    const run = agent.start("Where is order 42?", { signal: controller.signal, onEvent: (event) => { if (event.type === "tool_call_started") started.resolve(); } });
+    const run = agent.start("Where is order 42?", {
+      signal: controller.signal,
+      onEvent: (event) => {
+        if (event.type === "tool_call_started") started.resolve();
+      },
+    });
     await started.promise;
     controller.abort();
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -94,7 +99,9 @@ describe("stale and duplicate results", () => {
           const { session, revision } = env.core.snapshot().executions[entry.slot]!;
           injected.push(env.coordinator.apply(M.ProviderDispatchReady, entry.slot, entry.generation, session, 1, CommitOutcome.Committed, 2));
           // A result from another session, at the current revision.
-          injected.push(env.coordinator.apply(M.ToolDispatchReady, entry.slot, entry.generation, session + 7, revision, CommitOutcome.Committed, revision + 1, 1));
+          injected.push(
+            env.coordinator.apply(M.ToolDispatchReady, entry.slot, entry.generation, session + 7, revision, CommitOutcome.Committed, revision + 1, 1),
+          );
         });
       },
     });
@@ -103,7 +110,9 @@ describe("stale and duplicate results", () => {
     expect(injected.slice(0, 2)).toEqual([ResultCode.RevisionMustMatch, ResultCode.SessionMustMatch]);
     // The terminal result delivered twice: the slot is released, so the
     // second is refused for its generation.
-    const late = await new Promise<number>((resolve) => env.loop.post(() => resolve(env.coordinator.apply(M.TerminalCommitReady, executionSlot, 1, 1, 6, OutcomeType.Completed, 7))));
+    const late = await new Promise<number>((resolve) =>
+      env.loop.post(() => resolve(env.coordinator.apply(M.TerminalCommitReady, executionSlot, 1, 1, 6, OutcomeType.Completed, 7))),
+    );
     expect(late).toBe(ResultCode.ExecutionSlotUnknown);
     expect((await env.execution(result.executionId))?.revision).toBe(7);
   });
@@ -117,8 +126,10 @@ describe("a store operation failing at each barrier", () => {
     cases.push({ plan: { operation: "prepareExecution", occurrence: 1, fault }, code: fault === "refused" ? "OFFLOAD_FULL" : "STORE", recovery: false });
     // The first provider barrier is written with the preparation (decision
     // 0014): the two after the tool batches are operations of their own.
-    for (const occurrence of [1, 2]) cases.push({ plan: { operation: "providerBarrier", occurrence, fault }, code: fault === "refused" ? "OFFLOAD_FULL" : "STORE", recovery: false });
-    for (const occurrence of [1, 2]) cases.push({ plan: { operation: "toolBarrier", occurrence, fault }, code: fault === "refused" ? "OFFLOAD_FULL" : "STORE", recovery: false });
+    for (const occurrence of [1, 2])
+      cases.push({ plan: { operation: "providerBarrier", occurrence, fault }, code: fault === "refused" ? "OFFLOAD_FULL" : "STORE", recovery: false });
+    for (const occurrence of [1, 2])
+      cases.push({ plan: { operation: "toolBarrier", occurrence, fault }, code: fault === "refused" ? "OFFLOAD_FULL" : "STORE", recovery: false });
     cases.push({ plan: { operation: "terminalCommit", occurrence: 1, fault }, code: "EXECUTION_REHYDRATION_REQUIRED", recovery: true });
   }
   for (const operation of ["providerBarrier", "toolBarrier", "terminalCommit"] as const) {
@@ -228,16 +239,30 @@ describe("suspended for approval", () => {
     const agent = env.agent({ id: "support", model: scriptedModel([{ toolCalls: [{ toolName: "refund", input: { amount: 30 } }] }]), tools: { refund } });
     const approvals: unknown[] = [];
     const events: string[] = [];
-    const run = agent.start("refund me", { onEvent: (event) => events.push(event.type), approvalListener: (request) => { approvals.push(request); } });
+    const run = agent.start("refund me", {
+      onEvent: (event) => events.push(event.type),
+      approvalListener: (request) => {
+        approvals.push(request);
+      },
+    });
     const executionId = await run.executionId;
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(events).toContain("approval_required");
-    expect(approvals).toEqual([expect.objectContaining({ executionId, agentId: "support", toolCalls: [expect.objectContaining({ toolName: "refund", input: { amount: 30 } })] })]);
+    expect(approvals).toEqual([
+      expect.objectContaining({ executionId, agentId: "support", toolCalls: [expect.objectContaining({ toolName: "refund", input: { amount: 30 } })] }),
+    ]);
     const row = await env.execution(executionId);
     expect(row).toMatchObject({ status: "suspended", phase: "suspended", outcome: "suspended" });
     expect(row?.approvalRequest).toMatchObject({ executionId, toolCalls: [{ toolName: "refund" }] });
     let settled = false;
-    run.result.then(() => { settled = true; }, () => { settled = true; });
+    run.result.then(
+      () => {
+        settled = true;
+      },
+      () => {
+        settled = true;
+      },
+    );
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(settled).toBe(false);
     await expect(agent.start("another").result).rejects.toMatchObject({ code: "AGENT_BUSY" });

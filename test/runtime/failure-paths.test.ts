@@ -51,7 +51,9 @@ describe("a guardrail that throws fails its run", () => {
     const agent = env.agent({ id: "guarded-queue", model: agentRunModel(), onBusy: "enqueue", tools: { lookup: lookupTool({ gate: gate.promise }) } });
     const m0 = agent.start("m0");
     await m0.executionId;
-    const throwing: Guardrail = () => { throw new Error("guardrail bug"); };
+    const throwing: Guardrail = () => {
+      throw new Error("guardrail bug");
+    };
     const m1 = agent.start("m1", { inputGuardrail: throwing });
     const m2 = agent.start("m2");
     gate.resolve();
@@ -96,7 +98,10 @@ describe("a guardrail that throws fails its run", () => {
     };
     const definition = { id: "guarded-out", model, outputGuardrail };
     const env = await Phronomy.open({ store, logger });
-    const failure = await env.agent(definition).start("tell me").result.catch((error: unknown) => error);
+    const failure = await env
+      .agent(definition)
+      .start("tell me")
+      .result.catch((error: unknown) => error);
     expect(failure).toMatchObject({ code: "OUTPUT_BLOCKED", agentId: "guarded-out", details: { guardrailFailed: true } });
     expect((failure as Error).message).toMatch(/output guardrail .* threw.*output guardrail bug/);
     const executionId = await onlyExecutionOf(env, "guarded-out");
@@ -141,10 +146,15 @@ describe("an async listener that rejects is a listener that threw", () => {
     const blocked = env.agent({ id: "async-error", model: scriptedModel(() => ({ text: "x" })), outputGuardrail: () => ({ action: "block", reason: "no" }) });
     await expect(blocked.start("hi", { onEvent: rejecting }).result).rejects.toMatchObject({ code: "OUTPUT_BLOCKED" });
     const refund = tool({ inputSchema: z.object({}), needsApproval: true, execute: () => "refunded" });
-    const model = scriptedModel(({ turn }) => turn === 0 ? { toolCalls: [{ toolName: "refund", input: {} }] } : { text: "done" });
+    const model = scriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ toolName: "refund", input: {} }] } : { text: "done" }));
     const suspending = env.agent({ id: "async-approval", model, tools: { refund } });
     const events: string[] = [];
-    const run = suspending.start("refund", { onEvent: async (event) => { events.push(event.type); throw new Error("async listener bug"); } });
+    const run = suspending.start("refund", {
+      onEvent: async (event) => {
+        events.push(event.type);
+        throw new Error("async listener bug");
+      },
+    });
     for await (const event of run.events) if (event.type === "approval_required") break;
     await env.close();
     expect(events.at(-1)).toBe("approval_required");
@@ -167,7 +177,9 @@ describe("the terminal record", () => {
       if (event.type === "model_call_finished") throw new Error("async listener bug");
     };
     const second = await agent.start("two", { onEvent: rejecting }).result;
-    expect((await env.execution(second.executionId))?.metadata).toMatchObject({ callbackFailure: { eventType: "model_call_finished", message: "async listener bug" } });
+    expect((await env.execution(second.executionId))?.metadata).toMatchObject({
+      callbackFailure: { eventType: "model_call_finished", message: "async listener bug" },
+    });
     const third = await agent.start("three").result;
     expect((await env.execution(third.executionId))?.metadata).not.toHaveProperty("callbackFailure");
   });
@@ -184,12 +196,18 @@ describe("the terminal record", () => {
         return "done anyway";
       },
     });
-    const model = scriptedModel(({ turn }) => turn === 0 ? { toolCalls: [{ toolName: "stubborn", input: {} }] } : { text: "never" });
+    const model = scriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ toolName: "stubborn", input: {} }] } : { text: "never" }));
     const agent = env.agent({ id: "late-cancel", model, tools: { stubborn } });
     const controller = new AbortController();
     const run = agent.start("go", { timeoutMs: 1_000, signal: controller.signal });
     // The session timed out while its tool ran: its terminal waits for the tool.
-    const toolAborted = await Promise.race([aborted.promise.then(() => true), run.result.then(() => false, () => false)]);
+    const toolAborted = await Promise.race([
+      aborted.promise.then(() => true),
+      run.result.then(
+        () => false,
+        () => false,
+      ),
+    ]);
     expect(toolAborted).toBe(true);
     controller.abort();
     gate.resolve();

@@ -29,9 +29,10 @@ export async function faultyStore(path: string, plan: FaultPlan): Promise<Execut
         injected += 1;
         if (plan.fault === "refused") throw new OffloadFullError(0);
         if (plan.fault === "refused_lost_race") throw new ExecutionRehydrationRequiredError(`injected lost race refusing ${operation.type} at submission`);
-        const error = plan.fault === "lost_race"
-          ? new ExecutionRehydrationRequiredError(`injected lost race on ${operation.type}`)
-          : new StoreError(`injected store failure on ${operation.type}`);
+        const error =
+          plan.fault === "lost_race"
+            ? new ExecutionRehydrationRequiredError(`injected lost race on ${operation.type}`)
+            : new StoreError(`injected store failure on ${operation.type}`);
         return Promise.reject(error);
       }
     }
@@ -71,9 +72,12 @@ export interface FaultSwitch {
  * `faults.on` is set (a fault episode), as `faults.fault` says. */
 export async function switchedFaultStore(path: string, faults: FaultSwitch): Promise<ExecutionStore> {
   const store = await SqliteStore.open(path);
-  const failure = (what: string): StoreError => new StoreError(faults.fault === "nothing_written"
-    ? `injected: database or disk is full (SQLITE_FULL) during ${what}`
-    : `injected: the connection was lost during ${what} and could not read back whether it committed`);
+  const failure = (what: string): StoreError =>
+    new StoreError(
+      faults.fault === "nothing_written"
+        ? `injected: database or disk is full (SQLITE_FULL) during ${what}`
+        : `injected: the connection was lost during ${what} and could not read back whether it committed`,
+    );
   const run = async <O extends StoreOperation>(operation: O): Promise<StoreResult<O>> => {
     if (!faults.on || !faults.operations.has(operation.type)) return store.run(operation);
     faults.injected += 1;
@@ -86,9 +90,10 @@ export async function switchedFaultStore(path: string, faults: FaultSwitch): Pro
       const value = Reflect.get(target, property, receiver);
       if (typeof value !== "function") return value;
       if (typeof property === "string" && READS.has(property)) {
-        return (...args: unknown[]) => faults.on && faults.fault === "outcome_unknown" && faults.injected > 0
-          ? Promise.reject(failure(`a read (${property})`))
-          : (value as (...parameters: unknown[]) => unknown).apply(target, args);
+        return (...args: unknown[]) =>
+          faults.on && faults.fault === "outcome_unknown" && faults.injected > 0
+            ? Promise.reject(failure(`a read (${property})`))
+            : (value as (...parameters: unknown[]) => unknown).apply(target, args);
       }
       return value.bind(target);
     },

@@ -3,9 +3,7 @@
 // limits, agent lifecycle, option validation, events and waiters.
 
 import { describe, expect, it } from "vitest";
-import {
-  AgentBusyError, AgentClosedError, InvalidInputError, PhronomyError, RuntimeShutdownError, handoff, type ExecutionEvent,
-} from "../../host/index.js";
+import { AgentBusyError, AgentClosedError, InvalidInputError, PhronomyError, RuntimeShutdownError, handoff, type ExecutionEvent } from "../../host/index.js";
 import { agentRunModel, deferred, lookupTool, openEnvironment, scriptedModel, turnOf, type RecordedCall } from "./helpers.js";
 
 describe("an agent run: model → tool → model → tool → model", () => {
@@ -21,8 +19,18 @@ describe("an agent run: model → tool → model → tool → model", () => {
     expect(calls.map((call) => call.idempotencyKey)).toEqual([`${executionId}:call-0-0`, `${executionId}:call-1-0`]);
     const timeline = await env.timeline(executionId);
     expect(timeline.map((step) => step.kind)).toEqual([
-      "input", "provider_barrier", "model_response", "tool_barrier", "tool_results", "provider_barrier",
-      "model_response", "tool_barrier", "tool_results", "provider_barrier", "model_response", "terminal",
+      "input",
+      "provider_barrier",
+      "model_response",
+      "tool_barrier",
+      "tool_results",
+      "provider_barrier",
+      "model_response",
+      "tool_barrier",
+      "tool_results",
+      "provider_barrier",
+      "model_response",
+      "terminal",
     ]);
     const row = await env.execution(executionId);
     expect(row).toMatchObject({ status: "terminal", outcome: "completed", output: "Order 42 has shipped." });
@@ -109,7 +117,11 @@ describe("what an invocation carries", () => {
     const env = await openEnvironment();
     const prompts: string[][] = [];
     const model = scriptedModel(({ messages }) => {
-      prompts.push(messages.map((message) => message.role === "user" ? `user:${message.content}` : message.role === "assistant" ? `assistant:${message.text}` : message.role));
+      prompts.push(
+        messages.map((message) =>
+          message.role === "user" ? `user:${message.content}` : message.role === "assistant" ? `assistant:${message.text}` : message.role,
+        ),
+      );
       return { text: `answer ${prompts.length}` };
     });
     const agent = env.agent({ id: "memory", model });
@@ -121,7 +133,10 @@ describe("what an invocation carries", () => {
   it("bounds the memory to the agent's window", async () => {
     const env = await openEnvironment();
     const prompts: number[] = [];
-    const model = scriptedModel(({ messages }) => { prompts.push(messages.length); return { text: "ok" }; });
+    const model = scriptedModel(({ messages }) => {
+      prompts.push(messages.length);
+      return { text: "ok" };
+    });
     const agent = env.agent({ id: "memory", model, memoryWindow: 2 });
     for (let index = 0; index < 4; index += 1) await agent.start(`message ${index}`).result;
     expect(prompts).toEqual([1, 3, 3, 3]);
@@ -130,18 +145,25 @@ describe("what an invocation carries", () => {
   it("blocks an input with the input guardrail: failed INPUT_BLOCKED, nothing sent to the model", async () => {
     const env = await openEnvironment();
     const model = scriptedModel([{ text: "never" }]);
-    const agent = env.agent({ id: "guarded", model, inputGuardrail: (text) => text.includes("secret") ? { action: "block", reason: "contains a secret" } : { action: "allow" } });
+    const agent = env.agent({
+      id: "guarded",
+      model,
+      inputGuardrail: (text) => (text.includes("secret") ? { action: "block", reason: "contains a secret" } : { action: "allow" }),
+    });
     const run = agent.start("my secret is 1234");
     await expect(run.result).rejects.toMatchObject({ code: "INPUT_BLOCKED" });
     expect(model.turnsServed).toBe(0);
-    const row = await env.execution(await run.executionId.catch(() => "") || (await env.executions({ agentId: "guarded" }))[0]!.executionId);
+    const row = await env.execution((await run.executionId.catch(() => "")) || (await env.executions({ agentId: "guarded" }))[0]!.executionId);
     expect(row).toMatchObject({ status: "terminal", outcome: "failed", error: { code: "INPUT_BLOCKED" } });
   });
 
   it("redacts an input: the filtered text is what is persisted and sent", async () => {
     const env = await openEnvironment();
     const sent: string[] = [];
-    const model = scriptedModel(({ messages }) => { sent.push(JSON.stringify(messages)); return { text: "ok" }; });
+    const model = scriptedModel(({ messages }) => {
+      sent.push(JSON.stringify(messages));
+      return { text: "ok" };
+    });
     const agent = env.agent({ id: "redacting", model, inputGuardrail: (text) => ({ action: "redact", text: text.replace(/\d{4}/g, "****") }) });
     const run = agent.start("card 1234");
     await run.result;
@@ -153,7 +175,11 @@ describe("what an invocation carries", () => {
 
   it("blocks an output with the output guardrail: failed OUTPUT_BLOCKED", async () => {
     const env = await openEnvironment();
-    const agent = env.agent({ id: "guarded", model: scriptedModel([{ text: "the password is hunter2" }]), outputGuardrail: (text) => text.includes("password") ? { action: "block", reason: "leaks a password" } : { action: "allow" } });
+    const agent = env.agent({
+      id: "guarded",
+      model: scriptedModel([{ text: "the password is hunter2" }]),
+      outputGuardrail: (text) => (text.includes("password") ? { action: "block", reason: "leaks a password" } : { action: "allow" }),
+    });
     await expect(agent.start("tell me").result).rejects.toMatchObject({ code: "OUTPUT_BLOCKED" });
   });
 
@@ -203,7 +229,12 @@ describe("handoff", () => {
       model: scriptedModel([{ toolCalls: [{ toolName: "toBilling", input: { reason: "a refund question" } }] }]),
       tools: { toBilling: handoff({ to: "billing", description: "Billing questions" }) },
     });
-    const billing = env.agent({ id: "billing", model: scriptedModel(({ messages }) => ({ text: `billing saw: ${messages.at(-1)?.role === "user" ? (messages.at(-1) as { content: string }).content : ""}` })) });
+    const billing = env.agent({
+      id: "billing",
+      model: scriptedModel(({ messages }) => ({
+        text: `billing saw: ${messages.at(-1)?.role === "user" ? (messages.at(-1) as { content: string }).content : ""}`,
+      })),
+    });
     const events: string[] = [];
     const result = await triage.start("I want my money back", { onEvent: (event) => events.push(event.type) }).result;
     expect(result.outcome).toBe("handed_off");

@@ -23,7 +23,10 @@ const rejecting = async (event: ExecutionEvent): Promise<void> => {
 };
 
 describe("a start following an execution already ended (same idempotency key)", () => {
-  for (const [how, onEvent] of [["throws", throwing], ["rejects", rejecting]] as const) {
+  for (const [how, onEvent] of [
+    ["throws", throwing],
+    ["rejects", rejecting],
+  ] as const) {
     it(`fail_task: a listener that ${how} on done fails the Run STREAM_CALLBACK`, async () => {
       const env = await openEnvironment({ callbackErrorPolicy: "fail_task" });
       const agent = env.agent({ id: `followed-${how}`, model: scriptedModel(() => ({ text: "ok" })) });

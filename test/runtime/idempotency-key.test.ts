@@ -19,7 +19,10 @@ describe("idempotencyKey", () => {
     expect(a).toMatchObject({ executionId, outcome: "completed" });
     expect(b).toMatchObject({ executionId, outcome: "completed" });
     expect(calls).toHaveLength(2);
-    await expect(conversation.start("Where is order 42?", { idempotencyKey: "request-1" }).result).resolves.toMatchObject({ executionId, outcome: "completed" });
+    await expect(conversation.start("Where is order 42?", { idempotencyKey: "request-1" }).result).resolves.toMatchObject({
+      executionId,
+      outcome: "completed",
+    });
     expect(calls).toHaveLength(2);
     const other = await conversation.start("And order 43?", { idempotencyKey: "request-2" }).result;
     expect(other.executionId).not.toBe(executionId);
@@ -29,7 +32,9 @@ describe("idempotencyKey", () => {
   it("a key sent again while its first start still runs (onBusy reject) follows it instead of being refused busy", async () => {
     const env = await openEnvironment();
     let release: () => void = () => undefined;
-    const gate = new Promise<void>((resolve) => { release = resolve; });
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
     const calls: RecordedCall[] = [];
     const support = env.agent({ id: "support", model: agentRunModel(), tools: { lookup: lookupTool({ calls, gate }) } });
     const first = support.start("Where is order 42?", { idempotencyKey: "k" });

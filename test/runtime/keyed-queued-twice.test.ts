@@ -16,10 +16,13 @@ it("a second keyed start while the first is queued follows it; the message runs 
   const store = await SqliteStore.open(join(await temporaryDirectory(), "agents.db"));
   const env = await Phronomy.open({ store, logger: { warn: () => undefined } });
   let release!: () => void;
-  const running = new Promise<void>((resolve) => { release = resolve; });
+  const running = new Promise<void>((resolve) => {
+    release = resolve;
+  });
   let calls = 0;
   const support = env.agent({
-    name: "support", instructions: "You help.",
+    name: "support",
+    instructions: "You help.",
     model: scriptedModel(async () => {
       calls += 1;
       if (calls === 1) await running;

@@ -14,7 +14,18 @@
 
 import { describe, expect, it } from "vitest";
 import { ApprovalRequiredError, handoff, Phronomy, StreamCallbackError, type Environment, type ExecutionEvent } from "../../host/index.js";
-import { agentRunModel, approvalRefundTool, deferred, lookupTool, openEnvironment, recordingLogger, scriptedModel, temporaryStorePath, turnOf, waitFor } from "./helpers.js";
+import {
+  agentRunModel,
+  approvalRefundTool,
+  deferred,
+  lookupTool,
+  openEnvironment,
+  recordingLogger,
+  scriptedModel,
+  temporaryStorePath,
+  turnOf,
+  waitFor,
+} from "./helpers.js";
 
 /** Asks to refund order 42 (needs approval) once `gate` opens, then answers. */
 function refundModel(gate?: Promise<void>) {
@@ -49,14 +60,25 @@ describe("env.wait on an execution that suspends for approval", () => {
     const executionId = await run.executionId;
     const observer = env.wait(executionId);
     gate.resolve();
-    const error = await observer.result.then(() => undefined, (caught: unknown) => caught);
+    const error = await observer.result.then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
     const request = await pendingApprovalOf(env, executionId);
     expect(error).toBeInstanceOf(ApprovalRequiredError);
-    expect(error).toMatchObject({ code: "APPROVAL_REQUIRED", executionId, agentId: "support", approvalId: request.approvalId, request: { approvalId: request.approvalId, toolCalls: [{ toolName: "refund" }] } });
+    expect(error).toMatchObject({
+      code: "APPROVAL_REQUIRED",
+      executionId,
+      agentId: "support",
+      approvalId: request.approvalId,
+      request: { approvalId: request.approvalId, toolCalls: [{ toolName: "refund" }] },
+    });
     expect((error as Error).message).toContain(request.approvalId);
     expect((error as Error).message).toContain("agent.resume");
     expect((error as Error).message).not.toContain("env.recover()");
-    expect((await collect(observer.events)).map((event) => event.type).at(-1), "an observer hears the progress, then approval_required").toBe("approval_required");
+    expect((await collect(observer.events)).map((event) => event.type).at(-1), "an observer hears the progress, then approval_required").toBe(
+      "approval_required",
+    );
     const resumed = agent.resume(executionId, { approvalId: request.approvalId, approved: true });
     await expect(resumed.result).resolves.toMatchObject({ outcome: "completed" });
     await expect(run.result).resolves.toMatchObject({ executionId, outcome: "completed" });
@@ -68,7 +90,10 @@ describe("env.wait on an execution that suspends for approval", () => {
     const agent = refundAgent(env);
     const executionId = await agent.start("Refund order 42").executionId;
     const request = await pendingApprovalOf(env, executionId);
-    const error = await env.wait(executionId).result.then(() => undefined, (caught: unknown) => caught);
+    const error = await env.wait(executionId).result.then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
     expect(error).toBeInstanceOf(ApprovalRequiredError);
     expect(error).toMatchObject({ code: "APPROVAL_REQUIRED", executionId, approvalId: request.approvalId });
     await expect(env.wait(executionId).executionId, "the execution exists: its id resolves").resolves.toBe(executionId);
@@ -79,7 +104,14 @@ describe("env.wait on an execution that suspends for approval", () => {
     const agent = refundAgent(env);
     const executionId = await agent.start("Refund order 42").executionId;
     const { approvalId } = await pendingApprovalOf(env, executionId);
-    const errors = await Promise.all(Array.from({ length: 5_000 }, () => env.wait(executionId).result.then(() => undefined, (caught: unknown) => caught)));
+    const errors = await Promise.all(
+      Array.from({ length: 5_000 }, () =>
+        env.wait(executionId).result.then(
+          () => undefined,
+          (caught: unknown) => caught,
+        ),
+      ),
+    );
     expect(new Set(errors.map((error) => (error as { code?: string }).code))).toEqual(new Set(["APPROVAL_REQUIRED"]));
     await expect(agent.resume(executionId, { approvalId, approved: true }).result).resolves.toMatchObject({ outcome: "completed" });
   });
@@ -93,7 +125,10 @@ describe("env.wait on an execution that suspends for approval", () => {
 
     const durableOnly = await Phronomy.open({ store: path, logger: recordingLogger(), recover: false });
     try {
-      const error = await durableOnly.wait(executionId).result.then(() => undefined, (caught: unknown) => caught);
+      const error = await durableOnly.wait(executionId).result.then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
       expect(error).toBeInstanceOf(ApprovalRequiredError);
       expect(error).toMatchObject({ code: "APPROVAL_REQUIRED", executionId, agentId: "support", approvalId: request.approvalId });
       expect((error as Error).message).not.toContain("env.recover()");
@@ -144,7 +179,11 @@ describe("callbackErrorPolicy fail_task", () => {
     const logger = recordingLogger();
     const env = await openEnvironment({ callbackErrorPolicy: "fail_task", logger });
     const agent = env.agent({ id: "support", model: agentRunModel(), tools: { lookup: lookupTool() } });
-    const run = agent.start("Where is order 42?", { onEvent: (event) => { if (event.type !== "done") throw new Error(`listener broke on ${event.type}`); } });
+    const run = agent.start("Where is order 42?", {
+      onEvent: (event) => {
+        if (event.type !== "done") throw new Error(`listener broke on ${event.type}`);
+      },
+    });
     await expect(run.result).resolves.toMatchObject({ outcome: "completed", output: "Order 42 has shipped." });
     expect(logger.warnings.some((warning) => warning.includes("listener broke on model_call_started"))).toBe(true);
     expect((await env.execution(await run.executionId))?.outcome).toBe("completed");
@@ -154,7 +193,11 @@ describe("callbackErrorPolicy fail_task", () => {
     const logger = recordingLogger();
     const env = await openEnvironment({ callbackErrorPolicy: "fail_task", logger });
     const agent = refundAgent(env);
-    const run = agent.start("Refund order 42", { onEvent: (event) => { if (event.type === "approval_required") throw new Error("no UI for approvals"); } });
+    const run = agent.start("Refund order 42", {
+      onEvent: (event) => {
+        if (event.type === "approval_required") throw new Error("no UI for approvals");
+      },
+    });
     const executionId = await run.executionId;
     const { approvalId } = await pendingApprovalOf(env, executionId);
     await expect(agent.resume(executionId, { approvalId, approved: true }).result).resolves.toMatchObject({ outcome: "completed" });
@@ -166,8 +209,15 @@ describe("callbackErrorPolicy fail_task", () => {
     const env = await openEnvironment({ callbackErrorPolicy: "fail_task" });
     const agent = env.agent({ id: "support", model: agentRunModel(), tools: { lookup: lookupTool() } });
     const broken = new Error("the UI went away");
-    const run = agent.start("Where is order 42?", { onEvent: (event) => { if (event.type === "done") throw broken; } });
-    const error = await run.result.then(() => undefined, (caught: unknown) => caught);
+    const run = agent.start("Where is order 42?", {
+      onEvent: (event) => {
+        if (event.type === "done") throw broken;
+      },
+    });
+    const error = await run.result.then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
     expect(error).toBeInstanceOf(StreamCallbackError);
     expect(error).toMatchObject({ code: "STREAM_CALLBACK", cause: broken, executionId: await run.executionId });
     expect((await env.execution(await run.executionId))?.outcome).toBe("completed");
@@ -180,12 +230,25 @@ describe("callbackErrorPolicy fail_task", () => {
       model: scriptedModel([{ toolCalls: [{ toolName: "toBilling", input: { reason: "a refund question" } }] }]),
       tools: { toBilling: handoff({ to: "billing" }) },
     });
-    const handedOff = triage.start("I want my money back", { onEvent: (event) => { if (event.type === "handoff") throw new Error("handoff UI broke"); } });
+    const handedOff = triage.start("I want my money back", {
+      onEvent: (event) => {
+        if (event.type === "handoff") throw new Error("handoff UI broke");
+      },
+    });
     await expect(handedOff.result).rejects.toMatchObject({ code: "STREAM_CALLBACK", cause: { message: "handoff UI broke" } });
     expect((await env.execution(await handedOff.executionId))?.outcome).toBe("handed_off");
 
-    const failing = env.agent({ id: "failing", model: scriptedModel(() => { throw new Error("provider down"); }) });
-    const failed = failing.start("hi", { onEvent: (event) => { if (event.type === "error") throw new Error("error UI broke"); } });
+    const failing = env.agent({
+      id: "failing",
+      model: scriptedModel(() => {
+        throw new Error("provider down");
+      }),
+    });
+    const failed = failing.start("hi", {
+      onEvent: (event) => {
+        if (event.type === "error") throw new Error("error UI broke");
+      },
+    });
     await expect(failed.result).rejects.toMatchObject({ code: "MODEL_FAILED" });
   });
 
@@ -193,7 +256,11 @@ describe("callbackErrorPolicy fail_task", () => {
     const logger = recordingLogger();
     const env = await openEnvironment({ logger });
     const agent = env.agent({ id: "support", model: agentRunModel(), tools: { lookup: lookupTool() } });
-    const run = agent.start("Where is order 42?", { onEvent: () => { throw new Error("every event breaks"); } });
+    const run = agent.start("Where is order 42?", {
+      onEvent: () => {
+        throw new Error("every event breaks");
+      },
+    });
     await expect(run.result).resolves.toMatchObject({ outcome: "completed" });
     expect(logger.warnings.some((warning) => warning.includes("every event breaks"))).toBe(true);
   });

@@ -39,18 +39,28 @@ async function heldHeadWithQueue(): Promise<Setup> {
   const toolCalled = deferred();
   const lookup = lookupTool({ gate: gate.promise.then(() => undefined) });
   const agent = env.agent({ id: "conversation", model, tools: { lookup }, onBusy: "enqueue" });
-  const firstRun = agent.start("first", { onEvent: (event) => { if (event.type === "tool_call_started") toolCalled.resolve(); } });
+  const firstRun = agent.start("first", {
+    onEvent: (event) => {
+      if (event.type === "tool_call_started") toolCalled.resolve();
+    },
+  });
   const firstId = await firstRun.executionId;
   await toolCalled.promise;
   const queuedRuns = QUEUED.map((input) => agent.start(input));
-  const queued = await Promise.all(queuedRuns.map(async (run) => ({
-    executionId: await run.executionId, result: run.result.catch((error: unknown) => error),
-  })));
+  const queued = await Promise.all(
+    queuedRuns.map(async (run) => ({
+      executionId: await run.executionId,
+      result: run.result.catch((error: unknown) => error),
+    })),
+  );
   // Disk full: the barrier after the tool and the terminal commit fail;
   // the first execution is held for recovery.
   faults.on = true;
   gate.resolve();
-  const firstOutcome = await firstRun.result.then(() => "completed", (error: { code?: string }) => error.code);
+  const firstOutcome = await firstRun.result.then(
+    () => "completed",
+    (error: { code?: string }) => error.code,
+  );
   expect(firstOutcome).toBe("EXECUTION_REHYDRATION_REQUIRED");
   expect(faults.injected).toBeGreaterThan(0);
   return { env, faults, calls, first: { executionId: firstId, result: env.wait(firstId).result }, queued };

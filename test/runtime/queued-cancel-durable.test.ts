@@ -24,7 +24,14 @@ function echoModel() {
  * has committed. */
 async function heldQueueStore(path: string) {
   const store = await SqliteStore.open(path);
-  const state = { cancelCommitted: false, cancelReached: deferred(), cancelGate: deferred(), enqueueGate: undefined as Promise<void> | undefined, enqueueAnswerGate: undefined as Promise<void> | undefined, enqueueReached: deferred() };
+  const state = {
+    cancelCommitted: false,
+    cancelReached: deferred(),
+    cancelGate: deferred(),
+    enqueueGate: undefined as Promise<void> | undefined,
+    enqueueAnswerGate: undefined as Promise<void> | undefined,
+    enqueueReached: deferred(),
+  };
   const proxy = new Proxy(store, {
     get(target, property, receiver) {
       if (property === "cancelQueued") {
@@ -103,10 +110,13 @@ describe("a queued message cancelled through its start's signal", () => {
     const kept = agent.start("m2");
     const [cancelledId] = await Promise.all([cancelled.executionId, kept.executionId]);
     let committedWhenRejected: boolean | undefined;
-    const rejected = cancelled.result.then(() => undefined, (error: unknown) => {
-      committedWhenRejected = failing.state.cancelCommitted;
-      return error;
-    });
+    const rejected = cancelled.result.then(
+      () => undefined,
+      (error: unknown) => {
+        committedWhenRejected = failing.state.cancelCommitted;
+        return error;
+      },
+    );
     controller.abort();
     // The first execution ends while the cancel is not written: the aborted
     // message must not be started, and the one behind it runs after it.
@@ -158,10 +168,13 @@ describe("a queued message cancelled through its start's signal", () => {
     const kept = agent.start("m2");
     const [cancelledId] = await Promise.all([cancelled.executionId, kept.executionId]);
     let committedWhenRejected: boolean | undefined;
-    const rejected = cancelled.result.then(() => undefined, (error: unknown) => {
-      committedWhenRejected = held.state.cancelCommitted;
-      return error;
-    });
+    const rejected = cancelled.result.then(
+      () => undefined,
+      (error: unknown) => {
+        committedWhenRejected = held.state.cancelCommitted;
+        return error;
+      },
+    );
     controller.abort();
     await held.state.cancelReached.promise;
     await settleRounds();
@@ -243,10 +256,13 @@ describe("a queued message cancelled through its start's signal", () => {
     const controller = new AbortController();
     const cancelled = agent.start("m1", { signal: controller.signal });
     let committedWhenRejected: boolean | undefined;
-    const rejected = cancelled.result.then(() => undefined, (error: unknown) => {
-      committedWhenRejected = held.state.cancelCommitted;
-      return error;
-    });
+    const rejected = cancelled.result.then(
+      () => undefined,
+      (error: unknown) => {
+        committedWhenRejected = held.state.cancelCommitted;
+        return error;
+      },
+    );
     await held.state.enqueueReached.promise;
     controller.abort();
     await settleRounds();

@@ -89,8 +89,12 @@ interface Fault {
 }
 
 const diskFull: Fault = {
-  begin: async (directory) => { await fillUp(directory); },
-  end: async (directory) => { await rm(join(directory, "filler")); },
+  begin: async (directory) => {
+    await fillUp(directory);
+  },
+  end: async (directory) => {
+    await rm(join(directory, "filler"));
+  },
 };
 
 /** The store's files made immutable (`chattr +i`): on ext4 even a file
@@ -99,8 +103,12 @@ const diskFull: Fault = {
  * (a busy tmpfs cannot be remounted read-only to show it). */
 const storeFiles = (directory: string): string[] => ["store.db", "store.db-wal"].map((name) => join(directory, name));
 const readOnly: Fault = {
-  begin: async (directory) => { execFileSync("chattr", ["+i", ...storeFiles(directory)], { stdio: "pipe" }); },
-  end: async (directory) => { execFileSync("chattr", ["-i", ...storeFiles(directory)], { stdio: "pipe" }); },
+  begin: async (directory) => {
+    execFileSync("chattr", ["+i", ...storeFiles(directory)], { stdio: "pipe" });
+  },
+  end: async (directory) => {
+    execFileSync("chattr", ["-i", ...storeFiles(directory)], { stdio: "pipe" });
+  },
 };
 
 async function episode(fault: Fault, directory: string): Promise<{ admitted: number; failedDuringFault: number }> {
@@ -128,7 +136,16 @@ async function episode(fault: Fault, directory: string): Promise<{ admitted: num
   // During the fault: every run settles, and new starts fail cleanly.
   const during = [...late.map((agent) => agent.start("And order 43?")), ...runs];
   const outcomes = await Promise.allSettled(during.map((run) => run.result));
-  const admitted = (await Promise.all(during.map((run) => run.executionId.then((id) => id, () => undefined)))).filter((id): id is string => id !== undefined);
+  const admitted = (
+    await Promise.all(
+      during.map((run) =>
+        run.executionId.then(
+          (id) => id,
+          () => undefined,
+        ),
+      ),
+    )
+  ).filter((id): id is string => id !== undefined);
   await fault.end(directory);
 
   await env.recover();

@@ -18,11 +18,18 @@ const repositoryRoot = fileURLToPath(new URL("../..", import.meta.url));
 /** Runs the child on `store` until it kills itself; the execution it left. */
 function crashedStart(store: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...childNodeFlags, "--import", "tsx", childScript, store], { cwd: repositoryRoot, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [...childNodeFlags, "--import", "tsx", childScript, store], {
+      cwd: repositoryRoot,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => { stdout += chunk; });
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => { stderr += chunk; });
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      stdout += chunk;
+    });
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      stderr += chunk;
+    });
     child.on("error", reject);
     child.on("close", (code, signal) => {
       if (signal !== "SIGKILL") return reject(new Error(`the child ended with code ${code} and signal ${signal}: ${stderr}`));
@@ -39,14 +46,20 @@ describe("an execution recovered after a restart", () => {
     const events: ExecutionEvent[] = [];
     const env = await Phronomy.open({ store, logger: recordingLogger() });
     try {
-      const agent = env.agent({ id: "support", model: scriptedModel(() => ({ text: answer })), onEvent: (event) => { events.push(event); } });
+      const agent = env.agent({
+        id: "support",
+        model: scriptedModel(() => ({ text: answer })),
+        onEvent: (event) => {
+          events.push(event);
+        },
+      });
       await agent.ready; // recovered, continuing
       await expect(env.wait(executionId).result).resolves.toMatchObject({ executionId, outcome: "completed", output: answer });
       expect(events.every((event) => event.executionId === executionId)).toBe(true);
       const types = events.map((event) => event.type);
       expect(types[0]).toBe("model_call_started");
       expect(types.at(-1)).toBe("done");
-      const deltas = events.flatMap((event) => event.type === "text_delta" ? [event.delta] : []);
+      const deltas = events.flatMap((event) => (event.type === "text_delta" ? [event.delta] : []));
       expect(deltas.length).toBeGreaterThan(1);
       expect(deltas.join("")).toBe(answer);
     } finally {

@@ -61,7 +61,10 @@ describe("a second resume while the first is committed", () => {
     const second = agent.resume(executionId, { approvalId, approved: false, reason: "the second reason", signal: controller.signal });
     controller.abort();
 
-    const refusal = await second.result.then(() => undefined, (error: unknown) => error);
+    const refusal = await second.result.then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(refusal).toBeInstanceOf(ApprovalMismatchError);
     expect(String((refusal as Error).message)).toContain(`a decision on execution ${executionId} is already being committed`);
     await expect(first.result).resolves.toMatchObject({ executionId, outcome: "completed", output: "Declined: the first reason" });
@@ -81,10 +84,19 @@ describe("a decision on a settled approval", () => {
     await expect(agent.resume(executionId, { approvalId, approved: true }).result).resolves.toMatchObject({ outcome: "completed" });
     const before = await env.execution(executionId);
 
-    const again = await agent.resume(executionId, { approvalId, approved: false, reason: "changed my mind" }).result.then(() => undefined, (error: unknown) => error);
+    const again = await agent.resume(executionId, { approvalId, approved: false, reason: "changed my mind" }).result.then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(again).toBeInstanceOf(ApprovalMismatchError);
-    expect(again).toMatchObject({ code: "APPROVAL_MISMATCH", executionId, details: { mismatch: "execution_ended", outcome: "completed", decision: { approved: true } } });
-    expect((again as Error).message).toMatch(new RegExp(`execution ${executionId} already ended with outcome completed \\(approval ${approvalId} was already approved\\)`));
+    expect(again).toMatchObject({
+      code: "APPROVAL_MISMATCH",
+      executionId,
+      details: { mismatch: "execution_ended", outcome: "completed", decision: { approved: true } },
+    });
+    expect((again as Error).message).toMatch(
+      new RegExp(`execution ${executionId} already ended with outcome completed \\(approval ${approvalId} was already approved\\)`),
+    );
     expect((again as Error).message).not.toContain("env.recover()");
     expect(await env.execution(executionId)).toEqual(before);
     expect(calls).toHaveLength(1);
@@ -100,7 +112,10 @@ describe("a decision on a settled approval", () => {
 
     const second = await openEnvironment({ store });
     const again = defineSupport(second, [], calls).resume(executionId, { approvalId, approved: true });
-    const error = await again.result.then(() => undefined, (failure: unknown) => failure);
+    const error = await again.result.then(
+      () => undefined,
+      (failure: unknown) => failure,
+    );
     expect(error).toBeInstanceOf(ApprovalMismatchError);
     expect(error).toMatchObject({ code: "APPROVAL_MISMATCH", details: { mismatch: "execution_ended", decision: { approved: false } } });
     expect((error as Error).message).toContain(`approval ${approvalId} was already declined`);
@@ -114,7 +129,10 @@ describe("a decision on a settled approval", () => {
     const run = agent.start("hi");
     const executionId = await run.executionId;
     await run.result;
-    const error = await agent.resume(executionId, { approvalId: "any", approved: true }).result.then(() => undefined, (failure: unknown) => failure);
+    const error = await agent.resume(executionId, { approvalId: "any", approved: true }).result.then(
+      () => undefined,
+      (failure: unknown) => failure,
+    );
     expect(error).toBeInstanceOf(ApprovalMismatchError);
     expect((error as Error).message).toContain(`execution ${executionId} already ended with outcome completed`);
   });
@@ -122,7 +140,10 @@ describe("a decision on a settled approval", () => {
   it("a resume with an unknown execution id: INVALID_INPUT naming the id", async () => {
     const env = await openEnvironment();
     const agent = defineSupport(env, [], []);
-    const error = await agent.resume("no-such-execution", { approvalId: "a", approved: true }).result.then(() => undefined, (failure: unknown) => failure);
+    const error = await agent.resume("no-such-execution", { approvalId: "a", approved: true }).result.then(
+      () => undefined,
+      (failure: unknown) => failure,
+    );
     expect(error).toBeInstanceOf(InvalidInputError);
     expect((error as Error).message).toContain("no execution no-such-execution in this store");
   });

@@ -27,7 +27,10 @@ async function finish(agents: readonly Agent[], count: number): Promise<void> {
   }
 }
 
-interface Pass { readonly removed: number; readonly batches: number[] }
+interface Pass {
+  readonly removed: number;
+  readonly batches: number[];
+}
 
 describe("the pruner keeps up with executions finishing (issue 24 item 12)", () => {
   it(`with ${FINISHED_PER_BATCH} runs finishing per batch, no pass meets a larger backlog than the first`, async () => {

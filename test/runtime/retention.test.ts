@@ -13,7 +13,15 @@ import { RETENTION_FINISHED_MS_MIN } from "../../host/runtime/retention.js";
 import { journalRecordsKept } from "../../host/store/prune.js";
 import { generator, seedFrom } from "../support/seeded.js";
 import {
-  agentRunModel, approvalRefundTool, lookupTool, openEnvironment, recordingLogger, scriptedModel, temporaryStorePath, turnOf, waitFor,
+  agentRunModel,
+  approvalRefundTool,
+  lookupTool,
+  openEnvironment,
+  recordingLogger,
+  scriptedModel,
+  temporaryStorePath,
+  turnOf,
+  waitFor,
 } from "./helpers.js";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -22,7 +30,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 function danglingRows(path: string): Record<string, number> {
   const database = new Database(path, { readonly: true });
   try {
-    const count = (table: string) => Number((database.prepare(`SELECT count(*) AS n FROM ${table} WHERE execution_id NOT IN (SELECT execution_id FROM executions)`).get() as { n: number }).n);
+    const count = (table: string) =>
+      Number((database.prepare(`SELECT count(*) AS n FROM ${table} WHERE execution_id NOT IN (SELECT execution_id FROM executions)`).get() as { n: number }).n);
     return { steps: count("steps"), approval_inbox: count("approval_inbox") };
   } finally {
     database.close();
@@ -46,19 +55,27 @@ function echoModel(prompts: string[][]) {
 describe("retention options", () => {
   it("refuses bad retention options at open, at definition and at prune, naming what was wrong", async () => {
     const store = await temporaryStorePath();
-    await expect(Phronomy.open({ store, retention: { finishedMs: 7 } })).rejects.toThrow(/retention.finishedMs" must be "forever" or an integer number of milliseconds from 1000.*7 days is 604800000/);
+    await expect(Phronomy.open({ store, retention: { finishedMs: 7 } })).rejects.toThrow(
+      /retention.finishedMs" must be "forever" or an integer number of milliseconds from 1000.*7 days is 604800000/,
+    );
     await expect(Phronomy.open({ store, retention: { finishedMs: -1 } })).rejects.toThrow(InvalidInputError);
     await expect(Phronomy.open({ store, retention: { finishedMs: 1.5e3 + 0.5 } })).rejects.toThrow(/integer/);
     await expect(Phronomy.open({ store, retention: { finishedMs: "never" as "forever" } })).rejects.toThrow(/"never"/);
-    await expect(Phronomy.open({ store, retention: { days: 3 } as never })).rejects.toThrow(/unknown option "days"; allowed: finishedMs, intervalMs, journalRecordsKept/);
-    await expect(Phronomy.open({ store, retention: { journalRecordsKept: 1_001 } })).rejects.toThrow(/"retention.journalRecordsKept" must be an integer from 1 to 1000/);
+    await expect(Phronomy.open({ store, retention: { days: 3 } as never })).rejects.toThrow(
+      /unknown option "days"; allowed: finishedMs, intervalMs, journalRecordsKept/,
+    );
+    await expect(Phronomy.open({ store, retention: { journalRecordsKept: 1_001 } })).rejects.toThrow(
+      /"retention.journalRecordsKept" must be an integer from 1 to 1000/,
+    );
     await expect(Phronomy.open({ store, retention: { intervalMs: 0 } })).rejects.toThrow(/intervalMs" must be an integer from 10/);
     await expect(Phronomy.open({ store, retention: 7 as never })).rejects.toThrow(/"retention" must be an object/);
     const env = await openEnvironment();
     const model = agentRunModel();
     expect(() => env.agent({ id: "a", model, retention: {} as never })).toThrow(/retention.finishedMs" is required/);
     expect(() => env.agent({ id: "a", model, retention: { finishedMs: 10 } })).toThrow(/agent "a": "retention.finishedMs"/);
-    expect(() => env.agent({ id: "a", model, retention: { finishedMs: 1_000, intervalMs: 5 } as never })).toThrow(/unknown option "intervalMs"; allowed: finishedMs/);
+    expect(() => env.agent({ id: "a", model, retention: { finishedMs: 1_000, intervalMs: 5 } as never })).toThrow(
+      /unknown option "intervalMs"; allowed: finishedMs/,
+    );
     const small = await openEnvironment({ retention: { journalRecordsKept: 10 } });
     expect(() => small.agent({ id: "wide", model })).toThrow(/agent "wide": its memoryWindow \(20\) is more than the 10 journal records the environment keeps/);
     expect(small.agent({ id: "narrow", model, memoryWindow: 10 }).id).toBe("narrow");
@@ -82,7 +99,11 @@ describe("env.prune()", () => {
       const finished: string[] = [];
       for (const index of [1, 2, 3]) finished.push((await agent.start(`question ${index}`).result).executionId);
       const refunds: string[] = [];
-      const approver = env.agent({ id: "refunds", model: scriptedModel([{ toolCalls: [{ toolName: "refund", input: { orderId: "1", amount: 5 } }] }, { text: "done" }]), tools: { refund: approvalRefundTool(refunds) } });
+      const approver = env.agent({
+        id: "refunds",
+        model: scriptedModel([{ toolCalls: [{ toolName: "refund", input: { orderId: "1", amount: 5 } }] }, { text: "done" }]),
+        tools: { refund: approvalRefundTool(refunds) },
+      });
       const waiting = await approver.start("refund").executionId;
       await waitFor(async () => (await env.pendingApprovals()).find((pending) => pending.executionId === waiting));
       await sleep(5);
@@ -99,7 +120,9 @@ describe("env.prune()", () => {
       expect(danglingRows(path)).toEqual({ steps: 0, approval_inbox: 0 });
       // The suspended execution is still decided and finishes normally.
       const pending = (await env.pendingApprovals())[0]!;
-      await expect(approver.resume(waiting, { approvalId: pending.request.approvalId, approved: true }).result).resolves.toMatchObject({ outcome: "completed" });
+      await expect(approver.resume(waiting, { approvalId: pending.request.approvalId, approved: true }).result).resolves.toMatchObject({
+        outcome: "completed",
+      });
       expect(refunds).toHaveLength(1);
     } finally {
       await env.close();
@@ -171,19 +194,24 @@ describe("background pruning", () => {
     const env: Environment = await Phronomy.open({ store: path, logger: recordingLogger(), retention: { finishedMs: 1_000, intervalMs: 20 } });
     try {
       const refunds: string[] = [];
-      const agents = Array.from({ length: 6 }, (_, index) => env.agent({
-        id: `conversation-${index}`,
-        model: scriptedModel(({ messages }) => {
-          const lastUser = messages.findLast((message) => message.role === "user");
-          const input = JSON.stringify(lastUser?.role === "user" ? lastUser.content : "");
-          const turn = turnOf(messages);
-          if (input.includes("refund") && turn === 0) return { toolCalls: [{ toolName: "refund", input: { orderId: "7", amount: 5 } }] };
-          if (input.includes("lookup") && turn < 2) return { toolCalls: [{ toolName: "lookup", input: { orderId: `${turn}` } }] };
-          return { text: `done: ${input}` };
-        }, { latencyMs: 1 + Math.floor(random() * 3) }),
-        tools: { lookup: lookupTool(), refund: approvalRefundTool(refunds) },
-        memoryWindow: 6,
-      }));
+      const agents = Array.from({ length: 6 }, (_, index) =>
+        env.agent({
+          id: `conversation-${index}`,
+          model: scriptedModel(
+            ({ messages }) => {
+              const lastUser = messages.findLast((message) => message.role === "user");
+              const input = JSON.stringify(lastUser?.role === "user" ? lastUser.content : "");
+              const turn = turnOf(messages);
+              if (input.includes("refund") && turn === 0) return { toolCalls: [{ toolName: "refund", input: { orderId: "7", amount: 5 } }] };
+              if (input.includes("lookup") && turn < 2) return { toolCalls: [{ toolName: "lookup", input: { orderId: `${turn}` } }] };
+              return { text: `done: ${input}` };
+            },
+            { latencyMs: 1 + Math.floor(random() * 3) },
+          ),
+          tools: { lookup: lookupTool(), refund: approvalRefundTool(refunds) },
+          memoryWindow: 6,
+        }),
+      );
       const suspended = new Set<string>();
       /** Conversations holding a suspended execution: busy until decided. */
       const held = new Set<string>();
@@ -193,26 +221,28 @@ describe("background pruning", () => {
       const until = Date.now() + 2_500;
       while (Date.now() < until) {
         const wave = agents.filter((agent) => !held.has(agent.id) && random() < 0.7);
-        await Promise.all(wave.map(async (agent) => {
-          const kind = random() < 0.1 ? "refund" : random() < 0.6 ? "lookup" : "chat";
-          const input = `${kind} ${started}`;
-          started += 1;
-          let approvalRequired!: () => void;
-          const asked = new Promise<"suspended">((resolve) => {
-            approvalRequired = () => resolve("suspended");
-          });
-          const run = agent.start(input, { onEvent: (event) => event.type === "approval_required" && approvalRequired() });
-          const ended = await Promise.race([run.result, asked]);
-          if (ended === "suspended") {
-            // Waiting for approval: it must stay in the store, whatever its age.
-            suspended.add(await run.executionId);
-            held.add(agent.id);
-            run.result.catch(() => undefined); // settled by the close, never decided
-            return;
-          }
-          expect(ended).toMatchObject({ outcome: "completed", output: `done: ${JSON.stringify(input)}` });
-          lastCompleted.set(agent.id, input);
-        }));
+        await Promise.all(
+          wave.map(async (agent) => {
+            const kind = random() < 0.1 ? "refund" : random() < 0.6 ? "lookup" : "chat";
+            const input = `${kind} ${started}`;
+            started += 1;
+            let approvalRequired!: () => void;
+            const asked = new Promise<"suspended">((resolve) => {
+              approvalRequired = () => resolve("suspended");
+            });
+            const run = agent.start(input, { onEvent: (event) => event.type === "approval_required" && approvalRequired() });
+            const ended = await Promise.race([run.result, asked]);
+            if (ended === "suspended") {
+              // Waiting for approval: it must stay in the store, whatever its age.
+              suspended.add(await run.executionId);
+              held.add(agent.id);
+              run.result.catch(() => undefined); // settled by the close, never decided
+              return;
+            }
+            expect(ended).toMatchObject({ outcome: "completed", output: `done: ${JSON.stringify(input)}` });
+            lastCompleted.set(agent.id, input);
+          }),
+        );
         await sleep(Math.floor(random() * 30));
       }
       expect(started).toBeGreaterThan(20);

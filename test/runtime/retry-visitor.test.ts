@@ -26,7 +26,10 @@ function flakyModel(failing: { on: boolean }) {
 async function inboxRows(owner: Environment, executionId: string): Promise<{ kind: string; state: string }[]> {
   const database = new Database(owner.store.path, { readonly: true });
   try {
-    return database.prepare("SELECT kind, state FROM approval_inbox WHERE execution_id = ? ORDER BY filed_at").all(executionId) as { kind: string; state: string }[];
+    return database.prepare("SELECT kind, state FROM approval_inbox WHERE execution_id = ? ORDER BY filed_at").all(executionId) as {
+      kind: string;
+      state: string;
+    }[];
   } finally {
     database.close();
   }
@@ -81,7 +84,7 @@ describe("env.retry from a SQLite visitor beside the owner", () => {
     failing.on = false;
     // The conversation is busy: another execution waits for approval.
     const waiting = agent.start("Refund order 42");
-    await waitFor(async () => (await owner.pendingApprovals()).length > 0 ? true : undefined);
+    await waitFor(async () => ((await owner.pendingApprovals()).length > 0 ? true : undefined));
     const visitor = await visitorOf(owner);
     try {
       await expect(visitor.retry(failedId).result).rejects.toMatchObject({ code: "AGENT_BUSY" });

@@ -39,7 +39,10 @@ describe("env.retry", () => {
     expect(row).toMatchObject({ status: "terminal", outcome: "completed", metadata: { attempt: 2 } });
     const timeline = await env.timeline(executionId);
     const retriedStep = timeline.find((step) => step.kind === "retried");
-    expect(retriedStep).toMatchObject({ attempt: 2, payload: { attempt: 2, resumeAt: "calling_llm", retried: { outcome: "failed", error: { code: "MODEL_FAILED" } } } });
+    expect(retriedStep).toMatchObject({
+      attempt: 2,
+      payload: { attempt: 2, resumeAt: "calling_llm", retried: { outcome: "failed", error: { code: "MODEL_FAILED" } } },
+    });
     expect(timeline.filter((step) => step.kind === "terminal").map((step) => step.attempt)).toEqual([1, 2]);
     expect(timeline[0]).toMatchObject({ kind: "input", attempt: 1 });
     expect(timeline.at(-1)).toMatchObject({ kind: "terminal", attempt: 2, payload: { outcome: "completed" } });
@@ -49,7 +52,9 @@ describe("env.retry", () => {
     const env = await openEnvironment();
     const calls: RecordedCall[] = [];
     const gate = deferred();
-    const model = scriptedModel(({ turn }) => turn === 0 ? { toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] } : { text: "Order 42 has shipped." });
+    const model = scriptedModel(({ turn }) =>
+      turn === 0 ? { toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] } : { text: "Order 42 has shipped." },
+    );
     const agent = env.agent({ id: "support", model, tools: { lookup: lookupTool({ calls, gate: gate.promise }) } });
     const run = agent.start("Where is order 42?", { timeoutMs: 400 });
     const executionId = await run.executionId;
@@ -57,13 +62,18 @@ describe("env.retry", () => {
     gate.resolve();
     await expect(env.retry(executionId).result).resolves.toMatchObject({ outcome: "completed" });
     expect(calls.map((call) => call.idempotencyKey)).toEqual([`${executionId}:call-0-0`, `${executionId}:call-0-0`]);
-    expect((await env.timeline(executionId)).find((step) => step.kind === "retried")?.payload).toMatchObject({ resumeAt: "dispatching_tools", retried: { outcome: "failed", error: { code: "TIMEOUT" } } });
+    expect((await env.timeline(executionId)).find((step) => step.kind === "retried")?.payload).toMatchObject({
+      resumeAt: "dispatching_tools",
+      retried: { outcome: "failed", error: { code: "TIMEOUT" } },
+    });
   });
 
   it("continues an execution cancelled while suspended: it waits for the same approval again, and the approved tool runs once", async () => {
     const env = await openEnvironment();
     const refunds: string[] = [];
-    const model = scriptedModel(({ turn }) => turn === 0 ? { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] } : { text: "Refunded." });
+    const model = scriptedModel(({ turn }) =>
+      turn === 0 ? { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] } : { text: "Refunded." },
+    );
     const agent = env.agent({ id: "support", model, tools: { refund: approvalRefundTool(refunds) } });
     const executionId = await agent.start("Refund order 42").executionId;
     const pending = await waitFor(async () => (await env.pendingApprovals())[0]);

@@ -24,11 +24,18 @@ interface ChildExit {
 
 function runChild(directory: string, chosen: readonly string[]): Promise<ChildExit> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...childNodeFlags, "--import", "tsx", childScript, directory, ...chosen], { cwd: repositoryRoot, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [...childNodeFlags, "--import", "tsx", childScript, directory, ...chosen], {
+      cwd: repositoryRoot,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => { stdout += chunk; });
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => { stderr += chunk; });
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      stdout += chunk;
+    });
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      stderr += chunk;
+    });
     child.on("error", reject);
     child.on("close", (code) => resolve({ code, stdout, stderr }));
   });
@@ -43,7 +50,9 @@ describe("closing the environment leaves no unhandled rejection", () => {
     const directory = dirname(await temporaryStorePath());
     const exit = await runChild(directory, scenarios);
     expect({ code: exit.code, stdout: exit.stdout, stderr: exit.stderr }).toEqual({
-      code: 0, stdout: scenarios.map((scenario) => `closed ${scenario}\n`).join(""), stderr: "",
+      code: 0,
+      stdout: scenarios.map((scenario) => `closed ${scenario}\n`).join(""),
+      stderr: "",
     });
   });
 });

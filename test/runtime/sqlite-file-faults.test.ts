@@ -25,7 +25,12 @@ async function defineAgents(env: Environment, count: number, define: (id: string
 function countdown(count: number): { mark: () => void; reached: Promise<void> } {
   const reached = deferred();
   let left = count;
-  return { reached: reached.promise, mark: () => { if (--left === 0) reached.resolve(); } };
+  return {
+    reached: reached.promise,
+    mark: () => {
+      if (--left === 0) reached.resolve();
+    },
+  };
 }
 
 describe("the store file removed while the environment runs", () => {
@@ -52,7 +57,14 @@ describe("the store file removed while the environment runs", () => {
     const env = await openEnvironment({ store: path });
     const gate = deferred();
     const waiting = countdown(runsInFlight);
-    const lookup = tool({ inputSchema: z.object({ orderId: z.string() }), execute: async () => { waiting.mark(); await gate.promise; return "shipped"; } });
+    const lookup = tool({
+      inputSchema: z.object({ orderId: z.string() }),
+      execute: async () => {
+        waiting.mark();
+        await gate.promise;
+        return "shipped";
+      },
+    });
     const agents = await defineAgents(env, runsInFlight, (id) => env.agent({ id, model: agentRunModel(), tools: { lookup } }));
     const runs = agents.map((agent) => agent.start("Where is order 42?"));
     // Every run is admitted, durable up to its first tool batch, and in
@@ -68,7 +80,8 @@ describe("the store file removed while the environment runs", () => {
     }
     // Reads are refused too: what the open connection still sees is the
     // removed file, no longer the store.
-    for (const executionId of executionIds) await expect(env.execution(executionId)).rejects.toMatchObject({ code: "STORE", details: { reason: "store_file_replaced" } });
+    for (const executionId of executionIds)
+      await expect(env.execution(executionId)).rejects.toMatchObject({ code: "STORE", details: { reason: "store_file_replaced" } });
     await expect(agents[0]!.start("again").result).rejects.toMatchObject({ code: "STORE", message: expect.stringContaining(path) });
     await env.close();
   });
@@ -76,7 +89,9 @@ describe("the store file removed while the environment runs", () => {
 
 /** The store's worker thread: a test hook, not public API. */
 function storeWorkerThread(env: Environment): { terminate(): Promise<number> } {
-  const offload = (env.store as SqliteStore as unknown as { offload: { workerThread?: { terminate(): Promise<number> }; statistics: { workerGroups: number } } }).offload;
+  const offload = (
+    env.store as SqliteStore as unknown as { offload: { workerThread?: { terminate(): Promise<number> }; statistics: { workerGroups: number } } }
+  ).offload;
   if (offload.workerThread === undefined) throw new Error("the store has no worker thread");
   return offload.workerThread;
 }
@@ -99,17 +114,30 @@ describe("the store worker killed with 100 runs in flight", () => {
       const env = await openEnvironment({ offloadPolicy: "worker" });
       const gate = deferred();
       const waiting = countdown(runsInFlight);
-      const gated = moment === "barriers"
-        ? { model: agentRunModel(), tools: { lookup: tool({ inputSchema: z.object({ orderId: z.string() }), execute: async () => { waiting.mark(); await gate.promise; return "shipped"; } }) } }
-        : {
-          model: scriptedModel(async ({ messages }) => {
-            if (turnOf(messages) < 1) return { toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] };
-            waiting.mark();
-            await gate.promise;
-            return { text: "Order 42 has shipped." };
-          }),
-          tools: { lookup: lookupTool() },
-        };
+      const gated =
+        moment === "barriers"
+          ? {
+              model: agentRunModel(),
+              tools: {
+                lookup: tool({
+                  inputSchema: z.object({ orderId: z.string() }),
+                  execute: async () => {
+                    waiting.mark();
+                    await gate.promise;
+                    return "shipped";
+                  },
+                }),
+              },
+            }
+          : {
+              model: scriptedModel(async ({ messages }) => {
+                if (turnOf(messages) < 1) return { toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] };
+                waiting.mark();
+                await gate.promise;
+                return { text: "Order 42 has shipped." };
+              }),
+              tools: { lookup: lookupTool() },
+            };
       const agents = await defineAgents(env, runsInFlight, (id) => env.agent({ id, ...gated }));
       const runs = agents.map((agent) => agent.start("Where is order 42?"));
       await waiting.reached;
@@ -120,7 +148,7 @@ describe("the store worker killed with 100 runs in flight", () => {
       await storeWorkerThread(env).terminate();
 
       const outcomes = await Promise.allSettled(runs.map((run) => run.result));
-      const interrupted = outcomes.flatMap((outcome, index) => outcome.status === "rejected" ? [{ index, error: outcome.reason as PhronomyError }] : []);
+      const interrupted = outcomes.flatMap((outcome, index) => (outcome.status === "rejected" ? [{ index, error: outcome.reason as PhronomyError }] : []));
       console.log(`store worker killed on ${moment}: ${interrupted.length} of ${runsInFlight} runs interrupted`);
       // The kill hit operations in flight, and each run settled: completed,
       // or held for recovery with a typed error saying why.
@@ -154,7 +182,9 @@ describe("the store worker killed with 100 runs in flight", () => {
  * with the number of preparations that group held once the worker is dead. */
 function killWorkerOnFirstPreparations(env: Environment): Promise<number> {
   type Entry = { operation: { type: string } };
-  const offload = (env.store as SqliteStore as unknown as { offload: { sendToWorker(entries: readonly Entry[]): void; workerThread?: { terminate(): Promise<number> } } }).offload;
+  const offload = (
+    env.store as SqliteStore as unknown as { offload: { sendToWorker(entries: readonly Entry[]): void; workerThread?: { terminate(): Promise<number> } } }
+  ).offload;
   const send = offload.sendToWorker.bind(offload);
   return new Promise((resolve, reject) => {
     offload.sendToWorker = (entries) => {
@@ -185,7 +215,7 @@ describe("the store worker killed while 100 starts are preparing", () => {
     gate.resolve();
 
     const outcomes = await Promise.allSettled(runs.map((run) => run.result));
-    const failed = outcomes.flatMap((outcome) => outcome.status === "rejected" ? [outcome.reason as unknown] : []);
+    const failed = outcomes.flatMap((outcome) => (outcome.status === "rejected" ? [outcome.reason as unknown] : []));
     const codes = failed.map((error) => `${(error as PhronomyError).code}/${String((error as PhronomyError).details?.["reason"] ?? "")}`);
     console.log(`store worker killed holding ${preparing} preparations: ${failed.length} of ${runsInFlight} starts failed (${[...new Set(codes)].join(", ")})`);
     expect(preparing).toBeGreaterThan(0);
@@ -232,18 +262,27 @@ describe("the store worker killed while cancelled runs write their barriers (iss
     const env = await openEnvironment({ offloadPolicy: "worker" });
     const gate = deferred();
     const waiting = countdown(20);
-    const lookup = tool({ inputSchema: z.object({ orderId: z.string() }), execute: async () => { waiting.mark(); await gate.promise; return "shipped"; } });
+    const lookup = tool({
+      inputSchema: z.object({ orderId: z.string() }),
+      execute: async () => {
+        waiting.mark();
+        await gate.promise;
+        return "shipped";
+      },
+    });
     const agents = await defineAgents(env, 20, (id) => env.agent({ id, model: agentRunModel(), tools: { lookup } }));
     const controllers = agents.map(() => new AbortController());
     const runs = agents.map((agent, index) => agent.start("Where is order 42?", { signal: controllers[index]!.signal }));
     await waiting.reached;
     // The barriers after the tools go to the worker; every run is cancelled
     // while they are written, and the worker dies holding them.
-    const killed = killWorkerOnFirstBarriers(env, () => { for (const controller of controllers) controller.abort(); });
+    const killed = killWorkerOnFirstBarriers(env, () => {
+      for (const controller of controllers) controller.abort();
+    });
     gate.resolve();
     const barriers = await killed;
     const outcomes = await Promise.allSettled(runs.map((run) => run.result));
-    const codes = outcomes.map((outcome) => outcome.status === "rejected" ? (outcome.reason as PhronomyError).code : "completed");
+    const codes = outcomes.map((outcome) => (outcome.status === "rejected" ? (outcome.reason as PhronomyError).code : "completed"));
     console.log(`store worker killed holding ${barriers} barriers of cancelled runs: ${codes.join(", ")}`);
     expect(barriers).toBeGreaterThan(0);
     expect(codes).toContain("EXECUTION_REHYDRATION_REQUIRED");

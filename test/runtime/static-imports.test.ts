@@ -53,8 +53,15 @@ describe("importing phronomy", () => {
 
   it("loads no store's opening: the SQLite store's ownership, schema, offload, driver and worker, the visitor, the PostgreSQL store", () => {
     const storeOnly = [
-      "store/sqlite/open-owned.ts", "store/sqlite/ownership.ts", "store/sqlite/schema.ts", "store/offload.ts", "store/sqlite/driver.ts",
-      "store/sqlite/start-worker.ts", "store/sqlite/file-identity.ts", "store/sqlite-visitor.ts", "store/sqlite/visitor-connection.ts",
+      "store/sqlite/open-owned.ts",
+      "store/sqlite/ownership.ts",
+      "store/sqlite/schema.ts",
+      "store/offload.ts",
+      "store/sqlite/driver.ts",
+      "store/sqlite/start-worker.ts",
+      "store/sqlite/file-identity.ts",
+      "store/sqlite-visitor.ts",
+      "store/sqlite/visitor-connection.ts",
       "store/postgres-store.ts",
     ];
     expect(storeOnly.filter((file) => files.has(file))).toEqual([]);

@@ -31,7 +31,9 @@ function failingLookup() {
   return tool({
     description: "Looks an order up, and fails",
     inputSchema: z.object({ orderId: z.string() }),
-    execute: () => { throw new Error("the order service is down"); },
+    execute: () => {
+      throw new Error("the order service is down");
+    },
   });
 }
 
@@ -42,9 +44,9 @@ const refund = tool({
   execute: ({ orderId }) => ({ refunded: orderId }),
 });
 
-const refundModel = scriptedModel(({ messages }) => turnOf(messages) === 0
-  ? { toolCalls: [{ toolName: "refund", input: { orderId: "42" } }] }
-  : { text: "Refunded." });
+const refundModel = scriptedModel(({ messages }) =>
+  turnOf(messages) === 0 ? { toolCalls: [{ toolName: "refund", input: { orderId: "42" } }] } : { text: "Refunded." },
+);
 
 interface Workload {
   readonly lookups: Agent[];
@@ -57,16 +59,30 @@ interface Workload {
 }
 
 function track(workload: Workload, run: Run): Run {
-  workload.runs.push({ run, admitted: run.executionId.then((id) => id, () => undefined) });
+  workload.runs.push({
+    run,
+    admitted: run.executionId.then(
+      (id) => id,
+      () => undefined,
+    ),
+  });
   return run;
 }
 
 /** Settles `promise` or names what never settled. */
 async function settles(promise: Promise<unknown>, what: string): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
-  const hung = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`${what} never settled`)), 20_000); });
+  const hung = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} never settled`)), 20_000);
+  });
   try {
-    await Promise.race([promise.then(() => undefined, () => undefined), hung]);
+    await Promise.race([
+      promise.then(
+        () => undefined,
+        () => undefined,
+      ),
+      hung,
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -100,7 +116,14 @@ async function runEpisode(operations: readonly StoreOperation["type"][], fault: 
   // Before the fault: executions suspended for approval.
   const suspended = workload.refunds.map((agent) => {
     const approval = deferred<string>();
-    track(workload, agent.start("Refund order 42", { onEvent: (event) => { if (event.type === "approval_required") approval.resolve(event.request.approvalId); } }));
+    track(
+      workload,
+      agent.start("Refund order 42", {
+        onEvent: (event) => {
+          if (event.type === "approval_required") approval.resolve(event.request.approvalId);
+        },
+      }),
+    );
     return approval.promise;
   });
   const suspendedIds = await Promise.all(workload.runs.map((item) => item.admitted));
@@ -150,8 +173,9 @@ async function runEpisode(operations: readonly StoreOperation["type"][], fault: 
   for (const executionId of admittedIds) expect(await env.execution(executionId), `the row of ${executionId}`).toBeDefined();
   for (const row of await env.executions({ status: "suspended" })) {
     const agent = workload.refunds.find((item) => item.id === row.agentId)!;
-    await expect(agent.resume(row.executionId, { approvalId: (row.approvalRequest as { approvalId: string }).approvalId, approved: true }).result)
-      .resolves.toMatchObject({ outcome: "completed" });
+    await expect(
+      agent.resume(row.executionId, { approvalId: (row.approvalRequest as { approvalId: string }).approvalId, approved: true }).result,
+    ).resolves.toMatchObject({ outcome: "completed" });
   }
   for (const executionId of admittedIds) await settles(env.wait(executionId).result, `env.wait(${executionId}) after recovery`);
   for (const [index, { run }] of workload.runs.entries()) await settles(run.result, `run ${index} after recovery`);
@@ -180,7 +204,11 @@ async function waitForSuspension(env: Environment, executionId: string): Promise
 }
 
 const KINDS: readonly (readonly StoreOperation["type"][])[] = [
-  ["prepareExecution"], ["providerBarrier"], ["toolBarrier"], ["approvalCommit"], ["terminalCommit"],
+  ["prepareExecution"],
+  ["providerBarrier"],
+  ["toolBarrier"],
+  ["approvalCommit"],
+  ["terminalCommit"],
   ["prepareExecution", "providerBarrier", "toolBarrier", "approvalCommit", "terminalCommit"],
 ];
 

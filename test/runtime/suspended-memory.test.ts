@@ -20,13 +20,20 @@ describe("a suspended execution", () => {
       const refund = tool({ inputSchema: z.object({ amount: z.number() }), needsApproval: () => true, execute: () => "ok" });
       // Asks for a refund on every turn, 60 tokens each: the resumed session
       // must still hold the start's token budget (100), so its turn fails.
-      const model = scriptedModel(() => ({ toolCalls: [{ toolName: "refund", input: { amount: 30 } }], usage: { inputTokens: 40, outputTokens: 20, totalTokens: 60 } }));
+      const model = scriptedModel(() => ({
+        toolCalls: [{ toolName: "refund", input: { amount: 30 } }],
+        usage: { inputTokens: 40, outputTokens: 20, totalTokens: 60 },
+      }));
       const support = env.agent({ name: "support", model, tools: { refund }, memoryWindow: 1 });
       const events: ExecutionEvent[] = [];
       const approvals: string[] = [];
       const run = support.conversation("user-1").start("refund me", {
-        onEvent: (event) => events.push(event), metadata: { ticket: "T-1" }, tokenBudget: 100,
-        approvalListener: (request) => { approvals.push(request.approvalId); },
+        onEvent: (event) => events.push(event),
+        metadata: { ticket: "T-1" },
+        tokenBudget: 100,
+        approvalListener: (request) => {
+          approvals.push(request.approvalId);
+        },
       });
       const executionId = await run.executionId;
       await expect.poll(() => events.at(-1)?.type, { timeout: 30_000 }).toBe("approval_required");
@@ -56,19 +63,33 @@ describe("a suspended execution", () => {
     const env = await openEnvironment();
     try {
       const refund = tool({ inputSchema: z.object({ amount: z.number() }), needsApproval: () => true, execute: () => "ok" });
-      const model = scriptedModel(({ messages }) => messages.at(-1)?.role === "tool" ? { text: "refunded" } : { toolCalls: [{ toolName: "refund", input: { amount: 30 } }] });
+      const model = scriptedModel(({ messages }) =>
+        messages.at(-1)?.role === "tool" ? { text: "refunded" } : { toolCalls: [{ toolName: "refund", input: { amount: 30 } }] },
+      );
       const support = env.agent({ name: "support", model, tools: { refund }, memoryWindow: 1 });
       const approvals: string[] = [];
       // The Run is dropped; only its result is kept, as a handler that
       // awaits the end in the background would.
       const { collected, result, executionId } = await (async () => {
-        const run = support.conversation("user-2").start("refund me", { approvalListener: (request) => { approvals.push(request.approvalId); } });
+        const run = support.conversation("user-2").start("refund me", {
+          approvalListener: (request) => {
+            approvals.push(request.approvalId);
+          },
+        });
         const events = new WeakRef(run.events);
         for await (const event of run.events) if (event.type === "approval_required") break;
         return { collected: events, result: run.result, executionId: await run.executionId };
       })();
       await expect.poll(() => approvals.length, { timeout: 30_000 }).toBe(1);
-      await expect.poll(() => { gc(); return collected.deref(); }, { timeout: 30_000 }).toBeUndefined();
+      await expect
+        .poll(
+          () => {
+            gc();
+            return collected.deref();
+          },
+          { timeout: 30_000 },
+        )
+        .toBeUndefined();
       expect(env.coordinator.entryById(executionId)!.waiters).toHaveLength(1);
       const resumed = support.conversation("user-2").resume(executionId, { approvalId: approvals[0]!, approved: true });
       await expect(resumed.result).resolves.toMatchObject({ outcome: "completed", output: "refunded" });

@@ -12,9 +12,12 @@ import { deferred, openEnvironment, scriptedModel, waitFor } from "./helpers.js"
 
 /** A model that never answers: its call settles only when aborted. */
 function hangingModel() {
-  return fakeV4Model((options) => new Promise<never>((_, reject) => {
-    options.abortSignal?.addEventListener("abort", () => reject(options.abortSignal?.reason));
-  }));
+  return fakeV4Model(
+    (options) =>
+      new Promise<never>((_, reject) => {
+        options.abortSignal?.addEventListener("abort", () => reject(options.abortSignal?.reason));
+      }),
+  );
 }
 
 /** Asks for the refund (which needs approval), then answers. */
@@ -64,7 +67,10 @@ describe("timeouts", () => {
     const events: string[] = [];
     const run = agent.start("Where is order 42?", { onEvent: (event) => events.push(event.type) });
     const executionId = await run.executionId;
-    const error = await within(run.result, "the agent-level timeout").then(() => undefined, (failure: unknown) => failure);
+    const error = await within(run.result, "the agent-level timeout").then(
+      () => undefined,
+      (failure: unknown) => failure,
+    );
     expect(error).toBeInstanceOf(TimeoutError);
     expect(error).toMatchObject({ code: "TIMEOUT", details: { timeoutMs: 100 } });
     expect(events.at(-1)).toBe("timeout");

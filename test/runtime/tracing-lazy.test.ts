@@ -32,8 +32,30 @@ describe("tracing, loaded on first need", () => {
 
     const names: string[] = [];
     const { trace } = await import("@opentelemetry/api");
-    const span = { spanContext: () => ({ traceId: "0".repeat(31) + "1", spanId: "0".repeat(15) + "1", traceFlags: 1 }), setAttribute: () => span, setAttributes: () => span, addEvent: () => span, addLink: () => span, addLinks: () => span, setStatus: () => span, updateName: () => span, end: () => undefined, isRecording: () => true, recordException: () => undefined };
-    trace.setGlobalTracerProvider({ getTracer: () => ({ startSpan: (name: string) => { names.push(name); return span; }, startActiveSpan: () => { throw new Error("not used"); } }) });
+    const span = {
+      spanContext: () => ({ traceId: "0".repeat(31) + "1", spanId: "0".repeat(15) + "1", traceFlags: 1 }),
+      setAttribute: () => span,
+      setAttributes: () => span,
+      addEvent: () => span,
+      addLink: () => span,
+      addLinks: () => span,
+      setStatus: () => span,
+      updateName: () => span,
+      end: () => undefined,
+      isRecording: () => true,
+      recordException: () => undefined,
+    };
+    trace.setGlobalTracerProvider({
+      getTracer: () => ({
+        startSpan: (name: string) => {
+          names.push(name);
+          return span;
+        },
+        startActiveSpan: () => {
+          throw new Error("not used");
+        },
+      }),
+    });
     expect((await agent.start("Where is order 42?").result).outcome).toBe("completed");
     expect(names).toEqual(["invoke_agent lazy-traced", "chat scripted", "execute_tool lookup", "chat scripted", "execute_tool lookup", "chat scripted"]);
     // The environment loaded its own copy (CommonJS) only now.

@@ -48,7 +48,12 @@ interface DurableState {
 const UNWRITTEN_STATES: readonly DurableState[] = [
   { name: "a preparing row (preparation recovery)", status: "preparing", phase: "preparing" },
   { name: "recovery_provider_completed (output)", status: "active", phase: "recovery_provider_completed" },
-  { name: "recovery_provider_completed with framework calls pending (framework_calls)", status: "active", phase: "recovery_provider_completed", metadata: { frameworkCallsPending: true } },
+  {
+    name: "recovery_provider_completed with framework calls pending (framework_calls)",
+    status: "active",
+    phase: "recovery_provider_completed",
+    metadata: { frameworkCallsPending: true },
+  },
   { name: "recovery_tools_completed (followup)", status: "active", phase: "recovery_tools_completed" },
   { name: "recovery_resolved_failed (failed_terminal)", status: "active", phase: "recovery_resolved_failed" },
   { name: "recovery_tools (framework_tools from a recovery phase)", status: "active", phase: "recovery_tools" },
@@ -67,9 +72,13 @@ describe("recovery of a row in a state no store writes", () => {
       await first.close();
 
       const database = new Database(path);
-      const row = database.prepare("SELECT revision, metadata FROM executions WHERE execution_id = ?").get(executionId) as { revision: number; metadata: string };
+      const row = database.prepare("SELECT revision, metadata FROM executions WHERE execution_id = ?").get(executionId) as {
+        revision: number;
+        metadata: string;
+      };
       const metadata = JSON.stringify({ ...(JSON.parse(row.metadata) as object), ...state.metadata });
-      database.prepare("UPDATE executions SET status = ?, phase = ?, metadata = ?, approval_request = 'null' WHERE execution_id = ?")
+      database
+        .prepare("UPDATE executions SET status = ?, phase = ?, metadata = ?, approval_request = 'null' WHERE execution_id = ?")
         .run(state.status, state.phase, metadata, executionId);
       database.close();
 
@@ -91,8 +100,12 @@ describe("recovery of a row in a state no store writes", () => {
       expect(calls).toEqual({ model: 0, refunds: 0 });
 
       const after = new Database(path, { readonly: true });
-      expect(after.prepare("SELECT revision, status, phase, metadata FROM executions WHERE execution_id = ?").get(executionId))
-        .toEqual({ revision: row.revision, status: state.status, phase: state.phase, metadata });
+      expect(after.prepare("SELECT revision, status, phase, metadata FROM executions WHERE execution_id = ?").get(executionId)).toEqual({
+        revision: row.revision,
+        status: state.status,
+        phase: state.phase,
+        metadata,
+      });
       after.close();
     });
   }

@@ -7,12 +7,13 @@
 import { describe, expect, it } from "vitest";
 import { InvalidInputError, Phronomy, PhronomyError } from "../../host/index.js";
 import { PostgresStore } from "../../host/store/postgres-store.js";
-import {
-  agentRunModel, approvalRefundTool, lookupTool, openEnvironment, recordingLogger, scriptedModel, temporaryStorePath, waitFor,
-} from "./helpers.js";
+import { agentRunModel, approvalRefundTool, lookupTool, openEnvironment, recordingLogger, scriptedModel, temporaryStorePath, waitFor } from "./helpers.js";
 
 async function refusal(promise: Promise<unknown>): Promise<PhronomyError> {
-  const error = await promise.then(() => undefined, (reason: unknown) => reason);
+  const error = await promise.then(
+    () => undefined,
+    (reason: unknown) => reason,
+  );
   expect(error).toBeInstanceOf(PhronomyError);
   return error as PhronomyError;
 }
@@ -24,7 +25,13 @@ describe("Phronomy.open limits", () => {
     expect(error.message).toMatch(/unknown option "executionMax"; allowed: agentsMax, executionsMax/);
   });
 
-  for (const [key, value] of [["executionsMax", -1], ["agentsMax", 0], ["executionsMax", 1.5], ["agentsMax", "10"], ["executionsMax", 1e12]] as const) {
+  for (const [key, value] of [
+    ["executionsMax", -1],
+    ["agentsMax", 0],
+    ["executionsMax", 1.5],
+    ["agentsMax", "10"],
+    ["executionsMax", 1e12],
+  ] as const) {
     it(`refuses limits.${key} = ${JSON.stringify(value)} with INVALID_INPUT`, async () => {
       const error = await refusal(Phronomy.open({ store: await temporaryStorePath(), limits: { [key]: value } as never }));
       expect(error).toBeInstanceOf(InvalidInputError);
@@ -36,7 +43,9 @@ describe("Phronomy.open limits", () => {
   it("refuses limits that are not an object, a recover that is not a boolean, a logger without warn", async () => {
     expect((await refusal(Phronomy.open({ store: await temporaryStorePath(), limits: 5 as never }))).message).toMatch(/"limits" must be an object/);
     expect((await refusal(Phronomy.open({ store: await temporaryStorePath(), recover: "no" as never }))).message).toMatch(/"recover" must be true or false/);
-    expect((await refusal(Phronomy.open({ store: await temporaryStorePath(), logger: {} as never }))).message).toMatch(/"logger" must be an object with a warn\(message\) method/);
+    expect((await refusal(Phronomy.open({ store: await temporaryStorePath(), logger: {} as never }))).message).toMatch(
+      /"logger" must be an object with a warn\(message\) method/,
+    );
   });
 
   it("opens with valid limits", async () => {
@@ -62,7 +71,12 @@ describe("env.executions(filter)", () => {
 
   it("filters by outcome: a failed execution is listed under outcome failed", async () => {
     const env = await openEnvironment();
-    const failing = env.agent({ id: "failing", model: scriptedModel(() => { throw new Error("provider down"); }) });
+    const failing = env.agent({
+      id: "failing",
+      model: scriptedModel(() => {
+        throw new Error("provider down");
+      }),
+    });
     const done = env.agent({ id: "done", model: agentRunModel(), tools: { lookup: lookupTool() } });
     const failedRun = failing.start("one");
     await expect(failedRun.result).rejects.toMatchObject({ code: "MODEL_FAILED" });

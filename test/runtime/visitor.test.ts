@@ -78,12 +78,18 @@ describe("a visitor environment beside the owner", () => {
     const visitor = await visitorOf(owner);
     try {
       const agent = refundAgent(visitor, []);
-      const start = await agent.start("hi").result.then(() => undefined, (error: unknown) => error as Error);
+      const start = await agent.start("hi").result.then(
+        () => undefined,
+        (error: unknown) => error as Error,
+      );
       expect(start).toBeInstanceOf(InvalidInputError);
       expect(start?.message).toContain("a visitor never writes executions");
       await expect(visitor.recover()).rejects.toThrow(/visitor/);
       await expect(visitor.purgeAgent("support")).rejects.toThrow(/visitor/);
-      const mismatch = await agent.resume(executionId, { approvalId: "not-it", approved: true }).result.then(() => undefined, (error: unknown) => error);
+      const mismatch = await agent.resume(executionId, { approvalId: "not-it", approved: true }).result.then(
+        () => undefined,
+        (error: unknown) => error,
+      );
       expect(mismatch).toBeInstanceOf(ApprovalMismatchError);
       expect((await owner.execution(executionId))?.status).toBe("suspended");
     } finally {
@@ -95,7 +101,10 @@ describe("a visitor environment beside the owner", () => {
     const { owner, executionId, approvalId } = await suspendedOwner([]);
     const visitor = await visitorOf(owner);
     try {
-      const error = await visitor.wait(executionId).result.then(() => undefined, (caught: unknown) => caught);
+      const error = await visitor.wait(executionId).result.then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
       expect(error).toBeInstanceOf(ApprovalRequiredError);
       expect(error).toMatchObject({ code: "APPROVAL_REQUIRED", executionId, agentId: "support", approvalId });
       expect((error as Error).message).toContain("agent.resume");
@@ -139,7 +148,10 @@ describe("a visitor environment beside the owner", () => {
       const suspending = visitor.wait(secondId);
       expect(await suspending.executionId).toBe(secondId);
       askApproval.resolve();
-      const error = await suspending.result.then(() => undefined, (caught: unknown) => caught);
+      const error = await suspending.result.then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
       const [pending] = await owner.pendingApprovals();
       expect(error).toBeInstanceOf(ApprovalRequiredError);
       expect(error).toMatchObject({ code: "APPROVAL_REQUIRED", executionId: secondId, approvalId: pending!.request.approvalId });
@@ -151,7 +163,13 @@ describe("a visitor environment beside the owner", () => {
   it("a wait still watching when the visitor closes is settled with RuntimeShutdownError; the execution goes on in the owner", async () => {
     const owner = await openEnvironment();
     const answer = deferred();
-    const agent = owner.agent({ id: "support", model: scriptedModel(async () => { await answer.promise; return { text: "done" }; }) });
+    const agent = owner.agent({
+      id: "support",
+      model: scriptedModel(async () => {
+        await answer.promise;
+        return { text: "done" };
+      }),
+    });
     const visitor = await visitorOf(owner);
     const run = agent.start("hi");
     const watched = visitor.wait(await run.executionId);

@@ -19,7 +19,10 @@ async function terminalOf(run: Run): Promise<{ event: ExecutionEvent; settled: P
   for await (const event of run.events) seen.push(event);
   const [settled] = await Promise.allSettled([run.result]);
   const terminals = seen.filter((event) => terminalTypes.has(event.type));
-  expect(terminals.map((event) => event.type), "exactly one terminal event").toHaveLength(1);
+  expect(
+    terminals.map((event) => event.type),
+    "exactly one terminal event",
+  ).toHaveLength(1);
   expect(seen.at(-1), "the terminal event is the last").toBe(terminals[0]);
   const event = terminals[0]!;
   if (settled!.status === "rejected" && "error" in event) expect(event.error).toBe(settled!.reason);
@@ -50,7 +53,9 @@ describe("env.wait's events end with exactly one terminal event", () => {
 
   it("an execution that failed: error, carrying the stored error", async () => {
     const { env, executionId } = await reopened(async (first) => {
-      const model = scriptedModel(() => { throw new Error("the model is down"); });
+      const model = scriptedModel(() => {
+        throw new Error("the model is down");
+      });
       const run = first.agent({ id: "support", model }).start("Where is order 42?");
       await run.result.catch(() => undefined);
       return run.executionId;
@@ -62,7 +67,9 @@ describe("env.wait's events end with exactly one terminal event", () => {
 
   it("an execution suspended for approval: approval_required, then ApprovalRequiredError", async () => {
     const { env, executionId } = await reopened(async (first) => {
-      const model = scriptedModel(({ messages }) => turnOf(messages) > 0 ? { text: "Refunded." } : { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] });
+      const model = scriptedModel(({ messages }) =>
+        turnOf(messages) > 0 ? { text: "Refunded." } : { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] },
+      );
       const run = first.agent({ id: "support", model, tools: { refund: approvalRefundTool([]) } }).start("Refund order 42");
       const id = await run.executionId;
       for (let i = 0; (await first.execution(id))?.status !== "suspended"; i++) await new Promise((resolve) => setTimeout(resolve, 10));

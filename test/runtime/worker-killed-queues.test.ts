@@ -36,27 +36,50 @@ describe("the store worker terminated under queued conversations with cancels (i
     console.log(`WORKER_KILL_SEED=${seed}`);
     const random = generator(seed);
     const env = await openEnvironment({ offloadPolicy: "worker" });
-    const lookup = tool({ inputSchema: z.object({ orderId: z.string() }), execute: async () => { await sleep(random() * 5); return "shipped"; } });
-    const agents = Array.from({ length: CONVERSATIONS }, (_, index) => env.agent({
-      id: `conversation-${index}`, model: agentRunModel(), tools: { lookup }, onBusy: "enqueue",
-    }));
+    const lookup = tool({
+      inputSchema: z.object({ orderId: z.string() }),
+      execute: async () => {
+        await sleep(random() * 5);
+        return "shipped";
+      },
+    });
+    const agents = Array.from({ length: CONVERSATIONS }, (_, index) =>
+      env.agent({
+        id: `conversation-${index}`,
+        model: agentRunModel(),
+        tools: { lookup },
+        onBusy: "enqueue",
+      }),
+    );
     for (let round = 0; round < ROUNDS; round += 1) {
-      const runs = agents.flatMap((agent) => Array.from({ length: MESSAGES }, () => {
-        const controller = new AbortController();
-        const run = agent.start("Where is order 42?", { signal: controller.signal });
-        if (random() < 0.25) setTimeout(() => controller.abort(), random() * 40);
-        return run;
-      }));
+      const runs = agents.flatMap((agent) =>
+        Array.from({ length: MESSAGES }, () => {
+          const controller = new AbortController();
+          const run = agent.start("Where is order 42?", { signal: controller.signal });
+          if (random() < 0.25) setTimeout(() => controller.abort(), random() * 40);
+          return run;
+        }),
+      );
       await sleep(30 + random() * 30);
       await storeWorker(env).terminate();
-      const ids = await Promise.all(runs.map((run) => run.executionId.then((id) => id, () => undefined)));
+      const ids = await Promise.all(
+        runs.map((run) =>
+          run.executionId.then(
+            (id) => id,
+            () => undefined,
+          ),
+        ),
+      );
       const first = await env.recover();
       await Promise.allSettled(runs.map((run) => run.result));
       for (const id of ids) if (id !== undefined) await env.wait(id).result.catch(() => undefined);
       const second = await env.recover();
       const busy: string[] = [];
       for (const agent of agents) {
-        const outcome = await agent.start("And order 43?", { onBusy: "reject" }).result.then(() => "completed", (error: PhronomyError) => error.code);
+        const outcome = await agent.start("And order 43?", { onBusy: "reject" }).result.then(
+          () => "completed",
+          (error: PhronomyError) => error.code,
+        );
         if (outcome !== "completed") busy.push(`${agent.id}: ${outcome}`);
       }
       const attention = (report: readonly { status: string }[]) => report.filter((item) => item.status === "needs_attention").length;

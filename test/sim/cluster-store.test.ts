@@ -56,7 +56,7 @@ describe("the simulated cluster store's leases and fencing", () => {
     await expect(fenced).rejects.toBeInstanceOf(ExecutionRehydrationRequiredError);
     await expect(fenced).rejects.toMatchObject({ details: { reason: "lease_lost", owner: "p1", epoch: 1 } });
     expect(cluster.execution("e1")?.revision).toBe(1);
-    const refused = await first.run(prepare("e2")) as PrepareExecutionResult;
+    const refused = (await first.run(prepare("e2"))) as PrepareExecutionResult;
     expect(refused).toMatchObject({ outcome: "not_established", error: { code: "AGENT_BUSY" } });
     expect(cluster.execution("e2")).toBeUndefined();
     expect(await second.run(providerBarrier("e1", 1))).toEqual({ revision: 2 });
@@ -92,8 +92,12 @@ describe("the simulated cluster store's leases and fencing", () => {
     expect(cluster.execution("e1")).toBeUndefined();
     first.kill();
     let settled = false;
-    void first.getExecution("e1").finally(() => { settled = true; });
-    void first.run(prepare("e2", "other")).finally(() => { settled = true; });
+    void first.getExecution("e1").finally(() => {
+      settled = true;
+    });
+    void first.run(prepare("e2", "other")).finally(() => {
+      settled = true;
+    });
     await vi.advanceTimersByTimeAsync(10_000);
     expect(settled).toBe(false);
   });

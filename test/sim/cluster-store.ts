@@ -34,9 +34,7 @@ import type { OffloadOperation } from "../../host/store/offload-operation.js";
 import { admitFraction, agentOwnedElsewhere, agentRecovering, type LeaseAcquisition, type LeaseGrant } from "../../host/store/postgres/leases.js";
 import { checkPruneOperation, type PruneCounts, type PruneExecutionsOperation } from "../../host/store/prune.js";
 import type { CancelQueuedOperation, CancelQueuedResult, EnqueueMessageOperation, EnqueueMessageResult } from "../../host/store/queue.js";
-import type {
-  AgentRow, ExecutionRow, PurgeAgentResult, StoreOperation, StoreResult,
-} from "../../host/store/records.js";
+import type { AgentRow, ExecutionRow, PurgeAgentResult, StoreOperation, StoreResult } from "../../host/store/records.js";
 import type { DecisionFiling, FiledDecision } from "../../host/store/inbox-records.js";
 import * as inbox from "../../host/store/sqlite/inbox.js";
 import { openSqlite, type SqliteConnection } from "../../host/store/sqlite/driver.js";
@@ -78,7 +76,10 @@ export interface PendingWrite {
 /** PostgreSQL reads an enqueue's outcome back until the database answers
  * (docs/decisions/0058): its caller hears what happened, never "unknown". */
 const enqueueFates: Readonly<Record<WriteFate, WriteFate>> = {
-  commit: "commit", failed: "failed", unknown_committed: "commit", unknown_not_committed: "failed",
+  commit: "commit",
+  failed: "failed",
+  unknown_committed: "commit",
+  unknown_not_committed: "failed",
 };
 
 /** Writes whose lease must be live (an admission, PostgreSQL's `live`
@@ -106,7 +107,11 @@ export class Cluster {
 
   /** `reused`: a database of an earlier cluster, emptied here (a seed of
    * the simulation costs less without its migrations); else a new one. */
-  constructor(readonly leaseMs: number, private readonly autoCommit = false, reused?: SqliteConnection) {
+  constructor(
+    readonly leaseMs: number,
+    private readonly autoCommit = false,
+    reused?: SqliteConnection,
+  ) {
     this.connection = reused ?? openSqlite(":memory:");
     if (reused === undefined) for (const migrate of migrations) migrate(this.connection);
     else emptyDatabase(reused);
@@ -152,8 +157,10 @@ export class Cluster {
 
   /** An execution id queued or run already. */
   private knownId(executionId: string): boolean {
-    return this.execution(executionId) !== undefined
-      || this.connection.prepare("SELECT 1 FROM queued_messages WHERE execution_id = ?").get(executionId) !== undefined;
+    return (
+      this.execution(executionId) !== undefined
+      || this.connection.prepare("SELECT 1 FROM queued_messages WHERE execution_id = ?").get(executionId) !== undefined
+    );
   }
 
   /** For each queued message, the writes submitted when its enqueue
@@ -166,7 +173,10 @@ export class Cluster {
    * one off the queue already (the interrupt then cancels it once prepared). */
   checkQueueOrder(operation: OffloadOperation, owner: string, submittedAs: number): void {
     if (operation.type !== "prepareExecution") return;
-    const queued = this.connection.prepare("SELECT execution_id FROM queued_messages WHERE agent_id = ? ORDER BY seq").all(operation.agentId).map((row) => String(row["execution_id"]));
+    const queued = this.connection
+      .prepare("SELECT execution_id FROM queued_messages WHERE agent_id = ? ORDER BY seq")
+      .all(operation.agentId)
+      .map((row) => String(row["execution_id"]));
     const position = queued.indexOf(operation.executionId);
     const own = this.enqueuedAt.get(operation.executionId)?.at ?? 0;
     const passed = queued.slice(0, Math.max(0, position)).filter((executionId) => {
@@ -199,7 +209,13 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
   stalledUntil = 0;
   /** Leases by agent (no partitions), the queue, pruning; no inboxes. */
   readonly capabilities: StoreCapabilities = {
-    leases: true, partitions: false, approvalInbox: false, startInbox: false, queue: true, queueReads: true, pruning: true,
+    leases: true,
+    partitions: false,
+    approvalInbox: false,
+    startInbox: false,
+    queue: true,
+    queueReads: true,
+    pruning: true,
   };
   /** Where `leaseAcquired` goes (the runtime's, once it listens). */
   private signals: StoreSignals = quietSignals;
@@ -210,7 +226,10 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
   private closed = false;
   private readonly tick: ReturnType<typeof setInterval>;
 
-  constructor(readonly cluster: Cluster, readonly owner: string) {
+  constructor(
+    readonly cluster: Cluster,
+    readonly owner: string,
+  ) {
     super(cluster.connection.path, cluster.connection);
     this.tick = setInterval(() => this.renew(), Math.floor(cluster.leaseMs / 3));
   }
@@ -288,7 +307,11 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     if (this.killed) return this.never();
     if (this.disconnected) {
       this.cluster.onFault?.(this.owner);
-      return Promise.reject(new StoreError(`simulated: ${this.owner} could not get a connection for ${operation.type} (nothing was written)`, { details: { outcome: "not_committed" } }));
+      return Promise.reject(
+        new StoreError(`simulated: ${this.owner} could not get a connection for ${operation.type} (nothing was written)`, {
+          details: { outcome: "not_committed" },
+        }),
+      );
     }
     return new Promise((resolve, reject) => this.cluster.hold(this, operation, resolve, reject));
   }
@@ -301,7 +324,11 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     }
     const settlement = fate === "unknown_not_committed" ? undefined : this.commit(operation, submittedAs);
     if (fate === "commit") return settlement!.ok ? resolve(settlement!.value) : reject(settlement!.error);
-    reject(new StoreError(`simulated: the connection was lost during ${operation.type} and its outcome could not be read back; recovery will read the row`, { details: { outcome: "unknown" } }));
+    reject(
+      new StoreError(`simulated: the connection was lost during ${operation.type} and its outcome could not be read back; recovery will read the row`, {
+        details: { outcome: "unknown" },
+      }),
+    );
   }
 
   /** A write in flight when its process was killed that reached the
@@ -323,8 +350,12 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     if (settlement.ok) {
       this.cluster.noteEnqueued(operation);
       this.cluster.committed.push({
-        owner: this.owner, type: operation.type, agentId, executionId: "executionId" in operation ? operation.executionId : undefined,
-        lease: agentId === undefined ? undefined : this.cluster.leases.get(agentId), fenceEpoch: fence?.epoch,
+        owner: this.owner,
+        type: operation.type,
+        agentId,
+        executionId: "executionId" in operation ? operation.executionId : undefined,
+        lease: agentId === undefined ? undefined : this.cluster.leases.get(agentId),
+        fenceEpoch: fence?.epoch,
       });
     }
     return settlement;
@@ -335,8 +366,10 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     if ("agentId" in operation && typeof operation.agentId === "string") return operation.agentId;
     if (!("executionId" in operation)) return undefined;
     const executionId = operation.executionId;
-    return reads.getExecution(this.cluster.connection, executionId)?.agentId
-      ?? (this.cluster.connection.prepare("SELECT agent_id FROM queued_messages WHERE execution_id = ?").get(executionId)?.["agent_id"] as string | undefined);
+    return (
+      reads.getExecution(this.cluster.connection, executionId)?.agentId
+      ?? (this.cluster.connection.prepare("SELECT agent_id FROM queued_messages WHERE execution_id = ?").get(executionId)?.["agent_id"] as string | undefined)
+    );
   }
 
   /** The fence a write carries: none for the agent lifecycle and pruning,
@@ -356,7 +389,11 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
   /** What a write refused by the fence answers; undefined when its
    * compare-and-set is refused anyway (the row moved on: that refusal,
    * SQLite's, says so first, as PostgreSQL's explanation does). */
-  private fenceRefusal(operation: OffloadOperation, agentId: string, epoch: number): { ok: true; value: unknown } | { ok: false; error: PhronomyError } | undefined {
+  private fenceRefusal(
+    operation: OffloadOperation,
+    agentId: string,
+    epoch: number,
+  ): { ok: true; value: unknown } | { ok: false; error: PhronomyError } | undefined {
     const lost = new ExecutionRehydrationRequiredError(
       `${operation.type} of execution ${"executionId" in operation ? operation.executionId : "?"} was refused by the fencing check: this process (${this.owner}) no longer holds agent "${agentId}" at lease epoch ${epoch}; another process took it over`,
       { executionId: "executionId" in operation ? operation.executionId : undefined, agentId, details: { reason: "lease_lost", owner: this.owner, epoch } },
@@ -524,7 +561,10 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
 /** Deletes every row of every table (and the rowid sequences): the
  * database as its migrations left it. */
 function emptyDatabase(connection: SqliteConnection): void {
-  const tables = connection.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all().map((row) => String(row["name"]));
+  const tables = connection
+    .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+    .all()
+    .map((row) => String(row["name"]));
   const sequences = connection.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'sqlite_sequence'").get()?.["n"] === 1;
   connection.exec(["BEGIN", ...tables.map((name) => `DELETE FROM "${name}"`), ...(sequences ? ["DELETE FROM sqlite_sequence"] : []), "COMMIT"].join(";\n"));
 }

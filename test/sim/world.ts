@@ -111,7 +111,12 @@ export class World {
   private answers = 0;
 
   /** `database`: an earlier world's, emptied and used again (cheaper than migrating a new one). */
-  constructor(readonly seed: number, readonly random: Random, readonly size: WorldSize, database?: SqliteConnection) {
+  constructor(
+    readonly seed: number,
+    readonly random: Random,
+    readonly size: WorldSize,
+    database?: SqliteConnection,
+  ) {
     this.cluster = new Cluster(leaseMs, false, database);
     this.processes = Array.from({ length: size.processes }, (_, index) => new SimProcess(`p${index + 1}`));
     this.cluster.onFault = (owner) => this.disrupt(owner);
@@ -209,7 +214,9 @@ export class World {
   /** A tool call runs only once its batch's barrier is durable, under the
    * key that barrier recorded. */
   private checkBarrier(executionId: string, key: string): void {
-    const recorded = this.cluster.connection.prepare("SELECT 1 FROM steps WHERE execution_id = ? AND kind = 'tool_barrier' AND instr(payload, ?) > 0").get(executionId, JSON.stringify(key));
+    const recorded = this.cluster.connection
+      .prepare("SELECT 1 FROM steps WHERE execution_id = ? AND kind = 'tool_barrier' AND instr(payload, ?) > 0")
+      .get(executionId, JSON.stringify(key));
     if (recorded === undefined) this.problem(`tool call ${key} ran with no committed tool barrier recording that key`);
   }
 
@@ -238,7 +245,9 @@ export class World {
     const label = `start ${this.callers.length} at ${process.owner} on ${conversation} ${onBusy}${key ? ` key ${key}` : ""}${timeoutMs ? ` timeout ${timeoutMs}` : ""}`;
     this.note(label);
     const run = process.agent!.conversation(conversation).start(`question ${this.callers.length}`, {
-      onBusy, ...(key ? { idempotencyKey: key } : {}), ...(timeoutMs ? { timeoutMs } : {}),
+      onBusy,
+      ...(key ? { idempotencyKey: key } : {}),
+      ...(timeoutMs ? { timeoutMs } : {}),
     });
     this.track(this.caller(label, process, conversation, key), run);
   }
@@ -250,7 +259,10 @@ export class World {
   }
 
   private track(caller: Caller, run: Run): void {
-    run.executionId.then((id) => this.knowExecution(caller, id), () => undefined);
+    run.executionId.then(
+      (id) => this.knowExecution(caller, id),
+      () => undefined,
+    );
     run.result.then(
       (result) => this.settled(caller, result.outcome, result.executionId),
       (error: { code?: string; executionId?: string }) => this.settled(caller, String(error.code), error.executionId),
@@ -295,7 +307,10 @@ export class World {
   cancel(process: SimProcess): boolean {
     const ids = [
       ...this.cluster.unfinished().map((row) => row.executionId),
-      ...this.cluster.connection.prepare("SELECT execution_id FROM queued_messages ORDER BY execution_id").all().map((row) => String(row["execution_id"])),
+      ...this.cluster.connection
+        .prepare("SELECT execution_id FROM queued_messages ORDER BY execution_id")
+        .all()
+        .map((row) => String(row["execution_id"])),
     ];
     if (ids.length === 0) return false;
     const executionId = this.pick(ids);
@@ -315,10 +330,14 @@ export class World {
     this.answers += 1;
     const text = { text: `answer ${this.answers}` };
     const choice = this.random();
-    const answer: ScriptedTurn = draining || turn >= toolTurnsMax || choice < 0.35 ? text
-      : choice < 0.7 ? { toolCalls: [{ toolName: "lookup", input: { orderId: `${this.answers}` } }] }
-        : choice < 0.9 ? { toolCalls: [{ toolName: "refund", input: { orderId: `${this.answers}` } }] }
-          : { error: `simulated provider failure ${this.answers}` };
+    const answer: ScriptedTurn =
+      draining || turn >= toolTurnsMax || choice < 0.35
+        ? text
+        : choice < 0.7
+          ? { toolCalls: [{ toolName: "lookup", input: { orderId: `${this.answers}` } }] }
+          : choice < 0.9
+            ? { toolCalls: [{ toolName: "refund", input: { orderId: `${this.answers}` } }] }
+            : { error: `simulated provider failure ${this.answers}` };
     this.note(`${call.label} → ${JSON.stringify(answer)}`);
     call.resolve(answer);
   }
@@ -336,7 +355,9 @@ export class World {
 
   settleWrite(write: PendingWrite, draining: boolean): void {
     const fate: WriteFate = draining ? "commit" : this.pick(writeFates);
-    this.note(`write #${write.number} ${write.operation.type} of ${write.handle.owner} ${"executionId" in write.operation ? write.operation.executionId : ""} → ${fate}`);
+    this.note(
+      `write #${write.number} ${write.operation.type} of ${write.handle.owner} ${"executionId" in write.operation ? write.operation.executionId : ""} → ${fate}`,
+    );
     if (fate !== "commit") this.disrupt(write.handle.owner);
     write.settle(fate);
   }
@@ -372,9 +393,12 @@ export class World {
   checkSafety(): void {
     for (const write of this.cluster.committed.slice(this.committedChecked)) {
       if (!fencedTypes.has(write.type)) continue;
-      if (write.fenceEpoch === undefined) this.problem(`${write.type} of ${write.executionId} by ${write.owner} landed unfenced (the process never asked for agent ${write.agentId})`);
+      if (write.fenceEpoch === undefined)
+        this.problem(`${write.type} of ${write.executionId} by ${write.owner} landed unfenced (the process never asked for agent ${write.agentId})`);
       else if (write.lease?.owner !== write.owner || write.lease.epoch !== write.fenceEpoch) {
-        this.problem(`${write.type} of ${write.executionId} by ${write.owner} at epoch ${write.fenceEpoch} landed while the lease was ${JSON.stringify(write.lease)}`);
+        this.problem(
+          `${write.type} of ${write.executionId} by ${write.owner} at epoch ${write.fenceEpoch} landed while the lease was ${JSON.stringify(write.lease)}`,
+        );
       }
     }
     this.committedChecked = this.cluster.committed.length;
@@ -384,8 +408,11 @@ export class World {
       // here stays queued, and the process runs its later messages first.
       // Or (docs/decisions/0063, open): a message queued by a former holder,
       // restored behind one this process queued meanwhile.
-      const toldBusy = violation.passed.every((id) => this.callers.some((caller) => caller.executionId === id
-        && ((caller.outcome === "AGENT_BUSY" && !caller.heldWhenSettled) || caller.process.owner !== violation.owner)));
+      const toldBusy = violation.passed.every((id) =>
+        this.callers.some(
+          (caller) => caller.executionId === id && ((caller.outcome === "AGENT_BUSY" && !caller.heldWhenSettled) || caller.process.owner !== violation.owner),
+        ),
+      );
       if (toldBusy) this.knownOpen.push(`0058 not done: ${line}`);
       else this.problem(line);
     }
@@ -394,7 +421,8 @@ export class World {
   /** Liveness, once quiet: nothing unfinished or queued, every caller of a
    * process still alive settled, nothing waiting. */
   checkQuiet(): void {
-    for (const row of this.cluster.unfinished()) this.liveness(row.agentId, `execution ${row.executionId} of ${row.agentId} is still ${row.status}/${row.phase} once the world is quiet`);
+    for (const row of this.cluster.unfinished())
+      this.liveness(row.agentId, `execution ${row.executionId} of ${row.agentId} is still ${row.status}/${row.phase} once the world is quiet`);
     for (const row of this.cluster.connection.prepare("SELECT execution_id, agent_id FROM queued_messages").all()) {
       this.liveness(String(row["agent_id"]), `message ${String(row["execution_id"])} of ${String(row["agent_id"])} is still queued once the world is quiet`);
     }
@@ -417,7 +445,8 @@ export class World {
     const line = `${caller.label} never settled`;
     // Open (0063): a waiter left in a process whose conversation moved to
     // another process, where its execution ended, is never told.
-    if (id !== undefined && this.endedElsewhere(id, caller.process.owner)) this.knownOpen.push(`0063 open, stranded waiter: ${line} (${id} ended at another process)`);
+    if (id !== undefined && this.endedElsewhere(id, caller.process.owner))
+      this.knownOpen.push(`0063 open, stranded waiter: ${line} (${id} ended at another process)`);
     else this.liveness(caller.conversation, line);
   }
 
@@ -444,13 +473,19 @@ export class World {
 
   private endedElsewhere(executionId: string, owner: string): boolean {
     if (this.cluster.execution(executionId)?.status !== "terminal") return false;
-    const ending = this.cluster.committed.filter((write) => write.executionId === executionId && (write.type === "terminalCommit" || write.type === "prepareExecution" || write.type === "cancelQueued")).at(-1);
+    const ending = this.cluster.committed
+      .filter(
+        (write) => write.executionId === executionId && (write.type === "terminalCommit" || write.type === "prepareExecution" || write.type === "cancelQueued"),
+      )
+      .at(-1);
     return ending !== undefined && ending.owner !== owner;
   }
 
   private ranOrQueued(executionId: string): boolean {
-    return this.cluster.execution(executionId) !== undefined
-      || this.cluster.connection.prepare("SELECT 1 FROM queued_messages WHERE execution_id = ?").get(executionId) !== undefined;
+    return (
+      this.cluster.execution(executionId) !== undefined
+      || this.cluster.connection.prepare("SELECT 1 FROM queued_messages WHERE execution_id = ?").get(executionId) !== undefined
+    );
   }
 
   /** A caller of the process's current incarnation (a killed one's died with it). */
@@ -460,8 +495,13 @@ export class World {
 
   /** Everything still waiting, in the world. */
   busy(): boolean {
-    return this.cluster.pending.length > 0 || this.models.length > 0 || this.tools.length > 0 || this.cluster.unfinished().length > 0
-      || this.callers.some((caller) => caller.process.alive && caller.settlements === 0 && this.bornHere(caller));
+    return (
+      this.cluster.pending.length > 0
+      || this.models.length > 0
+      || this.tools.length > 0
+      || this.cluster.unfinished().length > 0
+      || this.callers.some((caller) => caller.process.alive && caller.settlements === 0 && this.bornHere(caller))
+    );
   }
 
   // -- the run ----------------------------------------------------------------------------------

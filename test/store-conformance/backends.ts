@@ -37,7 +37,10 @@ export const sqliteBackend: Backend = {
     rawExec(store.path, `UPDATE executions SET metadata = '{not json' WHERE execution_id = '${executionId}'`);
   },
   async markDecided(store, executionId) {
-    rawExec(store.path, `UPDATE executions SET approval_request = json_set(approval_request, '$.decision', json('{"approved":false,"reason":null,"decidedAt":1}')) WHERE execution_id = '${executionId}'`);
+    rawExec(
+      store.path,
+      `UPDATE executions SET approval_request = json_set(approval_request, '$.decision', json('{"approved":false,"reason":null,"decidedAt":1}')) WHERE execution_id = '${executionId}'`,
+    );
   },
   async countRows(store, table, executionId) {
     return Number(rawValue(store.path, `SELECT count(*) FROM ${table} WHERE execution_id = ?`, executionId));
@@ -70,7 +73,11 @@ export const postgresBackend: Backend = {
     await rawPostgres(store, "UPDATE executions SET metadata = '{not json' WHERE execution_id = $1", [executionId]);
   },
   async markDecided(store, executionId) {
-    await rawPostgres(store, `UPDATE executions SET approval_request = (approval_request::jsonb || '{"decision":{"approved":false,"reason":null,"decidedAt":1}}'::jsonb)::text WHERE execution_id = $1`, [executionId]);
+    await rawPostgres(
+      store,
+      `UPDATE executions SET approval_request = (approval_request::jsonb || '{"decision":{"approved":false,"reason":null,"decidedAt":1}}'::jsonb)::text WHERE execution_id = $1`,
+      [executionId],
+    );
   },
   async countRows(store, table, executionId) {
     const rows = await rawPostgres(store, `SELECT count(*)::int AS n FROM ${table} WHERE execution_id = $1`, [executionId]);
@@ -108,7 +115,11 @@ export const simulatedBackend: Backend = {
     clusterConnection(store).connection.prepare("UPDATE executions SET metadata = '{not json' WHERE execution_id = ?").run(executionId);
   },
   async markDecided(store, executionId) {
-    clusterConnection(store).connection.prepare(`UPDATE executions SET approval_request = json_set(approval_request, '$.decision', json('{"approved":false,"reason":null,"decidedAt":1}')) WHERE execution_id = ?`).run(executionId);
+    clusterConnection(store)
+      .connection.prepare(
+        `UPDATE executions SET approval_request = json_set(approval_request, '$.decision', json('{"approved":false,"reason":null,"decidedAt":1}')) WHERE execution_id = ?`,
+      )
+      .run(executionId);
   },
   async countRows(store, table, executionId) {
     return Number(clusterConnection(store).connection.prepare(`SELECT count(*) AS n FROM ${table} WHERE execution_id = ?`).get(executionId)?.["n"]);

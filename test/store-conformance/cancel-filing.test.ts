@@ -18,7 +18,14 @@ interface InboxOwner extends ExecutionStore {
 }
 
 const cancel = (executionId: string, decisionId: string): Omit<DecisionFiling, "filedBy"> => ({
-  kind: "cancel", decisionId, executionId, agentId: "support", approvalId: cancelApprovalId(decisionId), approved: false, reason: "stop", filedAt: 70,
+  kind: "cancel",
+  decisionId,
+  executionId,
+  agentId: "support",
+  approvalId: cancelApprovalId(decisionId),
+  approved: false,
+  reason: "stop",
+  filedAt: 70,
 });
 
 const backends: { name: string; open: () => Promise<InboxOwner> }[] = [
@@ -45,7 +52,9 @@ for (const backend of backends) {
       await store.run(providerBarrier("suspended", 1));
       await store.run(suspendForApproval("suspended", 2));
       await store.run(prepare("ended"));
-      await store.run(terminalCommit("ended", 1, { outcome: "failed", output: null, error: { code: "CANCELLED", message: "cancelled" }, steps: [], journal: [] }));
+      await store.run(
+        terminalCommit("ended", 1, { outcome: "failed", output: null, error: { code: "CANCELLED", message: "cancelled" }, steps: [], journal: [] }),
+      );
 
       expect(await store.fileDecision(cancel("active", "d1"))).toEqual({ decisionId: "d1", executionRevision: 1 });
       expect(await store.fileDecision(cancel("active", "d2"))).toEqual({ decisionId: "d2", executionRevision: 1 });

@@ -12,9 +12,18 @@ import type { ExecutionStore } from "../../host/store/store.js";
 import { approvalCommit, prepare, providerBarrier, suspendForApproval, terminalCommit } from "../store/fixtures.js";
 import type { Backend } from "./backends.js";
 
-type Store = ExecutionStore & PruningStore & {
-  fileDecision(filing: { decisionId: string; executionId: string; agentId: string; approvalId: string; approved: boolean; reason: string | null; filedAt: number }): Promise<unknown>;
-};
+type Store = ExecutionStore &
+  PruningStore & {
+    fileDecision(filing: {
+      decisionId: string;
+      executionId: string;
+      agentId: string;
+      approvalId: string;
+      approved: boolean;
+      reason: string | null;
+      filedAt: number;
+    }): Promise<unknown>;
+  };
 
 function prune(store: Store, finishedBefore: number, extra: Partial<PruneExecutionsOperation> = {}) {
   return store.pruneExecutions({ type: "pruneExecutions", finishedBefore, executionsMax: pruneBatchExecutionsMax, ...extra });
@@ -29,7 +38,7 @@ async function finished(store: ExecutionStore, executionId: string, finishedAt: 
 
 export function definePruneSuite(backend: Backend): void {
   async function open(): Promise<Store> {
-    const store = await backend.open() as Store;
+    const store = (await backend.open()) as Store;
     await store.ensureAgent("support", 1);
     await store.ensureAgent("other", 1);
     return store;
@@ -52,7 +61,15 @@ export function definePruneSuite(backend: Backend): void {
       await store.run(prepare("old1", "support", { at: 50 }));
       await store.run(providerBarrier("old1", 1, { at: 51 }));
       await store.run(suspendForApproval("old1", 2, "approval-1", "hash-1", { at: 52 }));
-      await store.fileDecision({ decisionId: randomUUID(), executionId: "old1", agentId: "support", approvalId: "approval-1", approved: true, reason: null, filedAt: 53 });
+      await store.fileDecision({
+        decisionId: randomUUID(),
+        executionId: "old1",
+        agentId: "support",
+        approvalId: "approval-1",
+        approved: true,
+        reason: null,
+        filedAt: 53,
+      });
       await store.run(approvalCommit("old1", 3, { at: 60 }));
       await store.run(terminalCommit("old1", 4, { at: 100 }));
       await finished(store, "old2", 150, "other");

@@ -36,7 +36,14 @@ for (const backend of [sqliteBackend, postgresBackend, simulatedBackend] as Back
       expect((await queue.queuedMessages("support")).map((queued) => queued.executionId)).toEqual(["q0", "q1", "q2"]);
       expect(await queueReaderOf(store)!.queuedMessage("q3")).toBeUndefined();
       expect(await store.listSteps("q3")).toEqual([]);
-      expect(await queueReaderOf(store)!.queuedMessage("q1")).toEqual({ executionId: "q1", agentId: "support", seq: 1, input: "input of q1", config: { timeoutMs: 1000 }, createdAt: 5 });
+      expect(await queueReaderOf(store)!.queuedMessage("q1")).toEqual({
+        executionId: "q1",
+        agentId: "support",
+        seq: 1,
+        input: "input of q1",
+        config: { timeoutMs: 1000 },
+        createdAt: 5,
+      });
       expect(await store.listSteps("q0")).toEqual([{ seq: 0, kind: "queued", at: 5, payload: { position: 1, interrupt: true } }]);
       await expect(queue.enqueueMessage(message("q1", { limit: 10 }))).rejects.toBeInstanceOf(InvalidInputError);
     });
@@ -50,7 +57,10 @@ for (const backend of [sqliteBackend, postgresBackend, simulatedBackend] as Back
       await queue.enqueueMessage(message("u1", { agentId: "user-9", config: { definition: "support" } }));
       await queue.enqueueMessage(message("q0", { front: true }));
       const heads = (await queue.queueHeads!()).map((head) => [head.agentId, head.executionId, head.config]).sort();
-      expect(heads).toEqual([["support", "q0", { timeoutMs: 1000 }], ["user-9", "u1", { definition: "support" }]]);
+      expect(heads).toEqual([
+        ["support", "q0", { timeoutMs: 1000 }],
+        ["user-9", "u1", { definition: "support" }],
+      ]);
       expect(await store.run(prepare("u1", "user-9"))).toMatchObject({ outcome: "active" });
       expect((await queue.queueHeads!()).map((head) => head.executionId)).toEqual(["q0"]);
     });
@@ -61,7 +71,10 @@ for (const backend of [sqliteBackend, postgresBackend, simulatedBackend] as Back
       await queue.enqueueMessage(message("q2"));
       expect(await store.run(prepare("q1"))).toEqual({ outcome: "active", revision: 1 });
       expect((await queue.queuedMessages("support")).map((queued) => queued.executionId)).toEqual(["q2"]);
-      expect((await store.listSteps("q1")).map((step) => [step.seq, step.kind])).toEqual([[0, "queued"], [1, "input"]]);
+      expect((await store.listSteps("q1")).map((step) => [step.seq, step.kind])).toEqual([
+        [0, "queued"],
+        [1, "input"],
+      ]);
       expect(await queue.cancelQueued({ executionId: "q1", error: { code: "CANCELLED", message: "late" }, at: 9 })).toEqual({ cancelled: false });
       expect(await store.getExecution("q1")).toMatchObject({ status: "active" });
       await expect(queue.enqueueMessage(message("q1"))).rejects.toBeInstanceOf(InvalidInputError);
@@ -73,9 +86,21 @@ for (const backend of [sqliteBackend, postgresBackend, simulatedBackend] as Back
       const error = { code: "CANCELLED", message: "execution q1 was cancelled", details: { whileQueued: true } };
       expect(await queue.cancelQueued({ executionId: "q1", error, at: 7 })).toEqual({ cancelled: true });
       expect(await store.getExecution("q1")).toMatchObject({
-        executionId: "q1", agentId: "support", revision: 1, status: "terminal", phase: "terminal", outcome: "failed", error, input: "input of q1", createdAt: 5, updatedAt: 7,
+        executionId: "q1",
+        agentId: "support",
+        revision: 1,
+        status: "terminal",
+        phase: "terminal",
+        outcome: "failed",
+        error,
+        input: "input of q1",
+        createdAt: 5,
+        updatedAt: 7,
       });
-      expect((await store.listSteps("q1")).map((step) => [step.seq, step.kind])).toEqual([[0, "queued"], [1, "terminal"]]);
+      expect((await store.listSteps("q1")).map((step) => [step.seq, step.kind])).toEqual([
+        [0, "queued"],
+        [1, "terminal"],
+      ]);
       expect(await queue.queuedMessages("support")).toEqual([]);
       expect(await queue.cancelQueued({ executionId: "q1", error, at: 8 })).toEqual({ cancelled: false });
       expect(await store.run(prepare("q1"))).toMatchObject({ outcome: "not_established" });

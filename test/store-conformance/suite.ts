@@ -7,9 +7,7 @@
 import { describe, expect, it } from "vitest";
 import { AgentBusyError, ApprovalMismatchError, ExecutionRehydrationRequiredError, InvalidInputError, StoreError } from "../../host/errors.js";
 import type { ExecutionStore } from "../../host/store/store.js";
-import {
-  approvalCommit, journalEntry, prepare, providerBarrier, refundCall, suspendForApproval, terminalCommit, toolBarrier,
-} from "../store/fixtures.js";
+import { approvalCommit, journalEntry, prepare, providerBarrier, refundCall, suspendForApproval, terminalCommit, toolBarrier } from "../store/fixtures.js";
 import type { Backend } from "./backends.js";
 
 export function defineConformanceSuite(backend: Backend): void {
@@ -37,9 +35,21 @@ export function defineConformanceSuite(backend: Backend): void {
       const store = await storeWithAgent();
       expect(await store.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1 });
       expect(await store.getExecution("e1")).toEqual({
-        executionId: "e1", agentId: "support", revision: 1, status: "active", phase: "calling_llm", mode: "run",
-        input: "Where is order 42?", metadata: { config: { replayable: true } }, outcome: null, output: null, error: null,
-        usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, approvalRequest: null, createdAt: 10, updatedAt: 10,
+        executionId: "e1",
+        agentId: "support",
+        revision: 1,
+        status: "active",
+        phase: "calling_llm",
+        mode: "run",
+        input: "Where is order 42?",
+        metadata: { config: { replayable: true } },
+        outcome: null,
+        output: null,
+        error: null,
+        usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 },
+        approvalRequest: null,
+        createdAt: 10,
+        updatedAt: 10,
       });
       expect(await store.listSteps("e1")).toEqual([{ seq: 1, kind: "input", at: 10, payload: "Where is order 42?" }]);
       expect(await store.readJournal("support", 10)).toEqual([journalEntry("e1", "user", "Where is order 42?")]);
@@ -48,21 +58,37 @@ export function defineConformanceSuite(backend: Backend): void {
 
     it("with its first provider barrier: one transaction leaves what prepare then the barrier would (revision 2, pending model call, both steps)", async () => {
       const store = await storeWithAgent();
-      expect(await store.run(prepare("e1", "support", { firstBarrier: { callId: "model-1" } }))).toEqual({ outcome: "active", revision: 1, firstBarrierRevision: 2 });
+      expect(await store.run(prepare("e1", "support", { firstBarrier: { callId: "model-1" } }))).toEqual({
+        outcome: "active",
+        revision: 1,
+        firstBarrierRevision: 2,
+      });
       const merged = await store.getExecution("e1");
       await store.run(prepare("e2"));
       await store.run(providerBarrier("e2", 1, { callId: "model-1", turns: 0, at: 10 }));
       const separate = await store.getExecution("e2");
       expect(merged).toEqual({ ...separate, executionId: "e1" });
-      expect(merged).toMatchObject({ revision: 2, phase: "calling_llm", metadata: { config: { replayable: true }, pendingModelCall: { callId: "model-1", startedAt: 10 }, turns: 0 } });
+      expect(merged).toMatchObject({
+        revision: 2,
+        phase: "calling_llm",
+        metadata: { config: { replayable: true }, pendingModelCall: { callId: "model-1", startedAt: 10 }, turns: 0 },
+      });
       expect((await store.listSteps("e1")).map(({ kind, payload }) => ({ kind, payload }))).toEqual([
-        { kind: "input", payload: "Where is order 42?" }, { kind: "provider_barrier", payload: { callId: "model-1", revision: 2 } },
+        { kind: "input", payload: "Where is order 42?" },
+        { kind: "provider_barrier", payload: { callId: "model-1", revision: 2 } },
       ]);
-      expect(await store.readJournal("support", 10)).toEqual([journalEntry("e1", "user", "Where is order 42?"), journalEntry("e2", "user", "Where is order 42?")]);
+      expect(await store.readJournal("support", 10)).toEqual([
+        journalEntry("e1", "user", "Where is order 42?"),
+        journalEntry("e2", "user", "Where is order 42?"),
+      ]);
       // The next barrier expects revision 2.
       expect(await store.run(toolBarrier("e1", 2))).toEqual({ revision: 3 });
-      expect(() => store.run(prepare("e3", "support", { firstBarrier: { callId: "" } }))).toThrow(/prepareExecution.firstBarrier.callId must be a non-empty string/);
-      expect(() => store.run(prepare("e3", "support", { firstBarrier: { callId: "m" }, blockedBy: { code: "INPUT_BLOCKED", message: "no" } }))).toThrow(/firstBarrier cannot go with blockedBy/);
+      expect(() => store.run(prepare("e3", "support", { firstBarrier: { callId: "" } }))).toThrow(
+        /prepareExecution.firstBarrier.callId must be a non-empty string/,
+      );
+      expect(() => store.run(prepare("e3", "support", { firstBarrier: { callId: "m" }, blockedBy: { code: "INPUT_BLOCKED", message: "no" } }))).toThrow(
+        /firstBarrier cannot go with blockedBy/,
+      );
     });
 
     it("writes a blocked input as terminal failed with the filter's error, and no journal", async () => {
@@ -188,8 +214,13 @@ export function defineConformanceSuite(backend: Backend): void {
       await store.run(providerBarrier("e1", 1));
       expect(await store.run(terminalCommit("e1", 2))).toEqual({ revision: 3 });
       expect(await store.getExecution("e1")).toMatchObject({
-        status: "terminal", phase: "terminal", outcome: "completed", output: "Order 42 ships today.", error: null,
-        usage: { inputTokens: 20, outputTokens: 9, totalTokens: 29 }, revision: 3,
+        status: "terminal",
+        phase: "terminal",
+        outcome: "completed",
+        output: "Order 42 ships today.",
+        error: null,
+        usage: { inputTokens: 20, outputTokens: 9, totalTokens: 29 },
+        revision: 3,
       });
       expect((await store.listSteps("e1")).map((step) => step.kind)).toEqual(["input", "provider_barrier", "model_response", "terminal"]);
       expect((await store.readJournal("support", 10)).map((record) => record.role)).toEqual(["user", "assistant"]);
@@ -222,7 +253,9 @@ export function defineConformanceSuite(backend: Backend): void {
       const store = await storeWithAgent();
       await store.run(prepare("e1"));
       const first = { eventType: "tool_call_started", message: "listener bug" };
-      await store.run(terminalCommit("e1", 1, { outcome: "suspended", output: null, approvalRequest: { approvalId: "a1" }, journal: [], callbackFailure: first }));
+      await store.run(
+        terminalCommit("e1", 1, { outcome: "suspended", output: null, approvalRequest: { approvalId: "a1" }, journal: [], callbackFailure: first }),
+      );
       await store.run(terminalCommit("e1", 2, { cancelRequested: true, callbackFailure: { eventType: "done", message: "later" } }));
       expect((await store.getExecution("e1"))?.metadata).toMatchObject({ cancelRequested: true, callbackFailure: first });
       await store.run(prepare("e2"));
@@ -245,10 +278,16 @@ export function defineConformanceSuite(backend: Backend): void {
       expect(await store.run(approvalCommit("e1", 3))).toEqual({ revision: 4 });
       const row = await store.getExecution("e1");
       expect(row).toMatchObject({ status: "active", phase: "resuming", outcome: null, revision: 4, updatedAt: 60 });
-      expect(row?.approvalRequest).toMatchObject({ approvalId: "approval-1", argumentsHash: "hash-1", decision: { approved: true, reason: "refund is within policy", decidedAt: 60 } });
+      expect(row?.approvalRequest).toMatchObject({
+        approvalId: "approval-1",
+        argumentsHash: "hash-1",
+        decision: { approved: true, reason: "refund is within policy", decidedAt: 60 },
+      });
       expect(row?.metadata.approval).toEqual({ approvalId: "approval-1", approved: true, reason: "refund is within policy" });
       expect((await store.listSteps("e1")).at(-1)).toEqual({
-        seq: 5, kind: "approval_decided", at: 60,
+        seq: 5,
+        kind: "approval_decided",
+        at: 60,
         payload: { approvalId: "approval-1", approved: true, reason: "refund is within policy", revision: 4 },
       });
       expect(await store.run(toolBarrier("e1", 4, { toolBatch: [refundCall("e1")], steps: [] }))).toEqual({ revision: 5 });
@@ -260,7 +299,9 @@ export function defineConformanceSuite(backend: Backend): void {
       const otherId = store.run(approvalCommit("e1", 3, { approvalId: "approval-2" }));
       await expect(otherId).rejects.toBeInstanceOf(ApprovalMismatchError);
       await expect(otherId).rejects.toMatchObject({
-        code: "APPROVAL_MISMATCH", executionId: "e1", agentId: "support",
+        code: "APPROVAL_MISMATCH",
+        executionId: "e1",
+        agentId: "support",
         details: { mismatch: "approval_id", approvalId: "approval-2", storedApprovalId: "approval-1" },
       });
       const otherArguments = store.run(approvalCommit("e1", 3, { argumentsHash: "hash-2" }));
@@ -292,7 +333,9 @@ export function defineConformanceSuite(backend: Backend): void {
 
     it("a stale revision, a second decision, or an execution not suspended is ExecutionRehydrationRequiredError", async () => {
       const store = await suspendedStore();
-      await expect(store.run(approvalCommit("e1", 2))).rejects.toThrow(/execution e1 moved on: approvalCommit expected revision 2 with status suspended, the store holds revision 3/);
+      await expect(store.run(approvalCommit("e1", 2))).rejects.toThrow(
+        /execution e1 moved on: approvalCommit expected revision 2 with status suspended, the store holds revision 3/,
+      );
       await store.run(approvalCommit("e1", 3));
       await expect(store.run(approvalCommit("e1", 3))).rejects.toBeInstanceOf(ExecutionRehydrationRequiredError);
       await expect(store.run(approvalCommit("e1", 4))).rejects.toThrow(/with status suspended, the store holds revision 4 with status active/);
@@ -303,8 +346,15 @@ export function defineConformanceSuite(backend: Backend): void {
   describe(`store conformance (${backend.name}): reopenExecution (env.retry, decision 0026)`, () => {
     const failed = { code: "MODEL_FAILED", message: "the provider is down" };
     const reopen = (expectedRevision: number, extra: Record<string, unknown> = {}) => ({
-      type: "reopenExecution" as const, executionId: "e1", expectedRevision, status: "active" as const, phase: "calling_llm" as const,
-      metadata: { config: { replayable: true }, attempt: 2, runningSince: 90 }, step: { attempt: 2, resumeFromSeq: 2 }, at: 90, ...extra,
+      type: "reopenExecution" as const,
+      executionId: "e1",
+      expectedRevision,
+      status: "active" as const,
+      phase: "calling_llm" as const,
+      metadata: { config: { replayable: true }, attempt: 2, runningSince: 90 },
+      step: { attempt: 2, resumeFromSeq: 2 },
+      at: 90,
+      ...extra,
     });
 
     it("reopens a terminal row: revision+1, the status and phase given, outcome, output and error cleared, the metadata given, a retried step", async () => {
@@ -314,8 +364,14 @@ export function defineConformanceSuite(backend: Backend): void {
       await store.run(terminalCommit("e1", 2, { outcome: "failed", output: null, error: failed, steps: [], journal: [] }));
       expect(await store.run(reopen(3))).toEqual({ revision: 4 });
       expect(await store.getExecution("e1")).toMatchObject({
-        revision: 4, status: "active", phase: "calling_llm", outcome: null, output: null, error: null,
-        metadata: { attempt: 2, runningSince: 90 }, updatedAt: 90,
+        revision: 4,
+        status: "active",
+        phase: "calling_llm",
+        outcome: null,
+        output: null,
+        error: null,
+        metadata: { attempt: 2, runningSince: 90 },
+        updatedAt: 90,
       });
       expect((await store.listSteps("e1")).at(-1)).toMatchObject({ kind: "retried", at: 90, payload: { attempt: 2, resumeFromSeq: 2 } });
       // It runs on like any active row: the next barrier compares against revision 4.
@@ -414,15 +470,25 @@ export function defineConformanceSuite(backend: Backend): void {
     it("everything written reads back the same after close and reopen; a closed store refuses with StoreError", async () => {
       const store = await suspendedStore();
       await store.run(prepare("e2"));
-      const payload = { text: "Let me look — \"order 42\".\n…", weightKg: 1.25, gift: false, note: null, tags: [], nested: { "€": ["r-✓-1"] } };
+      const payload = { text: 'Let me look — "order 42".\n…', weightKg: 1.25, gift: false, note: null, tags: [], nested: { "€": ["r-✓-1"] } };
       await store.run(toolBarrier("e2", 1, { steps: [{ kind: "model_response", at: 31, payload }] }));
-      const before = { e1: await snapshot(store, "e1"), e2: await snapshot(store, "e2"), journal: await store.readJournal("support", 100), agent: await store.getAgent("support") };
+      const before = {
+        e1: await snapshot(store, "e1"),
+        e2: await snapshot(store, "e2"),
+        journal: await store.readJournal("support", 100),
+        agent: await store.getAgent("support"),
+      };
       await store.close();
       await store.close();
       expect(() => store.run(providerBarrier("e2", 2))).toThrow(StoreError);
       await expect(store.getExecution("e1")).rejects.toBeInstanceOf(StoreError);
       const reopened = await backend.reopen(store);
-      expect({ e1: await snapshot(reopened, "e1"), e2: await snapshot(reopened, "e2"), journal: await reopened.readJournal("support", 100), agent: await reopened.getAgent("support") }).toEqual(before);
+      expect({
+        e1: await snapshot(reopened, "e1"),
+        e2: await snapshot(reopened, "e2"),
+        journal: await reopened.readJournal("support", 100),
+        agent: await reopened.getAgent("support"),
+      }).toEqual(before);
       expect(await reopened.run(approvalCommit("e1", 3))).toEqual({ revision: 4 });
     });
 

@@ -11,7 +11,14 @@ import { ApprovalMismatchError, ExecutionRehydrationRequiredError, InvalidInputE
 import type { OffloadPolicy } from "../../host/store/offload.js";
 import type { SqliteStore } from "../../host/store/sqlite-store.js";
 import {
-  approvalCommit, openTemporaryStore, prepare, providerBarrier, rawExec, refundCall, suspendForApproval, terminalCommit,
+  approvalCommit,
+  openTemporaryStore,
+  prepare,
+  providerBarrier,
+  rawExec,
+  refundCall,
+  suspendForApproval,
+  terminalCommit,
   toolBarrier,
 } from "./fixtures.js";
 
@@ -55,16 +62,21 @@ describe("approvalCommit", () => {
     const row = await store.getExecution("e1");
     expect(row).toMatchObject({ status: "active", phase: "resuming", outcome: null, revision: 4, updatedAt: 60 });
     expect(row?.approvalRequest).toMatchObject({
-      approvalId: "approval-1", argumentsHash: "hash-1",
+      approvalId: "approval-1",
+      argumentsHash: "hash-1",
       decision: { approved: true, reason: "refund is within policy", decidedAt: 60 },
     });
     expect(row?.metadata).toEqual({
-      config: { replayable: true }, turns: 1, toolBatch: [refundCall("e1")],
+      config: { replayable: true },
+      turns: 1,
+      toolBatch: [refundCall("e1")],
       approval: { approvalId: "approval-1", approved: true, reason: "refund is within policy" },
       runningSince: 60,
     });
     expect((await store.listSteps("e1")).at(-1)).toEqual({
-      seq: 5, kind: "approval_decided", at: 60,
+      seq: 5,
+      kind: "approval_decided",
+      at: 60,
       payload: { approvalId: "approval-1", approved: true, reason: "refund is within policy", revision: 4 },
     });
     expect((await store.unfinishedExecutions()).map((unfinished) => unfinished.phase)).toEqual(["resuming"]);
@@ -87,7 +99,9 @@ describe("approvalCommit", () => {
       const otherId = store.run(approvalCommit("e1", 3, { approvalId: "approval-2" }));
       await expect(otherId).rejects.toBeInstanceOf(ApprovalMismatchError);
       await expect(otherId).rejects.toMatchObject({
-        code: "APPROVAL_MISMATCH", executionId: "e1", agentId: "support",
+        code: "APPROVAL_MISMATCH",
+        executionId: "e1",
+        agentId: "support",
         details: { mismatch: "approval_id", approvalId: "approval-2", storedApprovalId: "approval-1" },
       });
       await expect(otherId).rejects.toThrow(/approval approval-2 does not match execution e1: its pending approval is "approval-1"; nothing was written/);
@@ -115,7 +129,10 @@ describe("approvalCommit", () => {
 
   it("a request already decided, or no request at all, is a mismatch", async () => {
     const store = await suspendedStore();
-    rawExec(store.path, `UPDATE executions SET approval_request = json_set(approval_request, '$.decision', json('{"approved":false,"reason":null,"decidedAt":1}')) WHERE execution_id = 'e1'`);
+    rawExec(
+      store.path,
+      `UPDATE executions SET approval_request = json_set(approval_request, '$.decision', json('{"approved":false,"reason":null,"decidedAt":1}')) WHERE execution_id = 'e1'`,
+    );
     await expect(store.run(approvalCommit("e1", 3))).rejects.toMatchObject({ code: "APPROVAL_MISMATCH", details: { mismatch: "already_decided" } });
     await store.run(prepare("e2"));
     await store.run(terminalCommit("e2", 1, { outcome: "suspended", output: null, approvalRequest: null, journal: [] }));

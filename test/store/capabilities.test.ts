@@ -26,7 +26,10 @@ function declaring(store: ExecutionStore, capabilities: unknown): ExecutionStore
 
 async function refusal(store: ExecutionStore): Promise<PhronomyError> {
   return Phronomy.open({ store }).then(
-    async (env) => { await env.close(); throw new Error("the environment opened"); },
+    async (env) => {
+      await env.close();
+      throw new Error("the environment opened");
+    },
     (reason: unknown) => reason as PhronomyError,
   );
 }
@@ -40,9 +43,33 @@ describe("store capabilities", () => {
     atEnd(() => postgres.close());
     try {
       for (const store of [owner, visitor, postgres]) expect(() => checkCapabilities(store)).not.toThrow();
-      expect(capabilitiesOf(owner)).toEqual({ leases: false, partitions: false, approvalInbox: true, startInbox: false, queue: true, queueReads: true, pruning: true });
-      expect(capabilitiesOf(visitor)).toEqual({ leases: false, partitions: false, approvalInbox: true, startInbox: false, queue: false, queueReads: true, pruning: false });
-      expect(capabilitiesOf(postgres)).toEqual({ leases: true, partitions: true, approvalInbox: true, startInbox: true, queue: true, queueReads: true, pruning: true });
+      expect(capabilitiesOf(owner)).toEqual({
+        leases: false,
+        partitions: false,
+        approvalInbox: true,
+        startInbox: false,
+        queue: true,
+        queueReads: true,
+        pruning: true,
+      });
+      expect(capabilitiesOf(visitor)).toEqual({
+        leases: false,
+        partitions: false,
+        approvalInbox: true,
+        startInbox: false,
+        queue: false,
+        queueReads: true,
+        pruning: false,
+      });
+      expect(capabilitiesOf(postgres)).toEqual({
+        leases: true,
+        partitions: true,
+        approvalInbox: true,
+        startInbox: true,
+        queue: true,
+        queueReads: true,
+        pruning: true,
+      });
     } finally {
       await visitor.close();
     }
@@ -62,7 +89,17 @@ describe("store capabilities", () => {
     expect(error.message).toContain("leases: acquireLease()");
     expect(error.message).toContain("leases: unfinishedExecutionsOf()");
     expect(error.message).not.toContain("queue:");
-    expect(error.details).toEqual({ missing: ["leases: acquireLease()", "leases: leaseOf()", "leases: heldEpochOf()", "leases: leaseHolder()", "leases: holdAdmissions()", "leases: releaseLease()", "leases: unfinishedExecutionsOf()"] });
+    expect(error.details).toEqual({
+      missing: [
+        "leases: acquireLease()",
+        "leases: leaseOf()",
+        "leases: heldEpochOf()",
+        "leases: leaseHolder()",
+        "leases: holdAdmissions()",
+        "leases: releaseLease()",
+        "leases: unfinishedExecutionsOf()",
+      ],
+    });
   });
 
   it("Phronomy.open refuses a declaration that is not an object", async () => {
@@ -72,7 +109,7 @@ describe("store capabilities", () => {
     expect(error.message).toMatch(/capabilities must be an object of booleans .* got string/);
   });
 
-  it("the runtime uses only what the store declares: a SQLite store declaring no queue refuses onBusy \"enqueue\" for a busy conversation", async () => {
+  it('the runtime uses only what the store declares: a SQLite store declaring no queue refuses onBusy "enqueue" for a busy conversation', async () => {
     const store = track(await openTemporaryStore());
     const env = await Phronomy.open({ store: declaring(store, { ...plainStore, pruning: true }) });
     try {
@@ -82,7 +119,10 @@ describe("store capabilities", () => {
       const first = agent.start("Where is order 42?");
       await waitFor(async () => calls.length > 0 || undefined);
       const second = agent.start("And order 43?", { onBusy: "enqueue" });
-      const error = await second.result.then(() => undefined, (reason: unknown) => reason);
+      const error = await second.result.then(
+        () => undefined,
+        (reason: unknown) => reason,
+      );
       expect(error).toBeInstanceOf(InvalidInputError);
       expect((error as InvalidInputError).message).toContain("this store keeps no message queue");
       gate.resolve();

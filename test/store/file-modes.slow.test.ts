@@ -24,17 +24,29 @@ const runtimes = {
 } as const;
 
 let umaskBefore: number;
-beforeAll(() => { umaskBefore = process.umask(0o022); });
-afterAll(() => { process.umask(umaskBefore); });
+beforeAll(() => {
+  umaskBefore = process.umask(0o022);
+});
+afterAll(() => {
+  process.umask(umaskBefore);
+});
 
 function runChild(runtime: keyof typeof runtimes, path: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const { command, arguments: given } = runtimes[runtime];
   return new Promise((resolve, reject) => {
-    const child = spawn(command, [...given, childScript, path], { cwd: repositoryRoot, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1" } });
+    const child = spawn(command, [...given, childScript, path], {
+      cwd: repositoryRoot,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, NO_COLOR: "1" },
+    });
     let stdout = "";
     let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => { stdout += chunk; });
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => { stderr += chunk; });
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      stdout += chunk;
+    });
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      stderr += chunk;
+    });
     child.on("error", reject);
     child.on("close", (code) => resolve({ code, stdout, stderr }));
   });

@@ -9,8 +9,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach } from "vitest";
 import type {
-  ApprovalCommitOperation, JournalRecord, PrepareExecutionOperation, ProviderBarrierOperation, TerminalCommitOperation,
-  ToolBarrierOperation, ToolCallRecord, UsageTotals,
+  ApprovalCommitOperation,
+  JournalRecord,
+  PrepareExecutionOperation,
+  ProviderBarrierOperation,
+  TerminalCommitOperation,
+  ToolBarrierOperation,
+  ToolCallRecord,
+  UsageTotals,
 } from "../../host/store/records.js";
 import { openBetterSqlite3, type SqliteValue } from "../../host/store/sqlite/driver.js";
 import { SqliteStore, type SqliteStoreOptions } from "../../host/store/sqlite-store.js";
@@ -49,34 +55,61 @@ export function journalEntry(executionId: string, role: JournalRecord["role"], c
 
 export function prepare(executionId: string, agentId = "support", extra: Partial<PrepareExecutionOperation> = {}): PrepareExecutionOperation {
   return {
-    type: "prepareExecution", executionId, agentId, mode: "run", input: "Where is order 42?",
-    config: { replayable: true }, journal: [journalEntry(executionId, "user", "Where is order 42?")], at: 10,
+    type: "prepareExecution",
+    executionId,
+    agentId,
+    mode: "run",
+    input: "Where is order 42?",
+    config: { replayable: true },
+    journal: [journalEntry(executionId, "user", "Where is order 42?")],
+    at: 10,
     ...extra,
   };
 }
 
 export function providerBarrier(executionId: string, expectedRevision: number, extra: Partial<ProviderBarrierOperation> = {}): ProviderBarrierOperation {
   return {
-    type: "providerBarrier", executionId, expectedRevision, callId: `model-${expectedRevision}`, steps: [],
-    usage: noUsage, turns: expectedRevision, at: 20 + expectedRevision, ...extra,
+    type: "providerBarrier",
+    executionId,
+    expectedRevision,
+    callId: `model-${expectedRevision}`,
+    steps: [],
+    usage: noUsage,
+    turns: expectedRevision,
+    at: 20 + expectedRevision,
+    ...extra,
   };
 }
 
 export function toolBarrier(executionId: string, expectedRevision: number, extra: Partial<ToolBarrierOperation> = {}): ToolBarrierOperation {
   return {
-    type: "toolBarrier", executionId, expectedRevision,
+    type: "toolBarrier",
+    executionId,
+    expectedRevision,
     toolBatch: [{ callId: "tool-1", toolName: "lookupOrder", input: { orderId: 42 }, idempotencyKey: `${executionId}:tool-1` }],
     steps: [{ kind: "model_response", at: 30, payload: { toolCalls: ["tool-1"] } }],
-    usage: { inputTokens: 10, outputTokens: 5, totalTokens: 15 }, turns: 1, at: 30 + expectedRevision, ...extra,
+    usage: { inputTokens: 10, outputTokens: 5, totalTokens: 15 },
+    turns: 1,
+    at: 30 + expectedRevision,
+    ...extra,
   };
 }
 
 export function terminalCommit(executionId: string, expectedRevision: number, extra: Partial<TerminalCommitOperation> = {}): TerminalCommitOperation {
   return {
-    type: "terminalCommit", executionId, expectedRevision, outcome: "completed", output: "Order 42 ships today.",
-    error: null, usage: { inputTokens: 20, outputTokens: 9, totalTokens: 29 }, approvalRequest: null, handoff: null,
+    type: "terminalCommit",
+    executionId,
+    expectedRevision,
+    outcome: "completed",
+    output: "Order 42 ships today.",
+    error: null,
+    usage: { inputTokens: 20, outputTokens: 9, totalTokens: 29 },
+    approvalRequest: null,
+    handoff: null,
     steps: [{ kind: "model_response", at: 40, payload: { text: "Order 42 ships today." } }],
-    journal: [journalEntry(executionId, "assistant", "Order 42 ships today.", 40)], at: 40 + expectedRevision, ...extra,
+    journal: [journalEntry(executionId, "assistant", "Order 42 ships today.", 40)],
+    at: 40 + expectedRevision,
+    ...extra,
   };
 }
 
@@ -87,23 +120,44 @@ export function refundCall(executionId: string, callId = "tool-9"): ToolCallReco
 /** A terminal commit suspending for approval of `refundCall`, the batch
  * carried as the tool batch, the model response that asked for it riding
  * on the commit. */
-export function suspendForApproval(executionId: string, expectedRevision: number, approvalId = "approval-1", argumentsHash = "hash-1", extra: Partial<TerminalCommitOperation> = {}): TerminalCommitOperation {
+export function suspendForApproval(
+  executionId: string,
+  expectedRevision: number,
+  approvalId = "approval-1",
+  argumentsHash = "hash-1",
+  extra: Partial<TerminalCommitOperation> = {},
+): TerminalCommitOperation {
   const call = refundCall(executionId);
   return terminalCommit(executionId, expectedRevision, {
-    outcome: "suspended", output: null, journal: [],
+    outcome: "suspended",
+    output: null,
+    journal: [],
     approvalRequest: {
-      approvalId, argumentsHash, executionId, agentId: "support", requestedAt: 50,
+      approvalId,
+      argumentsHash,
+      executionId,
+      agentId: "support",
+      requestedAt: 50,
       toolCalls: [{ callId: call.callId, toolName: call.toolName, input: call.input }],
     },
     steps: [{ kind: "model_response", at: 50, payload: { toolCalls: [{ callId: call.callId, toolName: call.toolName, input: call.input }] } }],
-    toolBatch: [call], at: 50, ...extra,
+    toolBatch: [call],
+    at: 50,
+    ...extra,
   });
 }
 
 export function approvalCommit(executionId: string, expectedRevision: number, extra: Partial<ApprovalCommitOperation> = {}): ApprovalCommitOperation {
   return {
-    type: "approvalCommit", executionId, expectedRevision, approvalId: "approval-1", approved: true,
-    reason: "refund is within policy", argumentsHash: "hash-1", at: 60, ...extra,
+    type: "approvalCommit",
+    executionId,
+    expectedRevision,
+    approvalId: "approval-1",
+    approved: true,
+    reason: "refund is within policy",
+    argumentsHash: "hash-1",
+    at: 60,
+    ...extra,
   };
 }
 

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { expect, it } from "vitest";
 import { openSqlite } from "../../host/store/sqlite/driver.js";
 
-it("opens \":memory:\" without creating a file of that name", () => {
+it('opens ":memory:" without creating a file of that name', () => {
   const directory = mkdtempSync(join(tmpdir(), "phronomy-memory-"));
   const before = process.cwd();
   process.chdir(directory);

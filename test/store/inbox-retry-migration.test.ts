@@ -43,9 +43,15 @@ describe("SQLite migration 6: the inbox's retry kind", () => {
         { decision_id: "d-1", kind: "approval", state: "filed", reason: "ok", execution_revision: 3 },
         { decision_id: "d-2", kind: "cancel", state: "applied", reason: null, execution_revision: 4 },
       ]);
-      const indexes = (database.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'approval_inbox' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string }[]).map((row) => row.name);
+      const indexes = (
+        database
+          .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'approval_inbox' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+          .all() as { name: string }[]
+      ).map((row) => row.name);
       expect(indexes).toEqual(["approval_inbox_by_execution", "approval_inbox_one_per_approval", "approval_inbox_unsettled"]);
-      const insert = database.prepare("INSERT INTO approval_inbox (decision_id, execution_id, agent_id, approval_id, approved, execution_revision, filed_by, filed_at, state, kind) VALUES (?, 'e-3', 'support', ?, 0, 5, 'visitor', 12, 'filed', ?)");
+      const insert = database.prepare(
+        "INSERT INTO approval_inbox (decision_id, execution_id, agent_id, approval_id, approved, execution_revision, filed_by, filed_at, state, kind) VALUES (?, 'e-3', 'support', ?, 0, 5, 'visitor', 12, 'filed', ?)",
+      );
       insert.run("d-3", "retry:d-3", "retry");
       expect(() => insert.run("d-4", "x:d-4", "resume")).toThrow(/CHECK constraint failed/);
     } finally {

@@ -6,16 +6,12 @@
 import { join } from "node:path";
 import { MessageChannel, Worker } from "node:worker_threads";
 import { describe, expect, it } from "vitest";
-import {
-  AgentBusyError, ExecutionRehydrationRequiredError, InvalidInputError, OffloadFullError, StoreError,
-} from "../../host/errors.js";
+import { AgentBusyError, ExecutionRehydrationRequiredError, InvalidInputError, OffloadFullError, StoreError } from "../../host/errors.js";
 import { Offload, type OffloadPolicy } from "../../host/store/offload.js";
 import type { OffloadOperation } from "../../host/store/offload-operation.js";
 import type { StepKind } from "../../host/store/records.js";
 import { SqliteStore } from "../../host/store/sqlite-store.js";
-import {
-  openTemporaryStore, prepare, providerBarrier, temporaryDirectory, terminalCommit, toolBarrier, track,
-} from "./fixtures.js";
+import { openTemporaryStore, prepare, providerBarrier, temporaryDirectory, terminalCommit, toolBarrier, track } from "./fixtures.js";
 
 const policies: readonly OffloadPolicy[] = ["adaptive", "worker", "inline"];
 
@@ -52,7 +48,11 @@ describe.each(policies)("offload policy %s", (policy) => {
     const store = await preparedStore(policy, 1);
     const lost = store.run(toolBarrier("e0", 7));
     await expect(lost).rejects.toBeInstanceOf(ExecutionRehydrationRequiredError);
-    await expect(lost).rejects.toMatchObject({ code: "EXECUTION_REHYDRATION_REQUIRED", executionId: "e0", message: expect.stringMatching(/expected revision 7/) });
+    await expect(lost).rejects.toMatchObject({
+      code: "EXECUTION_REHYDRATION_REQUIRED",
+      executionId: "e0",
+      message: expect.stringMatching(/expected revision 7/),
+    });
     const purge = store.purgeAgent("support");
     await expect(purge).rejects.toBeInstanceOf(AgentBusyError);
     await expect(purge).rejects.toMatchObject({ code: "AGENT_BUSY", agentId: "support", details: { unfinishedExecutionIds: ["e0"] } });
@@ -61,9 +61,17 @@ describe.each(policies)("offload policy %s", (policy) => {
   it("group commit: one lost compare-and-set among concurrent operations fails alone, its group-mates commit", async () => {
     const store = await preparedStore(policy, 8);
     const groupsBefore = store.offloadStatistics;
-    const results = await Promise.allSettled(Array.from({ length: 8 }, (_, index) =>
-      store.run(providerBarrier(`e${index}`, index === 5 ? 9 : 1))));
-    expect(results.map((result) => result.status)).toEqual(["fulfilled", "fulfilled", "fulfilled", "fulfilled", "fulfilled", "rejected", "fulfilled", "fulfilled"]);
+    const results = await Promise.allSettled(Array.from({ length: 8 }, (_, index) => store.run(providerBarrier(`e${index}`, index === 5 ? 9 : 1))));
+    expect(results.map((result) => result.status)).toEqual([
+      "fulfilled",
+      "fulfilled",
+      "fulfilled",
+      "fulfilled",
+      "fulfilled",
+      "rejected",
+      "fulfilled",
+      "fulfilled",
+    ]);
     expect((results[5] as PromiseRejectedResult).reason).toBeInstanceOf(ExecutionRehydrationRequiredError);
     const statistics = store.offloadStatistics;
     expect(statistics.inlineGroups + statistics.workerGroups - groupsBefore.inlineGroups - groupsBefore.workerGroups).toBe(1);
@@ -129,13 +137,15 @@ describe.each(policies)("offload policy %s", (policy) => {
     const executions = 40;
     const store = await preparedStore(policy, executions);
     await workerStarted(store);
-    await Promise.all(Array.from({ length: executions }, async (_, index) => {
-      const id = `e${index}`;
-      await store.run(providerBarrier(id, 1));
-      await store.run(toolBarrier(id, 2));
-      await store.run(providerBarrier(id, 3));
-      await store.run(terminalCommit(id, 4));
-    }));
+    await Promise.all(
+      Array.from({ length: executions }, async (_, index) => {
+        const id = `e${index}`;
+        await store.run(providerBarrier(id, 1));
+        await store.run(toolBarrier(id, 2));
+        await store.run(providerBarrier(id, 3));
+        await store.run(terminalCommit(id, 4));
+      }),
+    );
     const rows = await store.listExecutions({ limit: executions });
     expect(rows).toHaveLength(executions);
     for (const row of rows) expect(row).toMatchObject({ status: "terminal", revision: 5 });
@@ -175,10 +185,11 @@ describe("the adaptive offload's worker starts in the background", () => {
       policy: "adaptive",
       capacity: 100,
       path: "/nowhere/agents.db",
-      commitInline: (operations: readonly OffloadOperation[]) => operations.map((operation) => {
-        committed.push(operation.type);
-        return { ok: true, value: operation.type };
-      }),
+      commitInline: (operations: readonly OffloadOperation[]) =>
+        operations.map((operation) => {
+          committed.push(operation.type);
+          return { ok: true, value: operation.type };
+        }),
       startWorker: () => ({ thread: new Worker("throw new Error('no SQLite here')", { eval: true }), port: new MessageChannel().port1 }),
     });
     await offload.workerStarted;
@@ -232,7 +243,12 @@ describe("the offload under a chain of inline commits", () => {
       const steps = 100;
       let completed = 0;
       let completedWhenTimerFired = -1;
-      const timer = new Promise<void>((resolve) => setTimeout(() => { completedWhenTimerFired = completed; resolve(); }, 1));
+      const timer = new Promise<void>((resolve) =>
+        setTimeout(() => {
+          completedWhenTimerFired = completed;
+          resolve();
+        }, 1),
+      );
       // Each completion submits the next operation at once, as the runtime
       // does: a flush that never yields would starve the timer until every
       // operation is done (each event-loop round commits one group of at

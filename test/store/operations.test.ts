@@ -6,9 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { AgentBusyError, ExecutionRehydrationRequiredError, InvalidInputError, StoreError } from "../../host/errors.js";
 import type { SqliteStore } from "../../host/store/sqlite-store.js";
-import {
-  journalEntry, openTemporaryStore, prepare, providerBarrier, rawExec, rawValue, terminalCommit, toolBarrier,
-} from "./fixtures.js";
+import { journalEntry, openTemporaryStore, prepare, providerBarrier, rawExec, rawValue, terminalCommit, toolBarrier } from "./fixtures.js";
 
 async function storeWithAgent(): Promise<SqliteStore> {
   const store = await openTemporaryStore();
@@ -21,9 +19,21 @@ describe("prepareExecution", () => {
     const store = await storeWithAgent();
     expect(await store.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1 });
     expect(await store.getExecution("e1")).toEqual({
-      executionId: "e1", agentId: "support", revision: 1, status: "active", phase: "calling_llm", mode: "run",
-      input: "Where is order 42?", metadata: { config: { replayable: true } }, outcome: null, output: null, error: null,
-      usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, approvalRequest: null, createdAt: 10, updatedAt: 10,
+      executionId: "e1",
+      agentId: "support",
+      revision: 1,
+      status: "active",
+      phase: "calling_llm",
+      mode: "run",
+      input: "Where is order 42?",
+      metadata: { config: { replayable: true } },
+      outcome: null,
+      output: null,
+      error: null,
+      usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 },
+      approvalRequest: null,
+      createdAt: 10,
+      updatedAt: 10,
     });
     expect(await store.listSteps("e1")).toEqual([{ seq: 1, kind: "input", at: 10, payload: "Where is order 42?" }]);
     expect(await store.readJournal("support", 10)).toEqual([journalEntry("e1", "user", "Where is order 42?")]);
@@ -117,8 +127,13 @@ describe("terminalCommit", () => {
     await store.run(providerBarrier("e1", 1));
     expect(await store.run(terminalCommit("e1", 2))).toEqual({ revision: 3 });
     expect(await store.getExecution("e1")).toMatchObject({
-      status: "terminal", phase: "terminal", outcome: "completed", output: "Order 42 ships today.", error: null,
-      usage: { inputTokens: 20, outputTokens: 9, totalTokens: 29 }, revision: 3,
+      status: "terminal",
+      phase: "terminal",
+      outcome: "completed",
+      output: "Order 42 ships today.",
+      error: null,
+      usage: { inputTokens: 20, outputTokens: 9, totalTokens: 29 },
+      revision: 3,
     });
     expect((await store.listSteps("e1")).map((step) => step.kind)).toEqual(["input", "provider_barrier", "model_response", "terminal"]);
     expect((await store.readJournal("support", 10)).map((record) => record.role)).toEqual(["user", "assistant"]);

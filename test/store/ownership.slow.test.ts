@@ -25,12 +25,14 @@ const childStartMs = 30_000;
 const children: ChildProcessWithoutNullStreams[] = [];
 
 afterEach(async () => {
-  await Promise.all(children.splice(0).map(async (child) => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill("SIGKILL");
-      await exited(child);
-    }
-  }));
+  await Promise.all(
+    children.splice(0).map(async (child) => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill("SIGKILL");
+        await exited(child);
+      }
+    }),
+  );
 });
 
 function startChild(mode: "hold" | "try", path: string): ChildProcessWithoutNullStreams {
@@ -50,7 +52,9 @@ function firstLine(child: ChildProcessWithoutNullStreams): Promise<string> {
     let output = "";
     let errors = "";
     const timer = setTimeout(() => reject(new Error(`the child printed nothing within ${childStartMs} ms; stderr: ${errors}`)), childStartMs);
-    child.stderr.on("data", (chunk: Buffer) => { errors += chunk.toString(); });
+    child.stderr.on("data", (chunk: Buffer) => {
+      errors += chunk.toString();
+    });
     child.stdout.on("data", (chunk: Buffer) => {
       output += chunk.toString();
       const end = output.indexOf("\n");
@@ -68,7 +72,10 @@ function firstLine(child: ChildProcessWithoutNullStreams): Promise<string> {
 
 async function openRefused(path: string): Promise<StoreError> {
   const error = await SqliteStore.open(path).then(
-    async (store) => { await store.close(); throw new Error("the store opened"); },
+    async (store) => {
+      await store.close();
+      throw new Error("the store opened");
+    },
     (reason: unknown) => reason,
   );
   expect(error).toBeInstanceOf(StoreError);
@@ -90,7 +97,9 @@ describe("one owner per store, within one process", () => {
     const refused = await openRefused(path);
     expect(performance.now() - started).toBeLessThan(1_000);
     expect(refused.code).toBe("STORE");
-    expect(refused.message).toContain(`the store at ${path} is already open, owned by this very process (pid ${process.pid} on ${hostname()}, since ${first.owner.startedAt})`);
+    expect(refused.message).toContain(
+      `the store at ${path} is already open, owned by this very process (pid ${process.pid} on ${hostname()}, since ${first.owner.startedAt})`,
+    );
     expect(refused.message).toMatch(/close the other process \(or its store\) first, or open this store as a visitor/);
     expect(refused.details).toEqual({ reason: "store_owned", storePath: path, owner: first.owner });
 

@@ -13,16 +13,32 @@ import { describe, expect, it } from "vitest";
 import type { Json, StepRecord, StoredStep, ToolCallRecord } from "../../host/store/records.js";
 import { SqliteStore } from "../../host/store/sqlite-store.js";
 import {
-  approvalCommit, prepare, providerBarrier, refundCall, suspendForApproval, temporaryDirectory, terminalCommit,
-  toolBarrier, track,
+  approvalCommit,
+  prepare,
+  providerBarrier,
+  refundCall,
+  suspendForApproval,
+  temporaryDirectory,
+  terminalCommit,
+  toolBarrier,
+  track,
 } from "./fixtures.js";
 
-const lookupCall: ToolCallRecord = { callId: "call-1", toolName: "lookupOrder", input: { orderId: 42, fields: ["status", "eta"] }, idempotencyKey: "e1:call-1" };
+const lookupCall: ToolCallRecord = {
+  callId: "call-1",
+  toolName: "lookupOrder",
+  input: { orderId: 42, fields: ["status", "eta"] },
+  idempotencyKey: "e1:call-1",
+};
 
 /** Payloads with everything JSON can hold: nesting, unicode, escapes, floats, null, empties. */
 const firstResponse: Json = {
-  text: "Let me look that up — \"order 42\".\nOne moment…", toolCalls: [{ callId: "call-1", toolName: "lookupOrder", input: { orderId: 42, fields: ["status", "eta"] } }],
-  usage: { inputTokens: 12, outputTokens: 7 }, finishReason: "tool-calls", providerMetadata: {}, warnings: [],
+  text: 'Let me look that up — "order 42".\nOne moment…',
+  toolCalls: [{ callId: "call-1", toolName: "lookupOrder", input: { orderId: 42, fields: ["status", "eta"] } }],
+  usage: { inputTokens: 12, outputTokens: 7 },
+  finishReason: "tool-calls",
+  providerMetadata: {},
+  warnings: [],
 };
 const lookupResults: Json = [{ callId: "call-1", output: { status: "shipped", eta: "2024-06-01", weightKg: 1.25, gift: false, note: null, tags: [] } }];
 const refundResults: Json = [{ callId: "tool-9", output: { refunded: 19.5, currency: "€", id: "r-✓-1" } }];
@@ -35,7 +51,9 @@ describe("recovery reads", () => {
     await store.ensureAgent("billing", 1);
     const written: StepRecord[] = [];
     const toolBatchAt: (readonly ToolCallRecord[] | undefined)[] = [];
-    const note = async (): Promise<void> => { toolBatchAt.push((await store.getExecution("e1"))?.metadata.toolBatch); };
+    const note = async (): Promise<void> => {
+      toolBatchAt.push((await store.getExecution("e1"))?.metadata.toolBatch);
+    };
 
     const input = prepare("e1");
     await Promise.all([store.run(input), store.run(prepare("b1", "billing", { at: 11 }))]);
@@ -79,15 +97,25 @@ describe("recovery reads", () => {
     const steps = await reopened.listSteps("e1");
     expect(steps).toEqual(expected);
     expect(steps.map((step) => step.seq)).toEqual(expected.map((_, index) => index + 1)); // numeric order past 9
-    expect(steps.filter((step) => step.kind === "model_response" || step.kind === "tool_results").map((step) => step.payload))
-      .toEqual([firstResponse, lookupResults, suspension.steps[0]!.payload, refundResults]);
+    expect(steps.filter((step) => step.kind === "model_response" || step.kind === "tool_results").map((step) => step.payload)).toEqual([
+      firstResponse,
+      lookupResults,
+      suspension.steps[0]!.payload,
+      refundResults,
+    ]);
     expect((await reopened.listSteps("b1")).map((step) => step.kind)).toEqual(["input", "provider_barrier", "model_response", "tool_barrier"]);
 
     const unfinished = await reopened.unfinishedExecutions();
-    expect(unfinished.map((row) => [row.executionId, row.status, row.phase, row.revision])).toEqual([["e1", "active", "calling_llm", 8], ["b1", "active", "dispatching_tools", 3]]);
+    expect(unfinished.map((row) => [row.executionId, row.status, row.phase, row.revision])).toEqual([
+      ["e1", "active", "calling_llm", 8],
+      ["b1", "active", "dispatching_tools", 3],
+    ]);
     expect(unfinished[0]?.metadata).toEqual({
-      config: { replayable: true }, turns: 7, pendingModelCall: { callId: "model-7", startedAt: 27 },
-      approval: { approvalId: "approval-1", approved: true, reason: "refund is within policy" }, runningSince: 60,
+      config: { replayable: true },
+      turns: 7,
+      pendingModelCall: { callId: "model-7", startedAt: 27 },
+      approval: { approvalId: "approval-1", approved: true, reason: "refund is within policy" },
+      runningSince: 60,
     });
     expect(await reopened.run(terminalCommit("e1", 8))).toEqual({ revision: 9 });
     expect((await reopened.listSteps("e1")).slice(expected.length).map((step) => step.kind)).toEqual(["model_response", "terminal"]);
@@ -107,6 +135,8 @@ describe("recovery reads", () => {
     expect(row?.metadata).toEqual({ config: { replayable: true }, turns: 4, toolBatch: [second] });
     expect(row?.approvalRequest).toMatchObject({ approvalId: "approval-2", argumentsHash: "hash-2" });
     expect(row?.approvalRequest).not.toHaveProperty("decision");
-    expect(await store.run(approvalCommit("e1", 6, { approvalId: "approval-2", argumentsHash: "hash-2", approved: false, reason: "no" }))).toEqual({ revision: 7 });
+    expect(await store.run(approvalCommit("e1", 6, { approvalId: "approval-2", argumentsHash: "hash-2", approved: false, reason: "no" }))).toEqual({
+      revision: 7,
+    });
   });
 });

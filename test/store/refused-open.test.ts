@@ -22,7 +22,10 @@ async function listing(directory: string): Promise<Record<string, string>> {
 async function expectRefusedLeavingNothing(directory: string, options: OpenOptions, code: string, message: RegExp): Promise<void> {
   const before = await listing(directory);
   const error = await Phronomy.open(options).then(
-    async (env) => { await env.close(); throw new Error("the environment opened"); },
+    async (env) => {
+      await env.close();
+      throw new Error("the environment opened");
+    },
     (reason: unknown) => reason,
   );
   expect(error).toBeInstanceOf(PhronomyError);
@@ -47,7 +50,12 @@ describe("a refused open leaves the directory unchanged", () => {
   it("a SQLite database of another application", async () => {
     const directory = await temporaryDirectory();
     rawExec(join(directory, "inventory.db"), "CREATE TABLE products (sku TEXT PRIMARY KEY)");
-    await expectRefusedLeavingNothing(directory, { store: join(directory, "inventory.db") }, "STORE", /another application \(application_id 0, tables products\)/);
+    await expectRefusedLeavingNothing(
+      directory,
+      { store: join(directory, "inventory.db") },
+      "STORE",
+      /another application \(application_id 0, tables products\)/,
+    );
   });
 
   it("a SQLite database in WAL mode stamped with another application_id", async () => {

@@ -8,14 +8,14 @@ import { describe, expect, it } from "vitest";
 import { InvalidInputError, StoreError } from "../../host/errors.js";
 import { applicationId, schemaVersion } from "../../host/store/sqlite/schema.js";
 import { SqliteStore } from "../../host/store/sqlite-store.js";
-import {
-  fileBytes, journalEntry, prepare, providerBarrier, rawExec, rawValue, temporaryDirectory, terminalCommit, toolBarrier,
-  track,
-} from "./fixtures.js";
+import { fileBytes, journalEntry, prepare, providerBarrier, rawExec, rawValue, temporaryDirectory, terminalCommit, toolBarrier, track } from "./fixtures.js";
 
 async function openRefused(path: string): Promise<StoreError> {
   const error = await SqliteStore.open(path).then(
-    (store) => { void store.close(); throw new Error("the store opened"); },
+    (store) => {
+      void store.close();
+      throw new Error("the store opened");
+    },
     (reason: unknown) => reason,
   );
   expect(error).toBeInstanceOf(StoreError);
@@ -135,7 +135,10 @@ describe("store file", () => {
       journal: await second.readJournal("support", 100),
       unfinished: await second.unfinishedExecutions(),
     }).toEqual(snapshot);
-    expect(snapshot.executions.map((row) => [row.executionId, row.status, row.revision])).toEqual([["e2", "active", 1], ["e1", "terminal", 4]]);
+    expect(snapshot.executions.map((row) => [row.executionId, row.status, row.revision])).toEqual([
+      ["e2", "active", 1],
+      ["e1", "terminal", 4],
+    ]);
     expect(snapshot.steps[0]).toHaveLength(6);
     expect(snapshot.journal.map((record) => record.content)).toEqual(["Where is order 42?", "Order 42 ships today.", "And order 43?"]);
     expect(snapshot.unfinished.map((row) => row.executionId)).toEqual(["e2"]);

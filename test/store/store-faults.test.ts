@@ -101,10 +101,12 @@ describe("the store worker dies", () => {
       expect(store.offloadStatistics.workerState).toBe("ready");
       const before = store.offloadStatistics.workerOperations;
       // Every execution goes on from its durable revision, through the new worker.
-      await Promise.all(Array.from({ length: 60 }, async (_, index) => {
-        const revision = Number(rawValue(store.path, "SELECT revision FROM executions WHERE execution_id = ?", `e${index}`));
-        return store.run(toolBarrier(`e${index}`, revision));
-      }));
+      await Promise.all(
+        Array.from({ length: 60 }, async (_, index) => {
+          const revision = Number(rawValue(store.path, "SELECT revision FROM executions WHERE execution_id = ?", `e${index}`));
+          return store.run(toolBarrier(`e${index}`, revision));
+        }),
+      );
       expect(store.offloadStatistics.workerOperations).toBeGreaterThan(before);
       expect(store.failure).toBeUndefined();
       await store.close();

@@ -45,7 +45,12 @@ function filing(approvalId = "approval-1", executionId = "e1", agentId = "suppor
 }
 
 async function refusal(promise: Promise<unknown>): Promise<Error> {
-  return promise.then(() => { throw new Error("it was not refused"); }, (error: unknown) => error as Error);
+  return promise.then(
+    () => {
+      throw new Error("it was not refused");
+    },
+    (error: unknown) => error as Error,
+  );
 }
 
 describe("a visitor beside a live owner", () => {
@@ -69,7 +74,13 @@ describe("a visitor beside a live owner", () => {
   it("refuses every write with a StoreError that says a visitor never writes executions", async () => {
     const owner = await ownerWithSuspension();
     const visitor = await visit(owner.path);
-    for (const attempt of [visitor.run(prepare("e3")), visitor.ensureAgent("support", 1), visitor.closeAgent("support", 1), visitor.purgeAgent("support"), visitor.claimDecisions()]) {
+    for (const attempt of [
+      visitor.run(prepare("e3")),
+      visitor.ensureAgent("support", 1),
+      visitor.closeAgent("support", 1),
+      visitor.purgeAgent("support"),
+      visitor.claimDecisions(),
+    ]) {
       const error = await refusal(attempt);
       expect(error).toBeInstanceOf(StoreError);
       expect(error.message).toContain("a visitor never writes executions");
@@ -105,7 +116,10 @@ describe("what a visitor refuses to open", () => {
     const path = owner.path;
     await owner.close();
     // A version-1 store (before the inbox): refused, left as it is, until its owner migrates it.
-    rawExec(path, "DROP TRIGGER queued_message_admitted; DROP TABLE queued_messages; DROP TABLE approval_inbox; DROP INDEX executions_finished; PRAGMA user_version = 1");
+    rawExec(
+      path,
+      "DROP TRIGGER queued_message_admitted; DROP TABLE queued_messages; DROP TABLE approval_inbox; DROP INDEX executions_finished; PRAGMA user_version = 1",
+    );
     const older = await refusal(SqliteStore.openVisitor(path));
     expect(older).toBeInstanceOf(StoreError);
     expect(older.message).toContain("its owner must migrate it");

@@ -41,7 +41,11 @@ export class CuttableProxy {
   private cuts: { match: Match; forward: boolean; done: () => void }[] = [];
   private holds: { match: Match; caught: () => void; pairs: Pair[]; released: boolean }[] = [];
 
-  private constructor(private readonly targetPort: number, private readonly targetHost: string, public port = 0) {}
+  private constructor(
+    private readonly targetPort: number,
+    private readonly targetHost: string,
+    public port = 0,
+  ) {}
 
   /** A proxy on a free port of 127.0.0.1 in front of `target`. */
   static async start(target: string): Promise<CuttableProxy> {
@@ -89,17 +93,25 @@ export class CuttableProxy {
    * `down`: the proxy goes down in the same moment (the read-back of
    * what that statement did cannot connect). */
   cutWhen(match: Match, options: { readonly down?: boolean; readonly forward?: boolean } = {}): Promise<void> {
-    return new Promise((resolve) => this.cuts.push({ match, forward: options.forward === true, done: () => {
-      if (options.down === true) void this.down();
-      resolve();
-    } }));
+    return new Promise((resolve) =>
+      this.cuts.push({
+        match,
+        forward: options.forward === true,
+        done: () => {
+          if (options.down === true) void this.down();
+          resolve();
+        },
+      }),
+    );
   }
 
   /** The next client chunk that matches waits (with what follows it on
    * that connection) until `release()`. */
   holdWhen(match: Match): Hold {
     let caught!: () => void;
-    const promise = new Promise<void>((resolve) => { caught = resolve; });
+    const promise = new Promise<void>((resolve) => {
+      caught = resolve;
+    });
     const hold = { match, caught, pairs: [] as Pair[], released: false };
     this.holds.push(hold);
     return {
@@ -122,7 +134,9 @@ export class CuttableProxy {
     const pair: Pair = { client, server, held: undefined };
     this.pairs.add(pair);
     client.on("data", (chunk: Buffer) => this.fromClient(pair, chunk));
-    server.on("data", (chunk: Buffer) => { if (!client.destroyed) client.write(chunk); });
+    server.on("data", (chunk: Buffer) => {
+      if (!client.destroyed) client.write(chunk);
+    });
     const end = (): void => this.destroy(pair);
     client.on("error", end).on("close", end);
     server.on("error", end).on("close", end);

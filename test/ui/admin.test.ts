@@ -28,9 +28,13 @@ describe("env.admin and the dashboard", () => {
       const dashboard = createDashboard(env);
       const page = await (await dashboard.handle(new Request(`${origin}/?token=${dashboard.token}`))).text();
       expect(page).toMatch(new RegExp(`<section id="queued">[\\s\\S]*${queuedId}[\\s\\S]*/actions/cancel`));
-      const cancelled = await dashboard.handle(new Request(`${origin}/actions/cancel`, {
-        method: "POST", headers: { origin, "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ token: dashboard.token, executionId: queuedId }).toString(),
-      }));
+      const cancelled = await dashboard.handle(
+        new Request(`${origin}/actions/cancel`, {
+          method: "POST",
+          headers: { origin, "content-type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams({ token: dashboard.token, executionId: queuedId }).toString(),
+        }),
+      );
       expect(new URL(cancelled.headers.get("location")!, origin).searchParams.get("notice")).toContain("cancelled");
       expect(await env.admin.queued()).toEqual([]);
     } finally {
@@ -49,7 +53,9 @@ describe("env.admin and the dashboard", () => {
     const visitor = await Phronomy.open({ store, visitor: true, logger: recordingLogger() });
     try {
       const held = await visitor.admin.held();
-      expect(held).toEqual([{ row: expect.objectContaining({ executionId, phase: "dispatching_tools" }), reason: expect.stringContaining("no process owns the store") }]);
+      expect(held).toEqual([
+        { row: expect.objectContaining({ executionId, phase: "dispatching_tools" }), reason: expect.stringContaining("no process owns the store") },
+      ]);
       const dashboard = createDashboard(visitor);
       const page = await (await dashboard.handle(new Request(`${origin}/?token=${dashboard.token}`))).text();
       expect(page).toMatch(new RegExp(`<section id="held">[\\s\\S]*${executionId}[\\s\\S]*recovery runs in the process that owns it`));
@@ -65,7 +71,9 @@ describe("env.admin and the dashboard", () => {
       const executionId = await fixture.start("refund", { orderId: "1" });
       await fixture.until(executionId, suspended);
       await expect(fixture.environment.admin.decide(executionId, { approvalId: "another", approved: true })).rejects.toBeInstanceOf(ApprovalMismatchError);
-      await expect(fixture.environment.admin.decide("no-such-execution", { approvalId: "x", approved: true })).rejects.toMatchObject({ code: "APPROVAL_MISMATCH" });
+      await expect(fixture.environment.admin.decide("no-such-execution", { approvalId: "x", approved: true })).rejects.toMatchObject({
+        code: "APPROVAL_MISMATCH",
+      });
       expect((await fixture.environment.execution(executionId))?.status).toBe("suspended");
       expect(fixture.refunds).toEqual([]);
     } finally {

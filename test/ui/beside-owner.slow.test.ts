@@ -13,12 +13,23 @@ import { approvalRefundTool, recordingLogger, scriptedModel } from "../runtime/h
 import { ended, openFixture, suspended } from "./fixture.js";
 import { runCli } from "./processes.js";
 
-async function decideThrough(handle: (request: Request) => Promise<Response>, base: string, token: string, environment: Environment, executionId: string, reason: string): Promise<URL> {
+async function decideThrough(
+  handle: (request: Request) => Promise<Response>,
+  base: string,
+  token: string,
+  environment: Environment,
+  executionId: string,
+  reason: string,
+): Promise<URL> {
   const approval = (await environment.admin.approvals()).find((candidate) => candidate.executionId === executionId)!;
   const fields = { token, executionId, approvalId: approval.request.approvalId, argumentsHash: approval.request.argumentsHash, decision: "approve", reason };
-  const response = await handle(new Request(`${base}/actions/decide`, {
-    method: "POST", headers: { origin: base, "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields).toString(),
-  }));
+  const response = await handle(
+    new Request(`${base}/actions/decide`, {
+      method: "POST",
+      headers: { origin: base, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams(fields).toString(),
+    }),
+  );
   expect(response.status).toBe(303);
   return new URL(response.headers.get("location")!, base);
 }
@@ -42,9 +53,13 @@ describe("the dashboard beside the process that runs the agents", () => {
       await fixture.until(executionId, ended);
       expect(await fixture.environment.execution(executionId)).toMatchObject({ outcome: "completed", output: "Refunded." });
       expect(fixture.refunds).toHaveLength(1);
-      const retried = await viaHttp(new Request(`${url.origin}/actions/retry`, {
-        method: "POST", headers: { origin: url.origin, "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ token, executionId }).toString(),
-      }));
+      const retried = await viaHttp(
+        new Request(`${url.origin}/actions/retry`, {
+          method: "POST",
+          headers: { origin: url.origin, "content-type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams({ token, executionId }).toString(),
+        }),
+      );
       expect(new URL(retried.headers.get("location")!, url.origin).searchParams.get("error")).toMatch(/RETRY_REFUSED|completed/);
     } finally {
       ui.child.kill("SIGINT");
@@ -61,7 +76,11 @@ describe("the dashboard beside the process that runs the agents", () => {
     const refunds: string[] = [];
     const owner = await Phronomy.open({ store: url.toString(), logger: recordingLogger() });
     atEnd(() => owner.close());
-    const model = scriptedModel(({ messages }) => messages.some((message) => message.role === "tool") ? { text: "Refunded." } : { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] });
+    const model = scriptedModel(({ messages }) =>
+      messages.some((message) => message.role === "tool")
+        ? { text: "Refunded." }
+        : { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] },
+    );
     const agent = owner.agent({ id: "billing", model, tools: { refund: approvalRefundTool(refunds) } });
     await owner.recovery("billing");
     const run = agent.start("Refund order 42");

@@ -56,7 +56,9 @@ describe("the dashboard in chromium", () => {
     await fixture.until(executionId, (status) => status === "active");
     await page.goto(pageOf(executionId));
     expect(await page.locator(".summary .badge").textContent()).toMatch(/^running/);
-    await page.evaluate(() => { (globalThis as unknown as { marker: number }).marker = 1; });
+    await page.evaluate(() => {
+      (globalThis as unknown as { marker: number }).marker = 1;
+    });
     fixture.releaseLookups();
     await page.locator('.summary[data-outcome="completed"]').waitFor({ timeout: 10_000 });
     expect(await page.locator('li.step[data-kind="terminal"]').count()).toBe(1);
@@ -97,7 +99,11 @@ describe("the dashboard in chromium", () => {
     const action = `${served.origin}/actions/decide`;
     const withoutToken = await page.request.post(action, { form: fields, headers: { origin: served.origin }, maxRedirects: 0 });
     expect(withoutToken.status()).toBe(403);
-    const otherOrigin = await page.request.post(action, { form: { ...fields, token: served.dashboard.token }, headers: { origin: "https://evil.example" }, maxRedirects: 0 });
+    const otherOrigin = await page.request.post(action, {
+      form: { ...fields, token: served.dashboard.token },
+      headers: { origin: "https://evil.example" },
+      maxRedirects: 0,
+    });
     expect(otherOrigin.status()).toBe(403);
     const pageWithoutToken = await page.goto(served.origin + "/");
     expect(pageWithoutToken?.status()).toBe(403);
@@ -106,14 +112,14 @@ describe("the dashboard in chromium", () => {
   });
 
   it("renders hostile arguments as text: no script runs, no element is injected", async () => {
-    const hostile = { orderId: "<script>alert(1)</script>", note: "\"><img src=x onerror=alert(2)>" };
+    const hostile = { orderId: "<script>alert(1)</script>", note: '"><img src=x onerror=alert(2)>' };
     const executionId = await fixture.start("refund", hostile);
     await fixture.until(executionId, suspended);
     await page.goto(pageOf(executionId));
     await page.waitForTimeout(600); // two live refreshes
     const arguments_ = await page.locator("#actions pre.json").first().textContent();
     expect(arguments_).toContain("<script>alert(1)</script>");
-    expect(arguments_).toContain("\"><img src=x onerror=alert(2)>");
+    expect(arguments_).toContain('"><img src=x onerror=alert(2)>');
     expect(await page.locator("main img").count()).toBe(0);
     expect(await page.locator("main script").count()).toBe(0);
     expect(dialogs).toEqual([]);

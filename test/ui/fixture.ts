@@ -80,7 +80,10 @@ export async function openFixture(options: DashboardOptions = {}): Promise<Fixtu
     for (const resolve of waiting.splice(0)) resolve();
   };
   return {
-    environment, dashboard, refunds, releaseLookups,
+    environment,
+    dashboard,
+    refunds,
+    releaseLookups,
     async start(given, refundArguments) {
       agents += 1;
       const request = refundArguments === undefined ? given : `refund #${agents}`;
@@ -94,7 +97,8 @@ export async function openFixture(options: DashboardOptions = {}): Promise<Fixtu
       for (;;) {
         const row = await environment.execution(executionId);
         if (row !== undefined && done(row.status, row.outcome)) return;
-        if (Date.now() > deadline) throw new Error(`execution ${executionId} did not get there in ${timeoutMs} ms (it is ${row?.status ?? "missing"} ${row?.outcome ?? ""})`);
+        if (Date.now() > deadline)
+          throw new Error(`execution ${executionId} did not get there in ${timeoutMs} ms (it is ${row?.status ?? "missing"} ${row?.outcome ?? ""})`);
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
     },

@@ -25,9 +25,13 @@ function get(path: string, token: string | null = fixture.dashboard.token): Prom
 }
 
 function post(action: string, fields: Record<string, string>, headers: Record<string, string> = { origin }): Promise<Response> {
-  return fixture.dashboard.handle(new Request(new URL(`/actions/${action}`, origin), {
-    method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", ...headers }, body: new URLSearchParams(fields).toString(),
-  }));
+  return fixture.dashboard.handle(
+    new Request(new URL(`/actions/${action}`, origin), {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+      body: new URLSearchParams(fields).toString(),
+    }),
+  );
 }
 
 async function waitingRefund(input: Json): Promise<{ executionId: string; approvalId: string; argumentsHash: string }> {
@@ -80,7 +84,13 @@ describe("actions", () => {
 
   it("approve: bound to the approval id and arguments hash; the tool runs once and the execution completes", async () => {
     const waiting = await waitingRefund({ orderId: "42", amountCents: 3990 });
-    const stale = await post("decide", { token: fixture.dashboard.token, executionId: waiting.executionId, approvalId: waiting.approvalId, argumentsHash: "0".repeat(64), decision: "approve" });
+    const stale = await post("decide", {
+      token: fixture.dashboard.token,
+      executionId: waiting.executionId,
+      approvalId: waiting.approvalId,
+      argumentsHash: "0".repeat(64),
+      decision: "approve",
+    });
     expect(stale.status).toBe(303);
     expect(new URL(stale.headers.get("location")!, origin).searchParams.get("error")).toMatch(/APPROVAL_MISMATCH.*arguments/);
     expect((await fixture.environment.execution(waiting.executionId))?.status).toBe("suspended");
@@ -129,9 +139,14 @@ describe("actions", () => {
 
 describe("rendering", () => {
   it("escapes every stored value: hostile tool arguments show as text, never as markup; secret-named fields are masked", async () => {
-    const hostile = { orderId: "<script>alert(1)</script>", note: "\"><img src=x onerror=alert(2)>", apiKey: "sk-live-secret-value" };
+    const hostile = { orderId: "<script>alert(1)</script>", note: '"><img src=x onerror=alert(2)>', apiKey: "sk-live-secret-value" };
     const waiting = await waitingRefund(hostile);
-    for (const path of ["/", `/executions/${waiting.executionId}`, `/executions/${waiting.executionId}?fragment=live`, "/?notice=%3Cscript%3Ex%3C%2Fscript%3E"]) {
+    for (const path of [
+      "/",
+      `/executions/${waiting.executionId}`,
+      `/executions/${waiting.executionId}?fragment=live`,
+      "/?notice=%3Cscript%3Ex%3C%2Fscript%3E",
+    ]) {
       const text = await (await get(path)).text();
       expect(text).not.toContain("<script>alert");
       expect(text).not.toContain("<img src=x");
@@ -171,7 +186,7 @@ describe("rendering", () => {
     expect(searched).not.toContain(`<tr data-execution="${waiting.executionId}"`);
     const admin = fixture.environment.admin;
     expect((await admin.executions({ agentId: "agent-1" })).map((row) => row.executionId)).toEqual([waiting.executionId]);
-    expect((await admin.executions({ since: Date.now() + 60_000 }))).toEqual([]);
+    expect(await admin.executions({ since: Date.now() + 60_000 })).toEqual([]);
     await expect(admin.executions({ status: "nope" as never })).rejects.toThrow(/unknown status/);
   });
 });

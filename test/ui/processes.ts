@@ -22,12 +22,18 @@ export interface CliProcess {
 export function runCli(args: readonly string[], env: NodeJS.ProcessEnv = {}): CliProcess {
   const child = spawn(process.execPath, [...childNodeFlags, launcher, ...args], { cwd: repositoryRoot, env: { ...process.env, NO_COLOR: "1", ...env } });
   let output = "";
-  child.stdout.setEncoding("utf8").on("data", (chunk: string) => { output += chunk; });
-  child.stderr.setEncoding("utf8").on("data", (chunk: string) => { output += chunk; });
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+    output += chunk;
+  });
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+    output += chunk;
+  });
   const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
   const shown = () => output;
   return {
-    child, exited, output: shown,
+    child,
+    exited,
+    output: shown,
     dashboardUrl: async () => new URL(await until(() => /(http:\/\/127\.0\.0\.1:\d+\/\?token=[\w-]+)/.exec(output)?.[1], shown)),
   };
 }

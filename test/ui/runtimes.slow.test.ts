@@ -17,16 +17,20 @@ const commands: Readonly<Record<string, readonly string[]>> = {
   deno: [join(repositoryRoot, "node_modules/.bin/deno"), "run", "-A", "--unstable-sloppy-imports", "--node-modules-dir=manual", script],
 };
 
-it.each(Object.keys(commands))("serves under %s", async (name) => {
-  const fixture = await openFixture();
-  try {
-    const executionId = await fixture.start("hello");
-    await fixture.until(executionId, ended);
-    const [command, ...args] = commands[name]!;
-    const { stdout } = await run(command!, [...args, fixture.environment.store.path], { cwd: repositoryRoot, timeout: 60_000 });
-    const line = stdout.split("\n").find((candidate) => candidate.startsWith("CHECK "));
-    expect(JSON.parse(line!.slice("CHECK ".length))).toEqual({ runtime: name, page: 200, listed: true, withoutToken: 403, crossSite: 403 });
-  } finally {
-    await fixture.close();
-  }
-}, 90_000);
+it.each(Object.keys(commands))(
+  "serves under %s",
+  async (name) => {
+    const fixture = await openFixture();
+    try {
+      const executionId = await fixture.start("hello");
+      await fixture.until(executionId, ended);
+      const [command, ...args] = commands[name]!;
+      const { stdout } = await run(command!, [...args, fixture.environment.store.path], { cwd: repositoryRoot, timeout: 60_000 });
+      const line = stdout.split("\n").find((candidate) => candidate.startsWith("CHECK "));
+      expect(JSON.parse(line!.slice("CHECK ".length))).toEqual({ runtime: name, page: 200, listed: true, withoutToken: 403, crossSite: 403 });
+    } finally {
+      await fixture.close();
+    }
+  },
+  90_000,
+);

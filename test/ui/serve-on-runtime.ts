@@ -10,7 +10,10 @@ import process from "node:process";
 import { Phronomy } from "../../host/index.js";
 import { createDashboard } from "../../host/ui/index.js";
 
-interface RuntimeServer { readonly origin: string; stop(): Promise<void> | void }
+interface RuntimeServer {
+  readonly origin: string;
+  stop(): Promise<void> | void;
+}
 type Handler = (request: Request) => Promise<Response>;
 const runtime = globalThis as unknown as {
   Bun?: { serve(options: { port: number; hostname: string; fetch: Handler }): { port: number; stop(force: boolean): void } };
@@ -39,9 +42,13 @@ try {
   const body = await page.text();
   const withoutToken = await fetch(`${server.origin}/admin/`);
   const crossSite = await fetch(`${server.origin}/admin/actions/cancel`, {
-    method: "POST", headers: { origin: "https://evil.example", "content-type": "application/x-www-form-urlencoded" }, body: `token=${dashboard.token}&executionId=x`,
+    method: "POST",
+    headers: { origin: "https://evil.example", "content-type": "application/x-www-form-urlencoded" },
+    body: `token=${dashboard.token}&executionId=x`,
   });
-  console.log(`CHECK ${JSON.stringify({ runtime: server.name, page: page.status, listed: body.includes('id="executions"'), withoutToken: withoutToken.status, crossSite: crossSite.status })}`);
+  console.log(
+    `CHECK ${JSON.stringify({ runtime: server.name, page: page.status, listed: body.includes('id="executions"'), withoutToken: withoutToken.status, crossSite: crossSite.status })}`,
+  );
 } finally {
   await server.stop();
   await environment.close();

@@ -48,5 +48,7 @@ function report(context: CliContext, result: CancelResult): void {
     context.say(pc.dim(`\`phronomy retry ${result.executionId}\` continues it from its last durable step`));
     return;
   }
-  context.say(`execution ${result.executionId} ended ${result.outcome} before the cancel took effect${result.error ? ` (${result.error.code}: ${result.error.message})` : ""}`);
+  context.say(
+    `execution ${result.executionId} ended ${result.outcome} before the cancel took effect${result.error ? ` (${result.error.code}: ${result.error.message})` : ""}`,
+  );
 }

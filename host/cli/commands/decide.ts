@@ -53,18 +53,23 @@ export async function decideCommand(context: CliContext, executionArgument: stri
     const agent = environment.agent(definition);
     await environment.recovery(definition.id);
     const pending = (await environment.pendingApprovals()).find((approval) => approval.executionId === executionId);
-    if (!pending) throw notWaiting(executionId, await environment.execution(executionId) ?? row, await environment.timeline(executionId));
+    if (!pending) throw notWaiting(executionId, (await environment.execution(executionId)) ?? row, await environment.timeline(executionId));
     const approvalId = options.approvalId ?? pending.request.approvalId;
     const verb = approved ? pc.green("approving") : pc.red("rejecting");
-    context.logger.line(`${verb} execution ${executionId} of agent "${row.agentId}" (approval ${pending.request.approvalId}, requested ${formatTime(pending.since)}):`);
+    context.logger.line(
+      `${verb} execution ${executionId} of agent "${row.agentId}" (approval ${pending.request.approvalId}, requested ${formatTime(pending.since)}):`,
+    );
     for (const call of pending.request.toolCalls) context.logger.line(`    ${call.toolName}(${compactJson(call.input)})`);
-    if (environment.visitor) context.logger.line(`the store is owned by ${ownerOf(environment)}: the decision is filed for it to apply, and this command waits for the outcome`);
+    if (environment.visitor)
+      context.logger.line(`the store is owned by ${ownerOf(environment)}: the decision is filed for it to apply, and this command waits for the outcome`);
     progress = new Progress();
     context.logger.progress = progress;
     progress.setPhase(approved ? "committing the approval" : "committing the rejection");
     const watch = watchRun(progress);
     const run = agent.resume(executionId, {
-      approvalId, approved, onEvent: watch.onEvent,
+      approvalId,
+      approved,
+      onEvent: watch.onEvent,
       ...(options.reason !== undefined ? { reason: options.reason } : {}),
     });
     const outcome = await settle(run, watch);
@@ -93,7 +98,12 @@ function ownerOf(environment: Environment): string {
 
 function notWaiting(executionId: string, row: ExecutionRow, timeline: readonly StoredStep[]): CliError {
   const decided = timeline.findLast((step) => step.kind === "approval_decided");
-  const decision = decided === undefined ? "" : ` (its last approval was ${(decided.payload as { approved?: unknown } | null)?.approved === true ? "approved" : "rejected"} at ${formatTime(decided.at)})`;
+  const decision =
+    decided === undefined
+      ? ""
+      : ` (its last approval was ${(decided.payload as { approved?: unknown } | null)?.approved === true ? "approved" : "rejected"} at ${formatTime(decided.at)})`;
   const hint = row.status === "terminal" ? decision : "; `phronomy recover` continues it";
-  return new CliError("NOT_WAITING_FOR_APPROVAL", `execution ${executionId} is not waiting for approval: it is ${stateOf(row)}${hint}`, ExitCode.failure, { details: { executionId, status: row.status, phase: row.phase, outcome: row.outcome } });
+  return new CliError("NOT_WAITING_FOR_APPROVAL", `execution ${executionId} is not waiting for approval: it is ${stateOf(row)}${hint}`, ExitCode.failure, {
+    details: { executionId, status: row.status, phase: row.phase, outcome: row.outcome },
+  });
 }

@@ -20,7 +20,18 @@ import { spawn } from "node:child_process";
 import { writeSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import pc from "../colors.js";
-import type { Agent, ApprovalRequest, Environment, ExecutionRow, ExecutionStore, RecoveredExecution, Run, RunResult, StoreOperation, StoreResult } from "../../index.js";
+import type {
+  Agent,
+  ApprovalRequest,
+  Environment,
+  ExecutionRow,
+  ExecutionStore,
+  RecoveredExecution,
+  Run,
+  RunResult,
+  StoreOperation,
+  StoreResult,
+} from "../../index.js";
 import type { CliContext } from "../context.js";
 import { DEMO_AGENT_ID, DEMO_INPUT, demoAgentDefinition, demoLedgerPath, readRefunds, type RefundRecord } from "../demo-agent.js";
 import { CliError, ExitCode, type ExitCodeValue } from "../errors.js";
@@ -53,7 +64,10 @@ type ChildReport =
 export async function demoCommand(context: CliContext, options: DemoOptions): Promise<ExitCodeValue> {
   const location = resolveStore(context.options.store, { mustExist: false });
   if (location.kind === "postgres") {
-    throw new CliError("STORE_NOT_SUPPORTED", `the demo runs on the embedded SQLite store (its refund ledger is a file beside it), not on ${location.path}: give --store a file path, or none`);
+    throw new CliError(
+      "STORE_NOT_SUPPORTED",
+      `the demo runs on the embedded SQLite store (its refund ledger is a file beside it), not on ${location.path}: give --store a file path, or none`,
+    );
   }
   // Before anything is opened: `npx phronomy demo` installs no optional peer.
   await requireDemoPeers();
@@ -67,9 +81,17 @@ export async function demoCommand(context: CliContext, options: DemoOptions): Pr
   const { environment, agent } = await reopen(context, location, suspension.executionId, say);
   if (options.ui) return approveInDashboard(context, environment, location, suspension);
   try {
-    say(`${step(4)} A support lead approves it (from a shell: phronomy approve ${suspension.executionId}${context.storeArgument()} --reason "${APPROVAL_REASON}").`);
+    say(
+      `${step(4)} A support lead approves it (from a shell: phronomy approve ${suspension.executionId}${context.storeArgument()} --reason "${APPROVAL_REASON}").`,
+    );
     const result = await approve(context, agent, suspension);
-    return await finish(context, environment, location, { executionId: suspension.executionId, approval: suspension.request, result, recovery: undefined, crashed: false });
+    return await finish(context, environment, location, {
+      executionId: suspension.executionId,
+      approval: suspension.request,
+      result,
+      recovery: undefined,
+      crashed: false,
+    });
   } finally {
     await environment.close();
   }
@@ -94,7 +116,9 @@ async function suspendFirstRun(context: CliContext, location: SqliteLocation, sa
     const { request } = outcome;
     const refund = request.toolCalls[0];
     say(`${step(2)} The model wants to call ${pc.bold(refund?.toolName ?? "?")}(${compactJson(refund?.input)}), which needs a support lead's approval:`);
-    say(`   execution ${request.executionId} is ${pc.yellow("suspended")}. The request (approval id ${request.approvalId}) is in the store; nothing waits in memory.`);
+    say(
+      `   execution ${request.executionId} is ${pc.yellow("suspended")}. The request (approval id ${request.approvalId}) is in the store; nothing waits in memory.`,
+    );
     return { executionId: request.executionId, request };
   } finally {
     await environment.close();
@@ -102,13 +126,20 @@ async function suspendFirstRun(context: CliContext, location: SqliteLocation, sa
 }
 
 /** Step 3: a new environment on the store; recovery finds the execution waiting. */
-async function reopen(context: CliContext, location: SqliteLocation, executionId: string, say: (text?: string) => void, wrapStore?: (store: ExecutionStore) => ExecutionStore): Promise<{ environment: Environment; agent: Agent }> {
+async function reopen(
+  context: CliContext,
+  location: SqliteLocation,
+  executionId: string,
+  say: (text?: string) => void,
+  wrapStore?: (store: ExecutionStore) => ExecutionStore,
+): Promise<{ environment: Environment; agent: Agent }> {
   say(`${step(3)} The environment closes, as if the process stopped, and a new one opens the store.`);
   const environment = await openStore(location, { logger: context.logger, ...(wrapStore ? { wrapStore } : {}) });
   try {
     const agent = environment.agent(demoAgentDefinition(location.path));
     const entry = (await environment.recovery(DEMO_AGENT_ID)).find((item) => item.executionId === executionId);
-    if (entry?.status !== "suspended") throw new CliError("DEMO_FAILED", `recovery should find execution ${executionId} waiting for approval; it reported ${JSON.stringify(entry ?? null)}`);
+    if (entry?.status !== "suspended")
+      throw new CliError("DEMO_FAILED", `recovery should find execution ${executionId} waiting for approval; it reported ${JSON.stringify(entry ?? null)}`);
     say(`   Recovery reads it back from the store: still waiting for approval.`);
     return { environment, agent };
   } catch (error) {
@@ -118,9 +149,14 @@ async function reopen(context: CliContext, location: SqliteLocation, executionId
 }
 
 async function approve(context: CliContext, agent: Agent, suspension: Suspension): Promise<RunResult> {
-  const outcome = await withProgress(context, (onEvent) => agent.resume(suspension.executionId, {
-    approvalId: suspension.request.approvalId, approved: true, reason: APPROVAL_REASON, onEvent,
-  }));
+  const outcome = await withProgress(context, (onEvent) =>
+    agent.resume(suspension.executionId, {
+      approvalId: suspension.request.approvalId,
+      approved: true,
+      reason: APPROVAL_REASON,
+      onEvent,
+    }),
+  );
   if (outcome.kind !== "ended") throw unexpected("the approved run should complete", outcome);
   return outcome.result;
 }
@@ -140,10 +176,16 @@ async function finish(context: CliContext, environment: Environment, location: S
   const timeline = describeTimeline(await environment.timeline(executionId));
   if (context.json) {
     printJson({
-      store: location.path, agentId: DEMO_AGENT_ID, executionId, crashed: finished.crashed,
+      store: location.path,
+      agentId: DEMO_AGENT_ID,
+      executionId,
+      crashed: finished.crashed,
       approval: { approvalId: finished.approval.approvalId, toolCalls: finished.approval.toolCalls, approved: true, reason: APPROVAL_REASON },
       recovery: finished.recovery ?? null,
-      outcome: result.outcome, output: result.output, usage: result.usage, refunds,
+      outcome: result.outcome,
+      output: result.output,
+      usage: result.usage,
+      refunds,
       timeline: timeline.map((entry) => ({ ...entry, at: new Date(entry.at).toISOString() })),
     });
   }
@@ -156,7 +198,11 @@ async function finish(context: CliContext, environment: Environment, location: S
   say(`${pc.bold("Durable timeline")} of execution ${executionId} (phronomy show ${executionId}${context.storeArgument()}):`);
   for (const line of renderTimeline(timeline)) say(line);
   say();
-  say(pc.dim(`Next: phronomy ls${context.storeArgument()} · phronomy show ${executionId}${context.storeArgument()}${finished.crashed ? "" : " · phronomy demo --crash"}`));
+  say(
+    pc.dim(
+      `Next: phronomy ls${context.storeArgument()} · phronomy show ${executionId}${context.storeArgument()}${finished.crashed ? "" : " · phronomy demo --crash"}`,
+    ),
+  );
   return ExitCode.ok;
 }
 
@@ -179,7 +225,9 @@ async function approveInDashboard(context: CliContext, environment: Environment,
       say(pc.dim("   The URL carries the page's access token."));
       const stopped = untilStopped();
       let finished = false;
-      void stopped.then(() => { finished = true; });
+      void stopped.then(() => {
+        finished = true;
+      });
       const ended = await untilTerminal(environment, suspension.executionId, () => finished);
       if (ended !== undefined) {
         const timeline = describeTimeline(await environment.timeline(suspension.executionId));
@@ -226,17 +274,25 @@ async function crashParent(context: CliContext, location: SqliteLocation): Promi
   const killing = child.reports.find((report) => report.type === "killing");
   const suspended = child.reports.find((report) => report.type === "suspended");
   if (child.signal !== "SIGKILL" || killing === undefined || suspended?.type !== "suspended") {
-    throw new CliError("DEMO_FAILED", `the demo's child process should have been killed after the refund's barrier; it exited with ${child.signal ?? `code ${String(child.code)}`} (reports: ${JSON.stringify(child.reports)})`);
+    throw new CliError(
+      "DEMO_FAILED",
+      `the demo's child process should have been killed after the refund's barrier; it exited with ${child.signal ?? `code ${String(child.code)}`} (reports: ${JSON.stringify(child.reports)})`,
+    );
   }
   const executionId = killing.executionId;
-  say(`${pc.red("✖")} Process ${killing.pid} was killed by SIGKILL right after the refund's tool barrier (revision ${killing.revision}) was committed: the refund had not run, nothing recorded it.`);
+  say(
+    `${pc.red("✖")} Process ${killing.pid} was killed by SIGKILL right after the refund's tool barrier (revision ${killing.revision}) was committed: the refund had not run, nothing recorded it.`,
+  );
   say(`${step(5)} A new process opens the store. Recovery reads what execution ${executionId} left behind:`);
   const environment = await openStore(location, { logger: context.logger });
   try {
     environment.agent(demoAgentDefinition(location.path));
     const recovery = (await environment.recovery(DEMO_AGENT_ID)).find((item) => item.executionId === executionId);
-    if (recovery?.status !== "continued") throw new CliError("DEMO_FAILED", `recovery should continue execution ${executionId}; it reported ${JSON.stringify(recovery ?? null)}`);
-    say(`   phase ${recovery.phase} → ${recovery.continuation ?? "?"}: the recorded refund batch is dispatched again, with the same call id and idempotency key.`);
+    if (recovery?.status !== "continued")
+      throw new CliError("DEMO_FAILED", `recovery should continue execution ${executionId}; it reported ${JSON.stringify(recovery ?? null)}`);
+    say(
+      `   phase ${recovery.phase} → ${recovery.continuation ?? "?"}: the recorded refund batch is dispatched again, with the same call id and idempotency key.`,
+    );
     const result = await environment.wait(executionId).result;
     return await finish(context, environment, location, { executionId, approval: suspended, result, recovery, crashed: true });
   } finally {
@@ -253,7 +309,8 @@ interface ChildExit {
 /** Runs `phronomy demo --crash-child` with this process's runtime and launcher. */
 function runChild(location: SqliteLocation): Promise<ChildExit> {
   const launcher = process.argv[1];
-  if (launcher === undefined) throw new CliError("DEMO_FAILED", "cannot tell how this process was started (process.argv[1] is missing), so the crash child cannot be launched");
+  if (launcher === undefined)
+    throw new CliError("DEMO_FAILED", "cannot tell how this process was started (process.argv[1] is missing), so the crash child cannot be launched");
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...process.execArgv, launcher, "demo", "--crash-child", "--store", location.path], {
       stdio: ["ignore", "pipe", "inherit"],
@@ -265,7 +322,10 @@ function runChild(location: SqliteLocation): Promise<ChildExit> {
     });
     child.on("error", reject);
     child.on("close", (code, signal) => {
-      const reports = stdout.split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as ChildReport);
+      const reports = stdout
+        .split("\n")
+        .filter((line) => line.startsWith("{"))
+        .map((line) => JSON.parse(line) as ChildReport);
       resolve({ code, signal, reports });
     });
   });
@@ -329,7 +389,10 @@ function killAfterRefundBarrier(store: ExecutionStore): ExecutionStore {
 async function finishLeftovers(context: CliContext, environment: Environment, agent: Agent): Promise<void> {
   for (const item of await environment.recovery(DEMO_AGENT_ID)) {
     if (item.status === "needs_attention") {
-      throw new CliError("DEMO_FAILED", `an earlier demo run, execution ${item.executionId}, needs attention (${item.reason ?? item.phase}); see \`phronomy show ${item.executionId}\`, or run the demo on a fresh --store`);
+      throw new CliError(
+        "DEMO_FAILED",
+        `an earlier demo run, execution ${item.executionId}, needs attention (${item.reason ?? item.phase}); see \`phronomy show ${item.executionId}\`, or run the demo on a fresh --store`,
+      );
     }
     const row = item.status === "continued" ? await waitUntilSettled(environment, item.executionId) : await environment.execution(item.executionId);
     if (row?.status !== "suspended") continue;
@@ -354,7 +417,10 @@ async function withProgress(context: CliContext, begin: (onEvent: ReturnType<typ
 }
 
 function unexpected(expectation: string, outcome: Outcome): CliError {
-  const what = outcome.kind === "failed" ? `it failed: ${outcome.error instanceof Error ? outcome.error.message : String(outcome.error)}` : `it ${outcome.kind === "ended" ? outcome.result.outcome : "suspended"}`;
+  const what =
+    outcome.kind === "failed"
+      ? `it failed: ${outcome.error instanceof Error ? outcome.error.message : String(outcome.error)}`
+      : `it ${outcome.kind === "ended" ? outcome.result.outcome : "suspended"}`;
   return new CliError("DEMO_FAILED", `${expectation}, but ${what}`, ExitCode.failure, { cause: outcome.kind === "failed" ? outcome.error : undefined });
 }
 

@@ -43,15 +43,23 @@ export async function lsCommand(context: CliContext, options: ListOptions): Prom
     process.stdout.write(`no executions${filterText(options)} in the store at ${location.path}\n`);
     return ExitCode.ok;
   }
-  process.stdout.write(`${table(
-    ["execution", "agent", "state", "started", "took", "tokens", "input"],
-    rows.map((row) => [
-      row.executionId, row.agentId, colorState(stateOf(row)) + (row.error ? ` [${row.error.code}]` : ""),
-      formatTime(row.createdAt), formatDuration(row.updatedAt - row.createdAt), String(row.usage.totalTokens),
-      compactJson(row.input, inputShownMax),
-    ]),
-  )}\n`);
-  process.stdout.write(`${rows.length} execution${rows.length === 1 ? "" : "s"}${filterText(options)}${rows.length === limit ? ` (the newest ${limit}: --limit shows more)` : ""}\n`);
+  process.stdout.write(
+    `${table(
+      ["execution", "agent", "state", "started", "took", "tokens", "input"],
+      rows.map((row) => [
+        row.executionId,
+        row.agentId,
+        colorState(stateOf(row)) + (row.error ? ` [${row.error.code}]` : ""),
+        formatTime(row.createdAt),
+        formatDuration(row.updatedAt - row.createdAt),
+        String(row.usage.totalTokens),
+        compactJson(row.input, inputShownMax),
+      ]),
+    )}\n`,
+  );
+  process.stdout.write(
+    `${rows.length} execution${rows.length === 1 ? "" : "s"}${filterText(options)}${rows.length === limit ? ` (the newest ${limit}: --limit shows more)` : ""}\n`,
+  );
   return ExitCode.ok;
 }
 

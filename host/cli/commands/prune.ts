@@ -50,6 +50,8 @@ export async function pruneCommand(context: CliContext, options: PruneCommandOpt
   const age = options.olderThan === undefined ? "past the default retention (7 days)" : `finished more than ${options.olderThan} ago`;
   const agent = options.agent === undefined ? "" : ` of agent "${options.agent}"`;
   const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? "" : "s"}`;
-  process.stdout.write(`pruned ${plural(report.executions, "execution")}${agent} ${age} from ${location.path}: ${plural(report.steps, "step")}, ${plural(report.journal, "journal record")} past the kept memory, ${plural(report.approvals, "approval inbox row")}\n`);
+  process.stdout.write(
+    `pruned ${plural(report.executions, "execution")}${agent} ${age} from ${location.path}: ${plural(report.steps, "step")}, ${plural(report.journal, "journal record")} past the kept memory, ${plural(report.approvals, "approval inbox row")}\n`,
+  );
   return ExitCode.ok;
 }

@@ -61,7 +61,7 @@ export async function recoverCommand(context: CliContext, options: RecoverOption
     context.logger.progress = progress;
     progress.setPhase(`recovering ${unfinished.length} unfinished execution${unfinished.length === 1 ? "" : "s"}`);
     const report = await environment.recover();
-    entries = [...await resolved(environment, report, unfinished, progress), ...ownedElsewhere(environment, unfinished, report)];
+    entries = [...(await resolved(environment, report, unfinished, progress)), ...ownedElsewhere(environment, unfinished, report)];
   } finally {
     progress?.stop();
     context.logger.progress = undefined;
@@ -74,7 +74,12 @@ export async function recoverCommand(context: CliContext, options: RecoverOption
 }
 
 /** Waits for every continued execution to end or suspend again. */
-async function resolved(environment: Environment, report: readonly RecoveredExecution[], unfinished: readonly ExecutionRow[], progress: Progress): Promise<RecoveryEntry[]> {
+async function resolved(
+  environment: Environment,
+  report: readonly RecoveredExecution[],
+  unfinished: readonly ExecutionRow[],
+  progress: Progress,
+): Promise<RecoveryEntry[]> {
   const entries: RecoveryEntry[] = [];
   for (const item of report) {
     const row = unfinished.find((candidate) => candidate.executionId === item.executionId);
@@ -103,7 +108,10 @@ function ownedElsewhere(environment: Environment, unfinished: readonly Execution
   return unfinished
     .filter((row) => !reported.has(row.executionId) && environment.admin.ownedElsewhere(row.agentId))
     .map((row) => ({
-      executionId: row.executionId, agentId: row.agentId, phase: row.phase, status: "owned_elsewhere",
+      executionId: row.executionId,
+      agentId: row.agentId,
+      phase: row.phase,
+      status: "owned_elsewhere",
       reason: `another live process owns agent "${row.agentId}" (its lease is named in the warning above) and recovers it; if that process is gone, run recover again once its lease expires`,
     }));
 }
@@ -135,10 +143,12 @@ function printHuman(context: CliContext, storePath: string, entries: readonly Re
     return;
   }
   const modules = (options.agentModule ?? []).map((path) => ` --agent-module ${shellQuote(displayPath(path))}`).join("");
-  process.stdout.write(`${table(
-    ["execution", "agent", "phase", "recovery", "now"],
-    entries.map((entry) => [entry.executionId, entry.agentId, entry.phase, recoveryText(entry), nowText(context, entry, modules)]),
-  )}\n`);
+  process.stdout.write(
+    `${table(
+      ["execution", "agent", "phase", "recovery", "now"],
+      entries.map((entry) => [entry.executionId, entry.agentId, entry.phase, recoveryText(entry), nowText(context, entry, modules)]),
+    )}\n`,
+  );
   const parts = [`${summary.resolved} resolved`, `${summary.waitingForApproval} waiting for approval`, `${summary.needsAttention} need attention`];
   if (summary.waitingForAgent > 0) parts.push(`${summary.waitingForAgent} need their agent module (--agent-module)`);
   if (summary.ownedElsewhere > 0) parts.push(`${summary.ownedElsewhere} owned by another live process`);
@@ -148,12 +158,18 @@ function printHuman(context: CliContext, storePath: string, entries: readonly Re
 
 function recoveryText(entry: RecoveryEntry): string {
   switch (entry.status) {
-    case "continued": return `continued (${entry.continuation ?? "?"})`;
-    case "suspended": return "still waiting for approval";
-    case "needs_attention": return "left for attention";
-    case "waiting_for_agent": return "needs its agent module";
-    case "owned_elsewhere": return "owned by another process";
-    case "queued": return "still queued";
+    case "continued":
+      return `continued (${entry.continuation ?? "?"})`;
+    case "suspended":
+      return "still waiting for approval";
+    case "needs_attention":
+      return "left for attention";
+    case "waiting_for_agent":
+      return "needs its agent module";
+    case "owned_elsewhere":
+      return "owned by another process";
+    case "queued":
+      return "still queued";
   }
 }
 

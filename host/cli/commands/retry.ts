@@ -43,7 +43,9 @@ export async function retryCommand(context: CliContext, executionArgument: strin
     }
     const attempt = (row.metadata.attempt ?? 1) + 1;
     const where = environment.visitor ? "; the store's owner runs it and this command waits for the outcome" : "";
-    context.say(`retrying execution ${executionId} of agent "${row.agentId}" as attempt ${attempt} (it ended ${row.outcome ?? row.status}${row.error ? `: ${row.error.code}` : ""})${where}`);
+    context.say(
+      `retrying execution ${executionId} of agent "${row.agentId}" as attempt ${attempt} (it ended ${row.outcome ?? row.status}${row.error ? `: ${row.error.code}` : ""})${where}`,
+    );
     progress = new Progress();
     context.logger.progress = progress;
     progress.setPhase("reopening the execution");

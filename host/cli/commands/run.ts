@@ -61,10 +61,17 @@ export async function runCommand(context: CliContext, modulePath: string, inputA
       ...(options.timeout !== undefined ? { timeoutMs: options.timeout } : {}),
       ...(options.approvalPolicy ? { approvalPolicy: options.approvalPolicy } : {}),
     });
-    void run.executionId.then((id) => progress.log(`execution ${id} of agent "${definition.id}" admitted`), () => undefined);
+    void run.executionId.then(
+      (id) => progress.log(`execution ${id} of agent "${definition.id}" admitted`),
+      () => undefined,
+    );
     const outcome = await settle(run, watch);
     return reportOutcome(context, outcome, {
-      agentId: definition.id, progress, agentModuleArgument: moduleArgument, streamed, interrupted: interrupt.interrupted,
+      agentId: definition.id,
+      progress,
+      agentModuleArgument: moduleArgument,
+      streamed,
+      interrupted: interrupt.interrupted,
     });
   } finally {
     progress.stop();
@@ -75,7 +82,7 @@ export async function runCommand(context: CliContext, modulePath: string, inputA
 }
 
 async function inputOf(argument: string | undefined): Promise<string> {
-  if (argument === undefined) throw new CliError("USAGE", "missing the input: phronomy run <agent-module> \"<input>\" (or - to read it from stdin)");
+  if (argument === undefined) throw new CliError("USAGE", 'missing the input: phronomy run <agent-module> "<input>" (or - to read it from stdin)');
   const input = argument === "-" ? (await text(process.stdin)).trim() : argument;
   if (input.length === 0) throw new CliError("USAGE", "the input is empty: give the agent something to do");
   if (input.length > stdinInputLengthMax) throw new CliError("USAGE", `the input is longer than ${stdinInputLengthMax} characters`);

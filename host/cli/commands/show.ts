@@ -43,7 +43,9 @@ export function executionLines(context: CliContext, row: ExecutionRow): string[]
   if (row.output !== null) lines.push(field("output", compactJson(row.output, 200)));
   if (row.error) lines.push(field("error", `${pc.red(`[${row.error.code}]`)} ${row.error.message}`));
   lines.push(field("usage", `${row.usage.inputTokens} in · ${row.usage.outputTokens} out · ${row.usage.totalTokens} tokens`));
-  lines.push(field("started", `${formatTime(row.createdAt)} · last change ${formatTime(row.updatedAt)} (${formatDuration(row.updatedAt - row.createdAt)} later)`));
+  lines.push(
+    field("started", `${formatTime(row.createdAt)} · last change ${formatTime(row.updatedAt)} (${formatDuration(row.updatedAt - row.createdAt)} later)`),
+  );
   if (row.status === "suspended") {
     const request = row.approvalRequest as { approvalId?: string; toolCalls?: { toolName: string; input: unknown }[] } | null;
     const calls = (request?.toolCalls ?? []).map((call) => `${call.toolName}(${compactJson(call.input, 80)})`).join(", ");

@@ -28,7 +28,11 @@ export async function uiCommand(context: CliContext, options: UiOptions): Promis
   const location = resolveStore(context.options.store, { mustExist: true });
   const environment = await openForDashboard(context, location);
   try {
-    const served = await serveDashboard(environment, { storeLabel: location.path, ...(options.host !== undefined ? { host: options.host } : {}), ...(options.port !== undefined ? { port: options.port } : {}) });
+    const served = await serveDashboard(environment, {
+      storeLabel: location.path,
+      ...(options.host !== undefined ? { host: options.host } : {}),
+      ...(options.port !== undefined ? { port: options.port } : {}),
+    });
     try {
       announce(context, served.url, options.host);
       await untilStopped();
@@ -51,7 +55,9 @@ export function announce(context: CliContext, url: string, host: string | undefi
   context.logger.line(`${pc.bold("Phronomy dashboard")}: ${url}`);
   context.logger.line(pc.dim("The URL carries the page's access token: share it only with people who may decide. Ctrl-C stops the dashboard."));
   if (host !== undefined && host !== "127.0.0.1" && host !== "localhost" && host !== "::1") {
-    context.logger.line(pc.yellow(`warning: the dashboard listens on ${host}, reachable from other machines; anyone holding the URL can approve, cancel and retry`));
+    context.logger.line(
+      pc.yellow(`warning: the dashboard listens on ${host}, reachable from other machines; anyone holding the URL can approve, cancel and retry`),
+    );
   }
 }
 

@@ -89,9 +89,16 @@ export function approvalStatement(operation: ApprovalCommitOperation, known: Sus
     payload: { approvalId: operation.approvalId, approved: operation.approved, reason: operation.reason, revision },
   };
   const sql = `SELECT approval_commit(${[
-    text(operation.executionId), integer(operation.expectedRevision, "approvalCommit.expectedRevision"), text(operation.approvalId),
-    text(operation.argumentsHash), text(jsonText(decided)), text(jsonText(metadata)), integer(operation.at, "approvalCommit.at"),
-    ...fenceArguments(fence), ...stepArguments([step]), text(writeId),
+    text(operation.executionId),
+    integer(operation.expectedRevision, "approvalCommit.expectedRevision"),
+    text(operation.approvalId),
+    text(operation.argumentsHash),
+    text(jsonText(decided)),
+    text(jsonText(metadata)),
+    integer(operation.at, "approvalCommit.at"),
+    ...fenceArguments(fence),
+    ...stepArguments([step]),
+    text(writeId),
   ].join(", ")}) AS applied`;
   return { sql, value: { revision }, after: { agentId: known.agentId, revision, status: "active", metadata } };
 }
@@ -105,9 +112,9 @@ interface SuspendedColumns {
 }
 
 async function readRow(client: pg.Pool | pg.ClientBase, executionId: string): Promise<SuspendedColumns | undefined> {
-  return (await client.query<SuspendedColumns>(
-    "SELECT agent_id, revision, status, metadata, approval_request FROM executions WHERE execution_id = $1", [executionId],
-  )).rows[0];
+  return (
+    await client.query<SuspendedColumns>("SELECT agent_id, revision, status, metadata, approval_request FROM executions WHERE execution_id = $1", [executionId])
+  ).rows[0];
 }
 
 /** Reads the suspended row an approval is about to replace, refusing
@@ -121,13 +128,19 @@ export async function readSuspendedRow(client: pg.Pool | pg.ClientBase, operatio
 
 function suspendedRowOf(row: SuspendedColumns): SuspendedRow {
   return {
-    agentId: row.agent_id, revision: row.revision,
-    metadata: JSON.parse(row.metadata) as ExecutionMetadata, approvalRequest: JSON.parse(row.approval_request) as Json,
+    agentId: row.agent_id,
+    revision: row.revision,
+    metadata: JSON.parse(row.metadata) as ExecutionMetadata,
+    approvalRequest: JSON.parse(row.approval_request) as Json,
   };
 }
 
 /** Why an `approval_commit` call wrote nothing, read now. */
-export async function explainApprovalRefusal(client: pg.Pool | pg.ClientBase, operation: ApprovalCommitOperation, fence: Fence | undefined): Promise<PhronomyError> {
+export async function explainApprovalRefusal(
+  client: pg.Pool | pg.ClientBase,
+  operation: ApprovalCommitOperation,
+  fence: Fence | undefined,
+): Promise<PhronomyError> {
   const row = await readRow(client, operation.executionId);
   const refusal = movedOn(operation, ["suspended"], row);
   if (refusal !== undefined) return refusal;
@@ -137,5 +150,8 @@ export async function explainApprovalRefusal(client: pg.Pool | pg.ClientBase, op
     return mismatch as PhronomyError;
   }
   if (fence !== undefined) return leaseLost(operation.type, operation.executionId, row!.agent_id, fence);
-  return new ExecutionRehydrationRequiredError(`execution ${operation.executionId} moved on: ${operation.type} expected revision ${operation.expectedRevision} and updated no row`, { executionId: operation.executionId });
+  return new ExecutionRehydrationRequiredError(
+    `execution ${operation.executionId} moved on: ${operation.type} expected revision ${operation.expectedRevision} and updated no row`,
+    { executionId: operation.executionId },
+  );
 }

@@ -54,11 +54,22 @@ interface CurrentExecution {
 
 /** Locks and reads the row; refuses, before writing anything, when the
  * execution moved on, never existed, or is in the wrong status. */
-export async function selectForUpdate(context: OperationContext, operation: CompareAndSetOperation, statuses: readonly ExecutionStatusName[]): Promise<CurrentExecution> {
-  const row = (await query(context, "SELECT agent_id, revision, status, metadata, approval_request FROM executions WHERE execution_id = $1 FOR UPDATE", [operation.executionId])).rows[0];
+export async function selectForUpdate(
+  context: OperationContext,
+  operation: CompareAndSetOperation,
+  statuses: readonly ExecutionStatusName[],
+): Promise<CurrentExecution> {
+  const row = (
+    await query(context, "SELECT agent_id, revision, status, metadata, approval_request FROM executions WHERE execution_id = $1 FOR UPDATE", [
+      operation.executionId,
+    ])
+  ).rows[0];
   const details = { expectedRevision: operation.expectedRevision, operation: operation.type };
   if (row === undefined) {
-    throw new ExecutionRehydrationRequiredError(`execution ${operation.executionId} is not in the store (${operation.type} expected revision ${operation.expectedRevision})`, { executionId: operation.executionId, details });
+    throw new ExecutionRehydrationRequiredError(
+      `execution ${operation.executionId} is not in the store (${operation.type} expected revision ${operation.expectedRevision})`,
+      { executionId: operation.executionId, details },
+    );
   }
   const status = row["status"] as ExecutionStatusName;
   if (row["revision"] !== operation.expectedRevision || !statuses.includes(status)) {
@@ -77,7 +88,13 @@ export async function selectForUpdate(context: OperationContext, operation: Comp
 /** The compare-and-set UPDATE: `$1` is the new revision, `values` follow as
  * `$2…`; the id, the expected revision and (with leases) the fence are
  * appended. Returns the new revision. */
-export async function compareAndSet(context: OperationContext, operation: CompareAndSetOperation, agentId: string, setClause: string, values: readonly unknown[]): Promise<number> {
+export async function compareAndSet(
+  context: OperationContext,
+  operation: CompareAndSetOperation,
+  agentId: string,
+  setClause: string,
+  values: readonly unknown[],
+): Promise<number> {
   const revision = operation.expectedRevision + 1;
   const parameters: unknown[] = [revision, ...values, operation.executionId, operation.expectedRevision];
   const idIndex = values.length + 2;
@@ -92,7 +109,10 @@ export async function compareAndSet(context: OperationContext, operation: Compar
   const { rowCount } = await query(context, sql, parameters);
   if (rowCount !== 1) {
     if (fence !== undefined) throw leaseLost(operation.type, operation.executionId, agentId, fence);
-    throw new ExecutionRehydrationRequiredError(`execution ${operation.executionId} moved on: ${operation.type} expected revision ${operation.expectedRevision} and updated no row`, { executionId: operation.executionId });
+    throw new ExecutionRehydrationRequiredError(
+      `execution ${operation.executionId} moved on: ${operation.type} expected revision ${operation.expectedRevision} and updated no row`,
+      { executionId: operation.executionId },
+    );
   }
   return revision;
 }
@@ -102,14 +122,15 @@ export async function compareAndSet(context: OperationContext, operation: Compar
  * `max(seq)` safe from concurrent appends. */
 export async function appendSteps(context: OperationContext, executionId: string, steps: readonly StepRecord[]): Promise<void> {
   if (steps.length === 0) return;
-  await query(context, `
+  await query(
+    context,
+    `
     INSERT INTO steps (execution_id, seq, kind, at, payload, write_id)
     SELECT $1, base.seq + step.ordinal, step.kind, step.at, step.payload,
            CASE WHEN step.ordinal = $5 THEN $6 END
     FROM (SELECT coalesce(max(seq), 0) AS seq FROM steps WHERE execution_id = $1) AS base,
          unnest($2::text[], $3::bigint[], $4::text[]) WITH ORDINALITY AS step(kind, at, payload, ordinal)
-  `, [
-    executionId, steps.map((step) => step.kind), steps.map((step) => step.at), steps.map((step) => jsonText(step.payload)),
-    steps.length, context.writeId,
-  ]);
+  `,
+    [executionId, steps.map((step) => step.kind), steps.map((step) => step.at), steps.map((step) => jsonText(step.payload)), steps.length, context.writeId],
+  );
 }

@@ -48,14 +48,22 @@ export const schemaNameBytesMax = 63;
 
 /** Refuses a schema name the store cannot use, naming why. */
 export function checkSchemaName(schema: unknown): string {
-  const why = typeof schema !== "string" ? "it must be a string"
-    : schema.length === 0 ? "it is empty"
-      : Buffer.byteLength(schema, "utf8") > schemaNameBytesMax ? `it is longer than ${schemaNameBytesMax} bytes (PostgreSQL would truncate it)`
-        : schema.includes('"') ? "it holds a double quote"
-          : !schemaNamePattern.test(schema) ? `it must match ${String(schemaNamePattern)} (lower case letters, digits and underscores, not starting with a digit)`
-            : schema === "public" ? "public is every application's default schema; the store needs a schema of its own (the default is phronomy)"
-              : schema.startsWith("pg_") || schema === "information_schema" ? "names starting with pg_, and information_schema, belong to PostgreSQL"
-                : undefined;
+  const why =
+    typeof schema !== "string"
+      ? "it must be a string"
+      : schema.length === 0
+        ? "it is empty"
+        : Buffer.byteLength(schema, "utf8") > schemaNameBytesMax
+          ? `it is longer than ${schemaNameBytesMax} bytes (PostgreSQL would truncate it)`
+          : schema.includes('"')
+            ? "it holds a double quote"
+            : !schemaNamePattern.test(schema)
+              ? `it must match ${String(schemaNamePattern)} (lower case letters, digits and underscores, not starting with a digit)`
+              : schema === "public"
+                ? "public is every application's default schema; the store needs a schema of its own (the default is phronomy)"
+                : schema.startsWith("pg_") || schema === "information_schema"
+                  ? "names starting with pg_, and information_schema, belong to PostgreSQL"
+                  : undefined;
   if (why !== undefined) throw new InvalidInputError(`the PostgreSQL schema name ${JSON.stringify(schema)} cannot be used: ${why}`, { details: { schema } });
   return schema as string;
 }
@@ -104,7 +112,8 @@ const int8Oid = 20;
 
 /** Type parsers of the store's connections: int8 as a JavaScript number. */
 const types = {
-  getTypeParser: ((oid: number, format?: string) => (oid === int8Oid ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as "text"))) as typeof pg.types.getTypeParser,
+  getTypeParser: ((oid: number, format?: string) =>
+    oid === int8Oid ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as "text")) as typeof pg.types.getTypeParser,
 };
 
 /** The pool, with every connection's `error` handled: a backend that is

@@ -77,7 +77,13 @@ export async function replacePrepareWithRoot(client: pg.ClientBase): Promise<voi
  * is open, the id unused and the lease held unexpired) and the execution
  * inserted at `revision` — `1` (migration 3) or the `p_revision` argument
  * (migration 4's overload). The body is written once for both. */
-function prepareExecutionFunction(extraParameters: string, revision: string, writesRoot = false, fencing: Fencing = "agent", numbering: Numbering = "max"): string {
+function prepareExecutionFunction(
+  extraParameters: string,
+  revision: string,
+  writesRoot = false,
+  fencing: Fencing = "agent",
+  numbering: Numbering = "max",
+): string {
   const counted = numbering === "counted";
   return `
     CREATE ${writesRoot ? "OR REPLACE " : ""}FUNCTION prepare_execution(
@@ -86,14 +92,22 @@ function prepareExecutionFunction(extraParameters: string, revision: string, wri
       p_kinds text[], p_ats bigint[], p_payloads text[], p_write_id text,
       p_journal_ids text[], p_journal_roles text[], p_journal_contents text[], p_journal_ats bigint[]${extraParameters})
     RETURNS integer LANGUAGE plpgsql AS $$
-    BEGIN${writesRoot ? `
+    BEGIN${
+      writesRoot
+        ? `
       INSERT INTO agents (agent_id, lifecycle, revision, created_at, updated_at) VALUES (p_agent_id, 'open', 1, p_at, p_at)
-      ON CONFLICT (agent_id) DO NOTHING;` : ""}
+      ON CONFLICT (agent_id) DO NOTHING;`
+        : ""
+    }
       UPDATE agents SET revision = revision + 1, updated_at = p_at
       WHERE agent_id = p_agent_id AND lifecycle = 'open'
         AND NOT EXISTS (SELECT 1 FROM executions WHERE execution_id = p_execution_id)
-        AND (p_fence_owner IS NULL OR ${fencing === "agent" ? `EXISTS (
-          SELECT 1 FROM leases WHERE agent_id = p_agent_id AND owner = p_fence_owner AND epoch = p_fence_epoch AND expires_at > clock_timestamp())` : fenceHeld(fencing, "p_agent_id", true)});
+        AND (p_fence_owner IS NULL OR ${
+          fencing === "agent"
+            ? `EXISTS (
+          SELECT 1 FROM leases WHERE agent_id = p_agent_id AND owner = p_fence_owner AND epoch = p_fence_epoch AND expires_at > clock_timestamp())`
+            : fenceHeld(fencing, "p_agent_id", true)
+        });
       IF NOT FOUND THEN RETURN 0; END IF;
       INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output,
                               error, usage, approval_request, created_at, updated_at${counted ? ", last_seq" : ""})
@@ -136,7 +150,8 @@ export type Numbering = "max" | "counted";
 /** The SET clause keeping `last_seq` with the compare-and-set that appends
  * `p_kinds`; `RETURNING last_seq INTO top` then gives the last seq. The
  * subquery is an InitPlan, run only when `last_seq` is NULL. */
-export const countedStepsSql = "last_seq = coalesce(last_seq, (SELECT coalesce(max(seq), 0) FROM steps WHERE steps.execution_id = p_execution_id)) + cardinality(p_kinds)";
+export const countedStepsSql =
+  "last_seq = coalesce(last_seq, (SELECT coalesce(max(seq), 0) FROM steps WHERE steps.execution_id = p_execution_id)) + cardinality(p_kinds)";
 
 /** Inserts `p_kinds`/`p_ats`/`p_payloads` as steps numbered after `base`;
  * the last carries `p_write_id` (inline: a nested function call costs more
@@ -153,9 +168,11 @@ export function insertStepsSql(base: string): string {
 function barrierFunctions(fencing: Fencing, numbering: Numbering = "max"): string {
   const replace = fencing === "agent" ? "" : "OR REPLACE ";
   const counted = numbering === "counted";
-  const declareTop = counted ? `
+  const declareTop = counted
+    ? `
     DECLARE
-      top bigint;` : "";
+      top bigint;`
+    : "";
   return `
     -- A provider or tool barrier: compare-and-set of an active execution.
     CREATE ${replace}FUNCTION barrier(
@@ -163,11 +180,19 @@ function barrierFunctions(fencing: Fencing, numbering: Numbering = "max"): strin
       p_fence_owner text, p_fence_epoch bigint, p_kinds text[], p_ats bigint[], p_payloads text[], p_write_id text)
     RETURNS integer LANGUAGE plpgsql AS $$${declareTop}
     BEGIN
-      UPDATE executions SET revision = p_expected + 1, phase = p_phase, metadata = p_metadata, usage = p_usage, updated_at = p_at${counted ? `,
-             ${countedStepsSql}` : ""}
+      UPDATE executions SET revision = p_expected + 1, phase = p_phase, metadata = p_metadata, usage = p_usage, updated_at = p_at${
+        counted
+          ? `,
+             ${countedStepsSql}`
+          : ""
+      }
       WHERE execution_id = p_execution_id AND revision = p_expected AND status = 'active'
-        AND (p_fence_owner IS NULL OR ${fenceHeld(fencing, "executions.agent_id", false)})${counted ? `
-      RETURNING last_seq INTO top` : ""};
+        AND (p_fence_owner IS NULL OR ${fenceHeld(fencing, "executions.agent_id", false)})${
+          counted
+            ? `
+      RETURNING last_seq INTO top`
+            : ""
+        };
       IF NOT FOUND THEN RETURN 0; END IF;
       ${counted ? insertStepsSql("top - cardinality(p_kinds)") : "PERFORM append_steps(p_execution_id, false, p_kinds, p_ats, p_payloads, p_write_id);"}
       RETURN 1;
@@ -182,13 +207,21 @@ function barrierFunctions(fencing: Fencing, numbering: Numbering = "max"): strin
       p_journal_ids text[], p_journal_roles text[], p_journal_contents text[], p_journal_ats bigint[])
     RETURNS integer LANGUAGE plpgsql AS $$
     DECLARE
-      owner_agent text;${counted ? `
-      top bigint;` : ""}
+      owner_agent text;${
+        counted
+          ? `
+      top bigint;`
+          : ""
+      }
     BEGIN
       UPDATE executions SET revision = p_expected + 1, status = p_status, phase = p_status, outcome = p_outcome,
              output = p_output, error = p_error, usage = p_usage, approval_request = p_approval_request,
-             metadata = p_metadata, updated_at = p_at${counted ? `,
-             ${countedStepsSql}` : ""}
+             metadata = p_metadata, updated_at = p_at${
+               counted
+                 ? `,
+             ${countedStepsSql}`
+                 : ""
+             }
       WHERE execution_id = p_execution_id AND revision = p_expected AND status IN ('preparing', 'active', 'suspended')
         AND (p_fence_owner IS NULL OR ${fenceHeld(fencing, "executions.agent_id", false)})
       RETURNING agent_id${counted ? ", last_seq" : ""} INTO owner_agent${counted ? ", top" : ""};

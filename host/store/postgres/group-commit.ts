@@ -35,7 +35,10 @@ export const groupsInFlightDefault = 4;
 export const statementsMaxDefault = 64;
 
 export class ConnectionLost extends Error {
-  constructor(override readonly cause: unknown, readonly backendPid: number | undefined) {
+  constructor(
+    override readonly cause: unknown,
+    readonly backendPid: number | undefined,
+  ) {
     super(`the database connection was lost: ${cause instanceof Error ? cause.message : String(cause)}`);
   }
 }
@@ -93,12 +96,14 @@ export class GroupCommit {
       const members = this.waiting.splice(0, this.statementsMax).sort((a, b) => a.order - b.order);
       this.inFlight += 1;
       // `send` settles every member; should it throw past that, its members fail.
-      this.send(members).catch((error: unknown) => {
-        for (const member of members) member.reject(error);
-      }).finally(() => {
-        this.inFlight -= 1;
-        this.startGroups();
-      });
+      this.send(members)
+        .catch((error: unknown) => {
+          for (const member of members) member.reject(error);
+        })
+        .finally(() => {
+          this.inFlight -= 1;
+          this.startGroups();
+        });
     }
   }
 
@@ -117,7 +122,7 @@ export class GroupCommit {
     let results: pg.QueryResult[];
     try {
       const answer = await client.query(members.map((member) => member.sql).join(";\n"));
-      results = Array.isArray(answer) ? answer as pg.QueryResult[] : [answer];
+      results = Array.isArray(answer) ? (answer as pg.QueryResult[]) : [answer];
     } catch (error) {
       if (isConnectionLoss(error)) {
         client.release(error instanceof Error ? error : new Error(String(error)));

@@ -44,7 +44,9 @@ export class InboxListener {
 
   start(): void {
     if (this.closed || this.client !== undefined || this.connecting !== undefined) return;
-    this.connecting = this.connect().finally(() => { this.connecting = undefined; });
+    this.connecting = this.connect().finally(() => {
+      this.connecting = undefined;
+    });
   }
 
   private async connect(): Promise<void> {

@@ -36,14 +36,17 @@ export class InboxProbes {
 
   constructor(pool: Pick<pg.Pool, "query">) {
     this.batch = new TurnBatch(inboxProbeAgentsMax, async (batch) => {
-      const { rows } = await pool.query<{ ordinal: string }>(`
+      const { rows } = await pool.query<{ ordinal: string }>(
+        `
         SELECT asked.ordinal FROM unnest($1::text[], $2::bigint[], $3::boolean[]) WITH ORDINALITY AS asked(agent_id, epoch, starts_only, ordinal)
         WHERE EXISTS (
           SELECT 1 FROM approval_inbox AS inbox
           WHERE inbox.agent_id = asked.agent_id AND inbox.state IN ('filed', 'claimed')
             AND (inbox.state = 'filed' OR inbox.claimed_epoch < asked.epoch)
             AND (NOT asked.starts_only OR inbox.kind = 'start'))
-      `, [batch.map((asked) => asked.agentId), batch.map((asked) => asked.epoch), batch.map((asked) => asked.startsOnly)]);
+      `,
+        [batch.map((asked) => asked.agentId), batch.map((asked) => asked.epoch), batch.map((asked) => asked.startsOnly)],
+      );
       const found = new Set(rows.map((row) => Number(row.ordinal) - 1));
       return batch.map((_asked, index) => found.has(index));
     });

@@ -29,7 +29,15 @@
 // * Reads and writes here never touch the execution rows; those change only
 //   through the store operations (`operations.ts`).
 
-import { claimBatchMax, decisionProgressOf, type ClaimedDecision, type DecisionFiling, type DecisionProgress, type DecisionSettlement, type FiledDecision } from "../inbox-records.js";
+import {
+  claimBatchMax,
+  decisionProgressOf,
+  type ClaimedDecision,
+  type DecisionFiling,
+  type DecisionProgress,
+  type DecisionSettlement,
+  type FiledDecision,
+} from "../inbox-records.js";
 import { fenceHeldSql } from "./partitions.js";
 import { createHash } from "node:crypto";
 import type pg from "pg";
@@ -153,7 +161,8 @@ export async function addStartKind(client: pg.ClientBase): Promise<void> {
  * or queued (no decision: the filer follows the execution). A start
  * refused before is filed again in its place. */
 export async function fileStart(pool: Queryable, channel: string, filing: StartFiling): Promise<FiledStartAnswer> {
-  const inserted = await pool.query(`
+  const inserted = await pool.query(
+    `
     WITH filed AS (
       INSERT INTO approval_inbox (decision_id, execution_id, agent_id, approval_id, approved, reason, execution_revision, filed_by, filed_at, state, kind, start)
       SELECT $1, $2, $3, $4, false, NULL, 0, $5, $6, 'filed', 'start', $7
@@ -168,11 +177,24 @@ export async function fileStart(pool: Queryable, channel: string, filing: StartF
       RETURNING agent_id
     )
     SELECT pg_notify($8, agent_id) FROM filed
-  `, [filing.decisionId, filing.executionId, filing.agentId, startApprovalId(filing.decisionId), filing.filedBy, filing.filedAt, JSON.stringify(filing.start), channel]);
+  `,
+    [
+      filing.decisionId,
+      filing.executionId,
+      filing.agentId,
+      startApprovalId(filing.decisionId),
+      filing.filedBy,
+      filing.filedAt,
+      JSON.stringify(filing.start),
+      channel,
+    ],
+  );
   if (inserted.rowCount === 1) return { decisionId: filing.decisionId, filedNow: true };
-  const earlier = (await pool.query<{ decision_id: string; agent_id: string }>(
-    "SELECT decision_id, agent_id FROM approval_inbox WHERE execution_id = $1 AND kind = 'start'", [filing.executionId],
-  )).rows[0];
+  const earlier = (
+    await pool.query<{ decision_id: string; agent_id: string }>("SELECT decision_id, agent_id FROM approval_inbox WHERE execution_id = $1 AND kind = 'start'", [
+      filing.executionId,
+    ])
+  ).rows[0];
   return { decisionId: earlier?.decision_id, filedNow: false };
 }
 
@@ -181,27 +203,43 @@ export async function fileStart(pool: Queryable, channel: string, filing: StartF
  * (`details.mismatch`: agent, not_suspended, approval_id, already_filed). */
 export async function fileDecision(pool: Queryable, where: string, channel: string, filing: DecisionFiling): Promise<FiledDecision> {
   const { executionId, agentId, approvalId } = filing;
-  const row = (await pool.query<{ agent_id: string; status: string; phase: string; revision: number; approval_request: string; outcome: string | null; error: string }>(
-    "SELECT agent_id, status, phase, revision, approval_request, outcome, error FROM executions WHERE execution_id = $1", [executionId],
-  )).rows[0];
+  const row = (
+    await pool.query<{ agent_id: string; status: string; phase: string; revision: number; approval_request: string; outcome: string | null; error: string }>(
+      "SELECT agent_id, status, phase, revision, approval_request, outcome, error FROM executions WHERE execution_id = $1",
+      [executionId],
+    )
+  ).rows[0];
   const context = { executionId, agentId };
   if (filing.kind === "cancel") {
-    const checked = checkCancelFiling(executionId, row && { agentId: row.agent_id, status: row.status, revision: Number(row.revision), outcome: row.outcome, error: JSON.parse(row.error) }, where);
-    await pool.query(`
+    const checked = checkCancelFiling(
+      executionId,
+      row && { agentId: row.agent_id, status: row.status, revision: Number(row.revision), outcome: row.outcome, error: JSON.parse(row.error) },
+      where,
+    );
+    await pool.query(
+      `
       WITH filed AS (
         INSERT INTO approval_inbox (decision_id, execution_id, agent_id, approval_id, approved, reason, execution_revision, filed_by, filed_at, state, kind)
         VALUES ($1, $2, $3, $4, false, $5, $6, $7, $8, 'filed', 'cancel')
         RETURNING agent_id
       )
       SELECT pg_notify($9, agent_id) FROM filed
-    `, [filing.decisionId, executionId, checked.agentId, approvalId, filing.reason, checked.revision, filing.filedBy, filing.filedAt, channel]);
+    `,
+      [filing.decisionId, executionId, checked.agentId, approvalId, filing.reason, checked.revision, filing.filedBy, filing.filedAt, channel],
+    );
     return { decisionId: filing.decisionId, executionRevision: checked.revision };
   }
   if (filing.kind === "retry") {
-    const checked = checkRetryable(executionId, row && { executionId, agentId: row.agent_id, status: row.status, phase: row.phase, outcome: row.outcome, revision: Number(row.revision) }, where, "the retry (nothing was filed in the inbox)");
+    const checked = checkRetryable(
+      executionId,
+      row && { executionId, agentId: row.agent_id, status: row.status, phase: row.phase, outcome: row.outcome, revision: Number(row.revision) },
+      where,
+      "the retry (nothing was filed in the inbox)",
+    );
     // Filed only while the row is still at the revision read: a retry or a
     // purge meanwhile leaves nothing filed.
-    const inserted = await pool.query(`
+    const inserted = await pool.query(
+      `
       WITH filed AS (
         INSERT INTO approval_inbox (decision_id, execution_id, agent_id, approval_id, approved, reason, execution_revision, filed_by, filed_at, state, kind)
         SELECT $1, $2, $3, $4, false, NULL, $5, $6, $7, 'filed', 'retry'
@@ -209,24 +247,40 @@ export async function fileDecision(pool: Queryable, where: string, channel: stri
         RETURNING agent_id
       )
       SELECT pg_notify($8, agent_id) FROM filed
-    `, [filing.decisionId, executionId, checked.agentId, approvalId, checked.revision, filing.filedBy, filing.filedAt, channel]);
-    if (inserted.rowCount !== 1) throw new RetryRefusedError(`execution ${executionId} changed while its retry was being filed (retried or purged meanwhile); nothing was filed`, { ...context, reason: "moved" });
+    `,
+      [filing.decisionId, executionId, checked.agentId, approvalId, checked.revision, filing.filedBy, filing.filedAt, channel],
+    );
+    if (inserted.rowCount !== 1)
+      throw new RetryRefusedError(`execution ${executionId} changed while its retry was being filed (retried or purged meanwhile); nothing was filed`, {
+        ...context,
+        reason: "moved",
+      });
     return { decisionId: filing.decisionId, executionRevision: checked.revision };
   }
   if (row === undefined) {
     throw new InvalidInputError(`no execution ${executionId} in the store at ${where}; nothing was filed in the approval inbox`, context);
   }
   if (row.agent_id !== agentId) {
-    throw new ApprovalMismatchError(`execution ${executionId} belongs to agent "${row.agent_id}", not "${agentId}"; resume it through its own agent (nothing was filed)`, { ...context, details: { mismatch: "agent", storedAgentId: row.agent_id } });
+    throw new ApprovalMismatchError(
+      `execution ${executionId} belongs to agent "${row.agent_id}", not "${agentId}"; resume it through its own agent (nothing was filed)`,
+      { ...context, details: { mismatch: "agent", storedAgentId: row.agent_id } },
+    );
   }
   if (row.status !== "suspended") {
-    throw new ApprovalMismatchError(`execution ${executionId} is not suspended for approval (its status is ${row.status}: already decided, or never suspended); nothing was filed`, { ...context, details: { mismatch: "not_suspended", status: row.status } });
+    throw new ApprovalMismatchError(
+      `execution ${executionId} is not suspended for approval (its status is ${row.status}: already decided, or never suspended); nothing was filed`,
+      { ...context, details: { mismatch: "not_suspended", status: row.status } },
+    );
   }
   const pending = pendingApprovalId(JSON.parse(row.approval_request) as Json);
   if (pending !== approvalId) {
-    throw new ApprovalMismatchError(`approval ${approvalId} is not the pending approval of execution ${executionId} (that is ${pending ?? "none"}); nothing was filed`, { ...context, details: { mismatch: "approval_id", approvalId, storedApprovalId: pending ?? null } });
+    throw new ApprovalMismatchError(
+      `approval ${approvalId} is not the pending approval of execution ${executionId} (that is ${pending ?? "none"}); nothing was filed`,
+      { ...context, details: { mismatch: "approval_id", approvalId, storedApprovalId: pending ?? null } },
+    );
   }
-  const inserted = await pool.query(`
+  const inserted = await pool.query(
+    `
     WITH filed AS (
       INSERT INTO approval_inbox (decision_id, execution_id, agent_id, approval_id, approved, reason, execution_revision, filed_by, filed_at, state)
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'filed')
@@ -234,11 +288,16 @@ export async function fileDecision(pool: Queryable, where: string, channel: stri
       RETURNING agent_id
     )
     SELECT pg_notify($10, agent_id) FROM filed
-  `, [filing.decisionId, executionId, agentId, approvalId, filing.approved, filing.reason, row.revision, filing.filedBy, filing.filedAt, channel]);
+  `,
+    [filing.decisionId, executionId, agentId, approvalId, filing.approved, filing.reason, row.revision, filing.filedBy, filing.filedAt, channel],
+  );
   if (inserted.rowCount === 1) return { decisionId: filing.decisionId, executionRevision: Number(row.revision) };
-  const earlier = (await pool.query<{ decision_id: string; filed_by: string }>(
-    "SELECT decision_id, filed_by FROM approval_inbox WHERE execution_id = $1 AND approval_id = $2 AND state IN ('filed', 'claimed')", [executionId, approvalId],
-  )).rows[0];
+  const earlier = (
+    await pool.query<{ decision_id: string; filed_by: string }>(
+      "SELECT decision_id, filed_by FROM approval_inbox WHERE execution_id = $1 AND approval_id = $2 AND state IN ('filed', 'claimed')",
+      [executionId, approvalId],
+    )
+  ).rows[0];
   throw new ApprovalMismatchError(
     `approval ${approvalId} of execution ${executionId} already has a decision in the approval inbox (${earlier?.decision_id ?? "settled meanwhile"}, filed by ${earlier?.filed_by ?? "another process"}) that its owner has not applied yet; nothing else was filed — wait for that one`,
     { ...context, details: { mismatch: "already_filed", approvalId, decisionId: earlier?.decision_id ?? null, filedBy: earlier?.filed_by ?? null } },
@@ -274,7 +333,8 @@ interface InboxRow {
  * `fence` is the agent's live lease (same statement). `startsOnly`: only
  * filed starts (a conversation not live here: a start makes it live). */
 export async function claimDecisions(pool: Queryable, agentId: string, fence: Fence, startsOnly = false): Promise<ClaimedDecision[]> {
-  const claimed = await pool.query<InboxRow>(`
+  const claimed = await pool.query<InboxRow>(
+    `
     UPDATE approval_inbox AS inbox
     SET state = 'claimed', claimed_by = $2, claimed_epoch = $3, claims = inbox.claims + 1
     WHERE inbox.decision_id IN (
@@ -285,16 +345,26 @@ export async function claimDecisions(pool: Queryable, agentId: string, fence: Fe
       AND (inbox.state = 'filed' OR (inbox.state = 'claimed' AND inbox.claimed_epoch < $3))
       AND ${fenceHeldSql("$1", "$2", "$3", true)}
     RETURNING inbox.*
-  `, [agentId, fence.owner, fence.epoch, claimBatchMax, startsOnly]);
+  `,
+    [agentId, fence.owner, fence.epoch, claimBatchMax, startsOnly],
+  );
   return claimedFromRows(claimed.rows);
 }
 
 function claimedFromRows(rows: readonly InboxRow[]): ClaimedDecision[] {
   return rows
     .map((row) => ({
-      decisionId: row.decision_id, executionId: row.execution_id, agentId: row.agent_id, approvalId: row.approval_id,
-      approved: row.approved, reason: row.reason, filedBy: row.filed_by, filedAt: Number(row.filed_at),
-      executionRevision: Number(row.execution_revision), claimedEpoch: Number(row.claimed_epoch), claims: Number(row.claims),
+      decisionId: row.decision_id,
+      executionId: row.execution_id,
+      agentId: row.agent_id,
+      approvalId: row.approval_id,
+      approved: row.approved,
+      reason: row.reason,
+      filedBy: row.filed_by,
+      filedAt: Number(row.filed_at),
+      executionRevision: Number(row.execution_revision),
+      claimedEpoch: Number(row.claimed_epoch),
+      claims: Number(row.claims),
       kind: row.kind,
       ...(row.start !== null && row.start !== undefined ? { start: JSON.parse(row.start) as FiledStart } : {}),
     }))
@@ -304,14 +374,21 @@ function claimedFromRows(rows: readonly InboxRow[]): ClaimedDecision[] {
 /** Marks a claimed decision applied or refused; false when this claim is
  * no longer this process's (a successor claimed it, or the lease lapsed). */
 export async function settleDecision(pool: Queryable, claim: ClaimedDecision, fence: Fence, settlement: DecisionSettlement, at: number): Promise<boolean> {
-  const settled = await pool.query(`
+  const settled = await pool.query(
+    `
     UPDATE approval_inbox SET state = $2, error = $3, settled_at = $4
     WHERE decision_id = $1 AND state = 'claimed' AND claimed_by = $5 AND claimed_epoch = $6
       AND ${fenceHeldSql("approval_inbox.agent_id", "$5", "$6", true)}
-  `, [
-    claim.decisionId, settlement.applied ? "applied" : "refused", settlement.applied ? null : JSON.stringify(settlement.error),
-    at, fence.owner, claim.claimedEpoch,
-  ]);
+  `,
+    [
+      claim.decisionId,
+      settlement.applied ? "applied" : "refused",
+      settlement.applied ? null : JSON.stringify(settlement.error),
+      at,
+      fence.owner,
+      claim.claimedEpoch,
+    ],
+  );
   return settled.rowCount === 1;
 }
 
@@ -322,12 +399,15 @@ export async function settleDecision(pool: Queryable, claim: ClaimedDecision, fe
  * `approval_inbox_unsettled`), however many settled ones wait for pruning. */
 export async function agentsWithDecisions(pool: Queryable, held: readonly { readonly partition: number; readonly epoch: number }[]): Promise<string[]> {
   if (held.length === 0) return [];
-  const found = await pool.query<{ agent_id: string }>(`
+  const found = await pool.query<{ agent_id: string }>(
+    `
     SELECT DISTINCT inbox.agent_id FROM approval_inbox AS inbox
     JOIN unnest($1::integer[], $2::bigint[]) AS held(partition, epoch) ON held.partition = partition_of(inbox.agent_id)
     WHERE inbox.state IN ('filed', 'claimed') AND inbox.kind <> 'start'
       AND (inbox.state = 'filed' OR inbox.claimed_epoch < held.epoch)
-  `, [held.map((lease) => lease.partition), held.map((lease) => lease.epoch)]);
+  `,
+    [held.map((lease) => lease.partition), held.map((lease) => lease.epoch)],
+  );
   return found.rows.map((row) => row.agent_id);
 }
 
@@ -338,9 +418,14 @@ export async function agentsWithDecisions(pool: Queryable, held: readonly { read
  * (the fence check, in the same statement, per row). The owner's answer
  * to a notification on the start channel and to its lease tick
  * (docs/decisions/0047). */
-export async function claimFiledStarts(pool: Queryable, owner: string, held: readonly { readonly partition: number; readonly epoch: number }[]): Promise<ClaimedDecision[]> {
+export async function claimFiledStarts(
+  pool: Queryable,
+  owner: string,
+  held: readonly { readonly partition: number; readonly epoch: number }[],
+): Promise<ClaimedDecision[]> {
   if (held.length === 0) return [];
-  const claimed = await pool.query<InboxRow>(`
+  const claimed = await pool.query<InboxRow>(
+    `
     UPDATE approval_inbox AS inbox
     SET state = 'claimed', claimed_by = $3, claimed_epoch = chosen.epoch, claims = inbox.claims + 1
     FROM (
@@ -354,7 +439,9 @@ export async function claimFiledStarts(pool: Queryable, owner: string, held: rea
       AND (inbox.state = 'filed' OR (inbox.state = 'claimed' AND inbox.claimed_epoch < chosen.epoch))
       AND ${fenceHeldSql("inbox.agent_id", "$3", "chosen.epoch", true)}
     RETURNING inbox.*
-  `, [held.map((lease) => lease.partition), held.map((lease) => lease.epoch), owner, claimBatchMax]);
+  `,
+    [held.map((lease) => lease.partition), held.map((lease) => lease.epoch), owner, claimBatchMax],
+  );
   return claimedFromRows(claimed.rows);
 }
 
@@ -363,11 +450,15 @@ export async function claimFiledStarts(pool: Queryable, owner: string, held: rea
  * still this process's (same epoch, fence held); a refused start is told
  * to its filer (its channel, `filerChannelOf`). The decision ids settled. */
 export async function settleDecisions(
-  pool: Queryable, schema: string, owner: string,
-  items: readonly { readonly claim: ClaimedDecision; readonly settlement: DecisionSettlement }[], at: number,
+  pool: Queryable,
+  schema: string,
+  owner: string,
+  items: readonly { readonly claim: ClaimedDecision; readonly settlement: DecisionSettlement }[],
+  at: number,
 ): Promise<Set<string>> {
   if (items.length === 0) return new Set();
-  const settled = await pool.query<{ decision_id: string }>(`
+  const settled = await pool.query<{ decision_id: string }>(
+    `
     WITH settled AS (
       UPDATE approval_inbox SET state = wanted.state, error = wanted.error, settled_at = $5
       FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $7::text[]) AS wanted(decision_id, state, error, epoch, channel)
@@ -377,21 +468,26 @@ export async function settleDecisions(
       RETURNING approval_inbox.decision_id, approval_inbox.execution_id, approval_inbox.kind, wanted.state, wanted.channel
     )
     SELECT decision_id, CASE WHEN kind = 'start' AND state = 'refused' THEN pg_notify(channel, execution_id) END AS told FROM settled
-  `, [
-    items.map(({ claim }) => claim.decisionId),
-    items.map(({ settlement }) => settlement.applied ? "applied" : "refused"),
-    items.map(({ settlement }) => settlement.applied ? null : JSON.stringify(settlement.error)),
-    items.map(({ claim }) => claim.claimedEpoch),
-    at, owner,
-    items.map(({ claim }) => filerChannelOf(schema, claim.filedBy)),
-  ]);
+  `,
+    [
+      items.map(({ claim }) => claim.decisionId),
+      items.map(({ settlement }) => (settlement.applied ? "applied" : "refused")),
+      items.map(({ settlement }) => (settlement.applied ? null : JSON.stringify(settlement.error))),
+      items.map(({ claim }) => claim.claimedEpoch),
+      at,
+      owner,
+      items.map(({ claim }) => filerChannelOf(schema, claim.filedBy)),
+    ],
+  );
   return new Set(settled.rows.map((row) => row.decision_id));
 }
 
 /** The decision an `approval_decided` step recorded for this approval,
  * if one did: how a successor tells whether a former owner's claim landed. */
 export async function approvalDecided(pool: Queryable, executionId: string, approvalId: string): Promise<{ readonly approved: boolean } | undefined> {
-  const found = await pool.query<{ payload: string }>("SELECT payload FROM steps WHERE execution_id = $1 AND kind = 'approval_decided' ORDER BY seq", [executionId]);
+  const found = await pool.query<{ payload: string }>("SELECT payload FROM steps WHERE execution_id = $1 AND kind = 'approval_decided' ORDER BY seq", [
+    executionId,
+  ]);
   for (const { payload } of found.rows) {
     const decided = JSON.parse(payload) as { approvalId?: unknown; approved?: unknown };
     if (decided.approvalId === approvalId && typeof decided.approved === "boolean") return { approved: decided.approved };
@@ -404,36 +500,49 @@ export async function approvalDecided(pool: Queryable, executionId: string, appr
 /** Where each decision is, with its execution as it is now (one statement). */
 export async function readDecisions(pool: Queryable, where: string, decisionIds: readonly string[]): Promise<DecisionProgress[]> {
   if (decisionIds.length === 0) return [];
-  if (decisionIds.length > decisionReadMax) throw new InvalidInputError(`at most ${decisionReadMax} inbox decisions are read at once, got ${decisionIds.length}`);
-  const found = await pool.query<SqliteRow>(`
+  if (decisionIds.length > decisionReadMax)
+    throw new InvalidInputError(`at most ${decisionReadMax} inbox decisions are read at once, got ${decisionIds.length}`);
+  const found = await pool.query<SqliteRow>(
+    `
     SELECT executions.*, inbox.decision_id, inbox.execution_id AS decision_execution_id, inbox.agent_id AS decision_agent_id,
            inbox.state AS decision_state, inbox.error AS decision_error, inbox.execution_revision AS decision_revision
     FROM approval_inbox AS inbox LEFT JOIN executions ON executions.execution_id = inbox.execution_id
     WHERE inbox.decision_id = ANY($1::text[])
-  `, [decisionIds]);
+  `,
+    [decisionIds],
+  );
   return found.rows.map((row) => decisionProgressOf(row, where));
 }
 
-
 /** Two statements however many starts are followed: the rows (with their
  * decisions), then the steps after each cursor. */
-export async function readStarts(pool: Queryable, where: string, follows: readonly { readonly executionId: string; readonly afterSeq: number }[]): Promise<StartProgress[]> {
+export async function readStarts(
+  pool: Queryable,
+  where: string,
+  follows: readonly { readonly executionId: string; readonly afterSeq: number }[],
+): Promise<StartProgress[]> {
   if (follows.length === 0) return [];
   if (follows.length > decisionReadMax) throw new InvalidInputError(`at most ${decisionReadMax} starts are read at once, got ${follows.length}`);
   const ids = follows.map((follow) => follow.executionId);
-  const found = await pool.query<SqliteRow>(`
+  const found = await pool.query<SqliteRow>(
+    `
     SELECT executions.*, wanted.id AS wanted_id, inbox.state AS decision_state, inbox.error AS decision_error,
            EXISTS (SELECT 1 FROM queued_messages WHERE queued_messages.execution_id = wanted.id) AS queued
     FROM unnest($1::text[]) AS wanted(id)
     LEFT JOIN executions ON executions.execution_id = wanted.id
     LEFT JOIN approval_inbox AS inbox ON inbox.execution_id = wanted.id AND inbox.kind = 'start'
-  `, [ids]);
-  const steps = await pool.query<SqliteRow>(`
+  `,
+    [ids],
+  );
+  const steps = await pool.query<SqliteRow>(
+    `
     SELECT steps.execution_id, steps.seq, steps.kind, steps.at, steps.payload
     FROM unnest($1::text[], $2::bigint[]) AS wanted(id, after_seq)
     JOIN steps ON steps.execution_id = wanted.id AND steps.seq > wanted.after_seq
     ORDER BY steps.execution_id, steps.seq
-  `, [ids, follows.map((follow) => follow.afterSeq)]);
+  `,
+    [ids, follows.map((follow) => follow.afterSeq)],
+  );
   const stepsOf = new Map<string, StoredStep[]>();
   for (const row of steps.rows) {
     const id = String(row["execution_id"]);
@@ -460,9 +569,15 @@ export async function readStarts(pool: Queryable, where: string, follows: readon
  * same statement (its channel, sent at commit); the filer's own cancel
  * settles its Run itself (docs/decisions/0047). */
 export async function cancelFiledStart(
-  pool: Queryable, schema: string, cancelledBy: string, executionId: string, error: string, at: number,
+  pool: Queryable,
+  schema: string,
+  cancelledBy: string,
+  executionId: string,
+  error: string,
+  at: number,
 ): Promise<{ readonly agentId: string; readonly state: "cancelled" | "claimed" | "settled" } | undefined> {
-  const { rows } = await pool.query<{ agent_id: string; state: string; cancelled: boolean }>(`
+  const { rows } = await pool.query<{ agent_id: string; state: string; cancelled: boolean }>(
+    `
     WITH cancelled AS (
       UPDATE approval_inbox SET state = 'refused', error = $2, settled_at = $3
       WHERE execution_id = $1 AND kind = 'start' AND state = 'filed'
@@ -473,7 +588,9 @@ export async function cancelFiledStart(
     FROM cancelled
     UNION ALL
     SELECT agent_id, state, false, NULL FROM approval_inbox WHERE execution_id = $1 AND kind = 'start' AND NOT EXISTS (SELECT 1 FROM cancelled)
-  `, [executionId, error, at, schema, cancelledBy]);
+  `,
+    [executionId, error, at, schema, cancelledBy],
+  );
   const row = rows[0];
   if (row === undefined) return undefined;
   return { agentId: row.agent_id, state: row.cancelled ? "cancelled" : row.state === "claimed" || row.state === "filed" ? "claimed" : "settled" };

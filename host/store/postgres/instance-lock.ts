@@ -30,7 +30,10 @@ export const instanceIdLengthMax = 200;
 export class InstanceLock {
   private lost = false;
 
-  private constructor(readonly instanceId: string, private readonly client: pg.Client) {
+  private constructor(
+    readonly instanceId: string,
+    private readonly client: pg.Client,
+  ) {
     client.on("error", () => {
       this.lost = true;
     });
@@ -56,7 +59,10 @@ export class InstanceLock {
     try {
       const candidates = instanceId !== undefined ? [instanceId] : defaultIds();
       for (const candidate of candidates) {
-        const { rows } = await client.query<{ locked: boolean }>("SELECT pg_try_advisory_lock($1, hashtext($2)) AS locked", [instanceLockClass, `${schema}:${candidate}`]);
+        const { rows } = await client.query<{ locked: boolean }>("SELECT pg_try_advisory_lock($1, hashtext($2)) AS locked", [
+          instanceLockClass,
+          `${schema}:${candidate}`,
+        ]);
         if (rows[0]?.locked === true) return new InstanceLock(candidate, client);
       }
     } catch (error) {
@@ -64,7 +70,10 @@ export class InstanceLock {
       throw error;
     }
     await client.end().catch(() => undefined);
-    throw new StoreError(`${where}: instanceId "${instanceId ?? hostname()}" is in use by a live process of this store (it holds the instance's session lock); give each live process its own instanceId`, { details: { instanceId } });
+    throw new StoreError(
+      `${where}: instanceId "${instanceId ?? hostname()}" is in use by a live process of this store (it holds the instance's session lock); give each live process its own instanceId`,
+      { details: { instanceId } },
+    );
   }
 
   /** Ends the session: the lock goes with it. */

@@ -49,7 +49,10 @@ export interface LeaseGrant {
 }
 
 export type LeaseAcquisition =
-  | ({ readonly acquired: true; /** The lease row was created now: nobody ever held the agent (nor wrote its journal). */ readonly created?: boolean } & LeaseGrant)
+  | ({
+      readonly acquired: true /** The lease row was created now: nobody ever held the agent (nor wrote its journal). */;
+      readonly created?: boolean;
+    } & LeaseGrant)
   | { readonly acquired: false; readonly owner: string; readonly epoch: number; readonly expiresAt: number; readonly message: string };
 
 /** Reads `lease_ms` out of a URL (and removes it); undefined when absent. */
@@ -72,7 +75,9 @@ export function leaseMsOfUrl(url: string): { url: string; leaseMs: number | unde
 
 export function checkLeaseMs(value: unknown, what: string): asserts value is number {
   if (typeof value !== "number" || !Number.isInteger(value) || value < leaseMsMin || value > leaseMsMax) {
-    throw new InvalidInputError(`${what} (the lease length in milliseconds) must be an integer from ${leaseMsMin} to ${leaseMsMax}, got ${typeof value === "number" ? String(value) : JSON.stringify(value)}`);
+    throw new InvalidInputError(
+      `${what} (the lease length in milliseconds) must be an integer from ${leaseMsMin} to ${leaseMsMax}, got ${typeof value === "number" ? String(value) : JSON.stringify(value)}`,
+    );
   }
 }
 

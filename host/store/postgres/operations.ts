@@ -32,17 +32,30 @@ import { reopenExecution } from "./reopen.js";
 
 /** The operations run here; the hot ones are statements of a group
  * (`statements.ts`, `group-commit.ts`). */
-export type TransactionOperation = ReopenExecutionOperation | EnsureAgentOperation | CloseAgentOperation | PurgeAgentOperation | PruneExecutionsOperation | QueueOperation;
+export type TransactionOperation =
+  | ReopenExecutionOperation
+  | EnsureAgentOperation
+  | CloseAgentOperation
+  | PurgeAgentOperation
+  | PruneExecutionsOperation
+  | QueueOperation;
 
 export function applyOperation(context: OperationContext, operation: TransactionOperation): Promise<unknown> {
   switch (operation.type) {
-    case "reopenExecution": return reopenExecution(context, operation);
-    case "ensureAgent": return ensureAgent(context, operation);
-    case "closeAgent": return closeAgent(context, operation);
-    case "purgeAgent": return purgeAgent(context, operation);
-    case "pruneExecutions": return pruneExecutions(context.client, operation);
-    case "enqueueMessage": return enqueueMessage(context, operation);
-    case "cancelQueued": return cancelQueued(context, operation);
+    case "reopenExecution":
+      return reopenExecution(context, operation);
+    case "ensureAgent":
+      return ensureAgent(context, operation);
+    case "closeAgent":
+      return closeAgent(context, operation);
+    case "purgeAgent":
+      return purgeAgent(context, operation);
+    case "pruneExecutions":
+      return pruneExecutions(context.client, operation);
+    case "enqueueMessage":
+      return enqueueMessage(context, operation);
+    case "cancelQueued":
+      return cancelQueued(context, operation);
   }
 }
 
@@ -55,19 +68,29 @@ async function requireAgent(context: OperationContext, agentId: string): Promise
 }
 
 async function ensureAgent(context: OperationContext, operation: EnsureAgentOperation): Promise<AgentRow> {
-  const inserted = (await query(context, `
+  const inserted = (
+    await query(
+      context,
+      `
     INSERT INTO agents (agent_id, lifecycle, revision, created_at, updated_at) VALUES ($1, 'open', 1, $2, $2)
     ON CONFLICT (agent_id) DO NOTHING RETURNING *
-  `, [operation.agentId, operation.at])).rows[0];
+  `,
+      [operation.agentId, operation.at],
+    )
+  ).rows[0];
   return inserted === undefined ? requireAgent(context, operation.agentId) : agentFromRow(inserted, context.where);
 }
 
 async function closeAgent(context: OperationContext, operation: CloseAgentOperation): Promise<AgentRow> {
-  await query(context, `
+  await query(
+    context,
+    `
     INSERT INTO agents AS agent (agent_id, lifecycle, revision, created_at, updated_at) VALUES ($1, 'closed', 1, $2, $2)
     ON CONFLICT (agent_id) DO UPDATE SET lifecycle = 'closed', revision = agent.revision + 1, updated_at = excluded.updated_at
     WHERE agent.lifecycle = 'open'
-  `, [operation.agentId, operation.at]);
+  `,
+    [operation.agentId, operation.at],
+  );
   return requireAgent(context, operation.agentId);
 }
 
@@ -78,9 +101,16 @@ async function purgeAgent(context: OperationContext, operation: PurgeAgentOperat
   const agentId = operation.agentId;
   // Lock the root first so an admission cannot slip in between the check and the deletes.
   await query(context, "SELECT 1 FROM agents WHERE agent_id = $1 FOR UPDATE", [agentId]);
-  const unfinished = await query(context, `SELECT execution_id FROM (SELECT execution_id, created_at FROM executions WHERE agent_id = $1 AND status IN ('preparing', 'active', 'suspended') UNION ALL SELECT execution_id, created_at FROM queued_messages WHERE agent_id = $1) AS unfinished ORDER BY created_at, execution_id LIMIT ${unfinishedNamedMax}`, [agentId]);
+  const unfinished = await query(
+    context,
+    `SELECT execution_id FROM (SELECT execution_id, created_at FROM executions WHERE agent_id = $1 AND status IN ('preparing', 'active', 'suspended') UNION ALL SELECT execution_id, created_at FROM queued_messages WHERE agent_id = $1) AS unfinished ORDER BY created_at, execution_id LIMIT ${unfinishedNamedMax}`,
+    [agentId],
+  );
   if (unfinished.rows.length > 0) {
-    throw agentHasUnfinishedExecutions(agentId, unfinished.rows.map((row) => String(row["execution_id"])));
+    throw agentHasUnfinishedExecutions(
+      agentId,
+      unfinished.rows.map((row) => String(row["execution_id"])),
+    );
   }
   await query(context, "DELETE FROM steps WHERE execution_id IN (SELECT execution_id FROM executions WHERE agent_id = $1)", [agentId]);
   const executionsDeleted = (await query(context, "DELETE FROM executions WHERE agent_id = $1", [agentId])).rowCount ?? 0;

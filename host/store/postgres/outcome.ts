@@ -42,16 +42,19 @@ export function isConnectionLoss(error: unknown): boolean {
   return error instanceof Error && !("severity" in error);
 }
 
-export type Resolution =
-  | { readonly committed: true; readonly value: unknown }
-  | { readonly committed: false }
-  | { readonly committed: "rerun" };
+export type Resolution = { readonly committed: true; readonly value: unknown } | { readonly committed: false } | { readonly committed: "rerun" };
 
 /** Stops the lost backend and reads whether the write committed. */
-export async function resolveOutcome(client: pg.ClientBase, operation: OffloadOperation, writeId: string, lostBackendPid: number | undefined): Promise<Resolution> {
+export async function resolveOutcome(
+  client: pg.ClientBase,
+  operation: OffloadOperation,
+  writeId: string,
+  lostBackendPid: number | undefined,
+): Promise<Resolution> {
   if (lostBackendPid !== undefined) await stopBackend(client, lostBackendPid);
   // A prune is idempotent too: run again, it deletes what is still old enough.
-  if (operation.type === "ensureAgent" || operation.type === "closeAgent" || operation.type === "purgeAgent" || operation.type === "pruneExecutions") return { committed: "rerun" };
+  if (operation.type === "ensureAgent" || operation.type === "closeAgent" || operation.type === "purgeAgent" || operation.type === "pruneExecutions")
+    return { committed: "rerun" };
   const found = await client.query("SELECT 1 FROM steps WHERE execution_id = $1 AND write_id = $2", [operation.executionId, writeId]);
   if (found.rowCount === 0) return { committed: false };
   if (operation.type === "prepareExecution") return { committed: true, value: preparedValue(operation) };
@@ -67,5 +70,8 @@ async function stopBackend(client: pg.ClientBase, pid: number): Promise<void> {
     if (alive.rowCount === 0) return;
     await new Promise((resolve) => setTimeout(resolve, lostBackendPollMs));
   }
-  throw new StoreError(`the lost database session (backend pid ${pid}) did not end within ${lostBackendWaitMs} ms; the outcome of its write cannot be read yet`, { details: { outcome: "unknown" } });
+  throw new StoreError(
+    `the lost database session (backend pid ${pid}) did not end within ${lostBackendWaitMs} ms; the outcome of its write cannot be read yet`,
+    { details: { outcome: "unknown" } },
+  );
 }

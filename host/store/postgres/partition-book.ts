@@ -115,7 +115,14 @@ export class PartitionBook {
     private readonly balancing = true,
   ) {
     this.states = Array.from({ length: count }, () => ({
-      grant: undefined, held: false, heldSince: 0, admitUntil: 0, why: "its partition is not held here", lapsedHere: false, details: {}, scanned: false,
+      grant: undefined,
+      held: false,
+      heldSince: 0,
+      admitUntil: 0,
+      why: "its partition is not held here",
+      lapsedHere: false,
+      details: {},
+      scanned: false,
     }));
   }
 
@@ -138,7 +145,7 @@ export class PartitionBook {
 
   /** The partitions held now. */
   heldPartitions(): partitions.PartitionGrant[] {
-    return this.states.flatMap((state) => state.held && state.grant !== undefined ? [state.grant] : []);
+    return this.states.flatMap((state) => (state.held && state.grant !== undefined ? [state.grant] : []));
   }
 
   /** The agents asked for. */
@@ -185,7 +192,11 @@ export class PartitionBook {
     if (this.stopped || this.hooks.closing()) return undefined;
     const partition = this.partitionOf(agentId);
     const taking = this.taking.get(partition);
-    if (taking !== undefined) return taking.done.then(() => undefined, () => undefined);
+    if (taking !== undefined)
+      return taking.done.then(
+        () => undefined,
+        () => undefined,
+      );
     return this.racingItself(agentId) ? this.untilSettled(agentId, performance.now() + this.settleWaitMsMax) : undefined;
   }
 
@@ -298,7 +309,13 @@ export class PartitionBook {
     if (!state.held) state.lapsedHere = false;
     state.why = `its partition ${partition} is held by ${owner} until ${new Date(expiresAt).toISOString()}`;
     state.details = { partition, owner, epoch: holder?.epoch ?? 0, expiresAt };
-    return { acquired: false, owner, epoch: holder?.epoch ?? 0, expiresAt, message: `partition ${partition} is held by ${owner} until ${new Date(expiresAt).toISOString()}` };
+    return {
+      acquired: false,
+      owner,
+      epoch: holder?.epoch ?? 0,
+      expiresAt,
+      message: `partition ${partition} is held by ${owner} until ${new Date(expiresAt).toISOString()}`,
+    };
   }
 
   /** The database names this process as the partition's holder, but no
@@ -306,7 +323,8 @@ export class PartitionBook {
    * until it expires and is taken again. Never reported as another owner. */
   private notConfirmed(partition: number, holder: { readonly epoch: number; readonly expiresAt: number }): leases.LeaseAcquisition {
     const until = new Date(holder.expiresAt).toISOString();
-    const message = `partition ${partition} is held by this process (${this.owner}) at epoch ${holder.epoch} in the database, `
+    const message =
+      `partition ${partition} is held by this process (${this.owner}) at epoch ${holder.epoch} in the database, `
       + "but no take of it has answered here; "
       + `it is taken again once that lease expires (${until})`;
     return { acquired: false, owner: this.owner, epoch: holder.epoch, expiresAt: holder.expiresAt, message };
@@ -320,12 +338,15 @@ export class PartitionBook {
     if (taking === undefined) {
       const waiting = new Set<string>();
       const sentAt = performance.now();
-      const done = partitions.take(this.pool, this.owner, [partition], this.leaseMs).then(([grant]) => {
-        if (grant === undefined || this.stopped) return undefined;
-        this.note(grant, sentAt, false);
-        this.announce([grant], waiting);
-        return grant;
-      }).finally(() => this.taking.delete(partition));
+      const done = partitions
+        .take(this.pool, this.owner, [partition], this.leaseMs)
+        .then(([grant]) => {
+          if (grant === undefined || this.stopped) return undefined;
+          this.note(grant, sentAt, false);
+          this.announce([grant], waiting);
+          return grant;
+        })
+        .finally(() => this.taking.delete(partition));
       taking = { waiting, done };
       this.taking.set(partition, taking);
     }
@@ -434,13 +455,18 @@ export class PartitionBook {
 
   private schedule(): void {
     if (this.timer !== undefined || this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.passing = this.pass(true).catch(() => undefined).finally(() => {
-        this.passing = undefined;
-        this.timer = undefined;
-        this.schedule();
-      });
-    }, Math.max(1, Math.floor(this.leaseMs / 3)));
+    this.timer = setTimeout(
+      () => {
+        this.passing = this.pass(true)
+          .catch(() => undefined)
+          .finally(() => {
+            this.passing = undefined;
+            this.timer = undefined;
+            this.schedule();
+          });
+      },
+      Math.max(1, Math.floor(this.leaseMs / 3)),
+    );
     this.timer.unref();
   }
 

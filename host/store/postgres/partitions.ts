@@ -52,7 +52,9 @@ export function partitionOf(agentId: string, count: number): number {
 
 export function checkPartitionCount(value: unknown, what: string): asserts value is number {
   if (typeof value !== "number" || !Number.isInteger(value) || value < partitionCountMin || value > partitionCountMax) {
-    throw new InvalidInputError(`${what} (the number of partitions a new schema is created with) must be an integer from ${partitionCountMin} to ${partitionCountMax}, got ${typeof value === "number" ? String(value) : JSON.stringify(value)}`);
+    throw new InvalidInputError(
+      `${what} (the number of partitions a new schema is created with) must be an integer from ${partitionCountMin} to ${partitionCountMax}, got ${typeof value === "number" ? String(value) : JSON.stringify(value)}`,
+    );
   }
 }
 
@@ -116,8 +118,23 @@ export interface Tick {
 /** The one statement of a tick: this member's heartbeat, the renewal of
  * every partition it holds (at the epochs it holds), and the whole
  * partition table as it is after the renewal. */
-export async function tick(client: Queryable, instanceId: string, held: readonly { readonly partition: number; readonly epoch: number }[], leaseMs: number, member: boolean): Promise<Tick> {
-  const { rows } = await client.query<{ partition: number; owner: string; epoch: string; expires_ms: string; renewed: boolean; now_ms: string; members: string }>(`
+export async function tick(
+  client: Queryable,
+  instanceId: string,
+  held: readonly { readonly partition: number; readonly epoch: number }[],
+  leaseMs: number,
+  member: boolean,
+): Promise<Tick> {
+  const { rows } = await client.query<{
+    partition: number;
+    owner: string;
+    epoch: string;
+    expires_ms: string;
+    renewed: boolean;
+    now_ms: string;
+    members: string;
+  }>(
+    `
     WITH member AS (
       INSERT INTO partition_members (instance_id, expires_at) SELECT $1, clock_timestamp() + $4 * interval '1 millisecond' WHERE $6::boolean
       ON CONFLICT (instance_id) DO UPDATE SET expires_at = excluded.expires_at
@@ -138,9 +155,17 @@ export async function tick(client: Queryable, instanceId: string, held: readonly
            CASE WHEN $6::boolean THEN 1 ELSE 0 END + (SELECT count(*) FROM partition_members m WHERE m.expires_at > clock_timestamp() AND m.instance_id <> $1) AS members
     FROM partitions p LEFT JOIN renewed r USING (partition)
     ORDER BY p.partition
-  `, [instanceId, held.map((lease) => lease.partition), held.map((lease) => lease.epoch), leaseMs, memberForgottenAfterMs, member]);
+  `,
+    [instanceId, held.map((lease) => lease.partition), held.map((lease) => lease.epoch), leaseMs, memberForgottenAfterMs, member],
+  );
   return {
-    partitions: rows.map((row) => ({ partition: Number(row.partition), owner: row.owner, epoch: Number(row.epoch), expiresAt: Number(row.expires_ms), renewed: row.renewed })),
+    partitions: rows.map((row) => ({
+      partition: Number(row.partition),
+      owner: row.owner,
+      epoch: Number(row.epoch),
+      expiresAt: Number(row.expires_ms),
+      renewed: row.renewed,
+    })),
     now: Number(rows[0]?.now_ms ?? Date.now()),
     members: Number(rows[0]?.members ?? 1),
   };
@@ -159,8 +184,12 @@ export interface PartitionGrant {
  * at a later tick). */
 export async function take(client: Queryable, instanceId: string, partitions: readonly number[], leaseMs: number): Promise<PartitionGrant[]> {
   if (partitions.length === 0) return [];
-  const { rows } = await client.query<TakenRow>("SELECT * FROM take_partitions($1, $2::integer[], $3, $4)",
-    [instanceId, partitions, leaseMs, Math.ceil(leaseMs * fenceWaitFraction)]);
+  const { rows } = await client.query<TakenRow>("SELECT * FROM take_partitions($1, $2::integer[], $3, $4)", [
+    instanceId,
+    partitions,
+    leaseMs,
+    Math.ceil(leaseMs * fenceWaitFraction),
+  ]);
   return rows.map(grantOfTaken);
 }
 
@@ -169,8 +198,11 @@ export async function take(client: Queryable, instanceId: string, partitions: re
  * holds that instance's session lock — takes them at once, epoch + 1 (once
  * the dead process's last writes, if any are still running, have ended). */
 export async function reclaim(client: Queryable, instanceId: string, leaseMs: number): Promise<PartitionGrant[]> {
-  const { rows } = await client.query<TakenRow>("SELECT * FROM take_partitions($1, NULL, $2, $3)",
-    [instanceId, leaseMs, Math.ceil(leaseMs * reclaimWaitFraction)]);
+  const { rows } = await client.query<TakenRow>("SELECT * FROM take_partitions($1, NULL, $2, $3)", [
+    instanceId,
+    leaseMs,
+    Math.ceil(leaseMs * reclaimWaitFraction),
+  ]);
   return rows.map(grantOfTaken);
 }
 
@@ -196,12 +228,15 @@ function grantOfTaken(row: TakenRow): PartitionGrant {
  * epochs stay), so another process takes them at once. */
 export async function release(client: Queryable, instanceId: string, held: readonly { readonly partition: number; readonly epoch: number }[]): Promise<void> {
   if (held.length === 0) return;
-  await client.query(`
+  await client.query(
+    `
     UPDATE partitions SET expires_at = clock_timestamp()
     FROM unnest($2::integer[], $3::bigint[]) AS held(partition, epoch)
     WHERE partitions.partition = held.partition AND partitions.epoch = held.epoch AND partitions.owner = $1
       AND partitions.expires_at > clock_timestamp()
-  `, [instanceId, held.map((lease) => lease.partition), held.map((lease) => lease.epoch)]);
+  `,
+    [instanceId, held.map((lease) => lease.partition), held.map((lease) => lease.epoch)],
+  );
 }
 
 /** Leaves the members (on close), so the others' share grows at once. */
@@ -210,10 +245,16 @@ export async function leave(client: Queryable, instanceId: string): Promise<void
 }
 
 /** Who holds an agent's partition as the database says now. */
-export async function holderOf(client: Queryable, agentId: string): Promise<{ readonly owner: string; readonly epoch: number; readonly expiresAt: number } | undefined> {
-  const row = (await client.query<{ owner: string; epoch: string; expires_ms: string }>(
-    "SELECT owner, epoch, floor(extract(epoch FROM expires_at) * 1000)::bigint AS expires_ms FROM partitions WHERE partition = partition_of($1) AND expires_at > clock_timestamp()", [agentId],
-  )).rows[0];
+export async function holderOf(
+  client: Queryable,
+  agentId: string,
+): Promise<{ readonly owner: string; readonly epoch: number; readonly expiresAt: number } | undefined> {
+  const row = (
+    await client.query<{ owner: string; epoch: string; expires_ms: string }>(
+      "SELECT owner, epoch, floor(extract(epoch FROM expires_at) * 1000)::bigint AS expires_ms FROM partitions WHERE partition = partition_of($1) AND expires_at > clock_timestamp()",
+      [agentId],
+    )
+  ).rows[0];
   return row === undefined ? undefined : { owner: row.owner, epoch: Number(row.epoch), expiresAt: Number(row.expires_ms) };
 }
 

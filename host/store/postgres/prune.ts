@@ -56,10 +56,11 @@ export async function indexRefusedStarts(client: pg.ClientBase): Promise<void> {
 /** Runs inside the caller's transaction (`BEGIN` … `COMMIT`). */
 export async function pruneExecutions(client: pg.ClientBase, operation: PruneExecutionsOperation): Promise<PruneCounts> {
   await client.query(`SET LOCAL lock_timeout = ${pruneLockTimeoutMs}`);
-  const except = operation.agentId === undefined ? operation.exceptAgentIds ?? [] : [];
+  const except = operation.agentId === undefined ? (operation.exceptAgentIds ?? []) : [];
   // A materialized CTE: chosen once, so the LIMIT bounds the delete (an
   // `IN (subquery)` may be rescanned by the plan and delete more).
-  const deleted = await client.query<{ execution_id: string; agent_id: string }>(`
+  const deleted = await client.query<{ execution_id: string; agent_id: string }>(
+    `
     WITH candidates AS MATERIALIZED (
       SELECT execution_id, revision, updated_at FROM executions
       WHERE status = 'terminal' AND updated_at < $1
@@ -71,7 +72,9 @@ export async function pruneExecutions(client: pg.ClientBase, operation: PruneExe
     WHERE executions.execution_id = candidates.execution_id AND executions.status = 'terminal'
       AND executions.revision = candidates.revision AND executions.updated_at = candidates.updated_at
     RETURNING executions.execution_id, executions.agent_id
-  `, [operation.finishedBefore, operation.agentId ?? null, except, operation.executionsMax]);
+  `,
+    [operation.finishedBefore, operation.agentId ?? null, except, operation.executionsMax],
+  );
   const executionIds = deleted.rows.map((row) => row.execution_id);
   const refusedStarts = await pruneRefusedStarts(client, operation, except);
   if (executionIds.length === 0) return { executions: 0, steps: 0, journal: 0, approvals: refusedStarts };
@@ -80,7 +83,8 @@ export async function pruneExecutions(client: pg.ClientBase, operation: PruneExe
   const agents = [...new Set(deleted.rows.map((row) => row.agent_id))];
   // Per agent touched: records older than its newest `journalRecordsKept`
   // whose execution is gone (now or in an earlier prune).
-  const journal = await client.query(`
+  const journal = await client.query(
+    `
     DELETE FROM journal AS record
     USING (
       SELECT agent.id, (SELECT position FROM journal WHERE agent_id = agent.id ORDER BY position DESC OFFSET $2 LIMIT 1) AS kept_from
@@ -88,7 +92,9 @@ export async function pruneExecutions(client: pg.ClientBase, operation: PruneExe
     ) AS kept
     WHERE record.agent_id = kept.id AND record.position < kept.kept_from
       AND NOT EXISTS (SELECT 1 FROM executions WHERE executions.execution_id = record.execution_id)
-  `, [agents, (operation.journalRecordsKept ?? journalRecordsKept) - 1]);
+  `,
+    [agents, (operation.journalRecordsKept ?? journalRecordsKept) - 1],
+  );
   return { executions: executionIds.length, steps: steps.rowCount ?? 0, journal: journal.rowCount ?? 0, approvals: (approvals.rowCount ?? 0) + refusedStarts };
 }
 
@@ -97,7 +103,8 @@ export async function pruneExecutions(client: pg.ClientBase, operation: PruneExe
  * one statement as above: one filed again meanwhile (the same key, state
  * `filed` again) is left alone. How many went. */
 async function pruneRefusedStarts(client: pg.ClientBase, operation: PruneExecutionsOperation, except: readonly string[]): Promise<number> {
-  const deleted = await client.query(`
+  const deleted = await client.query(
+    `
     WITH candidates AS MATERIALIZED (
       SELECT decision_id, settled_at FROM approval_inbox
       WHERE kind = 'start' AND state = 'refused' AND settled_at < $1
@@ -107,6 +114,8 @@ async function pruneRefusedStarts(client: pg.ClientBase, operation: PruneExecuti
     )
     DELETE FROM approval_inbox USING candidates
     WHERE approval_inbox.decision_id = candidates.decision_id AND approval_inbox.state = 'refused' AND approval_inbox.settled_at = candidates.settled_at
-  `, [operation.finishedBefore, operation.agentId ?? null, except, operation.executionsMax]);
+  `,
+    [operation.finishedBefore, operation.agentId ?? null, except, operation.executionsMax],
+  );
   return deleted.rowCount ?? 0;
 }

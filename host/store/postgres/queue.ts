@@ -49,7 +49,11 @@ export async function enqueueMessage(context: OperationContext, operation: Enque
   const ids = { agentId: operation.agentId, executionId: operation.executionId };
   // A message to a conversation whose first preparation has not committed
   // yet writes its root, as that preparation would (docs/decisions/0024).
-  await query(context, "INSERT INTO agents (agent_id, lifecycle, revision, created_at, updated_at) VALUES ($1, 'open', 1, $2, $2) ON CONFLICT (agent_id) DO NOTHING", [operation.agentId, operation.at]);
+  await query(
+    context,
+    "INSERT INTO agents (agent_id, lifecycle, revision, created_at, updated_at) VALUES ($1, 'open', 1, $2, $2) ON CONFLICT (agent_id) DO NOTHING",
+    [operation.agentId, operation.at],
+  );
   // The root's row lock orders the enqueues of one agent (count, then insert).
   const agent = (await query(context, "SELECT lifecycle FROM agents WHERE agent_id = $1 FOR UPDATE", [operation.agentId])).rows[0]!;
   if (agent["lifecycle"] === "closed") throw new AgentClosedError(operation.agentId);
@@ -58,17 +62,35 @@ export async function enqueueMessage(context: OperationContext, operation: Enque
     const held = await query(context, `SELECT 1 WHERE ${fenceHeldSql("$1", "$2", "$3", true)}`, [operation.agentId, fence.owner, fence.epoch]);
     if (held.rowCount !== 1) throw leaseLost(operation.type, operation.executionId, operation.agentId, fence);
   }
-  const taken = await query(context, "SELECT 1 FROM executions WHERE execution_id = $1 UNION ALL SELECT 1 FROM queued_messages WHERE execution_id = $1", [operation.executionId]);
-  if ((taken.rowCount ?? 0) > 0) throw new InvalidInputError(`execution id ${operation.executionId} is already in the store; every message needs a new execution id`, { ...ids, details: { reason: "execution_exists" } });
-  const bounds = (await query(context, "SELECT count(*) AS waiting, min(seq) AS head, max(seq) AS tail FROM queued_messages WHERE agent_id = $1", [operation.agentId])).rows[0]!;
+  const taken = await query(context, "SELECT 1 FROM executions WHERE execution_id = $1 UNION ALL SELECT 1 FROM queued_messages WHERE execution_id = $1", [
+    operation.executionId,
+  ]);
+  if ((taken.rowCount ?? 0) > 0)
+    throw new InvalidInputError(`execution id ${operation.executionId} is already in the store; every message needs a new execution id`, {
+      ...ids,
+      details: { reason: "execution_exists" },
+    });
+  const bounds = (
+    await query(context, "SELECT count(*) AS waiting, min(seq) AS head, max(seq) AS tail FROM queued_messages WHERE agent_id = $1", [operation.agentId])
+  ).rows[0]!;
   const waiting = Number(bounds["waiting"]);
   if (waiting >= operation.limit) throw new QueueFullError(operation.agentId, operation.limit);
   const seq = waiting === 0 ? 1 : operation.front ? Number(bounds["head"]) - 1 : Number(bounds["tail"]) + 1;
-  await query(context, "INSERT INTO queued_messages (execution_id, agent_id, seq, input, config, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
-    [operation.executionId, operation.agentId, seq, jsonText(operation.input), jsonText(operation.config), operation.at]);
+  await query(context, "INSERT INTO queued_messages (execution_id, agent_id, seq, input, config, created_at) VALUES ($1, $2, $3, $4, $5, $6)", [
+    operation.executionId,
+    operation.agentId,
+    seq,
+    jsonText(operation.input),
+    jsonText(operation.config),
+    operation.at,
+  ]);
   const position = operation.front ? 1 : waiting + 1;
-  await query(context, "INSERT INTO steps (execution_id, seq, kind, at, payload, write_id) VALUES ($1, 0, 'queued', $2, $3, $4)",
-    [operation.executionId, operation.at, jsonText({ position, interrupt: operation.front }), context.writeId]);
+  await query(context, "INSERT INTO steps (execution_id, seq, kind, at, payload, write_id) VALUES ($1, 0, 'queued', $2, $3, $4)", [
+    operation.executionId,
+    operation.at,
+    jsonText({ position, interrupt: operation.front }),
+    context.writeId,
+  ]);
   return { seq, position };
 }
 
@@ -87,23 +109,40 @@ export async function cancelQueued(context: OperationContext, operation: CancelQ
     const held = await query(context, `SELECT 1 WHERE ${fenceHeldSql("$1", "$2", "$3", false)}`, [message.agentId, fence.owner, fence.epoch]);
     if (held.rowCount !== 1) throw leaseLost(operation.type, operation.executionId, message.agentId, fence);
   }
-  await query(context, `
+  await query(
+    context,
+    `
     INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output,
                             error, usage, approval_request, created_at, updated_at)
     VALUES ($1, $2, 1, 'terminal', 'terminal', 'invoke', $3, $4, 'failed', 'null', $5, $6, 'null', $7, $8)
-  `, [message.executionId, message.agentId, jsonText(message.input), jsonText({ config: message.config }), jsonText(operation.error), jsonText(zeroUsage), message.createdAt, operation.at]);
+  `,
+    [
+      message.executionId,
+      message.agentId,
+      jsonText(message.input),
+      jsonText({ config: message.config }),
+      jsonText(operation.error),
+      jsonText(zeroUsage),
+      message.createdAt,
+      operation.at,
+    ],
+  );
   // A start filed by another process (claimed, then queued here): its
   // filer hears the cancel in this statement, at commit, as it hears the
   // owner's writes (docs/decisions/0047); the filer's own cancel settles
   // its Run itself.
-  await query(context, `
+  await query(
+    context,
+    `
     WITH written AS (
       INSERT INTO steps (execution_id, seq, kind, at, payload, write_id) VALUES ($1, 1, 'terminal', $2, $3, $4)
       RETURNING execution_id
     )
     SELECT pg_notify(${filerChannelSql("$5::text", "inbox.filed_by")}, written.execution_id) AS told
     FROM written JOIN approval_inbox AS inbox ON inbox.execution_id = written.execution_id AND inbox.kind = 'start' AND inbox.filed_by <> $6
-  `, [message.executionId, operation.at, jsonText({ outcome: "failed", revision: 1, whileQueued: true }), context.writeId, context.schema, context.instanceId]);
+  `,
+    [message.executionId, operation.at, jsonText({ outcome: "failed", revision: 1, whileQueued: true }), context.writeId, context.schema, context.instanceId],
+  );
   return { cancelled: true };
 }
 
@@ -111,7 +150,12 @@ export async function cancelQueued(context: OperationContext, operation: CancelQ
  * write id was found): its result, read back. */
 export async function committedQueueWrite(client: pg.ClientBase, operation: EnqueueMessageOperation | CancelQueuedOperation): Promise<unknown> {
   if (operation.type === "cancelQueued") return { cancelled: true };
-  const row = (await client.query<SqliteRow>("SELECT seq, (SELECT count(*) FROM queued_messages AS ahead WHERE ahead.agent_id = queued.agent_id AND ahead.seq <= queued.seq) AS position FROM queued_messages AS queued WHERE execution_id = $1", [operation.executionId])).rows[0];
+  const row = (
+    await client.query<SqliteRow>(
+      "SELECT seq, (SELECT count(*) FROM queued_messages AS ahead WHERE ahead.agent_id = queued.agent_id AND ahead.seq <= queued.seq) AS position FROM queued_messages AS queued WHERE execution_id = $1",
+      [operation.executionId],
+    )
+  ).rows[0];
   // Already prepared (or cancelled) since: it was the head.
   return row === undefined ? { seq: 0, position: 1 } : { seq: Number(row["seq"]), position: Number(row["position"]) };
 }
@@ -144,8 +188,12 @@ export async function queuedMessage(pool: Queryable, executionId: string): Promi
 }
 
 export async function listQueuedMessages(pool: Queryable, filter: { readonly agentId?: string; readonly limit: number }): Promise<QueuedMessage[]> {
-  const found = filter.agentId === undefined
-    ? await pool.query<SqliteRow>("SELECT * FROM queued_messages ORDER BY created_at DESC, execution_id DESC LIMIT $1", [filter.limit])
-    : await pool.query<SqliteRow>("SELECT * FROM queued_messages WHERE agent_id = $1 ORDER BY created_at DESC, execution_id DESC LIMIT $2", [filter.agentId, filter.limit]);
+  const found =
+    filter.agentId === undefined
+      ? await pool.query<SqliteRow>("SELECT * FROM queued_messages ORDER BY created_at DESC, execution_id DESC LIMIT $1", [filter.limit])
+      : await pool.query<SqliteRow>("SELECT * FROM queued_messages WHERE agent_id = $1 ORDER BY created_at DESC, execution_id DESC LIMIT $2", [
+          filter.agentId,
+          filter.limit,
+        ]);
   return found.rows.map(queuedFromRow);
 }

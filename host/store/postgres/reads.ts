@@ -12,7 +12,8 @@ import { bind } from "./literals.js";
 
 type Queryable = Pick<pg.Pool, "query">;
 
-const executionColumns = "execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output, error, usage, approval_request, created_at, updated_at";
+const executionColumns =
+  "execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output, error, usage, approval_request, created_at, updated_at";
 
 /** One simple query with the values written in (`bind`): one write to the
  * socket instead of five — reads such as the journal one run before every
@@ -49,20 +50,32 @@ export async function listExecutions(pool: Queryable, where: string, filter: Exe
   }
   values.push(filter.limit ?? executionListDefault);
   const condition = conditions.length === 0 ? "" : `WHERE ${conditions.join(" AND ")}`;
-  const found = await rows(pool, `SELECT ${executionColumns} FROM executions ${condition} ORDER BY created_at DESC, execution_id DESC LIMIT $${values.length}`, values);
+  const found = await rows(
+    pool,
+    `SELECT ${executionColumns} FROM executions ${condition} ORDER BY created_at DESC, execution_id DESC LIMIT $${values.length}`,
+    values,
+  );
   return found.map((row) => executionFromRow(row, where));
 }
 
 export async function unfinishedExecutions(pool: Queryable, where: string, agentIds?: readonly string[]): Promise<ExecutionRow[]> {
   const byAgent = agentIds === undefined ? "" : "AND agent_id = ANY($1::text[])";
-  const found = await rows(pool, `SELECT ${executionColumns} FROM executions WHERE status IN ('preparing', 'active', 'suspended') ${byAgent} ORDER BY created_at, execution_id`, agentIds === undefined ? [] : [agentIds]);
+  const found = await rows(
+    pool,
+    `SELECT ${executionColumns} FROM executions WHERE status IN ('preparing', 'active', 'suspended') ${byAgent} ORDER BY created_at, execution_id`,
+    agentIds === undefined ? [] : [agentIds],
+  );
   return found.map((row) => executionFromRow(row, where));
 }
 
 /** The unfinished executions of the agents in these partitions (a
  * partition taken over is recovered, docs/decisions/0030). */
 export async function unfinishedExecutionsInPartitions(pool: Queryable, where: string, partitions: readonly number[]): Promise<ExecutionRow[]> {
-  const found = await rows(pool, `SELECT ${executionColumns} FROM executions WHERE status IN ('preparing', 'active', 'suspended') AND partition_of(agent_id) = ANY($1::integer[]) ORDER BY created_at, execution_id`, [partitions]);
+  const found = await rows(
+    pool,
+    `SELECT ${executionColumns} FROM executions WHERE status IN ('preparing', 'active', 'suspended') AND partition_of(agent_id) = ANY($1::integer[]) ORDER BY created_at, execution_id`,
+    [partitions],
+  );
   return found.map((row) => executionFromRow(row, where));
 }
 
@@ -74,7 +87,9 @@ export async function listSteps(pool: Queryable, where: string, executionId: str
 /** The steps of each of these executions, in order (one statement, for
  * the recovery of many at once: `read-batches.ts`). */
 export async function listStepsOf(pool: Queryable, where: string, executionIds: readonly string[]): Promise<Map<string, StoredStep[]>> {
-  const found = await rows(pool, "SELECT execution_id, seq, kind, at, payload FROM steps WHERE execution_id = ANY($1::text[]) ORDER BY execution_id, seq", [executionIds]);
+  const found = await rows(pool, "SELECT execution_id, seq, kind, at, payload FROM steps WHERE execution_id = ANY($1::text[]) ORDER BY execution_id, seq", [
+    executionIds,
+  ]);
   const byExecution = new Map<string, StoredStep[]>(executionIds.map((executionId) => [executionId, []]));
   for (const row of found) byExecution.get(String(row["execution_id"]))?.push(stepFromRow(row, where));
   return byExecution;
@@ -82,22 +97,30 @@ export async function listStepsOf(pool: Queryable, where: string, executionIds: 
 
 /** The agent's last `limit` journal records, oldest first. */
 export async function readJournal(pool: Queryable, where: string, agentId: string, limit: number): Promise<JournalRecord[]> {
-  const found = await rows(pool, `
+  const found = await rows(
+    pool,
+    `
     SELECT * FROM (SELECT execution_id, role, content, at, position FROM journal WHERE agent_id = $1 ORDER BY position DESC LIMIT $2) AS last
     ORDER BY position
-  `, [agentId, limit]);
+  `,
+    [agentId, limit],
+  );
   return found.map((row) => journalFromRow(row, where));
 }
 
 /** The last `limit` journal records of each of these agents, oldest first
  * (one statement: an index scan per agent, `LATERAL`). */
 export async function readJournals(pool: Queryable, where: string, agentIds: readonly string[], limit: number): Promise<Map<string, JournalRecord[]>> {
-  const found = await rows(pool, `
+  const found = await rows(
+    pool,
+    `
     SELECT asked.agent_id, last.execution_id, last.role, last.content, last.at, last.position
     FROM unnest($1::text[]) AS asked(agent_id)
     CROSS JOIN LATERAL (SELECT execution_id, role, content, at, position FROM journal WHERE journal.agent_id = asked.agent_id ORDER BY position DESC LIMIT $2) AS last
     ORDER BY asked.agent_id, last.position
-  `, [agentIds, limit]);
+  `,
+    [agentIds, limit],
+  );
   const byAgent = new Map<string, JournalRecord[]>(agentIds.map((agentId) => [agentId, []]));
   for (const row of found) byAgent.get(String(row["agent_id"]))?.push(journalFromRow(row, where));
   return byAgent;

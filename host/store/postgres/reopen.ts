@@ -9,9 +9,13 @@ import { appendSteps, compareAndSet, selectForUpdate, type OperationContext } fr
 
 export async function reopenExecution(context: OperationContext, operation: ReopenExecutionOperation): Promise<CommittedRevision> {
   const current = await selectForUpdate(context, operation, ["terminal"]);
-  const revision = await compareAndSet(context, operation, current.agentId,
+  const revision = await compareAndSet(
+    context,
+    operation,
+    current.agentId,
     "status = $2, phase = $3, outcome = NULL, output = 'null', error = 'null', metadata = $4, updated_at = $5",
-    [operation.status, operation.phase, jsonText(operation.metadata), operation.at]);
+    [operation.status, operation.phase, jsonText(operation.metadata), operation.at],
+  );
   await appendSteps(context, operation.executionId, [{ kind: "retried", at: operation.at, payload: operation.step }]);
   return { revision };
 }

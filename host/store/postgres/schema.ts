@@ -18,7 +18,14 @@
 
 import type pg from "pg";
 import { StoreError } from "../../errors.js";
-import { countStepsOnTheRow, createPrepareAtRevision, createWriteFunctions, fenceWritesByPartition, fenceWritesUnderLock, replacePrepareWithRoot } from "./functions.js";
+import {
+  countStepsOnTheRow,
+  createPrepareAtRevision,
+  createWriteFunctions,
+  fenceWritesByPartition,
+  fenceWritesUnderLock,
+  replacePrepareWithRoot,
+} from "./functions.js";
 import { createApprovalCommitFunction } from "./approval-commit.js";
 import { createPartitions, lockPartitionFences, partitionCountDefault } from "./partitions.js";
 import { addDecisionKind, addRetryKind, addStartKind, createApprovalInbox } from "./inbox.js";
@@ -124,8 +131,20 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 13: the index pruning finds refused filed starts by (`prune.ts`, docs/decisions/0047).
  * Version 14: steps numbered from the execution row, the approval commit as one function (docs/decisions/0048). */
 export const migrations: readonly Migration[] = [
-  createInitialTables, createApprovalInbox, createWriteFunctions, createPrepareAtRevision, createPruneIndexes, createConversationQueues, addDecisionKind,
-  replacePrepareWithRoot, addRetryKind, partitionOwnership, addStartKind, partitionFenceLock, indexRefusedStarts, countedStepsAndApprovals,
+  createInitialTables,
+  createApprovalInbox,
+  createWriteFunctions,
+  createPrepareAtRevision,
+  createPruneIndexes,
+  createConversationQueues,
+  addDecisionKind,
+  replacePrepareWithRoot,
+  addRetryKind,
+  partitionOwnership,
+  addStartKind,
+  partitionFenceLock,
+  indexRefusedStarts,
+  countedStepsAndApprovals,
 ];
 
 async function partitionOwnership(client: pg.ClientBase, settings?: SchemaSettings): Promise<void> {
@@ -154,7 +173,10 @@ export async function migrate(client: pg.ClientBase, schema: string, where: stri
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${quotedIdentifier(schema)}`);
     const version = await readVersion(client, schema, where);
     if (version > schemaVersion) {
-      throw new StoreError(`${where} was written by a newer Phronomy (store schema version ${version}; this version reads up to ${schemaVersion}); it was left untouched: upgrade Phronomy to open it`, { details: { schemaVersion: version } });
+      throw new StoreError(
+        `${where} was written by a newer Phronomy (store schema version ${version}; this version reads up to ${schemaVersion}); it was left untouched: upgrade Phronomy to open it`,
+        { details: { schemaVersion: version } },
+      );
     }
     for (const migration of migrations.slice(version)) await migration(client, { ...settings, schema });
     if (version === 0) await client.query("CREATE TABLE store_version (application text NOT NULL, version integer NOT NULL)");
@@ -169,13 +191,15 @@ export async function migrate(client: pg.ClientBase, schema: string, where: stri
 
 /** The schema version, 0 for an empty (new) schema. */
 async function readVersion(client: pg.ClientBase, schema: string, where: string): Promise<number> {
-  const tables = await client.query<{ table_name: string }>(
-    "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name", [schema],
-  );
+  const tables = await client.query<{ table_name: string }>("SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name", [
+    schema,
+  ]);
   const names = tables.rows.map((row) => row.table_name);
   if (names.length === 0) return 0;
   if (!names.includes("store_version")) {
-    throw new StoreError(`${where}: schema "${schema}" holds tables of another application (${names.slice(0, 5).join(", ")}), not a Phronomy store; it was left untouched: name another schema with ?schema=`);
+    throw new StoreError(
+      `${where}: schema "${schema}" holds tables of another application (${names.slice(0, 5).join(", ")}), not a Phronomy store; it was left untouched: name another schema with ?schema=`,
+    );
   }
   const row = (await client.query<{ application: string; version: number }>("SELECT application, version FROM store_version")).rows[0];
   if (row === undefined || row.application !== "phronomy") {

@@ -25,8 +25,16 @@ import { partitionHeldSql } from "./partitions.js";
 import type pg from "pg";
 import { AgentClosedError, ExecutionRehydrationRequiredError, InvalidInputError, type PhronomyError } from "../../errors.js";
 import type {
-  ApprovalCommitOperation, ExecutionMetadata, ExecutionStatusName, JournalRecord, PrepareExecutionOperation, PrepareExecutionResult,
-  ProviderBarrierOperation, StepRecord, TerminalCommitOperation, ToolBarrierOperation,
+  ApprovalCommitOperation,
+  ExecutionMetadata,
+  ExecutionStatusName,
+  JournalRecord,
+  PrepareExecutionOperation,
+  PrepareExecutionResult,
+  ProviderBarrierOperation,
+  StepRecord,
+  TerminalCommitOperation,
+  ToolBarrierOperation,
 } from "../records.js";
 import { barrierMetadata, barrierStep, firstBarrierOperation, firstBarrierRevision, terminalMetadata } from "../sqlite/operations.js";
 import { jsonText, zeroUsage } from "../sqlite/rows.js";
@@ -39,7 +47,13 @@ export type CompareAndSetOperation = ProviderBarrierOperation | ToolBarrierOpera
 export type GroupedOperation = PrepareExecutionOperation | CompareAndSetOperation | ApprovalCommitOperation;
 
 export function isGrouped(operation: { readonly type: string }): operation is GroupedOperation {
-  return operation.type === "prepareExecution" || operation.type === "providerBarrier" || operation.type === "toolBarrier" || operation.type === "terminalCommit" || operation.type === "approvalCommit";
+  return (
+    operation.type === "prepareExecution"
+    || operation.type === "providerBarrier"
+    || operation.type === "toolBarrier"
+    || operation.type === "terminalCommit"
+    || operation.type === "approvalCommit"
+  );
 }
 
 /** What the store holds for an execution at one revision. */
@@ -77,10 +91,21 @@ export function prepareStatement(operation: PrepareExecutionOperation, fence: Fe
   // A blocked input never enters the conversation memory: no journal.
   const journal = blocked ? [] : operation.journal;
   const sql = `SELECT prepare_execution(${[
-    text(operation.executionId), text(operation.agentId), text(blocked ? "terminal" : "active"), text(blocked ? "terminal" : "calling_llm"),
-    text(operation.mode), text(jsonText(operation.input)), text(jsonText(metadata)), blocked ? "'failed'" : "NULL",
-    text(jsonText(operation.blockedBy ?? null)), text(jsonText(zeroUsage)), integer(operation.at, "prepareExecution.at"),
-    ...fenceArguments(fence), ...stepArguments(steps), text(writeId), ...journalArguments(journal),
+    text(operation.executionId),
+    text(operation.agentId),
+    text(blocked ? "terminal" : "active"),
+    text(blocked ? "terminal" : "calling_llm"),
+    text(operation.mode),
+    text(jsonText(operation.input)),
+    text(jsonText(metadata)),
+    blocked ? "'failed'" : "NULL",
+    text(jsonText(operation.blockedBy ?? null)),
+    text(jsonText(zeroUsage)),
+    integer(operation.at, "prepareExecution.at"),
+    ...fenceArguments(fence),
+    ...stepArguments(steps),
+    text(writeId),
+    ...journalArguments(journal),
     ...(barrier === undefined ? [] : [String(revision)]),
   ].join(", ")}) AS applied`;
   return { sql, value: preparedValue(operation), after: blocked ? undefined : { agentId: operation.agentId, revision, status: "active", metadata } };
@@ -94,24 +119,46 @@ export function preparedValue(operation: PrepareExecutionOperation): PrepareExec
 
 /** Why a prepare wrote nothing, read now: the refusal to return (a
  * `not_established` result), or the fencing error to throw. */
-export async function explainPrepareRefusal(client: pg.Pool | pg.ClientBase, operation: PrepareExecutionOperation, fence: Fence | undefined): Promise<PrepareExecutionResult | PhronomyError> {
-  const { rows } = await client.query<{ lifecycle: string | null; existed: boolean; leased: boolean }>(`
+export async function explainPrepareRefusal(
+  client: pg.Pool | pg.ClientBase,
+  operation: PrepareExecutionOperation,
+  fence: Fence | undefined,
+): Promise<PrepareExecutionResult | PhronomyError> {
+  const { rows } = await client.query<{ lifecycle: string | null; existed: boolean; leased: boolean }>(
+    `
     SELECT (SELECT lifecycle FROM agents WHERE agent_id = $1) AS lifecycle,
            EXISTS (SELECT 1 FROM executions WHERE execution_id = $2) AS existed,
            ($3::text IS NULL OR ${partitionHeldSql("$1", "$3", "$4", true)}) AS leased
-  `, [operation.agentId, operation.executionId, fence?.owner ?? null, fence?.epoch ?? 0]);
+  `,
+    [operation.agentId, operation.executionId, fence?.owner ?? null, fence?.epoch ?? 0],
+  );
   const row = rows[0]!;
   const context = { agentId: operation.agentId, executionId: operation.executionId };
   if (row.lifecycle === null) {
-    return notEstablished(new InvalidInputError(`agent "${operation.agentId}" has no root in the store; ensure the agent before starting execution ${operation.executionId}`, context));
+    return notEstablished(
+      new InvalidInputError(
+        `agent "${operation.agentId}" has no root in the store; ensure the agent before starting execution ${operation.executionId}`,
+        context,
+      ),
+    );
   }
   if (row.lifecycle === "closed") return notEstablished(new AgentClosedError(operation.agentId));
   if (row.existed) {
-    return notEstablished(new InvalidInputError(`execution id ${operation.executionId} is already in the store; every start needs a new execution id`, { ...context, details: { reason: "execution_exists" } }));
+    return notEstablished(
+      new InvalidInputError(`execution id ${operation.executionId} is already in the store; every start needs a new execution id`, {
+        ...context,
+        details: { reason: "execution_exists" },
+      }),
+    );
   }
   if (fence !== undefined && !row.leased) return leaseLost(operation.type, operation.executionId, operation.agentId, fence);
   // Nothing explains it now: a concurrent change came and went. Refused, nothing written.
-  return notEstablished(new InvalidInputError(`execution ${operation.executionId} of agent "${operation.agentId}" was not admitted (the agent's root changed concurrently); nothing was written, start it again`, context));
+  return notEstablished(
+    new InvalidInputError(
+      `execution ${operation.executionId} of agent "${operation.agentId}" was not admitted (the agent's root changed concurrently); nothing was written, start it again`,
+      context,
+    ),
+  );
 }
 
 function notEstablished(error: InvalidInputError | AgentClosedError): PrepareExecutionResult {
@@ -130,8 +177,14 @@ export function compareAndSetStatement(operation: CompareAndSetOperation, known:
     const metadata = barrierMetadata(known.metadata, operation);
     const phase = operation.type === "providerBarrier" ? "calling_llm" : "dispatching_tools";
     const sql = `SELECT barrier(${[
-      ...head, text(phase), text(jsonText(metadata)), text(jsonText(operation.usage)), at, ...fenceArguments(fence),
-      ...stepArguments([...operation.steps, barrierStep(operation, revision)]), text(writeId),
+      ...head,
+      text(phase),
+      text(jsonText(metadata)),
+      text(jsonText(operation.usage)),
+      at,
+      ...fenceArguments(fence),
+      ...stepArguments([...operation.steps, barrierStep(operation, revision)]),
+      text(writeId),
     ].join(", ")}) AS applied`;
     return { sql, value: { revision }, after: { agentId: known.agentId, revision, status: "active", metadata } };
   }
@@ -140,10 +193,19 @@ export function compareAndSetStatement(operation: CompareAndSetOperation, known:
     ? { kind: "approval_requested", at: operation.at, payload: { revision, approvalRequest: operation.approvalRequest } }
     : { kind: "terminal", at: operation.at, payload: { outcome: operation.outcome, revision } };
   const sql = `SELECT terminal_commit(${[
-    ...head, text(suspended ? "suspended" : "terminal"), text(operation.outcome), text(jsonText(operation.output)),
-    text(jsonText(operation.error)), text(jsonText(operation.usage)), text(jsonText(operation.approvalRequest)),
-    text(jsonText(terminalMetadata(known.metadata, operation))), at, ...fenceArguments(fence),
-    ...stepArguments([...operation.steps, finalStep]), text(writeId), ...journalArguments(operation.journal),
+    ...head,
+    text(suspended ? "suspended" : "terminal"),
+    text(operation.outcome),
+    text(jsonText(operation.output)),
+    text(jsonText(operation.error)),
+    text(jsonText(operation.usage)),
+    text(jsonText(operation.approvalRequest)),
+    text(jsonText(terminalMetadata(known.metadata, operation))),
+    at,
+    ...fenceArguments(fence),
+    ...stepArguments([...operation.steps, finalStep]),
+    text(writeId),
+    ...journalArguments(operation.journal),
   ].join(", ")}) AS applied`;
   // Suspended or finished: a later write (a resume) reads the row again.
   return { sql, value: { revision }, after: undefined };
@@ -152,23 +214,37 @@ export function compareAndSetStatement(operation: CompareAndSetOperation, known:
 /** Reads the row a compare-and-set operation is about to replace, refusing
  * (nothing written) when it is missing or moved on. */
 export async function readKnownRow(client: pg.Pool | pg.ClientBase, operation: CompareAndSetOperation): Promise<KnownRow> {
-  const row = (await client.query<{ agent_id: string; revision: number; status: ExecutionStatusName; metadata: string }>(
-    "SELECT agent_id, revision, status, metadata FROM executions WHERE execution_id = $1", [operation.executionId],
-  )).rows[0];
+  const row = (
+    await client.query<{ agent_id: string; revision: number; status: ExecutionStatusName; metadata: string }>(
+      "SELECT agent_id, revision, status, metadata FROM executions WHERE execution_id = $1",
+      [operation.executionId],
+    )
+  ).rows[0];
   const refusal = movedOn(operation, statusesOf(operation), row);
   if (refusal !== undefined) throw refusal;
   return { agentId: row!.agent_id, revision: row!.revision, status: row!.status, metadata: JSON.parse(row!.metadata) as ExecutionMetadata };
 }
 
 /** Why a compare-and-set statement wrote nothing, read now. */
-export async function explainCompareAndSetRefusal(client: pg.Pool | pg.ClientBase, operation: CompareAndSetOperation, known: KnownRow, fence: Fence | undefined): Promise<PhronomyError> {
-  const row = (await client.query<{ agent_id: string; revision: number; status: ExecutionStatusName }>(
-    "SELECT agent_id, revision, status FROM executions WHERE execution_id = $1", [operation.executionId],
-  )).rows[0];
+export async function explainCompareAndSetRefusal(
+  client: pg.Pool | pg.ClientBase,
+  operation: CompareAndSetOperation,
+  known: KnownRow,
+  fence: Fence | undefined,
+): Promise<PhronomyError> {
+  const row = (
+    await client.query<{ agent_id: string; revision: number; status: ExecutionStatusName }>(
+      "SELECT agent_id, revision, status FROM executions WHERE execution_id = $1",
+      [operation.executionId],
+    )
+  ).rows[0];
   const refusal = movedOn(operation, statusesOf(operation), row);
   if (refusal !== undefined) return refusal;
   if (fence !== undefined) return leaseLost(operation.type, operation.executionId, known.agentId, fence);
-  return new ExecutionRehydrationRequiredError(`execution ${operation.executionId} moved on: ${operation.type} expected revision ${operation.expectedRevision} and updated no row`, { executionId: operation.executionId });
+  return new ExecutionRehydrationRequiredError(
+    `execution ${operation.executionId} moved on: ${operation.type} expected revision ${operation.expectedRevision} and updated no row`,
+    { executionId: operation.executionId },
+  );
 }
 
 /** Why a compare-and-set of `operation` cannot apply to `row` (missing,
@@ -180,7 +256,10 @@ export function movedOn(
 ): PhronomyError | undefined {
   const details = { expectedRevision: operation.expectedRevision, operation: operation.type };
   if (row === undefined) {
-    return new ExecutionRehydrationRequiredError(`execution ${operation.executionId} is not in the store (${operation.type} expected revision ${operation.expectedRevision})`, { executionId: operation.executionId, details });
+    return new ExecutionRehydrationRequiredError(
+      `execution ${operation.executionId} is not in the store (${operation.type} expected revision ${operation.expectedRevision})`,
+      { executionId: operation.executionId, details },
+    );
   }
   if (row.revision !== operation.expectedRevision || !statuses.includes(row.status)) {
     return new ExecutionRehydrationRequiredError(
@@ -208,14 +287,23 @@ export function fenceArguments(fence: Fence | undefined): string[] {
 
 export function stepArguments(steps: readonly StepRecord[]): string[] {
   return [
-    textArray(steps.map((step) => step.kind)), bigintArray(steps.map((step) => step.at), "step.at"),
+    textArray(steps.map((step) => step.kind)),
+    bigintArray(
+      steps.map((step) => step.at),
+      "step.at",
+    ),
     textArray(steps.map((step) => jsonText(step.payload))),
   ];
 }
 
 function journalArguments(records: readonly JournalRecord[]): string[] {
   return [
-    textArray(records.map((record) => record.executionId)), textArray(records.map((record) => record.role)),
-    textArray(records.map((record) => jsonText(record.content))), bigintArray(records.map((record) => record.at), "journal.at"),
+    textArray(records.map((record) => record.executionId)),
+    textArray(records.map((record) => record.role)),
+    textArray(records.map((record) => jsonText(record.content))),
+    bigintArray(
+      records.map((record) => record.at),
+      "journal.at",
+    ),
   ];
 }

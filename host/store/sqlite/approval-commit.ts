@@ -27,16 +27,23 @@ export function approvalCommit(connection: SqliteConnection, operation: Approval
     // The resumed run's budget starts with the decision (docs/decisions/0016).
     runningSince: operation.at,
   };
-  const revision = compareAndSet(connection, operation, `
+  const revision = compareAndSet(
+    connection,
+    operation,
+    `
     UPDATE executions SET revision = ?, status = 'active', phase = 'resuming', outcome = NULL, approval_request = ?,
                           metadata = ?, updated_at = ?
     WHERE execution_id = ? AND revision = ?
-  `, [jsonText(decided), jsonText(metadata), operation.at]);
-  appendSteps(connection, operation.executionId, [{
-    kind: "approval_decided",
-    at: operation.at,
-    payload: { approvalId: operation.approvalId, approved: operation.approved, reason: operation.reason, revision },
-  }]);
+  `,
+    [jsonText(decided), jsonText(metadata), operation.at],
+  );
+  appendSteps(connection, operation.executionId, [
+    {
+      kind: "approval_decided",
+      at: operation.at,
+      payload: { approvalId: operation.approvalId, approved: operation.approved, reason: operation.reason, revision },
+    },
+  ]);
   return { revision };
 }
 
@@ -54,13 +61,19 @@ export function checkRequest(operation: ApprovalCommitOperation, agentId: string
   }
   const request = stored as JsonObject;
   if (request["approvalId"] !== approvalId) {
-    return refuse("approval_id", `its pending approval is ${JSON.stringify(request["approvalId"] ?? null)}`, { storedApprovalId: request["approvalId"] ?? null });
+    return refuse("approval_id", `its pending approval is ${JSON.stringify(request["approvalId"] ?? null)}`, {
+      storedApprovalId: request["approvalId"] ?? null,
+    });
   }
   if (request["decision"] !== undefined && request["decision"] !== null) {
     return refuse("already_decided", `the approval was already decided (${JSON.stringify(request["decision"])})`, { decision: request["decision"] });
   }
   if (request["argumentsHash"] !== operation.argumentsHash) {
-    return refuse("arguments_hash", `the tool arguments differ from the ones approval was requested for (stored arguments hash ${JSON.stringify(request["argumentsHash"] ?? null)}, decision made on ${JSON.stringify(operation.argumentsHash)})`, { storedArgumentsHash: request["argumentsHash"] ?? null, argumentsHash: operation.argumentsHash });
+    return refuse(
+      "arguments_hash",
+      `the tool arguments differ from the ones approval was requested for (stored arguments hash ${JSON.stringify(request["argumentsHash"] ?? null)}, decision made on ${JSON.stringify(operation.argumentsHash)})`,
+      { storedArgumentsHash: request["argumentsHash"] ?? null, argumentsHash: operation.argumentsHash },
+    );
   }
   return request;
 }

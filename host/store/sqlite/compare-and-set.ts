@@ -26,10 +26,15 @@ export interface CurrentExecution {
 /** Reads what the write needs and refuses, before writing anything, when
  * the execution moved on (or never existed, or is in the wrong status). */
 export function selectForUpdate(connection: SqliteConnection, operation: CompareAndSetOperation, statuses: readonly ExecutionStatusName[]): CurrentExecution {
-  const row = connection.prepare("SELECT agent_id, revision, status, metadata, approval_request FROM executions WHERE execution_id = ?").get(operation.executionId);
+  const row = connection
+    .prepare("SELECT agent_id, revision, status, metadata, approval_request FROM executions WHERE execution_id = ?")
+    .get(operation.executionId);
   const context = { executionId: operation.executionId, details: { expectedRevision: operation.expectedRevision, operation: operation.type } };
   if (row === undefined) {
-    throw new ExecutionRehydrationRequiredError(`execution ${operation.executionId} is not in the store (${operation.type} expected revision ${operation.expectedRevision})`, context);
+    throw new ExecutionRehydrationRequiredError(
+      `execution ${operation.executionId} is not in the store (${operation.type} expected revision ${operation.expectedRevision})`,
+      context,
+    );
   }
   const status = row["status"] as ExecutionStatusName;
   if (row["revision"] !== operation.expectedRevision || !statuses.includes(status)) {
@@ -47,11 +52,19 @@ export function selectForUpdate(connection: SqliteConnection, operation: Compare
 
 /** The compare-and-set itself: `values` are the SET values after the new
  * revision; the WHERE clause takes the id and the expected revision. */
-export function compareAndSet(connection: SqliteConnection, operation: CompareAndSetOperation, sql: string, values: readonly (string | number | null)[]): number {
+export function compareAndSet(
+  connection: SqliteConnection,
+  operation: CompareAndSetOperation,
+  sql: string,
+  values: readonly (string | number | null)[],
+): number {
   const revision = operation.expectedRevision + 1;
   const { changes } = connection.prepare(sql).run(revision, ...values, operation.executionId, operation.expectedRevision);
   if (changes !== 1) {
-    throw new ExecutionRehydrationRequiredError(`execution ${operation.executionId} moved on: ${operation.type} expected revision ${operation.expectedRevision} and updated no row`, { executionId: operation.executionId });
+    throw new ExecutionRehydrationRequiredError(
+      `execution ${operation.executionId} moved on: ${operation.type} expected revision ${operation.expectedRevision} and updated no row`,
+      { executionId: operation.executionId },
+    );
   }
   return revision;
 }

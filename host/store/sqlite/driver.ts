@@ -95,7 +95,9 @@ function chooseDriver(): SqliteDriverName {
   if (forced !== undefined && forced !== "") {
     if (forced === "better-sqlite3") return forced;
     if (forced === "node:sqlite" && nodeSqliteUnflagged()) return forced;
-    throw new Error(`phronomy: PHRONOMY_SQLITE_DRIVER=${forced} is not a SQLite driver this runtime has (better-sqlite3, or node:sqlite on Node 22.13 and later; this is Node ${process.versions.node})`);
+    throw new Error(
+      `phronomy: PHRONOMY_SQLITE_DRIVER=${forced} is not a SQLite driver this runtime has (better-sqlite3, or node:sqlite on Node 22.13 and later; this is Node ${process.versions.node})`,
+    );
   }
   if (resolvable("better-sqlite3") || !nodeSqliteUnflagged()) return "better-sqlite3";
   return "node:sqlite";
@@ -130,9 +132,12 @@ export function openSqlite(path: string, options: OpenConnectionOptions = {}): S
   // it left an empty file of that name in the working directory.
   if (options.readonly !== true && options.mustExist !== true && path !== inMemoryPath) createOwnerOnly(path);
   switch (sqliteDriverName()) {
-    case "bun:sqlite": return openBunSqlite(path, options);
-    case "node:sqlite": return openNodeSqlite(path, options);
-    case "better-sqlite3": return openBetterSqlite3(path, options);
+    case "bun:sqlite":
+      return openBunSqlite(path, options);
+    case "node:sqlite":
+      return openNodeSqlite(path, options);
+    case "better-sqlite3":
+      return openBetterSqlite3(path, options);
   }
 }
 
@@ -198,7 +203,9 @@ function loadModule<T>(name: string, missing: string): T {
 function checkParameters(parameters: readonly unknown[]): void {
   for (const [index, value] of parameters.entries()) {
     if (value === null || typeof value === "string" || typeof value === "number" || typeof value === "bigint" || value instanceof Uint8Array) continue;
-    throw new TypeError(`phronomy: SQLite parameter ${index + 1} is ${value === undefined ? "undefined" : typeof value}; only strings, numbers, bigints, null and Uint8Array can be bound`);
+    throw new TypeError(
+      `phronomy: SQLite parameter ${index + 1} is ${value === undefined ? "undefined" : typeof value}; only strings, numbers, bigints, null and Uint8Array can be bound`,
+    );
   }
 }
 
@@ -238,13 +245,15 @@ interface BunDatabase {
   close(): void;
 }
 
-type BunDatabaseConstructor = new (path: string, options: { readonly create?: boolean; readonly readwrite?: boolean; readonly readonly?: boolean }) => BunDatabase;
+type BunDatabaseConstructor = new (
+  path: string,
+  options: { readonly create?: boolean; readonly readwrite?: boolean; readonly readonly?: boolean },
+) => BunDatabase;
 
 function openBunSqlite(path: string, options: OpenConnectionOptions): SqliteConnection {
   const { Database } = loadModule<{ Database: BunDatabaseConstructor }>("bun:sqlite", "phronomy: bun:sqlite is not available in this runtime");
-  const database = options.readonly === true
-    ? new Database(path, { readonly: true })
-    : new Database(path, { create: !(options.mustExist ?? false), readwrite: true });
+  const database =
+    options.readonly === true ? new Database(path, { readonly: true }) : new Database(path, { create: !(options.mustExist ?? false), readwrite: true });
   return connectionOver(path, "bun:sqlite", {
     exec: (sql) => database.exec(sql),
     prepare(sql) {
@@ -338,32 +347,112 @@ function withSqliteCode(error: unknown): unknown {
 
 /** SQLite's primary result codes (sqlite3.h), by number. */
 const primaryResultCodes: readonly string[] = [
-  "OK", "ERROR", "INTERNAL", "PERM", "ABORT", "BUSY", "LOCKED", "NOMEM", "READONLY", "INTERRUPT", "IOERR", "CORRUPT",
-  "NOTFOUND", "FULL", "CANTOPEN", "PROTOCOL", "EMPTY", "SCHEMA", "TOOBIG", "CONSTRAINT", "MISMATCH", "MISUSE", "NOLFS",
-  "AUTH", "FORMAT", "RANGE", "NOTADB", "NOTICE", "WARNING",
+  "OK",
+  "ERROR",
+  "INTERNAL",
+  "PERM",
+  "ABORT",
+  "BUSY",
+  "LOCKED",
+  "NOMEM",
+  "READONLY",
+  "INTERRUPT",
+  "IOERR",
+  "CORRUPT",
+  "NOTFOUND",
+  "FULL",
+  "CANTOPEN",
+  "PROTOCOL",
+  "EMPTY",
+  "SCHEMA",
+  "TOOBIG",
+  "CONSTRAINT",
+  "MISMATCH",
+  "MISUSE",
+  "NOLFS",
+  "AUTH",
+  "FORMAT",
+  "RANGE",
+  "NOTADB",
+  "NOTICE",
+  "WARNING",
 ];
 
 /** SQLite's extended result codes (sqlite3.h): primary code | (n << 8). */
 const extendedResultCodes: ReadonlyMap<number, string> = new Map([
-  [257, "ERROR_MISSING_COLLSEQ"], [513, "ERROR_RETRY"], [769, "ERROR_SNAPSHOT"],
-  [261, "BUSY_RECOVERY"], [517, "BUSY_SNAPSHOT"], [773, "BUSY_TIMEOUT"],
-  [262, "LOCKED_SHAREDCACHE"], [518, "LOCKED_VTAB"],
-  [264, "READONLY_RECOVERY"], [520, "READONLY_CANTLOCK"], [776, "READONLY_ROLLBACK"], [1032, "READONLY_DBMOVED"],
-  [1288, "READONLY_CANTINIT"], [1544, "READONLY_DIRECTORY"],
-  [266, "IOERR_READ"], [522, "IOERR_SHORT_READ"], [778, "IOERR_WRITE"], [1034, "IOERR_FSYNC"], [1290, "IOERR_DIR_FSYNC"],
-  [1546, "IOERR_TRUNCATE"], [1802, "IOERR_FSTAT"], [2058, "IOERR_UNLOCK"], [2314, "IOERR_RDLOCK"], [2570, "IOERR_DELETE"],
-  [2826, "IOERR_BLOCKED"], [3082, "IOERR_NOMEM"], [3338, "IOERR_ACCESS"], [3594, "IOERR_CHECKRESERVEDLOCK"], [3850, "IOERR_LOCK"],
-  [4106, "IOERR_CLOSE"], [4362, "IOERR_DIR_CLOSE"], [4618, "IOERR_SHMOPEN"], [4874, "IOERR_SHMSIZE"], [5130, "IOERR_SHMLOCK"],
-  [5386, "IOERR_SHMMAP"], [5642, "IOERR_SEEK"], [5898, "IOERR_DELETE_NOENT"], [6154, "IOERR_MMAP"], [6410, "IOERR_GETTEMPPATH"],
-  [6666, "IOERR_CONVPATH"], [6922, "IOERR_VNODE"], [7178, "IOERR_AUTH"], [7434, "IOERR_BEGIN_ATOMIC"], [7690, "IOERR_COMMIT_ATOMIC"],
-  [7946, "IOERR_ROLLBACK_ATOMIC"], [8202, "IOERR_DATA"], [8458, "IOERR_CORRUPTFS"], [8714, "IOERR_IN_PAGE"],
-  [267, "CORRUPT_VTAB"], [523, "CORRUPT_SEQUENCE"], [779, "CORRUPT_INDEX"],
-  [270, "CANTOPEN_NOTEMPDIR"], [526, "CANTOPEN_ISDIR"], [782, "CANTOPEN_FULLPATH"], [1038, "CANTOPEN_CONVPATH"], [1550, "CANTOPEN_SYMLINK"],
+  [257, "ERROR_MISSING_COLLSEQ"],
+  [513, "ERROR_RETRY"],
+  [769, "ERROR_SNAPSHOT"],
+  [261, "BUSY_RECOVERY"],
+  [517, "BUSY_SNAPSHOT"],
+  [773, "BUSY_TIMEOUT"],
+  [262, "LOCKED_SHAREDCACHE"],
+  [518, "LOCKED_VTAB"],
+  [264, "READONLY_RECOVERY"],
+  [520, "READONLY_CANTLOCK"],
+  [776, "READONLY_ROLLBACK"],
+  [1032, "READONLY_DBMOVED"],
+  [1288, "READONLY_CANTINIT"],
+  [1544, "READONLY_DIRECTORY"],
+  [266, "IOERR_READ"],
+  [522, "IOERR_SHORT_READ"],
+  [778, "IOERR_WRITE"],
+  [1034, "IOERR_FSYNC"],
+  [1290, "IOERR_DIR_FSYNC"],
+  [1546, "IOERR_TRUNCATE"],
+  [1802, "IOERR_FSTAT"],
+  [2058, "IOERR_UNLOCK"],
+  [2314, "IOERR_RDLOCK"],
+  [2570, "IOERR_DELETE"],
+  [2826, "IOERR_BLOCKED"],
+  [3082, "IOERR_NOMEM"],
+  [3338, "IOERR_ACCESS"],
+  [3594, "IOERR_CHECKRESERVEDLOCK"],
+  [3850, "IOERR_LOCK"],
+  [4106, "IOERR_CLOSE"],
+  [4362, "IOERR_DIR_CLOSE"],
+  [4618, "IOERR_SHMOPEN"],
+  [4874, "IOERR_SHMSIZE"],
+  [5130, "IOERR_SHMLOCK"],
+  [5386, "IOERR_SHMMAP"],
+  [5642, "IOERR_SEEK"],
+  [5898, "IOERR_DELETE_NOENT"],
+  [6154, "IOERR_MMAP"],
+  [6410, "IOERR_GETTEMPPATH"],
+  [6666, "IOERR_CONVPATH"],
+  [6922, "IOERR_VNODE"],
+  [7178, "IOERR_AUTH"],
+  [7434, "IOERR_BEGIN_ATOMIC"],
+  [7690, "IOERR_COMMIT_ATOMIC"],
+  [7946, "IOERR_ROLLBACK_ATOMIC"],
+  [8202, "IOERR_DATA"],
+  [8458, "IOERR_CORRUPTFS"],
+  [8714, "IOERR_IN_PAGE"],
+  [267, "CORRUPT_VTAB"],
+  [523, "CORRUPT_SEQUENCE"],
+  [779, "CORRUPT_INDEX"],
+  [270, "CANTOPEN_NOTEMPDIR"],
+  [526, "CANTOPEN_ISDIR"],
+  [782, "CANTOPEN_FULLPATH"],
+  [1038, "CANTOPEN_CONVPATH"],
+  [1550, "CANTOPEN_SYMLINK"],
   [516, "ABORT_ROLLBACK"],
-  [275, "CONSTRAINT_CHECK"], [531, "CONSTRAINT_COMMITHOOK"], [787, "CONSTRAINT_FOREIGNKEY"], [1043, "CONSTRAINT_FUNCTION"],
-  [1299, "CONSTRAINT_NOTNULL"], [1555, "CONSTRAINT_PRIMARYKEY"], [1811, "CONSTRAINT_TRIGGER"], [2067, "CONSTRAINT_UNIQUE"],
-  [2323, "CONSTRAINT_VTAB"], [2579, "CONSTRAINT_ROWID"], [2835, "CONSTRAINT_PINNED"], [3091, "CONSTRAINT_DATATYPE"],
-  [283, "NOTICE_RECOVER_WAL"], [539, "NOTICE_RECOVER_ROLLBACK"], [284, "WARNING_AUTOINDEX"], [279, "AUTH_USER"],
+  [275, "CONSTRAINT_CHECK"],
+  [531, "CONSTRAINT_COMMITHOOK"],
+  [787, "CONSTRAINT_FOREIGNKEY"],
+  [1043, "CONSTRAINT_FUNCTION"],
+  [1299, "CONSTRAINT_NOTNULL"],
+  [1555, "CONSTRAINT_PRIMARYKEY"],
+  [1811, "CONSTRAINT_TRIGGER"],
+  [2067, "CONSTRAINT_UNIQUE"],
+  [2323, "CONSTRAINT_VTAB"],
+  [2579, "CONSTRAINT_ROWID"],
+  [2835, "CONSTRAINT_PINNED"],
+  [3091, "CONSTRAINT_DATATYPE"],
+  [283, "NOTICE_RECOVER_WAL"],
+  [539, "NOTICE_RECOVER_ROLLBACK"],
+  [284, "WARNING_AUTOINDEX"],
+  [279, "AUTH_USER"],
 ]);
 
 export function resultCodeName(code: number): string | undefined {

@@ -51,7 +51,10 @@ export function readStoreFileIdentity(path: string): StoreFileIdentity {
   const database = identityOf(path);
   const wal = identityOf(walPath(path));
   if (database === undefined || wal === undefined) {
-    throw new StoreError(`the store at ${path} was opened but its ${database === undefined ? "database" : "write-ahead log"} file is missing; it was removed while opening`, { details: { reason: "store_file_replaced", storePath: path } });
+    throw new StoreError(
+      `the store at ${path} was opened but its ${database === undefined ? "database" : "write-ahead log"} file is missing; it was removed while opening`,
+      { details: { reason: "store_file_replaced", storePath: path } },
+    );
   }
   return { database, wal };
 }

@@ -24,7 +24,11 @@
 
 import { ApprovalMismatchError, InvalidInputError } from "../../errors.js";
 import {
-  decisionProgressOf, type ClaimedDecision, type DecisionFiling, type DecisionProgress, type DecisionSettlement,
+  decisionProgressOf,
+  type ClaimedDecision,
+  type DecisionFiling,
+  type DecisionProgress,
+  type DecisionSettlement,
   type FiledDecision,
 } from "../inbox-records.js";
 import type { Json } from "../records.js";
@@ -81,7 +85,8 @@ export function addDecisionKind(connection: SqliteConnection): void {
  * transaction: every row kept, indexes made again, the pruning index of
  * migration 3 too). */
 export function addRetryKind(connection: SqliteConnection): void {
-  const columns = "decision_id, execution_id, agent_id, approval_id, approved, reason, execution_revision, filed_by, filed_at, state, claimed_by, claims, error, settled_at, kind";
+  const columns =
+    "decision_id, execution_id, agent_id, approval_id, approved, reason, execution_revision, filed_by, filed_at, state, claimed_by, claims, error, settled_at, kind";
   connection.exec(`
     CREATE TABLE approval_inbox_next (${inboxColumns},
       kind               TEXT NOT NULL DEFAULT 'approval' CHECK (kind IN (${inboxKinds}))
@@ -120,17 +125,28 @@ function checkAndInsert(connection: SqliteConnection, filing: DecisionFiling): F
   if (row === undefined) throw new InvalidInputError(`no execution ${executionId} in the store at ${where}; nothing was filed in the approval inbox`, context);
   const storedAgentId = String(row["agent_id"]);
   if (storedAgentId !== agentId) {
-    throw new ApprovalMismatchError(`execution ${executionId} belongs to agent "${storedAgentId}", not "${agentId}"; resume it through its own agent (nothing was filed)`, { ...context, details: { mismatch: "agent", storedAgentId } });
+    throw new ApprovalMismatchError(
+      `execution ${executionId} belongs to agent "${storedAgentId}", not "${agentId}"; resume it through its own agent (nothing was filed)`,
+      { ...context, details: { mismatch: "agent", storedAgentId } },
+    );
   }
   const status = String(row["status"]);
   if (status !== "suspended") {
-    throw new ApprovalMismatchError(`execution ${executionId} is not suspended for approval (its status is ${status}: already decided, or never suspended); nothing was filed`, { ...context, details: { mismatch: "not_suspended", status } });
+    throw new ApprovalMismatchError(
+      `execution ${executionId} is not suspended for approval (its status is ${status}: already decided, or never suspended); nothing was filed`,
+      { ...context, details: { mismatch: "not_suspended", status } },
+    );
   }
   const pending = pendingApprovalId(JSON.parse(String(row["approval_request"])) as Json);
   if (pending !== approvalId) {
-    throw new ApprovalMismatchError(`approval ${approvalId} is not the pending approval of execution ${executionId} (that is ${pending ?? "none"}); nothing was filed`, { ...context, details: { mismatch: "approval_id", approvalId, storedApprovalId: pending ?? null } });
+    throw new ApprovalMismatchError(
+      `approval ${approvalId} is not the pending approval of execution ${executionId} (that is ${pending ?? "none"}); nothing was filed`,
+      { ...context, details: { mismatch: "approval_id", approvalId, storedApprovalId: pending ?? null } },
+    );
   }
-  const earlier = connection.prepare("SELECT decision_id, filed_by FROM approval_inbox WHERE execution_id = ? AND approval_id = ? AND state IN ('filed', 'claimed')").get(executionId, approvalId);
+  const earlier = connection
+    .prepare("SELECT decision_id, filed_by FROM approval_inbox WHERE execution_id = ? AND approval_id = ? AND state IN ('filed', 'claimed')")
+    .get(executionId, approvalId);
   if (earlier !== undefined) {
     throw new ApprovalMismatchError(
       `approval ${approvalId} of execution ${executionId} already has a decision in the approval inbox (${String(earlier["decision_id"])}, filed by ${String(earlier["filed_by"])}) that its owner has not applied yet; nothing else was filed — wait for that one`,
@@ -138,10 +154,12 @@ function checkAndInsert(connection: SqliteConnection, filing: DecisionFiling): F
     );
   }
   const revision = Number(row["revision"]);
-  connection.prepare(`
+  connection
+    .prepare(`
     INSERT INTO approval_inbox (decision_id, execution_id, agent_id, approval_id, approved, reason, execution_revision, filed_by, filed_at, state)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'filed')
-  `).run(filing.decisionId, executionId, agentId, approvalId, filing.approved ? 1 : 0, filing.reason, revision, filing.filedBy, filing.filedAt);
+  `)
+    .run(filing.decisionId, executionId, agentId, approvalId, filing.approved ? 1 : 0, filing.reason, revision, filing.filedBy, filing.filedAt);
   return { decisionId: filing.decisionId, executionRevision: revision };
 }
 
@@ -149,14 +167,23 @@ function checkAndInsert(connection: SqliteConnection, filing: DecisionFiling): F
 function insertCancel(connection: SqliteConnection, filing: DecisionFiling): FiledDecision {
   const { executionId } = filing;
   const row = connection.prepare("SELECT agent_id, status, revision, outcome, error FROM executions WHERE execution_id = ?").get(executionId);
-  const checked = checkCancelFiling(executionId, row && {
-    agentId: String(row["agent_id"]), status: String(row["status"]), revision: Number(row["revision"]),
-    outcome: row["outcome"] === null ? null : String(row["outcome"]), error: JSON.parse(String(row["error"])),
-  }, connection.path);
-  connection.prepare(`
+  const checked = checkCancelFiling(
+    executionId,
+    row && {
+      agentId: String(row["agent_id"]),
+      status: String(row["status"]),
+      revision: Number(row["revision"]),
+      outcome: row["outcome"] === null ? null : String(row["outcome"]),
+      error: JSON.parse(String(row["error"])),
+    },
+    connection.path,
+  );
+  connection
+    .prepare(`
     INSERT INTO approval_inbox (decision_id, execution_id, agent_id, approval_id, approved, reason, execution_revision, filed_by, filed_at, state, kind)
     VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, 'filed', 'cancel')
-  `).run(filing.decisionId, executionId, checked.agentId, filing.approvalId, filing.reason, checked.revision, filing.filedBy, filing.filedAt);
+  `)
+    .run(filing.decisionId, executionId, checked.agentId, filing.approvalId, filing.reason, checked.revision, filing.filedBy, filing.filedAt);
   return { decisionId: filing.decisionId, executionRevision: checked.revision };
 }
 
@@ -164,14 +191,25 @@ function insertCancel(connection: SqliteConnection, filing: DecisionFiling): Fil
 function insertRetry(connection: SqliteConnection, filing: DecisionFiling): FiledDecision {
   const { executionId } = filing;
   const row = connection.prepare("SELECT agent_id, status, phase, outcome, revision FROM executions WHERE execution_id = ?").get(executionId);
-  const checked = checkRetryable(executionId, row && {
-    executionId, agentId: String(row["agent_id"]), status: String(row["status"]), phase: String(row["phase"]),
-    outcome: row["outcome"] === null ? null : String(row["outcome"]), revision: Number(row["revision"]),
-  }, connection.path, "the retry (nothing was filed in the inbox)");
-  connection.prepare(`
+  const checked = checkRetryable(
+    executionId,
+    row && {
+      executionId,
+      agentId: String(row["agent_id"]),
+      status: String(row["status"]),
+      phase: String(row["phase"]),
+      outcome: row["outcome"] === null ? null : String(row["outcome"]),
+      revision: Number(row["revision"]),
+    },
+    connection.path,
+    "the retry (nothing was filed in the inbox)",
+  );
+  connection
+    .prepare(`
     INSERT INTO approval_inbox (decision_id, execution_id, agent_id, approval_id, approved, reason, execution_revision, filed_by, filed_at, state, kind)
     VALUES (?, ?, ?, ?, 0, NULL, ?, ?, ?, 'filed', 'retry')
-  `).run(filing.decisionId, executionId, checked.agentId, filing.approvalId, checked.revision, filing.filedBy, filing.filedAt);
+  `)
+    .run(filing.decisionId, executionId, checked.agentId, filing.approvalId, checked.revision, filing.filedBy, filing.filedAt);
   return { decisionId: filing.decisionId, executionRevision: checked.revision };
 }
 
@@ -189,20 +227,29 @@ function pendingApprovalId(request: Json): string | undefined {
  * is suspended, and a retry is what brings it back). One statement:
  * atomic. `claimedEpoch` is 0: ownership, not a lease, fences. */
 export function claimDecisions(connection: SqliteConnection, agentId: string, ownerToken: string, retriesOnly = false): ClaimedDecision[] {
-  const rows = connection.prepare(`
+  const rows = connection
+    .prepare(`
     UPDATE approval_inbox SET state = 'claimed', claimed_by = ?, claims = claims + 1
     WHERE decision_id IN (
       SELECT decision_id FROM approval_inbox
       WHERE agent_id = ? AND (state = 'filed' OR (state = 'claimed' AND claimed_by <> ?)) AND (? = 0 OR kind = 'retry')
       ORDER BY filed_at, decision_id LIMIT ?)
     RETURNING *
-  `).all(ownerToken, agentId, ownerToken, retriesOnly ? 1 : 0, claimBatchMax);
+  `)
+    .all(ownerToken, agentId, ownerToken, retriesOnly ? 1 : 0, claimBatchMax);
   return rows
     .map((row) => ({
-      decisionId: String(row["decision_id"]), executionId: String(row["execution_id"]), agentId: String(row["agent_id"]),
-      approvalId: String(row["approval_id"]), approved: Number(row["approved"]) === 1,
-      reason: row["reason"] === null ? null : String(row["reason"]), filedBy: String(row["filed_by"]), filedAt: Number(row["filed_at"]),
-      executionRevision: Number(row["execution_revision"]), claimedEpoch: 0, claims: Number(row["claims"]),
+      decisionId: String(row["decision_id"]),
+      executionId: String(row["execution_id"]),
+      agentId: String(row["agent_id"]),
+      approvalId: String(row["approval_id"]),
+      approved: Number(row["approved"]) === 1,
+      reason: row["reason"] === null ? null : String(row["reason"]),
+      filedBy: String(row["filed_by"]),
+      filedAt: Number(row["filed_at"]),
+      executionRevision: Number(row["execution_revision"]),
+      claimedEpoch: 0,
+      claims: Number(row["claims"]),
       kind: String(row["kind"]) as DecisionKind,
     }))
     .sort((a, b) => a.filedAt - b.filedAt || (a.decisionId < b.decisionId ? -1 : 1));
@@ -211,19 +258,23 @@ export function claimDecisions(connection: SqliteConnection, agentId: string, ow
 /** Marks a decision this owner instance claimed applied or refused; false
  * when the claim is not (or no longer) this instance's. */
 export function settleDecision(connection: SqliteConnection, claim: ClaimedDecision, ownerToken: string, settlement: DecisionSettlement, at: number): boolean {
-  const settled = connection.prepare(`
+  const settled = connection
+    .prepare(`
     UPDATE approval_inbox SET state = ?, error = ?, settled_at = ?
     WHERE decision_id = ? AND state = 'claimed' AND claimed_by = ?
-  `).run(settlement.applied ? "applied" : "refused", settlement.applied ? null : JSON.stringify(settlement.error), at, claim.decisionId, ownerToken);
+  `)
+    .run(settlement.applied ? "applied" : "refused", settlement.applied ? null : JSON.stringify(settlement.error), at, claim.decisionId, ownerToken);
   return settled.changes === 1;
 }
 
 /** The agents with a decision for this owner instance to claim. */
 export function agentsWithDecisions(connection: SqliteConnection, ownerToken: string): string[] {
-  const rows = connection.prepare(`
+  const rows = connection
+    .prepare(`
     SELECT DISTINCT agent_id FROM approval_inbox
     WHERE state = 'filed' OR (state = 'claimed' AND claimed_by <> ?) LIMIT ?
-  `).all(ownerToken, agentsPolledMax);
+  `)
+    .all(ownerToken, agentsPolledMax);
   return rows.map((row) => String(row["agent_id"]));
 }
 
@@ -243,13 +294,15 @@ export function approvalDecided(connection: SqliteConnection, executionId: strin
 /** Where each decision is, with its execution as it is now (one statement). */
 export function readDecisions(connection: SqliteConnection, decisionIds: readonly string[]): DecisionProgress[] {
   if (decisionIds.length === 0) return [];
-  if (decisionIds.length > decisionReadMax) throw new InvalidInputError(`at most ${decisionReadMax} inbox decisions are read at once, got ${decisionIds.length}`);
-  const rows = connection.prepare(`
+  if (decisionIds.length > decisionReadMax)
+    throw new InvalidInputError(`at most ${decisionReadMax} inbox decisions are read at once, got ${decisionIds.length}`);
+  const rows = connection
+    .prepare(`
     SELECT executions.*, inbox.decision_id, inbox.execution_id AS decision_execution_id, inbox.agent_id AS decision_agent_id,
            inbox.state AS decision_state, inbox.error AS decision_error, inbox.execution_revision AS decision_revision
     FROM approval_inbox AS inbox LEFT JOIN executions ON executions.execution_id = inbox.execution_id
     WHERE inbox.decision_id IN (SELECT value FROM json_each(?))
-  `).all(JSON.stringify(decisionIds));
+  `)
+    .all(JSON.stringify(decisionIds));
   return rows.map((row) => decisionProgressOf(row, connection.path));
 }
-

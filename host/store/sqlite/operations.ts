@@ -16,9 +16,20 @@ import { AgentClosedError, InvalidInputError } from "../../errors.js";
 import { agentHasUnfinishedExecutions } from "../purge-refusal.js";
 import type { OffloadOperation } from "../offload-operation.js";
 import type {
-  AgentRow, CloseAgentOperation, CommittedRevision, EnsureAgentOperation, ExecutionMetadata, ExecutionStatusName,
-  PrepareExecutionOperation, PrepareExecutionResult, ProviderBarrierOperation, PurgeAgentOperation,
-  PurgeAgentResult, StepRecord, TerminalCommitOperation, ToolBarrierOperation,
+  AgentRow,
+  CloseAgentOperation,
+  CommittedRevision,
+  EnsureAgentOperation,
+  ExecutionMetadata,
+  ExecutionStatusName,
+  PrepareExecutionOperation,
+  PrepareExecutionResult,
+  ProviderBarrierOperation,
+  PurgeAgentOperation,
+  PurgeAgentResult,
+  StepRecord,
+  TerminalCommitOperation,
+  ToolBarrierOperation,
 } from "../records.js";
 import { approvalCommit } from "./approval-commit.js";
 import { cancelQueued, enqueueMessage } from "./queue.js";
@@ -31,18 +42,30 @@ import { agentFromRow, jsonText, zeroUsage } from "./rows.js";
 /** Runs one operation's body (no transaction control). */
 export function applyOperation(connection: SqliteConnection, operation: OffloadOperation): unknown {
   switch (operation.type) {
-    case "prepareExecution": return prepareExecution(connection, operation);
-    case "providerBarrier": return providerBarrier(connection, operation);
-    case "toolBarrier": return toolBarrier(connection, operation);
-    case "terminalCommit": return terminalCommit(connection, operation);
-    case "approvalCommit": return approvalCommit(connection, operation);
-    case "reopenExecution": return reopenExecution(connection, operation);
-    case "ensureAgent": return ensureAgent(connection, operation);
-    case "closeAgent": return closeAgent(connection, operation);
-    case "purgeAgent": return purgeAgent(connection, operation);
-    case "pruneExecutions": return pruneExecutions(connection, operation);
-    case "enqueueMessage": return enqueueMessage(connection, operation);
-    case "cancelQueued": return cancelQueued(connection, operation);
+    case "prepareExecution":
+      return prepareExecution(connection, operation);
+    case "providerBarrier":
+      return providerBarrier(connection, operation);
+    case "toolBarrier":
+      return toolBarrier(connection, operation);
+    case "terminalCommit":
+      return terminalCommit(connection, operation);
+    case "approvalCommit":
+      return approvalCommit(connection, operation);
+    case "reopenExecution":
+      return reopenExecution(connection, operation);
+    case "ensureAgent":
+      return ensureAgent(connection, operation);
+    case "closeAgent":
+      return closeAgent(connection, operation);
+    case "purgeAgent":
+      return purgeAgent(connection, operation);
+    case "pruneExecutions":
+      return pruneExecutions(connection, operation);
+    case "enqueueMessage":
+      return enqueueMessage(connection, operation);
+    case "cancelQueued":
+      return cancelQueued(connection, operation);
   }
 }
 
@@ -55,7 +78,13 @@ export function prepareExecution(connection: SqliteConnection, operation: Prepar
   const agent = ensureAgent(connection, { type: "ensureAgent", agentId: operation.agentId, at: operation.at });
   if (agent.lifecycle === "closed") return notEstablished(new AgentClosedError(operation.agentId));
   if (connection.prepare("SELECT 1 AS found FROM executions WHERE execution_id = ?").get(operation.executionId) !== undefined) {
-    return notEstablished(new InvalidInputError(`execution id ${operation.executionId} is already in the store; every start needs a new execution id`, { agentId: operation.agentId, executionId: operation.executionId, details: { reason: "execution_exists" } }));
+    return notEstablished(
+      new InvalidInputError(`execution id ${operation.executionId} is already in the store; every start needs a new execution id`, {
+        agentId: operation.agentId,
+        executionId: operation.executionId,
+        details: { reason: "execution_exists" },
+      }),
+    );
   }
   connection.prepare("UPDATE agents SET revision = revision + 1, updated_at = ? WHERE agent_id = ?").run(operation.at, operation.agentId);
   const metadata: ExecutionMetadata = { config: operation.config };
@@ -97,24 +126,41 @@ interface InitialState {
 }
 
 function insertExecution(connection: SqliteConnection, operation: PrepareExecutionOperation, state: InitialState): void {
-  connection.prepare(`
+  connection
+    .prepare(`
     INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output,
                             error, usage, approval_request, created_at, updated_at)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'null', ?, ?, 'null', ?, ?)
-  `).run(
-    operation.executionId, operation.agentId, state.revision ?? 1, state.status, state.phase, operation.mode, jsonText(operation.input),
-    jsonText(state.metadata), state.error === null ? null : "failed", jsonText(state.error), jsonText(zeroUsage),
-    operation.at, operation.at,
-  );
+  `)
+    .run(
+      operation.executionId,
+      operation.agentId,
+      state.revision ?? 1,
+      state.status,
+      state.phase,
+      operation.mode,
+      jsonText(operation.input),
+      jsonText(state.metadata),
+      state.error === null ? null : "failed",
+      jsonText(state.error),
+      jsonText(zeroUsage),
+      operation.at,
+      operation.at,
+    );
 }
 
 export function providerBarrier(connection: SqliteConnection, operation: ProviderBarrierOperation): CommittedRevision {
   const current = selectForUpdate(connection, operation, ["active"]);
   const metadata = barrierMetadata(current.metadata, operation);
-  const revision = compareAndSet(connection, operation, `
+  const revision = compareAndSet(
+    connection,
+    operation,
+    `
     UPDATE executions SET revision = ?, phase = 'calling_llm', metadata = ?, usage = ?, updated_at = ?
     WHERE execution_id = ? AND revision = ?
-  `, [jsonText(metadata), jsonText(operation.usage), operation.at]);
+  `,
+    [jsonText(metadata), jsonText(operation.usage), operation.at],
+  );
   appendSteps(connection, operation.executionId, [...operation.steps, barrierStep(operation, revision)]);
   return { revision };
 }
@@ -122,10 +168,15 @@ export function providerBarrier(connection: SqliteConnection, operation: Provide
 export function toolBarrier(connection: SqliteConnection, operation: ToolBarrierOperation): CommittedRevision {
   const current = selectForUpdate(connection, operation, ["active"]);
   const metadata = barrierMetadata(current.metadata, operation);
-  const revision = compareAndSet(connection, operation, `
+  const revision = compareAndSet(
+    connection,
+    operation,
+    `
     UPDATE executions SET revision = ?, phase = 'dispatching_tools', metadata = ?, usage = ?, updated_at = ?
     WHERE execution_id = ? AND revision = ?
-  `, [jsonText(metadata), jsonText(operation.usage), operation.at]);
+  `,
+    [jsonText(metadata), jsonText(operation.usage), operation.at],
+  );
   appendSteps(connection, operation.executionId, [...operation.steps, barrierStep(operation, revision)]);
   return { revision };
 }
@@ -134,14 +185,26 @@ export function terminalCommit(connection: SqliteConnection, operation: Terminal
   const current = selectForUpdate(connection, operation, ["preparing", "active", "suspended"]);
   const suspended = operation.outcome === "suspended";
   const metadata = terminalMetadata(current.metadata, operation);
-  const revision = compareAndSet(connection, operation, `
+  const revision = compareAndSet(
+    connection,
+    operation,
+    `
     UPDATE executions SET revision = ?, status = ?, phase = ?, outcome = ?, output = ?, error = ?, usage = ?,
                           approval_request = ?, metadata = ?, updated_at = ?
     WHERE execution_id = ? AND revision = ?
-  `, [
-    suspended ? "suspended" : "terminal", suspended ? "suspended" : "terminal", operation.outcome, jsonText(operation.output),
-    jsonText(operation.error), jsonText(operation.usage), jsonText(operation.approvalRequest), jsonText(metadata), operation.at,
-  ]);
+  `,
+    [
+      suspended ? "suspended" : "terminal",
+      suspended ? "suspended" : "terminal",
+      operation.outcome,
+      jsonText(operation.output),
+      jsonText(operation.error),
+      jsonText(operation.usage),
+      jsonText(operation.approvalRequest),
+      jsonText(metadata),
+      operation.at,
+    ],
+  );
   const finalStep: StepRecord = suspended
     ? { kind: "approval_requested", at: operation.at, payload: { revision, approvalRequest: operation.approvalRequest } }
     : { kind: "terminal", at: operation.at, payload: { outcome: operation.outcome, revision } };
@@ -175,8 +238,14 @@ export function barrierStep(operation: ProviderBarrierOperation | ToolBarrierOpe
  * as the provider barrier operation it stands for: no steps, no usage, turn 0. */
 export function firstBarrierOperation(operation: PrepareExecutionOperation, barrier: { readonly callId: string }): ProviderBarrierOperation {
   return {
-    type: "providerBarrier", executionId: operation.executionId, expectedRevision: 1, callId: barrier.callId, steps: [],
-    usage: zeroUsage, turns: 0, at: operation.at,
+    type: "providerBarrier",
+    executionId: operation.executionId,
+    expectedRevision: 1,
+    callId: barrier.callId,
+    steps: [],
+    usage: zeroUsage,
+    turns: 0,
+    at: operation.at,
   };
 }
 
@@ -217,19 +286,23 @@ function requireAgent(connection: SqliteConnection, agentId: string): AgentRow {
 }
 
 export function ensureAgent(connection: SqliteConnection, operation: EnsureAgentOperation): AgentRow {
-  connection.prepare(`
+  connection
+    .prepare(`
     INSERT INTO agents (agent_id, lifecycle, revision, created_at, updated_at) VALUES (?, 'open', 1, ?, ?)
     ON CONFLICT (agent_id) DO NOTHING
-  `).run(operation.agentId, operation.at, operation.at);
+  `)
+    .run(operation.agentId, operation.at, operation.at);
   return requireAgent(connection, operation.agentId);
 }
 
 export function closeAgent(connection: SqliteConnection, operation: CloseAgentOperation): AgentRow {
-  connection.prepare(`
+  connection
+    .prepare(`
     INSERT INTO agents (agent_id, lifecycle, revision, created_at, updated_at) VALUES (?, 'closed', 1, ?, ?)
     ON CONFLICT (agent_id) DO UPDATE SET lifecycle = 'closed', revision = revision + 1, updated_at = excluded.updated_at
     WHERE lifecycle = 'open'
-  `).run(operation.agentId, operation.at, operation.at);
+  `)
+    .run(operation.agentId, operation.at, operation.at);
   return requireAgent(connection, operation.agentId);
 }
 
@@ -238,9 +311,16 @@ const unfinishedNamedMax = 5;
 
 export function purgeAgent(connection: SqliteConnection, operation: PurgeAgentOperation): PurgeAgentResult {
   const agentId = operation.agentId;
-  const unfinished = connection.prepare(`SELECT execution_id FROM executions WHERE agent_id = ? AND status IN ('preparing', 'active', 'suspended') UNION ALL SELECT execution_id FROM queued_messages WHERE agent_id = ? LIMIT ${unfinishedNamedMax}`).all(agentId, agentId);
+  const unfinished = connection
+    .prepare(
+      `SELECT execution_id FROM executions WHERE agent_id = ? AND status IN ('preparing', 'active', 'suspended') UNION ALL SELECT execution_id FROM queued_messages WHERE agent_id = ? LIMIT ${unfinishedNamedMax}`,
+    )
+    .all(agentId, agentId);
   if (unfinished.length > 0) {
-    throw agentHasUnfinishedExecutions(agentId, unfinished.map((row) => String(row["execution_id"])));
+    throw agentHasUnfinishedExecutions(
+      agentId,
+      unfinished.map((row) => String(row["execution_id"])),
+    );
   }
   connection.prepare("DELETE FROM steps WHERE execution_id IN (SELECT execution_id FROM executions WHERE agent_id = ?)").run(agentId);
   const executionsDeleted = connection.prepare("DELETE FROM executions WHERE agent_id = ?").run(agentId).changes;

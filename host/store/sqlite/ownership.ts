@@ -41,7 +41,11 @@ export function ownerLockPath(storePath: string): string {
 export class StoreOwnership {
   private connection: SqliteConnection | undefined;
 
-  constructor(readonly storePath: string, readonly owner: StoreOwner, connection: SqliteConnection) {
+  constructor(
+    readonly storePath: string,
+    readonly owner: StoreOwner,
+    connection: SqliteConnection,
+  ) {
     this.connection = connection;
   }
 
@@ -109,11 +113,12 @@ function isBusy(error: unknown): boolean {
 }
 
 function ownedError(storePath: string, owner: StoreOwner | undefined): StoreError {
-  const who = owner === undefined
-    ? `another process (its details in ${ownerInfoPath(storePath)} are missing or unreadable; it may be starting up)`
-    : owner.pid === process.pid && owner.hostname === hostName()
-      ? `this very process (pid ${owner.pid} on ${owner.hostname}, since ${owner.startedAt}), through a store or environment opened earlier and not closed`
-      : `process ${owner.pid} on ${owner.hostname} (since ${owner.startedAt})`;
+  const who =
+    owner === undefined
+      ? `another process (its details in ${ownerInfoPath(storePath)} are missing or unreadable; it may be starting up)`
+      : owner.pid === process.pid && owner.hostname === hostName()
+        ? `this very process (pid ${owner.pid} on ${owner.hostname}, since ${owner.startedAt}), through a store or environment opened earlier and not closed`
+        : `process ${owner.pid} on ${owner.hostname} (since ${owner.startedAt})`;
   return new StoreError(
     `the store at ${storePath} is already open, owned by ${who}; one process owns a store at a time: close the other process (or its store) first, or open this store as a visitor (SqliteStore.openVisitor, or Phronomy.open({ store, visitor: true }): it reads and files approval decisions beside the owner)`,
     { details: { reason: "store_owned", storePath, owner: owner === undefined ? null : { ...owner } } },

@@ -50,11 +50,12 @@ const candidatesExcept = `
  * of the agents touched. Runs inside the caller's transaction. */
 export function pruneExecutions(connection: SqliteConnection, operation: PruneExecutionsOperation): PruneCounts {
   const { finishedBefore, executionsMax } = operation;
-  const candidates = operation.agentId !== undefined
-    ? connection.prepare(candidatesOfAgent).all(finishedBefore, operation.agentId, executionsMax)
-    : operation.exceptAgentIds !== undefined && operation.exceptAgentIds.length > 0
-      ? connection.prepare(candidatesExcept).all(finishedBefore, JSON.stringify(operation.exceptAgentIds), executionsMax)
-      : connection.prepare(candidatesOfAll).all(finishedBefore, executionsMax);
+  const candidates =
+    operation.agentId !== undefined
+      ? connection.prepare(candidatesOfAgent).all(finishedBefore, operation.agentId, executionsMax)
+      : operation.exceptAgentIds !== undefined && operation.exceptAgentIds.length > 0
+        ? connection.prepare(candidatesExcept).all(finishedBefore, JSON.stringify(operation.exceptAgentIds), executionsMax)
+        : connection.prepare(candidatesOfAll).all(finishedBefore, executionsMax);
   let executions = 0;
   let steps = 0;
   let approvals = 0;
@@ -62,7 +63,8 @@ export function pruneExecutions(connection: SqliteConnection, operation: PruneEx
   for (const candidate of candidates) {
     const executionId = String(candidate["execution_id"]);
     // The row as read: terminal, at the revision and finish read.
-    const deleted = connection.prepare("DELETE FROM executions WHERE execution_id = ? AND status = 'terminal' AND revision = ? AND updated_at = ?")
+    const deleted = connection
+      .prepare("DELETE FROM executions WHERE execution_id = ? AND status = 'terminal' AND revision = ? AND updated_at = ?")
       .run(executionId, candidate["revision"] ?? null, candidate["updated_at"] ?? null).changes;
     if (deleted === 0) continue;
     executions += deleted;
@@ -79,10 +81,12 @@ export function pruneExecutions(connection: SqliteConnection, operation: PruneEx
 /** Deletes the agent's journal records older than its newest `kept`
  * whose execution is no longer in the store. */
 function trimJournal(connection: SqliteConnection, agentId: string, kept: number): number {
-  return connection.prepare(`
+  return connection
+    .prepare(`
     DELETE FROM journal
     WHERE agent_id = ?
       AND seq < coalesce((SELECT seq FROM journal WHERE agent_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?), -1)
       AND NOT EXISTS (SELECT 1 FROM executions WHERE executions.execution_id = journal.execution_id)
-  `).run(agentId, agentId, kept - 1).changes;
+  `)
+    .run(agentId, agentId, kept - 1).changes;
 }

@@ -34,21 +34,32 @@ export function enqueueMessage(connection: SqliteConnection, operation: EnqueueM
   const context = { agentId: operation.agentId, executionId: operation.executionId };
   // A message to a conversation whose first preparation has not committed
   // yet writes its root, as that preparation would (docs/decisions/0024).
-  connection.prepare("INSERT INTO agents (agent_id, lifecycle, revision, created_at, updated_at) VALUES (?, 'open', 1, ?, ?) ON CONFLICT (agent_id) DO NOTHING")
+  connection
+    .prepare("INSERT INTO agents (agent_id, lifecycle, revision, created_at, updated_at) VALUES (?, 'open', 1, ?, ?) ON CONFLICT (agent_id) DO NOTHING")
     .run(operation.agentId, operation.at, operation.at);
   const agent = connection.prepare("SELECT lifecycle FROM agents WHERE agent_id = ?").get(operation.agentId)!;
   if (agent["lifecycle"] === "closed") throw new AgentClosedError(operation.agentId);
-  const taken = connection.prepare("SELECT 1 AS found FROM executions WHERE execution_id = ? UNION ALL SELECT 1 FROM queued_messages WHERE execution_id = ?").get(operation.executionId, operation.executionId);
-  if (taken !== undefined) throw new InvalidInputError(`execution id ${operation.executionId} is already in the store; every message needs a new execution id`, { ...context, details: { reason: "execution_exists" } });
-  const bounds = connection.prepare("SELECT count(*) AS waiting, min(seq) AS head, max(seq) AS tail FROM queued_messages WHERE agent_id = ?").get(operation.agentId)!;
+  const taken = connection
+    .prepare("SELECT 1 AS found FROM executions WHERE execution_id = ? UNION ALL SELECT 1 FROM queued_messages WHERE execution_id = ?")
+    .get(operation.executionId, operation.executionId);
+  if (taken !== undefined)
+    throw new InvalidInputError(`execution id ${operation.executionId} is already in the store; every message needs a new execution id`, {
+      ...context,
+      details: { reason: "execution_exists" },
+    });
+  const bounds = connection
+    .prepare("SELECT count(*) AS waiting, min(seq) AS head, max(seq) AS tail FROM queued_messages WHERE agent_id = ?")
+    .get(operation.agentId)!;
   const waiting = Number(bounds["waiting"]);
   if (waiting >= operation.limit) throw new QueueFullError(operation.agentId, operation.limit);
   const seq = waiting === 0 ? 1 : operation.front ? Number(bounds["head"]) - 1 : Number(bounds["tail"]) + 1;
-  connection.prepare("INSERT INTO queued_messages (execution_id, agent_id, seq, input, config, created_at) VALUES (?, ?, ?, ?, ?, ?)")
+  connection
+    .prepare("INSERT INTO queued_messages (execution_id, agent_id, seq, input, config, created_at) VALUES (?, ?, ?, ?, ?, ?)")
     .run(operation.executionId, operation.agentId, seq, jsonText(operation.input), jsonText(operation.config), operation.at);
   const position = operation.front ? 1 : waiting + 1;
   // Seq 0: the preparation appends its steps from 1 on (`appendSteps`).
-  connection.prepare("INSERT INTO steps (execution_id, seq, kind, at, payload) VALUES (?, 0, 'queued', ?, ?)")
+  connection
+    .prepare("INSERT INTO steps (execution_id, seq, kind, at, payload) VALUES (?, 0, 'queued', ?, ?)")
     .run(operation.executionId, operation.at, jsonText({ position, interrupt: operation.front }));
   return { seq, position };
 }
@@ -58,11 +69,22 @@ export function cancelQueued(connection: SqliteConnection, operation: CancelQueu
   if (row === undefined) return { cancelled: false };
   const message = queuedFromRow(row);
   // The trigger removes the queued row with this insert.
-  connection.prepare(`
+  connection
+    .prepare(`
     INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output,
                             error, usage, approval_request, created_at, updated_at)
     VALUES (?, ?, 1, 'terminal', 'terminal', 'invoke', ?, ?, 'failed', 'null', ?, ?, 'null', ?, ?)
-  `).run(message.executionId, message.agentId, jsonText(message.input), jsonText({ config: message.config }), jsonText(operation.error), jsonText(zeroUsage), message.createdAt, operation.at);
+  `)
+    .run(
+      message.executionId,
+      message.agentId,
+      jsonText(message.input),
+      jsonText({ config: message.config }),
+      jsonText(operation.error),
+      jsonText(zeroUsage),
+      message.createdAt,
+      operation.at,
+    );
   appendSteps(connection, message.executionId, [{ kind: "terminal", at: operation.at, payload: { outcome: "failed", revision: 1, whileQueued: true } }]);
   return { cancelled: true };
 }
@@ -72,7 +94,10 @@ export function queuedMessages(connection: SqliteConnection, agentId: string): Q
 }
 
 export function queueHeads(connection: SqliteConnection): QueuedMessage[] {
-  return connection.prepare("SELECT * FROM queued_messages AS q WHERE seq = (SELECT MIN(seq) FROM queued_messages WHERE agent_id = q.agent_id)").all().map(queuedFromRow);
+  return connection
+    .prepare("SELECT * FROM queued_messages AS q WHERE seq = (SELECT MIN(seq) FROM queued_messages WHERE agent_id = q.agent_id)")
+    .all()
+    .map(queuedFromRow);
 }
 
 export function queuedMessage(connection: SqliteConnection, executionId: string): QueuedMessage | undefined {
@@ -81,9 +106,12 @@ export function queuedMessage(connection: SqliteConnection, executionId: string)
 }
 
 export function listQueuedMessages(connection: SqliteConnection, filter: { readonly agentId?: string; readonly limit: number }): QueuedMessage[] {
-  const rows = filter.agentId === undefined
-    ? connection.prepare("SELECT * FROM queued_messages ORDER BY created_at DESC, execution_id DESC LIMIT ?").all(filter.limit)
-    : connection.prepare("SELECT * FROM queued_messages WHERE agent_id = ? ORDER BY created_at DESC, execution_id DESC LIMIT ?").all(filter.agentId, filter.limit);
+  const rows =
+    filter.agentId === undefined
+      ? connection.prepare("SELECT * FROM queued_messages ORDER BY created_at DESC, execution_id DESC LIMIT ?").all(filter.limit)
+      : connection
+          .prepare("SELECT * FROM queued_messages WHERE agent_id = ? ORDER BY created_at DESC, execution_id DESC LIMIT ?")
+          .all(filter.agentId, filter.limit);
   return rows.map(queuedFromRow);
 }
 

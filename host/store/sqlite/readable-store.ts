@@ -89,7 +89,10 @@ export abstract class SqliteReadableStore {
   listQueuedMessages(filter: { readonly agentId?: string; readonly limit: number }): Promise<QueuedMessage[]> {
     return this.read(() => {
       checkLimit(filter.limit, reads.executionListMax, "listQueuedMessages limit");
-      return queue.listQueuedMessages(this.connection, { limit: filter.limit, ...(filter.agentId === undefined ? {} : { agentId: checkId(filter.agentId, "agentId") }) });
+      return queue.listQueuedMessages(this.connection, {
+        limit: filter.limit,
+        ...(filter.agentId === undefined ? {} : { agentId: checkId(filter.agentId, "agentId") }),
+      });
     });
   }
 

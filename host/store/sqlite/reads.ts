@@ -65,8 +65,10 @@ export function listSteps(connection: SqliteConnection, executionId: string): St
 
 /** The agent's last `limit` journal records, oldest first. */
 export function readJournal(connection: SqliteConnection, agentId: string, limit: number): JournalRecord[] {
-  const rows = connection.prepare(`
+  const rows = connection
+    .prepare(`
     SELECT * FROM (SELECT * FROM journal WHERE agent_id = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq
-  `).all(agentId, limit);
+  `)
+    .all(agentId, limit);
   return rows.map((row) => journalFromRow(row, connection.path));
 }

@@ -11,10 +11,15 @@ import { jsonText } from "./rows.js";
 
 export function reopenExecution(connection: SqliteConnection, operation: ReopenExecutionOperation): CommittedRevision {
   selectForUpdate(connection, operation, ["terminal"]);
-  const revision = compareAndSet(connection, operation, `
+  const revision = compareAndSet(
+    connection,
+    operation,
+    `
     UPDATE executions SET revision = ?, status = ?, phase = ?, outcome = NULL, output = 'null', error = 'null', metadata = ?, updated_at = ?
     WHERE execution_id = ? AND revision = ?
-  `, [operation.status, operation.phase, jsonText(operation.metadata), operation.at]);
+  `,
+    [operation.status, operation.phase, jsonText(operation.metadata), operation.at],
+  );
   appendSteps(connection, operation.executionId, [{ kind: "retried", at: operation.at, payload: operation.step }]);
   return { revision };
 }

@@ -7,8 +7,18 @@
 
 import { StoreError } from "../../errors.js";
 import type {
-  AgentRow, ExecutionMetadata, ExecutionRow, ExecutionStatusName, Json, JournalRecord, OutcomeName, PhaseName,
-  StoredError, StoredStep, StepKind, UsageTotals,
+  AgentRow,
+  ExecutionMetadata,
+  ExecutionRow,
+  ExecutionStatusName,
+  Json,
+  JournalRecord,
+  OutcomeName,
+  PhaseName,
+  StoredError,
+  StoredStep,
+  StepKind,
+  UsageTotals,
 } from "../records.js";
 import type { SqliteRow, SqliteValue } from "./driver.js";
 

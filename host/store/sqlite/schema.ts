@@ -93,7 +93,14 @@ function createInitialTables(connection: SqliteConnection): void {
  * Version 4: the conversation queues (`queue.ts`, docs/decisions/0025).
  * Version 5: the inbox's decision kind, for cancels by id (docs/decisions/0026).
  * Version 6: the inbox's `retry` kind, for retries filed by a visitor (docs/decisions/0026). */
-export const migrations: readonly Migration[] = [createInitialTables, createApprovalInbox, createPruneIndexes, createConversationQueues, addDecisionKind, addRetryKind];
+export const migrations: readonly Migration[] = [
+  createInitialTables,
+  createApprovalInbox,
+  createPruneIndexes,
+  createConversationQueues,
+  addDecisionKind,
+  addRetryKind,
+];
 
 export const schemaVersion = migrations.length;
 
@@ -152,7 +159,9 @@ function checkDurability(connection: SqliteConnection, synchronous: SynchronousM
   const journalMode = String(connection.prepare("PRAGMA journal_mode").get()?.["journal_mode"]);
   const level = Number(connection.prepare("PRAGMA synchronous").get()?.["synchronous"]);
   if (journalMode !== "wal" || level !== synchronousLevels[synchronous]) {
-    throw new StoreError(`cannot open the store at ${connection.path} with the durability it needs: SQLite (${connection.driver}) kept journal_mode ${journalMode} and synchronous ${level} (wanted wal and ${synchronous}); the store needs a local file system with WAL support`);
+    throw new StoreError(
+      `cannot open the store at ${connection.path} with the durability it needs: SQLite (${connection.driver}) kept journal_mode ${journalMode} and synchronous ${level} (wanted wal and ${synchronous}); the store needs a local file system with WAL support`,
+    );
   }
 }
 
@@ -196,7 +205,9 @@ export function checkFileHeader(path: string): Buffer | undefined {
     throw new StoreError(`cannot read the store file ${path}: ${messageOf(error)}`, { cause: error });
   }
   if (length < sqliteHeader.length || header.toString("latin1", 0, sqliteHeader.length) !== sqliteHeader) {
-    throw new StoreError(`${path} is not a SQLite database (its first bytes are not the SQLite header); it was left untouched: point the store at a new file or at a Phronomy store`);
+    throw new StoreError(
+      `${path} is not a SQLite database (its first bytes are not the SQLite header); it was left untouched: point the store at a new file or at a Phronomy store`,
+    );
   }
   return header;
 }
@@ -250,10 +261,16 @@ export function readFileState(connection: SqliteConnection): FileState {
       applicationId: Number(connection.prepare("PRAGMA application_id").get()?.["application_id"] ?? 0),
       userVersion: Number(connection.prepare("PRAGMA user_version").get()?.["user_version"] ?? 0),
       schemaObjects: Number(connection.prepare("SELECT count(*) AS objects FROM sqlite_schema").get()?.["objects"] ?? 0),
-      tableNames: connection.prepare(`SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name LIMIT ${tableNamesShownMax}`).all().map((row) => String(row["name"])),
+      tableNames: connection
+        .prepare(`SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name LIMIT ${tableNamesShownMax}`)
+        .all()
+        .map((row) => String(row["name"])),
     };
   } catch (error) {
-    throw new StoreError(`${connection.path} cannot be read as a SQLite database (${messageOf(error)}): it is corrupt or not a database; it was left untouched`, { cause: error });
+    throw new StoreError(
+      `${connection.path} cannot be read as a SQLite database (${messageOf(error)}): it is corrupt or not a database; it was left untouched`,
+      { cause: error },
+    );
   }
 }
 
@@ -262,14 +279,18 @@ export function readFileState(connection: SqliteConnection): FileState {
 function checkOwnership(path: string, state: FileState, tablesShown?: string): void {
   if (state.applicationId === applicationId) {
     if (state.userVersion > schemaVersion) {
-      throw new StoreError(`${path} was written by a newer Phronomy (store schema version ${state.userVersion}; this version reads up to ${schemaVersion}); it was left untouched: upgrade Phronomy to open it`);
+      throw new StoreError(
+        `${path} was written by a newer Phronomy (store schema version ${state.userVersion}; this version reads up to ${schemaVersion}); it was left untouched: upgrade Phronomy to open it`,
+      );
     }
     return;
   }
   const empty = state.applicationId === 0 && state.userVersion === 0 && state.schemaObjects === 0;
   if (!empty) {
     const tables = tablesShown ?? (state.tableNames.length === 0 ? ", no tables" : `, tables ${state.tableNames.join(", ")}`);
-    throw new StoreError(`${path} is a SQLite database of another application (application_id ${state.applicationId}${tables}), not a Phronomy store; it was left untouched: point the store at a new file`);
+    throw new StoreError(
+      `${path} is a SQLite database of another application (application_id ${state.applicationId}${tables}), not a Phronomy store; it was left untouched: point the store at a new file`,
+    );
   }
 }
 

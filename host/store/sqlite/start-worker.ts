@@ -39,7 +39,12 @@ export function startStoreWorker(settings: WorkerSettings): StoreWorker {
   const { port1, port2 } = new MessageChannel();
   const workerData: WorkerData = { settings, port: port2 };
   const onNode = process.versions["bun"] === undefined && process.versions["deno"] === undefined;
-  const options: ThreadOptions = { workerData, transferList: [port2], execArgv: [], ...(onNode ? { resourceLimits: { maxYoungGenerationSizeMb: workerYoungGenerationMb } } : {}) };
+  const options: ThreadOptions = {
+    workerData,
+    transferList: [port2],
+    execArgv: [],
+    ...(onNode ? { resourceLimits: { maxYoungGenerationSizeMb: workerYoungGenerationMb } } : {}),
+  };
   return { thread: startThread(options), port: port1 };
 }
 

@@ -8,7 +8,9 @@ import { InvalidInputError } from "../../errors.js";
  * absolute path, or InvalidInputError naming what was given. */
 export function checkPath(path: string): string {
   if (typeof path !== "string" || path.length === 0 || path === ":memory:" || path.startsWith("file:")) {
-    throw new InvalidInputError(`the SQLite store needs a file path, got ${JSON.stringify(path)} (in-memory databases and URIs are not supported: use a file in a temporary directory)`);
+    throw new InvalidInputError(
+      `the SQLite store needs a file path, got ${JSON.stringify(path)} (in-memory databases and URIs are not supported: use a file in a temporary directory)`,
+    );
   }
   return resolve(path);
 }

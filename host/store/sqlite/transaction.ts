@@ -13,9 +13,7 @@ import type { OffloadOperation } from "../offload-operation.js";
 import type { SqliteConnection } from "./driver.js";
 import { applyOperation } from "./operations.js";
 
-export type Settlement =
-  | { readonly ok: true; readonly value: unknown }
-  | { readonly ok: false; readonly error: PhronomyError };
+export type Settlement = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: PhronomyError };
 
 /** Commits `operations` in one transaction; one settlement per operation,
  * in order. Never throws. */

@@ -24,9 +24,12 @@ export function openVisitorConnection(path: string): SqliteConnection {
     connection = openSqlite(path, { readonly: true });
   } catch (error) {
     const missing = (error as { code?: unknown }).code === "SQLITE_CANTOPEN";
-    throw new StoreError(missing
-      ? `no store at ${path} to visit: a visitor never creates a store — open it as its owner (Phronomy.open, \`phronomy run\`) first`
-      : `cannot open the store at ${path} as a visitor: ${messageOf(error)}`, { cause: error });
+    throw new StoreError(
+      missing
+        ? `no store at ${path} to visit: a visitor never creates a store — open it as its owner (Phronomy.open, \`phronomy run\`) first`
+        : `cannot open the store at ${path} as a visitor: ${messageOf(error)}`,
+      { cause: error },
+    );
   }
   try {
     connection.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`);
@@ -43,13 +46,21 @@ function checkVisitable(path: string, connection: SqliteConnection): void {
   const state = readFileState(connection);
   if (state.applicationId !== applicationId) {
     const what = state.schemaObjects === 0 ? "an empty SQLite database" : `a SQLite database of another application (application_id ${state.applicationId})`;
-    throw new StoreError(`${path} is ${what}, not a Phronomy store; a visitor never creates or changes a store: point it at a store its owner created`, { details: { reason: "not_a_store", storePath: path } });
+    throw new StoreError(`${path} is ${what}, not a Phronomy store; a visitor never creates or changes a store: point it at a store its owner created`, {
+      details: { reason: "not_a_store", storePath: path },
+    });
   }
   if (state.userVersion > schemaVersion) {
-    throw new StoreError(`${path} was written by a newer Phronomy (store schema version ${state.userVersion}; this version reads ${schemaVersion}); upgrade Phronomy to visit it`, { details: { reason: "schema_newer", storePath: path } });
+    throw new StoreError(
+      `${path} was written by a newer Phronomy (store schema version ${state.userVersion}; this version reads ${schemaVersion}); upgrade Phronomy to visit it`,
+      { details: { reason: "schema_newer", storePath: path } },
+    );
   }
   if (state.userVersion < schemaVersion) {
-    throw new StoreError(`${path} has store schema version ${state.userVersion}, older than this Phronomy's ${schemaVersion}, and a visitor never migrates a store: its owner must migrate it — open it as its owner with this version (when no process owns it), then visit it`, { details: { reason: "schema_older", storePath: path } });
+    throw new StoreError(
+      `${path} has store schema version ${state.userVersion}, older than this Phronomy's ${schemaVersion}, and a visitor never migrates a store: its owner must migrate it — open it as its owner with this version (when no process owns it), then visit it`,
+      { details: { reason: "schema_older", storePath: path } },
+    );
   }
 }
 

@@ -27,9 +27,7 @@ export interface WorkerData {
   readonly port: MessagePort;
 }
 
-export type TransferredSettlement =
-  | { readonly ok: true; readonly value: unknown }
-  | { readonly ok: false; readonly error: TransferredError };
+export type TransferredSettlement = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: TransferredError };
 
 /** To the worker: commit this group (one transaction), checkpoint the
  * write-ahead log (docs/decisions/0050), or close. */

@@ -54,12 +54,19 @@ function serve(connection: SqliteConnection): void {
       groups.push(waiting);
       operations += waiting.count;
     }
-    const settlements = commitGroup(connection, groups.flatMap((group) => JSON.parse(group.operations) as OffloadOperation[])).map((settlement): TransferredSettlement =>
-      settlement.ok ? settlement : { ok: false, error: transferError(settlement.error) });
+    const settlements = commitGroup(
+      connection,
+      groups.flatMap((group) => JSON.parse(group.operations) as OffloadOperation[]),
+    ).map((settlement): TransferredSettlement => (settlement.ok ? settlement : { ok: false, error: transferError(settlement.error) }));
     const filesChanged = changedFiles();
     let offset = 0;
     for (const group of groups) {
-      reply({ type: "settled", group: group.group, settlements: JSON.stringify(settlements.slice(offset, offset + group.count)), ...(filesChanged ? { filesChanged } : {}) });
+      reply({
+        type: "settled",
+        group: group.group,
+        settlements: JSON.stringify(settlements.slice(offset, offset + group.count)),
+        ...(filesChanged ? { filesChanged } : {}),
+      });
       offset += group.count;
     }
     if (checkpointAfter) checkpoint(connection);
