@@ -38,7 +38,7 @@ import type { ControlLoop } from "./control-loop.js";
 import type { Conversations } from "./conversations.js";
 import { checkWithGuardrail, type OnBusyPolicy, type StartOptions } from "./options.js";
 import type { AgentEntry, StartRequest } from "./requests.js";
-import { Waiter, type Run } from "./run.js";
+import { Waiter, type Run, type Waiting } from "./run.js";
 import { asPhronomyError } from "./session.js";
 import { KeyedRetries } from "./keyed-retries.js";
 import { heldEpochOf, leasingStoreOf } from "./leases.js";
@@ -54,7 +54,9 @@ const ABORTED = "the start's signal was aborted";
 interface QueuedItem {
   readonly executionId: string;
   readonly agent: AgentEntry;
-  readonly waiter: Waiter;
+  /** Its Run's waiter; this process's own once the Run was handed to the
+   * follower of executions run elsewhere (`followElsewhere`). */
+  waiter: Waiter;
   readonly input: string;
   readonly inputMessages?: ConversationMessage[];
   readonly options: StartOptions;
@@ -74,6 +76,9 @@ interface QueuedItem {
   failures?: number;
   /** When it was known durable (`ConversationQueues.durableCount`). */
   durableNumber?: number;
+  /** Its Run was handed to the follower: it may run at another process,
+   * and its own waiter here may then never settle. */
+  elsewhere?: boolean;
 }
 
 interface Conversation {
@@ -108,6 +113,8 @@ export interface ConversationQueueHost {
   readonly conversations: Pick<Conversations, "hold" | "holding">;
   readonly closed: boolean;
   followExecution(agentId: string, executionId: string, waiter: Waiter): void;
+  /** The one follower of executions run elsewhere (durable-watch.ts). */
+  followElsewhere(agentId: string, executionId: string, waiter: Waiting): void;
   agentHandle(agentId: string): Agent | undefined;
 }
 
@@ -215,18 +222,40 @@ export class ConversationQueues {
     if (this.closed || !(error.code === "STORE" || notNow(error))) return false;
     const item = this.starting.get(request.executionId ?? "");
     if (item === undefined || item.waiter !== request.waiter || item.state !== "queued") return false;
-    // Refused for now while another process may hold its partition: told,
-    // as before (docs/decisions/0055; 0058 says what is left).
-    if (error.code !== "STORE" && heldEpochOf(this.environment.store, item.agent.id) === undefined) return false;
+    // Refused for now while another process may hold its partition: the
+    // message is still queued in the store and runs wherever the
+    // conversation is held next; its Run follows it there (decision 0058).
     this.starting.delete(item.executionId);
     this.items.set(item.executionId, item);
     this.conversationOf(item.agent.id).items.unshift(item);
+    // It keeps its place here (this process may take the conversation back,
+    // and then runs it first); it is started again when it does.
+    if (error.code !== "STORE" && heldEpochOf(this.environment.store, item.agent.id) === undefined) return this.followElsewhere(item);
     item.failures = (item.failures ?? 0) + 1;
     const delayMs = Math.min(headRetryMsMax, headRetryMsMin * 2 ** (item.failures - 1));
     setTimeout(() => {
       if (this.closed) return;
       this.environment.loop.post(() => this.startHead(item.agent), { label: `queued message ${item.executionId} started again` });
     }, delayMs).unref();
+    return true;
+  }
+
+  /** The store says another process holds the conversation now (on the
+   * loop): its messages queued here run there, and their Runs follow them. */
+  followQueuedElsewhere(agentId: string): void {
+    for (const item of this.conversations.get(agentId)?.items ?? []) if (item.state === "queued") this.followElsewhere(item);
+  }
+
+  /** The message may run at another process: its Run follows it wherever
+   * it runs, and the message keeps its place here under a waiter of this
+   * process's own (as a queue restored from the store has). True. */
+  private followElsewhere(item: QueuedItem): true {
+    const followed = item.waiter;
+    item.elsewhere = true;
+    item.waiter = new Waiter(item.agent.id, undefined);
+    item.waiter.knowExecutionId(item.executionId);
+    this.cancelDurablyOnFailure(item);
+    this.environment.followElsewhere(item.agent.id, item.executionId, followed);
     return true;
   }
 
@@ -337,6 +366,10 @@ export class ConversationQueues {
   observe(executionId: string, observer: Waiter): boolean {
     const item = this.items.get(executionId);
     if (item === undefined) return false;
+    if (item.elsewhere === true) {
+      this.environment.followElsewhere(item.agent.id, executionId, observer);
+      return true;
+    }
     observer.knowExecutionId(executionId);
     item.waiter.result.then(
       (result) => observer.resolve(result),
@@ -595,10 +628,12 @@ export class ConversationQueues {
     this.items.delete(head.executionId);
     if (!head.waiter.settled) {
       this.starting.set(head.executionId, head);
+      const waiter = head.waiter;
+      // Not once its Run was handed to the follower: it may be started again.
       const done = (): void => {
-        this.starting.delete(head.executionId);
+        if (this.starting.get(head.executionId) === head && head.waiter === waiter) this.starting.delete(head.executionId);
       };
-      head.waiter.result.then(done, done);
+      waiter.result.then(done, done);
     }
     if (conversation.items.length === 0) this.drop(conversation, agent.id);
     if (head.waiter.settled && conversation.items.length > 0) this.startHead(agent);
@@ -609,8 +644,12 @@ export class ConversationQueues {
    * cannot say or the process stops (it then stays queued). Once it ran,
    * its execution row exists and this writes nothing. */
   private cancelDurablyOnFailure(item: QueuedItem): void {
-    item.waiter.result.catch((error: unknown) => {
+    const waiter = item.waiter;
+    waiter.result.catch((error: unknown) => {
       const failure = asPhronomyError(error, "INTERNAL");
+      // A Run handed to the follower settles with the execution's end
+      // elsewhere: the message is this process's own waiter's to write.
+      if (waiter !== item.waiter) return;
       if (item.state === "cancelled" || this.items.has(item.executionId)) return;
       if (failure.code === "AGENT_BUSY") this.restoreLater(item.agent.id);
       if (KEPT_QUEUED.has(failure.code)) return;

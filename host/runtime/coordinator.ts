@@ -250,6 +250,11 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
     return [...this.executionIds.values()].filter((entry) => entry.agent === agent);
   }
 
+  /** The executions live here of the conversation, by its id. */
+  entriesOfAgentId(agentId: string): ExecutionEntry[] {
+    return [...this.executionIds.values()].filter((entry) => entry.agent.id === agentId);
+  }
+
   /** The live execution in this core slot, if any. */
   entryAt(slot: number): ExecutionEntry | undefined {
     return this.executions[slot];

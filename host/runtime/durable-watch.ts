@@ -5,6 +5,16 @@
 // it from a row) or suspends for approval (ApprovalRequiredError, exactly
 // as a local observer is told).
 //
+// It is also the one follower of executions that moved away: when the
+// store says this process lost a conversation's lease, every caller
+// waiting here on one of its executions — a start's Run whose execution
+// ran or was suspended here, a queued message's Run — is handed over
+// (`follow`), and settled from the row once the execution ends wherever
+// it runs next. A followed caller waits through "no row yet" (its message
+// is still queued: it gets a row when it is prepared or cancelled) and,
+// unless it is an exact observer, through a suspension (the start's Run
+// carries the real end, docs/decisions/0018).
+//
 // Rules kept here (the filer's waits of remote-resume.ts keep the same):
 // * One primary-key read per watched execution per poll; the interval
 //   doubles while nothing changes (an execution may run for minutes) and
@@ -17,10 +27,11 @@
 //   durable is touched.
 
 import { PhronomyError, RuntimeShutdownError } from "../errors.js";
+import type { ExecutionRow } from "../store/records.js";
 import type { ExecutionStore } from "../store/store.js";
 import { settleWaiterWithError, type DeliverySettings } from "./delivery.js";
 import { settleFromRow } from "./durable-outcome.js";
-import type { Waiter } from "./run.js";
+import type { Waiting } from "./run.js";
 import { BackoffPoller } from "./backoff-poller.js";
 
 /** Executions one environment watches at once. Each costs one small read
@@ -36,7 +47,10 @@ export const durableWatchPollMsMax = 2_000;
 interface DurableWatch {
   readonly executionId: string;
   readonly agentId: string;
-  readonly waiter: Waiter;
+  readonly waiter: Waiting;
+  /** Handed over by a lost lease: waits while the message is queued and,
+   * for a Run that is no exact observer, through a suspension. */
+  readonly untilEnd: boolean;
 }
 
 export class DurableWatches {
@@ -55,7 +69,19 @@ export class DurableWatches {
   ) {}
 
   /** Watches the execution's row until it ends or suspends. */
-  watch(executionId: string, agentId: string, waiter: Waiter): void {
+  watch(executionId: string, agentId: string, waiter: Waiting): void {
+    this.add({ executionId, agentId, waiter, untilEnd: false });
+  }
+
+  /** Follows an execution (or a message still queued under its id) that
+   * runs at another process now, until it ends. */
+  follow(executionId: string, agentId: string, waiter: Waiting): void {
+    if (waiter.settled) return;
+    this.add({ executionId, agentId, waiter, untilEnd: true });
+  }
+
+  private add(watch: DurableWatch): void {
+    const { executionId, agentId, waiter } = watch;
     const context = { executionId, agentId };
     if (this.closed) return settleWaiterWithError(waiter, new RuntimeShutdownError(`a wait for execution ${executionId}`, context), this.settings);
     if (this.watches.size >= durableWatchesMax) {
@@ -70,7 +96,7 @@ export class DurableWatches {
       );
     }
     waiter.knowExecutionId(executionId);
-    this.watches.add({ executionId, agentId, waiter });
+    this.watches.add(watch);
     this.poller.wake();
   }
 
@@ -101,8 +127,9 @@ export class DurableWatches {
   private async check(watch: DurableWatch): Promise<boolean> {
     try {
       const row = await this.store.getExecution(watch.executionId);
-      if (row !== undefined && row.status !== "terminal" && row.status !== "suspended") return false;
+      if (!ended(watch, row)) return false;
       this.watches.delete(watch);
+      if (watch.waiter.settled) return true;
       settleFromRow(watch.waiter, watch.executionId, row, this.settings);
       return true;
     } catch (error) {
@@ -112,4 +139,13 @@ export class DurableWatches {
       return false;
     }
   }
+}
+
+/** Whether the row settles the watch: ended, or suspended for one that is
+ * told so; a followed message with no row yet is still queued. */
+function ended(watch: DurableWatch, row: ExecutionRow | undefined): boolean {
+  if (watch.waiter.settled) return true;
+  if (row === undefined) return !watch.untilEnd;
+  if (row.status === "terminal") return true;
+  return row.status === "suspended" && (!watch.untilEnd || watch.waiter.observer);
 }

@@ -36,7 +36,7 @@ import {
   type ConversationDefinition,
 } from "./options.js";
 import { Tracer } from "./tracing.js";
-import { Waiter, type Run } from "./run.js";
+import { Waiter, type Run, type Waiting } from "./run.js";
 import { asPhronomyError } from "./session.js";
 import { settleFromRow } from "./durable-outcome.js";
 import { emitToWaiter, outcomeEventOf, rejectSuspendedObserver, resolveWaiter, settleWaiterWithError } from "./delivery.js";
@@ -54,6 +54,7 @@ import { startTiming } from "../store/start-timing.js";
 import type { AgentInput } from "./agent.js";
 import type { StartOptions } from "./options.js";
 import { DurableWatches } from "./durable-watch.js";
+import { followLostConversations } from "./lost-leases.js";
 import type { ApprovalRequest } from "./events.js";
 import { checkPruneOptions, Retention, type PruneOptions, type PruneReport, type RetentionOptions } from "./retention.js";
 import { pruningStoreOf } from "../store/prune.js";
@@ -183,6 +184,7 @@ export class Environment {
             recovers: () => environment.recoverOnDefine && !environment.closing,
             adopt: (agentId, name) => environment.conversations.adopt(agentId, name),
           }),
+        leasesLost: (agentIds) => environment.leasesLost(agentIds),
         inboxApplier: () => environment.inboxApplier,
         remoteStarts: () => environment.remoteStarts,
         runningAgents: () => coordinator.runningAgentIds(),
@@ -335,8 +337,7 @@ export class Environment {
                   new RuntimeShutdownError(`a wait for execution ${executionId}`, { executionId, agentId: row.agentId }),
                   settings,
                 );
-              this.durableWatches ??= new DurableWatches(this.store, settings);
-              this.durableWatches.watch(executionId, row.agentId, waiter);
+              this.follower().watch(executionId, row.agentId, waiter);
               return;
             }
             settleFromRow(waiter, executionId, row, settings);
@@ -545,6 +546,37 @@ export class Environment {
         resolveWaiter(waiter, result, outcomeEventOf(result), settings);
       },
       (error: unknown) => settleWaiterWithError(waiter, asPhronomyError(error, "INTERNAL"), settings),
+    );
+  }
+
+  /** @internal A caller waiting here on an execution (or a message queued
+   * under its id) that another process runs now: followed until it ends. */
+  followElsewhere(agentId: string, executionId: string, waiter: Waiting): void {
+    this.follower().follow(executionId, agentId, waiter);
+  }
+
+  /** The one follower of executions run elsewhere (durable-watch.ts). */
+  private follower(): DurableWatches {
+    this.durableWatches ??= new DurableWatches(this.store, this.coordinator.settings);
+    return this.durableWatches;
+  }
+
+  /** The store says this process lost the conversations' leases: every
+   * caller waiting here on one of their executions follows it to wherever
+   * it runs next (lost-leases.ts). */
+  private leasesLost(agentIds: readonly string[]): void {
+    if (this.closing) return;
+    this.loop.post(
+      () =>
+        followLostConversations(
+          {
+            entriesOfAgent: (agentId) => this.coordinator.entriesOfAgentId(agentId),
+            followQueuedElsewhere: (agentId) => this.queues.followQueuedElsewhere(agentId),
+            follow: (executionId, agentId, waiter) => this.followElsewhere(agentId, executionId, waiter),
+          },
+          agentIds,
+        ),
+      { label: `the callers of conversations whose lease moved away (${agentIds.join(", ")})` },
     );
   }
 

@@ -18,6 +18,9 @@ export interface SignalTargets {
   /** Partitions taken in the background: recover their conversations
    * (undefined: the store has no partitions). */
   readonly partitionsTaken: ((grants: readonly { readonly partition: number; readonly epoch: number }[]) => void) | undefined;
+  /** Conversations whose lease moved away: their callers waiting here
+   * follow their executions wherever those run next. */
+  leasesLost(agentIds: readonly string[]): void;
   inboxApplier(): InboxApplier | undefined;
   remoteStarts(): RemoteStarts | undefined;
   runningAgents(): Iterable<string>;
@@ -27,6 +30,7 @@ export function storeSignals(targets: SignalTargets): StoreSignals {
   return {
     leaseAcquired: (agentId, grant) => targets.takeOver(agentId, grant.epoch),
     partitionsAcquired: (grants) => targets.partitionsTaken?.(grants),
+    leasesLost: (agentIds) => targets.leasesLost(agentIds),
     approvalFiled: (agentId) => targets.inboxApplier()?.wake(agentId),
     startsFiled: () => targets.inboxApplier()?.startsFiled(),
     filedStartMoved: (executionId) => targets.remoteStarts()?.heard(executionId),

@@ -79,6 +79,11 @@ export interface StoreSignals {
   /** Partitions taken in the background; their unfinished executions are
    * recovered here (docs/decisions/0030). */
   partitionsAcquired(grants: readonly { readonly partition: number; readonly epoch: number }[]): void;
+  /** Conversations whose lease (or partition) this process no longer
+   * holds: taken over, expired under a stalled renewal, or given up by
+   * balancing. Their executions go on wherever they are taken next; the
+   * runtime's callers waiting here follow them there. */
+  leasesLost(agentIds: readonly string[]): void;
   /** A decision may wait in the approval inbox for a conversation held here. */
   approvalFiled(agentId: string): void;
   /** Starts may wait for partitions held here (docs/decisions/0047). */
@@ -98,6 +103,7 @@ export interface StoreSignals {
 export const quietSignals: StoreSignals = {
   leaseAcquired: () => undefined,
   partitionsAcquired: () => undefined,
+  leasesLost: () => undefined,
   approvalFiled: () => undefined,
   startsFiled: () => undefined,
   filedStartMoved: () => undefined,

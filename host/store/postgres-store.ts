@@ -240,6 +240,7 @@ export class PostgresStore implements ExecutionStore {
       {
         acquired: (agentId, grant) => this.signals.leaseAcquired(agentId, grant),
         partitionsAcquired: (grants) => this.signals.partitionsAcquired(grants),
+        lost: (agentIds) => this.signals.leasesLost(agentIds),
         afterPass: () => this.pollInbox(),
         closing: () => this.closing !== undefined,
         busy: () => this.busyPartitions(),

@@ -112,6 +112,7 @@ describe("lease races with itself (PostgreSQL)", () => {
     const book = new PartitionBook(pool, () => tickSession, "b", leaseMs, 1, {
       acquired: () => undefined,
       partitionsAcquired: () => undefined,
+      lost: () => undefined,
       afterPass: async () => undefined,
       closing: () => false,
       busy: () => new Set(),

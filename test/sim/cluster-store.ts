@@ -410,7 +410,7 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
   }
 
   private noteLost(agentId: string, epoch: number): void {
-    if (this.grants.get(agentId)?.grant.epoch === epoch) this.grants.delete(agentId);
+    if (this.grants.get(agentId)?.grant.epoch === epoch) this.lose(agentId);
   }
 
   /** Files a decision in the approval inbox table (the SQLite body). Only
@@ -458,7 +458,7 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     for (const agentId of [...this.asked].sort()) {
       const held = this.grants.get(agentId);
       const row = this.cluster.leases.get(agentId);
-      if (held !== undefined && !(row?.owner === this.owner && row.epoch === held.grant.epoch)) this.grants.delete(agentId);
+      if (held !== undefined && !(row?.owner === this.owner && row.epoch === held.grant.epoch)) this.lose(agentId);
       const taken = this.take(agentId);
       if (taken !== undefined && held?.grant.epoch !== taken.epoch) this.signals.leaseAcquired(agentId, taken);
     }
@@ -493,9 +493,16 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     const agentId = [...this.grants.keys()].sort()[0];
     if (agentId === undefined) return undefined;
     const row = this.cluster.leases.get(agentId);
-    this.grants.delete(agentId);
+    this.lose(agentId);
     if (row?.owner === this.owner) this.cluster.leases.set(agentId, { ...row, expiresAt: Date.now() });
     return agentId;
+  }
+
+  /** The lease is not held here any more: the runtime is told, as the
+   * partition book tells it of a partition taken or given up. */
+  private lose(agentId: string): void {
+    this.grants.delete(agentId);
+    this.signals.leasesLost([agentId]);
   }
 
   holdAdmissions(agentId: string, why: string | undefined): void {

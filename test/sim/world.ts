@@ -418,8 +418,12 @@ export class World {
       const line = `${violation.owner} prepared queued message ${violation.executionId} of ${violation.agentId} ahead of ${violation.passed.join(", ")} queued before it`;
       // Decision 0058, "Not done": a head told AGENT_BUSY while not held
       // here stays queued, and the process runs its later messages first.
+      // Or (docs/decisions/0063, open): a message queued by a former holder,
+      // restored behind one this process queued meanwhile.
       const toldBusy = violation.passed.every((id) =>
-        this.callers.some((caller) => caller.executionId === id && caller.outcome === "AGENT_BUSY" && !caller.heldWhenSettled),
+        this.callers.some(
+          (caller) => caller.executionId === id && ((caller.outcome === "AGENT_BUSY" && !caller.heldWhenSettled) || caller.process.owner !== violation.owner),
+        ),
       );
       if (toldBusy) this.knownOpen.push(`0058 not done: ${line}`);
       else this.problem(line);

@@ -70,6 +70,9 @@ export interface PartitionBookHooks {
   readonly acquired: (agentId: string, grant: leases.LeaseGrant) => void;
   /** Partitions taken in the background (after `acquired` for their agents). */
   readonly partitionsAcquired: (grants: readonly partitions.PartitionGrant[]) => void;
+  /** A partition held here was lost (taken over, expired, a write fenced)
+   * or given up by balancing: the agents asked for in it. */
+  readonly lost: (agentIds: readonly string[]) => void;
   readonly afterPass: () => Promise<void>;
   readonly closing: () => boolean;
   /** The partitions with an execution running here (admitted, not yet
@@ -371,7 +374,7 @@ export class PartitionBook {
   noteLost(agentId: string, epoch: unknown): boolean {
     const state = this.states[this.partitionOf(agentId)]!;
     if (state.grant === undefined || state.grant.epoch !== epoch) return false;
-    this.lose(state, `its partition at epoch ${String(epoch)} was lost (taken over by another process, or expired)`);
+    this.lose(this.partitionOf(agentId), `its partition at epoch ${String(epoch)} was lost (taken over by another process, or expired)`);
     return true;
   }
 
@@ -412,12 +415,15 @@ export class PartitionBook {
     state.admitUntil = sentAt + this.leaseMs * leases.admitFraction;
   }
 
-  private lose(state: PartitionState, why: string): void {
+  private lose(partition: number, why: string): void {
+    const state = this.states[partition]!;
     state.held = false;
     state.scanned = false;
     state.why = why;
     state.lapsedHere = false;
     state.details = { epoch: state.grant?.epoch };
+    const agentIds = [...this.asked].filter(([, asked]) => asked === partition).map(([agentId]) => agentId);
+    if (agentIds.length > 0) this.hooks.lost(agentIds);
   }
 
   /** Reports partitions taken after the start: the agents asked for in
@@ -505,7 +511,7 @@ export class PartitionBook {
         state.admitUntil = sentAt + this.leaseMs * leases.admitFraction;
         return;
       }
-      this.lose(state, `its partition ${row.partition} at epoch ${state.grant.epoch} was lost (now ${row.owner || "nobody"} at epoch ${row.epoch})`);
+      this.lose(row.partition, `its partition ${row.partition} at epoch ${state.grant.epoch} was lost (now ${row.owner || "nobody"} at epoch ${row.epoch})`);
     }
     if (state.held) return;
     state.details = { owner: row.owner, epoch: row.epoch, expiresAt: row.expiresAt };
@@ -557,7 +563,7 @@ export class PartitionBook {
     if (chosen.length < count && ++this.releaseDeferredTicks > busyReleaseDeferredTicksMax) chosen = held.slice(0, count);
     if (chosen.length === count) this.releaseDeferredTicks = 0;
     if (chosen.length === 0) return;
-    for (const grant of chosen) this.lose(this.states[grant.partition]!, `its partition ${grant.partition} was given to another process (balance)`);
+    for (const grant of chosen) this.lose(grant.partition, `its partition ${grant.partition} was given to another process (balance)`);
     await partitions.release(this.pool, this.owner, chosen).catch(() => undefined);
   }
 }

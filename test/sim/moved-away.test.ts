@@ -1,0 +1,109 @@
+// Callers left in a process whose conversation moved to another process
+// (docs/decisions/0063, "Found and fixed" 3 and 4): two real environments
+// on the simulated cluster store, on a fake clock. When the store says the
+// lease is lost (`leasesLost`), the start's Run of an execution suspended
+// here, and the Run of a message queued here, follow their executions to
+// the process that runs them now and settle with their real outcome —
+// never pending for ever, never AGENT_BUSY for a message that then ran.
+
+import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { z } from "zod";
+import { loadAiSdk } from "../../host/agent/ai-sdk.js";
+import { scriptedModel, type ScriptedTurn } from "../../host/agent/scripted-model.js";
+import { Phronomy, tool, type DefinedAgent, type Environment } from "../../host/index.js";
+import { Cluster, type ClusterStore } from "./cluster-store.js";
+
+const leaseMs = 3_000;
+
+interface Process {
+  readonly store: ClusterStore;
+  readonly environment: Environment;
+  readonly agent: DefinedAgent;
+}
+
+/** A model that asks for a refund (needs approval) on its first turn of a
+ * conversation's first message, and answers text after a tool result. */
+function refundingModel() {
+  return scriptedModel(({ messages }): ScriptedTurn => {
+    const afterTool = messages.some((message) => message.role === "tool");
+    const asks = messages.filter((message) => message.role === "user").length === 1;
+    return afterTool || !asks ? { text: "done" } : { toolCalls: [{ toolName: "refund", input: { orderId: "1" } }] };
+  });
+}
+
+async function open(cluster: Cluster, owner: string): Promise<Process> {
+  const store = cluster.storeFor(owner);
+  const environment = await Phronomy.open({ store, logger: { warn: () => undefined } });
+  const agent = environment.agent({
+    name: "support",
+    instructions: "You help.",
+    model: refundingModel(),
+    tools: {
+      refund: tool({ description: "Refunds an order", inputSchema: z.object({ orderId: z.string() }), needsApproval: true, execute: () => "refunded" }),
+    },
+  });
+  return { store, environment, agent };
+}
+
+/** p1 holds conversation c; p2 asked for it (refused), so it takes the
+ * lease over once p1 stops renewing past the lease. */
+async function moveAway(first: Process, second: Process): Promise<void> {
+  await expect(second.agent.conversation("c").start("hello from p2").result).rejects.toMatchObject({ code: "AGENT_BUSY" });
+  first.store.stalledUntil = Date.now() + leaseMs * 2;
+  await vi.advanceTimersByTimeAsync(leaseMs * 2 + leaseMs);
+}
+
+describe("a caller whose conversation moved to another process", () => {
+  beforeAll(async () => {
+    await loadAiSdk();
+  });
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval", "Date", "performance"] });
+    vi.setSystemTime(Date.UTC(2026, 0, 1));
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("follows an execution suspended here and ended at the process that took the conversation over", async () => {
+    const cluster = new Cluster(leaseMs, true);
+    const first = await open(cluster, "p1");
+    const second = await open(cluster, "p2");
+    const events: string[] = [];
+    const run = first.agent.conversation("c").start("refund order 1", { onEvent: (event) => void events.push(event.type) });
+    const executionId = await run.executionId;
+    await vi.advanceTimersByTimeAsync(100);
+    expect(cluster.execution(executionId)?.status).toBe("suspended");
+    await moveAway(first, second);
+    expect(cluster.leases.get("c")?.owner).toBe("p2");
+    const approvalId = (cluster.execution(executionId)?.approvalRequest as { approvalId: string }).approvalId;
+    const resumed = second.agent.conversation("c").resume(executionId, { approvalId, approved: true });
+    await vi.advanceTimersByTimeAsync(leaseMs);
+    await expect(resumed.result).resolves.toMatchObject({ outcome: "completed", output: "done" });
+    await vi.advanceTimersByTimeAsync(leaseMs);
+    await expect(run.result).resolves.toMatchObject({ executionId, outcome: "completed", output: "done" });
+    // The start's events ended with its suspension (docs/decisions/0018).
+    expect(events.at(-1)).toBe("approval_required");
+    await Promise.all([first.environment.close(), second.environment.close()]);
+  });
+
+  it("follows a message queued here to the process that ran it, instead of telling it AGENT_BUSY", async () => {
+    const cluster = new Cluster(leaseMs, true);
+    const first = await open(cluster, "p1");
+    const second = await open(cluster, "p2");
+    const suspended = first.agent.conversation("c").start("refund order 1");
+    const suspendedId = await suspended.executionId;
+    await vi.advanceTimersByTimeAsync(100);
+    const queued = first.agent.conversation("c").start("and then?", { onBusy: "enqueue" });
+    const queuedId = await queued.executionId;
+    await vi.advanceTimersByTimeAsync(100);
+    await moveAway(first, second);
+    const approvalId = (cluster.execution(suspendedId)?.approvalRequest as { approvalId: string }).approvalId;
+    await second.agent.conversation("c").resume(suspendedId, { approvalId, approved: true }).result;
+    await vi.advanceTimersByTimeAsync(leaseMs * 2);
+    expect(cluster.execution(queuedId)).toMatchObject({ status: "terminal", outcome: "completed" });
+    await expect(queued.result).resolves.toMatchObject({ executionId: queuedId, outcome: "completed", output: "done" });
+    await expect(suspended.result).resolves.toMatchObject({ executionId: suspendedId, outcome: "completed" });
+    await Promise.all([first.environment.close(), second.environment.close()]);
+  });
+});
