@@ -4,7 +4,7 @@
 // is checked before anything is admitted.
 
 import { InvalidInputError } from "../errors.js";
-import { assertLanguageModel, type LanguageModel, type ModelCallSettings } from "../agent/model.js";
+import { assertLanguageModel, MODEL_CALL_SETTING_KEYS, type LanguageModel, type ModelCallSettings } from "../agent/model.js";
 import { checkModelSettings } from "./model-settings.js";
 import { preloadAiSdk } from "../agent/ai-sdk.js";
 import type { ToolSet } from "../agent/tools.js";
@@ -262,16 +262,7 @@ export const AGENT_DEFINITION_KEYS = [
   "onBusy",
   "queueLimit",
   "onEvent",
-  "maxOutputTokens",
-  "temperature",
-  "topP",
-  "topK",
-  "presencePenalty",
-  "frequencyPenalty",
-  "seed",
-  "stopSequences",
-  "headers",
-  "providerOptions",
+  ...MODEL_CALL_SETTING_KEYS,
   "output",
   "maxRetries",
   "retryDelay",
