@@ -358,6 +358,13 @@ export class ConversationQueues {
     if (cancelled && starting !== undefined) {
       starting.state = "cancelled";
       settleWaiterWithError(starting.waiter, error, this.settings);
+      // Its preparation failed meanwhile and put it back at the head
+      // (`headFailed`): it leaves the queue, and the next message starts.
+      this.post(() => {
+        if (this.items.get(executionId) !== starting) return;
+        this.forget(starting);
+        this.startHead(starting.agent);
+      });
     }
     return cancelled;
   }
