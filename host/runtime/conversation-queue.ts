@@ -581,6 +581,8 @@ export class ConversationQueues {
               if (item.state === "cancelling") return item.onWritten?.(false);
               this.forget(item);
               settleWaiterWithError(item.waiter, asPhronomyError(error, "STORE"), this.settings);
+              // It may have been the head (an interrupt): the next one starts.
+              this.startHead(agent);
             }),
         );
     // One at a time unless the store commits writes in submission order.

@@ -130,15 +130,9 @@ export class Cluster {
     return reads.unfinishedExecutions(this.connection);
   }
 
-  /** Conversations a keyed start was queued in under an execution id
-   * already queued or run (its key's execution not found: a read failed):
-   * docs/decisions/0063, open. */
-  readonly keyQueuedTwice = new Set<string>();
-
   /** Holds a write until the world (or the microtask of `autoCommit`) settles it. */
   hold(handle: ClusterStore, operation: OffloadOperation, resolve: (value: unknown) => void, reject: (error: Error) => void): void {
     this.submitted += 1;
-    if (operation.type === "enqueueMessage" && this.knownId(operation.executionId)) this.keyQueuedTwice.add(operation.agentId);
     const write: PendingWrite = {
       number: this.submitted,
       handle,
@@ -153,14 +147,6 @@ export class Cluster {
     };
     this.pending.push(write);
     if (this.autoCommit) queueMicrotask(() => write.settle("commit"));
-  }
-
-  /** An execution id queued or run already. */
-  private knownId(executionId: string): boolean {
-    return (
-      this.execution(executionId) !== undefined
-      || this.connection.prepare("SELECT 1 FROM queued_messages WHERE execution_id = ?").get(executionId) !== undefined
-    );
   }
 
   /** For each queued message, the writes submitted when its enqueue

@@ -462,11 +462,10 @@ export class World {
     else this.liveness(caller.conversation, line);
   }
 
-  /** A liveness failure, known open when its conversation had a key queued
-   * twice (docs/decisions/0063, "Found and open"). */
+  /** A liveness failure, known open when its conversation's lease came
+   * back to a process with a stale entry (docs/decisions/0063, "Found and open"). */
   private liveness(conversation: string, line: string): void {
-    if (this.cluster.keyQueuedTwice.has(conversation)) this.knownOpen.push(`0063 open, a key queued twice in ${conversation}: ${line}`);
-    else if (this.cameBackStale(conversation)) this.knownOpen.push(`0063 open, a lease back at a process with a stale entry in ${conversation}: ${line}`);
+    if (this.cameBackStale(conversation)) this.knownOpen.push(`0063 open, a lease back at a process with a stale entry in ${conversation}: ${line}`);
     else this.problem(line);
   }
 
