@@ -80,7 +80,7 @@ export function apply(kind: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32,
     case MessageKind.AttachWaiter: return applyAttachWaiter(a, b, c);
     case MessageKind.SubmissionRefused: return applySubmissionRefused(a, b, c, d, e);
     case MessageKind.SetDraining: return applySetDraining(a);
-    case MessageKind.DischargeRecovery: return applyDischargeRecovery(a, b);
+    case MessageKind.DischargeRecovery: return applyDischargeRecovery(a, b, c);
     case MessageKind.DischargeAgentRecovery: return applyDischargeAgentRecovery(a, b);
     case MessageKind.CancelSuspended: return applyCancelSuspended(a, b, c);
     case MessageKind.CancelCommitReady: return applyCancelCommitReady(a, b, c, d, e, f);

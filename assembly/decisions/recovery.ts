@@ -106,16 +106,20 @@ function validateContinuation(exec: u32, continuation: u32): i32 {
 
 /** Releases an execution whose admission is `recovery_required` once the
  * operations of its abandoned session settled, so the host can install it
- * again from its durable row (`RecoveryInstall`). Administrative: a refusal
- * returns its code and emits nothing. Allowed while draining: it admits
- * nothing. */
-export function applyDischargeRecovery(exec: u32, generation: u32): i32 {
+ * again from its durable row (`RecoveryInstall`). Also one `suspended` here
+ * whose durable row the host read at a later revision (`rowRevision`, 0
+ * when none was read): its decision was applied at another process while
+ * that one held the conversation, and the suspension held here is stale
+ * (docs/decisions/0063). Administrative: a refusal returns its code and
+ * emits nothing. Allowed while draining: it admits nothing. */
+export function applyDischargeRecovery(exec: u32, generation: u32, rowRevision: u32): i32 {
   const check = checkExecution(exec, generation);
   if (check != ResultCode.Ok) return check;
   const agent = executionAgent(exec);
-  if (agentAdmission(agent) != AdmissionState.RecoveryRequired || agentExecutionPlusOne(agent) != exec + 1) {
-    return ResultCode.AdmissionStateMustMatch;
-  }
+  if (agentExecutionPlusOne(agent) != exec + 1) return ResultCode.AdmissionStateMustMatch;
+  const admission = agentAdmission(agent);
+  const superseded = admission == AdmissionState.Suspended && rowRevision > executionRevision(exec);
+  if (admission != AdmissionState.RecoveryRequired && !superseded) return ResultCode.AdmissionStateMustMatch;
   if (executionInFlight(exec) != 0) return ResultCode.NotQuiescent;
   // *Require recovery* failed every waiter; observers attached since then
   // would otherwise wait on a slot that no longer exists.

@@ -24,6 +24,8 @@ import type { AgentEntry } from "./requests.js";
 import { continuationNameOf, continuationOf, recoverAgent, type RecoveredExecution } from "./recovery.js";
 import { KeyedRetries } from "./keyed-retries.js";
 import { heldEpochOf, leasingStoreOf } from "./leases.js";
+import { releaseSupersededSuspensions } from "./superseded-suspensions.js";
+import type { Waiting } from "./run.js";
 
 /** What the recoveries use of their environment. */
 export interface AgentRecoveriesHost {
@@ -40,6 +42,8 @@ export interface AgentRecoveriesHost {
   /** The approval inbox's applier, once opened: decisions filed for an
    * agent wait while it recovers. */
   inboxApplier(): InboxApplier | undefined;
+  /** The follower of executions run elsewhere (durable-watch.ts). */
+  follow(agentId: string, executionId: string, waiter: Waiting): void;
 }
 
 /** Every recovery an environment runs, and the report of each agent's. */
@@ -231,6 +235,8 @@ export class AgentRecoveries {
     this.freedAt.delete(entry.id);
     this.queuedAtOpen.delete(entry.id);
     const held: RecoveredExecution[] = await this.releaseFinishedHolds(entry, unfinished);
+    // Suspended here, moved on at another process meanwhile: installed from the row.
+    await releaseSupersededSuspensions(this.host, entry, unfinished);
     for (const row of unfinished) {
       const live = this.host.coordinator.entryById(row.executionId);
       if (!live) rows.push(row);

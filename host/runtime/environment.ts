@@ -132,6 +132,7 @@ export class Environment {
       recoverOnDefine,
       closed: () => this.closed,
       inboxApplier: () => this.inboxApplier,
+      follow: (agentId, executionId, waiter) => this.followElsewhere(agentId, executionId, waiter),
     });
   }
 

@@ -67,6 +67,15 @@ describeDecisions("DischargeRecovery(exec, gen): accepted", ({ it, boot }) => {
     expect(core.snapshot()).toMatchObject({ liveExecutions: 0, admittingAgents: 0 });
   });
 
+  it("releases a suspended execution whose durable row is at a later revision (decided at another process)", async () => {
+    const core = await boot();
+    const run = core.suspended();
+    const revision = run.record.revision;
+    expect(core.apply(DISCHARGE, run.exec, run.generation, revision + 1)).toBe(ResultCode.Ok);
+    expect(core.effects().at(-1)).toEqual(effect.ReleaseExecution(run.exec, run.generation));
+    expect(run.agentRecord).toMatchObject({ admissionState: AdmissionState.None, executionSlotPlusOne: 0 });
+  });
+
   it("lets the agent admit a RecoveryInstall of the durable row again, in the freed slot's next generation", async () => {
     const core = await boot();
     const run = recoveryRequired(core);
@@ -175,6 +184,15 @@ describeDecisions("DischargeRecovery(exec, gen): refused, emitting nothing", ({ 
       expectRefusedQuietly(core, ResultCode.AdmissionStateMustMatch, run.exec, run.generation);
     });
   }
+
+  it("refuses a suspended execution whose durable row is at its own revision (or none was read)", async () => {
+    const core = await boot();
+    const run = core.suspended();
+    const before = core.snapshot();
+    expect(core.apply(DISCHARGE, run.exec, run.generation, run.record.revision)).toBe(ResultCode.AdmissionStateMustMatch);
+    expect(core.effects()).toEqual([]);
+    expect(core.snapshot()).toEqual(before);
+  });
 
   it("judges the admission before quiescence: an executing execution with work in flight is AdmissionStateMustMatch", async () => {
     const core = await boot();

@@ -127,7 +127,7 @@ function releasedGenerationRefused(step: Step): string | undefined {
 }
 
 /** An accepted `DischargeRecovery` released an execution that waited for
- * recovery with nothing in flight, and nothing else; a refused one changed
+ * recovery (or a suspension superseded by its row) with nothing in flight, and nothing else; a refused one changed
  * nothing and emitted nothing. */
 function dischargeReleasesOnlyQuiescentRecovery(step: Step): string | undefined {
   const [kind, slot, generation] = step.message;
@@ -140,7 +140,9 @@ function dischargeReleasesOnlyQuiescentRecovery(step: Step): string | undefined 
   const execution = step.before.executions[slot];
   const agent = execution ? step.before.agents[execution.agentSlotPlusOne - 1] : undefined;
   if (!execution || !agent) return `discharge of execution ${slot} accepted for a slot that was not live`;
-  if (agent.admissionState !== AdmissionState.RecoveryRequired) {
+  // Or suspended, its row read at a later revision (docs/decisions/0063).
+  const superseded = agent.admissionState === AdmissionState.Suspended && (step.message[3] ?? 0) > execution.revision;
+  if (agent.admissionState !== AdmissionState.RecoveryRequired && !superseded) {
     return `discharge of execution ${slot} accepted with admission ${agent.admissionState}`;
   }
   if (execution.inFlight !== 0) return `discharge of execution ${slot} accepted with ${execution.inFlight} operations in flight`;

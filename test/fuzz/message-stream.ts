@@ -556,28 +556,36 @@ export class MessageStream {
     const waiting = this.waitingForRecovery();
     if (waiting.length > 0 && intent.variant % 5 !== 0) {
       const live = waiting[intent.pick % waiting.length]!;
-      const record = this.tables?.executions[live.execution];
-      if (record) {
-        this.discharging = {
-          execution: live.execution,
-          generation: live.generation,
-          agent: live.agent,
-          agentGeneration: live.agentGeneration,
-          revision: record.revision,
-          status: record.status,
-          phase: record.phase,
-          flags: record.flags & ExecutionFlagMask.HostSettable,
-        };
-      }
+      this.noteDischarging(live);
       return message(MessageKind.DischargeRecovery, live.execution, live.generation);
     }
-    if (intent.variant % 13 === 4) return message(MessageKind.DischargeRecovery, intent.pick % 4, intent.noise % 3);
+    if (intent.variant % 13 === 4) return message(MessageKind.DischargeRecovery, intent.pick % 4, intent.noise % 3, intent.noise % 5);
     // Nothing waits for recovery: usually make something wait, else name
-    // any live or stale execution.
+    // any live or stale execution — sometimes with its durable row read at
+    // its revision or a later one (a suspension superseded elsewhere).
     if (intent.variant % 5 !== 0) return this.refuseContinuation(intent);
     const live = this.pickExecution(intent);
     if (!live) return this.start(intent);
-    return message(MessageKind.DischargeRecovery, live.execution, live.generation);
+    const record = this.tables?.executions[live.execution];
+    const rowRevision = record !== undefined && intent.variant % 3 === 0 ? record.revision + (intent.noise % 2) : 0;
+    if (rowRevision > 0) this.noteDischarging(live);
+    return message(MessageKind.DischargeRecovery, live.execution, live.generation, rowRevision);
+  }
+
+  /** The row a discharge of `live` would be installed again from. */
+  private noteDischarging(live: LiveExecution): void {
+    const record = this.tables?.executions[live.execution];
+    if (!record) return;
+    this.discharging = {
+      execution: live.execution,
+      generation: live.generation,
+      agent: live.agent,
+      agentGeneration: live.agentGeneration,
+      revision: record.revision,
+      status: record.status,
+      phase: record.phase,
+      flags: record.flags & ExecutionFlagMask.HostSettable,
+    };
   }
 
   /** A continuation no durable phase accepts (`None`, as the host names a

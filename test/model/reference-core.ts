@@ -288,7 +288,7 @@ export class ReferenceCore implements ControlMachine {
       case MessageKind.SetDraining:
         return this.setDraining(A);
       case MessageKind.DischargeRecovery:
-        return this.dischargeRecovery(A, B);
+        return this.dischargeRecovery(A, B, C);
       case MessageKind.DischargeAgentRecovery:
         return this.dischargeAgentRecovery(A, B);
       case MessageKind.CancelSuspended:
@@ -1117,14 +1117,15 @@ export class ReferenceCore implements ControlMachine {
   }
 
   /** Administrative: no draining check (it admits nothing). */
-  private dischargeRecovery(execSlot: number, generation: number): ResultCode {
+  private dischargeRecovery(execSlot: number, generation: number, rowRevision: number): ResultCode {
     const code = this.checkExecution(execSlot, generation);
     if (code !== ResultCode.Ok) return code;
     const exec = this.executionAt(execSlot);
     const agent = this.agentOf(exec);
-    if (agent.admissionState !== AdmissionState.RecoveryRequired || agent.executionSlotPlusOne !== execSlot + 1) {
-      return ResultCode.AdmissionStateMustMatch;
-    }
+    if (agent.executionSlotPlusOne !== execSlot + 1) return ResultCode.AdmissionStateMustMatch;
+    // A suspension here whose durable row moved on (docs/decisions/0063).
+    const superseded = agent.admissionState === AdmissionState.Suspended && rowRevision > exec.revision;
+    if (agent.admissionState !== AdmissionState.RecoveryRequired && !superseded) return ResultCode.AdmissionStateMustMatch;
     if (exec.inFlight !== 0) return ResultCode.NotQuiescent;
     this.failAttachedWaiters(execSlot, ResultCode.RehydrationRequired);
     this.releaseAdmission(agent);

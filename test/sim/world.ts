@@ -434,9 +434,9 @@ export class World {
    * process still alive settled, nothing waiting. */
   checkQuiet(): void {
     for (const row of this.cluster.unfinished())
-      this.liveness(row.agentId, `execution ${row.executionId} of ${row.agentId} is still ${row.status}/${row.phase} once the world is quiet`);
+      this.problem(`execution ${row.executionId} of ${row.agentId} is still ${row.status}/${row.phase} once the world is quiet`);
     for (const row of this.cluster.connection.prepare("SELECT execution_id, agent_id FROM queued_messages").all()) {
-      this.liveness(String(row["agent_id"]), `message ${String(row["execution_id"])} of ${String(row["agent_id"])} is still queued once the world is quiet`);
+      this.problem(`message ${String(row["execution_id"])} of ${String(row["agent_id"])} is still queued once the world is quiet`);
     }
     for (const caller of this.callers) this.checkCaller(caller);
   }
@@ -459,27 +459,7 @@ export class World {
     // another process, where its execution ended, is never told.
     if (id !== undefined && this.endedElsewhere(id, caller.process.owner))
       this.knownOpen.push(`0063 open, stranded waiter: ${line} (${id} ended at another process)`);
-    else this.liveness(caller.conversation, line);
-  }
-
-  /** A liveness failure, known open when its conversation's lease came
-   * back to a process with a stale entry (docs/decisions/0063, "Found and open"). */
-  private liveness(conversation: string, line: string): void {
-    if (this.cameBackStale(conversation)) this.knownOpen.push(`0063 open, a lease back at a process with a stale entry in ${conversation}: ${line}`);
     else this.problem(line);
-  }
-
-  /** The conversation's lease came back to a process that wrote one of
-   * its unfinished executions before another process wrote it since: the
-   * process's own entry of it is stale (docs/decisions/0063, open). */
-  private cameBackStale(conversation: string): boolean {
-    const holder = this.cluster.leases.get(conversation)?.owner;
-    return this.cluster.unfinished().some((row) => {
-      if (row.agentId !== conversation) return false;
-      const writers = this.cluster.committed.filter((write) => write.executionId === row.executionId).map((write) => write.owner);
-      const last = writers.lastIndexOf(holder ?? "");
-      return last >= 0 && writers.slice(last + 1).some((owner) => owner !== holder);
-    });
   }
 
   private endedElsewhere(executionId: string, owner: string): boolean {
