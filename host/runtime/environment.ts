@@ -116,7 +116,14 @@ export class Environment {
       conversationFreed: (agentId) => this.recoveries.conversationFreed(agentId),
       ownAgent: (agentId) => this.ownAgent(agentId),
       inboxListening: (agentId) => this.inboxApplier?.agentListening(agentId),
-      inboxSuspended: (agentId) => this.inboxApplier?.agentSuspended(agentId),
+      inboxSuspended: (agentId) => {
+        this.inboxApplier?.agentSuspended(agentId);
+        // Suspended after its lease was lost here (the suspension landed
+        // before anyone took the lease): whoever takes it decides it, and
+        // its callers here follow it (docs/decisions/0063).
+        const leasing = leasingStoreOf(store);
+        if (leasing !== undefined && leasing.heldEpochOf(agentId) === undefined) this.leasesLost([agentId]);
+      },
       inboxReady: (agentId, ready) => (ready ? this.inboxApplier?.agentReady(agentId) : this.inboxApplier?.agentNotReady(agentId)),
       reportRecovery: (agentId, report) => {
         report.catch(() => undefined);

@@ -23,21 +23,22 @@ interface Process {
 
 /** A model that asks for a refund (needs approval) on its first turn of a
  * conversation's first message, and answers text after a tool result. */
-function refundingModel() {
-  return scriptedModel(({ messages }): ScriptedTurn => {
+function refundingModel(gate?: Promise<void>) {
+  return scriptedModel(async ({ messages }): Promise<ScriptedTurn> => {
+    await gate;
     const afterTool = messages.some((message) => message.role === "tool");
     const asks = messages.filter((message) => message.role === "user").length === 1;
     return afterTool || !asks ? { text: "done" } : { toolCalls: [{ toolName: "refund", input: { orderId: "1" } }] };
   });
 }
 
-async function open(cluster: Cluster, owner: string): Promise<Process> {
+async function open(cluster: Cluster, owner: string, gate?: Promise<void>): Promise<Process> {
   const store = cluster.storeFor(owner);
   const environment = await Phronomy.open({ store, logger: { warn: () => undefined } });
   const agent = environment.agent({
     name: "support",
     instructions: "You help.",
-    model: refundingModel(),
+    model: refundingModel(gate),
     tools: {
       refund: tool({ description: "Refunds an order", inputSchema: z.object({ orderId: z.string() }), needsApproval: true, execute: () => "refunded" }),
     },
@@ -84,6 +85,38 @@ describe("a caller whose conversation moved to another process", () => {
     await expect(run.result).resolves.toMatchObject({ executionId, outcome: "completed", output: "done" });
     // The start's events ended with its suspension (docs/decisions/0018).
     expect(events.at(-1)).toBe("approval_required");
+    await Promise.all([first.environment.close(), second.environment.close()]);
+  });
+
+  it("follows an execution that suspended here after its lease was given up, and ended at the process that took it", async () => {
+    const cluster = new Cluster(leaseMs, true);
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => {
+      answer = resolve;
+    });
+    const first = await open(cluster, "p1", answered);
+    const second = await open(cluster, "p2");
+    const run = first.agent.conversation("c").start("refund order 1");
+    // Settled while p2 still holds the conversation: not only once p1
+    // takes it back (its recovery then lets the stale suspension go).
+    let holderWhenSettled: string | undefined;
+    void run.result.finally(() => (holderWhenSettled = cluster.leases.get("c")?.owner));
+    const executionId = await run.executionId;
+    // A partition move while the model call runs; the suspension still
+    // lands (nobody took the lease yet) — and nothing tells the caller.
+    expect(first.store.giveUpLease()).toBe("c");
+    await vi.advanceTimersByTimeAsync(10);
+    answer();
+    await vi.advanceTimersByTimeAsync(100);
+    expect(cluster.execution(executionId)?.status).toBe("suspended");
+    await second.agent.conversation("c").start("hello from p2", { onBusy: "enqueue" }).executionId;
+    expect(cluster.leases.get("c")?.owner).toBe("p2");
+    await vi.advanceTimersByTimeAsync(leaseMs);
+    const approvalId = (cluster.execution(executionId)?.approvalRequest as { approvalId: string }).approvalId;
+    await expect(second.agent.conversation("c").resume(executionId, { approvalId, approved: true }).result).resolves.toMatchObject({ outcome: "completed" });
+    await vi.advanceTimersByTimeAsync(leaseMs);
+    await expect(run.result).resolves.toMatchObject({ executionId, outcome: "completed", output: "done" });
+    expect(holderWhenSettled).toBe("p2");
     await Promise.all([first.environment.close(), second.environment.close()]);
   });
 

@@ -454,22 +454,7 @@ export class World {
       else this.problem(line);
     }
     if (!caller.process.alive || caller.settlements > 0 || !this.bornHere(caller)) return;
-    const line = `${caller.label} never settled`;
-    // Open (0063): a waiter left in a process whose conversation moved to
-    // another process, where its execution ended, is never told.
-    if (id !== undefined && this.endedElsewhere(id, caller.process.owner))
-      this.knownOpen.push(`0063 open, stranded waiter: ${line} (${id} ended at another process)`);
-    else this.problem(line);
-  }
-
-  private endedElsewhere(executionId: string, owner: string): boolean {
-    if (this.cluster.execution(executionId)?.status !== "terminal") return false;
-    const ending = this.cluster.committed
-      .filter(
-        (write) => write.executionId === executionId && (write.type === "terminalCommit" || write.type === "prepareExecution" || write.type === "cancelQueued"),
-      )
-      .at(-1);
-    return ending !== undefined && ending.owner !== owner;
+    this.problem(`${caller.label} never settled`);
   }
 
   private ranOrQueued(executionId: string): boolean {
