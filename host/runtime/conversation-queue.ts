@@ -28,7 +28,7 @@ import type { ConversationMessage } from "../agent/messages.js";
 import { persistedInput, redactedStartInput, storedStartInput } from "./start-input.js";
 import { MessageKind as M } from "../../assembly/abi.js";
 import { AgentBusyError, CancellationError, InvalidInputError, RuntimeShutdownError, type PhronomyError } from "../errors.js";
-import { QUEUE_LIMIT_DEFAULT, queueStoreOf, type QueueStore, type QueuedMessage } from "../store/queue.js";
+import { QUEUE_LIMIT_DEFAULT, queueStoreOf, type EnqueueMessageResult, type QueueStore, type QueuedMessage } from "../store/queue.js";
 import type { Json } from "../store/records.js";
 import { configOf, type Coordinator } from "./coordinator.js";
 import { settleWaiterWithError } from "./delivery.js";
@@ -76,6 +76,8 @@ interface QueuedItem {
   failures?: number;
   /** When it was known durable (`ConversationQueues.durableCount`). */
   durableNumber?: number;
+  /** Its durable order key (`QueuedMessage.seq`), once known. */
+  seq?: number;
   /** Its Run was handed to the follower: it may run at another process,
    * and its own waiter here may then never settle. */
   elsewhere?: boolean;
@@ -405,6 +407,7 @@ export class ConversationQueues {
             if (this.items.has(message.executionId) || this.starting.has(message.executionId)) continue;
             const item = this.restoredItem(agent, message);
             conversation.items.push(item);
+            placeBySeq(conversation.items, item);
           }
           this.startHead(agent);
           resolve();
@@ -575,7 +578,7 @@ export class ConversationQueues {
           at: this.settings.now(),
         })
         .then(
-          () => this.post(() => this.written(item, front)),
+          (result) => this.post(() => this.written(item, front, result)),
           (error: unknown) =>
             this.post(() => {
               if (item.state === "cancelling") return item.onWritten?.(false);
@@ -595,13 +598,34 @@ export class ConversationQueues {
   }
 
   /** The enqueue committed (on the loop). */
-  private written(item: QueuedItem, front: boolean): void {
+  private written(item: QueuedItem, front: boolean, result: EnqueueMessageResult | undefined): void {
     item.waiter.knowExecutionId(item.executionId);
+    item.seq = result?.seq;
+    placeBySeq(this.conversations.get(item.agent.id)?.items ?? [], item);
     if (item.state === "cancelling") return item.onWritten?.(true);
     item.state = "queued";
     item.durableNumber = ++this.durableCount;
     if (front) this.interruptRunning(item.agent);
+    // Messages ahead of it in the store that this process does not know
+    // (queued by the process that held the conversation before): read
+    // first, so that it does not pass them (docs/decisions/0063).
+    if (result !== undefined && this.unknownAhead(item, result.position)) return this.restoreAhead(item.agent);
     this.startHead(item.agent);
+  }
+
+  /** Fewer messages known ahead of the item here than the store's
+   * `position` says are ahead of it. */
+  private unknownAhead(item: QueuedItem, position: number): boolean {
+    const items = this.conversations.get(item.agent.id)?.items ?? [];
+    const ahead = items.slice(0, Math.max(0, items.indexOf(item))).filter((other) => other.state !== "writing").length;
+    const starting = [...this.starting.values()].filter((other) => other.agent === item.agent).length;
+    return ahead + starting < position - 1;
+  }
+
+  /** The conversation's queue read and merged in durable order, its head
+   * held meanwhile. */
+  private restoreAhead(agent: AgentEntry): void {
+    this.holdWhile(agent.id, () => this.restore(agent)).catch(() => this.restoreLater(agent.id));
   }
 
   /** Starts the conversation's head through the core (on the loop). The
@@ -710,6 +734,7 @@ export class ConversationQueues {
       options: optionsOf(message.config),
       state: "queued",
       durableNumber: ++this.durableCount,
+      seq: message.seq,
     };
     this.items.set(item.executionId, item);
     this.cancelDurablyOnFailure(item);
@@ -721,6 +746,26 @@ export class ConversationQueues {
       `[phronomy] queued message ${item.executionId} of agent "${item.agent.id}" could not be written terminal: ${error instanceof Error ? error.message : String(error)}`,
     );
   }
+}
+
+/** Moves the item, if in `items`, to its durable place among the items
+ * whose order key is known (docs/decisions/0063): after every one with a
+ * lower `seq`, before every one with a higher. */
+function placeBySeq(items: QueuedItem[], item: QueuedItem): void {
+  const index = items.indexOf(item);
+  const seq = item.seq;
+  if (index < 0 || seq === undefined) return;
+  let lastLower = -1;
+  let firstHigher = items.length;
+  items.forEach((other, at) => {
+    if (other === item || other.seq === undefined) return;
+    if (other.seq < seq) lastLower = at;
+    else if (other.seq > seq && at < firstHigher) firstHigher = at;
+  });
+  if (index > lastLower && index < firstHigher) return;
+  items.splice(index, 1);
+  // Removed from before the last lower one, or after the first higher one.
+  items.splice(index <= lastLower ? lastLower : firstHigher, 0, item);
 }
 
 /** A refusal that says "not here, not now" (the partition's lease not

@@ -415,18 +415,9 @@ export class World {
     }
     this.committedChecked = this.cluster.committed.length;
     for (const violation of this.cluster.queueOrderViolations.splice(0)) {
-      const line = `${violation.owner} prepared queued message ${violation.executionId} of ${violation.agentId} ahead of ${violation.passed.join(", ")} queued before it`;
-      // Decision 0058, "Not done": a head told AGENT_BUSY while not held
-      // here stays queued, and the process runs its later messages first.
-      // Or (docs/decisions/0063, open): a message queued by a former holder,
-      // restored behind one this process queued meanwhile.
-      const toldBusy = violation.passed.every((id) =>
-        this.callers.some(
-          (caller) => caller.executionId === id && ((caller.outcome === "AGENT_BUSY" && !caller.heldWhenSettled) || caller.process.owner !== violation.owner),
-        ),
+      this.problem(
+        `${violation.owner} prepared queued message ${violation.executionId} of ${violation.agentId} ahead of ${violation.passed.join(", ")} queued before it`,
       );
-      if (toldBusy) this.knownOpen.push(`0058 not done: ${line}`);
-      else this.problem(line);
     }
   }
 
@@ -446,12 +437,7 @@ export class World {
   private checkCaller(caller: Caller): void {
     const id = caller.executionId;
     if (caller.outcome === "AGENT_BUSY" && caller.key === undefined && id !== undefined && this.ranOrQueued(id)) {
-      const line = `${caller.label} was refused AGENT_BUSY, yet execution ${id} ${this.cluster.execution(id)?.outcome ?? "is queued"}`;
-      // Decision 0058, "Not done": a queue head refused for now while this
-      // process does not hold the conversation is told AGENT_BUSY and runs
-      // at whoever holds it next (another process, or this one later).
-      if (!caller.heldWhenSettled) this.knownOpen.push(`0058 not done: ${line}`);
-      else this.problem(line);
+      this.problem(`${caller.label} was refused AGENT_BUSY, yet execution ${id} ${this.cluster.execution(id)?.outcome ?? "is queued"}`);
     }
     if (!caller.process.alive || caller.settlements > 0 || !this.bornHere(caller)) return;
     this.problem(`${caller.label} never settled`);
