@@ -99,9 +99,6 @@ describe("the whole host, simulated", () => {
       // Every failing seed is listed; the first one's steps are printed.
       const failures: string[] = [];
       let firstFailure: string | undefined;
-      // Violations of invariants the runtime is known not to keep yet
-      // (docs/decisions/0063, "Open"): listed, and failures under SIM_STRICT=1.
-      const knownOpen: string[] = [];
       for (let index = 0; index < SEEDS; index += 1) {
         const seed = (BASE_SEED + index) >>> 0;
         let world: World;
@@ -110,7 +107,6 @@ describe("the whole host, simulated", () => {
         } catch (error) {
           throw new Error(`sim seed ${seed} threw: ${error instanceof Error ? error.stack : String(error)}\nreplay: ${replay(seed)}`);
         }
-        for (const line of world.knownOpen) knownOpen.push(`seed ${seed}: ${line}`);
         if (world.problems.length > 0) {
           failures.push(`seed ${seed}: ${world.problems[0]}`);
           firstFailure ??= `sim seed ${seed} — replay: ${replay(seed)}\n${world.problems.join("\n")}\nlast steps:\n${world.log.slice(-80).join("\n")}`;
@@ -121,9 +117,6 @@ describe("the whole host, simulated", () => {
         for (const caller of world.callers) outcomes[caller.outcome ?? "unsettled"] = (outcomes[caller.outcome ?? "unsettled"] ?? 0) + 1;
       }
       const seconds = Number(process.hrtime.bigint() - began) / 1e9;
-      if (knownOpen.length > 0)
-        console.log(`[sim] ${knownOpen.length} known-open violations (docs/decisions/0063; SIM_STRICT=1 fails on them):\n${knownOpen.slice(0, 20).join("\n")}`);
-      if (process.env["SIM_STRICT"]) failures.push(...knownOpen);
       if (failures.length > 0) console.log(`[sim] ${failures.length} failing seeds:\n${failures.join("\n")}`);
       expect(failures, firstFailure).toEqual([]);
       console.log(

@@ -93,9 +93,6 @@ export class World {
   readonly processes: SimProcess[];
   readonly log: string[] = [];
   readonly problems: string[] = [];
-  /** Violations of the invariants the runtime is known not to keep yet,
-   * each named after its open issue (docs/decisions/0063, "Open"). */
-  readonly knownOpen: string[] = [];
   readonly models: Waiting<ScriptedTurn>[] = [];
   readonly tools: Waiting<unknown>[] = [];
   readonly callers: Caller[] = [];
