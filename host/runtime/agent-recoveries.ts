@@ -17,7 +17,7 @@ import type { ExecutionRow } from "../store/records.js";
 import { queueReaderOf, queueStoreOf } from "../store/queue.js";
 import type { ControlLoop } from "./control-loop.js";
 import type { Coordinator } from "./coordinator.js";
-import type { Conversations } from "./conversations.js";
+import type { ConversationHost, Conversations } from "./conversations.js";
 import type { ConversationQueues } from "./conversation-queue.js";
 import type { InboxApplier } from "./approval-inbox.js";
 import type { AgentEntry } from "./requests.js";
@@ -499,4 +499,23 @@ const queuedReportedMax = 1_000;
 /** Why a held execution could not be released yet. */
 function stillSettlingReason(code: number): string {
   return `${resultCodeName(code)}: its abandoned session still has operations in flight here; call env.recover() again once they settled`;
+}
+
+/** The conversations' hooks into the recoveries (`ConversationHost`):
+ * the one scan, a first use's rows recovered, a conversation freed, and
+ * its report. */
+export function recoveryHooksOf(
+  recoveries: () => AgentRecoveries,
+): Pick<ConversationHost, "unfinishedByAgent" | "unfinishedReadAt" | "queuedAtOpen" | "recoverEntry" | "conversationFreed" | "reportRecovery"> {
+  return {
+    unfinishedByAgent: () => recoveries().unfinishedByAgent(),
+    unfinishedReadAt: () => recoveries().unfinishedReadAt,
+    queuedAtOpen: () => recoveries().queuedAtOpen,
+    recoverEntry: (entry, rows, readAt) => recoveries().recoverAgentEntry(entry, undefined, rows, readAt),
+    conversationFreed: (agentId) => recoveries().conversationFreed(agentId),
+    reportRecovery: (agentId, report) => {
+      report.catch(() => undefined);
+      recoveries().report(agentId, report);
+    },
+  };
 }
