@@ -163,6 +163,13 @@ export class ControlCore implements ControlMachine {
     return this.exports.continuationPhase(continuation, phase);
   }
 
+  /** The cause byte of the conversation in `slot`: its RecoveryCause
+   * while recovering, its HoldCause while held (docs/decisions/0062). */
+  conversationCause(slot: number): number {
+    const at = this.exports.conversationTablePointer() + slot * ConversationRecord.Size + ConversationRecord.Cause;
+    return new DataView(this.exports.memory.buffer).getUint8(at);
+  }
+
   /** The conversation table entry for `(phase, event)`; 0 when undefined. */
   conversationTransition(phase: number, event: number): number {
     return this.exports.conversationTransition(phase, event);

@@ -71,6 +71,9 @@ export interface ConversationHost {
   reportRecovery(agentId: string, report: Promise<RecoveredExecution[]>): void;
 }
 
+/** What asks for a conversation's first recovery. */
+type FirstRecoveryCause = RecoveryCause.OpenScan | RecoveryCause.FirstUse;
+
 interface Conversation {
   readonly id: string;
   readonly kind: DefinitionKind;
@@ -84,6 +87,9 @@ interface Conversation {
   /** Kept while defined (an `env.agent({ id })` on a leasing store), or
    * while its lease is another process's (retried, then taken over). */
   pinned: boolean;
+  /** What asked for its first recovery: the open scan (its definition) or
+   * a first use (docs/decisions/0062). */
+  readonly cause: FirstRecoveryCause;
 }
 
 export class Conversations {
@@ -166,11 +172,15 @@ export class Conversations {
 
   /** Counts one operation on the conversation; `done` ends it. The entry
    * promise rejects when registration failed (AgentsFull, core failure). */
-  use(agentId: string, kind: DefinitionKind): { readonly entry: Promise<AgentEntry>; readonly done: () => void } {
+  use(
+    agentId: string,
+    kind: DefinitionKind,
+    cause: FirstRecoveryCause = RecoveryCause.FirstUse,
+  ): { readonly entry: Promise<AgentEntry>; readonly done: () => void } {
     this.checkOwnership(agentId, kind);
     let conversation = this.live.get(agentId);
     if (conversation === undefined || conversation.failed) {
-      conversation = this.open(agentId, kind);
+      conversation = this.open(agentId, kind, cause);
       this.live.set(agentId, conversation);
     }
     conversation.users += 1;
@@ -268,8 +278,8 @@ export class Conversations {
     }
   }
 
-  private open(agentId: string, kind: DefinitionKind): Conversation {
-    const conversation: Conversation = { id: agentId, kind, users: 0, ready: undefined as never, entry: undefined, failed: false, pinned: false };
+  private open(agentId: string, kind: DefinitionKind, cause: FirstRecoveryCause): Conversation {
+    const conversation: Conversation = { id: agentId, kind, users: 0, ready: undefined as never, entry: undefined, failed: false, pinned: false, cause };
     conversation.ready = this.prepare(conversation);
     conversation.ready.catch(() => {
       conversation.failed = true;
@@ -302,7 +312,7 @@ export class Conversations {
     const queued = this.host.queuedAtOpen();
     const facts = recoveryFactsOf(leasing, conversation.id, { inScan: scan.has(conversation.id), queuedAtOpen: queued.has(conversation.id), scanReadAt });
     const scanned = scan.get(conversation.id) ?? [];
-    const order = await this.onLoop(conversation, () => this.requestRecovery(entry, conversation.pinned, facts, scanned.length));
+    const order = await this.onLoop(conversation, () => this.requestRecovery(entry, conversation, facts, scanned.length));
     scan.delete(conversation.id);
     queued.delete(conversation.id);
     if (!order.finished) {
@@ -351,10 +361,10 @@ export class Conversations {
    * answers with the epoch and the rows to read. A recovery with nothing
    * to read or restore (the scan found no rows, the queue is not read) is
    * finished in the same turn. */
-  private requestRecovery(entry: AgentEntry, pinned: boolean, facts: number, scannedRows: number): RecoveryOrder & { readonly finished: boolean } {
-    this.tellOwnership(entry, true, pinned);
+  private requestRecovery(entry: AgentEntry, conversation: Conversation, facts: number, scannedRows: number): RecoveryOrder & { readonly finished: boolean } {
+    this.tellOwnership(entry, true, conversation.pinned);
     const { coordinator } = this.host;
-    const code = coordinator.apply(M.RecoveryRequested, entry.slot, entry.generation, RecoveryCause.FirstUse, facts);
+    const code = coordinator.apply(M.RecoveryRequested, entry.slot, entry.generation, conversation.cause, facts);
     if (code !== ResultCode.Ok) throw errorForCode(code, { agentId: entry.id });
     const order = recoveryOrderOf(coordinator.settings.core);
     const nothing = order.rows === RowsPolicy.Nothing || (order.rows === RowsPolicy.FromScan && scannedRows === 0);
@@ -456,7 +466,7 @@ export class Conversations {
     const wanted = ids.filter((agentId) => scan.has(agentId) || queued.has(agentId) || (leasing && kind.name === undefined));
     const reports = await Promise.all(
       wanted.map(async (agentId) => {
-        await this.touch(agentId, kind);
+        await this.touch(agentId, kind, RecoveryCause.OpenScan);
         const report = this.reports.get(agentId) ?? [];
         this.reports.delete(agentId);
         return report;
@@ -468,7 +478,9 @@ export class Conversations {
   /** A partition taken over (docs/decisions/0030) holds unfinished work of
    * this conversation: it is prepared here, which reads and recovers it,
    * unless it is live already (the store reported it as a takeover) or
-   * its definition is not defined here (its rows wait for it). */
+   * its definition is not defined here (its rows wait for it). Its first
+   * use asks the core with the fact that the partition's rows were read
+   * when it was taken (`PartitionScanned`). */
   async adopt(agentId: string, definitionName: string | undefined): Promise<void> {
     if (this.live.has(agentId)) return;
     const kind = this.kindOf(agentId, definitionName);
@@ -481,8 +493,8 @@ export class Conversations {
 
   /** Prepares the conversation (registration, lease, recovery) without a
    * start; it is let go afterwards if idle. */
-  private async touch(agentId: string, kind: DefinitionKind): Promise<void> {
-    const use = this.use(agentId, kind);
+  private async touch(agentId: string, kind: DefinitionKind, cause: FirstRecoveryCause = RecoveryCause.FirstUse): Promise<void> {
+    const use = this.use(agentId, kind, cause);
     try {
       await use.entry;
     } finally {
