@@ -203,7 +203,7 @@ export class ConversationQueues {
     if (!this.pumped.has(request)) return false;
     this.pumped.delete(request);
     const item = this.items.get(request.executionId ?? "");
-    if (item !== undefined) this.conversationOf(item.agent.id).items.unshift(item);
+    if (item !== undefined) this.putBack(item);
     return true;
   }
 
@@ -227,7 +227,7 @@ export class ConversationQueues {
     // conversation is held next; its Run follows it there (decision 0058).
     this.starting.delete(item.executionId);
     this.items.set(item.executionId, item);
-    this.conversationOf(item.agent.id).items.unshift(item);
+    this.putBack(item);
     // It keeps its place here (this process may take the conversation back,
     // and then runs it first); it is started again when it does.
     if (error.code !== "STORE" && heldEpochOf(this.environment.store, item.agent.id) === undefined) return this.followElsewhere(item);
@@ -398,6 +398,7 @@ export class ConversationQueues {
             if (this.items.has(message.executionId) || this.starting.has(message.executionId)) continue;
             const item = this.restoredItem(agent, message);
             conversation.items.push(item);
+            this.counted(agent, 1);
           }
           this.startHead(agent);
           resolve();
@@ -484,12 +485,45 @@ export class ConversationQueues {
     return conversation;
   }
 
+  /** A head taken from the queue is its head again. */
+  private putBack(item: QueuedItem): void {
+    this.conversationOf(item.agent.id).items.unshift(item);
+    this.counted(item.agent, 1);
+  }
+
+  /** Tells the core a change of the conversation's queue (on the loop), so
+   * the messages it counts queued are the host's (docs/decisions/0062):
+   * a conversation is let go only once its count is zero. */
+  private counted(agent: AgentEntry, change: 1 | -1): void {
+    const { coordinator } = this.environment;
+    if (change > 0) coordinator.apply(M.MessageQueued, agent.slot, agent.generation, change);
+    else coordinator.apply(M.MessageLeft, agent.slot, agent.generation);
+  }
+
+  /** Where the core's count of queued messages differs from this queue's
+   * (for tests: the simulation checks it after every step). Empty while
+   * they agree, and once closed (the core is not told of a close). */
+  countDrift(): string[] {
+    if (this.closed) return [];
+    const drift: string[] = [];
+    const { coordinator } = this.environment;
+    for (const entry of coordinator.agentEntries()) {
+      const items = this.conversations.get(entry.id)?.items.filter((item) => item.agent === entry) ?? [];
+      const counted = coordinator.settings.core.conversation(entry.slot).queued;
+      if (counted !== items.length) drift.push(`conversation "${entry.id}": ${items.length} message(s) queued here, ${counted} counted by the core`);
+    }
+    return drift;
+  }
+
   private forget(item: QueuedItem): void {
     this.items.delete(item.executionId);
     const conversation = this.conversations.get(item.agent.id);
     if (conversation === undefined) return;
     const index = conversation.items.indexOf(item);
-    if (index >= 0) conversation.items.splice(index, 1);
+    if (index >= 0) {
+      conversation.items.splice(index, 1);
+      this.counted(item.agent, -1);
+    }
     if (conversation.items.length === 0) this.drop(conversation, item.agent.id);
   }
 
@@ -545,6 +579,7 @@ export class ConversationQueues {
     const conversation = this.conversationOf(agent.id);
     if (front) conversation.items.unshift(item);
     else conversation.items.push(item);
+    this.counted(agent, 1);
     this.items.set(executionId, item);
     this.cancelDurablyOnFailure(item);
     const signal = request.options.signal;
@@ -604,6 +639,7 @@ export class ConversationQueues {
     if (conversation === undefined || head === undefined || head.state !== "queued") return;
     if (head.options.signal?.aborted) return this.cancelAborted(head);
     conversation.items.shift();
+    this.counted(agent, -1);
     const timeoutMs = head.options.timeoutMs ?? agent.definition.timeoutMs;
     // Its running-time budget starts now, when it leaves the queue.
     const request: StartRequest = {

@@ -236,6 +236,11 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
     this.agentsBySlot[entry.slot] = entry;
   }
 
+  /** The agents with a core entry now. */
+  agentEntries(): AgentEntry[] {
+    return this.agentsBySlot.filter((entry): entry is AgentEntry => entry !== undefined);
+  }
+
   forgetAgentEntry(slot: number): void {
     this.agentsBySlot[slot] = undefined;
   }
