@@ -173,7 +173,7 @@ export class Conversations {
       conversation = this.open(agentId, kind);
       this.live.set(agentId, conversation);
     }
-    conversation.users += 1;
+    this.countUse(conversation, 1);
     const used = conversation;
     let ended = false;
     return {
@@ -181,7 +181,7 @@ export class Conversations {
       done: () => {
         if (ended) return;
         ended = true;
-        used.users -= 1;
+        this.countUse(used, -1);
         this.releaseWhenIdle(used);
       },
     };
@@ -199,12 +199,12 @@ export class Conversations {
   hold(agentId: string): () => void {
     const conversation = this.live.get(agentId);
     if (conversation === undefined || conversation.failed) return () => undefined;
-    conversation.users += 1;
+    this.countUse(conversation, 1);
     let ended = false;
     return () => {
       if (ended) return;
       ended = true;
-      conversation.users -= 1;
+      this.countUse(conversation, -1);
       this.releaseWhenIdle(conversation);
     };
   }
@@ -233,12 +233,12 @@ export class Conversations {
   async holding<T>(agentId: string, work: (entry: AgentEntry) => Promise<T>): Promise<T | undefined> {
     const conversation = this.live.get(agentId);
     if (conversation === undefined || conversation.failed) return undefined;
-    conversation.users += 1;
+    this.countUse(conversation, 1);
     try {
       const entry = await conversation.ready.catch(() => undefined);
       return entry === undefined ? undefined : await work(entry);
     } finally {
-      conversation.users -= 1;
+      this.countUse(conversation, -1);
       this.releaseWhenIdle(conversation);
     }
   }
@@ -389,11 +389,41 @@ export class Conversations {
           };
           coordinator.registerAgentEntry(entry);
           conversation.entry = entry;
+          // The uses counted before the slot existed are the core's now;
+          // later ones are told as they come (`countUse`).
+          for (let use = 0; use < conversation.users; use += 1) coordinator.apply(M.UseBegin, entry.slot, entry.generation);
           resolve(entry);
         },
         { completion: { fail: reject }, label: `the first use of conversation "${conversation.id}"` },
       );
     });
+  }
+
+  /** One host operation more (1) or less (-1) uses the conversation. The
+   * core counts them too (docs/decisions/0062): from its registration on,
+   * each is posted to the loop, ahead of any release it allows (a use
+   * before it is counted at registration). */
+  private countUse(conversation: Conversation, change: 1 | -1): void {
+    conversation.users += change;
+    const entry = conversation.entry;
+    if (entry === undefined) return;
+    const { coordinator } = this.host;
+    this.host.loop.post(() => coordinator.apply(change > 0 ? M.UseBegin : M.UseEnd, entry.slot, entry.generation), {
+      label: `a use of conversation "${conversation.id}"`,
+    });
+  }
+
+  /** Where the core's count of a conversation's users differs from this
+   * bookkeeping's (for tests: checked once the loop is idle). */
+  useDrift(): string[] {
+    const drift: string[] = [];
+    for (const conversation of this.live.values()) {
+      const entry = conversation.entry;
+      if (entry === undefined || conversation.failed || this.host.coordinator.agentEntries().indexOf(entry) < 0) continue;
+      const counted = this.host.coordinator.settings.core.conversation(entry.slot).users;
+      if (counted !== conversation.users) drift.push(`conversation "${conversation.id}": ${conversation.users} use(s) here, ${counted} counted by the core`);
+    }
+    return drift;
   }
 
   /** Frees the entry of a conversation nobody uses, on the loop. */

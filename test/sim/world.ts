@@ -420,6 +420,7 @@ export class World {
     for (const process of this.processes) {
       if (!process.alive) continue;
       for (const drift of process.environment?.queues.countDrift() ?? []) this.problem(`${process.owner}: ${drift}`);
+      for (const drift of process.environment?.conversations.useDrift() ?? []) this.problem(`${process.owner}: ${drift}`);
     }
     for (const violation of this.cluster.queueOrderViolations.splice(0)) {
       const line = `${violation.owner} prepared queued message ${violation.executionId} of ${violation.agentId} ahead of ${violation.passed.join(", ")} queued before it`;
