@@ -292,7 +292,7 @@ export class Conversations {
     if (owned === false || scan === undefined) {
       // Recorded in the core; a start posted later finds it recorded (the
       // loop runs in order), and a closed loop has nothing left to admit.
-      this.host.loop.post(() => this.tellOwnership(entry, owned !== false, conversation.pinned), {
+      this.host.loop.post(() => this.tellOwnership(entry, owned !== false, conversation.pinned, owned !== false), {
         label: `the ownership of conversation "${conversation.id}"`,
       });
       if (owned !== false) this.host.inboxListening(conversation.id);
@@ -340,11 +340,20 @@ export class Conversations {
     await recovery;
   }
 
-  /** On the loop: the conversation's ownership and pin, as the core records them. */
-  private tellOwnership(entry: AgentEntry, here: boolean, pinned: boolean): void {
+  /** On the loop: the conversation's ownership and pin, as the core records
+   * them. `unrecovered`: owned here by an environment that does not
+   * recover (`recover: false`, a visitor): its first use recovers nothing
+   * (the application calls `env.recover()`), so the recovery the core
+   * asks for ends at once and the conversation is ready. */
+  private tellOwnership(entry: AgentEntry, here: boolean, pinned: boolean, unrecovered = false): void {
     const { coordinator } = this.host;
     coordinator.apply(M.ConversationOwned, entry.slot, entry.generation, here ? Ownership.Here : Ownership.Elsewhere);
     if (pinned) coordinator.apply(M.SetPinned, entry.slot, entry.generation, 1);
+    if (!unrecovered) return;
+    const code = coordinator.apply(M.RecoveryRequested, entry.slot, entry.generation, RecoveryCause.FirstUse, 0);
+    if (code !== ResultCode.Ok) throw errorForCode(code, { agentId: entry.id });
+    const { epoch } = recoveryOrderOf(coordinator.settings.core);
+    coordinator.apply(M.RecoveryFinished, entry.slot, entry.generation, epoch, RecoveryOutcome.Recovered);
   }
 
   /** On the loop: owned here, its recovery asked of the core, which
