@@ -93,6 +93,7 @@ describe("onBusy: enqueue", () => {
     expect(queued.every((row) => row.status === "queued" && row.phase === "queued")).toBe(true);
     // The core counts them (docs/decisions/0062).
     expect(env.queues.countDrift()).toEqual([]);
+    expect(env.conversations.useDrift()).toEqual([]);
     expect(env.core.conversation(0).queued).toBe(12);
     expect(await env.execution(ids[0]!)).toMatchObject({ status: "queued", input: "m1" });
     expect((await env.timeline(ids[0]!)).map((step) => step.kind)).toEqual(["queued"]);
