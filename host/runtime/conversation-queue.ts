@@ -26,7 +26,7 @@
 
 import type { ConversationMessage } from "../agent/messages.js";
 import { persistedInput, redactedStartInput, storedStartInput } from "./start-input.js";
-import { AdmissionSource, AdmissionVerdict, ConversationPhase, HeadOutcome, MessageKind as M, ResultCode } from "../../assembly/abi.js";
+import { AdmissionSource, AdmissionVerdict, ConversationPhase, EffectKind, HeadOutcome, MessageKind as M, ResultCode } from "../../assembly/abi.js";
 import { AgentBusyError, CancellationError, InvalidInputError, PhronomyError, RuntimeShutdownError } from "../errors.js";
 import { QUEUE_LIMIT_DEFAULT, queueStoreOf, type QueueStore, type QueuedMessage } from "../store/queue.js";
 import type { Json } from "../store/records.js";
@@ -131,6 +131,9 @@ export class ConversationQueues {
   /** Heads taken from the queue until their Run settles: until their
    * preparation commits, their message is still queued in the store. */
   private readonly starting = new Map<string, QueuedItem>();
+  /** Heads `Admit` let start whose `HeadSettled` is still to come: until
+   * their preparation settles (installed, refused, or failed for now). */
+  private readonly headsStarting = new Map<StartRequest, AgentEntry>();
   private closed = false;
   /** Conversations whose recovery is releasing and installing again what
    * a store fault held here (docs/decisions/0059): their heads wait, the
@@ -259,24 +262,54 @@ export class ConversationQueues {
    * outcome unknown), the recovery that follows finds the execution and
    * `restore` makes the Run follow it. */
   headFailed(request: StartRequest, error: PhronomyError): boolean {
-    if (this.closed || !(error.code === "STORE" || notNow(error))) return false;
+    if (this.closed || !(error.code === "STORE" || notNow(error))) return this.headLeft(request);
     const item = this.starting.get(request.executionId ?? "");
-    if (item === undefined || item.waiter !== request.waiter || item.state !== "queued") return false;
+    if (item === undefined || item.waiter !== request.waiter || item.state !== "queued") return this.headLeft(request);
     // Refused for now while another process may hold its partition: the
     // message is still queued in the store and runs wherever the
     // conversation is held next; its Run follows it there (decision 0058).
     this.starting.delete(item.executionId);
     this.items.set(item.executionId, item);
-    this.putBack(item);
+    this.conversationOf(item.agent.id).items.unshift(item);
     // It keeps its place here (this process may take the conversation back,
     // and then runs it first); it is started again when it does.
-    if (error.code !== "STORE" && heldEpochOf(this.environment.store, item.agent.id) === undefined) return this.followElsewhere(item);
-    item.failures = (item.failures ?? 0) + 1;
-    const delayMs = Math.min(headRetryMsMax, headRetryMsMin * 2 ** (item.failures - 1));
+    if (error.code !== "STORE" && heldEpochOf(this.environment.store, item.agent.id) === undefined) {
+      if (!this.settleHead(request, HeadOutcome.Back)) this.counted(item.agent, 1);
+      return this.followElsewhere(item);
+    }
+    // Started again after the core's one backoff (250 ms doubling to 5 s,
+    // by the failures since a head last left), or this queue's own for a
+    // head `Admit` did not let start (`isPlacementVerdict`).
+    const delayMs = this.settleHead(request, HeadOutcome.Failed) ? retryDelayOf(this.environment.coordinator) : this.placedHeadRetryMs(item);
     setTimeout(() => {
       if (this.closed) return;
       this.environment.loop.post(() => this.startHead(item.agent), { label: `queued message ${item.executionId} started again` });
     }, delayMs).unref();
+    return true;
+  }
+
+  /** The wait before a head started as before (a placement verdict) is
+   * started again after its preparation failed: counted here, as before. */
+  private placedHeadRetryMs(item: QueuedItem): number {
+    this.counted(item.agent, 1);
+    item.failures = (item.failures ?? 0) + 1;
+    return Math.min(headRetryMsMax, headRetryMsMin * 2 ** (item.failures - 1));
+  }
+
+  /** A start ended its preparation or was refused (on the loop): a head
+   * `Admit` let start left the queue. False (for `headFailed`). */
+  headLeft(request: StartRequest): false {
+    this.settleHead(request, HeadOutcome.Left);
+    return false;
+  }
+
+  /** Tells the core how a head `Admit` let start settled, once: true when
+   * it was one (`HeadSettled` applied). */
+  private settleHead(request: StartRequest, outcome: HeadOutcome): boolean {
+    const agent = this.headsStarting.get(request);
+    if (agent === undefined) return false;
+    this.headsStarting.delete(request);
+    this.environment.coordinator.apply(M.HeadSettled, agent.slot, agent.generation, outcome);
     return true;
   }
 
@@ -721,14 +754,14 @@ export class ConversationQueues {
     conversation.items.shift();
     if (!admitted) this.counted(agent, -1);
     this.pumped.add(request);
+    if (admitted) this.headsStarting.set(request, agent);
     const { coordinator } = this.environment;
     // Not cancelled (0): an aborted head never gets here — its cancel is
     // written by the host as a queue cancel (`cancelAborted`, decision 0057).
     coordinator.apply(M.Start, agent.slot, agent.generation, handle, 0);
     // Refused busy: `headRefusedBusy` took it out of `pumped` and put it back at the head.
     const back = !this.pumped.delete(request);
-    if (admitted) coordinator.apply(M.HeadSettled, agent.slot, agent.generation, back ? HeadOutcome.Back : HeadOutcome.Left);
-    else if (back) this.counted(agent, 1);
+    if (back && !this.settleHead(request, HeadOutcome.Back)) this.counted(agent, 1);
     if (back) return;
     this.headGone(conversation, head);
   }
@@ -825,6 +858,13 @@ export class ConversationQueues {
       `[phronomy] queued message ${item.executionId} of agent "${item.agent.id}" could not be written terminal: ${error instanceof Error ? error.message : String(error)}`,
     );
   }
+}
+
+/** The wait `HeadSettled(failed)` answered (its `RetryAfter`). */
+function retryDelayOf(coordinator: Coordinator): number {
+  const { core } = coordinator.settings;
+  for (let index = 0; index < core.effectCount; index += 1) if (core.effectWord(index, 0) === EffectKind.RetryAfter) return core.effectWord(index, 3);
+  throw new Error("phronomy core: HeadSettled(failed) emitted no RetryAfter");
 }
 
 /** "enqueue" or "interrupt" of a busy conversation on a store with no queue. */
