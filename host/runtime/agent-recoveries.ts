@@ -327,10 +327,12 @@ export class AgentRecoveries {
   takeOver(agentId: string, epoch: number, retriedAfterMs = 0): void {
     const agent = this.host.conversations.liveEntry(agentId);
     if (!agent || this.host.closed()) return;
+    // Owned here now, as the core records it (docs/decisions/0062).
+    const recoveredInCore = this.host.conversations.takenOver(agentId);
     // Decisions filed for it wait until its executions are recovered here.
     this.host.inboxApplier()?.agentNotReady(agentId);
     // With `recover: false` the application recovers it (env.recover()).
-    if (!this.host.recoverOnDefine) return;
+    if (!this.host.recoverOnDefine) return recoveredInCore();
     const takenAt = performance.now();
     this.host.coordinator.settings.logger.debug?.(`[phronomy] took agent "${agentId}" over at lease epoch ${epoch}; recovering its unfinished executions`);
     // Called in the same turn as the store noted the lease: no admission
@@ -341,6 +343,7 @@ export class AgentRecoveries {
     const recovered = this.host.conversations
       .holding(agentId, (entry) => this.recoverAgentEntry(entry, takenAt))
       .then((report = []) => {
+        recoveredInCore();
         this.host.inboxApplier()?.agentReady(agentId);
         // An execution fenced here whose abandoned session still has
         // operations in flight is released once they settle: try again

@@ -20,7 +20,7 @@
 // * Decisions filed in the approval inbox are claimed only for
 //   conversations that have a suspended execution here.
 
-import { MessageKind as M, Ownership, RecoveryCause, RecoveryOutcome, ResultCode, RowsPolicy } from "../../assembly/abi.js";
+import { ConversationPhase, MessageKind as M, Ownership, RecoveryCause, RecoveryOutcome, ResultCode, RowsPolicy } from "../../assembly/abi.js";
 import { AgentBusyError, InvalidInputError } from "../errors.js";
 import type { ExecutionRow } from "../store/records.js";
 import type { ControlLoop } from "./control-loop.js";
@@ -370,6 +370,41 @@ export class Conversations {
     const finished = nothing && !order.readQueue;
     if (finished) coordinator.apply(M.RecoveryFinished, entry.slot, entry.generation, order.epoch, RecoveryOutcome.Recovered);
     return { ...order, finished };
+  }
+
+  /** The store reports this process took the conversation's lease over
+   * (`agent-recoveries.ts`, `takeOver`): one the core records owned
+   * elsewhere (its first use found the lease held by another process) is
+   * owned here now, and the takeover's recovery is asked of the core under
+   * a new epoch; the returned function reports that the recovery ended
+   * well. A failed one is not reported yet (the core would hold the
+   * conversation, and its retry is not wired: docs/decisions/0062,
+   * "Wired"), nor a takeover of a conversation the core records otherwise. */
+  takenOver(agentId: string): () => void {
+    const conversation = this.live.get(agentId);
+    const { coordinator, loop } = this.host;
+    let epoch: number | undefined;
+    const label = `the takeover of conversation "${agentId}"`;
+    loop.post(
+      () => {
+        const entry = conversation?.entry;
+        if (entry === undefined || coordinator.agentEntries().indexOf(entry) < 0) return;
+        if (coordinator.settings.core.conversation(entry.slot).phase !== ConversationPhase.OwnedElsewhere) return;
+        coordinator.apply(M.ConversationOwned, entry.slot, entry.generation, Ownership.Here);
+        if (coordinator.apply(M.RecoveryRequested, entry.slot, entry.generation, RecoveryCause.LeaseTakeover, 0) !== ResultCode.Ok) return;
+        epoch = recoveryOrderOf(coordinator.settings.core).epoch;
+      },
+      { label },
+    );
+    return () => {
+      loop.post(
+        () => {
+          const entry = conversation?.entry;
+          if (entry !== undefined && epoch !== undefined) coordinator.apply(M.RecoveryFinished, entry.slot, entry.generation, epoch, RecoveryOutcome.Recovered);
+        },
+        { label },
+      );
+    };
   }
 
   /** Runs `body` on the control loop and resolves with what it returned. */
