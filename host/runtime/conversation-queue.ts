@@ -179,7 +179,8 @@ export class ConversationQueues {
     const admission = admit(coordinator, request, source, policy, this.store() !== undefined);
     if (admission === undefined) return;
     const { agent } = request;
-    if (admission.verdict === AdmissionVerdict.RunHere || isPlacementVerdict(admission.verdict)) {
+    if (isPlacementVerdict(admission.verdict)) return this.startAsBefore(request, admission.handle, aborted);
+    if (admission.verdict === AdmissionVerdict.RunHere) {
       coordinator.apply(M.Start, agent.slot, agent.generation, admission.handle, aborted ? 1 : 0);
       return;
     }
@@ -203,6 +204,23 @@ export class ConversationQueues {
           this.settings,
         );
     }
+  }
+
+  /** A start `Admit` answered with a placement verdict, carried out as
+   * before the core had them (`isPlacementVerdict`): behind the messages
+   * queued here, if any (or refused busy), else `Start`, whose busy
+   * refusal `startRefusedBusy` takes. */
+  private startAsBefore(request: StartRequest, handle: number, aborted: boolean): void {
+    const { coordinator } = this.environment;
+    const { agent } = request;
+    if ((this.conversations.get(agent.id)?.items.length ?? 0) === 0) {
+      coordinator.apply(M.Start, agent.slot, agent.generation, handle, aborted ? 1 : 0);
+      return;
+    }
+    coordinator.requests.take(handle);
+    const policy = ConversationQueues.policyOf(request);
+    if (policy === "reject") return this.refuseBusy(request);
+    this.enqueue(request, policy === "interrupt", policy === "interrupt", false);
   }
 
   /** "reject" while busy: AgentBusyError, saying how many messages wait. */
