@@ -231,6 +231,26 @@ describe("onBusy: enqueue", () => {
     await expect(queued.result).resolves.toMatchObject({ outcome: "completed" });
   });
 
+  it("a start to a closed agent with messages queued is refused AGENT_CLOSED at once, whatever its policy (the core's Admit checks closed first)", async () => {
+    const env = await openEnvironment();
+    const gate = deferred();
+    const agent = env.agent({ id: "closed-queue", model: echoModel(), onBusy: "enqueue", tools: { lookup: lookupTool({ gate: gate.promise }) } });
+    const first = agent.start("m0");
+    await first.executionId;
+    const queued = agent.start("m1");
+    await queued.executionId;
+    await agent.close();
+    await expect(agent.start("late").result).rejects.toMatchObject({ code: "AGENT_CLOSED" });
+    await expect(agent.start("late", { onBusy: "reject" }).result).rejects.toMatchObject({ code: "AGENT_CLOSED" });
+    await expect(agent.start("late", { onBusy: "interrupt" }).result).rejects.toMatchObject({ code: "AGENT_CLOSED" });
+    expect((await env.executions({ agentId: "closed-queue" })).map((row) => row.input).sort()).toEqual(["m0", "m1"]);
+    expect(env.queues.countDrift()).toEqual([]);
+    gate.resolve();
+    await expect(first.result).resolves.toMatchObject({ output: "echo: m0" });
+    await expect(queued.result).rejects.toMatchObject({ code: "AGENT_CLOSED" });
+    expect(env.queues.countDrift()).toEqual([]);
+  });
+
   it("a closed agent fails its queued messages with AGENT_CLOSED once the running one ended, writing each terminal", async () => {
     const env = await openEnvironment();
     const gate = deferred();
