@@ -137,6 +137,14 @@ export class ControlCore implements ControlMachine {
     };
   }
 
+  /** The conversation record of one agent slot (docs/decisions/0062): a
+   * read of 16 bytes, for the host's checks that its own counts (queued
+   * messages, users) are the core's. */
+  conversation(slot: number): ConversationRecordView {
+    const at = this.exports.conversationTablePointer() + slot * ConversationRecord.Size;
+    return readConversation(new DataView(this.exports.memory.buffer), at, slot);
+  }
+
   /** Bytes of linear memory the core holds now. */
   get memoryBytes(): number {
     return this.exports.memory.buffer.byteLength;

@@ -20,7 +20,7 @@
 // * Decisions filed in the approval inbox are claimed only for
 //   conversations that have a suspended execution here.
 
-import { MessageKind as M, Ownership, RecoveryCause, RecoveryOutcome, ResultCode, RowsPolicy } from "../../assembly/abi.js";
+import { ConversationPhase, MessageKind as M, Ownership, RecoveryCause, RecoveryOutcome, ResultCode, RowsPolicy } from "../../assembly/abi.js";
 import { AgentBusyError, InvalidInputError } from "../errors.js";
 import type { ExecutionRow } from "../store/records.js";
 import type { ControlLoop } from "./control-loop.js";
@@ -183,7 +183,7 @@ export class Conversations {
       conversation = this.open(agentId, kind, cause);
       this.live.set(agentId, conversation);
     }
-    conversation.users += 1;
+    this.countUse(conversation, 1);
     const used = conversation;
     let ended = false;
     return {
@@ -191,7 +191,7 @@ export class Conversations {
       done: () => {
         if (ended) return;
         ended = true;
-        used.users -= 1;
+        this.countUse(used, -1);
         this.releaseWhenIdle(used);
       },
     };
@@ -209,12 +209,12 @@ export class Conversations {
   hold(agentId: string): () => void {
     const conversation = this.live.get(agentId);
     if (conversation === undefined || conversation.failed) return () => undefined;
-    conversation.users += 1;
+    this.countUse(conversation, 1);
     let ended = false;
     return () => {
       if (ended) return;
       ended = true;
-      conversation.users -= 1;
+      this.countUse(conversation, -1);
       this.releaseWhenIdle(conversation);
     };
   }
@@ -243,12 +243,12 @@ export class Conversations {
   async holding<T>(agentId: string, work: (entry: AgentEntry) => Promise<T>): Promise<T | undefined> {
     const conversation = this.live.get(agentId);
     if (conversation === undefined || conversation.failed) return undefined;
-    conversation.users += 1;
+    this.countUse(conversation, 1);
     try {
       const entry = await conversation.ready.catch(() => undefined);
       return entry === undefined ? undefined : await work(entry);
     } finally {
-      conversation.users -= 1;
+      this.countUse(conversation, -1);
       this.releaseWhenIdle(conversation);
     }
   }
@@ -302,7 +302,7 @@ export class Conversations {
     if (owned === false || scan === undefined) {
       // Recorded in the core; a start posted later finds it recorded (the
       // loop runs in order), and a closed loop has nothing left to admit.
-      this.host.loop.post(() => this.tellOwnership(entry, owned !== false, conversation.pinned), {
+      this.host.loop.post(() => this.tellOwnership(entry, owned !== false, conversation.pinned, owned !== false), {
         label: `the ownership of conversation "${conversation.id}"`,
       });
       if (owned !== false) this.host.inboxListening(conversation.id);
@@ -350,11 +350,20 @@ export class Conversations {
     await recovery;
   }
 
-  /** On the loop: the conversation's ownership and pin, as the core records them. */
-  private tellOwnership(entry: AgentEntry, here: boolean, pinned: boolean): void {
+  /** On the loop: the conversation's ownership and pin, as the core records
+   * them. `unrecovered`: owned here by an environment that does not
+   * recover (`recover: false`, a visitor): its first use recovers nothing
+   * (the application calls `env.recover()`), so the recovery the core
+   * asks for ends at once and the conversation is ready. */
+  private tellOwnership(entry: AgentEntry, here: boolean, pinned: boolean, unrecovered = false): void {
     const { coordinator } = this.host;
     coordinator.apply(M.ConversationOwned, entry.slot, entry.generation, here ? Ownership.Here : Ownership.Elsewhere);
     if (pinned) coordinator.apply(M.SetPinned, entry.slot, entry.generation, 1);
+    if (!unrecovered) return;
+    const code = coordinator.apply(M.RecoveryRequested, entry.slot, entry.generation, RecoveryCause.FirstUse, 0);
+    if (code !== ResultCode.Ok) throw errorForCode(code, { agentId: entry.id });
+    const { epoch } = recoveryOrderOf(coordinator.settings.core);
+    coordinator.apply(M.RecoveryFinished, entry.slot, entry.generation, epoch, RecoveryOutcome.Recovered);
   }
 
   /** On the loop: owned here, its recovery asked of the core, which
@@ -399,11 +408,41 @@ export class Conversations {
           };
           coordinator.registerAgentEntry(entry);
           conversation.entry = entry;
+          // The uses counted before the slot existed are the core's now;
+          // later ones are told as they come (`countUse`).
+          for (let use = 0; use < conversation.users; use += 1) coordinator.apply(M.UseBegin, entry.slot, entry.generation);
           resolve(entry);
         },
         { completion: { fail: reject }, label: `the first use of conversation "${conversation.id}"` },
       );
     });
+  }
+
+  /** One host operation more (1) or less (-1) uses the conversation. The
+   * core counts them too (docs/decisions/0062): from its registration on,
+   * each is posted to the loop, ahead of any release it allows (a use
+   * before it is counted at registration). */
+  private countUse(conversation: Conversation, change: 1 | -1): void {
+    conversation.users += change;
+    const entry = conversation.entry;
+    if (entry === undefined) return;
+    const { coordinator } = this.host;
+    this.host.loop.post(() => coordinator.apply(change > 0 ? M.UseBegin : M.UseEnd, entry.slot, entry.generation), {
+      label: `a use of conversation "${conversation.id}"`,
+    });
+  }
+
+  /** Where the core's count of a conversation's users differs from this
+   * bookkeeping's (for tests: checked once the loop is idle). */
+  useDrift(): string[] {
+    const drift: string[] = [];
+    for (const conversation of this.live.values()) {
+      const entry = conversation.entry;
+      if (entry === undefined || conversation.failed || this.host.coordinator.agentEntries().indexOf(entry) < 0) continue;
+      const counted = this.host.coordinator.settings.core.conversation(entry.slot).users;
+      if (counted !== conversation.users) drift.push(`conversation "${conversation.id}": ${conversation.users} use(s) here, ${counted} counted by the core`);
+    }
+    return drift;
   }
 
   /** Frees the entry of a conversation nobody uses, on the loop. */
