@@ -246,6 +246,7 @@ export class AgentRecoveries {
     await releaseSupersededSuspensions(this.host, entry, unfinished);
     for (const row of unfinished) {
       const live = this.host.coordinator.entryById(row.executionId);
+      if (!live && this.preparingHere(entry, row, held)) continue;
       if (!live) rows.push(row);
       else if (live.recoveryRequired) {
         // Held recovery_required here (a write refused: its lease lost, the
@@ -266,6 +267,27 @@ export class AgentRecoveries {
     }
     const stale = this.host.coordinator.releasedSince(entry, readAt) || (freedAt !== undefined && freedAt >= readAt);
     return [...held, ...(await recoverAgent(this.host.coordinator, this.host.loop, entry, await this.currentRows(rows, stale)))];
+  }
+
+  /** A row of an execution whose start this process is still preparing: a
+   * queue head taken here before another process that held the
+   * conversation meanwhile prepared the same message. Installed now, the
+   * row would be refused busy (that start holds the admission) and never
+   * recovered; so the pass reports the conversation still settling (the
+   * core asks again after its backoff), and once that preparation is
+   * refused — the execution exists — the row is installed. */
+  private preparingHere(entry: AgentEntry, row: ExecutionRow, report: RecoveredExecution[]): boolean {
+    if (this.host.coordinator.requests.startingAs(row.executionId) === undefined) return false;
+    this.settling.add(entry.id);
+    report.push({
+      executionId: row.executionId,
+      agentId: row.agentId,
+      phase: row.phase,
+      continuation: continuationNameOf(continuationOf(row)),
+      status: "needs_attention",
+      reason: "its start is still being prepared here (another process prepared it meanwhile); recovered once that preparation settled",
+    });
+    return true;
   }
 
   /** The rows to install, of executions not live here now. One that was

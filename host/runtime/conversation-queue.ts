@@ -282,6 +282,7 @@ export class ConversationQueues {
    * outcome unknown), the recovery that follows finds the execution and
    * `restore` makes the Run follow it. */
   headFailed(request: StartRequest, error: PhronomyError): boolean {
+    if (!this.closed && executionExists(error) && this.headTaken(request)) return true;
     if (this.closed || !(error.code === "STORE" || notNow(error))) return this.headLeft(request);
     const item = this.starting.get(request.executionId ?? "");
     if (item === undefined || item.waiter !== request.waiter || item.state !== "queued") return this.headLeft(request);
@@ -305,6 +306,24 @@ export class ConversationQueues {
       if (this.closed) return;
       this.environment.loop.post(() => this.startHead(item.agent), { label: `queued message ${item.executionId} started again` });
     }, delayMs).unref();
+    return true;
+  }
+
+  /** A queue head whose preparation the store refused because its
+   * execution is there already (on the loop): another process that held
+   * the conversation meanwhile took the message from the queue and
+   * prepared it (this one's preparation was in flight, or was held back).
+   * The message runs as that execution: its Run follows it, nothing is
+   * written terminal, and the next head may start. Whoever holds the
+   * conversation recovers the execution (here: the takeover's recovery,
+   * asked again while this preparation was in flight). */
+  private headTaken(request: StartRequest): boolean {
+    const item = this.starting.get(request.executionId ?? "");
+    if (item === undefined || item.waiter !== request.waiter) return false;
+    this.starting.delete(item.executionId);
+    this.settleHead(request, HeadOutcome.Left);
+    this.environment.followElsewhere(item.agent.id, item.executionId, item.waiter);
+    this.admissionFreed(item.agent);
     return true;
   }
 
@@ -945,6 +964,11 @@ function noQueueError(agentId: string, policy: OnBusyPolicy): InvalidInputError 
     `agent "${agentId}" is busy and this store keeps no message queue (onBusy "${policy}" needs the SQLite or PostgreSQL store); start with onBusy "reject"`,
     { agentId },
   );
+}
+
+/** The store refused a preparation: its execution id is there already. */
+function executionExists(error: PhronomyError): boolean {
+  return error.code === "INVALID_INPUT" && error.details?.["reason"] === "execution_exists";
 }
 
 /** A refusal that says "not here, not now" (the partition's lease not
