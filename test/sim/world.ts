@@ -467,6 +467,10 @@ export class World {
       || this.models.length > 0
       || this.tools.length > 0
       || this.cluster.unfinished().length > 0
+      // A message still queued may be waiting on the runtime's own retry
+      // (a conversation held after a store fault is recovered after the
+      // core's backoff, its queue restored then): time runs on for it too.
+      || this.cluster.connection.prepare("SELECT 1 FROM queued_messages").get() !== undefined
       || this.callers.some((caller) => caller.process.alive && caller.settlements === 0 && this.bornHere(caller))
     );
   }
