@@ -275,9 +275,12 @@ export class AgentRecoveries {
    * row would be refused busy (that start holds the admission) and never
    * recovered; so the pass reports the conversation still settling (the
    * core asks again after its backoff), and once that preparation is
-   * refused — the execution exists — the row is installed. */
+   * refused — the execution exists — the row is installed. Only on a
+   * leasing store, where the core's retry comes by itself (on SQLite
+   * `env.recover()` is called again, and the conversation is not held
+   * meanwhile: the row is tried, and reported, as before). */
   private preparingHere(entry: AgentEntry, row: ExecutionRow, report: RecoveredExecution[]): boolean {
-    if (this.host.coordinator.requests.startingAs(row.executionId) === undefined) return false;
+    if (leasingStoreOf(this.host.store) === undefined || this.host.coordinator.requests.startingAs(row.executionId) === undefined) return false;
     this.settling.add(entry.id);
     report.push({
       executionId: row.executionId,
