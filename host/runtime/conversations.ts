@@ -20,7 +20,7 @@
 // * Decisions filed in the approval inbox are claimed only for
 //   conversations that have a suspended execution here.
 
-import { ConversationPhase, MessageKind as M, Ownership, RecoveryCause, RecoveryOutcome, ResultCode, RowsPolicy } from "../../assembly/abi.js";
+import { MessageKind as M, Ownership, RecoveryCause, RecoveryOutcome, ResultCode, RowsPolicy } from "../../assembly/abi.js";
 import { AgentBusyError, InvalidInputError } from "../errors.js";
 import type { ExecutionRow } from "../store/records.js";
 import type { ControlLoop } from "./control-loop.js";
