@@ -5,7 +5,7 @@
 
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import { afterEach } from "vitest";
+import { cleanUpAfterEachTest } from "../support/cleanups.js";
 
 export const postgresUrl = process.env["PHRONOMY_TEST_POSTGRES_URL"] ?? "postgres://postgres@127.0.0.1:5432/test";
 
@@ -16,7 +16,7 @@ const cleanups: (() => Promise<unknown>)[] = [];
  * the run (a failure's state); drop them by hand afterwards. */
 const keepSchemas = process.env["PHRONOMY_TEST_KEEP_SCHEMAS"] === "1";
 
-afterEach(async () => {
+cleanUpAfterEachTest(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
   const names = schemas.splice(0);
   if (keepSchemas && names.length > 0) console.log(`kept schemas: ${names.join(", ")}`);
