@@ -294,7 +294,10 @@ export class ConversationQueues {
     this.conversationOf(item.agent.id).items.unshift(item);
     // It keeps its place here (this process may take the conversation back,
     // and then runs it first); it is started again when it does.
-    if (error.code !== "STORE" && heldEpochOf(this.environment.store, item.agent.id) === undefined) {
+    // A store failure too, once the lease is not held here (it moved while
+    // the head was being prepared): whoever holds it next runs it.
+    const leased = leasingStoreOf(this.environment.store) !== undefined;
+    if ((error.code !== "STORE" || leased) && heldEpochOf(this.environment.store, item.agent.id) === undefined) {
       if (!this.settleHead(request, HeadOutcome.Back)) this.counted(item.agent, 1);
       return this.followElsewhere(item);
     }
@@ -673,6 +676,16 @@ export class ConversationQueues {
     if (request.executionId !== undefined && this.items.has(request.executionId)) {
       if (counted) this.counted(agent, -1);
       this.environment.followExecution(agent.id, request.executionId, request.waiter);
+      return;
+    }
+    // One taken from the queue and being started: followed once that start
+    // settles (a second item of its id would take its place in the queue's
+    // maps when the start fails for now and goes back to the head).
+    const starting = request.executionId !== undefined ? this.starting.get(request.executionId) : undefined;
+    if (starting !== undefined) {
+      if (counted) this.counted(agent, -1);
+      const follow = (): void => this.environment.followExecution(agent.id, starting.executionId, request.waiter);
+      starting.waiter.result.then(follow, follow);
       return;
     }
     // The input guardrail's redaction applies before the input is stored;

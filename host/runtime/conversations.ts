@@ -20,7 +20,7 @@
 // * Decisions filed in the approval inbox are claimed only for
 //   conversations that have a suspended execution here.
 
-import { ConversationPhase, MessageKind as M, Ownership, RecoveryCause, RecoveryOutcome, ResultCode, RowsPolicy } from "../../assembly/abi.js";
+import { MessageKind as M, Ownership, RecoveryCause, RecoveryOutcome, ResultCode, RowsPolicy } from "../../assembly/abi.js";
 import { AgentBusyError, InvalidInputError } from "../errors.js";
 import type { ExecutionRow } from "../store/records.js";
 import type { ControlLoop } from "./control-loop.js";
@@ -72,7 +72,7 @@ export interface ConversationHost {
 }
 
 /** What asks for a conversation's first recovery. */
-type FirstRecoveryCause = RecoveryCause.OpenScan | RecoveryCause.FirstUse;
+type FirstRecoveryCause = RecoveryCause.OpenScan | RecoveryCause.FirstUse | RecoveryCause.PartitionTaken;
 
 interface Conversation {
   readonly id: string;
@@ -87,8 +87,8 @@ interface Conversation {
   /** Kept while defined (an `env.agent({ id })` on a leasing store), or
    * while its lease is another process's (retried, then taken over). */
   pinned: boolean;
-  /** What asked for its first recovery: the open scan (its definition) or
-   * a first use (docs/decisions/0062). */
+  /** What asked for its first recovery: the open scan (its definition), a
+   * partition taken in the background, or a first use (docs/decisions/0062). */
   readonly cause: FirstRecoveryCause;
 }
 
@@ -518,13 +518,13 @@ export class Conversations {
    * this conversation: it is prepared here, which reads and recovers it,
    * unless it is live already (the store reported it as a takeover) or
    * its definition is not defined here (its rows wait for it). Its first
-   * use asks the core with the fact that the partition's rows were read
-   * when it was taken (`PartitionScanned`). */
+   * recovery asks the core as `PartitionTaken`, with the fact that the
+   * partition's rows were read when it was taken (`PartitionScanned`). */
   async adopt(agentId: string, definitionName: string | undefined): Promise<void> {
     if (this.live.has(agentId)) return;
     const kind = this.kindOf(agentId, definitionName);
     if (kind === undefined) return;
-    await this.touch(agentId, kind);
+    await this.touch(agentId, kind, RecoveryCause.PartitionTaken);
   }
 
   /** Recovery reports a definition's recovery has not collected yet. */
