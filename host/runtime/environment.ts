@@ -86,25 +86,13 @@ export class Environment {
       recovers: recoverOnDefine,
       ...recoveryHooksOf(() => this.recoveries),
       ...inboxHooksOf(() => this.inbox.applier),
-      inboxSuspended: (agentId) => suspendedHere(agentId),
+      inboxSuspended: (agentId) => this.followers.suspended(agentId, this.inbox.applier),
       ownAgent: (agentId) => this.ownership.ownAgent(agentId),
     });
-    // Suspended after its lease was lost here (the suspension landed before
-    // anyone took the lease): whoever takes it decides it, and its callers
-    // here follow it (docs/decisions/0063).
-    const suspendedHere = (agentId: string): void => {
-      this.inbox.applier?.agentSuspended(agentId);
-      const leasing = leasingStoreOf(store);
-      if (leasing !== undefined && leasing.heldEpochOf(agentId) === undefined) this.followers.leasesLost([agentId]);
-    };
     const { conversations } = this;
     const parts = { store, loop, coordinator, conversations, queues, visitor, closed };
-    this.recoveries = new AgentRecoveries({
-      ...parts,
-      recoverOnDefine,
-      inboxApplier: () => this.inbox.applier,
-      follow: (agentId, executionId, waiter) => this.followers.followElsewhere(agentId, executionId, waiter),
-    });
+    const follow = (agentId: string, executionId: string, waiter: Waiting): void => this.followers.followElsewhere(agentId, executionId, waiter);
+    this.recoveries = new AgentRecoveries({ ...parts, recoverOnDefine, inboxApplier: () => this.inbox.applier, follow });
     this.ownership = new AgentOwnership({ ...parts, recoveries: this.recoveries, filesForOwner: () => this.inbox.remoteStarts !== undefined });
     this.inbox = new InboxClaims({
       ...parts,

@@ -15,6 +15,8 @@ import { emitToWaiter, outcomeEventOf, rejectSuspendedObserver, resolveWaiter, s
 import { DurableWatches } from "./durable-watch.js";
 import { settleFromRow } from "./durable-outcome.js";
 import { followLostConversations } from "./lost-leases.js";
+import { leasingStoreOf } from "./leases.js";
+import type { InboxApplier } from "./approval-inbox.js";
 import type { RemoteStarts } from "./remote-start.js";
 import { Waiter, type Run, type Waiting } from "./run.js";
 import { asPhronomyError } from "./session.js";
@@ -129,6 +131,16 @@ export class Followers {
    * id) that another process runs now: followed until it ends. */
   followElsewhere(agentId: string, executionId: string, waiter: Waiting): void {
     this.follower().follow(executionId, agentId, waiter);
+  }
+
+  /** An execution of the conversation suspended here: the inbox claims
+   * its decisions; when the suspension landed after the lease was lost
+   * here (before anyone took it), whoever takes it decides it, and its
+   * callers here follow it (docs/decisions/0063). */
+  suspended(agentId: string, applier: InboxApplier | undefined): void {
+    applier?.agentSuspended(agentId);
+    const leasing = leasingStoreOf(this.host.store);
+    if (leasing !== undefined && leasing.heldEpochOf(agentId) === undefined) this.leasesLost([agentId]);
   }
 
   /** The store says this process lost the conversations' leases: every
