@@ -18,6 +18,18 @@ const source = (path: string): string => fileURLToPath(new URL(path, import.meta
 // 2 cores.
 const slowFiles = ["test/crash/**/*.test.ts", "test/package/**/*.test.ts", "test/**/*.slow.test.ts"];
 
+// The fast set runs in two projects. Most files share their worker's module
+// cache (`isolate: false`): a file then imports only itself, not the host,
+// the AI SDK and the compiled core again (that import was 160 s of the fast
+// set's 940 s of work, issue 25). A shared helper therefore registers its
+// per-test cleanup with test/support/cleanups.ts, not as a top-level hook,
+// and a file must leave no process-wide change behind. The files below
+// replace a module the host imports (`vi.mock("node:crypto")`, the ids a
+// seed replays by) or check what a fresh process has not loaded yet (the
+// OpenTelemetry API), which only works on a fresh module graph: they keep
+// their isolation, in "fast-isolated".
+const isolatedFastFiles = ["test/sim/sim.test.ts", "test/fuzz/host-effects.test.ts", "test/runtime/tracing-lazy.test.ts"];
+
 export default defineConfig({
   // The package's own name, as the examples import it (tsconfig.json `paths`):
   // the sources (docs/decisions/0046).
@@ -39,13 +51,26 @@ export default defineConfig({
     // started from the sources, each worker would load tsx first, seconds
     // per store opened (test/support/store-worker-bundle.ts).
     globalSetup: ["test/support/store-worker-bundle.ts"],
+    // The shared helpers' cleanups, hooked into every file (cleanups.ts).
+    setupFiles: ["test/support/cleanup-hooks.ts"],
     projects: [
       // Two files at once even on 2 cores (vitest's default there is one):
       // a fast file mostly waits on its store worker's start and on fsync.
       // Run together (`npm run test:all`, a filter naming both), the fast
       // set goes first: vitest needs each project with its own worker count
       // in a group of its own.
-      { extends: true, test: { name: "fast", include: ["test/**/*.test.ts"], exclude: slowFiles, maxWorkers: 2, sequence: { groupOrder: 0 } } },
+      {
+        extends: true,
+        test: {
+          name: "fast",
+          include: ["test/**/*.test.ts"],
+          exclude: [...slowFiles, ...isolatedFastFiles],
+          isolate: false,
+          maxWorkers: 2,
+          sequence: { groupOrder: 0 },
+        },
+      },
+      { extends: true, test: { name: "fast-isolated", include: isolatedFastFiles, maxWorkers: 2, sequence: { groupOrder: 0 } } },
       { extends: true, test: { name: "slow", include: slowFiles, sequence: { groupOrder: 1 } } },
     ],
   },

@@ -178,14 +178,15 @@ function beginRecovery(agent: u32, cause: u32, facts: u32): void {
   emit(EffectKind.ReadRows, agent, epoch, policy, readQueue ? 1 : 0);
 }
 
-/** Which rows to read. Only the open scan and a first use can trust the
- * scan: without leases nobody else writes; with them, a partition held
- * since before the scan was read has not been written since (decision
- * 0049), and a conversation nobody could have written (its partition's
- * rows read when taken, or its lease at epoch 1) has nothing to read
- * (decision 0030). Every other trigger reads the store. */
+/** Which rows to read. Only the open scan, a first use and a partition
+ * taken in the background (its conversations' first recovery here) can
+ * trust their facts: without leases nobody else writes; with them, a
+ * partition held since before the scan was read has not been written
+ * since (decision 0049), and a conversation nobody could have written
+ * (its partition's rows read when taken, or its lease at epoch 1) has
+ * nothing to read (decision 0030). Every other trigger reads the store. */
 function rowsPolicy(cause: u32, facts: u32): u32 {
-  if (cause != RecoveryCause.OpenScan && cause != RecoveryCause.FirstUse) return RowsPolicy.FromStore;
+  if (!trustsFacts(cause)) return RowsPolicy.FromStore;
   if ((facts & RecoveryFact.Leasing) == 0 || (facts & RecoveryFact.HeldSinceBeforeScan) != 0) {
     return (facts & RecoveryFact.InScan) != 0 ? RowsPolicy.FromScan : RowsPolicy.Nothing;
   }
@@ -196,9 +197,14 @@ function rowsPolicy(cause: u32, facts: u32): u32 {
  * the open, else when the scan found messages queued, or under a lease
  * someone may have written under before. */
 function readsQueue(cause: u32, facts: u32): bool {
-  if (cause != RecoveryCause.OpenScan && cause != RecoveryCause.FirstUse) return true;
+  if (!trustsFacts(cause)) return true;
   if ((facts & RecoveryFact.QueuedAtOpen) != 0) return true;
   return (facts & RecoveryFact.Leasing) != 0 && !nothingWritten(facts);
+}
+
+/** The triggers whose facts say what to read: the others read the store. */
+function trustsFacts(cause: u32): bool {
+  return cause == RecoveryCause.OpenScan || cause == RecoveryCause.FirstUse || cause == RecoveryCause.PartitionTaken;
 }
 
 function nothingWritten(facts: u32): bool {

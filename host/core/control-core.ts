@@ -137,6 +137,14 @@ export class ControlCore implements ControlMachine {
     };
   }
 
+  /** The conversation record of one agent slot (docs/decisions/0062): a
+   * read of 16 bytes, for the host's checks that its own counts (queued
+   * messages, users) are the core's. */
+  conversation(slot: number): ConversationRecordView {
+    const at = this.exports.conversationTablePointer() + slot * ConversationRecord.Size;
+    return readConversation(new DataView(this.exports.memory.buffer), at, slot);
+  }
+
   /** Bytes of linear memory the core holds now. */
   get memoryBytes(): number {
     return this.exports.memory.buffer.byteLength;
@@ -161,6 +169,13 @@ export class ControlCore implements ControlMachine {
   /** The continuation table entry; 0 when the continuation is invalid. */
   continuationPhase(continuation: number, phase: number): number {
     return this.exports.continuationPhase(continuation, phase);
+  }
+
+  /** The cause byte of the conversation in `slot`: its RecoveryCause
+   * while recovering, its HoldCause while held (docs/decisions/0062). */
+  conversationCause(slot: number): number {
+    const at = this.exports.conversationTablePointer() + slot * ConversationRecord.Size + ConversationRecord.Cause;
+    return new DataView(this.exports.memory.buffer).getUint8(at);
   }
 
   /** The conversation table entry for `(phase, event)`; 0 when undefined. */

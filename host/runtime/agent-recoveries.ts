@@ -1,15 +1,19 @@
 // The recoveries of an environment's agents (SPEC §6.2): the one scan of
 // unfinished executions each definition recovers its own from
 // (docs/decisions/0024), `env.recover()`, and the recovery of an agent taken
-// over from an expired lease or taken back after a fenced write. How one
-// execution is continued is `recovery.ts`'s; this decides which rows, when,
-// and what a store failure left held is released first.
+// over from an expired lease, taken back after a fenced write, healed after
+// a store fault. Every one of them enters the one pipeline
+// (`recovery-pipeline.ts`): the core orders each pass under an epoch and
+// answers when a held conversation is tried again. How one execution is
+// continued is `recovery.ts`'s; this holds what one pass does with the rows
+// — what a store failure left held is released first, then the rows are
+// installed and the queue restored.
 //
 // Rules kept: the unfinished rows are read once per recovery pass; an agent
 // taken over admits no start until its recovery ends (`admissionGate`); a
 // decision filed for it waits for the same.
 
-import { MessageKind as M, ResultCode } from "../../assembly/abi.js";
+import { HoldCause, MessageKind as M, RecoveryCause, RecoveryOutcome, ResultCode } from "../../assembly/abi.js";
 import { resultCodeName } from "../core/names.js";
 import type { PhronomyError } from "../errors.js";
 import type { ExecutionStore } from "../store/store.js";
@@ -17,15 +21,16 @@ import type { ExecutionRow } from "../store/records.js";
 import { queueReaderOf, queueStoreOf } from "../store/queue.js";
 import type { ControlLoop } from "./control-loop.js";
 import type { Coordinator } from "./coordinator.js";
-import type { Conversations } from "./conversations.js";
+import type { ConversationHost, Conversations } from "./conversations.js";
 import type { ConversationQueues } from "./conversation-queue.js";
 import type { InboxApplier } from "./approval-inbox.js";
 import type { AgentEntry } from "./requests.js";
 import { continuationNameOf, continuationOf, recoverAgent, type RecoveredExecution } from "./recovery.js";
-import { KeyedRetries } from "./keyed-retries.js";
+import { RecoveryPipeline } from "./recovery-pipeline.js";
 import { heldEpochOf, leasingStoreOf } from "./leases.js";
 import { releaseSupersededSuspensions } from "./superseded-suspensions.js";
 import type { Waiting } from "./run.js";
+import { partitionedStoreOf } from "./partition-takeover.js";
 
 /** What the recoveries use of their environment. */
 export interface AgentRecoveriesHost {
@@ -50,15 +55,21 @@ export interface AgentRecoveriesHost {
 export class AgentRecoveries {
   /** Each agent's recovery report (`env.recovery(agentId)`). */
   private readonly reports = new Map<string, Promise<RecoveredExecution[]>>();
-  /** Recoveries after a takeover still running: starts wait for them. */
-  private readonly takeoverRecoveries = new Map<string, Promise<RecoveredExecution[]>>();
-  /** Agents whose last recovery found an execution held here whose
-   * abandoned session still had operations in flight (NotQuiescent). */
+  /** Agents whose last pass found an execution held here whose abandoned
+   * session still had operations in flight (NotQuiescent): a fact the pass
+   * reports to the core, which holds the conversation and asks again. */
   private readonly settling = new Set<string>();
-  /** The heals scheduled (`healLater`): 250 ms, doubling to 5 s. */
-  private readonly heals = new KeyedRetries(250, 5_000);
+  /** The one way back in (docs/decisions/0062). */
+  private readonly pipeline: RecoveryPipeline;
 
-  constructor(private readonly host: AgentRecoveriesHost) {}
+  constructor(private readonly host: AgentRecoveriesHost) {
+    this.pipeline = new RecoveryPipeline({
+      ...host,
+      passFromStore: (entry) => this.passFromStore(entry),
+      passOutcome: (entry) => this.passOutcome(entry),
+      ended: (agentId, state) => this.ended(agentId, state),
+    });
+  }
 
   /** The recovery report of an agent defined in this environment. */
   recovery(agentId: string): Promise<RecoveredExecution[]> {
@@ -83,9 +94,7 @@ export class AgentRecoveries {
     for (const agentId of this.host.conversations.liveIds()) {
       await this.host.conversations.liveEntry(agentId)?.catch(() => undefined);
       if (leasing && leasing.leaseOf(agentId) === undefined) continue;
-      const recovered = (await this.oneAtATime(agentId, () => this.host.conversations.holding(agentId, (entry) => this.recoverAgentEntry(entry)))) ?? [];
-      report.push(...recovered);
-      if (recovered.some((item) => item.status === "suspended")) this.host.inboxApplier()?.agentReady(agentId);
+      report.push(...((await this.recoverCalled(agentId)) ?? []));
     }
     // The others: recovered by their definition when it is defined here
     // (with messages queued and nothing unfinished: their queue restored).
@@ -111,10 +120,8 @@ export class AgentRecoveries {
       // Its first use recovers it (with `recover: false`: recovered here).
       const use = this.host.conversations.use(agentId, kind);
       try {
-        const entry = await use.entry;
-        const recovered = this.host.recoverOnDefine ? await this.recovery(agentId) : await this.recoverAgentEntry(entry);
-        report.push(...recovered);
-        if (recovered.some((item) => item.status === "suspended")) this.host.inboxApplier()?.agentReady(agentId);
+        await use.entry;
+        report.push(...((this.host.recoverOnDefine ? await this.recovery(agentId) : await this.recoverCalled(agentId)) ?? []));
       } finally {
         use.done();
       }
@@ -239,6 +246,7 @@ export class AgentRecoveries {
     await releaseSupersededSuspensions(this.host, entry, unfinished);
     for (const row of unfinished) {
       const live = this.host.coordinator.entryById(row.executionId);
+      if (!live && this.preparingHere(entry, row, held)) continue;
       if (!live) rows.push(row);
       else if (live.recoveryRequired) {
         // Held recovery_required here (a write refused: its lease lost, the
@@ -259,6 +267,30 @@ export class AgentRecoveries {
     }
     const stale = this.host.coordinator.releasedSince(entry, readAt) || (freedAt !== undefined && freedAt >= readAt);
     return [...held, ...(await recoverAgent(this.host.coordinator, this.host.loop, entry, await this.currentRows(rows, stale)))];
+  }
+
+  /** A row of an execution whose start this process is still preparing: a
+   * queue head taken here before another process that held the
+   * conversation meanwhile prepared the same message. Installed now, the
+   * row would be refused busy (that start holds the admission) and never
+   * recovered; so the pass reports the conversation still settling (the
+   * core asks again after its backoff), and once that preparation is
+   * refused — the execution exists — the row is installed. Only on a
+   * leasing store, where the core's retry comes by itself (on SQLite
+   * `env.recover()` is called again, and the conversation is not held
+   * meanwhile: the row is tried, and reported, as before). */
+  private preparingHere(entry: AgentEntry, row: ExecutionRow, report: RecoveredExecution[]): boolean {
+    if (leasingStoreOf(this.host.store) === undefined || this.host.coordinator.requests.startingAs(row.executionId) === undefined) return false;
+    this.settling.add(entry.id);
+    report.push({
+      executionId: row.executionId,
+      agentId: row.agentId,
+      phase: row.phase,
+      continuation: continuationNameOf(continuationOf(row)),
+      status: "needs_attention",
+      reason: "its start is still being prepared here (another process prepared it meanwhile); recovered once that preparation settled",
+    });
+    return true;
   }
 
   /** The rows to install, of executions not live here now. One that was
@@ -328,9 +360,18 @@ export class AgentRecoveries {
     });
   }
 
-  /** The store took an agent over (its former owner's lease expired):
-   * recover its unfinished executions here (unless `recover: false`). */
-  takeOver(agentId: string, epoch: number, retriedAfterMs = 0): void {
+  /** `env.recover()` of a conversation held here: a pass of its own, on
+   * the rows of this call's scan. Held here: with `recover: false`, a
+   * conversation taken over is recorded owned here by this call. */
+  private recoverCalled(agentId: string): Promise<RecoveredExecution[] | undefined> {
+    const trigger = { cause: RecoveryCause.RecoverCalled, fresh: true, ownedHere: true };
+    return this.pipeline.request(agentId, { ...trigger, pass: (entry) => this.recoverAgentEntry(entry) });
+  }
+
+  /** The store took an agent over (its former owner's lease expired, its
+   * partition was taken, or this process took it back): recover its
+   * unfinished executions here (unless `recover: false`). */
+  takeOver(agentId: string, epoch: number, cause: RecoveryCause = this.takeoverCause()): void {
     const agent = this.host.conversations.liveEntry(agentId);
     if (!agent || this.host.closed()) return;
     // Decisions filed for it wait until its executions are recovered here.
@@ -342,35 +383,21 @@ export class AgentRecoveries {
     // Called in the same turn as the store noted the lease: no admission
     // can slip in before the recovered executions hold theirs. Starts made
     // through agent.start wait for the recovery (`admissionGate`).
-    const leasing = leasingStoreOf(this.host.store);
-    leasing?.holdAdmissions(agentId, `it was taken over at lease epoch ${epoch} and its unfinished executions are being recovered`);
-    const recovered = this.host.conversations
-      .holding(agentId, (entry) => this.recoverAgentEntry(entry, takenAt))
-      .then((report = []) => {
-        this.host.inboxApplier()?.agentReady(agentId);
-        // An execution fenced here whose abandoned session still has
-        // operations in flight is released once they settle: try again
-        // soon (backing off), while the partition stays held at this epoch.
-        if (this.settling.delete(agentId))
-          this.recoverAfterRetake(agentId, epoch, Math.min(settlingRetryMsMax, Math.max(settlingRetryMsMin, 2 * retriedAfterMs)));
-        return report;
-      })
-      .finally(() => {
-        if (this.takeoverRecoveries.get(agentId) === recovered) {
-          this.takeoverRecoveries.delete(agentId);
-          leasing?.holdAdmissions(agentId, undefined);
-          // The queue was restored during the recovery, while its admissions
-          // were held: a head started then was refused and stays queued.
-          this.host.queues.restoreLive(agentId).catch(() => undefined);
-        }
-      });
+    leasingStoreOf(this.host.store)?.holdAdmissions(agentId, `it was taken over at lease epoch ${epoch} and its unfinished executions are being recovered`);
+    const recovered = this.pipeline
+      .request(agentId, { cause, ownedHere: true, admissionsHeld: true, inboxHeld: true, pass: (entry) => this.recoverAgentEntry(entry, takenAt) })
+      .then((report) => report ?? []);
     recovered.catch((error: unknown) =>
       this.host.coordinator.settings.logger.warn(
         `[phronomy] the recovery of agent "${agentId}" after its takeover failed: ${error instanceof Error ? error.message : String(error)}`,
       ),
     );
     this.reports.set(agentId, recovered);
-    this.takeoverRecoveries.set(agentId, recovered);
+  }
+
+  /** A takeover the store reported: of a partition, or of one agent's lease. */
+  private takeoverCause(): RecoveryCause {
+    return partitionedStoreOf(this.host.store) !== undefined ? RecoveryCause.PartitionTaken : RecoveryCause.LeaseTakeover;
   }
 
   /** An execution here was held recovery_required, with the error that
@@ -378,8 +405,9 @@ export class AgentRecoveries {
    * longer holds: if it holds the agent's partition again at a later
    * epoch — lost and taken back while the execution ran — the takeover's
    * recovery may have read the execution before it was held, and no later
-   * takeover will come: recover the agent now. Any other error (a store
-   * fault, a row that moved on): `healLater`. */
+   * takeover will come: recover the agent now (the core makes a recovery
+   * under way read again). Any other error (a store fault, a row that
+   * moved on): `healLater`. */
   executionHeld(agentId: string, error: PhronomyError): void {
     const fenced = error.details as { reason?: unknown; epoch?: unknown } | undefined;
     if (fenced?.reason !== "lease_lost" || typeof fenced.epoch !== "number") return this.healLater(agentId);
@@ -388,46 +416,22 @@ export class AgentRecoveries {
     // window may lapse again before this refusal comes back. Not held
     // now: the next take of the partition recovers it (`takeOver`).
     const held = heldEpochOf(this.host.store, agentId);
-    if (held !== undefined && held > fenced.epoch) this.recoverAfterRetake(agentId, held);
+    if (held !== undefined && held > fenced.epoch) this.recoverAfterRetake(agentId, held, RecoveryCause.FencedWrite);
   }
 
   /** A store fault held the agent (a preparation whose outcome could not
    * be read back) or one of its executions (a commit whose outcome is not
    * known) for recovery (docs/decisions/0020). On PostgreSQL the owner of
-   * the partition heals it by itself — its unfinished rows read again,
-   * what was written recovered, the hold released — trying again (250 ms
-   * doubling to 5 s) while the database stays unreachable: a conversation
-   * routed to this process must not wait for an `env.recover()` nobody
-   * calls (docs/decisions/0055). On SQLite `env.recover()` does it, as
-   * before: one process owns the file and its application decides. */
+   * the partition heals it by itself: the conversation is held in the
+   * core, which asks for a recovery after its backoff (250 ms doubling to
+   * 5 s) while the database stays unreachable — a conversation routed to
+   * this process must not wait for an `env.recover()` nobody calls
+   * (docs/decisions/0055). On SQLite `env.recover()` does it, as before:
+   * one process owns the file and its application decides. */
   healLater(agentId: string): void {
     if (!this.host.recoverOnDefine || this.host.closed()) return;
     if (leasingStoreOf(this.host.store) === undefined) return;
-    this.heals.schedule(agentId, () => this.heal(agentId));
-  }
-
-  /** One try of `healLater`: true when nothing is held any more (or the
-   * partition is not held here: its next take recovers it). */
-  private async heal(agentId: string): Promise<boolean> {
-    if (this.host.closed() || heldEpochOf(this.host.store, agentId) === undefined) return true;
-    // A takeover's recovery of the agent is under way: it reads the same rows.
-    if (this.takeoverRecoveries.has(agentId)) return false;
-    const { coordinator } = this.host;
-    const held = (entry: AgentEntry) => coordinator.heldAgents.has(entry) || coordinator.recoveryRequiredEntriesOf(entry).length > 0;
-    const leasing = leasingStoreOf(this.host.store)!;
-    // After any env.recover() of the agent under way: its rows, read
-    // before that recovery ended, could be stale.
-    const still = await this.oneAtATime(agentId, () =>
-      this.host.conversations.holding(agentId, async (entry) => {
-        if (!held(entry)) return false;
-        const readAt = performance.now();
-        const rows = await leasing.unfinishedExecutionsOf(agentId);
-        const report = await this.recoverAgentEntry(entry, undefined, rows, readAt);
-        if (report.some((item) => item.status === "suspended")) this.host.inboxApplier()?.agentReady(agentId);
-        return held(entry);
-      }),
-    );
-    return still !== true;
+    this.pipeline.held(agentId, HoldCause.StoreFault);
   }
 
   /** A decision came for an execution held here after a commit whose
@@ -436,68 +440,54 @@ export class AgentRecoveries {
    * written, suspended again if not — as `env.recover()` would. Rejects
    * when the store cannot be read. */
   async recoverHeld(agentId: string): Promise<void> {
-    const leasing = leasingStoreOf(this.host.store);
-    await this.oneAtATime(agentId, () =>
-      this.host.conversations.holding(agentId, async (entry) => {
-        // PostgreSQL reads this agent's rows only; SQLite scans once, afresh.
-        const readAt = performance.now();
-        const rows = leasing === undefined ? undefined : await leasing.unfinishedExecutionsOf(agentId);
-        const report = await this.recoverAgentEntry(entry, performance.now(), rows, readAt);
-        if (report.some((item) => item.status === "suspended")) this.host.inboxApplier()?.agentReady(agentId);
-      }),
-    );
+    await this.pipeline.request(agentId, { cause: RecoveryCause.HealAfterStoreFault, fresh: true });
   }
-
-  /** Runs `work` after the agent's `env.recover()` or heal under way, if
-   * any: two recoveries of one agent at once could install a row the
-   * other just finished from. */
-  private oneAtATime<T>(agentId: string, work: () => Promise<T>): Promise<T> {
-    const before = this.agentRecoveries.get(agentId) ?? Promise.resolve();
-    const running = before.catch(() => undefined).then(work);
-    const settled = running.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.agentRecoveries.set(agentId, settled);
-    void settled.then(() => {
-      if (this.agentRecoveries.get(agentId) === settled) this.agentRecoveries.delete(agentId);
-    });
-    return running;
-  }
-
-  /** The tail of each agent's env.recover() and heals (`oneAtATime`). */
-  private readonly agentRecoveries = new Map<string, Promise<void>>();
 
   /** Recovers the agent's executions held here (released and installed
    * again from their rows, or let go if another process finished them),
-   * after any takeover recovery under way, unless the partition moved
-   * again. `delayMs`: first wait that long (an abandoned session's
-   * operations still settling). */
-  recoverAfterRetake(agentId: string, epoch: number, delayMs = 0): void {
-    const running = this.takeoverRecoveries.get(agentId) ?? Promise.resolve();
-    void running
-      .catch(() => undefined)
-      .then(() => new Promise((resolve) => (delayMs > 0 ? setTimeout(resolve, delayMs).unref() : setImmediate(resolve))))
-      .then(() => {
-        if (this.host.closed() || heldEpochOf(this.host.store, agentId) !== epoch) return;
-        this.host.coordinator.settings.logger.debug?.(
-          `[phronomy] agent "${agentId}" holds executions fenced while its partition was lost; taken back at lease epoch ${epoch}: recovering them`,
-        );
-        this.takeOver(agentId, epoch, delayMs);
-      });
+   * unless the partition moved again. */
+  recoverAfterRetake(agentId: string, epoch: number, cause: RecoveryCause = RecoveryCause.Retake): void {
+    if (this.host.closed() || heldEpochOf(this.host.store, agentId) !== epoch) return;
+    this.host.coordinator.settings.logger.debug?.(
+      `[phronomy] agent "${agentId}" holds executions fenced while its partition was lost; taken back at lease epoch ${epoch}: recovering them`,
+    );
+    this.takeOver(agentId, epoch, cause);
   }
 
-  /** What a start of the agent waits for before it is posted:
-   * the recovery of a takeover in progress, if any. */
+  /** What a start of the agent waits for before it is posted: the
+   * recoveries of it asked for and not ended. */
   admissionGate(agentId: string): Promise<unknown> | undefined {
-    return this.takeoverRecoveries.get(agentId);
+    return this.pipeline.gate(agentId);
+  }
+
+  /** A pass on the agent's rows read now: PostgreSQL reads this agent's
+   * rows only; SQLite scans once, afresh. */
+  private async passFromStore(entry: AgentEntry): Promise<RecoveredExecution[]> {
+    const leasing = leasingStoreOf(this.host.store);
+    const readAt = performance.now();
+    const rows = leasing === undefined ? undefined : await leasing.unfinishedExecutionsOf(entry.id);
+    return this.recoverAgentEntry(entry, performance.now(), rows, readAt);
+  }
+
+  /** How the pass left the conversation, as `RecoveryFinished` reports it. */
+  private passOutcome(entry: AgentEntry): RecoveryOutcome {
+    if (this.settling.delete(entry.id)) return RecoveryOutcome.NotQuiescent;
+    const { coordinator } = this.host;
+    const held = coordinator.heldAgents.has(entry) || coordinator.recoveryRequiredEntriesOf(entry).length > 0;
+    return held ? RecoveryOutcome.StoreFault : RecoveryOutcome.Recovered;
+  }
+
+  /** A recovery ended: a takeover's admissions released (the queue was
+   * restored while they were held: a head started then was refused and
+   * stays queued), and filed decisions claimed once it is ready. */
+  private ended(agentId: string, state: { readonly admissionsHeld: boolean; readonly inboxReady: boolean }): void {
+    if (state.admissionsHeld) {
+      leasingStoreOf(this.host.store)?.holdAdmissions(agentId, undefined);
+      this.host.queues.restoreLive(agentId).catch(() => undefined);
+    }
+    if (state.inboxReady) this.host.inboxApplier()?.agentReady(agentId);
   }
 }
-
-/** The first and the longest wait before a takeover's recovery tries
- * again to release an execution whose abandoned session was still settling. */
-const settlingRetryMsMin = 50;
-const settlingRetryMsMax = 1_000;
 
 /** Queued messages `env.recover()` lists at most. */
 const queuedReportedMax = 1_000;
@@ -505,4 +495,23 @@ const queuedReportedMax = 1_000;
 /** Why a held execution could not be released yet. */
 function stillSettlingReason(code: number): string {
   return `${resultCodeName(code)}: its abandoned session still has operations in flight here; call env.recover() again once they settled`;
+}
+
+/** The conversations' hooks into the recoveries (`ConversationHost`):
+ * the one scan, a first use's rows recovered, a conversation freed, and
+ * its report. */
+export function recoveryHooksOf(
+  recoveries: () => AgentRecoveries,
+): Pick<ConversationHost, "unfinishedByAgent" | "unfinishedReadAt" | "queuedAtOpen" | "recoverEntry" | "conversationFreed" | "reportRecovery"> {
+  return {
+    unfinishedByAgent: () => recoveries().unfinishedByAgent(),
+    unfinishedReadAt: () => recoveries().unfinishedReadAt,
+    queuedAtOpen: () => recoveries().queuedAtOpen,
+    recoverEntry: (entry, rows, readAt) => recoveries().recoverAgentEntry(entry, undefined, rows, readAt),
+    conversationFreed: (agentId) => recoveries().conversationFreed(agentId),
+    reportRecovery: (agentId, report) => {
+      report.catch(() => undefined);
+      recoveries().report(agentId, report);
+    },
+  };
 }

@@ -3,7 +3,7 @@
 // delivered through the returned Run (its `result` rejects with a typed
 // error), exactly as a failure later in the execution would be.
 
-import { MessageKind as M } from "../../assembly/abi.js";
+import { AdmissionSource, MessageKind as M } from "../../assembly/abi.js";
 import { ApprovalMismatchError, InvalidInputError, PhronomyError } from "../errors.js";
 import type { ControlCore } from "../core/control-core.js";
 import type { ExecutionStore } from "../store/store.js";
@@ -41,8 +41,8 @@ export interface AgentHost {
   readonly loop: ControlLoop;
   readonly coordinator: Coordinator;
   readonly conversations: AgentConversations;
-  /** The conversation queues: a start refused busy, offered to its busy policy. */
-  readonly queues: { take(request: StartRequest): boolean };
+  /** The conversation queues: a start asks the core's admission there. */
+  readonly queues: { admitStart(request: StartRequest, source: AdmissionSource.Direct | AdmissionSource.Filed, aborted: boolean): void };
   assertOpen(what: string): void;
   assertOwner(what: string): void;
   assertStoreWritable(what: string): void;
@@ -161,17 +161,16 @@ export class Agent {
         const timeoutMs = options.timeoutMs ?? agent.definition.timeoutMs;
         const deadline = timeoutMs !== undefined ? startedAt + timeoutMs : undefined;
         const request: StartRequest = { type: "start", agent, waiter, ...startInput, options, deadline, ...(executionId !== undefined ? { executionId } : {}) };
-        const { coordinator, loop } = this.environment;
+        const { loop } = this.environment;
         loop.post(
           () => {
             // Another live process holds the conversation's partition: it runs
             // the start (docs/decisions/0031).
             const remote = filedAs === undefined ? this.environment.remoteStartsFor(this.id) : undefined;
             if (remote !== undefined) return this.fileStart(remote, given, options, executionId ?? randomUUID(), outer, waiter);
-            // Behind messages queued for this conversation, if any (docs/decisions/0025).
-            if (this.environment.queues.take(request)) return;
-            const handle = coordinator.requests.add(request);
-            coordinator.apply(M.Start, agent.slot, agent.generation, handle, options.signal?.aborted ? 1 : 0);
+            // The core answers where it goes: run, queue (docs/decisions/0025) or refuse (0062).
+            const source = filedAs === undefined ? AdmissionSource.Direct : AdmissionSource.Filed;
+            this.environment.queues.admitStart(request, source, options.signal?.aborted === true);
           },
           {
             admission: true,

@@ -26,8 +26,8 @@
 
 import type { ConversationMessage } from "../agent/messages.js";
 import { persistedInput, redactedStartInput, storedStartInput } from "./start-input.js";
-import { MessageKind as M } from "../../assembly/abi.js";
-import { AgentBusyError, CancellationError, InvalidInputError, RuntimeShutdownError, type PhronomyError } from "../errors.js";
+import { AdmissionSource, AdmissionVerdict, ConversationPhase, EffectKind, HeadOutcome, MessageKind as M, ResultCode } from "../../assembly/abi.js";
+import { AgentBusyError, CancellationError, InvalidInputError, PhronomyError, RuntimeShutdownError } from "../errors.js";
 import { QUEUE_LIMIT_DEFAULT, queueStoreOf, type EnqueueMessageResult, type QueueStore, type QueuedMessage } from "../store/queue.js";
 import type { Json } from "../store/records.js";
 import { configOf, type Coordinator } from "./coordinator.js";
@@ -40,6 +40,8 @@ import { checkWithGuardrail, type OnBusyPolicy, type StartOptions } from "./opti
 import type { AgentEntry, StartRequest } from "./requests.js";
 import { Waiter, type Run, type Waiting } from "./run.js";
 import { asPhronomyError } from "./session.js";
+import { admit, isPlacementVerdict } from "./admission.js";
+import { errorForCode } from "./error-codes.js";
 import { KeyedRetries } from "./keyed-retries.js";
 import { heldEpochOf, leasingStoreOf } from "./leases.js";
 import { randomUUID } from "node:crypto";
@@ -81,6 +83,9 @@ interface QueuedItem {
   /** Its Run was handed to the follower: it may run at another process,
    * and its own waiter here may then never settle. */
   elsewhere?: boolean;
+  /** Queued at the front while an execution ran: that one is cancelled
+   * once the message is durable ("interrupt"). */
+  interrupt?: boolean;
 }
 
 interface Conversation {
@@ -128,6 +133,9 @@ export class ConversationQueues {
   /** Heads taken from the queue until their Run settles: until their
    * preparation commits, their message is still queued in the store. */
   private readonly starting = new Map<string, QueuedItem>();
+  /** Heads `Admit` let start whose `HeadSettled` is still to come: until
+   * their preparation settles (installed, refused, or failed for now). */
+  private readonly headsStarting = new Map<StartRequest, AgentEntry>();
   private closed = false;
   /** Conversations whose recovery is releasing and installing again what
    * a store fault held here (docs/decisions/0059): their heads wait, the
@@ -165,34 +173,86 @@ export class ConversationQueues {
     return request.options.onBusy ?? request.agent.definition.onBusy ?? "reject";
   }
 
-  /** On the loop, before a start is applied: a conversation with messages
-   * queued takes the new one behind them (or refuses it). False: apply it. */
-  take(request: StartRequest): boolean {
-    const conversation = this.conversations.get(request.agent.id);
-    if (conversation === undefined || conversation.items.length === 0) return false;
+  /** On the loop: a start made here (or filed for this process) asks the
+   * core where it goes (docs/decisions/0062), and goes there. */
+  admitStart(request: StartRequest, source: AdmissionSource.Direct | AdmissionSource.Filed, aborted: boolean): void {
+    const { coordinator } = this.environment;
     const policy = ConversationQueues.policyOf(request);
-    if (policy === "reject") {
-      settleWaiterWithError(
-        request.waiter,
-        new AgentBusyError(
-          request.agent.id,
-          `agent "${request.agent.id}" is busy: it runs an execution and ${conversation.items.length} message(s) are queued behind it; start with onBusy "enqueue" to queue this one too, or wait`,
-          { queued: conversation.items.length },
-        ),
-        this.settings,
-      );
-      return true;
+    const admission = admit(coordinator, request, source, policy, this.store() !== undefined);
+    if (admission === undefined) return;
+    const { agent } = request;
+    if (isPlacementVerdict(admission.verdict)) return this.startAsBefore(request, admission.handle, aborted);
+    if (admission.verdict === AdmissionVerdict.RunHere) {
+      coordinator.apply(M.Start, agent.slot, agent.generation, admission.handle, aborted ? 1 : 0);
+      return;
     }
-    this.enqueue(request, policy);
-    return true;
+    coordinator.requests.take(admission.handle);
+    switch (admission.verdict) {
+      case AdmissionVerdict.EnqueueBack:
+      case AdmissionVerdict.EnqueueFront:
+        return this.enqueue(request, admission.verdict === AdmissionVerdict.EnqueueFront, admission.interrupt, true);
+      case AdmissionVerdict.RefuseBusy:
+        return this.refuseBusy(request);
+      case AdmissionVerdict.RefuseHeld:
+        return settleWaiterWithError(request.waiter, AgentBusyError.heldForRecovery(agent.id), this.settings);
+      case AdmissionVerdict.RefuseNoQueue:
+        return settleWaiterWithError(request.waiter, noQueueError(agent.id, policy), this.settings);
+      case AdmissionVerdict.RefuseClosed:
+        return settleWaiterWithError(request.waiter, this.refusal(request, ResultCode.AgentClosed), this.settings);
+      default:
+        return settleWaiterWithError(
+          request.waiter,
+          new PhronomyError("INTERNAL", `phronomy core: Admit answered verdict ${admission.verdict} for a start of agent "${agent.id}"`, { agentId: agent.id }),
+          this.settings,
+        );
+    }
   }
 
-  /** The core refused a start because its agent is busy (on the loop). */
+  /** A start `Admit` answered with a placement verdict, carried out as
+   * before the core had them (`isPlacementVerdict`): behind the messages
+   * queued here, if any (or refused busy), else `Start`, whose busy
+   * refusal `startRefusedBusy` takes. */
+  private startAsBefore(request: StartRequest, handle: number, aborted: boolean): void {
+    const { coordinator } = this.environment;
+    const { agent } = request;
+    if ((this.conversations.get(agent.id)?.items.length ?? 0) === 0) {
+      coordinator.apply(M.Start, agent.slot, agent.generation, handle, aborted ? 1 : 0);
+      return;
+    }
+    coordinator.requests.take(handle);
+    const policy = ConversationQueues.policyOf(request);
+    if (policy === "reject") return this.refuseBusy(request);
+    this.enqueue(request, policy === "interrupt", policy === "interrupt", false);
+  }
+
+  /** "reject" while busy: AgentBusyError, saying how many messages wait. */
+  private refuseBusy(request: StartRequest): void {
+    const queued = this.conversations.get(request.agent.id)?.items.length ?? 0;
+    if (queued === 0) return settleWaiterWithError(request.waiter, this.refusal(request, ResultCode.AgentAlreadyAdmitted), this.settings);
+    settleWaiterWithError(
+      request.waiter,
+      new AgentBusyError(
+        request.agent.id,
+        `agent "${request.agent.id}" is busy: it runs an execution and ${queued} message(s) are queued behind it; start with onBusy "enqueue" to queue this one too, or wait`,
+        { queued },
+      ),
+      this.settings,
+    );
+  }
+
+  /** The error a `Start` refused with `code` gives its Run. */
+  private refusal(request: StartRequest, code: ResultCode): PhronomyError {
+    return errorForCode(code, { agentId: request.waiter.agentId, executionId: request.executionId });
+  }
+
+  /** The core refused a start because its agent is busy (on the loop).
+   * Reached only by a start `Admit` answered with a placement verdict,
+   * carried out as before (`isPlacementVerdict`). */
   startRefusedBusy(request: StartRequest): boolean {
     if (this.headRefusedBusy(request)) return true;
     const policy = ConversationQueues.policyOf(request);
     if (policy === "reject") return false;
-    this.enqueue(request, policy);
+    this.enqueue(request, policy === "interrupt", policy === "interrupt", false);
     return true;
   }
 
@@ -204,6 +264,7 @@ export class ConversationQueues {
   headRefusedBusy(request: StartRequest): boolean {
     if (!this.pumped.has(request)) return false;
     this.pumped.delete(request);
+    // Counted by `startHead` once the `Start` returned.
     const item = this.items.get(request.executionId ?? "");
     if (item !== undefined) this.conversationOf(item.agent.id).items.unshift(item);
     return true;
@@ -221,9 +282,10 @@ export class ConversationQueues {
    * outcome unknown), the recovery that follows finds the execution and
    * `restore` makes the Run follow it. */
   headFailed(request: StartRequest, error: PhronomyError): boolean {
-    if (this.closed || !(error.code === "STORE" || notNow(error))) return false;
+    if (!this.closed && executionExists(error) && this.headTaken(request)) return true;
+    if (this.closed || !(error.code === "STORE" || notNow(error))) return this.headLeft(request);
     const item = this.starting.get(request.executionId ?? "");
-    if (item === undefined || item.waiter !== request.waiter || item.state !== "queued") return false;
+    if (item === undefined || item.waiter !== request.waiter || item.state !== "queued") return this.headLeft(request);
     // Refused for now while another process may hold its partition: the
     // message is still queued in the store and runs wherever the
     // conversation is held next; its Run follows it there (decision 0058).
@@ -235,13 +297,61 @@ export class ConversationQueues {
     // A store failure too, once the lease is not held here (it moved while
     // the head was being prepared): whoever holds it next runs it.
     const leased = leasingStoreOf(this.environment.store) !== undefined;
-    if ((error.code !== "STORE" || leased) && heldEpochOf(this.environment.store, item.agent.id) === undefined) return this.followElsewhere(item);
-    item.failures = (item.failures ?? 0) + 1;
-    const delayMs = Math.min(headRetryMsMax, headRetryMsMin * 2 ** (item.failures - 1));
+    if ((error.code !== "STORE" || leased) && heldEpochOf(this.environment.store, item.agent.id) === undefined) {
+      if (!this.settleHead(request, HeadOutcome.Back)) this.counted(item.agent, 1);
+      return this.followElsewhere(item);
+    }
+    // Started again after the core's one backoff (250 ms doubling to 5 s,
+    // by the failures since a head last left), or this queue's own for a
+    // head `Admit` did not let start (`isPlacementVerdict`).
+    const delayMs = this.settleHead(request, HeadOutcome.Failed) ? retryDelayOf(this.environment.coordinator) : this.placedHeadRetryMs(item);
     setTimeout(() => {
       if (this.closed) return;
       this.environment.loop.post(() => this.startHead(item.agent), { label: `queued message ${item.executionId} started again` });
     }, delayMs).unref();
+    return true;
+  }
+
+  /** A queue head whose preparation the store refused because its
+   * execution is there already (on the loop): another process that held
+   * the conversation meanwhile took the message from the queue and
+   * prepared it (this one's preparation was in flight, or was held back).
+   * The message runs as that execution: its Run follows it, nothing is
+   * written terminal, and the next head may start. Whoever holds the
+   * conversation recovers the execution (here: the takeover's recovery,
+   * asked again while this preparation was in flight). */
+  private headTaken(request: StartRequest): boolean {
+    const item = this.starting.get(request.executionId ?? "");
+    if (item === undefined || item.waiter !== request.waiter) return false;
+    this.starting.delete(item.executionId);
+    this.settleHead(request, HeadOutcome.Left);
+    this.environment.followElsewhere(item.agent.id, item.executionId, item.waiter);
+    this.admissionFreed(item.agent);
+    return true;
+  }
+
+  /** The wait before a head started as before (a placement verdict) is
+   * started again after its preparation failed: counted here, as before. */
+  private placedHeadRetryMs(item: QueuedItem): number {
+    this.counted(item.agent, 1);
+    item.failures = (item.failures ?? 0) + 1;
+    return Math.min(headRetryMsMax, headRetryMsMin * 2 ** (item.failures - 1));
+  }
+
+  /** A start ended its preparation or was refused (on the loop): a head
+   * `Admit` let start left the queue. False (for `headFailed`). */
+  headLeft(request: StartRequest): false {
+    this.settleHead(request, HeadOutcome.Left);
+    return false;
+  }
+
+  /** Tells the core how a head `Admit` let start settled, once: true when
+   * it was one (`HeadSettled` applied). */
+  private settleHead(request: StartRequest, outcome: HeadOutcome): boolean {
+    const agent = this.headsStarting.get(request);
+    if (agent === undefined) return false;
+    this.headsStarting.delete(request);
+    this.environment.coordinator.apply(M.HeadSettled, agent.slot, agent.generation, outcome);
     return true;
   }
 
@@ -411,6 +521,7 @@ export class ConversationQueues {
             const item = this.restoredItem(agent, message);
             conversation.items.push(item);
             placeBySeq(conversation.items, item);
+            this.counted(agent, 1);
           }
           this.startHead(agent);
           resolve();
@@ -497,12 +608,45 @@ export class ConversationQueues {
     return conversation;
   }
 
+  /** A head taken from the queue is its head again. */
+  private putBack(item: QueuedItem): void {
+    this.conversationOf(item.agent.id).items.unshift(item);
+    this.counted(item.agent, 1);
+  }
+
+  /** Tells the core a change of the conversation's queue (on the loop), so
+   * the messages it counts queued are the host's (docs/decisions/0062):
+   * a conversation is let go only once its count is zero. */
+  private counted(agent: AgentEntry, change: 1 | -1): void {
+    const { coordinator } = this.environment;
+    if (change > 0) coordinator.apply(M.MessageQueued, agent.slot, agent.generation, change);
+    else coordinator.apply(M.MessageLeft, agent.slot, agent.generation);
+  }
+
+  /** Where the core's count of queued messages differs from this queue's
+   * (for tests: the simulation checks it after every step). Empty while
+   * they agree, and once closed (the core is not told of a close). */
+  countDrift(): string[] {
+    if (this.closed) return [];
+    const drift: string[] = [];
+    const { coordinator } = this.environment;
+    for (const entry of coordinator.agentEntries()) {
+      const items = this.conversations.get(entry.id)?.items.filter((item) => item.agent === entry) ?? [];
+      const counted = coordinator.settings.core.conversation(entry.slot).queued;
+      if (counted !== items.length) drift.push(`conversation "${entry.id}": ${items.length} message(s) queued here, ${counted} counted by the core`);
+    }
+    return drift;
+  }
+
   private forget(item: QueuedItem): void {
     this.items.delete(item.executionId);
     const conversation = this.conversations.get(item.agent.id);
     if (conversation === undefined) return;
     const index = conversation.items.indexOf(item);
-    if (index >= 0) conversation.items.splice(index, 1);
+    if (index >= 0) {
+      conversation.items.splice(index, 1);
+      this.counted(item.agent, -1);
+    }
     if (conversation.items.length === 0) this.drop(conversation, item.agent.id);
   }
 
@@ -514,19 +658,15 @@ export class ConversationQueues {
     conversation.release();
   }
 
-  /** Writes the message to the conversation's queue (on the loop). */
-  private enqueue(request: StartRequest, policy: "enqueue" | "interrupt"): void {
+  /** Writes the message to the conversation's queue (on the loop), at the
+   * front or the back as `Admit` answered; `counted`: `Admit` counted it
+   * queued already. */
+  private enqueue(request: StartRequest, front: boolean, interrupt: boolean, counted: boolean): void {
     const store = this.store();
     const agent = request.agent;
     if (store === undefined) {
-      settleWaiterWithError(
-        request.waiter,
-        new InvalidInputError(
-          `agent "${agent.id}" is busy and this store keeps no message queue (onBusy "${policy}" needs the SQLite or PostgreSQL store); start with onBusy "reject"`,
-          { agentId: agent.id },
-        ),
-        this.settings,
-      );
+      if (counted) this.counted(agent, -1);
+      settleWaiterWithError(request.waiter, noQueueError(agent.id, ConversationQueues.policyOf(request)), this.settings);
       return;
     }
     // A start under an id queued (or being queued) here already — a second
@@ -534,6 +674,7 @@ export class ConversationQueues {
     // follows that message: written again, its refusal would be taken for
     // the first's and cancel it (docs/decisions/0063).
     if (request.executionId !== undefined && this.items.has(request.executionId)) {
+      if (counted) this.counted(agent, -1);
       this.environment.followExecution(agent.id, request.executionId, request.waiter);
       return;
     }
@@ -542,11 +683,11 @@ export class ConversationQueues {
     // maps when the start fails for now and goes back to the head).
     const starting = request.executionId !== undefined ? this.starting.get(request.executionId) : undefined;
     if (starting !== undefined) {
+      if (counted) this.counted(agent, -1);
       const follow = (): void => this.environment.followExecution(agent.id, starting.executionId, request.waiter);
       starting.waiter.result.then(follow, follow);
       return;
     }
-    const front = policy === "interrupt";
     // The input guardrail's redaction applies before the input is stored;
     // a block (or a guardrail that fails: docs/decisions/0056) is decided
     // when the message is started, which writes it terminal INPUT_BLOCKED.
@@ -563,10 +704,12 @@ export class ConversationQueues {
       inputMessages: request.inputMessages,
       options: request.options,
       state: "writing",
+      ...(interrupt ? { interrupt } : {}),
     };
     const conversation = this.conversationOf(agent.id);
     if (front) conversation.items.unshift(item);
     else conversation.items.push(item);
+    if (!counted) this.counted(agent, 1);
     this.items.set(executionId, item);
     this.cancelDurablyOnFailure(item);
     const signal = request.options.signal;
@@ -590,7 +733,7 @@ export class ConversationQueues {
           at: this.settings.now(),
         })
         .then(
-          (result) => this.post(() => this.written(item, front, result)),
+          (result) => this.post(() => this.written(item, result)),
           (error: unknown) =>
             this.post(() => {
               if (item.state === "cancelling") return item.onWritten?.(false);
@@ -610,14 +753,14 @@ export class ConversationQueues {
   }
 
   /** The enqueue committed (on the loop). */
-  private written(item: QueuedItem, front: boolean, result: EnqueueMessageResult | undefined): void {
+  private written(item: QueuedItem, result: EnqueueMessageResult | undefined): void {
     item.waiter.knowExecutionId(item.executionId);
     item.seq = result?.seq;
     placeBySeq(this.conversations.get(item.agent.id)?.items ?? [], item);
     if (item.state === "cancelling") return item.onWritten?.(true);
     item.state = "queued";
     item.durableNumber = ++this.durableCount;
-    if (front) this.interruptRunning(item.agent);
+    if (item.interrupt === true) this.interruptRunning(item.agent);
     // Messages ahead of it in the store that this process does not know
     // (queued by the process that held the conversation before): read
     // first, so that it does not pass them (docs/decisions/0063).
@@ -640,18 +783,34 @@ export class ConversationQueues {
     this.holdWhile(agent.id, () => this.restore(agent)).catch(() => this.restoreLater(agent.id));
   }
 
-  /** Starts the conversation's head through the core (on the loop). The
-   * core refuses it while the conversation is busy; it then stays the head. */
+  /** Starts the conversation's head as the core's `Admit` answers (on the
+   * loop): it runs, stays the head (the conversation is busy), or is
+   * refused (closed). */
   private startHead(agent: AgentEntry): void {
     if (this.closed || this.environment.closed || this.recovering.has(agent.id)) return;
     const conversation = this.conversations.get(agent.id);
     const head = conversation?.items[0];
     if (conversation === undefined || head === undefined || head.state !== "queued") return;
     if (head.options.signal?.aborted) return this.cancelAborted(head);
+    const request = this.headRequest(agent, head);
+    const { coordinator } = this.environment;
+    const admission = admit(coordinator, request, AdmissionSource.QueueHead, ConversationQueues.policyOf(request), true);
+    // Refused (a stale handle): its Run was told, as a refused Start's.
+    if (admission === undefined) return this.headGone(conversation, head);
+    if (admission.verdict === AdmissionVerdict.RunHere) return this.runHead(conversation, head, request, admission.handle, true);
+    if (this.headPlacedElsewhere(agent, admission.verdict)) return this.runHead(conversation, head, request, admission.handle, false);
+    coordinator.requests.take(admission.handle);
+    if (admission.verdict !== AdmissionVerdict.RefuseClosed) return; // StayQueued: busy; started once the admission is released
     conversation.items.shift();
+    this.counted(agent, -1);
+    settleWaiterWithError(head.waiter, this.refusal(request, ResultCode.AgentClosed), this.settings);
+    this.headGone(conversation, head);
+  }
+
+  /** The head's `Start`, with its budget starting now, when it leaves the queue. */
+  private headRequest(agent: AgentEntry, head: QueuedItem): StartRequest {
     const timeoutMs = head.options.timeoutMs ?? agent.definition.timeoutMs;
-    // Its running-time budget starts now, when it leaves the queue.
-    const request: StartRequest = {
+    return {
       type: "start",
       agent,
       waiter: head.waiter,
@@ -661,15 +820,40 @@ export class ConversationQueues {
       deadline: timeoutMs !== undefined ? this.settings.now() + timeoutMs : undefined,
       executionId: head.executionId,
     };
+  }
+
+  /** A head `Admit` did not let start for where the conversation lives
+   * (owned elsewhere, or not ready, by the core's record; see
+   * `isPlacementVerdict`): started as before, the store's lease decides. */
+  private headPlacedElsewhere(agent: AgentEntry, verdict: AdmissionVerdict): boolean {
+    if (isPlacementVerdict(verdict)) return true;
+    return verdict === AdmissionVerdict.StayQueued && this.environment.coordinator.settings.core.conversation(agent.slot).phase !== ConversationPhase.Ready;
+  }
+
+  /** Applies the head's `Start`. `admitted`: `Admit` let it start (the core
+   * counted it out of the queue and waits for `HeadSettled`). */
+  private runHead(conversation: Conversation, head: QueuedItem, request: StartRequest, handle: number, admitted: boolean): void {
+    const { agent } = request;
+    conversation.items.shift();
+    if (!admitted) this.counted(agent, -1);
     this.pumped.add(request);
+    if (admitted) this.headsStarting.set(request, agent);
     const { coordinator } = this.environment;
-    const handle = coordinator.requests.add(request);
     // Not cancelled (0): an aborted head never gets here — its cancel is
     // written by the host as a queue cancel (`cancelAborted`, decision 0057).
     coordinator.apply(M.Start, agent.slot, agent.generation, handle, 0);
-    if (!this.pumped.has(request)) return; // refused busy: back at the head
-    this.pumped.delete(request);
-    // Admitted (an execution once prepared), or refused otherwise (its Run failed).
+    // Refused busy: `headRefusedBusy` took it out of `pumped` and put it back at the head.
+    const back = !this.pumped.delete(request);
+    if (back && !this.settleHead(request, HeadOutcome.Back)) this.counted(agent, 1);
+    if (back) return;
+    this.headGone(conversation, head);
+  }
+
+  /** The head left the queue: admitted (an execution once prepared), or
+   * refused (its Run failed). */
+  private headGone(conversation: Conversation, head: QueuedItem): void {
+    const { agent } = head;
+    if (conversation.items[0] === head) conversation.items.shift();
     this.items.delete(head.executionId);
     if (!head.waiter.settled) {
       this.starting.set(head.executionId, head);
@@ -778,6 +962,26 @@ function placeBySeq(items: QueuedItem[], item: QueuedItem): void {
   items.splice(index, 1);
   // Removed from before the last lower one, or after the first higher one.
   items.splice(index <= lastLower ? lastLower : firstHigher, 0, item);
+}
+
+/** The wait `HeadSettled(failed)` answered (its `RetryAfter`). */
+function retryDelayOf(coordinator: Coordinator): number {
+  const { core } = coordinator.settings;
+  for (let index = 0; index < core.effectCount; index += 1) if (core.effectWord(index, 0) === EffectKind.RetryAfter) return core.effectWord(index, 3);
+  throw new Error("phronomy core: HeadSettled(failed) emitted no RetryAfter");
+}
+
+/** "enqueue" or "interrupt" of a busy conversation on a store with no queue. */
+function noQueueError(agentId: string, policy: OnBusyPolicy): InvalidInputError {
+  return new InvalidInputError(
+    `agent "${agentId}" is busy and this store keeps no message queue (onBusy "${policy}" needs the SQLite or PostgreSQL store); start with onBusy "reject"`,
+    { agentId },
+  );
+}
+
+/** The store refused a preparation: its execution id is there already. */
+function executionExists(error: PhronomyError): boolean {
+  return error.code === "INVALID_INPUT" && error.details?.["reason"] === "execution_exists";
 }
 
 /** A refusal that says "not here, not now" (the partition's lease not

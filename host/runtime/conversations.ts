@@ -71,6 +71,9 @@ export interface ConversationHost {
   reportRecovery(agentId: string, report: Promise<RecoveredExecution[]>): void;
 }
 
+/** What asks for a conversation's first recovery. */
+type FirstRecoveryCause = RecoveryCause.OpenScan | RecoveryCause.FirstUse | RecoveryCause.PartitionTaken;
+
 interface Conversation {
   readonly id: string;
   readonly kind: DefinitionKind;
@@ -84,6 +87,9 @@ interface Conversation {
   /** Kept while defined (an `env.agent({ id })` on a leasing store), or
    * while its lease is another process's (retried, then taken over). */
   pinned: boolean;
+  /** What asked for its first recovery: the open scan (its definition), a
+   * partition taken in the background, or a first use (docs/decisions/0062). */
+  readonly cause: FirstRecoveryCause;
 }
 
 export class Conversations {
@@ -166,14 +172,18 @@ export class Conversations {
 
   /** Counts one operation on the conversation; `done` ends it. The entry
    * promise rejects when registration failed (AgentsFull, core failure). */
-  use(agentId: string, kind: DefinitionKind): { readonly entry: Promise<AgentEntry>; readonly done: () => void } {
+  use(
+    agentId: string,
+    kind: DefinitionKind,
+    cause: FirstRecoveryCause = RecoveryCause.FirstUse,
+  ): { readonly entry: Promise<AgentEntry>; readonly done: () => void } {
     this.checkOwnership(agentId, kind);
     let conversation = this.live.get(agentId);
     if (conversation === undefined || conversation.failed) {
-      conversation = this.open(agentId, kind);
+      conversation = this.open(agentId, kind, cause);
       this.live.set(agentId, conversation);
     }
-    conversation.users += 1;
+    this.countUse(conversation, 1);
     const used = conversation;
     let ended = false;
     return {
@@ -181,7 +191,7 @@ export class Conversations {
       done: () => {
         if (ended) return;
         ended = true;
-        used.users -= 1;
+        this.countUse(used, -1);
         this.releaseWhenIdle(used);
       },
     };
@@ -199,12 +209,12 @@ export class Conversations {
   hold(agentId: string): () => void {
     const conversation = this.live.get(agentId);
     if (conversation === undefined || conversation.failed) return () => undefined;
-    conversation.users += 1;
+    this.countUse(conversation, 1);
     let ended = false;
     return () => {
       if (ended) return;
       ended = true;
-      conversation.users -= 1;
+      this.countUse(conversation, -1);
       this.releaseWhenIdle(conversation);
     };
   }
@@ -233,12 +243,12 @@ export class Conversations {
   async holding<T>(agentId: string, work: (entry: AgentEntry) => Promise<T>): Promise<T | undefined> {
     const conversation = this.live.get(agentId);
     if (conversation === undefined || conversation.failed) return undefined;
-    conversation.users += 1;
+    this.countUse(conversation, 1);
     try {
       const entry = await conversation.ready.catch(() => undefined);
       return entry === undefined ? undefined : await work(entry);
     } finally {
-      conversation.users -= 1;
+      this.countUse(conversation, -1);
       this.releaseWhenIdle(conversation);
     }
   }
@@ -268,8 +278,8 @@ export class Conversations {
     }
   }
 
-  private open(agentId: string, kind: DefinitionKind): Conversation {
-    const conversation: Conversation = { id: agentId, kind, users: 0, ready: undefined as never, entry: undefined, failed: false, pinned: false };
+  private open(agentId: string, kind: DefinitionKind, cause: FirstRecoveryCause): Conversation {
+    const conversation: Conversation = { id: agentId, kind, users: 0, ready: undefined as never, entry: undefined, failed: false, pinned: false, cause };
     conversation.ready = this.prepare(conversation);
     conversation.ready.catch(() => {
       conversation.failed = true;
@@ -292,7 +302,7 @@ export class Conversations {
     if (owned === false || scan === undefined) {
       // Recorded in the core; a start posted later finds it recorded (the
       // loop runs in order), and a closed loop has nothing left to admit.
-      this.host.loop.post(() => this.tellOwnership(entry, owned !== false, conversation.pinned), {
+      this.host.loop.post(() => this.tellOwnership(entry, owned !== false, conversation.pinned, owned !== false), {
         label: `the ownership of conversation "${conversation.id}"`,
       });
       if (owned !== false) this.host.inboxListening(conversation.id);
@@ -302,7 +312,7 @@ export class Conversations {
     const queued = this.host.queuedAtOpen();
     const facts = recoveryFactsOf(leasing, conversation.id, { inScan: scan.has(conversation.id), queuedAtOpen: queued.has(conversation.id), scanReadAt });
     const scanned = scan.get(conversation.id) ?? [];
-    const order = await this.onLoop(conversation, () => this.requestRecovery(entry, conversation.pinned, facts, scanned.length));
+    const order = await this.onLoop(conversation, () => this.requestRecovery(entry, conversation, facts, scanned.length));
     scan.delete(conversation.id);
     queued.delete(conversation.id);
     if (!order.finished) {
@@ -340,21 +350,30 @@ export class Conversations {
     await recovery;
   }
 
-  /** On the loop: the conversation's ownership and pin, as the core records them. */
-  private tellOwnership(entry: AgentEntry, here: boolean, pinned: boolean): void {
+  /** On the loop: the conversation's ownership and pin, as the core records
+   * them. `unrecovered`: owned here by an environment that does not
+   * recover (`recover: false`, a visitor): its first use recovers nothing
+   * (the application calls `env.recover()`), so the recovery the core
+   * asks for ends at once and the conversation is ready. */
+  private tellOwnership(entry: AgentEntry, here: boolean, pinned: boolean, unrecovered = false): void {
     const { coordinator } = this.host;
     coordinator.apply(M.ConversationOwned, entry.slot, entry.generation, here ? Ownership.Here : Ownership.Elsewhere);
     if (pinned) coordinator.apply(M.SetPinned, entry.slot, entry.generation, 1);
+    if (!unrecovered) return;
+    const code = coordinator.apply(M.RecoveryRequested, entry.slot, entry.generation, RecoveryCause.FirstUse, 0);
+    if (code !== ResultCode.Ok) throw errorForCode(code, { agentId: entry.id });
+    const { epoch } = recoveryOrderOf(coordinator.settings.core);
+    coordinator.apply(M.RecoveryFinished, entry.slot, entry.generation, epoch, RecoveryOutcome.Recovered);
   }
 
   /** On the loop: owned here, its recovery asked of the core, which
    * answers with the epoch and the rows to read. A recovery with nothing
    * to read or restore (the scan found no rows, the queue is not read) is
    * finished in the same turn. */
-  private requestRecovery(entry: AgentEntry, pinned: boolean, facts: number, scannedRows: number): RecoveryOrder & { readonly finished: boolean } {
-    this.tellOwnership(entry, true, pinned);
+  private requestRecovery(entry: AgentEntry, conversation: Conversation, facts: number, scannedRows: number): RecoveryOrder & { readonly finished: boolean } {
+    this.tellOwnership(entry, true, conversation.pinned);
     const { coordinator } = this.host;
-    const code = coordinator.apply(M.RecoveryRequested, entry.slot, entry.generation, RecoveryCause.FirstUse, facts);
+    const code = coordinator.apply(M.RecoveryRequested, entry.slot, entry.generation, conversation.cause, facts);
     if (code !== ResultCode.Ok) throw errorForCode(code, { agentId: entry.id });
     const order = recoveryOrderOf(coordinator.settings.core);
     const nothing = order.rows === RowsPolicy.Nothing || (order.rows === RowsPolicy.FromScan && scannedRows === 0);
@@ -389,11 +408,41 @@ export class Conversations {
           };
           coordinator.registerAgentEntry(entry);
           conversation.entry = entry;
+          // The uses counted before the slot existed are the core's now;
+          // later ones are told as they come (`countUse`).
+          for (let use = 0; use < conversation.users; use += 1) coordinator.apply(M.UseBegin, entry.slot, entry.generation);
           resolve(entry);
         },
         { completion: { fail: reject }, label: `the first use of conversation "${conversation.id}"` },
       );
     });
+  }
+
+  /** One host operation more (1) or less (-1) uses the conversation. The
+   * core counts them too (docs/decisions/0062): from its registration on,
+   * each is posted to the loop, ahead of any release it allows (a use
+   * before it is counted at registration). */
+  private countUse(conversation: Conversation, change: 1 | -1): void {
+    conversation.users += change;
+    const entry = conversation.entry;
+    if (entry === undefined) return;
+    const { coordinator } = this.host;
+    this.host.loop.post(() => coordinator.apply(change > 0 ? M.UseBegin : M.UseEnd, entry.slot, entry.generation), {
+      label: `a use of conversation "${conversation.id}"`,
+    });
+  }
+
+  /** Where the core's count of a conversation's users differs from this
+   * bookkeeping's (for tests: checked once the loop is idle). */
+  useDrift(): string[] {
+    const drift: string[] = [];
+    for (const conversation of this.live.values()) {
+      const entry = conversation.entry;
+      if (entry === undefined || conversation.failed || this.host.coordinator.agentEntries().indexOf(entry) < 0) continue;
+      const counted = this.host.coordinator.settings.core.conversation(entry.slot).users;
+      if (counted !== conversation.users) drift.push(`conversation "${conversation.id}": ${conversation.users} use(s) here, ${counted} counted by the core`);
+    }
+    return drift;
   }
 
   /** Frees the entry of a conversation nobody uses, on the loop. */
@@ -456,7 +505,7 @@ export class Conversations {
     const wanted = ids.filter((agentId) => scan.has(agentId) || queued.has(agentId) || (leasing && kind.name === undefined));
     const reports = await Promise.all(
       wanted.map(async (agentId) => {
-        await this.touch(agentId, kind);
+        await this.touch(agentId, kind, RecoveryCause.OpenScan);
         const report = this.reports.get(agentId) ?? [];
         this.reports.delete(agentId);
         return report;
@@ -468,12 +517,14 @@ export class Conversations {
   /** A partition taken over (docs/decisions/0030) holds unfinished work of
    * this conversation: it is prepared here, which reads and recovers it,
    * unless it is live already (the store reported it as a takeover) or
-   * its definition is not defined here (its rows wait for it). */
+   * its definition is not defined here (its rows wait for it). Its first
+   * recovery asks the core as `PartitionTaken`, with the fact that the
+   * partition's rows were read when it was taken (`PartitionScanned`). */
   async adopt(agentId: string, definitionName: string | undefined): Promise<void> {
     if (this.live.has(agentId)) return;
     const kind = this.kindOf(agentId, definitionName);
     if (kind === undefined) return;
-    await this.touch(agentId, kind);
+    await this.touch(agentId, kind, RecoveryCause.PartitionTaken);
   }
 
   /** Recovery reports a definition's recovery has not collected yet. */
@@ -481,8 +532,8 @@ export class Conversations {
 
   /** Prepares the conversation (registration, lease, recovery) without a
    * start; it is let go afterwards if idle. */
-  private async touch(agentId: string, kind: DefinitionKind): Promise<void> {
-    const use = this.use(agentId, kind);
+  private async touch(agentId: string, kind: DefinitionKind, cause: FirstRecoveryCause = RecoveryCause.FirstUse): Promise<void> {
+    const use = this.use(agentId, kind, cause);
     try {
       await use.entry;
     } finally {

@@ -51,6 +51,8 @@ export interface BusyHooks {
   /** A start ended by its preparation with `error`: true when it was a
    * queue head still queued in the store, started again later. */
   readonly headFailed: (request: StartRequest, error: PhronomyError) => boolean;
+  /** A start was installed or refused: a queue head left its queue. */
+  readonly headLeft: (request: StartRequest) => false;
   /** An agent's admission may have been released (an execution released,
    * a start ended by its preparation). */
   readonly admissionFreed: (agent: AgentEntry) => void;
@@ -236,6 +238,11 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
     this.agentsBySlot[entry.slot] = entry;
   }
 
+  /** The agents with a core entry now. */
+  agentEntries(): AgentEntry[] {
+    return this.agentsBySlot.filter((entry): entry is AgentEntry => entry !== undefined);
+  }
+
   forgetAgentEntry(slot: number): void {
     this.agentsBySlot[slot] = undefined;
   }
@@ -332,6 +339,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
     // A queue head stays the head, whatever holds the conversation: its
     // message is queued in the store (docs/decisions/0058).
     if (request.type === "start" && code === ResultCode.AgentAlreadyAdmitted && this.busyHooks?.headRefusedBusy(request)) return;
+    if (request.type === "start") this.busyHooks?.headLeft(request);
     if (request.type === "start" && code === ResultCode.AgentAlreadyAdmitted && this.isHeldForRecovery(request.agent)) {
       settleWaiterWithError(request.waiter, AgentBusyError.heldForRecovery(request.agent.id), this.settings);
       return;
@@ -376,6 +384,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
     const pending = this.requests.get(handle);
     const request = pending?.type === "start" ? pending : pending?.type === "recovery" ? pending.start : undefined;
     if (!request?.executionId) throw new PhronomyError("INTERNAL", `installed execution slot ${slot} for an unknown request ${handle}`);
+    if (pending?.type === "start") this.busyHooks?.headLeft(request);
     const entry = new ExecutionEntry(slot, generation, request.executionId, request.agent, request);
     if (request.cancelById !== undefined) entry.cancelById ??= request.cancelById;
     this.executions[slot] = entry;

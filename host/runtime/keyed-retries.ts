@@ -1,8 +1,10 @@
 // Tries per key, again and again with a doubling wait, until an attempt
 // says it is done: at most one attempt scheduled per key at a time. For
 // what a PostgreSQL owner repairs by itself once the database or its
-// partition lets it (docs/decisions/0055): a conversation a store fault
-// held, a queue whose head was refused. The timers never keep the process
+// partition lets it (docs/decisions/0055): a queue whose head was refused,
+// a cancel of an aborted queued message. (A conversation a store fault
+// held is retried after the core's RetryAfter: recovery-pipeline.ts.)
+// The timers never keep the process
 // alive. The wait is kept per key until an attempt is done, so a key
 // scheduled again from outside after a failed attempt (a cancel that
 // failed re-asks for itself) still waits the doubled time.

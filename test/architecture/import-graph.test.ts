@@ -26,7 +26,7 @@ const repositoryRoot = fileURLToPath(new URL("../..", import.meta.url));
  *   and their handles, on the store and the core.
  * - chat: chat streams and responses, built on the runtime's runs and events.
  * - environment: `Environment` composes the runtime and serves the chat
- *   streams, so it sits above chat.
+ *   streams (its reads, `environment-reads.ts`), so it sits above chat.
  * - entries: the package entries (`phronomy`, `phronomy/testing`), and
  *   `defineAgent`, which the main entry exports for the CLI's agent modules.
  * - ui, cli: applications of the public entries (the dashboard; the command
@@ -39,7 +39,7 @@ const layers: readonly { readonly name: string; readonly paths: readonly string[
   { name: "agent", paths: ["host/agent/"] },
   { name: "runtime", paths: ["host/runtime/"] },
   { name: "chat", paths: ["host/chat/"] },
-  { name: "environment", paths: ["host/runtime/environment.ts"] },
+  { name: "environment", paths: ["host/runtime/environment.ts", "host/runtime/environment-reads.ts"] },
   { name: "entries", paths: ["host/index.ts", "host/testing.ts", "host/define-agent.ts"] },
   { name: "ui", paths: ["host/ui/"] },
   { name: "cli", paths: ["host/cli/"] },

@@ -7,7 +7,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { afterAll } from "vitest";
+import { cleanUpAfterEachFile } from "../support/cleanups.js";
 import { childNodeFlags } from "../support/node-flags.js";
 
 export const repositoryRoot = resolve(import.meta.dirname, "../..");
@@ -23,7 +23,7 @@ export const fixture = (name: string) => join(repositoryRoot, "test/cli/fixtures
 const commandTimeoutMs = 90_000;
 
 const directories: string[] = [];
-afterAll(async () => {
+cleanUpAfterEachFile(async () => {
   for (const directory of directories.splice(0)) await rm(directory, { recursive: true, force: true });
 });
 

@@ -77,6 +77,10 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
       [Cause.FirstUse, Fact.Leasing | Fact.LeaseEpochOne, RowsPolicy.Nothing, false],
       [Cause.FirstUse, Fact.Leasing | Fact.PartitionScanned | Fact.InScan, RowsPolicy.FromStore, true],
       [Cause.LeaseTakeover, Fact.InScan, RowsPolicy.FromStore, true],
+      // A partition taken in the background: its rows were read when taken.
+      [Cause.PartitionTaken, Fact.Leasing | Fact.PartitionScanned, RowsPolicy.Nothing, false],
+      [Cause.PartitionTaken, Fact.Leasing, RowsPolicy.FromStore, true],
+      [Cause.Retake, Fact.Leasing | Fact.PartitionScanned, RowsPolicy.FromStore, true],
     ];
     for (const [cause, facts, rows, readQueue] of cases) {
       const c = register(core);

@@ -423,7 +423,7 @@ export class ReferenceConversations {
     record.cause = cause;
     record.recoverAgain = false;
     const has = (fact: RecoveryFact): boolean => (facts & fact) !== 0;
-    const fromScan = cause === RecoveryCause.OpenScan || cause === RecoveryCause.FirstUse;
+    const fromScan = cause === RecoveryCause.OpenScan || cause === RecoveryCause.FirstUse || cause === RecoveryCause.PartitionTaken;
     const nothingWritten =
       (has(RecoveryFact.PartitionScanned) || has(RecoveryFact.LeaseEpochOne)) && !has(RecoveryFact.InScan) && !has(RecoveryFact.QueuedAtOpen);
     let rows: RowsPolicy;

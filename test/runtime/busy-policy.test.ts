@@ -91,6 +91,10 @@ describe("onBusy: enqueue", () => {
     const queued = await env.executions({ status: "queued", agentId: "chat" });
     expect(queued.map((row) => row.executionId).sort()).toEqual([...ids].sort());
     expect(queued.every((row) => row.status === "queued" && row.phase === "queued")).toBe(true);
+    // The core counts them (docs/decisions/0062).
+    expect(env.queues.countDrift()).toEqual([]);
+    expect(env.conversations.useDrift()).toEqual([]);
+    expect(env.core.conversation(0).queued).toBe(12);
     expect(await env.execution(ids[0]!)).toMatchObject({ status: "queued", input: "m1" });
     expect((await env.timeline(ids[0]!)).map((step) => step.kind)).toEqual(["queued"]);
     gate.resolve();
@@ -106,6 +110,7 @@ describe("onBusy: enqueue", () => {
     const timeline = (await env.timeline(ids[3]!)).map((step) => step.kind);
     expect(timeline.slice(0, 3)).toEqual(["queued", "input", "provider_barrier"]);
     expect(timeline.at(-1)).toBe("terminal");
+    expect(env.queues.countDrift()).toEqual([]);
   });
 
   it("refuses a message beyond queueLimit with QueueFullError and writes nothing", async () => {
@@ -151,9 +156,11 @@ describe("onBusy: enqueue", () => {
     expect(row).toMatchObject({ outcome: "failed", error: { code: "CANCELLED" } });
     expect((await env.timeline(idOne!)).map((step) => step.kind)).toEqual(["queued", "terminal"]);
     expect(await env.queues.cancelQueued(idOne!)).toBe(false);
+    expect(env.queues.countDrift()).toEqual([]);
     gate.resolve();
     await expect(kept.result).resolves.toMatchObject({ executionId: idThree, output: "echo: m3" });
     await expect(first.result).resolves.toMatchObject({ output: "echo: m0" });
+    expect(env.queues.countDrift()).toEqual([]);
   });
 
   it("cancels by id a message taken from the queue whose preparation has not committed: CANCELLED, nothing runs, the next one does", async () => {
@@ -222,6 +229,26 @@ describe("onBusy: enqueue", () => {
     await expect(agent.start("third").result).rejects.toMatchObject({ code: "AGENT_BUSY", details: { queued: 1 } });
     gate.resolve();
     await expect(queued.result).resolves.toMatchObject({ outcome: "completed" });
+  });
+
+  it("a start to a closed agent with messages queued is refused AGENT_CLOSED at once, whatever its policy (the core's Admit checks closed first)", async () => {
+    const env = await openEnvironment();
+    const gate = deferred();
+    const agent = env.agent({ id: "closed-queue", model: echoModel(), onBusy: "enqueue", tools: { lookup: lookupTool({ gate: gate.promise }) } });
+    const first = agent.start("m0");
+    await first.executionId;
+    const queued = agent.start("m1");
+    await queued.executionId;
+    await agent.close();
+    await expect(agent.start("late").result).rejects.toMatchObject({ code: "AGENT_CLOSED" });
+    await expect(agent.start("late", { onBusy: "reject" }).result).rejects.toMatchObject({ code: "AGENT_CLOSED" });
+    await expect(agent.start("late", { onBusy: "interrupt" }).result).rejects.toMatchObject({ code: "AGENT_CLOSED" });
+    expect((await env.executions({ agentId: "closed-queue" })).map((row) => row.input).sort()).toEqual(["m0", "m1"]);
+    expect(env.queues.countDrift()).toEqual([]);
+    gate.resolve();
+    await expect(first.result).resolves.toMatchObject({ output: "echo: m0" });
+    await expect(queued.result).rejects.toMatchObject({ code: "AGENT_CLOSED" });
+    expect(env.queues.countDrift()).toEqual([]);
   });
 
   it("a closed agent fails its queued messages with AGENT_CLOSED once the running one ended, writing each terminal", async () => {
@@ -374,6 +401,7 @@ describe("onBusy: interrupt", () => {
     const urgent = agent.start("stop", { onBusy: "interrupt" });
     const urgentId = await urgent.executionId;
     expect((await env.timeline(urgentId))[0]).toMatchObject({ kind: "queued", payload: { position: 1, interrupt: true } });
+    expect(env.queues.countDrift()).toEqual([]);
     await expect(first.result).rejects.toBeInstanceOf(CancellationError);
     gate.resolve();
     await Promise.all([urgent.result, ...queued.map((run) => run.result)]);

@@ -4,16 +4,16 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach } from "vitest";
 import { z } from "zod";
 import { scriptedModel, type ScriptedTurn } from "../../host/agent/scripted-model.js";
 import { Phronomy, tool, type Environment, type OpenOptions } from "../../host/index.js";
 import type { Logger } from "../../host/runtime/options.js";
+import { cleanUpAfterEachTest } from "../support/cleanups.js";
 
 const opened: Environment[] = [];
 const directories: string[] = [];
 
-afterEach(async () => {
+cleanUpAfterEachTest(async () => {
   for (const environment of opened.splice(0)) await environment.close().catch(() => undefined);
   for (const directory of directories.splice(0)) await rm(directory, { recursive: true, force: true });
 });

@@ -398,7 +398,8 @@ export class World {
   // -- invariants -------------------------------------------------------------------------------
 
   /** Safety, after every step: no fenced write landed outside its lease,
-   * no execution ended twice, a queued message ran only as its queue's head. */
+   * no execution ended twice, a queued message ran only as its queue's head,
+   * the core counts the messages each queue holds. */
   checkSafety(): void {
     for (const write of this.cluster.committed.slice(this.committedChecked)) {
       if (!fencedTypes.has(write.type)) continue;
@@ -411,6 +412,13 @@ export class World {
       }
     }
     this.committedChecked = this.cluster.committed.length;
+    // The core counts each conversation's queued messages (docs/decisions/0062):
+    // its count is the host queue's after every step.
+    for (const process of this.processes) {
+      if (!process.alive) continue;
+      for (const drift of process.environment?.queues.countDrift() ?? []) this.problem(`${process.owner}: ${drift}`);
+      for (const drift of process.environment?.conversations.useDrift() ?? []) this.problem(`${process.owner}: ${drift}`);
+    }
     for (const violation of this.cluster.queueOrderViolations.splice(0)) {
       this.problem(
         `${violation.owner} prepared queued message ${violation.executionId} of ${violation.agentId} ahead of ${violation.passed.join(", ")} queued before it`,
@@ -459,6 +467,10 @@ export class World {
       || this.models.length > 0
       || this.tools.length > 0
       || this.cluster.unfinished().length > 0
+      // A message still queued may be waiting on the runtime's own retry
+      // (a conversation held after a store fault is recovered after the
+      // core's backoff, its queue restored then): time runs on for it too.
+      || this.cluster.connection.prepare("SELECT 1 FROM queued_messages").get() !== undefined
       || this.callers.some((caller) => caller.process.alive && caller.settlements === 0 && this.bornHere(caller))
     );
   }

@@ -7,7 +7,6 @@
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach } from "vitest";
 import type {
   ApprovalCommitOperation,
   JournalRecord,
@@ -20,11 +19,12 @@ import type {
 } from "../../host/store/records.js";
 import { openBetterSqlite3, type SqliteValue } from "../../host/store/sqlite/driver.js";
 import { SqliteStore, type SqliteStoreOptions } from "../../host/store/sqlite-store.js";
+import { cleanUpAfterEachTest } from "../support/cleanups.js";
 
 const directories: string[] = [];
 const stores: SqliteStore[] = [];
 
-afterEach(async () => {
+cleanUpAfterEachTest(async () => {
   await Promise.all(stores.splice(0).map((store) => store.close()));
   await Promise.all(directories.splice(0).map((directory) => rm(directory, { recursive: true, force: true })));
 });

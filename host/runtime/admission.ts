@@ -1,0 +1,62 @@
+// The one admission decision (docs/decisions/0062): a start made here, one
+// filed for this process and the head of a conversation's durable queue
+// each ask the core `Admit(source, busy policy, queue kept)`, and the core
+// answers where it goes — run here, enqueue at the back or the front (and
+// interrupt), refuse busy / held / closed / no queue, stay queued — from
+// the conversation's phase, the admission an execution holds and the
+// messages it counts queued. Nothing here chooses: this file asks and reads
+// the answer; `conversation-queue.ts` carries it out.
+
+import { AdmissionVerdict, BusyPolicy, EffectKind, MessageKind as M, type AdmissionSource } from "../../assembly/abi.js";
+import type { Coordinator } from "./coordinator.js";
+import type { OnBusyPolicy } from "./options.js";
+import type { StartRequest } from "./requests.js";
+
+/** The core's answer to `Admit`, with the request's handle: still in the
+ * request table (`Start` takes it; any other verdict takes it out). */
+export interface Admission {
+  readonly handle: number;
+  readonly verdict: AdmissionVerdict;
+  /** `EnqueueFront` while an execution holds the admission: it is
+   * cancelled once the message is queued. */
+  readonly interrupt: boolean;
+}
+
+const POLICIES: Readonly<Record<OnBusyPolicy, BusyPolicy>> = {
+  reject: BusyPolicy.Reject,
+  enqueue: BusyPolicy.Enqueue,
+  interrupt: BusyPolicy.Interrupt,
+};
+
+/** Asks the core where the start goes (on the loop). Undefined when the
+ * core refused the question (a stale agent handle): its `FailRequest` told
+ * the request's waiter, as a refused `Start` would. */
+export function admit(
+  coordinator: Coordinator,
+  request: StartRequest,
+  source: AdmissionSource,
+  policy: OnBusyPolicy,
+  queueKept: boolean,
+): Admission | undefined {
+  const handle = coordinator.requests.add(request);
+  const { agent } = request;
+  coordinator.apply(M.Admit, agent.slot, agent.generation, handle, source, POLICIES[policy], queueKept ? 1 : 0);
+  const { core } = coordinator.settings;
+  // The answer is the apply's only effect; carrying it out applied nothing.
+  if (core.effectCount === 0 || core.effectWord(0, 0) !== EffectKind.AdmissionDecided) return undefined;
+  return { handle, verdict: core.effectWord(0, 2) as AdmissionVerdict, interrupt: core.effectWord(0, 4) === 1 };
+}
+
+/** Verdicts about where the conversation lives and whether it is ready.
+ * `FileForOwner` reaches the queue only when `agent.start` found no inbox
+ * to file in (`remoteStartsFor`: none, or the partition lapsed here): the
+ * start goes to `Start`, whose preparation the store refuses with the
+ * owner's lease (AGENT_BUSY, lease_not_held). `LeaveFiled` and
+ * `WaitUntilReady` come from a phase the host does not report every way
+ * into or out of yet (a lease lost, the recoveries of the triggers other
+ * than a first use and a takeover: docs/decisions/0062, "Wired"): carried
+ * out as before the core had them, the start goes to `Start`, where the
+ * store's lease check decides. */
+export function isPlacementVerdict(verdict: AdmissionVerdict): boolean {
+  return verdict === AdmissionVerdict.FileForOwner || verdict === AdmissionVerdict.LeaveFiled || verdict === AdmissionVerdict.WaitUntilReady;
+}

@@ -1,0 +1,162 @@
+// Callers waiting on executions (docs/decisions/0018): `env.wait` on one
+// live here (another observer), on one run by another process (followed
+// from the store until it ends), or on one already ended (its durable
+// outcome); a keyed start whose execution is in the store already; and the
+// callers of conversations whose lease moved away (lost-leases.ts), handed
+// to the one follower of executions run elsewhere (durable-watch.ts).
+
+import { MessageKind as M } from "../../assembly/abi.js";
+import { ExecutionRehydrationRequiredError, RuntimeShutdownError } from "../errors.js";
+import type { ExecutionStore } from "../store/store.js";
+import type { ControlLoop } from "./control-loop.js";
+import type { ConversationQueues } from "./conversation-queue.js";
+import type { Coordinator } from "./coordinator.js";
+import { emitToWaiter, outcomeEventOf, rejectSuspendedObserver, resolveWaiter, settleWaiterWithError } from "./delivery.js";
+import { DurableWatches } from "./durable-watch.js";
+import { settleFromRow } from "./durable-outcome.js";
+import { followLostConversations } from "./lost-leases.js";
+import type { RemoteStarts } from "./remote-start.js";
+import { Waiter, type Run, type Waiting } from "./run.js";
+import { asPhronomyError } from "./session.js";
+
+/** What the followers ask of their environment (environment.ts wires it). */
+export interface FollowersHost {
+  readonly store: ExecutionStore;
+  readonly loop: ControlLoop;
+  readonly coordinator: Coordinator;
+  readonly queues: Pick<ConversationQueues, "observe" | "followQueuedElsewhere">;
+  closed(): boolean;
+  /** Starts filed for the processes holding their partitions, if this process files them. */
+  remoteStarts(): RemoteStarts | undefined;
+  /** An execution of this agent is run by another process. */
+  runsElsewhere(agentId: string): boolean;
+}
+
+export class Followers {
+  /** `env.wait` on executions other processes run (docs/decisions/0018). */
+  private durableWatches: DurableWatches | undefined;
+
+  constructor(private readonly host: FollowersHost) {}
+
+  /** Waits for an execution's outcome: another observer of a live
+   * execution, or the durable outcome of one that already ended. */
+  wait(executionId: string): Run {
+    const waiter = new Waiter("", undefined, true);
+    const settings = this.host.coordinator.settings;
+    this.host.loop.post(() => this.observe(executionId, waiter), {
+      completion: { fail: (error) => settleWaiterWithError(waiter, asPhronomyError(error, "INTERNAL"), settings) },
+      label: `a wait for execution ${executionId}`,
+    });
+    return waiter;
+  }
+
+  /** On the loop: `waiter` observes the execution live here, its queued
+   * message, or else its row. */
+  private observe(executionId: string, waiter: Waiter): void {
+    const { coordinator } = this.host;
+    const settings = coordinator.settings;
+    const entry = coordinator.entryById(executionId);
+    if (entry?.recoveryRequired) {
+      // Held after a store failure: it moves again only through env.recover(), which the caller must know.
+      settleWaiterWithError(
+        waiter,
+        new ExecutionRehydrationRequiredError(
+          `execution ${executionId} is held for recovery after a store failure; call env.recover() (it recovers the execution from its stored row), then wait again`,
+          { executionId, agentId: entry.agent.id },
+        ),
+        settings,
+      );
+      return;
+    }
+    if (entry?.suspended) {
+      // Told here, not attached through the core: the core counts
+      // attached observers until the execution ends (WaitersMax), and a
+      // handler polling a suspended execution must not use them up.
+      rejectSuspendedObserver(waiter, { executionId, agentId: entry.agent.id }, entry.approvalRequest, settings);
+      return;
+    }
+    if (this.host.queues.observe(executionId, waiter)) return;
+    if (entry) {
+      const handle = coordinator.requests.add({ type: "attach", waiter });
+      coordinator.apply(M.AttachWaiter, entry.slot, entry.generation, handle);
+      return;
+    }
+    this.host.store.getExecution(executionId).then(
+      (row) => {
+        // A start filed for (or a message queued in) another process: waited for (docs/decisions/0031).
+        const remoteStarts = this.host.remoteStarts();
+        if (row === undefined && remoteStarts !== undefined && !this.host.closed()) return remoteStarts.observe(executionId, waiter);
+        const running = row !== undefined && row.status !== "terminal" && row.status !== "suspended";
+        if (running && this.host.runsElsewhere(row.agentId)) {
+          if (this.host.closed())
+            return settleWaiterWithError(
+              waiter,
+              new RuntimeShutdownError(`a wait for execution ${executionId}`, { executionId, agentId: row.agentId }),
+              settings,
+            );
+          this.follower().watch(executionId, row.agentId, waiter);
+          return;
+        }
+        settleFromRow(waiter, executionId, row, settings);
+      },
+      (error: unknown) => settleWaiterWithError(waiter, asPhronomyError(error, "STORE"), settings),
+    );
+  }
+
+  /** A keyed start whose execution is in the store already: `waiter`
+   * follows it (from the store on PostgreSQL; as `env.wait` otherwise). */
+  followExecution(agentId: string, executionId: string, waiter: Waiter): void {
+    const remoteStarts = this.host.remoteStarts();
+    if (remoteStarts !== undefined) return remoteStarts.follow(agentId, executionId, waiter);
+    const settings = this.host.coordinator.settings;
+    const observed = this.wait(executionId);
+    observed.executionId.then(
+      (id) => waiter.knowExecutionId(id),
+      () => undefined,
+    );
+    observed.result.then(
+      (result) => {
+        if (result.outcome === "completed") emitToWaiter(waiter, { type: "done", executionId, output: result.output, usage: result.usage }, settings);
+        else if (result.handoff) emitToWaiter(waiter, { type: "handoff", executionId, handoff: result.handoff }, settings);
+        // Under the callback-error policy, as a live Run (decision 0056).
+        resolveWaiter(waiter, result, outcomeEventOf(result), settings);
+      },
+      (error: unknown) => settleWaiterWithError(waiter, asPhronomyError(error, "INTERNAL"), settings),
+    );
+  }
+
+  /** A caller waiting here on an execution (or a message queued under its
+   * id) that another process runs now: followed until it ends. */
+  followElsewhere(agentId: string, executionId: string, waiter: Waiting): void {
+    this.follower().follow(executionId, agentId, waiter);
+  }
+
+  /** The store says this process lost the conversations' leases: every
+   * caller waiting here on one of their executions follows it to wherever
+   * it runs next (lost-leases.ts). */
+  leasesLost(agentIds: readonly string[]): void {
+    if (this.host.closed()) return;
+    this.host.loop.post(
+      () =>
+        followLostConversations(
+          {
+            entriesOfAgent: (agentId) => this.host.coordinator.entriesOfAgentId(agentId),
+            followQueuedElsewhere: (agentId) => this.host.queues.followQueuedElsewhere(agentId),
+            follow: (executionId, agentId, waiter) => this.followElsewhere(agentId, executionId, waiter),
+          },
+          agentIds,
+        ),
+      { label: `the callers of conversations whose lease moved away (${agentIds.join(", ")})` },
+    );
+  }
+
+  async close(): Promise<void> {
+    await this.durableWatches?.close();
+  }
+
+  /** The one follower of executions run elsewhere (durable-watch.ts). */
+  private follower(): DurableWatches {
+    this.durableWatches ??= new DurableWatches(this.host.store, this.host.coordinator.settings);
+    return this.durableWatches;
+  }
+}

@@ -1,0 +1,178 @@
+// The approval inbox of a store that has one (PostgreSQL, SQLite;
+// docs/decisions/0011, 0031): decisions, cancels, retries and starts filed
+// elsewhere for the conversations this process holds are claimed and applied
+// here through the local paths, and those of conversations held elsewhere
+// are filed. A SQLite owner holds every agent; a SQLite visitor only files.
+
+import { InvalidInputError, type PhronomyError } from "../errors.js";
+import { startTiming } from "../store/start-timing.js";
+import type { ExecutionStore } from "../store/store.js";
+import { Agent, type AgentHost, type AgentInput } from "./agent.js";
+import { InboxApplier, inboxStoreOf, type ClaimedDecision } from "./approval-inbox.js";
+import { applyFiledCancel, type CancelHost } from "./cancel-by-id.js";
+import type { ConversationHost, Conversations } from "./conversations.js";
+import type { Coordinator } from "./coordinator.js";
+import type { LeasingStore } from "./leases.js";
+import type { StartOptions } from "./options.js";
+import { partitionedStoreOf } from "./partition-takeover.js";
+import { RemoteResumes } from "./remote-resume.js";
+import { RemoteStarts, startInboxStoreOf } from "./remote-start.js";
+import { applyFiledRetry, type RetryHost } from "./retry.js";
+import { asPhronomyError } from "./session.js";
+
+/** What the inbox asks of its environment (environment.ts wires it). */
+export interface InboxClaimsHost {
+  readonly store: ExecutionStore;
+  readonly coordinator: Coordinator;
+  readonly conversations: Conversations;
+  readonly visitor: boolean;
+  closed(): boolean;
+  /** The environment, as a claimed decision's or start's handle uses it. */
+  readonly agents: AgentHost;
+  /** The agent's lease is held elsewhere or by nobody (false without leases). */
+  notHeldHere(agentId: string): boolean;
+  cancelHost(): CancelHost;
+  retryHost(): RetryHost;
+}
+
+export class InboxClaims {
+  /** Applies decisions filed elsewhere for the agents held here. */
+  applier: InboxApplier | undefined;
+  /** Files decisions on agents held elsewhere. */
+  remoteResumes: RemoteResumes | undefined;
+  /** Starts filed for the processes holding their partitions (docs/decisions/0031). */
+  remoteStarts: RemoteStarts | undefined;
+
+  constructor(private readonly host: InboxClaimsHost) {}
+
+  /** Opens the inbox of a store that has one: decisions filed elsewhere
+   * for agents held here are applied through the local resume path;
+   * `remoteResumesFor` files the others. */
+  open(leasing: LeasingStore | undefined): void {
+    const inbox = inboxStoreOf(this.host.store);
+    if (!inbox) return;
+    const { settings } = this.host.coordinator;
+    this.remoteResumes = new RemoteResumes(inbox, settings);
+    if (this.host.visitor) return;
+    const starts = startInboxStoreOf(this.host.store);
+    // A process that takes no share (`balance: false`, the CLI's commands)
+    // runs its own starts or refuses them, as before.
+    if (starts !== undefined && leasing !== undefined && starts.balancing) {
+      this.remoteStarts = new RemoteStarts(starts, settings);
+    }
+    const holds = leasing ? (agentId: string, epoch: number) => leasing.leaseOf(agentId)?.epoch === epoch : () => true;
+    const partitioned = partitionedStoreOf(this.host.store);
+    const partitionHeld = partitioned && ((agentId: string, epoch: number) => partitioned.partitionHeldAt(agentId, epoch));
+    const mayHold = partitionHeld ?? holds;
+    // Conversations not live here: a SQLite owner claims their retries, a
+    // PostgreSQL owner their filed starts (a start makes them live).
+    this.applier = new InboxApplier(
+      inbox,
+      (claim) => this.applyClaim(claim),
+      holds,
+      settings.logger,
+      leasing === undefined || this.remoteStarts !== undefined,
+      mayHold,
+    );
+  }
+
+  /** Where `agent.resume` sends a decision on an execution not live here:
+   * the approval inbox when another process holds the agent's lease (or
+   * nobody does); undefined when the decision is this process's to apply. */
+  remoteResumesFor(agentId: string): RemoteResumes | undefined {
+    return this.host.visitor || this.host.notHeldHere(agentId) ? this.remoteResumes : undefined;
+  }
+
+  /** Where `agent.start` sends a start this process may not run: the
+   * inbox, when the store files starts and another process holds the
+   * conversation's partition (docs/decisions/0031); undefined otherwise. */
+  remoteStartsFor(agentId: string): RemoteStarts | undefined {
+    if (this.remoteStarts === undefined || this.host.closed() || !this.host.notHeldHere(agentId)) return undefined;
+    // Held here but not renewed in time: refused here (lease_not_held) until
+    // the next renewal, as before — never filed for itself. Nor when its
+    // lease lapsed here (the database away longer than the lease) and
+    // nobody took it since: this process takes it back at its next tick,
+    // and a start filed meanwhile went to itself (docs/decisions/0058).
+    const partitioned = partitionedStoreOf(this.host.store);
+    if (partitioned !== undefined && (partitioned.partitionHeld(agentId) || partitioned.partitionLapsedHere(agentId))) return undefined;
+    return this.remoteStarts;
+  }
+
+  /** The store keeps filed starts and this process may write to it. */
+  filesStarts(): boolean {
+    return !this.host.visitor && startInboxStoreOf(this.host.store) !== undefined;
+  }
+
+  async close(): Promise<void> {
+    await this.remoteStarts?.close();
+    await this.remoteResumes?.close();
+    await this.applier?.close();
+  }
+
+  private applyClaim(claim: ClaimedDecision): Promise<PhronomyError | undefined> {
+    if (claim.kind === "start") return this.applyFiledStart(claim);
+    if (claim.kind === "cancel") return applyFiledCancel(this.host.cancelHost(), claim.executionId, claim.reason ?? undefined);
+    if (claim.kind === "retry") return applyFiledRetry(this.host.retryHost(), claim.executionId, claim.executionRevision);
+    const agent = this.host.conversations.handleOf(this.host.agents, claim.agentId);
+    if (!agent)
+      return Promise.resolve(
+        new InvalidInputError(
+          `agent "${claim.agentId}" is no longer defined in the process that owns it; decision ${claim.decisionId} on execution ${claim.executionId} was not applied`,
+          { agentId: claim.agentId, executionId: claim.executionId },
+        ),
+      );
+    return agent.applyFiledDecision(claim.executionId, {
+      approvalId: claim.approvalId,
+      approved: claim.approved,
+      ...(claim.reason !== null ? { reason: claim.reason } : {}),
+    });
+  }
+
+  /** The owner's side of a start filed by another process
+   * (docs/decisions/0031): started here through `agent.start`'s own path
+   * (the takeover's admission gate, the busy policy, the fenced
+   * preparation) under the execution id it was filed with. Undefined once
+   * admitted or queued — or when that id is in the store already (a former
+   * owner admitted it; its recovery finishes it) — else the refusal. */
+  private applyFiledStart(claim: ClaimedDecision): Promise<PhronomyError | undefined> {
+    const context = { agentId: claim.agentId, executionId: claim.executionId };
+    const start = claim.start;
+    if (start === undefined) return Promise.resolve(new InvalidInputError(`the start filed as execution ${claim.executionId} carries no input`, context));
+    const { conversations } = this.host;
+    const kind = conversations.liveKind(claim.agentId) ?? conversations.kindOf(claim.agentId, start.definition);
+    if (kind === undefined) {
+      const define = start.definition !== undefined ? `the definition named "${start.definition}" is` : `agent "${claim.agentId}" is`;
+      return Promise.resolve(
+        new InvalidInputError(
+          `${define} not defined in the process that holds the conversation's partition (${this.host.store.path}); the start filed as execution ${claim.executionId} was not run — define it in every process that may own it`,
+          { ...context, details: { reason: "agent_not_defined" } },
+        ),
+      );
+    }
+    const agent = new Agent({ environment: this.host.agents, kind, ready: Promise.resolve() }, claim.agentId);
+    const run = agent.startFiled(start.input as unknown as AgentInput, start.options as StartOptions, claim.executionId);
+    if (startTiming.enabled) void run.result.finally(() => startTiming.mark(claim.executionId, "ended")).catch(() => undefined);
+    return run.executionId.then(
+      () => undefined,
+      async (error: unknown) => {
+        const refusal = asPhronomyError(error, "INTERNAL");
+        if (refusal.code === "INVALID_INPUT" && refusal.details?.["reason"] === "execution_exists") return undefined;
+        // Busy with this very id (its key started here meanwhile, maybe
+        // still being prepared): it runs (docs/decisions/0057).
+        if (refusal.code !== "AGENT_BUSY") return refusal;
+        return (await this.host.agents.admittedAs(claim.executionId).catch(() => false)) ? undefined : refusal;
+      },
+    );
+  }
+}
+
+/** The conversations' hooks into the inbox's applier, once opened
+ * (`ConversationHost`): decisions filed for a conversation are claimed
+ * while it is live and recovered here. */
+export function inboxHooksOf(applier: () => InboxApplier | undefined): Pick<ConversationHost, "inboxListening" | "inboxSuspended" | "inboxReady"> {
+  return {
+    inboxListening: (agentId) => applier()?.agentListening(agentId),
+    inboxSuspended: (agentId) => applier()?.agentSuspended(agentId),
+    inboxReady: (agentId, ready) => (ready ? applier()?.agentReady(agentId) : applier()?.agentNotReady(agentId)),
+  };
+}

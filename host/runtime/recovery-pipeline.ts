@@ -1,0 +1,285 @@
+// The one way back in (docs/decisions/0062, "One way back in"): every
+// recovery of a conversation live here — `env.recover()`, a lease or
+// partition taken over, a retake on demand, a fenced write, a heal after a
+// store fault, a session still settling, a decision on an execution held
+// after an unknown outcome, and the retries the core asks for — is a
+// `RecoveryRequested(cause, facts)` to the core. The core answers
+// `ReadRows(epoch, …)` (a new epoch: this pipeline reads the rows, releases
+// what a fault held, installs, restores the queue) or `RecoveryJoined` (one
+// runs: a trigger with new facts makes it read again), and the pass ends
+// with `RecoveryFinished(epoch, outcome)`: a stale epoch is dropped; the
+// conversation is ready (`OpenAdmissions`, `OpenInbox`), read again under a
+// new epoch, or held with `RetryAfter` from the core's one backoff.
+//
+// The first use of a conversation asks the core the same way
+// (`Conversations.prepare`, cause OpenScan or FirstUse). What one pass does
+// with the rows is `agent-recoveries.ts`'s; nothing here chooses the rows,
+// counts failures or keeps a timer of its own besides the core's RetryAfter.
+
+import { EffectKind, HoldCause, MessageKind as M, Ownership, RecoveryCause, RecoveryFact, RecoveryOutcome, ResultCode } from "../../assembly/abi.js";
+import type { CoreEffect } from "../core/effects.js";
+import type { ExecutionStore } from "../store/store.js";
+import type { ControlLoop } from "./control-loop.js";
+import type { Conversations } from "./conversations.js";
+import type { Coordinator } from "./coordinator.js";
+import { heldEpochOf, leasingStoreOf } from "./leases.js";
+import type { RecoveredExecution } from "./recovery.js";
+import type { AgentEntry } from "./requests.js";
+
+/** What the pipeline asks of its environment (agent-recoveries.ts wires it). */
+export interface RecoveryPipelineHost {
+  readonly store: ExecutionStore;
+  readonly loop: ControlLoop;
+  readonly coordinator: Coordinator;
+  readonly conversations: Pick<Conversations, "holding">;
+  /** Recovery runs by itself here (`Phronomy.open`'s `recover`). */
+  readonly recoverOnDefine: boolean;
+  closed(): boolean;
+  /** One pass with the rows read from the store now (a later epoch, a retry). */
+  passFromStore(entry: AgentEntry): Promise<RecoveredExecution[]>;
+  /** How the pass just run on the conversation left it: what a fault held
+   * still held, or an abandoned session still settling. */
+  passOutcome(entry: AgentEntry): RecoveryOutcome;
+  /** The conversation's recovery ended: `admissionsHeld` when a takeover
+   * held its admissions (released now, ready or held), `inboxReady` when
+   * decisions filed for it may be claimed now. */
+  ended(agentId: string, state: { readonly admissionsHeld: boolean; readonly inboxReady: boolean }): void;
+}
+
+/** One trigger of a recovery. */
+export interface RecoveryTrigger {
+  readonly cause: RecoveryCause;
+  /** The first epoch's pass (the rows this trigger reads); by default, and
+   * for every later epoch, the rows read from the store now. */
+  readonly pass?: (entry: AgentEntry) => Promise<RecoveredExecution[]>;
+  /** The caller needs a pass begun after it asked (`env.recover()`, a
+   * decision after an unknown outcome): joined, it waits for the running
+   * recovery to end and asks again. */
+  readonly fresh?: boolean;
+  /** The store just gave this process the conversation's lease: told to
+   * the core first (a conversation owned elsewhere is registering again). */
+  readonly ownedHere?: boolean;
+  /** Starts are held by the store until the recovery ends (a takeover). */
+  readonly admissionsHeld?: boolean;
+  /** Decisions filed for the conversation wait until it ends. */
+  readonly inboxHeld?: boolean;
+}
+
+/** The core's answer to a `RecoveryRequested`. */
+type Order = { readonly kind: "read"; readonly epoch: number } | { readonly kind: "joined" } | { readonly kind: "refused" };
+
+/** The core's answer to a `RecoveryFinished`. */
+type Next = { readonly kind: "again"; readonly epoch: number } | { readonly kind: "ended" };
+
+/** A recovery under way, from its first epoch to ready or held. */
+interface Running {
+  readonly ended: Promise<void>;
+  readonly end: () => void;
+  admissionsHeld: boolean;
+}
+
+/** The retry a `RetryAfter` asked for, by the cause the conversation is held for. */
+const retryCauseOf: Readonly<Record<number, RecoveryCause>> = {
+  [HoldCause.StoreFault]: RecoveryCause.HealAfterStoreFault,
+  [HoldCause.OutcomeUnknown]: RecoveryCause.HealAfterStoreFault,
+  [HoldCause.NotQuiescent]: RecoveryCause.SessionSettling,
+  [HoldCause.LeaseLapsed]: RecoveryCause.Retry,
+};
+
+export class RecoveryPipeline {
+  /** Recoveries under way, by agent id (joined triggers wait for them). */
+  private readonly running = new Map<string, Running>();
+  /** Requests not settled yet, by agent id: what a start waits for. */
+  private readonly requests = new Map<string, Promise<unknown>>();
+  /** The epoch of each conversation recovering, or held with a retry
+   * pending: a RetryAfter of an older one is dropped. */
+  private readonly epochs = new Map<string, number>();
+  /** Conversations whose filed decisions wait until it is ready: taken
+   * over, or found with executions suspended. */
+  private readonly inboxWaiting = new Set<string>();
+
+  constructor(private readonly host: RecoveryPipelineHost) {}
+
+  /** Asks the core for a recovery of the conversation live here and
+   * carries out its answer; undefined when it is not live, or the core
+   * refused (owned elsewhere). Rejects with the pass's error. */
+  request(agentId: string, trigger: RecoveryTrigger): Promise<RecoveredExecution[] | undefined> {
+    if (trigger.inboxHeld) this.inboxWaiting.add(agentId);
+    const requested = this.host.conversations
+      .holding(agentId, (entry) => this.recover(entry, trigger))
+      .then((report) => {
+        // Nothing to recover here: what the trigger held is let go.
+        if (report === undefined) this.release(agentId, trigger.admissionsHeld === true, true);
+        return report;
+      });
+    const before = this.requests.get(agentId);
+    const gate = Promise.allSettled(before === undefined ? [requested] : [before, requested]);
+    this.requests.set(agentId, gate);
+    void gate.then(() => {
+      if (this.requests.get(agentId) === gate) this.requests.delete(agentId);
+    });
+    return requested;
+  }
+
+  /** What a start of the agent waits for: the recoveries asked for and not ended. */
+  gate(agentId: string): Promise<unknown> | undefined {
+    return this.requests.get(agentId);
+  }
+
+  /** A store fault held the conversation, or one of its executions, here:
+   * held in the core, which answers when to try again; a recovery under
+   * way is joined (it finds what is held when it ends). */
+  held(agentId: string, cause: HoldCause): void {
+    void this.host.conversations
+      .holding(agentId, async (entry) => {
+        const joins = await this.onLoop(entry, () => this.applyHeld(entry, cause));
+        if (joins) await this.request(agentId, { cause: RecoveryCause.HealAfterStoreFault });
+      })
+      .catch(() => undefined);
+  }
+
+  private async recover(entry: AgentEntry, trigger: RecoveryTrigger): Promise<RecoveredExecution[] | undefined> {
+    for (;;) {
+      const order = await this.onLoop(entry, () => this.requestOrder(entry, trigger));
+      if (order.kind === "refused") return undefined;
+      if (order.kind === "read") return this.runEpochs(entry, order.epoch, trigger);
+      // Joined: the recovery under way covers it, or (`fresh`) it is waited for.
+      const running = this.running.get(entry.id);
+      if (!trigger.fresh || running === undefined) return [];
+      await running.ended;
+    }
+  }
+
+  /** On the loop: `RecoveryRequested`, and what the core answered. */
+  private requestOrder(entry: AgentEntry, trigger: RecoveryTrigger): Order {
+    const { coordinator, store } = this.host;
+    if (trigger.ownedHere) coordinator.apply(M.ConversationOwned, entry.slot, entry.generation, Ownership.Here);
+    const facts = leasingStoreOf(store) !== undefined ? RecoveryFact.Leasing : 0;
+    const code = coordinator.apply(M.RecoveryRequested, entry.slot, entry.generation, trigger.cause, facts);
+    const effects = code === ResultCode.Ok ? coordinator.settings.core.effects() : [];
+    const read = effects.find((effect) => effect.kind === EffectKind.ReadRows);
+    const running = this.running.get(entry.id);
+    if (read !== undefined && read.kind === EffectKind.ReadRows) {
+      this.begin(entry.id, read.epoch, trigger);
+      return { kind: "read", epoch: read.epoch };
+    }
+    if (code !== ResultCode.Ok || running === undefined) return { kind: "refused" };
+    running.admissionsHeld ||= trigger.admissionsHeld === true;
+    return { kind: "joined" };
+  }
+
+  private begin(agentId: string, epoch: number, trigger: RecoveryTrigger): void {
+    let end = (): void => undefined;
+    const ended = new Promise<void>((resolve) => {
+      end = resolve;
+    });
+    const running: Running = { ended, end, admissionsHeld: trigger.admissionsHeld === true };
+    this.running.set(agentId, running);
+    this.epochs.set(agentId, epoch);
+  }
+
+  /** Runs the passes of a recovery, one per epoch the core orders, until
+   * it is ready or held. */
+  private async runEpochs(entry: AgentEntry, first: number, trigger: RecoveryTrigger): Promise<RecoveredExecution[]> {
+    const report: RecoveredExecution[] = [];
+    let epoch = first;
+    let pass = trigger.pass ?? ((held: AgentEntry) => this.host.passFromStore(held));
+    for (;;) {
+      let failure: { readonly error: unknown } | undefined;
+      let outcome: RecoveryOutcome = RecoveryOutcome.StoreFault;
+      try {
+        report.push(...(await pass(entry)));
+        outcome = this.host.passOutcome(entry);
+      } catch (error) {
+        failure = { error };
+      }
+      if (report.some((item) => item.status === "suspended")) this.inboxWaiting.add(entry.id);
+      const next = await this.onLoop(entry, () => this.finish(entry, epoch, outcome));
+      if (next.kind === "again") {
+        epoch = next.epoch;
+        pass = (held) => this.host.passFromStore(held);
+        continue;
+      }
+      if (failure !== undefined) throw failure.error;
+      return report;
+    }
+  }
+
+  /** On the loop: `RecoveryFinished`, and what follows it. */
+  private finish(entry: AgentEntry, epoch: number, outcome: RecoveryOutcome): Next {
+    const { coordinator } = this.host;
+    const code = coordinator.apply(M.RecoveryFinished, entry.slot, entry.generation, epoch, outcome);
+    const effects = code === ResultCode.Ok ? coordinator.settings.core.effects() : [];
+    const again = effects.find((effect) => effect.kind === EffectKind.ReadRows);
+    if (again !== undefined && again.kind === EffectKind.ReadRows) {
+      this.epochs.set(entry.id, again.epoch);
+      return { kind: "again", epoch: again.epoch };
+    }
+    this.epochs.delete(entry.id);
+    this.end(
+      entry.id,
+      effects.some((effect) => effect.kind === EffectKind.OpenInbox),
+    );
+    this.retryIfAsked(entry.id, effects);
+    return { kind: "ended" };
+  }
+
+  /** The recovery is over: ready (`OpenAdmissions`, `OpenInbox`), held, or dropped as stale. */
+  private end(agentId: string, ready: boolean): void {
+    const running = this.running.get(agentId);
+    if (running === undefined) return;
+    this.running.delete(agentId);
+    this.release(agentId, running.admissionsHeld, ready);
+    running.end();
+  }
+
+  private release(agentId: string, admissionsHeld: boolean, ready: boolean): void {
+    const inboxReady = ready && this.inboxWaiting.delete(agentId);
+    if (admissionsHeld || inboxReady) this.host.ended(agentId, { admissionsHeld, inboxReady });
+  }
+
+  /** On the loop: `ConversationHeld` of a ready conversation, and its
+   * retry; true when a recovery under way is to be joined instead. */
+  private applyHeld(entry: AgentEntry, cause: HoldCause): boolean {
+    const { coordinator } = this.host;
+    const code = coordinator.apply(M.ConversationHeld, entry.slot, entry.generation, cause);
+    if (code !== ResultCode.Ok) return this.running.has(entry.id);
+    this.retryIfAsked(entry.id, coordinator.settings.core.effects());
+    return false;
+  }
+
+  /** A `RetryAfter` among the effects: the conversation is asked for again
+   * after the core's backoff — by itself only on a leasing store, while
+   * this process holds the conversation (on SQLite `env.recover()` does
+   * it, and a partition not held here is recovered when it is taken). */
+  private retryIfAsked(agentId: string, effects: readonly CoreEffect[]): void {
+    const retry = effects.find((effect) => effect.kind === EffectKind.RetryAfter);
+    if (retry === undefined || retry.kind !== EffectKind.RetryAfter) return;
+    if (!this.retries()) return;
+    const cause = retryCauseOf[this.holdCauseOf(retry.agent)] ?? RecoveryCause.Retry;
+    // Held at this epoch: a recovery begun meanwhile (a takeover) drops the retry.
+    this.epochs.set(agentId, retry.epoch);
+    setTimeout(() => {
+      if (this.epochs.get(agentId) !== retry.epoch) return;
+      this.epochs.delete(agentId);
+      if (this.host.closed() || heldEpochOf(this.host.store, agentId) === undefined) return;
+      this.request(agentId, { cause }).catch(() => undefined);
+    }, retry.delayMs).unref();
+  }
+
+  private retries(): boolean {
+    return this.host.recoverOnDefine && !this.host.closed() && leasingStoreOf(this.host.store) !== undefined;
+  }
+
+  /** The cause the conversation in this slot is held for (the core's record). */
+  private holdCauseOf(slot: number): number {
+    return this.host.coordinator.settings.core.conversationCause(slot);
+  }
+
+  /** Runs `body` on the control loop and resolves with what it returned. */
+  private onLoop<T>(entry: AgentEntry, body: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.host.loop.post(() => resolve(body()), { completion: { fail: reject }, label: `the recovery of conversation "${entry.id}"` });
+    });
+  }
+}

@@ -1,0 +1,136 @@
+// Cancels and retries by execution id (docs/decisions/0026): what
+// `env.cancel` and `env.retry` reach here — the execution live here, a
+// message queued, a start filed for another process, the inbox that files
+// the cancel or retry for the process that runs the conversation — and the
+// same for a cancel or retry filed elsewhere and claimed here.
+
+import { CancellationError } from "../errors.js";
+import { transferError } from "../store/error-transfer.js";
+import type { ExecutionRow } from "../store/records.js";
+import type { ExecutionStore } from "../store/store.js";
+import type { AgentOwnership } from "./agent-ownership.js";
+import { cancelById, checkCancel, type CancelHost, type CancelOptions, type CancelResult } from "./cancel-by-id.js";
+import type { ControlLoop } from "./control-loop.js";
+import type { ConversationQueues } from "./conversation-queue.js";
+import type { Conversations } from "./conversations.js";
+import type { Coordinator } from "./coordinator.js";
+import { settleWaiterWithError } from "./delivery.js";
+import type { InboxClaims } from "./inbox-claims.js";
+import { leasingStoreOf } from "./leases.js";
+import { executionOrQueued } from "./queued-rows.js";
+import { startInboxStoreOf } from "./remote-start.js";
+import { checkRetryOptions, retryById, type RetryHost, type RetryOptions } from "./retry.js";
+import { Waiter, type Run } from "./run.js";
+import { asPhronomyError } from "./session.js";
+
+/** What cancels and retries by id ask of their environment (environment.ts wires it). */
+export interface WorkByIdHost {
+  readonly store: ExecutionStore;
+  readonly loop: ControlLoop;
+  readonly coordinator: Coordinator;
+  readonly conversations: Conversations;
+  readonly queues: Pick<ConversationQueues, "cancelQueued">;
+  readonly visitor: boolean;
+  readonly inbox: Pick<InboxClaims, "remoteResumes" | "remoteStarts" | "remoteResumesFor" | "filesStarts">;
+  readonly ownership: Pick<AgentOwnership, "leaseHolder">;
+  assertOpen(what: string): void;
+  assertStoreWritable(what: string): void;
+}
+
+export class WorkById {
+  constructor(private readonly host: WorkByIdHost) {}
+
+  /** `env.cancel`: checked, then cancelled here or filed. */
+  cancel(executionId: string, options: CancelOptions): Promise<CancelResult> {
+    checkCancel(executionId, options);
+    this.host.assertOpen(`the cancel of execution ${executionId}`);
+    return cancelById(this.cancelHost(), executionId, options.reason);
+  }
+
+  /** `env.retry`: a refused retry is a Run that settles with the refusal. */
+  retry(executionId: string, options: RetryOptions): Run {
+    try {
+      checkRetryOptions(executionId, options);
+      this.host.assertOpen(`the retry of execution ${executionId}`);
+      this.host.assertStoreWritable(`the retry of execution ${executionId}`);
+    } catch (error) {
+      const waiter = new Waiter("", typeof options?.onEvent === "function" ? options.onEvent : undefined);
+      settleWaiterWithError(waiter, asPhronomyError(error, "INTERNAL"), this.host.coordinator.settings);
+      return waiter;
+    }
+    return retryById(this.retryHost(), executionId, options);
+  }
+
+  cancelHost(): CancelHost {
+    const { coordinator, loop, store, conversations, queues, inbox } = this.host;
+    return {
+      coordinator,
+      loop,
+      store,
+      remoteFor: (agentId) => inbox.remoteResumesFor(agentId),
+      recoveredHere: (row) => conversations.liveEntry(row.agentId) !== undefined || conversations.kindOfRow(row) !== undefined,
+      cancelQueued: (executionId, reason) => queues.cancelQueued(executionId, reason),
+      readRow: (executionId) => executionOrQueued(store, executionId),
+      // Any process that may write may cancel a filed start, one that takes
+      // no share (the CLI's) included; a Run here following it settles now.
+      ...(inbox.filesStarts()
+        ? {
+            cancelFiledStart: (executionId: string, reason: string | undefined) => this.cancelFiledStart(executionId, reason),
+            cancelledQueued: (row: ExecutionRow) =>
+              inbox.remoteStarts?.cancelledHere({
+                executionId: row.executionId,
+                execution: row,
+                queued: false,
+                decisionState: undefined,
+                decisionError: null,
+                steps: [],
+              }),
+          }
+        : {}),
+    };
+  }
+
+  private async cancelFiledStart(executionId: string, reason: string | undefined) {
+    const error = JSON.stringify(transferError(new CancellationError({ executionId }, reason)));
+    const found = await startInboxStoreOf(this.host.store)!.cancelFiledStart(executionId, error, Date.now());
+    // Committed: a Run here following the start settles now (docs/decisions/0047).
+    if (found?.state === "cancelled")
+      this.host.inbox.remoteStarts?.cancelledHere({
+        executionId,
+        execution: undefined,
+        queued: false,
+        decisionState: "refused",
+        decisionError: error,
+        steps: [],
+      });
+    return found;
+  }
+
+  retryHost(): RetryHost {
+    const { coordinator, loop, store, conversations, visitor, inbox, ownership } = this.host;
+    const leasing = leasingStoreOf(store);
+    return {
+      coordinator,
+      loop,
+      store,
+      useConversation: (row) => {
+        const kind = conversations.liveKind(row.agentId) ?? conversations.kindOfRow(row);
+        return kind === undefined ? undefined : conversations.use(row.agentId, kind);
+      },
+      // Filed when another process runs the conversation: always from a
+      // visitor; on PostgreSQL while another process holds the agent.
+      elsewhere: async (agentId) => {
+        if (visitor) return inbox.remoteResumes !== undefined ? { filed: inbox.remoteResumes } : undefined;
+        if (!leasing || leasing.leaseOf(agentId) !== undefined) return undefined;
+        const holder = await ownership.leaseHolder(agentId);
+        if (holder !== undefined && inbox.remoteResumes !== undefined) return { filed: inbox.remoteResumes };
+        return {
+          refused:
+            holder === undefined
+              ? `no process here holds agent "${agentId}"'s lease`
+              : `agent "${agentId}" is owned by ${holder.owner} (its lease runs until ${new Date(holder.expiresAt).toISOString()})`,
+        };
+      },
+    };
+  }
+}

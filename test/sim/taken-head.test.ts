@@ -1,0 +1,117 @@
+// A queue head prepared by another process while its own preparation was
+// in flight (docs/decisions/0063, "Found and fixed" 12; seed 504003): two
+// real environments on the simulated cluster store, on a fake clock. p2
+// holds the conversation and takes X from its queue; X's preparation is
+// slow. p2 stops renewing, p1 takes the conversation over, prepares X and
+// dies; the conversation comes back to p2, whose takeover finds X's row
+// while X's own start is still being prepared here — and only then is
+// that preparation refused (the execution exists). X used to stay active
+// for ever (its install refused AGENT_BUSY by that start, never tried
+// again) and its Run was told INVALID_INPUT. Now the recovery waits for the
+// preparation, installs X and runs it; X's Run follows it.
+
+import { afterEach, beforeAll, beforeEach, expect, it, vi } from "vitest";
+import { z } from "zod";
+import { loadAiSdk } from "../../host/agent/ai-sdk.js";
+import { scriptedModel, type ScriptedTurn } from "../../host/agent/scripted-model.js";
+import { Phronomy, tool, type DefinedAgent, type Environment } from "../../host/index.js";
+import { Cluster, type ClusterStore, type PendingWrite } from "./cluster-store.js";
+
+const leaseMs = 3_000;
+
+interface Process {
+  readonly store: ClusterStore;
+  readonly environment: Environment;
+  readonly agent: DefinedAgent;
+}
+
+async function open(cluster: Cluster, owner: string): Promise<Process> {
+  const store = cluster.storeFor(owner);
+  const environment = await Phronomy.open({ store, logger: { warn: () => undefined } });
+  const agent = environment.agent({
+    name: "support",
+    instructions: "You help.",
+    // A refund (needs approval) for the first message, text otherwise.
+    model: scriptedModel(({ messages }): ScriptedTurn => {
+      const last = messages.filter((message) => message.role === "user").at(-1)?.content;
+      const afterTool = messages.at(-1)?.role === "tool";
+      return last === "refund order 1" && !afterTool ? { toolCalls: [{ toolName: "refund", input: { orderId: "1" } }] } : { text: `answer to ${String(last)}` };
+    }),
+    tools: {
+      refund: tool({ description: "Refunds an order", inputSchema: z.object({ orderId: z.string() }), needsApproval: true, execute: () => "refunded" }),
+    },
+  });
+  return { store, environment, agent };
+}
+
+/** Moves the clock on by `ms`, committing every write `held` does not keep
+ * (a killed process's writes never land). */
+async function advance(cluster: Cluster, ms: number, held: (write: PendingWrite) => boolean): Promise<void> {
+  const next = (): PendingWrite | undefined => cluster.pending.find((write) => !write.handle.killed && !held(write));
+  for (let left = ms; ; left -= 50) {
+    for (let write = next(); write !== undefined; write = next()) {
+      write.settle("commit");
+      await vi.advanceTimersByTimeAsync(0);
+    }
+    if (left <= 0) return;
+    await vi.advanceTimersByTimeAsync(Math.min(50, left));
+  }
+}
+
+const none = (): boolean => false;
+
+beforeAll(async () => {
+  await loadAiSdk();
+});
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval", "Date", "performance"] });
+  vi.setSystemTime(Date.UTC(2026, 0, 1));
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+it("a head prepared by another process while its own preparation was in flight is recovered, and its Run follows it", async () => {
+  const cluster = new Cluster(leaseMs, false);
+  const p1 = await open(cluster, "p1");
+  const p2 = await open(cluster, "p2");
+  // p2 holds the conversation: an execution suspended there, X queued behind it.
+  const suspended = p2.agent.conversation("c").start("refund order 1");
+  await advance(cluster, 400, none);
+  const suspendedId = await suspended.executionId;
+  const x = p2.agent.conversation("c").start("X", { onBusy: "enqueue" });
+  await advance(cluster, 100, none);
+  const xId = await x.executionId;
+  // p1 asks for the conversation (it takes it once p2 stops renewing).
+  const refused = p1.agent.conversation("c").start("hello from p1").result;
+  await advance(cluster, 100, none);
+  await expect(refused).rejects.toMatchObject({ code: "AGENT_BUSY" });
+  // The decision ends the suspended execution; p2 takes X from its queue,
+  // and X's preparation at p2 is slow.
+  const p2PreparesX = (write: PendingWrite): boolean =>
+    write.handle === p2.store && write.operation.type === "prepareExecution" && write.operation.executionId === xId;
+  const approvalId = (cluster.execution(suspendedId)?.approvalRequest as { approvalId: string }).approvalId;
+  const resumed = p2.agent.conversation("c").resume(suspendedId, { approvalId, approved: true }).result;
+  await advance(cluster, 100, p2PreparesX);
+  await expect(resumed).resolves.toMatchObject({ outcome: "completed" });
+  const slow = cluster.pending.find(p2PreparesX);
+  expect(slow).toBeDefined();
+  // p2 stops renewing; p1 takes the conversation over and prepares X (its
+  // later writes never land: it dies).
+  p2.store.stalledUntil = Date.now() + leaseMs * 2;
+  const p1AfterPreparing = (write: PendingWrite): boolean => p2PreparesX(write) || (write.handle === p1.store && write.operation.type !== "prepareExecution");
+  await advance(cluster, leaseMs * 2, p1AfterPreparing);
+  expect(cluster.leases.get("c")?.owner).toBe("p1");
+  expect(cluster.execution(xId)?.status).toBe("active");
+  p1.store.kill();
+  // The conversation comes back to p2, whose takeover finds X's row while
+  // X's own start is still being prepared here; then that preparation is
+  // refused (the execution exists).
+  await advance(cluster, leaseMs * 3, p2PreparesX);
+  expect(cluster.leases.get("c")?.owner).toBe("p2");
+  slow!.settle("commit");
+  await advance(cluster, leaseMs * 3, none);
+  expect(cluster.unfinished()).toEqual([]);
+  await expect(x.result).resolves.toMatchObject({ executionId: xId, outcome: "completed", output: "answer to X" });
+  await p2.environment.close();
+});
