@@ -35,8 +35,15 @@ export async function releaseSupersededSuspensions(host: SupersededHost, agent: 
   for (const live of host.coordinator.liveEntriesOf(agent)) {
     if (!live.suspended || live.recoveryRequired) continue;
     const row = byId.get(live.executionId) ?? (await host.store.getExecution(live.executionId));
-    if (row !== undefined) await discharge(host, live, row);
+    if (row !== undefined && !sameSuspension(live, row)) await discharge(host, live, row);
   }
+}
+
+/** The row still shows the suspension held here (its approval pending):
+ * nothing to ask the core. */
+function sameSuspension(live: ExecutionEntry, row: ExecutionRow): boolean {
+  const pending = row.approvalRequest as { readonly approvalId?: unknown } | null;
+  return row.status === "suspended" && pending?.approvalId === live.approvalRequest?.approvalId;
 }
 
 /** On the loop: the core decides; released, its callers follow the row. */
@@ -48,9 +55,14 @@ function discharge(host: SupersededHost, live: ExecutionEntry, row: ExecutionRow
         // Taken first: a released execution's waiters would be told
         // EXECUTION_REHYDRATION_REQUIRED, yet it runs on from its row.
         const waiters = live.waiters.splice(0);
-        const code = host.coordinator.apply(M.DischargeRecovery, live.slot, live.generation, row.revision);
-        if (code !== ResultCode.Ok) live.waiters.push(...waiters);
-        else for (const waiter of waiters) host.follow(row.agentId, row.executionId, waiter);
+        let code: number = ResultCode.NotQuiescent;
+        try {
+          code = host.coordinator.apply(M.DischargeRecovery, live.slot, live.generation, row.revision);
+        } finally {
+          // Refused (or the core failed): they wait here as before.
+          if (code !== ResultCode.Ok) live.waiters.push(...waiters);
+          else for (const waiter of waiters) host.follow(row.agentId, row.executionId, waiter);
+        }
         resolve();
       },
       { completion: { fail: reject }, label: `the release of execution ${live.executionId}, suspended here and moved on elsewhere` },
