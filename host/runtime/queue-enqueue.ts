@@ -1,0 +1,159 @@
+// Writing a message to its conversation's durable queue (conversation-queue.ts):
+// a start the core answered "enqueue" goes in at the back or the front,
+// under the execution id it will run as; conversations' writes go one at
+// a time unless the store commits them in submission order. Once written
+// it takes its durable place, interrupts the running execution if asked,
+// and the head is started.
+
+import { randomUUID } from "node:crypto";
+import { QUEUE_LIMIT_DEFAULT, type EnqueueMessageResult } from "../store/queue.js";
+import { configOf } from "./coordinator.js";
+import { settleWaiterWithError } from "./delivery.js";
+import { checkWithGuardrail } from "./options.js";
+import type { AgentEntry, StartRequest } from "./requests.js";
+import type { Run } from "./run.js";
+import { asPhronomyError } from "./session.js";
+import { persistedInput, redactedStartInput } from "./start-input.js";
+import { cancelQueued } from "./queue-cancel.js";
+import { startHead } from "./queue-head.js";
+import { placeBySeq, unknownAhead } from "./queue-order.js";
+import { cancelDurablyOnFailure, restoreAhead } from "./queue-restore.js";
+import { ABORTED, INTERRUPT_REASON, type QueuedItem, type QueueState } from "./queue-state.js";
+import { busyPolicyOf, cancellation, noQueueError } from "./queue-words.js";
+
+/** Writes the message to the conversation's queue (on the loop), at the
+ * front or the back as `Admit` answered; `counted`: `Admit` counted it
+ * queued already. */
+export function enqueue(queues: QueueState, request: StartRequest, front: boolean, interrupt: boolean, counted: boolean): void {
+  const store = queues.store();
+  const agent = request.agent;
+  if (store === undefined) {
+    if (counted) queues.counted(agent, -1);
+    settleWaiterWithError(request.waiter, noQueueError(agent.id, busyPolicyOf(request)), queues.settings);
+    return;
+  }
+  // A start under an id queued (or being queued) here already — a second
+  // start with one idempotency key while the first waits in the queue —
+  // follows that message: written again, its refusal would be taken for
+  // the first's and cancel it (docs/decisions/0063).
+  if (request.executionId !== undefined && queues.items.has(request.executionId)) {
+    if (counted) queues.counted(agent, -1);
+    queues.environment.followExecution(agent.id, request.executionId, request.waiter);
+    return;
+  }
+  // One taken from the queue and being started: followed once that start
+  // settles (a second item of its id would take its place in the queue's
+  // maps when the start fails for now and goes back to the head).
+  const starting = request.executionId !== undefined ? queues.starting.get(request.executionId) : undefined;
+  if (starting !== undefined) {
+    if (counted) queues.counted(agent, -1);
+    const follow = (): void => queues.environment.followExecution(agent.id, starting.executionId, request.waiter);
+    starting.waiter.result.then(follow, follow);
+    return;
+  }
+  // The input guardrail's redaction applies before the input is stored;
+  // a block (or a guardrail that fails: docs/decisions/0056) is decided
+  // when the message is started, which writes it terminal INPUT_BLOCKED.
+  const verdict = checkWithGuardrail(request.options.inputGuardrail ?? agent.definition.inputGuardrail, request.input);
+  const input = persistedInput(verdict.action === "redact" ? redactedStartInput(request, verdict.text) : request);
+  // A start that names its id (an idempotency key, a start filed by
+  // another process, docs/decisions/0031) is queued under it.
+  const executionId = request.executionId ?? randomUUID();
+  const item: QueuedItem = {
+    executionId,
+    agent,
+    waiter: request.waiter,
+    input: request.input,
+    inputMessages: request.inputMessages,
+    options: request.options,
+    state: "writing",
+    ...(interrupt ? { interrupt } : {}),
+  };
+  const conversation = queues.conversationOf(agent.id);
+  if (front) conversation.items.unshift(item);
+  else conversation.items.push(item);
+  if (!counted) queues.counted(agent, 1);
+  queues.items.set(executionId, item);
+  cancelDurablyOnFailure(queues, item);
+  const signal = request.options.signal;
+  if (signal?.aborted) {
+    item.state = "cancelled";
+    queues.forget(item);
+    settleWaiterWithError(item.waiter, cancellation(executionId, agent.id, ABORTED), queues.settings);
+    return;
+  }
+  signal?.addEventListener("abort", () => void cancelQueued(queues, executionId, ABORTED).catch(() => undefined), { once: true });
+  const limit = agent.definition.queueLimit ?? QUEUE_LIMIT_DEFAULT;
+  const write = (): Promise<void> =>
+    store
+      .enqueueMessage({
+        executionId,
+        agentId: agent.id,
+        input,
+        config: configOf(request),
+        front,
+        limit,
+        at: queues.settings.now(),
+      })
+      .then(
+        (result) => queues.post(() => written(queues, item, result)),
+        (error: unknown) =>
+          queues.post(() => {
+            if (item.state === "cancelling") return item.onWritten?.(false);
+            queues.forget(item);
+            settleWaiterWithError(item.waiter, asPhronomyError(error, "STORE"), queues.settings);
+            // It may have been the head (an interrupt): the next one starts.
+            startHead(queues, agent);
+          }),
+      );
+  // One at a time unless the store commits writes in submission order.
+  if (store.queueWritesInOrder === true) void write();
+  else conversation.writes = conversation.writes.then(write, write);
+}
+
+/** The enqueue committed (on the loop). */
+function written(queues: QueueState, item: QueuedItem, result: EnqueueMessageResult | undefined): void {
+  item.waiter.knowExecutionId(item.executionId);
+  item.seq = result?.seq;
+  placeBySeq(queues.conversations.get(item.agent.id)?.items ?? [], item);
+  if (item.state === "cancelling") return item.onWritten?.(true);
+  item.state = "queued";
+  item.durableNumber = ++queues.durableCount;
+  if (item.interrupt === true) interruptRunning(queues, item.agent);
+  // Messages ahead of it in the store that this process does not know
+  // (queued by the process that held the conversation before): read
+  // first, so that it does not pass them (docs/decisions/0063).
+  if (result !== undefined && unknownAhead(queues, item, result.position)) return restoreAhead(queues, item.agent);
+  startHead(queues, item.agent);
+}
+
+/** "interrupt": cancels the conversation's running execution — one still
+ * being prepared as soon as its session is made. */
+function interruptRunning(queues: QueueState, agent: AgentEntry): void {
+  for (const start of queues.environment.coordinator.requests.preparingStartsOf(agent)) start.cancelById ??= INTERRUPT_REASON;
+  for (const entry of queues.environment.coordinator.liveEntriesOf(agent)) {
+    if (entry.recoveryRequired) continue;
+    if (entry.session !== undefined && !entry.session.finished) {
+      entry.session.cancel();
+      continue;
+    }
+    if (entry.session === undefined && !entry.suspended) {
+      // Not running yet (its preparation, a recovery or a resume being
+      // committed): its session is cancelled as soon as it is made.
+      entry.cancelById ??= INTERRUPT_REASON;
+      continue;
+    }
+    const pending = entry.approvalRequest;
+    if (entry.suspended && pending !== undefined) {
+      // Declined and cancelled in one decision: the resumed run sees its
+      // signal aborted and ends `cancelled` before calling anything.
+      const run: Run | undefined = queues.environment.agentHandle(agent.id)?.resume(entry.executionId, {
+        approvalId: pending.approvalId,
+        approved: false,
+        reason: INTERRUPT_REASON,
+        signal: AbortSignal.abort(),
+      });
+      run?.result.catch(() => undefined);
+    }
+  }
+}

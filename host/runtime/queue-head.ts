@@ -1,0 +1,226 @@
+// The head of a conversation's queue (conversation-queue.ts): started
+// through the core's `Admit` once the conversation is free, put back when
+// the core refuses it busy, started again after the store failed its
+// preparation (the core's backoff), followed elsewhere when another
+// process holds the conversation, and let go once it left the queue.
+
+import { AdmissionSource, AdmissionVerdict, ConversationPhase, HeadOutcome, MessageKind as M, ResultCode } from "../../assembly/abi.js";
+import type { PhronomyError } from "../errors.js";
+import { admit, isPlacementVerdict } from "./admission.js";
+import { settleWaiterWithError } from "./delivery.js";
+import { heldEpochOf, leasingStoreOf } from "./leases.js";
+import type { AgentEntry, StartRequest } from "./requests.js";
+import { Waiter } from "./run.js";
+import { headRetryMsMax, headRetryMsMin, type Conversation, type QueuedItem, type QueueState } from "./queue-state.js";
+import { busyPolicyOf, executionExists, notNow, refusal, retryDelayOf } from "./queue-words.js";
+
+/** A queue head the core refused because its conversation is busy —
+ * another start admitted first, or the conversation held for recovery
+ * (on the loop): it stays the head, and runs once the conversation is
+ * free (a recovery restores the queue). Its Run is not told: the
+ * message is queued in the store, and runs (docs/decisions/0058). */
+export function headRefusedBusy(queues: QueueState, request: StartRequest): boolean {
+  if (!queues.pumped.has(request)) return false;
+  queues.pumped.delete(request);
+  // Counted by `startHead` once the `Start` returned.
+  const item = queues.items.get(request.executionId ?? "");
+  if (item !== undefined) queues.conversationOf(item.agent.id).items.unshift(item);
+  return true;
+}
+
+/** A queue head whose preparation the store failed (`STORE`: a lost
+ * connection, the database unreachable) or that was refused for now
+ * (`AGENT_BUSY`: its partition's lease not renewed in time, or held for
+ * a takeover's recovery), on the loop: its message is still queued in
+ * the store — the preparation removes it only when it commits — so it
+ * stays the head and is started again (250 ms, doubling to 5 s), and its
+ * Run waits — while this process holds the partition, for a refusal. Telling the Run "nothing was written"
+ * would be false: the message would run later anyway, after newer ones
+ * (docs/decisions/0058). If the preparation did commit after all (its
+ * outcome unknown), the recovery that follows finds the execution and
+ * `restore` makes the Run follow it. */
+export function headFailed(queues: QueueState, request: StartRequest, error: PhronomyError): boolean {
+  if (!queues.closed && executionExists(error) && headTaken(queues, request)) return true;
+  if (queues.closed || !(error.code === "STORE" || notNow(error))) return headLeft(queues, request);
+  const item = queues.starting.get(request.executionId ?? "");
+  if (item === undefined || item.waiter !== request.waiter || item.state !== "queued") return headLeft(queues, request);
+  // Refused for now while another process may hold its partition: the
+  // message is still queued in the store and runs wherever the
+  // conversation is held next; its Run follows it there (decision 0058).
+  queues.starting.delete(item.executionId);
+  queues.items.set(item.executionId, item);
+  queues.conversationOf(item.agent.id).items.unshift(item);
+  // It keeps its place here (this process may take the conversation back,
+  // and then runs it first); it is started again when it does.
+  // A store failure too, once the lease is not held here (it moved while
+  // the head was being prepared): whoever holds it next runs it.
+  const leased = leasingStoreOf(queues.environment.store) !== undefined;
+  if ((error.code !== "STORE" || leased) && heldEpochOf(queues.environment.store, item.agent.id) === undefined) {
+    if (!settleHead(queues, request, HeadOutcome.Back)) queues.counted(item.agent, 1);
+    return followElsewhere(queues, item);
+  }
+  // Started again after the core's one backoff (250 ms doubling to 5 s,
+  // by the failures since a head last left), or this queue's own for a
+  // head `Admit` did not let start (`isPlacementVerdict`).
+  const delayMs = settleHead(queues, request, HeadOutcome.Failed) ? retryDelayOf(queues.environment.coordinator) : placedHeadRetryMs(queues, item);
+  setTimeout(() => {
+    if (queues.closed) return;
+    queues.environment.loop.post(() => startHead(queues, item.agent), { label: `queued message ${item.executionId} started again` });
+  }, delayMs).unref();
+  return true;
+}
+
+/** A queue head whose preparation the store refused because its
+ * execution is there already (on the loop): another process that held
+ * the conversation meanwhile took the message from the queue and
+ * prepared it (this one's preparation was in flight, or was held back).
+ * The message runs as that execution: its Run follows it, nothing is
+ * written terminal, and the next head may start. Whoever holds the
+ * conversation recovers the execution (here: the takeover's recovery,
+ * asked again while this preparation was in flight). */
+function headTaken(queues: QueueState, request: StartRequest): boolean {
+  const item = queues.starting.get(request.executionId ?? "");
+  if (item === undefined || item.waiter !== request.waiter) return false;
+  queues.starting.delete(item.executionId);
+  settleHead(queues, request, HeadOutcome.Left);
+  queues.environment.followElsewhere(item.agent.id, item.executionId, item.waiter);
+  admissionFreed(queues, item.agent);
+  return true;
+}
+
+/** The wait before a head started as before (a placement verdict) is
+ * started again after its preparation failed: counted here, as before. */
+function placedHeadRetryMs(queues: QueueState, item: QueuedItem): number {
+  queues.counted(item.agent, 1);
+  item.failures = (item.failures ?? 0) + 1;
+  return Math.min(headRetryMsMax, headRetryMsMin * 2 ** (item.failures - 1));
+}
+
+/** A start ended its preparation or was refused (on the loop): a head
+ * `Admit` let start left the queue. False (for `headFailed`). */
+export function headLeft(queues: QueueState, request: StartRequest): false {
+  settleHead(queues, request, HeadOutcome.Left);
+  return false;
+}
+
+/** Tells the core how a head `Admit` let start settled, once: true when
+ * it was one (`HeadSettled` applied). */
+function settleHead(queues: QueueState, request: StartRequest, outcome: HeadOutcome): boolean {
+  const agent = queues.headsStarting.get(request);
+  if (agent === undefined) return false;
+  queues.headsStarting.delete(request);
+  queues.environment.coordinator.apply(M.HeadSettled, agent.slot, agent.generation, outcome);
+  return true;
+}
+
+/** The store says another process holds the conversation now (on the
+ * loop): its messages queued here run there, and their Runs follow them. */
+export function followQueuedElsewhere(queues: QueueState, agentId: string): void {
+  for (const item of queues.conversations.get(agentId)?.items ?? []) if (item.state === "queued") followElsewhere(queues, item);
+}
+
+/** The message may run at another process: its Run follows it wherever
+ * it runs, and the message keeps its place here under a waiter of this
+ * process's own (as a queue restored from the store has). True. */
+export function followElsewhere(queues: QueueState, item: QueuedItem): true {
+  const followed = item.waiter;
+  item.elsewhere = true;
+  item.waiter = new Waiter(item.agent.id, undefined);
+  item.waiter.knowExecutionId(item.executionId);
+  queues.steps.cancelDurablyOnFailure(item);
+  queues.environment.followElsewhere(item.agent.id, item.executionId, followed);
+  return true;
+}
+
+/** The agent's admission was released (on the loop, inside an apply):
+ * its queue's head is started next. */
+export function admissionFreed(queues: QueueState, agent: AgentEntry): void {
+  const conversation = queues.conversations.get(agent.id);
+  if (conversation === undefined || conversation.items.length === 0) return;
+  queues.environment.loop.post(() => startHead(queues, agent), { label: `the next queued message of agent "${agent.id}"` });
+}
+
+/** Starts the conversation's head as the core's `Admit` answers (on the
+ * loop): it runs, stays the head (the conversation is busy), or is
+ * refused (closed). */
+export function startHead(queues: QueueState, agent: AgentEntry): void {
+  if (queues.closed || queues.environment.closed || queues.recovering.has(agent.id)) return;
+  const conversation = queues.conversations.get(agent.id);
+  const head = conversation?.items[0];
+  if (conversation === undefined || head === undefined || head.state !== "queued") return;
+  if (head.options.signal?.aborted) return queues.steps.cancelAborted(head);
+  const request = headRequest(queues, agent, head);
+  const { coordinator } = queues.environment;
+  const admission = admit(coordinator, request, AdmissionSource.QueueHead, busyPolicyOf(request), true);
+  // Refused (a stale handle): its Run was told, as a refused Start's.
+  if (admission === undefined) return headGone(queues, conversation, head);
+  if (admission.verdict === AdmissionVerdict.RunHere) return runHead(queues, conversation, head, request, admission.handle, true);
+  if (headPlacedElsewhere(queues, agent, admission.verdict)) return runHead(queues, conversation, head, request, admission.handle, false);
+  coordinator.requests.take(admission.handle);
+  if (admission.verdict !== AdmissionVerdict.RefuseClosed) return; // StayQueued: busy; started once the admission is released
+  conversation.items.shift();
+  queues.counted(agent, -1);
+  settleWaiterWithError(head.waiter, refusal(request, ResultCode.AgentClosed), queues.settings);
+  headGone(queues, conversation, head);
+}
+
+/** The head's `Start`, with its budget starting now, when it leaves the queue. */
+function headRequest(queues: QueueState, agent: AgentEntry, head: QueuedItem): StartRequest {
+  const timeoutMs = head.options.timeoutMs ?? agent.definition.timeoutMs;
+  return {
+    type: "start",
+    agent,
+    waiter: head.waiter,
+    input: head.input,
+    inputMessages: head.inputMessages,
+    options: head.options,
+    deadline: timeoutMs !== undefined ? queues.settings.now() + timeoutMs : undefined,
+    executionId: head.executionId,
+  };
+}
+
+/** A head `Admit` did not let start for where the conversation lives
+ * (owned elsewhere, or not ready, by the core's record; see
+ * `isPlacementVerdict`): started as before, the store's lease decides. */
+function headPlacedElsewhere(queues: QueueState, agent: AgentEntry, verdict: AdmissionVerdict): boolean {
+  if (isPlacementVerdict(verdict)) return true;
+  return verdict === AdmissionVerdict.StayQueued && queues.environment.coordinator.settings.core.conversation(agent.slot).phase !== ConversationPhase.Ready;
+}
+
+/** Applies the head's `Start`. `admitted`: `Admit` let it start (the core
+ * counted it out of the queue and waits for `HeadSettled`). */
+function runHead(queues: QueueState, conversation: Conversation, head: QueuedItem, request: StartRequest, handle: number, admitted: boolean): void {
+  const { agent } = request;
+  conversation.items.shift();
+  if (!admitted) queues.counted(agent, -1);
+  queues.pumped.add(request);
+  if (admitted) queues.headsStarting.set(request, agent);
+  const { coordinator } = queues.environment;
+  // Not cancelled (0): an aborted head never gets here — its cancel is
+  // written by the host as a queue cancel (`cancelAborted`, decision 0057).
+  coordinator.apply(M.Start, agent.slot, agent.generation, handle, 0);
+  // Refused busy: `headRefusedBusy` took it out of `pumped` and put it back at the head.
+  const back = !queues.pumped.delete(request);
+  if (back && !settleHead(queues, request, HeadOutcome.Back)) queues.counted(agent, 1);
+  if (back) return;
+  headGone(queues, conversation, head);
+}
+
+/** The head left the queue: admitted (an execution once prepared), or
+ * refused (its Run failed). */
+function headGone(queues: QueueState, conversation: Conversation, head: QueuedItem): void {
+  const { agent } = head;
+  if (conversation.items[0] === head) conversation.items.shift();
+  queues.items.delete(head.executionId);
+  if (!head.waiter.settled) {
+    queues.starting.set(head.executionId, head);
+    const waiter = head.waiter;
+    // Not once its Run was handed to the follower: it may be started again.
+    const done = (): void => {
+      if (queues.starting.get(head.executionId) === head && head.waiter === waiter) queues.starting.delete(head.executionId);
+    };
+    waiter.result.then(done, done);
+  }
+  if (conversation.items.length === 0) queues.drop(conversation, agent.id);
+  if (head.waiter.settled && conversation.items.length > 0) startHead(queues, agent);
+}

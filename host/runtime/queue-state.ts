@@ -1,0 +1,194 @@
+// What the conversation queues hold (conversation-queue.ts): the messages
+// queued here, by conversation and by execution id, the heads being
+// started, the conversations held for recovery, and the few steps every
+// path of the queue takes (counting a change for the core, forgetting a
+// message, letting a conversation go). The paths themselves — enqueue,
+// head, cancel, restore — live in queue-*.ts and take this state as their
+// first argument; two steps the head path needs from files above it come
+// in as `QueueSteps`, so that no file of the queue imports round a circle.
+
+import type { ConversationMessage } from "../agent/messages.js";
+import { MessageKind as M } from "../../assembly/abi.js";
+import { queueStoreOf, type QueueStore } from "../store/queue.js";
+import type { ExecutionStore } from "../store/store.js";
+import type { Agent } from "./agent.js";
+import type { ControlLoop } from "./control-loop.js";
+import type { Conversations } from "./conversations.js";
+import type { Coordinator } from "./coordinator.js";
+import { KeyedRetries } from "./keyed-retries.js";
+import type { StartOptions } from "./options.js";
+import type { AgentEntry, StartRequest } from "./requests.js";
+import type { Waiter, Waiting } from "./run.js";
+
+/** The reason given to a suspended execution's approval when a newer
+ * message interrupts it (recorded with the decision). */
+export const INTERRUPT_REASON = "interrupted by a newer message to this conversation";
+
+/** The reason of a queued message cancelled by its start's signal. */
+export const ABORTED = "the start's signal was aborted";
+
+/** Errors after which a queued message stays queued for the next process
+ * or for recovery to decide (the store's outcome is not known, or the
+ * process stops): every other failure of a message taken from the queue
+ * writes it terminal with that error. */
+export const KEPT_QUEUED: ReadonlySet<string> = new Set(["RUNTIME_SHUTDOWN", "STORE", "EXECUTION_REHYDRATION_REQUIRED", "AGENT_BUSY", "CORE_FAILED"]);
+
+/** The first and the longest wait before a queue head the store failed to
+ * prepare is started again (`headFailed`): a killed connection is back at
+ * once; a database restarting takes seconds. */
+export const headRetryMsMin = 250;
+export const headRetryMsMax = 5_000;
+
+export interface QueuedItem {
+  readonly executionId: string;
+  readonly agent: AgentEntry;
+  /** Its Run's waiter; this process's own once the Run was handed to the
+   * follower of executions run elsewhere (`followElsewhere`). */
+  waiter: Waiter;
+  readonly input: string;
+  readonly inputMessages?: ConversationMessage[];
+  readonly options: StartOptions;
+  /** "writing": the enqueue is in flight; "queued": durable;
+   * "cancelling": its cancel is being written (it keeps its place, and
+   * is not started); "cancelled": the store holds the cancel. */
+  state: "writing" | "queued" | "cancelling" | "cancelled";
+  /** The cancel being written: true once the store holds it. */
+  cancel?: Promise<boolean>;
+  /** Told whether the enqueue committed, when cancelled while writing. */
+  onWritten?: (committed: boolean) => void;
+  /** Its cancel's answer when the environment closes before that cancel
+   * settled: RUNTIME_SHUTDOWN (the enqueue's answer, or the cancel's
+   * write, may then come to a closed loop, or never). */
+  onClosed?: (error: Error) => void;
+  /** Its starts the store failed (`headFailed`): the wait before the next. */
+  failures?: number;
+  /** When it was known durable (`QueueState.durableCount`). */
+  durableNumber?: number;
+  /** Its durable order key (`QueuedMessage.seq`), once known. */
+  seq?: number;
+  /** Its Run was handed to the follower: it may run at another process,
+   * and its own waiter here may then never settle. */
+  elsewhere?: boolean;
+  /** Queued at the front while an execution ran: that one is cancelled
+   * once the message is durable ("interrupt"). */
+  interrupt?: boolean;
+}
+
+export interface Conversation {
+  /** In durable order: the head runs next. */
+  readonly items: QueuedItem[];
+  /** The tail of this conversation's queue writes (they run one at a time). */
+  writes: Promise<unknown>;
+  /** Lets the conversation's core entry go again: while messages are
+   * queued it is kept (docs/decisions/0024), so the head finds it live. */
+  readonly release: () => void;
+}
+
+/** What the queues ask of their environment (environment.ts implements
+ * it). Declared here because the environment makes the queues: the
+ * queue's files import nothing of it. */
+export interface ConversationQueueHost {
+  readonly store: ExecutionStore;
+  readonly loop: ControlLoop;
+  readonly coordinator: Coordinator;
+  readonly conversations: Pick<Conversations, "hold" | "holding">;
+  readonly closed: boolean;
+  followExecution(agentId: string, executionId: string, waiter: Waiter): void;
+  /** The one follower of executions run elsewhere (durable-watch.ts). */
+  followElsewhere(agentId: string, executionId: string, waiter: Waiting): void;
+  agentHandle(agentId: string): Agent | undefined;
+}
+
+/** The steps of the cancel and restore paths the head path takes
+ * (queue-head.ts sits below them); `ConversationQueues` passes them in. */
+export interface QueueSteps {
+  /** A head whose start's signal was aborted: its cancel written (queue-cancel.ts). */
+  cancelAborted(item: QueuedItem): void;
+  /** Writes the message terminal if it fails once taken (queue-restore.ts). */
+  cancelDurablyOnFailure(item: QueuedItem): void;
+}
+
+export class QueueState {
+  readonly conversations = new Map<string, Conversation>();
+  readonly items = new Map<string, QueuedItem>();
+  /** Starts of queue heads in flight to the core (refused busy: back to the head). */
+  readonly pumped = new WeakSet<StartRequest>();
+  /** Heads taken from the queue until their Run settles: until their
+   * preparation commits, their message is still queued in the store. */
+  readonly starting = new Map<string, QueuedItem>();
+  /** Heads `Admit` let start whose `HeadSettled` is still to come: until
+   * their preparation settles (installed, refused, or failed for now). */
+  readonly headsStarting = new Map<StartRequest, AgentEntry>();
+  closed = false;
+  /** Conversations whose recovery is releasing and installing again what
+   * a store fault held here (docs/decisions/0059): their heads wait, the
+   * recovery restores the queue when it ends. */
+  readonly recovering = new Map<string, number>();
+  /** Messages known durable so far (`QueuedItem.durableNumber`). */
+  durableCount = 0;
+  /** The cancels of aborted heads written again (`cancelAborted`). */
+  readonly abortedCancels = new KeyedRetries(250, 5_000);
+  /** The restores scheduled (`restoreLater`): 250 ms, doubling to 5 s. */
+  readonly restores = new KeyedRetries(250, 5_000);
+
+  constructor(
+    readonly environment: ConversationQueueHost,
+    readonly steps: QueueSteps,
+  ) {}
+
+  get settings(): Coordinator["settings"] {
+    return this.environment.coordinator.settings;
+  }
+
+  store(): QueueStore | undefined {
+    return queueStoreOf(this.environment.store);
+  }
+
+  post(body: () => void): void {
+    this.environment.loop.post(body, { label: "a queue write" });
+  }
+
+  conversationOf(agentId: string): Conversation {
+    let conversation = this.conversations.get(agentId);
+    if (conversation === undefined) {
+      conversation = { items: [], writes: Promise.resolve(), release: this.environment.conversations.hold(agentId) };
+      this.conversations.set(agentId, conversation);
+    }
+    return conversation;
+  }
+
+  /** Tells the core a change of the conversation's queue (on the loop), so
+   * the messages it counts queued are the host's (docs/decisions/0062):
+   * a conversation is let go only once its count is zero. */
+  counted(agent: AgentEntry, change: 1 | -1): void {
+    const { coordinator } = this.environment;
+    if (change > 0) coordinator.apply(M.MessageQueued, agent.slot, agent.generation, change);
+    else coordinator.apply(M.MessageLeft, agent.slot, agent.generation);
+  }
+
+  forget(item: QueuedItem): void {
+    this.items.delete(item.executionId);
+    const conversation = this.conversations.get(item.agent.id);
+    if (conversation === undefined) return;
+    const index = conversation.items.indexOf(item);
+    if (index >= 0) {
+      conversation.items.splice(index, 1);
+      this.counted(item.agent, -1);
+    }
+    if (conversation.items.length === 0) this.drop(conversation, item.agent.id);
+  }
+
+  /** The conversation's queue is empty: forgotten, its entry let go (an
+   * admitted head's execution keeps it until it ends). */
+  drop(conversation: Conversation, agentId: string): void {
+    if (this.conversations.get(agentId) !== conversation) return;
+    this.conversations.delete(agentId);
+    conversation.release();
+  }
+
+  warn(item: QueuedItem, error: unknown): void {
+    this.settings.logger.warn(
+      `[phronomy] queued message ${item.executionId} of agent "${item.agent.id}" could not be written terminal: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+}

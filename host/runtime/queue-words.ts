@@ -1,0 +1,74 @@
+// Small pure words of the conversation queues (conversation-queue.ts):
+// a start's busy policy, the errors a queued message's Run is given, the
+// refusals that keep a message queued, the wait the core answered for a
+// head that failed, and the start options a stored message keeps.
+
+import { EffectKind, type ResultCode } from "../../assembly/abi.js";
+import { CancellationError, InvalidInputError, type PhronomyError } from "../errors.js";
+import type { Json } from "../store/records.js";
+import type { Coordinator } from "./coordinator.js";
+import { errorForCode } from "./error-codes.js";
+import type { OnBusyPolicy, StartOptions } from "./options.js";
+import type { StartRequest } from "./requests.js";
+
+/** The busy policy of a start. */
+export function busyPolicyOf(request: StartRequest): OnBusyPolicy {
+  return request.options.onBusy ?? request.agent.definition.onBusy ?? "reject";
+}
+
+/** The error a `Start` refused with `code` gives its Run. */
+export function refusal(request: StartRequest, code: ResultCode): PhronomyError {
+  return errorForCode(code, { agentId: request.waiter.agentId, executionId: request.executionId });
+}
+
+/** The wait `HeadSettled(failed)` answered (its `RetryAfter`). */
+export function retryDelayOf(coordinator: Coordinator): number {
+  const { core } = coordinator.settings;
+  for (let index = 0; index < core.effectCount; index += 1) if (core.effectWord(index, 0) === EffectKind.RetryAfter) return core.effectWord(index, 3);
+  throw new Error("phronomy core: HeadSettled(failed) emitted no RetryAfter");
+}
+
+/** "enqueue" or "interrupt" of a busy conversation on a store with no queue. */
+export function noQueueError(agentId: string, policy: OnBusyPolicy): InvalidInputError {
+  return new InvalidInputError(
+    `agent "${agentId}" is busy and this store keeps no message queue (onBusy "${policy}" needs the SQLite or PostgreSQL store); start with onBusy "reject"`,
+    { agentId },
+  );
+}
+
+/** The store refused a preparation: its execution id is there already. */
+export function executionExists(error: PhronomyError): boolean {
+  return error.code === "INVALID_INPUT" && error.details?.["reason"] === "execution_exists";
+}
+
+/** A refusal that says "not here, not now" (the partition's lease not
+ * renewed in time, lost, or held for a takeover's recovery), not that the
+ * start is wrong: the message stays queued for whoever holds it. */
+export function notNow(error: PhronomyError): boolean {
+  const reason = error.details?.["reason"];
+  return error.code === "AGENT_BUSY" && (reason === "lease_not_held" || reason === "recovering");
+}
+
+export function cancellation(executionId: string, agentId: string | undefined, reason: string | undefined): CancellationError {
+  return new CancellationError({
+    executionId,
+    ...(agentId !== undefined ? { agentId } : {}),
+    details: { whileQueued: true, ...(reason !== undefined ? { reason } : {}) },
+  });
+}
+
+/** The start options a queued message keeps (its JSON settings). */
+export function optionsOf(config: { readonly [key: string]: Json }): StartOptions {
+  return {
+    ...(typeof config["tokenBudget"] === "number" ? { tokenBudget: config["tokenBudget"] } : {}),
+    ...(typeof config["maxTurns"] === "number" ? { maxTurns: config["maxTurns"] } : {}),
+    ...(typeof config["timeoutMs"] === "number" ? { timeoutMs: config["timeoutMs"] } : {}),
+    ...(config["approvalPolicy"] === "always" || config["approvalPolicy"] === "never" || config["approvalPolicy"] === "tools"
+      ? { approvalPolicy: config["approvalPolicy"] }
+      : {}),
+    ...(config["metadata"] !== undefined && typeof config["metadata"] === "object" && config["metadata"] !== null && !Array.isArray(config["metadata"])
+      ? { metadata: config["metadata"] as { [key: string]: Json } }
+      : {}),
+    ...(config["stream"] === true ? { stream: true } : {}),
+  };
+}
