@@ -19,6 +19,7 @@ import type { Json } from "../store/records.js";
 import type { RemoteStarts } from "./remote-start.js";
 import { asPhronomyError } from "./session.js";
 import { heldAfterUnknownCommit, refusalOfResume } from "./resume-refusal.js";
+import { sameDecision } from "./resume-followers.js";
 import type { HandoffRequest } from "./events.js";
 import type { DefinitionKind } from "./definition-kind.js";
 import { startInputOf, type StartInput } from "./start-input.js";
@@ -363,6 +364,9 @@ export class Agent {
       );
       return;
     }
+    // The same decision as the one being committed, if any, follows it.
+    const committing = coordinator.requests.resumeOf(executionId);
+    const same = committing !== undefined && sameDecision(committing, decision);
     // The reason and signal travel with the request: the entry adopts them
     // only if the core accepts this decision and its commit lands.
     const handle = coordinator.requests.add({
@@ -374,7 +378,7 @@ export class Agent {
       reason: decision.reason ?? null,
       signal: decision.signal,
     });
-    coordinator.apply(M.Resume, entry.slot, entry.generation, agent.slot, agent.generation, handle, matches ? 1 : 0);
+    coordinator.apply(M.Resume, entry.slot, entry.generation, agent.slot, agent.generation, handle, matches ? 1 : 0, same ? 1 : 0);
   }
 
   /** A decision on an execution a store fault held here (its last commit's
