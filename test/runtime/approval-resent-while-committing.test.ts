@@ -56,13 +56,14 @@ async function heldCommitStore(path: string, ending: Ending) {
   return { store: proxy, release, atDoor };
 }
 
-async function suspended(env: Environment, refunds: string[]) {
+async function suspended(env: Environment, refunds: string[], refunding: Promise<void> = Promise.resolve()) {
   const refund = tool({
     description: "Refunds an order",
     inputSchema: z.object({ orderId: z.string() }),
     needsApproval: true,
-    execute: ({ orderId }, { idempotencyKey }) => {
+    execute: async ({ orderId }, { idempotencyKey }) => {
       refunds.push(idempotencyKey);
+      await refunding;
       return { refunded: orderId };
     },
   });
@@ -151,6 +152,30 @@ describe("a decision sent again while its approval commit is under way", () => {
     expect(other.error).toMatchObject({ code: "APPROVAL_MISMATCH", details: { mismatch: "decision_in_progress" } });
     held.release();
     await expect(first).resolves.toMatchObject({ outcome: "completed", output: "Refunded." });
+    expect(refunds).toEqual([`${executionId}:call-0-0`]);
+  });
+
+  it("sent again once a recovery read the written decision back: the execution runs on it, refused from the row (already_decided)", async () => {
+    const held = await heldCommitStore(await temporaryStorePath(), "unknown_written");
+    const env = await openEnvironment({ store: held.store });
+    const refunds: string[] = [];
+    let refunded!: () => void;
+    const refunding = new Promise<void>((resolve) => {
+      refunded = resolve;
+    });
+    const { agent, executionId, approvalId } = await suspended(env, refunds, refunding);
+    const first = settled(agent.resume(executionId, { approvalId, approved: true }).result);
+    await held.atDoor;
+    held.release();
+    expect((await first).error).toBeDefined();
+    // Recovered from the row, which holds the decision: live here again,
+    // running its tool (held), not suspended.
+    await env.recover();
+    await waitFor(async () => (refunds.length > 0 ? true : undefined));
+    const again = await settled(agent.resume(executionId, { approvalId, approved: true }).result);
+    expect(again.error).toMatchObject({ code: "APPROVAL_MISMATCH", details: { mismatch: "already_decided" } });
+    refunded();
+    await expect(env.wait(executionId).result).resolves.toMatchObject({ outcome: "completed", output: "Refunded." });
     expect(refunds).toEqual([`${executionId}:call-0-0`]);
   });
 });
