@@ -358,7 +358,7 @@ export class Agent {
         waiter,
         new ApprovalMismatchError(
           `approval ${decision.approvalId} is not the pending approval of execution ${executionId}${pending ? ` (that is ${pending.approvalId})` : ""}; nothing was decided`,
-          { executionId, agentId: this.id },
+          { executionId, agentId: this.id, details: { mismatch: "approval_id", approvalId: decision.approvalId } },
         ),
         settings,
       );

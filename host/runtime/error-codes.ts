@@ -53,7 +53,10 @@ export function errorForCode(code: number, context: ErrorContext): PhronomyError
     case ResultCode.ExecutionGenerationMustMatch:
       return new ExecutionRehydrationRequiredError(`execution ${execution} has no live owner in this environment`, context);
     case ResultCode.ApprovalMustMatch:
-      return new ApprovalMismatchError(`the approval id is not the pending approval of execution ${execution}; nothing was decided`, context);
+      return new ApprovalMismatchError(`the approval id is not the pending approval of execution ${execution}; nothing was decided`, {
+        ...context,
+        details: { mismatch: "approval_id" },
+      });
     case ResultCode.StatusMustMatch:
       return new ApprovalMismatchError(`execution ${execution} is not suspended for approval (already decided, or never suspended); nothing was decided`, {
         ...context,
@@ -65,7 +68,10 @@ export function errorForCode(code: number, context: ErrorContext): PhronomyError
         { ...context, details: { mismatch: "decision_in_progress" } },
       );
     case ResultCode.AgentMustMatch:
-      return new ApprovalMismatchError(`execution ${execution} belongs to another agent than "${agent}"; resume it through its own agent`, context);
+      return new ApprovalMismatchError(`execution ${execution} belongs to another agent than "${agent}"; resume it through its own agent`, {
+        ...context,
+        details: { mismatch: "agent" },
+      });
     case ResultCode.RevisionMustMatch:
     case ResultCode.SessionMustMatch:
     case ResultCode.PhaseMustMatch:
