@@ -351,6 +351,18 @@ export class Agent {
       return;
     }
     if (entry.recoveryRequired) return this.resumeAfterRecovery(agent, executionId, decision, waiter);
+    if (!entry.suspended && entry.session?.terminal?.approvalRequest?.approvalId === decision.approvalId) {
+      // The suspension that asks for this decision is being committed (its
+      // row may already be read, by env.pendingApprovals): decided once the
+      // core has it, as if sent a moment later.
+      entry.terminalWatchers.push(() =>
+        this.environment.loop.post(() => this.resumeHere(agent, executionId, decision, waiter), {
+          completion: { fail: (error) => settleWaiterWithError(waiter, error as PhronomyError, settings) },
+          label: `a resume of execution ${executionId} once its suspension was committed`,
+        }),
+      );
+      return;
+    }
     const pending = entry.approvalRequest;
     const matches = pending !== undefined && pending.approvalId === decision.approvalId;
     if (!matches && entry.suspended) {

@@ -180,6 +180,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
       if (request.type === "resume") failFollowers(request, error, this.settings);
     }
     for (const entry of this.executionIds.values()) {
+      for (const watcher of entry.terminalWatchers.splice(0)) watcher();
       entry.session?.abandon(error);
       entry.span?.fail(error);
       for (const waiter of entry.waiters.splice(0)) settleWaiterWithError(waiter, error, this.settings);
@@ -500,6 +501,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
     const entry = this.executions[slot];
     if (!entry) return;
     entry.recoveryRequired = true;
+    for (const watcher of entry.terminalWatchers.splice(0)) watcher();
     const error = entry.storeError ?? errorForCode(code, { executionId: entry.executionId, agentId: entry.agent.id });
     this.settings.logger.warn(`[phronomy] execution ${entry.executionId} of agent "${entry.agent.id}" requires recovery: ${error.message}`);
     entry.session?.abandon(
@@ -538,6 +540,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
       entry.waiters = entry.waiters.map((waiter) => waiter.tail());
     }
     if (entry.suspended) this.onAgentActivity?.(entry.agent, "suspended");
+    for (const watcher of entry.terminalWatchers.splice(0)) watcher();
   }
 
   private failWaiters(slot: number, code: number): void {
@@ -566,6 +569,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
     // release: a conversation with messages queued is held by its queue.
     this.busyHooks?.admissionFreed(entry.agent);
     this.onAgentActivity?.(entry.agent, "released");
+    for (const watcher of entry.terminalWatchers.splice(0)) watcher();
   }
 
   // -- approval and recovery --------------------------------------------------------------------------

@@ -129,6 +129,10 @@ export class ExecutionEntry {
   recoveryRequired = false;
   /** The pending approval while suspended. */
   approvalRequest: ApprovalRequest | undefined;
+  /** Called once the terminal commit under way is answered (suspended,
+   * ended, or held for recovery): a decision that came for the suspension
+   * being committed waits for it here. */
+  terminalWatchers: (() => void)[] = [];
   /** The durable row recovery installed the execution from. */
   recoveredFrom: ExecutionRow | undefined;
   /** The reason given with a declined approval, for the model. */

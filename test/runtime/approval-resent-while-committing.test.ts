@@ -179,3 +179,46 @@ describe("a decision sent again while its approval commit is under way", () => {
     expect(refunds).toEqual([`${executionId}:call-0-0`]);
   });
 });
+
+/** A SQLite store that writes the first suspension, then holds its answer
+ * until `release()`: the row is read suspended (env.pendingApprovals lists
+ * it) before the core has heard that it was written. */
+async function heldSuspensionStore(path: string) {
+  const store = await SqliteStore.open(path);
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let held = false;
+  const run = async <O extends StoreOperation>(operation: O): Promise<StoreResult<O>> => {
+    if (operation.type !== "terminalCommit" || operation.outcome !== "suspended" || held) return store.run(operation);
+    held = true;
+    const written = await store.run(operation);
+    await released;
+    return written;
+  };
+  const proxy = new Proxy(store, {
+    get(target, property, receiver) {
+      if (property === "run") return run;
+      const value = Reflect.get(target, property, receiver);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  }) as unknown as ExecutionStore;
+  return { store: proxy, release };
+}
+
+describe("a decision on a suspension listed before its commit was answered", () => {
+  it("waits for the suspension, then is decided (was APPROVAL_MISMATCH, not suspended)", async () => {
+    const held = await heldSuspensionStore(await temporaryStorePath());
+    const env = await openEnvironment({ store: held.store });
+    const refunds: string[] = [];
+    // Listed from its row while the core still has the suspension's commit in flight.
+    const { agent, executionId, approvalId } = await suspended(env, refunds);
+    expect(env.coordinator.entryById(executionId)?.suspended).toBe(false);
+    const decided = agent.resume(executionId, { approvalId, approved: true }).result;
+    await waitFor(async () => ((env.coordinator.entryById(executionId)?.terminalWatchers.length ?? 0) > 0 ? true : undefined));
+    held.release();
+    await expect(decided).resolves.toMatchObject({ executionId, outcome: "completed", output: "Refunded." });
+    expect(refunds).toEqual([`${executionId}:call-0-0`]);
+  });
+});
