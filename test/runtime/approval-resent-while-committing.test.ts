@@ -1,8 +1,11 @@
 // A decision sent again while the first one's approval commit is still
 // under way (its outcome not known yet: written or not, read back or not).
-// Found by test/postgres/approval-resend.test.ts failing once under load:
-// the second resume reached the core while the agent was `Resuming` and was
-// refused APPROVAL_MISMATCH with no reason. Here the interleaving is forced
+// Found by test/postgres/approval-resend.test.ts failing once under load
+// (APPROVAL_MISMATCH with no reason). Reproduced there under load (the sim
+// beside it): the resumes reached the core before the suspension's commit
+// was answered (refused as not suspended, last describe below). A decision
+// reaching the core while the agent is `Resuming` was refused the same way
+// (ResumeInProgress). Here each interleaving is forced
 // on SQLite: the first approval commit is held at the store's door until
 // the second resume has reached the core. The same decision follows the
 // first (`FollowResume`): the same result; another decision is refused
