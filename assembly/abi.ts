@@ -226,10 +226,13 @@ export const enum EffectKind {
   /** (agent, generation): the conversation is idle; purge it and give up
    * its lease. */
   ReleaseConversation = 37,
+  /** (exec, request): the decision of `request` is the one being committed
+   * on the execution: settle the request as that commit's request settles. */
+  FollowResume = 38,
 }
 
 export const enum EffectKindLimit {
-  End = 38,
+  End = 39,
 }
 
 /** Admission states (SPEC §1). `None` is a free admission. */

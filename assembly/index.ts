@@ -72,7 +72,7 @@ export function apply(kind: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32,
     case MessageKind.SessionFinished: return applySessionFinished(a, b, c, d);
     case MessageKind.DeferredTerminal: return applyDeferredTerminal(a, b, c);
     case MessageKind.TerminalCommitReady: return applyTerminalCommitReady(a, b, c, d, e, f);
-    case MessageKind.Resume: return applyResume(a, b, c, d, e, f);
+    case MessageKind.Resume: return applyResume(a, b, c, d, e, f, g);
     case MessageKind.ResumeCommitReady: return applyResumeCommitReady(a, b, c, d, e, f, g);
     case MessageKind.RecoveryInstall: return applyRecoveryInstall(a, b, c, d, e, f, g);
     case MessageKind.ContinueRecovered: return applyContinueRecovered(a, b, c, d, f);

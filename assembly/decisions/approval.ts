@@ -14,17 +14,27 @@ import {
 } from "../execution-table";
 import { draining, failRequest, isFlag, mintSession, registerWaiter, requireRecovery } from "./shared";
 
+/** `sameAsCommitting` (1/0): the host found this decision equal to the one
+ * whose approval commit is under way on the execution (same approval id,
+ * approval and reason). Sent again while that commit's outcome is not
+ * known yet, it follows that commit (`FollowResume`): the same decision
+ * gets the same result. A different one is refused `ResumeInProgress`. */
 export function applyResume(
-  exec: u32, generation: u32, agent: u32, agentGeneration: u32, request: u32, approvalMatches: u32,
+  exec: u32, generation: u32, agent: u32, agentGeneration: u32, request: u32, approvalMatches: u32, sameAsCommitting: u32,
 ): i32 {
   if (draining) return failRequest(request, ResultCode.RuntimeDraining);
-  if (!isFlag(approvalMatches)) return failRequest(request, ResultCode.ArgumentOutOfRange);
+  if (!isFlag(approvalMatches) || !isFlag(sameAsCommitting)) return failRequest(request, ResultCode.ArgumentOutOfRange);
   if (checkExecution(exec, generation) != ResultCode.Ok) return failRequest(request, ResultCode.RehydrationRequired);
   const check = checkAgent(agent, agentGeneration);
   if (check != ResultCode.Ok) return failRequest(request, check);
   if (executionAgent(exec) != agent) return failRequest(request, ResultCode.AgentMustMatch);
   if (executionStatus(exec) != ExecutionStatus.Suspended) return failRequest(request, ResultCode.StatusMustMatch);
-  if (agentAdmission(agent) != AdmissionState.Suspended) return failRequest(request, ResultCode.ResumeInProgress);
+  const admission = agentAdmission(agent);
+  if (admission == AdmissionState.Resuming && approvalMatches && sameAsCommitting) {
+    emit(EffectKind.FollowResume, exec, request);
+    return ResultCode.Ok;
+  }
+  if (admission != AdmissionState.Suspended) return failRequest(request, ResultCode.ResumeInProgress);
   if (!approvalMatches) return failRequest(request, ResultCode.ApprovalMustMatch);
   setAgentAdmission(agent, AdmissionState.Resuming);
   emit(EffectKind.SubmitApprovalCommit, exec, executionRevision(exec), request);

@@ -133,6 +133,7 @@ const effectKindNames = {
   [EffectKind.RestoreQueue]: "RestoreQueue",
   [EffectKind.StartHead]: "StartHead",
   [EffectKind.ReleaseConversation]: "ReleaseConversation",
+  [EffectKind.FollowResume]: "FollowResume",
 } satisfies Record<EffectKind, string>;
 
 export function effectKindName(value: number): string {

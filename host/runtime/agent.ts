@@ -19,6 +19,7 @@ import type { Json } from "../store/records.js";
 import type { RemoteStarts } from "./remote-start.js";
 import { asPhronomyError } from "./session.js";
 import { heldAfterUnknownCommit, refusalOfResume } from "./resume-refusal.js";
+import { sameDecision } from "./resume-followers.js";
 import type { HandoffRequest } from "./events.js";
 import type { DefinitionKind } from "./definition-kind.js";
 import { startInputOf, type StartInput } from "./start-input.js";
@@ -350,6 +351,18 @@ export class Agent {
       return;
     }
     if (entry.recoveryRequired) return this.resumeAfterRecovery(agent, executionId, decision, waiter);
+    if (!entry.suspended && entry.session?.terminal?.approvalRequest?.approvalId === decision.approvalId) {
+      // The suspension that asks for this decision is being committed (its
+      // row may already be read, by env.pendingApprovals): decided once the
+      // core has it, as if sent a moment later.
+      entry.terminalWatchers.push(() =>
+        this.environment.loop.post(() => this.resumeHere(agent, executionId, decision, waiter), {
+          completion: { fail: (error) => settleWaiterWithError(waiter, error as PhronomyError, settings) },
+          label: `a resume of execution ${executionId} once its suspension was committed`,
+        }),
+      );
+      return;
+    }
     const pending = entry.approvalRequest;
     const matches = pending !== undefined && pending.approvalId === decision.approvalId;
     if (!matches && entry.suspended) {
@@ -357,12 +370,15 @@ export class Agent {
         waiter,
         new ApprovalMismatchError(
           `approval ${decision.approvalId} is not the pending approval of execution ${executionId}${pending ? ` (that is ${pending.approvalId})` : ""}; nothing was decided`,
-          { executionId, agentId: this.id },
+          { executionId, agentId: this.id, details: { mismatch: "approval_id", approvalId: decision.approvalId } },
         ),
         settings,
       );
       return;
     }
+    // The same decision as the one being committed, if any, follows it.
+    const committing = coordinator.requests.resumeOf(executionId);
+    const same = committing !== undefined && sameDecision(committing, decision);
     // The reason and signal travel with the request: the entry adopts them
     // only if the core accepts this decision and its commit lands.
     const handle = coordinator.requests.add({
@@ -374,7 +390,7 @@ export class Agent {
       reason: decision.reason ?? null,
       signal: decision.signal,
     });
-    coordinator.apply(M.Resume, entry.slot, entry.generation, agent.slot, agent.generation, handle, matches ? 1 : 0);
+    coordinator.apply(M.Resume, entry.slot, entry.generation, agent.slot, agent.generation, handle, matches ? 1 : 0, same ? 1 : 0);
   }
 
   /** A decision on an execution a store fault held here (its last commit's

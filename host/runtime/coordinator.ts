@@ -15,6 +15,7 @@ import { effectKindName, messageKindName, resultCodeName } from "../core/names.j
 import type { CoreEffect } from "../core/effects.js";
 import {
   AgentBusyError,
+  ApprovalMismatchError,
   CoreFailureError,
   ExecutionRehydrationRequiredError,
   OffloadFullError,
@@ -28,7 +29,9 @@ import type { ControlLoop } from "./control-loop.js";
 import { errorForCode } from "./error-codes.js";
 import type { ExecutionEvent } from "./events.js";
 import type { CallbackErrorPolicy, Logger } from "./options.js";
-import { ExecutionEntry, RequestTable, type AgentEntry, type PendingRequest, type RecoveryRequest, type StartRequest } from "./requests.js";
+import { ExecutionEntry, RequestTable, type AgentEntry, type PendingRequest, type RecoveryRequest, type ResumeRequest, type StartRequest } from "./requests.js";
+import { attachFollowers, failFollowers, followResume } from "./resume-followers.js";
+import { refusalOfResume } from "./resume-refusal.js";
 import { cancelRefused, submitCancelCommit } from "./cancel-commit.js";
 import type { CoordinatorCalls } from "./coordinator-calls.js";
 import { reopenInstalled } from "./retry.js";
@@ -174,8 +177,10 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
     for (const request of this.requests.takeAll()) {
       if (request.type === "recovery") request.settle({ ok: false, error });
       else settleWaiterWithError(request.waiter, error, this.settings);
+      if (request.type === "resume") failFollowers(request, error, this.settings);
     }
     for (const entry of this.executionIds.values()) {
+      for (const watcher of entry.terminalWatchers.splice(0)) watcher();
       entry.session?.abandon(error);
       entry.span?.fail(error);
       for (const waiter of entry.waiters.splice(0)) settleWaiterWithError(waiter, error, this.settings);
@@ -322,6 +327,8 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
         return continueSession(this, effect.execution, effect.session, effect.continuation);
       case EffectKind.SubmitCancelCommit:
         return submitCancelCommit(this, effect.execution, effect.expectedRevision, effect.request);
+      case EffectKind.FollowResume:
+        return followResume(this.requests, this.executions[effect.execution], effect.request, this.settings);
     }
   }
 
@@ -335,7 +342,8 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
       return;
     }
     if (request.type === "cancel") return cancelRefused(this, request, code);
-    const executionId = request.type === "start" ? request.executionId : request.type === "resume" ? request.executionId : undefined;
+    if (request.type === "resume") return this.resumeRefused(request, code);
+    const executionId = request.type === "start" ? request.executionId : undefined;
     // A queue head stays the head, whatever holds the conversation: its
     // message is queued in the store (docs/decisions/0058).
     if (request.type === "start" && code === ResultCode.AgentAlreadyAdmitted && this.busyHooks?.headRefusedBusy(request)) return;
@@ -345,13 +353,28 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
       return;
     }
     if (request.type === "start" && code === ResultCode.AgentAlreadyAdmitted && this.busyHooks?.startRefusedBusy(request)) return;
-    const error =
-      request.type === "start" && request.storeError
-        ? request.storeError
-        : request.type === "resume" && request.error
-          ? request.error
-          : errorForCode(code, { agentId: request.waiter.agentId, executionId });
+    const error = request.type === "start" && request.storeError ? request.storeError : errorForCode(code, { agentId: request.waiter.agentId, executionId });
     settleWaiterWithError(request.waiter, error, this.settings);
+  }
+
+  /** A decision the core refused, and those that followed it. Refused as
+   * not suspended (`StatusMustMatch`: the execution live here runs on a
+   * decision already taken, often the same one whose commit's outcome was
+   * read back by a recovery), the durable row says what was decided. */
+  private resumeRefused(request: ResumeRequest, code: number): void {
+    const context = { agentId: request.waiter.agentId, executionId: request.executionId };
+    const refuse = (error: PhronomyError): void => {
+      settleWaiterWithError(request.waiter, error, this.settings);
+      failFollowers(request, error, this.settings);
+    };
+    if (request.error || code !== ResultCode.StatusMustMatch) return refuse(request.error ?? errorForCode(code, context));
+    this.settings.store.getExecution(request.executionId).then(
+      (row) => {
+        const refusal = refusalOfResume(request.executionId, request.approvalId, request.waiter.agentId, row);
+        refuse(refusal instanceof ApprovalMismatchError ? refusal : errorForCode(code, context));
+      },
+      () => refuse(errorForCode(code, context)),
+    );
   }
 
   private submitPrepare(agentSlot: number, ownerToken: number, handle: number): void {
@@ -429,6 +452,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
       // its reason and signal become the resumed run's.
       entry.resumeReason = request.reason ?? undefined;
       entry.resumeSignal = request.signal;
+      attachFollowers(request, entry);
     }
     if (request.waiter.settled) return;
     entry.waiters.push(request.waiter);
@@ -477,6 +501,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
     const entry = this.executions[slot];
     if (!entry) return;
     entry.recoveryRequired = true;
+    for (const watcher of entry.terminalWatchers.splice(0)) watcher();
     const error = entry.storeError ?? errorForCode(code, { executionId: entry.executionId, agentId: entry.agent.id });
     this.settings.logger.warn(`[phronomy] execution ${entry.executionId} of agent "${entry.agent.id}" requires recovery: ${error.message}`);
     entry.session?.abandon(
@@ -515,6 +540,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
       entry.waiters = entry.waiters.map((waiter) => waiter.tail());
     }
     if (entry.suspended) this.onAgentActivity?.(entry.agent, "suspended");
+    for (const watcher of entry.terminalWatchers.splice(0)) watcher();
   }
 
   private failWaiters(slot: number, code: number): void {
@@ -543,6 +569,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
     // release: a conversation with messages queued is held by its queue.
     this.busyHooks?.admissionFreed(entry.agent);
     this.onAgentActivity?.(entry.agent, "released");
+    for (const watcher of entry.terminalWatchers.splice(0)) watcher();
   }
 
   // -- approval and recovery --------------------------------------------------------------------------

@@ -53,16 +53,25 @@ export function errorForCode(code: number, context: ErrorContext): PhronomyError
     case ResultCode.ExecutionGenerationMustMatch:
       return new ExecutionRehydrationRequiredError(`execution ${execution} has no live owner in this environment`, context);
     case ResultCode.ApprovalMustMatch:
-      return new ApprovalMismatchError(`the approval id is not the pending approval of execution ${execution}; nothing was decided`, context);
+      return new ApprovalMismatchError(`the approval id is not the pending approval of execution ${execution}; nothing was decided`, {
+        ...context,
+        details: { mismatch: "approval_id" },
+      });
     case ResultCode.StatusMustMatch:
-      return new ApprovalMismatchError(
-        `execution ${execution} is not suspended for approval (already decided, or never suspended); nothing was decided`,
-        context,
-      );
+      return new ApprovalMismatchError(`execution ${execution} is not suspended for approval (already decided, or never suspended); nothing was decided`, {
+        ...context,
+        details: { mismatch: "not_suspended" },
+      });
     case ResultCode.ResumeInProgress:
-      return new ApprovalMismatchError(`a decision on execution ${execution} is already being committed; nothing else was decided`, context);
+      return new ApprovalMismatchError(
+        `another decision on execution ${execution} is being committed (a different approval, approval or reason than this one); nothing else was decided`,
+        { ...context, details: { mismatch: "decision_in_progress" } },
+      );
     case ResultCode.AgentMustMatch:
-      return new ApprovalMismatchError(`execution ${execution} belongs to another agent than "${agent}"; resume it through its own agent`, context);
+      return new ApprovalMismatchError(`execution ${execution} belongs to another agent than "${agent}"; resume it through its own agent`, {
+        ...context,
+        details: { mismatch: "agent" },
+      });
     case ResultCode.RevisionMustMatch:
     case ResultCode.SessionMustMatch:
     case ResultCode.PhaseMustMatch:

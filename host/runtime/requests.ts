@@ -74,6 +74,9 @@ export interface ResumeRequest {
   readonly signal: AbortSignal | undefined;
   /** Set when the decision was refused before the core saw a commit. */
   error?: PhronomyError;
+  /** The same decision sent again while this one's commit is under way
+   * (`FollowResume`): settled as this request settles. */
+  followers?: Waiter[];
 }
 
 /** How recovery of one durable execution went. */
@@ -126,6 +129,10 @@ export class ExecutionEntry {
   recoveryRequired = false;
   /** The pending approval while suspended. */
   approvalRequest: ApprovalRequest | undefined;
+  /** Called once the terminal commit under way is answered (suspended,
+   * ended, or held for recovery): a decision that came for the suspension
+   * being committed waits for it here. */
+  terminalWatchers: (() => void)[] = [];
   /** The durable row recovery installed the execution from. */
   recoveredFrom: ExecutionRow | undefined;
   /** The reason given with a declined approval, for the model. */
@@ -235,6 +242,13 @@ export class RequestTable {
    * if any (a keyed or filed start names its id before it is admitted). */
   startingAs(executionId: string): StartRequest | undefined {
     for (const request of this.pending.values()) if (request.type === "start" && request.executionId === executionId) return request;
+    return undefined;
+  }
+
+  /** The resume of this execution whose decision is being committed, if
+   * any (a scan: only a decision sent again while one is pending asks). */
+  resumeOf(executionId: string, except?: number): ResumeRequest | undefined {
+    for (const [handle, request] of this.pending) if (handle !== except && request.type === "resume" && request.executionId === executionId) return request;
     return undefined;
   }
 

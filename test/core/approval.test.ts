@@ -25,7 +25,7 @@ import { describeDecisions, effect } from "./driver.js";
 const RESUME = MessageKind.Resume;
 const READY = MessageKind.ResumeCommitReady;
 
-describeDecisions("Resume(exec, gen, agent, agentGen, request, approvalMatches)", ({ it, boot }) => {
+describeDecisions("Resume(exec, gen, agent, agentGen, request, approvalMatches, sameAsCommitting)", ({ it, boot }) => {
   it("moves a suspended admission to Resuming and submits the approval commit", async () => {
     const core = await boot();
     const run = core.suspended();
@@ -113,6 +113,31 @@ describeDecisions("Resume(exec, gen, agent, agentGen, request, approvalMatches)"
     const run = core.resuming();
     const request = core.request();
     core.expectRefused(ResultCode.ResumeInProgress, request, RESUME, run.exec, run.generation, run.agent, run.agentGeneration, request, 1);
+  });
+
+  it("lets the same decision sent again while the commit is under way follow it (FollowResume), changing nothing", async () => {
+    const core = await boot();
+    const run = core.resuming();
+    const request = core.request();
+    const before = core.snapshot();
+    expect(core.apply(RESUME, run.exec, run.generation, run.agent, run.agentGeneration, request, 1, 1)).toBe(ResultCode.Ok);
+    expect(core.effects()).toEqual([effect.FollowResume(run.exec, request)]);
+    expect(core.snapshot()).toEqual(before);
+  });
+
+  it("refuses a sameAsCommitting flag that is not 0 or 1 with ArgumentOutOfRange", async () => {
+    const core = await boot();
+    const run = core.resuming();
+    const request = core.request();
+    core.expectRefused(ResultCode.ArgumentOutOfRange, request, RESUME, run.exec, run.generation, run.agent, run.agentGeneration, request, 1, 2);
+  });
+
+  it("refuses the same decision on an execution held for recovery with ResumeInProgress (nothing is being committed to follow)", async () => {
+    const core = await boot();
+    const run = core.resuming();
+    core.apply(READY, run.exec, run.generation, run.revision, CommitOutcome.RehydrationRequired, 0, 0, run.resumeRequest);
+    const request = core.request();
+    core.expectRefused(ResultCode.ResumeInProgress, request, RESUME, run.exec, run.generation, run.agent, run.agentGeneration, request, 1, 1);
   });
 
   it("refuses a suspended execution whose admission needs recovery with ResumeInProgress", async () => {

@@ -23,8 +23,12 @@ export interface StepContext {
   readonly agree: Agree;
 }
 
-/** Applies the message the intent makes; returns it with the core's code. */
-export function differentialStep(context: StepContext, next: Intent, index: number): { readonly message: Message; readonly code: number } {
+/** Applies the message the intent makes; returns it with the core's code and effects. */
+export function differentialStep(
+  context: StepContext,
+  next: Intent,
+  index: number,
+): { readonly message: Message; readonly code: number; readonly effects: readonly CoreEffect[] } {
   const { core, model, stream, revisions, decode, agree } = context;
   const before = core.snapshot();
   const message = stream.next(next, before);
@@ -39,5 +43,5 @@ export function differentialStep(context: StepContext, next: Intent, index: numb
   agree(checkInvariants({ message, code, effects, before, after }) ?? revisions.check(after), undefined, `invariant at ${where}`);
   stream.observe(message, effects);
   stream.confirmPurge(message, code);
-  return { message, code };
+  return { message, code, effects };
 }

@@ -19,7 +19,7 @@
 import fc from "fast-check";
 import { isDeepStrictEqual } from "node:util";
 import { describe, expect, it } from "vitest";
-import { EffectLayout, ResultCode } from "../../assembly/abi.js";
+import { EffectKind, EffectLayout, ResultCode } from "../../assembly/abi.js";
 import { ControlCore } from "../../host/core/control-core.js";
 import { decodeEffectWords } from "../../host/core/effects.js";
 import { loadCoreModule, type CoreBuild } from "../../host/core/load-core.js";
@@ -42,6 +42,7 @@ class Coverage {
   readonly lengths: number[] = [];
   readonly acceptedKinds = new Set<number>();
   readonly codes = new Set<number>();
+  readonly effectKinds = new Set<number>();
   longestEffects = 0;
   messages = 0;
 
@@ -88,9 +89,10 @@ function runStream(setup: StreamSetup, intents: readonly Intent[], coverage: Cov
   };
   coverage.lengths.push(intents.length);
   for (const [index, next] of intents.entries()) {
-    const { message, code } = differentialStep(context, next, index);
+    const { message, code, effects: emitted } = differentialStep(context, next, index);
     coverage.messages += 1;
     coverage.codes.add(code);
+    for (const effect of emitted) coverage.effectKinds.add(effect.kind);
     if (code === ResultCode.Ok) coverage.acceptedKinds.add(message[0]);
     const effects = wasm.effectCount;
     agree(effects <= EffectLayout.EffectsLongestDecision, true, `${effects} effects at step ${index}, more than the longest decision writes`);
@@ -102,6 +104,8 @@ function runStream(setup: StreamSetup, intents: readonly Intent[], coverage: Cov
 function expectEveryKindAccepted(coverage: Coverage): void {
   for (const kind of liveMessageKinds()) expect(coverage.acceptedKinds.has(kind), `message kind ${kind} was never accepted`).toBe(true);
   for (const kind of retiredMessageKinds) expect(coverage.acceptedKinds.has(kind), `retired message kind ${kind} was accepted`).toBe(false);
+  // A decision sent again while its commit is under way followed it somewhere.
+  expect(coverage.effectKinds.has(EffectKind.FollowResume), "FollowResume was never emitted").toBe(true);
 }
 
 describe("the WebAssembly core against the reference model", () => {

@@ -313,7 +313,7 @@ export class MessageStream {
     }
     if (record?.phase === Phase.Suspended && record.session === 0) {
       if (intent.noise % 4 === 0) return message(MessageKind.CancelSuspended, live.execution, live.generation, this.request());
-      return message(MessageKind.Resume, live.execution, live.generation, live.agent, live.agentGeneration, this.request(), 1);
+      return message(MessageKind.Resume, live.execution, live.generation, live.agent, live.agentGeneration, this.request(), 1, intent.noise % 2);
     }
     if (record?.phase === Phase.Suspended) {
       return message(MessageKind.SessionFinished, live.execution, live.generation, live.session, SessionEnding.Suspended);
@@ -498,7 +498,9 @@ export class MessageStream {
     const live = this.pickExecution(intent);
     if (!live) return this.start(intent);
     const matches = intent.variant % 6 === 0 ? 0 : intent.variant % 29 === 1 ? 3 : 1;
-    return message(MessageKind.Resume, live.execution, live.generation, live.agent, live.agentGeneration, this.request(), matches);
+    // Sent again while a commit is under way: the same decision, or another (2: malformed).
+    const same = intent.noise % 31 === 5 ? 2 : intent.noise % 2;
+    return message(MessageKind.Resume, live.execution, live.generation, live.agent, live.agentGeneration, this.request(), matches, same);
   }
 
   /** Cancel by id of a suspended execution (decision 0026); mostly a

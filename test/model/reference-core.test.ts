@@ -522,6 +522,13 @@ describe("ReferenceCore", () => {
     expect(core.apply(M.Resume, 0, 1, 0, 1, 300, 1)).toBe(R.Ok);
     expect(effects(core)).toEqual([fx(E.SubmitApprovalCommit, 0, 7, 300)]);
     expect(core.apply(M.Resume, 0, 1, 0, 1, 301, 1)).toBe(R.ResumeInProgress);
+    // The same decision sent again while its commit is under way follows
+    // it; a malformed flag is refused; nothing changes either way.
+    expect(core.apply(M.Resume, 0, 1, 0, 1, 302, 1, 1)).toBe(R.Ok);
+    expect(effects(core)).toEqual([fx(E.FollowResume, 0, 302)]);
+    expect(core.apply(M.Resume, 0, 1, 0, 1, 303, 0, 1)).toBe(R.ResumeInProgress);
+    expect(core.apply(M.Resume, 0, 1, 0, 1, 304, 1, 2)).toBe(R.ArgumentOutOfRange);
+    expect(core.snapshot().agents[0]?.admissionState).toBe(AdmissionState.Resuming);
 
     expect(core.apply(M.ResumeCommitReady, 0, 1, 7, CommitOutcome.Committed, 8, 1, 300)).toBe(R.Ok);
     expect(effects(core)).toEqual([fx(E.RegisterWaiter, 0, 300), fx(E.ResumeSession, 0, 2, 1)]);

@@ -272,7 +272,7 @@ export class ReferenceCore implements ControlMachine {
       case MessageKind.TerminalCommitReady:
         return this.terminalCommitReady(A, B, C, D, E, F);
       case MessageKind.Resume:
-        return this.resume(A, B, C, D, E, F);
+        return this.resume(A, B, C, D, E, F, G);
       case MessageKind.ResumeCommitReady:
         return this.resumeCommitReady(A, B, C, D, E, F, G);
       case MessageKind.RecoveryInstall:
@@ -915,9 +915,17 @@ export class ReferenceCore implements ControlMachine {
     return ResultCode.Ok;
   }
 
-  private resume(execSlot: number, generation: number, agentSlot: number, agentGeneration: number, request: number, approvalMatches: number): ResultCode {
+  private resume(
+    execSlot: number,
+    generation: number,
+    agentSlot: number,
+    agentGeneration: number,
+    request: number,
+    approvalMatches: number,
+    sameAsCommitting: number,
+  ): ResultCode {
     if (this.draining === 1) return this.refuse(request, ResultCode.RuntimeDraining);
-    if (!isZeroOrOne(approvalMatches)) return this.refuse(request, ResultCode.ArgumentOutOfRange);
+    if (!isZeroOrOne(approvalMatches) || !isZeroOrOne(sameAsCommitting)) return this.refuse(request, ResultCode.ArgumentOutOfRange);
     // READING: both ways the exec check can fail give RehydrationRequired.
     if (this.checkExecution(execSlot, generation) !== ResultCode.Ok) {
       return this.refuse(request, ResultCode.RehydrationRequired);
@@ -928,6 +936,11 @@ export class ReferenceCore implements ControlMachine {
     if (exec.agentSlotPlusOne - 1 !== agentSlot) return this.refuse(request, ResultCode.AgentMustMatch);
     if (exec.status !== ExecutionStatus.Suspended) return this.refuse(request, ResultCode.StatusMustMatch);
     const agent = this.agentAt(agentSlot);
+    // The same decision sent again while its commit is under way follows it.
+    if (agent.admissionState === AdmissionState.Resuming && approvalMatches === 1 && sameAsCommitting === 1) {
+      this.emit(EffectKind.FollowResume, execSlot, request);
+      return ResultCode.Ok;
+    }
     if (agent.admissionState !== AdmissionState.Suspended) return this.refuse(request, ResultCode.ResumeInProgress);
     if (approvalMatches === 0) return this.refuse(request, ResultCode.ApprovalMustMatch);
 

@@ -66,7 +66,9 @@ describe("a second resume while the first is committed", () => {
       (error: unknown) => error,
     );
     expect(refusal).toBeInstanceOf(ApprovalMismatchError);
-    expect(String((refusal as Error).message)).toContain(`a decision on execution ${executionId} is already being committed`);
+    // Another reason than the decision being committed: not followed, refused saying so.
+    expect(refusal).toMatchObject({ code: "APPROVAL_MISMATCH", details: { mismatch: "decision_in_progress" } });
+    expect(String((refusal as Error).message)).toContain(`another decision on execution ${executionId} is being committed`);
     await expect(first.result).resolves.toMatchObject({ executionId, outcome: "completed", output: "Declined: the first reason" });
     await expect(original.result).resolves.toMatchObject({ outcome: "completed" });
     expect(reasonsSeen).toEqual(["the first reason"]);
