@@ -142,12 +142,16 @@ export function admissionFreed(queues: QueueState, agent: AgentEntry): void {
 
 /** Starts the conversation's head as the core's `Admit` answers (on the
  * loop): it runs, stays the head (the conversation is busy), or is
- * refused (closed). */
-export function startHead(queues: QueueState, agent: AgentEntry): void {
-  if (queues.closed || queues.environment.closed || queues.recovering.has(agent.id)) return;
-  const conversation = queues.conversations.get(agent.id);
+ * refused (closed). `of` names the conversation only: the head is
+ * started under its own agent entry — a retry scheduled by a message
+ * of an entry let go since (its queue emptied, the conversation used
+ * again) names a stale one, whose `Admit` the core refuses. */
+export function startHead(queues: QueueState, of: AgentEntry): void {
+  if (queues.closed || queues.environment.closed || queues.recovering.has(of.id)) return;
+  const conversation = queues.conversations.get(of.id);
   const head = conversation?.items[0];
   if (conversation === undefined || head === undefined || head.state !== "queued") return;
+  const { agent } = head;
   if (head.options.signal?.aborted) return queues.steps.cancelAborted(head);
   const request = headRequest(queues, agent, head);
   const { coordinator } = queues.environment;
