@@ -125,10 +125,21 @@ function restoredItem(queues: QueueState, agent: AgentEntry, message: QueuedMess
     state: "queued",
     durableNumber: ++queues.durableCount,
     seq: message.seq,
+    // Read while another process (or nobody) holds the conversation — a
+    // recovery here after the lease moved away: the message runs there,
+    // and its own waiter here may never settle; a start that follows it
+    // here (`observe`: the same idempotency key) follows it from the store.
+    ...(heldElsewhere(queues, agent.id) ? { elsewhere: true } : {}),
   };
   queues.items.set(item.executionId, item);
   cancelDurablyOnFailure(queues, item);
   return item;
+}
+
+/** On a leasing store, whether this process does not hold the conversation. */
+function heldElsewhere(queues: QueueState, agentId: string): boolean {
+  const { store } = queues.environment;
+  return leasingStoreOf(store) !== undefined && heldEpochOf(store, agentId) === undefined;
 }
 
 /** A message taken from the queue that fails before it ran (refused,

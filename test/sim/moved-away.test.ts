@@ -1,5 +1,5 @@
 // Callers left in a process whose conversation moved to another process
-// (docs/decisions/0063, "Found and fixed" 3 and 4): two real environments
+// (docs/decisions/0063, "Found and fixed" 3, 4 and 15): two real environments
 // on the simulated cluster store, on a fake clock. When the store says the
 // lease is lost (`leasesLost`), the start's Run of an execution suspended
 // here, and the Run of a message queued here, follow their executions to
@@ -137,6 +137,56 @@ describe("a caller whose conversation moved to another process", () => {
     expect(cluster.execution(queuedId)).toMatchObject({ status: "terminal", outcome: "completed" });
     await expect(queued.result).resolves.toMatchObject({ executionId: queuedId, outcome: "completed", output: "done" });
     await expect(suspended.result).resolves.toMatchObject({ executionId: suspendedId, outcome: "completed" });
+    await Promise.all([first.environment.close(), second.environment.close()]);
+  });
+
+  it("follows a keyed start to the message queued under its key by the process that took the conversation, read here after the move", async () => {
+    const cluster = new Cluster(leaseMs, true);
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => {
+      answer = resolve;
+    });
+    const first = await open(cluster, "p1", answered);
+    const second = await open(cluster, "p2");
+    const run = first.agent.conversation("c").start("refund order 1");
+    const executionId = await run.executionId;
+    const refused = second.agent.conversation("c").start("hello from p2").result;
+    await vi.advanceTimersByTimeAsync(100);
+    await expect(refused).rejects.toMatchObject({ code: "AGENT_BUSY" });
+    // p1 loses its connection while the model answers: its suspension is
+    // not written (the execution held for recovery here); p2 takes c over
+    // and runs the execution to the same suspension.
+    first.store.disconnectedUntil = Date.now() + leaseMs * 3;
+    answer();
+    await vi.advanceTimersByTimeAsync(leaseMs * 4);
+    expect(cluster.leases.get("c")?.owner).toBe("p2");
+    expect(cluster.execution(executionId)?.status).toBe("suspended");
+    // p2 queues a keyed message behind it.
+    const queued = second.agent.conversation("c").start("and then?", { onBusy: "enqueue", idempotencyKey: "k" });
+    const queuedId = await queued.executionId;
+    await vi.advanceTimersByTimeAsync(100);
+    // A decision at p1 recovers what p1 held first — and reads c's queue,
+    // c held at p2 — then is refused (p1 does not hold c).
+    const approvalId = (cluster.execution(executionId)?.approvalRequest as { approvalId: string }).approvalId;
+    const refusedDecision = first.agent.conversation("c").resume(executionId, { approvalId, approved: true }).result;
+    await vi.advanceTimersByTimeAsync(100);
+    await expect(refusedDecision).rejects.toMatchObject({ code: "EXECUTION_REHYDRATION_REQUIRED" });
+    // A start with the same key at p1 follows that message to its end at p2.
+    const again = first.agent.conversation("c").start("and then?", { onBusy: "enqueue", idempotencyKey: "k" });
+    let againSettled = false;
+    void again.result.then(
+      () => (againSettled = true),
+      () => (againSettled = true),
+    );
+    await vi.advanceTimersByTimeAsync(100);
+    await second.agent.conversation("c").resume(executionId, { approvalId, approved: true }).result;
+    await vi.advanceTimersByTimeAsync(leaseMs * 2);
+    expect(cluster.execution(queuedId)).toMatchObject({ status: "terminal", outcome: "completed" });
+    // It used to follow the message read here, under a waiter of p1's own
+    // that only a run here settles: never.
+    expect(againSettled).toBe(true);
+    await expect(queued.result).resolves.toMatchObject({ executionId: queuedId, outcome: "completed", output: "done" });
+    await expect(again.result).resolves.toMatchObject({ executionId: queuedId, outcome: "completed", output: "done" });
     await Promise.all([first.environment.close(), second.environment.close()]);
   });
 });
