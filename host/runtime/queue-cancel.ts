@@ -7,7 +7,7 @@
 import type { CancellationError } from "../errors.js";
 import type { QueueStore } from "../store/queue.js";
 import { settleWaiterWithError } from "./delivery.js";
-import { startHead } from "./queue-head.js";
+import { followIfHeldElsewhere, startHead } from "./queue-head.js";
 import { ABORTED, type QueuedItem, type QueueState } from "./queue-state.js";
 import { cancellation } from "./queue-words.js";
 
@@ -73,6 +73,7 @@ function cancelCommitted(queues: QueueState, item: QueuedItem, error: Cancellati
 function cancelFailed(queues: QueueState, item: QueuedItem): void {
   item.state = "queued";
   item.cancel = undefined;
+  followIfHeldElsewhere(queues, item);
   startHead(queues, item.agent);
 }
 

@@ -119,6 +119,15 @@ export function followQueuedElsewhere(queues: QueueState, agentId: string): void
   for (const item of queues.conversations.get(agentId)?.items ?? []) if (item.state === "queued") followElsewhere(queues, item);
 }
 
+/** A message queued again here (its cancel not written) after the store
+ * said another process holds the conversation (`followQueuedElsewhere`
+ * ran while it was being cancelled): its Run follows it too. True if so. */
+export function followIfHeldElsewhere(queues: QueueState, item: QueuedItem): boolean {
+  const { store } = queues.environment;
+  if (item.elsewhere === true || leasingStoreOf(store) === undefined || heldEpochOf(store, item.agent.id) !== undefined) return false;
+  return followElsewhere(queues, item);
+}
+
 /** The message may run at another process: its Run follows it wherever
  * it runs, and the message keeps its place here under a waiter of this
  * process's own (as a queue restored from the store has). True. */
