@@ -7,78 +7,23 @@
 // commit, behind Y. Y runs first. The restore used to append Y after X
 // (whose order was not known yet), and X ran ahead of it.
 
-import { afterEach, beforeAll, beforeEach, expect, it, vi } from "vitest";
-import { z } from "zod";
-import { loadAiSdk } from "../../host/agent/ai-sdk.js";
-import { scriptedModel, type ScriptedTurn } from "../../host/agent/scripted-model.js";
-import { Phronomy, tool, type DefinedAgent, type Environment } from "../../host/index.js";
-import { Cluster, type ClusterStore, type PendingWrite } from "./cluster-store.js";
+import { expect, it, vi } from "vitest";
+import { Cluster } from "./cluster-store.js";
+import { advance, leaseMs, none, open, useSimulatedClock } from "./two-processes.js";
 
-const leaseMs = 3_000;
-
-interface Process {
-  readonly store: ClusterStore;
-  readonly environment: Environment;
-  readonly agent: DefinedAgent;
-}
-
-async function open(cluster: Cluster, owner: string): Promise<Process> {
-  const store = cluster.storeFor(owner);
-  const environment = await Phronomy.open({ store, logger: { warn: () => undefined } });
-  const agent = environment.agent({
-    name: "support",
-    instructions: "You help.",
-    // A refund (needs approval) for the first message, text otherwise.
-    model: scriptedModel(({ messages }): ScriptedTurn => {
-      const last = messages.filter((message) => message.role === "user").at(-1)?.content;
-      const afterTool = messages.at(-1)?.role === "tool";
-      return last === "refund order 1" && !afterTool ? { toolCalls: [{ toolName: "refund", input: { orderId: "1" } }] } : { text: `answer to ${String(last)}` };
-    }),
-    tools: {
-      refund: tool({ description: "Refunds an order", inputSchema: z.object({ orderId: z.string() }), needsApproval: true, execute: () => "refunded" }),
-    },
-  });
-  return { store, environment, agent };
-}
-
-/** Moves the clock on by `ms`, committing every write but `held` as it comes. */
-async function advance(cluster: Cluster, ms: number, held: PendingWrite | undefined): Promise<void> {
-  for (let left = ms; ; left -= 50) {
-    for (let write = next(cluster, held); write !== undefined; write = next(cluster, held)) {
-      write.settle("commit");
-      await vi.advanceTimersByTimeAsync(0);
-    }
-    if (left <= 0) return;
-    await vi.advanceTimersByTimeAsync(Math.min(50, left));
-  }
-}
-
-function next(cluster: Cluster, held: PendingWrite | undefined): PendingWrite | undefined {
-  return cluster.pending.find((write) => write !== held);
-}
-
-beforeAll(async () => {
-  await loadAiSdk();
-});
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval", "Date", "performance"] });
-  vi.setSystemTime(Date.UTC(2026, 0, 1));
-});
-afterEach(() => {
-  vi.useRealTimers();
-});
+useSimulatedClock();
 
 it("a message queued by the former holder runs before one whose enqueue committed after the takeover's restore", async () => {
   const cluster = new Cluster(leaseMs, false);
   const p1 = await open(cluster, "p1");
   const p2 = await open(cluster, "p2");
   const suspended = p2.agent.conversation("c").start("refund order 1");
-  await advance(cluster, 400, undefined);
+  await advance(cluster, 400, none);
   const suspendedId = await suspended.executionId;
   expect(cluster.execution(suspendedId)?.status).toBe("suspended");
   // p1 asks for the conversation: it takes it once p2 stops renewing.
   const refused = p1.agent.conversation("c").start("hello from p1").result;
-  await advance(cluster, 100, undefined);
+  await advance(cluster, 100, none);
   await expect(refused).rejects.toMatchObject({ code: "AGENT_BUSY" });
   // X's enqueue, slow: held until after the conversation came back to p2.
   const x = p2.agent.conversation("c").start("X", { onBusy: "enqueue" });
@@ -86,29 +31,29 @@ it("a message queued by the former holder runs before one whose enqueue committe
   const held = cluster.pending.find((write) => write.operation.type === "enqueueMessage");
   expect(held).toBeDefined();
   p2.store.stalledUntil = Date.now() + leaseMs * 2;
-  await advance(cluster, leaseMs * 3, held);
+  await advance(cluster, leaseMs * 3, (write) => write === held);
   expect(cluster.leases.get("c")?.owner).toBe("p1");
   const y = p1.agent.conversation("c").start("Y", { onBusy: "enqueue" });
-  await advance(cluster, 100, held);
+  await advance(cluster, 100, (write) => write === held);
   const yId = await y.executionId;
   // p2 asks again, and takes the conversation back once p1 stops renewing.
   const again = p2.agent
     .conversation("c")
     .start("again")
     .result.catch(() => undefined);
-  await advance(cluster, 100, held);
+  await advance(cluster, 100, (write) => write === held);
   await again;
   p1.store.stalledUntil = Date.now() + leaseMs * 2;
-  await advance(cluster, leaseMs * 3, held);
+  await advance(cluster, leaseMs * 3, (write) => write === held);
   expect(cluster.leases.get("c")?.owner).toBe("p2");
   held!.settle("commit");
-  await advance(cluster, 100, undefined);
+  await advance(cluster, 100, none);
   const xId = await x.executionId;
   const approvalId = (cluster.execution(suspendedId)?.approvalRequest as { approvalId: string }).approvalId;
   const resumed = p2.agent.conversation("c").resume(suspendedId, { approvalId, approved: true }).result;
-  await advance(cluster, leaseMs, undefined);
+  await advance(cluster, leaseMs, none);
   await expect(resumed).resolves.toMatchObject({ outcome: "completed" });
-  await advance(cluster, leaseMs, undefined);
+  await advance(cluster, leaseMs, none);
   const prepared = cluster.committed.filter((write) => write.type === "prepareExecution").map((write) => write.executionId);
   expect(prepared.indexOf(yId), `prepared in the order ${prepared.join(", ")}`).toBeLessThan(prepared.indexOf(xId));
   expect(prepared.indexOf(yId)).toBeGreaterThanOrEqual(0);

@@ -10,66 +10,11 @@
 // again) and its Run was told INVALID_INPUT. Now the recovery waits for the
 // preparation, installs X and runs it; X's Run follows it.
 
-import { afterEach, beforeAll, beforeEach, expect, it, vi } from "vitest";
-import { z } from "zod";
-import { loadAiSdk } from "../../host/agent/ai-sdk.js";
-import { scriptedModel, type ScriptedTurn } from "../../host/agent/scripted-model.js";
-import { Phronomy, tool, type DefinedAgent, type Environment } from "../../host/index.js";
-import { Cluster, type ClusterStore, type PendingWrite } from "./cluster-store.js";
+import { expect, it } from "vitest";
+import { Cluster, type PendingWrite } from "./cluster-store.js";
+import { advance, leaseMs, none, open, useSimulatedClock } from "./two-processes.js";
 
-const leaseMs = 3_000;
-
-interface Process {
-  readonly store: ClusterStore;
-  readonly environment: Environment;
-  readonly agent: DefinedAgent;
-}
-
-async function open(cluster: Cluster, owner: string): Promise<Process> {
-  const store = cluster.storeFor(owner);
-  const environment = await Phronomy.open({ store, logger: { warn: () => undefined } });
-  const agent = environment.agent({
-    name: "support",
-    instructions: "You help.",
-    // A refund (needs approval) for the first message, text otherwise.
-    model: scriptedModel(({ messages }): ScriptedTurn => {
-      const last = messages.filter((message) => message.role === "user").at(-1)?.content;
-      const afterTool = messages.at(-1)?.role === "tool";
-      return last === "refund order 1" && !afterTool ? { toolCalls: [{ toolName: "refund", input: { orderId: "1" } }] } : { text: `answer to ${String(last)}` };
-    }),
-    tools: {
-      refund: tool({ description: "Refunds an order", inputSchema: z.object({ orderId: z.string() }), needsApproval: true, execute: () => "refunded" }),
-    },
-  });
-  return { store, environment, agent };
-}
-
-/** Moves the clock on by `ms`, committing every write `held` does not keep
- * (a killed process's writes never land). */
-async function advance(cluster: Cluster, ms: number, held: (write: PendingWrite) => boolean): Promise<void> {
-  const next = (): PendingWrite | undefined => cluster.pending.find((write) => !write.handle.killed && !held(write));
-  for (let left = ms; ; left -= 50) {
-    for (let write = next(); write !== undefined; write = next()) {
-      write.settle("commit");
-      await vi.advanceTimersByTimeAsync(0);
-    }
-    if (left <= 0) return;
-    await vi.advanceTimersByTimeAsync(Math.min(50, left));
-  }
-}
-
-const none = (): boolean => false;
-
-beforeAll(async () => {
-  await loadAiSdk();
-});
-beforeEach(() => {
-  vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval", "Date", "performance"] });
-  vi.setSystemTime(Date.UTC(2026, 0, 1));
-});
-afterEach(() => {
-  vi.useRealTimers();
-});
+useSimulatedClock();
 
 it("a head prepared by another process while its own preparation was in flight is recovered, and its Run follows it", async () => {
   const cluster = new Cluster(leaseMs, false);
