@@ -6,20 +6,10 @@
 // the process that runs them now and settle with their real outcome —
 // never pending for ever, never AGENT_BUSY for a message that then ran.
 
-import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { z } from "zod";
-import { loadAiSdk } from "../../host/agent/ai-sdk.js";
+import { describe, expect, it, vi } from "vitest";
 import { scriptedModel, type ScriptedTurn } from "../../host/agent/scripted-model.js";
-import { Phronomy, tool, type DefinedAgent, type Environment } from "../../host/index.js";
-import { Cluster, type ClusterStore } from "./cluster-store.js";
-
-const leaseMs = 3_000;
-
-interface Process {
-  readonly store: ClusterStore;
-  readonly environment: Environment;
-  readonly agent: DefinedAgent;
-}
+import { Cluster } from "./cluster-store.js";
+import { leaseMs, open, useSimulatedClock, type Process } from "./two-processes.js";
 
 /** A model that asks for a refund (needs approval) on its first turn of a
  * conversation's first message, and answers text after a tool result. */
@@ -32,20 +22,6 @@ function refundingModel(gate?: Promise<void>) {
   });
 }
 
-async function open(cluster: Cluster, owner: string, gate?: Promise<void>): Promise<Process> {
-  const store = cluster.storeFor(owner);
-  const environment = await Phronomy.open({ store, logger: { warn: () => undefined } });
-  const agent = environment.agent({
-    name: "support",
-    instructions: "You help.",
-    model: refundingModel(gate),
-    tools: {
-      refund: tool({ description: "Refunds an order", inputSchema: z.object({ orderId: z.string() }), needsApproval: true, execute: () => "refunded" }),
-    },
-  });
-  return { store, environment, agent };
-}
-
 /** p1 holds conversation c; p2 asked for it (refused), so it takes the
  * lease over once p1 stops renewing past the lease. */
 async function moveAway(first: Process, second: Process): Promise<void> {
@@ -55,21 +31,12 @@ async function moveAway(first: Process, second: Process): Promise<void> {
 }
 
 describe("a caller whose conversation moved to another process", () => {
-  beforeAll(async () => {
-    await loadAiSdk();
-  });
-  beforeEach(() => {
-    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval", "Date", "performance"] });
-    vi.setSystemTime(Date.UTC(2026, 0, 1));
-  });
-  afterEach(() => {
-    vi.useRealTimers();
-  });
+  useSimulatedClock();
 
   it("follows an execution suspended here and ended at the process that took the conversation over", async () => {
     const cluster = new Cluster(leaseMs, true);
-    const first = await open(cluster, "p1");
-    const second = await open(cluster, "p2");
+    const first = await open(cluster, "p1", refundingModel());
+    const second = await open(cluster, "p2", refundingModel());
     const events: string[] = [];
     const run = first.agent.conversation("c").start("refund order 1", { onEvent: (event) => void events.push(event.type) });
     const executionId = await run.executionId;
@@ -94,8 +61,8 @@ describe("a caller whose conversation moved to another process", () => {
     const answered = new Promise<void>((resolve) => {
       answer = resolve;
     });
-    const first = await open(cluster, "p1", answered);
-    const second = await open(cluster, "p2");
+    const first = await open(cluster, "p1", refundingModel(answered));
+    const second = await open(cluster, "p2", refundingModel());
     const run = first.agent.conversation("c").start("refund order 1");
     // Settled while p2 still holds the conversation: not only once p1
     // takes it back (its recovery then lets the stale suspension go).
@@ -122,8 +89,8 @@ describe("a caller whose conversation moved to another process", () => {
 
   it("follows a message queued here to the process that ran it, instead of telling it AGENT_BUSY", async () => {
     const cluster = new Cluster(leaseMs, true);
-    const first = await open(cluster, "p1");
-    const second = await open(cluster, "p2");
+    const first = await open(cluster, "p1", refundingModel());
+    const second = await open(cluster, "p2", refundingModel());
     const suspended = first.agent.conversation("c").start("refund order 1");
     const suspendedId = await suspended.executionId;
     await vi.advanceTimersByTimeAsync(100);
@@ -146,8 +113,8 @@ describe("a caller whose conversation moved to another process", () => {
     const answered = new Promise<void>((resolve) => {
       answer = resolve;
     });
-    const first = await open(cluster, "p1", answered);
-    const second = await open(cluster, "p2");
+    const first = await open(cluster, "p1", refundingModel(answered));
+    const second = await open(cluster, "p2", refundingModel());
     const run = first.agent.conversation("c").start("refund order 1");
     const executionId = await run.executionId;
     const refused = second.agent.conversation("c").start("hello from p2").result;

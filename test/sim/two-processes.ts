@@ -1,5 +1,6 @@
 // Two (or more) real environments over one simulated cluster store, for
-// the simulation's focused regression tests (restored-order, taken-head):
+// the simulation's focused regression tests (restored-order, taken-head,
+// moved-away):
 // each process opens the same "support" agent, and the clock moves on
 // with every write committed but the ones a test holds back.
 
@@ -7,7 +8,7 @@ import { afterEach, beforeAll, beforeEach, vi } from "vitest";
 import { z } from "zod";
 import { loadAiSdk } from "../../host/agent/ai-sdk.js";
 import { scriptedModel, type ScriptedTurn } from "../../host/agent/scripted-model.js";
-import { Phronomy, tool, type DefinedAgent, type Environment } from "../../host/index.js";
+import { Phronomy, tool, type DefinedAgent, type Environment, type LanguageModel } from "../../host/index.js";
 import type { Cluster, ClusterStore, PendingWrite } from "./cluster-store.js";
 
 export const leaseMs = 3_000;
@@ -18,19 +19,25 @@ export interface Process {
   readonly agent: DefinedAgent;
 }
 
-/** A process of the cluster, named `owner`, with the "support" agent. */
-export async function open(cluster: Cluster, owner: string): Promise<Process> {
+/** A refund (needs approval) for the message "refund order 1", text
+ * otherwise. */
+function refundOnAsk(): LanguageModel {
+  return scriptedModel(({ messages }): ScriptedTurn => {
+    const last = messages.filter((message) => message.role === "user").at(-1)?.content;
+    const afterTool = messages.at(-1)?.role === "tool";
+    return last === "refund order 1" && !afterTool ? { toolCalls: [{ toolName: "refund", input: { orderId: "1" } }] } : { text: `answer to ${String(last)}` };
+  });
+}
+
+/** A process of the cluster, named `owner`, with the "support" agent and
+ * its model (by default: a refund for "refund order 1"). */
+export async function open(cluster: Cluster, owner: string, model: LanguageModel = refundOnAsk()): Promise<Process> {
   const store = cluster.storeFor(owner);
   const environment = await Phronomy.open({ store, logger: { warn: () => undefined } });
   const agent = environment.agent({
     name: "support",
     instructions: "You help.",
-    // A refund (needs approval) for the first message, text otherwise.
-    model: scriptedModel(({ messages }): ScriptedTurn => {
-      const last = messages.filter((message) => message.role === "user").at(-1)?.content;
-      const afterTool = messages.at(-1)?.role === "tool";
-      return last === "refund order 1" && !afterTool ? { toolCalls: [{ toolName: "refund", input: { orderId: "1" } }] } : { text: `answer to ${String(last)}` };
-    }),
+    model,
     tools: {
       refund: tool({ description: "Refunds an order", inputSchema: z.object({ orderId: z.string() }), needsApproval: true, execute: () => "refunded" }),
     },
