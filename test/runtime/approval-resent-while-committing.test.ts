@@ -76,6 +76,15 @@ async function suspended(env: Environment, refunds: string[], refunding: Promise
   return { agent, executionId, approvalId: pending.request.approvalId };
 }
 
+/** A suspended execution on a store whose first approval commit is held
+ * at the door (`heldCommitStore`), and the refunds its tool made. */
+async function suspendedAtHeldStore(ending: Ending, refunding?: Promise<void>) {
+  const held = await heldCommitStore(await temporaryStorePath(), ending);
+  const env = await openEnvironment({ store: held.store });
+  const refunds: string[] = [];
+  return { held, env, refunds, ...(await suspended(env, refunds, refunding)) };
+}
+
 /** Resolves once a decision follows the one being committed (the core
  * answered `FollowResume` and the host carried it out). */
 function followed(env: Environment, executionId: string): Promise<true> {
@@ -91,10 +100,7 @@ async function settled(run: Promise<unknown>) {
 
 describe("a decision sent again while its approval commit is under way", () => {
   it("committed: the same decision follows the first, and both get the run's outcome; the tool runs once", async () => {
-    const held = await heldCommitStore(await temporaryStorePath(), "committed");
-    const env = await openEnvironment({ store: held.store });
-    const refunds: string[] = [];
-    const { agent, executionId, approvalId } = await suspended(env, refunds);
+    const { held, env, refunds, agent, executionId, approvalId } = await suspendedAtHeldStore("committed");
     const first = agent.resume(executionId, { approvalId, approved: true }).result;
     await held.atDoor;
     const second = agent.resume(executionId, { approvalId, approved: true }).result;
@@ -107,10 +113,7 @@ describe("a decision sent again while its approval commit is under way", () => {
   });
 
   it("outcome unknown, written: the same decision gets the first's refusal, and the execution goes on from the row", async () => {
-    const held = await heldCommitStore(await temporaryStorePath(), "unknown_written");
-    const env = await openEnvironment({ store: held.store });
-    const refunds: string[] = [];
-    const { agent, executionId, approvalId } = await suspended(env, refunds);
+    const { held, env, refunds, agent, executionId, approvalId } = await suspendedAtHeldStore("unknown_written");
     const first = settled(agent.resume(executionId, { approvalId, approved: true }).result);
     await held.atDoor;
     const second = settled(agent.resume(executionId, { approvalId, approved: true }).result);
@@ -129,10 +132,7 @@ describe("a decision sent again while its approval commit is under way", () => {
   });
 
   it("outcome unknown, not written: both get the first's refusal, and the decision sent later commits", async () => {
-    const held = await heldCommitStore(await temporaryStorePath(), "unknown_not_written");
-    const env = await openEnvironment({ store: held.store });
-    const refunds: string[] = [];
-    const { agent, executionId, approvalId } = await suspended(env, refunds);
+    const { held, env, refunds, agent, executionId, approvalId } = await suspendedAtHeldStore("unknown_not_written");
     const first = settled(agent.resume(executionId, { approvalId, approved: true }).result);
     await held.atDoor;
     const second = settled(agent.resume(executionId, { approvalId, approved: true }).result);
@@ -145,10 +145,7 @@ describe("a decision sent again while its approval commit is under way", () => {
   });
 
   it("another decision while one is being committed: refused decision_in_progress, nothing else decided", async () => {
-    const held = await heldCommitStore(await temporaryStorePath(), "committed");
-    const env = await openEnvironment({ store: held.store });
-    const refunds: string[] = [];
-    const { agent, executionId, approvalId } = await suspended(env, refunds);
+    const { held, refunds, agent, executionId, approvalId } = await suspendedAtHeldStore("committed");
     const first = agent.resume(executionId, { approvalId, approved: true }).result;
     await held.atDoor;
     const other = await settled(agent.resume(executionId, { approvalId, approved: false, reason: "changed my mind" }).result);
@@ -159,14 +156,11 @@ describe("a decision sent again while its approval commit is under way", () => {
   });
 
   it("sent again once a recovery read the written decision back: the execution runs on it, refused from the row (already_decided)", async () => {
-    const held = await heldCommitStore(await temporaryStorePath(), "unknown_written");
-    const env = await openEnvironment({ store: held.store });
-    const refunds: string[] = [];
     let refunded!: () => void;
     const refunding = new Promise<void>((resolve) => {
       refunded = resolve;
     });
-    const { agent, executionId, approvalId } = await suspended(env, refunds, refunding);
+    const { held, env, refunds, agent, executionId, approvalId } = await suspendedAtHeldStore("unknown_written", refunding);
     const first = settled(agent.resume(executionId, { approvalId, approved: true }).result);
     await held.atDoor;
     held.release();
