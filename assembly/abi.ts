@@ -229,10 +229,18 @@ export const enum EffectKind {
   /** (exec, request): the decision of `request` is the one being committed
    * on the execution: settle the request as that commit's request settles. */
   FollowResume = 38,
+  /** (exec, request): the execution is held for recovery (its last
+   * commit's outcome not known): recover it, then send the decision again
+   * with `ResumeFact.AfterRecovery` (docs/decisions/0057, 0065). */
+  RecoverBeforeResume = 39,
+  /** (exec, request): the decision is for the suspension being committed:
+   * send it again once that terminal commit is answered (suspended, ended,
+   * or held; docs/decisions/0065). */
+  AwaitSuspensionCommit = 40,
 }
 
 export const enum EffectKindLimit {
-  End = 39,
+  End = 41,
 }
 
 /** Admission states (SPEC §1). `None` is a free admission. */
@@ -612,6 +620,21 @@ export const enum AdmissionSituation {
    * is refused held, unless messages are queued (it goes behind them). */
   RecoveryHeld = 32,
   End = 64,
+}
+
+/** What the host knows of a decision `Resume` carries (argument `f`, bits;
+ * docs/decisions/0065): facts only it can see — approval ids live in its
+ * side tables, not in the core. `MatchesPending` is the former
+ * `approvalMatches` flag, so its value stays 1. */
+export const enum ResumeFact {
+  /** The approval id is the pending approval of the suspended execution. */
+  MatchesPending = 1,
+  /** The session's ending, not committed yet, is a suspension asking for
+   * this approval id. */
+  MatchesCommittingSuspension = 2,
+  /** Sent again after the recovery `RecoverBeforeResume` asked for. */
+  AfterRecovery = 4,
+  End = 8,
 }
 
 /** What became of a head `Admit` let start (`HeadSettled`). */

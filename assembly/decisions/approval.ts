@@ -1,10 +1,12 @@
 // Approval resume: `Resume` checks the live suspended owner and asks for
-// the durable approval commit; `ResumeCommitReady` installs the resumed
+// the durable approval commit — or answers a wait: recover the held
+// execution first, or wait for the suspension being committed
+// (docs/decisions/0065); `ResumeCommitReady` installs the resumed
 // execution with a new FSM session (seeds: begin_resume_on_event_loop,
 // apply_resume_commit_on_event_loop).
 
 import {
-  AdmissionState, CommitOutcome, EffectKind, ExecutionFlag, ExecutionStatus, Phase, ResultCode,
+  AdmissionState, CommitOutcome, EffectKind, ExecutionFlag, ExecutionStatus, Phase, ResultCode, ResumeFact,
 } from "../abi";
 import { agentAdmission, checkAgent, setAgentAdmission } from "../agent-table";
 import { emit } from "../effects";
@@ -14,28 +16,56 @@ import {
 } from "../execution-table";
 import { draining, failRequest, isFlag, mintSession, registerWaiter, requireRecovery } from "./shared";
 
-/** `sameAsCommitting` (1/0): the host found this decision equal to the one
- * whose approval commit is under way on the execution (same approval id,
- * approval and reason). Sent again while that commit's outcome is not
- * known yet, it follows that commit (`FollowResume`): the same decision
- * gets the same result. A different one is refused `ResumeInProgress`. */
+/** A decision on a suspended execution. `facts` (`ResumeFact` bits) are
+ * what only the host can see: the approval id matches the pending one, or
+ * the suspension being committed; the decision is sent again after the
+ * recovery asked for. `sameAsCommitting` (1/0): the host found this decision
+ * equal to the one whose approval commit is under way on the execution
+ * (same approval id, approval and reason). Sent again while that commit's
+ * outcome is not known yet, it follows that commit (`FollowResume`): the
+ * same decision gets the same result. A different one is refused
+ * `ResumeInProgress`.
+ *
+ * Two answers are waits, decided before the drain is checked: a decision
+ * asked for before the environment began to drain is carried through its
+ * wait and meets the drain when it is sent again (docs/decisions/0065). */
 export function applyResume(
-  exec: u32, generation: u32, agent: u32, agentGeneration: u32, request: u32, approvalMatches: u32, sameAsCommitting: u32,
+  exec: u32, generation: u32, agent: u32, agentGeneration: u32, request: u32, facts: u32, sameAsCommitting: u32,
 ): i32 {
-  if (draining) return failRequest(request, ResultCode.RuntimeDraining);
-  if (!isFlag(approvalMatches) || !isFlag(sameAsCommitting)) return failRequest(request, ResultCode.ArgumentOutOfRange);
+  if (facts >= <u32>ResumeFact.End || !isFlag(sameAsCommitting)) return failRequest(request, ResultCode.ArgumentOutOfRange);
   if (checkExecution(exec, generation) != ResultCode.Ok) return failRequest(request, ResultCode.RehydrationRequired);
   const check = checkAgent(agent, agentGeneration);
   if (check != ResultCode.Ok) return failRequest(request, check);
   if (executionAgent(exec) != agent) return failRequest(request, ResultCode.AgentMustMatch);
-  if (executionStatus(exec) != ExecutionStatus.Suspended) return failRequest(request, ResultCode.StatusMustMatch);
+  const afterRecovery = (facts & ResumeFact.AfterRecovery) != 0;
   const admission = agentAdmission(agent);
-  if (admission == AdmissionState.Resuming && approvalMatches && sameAsCommitting) {
+  if (admission == AdmissionState.RecoveryRequired) {
+    // Held after a commit whose outcome is not known: the store says what
+    // was written (docs/decisions/0057). Recovered once; still held after it
+    // is refused (the host words why).
+    if (afterRecovery) return failRequest(request, ResultCode.AgentAdmissionHeld);
+    emit(EffectKind.RecoverBeforeResume, exec, request);
+    return ResultCode.Ok;
+  }
+  const suspended = executionStatus(exec) == ExecutionStatus.Suspended;
+  if (!suspended && !afterRecovery && (facts & ResumeFact.MatchesCommittingSuspension) != 0) {
+    // The suspension asking for this decision is being committed (its row
+    // may already be read): decided once the commit is answered, as if sent
+    // a moment later.
+    emit(EffectKind.AwaitSuspensionCommit, exec, request);
+    return ResultCode.Ok;
+  }
+  // Recovered, and running on: the earlier decision was written.
+  if (!suspended && afterRecovery) return failRequest(request, ResultCode.StatusMustMatch);
+  const matchesPending = (facts & ResumeFact.MatchesPending) != 0;
+  if (suspended && !matchesPending) return failRequest(request, ResultCode.ApprovalMustMatch);
+  if (draining) return failRequest(request, ResultCode.RuntimeDraining);
+  if (!suspended) return failRequest(request, ResultCode.StatusMustMatch);
+  if (admission == AdmissionState.Resuming && sameAsCommitting) {
     emit(EffectKind.FollowResume, exec, request);
     return ResultCode.Ok;
   }
   if (admission != AdmissionState.Suspended) return failRequest(request, ResultCode.ResumeInProgress);
-  if (!approvalMatches) return failRequest(request, ResultCode.ApprovalMustMatch);
   setAgentAdmission(agent, AdmissionState.Resuming);
   emit(EffectKind.SubmitApprovalCommit, exec, executionRevision(exec), request);
   return ResultCode.Ok;

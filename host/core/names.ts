@@ -134,6 +134,8 @@ const effectKindNames = {
   [EffectKind.StartHead]: "StartHead",
   [EffectKind.ReleaseConversation]: "ReleaseConversation",
   [EffectKind.FollowResume]: "FollowResume",
+  [EffectKind.RecoverBeforeResume]: "RecoverBeforeResume",
+  [EffectKind.AwaitSuspensionCommit]: "AwaitSuspensionCommit",
 } satisfies Record<EffectKind, string>;
 
 export function effectKindName(value: number): string {

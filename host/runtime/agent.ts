@@ -3,8 +3,8 @@
 // delivered through the returned Run (its `result` rejects with a typed
 // error), exactly as a failure later in the execution would be.
 
-import { AdmissionSource, MessageKind as M } from "../../assembly/abi.js";
-import { ApprovalMismatchError, InvalidInputError, PhronomyError } from "../errors.js";
+import { AdmissionSource, MessageKind as M, ResumeFact } from "../../assembly/abi.js";
+import { InvalidInputError, PhronomyError } from "../errors.js";
 import type { ControlCore } from "../core/control-core.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { ControlLoop } from "./control-loop.js";
@@ -336,9 +336,13 @@ export class Agent {
     );
   }
 
-  /** The resume of an execution live in this process (on the loop). */
-  private resumeHere(agent: AgentEntry, executionId: string, decision: ResumeDecision, waiter: Waiter): void {
-    const { coordinator } = this.environment;
+  /** The resume of an execution live in this process (on the loop). The
+   * host gathers what only it can see (`ResumeFact`); the core decides:
+   * commit, follow the commit under way, refuse, or wait — recover the
+   * held execution first, or wait for the suspension being committed —
+   * and the decision is sent again after the wait (docs/decisions/0065). */
+  private resumeHere(agent: AgentEntry, executionId: string, decision: ResumeDecision, waiter: Waiter, afterRecovery = false): void {
+    const { coordinator, loop } = this.environment;
     const settings = coordinator.settings;
     const entry = coordinator.entryById(executionId);
     if (!entry) {
@@ -350,35 +354,20 @@ export class Agent {
       );
       return;
     }
-    if (entry.recoveryRequired) return this.resumeAfterRecovery(agent, executionId, decision, waiter);
-    if (!entry.suspended && entry.session?.terminal?.approvalRequest?.approvalId === decision.approvalId) {
-      // The suspension that asks for this decision is being committed (its
-      // row may already be read, by env.pendingApprovals): decided once the
-      // core has it, as if sent a moment later.
-      entry.terminalWatchers.push(() =>
-        this.environment.loop.post(() => this.resumeHere(agent, executionId, decision, waiter), {
-          completion: { fail: (error) => settleWaiterWithError(waiter, error as PhronomyError, settings) },
-          label: `a resume of execution ${executionId} once its suspension was committed`,
-        }),
-      );
-      return;
-    }
-    const pending = entry.approvalRequest;
-    const matches = pending !== undefined && pending.approvalId === decision.approvalId;
-    if (!matches && entry.suspended) {
-      settleWaiterWithError(
-        waiter,
-        new ApprovalMismatchError(
-          `approval ${decision.approvalId} is not the pending approval of execution ${executionId}${pending ? ` (that is ${pending.approvalId})` : ""}; nothing was decided`,
-          { executionId, agentId: this.id, details: { mismatch: "approval_id", approvalId: decision.approvalId } },
-        ),
-        settings,
-      );
-      return;
-    }
+    let facts = afterRecovery ? ResumeFact.AfterRecovery : 0;
+    if (entry.approvalRequest?.approvalId === decision.approvalId) facts |= ResumeFact.MatchesPending;
+    // The session's ending, not committed yet (its row may already be read,
+    // by env.pendingApprovals), is the suspension asking for this decision.
+    if (entry.session?.terminal?.approvalRequest?.approvalId === decision.approvalId) facts |= ResumeFact.MatchesCommittingSuspension;
     // The same decision as the one being committed, if any, follows it.
     const committing = coordinator.requests.resumeOf(executionId);
     const same = committing !== undefined && sameDecision(committing, decision);
+    const askAgain = (): void => {
+      loop.post(() => this.resumeHere(agent, executionId, decision, waiter), {
+        completion: { fail: (error) => settleWaiterWithError(waiter, error as PhronomyError, settings) },
+        label: `a resume of execution ${executionId} once its suspension was committed`,
+      });
+    };
     // The reason and signal travel with the request: the entry adopts them
     // only if the core accepts this decision and its commit lands.
     const handle = coordinator.requests.add({
@@ -389,27 +378,23 @@ export class Agent {
       approved: decision.approved,
       reason: decision.reason ?? null,
       signal: decision.signal,
+      afterRecovery,
+      waits: { recoverFirst: () => this.resumeAfterRecovery(agent, executionId, decision, waiter), askAgain },
     });
-    coordinator.apply(M.Resume, entry.slot, entry.generation, agent.slot, agent.generation, handle, matches ? 1 : 0, same ? 1 : 0);
+    coordinator.apply(M.Resume, entry.slot, entry.generation, agent.slot, agent.generation, handle, facts, same ? 1 : 0);
   }
 
   /** A decision on an execution a store fault held here (its last commit's
    * outcome not known): the store is read to find out, the execution
-   * recovered from what it holds, then the decision applied again — or
-   * refused from the row if the earlier one was written
-   * (docs/decisions/0057). */
+   * recovered from what it holds, then the decision sent again — the core
+   * refuses it if the execution is still held, the row words the refusal if
+   * the earlier decision was written (docs/decisions/0057). */
   private resumeAfterRecovery(agent: AgentEntry, executionId: string, decision: ResumeDecision, waiter: Waiter): void {
-    const { coordinator, loop, store } = this.environment;
+    const { coordinator, loop } = this.environment;
     const settings = coordinator.settings;
     const refuse = (error: unknown): void => settleWaiterWithError(waiter, asPhronomyError(error, "STORE"), settings);
     const unreadable = (cause: unknown): void => refuse(heldAfterUnknownCommit(executionId, this.id, asPhronomyError(cause, "STORE")));
-    const again = (): void => {
-      const entry = coordinator.entryById(executionId);
-      if (entry?.recoveryRequired) return unreadable(entry.storeError ?? new Error("it is still held for recovery"));
-      if (entry?.suspended) return this.resumeHere(agent, executionId, decision, waiter);
-      // The earlier decision was written: the execution goes on from it.
-      store.getExecution(executionId).then((row) => refuse(refusalOfResume(executionId, decision.approvalId, this.id, row)), refuse);
-    };
+    const again = (): void => this.resumeHere(agent, executionId, decision, waiter, true);
     const label = `a decision on execution ${executionId} after its recovery`;
     this.environment.recoverHeld(this.id).then(() => loop.post(again, { completion: { fail: refuse }, label }), unreadable);
   }

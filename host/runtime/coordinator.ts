@@ -32,6 +32,7 @@ import type { CallbackErrorPolicy, Logger } from "./options.js";
 import { ExecutionEntry, RequestTable, type AgentEntry, type PendingRequest, type RecoveryRequest, type ResumeRequest, type StartRequest } from "./requests.js";
 import { attachFollowers, failFollowers, followResume } from "./resume-followers.js";
 import { refusalOfResume } from "./resume-refusal.js";
+import { refuseResumeFromFacts, waitBeforeResume } from "./resume-waits.js";
 import { cancelRefused, submitCancelCommit } from "./cancel-commit.js";
 import type { CoordinatorCalls } from "./coordinator-calls.js";
 import { reopenInstalled } from "./retry.js";
@@ -329,6 +330,9 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
         return submitCancelCommit(this, effect.execution, effect.expectedRevision, effect.request);
       case EffectKind.FollowResume:
         return followResume(this.requests, this.executions[effect.execution], effect.request, this.settings);
+      case EffectKind.RecoverBeforeResume:
+      case EffectKind.AwaitSuspensionCommit:
+        return waitBeforeResume(this.requests, this.executions[effect.execution], effect.kind, effect.request);
     }
   }
 
@@ -367,6 +371,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
       settleWaiterWithError(request.waiter, error, this.settings);
       failFollowers(request, error, this.settings);
     };
+    if (!request.error && refuseResumeFromFacts(request, code, this.executionIds.get(request.executionId), this.settings.store, refuse)) return;
     if (request.error || code !== ResultCode.StatusMustMatch) return refuse(request.error ?? errorForCode(code, context));
     this.settings.store.getExecution(request.executionId).then(
       (row) => {

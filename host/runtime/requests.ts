@@ -77,6 +77,21 @@ export interface ResumeRequest {
   /** The same decision sent again while this one's commit is under way
    * (`FollowResume`): settled as this request settles. */
   followers?: Waiter[];
+  /** Sent again after the recovery the core asked for
+   * (`ResumeFact.AfterRecovery`): its refusals are worded from that. */
+  readonly afterRecovery: boolean;
+  /** How to carry out the waits the core may answer instead of a commit
+   * (docs/decisions/0065). */
+  readonly waits: ResumeWaits;
+}
+
+/** The waits `Resume` may answer, each ending in the decision sent to the
+ * core again under a new request (host/runtime/resume-waits.ts). */
+export interface ResumeWaits {
+  /** `RecoverBeforeResume`: recover the held execution, then send again. */
+  recoverFirst(): void;
+  /** `AwaitSuspensionCommit`: the terminal commit was answered; send again. */
+  askAgain(): void;
 }
 
 /** How recovery of one durable execution went. */

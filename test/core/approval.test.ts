@@ -17,15 +17,19 @@ import {
   Phase,
   RecoveryScope,
   ResultCode,
+  ResumeFact,
   SessionEnding,
   SessionEventKind,
 } from "../../assembly/abi.js";
 import { describeDecisions, effect } from "./driver.js";
 
 const RESUME = MessageKind.Resume;
+const MATCHES = ResumeFact.MatchesPending;
+const COMMITTING = ResumeFact.MatchesCommittingSuspension;
+const AFTER_RECOVERY = ResumeFact.AfterRecovery;
 const READY = MessageKind.ResumeCommitReady;
 
-describeDecisions("Resume(exec, gen, agent, agentGen, request, approvalMatches, sameAsCommitting)", ({ it, boot }) => {
+describeDecisions("Resume(exec, gen, agent, agentGen, request, facts, sameAsCommitting)", ({ it, boot }) => {
   it("moves a suspended admission to Resuming and submits the approval commit", async () => {
     const core = await boot();
     const run = core.suspended();
@@ -46,19 +50,49 @@ describeDecisions("Resume(exec, gen, agent, agentGen, request, approvalMatches, 
     expect(run.admission).toBe(AdmissionState.Resuming);
   });
 
-  it("refuses with RuntimeDraining while draining, before any other check", async () => {
+  it("refuses with RuntimeDraining while draining, after the identity checks, the waits and the approval check (decision 0065)", async () => {
     const core = await boot();
     const run = core.suspended();
+    const suspending = core.modelAnswered().event(SessionEventKind.ApprovalRequired).finish(SessionEnding.Suspended);
     core.step(MessageKind.SetDraining, 1);
     const request = core.request();
-    core.expectRefused(ResultCode.RuntimeDraining, request, RESUME, run.exec, run.generation + 1, 9, 9, request, 7);
+    core.expectRefused(ResultCode.RuntimeDraining, request, RESUME, run.exec, run.generation, run.agent, run.agentGeneration, request, MATCHES);
+    core.expectRefused(
+      ResultCode.RuntimeDraining,
+      request,
+      RESUME,
+      run.exec,
+      run.generation,
+      run.agent,
+      run.agentGeneration,
+      request,
+      MATCHES | AFTER_RECOVERY,
+    );
+    core.expectRefused(ResultCode.RehydrationRequired, request, RESUME, run.exec, run.generation + 1, 9, 9, request, MATCHES);
+    core.expectRefused(ResultCode.ApprovalMustMatch, request, RESUME, run.exec, run.generation, run.agent, run.agentGeneration, request, 0);
+    // A decision asked before the drain is carried through its wait.
+    expect(core.apply(RESUME, suspending.exec, suspending.generation, suspending.agent, suspending.agentGeneration, request, COMMITTING)).toBe(ResultCode.Ok);
+    expect(core.effects()).toEqual([effect.AwaitSuspensionCommit(suspending.exec, request)]);
+    // Sent again once its suspension was committed, it meets the drain.
+    suspending.commitTerminal(OutcomeType.Suspended);
+    core.expectRefused(
+      ResultCode.RuntimeDraining,
+      request,
+      RESUME,
+      suspending.exec,
+      suspending.generation,
+      suspending.agent,
+      suspending.agentGeneration,
+      request,
+      MATCHES,
+    );
   });
 
-  it("refuses approvalMatches outside {0, 1} with ArgumentOutOfRange, before the execution check", async () => {
+  it("refuses facts outside the ResumeFact bits with ArgumentOutOfRange, before the execution check", async () => {
     const core = await boot();
     const run = core.suspended();
     const request = core.request();
-    core.expectRefused(ResultCode.ArgumentOutOfRange, request, RESUME, run.exec, run.generation, run.agent, run.agentGeneration, request, 2);
+    core.expectRefused(ResultCode.ArgumentOutOfRange, request, RESUME, run.exec, run.generation, run.agent, run.agentGeneration, request, ResumeFact.End);
     core.expectRefused(ResultCode.ArgumentOutOfRange, request, RESUME, run.exec + 5, 0, run.agent, run.agentGeneration, request, 0xffff_ffff);
   });
 
@@ -132,31 +166,134 @@ describeDecisions("Resume(exec, gen, agent, agentGen, request, approvalMatches, 
     core.expectRefused(ResultCode.ArgumentOutOfRange, request, RESUME, run.exec, run.generation, run.agent, run.agentGeneration, request, 1, 2);
   });
 
-  it("refuses the same decision on an execution held for recovery with ResumeInProgress (nothing is being committed to follow)", async () => {
-    const core = await boot();
-    const run = core.resuming();
-    core.apply(READY, run.exec, run.generation, run.revision, CommitOutcome.RehydrationRequired, 0, 0, run.resumeRequest);
-    const request = core.request();
-    core.expectRefused(ResultCode.ResumeInProgress, request, RESUME, run.exec, run.generation, run.agent, run.agentGeneration, request, 1, 1);
-  });
-
-  it("refuses a suspended execution whose admission needs recovery with ResumeInProgress", async () => {
+  it("asks to recover an execution held for recovery first (RecoverBeforeResume), whatever the decision, changing nothing", async () => {
     const core = await boot();
     const run = core.resuming();
     core.apply(READY, run.exec, run.generation, run.revision, CommitOutcome.RehydrationRequired, 0, 0, run.resumeRequest);
     expect(run.record.status).toBe(ExecutionStatus.Suspended);
     expect(run.admission).toBe(AdmissionState.RecoveryRequired);
+    const before = core.snapshot();
     const request = core.request();
-    core.expectRefused(ResultCode.ResumeInProgress, request, RESUME, run.exec, run.generation, run.agent, run.agentGeneration, request, 1);
+    // The same decision as the one whose outcome is not known, another one,
+    // one for another approval: the store says what was written.
+    for (const [facts, same] of [
+      [MATCHES, 1],
+      [MATCHES, 0],
+      [0, 0],
+      [COMMITTING, 0],
+    ] as const) {
+      expect(core.apply(RESUME, run.exec, run.generation, run.agent, run.agentGeneration, request, facts, same)).toBe(ResultCode.Ok);
+      expect(core.effects()).toEqual([effect.RecoverBeforeResume(run.exec, request)]);
+    }
+    expect(core.snapshot()).toEqual(before);
   });
 
-  it("refuses an approval that does not match with ApprovalMustMatch, after every other check", async () => {
+  it("asks to recover an active execution held for recovery too (its session abandoned)", async () => {
+    const core = await boot();
+    const run = core.terminalizing();
+    core.apply(MessageKind.TerminalCommitReady, run.exec, run.generation, run.session, run.revision, OutcomeType.StoreFailed, 0);
+    expect(run.admission).toBe(AdmissionState.RecoveryRequired);
+    const request = core.request();
+    expect(core.apply(RESUME, run.exec, run.generation, run.agent, run.agentGeneration, request, COMMITTING)).toBe(ResultCode.Ok);
+    expect(core.effects()).toEqual([effect.RecoverBeforeResume(run.exec, request)]);
+  });
+
+  it("refuses a decision sent again after its recovery while the execution is still held with AgentAdmissionHeld", async () => {
+    const core = await boot();
+    const run = core.resuming();
+    core.apply(READY, run.exec, run.generation, run.revision, CommitOutcome.RehydrationRequired, 0, 0, run.resumeRequest);
+    const request = core.request();
+    core.expectRefused(
+      ResultCode.AgentAdmissionHeld,
+      request,
+      RESUME,
+      run.exec,
+      run.generation,
+      run.agent,
+      run.agentGeneration,
+      request,
+      MATCHES | AFTER_RECOVERY,
+    );
+  });
+
+  it("applies a decision sent again after its recovery to the execution recovered suspended as any decision", async () => {
+    const core = await boot();
+    const run = core.recovered({ status: ExecutionStatus.Suspended, phase: Phase.Suspended });
+    const request = core.request();
+    core.expectRefused(ResultCode.ApprovalMustMatch, request, RESUME, run.exec, run.generation, run.agent, run.agentGeneration, request, AFTER_RECOVERY);
+    expect(core.apply(RESUME, run.exec, run.generation, run.agent, run.agentGeneration, request, MATCHES | AFTER_RECOVERY)).toBe(ResultCode.Ok);
+    expect(core.effects()).toEqual([effect.SubmitApprovalCommit(run.exec, run.revision, request)]);
+  });
+
+  it("refuses a decision sent again after its recovery on an execution that runs on with StatusMustMatch, never waiting, even while draining", async () => {
+    const core = await boot();
+    const run = core.modelAnswered().event(SessionEventKind.ApprovalRequired).finish(SessionEnding.Suspended);
+    core.step(MessageKind.SetDraining, 1);
+    const request = core.request();
+    for (const facts of [AFTER_RECOVERY, AFTER_RECOVERY | COMMITTING, AFTER_RECOVERY | MATCHES]) {
+      core.expectRefused(ResultCode.StatusMustMatch, request, RESUME, run.exec, run.generation, run.agent, run.agentGeneration, request, facts);
+    }
+  });
+
+  it("makes a decision for the suspension being committed wait for that commit (AwaitSuspensionCommit), changing nothing", async () => {
+    const core = await boot();
+    // The session's ending is known to the host before the core has it,
+    // and while the terminal commit is written.
+    const answered = core.modelAnswered().event(SessionEventKind.ApprovalRequired);
+    const request = core.request();
+    const expectAwaited = (): void => {
+      const before = core.snapshot();
+      expect(core.apply(RESUME, answered.exec, answered.generation, answered.agent, answered.agentGeneration, request, COMMITTING)).toBe(ResultCode.Ok);
+      expect(core.effects()).toEqual([effect.AwaitSuspensionCommit(answered.exec, request)]);
+      expect(core.snapshot()).toEqual(before);
+    };
+    expectAwaited();
+    answered.finish(SessionEnding.Suspended);
+    expect(answered.record.phase).toBe(Phase.Terminal);
+    expectAwaited();
+    // Once the suspension is committed, the decision sent again is applied.
+    answered.commitTerminal(OutcomeType.Suspended);
+    expect(core.apply(RESUME, answered.exec, answered.generation, answered.agent, answered.agentGeneration, request, MATCHES)).toBe(ResultCode.Ok);
+    expect(core.effects()).toEqual([effect.SubmitApprovalCommit(answered.exec, answered.record.revision, request)]);
+  });
+
+  it("does not wait on a suspended execution: the committing fact is stale there (the pending approval decides)", async () => {
+    const core = await boot();
+    const run = core.suspended();
+    const request = core.request();
+    core.expectRefused(ResultCode.ApprovalMustMatch, request, RESUME, run.exec, run.generation, run.agent, run.agentGeneration, request, COMMITTING);
+  });
+
+  it("refuses an approval that does not match a suspended execution with ApprovalMustMatch, before the admission check", async () => {
     const core = await boot();
     const run = core.suspended();
     const request = core.request();
     core.expectRefused(ResultCode.ApprovalMustMatch, request, RESUME, run.exec, run.generation, run.agent, run.agentGeneration, request, 0);
+    // While another decision is being committed, or a cancel.
     const resuming = core.resuming();
-    core.expectRefused(ResultCode.ResumeInProgress, request, RESUME, resuming.exec, resuming.generation, resuming.agent, resuming.agentGeneration, request, 0);
+    core.expectRefused(
+      ResultCode.ApprovalMustMatch,
+      request,
+      RESUME,
+      resuming.exec,
+      resuming.generation,
+      resuming.agent,
+      resuming.agentGeneration,
+      request,
+      0,
+      1,
+    );
+    core.expectRefused(
+      ResultCode.ResumeInProgress,
+      request,
+      RESUME,
+      resuming.exec,
+      resuming.generation,
+      resuming.agent,
+      resuming.agentGeneration,
+      request,
+      MATCHES,
+    );
   });
 });
 

@@ -106,6 +106,9 @@ function expectEveryKindAccepted(coverage: Coverage): void {
   for (const kind of retiredMessageKinds) expect(coverage.acceptedKinds.has(kind), `retired message kind ${kind} was accepted`).toBe(false);
   // A decision sent again while its commit is under way followed it somewhere.
   expect(coverage.effectKinds.has(EffectKind.FollowResume), "FollowResume was never emitted").toBe(true);
+  // A decision met an execution held for recovery, and the suspension being committed (decision 0065).
+  expect(coverage.effectKinds.has(EffectKind.RecoverBeforeResume), "RecoverBeforeResume was never emitted").toBe(true);
+  expect(coverage.effectKinds.has(EffectKind.AwaitSuspensionCommit), "AwaitSuspensionCommit was never emitted").toBe(true);
 }
 
 describe("the WebAssembly core against the reference model", () => {

@@ -3,7 +3,7 @@
 // undefined. They read the snapshots and effects only: no implementation
 // detail of either machine.
 
-import { AdmissionState, AgentLifecycle, EffectKind, MessageKind, OutcomeType } from "../../assembly/abi.js";
+import { AdmissionState, AgentLifecycle, EffectKind, ExecutionStatus, MessageKind, OutcomeType } from "../../assembly/abi.js";
 import { checkConversationInvariants } from "./conversation-invariants.js";
 import type { CoreEffect } from "../../host/core/effects.js";
 import type { CoreSnapshot } from "../../host/core/machine.js";
@@ -45,9 +45,30 @@ export function checkInvariants(step: Step): string | undefined {
     ?? dischargeReleasesOnlyQuiescentRecovery(step)
     ?? agentDischargeReleasesOnlyAnUnboundHold(step)
     ?? releasedExecutionLeavesNoWaiter(step)
+    ?? resumeWaitChangesNothing(step)
     ?? countersAgree(step.after)
     ?? checkConversationInvariants(step)
   );
+}
+
+/** A `Resume` answered with a wait (docs/decisions/0065) is its only
+ * effect and changes no table: `RecoverBeforeResume` only for an execution
+ * held for recovery, `AwaitSuspensionCommit` only for one not suspended. */
+function resumeWaitChangesNothing(step: Step): string | undefined {
+  const wait = step.effects.find((effect) => effect.kind === EffectKind.RecoverBeforeResume || effect.kind === EffectKind.AwaitSuspensionCommit);
+  if (wait === undefined || (wait.kind !== EffectKind.RecoverBeforeResume && wait.kind !== EffectKind.AwaitSuspensionCommit)) return undefined;
+  if (step.message[0] !== MessageKind.Resume || step.effects.length !== 1)
+    return `a resume wait came with ${step.effects.length} effects of message ${step.message[0]}`;
+  if (JSON.stringify(step.before) !== JSON.stringify(step.after)) return "a resume wait changed the tables";
+  const execution = step.before.executions.find((candidate) => candidate.slot === wait.execution && candidate.agentSlotPlusOne !== 0);
+  const agent = execution === undefined ? undefined : step.before.agents[execution.agentSlotPlusOne - 1];
+  if (execution === undefined || agent === undefined) return `a resume wait named execution ${wait.execution}, which is not live`;
+  const held = agent.admissionState === AdmissionState.RecoveryRequired;
+  if (wait.kind === EffectKind.RecoverBeforeResume && !held) return `RecoverBeforeResume for execution ${wait.execution}, which is not held for recovery`;
+  if (wait.kind === EffectKind.AwaitSuspensionCommit && (held || execution.status === ExecutionStatus.Suspended)) {
+    return `AwaitSuspensionCommit for execution ${wait.execution}, which is suspended or held`;
+  }
+  return undefined;
 }
 
 /** Each execution is held by exactly one admission: its agent's. */

@@ -18,6 +18,7 @@ import {
   OutcomeType,
   Phase,
   PreparationOutcome,
+  ResumeFact,
   SessionEnding,
   SessionEventKind,
   Submission,
@@ -497,10 +498,20 @@ export class MessageStream {
   private resume(intent: Intent): Message {
     const live = this.pickExecution(intent);
     if (!live) return this.start(intent);
-    const matches = intent.variant % 6 === 0 ? 0 : intent.variant % 29 === 1 ? 3 : 1;
+    // The host's facts (`ResumeFact` bits): mostly the pending approval's
+    // id; sometimes another's, the suspension being committed, sent again
+    // after a recovery, any mix of them; now and then malformed (≥ End).
+    const facts =
+      intent.variant % 29 === 1
+        ? ResumeFact.End + (intent.noise % 3)
+        : intent.variant % 6 === 0
+          ? (intent.noise >> 2) % ResumeFact.End
+          : ResumeFact.MatchesPending
+            | (intent.variant % 5 === 0 ? ResumeFact.MatchesCommittingSuspension : 0)
+            | (intent.variant % 7 === 0 ? ResumeFact.AfterRecovery : 0);
     // Sent again while a commit is under way: the same decision, or another (2: malformed).
     const same = intent.noise % 31 === 5 ? 2 : intent.noise % 2;
-    return message(MessageKind.Resume, live.execution, live.generation, live.agent, live.agentGeneration, this.request(), matches, same);
+    return message(MessageKind.Resume, live.execution, live.generation, live.agent, live.agentGeneration, this.request(), facts, same);
   }
 
   /** Cancel by id of a suspended execution (decision 0026); mostly a

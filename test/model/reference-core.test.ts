@@ -526,7 +526,8 @@ describe("ReferenceCore", () => {
     // it; a malformed flag is refused; nothing changes either way.
     expect(core.apply(M.Resume, 0, 1, 0, 1, 302, 1, 1)).toBe(R.Ok);
     expect(effects(core)).toEqual([fx(E.FollowResume, 0, 302)]);
-    expect(core.apply(M.Resume, 0, 1, 0, 1, 303, 0, 1)).toBe(R.ResumeInProgress);
+    expect(core.apply(M.Resume, 0, 1, 0, 1, 303, 1, 0)).toBe(R.ResumeInProgress);
+    expect(core.apply(M.Resume, 0, 1, 0, 1, 303, 0, 1)).toBe(R.ApprovalMustMatch);
     expect(core.apply(M.Resume, 0, 1, 0, 1, 304, 1, 2)).toBe(R.ArgumentOutOfRange);
     expect(core.snapshot().agents[0]?.admissionState).toBe(AdmissionState.Resuming);
 

@@ -29,6 +29,7 @@ import {
   PreparationOutcome,
   RecoveryScope,
   ResultCode,
+  ResumeFact,
   SessionEnding,
   SessionEventKind,
   SetupFailure,
@@ -921,11 +922,10 @@ export class ReferenceCore implements ControlMachine {
     agentSlot: number,
     agentGeneration: number,
     request: number,
-    approvalMatches: number,
+    facts: number,
     sameAsCommitting: number,
   ): ResultCode {
-    if (this.draining === 1) return this.refuse(request, ResultCode.RuntimeDraining);
-    if (!isZeroOrOne(approvalMatches) || !isZeroOrOne(sameAsCommitting)) return this.refuse(request, ResultCode.ArgumentOutOfRange);
+    if (facts >= ResumeFact.End || !isZeroOrOne(sameAsCommitting)) return this.refuse(request, ResultCode.ArgumentOutOfRange);
     // READING: both ways the exec check can fail give RehydrationRequired.
     if (this.checkExecution(execSlot, generation) !== ResultCode.Ok) {
       return this.refuse(request, ResultCode.RehydrationRequired);
@@ -934,15 +934,30 @@ export class ReferenceCore implements ControlMachine {
     if (code !== ResultCode.Ok) return this.refuse(request, code);
     const exec = this.executionAt(execSlot);
     if (exec.agentSlotPlusOne - 1 !== agentSlot) return this.refuse(request, ResultCode.AgentMustMatch);
-    if (exec.status !== ExecutionStatus.Suspended) return this.refuse(request, ResultCode.StatusMustMatch);
     const agent = this.agentAt(agentSlot);
+    const afterRecovery = (facts & ResumeFact.AfterRecovery) !== 0;
+    // Held for recovery: recover first, once (decision 0065).
+    if (agent.admissionState === AdmissionState.RecoveryRequired) {
+      if (afterRecovery) return this.refuse(request, ResultCode.AgentAdmissionHeld);
+      this.emit(EffectKind.RecoverBeforeResume, execSlot, request);
+      return ResultCode.Ok;
+    }
+    const suspended = exec.status === ExecutionStatus.Suspended;
+    // The suspension asking for it is being committed: wait for the commit.
+    if (!suspended && !afterRecovery && (facts & ResumeFact.MatchesCommittingSuspension) !== 0) {
+      this.emit(EffectKind.AwaitSuspensionCommit, execSlot, request);
+      return ResultCode.Ok;
+    }
+    if (!suspended && afterRecovery) return this.refuse(request, ResultCode.StatusMustMatch);
+    if (suspended && (facts & ResumeFact.MatchesPending) === 0) return this.refuse(request, ResultCode.ApprovalMustMatch);
+    if (this.draining === 1) return this.refuse(request, ResultCode.RuntimeDraining);
+    if (!suspended) return this.refuse(request, ResultCode.StatusMustMatch);
     // The same decision sent again while its commit is under way follows it.
-    if (agent.admissionState === AdmissionState.Resuming && approvalMatches === 1 && sameAsCommitting === 1) {
+    if (agent.admissionState === AdmissionState.Resuming && sameAsCommitting === 1) {
       this.emit(EffectKind.FollowResume, execSlot, request);
       return ResultCode.Ok;
     }
     if (agent.admissionState !== AdmissionState.Suspended) return this.refuse(request, ResultCode.ResumeInProgress);
-    if (approvalMatches === 0) return this.refuse(request, ResultCode.ApprovalMustMatch);
 
     agent.admissionState = AdmissionState.Resuming;
     this.emit(EffectKind.SubmitApprovalCommit, execSlot, exec.revision, request);

@@ -61,6 +61,21 @@ async function unknownOutcomeStore(path: string, written: boolean, marked = true
   }) as unknown as ExecutionStore;
 }
 
+/** `store`, whose scan of unfinished executions leaves `hidden` out: a
+ * recovery pass then finds nothing to release for it (its own row is not
+ * terminal), and the execution stays held. */
+function hidingFromScan(store: ExecutionStore, hidden: { executionId?: string }): ExecutionStore {
+  return new Proxy(store, {
+    get(target, property, receiver) {
+      if (property === "unfinishedExecutions") {
+        return async () => (await target.unfinishedExecutions()).filter((row) => row.executionId !== hidden.executionId);
+      }
+      const value = Reflect.get(target, property, receiver);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
 describe("a decision sent again after its approval commit failed", () => {
   it("nothing written (a store failure): refused STORE, the execution stays suspended, and the same decision sent again completes it", async () => {
     const store = await faultyStore(await temporaryStorePath(), { operation: "approvalCommit", occurrence: 1, fault: "store_failed" });
@@ -116,6 +131,30 @@ describe("a decision sent again after its approval commit failed", () => {
     // Refused from the row: still running on the decision, or already ended from it.
     expect(["already_decided", "execution_ended"]).toContain(refusal?.details?.mismatch);
     await expect(env.wait(executionId).result).resolves.toMatchObject({ outcome: "completed", output: "Refunded." });
+    expect(refunds).toEqual([`${executionId}:call-0-0`]);
+    await env.close();
+  });
+
+  it("outcome unknown, and the recovery leaves it held: the decision sent again is refused STORE, naming the unknown commit, and decides nothing", async () => {
+    const hidden: { executionId?: string } = {};
+    const env = await openEnvironment({ store: hidingFromScan(await unknownOutcomeStore(await temporaryStorePath(), false), hidden) });
+    const refunds: string[] = [];
+    const { agent, executionId, approvalId } = await suspended(env, refunds);
+    await expect(agent.resume(executionId, { approvalId, approved: true }).result).rejects.toMatchObject({ executionId });
+    hidden.executionId = executionId;
+    // Recovered once (the core asked for it), still held: refused, not recovered again.
+    const refusal = await agent.resume(executionId, { approvalId, approved: true }).result.then(
+      () => undefined,
+      (error: unknown) => error as { code?: string; message?: string; cause?: { message?: string } },
+    );
+    expect(refusal?.code).toBe("STORE");
+    expect(refusal?.message).toContain(`execution ${executionId} is held after a commit whose outcome is not known`);
+    expect(refusal?.cause?.message).toContain("injected: the connection was lost during approvalCommit");
+    expect(refunds).toEqual([]);
+    // Once the scan sees it again, the same decision is committed.
+    hidden.executionId = undefined;
+    const again = await agent.resume(executionId, { approvalId, approved: true }).result;
+    expect(again).toMatchObject({ executionId, outcome: "completed", output: "Refunded." });
     expect(refunds).toEqual([`${executionId}:call-0-0`]);
     await env.close();
   });

@@ -139,6 +139,28 @@ describe("a decision on a settled approval", () => {
     expect((error as Error).message).toContain(`execution ${executionId} already ended with outcome completed`);
   });
 
+  it("another approval id than the pending one: APPROVAL_MISMATCH naming both, also while a decision is being committed; nothing is decided", async () => {
+    const env = await openEnvironment();
+    const calls: string[] = [];
+    const { agent, executionId, approvalId } = await suspendedRun(env, [], calls);
+    const refusalOf = (run: { readonly result: Promise<unknown> }) =>
+      run.result.then(
+        () => undefined,
+        (failure: unknown) => failure as ApprovalMismatchError,
+      );
+    const words = `approval approval-9 is not the pending approval of execution ${executionId} (that is ${approvalId}); nothing was decided`;
+    const wrong = await refusalOf(agent.resume(executionId, { approvalId: "approval-9", approved: true }));
+    expect(wrong).toBeInstanceOf(ApprovalMismatchError);
+    expect(wrong?.message).toBe(words);
+    expect(wrong).toMatchObject({ executionId, agentId: "support", details: { mismatch: "approval_id", approvalId: "approval-9" } });
+    // Sent while the right decision is being committed: the same refusal (not "in progress").
+    const first = agent.resume(executionId, { approvalId, approved: true });
+    const during = await refusalOf(agent.resume(executionId, { approvalId: "approval-9", approved: true }));
+    expect(during?.message).toBe(words);
+    await expect(first.result).resolves.toMatchObject({ outcome: "completed", output: "Refunded." });
+    expect(calls).toEqual([`${executionId}:call-0-0`]);
+  });
+
   it("a resume with an unknown execution id: INVALID_INPUT naming the id", async () => {
     const env = await openEnvironment();
     const agent = defineSupport(env, [], []);

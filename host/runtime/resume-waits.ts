@@ -1,0 +1,68 @@
+// What the host carries out when `Resume` answers a wait instead of a commit
+// (assembly/decisions/approval.ts, docs/decisions/0065), and the wording of
+// the refusals only the host can word. The core chooses; this file only
+// does: the request leaves the table (the decision is sent again under a
+// new one), the held execution is recovered or the terminal commit waited
+// for, and a refusal is told with the ids and the durable row.
+
+import { EffectKind, ResultCode } from "../../assembly/abi.js";
+import { ApprovalMismatchError, type PhronomyError } from "../errors.js";
+import type { ExecutionStore } from "../store/store.js";
+import type { ExecutionEntry, RequestTable, ResumeRequest } from "./requests.js";
+import { heldAfterUnknownCommit, refusalOfResume } from "./resume-refusal.js";
+import { asPhronomyError } from "./session.js";
+
+/** Effects `RecoverBeforeResume` and `AwaitSuspensionCommit`. */
+export function waitBeforeResume(
+  requests: RequestTable,
+  entry: ExecutionEntry | undefined,
+  kind: EffectKind.RecoverBeforeResume | EffectKind.AwaitSuspensionCommit,
+  handle: number,
+): void {
+  const request = requests.take(handle);
+  if (request?.type !== "resume") return;
+  if (kind === EffectKind.RecoverBeforeResume) return request.waits.recoverFirst();
+  // The core answers a wait only for a live execution: `entry` is there.
+  if (entry === undefined) return request.waits.askAgain();
+  // Fired once the terminal commit under way is answered: suspended,
+  // ended (released), held for recovery, or the core trapped.
+  entry.terminalWatchers.push(() => request.waits.askAgain());
+}
+
+/** A refusal of `Resume` whose words need what only the host holds (the
+ * pending approval's id, the store error that held the execution, the
+ * durable row): told through `refuse`, and true; false for the others. */
+export function refuseResumeFromFacts(
+  request: ResumeRequest,
+  code: number,
+  entry: ExecutionEntry | undefined,
+  store: ExecutionStore,
+  refuse: (error: PhronomyError) => void,
+): boolean {
+  const { executionId, approvalId } = request;
+  const agentId = request.waiter.agentId;
+  if (code === ResultCode.ApprovalMustMatch) {
+    const pending = entry?.approvalRequest;
+    refuse(
+      new ApprovalMismatchError(
+        `approval ${approvalId} is not the pending approval of execution ${executionId}${pending ? ` (that is ${pending.approvalId})` : ""}; nothing was decided`,
+        { executionId, agentId, details: { mismatch: "approval_id", approvalId } },
+      ),
+    );
+    return true;
+  }
+  if (!request.afterRecovery) return false;
+  if (code === ResultCode.AgentAdmissionHeld) {
+    // Recovered, and still held: the store could not say what was written.
+    const cause = entry?.storeError ?? new Error("it is still held for recovery");
+    refuse(heldAfterUnknownCommit(executionId, agentId, asPhronomyError(cause, "STORE")));
+    return true;
+  }
+  if (code !== ResultCode.StatusMustMatch) return false;
+  // Recovered and running on: the earlier decision was written; the row says which.
+  store.getExecution(executionId).then(
+    (row) => refuse(refusalOfResume(executionId, approvalId, agentId, row)),
+    (error: unknown) => refuse(asPhronomyError(error, "STORE")),
+  );
+  return true;
+}
