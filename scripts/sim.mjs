@@ -2,7 +2,8 @@
 //
 //   npm run sim -- --seeds 20000 [--seed 12345]
 //
-// runs that many seeds from that base seed (random when not given) through
+// runs that many seeds from that base seed (random when not given; SIM_SEEDS
+// and SIM_SEED in the environment are the defaults of the two flags) through
 // vitest and prints seeds/s; a failing seed is printed with the command
 // that replays it. Every violation fails the run: nothing is listed as
 // known open any more (docs/decisions/0063); `--strict`, which once made
@@ -12,7 +13,11 @@ import { spawnSync } from "node:child_process";
 import { parseArgs } from "node:util";
 
 const { values } = parseArgs({
-  options: { seeds: { type: "string", default: "10000" }, seed: { type: "string" }, strict: { type: "boolean", default: false } },
+  options: {
+    seeds: { type: "string", default: process.env.SIM_SEEDS ?? "10000" },
+    seed: { type: "string", ...(process.env.SIM_SEED !== undefined ? { default: process.env.SIM_SEED } : {}) },
+    strict: { type: "boolean", default: false },
+  },
 });
 for (const [name, value] of [
   ["seeds", values.seeds],
