@@ -229,10 +229,17 @@ export const enum EffectKind {
   /** (exec, request): the decision of `request` is the one being committed
    * on the execution: settle the request as that commit's request settles. */
   FollowResume = 38,
+  /** (agent, queued): the conversation is owned elsewhere and `queued`
+   * messages are counted queued here: their callers follow them to the
+   * process that runs them (the one follower of executions run
+   * elsewhere). The messages keep their place and their count here: they
+   * are still queued in the store, and run here first if this process
+   * takes the conversation back (docs/decisions/0062, "Owned elsewhere"). */
+  FollowQueued = 39,
 }
 
 export const enum EffectKindLimit {
-  End = 39,
+  End = 40,
 }
 
 /** Admission states (SPEC §1). `None` is a free admission. */

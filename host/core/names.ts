@@ -134,6 +134,7 @@ const effectKindNames = {
   [EffectKind.StartHead]: "StartHead",
   [EffectKind.ReleaseConversation]: "ReleaseConversation",
   [EffectKind.FollowResume]: "FollowResume",
+  [EffectKind.FollowQueued]: "FollowQueued",
 } satisfies Record<EffectKind, string>;
 
 export function effectKindName(value: number): string {

@@ -128,6 +128,7 @@ export const effect = {
   AgentRegistered: (agent: number, generation: number): CoreEffect => ({ kind: EffectKind.AgentRegistered, agent, generation }),
   FailRequest: (request: number, code: number): CoreEffect => ({ kind: EffectKind.FailRequest, request, code }),
   FollowResume: (execution: number, request: number): CoreEffect => ({ kind: EffectKind.FollowResume, execution, request }),
+  FollowQueued: (agent: number, queued: number): CoreEffect => ({ kind: EffectKind.FollowQueued, agent, queued }),
   SubmitPrepare: (agent: number, ownerToken: number, request: number): CoreEffect => ({ kind: EffectKind.SubmitPrepare, agent, ownerToken, request }),
   ExecutionInstalled: (execution: number, generation: number, request: number): CoreEffect => ({
     kind: EffectKind.ExecutionInstalled,

@@ -106,6 +106,8 @@ function expectEveryKindAccepted(coverage: Coverage): void {
   for (const kind of retiredMessageKinds) expect(coverage.acceptedKinds.has(kind), `retired message kind ${kind} was accepted`).toBe(false);
   // A decision sent again while its commit is under way followed it somewhere.
   expect(coverage.effectKinds.has(EffectKind.FollowResume), "FollowResume was never emitted").toBe(true);
+  // A conversation reported owned elsewhere with messages queued here.
+  expect(coverage.effectKinds.has(EffectKind.FollowQueued), "FollowQueued was never emitted").toBe(true);
 }
 
 describe("the WebAssembly core against the reference model", () => {

@@ -232,6 +232,10 @@ export class ReferenceConversations {
       record.cause = 0;
       record.recoverAgain = false;
       record.readQueue = false;
+      // The callers of the messages queued here follow them to the owner;
+      // the messages stay counted (queued in the store, run here first if
+      // the conversation comes back).
+      if (record.queued > 0) this.host.emit(EffectKind.FollowQueued, slot, record.queued);
     }
     return ResultCode.Ok;
   }
