@@ -59,6 +59,9 @@ export interface BusyHooks {
   /** An agent's admission may have been released (an execution released,
    * a start ended by its preparation). */
   readonly admissionFreed: (agent: AgentEntry) => void;
+  /** Effect FollowQueued: the conversation is owned elsewhere; the callers
+   * of its messages queued here follow them there. */
+  readonly followQueued: (agent: AgentEntry | undefined) => void;
 }
 
 export interface CoordinatorSettings {
@@ -329,6 +332,8 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
         return submitCancelCommit(this, effect.execution, effect.expectedRevision, effect.request);
       case EffectKind.FollowResume:
         return followResume(this.requests, this.executions[effect.execution], effect.request, this.settings);
+      case EffectKind.FollowQueued:
+        return this.busyHooks?.followQueued(this.agentsBySlot[effect.agent]);
     }
   }
 

@@ -61,11 +61,13 @@ function recovering(intent: Intent, agent: Handle, record: ConversationRecordVie
 
 /** Owned elsewhere: taken back, reported again (a head refused by the
  * owner's lease, a cancel not written, a queue read back while the lease
- * is another's), a message counted queued again, or a start. */
+ * is another's), a message counted queued again, a recovery of what this
+ * process still holds, or a start. */
 function ownedElsewhere(intent: Intent, agent: Handle, record: ConversationRecordView, request: number): Message {
   const { slot, generation } = agent;
-  const choice = intent.noise % 5;
+  const choice = intent.noise % 6;
   if (choice < 2) return [MessageKind.ConversationOwned, slot, generation, Ownership.Here, 0, 0, 0, 0];
+  if (choice === 5) return [MessageKind.RecoveryRequested, slot, generation, RecoveryCause.HealAfterStoreFault, 0, 0, 0, 0];
   if (choice === 2) return [MessageKind.ConversationOwned, slot, generation, Ownership.Elsewhere, 0, 0, 0, 0];
   if (choice === 3 && record.queued < QUEUED_STREAM_MAX) return [MessageKind.MessageQueued, slot, generation, 1, 0, 0, 0, 0];
   return [MessageKind.Admit, slot, generation, request, 1 + (intent.pick % 3), 1 + (intent.variant % 3), 1, 0];

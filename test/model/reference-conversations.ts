@@ -53,6 +53,7 @@ const CONVERSATION_TABLE: readonly { readonly phase: P; readonly event: Ev; read
   { phase: P.Held, event: Ev.Used, next: P.Held },
   { phase: P.OwnedElsewhere, event: Ev.OwnedHere, next: P.Registering },
   { phase: P.OwnedElsewhere, event: Ev.OwnedElsewhere, next: P.OwnedElsewhere },
+  { phase: P.OwnedElsewhere, event: Ev.RecoveryRequested, next: P.Recovering },
   { phase: P.OwnedElsewhere, event: Ev.Used, next: P.OwnedElsewhere },
   { phase: P.Releasing, event: Ev.OwnedHere, next: P.Releasing },
   { phase: P.Releasing, event: Ev.OwnedElsewhere, next: P.OwnedElsewhere },
