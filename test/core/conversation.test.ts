@@ -167,6 +167,21 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Ready, queued: 3 });
   });
 
+  it("recovers what this process holds while owned elsewhere; the owner reported again abandons that epoch", async () => {
+    const core = await boot();
+    const c = ready(core);
+    core.step(M.MessageQueued, c.slot, c.generation, 1);
+    core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere);
+    // A decision here on an execution a fault left held: its recovery runs.
+    expect(core.step(M.RecoveryRequested, c.slot, c.generation, Cause.HealAfterStoreFault, Fact.Leasing)).toEqual([
+      { kind: EffectKind.ReadRows, agent: c.slot, epoch: 2, rows: RowsPolicy.FromStore, readQueue: true },
+    ]);
+    // Its queue read back while the store names another holder.
+    expect(core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere)).toEqual([{ kind: EffectKind.FollowQueued, agent: c.slot, queued: 1 }]);
+    core.expectDropped(M.RecoveryFinished, ResultCode.ConversationPhaseMustMatch, c.slot, c.generation, 2, RecoveryOutcome.Recovered);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.OwnedElsewhere, queued: 1, cause: 0 });
+  });
+
   it("applies the busy policy behind a running execution and keeps the queue's order", async () => {
     const core = await boot();
     const c = ready(core);
