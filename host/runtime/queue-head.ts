@@ -214,12 +214,16 @@ function headRequest(queues: QueueState, agent: AgentEntry, head: QueuedItem): S
   };
 }
 
-/** A head `Admit` did not let start for where the conversation lives
- * (owned elsewhere, or not ready, by the core's record; see
- * `isPlacementVerdict`): started as before, the store's lease decides. */
+/** A head `Admit` did not let start because the conversation is not
+ * ready by the core's record (see `isPlacementVerdict`): started as
+ * before, the store's lease decides. Owned elsewhere, it stays queued as
+ * the core answers: the owner runs it, its Run follows it there
+ * (`FollowQueued`), and a takeover here restores the queue and starts it. */
 function headPlacedElsewhere(queues: QueueState, agent: AgentEntry, verdict: AdmissionVerdict): boolean {
   if (isPlacementVerdict(verdict)) return true;
-  return verdict === AdmissionVerdict.StayQueued && queues.environment.coordinator.settings.core.conversation(agent.slot).phase !== ConversationPhase.Ready;
+  if (verdict !== AdmissionVerdict.StayQueued) return false;
+  const { phase } = queues.environment.coordinator.settings.core.conversation(agent.slot);
+  return phase !== ConversationPhase.Ready && phase !== ConversationPhase.OwnedElsewhere;
 }
 
 /** Applies the head's `Start`. `admitted`: `Admit` let it start (the core
