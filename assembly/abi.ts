@@ -237,10 +237,17 @@ export const enum EffectKind {
    * send it again once that terminal commit is answered (suspended, ended,
    * or held; docs/decisions/0065). */
   AwaitSuspensionCommit = 40,
+  /** (agent, queued): the conversation is owned elsewhere and `queued`
+   * messages are counted queued here: their callers follow them to the
+   * process that runs them (the one follower of executions run
+   * elsewhere). The messages keep their place and their count here: they
+   * are still queued in the store, and run here first if this process
+   * takes the conversation back (docs/decisions/0062, "Owned elsewhere"). */
+  FollowQueued = 41,
 }
 
 export const enum EffectKindLimit {
-  End = 41,
+  End = 42,
 }
 
 /** Admission states (SPEC §1). `None` is a free admission. */

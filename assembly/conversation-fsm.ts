@@ -20,16 +20,20 @@ const L: u8 = <u8>ConversationPhase.Releasing;
 
 // Rows: phases 0..6. Columns: events 0..8 (none, owned_here,
 // owned_elsewhere, recovery_requested, recovered, recovery_failed, held,
-// idle, used). A recovery is asked for only of a conversation owned here;
-// a held one is not held twice (one retry is pending); only a ready one is
-// let go; any phase but none may be used (a releasing one is ready again).
+// idle, used). A recovery asked for while another process holds the
+// conversation runs too: it lets go of what this process still holds (an
+// execution a store fault left held here, a decision on it), and the
+// queue it reads back reports the owner again (docs/decisions/0062,
+// "Owned elsewhere"); a held one is not held twice (one retry is pending);
+// only a ready one is let go; any phase but none may be used (a releasing
+// one is ready again).
 const TRANSITIONS: usize = memory.data<u8>([
   /* none            */ 0, 0, 0, 0, 0, 0, 0, 0, 0,
   /* registering     */ 0, G, E, V, 0, 0, 0, 0, G,
   /* recovering      */ 0, V, E, V, Y, H, 0, 0, V,
   /* ready           */ 0, Y, E, V, 0, 0, H, L, Y,
   /* held            */ 0, H, E, V, 0, 0, 0, 0, H,
-  /* owned_elsewhere */ 0, G, E, 0, 0, 0, 0, 0, E,
+  /* owned_elsewhere */ 0, G, E, V, 0, 0, 0, 0, E,
   /* releasing       */ 0, L, E, V, 0, 0, 0, 0, Y,
 ]);
 

@@ -38,9 +38,16 @@ export function applyConversationOwned(agent: u32, generation: u32, ownership: u
   if (!moveConversation(agent, here ? ConversationEvent.OwnedHere : ConversationEvent.OwnedElsewhere)) {
     return dropStale(kind, ResultCode.ConversationPhaseMustMatch);
   }
+  if (here) return ResultCode.Ok;
   // Owned elsewhere: a recovery under way here is abandoned (its finish
   // no longer matches the phase), and so is what it meant to read again.
-  if (!here) forgetRecovery(agent);
+  forgetRecovery(agent);
+  // The messages queued here run where the conversation is held: their
+  // callers follow them there (every report, not only the first: a
+  // message counted queued again since — a head put back, a cancel not
+  // written, a queue read back — is followed by the next).
+  const queued = queuedMessages(agent);
+  if (queued != 0) emit(EffectKind.FollowQueued, agent, queued);
   return ResultCode.Ok;
 }
 

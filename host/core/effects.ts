@@ -40,7 +40,8 @@ export type CoreEffect =
   | { readonly kind: EffectKind.ReleaseConversation; readonly agent: number; readonly generation: number }
   | { readonly kind: EffectKind.FollowResume; readonly execution: number; readonly request: number }
   | { readonly kind: EffectKind.RecoverBeforeResume; readonly execution: number; readonly request: number }
-  | { readonly kind: EffectKind.AwaitSuspensionCommit; readonly execution: number; readonly request: number };
+  | { readonly kind: EffectKind.AwaitSuspensionCommit; readonly execution: number; readonly request: number }
+  | { readonly kind: EffectKind.FollowQueued; readonly agent: number; readonly queued: number };
 
 /** Decodes one effect from its five words. Throws on a kind the host does
  * not know: that would be a core/host version mismatch, a programmer error. */
@@ -116,6 +117,8 @@ export function decodeEffect(kind: number, a: number, b: number, c: number, d: n
     case EffectKind.RecoverBeforeResume:
     case EffectKind.AwaitSuspensionCommit:
       return { kind, execution: a, request: b };
+    case EffectKind.FollowQueued:
+      return { kind, agent: a, queued: b };
     default:
       throw new Error(`core emitted unknown effect kind ${kind}: host and core.wasm are from different builds`);
   }

@@ -136,6 +136,7 @@ const effectKindNames = {
   [EffectKind.FollowResume]: "FollowResume",
   [EffectKind.RecoverBeforeResume]: "RecoverBeforeResume",
   [EffectKind.AwaitSuspensionCommit]: "AwaitSuspensionCommit",
+  [EffectKind.FollowQueued]: "FollowQueued",
 } satisfies Record<EffectKind, string>;
 
 export function effectKindName(value: number): string {

@@ -377,7 +377,7 @@ export class AgentRecoveries {
     // Decisions filed for it wait until its executions are recovered here.
     this.host.inboxApplier()?.agentNotReady(agentId);
     // With `recover: false` the application recovers it (env.recover()).
-    if (!this.host.recoverOnDefine) return;
+    if (!this.host.recoverOnDefine) return this.host.conversations.takenOverUnrecovered(agentId);
     const takenAt = performance.now();
     this.host.coordinator.settings.logger.debug?.(`[phronomy] took agent "${agentId}" over at lease epoch ${epoch}; recovering its unfinished executions`);
     // Called in the same turn as the store noted the lease: no admission

@@ -40,7 +40,7 @@ import type { AgentEntry, StartRequest } from "./requests.js";
 import type { Waiter } from "./run.js";
 import { cancelAborted, cancelQueued } from "./queue-cancel.js";
 import { enqueue } from "./queue-enqueue.js";
-import { admissionFreed, followQueuedElsewhere, headFailed, headLeft, headRefusedBusy } from "./queue-head.js";
+import { admissionFreed, followQueued, headFailed, headLeft, headRefusedBusy, tellIfHeldElsewhere } from "./queue-head.js";
 import { cancelDurablyOnFailure, holdWhile, restore, restoreLive } from "./queue-restore.js";
 import { QueueState, type ConversationQueueHost } from "./queue-state.js";
 import { busyPolicyOf, noQueueError, refusal } from "./queue-words.js";
@@ -213,10 +213,17 @@ export class ConversationQueues {
     return headLeft(this.state, request);
   }
 
-  /** The store says another process holds the conversation now: its
-   * messages queued here run there (queue-head.ts). */
-  followQueuedElsewhere(agentId: string): void {
-    followQueuedElsewhere(this.state, agentId);
+  /** The store said this process lost the conversation's lease (on the
+   * loop): told to the core if the store still says so — a lease taken
+   * back since is the takeover's to report (queue-head.ts). */
+  leaseLost(agent: AgentEntry): void {
+    tellIfHeldElsewhere(this.state, agent);
+  }
+
+  /** Effect FollowQueued: the Runs of the messages queued here follow them
+   * to the process that holds the conversation (queue-head.ts). */
+  followQueued(agent: AgentEntry | undefined): void {
+    followQueued(this.state, agent);
   }
 
   /** The agent's admission was released: its queue's head is started next (queue-head.ts). */

@@ -350,6 +350,21 @@ export class Conversations {
     await recovery;
   }
 
+  /** With `recover: false`, a conversation the store gave this process
+   * (a takeover) is recorded owned here and ready, as at its first use:
+   * the application recovers it (`env.recover()`). A lease lost before left
+   * it owned elsewhere in the core. */
+  takenOverUnrecovered(agentId: string): void {
+    const entry = this.live.get(agentId)?.entry;
+    if (entry === undefined) return;
+    this.host.loop.post(
+      () => {
+        if (this.live.get(agentId)?.entry === entry) this.tellOwnership(entry, true, false, true);
+      },
+      { label: `the ownership of conversation "${agentId}"` },
+    );
+  }
+
   /** On the loop: the conversation's ownership and pin, as the core records
    * them. `unrecovered`: owned here by an environment that does not
    * recover (`recover: false`, a visitor): its first use recovers nothing

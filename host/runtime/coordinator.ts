@@ -60,6 +60,9 @@ export interface BusyHooks {
   /** An agent's admission may have been released (an execution released,
    * a start ended by its preparation). */
   readonly admissionFreed: (agent: AgentEntry) => void;
+  /** Effect FollowQueued: the conversation is owned elsewhere; the callers
+   * of its messages queued here follow them there. */
+  readonly followQueued: (agent: AgentEntry | undefined) => void;
 }
 
 export interface CoordinatorSettings {
@@ -333,6 +336,8 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
       case EffectKind.RecoverBeforeResume:
       case EffectKind.AwaitSuspensionCommit:
         return waitBeforeResume(this.requests, this.executions[effect.execution], effect.kind, effect.request);
+      case EffectKind.FollowQueued:
+        return this.busyHooks?.followQueued(this.agentsBySlot[effect.agent]);
     }
   }
 

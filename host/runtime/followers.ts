@@ -26,7 +26,7 @@ export interface FollowersHost {
   readonly store: ExecutionStore;
   readonly loop: ControlLoop;
   readonly coordinator: Coordinator;
-  readonly queues: Pick<ConversationQueues, "observe" | "followQueuedElsewhere">;
+  readonly queues: Pick<ConversationQueues, "observe" | "leaseLost">;
   closed(): boolean;
   /** Starts filed for the processes holding their partitions, if this process files them. */
   remoteStarts(): RemoteStarts | undefined;
@@ -152,8 +152,9 @@ export class Followers {
       () =>
         followLostConversations(
           {
+            agentEntries: () => this.host.coordinator.agentEntries(),
             entriesOfAgent: (agentId) => this.host.coordinator.entriesOfAgentId(agentId),
-            followQueuedElsewhere: (agentId) => this.host.queues.followQueuedElsewhere(agentId),
+            leaseLost: (agent) => this.host.queues.leaseLost(agent),
             follow: (executionId, agentId, waiter) => this.followElsewhere(agentId, executionId, waiter),
           },
           agentIds,

@@ -7,7 +7,7 @@
 import type { CancellationError } from "../errors.js";
 import type { QueueStore } from "../store/queue.js";
 import { settleWaiterWithError } from "./delivery.js";
-import { followIfHeldElsewhere, startHead } from "./queue-head.js";
+import { startHead, tellIfHeldElsewhere } from "./queue-head.js";
 import { ABORTED, type QueuedItem, type QueueState } from "./queue-state.js";
 import { cancellation } from "./queue-words.js";
 
@@ -69,11 +69,14 @@ function cancelCommitted(queues: QueueState, item: QueuedItem, error: Cancellati
 }
 
 /** The cancel was not written (on the loop): still queued. One whose
- * signal was aborted is not started: its cancel is written again. */
+ * signal was aborted is not started: its cancel is written again. If the
+ * store says another process holds the conversation now (the lease moved
+ * while it was being cancelled, and the core's `FollowQueued` passed it
+ * over), the core is told again: its Run follows it too. */
 function cancelFailed(queues: QueueState, item: QueuedItem): void {
   item.state = "queued";
   item.cancel = undefined;
-  followIfHeldElsewhere(queues, item);
+  tellIfHeldElsewhere(queues, item.agent);
   startHead(queues, item.agent);
 }
 

@@ -15,7 +15,7 @@ import type { Run } from "./run.js";
 import { asPhronomyError } from "./session.js";
 import { persistedInput, redactedStartInput } from "./start-input.js";
 import { cancelQueued } from "./queue-cancel.js";
-import { startHead } from "./queue-head.js";
+import { startHead, tellIfHeldElsewhere } from "./queue-head.js";
 import { placeBySeq, unknownAhead } from "./queue-order.js";
 import { cancelDurablyOnFailure, restoreAhead } from "./queue-restore.js";
 import { ABORTED, INTERRUPT_REASON, type QueuedItem, type QueueState } from "./queue-state.js";
@@ -124,6 +124,10 @@ function written(queues: QueueState, item: QueuedItem, result: EnqueueMessageRes
   // (queued by the process that held the conversation before): read
   // first, so that it does not pass them (docs/decisions/0063).
   if (result !== undefined && unknownAhead(queues, item, result.position)) return restoreAhead(queues, item.agent);
+  // Written after the store said another process holds the conversation
+  // (the core's `FollowQueued` passed it over while it was being written):
+  // told again, its Run follows it too.
+  tellIfHeldElsewhere(queues, item.agent);
   startHead(queues, item.agent);
 }
 

@@ -1,10 +1,12 @@
 // The head of a conversation's queue (conversation-queue.ts): started
 // through the core's `Admit` once the conversation is free, put back when
 // the core refuses it busy, started again after the store failed its
-// preparation (the core's backoff), followed elsewhere when another
-// process holds the conversation, and let go once it left the queue.
+// preparation (the core's backoff), and let go once it left the queue.
+// When the store says another process holds the conversation, the core
+// is told (`ConversationOwned(elsewhere)`) and its `FollowQueued` makes
+// the Runs of the messages queued here follow them (docs/decisions/0062).
 
-import { AdmissionSource, AdmissionVerdict, ConversationPhase, HeadOutcome, MessageKind as M, ResultCode } from "../../assembly/abi.js";
+import { AdmissionSource, AdmissionVerdict, ConversationPhase, HeadOutcome, MessageKind as M, Ownership, ResultCode } from "../../assembly/abi.js";
 import type { PhronomyError } from "../errors.js";
 import { admit, isPlacementVerdict } from "./admission.js";
 import { settleWaiterWithError } from "./delivery.js";
@@ -33,35 +35,33 @@ export function headRefusedBusy(queues: QueueState, request: StartRequest): bool
  * (`AGENT_BUSY`: its partition's lease not renewed in time, or held for
  * a takeover's recovery), on the loop: its message is still queued in
  * the store — the preparation removes it only when it commits — so it
- * stays the head and is started again (250 ms, doubling to 5 s), and its
- * Run waits — while this process holds the partition, for a refusal. Telling the Run "nothing was written"
- * would be false: the message would run later anyway, after newer ones
- * (docs/decisions/0058). If the preparation did commit after all (its
- * outcome unknown), the recovery that follows finds the execution and
- * `restore` makes the Run follow it. */
+ * stays the head. Telling the Run "nothing was written" would be false:
+ * the message would run later anyway, after newer ones (docs/decisions/0058).
+ * If the preparation did commit after all (its outcome unknown), the
+ * recovery that follows finds the execution and `restore` makes the Run
+ * follow it. */
 export function headFailed(queues: QueueState, request: StartRequest, error: PhronomyError): boolean {
   if (!queues.closed && executionExists(error) && headTaken(queues, request)) return true;
   if (queues.closed || !(error.code === "STORE" || notNow(error))) return headLeft(queues, request);
   const item = queues.starting.get(request.executionId ?? "");
   if (item === undefined || item.waiter !== request.waiter || item.state !== "queued") return headLeft(queues, request);
-  // Refused for now while another process may hold its partition: the
-  // message is still queued in the store and runs wherever the
-  // conversation is held next; its Run follows it there (decision 0058).
   queues.starting.delete(item.executionId);
   queues.items.set(item.executionId, item);
   queues.conversationOf(item.agent.id).items.unshift(item);
   // It keeps its place here (this process may take the conversation back,
-  // and then runs it first); it is started again when it does.
-  // A store failure too, once the lease is not held here (it moved while
-  // the head was being prepared): whoever holds it next runs it.
-  const leased = leasingStoreOf(queues.environment.store) !== undefined;
-  if ((error.code !== "STORE" || leased) && heldEpochOf(queues.environment.store, item.agent.id) === undefined) {
+  // and then runs it first). The store says another process (or nobody)
+  // holds the conversation now — the lease moved while the head was being
+  // prepared: counted queued again, then told to the core, whose
+  // `FollowQueued` makes its Run (and those behind it) follow it to
+  // whoever holds the conversation next (decision 0058).
+  if (heldElsewhere(queues, item.agent.id)) {
     if (!settleHead(queues, request, HeadOutcome.Back)) queues.counted(item.agent, 1);
-    return followElsewhere(queues, item);
+    tellOwnedElsewhere(queues, item.agent);
+    return true;
   }
-  // Started again after the core's one backoff (250 ms doubling to 5 s,
-  // by the failures since a head last left), or this queue's own for a
-  // head `Admit` did not let start (`isPlacementVerdict`).
+  // Held here: started again after the core's one backoff (250 ms
+  // doubling to 5 s, by the failures since a head last left), or this
+  // queue's own for a head `Admit` did not let start (`isPlacementVerdict`).
   const delayMs = settleHead(queues, request, HeadOutcome.Failed) ? retryDelayOf(queues.environment.coordinator) : placedHeadRetryMs(queues, item);
   setTimeout(() => {
     if (queues.closed) return;
@@ -113,19 +113,41 @@ function settleHead(queues: QueueState, request: StartRequest, outcome: HeadOutc
   return true;
 }
 
-/** The store says another process holds the conversation now (on the
- * loop): its messages queued here run there, and their Runs follow them. */
-export function followQueuedElsewhere(queues: QueueState, agentId: string): void {
-  for (const item of queues.conversations.get(agentId)?.items ?? []) if (item.state === "queued") followElsewhere(queues, item);
+/** On a leasing store, whether the store says this process does not hold
+ * the conversation's lease now (another process does, or nobody). */
+export function heldElsewhere(queues: QueueState, agentId: string): boolean {
+  const { store } = queues.environment;
+  return leasingStoreOf(store) !== undefined && heldEpochOf(store, agentId) === undefined;
 }
 
-/** A message queued again here (its cancel not written) after the store
- * said another process holds the conversation (`followQueuedElsewhere`
- * ran while it was being cancelled): its Run follows it too. True if so. */
-export function followIfHeldElsewhere(queues: QueueState, item: QueuedItem): boolean {
-  const { store } = queues.environment;
-  if (item.elsewhere === true || leasingStoreOf(store) === undefined || heldEpochOf(store, item.agent.id) !== undefined) return false;
-  return followElsewhere(queues, item);
+/** Tells the core the conversation is owned elsewhere (on the loop): a
+ * store fact the host learned — a lease lost, a head refused for the
+ * owner's lease, a cancel not written, a queue read back — reported
+ * every time. The core answers `FollowQueued` while messages are counted
+ * queued here (`followQueued` carries it out, in the same apply). */
+export function tellOwnedElsewhere(queues: QueueState, agent: AgentEntry): void {
+  queues.environment.coordinator.apply(M.ConversationOwned, agent.slot, agent.generation, Ownership.Elsewhere);
+}
+
+/** `tellOwnedElsewhere` when the store says so (`heldElsewhere`): true if told. */
+export function tellIfHeldElsewhere(queues: QueueState, agent: AgentEntry): boolean {
+  if (!heldElsewhere(queues, agent.id)) return false;
+  tellOwnedElsewhere(queues, agent);
+  return true;
+}
+
+/** Effect FollowQueued (on the loop): the core records the conversation
+ * owned elsewhere with messages queued here. Each one durable here whose
+ * Run has not followed it yet follows it now; it keeps its place and its
+ * count (it is still queued in the store, and runs here first if this
+ * process takes the conversation back). A message still being written,
+ * or being cancelled, follows once that settles and the store is asked
+ * again (`written`, `cancelFailed`). */
+export function followQueued(queues: QueueState, agent: AgentEntry | undefined): void {
+  if (agent === undefined) return;
+  for (const item of queues.conversations.get(agent.id)?.items ?? []) {
+    if (item.state === "queued" && item.elsewhere !== true) followElsewhere(queues, item);
+  }
 }
 
 /** The message may run at another process: its Run follows it wherever
@@ -192,12 +214,16 @@ function headRequest(queues: QueueState, agent: AgentEntry, head: QueuedItem): S
   };
 }
 
-/** A head `Admit` did not let start for where the conversation lives
- * (owned elsewhere, or not ready, by the core's record; see
- * `isPlacementVerdict`): started as before, the store's lease decides. */
+/** A head `Admit` did not let start because the conversation is not
+ * ready by the core's record (see `isPlacementVerdict`): started as
+ * before, the store's lease decides. Owned elsewhere, it stays queued as
+ * the core answers: the owner runs it, its Run follows it there
+ * (`FollowQueued`), and a takeover here restores the queue and starts it. */
 function headPlacedElsewhere(queues: QueueState, agent: AgentEntry, verdict: AdmissionVerdict): boolean {
   if (isPlacementVerdict(verdict)) return true;
-  return verdict === AdmissionVerdict.StayQueued && queues.environment.coordinator.settings.core.conversation(agent.slot).phase !== ConversationPhase.Ready;
+  if (verdict !== AdmissionVerdict.StayQueued) return false;
+  const { phase } = queues.environment.coordinator.settings.core.conversation(agent.slot);
+  return phase !== ConversationPhase.Ready && phase !== ConversationPhase.OwnedElsewhere;
 }
 
 /** Applies the head's `Start`. `admitted`: `Admit` let it start (the core

@@ -11,7 +11,7 @@ import type { AgentEntry } from "./requests.js";
 import { Waiter } from "./run.js";
 import { asPhronomyError } from "./session.js";
 import { storedStartInput } from "./start-input.js";
-import { startHead } from "./queue-head.js";
+import { heldElsewhere, startHead, tellIfHeldElsewhere } from "./queue-head.js";
 import { placeBySeq } from "./queue-order.js";
 import { KEPT_QUEUED, type QueuedItem, type QueueState } from "./queue-state.js";
 import { optionsOf } from "./queue-words.js";
@@ -47,7 +47,7 @@ export async function restore(queues: QueueState, agent: AgentEntry): Promise<vo
   if (store === undefined || queues.closed) return;
   const durableBefore = queues.durableCount;
   const messages = await store.queuedMessages(agent.id);
-  if (messages.length === 0 && !queues.conversations.has(agent.id)) return;
+  if (messages.length === 0 && !queues.conversations.has(agent.id)) return reportHeldElsewhere(queues, agent);
   await new Promise<void>((resolve, reject) => {
     queues.environment.loop.post(
       () => {
@@ -63,12 +63,28 @@ export async function restore(queues: QueueState, agent: AgentEntry): Promise<vo
           placeBySeq(conversation.items, item);
           queues.counted(agent, 1);
         }
+        // Read while another process (or nobody) holds the conversation — a
+        // recovery here after the lease moved away: told to the core, whose
+        // `FollowQueued` makes the messages' waiters here follow them from
+        // the store (a start that follows one here — `observe`, the same
+        // idempotency key — then follows it there).
+        tellIfHeldElsewhere(queues, agent);
         startHead(queues, agent);
         resolve();
       },
       { completion: { fail: reject }, label: `the queue of agent "${agent.id}"` },
     );
   });
+}
+
+/** A queue read back with nothing to merge, while the store says another
+ * process (or nobody) holds the conversation — a recovery here of what a
+ * fault left held, after the lease moved away: told to the core (on the
+ * loop, before the recovery's finish), which records it owned elsewhere
+ * again. Nothing to post otherwise. */
+function reportHeldElsewhere(queues: QueueState, agent: AgentEntry): void {
+  if (!heldElsewhere(queues, agent.id)) return;
+  queues.environment.loop.post(() => void tellIfHeldElsewhere(queues, agent), { label: `the owner of conversation "${agent.id}"` });
 }
 
 /** Messages waiting here that were durable before the store's queue
@@ -125,21 +141,10 @@ function restoredItem(queues: QueueState, agent: AgentEntry, message: QueuedMess
     state: "queued",
     durableNumber: ++queues.durableCount,
     seq: message.seq,
-    // Read while another process (or nobody) holds the conversation — a
-    // recovery here after the lease moved away: the message runs there,
-    // and its own waiter here may never settle; a start that follows it
-    // here (`observe`: the same idempotency key) follows it from the store.
-    ...(heldElsewhere(queues, agent.id) ? { elsewhere: true } : {}),
   };
   queues.items.set(item.executionId, item);
   cancelDurablyOnFailure(queues, item);
   return item;
-}
-
-/** On a leasing store, whether this process does not hold the conversation. */
-function heldElsewhere(queues: QueueState, agentId: string): boolean {
-  const { store } = queues.environment;
-  return leasingStoreOf(store) !== undefined && heldEpochOf(store, agentId) === undefined;
 }
 
 /** A message taken from the queue that fails before it ran (refused,

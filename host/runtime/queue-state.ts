@@ -66,8 +66,8 @@ export interface QueuedItem {
   durableNumber?: number;
   /** Its durable order key (`QueuedMessage.seq`), once known. */
   seq?: number;
-  /** Its Run was handed to the follower (or it was restored while the
-   * conversation was not held here): it may run at another process, and
+  /** Its Run was handed to the follower (the core's `FollowQueued`: the
+   * conversation is owned elsewhere): it may run at another process, and
    * its own waiter here may then never settle. */
   elsewhere?: boolean;
   /** Queued at the front while an execution ran: that one is cancelled

@@ -135,6 +135,53 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 10, Source.Direct, Policy.Enqueue, 1))).toBe(Verdict.WaitUntilReady);
   });
 
+  it("follows the messages queued here when owned elsewhere, keeps them counted, and leaves when taken back", async () => {
+    const core = await boot();
+    const c = ready(core);
+    // Nothing queued: owned elsewhere, nothing to follow.
+    expect(core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere)).toEqual([]);
+    core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Here);
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.LeaseTakeover, 0);
+    core.step(M.RecoveryFinished, c.slot, c.generation, 2, RecoveryOutcome.Recovered);
+    core.step(M.Start, c.slot, c.generation, core.request(), 0);
+    core.step(M.MessageQueued, c.slot, c.generation, 2);
+    // The lease lost: the two messages' callers follow them; both stay counted.
+    expect(core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere)).toEqual([{ kind: EffectKind.FollowQueued, agent: c.slot, queued: 2 }]);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.OwnedElsewhere, queued: 2 });
+    // A head stays queued while owned elsewhere: the owner runs it.
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 11, Source.QueueHead, Policy.Enqueue, 1))).toBe(Verdict.StayQueued);
+    // A message counted queued again, and the owner's lease seen again: followed too.
+    core.step(M.MessageQueued, c.slot, c.generation, 1);
+    expect(core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere)).toEqual([{ kind: EffectKind.FollowQueued, agent: c.slot, queued: 3 }]);
+    // Taken back: registering, then the takeover's recovery reads the queue again.
+    expect(core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Here)).toEqual([]);
+    expect(phaseOf(core, c)).toBe(Phase.Registering);
+    expect(core.step(M.RecoveryRequested, c.slot, c.generation, Cause.LeaseTakeover, Fact.Leasing)).toEqual([
+      { kind: EffectKind.ReadRows, agent: c.slot, epoch: 3, rows: RowsPolicy.FromStore, readQueue: true },
+    ]);
+    expect(core.step(M.RecoveryFinished, c.slot, c.generation, 3, RecoveryOutcome.Recovered)).toEqual([
+      { kind: EffectKind.OpenAdmissions, agent: c.slot },
+      { kind: EffectKind.OpenInbox, agent: c.slot },
+      { kind: EffectKind.RestoreQueue, agent: c.slot },
+    ]);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Ready, queued: 3 });
+  });
+
+  it("recovers what this process holds while owned elsewhere; the owner reported again abandons that epoch", async () => {
+    const core = await boot();
+    const c = ready(core);
+    core.step(M.MessageQueued, c.slot, c.generation, 1);
+    core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere);
+    // A decision here on an execution a fault left held: its recovery runs.
+    expect(core.step(M.RecoveryRequested, c.slot, c.generation, Cause.HealAfterStoreFault, Fact.Leasing)).toEqual([
+      { kind: EffectKind.ReadRows, agent: c.slot, epoch: 2, rows: RowsPolicy.FromStore, readQueue: true },
+    ]);
+    // Its queue read back while the store names another holder.
+    expect(core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere)).toEqual([{ kind: EffectKind.FollowQueued, agent: c.slot, queued: 1 }]);
+    core.expectDropped(M.RecoveryFinished, ResultCode.ConversationPhaseMustMatch, c.slot, c.generation, 2, RecoveryOutcome.Recovered);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.OwnedElsewhere, queued: 1, cause: 0 });
+  });
+
   it("applies the busy policy behind a running execution and keeps the queue's order", async () => {
     const core = await boot();
     const c = ready(core);

@@ -130,6 +130,7 @@ export const effect = {
   FollowResume: (execution: number, request: number): CoreEffect => ({ kind: EffectKind.FollowResume, execution, request }),
   RecoverBeforeResume: (execution: number, request: number): CoreEffect => ({ kind: EffectKind.RecoverBeforeResume, execution, request }),
   AwaitSuspensionCommit: (execution: number, request: number): CoreEffect => ({ kind: EffectKind.AwaitSuspensionCommit, execution, request }),
+  FollowQueued: (agent: number, queued: number): CoreEffect => ({ kind: EffectKind.FollowQueued, agent, queued }),
   SubmitPrepare: (agent: number, ownerToken: number, request: number): CoreEffect => ({ kind: EffectKind.SubmitPrepare, agent, ownerToken, request }),
   ExecutionInstalled: (execution: number, generation: number, request: number): CoreEffect => ({
     kind: EffectKind.ExecutionInstalled,

@@ -14,6 +14,7 @@ export function checkConversationInvariants(step: Step): string | undefined {
     ?? retryWithinTheBackoff(step)
     ?? headStartsOnlyWhenFree(step)
     ?? releasedOnlyWhenIdle(step)
+    ?? queuedFollowedOnlyElsewhere(step)
   );
 }
 
@@ -83,6 +84,23 @@ function releasedOnlyWhenIdle(step: Step): string | undefined {
       && agent?.admissionState === AdmissionState.None
       && agent.generation === effect.generation;
     if (!idle) return `ReleaseConversation for conversation ${effect.agent}, which is not idle`;
+  }
+  return undefined;
+}
+
+/** `FollowQueued` only from a report of ownership elsewhere, for the
+ * messages counted queued, which it leaves counted. */
+function queuedFollowedOnlyElsewhere(step: Step): string | undefined {
+  for (const effect of step.effects) {
+    if (effect.kind !== EffectKind.FollowQueued) continue;
+    const record = step.after.conversations[effect.agent];
+    const reported = step.message[0] === MessageKind.ConversationOwned && step.message[1] === effect.agent;
+    if (!reported || record?.phase !== ConversationPhase.OwnedElsewhere)
+      return `FollowQueued for conversation ${effect.agent}, which was not reported owned elsewhere`;
+    const before = step.before.conversations[effect.agent]?.queued;
+    if (effect.queued === 0 || record.queued !== effect.queued || before !== effect.queued) {
+      return `FollowQueued for conversation ${effect.agent} names ${effect.queued} message(s); ${record.queued} are counted queued`;
+    }
   }
   return undefined;
 }

@@ -40,8 +40,7 @@ export function conversationMessage(intent: Intent, agent: Handle, record: Conve
       if (intent.noise % 6 === 0) return [MessageKind.ConversationOwned, slot, generation, Ownership.Elsewhere, 0, 0, 0, 0];
       return [MessageKind.RecoveryRequested, slot, generation, RecoveryCause.Retry, 0, 0, 0, 0];
     case ConversationPhase.OwnedElsewhere:
-      if (intent.noise % 2 === 0) return [MessageKind.ConversationOwned, slot, generation, Ownership.Here, 0, 0, 0, 0];
-      return [MessageKind.Admit, slot, generation, request, 1 + (intent.pick % 3), 1 + (intent.variant % 3), 1, 0];
+      return ownedElsewhere(intent, agent, record, request);
     case ConversationPhase.Releasing:
       if (intent.noise % 3 === 0) return [MessageKind.UseBegin, slot, generation, 0, 0, 0, 0, 0];
       return [MessageKind.PurgeAgent, slot, generation, 0, 0, 0, 0, 0];
@@ -58,6 +57,20 @@ function recovering(intent: Intent, agent: Handle, record: ConversationRecordVie
   const epoch = intent.noise % 7 === 1 ? (record.recoveryEpoch + 1 + (intent.pick % 2)) >>> 0 : record.recoveryEpoch;
   const outcome = intent.variant % 4 === 0 ? 1 + (intent.pick % RecoveryOutcome.LeaseLapsed) : RecoveryOutcome.Recovered;
   return [MessageKind.RecoveryFinished, slot, generation, epoch, outcome, 0, 0, 0];
+}
+
+/** Owned elsewhere: taken back, reported again (a head refused by the
+ * owner's lease, a cancel not written, a queue read back while the lease
+ * is another's), a message counted queued again, a recovery of what this
+ * process still holds, or a start. */
+function ownedElsewhere(intent: Intent, agent: Handle, record: ConversationRecordView, request: number): Message {
+  const { slot, generation } = agent;
+  const choice = intent.noise % 6;
+  if (choice < 2) return [MessageKind.ConversationOwned, slot, generation, Ownership.Here, 0, 0, 0, 0];
+  if (choice === 5) return [MessageKind.RecoveryRequested, slot, generation, RecoveryCause.HealAfterStoreFault, 0, 0, 0, 0];
+  if (choice === 2) return [MessageKind.ConversationOwned, slot, generation, Ownership.Elsewhere, 0, 0, 0, 0];
+  if (choice === 3 && record.queued < QUEUED_STREAM_MAX) return [MessageKind.MessageQueued, slot, generation, 1, 0, 0, 0, 0];
+  return [MessageKind.Admit, slot, generation, request, 1 + (intent.pick % 3), 1 + (intent.variant % 3), 1, 0];
 }
 
 /** A ready conversation: starts of every source and policy, uses, the

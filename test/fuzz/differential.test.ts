@@ -109,6 +109,8 @@ function expectEveryKindAccepted(coverage: Coverage): void {
   // A decision met an execution held for recovery, and the suspension being committed (decision 0065).
   expect(coverage.effectKinds.has(EffectKind.RecoverBeforeResume), "RecoverBeforeResume was never emitted").toBe(true);
   expect(coverage.effectKinds.has(EffectKind.AwaitSuspensionCommit), "AwaitSuspensionCommit was never emitted").toBe(true);
+  // A conversation reported owned elsewhere with messages queued here.
+  expect(coverage.effectKinds.has(EffectKind.FollowQueued), "FollowQueued was never emitted").toBe(true);
 }
 
 describe("the WebAssembly core against the reference model", () => {

@@ -53,6 +53,7 @@ const CONVERSATION_TABLE: readonly { readonly phase: P; readonly event: Ev; read
   { phase: P.Held, event: Ev.Used, next: P.Held },
   { phase: P.OwnedElsewhere, event: Ev.OwnedHere, next: P.Registering },
   { phase: P.OwnedElsewhere, event: Ev.OwnedElsewhere, next: P.OwnedElsewhere },
+  { phase: P.OwnedElsewhere, event: Ev.RecoveryRequested, next: P.Recovering },
   { phase: P.OwnedElsewhere, event: Ev.Used, next: P.OwnedElsewhere },
   { phase: P.Releasing, event: Ev.OwnedHere, next: P.Releasing },
   { phase: P.Releasing, event: Ev.OwnedElsewhere, next: P.OwnedElsewhere },
@@ -232,6 +233,10 @@ export class ReferenceConversations {
       record.cause = 0;
       record.recoverAgain = false;
       record.readQueue = false;
+      // The callers of the messages queued here follow them to the owner;
+      // the messages stay counted (queued in the store, run here first if
+      // the conversation comes back).
+      if (record.queued > 0) this.host.emit(EffectKind.FollowQueued, slot, record.queued);
     }
     return ResultCode.Ok;
   }

@@ -21,6 +21,7 @@
 // the world is quiet — then the liveness invariants are checked.
 
 import { z } from "zod";
+import { ConversationPhase } from "../../assembly/abi.js";
 import { scriptedModel, type ScriptedTurn } from "../../host/agent/scripted-model.js";
 import { Phronomy, tool, type DefinedAgent, type Environment, type Run } from "../../host/index.js";
 import type { SqliteConnection } from "../../host/store/sqlite/driver.js";
@@ -435,6 +436,21 @@ export class World {
       this.problem(`message ${String(row["execution_id"])} of ${String(row["agent_id"])} is still queued once the world is quiet`);
     }
     for (const caller of this.callers) this.checkCaller(caller);
+    for (const process of this.alive()) this.checkOwnership(process);
+  }
+
+  /** No conversation stays "owned elsewhere" in a process's core while that
+   * process holds its lease (docs/decisions/0062, "Owned elsewhere"): the
+   * store's takeover is told to the core, a stale phase is not kept. */
+  private checkOwnership(process: SimProcess): void {
+    const environment = process.environment;
+    if (environment === undefined) return;
+    for (const entry of environment.coordinator.agentEntries()) {
+      if (environment.core.conversation(entry.slot).phase !== ConversationPhase.OwnedElsewhere) continue;
+      const epoch = process.store.heldEpochOf(entry.id);
+      if (epoch !== undefined)
+        this.problem(`${process.owner} holds the lease of ${entry.id} at epoch ${epoch}, yet its core records it owned elsewhere once the world is quiet`);
+    }
   }
 
   /** Every caller of a live process settled; none was told AGENT_BUSY
