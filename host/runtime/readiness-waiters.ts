@@ -7,13 +7,10 @@
 // on it is asked again, and the core answers run, queue, refuse held, file
 // for the owner, or wait again. So a hold and an ownership change settle a
 // waiting start as the core says, and none is left waiting once the
-// environment closes (`close`).
+// environment closes (`takeAll`: the queues tell them).
 
-import type { PhronomyError } from "../errors.js";
-import { settleWaiterWithError } from "./delivery.js";
 import type { AgentEntry } from "./requests.js";
 import type { Waiter } from "./run.js";
-import type { CoordinatorSettings } from "./coordinator.js";
 
 /** A start waiting for its conversation to be ready. */
 interface WaitingStart {
@@ -33,8 +30,6 @@ export class ReadinessWaiters {
   /** By agent slot: the conversation's entry is kept while a start waits
    * (the start counts as a use until it is admitted or refused). */
   private readonly waiting = new Map<number, WaitingStart[]>();
-
-  constructor(private readonly settings: Pick<CoordinatorSettings, "logger" | "callbackErrorPolicy" | "tracer" | "now" | "core">) {}
 
   /** Starts waiting on the conversation now (for tests). */
   count(): number {
@@ -62,10 +57,11 @@ export class ReadinessWaiters {
     for (const start of starts) start.retry();
   }
 
-  /** The environment closes: no phase will change; every waiting start is told. */
-  close(error: (agent: AgentEntry) => PhronomyError): void {
+  /** The environment closes: no phase will change. Every waiting start,
+   * for the caller to tell. */
+  takeAll(): { readonly agent: AgentEntry; readonly waiter: Waiter }[] {
     const starts = [...this.waiting.values()].flat();
     this.waiting.clear();
-    for (const start of starts) settleWaiterWithError(start.waiter, error(start.agent), this.settings as CoordinatorSettings);
+    return starts;
   }
 }
