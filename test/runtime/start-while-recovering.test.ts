@@ -62,22 +62,28 @@ interface Setup {
   /** The user message of each model call, in call order. */
   readonly calls: string[];
   readonly approve: () => Promise<void>;
+  readonly suspendedId: string;
 }
 
-/** A conversation live here with an execution suspended for approval (it
- * keeps the conversation's entry), on a store whose scan can be held. */
-async function suspendedConversation(): Promise<Setup> {
-  const holding = holdingScans(await SqliteStore.open(await temporaryStorePath()));
-  const env = await openEnvironment({ store: holding.store });
-  const calls: string[] = [];
-  const model = scriptedModel(({ messages }) => {
+/** A refund needing approval for "Refund order 42", text otherwise; each
+ * call's user message is noted in `calls`. */
+function refundModel(calls: string[]) {
+  return scriptedModel(({ messages }) => {
     const users = messages.filter((message) => message.role === "user");
     const last = users[users.length - 1]?.content;
     calls.push(typeof last === "string" ? last : JSON.stringify(last));
     if (last === "Refund order 42" && turnOf(messages) === 0) return { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] };
     return { text: `done: ${String(last)}` };
   });
-  const agent = env.agent({ id: "support", model, tools: { refund: approvalRefundTool([]) } });
+}
+
+/** A conversation live here with an execution suspended for approval (it
+ * keeps the conversation's entry), on a store whose scan can be held. */
+async function suspendedConversation(path?: string): Promise<Setup> {
+  const holding = holdingScans(await SqliteStore.open(path ?? (await temporaryStorePath())));
+  const env = await openEnvironment({ store: holding.store });
+  const calls: string[] = [];
+  const agent = env.agent({ id: "support", model: refundModel(calls), tools: { refund: approvalRefundTool([]) } });
   const first = agent.start("Refund order 42");
   const executionId = await first.executionId;
   const pending = await waitFor(async () => (await env.pendingApprovals()).find((approval) => approval.executionId === executionId));
@@ -85,7 +91,7 @@ async function suspendedConversation(): Promise<Setup> {
     const decided = agent.resume(executionId, { approvalId: pending.request.approvalId, approved: true });
     expect((await decided.result).outcome).toBe("completed");
   };
-  return { env, holdNextScan: holding.holdNextScan, agent, calls, approve };
+  return { env, holdNextScan: holding.holdNextScan, agent, calls, approve, suspendedId: executionId };
 }
 
 describe("a start while its conversation is recovered", () => {
@@ -155,6 +161,37 @@ describe("a start while its conversation is recovered", () => {
     expect((await after.result).output).toBe("done: after");
     expect(calls.filter((call) => call === "during")).toHaveLength(0);
     expect(calls.filter((call) => call === "after")).toHaveLength(1);
+  });
+
+  it("first use: a start made while the conversation's first recovery reads its rows waits for it, then is queued and runs exactly once", async () => {
+    const path = await temporaryStorePath();
+    const before = await suspendedConversation(path);
+    const suspendedId = before.suspendedId;
+    await before.env.close();
+    // A new environment on the same store: the open scan is held, so the
+    // first use of "support" waits for its recovery.
+    const holding = holdingScans(await SqliteStore.open(path));
+    const scan = holding.holdNextScan();
+    const env = await openEnvironment({ store: holding.store });
+    const calls: string[] = [];
+    const agent = env.agent({ id: "support", model: refundModel(calls), tools: { refund: approvalRefundTool([]) } });
+    await scan.caught;
+    const during = agent.start("during", { onBusy: "enqueue" });
+    let known = false;
+    void during.executionId.then(() => {
+      known = true;
+    });
+    await settle();
+    expect(known).toBe(false);
+
+    scan.release();
+    await during.executionId;
+    expect(conversationRecord(env).phase).toBe(ConversationPhase.Ready);
+    const pending = await waitFor(async () => (await env.pendingApprovals()).find((approval) => approval.executionId === suspendedId));
+    const decided = agent.resume(suspendedId, { approvalId: pending.request.approvalId, approved: true });
+    expect((await decided.result).outcome).toBe("completed");
+    expect((await during.result).output).toBe("done: during");
+    expect(calls.filter((call) => call === "during")).toHaveLength(1);
   });
 
   it("a start waiting when the environment closes is told RUNTIME_SHUTDOWN, not left waiting", async () => {
