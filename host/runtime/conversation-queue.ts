@@ -150,6 +150,14 @@ export class ConversationQueues {
     this.readiness.phaseChanged(slot);
   }
 
+  /** The core opened the conversation (`OpenAdmissions`: ready after a
+   * recovery): starts waiting on it ask again, and its queue's head, which
+   * stayed queued meanwhile, is offered (queue-head.ts). */
+  admissionsOpened(agent: AgentEntry): void {
+    this.readiness.phaseChanged(agent.slot);
+    admissionFreed(this.state, agent);
+  }
+
   /** "reject" while busy: AgentBusyError, saying how many messages wait. */
   private refuseBusy(request: StartRequest): void {
     const queued = this.state.conversations.get(request.agent.id)?.items.length ?? 0;

@@ -62,6 +62,8 @@ export interface BusyHooks {
   /** The core may have changed the phase of the conversation in `slot`
    * (ready, held, owned elsewhere): starts waiting on it ask again. */
   readonly conversationChanged: (slot: number) => void;
+  /** `OpenAdmissions`: the conversation is ready after a recovery. */
+  readonly admissionsOpened: (agent: AgentEntry) => void;
 }
 
 export interface CoordinatorSettings {
@@ -339,6 +341,8 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
         return submitCancelCommit(this, effect.execution, effect.expectedRevision, effect.request);
       case EffectKind.FollowResume:
         return followResume(this.requests, this.executions[effect.execution], effect.request, this.settings);
+      case EffectKind.OpenAdmissions:
+        return this.agentsBySlot[effect.agent] !== undefined ? this.busyHooks?.admissionsOpened(this.agentsBySlot[effect.agent]!) : undefined;
     }
   }
 

@@ -193,11 +193,16 @@ function headRequest(queues: QueueState, agent: AgentEntry, head: QueuedItem): S
 }
 
 /** A head `Admit` did not let start for where the conversation lives
- * (owned elsewhere, or not ready, by the core's record; see
- * `isPlacementVerdict`): started as before, the store's lease decides. */
+ * (owned elsewhere, by the core's record; see `isPlacementVerdict`):
+ * started as before, the store's lease decides. A head that stays queued
+ * while the conversation registers, recovers or is held stays the head:
+ * it is offered again once the core opens the conversation
+ * (`OpenAdmissions`, `admissionsOpened`). */
 function headPlacedElsewhere(queues: QueueState, agent: AgentEntry, verdict: AdmissionVerdict): boolean {
   if (isPlacementVerdict(verdict)) return true;
-  return verdict === AdmissionVerdict.StayQueued && queues.environment.coordinator.settings.core.conversation(agent.slot).phase !== ConversationPhase.Ready;
+  return (
+    verdict === AdmissionVerdict.StayQueued && queues.environment.coordinator.settings.core.conversation(agent.slot).phase === ConversationPhase.OwnedElsewhere
+  );
 }
 
 /** Applies the head's `Start`. `admitted`: `Admit` let it start (the core
