@@ -342,8 +342,14 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
       case EffectKind.FollowResume:
         return followResume(this.requests, this.executions[effect.execution], effect.request, this.settings);
       case EffectKind.OpenAdmissions:
-        return this.agentsBySlot[effect.agent] !== undefined ? this.busyHooks?.admissionsOpened(this.agentsBySlot[effect.agent]!) : undefined;
+        return this.admissionsOpened(effect.agent);
     }
+  }
+
+  /** `OpenAdmissions`: the conversation is ready again (the queues ask again). */
+  private admissionsOpened(slot: number): void {
+    const agent = this.agentsBySlot[slot];
+    if (agent !== undefined) this.busyHooks?.admissionsOpened(agent);
   }
 
   // -- start and preparation ----------------------------------------------------------------
