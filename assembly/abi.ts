@@ -484,8 +484,8 @@ export const enum Ownership {
   Elsewhere = 2,
 }
 
-/** The nine triggers of a recovery (`RecoveryRequested`), plus the retry
- * a `RetryAfter` asked for. */
+/** The nine triggers of a recovery (`RecoveryRequested`), the retry a
+ * `RetryAfter` asked for, and the settling of this process's own lease. */
 export const enum RecoveryCause {
   None = 0,
   OpenScan = 1,
@@ -499,10 +499,16 @@ export const enum RecoveryCause {
   HealAfterStoreFault = 8,
   SessionSettling = 9,
   Retry = 10,
+  /** This process's own lease tick is renewing a late lease of the
+   * conversation's partition, or taking it back (docs/decisions/0055): a
+   * race it resolves itself, so starts wait (`WaitUntilReady`) instead of
+   * being refused; the pass reads nothing (a takeover it ends in joins it
+   * and brings its own read). */
+  LeaseSettling = 11,
 }
 
 export const enum RecoveryCauseLimit {
-  End = 11,
+  End = 12,
 }
 
 /** Facts the host knows when it asks for a recovery; bits of

@@ -191,8 +191,12 @@ function beginRecovery(agent: u32, cause: u32, facts: u32): void {
  * partition held since before the scan was read has not been written
  * since (decision 0049), and a conversation nobody could have written
  * (its partition's rows read when taken, or its lease at epoch 1) has
- * nothing to read (decision 0030). Every other trigger reads the store. */
+ * nothing to read (decision 0030). The settling of this process's own
+ * lease reads nothing: nobody else wrote while it held the partition (a
+ * takeover it ends in joins with its own read). Every other trigger reads
+ * the store. */
 function rowsPolicy(cause: u32, facts: u32): u32 {
+  if (cause == RecoveryCause.LeaseSettling) return RowsPolicy.Nothing;
   if (!trustsFacts(cause)) return RowsPolicy.FromStore;
   if ((facts & RecoveryFact.Leasing) == 0 || (facts & RecoveryFact.HeldSinceBeforeScan) != 0) {
     return (facts & RecoveryFact.InScan) != 0 ? RowsPolicy.FromScan : RowsPolicy.Nothing;
@@ -202,8 +206,10 @@ function rowsPolicy(cause: u32, facts: u32): u32 {
 
 /** The durable queue is read with the rows: always for a trigger after
  * the open, else when the scan found messages queued, or under a lease
- * someone may have written under before. */
+ * someone may have written under before; never for the settling of this
+ * process's own lease (nothing moved). */
 function readsQueue(cause: u32, facts: u32): bool {
+  if (cause == RecoveryCause.LeaseSettling) return false;
   if (!trustsFacts(cause)) return true;
   if ((facts & RecoveryFact.QueuedAtOpen) != 0) return true;
   return (facts & RecoveryFact.Leasing) != 0 && !nothingWritten(facts);

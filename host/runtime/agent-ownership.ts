@@ -1,7 +1,8 @@
 // Who runs a conversation's executions (docs/decisions/0030, 0031, 0055):
-// this process takes an agent's lease on first use, a start waits for the
-// lease to settle here and for a takeover's recovery, and an execution
-// whose agent another process holds is followed, filed or refused. Without
+// this process takes an agent's lease on first use, and an execution whose
+// agent another process holds is followed, filed or refused. (A start
+// waits for the lease to settle here and for a takeover's recovery as the
+// core says: `AgentRecoveries.settleLease`, `readiness-waiters.ts`.) Without
 // a leasing store this process owns every agent it defines (a SQLite
 // visitor none).
 
@@ -10,14 +11,13 @@ import type { AgentRecoveries } from "./agent-recoveries.js";
 import type { Conversations } from "./conversations.js";
 import type { Coordinator } from "./coordinator.js";
 import { leasingStoreOf, type LeasingStore } from "./leases.js";
-import { partitionedStoreOf } from "./partition-takeover.js";
 
 /** What ownership asks of its environment (environment.ts wires it). */
 export interface AgentOwnershipHost {
   readonly store: ExecutionStore;
   readonly coordinator: Coordinator;
   readonly conversations: Pick<Conversations, "liveEntry">;
-  readonly recoveries: Pick<AgentRecoveries, "recoverAfterRetake" | "admissionGate">;
+  readonly recoveries: Pick<AgentRecoveries, "recoverAfterRetake">;
   readonly visitor: boolean;
   /** Starts this process may not run are filed for their owner (docs/decisions/0031). */
   filesForOwner(): boolean;
@@ -57,18 +57,6 @@ export class AgentOwnership {
         `[phronomy] agent "${agentId}" is owned by ${acquisition.owner} until ${new Date(acquisition.expiresAt).toISOString()}: its starts are refused here (AGENT_BUSY); this process takes it over, and recovers it, if that lease expires`,
       );
     return false;
-  }
-
-  /** What a start of the agent waits for before it is posted: its lease
-   * settling here, then the recovery of a takeover in progress, if any. */
-  admissionGate(agentId: string): Promise<unknown> | undefined {
-    // First this process's own lease tick, when it is renewing or taking
-    // back the agent's partition (a start is not refused for a race this
-    // process resolves itself, docs/decisions/0055); then the recovery of
-    // a takeover that tick may have started.
-    const settling = partitionedStoreOf(this.host.store)?.partitionSettling(agentId);
-    if (settling === undefined) return this.host.recoveries.admissionGate(agentId);
-    return settling.then(() => this.host.recoveries.admissionGate(agentId));
   }
 
   /** The process holding the agent's lease, if any (undefined without leases). */

@@ -10,8 +10,9 @@
 // installed and the queue restored.
 //
 // Rules kept: the unfinished rows are read once per recovery pass; an agent
-// taken over admits no start until its recovery ends (`admissionGate`); a
-// decision filed for it waits for the same.
+// taken over admits no start until its recovery ends (the core answers
+// `WaitUntilReady` while it recovers, `readiness-waiters.ts`); a decision
+// filed for it waits for the same.
 
 import { HoldCause, MessageKind as M, RecoveryCause, RecoveryOutcome, ResultCode } from "../../assembly/abi.js";
 import { resultCodeName } from "../core/names.js";
@@ -382,7 +383,7 @@ export class AgentRecoveries {
     this.host.coordinator.settings.logger.debug?.(`[phronomy] took agent "${agentId}" over at lease epoch ${epoch}; recovering its unfinished executions`);
     // Called in the same turn as the store noted the lease: no admission
     // can slip in before the recovered executions hold theirs. Starts made
-    // through agent.start wait for the recovery (`admissionGate`).
+    // through agent.start wait for the recovery (the core's `WaitUntilReady`).
     leasingStoreOf(this.host.store)?.holdAdmissions(agentId, `it was taken over at lease epoch ${epoch} and its unfinished executions are being recovered`);
     const recovered = this.pipeline
       .request(agentId, { cause, ownedHere: true, admissionsHeld: true, inboxHeld: true, pass: (entry) => this.recoverAgentEntry(entry, takenAt) })
@@ -454,10 +455,22 @@ export class AgentRecoveries {
     this.takeOver(agentId, epoch, cause);
   }
 
-  /** What a start of the agent waits for before it is posted: the
-   * recoveries of it asked for and not ended. */
-  admissionGate(agentId: string): Promise<unknown> | undefined {
-    return this.pipeline.gate(agentId);
+  /** On the loop, before a start asks `Admit`: when this process's own
+   * lease tick is renewing the conversation's partition late, or taking it
+   * back (a race it resolves itself, docs/decisions/0055), the settling is
+   * a recovery the core knows (`LeaseSettling`: it reads nothing; a
+   * takeover it ends in joins it and reads the rows), so the start's
+   * `Admit` answers `WaitUntilReady` and it waits for the core to open the
+   * conversation again — never refused for that race. True when the
+   * core recovers it now. */
+  settleLease(entry: AgentEntry): boolean {
+    const settling = partitionedStoreOf(this.host.store)?.partitionSettling(entry.id);
+    if (settling === undefined || this.host.closed()) return false;
+    const pass = async (): Promise<RecoveredExecution[]> => {
+      await settling;
+      return [];
+    };
+    return this.pipeline.requestNow(entry, { cause: RecoveryCause.LeaseSettling, fresh: true, pass });
   }
 
   /** A pass on the agent's rows read now: PostgreSQL reads this agent's

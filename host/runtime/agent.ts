@@ -42,12 +42,17 @@ export interface AgentHost {
   readonly loop: ControlLoop;
   readonly coordinator: Coordinator;
   readonly conversations: AgentConversations;
-  /** The conversation queues: a start asks the core's admission there. */
-  readonly queues: { admitStart(request: StartRequest, source: AdmissionSource.Direct | AdmissionSource.Filed, aborted: boolean): void };
+  /** The conversation queues: a start asks the core's admission there;
+   * `retry` posts it again when the core answers `WaitUntilReady`. */
+  readonly queues: {
+    admitStart(request: StartRequest, source: AdmissionSource.Direct | AdmissionSource.Filed, aborted: boolean, retry: () => void): void;
+  };
   assertOpen(what: string): void;
   assertOwner(what: string): void;
   assertStoreWritable(what: string): void;
-  admissionGate(agentId: string): Promise<unknown> | undefined;
+  /** On the loop, before `Admit`: this process's own lease of the
+   * conversation settling is told to the core as a recovery (true). */
+  settleLease(entry: AgentEntry): boolean;
   admittedAs(executionId: string): Promise<boolean>;
   followExecution(agentId: string, executionId: string, waiter: Waiter): void;
   recoverHeld(agentId: string): Promise<void>;
@@ -148,41 +153,44 @@ export class Agent {
     const waiter = keyed !== undefined && filedAs === undefined ? this.followingOnDuplicate(outer, keyed) : outer;
     // The run's budget starts now; the agent's timeoutMs is the default.
     const startedAt = settings.now();
-    const entry = this.use(waiter);
-    const gate = this.environment.admissionGate(this.id);
-    const ready =
-      gate === undefined
-        ? entry
-        : gate.then(
-            () => entry,
-            () => entry,
-          );
-    ready.then(
+    this.use(waiter).then(
       (agent) => {
         const timeoutMs = options.timeoutMs ?? agent.definition.timeoutMs;
         const deadline = timeoutMs !== undefined ? startedAt + timeoutMs : undefined;
         const request: StartRequest = { type: "start", agent, waiter, ...startInput, options, deadline, ...(executionId !== undefined ? { executionId } : {}) };
-        const { loop } = this.environment;
-        loop.post(
-          () => {
-            // Another live process holds the conversation's partition: it runs
-            // the start (docs/decisions/0031).
-            const remote = filedAs === undefined ? this.environment.remoteStartsFor(this.id) : undefined;
-            if (remote !== undefined) return this.fileStart(remote, given, options, executionId ?? randomUUID(), outer, waiter);
-            // The core answers where it goes: run, queue (docs/decisions/0025) or refuse (0062).
-            const source = filedAs === undefined ? AdmissionSource.Direct : AdmissionSource.Filed;
-            this.environment.queues.admitStart(request, source, options.signal?.aborted === true);
-          },
-          {
-            admission: true,
-            completion: { fail: (error) => settleWaiterWithError(waiter, error as PhronomyError, settings) },
-            label: `a start of agent "${this.id}"`,
-          },
-        );
+        const file = (remote: RemoteStarts): void => this.fileStart(remote, given, options, executionId ?? randomUUID(), outer, waiter);
+        this.admit(request, filedAs === undefined ? AdmissionSource.Direct : AdmissionSource.Filed, file);
       },
       (error: unknown) => settleWaiterWithError(waiter, error as PhronomyError, settings),
     );
     return outer;
+  }
+
+  /** Posts the start's admission: the core answers where it goes — run,
+   * queue (docs/decisions/0025), refuse, or wait until the conversation is
+   * ready (0062), after which it is posted again from here. */
+  private admit(request: StartRequest, source: AdmissionSource.Direct | AdmissionSource.Filed, file: (remote: RemoteStarts) => void): void {
+    const { loop, coordinator } = this.environment;
+    let first = true;
+    const attempt = (): void => {
+      // This process's own lease settling (docs/decisions/0055): a recovery
+      // the core knows, so `Admit` answers wait; asked once per start.
+      const settles = first && this.environment.settleLease(request.agent);
+      first = false;
+      // Another live process holds the conversation's partition: it runs
+      // the start (docs/decisions/0031).
+      const remote = source === AdmissionSource.Direct && !settles ? this.environment.remoteStartsFor(this.id) : undefined;
+      if (remote !== undefined) return file(remote);
+      this.environment.queues.admitStart(request, source, request.options.signal?.aborted === true, post);
+    };
+    const post = (): void => {
+      loop.post(attempt, {
+        admission: true,
+        completion: { fail: (error) => settleWaiterWithError(request.waiter, error as PhronomyError, coordinator.settings) },
+        label: `a start of agent "${this.id}"`,
+      });
+    };
+    post();
   }
 
   /** Files the start for the partition's owner; `outer` follows it. The

@@ -44,12 +44,15 @@ import { admissionFreed, followQueued, headFailed, headLeft, headRefusedBusy, te
 import { cancelDurablyOnFailure, holdWhile, restore, restoreLive } from "./queue-restore.js";
 import { QueueState, type ConversationQueueHost } from "./queue-state.js";
 import { busyPolicyOf, noQueueError, refusal } from "./queue-words.js";
+import { ReadinessWaiters } from "./readiness-waiters.js";
 
 export { INTERRUPT_REASON, type ConversationQueueHost } from "./queue-state.js";
 
 export class ConversationQueues {
   /** The queues' messages and heads: the paths of queue-*.ts share it. */
   private readonly state: QueueState;
+  /** Starts the core answered `WaitUntilReady`. */
+  private readonly readiness = new ReadinessWaiters();
 
   constructor(environment: ConversationQueueHost) {
     this.state = new QueueState(environment, {
@@ -72,8 +75,10 @@ export class ConversationQueues {
   }
 
   /** On the loop: a start made here (or filed for this process) asks the
-   * core where it goes (docs/decisions/0062), and goes there. */
-  admitStart(request: StartRequest, source: AdmissionSource.Direct | AdmissionSource.Filed, aborted: boolean): void {
+   * core where it goes (docs/decisions/0062), and goes there. `retry`
+   * posts it again: called once the core changed the conversation's
+   * phase, when it answered `WaitUntilReady`. */
+  admitStart(request: StartRequest, source: AdmissionSource.Direct | AdmissionSource.Filed, aborted: boolean, retry: () => void): void {
     const { coordinator } = this.state.environment;
     const policy = busyPolicyOf(request);
     const admission = admit(coordinator, request, source, policy, this.state.store() !== undefined);
@@ -89,6 +94,8 @@ export class ConversationQueues {
       case AdmissionVerdict.EnqueueBack:
       case AdmissionVerdict.EnqueueFront:
         return enqueue(this.state, request, admission.verdict === AdmissionVerdict.EnqueueFront, admission.interrupt, true);
+      case AdmissionVerdict.WaitUntilReady:
+        return this.waitUntilReady(request, retry);
       case AdmissionVerdict.RefuseBusy:
         return this.refuseBusy(request);
       case AdmissionVerdict.RefuseHeld:
@@ -121,6 +128,34 @@ export class ConversationQueues {
     const policy = busyPolicyOf(request);
     if (policy === "reject") return this.refuseBusy(request);
     enqueue(this.state, request, policy === "interrupt", policy === "interrupt", false);
+  }
+
+  /** The conversation is registering or recovering: the start waits for
+   * the core to change its phase (ready: `OpenAdmissions`; held; owned
+   * elsewhere), then asks again (`readiness-waiters.ts`). */
+  private waitUntilReady(request: StartRequest, retry: () => void): void {
+    if (this.state.closed) return settleWaiterWithError(request.waiter, shutdownOf(request), this.state.settings);
+    if (this.readiness.wait(request.agent, request.waiter, retry)) return;
+    settleWaiterWithError(request.waiter, AgentBusyError.heldForRecovery(request.agent.id), this.state.settings);
+  }
+
+  /** Starts waiting for their conversation to be ready (for tests). */
+  waitingStarts(): number {
+    return this.readiness.count();
+  }
+
+  /** The core changed the phase of the conversation in `slot` (on the
+   * loop, inside the apply): the starts waiting on it ask again. */
+  conversationChanged(slot: number): void {
+    this.readiness.phaseChanged(slot);
+  }
+
+  /** The core opened the conversation (`OpenAdmissions`: ready after a
+   * recovery): starts waiting on it ask again, and its queue's head, which
+   * stayed queued meanwhile, is offered (queue-head.ts). */
+  admissionsOpened(agent: AgentEntry): void {
+    this.readiness.phaseChanged(agent.slot);
+    admissionFreed(this.state, agent);
   }
 
   /** "reject" while busy: AgentBusyError, saying how many messages wait. */
@@ -179,6 +214,7 @@ export class ConversationQueues {
     }
     this.state.items.clear();
     this.state.conversations.clear();
+    for (const start of this.readiness.takeAll()) settleWaiterWithError(start.waiter, shutdownOf(start), this.state.settings);
   }
 
   /** Where the core's count of queued messages differs from this queue's
@@ -247,4 +283,9 @@ export class ConversationQueues {
   restoreLive(agentId: string): Promise<void> {
     return restoreLive(this.state, agentId);
   }
+}
+
+/** A start told the environment closed while it waited for its conversation. */
+function shutdownOf(request: { readonly agent: AgentEntry }): RuntimeShutdownError {
+  return new RuntimeShutdownError(`a start of agent "${request.agent.id}" waiting for its conversation to be recovered`, { agentId: request.agent.id });
 }

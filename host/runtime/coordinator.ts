@@ -63,6 +63,11 @@ export interface BusyHooks {
   /** Effect FollowQueued: the conversation is owned elsewhere; the callers
    * of its messages queued here follow them there. */
   readonly followQueued: (agent: AgentEntry | undefined) => void;
+  /** The core may have changed the phase of the conversation in `slot`
+   * (ready, held, owned elsewhere): starts waiting on it ask again. */
+  readonly conversationChanged: (slot: number) => void;
+  /** `OpenAdmissions`: the conversation is ready after a recovery. */
+  readonly admissionsOpened: (agent: AgentEntry) => void;
 }
 
 export interface CoordinatorSettings {
@@ -200,11 +205,18 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
     const { core } = this.settings;
     const code = core.apply(kind, a, b, c, d, e, f, g);
     const count = core.effectCount;
-    if (count === 0) return code;
+    if (count === 0) return this.phaseMayHaveChanged(kind, code, a);
     // Copy first: carrying an effect out may apply another message.
     const effects = core.effects();
     for (const effect of effects) this.carryOutOrFail(effect);
     this.onIdle?.();
+    return this.phaseMayHaveChanged(kind, code, a);
+  }
+
+  /** After a message that may have changed a conversation's phase: starts
+   * the core told to wait ask again (posted). Returns `code`. */
+  private phaseMayHaveChanged(kind: number, code: number, slot: number): number {
+    if (code === ResultCode.Ok && changesPhase(kind)) this.busyHooks?.conversationChanged(slot);
     return code;
   }
 
@@ -338,7 +350,15 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
         return waitBeforeResume(this.requests, this.executions[effect.execution], effect.kind, effect.request);
       case EffectKind.FollowQueued:
         return this.busyHooks?.followQueued(this.agentsBySlot[effect.agent]);
+      case EffectKind.OpenAdmissions:
+        return this.admissionsOpened(effect.agent);
     }
+  }
+
+  /** `OpenAdmissions`: the conversation is ready again (the queues ask again). */
+  private admissionsOpened(slot: number): void {
+    const agent = this.agentsBySlot[slot];
+    if (agent !== undefined) this.busyHooks?.admissionsOpened(agent);
   }
 
   // -- start and preparation ----------------------------------------------------------------
@@ -618,3 +638,10 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
 
 export { configOf } from "./execution-preparation.js";
 export { OffloadFullError };
+
+/** The messages that move a conversation out of registering or recovering
+ * (`RecoveryFinished`: ready with `OpenAdmissions`, or held) or change who
+ * holds it: a start the core told to wait asks again after them. */
+function changesPhase(kind: number): boolean {
+  return kind === M.RecoveryFinished || kind === M.ConversationOwned || kind === M.ConversationHeld;
+}

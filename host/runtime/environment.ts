@@ -41,6 +41,7 @@ import { partitionedStoreOf, partitionTakeovers } from "./partition-takeover.js"
 import type { RecoveredExecution } from "./recovery.js";
 import type { RemoteResumes } from "./remote-resume.js";
 import type { RemoteStarts } from "./remote-start.js";
+import type { AgentEntry } from "./requests.js";
 import type { PruneOptions, PruneReport } from "./retention.js";
 import type { RetryOptions } from "./retry.js";
 import type { Run, Waiter, Waiting } from "./run.js";
@@ -217,10 +218,8 @@ export class Environment {
     return this.coordinator.admittedAs(executionId, () => this.execution(executionId).then((row) => row !== undefined));
   }
 
-  /** @internal What a start of the agent waits for before it is posted (agent-ownership.ts). */
-  admissionGate(agentId: string): Promise<unknown> | undefined {
-    return this.ownership.admissionGate(agentId);
-  }
+  /** @internal Before a start's `Admit`: this process's own lease settling is a recovery the core knows (agent-recoveries.ts). */
+  readonly settleLease = (entry: AgentEntry): boolean => this.recoveries.settleLease(entry);
 
   /** @internal Where `agent.start` files a start this process may not run (docs/decisions/0031). */
   remoteStartsFor(agentId: string): RemoteStarts | undefined {

@@ -6,7 +6,7 @@
 // is told (`ConversationOwned(elsewhere)`) and its `FollowQueued` makes
 // the Runs of the messages queued here follow them (docs/decisions/0062).
 
-import { AdmissionSource, AdmissionVerdict, ConversationPhase, HeadOutcome, MessageKind as M, Ownership, ResultCode } from "../../assembly/abi.js";
+import { AdmissionSource, AdmissionVerdict, HeadOutcome, MessageKind as M, Ownership, ResultCode } from "../../assembly/abi.js";
 import type { PhronomyError } from "../errors.js";
 import { admit, isPlacementVerdict } from "./admission.js";
 import { settleWaiterWithError } from "./delivery.js";
@@ -190,7 +190,7 @@ export function startHead(queues: QueueState, of: AgentEntry): void {
   // Refused (a stale handle): its Run was told, as a refused Start's.
   if (admission === undefined) return headGone(queues, conversation, head);
   if (admission.verdict === AdmissionVerdict.RunHere) return runHead(queues, conversation, head, request, admission.handle, true);
-  if (headPlacedElsewhere(queues, agent, admission.verdict)) return runHead(queues, conversation, head, request, admission.handle, false);
+  if (headPlacedElsewhere(admission.verdict)) return runHead(queues, conversation, head, request, admission.handle, false);
   coordinator.requests.take(admission.handle);
   if (admission.verdict !== AdmissionVerdict.RefuseClosed) return; // StayQueued: busy; started once the admission is released
   conversation.items.shift();
@@ -214,16 +214,15 @@ function headRequest(queues: QueueState, agent: AgentEntry, head: QueuedItem): S
   };
 }
 
-/** A head `Admit` did not let start because the conversation is not
- * ready by the core's record (see `isPlacementVerdict`): started as
- * before, the store's lease decides. Owned elsewhere, it stays queued as
- * the core answers: the owner runs it, its Run follows it there
- * (`FollowQueued`), and a takeover here restores the queue and starts it. */
-function headPlacedElsewhere(queues: QueueState, agent: AgentEntry, verdict: AdmissionVerdict): boolean {
-  if (isPlacementVerdict(verdict)) return true;
-  if (verdict !== AdmissionVerdict.StayQueued) return false;
-  const { phase } = queues.environment.coordinator.settings.core.conversation(agent.slot);
-  return phase !== ConversationPhase.Ready && phase !== ConversationPhase.OwnedElsewhere;
+/** A head `Admit` answered with a placement verdict (`isPlacementVerdict`):
+ * started as before, the store's lease decides. The core answers a head
+ * `StayQueued` in every phase but ready, and it stays the head: owned
+ * elsewhere, the owner runs it and its Run follows it there
+ * (`FollowQueued`), and a takeover here restores the queue and starts it;
+ * registering, recovering or held, it is offered again once the core opens
+ * the conversation (`OpenAdmissions`, `admissionsOpened`). */
+function headPlacedElsewhere(verdict: AdmissionVerdict): boolean {
+  return isPlacementVerdict(verdict);
 }
 
 /** Applies the head's `Start`. `admitted`: `Admit` let it start (the core

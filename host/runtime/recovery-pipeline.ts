@@ -89,8 +89,6 @@ const retryCauseOf: Readonly<Record<number, RecoveryCause>> = {
 export class RecoveryPipeline {
   /** Recoveries under way, by agent id (joined triggers wait for them). */
   private readonly running = new Map<string, Running>();
-  /** Requests not settled yet, by agent id: what a start waits for. */
-  private readonly requests = new Map<string, Promise<unknown>>();
   /** The epoch of each conversation recovering, or held with a retry
    * pending: a RetryAfter of an older one is dropped. */
   private readonly epochs = new Map<string, number>();
@@ -104,26 +102,32 @@ export class RecoveryPipeline {
    * carries out its answer; undefined when it is not live, or the core
    * refused (owned elsewhere). Rejects with the pass's error. */
   request(agentId: string, trigger: RecoveryTrigger): Promise<RecoveredExecution[] | undefined> {
-    if (trigger.inboxHeld) this.inboxWaiting.add(agentId);
-    const requested = this.host.conversations
-      .holding(agentId, (entry) => this.recover(entry, trigger))
-      .then((report) => {
-        // Nothing to recover here: what the trigger held is let go.
-        if (report === undefined) this.release(agentId, trigger.admissionsHeld === true, true);
-        return report;
-      });
-    const before = this.requests.get(agentId);
-    const gate = Promise.allSettled(before === undefined ? [requested] : [before, requested]);
-    this.requests.set(agentId, gate);
-    void gate.then(() => {
-      if (this.requests.get(agentId) === gate) this.requests.delete(agentId);
-    });
-    return requested;
+    return this.carryOut(agentId, trigger, (entry) => this.recover(entry, trigger));
   }
 
-  /** What a start of the agent waits for: the recoveries asked for and not ended. */
-  gate(agentId: string): Promise<unknown> | undefined {
-    return this.requests.get(agentId);
+  /** On the loop: asks the core now, in this turn — a start asked `Admit`
+   * after it in the same turn finds the conversation recovering
+   * (`WaitUntilReady`) — then carries out its answer as `request` does.
+   * False when the core refused it (owned elsewhere: nothing to do here). */
+  requestNow(entry: AgentEntry, trigger: RecoveryTrigger): boolean {
+    const order = this.requestOrder(entry, trigger);
+    if (order.kind === "refused") return false;
+    this.carryOut(entry.id, trigger, () => this.recover(entry, trigger, order)).catch(() => undefined);
+    return true;
+  }
+
+  /** Runs a recovery with the conversation's entry kept meanwhile. */
+  private carryOut(
+    agentId: string,
+    trigger: RecoveryTrigger,
+    recovery: (entry: AgentEntry) => Promise<RecoveredExecution[] | undefined>,
+  ): Promise<RecoveredExecution[] | undefined> {
+    if (trigger.inboxHeld) this.inboxWaiting.add(agentId);
+    return this.host.conversations.holding(agentId, recovery).then((report) => {
+      // Nothing to recover here: what the trigger held is let go.
+      if (report === undefined) this.release(agentId, trigger.admissionsHeld === true, true);
+      return report;
+    });
   }
 
   /** A store fault held the conversation, or one of its executions, here:
@@ -138,9 +142,12 @@ export class RecoveryPipeline {
       .catch(() => undefined);
   }
 
-  private async recover(entry: AgentEntry, trigger: RecoveryTrigger): Promise<RecoveredExecution[] | undefined> {
+  /** `asked`: the core's answer to the first request, asked on the loop already. */
+  private async recover(entry: AgentEntry, trigger: RecoveryTrigger, asked?: Order): Promise<RecoveredExecution[] | undefined> {
+    let first = asked;
     for (;;) {
-      const order = await this.onLoop(entry, () => this.requestOrder(entry, trigger));
+      const order = first ?? (await this.onLoop(entry, () => this.requestOrder(entry, trigger)));
+      first = undefined;
       if (order.kind === "refused") return undefined;
       if (order.kind === "read") return this.runEpochs(entry, order.epoch, trigger);
       // Joined: the recovery under way covers it, or (`fresh`) it is waited for.

@@ -107,6 +107,28 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     core.expectDropped(M.RecoveryFinished, ResultCode.RecoveryEpochMustMatch, c.slot, c.generation, 1, RecoveryOutcome.Recovered);
   });
 
+  it("makes starts wait while this process's own lease settles, reading nothing; a takeover it ends in reads again", async () => {
+    const core = await boot();
+    const c = ready(core);
+    expect(core.step(M.RecoveryRequested, c.slot, c.generation, Cause.LeaseSettling, Fact.Leasing)).toEqual([
+      { kind: EffectKind.ReadRows, agent: c.slot, epoch: 2, rows: RowsPolicy.Nothing, readQueue: false },
+    ]);
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 7, Source.Direct, Policy.Reject, 1))).toBe(Verdict.WaitUntilReady);
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 8, Source.Filed, Policy.Enqueue, 1))).toBe(Verdict.WaitUntilReady);
+    // Settled with nothing moved: ready, starts admitted again.
+    expect(core.step(M.RecoveryFinished, c.slot, c.generation, 2, RecoveryOutcome.Recovered)).toEqual([
+      { kind: EffectKind.OpenAdmissions, agent: c.slot },
+      { kind: EffectKind.OpenInbox, agent: c.slot },
+    ]);
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 9, Source.Direct, Policy.Reject, 1))).toBe(Verdict.RunHere);
+    // Settled by taking the partition back: the takeover joins and the rows are read under a new epoch.
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.LeaseSettling, Fact.Leasing);
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.LeaseTakeover, 0);
+    expect(core.step(M.RecoveryFinished, c.slot, c.generation, 3, RecoveryOutcome.Recovered)).toEqual([
+      { kind: EffectKind.ReadRows, agent: c.slot, epoch: 4, rows: RowsPolicy.FromStore, readQueue: true },
+    ]);
+  });
+
   it("holds a failed recovery with its cause and retries after 250 ms doubling to 5 s", async () => {
     const core = await boot();
     const c = register(core);
@@ -217,7 +239,7 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     core.expectDropped(M.MessageLeft, ResultCode.QueueEmpty, c.slot, c.generation);
     core.expectDropped(M.HeadSettled, ResultCode.HeadNotStarting, c.slot, c.generation, HeadOutcome.Left);
     core.expectDropped(M.RecoveryFinished, ResultCode.ConversationPhaseMustMatch, c.slot, c.generation, 1, RecoveryOutcome.Recovered);
-    core.expectDropped(M.RecoveryRequested, ResultCode.ArgumentOutOfRange, c.slot, c.generation, Cause.Retry + 1, 0);
+    core.expectDropped(M.RecoveryRequested, ResultCode.ArgumentOutOfRange, c.slot, c.generation, Cause.LeaseSettling + 1, 0);
     core.expectDropped(M.UseBegin, ResultCode.AgentGenerationMustMatch, c.slot, c.generation + 1);
     core.expectRefused(ResultCode.QueueEmpty, 9, M.Admit, c.slot, c.generation, 9, Source.QueueHead, Policy.Enqueue, 1);
   });

@@ -13,6 +13,7 @@ import {
   MessageKind,
   Ownership,
   RecoveryCause,
+  RecoveryCauseLimit,
   RecoveryOutcome,
 } from "../../assembly/abi.js";
 import type { ConversationRecordView } from "../../host/core/machine.js";
@@ -33,7 +34,7 @@ export function conversationMessage(intent: Intent, agent: Handle, record: Conve
   switch (record.phase) {
     case ConversationPhase.Registering:
       if (intent.noise % 4 === 0) return [MessageKind.ConversationOwned, slot, generation, 1 + (intent.pick % 2), 0, 0, 0, 0];
-      return [MessageKind.RecoveryRequested, slot, generation, 1 + (intent.pick % 10), intent.noise % 64, 0, 0, 0];
+      return [MessageKind.RecoveryRequested, slot, generation, 1 + (intent.pick % (RecoveryCauseLimit.End - 1)), intent.noise % 64, 0, 0, 0];
     case ConversationPhase.Recovering:
       return recovering(intent, agent, record);
     case ConversationPhase.Held:
@@ -53,7 +54,7 @@ export function conversationMessage(intent: Intent, agent: Handle, record: Conve
  * (joined), a finish of another epoch (stale) or a failed one (held). */
 function recovering(intent: Intent, agent: Handle, record: ConversationRecordView): Message {
   const { slot, generation } = agent;
-  if (intent.noise % 5 === 0) return [MessageKind.RecoveryRequested, slot, generation, 1 + (intent.pick % 10), 0, 0, 0, 0];
+  if (intent.noise % 5 === 0) return [MessageKind.RecoveryRequested, slot, generation, 1 + (intent.pick % (RecoveryCauseLimit.End - 1)), 0, 0, 0, 0];
   const epoch = intent.noise % 7 === 1 ? (record.recoveryEpoch + 1 + (intent.pick % 2)) >>> 0 : record.recoveryEpoch;
   const outcome = intent.variant % 4 === 0 ? 1 + (intent.pick % RecoveryOutcome.LeaseLapsed) : RecoveryOutcome.Recovered;
   return [MessageKind.RecoveryFinished, slot, generation, epoch, outcome, 0, 0, 0];
@@ -107,7 +108,7 @@ function ready(intent: Intent, agent: Handle, record: ConversationRecordView, re
     case 9:
       return [MessageKind.ConversationHeld, slot, generation, 1 + (intent.pick % 4), 0, 0, 0, 0];
     case 10:
-      return [MessageKind.RecoveryRequested, slot, generation, 1 + (intent.pick % 10), intent.variant % 64, 0, 0, 0];
+      return [MessageKind.RecoveryRequested, slot, generation, 1 + (intent.pick % (RecoveryCauseLimit.End - 1)), intent.variant % 64, 0, 0, 0];
     case 11:
       return [MessageKind.ConversationOwned, slot, generation, intent.pick % 5 === 0 ? Ownership.Elsewhere : Ownership.Here, 0, 0, 0, 0];
     default:

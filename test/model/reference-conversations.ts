@@ -245,7 +245,7 @@ export class ReferenceConversations {
     const K = MessageKind.RecoveryRequested;
     const code = this.host.checkAgent(slot, generation);
     if (code !== ResultCode.Ok) return this.host.drop(K, code);
-    if (cause < RecoveryCause.OpenScan || cause > RecoveryCause.Retry || facts > 63) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
+    if (cause < RecoveryCause.OpenScan || cause > RecoveryCause.LeaseSettling || facts > 63) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
     const record = this.at(slot);
     if (record.phase === P.Recovering) {
       if (RECOVERY_CAUSES_WITH_NEW_FACTS.includes(cause)) record.recoverAgain = true;
@@ -431,11 +431,13 @@ export class ReferenceConversations {
     const fromScan = cause === RecoveryCause.OpenScan || cause === RecoveryCause.FirstUse || cause === RecoveryCause.PartitionTaken;
     const nothingWritten =
       (has(RecoveryFact.PartitionScanned) || has(RecoveryFact.LeaseEpochOne)) && !has(RecoveryFact.InScan) && !has(RecoveryFact.QueuedAtOpen);
+    const settling = cause === RecoveryCause.LeaseSettling;
     let rows: RowsPolicy;
-    if (!fromScan) rows = RowsPolicy.FromStore;
+    if (settling) rows = RowsPolicy.Nothing;
+    else if (!fromScan) rows = RowsPolicy.FromStore;
     else if (!has(RecoveryFact.Leasing) || has(RecoveryFact.HeldSinceBeforeScan)) rows = has(RecoveryFact.InScan) ? RowsPolicy.FromScan : RowsPolicy.Nothing;
     else rows = nothingWritten ? RowsPolicy.Nothing : RowsPolicy.FromStore;
-    record.readQueue = !fromScan || has(RecoveryFact.QueuedAtOpen) || (has(RecoveryFact.Leasing) && !nothingWritten);
+    record.readQueue = !settling && (!fromScan || has(RecoveryFact.QueuedAtOpen) || (has(RecoveryFact.Leasing) && !nothingWritten));
     this.host.emit(EffectKind.ReadRows, slot, record.recoveryEpoch, rows, record.readQueue ? 1 : 0);
   }
 

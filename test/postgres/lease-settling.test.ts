@@ -8,6 +8,7 @@
 
 import pg from "pg";
 import { describe, expect, it } from "vitest";
+import { ConversationPhase, RecoveryCause } from "../../assembly/abi.js";
 import { Phronomy, type Environment } from "../../host/index.js";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
 import type { PostgresStore } from "../../host/store/postgres-store.js";
@@ -82,10 +83,25 @@ describe("lease races with itself (PostgreSQL)", () => {
     const run = agent.start("during");
     run.result.catch(() => undefined);
     // Before: refused at once (AGENT_BUSY lease_not_held). Now it waits for
-    // the tick, released after a moment (or once the run has ended).
+    // the tick, released after a moment (or once the run has ended): the
+    // settling is a recovery the core knows (LeaseSettling), and the start
+    // waits for it as the core answers (WaitUntilReady).
+    const slot = env.coordinator.agentEntries().find((entry) => entry.id === "support")!.slot;
+    await eventually(
+      () => env.core.conversation(slot),
+      (record) => record.phase === ConversationPhase.Recovering && record.cause === RecoveryCause.LeaseSettling,
+      "the settling told to the core",
+    );
+    await eventually(
+      () => env.queues.waitingStarts(),
+      (waiting) => waiting === 1,
+      "the start waiting for the conversation",
+    );
     await Promise.race([run.result.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 1_000))]);
     tick.release();
     expect((await run.result).output).toBe("echo: during");
+    expect(env.core.conversation(slot).phase).toBe(ConversationPhase.Ready);
+    expect(env.queues.waitingStarts()).toBe(0);
   }, 60_000);
 
   it("an acquire whose take lost to this process's own tick waits for that tick: acquired, never 'held by' itself", async () => {

@@ -1,0 +1,67 @@
+// Starts the core answered `WaitUntilReady` (docs/decisions/0062, "One way
+// back in"): their conversation is registering or recovering, so they wait
+// here until the core changes its phase, then ask `Admit` again. Nothing
+// here decides: a conversation's phase changes by `RecoveryFinished` (ready,
+// with `OpenAdmissions`, or held), `ConversationOwned` (another process
+// holds it now) or `ConversationHeld`; after any of them every start waiting
+// on it is asked again, and the core answers run, queue, refuse held, file
+// for the owner, or wait again. So a hold and an ownership change settle a
+// waiting start as the core says, and none is left waiting once the
+// environment closes (`takeAll`: the queues tell them).
+
+import type { AgentEntry } from "./requests.js";
+import type { Waiter } from "./run.js";
+
+/** A start waiting for its conversation to be ready. */
+interface WaitingStart {
+  readonly agent: AgentEntry;
+  readonly waiter: Waiter;
+  /** Posts the start's admission again (never applies on the spot: it is
+   * called inside an apply). */
+  readonly retry: () => void;
+}
+
+/** Starts waiting at most per conversation: a limit on what a caller can
+ * pile up behind one recovery (each holds its Run and its input). Past it
+ * a start is refused busy, as a conversation held for recovery refuses it. */
+export const waitingStartsPerConversationMax = 10_000;
+
+export class ReadinessWaiters {
+  /** By agent slot: the conversation's entry is kept while a start waits
+   * (the start counts as a use until it is admitted or refused). */
+  private readonly waiting = new Map<number, WaitingStart[]>();
+
+  /** Starts waiting on the conversation now (for tests). */
+  count(): number {
+    let total = 0;
+    for (const starts of this.waiting.values()) total += starts.length;
+    return total;
+  }
+
+  /** The start waits until the conversation's phase changes; false when
+   * too many wait on it already (the caller refuses it). */
+  wait(agent: AgentEntry, waiter: Waiter, retry: () => void): boolean {
+    const starts = this.waiting.get(agent.slot) ?? [];
+    if (starts.length >= waitingStartsPerConversationMax) return false;
+    starts.push({ agent, waiter, retry });
+    this.waiting.set(agent.slot, starts);
+    return true;
+  }
+
+  /** The core changed the phase of the conversation in `slot`: every start
+   * waiting on it asks `Admit` again (posted, in the order they came). */
+  phaseChanged(slot: number): void {
+    const starts = this.waiting.get(slot);
+    if (starts === undefined) return;
+    this.waiting.delete(slot);
+    for (const start of starts) start.retry();
+  }
+
+  /** The environment closes: no phase will change. Every waiting start,
+   * for the caller to tell. */
+  takeAll(): { readonly agent: AgentEntry; readonly waiter: Waiter }[] {
+    const starts = [...this.waiting.values()].flat();
+    this.waiting.clear();
+    return starts;
+  }
+}
