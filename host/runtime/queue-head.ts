@@ -11,6 +11,7 @@ import type { PhronomyError } from "../errors.js";
 import { admit, isPlacementVerdict } from "./admission.js";
 import { settleWaiterWithError } from "./delivery.js";
 import { heldEpochOf, leasingStoreOf } from "./leases.js";
+import { partitionedStoreOf } from "./partition-takeover.js";
 import type { AgentEntry, StartRequest } from "./requests.js";
 import { Waiter } from "./run.js";
 import { headRetryMsMax, headRetryMsMin, type Conversation, type QueuedItem, type QueueState } from "./queue-state.js";
@@ -114,10 +115,14 @@ function settleHead(queues: QueueState, request: StartRequest, outcome: HeadOutc
 }
 
 /** On a leasing store, whether the store says this process does not hold
- * the conversation's lease now (another process does, or nobody). */
+ * the conversation's lease now (another process does, or nobody). A lease
+ * that lapsed here and that this process takes back at its next tick (its
+ * partition settling, docs/decisions/0055) is not held elsewhere: the
+ * start that meets it waits for the settling (`LeaseSettling`). */
 export function heldElsewhere(queues: QueueState, agentId: string): boolean {
   const { store } = queues.environment;
-  return leasingStoreOf(store) !== undefined && heldEpochOf(store, agentId) === undefined;
+  if (leasingStoreOf(store) === undefined || heldEpochOf(store, agentId) !== undefined) return false;
+  return partitionedStoreOf(store)?.partitionSettling(agentId) === undefined;
 }
 
 /** Tells the core the conversation is owned elsewhere (on the loop): a
