@@ -106,6 +106,17 @@ export class AgentBusyError extends PhronomyError {
       { reason: "recovery_required" },
     );
   }
+
+  /** Another process holds the conversation now (the core records it owned
+   * elsewhere): a start filed for this process is left in the inbox for
+   * that one. Never recorded as the start's refusal (approval-inbox.ts). */
+  static ownedElsewhere(agentId: string): AgentBusyError {
+    return new AgentBusyError(
+      agentId,
+      `agent "${agentId}" is held by another process now: the start filed for this process is left in the inbox for the process that holds the conversation, which runs it`,
+      { reason: "lease_not_held" },
+    );
+  }
 }
 
 /** `RUNTIME_SHUTDOWN`: the environment is closing or closed. */

@@ -46,17 +46,3 @@ export function admit(
   if (core.effectCount === 0 || core.effectWord(0, 0) !== EffectKind.AdmissionDecided) return undefined;
   return { handle, verdict: core.effectWord(0, 2) as AdmissionVerdict, interrupt: core.effectWord(0, 4) === 1 };
 }
-
-/** Verdicts about where the conversation lives. `FileForOwner` reaches
- * the queue only when `agent.start` found no inbox to file in
- * (`remoteStartsFor`: none, or the partition lapsed here): the start goes
- * to `Start`, whose preparation the store refuses with the owner's lease
- * (AGENT_BUSY, lease_not_held). `LeaveFiled` comes from a phase the host
- * does not report every way into or out of yet (a lease lost:
- * docs/decisions/0062, "Wired"): carried out as before the core had it, the
- * start goes to `Start`, where the store's lease check decides.
- * (`WaitUntilReady` is carried out: the start waits for the core to change
- * the conversation's phase, `readiness-waiters.ts`.) */
-export function isPlacementVerdict(verdict: AdmissionVerdict): boolean {
-  return verdict === AdmissionVerdict.FileForOwner || verdict === AdmissionVerdict.LeaveFiled;
-}

@@ -45,7 +45,13 @@ export interface AgentHost {
   /** The conversation queues: a start asks the core's admission there;
    * `retry` posts it again when the core answers `WaitUntilReady`. */
   readonly queues: {
-    admitStart(request: StartRequest, source: AdmissionSource.Direct | AdmissionSource.Filed, aborted: boolean, retry: () => void): void;
+    admitStart(
+      request: StartRequest,
+      source: AdmissionSource.Direct | AdmissionSource.Filed,
+      aborted: boolean,
+      retry: () => void,
+      file: (inbox: RemoteStarts) => void,
+    ): void;
   };
   assertOpen(what: string): void;
   assertOwner(what: string): void;
@@ -56,7 +62,6 @@ export interface AgentHost {
   admittedAs(executionId: string): Promise<boolean>;
   followExecution(agentId: string, executionId: string, waiter: Waiter): void;
   recoverHeld(agentId: string): Promise<void>;
-  remoteStartsFor(agentId: string): RemoteStarts | undefined;
   remoteResumesFor(agentId: string): RemoteResumes | undefined;
 }
 
@@ -167,21 +172,18 @@ export class Agent {
   }
 
   /** Posts the start's admission: the core answers where it goes — run,
-   * queue (docs/decisions/0025), refuse, or wait until the conversation is
-   * ready (0062), after which it is posted again from here. */
+   * queue (docs/decisions/0025), refuse, wait until the conversation is
+   * ready (0062), after which it is posted again from here, or file it for
+   * the process that holds the conversation (0031: `file`). */
   private admit(request: StartRequest, source: AdmissionSource.Direct | AdmissionSource.Filed, file: (remote: RemoteStarts) => void): void {
     const { loop, coordinator } = this.environment;
     let first = true;
     const attempt = (): void => {
       // This process's own lease settling (docs/decisions/0055): a recovery
       // the core knows, so `Admit` answers wait; asked once per start.
-      const settles = first && this.environment.settleLease(request.agent);
+      if (first) this.environment.settleLease(request.agent);
       first = false;
-      // Another live process holds the conversation's partition: it runs
-      // the start (docs/decisions/0031).
-      const remote = source === AdmissionSource.Direct && !settles ? this.environment.remoteStartsFor(this.id) : undefined;
-      if (remote !== undefined) return file(remote);
-      this.environment.queues.admitStart(request, source, request.options.signal?.aborted === true, post);
+      this.environment.queues.admitStart(request, source, request.options.signal?.aborted === true, post, file);
     };
     const post = (): void => {
       loop.post(attempt, {

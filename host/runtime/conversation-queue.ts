@@ -31,22 +31,33 @@
 // back (queue-restore.ts), the durable order (queue-order.ts), and small
 // pure words (queue-words.ts).
 
-import { AdmissionVerdict, MessageKind as M, ResultCode, type AdmissionSource } from "../../assembly/abi.js";
+import { AdmissionVerdict, MessageKind as M, Ownership, ResultCode, type AdmissionSource } from "../../assembly/abi.js";
 import { AgentBusyError, PhronomyError, RuntimeShutdownError } from "../errors.js";
-import { admit, isPlacementVerdict } from "./admission.js";
+import { admit, type Admission } from "./admission.js";
 import { settleWaiterWithError } from "./delivery.js";
 import type { OnBusyPolicy } from "./options.js";
 import type { AgentEntry, StartRequest } from "./requests.js";
 import type { Waiter } from "./run.js";
 import { cancelAborted, cancelQueued } from "./queue-cancel.js";
 import { enqueue } from "./queue-enqueue.js";
-import { admissionFreed, followQueued, headFailed, headLeft, headRefusedBusy, tellIfHeldElsewhere } from "./queue-head.js";
+import { admissionFreed, followQueued, headFailed, headLeft, tellIfHeldElsewhere } from "./queue-head.js";
 import { cancelDurablyOnFailure, holdWhile, restore, restoreLive } from "./queue-restore.js";
 import { QueueState, type ConversationQueueHost } from "./queue-state.js";
 import { busyPolicyOf, noQueueError, refusal } from "./queue-words.js";
 import { ReadinessWaiters } from "./readiness-waiters.js";
+import type { RemoteStarts } from "./remote-start.js";
 
 export { INTERRUPT_REASON, type ConversationQueueHost } from "./queue-state.js";
+
+/** What a start the core answered with a placement verdict needs to be
+ * asked again (`ConversationQueues.placeElsewhere`). */
+interface PlacementRetry {
+  readonly source: AdmissionSource.Direct | AdmissionSource.Filed;
+  readonly aborted: boolean;
+  readonly retry: () => void;
+  readonly file: (inbox: RemoteStarts) => void;
+  readonly told: boolean;
+}
 
 export class ConversationQueues {
   /** The queues' messages and heads: the paths of queue-*.ts share it. */
@@ -77,14 +88,25 @@ export class ConversationQueues {
   /** On the loop: a start made here (or filed for this process) asks the
    * core where it goes (docs/decisions/0062), and goes there. `retry`
    * posts it again: called once the core changed the conversation's
-   * phase, when it answered `WaitUntilReady`. */
-  admitStart(request: StartRequest, source: AdmissionSource.Direct | AdmissionSource.Filed, aborted: boolean, retry: () => void): void {
+   * phase, when it answered `WaitUntilReady`. `file` files it for the
+   * process that holds the conversation (`FileForOwner`). `told`: this
+   * start already told the core a store fact its phase missed (once). */
+  admitStart(
+    request: StartRequest,
+    source: AdmissionSource.Direct | AdmissionSource.Filed,
+    aborted: boolean,
+    retry: () => void,
+    file: (inbox: RemoteStarts) => void,
+    told = false,
+  ): void {
     const { coordinator } = this.state.environment;
     const policy = busyPolicyOf(request);
     const admission = admit(coordinator, request, source, policy, this.state.store() !== undefined);
     if (admission === undefined) return;
     const { agent } = request;
-    if (isPlacementVerdict(admission.verdict)) return this.startAsBefore(request, admission.handle, aborted);
+    if (admission.verdict === AdmissionVerdict.FileForOwner || admission.verdict === AdmissionVerdict.LeaveFiled) {
+      return this.placeElsewhere(request, admission, { source, aborted, retry, file, told });
+    }
     if (admission.verdict === AdmissionVerdict.RunHere) {
       coordinator.apply(M.Start, agent.slot, agent.generation, admission.handle, aborted ? 1 : 0);
       return;
@@ -93,7 +115,7 @@ export class ConversationQueues {
     switch (admission.verdict) {
       case AdmissionVerdict.EnqueueBack:
       case AdmissionVerdict.EnqueueFront:
-        return enqueue(this.state, request, admission.verdict === AdmissionVerdict.EnqueueFront, admission.interrupt, true);
+        return enqueue(this.state, request, admission.verdict === AdmissionVerdict.EnqueueFront, admission.interrupt);
       case AdmissionVerdict.WaitUntilReady:
         return this.waitUntilReady(request, retry);
       case AdmissionVerdict.RefuseBusy:
@@ -113,21 +135,40 @@ export class ConversationQueues {
     }
   }
 
-  /** A start `Admit` answered with a placement verdict, carried out as
-   * before the core had them (`isPlacementVerdict`): behind the messages
-   * queued here, if any (or refused busy), else `Start`, whose busy
-   * refusal `startRefusedBusy` takes. */
-  private startAsBefore(request: StartRequest, handle: number, aborted: boolean): void {
+  /** The core records the conversation owned elsewhere: `FileForOwner`
+   * (a start made here) or `LeaveFiled` (one filed for this process). The
+   * host reads the store's facts (which process holds the conversation is
+   * I/O) and carries the verdict out:
+   *
+   * * the store says this process holds it: the core's phase is stale (a
+   *   takeover or retake not reported yet). Told (`ConversationOwned(here)`)
+   *   and asked again, once: the core then answers as for a conversation
+   *   being registered here (the start waits for the takeover's recovery).
+   * * `LeaveFiled`: refused "not now" (AGENT_BUSY lease_not_held), which the
+   *   inbox never records: the filed start stays for the process that
+   *   holds the conversation (approval-inbox.ts, `judgeStart`).
+   * * `FileForOwner` with a start inbox to file in: filed for that process.
+   * * `FileForOwner` without one (a store with no start inbox, a process
+   *   that takes no share, the partition lapsed here): `Start`, where the
+   *   store's lease check refuses it with the owner's lease. */
+  private placeElsewhere(request: StartRequest, admission: Admission, again: PlacementRetry): void {
     const { coordinator } = this.state.environment;
     const { agent } = request;
-    if ((this.state.conversations.get(agent.id)?.items.length ?? 0) === 0) {
-      coordinator.apply(M.Start, agent.slot, agent.generation, handle, aborted ? 1 : 0);
-      return;
+    const placement = this.state.environment.placementOf(agent.id);
+    if (placement.heldHere && !again.told) {
+      coordinator.requests.take(admission.handle);
+      coordinator.apply(M.ConversationOwned, agent.slot, agent.generation, Ownership.Here);
+      return this.admitStart(request, again.source, again.aborted, again.retry, again.file, true);
     }
-    coordinator.requests.take(handle);
-    const policy = busyPolicyOf(request);
-    if (policy === "reject") return this.refuseBusy(request);
-    enqueue(this.state, request, policy === "interrupt", policy === "interrupt", false);
+    if (admission.verdict === AdmissionVerdict.LeaveFiled && !placement.heldHere) {
+      coordinator.requests.take(admission.handle);
+      return settleWaiterWithError(request.waiter, AgentBusyError.ownedElsewhere(agent.id), this.state.settings);
+    }
+    if (placement.inbox !== undefined && !placement.heldHere) {
+      coordinator.requests.take(admission.handle);
+      return again.file(placement.inbox);
+    }
+    coordinator.apply(M.Start, agent.slot, agent.generation, admission.handle, again.aborted ? 1 : 0);
   }
 
   /** The conversation is registering or recovering: the start waits for
@@ -171,17 +212,6 @@ export class ConversationQueues {
       ),
       this.state.settings,
     );
-  }
-
-  /** The core refused a start because its agent is busy (on the loop).
-   * Reached only by a start `Admit` answered with a placement verdict,
-   * carried out as before (`isPlacementVerdict`). */
-  startRefusedBusy(request: StartRequest): boolean {
-    if (headRefusedBusy(this.state, request)) return true;
-    const policy = busyPolicyOf(request);
-    if (policy === "reject") return false;
-    enqueue(this.state, request, policy === "interrupt", policy === "interrupt", false);
-    return true;
   }
 
   /** `env.wait` on a queued message: settled with its outcome. */
@@ -230,12 +260,6 @@ export class ConversationQueues {
       if (counted !== items.length) drift.push(`conversation "${entry.id}": ${items.length} message(s) queued here, ${counted} counted by the core`);
     }
     return drift;
-  }
-
-  /** A queue head the core refused because its conversation is busy
-   * (queue-head.ts): it stays the head. */
-  headRefusedBusy(request: StartRequest): boolean {
-    return headRefusedBusy(this.state, request);
   }
 
   /** A queue head whose preparation the store failed or that was refused

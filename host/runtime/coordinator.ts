@@ -14,7 +14,6 @@ import type { ControlCore } from "../core/control-core.js";
 import { effectKindName, messageKindName, resultCodeName } from "../core/names.js";
 import type { CoreEffect } from "../core/effects.js";
 import {
-  AgentBusyError,
   ApprovalMismatchError,
   CoreFailureError,
   ExecutionRehydrationRequiredError,
@@ -46,12 +45,6 @@ import { submitApprovalCommit, submitProviderBarrier, submitTerminalCommit, subm
 
 /** What the coordinator asks the conversation queues (`conversation-queue.ts`). */
 export interface BusyHooks {
-  /** A start refused because its agent is busy, offered first: true when
-   * taken (a queue head put back, or queued by its busy policy). */
-  readonly startRefusedBusy: (request: StartRequest) => boolean;
-  /** A queue head refused because its agent is busy (whatever holds it):
-   * true when put back at its conversation's head. */
-  readonly headRefusedBusy: (request: StartRequest) => boolean;
   /** A start ended by its preparation with `error`: true when it was a
    * queue head still queued in the store, started again later. */
   readonly headFailed: (request: StartRequest, error: PhronomyError) => boolean;
@@ -124,11 +117,6 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
    * suspended nor left for recovery). */
   *runningAgentIds(): Iterable<string> {
     for (const entry of this.executionIds.values()) if (!entry.suspended && !entry.recoveryRequired) yield entry.agent.id;
-  }
-
-  /** True while the agent's admission waits for `env.recover()`. */
-  private isHeldForRecovery(agent: AgentEntry): boolean {
-    return this.heldAgents.has(agent) || this.recoveryRequiredEntriesOf(agent).length > 0;
   }
 
   /** A start of this execution id refused busy meets the one being
@@ -373,15 +361,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
     if (request.type === "cancel") return cancelRefused(this, request, code);
     if (request.type === "resume") return this.resumeRefused(request, code);
     const executionId = request.type === "start" ? request.executionId : undefined;
-    // A queue head stays the head, whatever holds the conversation: its
-    // message is queued in the store (docs/decisions/0058).
-    if (request.type === "start" && code === ResultCode.AgentAlreadyAdmitted && this.busyHooks?.headRefusedBusy(request)) return;
     if (request.type === "start") this.busyHooks?.headLeft(request);
-    if (request.type === "start" && code === ResultCode.AgentAlreadyAdmitted && this.isHeldForRecovery(request.agent)) {
-      settleWaiterWithError(request.waiter, AgentBusyError.heldForRecovery(request.agent.id), this.settings);
-      return;
-    }
-    if (request.type === "start" && code === ResultCode.AgentAlreadyAdmitted && this.busyHooks?.startRefusedBusy(request)) return;
     const error = request.type === "start" && request.storeError ? request.storeError : errorForCode(code, { agentId: request.waiter.agentId, executionId });
     settleWaiterWithError(request.waiter, error, this.settings);
   }

@@ -40,7 +40,7 @@ import type { AgentDefinition, ConversationDefinition } from "./options.js";
 import { partitionedStoreOf, partitionTakeovers } from "./partition-takeover.js";
 import type { RecoveredExecution } from "./recovery.js";
 import type { RemoteResumes } from "./remote-resume.js";
-import type { RemoteStarts } from "./remote-start.js";
+import type { StartPlacement } from "./remote-start.js";
 import type { AgentEntry } from "./requests.js";
 import type { PruneOptions, PruneReport } from "./retention.js";
 import type { RetryOptions } from "./retry.js";
@@ -221,9 +221,9 @@ export class Environment {
   /** @internal Before a start's `Admit`: this process's own lease settling is a recovery the core knows (agent-recoveries.ts). */
   readonly settleLease = (entry: AgentEntry): boolean => this.recoveries.settleLease(entry);
 
-  /** @internal Where `agent.start` files a start this process may not run (docs/decisions/0031). */
-  remoteStartsFor(agentId: string): RemoteStarts | undefined {
-    return this.inbox.remoteStartsFor(agentId);
+  /** @internal The store's facts on where a start the core placed elsewhere goes (docs/decisions/0031, 0062). */
+  placementOf(agentId: string): StartPlacement {
+    return this.inbox.placementOf(agentId);
   }
 
   /** @internal A keyed start whose execution is in the store already: `waiter` follows it. */

@@ -16,7 +16,7 @@ import type { LeasingStore } from "./leases.js";
 import type { StartOptions } from "./options.js";
 import { partitionedStoreOf } from "./partition-takeover.js";
 import { RemoteResumes } from "./remote-resume.js";
-import { RemoteStarts, startInboxStoreOf } from "./remote-start.js";
+import { RemoteStarts, startInboxStoreOf, type StartPlacement } from "./remote-start.js";
 import { applyFiledRetry, type RetryHost } from "./retry.js";
 import { asPhronomyError } from "./session.js";
 
@@ -83,19 +83,15 @@ export class InboxClaims {
     return this.host.visitor || this.host.notHeldHere(agentId) ? this.remoteResumes : undefined;
   }
 
-  /** Where `agent.start` sends a start this process may not run: the
-   * inbox, when the store files starts and another process holds the
-   * conversation's partition (docs/decisions/0031); undefined otherwise. */
-  remoteStartsFor(agentId: string): RemoteStarts | undefined {
-    if (this.remoteStarts === undefined || this.host.closed() || !this.host.notHeldHere(agentId)) return undefined;
-    // Held here but not renewed in time: refused here (lease_not_held) until
-    // the next renewal, as before — never filed for itself. Nor when its
-    // lease lapsed here (the database away longer than the lease) and
-    // nobody took it since: this process takes it back at its next tick,
-    // and a start filed meanwhile went to itself (docs/decisions/0058).
+  /** Where a start the core answered with a placement verdict can go
+   * (docs/decisions/0031, 0062): whether the store says this process holds
+   * the conversation, and the inbox to file it in for the process that
+   * does. The core decided it goes elsewhere; this is the store's fact. */
+  placementOf(agentId: string): StartPlacement {
     const partitioned = partitionedStoreOf(this.host.store);
-    if (partitioned !== undefined && (partitioned.partitionHeld(agentId) || partitioned.partitionLapsedHere(agentId))) return undefined;
-    return this.remoteStarts;
+    const heldHere = !this.host.notHeldHere(agentId) || partitioned?.partitionHeld(agentId) === true;
+    const files = this.remoteStarts !== undefined && !this.host.closed() && !heldHere && partitioned?.partitionLapsedHere(agentId) !== true;
+    return { heldHere, inbox: files ? this.remoteStarts : undefined };
   }
 
   /** The store keeps filed starts and this process may write to it. */

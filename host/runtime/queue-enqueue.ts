@@ -22,13 +22,13 @@ import { ABORTED, INTERRUPT_REASON, type QueuedItem, type QueueState } from "./q
 import { busyPolicyOf, cancellation, noQueueError } from "./queue-words.js";
 
 /** Writes the message to the conversation's queue (on the loop), at the
- * front or the back as `Admit` answered; `counted`: `Admit` counted it
- * queued already. */
-export function enqueue(queues: QueueState, request: StartRequest, front: boolean, interrupt: boolean, counted: boolean): void {
+ * front or the back as `Admit` answered, which counted it queued already
+ * (a message not written is counted out again). */
+export function enqueue(queues: QueueState, request: StartRequest, front: boolean, interrupt: boolean): void {
   const store = queues.store();
   const agent = request.agent;
   if (store === undefined) {
-    if (counted) queues.counted(agent, -1);
+    queues.counted(agent, -1);
     settleWaiterWithError(request.waiter, noQueueError(agent.id, busyPolicyOf(request)), queues.settings);
     return;
   }
@@ -37,7 +37,7 @@ export function enqueue(queues: QueueState, request: StartRequest, front: boolea
   // follows that message: written again, its refusal would be taken for
   // the first's and cancel it (docs/decisions/0063).
   if (request.executionId !== undefined && queues.items.has(request.executionId)) {
-    if (counted) queues.counted(agent, -1);
+    queues.counted(agent, -1);
     queues.environment.followExecution(agent.id, request.executionId, request.waiter);
     return;
   }
@@ -46,7 +46,7 @@ export function enqueue(queues: QueueState, request: StartRequest, front: boolea
   // maps when the start fails for now and goes back to the head).
   const starting = request.executionId !== undefined ? queues.starting.get(request.executionId) : undefined;
   if (starting !== undefined) {
-    if (counted) queues.counted(agent, -1);
+    queues.counted(agent, -1);
     const follow = (): void => queues.environment.followExecution(agent.id, starting.executionId, request.waiter);
     starting.waiter.result.then(follow, follow);
     return;
@@ -72,7 +72,6 @@ export function enqueue(queues: QueueState, request: StartRequest, front: boolea
   const conversation = queues.conversationOf(agent.id);
   if (front) conversation.items.unshift(item);
   else conversation.items.push(item);
-  if (!counted) queues.counted(agent, 1);
   queues.items.set(executionId, item);
   cancelDurablyOnFailure(queues, item);
   const signal = request.options.signal;

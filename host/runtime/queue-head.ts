@@ -1,35 +1,22 @@
 // The head of a conversation's queue (conversation-queue.ts): started
-// through the core's `Admit` once the conversation is free, put back when
-// the core refuses it busy, started again after the store failed its
-// preparation (the core's backoff), and let go once it left the queue.
+// through the core's `Admit` once the conversation is free (it stays the
+// head while the core answers `StayQueued`), started again after the store
+// failed its preparation (the core's backoff), and let go once it left the
+// queue.
 // When the store says another process holds the conversation, the core
 // is told (`ConversationOwned(elsewhere)`) and its `FollowQueued` makes
 // the Runs of the messages queued here follow them (docs/decisions/0062).
 
 import { AdmissionSource, AdmissionVerdict, HeadOutcome, MessageKind as M, Ownership, ResultCode } from "../../assembly/abi.js";
 import type { PhronomyError } from "../errors.js";
-import { admit, isPlacementVerdict } from "./admission.js";
+import { admit } from "./admission.js";
 import { settleWaiterWithError } from "./delivery.js";
 import { heldEpochOf, leasingStoreOf } from "./leases.js";
 import { partitionedStoreOf } from "./partition-takeover.js";
 import type { AgentEntry, StartRequest } from "./requests.js";
 import { Waiter } from "./run.js";
-import { headRetryMsMax, headRetryMsMin, type Conversation, type QueuedItem, type QueueState } from "./queue-state.js";
+import type { Conversation, QueuedItem, QueueState } from "./queue-state.js";
 import { busyPolicyOf, executionExists, notNow, refusal, retryDelayOf } from "./queue-words.js";
-
-/** A queue head the core refused because its conversation is busy —
- * another start admitted first, or the conversation held for recovery
- * (on the loop): it stays the head, and runs once the conversation is
- * free (a recovery restores the queue). Its Run is not told: the
- * message is queued in the store, and runs (docs/decisions/0058). */
-export function headRefusedBusy(queues: QueueState, request: StartRequest): boolean {
-  if (!queues.pumped.has(request)) return false;
-  queues.pumped.delete(request);
-  // Counted by `startHead` once the `Start` returned.
-  const item = queues.items.get(request.executionId ?? "");
-  if (item !== undefined) queues.conversationOf(item.agent.id).items.unshift(item);
-  return true;
-}
 
 /** A queue head whose preparation the store failed (`STORE`: a lost
  * connection, the database unreachable) or that was refused for now
@@ -56,14 +43,14 @@ export function headFailed(queues: QueueState, request: StartRequest, error: Phr
   // `FollowQueued` makes its Run (and those behind it) follow it to
   // whoever holds the conversation next (decision 0058).
   if (heldElsewhere(queues, item.agent.id)) {
-    if (!settleHead(queues, request, HeadOutcome.Back)) queues.counted(item.agent, 1);
+    settleHead(queues, request, HeadOutcome.Back);
     tellOwnedElsewhere(queues, item.agent);
     return true;
   }
   // Held here: started again after the core's one backoff (250 ms
-  // doubling to 5 s, by the failures since a head last left), or this
-  // queue's own for a head `Admit` did not let start (`isPlacementVerdict`).
-  const delayMs = settleHead(queues, request, HeadOutcome.Failed) ? retryDelayOf(queues.environment.coordinator) : placedHeadRetryMs(queues, item);
+  // doubling to 5 s, by the failures since a head last left).
+  settleHead(queues, request, HeadOutcome.Failed);
+  const delayMs = retryDelayOf(queues.environment.coordinator);
   setTimeout(() => {
     if (queues.closed) return;
     queues.environment.loop.post(() => startHead(queues, item.agent), { label: `queued message ${item.executionId} started again` });
@@ -87,14 +74,6 @@ function headTaken(queues: QueueState, request: StartRequest): boolean {
   queues.environment.followElsewhere(item.agent.id, item.executionId, item.waiter);
   admissionFreed(queues, item.agent);
   return true;
-}
-
-/** The wait before a head started as before (a placement verdict) is
- * started again after its preparation failed: counted here, as before. */
-function placedHeadRetryMs(queues: QueueState, item: QueuedItem): number {
-  queues.counted(item.agent, 1);
-  item.failures = (item.failures ?? 0) + 1;
-  return Math.min(headRetryMsMax, headRetryMsMin * 2 ** (item.failures - 1));
 }
 
 /** A start ended its preparation or was refused (on the loop): a head
@@ -194,8 +173,7 @@ export function startHead(queues: QueueState, of: AgentEntry): void {
   const admission = admit(coordinator, request, AdmissionSource.QueueHead, busyPolicyOf(request), true);
   // Refused (a stale handle): its Run was told, as a refused Start's.
   if (admission === undefined) return headGone(queues, conversation, head);
-  if (admission.verdict === AdmissionVerdict.RunHere) return runHead(queues, conversation, head, request, admission.handle, true);
-  if (headPlacedElsewhere(admission.verdict)) return runHead(queues, conversation, head, request, admission.handle, false);
+  if (admission.verdict === AdmissionVerdict.RunHere) return runHead(queues, conversation, head, request, admission.handle);
   coordinator.requests.take(admission.handle);
   if (admission.verdict !== AdmissionVerdict.RefuseClosed) return; // StayQueued: busy; started once the admission is released
   conversation.items.shift();
@@ -219,33 +197,16 @@ function headRequest(queues: QueueState, agent: AgentEntry, head: QueuedItem): S
   };
 }
 
-/** A head `Admit` answered with a placement verdict (`isPlacementVerdict`):
- * started as before, the store's lease decides. The core answers a head
- * `StayQueued` in every phase but ready, and it stays the head: owned
- * elsewhere, the owner runs it and its Run follows it there
- * (`FollowQueued`), and a takeover here restores the queue and starts it;
- * registering, recovering or held, it is offered again once the core opens
- * the conversation (`OpenAdmissions`, `admissionsOpened`). */
-function headPlacedElsewhere(verdict: AdmissionVerdict): boolean {
-  return isPlacementVerdict(verdict);
-}
-
-/** Applies the head's `Start`. `admitted`: `Admit` let it start (the core
- * counted it out of the queue and waits for `HeadSettled`). */
-function runHead(queues: QueueState, conversation: Conversation, head: QueuedItem, request: StartRequest, handle: number, admitted: boolean): void {
+/** Applies the head's `Start`: `Admit` let it start (the core counted it
+ * out of the queue and waits for `HeadSettled`). */
+function runHead(queues: QueueState, conversation: Conversation, head: QueuedItem, request: StartRequest, handle: number): void {
   const { agent } = request;
   conversation.items.shift();
-  if (!admitted) queues.counted(agent, -1);
-  queues.pumped.add(request);
-  if (admitted) queues.headsStarting.set(request, agent);
+  queues.headsStarting.set(request, agent);
   const { coordinator } = queues.environment;
   // Not cancelled (0): an aborted head never gets here — its cancel is
   // written by the host as a queue cancel (`cancelAborted`, decision 0057).
   coordinator.apply(M.Start, agent.slot, agent.generation, handle, 0);
-  // Refused busy: `headRefusedBusy` took it out of `pumped` and put it back at the head.
-  const back = !queues.pumped.delete(request);
-  if (back && !settleHead(queues, request, HeadOutcome.Back)) queues.counted(agent, 1);
-  if (back) return;
   headGone(queues, conversation, head);
 }
 

@@ -18,6 +18,7 @@ import type { Coordinator } from "./coordinator.js";
 import { KeyedRetries } from "./keyed-retries.js";
 import type { StartOptions } from "./options.js";
 import type { AgentEntry, StartRequest } from "./requests.js";
+import type { StartPlacement } from "./remote-start.js";
 import type { Waiter, Waiting } from "./run.js";
 
 /** The reason given to a suspended execution's approval when a newer
@@ -32,12 +33,6 @@ export const ABORTED = "the start's signal was aborted";
  * process stops): every other failure of a message taken from the queue
  * writes it terminal with that error. */
 export const KEPT_QUEUED: ReadonlySet<string> = new Set(["RUNTIME_SHUTDOWN", "STORE", "EXECUTION_REHYDRATION_REQUIRED", "AGENT_BUSY", "CORE_FAILED"]);
-
-/** The first and the longest wait before a queue head the store failed to
- * prepare is started again (`headFailed`): a killed connection is back at
- * once; a database restarting takes seconds. */
-export const headRetryMsMin = 250;
-export const headRetryMsMax = 5_000;
 
 export interface QueuedItem {
   readonly executionId: string;
@@ -60,8 +55,6 @@ export interface QueuedItem {
    * settled: RUNTIME_SHUTDOWN (the enqueue's answer, or the cancel's
    * write, may then come to a closed loop, or never). */
   onClosed?: (error: Error) => void;
-  /** Its starts the store failed (`headFailed`): the wait before the next. */
-  failures?: number;
   /** When it was known durable (`QueueState.durableCount`). */
   durableNumber?: number;
   /** Its durable order key (`QueuedMessage.seq`), once known. */
@@ -98,6 +91,9 @@ export interface ConversationQueueHost {
   /** The one follower of executions run elsewhere (durable-watch.ts). */
   followElsewhere(agentId: string, executionId: string, waiter: Waiting): void;
   agentHandle(agentId: string): Agent | undefined;
+  /** The store's facts on where a start the core answered with a
+   * placement verdict goes (inbox-claims.ts). */
+  placementOf(agentId: string): StartPlacement;
 }
 
 /** The steps of the cancel and restore paths the head path takes
@@ -112,8 +108,6 @@ export interface QueueSteps {
 export class QueueState {
   readonly conversations = new Map<string, Conversation>();
   readonly items = new Map<string, QueuedItem>();
-  /** Starts of queue heads in flight to the core (refused busy: back to the head). */
-  readonly pumped = new WeakSet<StartRequest>();
   /** Heads taken from the queue until their Run settles: until their
    * preparation commits, their message is still queued in the store. */
   readonly starting = new Map<string, QueuedItem>();

@@ -59,6 +59,22 @@ export interface StartInboxStore {
   readonly hearsFiledStarts?: boolean;
 }
 
+/** The store's facts on a start the core answered `FileForOwner` or
+ * `LeaveFiled` (the conversation owned elsewhere): they decide nothing,
+ * they say where the core's verdict can be carried out
+ * (`ConversationQueues.placeElsewhere`). */
+export interface StartPlacement {
+  /** The store says this process holds the conversation (its lease, or
+   * its partition, renewed in time or not): the core's phase is stale. */
+  readonly heldHere: boolean;
+  /** The inbox to file the start in for the process that holds it: when
+   * the store has one, this process files (it takes a share, and is
+   * open) and the partition did not lapse here (this process takes it
+   * back at its next tick: a start filed meanwhile would go to itself,
+   * docs/decisions/0058). */
+  readonly inbox: RemoteStarts | undefined;
+}
+
 /** The store's start inbox, when it declares one. */
 export function startInboxStoreOf(store: object): StartInboxStore | undefined {
   return capabilitiesOf(store).startInbox ? (store as StartInboxStore) : undefined;
