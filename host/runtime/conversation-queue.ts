@@ -141,9 +141,11 @@ export class ConversationQueues {
    * I/O) and carries the verdict out:
    *
    * * the store says this process holds it: the core's phase is stale (a
-   *   takeover or retake not reported yet). Told (`ConversationOwned(here)`)
-   *   and asked again, once: the core then answers as for a conversation
-   *   being registered here (the start waits for the takeover's recovery).
+   *   takeover or retake not reported yet). Told (`ConversationOwned(here)`),
+   *   its recovery asked as a retake's (joined by the takeover's, if one is
+   *   on its way), and asked again, once: the core then answers as for a
+   *   conversation being registered here — the start waits for that
+   *   recovery, then runs here.
    * * `LeaveFiled`: refused "not now" (AGENT_BUSY lease_not_held), which the
    *   inbox never records: the filed start stays for the process that
    *   holds the conversation (approval-inbox.ts, `judgeStart`).
@@ -158,6 +160,7 @@ export class ConversationQueues {
     if (placement.heldHere && !again.told) {
       coordinator.requests.take(admission.handle);
       coordinator.apply(M.ConversationOwned, agent.slot, agent.generation, Ownership.Here);
+      this.state.environment.recoverTakenBack(agent.id);
       return this.admitStart(request, again.source, again.aborted, again.retry, again.file, true);
     }
     if (admission.verdict === AdmissionVerdict.LeaveFiled && !placement.heldHere) {

@@ -34,7 +34,7 @@ import { EnvironmentReads } from "./environment-reads.js";
 import { Followers } from "./followers.js";
 import { WorkById } from "./work-by-id.js";
 import { InboxClaims, inboxHooksOf } from "./inbox-claims.js";
-import { leasingStoreOf } from "./leases.js";
+import { heldEpochOf, leasingStoreOf } from "./leases.js";
 import type { OpenOptions } from "./open-options.js";
 import type { AgentDefinition, ConversationDefinition } from "./options.js";
 import { partitionedStoreOf, partitionTakeovers } from "./partition-takeover.js";
@@ -224,6 +224,12 @@ export class Environment {
   /** @internal The store's facts on where a start the core placed elsewhere goes (docs/decisions/0031, 0062). */
   placementOf(agentId: string): StartPlacement {
     return this.inbox.placementOf(agentId);
+  }
+
+  /** @internal A conversation the core recorded owned elsewhere that the store says this process holds: recovered as a retake. */
+  recoverTakenBack(agentId: string): void {
+    const epoch = heldEpochOf(this.store, agentId);
+    if (epoch !== undefined) this.recoveries.recoverAfterRetake(agentId, epoch);
   }
 
   /** @internal A keyed start whose execution is in the store already: `waiter` follows it. */

@@ -12,7 +12,7 @@ import { InboxApplier, inboxStoreOf, type ClaimedDecision } from "./approval-inb
 import { applyFiledCancel, type CancelHost } from "./cancel-by-id.js";
 import type { ConversationHost, Conversations } from "./conversations.js";
 import type { Coordinator } from "./coordinator.js";
-import type { LeasingStore } from "./leases.js";
+import { heldEpochOf, type LeasingStore } from "./leases.js";
 import type { StartOptions } from "./options.js";
 import { partitionedStoreOf } from "./partition-takeover.js";
 import { RemoteResumes } from "./remote-resume.js";
@@ -88,8 +88,9 @@ export class InboxClaims {
    * the conversation, and the inbox to file it in for the process that
    * does. The core decided it goes elsewhere; this is the store's fact. */
   placementOf(agentId: string): StartPlacement {
+    // The same fact as `tellIfHeldElsewhere` reads: an epoch held here.
+    const heldHere = heldEpochOf(this.host.store, agentId) !== undefined;
     const partitioned = partitionedStoreOf(this.host.store);
-    const heldHere = !this.host.notHeldHere(agentId) || partitioned?.partitionHeld(agentId) === true;
     const files = this.remoteStarts !== undefined && !this.host.closed() && !heldHere && partitioned?.partitionLapsedHere(agentId) !== true;
     return { heldHere, inbox: files ? this.remoteStarts : undefined };
   }

@@ -94,6 +94,9 @@ export interface ConversationQueueHost {
   /** The store's facts on where a start the core answered with a
    * placement verdict goes (inbox-claims.ts). */
   placementOf(agentId: string): StartPlacement;
+  /** The store says this process holds the conversation the core recorded
+   * owned elsewhere: its recovery, as a retake's (agent-recoveries.ts). */
+  recoverTakenBack(agentId: string): void;
 }
 
 /** The steps of the cancel and restore paths the head path takes

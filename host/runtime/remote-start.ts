@@ -64,8 +64,8 @@ export interface StartInboxStore {
  * they say where the core's verdict can be carried out
  * (`ConversationQueues.placeElsewhere`). */
 export interface StartPlacement {
-  /** The store says this process holds the conversation (its lease, or
-   * its partition, renewed in time or not): the core's phase is stale. */
+  /** The store names an epoch of the conversation held here (its lease,
+   * or its partition, renewed in time or not): the core's phase is stale. */
   readonly heldHere: boolean;
   /** The inbox to file the start in for the process that holds it: when
    * the store has one, this process files (it takes a share, and is
