@@ -100,6 +100,11 @@ export class ConversationQueues {
     told = false,
   ): void {
     const { coordinator } = this.state.environment;
+    // A store fact the core may not have yet — the lease lost, its signal
+    // still on its way to the loop — is reported first (as every place
+    // that learns it does: `tellIfHeldElsewhere`), so `Admit` answers from
+    // it: the start is filed for the holder, not refused by the store.
+    if (!told) tellIfHeldElsewhere(this.state, request.agent);
     const policy = busyPolicyOf(request);
     const admission = admit(coordinator, request, source, policy, this.state.store() !== undefined);
     if (admission === undefined) return;
