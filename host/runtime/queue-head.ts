@@ -171,7 +171,7 @@ export function startHead(queues: QueueState, of: AgentEntry): void {
   if (admission.verdict === AdmissionVerdict.RunHere) return runHead(queues, conversation, head, request, admission.handle, true);
   if (headPlacedElsewhere(queues, agent, admission.verdict)) return runHead(queues, conversation, head, request, admission.handle, false);
   coordinator.requests.take(admission.handle);
-  if (admission.verdict !== AdmissionVerdict.RefuseClosed) return; // StayQueued: busy; started once the admission is released
+  if (admission.verdict !== AdmissionVerdict.RefuseClosed) return; // StayQueued: busy; offered again on the core's StartHead
   conversation.items.shift();
   queues.counted(agent, -1);
   settleWaiterWithError(head.waiter, refusal(request, ResultCode.AgentClosed), queues.settings);

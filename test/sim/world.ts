@@ -24,6 +24,7 @@ import { z } from "zod";
 import { scriptedModel, type ScriptedTurn } from "../../host/agent/scripted-model.js";
 import { Phronomy, tool, type DefinedAgent, type Environment, type Run } from "../../host/index.js";
 import type { SqliteConnection } from "../../host/store/sqlite/driver.js";
+import { ConversationFlag, ConversationPhase } from "../../assembly/abi.js";
 import { Cluster, type ClusterStore, type PendingWrite, type WriteFate } from "./cluster-store.js";
 
 /** Processes, conversations and steps per seed: small, so a seed takes
@@ -435,6 +436,24 @@ export class World {
       this.problem(`message ${String(row["execution_id"])} of ${String(row["agent_id"])} is still queued once the world is quiet`);
     }
     for (const caller of this.callers) this.checkCaller(caller);
+    for (const process of this.processes) if (process.alive && process.environment !== undefined) this.checkReleased(process.owner, process.environment);
+  }
+
+  /** Once quiet, every conversation the core let go (`ReleaseConversation`)
+   * is gone, and none the core would let go is left registered: ready, no
+   * use, nothing queued or starting, not pinned, no admission held
+   * (docs/decisions/0062, "The idle release and the queue head"). */
+  private checkReleased(owner: string, environment: Environment): void {
+    const { core } = environment.coordinator.settings;
+    const admissions = new Map(core.snapshot().agents.map((agent) => [agent.slot, agent.admissionState]));
+    for (const entry of environment.coordinator.agentEntries()) {
+      const record = core.conversation(entry.slot);
+      const kept = (record.flags & (ConversationFlag.Pinned | ConversationFlag.HeadStarting)) !== 0 || admissions.get(entry.slot) !== 0;
+      const idle = record.phase === ConversationPhase.Ready && record.users === 0 && record.queued === 0 && !kept;
+      if (record.phase === ConversationPhase.Releasing || idle) {
+        this.problem(`${owner}: conversation "${entry.id}" is still registered once the world is quiet (phase ${record.phase}, idle by the core's count)`);
+      }
+    }
   }
 
   /** Every caller of a live process settled; none was told AGENT_BUSY
