@@ -82,11 +82,21 @@ function headTaken(queues: QueueState, request: StartRequest): boolean {
   const item = queues.starting.get(request.executionId ?? "");
   if (item === undefined || item.waiter !== request.waiter) return false;
   queues.starting.delete(item.executionId);
-  // Left: the core answers `StartHead` for the next head, once the
-  // admission is released too.
+  // Left, and its preparation ended (the admission released): the core
+  // answers `StartHead` for the next head, or lets an idle conversation go.
+  // A head `Admit` did not let start (`isPlacementVerdict`) has no
+  // `HeadSettled`: `AdmissionReleased` asks for it.
   settleHead(queues, request, HeadOutcome.Left);
   queues.environment.followElsewhere(item.agent.id, item.executionId, item.waiter);
+  admissionReleased(queues, item.agent);
   return true;
+}
+
+/** Tells the core the agent's admission was released (posted): the
+ * coordinator does not, for a start `headFailed` took. */
+function admissionReleased(queues: QueueState, agent: AgentEntry): void {
+  const { coordinator, loop } = queues.environment;
+  loop.post(() => coordinator.apply(M.AdmissionReleased, agent.slot, agent.generation), { label: `the admission of agent "${agent.id}" released` });
 }
 
 /** The wait before a head started as before (a placement verdict) is
