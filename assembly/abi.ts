@@ -655,7 +655,9 @@ export const enum HeadOutcome {
   None = 0,
   /** Its execution was prepared, or it failed for good: it left. */
   Left = 1,
-  /** Refused busy: it is the head again and waits for the admission. */
+  /** Refused busy, or refused for now while the conversation is held
+   * elsewhere: it is the head again and waits (for the admission's
+   * release, a recovery here); it is not started again at once. */
   Back = 2,
   /** The store failed its preparation: the head again, retried after the
    * backoff. */

@@ -232,6 +232,19 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.None, users: 0, queued: 0, flags: 0, recoveryEpoch: 0 });
   });
 
+  it("a head that went back waits: nothing is started again at once, the next release starts it", async () => {
+    const core = await boot();
+    const c = ready(core);
+    core.step(M.MessageQueued, c.slot, c.generation, 1);
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 5, Source.QueueHead, Policy.Enqueue, 1))).toBe(Verdict.RunHere);
+    // Refused for now while the conversation is held elsewhere: the
+    // admission is free, yet asking for the same start again at once
+    // would be refused again (and again).
+    expect(core.step(M.HeadSettled, c.slot, c.generation, HeadOutcome.Back)).toEqual([]);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ queued: 1, flags: 0 });
+    expect(core.step(M.AdmissionReleased, c.slot, c.generation)).toEqual([{ kind: EffectKind.StartHead, agent: c.slot }]);
+  });
+
   it("drops what does not fit and changes nothing", async () => {
     const core = await boot();
     const c = ready(core);

@@ -403,8 +403,8 @@ export class ReferenceConversations {
       record.failures = 0;
       this.startHeadOrRelease(slot);
     } else if (outcome === HeadOutcome.Back) {
+      // It waits: not started again at once (nor let go: it is queued).
       record.queued += 1;
-      this.startHeadOrRelease(slot);
     } else {
       record.queued += 1;
       record.failures = Math.min(255, record.failures + 1);
