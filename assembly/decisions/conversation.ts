@@ -225,8 +225,10 @@ function nothingWritten(facts: u32): bool {
   return untouched && (facts & (RecoveryFact.InScan | RecoveryFact.QueuedAtOpen)) == 0;
 }
 
-/** The recovery ended well: the gate and the inbox open, then the queue
- * is read (when the recovery was to read it) or its head started. */
+/** The recovery ended well: the gate and the inbox open, the queue is
+ * read (when the recovery was to read it), and its head started when one
+ * is due — the host reads the queue inside the recovery's pass, before it
+ * reports the end, so the messages it found are counted by now. */
 function becomeReady(agent: u32): void {
   const moved = moveConversation(agent, ConversationEvent.Recovered);
   assert(moved, "a recovering conversation may become ready");
@@ -237,7 +239,7 @@ function becomeReady(agent: u32): void {
   emit(EffectKind.OpenAdmissions, agent);
   emit(EffectKind.OpenInbox, agent);
   if (readQueue) emit(EffectKind.RestoreQueue, agent);
-  else startHeadIfDue(agent);
+  startHeadIfDue(agent);
 }
 
 function forgetRecovery(agent: u32): void {

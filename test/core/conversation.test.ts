@@ -157,6 +157,22 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 10, Source.Direct, Policy.Enqueue, 1))).toBe(Verdict.WaitUntilReady);
   });
 
+  it("starts the head of a queue read inside the recovery's pass once it is ready, when nothing holds the admission", async () => {
+    const core = await boot();
+    const c = register(core);
+    core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Here);
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.OpenScan, Fact.Leasing | Fact.QueuedAtOpen);
+    // The pass read two messages; a head offered meanwhile stays queued.
+    core.step(M.MessageQueued, c.slot, c.generation, 2);
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 11, Source.QueueHead, Policy.Enqueue, 1))).toBe(Verdict.StayQueued);
+    expect(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.Recovered)).toEqual([
+      { kind: EffectKind.OpenAdmissions, agent: c.slot },
+      { kind: EffectKind.OpenInbox, agent: c.slot },
+      { kind: EffectKind.RestoreQueue, agent: c.slot },
+      { kind: EffectKind.StartHead, agent: c.slot },
+    ]);
+  });
+
   it("follows the messages queued here when owned elsewhere, keeps them counted, and leaves when taken back", async () => {
     const core = await boot();
     const c = ready(core);
@@ -181,6 +197,7 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     expect(core.step(M.RecoveryRequested, c.slot, c.generation, Cause.LeaseTakeover, Fact.Leasing)).toEqual([
       { kind: EffectKind.ReadRows, agent: c.slot, epoch: 3, rows: RowsPolicy.FromStore, readQueue: true },
     ]);
+    // The execution started before still holds the admission: the head waits for its release.
     expect(core.step(M.RecoveryFinished, c.slot, c.generation, 3, RecoveryOutcome.Recovered)).toEqual([
       { kind: EffectKind.OpenAdmissions, agent: c.slot },
       { kind: EffectKind.OpenInbox, agent: c.slot },

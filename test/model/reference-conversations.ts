@@ -281,7 +281,7 @@ export class ReferenceConversations {
       this.host.emit(EffectKind.OpenAdmissions, slot);
       this.host.emit(EffectKind.OpenInbox, slot);
       if (readQueue) this.host.emit(EffectKind.RestoreQueue, slot);
-      else this.startHeadIfDue(slot);
+      this.startHeadIfDue(slot);
     }
     return ResultCode.Ok;
   }
