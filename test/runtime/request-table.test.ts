@@ -10,7 +10,8 @@ import type { Waiter } from "../../host/runtime/run.js";
 const waiter = {} as Waiter;
 
 function resume(executionId: string, approvalId: string): ResumeRequest {
-  return { type: "resume", waiter, executionId, approvalId, approved: true, reason: null, signal: undefined };
+  const waits = { recoverFirst: () => undefined, askAgain: () => undefined };
+  return { type: "resume", waiter, executionId, approvalId, approved: true, reason: null, signal: undefined, afterRecovery: false, waits };
 }
 
 describe("RequestTable.resumeOf", () => {
