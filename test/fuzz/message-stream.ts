@@ -109,6 +109,8 @@ export class MessageStream {
    * an effect the core just emitted (see `learnApprovalCommit`,
    * `learnStartHead`). */
   private answer: Message | undefined;
+  /** Provider calls started, under pressure (see `learnPressure`). */
+  private providerCalls = 0;
 
   constructor(options: MessageStreamOptions = {}) {
     this.nextRevision = options.firstRevision ?? 100;
@@ -136,7 +138,10 @@ export class MessageStream {
 
   /** Learns from the effects the core answered with. */
   observe(message: Message, effects: readonly CoreEffect[]): void {
-    for (const effect of effects) this.learn(message, effect);
+    for (const effect of effects) {
+      this.learn(message, effect);
+      this.learnPressure(effect);
+    }
   }
 
   private builders(): ((intent: Intent) => Message)[] {
@@ -758,6 +763,39 @@ export class MessageStream {
     const agent = this.agents.find((candidate) => candidate.slot === agentSlot);
     if (!agent) return;
     this.answer = message(MessageKind.Admit, agent.slot, agent.generation, this.request(), AdmissionSource.QueueHead, BusyPolicy.Enqueue, 1);
+  }
+
+  /** Under pressure, one provider call in two is answered at once by a
+   * model asking for tools (its call still in flight), and the tool barrier
+   * that follows by a batch as large as the in-flight limit: refused
+   * `InFlightFull`. Left to the random builders among a flood's thousands
+   * of `AttachWaiter`, about 2 flood streams in 5 never reached
+   * `InFlightFull`, so whether a run of 6 flood streams did hung on its
+   * seed. */
+  private learnPressure(effect: CoreEffect): void {
+    if (!this.pressure || this.answer !== undefined) return;
+    if (effect.kind === EffectKind.StartProviderCall) {
+      this.providerCalls += 1;
+      const live = [...this.executions.values()].find((candidate) => candidate.execution === effect.execution);
+      if (live === undefined || this.providerCalls % 2 === 0) return;
+      this.answer = message(MessageKind.SessionEvent, live.execution, live.generation, effect.session, SessionEventKind.LlmCompletedWithTools);
+    } else if (effect.kind === EffectKind.SubmitToolBarrier) {
+      const item = this.pending.find(
+        (candidate) => candidate.type === "tool" && candidate.execution === effect.execution && candidate.session === effect.session,
+      );
+      if (item?.type !== "tool") return;
+      this.pending.splice(this.pending.indexOf(item), 1);
+      this.answer = message(
+        MessageKind.ToolDispatchReady,
+        item.execution,
+        item.generation,
+        item.session,
+        item.revision,
+        CommitOutcome.Committed,
+        this.revision(),
+        Limit.InFlightMax,
+      );
+    }
   }
 
   private learn(sent: Message, effect: CoreEffect): void {
