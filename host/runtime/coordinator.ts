@@ -606,7 +606,8 @@ export { OffloadFullError };
 
 /** The messages that move a conversation out of registering or recovering
  * (`RecoveryFinished`: ready with `OpenAdmissions`, or held) or change who
- * holds it: a start the core told to wait asks again after them. */
+ * holds it, and `CloseAgent` (the core refuses a closed agent's starts in
+ * any phase): a start the core told to wait asks again after them. */
 function changesPhase(kind: number): boolean {
-  return kind === M.RecoveryFinished || kind === M.ConversationOwned || kind === M.ConversationHeld;
+  return kind === M.RecoveryFinished || kind === M.ConversationOwned || kind === M.ConversationHeld || kind === M.CloseAgent;
 }
