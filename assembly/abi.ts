@@ -655,7 +655,9 @@ export const enum HeadOutcome {
   None = 0,
   /** Its execution was prepared, or it failed for good: it left. */
   Left = 1,
-  /** Refused busy: it is the head again and waits for the admission. */
+  /** Refused busy, or refused for now while the conversation is held
+   * elsewhere: it is the head again and waits (for the admission's
+   * release, a recovery here); it is not started again at once. */
   Back = 2,
   /** The store failed its preparation: the head again, retried after the
    * backoff. */
@@ -672,6 +674,12 @@ export const enum ConversationFlag {
   RecoverAgain = 4,
   /** The running recovery reads the durable queue too. */
   ReadQueue = 8,
+  /** Let go while held (releasing): used again before the purge, it is
+   * held again, its cause kept. */
+  ReleasedHeld = 16,
+  /** Let go while owned elsewhere (releasing): used again before the
+   * purge, it is owned elsewhere again. */
+  ReleasedElsewhere = 32,
 }
 
 /** Conversation record layout: 16 bytes per agent slot, in a table

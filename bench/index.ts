@@ -24,6 +24,11 @@
 //     a new process opens the store, recovers the 100 and runs 400 more
 //     (100 in flight): the time from open until 500 runs are done.
 //
+// Beside the rates, the process's CPU (user + system, every thread: the
+// SQLite worker's too) over each measured span, per run (per suspend, per
+// resume): the work a run costs, which other load on the machine inflates
+// far less than it slows the rates.
+//
 // The floor beside each figure is what the disk allows for it: the
 // transactions a run commits (counted in the offload, `store operations`)
 // at the one-row commit rate when one run is alone, at the 100-row batched
@@ -124,6 +129,14 @@ interface Loop {
   seconds: number;
   latencies: number[];
   operationsPerRun: number;
+  /** CPU of the whole process (every thread) over the loop, µs per run. */
+  cpuMicrosPerRun: number;
+}
+
+/** Process CPU (user + system, every thread) since `before`, in µs. */
+function cpuMicrosSince(before: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(before);
+  return used.user + used.system;
 }
 
 /** `workers` loops of runs on new conversations for SECONDS, after a warm-up
@@ -138,6 +151,7 @@ async function loop(directory: string, synchronous: SynchronousMode, workers: nu
     const before = operations(env);
     let stop = false;
     const began = performance.now();
+    const cpuBefore = process.cpuUsage();
     const timer = setTimeout(() => {
       stop = true;
     }, SECONDS * 1000);
@@ -148,7 +162,8 @@ async function loop(directory: string, synchronous: SynchronousMode, workers: nu
     );
     clearTimeout(timer);
     const seconds = (performance.now() - began) / 1000;
-    return { runs: latencies.length, seconds, latencies, operationsPerRun: (operations(env) - before) / latencies.length };
+    const cpuMicrosPerRun = cpuMicrosSince(cpuBefore) / latencies.length;
+    return { runs: latencies.length, seconds, latencies, operationsPerRun: (operations(env) - before) / latencies.length, cpuMicrosPerRun };
   } finally {
     await env.close();
   }
@@ -207,24 +222,30 @@ async function approvalsChild(directory: string): Promise<void> {
   const startOps = operations(env);
   const executions: SuspendedConversation[] = [];
   const began = performance.now();
+  const suspendCpu = process.cpuUsage();
   await suspendConversations(definition, SUSPENDED, (suspended) => executions.push(suspended));
   const suspendSeconds = (performance.now() - began) / 1000;
+  const suspendCpuMicros = cpuMicrosSince(suspendCpu) / SUSPENDED;
   const suspendOps = (operations(env) - startOps) / SUSPENDED;
   const suspended = gcRss();
   await new Promise((resolve) => setTimeout(resolve, 2000)); // V8 gives back what the burst grew
   const settled = gcRss();
   const resumeOps0 = operations(env);
   const resumedAt = performance.now();
+  const resumeCpu = process.cpuUsage();
   await Promise.all(executions.map(({ conversation, executionId, approvalId }) => conversation.resume(executionId, { approvalId, approved: true }).result));
   const resumeSeconds = (performance.now() - resumedAt) / 1000;
+  const resumeCpuMicros = cpuMicrosSince(resumeCpu) / SUSPENDED;
   const resumeOps = (operations(env) - resumeOps0) / SUSPENDED;
   await env.close();
   console.log(
     JSON.stringify({
       suspendsPerSecond: SUSPENDED / suspendSeconds,
       suspendOps,
+      suspendCpuMicros,
       resumesPerSecond: SUSPENDED / resumeSeconds,
       resumeOps,
+      resumeCpuMicros,
       rssBefore: mb(before.rss),
       rssOpened: mb(opened.rss),
       rssSuspended: mb(suspended.rss),
@@ -358,8 +379,10 @@ interface Round {
   approvals?: {
     suspendsPerSecond: number;
     suspendOps: number;
+    suspendCpuMicros: number;
     resumesPerSecond: number;
     resumeOps: number;
+    resumeCpuMicros: number;
     rssBefore: number;
     rssOpened: number;
     rssSuspended: number;
@@ -400,16 +423,18 @@ function describe(round: Round, index: number): string {
   ];
   const rate = (loop: Loop) => loop.runs / loop.seconds;
   if (round.sequentialFull && round.sequentialNormal)
-    parts.push(`sequential ${rate(round.sequentialFull).toFixed(0)} FULL / ${rate(round.sequentialNormal).toFixed(0)} NORMAL runs/s`);
+    parts.push(
+      `sequential ${rate(round.sequentialFull).toFixed(0)} FULL / ${rate(round.sequentialNormal).toFixed(0)} NORMAL runs/s (CPU ${round.sequentialFull.cpuMicrosPerRun.toFixed(0)} / ${round.sequentialNormal.cpuMicrosPerRun.toFixed(0)} µs per run)`,
+    );
   if (round.inFlight) {
     const sorted = [...round.inFlight.latencies].sort((a, b) => a - b);
     parts.push(
-      `100 in flight ${rate(round.inFlight).toFixed(0)} runs/s p50 ${percentile(sorted, 0.5).toFixed(0)} ms p99 ${percentile(sorted, 0.99).toFixed(0)} ms`,
+      `100 in flight ${rate(round.inFlight).toFixed(0)} runs/s p50 ${percentile(sorted, 0.5).toFixed(0)} ms p99 ${percentile(sorted, 0.99).toFixed(0)} ms (CPU ${round.inFlight.cpuMicrosPerRun.toFixed(0)} µs per run)`,
     );
   }
   if (round.approvals)
     parts.push(
-      `${SUSPENDED} suspends ${round.approvals.suspendsPerSecond.toFixed(0)}/s, resumes ${round.approvals.resumesPerSecond.toFixed(0)}/s, RSS suspended ${round.approvals.rssSuspended.toFixed(0)} MB`,
+      `${SUSPENDED} suspends ${round.approvals.suspendsPerSecond.toFixed(0)}/s, resumes ${round.approvals.resumesPerSecond.toFixed(0)}/s (CPU ${round.approvals.suspendCpuMicros.toFixed(0)} / ${round.approvals.resumeCpuMicros.toFixed(0)} µs each), RSS suspended ${round.approvals.rssSuspended.toFixed(0)} MB`,
     );
   if (round.crash) parts.push(`kill -9 → ${CRASH_TOTAL} done ${round.crash.seconds.toFixed(2)} s`);
   return `  round ${index + 1}: ${parts.join("; ")}`;
@@ -469,6 +494,21 @@ function table(rounds: readonly Round[]): void {
     ]);
     rows.push([`${IN_FLIGHT} in flight p50 / p99 ms`, `${range(p50)} / ${range(p99)}`, "", ""]);
   }
+  const cpuRow = (measure: string, values: readonly number[]) => {
+    if (values.length > 0) rows.push([measure, range(values), "", "process CPU, every thread"]);
+  };
+  cpuRow(
+    "CPU µs per run, sequential FULL",
+    seqFull.map((loop) => loop.cpuMicrosPerRun),
+  );
+  cpuRow(
+    "CPU µs per run, sequential NORMAL",
+    of((r) => r.sequentialNormal).map((loop) => loop.cpuMicrosPerRun),
+  );
+  cpuRow(
+    `CPU µs per run, ${IN_FLIGHT} in flight FULL`,
+    inFlight.map((loop) => loop.cpuMicrosPerRun),
+  );
   const approvals = of((r) => r.approvals);
   if (approvals.length > 0) {
     const suspendOps = approvals[0]!.suspendOps;
@@ -485,6 +525,14 @@ function table(rounds: readonly Round[]): void {
       `${range(batched.map((b) => b / resumeOps))} (${resumeOps.toFixed(1)} rows each)`,
       range(rounds.map((r) => (r.approvals ? r.approvals.resumesPerSecond / (r.fullBatched / r.approvals.resumeOps) : NaN)).filter(Number.isFinite), 2),
     ]);
+    cpuRow(
+      "CPU µs per suspend",
+      approvals.map((a) => a.suspendCpuMicros),
+    );
+    cpuRow(
+      "CPU µs per resume",
+      approvals.map((a) => a.resumeCpuMicros),
+    );
     const node = of((r) => r.nodeRss);
     rows.push([
       `RSS MB with ${SUSPENDED} suspended (after GC)`,

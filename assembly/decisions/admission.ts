@@ -96,8 +96,11 @@ export function applyHeadSettled(agent: u32, generation: u32, outcome: u32): i32
   }
   setQueuedMessages(agent, queued + 1);
   // Failed: the store could not prepare it; tried again after the backoff.
+  // Back: it could not start now (the conversation busy, or held
+  // elsewhere); it waits for the admission's release or a recovery here,
+  // and is not started again at once: a start the store refuses until the
+  // conversation comes back would be asked for again and again.
   if (outcome == HeadOutcome.Failed) emit(EffectKind.RetryAfter, agent, recoveryEpoch(agent), retryDelayMs(countFailure(agent)));
-  else startHeadOrRelease(agent);
   return ResultCode.Ok;
 }
 

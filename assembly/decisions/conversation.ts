@@ -23,9 +23,17 @@ import { dropStale, isFlag } from "./shared";
 /** Moves the conversation along the table; false (and nothing changed)
  * when the table has no entry for the pair. */
 export function moveConversation(agent: u32, event: u32): bool {
-  const next = conversationNext(conversationPhase(agent), event);
+  const phase = conversationPhase(agent);
+  const next = conversationNext(phase, event);
   if (next == ConversationPhase.None) return false;
   setConversationPhase(agent, next);
+  // Let go held or owned elsewhere: remembered while releasing only (a
+  // takeover reported meanwhile makes it owned here).
+  const releasing = next == ConversationPhase.Releasing;
+  const held = releasing && (phase == ConversationPhase.Held || hasConversationFlag(agent, ConversationFlag.ReleasedHeld));
+  setConversationFlag(agent, ConversationFlag.ReleasedHeld, held);
+  const elsewhere = releasing && (phase == ConversationPhase.OwnedElsewhere || hasConversationFlag(agent, ConversationFlag.ReleasedElsewhere));
+  setConversationFlag(agent, ConversationFlag.ReleasedElsewhere, elsewhere && event != ConversationEvent.OwnedHere);
   return true;
 }
 
@@ -103,9 +111,14 @@ export function applyUseBegin(agent: u32, generation: u32): i32 {
   const users = conversationUsers(agent);
   if (users >= <u32>Limit.ConversationUsersMax) return dropStale(kind, ResultCode.ConversationUsersFull);
   setConversationUsers(agent, users + 1);
-  // Every live phase has a `used` entry: a releasing one is ready again.
+  const wasHeld = hasConversationFlag(agent, ConversationFlag.ReleasedHeld);
+  const wasElsewhere = hasConversationFlag(agent, ConversationFlag.ReleasedElsewhere);
+  // Every live phase has a `used` entry: a releasing one is ready again,
+  // unless it was let go held or owned elsewhere — then it is that again.
   const moved = moveConversation(agent, ConversationEvent.Used);
   assert(moved, "every live conversation may be used");
+  if (wasHeld) setConversationPhase(agent, ConversationPhase.Held);
+  else if (wasElsewhere) setConversationPhase(agent, ConversationPhase.OwnedElsewhere);
   return ResultCode.Ok;
 }
 
@@ -225,8 +238,10 @@ function nothingWritten(facts: u32): bool {
   return untouched && (facts & (RecoveryFact.InScan | RecoveryFact.QueuedAtOpen)) == 0;
 }
 
-/** The recovery ended well: the gate and the inbox open, then the queue
- * is read (when the recovery was to read it) or its head started. */
+/** The recovery ended well: the gate and the inbox open, the queue is
+ * read (when the recovery was to read it), and its head started when one
+ * is due — the host reads the queue inside the recovery's pass, before it
+ * reports the end, so the messages it found are counted by now. */
 function becomeReady(agent: u32): void {
   const moved = moveConversation(agent, ConversationEvent.Recovered);
   assert(moved, "a recovering conversation may become ready");
@@ -237,7 +252,7 @@ function becomeReady(agent: u32): void {
   emit(EffectKind.OpenAdmissions, agent);
   emit(EffectKind.OpenInbox, agent);
   if (readQueue) emit(EffectKind.RestoreQueue, agent);
-  else startHeadIfDue(agent);
+  startHeadIfDue(agent);
 }
 
 function forgetRecovery(agent: u32): void {
@@ -256,7 +271,9 @@ function startHeadIfDue(agent: u32): bool {
 }
 
 /** Lets an idle conversation go: nobody uses it, it is not pinned, no
- * message waits, no execution holds its admission, and it is ready. */
+ * message waits, no execution holds its admission, and it is ready, held
+ * or owned elsewhere (the table's `idle` entries): its next use registers
+ * it again, and recovers it by its first-use facts. */
 function releaseIfIdle(agent: u32): void {
   if (conversationUsers(agent) != 0 || hasConversationFlag(agent, ConversationFlag.Pinned)) return;
   if (queuedMessages(agent) != 0 || headStarting(agent) || agentAdmission(agent) != AdmissionState.None) return;

@@ -432,13 +432,15 @@ export class Agent {
   async close(): Promise<void> {
     this.environment.conversations.checkOwnership(this.id, this.kind);
     await this.environment.store.closeAgent(this.id, Date.now());
-    // With an entry in the core now, starts are refused there at once.
+    // With an entry in the core now, starts are refused there at once;
+    // through the coordinator, so a start waiting for the conversation's
+    // readiness asks again now and is refused, not when its recovery ends.
     const entry = await this.environment.conversations.liveEntry(this.id)?.catch(() => undefined);
     if (entry === undefined) return;
     await new Promise<void>((resolve, reject) => {
       this.environment.loop.post(
         () => {
-          this.environment.core.apply(M.CloseAgent, entry.slot, entry.generation);
+          this.environment.coordinator.apply(M.CloseAgent, entry.slot, entry.generation);
           resolve();
         },
         { completion: { fail: reject }, label: `the close of agent "${this.id}"` },

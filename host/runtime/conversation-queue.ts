@@ -8,8 +8,9 @@
 // * "enqueue": the message is written to the conversation's durable queue
 //   (`host/store/queue.ts`) under the execution id it will run as; the Run's
 //   `executionId` resolves once it is written. When the conversation's
-//   admission is released (its execution ended), the head is started
-//   through the core like any start — the core still decides — and runs
+//   admission is released (its execution ended), the core answers
+//   `StartHead` and the head is started through it like any start — the
+//   core still decides (`Admit`) — and runs
 //   under its queued id; its preparation removes it from the queue in the
 //   same transaction. A suspended execution keeps the admission, so the
 //   queue waits for its decision.
@@ -40,7 +41,7 @@ import type { AgentEntry, StartRequest } from "./requests.js";
 import type { Waiter } from "./run.js";
 import { cancelAborted, cancelQueued } from "./queue-cancel.js";
 import { enqueue } from "./queue-enqueue.js";
-import { admissionFreed, followQueued, headFailed, headLeft, tellIfHeldElsewhere } from "./queue-head.js";
+import { followQueued, headDue, headFailed, headLeft, tellIfHeldElsewhere } from "./queue-head.js";
 import { cancelDurablyOnFailure, holdWhile, restore, restoreLive } from "./queue-restore.js";
 import { QueueState, type ConversationQueueHost } from "./queue-state.js";
 import { busyPolicyOf, noQueueError, refusal } from "./queue-words.js";
@@ -200,11 +201,11 @@ export class ConversationQueues {
   }
 
   /** The core opened the conversation (`OpenAdmissions`: ready after a
-   * recovery): starts waiting on it ask again, and its queue's head, which
-   * stayed queued meanwhile, is offered (queue-head.ts). */
+   * recovery): starts waiting on it ask again. Its queue's head, which
+   * stayed queued meanwhile, is offered by the core's `StartHead` that
+   * follows in the same apply when it is due (or after `RestoreQueue`). */
   admissionsOpened(agent: AgentEntry): void {
     this.readiness.phaseChanged(agent.slot);
-    admissionFreed(this.state, agent);
   }
 
   /** "reject" while busy: AgentBusyError, saying how many messages wait. */
@@ -294,9 +295,9 @@ export class ConversationQueues {
     followQueued(this.state, agent);
   }
 
-  /** The agent's admission was released: its queue's head is started next (queue-head.ts). */
-  admissionFreed(agent: AgentEntry): void {
-    admissionFreed(this.state, agent);
+  /** The core's `StartHead`: the conversation's head is started next (queue-head.ts). */
+  startHead(agent: AgentEntry): void {
+    headDue(this.state, agent);
   }
 
   /** Cancels a queued message by its execution id (queue-cancel.ts): true

@@ -9,10 +9,12 @@
 //
 // Rules kept here:
 // * A conversation's entry is used by counted host operations (a start or
-//   a resume until it is admitted or refused, a recovery, a close); the
-//   entry is freed only when that count is zero AND the core says no
-//   admission is held — a running, suspended or held execution keeps it,
-//   and its release (`onAgentActivity`) tries again.
+//   a resume until it is admitted or refused, a recovery, a close, the
+//   messages queued behind it); the core counts them too, and decides when
+//   it is idle (docs/decisions/0062): no use, not pinned, no message queued,
+//   no head starting, no admission held — a running, suspended or held
+//   execution keeps it. Its `ReleaseConversation` is the only way an entry
+//   is let go by itself here (`agent.release()` asks for it: PurgeAgent).
 // * One conversation id belongs to one definition in this process.
 // * On a leasing store (PostgreSQL) a conversation's lease is taken on
 //   first use and given up when it is let go; an agent defined by its id
@@ -101,12 +103,10 @@ export class Conversations {
   private readonly byName = new Map<string, DefinitionKind>();
 
   constructor(private readonly host: ConversationHost) {
-    host.coordinator.onAgentActivity = (agent, activity) => {
-      const conversation = this.live.get(agent.id);
-      if (conversation === undefined || conversation.entry !== agent) return;
-      if (activity === "suspended") this.host.inboxSuspended(agent.id);
-      else this.releaseWhenIdle(conversation);
+    host.coordinator.onAgentSuspended = (agent) => {
+      if (this.live.get(agent.id)?.entry === agent) this.host.inboxSuspended(agent.id);
     };
+    host.coordinator.onConversationIdle = (agent) => this.releaseWhenIdle(agent);
   }
 
   /** Core entries held now (for tests and benchmarks). */
@@ -192,7 +192,6 @@ export class Conversations {
         if (ended) return;
         ended = true;
         this.countUse(used, -1);
-        this.releaseWhenIdle(used);
       },
     };
   }
@@ -215,7 +214,6 @@ export class Conversations {
       if (ended) return;
       ended = true;
       this.countUse(conversation, -1);
-      this.releaseWhenIdle(conversation);
     };
   }
 
@@ -249,7 +247,6 @@ export class Conversations {
       return entry === undefined ? undefined : await work(entry);
     } finally {
       this.countUse(conversation, -1);
-      this.releaseWhenIdle(conversation);
     }
   }
 
@@ -268,7 +265,7 @@ export class Conversations {
       );
     conversation.pinned = false;
     const code = await new Promise<number>((resolve, reject) => {
-      this.host.loop.post(() => resolve(this.free(conversation)), { completion: { fail: reject }, label: `the release of conversation "${agentId}"` });
+      this.host.loop.post(() => resolve(this.unpinAndFree(conversation)), { completion: { fail: reject }, label: `the release of conversation "${agentId}"` });
     });
     if (code === ResultCode.AgentAdmissionHeld) {
       throw new AgentBusyError(
@@ -283,6 +280,7 @@ export class Conversations {
     conversation.ready = this.prepare(conversation);
     conversation.ready.catch(() => {
       conversation.failed = true;
+      if (conversation.users === 0) this.forgetFailed(conversation);
     });
     return conversation;
   }
@@ -435,16 +433,19 @@ export class Conversations {
 
   /** One host operation more (1) or less (-1) uses the conversation. The
    * core counts them too (docs/decisions/0062): from its registration on,
-   * each is posted to the loop, ahead of any release it allows (a use
-   * before it is counted at registration). */
+   * each is posted to the loop (a use before it is counted at
+   * registration); the `UseEnd` of the last one lets the core answer
+   * `ReleaseConversation`. */
   private countUse(conversation: Conversation, change: 1 | -1): void {
     conversation.users += change;
     const entry = conversation.entry;
-    if (entry === undefined) return;
     const { coordinator } = this.host;
-    this.host.loop.post(() => coordinator.apply(change > 0 ? M.UseBegin : M.UseEnd, entry.slot, entry.generation), {
-      label: `a use of conversation "${conversation.id}"`,
-    });
+    if (entry !== undefined) {
+      this.host.loop.post(() => coordinator.apply(change > 0 ? M.UseBegin : M.UseEnd, entry.slot, entry.generation), {
+        label: `a use of conversation "${conversation.id}"`,
+      });
+    }
+    if (conversation.failed && conversation.users === 0) this.forgetFailed(conversation);
   }
 
   /** Where the core's count of a conversation's users differs from this
@@ -460,20 +461,46 @@ export class Conversations {
     return drift;
   }
 
-  /** Frees the entry of a conversation nobody uses, on the loop. */
-  private releaseWhenIdle(conversation: Conversation): void {
-    if (conversation.users > 0 || conversation.pinned) return;
-    if (conversation.failed) {
-      if (this.live.get(conversation.id) === conversation) this.live.delete(conversation.id);
-      return;
-    }
-    if (conversation.entry === undefined) return;
+  /** The core's `ReleaseConversation` (inside an apply): the conversation
+   * is idle, and its entry is freed on the loop. A use begun since keeps
+   * it — its `UseBegin` is posted behind this, and the core counts it and
+   * makes the conversation ready again — and PurgeAgent refuses one the
+   * core counts in use by then. */
+  private releaseWhenIdle(agent: AgentEntry): void {
+    const conversation = this.live.get(agent.id);
+    if (conversation === undefined || conversation.entry !== agent) return;
     this.host.loop.post(
       () => {
-        if (conversation.users === 0 && !conversation.pinned) this.free(conversation);
+        if (conversation.users === 0) this.free(conversation);
       },
       { label: `the idle release of conversation "${conversation.id}"` },
     );
+  }
+
+  /** A conversation whose first use failed, once its last use ended: it is
+   * forgotten, and the next use registers it again (bookkeeping of the
+   * map, no decision). A slot its registration got goes back to the core
+   * (PurgeAgent, on the loop), which refuses one the failure left an
+   * execution or an admission on: that one stays, as before. */
+  private forgetFailed(conversation: Conversation): void {
+    if (this.live.get(conversation.id) === conversation) this.live.delete(conversation.id);
+    const entry = conversation.entry;
+    if (entry === undefined) return;
+    const { coordinator } = this.host;
+    this.host.loop.post(
+      () => {
+        if (coordinator.apply(M.PurgeAgent, entry.slot, entry.generation) === ResultCode.Ok) coordinator.forgetAgentEntry(entry.slot);
+      },
+      { label: `the slot of conversation "${conversation.id}", whose first use failed` },
+    );
+  }
+
+  /** `agent.release()` on the loop: the pin is lifted in the core too, and
+   * the entry freed now if the core lets it go (PurgeAgent). */
+  private unpinAndFree(conversation: Conversation): number {
+    const entry = conversation.entry;
+    if (entry !== undefined && this.live.get(conversation.id) === conversation) this.host.coordinator.apply(M.SetPinned, entry.slot, entry.generation, 0);
+    return this.free(conversation);
   }
 
   /** PurgeAgent on the loop: Ok frees the slot (the conversation is gone

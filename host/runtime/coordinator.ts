@@ -9,7 +9,7 @@
 // report a submission the offload refused on the spot (SPEC §3: the flow
 // unwinds at once); everything else is posted to the loop.
 
-import { EffectKind, MessageKind as M, OutcomeType, RecoveryScope, ResultCode, SessionEnding, SessionEventKind, SetupFailure } from "../../assembly/abi.js";
+import { EffectKind, MessageKind as M, OutcomeType, RecoveryScope, ResultCode, SessionEnding, SessionEventKind } from "../../assembly/abi.js";
 import type { ControlCore } from "../core/control-core.js";
 import { effectKindName, messageKindName, resultCodeName } from "../core/names.js";
 import type { CoreEffect } from "../core/effects.js";
@@ -20,7 +20,6 @@ import {
   OffloadFullError,
   PhronomyError,
   RuntimeShutdownError,
-  StoreError,
 } from "../errors.js";
 import { errorFromRecord } from "../error-records.js";
 import type { ExecutionStore } from "../store/store.js";
@@ -42,6 +41,7 @@ import type { Tracer } from "./tracing.js";
 import { submitPrepare } from "./execution-preparation.js";
 import { continueSession, resumeSession, sessionOf, startSession } from "./execution-sessions.js";
 import { submitApprovalCommit, submitProviderBarrier, submitTerminalCommit, submitToolBarrier } from "./execution-writes.js";
+import { failWaiters, holdForRecovery, setupFailed } from "./execution-failures.js";
 
 /** What the coordinator asks the conversation queues (`conversation-queue.ts`). */
 export interface BusyHooks {
@@ -50,9 +50,6 @@ export interface BusyHooks {
   readonly headFailed: (request: StartRequest, error: PhronomyError) => boolean;
   /** A start was installed or refused: a queue head left its queue. */
   readonly headLeft: (request: StartRequest) => false;
-  /** An agent's admission may have been released (an execution released,
-   * a start ended by its preparation). */
-  readonly admissionFreed: (agent: AgentEntry) => void;
   /** Effect FollowQueued: the conversation is owned elsewhere; the callers
    * of its messages queued here follow them there. */
   readonly followQueued: (agent: AgentEntry | undefined) => void;
@@ -61,6 +58,9 @@ export interface BusyHooks {
   readonly conversationChanged: (slot: number) => void;
   /** `OpenAdmissions`: the conversation is ready after a recovery. */
   readonly admissionsOpened: (agent: AgentEntry) => void;
+  /** The core's `StartHead`: the conversation's queue head is offered to
+   * the core again (posted to the loop). */
+  readonly startHead: (agent: AgentEntry) => void;
 }
 
 export interface CoordinatorSettings {
@@ -88,9 +88,12 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
 
   /** Called after every apply; the environment checks for drained here. */
   onIdle: (() => void) | undefined;
-  /** An agent's execution suspended (live or recovered) or was released:
-   * the conversations' bookkeeping (`conversations.ts`) listens. */
-  onAgentActivity: ((agent: AgentEntry, activity: "suspended" | "released") => void) | undefined;
+  /** An agent's execution suspended (live or recovered): the
+   * conversations' bookkeeping (`conversations.ts`) listens. */
+  onAgentSuspended: ((agent: AgentEntry) => void) | undefined;
+  /** The core's `ReleaseConversation`: the conversation is idle and its
+   * entry is let go (`conversations.ts`, posted to the loop). */
+  onConversationIdle: ((agent: AgentEntry) => void) | undefined;
 
   /** An execution was held recovery_required (a write refused or its
    * outcome unknown), with the error that did it: the environment recovers
@@ -304,7 +307,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
       case EffectKind.StartToolBatch:
         return sessionOf(this, effect.execution, effect.session)?.startToolBatch();
       case EffectKind.SetupFailed:
-        return this.setupFailed(effect.execution, effect.session, effect.failure);
+        return setupFailed(this, effect.execution, effect.session, effect.failure);
       case EffectKind.RecoveryRequired:
         return this.recoveryRequired(effect.slot, effect.scope, effect.code);
       case EffectKind.DropStale:
@@ -318,7 +321,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
       case EffectKind.DeliverOutcome:
         return this.deliver(effect.execution, effect.outcome);
       case EffectKind.FailWaiters:
-        return this.failWaiters(effect.execution, effect.code);
+        return failWaiters(this, effect.execution, effect.code);
       case EffectKind.ReleaseExecution:
         return this.releaseExecution(effect.execution);
       case EffectKind.DeliverStartFailure:
@@ -340,6 +343,10 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
         return this.busyHooks?.followQueued(this.agentsBySlot[effect.agent]);
       case EffectKind.OpenAdmissions:
         return this.admissionsOpened(effect.agent);
+      case EffectKind.StartHead:
+        return this.ofAgent(effect.agent, (agent) => this.busyHooks?.startHead(agent));
+      case EffectKind.ReleaseConversation:
+        return this.ofAgent(effect.agent, (agent) => agent.generation === effect.generation && this.onConversationIdle?.(agent));
     }
   }
 
@@ -410,7 +417,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
     // is started again, its Run not told (docs/decisions/0058).
     if (this.busyHooks?.headFailed(request, error)) return;
     settleWaiterWithError(request.waiter, error, this.settings);
-    this.busyHooks?.admissionFreed(request.agent);
+    this.admissionReleased(request.agent);
   }
 
   private installExecution(slot: number, generation: number, handle: number): void {
@@ -439,7 +446,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
       entry.keepForResume();
       request.settle({ ok: true, suspended: true });
       if (!request.standIn) entry.waiters.push(request.start.waiter.tail());
-      this.onAgentActivity?.(entry.agent, "suspended");
+      this.onAgentSuspended?.(entry.agent);
       return;
     }
     entry.recoveredFrom = request.row;
@@ -471,33 +478,6 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
 
   // -- the session ------------------------------------------------------------------------------
 
-  private setupFailed(slot: number, sessionNumber: number, failure: number): void {
-    const entry = this.executions[slot];
-    const session = sessionOf(this, slot, sessionNumber);
-    if (!entry || !session) return;
-    const what = failure === SetupFailure.Provider ? "model call" : "tool batch";
-    const cause = entry.storeError;
-    // A barrier refused at submission because the execution moved on in the
-    // store was not written either: the run ends failed here, so the
-    // refusal's advice to recover does not apply.
-    const said =
-      cause instanceof ExecutionRehydrationRequiredError
-        ? `: ${cause.reason}; the ${what} did not run and the execution ended failed`
-        : cause
-          ? `: ${cause.message}`
-          : "";
-    session.fail(
-      cause instanceof PhronomyError && cause.code !== "OFFLOAD_FULL"
-        ? new StoreError(`the barrier before the ${what} of execution ${entry.executionId} could not be written${said}`, {
-            executionId: entry.executionId,
-            agentId: entry.agent.id,
-            cause,
-          })
-        : (cause
-            ?? new StoreError(`the barrier before the ${what} of execution ${entry.executionId} could not be written`, { executionId: entry.executionId })),
-    );
-  }
-
   private recoveryRequired(slot: number, scope: number, code: number): void {
     if (scope === RecoveryScope.Agent) {
       const agent = this.agentsBySlot[slot];
@@ -508,20 +488,9 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
       if (agent) this.onAgentRecoveryRequired?.(agent.id);
       return;
     }
+    const error = holdForRecovery(this, slot, code);
     const entry = this.executions[slot];
-    if (!entry) return;
-    entry.recoveryRequired = true;
-    for (const watcher of entry.terminalWatchers.splice(0)) watcher();
-    const error = entry.storeError ?? errorForCode(code, { executionId: entry.executionId, agentId: entry.agent.id });
-    this.settings.logger.warn(`[phronomy] execution ${entry.executionId} of agent "${entry.agent.id}" requires recovery: ${error.message}`);
-    entry.session?.abandon(
-      new ExecutionRehydrationRequiredError(`execution ${entry.executionId} requires recovery`, {
-        executionId: entry.executionId,
-        agentId: entry.agent.id,
-        cause: error,
-      }),
-    );
-    this.onExecutionRecoveryRequired?.(entry.agent.id, error);
+    if (error !== undefined && entry !== undefined) this.onExecutionRecoveryRequired?.(entry.agent.id, error);
   }
 
   // -- terminal -----------------------------------------------------------------------------------
@@ -549,23 +518,8 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
       entry.keepForResume();
       entry.waiters = entry.waiters.map((waiter) => waiter.tail());
     }
-    if (entry.suspended) this.onAgentActivity?.(entry.agent, "suspended");
+    if (entry.suspended) this.onAgentSuspended?.(entry.agent);
     for (const watcher of entry.terminalWatchers.splice(0)) watcher();
-  }
-
-  private failWaiters(slot: number, code: number): void {
-    const entry = this.executions[slot];
-    if (!entry) return;
-    const error =
-      entry.storeError && code !== 0
-        ? new ExecutionRehydrationRequiredError(`execution ${entry.executionId} could not be completed (${entry.storeError.message})`, {
-            executionId: entry.executionId,
-            agentId: entry.agent.id,
-            cause: entry.storeError,
-          })
-        : errorForCode(code, { executionId: entry.executionId, agentId: entry.agent.id });
-    entry.span?.fail(error);
-    for (const waiter of entry.waiters.splice(0)) settleWaiterWithError(waiter, error, this.settings);
   }
 
   private releaseExecution(slot: number): void {
@@ -575,11 +529,22 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
     this.executionIds.delete(entry.executionId);
     this.lastReleases.set(entry.agent, performance.now());
     entry.span?.end();
-    // The queue's head is posted first, then the conversation's idle
-    // release: a conversation with messages queued is held by its queue.
-    this.busyHooks?.admissionFreed(entry.agent);
-    this.onAgentActivity?.(entry.agent, "released");
+    this.admissionReleased(entry.agent);
     for (const watcher of entry.terminalWatchers.splice(0)) watcher();
+  }
+
+  /** The agent's admission may have been released (an execution released,
+   * a start ended by its preparation): the core answers `StartHead` when
+   * a queued message may start, `ReleaseConversation` when the
+   * conversation is idle, or nothing (docs/decisions/0062). */
+  private admissionReleased(agent: AgentEntry): void {
+    this.post(() => this.apply(M.AdmissionReleased, agent.slot, agent.generation));
+  }
+
+  /** Carries out a conversation's effect on its agent entry, if it has one. */
+  private ofAgent(slot: number, carryOut: (agent: AgentEntry) => unknown): void {
+    const agent = this.agentsBySlot[slot];
+    if (agent !== undefined) carryOut(agent);
   }
 
   // -- approval and recovery --------------------------------------------------------------------------
@@ -621,7 +586,8 @@ export { OffloadFullError };
 
 /** The messages that move a conversation out of registering or recovering
  * (`RecoveryFinished`: ready with `OpenAdmissions`, or held) or change who
- * holds it: a start the core told to wait asks again after them. */
+ * holds it, and `CloseAgent` (the core refuses a closed agent's starts in
+ * any phase): a start the core told to wait asks again after them. */
 function changesPhase(kind: number): boolean {
-  return kind === M.RecoveryFinished || kind === M.ConversationOwned || kind === M.ConversationHeld;
+  return kind === M.RecoveryFinished || kind === M.ConversationOwned || kind === M.ConversationHeld || kind === M.CloseAgent;
 }

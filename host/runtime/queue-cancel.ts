@@ -60,12 +60,11 @@ function cancelItem(queues: QueueState, store: QueueStore, item: QueuedItem, err
 }
 
 /** The store holds the cancel (on the loop): the Run is told, and the
- * message behind it may start. */
+ * message behind it may start (counted out, the core answers `StartHead`). */
 function cancelCommitted(queues: QueueState, item: QueuedItem, error: CancellationError): void {
   item.state = "cancelled";
   queues.forget(item);
   settleWaiterWithError(item.waiter, error, queues.settings);
-  startHead(queues, item.agent);
 }
 
 /** The cancel was not written (on the loop): still queued. One whose
@@ -104,11 +103,10 @@ async function cancelStarting(queues: QueueState, store: QueueStore, executionId
     starting.state = "cancelled";
     settleWaiterWithError(starting.waiter, error, queues.settings);
     // Its preparation failed meanwhile and put it back at the head
-    // (`headFailed`): it leaves the queue, and the next message starts.
+    // (`headFailed`): it leaves the queue, and the next message starts
+    // (counted out, the core answers `StartHead`).
     queues.post(() => {
-      if (queues.items.get(executionId) !== starting) return;
-      queues.forget(starting);
-      startHead(queues, starting.agent);
+      if (queues.items.get(executionId) === starting) queues.forget(starting);
     });
   }
   return cancelled;

@@ -99,10 +99,10 @@ export function enqueue(queues: QueueState, request: StartRequest, front: boolea
         (error: unknown) =>
           queues.post(() => {
             if (item.state === "cancelling") return item.onWritten?.(false);
+            // It may have been the head (an interrupt): counted out, the
+            // core answers `StartHead` when the next one may start.
             queues.forget(item);
             settleWaiterWithError(item.waiter, asPhronomyError(error, "STORE"), queues.settings);
-            // It may have been the head (an interrupt): the next one starts.
-            startHead(queues, agent);
           }),
       );
   // One at a time unless the store commits writes in submission order.

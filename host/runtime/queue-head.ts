@@ -70,10 +70,19 @@ function headTaken(queues: QueueState, request: StartRequest): boolean {
   const item = queues.starting.get(request.executionId ?? "");
   if (item === undefined || item.waiter !== request.waiter) return false;
   queues.starting.delete(item.executionId);
+  // Left, and its preparation ended (the admission released): the core
+  // answers `StartHead` for the next head, or lets an idle conversation go.
   settleHead(queues, request, HeadOutcome.Left);
   queues.environment.followElsewhere(item.agent.id, item.executionId, item.waiter);
-  admissionFreed(queues, item.agent);
+  admissionReleased(queues, item.agent);
   return true;
+}
+
+/** Tells the core the agent's admission was released (posted): the
+ * coordinator does not, for a start `headFailed` took. */
+function admissionReleased(queues: QueueState, agent: AgentEntry): void {
+  const { coordinator, loop } = queues.environment;
+  loop.post(() => coordinator.apply(M.AdmissionReleased, agent.slot, agent.generation), { label: `the admission of agent "${agent.id}" released` });
 }
 
 /** A start ended its preparation or was refused (on the loop): a head
@@ -147,11 +156,10 @@ export function followElsewhere(queues: QueueState, item: QueuedItem): true {
   return true;
 }
 
-/** The agent's admission was released (on the loop, inside an apply):
- * its queue's head is started next. */
-export function admissionFreed(queues: QueueState, agent: AgentEntry): void {
-  const conversation = queues.conversations.get(agent.id);
-  if (conversation === undefined || conversation.items.length === 0) return;
+/** The core's `StartHead` (on the loop, inside an apply): a message is
+ * queued, the conversation is ready, no execution holds its admission and
+ * no head is starting — its head is started next, posted. */
+export function headDue(queues: QueueState, agent: AgentEntry): void {
   queues.environment.loop.post(() => startHead(queues, agent), { label: `the next queued message of agent "${agent.id}"` });
 }
 
@@ -171,14 +179,23 @@ export function startHead(queues: QueueState, of: AgentEntry): void {
   const request = headRequest(queues, agent, head);
   const { coordinator } = queues.environment;
   const admission = admit(coordinator, request, AdmissionSource.QueueHead, busyPolicyOf(request), true);
-  // Refused (a stale handle): its Run was told, as a refused Start's.
-  if (admission === undefined) return headGone(queues, conversation, head);
+  // Refused: its Run was told, as a refused Start's, and it leaves the
+  // queue — counted out (the core drops the count of a stale entry).
+  if (admission === undefined) return headRefused(queues, conversation, head);
   if (admission.verdict === AdmissionVerdict.RunHere) return runHead(queues, conversation, head, request, admission.handle);
   coordinator.requests.take(admission.handle);
-  if (admission.verdict !== AdmissionVerdict.RefuseClosed) return; // StayQueued: busy; started once the admission is released
+  if (admission.verdict !== AdmissionVerdict.RefuseClosed) return; // StayQueued: busy; offered again on the core's StartHead
   conversation.items.shift();
   queues.counted(agent, -1);
   settleWaiterWithError(head.waiter, refusal(request, ResultCode.AgentClosed), queues.settings);
+  headGone(queues, conversation, head);
+}
+
+/** The core refused the head's `Admit` outright (its Run was told): it
+ * leaves the queue, and the core counts it out. */
+function headRefused(queues: QueueState, conversation: Conversation, head: QueuedItem): void {
+  conversation.items.shift();
+  queues.counted(head.agent, -1);
   headGone(queues, conversation, head);
 }
 

@@ -3,9 +3,10 @@
 // here until the core changes its phase, then ask `Admit` again. Nothing
 // here decides: a conversation's phase changes by `RecoveryFinished` (ready,
 // with `OpenAdmissions`, or held), `ConversationOwned` (another process
-// holds it now) or `ConversationHeld`; after any of them every start waiting
-// on it is asked again, and the core answers run, queue, refuse held, file
-// for the owner, or wait again. So a hold and an ownership change settle a
+// holds it now) or `ConversationHeld`; after any of them, and after
+// `CloseAgent` (a closed agent's starts are refused in any phase), every
+// start waiting on it is asked again, and the core answers run, queue,
+// refuse held or closed, file for the owner, or wait again. So a hold and an ownership change settle a
 // waiting start as the core says, and none is left waiting once the
 // environment closes (`takeAll`: the queues tell them).
 

@@ -9,6 +9,7 @@ import {
   AdmissionVerdict as Verdict,
   BusyPolicy as Policy,
   ConversationPhase as Phase,
+  ConversationFlag as Flag,
   EffectKind,
   HeadOutcome,
   HoldCause,
@@ -157,6 +158,22 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 10, Source.Direct, Policy.Enqueue, 1))).toBe(Verdict.WaitUntilReady);
   });
 
+  it("starts the head of a queue read inside the recovery's pass once it is ready, when nothing holds the admission", async () => {
+    const core = await boot();
+    const c = register(core);
+    core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Here);
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.OpenScan, Fact.Leasing | Fact.QueuedAtOpen);
+    // The pass read two messages; a head offered meanwhile stays queued.
+    core.step(M.MessageQueued, c.slot, c.generation, 2);
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 11, Source.QueueHead, Policy.Enqueue, 1))).toBe(Verdict.StayQueued);
+    expect(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.Recovered)).toEqual([
+      { kind: EffectKind.OpenAdmissions, agent: c.slot },
+      { kind: EffectKind.OpenInbox, agent: c.slot },
+      { kind: EffectKind.RestoreQueue, agent: c.slot },
+      { kind: EffectKind.StartHead, agent: c.slot },
+    ]);
+  });
+
   it("follows the messages queued here when owned elsewhere, keeps them counted, and leaves when taken back", async () => {
     const core = await boot();
     const c = ready(core);
@@ -181,6 +198,7 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     expect(core.step(M.RecoveryRequested, c.slot, c.generation, Cause.LeaseTakeover, Fact.Leasing)).toEqual([
       { kind: EffectKind.ReadRows, agent: c.slot, epoch: 3, rows: RowsPolicy.FromStore, readQueue: true },
     ]);
+    // The execution started before still holds the admission: the head waits for its release.
     expect(core.step(M.RecoveryFinished, c.slot, c.generation, 3, RecoveryOutcome.Recovered)).toEqual([
       { kind: EffectKind.OpenAdmissions, agent: c.slot },
       { kind: EffectKind.OpenInbox, agent: c.slot },
@@ -230,6 +248,49 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     expect(phaseOf(core, c)).toBe(Phase.Releasing);
     core.step(M.PurgeAgent, c.slot, c.generation);
     expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.None, users: 0, queued: 0, flags: 0, recoveryEpoch: 0 });
+  });
+
+  it("lets an idle conversation go while held or owned elsewhere, and one used again before the purge is that again", async () => {
+    const core = await boot();
+    const held = ready(core);
+    core.step(M.UseBegin, held.slot, held.generation);
+    core.step(M.ConversationHeld, held.slot, held.generation, HoldCause.StoreFault);
+    expect(core.step(M.UseEnd, held.slot, held.generation)).toEqual([{ kind: EffectKind.ReleaseConversation, agent: held.slot, generation: held.generation }]);
+    expect(core.snapshot().conversations[held.slot]).toMatchObject({ phase: Phase.Releasing, cause: HoldCause.StoreFault, flags: Flag.ReleasedHeld });
+    // Used again before the host purged it: held again, its cause kept.
+    core.step(M.UseBegin, held.slot, held.generation);
+    expect(core.snapshot().conversations[held.slot]).toMatchObject({ phase: Phase.Held, cause: HoldCause.StoreFault, flags: 0 });
+    const elsewhere = ready(core);
+    core.step(M.UseBegin, elsewhere.slot, elsewhere.generation);
+    core.step(M.ConversationOwned, elsewhere.slot, elsewhere.generation, Ownership.Elsewhere);
+    expect(core.step(M.UseEnd, elsewhere.slot, elsewhere.generation)).toEqual([
+      { kind: EffectKind.ReleaseConversation, agent: elsewhere.slot, generation: elsewhere.generation },
+    ]);
+    core.step(M.UseBegin, elsewhere.slot, elsewhere.generation);
+    expect(phaseOf(core, elsewhere)).toBe(Phase.OwnedElsewhere);
+    // Let go again, and taken over meanwhile: used again, it is ready (the takeover's recovery follows).
+    core.step(M.UseEnd, elsewhere.slot, elsewhere.generation);
+    core.step(M.ConversationOwned, elsewhere.slot, elsewhere.generation, Ownership.Here);
+    expect(core.snapshot().conversations[elsewhere.slot]).toMatchObject({ phase: Phase.Releasing, flags: 0 });
+    core.step(M.UseBegin, elsewhere.slot, elsewhere.generation);
+    expect(phaseOf(core, elsewhere)).toBe(Phase.Ready);
+    // Purged while releasing: the slot's record is all zero.
+    core.step(M.UseEnd, held.slot, held.generation);
+    expect(core.apply(M.PurgeAgent, held.slot, held.generation)).toBe(ResultCode.Ok);
+    expect(core.snapshot().conversations[held.slot]).toMatchObject({ phase: Phase.None, flags: 0, cause: 0 });
+  });
+
+  it("a head that went back waits: nothing is started again at once, the next release starts it", async () => {
+    const core = await boot();
+    const c = ready(core);
+    core.step(M.MessageQueued, c.slot, c.generation, 1);
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 5, Source.QueueHead, Policy.Enqueue, 1))).toBe(Verdict.RunHere);
+    // Refused for now while the conversation is held elsewhere: the
+    // admission is free, yet asking for the same start again at once
+    // would be refused again (and again).
+    expect(core.step(M.HeadSettled, c.slot, c.generation, HeadOutcome.Back)).toEqual([]);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ queued: 1, flags: 0 });
+    expect(core.step(M.AdmissionReleased, c.slot, c.generation)).toEqual([{ kind: EffectKind.StartHead, agent: c.slot }]);
   });
 
   it("drops what does not fit and changes nothing", async () => {

@@ -7,8 +7,10 @@
 // deterministic, so fast-check can shrink a failing stream of intents.
 
 import {
+  AdmissionSource,
   AdmissionState,
   AgentLifecycle,
+  BusyPolicy,
   CommitOutcome,
   Continuation,
   EffectKind,
@@ -103,6 +105,12 @@ export class MessageStream {
   private nextRevision: number;
   private readonly pressure: boolean;
   private flood: Flood | undefined;
+  /** The next message whatever the intent: what a host sends in answer to
+   * an effect the core just emitted (see `learnApprovalCommit`,
+   * `learnStartHead`). */
+  private answer: Message | undefined;
+  /** Provider calls started, under pressure (see `learnPressure`). */
+  private providerCalls = 0;
 
   constructor(options: MessageStreamOptions = {}) {
     this.nextRevision = options.firstRevision ?? 100;
@@ -117,6 +125,9 @@ export class MessageStream {
     this.tables = tables;
     const flooding = this.continueFlood();
     if (flooding) return flooding;
+    const answer = this.answer;
+    this.answer = undefined;
+    if (answer) return answer;
     if (this.pressure && intent.kind % 97 === 13) {
       const started = this.startFlood(intent);
       if (started) return started;
@@ -127,7 +138,10 @@ export class MessageStream {
 
   /** Learns from the effects the core answered with. */
   observe(message: Message, effects: readonly CoreEffect[]): void {
-    for (const effect of effects) this.learn(message, effect);
+    for (const effect of effects) {
+      this.learn(message, effect);
+      this.learnPressure(effect);
+    }
   }
 
   private builders(): ((intent: Intent) => Message)[] {
@@ -727,6 +741,63 @@ export class MessageStream {
     return this.nextRevision;
   }
 
+  /** Now and then, the decision that asked for this approval commit is
+   * sent again as the next message, while the commit is under way: by the
+   * request id, one in three the same decision (the host found it equal: it
+   * follows the commit, `FollowResume`) and one in three another (refused
+   * `ResumeInProgress`). Left to the random builders, a decision met that
+   * window in about 1 stream in 100, so whether a run of 300 streams saw
+   * `FollowResume` hung on its seed. */
+  private learnApprovalCommit(sent: Message, request: number): void {
+    if (sent[0] !== MessageKind.Resume || request % 3 === 2) return;
+    const sameAsCommitting = request % 3 === 0 ? 1 : 0;
+    this.answer = message(MessageKind.Resume, sent[1], sent[2], sent[3], sent[4], this.request(), sent[6], sameAsCommitting);
+  }
+
+  /** A head the core asks to start is admitted as the next message, as the
+   * host's queue does (its `Admit` from the queue head): left to the random
+   * builders, a head was let start in about 1 stream in 30, and settled
+   * (`HeadSettled` accepted) in 1 in 60, so whether a run of 300 streams
+   * accepted every message kind hung on its seed. */
+  private learnStartHead(agentSlot: number): void {
+    const agent = this.agents.find((candidate) => candidate.slot === agentSlot);
+    if (!agent) return;
+    this.answer = message(MessageKind.Admit, agent.slot, agent.generation, this.request(), AdmissionSource.QueueHead, BusyPolicy.Enqueue, 1);
+  }
+
+  /** Under pressure, one provider call in two is answered at once by a
+   * model asking for tools (its call still in flight), and the tool barrier
+   * that follows by a batch as large as the in-flight limit: refused
+   * `InFlightFull`. Left to the random builders among a flood's thousands
+   * of `AttachWaiter`, about 2 flood streams in 5 never reached
+   * `InFlightFull`, so whether a run of 6 flood streams did hung on its
+   * seed. */
+  private learnPressure(effect: CoreEffect): void {
+    if (!this.pressure || this.answer !== undefined) return;
+    if (effect.kind === EffectKind.StartProviderCall) {
+      this.providerCalls += 1;
+      const live = [...this.executions.values()].find((candidate) => candidate.execution === effect.execution);
+      if (live === undefined || this.providerCalls % 2 === 0) return;
+      this.answer = message(MessageKind.SessionEvent, live.execution, live.generation, effect.session, SessionEventKind.LlmCompletedWithTools);
+    } else if (effect.kind === EffectKind.SubmitToolBarrier) {
+      const item = this.pending.find(
+        (candidate) => candidate.type === "tool" && candidate.execution === effect.execution && candidate.session === effect.session,
+      );
+      if (item?.type !== "tool") return;
+      this.pending.splice(this.pending.indexOf(item), 1);
+      this.answer = message(
+        MessageKind.ToolDispatchReady,
+        item.execution,
+        item.generation,
+        item.session,
+        item.revision,
+        CommitOutcome.Committed,
+        this.revision(),
+        Limit.InFlightMax,
+      );
+    }
+  }
+
   private learn(sent: Message, effect: CoreEffect): void {
     switch (effect.kind) {
       case EffectKind.AgentRegistered:
@@ -812,6 +883,9 @@ export class MessageStream {
           });
         });
         break;
+      case EffectKind.StartHead:
+        this.learnStartHead(effect.agent);
+        break;
       case EffectKind.SubmitApprovalCommit:
         this.withExecution(effect.execution, (live) => {
           this.pending.push({
@@ -822,6 +896,7 @@ export class MessageStream {
             request: effect.request,
           });
         });
+        this.learnApprovalCommit(sent, effect.request);
         break;
       case EffectKind.DeliverOutcome:
         if (effect.outcome === OutcomeType.Suspended) {

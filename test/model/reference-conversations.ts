@@ -50,10 +50,12 @@ const CONVERSATION_TABLE: readonly { readonly phase: P; readonly event: Ev; read
   { phase: P.Held, event: Ev.OwnedHere, next: P.Held },
   { phase: P.Held, event: Ev.OwnedElsewhere, next: P.OwnedElsewhere },
   { phase: P.Held, event: Ev.RecoveryRequested, next: P.Recovering },
+  { phase: P.Held, event: Ev.Idle, next: P.Releasing },
   { phase: P.Held, event: Ev.Used, next: P.Held },
   { phase: P.OwnedElsewhere, event: Ev.OwnedHere, next: P.Registering },
   { phase: P.OwnedElsewhere, event: Ev.OwnedElsewhere, next: P.OwnedElsewhere },
   { phase: P.OwnedElsewhere, event: Ev.RecoveryRequested, next: P.Recovering },
+  { phase: P.OwnedElsewhere, event: Ev.Idle, next: P.Releasing },
   { phase: P.OwnedElsewhere, event: Ev.Used, next: P.OwnedElsewhere },
   { phase: P.Releasing, event: Ev.OwnedHere, next: P.Releasing },
   { phase: P.Releasing, event: Ev.OwnedElsewhere, next: P.OwnedElsewhere },
@@ -64,6 +66,16 @@ const CONVERSATION_TABLE: readonly { readonly phase: P; readonly event: Ev; read
 /** The table's next phase, or undefined for an undefined pair. */
 export function conversationNextOf(phase: number, event: number): P | undefined {
   return CONVERSATION_TABLE.find((row) => row.phase === phase && row.event === event)?.next;
+}
+
+/** Moves the conversation by the table. Releasing, it remembers whether
+ * it was let go held or owned elsewhere (a takeover reported meanwhile
+ * forgets the latter); any other phase forgets both. */
+function enter(record: Conversation, event: Ev): void {
+  const releasing = conversationNextOf(record.phase, event) === P.Releasing;
+  record.releasedHeld = releasing && (record.phase === P.Held || record.releasedHeld);
+  record.releasedElsewhere = releasing && event !== Ev.OwnedHere && (record.phase === P.OwnedElsewhere || record.releasedElsewhere);
+  record.phase = conversationNextOf(record.phase, event)!;
 }
 
 /** What an admission depends on. */
@@ -110,6 +122,9 @@ interface Conversation {
   headStarting: boolean;
   recoverAgain: boolean;
   readQueue: boolean;
+  /** Releasing, let go while held / owned elsewhere: used again, it is that again. */
+  releasedHeld: boolean;
+  releasedElsewhere: boolean;
   failures: number;
 }
 
@@ -135,6 +150,8 @@ function emptyConversation(): Conversation {
     headStarting: false,
     recoverAgain: false,
     readQueue: false,
+    releasedHeld: false,
+    releasedElsewhere: false,
     failures: 0,
   };
 }
@@ -173,7 +190,9 @@ export class ReferenceConversations {
         (record.pinned ? ConversationFlag.Pinned : 0)
         | (record.headStarting ? ConversationFlag.HeadStarting : 0)
         | (record.recoverAgain ? ConversationFlag.RecoverAgain : 0)
-        | (record.readQueue ? ConversationFlag.ReadQueue : 0);
+        | (record.readQueue ? ConversationFlag.ReadQueue : 0)
+        | (record.releasedHeld ? ConversationFlag.ReleasedHeld : 0)
+        | (record.releasedElsewhere ? ConversationFlag.ReleasedElsewhere : 0);
       return {
         slot,
         recoveryEpoch: record.recoveryEpoch,
@@ -226,9 +245,9 @@ export class ReferenceConversations {
     if (code !== ResultCode.Ok) return this.host.drop(K, code);
     if (ownership !== Ownership.Here && ownership !== Ownership.Elsewhere) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
     const record = this.at(slot);
-    const next = conversationNextOf(record.phase, ownership === Ownership.Here ? Ev.OwnedHere : Ev.OwnedElsewhere);
-    if (next === undefined) return this.host.drop(K, ResultCode.ConversationPhaseMustMatch);
-    record.phase = next;
+    const event = ownership === Ownership.Here ? Ev.OwnedHere : Ev.OwnedElsewhere;
+    if (conversationNextOf(record.phase, event) === undefined) return this.host.drop(K, ResultCode.ConversationPhaseMustMatch);
+    enter(record, event);
     if (ownership === Ownership.Elsewhere) {
       record.cause = 0;
       record.recoverAgain = false;
@@ -252,9 +271,8 @@ export class ReferenceConversations {
       this.host.emit(EffectKind.RecoveryJoined, slot, record.recoveryEpoch);
       return ResultCode.Ok;
     }
-    const next = conversationNextOf(record.phase, Ev.RecoveryRequested);
-    if (next === undefined) return this.host.drop(K, ResultCode.ConversationPhaseMustMatch);
-    record.phase = next;
+    if (conversationNextOf(record.phase, Ev.RecoveryRequested) === undefined) return this.host.drop(K, ResultCode.ConversationPhaseMustMatch);
+    enter(record, Ev.RecoveryRequested);
     this.beginRecovery(slot, cause, facts);
     return ResultCode.Ok;
   }
@@ -273,7 +291,7 @@ export class ReferenceConversations {
     } else if (record.recoverAgain) {
       this.beginRecovery(slot, RecoveryCause.Retry, 0);
     } else {
-      record.phase = conversationNextOf(record.phase, Ev.Recovered)!;
+      enter(record, Ev.Recovered);
       record.cause = 0;
       record.failures = 0;
       const readQueue = record.readQueue;
@@ -281,7 +299,7 @@ export class ReferenceConversations {
       this.host.emit(EffectKind.OpenAdmissions, slot);
       this.host.emit(EffectKind.OpenInbox, slot);
       if (readQueue) this.host.emit(EffectKind.RestoreQueue, slot);
-      else this.startHeadIfDue(slot);
+      this.startHeadIfDue(slot);
     }
     return ResultCode.Ok;
   }
@@ -303,7 +321,10 @@ export class ReferenceConversations {
     const record = this.at(slot);
     if (record.users >= Limit.ConversationUsersMax) return this.host.drop(K, ResultCode.ConversationUsersFull);
     record.users += 1;
-    record.phase = conversationNextOf(record.phase, Ev.Used)!;
+    const { releasedHeld, releasedElsewhere } = record;
+    enter(record, Ev.Used);
+    if (releasedHeld) record.phase = P.Held;
+    else if (releasedElsewhere) record.phase = P.OwnedElsewhere;
     return ResultCode.Ok;
   }
 
@@ -403,8 +424,8 @@ export class ReferenceConversations {
       record.failures = 0;
       this.startHeadOrRelease(slot);
     } else if (outcome === HeadOutcome.Back) {
+      // It waits: not started again at once (nor let go: it is queued).
       record.queued += 1;
-      this.startHeadOrRelease(slot);
     } else {
       record.queued += 1;
       record.failures = Math.min(255, record.failures + 1);
@@ -443,7 +464,7 @@ export class ReferenceConversations {
 
   private hold(slot: number, cause: number, event: Ev): void {
     const record = this.at(slot);
-    record.phase = conversationNextOf(record.phase, event)!;
+    enter(record, event);
     record.cause = cause;
     record.recoverAgain = false;
     record.readQueue = false;
@@ -467,8 +488,8 @@ export class ReferenceConversations {
     const record = this.at(slot);
     const agent = this.host.agent(slot);
     const idle = record.users === 0 && !record.pinned && record.queued === 0 && !record.headStarting && agent.admissionState === AdmissionState.None;
-    if (!idle || record.phase !== P.Ready) return;
-    record.phase = P.Releasing;
+    if (!idle || conversationNextOf(record.phase, Ev.Idle) === undefined) return;
+    enter(record, Ev.Idle);
     this.host.emit(EffectKind.ReleaseConversation, slot, agent.generation);
   }
 }

@@ -3,7 +3,8 @@
 // while the conversation recovers, the start waits for the core to change
 // its phase and asks again — once ready (`OpenAdmissions`) it goes where the
 // core says and runs exactly once; held (the recovery failed) it is refused
-// AGENT_BUSY held for recovery, as the core answers. Made deterministic by
+// AGENT_BUSY held for recovery, as the core answers; the agent closed
+// meanwhile, it is refused AGENT_CLOSED at once. Made deterministic by
 // holding the store's scan of unfinished executions, which the recovery's
 // pass reads after the core ordered it.
 
@@ -192,6 +193,33 @@ describe("a start while its conversation is recovered", () => {
     expect((await decided.result).outcome).toBe("completed");
     expect((await during.result).output).toBe("done: during");
     expect(calls.filter((call) => call === "during")).toHaveLength(1);
+  });
+
+  it("agent.close() while a start waits: the start asks again at once and is refused AGENT_CLOSED, before the recovery ends", async () => {
+    const { env, holdNextScan, agent, calls } = await suspendedConversation();
+    const scan = holdNextScan();
+    const recovered = env.recover();
+    await scan.caught;
+    const during = agent.start("during", { onBusy: "enqueue" });
+    let outcome: string | undefined;
+    void during.result.then(
+      () => (outcome = "settled"),
+      (error: { code?: string }) => (outcome = error.code),
+    );
+    await settle();
+    expect(env.queues.waitingStarts()).toBe(1);
+
+    await agent.close();
+    await settle();
+    // The scan is still held: the conversation still recovers, and the
+    // start, asked again after the close, was refused by the core.
+    expect(outcome).toBe("AGENT_CLOSED");
+    expect(env.queues.waitingStarts()).toBe(0);
+    expect(conversationRecord(env).phase).toBe(ConversationPhase.Recovering);
+
+    scan.release();
+    expect(await recovered).toEqual([]);
+    expect(calls.filter((call) => call === "during")).toHaveLength(0);
   });
 
   it("a start waiting when the environment closes is told RUNTIME_SHUTDOWN, not left waiting", async () => {

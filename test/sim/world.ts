@@ -21,10 +21,10 @@
 // the world is quiet — then the liveness invariants are checked.
 
 import { z } from "zod";
-import { ConversationPhase } from "../../assembly/abi.js";
 import { scriptedModel, type ScriptedTurn } from "../../host/agent/scripted-model.js";
 import { Phronomy, tool, type DefinedAgent, type Environment, type Run } from "../../host/index.js";
 import type { SqliteConnection } from "../../host/store/sqlite/driver.js";
+import { ConversationFlag, ConversationPhase } from "../../assembly/abi.js";
 import { Cluster, type ClusterStore, type PendingWrite, type WriteFate } from "./cluster-store.js";
 
 /** Processes, conversations and steps per seed: small, so a seed takes
@@ -437,6 +437,7 @@ export class World {
     }
     for (const caller of this.callers) this.checkCaller(caller);
     for (const process of this.alive()) this.checkOwnership(process);
+    for (const process of this.alive()) if (process.environment !== undefined) this.checkReleased(process.owner, process.environment);
   }
 
   /** No conversation stays "owned elsewhere" in a process's core while that
@@ -450,6 +451,23 @@ export class World {
       const epoch = process.store.heldEpochOf(entry.id);
       if (epoch !== undefined)
         this.problem(`${process.owner} holds the lease of ${entry.id} at epoch ${epoch}, yet its core records it owned elsewhere once the world is quiet`);
+    }
+  }
+
+  /** Once quiet, every conversation the core let go (`ReleaseConversation`)
+   * is gone, and none the core would let go is left registered: ready, no
+   * use, nothing queued or starting, not pinned, no admission held
+   * (docs/decisions/0062, "The idle release and the queue head"). */
+  private checkReleased(owner: string, environment: Environment): void {
+    const { core } = environment.coordinator.settings;
+    const admissions = new Map(core.snapshot().agents.map((agent) => [agent.slot, agent.admissionState]));
+    for (const entry of environment.coordinator.agentEntries()) {
+      const record = core.conversation(entry.slot);
+      const kept = (record.flags & (ConversationFlag.Pinned | ConversationFlag.HeadStarting)) !== 0 || admissions.get(entry.slot) !== 0;
+      const idle = record.phase === ConversationPhase.Ready && record.users === 0 && record.queued === 0 && !kept;
+      if (record.phase === ConversationPhase.Releasing || idle) {
+        this.problem(`${owner}: conversation "${entry.id}" is still registered once the world is quiet (phase ${record.phase}, idle by the core's count)`);
+      }
     }
   }
 
