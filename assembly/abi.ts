@@ -674,12 +674,9 @@ export const enum ConversationFlag {
   RecoverAgain = 4,
   /** The running recovery reads the durable queue too. */
   ReadQueue = 8,
-  /** Let go while held (releasing): used again before the purge, it is
-   * held again, its cause kept. */
-  ReleasedHeld = 16,
   /** Let go while owned elsewhere (releasing): used again before the
    * purge, it is owned elsewhere again. */
-  ReleasedElsewhere = 32,
+  ReleasedElsewhere = 16,
 }
 
 /** Conversation record layout: 16 bytes per agent slot, in a table

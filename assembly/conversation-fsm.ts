@@ -25,16 +25,17 @@ const L: u8 = <u8>ConversationPhase.Releasing;
 // execution a store fault left held here, a decision on it), and the
 // queue it reads back reports the owner again (docs/decisions/0062,
 // "Owned elsewhere"); a held one is not held twice (one retry is pending);
-// a ready, held or owned-elsewhere one is let go when idle (one that is
-// not kept costs a slot: 65,536 of them refuse CAPACITY); any phase but
-// none may be used (a releasing one is ready again — or held, or owned
-// elsewhere, as it was when let go: the guard in `applyUseBegin`).
+// a ready or owned-elsewhere one is let go when idle (one that is not kept
+// costs a slot: 65,536 of them refuse CAPACITY), not a held one (its retry
+// is what recovers it); any phase but none may be used (a releasing one is
+// ready again — or owned elsewhere, as it was when let go: the guard in
+// `applyUseBegin`).
 const TRANSITIONS: usize = memory.data<u8>([
   /* none            */ 0, 0, 0, 0, 0, 0, 0, 0, 0,
   /* registering     */ 0, G, E, V, 0, 0, 0, 0, G,
   /* recovering      */ 0, V, E, V, Y, H, 0, 0, V,
   /* ready           */ 0, Y, E, V, 0, 0, H, L, Y,
-  /* held            */ 0, H, E, V, 0, 0, 0, L, H,
+  /* held            */ 0, H, E, V, 0, 0, 0, 0, H,
   /* owned_elsewhere */ 0, G, E, V, 0, 0, 0, L, E,
   /* releasing       */ 0, L, E, V, 0, 0, 0, 0, Y,
 ]);

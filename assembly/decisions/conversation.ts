@@ -27,11 +27,9 @@ export function moveConversation(agent: u32, event: u32): bool {
   const next = conversationNext(phase, event);
   if (next == ConversationPhase.None) return false;
   setConversationPhase(agent, next);
-  // Let go held or owned elsewhere: remembered while releasing only (a
-  // takeover reported meanwhile makes it owned here).
+  // Let go owned elsewhere: remembered while releasing only (a takeover
+  // reported meanwhile makes it owned here).
   const releasing = next == ConversationPhase.Releasing;
-  const held = releasing && (phase == ConversationPhase.Held || hasConversationFlag(agent, ConversationFlag.ReleasedHeld));
-  setConversationFlag(agent, ConversationFlag.ReleasedHeld, held);
   const elsewhere = releasing && (phase == ConversationPhase.OwnedElsewhere || hasConversationFlag(agent, ConversationFlag.ReleasedElsewhere));
   setConversationFlag(agent, ConversationFlag.ReleasedElsewhere, elsewhere && event != ConversationEvent.OwnedHere);
   return true;
@@ -111,14 +109,12 @@ export function applyUseBegin(agent: u32, generation: u32): i32 {
   const users = conversationUsers(agent);
   if (users >= <u32>Limit.ConversationUsersMax) return dropStale(kind, ResultCode.ConversationUsersFull);
   setConversationUsers(agent, users + 1);
-  const wasHeld = hasConversationFlag(agent, ConversationFlag.ReleasedHeld);
   const wasElsewhere = hasConversationFlag(agent, ConversationFlag.ReleasedElsewhere);
   // Every live phase has a `used` entry: a releasing one is ready again,
-  // unless it was let go held or owned elsewhere — then it is that again.
+  // unless it was let go owned elsewhere — then it is that again.
   const moved = moveConversation(agent, ConversationEvent.Used);
   assert(moved, "every live conversation may be used");
-  if (wasHeld) setConversationPhase(agent, ConversationPhase.Held);
-  else if (wasElsewhere) setConversationPhase(agent, ConversationPhase.OwnedElsewhere);
+  if (wasElsewhere) setConversationPhase(agent, ConversationPhase.OwnedElsewhere);
   return ResultCode.Ok;
 }
 
@@ -271,9 +267,9 @@ function startHeadIfDue(agent: u32): bool {
 }
 
 /** Lets an idle conversation go: nobody uses it, it is not pinned, no
- * message waits, no execution holds its admission, and it is ready, held
- * or owned elsewhere (the table's `idle` entries): its next use registers
- * it again, and recovers it by its first-use facts. */
+ * message waits, no execution holds its admission, and it is ready or
+ * owned elsewhere (the table's `idle` entries): its next use registers it
+ * again. A held one stays: its retry is what recovers it. */
 function releaseIfIdle(agent: u32): void {
   if (conversationUsers(agent) != 0 || hasConversationFlag(agent, ConversationFlag.Pinned)) return;
   if (queuedMessages(agent) != 0 || headStarting(agent) || agentAdmission(agent) != AdmissionState.None) return;

@@ -250,24 +250,24 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.None, users: 0, queued: 0, flags: 0, recoveryEpoch: 0 });
   });
 
-  it("lets an idle conversation go while held or owned elsewhere, and one used again before the purge is that again", async () => {
+  it("lets an idle conversation go while owned elsewhere, not while held; one used again before the purge is owned elsewhere again", async () => {
     const core = await boot();
     const held = ready(core);
     core.step(M.UseBegin, held.slot, held.generation);
     core.step(M.ConversationHeld, held.slot, held.generation, HoldCause.StoreFault);
-    expect(core.step(M.UseEnd, held.slot, held.generation)).toEqual([{ kind: EffectKind.ReleaseConversation, agent: held.slot, generation: held.generation }]);
-    expect(core.snapshot().conversations[held.slot]).toMatchObject({ phase: Phase.Releasing, cause: HoldCause.StoreFault, flags: Flag.ReleasedHeld });
-    // Used again before the host purged it: held again, its cause kept.
-    core.step(M.UseBegin, held.slot, held.generation);
-    expect(core.snapshot().conversations[held.slot]).toMatchObject({ phase: Phase.Held, cause: HoldCause.StoreFault, flags: 0 });
+    // Held: its retry recovers it, so it stays.
+    expect(core.step(M.UseEnd, held.slot, held.generation)).toEqual([]);
+    expect(core.snapshot().conversations[held.slot]).toMatchObject({ phase: Phase.Held, cause: HoldCause.StoreFault });
     const elsewhere = ready(core);
     core.step(M.UseBegin, elsewhere.slot, elsewhere.generation);
     core.step(M.ConversationOwned, elsewhere.slot, elsewhere.generation, Ownership.Elsewhere);
     expect(core.step(M.UseEnd, elsewhere.slot, elsewhere.generation)).toEqual([
       { kind: EffectKind.ReleaseConversation, agent: elsewhere.slot, generation: elsewhere.generation },
     ]);
+    expect(core.snapshot().conversations[elsewhere.slot]).toMatchObject({ phase: Phase.Releasing, flags: Flag.ReleasedElsewhere });
+    // Used again before the host purged it: owned elsewhere again.
     core.step(M.UseBegin, elsewhere.slot, elsewhere.generation);
-    expect(phaseOf(core, elsewhere)).toBe(Phase.OwnedElsewhere);
+    expect(core.snapshot().conversations[elsewhere.slot]).toMatchObject({ phase: Phase.OwnedElsewhere, flags: 0 });
     // Let go again, and taken over meanwhile: used again, it is ready (the takeover's recovery follows).
     core.step(M.UseEnd, elsewhere.slot, elsewhere.generation);
     core.step(M.ConversationOwned, elsewhere.slot, elsewhere.generation, Ownership.Here);
@@ -275,9 +275,9 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     core.step(M.UseBegin, elsewhere.slot, elsewhere.generation);
     expect(phaseOf(core, elsewhere)).toBe(Phase.Ready);
     // Purged while releasing: the slot's record is all zero.
-    core.step(M.UseEnd, held.slot, held.generation);
-    expect(core.apply(M.PurgeAgent, held.slot, held.generation)).toBe(ResultCode.Ok);
-    expect(core.snapshot().conversations[held.slot]).toMatchObject({ phase: Phase.None, flags: 0, cause: 0 });
+    core.step(M.UseEnd, elsewhere.slot, elsewhere.generation);
+    expect(core.apply(M.PurgeAgent, elsewhere.slot, elsewhere.generation)).toBe(ResultCode.Ok);
+    expect(core.snapshot().conversations[elsewhere.slot]).toMatchObject({ phase: Phase.None, flags: 0, cause: 0 });
   });
 
   it("a head that went back waits: nothing is started again at once, the next release starts it", async () => {

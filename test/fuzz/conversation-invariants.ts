@@ -80,7 +80,7 @@ function releasedOnlyWhenIdle(step: Step): string | undefined {
       record?.phase === ConversationPhase.Releasing
       && record.users === 0
       && record.queued === 0
-      && (record.flags & ~(ConversationFlag.ReleasedHeld | ConversationFlag.ReleasedElsewhere)) === 0
+      && (record.flags & ~ConversationFlag.ReleasedElsewhere) === 0
       && agent?.admissionState === AdmissionState.None
       && agent.generation === effect.generation;
     if (!idle) return `ReleaseConversation for conversation ${effect.agent}, which is not idle`;

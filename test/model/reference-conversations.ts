@@ -50,7 +50,6 @@ const CONVERSATION_TABLE: readonly { readonly phase: P; readonly event: Ev; read
   { phase: P.Held, event: Ev.OwnedHere, next: P.Held },
   { phase: P.Held, event: Ev.OwnedElsewhere, next: P.OwnedElsewhere },
   { phase: P.Held, event: Ev.RecoveryRequested, next: P.Recovering },
-  { phase: P.Held, event: Ev.Idle, next: P.Releasing },
   { phase: P.Held, event: Ev.Used, next: P.Held },
   { phase: P.OwnedElsewhere, event: Ev.OwnedHere, next: P.Registering },
   { phase: P.OwnedElsewhere, event: Ev.OwnedElsewhere, next: P.OwnedElsewhere },
@@ -69,11 +68,10 @@ export function conversationNextOf(phase: number, event: number): P | undefined 
 }
 
 /** Moves the conversation by the table. Releasing, it remembers whether
- * it was let go held or owned elsewhere (a takeover reported meanwhile
- * forgets the latter); any other phase forgets both. */
+ * it was let go owned elsewhere (a takeover reported meanwhile forgets
+ * it); any other phase forgets it. */
 function enter(record: Conversation, event: Ev): void {
   const releasing = conversationNextOf(record.phase, event) === P.Releasing;
-  record.releasedHeld = releasing && (record.phase === P.Held || record.releasedHeld);
   record.releasedElsewhere = releasing && event !== Ev.OwnedHere && (record.phase === P.OwnedElsewhere || record.releasedElsewhere);
   record.phase = conversationNextOf(record.phase, event)!;
 }
@@ -122,8 +120,7 @@ interface Conversation {
   headStarting: boolean;
   recoverAgain: boolean;
   readQueue: boolean;
-  /** Releasing, let go while held / owned elsewhere: used again, it is that again. */
-  releasedHeld: boolean;
+  /** Releasing, let go while owned elsewhere: used again, it is that again. */
   releasedElsewhere: boolean;
   failures: number;
 }
@@ -150,7 +147,6 @@ function emptyConversation(): Conversation {
     headStarting: false,
     recoverAgain: false,
     readQueue: false,
-    releasedHeld: false,
     releasedElsewhere: false,
     failures: 0,
   };
@@ -191,7 +187,6 @@ export class ReferenceConversations {
         | (record.headStarting ? ConversationFlag.HeadStarting : 0)
         | (record.recoverAgain ? ConversationFlag.RecoverAgain : 0)
         | (record.readQueue ? ConversationFlag.ReadQueue : 0)
-        | (record.releasedHeld ? ConversationFlag.ReleasedHeld : 0)
         | (record.releasedElsewhere ? ConversationFlag.ReleasedElsewhere : 0);
       return {
         slot,
@@ -321,10 +316,9 @@ export class ReferenceConversations {
     const record = this.at(slot);
     if (record.users >= Limit.ConversationUsersMax) return this.host.drop(K, ResultCode.ConversationUsersFull);
     record.users += 1;
-    const { releasedHeld, releasedElsewhere } = record;
+    const { releasedElsewhere } = record;
     enter(record, Ev.Used);
-    if (releasedHeld) record.phase = P.Held;
-    else if (releasedElsewhere) record.phase = P.OwnedElsewhere;
+    if (releasedElsewhere) record.phase = P.OwnedElsewhere;
     return ResultCode.Ok;
   }
 
