@@ -209,9 +209,7 @@ export class Environment {
   }
 
   /** @internal What a store fault held for the agent, recovered from its rows read now (docs/decisions/0057). */
-  recoverHeld(agentId: string): Promise<void> {
-    return this.recoveries.recoverHeld(agentId);
-  }
+  readonly recoverHeld = (agentId: string): Promise<void> => this.recoveries.recoverHeld(agentId);
 
   /** @internal A start refused busy: whether that id is admitted or prepared here, or in the store (docs/decisions/0057). */
   admittedAs(executionId: string): Promise<boolean> {
@@ -222,9 +220,7 @@ export class Environment {
   readonly settleLease = (entry: AgentEntry): boolean => this.recoveries.settleLease(entry);
 
   /** @internal The store's facts on where a start the core placed elsewhere goes (docs/decisions/0031, 0062). */
-  placementOf(agentId: string): StartPlacement {
-    return this.inbox.placementOf(agentId);
-  }
+  readonly placementOf = (agentId: string): StartPlacement => this.inbox.placementOf(agentId);
 
   /** @internal A conversation the core recorded owned elsewhere that the store says this process holds: recovered as a retake. */
   recoverTakenBack(agentId: string): void {
@@ -233,9 +229,7 @@ export class Environment {
   }
 
   /** @internal A keyed start whose execution is in the store already: `waiter` follows it. */
-  followExecution(agentId: string, executionId: string, waiter: Waiter): void {
-    this.followers.followExecution(agentId, executionId, waiter);
-  }
+  readonly followExecution = (agentId: string, executionId: string, waiter: Waiter): void => this.followers.followExecution(agentId, executionId, waiter);
 
   /** @internal A caller waiting here on an execution another process runs now: followed until it ends. */
   followElsewhere(agentId: string, executionId: string, waiter: Waiting): void {
