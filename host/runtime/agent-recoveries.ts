@@ -461,16 +461,15 @@ export class AgentRecoveries {
    * a recovery the core knows (`LeaseSettling`: it reads nothing; a
    * takeover it ends in joins it and reads the rows), so the start's
    * `Admit` answers `WaitUntilReady` and it waits for the core to open the
-   * conversation again — never refused for that race. True when the
-   * core recovers it now. */
-  settleLease(entry: AgentEntry): boolean {
+   * conversation again — never refused for that race. */
+  settleLease(entry: AgentEntry): void {
     const settling = partitionedStoreOf(this.host.store)?.partitionSettling(entry.id);
-    if (settling === undefined || this.host.closed()) return false;
+    if (settling === undefined || this.host.closed()) return;
     const pass = async (): Promise<RecoveredExecution[]> => {
       await settling;
       return [];
     };
-    return this.pipeline.requestNow(entry, { cause: RecoveryCause.LeaseSettling, fresh: true, pass });
+    this.pipeline.requestNow(entry, { cause: RecoveryCause.LeaseSettling, fresh: true, pass });
   }
 
   /** A pass on the agent's rows read now: PostgreSQL reads this agent's

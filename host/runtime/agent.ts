@@ -58,7 +58,7 @@ export interface AgentHost {
   assertStoreWritable(what: string): void;
   /** On the loop, before `Admit`: this process's own lease of the
    * conversation settling is told to the core as a recovery (true). */
-  settleLease(entry: AgentEntry): boolean;
+  settleLease(entry: AgentEntry): void;
   admittedAs(executionId: string): Promise<boolean>;
   followExecution(agentId: string, executionId: string, waiter: Waiter): void;
   recoverHeld(agentId: string): Promise<void>;

@@ -217,7 +217,7 @@ export class Environment {
   }
 
   /** @internal Before a start's `Admit`: this process's own lease settling is a recovery the core knows (agent-recoveries.ts). */
-  readonly settleLease = (entry: AgentEntry): boolean => this.recoveries.settleLease(entry);
+  readonly settleLease = (entry: AgentEntry): void => this.recoveries.settleLease(entry);
 
   /** @internal The store's facts on where a start the core placed elsewhere goes (docs/decisions/0031, 0062). */
   readonly placementOf = (agentId: string): StartPlacement => this.inbox.placementOf(agentId);
