@@ -106,7 +106,7 @@ export class Conversations {
     host.coordinator.onAgentSuspended = (agent) => {
       if (this.live.get(agent.id)?.entry === agent) this.host.inboxSuspended(agent.id);
     };
-    host.coordinator.onConversationIdle = (agent) => this.releaseWhenIdle(agent);
+    host.coordinator.onConversationIdle = (agent) => this.carryOutRelease(agent);
   }
 
   /** Core entries held now (for tests and benchmarks). */
@@ -466,7 +466,7 @@ export class Conversations {
    * it — its `UseBegin` is posted behind this, and the core counts it and
    * makes the conversation ready again — and PurgeAgent refuses one the
    * core counts in use by then. */
-  private releaseWhenIdle(agent: AgentEntry): void {
+  private carryOutRelease(agent: AgentEntry): void {
     const conversation = this.live.get(agent.id);
     if (conversation === undefined || conversation.entry !== agent) return;
     this.host.loop.post(
