@@ -6,6 +6,7 @@
 import { expect } from "vitest";
 import {
   AdmissionSource as Source,
+  AdmissionState,
   AdmissionVerdict as Verdict,
   BusyPolicy as Policy,
   ConversationPhase as Phase,
@@ -15,6 +16,7 @@ import {
   HoldCause,
   MessageKind as M,
   Ownership,
+  PreparationOutcome,
   RecoveryCause as Cause,
   RecoveryFact as Fact,
   RecoveryOutcome,
@@ -143,6 +145,24 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Held, cause: HoldCause.StoreFault, failures: 7 });
     core.step(M.RecoveryRequested, c.slot, c.generation, Cause.Retry, 0);
     core.step(M.RecoveryFinished, c.slot, c.generation, 8, RecoveryOutcome.Recovered);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Ready, cause: 0, failures: 0 });
+  });
+
+  it("holds a recovery whose pass left what a store fault held still held, and readies it once released", async () => {
+    const core = await boot();
+    const admission = core.admitted();
+    const c = { slot: admission.agent, generation: admission.agentGeneration };
+    core.apply(M.InitialPreparationReady, c.slot, c.generation, admission.token, PreparationOutcome.OutcomeUnknown, 10, 0, admission.request);
+    expect(core.agentRecord(c.slot)).toMatchObject({ admissionState: AdmissionState.RecoveryRequired, executionSlotPlusOne: 0 });
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.RecoverCalled, 0);
+    // The host reports the pass ran; the core reads its own record.
+    expect(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.Recovered)).toEqual([
+      { kind: EffectKind.RetryAfter, agent: c.slot, epoch: 1, delayMs: 250 },
+    ]);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Held, cause: HoldCause.StoreFault, failures: 1 });
+    expect(core.apply(M.DischargeAgentRecovery, c.slot, c.generation)).toBe(ResultCode.Ok);
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.HealAfterStoreFault, 0);
+    core.step(M.RecoveryFinished, c.slot, c.generation, 2, RecoveryOutcome.Recovered);
     expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Ready, cause: 0, failures: 0 });
   });
 

@@ -283,6 +283,8 @@ export class ReferenceConversations {
     if (outcome !== RecoveryOutcome.Recovered) {
       const cause = [0, 0, HoldCause.StoreFault, HoldCause.OutcomeUnknown, HoldCause.NotQuiescent, HoldCause.LeaseLapsed][outcome]!;
       this.hold(slot, cause, Ev.RecoveryFailed);
+    } else if (this.host.agent(slot).admissionState === AdmissionState.RecoveryRequired) {
+      this.hold(slot, HoldCause.StoreFault, Ev.RecoveryFailed);
     } else if (record.recoverAgain) {
       this.beginRecovery(slot, RecoveryCause.Retry, 0);
     } else {
