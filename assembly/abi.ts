@@ -580,6 +580,10 @@ export const enum AdmissionSource {
   QueueHead = 2,
   /** A start another process filed for this one (decision 0031). */
   Filed = 3,
+  /** A decision (`agent.resume`) on an execution not live here: it goes
+   * where the conversation is held. Asked of `admissionVerdictOf` only,
+   * never in an `Admit` (the `Resume` message decides the rest). */
+  Resume = 4,
 }
 
 /** The start's busy policy (decision 0025). */

@@ -26,7 +26,9 @@ const BUSY: u32 = AdmissionSituation.AdmissionHeld | AdmissionSituation.Queued |
 /** The verdict for a start, or `None` when an argument is out of range. */
 export function admissionVerdictOf(phase: u32, source: u32, policy: u32, situation: u32): u32 {
   if (phase == ConversationPhase.None || phase >= <u32>ConversationPhaseLimit.End) return AdmissionVerdict.None;
-  if (!isSource(source) || !isPolicy(policy) || situation >= <u32>AdmissionSituation.End) return AdmissionVerdict.None;
+  if (!isPolicy(policy) || situation >= <u32>AdmissionSituation.End) return AdmissionVerdict.None;
+  if (source == AdmissionSource.Resume) return resumeVerdict(phase);
+  if (!isSource(source)) return AdmissionVerdict.None;
   if ((situation & AdmissionSituation.Closed) != 0) return AdmissionVerdict.RefuseClosed;
   if (phase == ConversationPhase.OwnedElsewhere) return elsewhereVerdict(source);
   if (source == AdmissionSource.QueueHead) return headVerdict(phase, situation);
@@ -130,6 +132,13 @@ function situationOf(agent: u32, queueKept: u32): u32 {
 function elsewhereVerdict(source: u32): u32 {
   if (source == AdmissionSource.Direct) return AdmissionVerdict.FileForOwner;
   return source == AdmissionSource.Filed ? AdmissionVerdict.LeaveFiled : AdmissionVerdict.StayQueued;
+}
+
+/** A decision on an execution not live here goes to the process that holds
+ * the conversation; here, the `Resume` message decides the rest (closed,
+ * suspended, held for recovery). */
+function resumeVerdict(phase: u32): u32 {
+  return phase == ConversationPhase.OwnedElsewhere ? AdmissionVerdict.FileForOwner : AdmissionVerdict.RunHere;
 }
 
 /** A queue head starts only when the conversation is ready, no execution

@@ -91,6 +91,8 @@ export interface AdmissionFacts {
 
 /** The admission rules, in order: the first that matches decides. */
 const ADMISSION_RULES: readonly { readonly when: (facts: AdmissionFacts) => boolean; readonly verdict: AdmissionVerdict }[] = [
+  { when: (f) => f.source === AdmissionSource.Resume && f.phase === P.OwnedElsewhere, verdict: AdmissionVerdict.FileForOwner },
+  { when: (f) => f.source === AdmissionSource.Resume, verdict: AdmissionVerdict.RunHere },
   { when: (f) => f.closed, verdict: AdmissionVerdict.RefuseClosed },
   { when: (f) => f.phase === P.OwnedElsewhere && f.source === AdmissionSource.Direct, verdict: AdmissionVerdict.FileForOwner },
   { when: (f) => f.phase === P.OwnedElsewhere && f.source === AdmissionSource.Filed, verdict: AdmissionVerdict.LeaveFiled },
