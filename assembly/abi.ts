@@ -584,6 +584,11 @@ export const enum AdmissionSource {
    * where the conversation is held. Asked of `admissionVerdictOf` only,
    * never in an `Admit` (the `Resume` message decides the rest). */
   Resume = 4,
+  /** `env.retry`: a new attempt of an ended execution asks as a start of
+   * this process does (filed for the owner when owned elsewhere), with
+   * the busy policy "reject": it never passes messages queued, a running
+   * execution, or a conversation held or recovering. */
+  Retry = 5,
 }
 
 /** The start's busy policy (decision 0025). */

@@ -57,7 +57,7 @@ export const CONVERSATION_EVENT_NAMES = [
   "used",
 ] as const;
 
-const SOURCE_NAMES = ["none", "direct", "queue head", "filed", "resume"] as const;
+const SOURCE_NAMES = ["none", "direct", "queue head", "filed", "resume", "retry"] as const;
 const POLICY_NAMES = ["none", "reject", "enqueue", "interrupt"] as const;
 const VERDICT_NAMES = [
   "none",
@@ -192,7 +192,9 @@ function renderAdmissionTable(core: ControlCore): string[] {
     "is a decision (`agent.resume`) on an execution not live here, asked of",
     "the same decision (not in an `Admit`): filed for the owner when the",
     "conversation is owned elsewhere, else applied here (its `Resume` decides",
-    "the rest).",
+    'the rest). The source "retry" is `env.retry`, asked as a start of this',
+    'process with the busy policy "reject" (the other policies are listed for',
+    "completeness: the host never asks with them).",
     "",
     "| phase | source | verdict |",
     "| --- | --- | --- |",

@@ -108,8 +108,9 @@ export function applyHeadSettled(agent: u32, generation: u32, outcome: u32): i32
 
 // -- inside -----------------------------------------------------------------
 
+/** The sources an `Admit` carries (a resume asks the verdict only). */
 function isSource(value: u32): bool {
-  return value >= <u32>AdmissionSource.Direct && value <= <u32>AdmissionSource.Filed;
+  return (value >= <u32>AdmissionSource.Direct && value <= <u32>AdmissionSource.Filed) || value == AdmissionSource.Retry;
 }
 
 function isPolicy(value: u32): bool {
@@ -127,10 +128,11 @@ function situationOf(agent: u32, queueKept: u32): u32 {
   return situation;
 }
 
-/** Owned elsewhere: a start made here is filed for the owner; one filed
- * for this process stays filed; a queue head waits (the owner runs it). */
+/** Owned elsewhere: a start (or retry) made here is filed for the owner;
+ * one filed for this process stays filed; a queue head waits (the owner
+ * runs it). */
 function elsewhereVerdict(source: u32): u32 {
-  if (source == AdmissionSource.Direct) return AdmissionVerdict.FileForOwner;
+  if (source == AdmissionSource.Direct || source == AdmissionSource.Retry) return AdmissionVerdict.FileForOwner;
   return source == AdmissionSource.Filed ? AdmissionVerdict.LeaveFiled : AdmissionVerdict.StayQueued;
 }
 

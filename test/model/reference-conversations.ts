@@ -94,7 +94,10 @@ const ADMISSION_RULES: readonly { readonly when: (facts: AdmissionFacts) => bool
   { when: (f) => f.source === AdmissionSource.Resume && f.phase === P.OwnedElsewhere, verdict: AdmissionVerdict.FileForOwner },
   { when: (f) => f.source === AdmissionSource.Resume, verdict: AdmissionVerdict.RunHere },
   { when: (f) => f.closed, verdict: AdmissionVerdict.RefuseClosed },
-  { when: (f) => f.phase === P.OwnedElsewhere && f.source === AdmissionSource.Direct, verdict: AdmissionVerdict.FileForOwner },
+  {
+    when: (f) => f.phase === P.OwnedElsewhere && (f.source === AdmissionSource.Direct || f.source === AdmissionSource.Retry),
+    verdict: AdmissionVerdict.FileForOwner,
+  },
   { when: (f) => f.phase === P.OwnedElsewhere && f.source === AdmissionSource.Filed, verdict: AdmissionVerdict.LeaveFiled },
   { when: (f) => f.source === AdmissionSource.QueueHead && f.phase === P.Ready && !f.admissionHeld && !f.headStarting, verdict: AdmissionVerdict.RunHere },
   { when: (f) => f.source === AdmissionSource.QueueHead, verdict: AdmissionVerdict.StayQueued },
@@ -357,7 +360,7 @@ export class ReferenceConversations {
   private admit(slot: number, generation: number, request: number, source: number, policy: number, queueKept: number): ResultCode {
     const code = this.host.checkAgent(slot, generation);
     if (code !== ResultCode.Ok) return this.host.refuse(request, code);
-    const sourceKnown = source >= AdmissionSource.Direct && source <= AdmissionSource.Filed;
+    const sourceKnown = (source >= AdmissionSource.Direct && source <= AdmissionSource.Filed) || source === AdmissionSource.Retry;
     const policyKnown = policy >= BusyPolicy.Reject && policy <= BusyPolicy.Interrupt;
     if (!sourceKnown || !policyKnown || (queueKept !== 0 && queueKept !== 1)) return this.host.refuse(request, ResultCode.ArgumentOutOfRange);
     const record = this.at(slot);
