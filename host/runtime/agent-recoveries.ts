@@ -557,7 +557,6 @@ export class AgentRecoveries {
   private passOutcome(entry: AgentEntry): RecoveryOutcome {
     return this.settling.delete(entry.id) ? RecoveryOutcome.NotQuiescent : RecoveryOutcome.Recovered;
   }
-
 }
 
 /** Queued messages `env.recover()` lists at most. */
