@@ -440,16 +440,14 @@ export class AgentRecoveries {
   }
 
   /** On the loop: the core is told of the conversation's pending takeover,
-   * and its recovery is carried out (`RecoveryPipeline.requestNow`). False
-   * when the core refused it (a stale entry): it stays pending. */
-  private tellTakeover(entry: AgentEntry): boolean {
+   * and its recovery is carried out (`RecoveryPipeline.requestNow`). One
+   * the core refused (a stale entry) stays pending. */
+  private tellTakeover(entry: AgentEntry): void {
     const takeover = this.takeovers.get(entry.id);
-    if (takeover === undefined) return true;
-    const recovery = this.pipeline.requestNow(entry, takeover.trigger);
-    if (recovery === undefined) return false;
+    const recovery = takeover && this.pipeline.requestNow(entry, takeover.trigger);
+    if (takeover === undefined || recovery === undefined) return;
     this.takeovers.delete(entry.id);
     takeover.settle(recovery);
-    return true;
   }
 
   /** On the loop, before every `Admit` (`Coordinator.beforeAdmit`): a

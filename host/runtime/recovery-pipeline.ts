@@ -105,7 +105,8 @@ export class RecoveryPipeline {
    * after it in the same turn finds the conversation recovering
    * (`WaitUntilReady`) — then carries out its answer as `request` does,
    * and resolves as it does. Undefined when the core refused it (a stale
-   * entry): nothing is carried out. */
+   * entry), or joined a recovery this pipeline does not run (a first
+   * use's): nothing is carried out. */
   requestNow(entry: AgentEntry, trigger: RecoveryTrigger): Promise<RecoveredExecution[] | undefined> | undefined {
     const order = this.requestOrder(entry, trigger);
     if (order.kind === "refused") return undefined;
