@@ -80,7 +80,10 @@ export class AgentRecoveries {
       ...host,
       passFromStore: (entry) => this.passFromStore(entry),
       passOutcome: (entry) => this.passOutcome(entry),
-      inboxReady: (agentId) => this.host.inboxApplier()?.agentReady(agentId),
+      inboxReady: (agentId) => {
+        // A takeover noted since keeps the inbox waiting for its own recovery.
+        if (!this.takeovers.has(agentId)) this.host.inboxApplier()?.agentReady(agentId);
+      },
     });
     if (leasingStoreOf(host.store) !== undefined) host.coordinator.beforeAdmit = (agent) => this.beforeAdmit(agent);
   }
