@@ -462,7 +462,7 @@ export class AgentRecoveries {
    * a conversation the core records owned elsewhere), and the takeover is
    * told on its own. */
   private beforeAdmit(entry: AgentEntry): void {
-    if (this.takeovers.size === 0 || !this.takeovers.has(entry.id)) return;
+    if (!this.takeovers.has(entry.id)) return;
     if (this.host.coordinator.settings.core.conversation(entry.slot).phase !== ConversationPhase.Ready) return;
     this.tellTakeover(entry);
   }
