@@ -434,7 +434,8 @@ export class AgentRecoveries {
         .holding(agentId, (entry) => this.onLoop(() => this.tellTakeover(entry), `the takeover of conversation "${agentId}"`))
         .catch(() => undefined)
         .finally(() => {
-          // Not live here any more (or the loop closed): nothing to recover.
+          // Not told: the conversation is not live here any more (its entry
+          // stale, its first use failed) or the loop closed. Nothing to recover.
           if (this.takeovers.get(agentId) !== takeover) return;
           this.takeovers.delete(agentId);
           takeover.settle(undefined);
