@@ -38,8 +38,11 @@ export function admit(
   policy: OnBusyPolicy,
   queueKept: boolean,
 ): Admission | undefined {
-  const handle = coordinator.requests.add(request);
   const { agent } = request;
+  // A store fact the core may not have yet: a takeover noted, its message
+  // still on its way to the loop.
+  coordinator.beforeAdmit?.(agent);
+  const handle = coordinator.requests.add(request);
   coordinator.apply(M.Admit, agent.slot, agent.generation, handle, source, POLICIES[policy], queueKept ? 1 : 0);
   const { core } = coordinator.settings;
   // The answer is the apply's only effect; carrying it out applied nothing.

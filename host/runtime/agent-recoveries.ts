@@ -11,10 +11,11 @@
 //
 // Rules kept: the unfinished rows are read once per recovery pass; an agent
 // taken over admits no start until its recovery ends (the core answers
-// `WaitUntilReady` while it recovers, `readiness-waiters.ts`); a decision
-// filed for it waits for the same.
+// `WaitUntilReady` while it recovers, `readiness-waiters.ts`): the core is
+// told of the takeover before any `Admit` that follows the store's signal
+// (`beforeAdmit`); a decision filed for it waits for the same.
 
-import { HoldCause, MessageKind as M, RecoveryCause, RecoveryOutcome, ResultCode } from "../../assembly/abi.js";
+import { ConversationPhase, HoldCause, MessageKind as M, RecoveryCause, RecoveryOutcome, ResultCode } from "../../assembly/abi.js";
 import { resultCodeName } from "../core/names.js";
 import type { PhronomyError } from "../errors.js";
 import type { ExecutionStore } from "../store/store.js";
@@ -27,7 +28,7 @@ import type { ConversationQueues } from "./conversation-queue.js";
 import type { InboxApplier } from "./approval-inbox.js";
 import type { AgentEntry } from "./requests.js";
 import { continuationNameOf, continuationOf, recoverAgent, type RecoveredExecution } from "./recovery.js";
-import { RecoveryPipeline } from "./recovery-pipeline.js";
+import { RecoveryPipeline, type RecoveryTrigger } from "./recovery-pipeline.js";
 import { heldEpochOf, leasingStoreOf } from "./leases.js";
 import { releaseSupersededSuspensions } from "./superseded-suspensions.js";
 import type { Waiting } from "./run.js";
@@ -52,6 +53,14 @@ export interface AgentRecoveriesHost {
   follow(agentId: string, executionId: string, waiter: Waiting): void;
 }
 
+/** A takeover the store noted that the core has not been told of yet. */
+interface PendingTakeover {
+  readonly trigger: RecoveryTrigger;
+  /** Settles the takeover's report with its recovery (undefined: the core
+   * refused it, or the conversation is not live here any more). */
+  readonly settle: (recovery: Promise<RecoveredExecution[] | undefined> | undefined) => void;
+}
+
 /** Every recovery an environment runs, and the report of each agent's. */
 export class AgentRecoveries {
   /** Each agent's recovery report (`env.recovery(agentId)`). */
@@ -62,14 +71,21 @@ export class AgentRecoveries {
   private readonly settling = new Set<string>();
   /** The one way back in (docs/decisions/0062). */
   private readonly pipeline: RecoveryPipeline;
+  /** Takeovers the store noted (its lease admits starts here already)
+   * whose message has not reached the loop yet, by agent id. */
+  private readonly takeovers = new Map<string, PendingTakeover>();
 
   constructor(private readonly host: AgentRecoveriesHost) {
     this.pipeline = new RecoveryPipeline({
       ...host,
       passFromStore: (entry) => this.passFromStore(entry),
       passOutcome: (entry) => this.passOutcome(entry),
-      ended: (agentId, state) => this.ended(agentId, state),
+      inboxReady: (agentId) => {
+        // A takeover noted since keeps the inbox waiting for its own recovery.
+        if (!this.takeovers.has(agentId)) this.host.inboxApplier()?.agentReady(agentId);
+      },
     });
+    if (leasingStoreOf(host.store) !== undefined) host.coordinator.beforeAdmit = (agent) => this.beforeAdmit(agent);
   }
 
   /** The recovery report of an agent defined in this environment. */
@@ -355,8 +371,13 @@ export class AgentRecoveries {
   /** Applies a release message (DischargeRecovery, DischargeAgentRecovery)
    * on the loop: the code the core answered. */
   private release(kind: M.DischargeRecovery | M.DischargeAgentRecovery, slot: number, generation: number, label: string): Promise<number> {
+    return this.onLoop(() => this.host.coordinator.apply(kind, slot, generation), label);
+  }
+
+  /** Runs `body` on the control loop and resolves with what it returned. */
+  private onLoop<T>(body: () => T, label: string): Promise<T> {
     return new Promise((resolve, reject) => {
-      this.host.loop.post(() => resolve(this.host.coordinator.apply(kind, slot, generation)), { completion: { fail: reject }, label });
+      this.host.loop.post(() => resolve(body()), { completion: { fail: reject }, label });
     });
   }
 
@@ -380,19 +401,71 @@ export class AgentRecoveries {
     if (!this.host.recoverOnDefine) return this.host.conversations.takenOverUnrecovered(agentId);
     const takenAt = performance.now();
     this.host.coordinator.settings.logger.debug?.(`[phronomy] took agent "${agentId}" over at lease epoch ${epoch}; recovering its unfinished executions`);
-    // Called in the same turn as the store noted the lease: no admission
-    // can slip in before the recovered executions hold theirs. Starts made
-    // through agent.start wait for the recovery (the core's `WaitUntilReady`).
-    leasingStoreOf(this.host.store)?.holdAdmissions(agentId, `it was taken over at lease epoch ${epoch} and its unfinished executions are being recovered`);
-    const recovered = this.pipeline
-      .request(agentId, { cause, ownedHere: true, admissionsHeld: true, inboxHeld: true, pass: (entry) => this.recoverAgentEntry(entry, takenAt) })
-      .then((report) => report ?? []);
+    const recovered = this.noteTakeover(agentId, { cause, ownedHere: true, inboxHeld: true, pass: (entry) => this.recoverAgentEntry(entry, takenAt) });
     recovered.catch((error: unknown) =>
       this.host.coordinator.settings.logger.warn(
         `[phronomy] the recovery of agent "${agentId}" after its takeover failed: ${error instanceof Error ? error.message : String(error)}`,
       ),
     );
     this.reports.set(agentId, recovered);
+  }
+
+  /** Called in the same turn as the store noted the lease, which admits
+   * starts here from now on: the takeover is pending until the core is
+   * told (`ConversationOwned(here)`, `RecoveryRequested`) — on the loop
+   * once the conversation's entry is ready, or by the first `Admit` that
+   * comes before (`beforeAdmit`). So every `Admit` after the store's
+   * signal answers from a core that knows: the conversation recovers, and
+   * a start waits (`WaitUntilReady`) instead of running before the
+   * executions recovered. The report of the takeover's recovery. */
+  private noteTakeover(agentId: string, trigger: RecoveryTrigger): Promise<RecoveredExecution[]> {
+    return new Promise<RecoveredExecution[] | undefined>((resolve, reject) => {
+      const earlier = this.takeovers.get(agentId);
+      const takeover: PendingTakeover = {
+        trigger,
+        settle: (recovery) => {
+          earlier?.settle(recovery);
+          if (recovery === undefined) this.host.inboxApplier()?.agentReady(agentId);
+          (recovery ?? Promise.resolve(undefined)).then(resolve, reject);
+        },
+      };
+      this.takeovers.set(agentId, takeover);
+      this.host.conversations
+        .holding(agentId, (entry) => this.onLoop(() => this.tellTakeover(entry), `the takeover of conversation "${agentId}"`))
+        .catch(() => undefined)
+        .finally(() => {
+          // Not told: the conversation is not live here any more (its entry
+          // stale, its first use failed) or the loop closed. Nothing to recover.
+          if (this.takeovers.get(agentId) !== takeover) return;
+          this.takeovers.delete(agentId);
+          takeover.settle(undefined);
+        });
+    }).then((report) => report ?? []);
+  }
+
+  /** On the loop: the core is told of the conversation's pending takeover,
+   * and its recovery is carried out (`RecoveryPipeline.requestNow`). One
+   * the core refused (a stale entry) stays pending. */
+  private tellTakeover(entry: AgentEntry): void {
+    const takeover = this.takeovers.get(entry.id);
+    const recovery = takeover && this.pipeline.requestNow(entry, takeover.trigger);
+    if (takeover === undefined || recovery === undefined) return;
+    this.takeovers.delete(entry.id);
+    takeover.settle(recovery);
+  }
+
+  /** On the loop, before every `Admit` (`Coordinator.beforeAdmit`): a
+   * takeover the store noted whose message has not reached the loop yet is
+   * told now when the conversation is ready — the one phase in which the
+   * core answers `RunHere`, so a start is never run on a phase the store's
+   * lease has made stale; in every other phase the `Admit` does not run it
+   * here (waits, stays queued, is refused held, or finds the store holding
+   * a conversation the core records owned elsewhere), and the takeover is
+   * told on its own. */
+  private beforeAdmit(entry: AgentEntry): void {
+    if (!this.takeovers.has(entry.id)) return;
+    if (this.host.coordinator.settings.core.conversation(entry.slot).phase !== ConversationPhase.Ready) return;
+    this.tellTakeover(entry);
   }
 
   /** A takeover the store reported: of a partition, or of one agent's lease. */
@@ -468,7 +541,7 @@ export class AgentRecoveries {
       await settling;
       return [];
     };
-    this.pipeline.requestNow(entry, { cause: RecoveryCause.LeaseSettling, fresh: true, pass });
+    this.pipeline.requestNow(entry, { cause: RecoveryCause.LeaseSettling, fresh: true, pass })?.catch(() => undefined);
   }
 
   /** A pass on the agent's rows read now: PostgreSQL reads this agent's
@@ -485,17 +558,6 @@ export class AgentRecoveries {
    * what a fault held is held still: its admission says so). */
   private passOutcome(entry: AgentEntry): RecoveryOutcome {
     return this.settling.delete(entry.id) ? RecoveryOutcome.NotQuiescent : RecoveryOutcome.Recovered;
-  }
-
-  /** A recovery ended: a takeover's admissions released (the queue was
-   * restored while they were held: a head started then was refused and
-   * stays queued), and filed decisions claimed once it is ready. */
-  private ended(agentId: string, state: { readonly admissionsHeld: boolean; readonly inboxReady: boolean }): void {
-    if (state.admissionsHeld) {
-      leasingStoreOf(this.host.store)?.holdAdmissions(agentId, undefined);
-      this.host.queues.restoreLive(agentId).catch(() => undefined);
-    }
-    if (state.inboxReady) this.host.inboxApplier()?.agentReady(agentId);
   }
 }
 

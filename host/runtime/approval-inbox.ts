@@ -311,12 +311,11 @@ export class InboxApplier {
 }
 
 /** Refusals of a filed start that say this process cannot run it now (its
- * partition lost or held for a recovery, the store or core failing, shutting
- * down), not that the start is wrong: never recorded as the start's refusal. */
+ * partition lost, the store or core failing, shutting down), not that the
+ * start is wrong: never recorded as the start's refusal. */
 function passing(refusal: PhronomyError): boolean {
   if (refusal instanceof RuntimeShutdownError || refusal instanceof CoreFailureError || refusal.code === "STORE") return true;
-  const reason = refusal.details?.["reason"];
-  return refusal.code === "AGENT_BUSY" && (reason === "lease_not_held" || reason === "recovering");
+  return refusal.code === "AGENT_BUSY" && refusal.details?.["reason"] === "lease_not_held";
 }
 
 function messageOf(error: unknown): string {

@@ -42,7 +42,7 @@ import type { Waiter } from "./run.js";
 import { cancelAborted, cancelQueued } from "./queue-cancel.js";
 import { enqueue } from "./queue-enqueue.js";
 import { followQueued, headDue, headFailed, headLeft, tellIfHeldElsewhere } from "./queue-head.js";
-import { cancelDurablyOnFailure, holdWhile, restore, restoreLive } from "./queue-restore.js";
+import { cancelDurablyOnFailure, holdWhile, restore } from "./queue-restore.js";
 import { QueueState, type ConversationQueueHost } from "./queue-state.js";
 import { busyPolicyOf, noQueueError, refusal } from "./queue-words.js";
 import { ReadinessWaiters } from "./readiness-waiters.js";
@@ -335,11 +335,6 @@ export class ConversationQueues {
    * read and its head started once the conversation is idle (queue-restore.ts). */
   restore(agent: AgentEntry): Promise<void> {
     return restore(this.state, agent);
-  }
-
-  /** `restore` for the conversation if it is live here (queue-restore.ts). */
-  restoreLive(agentId: string): Promise<void> {
-    return restoreLive(this.state, agentId);
   }
 }
 

@@ -101,6 +101,9 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
   onAgentRecoveryRequired: ((agentId: string) => void) | undefined;
   /** The conversation queues (`conversation-queue.ts`). */
   busyHooks: BusyHooks | undefined;
+  /** Before every `Admit` (admission.ts): a takeover the store noted is
+   * told to the core first, if its message has not come yet (agent-recoveries.ts). */
+  beforeAdmit: ((agent: AgentEntry) => void) | undefined;
 
   constructor(readonly settings: CoordinatorSettings) {}
 

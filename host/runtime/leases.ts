@@ -20,8 +20,6 @@ export interface LeaseAcquisitionView {
 export interface LeasingStore {
   acquireLease(agentId: string): Promise<LeaseAcquisitionView>;
   leaseOf(agentId: string): { readonly owner: string; readonly epoch: number } | undefined;
-  /** Refuses (with `why`) or allows again (undefined) the agent's admissions. */
-  holdAdmissions(agentId: string, why: string | undefined): void;
   /** Who holds the agent's lease now, and until when (read from the
    * store); undefined when nobody does. */
   leaseHolder(agentId: string): Promise<{ readonly owner: string; readonly expiresAt: number } | undefined>;

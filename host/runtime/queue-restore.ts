@@ -110,8 +110,8 @@ export async function restoreLive(queues: QueueState, agentId: string): Promise<
 }
 
 /** A head taken from the queue was refused for a while — its partition's
- * lease not renewed in time here, or held during a takeover's recovery
- * (docs/decisions/0055) — and stays queued in the store: while this
+ * lease not renewed in time here (docs/decisions/0055) — and stays
+ * queued in the store: while this
  * process holds the partition nobody else starts it, so the queue is
  * read and started again here (250 ms, doubling to 5 s, while held). */
 export function restoreLater(queues: QueueState, agentId: string): void {

@@ -42,11 +42,10 @@ export function executionExists(error: PhronomyError): boolean {
 }
 
 /** A refusal that says "not here, not now" (the partition's lease not
- * renewed in time, lost, or held for a takeover's recovery), not that the
- * start is wrong: the message stays queued for whoever holds it. */
+ * renewed in time, or lost), not that the start is wrong: the message
+ * stays queued for whoever holds it. */
 export function notNow(error: PhronomyError): boolean {
-  const reason = error.details?.["reason"];
-  return error.code === "AGENT_BUSY" && (reason === "lease_not_held" || reason === "recovering");
+  return error.code === "AGENT_BUSY" && error.details?.["reason"] === "lease_not_held";
 }
 
 export function cancellation(executionId: string, agentId: string | undefined, reason: string | undefined): CancellationError {

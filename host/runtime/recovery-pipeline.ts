@@ -40,10 +40,9 @@ export interface RecoveryPipelineHost {
   /** How the pass just run on the conversation left it: what a fault held
    * still held, or an abandoned session still settling. */
   passOutcome(entry: AgentEntry): RecoveryOutcome;
-  /** The conversation's recovery ended: `admissionsHeld` when a takeover
-   * held its admissions (released now, ready or held), `inboxReady` when
-   * decisions filed for it may be claimed now. */
-  ended(agentId: string, state: { readonly admissionsHeld: boolean; readonly inboxReady: boolean }): void;
+  /** The conversation's recovery ended ready, and decisions filed for it
+   * waited for it: they may be claimed now. */
+  inboxReady(agentId: string): void;
 }
 
 /** One trigger of a recovery. */
@@ -59,8 +58,6 @@ export interface RecoveryTrigger {
   /** The store just gave this process the conversation's lease: told to
    * the core first (a conversation owned elsewhere is registering again). */
   readonly ownedHere?: boolean;
-  /** Starts are held by the store until the recovery ends (a takeover). */
-  readonly admissionsHeld?: boolean;
   /** Decisions filed for the conversation wait until it ends. */
   readonly inboxHeld?: boolean;
 }
@@ -75,7 +72,6 @@ type Next = { readonly kind: "again"; readonly epoch: number } | { readonly kind
 interface Running {
   readonly ended: Promise<void>;
   readonly end: () => void;
-  admissionsHeld: boolean;
 }
 
 /** The retry a `RetryAfter` asked for, by the cause the conversation is held for. */
@@ -107,13 +103,14 @@ export class RecoveryPipeline {
 
   /** On the loop: asks the core now, in this turn — a start asked `Admit`
    * after it in the same turn finds the conversation recovering
-   * (`WaitUntilReady`) — then carries out its answer as `request` does.
-   * False when the core refused it (owned elsewhere: nothing to do here). */
-  requestNow(entry: AgentEntry, trigger: RecoveryTrigger): boolean {
+   * (`WaitUntilReady`) — then carries out its answer as `request` does,
+   * and resolves as it does. Undefined when the core refused it (a stale
+   * entry), or joined a recovery this pipeline does not run (a first
+   * use's): nothing is carried out. */
+  requestNow(entry: AgentEntry, trigger: RecoveryTrigger): Promise<RecoveredExecution[] | undefined> | undefined {
     const order = this.requestOrder(entry, trigger);
-    if (order.kind === "refused") return false;
-    this.carryOut(entry.id, trigger, () => this.recover(entry, trigger, order)).catch(() => undefined);
-    return true;
+    if (order.kind === "refused") return undefined;
+    return this.carryOut(entry.id, trigger, () => this.recover(entry, trigger, order));
   }
 
   /** Runs a recovery with the conversation's entry kept meanwhile. */
@@ -125,7 +122,7 @@ export class RecoveryPipeline {
     if (trigger.inboxHeld) this.inboxWaiting.add(agentId);
     return this.host.conversations.holding(agentId, recovery).then((report) => {
       // Nothing to recover here: what the trigger held is let go.
-      if (report === undefined) this.release(agentId, trigger.admissionsHeld === true, true);
+      if (report === undefined) this.release(agentId, true);
       return report;
     });
   }
@@ -167,20 +164,19 @@ export class RecoveryPipeline {
     const read = effects.find((effect) => effect.kind === EffectKind.ReadRows);
     const running = this.running.get(entry.id);
     if (read !== undefined && read.kind === EffectKind.ReadRows) {
-      this.begin(entry.id, read.epoch, trigger);
+      this.begin(entry.id, read.epoch);
       return { kind: "read", epoch: read.epoch };
     }
     if (code !== ResultCode.Ok || running === undefined) return { kind: "refused" };
-    running.admissionsHeld ||= trigger.admissionsHeld === true;
     return { kind: "joined" };
   }
 
-  private begin(agentId: string, epoch: number, trigger: RecoveryTrigger): void {
+  private begin(agentId: string, epoch: number): void {
     let end = (): void => undefined;
     const ended = new Promise<void>((resolve) => {
       end = resolve;
     });
-    const running: Running = { ended, end, admissionsHeld: trigger.admissionsHeld === true };
+    const running: Running = { ended, end };
     this.running.set(agentId, running);
     this.epochs.set(agentId, epoch);
   }
@@ -236,13 +232,12 @@ export class RecoveryPipeline {
     const running = this.running.get(agentId);
     if (running === undefined) return;
     this.running.delete(agentId);
-    this.release(agentId, running.admissionsHeld, ready);
+    this.release(agentId, ready);
     running.end();
   }
 
-  private release(agentId: string, admissionsHeld: boolean, ready: boolean): void {
-    const inboxReady = ready && this.inboxWaiting.delete(agentId);
-    if (admissionsHeld || inboxReady) this.host.ended(agentId, { admissionsHeld, inboxReady });
+  private release(agentId: string, ready: boolean): void {
+    if (ready && this.inboxWaiting.delete(agentId)) this.host.inboxReady(agentId);
   }
 
   /** On the loop: `ConversationHeld` of a ready conversation, and its

@@ -50,7 +50,7 @@ export const plainStore: StoreCapabilities = {
 /** The methods each ability promises; `Phronomy.open` refuses a store
  * that declares one without them. */
 export const capabilityMethods: { readonly [C in StoreCapability]: readonly string[] } = {
-  leases: ["acquireLease", "leaseOf", "heldEpochOf", "leaseHolder", "holdAdmissions", "releaseLease", "unfinishedExecutionsOf"],
+  leases: ["acquireLease", "leaseOf", "heldEpochOf", "leaseHolder", "releaseLease", "unfinishedExecutionsOf"],
   partitions: [
     "unfinishedExecutionsInPartitions",
     "markPartitionsScanned",

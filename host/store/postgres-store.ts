@@ -741,13 +741,6 @@ export class PostgresStore implements ExecutionStore {
     }
   }
 
-  /** Refuses (`why`) or allows again (undefined) the admissions of an agent
-   * held here: the runtime holds them while it recovers an agent it took
-   * over, so no new execution takes the agent's admission first. */
-  holdAdmissions(agentId: string, why: string | undefined): void {
-    this.leaseBook.holdAdmissions(agentId, why);
-  }
-
   /** Gives up the agent's lease (a conversation let go while idle,
    * docs/decisions/0024-conversations.md): it is no longer renewed nor
    * retried, and its row expires now so another process may take it. */

@@ -1,9 +1,9 @@
 // A takeover's recovery comes before new starts (docs/decisions/0010): when
 // a process takes an agent over, the executions it recovers take the
-// agent's admission before any start asked for meanwhile — which waits (a
-// start through agent.start) or is refused with AGENT_BUSY reason
-// "recovering" (one already on its way to the store) — so no recovered
-// execution is left unfinished behind a new one. Starts asked for before
+// agent's admission before any start asked for meanwhile — which waits:
+// the core is told of the takeover before any start is judged, and
+// answers wait while the conversation recovers (docs/decisions/0062) — so
+// no recovered execution is left unfinished behind a new one. Starts asked for before
 // the takeover are filed for the partition's holder (docs/decisions/0031)
 // and run by the successor through the same path, after its recovery.
 
@@ -153,9 +153,9 @@ describe("takeover on PostgreSQL", () => {
       )
     ).filter((id) => id !== undefined);
 
-    // Refused only as recovering (during the takeover), or busy (the
-    // recovered execution, or another start, holds the agent's admission).
-    const unexpected = refusals.flatMap((reason, index) => (["recovering", "AGENT_BUSY", "CAPACITY"].includes(reason) ? [] : [messages[index]!]));
+    // Refused only as busy (the recovered execution, or another start,
+    // holds the agent's admission): never for the takeover itself.
+    const unexpected = refusals.flatMap((reason, index) => (["AGENT_BUSY", "CAPACITY"].includes(reason) ? [] : [messages[index]!]));
     expect(unexpected.slice(0, 5), `${unexpected.length} unexpected refusals`).toEqual([]);
     // Nothing left unfinished (an execution fenced that way is recovered
     // when the successor takes its partition back).

@@ -31,7 +31,7 @@ import { quietSignals, type StoreCapabilities, type StoreSignals } from "../../h
 import { checkId } from "../../host/store/check-id.js";
 import { checkOperation } from "../../host/store/check-operation.js";
 import type { OffloadOperation } from "../../host/store/offload-operation.js";
-import { admitFraction, agentOwnedElsewhere, agentRecovering, type LeaseAcquisition, type LeaseGrant } from "../../host/store/postgres/leases.js";
+import { admitFraction, agentOwnedElsewhere, type LeaseAcquisition, type LeaseGrant } from "../../host/store/postgres/leases.js";
 import { checkPruneOperation, type PruneCounts, type PruneExecutionsOperation } from "../../host/store/prune.js";
 import type { CancelQueuedOperation, CancelQueuedResult, EnqueueMessageOperation, EnqueueMessageResult } from "../../host/store/queue.js";
 import type { AgentRow, ExecutionRow, PurgeAgentResult, StoreOperation, StoreResult } from "../../host/store/records.js";
@@ -208,7 +208,6 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
   private readonly asked = new Set<string>();
   private readonly grants = new Map<string, { grant: LeaseGrant; admitUntil: number }>();
   private readonly lastEpoch = new Map<string, number>();
-  private readonly holds = new Map<string, string>();
   private closed = false;
   private readonly tick: ReturnType<typeof setInterval>;
 
@@ -491,11 +490,6 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     this.signals.leasesLost([agentId]);
   }
 
-  holdAdmissions(agentId: string, why: string | undefined): void {
-    if (why === undefined) this.holds.delete(agentId);
-    else this.holds.set(agentId, why);
-  }
-
   releaseLease(agentId: string): Promise<void> {
     if (this.killed) return this.never();
     this.asked.delete(agentId);
@@ -510,13 +504,11 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     return this.read(() => reads.unfinishedExecutions(this.cluster.connection).filter((row) => row.agentId === checkId(agentId, "agentId")));
   }
 
-  /** PostgreSQL's admission refusal: recovering, not renewed in time, or
+  /** PostgreSQL's admission refusal: not renewed in time, or
    * owned elsewhere; undefined for an agent never asked for. */
   private admissionRefusal(agentId: string): PhronomyError | undefined {
     const held = this.grants.get(agentId);
     if (!this.asked.has(agentId) && held === undefined) return undefined;
-    const hold = this.holds.get(agentId);
-    if (held !== undefined && hold !== undefined) return agentRecovering(agentId, hold, { epoch: held.grant.epoch });
     if (held !== undefined && Date.now() < held.admitUntil) return undefined;
     const row = this.cluster.leases.get(agentId);
     const why = held !== undefined ? "its lease could not be renewed in time" : `it is leased by ${row?.owner ?? "nobody"}`;

@@ -95,7 +95,6 @@ describe("store capabilities", () => {
         "leases: leaseOf()",
         "leases: heldEpochOf()",
         "leases: leaseHolder()",
-        "leases: holdAdmissions()",
         "leases: releaseLease()",
         "leases: unfinishedExecutionsOf()",
       ],

@@ -103,13 +103,3 @@ export function partitionLapsedHere(agentId: string, partition: number, details:
     { agentId, details: { reason: "lease_not_held", partition, ...details } },
   );
 }
-
-/** Starting an execution of an agent this process took over and is still
- * recovering (its recovered executions come first). */
-export function agentRecovering(agentId: string, why: string, details: Record<string, unknown>): PhronomyError {
-  return new PhronomyError(
-    "AGENT_BUSY",
-    `agent "${agentId}" is being recovered here: ${why}; start it again once its recovery has finished (starts made through agent.start wait for it)`,
-    { agentId, details: { reason: "recovering", ...details } },
-  );
-}

@@ -88,8 +88,6 @@ export class PartitionBook {
   private readonly states: PartitionState[];
   /** Agents asked for (conversations live here) → their partition. */
   private readonly asked = new Map<string, number>();
-  /** Agents whose admissions the runtime holds (a takeover's recovery). */
-  private readonly holds = new Map<string, string>();
   /** The last tick's view of the table, for refusals and taking on demand. */
   private seen: partitions.Tick | undefined;
   private seenAt = 0;
@@ -360,13 +358,7 @@ export class PartitionBook {
   /** The agent is no longer live here (nothing to write: its partition
    * stays held). */
   forget(agentId: string): boolean {
-    this.holds.delete(agentId);
     return this.asked.delete(agentId);
-  }
-
-  holdAdmissions(agentId: string, why: string | undefined): void {
-    if (why === undefined) this.holds.delete(agentId);
-    else this.holds.set(agentId, why);
   }
 
   /** The database refused a write of the agent at `epoch`: its partition
@@ -382,8 +374,6 @@ export class PartitionBook {
     const partition = this.partitionOf(agentId);
     const state = this.states[partition]!;
     if (!this.asked.has(agentId) && state.grant === undefined) return undefined;
-    const hold = this.holds.get(agentId);
-    if (state.held && hold !== undefined) return leases.agentRecovering(agentId, hold, { partition, epoch: state.grant?.epoch });
     if (state.held && performance.now() < state.admitUntil) return undefined;
     const tickMs = Math.floor(this.leaseMs / 3);
     if (!state.held && state.lapsedHere) return leases.partitionLapsedHere(agentId, partition, { ...state.details, thisProcess: this.owner }, tickMs);
@@ -427,8 +417,9 @@ export class PartitionBook {
   }
 
   /** Reports partitions taken after the start: the agents asked for in
-   * them first (in this turn, so their admissions are held before any
-   * start), then the partitions. `except`: the agents whose `acquire` took it. */
+   * them first (in this turn, the one their admissions open in: the
+   * runtime notes each takeover before any start is judged), then the
+   * partitions. `except`: the agents whose `acquire` took it. */
   private announce(grants: readonly partitions.PartitionGrant[], except?: ReadonlySet<string>): void {
     const taken = new Map(grants.map((grant) => [grant.partition, grant]));
     for (const [agentId, partition] of this.asked) {
