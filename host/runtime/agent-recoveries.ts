@@ -93,6 +93,12 @@ export class AgentRecoveries {
     return this.reports.get(agentId) ?? Promise.resolve([]);
   }
 
+  /** A first use's recovery of `epoch` ended: the core's answer is
+   * carried out by the one pipeline (`RecoveryPipeline.finishFirstUse`). */
+  finishFirstUse(entry: AgentEntry, epoch: number, outcome: RecoveryOutcome): Promise<void> {
+    return this.pipeline.finishFirstUse(entry, epoch, outcome);
+  }
+
   /** Notes the agent's recovery report (its definition's, a takeover's). */
   report(agentId: string, recovered: Promise<RecoveredExecution[]>): void {
     this.reports.set(agentId, recovered);
@@ -574,12 +580,16 @@ function stillSettlingReason(code: number): string {
  * its report. */
 export function recoveryHooksOf(
   recoveries: () => AgentRecoveries,
-): Pick<ConversationHost, "unfinishedByAgent" | "unfinishedReadAt" | "queuedAtOpen" | "recoverEntry" | "conversationFreed" | "reportRecovery"> {
+): Pick<
+  ConversationHost,
+  "unfinishedByAgent" | "unfinishedReadAt" | "queuedAtOpen" | "recoverEntry" | "finishRecovery" | "conversationFreed" | "reportRecovery"
+> {
   return {
     unfinishedByAgent: () => recoveries().unfinishedByAgent(),
     unfinishedReadAt: () => recoveries().unfinishedReadAt,
     queuedAtOpen: () => recoveries().queuedAtOpen,
     recoverEntry: (entry, rows, readAt) => recoveries().recoverAgentEntry(entry, undefined, rows, readAt),
+    finishRecovery: (entry, epoch, outcome) => recoveries().finishFirstUse(entry, epoch, outcome),
     conversationFreed: (agentId) => recoveries().conversationFreed(agentId),
     reportRecovery: (agentId, report) => {
       report.catch(() => undefined);

@@ -55,6 +55,10 @@ export interface ConversationHost {
   /** Recovers these rows of the conversation registered as `entry`, read
    * from `readAt` on (`performance.now()`). */
   recoverEntry(entry: AgentEntry, rows: readonly ExecutionRow[], readAt: number): Promise<RecoveredExecution[]>;
+  /** Tells the core how the first use's recovery of `epoch` ended and
+   * carries out its answer (read again, or held with a retry), as for
+   * every recovery (`RecoveryPipeline.finishFirstUse`). */
+  finishRecovery(entry: AgentEntry, epoch: number, outcome: RecoveryOutcome): Promise<void>;
   /** The conversation's entry was freed here: its executions all ended. */
   conversationFreed(agentId: string): void;
   /** Takes the lease on a leasing store: when (rows must be read after
@@ -325,7 +329,7 @@ export class Conversations {
       // prepared (the process stopped in between) are restored by the
       // recovery too, so a new start goes behind them.
       const recovered = rows.length > 0 || order.readQueue ? this.recover(conversation, entry, rows, readAt) : Promise.resolve();
-      await this.finishRecovery(conversation, entry, order.epoch, recovered);
+      await this.finishRecovery(entry, order.epoch, recovered);
     }
     // Recovered: decisions filed for it from now on are claimed here.
     this.host.inboxListening(conversation.id);
@@ -341,14 +345,16 @@ export class Conversations {
     if (recovered.some((item) => item.status === "suspended")) this.host.inboxReady(conversation.id, true);
   }
 
-  /** Tells the core how the recovery of `epoch` ended, then passes its
-   * failure on. */
-  private async finishRecovery(conversation: Conversation, entry: AgentEntry, epoch: number, recovery: Promise<void>): Promise<void> {
+  /** Tells the core how the recovery of `epoch` ended — the pipeline
+   * carries out its answer: a trigger with new facts that joined makes it
+   * read again, a pass that left something held holds it — then passes
+   * the first pass's failure on. */
+  private async finishRecovery(entry: AgentEntry, epoch: number, recovery: Promise<void>): Promise<void> {
     const outcome = await recovery.then(
       () => RecoveryOutcome.Recovered,
       () => RecoveryOutcome.StoreFault,
     );
-    await this.onLoop(conversation, () => this.host.coordinator.apply(M.RecoveryFinished, entry.slot, entry.generation, epoch, outcome));
+    await this.host.finishRecovery(entry, epoch, outcome);
     await recovery;
   }
 

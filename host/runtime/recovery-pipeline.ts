@@ -127,6 +127,20 @@ export class RecoveryPipeline {
     });
   }
 
+  /** A first use's recovery (`Conversations.prepare` read the rows the
+   * core chose under `epoch`) ends as every recovery does: `RecoveryFinished`,
+   * and the core's answer carried out here — the next epoch's passes (a
+   * trigger with new facts joined it: a takeover, a fenced write), or the
+   * retry of a hold. A later epoch's failure leaves the conversation held
+   * in the core (its retry recovers it); the first use does not fail for it. */
+  async finishFirstUse(entry: AgentEntry, epoch: number, outcome: RecoveryOutcome): Promise<void> {
+    const next = await this.onLoop(entry, () => this.finish(entry, epoch, outcome));
+    if (next.kind === "ended") return;
+    const trigger: RecoveryTrigger = { cause: RecoveryCause.Retry };
+    this.begin(entry.id, next.epoch);
+    await this.runEpochs(entry, next.epoch, trigger).catch(() => undefined);
+  }
+
   /** A store fault held the conversation, or one of its executions, here:
    * held in the core, which answers when to try again; a recovery under
    * way is joined (it finds what is held when it ends). */

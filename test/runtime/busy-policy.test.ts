@@ -4,6 +4,7 @@
 // (the running execution is cancelled, the new message runs next), on real
 // SQLite stores.
 
+import { MessageKind as M, RecoveryCause } from "../../assembly/abi.js";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { AgentBusyError, CancellationError, InvalidInputError, Phronomy, QueueFullError, tool } from "../../host/index.js";
@@ -297,6 +298,49 @@ describe("onBusy: enqueue", () => {
       });
       expect(done.map((row) => row!.output)).toEqual(["echo: m1", "echo: m2", "echo: m3"]);
       expect(done.map((row) => row!.createdAt)).toEqual([...done.map((row) => row!.createdAt)].sort((a, b) => a - b));
+    } finally {
+      await second.close();
+    }
+  });
+
+  it("after a restart, a first use's recovery joined by a trigger with new facts reads again, then its queued messages run", async () => {
+    const path = await temporaryStorePath();
+    const first = await Phronomy.open({ store: path, logger: recordingLogger() });
+    const gate = deferred();
+    const agent = first.agent({ id: "joined", model: echoModel(), onBusy: "enqueue", tools: { lookup: lookupTool({ gate: gate.promise }) } });
+    const running = agent.start("m0");
+    await running.executionId;
+    const queued = agent.start("m1");
+    const id = await queued.executionId;
+    const closing = first.close();
+    gate.resolve();
+    await closing;
+    await running.result;
+    await queued.result.catch(() => undefined);
+    const second = await Phronomy.open({ store: path, logger: recordingLogger() });
+    try {
+      // The first use reads the queue (it was queued at the open); as its
+      // pass ends, a trigger with new facts (a retake) joins it, so the core
+      // answers RecoveryFinished with a new epoch to read (RecoverAgain).
+      const core = second.coordinator.settings.core;
+      const apply = core.apply.bind(core);
+      const epochs: number[] = [];
+      core.apply = (kind: number, ...args: number[]): number => {
+        if (kind === M.RecoveryFinished) {
+          epochs.push(args[2]!);
+          if (epochs.length === 1) apply(M.RecoveryRequested, args[0]!, args[1]!, RecoveryCause.Retake, 0);
+        }
+        return apply(kind, ...args);
+      };
+      second.agent({ id: "joined", model: echoModel(), onBusy: "enqueue", tools: { lookup: lookupTool() } });
+      await second.recovery("joined");
+      const row = await waitFor(async () => {
+        const found = await second.execution(id);
+        return found?.status === "terminal" ? found : undefined;
+      });
+      expect(row.output).toBe("echo: m1");
+      // Read again under the next epoch, by the one pipeline.
+      expect(epochs).toEqual([1, 2]);
     } finally {
       await second.close();
     }
