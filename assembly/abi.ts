@@ -244,10 +244,19 @@ export const enum EffectKind {
    * are still queued in the store, and run here first if this process
    * takes the conversation back (docs/decisions/0062, "Owned elsewhere"). */
   FollowQueued = 41,
+  /** (exec, generation): the conversation is owned elsewhere and this
+   * execution, holding its admission here, is parked — suspended (a
+   * decision or a cancel of it may be under way) or held for recovery:
+   * nothing here will tell its callers when it moves on, so they follow it
+   * to the process that runs it next (the one follower of executions run
+   * elsewhere). An execution running here keeps its callers: its next
+   * write is fenced and tells them (docs/decisions/0062, "Owned
+   * elsewhere"). */
+  FollowAdmitted = 42,
 }
 
 export const enum EffectKindLimit {
-  End = 42,
+  End = 43,
 }
 
 /** Admission states (SPEC §1). `None` is a free admission. */

@@ -6,6 +6,7 @@
 import { expect } from "vitest";
 import {
   AdmissionSource as Source,
+  AdmissionState,
   AdmissionVerdict as Verdict,
   BusyPolicy as Policy,
   ConversationPhase as Phase,
@@ -14,7 +15,9 @@ import {
   HeadOutcome,
   HoldCause,
   MessageKind as M,
+  OutcomeType,
   Ownership,
+  PreparationOutcome,
   RecoveryCause as Cause,
   RecoveryFact as Fact,
   RecoveryOutcome,
@@ -205,6 +208,46 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
       { kind: EffectKind.RestoreQueue, agent: c.slot },
     ]);
     expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Ready, queued: 3 });
+  });
+
+  it("follows the execution holding the admission when it is parked here (suspended or held for recovery), not one running", async () => {
+    const core = await boot({ agentsMax: 8, executionsMax: 8 });
+    const elsewhere = (run: { agent: number; agentGeneration: number }): CoreEffect[] =>
+      core.step(M.ConversationOwned, run.agent, run.agentGeneration, Ownership.Elsewhere);
+    // Running here: it keeps its callers (its next write is fenced and tells them).
+    const running = core.callingModel();
+    expect(elsewhere(running)).toEqual([]);
+    // Suspended: its callers follow it, on every report, and nothing changes.
+    const suspended = core.suspended();
+    const before = core.snapshot();
+    expect(elsewhere(suspended)).toEqual([{ kind: EffectKind.FollowAdmitted, execution: suspended.exec, generation: suspended.generation }]);
+    expect(core.snapshot().executions).toEqual(before.executions);
+    expect(core.snapshot().agents).toEqual(before.agents);
+    expect(elsewhere(suspended)).toEqual([{ kind: EffectKind.FollowAdmitted, execution: suspended.exec, generation: suspended.generation }]);
+    // Suspended with its decision being committed (admission resuming): still parked here.
+    const resuming = core.resuming();
+    expect(elsewhere(resuming)).toEqual([{ kind: EffectKind.FollowAdmitted, execution: resuming.exec, generation: resuming.generation }]);
+    // Held for recovery after an active execution's terminal write failed.
+    const held = core.terminalizing();
+    core.apply(M.TerminalCommitReady, held.exec, held.generation, held.session, held.revision, OutcomeType.StoreFailed, 0);
+    expect(elsewhere(held)).toEqual([{ kind: EffectKind.FollowAdmitted, execution: held.exec, generation: held.generation }]);
+    // After messages queued here: both the queue's callers and the execution's follow.
+    const queued = core.suspended();
+    core.step(M.MessageQueued, queued.agent, queued.agentGeneration, 2);
+    expect(elsewhere(queued)).toEqual([
+      { kind: EffectKind.FollowQueued, agent: queued.agent, queued: 2 },
+      { kind: EffectKind.FollowAdmitted, execution: queued.exec, generation: queued.generation },
+    ]);
+    // Owned here again: nothing follows.
+    expect(core.step(M.ConversationOwned, queued.agent, queued.agentGeneration, Ownership.Here)).toEqual([]);
+  });
+
+  it("follows nothing for an admission held for recovery with no execution bound", async () => {
+    const core = await boot();
+    const admission = core.admitted();
+    core.step(M.InitialPreparationReady, admission.agent, admission.agentGeneration, admission.token, PreparationOutcome.StoreFailed, 0, 0, admission.request);
+    expect(core.agentRecord(admission.agent)).toMatchObject({ admissionState: AdmissionState.RecoveryRequired, executionSlotPlusOne: 0 });
+    expect(core.step(M.ConversationOwned, admission.agent, admission.agentGeneration, Ownership.Elsewhere)).toEqual([]);
   });
 
   it("recovers what this process holds while owned elsewhere; the owner reported again abandons that epoch", async () => {

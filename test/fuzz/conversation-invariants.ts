@@ -2,7 +2,18 @@
 // hold after every applied message. Each returns a sentence describing the
 // violation, or undefined; they read the snapshots and effects only.
 
-import { AdmissionState, AgentLifecycle, ConversationFlag, ConversationPhase, EffectKind, Limit, MessageKind } from "../../assembly/abi.js";
+import {
+  AdmissionState,
+  AgentLifecycle,
+  ConversationFlag,
+  ConversationPhase,
+  EffectKind,
+  ExecutionStatus,
+  Limit,
+  MessageKind,
+  Ownership,
+  ResultCode,
+} from "../../assembly/abi.js";
 import type { CoreSnapshot } from "../../host/core/machine.js";
 import type { Step } from "./invariants.js";
 
@@ -15,6 +26,7 @@ export function checkConversationInvariants(step: Step): string | undefined {
     ?? headStartsOnlyWhenFree(step)
     ?? releasedOnlyWhenIdle(step)
     ?? queuedFollowedOnlyElsewhere(step)
+    ?? parkedFollowedWhenElsewhere(step)
   );
 }
 
@@ -102,5 +114,35 @@ function queuedFollowedOnlyElsewhere(step: Step): string | undefined {
       return `FollowQueued for conversation ${effect.agent} names ${effect.queued} message(s); ${record.queued} are counted queued`;
     }
   }
+  return undefined;
+}
+
+/** The execution holding the admission of `slot` when it is parked
+ * (suspended, or held for recovery), as the snapshot shows it. */
+function parkedExecution(snapshot: CoreSnapshot, slot: number): { readonly slot: number; readonly generation: number } | undefined {
+  const agent = snapshot.agents[slot];
+  if (agent === undefined || agent.executionSlotPlusOne === 0) return undefined;
+  const execution = snapshot.executions[agent.executionSlotPlusOne - 1];
+  if (execution === undefined) return undefined;
+  const parked = agent.admissionState === AdmissionState.RecoveryRequired || execution.status === ExecutionStatus.Suspended;
+  return parked ? { slot: execution.slot, generation: execution.generation } : undefined;
+}
+
+/** `FollowAdmitted` exactly when an accepted report of ownership elsewhere
+ * finds the conversation's admission held by a parked execution, naming
+ * that execution; it changes nothing of the execution. */
+function parkedFollowedWhenElsewhere(step: Step): string | undefined {
+  const follows = step.effects.filter((effect) => effect.kind === EffectKind.FollowAdmitted);
+  const [kind, slot, , ownership] = step.message;
+  const reported = kind === MessageKind.ConversationOwned && ownership === Ownership.Elsewhere && step.code === ResultCode.Ok;
+  const parked = reported ? parkedExecution(step.after, slot!) : undefined;
+  if (parked === undefined) return follows.length === 0 ? undefined : "FollowAdmitted without a report of ownership elsewhere finding a parked execution";
+  const effect = follows[0];
+  if (follows.length !== 1 || effect?.kind !== EffectKind.FollowAdmitted) return `conversation ${slot} reported owned elsewhere with execution ${parked.slot} parked: no FollowAdmitted`;
+  if (effect.execution !== parked.slot || effect.generation !== parked.generation) {
+    return `FollowAdmitted names execution ${effect.execution}/${effect.generation}; ${parked.slot}/${parked.generation} is parked`;
+  }
+  const before = step.before.executions[parked.slot];
+  if (before?.status !== step.after.executions[parked.slot]?.status) return `FollowAdmitted changed execution ${parked.slot}`;
   return undefined;
 }

@@ -16,6 +16,7 @@ import {
   ConversationFlag,
   ConversationPhase as P,
   EffectKind,
+  ExecutionStatus,
   HeadOutcome,
   HoldCause,
   Limit,
@@ -132,6 +133,8 @@ export interface ConversationHost {
   refuse(request: number, code: ResultCode): ResultCode;
   checkAgent(slot: number, generation: number): ResultCode;
   agent(slot: number): { readonly generation: number; readonly admissionState: number; readonly lifecycle: number };
+  /** The execution bound to the agent's admission, if one is. */
+  admittedExecution(slot: number): { readonly slot: number; readonly generation: number; readonly status: number } | undefined;
 }
 
 const RECOVERY_CAUSES_WITH_NEW_FACTS = [RecoveryCause.LeaseTakeover, RecoveryCause.PartitionTaken, RecoveryCause.Retake, RecoveryCause.FencedWrite];
@@ -251,8 +254,19 @@ export class ReferenceConversations {
       // the messages stay counted (queued in the store, run here first if
       // the conversation comes back).
       if (record.queued > 0) this.host.emit(EffectKind.FollowQueued, slot, record.queued);
+      this.followParked(slot);
     }
     return ResultCode.Ok;
+  }
+
+  /** The callers of the execution holding the admission follow it to the
+   * owner when it is parked here: suspended (whatever commit is under way
+   * on it) or held for recovery. One running here keeps them. */
+  private followParked(slot: number): void {
+    const execution = this.host.admittedExecution(slot);
+    if (execution === undefined) return;
+    const held = this.host.agent(slot).admissionState === AdmissionState.RecoveryRequired;
+    if (held || execution.status === ExecutionStatus.Suspended) this.host.emit(EffectKind.FollowAdmitted, execution.slot, execution.generation);
   }
 
   private recoveryRequested(slot: number, generation: number, cause: number, facts: number): ResultCode {
