@@ -138,7 +138,8 @@ function parkedFollowedWhenElsewhere(step: Step): string | undefined {
   const parked = reported ? parkedExecution(step.after, slot!) : undefined;
   if (parked === undefined) return follows.length === 0 ? undefined : "FollowAdmitted without a report of ownership elsewhere finding a parked execution";
   const effect = follows[0];
-  if (follows.length !== 1 || effect?.kind !== EffectKind.FollowAdmitted) return `conversation ${slot} reported owned elsewhere with execution ${parked.slot} parked: no FollowAdmitted`;
+  if (follows.length !== 1 || effect?.kind !== EffectKind.FollowAdmitted)
+    return `conversation ${slot} reported owned elsewhere with execution ${parked.slot} parked: no FollowAdmitted`;
   if (effect.execution !== parked.slot || effect.generation !== parked.generation) {
     return `FollowAdmitted names execution ${effect.execution}/${effect.generation}; ${parked.slot}/${parked.generation} is parked`;
   }
