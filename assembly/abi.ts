@@ -536,10 +536,14 @@ export const enum RecoveryFact {
   LeaseEpochOne = 16,
   /** The store leases conversations (PostgreSQL). */
   Leasing = 32,
+  /** Recovery runs by itself in this environment (`Phronomy.open`'s
+   * `recover`, not a visitor): with `Leasing`, a held conversation is
+   * retried after the backoff; else it waits for `env.recover()`. */
+  RecoversByItself = 64,
 }
 
 export const enum RecoveryFactMask {
-  All = 63,
+  All = 127,
 }
 
 /** Which rows a recovery reads (`ReadRows`). */
@@ -686,6 +690,10 @@ export const enum ConversationFlag {
   /** Let go while owned elsewhere (releasing): used again before the
    * purge, it is owned elsewhere again. */
   ReleasedElsewhere = 16,
+  /** A hold is retried after the backoff (`RetryAfter`): the last
+   * `RecoveryRequested` said the store leases and recovery runs by
+   * itself. Without it a held conversation waits for `env.recover()`. */
+  RetriesHeld = 32,
 }
 
 /** Conversation record layout: 16 bytes per agent slot, in a table

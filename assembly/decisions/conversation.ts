@@ -68,8 +68,19 @@ export function applyRecoveryRequested(agent: u32, generation: u32, cause: u32, 
   }
   if (conversationPhase(agent) == ConversationPhase.Recovering) return joinRecovery(agent, cause);
   if (!moveConversation(agent, ConversationEvent.RecoveryRequested)) return dropStale(kind, ResultCode.ConversationPhaseMustMatch);
+  setConversationFlag(agent, ConversationFlag.RetriesHeld, retriesHeld(facts));
   beginRecovery(agent, cause, facts);
   return ResultCode.Ok;
+}
+
+/** Whether a hold is retried by itself: on a leasing store, where the
+ * process holding the conversation is the one to heal it, when recovery
+ * runs by itself here. On a store without leases one process owns the
+ * file and its application decides (`env.recover()`); with `recover:
+ * false` (or a visitor) the application recovers. */
+function retriesHeld(facts: u32): bool {
+  const both = RecoveryFact.Leasing | RecoveryFact.RecoversByItself;
+  return (facts & both) == both;
 }
 
 export function applyRecoveryFinished(agent: u32, generation: u32, epoch: u32, outcome: u32): i32 {
@@ -156,15 +167,18 @@ export function startHeadOrRelease(agent: u32): void {
   if (!startHeadIfDue(agent)) releaseIfIdle(agent);
 }
 
-/** Holds the conversation with its cause and asks for a retry after the
- * one backoff. */
+/** Holds the conversation with its cause and, when holds are retried by
+ * themselves (`RetriesHeld`), asks for a retry after the one backoff;
+ * else it waits for `env.recover()` (a `RecoveryRequested`). The failure
+ * is counted either way. */
 export function holdConversation(agent: u32, cause: u32, event: u32): void {
   const moved = moveConversation(agent, event);
   assert(moved, "the caller checked the table");
   setConversationCause(agent, cause);
   setConversationFlag(agent, ConversationFlag.RecoverAgain, false);
   setConversationFlag(agent, ConversationFlag.ReadQueue, false);
-  emit(EffectKind.RetryAfter, agent, recoveryEpoch(agent), retryDelayMs(countFailure(agent)));
+  const delayMs = retryDelayMs(countFailure(agent));
+  if (hasConversationFlag(agent, ConversationFlag.RetriesHeld)) emit(EffectKind.RetryAfter, agent, recoveryEpoch(agent), delayMs);
 }
 
 // -- inside -----------------------------------------------------------------

@@ -27,6 +27,9 @@ import {
 import type { CoreEffect } from "../../host/core/effects.js";
 import { describeDecisions, type Driver } from "./driver.js";
 
+/** The facts of a leasing store where recovery runs by itself: holds retry. */
+const RETRYING = Fact.Leasing | Fact.RecoversByItself;
+
 interface Conversation {
   readonly slot: number;
   readonly generation: number;
@@ -133,12 +136,12 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     ]);
   });
 
-  it("holds a failed recovery with its cause and retries after 250 ms doubling to 5 s", async () => {
+  it("holds a failed recovery with its cause and retries after 250 ms doubling to 5 s (a leasing store, recovery by itself)", async () => {
     const core = await boot();
     const c = register(core);
     const delays: number[] = [];
     for (let epoch = 1; epoch <= 7; epoch += 1) {
-      core.step(M.RecoveryRequested, c.slot, c.generation, epoch === 1 ? Cause.FirstUse : Cause.Retry, 0);
+      core.step(M.RecoveryRequested, c.slot, c.generation, epoch === 1 ? Cause.FirstUse : Cause.Retry, RETRYING);
       const [retry] = core.step(M.RecoveryFinished, c.slot, c.generation, epoch, RecoveryOutcome.StoreFault);
       if (retry?.kind === EffectKind.RetryAfter) delays.push(retry.delayMs);
     }
@@ -147,6 +150,30 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     core.step(M.RecoveryRequested, c.slot, c.generation, Cause.Retry, 0);
     core.step(M.RecoveryFinished, c.slot, c.generation, 8, RecoveryOutcome.Recovered);
     expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Ready, cause: 0, failures: 0 });
+  });
+
+  it("retries a hold only on a leasing store where recovery runs by itself; else it waits for env.recover()", async () => {
+    const core = await boot();
+    for (const facts of [0, Fact.Leasing, Fact.RecoversByItself]) {
+      // A store without leases (one process owns the file), or `recover: false`: the application decides.
+      const c = register(core);
+      core.step(M.RecoveryRequested, c.slot, c.generation, Cause.FirstUse, facts);
+      expect(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.StoreFault), `facts ${facts}`).toEqual([]);
+      expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Held, cause: HoldCause.StoreFault, failures: 1 });
+      // env.recover() asks again: recovered, the hold is over.
+      core.step(M.RecoveryRequested, c.slot, c.generation, Cause.RecoverCalled, facts);
+      core.step(M.RecoveryFinished, c.slot, c.generation, 2, RecoveryOutcome.Recovered);
+      // A store fault while ready holds it the same way: no retry of its own.
+      expect(core.step(M.ConversationHeld, c.slot, c.generation, HoldCause.StoreFault)).toEqual([]);
+      core.step(M.PurgeAgent, c.slot, c.generation);
+    }
+    // Leasing and recovery by itself: the hold of a ready conversation is retried.
+    const c = register(core);
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.FirstUse, RETRYING);
+    core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.Recovered);
+    expect(core.step(M.ConversationHeld, c.slot, c.generation, HoldCause.NotQuiescent)).toEqual([
+      { kind: EffectKind.RetryAfter, agent: c.slot, epoch: 1, delayMs: 250 },
+    ]);
   });
 
   it("admits a start on a ready, free conversation; files one owned elsewhere; waits while recovering", async () => {

@@ -27,6 +27,7 @@ export function checkConversationInvariants(step: Step): string | undefined {
     ?? releasedOnlyWhenIdle(step)
     ?? queuedFollowedOnlyElsewhere(step)
     ?? parkedFollowedWhenElsewhere(step)
+    ?? holdRetriedOnlyWhenAsked(step)
   );
 }
 
@@ -92,7 +93,7 @@ function releasedOnlyWhenIdle(step: Step): string | undefined {
       record?.phase === ConversationPhase.Releasing
       && record.users === 0
       && record.queued === 0
-      && (record.flags & ~ConversationFlag.ReleasedElsewhere) === 0
+      && (record.flags & ~(ConversationFlag.ReleasedElsewhere | ConversationFlag.RetriesHeld)) === 0
       && agent?.admissionState === AdmissionState.None
       && agent.generation === effect.generation;
     if (!idle) return `ReleaseConversation for conversation ${effect.agent}, which is not idle`;
@@ -145,5 +146,23 @@ function parkedFollowedWhenElsewhere(step: Step): string | undefined {
   }
   const before = step.before.executions[parked.slot];
   if (before?.status !== step.after.executions[parked.slot]?.status) return `FollowAdmitted changed execution ${parked.slot}`;
+  return undefined;
+}
+
+/** A hold asks for a retry (`RetryAfter`) exactly when holds retry by
+ * themselves here (`RetriesHeld`: a leasing store, recovery by itself);
+ * else the conversation waits for `env.recover()`. A queue head the store
+ * failed (`HeadSettled`) is retried either way: that is the queue's wait. */
+function holdRetriedOnlyWhenAsked(step: Step): string | undefined {
+  const [kind, slot] = step.message;
+  if (kind === MessageKind.HeadSettled) return undefined;
+  const retries = step.effects.filter((effect) => effect.kind === EffectKind.RetryAfter);
+  const before = step.before.conversations[slot!];
+  const after = step.after.conversations[slot!];
+  const held = step.code === ResultCode.Ok && after?.phase === ConversationPhase.Held && before?.phase !== ConversationPhase.Held;
+  const asked = after !== undefined && (after.flags & ConversationFlag.RetriesHeld) !== 0;
+  if (retries.length > (held && asked ? 1 : 0) || (held && asked && retries.length === 0)) {
+    return `conversation ${slot} ${held ? "held" : "not held"} with${asked ? "" : "out"} RetriesHeld emitted ${retries.length} RetryAfter`;
+  }
   return undefined;
 }

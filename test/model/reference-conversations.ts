@@ -123,6 +123,8 @@ interface Conversation {
   readQueue: boolean;
   /** Releasing, let go while owned elsewhere: used again, it is that again. */
   releasedElsewhere: boolean;
+  /** A hold is retried after the backoff, else it waits for env.recover(). */
+  retriesHeld: boolean;
   failures: number;
 }
 
@@ -151,6 +153,7 @@ function emptyConversation(): Conversation {
     recoverAgain: false,
     readQueue: false,
     releasedElsewhere: false,
+    retriesHeld: false,
     failures: 0,
   };
 }
@@ -190,7 +193,8 @@ export class ReferenceConversations {
         | (record.headStarting ? ConversationFlag.HeadStarting : 0)
         | (record.recoverAgain ? ConversationFlag.RecoverAgain : 0)
         | (record.readQueue ? ConversationFlag.ReadQueue : 0)
-        | (record.releasedElsewhere ? ConversationFlag.ReleasedElsewhere : 0);
+        | (record.releasedElsewhere ? ConversationFlag.ReleasedElsewhere : 0)
+        | (record.retriesHeld ? ConversationFlag.RetriesHeld : 0);
       return {
         slot,
         recoveryEpoch: record.recoveryEpoch,
@@ -273,7 +277,7 @@ export class ReferenceConversations {
     const K = MessageKind.RecoveryRequested;
     const code = this.host.checkAgent(slot, generation);
     if (code !== ResultCode.Ok) return this.host.drop(K, code);
-    if (cause < RecoveryCause.OpenScan || cause > RecoveryCause.LeaseSettling || facts > 63) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
+    if (cause < RecoveryCause.OpenScan || cause > RecoveryCause.LeaseSettling || facts > 127) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
     const record = this.at(slot);
     if (record.phase === P.Recovering) {
       if (RECOVERY_CAUSES_WITH_NEW_FACTS.includes(cause)) record.recoverAgain = true;
@@ -282,6 +286,8 @@ export class ReferenceConversations {
     }
     if (conversationNextOf(record.phase, Ev.RecoveryRequested) === undefined) return this.host.drop(K, ResultCode.ConversationPhaseMustMatch);
     enter(record, Ev.RecoveryRequested);
+    // Holds retry by themselves only on a leasing store where recovery runs by itself.
+    record.retriesHeld = (facts & RecoveryFact.Leasing) !== 0 && (facts & RecoveryFact.RecoversByItself) !== 0;
     this.beginRecovery(slot, cause, facts);
     return ResultCode.Ok;
   }
@@ -477,7 +483,7 @@ export class ReferenceConversations {
     record.recoverAgain = false;
     record.readQueue = false;
     record.failures = Math.min(255, record.failures + 1);
-    this.host.emit(EffectKind.RetryAfter, slot, record.recoveryEpoch, retryDelayFor(record.failures));
+    if (record.retriesHeld) this.host.emit(EffectKind.RetryAfter, slot, record.recoveryEpoch, retryDelayFor(record.failures));
   }
 
   private startHeadOrRelease(slot: number): void {
