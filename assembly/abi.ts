@@ -593,6 +593,15 @@ export const enum AdmissionSource {
   QueueHead = 2,
   /** A start another process filed for this one (decision 0031). */
   Filed = 3,
+  /** A decision (`agent.resume`) on an execution not live here: it goes
+   * where the conversation is held. Asked of `admissionVerdictOf` only,
+   * never in an `Admit` (the `Resume` message decides the rest). */
+  Resume = 4,
+  /** `env.retry`: a new attempt of an ended execution asks as a start of
+   * this process does (filed for the owner when owned elsewhere), with
+   * the busy policy "reject": it never passes messages queued, a running
+   * execution, or a conversation held or recovering. */
+  Retry = 5,
 }
 
 /** The start's busy policy (decision 0025). */

@@ -57,7 +57,7 @@ export const CONVERSATION_EVENT_NAMES = [
   "used",
 ] as const;
 
-const SOURCE_NAMES = ["none", "direct", "queue head", "filed"] as const;
+const SOURCE_NAMES = ["none", "direct", "queue head", "filed", "resume", "retry"] as const;
 const POLICY_NAMES = ["none", "reject", "enqueue", "interrupt"] as const;
 const VERDICT_NAMES = [
   "none",
@@ -188,7 +188,13 @@ function renderAdmissionTable(core: ControlCore): string[] {
     "busy policy and situation. A closed conversation refuses every start",
     '(refuse closed); the rows list the open cases. "busy" is an execution',
     'holding the admission, messages queued, or a head starting; "held for',
-    'recovery" is an admission in `recovery_required`.',
+    'recovery" is an admission in `recovery_required`. The source "resume"',
+    "is a decision (`agent.resume`) on an execution not live here, asked of",
+    "the same decision (not in an `Admit`): filed for the owner when the",
+    "conversation is owned elsewhere, else applied here (its `Resume` decides",
+    'the rest). The source "retry" is `env.retry`, asked as a start of this',
+    'process with the busy policy "reject" (the other policies are listed for',
+    "completeness: the host never asks with them).",
     "",
     "| phase | source | verdict |",
     "| --- | --- | --- |",

@@ -26,7 +26,9 @@ const BUSY: u32 = AdmissionSituation.AdmissionHeld | AdmissionSituation.Queued |
 /** The verdict for a start, or `None` when an argument is out of range. */
 export function admissionVerdictOf(phase: u32, source: u32, policy: u32, situation: u32): u32 {
   if (phase == ConversationPhase.None || phase >= <u32>ConversationPhaseLimit.End) return AdmissionVerdict.None;
-  if (!isSource(source) || !isPolicy(policy) || situation >= <u32>AdmissionSituation.End) return AdmissionVerdict.None;
+  if (!isPolicy(policy) || situation >= <u32>AdmissionSituation.End) return AdmissionVerdict.None;
+  if (source == AdmissionSource.Resume) return resumeVerdict(phase);
+  if (!isSource(source)) return AdmissionVerdict.None;
   if ((situation & AdmissionSituation.Closed) != 0) return AdmissionVerdict.RefuseClosed;
   if (phase == ConversationPhase.OwnedElsewhere) return elsewhereVerdict(source);
   if (source == AdmissionSource.QueueHead) return headVerdict(phase, situation);
@@ -106,8 +108,9 @@ export function applyHeadSettled(agent: u32, generation: u32, outcome: u32): i32
 
 // -- inside -----------------------------------------------------------------
 
+/** The sources an `Admit` carries (a resume asks the verdict only). */
 function isSource(value: u32): bool {
-  return value >= <u32>AdmissionSource.Direct && value <= <u32>AdmissionSource.Filed;
+  return (value >= <u32>AdmissionSource.Direct && value <= <u32>AdmissionSource.Filed) || value == AdmissionSource.Retry;
 }
 
 function isPolicy(value: u32): bool {
@@ -125,11 +128,19 @@ function situationOf(agent: u32, queueKept: u32): u32 {
   return situation;
 }
 
-/** Owned elsewhere: a start made here is filed for the owner; one filed
- * for this process stays filed; a queue head waits (the owner runs it). */
+/** Owned elsewhere: a start (or retry) made here is filed for the owner;
+ * one filed for this process stays filed; a queue head waits (the owner
+ * runs it). */
 function elsewhereVerdict(source: u32): u32 {
-  if (source == AdmissionSource.Direct) return AdmissionVerdict.FileForOwner;
+  if (source == AdmissionSource.Direct || source == AdmissionSource.Retry) return AdmissionVerdict.FileForOwner;
   return source == AdmissionSource.Filed ? AdmissionVerdict.LeaveFiled : AdmissionVerdict.StayQueued;
+}
+
+/** A decision on an execution not live here goes to the process that holds
+ * the conversation; here, the `Resume` message decides the rest (closed,
+ * suspended, held for recovery). */
+function resumeVerdict(phase: u32): u32 {
+  return phase == ConversationPhase.OwnedElsewhere ? AdmissionVerdict.FileForOwner : AdmissionVerdict.RunHere;
 }
 
 /** A queue head starts only when the conversation is ready, no execution

@@ -93,6 +93,11 @@ export function applyRecoveryFinished(agent: u32, generation: u32, epoch: u32, o
   if (outcome != RecoveryOutcome.Recovered) {
     // RecoveryOutcome 2..5 name the hold causes 1..4.
     holdConversation(agent, outcome - 1, ConversationEvent.RecoveryFailed);
+  } else if (agentAdmission(agent) == AdmissionState.RecoveryRequired) {
+    // The pass ran, but what a store fault held here is held still (its
+    // rows could not say it ended, or it was held again meanwhile): the
+    // conversation is held, and tried again after the backoff.
+    holdConversation(agent, HoldCause.StoreFault, ConversationEvent.RecoveryFailed);
   } else if (hasConversationFlag(agent, ConversationFlag.RecoverAgain)) {
     // Rows read before a takeover (or a fenced write) may be out of date:
     // they are read again under a new epoch.

@@ -3,7 +3,7 @@
 // memory, derived from the layout constants in assembly/abi.ts. The host
 // never writes core memory.
 
-import { AgentLifecycle, AgentRecord, ConversationRecord, EffectLayout, ExecutionRecord, Limit, ResultCode } from "../../assembly/abi.js";
+import { AdmissionState, AgentLifecycle, AgentRecord, ConversationRecord, EffectLayout, ExecutionRecord, Limit, ResultCode } from "../../assembly/abi.js";
 import { InvalidInputError } from "../errors.js";
 import { instantiateCore, type CoreExports } from "./core-exports.js";
 import { decodeEffect, type CoreEffect } from "./effects.js";
@@ -176,6 +176,17 @@ export class ControlCore implements ControlMachine {
   conversationCause(slot: number): number {
     const at = this.exports.conversationTablePointer() + slot * ConversationRecord.Size + ConversationRecord.Cause;
     return new DataView(this.exports.memory.buffer).getUint8(at);
+  }
+
+  /** Whether the agent in `slot` is itself held for recovery: its
+   * admission `recovery_required` with no execution bound to it (a
+   * preparation whose outcome could not be read back). A read of the
+   * core's record: `DischargeAgentRecovery` releases it. */
+  agentHeldForRecovery(slot: number): boolean {
+    const memory = new DataView(this.exports.memory.buffer);
+    const at = this.exports.agentTablePointer() + slot * AgentRecord.Size;
+    const admission = memory.getUint8(at + AgentRecord.AdmissionState);
+    return admission === AdmissionState.RecoveryRequired && memory.getUint32(at + AgentRecord.ExecutionSlotPlusOne, true) === 0;
   }
 
   /** The conversation table entry for `(phase, event)`; 0 when undefined. */

@@ -321,9 +321,8 @@ export class AgentRecoveries {
    * recovery was required (docs/decisions/0021: a store worker lost holding
    * the terminal commit). Those still busy are reported. */
   private async releaseFinishedHolds(entry: AgentEntry, unfinished: readonly ExecutionRow[]): Promise<RecoveredExecution[]> {
-    if (this.host.coordinator.heldAgents.has(entry)) {
-      const code = await this.release(M.DischargeAgentRecovery, entry.slot, entry.generation, `the release of agent "${entry.id}" held for recovery`);
-      if (code === ResultCode.Ok || code === ResultCode.AdmissionStateMustMatch) this.host.coordinator.heldAgents.delete(entry);
+    if (this.host.coordinator.settings.core.agentHeldForRecovery(entry.slot)) {
+      await this.release(M.DischargeAgentRecovery, entry.slot, entry.generation, `the release of agent "${entry.id}" held for recovery`);
     }
     const busy: RecoveredExecution[] = [];
     const unfinishedIds = new Set(unfinished.map((row) => row.executionId));
@@ -481,12 +480,11 @@ export class AgentRecoveries {
     return this.recoverAgentEntry(entry, performance.now(), rows, readAt);
   }
 
-  /** How the pass left the conversation, as `RecoveryFinished` reports it. */
+  /** How the pass ended, as `RecoveryFinished` reports it: an abandoned
+   * session still settling, or run (the core holds the conversation if
+   * what a fault held is held still: its admission says so). */
   private passOutcome(entry: AgentEntry): RecoveryOutcome {
-    if (this.settling.delete(entry.id)) return RecoveryOutcome.NotQuiescent;
-    const { coordinator } = this.host;
-    const held = coordinator.heldAgents.has(entry) || coordinator.recoveryRequiredEntriesOf(entry).length > 0;
-    return held ? RecoveryOutcome.StoreFault : RecoveryOutcome.Recovered;
+    return this.settling.delete(entry.id) ? RecoveryOutcome.NotQuiescent : RecoveryOutcome.Recovered;
   }
 
   /** A recovery ended: a takeover's admissions released (the queue was

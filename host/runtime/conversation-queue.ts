@@ -32,7 +32,7 @@
 // back (queue-restore.ts), the durable order (queue-order.ts), and small
 // pure words (queue-words.ts).
 
-import { AdmissionVerdict, MessageKind as M, Ownership, ResultCode, type AdmissionSource } from "../../assembly/abi.js";
+import { AdmissionSource, AdmissionVerdict, MessageKind as M, Ownership, ResultCode } from "../../assembly/abi.js";
 import { AgentBusyError, PhronomyError, RuntimeShutdownError } from "../errors.js";
 import { admit, type Admission } from "./admission.js";
 import { settleWaiterWithError } from "./delivery.js";
@@ -118,10 +118,35 @@ export class ConversationQueues {
       return;
     }
     coordinator.requests.take(admission.handle);
-    switch (admission.verdict) {
-      case AdmissionVerdict.EnqueueBack:
-      case AdmissionVerdict.EnqueueFront:
-        return enqueue(this.state, request, admission.verdict === AdmissionVerdict.EnqueueFront, admission.interrupt);
+    if (admission.verdict === AdmissionVerdict.EnqueueBack || admission.verdict === AdmissionVerdict.EnqueueFront) {
+      return enqueue(this.state, request, admission.verdict === AdmissionVerdict.EnqueueFront, admission.interrupt);
+    }
+    this.refuseOrWait(request, admission.verdict, policy, retry);
+  }
+
+  /** On the loop: `env.retry` asks the core `Admit` as a start of this
+   * process with the busy policy "reject" (source `Retry`): `install`
+   * runs it here (its `RecoveryInstall`, in the same turn), `elsewhere`
+   * when the conversation is owned elsewhere (the retry is filed for the
+   * owner, or refused). A busy, held or closed conversation refuses it as
+   * a start's; one registering or recovering makes it wait (`retry`
+   * posts it again once the core changed its phase). */
+  admitRetry(request: StartRequest, retry: () => void, install: () => void, elsewhere: () => void): void {
+    const { coordinator } = this.state.environment;
+    tellIfHeldElsewhere(this.state, request.agent);
+    const admission = admit(coordinator, request, AdmissionSource.Retry, "reject", this.state.store() !== undefined);
+    if (admission === undefined) return;
+    coordinator.requests.take(admission.handle);
+    if (admission.verdict === AdmissionVerdict.RunHere) return install();
+    if (admission.verdict === AdmissionVerdict.FileForOwner) return elsewhere();
+    this.refuseOrWait(request, admission.verdict, "reject", retry);
+  }
+
+  /** A verdict that neither runs the start here nor places it: it waits
+   * for the conversation to be ready, or is refused as the core said. */
+  private refuseOrWait(request: StartRequest, verdict: AdmissionVerdict, policy: OnBusyPolicy, retry: () => void): void {
+    const { agent } = request;
+    switch (verdict) {
       case AdmissionVerdict.WaitUntilReady:
         return this.waitUntilReady(request, retry);
       case AdmissionVerdict.RefuseBusy:
@@ -135,7 +160,7 @@ export class ConversationQueues {
       default:
         return settleWaiterWithError(
           request.waiter,
-          new PhronomyError("INTERNAL", `phronomy core: Admit answered verdict ${admission.verdict} for a start of agent "${agent.id}"`, { agentId: agent.id }),
+          new PhronomyError("INTERNAL", `phronomy core: Admit answered verdict ${verdict} for a start of agent "${agent.id}"`, { agentId: agent.id }),
           this.state.settings,
         );
     }

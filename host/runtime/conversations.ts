@@ -106,7 +106,7 @@ export class Conversations {
     host.coordinator.onAgentSuspended = (agent) => {
       if (this.live.get(agent.id)?.entry === agent) this.host.inboxSuspended(agent.id);
     };
-    host.coordinator.onConversationIdle = (agent) => this.releaseWhenIdle(agent);
+    host.coordinator.onConversationIdle = (agent) => this.carryOutRelease(agent);
   }
 
   /** Core entries held now (for tests and benchmarks). */
@@ -250,19 +250,17 @@ export class Conversations {
     }
   }
 
-  /** Lets the conversation go now (`agent.release()`): its core entry is
-   * freed and its lease (PostgreSQL) given up; refused with AgentBusyError
-   * while it has work here. Its data stays; a later start uses it again. */
+  /** Lets the conversation go now (`agent.release()`): its pin is lifted
+   * and its core entry freed, its lease (PostgreSQL) given up. The core
+   * decides whether it can go now (`PurgeAgent`): refused with
+   * AgentBusyError while it has work here — it is then let go once that
+   * ends (`ReleaseConversation`). Its data stays; a later start uses it
+   * again. */
   async release(agentId: string): Promise<void> {
     const conversation = this.live.get(agentId);
     if (conversation === undefined) return;
     await conversation.ready.catch(() => undefined);
     if (this.live.get(agentId) !== conversation) return;
-    if (conversation.users > 0)
-      throw new AgentBusyError(
-        agentId,
-        `conversation "${agentId}" has a start, resume, retry or recovery in progress, or messages queued, in this process; release it once those are admitted and ended`,
-      );
     conversation.pinned = false;
     const code = await new Promise<number>((resolve, reject) => {
       this.host.loop.post(() => resolve(this.unpinAndFree(conversation)), { completion: { fail: reject }, label: `the release of conversation "${agentId}"` });
@@ -271,6 +269,12 @@ export class Conversations {
       throw new AgentBusyError(
         agentId,
         `conversation "${agentId}" has an execution running, suspended or held for recovery in this process; it is let go once that ends (or decide, cancel or recover it first)`,
+      );
+    }
+    if (code === ResultCode.ConversationInUse) {
+      throw new AgentBusyError(
+        agentId,
+        `conversation "${agentId}" has a start, resume, retry or recovery in progress, or messages queued, in this process; it is let go once those are admitted and ended`,
       );
     }
   }
@@ -465,10 +469,11 @@ export class Conversations {
 
   /** The core's `ReleaseConversation` (inside an apply): the conversation
    * is idle, and its entry is freed on the loop. A use begun since keeps
-   * it — its `UseBegin` is posted behind this, and the core counts it and
-   * makes the conversation ready again — and PurgeAgent refuses one the
-   * core counts in use by then. */
-  private releaseWhenIdle(agent: AgentEntry): void {
+   * it: counted here at once, its `UseBegin` is posted behind this (the
+   * core then counts it and makes the conversation ready again), so the
+   * free waits for no use counted here; PurgeAgent refuses one the core
+   * counts in use by then. */
+  private carryOutRelease(agent: AgentEntry): void {
     const conversation = this.live.get(agent.id);
     if (conversation === undefined || conversation.entry !== agent) return;
     this.host.loop.post(

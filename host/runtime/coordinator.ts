@@ -79,9 +79,6 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
   private readonly executionIds = new Map<string, ExecutionEntry>();
   private readonly agentsBySlot: (AgentEntry | undefined)[] = [];
 
-  /** Agents held recovery_required with no execution (a preparation whose
-   * outcome could not be read back); `env.recover()` releases them. */
-  readonly heldAgents = new Set<AgentEntry>();
   /** When each agent last had an execution released here
    * (`performance.now()`): rows of it read before then may be stale. */
   private readonly lastReleases = new WeakMap<AgentEntry, number>();
@@ -480,7 +477,6 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
   private recoveryRequired(slot: number, scope: number, code: number): void {
     if (scope === RecoveryScope.Agent) {
       const agent = this.agentsBySlot[slot];
-      if (agent) this.heldAgents.add(agent);
       this.settings.logger.warn(
         `[phronomy] agent "${agent?.id ?? slot}" requires recovery (code ${code}): its admission is held until env.recover() resolves it`,
       );

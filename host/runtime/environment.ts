@@ -236,9 +236,9 @@ export class Environment {
     this.followers.followElsewhere(agentId, executionId, waiter);
   }
 
-  /** @internal Where `agent.resume` files a decision this process may not apply (inbox-claims.ts). */
-  remoteResumesFor(agentId: string): RemoteResumes | undefined {
-    return this.inbox.remoteResumesFor(agentId);
+  /** @internal Where a decision this process may not apply is filed: by the core for a conversation here (`agent.resume`), else by the store's lease (inbox-claims.ts). */
+  remoteResumesFor(agentId: string, agent?: AgentEntry): RemoteResumes | undefined {
+    return agent !== undefined ? this.inbox.resumePlacementOf(agent) : this.inbox.remoteResumesFor(agentId);
   }
 
   /** The recovery report of an agent defined in this environment. */

@@ -4,16 +4,19 @@
 // here through the local paths, and those of conversations held elsewhere
 // are filed. A SQLite owner holds every agent; a SQLite visitor only files.
 
+import { AdmissionSource, AdmissionVerdict, BusyPolicy } from "../../assembly/abi.js";
 import { InvalidInputError, type PhronomyError } from "../errors.js";
 import { startTiming } from "../store/start-timing.js";
 import type { ExecutionStore } from "../store/store.js";
 import { Agent, type AgentHost, type AgentInput } from "./agent.js";
 import { InboxApplier, inboxStoreOf, type ClaimedDecision } from "./approval-inbox.js";
 import { applyFiledCancel, type CancelHost } from "./cancel-by-id.js";
+import type { ConversationQueues } from "./conversation-queue.js";
 import type { ConversationHost, Conversations } from "./conversations.js";
 import type { Coordinator } from "./coordinator.js";
 import { heldEpochOf, type LeasingStore } from "./leases.js";
 import type { StartOptions } from "./options.js";
+import type { AgentEntry } from "./requests.js";
 import { partitionedStoreOf } from "./partition-takeover.js";
 import { RemoteResumes } from "./remote-resume.js";
 import { RemoteStarts, startInboxStoreOf, type StartPlacement } from "./remote-start.js";
@@ -31,6 +34,8 @@ export interface InboxClaimsHost {
   readonly agents: AgentHost;
   /** The agent's lease is held elsewhere or by nobody (false without leases). */
   notHeldHere(agentId: string): boolean;
+  /** Tells the core the conversation is owned elsewhere when the store says so. */
+  readonly queues: Pick<ConversationQueues, "leaseLost">;
   cancelHost(): CancelHost;
   retryHost(): RetryHost;
 }
@@ -76,11 +81,26 @@ export class InboxClaims {
     );
   }
 
-  /** Where `agent.resume` sends a decision on an execution not live here:
-   * the approval inbox when another process holds the agent's lease (or
-   * nobody does); undefined when the decision is this process's to apply. */
+  /** Where `env.admin.decide` sends a decision on an agent not defined
+   * here (no conversation here to ask the core about): the approval inbox
+   * when another process holds the agent's lease (or nobody does), or
+   * from a visitor; undefined when the decision is this process's. */
   remoteResumesFor(agentId: string): RemoteResumes | undefined {
     return this.host.visitor || this.host.notHeldHere(agentId) ? this.remoteResumes : undefined;
+  }
+
+  /** Where `agent.resume` sends a decision on an execution not live here
+   * (on the loop): the core decides (`admissionVerdictOf`, source
+   * `Resume`) from the conversation's phase, the store's fact told to it
+   * first as a start's is — the approval inbox when it is owned
+   * elsewhere; undefined when the decision is this process's to apply. A
+   * visitor (docs/decisions/0015) applies none: it files every one. */
+  resumePlacementOf(agent: AgentEntry): RemoteResumes | undefined {
+    if (this.host.visitor) return this.remoteResumes;
+    this.host.queues.leaseLost(agent);
+    const { core } = this.host.coordinator.settings;
+    const verdict = core.admissionVerdict(core.conversation(agent.slot).phase, AdmissionSource.Resume, BusyPolicy.Reject, 0);
+    return verdict === AdmissionVerdict.FileForOwner ? this.remoteResumes : undefined;
   }
 
   /** Where a start the core answered with a placement verdict can go

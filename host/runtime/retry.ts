@@ -28,6 +28,7 @@ import { endedOutcomeOf } from "../store/cancel-filing.js";
 import type { ExecutionMetadata, ExecutionRow, Json, ReopenExecutionOperation, StoredStep, ToolCallRecord } from "../store/records.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { ControlLoop } from "./control-loop.js";
+import type { ConversationQueues } from "./conversation-queue.js";
 import type { CoordinatorCalls } from "./coordinator-calls.js";
 import { emitToWaiter, settleWaiterWithError } from "./delivery.js";
 import { settleFromRow } from "./durable-outcome.js";
@@ -56,6 +57,8 @@ export interface RetryHost {
    * this process may not run it (no holder, or no inbox: the holder named);
    * undefined when it runs here. */
   elsewhere(agentId: string): Promise<RetryElsewhere | undefined>;
+  /** The core's admission of the retry (conversation-queue.ts). */
+  readonly queues: Pick<ConversationQueues, "admitRetry">;
 }
 
 /** A retry not run here: filed for the process that runs its conversation,
@@ -100,13 +103,7 @@ export function retryById(host: RetryHost, executionId: string, options: RetryOp
 async function prepareRetry(host: RetryHost, executionId: string, waiter: Waiter, onReopened: (() => void) | undefined): Promise<void> {
   const row = checkRetryable(executionId, await host.store.getExecution(executionId), host.store.path);
   const context = { executionId, agentId: row.agentId };
-  const elsewhere = await host.elsewhere(row.agentId);
-  if (elsewhere !== undefined && "filed" in elsewhere) return elsewhere.filed.fileRetry(row.agentId, executionId, waiter);
-  if (elsewhere !== undefined)
-    throw new RetryRefusedError(`execution ${executionId} was not retried: ${elsewhere.refused}; retry it in the process that owns agent "${row.agentId}"`, {
-      ...context,
-      reason: "owned_elsewhere",
-    });
+  if (await placedElsewhere(host, row, waiter)) return;
   const use = host.useConversation(row);
   if (use === undefined) {
     const name = row.metadata.config?.["definition"];
@@ -118,14 +115,43 @@ async function prepareRetry(host: RetryHost, executionId: string, waiter: Waiter
   }
   // The conversation's entry is kept until the retry is installed (its
   // admission then keeps it) or refused.
+  let placed: Placed;
   try {
-    await reopenAndInstall(host, row, await use.entry, waiter, onReopened);
+    placed = await reopenAndInstall(host, row, await use.entry, waiter, onReopened);
   } finally {
     use.done();
   }
+  // The core records the conversation owned elsewhere: filed for its owner, or refused.
+  if (placed === "elsewhere" && !(await placedElsewhere(host, row, waiter))) {
+    throw new RetryRefusedError(`execution ${executionId} was not retried: agent "${row.agentId}" is held by another process now; retry it there`, {
+      ...context,
+      reason: "owned_elsewhere",
+    });
+  }
 }
 
-async function reopenAndInstall(host: RetryHost, row: ExecutionRow, agent: AgentEntry, waiter: Waiter, onReopened: (() => void) | undefined): Promise<void> {
+/** Where the core's `Admit` sent a retry: installed here (or refused, its
+ * Run told), or to the process that owns the conversation. */
+type Placed = "here" | "elsewhere";
+
+/** A retry of a conversation another process runs (the store's lease; a
+ * SQLite visitor always): filed for it (true), or refused; false when it
+ * may run here. */
+async function placedElsewhere(host: RetryHost, row: ExecutionRow, waiter: Waiter): Promise<boolean> {
+  const elsewhere = await host.elsewhere(row.agentId);
+  if (elsewhere === undefined) return false;
+  if ("filed" in elsewhere) {
+    elsewhere.filed.fileRetry(row.agentId, row.executionId, waiter);
+    return true;
+  }
+  throw new RetryRefusedError(`execution ${row.executionId} was not retried: ${elsewhere.refused}; retry it in the process that owns agent "${row.agentId}"`, {
+    executionId: row.executionId,
+    agentId: row.agentId,
+    reason: "owned_elsewhere",
+  });
+}
+
+async function reopenAndInstall(host: RetryHost, row: ExecutionRow, agent: AgentEntry, waiter: Waiter, onReopened: (() => void) | undefined): Promise<Placed> {
   const executionId = row.executionId;
   const context = { executionId, agentId: row.agentId };
   const plan = planRetry(row, await host.store.listSteps(executionId));
@@ -166,30 +192,43 @@ async function reopenAndInstall(host: RetryHost, row: ExecutionRow, agent: Agent
     const request = reopened.approvalRequest as unknown as ApprovalRequest | null;
     if (settlement.suspended && request) emitToWaiter(waiter, { type: "approval_required", executionId, request }, settings);
   };
-  await new Promise<void>((resolve, reject) => {
-    host.loop.post(
-      () => {
-        if (host.coordinator.entryById(executionId))
-          return reject(
-            new RetryRefusedError(
-              `execution ${executionId} is running in this process (attempt ${row.metadata.attempt ?? 1}); only a failed, timed-out or cancelled execution is retried`,
-              { ...context, reason: "running" },
-            ),
-          );
-        const request: RecoveryRequest = {
-          type: "recovery",
-          start: startRequestOf(agent, reopened, waiter),
-          row: reopened,
-          continuation: continuationOf(reopened),
-          settle,
-          reopen: () => host.store.run(operation),
-          onReopened,
-        };
-        installFromRow(host.coordinator, agent, reopened, host.coordinator.requests.add(request));
-        resolve();
-      },
-      { admission: true, completion: { fail: reject }, label: `the retry of execution ${executionId}` },
+  const request: RecoveryRequest = {
+    type: "recovery",
+    start: startRequestOf(agent, reopened, waiter),
+    row: reopened,
+    continuation: continuationOf(reopened),
+    settle,
+    reopen: () => host.store.run(operation),
+    onReopened,
+  };
+  // The core's `Admit` decides (as for a start with the busy policy
+  // "reject"); installed in the same turn it answered. A refusal tells the
+  // Run; a wait asks again once the conversation is ready.
+  return new Promise<Placed>((resolve, reject) => {
+    waiter.result.then(
+      () => resolve("here"),
+      () => resolve("here"),
     );
+    const ask = (): void => {
+      host.loop.post(
+        () => {
+          if (host.coordinator.entryById(executionId))
+            return reject(
+              new RetryRefusedError(
+                `execution ${executionId} is running in this process (attempt ${row.metadata.attempt ?? 1}); only a failed, timed-out or cancelled execution is retried`,
+                { ...context, reason: "running" },
+              ),
+            );
+          const install = (): void => {
+            installFromRow(host.coordinator, agent, reopened, host.coordinator.requests.add(request));
+            resolve("here");
+          };
+          host.queues.admitRetry(request.start, ask, install, () => resolve("elsewhere"));
+        },
+        { admission: true, completion: { fail: reject }, label: `the retry of execution ${executionId}` },
+      );
+    };
+    ask();
   });
 }
 

@@ -29,7 +29,7 @@ export interface WorkByIdHost {
   readonly loop: ControlLoop;
   readonly coordinator: Coordinator;
   readonly conversations: Conversations;
-  readonly queues: Pick<ConversationQueues, "cancelQueued">;
+  readonly queues: Pick<ConversationQueues, "cancelQueued" | "admitRetry">;
   readonly visitor: boolean;
   readonly inbox: Pick<InboxClaims, "remoteResumes" | "remoteStarts" | "remoteResumesFor" | "filesStarts">;
   readonly ownership: Pick<AgentOwnership, "leaseHolder">;
@@ -107,12 +107,13 @@ export class WorkById {
   }
 
   retryHost(): RetryHost {
-    const { coordinator, loop, store, conversations, visitor, inbox, ownership } = this.host;
+    const { coordinator, loop, store, conversations, visitor, inbox, ownership, queues } = this.host;
     const leasing = leasingStoreOf(store);
     return {
       coordinator,
       loop,
       store,
+      queues,
       useConversation: (row) => {
         const kind = conversations.liveKind(row.agentId) ?? conversations.kindOfRow(row);
         return kind === undefined ? undefined : conversations.use(row.agentId, kind);

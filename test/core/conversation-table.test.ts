@@ -24,11 +24,11 @@ it("the compiled conversation table is the model's, pair by pair", () => {
 
 it("the compiled admission decision is the model's rules for every phase, source, policy and situation", () => {
   for (let phase = 0; phase <= ConversationPhaseLimit.End; phase += 1) {
-    for (let source = 0; source <= 4; source += 1) {
+    for (let source = 0; source <= 6; source += 1) {
       for (let policy = 0; policy <= 4; policy += 1) {
         for (let situation = 0; situation <= AdmissionSituation.End; situation += 1) {
           const valid =
-            phase >= 1 && phase < ConversationPhaseLimit.End && source >= 1 && source <= 3 && policy >= 1 && policy <= 3 && situation < AdmissionSituation.End;
+            phase >= 1 && phase < ConversationPhaseLimit.End && source >= 1 && source <= 5 && policy >= 1 && policy <= 3 && situation < AdmissionSituation.End;
           const expected = valid
             ? admissionVerdictFor({
                 phase,

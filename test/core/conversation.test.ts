@@ -176,6 +176,24 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     ]);
   });
 
+  it("holds a recovery whose pass left what a store fault held still held, and readies it once released", async () => {
+    const core = await boot();
+    const admission = core.admitted();
+    const c = { slot: admission.agent, generation: admission.agentGeneration };
+    core.apply(M.InitialPreparationReady, c.slot, c.generation, admission.token, PreparationOutcome.OutcomeUnknown, 10, 0, admission.request);
+    expect(core.agentRecord(c.slot)).toMatchObject({ admissionState: AdmissionState.RecoveryRequired, executionSlotPlusOne: 0 });
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.RecoverCalled, RETRYING);
+    // The host reports the pass ran; the core reads its own record.
+    expect(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.Recovered)).toEqual([
+      { kind: EffectKind.RetryAfter, agent: c.slot, epoch: 1, delayMs: 250 },
+    ]);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Held, cause: HoldCause.StoreFault, failures: 1 });
+    expect(core.apply(M.DischargeAgentRecovery, c.slot, c.generation)).toBe(ResultCode.Ok);
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.HealAfterStoreFault, 0);
+    core.step(M.RecoveryFinished, c.slot, c.generation, 2, RecoveryOutcome.Recovered);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Ready, cause: 0, failures: 0 });
+  });
+
   it("admits a start on a ready, free conversation; files one owned elsewhere; waits while recovering", async () => {
     const core = await boot();
     const c = ready(core);

@@ -88,7 +88,7 @@ function ready(intent: Intent, agent: Handle, record: ConversationRecordView, re
     case 0:
     case 1:
     case 2: {
-      const source = intent.pick % 3 === 0 ? AdmissionSource.Filed : AdmissionSource.Direct;
+      const source = [AdmissionSource.Filed, AdmissionSource.Direct, AdmissionSource.Direct, AdmissionSource.Retry][intent.pick % 4]!;
       return [MessageKind.Admit, slot, generation, request, source, 1 + (intent.variant % 3), intent.variant % 7 === 0 ? 0 : 1, 0];
     }
     case 3:

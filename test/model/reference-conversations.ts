@@ -92,8 +92,13 @@ export interface AdmissionFacts {
 
 /** The admission rules, in order: the first that matches decides. */
 const ADMISSION_RULES: readonly { readonly when: (facts: AdmissionFacts) => boolean; readonly verdict: AdmissionVerdict }[] = [
+  { when: (f) => f.source === AdmissionSource.Resume && f.phase === P.OwnedElsewhere, verdict: AdmissionVerdict.FileForOwner },
+  { when: (f) => f.source === AdmissionSource.Resume, verdict: AdmissionVerdict.RunHere },
   { when: (f) => f.closed, verdict: AdmissionVerdict.RefuseClosed },
-  { when: (f) => f.phase === P.OwnedElsewhere && f.source === AdmissionSource.Direct, verdict: AdmissionVerdict.FileForOwner },
+  {
+    when: (f) => f.phase === P.OwnedElsewhere && (f.source === AdmissionSource.Direct || f.source === AdmissionSource.Retry),
+    verdict: AdmissionVerdict.FileForOwner,
+  },
   { when: (f) => f.phase === P.OwnedElsewhere && f.source === AdmissionSource.Filed, verdict: AdmissionVerdict.LeaveFiled },
   { when: (f) => f.source === AdmissionSource.QueueHead && f.phase === P.Ready && !f.admissionHeld && !f.headStarting, verdict: AdmissionVerdict.RunHere },
   { when: (f) => f.source === AdmissionSource.QueueHead, verdict: AdmissionVerdict.StayQueued },
@@ -303,6 +308,8 @@ export class ReferenceConversations {
     if (outcome !== RecoveryOutcome.Recovered) {
       const cause = [0, 0, HoldCause.StoreFault, HoldCause.OutcomeUnknown, HoldCause.NotQuiescent, HoldCause.LeaseLapsed][outcome]!;
       this.hold(slot, cause, Ev.RecoveryFailed);
+    } else if (this.host.agent(slot).admissionState === AdmissionState.RecoveryRequired) {
+      this.hold(slot, HoldCause.StoreFault, Ev.RecoveryFailed);
     } else if (record.recoverAgain) {
       this.beginRecovery(slot, RecoveryCause.Retry, 0);
     } else {
@@ -373,7 +380,7 @@ export class ReferenceConversations {
   private admit(slot: number, generation: number, request: number, source: number, policy: number, queueKept: number): ResultCode {
     const code = this.host.checkAgent(slot, generation);
     if (code !== ResultCode.Ok) return this.host.refuse(request, code);
-    const sourceKnown = source >= AdmissionSource.Direct && source <= AdmissionSource.Filed;
+    const sourceKnown = (source >= AdmissionSource.Direct && source <= AdmissionSource.Filed) || source === AdmissionSource.Retry;
     const policyKnown = policy >= BusyPolicy.Reject && policy <= BusyPolicy.Interrupt;
     if (!sourceKnown || !policyKnown || (queueKept !== 0 && queueKept !== 1)) return this.host.refuse(request, ResultCode.ArgumentOutOfRange);
     const record = this.at(slot);

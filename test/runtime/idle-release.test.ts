@@ -171,6 +171,24 @@ describe("the idle release follows the core", () => {
     noDrift(env);
   });
 
+  it("agent.release() right after a start: the core refuses it (in use, or its admission held), and the conversation goes once the start ended", async () => {
+    const env = await openEnvironment();
+    const [warm, gate] = [deferred(), deferred()];
+    warm.resolve();
+    const agent = env.agent({ id: "in-use", model: gatedModel([warm, gate]) });
+    await expect(agent.start("warm up").result).resolves.toMatchObject({ outcome: "completed" });
+    const entry = env.coordinator.agentEntries().find((candidate) => candidate.id === "in-use")!;
+    env.loop.post(() => env.coordinator.apply(M.SetPinned, entry.slot, entry.generation, 1));
+    // The start's use is counted (UseBegin posted) before the release asks
+    // PurgeAgent: whichever the core answers, the release lifted the pin.
+    const run = agent.start("hello");
+    await expect(agent.release()).rejects.toMatchObject({ code: "AGENT_BUSY" });
+    gate.resolve();
+    await expect(run.result).resolves.toMatchObject({ outcome: "completed" });
+    await waitFor(async () => (env.conversations.liveCount === 0 ? true : undefined));
+    noDrift(env);
+  });
+
   it("a queue head whose Admit the core refuses leaves the queue counted out: the next message runs and the conversation goes", async () => {
     const env = await openEnvironment();
     const recorded = recordCore(env);

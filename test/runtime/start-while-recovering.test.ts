@@ -9,7 +9,7 @@
 // pass reads after the core ordered it.
 
 import { describe, expect, it } from "vitest";
-import { ConversationPhase, RecoveryCause } from "../../assembly/abi.js";
+import { ConversationPhase, MessageKind as M, RecoveryCause } from "../../assembly/abi.js";
 import { AgentBusyError, type Agent, type Environment } from "../../host/index.js";
 import type { ExecutionStore } from "../../host/store/store.js";
 import { SqliteStore } from "../../host/store/sqlite-store.js";
@@ -239,6 +239,48 @@ describe("a start while its conversation is recovered", () => {
     scan.release();
     await closed;
     expect(await outcome).toBe("RUNTIME_SHUTDOWN");
+    expect(env.queues.waitingStarts()).toBe(0);
+  });
+
+  it("env.retry() during the pass waits for the conversation to be ready (the core's Admit), then runs its new attempt once", async () => {
+    const holding = holdingScans(await SqliteStore.open(await temporaryStorePath()));
+    const env = await openEnvironment({ store: holding.store });
+    const calls: string[] = [];
+    let failing = true;
+    const gate = deferred();
+    const model = scriptedModel(async ({ messages }) => {
+      const last = messages.filter((message) => message.role === "user").at(-1)?.content;
+      calls.push(typeof last === "string" ? last : JSON.stringify(last));
+      if (!failing) return { text: `done: ${String(last)}` };
+      await gate.promise;
+      return { error: "the provider is down" };
+    });
+    const agent = env.agent({ id: "support", model });
+    const failed = agent.start("flaky");
+    const failedId = await failed.executionId;
+    // Kept live in the core once idle (a by-id agent on SQLite is let go).
+    const entry = env.coordinator.agentEntries().find((candidate) => candidate.id === "support")!;
+    env.loop.post(() => env.coordinator.apply(M.SetPinned, entry.slot, entry.generation, 1));
+    gate.resolve();
+    await expect(failed.result).rejects.toMatchObject({ code: "MODEL_FAILED" });
+    failing = false;
+    const before = calls.length;
+
+    const scan = holding.holdNextScan();
+    const recovered = env.recover();
+    await scan.caught;
+    expect(conversationRecord(env).phase).toBe(ConversationPhase.Recovering);
+    const retried = env.retry(failedId);
+    await settle();
+    // The core answered wait: nothing installed, no model call.
+    expect(env.queues.waitingStarts()).toBe(1);
+    expect(calls.length).toBe(before);
+    expect(await env.execution(failedId)).toMatchObject({ status: "terminal", outcome: "failed" });
+
+    scan.release();
+    expect(await recovered).toEqual([]);
+    await expect(retried.result).resolves.toMatchObject({ executionId: failedId, outcome: "completed", output: "done: flaky" });
+    expect(calls.slice(before)).toEqual(["flaky"]);
     expect(env.queues.waitingStarts()).toBe(0);
   });
 });
