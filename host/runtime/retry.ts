@@ -28,13 +28,12 @@ import { endedOutcomeOf } from "../store/cancel-filing.js";
 import type { ExecutionMetadata, ExecutionRow, Json, ReopenExecutionOperation, StoredStep, ToolCallRecord } from "../store/records.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { ControlLoop } from "./control-loop.js";
-import type { ConversationQueues } from "./conversation-queue.js";
 import type { CoordinatorCalls } from "./coordinator-calls.js";
 import { emitToWaiter, settleWaiterWithError } from "./delivery.js";
 import { settleFromRow } from "./durable-outcome.js";
 import type { ApprovalRequest } from "./events.js";
 import { continuationOf, installFromRow, startRequestOf } from "./recovery.js";
-import type { AgentEntry, ExecutionEntry, RecoveryRequest, RecoverySettlement } from "./requests.js";
+import type { AgentEntry, ExecutionEntry, RecoveryRequest, RecoverySettlement, StartRequest } from "./requests.js";
 import { Waiter, type Run } from "./run.js";
 import { asPhronomyError } from "./session.js";
 import { rejectUnknownKeys } from "./options.js";
@@ -57,8 +56,11 @@ export interface RetryHost {
    * this process may not run it (no holder, or no inbox: the holder named);
    * undefined when it runs here. */
   elsewhere(agentId: string): Promise<RetryElsewhere | undefined>;
-  /** The core's admission of the retry (conversation-queue.ts). */
-  readonly queues: Pick<ConversationQueues, "admitRetry">;
+  /** The core's admission of the retry (`ConversationQueues.admitRetry`;
+   * named here, not imported: conversation-queue.ts sits above this file). */
+  readonly queues: {
+    admitRetry(request: StartRequest, retry: () => void, install: () => void, elsewhere: () => void): void;
+  };
 }
 
 /** A retry not run here: filed for the process that runs its conversation,
