@@ -244,10 +244,19 @@ export const enum EffectKind {
    * are still queued in the store, and run here first if this process
    * takes the conversation back (docs/decisions/0062, "Owned elsewhere"). */
   FollowQueued = 41,
+  /** (exec, generation): the conversation is owned elsewhere and this
+   * execution, holding its admission here, is parked — suspended (a
+   * decision or a cancel of it may be under way) or held for recovery:
+   * nothing here will tell its callers when it moves on, so they follow it
+   * to the process that runs it next (the one follower of executions run
+   * elsewhere). An execution running here keeps its callers: its next
+   * write is fenced and tells them (docs/decisions/0062, "Owned
+   * elsewhere"). */
+  FollowAdmitted = 42,
 }
 
 export const enum EffectKindLimit {
-  End = 42,
+  End = 43,
 }
 
 /** Admission states (SPEC §1). `None` is a free admission. */
@@ -527,10 +536,14 @@ export const enum RecoveryFact {
   LeaseEpochOne = 16,
   /** The store leases conversations (PostgreSQL). */
   Leasing = 32,
+  /** Recovery runs by itself in this environment (`Phronomy.open`'s
+   * `recover`, not a visitor): with `Leasing`, a held conversation is
+   * retried after the backoff; else it waits for `env.recover()`. */
+  RecoversByItself = 64,
 }
 
 export const enum RecoveryFactMask {
-  All = 63,
+  All = 127,
 }
 
 /** Which rows a recovery reads (`ReadRows`). */
@@ -686,6 +699,10 @@ export const enum ConversationFlag {
   /** Let go while owned elsewhere (releasing): used again before the
    * purge, it is owned elsewhere again. */
   ReleasedElsewhere = 16,
+  /** A hold is retried after the backoff (`RetryAfter`): the last
+   * `RecoveryRequested` said the store leases and recovery runs by
+   * itself. Without it a held conversation waits for `env.recover()`. */
+  RetriesHeld = 32,
 }
 
 /** Conversation record layout: 16 bytes per agent slot, in a table

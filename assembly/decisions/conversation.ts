@@ -6,11 +6,11 @@
 // saw, and a stale or malformed one changes nothing.
 
 import {
-  AdmissionState, ConversationEvent, ConversationFlag, ConversationPhase, EffectKind, HoldCause, HoldCauseLimit,
-  Limit, MessageKind, Ownership, RecoveryCause, RecoveryCauseLimit, RecoveryFact, RecoveryFactMask,
+  AdmissionState, ConversationEvent, ConversationFlag, ConversationPhase, EffectKind, ExecutionStatus, HoldCause,
+  HoldCauseLimit, Limit, MessageKind, Ownership, RecoveryCause, RecoveryCauseLimit, RecoveryFact, RecoveryFactMask,
   RecoveryOutcome, RecoveryOutcomeLimit, ResultCode, RowsPolicy,
 } from "../abi";
-import { agentAdmission, agentGeneration, checkAgent, nextGeneration } from "../agent-table";
+import { agentAdmission, agentExecutionPlusOne, agentGeneration, checkAgent, nextGeneration } from "../agent-table";
 import { conversationNext } from "../conversation-fsm";
 import {
   conversationPhase, conversationUsers, countFailure, hasConversationFlag, headStarting, queuedMessages,
@@ -18,6 +18,7 @@ import {
   setConversationPhase, setConversationUsers, setRecoveryEpoch,
 } from "../conversation-table";
 import { emit } from "../effects";
+import { executionGeneration, executionStatus } from "../execution-table";
 import { dropStale, isFlag } from "./shared";
 
 /** Moves the conversation along the table; false (and nothing changed)
@@ -54,6 +55,7 @@ export function applyConversationOwned(agent: u32, generation: u32, ownership: u
   // written, a queue read back — is followed by the next).
   const queued = queuedMessages(agent);
   if (queued != 0) emit(EffectKind.FollowQueued, agent, queued);
+  followParked(agent);
   return ResultCode.Ok;
 }
 
@@ -66,8 +68,19 @@ export function applyRecoveryRequested(agent: u32, generation: u32, cause: u32, 
   }
   if (conversationPhase(agent) == ConversationPhase.Recovering) return joinRecovery(agent, cause);
   if (!moveConversation(agent, ConversationEvent.RecoveryRequested)) return dropStale(kind, ResultCode.ConversationPhaseMustMatch);
+  setConversationFlag(agent, ConversationFlag.RetriesHeld, retriesHeld(facts));
   beginRecovery(agent, cause, facts);
   return ResultCode.Ok;
+}
+
+/** Whether a hold is retried by itself: on a leasing store, where the
+ * process holding the conversation is the one to heal it, when recovery
+ * runs by itself here. On a store without leases one process owns the
+ * file and its application decides (`env.recover()`); with `recover:
+ * false` (or a visitor) the application recovers. */
+function retriesHeld(facts: u32): bool {
+  const both = RecoveryFact.Leasing | RecoveryFact.RecoversByItself;
+  return (facts & both) == both;
 }
 
 export function applyRecoveryFinished(agent: u32, generation: u32, epoch: u32, outcome: u32): i32 {
@@ -159,15 +172,18 @@ export function startHeadOrRelease(agent: u32): void {
   if (!startHeadIfDue(agent)) releaseIfIdle(agent);
 }
 
-/** Holds the conversation with its cause and asks for a retry after the
- * one backoff. */
+/** Holds the conversation with its cause and, when holds are retried by
+ * themselves (`RetriesHeld`), asks for a retry after the one backoff;
+ * else it waits for `env.recover()` (a `RecoveryRequested`). The failure
+ * is counted either way. */
 export function holdConversation(agent: u32, cause: u32, event: u32): void {
   const moved = moveConversation(agent, event);
   assert(moved, "the caller checked the table");
   setConversationCause(agent, cause);
   setConversationFlag(agent, ConversationFlag.RecoverAgain, false);
   setConversationFlag(agent, ConversationFlag.ReadQueue, false);
-  emit(EffectKind.RetryAfter, agent, recoveryEpoch(agent), retryDelayMs(countFailure(agent)));
+  const delayMs = retryDelayMs(countFailure(agent));
+  if (hasConversationFlag(agent, ConversationFlag.RetriesHeld)) emit(EffectKind.RetryAfter, agent, recoveryEpoch(agent), delayMs);
 }
 
 // -- inside -----------------------------------------------------------------
@@ -254,6 +270,26 @@ function becomeReady(agent: u32): void {
   emit(EffectKind.OpenInbox, agent);
   if (readQueue) emit(EffectKind.RestoreQueue, agent);
   startHeadIfDue(agent);
+}
+
+/** The callers of the execution holding the admission follow it to the
+ * owner when it is parked here: suspended (status, not admission: a
+ * decision or a cancel being committed on it keeps it suspended until the
+ * store answers, and that write is fenced now) or held for recovery.
+ * Nothing here would tell them when it moves on. One that runs keeps its
+ * callers: its next write is fenced and tells them at once (0010). The
+ * admission table holds one execution per conversation, so there is at
+ * most one; an admission held for recovery with no execution bound (a
+ * preparation whose outcome was not read back) has no callers. Every
+ * report, not only the first: a suspension that lands after the first
+ * report is followed by the next. */
+function followParked(agent: u32): void {
+  const executionPlusOne = agentExecutionPlusOne(agent);
+  if (executionPlusOne == 0) return;
+  const exec = executionPlusOne - 1;
+  const held = agentAdmission(agent) == AdmissionState.RecoveryRequired;
+  if (!held && executionStatus(exec) != ExecutionStatus.Suspended) return;
+  emit(EffectKind.FollowAdmitted, exec, executionGeneration(exec));
 }
 
 function forgetRecovery(agent: u32): void {

@@ -137,6 +137,7 @@ const effectKindNames = {
   [EffectKind.RecoverBeforeResume]: "RecoverBeforeResume",
   [EffectKind.AwaitSuspensionCommit]: "AwaitSuspensionCommit",
   [EffectKind.FollowQueued]: "FollowQueued",
+  [EffectKind.FollowAdmitted]: "FollowAdmitted",
 } satisfies Record<EffectKind, string>;
 
 export function effectKindName(value: number): string {

@@ -22,7 +22,7 @@
 // * Decisions filed in the approval inbox are claimed only for
 //   conversations that have a suspended execution here.
 
-import { MessageKind as M, Ownership, RecoveryCause, RecoveryOutcome, ResultCode, RowsPolicy } from "../../assembly/abi.js";
+import { MessageKind as M, Ownership, RecoveryCause, RecoveryFact, RecoveryOutcome, ResultCode, RowsPolicy } from "../../assembly/abi.js";
 import { AgentBusyError, InvalidInputError } from "../errors.js";
 import type { ExecutionRow } from "../store/records.js";
 import type { ControlLoop } from "./control-loop.js";
@@ -316,7 +316,9 @@ export class Conversations {
     }
     const leasing = leasingStoreOf(this.host.store);
     const queued = this.host.queuedAtOpen();
-    const facts = recoveryFactsOf(leasing, conversation.id, { inScan: scan.has(conversation.id), queuedAtOpen: queued.has(conversation.id), scanReadAt });
+    // Scanned only when recovery runs by itself here (`recovers`).
+    const scanFacts = { inScan: scan.has(conversation.id), queuedAtOpen: queued.has(conversation.id), scanReadAt };
+    const facts = recoveryFactsOf(leasing, conversation.id, scanFacts) | RecoveryFact.RecoversByItself;
     const scanned = scan.get(conversation.id) ?? [];
     const order = await this.onLoop(conversation, () => this.requestRecovery(entry, conversation, facts, scanned.length));
     scan.delete(conversation.id);

@@ -91,6 +91,8 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
   /** The core's `ReleaseConversation`: the conversation is idle and its
    * entry is let go (`conversations.ts`, posted to the loop). */
   onConversationIdle: ((agent: AgentEntry) => void) | undefined;
+  /** The core's `FollowAdmitted`: a parked execution's callers follow it elsewhere (followers.ts). */
+  onFollowAdmitted: ((entry: ExecutionEntry | undefined, generation: number) => void) | undefined;
 
   /** An execution was held recovery_required (a write refused or its
    * outcome unknown), with the error that did it: the environment recovers
@@ -269,11 +271,6 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
     return [...this.executionIds.values()].filter((entry) => entry.agent === agent);
   }
 
-  /** The executions live here of the conversation, by its id. */
-  entriesOfAgentId(agentId: string): ExecutionEntry[] {
-    return [...this.executionIds.values()].filter((entry) => entry.agent.id === agentId);
-  }
-
   /** The live execution in this core slot, if any. */
   entryAt(slot: number): ExecutionEntry | undefined {
     return this.executions[slot];
@@ -341,6 +338,8 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
         return waitBeforeResume(this.requests, this.executions[effect.execution], effect.kind, effect.request);
       case EffectKind.FollowQueued:
         return this.busyHooks?.followQueued(this.agentsBySlot[effect.agent]);
+      case EffectKind.FollowAdmitted:
+        return this.onFollowAdmitted?.(this.executions[effect.execution], effect.generation);
       case EffectKind.OpenAdmissions:
         return this.admissionsOpened(effect.agent);
       case EffectKind.StartHead:

@@ -14,10 +14,11 @@ import type { Coordinator } from "./coordinator.js";
 import { emitToWaiter, outcomeEventOf, rejectSuspendedObserver, resolveWaiter, settleWaiterWithError } from "./delivery.js";
 import { DurableWatches } from "./durable-watch.js";
 import { settleFromRow } from "./durable-outcome.js";
-import { followLostConversations } from "./lost-leases.js";
+import { followAdmitted, reportLostConversations } from "./lost-leases.js";
 import { leasingStoreOf } from "./leases.js";
 import type { InboxApplier } from "./approval-inbox.js";
 import type { RemoteStarts } from "./remote-start.js";
+import type { AgentEntry } from "./requests.js";
 import { Waiter, type Run, type Waiting } from "./run.js";
 import { asPhronomyError } from "./session.js";
 
@@ -38,7 +39,10 @@ export class Followers {
   /** `env.wait` on executions other processes run (docs/decisions/0018). */
   private durableWatches: DurableWatches | undefined;
 
-  constructor(private readonly host: FollowersHost) {}
+  constructor(private readonly host: FollowersHost) {
+    host.coordinator.onFollowAdmitted = (entry, generation) =>
+      followAdmitted(entry, generation, (executionId, agentId, waiter) => this.followElsewhere(agentId, executionId, waiter));
+  }
 
   /** Waits for an execution's outcome: another observer of a live
    * execution, or the durable outcome of one that already ended. */
@@ -143,24 +147,16 @@ export class Followers {
     if (leasing !== undefined && leasing.heldEpochOf(agentId) === undefined) this.leasesLost([agentId]);
   }
 
-  /** The store says this process lost the conversations' leases: every
-   * caller waiting here on one of their executions follows it to wherever
-   * it runs next (lost-leases.ts). */
+  /** The store says this process lost the conversations' leases: the
+   * core is told, and the callers it names (`FollowQueued`,
+   * `FollowAdmitted`) follow their executions to wherever they run next
+   * (lost-leases.ts). */
   leasesLost(agentIds: readonly string[]): void {
     if (this.host.closed()) return;
-    this.host.loop.post(
-      () =>
-        followLostConversations(
-          {
-            agentEntries: () => this.host.coordinator.agentEntries(),
-            entriesOfAgent: (agentId) => this.host.coordinator.entriesOfAgentId(agentId),
-            leaseLost: (agent) => this.host.queues.leaseLost(agent),
-            follow: (executionId, agentId, waiter) => this.followElsewhere(agentId, executionId, waiter),
-          },
-          agentIds,
-        ),
-      { label: `the callers of conversations whose lease moved away (${agentIds.join(", ")})` },
-    );
+    const host = { agentEntries: () => this.host.coordinator.agentEntries(), leaseLost: (agent: AgentEntry) => this.host.queues.leaseLost(agent) };
+    this.host.loop.post(() => reportLostConversations(host, agentIds), {
+      label: `the report of conversations whose lease moved away (${agentIds.join(", ")})`,
+    });
   }
 
   async close(): Promise<void> {

@@ -1,15 +1,20 @@
 // What this process does when the store says it no longer holds some
-// conversations' leases (`StoreSignals.leasesLost`): their executions go on
-// wherever the conversation is taken next, so every caller waiting here on
-// one of them that nothing here will tell — a start's or resume's Run of an
-// execution suspended or held for recovery here — is handed to the one
-// follower of executions run elsewhere (durable-watch.ts), which settles it
-// from the row once it ends.
+// conversations' leases (`StoreSignals.leasesLost`): it tells the core,
+// and carries out what the core answers. The host decides nothing here.
 //
-// The conversation is told to the core as owned elsewhere
-// (`ConversationOwned(elsewhere)`, while the store still says so); the
-// core answers `FollowQueued` when messages are counted queued here, and
-// their Runs follow them the same way (queue-head.ts carries it out).
+// Each lost conversation with a core entry here is reported owned
+// elsewhere (`ConversationOwned(elsewhere)`, while the store still says
+// so: a lease taken back before the loop ran the signal is the takeover's
+// to report). The core answers for the callers waiting here that nothing
+// here will tell, handed to the one follower of executions run elsewhere
+// (durable-watch.ts), which settles them from the row once it ends:
+//
+// * `FollowQueued`: the Runs of the messages counted queued here
+//   (queue-head.ts carries it out);
+// * `FollowAdmitted(execution)`: the Runs of the execution holding the
+//   conversation's admission when it is parked here — suspended, or held
+//   for recovery (`followAdmitted` below). The admission table holds one
+//   execution per conversation, so there is at most one.
 //
 // An execution still running here keeps its callers: its next write is
 // refused by the fence, and they are told EXECUTION_REHYDRATION_REQUIRED
@@ -21,28 +26,29 @@
 import type { AgentEntry, ExecutionEntry } from "./requests.js";
 import type { Waiting } from "./run.js";
 
-/** What the hand-over reaches (followers.ts implements it). */
+/** What the report reaches (followers.ts wires it). */
 export interface LostLeaseHost {
-  /** The conversations with a core entry here, by id. */
+  /** The conversations with a core entry here. */
   agentEntries(): readonly AgentEntry[];
-  /** The executions live here of the conversation. */
-  entriesOfAgent(agentId: string): readonly ExecutionEntry[];
   /** Tells the core the conversation is owned elsewhere, if the store
    * still says so. */
   leaseLost(agent: AgentEntry): void;
-  /** The follower. */
-  follow(executionId: string, agentId: string, waiter: Waiting): void;
 }
 
-/** Hands every caller waiting here on the conversations to the follower,
- * and tells the core (on the loop). */
-export function followLostConversations(host: LostLeaseHost, agentIds: readonly string[]): void {
-  for (const agentId of agentIds) {
-    for (const entry of host.entriesOfAgent(agentId)) {
-      if (!entry.suspended && !entry.recoveryRequired) continue;
-      for (const waiter of entry.waiters.splice(0)) host.follow(entry.executionId, agentId, waiter);
-    }
-  }
+/** Tells the core each lost conversation live here is owned elsewhere (on the loop). */
+export function reportLostConversations(host: LostLeaseHost, agentIds: readonly string[]): void {
   const lost = new Set(agentIds);
   for (const agent of host.agentEntries()) if (lost.has(agent.id)) host.leaseLost(agent);
+}
+
+/** Effect FollowAdmitted (in an apply): every caller waiting here on the
+ * parked execution follows it to the process that runs it next. An
+ * entry gone, or of another generation, has no callers to hand over. */
+export function followAdmitted(
+  entry: ExecutionEntry | undefined,
+  generation: number,
+  follow: (executionId: string, agentId: string, waiter: Waiting) => void,
+): void {
+  if (entry === undefined || entry.generation !== generation) return;
+  for (const waiter of entry.waiters.splice(0)) follow(entry.executionId, entry.agent.id, waiter);
 }

@@ -32,7 +32,8 @@ export interface RecoveryPipelineHost {
   readonly loop: ControlLoop;
   readonly coordinator: Coordinator;
   readonly conversations: Pick<Conversations, "holding">;
-  /** Recovery runs by itself here (`Phronomy.open`'s `recover`). */
+  /** Recovery runs by itself here (`Phronomy.open`'s `recover`): told to
+   * the core with every request (`RecoversByItself`). */
   readonly recoverOnDefine: boolean;
   closed(): boolean;
   /** One pass with the rows read from the store now (a later epoch, a retry). */
@@ -172,7 +173,7 @@ export class RecoveryPipeline {
   private requestOrder(entry: AgentEntry, trigger: RecoveryTrigger): Order {
     const { coordinator, store } = this.host;
     if (trigger.ownedHere) coordinator.apply(M.ConversationOwned, entry.slot, entry.generation, Ownership.Here);
-    const facts = leasingStoreOf(store) !== undefined ? RecoveryFact.Leasing : 0;
+    const facts = (leasingStoreOf(store) !== undefined ? RecoveryFact.Leasing : 0) | (this.host.recoverOnDefine ? RecoveryFact.RecoversByItself : 0);
     const code = coordinator.apply(M.RecoveryRequested, entry.slot, entry.generation, trigger.cause, facts);
     const effects = code === ResultCode.Ok ? coordinator.settings.core.effects() : [];
     const read = effects.find((effect) => effect.kind === EffectKind.ReadRows);
@@ -265,13 +266,15 @@ export class RecoveryPipeline {
   }
 
   /** A `RetryAfter` among the effects: the conversation is asked for again
-   * after the core's backoff — by itself only on a leasing store, while
-   * this process holds the conversation (on SQLite `env.recover()` does
-   * it, and a partition not held here is recovered when it is taken). */
+   * after the core's backoff. The core asks only on a leasing store where
+   * recovery runs by itself (the facts `Leasing`, `RecoversByItself`); on
+   * SQLite, or with `recover: false`, a held conversation waits for
+   * `env.recover()`. What stays here is I/O: the timer, a closed
+   * environment, and the store's lease when it fires (a partition not
+   * held here is recovered when it is taken). */
   private retryIfAsked(agentId: string, effects: readonly CoreEffect[]): void {
     const retry = effects.find((effect) => effect.kind === EffectKind.RetryAfter);
-    if (retry === undefined || retry.kind !== EffectKind.RetryAfter) return;
-    if (!this.retries()) return;
+    if (retry === undefined || retry.kind !== EffectKind.RetryAfter || this.host.closed()) return;
     const cause = retryCauseOf[this.holdCauseOf(retry.agent)] ?? RecoveryCause.Retry;
     // Held at this epoch: a recovery begun meanwhile (a takeover) drops the retry.
     this.epochs.set(agentId, retry.epoch);
@@ -281,10 +284,6 @@ export class RecoveryPipeline {
       if (this.host.closed() || heldEpochOf(this.host.store, agentId) === undefined) return;
       this.request(agentId, { cause }).catch(() => undefined);
     }, retry.delayMs).unref();
-  }
-
-  private retries(): boolean {
-    return this.host.recoverOnDefine && !this.host.closed() && leasingStoreOf(this.host.store) !== undefined;
   }
 
   /** The cause the conversation in this slot is held for (the core's record). */

@@ -15,6 +15,7 @@ import {
   HeadOutcome,
   HoldCause,
   MessageKind as M,
+  OutcomeType,
   Ownership,
   PreparationOutcome,
   RecoveryCause as Cause,
@@ -25,6 +26,9 @@ import {
 } from "../../assembly/abi.js";
 import type { CoreEffect } from "../../host/core/effects.js";
 import { describeDecisions, type Driver } from "./driver.js";
+
+/** The facts of a leasing store where recovery runs by itself: holds retry. */
+const RETRYING = Fact.Leasing | Fact.RecoversByItself;
 
 interface Conversation {
   readonly slot: number;
@@ -132,12 +136,12 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     ]);
   });
 
-  it("holds a failed recovery with its cause and retries after 250 ms doubling to 5 s", async () => {
+  it("holds a failed recovery with its cause and retries after 250 ms doubling to 5 s (a leasing store, recovery by itself)", async () => {
     const core = await boot();
     const c = register(core);
     const delays: number[] = [];
     for (let epoch = 1; epoch <= 7; epoch += 1) {
-      core.step(M.RecoveryRequested, c.slot, c.generation, epoch === 1 ? Cause.FirstUse : Cause.Retry, 0);
+      core.step(M.RecoveryRequested, c.slot, c.generation, epoch === 1 ? Cause.FirstUse : Cause.Retry, RETRYING);
       const [retry] = core.step(M.RecoveryFinished, c.slot, c.generation, epoch, RecoveryOutcome.StoreFault);
       if (retry?.kind === EffectKind.RetryAfter) delays.push(retry.delayMs);
     }
@@ -148,13 +152,37 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Ready, cause: 0, failures: 0 });
   });
 
+  it("retries a hold only on a leasing store where recovery runs by itself; else it waits for env.recover()", async () => {
+    const core = await boot();
+    for (const facts of [0, Fact.Leasing, Fact.RecoversByItself]) {
+      // A store without leases (one process owns the file), or `recover: false`: the application decides.
+      const c = register(core);
+      core.step(M.RecoveryRequested, c.slot, c.generation, Cause.FirstUse, facts);
+      expect(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.StoreFault), `facts ${facts}`).toEqual([]);
+      expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Held, cause: HoldCause.StoreFault, failures: 1 });
+      // env.recover() asks again: recovered, the hold is over.
+      core.step(M.RecoveryRequested, c.slot, c.generation, Cause.RecoverCalled, facts);
+      core.step(M.RecoveryFinished, c.slot, c.generation, 2, RecoveryOutcome.Recovered);
+      // A store fault while ready holds it the same way: no retry of its own.
+      expect(core.step(M.ConversationHeld, c.slot, c.generation, HoldCause.StoreFault)).toEqual([]);
+      core.step(M.PurgeAgent, c.slot, c.generation);
+    }
+    // Leasing and recovery by itself: the hold of a ready conversation is retried.
+    const c = register(core);
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.FirstUse, RETRYING);
+    core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.Recovered);
+    expect(core.step(M.ConversationHeld, c.slot, c.generation, HoldCause.NotQuiescent)).toEqual([
+      { kind: EffectKind.RetryAfter, agent: c.slot, epoch: 1, delayMs: 250 },
+    ]);
+  });
+
   it("holds a recovery whose pass left what a store fault held still held, and readies it once released", async () => {
     const core = await boot();
     const admission = core.admitted();
     const c = { slot: admission.agent, generation: admission.agentGeneration };
     core.apply(M.InitialPreparationReady, c.slot, c.generation, admission.token, PreparationOutcome.OutcomeUnknown, 10, 0, admission.request);
     expect(core.agentRecord(c.slot)).toMatchObject({ admissionState: AdmissionState.RecoveryRequired, executionSlotPlusOne: 0 });
-    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.RecoverCalled, 0);
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.RecoverCalled, RETRYING);
     // The host reports the pass ran; the core reads its own record.
     expect(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.Recovered)).toEqual([
       { kind: EffectKind.RetryAfter, agent: c.slot, epoch: 1, delayMs: 250 },
@@ -225,6 +253,46 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
       { kind: EffectKind.RestoreQueue, agent: c.slot },
     ]);
     expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Ready, queued: 3 });
+  });
+
+  it("follows the execution holding the admission when it is parked here (suspended or held for recovery), not one running", async () => {
+    const core = await boot({ agentsMax: 8, executionsMax: 8 });
+    const elsewhere = (run: { agent: number; agentGeneration: number }): CoreEffect[] =>
+      core.step(M.ConversationOwned, run.agent, run.agentGeneration, Ownership.Elsewhere);
+    // Running here: it keeps its callers (its next write is fenced and tells them).
+    const running = core.callingModel();
+    expect(elsewhere(running)).toEqual([]);
+    // Suspended: its callers follow it, on every report, and nothing changes.
+    const suspended = core.suspended();
+    const before = core.snapshot();
+    expect(elsewhere(suspended)).toEqual([{ kind: EffectKind.FollowAdmitted, execution: suspended.exec, generation: suspended.generation }]);
+    expect(core.snapshot().executions).toEqual(before.executions);
+    expect(core.snapshot().agents).toEqual(before.agents);
+    expect(elsewhere(suspended)).toEqual([{ kind: EffectKind.FollowAdmitted, execution: suspended.exec, generation: suspended.generation }]);
+    // Suspended with its decision being committed (admission resuming): still parked here.
+    const resuming = core.resuming();
+    expect(elsewhere(resuming)).toEqual([{ kind: EffectKind.FollowAdmitted, execution: resuming.exec, generation: resuming.generation }]);
+    // Held for recovery after an active execution's terminal write failed.
+    const held = core.terminalizing();
+    core.apply(M.TerminalCommitReady, held.exec, held.generation, held.session, held.revision, OutcomeType.StoreFailed, 0);
+    expect(elsewhere(held)).toEqual([{ kind: EffectKind.FollowAdmitted, execution: held.exec, generation: held.generation }]);
+    // After messages queued here: both the queue's callers and the execution's follow.
+    const queued = core.suspended();
+    core.step(M.MessageQueued, queued.agent, queued.agentGeneration, 2);
+    expect(elsewhere(queued)).toEqual([
+      { kind: EffectKind.FollowQueued, agent: queued.agent, queued: 2 },
+      { kind: EffectKind.FollowAdmitted, execution: queued.exec, generation: queued.generation },
+    ]);
+    // Owned here again: nothing follows.
+    expect(core.step(M.ConversationOwned, queued.agent, queued.agentGeneration, Ownership.Here)).toEqual([]);
+  });
+
+  it("follows nothing for an admission held for recovery with no execution bound", async () => {
+    const core = await boot();
+    const admission = core.admitted();
+    core.step(M.InitialPreparationReady, admission.agent, admission.agentGeneration, admission.token, PreparationOutcome.StoreFailed, 0, 0, admission.request);
+    expect(core.agentRecord(admission.agent)).toMatchObject({ admissionState: AdmissionState.RecoveryRequired, executionSlotPlusOne: 0 });
+    expect(core.step(M.ConversationOwned, admission.agent, admission.agentGeneration, Ownership.Elsewhere)).toEqual([]);
   });
 
   it("recovers what this process holds while owned elsewhere; the owner reported again abandons that epoch", async () => {

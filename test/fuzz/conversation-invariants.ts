@@ -2,7 +2,18 @@
 // hold after every applied message. Each returns a sentence describing the
 // violation, or undefined; they read the snapshots and effects only.
 
-import { AdmissionState, AgentLifecycle, ConversationFlag, ConversationPhase, EffectKind, Limit, MessageKind } from "../../assembly/abi.js";
+import {
+  AdmissionState,
+  AgentLifecycle,
+  ConversationFlag,
+  ConversationPhase,
+  EffectKind,
+  ExecutionStatus,
+  Limit,
+  MessageKind,
+  Ownership,
+  ResultCode,
+} from "../../assembly/abi.js";
 import type { CoreSnapshot } from "../../host/core/machine.js";
 import type { Step } from "./invariants.js";
 
@@ -15,6 +26,8 @@ export function checkConversationInvariants(step: Step): string | undefined {
     ?? headStartsOnlyWhenFree(step)
     ?? releasedOnlyWhenIdle(step)
     ?? queuedFollowedOnlyElsewhere(step)
+    ?? parkedFollowedWhenElsewhere(step)
+    ?? holdRetriedOnlyWhenAsked(step)
   );
 }
 
@@ -80,7 +93,7 @@ function releasedOnlyWhenIdle(step: Step): string | undefined {
       record?.phase === ConversationPhase.Releasing
       && record.users === 0
       && record.queued === 0
-      && (record.flags & ~ConversationFlag.ReleasedElsewhere) === 0
+      && (record.flags & ~(ConversationFlag.ReleasedElsewhere | ConversationFlag.RetriesHeld)) === 0
       && agent?.admissionState === AdmissionState.None
       && agent.generation === effect.generation;
     if (!idle) return `ReleaseConversation for conversation ${effect.agent}, which is not idle`;
@@ -101,6 +114,55 @@ function queuedFollowedOnlyElsewhere(step: Step): string | undefined {
     if (effect.queued === 0 || record.queued !== effect.queued || before !== effect.queued) {
       return `FollowQueued for conversation ${effect.agent} names ${effect.queued} message(s); ${record.queued} are counted queued`;
     }
+  }
+  return undefined;
+}
+
+/** The execution holding the admission of `slot` when it is parked
+ * (suspended, or held for recovery), as the snapshot shows it. */
+function parkedExecution(snapshot: CoreSnapshot, slot: number): { readonly slot: number; readonly generation: number } | undefined {
+  const agent = snapshot.agents[slot];
+  if (agent === undefined || agent.executionSlotPlusOne === 0) return undefined;
+  const execution = snapshot.executions[agent.executionSlotPlusOne - 1];
+  if (execution === undefined) return undefined;
+  const parked = agent.admissionState === AdmissionState.RecoveryRequired || execution.status === ExecutionStatus.Suspended;
+  return parked ? { slot: execution.slot, generation: execution.generation } : undefined;
+}
+
+/** `FollowAdmitted` exactly when an accepted report of ownership elsewhere
+ * finds the conversation's admission held by a parked execution, naming
+ * that execution; it changes nothing of the execution. */
+function parkedFollowedWhenElsewhere(step: Step): string | undefined {
+  const follows = step.effects.filter((effect) => effect.kind === EffectKind.FollowAdmitted);
+  const [kind, slot, , ownership] = step.message;
+  const reported = kind === MessageKind.ConversationOwned && ownership === Ownership.Elsewhere && step.code === ResultCode.Ok;
+  const parked = reported ? parkedExecution(step.after, slot!) : undefined;
+  if (parked === undefined) return follows.length === 0 ? undefined : "FollowAdmitted without a report of ownership elsewhere finding a parked execution";
+  const effect = follows[0];
+  if (follows.length !== 1 || effect?.kind !== EffectKind.FollowAdmitted)
+    return `conversation ${slot} reported owned elsewhere with execution ${parked.slot} parked: no FollowAdmitted`;
+  if (effect.execution !== parked.slot || effect.generation !== parked.generation) {
+    return `FollowAdmitted names execution ${effect.execution}/${effect.generation}; ${parked.slot}/${parked.generation} is parked`;
+  }
+  const before = step.before.executions[parked.slot];
+  if (before?.status !== step.after.executions[parked.slot]?.status) return `FollowAdmitted changed execution ${parked.slot}`;
+  return undefined;
+}
+
+/** A hold asks for a retry (`RetryAfter`) exactly when holds retry by
+ * themselves here (`RetriesHeld`: a leasing store, recovery by itself);
+ * else the conversation waits for `env.recover()`. A queue head the store
+ * failed (`HeadSettled`) is retried either way: that is the queue's wait. */
+function holdRetriedOnlyWhenAsked(step: Step): string | undefined {
+  const [kind, slot] = step.message;
+  if (kind === MessageKind.HeadSettled) return undefined;
+  const retries = step.effects.filter((effect) => effect.kind === EffectKind.RetryAfter);
+  const before = step.before.conversations[slot!];
+  const after = step.after.conversations[slot!];
+  const held = step.code === ResultCode.Ok && after?.phase === ConversationPhase.Held && before?.phase !== ConversationPhase.Held;
+  const asked = after !== undefined && (after.flags & ConversationFlag.RetriesHeld) !== 0;
+  if (retries.length > (held && asked ? 1 : 0) || (held && asked && retries.length === 0)) {
+    return `conversation ${slot} ${held ? "held" : "not held"} with${asked ? "" : "out"} RetriesHeld emitted ${retries.length} RetryAfter`;
   }
   return undefined;
 }

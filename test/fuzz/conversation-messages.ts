@@ -34,7 +34,7 @@ export function conversationMessage(intent: Intent, agent: Handle, record: Conve
   switch (record.phase) {
     case ConversationPhase.Registering:
       if (intent.noise % 4 === 0) return [MessageKind.ConversationOwned, slot, generation, 1 + (intent.pick % 2), 0, 0, 0, 0];
-      return [MessageKind.RecoveryRequested, slot, generation, 1 + (intent.pick % (RecoveryCauseLimit.End - 1)), intent.noise % 64, 0, 0, 0];
+      return [MessageKind.RecoveryRequested, slot, generation, 1 + (intent.pick % (RecoveryCauseLimit.End - 1)), intent.noise % 128, 0, 0, 0];
     case ConversationPhase.Recovering:
       return recovering(intent, agent, record);
     case ConversationPhase.Held:
@@ -108,7 +108,7 @@ function ready(intent: Intent, agent: Handle, record: ConversationRecordView, re
     case 9:
       return [MessageKind.ConversationHeld, slot, generation, 1 + (intent.pick % 4), 0, 0, 0, 0];
     case 10:
-      return [MessageKind.RecoveryRequested, slot, generation, 1 + (intent.pick % (RecoveryCauseLimit.End - 1)), intent.variant % 64, 0, 0, 0];
+      return [MessageKind.RecoveryRequested, slot, generation, 1 + (intent.pick % (RecoveryCauseLimit.End - 1)), intent.variant % 128, 0, 0, 0];
     case 11:
       return [MessageKind.ConversationOwned, slot, generation, intent.pick % 5 === 0 ? Ownership.Elsewhere : Ownership.Here, 0, 0, 0, 0];
     default:

@@ -116,6 +116,8 @@ function expectEveryKindAccepted(coverage: Coverage): void {
   expect(coverage.effectKinds.has(EffectKind.AwaitSuspensionCommit), "AwaitSuspensionCommit was never emitted").toBe(true);
   // A conversation reported owned elsewhere with messages queued here.
   expect(coverage.effectKinds.has(EffectKind.FollowQueued), "FollowQueued was never emitted").toBe(true);
+  // A conversation reported owned elsewhere while its admission was held by a suspended or recovery-required execution.
+  expect(coverage.effectKinds.has(EffectKind.FollowAdmitted), "FollowAdmitted was never emitted").toBe(true);
 }
 
 describe("the WebAssembly core against the reference model", () => {

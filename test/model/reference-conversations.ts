@@ -16,6 +16,7 @@ import {
   ConversationFlag,
   ConversationPhase as P,
   EffectKind,
+  ExecutionStatus,
   HeadOutcome,
   HoldCause,
   Limit,
@@ -127,6 +128,8 @@ interface Conversation {
   readQueue: boolean;
   /** Releasing, let go while owned elsewhere: used again, it is that again. */
   releasedElsewhere: boolean;
+  /** A hold is retried after the backoff, else it waits for env.recover(). */
+  retriesHeld: boolean;
   failures: number;
 }
 
@@ -137,6 +140,8 @@ export interface ConversationHost {
   refuse(request: number, code: ResultCode): ResultCode;
   checkAgent(slot: number, generation: number): ResultCode;
   agent(slot: number): { readonly generation: number; readonly admissionState: number; readonly lifecycle: number };
+  /** The execution bound to the agent's admission, if one is. */
+  admittedExecution(slot: number): { readonly slot: number; readonly generation: number; readonly status: number } | undefined;
 }
 
 const RECOVERY_CAUSES_WITH_NEW_FACTS = [RecoveryCause.LeaseTakeover, RecoveryCause.PartitionTaken, RecoveryCause.Retake, RecoveryCause.FencedWrite];
@@ -153,6 +158,7 @@ function emptyConversation(): Conversation {
     recoverAgain: false,
     readQueue: false,
     releasedElsewhere: false,
+    retriesHeld: false,
     failures: 0,
   };
 }
@@ -192,7 +198,8 @@ export class ReferenceConversations {
         | (record.headStarting ? ConversationFlag.HeadStarting : 0)
         | (record.recoverAgain ? ConversationFlag.RecoverAgain : 0)
         | (record.readQueue ? ConversationFlag.ReadQueue : 0)
-        | (record.releasedElsewhere ? ConversationFlag.ReleasedElsewhere : 0);
+        | (record.releasedElsewhere ? ConversationFlag.ReleasedElsewhere : 0)
+        | (record.retriesHeld ? ConversationFlag.RetriesHeld : 0);
       return {
         slot,
         recoveryEpoch: record.recoveryEpoch,
@@ -256,15 +263,26 @@ export class ReferenceConversations {
       // the messages stay counted (queued in the store, run here first if
       // the conversation comes back).
       if (record.queued > 0) this.host.emit(EffectKind.FollowQueued, slot, record.queued);
+      this.followParked(slot);
     }
     return ResultCode.Ok;
+  }
+
+  /** The callers of the execution holding the admission follow it to the
+   * owner when it is parked here: suspended (whatever commit is under way
+   * on it) or held for recovery. One running here keeps them. */
+  private followParked(slot: number): void {
+    const execution = this.host.admittedExecution(slot);
+    if (execution === undefined) return;
+    const held = this.host.agent(slot).admissionState === AdmissionState.RecoveryRequired;
+    if (held || execution.status === ExecutionStatus.Suspended) this.host.emit(EffectKind.FollowAdmitted, execution.slot, execution.generation);
   }
 
   private recoveryRequested(slot: number, generation: number, cause: number, facts: number): ResultCode {
     const K = MessageKind.RecoveryRequested;
     const code = this.host.checkAgent(slot, generation);
     if (code !== ResultCode.Ok) return this.host.drop(K, code);
-    if (cause < RecoveryCause.OpenScan || cause > RecoveryCause.LeaseSettling || facts > 63) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
+    if (cause < RecoveryCause.OpenScan || cause > RecoveryCause.LeaseSettling || facts > 127) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
     const record = this.at(slot);
     if (record.phase === P.Recovering) {
       if (RECOVERY_CAUSES_WITH_NEW_FACTS.includes(cause)) record.recoverAgain = true;
@@ -273,6 +291,8 @@ export class ReferenceConversations {
     }
     if (conversationNextOf(record.phase, Ev.RecoveryRequested) === undefined) return this.host.drop(K, ResultCode.ConversationPhaseMustMatch);
     enter(record, Ev.RecoveryRequested);
+    // Holds retry by themselves only on a leasing store where recovery runs by itself.
+    record.retriesHeld = (facts & RecoveryFact.Leasing) !== 0 && (facts & RecoveryFact.RecoversByItself) !== 0;
     this.beginRecovery(slot, cause, facts);
     return ResultCode.Ok;
   }
@@ -470,7 +490,7 @@ export class ReferenceConversations {
     record.recoverAgain = false;
     record.readQueue = false;
     record.failures = Math.min(255, record.failures + 1);
-    this.host.emit(EffectKind.RetryAfter, slot, record.recoveryEpoch, retryDelayFor(record.failures));
+    if (record.retriesHeld) this.host.emit(EffectKind.RetryAfter, slot, record.recoveryEpoch, retryDelayFor(record.failures));
   }
 
   private startHeadOrRelease(slot: number): void {

@@ -230,6 +230,7 @@ export class ReferenceCore implements ControlMachine {
     refuse: (request, code) => this.refuse(request, code),
     checkAgent: (slot, generation) => this.checkAgent(slot, generation),
     agent: (slot) => this.agentAt(slot),
+    admittedExecution: (slot) => this.admittedExecution(slot),
   });
   /** The generation a never-used slot starts at (1 unless seeded). */
   private firstGeneration = 1;
@@ -428,6 +429,13 @@ export class ReferenceCore implements ControlMachine {
     const agent = this.agents[slot];
     if (agent === undefined) throw new Error(`reference model bug: agent slot ${slot} read unchecked`);
     return agent;
+  }
+
+  private admittedExecution(slot: number): { slot: number; generation: number; status: number } | undefined {
+    const plusOne = this.agentAt(slot).executionSlotPlusOne;
+    if (plusOne === 0) return undefined;
+    const exec = this.executionAt(plusOne - 1);
+    return { slot: plusOne - 1, generation: exec.generation, status: exec.status };
   }
 
   private executionAt(slot: number): Execution {
