@@ -259,7 +259,7 @@ function forgetRecovery(agent: u32): void {
 
 /** Emits `StartHead` when a head waits, the conversation is ready, no
  * execution holds its admission and no head is starting. */
-function startHeadIfDue(agent: u32): bool {
+export function startHeadIfDue(agent: u32): bool {
   if (conversationPhase(agent) != ConversationPhase.Ready || queuedMessages(agent) == 0) return false;
   if (agentAdmission(agent) != AdmissionState.None || headStarting(agent)) return false;
   emit(EffectKind.StartHead, agent);

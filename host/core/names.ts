@@ -41,6 +41,8 @@ const messageKindNames = {
   [MessageKind.HeadSettled]: "HeadSettled",
   [MessageKind.AdmissionReleased]: "AdmissionReleased",
   [MessageKind.ConversationHeld]: "ConversationHeld",
+  [MessageKind.MessageWritten]: "MessageWritten",
+  [MessageKind.HeadRetryDue]: "HeadRetryDue",
 } satisfies Record<MessageKind, string>;
 
 export function messageKindName(value: number): string {
@@ -137,6 +139,7 @@ const effectKindNames = {
   [EffectKind.RecoverBeforeResume]: "RecoverBeforeResume",
   [EffectKind.AwaitSuspensionCommit]: "AwaitSuspensionCommit",
   [EffectKind.FollowQueued]: "FollowQueued",
+  [EffectKind.RetryHeadAfter]: "RetryHeadAfter",
 } satisfies Record<EffectKind, string>;
 
 export function effectKindName(value: number): string {

@@ -4,6 +4,7 @@
 
 import { AdmissionState, AgentLifecycle, ConversationFlag, ConversationPhase, EffectKind, Limit, MessageKind } from "../../assembly/abi.js";
 import type { CoreSnapshot } from "../../host/core/machine.js";
+import { effectKindName } from "../../host/core/names.js";
 import type { Step } from "./invariants.js";
 
 export function checkConversationInvariants(step: Step): string | undefined {
@@ -54,8 +55,9 @@ function readRowsNamesTheRunningEpoch(step: Step): string | undefined {
 
 function retryWithinTheBackoff(step: Step): string | undefined {
   for (const effect of step.effects) {
-    if (effect.kind !== EffectKind.RetryAfter) continue;
-    if (effect.delayMs < Limit.RetryMsFirst || effect.delayMs > Limit.RetryMsMax) return `RetryAfter ${effect.delayMs} ms is outside the backoff`;
+    if (effect.kind !== EffectKind.RetryAfter && effect.kind !== EffectKind.RetryHeadAfter) continue;
+    if (effect.delayMs < Limit.RetryMsFirst || effect.delayMs > Limit.RetryMsMax)
+      return `${effectKindName(effect.kind)} ${effect.delayMs} ms is outside the backoff`;
   }
   return undefined;
 }

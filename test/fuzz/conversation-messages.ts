@@ -2,7 +2,8 @@
 // (docs/decisions/0062), built from an intent and the conversation's record
 // as the tables hold it now, so most of them are what a host would send in
 // that phase: ownership, a recovery and its finish (sometimes of a stale
-// epoch, sometimes duplicated), uses, the queue and admissions. One in
+// epoch, sometimes duplicated), uses, the queue (a message written, a
+// head's retry due) and admissions. One in
 // about twenty is noise: a stale generation or an argument out of range.
 
 import {
@@ -92,6 +93,7 @@ function ready(intent: Intent, agent: Handle, record: ConversationRecordView, re
       return [MessageKind.Admit, slot, generation, request, source, 1 + (intent.variant % 3), intent.variant % 7 === 0 ? 0 : 1, 0];
     }
     case 3:
+      if (record.queued > 0 && intent.pick % 3 === 0) return [MessageKind.MessageWritten, slot, generation, 0, 0, 0, 0, 0];
       if (record.queued > 0) return [MessageKind.Admit, slot, generation, request, AdmissionSource.QueueHead, 2, 1, 0];
       return [MessageKind.MessageQueued, slot, generation, 1 + (intent.pick % 2), 0, 0, 0, 0];
     case 4:
@@ -104,6 +106,7 @@ function ready(intent: Intent, agent: Handle, record: ConversationRecordView, re
     case 7:
       return [MessageKind.MessageLeft, slot, generation, 0, 0, 0, 0, 0];
     case 8:
+      if (intent.pick % 4 === 0) return [MessageKind.HeadRetryDue, slot, generation, 0, 0, 0, 0, 0];
       return [MessageKind.AdmissionReleased, slot, generation, 0, 0, 0, 0, 0];
     case 9:
       return [MessageKind.ConversationHeld, slot, generation, 1 + (intent.pick % 4), 0, 0, 0, 0];
@@ -119,7 +122,7 @@ function ready(intent: Intent, agent: Handle, record: ConversationRecordView, re
 /** A conversation message of any kind with a stale generation, or with
  * its other arguments anywhere in u32. */
 function noise(intent: Intent, agent: Handle, request: number): Message {
-  const kind = MessageKind.ConversationOwned + (intent.pick % (MessageKind.ConversationHeld - MessageKind.ConversationOwned + 1));
+  const kind = MessageKind.ConversationOwned + (intent.pick % (MessageKind.HeadRetryDue - MessageKind.ConversationOwned + 1));
   const generation = intent.noise % 2 === 0 ? (agent.generation + 1) >>> 0 : agent.generation;
   const wild = [intent.noise, 0xffff_ffff, intent.variant, 0, intent.noise >>> 5][intent.variant % 5]!;
   if (kind === MessageKind.Admit) return [kind, agent.slot, generation, request, wild, intent.variant % 5, intent.pick % 3, 0];

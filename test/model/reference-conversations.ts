@@ -227,6 +227,10 @@ export class ReferenceConversations {
         return this.admissionReleased(a, b);
       case MessageKind.ConversationHeld:
         return this.held(a, b, c);
+      case MessageKind.MessageWritten:
+        return this.messageWritten(a, b);
+      case MessageKind.HeadRetryDue:
+        return this.headRetryDue(a, b);
       default:
         return undefined;
     }
@@ -391,6 +395,23 @@ export class ReferenceConversations {
     const record = this.at(slot);
     if (record.queued + count > Limit.QueuedMax) return this.host.drop(K, ResultCode.QueueFull);
     record.queued += count;
+    this.startHeadIfDue(slot);
+    return ResultCode.Ok;
+  }
+
+  private messageWritten(slot: number, generation: number): ResultCode {
+    const K = MessageKind.MessageWritten;
+    const code = this.host.checkAgent(slot, generation);
+    if (code !== ResultCode.Ok) return this.host.drop(K, code);
+    if (this.at(slot).queued === 0) return this.host.drop(K, ResultCode.QueueEmpty);
+    this.startHeadIfDue(slot);
+    return ResultCode.Ok;
+  }
+
+  private headRetryDue(slot: number, generation: number): ResultCode {
+    const code = this.host.checkAgent(slot, generation);
+    if (code !== ResultCode.Ok) return this.host.drop(MessageKind.HeadRetryDue, code);
+    this.startHeadIfDue(slot);
     return ResultCode.Ok;
   }
 
@@ -423,7 +444,7 @@ export class ReferenceConversations {
     } else {
       record.queued += 1;
       record.failures = Math.min(255, record.failures + 1);
-      this.host.emit(EffectKind.RetryAfter, slot, record.recoveryEpoch, retryDelayFor(record.failures));
+      this.host.emit(EffectKind.RetryHeadAfter, slot, retryDelayFor(record.failures));
     }
     return ResultCode.Ok;
   }
