@@ -67,17 +67,19 @@ function cancelCommitted(queues: QueueState, item: QueuedItem, error: Cancellati
   settleWaiterWithError(item.waiter, error, queues.settings);
 }
 
-/** The cancel was not written (on the loop): still queued, and it can be
- * started again — the core is told (`MessageWritten`), and offers the head
- * if one is due (a head aborted by its signal is not started: its cancel
- * is written again). If the store says another process holds the
- * conversation now (the lease moved while it was being cancelled, and the
- * core's `FollowQueued` passed it over), the core is told again: its Run
- * follows it too. */
+/** The cancel was not written (on the loop): still queued. One whose
+ * signal was aborted is never started: its cancel is written again after
+ * the backoff, wherever it waits in the queue. Any other can be started
+ * again: the core is told (`MessageWritten`), and offers the head if one
+ * is due. If the store says another process holds the conversation now
+ * (the lease moved while it was being cancelled, and the core's
+ * `FollowQueued` passed it over), the core is told again: its Run follows
+ * it too. */
 function cancelFailed(queues: QueueState, item: QueuedItem): void {
   item.state = "queued";
   item.cancel = undefined;
   tellIfHeldElsewhere(queues, item.agent);
+  if (item.options.signal?.aborted === true) return cancelAborted(queues, item);
   messageWritten(queues, item.agent);
 }
 
