@@ -700,11 +700,13 @@ export const enum ConversationFlag {
  * ```
  *  0       4       6       8   9   10  11  12      16
  *  +-------+-------+-------+---+---+---+---+-------+
- *  | recov | users | queu  | p | c | f | f | (pad) |
- *  | epoch |       | ed    | h | a | l | a |       |
+ *  | recov | users | queu  | p | c | f | f | aband |
+ *  | epoch |       | ed    | h | a | l | a | epoch |
  *  +-------+-------+-------+---+---+---+---+-------+
  *  ph = ConversationPhase, ca = RecoveryCause while recovering, HoldCause
- *  while held; fl = ConversationFlag bits; fa = failures (the backoff)
+ *  while held; fl = ConversationFlag bits; fa = failures (the backoff);
+ *  abandoned epoch = a recovery left by `ConversationOwned(elsewhere)`
+ *  whose pass has not reported its end (0: none)
  * ```
  * A free agent slot's conversation record is all zero. */
 export const enum ConversationRecord {
@@ -715,6 +717,7 @@ export const enum ConversationRecord {
   Cause = 9,
   Flags = 10,
   Failures = 11,
+  AbandonedEpoch = 12,
   Size = 16,
 }
 

@@ -218,8 +218,32 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     ]);
     // Its queue read back while the store names another holder.
     expect(core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere)).toEqual([{ kind: EffectKind.FollowQueued, agent: c.slot, queued: 1 }]);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.OwnedElsewhere, queued: 1, cause: 0, abandonedEpoch: 2 });
+    // Its pass ends later: the finish only says so (nothing else changes);
+    // told twice, the second is dropped as stale.
+    expect(core.step(M.RecoveryFinished, c.slot, c.generation, 2, RecoveryOutcome.Recovered)).toEqual([]);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.OwnedElsewhere, queued: 1, cause: 0, abandonedEpoch: 0 });
     core.expectDropped(M.RecoveryFinished, ResultCode.ConversationPhaseMustMatch, c.slot, c.generation, 2, RecoveryOutcome.Recovered);
-    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.OwnedElsewhere, queued: 1, cause: 0 });
+  });
+
+  it("starts no head while an abandoned recovery's pass still runs, even once a later recovery made it ready", async () => {
+    const core = await boot();
+    const c = ready(core);
+    core.step(M.MessageQueued, c.slot, c.generation, 1);
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.FencedWrite, Fact.Leasing);
+    // The lease lost mid-pass: epoch 2 abandoned, its pass still running.
+    core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere);
+    // Taken back: epoch 3 recovers and finishes first.
+    core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Here);
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.LeaseTakeover, Fact.Leasing);
+    const finished = core.step(M.RecoveryFinished, c.slot, c.generation, 3, RecoveryOutcome.Recovered);
+    expect(finished.map((effect) => effect.kind)).not.toContain(EffectKind.StartHead);
+    expect(phaseOf(core, c)).toBe(Phase.Ready);
+    expect(core.step(M.AdmissionReleased, c.slot, c.generation)).toEqual([]);
+    expect(core.step(M.MessageWritten, c.slot, c.generation)).toEqual([]);
+    // Epoch 2's pass ends: now the head is offered.
+    expect(core.step(M.RecoveryFinished, c.slot, c.generation, 2, RecoveryOutcome.StoreFault)).toEqual([{ kind: EffectKind.StartHead, agent: c.slot }]);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Ready, abandonedEpoch: 0, failures: 0 });
   });
 
   it("applies the busy policy behind a running execution and keeps the queue's order", async () => {

@@ -32,6 +32,11 @@ const QUEUED_STREAM_MAX = 3;
 export function conversationMessage(intent: Intent, agent: Handle, record: ConversationRecordView | undefined, request: number): Message {
   if (record === undefined || record.phase === ConversationPhase.None || intent.variant % 23 === 0) return noise(intent, agent, request);
   const { slot, generation } = agent;
+  // A recovery abandoned by the owner's report: its pass ends some time
+  // later, in whatever phase the conversation is in by then.
+  if (record.abandonedEpoch !== 0 && intent.noise % 5 === 0) {
+    return [MessageKind.RecoveryFinished, slot, generation, record.abandonedEpoch, 1 + (intent.pick % RecoveryOutcome.LeaseLapsed), 0, 0, 0];
+  }
   switch (record.phase) {
     case ConversationPhase.Registering:
       if (intent.noise % 4 === 0) return [MessageKind.ConversationOwned, slot, generation, 1 + (intent.pick % 2), 0, 0, 0, 0];
@@ -52,9 +57,12 @@ export function conversationMessage(intent: Intent, agent: Handle, record: Conve
 }
 
 /** A recovery under way: mostly its finish, sometimes a second trigger
- * (joined), a finish of another epoch (stale) or a failed one (held). */
+ * (joined), a finish of another epoch (stale), a failed one (held), or
+ * the owner reported (abandoned). */
 function recovering(intent: Intent, agent: Handle, record: ConversationRecordView): Message {
   const { slot, generation } = agent;
+  // The lease lost mid-pass: the recovery is abandoned, its pass runs on.
+  if (intent.noise % 9 === 3) return [MessageKind.ConversationOwned, slot, generation, Ownership.Elsewhere, 0, 0, 0, 0];
   if (intent.noise % 5 === 0) return [MessageKind.RecoveryRequested, slot, generation, 1 + (intent.pick % (RecoveryCauseLimit.End - 1)), 0, 0, 0, 0];
   const epoch = intent.noise % 7 === 1 ? (record.recoveryEpoch + 1 + (intent.pick % 2)) >>> 0 : record.recoveryEpoch;
   const outcome = intent.variant % 4 === 0 ? 1 + (intent.pick % RecoveryOutcome.LeaseLapsed) : RecoveryOutcome.Recovered;

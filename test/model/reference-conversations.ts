@@ -123,6 +123,9 @@ interface Conversation {
   /** Releasing, let go while owned elsewhere: used again, it is that again. */
   releasedElsewhere: boolean;
   failures: number;
+  /** A recovery left by `ConversationOwned(elsewhere)` whose pass has not
+   * reported its end (0: none): no head starts until it does. */
+  abandonedEpoch: number;
 }
 
 /** What the reference core lends this part. */
@@ -149,6 +152,7 @@ function emptyConversation(): Conversation {
     readQueue: false,
     releasedElsewhere: false,
     failures: 0,
+    abandonedEpoch: 0,
   };
 }
 
@@ -197,6 +201,7 @@ export class ReferenceConversations {
         cause: record.cause,
         flags,
         failures: record.failures,
+        abandonedEpoch: record.abandonedEpoch,
       };
     });
   }
@@ -246,8 +251,12 @@ export class ReferenceConversations {
     const record = this.at(slot);
     const event = ownership === Ownership.Here ? Ev.OwnedHere : Ev.OwnedElsewhere;
     if (conversationNextOf(record.phase, event) === undefined) return this.host.drop(K, ResultCode.ConversationPhaseMustMatch);
+    const wasRecovering = record.phase === P.Recovering;
     enter(record, event);
     if (ownership === Ownership.Elsewhere) {
+      // The recovery under way is abandoned; its pass runs on until it
+      // reports its finish, and no head starts before that.
+      if (wasRecovering) record.abandonedEpoch = record.recoveryEpoch;
       record.cause = 0;
       record.recoverAgain = false;
       record.readQueue = false;
@@ -282,6 +291,13 @@ export class ReferenceConversations {
     if (code !== ResultCode.Ok) return this.host.drop(K, code);
     if (outcome < RecoveryOutcome.Recovered || outcome > RecoveryOutcome.LeaseLapsed) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
     const record = this.at(slot);
+    const running = record.phase === P.Recovering && record.recoveryEpoch === epoch;
+    if (epoch !== 0 && record.abandonedEpoch === epoch && !running) {
+      // The abandoned recovery's pass ended: heads may start again.
+      record.abandonedEpoch = 0;
+      this.startHeadIfDue(slot);
+      return ResultCode.Ok;
+    }
     if (record.phase !== P.Recovering) return this.host.drop(K, ResultCode.ConversationPhaseMustMatch);
     if (record.recoveryEpoch !== epoch) return this.host.drop(K, ResultCode.RecoveryEpochMustMatch);
     if (outcome !== RecoveryOutcome.Recovered) {
@@ -494,7 +510,7 @@ export class ReferenceConversations {
   private startHeadIfDue(slot: number): boolean {
     const record = this.at(slot);
     const free = this.host.agent(slot).admissionState === AdmissionState.None;
-    if (record.phase !== P.Ready || record.queued === 0 || !free || record.headStarting) return false;
+    if (record.phase !== P.Ready || record.queued === 0 || !free || record.headStarting || record.abandonedEpoch !== 0) return false;
     this.host.emit(EffectKind.StartHead, slot);
     return true;
   }
