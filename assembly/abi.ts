@@ -79,11 +79,20 @@ export const enum MessageKind {
   /** (agent, generation, HoldCause): a ready conversation is held (a write
    * failed, its lease lapsed) until a recovery installs it again. */
   ConversationHeld = 41,
+  /** (agent, generation): a message `Admit` counted queued is durable now
+   * (its enqueue committed and its place in the durable order is known):
+   * start the head if one is due. Until then the host cannot start it, so
+   * the core is told when it can (docs/decisions/0062, "The head is
+   * offered by the core only"). */
+  MessageWritten = 42,
+  /** (agent, generation): the wait a `RetryHeadAfter` asked for is over:
+   * start the head if one is due. */
+  HeadRetryDue = 43,
 }
 
 /** One past the largest message kind; kinds are `1 <= kind < MessageKindEnd`. */
 export const enum MessageKindLimit {
-  End = 42,
+  End = 44,
 }
 
 /** What an apply returns: `Ok`, or the fact that made the core refuse or
@@ -212,8 +221,9 @@ export const enum EffectKind {
   ReadRows = 30,
   /** (agent, epoch): a recovery runs already; wait for its end. */
   RecoveryJoined = 31,
-  /** (agent, epoch, milliseconds): try again after this long (one backoff
-   * for every "not now": a held recovery, a queue head the store failed). */
+  /** (agent, epoch, milliseconds): ask for the held conversation's
+   * recovery again after this long (the one backoff; a queue head the
+   * store failed waits by the same backoff, as `RetryHeadAfter`). */
   RetryAfter = 32,
   /** (agent): starts may be admitted now (the recovery gate opens). */
   OpenAdmissions = 33,
@@ -253,10 +263,15 @@ export const enum EffectKind {
    * write is fenced and tells them (docs/decisions/0062, "Owned
    * elsewhere"). */
   FollowAdmitted = 42,
+  /** (agent, milliseconds): the store failed the preparation of the
+   * queue's head, which is the head again: send `HeadRetryDue` after this
+   * long (the one backoff, counted by the conversation's failures). Not
+   * `RetryAfter`: that one asks for a recovery of a held conversation. */
+  RetryHeadAfter = 43,
 }
 
 export const enum EffectKindLimit {
-  End = 43,
+  End = 44,
 }
 
 /** Admission states (SPEC §1). `None` is a free admission. */
@@ -681,8 +696,8 @@ export const enum HeadOutcome {
    * elsewhere: it is the head again and waits (for the admission's
    * release, a recovery here); it is not started again at once. */
   Back = 2,
-  /** The store failed its preparation: the head again, retried after the
-   * backoff. */
+  /** The store failed its preparation: the head again, offered again
+   * after the backoff (`RetryHeadAfter`, then `HeadRetryDue`). */
   Failed = 3,
 }
 
@@ -711,11 +726,13 @@ export const enum ConversationFlag {
  * ```
  *  0       4       6       8   9   10  11  12      16
  *  +-------+-------+-------+---+---+---+---+-------+
- *  | recov | users | queu  | p | c | f | f | (pad) |
- *  | epoch |       | ed    | h | a | l | a |       |
+ *  | recov | users | queu  | p | c | f | f | aband |
+ *  | epoch |       | ed    | h | a | l | a | epoch |
  *  +-------+-------+-------+---+---+---+---+-------+
  *  ph = ConversationPhase, ca = RecoveryCause while recovering, HoldCause
- *  while held; fl = ConversationFlag bits; fa = failures (the backoff)
+ *  while held; fl = ConversationFlag bits; fa = failures (the backoff);
+ *  abandoned epoch = a recovery left by `ConversationOwned(elsewhere)`
+ *  whose pass has not reported its end (0: none)
  * ```
  * A free agent slot's conversation record is all zero. */
 export const enum ConversationRecord {
@@ -726,6 +743,7 @@ export const enum ConversationRecord {
   Cause = 9,
   Flags = 10,
   Failures = 11,
+  AbandonedEpoch = 12,
   Size = 16,
 }
 

@@ -2,7 +2,8 @@
 // in `abi.ts`, `ConversationRecord`), parallel to the agent table. It holds
 // a conversation's lifecycle (docs/decisions/0062): its phase, the epoch and
 // cause of its recovery or the cause of its hold, the host operations using
-// it, the messages queued behind it, and the backoff's failure count.
+// it, the messages queued behind it, the backoff's failure count, and a
+// recovery abandoned whose pass still runs.
 //
 // The record is written whole when its agent slot is allocated (phase
 // `Registering`) and zeroed when the slot is freed, so a free slot's record
@@ -62,6 +63,13 @@ import { conversationTable } from "./memory-layout";
 }
 @inline export function setConversationFailures(slot: u32, value: u32): void {
   store<u8>(conversationPointer(slot), <u8>value, ConversationRecord.Failures);
+}
+
+@inline export function abandonedEpoch(slot: u32): u32 {
+  return load<u32>(conversationPointer(slot), ConversationRecord.AbandonedEpoch);
+}
+@inline export function setAbandonedEpoch(slot: u32, value: u32): void {
+  store<u32>(conversationPointer(slot), value, ConversationRecord.AbandonedEpoch);
 }
 
 // -- lifecycle of the record ------------------------------------------------

@@ -17,7 +17,9 @@ import {
 } from "./memory-layout";
 import { fsmNext, continuationResumePhase } from "./fsm";
 import { conversationNext } from "./conversation-fsm";
-import { admissionVerdictOf, applyAdmit, applyHeadSettled, applyMessageLeft, applyMessageQueued } from "./decisions/admission";
+import {
+  admissionVerdictOf, applyAdmit, applyHeadRetryDue, applyHeadSettled, applyMessageLeft, applyMessageQueued, applyMessageWritten,
+} from "./decisions/admission";
 import {
   applyAdmissionReleased, applyConversationHeld, applyConversationOwned, applyRecoveryFinished, applyRecoveryRequested,
   applySetPinned, applyUseBegin, applyUseEnd,
@@ -103,6 +105,8 @@ function applyConversationMessage(kind: u32, a: u32, b: u32, c: u32, d: u32, e: 
     case MessageKind.HeadSettled: return applyHeadSettled(a, b, c);
     case MessageKind.AdmissionReleased: return applyAdmissionReleased(a, b);
     case MessageKind.ConversationHeld: return applyConversationHeld(a, b, c);
+    case MessageKind.MessageWritten: return applyMessageWritten(a, b);
+    case MessageKind.HeadRetryDue: return applyHeadRetryDue(a, b);
     default: return ResultCode.MessageKindUnknown;
   }
 }

@@ -5,7 +5,9 @@
 // verdict is a pure function of those (`admissionVerdictOf`, exported so
 // docs/fsm.md lists every case); `applyAdmit` adds what the verdict changes
 // in the queue count. The queue's own messages (`MessageQueued`,
-// `MessageLeft`, `HeadSettled`) live here too.
+// `MessageWritten`, `MessageLeft`, `HeadSettled`, `HeadRetryDue`) live here
+// too: each ends by offering the head when one is due, so the host starts a
+// head only on the core's `StartHead`.
 
 import {
   AdmissionSituation, AdmissionSource, AdmissionState, AdmissionVerdict, AgentLifecycle, BusyPolicy,
@@ -14,11 +16,11 @@ import {
 } from "../abi";
 import { agentAdmission, agentLifecycle, checkAgent } from "../agent-table";
 import {
-  conversationPhase, countFailure, headStarting, queuedMessages, recoveryEpoch, retryDelayMs,
+  conversationPhase, countFailure, headStarting, queuedMessages, retryDelayMs,
   setConversationFailures, setConversationFlag, setQueuedMessages,
 } from "../conversation-table";
 import { emit } from "../effects";
-import { startHeadOrRelease } from "./conversation";
+import { startHeadIfDue, startHeadOrRelease } from "./conversation";
 import { dropStale, failRequest, isFlag } from "./shared";
 
 const BUSY: u32 = AdmissionSituation.AdmissionHeld | AdmissionSituation.Queued | AdmissionSituation.HeadStarting;
@@ -68,6 +70,30 @@ export function applyMessageQueued(agent: u32, generation: u32, count: u32): i32
   const queued = queuedMessages(agent);
   if (count > <u32>Limit.QueuedMax - queued) return dropStale(kind, ResultCode.QueueFull);
   setQueuedMessages(agent, queued + count);
+  // Messages read back from the store are durable: the head may start
+  // (one `StartHead` for the whole count the host reads at once).
+  startHeadIfDue(agent);
+  return ResultCode.Ok;
+}
+
+/** A message `Admit` counted queued is durable: the host can start it now,
+ * so the head is offered if one is due (it may be this message, or one
+ * that waited behind a head still being written). */
+export function applyMessageWritten(agent: u32, generation: u32): i32 {
+  const kind = MessageKind.MessageWritten;
+  const check = checkAgent(agent, generation);
+  if (check != ResultCode.Ok) return dropStale(kind, check);
+  if (queuedMessages(agent) == 0) return dropStale(kind, ResultCode.QueueEmpty);
+  startHeadIfDue(agent);
+  return ResultCode.Ok;
+}
+
+/** The backoff of a head the store failed is over: offered again if due
+ * (a head may have started or left meanwhile: then nothing). */
+export function applyHeadRetryDue(agent: u32, generation: u32): i32 {
+  const check = checkAgent(agent, generation);
+  if (check != ResultCode.Ok) return dropStale(MessageKind.HeadRetryDue, check);
+  startHeadIfDue(agent);
   return ResultCode.Ok;
 }
 
@@ -102,7 +128,7 @@ export function applyHeadSettled(agent: u32, generation: u32, outcome: u32): i32
   // elsewhere); it waits for the admission's release or a recovery here,
   // and is not started again at once: a start the store refuses until the
   // conversation comes back would be asked for again and again.
-  if (outcome == HeadOutcome.Failed) emit(EffectKind.RetryAfter, agent, recoveryEpoch(agent), retryDelayMs(countFailure(agent)));
+  if (outcome == HeadOutcome.Failed) emit(EffectKind.RetryHeadAfter, agent, retryDelayMs(countFailure(agent)));
   return ResultCode.Ok;
 }
 

@@ -13,9 +13,9 @@ import {
 import { agentAdmission, agentExecutionPlusOne, agentGeneration, checkAgent, nextGeneration } from "../agent-table";
 import { conversationNext } from "../conversation-fsm";
 import {
-  conversationPhase, conversationUsers, countFailure, hasConversationFlag, headStarting, queuedMessages,
+  abandonedEpoch, conversationPhase, conversationUsers, countFailure, hasConversationFlag, headStarting, queuedMessages,
   recoveryEpoch, retryDelayMs, setConversationCause, setConversationFailures, setConversationFlag,
-  setConversationPhase, setConversationUsers, setRecoveryEpoch,
+  setAbandonedEpoch, setConversationPhase, setConversationUsers, setRecoveryEpoch,
 } from "../conversation-table";
 import { emit } from "../effects";
 import { executionGeneration, executionStatus } from "../execution-table";
@@ -42,12 +42,17 @@ export function applyConversationOwned(agent: u32, generation: u32, ownership: u
   if (check != ResultCode.Ok) return dropStale(kind, check);
   if (ownership != Ownership.Here && ownership != Ownership.Elsewhere) return dropStale(kind, ResultCode.ArgumentOutOfRange);
   const here = ownership == Ownership.Here;
+  const recovering = conversationPhase(agent) == ConversationPhase.Recovering;
   if (!moveConversation(agent, here ? ConversationEvent.OwnedHere : ConversationEvent.OwnedElsewhere)) {
     return dropStale(kind, ResultCode.ConversationPhaseMustMatch);
   }
   if (here) return ResultCode.Ok;
   // Owned elsewhere: a recovery under way here is abandoned (its finish
   // no longer matches the phase), and so is what it meant to read again.
+  // Its pass still runs until it reports that finish, and may release and
+  // install again what a fault held: no head starts until then, even once
+  // a later recovery made the conversation ready.
+  if (recovering) setAbandonedEpoch(agent, recoveryEpoch(agent));
   forgetRecovery(agent);
   // The messages queued here run where the conversation is held: their
   // callers follow them there (every report, not only the first: a
@@ -88,6 +93,7 @@ export function applyRecoveryFinished(agent: u32, generation: u32, epoch: u32, o
   const check = checkAgent(agent, generation);
   if (check != ResultCode.Ok) return dropStale(kind, check);
   if (outcome == RecoveryOutcome.None || outcome >= <u32>RecoveryOutcomeLimit.End) return dropStale(kind, ResultCode.ArgumentOutOfRange);
+  if (abandonedPassEnded(agent, epoch)) return ResultCode.Ok;
   if (conversationPhase(agent) != ConversationPhase.Recovering) return dropStale(kind, ResultCode.ConversationPhaseMustMatch);
   if (recoveryEpoch(agent) != epoch) return dropStale(kind, ResultCode.RecoveryEpochMustMatch);
   if (outcome != RecoveryOutcome.Recovered) {
@@ -292,6 +298,17 @@ function followParked(agent: u32): void {
   emit(EffectKind.FollowAdmitted, exec, executionGeneration(exec));
 }
 
+/** The finish of the recovery `ConversationOwned(elsewhere)` abandoned:
+ * its pass ended, so the head may start again (if due). Not the running
+ * recovery's own finish (an epoch counted round to the same number). */
+function abandonedPassEnded(agent: u32, epoch: u32): bool {
+  if (epoch == 0 || abandonedEpoch(agent) != epoch) return false;
+  if (conversationPhase(agent) == ConversationPhase.Recovering && recoveryEpoch(agent) == epoch) return false;
+  setAbandonedEpoch(agent, 0);
+  startHeadIfDue(agent);
+  return true;
+}
+
 function forgetRecovery(agent: u32): void {
   setConversationCause(agent, 0);
   setConversationFlag(agent, ConversationFlag.RecoverAgain, false);
@@ -299,9 +316,11 @@ function forgetRecovery(agent: u32): void {
 }
 
 /** Emits `StartHead` when a head waits, the conversation is ready, no
- * execution holds its admission and no head is starting. */
-function startHeadIfDue(agent: u32): bool {
+ * execution holds its admission, no head is starting, and no abandoned
+ * recovery's pass still runs. */
+export function startHeadIfDue(agent: u32): bool {
   if (conversationPhase(agent) != ConversationPhase.Ready || queuedMessages(agent) == 0) return false;
+  if (abandonedEpoch(agent) != 0) return false;
   if (agentAdmission(agent) != AdmissionState.None || headStarting(agent)) return false;
   emit(EffectKind.StartHead, agent);
   return true;

@@ -234,6 +234,7 @@ function readConversation(memory: DataView, at: number, slot: number): Conversat
     cause: memory.getUint8(at + ConversationRecord.Cause),
     flags: memory.getUint8(at + ConversationRecord.Flags),
     failures: memory.getUint8(at + ConversationRecord.Failures),
+    abandonedEpoch: memory.getUint32(at + ConversationRecord.AbandonedEpoch, true),
   };
 }
 

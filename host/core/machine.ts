@@ -39,6 +39,9 @@ export interface ConversationRecordView {
   readonly cause: number;
   readonly flags: number;
   readonly failures: number;
+  /** A recovery abandoned by `ConversationOwned(elsewhere)` whose pass has
+   * not reported its end (0: none); no head starts meanwhile. */
+  readonly abandonedEpoch: number;
 }
 
 /** Everything the decisions depend on, in comparable plain values. Slots

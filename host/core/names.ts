@@ -41,6 +41,8 @@ const messageKindNames = {
   [MessageKind.HeadSettled]: "HeadSettled",
   [MessageKind.AdmissionReleased]: "AdmissionReleased",
   [MessageKind.ConversationHeld]: "ConversationHeld",
+  [MessageKind.MessageWritten]: "MessageWritten",
+  [MessageKind.HeadRetryDue]: "HeadRetryDue",
 } satisfies Record<MessageKind, string>;
 
 export function messageKindName(value: number): string {
@@ -138,6 +140,7 @@ const effectKindNames = {
   [EffectKind.AwaitSuspensionCommit]: "AwaitSuspensionCommit",
   [EffectKind.FollowQueued]: "FollowQueued",
   [EffectKind.FollowAdmitted]: "FollowAdmitted",
+  [EffectKind.RetryHeadAfter]: "RetryHeadAfter",
 } satisfies Record<EffectKind, string>;
 
 export function effectKindName(value: number): string {

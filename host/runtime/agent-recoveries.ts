@@ -236,7 +236,10 @@ export class AgentRecoveries {
    * agent then) are read again. `given`: the agent's unfinished rows, read
    * from `givenReadAt` on (`performance.now()`; unknown: any earlier time). */
   async recoverAgentEntry(entry: AgentEntry, readAfter?: number, given?: readonly ExecutionRow[], givenReadAt?: number): Promise<RecoveredExecution[]> {
-    const report = await this.host.queues.holdWhile(entry.id, () => this.recoverRows(entry, readAfter, given, givenReadAt));
+    // Its queue's head is not started meanwhile: the conversation is
+    // recovering in the core, whose `Admit` answers a head `StayQueued`
+    // and which offers it (`StartHead`) when the recovery ends.
+    const report = await this.recoverRows(entry, readAfter, given, givenReadAt);
     // Its queued messages wait behind what was recovered (docs/decisions/0025).
     await this.host.queues.restore(entry);
     for (const item of report) {
@@ -248,8 +251,8 @@ export class AgentRecoveries {
     return report;
   }
 
-  /** `recoverAgentEntry` with the conversation's queue held: what a fault
-   * held released and installed again, then the other rows. */
+  /** `recoverAgentEntry`'s rows: what a fault held released and installed
+   * again, then the other rows. */
   private async recoverRows(entry: AgentEntry, readAfter?: number, given?: readonly ExecutionRow[], givenReadAt?: number): Promise<RecoveredExecution[]> {
     if (readAfter !== undefined && this.unfinished !== undefined && this.unfinishedReadAt < readAfter) this.unfinished = undefined;
     const rows: ExecutionRow[] = [];

@@ -41,8 +41,8 @@ import type { AgentEntry, StartRequest } from "./requests.js";
 import type { Waiter } from "./run.js";
 import { cancelAborted, cancelQueued } from "./queue-cancel.js";
 import { enqueue } from "./queue-enqueue.js";
-import { followQueued, headDue, headFailed, headLeft, tellIfHeldElsewhere } from "./queue-head.js";
-import { cancelDurablyOnFailure, holdWhile, restore } from "./queue-restore.js";
+import { followQueued, headDue, headFailed, headLeft, retryHeadAfter, tellIfHeldElsewhere } from "./queue-head.js";
+import { cancelDurablyOnFailure, restore } from "./queue-restore.js";
 import { QueueState, type ConversationQueueHost } from "./queue-state.js";
 import { busyPolicyOf, noQueueError, refusal } from "./queue-words.js";
 import { ReadinessWaiters } from "./readiness-waiters.js";
@@ -71,14 +71,6 @@ export class ConversationQueues {
       cancelAborted: (item) => cancelAborted(this.state, item),
       cancelDurablyOnFailure: (item) => cancelDurablyOnFailure(this.state, item),
     });
-  }
-
-  /** Runs a recovery of the conversation with its queue held: the release
-   * of an execution held for recovery frees the admission for a moment,
-   * and a head started then would take the place of the execution ahead
-   * of it (which recovery then finds AGENT_BUSY). */
-  holdWhile<T>(agentId: string, recovery: () => Promise<T>): Promise<T> {
-    return holdWhile(this.state, agentId, recovery);
   }
 
   /** The busy policy of a start. */
@@ -325,6 +317,11 @@ export class ConversationQueues {
     headDue(this.state, agent);
   }
 
+  /** The core's `RetryHeadAfter`: `HeadRetryDue` once the backoff is over (queue-head.ts). */
+  retryHeadAfter(agent: AgentEntry, delayMs: number): void {
+    retryHeadAfter(this.state, agent, delayMs);
+  }
+
   /** Cancels a queued message by its execution id (queue-cancel.ts): true
    * when it was queued; false when there is no such queued message. */
   cancelQueued(executionId: string, reason?: string): Promise<boolean> {
@@ -332,7 +329,7 @@ export class ConversationQueues {
   }
 
   /** After the agent's executions were recovered: its durable queue is
-   * read and its head started once the conversation is idle (queue-restore.ts). */
+   * read and counted; the core offers its head when due (queue-restore.ts). */
   restore(agent: AgentEntry): Promise<void> {
     return restore(this.state, agent);
   }

@@ -61,6 +61,8 @@ export interface BusyHooks {
   /** The core's `StartHead`: the conversation's queue head is offered to
    * the core again (posted to the loop). */
   readonly startHead: (agent: AgentEntry) => void;
+  /** The core's `RetryHeadAfter`: `HeadRetryDue` after `delayMs`. */
+  readonly retryHeadAfter: (agent: AgentEntry, delayMs: number) => void;
 }
 
 export interface CoordinatorSettings {
@@ -344,6 +346,8 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
         return this.admissionsOpened(effect.agent);
       case EffectKind.StartHead:
         return this.ofAgent(effect.agent, (agent) => this.busyHooks?.startHead(agent));
+      case EffectKind.RetryHeadAfter:
+        return this.ofAgent(effect.agent, (agent) => this.busyHooks?.retryHeadAfter(agent, effect.delayMs));
       case EffectKind.ReleaseConversation:
         return this.ofAgent(effect.agent, (agent) => agent.generation === effect.generation && this.onConversationIdle?.(agent));
     }

@@ -48,11 +48,9 @@ import type { Run, Waiter, Waiting } from "./run.js";
 import { storeSignals } from "./store-signals.js";
 import { refuseUnwritableStore, refuseVisitor } from "./write-refusals.js";
 
-/** A running Phronomy on one store: the agents defined on it, their
- * executions, recovery, retention, and `close()`. Made by `Phronomy.open`. */
+/** A running Phronomy on one store: the agents defined on it, their executions, recovery, retention, and `close()`. Made by `Phronomy.open`. */
 export class Environment {
-  /** @internal Conversations: core entries on first use, let go when idle
-   * (`conversations.ts`, docs/decisions/0024). */
+  /** @internal Conversations: core entries on first use, let go when idle (`conversations.ts`, docs/decisions/0024). */
   readonly conversations: Conversations;
   /** @internal Messages queued behind busy conversations (docs/decisions/0025). */
   readonly queues: ConversationQueues = new ConversationQueues(this);
@@ -227,6 +225,9 @@ export class Environment {
     const epoch = heldEpochOf(this.store, agentId);
     if (epoch !== undefined) this.recoveries.recoverAfterRetake(agentId, epoch);
   }
+
+  /** @internal A read of the store failed: the conversation is held in the core and recovered after its backoff (agent-recoveries.ts). */
+  readonly healLater = (agentId: string): void => this.recoveries.healLater(agentId);
 
   /** @internal A keyed start whose execution is in the store already: `waiter` follows it. */
   readonly followExecution = (agentId: string, executionId: string, waiter: Waiter): void => this.followers.followExecution(agentId, executionId, waiter);

@@ -7,7 +7,7 @@
 import type { CancellationError } from "../errors.js";
 import type { QueueStore } from "../store/queue.js";
 import { settleWaiterWithError } from "./delivery.js";
-import { startHead, tellIfHeldElsewhere } from "./queue-head.js";
+import { messageWritten, tellIfHeldElsewhere } from "./queue-head.js";
 import { ABORTED, type QueuedItem, type QueueState } from "./queue-state.js";
 import { cancellation } from "./queue-words.js";
 
@@ -68,15 +68,19 @@ function cancelCommitted(queues: QueueState, item: QueuedItem, error: Cancellati
 }
 
 /** The cancel was not written (on the loop): still queued. One whose
- * signal was aborted is not started: its cancel is written again. If the
- * store says another process holds the conversation now (the lease moved
- * while it was being cancelled, and the core's `FollowQueued` passed it
- * over), the core is told again: its Run follows it too. */
+ * signal was aborted is never started: its cancel is written again after
+ * the backoff, wherever it waits in the queue. Any other can be started
+ * again: the core is told (`MessageWritten`), and offers the head if one
+ * is due. If the store says another process holds the conversation now
+ * (the lease moved while it was being cancelled, and the core's
+ * `FollowQueued` passed it over), the core is told again: its Run follows
+ * it too. */
 function cancelFailed(queues: QueueState, item: QueuedItem): void {
   item.state = "queued";
   item.cancel = undefined;
   tellIfHeldElsewhere(queues, item.agent);
-  startHead(queues, item.agent);
+  if (item.options.signal?.aborted === true) return cancelAborted(queues, item);
+  messageWritten(queues, item.agent);
 }
 
 /** A head whose start's signal was aborted and whose cancel was not

@@ -3,7 +3,7 @@
 // under the execution id it will run as; conversations' writes go one at
 // a time unless the store commits them in submission order. Once written
 // it takes its durable place, interrupts the running execution if asked,
-// and the head is started.
+// and the core is told it can be started (`MessageWritten`).
 
 import { randomUUID } from "node:crypto";
 import { QUEUE_LIMIT_DEFAULT, type EnqueueMessageResult } from "../store/queue.js";
@@ -15,7 +15,7 @@ import type { Run } from "./run.js";
 import { asPhronomyError } from "./session.js";
 import { persistedInput, redactedStartInput } from "./start-input.js";
 import { cancelQueued } from "./queue-cancel.js";
-import { startHead, tellIfHeldElsewhere } from "./queue-head.js";
+import { messageWritten, tellIfHeldElsewhere } from "./queue-head.js";
 import { placeBySeq, unknownAhead } from "./queue-order.js";
 import { cancelDurablyOnFailure, restoreAhead } from "./queue-restore.js";
 import { ABORTED, INTERRUPT_REASON, type QueuedItem, type QueueState } from "./queue-state.js";
@@ -122,12 +122,13 @@ function written(queues: QueueState, item: QueuedItem, result: EnqueueMessageRes
   // Messages ahead of it in the store that this process does not know
   // (queued by the process that held the conversation before): read
   // first, so that it does not pass them (docs/decisions/0063).
-  if (result !== undefined && unknownAhead(queues, item, result.position)) return restoreAhead(queues, item.agent);
+  if (result !== undefined && unknownAhead(queues, item, result.position)) return restoreAhead(queues, item);
   // Written after the store said another process holds the conversation
   // (the core's `FollowQueued` passed it over while it was being written):
   // told again, its Run follows it too.
   tellIfHeldElsewhere(queues, item.agent);
-  startHead(queues, item.agent);
+  // It can be started now: the core offers the head if one is due.
+  messageWritten(queues, item.agent);
 }
 
 /** "interrupt": cancels the conversation's running execution — one still

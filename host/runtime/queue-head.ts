@@ -1,7 +1,8 @@
 // The head of a conversation's queue (conversation-queue.ts): started
-// through the core's `Admit` once the conversation is free (it stays the
-// head while the core answers `StayQueued`), started again after the store
-// failed its preparation (the core's backoff), and let go once it left the
+// through the core's `Admit` when the core answers `StartHead` — and only
+// then (it stays the head while `Admit` answers `StayQueued`), offered
+// again after the store failed its preparation (the core's backoff:
+// `RetryHeadAfter`, then `HeadRetryDue`), and let go once it left the
 // queue.
 // When the store says another process holds the conversation, the core
 // is told (`ConversationOwned(elsewhere)`) and its `FollowQueued` makes
@@ -16,7 +17,7 @@ import { partitionedStoreOf } from "./partition-takeover.js";
 import type { AgentEntry, StartRequest } from "./requests.js";
 import { Waiter } from "./run.js";
 import type { Conversation, QueuedItem, QueueState } from "./queue-state.js";
-import { busyPolicyOf, executionExists, notNow, refusal, retryDelayOf } from "./queue-words.js";
+import { busyPolicyOf, executionExists, notNow, refusal } from "./queue-words.js";
 
 /** A queue head whose preparation the store failed (`STORE`: a lost
  * connection, the database unreachable) or that was refused for now
@@ -47,15 +48,28 @@ export function headFailed(queues: QueueState, request: StartRequest, error: Phr
     tellOwnedElsewhere(queues, item.agent);
     return true;
   }
-  // Held here: started again after the core's one backoff (250 ms
-  // doubling to 5 s, by the failures since a head last left).
+  // Held here: offered again after the core's one backoff (its
+  // `RetryHeadAfter`, carried out by `retryHeadAfter`).
   settleHead(queues, request, HeadOutcome.Failed);
-  const delayMs = retryDelayOf(queues.environment.coordinator);
-  setTimeout(() => {
-    if (queues.closed) return;
-    queues.environment.loop.post(() => startHead(queues, item.agent), { label: `queued message ${item.executionId} started again` });
-  }, delayMs).unref();
   return true;
+}
+
+/** Effect RetryHeadAfter (on the loop, inside an apply): the store failed
+ * the head's preparation; once the core's backoff is over it is told
+ * (`HeadRetryDue`), and answers `StartHead` if the head is still due. */
+export function retryHeadAfter(queues: QueueState, agent: AgentEntry, delayMs: number): void {
+  setTimeout(() => {
+    if (queues.closed || queues.environment.closed) return;
+    const { coordinator, loop } = queues.environment;
+    loop.post(() => coordinator.apply(M.HeadRetryDue, agent.slot, agent.generation), { label: `the queue head of agent "${agent.id}" due again` });
+  }, delayMs).unref();
+}
+
+/** Tells the core a message it counts queued can be started now (on the
+ * loop): its enqueue committed and its place is known, or its cancel was
+ * not written. The core answers `StartHead` when the head is due. */
+export function messageWritten(queues: QueueState, agent: AgentEntry): void {
+  queues.environment.coordinator.apply(M.MessageWritten, agent.slot, agent.generation);
 }
 
 /** A queue head whose preparation the store refused because its
@@ -164,16 +178,19 @@ export function headDue(queues: QueueState, agent: AgentEntry): void {
 }
 
 /** Starts the conversation's head as the core's `Admit` answers (on the
- * loop): it runs, stays the head (the conversation is busy), or is
- * refused (closed). `of` names the conversation only: the head is
- * started under its own agent entry — a retry scheduled by a message
- * of an entry let go since (its queue emptied, the conversation used
- * again) names a stale one, whose `Admit` the core refuses. */
-export function startHead(queues: QueueState, of: AgentEntry): void {
-  if (queues.closed || queues.environment.closed || queues.recovering.has(of.id)) return;
+ * loop), only on the core's `StartHead` (`headDue`): it runs, stays the
+ * head (the conversation is busy, recovering, or held), or is refused
+ * (closed). The one check here is I/O: a head not durable yet (being
+ * written, being cancelled, its place still being read: `placing`) is not
+ * started — the core is told once it can be (`messageWritten`). `of`
+ * names the conversation only: the head is started under its own agent
+ * entry (one of an entry let go since names a stale one, whose `Admit`
+ * the core refuses). */
+function startHead(queues: QueueState, of: AgentEntry): void {
+  if (queues.closed || queues.environment.closed) return;
   const conversation = queues.conversations.get(of.id);
   const head = conversation?.items[0];
-  if (conversation === undefined || head === undefined || head.state !== "queued") return;
+  if (conversation === undefined || head === undefined || head.state !== "queued" || head.placing === true) return;
   const { agent } = head;
   if (head.options.signal?.aborted) return queues.steps.cancelAborted(head);
   const request = headRequest(queues, agent, head);
@@ -242,6 +259,8 @@ function headGone(queues: QueueState, conversation: Conversation, head: QueuedIt
     };
     waiter.result.then(done, done);
   }
+  // The next head is the core's to offer: a head refused was counted out
+  // (`MessageLeft`), one whose Start the core refused settled `Left`, and
+  // each answers `StartHead` when the next one is due.
   if (conversation.items.length === 0) queues.drop(conversation, agent.id);
-  if (head.waiter.settled && conversation.items.length > 0) startHead(queues, agent);
 }

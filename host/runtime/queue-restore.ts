@@ -1,47 +1,26 @@
 // Reading a conversation's queue back from the store (conversation-queue.ts):
-// after its executions were recovered, again later while a head is refused
-// for now, and when the store knows of messages ahead of a new one; while
-// a recovery of the conversation runs, its head waits (`holdWhile`). A
-// message taken from the queue that fails before it ran is written
-// terminal here (`cancelDurablyOnFailure`), or its queue read again.
+// after its executions were recovered, and when the store knows of messages
+// ahead of a new one. What is read is counted for the core, which offers
+// the head (`StartHead`) when it is due: while a recovery of the
+// conversation runs, it is not (docs/decisions/0062, "The head is offered
+// by the core only"). A message taken from the queue that fails before it
+// ran is written terminal here (`cancelDurablyOnFailure`).
 
 import type { QueuedMessage } from "../store/queue.js";
-import { heldEpochOf, leasingStoreOf } from "./leases.js";
 import type { AgentEntry } from "./requests.js";
 import { Waiter } from "./run.js";
 import { asPhronomyError } from "./session.js";
 import { storedStartInput } from "./start-input.js";
-import { heldElsewhere, startHead, tellIfHeldElsewhere } from "./queue-head.js";
+import { heldElsewhere, messageWritten, tellIfHeldElsewhere } from "./queue-head.js";
 import { placeBySeq } from "./queue-order.js";
 import { KEPT_QUEUED, type QueuedItem, type QueueState } from "./queue-state.js";
 import { optionsOf } from "./queue-words.js";
 
-/** Runs a recovery of the conversation with its queue held: the release
- * of an execution held for recovery frees the admission for a moment,
- * and a head started then would take the place of the execution ahead
- * of it (which recovery then finds AGENT_BUSY). */
-export async function holdWhile<T>(queues: QueueState, agentId: string, recovery: () => Promise<T>): Promise<T> {
-  queues.recovering.set(agentId, (queues.recovering.get(agentId) ?? 0) + 1);
-  try {
-    return await recovery();
-  } finally {
-    const left = (queues.recovering.get(agentId) ?? 1) - 1;
-    if (left > 0) queues.recovering.set(agentId, left);
-    else heldNoLonger(queues, agentId);
-  }
-}
-
-/** The last recovery of the conversation ended: a head passed over
- * meanwhile is offered again (the core refuses it while the recovered
- * execution runs; it then stays the head). */
-function heldNoLonger(queues: QueueState, agentId: string): void {
-  queues.recovering.delete(agentId);
-  const head = queues.conversations.get(agentId)?.items[0];
-  if (head !== undefined) queues.environment.loop.post(() => startHead(queues, head.agent), { label: `the next queued message of agent "${agentId}"` });
-}
-
-/** After the agent's executions were recovered: its durable queue is
- * read and its head started once the conversation is idle. */
+/** After the agent's executions were recovered (and when the store knows
+ * of messages ahead of a new one): its durable queue is read and merged,
+ * and the messages new here are counted for the core at once — whose
+ * `StartHead` then offers the head when it is due (while the recovery
+ * still runs, when it ends: `RecoveryFinished`). */
 export async function restore(queues: QueueState, agent: AgentEntry): Promise<void> {
   const store = queues.store();
   if (store === undefined || queues.closed) return;
@@ -54,6 +33,7 @@ export async function restore(queues: QueueState, agent: AgentEntry): Promise<vo
         followPrepared(queues, agent.id, messages, durableBefore);
         if (messages.length === 0) return resolve();
         const conversation = queues.conversationOf(agent.id);
+        let merged = 0;
         for (const message of messages) {
           // Known here: queued, or taken and being started (its preparation
           // removes it from the store's queue when it commits).
@@ -61,15 +41,17 @@ export async function restore(queues: QueueState, agent: AgentEntry): Promise<vo
           const item = restoredItem(queues, agent, message);
           conversation.items.push(item);
           placeBySeq(conversation.items, item);
-          queues.counted(agent, 1);
+          merged += 1;
         }
+        // One `MessageQueued` for all of them: one `StartHead` when due.
+        if (merged > 0) queues.counted(agent, merged);
+        else if (conversation.items.length === 0) queues.drop(conversation, agent.id);
         // Read while another process (or nobody) holds the conversation — a
         // recovery here after the lease moved away: told to the core, whose
         // `FollowQueued` makes the messages' waiters here follow them from
         // the store (a start that follows one here — `observe`, the same
         // idempotency key — then follows it there).
         tellIfHeldElsewhere(queues, agent);
-        startHead(queues, agent);
         resolve();
       },
       { completion: { fail: reject }, label: `the queue of agent "${agent.id}"` },
@@ -103,30 +85,27 @@ function followPrepared(queues: QueueState, agentId: string, messages: readonly 
   }
 }
 
-/** `restore` for the conversation if it is live here (nothing when it
- * is not: its next use reads its queue). */
-export async function restoreLive(queues: QueueState, agentId: string): Promise<void> {
-  await queues.environment.conversations.holding(agentId, (entry) => restore(queues, entry));
-}
-
-/** A head taken from the queue was refused for a while — its partition's
- * lease not renewed in time here (docs/decisions/0055) — and stays
- * queued in the store: while this
- * process holds the partition nobody else starts it, so the queue is
- * read and started again here (250 ms, doubling to 5 s, while held). */
-export function restoreLater(queues: QueueState, agentId: string): void {
-  const holds = (): boolean => heldEpochOf(queues.environment.store, agentId) !== undefined;
-  if (queues.closed || leasingStoreOf(queues.environment.store) === undefined || !holds()) return;
-  queues.restores.schedule(agentId, async () => {
-    if (!queues.closed && holds()) await restoreLive(queues, agentId);
-    return true;
-  });
-}
-
-/** The conversation's queue read and merged in durable order, its head
- * held meanwhile. */
-export function restoreAhead(queues: QueueState, agent: AgentEntry): void {
-  holdWhile(queues, agent.id, () => restore(queues, agent)).catch(() => restoreLater(queues, agent.id));
+/** A message durable at a position the store says has messages ahead of
+ * it that this process does not know (queued by the process that held the
+ * conversation before): they are read and merged first (docs/decisions/0063),
+ * and the message is not started meanwhile (`placing`). Then the core is
+ * told it can be (`MessageWritten`). A read that fails is a store fault:
+ * the conversation is held, and its recovery, after the core's backoff,
+ * reads the queue again (on PostgreSQL; SQLite has no other writer). */
+export function restoreAhead(queues: QueueState, item: QueuedItem): void {
+  item.placing = true;
+  const placed = (failed: boolean): void =>
+    queues.post(() => {
+      item.placing = false;
+      if (failed) queues.environment.healLater(item.agent.id);
+      // Still queued here and counted: cancelled or taken meanwhile, its
+      // own path tells the core.
+      if (item.state === "queued" && queues.items.get(item.executionId) === item) messageWritten(queues, item.agent);
+    });
+  restore(queues, item.agent).then(
+    () => placed(false),
+    () => placed(true),
+  );
 }
 
 function restoredItem(queues: QueueState, agent: AgentEntry, message: QueuedMessage): QueuedItem {
@@ -159,7 +138,6 @@ export function cancelDurablyOnFailure(queues: QueueState, item: QueuedItem): vo
     // elsewhere: the message is this process's own waiter's to write.
     if (waiter !== item.waiter) return;
     if (item.state === "cancelled" || queues.items.has(item.executionId)) return;
-    if (failure.code === "AGENT_BUSY") restoreLater(queues, item.agent.id);
     if (KEPT_QUEUED.has(failure.code)) return;
     void queues
       .store()

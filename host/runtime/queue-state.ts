@@ -1,6 +1,6 @@
 // What the conversation queues hold (conversation-queue.ts): the messages
 // queued here, by conversation and by execution id, the heads being
-// started, the conversations held for recovery, and the few steps every
+// started, and the few steps every
 // path of the queue takes (counting a change for the core, forgetting a
 // message, letting a conversation go). The paths themselves — enqueue,
 // head, cancel, restore — live in queue-*.ts and take this state as their
@@ -66,6 +66,10 @@ export interface QueuedItem {
   /** Queued at the front while an execution ran: that one is cancelled
    * once the message is durable ("interrupt"). */
   interrupt?: boolean;
+  /** Durable, but the store knows of messages ahead of it that this
+   * process does not: they are read first (`restoreAhead`), and it is not
+   * started until they are merged (its place is not known yet). */
+  placing?: boolean;
 }
 
 export interface Conversation {
@@ -97,6 +101,9 @@ export interface ConversationQueueHost {
   /** The store says this process holds the conversation the core recorded
    * owned elsewhere: its recovery, as a retake's (agent-recoveries.ts). */
   recoverTakenBack(agentId: string): void;
+  /** A read of the store failed: the conversation is held in the core and
+   * recovered after its one backoff (agent-recoveries.ts, `healLater`). */
+  healLater(agentId: string): void;
 }
 
 /** The steps of the cancel and restore paths the head path takes
@@ -118,16 +125,10 @@ export class QueueState {
    * their preparation settles (installed, refused, or failed for now). */
   readonly headsStarting = new Map<StartRequest, AgentEntry>();
   closed = false;
-  /** Conversations whose recovery is releasing and installing again what
-   * a store fault held here (docs/decisions/0059): their heads wait, the
-   * recovery restores the queue when it ends. */
-  readonly recovering = new Map<string, number>();
   /** Messages known durable so far (`QueuedItem.durableNumber`). */
   durableCount = 0;
   /** The cancels of aborted heads written again (`cancelAborted`). */
   readonly abortedCancels = new KeyedRetries(250, 5_000);
-  /** The restores scheduled (`restoreLater`): 250 ms, doubling to 5 s. */
-  readonly restores = new KeyedRetries(250, 5_000);
 
   constructor(
     readonly environment: ConversationQueueHost,
@@ -157,8 +158,9 @@ export class QueueState {
 
   /** Tells the core a change of the conversation's queue (on the loop), so
    * the messages it counts queued are the host's (docs/decisions/0062):
-   * a conversation is let go only once its count is zero. */
-  counted(agent: AgentEntry, change: 1 | -1): void {
+   * a conversation is let go only once its count is zero. `change`: the
+   * messages read back (> 0, told at once), or -1 (one left). */
+  counted(agent: AgentEntry, change: number): void {
     const { coordinator } = this.environment;
     if (change > 0) coordinator.apply(M.MessageQueued, agent.slot, agent.generation, change);
     else coordinator.apply(M.MessageLeft, agent.slot, agent.generation);

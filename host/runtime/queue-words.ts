@@ -1,12 +1,11 @@
 // Small pure words of the conversation queues (conversation-queue.ts):
 // a start's busy policy, the errors a queued message's Run is given, the
-// refusals that keep a message queued, the wait the core answered for a
-// head that failed, and the start options a stored message keeps.
+// refusals that keep a message queued, and the start options a stored
+// message keeps.
 
-import { EffectKind, type ResultCode } from "../../assembly/abi.js";
+import type { ResultCode } from "../../assembly/abi.js";
 import { CancellationError, InvalidInputError, type PhronomyError } from "../errors.js";
 import type { Json } from "../store/records.js";
-import type { Coordinator } from "./coordinator.js";
 import { errorForCode } from "./error-codes.js";
 import type { OnBusyPolicy, StartOptions } from "./options.js";
 import type { StartRequest } from "./requests.js";
@@ -19,13 +18,6 @@ export function busyPolicyOf(request: StartRequest): OnBusyPolicy {
 /** The error a `Start` refused with `code` gives its Run. */
 export function refusal(request: StartRequest, code: ResultCode): PhronomyError {
   return errorForCode(code, { agentId: request.waiter.agentId, executionId: request.executionId });
-}
-
-/** The wait `HeadSettled(failed)` answered (its `RetryAfter`). */
-export function retryDelayOf(coordinator: Coordinator): number {
-  const { core } = coordinator.settings;
-  for (let index = 0; index < core.effectCount; index += 1) if (core.effectWord(index, 0) === EffectKind.RetryAfter) return core.effectWord(index, 3);
-  throw new Error("phronomy core: HeadSettled(failed) emitted no RetryAfter");
 }
 
 /** "enqueue" or "interrupt" of a busy conversation on a store with no queue. */

@@ -306,8 +306,32 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     ]);
     // Its queue read back while the store names another holder.
     expect(core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere)).toEqual([{ kind: EffectKind.FollowQueued, agent: c.slot, queued: 1 }]);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.OwnedElsewhere, queued: 1, cause: 0, abandonedEpoch: 2 });
+    // Its pass ends later: the finish only says so (nothing else changes);
+    // told twice, the second is dropped as stale.
+    expect(core.step(M.RecoveryFinished, c.slot, c.generation, 2, RecoveryOutcome.Recovered)).toEqual([]);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.OwnedElsewhere, queued: 1, cause: 0, abandonedEpoch: 0 });
     core.expectDropped(M.RecoveryFinished, ResultCode.ConversationPhaseMustMatch, c.slot, c.generation, 2, RecoveryOutcome.Recovered);
-    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.OwnedElsewhere, queued: 1, cause: 0 });
+  });
+
+  it("starts no head while an abandoned recovery's pass still runs, even once a later recovery made it ready", async () => {
+    const core = await boot();
+    const c = ready(core);
+    core.step(M.MessageQueued, c.slot, c.generation, 1);
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.FencedWrite, Fact.Leasing);
+    // The lease lost mid-pass: epoch 2 abandoned, its pass still running.
+    core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere);
+    // Taken back: epoch 3 recovers and finishes first.
+    core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Here);
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.LeaseTakeover, Fact.Leasing);
+    const finished = core.step(M.RecoveryFinished, c.slot, c.generation, 3, RecoveryOutcome.Recovered);
+    expect(finished.map((effect) => effect.kind)).not.toContain(EffectKind.StartHead);
+    expect(phaseOf(core, c)).toBe(Phase.Ready);
+    expect(core.step(M.AdmissionReleased, c.slot, c.generation)).toEqual([]);
+    expect(core.step(M.MessageWritten, c.slot, c.generation)).toEqual([]);
+    // Epoch 2's pass ends: now the head is offered.
+    expect(core.step(M.RecoveryFinished, c.slot, c.generation, 2, RecoveryOutcome.StoreFault)).toEqual([{ kind: EffectKind.StartHead, agent: c.slot }]);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Ready, abandonedEpoch: 0, failures: 0 });
   });
 
   it("applies the busy policy behind a running execution and keeps the queue's order", async () => {
@@ -381,11 +405,55 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     expect(core.step(M.AdmissionReleased, c.slot, c.generation)).toEqual([{ kind: EffectKind.StartHead, agent: c.slot }]);
   });
 
+  it("offers the head itself: on messages read back (once for the count), a message written, and a head's retry due", async () => {
+    const core = await boot();
+    const c = ready(core);
+    // Read back from the store: one StartHead for the three, not three.
+    expect(core.step(M.MessageQueued, c.slot, c.generation, 3)).toEqual([{ kind: EffectKind.StartHead, agent: c.slot }]);
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 1, Source.QueueHead, Policy.Enqueue, 1))).toBe(Verdict.RunHere);
+    // Behind a head starting: counted queued at Admit, offered nothing when written.
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 2, Source.Direct, Policy.Enqueue, 1))).toBe(Verdict.EnqueueBack);
+    expect(core.step(M.MessageWritten, c.slot, c.generation)).toEqual([]);
+    // The store failed the head: the one backoff, as its own effect; the
+    // retry due offers the head again, once nothing else starts it.
+    expect(core.step(M.HeadSettled, c.slot, c.generation, HeadOutcome.Failed)).toEqual([{ kind: EffectKind.RetryHeadAfter, agent: c.slot, delayMs: 250 }]);
+    expect(core.step(M.HeadRetryDue, c.slot, c.generation)).toEqual([{ kind: EffectKind.StartHead, agent: c.slot }]);
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 3, Source.QueueHead, Policy.Enqueue, 1))).toBe(Verdict.RunHere);
+    expect(core.step(M.HeadSettled, c.slot, c.generation, HeadOutcome.Failed)).toEqual([{ kind: EffectKind.RetryHeadAfter, agent: c.slot, delayMs: 500 }]);
+    // A message written meanwhile offers the head before the wait is over
+    // (the store answered: as the host's own offer did before); the retry
+    // due then finds a head starting and offers nothing.
+    expect(core.step(M.MessageWritten, c.slot, c.generation)).toEqual([{ kind: EffectKind.StartHead, agent: c.slot }]);
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 4, Source.QueueHead, Policy.Enqueue, 1))).toBe(Verdict.RunHere);
+    expect(core.step(M.HeadRetryDue, c.slot, c.generation)).toEqual([]);
+    // It left: the backoff starts again, and the next head is offered.
+    expect(core.step(M.HeadSettled, c.slot, c.generation, HeadOutcome.Left)).toEqual([{ kind: EffectKind.StartHead, agent: c.slot }]);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ queued: 3, failures: 0 });
+  });
+
+  it("offers no head while recovering, held or owned elsewhere; a recovery's end offers it", async () => {
+    const core = await boot();
+    const c = register(core);
+    core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Here);
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.FirstUse, Fact.QueuedAtOpen);
+    expect(core.step(M.MessageQueued, c.slot, c.generation, 2)).toEqual([]);
+    expect(core.step(M.MessageWritten, c.slot, c.generation)).toEqual([]);
+    expect(core.step(M.HeadRetryDue, c.slot, c.generation)).toEqual([]);
+    expect(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.Recovered)).toContainEqual({ kind: EffectKind.StartHead, agent: c.slot });
+    core.step(M.ConversationHeld, c.slot, c.generation, HoldCause.StoreFault);
+    expect(core.step(M.MessageWritten, c.slot, c.generation)).toEqual([]);
+    expect(core.step(M.HeadRetryDue, c.slot, c.generation)).toEqual([]);
+    core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere);
+    expect(core.step(M.MessageQueued, c.slot, c.generation, 1)).toEqual([]);
+  });
+
   it("drops what does not fit and changes nothing", async () => {
     const core = await boot();
     const c = ready(core);
     core.expectDropped(M.UseEnd, ResultCode.ConversationUsersUnderflow, c.slot, c.generation);
     core.expectDropped(M.MessageLeft, ResultCode.QueueEmpty, c.slot, c.generation);
+    core.expectDropped(M.MessageWritten, ResultCode.QueueEmpty, c.slot, c.generation);
+    core.expectDropped(M.HeadRetryDue, ResultCode.AgentGenerationMustMatch, c.slot, c.generation + 1);
     core.expectDropped(M.HeadSettled, ResultCode.HeadNotStarting, c.slot, c.generation, HeadOutcome.Left);
     core.expectDropped(M.RecoveryFinished, ResultCode.ConversationPhaseMustMatch, c.slot, c.generation, 1, RecoveryOutcome.Recovered);
     core.expectDropped(M.RecoveryRequested, ResultCode.ArgumentOutOfRange, c.slot, c.generation, Cause.LeaseSettling + 1, 0);

@@ -342,6 +342,8 @@ const ALL_ONES_DECISIONS: Record<number, readonly [ResultCode, "none" | "drop" |
   [MessageKind.HeadSettled]: [ResultCode.AgentSlotUnknown, "drop"],
   [MessageKind.AdmissionReleased]: [ResultCode.AgentSlotUnknown, "drop"],
   [MessageKind.ConversationHeld]: [ResultCode.AgentSlotUnknown, "drop"],
+  [MessageKind.MessageWritten]: [ResultCode.AgentSlotUnknown, "drop"],
+  [MessageKind.HeadRetryDue]: [ResultCode.AgentSlotUnknown, "drop"],
 };
 
 describeDecisions("host input never traps", ({ it, boot }) => {

@@ -15,6 +15,7 @@ import {
   ResultCode,
 } from "../../assembly/abi.js";
 import type { CoreSnapshot } from "../../host/core/machine.js";
+import { effectKindName } from "../../host/core/names.js";
 import type { Step } from "./invariants.js";
 
 export function checkConversationInvariants(step: Step): string | undefined {
@@ -37,7 +38,8 @@ function recordsFollowTheirAgents(snapshot: CoreSnapshot): string | undefined {
     const record = snapshot.conversations[agent.slot];
     if (record === undefined) return `agent ${agent.slot} has no conversation record`;
     const free = agent.lifecycle === AgentLifecycle.Free;
-    const zero = record.phase === 0 && record.users === 0 && record.queued === 0 && record.flags === 0 && record.recoveryEpoch === 0;
+    const zero =
+      record.phase === 0 && record.users === 0 && record.queued === 0 && record.flags === 0 && record.recoveryEpoch === 0 && record.abandonedEpoch === 0;
     if (free && !zero) return `free agent slot ${agent.slot} keeps a conversation record`;
     if (!free && record.phase === ConversationPhase.None) return `live agent ${agent.slot} has no conversation phase`;
     if (record.phase === ConversationPhase.Recovering && record.recoveryEpoch === 0) return `conversation ${agent.slot} recovers with epoch 0`;
@@ -67,8 +69,9 @@ function readRowsNamesTheRunningEpoch(step: Step): string | undefined {
 
 function retryWithinTheBackoff(step: Step): string | undefined {
   for (const effect of step.effects) {
-    if (effect.kind !== EffectKind.RetryAfter) continue;
-    if (effect.delayMs < Limit.RetryMsFirst || effect.delayMs > Limit.RetryMsMax) return `RetryAfter ${effect.delayMs} ms is outside the backoff`;
+    if (effect.kind !== EffectKind.RetryAfter && effect.kind !== EffectKind.RetryHeadAfter) continue;
+    if (effect.delayMs < Limit.RetryMsFirst || effect.delayMs > Limit.RetryMsMax)
+      return `${effectKindName(effect.kind)} ${effect.delayMs} ms is outside the backoff`;
   }
   return undefined;
 }
@@ -78,7 +81,7 @@ function headStartsOnlyWhenFree(step: Step): string | undefined {
     if (effect.kind !== EffectKind.StartHead) continue;
     const record = step.after.conversations[effect.agent];
     const agent = step.after.agents[effect.agent];
-    const free = agent?.admissionState === AdmissionState.None && (record!.flags & ConversationFlag.HeadStarting) === 0;
+    const free = agent?.admissionState === AdmissionState.None && (record!.flags & ConversationFlag.HeadStarting) === 0 && record!.abandonedEpoch === 0;
     if (record?.phase !== ConversationPhase.Ready || record.queued === 0 || !free) return `StartHead for conversation ${effect.agent}, which cannot start one`;
   }
   return undefined;

@@ -2,7 +2,8 @@
 // (docs/decisions/0062), built from an intent and the conversation's record
 // as the tables hold it now, so most of them are what a host would send in
 // that phase: ownership, a recovery and its finish (sometimes of a stale
-// epoch, sometimes duplicated), uses, the queue and admissions. One in
+// epoch, sometimes duplicated), uses, the queue (a message written, a
+// head's retry due) and admissions. One in
 // about twenty is noise: a stale generation or an argument out of range.
 
 import {
@@ -31,6 +32,11 @@ const QUEUED_STREAM_MAX = 3;
 export function conversationMessage(intent: Intent, agent: Handle, record: ConversationRecordView | undefined, request: number): Message {
   if (record === undefined || record.phase === ConversationPhase.None || intent.variant % 23 === 0) return noise(intent, agent, request);
   const { slot, generation } = agent;
+  // A recovery abandoned by the owner's report: its pass ends some time
+  // later, in whatever phase the conversation is in by then.
+  if (record.abandonedEpoch !== 0 && intent.noise % 5 === 0) {
+    return [MessageKind.RecoveryFinished, slot, generation, record.abandonedEpoch, 1 + (intent.pick % RecoveryOutcome.LeaseLapsed), 0, 0, 0];
+  }
   switch (record.phase) {
     case ConversationPhase.Registering:
       if (intent.noise % 4 === 0) return [MessageKind.ConversationOwned, slot, generation, 1 + (intent.pick % 2), 0, 0, 0, 0];
@@ -51,9 +57,12 @@ export function conversationMessage(intent: Intent, agent: Handle, record: Conve
 }
 
 /** A recovery under way: mostly its finish, sometimes a second trigger
- * (joined), a finish of another epoch (stale) or a failed one (held). */
+ * (joined), a finish of another epoch (stale), a failed one (held), or
+ * the owner reported (abandoned). */
 function recovering(intent: Intent, agent: Handle, record: ConversationRecordView): Message {
   const { slot, generation } = agent;
+  // The lease lost mid-pass: the recovery is abandoned, its pass runs on.
+  if (intent.noise % 9 === 3) return [MessageKind.ConversationOwned, slot, generation, Ownership.Elsewhere, 0, 0, 0, 0];
   if (intent.noise % 5 === 0) return [MessageKind.RecoveryRequested, slot, generation, 1 + (intent.pick % (RecoveryCauseLimit.End - 1)), 0, 0, 0, 0];
   const epoch = intent.noise % 7 === 1 ? (record.recoveryEpoch + 1 + (intent.pick % 2)) >>> 0 : record.recoveryEpoch;
   const outcome = intent.variant % 4 === 0 ? 1 + (intent.pick % RecoveryOutcome.LeaseLapsed) : RecoveryOutcome.Recovered;
@@ -92,6 +101,7 @@ function ready(intent: Intent, agent: Handle, record: ConversationRecordView, re
       return [MessageKind.Admit, slot, generation, request, source, 1 + (intent.variant % 3), intent.variant % 7 === 0 ? 0 : 1, 0];
     }
     case 3:
+      if (record.queued > 0 && intent.pick % 3 === 0) return [MessageKind.MessageWritten, slot, generation, 0, 0, 0, 0, 0];
       if (record.queued > 0) return [MessageKind.Admit, slot, generation, request, AdmissionSource.QueueHead, 2, 1, 0];
       return [MessageKind.MessageQueued, slot, generation, 1 + (intent.pick % 2), 0, 0, 0, 0];
     case 4:
@@ -104,6 +114,7 @@ function ready(intent: Intent, agent: Handle, record: ConversationRecordView, re
     case 7:
       return [MessageKind.MessageLeft, slot, generation, 0, 0, 0, 0, 0];
     case 8:
+      if (intent.pick % 4 === 0) return [MessageKind.HeadRetryDue, slot, generation, 0, 0, 0, 0, 0];
       return [MessageKind.AdmissionReleased, slot, generation, 0, 0, 0, 0, 0];
     case 9:
       return [MessageKind.ConversationHeld, slot, generation, 1 + (intent.pick % 4), 0, 0, 0, 0];
@@ -119,7 +130,7 @@ function ready(intent: Intent, agent: Handle, record: ConversationRecordView, re
 /** A conversation message of any kind with a stale generation, or with
  * its other arguments anywhere in u32. */
 function noise(intent: Intent, agent: Handle, request: number): Message {
-  const kind = MessageKind.ConversationOwned + (intent.pick % (MessageKind.ConversationHeld - MessageKind.ConversationOwned + 1));
+  const kind = MessageKind.ConversationOwned + (intent.pick % (MessageKind.HeadRetryDue - MessageKind.ConversationOwned + 1));
   const generation = intent.noise % 2 === 0 ? (agent.generation + 1) >>> 0 : agent.generation;
   const wild = [intent.noise, 0xffff_ffff, intent.variant, 0, intent.noise >>> 5][intent.variant % 5]!;
   if (kind === MessageKind.Admit) return [kind, agent.slot, generation, request, wild, intent.variant % 5, intent.pick % 3, 0];

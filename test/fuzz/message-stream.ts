@@ -765,6 +765,14 @@ export class MessageStream {
     this.answer = message(MessageKind.Admit, agent.slot, agent.generation, this.request(), AdmissionSource.QueueHead, BusyPolicy.Enqueue, 1);
   }
 
+  /** A head the store failed is offered again once its wait is over, as
+   * the host's timer does (`HeadRetryDue`); the wait itself is not modelled. */
+  private learnHeadRetry(agentSlot: number): void {
+    const agent = this.agents.find((candidate) => candidate.slot === agentSlot);
+    if (!agent) return;
+    this.answer = message(MessageKind.HeadRetryDue, agent.slot, agent.generation);
+  }
+
   /** Under pressure, one provider call in two is answered at once by a
    * model asking for tools (its call still in flight), and the tool barrier
    * that follows by a batch as large as the in-flight limit: refused
@@ -885,6 +893,9 @@ export class MessageStream {
         break;
       case EffectKind.StartHead:
         this.learnStartHead(effect.agent);
+        break;
+      case EffectKind.RetryHeadAfter:
+        this.learnHeadRetry(effect.agent);
         break;
       case EffectKind.SubmitApprovalCommit:
         this.withExecution(effect.execution, (live) => {

@@ -131,6 +131,9 @@ interface Conversation {
   /** A hold is retried after the backoff, else it waits for env.recover(). */
   retriesHeld: boolean;
   failures: number;
+  /** A recovery left by `ConversationOwned(elsewhere)` whose pass has not
+   * reported its end (0: none): no head starts until it does. */
+  abandonedEpoch: number;
 }
 
 /** What the reference core lends this part. */
@@ -160,6 +163,7 @@ function emptyConversation(): Conversation {
     releasedElsewhere: false,
     retriesHeld: false,
     failures: 0,
+    abandonedEpoch: 0,
   };
 }
 
@@ -209,6 +213,7 @@ export class ReferenceConversations {
         cause: record.cause,
         flags,
         failures: record.failures,
+        abandonedEpoch: record.abandonedEpoch,
       };
     });
   }
@@ -239,6 +244,10 @@ export class ReferenceConversations {
         return this.admissionReleased(a, b);
       case MessageKind.ConversationHeld:
         return this.held(a, b, c);
+      case MessageKind.MessageWritten:
+        return this.messageWritten(a, b);
+      case MessageKind.HeadRetryDue:
+        return this.headRetryDue(a, b);
       default:
         return undefined;
     }
@@ -254,8 +263,12 @@ export class ReferenceConversations {
     const record = this.at(slot);
     const event = ownership === Ownership.Here ? Ev.OwnedHere : Ev.OwnedElsewhere;
     if (conversationNextOf(record.phase, event) === undefined) return this.host.drop(K, ResultCode.ConversationPhaseMustMatch);
+    const wasRecovering = record.phase === P.Recovering;
     enter(record, event);
     if (ownership === Ownership.Elsewhere) {
+      // The recovery under way is abandoned; its pass runs on until it
+      // reports its finish, and no head starts before that.
+      if (wasRecovering) record.abandonedEpoch = record.recoveryEpoch;
       record.cause = 0;
       record.recoverAgain = false;
       record.readQueue = false;
@@ -303,6 +316,13 @@ export class ReferenceConversations {
     if (code !== ResultCode.Ok) return this.host.drop(K, code);
     if (outcome < RecoveryOutcome.Recovered || outcome > RecoveryOutcome.LeaseLapsed) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
     const record = this.at(slot);
+    const running = record.phase === P.Recovering && record.recoveryEpoch === epoch;
+    if (epoch !== 0 && record.abandonedEpoch === epoch && !running) {
+      // The abandoned recovery's pass ended: heads may start again.
+      record.abandonedEpoch = 0;
+      this.startHeadIfDue(slot);
+      return ResultCode.Ok;
+    }
     if (record.phase !== P.Recovering) return this.host.drop(K, ResultCode.ConversationPhaseMustMatch);
     if (record.recoveryEpoch !== epoch) return this.host.drop(K, ResultCode.RecoveryEpochMustMatch);
     if (outcome !== RecoveryOutcome.Recovered) {
@@ -418,6 +438,23 @@ export class ReferenceConversations {
     const record = this.at(slot);
     if (record.queued + count > Limit.QueuedMax) return this.host.drop(K, ResultCode.QueueFull);
     record.queued += count;
+    this.startHeadIfDue(slot);
+    return ResultCode.Ok;
+  }
+
+  private messageWritten(slot: number, generation: number): ResultCode {
+    const K = MessageKind.MessageWritten;
+    const code = this.host.checkAgent(slot, generation);
+    if (code !== ResultCode.Ok) return this.host.drop(K, code);
+    if (this.at(slot).queued === 0) return this.host.drop(K, ResultCode.QueueEmpty);
+    this.startHeadIfDue(slot);
+    return ResultCode.Ok;
+  }
+
+  private headRetryDue(slot: number, generation: number): ResultCode {
+    const code = this.host.checkAgent(slot, generation);
+    if (code !== ResultCode.Ok) return this.host.drop(MessageKind.HeadRetryDue, code);
+    this.startHeadIfDue(slot);
     return ResultCode.Ok;
   }
 
@@ -450,7 +487,7 @@ export class ReferenceConversations {
     } else {
       record.queued += 1;
       record.failures = Math.min(255, record.failures + 1);
-      this.host.emit(EffectKind.RetryAfter, slot, record.recoveryEpoch, retryDelayFor(record.failures));
+      this.host.emit(EffectKind.RetryHeadAfter, slot, retryDelayFor(record.failures));
     }
     return ResultCode.Ok;
   }
@@ -500,7 +537,7 @@ export class ReferenceConversations {
   private startHeadIfDue(slot: number): boolean {
     const record = this.at(slot);
     const free = this.host.agent(slot).admissionState === AdmissionState.None;
-    if (record.phase !== P.Ready || record.queued === 0 || !free || record.headStarting) return false;
+    if (record.phase !== P.Ready || record.queued === 0 || !free || record.headStarting || record.abandonedEpoch !== 0) return false;
     this.host.emit(EffectKind.StartHead, slot);
     return true;
   }

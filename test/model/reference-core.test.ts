@@ -804,7 +804,10 @@ describe("ReferenceCore", () => {
     // starts from a fresh core because a table whose agents all wait for
     // recovery stays that way until the host discharges and reinstalls
     // them, which these walks rarely do.
-    const rand = mulberry32(12345);
+    // Whether the walks reach every kind (ConversationHeld, four live
+    // executions) hangs on the seed: 12345 did until MessageWritten and
+    // HeadRetryDue shifted the draws; 1 does (of seeds 1–8, 1 and 3 do).
+    const rand = mulberry32(1);
     const accepted = new Map<number, number>();
     let maxLive = 0;
     for (let walk = 0; walk < 300; walk++) {
