@@ -62,6 +62,18 @@ interface PendingTakeover {
 }
 
 /** Every recovery an environment runs, and the report of each agent's. */
+/** One pass of `recoverAgentEntry`. `readAfter`: rows read before that
+ * moment (another process owned the agent then) are read again. `given`:
+ * the agent's unfinished rows, read from `givenReadAt` on
+ * (`performance.now()`; unknown: any earlier time). `readQueue`: the
+ * core's `ReadRows` asks for the durable queue to be read too. */
+interface RowsPass {
+  readonly readAfter?: number;
+  readonly given?: readonly ExecutionRow[];
+  readonly givenReadAt?: number;
+  readonly readQueue: boolean;
+}
+
 export class AgentRecoveries {
   /** Each agent's recovery report (`env.recovery(agentId)`). */
   private readonly reports = new Map<string, Promise<RecoveredExecution[]>>();
@@ -78,7 +90,7 @@ export class AgentRecoveries {
   constructor(private readonly host: AgentRecoveriesHost) {
     this.pipeline = new RecoveryPipeline({
       ...host,
-      passFromStore: (entry) => this.passFromStore(entry),
+      passFromStore: (entry, readQueue) => this.passFromStore(entry, readQueue),
       passOutcome: (entry) => this.passOutcome(entry),
       inboxReady: (agentId) => {
         // A takeover noted since keeps the inbox waiting for its own recovery.
@@ -231,17 +243,16 @@ export class AgentRecoveries {
     this.freedAt.set(agentId, performance.now());
   }
 
-  /** Recovery of one agent's unfinished executions not already live here.
-   * `readAfter`: rows read before that moment (another process owned the
-   * agent then) are read again. `given`: the agent's unfinished rows, read
-   * from `givenReadAt` on (`performance.now()`; unknown: any earlier time). */
-  async recoverAgentEntry(entry: AgentEntry, readAfter?: number, given?: readonly ExecutionRow[], givenReadAt?: number): Promise<RecoveredExecution[]> {
+  /** Recovery of one agent's unfinished executions not already live here
+   * (`RowsPass` says which rows, and whether its queue is read). */
+  async recoverAgentEntry(entry: AgentEntry, pass: RowsPass): Promise<RecoveredExecution[]> {
     // Its queue's head is not started meanwhile: the conversation is
     // recovering in the core, whose `Admit` answers a head `StayQueued`
     // and which offers it (`StartHead`) when the recovery ends.
-    const report = await this.recoverRows(entry, readAfter, given, givenReadAt);
-    // Its queued messages wait behind what was recovered (docs/decisions/0025).
-    await this.host.queues.restore(entry);
+    const report = await this.recoverRows(entry, pass.readAfter, pass.given, pass.givenReadAt);
+    // Its queued messages wait behind what was recovered (docs/decisions/0025),
+    // read when the core's `ReadRows` says so.
+    if (pass.readQueue) await this.host.queues.restore(entry);
     for (const item of report) {
       if (item.status === "needs_attention")
         this.host.coordinator.settings.logger.warn(
@@ -395,7 +406,7 @@ export class AgentRecoveries {
    * conversation taken over is recorded owned here by this call. */
   private recoverCalled(agentId: string): Promise<RecoveredExecution[] | undefined> {
     const trigger = { cause: RecoveryCause.RecoverCalled, fresh: true, ownedHere: true };
-    return this.pipeline.request(agentId, { ...trigger, pass: (entry) => this.recoverAgentEntry(entry) });
+    return this.pipeline.request(agentId, { ...trigger, pass: (entry, readQueue) => this.recoverAgentEntry(entry, { readQueue }) });
   }
 
   /** The store took an agent over (its former owner's lease expired, its
@@ -410,7 +421,12 @@ export class AgentRecoveries {
     if (!this.host.recoverOnDefine) return this.host.conversations.takenOverUnrecovered(agentId);
     const takenAt = performance.now();
     this.host.coordinator.settings.logger.debug?.(`[phronomy] took agent "${agentId}" over at lease epoch ${epoch}; recovering its unfinished executions`);
-    const recovered = this.noteTakeover(agentId, { cause, ownedHere: true, inboxHeld: true, pass: (entry) => this.recoverAgentEntry(entry, takenAt) });
+    const recovered = this.noteTakeover(agentId, {
+      cause,
+      ownedHere: true,
+      inboxHeld: true,
+      pass: (entry, readQueue) => this.recoverAgentEntry(entry, { readAfter: takenAt, readQueue }),
+    });
     recovered.catch((error: unknown) =>
       this.host.coordinator.settings.logger.warn(
         `[phronomy] the recovery of agent "${agentId}" after its takeover failed: ${error instanceof Error ? error.message : String(error)}`,
@@ -555,11 +571,11 @@ export class AgentRecoveries {
 
   /** A pass on the agent's rows read now: PostgreSQL reads this agent's
    * rows only; SQLite scans once, afresh. */
-  private async passFromStore(entry: AgentEntry): Promise<RecoveredExecution[]> {
+  private async passFromStore(entry: AgentEntry, readQueue: boolean): Promise<RecoveredExecution[]> {
     const leasing = leasingStoreOf(this.host.store);
     const readAt = performance.now();
     const rows = leasing === undefined ? undefined : await leasing.unfinishedExecutionsOf(entry.id);
-    return this.recoverAgentEntry(entry, performance.now(), rows, readAt);
+    return this.recoverAgentEntry(entry, { readAfter: performance.now(), given: rows, givenReadAt: readAt, readQueue });
   }
 
   /** How the pass ended, as `RecoveryFinished` reports it: an abandoned
@@ -591,7 +607,7 @@ export function recoveryHooksOf(
     unfinishedByAgent: () => recoveries().unfinishedByAgent(),
     unfinishedReadAt: () => recoveries().unfinishedReadAt,
     queuedAtOpen: () => recoveries().queuedAtOpen,
-    recoverEntry: (entry, rows, readAt) => recoveries().recoverAgentEntry(entry, undefined, rows, readAt),
+    recoverEntry: (entry, rows, readAt, readQueue) => recoveries().recoverAgentEntry(entry, { given: rows, givenReadAt: readAt, readQueue }),
     finishRecovery: (entry, epoch, outcome) => recoveries().finishFirstUse(entry, epoch, outcome),
     conversationFreed: (agentId) => recoveries().conversationFreed(agentId),
     reportRecovery: (agentId, report) => {

@@ -54,7 +54,7 @@ export interface ConversationHost {
   queuedAtOpen(): Map<string, string | undefined>;
   /** Recovers these rows of the conversation registered as `entry`, read
    * from `readAt` on (`performance.now()`). */
-  recoverEntry(entry: AgentEntry, rows: readonly ExecutionRow[], readAt: number): Promise<RecoveredExecution[]>;
+  recoverEntry(entry: AgentEntry, rows: readonly ExecutionRow[], readAt: number, readQueue: boolean): Promise<RecoveredExecution[]>;
   /** Tells the core how the first use's recovery of `epoch` ended and
    * carries out its answer (read again, or held with a retry), as for
    * every recovery (`RecoveryPipeline.finishFirstUse`). */
@@ -330,7 +330,7 @@ export class Conversations {
       // Messages queued behind an execution that ended before its head was
       // prepared (the process stopped in between) are restored by the
       // recovery too, so a new start goes behind them.
-      const recovered = rows.length > 0 || order.readQueue ? this.recover(conversation, entry, rows, readAt) : Promise.resolve();
+      const recovered = rows.length > 0 || order.readQueue ? this.recover(conversation, entry, rows, readAt, order.readQueue) : Promise.resolve();
       await this.finishRecovery(entry, order.epoch, recovered);
     }
     // Recovered: decisions filed for it from now on are claimed here.
@@ -339,8 +339,8 @@ export class Conversations {
   }
 
   /** Recovers the rows and reports it (`env.recovery(id)`). */
-  private async recover(conversation: Conversation, entry: AgentEntry, rows: readonly ExecutionRow[], readAt: number): Promise<void> {
-    const report = this.host.recoverEntry(entry, rows, readAt);
+  private async recover(conversation: Conversation, entry: AgentEntry, rows: readonly ExecutionRow[], readAt: number, readQueue: boolean): Promise<void> {
+    const report = this.host.recoverEntry(entry, rows, readAt, readQueue);
     this.host.reportRecovery(conversation.id, report);
     const recovered = await report;
     this.reports.set(conversation.id, recovered);

@@ -37,7 +37,7 @@ export interface RecoveryPipelineHost {
   readonly recoverOnDefine: boolean;
   closed(): boolean;
   /** One pass with the rows read from the store now (a later epoch, a retry). */
-  passFromStore(entry: AgentEntry): Promise<RecoveredExecution[]>;
+  passFromStore(entry: AgentEntry, readQueue: boolean): Promise<RecoveredExecution[]>;
   /** How the pass just run on the conversation left it: what a fault held
    * still held, or an abandoned session still settling. */
   passOutcome(entry: AgentEntry): RecoveryOutcome;
@@ -51,7 +51,7 @@ export interface RecoveryTrigger {
   readonly cause: RecoveryCause;
   /** The first epoch's pass (the rows this trigger reads); by default, and
    * for every later epoch, the rows read from the store now. */
-  readonly pass?: (entry: AgentEntry) => Promise<RecoveredExecution[]>;
+  readonly pass?: (entry: AgentEntry, readQueue: boolean) => Promise<RecoveredExecution[]>;
   /** The caller needs a pass begun after it asked (`env.recover()`, a
    * decision after an unknown outcome): joined, it waits for the running
    * recovery to end and asks again. */
@@ -64,10 +64,17 @@ export interface RecoveryTrigger {
 }
 
 /** The core's answer to a `RecoveryRequested`. */
-type Order = { readonly kind: "read"; readonly epoch: number } | { readonly kind: "joined" } | { readonly kind: "refused" };
+type Order = ({ readonly kind: "read" } & ReadOrder) | { readonly kind: "joined" } | { readonly kind: "refused" };
+
+/** What the core's `ReadRows` orders a pass to do: its epoch, and whether
+ * it reads the conversation's durable queue too (the core decides). */
+interface ReadOrder {
+  readonly epoch: number;
+  readonly readQueue: boolean;
+}
 
 /** The core's answer to a `RecoveryFinished`. */
-type Next = { readonly kind: "again"; readonly epoch: number } | { readonly kind: "ended" };
+type Next = ({ readonly kind: "again" } & ReadOrder) | { readonly kind: "ended" };
 
 /** A recovery under way, from its first epoch to ready or held. */
 interface Running {
@@ -139,7 +146,7 @@ export class RecoveryPipeline {
     if (next.kind === "ended") return;
     const trigger: RecoveryTrigger = { cause: RecoveryCause.Retry };
     this.begin(entry.id, next.epoch);
-    await this.runEpochs(entry, next.epoch, trigger).catch(() => undefined);
+    await this.runEpochs(entry, next, trigger).catch(() => undefined);
   }
 
   /** A store fault held the conversation, or one of its executions, here:
@@ -161,7 +168,7 @@ export class RecoveryPipeline {
       const order = first ?? (await this.onLoop(entry, () => this.requestOrder(entry, trigger)));
       first = undefined;
       if (order.kind === "refused") return undefined;
-      if (order.kind === "read") return this.runEpochs(entry, order.epoch, trigger);
+      if (order.kind === "read") return this.runEpochs(entry, order, trigger);
       // Joined: the recovery under way covers it, or (`fresh`) it is waited for.
       const running = this.running.get(entry.id);
       if (!trigger.fresh || running === undefined) return [];
@@ -180,7 +187,7 @@ export class RecoveryPipeline {
     const running = this.running.get(entry.id);
     if (read !== undefined && read.kind === EffectKind.ReadRows) {
       this.begin(entry.id, read.epoch);
-      return { kind: "read", epoch: read.epoch };
+      return { kind: "read", epoch: read.epoch, readQueue: read.readQueue };
     }
     if (code !== ResultCode.Ok || running === undefined) return { kind: "refused" };
     return { kind: "joined" };
@@ -198,15 +205,16 @@ export class RecoveryPipeline {
 
   /** Runs the passes of a recovery, one per epoch the core orders, until
    * it is ready or held. */
-  private async runEpochs(entry: AgentEntry, first: number, trigger: RecoveryTrigger): Promise<RecoveredExecution[]> {
+  private async runEpochs(entry: AgentEntry, first: ReadOrder, trigger: RecoveryTrigger): Promise<RecoveredExecution[]> {
     const report: RecoveredExecution[] = [];
-    let epoch = first;
-    let pass = trigger.pass ?? ((held: AgentEntry) => this.host.passFromStore(held));
+    let order = first;
+    let pass = trigger.pass ?? ((held: AgentEntry, readQueue: boolean) => this.host.passFromStore(held, readQueue));
     for (;;) {
+      const { epoch } = order;
       let failure: { readonly error: unknown } | undefined;
       let outcome: RecoveryOutcome = RecoveryOutcome.StoreFault;
       try {
-        report.push(...(await pass(entry)));
+        report.push(...(await pass(entry, order.readQueue)));
         outcome = this.host.passOutcome(entry);
       } catch (error) {
         failure = { error };
@@ -214,8 +222,8 @@ export class RecoveryPipeline {
       if (report.some((item) => item.status === "suspended")) this.inboxWaiting.add(entry.id);
       const next = await this.onLoop(entry, () => this.finish(entry, epoch, outcome));
       if (next.kind === "again") {
-        epoch = next.epoch;
-        pass = (held) => this.host.passFromStore(held);
+        order = next;
+        pass = (held, readQueue) => this.host.passFromStore(held, readQueue);
         continue;
       }
       if (failure !== undefined) throw failure.error;
@@ -231,7 +239,7 @@ export class RecoveryPipeline {
     const again = effects.find((effect) => effect.kind === EffectKind.ReadRows);
     if (again !== undefined && again.kind === EffectKind.ReadRows) {
       this.epochs.set(entry.id, again.epoch);
-      return { kind: "again", epoch: again.epoch };
+      return { kind: "again", epoch: again.epoch, readQueue: again.readQueue };
     }
     this.epochs.delete(entry.id);
     this.end(

@@ -346,6 +346,37 @@ describe("onBusy: enqueue", () => {
     }
   });
 
+  it("after a restart, a first use reads the queue only when the core's ReadRows says so (nothing queued at the open: not read)", async () => {
+    const path = await temporaryStorePath();
+    const refundModel = () =>
+      scriptedModel(({ messages }) =>
+        turnOf(messages) === 0 ? { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] } : { text: "refunded" },
+      );
+    const first = await Phronomy.open({ store: path, logger: recordingLogger() });
+    const run = first.agent({ id: "parked", model: refundModel(), tools: { refund: approvalRefundTool([]) } }).start("Refund order 42");
+    const executionId = await run.executionId;
+    await waitFor(async () => ((await first.execution(executionId))?.status === "suspended" ? true : undefined));
+    await first.close();
+    await run.result.catch(() => undefined);
+    const store = await SqliteStore.open(path);
+    let queueReads = 0;
+    const queuedMessages = store.queuedMessages.bind(store);
+    store.queuedMessages = (agentId: string) => {
+      queueReads += 1;
+      return queuedMessages(agentId);
+    };
+    const second = await Phronomy.open({ store, logger: recordingLogger() });
+    try {
+      second.agent({ id: "parked", model: refundModel(), tools: { refund: approvalRefundTool([]) } });
+      // The suspended execution is recovered from the open scan; the queue,
+      // empty at the open and written by no other process, is not read.
+      expect(await second.recovery("parked")).toMatchObject([{ executionId, status: "suspended" }]);
+      expect(queueReads).toBe(0);
+    } finally {
+      await second.close();
+    }
+  });
+
   it("env.recover() lists the messages still queued, in queue order, saying whether they can run here", async () => {
     const path = await temporaryStorePath();
     const first = await Phronomy.open({ store: path, logger: recordingLogger() });
