@@ -508,6 +508,23 @@ export const enum Ownership {
   Elsewhere = 2,
 }
 
+/** What the host knows of a conversation when it reports its owner at its
+ * registration (`ConversationOwned`'s fourth argument; 0 in every later
+ * report). The core decides the pin from them: a conversation is kept
+ * registered when idle if it was owned elsewhere then (the store keeps
+ * asking for its lease, and takes it over), or if its agent is defined by
+ * id on a store with leases (it keeps its lease while defined). */
+export const enum OwnerFact {
+  /** Its agent is defined by id (`env.agent({ id })`), not by name. */
+  DefinedById = 1,
+  /** The store leases conversations (PostgreSQL). */
+  Leasing = 2,
+}
+
+export const enum OwnerFactMask {
+  All = 3,
+}
+
 /** The nine triggers of a recovery (`RecoveryRequested`), the retry a
  * `RetryAfter` asked for, and the settling of this process's own lease. */
 export const enum RecoveryCause {

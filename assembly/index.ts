@@ -93,7 +93,7 @@ export function apply(kind: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32,
 /** The conversation lifecycle's messages (docs/decisions/0062). */
 function applyConversationMessage(kind: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32): i32 {
   switch (kind) {
-    case MessageKind.ConversationOwned: return applyConversationOwned(a, b, c);
+    case MessageKind.ConversationOwned: return applyConversationOwned(a, b, c, d);
     case MessageKind.RecoveryRequested: return applyRecoveryRequested(a, b, c, d);
     case MessageKind.RecoveryFinished: return applyRecoveryFinished(a, b, c, d);
     case MessageKind.UseBegin: return applyUseBegin(a, b);

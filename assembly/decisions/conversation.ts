@@ -7,7 +7,7 @@
 
 import {
   AdmissionState, ConversationEvent, ConversationFlag, ConversationPhase, EffectKind, ExecutionStatus, HoldCause,
-  HoldCauseLimit, Limit, MessageKind, Ownership, RecoveryCause, RecoveryCauseLimit, RecoveryFact, RecoveryFactMask,
+  HoldCauseLimit, Limit, MessageKind, OwnerFact, OwnerFactMask, Ownership, RecoveryCause, RecoveryCauseLimit, RecoveryFact, RecoveryFactMask,
   RecoveryOutcome, RecoveryOutcomeLimit, ResultCode, RowsPolicy,
 } from "../abi";
 import { agentAdmission, agentExecutionPlusOne, agentGeneration, checkAgent, nextGeneration } from "../agent-table";
@@ -36,16 +36,19 @@ export function moveConversation(agent: u32, event: u32): bool {
   return true;
 }
 
-export function applyConversationOwned(agent: u32, generation: u32, ownership: u32): i32 {
+export function applyConversationOwned(agent: u32, generation: u32, ownership: u32, facts: u32): i32 {
   const kind = MessageKind.ConversationOwned;
   const check = checkAgent(agent, generation);
   if (check != ResultCode.Ok) return dropStale(kind, check);
   if (ownership != Ownership.Here && ownership != Ownership.Elsewhere) return dropStale(kind, ResultCode.ArgumentOutOfRange);
+  if ((facts & ~(<u32>OwnerFactMask.All)) != 0) return dropStale(kind, ResultCode.ArgumentOutOfRange);
   const here = ownership == Ownership.Here;
+  const registering = conversationPhase(agent) == ConversationPhase.Registering;
   const recovering = conversationPhase(agent) == ConversationPhase.Recovering;
   if (!moveConversation(agent, here ? ConversationEvent.OwnedHere : ConversationEvent.OwnedElsewhere)) {
     return dropStale(kind, ResultCode.ConversationPhaseMustMatch);
   }
+  if (registering && pinnedAtRegistration(here, facts)) setConversationFlag(agent, ConversationFlag.Pinned, true);
   if (here) return ResultCode.Ok;
   // Owned elsewhere: a recovery under way here is abandoned (its finish
   // no longer matches the phase), and so is what it meant to read again.
@@ -307,6 +310,16 @@ function abandonedPassEnded(agent: u32, epoch: u32): bool {
   setAbandonedEpoch(agent, 0);
   startHeadIfDue(agent);
   return true;
+}
+
+/** The pin a registration's report decides (`OwnerFact`): owned
+ * elsewhere then — the store keeps asking for its lease and takes it
+ * over, recovering it here — or defined by id on a leasing store, which
+ * keeps its lease while defined. Lifted by `SetPinned(0)` (`agent.release()`). */
+function pinnedAtRegistration(here: bool, facts: u32): bool {
+  if (!here) return true;
+  const byIdLeased = <u32>(OwnerFact.DefinedById | OwnerFact.Leasing);
+  return (facts & byIdLeased) == byIdLeased;
 }
 
 function forgetRecovery(agent: u32): void {

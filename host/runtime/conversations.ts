@@ -18,11 +18,12 @@
 // * One conversation id belongs to one definition in this process.
 // * On a leasing store (PostgreSQL) a conversation's lease is taken on
 //   first use and given up when it is let go; an agent defined by its id
-//   keeps its lease while defined, as before (it is pinned).
+//   keeps its lease while defined, as before (the core pins it at its
+//   registration, from the facts `ConversationOwned` reports).
 // * Decisions filed in the approval inbox are claimed only for
 //   conversations that have a suspended execution here.
 
-import { MessageKind as M, Ownership, RecoveryCause, RecoveryFact, RecoveryOutcome, ResultCode, RowsPolicy } from "../../assembly/abi.js";
+import { MessageKind as M, OwnerFact, Ownership, RecoveryCause, RecoveryFact, RecoveryOutcome, ResultCode, RowsPolicy } from "../../assembly/abi.js";
 import { AgentBusyError, InvalidInputError } from "../errors.js";
 import type { ExecutionRow } from "../store/records.js";
 import type { ControlLoop } from "./control-loop.js";
@@ -90,9 +91,6 @@ interface Conversation {
   entry: AgentEntry | undefined;
   /** Registration failed: the next use tries again. */
   failed: boolean;
-  /** Kept while defined (an `env.agent({ id })` on a leasing store), or
-   * while its lease is another process's (retried, then taken over). */
-  pinned: boolean;
   /** What asked for its first recovery: the open scan (its definition), a
    * partition taken in the background, or a first use (docs/decisions/0062). */
   readonly cause: FirstRecoveryCause;
@@ -265,7 +263,6 @@ export class Conversations {
     if (conversation === undefined) return;
     await conversation.ready.catch(() => undefined);
     if (this.live.get(agentId) !== conversation) return;
-    conversation.pinned = false;
     const code = await new Promise<number>((resolve, reject) => {
       this.host.loop.post(() => resolve(this.unpinAndFree(conversation)), { completion: { fail: reject }, label: `the release of conversation "${agentId}"` });
     });
@@ -284,7 +281,7 @@ export class Conversations {
   }
 
   private open(agentId: string, kind: DefinitionKind, cause: FirstRecoveryCause): Conversation {
-    const conversation: Conversation = { id: agentId, kind, users: 0, ready: undefined as never, entry: undefined, failed: false, pinned: false, cause };
+    const conversation: Conversation = { id: agentId, kind, users: 0, ready: undefined as never, entry: undefined, failed: false, cause };
     conversation.ready = this.prepare(conversation);
     conversation.ready.catch(() => {
       conversation.failed = true;
@@ -302,13 +299,10 @@ export class Conversations {
     const scan = await scanning;
     const entry = await this.register(conversation);
     const owned = await this.host.ownAgent(conversation.id);
-    // An agent defined by id keeps its lease as before; a lease held
-    // elsewhere is kept asked for (the store retries, then takes it over).
-    if (owned === false || (owned !== undefined && conversation.kind.name === undefined)) conversation.pinned = true;
     if (owned === false || scan === undefined) {
       // Recorded in the core; a start posted later finds it recorded (the
       // loop runs in order), and a closed loop has nothing left to admit.
-      this.host.loop.post(() => this.tellOwnership(entry, owned !== false, conversation.pinned, owned !== false), {
+      this.host.loop.post(() => this.tellOwnership(entry, owned !== false, this.ownerFactsOf(conversation), owned !== false), {
         label: `the ownership of conversation "${conversation.id}"`,
       });
       if (owned !== false) this.host.inboxListening(conversation.id);
@@ -369,7 +363,7 @@ export class Conversations {
     if (entry === undefined) return;
     this.host.loop.post(
       () => {
-        if (this.live.get(agentId)?.entry === entry) this.tellOwnership(entry, true, false, true);
+        if (this.live.get(agentId)?.entry === entry) this.tellOwnership(entry, true, 0, true);
       },
       { label: `the ownership of conversation "${agentId}"` },
     );
@@ -380,10 +374,9 @@ export class Conversations {
    * recover (`recover: false`, a visitor): its first use recovers nothing
    * (the application calls `env.recover()`), so the recovery the core
    * asks for ends at once and the conversation is ready. */
-  private tellOwnership(entry: AgentEntry, here: boolean, pinned: boolean, unrecovered = false): void {
+  private tellOwnership(entry: AgentEntry, here: boolean, facts: number, unrecovered = false): void {
     const { coordinator } = this.host;
-    coordinator.apply(M.ConversationOwned, entry.slot, entry.generation, here ? Ownership.Here : Ownership.Elsewhere);
-    if (pinned) coordinator.apply(M.SetPinned, entry.slot, entry.generation, 1);
+    coordinator.apply(M.ConversationOwned, entry.slot, entry.generation, here ? Ownership.Here : Ownership.Elsewhere, facts);
     if (!unrecovered) return;
     const code = coordinator.apply(M.RecoveryRequested, entry.slot, entry.generation, RecoveryCause.FirstUse, 0);
     if (code !== ResultCode.Ok) throw errorForCode(code, { agentId: entry.id });
@@ -396,7 +389,7 @@ export class Conversations {
    * to read or restore (the scan found no rows, the queue is not read) is
    * finished in the same turn. */
   private requestRecovery(entry: AgentEntry, conversation: Conversation, facts: number, scannedRows: number): RecoveryOrder & { readonly finished: boolean } {
-    this.tellOwnership(entry, true, conversation.pinned);
+    this.tellOwnership(entry, true, this.ownerFactsOf(conversation));
     const { coordinator } = this.host;
     const code = coordinator.apply(M.RecoveryRequested, entry.slot, entry.generation, conversation.cause, facts);
     if (code !== ResultCode.Ok) throw errorForCode(code, { agentId: entry.id });
@@ -405,6 +398,13 @@ export class Conversations {
     const finished = nothing && !order.readQueue;
     if (finished) coordinator.apply(M.RecoveryFinished, entry.slot, entry.generation, order.epoch, RecoveryOutcome.Recovered);
     return { ...order, finished };
+  }
+
+  /** What the core decides the registration's pin from (`OwnerFact`): an
+   * agent defined by id, a store with leases. */
+  private ownerFactsOf(conversation: Conversation): number {
+    const byId = conversation.kind.name === undefined ? OwnerFact.DefinedById : 0;
+    return byId | (leasingStoreOf(this.host.store) !== undefined ? OwnerFact.Leasing : 0);
   }
 
   /** Runs `body` on the control loop and resolves with what it returned. */

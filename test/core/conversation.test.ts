@@ -16,6 +16,7 @@ import {
   HoldCause,
   MessageKind as M,
   OutcomeType,
+  OwnerFact,
   Ownership,
   PreparationOutcome,
   RecoveryCause as Cause,
@@ -192,6 +193,29 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     core.step(M.RecoveryRequested, c.slot, c.generation, Cause.HealAfterStoreFault, 0);
     core.step(M.RecoveryFinished, c.slot, c.generation, 2, RecoveryOutcome.Recovered);
     expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Ready, cause: 0, failures: 0 });
+  });
+
+  it("pins a conversation at its registration's report: owned elsewhere then, or defined by id on a leasing store", async () => {
+    const core = await boot();
+    const cases: [number, number, boolean][] = [
+      [Ownership.Here, 0, false],
+      [Ownership.Here, OwnerFact.DefinedById, false],
+      [Ownership.Here, OwnerFact.Leasing, false],
+      [Ownership.Here, OwnerFact.DefinedById | OwnerFact.Leasing, true],
+      [Ownership.Elsewhere, OwnerFact.Leasing, true],
+    ];
+    for (const [ownership, facts, pinned] of cases) {
+      const c = register(core);
+      core.step(M.ConversationOwned, c.slot, c.generation, ownership, facts);
+      const flags = core.snapshot().conversations[c.slot]!.flags;
+      expect((flags & Flag.Pinned) !== 0, `ownership ${ownership} facts ${facts}`).toBe(pinned);
+      core.step(M.PurgeAgent, c.slot, c.generation);
+    }
+    // A later report decides no pin; facts out of range change nothing.
+    const c = ready(core);
+    core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Here, OwnerFact.DefinedById | OwnerFact.Leasing);
+    expect(core.snapshot().conversations[c.slot]!.flags & Flag.Pinned).toBe(0);
+    core.expectDropped(M.ConversationOwned, ResultCode.ArgumentOutOfRange, c.slot, c.generation, Ownership.Here, 4);
   });
 
   it("admits a start on a ready, free conversation; files one owned elsewhere; waits while recovering", async () => {

@@ -21,6 +21,7 @@ import {
   HoldCause,
   Limit,
   MessageKind,
+  OwnerFact,
   Ownership,
   RecoveryCause,
   RecoveryFact,
@@ -221,7 +222,7 @@ export class ReferenceConversations {
   apply(kind: number, a: number, b: number, c: number, d: number, e: number, f: number): ResultCode | undefined {
     switch (kind) {
       case MessageKind.ConversationOwned:
-        return this.owned(a, b, c);
+        return this.owned(a, b, c, d);
       case MessageKind.RecoveryRequested:
         return this.recoveryRequested(a, b, c, d);
       case MessageKind.RecoveryFinished:
@@ -255,16 +256,22 @@ export class ReferenceConversations {
 
   // --- messages -------------------------------------------------------------
 
-  private owned(slot: number, generation: number, ownership: number): ResultCode {
+  private owned(slot: number, generation: number, ownership: number, facts: number): ResultCode {
     const K = MessageKind.ConversationOwned;
     const code = this.host.checkAgent(slot, generation);
     if (code !== ResultCode.Ok) return this.host.drop(K, code);
     if (ownership !== Ownership.Here && ownership !== Ownership.Elsewhere) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
+    if (facts < 0 || facts > (OwnerFact.DefinedById | OwnerFact.Leasing)) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
     const record = this.at(slot);
     const event = ownership === Ownership.Here ? Ev.OwnedHere : Ev.OwnedElsewhere;
     if (conversationNextOf(record.phase, event) === undefined) return this.host.drop(K, ResultCode.ConversationPhaseMustMatch);
     const wasRecovering = record.phase === P.Recovering;
+    const wasRegistering = record.phase === P.Registering;
     enter(record, event);
+    // Kept registered when idle: owned elsewhere at registration, or
+    // defined by id on a leasing store.
+    const byIdLeased = (facts & OwnerFact.DefinedById) !== 0 && (facts & OwnerFact.Leasing) !== 0;
+    if (wasRegistering && (ownership === Ownership.Elsewhere || byIdLeased)) record.pinned = true;
     if (ownership === Ownership.Elsewhere) {
       // The recovery under way is abandoned; its pass runs on until it
       // reports its finish, and no head starts before that.
