@@ -88,11 +88,16 @@ export const enum MessageKind {
   /** (agent, generation): the wait a `RetryHeadAfter` asked for is over:
    * start the head if one is due. */
   HeadRetryDue = 43,
+  /** (agent, generation, epoch, facts): the wait a `RetryAfter(epoch)` asked
+   * for is over. Still held at that epoch: its recovery begins, with the
+   * cause its hold names (the core's mapping), as a `RecoveryRequested`
+   * would; else dropped as stale (a recovery began meanwhile). */
+  RetryDue = 44,
 }
 
 /** One past the largest message kind; kinds are `1 <= kind < MessageKindEnd`. */
 export const enum MessageKindLimit {
-  End = 44,
+  End = 45,
 }
 
 /** What an apply returns: `Ok`, or the fact that made the core refuse or

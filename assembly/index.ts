@@ -21,7 +21,7 @@ import {
   admissionVerdictOf, applyAdmit, applyHeadRetryDue, applyHeadSettled, applyMessageLeft, applyMessageQueued, applyMessageWritten,
 } from "./decisions/admission";
 import {
-  applyAdmissionReleased, applyConversationHeld, applyConversationOwned, applyRecoveryFinished, applyRecoveryRequested,
+  applyAdmissionReleased, applyConversationHeld, applyConversationOwned, applyRecoveryFinished, applyRecoveryRequested, applyRetryDue,
   applySetPinned, applyUseBegin, applyUseEnd,
 } from "./decisions/conversation";
 import { applyCloseAgent, applyPurgeAgent, applyRegisterAgent, applySetDraining } from "./decisions/agents";
@@ -107,6 +107,7 @@ function applyConversationMessage(kind: u32, a: u32, b: u32, c: u32, d: u32, e: 
     case MessageKind.ConversationHeld: return applyConversationHeld(a, b, c);
     case MessageKind.MessageWritten: return applyMessageWritten(a, b);
     case MessageKind.HeadRetryDue: return applyHeadRetryDue(a, b);
+    case MessageKind.RetryDue: return applyRetryDue(a, b, c, d);
     default: return ResultCode.MessageKindUnknown;
   }
 }

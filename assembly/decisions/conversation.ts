@@ -13,7 +13,7 @@ import {
 import { agentAdmission, agentExecutionPlusOne, agentGeneration, checkAgent, nextGeneration } from "../agent-table";
 import { conversationNext } from "../conversation-fsm";
 import {
-  abandonedEpoch, conversationPhase, conversationUsers, countFailure, hasConversationFlag, headStarting, queuedMessages,
+  abandonedEpoch, conversationCause, conversationPhase, conversationUsers, countFailure, hasConversationFlag, headStarting, queuedMessages,
   recoveryEpoch, retryDelayMs, setConversationCause, setConversationFailures, setConversationFlag,
   setAbandonedEpoch, setConversationPhase, setConversationUsers, setRecoveryEpoch,
 } from "../conversation-table";
@@ -79,6 +79,24 @@ export function applyRecoveryRequested(agent: u32, generation: u32, cause: u32, 
   setConversationFlag(agent, ConversationFlag.RetriesHeld, retriesHeld(facts));
   beginRecovery(agent, cause, facts);
   return ResultCode.Ok;
+}
+
+export function applyRetryDue(agent: u32, generation: u32, epoch: u32, facts: u32): i32 {
+  const kind = MessageKind.RetryDue;
+  const check = checkAgent(agent, generation);
+  if (check != ResultCode.Ok) return dropStale(kind, check);
+  if ((facts & ~(<u32>RecoveryFactMask.All)) != 0) return dropStale(kind, ResultCode.ArgumentOutOfRange);
+  if (conversationPhase(agent) != ConversationPhase.Held) return dropStale(kind, ResultCode.ConversationPhaseMustMatch);
+  if (recoveryEpoch(agent) != epoch) return dropStale(kind, ResultCode.RecoveryEpochMustMatch);
+  return applyRecoveryRequested(agent, generation, retryCauseOf(conversationCause(agent)), facts);
+}
+
+/** The recovery a hold's retry asks for, by the cause it is held for: a
+ * store fault or an unknown outcome heals, a session still settling
+ * waits for it, a lapsed lease is tried again. */
+function retryCauseOf(hold: u32): u32 {
+  if (hold == HoldCause.StoreFault || hold == HoldCause.OutcomeUnknown) return RecoveryCause.HealAfterStoreFault;
+  return hold == HoldCause.NotQuiescent ? RecoveryCause.SessionSettling : RecoveryCause.Retry;
 }
 
 /** Whether a hold is retried by itself: on a leasing store, where the

@@ -43,6 +43,7 @@ const messageKindNames = {
   [MessageKind.ConversationHeld]: "ConversationHeld",
   [MessageKind.MessageWritten]: "MessageWritten",
   [MessageKind.HeadRetryDue]: "HeadRetryDue",
+  [MessageKind.RetryDue]: "RetryDue",
 } satisfies Record<MessageKind, string>;
 
 export function messageKindName(value: number): string {

@@ -61,6 +61,10 @@ export interface RecoveryTrigger {
   readonly ownedHere?: boolean;
   /** Decisions filed for the conversation wait until it ends. */
   readonly inboxHeld?: boolean;
+  /** The wait of a `RetryAfter(epoch)` is over: asked as `RetryDue(epoch)`,
+   * which the core drops if the conversation is no longer held at that
+   * epoch, and which recovers it with the cause its hold names. */
+  readonly retryOf?: number;
 }
 
 /** The core's answer to a `RecoveryRequested`. */
@@ -82,20 +86,9 @@ interface Running {
   readonly end: () => void;
 }
 
-/** The retry a `RetryAfter` asked for, by the cause the conversation is held for. */
-const retryCauseOf: Readonly<Record<number, RecoveryCause>> = {
-  [HoldCause.StoreFault]: RecoveryCause.HealAfterStoreFault,
-  [HoldCause.OutcomeUnknown]: RecoveryCause.HealAfterStoreFault,
-  [HoldCause.NotQuiescent]: RecoveryCause.SessionSettling,
-  [HoldCause.LeaseLapsed]: RecoveryCause.Retry,
-};
-
 export class RecoveryPipeline {
   /** Recoveries under way, by agent id (joined triggers wait for them). */
   private readonly running = new Map<string, Running>();
-  /** The epoch of each conversation recovering, or held with a retry
-   * pending: a RetryAfter of an older one is dropped. */
-  private readonly epochs = new Map<string, number>();
   /** Conversations whose filed decisions wait until it is ready: taken
    * over, or found with executions suspended. */
   private readonly inboxWaiting = new Set<string>();
@@ -145,7 +138,7 @@ export class RecoveryPipeline {
     const next = await this.onLoop(entry, () => this.finish(entry, epoch, outcome));
     if (next.kind === "ended") return;
     const trigger: RecoveryTrigger = { cause: RecoveryCause.Retry };
-    this.begin(entry.id, next.epoch);
+    this.begin(entry.id);
     await this.runEpochs(entry, next, trigger).catch(() => undefined);
   }
 
@@ -181,26 +174,28 @@ export class RecoveryPipeline {
     const { coordinator, store } = this.host;
     if (trigger.ownedHere) coordinator.apply(M.ConversationOwned, entry.slot, entry.generation, Ownership.Here);
     const facts = (leasingStoreOf(store) !== undefined ? RecoveryFact.Leasing : 0) | (this.host.recoverOnDefine ? RecoveryFact.RecoversByItself : 0);
-    const code = coordinator.apply(M.RecoveryRequested, entry.slot, entry.generation, trigger.cause, facts);
+    const code =
+      trigger.retryOf !== undefined
+        ? coordinator.apply(M.RetryDue, entry.slot, entry.generation, trigger.retryOf, facts)
+        : coordinator.apply(M.RecoveryRequested, entry.slot, entry.generation, trigger.cause, facts);
     const effects = code === ResultCode.Ok ? coordinator.settings.core.effects() : [];
     const read = effects.find((effect) => effect.kind === EffectKind.ReadRows);
     const running = this.running.get(entry.id);
     if (read !== undefined && read.kind === EffectKind.ReadRows) {
-      this.begin(entry.id, read.epoch);
+      this.begin(entry.id);
       return { kind: "read", epoch: read.epoch, readQueue: read.readQueue };
     }
     if (code !== ResultCode.Ok || running === undefined) return { kind: "refused" };
     return { kind: "joined" };
   }
 
-  private begin(agentId: string, epoch: number): void {
+  private begin(agentId: string): void {
     let end = (): void => undefined;
     const ended = new Promise<void>((resolve) => {
       end = resolve;
     });
     const running: Running = { ended, end };
     this.running.set(agentId, running);
-    this.epochs.set(agentId, epoch);
   }
 
   /** Runs the passes of a recovery, one per epoch the core orders, until
@@ -238,10 +233,8 @@ export class RecoveryPipeline {
     const effects = code === ResultCode.Ok ? coordinator.settings.core.effects() : [];
     const again = effects.find((effect) => effect.kind === EffectKind.ReadRows);
     if (again !== undefined && again.kind === EffectKind.ReadRows) {
-      this.epochs.set(entry.id, again.epoch);
       return { kind: "again", epoch: again.epoch, readQueue: again.readQueue };
     }
-    this.epochs.delete(entry.id);
     this.end(
       entry.id,
       effects.some((effect) => effect.kind === EffectKind.OpenInbox),
@@ -283,20 +276,13 @@ export class RecoveryPipeline {
   private retryIfAsked(agentId: string, effects: readonly CoreEffect[]): void {
     const retry = effects.find((effect) => effect.kind === EffectKind.RetryAfter);
     if (retry === undefined || retry.kind !== EffectKind.RetryAfter || this.host.closed()) return;
-    const cause = retryCauseOf[this.holdCauseOf(retry.agent)] ?? RecoveryCause.Retry;
-    // Held at this epoch: a recovery begun meanwhile (a takeover) drops the retry.
-    this.epochs.set(agentId, retry.epoch);
+    // The core drops the retry if a recovery began meanwhile (a takeover),
+    // and chooses its cause from the hold's.
+    const trigger: RecoveryTrigger = { cause: RecoveryCause.Retry, retryOf: retry.epoch };
     setTimeout(() => {
-      if (this.epochs.get(agentId) !== retry.epoch) return;
-      this.epochs.delete(agentId);
       if (this.host.closed() || heldEpochOf(this.host.store, agentId) === undefined) return;
-      this.request(agentId, { cause }).catch(() => undefined);
+      void this.host.conversations.holding(agentId, (entry) => this.recover(entry, trigger)).catch(() => undefined);
     }, retry.delayMs).unref();
-  }
-
-  /** The cause the conversation in this slot is held for (the core's record). */
-  private holdCauseOf(slot: number): number {
-    return this.host.coordinator.settings.core.conversationCause(slot);
   }
 
   /** Runs `body` on the control loop and resolves with what it returned. */

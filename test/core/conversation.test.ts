@@ -218,6 +218,32 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     core.expectDropped(M.ConversationOwned, ResultCode.ArgumentOutOfRange, c.slot, c.generation, Ownership.Here, 4);
   });
 
+  it("RetryDue recovers a conversation still held at the retry's epoch with the cause its hold names; a stale one is dropped", async () => {
+    const core = await boot();
+    const facts = Fact.Leasing | Fact.RecoversByItself;
+    const cases: [RecoveryOutcome, Cause][] = [
+      [RecoveryOutcome.StoreFault, Cause.HealAfterStoreFault],
+      [RecoveryOutcome.OutcomeUnknown, Cause.HealAfterStoreFault],
+      [RecoveryOutcome.NotQuiescent, Cause.SessionSettling],
+      [RecoveryOutcome.LeaseLapsed, Cause.Retry],
+    ];
+    for (const [outcome, cause] of cases) {
+      const c = register(core);
+      core.step(M.RecoveryRequested, c.slot, c.generation, Cause.FirstUse, facts);
+      const [retry] = core.step(M.RecoveryFinished, c.slot, c.generation, 1, outcome);
+      expect(retry).toMatchObject({ kind: EffectKind.RetryAfter, epoch: 1 });
+      core.expectDropped(M.RetryDue, ResultCode.RecoveryEpochMustMatch, c.slot, c.generation, 2, facts);
+      expect(core.step(M.RetryDue, c.slot, c.generation, 1, facts)).toEqual([
+        { kind: EffectKind.ReadRows, agent: c.slot, epoch: 2, rows: RowsPolicy.FromStore, readQueue: true },
+      ]);
+      expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Recovering, cause });
+      // The same retry again: no longer held (a recovery began).
+      core.expectDropped(M.RetryDue, ResultCode.ConversationPhaseMustMatch, c.slot, c.generation, 1, facts);
+      core.step(M.RecoveryFinished, c.slot, c.generation, 2, RecoveryOutcome.Recovered);
+      core.step(M.PurgeAgent, c.slot, c.generation);
+    }
+  });
+
   it("admits a start on a ready, free conversation; files one owned elsewhere; waits while recovering", async () => {
     const core = await boot();
     const c = ready(core);

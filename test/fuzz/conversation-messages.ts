@@ -45,6 +45,9 @@ export function conversationMessage(intent: Intent, agent: Handle, record: Conve
       return recovering(intent, agent, record);
     case ConversationPhase.Held:
       if (intent.noise % 6 === 0) return [MessageKind.ConversationOwned, slot, generation, Ownership.Elsewhere, 0, 0, 0, 0];
+      // The retry's timer fires: at the hold's epoch, or a stale one.
+      if (intent.noise % 3 === 0)
+        return [MessageKind.RetryDue, slot, generation, record.recoveryEpoch - (intent.pick % 4 === 0 ? 1 : 0), intent.variant % 128, 0, 0, 0];
       return [MessageKind.RecoveryRequested, slot, generation, RecoveryCause.Retry, 0, 0, 0, 0];
     case ConversationPhase.OwnedElsewhere:
       return ownedElsewhere(intent, agent, record, request);
@@ -130,7 +133,7 @@ function ready(intent: Intent, agent: Handle, record: ConversationRecordView, re
 /** A conversation message of any kind with a stale generation, or with
  * its other arguments anywhere in u32. */
 function noise(intent: Intent, agent: Handle, request: number): Message {
-  const kind = MessageKind.ConversationOwned + (intent.pick % (MessageKind.HeadRetryDue - MessageKind.ConversationOwned + 1));
+  const kind = MessageKind.ConversationOwned + (intent.pick % (MessageKind.RetryDue - MessageKind.ConversationOwned + 1));
   const generation = intent.noise % 2 === 0 ? (agent.generation + 1) >>> 0 : agent.generation;
   const wild = [intent.noise, 0xffff_ffff, intent.variant, 0, intent.noise >>> 5][intent.variant % 5]!;
   if (kind === MessageKind.Admit) return [kind, agent.slot, generation, request, wild, intent.variant % 5, intent.pick % 3, 0];

@@ -249,6 +249,8 @@ export class ReferenceConversations {
         return this.messageWritten(a, b);
       case MessageKind.HeadRetryDue:
         return this.headRetryDue(a, b);
+      case MessageKind.RetryDue:
+        return this.retryDue(a, b, c, d);
       default:
         return undefined;
     }
@@ -296,6 +298,25 @@ export class ReferenceConversations {
     if (execution === undefined) return;
     const held = this.host.agent(slot).admissionState === AdmissionState.RecoveryRequired;
     if (held || execution.status === ExecutionStatus.Suspended) this.host.emit(EffectKind.FollowAdmitted, execution.slot, execution.generation);
+  }
+
+  /** A hold's retry is due: still held at that epoch, its recovery begins
+   * with the cause the hold names. */
+  private retryDue(slot: number, generation: number, epoch: number, facts: number): ResultCode {
+    const K = MessageKind.RetryDue;
+    const code = this.host.checkAgent(slot, generation);
+    if (code !== ResultCode.Ok) return this.host.drop(K, code);
+    if (facts > 127) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
+    const record = this.at(slot);
+    if (record.phase !== P.Held) return this.host.drop(K, ResultCode.ConversationPhaseMustMatch);
+    if (record.recoveryEpoch !== epoch) return this.host.drop(K, ResultCode.RecoveryEpochMustMatch);
+    const causes: Readonly<Record<number, RecoveryCause>> = {
+      [HoldCause.StoreFault]: RecoveryCause.HealAfterStoreFault,
+      [HoldCause.OutcomeUnknown]: RecoveryCause.HealAfterStoreFault,
+      [HoldCause.NotQuiescent]: RecoveryCause.SessionSettling,
+      [HoldCause.LeaseLapsed]: RecoveryCause.Retry,
+    };
+    return this.recoveryRequested(slot, generation, causes[record.cause] ?? RecoveryCause.Retry, facts);
   }
 
   private recoveryRequested(slot: number, generation: number, cause: number, facts: number): ResultCode {
