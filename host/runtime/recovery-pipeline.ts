@@ -84,6 +84,9 @@ type Next = ({ readonly kind: "again" } & ReadOrder) | { readonly kind: "ended" 
 interface Running {
   readonly ended: Promise<void>;
   readonly end: () => void;
+  /** The epoch its pass runs under now: only that epoch's finish ends it
+   * (a pass the owner's report abandoned finishes later, under its own). */
+  epoch: number;
 }
 
 export class RecoveryPipeline {
@@ -138,7 +141,7 @@ export class RecoveryPipeline {
     const next = await this.onLoop(entry, () => this.finish(entry, epoch, outcome));
     if (next.kind === "ended") return;
     const trigger: RecoveryTrigger = { cause: RecoveryCause.Retry };
-    this.begin(entry.id);
+    this.begin(entry.id, next.epoch);
     await this.runEpochs(entry, next, trigger).catch(() => undefined);
   }
 
@@ -182,19 +185,22 @@ export class RecoveryPipeline {
     const read = effects.find((effect) => effect.kind === EffectKind.ReadRows);
     const running = this.running.get(entry.id);
     if (read !== undefined && read.kind === EffectKind.ReadRows) {
-      this.begin(entry.id);
+      this.begin(entry.id, read.epoch);
       return { kind: "read", epoch: read.epoch, readQueue: read.readQueue };
     }
     if (code !== ResultCode.Ok || running === undefined) return { kind: "refused" };
     return { kind: "joined" };
   }
 
-  private begin(agentId: string): void {
+  private begin(agentId: string, epoch: number): void {
     let end = (): void => undefined;
     const ended = new Promise<void>((resolve) => {
       end = resolve;
     });
-    const running: Running = { ended, end };
+    const running: Running = { ended, end, epoch };
+    // One abandoned by the owner's report (its pass still running) is over
+    // for those waiting on it: they ask again, and find this one.
+    this.running.get(agentId)?.end();
     this.running.set(agentId, running);
   }
 
@@ -232,11 +238,14 @@ export class RecoveryPipeline {
     const code = coordinator.apply(M.RecoveryFinished, entry.slot, entry.generation, epoch, outcome);
     const effects = code === ResultCode.Ok ? coordinator.settings.core.effects() : [];
     const again = effects.find((effect) => effect.kind === EffectKind.ReadRows);
+    const running = this.running.get(entry.id);
     if (again !== undefined && again.kind === EffectKind.ReadRows) {
+      if (running?.epoch === epoch) running.epoch = again.epoch;
       return { kind: "again", epoch: again.epoch, readQueue: again.readQueue };
     }
     this.end(
       entry.id,
+      epoch,
       effects.some((effect) => effect.kind === EffectKind.OpenInbox),
     );
     this.retryIfAsked(entry.id, effects);
@@ -244,9 +253,9 @@ export class RecoveryPipeline {
   }
 
   /** The recovery is over: ready (`OpenAdmissions`, `OpenInbox`), held, or dropped as stale. */
-  private end(agentId: string, ready: boolean): void {
+  private end(agentId: string, epoch: number, ready: boolean): void {
     const running = this.running.get(agentId);
-    if (running === undefined) return;
+    if (running === undefined || running.epoch !== epoch) return;
     this.running.delete(agentId);
     this.release(agentId, ready);
     running.end();
