@@ -5,8 +5,9 @@
 // session compare to a fraction of a percent (issue 25: CPU per run must
 // fall).
 //
-//   npm run bench:instructions                      # 500 and 2,500 runs, both shapes
+//   npm run bench:instructions                      # 200 and 1,200 runs, both shapes
 //   BENCH_RUNS=1000,3000 BENCH_SHAPES=sequential npm run bench:instructions
+//   BENCH_CALLGRIND_DIR=/tmp/cg npm run bench:instructions   # keeps the callgrind files
 //
 // Each shape runs twice under callgrind, once per count in BENCH_RUNS,
 // after the same warm-up; the difference of the two totals over the
@@ -16,13 +17,23 @@
 // each starting its next run as soon as its last one ended (bench/e2e's
 // two loops). Instructions of every thread count (the store's worker too).
 // Needs valgrind on the PATH; takes a few minutes.
+//
+// The measured process alone, for a CPU profile of the same runs
+// (BENCH_SYNCHRONOUS=NORMAL leaves out the waits for fsync, which a
+// sampling profile counts as time in SQLite):
+//
+//   npm run bench:instructions -- --instructions-child sequential 3000  # builds build/bench-dist
+//   BENCH_SYNCHRONOUS=NORMAL node --cpu-prof --cpu-prof-dir=/tmp/prof \
+//     build/bench-dist/bench/e2e/instructions.js --instructions-child sequential 3000
+//   node scripts/profile-summary.mjs /tmp/prof/<file>.cpuprofile 3000
 
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Phronomy, type Agent } from "../../host/index.js";
+import type { SynchronousMode } from "../../host/store/sqlite/schema.js";
 import { IN_FLIGHT, defineAgents, warmUp } from "./workload.js";
 
 type Shape = "sequential" | "inflight";
@@ -37,13 +48,16 @@ else await driver();
 
 /** Runs each shape under callgrind at both counts and prints per-run figures. */
 async function driver(): Promise<void> {
-  const counts = (process.env.BENCH_RUNS ?? "500,2500").split(",").map(Number);
+  const counts = (process.env.BENCH_RUNS ?? "200,1200").split(",").map(Number);
   const shapes = (process.env.BENCH_SHAPES ?? "sequential,inflight").split(",") as Shape[];
   if (counts.length !== 2 || !counts.every((count) => Number.isInteger(count) && count >= 0) || counts[0]! >= counts[1]!) {
-    throw new Error(`BENCH_RUNS must be two increasing run counts such as 500,2500, got ${process.env.BENCH_RUNS}`);
+    throw new Error(`BENCH_RUNS must be two increasing run counts such as 200,1200, got ${process.env.BENCH_RUNS}`);
   }
   execFileSync("valgrind", ["--version"], { stdio: "ignore" });
-  const directory = await mkdtemp(join(tmpdir(), "phronomy-instructions-"));
+  // BENCH_CALLGRIND_DIR keeps the callgrind files there, for callgrind_annotate.
+  const kept = process.env.BENCH_CALLGRIND_DIR;
+  const directory = kept ?? (await mkdtemp(join(tmpdir(), "phronomy-instructions-")));
+  if (kept !== undefined) await mkdir(kept, { recursive: true });
   try {
     for (const shape of shapes) {
       const [low, high] = [await countInstructions(directory, shape, counts[0]!), await countInstructions(directory, shape, counts[1]!)];
@@ -53,7 +67,7 @@ async function driver(): Promise<void> {
       );
     }
   } finally {
-    await rm(directory, { recursive: true, force: true });
+    if (kept === undefined) await rm(directory, { recursive: true, force: true });
   }
 }
 
@@ -77,7 +91,8 @@ async function child(): Promise<void> {
   const [shape, runs] = process.argv.slice(process.argv.indexOf(CHILD_FLAG) + 1) as [Shape, string];
   const directory = await mkdtemp(join(tmpdir(), "phronomy-instructions-run-"));
   try {
-    const env = await Phronomy.open({ store: join(directory, "instructions.db"), logger: { warn: () => undefined } });
+    const synchronous = (process.env.BENCH_SYNCHRONOUS ?? "FULL") as SynchronousMode;
+    const env = await Phronomy.open({ store: join(directory, "instructions.db"), synchronous, logger: { warn: () => undefined } });
     const agentCount = shape === "inflight" ? IN_FLIGHT : 1;
     const agents = await defineAgents(
       env,
