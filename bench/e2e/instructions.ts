@@ -5,18 +5,21 @@
 // session compare to a fraction of a percent (issue 25: CPU per run must
 // fall).
 //
-//   npm run bench:instructions                      # 200 and 1,200 runs, both shapes
-//   BENCH_RUNS=1000,3000 BENCH_SHAPES=sequential npm run bench:instructions
+//   npm run bench:instructions                      # both shapes, 1,000 runs each
+//   BENCH_RUNS=2000 BENCH_SHAPES=sequential npm run bench:instructions
 //   BENCH_CALLGRIND_DIR=/tmp/cg npm run bench:instructions   # keeps the callgrind files
 //
-// Each shape runs twice under callgrind, once per count in BENCH_RUNS,
-// after the same warm-up; the difference of the two totals over the
-// difference of the counts is the cost of one run, start-up, warm-up and
-// JIT compilation of the first runs cancelling out. `sequential` is one
-// agent running one execution after another; `inflight` is 100 agents,
-// each starting its next run as soon as its last one ended (bench/e2e's
-// two loops). Instructions of every thread count (the store's worker too).
-// Needs valgrind on the PATH; takes a few minutes.
+// Each shape runs in a process of its own under callgrind: a warm-up of
+// WARM_UP_RUNS runs (the JIT compiles the hot path meanwhile), then the
+// counted runs. Only the counted runs are counted: the process calls
+// `os.freemem()` just before them and `os.totalmem()` just after, and
+// callgrind zeroes its counters before the first (`--zero-before`) and
+// writes them out before the second (`--dump-before`), so start-up,
+// warm-up and close fall outside. `sequential` is one agent running one
+// execution after another; `inflight` is 100 agents, each starting its
+// next run as soon as its last one ended (bench/e2e's two loops).
+// Instructions of every thread count (the store's worker too). Needs
+// valgrind on the PATH; takes several minutes per shape.
 //
 // The measured process alone, for a CPU profile of the same runs
 // (BENCH_SYNCHRONOUS=NORMAL leaves out the waits for fsync, which a
@@ -28,8 +31,8 @@
 //   node scripts/profile-summary.mjs /tmp/prof/<file>.cpuprofile 3000
 
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { freemem, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Phronomy, type Agent } from "../../host/index.js";
@@ -38,21 +41,28 @@ import { IN_FLIGHT, defineAgents, warmUp } from "./workload.js";
 
 type Shape = "sequential" | "inflight";
 
-/** Warm-up rounds before the counted runs: each is one run per agent. */
-const WARM_UP_ROUNDS = 20;
+/** Runs before the counted ones, in the same shape. A thousand runs
+ * leave the JIT's compilations of the hot path behind: runs 200 to 500 of
+ * a process still cost half as much again, in TurboFan's work. */
+const WARM_UP_RUNS = 1_000;
+
+/** What the child calls around the counted runs, for callgrind's
+ * `--zero-before` and `--dump-before` (libuv functions Node calls for
+ * nothing else on this path; Node's start-up asks the total memory once,
+ * a dump that comes before the counted one). */
+const ZERO_BEFORE = "uv_get_free_memory";
+const DUMP_BEFORE = "uv_get_total_memory";
 
 const CHILD_FLAG = "--instructions-child";
 
 if (process.argv.includes(CHILD_FLAG)) await child();
 else await driver();
 
-/** Runs each shape under callgrind at both counts and prints per-run figures. */
+/** Runs each shape under callgrind and prints its instructions per run. */
 async function driver(): Promise<void> {
-  const counts = (process.env.BENCH_RUNS ?? "200,1200").split(",").map(Number);
+  const runs = Number(process.env.BENCH_RUNS ?? 1_000);
   const shapes = (process.env.BENCH_SHAPES ?? "sequential,inflight").split(",") as Shape[];
-  if (counts.length !== 2 || !counts.every((count) => Number.isInteger(count) && count >= 0) || counts[0]! >= counts[1]!) {
-    throw new Error(`BENCH_RUNS must be two increasing run counts such as 200,1200, got ${process.env.BENCH_RUNS}`);
-  }
+  if (!Number.isInteger(runs) || runs < 1) throw new Error(`BENCH_RUNS must be a positive number of runs, got ${process.env.BENCH_RUNS}`);
   execFileSync("valgrind", ["--version"], { stdio: "ignore" });
   // BENCH_CALLGRIND_DIR keeps the callgrind files there, for callgrind_annotate.
   const kept = process.env.BENCH_CALLGRIND_DIR;
@@ -60,29 +70,42 @@ async function driver(): Promise<void> {
   if (kept !== undefined) await mkdir(kept, { recursive: true });
   try {
     for (const shape of shapes) {
-      const [low, high] = [await countInstructions(directory, shape, counts[0]!), await countInstructions(directory, shape, counts[1]!)];
-      const perRun = (high - low) / (counts[1]! - counts[0]!);
-      console.log(
-        `${shape}: ${(perRun / 1e6).toFixed(3)} M instructions per run (${counts.join(" and ")} runs: ${(low / 1e9).toFixed(3)} and ${(high / 1e9).toFixed(3)} G in all)`,
-      );
+      const instructions = await countInstructions(directory, shape, runs);
+      console.log(`${shape}: ${(instructions / runs / 1e6).toFixed(3)} M instructions per run (${runs} runs after ${WARM_UP_RUNS} of warm-up)`);
     }
   } finally {
     if (kept === undefined) await rm(directory, { recursive: true, force: true });
   }
 }
 
-/** Total instructions of one child process under callgrind. */
+/** Instructions of the counted runs of one child process under callgrind:
+ * the last dump it wrote before `DUMP_BEFORE` (`<output>.<n>`). */
 async function countInstructions(directory: string, shape: Shape, runs: number): Promise<number> {
-  const output = join(directory, `callgrind.${shape}.${runs}.out`);
+  const output = join(directory, `callgrind.${shape}.out`);
   const script = fileURLToPath(import.meta.url);
   const { status, stderr } = spawnSync(
     "valgrind",
-    ["--tool=callgrind", "--trace-children=no", `--callgrind-out-file=${output}`, process.execPath, script, CHILD_FLAG, shape, String(runs)],
+    [
+      "--tool=callgrind",
+      "--trace-children=no",
+      `--callgrind-out-file=${output}`,
+      `--zero-before=${ZERO_BEFORE}`,
+      `--dump-before=${DUMP_BEFORE}`,
+      process.execPath,
+      script,
+      CHILD_FLAG,
+      shape,
+      String(runs),
+    ],
     { encoding: "utf8", stdio: ["ignore", "inherit", "pipe"] },
   );
   if (status !== 0) throw new Error(`callgrind of ${shape} × ${runs} ended with status ${status}: ${stderr.slice(-2000)}`);
-  const totals = /^summary:\s+(\d+)/m.exec(await readFile(output, "utf8"));
-  if (totals === null) throw new Error(`${output} holds no "summary:" line`);
+  const dumps = (await readdir(directory)).filter((name) => name.startsWith(`callgrind.${shape}.out.`));
+  const last = dumps.sort((a, b) => Number(a.split(".").pop()) - Number(b.split(".").pop())).at(-1);
+  const text = last === undefined ? "" : await readFile(join(directory, last), "utf8");
+  const totals = /^summary:\s+(\d+)/m.exec(text);
+  if (!text.includes(`--dump-before=${DUMP_BEFORE}`) || totals === null)
+    throw new Error(`callgrind wrote no dump of the counted runs of ${shape} in ${directory}`);
   return Number(totals[1]);
 }
 
@@ -98,8 +121,11 @@ async function child(): Promise<void> {
       env,
       Array.from({ length: agentCount }, (_, index) => `agent-${index}`),
     );
-    for (let round = 0; round < WARM_UP_ROUNDS; round += 1) await warmUp(agents);
+    await warmUp(agents);
+    await runCount(agents, WARM_UP_RUNS - agents.length);
+    freemem();
     await runCount(agents, Number(runs));
+    totalmem();
     await env.close();
   } finally {
     await rm(directory, { recursive: true, force: true });
