@@ -12,7 +12,7 @@
 // Each shape runs in a process of its own under callgrind: a warm-up of
 // WARM_UP_RUNS runs (the JIT compiles the hot path meanwhile), then the
 // counted runs. Only the counted runs are counted: the process calls
-// `os.freemem()` just before them and `os.totalmem()` just after, and
+// `os.loadavg()` just before them and `os.uptime()` just after, and
 // callgrind zeroes its counters before the first (`--zero-before`) and
 // writes them out before the second (`--dump-before`), so start-up,
 // warm-up and close fall outside. `sequential` is one agent running one
@@ -32,7 +32,7 @@
 
 import { execFileSync, spawnSync } from "node:child_process";
 import { mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
-import { freemem, tmpdir, totalmem } from "node:os";
+import { loadavg, tmpdir, uptime } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Phronomy, type Agent } from "../../host/index.js";
@@ -47,11 +47,11 @@ type Shape = "sequential" | "inflight";
 const WARM_UP_RUNS = 1_000;
 
 /** What the child calls around the counted runs, for callgrind's
- * `--zero-before` and `--dump-before` (libuv functions Node calls for
- * nothing else on this path; Node's start-up asks the total memory once,
- * a dump that comes before the counted one). */
-const ZERO_BEFORE = "uv_get_free_memory";
-const DUMP_BEFORE = "uv_get_total_memory";
+ * `--zero-before` and `--dump-before`: libuv functions Node calls only when
+ * asked (`os.loadavg()`, `os.uptime()`; not the memory ones, which every
+ * thread's start-up calls). */
+const ZERO_BEFORE = "uv_loadavg";
+const DUMP_BEFORE = "uv_uptime";
 
 const CHILD_FLAG = "--instructions-child";
 
@@ -79,10 +79,12 @@ async function driver(): Promise<void> {
 }
 
 /** Instructions of the counted runs of one child process under callgrind:
- * the last dump it wrote before `DUMP_BEFORE` (`<output>.<n>`). */
+ * the one dump it wrote, before `DUMP_BEFORE` (`<output>.1`). */
 async function countInstructions(directory: string, shape: Shape, runs: number): Promise<number> {
   const output = join(directory, `callgrind.${shape}.out`);
   const script = fileURLToPath(import.meta.url);
+  // A kept directory may hold the files of an earlier count.
+  for (const name of await readdir(directory)) if (name.startsWith(`callgrind.${shape}.out`)) await rm(join(directory, name));
   const { status, stderr } = spawnSync(
     "valgrind",
     [
@@ -101,11 +103,10 @@ async function countInstructions(directory: string, shape: Shape, runs: number):
   );
   if (status !== 0) throw new Error(`callgrind of ${shape} × ${runs} ended with status ${status}: ${stderr.slice(-2000)}`);
   const dumps = (await readdir(directory)).filter((name) => name.startsWith(`callgrind.${shape}.out.`));
-  const last = dumps.sort((a, b) => Number(a.split(".").pop()) - Number(b.split(".").pop())).at(-1);
-  const text = last === undefined ? "" : await readFile(join(directory, last), "utf8");
+  if (dumps.length !== 1) throw new Error(`callgrind wrote ${dumps.length} dumps of ${shape} in ${directory}, expected the one of the counted runs`);
+  const text = await readFile(join(directory, dumps[0]!), "utf8");
   const totals = /^summary:\s+(\d+)/m.exec(text);
-  if (!text.includes(`--dump-before=${DUMP_BEFORE}`) || totals === null)
-    throw new Error(`callgrind wrote no dump of the counted runs of ${shape} in ${directory}`);
+  if (!text.includes(`--dump-before=${DUMP_BEFORE}`) || totals === null) throw new Error(`${dumps[0]} in ${directory} is not the dump of the counted runs`);
   return Number(totals[1]);
 }
 
@@ -123,9 +124,9 @@ async function child(): Promise<void> {
     );
     await warmUp(agents);
     await runCount(agents, WARM_UP_RUNS - agents.length);
-    freemem();
+    loadavg();
     await runCount(agents, Number(runs));
-    totalmem();
+    uptime();
     await env.close();
   } finally {
     await rm(directory, { recursive: true, force: true });
