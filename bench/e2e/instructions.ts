@@ -41,10 +41,11 @@ import { IN_FLIGHT, defineAgents, warmUp } from "./workload.js";
 
 type Shape = "sequential" | "inflight";
 
-/** Runs before the counted ones, in the same shape. A thousand runs
- * leave the JIT's compilations of the hot path behind: runs 200 to 500 of
- * a process still cost half as much again, in TurboFan's work. */
-const WARM_UP_RUNS = 1_000;
+/** Runs before the counted ones, in the same shape (BENCH_WARM_UP, for a
+ * quick check of this script). A thousand runs leave most of the JIT's
+ * compilations of the hot path behind: runs 200 to 500 of a process still
+ * cost half as much again, in TurboFan's work. */
+const WARM_UP_RUNS = Number(process.env.BENCH_WARM_UP ?? 1_000);
 
 /** What the child calls around the counted runs, for callgrind's
  * `--zero-before` and `--dump-before`: libuv functions Node calls only when
@@ -63,6 +64,8 @@ async function driver(): Promise<void> {
   const runs = Number(process.env.BENCH_RUNS ?? 1_000);
   const shapes = (process.env.BENCH_SHAPES ?? "sequential,inflight").split(",") as Shape[];
   if (!Number.isInteger(runs) || runs < 1) throw new Error(`BENCH_RUNS must be a positive number of runs, got ${process.env.BENCH_RUNS}`);
+  if (!Number.isInteger(WARM_UP_RUNS) || WARM_UP_RUNS < IN_FLIGHT)
+    throw new Error(`BENCH_WARM_UP must be ${IN_FLIGHT} runs or more, got ${process.env.BENCH_WARM_UP}`);
   execFileSync("valgrind", ["--version"], { stdio: "ignore" });
   // BENCH_CALLGRIND_DIR keeps the callgrind files there, for callgrind_annotate.
   const kept = process.env.BENCH_CALLGRIND_DIR;
