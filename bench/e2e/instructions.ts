@@ -35,7 +35,9 @@ import { mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { loadavg, tmpdir, uptime } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Phronomy, type Agent } from "../../host/index.js";
+import { Phronomy, type Agent, type Environment } from "../../host/index.js";
+import type { OffloadStatistics } from "../../host/store/offload.js";
+import type { SqliteStore } from "../../host/store/sqlite-store.js";
 import type { SynchronousMode } from "../../host/store/sqlite/schema.js";
 import { IN_FLIGHT, defineAgents, warmUp } from "./workload.js";
 
@@ -127,13 +129,30 @@ async function child(): Promise<void> {
     );
     await warmUp(agents);
     await runCount(agents, WARM_UP_RUNS - agents.length);
+    const before = offloadStatisticsOf(env);
     loadavg();
     await runCount(agents, Number(runs));
     uptime();
+    printGroups(before, offloadStatisticsOf(env), Number(runs));
     await env.close();
   } finally {
     await rm(directory, { recursive: true, force: true });
   }
+}
+
+function offloadStatisticsOf(env: Environment): OffloadStatistics {
+  return (env as unknown as { store: SqliteStore }).store.offloadStatistics;
+}
+
+/** How the counted runs' operations were grouped into transactions. At
+ * 100 in flight that depends on timing (an operation joins the group
+ * being formed, or waits for the next), and so does the count: compare
+ * it between commits only with the groups alike. */
+function printGroups(before: OffloadStatistics, after: OffloadStatistics, runs: number): void {
+  const operations = after.submitted - before.submitted;
+  const groups = after.inlineGroups - before.inlineGroups + (after.workerGroups - before.workerGroups);
+  const inline = after.inlineGroups - before.inlineGroups;
+  console.log(`${(operations / runs).toFixed(2)} store operations per run in ${(groups / runs).toFixed(2)} transactions (${inline} of ${groups} inline)`);
 }
 
 /** Exactly `runs` runs spread over the agents, each agent one at a time. */
