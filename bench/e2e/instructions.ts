@@ -99,6 +99,11 @@ async function countInstructions(directory: string, shape: Shape, runs: number):
       `--zero-before=${ZERO_BEFORE}`,
       `--dump-before=${DUMP_BEFORE}`,
       process.execPath,
+      // V8's own threads (concurrent compilation, concurrent marking) do
+      // the same work at other moments from one process to the next: on
+      // this thread, the count of the same commit repeats (it moved by
+      // ±10% with them).
+      "--single-threaded",
       script,
       CHILD_FLAG,
       shape,
