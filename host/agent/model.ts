@@ -183,10 +183,23 @@ function callOptionsFor(ai: AiSdk, model: LanguageModel, request: ModelCallReque
   return { ...options, tools: toolSetFor(ai, request.tools), toolChoice: "auto" } as CallOptions;
 }
 
+/** The tool sets built so far, by the resolved tools they were built
+ * from: an agent's tools are resolved once and never change, and every
+ * model call of every run asked for the same set again. */
+const toolSets = new WeakMap<readonly ToolSpecification[], { readonly ai: AiSdk; readonly set: Record<string, unknown> }>();
+
 /** The agent's tools as AI SDK tools without `execute`: the SDK returns
  * their calls for the loop to run. Inputs are validated by the loop (with
  * the tool's own schema), so the SDK is shown the JSON Schema only. */
 function toolSetFor(ai: AiSdk, tools: readonly ToolSpecification[]): Record<string, unknown> {
+  const built = toolSets.get(tools);
+  if (built !== undefined && built.ai === ai) return built.set;
+  const set = buildToolSet(ai, tools);
+  toolSets.set(tools, { ai, set });
+  return set;
+}
+
+function buildToolSet(ai: AiSdk, tools: readonly ToolSpecification[]): Record<string, unknown> {
   const set: Record<string, unknown> = {};
   for (const spec of tools) {
     set[spec.name] = {

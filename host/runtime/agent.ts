@@ -143,9 +143,10 @@ export class Agent {
       } catch (error) {
         throw error instanceof InvalidInputError ? new InvalidInputError(error.message, { agentId: this.id, cause: error.cause }) : error;
       }
-      this.environment.assertOpen(`a start of agent "${this.id}"`);
-      this.environment.assertOwner(`a start of agent "${this.id}"`);
-      this.environment.assertStoreWritable(`a start of agent "${this.id}"`);
+      const what = `a start of agent "${this.id}"`;
+      this.environment.assertOpen(what);
+      this.environment.assertOwner(what);
+      this.environment.assertStoreWritable(what);
       this.environment.conversations.checkOwnership(this.id, this.kind);
     } catch (error) {
       settleWaiterWithError(outer, error as PhronomyError, settings);

@@ -23,7 +23,7 @@ import {
 } from "../errors.js";
 import { errorFromRecord } from "../error-records.js";
 import type { ExecutionStore } from "../store/store.js";
-import type { ControlLoop } from "./control-loop.js";
+import type { ControlLoop, PostOptions } from "./control-loop.js";
 import { errorForCode } from "./error-codes.js";
 import type { ExecutionEvent } from "./events.js";
 import type { CallbackErrorPolicy, Logger } from "./options.js";
@@ -247,7 +247,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
 
   /** Queues a message for the loop. */
   post(message: () => void): void {
-    this.settings.loop.post(message, { label: "a completion" });
+    this.settings.loop.post(message, completionPost);
   }
 
   registerAgentEntry(entry: AgentEntry): void {
@@ -582,6 +582,9 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
     return request?.type === "start" ? request : undefined;
   }
 }
+
+/** The options of every completion posted (a score per run): one object. */
+const completionPost: PostOptions = { label: "a completion" };
 
 export { configOf } from "./execution-preparation.js";
 export { OffloadFullError };

@@ -53,13 +53,13 @@ function createSession(
   // (carryOutOrFail): the run ends through its terminal commit.
   let spanFailure: { error: unknown } | undefined;
   try {
-    entry.span ??= calls.settings.tracer.startExecution(agent.id, {
+    entry.span ??= calls.settings.tracer.startExecution(agent.id, () => ({
       ...agentAttributes(agent.id, definition),
       "phronomy.agent_id": agent.id,
       "phronomy.execution_id": entry.executionId,
       "phronomy.mode": "invoke",
       "phronomy.run": run,
-    });
+    }));
   } catch (error) {
     spanFailure = { error };
   }

@@ -273,12 +273,10 @@ export class Session {
     const { definition, tracer } = this.settings;
     this.turns += 1;
     this.host.emit(this, { type: "model_call_started", executionId: this.executionId, callId, turn: this.turns });
-    const span = tracer.startChild(this.settings.parentSpan, `chat ${modelIdOf(definition.model)}`, {
-      ...modelRequestAttributes(definition),
-      "phronomy.execution_id": this.executionId,
-      "phronomy.call_id": callId,
-      "phronomy.turn": this.turns,
-    });
+    const span = tracer.startChild(this.settings.parentSpan, () => ({
+      name: `chat ${modelIdOf(definition.model)}`,
+      attributes: { ...modelRequestAttributes(definition), "phronomy.execution_id": this.executionId, "phronomy.call_id": callId, "phronomy.turn": this.turns },
+    }));
     let attempts = 0;
     const run = async (): Promise<{ turn: ModelTurn; plan: PlannedCall[] }> => {
       await this.memoryLoaded;
@@ -326,7 +324,7 @@ export class Session {
     run().then(
       ({ turn, plan }) =>
         this.host.post(() => {
-          span.set(modelResponseAttributes(turn, attempts));
+          if (span.recording) span.set(modelResponseAttributes(turn, attempts));
           span.end();
           this.host.operationSettled(this);
           this.modelAnswered(callId, turn, plan);
@@ -528,12 +526,15 @@ export class Session {
     const { definition, tracer } = this.settings;
     const idempotencyKey = `${this.executionId}:${call.callId}`;
     this.host.emit(this, { type: "tool_call_started", executionId: this.executionId, callId: call.callId, toolName: call.toolName, idempotencyKey });
-    const span = tracer.startChild(this.settings.parentSpan, `execute_tool ${call.toolName}`, {
-      ...toolAttributes(call.toolName, call.callId, tool?.description),
-      "phronomy.execution_id": this.executionId,
-      "phronomy.call_id": call.callId,
-      "phronomy.tool": call.toolName,
-    });
+    const span = tracer.startChild(this.settings.parentSpan, () => ({
+      name: `execute_tool ${call.toolName}`,
+      attributes: {
+        ...toolAttributes(call.toolName, call.callId, tool?.description),
+        "phronomy.execution_id": this.executionId,
+        "phronomy.call_id": call.callId,
+        "phronomy.tool": call.toolName,
+      },
+    }));
     const run = async (): Promise<{ output: Json; modelOutput: Json | undefined }> => {
       if (planned.error) throw planned.error;
       if (!tool) throw new PhronomyError("INVALID_INPUT", `no tool "${call.toolName}"`);

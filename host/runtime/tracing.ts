@@ -17,7 +17,16 @@ import type * as OpenTelemetry from "@opentelemetry/api";
 
 export type Attributes = Record<string, string | number | boolean | string[]>;
 
+/** A span's name and attributes, asked for only when a span is recorded. */
+export interface SpanDescription {
+  readonly name: string;
+  readonly attributes: Attributes;
+}
+
 export interface Span {
+  /** An OpenTelemetry span: false for the shared one that does nothing,
+   * for which attributes need not be built. */
+  readonly recording: boolean;
   /** Adds attributes known only later (usage, finish reason). */
   set(attributes: Attributes): void;
   end(): void;
@@ -39,7 +48,7 @@ function openTelemetry(): typeof OpenTelemetry | undefined {
   return api;
 }
 
-const noSpan: Span = { otel: undefined, set: () => undefined, end: () => undefined, fail: () => undefined };
+const noSpan: Span = { recording: false, otel: undefined, set: () => undefined, end: () => undefined, fail: () => undefined };
 
 export class Tracer {
   private tracer: OpenTelemetry.Tracer | undefined;
@@ -50,16 +59,21 @@ export class Tracer {
     return this.tracer;
   }
 
-  startExecution(agentId: string, attributes: Attributes): Span {
+  // The span's name and attributes come as a function: every run opens
+  // six spans or so, and without an SDK building their attributes was
+  // most of what tracing cost (issue 25).
+
+  startExecution(agentId: string, attributes: () => Attributes): Span {
     const tracer = this.otelTracer();
-    return tracer === undefined ? noSpan : wrap(tracer.startSpan(`invoke_agent ${agentId}`, { attributes }), api!);
+    return tracer === undefined ? noSpan : wrap(tracer.startSpan(`invoke_agent ${agentId}`, { attributes: attributes() }), api!);
   }
 
-  startChild(parent: Span | undefined, name: string, attributes: Attributes): Span {
+  startChild(parent: Span | undefined, describe: () => SpanDescription): Span {
     const tracer = this.otelTracer();
     if (tracer === undefined) return noSpan;
     const { context, trace } = api!;
     const parentContext = parent?.otel !== undefined ? trace.setSpan(context.active(), parent.otel) : context.active();
+    const { name, attributes } = describe();
     return wrap(tracer.startSpan(name, { attributes }, parentContext), api!);
   }
 
@@ -76,6 +90,7 @@ export class Tracer {
 function wrap(otel: OpenTelemetry.Span, { SpanStatusCode }: typeof OpenTelemetry): Span {
   let ended = false;
   return {
+    recording: true,
     otel,
     set(attributes: Attributes) {
       if (!ended) otel.setAttributes(attributes);

@@ -6,6 +6,7 @@
 
 import { createRequire } from "node:module";
 import { afterAll, describe, expect, it } from "vitest";
+import { Tracer } from "../../host/runtime/tracing.js";
 import { agentRunModel, lookupTool, openEnvironment } from "./helpers.js";
 
 const require = createRequire(import.meta.url);
@@ -29,6 +30,20 @@ describe("tracing, loaded on first need", () => {
     const agent = env.agent({ id: "lazy-traced", model: agentRunModel(), tools: { lookup: lookupTool() } });
     expect((await agent.start("Where is order 42?").result).outcome).toBe("completed");
     expect(apiLoaded()).toBe(false);
+    // Without the API a span's name and attributes are never built (every
+    // run opens about six spans: issue 25).
+    const tracer = new Tracer();
+    const built: string[] = [];
+    const execution = tracer.startExecution("lazy-traced", () => {
+      built.push("invoke_agent");
+      return {};
+    });
+    const chat = tracer.startChild(execution, () => {
+      built.push("chat");
+      return { name: "chat scripted", attributes: {} };
+    });
+    expect(built).toEqual([]);
+    expect([execution.recording, chat.recording]).toEqual([false, false]);
 
     const names: string[] = [];
     const { trace } = await import("@opentelemetry/api");

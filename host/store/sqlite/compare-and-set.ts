@@ -29,18 +29,17 @@ export function selectForUpdate(connection: SqliteConnection, operation: Compare
   const row = connection
     .prepare("SELECT agent_id, revision, status, metadata, approval_request FROM executions WHERE execution_id = ?")
     .get(operation.executionId);
-  const context = { executionId: operation.executionId, details: { expectedRevision: operation.expectedRevision, operation: operation.type } };
   if (row === undefined) {
     throw new ExecutionRehydrationRequiredError(
       `execution ${operation.executionId} is not in the store (${operation.type} expected revision ${operation.expectedRevision})`,
-      context,
+      refusalContext(operation),
     );
   }
   const status = row["status"] as ExecutionStatusName;
   if (row["revision"] !== operation.expectedRevision || !statuses.includes(status)) {
     throw new ExecutionRehydrationRequiredError(
       `execution ${operation.executionId} moved on: ${operation.type} expected revision ${operation.expectedRevision} with status ${statuses.join(" or ")}, the store holds revision ${String(row["revision"])} with status ${status}`,
-      { ...context, agentId: String(row["agent_id"]) },
+      { ...refusalContext(operation), agentId: String(row["agent_id"]) },
     );
   }
   return {
@@ -48,6 +47,12 @@ export function selectForUpdate(connection: SqliteConnection, operation: Compare
     metadata: JSON.parse(String(row["metadata"])) as ExecutionMetadata,
     approvalRequest: JSON.parse(String(row["approval_request"])) as Json,
   };
+}
+
+/** What a refusal of `selectForUpdate` names (built only for a refusal:
+ * every write of every run passes here). */
+function refusalContext(operation: CompareAndSetOperation) {
+  return { executionId: operation.executionId, details: { expectedRevision: operation.expectedRevision, operation: operation.type } };
 }
 
 /** The compare-and-set itself: `values` are the SET values after the new
