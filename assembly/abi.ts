@@ -518,16 +518,15 @@ export const enum Ownership {
  * report). The core decides the pin from them: a conversation is kept
  * registered when idle if it was owned elsewhere then (the store keeps
  * asking for its lease, and takes it over), or if its agent is defined by
- * id on a store with leases (it keeps its lease while defined). */
+ * id (one conversation per definition: it keeps its entry, and on a
+ * leasing store its lease, while defined). */
 export const enum OwnerFact {
   /** Its agent is defined by id (`env.agent({ id })`), not by name. */
   DefinedById = 1,
-  /** The store leases conversations (PostgreSQL). */
-  Leasing = 2,
 }
 
 export const enum OwnerFactMask {
-  All = 3,
+  All = 1,
 }
 
 /** The nine triggers of a recovery (`RecoveryRequested`), the retry a

@@ -332,12 +332,11 @@ function abandonedPassEnded(agent: u32, epoch: u32): bool {
 
 /** The pin a registration's report decides (`OwnerFact`): owned
  * elsewhere then — the store keeps asking for its lease and takes it
- * over, recovering it here — or defined by id on a leasing store, which
- * keeps its lease while defined. Lifted by `SetPinned(0)` (`agent.release()`). */
+ * over, recovering it here — or defined by id: one conversation per
+ * definition, kept while defined (registering it again around every run
+ * cost a first use per run). Lifted by `SetPinned(0)` (`agent.release()`). */
 function pinnedAtRegistration(here: bool, facts: u32): bool {
-  if (!here) return true;
-  const byIdLeased = <u32>(OwnerFact.DefinedById | OwnerFact.Leasing);
-  return (facts & byIdLeased) == byIdLeased;
+  return !here || (facts & OwnerFact.DefinedById) != 0;
 }
 
 function forgetRecovery(agent: u32): void {

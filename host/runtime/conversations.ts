@@ -17,9 +17,10 @@
 //   is let go by itself here (`agent.release()` asks for it: PurgeAgent).
 // * One conversation id belongs to one definition in this process.
 // * On a leasing store (PostgreSQL) a conversation's lease is taken on
-//   first use and given up when it is let go; an agent defined by its id
-//   keeps its lease while defined, as before (the core pins it at its
-//   registration, from the facts `ConversationOwned` reports).
+//   first use and given up when it is let go. An agent defined by its id
+//   (one conversation per definition) keeps its entry, and its lease,
+//   while defined: the core pins it at its registration, from the facts
+//   `ConversationOwned` reports.
 // * Decisions filed in the approval inbox are claimed only for
 //   conversations that have a suspended execution here.
 
@@ -401,10 +402,9 @@ export class Conversations {
   }
 
   /** What the core decides the registration's pin from (`OwnerFact`): an
-   * agent defined by id, a store with leases. */
+   * agent defined by id. */
   private ownerFactsOf(conversation: Conversation): number {
-    const byId = conversation.kind.name === undefined ? OwnerFact.DefinedById : 0;
-    return byId | (leasingStoreOf(this.host.store) !== undefined ? OwnerFact.Leasing : 0);
+    return conversation.kind.name === undefined ? OwnerFact.DefinedById : 0;
   }
 
   /** Runs `body` on the control loop and resolves with what it returned. */

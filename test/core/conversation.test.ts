@@ -195,14 +195,13 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Ready, cause: 0, failures: 0 });
   });
 
-  it("pins a conversation at its registration's report: owned elsewhere then, or defined by id on a leasing store", async () => {
+  it("pins a conversation at its registration's report: owned elsewhere then, or defined by id", async () => {
     const core = await boot();
     const cases: [number, number, boolean][] = [
       [Ownership.Here, 0, false],
-      [Ownership.Here, OwnerFact.DefinedById, false],
-      [Ownership.Here, OwnerFact.Leasing, false],
-      [Ownership.Here, OwnerFact.DefinedById | OwnerFact.Leasing, true],
-      [Ownership.Elsewhere, OwnerFact.Leasing, true],
+      [Ownership.Here, OwnerFact.DefinedById, true],
+      [Ownership.Elsewhere, 0, true],
+      [Ownership.Elsewhere, OwnerFact.DefinedById, true],
     ];
     for (const [ownership, facts, pinned] of cases) {
       const c = register(core);
@@ -213,9 +212,9 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     }
     // A later report decides no pin; facts out of range change nothing.
     const c = ready(core);
-    core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Here, OwnerFact.DefinedById | OwnerFact.Leasing);
+    core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Here, OwnerFact.DefinedById);
     expect(core.snapshot().conversations[c.slot]!.flags & Flag.Pinned).toBe(0);
-    core.expectDropped(M.ConversationOwned, ResultCode.ArgumentOutOfRange, c.slot, c.generation, Ownership.Here, 4);
+    core.expectDropped(M.ConversationOwned, ResultCode.ArgumentOutOfRange, c.slot, c.generation, Ownership.Here, 2);
   });
 
   it("RetryDue recovers a conversation still held at the retry's epoch with the cause its hold names; a stale one is dropped", async () => {

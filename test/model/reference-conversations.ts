@@ -263,7 +263,7 @@ export class ReferenceConversations {
     const code = this.host.checkAgent(slot, generation);
     if (code !== ResultCode.Ok) return this.host.drop(K, code);
     if (ownership !== Ownership.Here && ownership !== Ownership.Elsewhere) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
-    if (facts < 0 || facts > (OwnerFact.DefinedById | OwnerFact.Leasing)) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
+    if (facts < 0 || facts > OwnerFact.DefinedById) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
     const record = this.at(slot);
     const event = ownership === Ownership.Here ? Ev.OwnedHere : Ev.OwnedElsewhere;
     if (conversationNextOf(record.phase, event) === undefined) return this.host.drop(K, ResultCode.ConversationPhaseMustMatch);
@@ -271,9 +271,9 @@ export class ReferenceConversations {
     const wasRegistering = record.phase === P.Registering;
     enter(record, event);
     // Kept registered when idle: owned elsewhere at registration, or
-    // defined by id on a leasing store.
-    const byIdLeased = (facts & OwnerFact.DefinedById) !== 0 && (facts & OwnerFact.Leasing) !== 0;
-    if (wasRegistering && (ownership === Ownership.Elsewhere || byIdLeased)) record.pinned = true;
+    // defined by id.
+    const byId = (facts & OwnerFact.DefinedById) !== 0;
+    if (wasRegistering && (ownership === Ownership.Elsewhere || byId)) record.pinned = true;
     if (ownership === Ownership.Elsewhere) {
       // The recovery under way is abandoned; its pass runs on until it
       // reports its finish, and no head starts before that.

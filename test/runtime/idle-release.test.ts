@@ -83,7 +83,9 @@ describe("the idle release follows the core", () => {
     const env = await openEnvironment();
     const recorded = recordCore(env);
     const gates = [deferred(), deferred()];
-    const agent = env.agent({ id: "c", model: gatedModel(gates), onBusy: "enqueue" });
+    // A conversation of a named agent: let go when idle (an agent defined
+    // by id keeps its entry while defined).
+    const agent = env.agent({ name: "chat", model: gatedModel(gates), onBusy: "enqueue" }).conversation("c");
     const first = agent.start("first");
     await first.executionId;
     const second = agent.start("second");
@@ -193,7 +195,7 @@ describe("the idle release follows the core", () => {
     const env = await openEnvironment();
     const recorded = recordCore(env);
     const gates = [deferred(), deferred()];
-    const agent = env.agent({ id: "refused", model: gatedModel(gates), onBusy: "enqueue" });
+    const agent = env.agent({ name: "chat", model: gatedModel(gates), onBusy: "enqueue" }).conversation("refused");
     const first = agent.start("first");
     await first.executionId;
     const second = agent.start("second");

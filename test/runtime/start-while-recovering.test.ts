@@ -9,7 +9,7 @@
 // pass reads after the core ordered it.
 
 import { describe, expect, it } from "vitest";
-import { ConversationPhase, MessageKind as M, RecoveryCause } from "../../assembly/abi.js";
+import { ConversationPhase, RecoveryCause } from "../../assembly/abi.js";
 import { AgentBusyError, type Agent, type Environment } from "../../host/index.js";
 import type { ExecutionStore } from "../../host/store/store.js";
 import { SqliteStore } from "../../host/store/sqlite-store.js";
@@ -258,9 +258,7 @@ describe("a start while its conversation is recovered", () => {
     const agent = env.agent({ id: "support", model });
     const failed = agent.start("flaky");
     const failedId = await failed.executionId;
-    // Kept live in the core once idle (a by-id agent on SQLite is let go).
-    const entry = env.coordinator.agentEntries().find((candidate) => candidate.id === "support")!;
-    env.loop.post(() => env.coordinator.apply(M.SetPinned, entry.slot, entry.generation, 1));
+    // An agent defined by id keeps its entry while defined: live for env.recover().
     gate.resolve();
     await expect(failed.result).rejects.toMatchObject({ code: "MODEL_FAILED" });
     failing = false;
