@@ -8,6 +8,10 @@ import { z } from "zod";
 import { scriptedModel, type ScriptedTurn } from "../../host/agent/scripted-model.js";
 import { Phronomy, tool, type Environment, type OpenOptions } from "../../host/index.js";
 import type { Logger } from "../../host/runtime/options.js";
+import { StoreError } from "../../host/errors.js";
+import type { StoreOperation, StoreResult } from "../../host/store/records.js";
+import { SqliteStore } from "../../host/store/sqlite-store.js";
+import type { ExecutionStore } from "../../host/store/store.js";
 import { cleanUpAfterEachTest } from "../support/cleanups.js";
 
 const opened: Environment[] = [];
@@ -108,4 +112,23 @@ export async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs 
     if (Date.now() > until) throw new Error("waitFor: timed out");
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
+}
+
+/** A real SQLite store whose second preparation fails (nothing written). */
+export async function failingSecondPreparation(): Promise<ExecutionStore> {
+  const store = await SqliteStore.open(await temporaryStorePath());
+  let preparations = 0;
+  const run = async <O extends StoreOperation>(operation: O): Promise<StoreResult<O>> => {
+    if (operation.type === "prepareExecution" && ++preparations === 2) {
+      throw new StoreError("injected: the connection was lost during prepareExecution; nothing was written");
+    }
+    return store.run(operation);
+  };
+  return new Proxy(store, {
+    get(target, property, receiver) {
+      if (property === "run") return run;
+      const value = Reflect.get(target, property, receiver);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  }) as unknown as ExecutionStore;
 }

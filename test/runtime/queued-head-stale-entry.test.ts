@@ -11,30 +11,7 @@
 
 import { expect, it } from "vitest";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
-import { StoreError } from "../../host/errors.js";
-import type { StoreOperation, StoreResult } from "../../host/store/records.js";
-import { SqliteStore } from "../../host/store/sqlite-store.js";
-import type { ExecutionStore } from "../../host/store/store.js";
-import { deferred, openEnvironment, temporaryStorePath } from "./helpers.js";
-
-/** A real SQLite store whose second preparation fails (nothing written). */
-async function failingSecondPreparation(): Promise<ExecutionStore> {
-  const store = await SqliteStore.open(await temporaryStorePath());
-  let preparations = 0;
-  const run = async <O extends StoreOperation>(operation: O): Promise<StoreResult<O>> => {
-    if (operation.type === "prepareExecution" && ++preparations === 2) {
-      throw new StoreError("injected: the connection was lost during prepareExecution; nothing was written");
-    }
-    return store.run(operation);
-  };
-  return new Proxy(store, {
-    get(target, property, receiver) {
-      if (property === "run") return run;
-      const value = Reflect.get(target, property, receiver);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  }) as unknown as ExecutionStore;
-}
+import { deferred, failingSecondPreparation, openEnvironment } from "./helpers.js";
 
 it("a head's retry scheduled under an entry let go since starts the new head under its own entry", async () => {
   const env = await openEnvironment({ store: await failingSecondPreparation() });
