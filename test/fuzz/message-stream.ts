@@ -218,16 +218,7 @@ export class MessageStream {
     const item = tools.find((candidate) => (this.tables?.executions[candidate.execution]?.inFlight ?? 0) >= 2) ?? tools[0];
     if (item) {
       this.pending.splice(this.pending.indexOf(item), 1);
-      return message(
-        MessageKind.ToolDispatchReady,
-        item.execution,
-        item.generation,
-        item.session,
-        item.revision,
-        CommitOutcome.Committed,
-        this.revision(),
-        Limit.InFlightMax,
-      );
+      return this.toolDispatchReady(item);
     }
     const calling = live.find(
       (candidate) =>
@@ -741,6 +732,20 @@ export class MessageStream {
     return this.nextRevision;
   }
 
+  /** The tool barrier of `item` committed: its batch may be dispatched. */
+  private toolDispatchReady(item: Extract<Pending, { type: "provider" | "tool" }>): Message {
+    return message(
+      MessageKind.ToolDispatchReady,
+      item.execution,
+      item.generation,
+      item.session,
+      item.revision,
+      CommitOutcome.Committed,
+      this.revision(),
+      Limit.InFlightMax,
+    );
+  }
+
   /** Now and then, the decision that asked for this approval commit is
    * sent again as the next message, while the commit is under way: by the
    * request id, one in three the same decision (the host found it equal: it
@@ -793,16 +798,7 @@ export class MessageStream {
       );
       if (item?.type !== "tool") return;
       this.pending.splice(this.pending.indexOf(item), 1);
-      this.answer = message(
-        MessageKind.ToolDispatchReady,
-        item.execution,
-        item.generation,
-        item.session,
-        item.revision,
-        CommitOutcome.Committed,
-        this.revision(),
-        Limit.InFlightMax,
-      );
+      this.answer = this.toolDispatchReady(item);
     }
   }
 
