@@ -70,8 +70,10 @@ export const enum MessageKind {
   /** (agent, generation): a queued message left without running (its
    * cancel committed, its write failed). */
   MessageLeft = 38,
-  /** (agent, generation, HeadOutcome): the head `Admit` let start left the
-   * queue, is back at the head, or failed for now. */
+  /** (agent, generation, HeadOutcome, Ownership): how the start of the head
+   * `Admit` let start ended (the store's answer, translated), and who the
+   * store says holds the conversation (`None`: not read). The core decides
+   * what becomes of the head (`HeadKept`, `HeadTaken`, or it left). */
   HeadSettled = 39,
   /** (agent, generation): the conversation's admission was released (its
    * execution ended); start the head, or let it go when idle. */
@@ -273,10 +275,22 @@ export const enum EffectKind {
    * long (the one backoff, counted by the conversation's failures). Not
    * `RetryAfter`: that one asks for a recovery of a held conversation. */
   RetryHeadAfter = 43,
+  /** (agent): the head whose start just settled (`HeadSettled`) is still
+   * queued in the store, and the conversation's head again here: the host
+   * puts it back at the front of its queue. Whether it is offered again
+   * after the backoff (`RetryHeadAfter`), followed to the owner
+   * (`FollowQueued`, in the same apply), or waits for the conversation to
+   * be ready (its recovery's `StartHead`) follows from the same apply. */
+  HeadKept = 44,
+  /** (agent): the head whose start just settled (`HeadSettled`) runs as the
+   * execution another process prepared under its id: it left the queue,
+   * nothing is written terminal, and its Run follows that execution (the
+   * one follower of executions run elsewhere). */
+  HeadTaken = 45,
 }
 
 export const enum EffectKindLimit {
-  End = 44,
+  End = 46,
 }
 
 /** Admission states (SPEC §1). `None` is a free admission. */
@@ -708,18 +722,37 @@ export const enum ResumeFact {
   End = 8,
 }
 
-/** What became of a head `Admit` let start (`HeadSettled`). */
+/** How the start of a head `Admit` let start ended, as the host read it
+ * (`HeadSettled`'s third argument): the store's answer to its preparation,
+ * translated, not a decision. What becomes of the head — it leaves, it
+ * follows the execution another process prepared, or it is kept and
+ * offered again after the backoff, once the conversation is ready, or
+ * by the owner — is the core's (docs/decisions/0062, "A failed head is the
+ * core's to place"). */
 export const enum HeadOutcome {
   None = 0,
-  /** Its execution was prepared, or it failed for good: it left. */
+  /** Its execution was installed, or the core refused its `Start`: it left. */
   Left = 1,
-  /** Refused busy, or refused for now while the conversation is held
-   * elsewhere: it is the head again and waits (for the admission's
-   * release, a recovery here); it is not started again at once. */
-  Back = 2,
-  /** The store failed its preparation: the head again, offered again
-   * after the backoff (`RetryHeadAfter`, then `HeadRetryDue`). */
-  Failed = 3,
+  // 2 retired (was Back: the host decided that a head refused for now while
+  // the store said the conversation was held elsewhere waits). The core
+  // decides it now, from `StoreFailed`/`NotNow` and the ownership read.
+  /** The store failed its preparation (`STORE`: a lost connection, the
+   * database unreachable): the message is still queued there (the
+   * preparation removes it only when it commits). */
+  StoreFailed = 3,
+  /** The store refused it for now (`AGENT_BUSY`, `lease_not_held`: the
+   * partition's lease not held here, or not renewed in time): still
+   * queued there, for whoever holds the conversation. */
+  NotNow = 4,
+  /** The store refused it because its execution is there already: another
+   * process that held the conversation meanwhile took the message from the
+   * queue and prepared it. */
+  ExecutionExists = 5,
+  /** It cannot stay queued here: its preparation ended it for good (the
+   * store wrote it terminal, or refused it for any other reason), its
+   * cancel was written meanwhile, or this process's queues are closed
+   * (the store keeps the message for the next process). */
+  Refused = 6,
 }
 
 /** Conversation flag bits (the `flags` byte of a conversation record). */

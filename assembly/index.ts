@@ -102,7 +102,7 @@ function applyConversationMessage(kind: u32, a: u32, b: u32, c: u32, d: u32, e: 
     case MessageKind.Admit: return applyAdmit(a, b, c, d, e, f);
     case MessageKind.MessageQueued: return applyMessageQueued(a, b, c);
     case MessageKind.MessageLeft: return applyMessageLeft(a, b);
-    case MessageKind.HeadSettled: return applyHeadSettled(a, b, c);
+    case MessageKind.HeadSettled: return applyHeadSettled(a, b, c, d);
     case MessageKind.AdmissionReleased: return applyAdmissionReleased(a, b);
     case MessageKind.ConversationHeld: return applyConversationHeld(a, b, c);
     case MessageKind.MessageWritten: return applyMessageWritten(a, b);

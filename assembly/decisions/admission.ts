@@ -12,7 +12,7 @@
 import {
   AdmissionSituation, AdmissionSource, AdmissionState, AdmissionVerdict, AgentLifecycle, BusyPolicy,
   ConversationFlag, ConversationPhase, ConversationPhaseLimit, EffectKind, HeadOutcome, Limit, MessageKind,
-  ResultCode,
+  Ownership, ResultCode,
 } from "../abi";
 import { agentAdmission, agentLifecycle, checkAgent } from "../agent-table";
 import {
@@ -20,7 +20,7 @@ import {
   setConversationFailures, setConversationFlag, setQueuedMessages,
 } from "../conversation-table";
 import { emit } from "../effects";
-import { startHeadIfDue, startHeadOrRelease } from "./conversation";
+import { ownedElsewhere, startHeadIfDue, startHeadOrRelease } from "./conversation";
 import { dropStale, failRequest, isFlag } from "./shared";
 
 const BUSY: u32 = AdmissionSituation.AdmissionHeld | AdmissionSituation.Queued | AdmissionSituation.HeadStarting;
@@ -108,31 +108,60 @@ export function applyMessageLeft(agent: u32, generation: u32): i32 {
   return ResultCode.Ok;
 }
 
-export function applyHeadSettled(agent: u32, generation: u32, outcome: u32): i32 {
+export function applyHeadSettled(agent: u32, generation: u32, outcome: u32, ownership: u32): i32 {
   const kind = MessageKind.HeadSettled;
   const check = checkAgent(agent, generation);
   if (check != ResultCode.Ok) return dropStale(kind, check);
-  if (outcome == HeadOutcome.None || outcome > <u32>HeadOutcome.Failed) return dropStale(kind, ResultCode.ArgumentOutOfRange);
+  if (!isHeadOutcome(outcome) || ownership > <u32>Ownership.Elsewhere) return dropStale(kind, ResultCode.ArgumentOutOfRange);
   if (!headStarting(agent)) return dropStale(kind, ResultCode.HeadNotStarting);
   const queued = queuedMessages(agent);
-  if (outcome != HeadOutcome.Left && queued >= <u32>Limit.QueuedMax) return dropStale(kind, ResultCode.QueueFull);
+  const kept = outcome == HeadOutcome.StoreFailed || outcome == HeadOutcome.NotNow;
+  if (kept && queued >= <u32>Limit.QueuedMax) return dropStale(kind, ResultCode.QueueFull);
   setConversationFlag(agent, ConversationFlag.HeadStarting, false);
-  if (outcome == HeadOutcome.Left) {
-    setConversationFailures(agent, 0);
-    startHeadOrRelease(agent);
+  if (!kept) {
+    headLeft(agent, outcome);
     return ResultCode.Ok;
   }
+  // Still queued in the store (a preparation removes it only when it
+  // commits): the head again, counted queued again.
   setQueuedMessages(agent, queued + 1);
-  // Failed: the store could not prepare it; tried again after the backoff.
-  // Back: it could not start now (the conversation busy, or held
-  // elsewhere); it waits for the admission's release or a recovery here,
-  // and is not started again at once: a start the store refuses until the
-  // conversation comes back would be asked for again and again.
-  if (outcome == HeadOutcome.Failed) emit(EffectKind.RetryHeadAfter, agent, retryDelayMs(countFailure(agent)));
+  emit(EffectKind.HeadKept, agent);
+  keepHead(agent, ownership);
   return ResultCode.Ok;
 }
 
 // -- inside -----------------------------------------------------------------
+
+function isHeadOutcome(value: u32): bool {
+  return value == HeadOutcome.Left || (value >= <u32>HeadOutcome.StoreFailed && value <= <u32>HeadOutcome.Refused);
+}
+
+/** The head left the queue: installed, refused, ended for good, or taken
+ * by the process that prepared its execution (its Run follows that one).
+ * The backoff starts again, and the next head is offered. */
+function headLeft(agent: u32, outcome: u32): void {
+  setConversationFailures(agent, 0);
+  if (outcome == HeadOutcome.ExecutionExists) emit(EffectKind.HeadTaken, agent);
+  startHeadOrRelease(agent);
+}
+
+/** Where a kept head waits. The store says another process (or nobody)
+ * holds the conversation: that is reported as `ConversationOwned
+ * (elsewhere)` is, so its Run follows it to the owner (`FollowQueued`) and
+ * it is not started again here (the store would refuse it again and
+ * again). Held here and ready: offered again after the one backoff
+ * (`RetryHeadAfter`). Not ready (recovering, held, owned elsewhere by the
+ * core's record): no timer — the recovery's end offers it (`StartHead`),
+ * and a retry before would be answered nothing. */
+function keepHead(agent: u32, ownership: u32): void {
+  if (ownership == Ownership.Elsewhere) {
+    const moved = ownedElsewhere(agent);
+    assert(moved, "every phase a head starts in may be owned elsewhere");
+    return;
+  }
+  if (conversationPhase(agent) != ConversationPhase.Ready) return;
+  emit(EffectKind.RetryHeadAfter, agent, retryDelayMs(countFailure(agent)));
+}
 
 /** The sources an `Admit` carries (a resume asks the verdict only). */
 function isSource(value: u32): bool {

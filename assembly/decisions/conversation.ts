@@ -42,29 +42,36 @@ export function applyConversationOwned(agent: u32, generation: u32, ownership: u
   if (check != ResultCode.Ok) return dropStale(kind, check);
   if (ownership != Ownership.Here && ownership != Ownership.Elsewhere) return dropStale(kind, ResultCode.ArgumentOutOfRange);
   if ((facts & ~(<u32>OwnerFactMask.All)) != 0) return dropStale(kind, ResultCode.ArgumentOutOfRange);
-  const here = ownership == Ownership.Here;
+  if (ownership == Ownership.Elsewhere) return ownedElsewhere(agent) ? ResultCode.Ok : dropStale(kind, ResultCode.ConversationPhaseMustMatch);
   const registering = conversationPhase(agent) == ConversationPhase.Registering;
-  const recovering = conversationPhase(agent) == ConversationPhase.Recovering;
-  if (!moveConversation(agent, here ? ConversationEvent.OwnedHere : ConversationEvent.OwnedElsewhere)) {
-    return dropStale(kind, ResultCode.ConversationPhaseMustMatch);
-  }
-  if (registering && pinnedAtRegistration(here, facts)) setConversationFlag(agent, ConversationFlag.Pinned, true);
-  if (here) return ResultCode.Ok;
-  // Owned elsewhere: a recovery under way here is abandoned (its finish
-  // no longer matches the phase), and so is what it meant to read again.
-  // Its pass still runs until it reports that finish, and may release and
-  // install again what a fault held: no head starts until then, even once
-  // a later recovery made the conversation ready.
-  if (recovering) setAbandonedEpoch(agent, recoveryEpoch(agent));
+  if (!moveConversation(agent, ConversationEvent.OwnedHere)) return dropStale(kind, ResultCode.ConversationPhaseMustMatch);
+  if (registering && pinnedAtRegistration(true, facts)) setConversationFlag(agent, ConversationFlag.Pinned, true);
+  return ResultCode.Ok;
+}
+
+/** The store says another process (or nobody) holds the conversation: a
+ * `ConversationOwned(elsewhere)`, or a head kept while the store said so
+ * (`HeadSettled`). False, and nothing changed, when the table has no
+ * entry for the phase. */
+export function ownedElsewhere(agent: u32): bool {
+  const phase = conversationPhase(agent);
+  if (!moveConversation(agent, ConversationEvent.OwnedElsewhere)) return false;
+  if (phase == ConversationPhase.Registering && pinnedAtRegistration(false, 0)) setConversationFlag(agent, ConversationFlag.Pinned, true);
+  // A recovery under way here is abandoned (its finish no longer matches
+  // the phase), and so is what it meant to read again. Its pass still
+  // runs until it reports that finish, and may release and install again
+  // what a fault held: no head starts until then, even once a later
+  // recovery made the conversation ready.
+  if (phase == ConversationPhase.Recovering) setAbandonedEpoch(agent, recoveryEpoch(agent));
   forgetRecovery(agent);
   // The messages queued here run where the conversation is held: their
   // callers follow them there (every report, not only the first: a
-  // message counted queued again since — a head put back, a cancel not
+  // message counted queued again since — a head kept, a cancel not
   // written, a queue read back — is followed by the next).
   const queued = queuedMessages(agent);
   if (queued != 0) emit(EffectKind.FollowQueued, agent, queued);
   followParked(agent);
-  return ResultCode.Ok;
+  return true;
 }
 
 export function applyRecoveryRequested(agent: u32, generation: u32, cause: u32, facts: u32): i32 {

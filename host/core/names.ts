@@ -142,6 +142,8 @@ const effectKindNames = {
   [EffectKind.FollowQueued]: "FollowQueued",
   [EffectKind.FollowAdmitted]: "FollowAdmitted",
   [EffectKind.RetryHeadAfter]: "RetryHeadAfter",
+  [EffectKind.HeadKept]: "HeadKept",
+  [EffectKind.HeadTaken]: "HeadTaken",
 } satisfies Record<EffectKind, string>;
 
 export function effectKindName(value: number): string {

@@ -41,7 +41,7 @@ import type { AgentEntry, StartRequest } from "./requests.js";
 import type { Waiter } from "./run.js";
 import { cancelAborted, cancelQueued } from "./queue-cancel.js";
 import { enqueue } from "./queue-enqueue.js";
-import { followQueued, headDue, headFailed, headLeft, retryHeadAfter, tellIfHeldElsewhere } from "./queue-head.js";
+import { followQueued, headDue, headFailed, headKept, headLeft, headTaken, retryHeadAfter, tellIfHeldElsewhere } from "./queue-head.js";
 import { cancelDurablyOnFailure, restore } from "./queue-restore.js";
 import { QueueState, type ConversationQueueHost } from "./queue-state.js";
 import { busyPolicyOf, noQueueError, refusal } from "./queue-words.js";
@@ -288,10 +288,20 @@ export class ConversationQueues {
     return drift;
   }
 
-  /** A queue head whose preparation the store failed or that was refused
-   * for now (queue-head.ts): it stays the head, and is started again. */
+  /** A start ended by its preparation: a queue head's end is told to the
+   * core, which keeps it or lets it go (queue-head.ts). */
   headFailed(request: StartRequest, error: PhronomyError): boolean {
     return headFailed(this.state, request, error);
+  }
+
+  /** Effect HeadKept: the head is put back at the front (queue-head.ts). */
+  headKept(agent: AgentEntry): void {
+    headKept(this.state, agent);
+  }
+
+  /** Effect HeadTaken: the head's Run follows its execution elsewhere (queue-head.ts). */
+  headTaken(agent: AgentEntry): void {
+    headTaken(this.state, agent);
   }
 
   /** A start ended its preparation or was refused (queue-head.ts). */

@@ -42,28 +42,7 @@ import { submitPrepare } from "./execution-preparation.js";
 import { continueSession, resumeSession, sessionOf, startSession } from "./execution-sessions.js";
 import { submitApprovalCommit, submitProviderBarrier, submitTerminalCommit, submitToolBarrier } from "./execution-writes.js";
 import { failWaiters, holdForRecovery, setupFailed } from "./execution-failures.js";
-
-/** What the coordinator asks the conversation queues (`conversation-queue.ts`). */
-export interface BusyHooks {
-  /** A start ended by its preparation with `error`: true when it was a
-   * queue head still queued in the store, started again later. */
-  readonly headFailed: (request: StartRequest, error: PhronomyError) => boolean;
-  /** A start was installed or refused: a queue head left its queue. */
-  readonly headLeft: (request: StartRequest) => false;
-  /** Effect FollowQueued: the conversation is owned elsewhere; the callers
-   * of its messages queued here follow them there. */
-  readonly followQueued: (agent: AgentEntry | undefined) => void;
-  /** The core may have changed the phase of the conversation in `slot`
-   * (ready, held, owned elsewhere): starts waiting on it ask again. */
-  readonly conversationChanged: (slot: number) => void;
-  /** `OpenAdmissions`: the conversation is ready after a recovery. */
-  readonly admissionsOpened: (agent: AgentEntry) => void;
-  /** The core's `StartHead`: the conversation's queue head is offered to
-   * the core again (posted to the loop). */
-  readonly startHead: (agent: AgentEntry) => void;
-  /** The core's `RetryHeadAfter`: `HeadRetryDue` after `delayMs`. */
-  readonly retryHeadAfter: (agent: AgentEntry, delayMs: number) => void;
-}
+import type { BusyHooks } from "./busy-hooks.js";
 
 export interface CoordinatorSettings {
   readonly core: ControlCore;
@@ -348,6 +327,10 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
         return this.ofAgent(effect.agent, (agent) => this.busyHooks?.startHead(agent));
       case EffectKind.RetryHeadAfter:
         return this.ofAgent(effect.agent, (agent) => this.busyHooks?.retryHeadAfter(agent, effect.delayMs));
+      case EffectKind.HeadKept:
+        return this.ofAgent(effect.agent, (agent) => this.busyHooks?.headKept(agent));
+      case EffectKind.HeadTaken:
+        return this.ofAgent(effect.agent, (agent) => this.busyHooks?.headTaken(agent));
       case EffectKind.ReleaseConversation:
         return this.ofAgent(effect.agent, (agent) => agent.generation === effect.generation && this.onConversationIdle?.(agent));
     }
@@ -416,8 +399,8 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
         `preparation of execution ${request.executionId ?? "(unknown)"} ended with preparation outcome ${outcome}`,
         context,
       );
-    // A queue head the store failed to prepare is still queued there: it
-    // is started again, its Run not told (docs/decisions/0058).
+    // A queue head the store failed to prepare is still queued there: the
+    // core keeps it, its Run not told (docs/decisions/0058, 0062).
     if (this.busyHooks?.headFailed(request, error)) return;
     settleWaiterWithError(request.waiter, error, this.settings);
     this.admissionReleased(request.agent);

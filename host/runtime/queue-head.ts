@@ -1,9 +1,11 @@
 // The head of a conversation's queue (conversation-queue.ts): started
 // through the core's `Admit` when the core answers `StartHead` — and only
-// then (it stays the head while `Admit` answers `StayQueued`), offered
-// again after the store failed its preparation (the core's backoff:
-// `RetryHeadAfter`, then `HeadRetryDue`), and let go once it left the
-// queue.
+// then (it stays the head while `Admit` answers `StayQueued`), and let go
+// once it left the queue. When its preparation fails, the host tells the
+// core the store's answer and who holds the conversation (`HeadSettled`),
+// and carries out what the core decides: kept (`HeadKept`, then the
+// backoff's `RetryHeadAfter` and `HeadRetryDue`, or `FollowQueued`),
+// taken by another process (`HeadTaken`), or left.
 // When the store says another process holds the conversation, the core
 // is told (`ConversationOwned(elsewhere)`) and its `FollowQueued` makes
 // the Runs of the messages queued here follow them (docs/decisions/0062).
@@ -17,41 +19,90 @@ import { partitionedStoreOf } from "./partition-takeover.js";
 import type { AgentEntry, StartRequest } from "./requests.js";
 import { Waiter } from "./run.js";
 import type { Conversation, QueuedItem, QueueState } from "./queue-state.js";
-import { busyPolicyOf, executionExists, notNow, refusal } from "./queue-words.js";
+import { busyPolicyOf, refusal, storeAnswerOf } from "./queue-words.js";
 
-/** A queue head whose preparation the store failed (`STORE`: a lost
- * connection, the database unreachable) or that was refused for now
- * (`AGENT_BUSY`: its partition's lease not renewed in time, or held for
- * a takeover's recovery), on the loop: its message is still queued in
- * the store — the preparation removes it only when it commits — so it
- * stays the head. Telling the Run "nothing was written" would be false:
- * the message would run later anyway, after newer ones (docs/decisions/0058).
- * If the preparation did commit after all (its outcome unknown), the
- * recovery that follows finds the execution and `restore` makes the Run
- * follow it. */
+/** A start ended by its preparation (on the loop, inside the apply of its
+ * `DeliverStartFailure`). A queue head `Admit` let start is told to the
+ * core as facts: the store's answer (`headOutcomeOf`) and who the store
+ * says holds the conversation now. The core decides what becomes of it:
+ * kept (`HeadKept`: still queued in the store — the preparation removes it
+ * only when it commits — so telling its Run "nothing was written" would be
+ * false: it would run later anyway, after newer ones, docs/decisions/0058),
+ * taken (`HeadTaken`: another process prepared it), or left (its Run is
+ * told the error, as any start's). True when the core kept or let it
+ * follow: its Run is not told. If the preparation did commit after all
+ * (its outcome unknown), the recovery that follows finds the execution and
+ * `restore` makes the Run follow it. */
 export function headFailed(queues: QueueState, request: StartRequest, error: PhronomyError): boolean {
-  if (!queues.closed && executionExists(error) && headTaken(queues, request)) return true;
-  if (queues.closed || !(error.code === "STORE" || notNow(error))) return headLeft(queues, request);
+  const agent = queues.headsStarting.get(request);
+  if (agent === undefined) return false;
+  queues.headsStarting.delete(request);
+  const settling = { request, agent, answered: false };
+  queues.settling = settling;
+  try {
+    const ownership = heldElsewhere(queues, agent.id) ? Ownership.Elsewhere : Ownership.Here;
+    queues.environment.coordinator.apply(M.HeadSettled, agent.slot, agent.generation, headOutcomeOf(queues, request, error), ownership);
+  } finally {
+    queues.settling = undefined;
+  }
+  return settling.answered;
+}
+
+/** The store's answer to a head's preparation, as the fact the core is
+ * told. A head this process no longer keeps — its queues closed, its Run
+ * handed on, its cancel written meanwhile (that preparation then finds the
+ * id taken) — cannot stay queued here: `Refused`. */
+function headOutcomeOf(queues: QueueState, request: StartRequest, error: PhronomyError): HeadOutcome {
+  const item = startingItem(queues, request);
+  if (queues.closed || item === undefined) return HeadOutcome.Refused;
+  const answer = storeAnswerOf(error);
+  return item.state === "queued" || answer === HeadOutcome.ExecutionExists ? answer : HeadOutcome.Refused;
+}
+
+/** The message of a head being started, while its Run is the request's. */
+function startingItem(queues: QueueState, request: StartRequest): QueuedItem | undefined {
   const item = queues.starting.get(request.executionId ?? "");
-  if (item === undefined || item.waiter !== request.waiter || item.state !== "queued") return headLeft(queues, request);
+  return item !== undefined && item.waiter === request.waiter ? item : undefined;
+}
+
+/** The head whose `HeadSettled` `headFailed` is applying, when the core's
+ * answer names its conversation: that answer is carried out on it. */
+function answeredHead(queues: QueueState, agent: AgentEntry): QueuedItem | undefined {
+  const settling = queues.settling;
+  if (settling === undefined || settling.agent.slot !== agent.slot || settling.agent.generation !== agent.generation) return undefined;
+  const item = startingItem(queues, settling.request);
+  if (item !== undefined) settling.answered = true;
+  return item;
+}
+
+/** Effect HeadKept (inside the `HeadSettled` of `headFailed`): the head is
+ * still queued in the store, and the head again. It keeps its place here
+ * (this process may take the conversation back, and then runs it first):
+ * counted queued again by the core, which says in the same apply where it
+ * waits — `RetryHeadAfter`, `FollowQueued` (its Run, and those behind it,
+ * follow it to whoever holds the conversation next), or nothing until the
+ * conversation is ready again. Bookkeeping only. */
+export function headKept(queues: QueueState, agent: AgentEntry): void {
+  const item = answeredHead(queues, agent);
+  if (item === undefined) return;
   queues.starting.delete(item.executionId);
   queues.items.set(item.executionId, item);
   queues.conversationOf(item.agent.id).items.unshift(item);
-  // It keeps its place here (this process may take the conversation back,
-  // and then runs it first). The store says another process (or nobody)
-  // holds the conversation now — the lease moved while the head was being
-  // prepared: counted queued again, then told to the core, whose
-  // `FollowQueued` makes its Run (and those behind it) follow it to
-  // whoever holds the conversation next (decision 0058).
-  if (heldElsewhere(queues, item.agent.id)) {
-    settleHead(queues, request, HeadOutcome.Back);
-    tellOwnedElsewhere(queues, item.agent);
-    return true;
-  }
-  // Held here: offered again after the core's one backoff (its
-  // `RetryHeadAfter`, carried out by `retryHeadAfter`).
-  settleHead(queues, request, HeadOutcome.Failed);
-  return true;
+}
+
+/** Effect HeadTaken (inside the `HeadSettled` of `headFailed`): another
+ * process that held the conversation meanwhile took the message from the
+ * queue and prepared it (this one's preparation was in flight, or was
+ * held back). The message runs as that execution: its Run follows it,
+ * nothing is written terminal, and the core offered the next head.
+ * Whoever holds the conversation recovers the execution (here: the
+ * takeover's recovery, asked again while this preparation was in flight). */
+export function headTaken(queues: QueueState, agent: AgentEntry): void {
+  const item = answeredHead(queues, agent);
+  if (item === undefined) return;
+  queues.starting.delete(item.executionId);
+  queues.environment.followElsewhere(item.agent.id, item.executionId, item.waiter);
+  admissionReleased(queues, item.agent);
 }
 
 /** Effect RetryHeadAfter (on the loop, inside an apply): the store failed
@@ -72,48 +123,23 @@ export function messageWritten(queues: QueueState, agent: AgentEntry): void {
   queues.environment.coordinator.apply(M.MessageWritten, agent.slot, agent.generation);
 }
 
-/** A queue head whose preparation the store refused because its
- * execution is there already (on the loop): another process that held
- * the conversation meanwhile took the message from the queue and
- * prepared it (this one's preparation was in flight, or was held back).
- * The message runs as that execution: its Run follows it, nothing is
- * written terminal, and the next head may start. Whoever holds the
- * conversation recovers the execution (here: the takeover's recovery,
- * asked again while this preparation was in flight). */
-function headTaken(queues: QueueState, request: StartRequest): boolean {
-  const item = queues.starting.get(request.executionId ?? "");
-  if (item === undefined || item.waiter !== request.waiter) return false;
-  queues.starting.delete(item.executionId);
-  // Left, and its preparation ended (the admission released): the core
-  // answers `StartHead` for the next head, or lets an idle conversation go.
-  settleHead(queues, request, HeadOutcome.Left);
-  queues.environment.followElsewhere(item.agent.id, item.executionId, item.waiter);
-  admissionReleased(queues, item.agent);
-  return true;
-}
-
 /** Tells the core the agent's admission was released (posted): the
- * coordinator does not, for a start `headFailed` took. */
+ * coordinator does not, for a start `headFailed` took (the core answered
+ * the head's `HeadSettled` already; this asks again once the preparation's
+ * turn is over, as for any start that ended). */
 function admissionReleased(queues: QueueState, agent: AgentEntry): void {
   const { coordinator, loop } = queues.environment;
   loop.post(() => coordinator.apply(M.AdmissionReleased, agent.slot, agent.generation), { label: `the admission of agent "${agent.id}" released` });
 }
 
-/** A start ended its preparation or was refused (on the loop): a head
- * `Admit` let start left the queue. False (for `headFailed`). */
+/** A start was installed or the core refused it (on the loop): a head
+ * `Admit` let start left the queue (`HeadSettled(left)`, once). False. */
 export function headLeft(queues: QueueState, request: StartRequest): false {
-  settleHead(queues, request, HeadOutcome.Left);
-  return false;
-}
-
-/** Tells the core how a head `Admit` let start settled, once: true when
- * it was one (`HeadSettled` applied). */
-function settleHead(queues: QueueState, request: StartRequest, outcome: HeadOutcome): boolean {
   const agent = queues.headsStarting.get(request);
   if (agent === undefined) return false;
   queues.headsStarting.delete(request);
-  queues.environment.coordinator.apply(M.HeadSettled, agent.slot, agent.generation, outcome);
-  return true;
+  queues.environment.coordinator.apply(M.HeadSettled, agent.slot, agent.generation, HeadOutcome.Left);
+  return false;
 }
 
 /** On a leasing store, whether the store says this process does not hold

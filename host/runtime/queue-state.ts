@@ -124,6 +124,10 @@ export class QueueState {
   /** Heads `Admit` let start whose `HeadSettled` is still to come: until
    * their preparation settles (installed, refused, or failed for now). */
   readonly headsStarting = new Map<StartRequest, AgentEntry>();
+  /** The head whose failed start `headFailed` is telling the core, for the
+   * core's answer in the same apply (`HeadKept`, `HeadTaken`): `answered`
+   * once one was carried out on it. */
+  settling: { readonly request: StartRequest; readonly agent: AgentEntry; answered: boolean } | undefined;
   closed = false;
   /** Messages known durable so far (`QueuedItem.durableNumber`). */
   durableCount = 0;

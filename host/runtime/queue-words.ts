@@ -1,9 +1,9 @@
 // Small pure words of the conversation queues (conversation-queue.ts):
 // a start's busy policy, the errors a queued message's Run is given, the
-// refusals that keep a message queued, and the start options a stored
-// message keeps.
+// store's answer to a head's preparation as the core is told it, and the
+// start options a stored message keeps.
 
-import type { ResultCode } from "../../assembly/abi.js";
+import { HeadOutcome, type ResultCode } from "../../assembly/abi.js";
 import { CancellationError, InvalidInputError, type PhronomyError } from "../errors.js";
 import type { Json } from "../store/records.js";
 import { errorForCode } from "./error-codes.js";
@@ -28,16 +28,18 @@ export function noQueueError(agentId: string, policy: OnBusyPolicy): InvalidInpu
   );
 }
 
-/** The store refused a preparation: its execution id is there already. */
-export function executionExists(error: PhronomyError): boolean {
-  return error.code === "INVALID_INPUT" && error.details?.["reason"] === "execution_exists";
-}
-
-/** A refusal that says "not here, not now" (the partition's lease not
- * renewed in time, or lost), not that the start is wrong: the message
- * stays queued for whoever holds it. */
-export function notNow(error: PhronomyError): boolean {
-  return error.code === "AGENT_BUSY" && error.details?.["reason"] === "lease_not_held";
+/** The store's answer to the preparation of a queue head, as the fact the
+ * core is told (`HeadSettled`): failed (`STORE`: its outcome not written,
+ * the message still queued), refused for now ("not here, not now": the
+ * partition's lease not renewed in time, or lost), refused because its
+ * execution id is there already (another process prepared it), or ended
+ * for good (any other refusal, or the preparation wrote it terminal). A
+ * translation only: what becomes of the head is the core's. */
+export function storeAnswerOf(error: PhronomyError): HeadOutcome {
+  if (error.code === "INVALID_INPUT" && error.details?.["reason"] === "execution_exists") return HeadOutcome.ExecutionExists;
+  if (error.code === "STORE") return HeadOutcome.StoreFailed;
+  if (error.code === "AGENT_BUSY" && error.details?.["reason"] === "lease_not_held") return HeadOutcome.NotNow;
+  return HeadOutcome.Refused;
 }
 
 export function cancellation(executionId: string, agentId: string | undefined, reason: string | undefined): CancellationError {

@@ -441,17 +441,74 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     expect(core.snapshot().conversations[elsewhere.slot]).toMatchObject({ phase: Phase.None, flags: 0, cause: 0 });
   });
 
-  it("a head that went back waits: nothing is started again at once, the next release starts it", async () => {
+  it("a head refused for now while the store says another process holds the conversation is kept and follows the owner, not started again here", async () => {
     const core = await boot();
     const c = ready(core);
     core.step(M.MessageQueued, c.slot, c.generation, 1);
     expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 5, Source.QueueHead, Policy.Enqueue, 1))).toBe(Verdict.RunHere);
-    // Refused for now while the conversation is held elsewhere: the
-    // admission is free, yet asking for the same start again at once
-    // would be refused again (and again).
-    expect(core.step(M.HeadSettled, c.slot, c.generation, HeadOutcome.Back)).toEqual([]);
-    expect(core.snapshot().conversations[c.slot]).toMatchObject({ queued: 1, flags: 0 });
-    expect(core.step(M.AdmissionReleased, c.slot, c.generation)).toEqual([{ kind: EffectKind.StartHead, agent: c.slot }]);
+    // The admission is free, yet asking for the same start again at once
+    // would be refused again (and again): it is counted queued again, its
+    // Run follows it to the owner, and the conversation is owned elsewhere.
+    expect(core.step(M.HeadSettled, c.slot, c.generation, HeadOutcome.NotNow, Ownership.Elsewhere)).toEqual([
+      { kind: EffectKind.HeadKept, agent: c.slot },
+      { kind: EffectKind.FollowQueued, agent: c.slot, queued: 1 },
+    ]);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.OwnedElsewhere, queued: 1, flags: 0, failures: 0 });
+    expect(core.step(M.AdmissionReleased, c.slot, c.generation)).toEqual([]);
+    expect(core.step(M.HeadRetryDue, c.slot, c.generation)).toEqual([]);
+    // Taken back: the takeover's recovery reads the queue and offers it.
+    core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Here);
+    const [read] = core.step(M.RecoveryRequested, c.slot, c.generation, Cause.LeaseTakeover, 0);
+    expect(core.step(M.RecoveryFinished, c.slot, c.generation, (read as { epoch: number }).epoch, RecoveryOutcome.Recovered)).toContainEqual({
+      kind: EffectKind.StartHead,
+      agent: c.slot,
+    });
+  });
+
+  it("a head the store failed while the conversation is held or recovering is kept with no timer; the recovery's end offers it", async () => {
+    const core = await boot();
+    const c = ready(core);
+    core.step(M.MessageQueued, c.slot, c.generation, 1);
+    // Held while its preparation was in flight (another write failed).
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 5, Source.QueueHead, Policy.Enqueue, 1))).toBe(Verdict.RunHere);
+    core.step(M.ConversationHeld, c.slot, c.generation, HoldCause.StoreFault);
+    const failuresHeld = core.snapshot().conversations[c.slot]!.failures;
+    expect(core.step(M.HeadSettled, c.slot, c.generation, HeadOutcome.StoreFailed, Ownership.Here)).toEqual([{ kind: EffectKind.HeadKept, agent: c.slot }]);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Held, queued: 1, flags: 0, failures: failuresHeld });
+    expect(core.step(M.HeadRetryDue, c.slot, c.generation)).toEqual([]);
+    const [read] = core.step(M.RecoveryRequested, c.slot, c.generation, Cause.HealAfterStoreFault, 0);
+    const epoch = (read as { epoch: number }).epoch;
+    expect(core.step(M.RecoveryFinished, c.slot, c.generation, epoch, RecoveryOutcome.Recovered)).toContainEqual({ kind: EffectKind.StartHead, agent: c.slot });
+    // Recovering while its preparation was in flight (a takeover): refused
+    // for now, held here — kept, and offered once the recovery ends.
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 6, Source.QueueHead, Policy.Enqueue, 1))).toBe(Verdict.RunHere);
+    const [again] = core.step(M.RecoveryRequested, c.slot, c.generation, Cause.LeaseTakeover, 0);
+    expect(core.step(M.HeadSettled, c.slot, c.generation, HeadOutcome.NotNow, Ownership.Here)).toEqual([{ kind: EffectKind.HeadKept, agent: c.slot }]);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Recovering, queued: 1 });
+    const finished = core.step(M.RecoveryFinished, c.slot, c.generation, (again as { epoch: number }).epoch, RecoveryOutcome.Recovered);
+    expect(finished).toContainEqual({ kind: EffectKind.StartHead, agent: c.slot });
+  });
+
+  it("a head whose execution another process prepared is taken; one refused for good leaves; neither follows the owner", async () => {
+    const core = await boot();
+    const c = ready(core);
+    core.step(M.MessageQueued, c.slot, c.generation, 3);
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 5, Source.QueueHead, Policy.Enqueue, 1))).toBe(Verdict.RunHere);
+    expect(core.step(M.HeadSettled, c.slot, c.generation, HeadOutcome.StoreFailed, Ownership.Here)).toEqual([
+      { kind: EffectKind.HeadKept, agent: c.slot },
+      { kind: EffectKind.RetryHeadAfter, agent: c.slot, delayMs: 250 },
+    ]);
+    core.step(M.HeadRetryDue, c.slot, c.generation);
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 6, Source.QueueHead, Policy.Enqueue, 1))).toBe(Verdict.RunHere);
+    // Its Run follows the execution; the backoff starts again; the next head is offered.
+    expect(core.step(M.HeadSettled, c.slot, c.generation, HeadOutcome.ExecutionExists, Ownership.Elsewhere)).toEqual([
+      { kind: EffectKind.HeadTaken, agent: c.slot },
+      { kind: EffectKind.StartHead, agent: c.slot },
+    ]);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Ready, queued: 2, failures: 0 });
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 7, Source.QueueHead, Policy.Enqueue, 1))).toBe(Verdict.RunHere);
+    expect(core.step(M.HeadSettled, c.slot, c.generation, HeadOutcome.Refused, Ownership.Elsewhere)).toEqual([{ kind: EffectKind.StartHead, agent: c.slot }]);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Ready, queued: 1 });
   });
 
   it("offers the head itself: on messages read back (once for the count), a message written, and a head's retry due", async () => {
@@ -465,10 +522,16 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     expect(core.step(M.MessageWritten, c.slot, c.generation)).toEqual([]);
     // The store failed the head: the one backoff, as its own effect; the
     // retry due offers the head again, once nothing else starts it.
-    expect(core.step(M.HeadSettled, c.slot, c.generation, HeadOutcome.Failed)).toEqual([{ kind: EffectKind.RetryHeadAfter, agent: c.slot, delayMs: 250 }]);
+    expect(core.step(M.HeadSettled, c.slot, c.generation, HeadOutcome.StoreFailed, Ownership.Here)).toEqual([
+      { kind: EffectKind.HeadKept, agent: c.slot },
+      { kind: EffectKind.RetryHeadAfter, agent: c.slot, delayMs: 250 },
+    ]);
     expect(core.step(M.HeadRetryDue, c.slot, c.generation)).toEqual([{ kind: EffectKind.StartHead, agent: c.slot }]);
     expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 3, Source.QueueHead, Policy.Enqueue, 1))).toBe(Verdict.RunHere);
-    expect(core.step(M.HeadSettled, c.slot, c.generation, HeadOutcome.Failed)).toEqual([{ kind: EffectKind.RetryHeadAfter, agent: c.slot, delayMs: 500 }]);
+    expect(core.step(M.HeadSettled, c.slot, c.generation, HeadOutcome.NotNow, Ownership.Here)).toEqual([
+      { kind: EffectKind.HeadKept, agent: c.slot },
+      { kind: EffectKind.RetryHeadAfter, agent: c.slot, delayMs: 500 },
+    ]);
     // A message written meanwhile offers the head before the wait is over
     // (the store answered: as the host's own offer did before); the retry
     // due then finds a head starting and offers nothing.
@@ -504,6 +567,10 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     core.expectDropped(M.MessageWritten, ResultCode.QueueEmpty, c.slot, c.generation);
     core.expectDropped(M.HeadRetryDue, ResultCode.AgentGenerationMustMatch, c.slot, c.generation + 1);
     core.expectDropped(M.HeadSettled, ResultCode.HeadNotStarting, c.slot, c.generation, HeadOutcome.Left);
+    // 2 is retired (was Back: the host's decision); past Refused; an ownership that is none of the three.
+    core.expectDropped(M.HeadSettled, ResultCode.ArgumentOutOfRange, c.slot, c.generation, 2, Ownership.Here);
+    core.expectDropped(M.HeadSettled, ResultCode.ArgumentOutOfRange, c.slot, c.generation, HeadOutcome.Refused + 1, Ownership.Here);
+    core.expectDropped(M.HeadSettled, ResultCode.ArgumentOutOfRange, c.slot, c.generation, HeadOutcome.StoreFailed, Ownership.Elsewhere + 1);
     core.expectDropped(M.RecoveryFinished, ResultCode.ConversationPhaseMustMatch, c.slot, c.generation, 1, RecoveryOutcome.Recovered);
     core.expectDropped(M.RecoveryRequested, ResultCode.ArgumentOutOfRange, c.slot, c.generation, Cause.LeaseSettling + 1, 0);
     core.expectDropped(M.UseBegin, ResultCode.AgentGenerationMustMatch, c.slot, c.generation + 1);

@@ -9,6 +9,7 @@ import {
   ConversationPhase,
   EffectKind,
   ExecutionStatus,
+  HeadOutcome,
   Limit,
   MessageKind,
   Ownership,
@@ -29,6 +30,7 @@ export function checkConversationInvariants(step: Step): string | undefined {
     ?? queuedFollowedOnlyElsewhere(step)
     ?? parkedFollowedWhenElsewhere(step)
     ?? holdRetriedOnlyWhenAsked(step)
+    ?? failedHeadPlacedByTheCore(step)
   );
 }
 
@@ -104,17 +106,33 @@ function releasedOnlyWhenIdle(step: Step): string | undefined {
   return undefined;
 }
 
+/** Whether the step reports `slot` owned elsewhere: a
+ * `ConversationOwned(elsewhere)`, or a head kept while the store said
+ * another process holds the conversation (`HeadSettled`), accepted. */
+function reportsElsewhere(step: Step, slot: number): boolean {
+  const [kind, target, , argument, ownership] = step.message;
+  if (step.code !== ResultCode.Ok || target !== slot) return false;
+  if (kind === MessageKind.ConversationOwned) return argument === Ownership.Elsewhere;
+  return kind === MessageKind.HeadSettled && keepsHead(argument!) && ownership === Ownership.Elsewhere;
+}
+
+/** The store's answers after which a head is still queued there. */
+function keepsHead(outcome: number): boolean {
+  return outcome === HeadOutcome.StoreFailed || outcome === HeadOutcome.NotNow;
+}
+
 /** `FollowQueued` only from a report of ownership elsewhere, for the
- * messages counted queued, which it leaves counted. */
+ * messages counted queued, which it leaves counted (a head kept is
+ * counted again first). */
 function queuedFollowedOnlyElsewhere(step: Step): string | undefined {
   for (const effect of step.effects) {
     if (effect.kind !== EffectKind.FollowQueued) continue;
     const record = step.after.conversations[effect.agent];
-    const reported = step.message[0] === MessageKind.ConversationOwned && step.message[1] === effect.agent;
-    if (!reported || record?.phase !== ConversationPhase.OwnedElsewhere)
+    if (!reportsElsewhere(step, effect.agent) || record?.phase !== ConversationPhase.OwnedElsewhere)
       return `FollowQueued for conversation ${effect.agent}, which was not reported owned elsewhere`;
+    const kept = step.message[0] === MessageKind.HeadSettled ? 1 : 0;
     const before = step.before.conversations[effect.agent]?.queued;
-    if (effect.queued === 0 || record.queued !== effect.queued || before !== effect.queued) {
+    if (effect.queued === 0 || record.queued !== effect.queued || before! + kept !== effect.queued) {
       return `FollowQueued for conversation ${effect.agent} names ${effect.queued} message(s); ${record.queued} are counted queued`;
     }
   }
@@ -137,8 +155,8 @@ function parkedExecution(snapshot: CoreSnapshot, slot: number): { readonly slot:
  * that execution; it changes nothing of the execution. */
 function parkedFollowedWhenElsewhere(step: Step): string | undefined {
   const follows = step.effects.filter((effect) => effect.kind === EffectKind.FollowAdmitted);
-  const [kind, slot, , ownership] = step.message;
-  const reported = kind === MessageKind.ConversationOwned && ownership === Ownership.Elsewhere && step.code === ResultCode.Ok;
+  const slot = step.message[1];
+  const reported = reportsElsewhere(step, slot!);
   const parked = reported ? parkedExecution(step.after, slot!) : undefined;
   if (parked === undefined) return follows.length === 0 ? undefined : "FollowAdmitted without a report of ownership elsewhere finding a parked execution";
   const effect = follows[0];
@@ -166,6 +184,32 @@ function holdRetriedOnlyWhenAsked(step: Step): string | undefined {
   const asked = after !== undefined && (after.flags & ConversationFlag.RetriesHeld) !== 0;
   if (retries.length > (held && asked ? 1 : 0) || (held && asked && retries.length === 0)) {
     return `conversation ${slot} ${held ? "held" : "not held"} with${asked ? "" : "out"} RetriesHeld emitted ${retries.length} RetryAfter`;
+  }
+  return undefined;
+}
+
+/** What becomes of a head whose start ended is the core's, from the facts
+ * `HeadSettled` carries: a head the store still queues is kept (`HeadKept`,
+ * once, counted queued again) and offered again after the backoff only
+ * while the conversation is ready here (`RetryHeadAfter`: none when the
+ * store says another process holds it, none while recovering or held —
+ * the recovery's end offers it); one another process prepared is taken
+ * (`HeadTaken`); every other leaves. No other message emits these. */
+function failedHeadPlacedByTheCore(step: Step): string | undefined {
+  const [kind, slot, , outcome, ownership] = step.message;
+  const settled = kind === MessageKind.HeadSettled && step.code === ResultCode.Ok;
+  const count = (effectKind: EffectKind): number => step.effects.filter((effect) => effect.kind === effectKind).length;
+  const kept = settled && keepsHead(outcome!);
+  if (count(EffectKind.HeadKept) !== (kept ? 1 : 0)) return `HeadSettled ${String(outcome)} emitted ${count(EffectKind.HeadKept)} HeadKept`;
+  const taken = settled && outcome === HeadOutcome.ExecutionExists;
+  if (count(EffectKind.HeadTaken) !== (taken ? 1 : 0)) return `HeadSettled ${String(outcome)} emitted ${count(EffectKind.HeadTaken)} HeadTaken`;
+  if (!settled) return undefined;
+  const before = step.before.conversations[slot!]!;
+  const after = step.after.conversations[slot!]!;
+  if (after.queued !== before.queued + (kept ? 1 : 0)) return `HeadSettled ${outcome} changed the count ${before.queued} → ${after.queued}`;
+  const retried = kept && ownership !== Ownership.Elsewhere && before.phase === ConversationPhase.Ready;
+  if (count(EffectKind.RetryHeadAfter) !== (retried ? 1 : 0)) {
+    return `HeadSettled ${outcome} (ownership ${ownership}) in phase ${before.phase} emitted ${count(EffectKind.RetryHeadAfter)} RetryHeadAfter`;
   }
   return undefined;
 }

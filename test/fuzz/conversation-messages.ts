@@ -37,6 +37,11 @@ export function conversationMessage(intent: Intent, agent: Handle, record: Conve
   if (record.abandonedEpoch !== 0 && intent.noise % 5 === 0) {
     return [MessageKind.RecoveryFinished, slot, generation, record.abandonedEpoch, 1 + (intent.pick % RecoveryOutcome.LeaseLapsed), 0, 0, 0];
   }
+  // A head let start while ready whose start ends after the conversation
+  // moved on (held, recovering, owned elsewhere): the core keeps it
+  // without a timer, or follows the owner.
+  const starting = (record.flags & ConversationFlag.HeadStarting) !== 0;
+  if (starting && record.phase !== ConversationPhase.Ready && intent.noise % 4 === 1) return headSettled(intent, agent);
   switch (record.phase) {
     case ConversationPhase.Registering:
       if (intent.noise % 4 === 0) return [MessageKind.ConversationOwned, slot, generation, 1 + (intent.pick % 2), intent.variant % 3, 0, 0, 0];
@@ -57,6 +62,16 @@ export function conversationMessage(intent: Intent, agent: Handle, record: Conve
     default:
       return ready(intent, agent, record, request);
   }
+}
+
+/** How a head's start ended, as the host reads the store's answer, with
+ * the ownership it read: mostly here, elsewhere one in three, not read
+ * one in six. */
+function headSettled(intent: Intent, agent: Handle): Message {
+  const outcomes = [HeadOutcome.Left, HeadOutcome.Left, HeadOutcome.StoreFailed, HeadOutcome.NotNow, HeadOutcome.ExecutionExists, HeadOutcome.Refused];
+  const outcome = outcomes[intent.pick % outcomes.length]!;
+  const ownership = [Ownership.Here, Ownership.Here, Ownership.Here, Ownership.Elsewhere, Ownership.Elsewhere, Ownership.None][intent.variant % 6]!;
+  return [MessageKind.HeadSettled, agent.slot, agent.generation, outcome, ownership, 0, 0, 0];
 }
 
 /** A recovery under way: mostly its finish, sometimes a second trigger
@@ -92,8 +107,7 @@ function ready(intent: Intent, agent: Handle, record: ConversationRecordView, re
   const { slot, generation } = agent;
   const choice = intent.noise % 13;
   if ((record.flags & ConversationFlag.HeadStarting) !== 0 && choice < 4) {
-    const outcome = [HeadOutcome.Left, HeadOutcome.Left, HeadOutcome.Back, HeadOutcome.Failed][intent.pick % 4]!;
-    return [MessageKind.HeadSettled, slot, generation, outcome, 0, 0, 0, 0];
+    return headSettled(intent, agent);
   }
   if (record.users > 0 && choice < 6) return [MessageKind.UseEnd, slot, generation, 0, 0, 0, 0, 0];
   switch (choice) {

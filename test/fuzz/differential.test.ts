@@ -116,6 +116,9 @@ function expectEveryKindAccepted(coverage: Coverage): void {
   expect(coverage.effectKinds.has(EffectKind.AwaitSuspensionCommit), "AwaitSuspensionCommit was never emitted").toBe(true);
   // A conversation reported owned elsewhere with messages queued here.
   expect(coverage.effectKinds.has(EffectKind.FollowQueued), "FollowQueued was never emitted").toBe(true);
+  // A head whose start ended was kept queued by the core, and one was taken by the process that prepared it.
+  expect(coverage.effectKinds.has(EffectKind.HeadKept), "HeadKept was never emitted").toBe(true);
+  expect(coverage.effectKinds.has(EffectKind.HeadTaken), "HeadTaken was never emitted").toBe(true);
   // A conversation reported owned elsewhere while its admission was held by a suspended or recovery-required execution.
   expect(coverage.effectKinds.has(EffectKind.FollowAdmitted), "FollowAdmitted was never emitted").toBe(true);
 }

@@ -240,7 +240,7 @@ export class ReferenceConversations {
       case MessageKind.MessageLeft:
         return this.messageLeft(a, b);
       case MessageKind.HeadSettled:
-        return this.headSettled(a, b, c);
+        return this.headSettled(a, b, c, d);
       case MessageKind.AdmissionReleased:
         return this.admissionReleased(a, b);
       case MessageKind.ConversationHeld:
@@ -267,27 +267,36 @@ export class ReferenceConversations {
     const record = this.at(slot);
     const event = ownership === Ownership.Here ? Ev.OwnedHere : Ev.OwnedElsewhere;
     if (conversationNextOf(record.phase, event) === undefined) return this.host.drop(K, ResultCode.ConversationPhaseMustMatch);
-    const wasRecovering = record.phase === P.Recovering;
     const wasRegistering = record.phase === P.Registering;
-    enter(record, event);
-    // Kept registered when idle: owned elsewhere at registration, or
-    // defined by id.
-    const byId = (facts & OwnerFact.DefinedById) !== 0;
-    if (wasRegistering && (ownership === Ownership.Elsewhere || byId)) record.pinned = true;
     if (ownership === Ownership.Elsewhere) {
-      // The recovery under way is abandoned; its pass runs on until it
-      // reports its finish, and no head starts before that.
-      if (wasRecovering) record.abandonedEpoch = record.recoveryEpoch;
-      record.cause = 0;
-      record.recoverAgain = false;
-      record.readQueue = false;
-      // The callers of the messages queued here follow them to the owner;
-      // the messages stay counted (queued in the store, run here first if
-      // the conversation comes back).
-      if (record.queued > 0) this.host.emit(EffectKind.FollowQueued, slot, record.queued);
-      this.followParked(slot);
+      this.ownedElsewhere(slot);
+      return ResultCode.Ok;
     }
+    enter(record, event);
+    // Kept registered when idle: defined by id (owned elsewhere: always).
+    if (wasRegistering && (facts & OwnerFact.DefinedById) !== 0) record.pinned = true;
     return ResultCode.Ok;
+  }
+
+  /** The store says another process (or nobody) holds the conversation
+   * (the caller checked the table has an entry). */
+  private ownedElsewhere(slot: number): void {
+    const record = this.at(slot);
+    const wasRecovering = record.phase === P.Recovering;
+    // Kept registered when idle: owned elsewhere at registration.
+    if (record.phase === P.Registering) record.pinned = true;
+    enter(record, Ev.OwnedElsewhere);
+    // The recovery under way is abandoned; its pass runs on until it
+    // reports its finish, and no head starts before that.
+    if (wasRecovering) record.abandonedEpoch = record.recoveryEpoch;
+    record.cause = 0;
+    record.recoverAgain = false;
+    record.readQueue = false;
+    // The callers of the messages queued here follow them to the owner;
+    // the messages stay counted (queued in the store, run here first if
+    // the conversation comes back).
+    if (record.queued > 0) this.host.emit(EffectKind.FollowQueued, slot, record.queued);
+    this.followParked(slot);
   }
 
   /** The callers of the execution holding the admission follow it to the
@@ -497,26 +506,35 @@ export class ReferenceConversations {
     return ResultCode.Ok;
   }
 
-  private headSettled(slot: number, generation: number, outcome: number): ResultCode {
+  private headSettled(slot: number, generation: number, outcome: number, ownership: number): ResultCode {
     const K = MessageKind.HeadSettled;
     const code = this.host.checkAgent(slot, generation);
     if (code !== ResultCode.Ok) return this.host.drop(K, code);
-    if (outcome < HeadOutcome.Left || outcome > HeadOutcome.Failed) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
+    const outcomes = [HeadOutcome.Left, HeadOutcome.StoreFailed, HeadOutcome.NotNow, HeadOutcome.ExecutionExists, HeadOutcome.Refused];
+    if (!outcomes.includes(outcome) || ownership < 0 || ownership > Ownership.Elsewhere) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
     const record = this.at(slot);
     if (!record.headStarting) return this.host.drop(K, ResultCode.HeadNotStarting);
-    if (outcome !== HeadOutcome.Left && record.queued >= Limit.QueuedMax) return this.host.drop(K, ResultCode.QueueFull);
+    const kept = outcome === HeadOutcome.StoreFailed || outcome === HeadOutcome.NotNow;
+    if (kept && record.queued >= Limit.QueuedMax) return this.host.drop(K, ResultCode.QueueFull);
     record.headStarting = false;
-    if (outcome === HeadOutcome.Left) {
+    if (!kept) {
+      // It left (taken: its Run follows the execution prepared elsewhere).
       record.failures = 0;
+      if (outcome === HeadOutcome.ExecutionExists) this.host.emit(EffectKind.HeadTaken, slot);
       this.startHeadOrRelease(slot);
-    } else if (outcome === HeadOutcome.Back) {
-      // It waits: not started again at once (nor let go: it is queued).
-      record.queued += 1;
-    } else {
-      record.queued += 1;
+      return ResultCode.Ok;
+    }
+    // Still queued in the store: the head again.
+    record.queued += 1;
+    this.host.emit(EffectKind.HeadKept, slot);
+    if (ownership === Ownership.Elsewhere) {
+      // Held elsewhere: as a report of that; it waits for the owner.
+      this.ownedElsewhere(slot);
+    } else if (record.phase === P.Ready) {
       record.failures = Math.min(255, record.failures + 1);
       this.host.emit(EffectKind.RetryHeadAfter, slot, retryDelayFor(record.failures));
     }
+    // Not ready: no timer; the recovery's end offers it.
     return ResultCode.Ok;
   }
 

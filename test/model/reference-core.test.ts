@@ -196,7 +196,7 @@ function conversationMessage(
     case M.MessageQueued:
       return [kind, a.slot, a.generation, mostly(1 + rand(3), 5)];
     case M.HeadSettled:
-      return [kind, a.slot, a.generation, mostly(1 + rand(3), 5)];
+      return [kind, a.slot, a.generation, mostly(1 + rand(6), 8), mostly(rand(3), 4)];
     case M.ConversationHeld:
       return [kind, a.slot, a.generation, mostly(1 + rand(4), 6)];
     // UseBegin, UseEnd, MessageLeft, AdmissionReleased, and unknown kinds.
