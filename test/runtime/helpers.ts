@@ -115,11 +115,12 @@ export async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs 
 }
 
 /** A real SQLite store whose second preparation fails (nothing written). */
-export async function failingSecondPreparation(): Promise<ExecutionStore> {
+export async function failingSecondPreparation(beforeFailing?: () => void): Promise<ExecutionStore> {
   const store = await SqliteStore.open(await temporaryStorePath());
   let preparations = 0;
   const run = async <O extends StoreOperation>(operation: O): Promise<StoreResult<O>> => {
     if (operation.type === "prepareExecution" && ++preparations === 2) {
+      beforeFailing?.();
       throw new StoreError("injected: the connection was lost during prepareExecution; nothing was written");
     }
     return store.run(operation);
