@@ -106,8 +106,8 @@ async function cancelStarting(queues: QueueState, store: QueueStore, executionId
   if (cancelled && starting !== undefined) {
     starting.state = "cancelled";
     settleWaiterWithError(starting.waiter, error, queues.settings);
-    // Its preparation failed meanwhile and put it back at the head
-    // (`headFailed`): it leaves the queue, and the next message starts
+    // Its preparation failed meanwhile and the core kept it at the head
+    // (`HeadKept`): it leaves the queue, and the next message starts
     // (counted out, the core answers `StartHead`).
     queues.post(() => {
       if (queues.items.get(executionId) === starting) queues.forget(starting);
