@@ -232,7 +232,9 @@ export const enum EffectKind {
   RetryAfter = 32,
   /** (agent): starts may be admitted now (the recovery gate opens). */
   OpenAdmissions = 33,
-  /** (agent): decisions filed in the approval inbox may be claimed. */
+  /** (agent, drain): every decision filed in the approval inbox for the
+   * conversation may be claimed now (`ConversationFlag.InboxOpen`); drain 1:
+   * claim now — some may wait (a takeover's, a suspended execution's). */
   OpenInbox = 34,
   /** (agent): read the durable queue, then start its head. */
   RestoreQueue = 35,
@@ -273,10 +275,14 @@ export const enum EffectKind {
    * long (the one backoff, counted by the conversation's failures). Not
    * `RetryAfter`: that one asks for a recovery of a held conversation. */
   RetryHeadAfter = 43,
+  /** (agent): decisions filed for the conversation wait (only what a
+   * conversation not live here takes is claimed): the lease changed hands
+   * and its executions are read again, it is owned elsewhere, or let go. */
+  CloseInbox = 44,
 }
 
 export const enum EffectKindLimit {
-  End = 44,
+  End = 45,
 }
 
 /** Admission states (SPEC §1). `None` is a free admission. */
@@ -523,10 +529,13 @@ export const enum Ownership {
 export const enum OwnerFact {
   /** Its agent is defined by id (`env.agent({ id })`), not by name. */
   DefinedById = 1,
+  /** Owned here by an environment that does not recover (`recover:
+   * false`): ready as it is, its inbox opens. */
+  Unrecovered = 2,
 }
 
 export const enum OwnerFactMask {
-  All = 1,
+  All = 3,
 }
 
 /** The nine triggers of a recovery (`RecoveryRequested`), the retry a
@@ -739,6 +748,9 @@ export const enum ConversationFlag {
    * `RecoveryRequested` said the store leases and recovery runs by
    * itself. Without it a held conversation waits for `env.recover()`. */
   RetriesHeld = 32,
+  /** Every decision filed for it is claimed here (`OpenInbox` set it,
+   * `CloseInbox` cleared it). */
+  InboxOpen = 64,
 }
 
 /** Conversation record layout: 16 bytes per agent slot, in a table

@@ -142,6 +142,7 @@ const effectKindNames = {
   [EffectKind.FollowQueued]: "FollowQueued",
   [EffectKind.FollowAdmitted]: "FollowAdmitted",
   [EffectKind.RetryHeadAfter]: "RetryHeadAfter",
+  [EffectKind.CloseInbox]: "CloseInbox",
 } satisfies Record<EffectKind, string>;
 
 export function effectKindName(value: number): string {
