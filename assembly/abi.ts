@@ -529,13 +529,10 @@ export const enum Ownership {
 export const enum OwnerFact {
   /** Its agent is defined by id (`env.agent({ id })`), not by name. */
   DefinedById = 1,
-  /** Owned here by an environment that does not recover (`recover:
-   * false`): ready as it is, its inbox opens. */
-  Unrecovered = 2,
 }
 
 export const enum OwnerFactMask {
-  All = 3,
+  All = 1,
 }
 
 /** The nine triggers of a recovery (`RecoveryRequested`), the retry a

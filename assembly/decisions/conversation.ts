@@ -49,9 +49,6 @@ export function applyConversationOwned(agent: u32, generation: u32, ownership: u
     return dropStale(kind, ResultCode.ConversationPhaseMustMatch);
   }
   if (registering && pinnedAtRegistration(here, facts)) setConversationFlag(agent, ConversationFlag.Pinned, true);
-  // Not recovered here (`recover: false`): ready as it is, at its first
-  // use; the application recovers it (`env.recover()`).
-  if (registering && here && (facts & OwnerFact.Unrecovered) != 0 && !hasConversationFlag(agent, ConversationFlag.InboxOpen)) openInbox(agent, false);
   if (here) return ResultCode.Ok;
   closeInbox(agent);
   // Owned elsewhere: a recovery under way here is abandoned (its finish

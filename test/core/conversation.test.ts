@@ -220,7 +220,7 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     const c = ready(core);
     core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Here, OwnerFact.DefinedById);
     expect(core.snapshot().conversations[c.slot]!.flags & Flag.Pinned).toBe(0);
-    core.expectDropped(M.ConversationOwned, ResultCode.ArgumentOutOfRange, c.slot, c.generation, Ownership.Here, 4);
+    core.expectDropped(M.ConversationOwned, ResultCode.ArgumentOutOfRange, c.slot, c.generation, Ownership.Here, 2);
   });
 
   it("RetryDue recovers a conversation still held at the retry's epoch with the cause its hold names; a stale one is dropped", async () => {
@@ -572,24 +572,28 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     expect(core.step(M.PurgeAgent, e.slot, e.generation)).toEqual([{ kind: EffectKind.CloseInbox, agent: e.slot }]);
   });
 
-  it("opens the inbox of a conversation owned here unrecovered at registration, and drains one that recovered something suspended", async () => {
+  it("claims at once what waits for a first use that recovered something suspended; an owned-elsewhere conversation recovers closed", async () => {
     const core = await boot();
     const open = (c: Conversation): boolean => (core.snapshot().conversations[c.slot]!.flags & Flag.InboxOpen) !== 0;
-    // `recover: false`: ready as it is, nothing claimed now.
-    const c = register(core);
-    expect(core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Here, OwnerFact.Unrecovered)).toEqual([
-      { kind: EffectKind.OpenInbox, agent: c.slot, drain: false },
-    ]);
-    expect(core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Here, OwnerFact.Unrecovered)).toEqual([]);
-    // Taken back from elsewhere unrecovered: it waits for `env.recover()`.
-    core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere);
-    expect(core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Here, OwnerFact.Unrecovered)).toEqual([]);
-    expect(open(c)).toBe(false);
     // A first use that installed a suspended execution: its decisions are claimed at once.
     const run = core.recovered({ status: ExecutionStatus.Suspended, phase: ExecutionPhase.Suspended });
     const s = { slot: run.agent, generation: run.agentGeneration };
     const [read] = core.step(M.RecoveryRequested, s.slot, s.generation, Cause.FirstUse, 0);
+    expect(open(s)).toBe(false);
     const effects = core.step(M.RecoveryFinished, s.slot, s.generation, (read as { epoch: number }).epoch, RecoveryOutcome.Recovered);
     expect(effects).toContainEqual({ kind: EffectKind.OpenInbox, agent: s.slot, drain: true });
+    // Owned elsewhere, recovered here (what a fault held is let go): closed
+    // while recovering, open once ready; taken back (registering), closed
+    // until its recovery ends.
+    const c = ready(core);
+    core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere);
+    const [again] = core.step(M.RecoveryRequested, c.slot, c.generation, Cause.RecoverCalled, 0);
+    expect(open(c)).toBe(false);
+    core.step(M.RecoveryFinished, c.slot, c.generation, (again as { epoch: number }).epoch, RecoveryOutcome.Recovered);
+    expect(open(c)).toBe(true);
+    core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere);
+    core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Here);
+    expect(phaseOf(core, c)).toBe(Phase.Registering);
+    expect(open(c)).toBe(false);
   });
 });

@@ -106,8 +106,8 @@ function releasedOnlyWhenIdle(step: Step): string | undefined {
 }
 
 /** The inbox's state (`InboxOpen`) changes only with the effect that
- * tells the host: `OpenInbox` leaves it open on a conversation ready (or
- * registering, owned here unrecovered), `CloseInbox` leaves it closed; a
+ * tells the host: `OpenInbox` leaves it open on a conversation ready,
+ * `CloseInbox` leaves it closed; a
  * conversation owned elsewhere never has it open. */
 function inboxOpensAndClosesByEffects(step: Step): string | undefined {
   const open = (flags: number | undefined): boolean => ((flags ?? 0) & ConversationFlag.InboxOpen) !== 0;
@@ -118,8 +118,7 @@ function inboxOpensAndClosesByEffects(step: Step): string | undefined {
     if (told.length > 1) return `conversation ${slot}'s inbox was opened or closed twice in one step`;
     const effect = told[0];
     if (effect?.kind === EffectKind.OpenInbox) {
-      if (!is || (after.phase !== ConversationPhase.Ready && after.phase !== ConversationPhase.Registering))
-        return `OpenInbox for conversation ${slot}, which is not ready`;
+      if (!is || after.phase !== ConversationPhase.Ready) return `OpenInbox for conversation ${slot}, which is not ready`;
     } else if (effect?.kind === EffectKind.CloseInbox) {
       if (is || !was) return `CloseInbox for conversation ${slot}, whose inbox was not open`;
     } else if (was !== is) {

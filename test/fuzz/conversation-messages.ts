@@ -39,7 +39,7 @@ export function conversationMessage(intent: Intent, agent: Handle, record: Conve
   }
   switch (record.phase) {
     case ConversationPhase.Registering:
-      if (intent.noise % 4 === 0) return [MessageKind.ConversationOwned, slot, generation, 1 + (intent.pick % 2), intent.variant % 5, 0, 0, 0];
+      if (intent.noise % 4 === 0) return [MessageKind.ConversationOwned, slot, generation, 1 + (intent.pick % 2), intent.variant % 3, 0, 0, 0];
       return [MessageKind.RecoveryRequested, slot, generation, 1 + (intent.pick % (RecoveryCauseLimit.End - 1)), intent.noise % 128, 0, 0, 0];
     case ConversationPhase.Recovering:
       return recovering(intent, agent, record);

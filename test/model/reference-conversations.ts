@@ -272,7 +272,7 @@ export class ReferenceConversations {
     const code = this.host.checkAgent(slot, generation);
     if (code !== ResultCode.Ok) return this.host.drop(K, code);
     if (ownership !== Ownership.Here && ownership !== Ownership.Elsewhere) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
-    if (facts < 0 || facts > (OwnerFact.DefinedById | OwnerFact.Unrecovered)) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
+    if (facts < 0 || facts > OwnerFact.DefinedById) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
     const record = this.at(slot);
     const event = ownership === Ownership.Here ? Ev.OwnedHere : Ev.OwnedElsewhere;
     if (conversationNextOf(record.phase, event) === undefined) return this.host.drop(K, ResultCode.ConversationPhaseMustMatch);
@@ -283,9 +283,6 @@ export class ReferenceConversations {
     // defined by id.
     const byId = (facts & OwnerFact.DefinedById) !== 0;
     if (wasRegistering && (ownership === Ownership.Elsewhere || byId)) record.pinned = true;
-    // Owned here by an environment that does not recover: ready as it is.
-    const unrecovered = (facts & OwnerFact.Unrecovered) !== 0;
-    if (wasRegistering && ownership === Ownership.Here && unrecovered && !record.inboxOpen) this.openInbox(slot, false);
     if (ownership === Ownership.Elsewhere) {
       this.closeInbox(slot);
       // The recovery under way is abandoned; its pass runs on until it
