@@ -234,7 +234,9 @@ export const enum EffectKind {
   RetryAfter = 32,
   /** (agent): starts may be admitted now (the recovery gate opens). */
   OpenAdmissions = 33,
-  /** (agent): decisions filed in the approval inbox may be claimed. */
+  /** (agent, drain): every decision filed in the approval inbox for the
+   * conversation may be claimed now (`ConversationFlag.InboxOpen`); drain 1:
+   * claim now — some may wait (a takeover's, a suspended execution's). */
   OpenInbox = 34,
   /** (agent): read the durable queue, then start its head. */
   RestoreQueue = 35,
@@ -287,10 +289,14 @@ export const enum EffectKind {
    * nothing is written terminal, and its Run follows that execution (the
    * one follower of executions run elsewhere). */
   HeadTaken = 45,
+  /** (agent): decisions filed for the conversation wait (only what a
+   * conversation not live here takes is claimed): the lease changed hands
+   * and its executions are read again, it is owned elsewhere, or let go. */
+  CloseInbox = 46,
 }
 
 export const enum EffectKindLimit {
-  End = 46,
+  End = 47,
 }
 
 /** Admission states (SPEC §1). `None` is a free admission. */
@@ -772,6 +778,9 @@ export const enum ConversationFlag {
    * `RecoveryRequested` said the store leases and recovery runs by
    * itself. Without it a held conversation waits for `env.recover()`. */
   RetriesHeld = 32,
+  /** Every decision filed for it is claimed here (`OpenInbox` set it,
+   * `CloseInbox` cleared it). */
+  InboxOpen = 64,
 }
 
 /** Conversation record layout: 16 bytes per agent slot, in a table

@@ -8,6 +8,7 @@ import {
   agentAdmission, agentGeneration, allocateAgent, checkAgent, freeAgent, setAgentLifecycle,
 } from "../agent-table";
 import { conversationUsers, headStarting, queuedMessages } from "../conversation-table";
+import { closeInbox } from "./conversation";
 import { emit } from "../effects";
 import { isFlag, setDraining } from "./shared";
 
@@ -31,6 +32,7 @@ export function applyPurgeAgent(agent: u32, generation: u32): i32 {
   if (check != ResultCode.Ok) return check;
   if (agentAdmission(agent) != AdmissionState.None) return ResultCode.AgentAdmissionHeld;
   if (conversationUsers(agent) != 0 || queuedMessages(agent) != 0 || headStarting(agent)) return ResultCode.ConversationInUse;
+  closeInbox(agent);
   freeAgent(agent);
   return ResultCode.Ok;
 }

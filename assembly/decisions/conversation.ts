@@ -57,6 +57,7 @@ export function ownedElsewhere(agent: u32): bool {
   const phase = conversationPhase(agent);
   if (!moveConversation(agent, ConversationEvent.OwnedElsewhere)) return false;
   if (phase == ConversationPhase.Registering && pinnedAtRegistration(false, 0)) setConversationFlag(agent, ConversationFlag.Pinned, true);
+  closeInbox(agent);
   // A recovery under way here is abandoned (its finish no longer matches
   // the phase), and so is what it meant to read again. Its pass still
   // runs until it reports that finish, and may release and install again
@@ -81,10 +82,17 @@ export function applyRecoveryRequested(agent: u32, generation: u32, cause: u32, 
   if (cause == RecoveryCause.None || cause >= <u32>RecoveryCauseLimit.End || (facts & ~(<u32>RecoveryFactMask.All)) != 0) {
     return dropStale(kind, ResultCode.ArgumentOutOfRange);
   }
-  if (conversationPhase(agent) == ConversationPhase.Recovering) return joinRecovery(agent, cause);
-  if (!moveConversation(agent, ConversationEvent.RecoveryRequested)) return dropStale(kind, ResultCode.ConversationPhaseMustMatch);
-  setConversationFlag(agent, ConversationFlag.RetriesHeld, retriesHeld(facts));
-  beginRecovery(agent, cause, facts);
+  if (conversationPhase(agent) == ConversationPhase.Recovering) {
+    joinRecovery(agent, cause);
+  } else {
+    if (!moveConversation(agent, ConversationEvent.RecoveryRequested)) return dropStale(kind, ResultCode.ConversationPhaseMustMatch);
+    setConversationFlag(agent, ConversationFlag.RetriesHeld, retriesHeld(facts));
+    beginRecovery(agent, cause, facts);
+  }
+  // The lease changed hands: what was installed here may be out of date,
+  // and a decision applied to it now would be judged on it. The inbox
+  // waits for this recovery's end.
+  if (bringsNewFacts(cause)) closeInbox(agent);
   return ResultCode.Ok;
 }
 
@@ -225,10 +233,9 @@ export function holdConversation(agent: u32, cause: u32, event: u32): void {
 /** A second trigger while a recovery runs joins it; one that brings new
  * facts (the lease or partition changed hands, a write was fenced) makes
  * the recovery read again when it ends. */
-function joinRecovery(agent: u32, cause: u32): i32 {
+function joinRecovery(agent: u32, cause: u32): void {
   if (bringsNewFacts(cause)) setConversationFlag(agent, ConversationFlag.RecoverAgain, true);
   emit(EffectKind.RecoveryJoined, agent, recoveryEpoch(agent));
-  return ResultCode.Ok;
 }
 
 function bringsNewFacts(cause: u32): bool {
@@ -297,13 +304,43 @@ function becomeReady(agent: u32): void {
   const moved = moveConversation(agent, ConversationEvent.Recovered);
   assert(moved, "a recovering conversation may become ready");
   const readQueue = hasConversationFlag(agent, ConversationFlag.ReadQueue);
+  const drain = inboxMayHoldDecisions(agent);
   setConversationCause(agent, 0);
   setConversationFailures(agent, 0);
   setConversationFlag(agent, ConversationFlag.ReadQueue, false);
   emit(EffectKind.OpenAdmissions, agent);
-  emit(EffectKind.OpenInbox, agent);
+  openInbox(agent, drain);
   if (readQueue) emit(EffectKind.RestoreQueue, agent);
   startHeadIfDue(agent);
+}
+
+/** Whether decisions may wait for a conversation becoming ready, so its
+ * inbox is claimed at once: an execution it recovered suspended holds its
+ * admission, or its inbox was closed (the lease changed hands) and not
+ * by a first recovery. A first use finding nothing suspended claims
+ * nothing now (docs/decisions/0024: no claim per conversation used), nor
+ * does a recovery of a conversation whose inbox stayed open (what is
+ * filed meanwhile woke it). */
+function inboxMayHoldDecisions(agent: u32): bool {
+  if (agentAdmission(agent) == AdmissionState.Suspended) return true;
+  if (hasConversationFlag(agent, ConversationFlag.InboxOpen)) return false;
+  const cause = conversationCause(agent);
+  return cause != RecoveryCause.OpenScan && cause != RecoveryCause.FirstUse;
+}
+
+/** The inbox opens: every decision filed for the conversation is claimed
+ * here; `drain`: claim now. */
+function openInbox(agent: u32, drain: bool): void {
+  setConversationFlag(agent, ConversationFlag.InboxOpen, true);
+  emit(EffectKind.OpenInbox, agent, drain ? 1 : 0);
+}
+
+/** The inbox closes, if open: decisions filed for the conversation wait
+ * (a claim the host holds of the epoch before is claimed again later). */
+export function closeInbox(agent: u32): void {
+  if (!hasConversationFlag(agent, ConversationFlag.InboxOpen)) return;
+  setConversationFlag(agent, ConversationFlag.InboxOpen, false);
+  emit(EffectKind.CloseInbox, agent);
 }
 
 /** The callers of the execution holding the admission follow it to the

@@ -34,7 +34,8 @@ export type CoreEffect =
   | { readonly kind: EffectKind.RecoveryJoined; readonly agent: number; readonly epoch: number }
   | { readonly kind: EffectKind.RetryAfter; readonly agent: number; readonly epoch: number; readonly delayMs: number }
   | { readonly kind: EffectKind.OpenAdmissions; readonly agent: number }
-  | { readonly kind: EffectKind.OpenInbox; readonly agent: number }
+  | { readonly kind: EffectKind.OpenInbox; readonly agent: number; readonly drain: boolean }
+  | { readonly kind: EffectKind.CloseInbox; readonly agent: number }
   | { readonly kind: EffectKind.RestoreQueue; readonly agent: number }
   | { readonly kind: EffectKind.StartHead; readonly agent: number }
   | { readonly kind: EffectKind.ReleaseConversation; readonly agent: number; readonly generation: number }
@@ -110,6 +111,8 @@ export function decodeEffect(kind: number, a: number, b: number, c: number, d: n
     case EffectKind.OpenAdmissions:
       return { kind, agent: a };
     case EffectKind.OpenInbox:
+      return { kind, agent: a, drain: b === 1 };
+    case EffectKind.CloseInbox:
       return { kind, agent: a };
     case EffectKind.RestoreQueue:
       return { kind, agent: a };

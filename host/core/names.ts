@@ -144,6 +144,7 @@ const effectKindNames = {
   [EffectKind.RetryHeadAfter]: "RetryHeadAfter",
   [EffectKind.HeadKept]: "HeadKept",
   [EffectKind.HeadTaken]: "HeadTaken",
+  [EffectKind.CloseInbox]: "CloseInbox",
 } satisfies Record<EffectKind, string>;
 
 export function effectKindName(value: number): string {

@@ -13,7 +13,9 @@
 // taken over admits no start until its recovery ends (the core answers
 // `WaitUntilReady` while it recovers, `readiness-waiters.ts`): the core is
 // told of the takeover before any `Admit` that follows the store's signal
-// (`beforeAdmit`); a decision filed for it waits for the same.
+// (`beforeAdmit`); a decision filed for it waits for the same: the core
+// closes its inbox (`CloseInbox`), and until the core is told the takeover
+// is pending (`takeoverPending`: the inbox asks the core nothing yet).
 
 import { ConversationPhase, HoldCause, MessageKind as M, RecoveryCause, RecoveryOutcome, ResultCode } from "../../assembly/abi.js";
 import { resultCodeName } from "../core/names.js";
@@ -25,7 +27,6 @@ import type { ControlLoop } from "./control-loop.js";
 import type { Coordinator } from "./coordinator.js";
 import type { ConversationHost, Conversations } from "./conversations.js";
 import type { ConversationQueues } from "./conversation-queue.js";
-import type { InboxApplier } from "./approval-inbox.js";
 import type { AgentEntry } from "./requests.js";
 import { continuationNameOf, continuationOf, recoverAgent, type RecoveredExecution } from "./recovery.js";
 import { RecoveryPipeline, type RecoveryTrigger } from "./recovery-pipeline.js";
@@ -46,9 +47,6 @@ export interface AgentRecoveriesHost {
   readonly recoverOnDefine: boolean;
   /** Whether the environment's `close()` was called. */
   closed(): boolean;
-  /** The approval inbox's applier, once opened: decisions filed for an
-   * agent wait while it recovers. */
-  inboxApplier(): InboxApplier | undefined;
   /** The follower of executions run elsewhere (durable-watch.ts). */
   follow(agentId: string, executionId: string, waiter: Waiting): void;
 }
@@ -92,10 +90,6 @@ export class AgentRecoveries {
       ...host,
       passFromStore: (entry, readQueue) => this.passFromStore(entry, readQueue),
       passOutcome: (entry) => this.passOutcome(entry),
-      inboxReady: (agentId) => {
-        // A takeover noted since keeps the inbox waiting for its own recovery.
-        if (!this.takeovers.has(agentId)) this.host.inboxApplier()?.agentReady(agentId);
-      },
     });
     if (leasingStoreOf(host.store) !== undefined) host.coordinator.beforeAdmit = (agent) => this.beforeAdmit(agent);
   }
@@ -409,14 +403,19 @@ export class AgentRecoveries {
     return this.pipeline.request(agentId, { ...trigger, pass: (entry, readQueue) => this.recoverAgentEntry(entry, { readQueue }) });
   }
 
+  /** A takeover the store noted whose message has not reached the core
+   * yet: what the core answers of the conversation (its inbox open) is
+   * about to change. */
+  takeoverPending(agentId: string): boolean {
+    return this.takeovers.has(agentId);
+  }
+
   /** The store took an agent over (its former owner's lease expired, its
    * partition was taken, or this process took it back): recover its
    * unfinished executions here (unless `recover: false`). */
   takeOver(agentId: string, epoch: number, cause: RecoveryCause = this.takeoverCause()): void {
     const agent = this.host.conversations.liveEntry(agentId);
     if (!agent || this.host.closed()) return;
-    // Decisions filed for it wait until its executions are recovered here.
-    this.host.inboxApplier()?.agentNotReady(agentId);
     // With `recover: false` the application recovers it (env.recover()).
     if (!this.host.recoverOnDefine) return this.host.conversations.takenOverUnrecovered(agentId);
     const takenAt = performance.now();
@@ -424,7 +423,6 @@ export class AgentRecoveries {
     const recovered = this.noteTakeover(agentId, {
       cause,
       ownedHere: true,
-      inboxHeld: true,
       pass: (entry, readQueue) => this.recoverAgentEntry(entry, { readAfter: takenAt, readQueue }),
     });
     recovered.catch((error: unknown) =>
@@ -450,7 +448,6 @@ export class AgentRecoveries {
         trigger,
         settle: (recovery) => {
           earlier?.settle(recovery);
-          if (recovery === undefined) this.host.inboxApplier()?.agentReady(agentId);
           (recovery ?? Promise.resolve(undefined)).then(resolve, reject);
         },
       };

@@ -7,11 +7,16 @@
 // have given).
 //
 // Rules kept here:
-// * An agent's inbox is drained only once its recovery under the lease held
-//   now has finished (`agentReady`): a suspended execution is live only
-//   after recovery reinstalled it, and a decision applied before would be
-//   refused as "not live". After a takeover the agent is not ready again
-//   until the takeover's recovery is done.
+// * Whether an agent's inbox is drained — every decision claimed, or only
+//   what a conversation not live here takes — is the core's answer
+//   (`ConversationFlag.InboxOpen`, docs/decisions/0062 "The approval
+//   inbox's readiness"), asked before every claim (`inboxOpen`): open once
+//   its recovery under the lease held now has finished (a suspended
+//   execution is live only after recovery reinstalled it, and a decision
+//   applied before would be refused as "not live"), closed from a takeover
+//   until that recovery is done. The core's `OpenInbox(drain)` wakes a
+//   drain here (`inboxOpened`), its `CloseInbox` drops the claims of the epoch
+//   lost (`inboxClosed`); nothing here decides it.
 // * One drain per agent at a time; a wake-up during a drain runs another
 //   pass after it (a decision filed meanwhile is not missed).
 // * A refusal caused by this process losing the agent (lease lost, the
@@ -69,8 +74,6 @@ export type ApplyDecision = (claim: ClaimedDecision) => Promise<PhronomyError | 
 export const settleRetryMs = 1_000;
 
 export class InboxApplier {
-  /** Agents held here whose recovery under that lease has finished. */
-  private readonly ready = new Set<string>();
   private readonly draining = new Map<string, Promise<void>>();
   private readonly wokenDuringDrain = new Set<string>();
   /** Claimed here, not finished because the database failed (settlement
@@ -101,6 +104,9 @@ export class InboxApplier {
      * admission window lapsed, not yet renewed): a filed start refused
      * meanwhile is tried again, not left claimed for nobody. */
     private readonly mayHold: (agentId: string, epoch: number) => boolean = holds,
+    /** Whether every decision filed for the agent is claimed here now: the
+     * core's `InboxOpen` (false for a conversation not live here). */
+    private readonly inboxOpen: (agentId: string) => boolean = () => false,
   ) {
     this.startsGrouped = servesIdle && typeof store.claimFiledStarts === "function";
   }
@@ -153,39 +159,20 @@ export class InboxApplier {
     });
   }
 
-  /** The agent's recovery under the lease held now finished: drain. */
-  agentReady(agentId: string): void {
-    if (this.closed) return;
-    this.ready.add(agentId);
-    this.wake(agentId);
+  /** The core's `OpenInbox`: decisions filed for the agent are claimed
+   * here from now on; `drain` (some may wait: a takeover's, a suspended
+   * execution's): claimed now. Else claimed when the store reports one (a
+   * notification, the poll) — no claim per conversation used
+   * (docs/decisions/0024) nor per suspension (0052). */
+  inboxOpened(agentId: string, drain: boolean): void {
+    if (drain) this.wake(agentId);
   }
 
-  /** An execution of the agent suspended live here: decisions can be filed
-   * for it from now on. A conversation live and recovered here is listening
-   * already (every decision filed for it wakes a drain), so nothing is
-   * claimed now — a claim per suspension found nothing and cost a store
-   * read on every approval (docs/decisions/0052); one that is not yet
-   * (a recovery still running) is made ready and drained. */
-  agentSuspended(agentId: string): void {
-    if (this.closed || this.ready.has(agentId)) return;
-    this.agentReady(agentId);
-  }
-
-  /** The agent is live here and recovered, with nothing suspended known:
-   * decisions filed for it (a cancel by id of its running execution) are
-   * claimed when the store reports one (a notification, the poll), with no
-   * claim now (docs/decisions/0024: no claim per conversation used). */
-  agentListening(agentId: string): void {
-    if (this.closed) return;
-    this.ready.add(agentId);
-  }
-
-  /** The agent was (re)taken and is being recovered: wait for it. */
-  agentNotReady(agentId: string): void {
-    this.ready.delete(agentId);
-    // Claims of the lost epoch are claimed again, and judged, under the new
-    // one. A start's does not depend on the conversation being live here: it
-    // is kept while its epoch is held (`judgeStart` checks it).
+  /** The core's `CloseInbox` (the lease changed hands, owned elsewhere, let
+   * go): claims of the lost epoch are claimed again, and judged, under the
+   * new one. A start's does not depend on the conversation being live
+   * here: it is kept while its epoch is held (`judgeStart` checks it). */
+  inboxClosed(agentId: string): void {
     for (const [decisionId, { claim }] of this.unfinished) if (claim.agentId === agentId && claim.kind !== "start") this.unfinished.delete(decisionId);
   }
 
@@ -194,7 +181,7 @@ export class InboxApplier {
    * — has only its retries claimed, when this owner serves idle ones: its
    * approvals and cancels wait until it is live and recovered. */
   wake(agentId: string): void {
-    if (this.closed || (!this.ready.has(agentId) && (!this.servesIdle || this.startsGrouped))) return;
+    if (this.closed || (!this.inboxOpen(agentId) && (!this.servesIdle || this.startsGrouped))) return;
     if (this.draining.has(agentId)) {
       this.wokenDuringDrain.add(agentId);
       return;
@@ -213,7 +200,6 @@ export class InboxApplier {
   /** Stops draining and waits for the passes running now. */
   async close(): Promise<void> {
     this.closed = true;
-    this.ready.clear();
     if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
     while (this.draining.size > 0 || this.startPass !== undefined || this.startChains.size > 0) {
       await Promise.allSettled([...this.draining.values(), this.startPass, ...this.startChains.values()]);
@@ -228,7 +214,7 @@ export class InboxApplier {
       await this.settle(claim, settlement);
     }
     for (;;) {
-      const claims = await timedClaims(() => (this.ready.has(agentId) ? this.store.claimDecisions(agentId) : this.store.claimDecisions(agentId, true)));
+      const claims = await timedClaims(() => (this.inboxOpen(agentId) ? this.store.claimDecisions(agentId) : this.store.claimDecisions(agentId, true)));
       if (claims.length === 0) return;
       for (const claim of claims) await this.settle(claim, undefined);
       if (this.closed) return;

@@ -66,15 +66,8 @@ export interface ConversationHost {
   /** Takes the lease on a leasing store: when (rows must be read after
    * it), false when another live process holds it, undefined without leases. */
   ownAgent(agentId: string): Promise<number | false | undefined>;
-  /** The approval inbox may hold decisions for this conversation (true) or
-   * no longer (false). */
-  inboxReady(agentId: string, ready: boolean): void;
-  /** An execution of the conversation suspended live here
-   * (`InboxApplier.agentSuspended`). */
-  inboxSuspended(agentId: string): void;
-  /** The conversation is live and recovered here: decisions filed for it
-   * later (cancels by id) are claimed when the store reports them. */
-  inboxListening(agentId: string): void;
+  /** An execution of the conversation suspended here (`Followers.suspended`). */
+  executionSuspended(agentId: string): void;
   /** Records a conversation's recovery report (`env.recovery(id)`). */
   reportRecovery(agentId: string, report: Promise<RecoveredExecution[]>): void;
 }
@@ -107,7 +100,7 @@ export class Conversations {
 
   constructor(private readonly host: ConversationHost) {
     host.coordinator.onAgentSuspended = (agent) => {
-      if (this.live.get(agent.id)?.entry === agent) this.host.inboxSuspended(agent.id);
+      if (this.live.get(agent.id)?.entry === agent) this.host.executionSuspended(agent.id);
     };
     host.coordinator.onConversationIdle = (agent) => this.carryOutRelease(agent);
   }
@@ -226,6 +219,12 @@ export class Conversations {
     return conversation === undefined || conversation.failed ? undefined : conversation.ready;
   }
 
+  /** The conversation's core entry now, when it has one (not failed). */
+  entryNow(agentId: string): AgentEntry | undefined {
+    const conversation = this.live.get(agentId);
+    return conversation === undefined || conversation.failed ? undefined : conversation.entry;
+  }
+
   /** A handle on a conversation live here (or defined by its id), for a
    * decision claimed from the approval inbox. */
   handleOf(environment: AgentHost, agentId: string): Agent | undefined {
@@ -306,7 +305,6 @@ export class Conversations {
       this.host.loop.post(() => this.tellOwnership(entry, owned !== false, this.ownerFactsOf(conversation), owned !== false), {
         label: `the ownership of conversation "${conversation.id}"`,
       });
-      if (owned !== false) this.host.inboxListening(conversation.id);
       return entry;
     }
     const leasing = leasingStoreOf(this.host.store);
@@ -328,8 +326,6 @@ export class Conversations {
       const recovered = rows.length > 0 || order.readQueue ? this.recover(conversation, entry, rows, readAt, order.readQueue) : Promise.resolve();
       await this.finishRecovery(entry, order.epoch, recovered);
     }
-    // Recovered: decisions filed for it from now on are claimed here.
-    this.host.inboxListening(conversation.id);
     return entry;
   }
 
@@ -339,7 +335,6 @@ export class Conversations {
     this.host.reportRecovery(conversation.id, report);
     const recovered = await report;
     this.reports.set(conversation.id, recovered);
-    if (recovered.some((item) => item.status === "suspended")) this.host.inboxReady(conversation.id, true);
   }
 
   /** Tells the core how the recovery of `epoch` ended — the pipeline
@@ -527,7 +522,6 @@ export class Conversations {
     this.host.coordinator.forgetAgentEntry(entry.slot);
     this.live.delete(conversation.id);
     this.host.conversationFreed(conversation.id);
-    this.host.inboxReady(conversation.id, false);
     const leasing = leasingStoreOf(this.host.store);
     leasing?.releaseLease(conversation.id).catch((error: unknown) => {
       this.host.coordinator.settings.logger.warn(

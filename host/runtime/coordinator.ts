@@ -69,6 +69,8 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
   /** An agent's execution suspended (live or recovered): the
    * conversations' bookkeeping (`conversations.ts`) listens. */
   onAgentSuspended: ((agent: AgentEntry) => void) | undefined;
+  /** The core's `OpenInbox` and `CloseInbox`: the approval inbox's applier (inbox-claims.ts). */
+  inbox: { inboxOpened(agentId: string, drain: boolean): void; inboxClosed(agentId: string): void } | undefined;
   /** The core's `ReleaseConversation`: the conversation is idle and its
    * entry is let go (`conversations.ts`, posted to the loop). */
   onConversationIdle: ((agent: AgentEntry) => void) | undefined;
@@ -322,7 +324,11 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
       case EffectKind.FollowAdmitted:
         return this.onFollowAdmitted?.(this.executions[effect.execution], effect.generation);
       case EffectKind.OpenAdmissions:
-        return this.admissionsOpened(effect.agent);
+        return this.ofAgent(effect.agent, (agent) => this.busyHooks?.admissionsOpened(agent));
+      case EffectKind.OpenInbox:
+        return this.ofAgent(effect.agent, (agent) => this.inbox?.inboxOpened(agent.id, effect.drain));
+      case EffectKind.CloseInbox:
+        return this.ofAgent(effect.agent, (agent) => this.inbox?.inboxClosed(agent.id));
       case EffectKind.StartHead:
         return this.ofAgent(effect.agent, (agent) => this.busyHooks?.startHead(agent));
       case EffectKind.RetryHeadAfter:
@@ -334,12 +340,6 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
       case EffectKind.ReleaseConversation:
         return this.ofAgent(effect.agent, (agent) => agent.generation === effect.generation && this.onConversationIdle?.(agent));
     }
-  }
-
-  /** `OpenAdmissions`: the conversation is ready again (the queues ask again). */
-  private admissionsOpened(slot: number): void {
-    const agent = this.agentsBySlot[slot];
-    if (agent !== undefined) this.busyHooks?.admissionsOpened(agent);
   }
 
   // -- start and preparation ----------------------------------------------------------------

@@ -33,7 +33,7 @@ import { DurableData } from "./durable-data.js";
 import { EnvironmentReads } from "./environment-reads.js";
 import { Followers } from "./followers.js";
 import { WorkById } from "./work-by-id.js";
-import { InboxClaims, inboxHooksOf } from "./inbox-claims.js";
+import { InboxClaims } from "./inbox-claims.js";
 import { heldEpochOf, leasingStoreOf } from "./leases.js";
 import type { OpenOptions } from "./open-options.js";
 import type { AgentDefinition, ConversationDefinition } from "./options.js";
@@ -84,19 +84,19 @@ export class Environment {
       coordinator,
       recovers: recoverOnDefine,
       ...recoveryHooksOf(() => this.recoveries),
-      ...inboxHooksOf(() => this.inbox.applier),
-      inboxSuspended: (agentId) => this.followers.suspended(agentId, this.inbox.applier),
+      executionSuspended: (agentId) => this.followers.suspended(agentId),
       ownAgent: (agentId) => this.ownership.ownAgent(agentId),
     });
     const { conversations } = this;
     const parts = { store, loop, coordinator, conversations, queues, visitor, closed };
     const follow = (agentId: string, executionId: string, waiter: Waiting): void => this.followers.followElsewhere(agentId, executionId, waiter);
-    this.recoveries = new AgentRecoveries({ ...parts, recoverOnDefine, inboxApplier: () => this.inbox.applier, follow });
+    this.recoveries = new AgentRecoveries({ ...parts, recoverOnDefine, follow });
     this.ownership = new AgentOwnership({ ...parts, recoveries: this.recoveries, filesForOwner: () => this.inbox.remoteStarts !== undefined });
     this.inbox = new InboxClaims({
       ...parts,
       agents: this,
       notHeldHere: (agentId) => this.ownership.notHeldHere(agentId),
+      takeoverPending: (agentId) => this.recoveries.takeoverPending(agentId),
       cancelHost: () => this.byId.cancelHost(),
       retryHost: () => this.byId.retryHost(),
     });

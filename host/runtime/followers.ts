@@ -16,7 +16,6 @@ import { DurableWatches } from "./durable-watch.js";
 import { settleFromRow } from "./durable-outcome.js";
 import { followAdmitted, reportLostConversations } from "./lost-leases.js";
 import { leasingStoreOf } from "./leases.js";
-import type { InboxApplier } from "./approval-inbox.js";
 import type { RemoteStarts } from "./remote-start.js";
 import type { AgentEntry } from "./requests.js";
 import { Waiter, type Run, type Waiting } from "./run.js";
@@ -137,12 +136,12 @@ export class Followers {
     this.follower().follow(executionId, agentId, waiter);
   }
 
-  /** An execution of the conversation suspended here: the inbox claims
-   * its decisions; when the suspension landed after the lease was lost
-   * here (before anyone took it), whoever takes it decides it, and its
-   * callers here follow it (docs/decisions/0063). */
-  suspended(agentId: string, applier: InboxApplier | undefined): void {
-    applier?.agentSuspended(agentId);
+  /** An execution of the conversation suspended here: when the suspension
+   * landed after the lease was lost here (before anyone took it), whoever
+   * takes it decides it, and its callers here follow it
+   * (docs/decisions/0063). The inbox claims its decisions while the core
+   * keeps it open (`ConversationFlag.InboxOpen`). */
+  suspended(agentId: string): void {
     const leasing = leasingStoreOf(this.host.store);
     if (leasing !== undefined && leasing.heldEpochOf(agentId) === undefined) this.leasesLost([agentId]);
   }

@@ -4,7 +4,7 @@
 // here through the local paths, and those of conversations held elsewhere
 // are filed. A SQLite owner holds every agent; a SQLite visitor only files.
 
-import { AdmissionSource, AdmissionVerdict, BusyPolicy } from "../../assembly/abi.js";
+import { AdmissionSource, AdmissionVerdict, BusyPolicy, ConversationFlag } from "../../assembly/abi.js";
 import { InvalidInputError, type PhronomyError } from "../errors.js";
 import { startTiming } from "../store/start-timing.js";
 import type { ExecutionStore } from "../store/store.js";
@@ -12,7 +12,7 @@ import { Agent, type AgentHost, type AgentInput } from "./agent.js";
 import { InboxApplier, inboxStoreOf, type ClaimedDecision } from "./approval-inbox.js";
 import { applyFiledCancel, type CancelHost } from "./cancel-by-id.js";
 import type { ConversationQueues } from "./conversation-queue.js";
-import type { ConversationHost, Conversations } from "./conversations.js";
+import type { Conversations } from "./conversations.js";
 import type { Coordinator } from "./coordinator.js";
 import { heldEpochOf, type LeasingStore } from "./leases.js";
 import type { StartOptions } from "./options.js";
@@ -34,6 +34,8 @@ export interface InboxClaimsHost {
   readonly agents: AgentHost;
   /** The agent's lease is held elsewhere or by nobody (false without leases). */
   notHeldHere(agentId: string): boolean;
+  /** A takeover the store noted is not told to the core yet (agent-recoveries.ts). */
+  takeoverPending(agentId: string): boolean;
   /** Tells the core the conversation is owned elsewhere when the store says so. */
   readonly queues: Pick<ConversationQueues, "leaseLost">;
   cancelHost(): CancelHost;
@@ -78,7 +80,21 @@ export class InboxClaims {
       settings.logger,
       leasing === undefined || this.remoteStarts !== undefined,
       mayHold,
+      (agentId) => this.inboxOpen(agentId),
     );
+    // The core's OpenInbox and CloseInbox reach it from the coordinator.
+    this.host.coordinator.inbox = this.applier;
+  }
+
+  /** Whether every decision filed for the conversation is claimed here:
+   * the core's answer (`ConversationFlag.InboxOpen`) for one live here.
+   * A takeover the store noted that the core does not know yet is about
+   * to close it: nothing is claimed for it meanwhile (as a start's `Admit`
+   * tells the core first, `beforeAdmit`). */
+  private inboxOpen(agentId: string): boolean {
+    const entry = this.host.conversations.entryNow(agentId);
+    if (entry === undefined || this.host.takeoverPending(agentId)) return false;
+    return (this.host.coordinator.settings.core.conversation(entry.slot).flags & ConversationFlag.InboxOpen) !== 0;
   }
 
   /** Where `env.admin.decide` sends a decision on an agent not defined
@@ -181,15 +197,4 @@ export class InboxClaims {
       },
     );
   }
-}
-
-/** The conversations' hooks into the inbox's applier, once opened
- * (`ConversationHost`): decisions filed for a conversation are claimed
- * while it is live and recovered here. */
-export function inboxHooksOf(applier: () => InboxApplier | undefined): Pick<ConversationHost, "inboxListening" | "inboxSuspended" | "inboxReady"> {
-  return {
-    inboxListening: (agentId) => applier()?.agentListening(agentId),
-    inboxSuspended: (agentId) => applier()?.agentSuspended(agentId),
-    inboxReady: (agentId, ready) => (ready ? applier()?.agentReady(agentId) : applier()?.agentNotReady(agentId)),
-  };
 }

@@ -41,9 +41,6 @@ export interface RecoveryPipelineHost {
   /** How the pass just run on the conversation left it: what a fault held
    * still held, or an abandoned session still settling. */
   passOutcome(entry: AgentEntry): RecoveryOutcome;
-  /** The conversation's recovery ended ready, and decisions filed for it
-   * waited for it: they may be claimed now. */
-  inboxReady(agentId: string): void;
 }
 
 /** One trigger of a recovery. */
@@ -59,8 +56,6 @@ export interface RecoveryTrigger {
   /** The store just gave this process the conversation's lease: told to
    * the core first (a conversation owned elsewhere is registering again). */
   readonly ownedHere?: boolean;
-  /** Decisions filed for the conversation wait until it ends. */
-  readonly inboxHeld?: boolean;
   /** The wait of a `RetryAfter(epoch)` is over: asked as `RetryDue(epoch)`,
    * which the core drops if the conversation is no longer held at that
    * epoch, and which recovers it with the cause its hold names. */
@@ -92,9 +87,6 @@ interface Running {
 export class RecoveryPipeline {
   /** Recoveries under way, by agent id (joined triggers wait for them). */
   private readonly running = new Map<string, Running>();
-  /** Conversations whose filed decisions wait until it is ready: taken
-   * over, or found with executions suspended. */
-  private readonly inboxWaiting = new Set<string>();
 
   constructor(private readonly host: RecoveryPipelineHost) {}
 
@@ -123,12 +115,7 @@ export class RecoveryPipeline {
     trigger: RecoveryTrigger,
     recovery: (entry: AgentEntry) => Promise<RecoveredExecution[] | undefined>,
   ): Promise<RecoveredExecution[] | undefined> {
-    if (trigger.inboxHeld) this.inboxWaiting.add(agentId);
-    return this.host.conversations.holding(agentId, recovery).then((report) => {
-      // Nothing to recover here: what the trigger held is let go.
-      if (report === undefined) this.release(agentId, true);
-      return report;
-    });
+    return this.host.conversations.holding(agentId, recovery);
   }
 
   /** A first use's recovery (`Conversations.prepare` read the rows the
@@ -220,7 +207,6 @@ export class RecoveryPipeline {
       } catch (error) {
         failure = { error };
       }
-      if (report.some((item) => item.status === "suspended")) this.inboxWaiting.add(entry.id);
       const next = await this.onLoop(entry, () => this.finish(entry, epoch, outcome));
       if (next.kind === "again") {
         order = next;
@@ -243,26 +229,18 @@ export class RecoveryPipeline {
       if (running?.epoch === epoch) running.epoch = again.epoch;
       return { kind: "again", epoch: again.epoch, readQueue: again.readQueue };
     }
-    this.end(
-      entry.id,
-      epoch,
-      effects.some((effect) => effect.kind === EffectKind.OpenInbox),
-    );
+    this.end(entry.id, epoch);
     this.retryIfAsked(entry.id, effects);
     return { kind: "ended" };
   }
 
-  /** The recovery is over: ready (`OpenAdmissions`, `OpenInbox`), held, or dropped as stale. */
-  private end(agentId: string, epoch: number, ready: boolean): void {
+  /** The recovery is over: ready (`OpenAdmissions`, `OpenInbox`, carried
+   * out by the coordinator), held, or dropped as stale. */
+  private end(agentId: string, epoch: number): void {
     const running = this.running.get(agentId);
     if (running === undefined || running.epoch !== epoch) return;
     this.running.delete(agentId);
-    this.release(agentId, ready);
     running.end();
-  }
-
-  private release(agentId: string, ready: boolean): void {
-    if (ready && this.inboxWaiting.delete(agentId)) this.host.inboxReady(agentId);
   }
 
   /** On the loop: `ConversationHeld` of a ready conversation, and its

@@ -12,12 +12,14 @@ import {
   ConversationPhase as Phase,
   ConversationFlag as Flag,
   EffectKind,
+  ExecutionStatus,
   HeadOutcome,
   HoldCause,
   MessageKind as M,
   OutcomeType,
   OwnerFact,
   Ownership,
+  Phase as ExecutionPhase,
   PreparationOutcome,
   RecoveryCause as Cause,
   RecoveryFact as Fact,
@@ -70,7 +72,7 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     ]);
     expect(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.Recovered)).toEqual([
       { kind: EffectKind.OpenAdmissions, agent: c.slot },
-      { kind: EffectKind.OpenInbox, agent: c.slot },
+      { kind: EffectKind.OpenInbox, agent: c.slot, drain: false },
       { kind: EffectKind.RestoreQueue, agent: c.slot },
     ]);
     expect(phaseOf(core, c)).toBe(Phase.Ready);
@@ -123,15 +125,19 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     ]);
     expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 7, Source.Direct, Policy.Reject, 1))).toBe(Verdict.WaitUntilReady);
     expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 8, Source.Filed, Policy.Enqueue, 1))).toBe(Verdict.WaitUntilReady);
-    // Settled with nothing moved: ready, starts admitted again.
+    // Settled with nothing moved: ready, starts admitted again; the inbox
+    // stayed open (its own lease settling moves nothing), nothing to claim now.
     expect(core.step(M.RecoveryFinished, c.slot, c.generation, 2, RecoveryOutcome.Recovered)).toEqual([
       { kind: EffectKind.OpenAdmissions, agent: c.slot },
-      { kind: EffectKind.OpenInbox, agent: c.slot },
+      { kind: EffectKind.OpenInbox, agent: c.slot, drain: false },
     ]);
     expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 9, Source.Direct, Policy.Reject, 1))).toBe(Verdict.RunHere);
     // Settled by taking the partition back: the takeover joins and the rows are read under a new epoch.
     core.step(M.RecoveryRequested, c.slot, c.generation, Cause.LeaseSettling, Fact.Leasing);
-    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.LeaseTakeover, 0);
+    expect(core.step(M.RecoveryRequested, c.slot, c.generation, Cause.LeaseTakeover, 0)).toEqual([
+      { kind: EffectKind.RecoveryJoined, agent: c.slot, epoch: 3 },
+      { kind: EffectKind.CloseInbox, agent: c.slot },
+    ]);
     expect(core.step(M.RecoveryFinished, c.slot, c.generation, 3, RecoveryOutcome.Recovered)).toEqual([
       { kind: EffectKind.ReadRows, agent: c.slot, epoch: 4, rows: RowsPolicy.FromStore, readQueue: true },
     ]);
@@ -265,7 +271,7 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 11, Source.QueueHead, Policy.Enqueue, 1))).toBe(Verdict.StayQueued);
     expect(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.Recovered)).toEqual([
       { kind: EffectKind.OpenAdmissions, agent: c.slot },
-      { kind: EffectKind.OpenInbox, agent: c.slot },
+      { kind: EffectKind.OpenInbox, agent: c.slot, drain: false },
       { kind: EffectKind.RestoreQueue, agent: c.slot },
       { kind: EffectKind.StartHead, agent: c.slot },
     ]);
@@ -274,15 +280,18 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
   it("follows the messages queued here when owned elsewhere, keeps them counted, and leaves when taken back", async () => {
     const core = await boot();
     const c = ready(core);
-    // Nothing queued: owned elsewhere, nothing to follow.
-    expect(core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere)).toEqual([]);
+    // Nothing queued: owned elsewhere, nothing to follow; the inbox closes.
+    expect(core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere)).toEqual([{ kind: EffectKind.CloseInbox, agent: c.slot }]);
     core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Here);
     core.step(M.RecoveryRequested, c.slot, c.generation, Cause.LeaseTakeover, 0);
     core.step(M.RecoveryFinished, c.slot, c.generation, 2, RecoveryOutcome.Recovered);
     core.step(M.Start, c.slot, c.generation, core.request(), 0);
     core.step(M.MessageQueued, c.slot, c.generation, 2);
     // The lease lost: the two messages' callers follow them; both stay counted.
-    expect(core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere)).toEqual([{ kind: EffectKind.FollowQueued, agent: c.slot, queued: 2 }]);
+    expect(core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere)).toEqual([
+      { kind: EffectKind.CloseInbox, agent: c.slot },
+      { kind: EffectKind.FollowQueued, agent: c.slot, queued: 2 },
+    ]);
     expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.OwnedElsewhere, queued: 2 });
     // A head stays queued while owned elsewhere: the owner runs it.
     expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 11, Source.QueueHead, Policy.Enqueue, 1))).toBe(Verdict.StayQueued);
@@ -295,10 +304,11 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     expect(core.step(M.RecoveryRequested, c.slot, c.generation, Cause.LeaseTakeover, Fact.Leasing)).toEqual([
       { kind: EffectKind.ReadRows, agent: c.slot, epoch: 3, rows: RowsPolicy.FromStore, readQueue: true },
     ]);
-    // The execution started before still holds the admission: the head waits for its release.
+    // The execution started before still holds the admission: the head
+    // waits for its release. Decisions filed meanwhile are claimed now.
     expect(core.step(M.RecoveryFinished, c.slot, c.generation, 3, RecoveryOutcome.Recovered)).toEqual([
       { kind: EffectKind.OpenAdmissions, agent: c.slot },
-      { kind: EffectKind.OpenInbox, agent: c.slot },
+      { kind: EffectKind.OpenInbox, agent: c.slot, drain: true },
       { kind: EffectKind.RestoreQueue, agent: c.slot },
     ]);
     expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Ready, queued: 3 });
@@ -451,6 +461,7 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     // Run follows it to the owner, and the conversation is owned elsewhere.
     expect(core.step(M.HeadSettled, c.slot, c.generation, HeadOutcome.NotNow, Ownership.Elsewhere)).toEqual([
       { kind: EffectKind.HeadKept, agent: c.slot },
+      { kind: EffectKind.CloseInbox, agent: c.slot },
       { kind: EffectKind.FollowQueued, agent: c.slot, queued: 1 },
     ]);
     expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.OwnedElsewhere, queued: 1, flags: 0, failures: 0 });
@@ -474,7 +485,7 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     core.step(M.ConversationHeld, c.slot, c.generation, HoldCause.StoreFault);
     const failuresHeld = core.snapshot().conversations[c.slot]!.failures;
     expect(core.step(M.HeadSettled, c.slot, c.generation, HeadOutcome.StoreFailed, Ownership.Here)).toEqual([{ kind: EffectKind.HeadKept, agent: c.slot }]);
-    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Held, queued: 1, flags: 0, failures: failuresHeld });
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Held, queued: 1, flags: Flag.InboxOpen, failures: failuresHeld });
     expect(core.step(M.HeadRetryDue, c.slot, c.generation)).toEqual([]);
     const [read] = core.step(M.RecoveryRequested, c.slot, c.generation, Cause.HealAfterStoreFault, 0);
     const epoch = (read as { epoch: number }).epoch;
@@ -575,5 +586,82 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     core.expectDropped(M.RecoveryRequested, ResultCode.ArgumentOutOfRange, c.slot, c.generation, Cause.LeaseSettling + 1, 0);
     core.expectDropped(M.UseBegin, ResultCode.AgentGenerationMustMatch, c.slot, c.generation + 1);
     core.expectRefused(ResultCode.QueueEmpty, 9, M.Admit, c.slot, c.generation, 9, Source.QueueHead, Policy.Enqueue, 1);
+  });
+
+  it("opens the approval inbox when a recovery ends ready and closes it when the lease changes hands, owned elsewhere or purged", async () => {
+    const core = await boot();
+    const open = (c: Conversation): boolean => (core.snapshot().conversations[c.slot]!.flags & Flag.InboxOpen) !== 0;
+    const inboxEffects = (effects: readonly CoreEffect[]): CoreEffect[] =>
+      effects.filter((effect) => effect.kind === EffectKind.OpenInbox || effect.kind === EffectKind.CloseInbox);
+    const c = register(core);
+    expect(open(c)).toBe(false);
+    // Registering and recovering: closed (a decision would find nothing installed).
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.FirstUse, 0);
+    expect(open(c)).toBe(false);
+    // A first use with nothing suspended: open, nothing claimed now.
+    expect(inboxEffects(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.Recovered))).toEqual([
+      { kind: EffectKind.OpenInbox, agent: c.slot, drain: false },
+    ]);
+    expect(open(c)).toBe(true);
+    // A recovery of this process's own (env.recover(), a heal) keeps it open;
+    // a hold too (what is installed stays installed).
+    expect(inboxEffects(core.step(M.RecoveryRequested, c.slot, c.generation, Cause.RecoverCalled, 0))).toEqual([]);
+    expect(open(c)).toBe(true);
+    expect(inboxEffects(core.step(M.RecoveryFinished, c.slot, c.generation, 2, RecoveryOutcome.Recovered))).toEqual([
+      { kind: EffectKind.OpenInbox, agent: c.slot, drain: false },
+    ]);
+    expect(inboxEffects(core.step(M.ConversationHeld, c.slot, c.generation, HoldCause.StoreFault))).toEqual([]);
+    expect(open(c)).toBe(true);
+    // Taken over (the lease changed hands): closed until its recovery ends,
+    // then claimed at once; a recovery that fails keeps it closed.
+    for (const cause of [Cause.LeaseTakeover, Cause.PartitionTaken, Cause.Retake, Cause.FencedWrite]) {
+      const [read, ...rest] = core.step(M.RecoveryRequested, c.slot, c.generation, cause, RETRYING);
+      expect(rest, `cause ${cause}`).toEqual([{ kind: EffectKind.CloseInbox, agent: c.slot }]);
+      const epoch = (read as { epoch: number }).epoch;
+      expect(inboxEffects(core.step(M.RecoveryFinished, c.slot, c.generation, epoch, RecoveryOutcome.StoreFault))).toEqual([]);
+      expect(open(c)).toBe(false);
+      const [again] = core.step(M.RecoveryRequested, c.slot, c.generation, Cause.HealAfterStoreFault, RETRYING);
+      const retried = (again as { epoch: number }).epoch;
+      expect(inboxEffects(core.step(M.RecoveryFinished, c.slot, c.generation, retried, RecoveryOutcome.Recovered))).toEqual([
+        { kind: EffectKind.OpenInbox, agent: c.slot, drain: true },
+      ]);
+    }
+    // A takeover joining a recovery under way closes it too (once).
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.RecoverCalled, 0);
+    expect(inboxEffects(core.step(M.RecoveryRequested, c.slot, c.generation, Cause.LeaseTakeover, 0))).toEqual([
+      { kind: EffectKind.CloseInbox, agent: c.slot },
+    ]);
+    expect(inboxEffects(core.step(M.RecoveryRequested, c.slot, c.generation, Cause.Retake, 0))).toEqual([]);
+    // Owned elsewhere: closed; a purge of an open one closes it.
+    expect(inboxEffects(core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere))).toEqual([]);
+    const d = ready(core);
+    expect(inboxEffects(core.step(M.ConversationOwned, d.slot, d.generation, Ownership.Elsewhere))).toEqual([{ kind: EffectKind.CloseInbox, agent: d.slot }]);
+    const e = ready(core);
+    expect(core.step(M.PurgeAgent, e.slot, e.generation)).toEqual([{ kind: EffectKind.CloseInbox, agent: e.slot }]);
+  });
+
+  it("claims at once what waits for a first use that recovered something suspended; an owned-elsewhere conversation recovers closed", async () => {
+    const core = await boot();
+    const open = (c: Conversation): boolean => (core.snapshot().conversations[c.slot]!.flags & Flag.InboxOpen) !== 0;
+    // A first use that installed a suspended execution: its decisions are claimed at once.
+    const run = core.recovered({ status: ExecutionStatus.Suspended, phase: ExecutionPhase.Suspended });
+    const s = { slot: run.agent, generation: run.agentGeneration };
+    const [read] = core.step(M.RecoveryRequested, s.slot, s.generation, Cause.FirstUse, 0);
+    expect(open(s)).toBe(false);
+    const effects = core.step(M.RecoveryFinished, s.slot, s.generation, (read as { epoch: number }).epoch, RecoveryOutcome.Recovered);
+    expect(effects).toContainEqual({ kind: EffectKind.OpenInbox, agent: s.slot, drain: true });
+    // Owned elsewhere, recovered here (what a fault held is let go): closed
+    // while recovering, open once ready; taken back (registering), closed
+    // until its recovery ends.
+    const c = ready(core);
+    core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere);
+    const [again] = core.step(M.RecoveryRequested, c.slot, c.generation, Cause.RecoverCalled, 0);
+    expect(open(c)).toBe(false);
+    core.step(M.RecoveryFinished, c.slot, c.generation, (again as { epoch: number }).epoch, RecoveryOutcome.Recovered);
+    expect(open(c)).toBe(true);
+    core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere);
+    core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Here);
+    expect(phaseOf(core, c)).toBe(Phase.Registering);
+    expect(open(c)).toBe(false);
   });
 });

@@ -31,6 +31,7 @@ export function checkConversationInvariants(step: Step): string | undefined {
     ?? parkedFollowedWhenElsewhere(step)
     ?? holdRetriedOnlyWhenAsked(step)
     ?? failedHeadPlacedByTheCore(step)
+    ?? inboxOpensAndClosesByEffects(step)
   );
 }
 
@@ -98,7 +99,7 @@ function releasedOnlyWhenIdle(step: Step): string | undefined {
       record?.phase === ConversationPhase.Releasing
       && record.users === 0
       && record.queued === 0
-      && (record.flags & ~(ConversationFlag.ReleasedElsewhere | ConversationFlag.RetriesHeld)) === 0
+      && (record.flags & ~(ConversationFlag.ReleasedElsewhere | ConversationFlag.RetriesHeld | ConversationFlag.InboxOpen)) === 0
       && agent?.admissionState === AdmissionState.None
       && agent.generation === effect.generation;
     if (!idle) return `ReleaseConversation for conversation ${effect.agent}, which is not idle`;
@@ -119,6 +120,30 @@ function reportsElsewhere(step: Step, slot: number): boolean {
 /** The store's answers after which a head is still queued there. */
 function keepsHead(outcome: number): boolean {
   return outcome === HeadOutcome.StoreFailed || outcome === HeadOutcome.NotNow;
+}
+
+/** The inbox's state (`InboxOpen`) changes only with the effect that
+ * tells the host: `OpenInbox` leaves it open on a conversation ready,
+ * `CloseInbox` leaves it closed; a
+ * conversation owned elsewhere never has it open. */
+function inboxOpensAndClosesByEffects(step: Step): string | undefined {
+  const open = (flags: number | undefined): boolean => ((flags ?? 0) & ConversationFlag.InboxOpen) !== 0;
+  for (const [slot, after] of step.after.conversations.entries()) {
+    const was = open(step.before.conversations[slot]?.flags);
+    const is = open(after.flags);
+    const told = step.effects.filter((effect) => (effect.kind === EffectKind.OpenInbox || effect.kind === EffectKind.CloseInbox) && effect.agent === slot);
+    if (told.length > 1) return `conversation ${slot}'s inbox was opened or closed twice in one step`;
+    const effect = told[0];
+    if (effect?.kind === EffectKind.OpenInbox) {
+      if (!is || after.phase !== ConversationPhase.Ready) return `OpenInbox for conversation ${slot}, which is not ready`;
+    } else if (effect?.kind === EffectKind.CloseInbox) {
+      if (is || !was) return `CloseInbox for conversation ${slot}, whose inbox was not open`;
+    } else if (was !== is) {
+      return `conversation ${slot}'s inbox ${is ? "opened" : "closed"} with no effect telling it`;
+    }
+    if (is && after.phase === ConversationPhase.OwnedElsewhere) return `conversation ${slot} is owned elsewhere with its inbox open`;
+  }
+  return undefined;
 }
 
 /** `FollowQueued` only from a report of ownership elsewhere, for the

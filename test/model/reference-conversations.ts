@@ -131,6 +131,8 @@ interface Conversation {
   releasedElsewhere: boolean;
   /** A hold is retried after the backoff, else it waits for env.recover(). */
   retriesHeld: boolean;
+  /** Every decision filed for it is claimed here (`OpenInbox`..`CloseInbox`). */
+  inboxOpen: boolean;
   failures: number;
   /** A recovery left by `ConversationOwned(elsewhere)` whose pass has not
    * reported its end (0: none): no head starts until it does. */
@@ -163,6 +165,7 @@ function emptyConversation(): Conversation {
     readQueue: false,
     releasedElsewhere: false,
     retriesHeld: false,
+    inboxOpen: false,
     failures: 0,
     abandonedEpoch: 0,
   };
@@ -189,6 +192,11 @@ export class ReferenceConversations {
     this.records[slot] = emptyConversation();
   }
 
+  /** PurgeAgent frees the slot: an open inbox closes first. */
+  purged(slot: number): void {
+    this.closeInbox(slot);
+  }
+
   /** PurgeAgent's extra refusal. */
   inUse(slot: number): boolean {
     const record = this.at(slot);
@@ -204,7 +212,8 @@ export class ReferenceConversations {
         | (record.recoverAgain ? ConversationFlag.RecoverAgain : 0)
         | (record.readQueue ? ConversationFlag.ReadQueue : 0)
         | (record.releasedElsewhere ? ConversationFlag.ReleasedElsewhere : 0)
-        | (record.retriesHeld ? ConversationFlag.RetriesHeld : 0);
+        | (record.retriesHeld ? ConversationFlag.RetriesHeld : 0)
+        | (record.inboxOpen ? ConversationFlag.InboxOpen : 0);
       return {
         slot,
         recoveryEpoch: record.recoveryEpoch,
@@ -286,6 +295,7 @@ export class ReferenceConversations {
     // Kept registered when idle: owned elsewhere at registration.
     if (record.phase === P.Registering) record.pinned = true;
     enter(record, Ev.OwnedElsewhere);
+    this.closeInbox(slot);
     // The recovery under way is abandoned; its pass runs on until it
     // reports its finish, and no head starts before that.
     if (wasRecovering) record.abandonedEpoch = record.recoveryEpoch;
@@ -334,16 +344,19 @@ export class ReferenceConversations {
     if (code !== ResultCode.Ok) return this.host.drop(K, code);
     if (cause < RecoveryCause.OpenScan || cause > RecoveryCause.LeaseSettling || facts > 127) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
     const record = this.at(slot);
+    const newFacts = RECOVERY_CAUSES_WITH_NEW_FACTS.includes(cause);
     if (record.phase === P.Recovering) {
-      if (RECOVERY_CAUSES_WITH_NEW_FACTS.includes(cause)) record.recoverAgain = true;
+      if (newFacts) record.recoverAgain = true;
       this.host.emit(EffectKind.RecoveryJoined, slot, record.recoveryEpoch);
-      return ResultCode.Ok;
+    } else {
+      if (conversationNextOf(record.phase, Ev.RecoveryRequested) === undefined) return this.host.drop(K, ResultCode.ConversationPhaseMustMatch);
+      enter(record, Ev.RecoveryRequested);
+      // Holds retry by themselves only on a leasing store where recovery runs by itself.
+      record.retriesHeld = (facts & RecoveryFact.Leasing) !== 0 && (facts & RecoveryFact.RecoversByItself) !== 0;
+      this.beginRecovery(slot, cause, facts);
     }
-    if (conversationNextOf(record.phase, Ev.RecoveryRequested) === undefined) return this.host.drop(K, ResultCode.ConversationPhaseMustMatch);
-    enter(record, Ev.RecoveryRequested);
-    // Holds retry by themselves only on a leasing store where recovery runs by itself.
-    record.retriesHeld = (facts & RecoveryFact.Leasing) !== 0 && (facts & RecoveryFact.RecoversByItself) !== 0;
-    this.beginRecovery(slot, cause, facts);
+    // The lease changed hands: decisions wait for this recovery's end.
+    if (newFacts) this.closeInbox(slot);
     return ResultCode.Ok;
   }
 
@@ -371,12 +384,17 @@ export class ReferenceConversations {
       this.beginRecovery(slot, RecoveryCause.Retry, 0);
     } else {
       enter(record, Ev.Recovered);
+      // Claimed at once when decisions may wait: something recovered
+      // suspended, or the inbox was closed by a takeover (not a first use).
+      const suspended = this.host.agent(slot).admissionState === AdmissionState.Suspended;
+      const firstUse = record.cause === RecoveryCause.OpenScan || record.cause === RecoveryCause.FirstUse;
+      const drain = suspended || (!record.inboxOpen && !firstUse);
       record.cause = 0;
       record.failures = 0;
       const readQueue = record.readQueue;
       record.readQueue = false;
       this.host.emit(EffectKind.OpenAdmissions, slot);
-      this.host.emit(EffectKind.OpenInbox, slot);
+      this.openInbox(slot, drain);
       if (readQueue) this.host.emit(EffectKind.RestoreQueue, slot);
       this.startHeadIfDue(slot);
     }
@@ -547,6 +565,18 @@ export class ReferenceConversations {
   }
 
   /** READING: the epoch counts like a generation (+1, skipping 0). */
+  private openInbox(slot: number, drain: boolean): void {
+    this.at(slot).inboxOpen = true;
+    this.host.emit(EffectKind.OpenInbox, slot, drain ? 1 : 0);
+  }
+
+  private closeInbox(slot: number): void {
+    const record = this.at(slot);
+    if (!record.inboxOpen) return;
+    record.inboxOpen = false;
+    this.host.emit(EffectKind.CloseInbox, slot);
+  }
+
   private beginRecovery(slot: number, cause: number, facts: number): void {
     const record = this.at(slot);
     record.recoveryEpoch = record.recoveryEpoch === 0xffff_ffff ? 1 : record.recoveryEpoch + 1;

@@ -594,6 +594,7 @@ export class ReferenceCore implements ControlMachine {
     if (code !== ResultCode.Ok) return code;
     if (this.agentAt(slot).admissionState !== AdmissionState.None) return ResultCode.AgentAdmissionHeld;
     if (this.conversations.inUse(slot)) return ResultCode.ConversationInUse;
+    this.conversations.purged(slot);
     this.freeAgentSlot(slot);
     return ResultCode.Ok;
   }
