@@ -12,6 +12,7 @@ import { Limit, MessageKind, ResultCode } from "./abi";
 import { resetAgentTable, agentSlotsUsed, admittingAgents, seedFirstGeneration } from "./agent-table";
 import { clearEffects } from "./effects";
 import { executionSlotsUsed, liveExecutions, resetExecutionTable } from "./execution-table";
+import { isExecutionHeldForRecovery } from "./decisions/recovery";
 import {
   agentTable, conversationTable, effectBuffer, executionCapacity, executionTable, layoutRegions,
 } from "./memory-layout";
@@ -126,6 +127,11 @@ export function admittingAgentCount(): u32 { return admittingAgents; }
 export function isDraining(): u32 { return draining; }
 export function nextOwnerTokenValue(): u32 { return nextOwnerToken; }
 export function nextSessionValue(): u32 { return nextSession; }
+/** 1 when the execution in `slot` is held `recovery_required` (its agent's
+ * admission, bound to it), else 0: a slot out of range or free is not
+ * held. The host asks this instead of keeping its own copy; only
+ * `DischargeRecovery` ends the hold. */
+export function executionHeldForRecovery(slot: u32): u32 { return isExecutionHeldForRecovery(slot) ? 1 : 0; }
 
 // -- testing only ---------------------------------------------------------------
 

@@ -285,7 +285,7 @@ export class AgentRecoveries {
       const live = this.host.coordinator.entryById(row.executionId);
       if (!live && this.preparingHere(entry, row, held)) continue;
       if (!live) rows.push(row);
-      else if (live.recoveryRequired) {
+      else if (this.host.coordinator.heldForRecovery(live)) {
         // Held recovery_required here (a write refused: its lease lost, the
         // row moved on): release it, then install it again from its row.
         const code = await this.dischargeRecovery(live.slot, live.generation);

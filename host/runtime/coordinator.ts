@@ -116,14 +116,14 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
    * left for recovery (its session abandoned). */
   get drained(): boolean {
     if (this.requests.size > 0) return false;
-    for (const entry of this.executionIds.values()) if (!entry.suspended && !entry.recoveryRequired) return false;
+    for (const entry of this.executionIds.values()) if (!entry.suspended && !this.heldForRecovery(entry)) return false;
     return true;
   }
 
   /** The conversations of the executions running here (admitted, neither
    * suspended nor left for recovery). */
   *runningAgentIds(): Iterable<string> {
-    for (const entry of this.executionIds.values()) if (!entry.suspended && !entry.recoveryRequired) yield entry.agent.id;
+    for (const entry of this.executionIds.values()) if (!entry.suspended && !this.heldForRecovery(entry)) yield entry.agent.id;
   }
 
   /** A start of this execution id refused busy meets the one being
@@ -150,14 +150,16 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
     return at !== undefined && at >= since;
   }
 
-  /** The agent's executions held recovery_required here. */
-  recoveryRequiredEntriesOf(agent: AgentEntry): ExecutionEntry[] {
-    return [...this.executionIds.values()].filter((entry) => entry.agent === agent && entry.recoveryRequired);
+  /** The execution is held recovery_required (its session abandoned,
+   * recovery owns it): the core's state, asked, never copied here. An
+   * entry released meanwhile is not (its slot may be another's now). */
+  heldForRecovery(entry: ExecutionEntry): boolean {
+    return this.executions[entry.slot] === entry && this.settings.core.executionHeldForRecovery(entry.slot);
   }
 
-  /** Executions marked recovery_required in this environment. */
-  recoveryRequiredIds(): string[] {
-    return [...this.executionIds.values()].filter((entry) => entry.recoveryRequired).map((entry) => entry.executionId);
+  /** The executions held recovery_required here; only the agent's when given. */
+  recoveryRequiredEntriesOf(agent?: AgentEntry): ExecutionEntry[] {
+    return [...this.executionIds.values()].filter((entry) => (agent === undefined || entry.agent === agent) && this.heldForRecovery(entry));
   }
 
   /** On close: executions suspended for approval stay durable; their local

@@ -318,6 +318,15 @@ export class ReferenceCore implements ControlMachine {
     return this.effects.slice();
   }
 
+  /** The execution in `slot` is held `recovery_required`: its agent's
+   * admission is, bound to it (the core's `executionHeldForRecovery`). */
+  executionHeldForRecovery(slot: number): boolean {
+    const exec = this.executions[u32(slot)];
+    if (exec === undefined || exec.agentSlotPlusOne === 0) return false;
+    const agent = this.agents[exec.agentSlotPlusOne - 1];
+    return agent?.admissionState === AdmissionState.RecoveryRequired && agent.executionSlotPlusOne === u32(slot) + 1;
+  }
+
   snapshot(): CoreSnapshot {
     const agents: AgentRecordView[] = this.agents.map((agent, slot) =>
       agent.lifecycle === AgentLifecycle.Free
