@@ -50,8 +50,9 @@ export const enum MessageKind {
   /** (agent, generation, RecoveryCause, RecoveryFact bits): a trigger asks
    * for the conversation's rows to be read and installed again. */
   RecoveryRequested = 31,
-  /** (agent, generation, epoch, RecoveryOutcome): the recovery of `epoch`
-   * ended; a stale epoch is dropped. */
+  /** (agent, generation, epoch, RecoveryOutcome, RecoveryFact bits of the
+   * pass, `RecoveryFactMask.PassEnd`): the recovery of `epoch` ended; a
+   * stale epoch is dropped. */
   RecoveryFinished = 32,
   /** (agent, generation): a host operation (a start, a resume, a recovery,
    * a close) uses the conversation. */
@@ -576,10 +577,17 @@ export const enum RecoveryFact {
    * `recover`, not a visitor): with `Leasing`, a held conversation is
    * retried after the backoff; else it waits for `env.recover()`. */
   RecoversByItself = 64,
+  /** `RecoveryFinished` only: a row the pass read is the execution of a
+   * start still being prepared here (another process prepared the same
+   * message meanwhile), so the pass left it for that start to settle. */
+  StartPreparingHere = 128,
 }
 
 export const enum RecoveryFactMask {
+  /** The facts a recovery is asked with (`RecoveryRequested`, `RetryDue`). */
   All = 127,
+  /** The facts a pass reports as it ends (`RecoveryFinished`). */
+  PassEnd = 128,
 }
 
 /** Which rows a recovery reads (`ReadRows`). */

@@ -96,7 +96,7 @@ function applyConversationMessage(kind: u32, a: u32, b: u32, c: u32, d: u32, e: 
   switch (kind) {
     case MessageKind.ConversationOwned: return applyConversationOwned(a, b, c, d);
     case MessageKind.RecoveryRequested: return applyRecoveryRequested(a, b, c, d);
-    case MessageKind.RecoveryFinished: return applyRecoveryFinished(a, b, c, d);
+    case MessageKind.RecoveryFinished: return applyRecoveryFinished(a, b, c, d, e);
     case MessageKind.UseBegin: return applyUseBegin(a, b);
     case MessageKind.UseEnd: return applyUseEnd(a, b);
     case MessageKind.SetPinned: return applySetPinned(a, b, c);

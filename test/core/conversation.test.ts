@@ -8,6 +8,7 @@ import {
   AdmissionSource as Source,
   AdmissionState,
   AdmissionVerdict as Verdict,
+  CommitOutcome,
   BusyPolicy as Policy,
   ConversationPhase as Phase,
   ConversationFlag as Flag,
@@ -24,6 +25,7 @@ import {
   RecoveryOutcome,
   ResultCode,
   RowsPolicy,
+  SessionEventKind,
 } from "../../assembly/abi.js";
 import type { CoreEffect } from "../../host/core/effects.js";
 import { describeDecisions, type Driver } from "./driver.js";
@@ -508,5 +510,49 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     core.expectDropped(M.RecoveryRequested, ResultCode.ArgumentOutOfRange, c.slot, c.generation, Cause.LeaseSettling + 1, 0);
     core.expectDropped(M.UseBegin, ResultCode.AgentGenerationMustMatch, c.slot, c.generation + 1);
     core.expectRefused(ResultCode.QueueEmpty, 9, M.Admit, c.slot, c.generation, 9, Source.QueueHead, Policy.Enqueue, 1);
+  });
+});
+
+describeDecisions("RecoveryFinished: the core decides a conversation is still settling", ({ it, boot }) => {
+  it("holds as NotQuiescent a pass that left a row for a start still being prepared here, and retries it", async () => {
+    const core = await boot();
+    const c = register(core);
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.FirstUse, RETRYING);
+    expect(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.Recovered, Fact.StartPreparingHere)).toEqual([
+      { kind: EffectKind.RetryAfter, agent: c.slot, epoch: 1, delayMs: 250 },
+    ]);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Held, cause: HoldCause.NotQuiescent, failures: 1 });
+    core.step(M.RetryDue, c.slot, c.generation, 1, RETRYING);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Recovering, cause: Cause.SessionSettling });
+    core.step(M.RecoveryFinished, c.slot, c.generation, 2, RecoveryOutcome.Recovered, 0);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Ready, cause: 0, failures: 0 });
+  });
+
+  it("ignores the pass's facts when the pass failed, and drops facts it does not know", async () => {
+    const core = await boot();
+    const c = register(core);
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.FirstUse, RETRYING);
+    for (const facts of [Fact.Leasing, Fact.StartPreparingHere << 1, Fact.StartPreparingHere | Fact.InScan]) {
+      core.expectDropped(M.RecoveryFinished, ResultCode.ArgumentOutOfRange, c.slot, c.generation, 1, RecoveryOutcome.Recovered, facts);
+    }
+    core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.LeaseLapsed, Fact.StartPreparingHere);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Held, cause: HoldCause.LeaseLapsed });
+  });
+
+  it("holds as NotQuiescent while an execution held for recovery has operations in flight, as StoreFault once they settled", async () => {
+    const core = await boot();
+    const run = core.callingModel().event(SessionEventKind.LlmCompletedWithTools);
+    core.step(M.ToolDispatchReady, run.exec, run.generation, run.session, run.revision, CommitOutcome.RehydrationRequired, 0, 0);
+    expect(core.machine.executionHeldForRecovery(run.exec)).toBe(true);
+    const c = { slot: run.agent, generation: run.agentGeneration };
+    const [read] = core.step(M.RecoveryRequested, c.slot, c.generation, Cause.FencedWrite, RETRYING);
+    const epoch = (read as { epoch: number }).epoch;
+    // The pass ran; its DischargeRecovery was refused NotQuiescent: the core sees the operation in flight.
+    core.step(M.RecoveryFinished, c.slot, c.generation, epoch, RecoveryOutcome.Recovered, 0);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Held, cause: HoldCause.NotQuiescent });
+    core.step(M.OperationSettled, run.exec, run.generation);
+    core.step(M.RetryDue, c.slot, c.generation, epoch, RETRYING);
+    core.step(M.RecoveryFinished, c.slot, c.generation, epoch + 1, RecoveryOutcome.Recovered, 0);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Held, cause: HoldCause.StoreFault });
   });
 });

@@ -15,6 +15,7 @@ import {
   Ownership,
   RecoveryCause,
   RecoveryCauseLimit,
+  RecoveryFact,
   RecoveryOutcome,
 } from "../../assembly/abi.js";
 import type { ConversationRecordView } from "../../host/core/machine.js";
@@ -69,7 +70,14 @@ function recovering(intent: Intent, agent: Handle, record: ConversationRecordVie
   if (intent.noise % 5 === 0) return [MessageKind.RecoveryRequested, slot, generation, 1 + (intent.pick % (RecoveryCauseLimit.End - 1)), 0, 0, 0, 0];
   const epoch = intent.noise % 7 === 1 ? (record.recoveryEpoch + 1 + (intent.pick % 2)) >>> 0 : record.recoveryEpoch;
   const outcome = intent.variant % 4 === 0 ? 1 + (intent.pick % RecoveryOutcome.LeaseLapsed) : RecoveryOutcome.Recovered;
-  return [MessageKind.RecoveryFinished, slot, generation, epoch, outcome, 0, 0, 0];
+  return [MessageKind.RecoveryFinished, slot, generation, epoch, outcome, passFacts(intent), 0, 0];
+}
+
+/** The facts a pass ends with: mostly none, sometimes a row left for a
+ * start being prepared here, rarely a bit `RecoveryFinished` refuses. */
+function passFacts(intent: Intent): number {
+  if (intent.pick % 5 === 1) return RecoveryFact.StartPreparingHere;
+  return intent.pick % 13 === 3 ? 1 << (intent.noise % 9) : 0;
 }
 
 /** Owned elsewhere: taken back, reported again (a head refused by the

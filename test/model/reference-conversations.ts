@@ -145,7 +145,7 @@ export interface ConversationHost {
   checkAgent(slot: number, generation: number): ResultCode;
   agent(slot: number): { readonly generation: number; readonly admissionState: number; readonly lifecycle: number };
   /** The execution bound to the agent's admission, if one is. */
-  admittedExecution(slot: number): { readonly slot: number; readonly generation: number; readonly status: number } | undefined;
+  admittedExecution(slot: number): { readonly slot: number; readonly generation: number; readonly status: number; readonly inFlight: number } | undefined;
 }
 
 const RECOVERY_CAUSES_WITH_NEW_FACTS = [RecoveryCause.LeaseTakeover, RecoveryCause.PartitionTaken, RecoveryCause.Retake, RecoveryCause.FencedWrite];
@@ -226,7 +226,7 @@ export class ReferenceConversations {
       case MessageKind.RecoveryRequested:
         return this.recoveryRequested(a, b, c, d);
       case MessageKind.RecoveryFinished:
-        return this.recoveryFinished(a, b, c, d);
+        return this.recoveryFinished(a, b, c, d, e);
       case MessageKind.UseBegin:
         return this.useBegin(a, b);
       case MessageKind.UseEnd:
@@ -338,11 +338,12 @@ export class ReferenceConversations {
     return ResultCode.Ok;
   }
 
-  private recoveryFinished(slot: number, generation: number, epoch: number, outcome: number): ResultCode {
+  private recoveryFinished(slot: number, generation: number, epoch: number, outcome: number, facts: number): ResultCode {
     const K = MessageKind.RecoveryFinished;
     const code = this.host.checkAgent(slot, generation);
     if (code !== ResultCode.Ok) return this.host.drop(K, code);
     if (outcome < RecoveryOutcome.Recovered || outcome > RecoveryOutcome.LeaseLapsed) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
+    if (facts !== 0 && facts !== RecoveryFact.StartPreparingHere) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
     const record = this.at(slot);
     const running = record.phase === P.Recovering && record.recoveryEpoch === epoch;
     if (epoch !== 0 && record.abandonedEpoch === epoch && !running) {
@@ -357,7 +358,12 @@ export class ReferenceConversations {
       const cause = [0, 0, HoldCause.StoreFault, HoldCause.OutcomeUnknown, HoldCause.NotQuiescent, HoldCause.LeaseLapsed][outcome]!;
       this.hold(slot, cause, Ev.RecoveryFailed);
     } else if (this.host.agent(slot).admissionState === AdmissionState.RecoveryRequired) {
-      this.hold(slot, HoldCause.StoreFault, Ev.RecoveryFailed);
+      // Held still; for its abandoned session to settle while operations are in flight.
+      const settling = (this.host.admittedExecution(slot)?.inFlight ?? 0) > 0;
+      this.hold(slot, settling ? HoldCause.NotQuiescent : HoldCause.StoreFault, Ev.RecoveryFailed);
+    } else if (facts === RecoveryFact.StartPreparingHere) {
+      // A row left for a start still being prepared here: read again after the backoff.
+      this.hold(slot, HoldCause.NotQuiescent, Ev.RecoveryFailed);
     } else if (record.recoverAgain) {
       this.beginRecovery(slot, RecoveryCause.Retry, 0);
     } else {

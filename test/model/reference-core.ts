@@ -440,11 +440,11 @@ export class ReferenceCore implements ControlMachine {
     return agent;
   }
 
-  private admittedExecution(slot: number): { slot: number; generation: number; status: number } | undefined {
+  private admittedExecution(slot: number): { slot: number; generation: number; status: number; inFlight: number } | undefined {
     const plusOne = this.agentAt(slot).executionSlotPlusOne;
     if (plusOne === 0) return undefined;
     const exec = this.executionAt(plusOne - 1);
-    return { slot: plusOne - 1, generation: exec.generation, status: exec.status };
+    return { slot: plusOne - 1, generation: exec.generation, status: exec.status, inFlight: exec.inFlight };
   }
 
   private executionAt(slot: number): Execution {
