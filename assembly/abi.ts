@@ -274,10 +274,15 @@ export const enum EffectKind {
    * long (the one backoff, counted by the conversation's failures). Not
    * `RetryAfter`: that one asks for a recovery of a held conversation. */
   RetryHeadAfter = 43,
+  /** (agent): the starts the core answered `WaitUntilReady` for this
+   * conversation may be answered otherwise now — it left registering or
+   * recovering (ready, held, owned elsewhere), or its agent closed: they
+   * ask `Admit` again. */
+  ReadinessChanged = 44,
 }
 
 export const enum EffectKindLimit {
-  End = 44,
+  End = 45,
 }
 
 /** Admission states (SPEC §1). `None` is a free admission. */
@@ -829,8 +834,9 @@ export const enum ExecutionRecord {
 }
 
 /** The effect buffer: a count word, then `EffectsMax` effects of `Words`
- * u32 words each. The longest decision (`InitialPreparationReady`
- * installing an execution) writes `EffectsLongestDecision`; sixteen leaves
+ * u32 words each. The longest decision (`RecoveryFinished` readying a
+ * conversation: `ReadinessChanged`, `OpenAdmissions`, `OpenInbox`,
+ * `RestoreQueue`, `StartHead`) writes `EffectsLongestDecision`; sixteen leaves
  * room without making the buffer a cost. The differential fuzz checks that
  * its streams reach the longest decision. */
 export const enum EffectLayout {
@@ -840,7 +846,7 @@ export const enum EffectLayout {
   EffectsMax = 16,
   // Sizes and offsets, not kinds: two may be equal.
   // eslint-disable-next-line @typescript-eslint/no-duplicate-enum-values
-  EffectsLongestDecision = 4,
+  EffectsLongestDecision = 5,
 }
 
 /** Named limits, with why each has its value. */

@@ -28,12 +28,19 @@ export function moveConversation(agent: u32, event: u32): bool {
   const next = conversationNext(phase, event);
   if (next == ConversationPhase.None) return false;
   setConversationPhase(agent, next);
+  if (startsWaitIn(phase) && !startsWaitIn(next)) emit(EffectKind.ReadinessChanged, agent);
   // Let go owned elsewhere: remembered while releasing only (a takeover
   // reported meanwhile makes it owned here).
   const releasing = next == ConversationPhase.Releasing;
   const elsewhere = releasing && (phase == ConversationPhase.OwnedElsewhere || hasConversationFlag(agent, ConversationFlag.ReleasedElsewhere));
   setConversationFlag(agent, ConversationFlag.ReleasedElsewhere, elsewhere && event != ConversationEvent.OwnedHere);
   return true;
+}
+
+/** The phases in which `Admit` answers a start `WaitUntilReady` (a
+ * conversation releasing is used again before any start asks). */
+function startsWaitIn(phase: u32): bool {
+  return phase == ConversationPhase.Registering || phase == ConversationPhase.Recovering;
 }
 
 export function applyConversationOwned(agent: u32, generation: u32, ownership: u32, facts: u32): i32 {

@@ -34,6 +34,7 @@ export type CoreEffect =
   | { readonly kind: EffectKind.RecoveryJoined; readonly agent: number; readonly epoch: number }
   | { readonly kind: EffectKind.RetryAfter; readonly agent: number; readonly epoch: number; readonly delayMs: number }
   | { readonly kind: EffectKind.OpenAdmissions; readonly agent: number }
+  | { readonly kind: EffectKind.ReadinessChanged; readonly agent: number }
   | { readonly kind: EffectKind.OpenInbox; readonly agent: number }
   | { readonly kind: EffectKind.RestoreQueue; readonly agent: number }
   | { readonly kind: EffectKind.StartHead; readonly agent: number }
@@ -125,6 +126,8 @@ export function decodeEffect(kind: number, a: number, b: number, c: number, d: n
       return { kind, execution: a, generation: b };
     case EffectKind.RetryHeadAfter:
       return { kind, agent: a, delayMs: b };
+    case EffectKind.ReadinessChanged:
+      return { kind, agent: a };
     default:
       throw new Error(`core emitted unknown effect kind ${kind}: host and core.wasm are from different builds`);
   }

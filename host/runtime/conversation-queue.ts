@@ -198,8 +198,8 @@ export class ConversationQueues {
   }
 
   /** The conversation is registering or recovering: the start waits for
-   * the core to change its phase (ready: `OpenAdmissions`; held; owned
-   * elsewhere), then asks again (`readiness-waiters.ts`). */
+   * the core's `ReadinessChanged` (ready, held, owned elsewhere, closed),
+   * then asks again (`readiness-waiters.ts`). */
   private waitUntilReady(request: StartRequest, retry: () => void): void {
     if (this.state.closed) return settleWaiterWithError(request.waiter, shutdownOf(request), this.state.settings);
     if (this.readiness.wait(request.agent, request.waiter, retry)) return;

@@ -53,8 +53,9 @@ export interface BusyHooks {
   /** Effect FollowQueued: the conversation is owned elsewhere; the callers
    * of its messages queued here follow them there. */
   readonly followQueued: (agent: AgentEntry | undefined) => void;
-  /** The core may have changed the phase of the conversation in `slot`
-   * (ready, held, owned elsewhere): starts waiting on it ask again. */
+  /** The core's `ReadinessChanged`: the conversation in `slot` left
+   * registering or recovering, or its agent closed: starts waiting on it
+   * ask again. */
   readonly conversationChanged: (slot: number) => void;
   /** `OpenAdmissions`: the conversation is ready after a recovery. */
   readonly admissionsOpened: (agent: AgentEntry) => void;
@@ -201,19 +202,11 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
   apply(kind: number, a = 0, b = 0, c = 0, d = 0, e = 0, f = 0, g = 0): number {
     const { core } = this.settings;
     const code = core.apply(kind, a, b, c, d, e, f, g);
-    const count = core.effectCount;
-    if (count === 0) return this.phaseMayHaveChanged(kind, code, a);
+    if (core.effectCount === 0) return code;
     // Copy first: carrying an effect out may apply another message.
     const effects = core.effects();
     for (const effect of effects) this.carryOutOrFail(effect);
     this.onIdle?.();
-    return this.phaseMayHaveChanged(kind, code, a);
-  }
-
-  /** After a message that may have changed a conversation's phase: starts
-   * the core told to wait ask again (posted). Returns `code`. */
-  private phaseMayHaveChanged(kind: number, code: number, slot: number): number {
-    if (code === ResultCode.Ok && changesPhase(kind)) this.busyHooks?.conversationChanged(slot);
     return code;
   }
 
@@ -346,6 +339,8 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
         return this.onFollowAdmitted?.(this.executions[effect.execution], effect.generation);
       case EffectKind.OpenAdmissions:
         return this.admissionsOpened(effect.agent);
+      case EffectKind.ReadinessChanged:
+        return this.busyHooks?.conversationChanged(effect.agent);
       case EffectKind.StartHead:
         return this.ofAgent(effect.agent, (agent) => this.busyHooks?.startHead(agent));
       case EffectKind.RetryHeadAfter:
@@ -590,11 +585,3 @@ const completionPost: PostOptions = { label: "a completion" };
 
 export { configOf } from "./execution-preparation.js";
 export { OffloadFullError };
-
-/** The messages that move a conversation out of registering or recovering
- * (`RecoveryFinished`: ready with `OpenAdmissions`, or held) or change who
- * holds it, and `CloseAgent` (the core refuses a closed agent's starts in
- * any phase): a start the core told to wait asks again after them. */
-function changesPhase(kind: number): boolean {
-  return kind === M.RecoveryFinished || kind === M.ConversationOwned || kind === M.ConversationHeld || kind === M.CloseAgent;
-}

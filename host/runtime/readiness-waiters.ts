@@ -1,12 +1,10 @@
 // Starts the core answered `WaitUntilReady` (docs/decisions/0062, "One way
 // back in"): their conversation is registering or recovering, so they wait
-// here until the core changes its phase, then ask `Admit` again. Nothing
-// here decides: a conversation's phase changes by `RecoveryFinished` (ready,
-// with `OpenAdmissions`, or held), `ConversationOwned` (another process
-// holds it now) or `ConversationHeld`; after any of them, and after
-// `CloseAgent` (a closed agent's starts are refused in any phase), every
-// start waiting on it is asked again, and the core answers run, queue,
-// refuse held or closed, file for the owner, or wait again. So a hold and an ownership change settle a
+// here until the core says their answer may have changed
+// (`ReadinessChanged`: the conversation left registering or recovering —
+// ready, held, owned elsewhere — or its agent closed), then ask `Admit`
+// again, and the core answers run, queue, refuse held or closed, file for
+// the owner, or wait again. Nothing here decides when that is. So a hold and an ownership change settle a
 // waiting start as the core says, and none is left waiting once the
 // environment closes (`takeAll`: the queues tell them).
 

@@ -71,6 +71,7 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
       { kind: EffectKind.ReadRows, agent: c.slot, epoch: 1, rows: RowsPolicy.FromStore, readQueue: true },
     ]);
     expect(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.Recovered)).toEqual([
+      { kind: EffectKind.ReadinessChanged, agent: c.slot },
       { kind: EffectKind.OpenAdmissions, agent: c.slot },
       { kind: EffectKind.OpenInbox, agent: c.slot },
       { kind: EffectKind.RestoreQueue, agent: c.slot },
@@ -127,6 +128,7 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 8, Source.Filed, Policy.Enqueue, 1))).toBe(Verdict.WaitUntilReady);
     // Settled with nothing moved: ready, starts admitted again.
     expect(core.step(M.RecoveryFinished, c.slot, c.generation, 2, RecoveryOutcome.Recovered)).toEqual([
+      { kind: EffectKind.ReadinessChanged, agent: c.slot },
       { kind: EffectKind.OpenAdmissions, agent: c.slot },
       { kind: EffectKind.OpenInbox, agent: c.slot },
     ]);
@@ -145,7 +147,8 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     const delays: number[] = [];
     for (let epoch = 1; epoch <= 7; epoch += 1) {
       core.step(M.RecoveryRequested, c.slot, c.generation, epoch === 1 ? Cause.FirstUse : Cause.Retry, RETRYING);
-      const [retry] = core.step(M.RecoveryFinished, c.slot, c.generation, epoch, RecoveryOutcome.StoreFault);
+      const [woken, retry] = core.step(M.RecoveryFinished, c.slot, c.generation, epoch, RecoveryOutcome.StoreFault);
+      expect(woken).toEqual({ kind: EffectKind.ReadinessChanged, agent: c.slot });
       if (retry?.kind === EffectKind.RetryAfter) delays.push(retry.delayMs);
     }
     expect(delays).toEqual([250, 500, 1000, 2000, 4000, 5000, 5000]);
@@ -161,7 +164,10 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
       // A store without leases (one process owns the file), or `recover: false`: the application decides.
       const c = register(core);
       core.step(M.RecoveryRequested, c.slot, c.generation, Cause.FirstUse, facts);
-      expect(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.StoreFault), `facts ${facts}`).toEqual([]);
+      // Held: the starts told to wait ask again (and are refused held); no retry of its own.
+      expect(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.StoreFault), `facts ${facts}`).toEqual([
+        { kind: EffectKind.ReadinessChanged, agent: c.slot },
+      ]);
       expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Held, cause: HoldCause.StoreFault, failures: 1 });
       // env.recover() asks again: recovered, the hold is over.
       core.step(M.RecoveryRequested, c.slot, c.generation, Cause.RecoverCalled, facts);
@@ -188,6 +194,7 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     core.step(M.RecoveryRequested, c.slot, c.generation, Cause.RecoverCalled, RETRYING);
     // The host reports the pass ran; the core reads its own record.
     expect(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.Recovered)).toEqual([
+      { kind: EffectKind.ReadinessChanged, agent: c.slot },
       { kind: EffectKind.RetryAfter, agent: c.slot, epoch: 1, delayMs: 250 },
     ]);
     expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Held, cause: HoldCause.StoreFault, failures: 1 });
@@ -231,7 +238,7 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     for (const [outcome, cause] of cases) {
       const c = register(core);
       core.step(M.RecoveryRequested, c.slot, c.generation, Cause.FirstUse, facts);
-      const [retry] = core.step(M.RecoveryFinished, c.slot, c.generation, 1, outcome);
+      const [, retry] = core.step(M.RecoveryFinished, c.slot, c.generation, 1, outcome);
       expect(retry).toMatchObject({ kind: EffectKind.RetryAfter, epoch: 1 });
       core.expectDropped(M.RetryDue, ResultCode.RecoveryEpochMustMatch, c.slot, c.generation, 2, facts);
       expect(core.step(M.RetryDue, c.slot, c.generation, 1, facts)).toEqual([
@@ -266,6 +273,7 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     core.step(M.MessageQueued, c.slot, c.generation, 2);
     expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 11, Source.QueueHead, Policy.Enqueue, 1))).toBe(Verdict.StayQueued);
     expect(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.Recovered)).toEqual([
+      { kind: EffectKind.ReadinessChanged, agent: c.slot },
       { kind: EffectKind.OpenAdmissions, agent: c.slot },
       { kind: EffectKind.OpenInbox, agent: c.slot },
       { kind: EffectKind.RestoreQueue, agent: c.slot },
@@ -299,6 +307,7 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     ]);
     // The execution started before still holds the admission: the head waits for its release.
     expect(core.step(M.RecoveryFinished, c.slot, c.generation, 3, RecoveryOutcome.Recovered)).toEqual([
+      { kind: EffectKind.ReadinessChanged, agent: c.slot },
       { kind: EffectKind.OpenAdmissions, agent: c.slot },
       { kind: EffectKind.OpenInbox, agent: c.slot },
       { kind: EffectKind.RestoreQueue, agent: c.slot },
@@ -308,8 +317,9 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
 
   it("follows the execution holding the admission when it is parked here (suspended or held for recovery), not one running", async () => {
     const core = await boot({ agentsMax: 8, executionsMax: 8 });
+    // What follows the callers (the wake of starts told to wait, on leaving registering, is not the point here).
     const elsewhere = (run: { agent: number; agentGeneration: number }): CoreEffect[] =>
-      core.step(M.ConversationOwned, run.agent, run.agentGeneration, Ownership.Elsewhere);
+      core.step(M.ConversationOwned, run.agent, run.agentGeneration, Ownership.Elsewhere).filter((item) => item.kind !== EffectKind.ReadinessChanged);
     // Running here: it keeps its callers (its next write is fenced and tells them).
     const running = core.callingModel();
     expect(elsewhere(running)).toEqual([]);
@@ -343,7 +353,9 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     const admission = core.admitted();
     core.step(M.InitialPreparationReady, admission.agent, admission.agentGeneration, admission.token, PreparationOutcome.StoreFailed, 0, 0, admission.request);
     expect(core.agentRecord(admission.agent)).toMatchObject({ admissionState: AdmissionState.RecoveryRequired, executionSlotPlusOne: 0 });
-    expect(core.step(M.ConversationOwned, admission.agent, admission.agentGeneration, Ownership.Elsewhere)).toEqual([]);
+    expect(core.step(M.ConversationOwned, admission.agent, admission.agentGeneration, Ownership.Elsewhere)).toEqual([
+      { kind: EffectKind.ReadinessChanged, agent: admission.agent },
+    ]);
   });
 
   it("recovers what this process holds while owned elsewhere; the owner reported again abandons that epoch", async () => {
@@ -356,7 +368,10 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
       { kind: EffectKind.ReadRows, agent: c.slot, epoch: 2, rows: RowsPolicy.FromStore, readQueue: true },
     ]);
     // Its queue read back while the store names another holder.
-    expect(core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere)).toEqual([{ kind: EffectKind.FollowQueued, agent: c.slot, queued: 1 }]);
+    expect(core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere)).toEqual([
+      { kind: EffectKind.ReadinessChanged, agent: c.slot },
+      { kind: EffectKind.FollowQueued, agent: c.slot, queued: 1 },
+    ]);
     expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.OwnedElsewhere, queued: 1, cause: 0, abandonedEpoch: 2 });
     // Its pass ends later: the finish only says so (nothing else changes);
     // told twice, the second is dropped as stale.
@@ -519,6 +534,7 @@ describeDecisions("RecoveryFinished: the core decides a conversation is still se
     const c = register(core);
     core.step(M.RecoveryRequested, c.slot, c.generation, Cause.FirstUse, RETRYING);
     expect(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.Recovered, Fact.StartPreparingHere)).toEqual([
+      { kind: EffectKind.ReadinessChanged, agent: c.slot },
       { kind: EffectKind.RetryAfter, agent: c.slot, epoch: 1, delayMs: 250 },
     ]);
     expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Held, cause: HoldCause.NotQuiescent, failures: 1 });

@@ -78,6 +78,11 @@ function enter(record: Conversation, event: Ev): void {
   record.phase = conversationNextOf(record.phase, event)!;
 }
 
+/** The phases in which a start is answered `WaitUntilReady`. */
+function startsWaitIn(phase: number): boolean {
+  return phase === P.Registering || phase === P.Recovering;
+}
+
 /** What an admission depends on. */
 export interface AdmissionFacts {
   readonly phase: number;
@@ -269,7 +274,7 @@ export class ReferenceConversations {
     if (conversationNextOf(record.phase, event) === undefined) return this.host.drop(K, ResultCode.ConversationPhaseMustMatch);
     const wasRecovering = record.phase === P.Recovering;
     const wasRegistering = record.phase === P.Registering;
-    enter(record, event);
+    this.enter(slot, record, event);
     // Kept registered when idle: owned elsewhere at registration, or
     // defined by id.
     const byId = (facts & OwnerFact.DefinedById) !== 0;
@@ -331,7 +336,7 @@ export class ReferenceConversations {
       return ResultCode.Ok;
     }
     if (conversationNextOf(record.phase, Ev.RecoveryRequested) === undefined) return this.host.drop(K, ResultCode.ConversationPhaseMustMatch);
-    enter(record, Ev.RecoveryRequested);
+    this.enter(slot, record, Ev.RecoveryRequested);
     // Holds retry by themselves only on a leasing store where recovery runs by itself.
     record.retriesHeld = (facts & RecoveryFact.Leasing) !== 0 && (facts & RecoveryFact.RecoversByItself) !== 0;
     this.beginRecovery(slot, cause, facts);
@@ -367,7 +372,7 @@ export class ReferenceConversations {
     } else if (record.recoverAgain) {
       this.beginRecovery(slot, RecoveryCause.Retry, 0);
     } else {
-      enter(record, Ev.Recovered);
+      this.enter(slot, record, Ev.Recovered);
       record.cause = 0;
       record.failures = 0;
       const readQueue = record.readQueue;
@@ -398,7 +403,7 @@ export class ReferenceConversations {
     if (record.users >= Limit.ConversationUsersMax) return this.host.drop(K, ResultCode.ConversationUsersFull);
     record.users += 1;
     const { releasedElsewhere } = record;
-    enter(record, Ev.Used);
+    this.enter(slot, record, Ev.Used);
     if (releasedElsewhere) record.phase = P.OwnedElsewhere;
     return ResultCode.Ok;
   }
@@ -554,9 +559,17 @@ export class ReferenceConversations {
     this.host.emit(EffectKind.ReadRows, slot, record.recoveryEpoch, rows, record.readQueue ? 1 : 0);
   }
 
+  /** Moves the conversation; one that leaves registering or recovering
+   * wakes the starts told to wait (`ReadinessChanged`). */
+  private enter(slot: number, record: Conversation, event: Ev): void {
+    const before = record.phase;
+    enter(record, event);
+    if (startsWaitIn(before) && !startsWaitIn(record.phase)) this.host.emit(EffectKind.ReadinessChanged, slot);
+  }
+
   private hold(slot: number, cause: number, event: Ev): void {
     const record = this.at(slot);
-    enter(record, event);
+    this.enter(slot, record, event);
     record.cause = cause;
     record.recoverAgain = false;
     record.readQueue = false;
@@ -581,7 +594,7 @@ export class ReferenceConversations {
     const agent = this.host.agent(slot);
     const idle = record.users === 0 && !record.pinned && record.queued === 0 && !record.headStarting && agent.admissionState === AdmissionState.None;
     if (!idle || conversationNextOf(record.phase, Ev.Idle) === undefined) return;
-    enter(record, Ev.Idle);
+    this.enter(slot, record, Ev.Idle);
     this.host.emit(EffectKind.ReleaseConversation, slot, agent.generation);
   }
 }

@@ -595,6 +595,8 @@ export class ReferenceCore implements ControlMachine {
     const code = this.checkAgent(slot, generation);
     if (code !== ResultCode.Ok) return code;
     this.agentAt(slot).lifecycle = AgentLifecycle.Closed;
+    // Its starts are refused in any phase now: those waiting ask again.
+    this.emit(EffectKind.ReadinessChanged, slot);
     return ResultCode.Ok;
   }
 
