@@ -63,7 +63,10 @@ export const enum MessageKind {
    * or let it go when idle. */
   SetPinned = 35,
   /** (agent, generation, request, AdmissionSource, BusyPolicy, queue kept
-   * 0/1): the one admission decision; answered by `AdmissionDecided`. */
+   * 0/1, starts waiting): the one admission decision; answered by
+   * `AdmissionDecided`. `starts waiting`: the starts of this conversation
+   * waiting for it to be ready now (answered `WaitUntilReady`, not yet
+   * asked again), counted by the host. */
   Admit = 36,
   /** (agent, generation, count): messages read from the durable queue
    * (a restore) now wait here. */
@@ -879,4 +882,9 @@ export const enum Limit {
   RetryMsFirst = 250,
   /** The longest wait: a database restarting takes seconds. */
   RetryMsMax = 5000,
+  /** Starts waiting for one conversation to be ready (`WaitUntilReady`):
+   * what a caller can pile up behind one recovery, each holding its Run
+   * and its input in the host. Past it a start is refused as a held
+   * conversation refuses it (`RefuseHeld`). */
+  WaitingStartsMax = 10000,
 }

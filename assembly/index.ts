@@ -87,12 +87,12 @@ export function apply(kind: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32,
     case MessageKind.DischargeAgentRecovery: return applyDischargeAgentRecovery(a, b);
     case MessageKind.CancelSuspended: return applyCancelSuspended(a, b, c);
     case MessageKind.CancelCommitReady: return applyCancelCommitReady(a, b, c, d, e, f);
-    default: return applyConversationMessage(kind, a, b, c, d, e, f);
+    default: return applyConversationMessage(kind, a, b, c, d, e, f, g);
   }
 }
 
 /** The conversation lifecycle's messages (docs/decisions/0062). */
-function applyConversationMessage(kind: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32): i32 {
+function applyConversationMessage(kind: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, g: u32): i32 {
   switch (kind) {
     case MessageKind.ConversationOwned: return applyConversationOwned(a, b, c, d);
     case MessageKind.RecoveryRequested: return applyRecoveryRequested(a, b, c, d);
@@ -100,7 +100,7 @@ function applyConversationMessage(kind: u32, a: u32, b: u32, c: u32, d: u32, e: 
     case MessageKind.UseBegin: return applyUseBegin(a, b);
     case MessageKind.UseEnd: return applyUseEnd(a, b);
     case MessageKind.SetPinned: return applySetPinned(a, b, c);
-    case MessageKind.Admit: return applyAdmit(a, b, c, d, e, f);
+    case MessageKind.Admit: return applyAdmit(a, b, c, d, e, f, g);
     case MessageKind.MessageQueued: return applyMessageQueued(a, b, c);
     case MessageKind.MessageLeft: return applyMessageLeft(a, b);
     case MessageKind.HeadSettled: return applyHeadSettled(a, b, c);

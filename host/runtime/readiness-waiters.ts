@@ -20,11 +20,6 @@ interface WaitingStart {
   readonly retry: () => void;
 }
 
-/** Starts waiting at most per conversation: a limit on what a caller can
- * pile up behind one recovery (each holds its Run and its input). Past it
- * a start is refused busy, as a conversation held for recovery refuses it. */
-export const waitingStartsPerConversationMax = 10_000;
-
 export class ReadinessWaiters {
   /** By agent slot: the conversation's entry is kept while a start waits
    * (the start counts as a use until it is admitted or refused). */
@@ -37,14 +32,17 @@ export class ReadinessWaiters {
     return total;
   }
 
-  /** The start waits until the conversation's phase changes; false when
-   * too many wait on it already (the caller refuses it). */
-  wait(agent: AgentEntry, waiter: Waiter, retry: () => void): boolean {
+  /** Starts waiting on the conversation in `slot` now: the fact `Admit`
+   * is told, so the core's `Limit.WaitingStartsMax` bounds each list. */
+  waitingOn(slot: number): number {
+    return this.waiting.get(slot)?.length ?? 0;
+  }
+
+  /** The start waits until the core says its answer may have changed. */
+  wait(agent: AgentEntry, waiter: Waiter, retry: () => void): void {
     const starts = this.waiting.get(agent.slot) ?? [];
-    if (starts.length >= waitingStartsPerConversationMax) return false;
     starts.push({ agent, waiter, retry });
     this.waiting.set(agent.slot, starts);
-    return true;
   }
 
   /** The core changed the phase of the conversation in `slot`: every start

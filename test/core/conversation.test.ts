@@ -15,6 +15,7 @@ import {
   EffectKind,
   HeadOutcome,
   HoldCause,
+  Limit,
   MessageKind as M,
   OutcomeType,
   OwnerFact,
@@ -570,5 +571,21 @@ describeDecisions("RecoveryFinished: the core decides a conversation is still se
     core.step(M.RetryDue, c.slot, c.generation, epoch, RETRYING);
     core.step(M.RecoveryFinished, c.slot, c.generation, epoch + 1, RecoveryOutcome.Recovered, 0);
     expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Held, cause: HoldCause.StoreFault });
+  });
+});
+
+describeDecisions("Admit(…, starts waiting): the limit of starts waiting for one conversation", ({ it, boot }) => {
+  it("answers WaitUntilReady below Limit.WaitingStartsMax and RefuseHeld at it; a ready conversation runs the start whatever the count", async () => {
+    const core = await boot();
+    const c = register(core);
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.FirstUse, 0);
+    const admit = (request: number, waiting: number): number | undefined =>
+      verdictOf(core.step(M.Admit, c.slot, c.generation, request, Source.Direct, Policy.Reject, 1, waiting));
+    expect(admit(7, 0)).toBe(Verdict.WaitUntilReady);
+    expect(admit(8, Limit.WaitingStartsMax - 1)).toBe(Verdict.WaitUntilReady);
+    expect(admit(9, Limit.WaitingStartsMax)).toBe(Verdict.RefuseHeld);
+    expect(admit(10, 0xffff_ffff)).toBe(Verdict.RefuseHeld);
+    core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.Recovered, 0);
+    expect(admit(11, Limit.WaitingStartsMax)).toBe(Verdict.RunHere);
   });
 });

@@ -224,7 +224,7 @@ export class ReferenceConversations {
     });
   }
 
-  apply(kind: number, a: number, b: number, c: number, d: number, e: number, f: number): ResultCode | undefined {
+  apply(kind: number, a: number, b: number, c: number, d: number, e: number, f: number, g: number): ResultCode | undefined {
     switch (kind) {
       case MessageKind.ConversationOwned:
         return this.owned(a, b, c, d);
@@ -239,7 +239,7 @@ export class ReferenceConversations {
       case MessageKind.SetPinned:
         return this.setPinned(a, b, c);
       case MessageKind.Admit:
-        return this.admit(a, b, c, d, e, f);
+        return this.admit(a, b, c, d, e, f, g);
       case MessageKind.MessageQueued:
         return this.messageQueued(a, b, c);
       case MessageKind.MessageLeft:
@@ -436,7 +436,7 @@ export class ReferenceConversations {
     return ResultCode.Ok;
   }
 
-  private admit(slot: number, generation: number, request: number, source: number, policy: number, queueKept: number): ResultCode {
+  private admit(slot: number, generation: number, request: number, source: number, policy: number, queueKept: number, waiting: number): ResultCode {
     const code = this.host.checkAgent(slot, generation);
     if (code !== ResultCode.Ok) return this.host.refuse(request, code);
     const sourceKnown = (source >= AdmissionSource.Direct && source <= AdmissionSource.Filed) || source === AdmissionSource.Retry;
@@ -446,7 +446,7 @@ export class ReferenceConversations {
     if (source === AdmissionSource.QueueHead && record.queued === 0) return this.host.refuse(request, ResultCode.QueueEmpty);
     const agent = this.host.agent(slot);
     const admissionHeld = agent.admissionState !== AdmissionState.None;
-    const verdict = admissionVerdictFor({
+    const tableVerdict = admissionVerdictFor({
       phase: record.phase,
       source,
       policy,
@@ -457,6 +457,9 @@ export class ReferenceConversations {
       queueKept: queueKept === 1,
       recoveryHeld: agent.admissionState === AdmissionState.RecoveryRequired,
     });
+    // Too many starts wait on it already: refused as a held conversation refuses one.
+    const full = tableVerdict === AdmissionVerdict.WaitUntilReady && waiting >= Limit.WaitingStartsMax;
+    const verdict = full ? AdmissionVerdict.RefuseHeld : tableVerdict;
     const enqueues = verdict === AdmissionVerdict.EnqueueBack || verdict === AdmissionVerdict.EnqueueFront;
     if (enqueues && record.queued >= Limit.QueuedMax) return this.host.refuse(request, ResultCode.QueueFull);
     if (enqueues) record.queued += 1;

@@ -299,7 +299,7 @@ export class ReferenceCore implements ControlMachine {
         return this.cancelCommitReady(A, B, C, D, E, F);
       // The conversation lifecycle, else retired kinds (16, 17) and unknown ones.
       default:
-        return this.conversations.apply(k, A, B, C, D, E, F) ?? ResultCode.MessageKindUnknown;
+        return this.conversations.apply(k, A, B, C, D, E, F, G) ?? ResultCode.MessageKindUnknown;
     }
   }
 
