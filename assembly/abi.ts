@@ -50,8 +50,9 @@ export const enum MessageKind {
   /** (agent, generation, RecoveryCause, RecoveryFact bits): a trigger asks
    * for the conversation's rows to be read and installed again. */
   RecoveryRequested = 31,
-  /** (agent, generation, epoch, RecoveryOutcome): the recovery of `epoch`
-   * ended; a stale epoch is dropped. */
+  /** (agent, generation, epoch, RecoveryOutcome, RecoveryFact bits of the
+   * pass, `RecoveryFactMask.PassEnd`): the recovery of `epoch` ended; a
+   * stale epoch is dropped. */
   RecoveryFinished = 32,
   /** (agent, generation): a host operation (a start, a resume, a recovery,
    * a close) uses the conversation. */
@@ -62,7 +63,10 @@ export const enum MessageKind {
    * or let it go when idle. */
   SetPinned = 35,
   /** (agent, generation, request, AdmissionSource, BusyPolicy, queue kept
-   * 0/1): the one admission decision; answered by `AdmissionDecided`. */
+   * 0/1, starts waiting): the one admission decision; answered by
+   * `AdmissionDecided`. `starts waiting`: the starts of this conversation
+   * waiting for it to be ready now (answered `WaitUntilReady`, not yet
+   * asked again), counted by the host. */
   Admit = 36,
   /** (agent, generation, count): messages read from the durable queue
    * (a restore) now wait here. */
@@ -293,10 +297,15 @@ export const enum EffectKind {
    * conversation not live here takes is claimed): the lease changed hands
    * and its executions are read again, it is owned elsewhere, or let go. */
   CloseInbox = 46,
+  /** (agent): the starts the core answered `WaitUntilReady` for this
+   * conversation may be answered otherwise now — it left registering or
+   * recovering (ready, held, owned elsewhere), or its agent closed: they
+   * ask `Admit` again. */
+  ReadinessChanged = 47,
 }
 
 export const enum EffectKindLimit {
-  End = 47,
+  End = 48,
 }
 
 /** Admission states (SPEC §1). `None` is a free admission. */
@@ -596,10 +605,17 @@ export const enum RecoveryFact {
    * `recover`, not a visitor): with `Leasing`, a held conversation is
    * retried after the backoff; else it waits for `env.recover()`. */
   RecoversByItself = 64,
+  /** `RecoveryFinished` only: a row the pass read is the execution of a
+   * start still being prepared here (another process prepared the same
+   * message meanwhile), so the pass left it for that start to settle. */
+  StartPreparingHere = 128,
 }
 
 export const enum RecoveryFactMask {
+  /** The facts a recovery is asked with (`RecoveryRequested`, `RetryDue`). */
   All = 127,
+  /** The facts a pass reports as it ends (`RecoveryFinished`). */
+  PassEnd = 128,
 }
 
 /** Which rows a recovery reads (`ReadRows`). */
@@ -863,8 +879,9 @@ export const enum ExecutionRecord {
 }
 
 /** The effect buffer: a count word, then `EffectsMax` effects of `Words`
- * u32 words each. The longest decision (`InitialPreparationReady`
- * installing an execution) writes `EffectsLongestDecision`; sixteen leaves
+ * u32 words each. The longest decision (`RecoveryFinished` readying a
+ * conversation: `ReadinessChanged`, `OpenAdmissions`, `OpenInbox`,
+ * `RestoreQueue`, `StartHead`) writes `EffectsLongestDecision`; sixteen leaves
  * room without making the buffer a cost. The differential fuzz checks that
  * its streams reach the longest decision. */
 export const enum EffectLayout {
@@ -874,7 +891,7 @@ export const enum EffectLayout {
   EffectsMax = 16,
   // Sizes and offsets, not kinds: two may be equal.
   // eslint-disable-next-line @typescript-eslint/no-duplicate-enum-values
-  EffectsLongestDecision = 4,
+  EffectsLongestDecision = 5,
 }
 
 /** Named limits, with why each has its value. */
@@ -907,4 +924,9 @@ export const enum Limit {
   RetryMsFirst = 250,
   /** The longest wait: a database restarting takes seconds. */
   RetryMsMax = 5000,
+  /** Starts waiting for one conversation to be ready (`WaitUntilReady`):
+   * what a caller can pile up behind one recovery, each holding its Run
+   * and its input in the host. Past it a start is refused as a held
+   * conversation refuses it (`RefuseHeld`). */
+  WaitingStartsMax = 10000,
 }

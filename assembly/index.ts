@@ -12,6 +12,7 @@ import { Limit, MessageKind, ResultCode } from "./abi";
 import { resetAgentTable, agentSlotsUsed, admittingAgents, seedFirstGeneration } from "./agent-table";
 import { clearEffects } from "./effects";
 import { executionSlotsUsed, liveExecutions, resetExecutionTable } from "./execution-table";
+import { isExecutionHeldForRecovery } from "./decisions/recovery";
 import {
   agentTable, conversationTable, effectBuffer, executionCapacity, executionTable, layoutRegions,
 } from "./memory-layout";
@@ -86,20 +87,20 @@ export function apply(kind: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32,
     case MessageKind.DischargeAgentRecovery: return applyDischargeAgentRecovery(a, b);
     case MessageKind.CancelSuspended: return applyCancelSuspended(a, b, c);
     case MessageKind.CancelCommitReady: return applyCancelCommitReady(a, b, c, d, e, f);
-    default: return applyConversationMessage(kind, a, b, c, d, e, f);
+    default: return applyConversationMessage(kind, a, b, c, d, e, f, g);
   }
 }
 
 /** The conversation lifecycle's messages (docs/decisions/0062). */
-function applyConversationMessage(kind: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32): i32 {
+function applyConversationMessage(kind: u32, a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, g: u32): i32 {
   switch (kind) {
     case MessageKind.ConversationOwned: return applyConversationOwned(a, b, c, d);
     case MessageKind.RecoveryRequested: return applyRecoveryRequested(a, b, c, d);
-    case MessageKind.RecoveryFinished: return applyRecoveryFinished(a, b, c, d);
+    case MessageKind.RecoveryFinished: return applyRecoveryFinished(a, b, c, d, e);
     case MessageKind.UseBegin: return applyUseBegin(a, b);
     case MessageKind.UseEnd: return applyUseEnd(a, b);
     case MessageKind.SetPinned: return applySetPinned(a, b, c);
-    case MessageKind.Admit: return applyAdmit(a, b, c, d, e, f);
+    case MessageKind.Admit: return applyAdmit(a, b, c, d, e, f, g);
     case MessageKind.MessageQueued: return applyMessageQueued(a, b, c);
     case MessageKind.MessageLeft: return applyMessageLeft(a, b);
     case MessageKind.HeadSettled: return applyHeadSettled(a, b, c, d);
@@ -126,6 +127,11 @@ export function admittingAgentCount(): u32 { return admittingAgents; }
 export function isDraining(): u32 { return draining; }
 export function nextOwnerTokenValue(): u32 { return nextOwnerToken; }
 export function nextSessionValue(): u32 { return nextSession; }
+/** 1 when the execution in `slot` is held `recovery_required` (its agent's
+ * admission, bound to it), else 0: a slot out of range or free is not
+ * held. The host asks this instead of keeping its own copy; only
+ * `DischargeRecovery` ends the hold. */
+export function executionHeldForRecovery(slot: u32): u32 { return isExecutionHeldForRecovery(slot) ? 1 : 0; }
 
 // -- testing only ---------------------------------------------------------------
 

@@ -43,13 +43,16 @@ export function admissionVerdictOf(phase: u32, source: u32, policy: u32, situati
   return busyVerdict(policy, situation);
 }
 
-export function applyAdmit(agent: u32, generation: u32, request: u32, source: u32, policy: u32, queueKept: u32): i32 {
+export function applyAdmit(agent: u32, generation: u32, request: u32, source: u32, policy: u32, queueKept: u32, waiting: u32): i32 {
   const check = checkAgent(agent, generation);
   if (check != ResultCode.Ok) return failRequest(request, check);
   if (!isSource(source) || !isPolicy(policy) || !isFlag(queueKept)) return failRequest(request, ResultCode.ArgumentOutOfRange);
   const queued = queuedMessages(agent);
   if (source == AdmissionSource.QueueHead && queued == 0) return failRequest(request, ResultCode.QueueEmpty);
-  const verdict = admissionVerdictOf(conversationPhase(agent), source, policy, situationOf(agent, queueKept));
+  let verdict = admissionVerdictOf(conversationPhase(agent), source, policy, situationOf(agent, queueKept));
+  // A limit, not a table entry (as `QueueFull`): too many starts wait on
+  // this conversation already, and this one is refused as a held one is.
+  if (verdict == AdmissionVerdict.WaitUntilReady && waiting >= <u32>Limit.WaitingStartsMax) verdict = AdmissionVerdict.RefuseHeld;
   const enqueues = verdict == AdmissionVerdict.EnqueueBack || verdict == AdmissionVerdict.EnqueueFront;
   if (enqueues && queued >= <u32>Limit.QueuedMax) return failRequest(request, ResultCode.QueueFull);
   if (enqueues) setQueuedMessages(agent, queued + 1);

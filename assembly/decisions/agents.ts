@@ -24,6 +24,8 @@ export function applyCloseAgent(agent: u32, generation: u32): i32 {
   const check = checkAgent(agent, generation);
   if (check != ResultCode.Ok) return check;
   setAgentLifecycle(agent, AgentLifecycle.Closed);
+  // Every start of a closed agent is refused, in any phase: those waiting ask again.
+  emit(EffectKind.ReadinessChanged, agent);
   return ResultCode.Ok;
 }
 

@@ -18,7 +18,7 @@ import {
   setAbandonedEpoch, setConversationPhase, setConversationUsers, setRecoveryEpoch,
 } from "../conversation-table";
 import { emit } from "../effects";
-import { executionGeneration, executionStatus } from "../execution-table";
+import { executionGeneration, executionInFlight, executionStatus } from "../execution-table";
 import { dropStale, isFlag } from "./shared";
 
 /** Moves the conversation along the table; false (and nothing changed)
@@ -28,12 +28,19 @@ export function moveConversation(agent: u32, event: u32): bool {
   const next = conversationNext(phase, event);
   if (next == ConversationPhase.None) return false;
   setConversationPhase(agent, next);
+  if (startsWaitIn(phase) && !startsWaitIn(next)) emit(EffectKind.ReadinessChanged, agent);
   // Let go owned elsewhere: remembered while releasing only (a takeover
   // reported meanwhile makes it owned here).
   const releasing = next == ConversationPhase.Releasing;
   const elsewhere = releasing && (phase == ConversationPhase.OwnedElsewhere || hasConversationFlag(agent, ConversationFlag.ReleasedElsewhere));
   setConversationFlag(agent, ConversationFlag.ReleasedElsewhere, elsewhere && event != ConversationEvent.OwnedHere);
   return true;
+}
+
+/** The phases in which `Admit` answers a start `WaitUntilReady` (a
+ * conversation releasing is used again before any start asks). */
+function startsWaitIn(phase: u32): bool {
+  return phase == ConversationPhase.Registering || phase == ConversationPhase.Recovering;
 }
 
 export function applyConversationOwned(agent: u32, generation: u32, ownership: u32, facts: u32): i32 {
@@ -106,6 +113,14 @@ export function applyRetryDue(agent: u32, generation: u32, epoch: u32, facts: u3
   return applyRecoveryRequested(agent, generation, retryCauseOf(conversationCause(agent)), facts);
 }
 
+/** The execution held for recovery in the agent's admission still has
+ * operations of its abandoned session in flight (`DischargeRecovery`
+ * would answer `NotQuiescent`). */
+function heldExecutionSettling(agent: u32): bool {
+  const execPlusOne = agentExecutionPlusOne(agent);
+  return execPlusOne != 0 && executionInFlight(execPlusOne - 1) != 0;
+}
+
 /** The recovery a hold's retry asks for, by the cause it is held for: a
  * store fault or an unknown outcome heals, a session still settling
  * waits for it, a lapsed lease is tried again. */
@@ -124,11 +139,12 @@ function retriesHeld(facts: u32): bool {
   return (facts & both) == both;
 }
 
-export function applyRecoveryFinished(agent: u32, generation: u32, epoch: u32, outcome: u32): i32 {
+export function applyRecoveryFinished(agent: u32, generation: u32, epoch: u32, outcome: u32, facts: u32): i32 {
   const kind = MessageKind.RecoveryFinished;
   const check = checkAgent(agent, generation);
   if (check != ResultCode.Ok) return dropStale(kind, check);
   if (outcome == RecoveryOutcome.None || outcome >= <u32>RecoveryOutcomeLimit.End) return dropStale(kind, ResultCode.ArgumentOutOfRange);
+  if ((facts & ~(<u32>RecoveryFactMask.PassEnd)) != 0) return dropStale(kind, ResultCode.ArgumentOutOfRange);
   if (abandonedPassEnded(agent, epoch)) return ResultCode.Ok;
   if (conversationPhase(agent) != ConversationPhase.Recovering) return dropStale(kind, ResultCode.ConversationPhaseMustMatch);
   if (recoveryEpoch(agent) != epoch) return dropStale(kind, ResultCode.RecoveryEpochMustMatch);
@@ -138,8 +154,14 @@ export function applyRecoveryFinished(agent: u32, generation: u32, epoch: u32, o
   } else if (agentAdmission(agent) == AdmissionState.RecoveryRequired) {
     // The pass ran, but what a store fault held here is held still (its
     // rows could not say it ended, or it was held again meanwhile): the
-    // conversation is held, and tried again after the backoff.
-    holdConversation(agent, HoldCause.StoreFault, ConversationEvent.RecoveryFailed);
+    // conversation is held, and tried again after the backoff — for its
+    // abandoned session to settle, when operations are still in flight.
+    holdConversation(agent, heldExecutionSettling(agent) ? HoldCause.NotQuiescent : HoldCause.StoreFault, ConversationEvent.RecoveryFailed);
+  } else if ((facts & RecoveryFact.StartPreparingHere) != 0) {
+    // A row was left for a start still being prepared here: once that
+    // preparation settles (refused busy: the execution exists), the rows
+    // are read again after the backoff and the row is installed.
+    holdConversation(agent, HoldCause.NotQuiescent, ConversationEvent.RecoveryFailed);
   } else if (hasConversationFlag(agent, ConversationFlag.RecoverAgain)) {
     // Rows read before a takeover (or a fenced write) may be out of date:
     // they are read again under a new epoch.

@@ -18,9 +18,9 @@ import {
 import { agentAdmission, agentExecutionPlusOne, bindAdmission, checkAgent, releaseAdmission, setAgentAdmission } from "../agent-table";
 import { emit } from "../effects";
 import {
-  allocateExecution, checkExecution, executionAgent, executionGeneration, executionInFlight, executionPhase,
+  allocateExecution, checkExecution, executionAgent, executionAgentPlusOne, executionGeneration, executionInFlight, executionPhase,
   executionRevision, executionSession, executionStatus, hasExecutionFlag, reserveForAdmission,
-  setExecutionPhase, setExecutionSession,
+  executionSlotsUsed, setExecutionPhase, setExecutionSession,
 } from "../execution-table";
 import { continuationResumePhase } from "../fsm";
 import { enterPhase } from "./dispatch";
@@ -102,6 +102,16 @@ function validateContinuation(exec: u32, continuation: u32): i32 {
     return ResultCode.ContinuationInvalid;
   }
   return ResultCode.Ok;
+}
+
+/** The execution in `slot` is held `recovery_required`: its agent's
+ * admission is, and is bound to it (*require recovery* set both). The one
+ * definition the host asks (`executionHeldForRecovery`): it keeps no copy.
+ * A free or never-used slot is not held. */
+export function isExecutionHeldForRecovery(exec: u32): bool {
+  if (exec >= executionSlotsUsed() || executionAgentPlusOne(exec) == 0) return false;
+  const agent = executionAgent(exec);
+  return agentAdmission(agent) == AdmissionState.RecoveryRequired && agentExecutionPlusOne(agent) == exec + 1;
 }
 
 /** Releases an execution whose admission is `recovery_required` once the

@@ -189,6 +189,13 @@ export class ControlCore implements ControlMachine {
     return admission === AdmissionState.RecoveryRequired && memory.getUint32(at + AgentRecord.ExecutionSlotPlusOne, true) === 0;
   }
 
+  /** Whether the execution in `slot` is held `recovery_required` (its
+   * session abandoned, recovery owns it): the core's state, asked with no
+   * copy kept in the host. One export call, no allocation. */
+  executionHeldForRecovery(slot: number): boolean {
+    return this.exports.executionHeldForRecovery(slot) === 1;
+  }
+
   /** The conversation table entry for `(phase, event)`; 0 when undefined. */
   conversationTransition(phase: number, event: number): number {
     return this.exports.conversationTransition(phase, event);

@@ -18,6 +18,7 @@ export interface CoreExports {
   isDraining(): number;
   nextOwnerTokenValue(): number;
   nextSessionValue(): number;
+  executionHeldForRecovery(slot: number): number;
   fsmTransition(phase: number, event: number): number;
   continuationPhase(continuation: number, phase: number): number;
   conversationTransition(phase: number, event: number): number;

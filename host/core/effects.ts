@@ -36,6 +36,7 @@ export type CoreEffect =
   | { readonly kind: EffectKind.OpenAdmissions; readonly agent: number }
   | { readonly kind: EffectKind.OpenInbox; readonly agent: number; readonly drain: boolean }
   | { readonly kind: EffectKind.CloseInbox; readonly agent: number }
+  | { readonly kind: EffectKind.ReadinessChanged; readonly agent: number }
   | { readonly kind: EffectKind.RestoreQueue; readonly agent: number }
   | { readonly kind: EffectKind.StartHead; readonly agent: number }
   | { readonly kind: EffectKind.ReleaseConversation; readonly agent: number; readonly generation: number }
@@ -132,6 +133,7 @@ export function decodeEffect(kind: number, a: number, b: number, c: number, d: n
       return { kind, agent: a, delayMs: b };
     case EffectKind.HeadKept:
     case EffectKind.HeadTaken:
+    case EffectKind.ReadinessChanged:
       return { kind, agent: a };
     default:
       throw new Error(`core emitted unknown effect kind ${kind}: host and core.wasm are from different builds`);

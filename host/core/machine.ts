@@ -64,6 +64,9 @@ export interface ControlMachine {
   apply(kind: number, a?: number, b?: number, c?: number, d?: number, e?: number, f?: number, g?: number): number;
   effectWords(): number[];
   snapshot(): CoreSnapshot;
+  /** Whether the execution in `slot` is held `recovery_required`: its
+   * agent's admission is, bound to it. False for a free slot. */
+  executionHeldForRecovery(slot: number): boolean;
 }
 
 /** Sizes an environment's core is created with. */

@@ -132,6 +132,7 @@ const effectKindNames = {
   [EffectKind.RecoveryJoined]: "RecoveryJoined",
   [EffectKind.RetryAfter]: "RetryAfter",
   [EffectKind.OpenAdmissions]: "OpenAdmissions",
+  [EffectKind.ReadinessChanged]: "ReadinessChanged",
   [EffectKind.OpenInbox]: "OpenInbox",
   [EffectKind.RestoreQueue]: "RestoreQueue",
   [EffectKind.StartHead]: "StartHead",

@@ -37,13 +37,14 @@ export function admit(
   source: AdmissionSource,
   policy: OnBusyPolicy,
   queueKept: boolean,
+  waiting = 0,
 ): Admission | undefined {
   const { agent } = request;
   // A store fact the core may not have yet: a takeover noted, its message
   // still on its way to the loop.
   coordinator.beforeAdmit?.(agent);
   const handle = coordinator.requests.add(request);
-  coordinator.apply(M.Admit, agent.slot, agent.generation, handle, source, POLICIES[policy], queueKept ? 1 : 0);
+  coordinator.apply(M.Admit, agent.slot, agent.generation, handle, source, POLICIES[policy], queueKept ? 1 : 0, waiting);
   const { core } = coordinator.settings;
   // The answer is the apply's only effect; carrying it out applied nothing.
   if (core.effectCount === 0 || core.effectWord(0, 0) !== EffectKind.AdmissionDecided) return undefined;

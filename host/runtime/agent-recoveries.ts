@@ -17,7 +17,7 @@
 // closes its inbox (`CloseInbox`), and until the core is told the takeover
 // is pending (`takeoverPending`: the inbox asks the core nothing yet).
 
-import { ConversationPhase, HoldCause, MessageKind as M, RecoveryCause, RecoveryOutcome, ResultCode } from "../../assembly/abi.js";
+import { ConversationPhase, HoldCause, MessageKind as M, RecoveryCause, RecoveryFact, RecoveryOutcome, ResultCode } from "../../assembly/abi.js";
 import { resultCodeName } from "../core/names.js";
 import type { PhronomyError } from "../errors.js";
 import type { ExecutionStore } from "../store/store.js";
@@ -75,10 +75,11 @@ interface RowsPass {
 export class AgentRecoveries {
   /** Each agent's recovery report (`env.recovery(agentId)`). */
   private readonly reports = new Map<string, Promise<RecoveredExecution[]>>();
-  /** Agents whose last pass found an execution held here whose abandoned
-   * session still had operations in flight (NotQuiescent): a fact the pass
-   * reports to the core, which holds the conversation and asks again. */
-  private readonly settling = new Set<string>();
+  /** Agents whose last pass left a row for a start still being prepared
+   * here (`preparingHere`): a fact the pass reports to the core
+   * (`RecoveryFact.StartPreparingHere`), which decides the conversation is
+   * still settling, holds it and asks again. */
+  private readonly leftForPreparingStarts = new Set<string>();
   /** The one way back in (docs/decisions/0062). */
   private readonly pipeline: RecoveryPipeline;
   /** Takeovers the store noted (its lease admits starts here already)
@@ -89,7 +90,7 @@ export class AgentRecoveries {
     this.pipeline = new RecoveryPipeline({
       ...host,
       passFromStore: (entry, readQueue) => this.passFromStore(entry, readQueue),
-      passOutcome: (entry) => this.passOutcome(entry),
+      passFacts: (entry) => this.passFacts(entry),
     });
     if (leasingStoreOf(host.store) !== undefined) host.coordinator.beforeAdmit = (agent) => this.beforeAdmit(agent);
   }
@@ -279,11 +280,12 @@ export class AgentRecoveries {
       const live = this.host.coordinator.entryById(row.executionId);
       if (!live && this.preparingHere(entry, row, held)) continue;
       if (!live) rows.push(row);
-      else if (live.recoveryRequired) {
+      else if (this.host.coordinator.heldForRecovery(live)) {
         // Held recovery_required here (a write refused: its lease lost, the
         // row moved on): release it, then install it again from its row.
+        // Refused NotQuiescent, it stays held: the core sees its operations
+        // in flight when the pass ends, and holds the conversation to settle.
         const code = await this.dischargeRecovery(live.slot, live.generation);
-        if (code === ResultCode.NotQuiescent) this.settling.add(entry.id);
         if (code === ResultCode.Ok) rows.push(row);
         else
           held.push({
@@ -304,15 +306,16 @@ export class AgentRecoveries {
    * queue head taken here before another process that held the
    * conversation meanwhile prepared the same message. Installed now, the
    * row would be refused busy (that start holds the admission) and never
-   * recovered; so the pass reports the conversation still settling (the
-   * core asks again after its backoff), and once that preparation is
-   * refused — the execution exists — the row is installed. Only on a
-   * leasing store, where the core's retry comes by itself (on SQLite
-   * `env.recover()` is called again, and the conversation is not held
-   * meanwhile: the row is tried, and reported, as before). */
+   * recovered; so the pass leaves it and tells the core
+   * (`RecoveryFact.StartPreparingHere`), which holds the conversation as
+   * still settling and asks again after its backoff; once that
+   * preparation is refused — the execution exists — the row is installed.
+   * Only on a leasing store, where the row can have been written by
+   * another process (on SQLite one process owns the file: the row is
+   * tried, and reported, as before). */
   private preparingHere(entry: AgentEntry, row: ExecutionRow, report: RecoveredExecution[]): boolean {
     if (leasingStoreOf(this.host.store) === undefined || this.host.coordinator.requests.startingAs(row.executionId) === undefined) return false;
-    this.settling.add(entry.id);
+    this.leftForPreparingStarts.add(entry.id);
     report.push({
       executionId: row.executionId,
       agentId: row.agentId,
@@ -363,7 +366,6 @@ export class AgentRecoveries {
       const row = await this.host.store.getExecution(live.executionId);
       if (row !== undefined && row.status !== "terminal") continue;
       const code = await this.dischargeRecovery(live.slot, live.generation);
-      if (code === ResultCode.NotQuiescent) this.settling.add(entry.id);
       if (code !== ResultCode.Ok)
         busy.push({
           executionId: live.executionId,
@@ -575,11 +577,12 @@ export class AgentRecoveries {
     return this.recoverAgentEntry(entry, { readAfter: performance.now(), given: rows, givenReadAt: readAt, readQueue });
   }
 
-  /** How the pass ended, as `RecoveryFinished` reports it: an abandoned
-   * session still settling, or run (the core holds the conversation if
-   * what a fault held is held still: its admission says so). */
-  private passOutcome(entry: AgentEntry): RecoveryOutcome {
-    return this.settling.delete(entry.id) ? RecoveryOutcome.NotQuiescent : RecoveryOutcome.Recovered;
+  /** The facts of the pass that ran, for `RecoveryFinished`: the core
+   * decides from them, and from its own tables (an execution a fault held
+   * is held still, its abandoned session's operations in flight), whether
+   * the conversation is ready or still settling. */
+  private passFacts(entry: AgentEntry): number {
+    return this.leftForPreparingStarts.delete(entry.id) ? RecoveryFact.StartPreparingHere : 0;
   }
 }
 

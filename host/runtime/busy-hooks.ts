@@ -22,8 +22,9 @@ export interface BusyHooks {
   /** Effect FollowQueued: the conversation is owned elsewhere; the callers
    * of its messages queued here follow them there. */
   readonly followQueued: (agent: AgentEntry | undefined) => void;
-  /** The core may have changed the phase of the conversation in `slot`
-   * (ready, held, owned elsewhere): starts waiting on it ask again. */
+  /** The core's `ReadinessChanged`: the conversation in `slot` left
+   * registering or recovering, or its agent closed: starts waiting on it
+   * ask again. */
   readonly conversationChanged: (slot: number) => void;
   /** `OpenAdmissions`: the conversation is ready after a recovery. */
   readonly admissionsOpened: (agent: AgentEntry) => void;

@@ -265,7 +265,7 @@ async function cancelDormant(host: CancelHost, row: ExecutionRow, reason: string
 
 /** On the loop: the cancel of an execution live here. */
 function cancelLive(coordinator: Coordinator, entry: ExecutionEntry, reason: string | undefined, waiter: Waiter): void {
-  if (entry.recoveryRequired) {
+  if (coordinator.heldForRecovery(entry)) {
     throw new ExecutionRehydrationRequiredError(
       `execution ${entry.executionId} is held for recovery after a store failure: call env.recover() (it recovers the execution from its stored row), then cancel it`,
       { executionId: entry.executionId, agentId: entry.agent.id },

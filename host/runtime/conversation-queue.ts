@@ -99,7 +99,8 @@ export class ConversationQueues {
     // it: the start is filed for the holder, not refused by the store.
     if (!told) tellIfHeldElsewhere(this.state, request.agent);
     const policy = busyPolicyOf(request);
-    const admission = admit(coordinator, request, source, policy, this.state.store() !== undefined);
+    const waiting = this.readiness.waitingOn(request.agent.slot);
+    const admission = admit(coordinator, request, source, policy, this.state.store() !== undefined, waiting);
     if (admission === undefined) return;
     const { agent } = request;
     if (admission.verdict === AdmissionVerdict.FileForOwner || admission.verdict === AdmissionVerdict.LeaveFiled) {
@@ -126,7 +127,8 @@ export class ConversationQueues {
   admitRetry(request: StartRequest, retry: () => void, install: () => void, elsewhere: () => void): void {
     const { coordinator } = this.state.environment;
     tellIfHeldElsewhere(this.state, request.agent);
-    const admission = admit(coordinator, request, AdmissionSource.Retry, "reject", this.state.store() !== undefined);
+    const waiting = this.readiness.waitingOn(request.agent.slot);
+    const admission = admit(coordinator, request, AdmissionSource.Retry, "reject", this.state.store() !== undefined, waiting);
     if (admission === undefined) return;
     coordinator.requests.take(admission.handle);
     if (admission.verdict === AdmissionVerdict.RunHere) return install();
@@ -198,12 +200,12 @@ export class ConversationQueues {
   }
 
   /** The conversation is registering or recovering: the start waits for
-   * the core to change its phase (ready: `OpenAdmissions`; held; owned
-   * elsewhere), then asks again (`readiness-waiters.ts`). */
+   * the core's `ReadinessChanged` (ready, held, owned elsewhere, closed),
+   * then asks again (`readiness-waiters.ts`). */
   private waitUntilReady(request: StartRequest, retry: () => void): void {
     if (this.state.closed) return settleWaiterWithError(request.waiter, shutdownOf(request), this.state.settings);
-    if (this.readiness.wait(request.agent, request.waiter, retry)) return;
-    settleWaiterWithError(request.waiter, AgentBusyError.heldForRecovery(request.agent.id), this.state.settings);
+    // Bounded by the core: past `Limit.WaitingStartsMax` it answers `RefuseHeld`.
+    this.readiness.wait(request.agent, request.waiter, retry);
   }
 
   /** Starts waiting for their conversation to be ready (for tests). */

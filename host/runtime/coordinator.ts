@@ -97,14 +97,14 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
    * left for recovery (its session abandoned). */
   get drained(): boolean {
     if (this.requests.size > 0) return false;
-    for (const entry of this.executionIds.values()) if (!entry.suspended && !entry.recoveryRequired) return false;
+    for (const entry of this.executionIds.values()) if (!entry.suspended && !this.heldForRecovery(entry)) return false;
     return true;
   }
 
   /** The conversations of the executions running here (admitted, neither
    * suspended nor left for recovery). */
   *runningAgentIds(): Iterable<string> {
-    for (const entry of this.executionIds.values()) if (!entry.suspended && !entry.recoveryRequired) yield entry.agent.id;
+    for (const entry of this.executionIds.values()) if (!entry.suspended && !this.heldForRecovery(entry)) yield entry.agent.id;
   }
 
   /** A start of this execution id refused busy meets the one being
@@ -131,14 +131,16 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
     return at !== undefined && at >= since;
   }
 
-  /** The agent's executions held recovery_required here. */
-  recoveryRequiredEntriesOf(agent: AgentEntry): ExecutionEntry[] {
-    return [...this.executionIds.values()].filter((entry) => entry.agent === agent && entry.recoveryRequired);
+  /** The execution is held recovery_required (its session abandoned,
+   * recovery owns it): the core's state, asked, never copied here. An
+   * entry released meanwhile is not (its slot may be another's now). */
+  heldForRecovery(entry: ExecutionEntry): boolean {
+    return this.executions[entry.slot] === entry && this.settings.core.executionHeldForRecovery(entry.slot);
   }
 
-  /** Executions marked recovery_required in this environment. */
-  recoveryRequiredIds(): string[] {
-    return [...this.executionIds.values()].filter((entry) => entry.recoveryRequired).map((entry) => entry.executionId);
+  /** The executions held recovery_required here; only the agent's when given. */
+  recoveryRequiredEntriesOf(agent?: AgentEntry): ExecutionEntry[] {
+    return [...this.executionIds.values()].filter((entry) => (agent === undefined || entry.agent === agent) && this.heldForRecovery(entry));
   }
 
   /** On close: executions suspended for approval stay durable; their local
@@ -180,19 +182,11 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
   apply(kind: number, a = 0, b = 0, c = 0, d = 0, e = 0, f = 0, g = 0): number {
     const { core } = this.settings;
     const code = core.apply(kind, a, b, c, d, e, f, g);
-    const count = core.effectCount;
-    if (count === 0) return this.phaseMayHaveChanged(kind, code, a);
+    if (core.effectCount === 0) return code;
     // Copy first: carrying an effect out may apply another message.
     const effects = core.effects();
     for (const effect of effects) this.carryOutOrFail(effect);
     this.onIdle?.();
-    return this.phaseMayHaveChanged(kind, code, a);
-  }
-
-  /** After a message that may have changed a conversation's phase: starts
-   * the core told to wait ask again (posted). Returns `code`. */
-  private phaseMayHaveChanged(kind: number, code: number, slot: number): number {
-    if (code === ResultCode.Ok && changesPhase(kind)) this.busyHooks?.conversationChanged(slot);
     return code;
   }
 
@@ -329,6 +323,8 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
         return this.ofAgent(effect.agent, (agent) => this.inbox?.inboxOpened(agent.id, effect.drain));
       case EffectKind.CloseInbox:
         return this.ofAgent(effect.agent, (agent) => this.inbox?.inboxClosed(agent.id));
+      case EffectKind.ReadinessChanged:
+        return this.busyHooks?.conversationChanged(effect.agent);
       case EffectKind.StartHead:
         return this.ofAgent(effect.agent, (agent) => this.busyHooks?.startHead(agent));
       case EffectKind.RetryHeadAfter:
@@ -571,11 +567,3 @@ const completionPost: PostOptions = { label: "a completion" };
 
 export { configOf } from "./execution-preparation.js";
 export { OffloadFullError };
-
-/** The messages that move a conversation out of registering or recovering
- * (`RecoveryFinished`: ready with `OpenAdmissions`, or held) or change who
- * holds it, and `CloseAgent` (the core refuses a closed agent's starts in
- * any phase): a start the core told to wait asks again after them. */
-function changesPhase(kind: number): boolean {
-  return kind === M.RecoveryFinished || kind === M.ConversationOwned || kind === M.ConversationHeld || kind === M.CloseAgent;
-}

@@ -35,7 +35,7 @@ export class EnvironmentReads {
     checkListFilter(filter, "env.executions()", [...executionStatusNames, "queued", "recovery_required"]);
     const { store, coordinator } = this.host;
     if (filter.status !== "recovery_required") return listWithQueued(store, filter as ExecutionListFilter);
-    const ids = new Set(coordinator.recoveryRequiredIds());
+    const ids = new Set(coordinator.recoveryRequiredEntriesOf().map((entry) => entry.executionId));
     const rows = await store.unfinishedExecutions();
     return rows.filter(
       (row) =>

@@ -59,13 +59,12 @@ export function failWaiters(calls: CoordinatorCalls, slot: number, code: number)
   for (const waiter of entry.waiters.splice(0)) settleWaiterWithError(waiter, error, calls.settings);
 }
 
-/** Effect RecoveryRequired of an execution: it is marked, its terminal
- * watchers told, its session abandoned. Returns the error that held it,
+/** Effect RecoveryRequired of an execution: the core holds it (asked
+ * through `Coordinator.heldForRecovery`); its terminal watchers are told, its session abandoned. Returns the error that held it,
  * for the environment's listener; undefined when it is not live here. */
 export function holdForRecovery(calls: CoordinatorCalls, slot: number, code: number): PhronomyError | undefined {
   const entry = calls.entryAt(slot);
   if (!entry) return undefined;
-  entry.recoveryRequired = true;
   for (const watcher of entry.terminalWatchers.splice(0)) watcher();
   const error = entry.storeError ?? errorForCode(code, { executionId: entry.executionId, agentId: entry.agent.id });
   calls.settings.logger.warn(`[phronomy] execution ${entry.executionId} of agent "${entry.agent.id}" requires recovery: ${error.message}`);

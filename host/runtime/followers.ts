@@ -61,7 +61,7 @@ export class Followers {
     const { coordinator } = this.host;
     const settings = coordinator.settings;
     const entry = coordinator.entryById(executionId);
-    if (entry?.recoveryRequired) {
+    if (entry !== undefined && coordinator.heldForRecovery(entry)) {
       // Held after a store failure: it moves again only through env.recover(), which the caller must know.
       settleWaiterWithError(
         waiter,

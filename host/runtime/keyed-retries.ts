@@ -1,13 +1,21 @@
 // Tries per key, again and again with a doubling wait, until an attempt
-// says it is done: at most one attempt scheduled per key at a time. For
-// what a PostgreSQL owner repairs by itself once the database or its
-// partition lets it (docs/decisions/0055): a queue whose head was refused,
-// a cancel of an aborted queued message. (A conversation a store fault
-// held is retried after the core's RetryAfter: recovery-pipeline.ts.)
-// The timers never keep the process
-// alive. The wait is kept per key until an attempt is done, so a key
-// scheduled again from outside after a failed attempt (a cancel that
-// failed re-asks for itself) still waits the doubled time.
+// says it is done: at most one attempt scheduled per key at a time. For a
+// store write whose decision is made already and only has to land: the
+// cancel of an aborted queued message (queue-cancel.ts). It decides
+// nothing — not whether the message runs (its caller aborted it: it never
+// runs, and while its cancel is written it is not durable as queued, so
+// the head offered by the core's `StartHead` is not started), nor whether
+// the conversation is held (a conversation a store fault held is
+// retried after the core's `RetryAfter`: recovery-pipeline.ts) — so it is
+// I/O retry, not a control decision (docs/decisions/0062, "The cancel of an
+// aborted message is I/O retry"). Its waits are the core's one backoff
+// (`Limit.RetryMsFirst` doubling to `Limit.RetryMsMax`), not numbers of
+// its own. The timers never keep the process alive. The wait is kept per
+// key until an attempt is done, so a key scheduled again from outside
+// after a failed attempt (a cancel that failed re-asks for itself) still
+// waits the doubled time.
+
+import { Limit } from "../../assembly/abi.js";
 
 export class KeyedRetries {
   private readonly scheduled = new Set<string>();
@@ -15,8 +23,8 @@ export class KeyedRetries {
   private readonly waits = new Map<string, number>();
 
   constructor(
-    private readonly delayMsMin: number,
-    private readonly delayMsMax: number,
+    private readonly delayMsMin: number = Limit.RetryMsFirst,
+    private readonly delayMsMax: number = Limit.RetryMsMax,
   ) {}
 
   /** Runs `attempt` after the key's wait unless one is scheduled for

@@ -134,9 +134,10 @@ function written(queues: QueueState, item: QueuedItem, result: EnqueueMessageRes
 /** "interrupt": cancels the conversation's running execution — one still
  * being prepared as soon as its session is made. */
 function interruptRunning(queues: QueueState, agent: AgentEntry): void {
-  for (const start of queues.environment.coordinator.requests.preparingStartsOf(agent)) start.cancelById ??= INTERRUPT_REASON;
-  for (const entry of queues.environment.coordinator.liveEntriesOf(agent)) {
-    if (entry.recoveryRequired) continue;
+  const { coordinator } = queues.environment;
+  for (const start of coordinator.requests.preparingStartsOf(agent)) start.cancelById ??= INTERRUPT_REASON;
+  for (const entry of coordinator.liveEntriesOf(agent)) {
+    if (coordinator.heldForRecovery(entry)) continue;
     if (entry.session !== undefined && !entry.session.finished) {
       entry.session.cancel();
       continue;

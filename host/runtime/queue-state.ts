@@ -131,8 +131,9 @@ export class QueueState {
   closed = false;
   /** Messages known durable so far (`QueuedItem.durableNumber`). */
   durableCount = 0;
-  /** The cancels of aborted heads written again (`cancelAborted`). */
-  readonly abortedCancels = new KeyedRetries(250, 5_000);
+  /** The cancels of aborted heads written again (`cancelAborted`), by the
+   * core's backoff. */
+  readonly abortedCancels = new KeyedRetries();
 
   constructor(
     readonly environment: ConversationQueueHost,

@@ -1,12 +1,10 @@
 // Starts the core answered `WaitUntilReady` (docs/decisions/0062, "One way
 // back in"): their conversation is registering or recovering, so they wait
-// here until the core changes its phase, then ask `Admit` again. Nothing
-// here decides: a conversation's phase changes by `RecoveryFinished` (ready,
-// with `OpenAdmissions`, or held), `ConversationOwned` (another process
-// holds it now) or `ConversationHeld`; after any of them, and after
-// `CloseAgent` (a closed agent's starts are refused in any phase), every
-// start waiting on it is asked again, and the core answers run, queue,
-// refuse held or closed, file for the owner, or wait again. So a hold and an ownership change settle a
+// here until the core says their answer may have changed
+// (`ReadinessChanged`: the conversation left registering or recovering —
+// ready, held, owned elsewhere — or its agent closed), then ask `Admit`
+// again, and the core answers run, queue, refuse held or closed, file for
+// the owner, or wait again. Nothing here decides when that is. So a hold and an ownership change settle a
 // waiting start as the core says, and none is left waiting once the
 // environment closes (`takeAll`: the queues tell them).
 
@@ -22,11 +20,6 @@ interface WaitingStart {
   readonly retry: () => void;
 }
 
-/** Starts waiting at most per conversation: a limit on what a caller can
- * pile up behind one recovery (each holds its Run and its input). Past it
- * a start is refused busy, as a conversation held for recovery refuses it. */
-export const waitingStartsPerConversationMax = 10_000;
-
 export class ReadinessWaiters {
   /** By agent slot: the conversation's entry is kept while a start waits
    * (the start counts as a use until it is admitted or refused). */
@@ -39,14 +32,17 @@ export class ReadinessWaiters {
     return total;
   }
 
-  /** The start waits until the conversation's phase changes; false when
-   * too many wait on it already (the caller refuses it). */
-  wait(agent: AgentEntry, waiter: Waiter, retry: () => void): boolean {
+  /** Starts waiting on the conversation in `slot` now: the fact `Admit`
+   * is told, so the core's `Limit.WaitingStartsMax` bounds each list. */
+  waitingOn(slot: number): number {
+    return this.waiting.get(slot)?.length ?? 0;
+  }
+
+  /** The start waits until the core says its answer may have changed. */
+  wait(agent: AgentEntry, waiter: Waiter, retry: () => void): void {
     const starts = this.waiting.get(agent.slot) ?? [];
-    if (starts.length >= waitingStartsPerConversationMax) return false;
     starts.push({ agent, waiter, retry });
     this.waiting.set(agent.slot, starts);
-    return true;
   }
 
   /** The core changed the phase of the conversation in `slot`: every start

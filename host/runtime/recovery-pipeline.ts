@@ -38,9 +38,10 @@ export interface RecoveryPipelineHost {
   closed(): boolean;
   /** One pass with the rows read from the store now (a later epoch, a retry). */
   passFromStore(entry: AgentEntry, readQueue: boolean): Promise<RecoveredExecution[]>;
-  /** How the pass just run on the conversation left it: what a fault held
-   * still held, or an abandoned session still settling. */
-  passOutcome(entry: AgentEntry): RecoveryOutcome;
+  /** The facts of the pass just run on the conversation
+   * (`RecoveryFact.StartPreparingHere`), taken: the core decides from
+   * them and its own tables whether the conversation is still settling. */
+  passFacts(entry: AgentEntry): number;
 }
 
 /** One trigger of a recovery. */
@@ -125,7 +126,8 @@ export class RecoveryPipeline {
    * retry of a hold. A later epoch's failure leaves the conversation held
    * in the core (its retry recovers it); the first use does not fail for it. */
   async finishFirstUse(entry: AgentEntry, epoch: number, outcome: RecoveryOutcome): Promise<void> {
-    const next = await this.onLoop(entry, () => this.finish(entry, epoch, outcome));
+    const facts = this.host.passFacts(entry);
+    const next = await this.onLoop(entry, () => this.finish(entry, epoch, outcome, facts));
     if (next.kind === "ended") return;
     const trigger: RecoveryTrigger = { cause: RecoveryCause.Retry };
     this.begin(entry.id, next.epoch);
@@ -203,11 +205,13 @@ export class RecoveryPipeline {
       let outcome: RecoveryOutcome = RecoveryOutcome.StoreFault;
       try {
         report.push(...(await pass(entry, order.readQueue)));
-        outcome = this.host.passOutcome(entry);
+        outcome = RecoveryOutcome.Recovered;
       } catch (error) {
         failure = { error };
       }
-      const next = await this.onLoop(entry, () => this.finish(entry, epoch, outcome));
+      // Taken either way; the core reads them only for a pass that ran.
+      const facts = this.host.passFacts(entry);
+      const next = await this.onLoop(entry, () => this.finish(entry, epoch, outcome, facts));
       if (next.kind === "again") {
         order = next;
         pass = (held, readQueue) => this.host.passFromStore(held, readQueue);
@@ -219,9 +223,9 @@ export class RecoveryPipeline {
   }
 
   /** On the loop: `RecoveryFinished`, and what follows it. */
-  private finish(entry: AgentEntry, epoch: number, outcome: RecoveryOutcome): Next {
+  private finish(entry: AgentEntry, epoch: number, outcome: RecoveryOutcome, facts: number): Next {
     const { coordinator } = this.host;
-    const code = coordinator.apply(M.RecoveryFinished, entry.slot, entry.generation, epoch, outcome);
+    const code = coordinator.apply(M.RecoveryFinished, entry.slot, entry.generation, epoch, outcome, facts);
     const effects = code === ResultCode.Ok ? coordinator.settings.core.effects() : [];
     const again = effects.find((effect) => effect.kind === EffectKind.ReadRows);
     const running = this.running.get(entry.id);

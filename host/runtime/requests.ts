@@ -140,8 +140,6 @@ export class ExecutionEntry {
   storeError: PhronomyError | undefined;
   /** Suspended for approval: durable, holding no live work. */
   suspended = false;
-  /** Marked recovery_required: its session is abandoned; recovery owns it. */
-  recoveryRequired = false;
   /** The pending approval while suspended. */
   approvalRequest: ApprovalRequest | undefined;
   /** Called once the terminal commit under way is answered (suspended,

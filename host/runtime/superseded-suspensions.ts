@@ -33,7 +33,7 @@ export interface SupersededHost {
 export async function releaseSupersededSuspensions(host: SupersededHost, agent: AgentEntry, unfinished: readonly ExecutionRow[]): Promise<void> {
   const byId = new Map(unfinished.map((row) => [row.executionId, row]));
   for (const live of host.coordinator.liveEntriesOf(agent)) {
-    if (!live.suspended || live.recoveryRequired) continue;
+    if (!live.suspended || host.coordinator.heldForRecovery(live)) continue;
     const row = byId.get(live.executionId) ?? (await host.store.getExecution(live.executionId));
     if (row !== undefined && !sameSuspension(live, row)) await discharge(host, live, row);
   }

@@ -6,7 +6,7 @@
 // request (no request handle) nor a dropped result.
 
 import { expect } from "vitest";
-import { AdmissionState, AgentLifecycle, MessageKind, OutcomeType, ResultCode, SessionEnding } from "../../assembly/abi.js";
+import { AdmissionState, AgentLifecycle, EffectKind, MessageKind, OutcomeType, ResultCode, SessionEnding } from "../../assembly/abi.js";
 import { describeDecisions, effect } from "./driver.js";
 
 describeDecisions("RegisterAgent(closed)", ({ it, boot }) => {
@@ -51,11 +51,11 @@ describeDecisions("RegisterAgent(closed)", ({ it, boot }) => {
 });
 
 describeDecisions("CloseAgent(agent, agentGen)", ({ it, boot }) => {
-  it("closes the agent and emits nothing", async () => {
+  it("closes the agent and wakes the starts told to wait (a closed agent's are refused in any phase)", async () => {
     const core = await boot();
     const { agent, agentGeneration } = core.registerAgent();
     expect(core.apply(MessageKind.CloseAgent, agent, agentGeneration)).toBe(ResultCode.Ok);
-    expect(core.effects()).toEqual([]);
+    expect(core.effects()).toEqual([{ kind: EffectKind.ReadinessChanged, agent }]);
     expect(core.agentRecord(agent)).toMatchObject({ lifecycle: AgentLifecycle.Closed, generation: agentGeneration });
   });
 
@@ -63,7 +63,7 @@ describeDecisions("CloseAgent(agent, agentGen)", ({ it, boot }) => {
     const core = await boot();
     const run = core.callingModel();
     expect(core.apply(MessageKind.CloseAgent, run.agent, run.agentGeneration)).toBe(ResultCode.Ok);
-    expect(core.effects()).toEqual([]);
+    expect(core.effects()).toEqual([{ kind: EffectKind.ReadinessChanged, agent: run.agent }]);
     expect(run.agentRecord).toMatchObject({
       lifecycle: AgentLifecycle.Closed,
       admissionState: AdmissionState.Executing,

@@ -8,6 +8,7 @@ import {
   AdmissionSource as Source,
   AdmissionState,
   AdmissionVerdict as Verdict,
+  CommitOutcome,
   BusyPolicy as Policy,
   ConversationPhase as Phase,
   ConversationFlag as Flag,
@@ -15,6 +16,7 @@ import {
   ExecutionStatus,
   HeadOutcome,
   HoldCause,
+  Limit,
   MessageKind as M,
   OutcomeType,
   OwnerFact,
@@ -26,6 +28,7 @@ import {
   RecoveryOutcome,
   ResultCode,
   RowsPolicy,
+  SessionEventKind,
 } from "../../assembly/abi.js";
 import type { CoreEffect } from "../../host/core/effects.js";
 import { describeDecisions, type Driver } from "./driver.js";
@@ -71,6 +74,7 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
       { kind: EffectKind.ReadRows, agent: c.slot, epoch: 1, rows: RowsPolicy.FromStore, readQueue: true },
     ]);
     expect(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.Recovered)).toEqual([
+      { kind: EffectKind.ReadinessChanged, agent: c.slot },
       { kind: EffectKind.OpenAdmissions, agent: c.slot },
       { kind: EffectKind.OpenInbox, agent: c.slot, drain: false },
       { kind: EffectKind.RestoreQueue, agent: c.slot },
@@ -128,6 +132,7 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     // Settled with nothing moved: ready, starts admitted again; the inbox
     // stayed open (its own lease settling moves nothing), nothing to claim now.
     expect(core.step(M.RecoveryFinished, c.slot, c.generation, 2, RecoveryOutcome.Recovered)).toEqual([
+      { kind: EffectKind.ReadinessChanged, agent: c.slot },
       { kind: EffectKind.OpenAdmissions, agent: c.slot },
       { kind: EffectKind.OpenInbox, agent: c.slot, drain: false },
     ]);
@@ -149,7 +154,8 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     const delays: number[] = [];
     for (let epoch = 1; epoch <= 7; epoch += 1) {
       core.step(M.RecoveryRequested, c.slot, c.generation, epoch === 1 ? Cause.FirstUse : Cause.Retry, RETRYING);
-      const [retry] = core.step(M.RecoveryFinished, c.slot, c.generation, epoch, RecoveryOutcome.StoreFault);
+      const [woken, retry] = core.step(M.RecoveryFinished, c.slot, c.generation, epoch, RecoveryOutcome.StoreFault);
+      expect(woken).toEqual({ kind: EffectKind.ReadinessChanged, agent: c.slot });
       if (retry?.kind === EffectKind.RetryAfter) delays.push(retry.delayMs);
     }
     expect(delays).toEqual([250, 500, 1000, 2000, 4000, 5000, 5000]);
@@ -165,7 +171,10 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
       // A store without leases (one process owns the file), or `recover: false`: the application decides.
       const c = register(core);
       core.step(M.RecoveryRequested, c.slot, c.generation, Cause.FirstUse, facts);
-      expect(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.StoreFault), `facts ${facts}`).toEqual([]);
+      // Held: the starts told to wait ask again (and are refused held); no retry of its own.
+      expect(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.StoreFault), `facts ${facts}`).toEqual([
+        { kind: EffectKind.ReadinessChanged, agent: c.slot },
+      ]);
       expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Held, cause: HoldCause.StoreFault, failures: 1 });
       // env.recover() asks again: recovered, the hold is over.
       core.step(M.RecoveryRequested, c.slot, c.generation, Cause.RecoverCalled, facts);
@@ -192,6 +201,7 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     core.step(M.RecoveryRequested, c.slot, c.generation, Cause.RecoverCalled, RETRYING);
     // The host reports the pass ran; the core reads its own record.
     expect(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.Recovered)).toEqual([
+      { kind: EffectKind.ReadinessChanged, agent: c.slot },
       { kind: EffectKind.RetryAfter, agent: c.slot, epoch: 1, delayMs: 250 },
     ]);
     expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Held, cause: HoldCause.StoreFault, failures: 1 });
@@ -235,7 +245,7 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     for (const [outcome, cause] of cases) {
       const c = register(core);
       core.step(M.RecoveryRequested, c.slot, c.generation, Cause.FirstUse, facts);
-      const [retry] = core.step(M.RecoveryFinished, c.slot, c.generation, 1, outcome);
+      const [, retry] = core.step(M.RecoveryFinished, c.slot, c.generation, 1, outcome);
       expect(retry).toMatchObject({ kind: EffectKind.RetryAfter, epoch: 1 });
       core.expectDropped(M.RetryDue, ResultCode.RecoveryEpochMustMatch, c.slot, c.generation, 2, facts);
       expect(core.step(M.RetryDue, c.slot, c.generation, 1, facts)).toEqual([
@@ -270,6 +280,7 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     core.step(M.MessageQueued, c.slot, c.generation, 2);
     expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 11, Source.QueueHead, Policy.Enqueue, 1))).toBe(Verdict.StayQueued);
     expect(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.Recovered)).toEqual([
+      { kind: EffectKind.ReadinessChanged, agent: c.slot },
       { kind: EffectKind.OpenAdmissions, agent: c.slot },
       { kind: EffectKind.OpenInbox, agent: c.slot, drain: false },
       { kind: EffectKind.RestoreQueue, agent: c.slot },
@@ -307,6 +318,7 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     // The execution started before still holds the admission: the head
     // waits for its release. Decisions filed meanwhile are claimed now.
     expect(core.step(M.RecoveryFinished, c.slot, c.generation, 3, RecoveryOutcome.Recovered)).toEqual([
+      { kind: EffectKind.ReadinessChanged, agent: c.slot },
       { kind: EffectKind.OpenAdmissions, agent: c.slot },
       { kind: EffectKind.OpenInbox, agent: c.slot, drain: true },
       { kind: EffectKind.RestoreQueue, agent: c.slot },
@@ -316,8 +328,9 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
 
   it("follows the execution holding the admission when it is parked here (suspended or held for recovery), not one running", async () => {
     const core = await boot({ agentsMax: 8, executionsMax: 8 });
+    // What follows the callers (the wake of starts told to wait, on leaving registering, is not the point here).
     const elsewhere = (run: { agent: number; agentGeneration: number }): CoreEffect[] =>
-      core.step(M.ConversationOwned, run.agent, run.agentGeneration, Ownership.Elsewhere);
+      core.step(M.ConversationOwned, run.agent, run.agentGeneration, Ownership.Elsewhere).filter((item) => item.kind !== EffectKind.ReadinessChanged);
     // Running here: it keeps its callers (its next write is fenced and tells them).
     const running = core.callingModel();
     expect(elsewhere(running)).toEqual([]);
@@ -351,7 +364,9 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     const admission = core.admitted();
     core.step(M.InitialPreparationReady, admission.agent, admission.agentGeneration, admission.token, PreparationOutcome.StoreFailed, 0, 0, admission.request);
     expect(core.agentRecord(admission.agent)).toMatchObject({ admissionState: AdmissionState.RecoveryRequired, executionSlotPlusOne: 0 });
-    expect(core.step(M.ConversationOwned, admission.agent, admission.agentGeneration, Ownership.Elsewhere)).toEqual([]);
+    expect(core.step(M.ConversationOwned, admission.agent, admission.agentGeneration, Ownership.Elsewhere)).toEqual([
+      { kind: EffectKind.ReadinessChanged, agent: admission.agent },
+    ]);
   });
 
   it("recovers what this process holds while owned elsewhere; the owner reported again abandons that epoch", async () => {
@@ -364,7 +379,10 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
       { kind: EffectKind.ReadRows, agent: c.slot, epoch: 2, rows: RowsPolicy.FromStore, readQueue: true },
     ]);
     // Its queue read back while the store names another holder.
-    expect(core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere)).toEqual([{ kind: EffectKind.FollowQueued, agent: c.slot, queued: 1 }]);
+    expect(core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere)).toEqual([
+      { kind: EffectKind.ReadinessChanged, agent: c.slot },
+      { kind: EffectKind.FollowQueued, agent: c.slot, queued: 1 },
+    ]);
     expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.OwnedElsewhere, queued: 1, cause: 0, abandonedEpoch: 2 });
     // Its pass ends later: the finish only says so (nothing else changes);
     // told twice, the second is dropped as stale.
@@ -663,5 +681,66 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Here);
     expect(phaseOf(core, c)).toBe(Phase.Registering);
     expect(open(c)).toBe(false);
+  });
+});
+
+describeDecisions("RecoveryFinished: the core decides a conversation is still settling", ({ it, boot }) => {
+  it("holds as NotQuiescent a pass that left a row for a start still being prepared here, and retries it", async () => {
+    const core = await boot();
+    const c = register(core);
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.FirstUse, RETRYING);
+    expect(core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.Recovered, Fact.StartPreparingHere)).toEqual([
+      { kind: EffectKind.ReadinessChanged, agent: c.slot },
+      { kind: EffectKind.RetryAfter, agent: c.slot, epoch: 1, delayMs: 250 },
+    ]);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Held, cause: HoldCause.NotQuiescent, failures: 1 });
+    core.step(M.RetryDue, c.slot, c.generation, 1, RETRYING);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Recovering, cause: Cause.SessionSettling });
+    core.step(M.RecoveryFinished, c.slot, c.generation, 2, RecoveryOutcome.Recovered, 0);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Ready, cause: 0, failures: 0 });
+  });
+
+  it("ignores the pass's facts when the pass failed, and drops facts it does not know", async () => {
+    const core = await boot();
+    const c = register(core);
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.FirstUse, RETRYING);
+    for (const facts of [Fact.Leasing, Fact.StartPreparingHere << 1, Fact.StartPreparingHere | Fact.InScan]) {
+      core.expectDropped(M.RecoveryFinished, ResultCode.ArgumentOutOfRange, c.slot, c.generation, 1, RecoveryOutcome.Recovered, facts);
+    }
+    core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.LeaseLapsed, Fact.StartPreparingHere);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Held, cause: HoldCause.LeaseLapsed });
+  });
+
+  it("holds as NotQuiescent while an execution held for recovery has operations in flight, as StoreFault once they settled", async () => {
+    const core = await boot();
+    const run = core.callingModel().event(SessionEventKind.LlmCompletedWithTools);
+    core.step(M.ToolDispatchReady, run.exec, run.generation, run.session, run.revision, CommitOutcome.RehydrationRequired, 0, 0);
+    expect(core.machine.executionHeldForRecovery(run.exec)).toBe(true);
+    const c = { slot: run.agent, generation: run.agentGeneration };
+    const [read] = core.step(M.RecoveryRequested, c.slot, c.generation, Cause.FencedWrite, RETRYING);
+    const epoch = (read as { epoch: number }).epoch;
+    // The pass ran; its DischargeRecovery was refused NotQuiescent: the core sees the operation in flight.
+    core.step(M.RecoveryFinished, c.slot, c.generation, epoch, RecoveryOutcome.Recovered, 0);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Held, cause: HoldCause.NotQuiescent });
+    core.step(M.OperationSettled, run.exec, run.generation);
+    core.step(M.RetryDue, c.slot, c.generation, epoch, RETRYING);
+    core.step(M.RecoveryFinished, c.slot, c.generation, epoch + 1, RecoveryOutcome.Recovered, 0);
+    expect(core.snapshot().conversations[c.slot]).toMatchObject({ phase: Phase.Held, cause: HoldCause.StoreFault });
+  });
+});
+
+describeDecisions("Admit(…, starts waiting): the limit of starts waiting for one conversation", ({ it, boot }) => {
+  it("answers WaitUntilReady below Limit.WaitingStartsMax and RefuseHeld at it; a ready conversation runs the start whatever the count", async () => {
+    const core = await boot();
+    const c = register(core);
+    core.step(M.RecoveryRequested, c.slot, c.generation, Cause.FirstUse, 0);
+    const admit = (request: number, waiting: number): number | undefined =>
+      verdictOf(core.step(M.Admit, c.slot, c.generation, request, Source.Direct, Policy.Reject, 1, waiting));
+    expect(admit(7, 0)).toBe(Verdict.WaitUntilReady);
+    expect(admit(8, Limit.WaitingStartsMax - 1)).toBe(Verdict.WaitUntilReady);
+    expect(admit(9, Limit.WaitingStartsMax)).toBe(Verdict.RefuseHeld);
+    expect(admit(10, 0xffff_ffff)).toBe(Verdict.RefuseHeld);
+    core.step(M.RecoveryFinished, c.slot, c.generation, 1, RecoveryOutcome.Recovered, 0);
+    expect(admit(11, Limit.WaitingStartsMax)).toBe(Verdict.RunHere);
   });
 });

@@ -210,3 +210,26 @@ describeDecisions("DischargeRecovery(exec, gen): refused, emitting nothing", ({ 
     expectRefusedQuietly(core, ResultCode.NotQuiescent, run.exec, run.generation);
   });
 });
+
+describeDecisions("executionHeldForRecovery(exec): the hold the host asks about, not copies", ({ it, boot }) => {
+  it("is true from the moment recovery is required until the discharge releases the execution", async () => {
+    const core = await boot();
+    const run = core.callingModel().event(SessionEventKind.LlmCompletedWithTools);
+    expect(core.machine.executionHeldForRecovery(run.exec)).toBe(false);
+    core.step(MessageKind.ToolDispatchReady, run.exec, run.generation, run.session, run.revision, CommitOutcome.RehydrationRequired, 0, 0);
+    expect(core.machine.executionHeldForRecovery(run.exec)).toBe(true);
+    core.step(MessageKind.OperationSettled, run.exec, run.generation);
+    expect(core.machine.executionHeldForRecovery(run.exec)).toBe(true);
+    expect(core.apply(DISCHARGE, run.exec, run.generation)).toBe(ResultCode.Ok);
+    expect(core.machine.executionHeldForRecovery(run.exec)).toBe(false);
+  });
+
+  it("is false for a free slot, a slot never used and one out of range", async () => {
+    const core = await boot();
+    expect(core.machine.executionHeldForRecovery(0)).toBe(false);
+    expect(core.machine.executionHeldForRecovery(0xffff_ffff)).toBe(false);
+    const run = recoveryRequired(core);
+    expect(core.machine.executionHeldForRecovery(run.exec)).toBe(true);
+    expect(core.machine.executionHeldForRecovery(run.exec + 1)).toBe(false);
+  });
+});

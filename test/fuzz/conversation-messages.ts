@@ -15,6 +15,8 @@ import {
   Ownership,
   RecoveryCause,
   RecoveryCauseLimit,
+  RecoveryFact,
+  Limit,
   RecoveryOutcome,
 } from "../../assembly/abi.js";
 import type { ConversationRecordView } from "../../host/core/machine.js";
@@ -47,6 +49,8 @@ export function conversationMessage(intent: Intent, agent: Handle, record: Conve
       if (intent.noise % 4 === 0) return [MessageKind.ConversationOwned, slot, generation, 1 + (intent.pick % 2), intent.variant % 3, 0, 0, 0];
       return [MessageKind.RecoveryRequested, slot, generation, 1 + (intent.pick % (RecoveryCauseLimit.End - 1)), intent.noise % 128, 0, 0, 0];
     case ConversationPhase.Recovering:
+      // A start made meanwhile: it waits, unless too many wait already.
+      if (intent.noise % 11 === 4) return [MessageKind.Admit, slot, generation, request, AdmissionSource.Direct, 1, 1, startsWaiting(intent)];
       return recovering(intent, agent, record);
     case ConversationPhase.Held:
       if (intent.noise % 6 === 0) return [MessageKind.ConversationOwned, slot, generation, Ownership.Elsewhere, 0, 0, 0, 0];
@@ -84,7 +88,14 @@ function recovering(intent: Intent, agent: Handle, record: ConversationRecordVie
   if (intent.noise % 5 === 0) return [MessageKind.RecoveryRequested, slot, generation, 1 + (intent.pick % (RecoveryCauseLimit.End - 1)), 0, 0, 0, 0];
   const epoch = intent.noise % 7 === 1 ? (record.recoveryEpoch + 1 + (intent.pick % 2)) >>> 0 : record.recoveryEpoch;
   const outcome = intent.variant % 4 === 0 ? 1 + (intent.pick % RecoveryOutcome.LeaseLapsed) : RecoveryOutcome.Recovered;
-  return [MessageKind.RecoveryFinished, slot, generation, epoch, outcome, 0, 0, 0];
+  return [MessageKind.RecoveryFinished, slot, generation, epoch, outcome, passFacts(intent), 0, 0];
+}
+
+/** The facts a pass ends with: mostly none, sometimes a row left for a
+ * start being prepared here, rarely a bit `RecoveryFinished` refuses. */
+function passFacts(intent: Intent): number {
+  if (intent.pick % 5 === 1) return RecoveryFact.StartPreparingHere;
+  return intent.pick % 13 === 3 ? 1 << (intent.noise % 9) : 0;
 }
 
 /** Owned elsewhere: taken back, reported again (a head refused by the
@@ -98,7 +109,13 @@ function ownedElsewhere(intent: Intent, agent: Handle, record: ConversationRecor
   if (choice === 5) return [MessageKind.RecoveryRequested, slot, generation, RecoveryCause.HealAfterStoreFault, 0, 0, 0, 0];
   if (choice === 2) return [MessageKind.ConversationOwned, slot, generation, Ownership.Elsewhere, 0, 0, 0, 0];
   if (choice === 3 && record.queued < QUEUED_STREAM_MAX) return [MessageKind.MessageQueued, slot, generation, 1, 0, 0, 0, 0];
-  return [MessageKind.Admit, slot, generation, request, 1 + (intent.pick % 3), 1 + (intent.variant % 3), 1, 0];
+  return [MessageKind.Admit, slot, generation, request, 1 + (intent.pick % 3), 1 + (intent.variant % 3), 1, startsWaiting(intent)];
+}
+
+/** The starts the host says wait on the conversation, with `Admit`: mostly
+ * none, sometimes just under, at and past `Limit.WaitingStartsMax`. */
+function startsWaiting(intent: Intent): number {
+  return [0, 0, 0, 1, Limit.WaitingStartsMax - 1, Limit.WaitingStartsMax, 0xffff_ffff][intent.noise % 7]!;
 }
 
 /** A ready conversation: starts of every source and policy, uses, the
@@ -115,7 +132,7 @@ function ready(intent: Intent, agent: Handle, record: ConversationRecordView, re
     case 1:
     case 2: {
       const source = [AdmissionSource.Filed, AdmissionSource.Direct, AdmissionSource.Direct, AdmissionSource.Retry][intent.pick % 4]!;
-      return [MessageKind.Admit, slot, generation, request, source, 1 + (intent.variant % 3), intent.variant % 7 === 0 ? 0 : 1, 0];
+      return [MessageKind.Admit, slot, generation, request, source, 1 + (intent.variant % 3), intent.variant % 7 === 0 ? 0 : 1, startsWaiting(intent)];
     }
     case 3:
       if (record.queued > 0 && intent.pick % 3 === 0) return [MessageKind.MessageWritten, slot, generation, 0, 0, 0, 0, 0];

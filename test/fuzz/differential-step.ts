@@ -7,7 +7,7 @@
 // package harness decodes with the packaged decoder).
 
 import type { CoreEffect } from "../../host/core/effects.js";
-import type { ControlMachine } from "../../host/core/machine.js";
+import type { ControlMachine, CoreSnapshot } from "../../host/core/machine.js";
 import { checkInvariants, type RevisionHistory } from "./invariants.js";
 import type { Intent, Message, MessageStream } from "./message-stream.js";
 
@@ -21,6 +21,15 @@ export interface StepContext {
   readonly revisions: RevisionHistory;
   readonly decode: (words: readonly number[]) => CoreEffect[];
   readonly agree: Agree;
+}
+
+/** The slots (one past the high-water mark included) `machine` says are
+ * held recovery_required: the host asks the core this instead of keeping a
+ * copy, so the model must answer the same. */
+function heldForRecovery(machine: ControlMachine, snapshot: CoreSnapshot): number[] {
+  const held: number[] = [];
+  for (let slot = 0; slot <= snapshot.executions.length; slot += 1) if (machine.executionHeldForRecovery(slot)) held.push(slot);
+  return held;
 }
 
 /** Applies the message the intent makes; returns it with the core's code and effects. */
@@ -40,6 +49,7 @@ export function differentialStep(
   agree(code, modelCode, `result code at ${where}`);
   agree(effects, decode(model.effectWords()), `effects at ${where}`);
   agree(after, model.snapshot(), `tables at ${where}`);
+  agree(heldForRecovery(core, after), heldForRecovery(model, after), `executions held for recovery at ${where}`);
   agree(checkInvariants({ message, code, effects, before, after }) ?? revisions.check(after), undefined, `invariant at ${where}`);
   stream.observe(message, effects);
   stream.confirmPurge(message, code);

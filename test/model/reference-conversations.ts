@@ -78,6 +78,11 @@ function enter(record: Conversation, event: Ev): void {
   record.phase = conversationNextOf(record.phase, event)!;
 }
 
+/** The phases in which a start is answered `WaitUntilReady`. */
+function startsWaitIn(phase: number): boolean {
+  return phase === P.Registering || phase === P.Recovering;
+}
+
 /** What an admission depends on. */
 export interface AdmissionFacts {
   readonly phase: number;
@@ -147,7 +152,7 @@ export interface ConversationHost {
   checkAgent(slot: number, generation: number): ResultCode;
   agent(slot: number): { readonly generation: number; readonly admissionState: number; readonly lifecycle: number };
   /** The execution bound to the agent's admission, if one is. */
-  admittedExecution(slot: number): { readonly slot: number; readonly generation: number; readonly status: number } | undefined;
+  admittedExecution(slot: number): { readonly slot: number; readonly generation: number; readonly status: number; readonly inFlight: number } | undefined;
 }
 
 const RECOVERY_CAUSES_WITH_NEW_FACTS = [RecoveryCause.LeaseTakeover, RecoveryCause.PartitionTaken, RecoveryCause.Retake, RecoveryCause.FencedWrite];
@@ -228,14 +233,14 @@ export class ReferenceConversations {
     });
   }
 
-  apply(kind: number, a: number, b: number, c: number, d: number, e: number, f: number): ResultCode | undefined {
+  apply(kind: number, a: number, b: number, c: number, d: number, e: number, f: number, g: number): ResultCode | undefined {
     switch (kind) {
       case MessageKind.ConversationOwned:
         return this.owned(a, b, c, d);
       case MessageKind.RecoveryRequested:
         return this.recoveryRequested(a, b, c, d);
       case MessageKind.RecoveryFinished:
-        return this.recoveryFinished(a, b, c, d);
+        return this.recoveryFinished(a, b, c, d, e);
       case MessageKind.UseBegin:
         return this.useBegin(a, b);
       case MessageKind.UseEnd:
@@ -243,7 +248,7 @@ export class ReferenceConversations {
       case MessageKind.SetPinned:
         return this.setPinned(a, b, c);
       case MessageKind.Admit:
-        return this.admit(a, b, c, d, e, f);
+        return this.admit(a, b, c, d, e, f, g);
       case MessageKind.MessageQueued:
         return this.messageQueued(a, b, c);
       case MessageKind.MessageLeft:
@@ -281,7 +286,7 @@ export class ReferenceConversations {
       this.ownedElsewhere(slot);
       return ResultCode.Ok;
     }
-    enter(record, event);
+    this.enter(slot, record, event);
     // Kept registered when idle: defined by id (owned elsewhere: always).
     if (wasRegistering && (facts & OwnerFact.DefinedById) !== 0) record.pinned = true;
     return ResultCode.Ok;
@@ -294,7 +299,7 @@ export class ReferenceConversations {
     const wasRecovering = record.phase === P.Recovering;
     // Kept registered when idle: owned elsewhere at registration.
     if (record.phase === P.Registering) record.pinned = true;
-    enter(record, Ev.OwnedElsewhere);
+    this.enter(slot, record, Ev.OwnedElsewhere);
     this.closeInbox(slot);
     // The recovery under way is abandoned; its pass runs on until it
     // reports its finish, and no head starts before that.
@@ -350,7 +355,7 @@ export class ReferenceConversations {
       this.host.emit(EffectKind.RecoveryJoined, slot, record.recoveryEpoch);
     } else {
       if (conversationNextOf(record.phase, Ev.RecoveryRequested) === undefined) return this.host.drop(K, ResultCode.ConversationPhaseMustMatch);
-      enter(record, Ev.RecoveryRequested);
+      this.enter(slot, record, Ev.RecoveryRequested);
       // Holds retry by themselves only on a leasing store where recovery runs by itself.
       record.retriesHeld = (facts & RecoveryFact.Leasing) !== 0 && (facts & RecoveryFact.RecoversByItself) !== 0;
       this.beginRecovery(slot, cause, facts);
@@ -360,11 +365,12 @@ export class ReferenceConversations {
     return ResultCode.Ok;
   }
 
-  private recoveryFinished(slot: number, generation: number, epoch: number, outcome: number): ResultCode {
+  private recoveryFinished(slot: number, generation: number, epoch: number, outcome: number, facts: number): ResultCode {
     const K = MessageKind.RecoveryFinished;
     const code = this.host.checkAgent(slot, generation);
     if (code !== ResultCode.Ok) return this.host.drop(K, code);
     if (outcome < RecoveryOutcome.Recovered || outcome > RecoveryOutcome.LeaseLapsed) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
+    if (facts !== 0 && facts !== RecoveryFact.StartPreparingHere) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
     const record = this.at(slot);
     const running = record.phase === P.Recovering && record.recoveryEpoch === epoch;
     if (epoch !== 0 && record.abandonedEpoch === epoch && !running) {
@@ -379,11 +385,16 @@ export class ReferenceConversations {
       const cause = [0, 0, HoldCause.StoreFault, HoldCause.OutcomeUnknown, HoldCause.NotQuiescent, HoldCause.LeaseLapsed][outcome]!;
       this.hold(slot, cause, Ev.RecoveryFailed);
     } else if (this.host.agent(slot).admissionState === AdmissionState.RecoveryRequired) {
-      this.hold(slot, HoldCause.StoreFault, Ev.RecoveryFailed);
+      // Held still; for its abandoned session to settle while operations are in flight.
+      const settling = (this.host.admittedExecution(slot)?.inFlight ?? 0) > 0;
+      this.hold(slot, settling ? HoldCause.NotQuiescent : HoldCause.StoreFault, Ev.RecoveryFailed);
+    } else if (facts === RecoveryFact.StartPreparingHere) {
+      // A row left for a start still being prepared here: read again after the backoff.
+      this.hold(slot, HoldCause.NotQuiescent, Ev.RecoveryFailed);
     } else if (record.recoverAgain) {
       this.beginRecovery(slot, RecoveryCause.Retry, 0);
     } else {
-      enter(record, Ev.Recovered);
+      this.enter(slot, record, Ev.Recovered);
       // Claimed at once when decisions may wait: something recovered
       // suspended, or the inbox was closed by a takeover (not a first use).
       const suspended = this.host.agent(slot).admissionState === AdmissionState.Suspended;
@@ -419,7 +430,7 @@ export class ReferenceConversations {
     if (record.users >= Limit.ConversationUsersMax) return this.host.drop(K, ResultCode.ConversationUsersFull);
     record.users += 1;
     const { releasedElsewhere } = record;
-    enter(record, Ev.Used);
+    this.enter(slot, record, Ev.Used);
     if (releasedElsewhere) record.phase = P.OwnedElsewhere;
     return ResultCode.Ok;
   }
@@ -452,7 +463,7 @@ export class ReferenceConversations {
     return ResultCode.Ok;
   }
 
-  private admit(slot: number, generation: number, request: number, source: number, policy: number, queueKept: number): ResultCode {
+  private admit(slot: number, generation: number, request: number, source: number, policy: number, queueKept: number, waiting: number): ResultCode {
     const code = this.host.checkAgent(slot, generation);
     if (code !== ResultCode.Ok) return this.host.refuse(request, code);
     const sourceKnown = (source >= AdmissionSource.Direct && source <= AdmissionSource.Filed) || source === AdmissionSource.Retry;
@@ -462,7 +473,7 @@ export class ReferenceConversations {
     if (source === AdmissionSource.QueueHead && record.queued === 0) return this.host.refuse(request, ResultCode.QueueEmpty);
     const agent = this.host.agent(slot);
     const admissionHeld = agent.admissionState !== AdmissionState.None;
-    const verdict = admissionVerdictFor({
+    const tableVerdict = admissionVerdictFor({
       phase: record.phase,
       source,
       policy,
@@ -473,6 +484,9 @@ export class ReferenceConversations {
       queueKept: queueKept === 1,
       recoveryHeld: agent.admissionState === AdmissionState.RecoveryRequired,
     });
+    // Too many starts wait on it already: refused as a held conversation refuses one.
+    const full = tableVerdict === AdmissionVerdict.WaitUntilReady && waiting >= Limit.WaitingStartsMax;
+    const verdict = full ? AdmissionVerdict.RefuseHeld : tableVerdict;
     const enqueues = verdict === AdmissionVerdict.EnqueueBack || verdict === AdmissionVerdict.EnqueueFront;
     if (enqueues && record.queued >= Limit.QueuedMax) return this.host.refuse(request, ResultCode.QueueFull);
     if (enqueues) record.queued += 1;
@@ -596,9 +610,17 @@ export class ReferenceConversations {
     this.host.emit(EffectKind.ReadRows, slot, record.recoveryEpoch, rows, record.readQueue ? 1 : 0);
   }
 
+  /** Moves the conversation; one that leaves registering or recovering
+   * wakes the starts told to wait (`ReadinessChanged`). */
+  private enter(slot: number, record: Conversation, event: Ev): void {
+    const before = record.phase;
+    enter(record, event);
+    if (startsWaitIn(before) && !startsWaitIn(record.phase)) this.host.emit(EffectKind.ReadinessChanged, slot);
+  }
+
   private hold(slot: number, cause: number, event: Ev): void {
     const record = this.at(slot);
-    enter(record, event);
+    this.enter(slot, record, event);
     record.cause = cause;
     record.recoverAgain = false;
     record.readQueue = false;
@@ -623,7 +645,7 @@ export class ReferenceConversations {
     const agent = this.host.agent(slot);
     const idle = record.users === 0 && !record.pinned && record.queued === 0 && !record.headStarting && agent.admissionState === AdmissionState.None;
     if (!idle || conversationNextOf(record.phase, Ev.Idle) === undefined) return;
-    enter(record, Ev.Idle);
+    this.enter(slot, record, Ev.Idle);
     this.host.emit(EffectKind.ReleaseConversation, slot, agent.generation);
   }
 }

@@ -299,7 +299,7 @@ export class ReferenceCore implements ControlMachine {
         return this.cancelCommitReady(A, B, C, D, E, F);
       // The conversation lifecycle, else retired kinds (16, 17) and unknown ones.
       default:
-        return this.conversations.apply(k, A, B, C, D, E, F) ?? ResultCode.MessageKindUnknown;
+        return this.conversations.apply(k, A, B, C, D, E, F, G) ?? ResultCode.MessageKindUnknown;
     }
   }
 
@@ -316,6 +316,15 @@ export class ReferenceCore implements ControlMachine {
 
   effectWords(): number[] {
     return this.effects.slice();
+  }
+
+  /** The execution in `slot` is held `recovery_required`: its agent's
+   * admission is, bound to it (the core's `executionHeldForRecovery`). */
+  executionHeldForRecovery(slot: number): boolean {
+    const exec = this.executions[u32(slot)];
+    if (exec === undefined || exec.agentSlotPlusOne === 0) return false;
+    const agent = this.agents[exec.agentSlotPlusOne - 1];
+    return agent?.admissionState === AdmissionState.RecoveryRequired && agent.executionSlotPlusOne === u32(slot) + 1;
   }
 
   snapshot(): CoreSnapshot {
@@ -431,11 +440,11 @@ export class ReferenceCore implements ControlMachine {
     return agent;
   }
 
-  private admittedExecution(slot: number): { slot: number; generation: number; status: number } | undefined {
+  private admittedExecution(slot: number): { slot: number; generation: number; status: number; inFlight: number } | undefined {
     const plusOne = this.agentAt(slot).executionSlotPlusOne;
     if (plusOne === 0) return undefined;
     const exec = this.executionAt(plusOne - 1);
-    return { slot: plusOne - 1, generation: exec.generation, status: exec.status };
+    return { slot: plusOne - 1, generation: exec.generation, status: exec.status, inFlight: exec.inFlight };
   }
 
   private executionAt(slot: number): Execution {
@@ -586,6 +595,8 @@ export class ReferenceCore implements ControlMachine {
     const code = this.checkAgent(slot, generation);
     if (code !== ResultCode.Ok) return code;
     this.agentAt(slot).lifecycle = AgentLifecycle.Closed;
+    // Its starts are refused in any phase now: those waiting ask again.
+    this.emit(EffectKind.ReadinessChanged, slot);
     return ResultCode.Ok;
   }
 
