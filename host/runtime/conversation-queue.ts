@@ -198,7 +198,10 @@ export class ConversationQueues {
     const { agent } = request;
     // Told already, and still owned elsewhere in the core (its message
     // dropped): the store holds it here, and its lease check judges `Start`.
-    if (placement.heldHere && again.told) {
+    // A start whose signal was aborted already is refused by the core's
+    // `Start` (StartCancelled), as before, not as owned elsewhere.
+    const refused = admission.verdict === AdmissionVerdict.RefuseOwnedElsewhere && !placement.heldHere;
+    if ((placement.heldHere && again.told) || (refused && again.aborted)) {
       coordinator.apply(M.Start, agent.slot, agent.generation, admission.handle, again.aborted ? 1 : 0);
       return;
     }

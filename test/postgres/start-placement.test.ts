@@ -124,6 +124,10 @@ describe("a start goes where the core's Admit answers (PostgreSQL)", () => {
     await expect(refused.executionId).rejects.toMatchObject({ code: "AGENT_BUSY" });
     await expect(refused.result).rejects.toThrow(/^agent "c" is not owned by this process: /);
     expect(phaseOf(command, "c")).toBe(ConversationPhase.OwnedElsewhere);
+    // A start whose signal was aborted already is refused cancelled, as before.
+    const controller = new AbortController();
+    controller.abort();
+    await expect(support.conversation("c").start("m2", { signal: controller.signal }).result).rejects.toMatchObject({ code: "CANCELLED" });
     // The core refused it: no preparation reached the store, nothing filed.
     expect(counting.prepared).toEqual([]);
     expect(calls).toEqual([]);
