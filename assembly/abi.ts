@@ -62,11 +62,11 @@ export const enum MessageKind {
   /** (agent, generation, pinned 0/1): keep the conversation while defined,
    * or let it go when idle. */
   SetPinned = 35,
-  /** (agent, generation, request, AdmissionSource, BusyPolicy, queue kept
-   * 0/1, starts waiting): the one admission decision; answered by
-   * `AdmissionDecided`. `starts waiting`: the starts of this conversation
-   * waiting for it to be ready now (answered `WaitUntilReady`, not yet
-   * asked again), counted by the host. */
+  /** (agent, generation, request, AdmissionSource, BusyPolicy,
+   * AdmissionFact bits, starts waiting): the one admission decision;
+   * answered by `AdmissionDecided`. `starts waiting`: the starts of this
+   * conversation waiting for it to be ready now (answered
+   * `WaitUntilReady`, not yet asked again), counted by the host. */
   Admit = 36,
   /** (agent, generation, count): messages read from the durable queue
    * (a restore) now wait here. */
@@ -707,10 +707,15 @@ export const enum AdmissionVerdict {
   StayQueued = 10,
   /** A filed start for a conversation owned elsewhere stays filed. */
   LeaveFiled = 11,
+  /** A start (or retry) made here for a conversation owned elsewhere that
+   * cannot be filed for its owner (no start inbox, a process that takes
+   * no share, the partition lapsed here): refused, AGENT_BUSY with the
+   * owner the store names (docs/decisions/0062, "Filing or refusing"). */
+  RefuseOwnedElsewhere = 12,
 }
 
 export const enum AdmissionVerdictLimit {
-  End = 12,
+  End = 13,
 }
 
 /** The facts of an admission besides phase, source and policy: bits of
@@ -726,7 +731,24 @@ export const enum AdmissionSituation {
   /** The admission is held for recovery (`RecoveryRequired`): a start
    * is refused held, unless messages are queued (it goes behind them). */
   RecoveryHeld = 32,
-  End = 64,
+  /** A start made here can be filed for the conversation's owner
+   * (`AdmissionFact.CanFile`). */
+  CanFile = 64,
+  End = 128,
+}
+
+/** What the host tells `Admit` of the store and this process (argument
+ * `f`, bits): facts only it can read. `QueueKept` is the former "queue
+ * kept 0/1" flag, so its value stays 1. */
+export const enum AdmissionFact {
+  /** The store keeps a durable queue. */
+  QueueKept = 1,
+  /** A start made here for a conversation owned elsewhere can be filed
+   * for its owner: the store keeps a start inbox, this process files
+   * starts (not a visitor, it takes a share), it is open, and the
+   * conversation's partition did not lapse here. */
+  CanFile = 2,
+  End = 4,
 }
 
 /** What the host knows of a decision `Resume` carries (argument `f`, bits;

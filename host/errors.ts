@@ -117,6 +117,17 @@ export class AgentBusyError extends PhronomyError {
       { reason: "lease_not_held" },
     );
   }
+
+  /** Another process holds the conversation and the start cannot be filed
+   * for it (the core answered `RefuseOwnedElsewhere`), when the store names
+   * no refusal of its own (`admissionRefusal`): the words of its lease check. */
+  static notOwnedHere(agentId: string): PhronomyError {
+    return new PhronomyError(
+      "AGENT_BUSY",
+      `agent "${agentId}" is not owned by this process: another process holds its conversation; start it on the process that owns it, or retry here after that lease expires (this process takes the agent over then)`,
+      { agentId, details: { reason: "lease_not_held" } },
+    );
+  }
 }
 
 /** `RUNTIME_SHUTDOWN`: the environment is closing or closed. */

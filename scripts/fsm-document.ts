@@ -72,9 +72,10 @@ const VERDICT_NAMES = [
   "refuse (no queue)",
   "stay queued",
   "leave filed",
+  "refuse owned elsewhere",
 ] as const;
 /** Bits of `AdmissionSituation`, in order. */
-const SITUATION_NAMES = ["closed", "admission held", "queued", "head starting", "queue kept", "held for recovery"] as const;
+const SITUATION_NAMES = ["closed", "admission held", "queued", "head starting", "queue kept", "held for recovery", "can file"] as const;
 
 const ENTRY_EFFECTS: Record<string, string> = {
   calling_llm: "provider barrier",
@@ -194,7 +195,9 @@ function renderAdmissionTable(core: ControlCore): string[] {
     "conversation is owned elsewhere, else applied here (its `Resume` decides",
     'the rest). The source "retry" is `env.retry`, asked as a start of this',
     'process with the busy policy "reject" (the other policies are listed for',
-    "completeness: the host never asks with them).",
+    'completeness: the host never asks with them). "can file" is the host\'s',
+    "fact that a start made here can be filed for the owner (a start inbox,",
+    "a process that files starts, the partition not lapsed here).",
     "",
     "| phase | source | verdict |",
     "| --- | --- | --- |",
@@ -213,7 +216,10 @@ function admissionCases(core: ControlCore, phase: number, source: number): strin
       if ((situation & 1) !== 0 || (situation & 0b100010) === 0b100000) continue;
       const verdict = core.admissionVerdict(phase, source, policy, situation);
       const cases = byVerdict.get(verdict) ?? new Set<string>();
-      cases.add(source === 2 ? headCaseName(situation) : caseName(policy, situation));
+      // Where "can file" changes the verdict (owned elsewhere), it alone decides.
+      const files = core.admissionVerdict(phase, source, policy, situation | 0b1000000) !== core.admissionVerdict(phase, source, policy, situation & 0b111111);
+      const name = files ? ((situation & 0b1000000) !== 0 ? "can file" : "cannot file") : caseName(policy, situation);
+      cases.add(source === 2 ? headCaseName(situation) : name);
       byVerdict.set(verdict, cases);
     }
   }

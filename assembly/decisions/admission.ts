@@ -10,7 +10,7 @@
 // head only on the core's `StartHead`.
 
 import {
-  AdmissionSituation, AdmissionSource, AdmissionState, AdmissionVerdict, AgentLifecycle, BusyPolicy,
+  AdmissionFact, AdmissionSituation, AdmissionSource, AdmissionState, AdmissionVerdict, AgentLifecycle, BusyPolicy,
   ConversationFlag, ConversationPhase, ConversationPhaseLimit, EffectKind, HeadOutcome, Limit, MessageKind,
   Ownership, ResultCode,
 } from "../abi";
@@ -32,7 +32,7 @@ export function admissionVerdictOf(phase: u32, source: u32, policy: u32, situati
   if (source == AdmissionSource.Resume) return resumeVerdict(phase);
   if (!isSource(source)) return AdmissionVerdict.None;
   if ((situation & AdmissionSituation.Closed) != 0) return AdmissionVerdict.RefuseClosed;
-  if (phase == ConversationPhase.OwnedElsewhere) return elsewhereVerdict(source);
+  if (phase == ConversationPhase.OwnedElsewhere) return elsewhereVerdict(source, situation);
   if (source == AdmissionSource.QueueHead) return headVerdict(phase, situation);
   if (phase == ConversationPhase.Held) return AdmissionVerdict.RefuseHeld;
   if (phase != ConversationPhase.Ready) return AdmissionVerdict.WaitUntilReady;
@@ -43,13 +43,13 @@ export function admissionVerdictOf(phase: u32, source: u32, policy: u32, situati
   return busyVerdict(policy, situation);
 }
 
-export function applyAdmit(agent: u32, generation: u32, request: u32, source: u32, policy: u32, queueKept: u32, waiting: u32): i32 {
+export function applyAdmit(agent: u32, generation: u32, request: u32, source: u32, policy: u32, facts: u32, waiting: u32): i32 {
   const check = checkAgent(agent, generation);
   if (check != ResultCode.Ok) return failRequest(request, check);
-  if (!isSource(source) || !isPolicy(policy) || !isFlag(queueKept)) return failRequest(request, ResultCode.ArgumentOutOfRange);
+  if (!isSource(source) || !isPolicy(policy) || facts >= <u32>AdmissionFact.End) return failRequest(request, ResultCode.ArgumentOutOfRange);
   const queued = queuedMessages(agent);
   if (source == AdmissionSource.QueueHead && queued == 0) return failRequest(request, ResultCode.QueueEmpty);
-  let verdict = admissionVerdictOf(conversationPhase(agent), source, policy, situationOf(agent, queueKept));
+  let verdict = admissionVerdictOf(conversationPhase(agent), source, policy, situationOf(agent, facts));
   // A limit, not a table entry (as `QueueFull`): too many starts wait on
   // this conversation already, and this one is refused as a held one is.
   if (verdict == AdmissionVerdict.WaitUntilReady && waiting >= <u32>Limit.WaitingStartsMax) verdict = AdmissionVerdict.RefuseHeld;
@@ -175,8 +175,9 @@ function isPolicy(value: u32): bool {
   return value >= <u32>BusyPolicy.Reject && value <= <u32>BusyPolicy.Interrupt;
 }
 
-function situationOf(agent: u32, queueKept: u32): u32 {
-  let situation: u32 = queueKept != 0 ? AdmissionSituation.QueueKept : 0;
+function situationOf(agent: u32, facts: u32): u32 {
+  let situation: u32 = (facts & AdmissionFact.QueueKept) != 0 ? AdmissionSituation.QueueKept : 0;
+  if ((facts & AdmissionFact.CanFile) != 0) situation |= AdmissionSituation.CanFile;
   if (agentLifecycle(agent) == AgentLifecycle.Closed) situation |= AdmissionSituation.Closed;
   const admission = agentAdmission(agent);
   if (admission != AdmissionState.None) situation |= AdmissionSituation.AdmissionHeld;
@@ -186,11 +187,13 @@ function situationOf(agent: u32, queueKept: u32): u32 {
   return situation;
 }
 
-/** Owned elsewhere: a start (or retry) made here is filed for the owner;
- * one filed for this process stays filed; a queue head waits (the owner
- * runs it). */
-function elsewhereVerdict(source: u32): u32 {
-  if (source == AdmissionSource.Direct || source == AdmissionSource.Retry) return AdmissionVerdict.FileForOwner;
+/** Owned elsewhere: a start (or retry) made here is filed for the owner
+ * when it can be, else refused (owned elsewhere); one filed for this
+ * process stays filed; a queue head waits (the owner runs it). */
+function elsewhereVerdict(source: u32, situation: u32): u32 {
+  if (source == AdmissionSource.Direct || source == AdmissionSource.Retry) {
+    return (situation & AdmissionSituation.CanFile) != 0 ? AdmissionVerdict.FileForOwner : AdmissionVerdict.RefuseOwnedElsewhere;
+  }
   return source == AdmissionSource.Filed ? AdmissionVerdict.LeaveFiled : AdmissionVerdict.StayQueued;
 }
 

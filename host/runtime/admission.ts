@@ -1,13 +1,15 @@
 // The one admission decision (docs/decisions/0062): a start made here, one
 // filed for this process and the head of a conversation's durable queue
-// each ask the core `Admit(source, busy policy, queue kept)`, and the core
-// answers where it goes — run here, enqueue at the back or the front (and
-// interrupt), refuse busy / held / closed / no queue, stay queued — from
+// each ask the core `Admit(source, busy policy, facts)` — the facts the
+// host reads: the store keeps a queue, a start can be filed for the owner —
+// and the core answers where it goes — run here, enqueue at the back or the
+// front (and interrupt), file for the owner, refuse busy / held / closed /
+// no queue / owned elsewhere, wait, stay queued, leave filed — from
 // the conversation's phase, the admission an execution holds and the
 // messages it counts queued. Nothing here chooses: this file asks and reads
 // the answer; `conversation-queue.ts` carries it out.
 
-import { AdmissionVerdict, BusyPolicy, EffectKind, MessageKind as M, type AdmissionSource } from "../../assembly/abi.js";
+import { AdmissionFact, AdmissionVerdict, BusyPolicy, EffectKind, MessageKind as M, type AdmissionSource } from "../../assembly/abi.js";
 import type { Coordinator } from "./coordinator.js";
 import type { OnBusyPolicy } from "./options.js";
 import type { StartRequest } from "./requests.js";
@@ -28,6 +30,14 @@ const POLICIES: Readonly<Record<OnBusyPolicy, BusyPolicy>> = {
   interrupt: BusyPolicy.Interrupt,
 };
 
+/** The store's and this process's facts `Admit` reads (its argument `f`). */
+export interface AdmissionFacts {
+  /** The store keeps a durable queue. */
+  readonly queueKept: boolean;
+  /** A start made here can be filed for the conversation's owner. */
+  readonly canFile: boolean;
+}
+
 /** Asks the core where the start goes (on the loop). Undefined when the
  * core refused the question (a stale agent handle): its `FailRequest` told
  * the request's waiter, as a refused `Start` would. */
@@ -36,7 +46,7 @@ export function admit(
   request: StartRequest,
   source: AdmissionSource,
   policy: OnBusyPolicy,
-  queueKept: boolean,
+  facts: AdmissionFacts,
   waiting = 0,
 ): Admission | undefined {
   const { agent } = request;
@@ -44,7 +54,8 @@ export function admit(
   // still on its way to the loop.
   coordinator.beforeAdmit?.(agent);
   const handle = coordinator.requests.add(request);
-  coordinator.apply(M.Admit, agent.slot, agent.generation, handle, source, POLICIES[policy], queueKept ? 1 : 0, waiting);
+  const bits = (facts.queueKept ? AdmissionFact.QueueKept : 0) | (facts.canFile ? AdmissionFact.CanFile : 0);
+  coordinator.apply(M.Admit, agent.slot, agent.generation, handle, source, POLICIES[policy], bits, waiting);
   const { core } = coordinator.settings;
   // The answer is the apply's only effect; carrying it out applied nothing.
   if (core.effectCount === 0 || core.effectWord(0, 0) !== EffectKind.AdmissionDecided) return undefined;

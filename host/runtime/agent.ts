@@ -11,7 +11,7 @@ import type { ControlLoop } from "./control-loop.js";
 import type { Coordinator } from "./coordinator.js";
 import type { RemoteResumes } from "./remote-resume.js";
 import { validateResumeDecision, validateStartOptions, type ResumeDecision, type StartOptions } from "./options.js";
-import type { AgentEntry, StartRequest } from "./requests.js";
+import type { AgentEntry, FiledVerdict, StartRequest } from "./requests.js";
 import { Waiter, type Run } from "./run.js";
 import { emitToWaiter, outcomeEventOf, resolveWaiter, settleWaiterWithError } from "./delivery.js";
 import { startExecutionIdOf } from "../store/start-filing.js";
@@ -127,12 +127,13 @@ export class Agent {
   }
 
   /** @internal A start filed by another process, run here under the
-   * execution id it was filed with (never filed again). */
-  startFiled(given: AgentInput, options: StartOptions, executionId: string): Run {
-    return this.startAs(given, options, executionId);
+   * execution id it was filed with (never filed again); `filed` gets the
+   * core's verdicts on it. */
+  startFiled(given: AgentInput, options: StartOptions, executionId: string, filed: FiledVerdict): Run {
+    return this.startAs(given, options, executionId, filed);
   }
 
-  private startAs(given: AgentInput, options: StartOptions, filedAs: string | undefined): Run {
+  private startAs(given: AgentInput, options: StartOptions, filedAs: string | undefined, filed?: FiledVerdict): Run {
     const outer = new Waiter(this.id, typeof options?.onEvent === "function" ? options.onEvent : undefined);
     const settings = this.environment.coordinator.settings;
     let startInput: StartInput;
@@ -163,7 +164,16 @@ export class Agent {
       (agent) => {
         const timeoutMs = options.timeoutMs ?? agent.definition.timeoutMs;
         const deadline = timeoutMs !== undefined ? startedAt + timeoutMs : undefined;
-        const request: StartRequest = { type: "start", agent, waiter, ...startInput, options, deadline, ...(executionId !== undefined ? { executionId } : {}) };
+        const request: StartRequest = {
+          type: "start",
+          agent,
+          waiter,
+          ...startInput,
+          options,
+          deadline,
+          ...(executionId !== undefined ? { executionId } : {}),
+          ...(filed !== undefined ? { filed } : {}),
+        };
         const file = (remote: RemoteStarts): void => this.fileStart(remote, given, options, executionId ?? randomUUID(), outer, waiter);
         this.admit(request, filedAs === undefined ? AdmissionSource.Direct : AdmissionSource.Filed, file);
       },

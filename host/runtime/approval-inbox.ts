@@ -31,10 +31,14 @@
 //   A decision already applied is never applied again, only marked.
 // * A filed start (docs/decisions/0031) is claimed for a conversation not
 //   live here too (it makes it live), and started through `agent.start`'s
-//   own path under the execution id it was filed with. A refusal that only
-//   says "not now" (the partition lost or held for a recovery, the store
-//   failing) is never recorded: tried again while the partition is held at
-//   the claim's epoch, else left for the next owner's claim.
+//   own path under the execution id it was filed with, where the core's
+//   `Admit` decides; its fate follows the core's verdict
+//   (filed-start-fate.ts): run, waited for the conversation's recovery and
+//   then run (as a start made here waits), left for the process that holds
+//   the conversation (never recorded), or refused (recorded). Only a write
+//   the store failed or refused for the lease is tried again here, while
+//   the partition is held at the claim's epoch; else it is left for the
+//   next owner's claim.
 
 import { CoreFailureError, PhronomyError, RuntimeShutdownError } from "../errors.js";
 import { transferError } from "../store/error-transfer.js";
@@ -42,6 +46,7 @@ import { claimBatchMax, type ClaimedDecision, DecisionFiling, DecisionProgress, 
 import { capabilitiesOf } from "../store/capabilities.js";
 import type { ExecutionStore } from "../store/store.js";
 import { startTiming } from "../store/start-timing.js";
+import type { FiledStartFate } from "./filed-start-fate.js";
 import type { Logger } from "./options.js";
 
 export type { ClaimedDecision, DecisionProgress };
@@ -70,6 +75,9 @@ export function inboxStoreOf(store: ExecutionStore): InboxStore | undefined {
  * once its approval commit landed, or the refusal. */
 export type ApplyDecision = (claim: ClaimedDecision) => Promise<PhronomyError | undefined>;
 
+/** Starts one claimed filed start through `agent.start`'s path: its fate. */
+export type ApplyStart = (claim: ClaimedDecision) => Promise<FiledStartFate>;
+
 /** How soon a settlement that failed to be written is tried again. */
 export const settleRetryMs = 1_000;
 
@@ -93,6 +101,7 @@ export class InboxApplier {
   constructor(
     private readonly store: InboxStore,
     private readonly apply: ApplyDecision,
+    private readonly applyStart: ApplyStart,
     /** Whether this process still holds the agent at that lease epoch. */
     private readonly holds: (agentId: string, epoch: number) => boolean,
     private readonly logger: Logger,
@@ -101,8 +110,8 @@ export class InboxApplier {
      * a PostgreSQL owner's filed starts (docs/decisions/0031). */
     private readonly servesIdle = false,
     /** Whether this process may still hold the agent at that epoch (its
-     * admission window lapsed, not yet renewed): a filed start refused
-     * meanwhile is tried again, not left claimed for nobody. */
+     * admission window lapsed, not yet renewed): a filed start whose write
+     * the store refused meanwhile is tried again, not left claimed for nobody. */
     private readonly mayHold: (agentId: string, epoch: number) => boolean = holds,
     /** Whether every decision filed for the agent is claimed here now: the
      * core's `InboxOpen` (false for a conversation not live here). */
@@ -261,8 +270,8 @@ export class InboxApplier {
   }
 
   /** Applies the claim; undefined: leave it claimed for the next owner;
-   * "again": a start this process still holds the partition of but could
-   * not run now (tried again `settleRetryMs` later). */
+   * "again": a start whose write the store failed or refused while this
+   * process still holds the partition (tried again `settleRetryMs` later). */
   private async judge(claim: ClaimedDecision): Promise<DecisionSettlement | undefined | "again"> {
     if (claim.kind === "start") return this.judgeStart(claim);
     // A cancel is idempotent: claimed again, it is applied again; a retry
@@ -280,28 +289,27 @@ export class InboxApplier {
   }
 
   /** A filed start (docs/decisions/0031): run here under its execution id,
-   * whose row the store admits once however often it is claimed. A refusal
-   * that only says "not now" is never recorded: while this process still
-   * holds the partition at the claim's epoch it tries again; once it does
-   * not, the claim is the next owner's (claimed again at its higher epoch). */
+   * whose row the store admits once however often it is claimed. Its fate
+   * is the core's verdict (filed-start-fate.ts): run, left for the process
+   * that holds the conversation (the claim is that owner's, claimed again
+   * at its higher epoch), or refused (recorded). A write the store failed
+   * or refused for the lease is tried again while this process still holds
+   * the partition at the claim's epoch. */
   private async judgeStart(claim: ClaimedDecision): Promise<DecisionSettlement | undefined | "again"> {
     if (this.closed || !this.mayHold(claim.agentId, claim.claimedEpoch)) return undefined;
-    const refusal = await this.apply(claim);
-    if (refusal === undefined) {
-      startTiming.mark(claim.executionId, "admitted");
-      return { applied: true };
+    const fate = await this.applyStart(claim);
+    switch (fate.kind) {
+      case "ran":
+        startTiming.mark(claim.executionId, "admitted");
+        return { applied: true };
+      case "left":
+        return undefined;
+      case "refused":
+        return { applied: false, error: transferError(fate.error) };
+      case "write_failed":
+        return !this.closed && this.mayHold(claim.agentId, claim.claimedEpoch) ? "again" : undefined;
     }
-    if (!passing(refusal)) return { applied: false, error: transferError(refusal) };
-    return !this.closed && this.mayHold(claim.agentId, claim.claimedEpoch) ? "again" : undefined;
   }
-}
-
-/** Refusals of a filed start that say this process cannot run it now (its
- * partition lost, the store or core failing, shutting down), not that the
- * start is wrong: never recorded as the start's refusal. */
-function passing(refusal: PhronomyError): boolean {
-  if (refusal instanceof RuntimeShutdownError || refusal instanceof CoreFailureError || refusal.code === "STORE") return true;
-  return refusal.code === "AGENT_BUSY" && refusal.details?.["reason"] === "lease_not_held";
 }
 
 function messageOf(error: unknown): string {

@@ -34,7 +34,7 @@
 
 import { AdmissionSource, AdmissionVerdict, MessageKind as M, Ownership, ResultCode } from "../../assembly/abi.js";
 import { AgentBusyError, PhronomyError, RuntimeShutdownError } from "../errors.js";
-import { admit, type Admission } from "./admission.js";
+import { admit, type Admission, type AdmissionFacts } from "./admission.js";
 import { settleWaiterWithError } from "./delivery.js";
 import type { OnBusyPolicy } from "./options.js";
 import type { AgentEntry, StartRequest } from "./requests.js";
@@ -46,7 +46,7 @@ import { cancelDurablyOnFailure, restore } from "./queue-restore.js";
 import { QueueState, type ConversationQueueHost } from "./queue-state.js";
 import { busyPolicyOf, noQueueError, refusal } from "./queue-words.js";
 import { ReadinessWaiters } from "./readiness-waiters.js";
-import type { RemoteStarts } from "./remote-start.js";
+import type { RemoteStarts, StartPlacement } from "./remote-start.js";
 
 export { INTERRUPT_REASON, type ConversationQueueHost } from "./queue-state.js";
 
@@ -59,6 +59,13 @@ interface PlacementRetry {
   readonly file: (inbox: RemoteStarts) => void;
   readonly told: boolean;
 }
+
+/** Verdicts for a conversation owned elsewhere (`placeElsewhere`). */
+const PLACED_ELSEWHERE: ReadonlySet<AdmissionVerdict> = new Set([
+  AdmissionVerdict.FileForOwner,
+  AdmissionVerdict.LeaveFiled,
+  AdmissionVerdict.RefuseOwnedElsewhere,
+]);
 
 export class ConversationQueues {
   /** The queues' messages and heads: the paths of queue-*.ts share it. */
@@ -99,13 +106,14 @@ export class ConversationQueues {
     // it: the start is filed for the holder, not refused by the store.
     if (!told) tellIfHeldElsewhere(this.state, request.agent);
     const policy = busyPolicyOf(request);
-    const waiting = this.readiness.waitingOn(request.agent.slot);
-    const admission = admit(coordinator, request, source, policy, this.state.store() !== undefined, waiting);
-    if (admission === undefined) return;
     const { agent } = request;
-    if (admission.verdict === AdmissionVerdict.FileForOwner || admission.verdict === AdmissionVerdict.LeaveFiled) {
-      return this.placeElsewhere(request, admission, { source, aborted, retry, file, told });
-    }
+    const placement = this.state.environment.placementOf(agent.id);
+    const waiting = this.readiness.waitingOn(agent.slot);
+    const admission = admit(coordinator, request, source, policy, this.factsOf(placement), waiting);
+    if (admission === undefined) return;
+    // A filed start's fate in the inbox follows the core's last verdict.
+    if (request.filed !== undefined) request.filed.verdict = admission.verdict;
+    if (PLACED_ELSEWHERE.has(admission.verdict)) return this.placeElsewhere(request, admission, placement, { source, aborted, retry, file, told });
     if (admission.verdict === AdmissionVerdict.RunHere) {
       coordinator.apply(M.Start, agent.slot, agent.generation, admission.handle, aborted ? 1 : 0);
       return;
@@ -128,12 +136,20 @@ export class ConversationQueues {
     const { coordinator } = this.state.environment;
     tellIfHeldElsewhere(this.state, request.agent);
     const waiting = this.readiness.waitingOn(request.agent.slot);
-    const admission = admit(coordinator, request, AdmissionSource.Retry, "reject", this.state.store() !== undefined, waiting);
+    const admission = admit(coordinator, request, AdmissionSource.Retry, "reject", this.factsOf(this.state.environment.placementOf(request.agent.id)), waiting);
     if (admission === undefined) return;
     coordinator.requests.take(admission.handle);
     if (admission.verdict === AdmissionVerdict.RunHere) return install();
-    if (admission.verdict === AdmissionVerdict.FileForOwner) return elsewhere();
+    // Owned elsewhere: the retry's own lookup files it in the approval
+    // inbox for the holder, or refuses it naming the holder (retry.ts).
+    if (admission.verdict === AdmissionVerdict.FileForOwner || admission.verdict === AdmissionVerdict.RefuseOwnedElsewhere) return elsewhere();
     this.refuseOrWait(request, admission.verdict, "reject", retry);
+  }
+
+  /** What `Admit` is told besides the start: the store keeps a queue; a
+   * start made here can be filed for the conversation's owner. */
+  private factsOf(placement: StartPlacement): AdmissionFacts {
+    return { queueKept: this.state.store() !== undefined, canFile: placement.inbox !== undefined };
   }
 
   /** A verdict that neither runs the start here nor places it: it waits
@@ -161,9 +177,11 @@ export class ConversationQueues {
   }
 
   /** The core records the conversation owned elsewhere: `FileForOwner`
-   * (a start made here) or `LeaveFiled` (one filed for this process). The
-   * host reads the store's facts (which process holds the conversation is
-   * I/O) and carries the verdict out:
+   * (a start made here that can be filed), `RefuseOwnedElsewhere` (one
+   * that cannot: no start inbox, a process that takes no share, the
+   * partition lapsed here) or `LeaveFiled` (one filed for this process).
+   * The host carries the verdict out with the store's facts (read before
+   * `Admit`):
    *
    * * the store says this process holds it: the core's phase is stale (a
    *   takeover or retake not reported yet). Told (`ConversationOwned(here)`),
@@ -171,32 +189,35 @@ export class ConversationQueues {
    *   on its way), and asked again, once: the core then answers as for a
    *   conversation being registered here — the start waits for that
    *   recovery, then runs here.
-   * * `LeaveFiled`: refused "not now" (AGENT_BUSY lease_not_held), which the
-   *   inbox never records: the filed start stays for the process that
-   *   holds the conversation (approval-inbox.ts, `judgeStart`).
-   * * `FileForOwner` with a start inbox to file in: filed for that process.
-   * * `FileForOwner` without one (a store with no start inbox, a process
-   *   that takes no share, the partition lapsed here): `Start`, where the
-   *   store's lease check refuses it with the owner's lease. */
-  private placeElsewhere(request: StartRequest, admission: Admission, again: PlacementRetry): void {
+   * * `LeaveFiled`: the filed start stays for the process that holds the
+   *   conversation; the inbox reads the verdict (`request.filed`) and
+   *   records nothing (filed-start-fate.ts).
+   * * `FileForOwner`: filed for that process.
+   * * `RefuseOwnedElsewhere`: refused with the store's own lease refusal
+   *   (AGENT_BUSY, lease_not_held, the owner named). */
+  private placeElsewhere(request: StartRequest, admission: Admission, placement: StartPlacement, again: PlacementRetry): void {
     const { coordinator } = this.state.environment;
     const { agent } = request;
-    const placement = this.state.environment.placementOf(agent.id);
-    if (placement.heldHere && !again.told) {
-      coordinator.requests.take(admission.handle);
+    // Told already, and still owned elsewhere in the core (its message
+    // dropped): the store holds it here, and its lease check judges `Start`.
+    // A start whose signal was aborted already is refused by the core's
+    // `Start` (StartCancelled), as before, not as owned elsewhere.
+    const refused = admission.verdict === AdmissionVerdict.RefuseOwnedElsewhere && !placement.heldHere;
+    if ((placement.heldHere && again.told) || (refused && again.aborted)) {
+      coordinator.apply(M.Start, agent.slot, agent.generation, admission.handle, again.aborted ? 1 : 0);
+      return;
+    }
+    coordinator.requests.take(admission.handle);
+    if (placement.heldHere) {
       coordinator.apply(M.ConversationOwned, agent.slot, agent.generation, Ownership.Here);
       this.state.environment.recoverTakenBack(agent.id);
       return this.admitStart(request, again.source, again.aborted, again.retry, again.file, true);
     }
-    if (admission.verdict === AdmissionVerdict.LeaveFiled && !placement.heldHere) {
-      coordinator.requests.take(admission.handle);
+    if (admission.verdict === AdmissionVerdict.LeaveFiled) {
       return settleWaiterWithError(request.waiter, AgentBusyError.ownedElsewhere(agent.id), this.state.settings);
     }
-    if (placement.inbox !== undefined && !placement.heldHere) {
-      coordinator.requests.take(admission.handle);
-      return again.file(placement.inbox);
-    }
-    coordinator.apply(M.Start, agent.slot, agent.generation, admission.handle, again.aborted ? 1 : 0);
+    if (admission.verdict === AdmissionVerdict.FileForOwner && placement.inbox !== undefined) return again.file(placement.inbox);
+    settleWaiterWithError(request.waiter, placement.refusal(), this.state.settings);
   }
 
   /** The conversation is registering or recovering: the start waits for

@@ -5,7 +5,7 @@
 // are filed. A SQLite owner holds every agent; a SQLite visitor only files.
 
 import { AdmissionSource, AdmissionVerdict, BusyPolicy, ConversationFlag } from "../../assembly/abi.js";
-import { InvalidInputError, type PhronomyError } from "../errors.js";
+import { AgentBusyError, InvalidInputError, type PhronomyError } from "../errors.js";
 import { startTiming } from "../store/start-timing.js";
 import type { ExecutionStore } from "../store/store.js";
 import { Agent, type AgentHost, type AgentInput } from "./agent.js";
@@ -14,9 +14,10 @@ import { applyFiledCancel, type CancelHost } from "./cancel-by-id.js";
 import type { ConversationQueues } from "./conversation-queue.js";
 import type { Conversations } from "./conversations.js";
 import type { Coordinator } from "./coordinator.js";
-import { heldEpochOf, type LeasingStore } from "./leases.js";
+import { heldEpochOf, leasingStoreOf, type LeasingStore } from "./leases.js";
 import type { StartOptions } from "./options.js";
-import type { AgentEntry } from "./requests.js";
+import { fateOfRefused, ran, type FiledStartFate } from "./filed-start-fate.js";
+import type { AgentEntry, FiledVerdict } from "./requests.js";
 import { partitionedStoreOf } from "./partition-takeover.js";
 import { RemoteResumes } from "./remote-resume.js";
 import { RemoteStarts, startInboxStoreOf, type StartPlacement } from "./remote-start.js";
@@ -76,6 +77,7 @@ export class InboxClaims {
     this.applier = new InboxApplier(
       inbox,
       (claim) => this.applyClaim(claim),
+      (claim) => this.applyFiledStart(claim),
       holds,
       settings.logger,
       leasing === undefined || this.remoteStarts !== undefined,
@@ -119,16 +121,19 @@ export class InboxClaims {
     return verdict === AdmissionVerdict.FileForOwner ? this.remoteResumes : undefined;
   }
 
-  /** Where a start the core answered with a placement verdict can go
-   * (docs/decisions/0031, 0062): whether the store says this process holds
-   * the conversation, and the inbox to file it in for the process that
-   * does. The core decided it goes elsewhere; this is the store's fact. */
+  /** The store's facts on where a start can go (docs/decisions/0031,
+   * 0062): whether a start can be filed (told to `Admit`), whether the
+   * store says this process holds the conversation, the inbox to file it
+   * in for the process that does, and the store's refusal of a start
+   * here. The core decides; these are the store's facts. */
   placementOf(agentId: string): StartPlacement {
+    const { store } = this.host;
     // The same fact as `tellIfHeldElsewhere` reads: an epoch held here.
-    const heldHere = heldEpochOf(this.host.store, agentId) !== undefined;
-    const partitioned = partitionedStoreOf(this.host.store);
-    const files = this.remoteStarts !== undefined && !this.host.closed() && !heldHere && partitioned?.partitionLapsedHere(agentId) !== true;
-    return { heldHere, inbox: files ? this.remoteStarts : undefined };
+    const heldHere = heldEpochOf(store, agentId) !== undefined;
+    const partitioned = partitionedStoreOf(store);
+    const files = this.remoteStarts !== undefined && !this.host.closed() && partitioned?.partitionLapsedHere(agentId) !== true;
+    const refusal = (): PhronomyError => leasingStoreOf(store)?.admissionRefusal?.(agentId) ?? AgentBusyError.notOwnedHere(agentId);
+    return { heldHere, inbox: files ? this.remoteStarts : undefined, refusal };
   }
 
   /** The store keeps filed starts and this process may write to it. */
@@ -143,7 +148,6 @@ export class InboxClaims {
   }
 
   private applyClaim(claim: ClaimedDecision): Promise<PhronomyError | undefined> {
-    if (claim.kind === "start") return this.applyFiledStart(claim);
     if (claim.kind === "cancel") return applyFiledCancel(this.host.cancelHost(), claim.executionId, claim.reason ?? undefined);
     if (claim.kind === "retry") return applyFiledRetry(this.host.retryHost(), claim.executionId, claim.executionRevision);
     const agent = this.host.conversations.handleOf(this.host.agents, claim.agentId);
@@ -164,18 +168,17 @@ export class InboxClaims {
   /** The owner's side of a start filed by another process
    * (docs/decisions/0031): started here through `agent.start`'s own path
    * (the takeover's admission gate, the busy policy, the fenced
-   * preparation) under the execution id it was filed with. Undefined once
-   * admitted or queued — or when that id is in the store already (a former
-   * owner admitted it; its recovery finishes it) — else the refusal. */
-  private applyFiledStart(claim: ClaimedDecision): Promise<PhronomyError | undefined> {
+   * preparation) under the execution id it was filed with. Its fate
+   * follows the core's last verdict on it (filed-start-fate.ts). */
+  private applyFiledStart(claim: ClaimedDecision): Promise<FiledStartFate> {
     const context = { agentId: claim.agentId, executionId: claim.executionId };
     const start = claim.start;
-    if (start === undefined) return Promise.resolve(new InvalidInputError(`the start filed as execution ${claim.executionId} carries no input`, context));
+    if (start === undefined) return refused(new InvalidInputError(`the start filed as execution ${claim.executionId} carries no input`, context));
     const { conversations } = this.host;
     const kind = conversations.liveKind(claim.agentId) ?? conversations.kindOf(claim.agentId, start.definition);
     if (kind === undefined) {
       const define = start.definition !== undefined ? `the definition named "${start.definition}" is` : `agent "${claim.agentId}" is`;
-      return Promise.resolve(
+      return refused(
         new InvalidInputError(
           `${define} not defined in the process that holds the conversation's partition (${this.host.store.path}); the start filed as execution ${claim.executionId} was not run — define it in every process that may own it`,
           { ...context, details: { reason: "agent_not_defined" } },
@@ -183,18 +186,16 @@ export class InboxClaims {
       );
     }
     const agent = new Agent({ environment: this.host.agents, kind, ready: Promise.resolve() }, claim.agentId);
-    const run = agent.startFiled(start.input as unknown as AgentInput, start.options as StartOptions, claim.executionId);
+    const filed: FiledVerdict = { verdict: undefined };
+    const run = agent.startFiled(start.input as unknown as AgentInput, start.options as StartOptions, claim.executionId, filed);
     if (startTiming.enabled) void run.result.finally(() => startTiming.mark(claim.executionId, "ended")).catch(() => undefined);
     return run.executionId.then(
-      () => undefined,
-      async (error: unknown) => {
-        const refusal = asPhronomyError(error, "INTERNAL");
-        if (refusal.code === "INVALID_INPUT" && refusal.details?.["reason"] === "execution_exists") return undefined;
-        // Busy with this very id (its key started here meanwhile, maybe
-        // still being prepared): it runs (docs/decisions/0057).
-        if (refusal.code !== "AGENT_BUSY") return refusal;
-        return (await this.host.agents.admittedAs(claim.executionId).catch(() => false)) ? undefined : refusal;
-      },
+      () => ran,
+      (error: unknown) => fateOfRefused(asPhronomyError(error, "INTERNAL"), filed.verdict, () => this.host.agents.admittedAs(claim.executionId)),
     );
   }
+}
+
+function refused(error: PhronomyError): Promise<FiledStartFate> {
+  return Promise.resolve({ kind: "refused", error });
 }

@@ -5,6 +5,7 @@
 // lease expired), the environment recovers it then. Stores without leases
 // (SQLite: one owner per file, docs/decisions/0007) are left as they are.
 
+import type { PhronomyError } from "../errors.js";
 import { capabilitiesOf } from "../store/capabilities.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { ExecutionRow } from "../store/records.js";
@@ -29,6 +30,11 @@ export interface LeasingStore {
   heldEpochOf(agentId: string): number | undefined;
   /** Gives the agent's lease up (an idle conversation let go). */
   releaseLease(agentId: string): Promise<void>;
+  /** The refusal the store's own lease check gives a start of the agent
+   * now (AGENT_BUSY, lease_not_held, the owner named), if it gives one: a
+   * start the core refused as owned elsewhere is told it
+   * (`AdmissionVerdict.RefuseOwnedElsewhere`). */
+  admissionRefusal?(agentId: string): PhronomyError | undefined;
   /** The agent's unfinished executions, read now (after its lease was taken). */
   unfinishedExecutionsOf(agentId: string): Promise<ExecutionRow[]>;
   /** With partitions (docs/decisions/0030): the agent's partition is held

@@ -221,7 +221,7 @@ function startHead(queues: QueueState, of: AgentEntry): void {
   if (head.options.signal?.aborted) return queues.steps.cancelAborted(head);
   const request = headRequest(queues, agent, head);
   const { coordinator } = queues.environment;
-  const admission = admit(coordinator, request, AdmissionSource.QueueHead, busyPolicyOf(request), true);
+  const admission = admit(coordinator, request, AdmissionSource.QueueHead, busyPolicyOf(request), { queueKept: true, canFile: false });
   // Refused: its Run was told, as a refused Start's, and it leaves the
   // queue — counted out (the core drops the count of a stale entry).
   if (admission === undefined) return headRefused(queues, conversation, head);

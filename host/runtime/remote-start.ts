@@ -59,10 +59,11 @@ export interface StartInboxStore {
   readonly hearsFiledStarts?: boolean;
 }
 
-/** The store's facts on a start the core answered `FileForOwner` or
- * `LeaveFiled` (the conversation owned elsewhere): they decide nothing,
- * they say where the core's verdict can be carried out
- * (`ConversationQueues.placeElsewhere`). */
+/** The store's facts on a start: whether it can be filed goes into `Admit`
+ * (`AdmissionFact.CanFile`); on a verdict that places it elsewhere
+ * (`FileForOwner`, `LeaveFiled`, `RefuseOwnedElsewhere`) they say where
+ * the core's verdict is carried out (`ConversationQueues.placeElsewhere`).
+ * They decide nothing. */
 export interface StartPlacement {
   /** The store names an epoch of the conversation held here (its lease,
    * or its partition, renewed in time or not): the core's phase is stale. */
@@ -71,8 +72,11 @@ export interface StartPlacement {
    * the store has one, this process files (it takes a share, and is
    * open) and the partition did not lapse here (this process takes it
    * back at its next tick: a start filed meanwhile would go to itself,
-   * docs/decisions/0058). */
+   * docs/decisions/0058). Defined: the core is told a start can be filed. */
   readonly inbox: RemoteStarts | undefined;
+  /** The store's refusal of a start here (AGENT_BUSY, lease_not_held, the
+   * owner named), for a start the core refused as owned elsewhere. */
+  refusal(): PhronomyError;
 }
 
 /** The store's start inbox, when it declares one. */

@@ -3,6 +3,7 @@
 // agent slot. They hold the JavaScript objects (waiters, sessions, models)
 // the core cannot; the core's tables stay the only source of live state.
 
+import type { AdmissionVerdict } from "../../assembly/abi.js";
 import type { ConversationMessage } from "../agent/messages.js";
 import type { ResolvedTool } from "../agent/tools.js";
 import type { PhronomyError } from "../errors.js";
@@ -48,6 +49,15 @@ export interface StartRequest {
    * message, docs/decisions/0025): its execution, once installed, is
    * cancelled as soon as its session is made. */
   cancelById?: string | null;
+  /** A start filed by another process (docs/decisions/0031): the core's
+   * last verdict on it, which its fate in the inbox follows
+   * (filed-start-fate.ts). */
+  readonly filed?: FiledVerdict;
+}
+
+/** The core's last `Admit` verdict on a filed start (undefined: not asked yet). */
+export interface FiledVerdict {
+  verdict: AdmissionVerdict | undefined;
 }
 
 /** What an execution keeps of its start: the whole request while it runs,

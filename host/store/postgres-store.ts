@@ -756,6 +756,13 @@ export class PostgresStore implements ExecutionStore {
     return this.leaseBook.lapsedHere(agentId);
   }
 
+  /** The refusal the lease check gives a start of the agent now (not
+   * renewed in time, lapsed here, or held elsewhere: the owner named);
+   * undefined while it admits (`LeasingStore.admissionRefusal`). */
+  admissionRefusal(agentId: string): PhronomyError | undefined {
+    return this.leaseBook.admissionRefusal(agentId);
+  }
+
   /** What a start of the agent waits for, bounded, before it is judged: a
    * lease race this process resolves itself — its renewal of the agent's
    * partition late, the partition lapsed here, or an on-demand take of it

@@ -5,6 +5,7 @@
 
 import { expect } from "vitest";
 import {
+  AdmissionFact as AFact,
   AdmissionSource as Source,
   AdmissionState,
   AdmissionVerdict as Verdict,
@@ -264,11 +265,26 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     const c = ready(core);
     expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 7, Source.Direct, Policy.Reject, 1))).toBe(Verdict.RunHere);
     core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere);
-    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 8, Source.Direct, Policy.Reject, 1))).toBe(Verdict.FileForOwner);
-    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 9, Source.Filed, Policy.Reject, 1))).toBe(Verdict.LeaveFiled);
+    // Filed for the owner only when the host says a start can be filed.
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 8, Source.Direct, Policy.Reject, AFact.QueueKept | AFact.CanFile))).toBe(Verdict.FileForOwner);
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 9, Source.Filed, Policy.Reject, AFact.QueueKept | AFact.CanFile))).toBe(Verdict.LeaveFiled);
     core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Here);
     core.step(M.RecoveryRequested, c.slot, c.generation, Cause.LeaseTakeover, 0);
     expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 10, Source.Direct, Policy.Enqueue, 1))).toBe(Verdict.WaitUntilReady);
+  });
+
+  it("refuses a start or retry made here for a conversation owned elsewhere when it cannot be filed; a filed one stays filed either way", async () => {
+    const core = await boot();
+    const c = ready(core);
+    core.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere);
+    for (const facts of [0, AFact.QueueKept]) {
+      expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 8, Source.Direct, Policy.Enqueue, facts))).toBe(Verdict.RefuseOwnedElsewhere);
+      expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 9, Source.Retry, Policy.Reject, facts))).toBe(Verdict.RefuseOwnedElsewhere);
+      expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 10, Source.Filed, Policy.Reject, facts))).toBe(Verdict.LeaveFiled);
+    }
+    expect(verdictOf(core.step(M.Admit, c.slot, c.generation, 11, Source.Retry, Policy.Reject, AFact.CanFile))).toBe(Verdict.FileForOwner);
+    // Facts past the known bits are refused as out of range.
+    core.expectRefused(ResultCode.ArgumentOutOfRange, 12, M.Admit, c.slot, c.generation, 12, Source.Direct, Policy.Reject, AFact.End);
   });
 
   it("starts the head of a queue read inside the recovery's pass once it is ready, when nothing holds the admission", async () => {

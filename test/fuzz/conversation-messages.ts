@@ -109,7 +109,17 @@ function ownedElsewhere(intent: Intent, agent: Handle, record: ConversationRecor
   if (choice === 5) return [MessageKind.RecoveryRequested, slot, generation, RecoveryCause.HealAfterStoreFault, 0, 0, 0, 0];
   if (choice === 2) return [MessageKind.ConversationOwned, slot, generation, Ownership.Elsewhere, 0, 0, 0, 0];
   if (choice === 3 && record.queued < QUEUED_STREAM_MAX) return [MessageKind.MessageQueued, slot, generation, 1, 0, 0, 0, 0];
-  return [MessageKind.Admit, slot, generation, request, 1 + (intent.pick % 3), 1 + (intent.variant % 3), 1, startsWaiting(intent)];
+  // Facts: the queue kept, and (2) whether a start made here can be filed.
+  return [
+    MessageKind.Admit,
+    slot,
+    generation,
+    request,
+    1 + (intent.pick % 3),
+    1 + (intent.variant % 3),
+    1 | (intent.noise % 12 < 6 ? 2 : 0),
+    startsWaiting(intent),
+  ];
 }
 
 /** The starts the host says wait on the conversation, with `Admit`: mostly
@@ -132,7 +142,16 @@ function ready(intent: Intent, agent: Handle, record: ConversationRecordView, re
     case 1:
     case 2: {
       const source = [AdmissionSource.Filed, AdmissionSource.Direct, AdmissionSource.Direct, AdmissionSource.Retry][intent.pick % 4]!;
-      return [MessageKind.Admit, slot, generation, request, source, 1 + (intent.variant % 3), intent.variant % 7 === 0 ? 0 : 1, startsWaiting(intent)];
+      return [
+        MessageKind.Admit,
+        slot,
+        generation,
+        request,
+        source,
+        1 + (intent.variant % 3),
+        (intent.variant % 7 === 0 ? 0 : 1) | (intent.noise % 2 === 0 ? 2 : 0),
+        startsWaiting(intent),
+      ];
     }
     case 3:
       if (record.queued > 0 && intent.pick % 3 === 0) return [MessageKind.MessageWritten, slot, generation, 0, 0, 0, 0, 0];
@@ -167,6 +186,6 @@ function noise(intent: Intent, agent: Handle, request: number): Message {
   const kind = MessageKind.ConversationOwned + (intent.pick % (MessageKind.RetryDue - MessageKind.ConversationOwned + 1));
   const generation = intent.noise % 2 === 0 ? (agent.generation + 1) >>> 0 : agent.generation;
   const wild = [intent.noise, 0xffff_ffff, intent.variant, 0, intent.noise >>> 5][intent.variant % 5]!;
-  if (kind === MessageKind.Admit) return [kind, agent.slot, generation, request, wild, intent.variant % 5, intent.pick % 3, 0];
+  if (kind === MessageKind.Admit) return [kind, agent.slot, generation, request, wild, intent.variant % 5, intent.pick % 5, 0];
   return [kind, agent.slot, generation, wild, intent.noise >>> 3, 0, 0, 0];
 }

@@ -7,6 +7,7 @@
 // `assembly/abi.ts`, not the core's source.
 
 import {
+  AdmissionFact,
   AdmissionSource,
   AdmissionState,
   AdmissionVerdict,
@@ -94,6 +95,8 @@ export interface AdmissionFacts {
   readonly headStarting: boolean;
   readonly queueKept: boolean;
   readonly recoveryHeld: boolean;
+  /** A start made here can be filed for the owner (`AdmissionFact.CanFile`). */
+  readonly canFile: boolean;
 }
 
 /** The admission rules, in order: the first that matches decides. */
@@ -102,8 +105,12 @@ const ADMISSION_RULES: readonly { readonly when: (facts: AdmissionFacts) => bool
   { when: (f) => f.source === AdmissionSource.Resume, verdict: AdmissionVerdict.RunHere },
   { when: (f) => f.closed, verdict: AdmissionVerdict.RefuseClosed },
   {
-    when: (f) => f.phase === P.OwnedElsewhere && (f.source === AdmissionSource.Direct || f.source === AdmissionSource.Retry),
+    when: (f) => f.phase === P.OwnedElsewhere && (f.source === AdmissionSource.Direct || f.source === AdmissionSource.Retry) && f.canFile,
     verdict: AdmissionVerdict.FileForOwner,
+  },
+  {
+    when: (f) => f.phase === P.OwnedElsewhere && (f.source === AdmissionSource.Direct || f.source === AdmissionSource.Retry),
+    verdict: AdmissionVerdict.RefuseOwnedElsewhere,
   },
   { when: (f) => f.phase === P.OwnedElsewhere && f.source === AdmissionSource.Filed, verdict: AdmissionVerdict.LeaveFiled },
   { when: (f) => f.source === AdmissionSource.QueueHead && f.phase === P.Ready && !f.admissionHeld && !f.headStarting, verdict: AdmissionVerdict.RunHere },
@@ -463,12 +470,12 @@ export class ReferenceConversations {
     return ResultCode.Ok;
   }
 
-  private admit(slot: number, generation: number, request: number, source: number, policy: number, queueKept: number, waiting: number): ResultCode {
+  private admit(slot: number, generation: number, request: number, source: number, policy: number, facts: number, waiting: number): ResultCode {
     const code = this.host.checkAgent(slot, generation);
     if (code !== ResultCode.Ok) return this.host.refuse(request, code);
     const sourceKnown = (source >= AdmissionSource.Direct && source <= AdmissionSource.Filed) || source === AdmissionSource.Retry;
     const policyKnown = policy >= BusyPolicy.Reject && policy <= BusyPolicy.Interrupt;
-    if (!sourceKnown || !policyKnown || (queueKept !== 0 && queueKept !== 1)) return this.host.refuse(request, ResultCode.ArgumentOutOfRange);
+    if (!sourceKnown || !policyKnown || facts < 0 || facts >= AdmissionFact.End) return this.host.refuse(request, ResultCode.ArgumentOutOfRange);
     const record = this.at(slot);
     if (source === AdmissionSource.QueueHead && record.queued === 0) return this.host.refuse(request, ResultCode.QueueEmpty);
     const agent = this.host.agent(slot);
@@ -481,8 +488,9 @@ export class ReferenceConversations {
       admissionHeld,
       queued: record.queued > 0,
       headStarting: record.headStarting,
-      queueKept: queueKept === 1,
+      queueKept: (facts & AdmissionFact.QueueKept) !== 0,
       recoveryHeld: agent.admissionState === AdmissionState.RecoveryRequired,
+      canFile: (facts & AdmissionFact.CanFile) !== 0,
     });
     // Too many starts wait on it already: refused as a held conversation refuses one.
     const full = tableVerdict === AdmissionVerdict.WaitUntilReady && waiting >= Limit.WaitingStartsMax;

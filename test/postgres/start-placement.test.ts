@@ -11,6 +11,8 @@
 import { describe, expect, it } from "vitest";
 import { ConversationPhase, MessageKind as M, Ownership } from "../../assembly/abi.js";
 import { Phronomy, type Environment } from "../../host/index.js";
+import { PostgresStore } from "../../host/store/postgres-store.js";
+import type { ExecutionStore } from "../../host/store/store.js";
 import { scriptedModel, recordingLogger } from "../runtime/helpers.js";
 import { atEnd, withClient } from "./database.js";
 import { eventually, freePartitionsSchema } from "./fixtures/free-schema.js";
@@ -44,6 +46,24 @@ async function filedStarts(schema: string, executionId: string): Promise<number>
     const result = await client.query(`SELECT count(*)::int AS n FROM ${schema}.approval_inbox WHERE kind = 'start' AND execution_id = $1`, [executionId]);
     return Number(result.rows[0].n);
   });
+}
+
+/** The store, counting the preparations it is asked to run. */
+function countingPreparations(store: ExecutionStore): { readonly store: ExecutionStore; readonly prepared: string[] } {
+  const prepared: string[] = [];
+  const proxy = new Proxy(store, {
+    get(target, key) {
+      const value: unknown = Reflect.get(target, key, target);
+      if (key === "run") {
+        return (operation: { readonly type: string; readonly executionId?: string }) => {
+          if (operation.type === "prepareExecution") prepared.push(operation.executionId ?? "");
+          return target.run(operation as never);
+        };
+      }
+      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+  return { store: proxy, prepared };
 }
 
 describe("a start goes where the core's Admit answers (PostgreSQL)", () => {
@@ -81,6 +101,40 @@ describe("a start goes where the core's Admit answers (PostgreSQL)", () => {
     );
     const journal = await other.store.readJournal("c", 100);
     expect(journal.filter((record) => record.role === "user").map((record) => record.content)).toEqual(["m0", "m1", "m2"]);
+  }, 60_000);
+
+  it("from a process that takes no share (balance: false), a start for a conversation held elsewhere is refused by the core (it cannot be filed) with the store's lease refusal; nothing is prepared or filed", async () => {
+    const { schema, url } = await freePartitionsSchema(leaseMs, 1);
+    const holder = await openAs(url, "holder");
+    const held = holder.agent({ name: "support", model: namedModel("holder", []) });
+    await expect(held.conversation("c").start("m0").result).resolves.toMatchObject({ output: "holder: m0" });
+
+    const counting = countingPreparations(await PostgresStore.open(url, { instanceId: "command", balance: false }));
+    const command = await Phronomy.open({ store: counting.store, logger: recordingLogger() });
+    atEnd(() => command.close());
+    const calls: string[] = [];
+    const support = command.agent({ name: "support", model: namedModel("command", calls) });
+    const refused = support.conversation("c").start("m1");
+    // The error users got before, when a `Start` went to the store's lease check.
+    await expect(refused.result).rejects.toMatchObject({
+      code: "AGENT_BUSY",
+      agentId: "c",
+      details: { reason: "lease_not_held", partition: 0, thisProcess: "command" },
+    });
+    await expect(refused.executionId).rejects.toMatchObject({ code: "AGENT_BUSY" });
+    await expect(refused.result).rejects.toThrow(/^agent "c" is not owned by this process: /);
+    expect(phaseOf(command, "c")).toBe(ConversationPhase.OwnedElsewhere);
+    // A start whose signal was aborted already is refused cancelled, as before.
+    const controller = new AbortController();
+    controller.abort();
+    await expect(support.conversation("c").start("m2", { signal: controller.signal }).result).rejects.toMatchObject({ code: "CANCELLED" });
+    // The core refused it: no preparation reached the store, nothing filed.
+    expect(counting.prepared).toEqual([]);
+    expect(calls).toEqual([]);
+    await withClient(async (client) => {
+      const filed = await client.query(`SELECT count(*)::int AS n FROM ${schema}.approval_inbox WHERE kind = 'start'`);
+      expect(Number(filed.rows[0].n)).toBe(0);
+    });
   }, 60_000);
 
   it("a stale 'owned elsewhere' (the store holds it here) files nothing: the core is told, and the start runs here", async () => {

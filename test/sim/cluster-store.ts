@@ -506,7 +506,7 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
 
   /** PostgreSQL's admission refusal: not renewed in time, or
    * owned elsewhere; undefined for an agent never asked for. */
-  private admissionRefusal(agentId: string): PhronomyError | undefined {
+  admissionRefusal(agentId: string): PhronomyError | undefined {
     const held = this.grants.get(agentId);
     if (!this.asked.has(agentId) && held === undefined) return undefined;
     if (held !== undefined && Date.now() < held.admitUntil) return undefined;
