@@ -93,11 +93,17 @@ export const enum MessageKind {
    * cause its hold names (the core's mapping), as a `RecoveryRequested`
    * would; else dropped as stale (a recovery began meanwhile). */
   RetryDue = 44,
+  /** (agent, generation): this process took the conversation's lease back
+   * on demand (a first use's acquire), which the store reports as no
+   * takeover. The core answers `RecoveryDue(Retake)` when an execution of
+   * the conversation is held for recovery here (a write fenced while the
+   * lease was lost), else nothing (docs/decisions/0062, "By id"). */
+  ConversationRetaken = 45,
 }
 
 /** One past the largest message kind; kinds are `1 <= kind < MessageKindEnd`. */
 export const enum MessageKindLimit {
-  End = 45,
+  End = 46,
 }
 
 /** What an apply returns: `Ok`, or the fact that made the core refuse or
@@ -154,6 +160,9 @@ export const enum ResultCode {
   ConversationInUse = 44,
   /** `HeadSettled` with no head starting. */
   HeadNotStarting = 45,
+  /** `RecoveryRequested(RecoverCalled)` of a conversation whose lease is
+   * not held here (`RecoveryFact.LeaseNotHeldHere`). */
+  LeaseNotHeldHere = 46,
 }
 
 /** What the host must carry out after an apply, in order. Each effect is
@@ -273,10 +282,13 @@ export const enum EffectKind {
    * long (the one backoff, counted by the conversation's failures). Not
    * `RetryAfter`: that one asks for a recovery of a held conversation. */
   RetryHeadAfter = 43,
+  /** (agent, RecoveryCause): a recovery of the conversation is due for
+   * this cause: ask for it (`RecoveryRequested`, the one way back in). */
+  RecoveryDue = 44,
 }
 
 export const enum EffectKindLimit {
-  End = 44,
+  End = 45,
 }
 
 /** Admission states (SPEC §1). `None` is a free admission. */
@@ -576,10 +588,14 @@ export const enum RecoveryFact {
    * `recover`, not a visitor): with `Leasing`, a held conversation is
    * retried after the backoff; else it waits for `env.recover()`. */
   RecoversByItself = 64,
+  /** With `Leasing`: the conversation's lease is not held here now (held
+   * elsewhere, or by nobody). `env.recover()` is refused then
+   * (`LeaseNotHeldHere`): the process holding it recovers it. */
+  LeaseNotHeldHere = 128,
 }
 
 export const enum RecoveryFactMask {
-  All = 127,
+  All = 255,
 }
 
 /** Which rows a recovery reads (`ReadRows`). */
@@ -638,6 +654,13 @@ export const enum AdmissionSource {
    * the busy policy "reject": it never passes messages queued, a running
    * execution, or a conversation held or recovering. */
   Retry = 5,
+  /** `env.cancel` of an execution not live here. Asked of
+   * `byIdVerdictOf` only, never in an `Admit`. */
+  Cancel = 6,
+  /** `env.wait` of an execution running but not live here: followed at
+   * its owner (`FileForOwner`), or read here (`RunHere`). Asked of
+   * `byIdVerdictOf` only. */
+  Observe = 7,
 }
 
 /** The start's busy policy (decision 0025). */
@@ -671,10 +694,39 @@ export const enum AdmissionVerdict {
   StayQueued = 10,
   /** A filed start for a conversation owned elsewhere stays filed. */
   LeaveFiled = 11,
+  /** By id (`byIdVerdictOf`): its agent is not defined here, and a
+   * decision or a new attempt runs the agent's model and tools here. */
+  RefuseNotDefined = 12,
+  /** By id: another process owns the conversation (or nobody holds its
+   * lease) and there is nothing to file it in, or nobody to claim it. */
+  RefuseOwnedElsewhere = 13,
+  /** By id: the conversation is this process's (live or defined here) but
+   * the execution is not live: its recovery has not installed it. */
+  RefuseNotInstalled = 14,
 }
 
 export const enum AdmissionVerdictLimit {
-  End = 12,
+  End = 15,
+}
+
+/** What the host knows when an operation by execution id (`env.cancel`,
+ * `env.admin.decide`, `env.retry`, `env.wait`) finds no conversation live
+ * here to ask: bits of `byIdVerdict`'s second argument. The host reads
+ * them (the store's lease, its inbox); the core decides. */
+export const enum ByIdFact {
+  /** A visitor of a SQLite store (docs/decisions/0015): the owner runs every conversation. */
+  Visitor = 1,
+  /** The store leases conversations (PostgreSQL). */
+  Leasing = 2,
+  /** With `Leasing`: this process holds the conversation's lease. */
+  LeaseHeldHere = 4,
+  /** With `Leasing`: another process holds it (neither bit: nobody does). */
+  LeaseHeldElsewhere = 8,
+  /** The store keeps the approval inbox: work can be filed for its owner. */
+  InboxKept = 16,
+  /** The conversation is live here, or its agent (definition) is defined here. */
+  ConversationHere = 32,
+  End = 64,
 }
 
 /** The facts of an admission besides phase, source and policy: bits of

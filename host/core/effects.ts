@@ -43,7 +43,8 @@ export type CoreEffect =
   | { readonly kind: EffectKind.AwaitSuspensionCommit; readonly execution: number; readonly request: number }
   | { readonly kind: EffectKind.FollowQueued; readonly agent: number; readonly queued: number }
   | { readonly kind: EffectKind.FollowAdmitted; readonly execution: number; readonly generation: number }
-  | { readonly kind: EffectKind.RetryHeadAfter; readonly agent: number; readonly delayMs: number };
+  | { readonly kind: EffectKind.RetryHeadAfter; readonly agent: number; readonly delayMs: number }
+  | { readonly kind: EffectKind.RecoveryDue; readonly agent: number; readonly cause: number };
 
 /** Decodes one effect from its five words. Throws on a kind the host does
  * not know: that would be a core/host version mismatch, a programmer error. */
@@ -125,6 +126,8 @@ export function decodeEffect(kind: number, a: number, b: number, c: number, d: n
       return { kind, execution: a, generation: b };
     case EffectKind.RetryHeadAfter:
       return { kind, agent: a, delayMs: b };
+    case EffectKind.RecoveryDue:
+      return { kind, agent: a, cause: b };
     default:
       throw new Error(`core emitted unknown effect kind ${kind}: host and core.wasm are from different builds`);
   }

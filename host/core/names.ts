@@ -44,6 +44,7 @@ const messageKindNames = {
   [MessageKind.MessageWritten]: "MessageWritten",
   [MessageKind.HeadRetryDue]: "HeadRetryDue",
   [MessageKind.RetryDue]: "RetryDue",
+  [MessageKind.ConversationRetaken]: "ConversationRetaken",
 } satisfies Record<MessageKind, string>;
 
 export function messageKindName(value: number): string {
@@ -96,6 +97,7 @@ const resultCodeNames = {
   [ResultCode.QueueFull]: "QueueFull",
   [ResultCode.ConversationInUse]: "ConversationInUse",
   [ResultCode.HeadNotStarting]: "HeadNotStarting",
+  [ResultCode.LeaseNotHeldHere]: "LeaseNotHeldHere",
 } satisfies Record<ResultCode, string>;
 
 export function resultCodeName(value: number): string {
@@ -142,6 +144,7 @@ const effectKindNames = {
   [EffectKind.FollowQueued]: "FollowQueued",
   [EffectKind.FollowAdmitted]: "FollowAdmitted",
   [EffectKind.RetryHeadAfter]: "RetryHeadAfter",
+  [EffectKind.RecoveryDue]: "RecoveryDue",
 } satisfies Record<EffectKind, string>;
 
 export function effectKindName(value: number): string {

@@ -408,7 +408,7 @@ describeDecisions("host input never traps", ({ it, boot }) => {
         }).not.toThrow();
         expect(Number.isInteger(code)).toBe(true);
         expect(code).toBeGreaterThanOrEqual(ResultCode.Ok);
-        expect(code).toBeLessThanOrEqual(ResultCode.HeadNotStarting);
+        expect(code).toBeLessThanOrEqual(ResultCode.LeaseNotHeldHere);
         expect(() => core.effects()).not.toThrow();
         expect(() => core.snapshot()).not.toThrow();
       }
