@@ -345,6 +345,7 @@ const ALL_ONES_DECISIONS: Record<number, readonly [ResultCode, "none" | "drop" |
   [MessageKind.MessageWritten]: [ResultCode.AgentSlotUnknown, "drop"],
   [MessageKind.HeadRetryDue]: [ResultCode.AgentSlotUnknown, "drop"],
   [MessageKind.RetryDue]: [ResultCode.AgentSlotUnknown, "drop"],
+  [MessageKind.ConversationRetaken]: [ResultCode.AgentSlotUnknown, "drop"],
 };
 
 describeDecisions("host input never traps", ({ it, boot }) => {

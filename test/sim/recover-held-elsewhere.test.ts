@@ -42,7 +42,7 @@ it("is refused by the core for a conversation whose lease another process holds:
   const apply = p2.environment.coordinator.apply.bind(p2.environment.coordinator);
   p2.environment.coordinator.apply = (kind, ...args) => {
     const code = apply(kind, ...args);
-    if (kind === MessageKind.RecoveryRequested || kind === MessageKind.ConversationOwned) applied.push([kind, code, ...args.slice(2, 3)]);
+    if (kind === MessageKind.RecoveryRequested || kind === MessageKind.ConversationOwned) applied.push([kind, code, args[2] ?? 0]);
     return code;
   };
   const report = p2.environment.recover();
