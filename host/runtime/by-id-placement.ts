@@ -8,7 +8,7 @@
 // whether the store keeps the inbox, whether the conversation is here —
 // and hands back the verdict with what carrying it out needs.
 
-import { AdmissionVerdict, ByIdFact, type AdmissionSource } from "../../assembly/abi.js";
+import { AdmissionSource, AdmissionVerdict, ByIdFact } from "../../assembly/abi.js";
 import type { ControlCore } from "../core/control-core.js";
 import { PhronomyError } from "../errors.js";
 import type { ExecutionStore } from "../store/store.js";
@@ -58,7 +58,9 @@ export async function placeById(host: ByIdPlacementHost, source: ByIdSource, age
   if (conversationHere) facts |= ByIdFact.ConversationHere;
   const verdict = host.core.byIdVerdict(source, facts) as AdmissionVerdict;
   // Filed only with an inbox to file in (`InboxKept`): checked here once.
-  if (verdict === AdmissionVerdict.None || (verdict === AdmissionVerdict.FileForOwner && inbox === undefined)) {
+  // A wait is not filed: `FileForOwner` follows the row at its owner.
+  const filed = verdict === AdmissionVerdict.FileForOwner && source !== AdmissionSource.Observe;
+  if (verdict === AdmissionVerdict.None || (filed && inbox === undefined)) {
     throw new PhronomyError("INTERNAL", `the core answered placement ${verdict} for source ${source} and facts ${facts} of agent "${agentId}"`, { agentId });
   }
   return { verdict, inbox, holder };
