@@ -105,7 +105,14 @@ export class Followers {
     const remoteStarts = this.host.remoteStarts();
     if (row === undefined && remoteStarts !== undefined && !this.host.closed()) return remoteStarts.observe(executionId, waiter);
     const running = row !== undefined && row.status !== "terminal" && row.status !== "suspended";
-    if (running && (await this.host.placeWait(row.agentId)).verdict === AdmissionVerdict.FileForOwner) {
+    // The facts' read failing because the environment closed meanwhile is its shutdown, told below.
+    const placement = running
+      ? await this.host.placeWait(row.agentId).catch((error: unknown) => {
+          if (this.host.closed()) return undefined;
+          throw error;
+        })
+      : undefined;
+    if (running && (placement === undefined || placement.verdict === AdmissionVerdict.FileForOwner)) {
       if (this.host.closed())
         return settleWaiterWithError(waiter, new RuntimeShutdownError(`a wait for execution ${executionId}`, { executionId, agentId: row.agentId }), settings);
       this.follower().watch(executionId, row.agentId, waiter);
