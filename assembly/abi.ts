@@ -99,11 +99,17 @@ export const enum MessageKind {
    * cause its hold names (the core's mapping), as a `RecoveryRequested`
    * would; else dropped as stale (a recovery began meanwhile). */
   RetryDue = 44,
+  /** (agent, generation): this process took the conversation's lease back
+   * on demand (a first use's acquire), which the store reports as no
+   * takeover. The core answers `RecoveryDue(Retake)` when an execution of
+   * the conversation is held for recovery here (a write fenced while the
+   * lease was lost), else nothing (docs/decisions/0062, "By id"). */
+  ConversationRetaken = 45,
 }
 
 /** One past the largest message kind; kinds are `1 <= kind < MessageKindEnd`. */
 export const enum MessageKindLimit {
-  End = 45,
+  End = 46,
 }
 
 /** What an apply returns: `Ok`, or the fact that made the core refuse or
@@ -160,6 +166,9 @@ export const enum ResultCode {
   ConversationInUse = 44,
   /** `HeadSettled` with no head starting. */
   HeadNotStarting = 45,
+  /** `RecoveryRequested(RecoverCalled)` of a conversation whose lease is
+   * not held here (`RecoveryFact.LeaseNotHeldHere`). */
+  LeaseNotHeldHere = 46,
 }
 
 /** What the host must carry out after an apply, in order. Each effect is
@@ -302,10 +311,13 @@ export const enum EffectKind {
    * recovering (ready, held, owned elsewhere), or its agent closed: they
    * ask `Admit` again. */
   ReadinessChanged = 47,
+  /** (agent, RecoveryCause): a recovery of the conversation is due for
+   * this cause: ask for it (`RecoveryRequested`, the one way back in). */
+  RecoveryDue = 48,
 }
 
 export const enum EffectKindLimit {
-  End = 48,
+  End = 49,
 }
 
 /** Admission states (SPEC §1). `None` is a free admission. */
@@ -609,11 +621,16 @@ export const enum RecoveryFact {
    * start still being prepared here (another process prepared the same
    * message meanwhile), so the pass left it for that start to settle. */
   StartPreparingHere = 128,
+  /** With `Leasing`: the conversation's lease is not held here now (held
+   * elsewhere, or by nobody). `env.recover()` is refused then
+   * (`LeaseNotHeldHere`): the process holding it recovers it. */
+  LeaseNotHeldHere = 256,
 }
 
 export const enum RecoveryFactMask {
-  /** The facts a recovery is asked with (`RecoveryRequested`, `RetryDue`). */
-  All = 127,
+  /** The facts a recovery is asked with (`RecoveryRequested`, `RetryDue`):
+   * every fact but `StartPreparingHere`. */
+  All = 383,
   /** The facts a pass reports as it ends (`RecoveryFinished`). */
   PassEnd = 128,
 }
@@ -674,6 +691,13 @@ export const enum AdmissionSource {
    * the busy policy "reject": it never passes messages queued, a running
    * execution, or a conversation held or recovering. */
   Retry = 5,
+  /** `env.cancel` of an execution not live here. Asked of
+   * `byIdVerdictOf` only, never in an `Admit`. */
+  Cancel = 6,
+  /** `env.wait` of an execution running but not live here: followed at
+   * its owner (`FileForOwner`), or read here (`RunHere`). Asked of
+   * `byIdVerdictOf` only. */
+  Observe = 7,
 }
 
 /** The start's busy policy (decision 0025). */
@@ -710,12 +734,41 @@ export const enum AdmissionVerdict {
   /** A start (or retry) made here for a conversation owned elsewhere that
    * cannot be filed for its owner (no start inbox, a process that takes
    * no share, the partition lapsed here): refused, AGENT_BUSY with the
-   * owner the store names (docs/decisions/0062, "Filing or refusing"). */
+   * owner the store names (docs/decisions/0062, "Filing or refusing").
+   * By id (`byIdVerdict`): another process owns the conversation (or
+   * nobody holds its lease) and there is nothing to file it in, or nobody
+   * to claim it. */
   RefuseOwnedElsewhere = 12,
+  /** By id (`byIdVerdict`): its agent is not defined here, and a
+   * decision or a new attempt runs the agent's model and tools here. */
+  RefuseNotDefined = 13,
+  /** By id: the conversation is this process's (live or defined here) but
+   * the execution is not live: its recovery has not installed it. */
+  RefuseNotInstalled = 14,
 }
 
 export const enum AdmissionVerdictLimit {
-  End = 13,
+  End = 15,
+}
+
+/** What the host knows when an operation by execution id (`env.cancel`,
+ * `env.admin.decide`, `env.retry`, `env.wait`) finds no conversation live
+ * here to ask: bits of `byIdVerdict`'s second argument. The host reads
+ * them (the store's lease, its inbox); the core decides. */
+export const enum ByIdFact {
+  /** A visitor of a SQLite store (docs/decisions/0015): the owner runs every conversation. */
+  Visitor = 1,
+  /** The store leases conversations (PostgreSQL). */
+  Leasing = 2,
+  /** With `Leasing`: this process holds the conversation's lease. */
+  LeaseHeldHere = 4,
+  /** With `Leasing`: another process holds it (neither bit: nobody does). */
+  LeaseHeldElsewhere = 8,
+  /** The store keeps the approval inbox: work can be filed for its owner. */
+  InboxKept = 16,
+  /** The conversation is live here, or its agent (definition) is defined here. */
+  ConversationHere = 32,
+  End = 64,
 }
 
 /** The facts of an admission besides phase, source and policy: bits of

@@ -22,9 +22,10 @@ import {
   admissionVerdictOf, applyAdmit, applyHeadRetryDue, applyHeadSettled, applyMessageLeft, applyMessageQueued, applyMessageWritten,
 } from "./decisions/admission";
 import {
-  applyAdmissionReleased, applyConversationHeld, applyConversationOwned, applyRecoveryFinished, applyRecoveryRequested, applyRetryDue,
-  applySetPinned, applyUseBegin, applyUseEnd,
+  applyAdmissionReleased, applyConversationHeld, applyConversationOwned, applyConversationRetaken, applyRecoveryFinished,
+  applyRecoveryRequested, applyRetryDue, applySetPinned, applyUseBegin, applyUseEnd,
 } from "./decisions/conversation";
+import { byIdVerdictOf } from "./decisions/by-id";
 import { applyCloseAgent, applyPurgeAgent, applyRegisterAgent, applySetDraining } from "./decisions/agents";
 import { applyResume, applyResumeCommitReady } from "./decisions/approval";
 import {
@@ -109,6 +110,7 @@ function applyConversationMessage(kind: u32, a: u32, b: u32, c: u32, d: u32, e: 
     case MessageKind.MessageWritten: return applyMessageWritten(a, b);
     case MessageKind.HeadRetryDue: return applyHeadRetryDue(a, b);
     case MessageKind.RetryDue: return applyRetryDue(a, b, c, d);
+    case MessageKind.ConversationRetaken: return applyConversationRetaken(a, b);
     default: return ResultCode.MessageKindUnknown;
   }
 }
@@ -160,4 +162,10 @@ export function conversationTransition(phase: u32, event: u32): u32 { return con
 /** The admission decision as a pure function, for the same. */
 export function admissionVerdict(phase: u32, source: u32, policy: u32, situation: u32): u32 {
   return admissionVerdictOf(phase, source, policy, situation);
+}
+/** Where an operation by execution id goes with no conversation here to
+ * ask (`AdmissionSource` Cancel, Resume, Retry, Observe; `ByIdFact` bits),
+ * as a pure function: the host reads the facts and carries the verdict out. */
+export function byIdVerdict(source: u32, facts: u32): u32 {
+  return byIdVerdictOf(source, facts);
 }

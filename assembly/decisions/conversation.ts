@@ -89,6 +89,11 @@ export function applyRecoveryRequested(agent: u32, generation: u32, cause: u32, 
   if (cause == RecoveryCause.None || cause >= <u32>RecoveryCauseLimit.End || (facts & ~(<u32>RecoveryFactMask.All)) != 0) {
     return dropStale(kind, ResultCode.ArgumentOutOfRange);
   }
+  // The application's `env.recover()` of a conversation another process
+  // holds (or nobody does) is that holder's to recover: refused here.
+  if (cause == RecoveryCause.RecoverCalled && (facts & RecoveryFact.LeaseNotHeldHere) != 0) {
+    return dropStale(kind, ResultCode.LeaseNotHeldHere);
+  }
   if (conversationPhase(agent) == ConversationPhase.Recovering) {
     joinRecovery(agent, cause);
   } else {
@@ -100,6 +105,18 @@ export function applyRecoveryRequested(agent: u32, generation: u32, cause: u32, 
   // and a decision applied to it now would be judged on it. The inbox
   // waits for this recovery's end.
   if (bringsNewFacts(cause)) closeInbox(agent);
+  return ResultCode.Ok;
+}
+
+/** Taken back on demand: what a fencing refusal held here while the
+ * lease was lost (an execution held for recovery) is recovered now, as a
+ * retake; nothing held, nothing to recover. The phase is not moved: the
+ * recovery, when the host asks for it, reports the owner. */
+export function applyConversationRetaken(agent: u32, generation: u32): i32 {
+  const check = checkAgent(agent, generation);
+  if (check != ResultCode.Ok) return dropStale(MessageKind.ConversationRetaken, check);
+  const held = agentAdmission(agent) == AdmissionState.RecoveryRequired && agentExecutionPlusOne(agent) != 0;
+  if (held) emit(EffectKind.RecoveryDue, agent, RecoveryCause.Retake);
   return ResultCode.Ok;
 }
 

@@ -207,6 +207,13 @@ export class ControlCore implements ControlMachine {
     return this.exports.admissionVerdict(phase, source, policy, situation);
   }
 
+  /** Where an operation by execution id goes with no conversation here to
+   * ask (`AdmissionSource`, `ByIdFact` bits): an `AdmissionVerdict`; 0 for
+   * an unknown source or facts that cannot hold together. */
+  byIdVerdict(source: number, facts: number): number {
+    return this.exports.byIdVerdict(source, facts);
+  }
+
   /** The memory view, renewed after the core grew its memory (growing
    * detaches the old buffer, which then reads as length 0). */
   private view(): Uint32Array {

@@ -47,7 +47,8 @@ export type CoreEffect =
   | { readonly kind: EffectKind.FollowAdmitted; readonly execution: number; readonly generation: number }
   | { readonly kind: EffectKind.RetryHeadAfter; readonly agent: number; readonly delayMs: number }
   | { readonly kind: EffectKind.HeadKept; readonly agent: number }
-  | { readonly kind: EffectKind.HeadTaken; readonly agent: number };
+  | { readonly kind: EffectKind.HeadTaken; readonly agent: number }
+  | { readonly kind: EffectKind.RecoveryDue; readonly agent: number; readonly cause: number };
 
 /** Decodes one effect from its five words. Throws on a kind the host does
  * not know: that would be a core/host version mismatch, a programmer error. */
@@ -135,6 +136,8 @@ export function decodeEffect(kind: number, a: number, b: number, c: number, d: n
     case EffectKind.HeadTaken:
     case EffectKind.ReadinessChanged:
       return { kind, agent: a };
+    case EffectKind.RecoveryDue:
+      return { kind, agent: a, cause: b };
     default:
       throw new Error(`core emitted unknown effect kind ${kind}: host and core.wasm are from different builds`);
   }

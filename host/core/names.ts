@@ -44,6 +44,7 @@ const messageKindNames = {
   [MessageKind.MessageWritten]: "MessageWritten",
   [MessageKind.HeadRetryDue]: "HeadRetryDue",
   [MessageKind.RetryDue]: "RetryDue",
+  [MessageKind.ConversationRetaken]: "ConversationRetaken",
 } satisfies Record<MessageKind, string>;
 
 export function messageKindName(value: number): string {
@@ -96,6 +97,7 @@ const resultCodeNames = {
   [ResultCode.QueueFull]: "QueueFull",
   [ResultCode.ConversationInUse]: "ConversationInUse",
   [ResultCode.HeadNotStarting]: "HeadNotStarting",
+  [ResultCode.LeaseNotHeldHere]: "LeaseNotHeldHere",
 } satisfies Record<ResultCode, string>;
 
 export function resultCodeName(value: number): string {
@@ -146,6 +148,7 @@ const effectKindNames = {
   [EffectKind.HeadKept]: "HeadKept",
   [EffectKind.HeadTaken]: "HeadTaken",
   [EffectKind.CloseInbox]: "CloseInbox",
+  [EffectKind.RecoveryDue]: "RecoveryDue",
 } satisfies Record<EffectKind, string>;
 
 export function effectKindName(value: number): string {

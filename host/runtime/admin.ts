@@ -17,13 +17,14 @@
 //   arguments' hash the person saw: a different pending request is refused
 //   with ApprovalMismatchError, nothing decided.
 
+import { AdmissionSource, AdmissionVerdict } from "../../assembly/abi.js";
 import { ApprovalMismatchError, InvalidInputError } from "../errors.js";
 import type { ExecutionListFilter, ExecutionRow, ExecutionStatusName, OutcomeName, StoredStep } from "../store/records.js";
 import { hostName, readOwner } from "../store/sqlite/owner-file.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { Agent } from "./agent.js";
 import type { ApprovalRequest } from "./events.js";
-import type { RemoteResumes } from "./remote-resume.js";
+import type { ByIdPlacement, ByIdSource } from "./by-id-placement.js";
 import { leasingStoreOf } from "./leases.js";
 import type { RecoveredExecution } from "./recovery.js";
 import type { CancelOptions, CancelResult } from "./cancel-by-id.js";
@@ -56,7 +57,9 @@ export interface AdminHost {
   timeline(executionId: string): Promise<(StoredStep & { readonly attempt: number })[]>;
   pendingApprovals(): Promise<PendingApproval[]>;
   agentHandle(agentId: string): Agent | undefined;
-  remoteResumesFor(agentId: string): RemoteResumes | undefined;
+  /** Where an operation by id goes with no conversation here to ask: the
+   * core's verdict on the facts read now (by-id-placement.ts). */
+  placeById(source: ByIdSource, agentId: string, conversationHere: boolean): Promise<ByIdPlacement>;
   cancel(executionId: string, options?: CancelOptions): Promise<CancelResult>;
   retry(executionId: string, options?: RetryOptions): Run;
   recover(): Promise<RecoveredExecution[]>;
@@ -240,7 +243,8 @@ export class Admin {
   }
 
   /** Decides the execution's pending approval, after checking it is the
-   * one the person saw. An agent defined here resumes it (`agent.resume`);
+   * one the person saw. Where it goes is the core's verdict (`byIdVerdict`,
+   * source `Resume`): an agent defined here resumes it (`agent.resume`);
    * otherwise — a visitor, or PostgreSQL where another process holds the
    * agent — the decision is filed in the approval inbox for the owner.
    * Resolves with the Run once the decision is on its way (refused before
@@ -271,11 +275,11 @@ export class Admin {
     };
     validateResumeDecision(executionId, resumeDecision, "env.admin.decide()");
     const defined = this.environment.agentHandle(pending.agentId);
-    if (defined !== undefined) return defined.resume(executionId, resumeDecision);
+    const { verdict, inbox } = await this.environment.placeById(AdmissionSource.Resume, pending.agentId, defined !== undefined);
+    if (verdict === AdmissionVerdict.RunHere && defined !== undefined) return defined.resume(executionId, resumeDecision);
     // Run by another process (this is a visitor, or another process holds
     // the agent's lease): filed in the approval inbox for its owner.
-    const remote = this.environment.remoteResumesFor(pending.agentId);
-    if (remote === undefined) {
+    if (verdict !== AdmissionVerdict.FileForOwner || inbox === undefined) {
       throw new InvalidInputError(
         `agent "${pending.agentId}" is not defined in this environment, which owns the store: define it (env.agent) before deciding its approvals, since the decision runs the execution on here`,
         { agentId: pending.agentId, executionId },
@@ -283,7 +287,7 @@ export class Admin {
     }
     this.environment.assertOpen(`a decision on execution ${executionId}`);
     const waiter = new Waiter(pending.agentId, undefined);
-    remote.file(pending.agentId, executionId, resumeDecision, waiter);
+    inbox.file(pending.agentId, executionId, resumeDecision, waiter);
     return waiter;
   }
 

@@ -1,24 +1,29 @@
 // Who runs a conversation's executions (docs/decisions/0030, 0031, 0055):
 // this process takes an agent's lease on first use, and an execution whose
-// agent another process holds is followed, filed or refused. (A start
-// waits for the lease to settle here and for a takeover's recovery as the
-// core says: `AgentRecoveries.settleLease`, `readiness-waiters.ts`.) Without
-// a leasing store this process owns every agent it defines (a SQLite
+// agent another process holds is followed, filed or refused — where, the
+// core decides (`Admit` for a conversation here, `byIdVerdict` for an
+// operation by id with none, by-id-placement.ts). (A start waits for the
+// lease to settle here and for a takeover's recovery as the core says:
+// `AgentRecoveries.settleLease`, `readiness-waiters.ts`.) Without a
+// leasing store this process owns every agent it defines (a SQLite
 // visitor none).
 
+import { EffectKind, MessageKind as M, ResultCode } from "../../assembly/abi.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { AgentRecoveries } from "./agent-recoveries.js";
+import type { AgentEntry } from "./requests.js";
 import type { Conversations } from "./conversations.js";
+import type { ControlLoop } from "./control-loop.js";
 import type { Coordinator } from "./coordinator.js";
 import { leasingStoreOf, type LeasingStore } from "./leases.js";
 
 /** What ownership asks of its environment (environment.ts wires it). */
 export interface AgentOwnershipHost {
   readonly store: ExecutionStore;
+  readonly loop: ControlLoop;
   readonly coordinator: Coordinator;
   readonly conversations: Pick<Conversations, "liveEntry">;
   readonly recoveries: Pick<AgentRecoveries, "recoverAfterRetake">;
-  readonly visitor: boolean;
   /** Starts this process may not run are filed for their owner (docs/decisions/0031). */
   filesForOwner(): boolean;
 }
@@ -36,12 +41,10 @@ export class AgentOwnership {
     const acquisition = await leasing.acquireLease(agentId);
     if (acquisition.acquired) {
       // Taken back on demand: the store reports no takeover for the agent
-      // whose start took it, so what a fencing refusal left held here while
-      // it was lost is recovered now.
+      // whose start took it; the core says whether what a fencing refusal
+      // left held here while it was lost is to be recovered now.
       void this.host.conversations.liveEntry(agentId)?.then(
-        (entry) => {
-          if (this.host.coordinator.recoveryRequiredEntriesOf(entry).length > 0) this.host.recoveries.recoverAfterRetake(agentId, acquisition.epoch);
-        },
+        (entry) => this.tellRetaken(entry, acquisition.epoch),
         () => undefined,
       );
       return performance.now();
@@ -59,21 +62,18 @@ export class AgentOwnership {
     return false;
   }
 
-  /** The process holding the agent's lease, if any (undefined without leases). */
-  leaseHolder(agentId: string): Promise<{ readonly owner: string; readonly expiresAt: number } | undefined> {
-    return leasingStoreOf(this.host.store)?.leaseHolder(agentId) ?? Promise.resolve(undefined);
-  }
-
-  /** Whether the agent's lease (PostgreSQL) is held elsewhere or by nobody:
-   * false without leases. */
-  notHeldHere(agentId: string): boolean {
-    const leasing = leasingStoreOf(this.host.store);
-    return leasing !== undefined && leasing.leaseOf(agentId) === undefined;
-  }
-
-  /** An execution of this agent is run by another process: this is a
-   * visitor, or the agent's lease (PostgreSQL) is not held here. */
-  runsElsewhere(agentId: string): boolean {
-    return this.host.visitor || this.notHeldHere(agentId);
+  /** On the loop: `ConversationRetaken`; the core answers `RecoveryDue`
+   * when an execution of the conversation is held for recovery here, and
+   * the retake's recovery is carried out (unless the lease moved again). */
+  private tellRetaken(entry: AgentEntry, epoch: number): void {
+    this.host.loop.post(
+      () => {
+        const { coordinator } = this.host;
+        if (coordinator.apply(M.ConversationRetaken, entry.slot, entry.generation) !== ResultCode.Ok) return;
+        const due = coordinator.settings.core.effects().find((effect) => effect.kind === EffectKind.RecoveryDue);
+        if (due?.kind === EffectKind.RecoveryDue) this.host.recoveries.recoverAfterRetake(entry.id, epoch, due.cause);
+      },
+      { label: `the retake of conversation "${entry.id}"` },
+    );
   }
 }

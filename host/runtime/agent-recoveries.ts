@@ -118,12 +118,12 @@ export class AgentRecoveries {
     await this.host.conversations.definitionsSettled();
     this.unfinished = undefined;
     const report: RecoveredExecution[] = [];
-    const leasing = leasingStoreOf(this.host.store);
     // Conversations live here: their unfinished rows, and what a store
-    // failure left held for them.
+    // failure left held for them. One whose lease another process holds
+    // (or nobody does) is that holder's to recover: the core refuses it
+    // (`LeaseNotHeldHere`), and nothing is reported for it.
     for (const agentId of this.host.conversations.liveIds()) {
       await this.host.conversations.liveEntry(agentId)?.catch(() => undefined);
-      if (leasing && leasing.leaseOf(agentId) === undefined) continue;
       report.push(...((await this.recoverCalled(agentId)) ?? []));
     }
     // The others: recovered by their definition when it is defined here

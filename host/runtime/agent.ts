@@ -62,7 +62,7 @@ export interface AgentHost {
   admittedAs(executionId: string): Promise<boolean>;
   followExecution(agentId: string, executionId: string, waiter: Waiter): void;
   recoverHeld(agentId: string): Promise<void>;
-  remoteResumesFor(agentId: string, agent?: AgentEntry): RemoteResumes | undefined;
+  remoteResumesFor(agent: AgentEntry): RemoteResumes | undefined;
 }
 
 /** @internal The conversations' bookkeeping (conversations.ts), as a handle uses it. */
@@ -301,7 +301,7 @@ export class Agent {
         const { coordinator, loop } = this.environment;
         loop.post(
           () => {
-            const remote = coordinator.entryById(executionId) ? undefined : this.environment.remoteResumesFor(this.id, agent);
+            const remote = coordinator.entryById(executionId) ? undefined : this.environment.remoteResumesFor(agent);
             if (remote === undefined) return this.resumeHere(agent, executionId, decision, waiter);
             if (decision.signal !== undefined) {
               return settleWaiterWithError(

@@ -6,11 +6,14 @@
 //   its AbortSignal would be (work in flight finishes, then the quiescent
 //   terminal `failed` / CANCELLED); a suspended one is ended by the core
 //   (`CancelSuspended`, `cancel-commit.ts`);
-// * run by another process — a SQLite visitor, or a PostgreSQL process not
-//   holding the agent's lease — filed in the approval inbox as a decision
-//   of kind `cancel`, which the owner applies as above;
 // * a row that says `queued` (the durable queue of the busy policy) — the
-//   one dispatch point `cancelQueued` below.
+//   one dispatch point `cancelQueued` below;
+// * any other unfinished row: the core decides (`byIdVerdict`, source
+//   `Cancel`, by-id-placement.ts) — filed in the approval inbox as a
+//   decision of kind `cancel` for the process that runs it (a SQLite
+//   visitor, or a PostgreSQL process not holding the agent's lease), which
+//   applies it as above; refused until its recovery installs it here; or
+//   ended here when nothing will ever run it (`cancelDormant`).
 //
 // Rules kept here:
 // * The answer is read from the durable row once the execution ended:
@@ -40,11 +43,11 @@ import {
 import { endedOutcomeOf } from "../store/cancel-filing.js";
 import type { ExecutionRow, Json, OutcomeName, StoredError } from "../store/records.js";
 import type { ExecutionStore } from "../store/store.js";
-import { MessageKind as M } from "../../assembly/abi.js";
+import { AdmissionVerdict, MessageKind as M } from "../../assembly/abi.js";
+import type { ByIdPlacement } from "./by-id-placement.js";
 import type { ControlLoop } from "./control-loop.js";
 import type { Coordinator } from "./coordinator.js";
 import type { ExecutionEntry } from "./requests.js";
-import type { RemoteResumes } from "./remote-resume.js";
 import { Waiter } from "./run.js";
 import { rejectUnknownKeys } from "./options.js";
 import { asPhronomyError } from "./session.js";
@@ -74,12 +77,11 @@ export interface CancelHost {
   readonly coordinator: Coordinator;
   readonly loop: ControlLoop;
   readonly store: ExecutionStore;
-  /** The inbox that files a cancel of an execution of this agent run
-   * elsewhere; undefined when the execution is this process's to cancel. */
-  remoteFor(agentId: string): RemoteResumes | undefined;
-  /** Whether this row's conversation is live here or its definition is
-   * defined here (its recovery installs the row; docs/decisions/0024). */
-  recoveredHere(row: ExecutionRow): boolean;
+  /** Where the cancel of this unfinished row not live here goes: the
+   * core's verdict (source `Cancel`) on the facts read for its
+   * conversation — whether it is live here or its definition is defined
+   * here (its recovery installs the row; docs/decisions/0024) among them. */
+  placement(row: ExecutionRow): Promise<ByIdPlacement>;
   /** Cancels a message still in its conversation's queue
    * (docs/decisions/0025): false when it left the queue meanwhile. */
   cancelQueued(executionId: string, reason: string | undefined): Promise<boolean>;
@@ -202,12 +204,15 @@ async function dispatch(host: CancelHost, executionId: string, reason: string | 
     // Taken from the queue meanwhile: it is live (or a row) now.
     return dispatch(host, executionId, reason, waiter, first);
   }
-  const remote = host.remoteFor(row.agentId);
-  if (remote !== undefined) {
-    remote.fileCancel(row.agentId, executionId, reason, waiter);
+  const { verdict, inbox } = await host.placement(row);
+  if (verdict === AdmissionVerdict.FileForOwner && inbox !== undefined) {
+    inbox.fileCancel(row.agentId, executionId, reason, waiter);
     return undefined;
   }
-  if (host.recoveredHere(row)) throw notLiveHere(row);
+  if (verdict === AdmissionVerdict.RefuseNotInstalled) throw notLiveHere(row);
+  if (verdict !== AdmissionVerdict.RunHere) {
+    throw new PhronomyError("INTERNAL", `the cancel of execution ${executionId} was placed ${verdict}, which a cancel never is`, { executionId });
+  }
   await cancelDormant(host, row, reason);
   waiter.reject(new CancellationError({ executionId, agentId: row.agentId }, reason));
   return undefined;

@@ -21,6 +21,7 @@ import type { Agent } from "./agent.js";
 import { AgentDefinitions } from "./agent-definitions.js";
 import { AgentOwnership } from "./agent-ownership.js";
 import { AgentRecoveries, recoveryHooksOf } from "./agent-recoveries.js";
+import type { ByIdPlacement, ByIdSource } from "./by-id-placement.js";
 import type { CancelOptions, CancelResult } from "./cancel-by-id.js";
 import type { ControlLoop } from "./control-loop.js";
 import { startControl } from "./control-start.js";
@@ -95,18 +96,17 @@ export class Environment {
     this.inbox = new InboxClaims({
       ...parts,
       agents: this,
-      notHeldHere: (agentId) => this.ownership.notHeldHere(agentId),
       takeoverPending: (agentId) => this.recoveries.takeoverPending(agentId),
       cancelHost: () => this.byId.cancelHost(),
       retryHost: () => this.byId.retryHost(),
     });
-    this.followers = new Followers({ ...parts, remoteStarts: () => this.inbox.remoteStarts, runsElsewhere: (id) => this.ownership.runsElsewhere(id) });
+    this.followers = new Followers({ ...parts, remoteStarts: () => this.inbox.remoteStarts, placeWait: (id) => this.byId.placeWait(id) });
     const asserts = {
       assertOpen: (what: string) => this.assertOpen(what),
       assertOwner: (what: string) => this.assertOwner(what),
       assertStoreWritable: (what: string) => this.assertStoreWritable(what),
     };
-    this.byId = new WorkById({ ...parts, ...asserts, inbox: this.inbox, ownership: this.ownership });
+    this.byId = new WorkById({ ...parts, ...asserts, inbox: this.inbox });
     this.reads = new EnvironmentReads({ ...parts, wait: (executionId) => this.wait(executionId) });
     this.data = new DurableData({ ...parts, ...asserts });
     this.definitions = new AgentDefinitions({ ...parts, recoveries: this.recoveries, agents: this, retention: () => this.data.retention });
@@ -237,10 +237,13 @@ export class Environment {
     this.followers.followElsewhere(agentId, executionId, waiter);
   }
 
-  /** @internal Where a decision this process may not apply is filed: by the core for a conversation here (`agent.resume`), else by the store's lease (inbox-claims.ts). */
-  remoteResumesFor(agentId: string, agent?: AgentEntry): RemoteResumes | undefined {
-    return agent !== undefined ? this.inbox.resumePlacementOf(agent) : this.inbox.remoteResumesFor(agentId);
+  /** @internal Where a decision on a conversation here (`agent.resume`) this process may not apply is filed, as the core decides (inbox-claims.ts). */
+  remoteResumesFor(agent: AgentEntry): RemoteResumes | undefined {
+    return this.inbox.resumePlacementOf(agent);
   }
+
+  /** @internal Where an operation by id goes with no conversation here to ask: the core's verdict (by-id-placement.ts). */
+  readonly placeById = (source: ByIdSource, agentId: string, here: boolean): Promise<ByIdPlacement> => this.byId.place(source, agentId, here);
 
   /** The recovery report of an agent defined in this environment. */
   recovery(agentId: string): Promise<RecoveredExecution[]> {

@@ -5,9 +5,11 @@
 // callers of conversations whose lease moved away (lost-leases.ts), handed
 // to the one follower of executions run elsewhere (durable-watch.ts).
 
-import { MessageKind as M } from "../../assembly/abi.js";
+import { AdmissionVerdict, MessageKind as M } from "../../assembly/abi.js";
 import { ExecutionRehydrationRequiredError, RuntimeShutdownError } from "../errors.js";
+import type { ExecutionRow } from "../store/records.js";
 import type { ExecutionStore } from "../store/store.js";
+import type { ByIdPlacement } from "./by-id-placement.js";
 import type { ControlLoop } from "./control-loop.js";
 import type { ConversationQueues } from "./conversation-queue.js";
 import type { Coordinator } from "./coordinator.js";
@@ -30,8 +32,9 @@ export interface FollowersHost {
   closed(): boolean;
   /** Starts filed for the processes holding their partitions, if this process files them. */
   remoteStarts(): RemoteStarts | undefined;
-  /** An execution of this agent is run by another process. */
-  runsElsewhere(agentId: string): boolean;
+  /** Where a wait on a running execution of this agent not live here
+   * goes: the core's verdict (`FileForOwner`: another process runs it). */
+  placeWait(agentId: string): Promise<ByIdPlacement>;
 }
 
 export class Followers {
@@ -86,26 +89,35 @@ export class Followers {
       coordinator.apply(M.AttachWaiter, entry.slot, entry.generation, handle);
       return;
     }
-    this.host.store.getExecution(executionId).then(
-      (row) => {
-        // A start filed for (or a message queued in) another process: waited for (docs/decisions/0031).
-        const remoteStarts = this.host.remoteStarts();
-        if (row === undefined && remoteStarts !== undefined && !this.host.closed()) return remoteStarts.observe(executionId, waiter);
-        const running = row !== undefined && row.status !== "terminal" && row.status !== "suspended";
-        if (running && this.host.runsElsewhere(row.agentId)) {
-          if (this.host.closed())
-            return settleWaiterWithError(
-              waiter,
-              new RuntimeShutdownError(`a wait for execution ${executionId}`, { executionId, agentId: row.agentId }),
-              settings,
-            );
-          this.follower().watch(executionId, row.agentId, waiter);
-          return;
-        }
-        settleFromRow(waiter, executionId, row, settings);
-      },
-      (error: unknown) => settleWaiterWithError(waiter, asPhronomyError(error, "STORE"), settings),
-    );
+    this.host.store
+      .getExecution(executionId)
+      .then((row) => this.observeRow(executionId, row, waiter))
+      .catch((error: unknown) => settleWaiterWithError(waiter, asPhronomyError(error, "STORE"), settings));
+  }
+
+  /** A wait on an execution not live here, its row read: a start filed
+   * for (or a message queued in) another process is waited for
+   * (docs/decisions/0031); a running one is followed where the core
+   * places it (another process runs it); else settled from the row. */
+  private async observeRow(executionId: string, row: ExecutionRow | undefined, waiter: Waiter): Promise<void> {
+    const settings = this.host.coordinator.settings;
+    const remoteStarts = this.host.remoteStarts();
+    if (row === undefined && remoteStarts !== undefined && !this.host.closed()) return remoteStarts.observe(executionId, waiter);
+    const running = row !== undefined && row.status !== "terminal" && row.status !== "suspended";
+    // The facts' read failing because the environment closed meanwhile is its shutdown, told below.
+    const placement = running
+      ? await this.host.placeWait(row.agentId).catch((error: unknown) => {
+          if (this.host.closed()) return undefined;
+          throw error;
+        })
+      : undefined;
+    if (running && (placement === undefined || placement.verdict === AdmissionVerdict.FileForOwner)) {
+      if (this.host.closed())
+        return settleWaiterWithError(waiter, new RuntimeShutdownError(`a wait for execution ${executionId}`, { executionId, agentId: row.agentId }), settings);
+      this.follower().watch(executionId, row.agentId, waiter);
+      return;
+    }
+    settleFromRow(waiter, executionId, row, settings);
   }
 
   /** A keyed start whose execution is in the store already: `waiter`

@@ -33,8 +33,6 @@ export interface InboxClaimsHost {
   closed(): boolean;
   /** The environment, as a claimed decision's or start's handle uses it. */
   readonly agents: AgentHost;
-  /** The agent's lease is held elsewhere or by nobody (false without leases). */
-  notHeldHere(agentId: string): boolean;
   /** A takeover the store noted is not told to the core yet (agent-recoveries.ts). */
   takeoverPending(agentId: string): boolean;
   /** Tells the core the conversation is owned elsewhere when the store says so. */
@@ -55,7 +53,7 @@ export class InboxClaims {
 
   /** Opens the inbox of a store that has one: decisions filed elsewhere
    * for agents held here are applied through the local resume path;
-   * `remoteResumesFor` files the others. */
+   * `remoteResumes` files the others (where: the core decides). */
   open(leasing: LeasingStore | undefined): void {
     const inbox = inboxStoreOf(this.host.store);
     if (!inbox) return;
@@ -97,14 +95,6 @@ export class InboxClaims {
     const entry = this.host.conversations.entryNow(agentId);
     if (entry === undefined || this.host.takeoverPending(agentId)) return false;
     return (this.host.coordinator.settings.core.conversation(entry.slot).flags & ConversationFlag.InboxOpen) !== 0;
-  }
-
-  /** Where `env.admin.decide` sends a decision on an agent not defined
-   * here (no conversation here to ask the core about): the approval inbox
-   * when another process holds the agent's lease (or nobody does), or
-   * from a visitor; undefined when the decision is this process's. */
-  remoteResumesFor(agentId: string): RemoteResumes | undefined {
-    return this.host.visitor || this.host.notHeldHere(agentId) ? this.remoteResumes : undefined;
   }
 
   /** Where `agent.resume` sends a decision on an execution not live here

@@ -161,11 +161,14 @@ export class RecoveryPipeline {
     }
   }
 
-  /** On the loop: `RecoveryRequested`, and what the core answered. */
+  /** On the loop: `RecoveryRequested`, and what the core answered. The
+   * owner is told from the store's lease: not owned here while it is not
+   * held here (the core refuses `env.recover()` then). */
   private requestOrder(entry: AgentEntry, trigger: RecoveryTrigger): Order {
-    const { coordinator, store } = this.host;
-    if (trigger.ownedHere) coordinator.apply(M.ConversationOwned, entry.slot, entry.generation, Ownership.Here);
-    const facts = (leasingStoreOf(store) !== undefined ? RecoveryFact.Leasing : 0) | (this.host.recoverOnDefine ? RecoveryFact.RecoversByItself : 0);
+    const { coordinator } = this.host;
+    const facts = this.factsOf(entry);
+    if (trigger.ownedHere && (facts & RecoveryFact.LeaseNotHeldHere) === 0)
+      coordinator.apply(M.ConversationOwned, entry.slot, entry.generation, Ownership.Here);
     const code =
       trigger.retryOf !== undefined
         ? coordinator.apply(M.RetryDue, entry.slot, entry.generation, trigger.retryOf, facts)
@@ -179,6 +182,14 @@ export class RecoveryPipeline {
     }
     if (code !== ResultCode.Ok || running === undefined) return { kind: "refused" };
     return { kind: "joined" };
+  }
+
+  /** What the store says of the conversation now (`RecoveryFact`). */
+  private factsOf(entry: AgentEntry): number {
+    const leasing = leasingStoreOf(this.host.store);
+    let facts = this.host.recoverOnDefine ? RecoveryFact.RecoversByItself : 0;
+    if (leasing !== undefined) facts |= RecoveryFact.Leasing | (leasing.leaseOf(entry.id) === undefined ? RecoveryFact.LeaseNotHeldHere : 0);
+    return facts;
   }
 
   private begin(agentId: string, epoch: number): void {

@@ -21,8 +21,14 @@
 //   approval_decided      → resuming, with that decision
 //   approval_requested    → suspended again, waiting for the same approval
 // No such step (the input guardrail blocked it): refused, `no_barrier`.
+//
+// Where a retry runs, before its conversation's first use here, is the
+// core's verdict (`byIdVerdict`, source `Retry`, by-id-placement.ts): filed
+// for the process holding the conversation, refused, or run here; once the
+// conversation is used, its `Admit` decides as for a start.
 
-import { Continuation, MessageKind as M } from "../../assembly/abi.js";
+import { AdmissionVerdict, Continuation, MessageKind as M } from "../../assembly/abi.js";
+import type { ByIdPlacement } from "./by-id-placement.js";
 import { ExecutionRehydrationRequiredError, InvalidInputError, RetryRefusedError, type PhronomyError } from "../errors.js";
 import { endedOutcomeOf } from "../store/cancel-filing.js";
 import type { ExecutionMetadata, ExecutionRow, Json, ReopenExecutionOperation, StoredStep, ToolCallRecord } from "../store/records.js";
@@ -37,7 +43,6 @@ import type { AgentEntry, ExecutionEntry, RecoveryRequest, RecoverySettlement, S
 import { Waiter, type Run } from "./run.js";
 import { asPhronomyError } from "./session.js";
 import { rejectUnknownKeys } from "./options.js";
-import type { RemoteResumes } from "./remote-resume.js";
 import { checkRetryable } from "../store/retry-filing.js";
 import type { EventListener } from "./events.js";
 
@@ -49,23 +54,16 @@ export interface RetryHost {
   /** Uses the row's conversation (its core entry, kept until `done`), or
    * undefined when neither it nor its definition is defined here. */
   useConversation(row: ExecutionRow): { readonly entry: Promise<AgentEntry>; readonly done: () => void } | undefined;
-  /** Where a retry of the agent's execution goes when not here (one
-   * lookup of the agent's lease holder): `filed` in the inbox when another
-   * process runs the conversation (a SQLite visitor always files; a
-   * PostgreSQL process when another holds the agent), `refused` with why
-   * this process may not run it (no holder, or no inbox: the holder named);
-   * undefined when it runs here. */
-  elsewhere(agentId: string): Promise<RetryElsewhere | undefined>;
+  /** Where a retry of the row goes: the core's verdict (source `Retry`)
+   * on the facts read for its conversation — the store's lease and its
+   * holder, the inbox, whether the conversation or its definition is here. */
+  placement(row: ExecutionRow): Promise<ByIdPlacement>;
   /** The core's admission of the retry (`ConversationQueues.admitRetry`;
    * named here, not imported: conversation-queue.ts sits above this file). */
   readonly queues: {
     admitRetry(request: StartRequest, retry: () => void, install: () => void, elsewhere: () => void): void;
   };
 }
-
-/** A retry not run here: filed for the process that runs its conversation,
- * or refused with the reason. */
-export type RetryElsewhere = { readonly filed: RemoteResumes } | { readonly refused: string };
 
 /** Where the reopened row continues. */
 interface RetryPlan {
@@ -105,16 +103,10 @@ export function retryById(host: RetryHost, executionId: string, options: RetryOp
 async function prepareRetry(host: RetryHost, executionId: string, waiter: Waiter, onReopened: (() => void) | undefined): Promise<void> {
   const row = checkRetryable(executionId, await host.store.getExecution(executionId), host.store.path);
   const context = { executionId, agentId: row.agentId };
-  if (await placedElsewhere(host, row, waiter)) return;
-  const use = host.useConversation(row);
-  if (use === undefined) {
-    const name = row.metadata.config?.["definition"];
-    const define = typeof name === "string" ? `its definition "${name}" is` : `agent "${row.agentId}" is`;
-    throw new RetryRefusedError(
-      `execution ${executionId} was not retried: ${define} not defined in this environment (its model and tools run the next attempt); define it, then retry`,
-      { ...context, reason: "agent_not_defined" },
-    );
-  }
+  const verdict = await placedElsewhere(host, row, waiter);
+  if (verdict === AdmissionVerdict.FileForOwner) return;
+  const use = verdict === AdmissionVerdict.RunHere ? host.useConversation(row) : undefined;
+  if (use === undefined) throw notDefinedHere(row);
   // The conversation's entry is kept until the retry is installed (its
   // admission then keeps it) or refused.
   let placed: Placed;
@@ -124,7 +116,7 @@ async function prepareRetry(host: RetryHost, executionId: string, waiter: Waiter
     use.done();
   }
   // The core records the conversation owned elsewhere: filed for its owner, or refused.
-  if (placed === "elsewhere" && !(await placedElsewhere(host, row, waiter))) {
+  if (placed === "elsewhere" && (await placedElsewhere(host, row, waiter)) !== AdmissionVerdict.FileForOwner) {
     throw new RetryRefusedError(`execution ${executionId} was not retried: agent "${row.agentId}" is held by another process now; retry it there`, {
       ...context,
       reason: "owned_elsewhere",
@@ -136,21 +128,37 @@ async function prepareRetry(host: RetryHost, executionId: string, waiter: Waiter
  * Run told), or to the process that owns the conversation. */
 type Placed = "here" | "elsewhere";
 
-/** A retry of a conversation another process runs (the store's lease; a
- * SQLite visitor always): filed for it (true), or refused; false when it
- * may run here. */
-async function placedElsewhere(host: RetryHost, row: ExecutionRow, waiter: Waiter): Promise<boolean> {
-  const elsewhere = await host.elsewhere(row.agentId);
-  if (elsewhere === undefined) return false;
-  if ("filed" in elsewhere) {
-    elsewhere.filed.fileRetry(row.agentId, row.executionId, waiter);
-    return true;
+/** Where the core places the retry (`byIdVerdict`): filed for the process
+ * that runs its conversation (`FileForOwner`), refused as owned elsewhere
+ * (thrown: nobody holds its lease, or nothing to file it in), or answered
+ * for the caller to carry out (`RunHere`, `RefuseNotDefined`). */
+async function placedElsewhere(host: RetryHost, row: ExecutionRow, waiter: Waiter): Promise<AdmissionVerdict> {
+  const { verdict, inbox, holder } = await host.placement(row);
+  if (verdict === AdmissionVerdict.FileForOwner && inbox !== undefined) {
+    inbox.fileRetry(row.agentId, row.executionId, waiter);
+    return verdict;
   }
-  throw new RetryRefusedError(`execution ${row.executionId} was not retried: ${elsewhere.refused}; retry it in the process that owns agent "${row.agentId}"`, {
+  if (verdict !== AdmissionVerdict.RefuseOwnedElsewhere) return verdict;
+  const why =
+    holder === undefined
+      ? `no process here holds agent "${row.agentId}"'s lease`
+      : `agent "${row.agentId}" is owned by ${holder.owner} (its lease runs until ${new Date(holder.expiresAt).toISOString()})`;
+  throw new RetryRefusedError(`execution ${row.executionId} was not retried: ${why}; retry it in the process that owns agent "${row.agentId}"`, {
     executionId: row.executionId,
     agentId: row.agentId,
     reason: "owned_elsewhere",
   });
+}
+
+/** The retry's refusal when its agent is not defined here: the next
+ * attempt runs its model and tools. */
+function notDefinedHere(row: ExecutionRow): RetryRefusedError {
+  const name = row.metadata.config?.["definition"];
+  const define = typeof name === "string" ? `its definition "${name}" is` : `agent "${row.agentId}" is`;
+  return new RetryRefusedError(
+    `execution ${row.executionId} was not retried: ${define} not defined in this environment (its model and tools run the next attempt); define it, then retry`,
+    { executionId: row.executionId, agentId: row.agentId, reason: "agent_not_defined" },
+  );
 }
 
 async function reopenAndInstall(host: RetryHost, row: ExecutionRow, agent: AgentEntry, waiter: Waiter, onReopened: (() => void) | undefined): Promise<Placed> {

@@ -2,13 +2,16 @@
 // `env.cancel` and `env.retry` reach here — the execution live here, a
 // message queued, a start filed for another process, the inbox that files
 // the cancel or retry for the process that runs the conversation — and the
-// same for a cancel or retry filed elsewhere and claimed here.
+// same for a cancel or retry filed elsewhere and claimed here. Where one
+// goes with no conversation here to ask is the core's verdict
+// (`placeById`, by-id-placement.ts), as for a decision and a wait.
 
+import { AdmissionSource } from "../../assembly/abi.js";
 import { CancellationError } from "../errors.js";
 import { transferError } from "../store/error-transfer.js";
 import type { ExecutionRow } from "../store/records.js";
 import type { ExecutionStore } from "../store/store.js";
-import type { AgentOwnership } from "./agent-ownership.js";
+import { placeById, type ByIdPlacement, type ByIdSource } from "./by-id-placement.js";
 import { cancelById, checkCancel, type CancelHost, type CancelOptions, type CancelResult } from "./cancel-by-id.js";
 import type { ControlLoop } from "./control-loop.js";
 import type { ConversationQueues } from "./conversation-queue.js";
@@ -16,7 +19,6 @@ import type { Conversations } from "./conversations.js";
 import type { Coordinator } from "./coordinator.js";
 import { settleWaiterWithError } from "./delivery.js";
 import type { InboxClaims } from "./inbox-claims.js";
-import { leasingStoreOf } from "./leases.js";
 import { executionOrQueued } from "./queued-rows.js";
 import { startInboxStoreOf } from "./remote-start.js";
 import { checkRetryOptions, retryById, type RetryHost, type RetryOptions } from "./retry.js";
@@ -31,8 +33,7 @@ export interface WorkByIdHost {
   readonly conversations: Conversations;
   readonly queues: Pick<ConversationQueues, "cancelQueued" | "admitRetry">;
   readonly visitor: boolean;
-  readonly inbox: Pick<InboxClaims, "remoteResumes" | "remoteStarts" | "remoteResumesFor" | "filesStarts">;
-  readonly ownership: Pick<AgentOwnership, "leaseHolder">;
+  readonly inbox: Pick<InboxClaims, "remoteResumes" | "remoteStarts" | "filesStarts">;
   assertOpen(what: string): void;
   assertStoreWritable(what: string): void;
 }
@@ -61,14 +62,28 @@ export class WorkById {
     return retryById(this.retryHost(), executionId, options);
   }
 
+  /** Where an operation by id on the conversation `agentId` goes with no
+   * conversation here to ask: the core's verdict on the facts read now.
+   * `conversationHere`: it is live here, or its definition is defined here. */
+  place(source: ByIdSource, agentId: string, conversationHere: boolean): Promise<ByIdPlacement> {
+    const { store, visitor, coordinator, inbox } = this.host;
+    return placeById({ store, visitor, core: coordinator.settings.core, inbox: () => inbox.remoteResumes }, source, agentId, conversationHere);
+  }
+
+  /** Where a wait on an execution running but not live here goes: followed
+   * at the process that runs it, or read here. */
+  placeWait(agentId: string): Promise<ByIdPlacement> {
+    return this.place(AdmissionSource.Observe, agentId, this.host.conversations.liveEntry(agentId) !== undefined);
+  }
+
   cancelHost(): CancelHost {
     const { coordinator, loop, store, conversations, queues, inbox } = this.host;
     return {
       coordinator,
       loop,
       store,
-      remoteFor: (agentId) => inbox.remoteResumesFor(agentId),
-      recoveredHere: (row) => conversations.liveEntry(row.agentId) !== undefined || conversations.kindOfRow(row) !== undefined,
+      placement: (row) =>
+        this.place(AdmissionSource.Cancel, row.agentId, conversations.liveEntry(row.agentId) !== undefined || conversations.kindOfRow(row) !== undefined),
       cancelQueued: (executionId, reason) => queues.cancelQueued(executionId, reason),
       readRow: (executionId) => executionOrQueued(store, executionId),
       // Any process that may write may cancel a filed start, one that takes
@@ -107,8 +122,7 @@ export class WorkById {
   }
 
   retryHost(): RetryHost {
-    const { coordinator, loop, store, conversations, visitor, inbox, ownership, queues } = this.host;
-    const leasing = leasingStoreOf(store);
+    const { coordinator, loop, store, conversations, queues } = this.host;
     return {
       coordinator,
       loop,
@@ -118,20 +132,7 @@ export class WorkById {
         const kind = conversations.liveKind(row.agentId) ?? conversations.kindOfRow(row);
         return kind === undefined ? undefined : conversations.use(row.agentId, kind);
       },
-      // Filed when another process runs the conversation: always from a
-      // visitor; on PostgreSQL while another process holds the agent.
-      elsewhere: async (agentId) => {
-        if (visitor) return inbox.remoteResumes !== undefined ? { filed: inbox.remoteResumes } : undefined;
-        if (!leasing || leasing.leaseOf(agentId) !== undefined) return undefined;
-        const holder = await ownership.leaseHolder(agentId);
-        if (holder !== undefined && inbox.remoteResumes !== undefined) return { filed: inbox.remoteResumes };
-        return {
-          refused:
-            holder === undefined
-              ? `no process here holds agent "${agentId}"'s lease`
-              : `agent "${agentId}" is owned by ${holder.owner} (its lease runs until ${new Date(holder.expiresAt).toISOString()})`,
-        };
-      },
+      placement: (row) => this.place(AdmissionSource.Retry, row.agentId, (conversations.liveKind(row.agentId) ?? conversations.kindOfRow(row)) !== undefined),
     };
   }
 }

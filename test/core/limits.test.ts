@@ -345,6 +345,7 @@ const ALL_ONES_DECISIONS: Record<number, readonly [ResultCode, "none" | "drop" |
   [MessageKind.MessageWritten]: [ResultCode.AgentSlotUnknown, "drop"],
   [MessageKind.HeadRetryDue]: [ResultCode.AgentSlotUnknown, "drop"],
   [MessageKind.RetryDue]: [ResultCode.AgentSlotUnknown, "drop"],
+  [MessageKind.ConversationRetaken]: [ResultCode.AgentSlotUnknown, "drop"],
 };
 
 describeDecisions("host input never traps", ({ it, boot }) => {
@@ -408,7 +409,7 @@ describeDecisions("host input never traps", ({ it, boot }) => {
         }).not.toThrow();
         expect(Number.isInteger(code)).toBe(true);
         expect(code).toBeGreaterThanOrEqual(ResultCode.Ok);
-        expect(code).toBeLessThanOrEqual(ResultCode.HeadNotStarting);
+        expect(code).toBeLessThanOrEqual(ResultCode.LeaseNotHeldHere);
         expect(() => core.effects()).not.toThrow();
         expect(() => core.snapshot()).not.toThrow();
       }

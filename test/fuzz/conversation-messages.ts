@@ -3,7 +3,8 @@
 // as the tables hold it now, so most of them are what a host would send in
 // that phase: ownership, a recovery and its finish (sometimes of a stale
 // epoch, sometimes duplicated), uses, the queue (a message written, a
-// head's retry due) and admissions. One in
+// head's retry due), admissions, a retake on demand and an `env.recover()`
+// of a conversation whose lease is not held here. One in
 // about twenty is noise: a stale generation or an argument out of range.
 
 import {
@@ -47,16 +48,18 @@ export function conversationMessage(intent: Intent, agent: Handle, record: Conve
   switch (record.phase) {
     case ConversationPhase.Registering:
       if (intent.noise % 4 === 0) return [MessageKind.ConversationOwned, slot, generation, 1 + (intent.pick % 2), intent.variant % 3, 0, 0, 0];
-      return [MessageKind.RecoveryRequested, slot, generation, 1 + (intent.pick % (RecoveryCauseLimit.End - 1)), intent.noise % 128, 0, 0, 0];
+      return [MessageKind.RecoveryRequested, slot, generation, 1 + (intent.pick % (RecoveryCauseLimit.End - 1)), intent.noise % 512, 0, 0, 0];
     case ConversationPhase.Recovering:
       // A start made meanwhile: it waits, unless too many wait already.
       if (intent.noise % 11 === 4) return [MessageKind.Admit, slot, generation, request, AdmissionSource.Direct, 1, 1, startsWaiting(intent)];
       return recovering(intent, agent, record);
     case ConversationPhase.Held:
       if (intent.noise % 6 === 0) return [MessageKind.ConversationOwned, slot, generation, Ownership.Elsewhere, 0, 0, 0, 0];
+      // Taken back on demand while held: what a fenced write held is recovered.
+      if (intent.noise % 6 === 1) return [MessageKind.ConversationRetaken, slot, generation, 0, 0, 0, 0, 0];
       // The retry's timer fires: at the hold's epoch, or a stale one.
       if (intent.noise % 3 === 0)
-        return [MessageKind.RetryDue, slot, generation, record.recoveryEpoch - (intent.pick % 4 === 0 ? 1 : 0), intent.variant % 128, 0, 0, 0];
+        return [MessageKind.RetryDue, slot, generation, record.recoveryEpoch - (intent.pick % 4 === 0 ? 1 : 0), intent.variant % 512, 0, 0, 0];
       return [MessageKind.RecoveryRequested, slot, generation, RecoveryCause.Retry, 0, 0, 0, 0];
     case ConversationPhase.OwnedElsewhere:
       return ownedElsewhere(intent, agent, record, request);
@@ -170,9 +173,12 @@ function ready(intent: Intent, agent: Handle, record: ConversationRecordView, re
       if (intent.pick % 4 === 0) return [MessageKind.HeadRetryDue, slot, generation, 0, 0, 0, 0, 0];
       return [MessageKind.AdmissionReleased, slot, generation, 0, 0, 0, 0, 0];
     case 9:
+      // A retake on demand (the core recovers what a fenced write held), or a hold.
+      if (intent.pick % 5 === 0) return [MessageKind.ConversationRetaken, slot, generation, 0, 0, 0, 0, 0];
       return [MessageKind.ConversationHeld, slot, generation, 1 + (intent.pick % 4), 0, 0, 0, 0];
     case 10:
-      return [MessageKind.RecoveryRequested, slot, generation, 1 + (intent.pick % (RecoveryCauseLimit.End - 1)), intent.variant % 128, 0, 0, 0];
+      // Every cause, `env.recover()` among them, with every fact (the lease not held here included).
+      return [MessageKind.RecoveryRequested, slot, generation, 1 + (intent.pick % (RecoveryCauseLimit.End - 1)), intent.variant % 512, 0, 0, 0];
     case 11:
       return [MessageKind.ConversationOwned, slot, generation, intent.pick % 5 === 0 ? Ownership.Elsewhere : Ownership.Here, 0, 0, 0, 0];
     default:
@@ -183,7 +189,7 @@ function ready(intent: Intent, agent: Handle, record: ConversationRecordView, re
 /** A conversation message of any kind with a stale generation, or with
  * its other arguments anywhere in u32. */
 function noise(intent: Intent, agent: Handle, request: number): Message {
-  const kind = MessageKind.ConversationOwned + (intent.pick % (MessageKind.RetryDue - MessageKind.ConversationOwned + 1));
+  const kind = MessageKind.ConversationOwned + (intent.pick % (MessageKind.ConversationRetaken - MessageKind.ConversationOwned + 1));
   const generation = intent.noise % 2 === 0 ? (agent.generation + 1) >>> 0 : agent.generation;
   const wild = [intent.noise, 0xffff_ffff, intent.variant, 0, intent.noise >>> 5][intent.variant % 5]!;
   if (kind === MessageKind.Admit) return [kind, agent.slot, generation, request, wild, intent.variant % 5, intent.pick % 5, 0];

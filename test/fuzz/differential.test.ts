@@ -121,6 +121,10 @@ function expectEveryKindAccepted(coverage: Coverage): void {
   expect(coverage.effectKinds.has(EffectKind.HeadTaken), "HeadTaken was never emitted").toBe(true);
   // A conversation reported owned elsewhere while its admission was held by a suspended or recovery-required execution.
   expect(coverage.effectKinds.has(EffectKind.FollowAdmitted), "FollowAdmitted was never emitted").toBe(true);
+  // A retake on demand found an execution held for recovery (docs/decisions/0062, "By id").
+  expect(coverage.effectKinds.has(EffectKind.RecoveryDue), "RecoveryDue was never emitted").toBe(true);
+  // env.recover() of a conversation whose lease is not held here was refused.
+  expect(coverage.codes.has(ResultCode.LeaseNotHeldHere), "no stream reached LeaseNotHeldHere").toBe(true);
 }
 
 describe("the WebAssembly core against the reference model", () => {

@@ -20,6 +20,7 @@ import {
   OutcomeType,
   Phase,
   PreparationOutcome,
+  RecoveryFact,
   ResumeFact,
   SessionEnding,
   SessionEventKind,
@@ -778,6 +779,15 @@ export class MessageStream {
     this.answer = message(MessageKind.HeadRetryDue, agent.slot, agent.generation);
   }
 
+  /** A recovery the core says is due (a retake on demand found an
+   * execution held for recovery) is asked for as the next message, as the
+   * host's pipeline does (`RecoveryRequested` with that cause). */
+  private learnRecoveryDue(agentSlot: number, cause: number): void {
+    const agent = this.agents.find((candidate) => candidate.slot === agentSlot);
+    if (!agent) return;
+    this.answer = message(MessageKind.RecoveryRequested, agent.slot, agent.generation, cause, RecoveryFact.Leasing | RecoveryFact.RecoversByItself);
+  }
+
   /** Under pressure, one provider call in two is answered at once by a
    * model asking for tools (its call still in flight), and the tool barrier
    * that follows by a batch as large as the in-flight limit: refused
@@ -892,6 +902,9 @@ export class MessageStream {
         break;
       case EffectKind.RetryHeadAfter:
         this.learnHeadRetry(effect.agent);
+        break;
+      case EffectKind.RecoveryDue:
+        this.learnRecoveryDue(effect.agent, effect.cause);
         break;
       case EffectKind.SubmitApprovalCommit:
         this.withExecution(effect.execution, (live) => {

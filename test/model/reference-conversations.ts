@@ -26,6 +26,7 @@ import {
   Ownership,
   RecoveryCause,
   RecoveryFact,
+  RecoveryFactMask,
   RecoveryOutcome,
   ResultCode,
   RowsPolicy,
@@ -127,6 +128,47 @@ const ADMISSION_RULES: readonly { readonly when: (facts: AdmissionFacts) => bool
 
 export function admissionVerdictFor(facts: AdmissionFacts): AdmissionVerdict {
   return ADMISSION_RULES.find((rule) => rule.when(facts))!.verdict;
+}
+
+/** What an operation by execution id depends on (docs/decisions/0062, "By id"). */
+export interface ByIdFacts {
+  readonly source: number;
+  readonly visitor: boolean;
+  readonly leasing: boolean;
+  readonly heldHere: boolean;
+  readonly heldElsewhere: boolean;
+  readonly inboxKept: boolean;
+  readonly conversationHere: boolean;
+}
+
+/** Another process runs the conversation. */
+const runsElsewhere = (f: ByIdFacts): boolean => f.visitor || (f.leasing && !f.heldHere);
+
+/** The by-id rules, in order: the first that matches decides. */
+const BY_ID_RULES: readonly { readonly when: (facts: ByIdFacts) => boolean; readonly verdict: AdmissionVerdict }[] = [
+  { when: (f) => (f.heldHere || f.heldElsewhere) && !f.leasing, verdict: AdmissionVerdict.None },
+  { when: (f) => f.heldHere && f.heldElsewhere, verdict: AdmissionVerdict.None },
+  { when: (f) => f.source === AdmissionSource.Observe && runsElsewhere(f), verdict: AdmissionVerdict.FileForOwner },
+  { when: (f) => f.source === AdmissionSource.Observe, verdict: AdmissionVerdict.RunHere },
+  { when: (f) => f.source === AdmissionSource.Cancel && runsElsewhere(f) && f.inboxKept, verdict: AdmissionVerdict.FileForOwner },
+  { when: (f) => f.source === AdmissionSource.Cancel && f.conversationHere, verdict: AdmissionVerdict.RefuseNotInstalled },
+  { when: (f) => f.source === AdmissionSource.Cancel, verdict: AdmissionVerdict.RunHere },
+  { when: (f) => f.source === AdmissionSource.Resume && f.conversationHere, verdict: AdmissionVerdict.RunHere },
+  { when: (f) => f.source === AdmissionSource.Resume && runsElsewhere(f) && f.inboxKept, verdict: AdmissionVerdict.FileForOwner },
+  { when: (f) => f.source === AdmissionSource.Resume, verdict: AdmissionVerdict.RefuseNotDefined },
+  { when: (f) => f.source === AdmissionSource.Retry && f.visitor && f.inboxKept, verdict: AdmissionVerdict.FileForOwner },
+  {
+    when: (f) => f.source === AdmissionSource.Retry && !f.visitor && f.leasing && !f.heldHere && f.heldElsewhere && f.inboxKept,
+    verdict: AdmissionVerdict.FileForOwner,
+  },
+  { when: (f) => f.source === AdmissionSource.Retry && !f.visitor && f.leasing && !f.heldHere, verdict: AdmissionVerdict.RefuseOwnedElsewhere },
+  { when: (f) => f.source === AdmissionSource.Retry && f.conversationHere, verdict: AdmissionVerdict.RunHere },
+  { when: (f) => f.source === AdmissionSource.Retry, verdict: AdmissionVerdict.RefuseNotDefined },
+  { when: () => true, verdict: AdmissionVerdict.None },
+];
+
+export function byIdVerdictFor(facts: ByIdFacts): AdmissionVerdict {
+  return BY_ID_RULES.find((rule) => rule.when(facts))!.verdict;
 }
 
 interface Conversation {
@@ -272,6 +314,8 @@ export class ReferenceConversations {
         return this.headRetryDue(a, b);
       case MessageKind.RetryDue:
         return this.retryDue(a, b, c, d);
+      case MessageKind.ConversationRetaken:
+        return this.retaken(a, b);
       default:
         return undefined;
     }
@@ -331,13 +375,23 @@ export class ReferenceConversations {
     if (held || execution.status === ExecutionStatus.Suspended) this.host.emit(EffectKind.FollowAdmitted, execution.slot, execution.generation);
   }
 
+  /** Taken back on demand: an execution held for recovery here (bound to
+   * the admission, held `recovery_required`) is recovered as a retake. */
+  private retaken(slot: number, generation: number): ResultCode {
+    const code = this.host.checkAgent(slot, generation);
+    if (code !== ResultCode.Ok) return this.host.drop(MessageKind.ConversationRetaken, code);
+    const held = this.host.agent(slot).admissionState === AdmissionState.RecoveryRequired && this.host.admittedExecution(slot) !== undefined;
+    if (held) this.host.emit(EffectKind.RecoveryDue, slot, RecoveryCause.Retake);
+    return ResultCode.Ok;
+  }
+
   /** A hold's retry is due: still held at that epoch, its recovery begins
    * with the cause the hold names. */
   private retryDue(slot: number, generation: number, epoch: number, facts: number): ResultCode {
     const K = MessageKind.RetryDue;
     const code = this.host.checkAgent(slot, generation);
     if (code !== ResultCode.Ok) return this.host.drop(K, code);
-    if (facts > 127) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
+    if ((facts & ~RecoveryFactMask.All) !== 0) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
     const record = this.at(slot);
     if (record.phase !== P.Held) return this.host.drop(K, ResultCode.ConversationPhaseMustMatch);
     if (record.recoveryEpoch !== epoch) return this.host.drop(K, ResultCode.RecoveryEpochMustMatch);
@@ -354,7 +408,10 @@ export class ReferenceConversations {
     const K = MessageKind.RecoveryRequested;
     const code = this.host.checkAgent(slot, generation);
     if (code !== ResultCode.Ok) return this.host.drop(K, code);
-    if (cause < RecoveryCause.OpenScan || cause > RecoveryCause.LeaseSettling || facts > 127) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
+    if (cause < RecoveryCause.OpenScan || cause > RecoveryCause.LeaseSettling || (facts & ~RecoveryFactMask.All) !== 0)
+      return this.host.drop(K, ResultCode.ArgumentOutOfRange);
+    // env.recover() of a conversation whose lease another process holds (or nobody does): refused.
+    if (cause === RecoveryCause.RecoverCalled && (facts & RecoveryFact.LeaseNotHeldHere) !== 0) return this.host.drop(K, ResultCode.LeaseNotHeldHere);
     const record = this.at(slot);
     const newFacts = RECOVERY_CAUSES_WITH_NEW_FACTS.includes(cause);
     if (record.phase === P.Recovering) {

@@ -811,7 +811,7 @@ describe("ReferenceCore", () => {
     // them, which these walks rarely do.
     // Whether one seed's walks reach every kind (ConversationHeld, four
     // live executions) hangs on the seed, and each new message kind shifts
-    // the draws: the walks go on with the next seed (1, 2, …, at most 8)
+    // the draws: the walks go on with the next seed (1, 2, …, at most 16)
     // until every kind was accepted, so coverage does not hang on one.
     const accepted = new Map<number, number>();
     let maxLive = 0;
@@ -819,7 +819,7 @@ describe("ReferenceCore", () => {
       !(kind === M.DeferredTerminal || kind === M.ResumeCommitReady || kind === M.CancelCommitReady || kind === M.HeadSettled)
       && !(kind === 16 || kind === 17 || unassignedMessageKinds.includes(kind));
     const covered = (): boolean => maxLive === 4 && KIND_RANGE.every((kind) => !expected(kind) || (accepted.get(kind) ?? 0) > 0);
-    for (let seed = 1; seed <= 8 && !covered(); seed++) walkSeed(seed);
+    for (let seed = 1; seed <= 16 && !covered(); seed++) walkSeed(seed);
     function walkSeed(seed: number): void {
       const rand = mulberry32(seed);
       for (let walk = 0; walk < 300; walk++) {
