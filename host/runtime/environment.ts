@@ -96,7 +96,7 @@ export class Environment {
     this.inbox = new InboxClaims({
       ...parts,
       agents: this,
-      takeoverPending: (agentId) => this.recoveries.takeoverPending(agentId),
+      recoveries: this.recoveries,
       cancelHost: () => this.byId.cancelHost(),
       retryHost: () => this.byId.retryHost(),
     });
@@ -233,14 +233,10 @@ export class Environment {
   readonly followExecution = (agentId: string, executionId: string, waiter: Waiter): void => this.followers.followExecution(agentId, executionId, waiter);
 
   /** @internal A caller waiting here on an execution another process runs now: followed until it ends. */
-  followElsewhere(agentId: string, executionId: string, waiter: Waiting): void {
-    this.followers.followElsewhere(agentId, executionId, waiter);
-  }
+  readonly followElsewhere = (agentId: string, executionId: string, waiter: Waiting): void => this.followers.followElsewhere(agentId, executionId, waiter);
 
   /** @internal Where a decision on a conversation here (`agent.resume`) this process may not apply is filed, as the core decides (inbox-claims.ts). */
-  remoteResumesFor(agent: AgentEntry): RemoteResumes | undefined {
-    return this.inbox.resumePlacementOf(agent);
-  }
+  readonly remoteResumesFor = (agent: AgentEntry): RemoteResumes | undefined => this.inbox.resumePlacementOf(agent);
 
   /** @internal Where an operation by id goes with no conversation here to ask: the core's verdict (by-id-placement.ts). */
   readonly placeById = (source: ByIdSource, agentId: string, here: boolean): Promise<ByIdPlacement> => this.byId.place(source, agentId, here);

@@ -9,6 +9,7 @@ import { AgentBusyError, InvalidInputError, type PhronomyError } from "../errors
 import { startTiming } from "../store/start-timing.js";
 import type { ExecutionStore } from "../store/store.js";
 import { Agent, type AgentHost, type AgentInput } from "./agent.js";
+import type { AgentRecoveries } from "./agent-recoveries.js";
 import { InboxApplier, inboxStoreOf, type ClaimedDecision } from "./approval-inbox.js";
 import { applyFiledCancel, type CancelHost } from "./cancel-by-id.js";
 import type { ConversationQueues } from "./conversation-queue.js";
@@ -33,8 +34,8 @@ export interface InboxClaimsHost {
   closed(): boolean;
   /** The environment, as a claimed decision's or start's handle uses it. */
   readonly agents: AgentHost;
-  /** A takeover the store noted is not told to the core yet (agent-recoveries.ts). */
-  takeoverPending(agentId: string): boolean;
+  /** Whether a takeover the store noted is not told to the core yet. */
+  readonly recoveries: Pick<AgentRecoveries, "takeoverPending">;
   /** Tells the core the conversation is owned elsewhere when the store says so. */
   readonly queues: Pick<ConversationQueues, "leaseLost">;
   cancelHost(): CancelHost;
@@ -93,7 +94,7 @@ export class InboxClaims {
    * tells the core first, `beforeAdmit`). */
   private inboxOpen(agentId: string): boolean {
     const entry = this.host.conversations.entryNow(agentId);
-    if (entry === undefined || this.host.takeoverPending(agentId)) return false;
+    if (entry === undefined || this.host.recoveries.takeoverPending(agentId)) return false;
     return (this.host.coordinator.settings.core.conversation(entry.slot).flags & ConversationFlag.InboxOpen) !== 0;
   }
 
