@@ -18,6 +18,10 @@
 // warm-up and close fall outside. `sequential` is one agent running one
 // execution after another; `inflight` is 100 agents, each starting its
 // next run as soon as its last one ended (bench/e2e's two loops).
+// `conversation` and `conversation-inflight` are the same two loops in the
+// shape the README shows: one agent defined by name, every run the first
+// start of a NEW conversation (an end user's), so each run also registers
+// the conversation, recovers it on first use, and lets it go afterwards.
 // Instructions of every thread count (the store's worker too). Needs
 // valgrind on the PATH; takes several minutes per shape.
 //
@@ -35,13 +39,15 @@ import { mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { loadavg, tmpdir, uptime } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Phronomy, type Agent, type Environment } from "../../host/index.js";
+import { Phronomy, type Agent, type DefinedAgent, type Environment } from "../../host/index.js";
 import type { OffloadStatistics } from "../../host/store/offload.js";
 import type { SqliteStore } from "../../host/store/sqlite-store.js";
 import type { SynchronousMode } from "../../host/store/sqlite/schema.js";
-import { IN_FLIGHT, defineAgents, warmUp } from "./workload.js";
+import { IN_FLIGHT, defineAgents, defineConversations, warmUp } from "./workload.js";
 
-type Shape = "sequential" | "inflight";
+type Shape = "sequential" | "inflight" | "conversation" | "conversation-inflight";
+
+const SHAPES: readonly Shape[] = ["sequential", "inflight", "conversation", "conversation-inflight"];
 
 /** Runs before the counted ones, in the same shape (BENCH_WARM_UP, for a
  * quick check of this script). A thousand runs leave most of the JIT's
@@ -64,7 +70,9 @@ else await driver();
 /** Runs each shape under callgrind and prints its instructions per run. */
 async function driver(): Promise<void> {
   const runs = Number(process.env.BENCH_RUNS ?? 1_000);
-  const shapes = (process.env.BENCH_SHAPES ?? "sequential,inflight").split(",") as Shape[];
+  const shapes = (process.env.BENCH_SHAPES ?? SHAPES.join(",")).split(",") as Shape[];
+  const unknown = shapes.filter((shape) => !SHAPES.includes(shape));
+  if (unknown.length > 0) throw new Error(`BENCH_SHAPES: unknown ${unknown.join(", ")}; the shapes are ${SHAPES.join(", ")}`);
   if (!Number.isInteger(runs) || runs < 1) throw new Error(`BENCH_RUNS must be a positive number of runs, got ${process.env.BENCH_RUNS}`);
   if (!Number.isInteger(WARM_UP_RUNS) || WARM_UP_RUNS < IN_FLIGHT)
     throw new Error(`BENCH_WARM_UP must be ${IN_FLIGHT} runs or more, got ${process.env.BENCH_WARM_UP}`);
@@ -127,16 +135,11 @@ async function child(): Promise<void> {
   try {
     const synchronous = (process.env.BENCH_SYNCHRONOUS ?? "FULL") as SynchronousMode;
     const env = await Phronomy.open({ store: join(directory, "instructions.db"), synchronous, logger: { warn: () => undefined } });
-    const agentCount = shape === "inflight" ? IN_FLIGHT : 1;
-    const agents = await defineAgents(
-      env,
-      Array.from({ length: agentCount }, (_, index) => `agent-${index}`),
-    );
-    await warmUp(agents);
-    await runCount(agents, WARM_UP_RUNS - agents.length);
+    const run = shape === "conversation" || shape === "conversation-inflight" ? await conversationRuns(env, shape) : await agentRuns(env, shape);
+    await run(WARM_UP_RUNS);
     const before = offloadStatisticsOf(env);
     loadavg();
-    await runCount(agents, Number(runs));
+    await run(Number(runs));
     uptime();
     printGroups(before, offloadStatisticsOf(env), Number(runs));
     await env.close();
@@ -158,6 +161,49 @@ function printGroups(before: OffloadStatistics, after: OffloadStatistics, runs: 
   const groups = after.inlineGroups - before.inlineGroups + (after.workerGroups - before.workerGroups);
   const inline = after.inlineGroups - before.inlineGroups;
   console.log(`${(operations / runs).toFixed(2)} store operations per run in ${(groups / runs).toFixed(2)} transactions (${inline} of ${groups} inline)`);
+}
+
+/** Runs `runs` runs of the shape (its workers one run at a time each). */
+type Runner = (runs: number) => Promise<void>;
+
+/** `sequential` / `inflight`: agents defined by id, warmed up by one run each. */
+async function agentRuns(env: Environment, shape: "sequential" | "inflight"): Promise<Runner> {
+  const agentCount = shape === "inflight" ? IN_FLIGHT : 1;
+  const agents = await defineAgents(
+    env,
+    Array.from({ length: agentCount }, (_, index) => `agent-${index}`),
+  );
+  let warm = false;
+  return async (runs) => {
+    if (warm) return runCount(agents, runs);
+    warm = true;
+    await warmUp(agents);
+    await runCount(agents, runs - agents.length);
+  };
+}
+
+/** `conversation` / `conversation-inflight`: one definition by name, each
+ * run on a conversation never used before (`user-0`, `user-1`, …). */
+async function conversationRuns(env: Environment, shape: "conversation" | "conversation-inflight"): Promise<Runner> {
+  const definition = defineConversations(env, "support");
+  await definition.ready;
+  const workers = shape === "conversation-inflight" ? IN_FLIGHT : 1;
+  let next = 0;
+  return (runs) => runConversations(definition, workers, runs, () => `user-${next++}`);
+}
+
+/** Exactly `runs` runs by `workers` loops, each on the conversation `id()` names. */
+async function runConversations(definition: DefinedAgent, workers: number, runs: number, id: () => string): Promise<void> {
+  let remaining = runs;
+  const worker = async (): Promise<void> => {
+    while (remaining > 0) {
+      remaining -= 1;
+      const conversation = id();
+      const result = await definition.conversation(conversation).start("Where is order 42?").result;
+      if (result.outcome !== "completed") throw new Error(`a run of conversation "${conversation}" ended ${result.outcome}`);
+    }
+  };
+  await Promise.all(Array.from({ length: workers }, worker));
 }
 
 /** Exactly `runs` runs spread over the agents, each agent one at a time. */

@@ -25,7 +25,7 @@
 //   conversations that have a suspended execution here.
 
 import { MessageKind as M, OwnerFact, Ownership, RecoveryCause, RecoveryFact, RecoveryOutcome, ResultCode, RowsPolicy } from "../../assembly/abi.js";
-import { AgentBusyError, InvalidInputError } from "../errors.js";
+import { AgentBusyError, CoreFailureError, InvalidInputError } from "../errors.js";
 import type { ExecutionRow } from "../store/records.js";
 import type { ControlLoop } from "./control-loop.js";
 import type { Coordinator } from "./coordinator.js";
@@ -70,6 +70,20 @@ export interface ConversationHost {
   executionSuspended(agentId: string): void;
   /** Records a conversation's recovery report (`env.recovery(id)`). */
   reportRecovery(agentId: string, report: Promise<RecoveredExecution[]>): void;
+}
+
+/** The core's order for a first recovery; `finished`: it asked for
+ * nothing, and was finished in the same turn. */
+type FirstRecoveryOrder = RecoveryOrder & { readonly finished: boolean };
+
+/** The environment's one scan, as a first use found it. */
+interface FirstScan {
+  /** Unfinished executions by agent. */
+  readonly byAgent: Map<string, ExecutionRow[]>;
+  /** Conversations with messages queued at open (`queuedAtOpen`). */
+  readonly queued: Map<string, string | undefined>;
+  /** When its read began (`performance.now()`). */
+  readonly readAt: number;
 }
 
 /** What asks for a conversation's first recovery. */
@@ -296,10 +310,22 @@ export class Conversations {
   private async prepare(conversation: Conversation): Promise<AgentEntry> {
     const scanning = this.host.recovers ? this.host.unfinishedByAgent() : undefined;
     const scanReadAt = this.host.unfinishedReadAt();
-    const scan = await scanning;
-    const entry = await this.register(conversation);
+    const scanned = await scanning;
+    const leasing = leasingStoreOf(this.host.store);
+    // Without a lease to take between them, the registration and the
+    // recovery's request are one loop turn (issue 25: every new
+    // conversation's first use), as if no message came in between.
+    if (leasing === undefined && scanned !== undefined) {
+      const scan = { byAgent: scanned, queued: this.host.queuedAtOpen(), readAt: scanReadAt };
+      const { entry, order } = await this.onLoop(conversation, `the first use of conversation "${conversation.id}"`, () => {
+        const registered = this.registerNow(conversation);
+        return { entry: registered, order: this.requestRecoveryOf(registered, conversation, scan) };
+      });
+      return this.recoverFirstUse(conversation, entry, order, scan);
+    }
+    const entry = await this.onLoop(conversation, `the first use of conversation "${conversation.id}"`, () => this.registerNow(conversation));
     const owned = await this.host.ownAgent(conversation.id);
-    if (owned === false || scan === undefined) {
+    if (owned === false || scanned === undefined) {
       // Recorded in the core; a start posted later finds it recorded (the
       // loop runs in order), and a closed loop has nothing left to admit.
       this.host.loop.post(() => this.tellOwnership(entry, owned !== false, this.ownerFactsOf(conversation), owned !== false), {
@@ -307,18 +333,31 @@ export class Conversations {
       });
       return entry;
     }
+    const scan = { byAgent: scanned, queued: this.host.queuedAtOpen(), readAt: scanReadAt };
+    const order = await this.onLoop(conversation, `the recovery of conversation "${conversation.id}"`, () => this.requestRecoveryOf(entry, conversation, scan));
+    return this.recoverFirstUse(conversation, entry, order, scan);
+  }
+
+  /** On the loop: the facts of the first recovery (what the open scan
+   * found) and the core's order for it. */
+  private requestRecoveryOf(entry: AgentEntry, conversation: Conversation, scan: FirstScan): FirstRecoveryOrder {
     const leasing = leasingStoreOf(this.host.store);
-    const queued = this.host.queuedAtOpen();
     // Scanned only when recovery runs by itself here (`recovers`).
-    const scanFacts = { inScan: scan.has(conversation.id), queuedAtOpen: queued.has(conversation.id), scanReadAt };
+    const scanFacts = { inScan: scan.byAgent.has(conversation.id), queuedAtOpen: scan.queued.has(conversation.id), scanReadAt: scan.readAt };
     const facts = recoveryFactsOf(leasing, conversation.id, scanFacts) | RecoveryFact.RecoversByItself;
-    const scanned = scan.get(conversation.id) ?? [];
-    const order = await this.onLoop(conversation, () => this.requestRecovery(entry, conversation, facts, scanned.length));
-    scan.delete(conversation.id);
-    queued.delete(conversation.id);
+    return this.requestRecovery(entry, conversation, facts, scan.byAgent.get(conversation.id)?.length ?? 0);
+  }
+
+  /** Carries out the first recovery's order: the rows it names read and
+   * recovered, unless the core finished it already. */
+  private async recoverFirstUse(conversation: Conversation, entry: AgentEntry, order: FirstRecoveryOrder, scan: FirstScan): Promise<AgentEntry> {
+    const leasing = leasingStoreOf(this.host.store);
+    const scanned = scan.byAgent.get(conversation.id) ?? [];
+    scan.byAgent.delete(conversation.id);
+    scan.queued.delete(conversation.id);
     if (!order.finished) {
       const fromStore = order.rows === RowsPolicy.FromStore && leasing !== undefined;
-      const readAt = fromStore ? performance.now() : scanReadAt;
+      const readAt = fromStore ? performance.now() : scan.readAt;
       const rows = fromStore ? await leasing.unfinishedExecutionsOf(conversation.id) : order.rows === RowsPolicy.FromScan ? scanned : [];
       // Messages queued behind an execution that ended before its head was
       // prepared (the process stopped in between) are restored by the
@@ -384,7 +423,7 @@ export class Conversations {
    * answers with the epoch and the rows to read. A recovery with nothing
    * to read or restore (the scan found no rows, the queue is not read) is
    * finished in the same turn. */
-  private requestRecovery(entry: AgentEntry, conversation: Conversation, facts: number, scannedRows: number): RecoveryOrder & { readonly finished: boolean } {
+  private requestRecovery(entry: AgentEntry, conversation: Conversation, facts: number, scannedRows: number): FirstRecoveryOrder {
     this.tellOwnership(entry, true, this.ownerFactsOf(conversation));
     const { coordinator } = this.host;
     const code = coordinator.apply(M.RecoveryRequested, entry.slot, entry.generation, conversation.cause, facts);
@@ -402,40 +441,49 @@ export class Conversations {
     return conversation.kind.name === undefined ? OwnerFact.DefinedById : 0;
   }
 
-  /** Runs `body` on the control loop and resolves with what it returned. */
-  private onLoop<T>(conversation: Conversation, body: () => T): Promise<T> {
+  /** Runs `body` on the control loop and resolves with what it returned
+   * (rejects with what it threw). */
+  private onLoop<T>(conversation: Conversation, label: string, body: () => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.host.loop.post(() => resolve(body()), { completion: { fail: reject }, label: `the recovery of conversation "${conversation.id}"` });
+      this.host.loop.post(
+        () => {
+          let value: T;
+          try {
+            value = body();
+          } catch (error) {
+            // A core failure stops the loop, which fails this completion.
+            if (error instanceof CoreFailureError) throw error;
+            return reject(error);
+          }
+          resolve(value);
+        },
+        { completion: { fail: reject }, label },
+      );
     });
   }
 
-  private register(conversation: Conversation): Promise<AgentEntry> {
-    const { loop, coordinator } = this.host;
-    return new Promise<AgentEntry>((resolve, reject) => {
-      loop.post(
-        () => {
-          const code = coordinator.apply(M.RegisterAgent, 0);
-          if (code !== ResultCode.Ok) return reject(errorForCode(code, { agentId: conversation.id }));
-          const { core } = coordinator.settings;
-          const kind = conversation.kind;
-          const entry: AgentEntry = {
-            id: conversation.id,
-            slot: core.effectWord(0, 1),
-            generation: core.effectWord(0, 2),
-            definition: kind.definition,
-            tools: kind.tools,
-            ...(kind.name !== undefined ? { definitionName: kind.name } : {}),
-          };
-          coordinator.registerAgentEntry(entry);
-          conversation.entry = entry;
-          // The uses counted before the slot existed are the core's now;
-          // later ones are told as they come (`countUse`).
-          for (let use = 0; use < conversation.users; use += 1) coordinator.apply(M.UseBegin, entry.slot, entry.generation);
-          resolve(entry);
-        },
-        { completion: { fail: reject }, label: `the first use of conversation "${conversation.id}"` },
-      );
-    });
+  /** On the loop: the conversation's core entry (`RegisterAgent`); throws
+   * what the core refused it with (AgentsFull). */
+  private registerNow(conversation: Conversation): AgentEntry {
+    const { coordinator } = this.host;
+    const code = coordinator.apply(M.RegisterAgent, 0);
+    if (code !== ResultCode.Ok) throw errorForCode(code, { agentId: conversation.id });
+    const { core } = coordinator.settings;
+    const kind = conversation.kind;
+    const entry: AgentEntry = {
+      id: conversation.id,
+      slot: core.effectWord(0, 1),
+      generation: core.effectWord(0, 2),
+      definition: kind.definition,
+      tools: kind.tools,
+      ...(kind.name !== undefined ? { definitionName: kind.name } : {}),
+    };
+    coordinator.registerAgentEntry(entry);
+    conversation.entry = entry;
+    // The uses counted before the slot existed are the core's now;
+    // later ones are told as they come (`countUse`).
+    for (let use = 0; use < conversation.users; use += 1) coordinator.apply(M.UseBegin, entry.slot, entry.generation);
+    return entry;
   }
 
   /** One host operation more (1) or less (-1) uses the conversation. The

@@ -196,4 +196,20 @@ describe("conversations", () => {
     gate.resolve();
     await expect(running.result).resolves.toMatchObject({ outcome: "completed" });
   });
+
+  it("a new conversation's first use on SQLite (no lease to take) is one loop turn: registered and its recovery asked together (issue 25)", async () => {
+    const env = await openEnvironment();
+    const support = env.agent({ name: "support", model: agentRunModel(), tools: { lookup: lookupTool() } });
+    await support.ready;
+    const labels: string[] = [];
+    const post = env.loop.post.bind(env.loop);
+    env.loop.post = (message, options) => {
+      const label = options?.label ?? "";
+      if (/^the (first use|recovery) of conversation "user-1"$/.test(label)) labels.push(label.replace(/ of conversation .*/, ""));
+      return post(message, options);
+    };
+    await expect(support.conversation("user-1").start("Where is order 42?").result).resolves.toMatchObject({ outcome: "completed" });
+    expect(labels).toEqual(["the first use"]);
+    await idle(env);
+  });
 });

@@ -66,6 +66,27 @@ describe("prepareExecution", () => {
     await store.closeAgent("never-ran", 6);
     expect(await store.run(prepare("e4", "never-ran"))).toMatchObject({ outcome: "not_established", error: { code: "AGENT_CLOSED" } });
   });
+
+  it("writes the root exactly as an insert, a read and an update did (issue 25: one statement now): new at revision 2, +1 per preparation, untouched when refused", async () => {
+    const store = await openTemporaryStore();
+    await store.run(prepare("e1", "nobody"));
+    expect(await store.getAgent("nobody")).toMatchObject({ lifecycle: "open", revision: 2, createdAt: 10, updatedAt: 10 });
+    await store.run({ ...prepare("e2", "nobody"), at: 20 });
+    expect(await store.getAgent("nobody")).toMatchObject({ lifecycle: "open", revision: 3, createdAt: 10, updatedAt: 20 });
+    // A reused execution id: refused, the root not bumped, but written if new.
+    expect(await store.run({ ...prepare("e2", "nobody"), at: 30 })).toMatchObject({ outcome: "not_established", error: { code: "INVALID_INPUT" } });
+    expect(await store.getAgent("nobody")).toMatchObject({ revision: 3, updatedAt: 20 });
+    expect(await store.run({ ...prepare("e2", "fresh"), at: 30 })).toMatchObject({ outcome: "not_established", error: { code: "INVALID_INPUT" } });
+    expect(await store.getAgent("fresh")).toMatchObject({ lifecycle: "open", revision: 1, createdAt: 30, updatedAt: 30 });
+    // A closed root: refused before the reused id, and not written.
+    await store.closeAgent("nobody", 40);
+    const closed = await store.getAgent("nobody");
+    expect(await store.run({ ...prepare("e2", "nobody"), at: 50 })).toMatchObject({ outcome: "not_established", error: { code: "AGENT_CLOSED" } });
+    expect(await store.run({ ...prepare("e5", "nobody"), at: 50 })).toMatchObject({ outcome: "not_established", error: { code: "AGENT_CLOSED" } });
+    expect(await store.getAgent("nobody")).toEqual(closed);
+    expect(await store.getExecution("e5")).toBeUndefined();
+    expect(await store.listSteps("e5")).toEqual([]);
+  });
 });
 
 describe("barriers", () => {

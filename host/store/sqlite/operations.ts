@@ -75,18 +75,10 @@ export function prepareExecution(connection: SqliteConnection, operation: Prepar
   // The agent's root is written by its first preparation, not when the
   // agent (a conversation) is defined (docs/decisions/0024-conversations.md);
   // a closed root refuses the start in this same transaction.
-  const agent = ensureAgent(connection, { type: "ensureAgent", agentId: operation.agentId, at: operation.at });
-  if (agent.lifecycle === "closed") return notEstablished(new AgentClosedError(operation.agentId));
   if (connection.prepare("SELECT 1 AS found FROM executions WHERE execution_id = ?").get(operation.executionId) !== undefined) {
-    return notEstablished(
-      new InvalidInputError(`execution id ${operation.executionId} is already in the store; every start needs a new execution id`, {
-        agentId: operation.agentId,
-        executionId: operation.executionId,
-        details: { reason: "execution_exists" },
-      }),
-    );
+    return refusedPreparation(connection, operation);
   }
-  connection.prepare("UPDATE agents SET revision = revision + 1, updated_at = ? WHERE agent_id = ?").run(operation.at, operation.agentId);
+  if (!openAgentRoot(connection, operation.agentId, operation.at)) return notEstablished(new AgentClosedError(operation.agentId));
   const metadata: ExecutionMetadata = { config: operation.config };
   appendSteps(connection, operation.executionId, [{ kind: "input", at: operation.at, payload: operation.input }]);
   if (operation.blockedBy !== undefined) {
@@ -106,6 +98,36 @@ export function prepareExecution(connection: SqliteConnection, operation: Prepar
   insertExecution(connection, operation, { status: "active", phase: "calling_llm", metadata, error: null });
   appendJournal(connection, operation.agentId, operation.journal);
   return { outcome: "active", revision: 1 };
+}
+
+/** A preparation under an execution id already stored: refused, and the
+ * agent's root written if it was not yet (a closed root refuses it first). */
+function refusedPreparation(connection: SqliteConnection, operation: PrepareExecutionOperation): PrepareExecutionResult {
+  const agent = ensureAgent(connection, { type: "ensureAgent", agentId: operation.agentId, at: operation.at });
+  if (agent.lifecycle === "closed") return notEstablished(new AgentClosedError(operation.agentId));
+  return notEstablished(
+    new InvalidInputError(`execution id ${operation.executionId} is already in the store; every start needs a new execution id`, {
+      agentId: operation.agentId,
+      executionId: operation.executionId,
+      details: { reason: "execution_exists" },
+    }),
+  );
+}
+
+/** A preparation's write of its agent's root, in one statement (issue 25:
+ * it was an insert, a read and an update): a new root is written at
+ * revision 2 (its creation's and this preparation's), an open one's
+ * revision goes up by one; false when the root is closed, and nothing is
+ * written. */
+function openAgentRoot(connection: SqliteConnection, agentId: string, at: number): boolean {
+  const opened = connection
+    .prepare(`
+    INSERT INTO agents (agent_id, lifecycle, revision, created_at, updated_at) VALUES (?, 'open', 2, ?, ?)
+    ON CONFLICT (agent_id) DO UPDATE SET revision = revision + 1, updated_at = excluded.updated_at WHERE lifecycle = 'open'
+    RETURNING 1 AS open
+  `)
+    .get(agentId, at, at);
+  return opened !== undefined;
 }
 
 /** The revision an execution prepared with its first provider barrier is

@@ -5,6 +5,10 @@
 // transaction itself fails (BEGIN, COMMIT, or a rollback that SQLite already
 // performed), every operation of the group fails with that error.
 //
+// BEGIN, COMMIT, SAVEPOINT and RELEASE run as cached prepared statements:
+// `exec` parses its text again each time, and every run commits six
+// transactions (issue 25). ROLLBACK, on failures only, stays an `exec`.
+//
 // Errors leave here as Phronomy errors: a raw SQLite error becomes a
 // `StoreError` carrying SQLite's message, its code and the store's path.
 
@@ -20,14 +24,14 @@ export type Settlement = { readonly ok: true; readonly value: unknown } | { read
 export function commitGroup(connection: SqliteConnection, operations: readonly OffloadOperation[]): Settlement[] {
   if (operations.length === 1) return [commitAlone(connection, operations[0]!)];
   try {
-    connection.exec("BEGIN IMMEDIATE");
+    connection.prepare("BEGIN IMMEDIATE").run();
   } catch (error) {
     const failure = storeErrorOf(error, connection.path);
     return operations.map(() => ({ ok: false, error: failure }));
   }
   const settlements = operations.map((operation) => applyInSavepoint(connection, operation));
   try {
-    connection.exec("COMMIT");
+    connection.prepare("COMMIT").run();
     return settlements;
   } catch (error) {
     rollbackQuietly(connection);
@@ -42,7 +46,7 @@ function commitAlone(connection: SqliteConnection, operation: OffloadOperation):
   try {
     connection.prepare("BEGIN IMMEDIATE").run();
     const value = applyOperation(connection, operation);
-    connection.exec("COMMIT");
+    connection.prepare("COMMIT").run();
     return { ok: true, value };
   } catch (error) {
     rollbackQuietly(connection);
