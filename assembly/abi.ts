@@ -99,11 +99,15 @@ export const enum MessageKind {
    * cause its hold names (the core's mapping), as a `RecoveryRequested`
    * would; else dropped as stale (a recovery began meanwhile). */
   RetryDue = 44,
-  /** (agent, generation): this process took the conversation's lease back
-   * on demand (a first use's acquire), which the store reports as no
-   * takeover. The core answers `RecoveryDue(Retake)` when an execution of
-   * the conversation is held for recovery here (a write fenced while the
-   * lease was lost), else nothing (docs/decisions/0062, "By id"). */
+  /** (agent, generation, RecoveryCause): this process holds the
+   * conversation's lease again at a later epoch — taken back on demand (a
+   * first use's acquire, which the store reports as no takeover; a start
+   * that found the store holding a conversation recorded owned
+   * elsewhere): `Retake`; a write fenced at the epoch it lost: `FencedWrite`
+   * (any other cause: `ArgumentOutOfRange`). The core answers
+   * `RecoveryDue(cause)` when an execution of the conversation is held for
+   * recovery here or the conversation is recorded owned elsewhere, else
+   * nothing (docs/decisions/0062, "By id", "Every retake asks the core"). */
   ConversationRetaken = 45,
 }
 

@@ -110,7 +110,7 @@ function applyConversationMessage(kind: u32, a: u32, b: u32, c: u32, d: u32, e: 
     case MessageKind.MessageWritten: return applyMessageWritten(a, b);
     case MessageKind.HeadRetryDue: return applyHeadRetryDue(a, b);
     case MessageKind.RetryDue: return applyRetryDue(a, b, c, d);
-    case MessageKind.ConversationRetaken: return applyConversationRetaken(a, b);
+    case MessageKind.ConversationRetaken: return applyConversationRetaken(a, b, c);
     default: return ResultCode.MessageKindUnknown;
   }
 }

@@ -108,15 +108,23 @@ export function applyRecoveryRequested(agent: u32, generation: u32, cause: u32, 
   return ResultCode.Ok;
 }
 
-/** Taken back on demand: what a fencing refusal held here while the
- * lease was lost (an execution held for recovery) is recovered now, as a
- * retake; nothing held, nothing to recover. The phase is not moved: the
- * recovery, when the host asks for it, reports the owner. */
-export function applyConversationRetaken(agent: u32, generation: u32): i32 {
+/** Taken back: this process holds the conversation's lease again, at a
+ * later epoch than the one it lost (a first use's acquire, a start that
+ * found the store holding a conversation recorded owned elsewhere, a
+ * write fenced at the lost epoch). `cause` says which retake it is
+ * (`Retake`, or `FencedWrite` for the last). A recovery is due when what
+ * is installed here may be out of date: an execution bound to the
+ * admission held for recovery (a fencing refusal held it while the lease
+ * was lost), or a conversation recorded owned elsewhere (the other
+ * process may have moved its rows on). Else nothing: the first use's own
+ * recovery reads the rows. The phase is not moved: the recovery, when the
+ * host asks for it, reports the owner. */
+export function applyConversationRetaken(agent: u32, generation: u32, cause: u32): i32 {
   const check = checkAgent(agent, generation);
   if (check != ResultCode.Ok) return dropStale(MessageKind.ConversationRetaken, check);
+  if (cause != RecoveryCause.Retake && cause != RecoveryCause.FencedWrite) return dropStale(MessageKind.ConversationRetaken, ResultCode.ArgumentOutOfRange);
   const held = agentAdmission(agent) == AdmissionState.RecoveryRequired && agentExecutionPlusOne(agent) != 0;
-  if (held) emit(EffectKind.RecoveryDue, agent, RecoveryCause.Retake);
+  if (held || conversationPhase(agent) == ConversationPhase.OwnedElsewhere) emit(EffectKind.RecoveryDue, agent, cause);
   return ResultCode.Ok;
 }
 

@@ -8,14 +8,14 @@
 // leasing store this process owns every agent it defines (a SQLite
 // visitor none).
 
-import { EffectKind, MessageKind as M, ResultCode } from "../../assembly/abi.js";
+import { RecoveryCause } from "../../assembly/abi.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { AgentRecoveries } from "./agent-recoveries.js";
-import type { AgentEntry } from "./requests.js";
 import type { Conversations } from "./conversations.js";
 import type { ControlLoop } from "./control-loop.js";
 import type { Coordinator } from "./coordinator.js";
 import { leasingStoreOf, type LeasingStore } from "./leases.js";
+import { postRetaken } from "./retakes.js";
 
 /** What ownership asks of its environment (environment.ts wires it). */
 export interface AgentOwnershipHost {
@@ -42,11 +42,8 @@ export class AgentOwnership {
     if (acquisition.acquired) {
       // Taken back on demand: the store reports no takeover for the agent
       // whose start took it; the core says whether what a fencing refusal
-      // left held here while it was lost is to be recovered now.
-      void this.host.conversations.liveEntry(agentId)?.then(
-        (entry) => this.tellRetaken(entry, acquisition.epoch),
-        () => undefined,
-      );
+      // left held here while it was lost is to be recovered now (retakes.ts).
+      postRetaken(this.host, agentId, acquisition.epoch, RecoveryCause.Retake, this.host.recoveries.recoverAfterRetake);
       return performance.now();
     }
     const { logger } = this.host.coordinator.settings;
@@ -60,20 +57,5 @@ export class AgentOwnership {
         `[phronomy] agent "${agentId}" is owned by ${acquisition.owner} until ${new Date(acquisition.expiresAt).toISOString()}: its starts are refused here (AGENT_BUSY); this process takes it over, and recovers it, if that lease expires`,
       );
     return false;
-  }
-
-  /** On the loop: `ConversationRetaken`; the core answers `RecoveryDue`
-   * when an execution of the conversation is held for recovery here, and
-   * the retake's recovery is carried out (unless the lease moved again). */
-  private tellRetaken(entry: AgentEntry, epoch: number): void {
-    this.host.loop.post(
-      () => {
-        const { coordinator } = this.host;
-        if (coordinator.apply(M.ConversationRetaken, entry.slot, entry.generation) !== ResultCode.Ok) return;
-        const due = coordinator.settings.core.effects().find((effect) => effect.kind === EffectKind.RecoveryDue);
-        if (due?.kind === EffectKind.RecoveryDue) this.host.recoveries.recoverAfterRetake(entry.id, epoch, due.cause);
-      },
-      { label: `the retake of conversation "${entry.id}"` },
-    );
   }
 }

@@ -34,6 +34,7 @@ import { heldEpochOf, leasingStoreOf } from "./leases.js";
 import { releaseSupersededSuspensions } from "./superseded-suspensions.js";
 import type { Waiting } from "./run.js";
 import { partitionedStoreOf } from "./partition-takeover.js";
+import { postRetaken, tellRetaken, type RecoverAfterRetake } from "./retakes.js";
 
 /** What the recoveries use of their environment. */
 export interface AgentRecoveriesHost {
@@ -502,9 +503,10 @@ export class AgentRecoveries {
    * longer holds: if it holds the agent's partition again at a later
    * epoch — lost and taken back while the execution ran — the takeover's
    * recovery may have read the execution before it was held, and no later
-   * takeover will come: recover the agent now (the core makes a recovery
-   * under way read again). Any other error (a store fault, a row that
-   * moved on): `healLater`. */
+   * takeover will come: a retake (`FencedWrite`), and the core says whether
+   * it is recovered now (retakes.ts; the core makes a recovery under way
+   * read again). Any other error (a store fault, a row that moved on):
+   * `healLater`. */
   executionHeld(agentId: string, error: PhronomyError): void {
     const fenced = error.details as { reason?: unknown; epoch?: unknown } | undefined;
     if (fenced?.reason !== "lease_lost" || typeof fenced.epoch !== "number") return this.healLater(agentId);
@@ -513,7 +515,15 @@ export class AgentRecoveries {
     // window may lapse again before this refusal comes back. Not held
     // now: the next take of the partition recovers it (`takeOver`).
     const held = heldEpochOf(this.host.store, agentId);
-    if (held !== undefined && held > fenced.epoch) this.recoverAfterRetake(agentId, held, RecoveryCause.FencedWrite);
+    if (held !== undefined && held > fenced.epoch) postRetaken(this.host, agentId, held, RecoveryCause.FencedWrite, this.recoverAfterRetake);
+  }
+
+  /** On the loop: a start the core placed elsewhere found the store
+   * holding its conversation here — a retake; the core says whether it is
+   * recovered now (retakes.ts). */
+  takenBack(entry: AgentEntry): void {
+    const epoch = heldEpochOf(this.host.store, entry.id);
+    if (epoch !== undefined) tellRetaken(this.host.coordinator, entry, epoch, RecoveryCause.Retake, this.recoverAfterRetake);
   }
 
   /** A store fault held the agent (a preparation whose outcome could not
@@ -540,16 +550,17 @@ export class AgentRecoveries {
     await this.pipeline.request(agentId, { cause: RecoveryCause.HealAfterStoreFault, fresh: true });
   }
 
-  /** Recovers the agent's executions held here (released and installed
-   * again from their rows, or let go if another process finished them),
-   * unless the partition moved again. */
-  recoverAfterRetake(agentId: string, epoch: number, cause: RecoveryCause = RecoveryCause.Retake): void {
+  /** The core's `RecoveryDue` of a retake (retakes.ts): recovers the
+   * agent's executions held here (released and installed again from their
+   * rows, or let go if another process finished them), unless the
+   * partition moved again since `epoch`. */
+  readonly recoverAfterRetake: RecoverAfterRetake = (agentId, epoch, cause) => {
     if (this.host.closed() || heldEpochOf(this.host.store, agentId) !== epoch) return;
     this.host.coordinator.settings.logger.debug?.(
       `[phronomy] agent "${agentId}" holds executions fenced while its partition was lost; taken back at lease epoch ${epoch}: recovering them`,
     );
     this.takeOver(agentId, epoch, cause);
-  }
+  };
 
   /** On the loop, before a start asks `Admit`: when this process's own
    * lease tick is renewing the conversation's partition late, or taking it

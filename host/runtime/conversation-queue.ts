@@ -184,11 +184,12 @@ export class ConversationQueues {
    * `Admit`):
    *
    * * the store says this process holds it: the core's phase is stale (a
-   *   takeover or retake not reported yet). Told (`ConversationOwned(here)`),
-   *   its recovery asked as a retake's (joined by the takeover's, if one is
-   *   on its way), and asked again, once: the core then answers as for a
-   *   conversation being registered here — the start waits for that
-   *   recovery, then runs here.
+   *   takeover or retake not reported yet). Told it is retaken
+   *   (`ConversationRetaken`: the core answers `RecoveryDue(Retake)`, asked
+   *   through the one pipeline, joined by the takeover's if one is on its
+   *   way) and owned here (`ConversationOwned(here)`), and asked again,
+   *   once: the core then answers as for a conversation being registered
+   *   here — the start waits for that recovery, then runs here.
    * * `LeaveFiled`: the filed start stays for the process that holds the
    *   conversation; the inbox reads the verdict (`request.filed`) and
    *   records nothing (filed-start-fate.ts).
@@ -209,8 +210,10 @@ export class ConversationQueues {
     }
     coordinator.requests.take(admission.handle);
     if (placement.heldHere) {
+      // Reported as a retake first, while the core still records it owned
+      // elsewhere: the core answers that its recovery is due.
+      this.state.environment.takenBack(agent);
       coordinator.apply(M.ConversationOwned, agent.slot, agent.generation, Ownership.Here);
-      this.state.environment.recoverTakenBack(agent.id);
       return this.admitStart(request, again.source, again.aborted, again.retry, again.file, true);
     }
     if (admission.verdict === AdmissionVerdict.LeaveFiled) {

@@ -35,7 +35,7 @@ import { EnvironmentReads } from "./environment-reads.js";
 import { Followers } from "./followers.js";
 import { WorkById } from "./work-by-id.js";
 import { InboxClaims } from "./inbox-claims.js";
-import { heldEpochOf, leasingStoreOf } from "./leases.js";
+import { leasingStoreOf } from "./leases.js";
 import type { OpenOptions } from "./open-options.js";
 import type { AgentDefinition, ConversationDefinition } from "./options.js";
 import { partitionedStoreOf, partitionTakeovers } from "./partition-takeover.js";
@@ -220,11 +220,8 @@ export class Environment {
   /** @internal The store's facts on where a start the core placed elsewhere goes (docs/decisions/0031, 0062). */
   readonly placementOf = (agentId: string): StartPlacement => this.inbox.placementOf(agentId);
 
-  /** @internal A conversation the core recorded owned elsewhere that the store says this process holds: recovered as a retake. */
-  recoverTakenBack(agentId: string): void {
-    const epoch = heldEpochOf(this.store, agentId);
-    if (epoch !== undefined) this.recoveries.recoverAfterRetake(agentId, epoch);
-  }
+  /** @internal On the loop: a conversation the core recorded owned elsewhere that the store says this process holds: a retake (retakes.ts). */
+  readonly takenBack = (agent: AgentEntry): void => this.recoveries.takenBack(agent);
 
   /** @internal A read of the store failed: the conversation is held in the core and recovered after its backoff (agent-recoveries.ts). */
   readonly healLater = (agentId: string): void => this.recoveries.healLater(agentId);

@@ -98,9 +98,10 @@ export interface ConversationQueueHost {
   /** The store's facts on where a start the core answered with a
    * placement verdict goes (inbox-claims.ts). */
   placementOf(agentId: string): StartPlacement;
-  /** The store says this process holds the conversation the core recorded
-   * owned elsewhere: its recovery, as a retake's (agent-recoveries.ts). */
-  recoverTakenBack(agentId: string): void;
+  /** On the loop: the store says this process holds the conversation the
+   * core recorded owned elsewhere — a retake, whose recovery the core
+   * decides (retakes.ts). */
+  takenBack(agent: AgentEntry): void;
   /** A read of the store failed: the conversation is held in the core and
    * recovered after its one backoff (agent-recoveries.ts, `healLater`). */
   healLater(agentId: string): void;

@@ -139,25 +139,38 @@ function ready(driver: Driver): Conversation {
   return c;
 }
 
-describeDecisions("ConversationRetaken(agent, gen)", ({ it, boot }) => {
-  it("answers RecoveryDue(Retake) when an execution of the conversation is held for recovery, and changes nothing", async () => {
-    const driver = await boot();
-    const run = driver.callingModel().event(SessionEventKind.LlmCompletedWithTools);
-    // The tool barrier's write was fenced (its lease lost): held recovery_required.
-    driver.step(M.ToolDispatchReady, run.exec, run.generation, run.session, run.revision, CommitOutcome.RehydrationRequired, 0, 0);
-    const before = driver.snapshot();
-    expect(driver.step(M.ConversationRetaken, run.agent, run.agentGeneration)).toEqual([
-      { kind: EffectKind.RecoveryDue, agent: run.agent, cause: Cause.Retake },
-    ]);
-    expect(driver.snapshot()).toEqual(before);
+describeDecisions("ConversationRetaken(agent, gen, cause)", ({ it, boot }) => {
+  it("answers RecoveryDue(cause) when an execution of the conversation is held for recovery, and changes nothing", async () => {
+    for (const cause of [Cause.Retake, Cause.FencedWrite]) {
+      const driver = await boot();
+      const run = driver.callingModel().event(SessionEventKind.LlmCompletedWithTools);
+      // The tool barrier's write was fenced (its lease lost): held recovery_required.
+      driver.step(M.ToolDispatchReady, run.exec, run.generation, run.session, run.revision, CommitOutcome.RehydrationRequired, 0, 0);
+      const before = driver.snapshot();
+      expect(driver.step(M.ConversationRetaken, run.agent, run.agentGeneration, cause)).toEqual([{ kind: EffectKind.RecoveryDue, agent: run.agent, cause }]);
+      expect(driver.snapshot()).toEqual(before);
+    }
+  });
+
+  it("answers RecoveryDue(cause) for a conversation recorded owned elsewhere that is taken back, and leaves its phase", async () => {
+    for (const cause of [Cause.Retake, Cause.FencedWrite]) {
+      const driver = await boot();
+      const c = ready(driver);
+      driver.step(M.ConversationOwned, c.slot, c.generation, Ownership.Elsewhere, 0);
+      const before = driver.snapshot();
+      expect(driver.step(M.ConversationRetaken, c.slot, c.generation, cause)).toEqual([{ kind: EffectKind.RecoveryDue, agent: c.slot, cause }]);
+      expect(driver.snapshot()).toEqual(before);
+      expect(driver.snapshot().conversations[c.slot]?.phase).toBe(Phase.OwnedElsewhere);
+    }
   });
 
   it("answers nothing when nothing is held: a running execution, an idle conversation, an agent held with no execution", async () => {
     const driver = await boot();
     const c = ready(driver);
-    expect(driver.step(M.ConversationRetaken, c.slot, c.generation)).toEqual([]);
+    expect(driver.step(M.ConversationRetaken, c.slot, c.generation, Cause.Retake)).toEqual([]);
+    expect(driver.step(M.ConversationRetaken, c.slot, c.generation, Cause.FencedWrite)).toEqual([]);
     const run = driver.callingModel();
-    expect(driver.step(M.ConversationRetaken, run.agent, run.agentGeneration)).toEqual([]);
+    expect(driver.step(M.ConversationRetaken, run.agent, run.agentGeneration, Cause.Retake)).toEqual([]);
     // A preparation whose outcome was not read back holds the agent itself: not a fenced execution.
     const admission = driver.admitted();
     driver.apply(
@@ -170,13 +183,15 @@ describeDecisions("ConversationRetaken(agent, gen)", ({ it, boot }) => {
       0,
       admission.request,
     );
-    expect(driver.step(M.ConversationRetaken, admission.agent, admission.agentGeneration)).toEqual([]);
+    expect(driver.step(M.ConversationRetaken, admission.agent, admission.agentGeneration, Cause.Retake)).toEqual([]);
   });
 
-  it("drops a stale generation", async () => {
+  it("drops a stale generation, and a cause that is not a retake's", async () => {
     const driver = await boot();
     const c = ready(driver);
-    driver.expectDropped(M.ConversationRetaken, ResultCode.AgentGenerationMustMatch, c.slot, c.generation + 1);
+    driver.expectDropped(M.ConversationRetaken, ResultCode.AgentGenerationMustMatch, c.slot, c.generation + 1, Cause.Retake);
+    for (const cause of [Cause.None, Cause.LeaseTakeover, Cause.RecoverCalled, 0xffff_ffff])
+      driver.expectDropped(M.ConversationRetaken, ResultCode.ArgumentOutOfRange, c.slot, c.generation, cause);
   });
 });
 

@@ -56,7 +56,7 @@ export function conversationMessage(intent: Intent, agent: Handle, record: Conve
     case ConversationPhase.Held:
       if (intent.noise % 6 === 0) return [MessageKind.ConversationOwned, slot, generation, Ownership.Elsewhere, 0, 0, 0, 0];
       // Taken back on demand while held: what a fenced write held is recovered.
-      if (intent.noise % 6 === 1) return [MessageKind.ConversationRetaken, slot, generation, 0, 0, 0, 0, 0];
+      if (intent.noise % 6 === 1) return [MessageKind.ConversationRetaken, slot, generation, retakeCause(intent), 0, 0, 0, 0];
       // The retry's timer fires: at the hold's epoch, or a stale one.
       if (intent.noise % 3 === 0)
         return [MessageKind.RetryDue, slot, generation, record.recoveryEpoch - (intent.pick % 4 === 0 ? 1 : 0), intent.variant % 512, 0, 0, 0];
@@ -110,6 +110,9 @@ function ownedElsewhere(intent: Intent, agent: Handle, record: ConversationRecor
   const choice = intent.noise % 6;
   if (choice < 2) return [MessageKind.ConversationOwned, slot, generation, Ownership.Here, 0, 0, 0, 0];
   if (choice === 5) return [MessageKind.RecoveryRequested, slot, generation, RecoveryCause.HealAfterStoreFault, 0, 0, 0, 0];
+  // The store holds it here again (a start placed elsewhere found it so, a
+  // fenced write's retake): the core answers that a recovery is due.
+  if (choice === 4 && intent.pick % 3 === 0) return [MessageKind.ConversationRetaken, slot, generation, retakeCause(intent), 0, 0, 0, 0];
   if (choice === 2) return [MessageKind.ConversationOwned, slot, generation, Ownership.Elsewhere, 0, 0, 0, 0];
   if (choice === 3 && record.queued < QUEUED_STREAM_MAX) return [MessageKind.MessageQueued, slot, generation, 1, 0, 0, 0, 0];
   // Facts: the queue kept, and (2) whether a start made here can be filed.
@@ -123,6 +126,14 @@ function ownedElsewhere(intent: Intent, agent: Handle, record: ConversationRecor
     1 | (intent.noise % 12 < 6 ? 2 : 0),
     startsWaiting(intent),
   ];
+}
+
+/** The cause a retake reports: mostly `Retake` or `FencedWrite`, now and
+ * then one the core refuses (`ArgumentOutOfRange`). */
+function retakeCause(intent: Intent): number {
+  return [RecoveryCause.Retake, RecoveryCause.FencedWrite, RecoveryCause.Retake, RecoveryCause.FencedWrite, RecoveryCause.None, RecoveryCause.LeaseTakeover][
+    intent.variant % 6
+  ]!;
 }
 
 /** The starts the host says wait on the conversation, with `Admit`: mostly
@@ -174,7 +185,7 @@ function ready(intent: Intent, agent: Handle, record: ConversationRecordView, re
       return [MessageKind.AdmissionReleased, slot, generation, 0, 0, 0, 0, 0];
     case 9:
       // A retake on demand (the core recovers what a fenced write held), or a hold.
-      if (intent.pick % 5 === 0) return [MessageKind.ConversationRetaken, slot, generation, 0, 0, 0, 0, 0];
+      if (intent.pick % 5 === 0) return [MessageKind.ConversationRetaken, slot, generation, retakeCause(intent), 0, 0, 0, 0];
       return [MessageKind.ConversationHeld, slot, generation, 1 + (intent.pick % 4), 0, 0, 0, 0];
     case 10:
       // Every cause, `env.recover()` among them, with every fact (the lease not held here included).

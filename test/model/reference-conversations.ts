@@ -315,7 +315,7 @@ export class ReferenceConversations {
       case MessageKind.RetryDue:
         return this.retryDue(a, b, c, d);
       case MessageKind.ConversationRetaken:
-        return this.retaken(a, b);
+        return this.retaken(a, b, c);
       default:
         return undefined;
     }
@@ -375,13 +375,18 @@ export class ReferenceConversations {
     if (held || execution.status === ExecutionStatus.Suspended) this.host.emit(EffectKind.FollowAdmitted, execution.slot, execution.generation);
   }
 
-  /** Taken back on demand: an execution held for recovery here (bound to
-   * the admission, held `recovery_required`) is recovered as a retake. */
-  private retaken(slot: number, generation: number): ResultCode {
+  /** Taken back (a retake on demand, a start that found the store holding
+   * a conversation recorded owned elsewhere, a fenced write's retake): a
+   * recovery of that cause is due when an execution bound to the
+   * admission is held `recovery_required`, or the conversation is
+   * recorded owned elsewhere. */
+  private retaken(slot: number, generation: number, cause: number): ResultCode {
+    const K = MessageKind.ConversationRetaken;
     const code = this.host.checkAgent(slot, generation);
-    if (code !== ResultCode.Ok) return this.host.drop(MessageKind.ConversationRetaken, code);
+    if (code !== ResultCode.Ok) return this.host.drop(K, code);
+    if (cause !== RecoveryCause.Retake && cause !== RecoveryCause.FencedWrite) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
     const held = this.host.agent(slot).admissionState === AdmissionState.RecoveryRequired && this.host.admittedExecution(slot) !== undefined;
-    if (held) this.host.emit(EffectKind.RecoveryDue, slot, RecoveryCause.Retake);
+    if (held || this.at(slot).phase === P.OwnedElsewhere) this.host.emit(EffectKind.RecoveryDue, slot, cause);
     return ResultCode.Ok;
   }
 
