@@ -150,21 +150,30 @@ describe("the WebAssembly core against the reference model", () => {
     const coverage = new Coverage();
     // One agent more than executions: a second start finds the table full.
     const smallest = fc.integer({ min: 1, max: 2 }).map((executionsMax) => ({ agentsMax: executionsMax + 1, executionsMax }));
-    fc.assert(
-      fc.property(smallest, floodIntents, (coreLimits, intents) => {
-        runStream({ module, limits: coreLimits, stream: { pressure: true } }, intents, coverage);
-      }),
-      { seed, numRuns: floodRuns },
-    );
-    console.log(`differential fuzzing, floods: ${coverage.describeLengths()}; longest apply ${coverage.longestEffects} effects`);
-    for (const [code, name] of [
+    const limits = [
       [ResultCode.WaitersFull, "WaitersFull"],
       [ResultCode.InFlightFull, "InFlightFull"],
       [ResultCode.AgentsFull, "AgentsFull"],
       [ResultCode.ExecutionsFull, "ExecutionsFull"],
-    ] as const) {
-      expect(coverage.codes.has(code), `no stream reached ${name}`).toBe(true);
+    ] as const;
+    const reachedAll = (): boolean => limits.every(([code]) => coverage.codes.has(code)) && coverage.longestEffects === EffectLayout.EffectsLongestDecision;
+    // The longest decision (a recovery ending ready with its queue read and
+    // its inbox drained) needs a rare order of messages: a seed that misses
+    // it goes on with the next seed, as the reference-core walks do, so the
+    // check does not depend on the seed drawn (FUZZ_SEED=11 missed it).
+    let streamsSeed = seed;
+    for (let round = 0; round < 40 && (round === 0 || !reachedAll()); round += 1, streamsSeed += 1) {
+      fc.assert(
+        fc.property(smallest, floodIntents, (coreLimits, intents) => {
+          runStream({ module, limits: coreLimits, stream: { pressure: true } }, intents, coverage);
+        }),
+        { seed: streamsSeed, numRuns: floodRuns },
+      );
     }
+    console.log(
+      `differential fuzzing, floods (seeds ${seed}–${streamsSeed - 1}): ${coverage.describeLengths()}; longest apply ${coverage.longestEffects} effects`,
+    );
+    for (const [code, name] of limits) expect(coverage.codes.has(code), `no stream reached ${name}`).toBe(true);
     expect(coverage.longestEffects, "no stream reached the longest decision").toBe(EffectLayout.EffectsLongestDecision);
   });
 
