@@ -295,6 +295,7 @@ export class World {
     if (executionId !== undefined) this.knowExecution(caller, executionId);
     this.note(`  settled: ${caller.label} → ${outcome}${executionId ? ` (${executionId})` : ""}`);
     if (caller.settlements > 1) this.problem(`${caller.label} settled ${caller.settlements} times`);
+    if (bugCodes.has(outcome.replace(/^cancel:/, ""))) this.problem(`${caller.label} settled ${outcome}, which only a bug produces`);
     if (outcome === "completed" && executionId !== undefined) {
       const row = this.cluster.execution(executionId);
       if (row?.status !== "terminal" || row.outcome !== "completed") this.problem(`${caller.label} completed, but its row is ${row?.status}/${row?.outcome}`);
@@ -596,6 +597,10 @@ export class World {
 const writeFates: readonly WriteFate[] = [...Array<WriteFate>(17).fill("commit"), "failed", "unknown_committed", "unknown_not_committed"];
 
 /** Writes fenced by the agent's lease (PostgreSQL's fence). */
+/** Codes no fault of the world explains: `INTERNAL` is a broken promise
+ * of the host's own, `CORE_FAILED` a trap of the core (the world injects
+ * none), `STREAM_CALLBACK` a listener that threw (it registers none). */
+const bugCodes = new Set(["INTERNAL", "CORE_FAILED", "STREAM_CALLBACK"]);
 const fencedTypes = new Set(["prepareExecution", "providerBarrier", "toolBarrier", "terminalCommit", "approvalCommit", "reopenExecution", "enqueueMessage"]);
 
 /** Lets every microtask and the loop's drains run (timers are fake). */
