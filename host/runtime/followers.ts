@@ -49,9 +49,16 @@ export class Followers {
   /** Waits for an execution's outcome: another observer of a live
    * execution, or the durable outcome of one that already ended. */
   wait(executionId: string): Run {
+    return this.observer(executionId, undefined);
+  }
+
+  /** `wait`; `queuedOf` names the agent when the execution is known to
+   * exist (a keyed start refused for it): no row yet is then a message
+   * queued at another process, followed until it runs. */
+  private observer(executionId: string, queuedOf: string | undefined): Run {
     const waiter = new Waiter("", undefined, true);
     const settings = this.host.coordinator.settings;
-    this.host.loop.post(() => this.observe(executionId, waiter), {
+    this.host.loop.post(() => this.observe(executionId, waiter, queuedOf), {
       completion: { fail: (error) => settleWaiterWithError(waiter, asPhronomyError(error, "INTERNAL"), settings) },
       label: `a wait for execution ${executionId}`,
     });
@@ -60,7 +67,7 @@ export class Followers {
 
   /** On the loop: `waiter` observes the execution live here, its queued
    * message, or else its row. */
-  private observe(executionId: string, waiter: Waiter): void {
+  private observe(executionId: string, waiter: Waiter, queuedOf: string | undefined): void {
     const { coordinator } = this.host;
     const settings = coordinator.settings;
     const entry = coordinator.entryById(executionId);
@@ -91,7 +98,7 @@ export class Followers {
     }
     this.host.store
       .getExecution(executionId)
-      .then((row) => this.observeRow(executionId, row, waiter))
+      .then((row) => this.observeRow(executionId, row, waiter, queuedOf))
       .catch((error: unknown) => settleWaiterWithError(waiter, asPhronomyError(error, "STORE"), settings));
   }
 
@@ -99,10 +106,13 @@ export class Followers {
    * for (or a message queued in) another process is waited for
    * (docs/decisions/0031); a running one is followed where the core
    * places it (another process runs it); else settled from the row. */
-  private async observeRow(executionId: string, row: ExecutionRow | undefined, waiter: Waiter): Promise<void> {
+  private async observeRow(executionId: string, row: ExecutionRow | undefined, waiter: Waiter, queuedOf: string | undefined): Promise<void> {
     const settings = this.host.coordinator.settings;
     const remoteStarts = this.host.remoteStarts();
     if (row === undefined && remoteStarts !== undefined && !this.host.closed()) return remoteStarts.observe(executionId, waiter);
+    // Queued at the process holding the conversation (no inbox to file
+    // with): its row comes when it is prepared or cancelled (decision 0063, 18).
+    if (row === undefined && queuedOf !== undefined) return this.follower().follow(executionId, queuedOf, waiter);
     const running = row !== undefined && row.status !== "terminal" && row.status !== "suspended";
     // The facts' read failing because the environment closed meanwhile is its shutdown, told below.
     const placement = running
@@ -126,7 +136,7 @@ export class Followers {
     const remoteStarts = this.host.remoteStarts();
     if (remoteStarts !== undefined) return remoteStarts.follow(agentId, executionId, waiter);
     const settings = this.host.coordinator.settings;
-    const observed = this.wait(executionId);
+    const observed = this.observer(executionId, agentId);
     observed.executionId.then(
       (id) => waiter.knowExecutionId(id),
       () => undefined,
