@@ -18,6 +18,7 @@ import { DurableWatches } from "./durable-watch.js";
 import { settleFromRow } from "./durable-outcome.js";
 import { followAdmitted, reportLostConversations } from "./lost-leases.js";
 import { leasingStoreOf } from "./leases.js";
+import { queueReaderOf } from "../store/queue.js";
 import type { RemoteStarts } from "./remote-start.js";
 import type { AgentEntry } from "./requests.js";
 import { Waiter, type Run, type Waiting } from "./run.js";
@@ -107,12 +108,20 @@ export class Followers {
    * (docs/decisions/0031); a running one is followed where the core
    * places it (another process runs it); else settled from the row. */
   private async observeRow(executionId: string, row: ExecutionRow | undefined, waiter: Waiter, queuedOf: string | undefined): Promise<void> {
-    const settings = this.host.coordinator.settings;
     const remoteStarts = this.host.remoteStarts();
     if (row === undefined && remoteStarts !== undefined && !this.host.closed()) return remoteStarts.observe(executionId, waiter);
+    if (row !== undefined || queuedOf === undefined) return this.observeFound(executionId, row, waiter);
     // Queued at the process holding the conversation (no inbox to file
     // with): its row comes when it is prepared or cancelled (decision 0063, 18).
-    if (row === undefined && queuedOf !== undefined) return this.follower().follow(executionId, queuedOf, waiter);
+    const found = await this.queuedOrRow(executionId);
+    if (found === "queued") return this.follower().follow(executionId, queuedOf, waiter);
+    return this.observeFound(executionId, found, waiter);
+  }
+
+  /** The row read (or none): a running execution is followed where the
+   * core places it, anything else settled from the row. */
+  private async observeFound(executionId: string, row: ExecutionRow | undefined, waiter: Waiter): Promise<void> {
+    const settings = this.host.coordinator.settings;
     const running = row !== undefined && row.status !== "terminal" && row.status !== "suspended";
     // The facts' read failing because the environment closed meanwhile is its shutdown, told below.
     const placement = running
@@ -128,6 +137,14 @@ export class Followers {
       return;
     }
     settleFromRow(waiter, executionId, row, settings);
+  }
+
+  /** A message still queued under the id, or else its row read again (it
+   * may have been prepared since the first read), or none. */
+  private async queuedOrRow(executionId: string): Promise<"queued" | ExecutionRow | undefined> {
+    const reader = queueReaderOf(this.host.store);
+    if (reader !== undefined && (await reader.queuedMessage(executionId)) !== undefined) return "queued";
+    return this.host.store.getExecution(executionId);
   }
 
   /** A keyed start whose execution is in the store already: `waiter`
