@@ -599,8 +599,9 @@ const writeFates: readonly WriteFate[] = [...Array<WriteFate>(17).fill("commit")
 /** Writes fenced by the agent's lease (PostgreSQL's fence). */
 /** Codes no fault of the world explains: `INTERNAL` is a broken promise
  * of the host's own, `CORE_FAILED` a trap of the core (the world injects
- * none), `STREAM_CALLBACK` a listener that threw (it registers none). */
-const bugCodes = new Set(["INTERNAL", "CORE_FAILED", "STREAM_CALLBACK"]);
+ * none), `STREAM_CALLBACK` a listener that threw (it registers none),
+ * `INVALID_INPUT` a valid request refused (the world sends no bad input). */
+const bugCodes = new Set(["INTERNAL", "CORE_FAILED", "STREAM_CALLBACK", "INVALID_INPUT"]);
 const fencedTypes = new Set(["prepareExecution", "providerBarrier", "toolBarrier", "terminalCommit", "approvalCommit", "reopenExecution", "enqueueMessage"]);
 
 /** Lets every microtask and the loop's drains run (timers are fake). */
