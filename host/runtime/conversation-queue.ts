@@ -277,7 +277,13 @@ export class ConversationQueues {
     observer.knowExecutionId(executionId);
     item.waiter.result.then(
       (result) => observer.resolve(result),
-      (error: Error) => observer.reject(error),
+      (error: Error) => {
+        // Its enqueue refused because the id is an execution already (a
+        // second start of a key): that execution is the one to follow
+        // (docs/decisions/0063, found 19); the item is forgotten by now.
+        if (refusedAsExisting(error)) return this.state.environment.followExecution(item.agent.id, executionId, observer);
+        observer.reject(error);
+      },
     );
     return true;
   }
@@ -374,4 +380,9 @@ export class ConversationQueues {
 /** A start told the environment closed while it waited for its conversation. */
 function shutdownOf(request: { readonly agent: AgentEntry }): RuntimeShutdownError {
   return new RuntimeShutdownError(`a start of agent "${request.agent.id}" waiting for its conversation to be recovered`, { agentId: request.agent.id });
+}
+
+/** An enqueue refused because its execution id is in the store already. */
+function refusedAsExisting(error: Error): boolean {
+  return error instanceof PhronomyError && error.code === "INVALID_INPUT" && error.details?.["reason"] === "execution_exists";
 }

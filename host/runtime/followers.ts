@@ -18,6 +18,7 @@ import { DurableWatches } from "./durable-watch.js";
 import { settleFromRow } from "./durable-outcome.js";
 import { followAdmitted, reportLostConversations } from "./lost-leases.js";
 import { leasingStoreOf } from "./leases.js";
+import { queueReaderOf } from "../store/queue.js";
 import type { RemoteStarts } from "./remote-start.js";
 import type { AgentEntry } from "./requests.js";
 import { Waiter, type Run, type Waiting } from "./run.js";
@@ -49,9 +50,16 @@ export class Followers {
   /** Waits for an execution's outcome: another observer of a live
    * execution, or the durable outcome of one that already ended. */
   wait(executionId: string): Run {
+    return this.observer(executionId, undefined);
+  }
+
+  /** `wait`; `queuedOf` names the agent when the execution is known to
+   * exist (a keyed start refused for it): no row yet is then a message
+   * queued at another process, followed until it runs. */
+  private observer(executionId: string, queuedOf: string | undefined): Run {
     const waiter = new Waiter("", undefined, true);
     const settings = this.host.coordinator.settings;
-    this.host.loop.post(() => this.observe(executionId, waiter), {
+    this.host.loop.post(() => this.observe(executionId, waiter, queuedOf), {
       completion: { fail: (error) => settleWaiterWithError(waiter, asPhronomyError(error, "INTERNAL"), settings) },
       label: `a wait for execution ${executionId}`,
     });
@@ -60,7 +68,7 @@ export class Followers {
 
   /** On the loop: `waiter` observes the execution live here, its queued
    * message, or else its row. */
-  private observe(executionId: string, waiter: Waiter): void {
+  private observe(executionId: string, waiter: Waiter, queuedOf: string | undefined): void {
     const { coordinator } = this.host;
     const settings = coordinator.settings;
     const entry = coordinator.entryById(executionId);
@@ -91,7 +99,7 @@ export class Followers {
     }
     this.host.store
       .getExecution(executionId)
-      .then((row) => this.observeRow(executionId, row, waiter))
+      .then((row) => this.observeRow(executionId, row, waiter, queuedOf))
       .catch((error: unknown) => settleWaiterWithError(waiter, asPhronomyError(error, "STORE"), settings));
   }
 
@@ -99,10 +107,21 @@ export class Followers {
    * for (or a message queued in) another process is waited for
    * (docs/decisions/0031); a running one is followed where the core
    * places it (another process runs it); else settled from the row. */
-  private async observeRow(executionId: string, row: ExecutionRow | undefined, waiter: Waiter): Promise<void> {
-    const settings = this.host.coordinator.settings;
+  private async observeRow(executionId: string, row: ExecutionRow | undefined, waiter: Waiter, queuedOf: string | undefined): Promise<void> {
     const remoteStarts = this.host.remoteStarts();
     if (row === undefined && remoteStarts !== undefined && !this.host.closed()) return remoteStarts.observe(executionId, waiter);
+    if (row !== undefined || queuedOf === undefined) return this.observeFound(executionId, row, waiter);
+    // Queued at the process holding the conversation (no inbox to file
+    // with): its row comes when it is prepared or cancelled (decision 0063, 18).
+    const found = await this.queuedOrRow(executionId);
+    if (found === "queued") return this.follower().follow(executionId, queuedOf, waiter);
+    return this.observeFound(executionId, found, waiter);
+  }
+
+  /** The row read (or none): a running execution is followed where the
+   * core places it, anything else settled from the row. */
+  private async observeFound(executionId: string, row: ExecutionRow | undefined, waiter: Waiter): Promise<void> {
+    const settings = this.host.coordinator.settings;
     const running = row !== undefined && row.status !== "terminal" && row.status !== "suspended";
     // The facts' read failing because the environment closed meanwhile is its shutdown, told below.
     const placement = running
@@ -120,13 +139,21 @@ export class Followers {
     settleFromRow(waiter, executionId, row, settings);
   }
 
+  /** A message still queued under the id, or else its row read again (it
+   * may have been prepared since the first read), or none. */
+  private async queuedOrRow(executionId: string): Promise<"queued" | ExecutionRow | undefined> {
+    const reader = queueReaderOf(this.host.store);
+    if (reader !== undefined && (await reader.queuedMessage(executionId)) !== undefined) return "queued";
+    return this.host.store.getExecution(executionId);
+  }
+
   /** A keyed start whose execution is in the store already: `waiter`
    * follows it (from the store on PostgreSQL; as `env.wait` otherwise). */
   followExecution(agentId: string, executionId: string, waiter: Waiter): void {
     const remoteStarts = this.host.remoteStarts();
     if (remoteStarts !== undefined) return remoteStarts.follow(agentId, executionId, waiter);
     const settings = this.host.coordinator.settings;
-    const observed = this.wait(executionId);
+    const observed = this.observer(executionId, agentId);
     observed.executionId.then(
       (id) => waiter.knowExecutionId(id),
       () => undefined,

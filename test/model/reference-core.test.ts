@@ -17,6 +17,7 @@ import {
   OutcomeType,
   Phase,
   PreparationOutcome,
+  RecoveryCause,
   RecoveryScope,
   ResultCode as R,
   SessionEnding,
@@ -199,6 +200,8 @@ function conversationMessage(
       return [kind, a.slot, a.generation, mostly(1 + rand(6), 8), mostly(rand(3), 4)];
     case M.ConversationHeld:
       return [kind, a.slot, a.generation, mostly(1 + rand(4), 6)];
+    case M.ConversationRetaken:
+      return [kind, a.slot, a.generation, mostly(rand(2) === 0 ? RecoveryCause.Retake : RecoveryCause.FencedWrite, 12)];
     // UseBegin, UseEnd, MessageLeft, AdmissionReleased, and unknown kinds.
     default:
       return [kind, a.slot, a.generation];

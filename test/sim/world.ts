@@ -275,7 +275,7 @@ export class World {
     );
     run.result.then(
       (result) => this.settled(caller, result.outcome, result.executionId),
-      (error: { code?: string; executionId?: string }) => this.settled(caller, String(error.code), error.executionId),
+      (error: { code?: string; executionId?: string; message?: string }) => this.settled(caller, String(error.code), error.executionId, error.message),
     );
   }
 
@@ -288,13 +288,14 @@ export class World {
     else if (known !== executionId) this.problem(`idempotency key ${slot} ran as two executions: ${known} and ${executionId}`);
   }
 
-  private settled(caller: Caller, outcome: string, executionId: string | undefined): void {
+  private settled(caller: Caller, outcome: string, executionId: string | undefined, message?: string): void {
     caller.settlements += 1;
     caller.outcome = outcome;
     caller.heldWhenSettled = caller.process.store.heldEpochOf(caller.conversation) !== undefined;
     if (executionId !== undefined) this.knowExecution(caller, executionId);
     this.note(`  settled: ${caller.label} → ${outcome}${executionId ? ` (${executionId})` : ""}`);
     if (caller.settlements > 1) this.problem(`${caller.label} settled ${caller.settlements} times`);
+    if (bugCodes.has(outcome.replace(/^cancel:/, ""))) this.problem(`${caller.label} settled ${outcome}, which only a bug produces: ${message ?? ""}`);
     if (outcome === "completed" && executionId !== undefined) {
       const row = this.cluster.execution(executionId);
       if (row?.status !== "terminal" || row.outcome !== "completed") this.problem(`${caller.label} completed, but its row is ${row?.status}/${row?.outcome}`);
@@ -329,7 +330,7 @@ export class World {
     const caller = this.caller(label, process, "?");
     process.environment!.cancel(executionId, { reason: "simulated" }).then(
       (result) => this.settled(caller, `cancel:${result.outcome}`, undefined),
-      (error: { code?: string }) => this.settled(caller, `cancel:${String(error.code)}`, undefined),
+      (error: { code?: string; message?: string }) => this.settled(caller, `cancel:${String(error.code)}`, undefined, error.message),
     );
     return true;
   }
@@ -596,6 +597,11 @@ export class World {
 const writeFates: readonly WriteFate[] = [...Array<WriteFate>(17).fill("commit"), "failed", "unknown_committed", "unknown_not_committed"];
 
 /** Writes fenced by the agent's lease (PostgreSQL's fence). */
+/** Codes no fault of the world explains: `INTERNAL` is a broken promise
+ * of the host's own, `CORE_FAILED` a trap of the core (the world injects
+ * none), `STREAM_CALLBACK` a listener that threw (it registers none),
+ * `INVALID_INPUT` a valid request refused (the world sends no bad input). */
+const bugCodes = new Set(["INTERNAL", "CORE_FAILED", "STREAM_CALLBACK", "INVALID_INPUT"]);
 const fencedTypes = new Set(["prepareExecution", "providerBarrier", "toolBarrier", "terminalCommit", "approvalCommit", "reopenExecution", "enqueueMessage"]);
 
 /** Lets every microtask and the loop's drains run (timers are fake). */
