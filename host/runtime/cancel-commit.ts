@@ -27,6 +27,7 @@ export function submitCancelCommit(coordinator: CoordinatorCalls, slot: number, 
   const ready = (outcome: CommitOutcome, revision: number): void =>
     coordinator.post(() => {
       coordinator.apply(M.CancelCommitReady, slot, entry.generation, expectedRevision, outcome, revision, handle);
+      if (outcome === CommitOutcome.StoreFailed) coordinator.suspensionKept(entry);
     });
   const cancellation = new CancellationError(
     { executionId: entry.executionId, agentId: entry.agent.id, ...(request.reason !== undefined ? { details: { reason: request.reason } } : {}) },

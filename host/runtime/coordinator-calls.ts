@@ -24,4 +24,9 @@ export interface CoordinatorCalls {
   post(message: () => void): void;
   entryById(executionId: string): ExecutionEntry | undefined;
   entryAt(slot: number): ExecutionEntry | undefined;
+  /** A decision or cancel committed on a suspended execution was not
+   * written: it is suspended here again, as if the suspension landed now
+   * — a lease lost meanwhile hands the callers that joined it since the
+   * last report (a cancel that waited for the decision) on (decision 0063). */
+  suspensionKept(entry: ExecutionEntry): void;
 }

@@ -253,6 +253,10 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
     return this.executions[slot];
   }
 
+  suspensionKept(entry: ExecutionEntry): void {
+    if (this.executions[entry.slot] === entry && entry.suspended) this.onAgentSuspended?.(entry.agent);
+  }
+
   /** Live executions the host tracks (for close and for tests). */
   get liveEntries(): number {
     return this.executionIds.size;

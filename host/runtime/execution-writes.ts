@@ -190,10 +190,12 @@ export function submitApprovalCommit(calls: CoordinatorCalls, slot: number, expe
     calls.post(() => {
       request.error = error;
       calls.apply(M.SubmissionRefused, Submission.ApprovalCommit, slot, entry.generation, 0, handle);
+      calls.suspensionKept(entry);
     });
   const ready = (outcome: CommitOutcome, revision: number): void =>
     calls.post(() => {
       calls.apply(M.ResumeCommitReady, slot, entry.generation, expectedRevision, outcome, revision, request.approved ? 1 : 0, handle);
+      if (outcome === CommitOutcome.StoreFailed) calls.suspensionKept(entry);
     });
   entry.resumeRow = undefined;
   calls.settings.store.getExecution(entry.executionId).then(
