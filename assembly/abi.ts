@@ -856,6 +856,38 @@ export const enum HeadOutcome {
   Refused = 6,
 }
 
+/** How the Run of a message taken from the durable queue failed before it
+ * ran: the host's translation of the Run's error code, asked of
+ * `queuedRunVerdict` (docs/decisions/0062, "A failed queued Run"). */
+export const enum QueuedRunFailure {
+  None = 0,
+  /** `AGENT_BUSY`: refused for now; the message waits for whoever holds
+   * the conversation. */
+  NotNow = 1,
+  /** `STORE`: the store failed; whether it wrote anything is not known. */
+  StoreFailed = 2,
+  /** `CORE_FAILED`, `EXECUTION_REHYDRATION_REQUIRED`: the outcome is not
+   * known here; a recovery decides it. */
+  OutcomeUnknown = 3,
+  /** `RUNTIME_SHUTDOWN`: this process stops; the next one runs it. */
+  Stopping = 4,
+  /** Any other error: refused for good. */
+  RefusedForGood = 5,
+  End = 6,
+}
+
+/** What becomes of a message taken from the durable queue whose Run
+ * failed before it ran (`queuedRunVerdict`). */
+export const enum QueuedRunVerdict {
+  /** An unknown failure class. */
+  None = 0,
+  /** It stays queued in the store, for this or the next owner, or for a
+   * recovery to decide. */
+  KeepQueued = 1,
+  /** It is written terminal with the Run's error. */
+  WriteTerminal = 2,
+}
+
 /** Conversation flag bits (the `flags` byte of a conversation record). */
 export const enum ConversationFlag {
   /** Kept while defined, or while its lease is asked for. */

@@ -26,6 +26,7 @@ import {
   applyRecoveryRequested, applyRetryDue, applySetPinned, applyUseBegin, applyUseEnd,
 } from "./decisions/conversation";
 import { byIdVerdictOf } from "./decisions/by-id";
+import { queuedRunVerdictOf } from "./decisions/queued-run";
 import { applyCloseAgent, applyPurgeAgent, applyRegisterAgent, applySetDraining } from "./decisions/agents";
 import { applyResume, applyResumeCommitReady } from "./decisions/approval";
 import {
@@ -168,4 +169,10 @@ export function admissionVerdict(phase: u32, source: u32, policy: u32, situation
  * as a pure function: the host reads the facts and carries the verdict out. */
 export function byIdVerdict(source: u32, facts: u32): u32 {
   return byIdVerdictOf(source, facts);
+}
+/** What becomes of a message taken from the durable queue whose Run
+ * failed before it ran (`QueuedRunFailure`), as a pure function: a
+ * `QueuedRunVerdict` the host carries out. */
+export function queuedRunVerdict(failure: u32): u32 {
+  return queuedRunVerdictOf(failure);
 }

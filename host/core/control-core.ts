@@ -214,6 +214,13 @@ export class ControlCore implements ControlMachine {
     return this.exports.byIdVerdict(source, facts);
   }
 
+  /** What becomes of a message taken from the durable queue whose Run
+   * failed before it ran (`QueuedRunFailure`): a `QueuedRunVerdict`; 0 for
+   * an unknown class. */
+  queuedRunVerdict(failure: number): number {
+    return this.exports.queuedRunVerdict(failure);
+  }
+
   /** The memory view, renewed after the core grew its memory (growing
    * detaches the old buffer, which then reads as length 0). */
   private view(): Uint32Array {

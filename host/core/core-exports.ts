@@ -24,6 +24,7 @@ export interface CoreExports {
   conversationTransition(phase: number, event: number): number;
   admissionVerdict(phase: number, source: number, policy: number, situation: number): number;
   byIdVerdict(source: number, facts: number): number;
+  queuedRunVerdict(failure: number): number;
   /** TESTING ONLY (the differential fuzz near the u32 wrap): see assembly/index.ts. */
   testingSeedCounters(ownerToken: number, session: number, generation: number): number;
 }

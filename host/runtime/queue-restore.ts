@@ -4,8 +4,10 @@
 // the head (`StartHead`) when it is due: while a recovery of the
 // conversation runs, it is not (docs/decisions/0062, "The head is offered
 // by the core only"). A message taken from the queue that fails before it
-// ran is written terminal here (`cancelDurablyOnFailure`).
+// ran is written terminal here (`cancelDurablyOnFailure`) when the core
+// says so (`queuedRunVerdict`).
 
+import { QueuedRunVerdict } from "../../assembly/abi.js";
 import type { QueuedMessage } from "../store/queue.js";
 import type { AgentEntry } from "./requests.js";
 import { Waiter } from "./run.js";
@@ -13,8 +15,8 @@ import { asPhronomyError } from "./session.js";
 import { storedStartInput } from "./start-input.js";
 import { heldElsewhere, messageWritten, tellIfHeldElsewhere } from "./queue-head.js";
 import { placeBySeq } from "./queue-order.js";
-import { KEPT_QUEUED, type QueuedItem, type QueueState } from "./queue-state.js";
-import { optionsOf } from "./queue-words.js";
+import type { QueuedItem, QueueState } from "./queue-state.js";
+import { optionsOf, queuedRunFailureOf } from "./queue-words.js";
 
 /** After the agent's executions were recovered (and when the store knows
  * of messages ahead of a new one): its durable queue is read and merged,
@@ -126,10 +128,11 @@ function restoredItem(queues: QueueState, agent: AgentEntry, message: QueuedMess
   return item;
 }
 
-/** A message taken from the queue that fails before it ran (refused,
- * not established) is written terminal with its error, unless the store
- * cannot say or the process stops (it then stays queued). Once it ran,
- * its execution row exists and this writes nothing. */
+/** A message taken from the queue that fails before it ran is written
+ * terminal with its error when the core's verdict on the failure's class
+ * says so (`queuedRunVerdict`: refused for good); else it stays queued in
+ * the store. Once it ran, its execution row exists and this writes
+ * nothing. */
 export function cancelDurablyOnFailure(queues: QueueState, item: QueuedItem): void {
   const waiter = item.waiter;
   waiter.result.catch((error: unknown) => {
@@ -138,7 +141,8 @@ export function cancelDurablyOnFailure(queues: QueueState, item: QueuedItem): vo
     // elsewhere: the message is this process's own waiter's to write.
     if (waiter !== item.waiter) return;
     if (item.state === "cancelled" || queues.items.has(item.executionId)) return;
-    if (KEPT_QUEUED.has(failure.code)) return;
+    const verdict = queues.settings.core.queuedRunVerdict(queuedRunFailureOf(failure)) as QueuedRunVerdict;
+    if (verdict !== QueuedRunVerdict.WriteTerminal) return;
     void queues
       .store()
       ?.cancelQueued({ executionId: item.executionId, error: failure.toRecord(), at: queues.settings.now() })

@@ -28,12 +28,6 @@ export const INTERRUPT_REASON = "interrupted by a newer message to this conversa
 /** The reason of a queued message cancelled by its start's signal. */
 export const ABORTED = "the start's signal was aborted";
 
-/** Errors after which a queued message stays queued for the next process
- * or for recovery to decide (the store's outcome is not known, or the
- * process stops): every other failure of a message taken from the queue
- * writes it terminal with that error. */
-export const KEPT_QUEUED: ReadonlySet<string> = new Set(["RUNTIME_SHUTDOWN", "STORE", "EXECUTION_REHYDRATION_REQUIRED", "AGENT_BUSY", "CORE_FAILED"]);
-
 export interface QueuedItem {
   readonly executionId: string;
   readonly agent: AgentEntry;

@@ -24,6 +24,8 @@ import {
   MessageKind,
   OwnerFact,
   Ownership,
+  QueuedRunFailure,
+  QueuedRunVerdict,
   RecoveryCause,
   RecoveryFact,
   RecoveryFactMask,
@@ -169,6 +171,22 @@ const BY_ID_RULES: readonly { readonly when: (facts: ByIdFacts) => boolean; read
 
 export function byIdVerdictFor(facts: ByIdFacts): AdmissionVerdict {
   return BY_ID_RULES.find((rule) => rule.when(facts))!.verdict;
+}
+
+/** A message taken from the durable queue whose Run failed before it ran
+ * (docs/decisions/0062, "A failed queued Run"): only a refusal for good
+ * writes it terminal; every failure whose outcome is not known here, or
+ * that is for now, leaves it queued in the store. */
+const QUEUED_RUN_RULES: readonly { readonly failure: QueuedRunFailure; readonly verdict: QueuedRunVerdict }[] = [
+  { failure: QueuedRunFailure.NotNow, verdict: QueuedRunVerdict.KeepQueued },
+  { failure: QueuedRunFailure.StoreFailed, verdict: QueuedRunVerdict.KeepQueued },
+  { failure: QueuedRunFailure.OutcomeUnknown, verdict: QueuedRunVerdict.KeepQueued },
+  { failure: QueuedRunFailure.Stopping, verdict: QueuedRunVerdict.KeepQueued },
+  { failure: QueuedRunFailure.RefusedForGood, verdict: QueuedRunVerdict.WriteTerminal },
+];
+
+export function queuedRunVerdictFor(failure: number): QueuedRunVerdict {
+  return QUEUED_RUN_RULES.find((rule) => rule.failure === failure)?.verdict ?? QueuedRunVerdict.None;
 }
 
 interface Conversation {
