@@ -873,7 +873,11 @@ export const enum QueuedRunFailure {
   Stopping = 4,
   /** Any other error: refused for good. */
   RefusedForGood = 5,
-  End = 6,
+  /** `INVALID_INPUT` with reason "execution_exists": its id is another's
+   * already (a keyed start whose key's message or execution is there):
+   * the message under that id is not this Run's, and stays. */
+  ExecutionExists = 6,
+  End = 7,
 }
 
 /** What becomes of a message taken from the durable queue whose Run

@@ -12,7 +12,9 @@ import { QueuedRunFailure, QueuedRunVerdict } from "../abi";
 /** Keep it queued unless it was refused for good: a failure whose outcome
  * is not known (the store failed, the core failed, a recovery must
  * rehydrate), a refusal for now, or the process stopping leaves the
- * message for whoever runs the conversation next. `None` for an unknown
+ * message for whoever runs the conversation next; a refusal because the
+ * id is taken already leaves the message under it, which is another
+ * start's (docs/decisions/0063, found 21). `None` for an unknown
  * class. */
 export function queuedRunVerdictOf(failure: u32): u32 {
   switch (failure) {
@@ -20,6 +22,7 @@ export function queuedRunVerdictOf(failure: u32): u32 {
     case QueuedRunFailure.StoreFailed:
     case QueuedRunFailure.OutcomeUnknown:
     case QueuedRunFailure.Stopping:
+    case QueuedRunFailure.ExecutionExists:
       return QueuedRunVerdict.KeepQueued;
     case QueuedRunFailure.RefusedForGood:
       return QueuedRunVerdict.WriteTerminal;

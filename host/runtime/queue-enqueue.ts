@@ -17,7 +17,7 @@ import { persistedInput, redactedStartInput } from "./start-input.js";
 import { cancelQueued } from "./queue-cancel.js";
 import { messageWritten, tellIfHeldElsewhere } from "./queue-head.js";
 import { placeBySeq, unknownAhead } from "./queue-order.js";
-import { cancelDurablyOnFailure, restoreAhead } from "./queue-restore.js";
+import { cancelDurablyOnFailure, restore, restoreAhead } from "./queue-restore.js";
 import { ABORTED, INTERRUPT_REASON, type QueuedItem, type QueueState } from "./queue-state.js";
 import { busyPolicyOf, cancellation, noQueueError } from "./queue-words.js";
 
@@ -102,12 +102,24 @@ export function enqueue(queues: QueueState, request: StartRequest, front: boolea
             // It may have been the head (an interrupt): counted out, the
             // core answers `StartHead` when the next one may start.
             queues.forget(item);
-            settleWaiterWithError(item.waiter, asPhronomyError(error, "STORE"), queues.settings);
+            const refusal = asPhronomyError(error, "STORE");
+            // Its id is in the store already: perhaps a message another
+            // process queued before the conversation moved here, which this
+            // one does not know — read and merged, so that it runs here
+            // (the keyed start follows it: docs/decisions/0063, found 21).
+            if (refusal.code === "INVALID_INPUT" && refusal.details?.["reason"] === "execution_exists") mergeStored(queues, item.agent);
+            settleWaiterWithError(item.waiter, refusal, queues.settings);
           }),
       );
   // One at a time unless the store commits writes in submission order.
   if (store.queueWritesInOrder === true) void write();
   else conversation.writes = conversation.writes.then(write, write);
+}
+
+/** The conversation's queue read back and merged; a read that fails is a
+ * store fault, healed by the conversation's recovery (as `restoreAhead`). */
+function mergeStored(queues: QueueState, agent: AgentEntry): void {
+  restore(queues, agent).catch(() => queues.post(() => queues.environment.healLater(agent.id)));
 }
 
 /** The enqueue committed (on the loop). */

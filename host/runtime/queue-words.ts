@@ -47,9 +47,12 @@ export function storeAnswerOf(error: PhronomyError): HeadOutcome {
  * ran, for `queuedRunVerdict`: refused for now (`AGENT_BUSY`, whatever its
  * reason), the store failed (`STORE`), the outcome not known here (the
  * core failed, or a recovery must rehydrate its execution), the process
- * stopping, or refused for good (any other error). A translation only:
+ * stopping, refused because its id is taken already (`INVALID_INPUT`
+ * "execution_exists": a keyed enqueue of a key queued or run before), or
+ * refused for good (any other error). A translation only:
  * whether the message stays queued is the core's. */
 export function queuedRunFailureOf(error: PhronomyError): QueuedRunFailure {
+  if (error.code === "INVALID_INPUT" && error.details?.["reason"] === "execution_exists") return QueuedRunFailure.ExecutionExists;
   switch (error.code) {
     case "AGENT_BUSY":
       return QueuedRunFailure.NotNow;

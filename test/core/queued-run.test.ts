@@ -28,7 +28,7 @@ it("the compiled verdict is the model's rule for every failure class", () => {
 
 it("only a refusal for good writes the message terminal; an unknown class answers nothing", () => {
   expect(core.queuedRunVerdict(Failure.RefusedForGood)).toBe(Verdict.WriteTerminal);
-  for (const failure of [Failure.NotNow, Failure.StoreFailed, Failure.OutcomeUnknown, Failure.Stopping]) {
+  for (const failure of [Failure.NotNow, Failure.StoreFailed, Failure.OutcomeUnknown, Failure.Stopping, Failure.ExecutionExists]) {
     expect(core.queuedRunVerdict(failure)).toBe(Verdict.KeepQueued);
   }
   expect(core.queuedRunVerdict(Failure.None)).toBe(Verdict.None);
@@ -74,6 +74,13 @@ it("every error code keeps a message queued exactly when the host's old set did"
     const verdict = core.queuedRunVerdict(queuedRunFailureOf(error));
     expect(verdict, code).toBe(FORMERLY_KEPT_QUEUED.has(code) ? Verdict.KeepQueued : Verdict.WriteTerminal);
   }
+});
+
+it("INVALID_INPUT because the id is taken already keeps the message: it is another start's (0063, found 21)", () => {
+  const exists = new PhronomyError("INVALID_INPUT", "exists", { details: { reason: "execution_exists" } });
+  expect(queuedRunFailureOf(exists)).toBe(Failure.ExecutionExists);
+  expect(core.queuedRunVerdict(queuedRunFailureOf(exists))).toBe(Verdict.KeepQueued);
+  expect(queuedRunFailureOf(new PhronomyError("INVALID_INPUT", "bad"))).toBe(Failure.RefusedForGood);
 });
 
 it("AGENT_BUSY is refused for now whatever its reason", () => {

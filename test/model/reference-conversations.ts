@@ -183,6 +183,7 @@ const QUEUED_RUN_RULES: readonly { readonly failure: QueuedRunFailure; readonly 
   { failure: QueuedRunFailure.OutcomeUnknown, verdict: QueuedRunVerdict.KeepQueued },
   { failure: QueuedRunFailure.Stopping, verdict: QueuedRunVerdict.KeepQueued },
   { failure: QueuedRunFailure.RefusedForGood, verdict: QueuedRunVerdict.WriteTerminal },
+  { failure: QueuedRunFailure.ExecutionExists, verdict: QueuedRunVerdict.KeepQueued },
 ];
 
 export function queuedRunVerdictFor(failure: number): QueuedRunVerdict {

@@ -601,12 +601,8 @@ const writeFates: readonly WriteFate[] = [...Array<WriteFate>(17).fill("commit")
  * of the host's own, `CORE_FAILED` a trap of the core (the world injects
  * none), `STREAM_CALLBACK` a listener that threw (it registers none).
  * `INVALID_INPUT` (a valid request refused: the world sends no bad input)
- * belongs here too, and found bugs 18 and 19 with it; it is left out
- * while one is open — a keyed enqueue refused "execution_exists" as the
- * lease moves, which settles INVALID_INPUT and writes a cancel of the
- * message queued under that id (SIM_SEED=882558868, about 1 seed in 500;
- * decision 0063, "Open"). */
-const bugCodes = new Set(["INTERNAL", "CORE_FAILED", "STREAM_CALLBACK"]);
+ * belongs here too, and found bugs 18, 19 and 21 with it. */
+const bugCodes = new Set(["INTERNAL", "CORE_FAILED", "STREAM_CALLBACK", "INVALID_INPUT"]);
 const fencedTypes = new Set(["prepareExecution", "providerBarrier", "toolBarrier", "terminalCommit", "approvalCommit", "reopenExecution", "enqueueMessage"]);
 
 /** Lets every microtask and the loop's drains run (timers are fake). */
