@@ -98,16 +98,21 @@ export function enqueue(queues: QueueState, request: StartRequest, front: boolea
         (result) => queues.post(() => written(queues, item, result)),
         (error: unknown) =>
           queues.post(() => {
-            if (item.state === "cancelling") return item.onWritten?.(false);
+            const refusal = asPhronomyError(error, "STORE");
+            const exists = refusal.code === "INVALID_INPUT" && refusal.details?.["reason"] === "execution_exists";
+            // Cancelled while written: a message is queued under its id
+            // after all when the store refused it as existing (another
+            // process queued the same key's message): the cancel by id
+            // is written for that one (seed 1270683270, decision 0063).
+            if (item.state === "cancelling") return item.onWritten?.(exists);
             // It may have been the head (an interrupt): counted out, the
             // core answers `StartHead` when the next one may start.
             queues.forget(item);
-            const refusal = asPhronomyError(error, "STORE");
             // Its id is in the store already: perhaps a message another
             // process queued before the conversation moved here, which this
             // one does not know — read and merged, so that it runs here
             // (the keyed start follows it: docs/decisions/0063, found 21).
-            if (refusal.code === "INVALID_INPUT" && refusal.details?.["reason"] === "execution_exists") mergeStored(queues, item.agent);
+            if (exists) mergeStored(queues, item.agent);
             settleWaiterWithError(item.waiter, refusal, queues.settings);
           }),
       );
