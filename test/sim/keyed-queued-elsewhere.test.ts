@@ -7,9 +7,8 @@
 
 import { expect, it, vi } from "vitest";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
-import { Phronomy } from "../../host/index.js";
 import { Cluster } from "./cluster-store.js";
-import { leaseMs, useSimulatedClock } from "./two-processes.js";
+import { leaseMs, openById, useSimulatedClock } from "./two-processes.js";
 
 useSimulatedClock();
 
@@ -24,15 +23,8 @@ it("a keyed start elsewhere follows the key's message queued at the holder to it
     if (last === "busy") await gate;
     return { text: `answer to ${String(last)}` };
   });
-  const open = async (owner: string) => {
-    const environment = await Phronomy.open({ store: cluster.storeFor(owner), logger: { warn: () => undefined } });
-    const agent = environment.agent({ id: "c", instructions: "You help.", model });
-    await environment.recovery("c");
-    await vi.advanceTimersByTimeAsync(0);
-    return { environment, agent };
-  };
-  const p1 = await open("p1");
-  const p2 = await open("p2");
+  const p1 = await openById(cluster, "p1", model);
+  const p2 = await openById(cluster, "p2", model);
   expect(cluster.leases.get("c")).toMatchObject({ owner: "p1" });
   const busy = p1.agent.start("busy");
   await busy.executionId;

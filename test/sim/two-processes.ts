@@ -8,7 +8,7 @@ import { afterEach, beforeAll, beforeEach, vi } from "vitest";
 import { z } from "zod";
 import { loadAiSdk } from "../../host/agent/ai-sdk.js";
 import { scriptedModel, type ScriptedTurn } from "../../host/agent/scripted-model.js";
-import { Phronomy, tool, type DefinedAgent, type Environment, type LanguageModel } from "../../host/index.js";
+import { Phronomy, tool, type Agent, type DefinedAgent, type Environment, type LanguageModel } from "../../host/index.js";
 import type { Cluster, ClusterStore, PendingWrite } from "./cluster-store.js";
 
 export const leaseMs = 3_000;
@@ -43,6 +43,16 @@ export async function open(cluster: Cluster, owner: string, model: LanguageModel
     },
   });
   return { store, environment, agent };
+}
+
+/** A process of the cluster, named `owner`, with the agent "c" defined by
+ * id (one conversation, kept while defined) and its recovery done. */
+export async function openById(cluster: Cluster, owner: string, model: LanguageModel): Promise<{ readonly environment: Environment; readonly agent: Agent }> {
+  const environment = await Phronomy.open({ store: cluster.storeFor(owner), logger: { warn: () => undefined } });
+  const agent = environment.agent({ id: "c", instructions: "You help.", model });
+  await environment.recovery("c");
+  await vi.advanceTimersByTimeAsync(0);
+  return { environment, agent };
 }
 
 /** Moves the clock on by `ms`, committing every write `held` does not keep

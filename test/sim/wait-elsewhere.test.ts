@@ -8,9 +8,8 @@
 
 import { expect, it, vi } from "vitest";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
-import { Phronomy } from "../../host/index.js";
 import { Cluster } from "./cluster-store.js";
-import { leaseMs, useSimulatedClock } from "./two-processes.js";
+import { leaseMs, openById, useSimulatedClock } from "./two-processes.js";
 
 useSimulatedClock();
 
@@ -24,15 +23,8 @@ it("a wait at a process that does not hold the conversation follows the running 
     await gate;
     return { text: "hello" };
   });
-  const open = async (owner: string) => {
-    const environment = await Phronomy.open({ store: cluster.storeFor(owner), logger: { warn: () => undefined } });
-    const agent = environment.agent({ id: "c", instructions: "You help.", model });
-    await environment.recovery("c");
-    await vi.advanceTimersByTimeAsync(0);
-    return { environment, agent };
-  };
-  const p1 = await open("p1");
-  const p2 = await open("p2");
+  const p1 = await openById(cluster, "p1", model);
+  const p2 = await openById(cluster, "p2", model);
   expect(cluster.leases.get("c")).toMatchObject({ owner: "p1" });
   const run = p1.agent.start("hi");
   const executionId = await run.executionId;
