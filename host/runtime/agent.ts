@@ -25,6 +25,7 @@ import type { DefinitionKind } from "./definition-kind.js";
 import { startInputOf, type StartInput } from "./start-input.js";
 import type { ModelMessage, UserContent } from "ai";
 import { randomUUID } from "node:crypto";
+import { isExecutionExists } from "./error-codes.js";
 
 /** What a start takes: a string, AI SDK model messages (system, user and
  * assistant; the last one the user's), or the parts of one user message
@@ -256,8 +257,7 @@ export class Agent {
       (result) => resolveWaiter(outer, result, outcomeEventOf(result), settings),
       (error: unknown) => {
         const refusal = asPhronomyError(error, "INTERNAL");
-        if (refusal.code === "INVALID_INPUT" && refusal.details?.["reason"] === "execution_exists")
-          return this.environment.followExecution(this.id, executionId, outer);
+        if (isExecutionExists(refusal)) return this.environment.followExecution(this.id, executionId, outer);
         // Busy with this very key (the first start of it still runs, or is
         // being prepared here): follow it.
         if (refusal.code === "AGENT_BUSY") {

@@ -47,6 +47,7 @@ import { QueueState, type ConversationQueueHost } from "./queue-state.js";
 import { busyPolicyOf, noQueueError, refusal } from "./queue-words.js";
 import { ReadinessWaiters } from "./readiness-waiters.js";
 import type { RemoteStarts, StartPlacement } from "./remote-start.js";
+import { isExecutionExists } from "./error-codes.js";
 
 export { INTERRUPT_REASON, type ConversationQueueHost } from "./queue-state.js";
 
@@ -281,7 +282,7 @@ export class ConversationQueues {
         // Its enqueue refused because the id is an execution already (a
         // second start of a key): that execution is the one to follow
         // (docs/decisions/0063, found 19); the item is forgotten by now.
-        if (refusedAsExisting(error)) return this.state.environment.followExecution(item.agent.id, executionId, observer);
+        if (isExecutionExists(error)) return this.state.environment.followExecution(item.agent.id, executionId, observer);
         observer.reject(error);
       },
     );
@@ -380,9 +381,4 @@ export class ConversationQueues {
 /** A start told the environment closed while it waited for its conversation. */
 function shutdownOf(request: { readonly agent: AgentEntry }): RuntimeShutdownError {
   return new RuntimeShutdownError(`a start of agent "${request.agent.id}" waiting for its conversation to be recovered`, { agentId: request.agent.id });
-}
-
-/** An enqueue refused because its execution id is in the store already. */
-function refusedAsExisting(error: Error): boolean {
-  return error instanceof PhronomyError && error.code === "INVALID_INPUT" && error.details?.["reason"] === "execution_exists";
 }

@@ -84,3 +84,10 @@ export function errorForCode(code: number, context: ErrorContext): PhronomyError
       return new PhronomyError("INTERNAL", `the control core refused a request for execution ${execution} with ${resultCodeName(code)}`, context);
   }
 }
+
+/** The store's refusal of a write whose execution id it holds already
+ * (`INVALID_INPUT`, reason `execution_exists`): a keyed message queued or
+ * run before under that id, by this process or another. */
+export function isExecutionExists(error: unknown): boolean {
+  return error instanceof PhronomyError && error.code === "INVALID_INPUT" && error.details?.["reason"] === "execution_exists";
+}

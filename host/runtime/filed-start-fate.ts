@@ -11,6 +11,7 @@
 
 import { AdmissionVerdict } from "../../assembly/abi.js";
 import { CoreFailureError, type PhronomyError, RuntimeShutdownError } from "../errors.js";
+import { isExecutionExists } from "./error-codes.js";
 
 /** A filed start's fate: run (or admitted under its id already), left for
  * the next owner, refused for good (recorded), or its write not answered
@@ -34,7 +35,7 @@ export async function fateOfRefused(
   admittedAs: () => Promise<boolean>,
 ): Promise<FiledStartFate> {
   // A former owner admitted it: its recovery finishes it.
-  if (refusal.code === "INVALID_INPUT" && refusal.details?.["reason"] === "execution_exists") return ran;
+  if (isExecutionExists(refusal)) return ran;
   // Shut down, or its core failed (decision 0023): the next owner's.
   if (refusal instanceof RuntimeShutdownError || refusal instanceof CoreFailureError) return left;
   // The core: owned elsewhere, so the start stays filed for its owner.

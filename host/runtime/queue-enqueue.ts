@@ -20,6 +20,7 @@ import { placeBySeq, unknownAhead } from "./queue-order.js";
 import { cancelDurablyOnFailure, restore, restoreAhead } from "./queue-restore.js";
 import { ABORTED, INTERRUPT_REASON, type QueuedItem, type QueueState } from "./queue-state.js";
 import { busyPolicyOf, cancellation, noQueueError } from "./queue-words.js";
+import { isExecutionExists } from "./error-codes.js";
 
 /** Writes the message to the conversation's queue (on the loop), at the
  * front or the back as `Admit` answered, which counted it queued already
@@ -99,7 +100,7 @@ export function enqueue(queues: QueueState, request: StartRequest, front: boolea
         (error: unknown) =>
           queues.post(() => {
             const refusal = asPhronomyError(error, "STORE");
-            const exists = refusal.code === "INVALID_INPUT" && refusal.details?.["reason"] === "execution_exists";
+            const exists = isExecutionExists(refusal);
             // Cancelled while written: a message is queued under its id
             // after all when the store refused it as existing (another
             // process queued the same key's message): the cancel by id

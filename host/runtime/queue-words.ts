@@ -7,7 +7,7 @@
 import { HeadOutcome, QueuedRunFailure, type ResultCode } from "../../assembly/abi.js";
 import { CancellationError, InvalidInputError, type PhronomyError } from "../errors.js";
 import type { Json } from "../store/records.js";
-import { errorForCode } from "./error-codes.js";
+import { errorForCode, isExecutionExists } from "./error-codes.js";
 import type { OnBusyPolicy, StartOptions } from "./options.js";
 import type { StartRequest } from "./requests.js";
 
@@ -37,7 +37,7 @@ export function noQueueError(agentId: string, policy: OnBusyPolicy): InvalidInpu
  * for good (any other refusal, or the preparation wrote it terminal). A
  * translation only: what becomes of the head is the core's. */
 export function storeAnswerOf(error: PhronomyError): HeadOutcome {
-  if (error.code === "INVALID_INPUT" && error.details?.["reason"] === "execution_exists") return HeadOutcome.ExecutionExists;
+  if (isExecutionExists(error)) return HeadOutcome.ExecutionExists;
   if (error.code === "STORE") return HeadOutcome.StoreFailed;
   if (error.code === "AGENT_BUSY" && error.details?.["reason"] === "lease_not_held") return HeadOutcome.NotNow;
   return HeadOutcome.Refused;
@@ -52,7 +52,7 @@ export function storeAnswerOf(error: PhronomyError): HeadOutcome {
  * refused for good (any other error). A translation only:
  * whether the message stays queued is the core's. */
 export function queuedRunFailureOf(error: PhronomyError): QueuedRunFailure {
-  if (error.code === "INVALID_INPUT" && error.details?.["reason"] === "execution_exists") return QueuedRunFailure.ExecutionExists;
+  if (isExecutionExists(error)) return QueuedRunFailure.ExecutionExists;
   switch (error.code) {
     case "AGENT_BUSY":
       return QueuedRunFailure.NotNow;
