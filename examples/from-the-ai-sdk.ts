@@ -39,7 +39,7 @@ const agent = env.agent({
   tools: { lookupOrder, refund }, // tool(), dynamicTool(), MCP tools; needsApproval works
   temperature: 0.2,
   providerOptions: { openai: { reasoningEffort: "low" } },
-  output: Output.object({ schema: orderStatus }), // run.result.output is the typed object
+  output: Output.object({ schema: orderStatus }), // run.result.output has the schema's type
   maxTurns: 20, // stopWhen: isStepCount(20)
 });
 const { output } = await agent.start("Where is order 42?").result; // or start(modelMessages)

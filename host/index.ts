@@ -60,12 +60,13 @@ export { Environment } from "./runtime/environment.js";
 export type { OpenOptions } from "./runtime/open-options.js";
 export { Agent, type AgentInput } from "./runtime/agent.js";
 export { DefinedAgent } from "./runtime/defined-agent.js";
-export type { Run, RunResult } from "./runtime/run.js";
+export type { CompletedRun, HandedOffRun, Run, RunResult } from "./runtime/run.js";
 export type { ExecutionEvent, ExecutionEventType, ApprovalRequest, HandoffRequest, EventListener } from "./runtime/events.js";
 export type {
   AgentDefinition,
   ConversationDefinition,
   AgentSettings,
+  OutputOf,
   StartOptions,
   Guardrail,
   GuardrailVerdict,

@@ -12,7 +12,7 @@ import type { Coordinator } from "./coordinator.js";
 import type { RemoteResumes } from "./remote-resume.js";
 import { validateResumeDecision, validateStartOptions, type ResumeDecision, type StartOptions } from "./options.js";
 import type { AgentEntry, FiledVerdict, StartRequest } from "./requests.js";
-import { Waiter, type Run } from "./run.js";
+import { typedRun, Waiter, type Run } from "./run.js";
 import { emitToWaiter, outcomeEventOf, resolveWaiter, settleWaiterWithError } from "./delivery.js";
 import { startExecutionIdOf } from "../store/start-filing.js";
 import type { Json } from "../store/records.js";
@@ -85,7 +85,7 @@ export interface AgentScope {
 
 /** A conversation: one agent id of a definition (docs/decisions/0024).
  * Holding one costs nothing; its entry in the core exists while it works. */
-export class Agent {
+export class Agent<OUTPUT = Json> {
   /** @internal Made by `env.agent` and `conversation(id)`, never by hand. */
   constructor(
     private readonly scope: AgentScope,
@@ -123,8 +123,8 @@ export class Agent {
    * is filed, and the Run follows the execution from the store
    * (docs/decisions/0031). With `idempotencyKey`, a key started already
    * is not started again: the Run follows that execution. */
-  start(given: AgentInput, options: StartOptions = {}): Run {
-    return this.startAs(given, options, undefined);
+  start(given: AgentInput, options: StartOptions = {}): Run<OUTPUT> {
+    return typedRun(this.startAs(given, options, undefined));
   }
 
   /** @internal A start filed by another process, run here under the
@@ -284,7 +284,11 @@ export class Agent {
    * resolves once filed, no progress events are streamed here. Either way
    * the Run's result is the execution's final outcome; every earlier
    * waiter on it is settled too. */
-  resume(executionId: string, decision: ResumeDecision): Run {
+  resume(executionId: string, decision: ResumeDecision): Run<OUTPUT> {
+    return typedRun(this.resumeAs(executionId, decision));
+  }
+
+  private resumeAs(executionId: string, decision: ResumeDecision): Run {
     const waiter = new Waiter(this.id, typeof decision?.onEvent === "function" ? decision.onEvent : undefined);
     const settings = this.environment.coordinator.settings;
     try {
@@ -422,7 +426,7 @@ export class Agent {
 
   /** Starts this agent from another agent's handoff: its input and reason
    * become this execution's input. */
-  startFromHandoff(handoff: HandoffRequest, options: StartOptions = {}): Run {
+  startFromHandoff(handoff: HandoffRequest, options: StartOptions = {}): Run<OUTPUT> {
     if (handoff.targetAgentId !== this.id) {
       const waiter = new Waiter(this.id, undefined);
       settleWaiterWithError(
@@ -430,7 +434,7 @@ export class Agent {
         new InvalidInputError(`the handoff targets agent "${handoff.targetAgentId}", not "${this.id}"`, { agentId: this.id }),
         this.environment.coordinator.settings,
       );
-      return waiter;
+      return typedRun(waiter);
     }
     const input = typeof handoff.input === "string" ? handoff.input : JSON.stringify(handoff.input);
     const framed = handoff.reason ? `${input}\n\n(handed off by agent "${handoff.fromAgentId}": ${handoff.reason})` : input;

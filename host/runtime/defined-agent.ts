@@ -12,10 +12,11 @@ import { validateAgentId } from "./options.js";
 import { Agent, type AgentHost, type AgentScope } from "./agent.js";
 import type { DefinitionKind } from "./definition-kind.js";
 import type { RecoveredExecution } from "./recovery.js";
+import type { Json } from "../store/records.js";
 
 /** A definition with many conversations, as `env.agent({ name, … })`
  * returns it: `conversation(id)` is one of them. */
-export class DefinedAgent {
+export class DefinedAgent<OUTPUT = Json> {
   /** What each conversation's handle shares (agent.ts). */
   private readonly scope: AgentScope;
 
@@ -40,10 +41,10 @@ export class DefinedAgent {
   /** The conversation with this id (an agent id: one execution at a time,
    * its own memory). Free to call for any number of ids: nothing is written
    * or read until it starts. */
-  conversation(conversationId: string): Agent {
+  conversation(conversationId: string): Agent<OUTPUT> {
     validateAgentId(conversationId, `${this.name}.conversation(id): the conversation id`);
     this.environment.conversations.checkOwnership(conversationId, this.kind);
-    return new Agent(this.scope, conversationId);
+    return new Agent<OUTPUT>(this.scope, conversationId);
   }
 
   /** What recovery did with this definition's unfinished executions. */

@@ -7,7 +7,7 @@ import { ExecutionRehydrationRequiredError, PhronomyError } from "../errors.js";
 import { errorFromRecord } from "../error-records.js";
 import type { ExecutionRow } from "../store/records.js";
 import type { ApprovalRequest, HandoffRequest } from "./events.js";
-import type { Waiting } from "./run.js";
+import type { RunResult, Waiting } from "./run.js";
 import { emitToWaiter, rejectSuspendedObserver, resolveWaiter, settleWaiterWithError, type DeliverySettings } from "./delivery.js";
 
 export function settleFromRow(waiter: Waiting, executionId: string, row: ExecutionRow | undefined, settings: DeliverySettings): void {
@@ -34,19 +34,12 @@ export function settleFromRow(waiter: Waiting, executionId: string, row: Executi
     if (row.outcome === "completed") emitToWaiter(waiter, { type: "done", executionId, output: row.output, usage: row.usage }, settings);
     else if (handoff) emitToWaiter(waiter, { type: "handoff", executionId, handoff }, settings);
     // Under the callback-error policy, as a live Run (decision 0056).
-    resolveWaiter(
-      waiter,
-      {
-        executionId,
-        agentId: row.agentId,
-        outcome: row.outcome,
-        output: row.output,
-        usage: row.usage,
-        ...(handoff ? { handoff } : {}),
-      },
-      row.outcome === "completed" ? "done" : "handoff",
-      settings,
-    );
+    const base = { executionId, agentId: row.agentId, usage: row.usage };
+    const result: RunResult =
+      row.outcome === "completed"
+        ? { ...base, outcome: "completed", output: row.output }
+        : { ...base, outcome: "handed_off", output: null, ...(handoff ? { handoff } : {}) };
+    resolveWaiter(waiter, result, row.outcome === "completed" ? "done" : "handoff", settings);
     return;
   }
   const error = row.error

@@ -37,7 +37,7 @@ import { WorkById } from "./work-by-id.js";
 import { InboxClaims } from "./inbox-claims.js";
 import { leasingStoreOf } from "./leases.js";
 import type { OpenOptions } from "./open-options.js";
-import type { AgentDefinition, ConversationDefinition } from "./options.js";
+import type { AgentDefinition, ConversationDefinition, OutputOf } from "./options.js";
 import { partitionedStoreOf, partitionTakeovers } from "./partition-takeover.js";
 import type { RecoveredExecution } from "./recovery.js";
 import type { RemoteResumes } from "./remote-resume.js";
@@ -165,10 +165,10 @@ export class Environment {
    * written or read per definition: unfinished executions found by the
    * environment's one scan are recovered for the definition they belong
    * to. Defining the same id, or name, twice is refused. */
-  agent(definition: AgentDefinition): Agent;
+  agent<OUTPUT = unknown>(definition: AgentDefinition<OUTPUT>): Agent<OutputOf<OUTPUT>>;
   /** Defines a named agent with many conversations: `conversation(id)`. */
-  agent(definition: ConversationDefinition): DefinedAgent;
-  agent(given: AgentDefinition | ConversationDefinition): Agent | DefinedAgent {
+  agent<OUTPUT = unknown>(definition: ConversationDefinition<OUTPUT>): DefinedAgent<OutputOf<OUTPUT>>;
+  agent(given: AgentDefinition | ConversationDefinition): Agent<unknown> | DefinedAgent<unknown> {
     this.assertOpen("env.agent()");
     return this.definitions.define(given);
   }

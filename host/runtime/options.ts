@@ -78,7 +78,7 @@ export function guardrailFailedMessage(which: "input" | "output", subject: strin
 }
 
 /** One agent: one conversation with this id (as `env.agent` always did). */
-export interface AgentDefinition extends AgentSettings {
+export interface AgentDefinition<OUTPUT = unknown> extends AgentSettings<OUTPUT> {
   /** The agent id: its one conversation's, stored with every execution. */
   readonly id: string;
 }
@@ -86,23 +86,35 @@ export interface AgentDefinition extends AgentSettings {
 /** A definition with many conversations: `support.conversation(id)`
  * (docs/decisions/0024-conversations.md). The name is stored with each
  * execution, so recovery finds the definition of an unfinished one. */
-export interface ConversationDefinition extends AgentSettings {
+export interface ConversationDefinition<OUTPUT = unknown> extends AgentSettings<OUTPUT> {
   /** The definition's name, unique in the environment. */
   readonly name: string;
 }
+
+/** The type of a run's `output` for a definition's `output` setting: what
+ * the AI SDK `Output` parses a complete answer into (`Output.object({
+ * schema })`: the schema's type), else the model's text. Read from the
+ * `Output`'s shape, so no type of the AI SDK is named here. */
+export type OutputOf<SPEC> = SPEC extends {
+  /** The `Output`'s parser of a complete answer. */
+  parseCompleteOutput(...args: never[]): PromiseLike<infer COMPLETE>;
+}
+  ? COMPLETE
+  : string;
 
 /** What a definition says of its agent, whether it names one id or many
  * conversations. The AI SDK's call settings (`temperature`,
  * `maxOutputTokens`, `topP`, `topK`, `presencePenalty`, `frequencyPenalty`,
  * `stopSequences`, `seed`, `headers`, `providerOptions`) go to the provider
  * on every model call, as `generateText` takes them. */
-export interface AgentSettings extends ModelCallSettings {
+export interface AgentSettings<OUTPUT = unknown> extends ModelCallSettings {
   /** An AI SDK language model (v2, v3, v4), or a model id string the AI SDK
    * resolves (the global provider, else the AI Gateway). */
   readonly model: LanguageModel;
   /** Structured output: an AI SDK `Output` (`Output.object({ schema })`);
-   * the run's result is the parsed, validated object. */
-  readonly output?: unknown;
+   * the run's result is the parsed, validated object, typed as the
+   * schema's type (`OutputOf`). */
+  readonly output?: OUTPUT;
   /** Retries of a model call that failed transiently (HTTP 429, 5xx, a
    * network error): default 2, as the AI SDK; 0 turns them off. */
   readonly maxRetries?: number;

@@ -11,25 +11,41 @@ import type { Json, UsageTotals } from "../store/records.js";
 import { EventStream, type EventListener, type ExecutionEvent, type HandoffRequest } from "./events.js";
 
 /** How an execution ended well; every other end rejects `run.result`
- * with a typed `PhronomyError`. */
-export interface RunResult {
+ * with a typed `PhronomyError`. `OUTPUT` is the type of a completed
+ * execution's output: the model's text, or the structured output's
+ * schema type (`OutputOf`); a handed-off execution has none. */
+export type RunResult<OUTPUT = Json> = CompletedRun<OUTPUT> | HandedOffRun;
+
+/** What both ends of `RunResult` carry. */
+interface RunResultBase {
   /** The execution. */
   readonly executionId: string;
   /** Its agent (conversation) id. */
   readonly agentId: string;
-  /** `completed`, or `handed_off` to another agent (`handoff` says where). */
-  readonly outcome: "completed" | "handed_off";
-  /** The model's final text, or the parsed object of structured output. */
-  readonly output: Json;
   /** Tokens used by every model call of the execution. */
   readonly usage: UsageTotals;
-  /** Set when the execution handed off: start the target agent with it. */
+}
+
+/** An execution that completed: its output. */
+export interface CompletedRun<OUTPUT = Json> extends RunResultBase {
+  readonly outcome: "completed";
+  /** The model's final text, or the parsed object of structured output. */
+  readonly output: OUTPUT;
+  readonly handoff?: undefined;
+}
+
+/** An execution that handed off: start the target agent with `handoff`
+ * (`agent.startFromHandoff`). */
+export interface HandedOffRun extends RunResultBase {
+  readonly outcome: "handed_off";
+  readonly output: null;
+  /** Absent only for a handoff recorded without its request. */
   readonly handoff?: HandoffRequest;
 }
 
 /** The handle `agent.start` and `agent.resume` return: the execution id,
  * its events and its result. Never throws: every failure rejects `result`. */
-export interface Run {
+export interface Run<OUTPUT = Json> {
   /** Known once the execution is admitted and prepared. */
   readonly executionId: Promise<string>;
   /** Progress events, then one terminal event (`done`, `error`,
@@ -37,7 +53,15 @@ export interface Run {
    * execution suspends: the resume's Run carries the rest). */
   readonly events: AsyncIterable<ExecutionEvent>;
   /** The execution's final outcome. */
-  readonly result: Promise<RunResult>;
+  readonly result: Promise<RunResult<OUTPUT>>;
+}
+
+/** A Run of an agent whose output type its definition says: the host
+ * stores and parses the output as JSON, and structured output was
+ * validated against the schema before it completed, so the type is the
+ * definition's promise, not a cast of unknown data. */
+export function typedRun<OUTPUT>(run: Run): Run<OUTPUT> {
+  return run as unknown as Run<OUTPUT>;
 }
 
 /** What delivery needs of a waiter (`delivery.ts`): a live `Waiter`, or

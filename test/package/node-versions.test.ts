@@ -120,7 +120,7 @@ describe("the packed package without better-sqlite3", () => {
       expect(compiled.stdout + compiled.stderr).toBe("");
       expect(compiled.code).toBe(0);
       const ran = await runOn(node, join(workspace, `consumer-${version}`), [join(project, "consumer.ts")]);
-      expect({ code: ran.code, stdout: ran.stdout }, ran.stderr).toEqual({ code: 0, stdout: "hi\n" });
+      expect({ code: ran.code, stdout: ran.stdout }, ran.stderr).toEqual({ code: 0, stdout: "hi\n42\n" });
     }, 300_000);
 
     it(`Node ${version}: examples/agent.ts runs as docs/runtimes.md says (node agent.ts)`, async () => {

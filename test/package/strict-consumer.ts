@@ -2,9 +2,11 @@
 // with `strict` and `skipLibCheck: false` by types.test.ts (node16 and
 // bundler resolution, and from CommonJS) and, on Node 22 and 24, by
 // node-versions.test.ts, which then runs it there (Node strips the types).
-// It prints the run's output: "hi".
+// It prints the run's output, "hi", then the typed structured output's
+// field, 42 (its type inferred from the definition's Output.object).
 
-export const strictConsumer = `import { Phronomy, tool, type Agent, type Environment, type Run } from "phronomy";
+export const strictConsumer = `import { jsonSchema, Output } from "ai";
+import { Phronomy, tool, type Agent, type Environment, type Run } from "phronomy";
 import { scriptedModel } from "phronomy/testing";
 
 const env: Environment = await Phronomy.open({ store: "./agents.db" });
@@ -17,6 +19,17 @@ const agent: Agent = env.agent({ id: "support", model: scriptedModel(() => ({ te
 const run: Run = agent.start("Where is order 42?");
 const { output } = await run.result;
 console.log(output);
+const totals = env.agent({
+  name: "totals",
+  model: scriptedModel(() => ({ text: JSON.stringify({ total: 42 }) })),
+  output: Output.object({ schema: jsonSchema<{ total: number }>({ type: "object", properties: { total: { type: "number" } }, required: ["total"] }) }),
+});
+const typed: Run<{ total: number }> = totals.conversation("user-1").start("Sum it");
+const ended = await typed.result;
+if (ended.outcome === "completed") {
+  const total: number = ended.output.total;
+  console.log(total);
+}
 await env.close();
 `;
 
