@@ -104,6 +104,8 @@ export type {
   SystemMessage,
   UserMessage,
   UserContentPart,
+  TaggedFileData,
+  PartProviderOptions,
   AssistantMessage,
   ToolMessage,
   ToolCall,

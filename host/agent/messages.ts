@@ -38,9 +38,21 @@ export type ToolResult = {
  * SDK's model messages carry them, made JSON-safe (bytes as base64, URLs as
  * strings) because the conversation is persisted as it is. */
 export type UserContentPart =
-  | { type: "text"; text: string }
-  | { type: "image"; image: string; mediaType?: string }
-  | { type: "file"; data: string; mediaType: string; filename?: string };
+  | { type: "text"; text: string; providerOptions?: PartProviderOptions }
+  | { type: "image"; image: string; mediaType?: string; providerOptions?: PartProviderOptions }
+  | { type: "file"; data: string | TaggedFileData; mediaType: string; filename?: string; providerOptions?: PartProviderOptions };
+
+/** A part's provider options (e.g. a cache marker), JSON as the AI SDK takes them. */
+export type PartProviderOptions = { [provider: string]: { [key: string]: Json } };
+
+/** File data as the AI SDK 7 tags it (`convertToModelMessages` emits it),
+ * kept tagged and JSON-safe: bytes as base64, a URL as its string, a
+ * provider's reference (`uploadFile`) as its ids, inline text as text. */
+export type TaggedFileData =
+  | { type: "data"; data: string }
+  | { type: "url"; url: string }
+  | { type: "reference"; reference: { [provider: string]: string } }
+  | { type: "text"; text: string };
 
 /** The model's reasoning in one turn, with the provider's metadata (a
  * signature some providers need to see again). */

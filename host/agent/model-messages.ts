@@ -7,7 +7,16 @@
 import type { ModelMessage } from "ai";
 import { InvalidInputError } from "../errors.js";
 import type { Json } from "../words.js";
-import { isJson, type ConversationMessage, type ReasoningPart, type ToolResult, type UserContentPart, type UserMessage } from "./messages.js";
+import {
+  isJson,
+  type ConversationMessage,
+  type PartProviderOptions,
+  type ReasoningPart,
+  type TaggedFileData,
+  type ToolResult,
+  type UserContentPart,
+  type UserMessage,
+} from "./messages.js";
 
 type LooseRecord = { readonly [key: string]: unknown };
 
@@ -45,15 +54,24 @@ function modelMessageOf(message: ConversationMessage): ModelMessage | undefined 
   }
 }
 
-function userPartOf(part: UserContentPart): Exclude<Extract<ModelMessage, { role: "user" }>["content"], string>[number] {
+type ModelUserPart = Exclude<Extract<ModelMessage, { role: "user" }>["content"], string>[number];
+
+function userPartOf(part: UserContentPart): ModelUserPart {
+  const options = part.providerOptions ? { providerOptions: part.providerOptions as never } : {};
   switch (part.type) {
     case "text":
-      return { type: "text", text: part.text };
+      return { type: "text", text: part.text, ...options };
     // The AI SDK 7 wants images as file parts with an image media type.
     case "image":
-      return { type: "file", data: urlOrData(part.image), mediaType: part.mediaType ?? "image" };
+      return { type: "file", data: urlOrData(part.image), mediaType: part.mediaType ?? "image", ...options };
     case "file":
-      return { type: "file", data: urlOrData(part.data), mediaType: part.mediaType, ...(part.filename ? { filename: part.filename } : {}) };
+      return {
+        type: "file",
+        data: typeof part.data === "string" ? urlOrData(part.data) : (taggedDataOf(part.data) as never),
+        mediaType: part.mediaType,
+        ...(part.filename ? { filename: part.filename } : {}),
+        ...options,
+      };
   }
 }
 
@@ -61,6 +79,11 @@ function userPartOf(part: UserContentPart): Exclude<Extract<ModelMessage, { role
  * AI SDK fetches it), anything else is base64 or a data URL. */
 function urlOrData(value: string): string | URL {
   return /^https?:\/\//i.test(value) ? new URL(value) : value;
+}
+
+/** Tagged file data as the AI SDK takes it: a URL as a `URL`. */
+function taggedDataOf(data: TaggedFileData): unknown {
+  return data.type === "url" ? { type: "url", url: new URL(data.url) } : data;
 }
 
 /** A tool's `toModelOutput`, when it had one; else strings as text (the
@@ -95,6 +118,11 @@ export function inputMessagesOf(input: unknown, what: string): ConversationMessa
 }
 
 function inputMessageOf(message: LooseRecord, what: string): ConversationMessage {
+  if (message.content === undefined && Array.isArray(message.parts)) {
+    throw new InvalidInputError(
+      `${what}: this is a UI message (useChat's UIMessage, with "parts"), not a model message; convert the chat's messages first: await convertToModelMessages(messages) from "ai"`,
+    );
+  }
   switch (message.role) {
     case "system":
       if (typeof message.content !== "string") throw new InvalidInputError(`${what}: a system message's content must be a string`);
@@ -118,23 +146,70 @@ function userMessageOf(content: unknown, what: string): UserMessage {
 }
 
 function userContentPartOf(part: LooseRecord, what: string): UserContentPart {
+  const providerOptions = partProviderOptionsOf(part.providerOptions, `${what}: "providerOptions"`);
+  const options = providerOptions ? { providerOptions } : {};
   switch (part.type) {
     case "text":
       if (typeof part.text !== "string") throw new InvalidInputError(`${what}: a text part needs "text" as a string`);
-      return { type: "text", text: part.text };
+      return { type: "text", text: part.text, ...options };
     case "image": {
       const mediaType = optionalString(part.mediaType, `${what}: "mediaType"`);
-      return { type: "image", image: dataOf(part.image, `${what}: "image"`), ...(mediaType ? { mediaType } : {}) };
+      if (isProviderReference(part.image)) {
+        return { type: "file", data: { type: "reference", reference: part.image }, mediaType: mediaType ?? "image", ...options };
+      }
+      return { type: "image", image: dataOf(part.image, `${what}: "image"`), ...(mediaType ? { mediaType } : {}), ...options };
     }
     case "file": {
       const mediaType = optionalString(part.mediaType, `${what}: "mediaType"`);
       if (mediaType === undefined) throw new InvalidInputError(`${what}: a file part needs "mediaType"`);
       const filename = optionalString(part.filename, `${what}: "filename"`);
-      return { type: "file", data: dataOf(part.data, `${what}: "data"`), mediaType, ...(filename ? { filename } : {}) };
+      return { type: "file", data: fileDataOf(part.data, `${what}: "data"`), mediaType, ...(filename ? { filename } : {}), ...options };
     }
     default:
       throw new InvalidInputError(`${what}: part type ${JSON.stringify(part.type)} is not accepted; use text, image or file parts`);
   }
+}
+
+/** A file part's data: tagged as the AI SDK 7 tags it (kept tagged), or a
+ * bare URL, bytes, base64 or data URL string, or provider reference. */
+function fileDataOf(value: unknown, what: string): string | TaggedFileData {
+  if (isProviderReference(value)) return { type: "reference", reference: value };
+  if (!isRecord(value) || value instanceof URL || value instanceof Uint8Array || value instanceof ArrayBuffer) return dataOf(value, what);
+  switch (value.type) {
+    case "data":
+      return { type: "data", data: dataOf(value.data, `${what}.data`) };
+    case "url":
+      return { type: "url", url: urlOf(value.url, `${what}.url`) };
+    case "reference":
+      if (!isProviderReference(value.reference)) throw new InvalidInputError(`${what}.reference must map provider names to file ids (strings)`);
+      return { type: "reference", reference: value.reference };
+    case "text":
+      if (typeof value.text !== "string") throw new InvalidInputError(`${what}.text must be a string`);
+      return { type: "text", text: value.text };
+    default:
+      throw new InvalidInputError(`${what}: tagged file data of type ${JSON.stringify(value.type)} is not known; use data, url, reference or text`);
+  }
+}
+
+function urlOf(value: unknown, what: string): string {
+  if (value instanceof URL) return value.toString();
+  if (typeof value === "string" && URL.canParse(value)) return value;
+  throw new InvalidInputError(`${what} must be a URL`);
+}
+
+/** A provider reference (`uploadFile`): provider names mapped to file ids. */
+function isProviderReference(value: unknown): value is { [provider: string]: string } {
+  if (!isRecord(value) || "type" in value || value instanceof URL || value instanceof Uint8Array || value instanceof ArrayBuffer) return false;
+  const entries = Object.entries(value);
+  return entries.length > 0 && entries.every(([, id]) => typeof id === "string");
+}
+
+function partProviderOptionsOf(value: unknown, what: string): PartProviderOptions | undefined {
+  if (value === undefined) return undefined;
+  if (!isRecord(value) || !isJson(value) || !Object.values(value).every(isRecord)) {
+    throw new InvalidInputError(`${what} must map provider names to JSON objects`);
+  }
+  return value as PartProviderOptions;
 }
 
 /** Image and file data as text: a URL as its string, bytes as base64, a

@@ -6,7 +6,7 @@
 // output and image input reaching the provider as sent.
 
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import { Output } from "ai";
+import { convertToModelMessages, Output, type UIMessage } from "ai";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { ModelRetriesExhaustedError, tool, type ExecutionEvent } from "../../host/index.js";
@@ -230,6 +230,83 @@ describe("what the provider is sent", () => {
             { type: "image", image: Buffer.from(png).toString("base64"), mediaType: "image/png" },
           ],
         },
+      ],
+    });
+  });
+
+  it("useChat's messages with an attachment, converted by the AI SDK (tagged file data), reach the provider and are stored tagged", async () => {
+    const { server, model } = await provider();
+    server.script.push({ reply: { kind: "text", text: "A kettle." } });
+    const env = await openEnvironment();
+    const agent = env.agent({ id: "chat-attachment", model });
+    const dataUrl = `data:image/png;base64,${Buffer.from([0x89, 0x50, 0x4e, 0x47, 1, 2, 3]).toString("base64")}`;
+    const chat: UIMessage[] = [
+      {
+        id: "m1",
+        role: "user",
+        parts: [
+          { type: "text", text: "What is in this picture?" },
+          { type: "file", mediaType: "image/png", filename: "kettle.png", url: dataUrl },
+        ],
+      },
+    ];
+    const result = await agent.start(await convertToModelMessages(chat)).result;
+    expect(result.output).toBe("A kettle.");
+    expect(server.requests[0]!.body.messages[0]).toEqual({
+      role: "user",
+      content: [
+        { type: "text", text: "What is in this picture?" },
+        { type: "image_url", image_url: { url: dataUrl } },
+      ],
+    });
+    const row = await env.execution(result.executionId);
+    expect(row?.input).toEqual({
+      messages: [
+        {
+          role: "user",
+          content: "What is in this picture?",
+          parts: [
+            { type: "text", text: "What is in this picture?" },
+            { type: "file", data: { type: "url", url: dataUrl }, mediaType: "image/png", filename: "kettle.png" },
+          ],
+        },
+      ],
+    });
+  });
+
+  it("tagged data, text and reference file data are kept tagged; a UIMessage given as input is refused with the conversion to use", async () => {
+    const { model } = await provider();
+    const env = await openEnvironment();
+    const agent = env.agent({ id: "tagged", model });
+    const refused = agent.start([{ id: "m1", role: "user", parts: [{ type: "text", text: "hi" }] }] as never).result;
+    await expect(refused).rejects.toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining("convertToModelMessages") });
+    const unknownTag = agent.start([{ role: "user", content: [{ type: "file", mediaType: "text/plain", data: { type: "blob", blob: "x" } }] }] as never).result;
+    await expect(unknownTag).rejects.toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining('tagged file data of type "blob"') });
+    const { inputMessagesOf } = await import("../../host/agent/model-messages.js");
+    const parts = inputMessagesOf(
+      [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "read these", providerOptions: { anthropic: { cacheControl: { type: "ephemeral" } } } },
+            { type: "file", mediaType: "text/plain", data: { type: "data", data: new Uint8Array([104, 105]) } },
+            { type: "file", mediaType: "text/plain", data: { type: "text", text: "inline" } },
+            { type: "file", mediaType: "application/pdf", data: { type: "reference", reference: { openai: "file-1" } } },
+            { type: "image", image: { openai: "file-2" } },
+          ],
+        },
+      ],
+      "start",
+    );
+    expect(parts[0]).toEqual({
+      role: "user",
+      content: "read these",
+      parts: [
+        { type: "text", text: "read these", providerOptions: { anthropic: { cacheControl: { type: "ephemeral" } } } },
+        { type: "file", mediaType: "text/plain", data: { type: "data", data: "aGk=" } },
+        { type: "file", mediaType: "text/plain", data: { type: "text", text: "inline" } },
+        { type: "file", mediaType: "application/pdf", data: { type: "reference", reference: { openai: "file-1" } } },
+        { type: "file", mediaType: "image", data: { type: "reference", reference: { openai: "file-2" } } },
       ],
     });
   });
