@@ -27,16 +27,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { pathToFileURL } from "node:url";
 import type { LanguageModelV4, LanguageModelV4StreamPart } from "@ai-sdk/provider";
 import { z } from "zod";
-import {
-  Phronomy,
-  PhronomyError,
-  approvalIdOf,
-  executionIdHeader,
-  tool,
-  toUIMessageStreamResponse,
-  type ChatMessageMetadata,
-  type Environment,
-} from "phronomy";
+import { Readable } from "node:stream";
+import { Phronomy, chatRoutes, executionIdHeader, tool, type Environment } from "phronomy";
 import { scriptedModel } from "phronomy/testing";
 
 export interface ChatServerOptions {
@@ -65,77 +57,23 @@ export async function startChatServer(options: ChatServerOptions): Promise<ChatS
     tools: supportTools(options.lookupMs ?? 1000),
     instructions: "You help customers with their orders.",
   });
+  // The two routes useChat needs, as fetch handlers (host/chat/routes.ts).
+  const chat = chatRoutes(env, support);
 
   const server = createServer((request, response) => {
-    route(env, support, request, response).catch((error: unknown) => sendError(response, error));
+    const url = new URL(request.url ?? "/", "http://localhost");
+    const routed =
+      request.method === "POST" && url.pathname === "/api/chat"
+        ? chat.post(toRequest(request, url))
+        : request.method === "GET" && /^\/api\/chat\/[^/]+\/stream$/.test(url.pathname)
+          ? chat.resume(toRequest(request, url))
+          : Promise.resolve(new Response(null, { status: 404 }));
+    routed.then((web) => send(response, web)).catch(() => response.destroy());
   });
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, "127.0.0.1", resolve));
   const address = server.address();
   const url = `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}`;
   return { url, env, close: () => closeServer(server, env) };
-}
-
-type Support = ReturnType<Environment["agent"]>;
-
-async function route(env: Environment, support: Support, request: IncomingMessage, response: ServerResponse): Promise<void> {
-  const url = new URL(request.url ?? "/", "http://localhost");
-  const resumePath = /^\/api\/chat\/([^/]+)\/stream$/.exec(url.pathname);
-  if (request.method === "POST" && url.pathname === "/api/chat") return postChat(env, support, await readJson(request), response);
-  if (request.method === "GET" && resumePath) {
-    const resumeAt = url.searchParams.get("resumeAt") ?? header(request, "last-event-id");
-    return resumeChat(env, decodeURIComponent(resumePath[1]!), url.searchParams.get("executionId"), resumeAt, response);
-  }
-  response.writeHead(404).end();
-}
-
-/** Starts the answer to the last user message, or decides the approval the
- * last assistant message answered, and streams it. */
-async function postChat(env: Environment, support: Support, body: ChatRequest, response: ServerResponse): Promise<void> {
-  const chat = support.conversation(String(body.id));
-  const last = body.messages?.at(-1);
-  if (last?.role === "assistant") {
-    const metadata = last.metadata as ChatMessageMetadata | undefined;
-    const responses = (last.parts ?? []).filter((part) => part.state === "approval-responded" && part.approval !== undefined);
-    if (metadata?.executionId === undefined || responses.length === 0)
-      return sendJson(response, 400, { message: "the last message is the assistant's without approval responses" });
-    const run = chat.resume(metadata.executionId, {
-      approvalId: approvalIdOf(responses[0]!.approval!.id),
-      approved: responses.every((part) => part.approval!.approved === true),
-    });
-    // The client holds the message up to the suspension: continue after it.
-    return send(
-      response,
-      toUIMessageStreamResponse(await env.stream(run, metadata.resumeAt === undefined ? {} : { resumeAt: metadata.resumeAt }), {
-        executionId: metadata.executionId,
-      }),
-    );
-  }
-  const text = (last?.parts ?? [])
-    .filter((part) => part.type === "text")
-    .map((part) => part.text ?? "")
-    .join("");
-  const run = chat.start(text, { stream: true });
-  const stream = await env.stream(run);
-  return send(response, toUIMessageStreamResponse(stream, { executionId: await run.executionId }));
-}
-
-/** The chat's latest answer (or `executionId`), from `resumeAt` on. */
-async function resumeChat(
-  env: Environment,
-  chatId: string,
-  executionId: string | null,
-  resumeAt: string | undefined | null,
-  response: ServerResponse,
-): Promise<void> {
-  const id = executionId ?? (await env.executions({ agentId: chatId, limit: 1 }))[0]?.executionId;
-  if (id === undefined) return void response.writeHead(204).end();
-  const row = await env.execution(id);
-  // An answer of another chat is not this chat's to stream.
-  if (row !== undefined && row.agentId !== chatId)
-    return sendJson(response, 404, { code: "EXECUTION_NOT_FOUND", message: `chat ${chatId} has no answer ${id}` });
-  // useChat's `resume: true` asks on every page load: nothing to resume once the answer ended.
-  if (resumeAt == null && (row === undefined || row.status === "terminal" || row.status === "suspended")) return void response.writeHead(204).end();
-  return send(response, toUIMessageStreamResponse(await env.stream(id, resumeAt == null ? {} : { resumeAt }), { executionId: id }));
 }
 
 // -- the agent --------------------------------------------------------------------
@@ -215,18 +153,12 @@ function paced(model: LanguageModelV4, pacingMs: number): LanguageModelV4 {
 
 // -- HTTP ---------------------------------------------------------------------------
 
-interface ChatRequest {
-  readonly id?: unknown;
-  readonly messages?: readonly {
-    readonly role: string;
-    readonly metadata?: unknown;
-    readonly parts?: readonly {
-      readonly type: string;
-      readonly text?: string;
-      readonly state?: string;
-      readonly approval?: { readonly id: string; readonly approved?: boolean };
-    }[];
-  }[];
+/** A node:http request as a fetch Request. */
+function toRequest(request: IncomingMessage, url: URL): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(request.headers)) if (typeof value === "string") headers.set(name, value);
+  const body = request.method === "POST" ? (Readable.toWeb(request) as ReadableStream<Uint8Array>) : null;
+  return new Request(url, { method: request.method ?? "GET", headers, body, ...(body ? { duplex: "half" } : {}) } as RequestInit);
 }
 
 /** Sends a web Response on a node:http response; a client that leaves cancels its stream. */
@@ -241,41 +173,6 @@ async function send(response: ServerResponse, web: Response): Promise<void> {
     response.write(next.value);
   }
   response.end();
-}
-
-const statusByCode: Record<string, number> = {
-  INVALID_INPUT: 400,
-  EXECUTION_NOT_FOUND: 404,
-  AGENT_BUSY: 409,
-  APPROVAL_MISMATCH: 409,
-  QUEUE_FULL: 429,
-  RUNTIME_SHUTDOWN: 503,
-};
-
-function sendError(response: ServerResponse, error: unknown): void {
-  const code = error instanceof PhronomyError ? error.code : "INTERNAL";
-  const message = error instanceof Error ? error.message : String(error);
-  if (response.headersSent) return void response.destroy();
-  sendJson(response, statusByCode[code] ?? 500, { code, message });
-}
-
-function sendJson(response: ServerResponse, status: number, body: unknown): void {
-  response.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
-}
-
-async function readJson(request: IncomingMessage): Promise<ChatRequest> {
-  let text = "";
-  for await (const piece of request) text += String(piece);
-  try {
-    return JSON.parse(text) as ChatRequest;
-  } catch {
-    throw new PhronomyError("INVALID_INPUT", "the request body is not JSON");
-  }
-}
-
-function header(request: IncomingMessage, name: string): string | undefined {
-  const value = request.headers[name];
-  return Array.isArray(value) ? value[0] : value;
 }
 
 async function closeServer(server: Server, env: Environment): Promise<void> {

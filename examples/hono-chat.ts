@@ -1,4 +1,4 @@
-// README, "Chat UIs": the two routes `useChat` needs, in Hono, served by
+// README, "Chat UIs": the two routes `useChat` needs (`chatRoutes`), in Hono, served by
 // @hono/node-server (the same `app.fetch` runs on Bun.serve, Deno.serve and
 // edge runtimes). Run it (`npx tsx examples/hono-chat.ts`): it serves on a
 // free port, asks one question over HTTP as useChat would, prints the UI
@@ -9,7 +9,6 @@
 
 import type { Server } from "node:http";
 import { serve } from "@hono/node-server";
-import type { UIMessage } from "ai";
 import { Hono } from "hono";
 import { Phronomy, tool } from "phronomy";
 import { scriptedModel } from "phronomy/testing";
@@ -28,26 +27,12 @@ const support = env.agent({ name: "support", model, tools: { lookupOrder } });
 const app = new Hono();
 
 // #region readme
-import { toUIMessageStreamResponse } from "phronomy";
+import { chatRoutes } from "phronomy";
 
-// POST /api/chat — useChat's DefaultChatTransport sends { id, messages }
-app.post("/api/chat", async (c) => {
-  const { id, messages } = await c.req.json<{ id: string; messages: UIMessage[] }>();
-  const lastUserText =
-    messages
-      .at(-1)
-      ?.parts.map((part) => (part.type === "text" ? part.text : ""))
-      .join("") ?? "";
-  const run = support.conversation(id).start(lastUserText, { stream: true });
-  return toUIMessageStreamResponse(await env.stream(run), { executionId: await run.executionId });
-});
-
-// GET /api/chat/:id/stream?executionId= — resume from ?resumeAt= or Last-Event-ID (each SSE event's id is its position)
-app.get("/api/chat/:id/stream", async (c) => {
-  const executionId = c.req.query("executionId")!;
-  const resumeAt = c.req.query("resumeAt") ?? c.req.header("last-event-id");
-  return toUIMessageStreamResponse(await env.stream(executionId, resumeAt ? { resumeAt } : {}));
-});
+// Each chat is a conversation of `support`; a message sent while an answer runs is answered after it.
+const chat = chatRoutes(env, support);
+app.post("/api/chat", (c) => chat.post(c.req.raw)); // useChat's DefaultChatTransport: a message, or an approval response
+app.get("/api/chat/:id/stream", (c) => chat.resume(c.req.raw, c.req.param("id"))); // useChat({ resume: true }); 204 when idle
 // #endregion
 
 /** The SSE events of a response: each chunk's id (its position) and type (the last event is `data: [DONE]`). */

@@ -1,0 +1,208 @@
+// The two HTTP routes `useChat` needs, as fetch-style handlers (a `Request`
+// in, a `Response` out): Hono, Next.js route handlers, `Bun.serve`,
+// `Deno.serve` and edge runtimes take them as they are (docs/decisions/0036,
+// issue 27).
+//
+//   const chat = chatRoutes(env, support);
+//   POST {api}                — what `DefaultChatTransport` sends: starts the
+//                               answer to the last user message (its text and
+//                               attachments), or decides the approval the last
+//                               assistant message answered, and streams it
+//   GET  {api}/{chatId}/stream — `useChat({ resume: true })`: the chat's
+//                               running answer, from `?resumeAt=` or
+//                               `Last-Event-ID`; 204 when nothing runs
+//
+// Each chat is one conversation of the definition, its id the chat's id. A
+// message sent while an answer runs waits behind it (`onBusy: "enqueue"`,
+// the default here), so `useChat` never sees AGENT_BUSY for a quick second
+// message. Errors are JSON `{ code, message }` with an HTTP status.
+
+import { PhronomyError } from "../errors.js";
+import type { Agent, AgentInput } from "../runtime/agent.js";
+import type { StartOptions } from "../runtime/options.js";
+import type { Run } from "../runtime/run.js";
+import type { ExecutionListFilter, ExecutionRow } from "../store/records.js";
+import type { ChatChunk, ChatMessageMetadata, StreamOptions } from "./chat-stream.js";
+import { toUIMessageStreamResponse } from "./response.js";
+import { approvalIdOf } from "./timeline-chunks.js";
+
+/** What the routes use of the environment (`Environment` has it). */
+export interface ChatRoutesEnvironment {
+  /** `env.stream`: a Run or an execution as the UI message stream. */
+  stream(target: Run<unknown> | string, options?: StreamOptions): Promise<ReadableStream<ChatChunk>>;
+  /** `env.executions`: a chat's newest execution. */
+  executions(filter: ExecutionListFilter): Promise<ExecutionRow[]>;
+  /** `env.execution`: the row of the execution to resume. */
+  execution(executionId: string): Promise<ExecutionRow | undefined>;
+}
+
+/** The definition whose conversations are the chats (`env.agent({ name })`). */
+export interface ChatRoutesAgent {
+  /** The chat's conversation. */
+  conversation(chatId: string): Agent<unknown>;
+}
+
+/** How the routes start answers. */
+export interface ChatRoutesOptions {
+  /** What a message does while the chat's previous answer runs: `enqueue`
+   * (default: it is answered next), `interrupt` (the running answer is
+   * cancelled) or `reject` (409 `AGENT_BUSY`). */
+  readonly onBusy?: "enqueue" | "interrupt" | "reject";
+  /** More options for each start (its metadata, a timeout, …), from the
+   * request: authenticate here (throw a `PhronomyError` to refuse). */
+  readonly startOptions?: (context: { readonly chatId: string; readonly request: Request }) => StartOptions | Promise<StartOptions>;
+}
+
+/** The routes, each a fetch handler. */
+export interface ChatRoutes {
+  /** POST {api}: a message or an approval response; streams the answer. */
+  post(request: Request): Promise<Response>;
+  /** GET {api}/{chatId}/stream: resumes the chat's running answer, or 204.
+   * `chatId` as the router parsed it; without it, the path's segment
+   * before `/stream`. */
+  resume(request: Request, chatId?: string): Promise<Response>;
+  /** Both, routed by method: POST to `post`, GET to `resume`. */
+  handle(request: Request): Promise<Response>;
+}
+
+/** HTTP statuses of the errors a chat request can meet. */
+const statusByCode: Readonly<Record<string, number>> = {
+  INVALID_INPUT: 400,
+  EXECUTION_NOT_FOUND: 404,
+  AGENT_BUSY: 409,
+  APPROVAL_MISMATCH: 409,
+  AGENT_CLOSED: 409,
+  QUEUE_FULL: 429,
+  RUNTIME_SHUTDOWN: 503,
+};
+
+/** The routes of `agent`'s chats on `env`. */
+export function chatRoutes(env: ChatRoutesEnvironment, agent: ChatRoutesAgent, options: ChatRoutesOptions = {}): ChatRoutes {
+  const onBusy = options.onBusy ?? "enqueue";
+  const post = (request: Request): Promise<Response> =>
+    answered(async () => {
+      const body = await chatRequestOf(request);
+      const chat = agent.conversation(body.id);
+      const last = body.messages.at(-1);
+      if (last?.role === "assistant") return decide(env, chat, last);
+      if (last?.role !== "user") throw new PhronomyError("INVALID_INPUT", "the chat request's last message is neither the user's nor an approval response");
+      const extra = (await options.startOptions?.({ chatId: body.id, request })) ?? {};
+      const run = chat.start(inputOf(last), { onBusy, ...extra, stream: true });
+      const stream = await env.stream(run);
+      return toUIMessageStreamResponse(stream, { executionId: await run.executionId });
+    });
+  const resume = (request: Request, chatId?: string): Promise<Response> =>
+    answered(async () => {
+      const url = new URL(request.url);
+      const id = chatId ?? /\/([^/]+)\/stream\/?$/.exec(url.pathname)?.[1];
+      if (id === undefined) throw new PhronomyError("INVALID_INPUT", "the resume request names no chat: GET {api}/{chatId}/stream");
+      const resumeAt = url.searchParams.get("resumeAt") ?? request.headers.get("last-event-id");
+      return resumeChat(env, decodeURIComponent(id), url.searchParams.get("executionId"), resumeAt);
+    });
+  return {
+    post,
+    resume,
+    handle: (request) =>
+      request.method === "POST" ? post(request) : request.method === "GET" ? resume(request) : Promise.resolve(new Response(null, { status: 405 })),
+  };
+}
+
+/** The chat's latest answer (or `executionId`'s), from `resumeAt` on. */
+async function resumeChat(env: ChatRoutesEnvironment, chatId: string, executionId: string | null, resumeAt: string | null): Promise<Response> {
+  const id = executionId ?? (await env.executions({ agentId: chatId, limit: 1 }))[0]?.executionId;
+  if (id === undefined) return new Response(null, { status: 204 });
+  const row = await env.execution(id);
+  // An answer of another chat is not this chat's to stream.
+  if (row !== undefined && row.agentId !== chatId) throw new PhronomyError("EXECUTION_NOT_FOUND", `chat ${chatId} has no answer ${id}`);
+  // useChat's `resume: true` asks on every page load: nothing to resume once the answer ended or waits.
+  if (resumeAt === null && (row === undefined || row.status === "terminal" || row.status === "suspended")) return new Response(null, { status: 204 });
+  return toUIMessageStreamResponse(await env.stream(id, resumeAt === null ? {} : { resumeAt }), { executionId: id });
+}
+
+/** Decides the approval the last assistant message answered (`addToolApprovalResponse`). */
+async function decide(env: ChatRoutesEnvironment, chat: Agent<unknown>, last: ChatRequestMessage): Promise<Response> {
+  const metadata = last.metadata as ChatMessageMetadata | undefined;
+  const responses = last.parts.filter((part) => part.state === "approval-responded" && isRecord(part.approval) && typeof part.approval.id === "string");
+  if (typeof metadata?.executionId !== "string" || responses.length === 0) {
+    throw new PhronomyError("INVALID_INPUT", "the last message is the assistant's without approval responses");
+  }
+  const approvals = responses.map((part) => part.approval as { id: string; approved?: unknown; reason?: unknown });
+  const declined = approvals.find((approval) => approval.approved !== true);
+  const run = chat.resume(metadata.executionId, {
+    approvalId: approvalIdOf(approvals[0]!.id),
+    approved: declined === undefined,
+    ...(typeof declined?.reason === "string" ? { reason: declined.reason } : {}),
+  });
+  // The client holds the message up to the suspension: continue after it.
+  const stream = await env.stream(run, typeof metadata.resumeAt === "string" ? { resumeAt: metadata.resumeAt } : {});
+  return toUIMessageStreamResponse(stream, { executionId: metadata.executionId });
+}
+
+interface ChatRequestPart {
+  readonly type: string;
+  readonly text?: unknown;
+  readonly state?: unknown;
+  readonly approval?: unknown;
+  readonly url?: unknown;
+  readonly mediaType?: unknown;
+  readonly filename?: unknown;
+}
+
+interface ChatRequestMessage {
+  readonly role: string;
+  readonly metadata?: unknown;
+  readonly parts: readonly ChatRequestPart[];
+}
+
+/** `{ id, messages }` as `DefaultChatTransport` sends it, checked. */
+async function chatRequestOf(request: Request): Promise<{ id: string; messages: ChatRequestMessage[] }> {
+  let body: unknown;
+  try {
+    body = await request.json();
+  } catch {
+    throw new PhronomyError("INVALID_INPUT", "the chat request's body is not JSON");
+  }
+  if (!isRecord(body) || typeof body.id !== "string" || body.id.length === 0) {
+    throw new PhronomyError("INVALID_INPUT", 'the chat request needs "id" (the chat\'s id) as a non-empty string');
+  }
+  const messages = body.messages;
+  if (!Array.isArray(messages) || !messages.every((message) => isRecord(message) && typeof message.role === "string" && Array.isArray(message.parts))) {
+    throw new PhronomyError("INVALID_INPUT", 'the chat request needs "messages" as UI messages (each with "role" and "parts")');
+  }
+  return { id: body.id, messages: messages as ChatRequestMessage[] };
+}
+
+/** The last user message as the start's input: its text, or its text and
+ * attachments (file parts, by URL) as the parts of one user message. */
+function inputOf(message: ChatRequestMessage): AgentInput {
+  const text = message.parts
+    .filter((part) => part.type === "text" && typeof part.text === "string")
+    .map((part) => part.text as string)
+    .join("");
+  const files = message.parts.filter((part) => part.type === "file");
+  if (files.length === 0) return text;
+  return [
+    ...(text.length > 0 ? [{ type: "text" as const, text }] : []),
+    ...files.map((part) => ({
+      type: "file" as const,
+      data: { type: "url" as const, url: String(part.url) },
+      mediaType: String(part.mediaType),
+      ...(typeof part.filename === "string" ? { filename: part.filename } : {}),
+    })),
+  ] as AgentInput;
+}
+
+/** The handler's answer, or its error as JSON with the code's status. */
+async function answered(handler: () => Promise<Response>): Promise<Response> {
+  try {
+    return await handler();
+  } catch (error) {
+    const code = error instanceof PhronomyError ? error.code : "INTERNAL";
+    const message = error instanceof Error ? error.message : String(error);
+    return Response.json({ code, message }, { status: statusByCode[code] ?? 500 });
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

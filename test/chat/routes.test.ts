@@ -1,0 +1,147 @@
+// The shipped chat routes (host/chat/routes.ts), driven by the AI SDK's own
+// client — `Chat` (what `useChat` runs) over `DefaultChatTransport` — whose
+// `fetch` calls the handlers directly, as a fetch-style server would: a
+// second message while an answer runs waits for it instead of failing, an
+// attachment reaches the start, bad requests are typed JSON errors, and
+// `handle` routes by method. The example server's tests
+// (example-server.test.ts) run the same routes over node:http.
+
+import { AbstractChat, DefaultChatTransport, type ChatInit, type ChatState, type ChatStatus, type UIMessage } from "ai";
+import { afterEach, describe, expect, it } from "vitest";
+import { scriptedModel } from "../../host/agent/scripted-model.js";
+import { chatRoutes, type ChatRoutes, type Environment } from "../../host/index.js";
+import { deferred, openEnvironment, waitFor } from "../runtime/helpers.js";
+
+let env: Environment | undefined;
+afterEach(async () => {
+  await env?.close();
+  env = undefined;
+});
+
+class MemoryChatState implements ChatState<UIMessage> {
+  status: ChatStatus = "ready";
+  error: Error | undefined = undefined;
+  constructor(public messages: UIMessage[] = []) {}
+  pushMessage = (message: UIMessage): void => {
+    this.messages = [...this.messages, message];
+  };
+  popMessage = (): void => {
+    this.messages = this.messages.slice(0, -1);
+  };
+  replaceMessage = (index: number, message: UIMessage): void => {
+    this.messages = this.messages.map((existing, at) => (at === index ? message : existing));
+  };
+  snapshot = <T>(thing: T): T => structuredClone(thing);
+}
+
+class Chat extends AbstractChat<UIMessage> {
+  constructor(init: ChatInit<UIMessage>) {
+    super({ ...init, state: new MemoryChatState(init.messages ?? []) });
+  }
+}
+
+/** A transport whose requests go straight to the routes. */
+function transportTo(routes: ChatRoutes): DefaultChatTransport<UIMessage> {
+  return new DefaultChatTransport<UIMessage>({
+    api: "http://chat.test/api/chat",
+    fetch: ((input: string | URL | Request, init?: RequestInit) => routes.handle(new Request(input, init))) as typeof fetch,
+  });
+}
+
+function textOf(message: UIMessage | undefined): string {
+  return (message?.parts ?? []).map((part) => (part.type === "text" ? part.text : "")).join("");
+}
+
+describe("chatRoutes, through the AI SDK's Chat and DefaultChatTransport", () => {
+  it("a second message sent while the first answer runs is answered after it (enqueue by default), not refused", async () => {
+    env = await openEnvironment();
+    const gate = deferred();
+    let calls = 0;
+    const model = scriptedModel(async ({ messages }) => {
+      calls += 1;
+      if (calls === 1) await gate.promise;
+      const last = messages.at(-1);
+      return { text: `answer to: ${last?.role === "user" ? last.content : "?"}` };
+    });
+    const routes = chatRoutes(env, env.agent({ name: "support", model }));
+    const first = new Chat({ id: "chat-1", transport: transportTo(routes) });
+    const second = new Chat({ id: "chat-1", transport: transportTo(routes) });
+    const sentFirst = first.sendMessage({ text: "one" });
+    await waitFor(async () => calls === 1 || undefined);
+    const sentSecond = second.sendMessage({ text: "two" });
+    await waitFor(async () => ((await env!.executions({ agentId: "chat-1", status: "queued" })).length === 1 ? true : undefined));
+    gate.resolve();
+    await Promise.all([sentFirst, sentSecond]);
+    await waitFor(async () => (first.status === "ready" && second.status === "ready" ? true : undefined));
+    expect(first.error).toBeUndefined();
+    expect(second.error).toBeUndefined();
+    expect(textOf(first.messages.at(-1))).toBe("answer to: one");
+    expect(textOf(second.messages.at(-1))).toBe("answer to: two");
+  });
+
+  it("onBusy 'reject': the second message is a 409 AGENT_BUSY the chat shows as its error", async () => {
+    env = await openEnvironment();
+    const gate = deferred();
+    const model = scriptedModel(async () => {
+      await gate.promise;
+      return { text: "done" };
+    });
+    const routes = chatRoutes(env, env.agent({ name: "support", model }), { onBusy: "reject" });
+    const first = new Chat({ id: "chat-2", transport: transportTo(routes) });
+    const sentFirst = first.sendMessage({ text: "one" });
+    await waitFor(async () => ((await env!.executions({ agentId: "chat-2", status: "active" })).length === 1 ? true : undefined));
+    const refused = await routes.post(
+      new Request("http://chat.test/api/chat", {
+        method: "POST",
+        body: JSON.stringify({ id: "chat-2", messages: [{ id: "u2", role: "user", parts: [{ type: "text", text: "two" }] }] }),
+      }),
+    );
+    expect(refused.status).toBe(409);
+    expect(await refused.json()).toMatchObject({ code: "AGENT_BUSY" });
+    gate.resolve();
+    await sentFirst;
+  });
+
+  it("an attachment (a file part) reaches the start as a file part by URL", async () => {
+    env = await openEnvironment();
+    const routes = chatRoutes(env, env.agent({ name: "support", model: scriptedModel(() => ({ text: "A kettle." })) }));
+    const chat = new Chat({ id: "chat-3", transport: transportTo(routes) });
+    const dataUrl = `data:image/png;base64,${Buffer.from([0x89, 0x50, 0x4e, 0x47]).toString("base64")}`;
+    await chat.sendMessage({ text: "What is this?", files: [{ type: "file", mediaType: "image/png", filename: "kettle.png", url: dataUrl }] });
+    await waitFor(async () => (chat.status === "ready" ? true : undefined));
+    expect(textOf(chat.messages.at(-1))).toBe("A kettle.");
+    const [row] = await env.executions({ agentId: "chat-3" });
+    expect(row?.input).toEqual({
+      messages: [
+        {
+          role: "user",
+          content: "What is this?",
+          parts: [
+            { type: "text", text: "What is this?" },
+            { type: "file", data: { type: "url", url: dataUrl }, mediaType: "image/png", filename: "kettle.png" },
+          ],
+        },
+      ],
+    });
+  });
+
+  it("bad requests are typed JSON errors; handle routes by method; resume names the chat from the path", async () => {
+    env = await openEnvironment();
+    const routes = chatRoutes(env, env.agent({ name: "support", model: scriptedModel(() => ({ text: "hi" })) }));
+    const post = (body: string): Promise<Response> => routes.handle(new Request("http://chat.test/api/chat", { method: "POST", body }));
+    for (const [body, fragment] of [
+      ["not json", "not JSON"],
+      [JSON.stringify({ messages: [] }), '"id"'],
+      [JSON.stringify({ id: "c", messages: [{ role: "user" }] }), '"messages"'],
+      [JSON.stringify({ id: "c", messages: [{ id: "a", role: "assistant", parts: [] }] }), "without approval responses"],
+    ] as const) {
+      const answer = await post(body);
+      expect(answer.status, body).toBe(400);
+      expect(await answer.json()).toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining(fragment) });
+    }
+    expect((await routes.handle(new Request("http://chat.test/api/chat", { method: "PUT" }))).status).toBe(405);
+    expect((await routes.handle(new Request("http://chat.test/api/chat/nobody/stream"))).status, "nothing to resume").toBe(204);
+    const unnamed = await routes.resume(new Request("http://chat.test/api/chat"));
+    expect(unnamed.status).toBe(400);
+  });
+});
