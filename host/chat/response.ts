@@ -25,26 +25,57 @@ export const uiMessageStreamHeaders: Readonly<Record<string, string>> = {
 /** The header naming the execution a streamed response belongs to. */
 export const executionIdHeader = "x-phronomy-execution-id";
 
+/** How long a stream may be silent before a keep-alive comment is sent:
+ * proxies and load balancers close idle connections (often at 30–60 s),
+ * and an answer can wait that long on a slow tool. */
+export const keepAliveMs = 15_000;
+
 /** A Response streaming the chunks as server-sent events with their
- * positions as event ids. */
+ * positions as event ids; a silent stream sends a comment every
+ * `keepAliveMs` (0: never), which SSE clients ignore. */
 export function toUIMessageStreamResponse(
   stream: ReadableStream<ChatChunk>,
-  init: { readonly status?: number; readonly headers?: Record<string, string>; readonly executionId?: string } = {},
+  init: { readonly status?: number; readonly headers?: Record<string, string>; readonly executionId?: string; readonly keepAliveMs?: number } = {},
 ): Response {
   const headers: Record<string, string> = { ...uiMessageStreamHeaders, ...init.headers };
   if (init.executionId !== undefined) headers[executionIdHeader] = init.executionId;
-  return new Response(toServerSentEvents(stream).pipeThrough(new TextEncoderStream()), { status: init.status ?? 200, headers });
+  const events = toServerSentEvents(stream, init.keepAliveMs === undefined ? {} : { keepAliveMs: init.keepAliveMs });
+  return new Response(events.pipeThrough(new TextEncoderStream()), { status: init.status ?? 200, headers });
 }
 
-/** The chunks as SSE text: `id: <position>` and `data: <chunk>` per event. */
-export function toServerSentEvents(stream: ReadableStream<ChatChunk>): ReadableStream<string> {
+/** The chunks as SSE text: `id: <position>` and `data: <chunk>` per event,
+ * and `: keep-alive` after `keepAliveMs` of silence. */
+export function toServerSentEvents(stream: ReadableStream<ChatChunk>, options: { readonly keepAliveMs?: number } = {}): ReadableStream<string> {
+  const every = options.keepAliveMs ?? keepAliveMs;
+  let timer: ReturnType<typeof setInterval> | undefined;
+  let lastSent = Date.now();
+  const stop = (): void => {
+    if (timer !== undefined) clearInterval(timer);
+    timer = undefined;
+  };
   return stream.pipeThrough(
     new TransformStream<ChatChunk, string>({
+      start(controller) {
+        if (!(every > 0)) return;
+        timer = setInterval(() => {
+          if (Date.now() - lastSent < every) return;
+          lastSent = Date.now();
+          try {
+            controller.enqueue(": keep-alive\n\n");
+          } catch {
+            stop(); // the client left: the stream is cancelled
+          }
+        }, every);
+        // A stream held open by a client does not hold the process open.
+        (timer as { unref?: () => void }).unref?.();
+      },
       transform(chunk, controller) {
+        lastSent = Date.now();
         const { position, ...uiChunk } = chunk;
         controller.enqueue(`id: ${position}\ndata: ${JSON.stringify(uiChunk)}\n\n`);
       },
       flush(controller) {
+        stop();
         controller.enqueue("data: [DONE]\n\n");
       },
     }),

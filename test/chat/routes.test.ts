@@ -6,10 +6,10 @@
 // `handle` routes by method. The example server's tests
 // (example-server.test.ts) run the same routes over node:http.
 
-import { AbstractChat, DefaultChatTransport, type ChatInit, type ChatState, type ChatStatus, type UIMessage } from "ai";
+import { AbstractChat, DefaultChatTransport, readUIMessageStream, type ChatInit, type ChatState, type ChatStatus, type UIMessage } from "ai";
 import { afterEach, describe, expect, it } from "vitest";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
-import { chatRoutes, type ChatRoutes, type Environment } from "../../host/index.js";
+import { chatRoutes, toUIMessageStreamResponse, type ChatChunk, type ChatRoutes, type Environment } from "../../host/index.js";
 import { deferred, openEnvironment, waitFor } from "../runtime/helpers.js";
 
 let env: Environment | undefined;
@@ -143,5 +143,40 @@ describe("chatRoutes, through the AI SDK's Chat and DefaultChatTransport", () =>
     expect((await routes.handle(new Request("http://chat.test/api/chat/nobody/stream"))).status, "nothing to resume").toBe(204);
     const unnamed = await routes.resume(new Request("http://chat.test/api/chat"));
     expect(unnamed.status).toBe(400);
+  });
+});
+
+describe("keep-alive", () => {
+  it("a silent stream sends SSE comments, which the AI SDK's client ignores", async () => {
+    const gate = deferred();
+    const chunks: ChatChunk[] = [
+      { type: "start", messageId: "m", position: "0" },
+      { type: "text-start", id: "t", position: "1" },
+      { type: "text-delta", id: "t", delta: "hi", position: "2" },
+      { type: "text-end", id: "t", position: "3" },
+      { type: "finish", position: "4" },
+    ];
+    const stream = new ReadableStream<ChatChunk>({
+      async start(controller) {
+        controller.enqueue(chunks[0]!);
+        await gate.promise;
+        for (const chunk of chunks.slice(1)) controller.enqueue(chunk);
+        controller.close();
+      },
+    });
+    const response = toUIMessageStreamResponse(stream, { keepAliveMs: 20 });
+    const [forText, forClient] = response.body!.tee();
+    setTimeout(() => gate.resolve(), 150);
+    const text = await new Response(forText).text();
+    expect(text).toContain(": keep-alive\n\n");
+    expect(text.trimEnd().endsWith("data: [DONE]")).toBe(true);
+    const transport = new DefaultChatTransport<UIMessage>({
+      api: "http://chat.test/api/chat",
+      fetch: (async () => new Response(forClient, { headers: response.headers })) as typeof fetch,
+    });
+    const uiChunks = await transport.sendMessages({ chatId: "c", messages: [], trigger: "submit-message", messageId: undefined, abortSignal: undefined });
+    let last: UIMessage | undefined;
+    for await (const message of readUIMessageStream({ stream: uiChunks, terminateOnError: true })) last = message;
+    expect(textOf(last)).toBe("hi");
   });
 });
