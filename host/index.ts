@@ -59,6 +59,7 @@ export type { PostgresStoreOptions };
 export { Environment } from "./runtime/environment.js";
 export type { OpenOptions } from "./runtime/open-options.js";
 export { Agent, type AgentInput } from "./runtime/agent.js";
+export type { HistoryMetadata } from "./runtime/journal-messages.js";
 export { DefinedAgent } from "./runtime/defined-agent.js";
 export type { CompletedRun, HandedOffRun, Run, RunResult } from "./runtime/run.js";
 export type { ExecutionEvent, ExecutionEventType, ApprovalRequest, HandoffRequest, EventListener } from "./runtime/events.js";

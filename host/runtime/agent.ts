@@ -23,7 +23,9 @@ import { sameDecision } from "./resume-followers.js";
 import type { HandoffRequest } from "./events.js";
 import type { DefinitionKind } from "./definition-kind.js";
 import { startInputOf, type StartInput } from "./start-input.js";
-import type { ModelMessage, UserContent } from "ai";
+import type { ModelMessage, UIMessage, UserContent } from "ai";
+import { uiMessagesOf, type HistoryMetadata } from "./journal-messages.js";
+import { journalRecordsKept } from "../store/prune.js";
 import { randomUUID } from "node:crypto";
 import { isExecutionExists } from "./error-codes.js";
 
@@ -461,6 +463,20 @@ export class Agent<OUTPUT = Json> {
         { completion: { fail: reject }, label: `the close of agent "${this.id}"` },
       );
     });
+  }
+
+  /** The conversation as the AI SDK's UI messages, oldest first: its last
+   * `limit` (100, at most 1,000) memory records — each execution's input and
+   * answer — which outlive the executions themselves (retention keeps
+   * them). A chat page loads them with `useChat({ messages })`; an
+   * assistant message's id is its execution's id. */
+  async messages(options: { readonly limit?: number } = {}): Promise<UIMessage<HistoryMetadata>[]> {
+    const limit = options?.limit ?? 100;
+    if (!Number.isInteger(limit) || limit < 1 || limit > journalRecordsKept) {
+      throw new InvalidInputError(`agent "${this.id}".messages(): limit must be an integer from 1 to ${journalRecordsKept}`, { agentId: this.id });
+    }
+    this.environment.assertOpen(`agent "${this.id}".messages()`);
+    return uiMessagesOf(await this.environment.store.readJournal(this.id, limit));
   }
 
   /** Lets this conversation go without deleting anything: its entry in

@@ -1,0 +1,69 @@
+// `conversation.messages()` (issue 27): the chat as the AI SDK's UI
+// messages, from the conversation's memory — each execution's input and
+// answer — which outlives its executions when retention prunes them.
+
+import { afterEach, describe, expect, it } from "vitest";
+import { scriptedModel } from "../../host/agent/scripted-model.js";
+import type { Environment } from "../../host/index.js";
+import { openEnvironment } from "./helpers.js";
+
+let env: Environment | undefined;
+afterEach(async () => {
+  await env?.close();
+  env = undefined;
+});
+
+describe("conversation.messages()", () => {
+  it("user and assistant messages, oldest first, the assistant's id its execution's; still there once the executions are pruned", async () => {
+    env = await openEnvironment();
+    const model = scriptedModel(({ messages }) => {
+      const last = messages.at(-1);
+      return { text: `you said: ${last?.role === "user" ? last.content : "?"}` };
+    });
+    const chat = env.agent({ name: "support", model }).conversation("user-1");
+    const first = await chat.start("hello").result;
+    const second = await chat.start("where is my order?").result;
+    const expected = [
+      {
+        id: `${first.executionId}:user`,
+        role: "user",
+        parts: [{ type: "text", text: "hello" }],
+        metadata: { executionId: first.executionId, at: expect.any(Number) },
+      },
+      {
+        id: first.executionId,
+        role: "assistant",
+        parts: [{ type: "text", text: "you said: hello" }],
+        metadata: { executionId: first.executionId, at: expect.any(Number) },
+      },
+      {
+        id: `${second.executionId}:user`,
+        role: "user",
+        parts: [{ type: "text", text: "where is my order?" }],
+        metadata: { executionId: second.executionId, at: expect.any(Number) },
+      },
+      {
+        id: second.executionId,
+        role: "assistant",
+        parts: [{ type: "text", text: "you said: where is my order?" }],
+        metadata: { executionId: second.executionId, at: expect.any(Number) },
+      },
+    ];
+    expect(await chat.messages()).toEqual(expected);
+    expect(await chat.messages({ limit: 2 })).toEqual(expected.slice(2));
+
+    const pruned = await env.prune({ olderThanMs: 0 });
+    expect(pruned.executions).toBe(2);
+    expect(await env.execution(first.executionId)).toBeUndefined();
+    expect(await chat.messages(), "the memory outlives its executions").toEqual(expected);
+  });
+
+  it("a conversation with nothing yet has no messages; a bad limit is refused naming it", async () => {
+    env = await openEnvironment();
+    const chat = env.agent({ name: "support", model: scriptedModel(() => ({ text: "hi" })) }).conversation("nobody");
+    expect(await chat.messages()).toEqual([]);
+    for (const limit of [0, 1.5, 1_001, Number.NaN]) {
+      await expect(chat.messages({ limit }), String(limit)).rejects.toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining("limit") });
+    }
+  });
+});
