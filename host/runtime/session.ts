@@ -184,13 +184,15 @@ export class Session {
   }
 
   /** A declined approval: no tool of the batch runs; the model is told each
-   * call was declined, and the loop goes on. */
+   * call was declined — as the AI SDK tells it, an `execution-denied`
+   * result with the reviewer's reason — and the loop goes on. */
   decline(reason: string | null): void {
     const results: ToolResult[] = this.planned.map(({ call }) => ({
       callId: call.callId,
       toolName: call.toolName,
       output: { declined: true, reason: reason ?? "declined by a human reviewer" },
       isError: true,
+      modelOutput: { type: "execution-denied", ...(reason !== null ? { reason } : {}) },
     }));
     this.add({ role: "tool", results });
     this.record("tool_results", { results: results as unknown as Json, declined: true });

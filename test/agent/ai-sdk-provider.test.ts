@@ -10,8 +10,8 @@ import { convertToModelMessages, Output, type UIMessage } from "ai";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { ModelRetriesExhaustedError, tool, type ExecutionEvent } from "../../host/index.js";
-import { API_KEY, startChatServer, type ChatServer } from "../cli/chat-server.js";
-import { openEnvironment } from "../runtime/helpers.js";
+import { API_KEY, startChatServer, TOOL_CALL_ID, type ChatServer } from "../cli/chat-server.js";
+import { openEnvironment, waitFor } from "../runtime/helpers.js";
 
 const servers: ChatServer[] = [];
 afterEach(async () => {
@@ -309,6 +309,27 @@ describe("what the provider is sent", () => {
         { type: "file", mediaType: "image", data: { type: "reference", reference: { openai: "file-2" } } },
       ],
     });
+  });
+
+  it("a declined approval reaches the provider as the AI SDK's execution-denied result, with the reviewer's reason", async () => {
+    const { server, model } = await provider();
+    server.script.push({ reply: { kind: "tool", name: "refund", arguments: JSON.stringify({ orderId: "42" }) } });
+    server.script.push({ reply: { kind: "text", text: "The refund was not made." } });
+    const env = await openEnvironment();
+    const refund = tool({ inputSchema: z.object({ orderId: z.string() }), needsApproval: () => true, execute: () => "refunded" });
+    const agent = env.agent({ id: "refunds", model, tools: { refund } });
+    let approvalId = "";
+    const started = agent.start("Refund order 42", {
+      onEvent: (event: ExecutionEvent) => {
+        if (event.type === "approval_required") approvalId = event.request.approvalId;
+      },
+    });
+    const executionId = await started.executionId;
+    await waitFor(async () => (approvalId !== "" ? true : undefined));
+    const result = await agent.resume(executionId, { approvalId, approved: false, reason: "over the limit" }).result;
+    expect(result.output).toBe("The refund was not made.");
+    const toolMessage = server.requests[1]!.body.messages.find((message) => message.role === "tool");
+    expect(toolMessage).toMatchObject({ role: "tool", tool_call_id: TOOL_CALL_ID, content: "over the limit" });
   });
 
   it("refuses message input it cannot take with InvalidInputError", async () => {
