@@ -33,6 +33,7 @@ import { chatRoutes } from "phronomy";
 const chat = chatRoutes(env, support);
 app.post("/api/chat", (c) => chat.post(c.req.raw)); // useChat's DefaultChatTransport: a message, or an approval response
 app.get("/api/chat/:id/stream", (c) => chat.resume(c.req.raw, c.req.param("id"))); // useChat({ resume: true }); 204 when idle
+app.post("/api/chat/:id/stop", (c) => chat.stop(c.req.raw, c.req.param("id"))); // a stop button: stop(), then POST here
 // #endregion
 
 /** The SSE events of a response: each chunk's id (its position) and type (the last event is `data: [DONE]`). */

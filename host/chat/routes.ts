@@ -11,6 +11,12 @@
 //   GET  {api}/{chatId}/stream — `useChat({ resume: true })`: the chat's
 //                               running answer, from `?resumeAt=` or
 //                               `Last-Event-ID`; 204 when nothing runs
+//   POST {api}/{chatId}/stop  — cancels the chat's running answer and the
+//                               messages queued behind it. `useChat`'s
+//                               `stop()` only aborts its fetch, which the
+//                               server cannot tell from a dropped
+//                               connection (which must not cancel: the
+//                               client resumes), so a stop button calls it
 //
 // Each chat is one conversation of the definition, its id the chat's id. A
 // message sent while an answer runs waits behind it (`onBusy: "enqueue"`,
@@ -34,6 +40,8 @@ export interface ChatRoutesEnvironment {
   executions(filter: ExecutionListFilter): Promise<ExecutionRow[]>;
   /** `env.execution`: the row of the execution to resume. */
   execution(executionId: string): Promise<ExecutionRow | undefined>;
+  /** `env.cancel`: a stopped answer. */
+  cancel(executionId: string, options?: { readonly reason?: string }): Promise<unknown>;
 }
 
 /** The definition whose conversations are the chats (`env.agent({ name })`). */
@@ -61,7 +69,12 @@ export interface ChatRoutes {
    * `chatId` as the router parsed it; without it, the path's segment
    * before `/stream`. */
   resume(request: Request, chatId?: string): Promise<Response>;
-  /** Both, routed by method: POST to `post`, GET to `resume`. */
+  /** POST {api}/{chatId}/stop: cancels the chat's running answer and its
+   * queued messages; answers `{ cancelled: [executionId, …] }`, or 204
+   * when nothing ran. `chatId` as for `resume`. */
+  stop(request: Request, chatId?: string): Promise<Response>;
+  /** All three, routed by method and path: POST …/stop to `stop`, another
+   * POST to `post`, GET to `resume`. */
   handle(request: Request): Promise<Response>;
 }
 
@@ -99,12 +112,45 @@ export function chatRoutes(env: ChatRoutesEnvironment, agent: ChatRoutesAgent, o
       const resumeAt = url.searchParams.get("resumeAt") ?? request.headers.get("last-event-id");
       return resumeChat(env, decodeURIComponent(id), url.searchParams.get("executionId"), resumeAt);
     });
+  const stop = (request: Request, chatId?: string): Promise<Response> =>
+    answered(async () => {
+      const id = chatId ?? /\/([^/]+)\/stop\/?$/.exec(new URL(request.url).pathname)?.[1];
+      if (id === undefined) throw new PhronomyError("INVALID_INPUT", "the stop request names no chat: POST {api}/{chatId}/stop");
+      return stopChat(env, decodeURIComponent(id));
+    });
   return {
     post,
     resume,
-    handle: (request) =>
-      request.method === "POST" ? post(request) : request.method === "GET" ? resume(request) : Promise.resolve(new Response(null, { status: 405 })),
+    stop,
+    handle: (request) => {
+      if (request.method === "GET") return resume(request);
+      if (request.method !== "POST") return Promise.resolve(new Response(null, { status: 405 }));
+      return /\/stop\/?$/.test(new URL(request.url).pathname) ? stop(request) : post(request);
+    },
   };
+}
+
+/** Cancels what the chat runs or has queued (not an answer waiting for approval). */
+async function stopChat(env: ChatRoutesEnvironment, chatId: string): Promise<Response> {
+  const [running, queued] = await Promise.all([
+    env.executions({ agentId: chatId, limit: 100 }),
+    env.executions({ agentId: chatId, status: "queued", limit: 100 }),
+  ]);
+  const ids = [...running.filter((row) => row.status === "preparing" || row.status === "active"), ...queued].map((row) => row.executionId);
+  if (ids.length === 0) return new Response(null, { status: 204 });
+  const cancelled: string[] = [];
+  await Promise.all(
+    ids.map((executionId) =>
+      env.cancel(executionId, { reason: "stopped by the user" }).then(
+        () => cancelled.push(executionId),
+        // Ended on its own meanwhile: nothing to stop.
+        (error: unknown) => {
+          if (!(error instanceof PhronomyError && (error.code === "EXECUTION_ENDED" || error.code === "EXECUTION_NOT_FOUND"))) throw error;
+        },
+      ),
+    ),
+  );
+  return Response.json({ cancelled });
 }
 
 /** The chat's latest answer (or `executionId`'s), from `resumeAt` on. */

@@ -125,6 +125,28 @@ describe("chatRoutes, through the AI SDK's Chat and DefaultChatTransport", () =>
     });
   });
 
+  it("stop cancels the chat's running answer and the message queued behind it; nothing running is a 204", async () => {
+    env = await openEnvironment();
+    const gate = deferred();
+    const model = scriptedModel(async () => {
+      await gate.promise;
+      return { text: "too late" };
+    });
+    const support = env.agent({ name: "support", model });
+    const routes = chatRoutes(env, support);
+    const first = support.conversation("chat-5").start("one", { onBusy: "enqueue" });
+    const second = support.conversation("chat-5").start("two", { onBusy: "enqueue" });
+    const [firstId, secondId] = await Promise.all([first.executionId, second.executionId]);
+    await waitFor(async () => ((await env!.executions({ agentId: "chat-5", status: "active" })).length === 1 ? true : undefined));
+    const stopped = await routes.handle(new Request("http://chat.test/api/chat/chat-5/stop", { method: "POST" }));
+    expect(stopped.status).toBe(200);
+    expect(((await stopped.json()) as { cancelled: string[] }).cancelled.sort()).toEqual([firstId, secondId].sort());
+    await expect(first.result).rejects.toMatchObject({ code: "CANCELLED" });
+    await expect(second.result).rejects.toMatchObject({ code: "CANCELLED" });
+    gate.resolve();
+    expect((await routes.stop(new Request("http://chat.test/api/chat/chat-5/stop", { method: "POST" }))).status, "nothing left").toBe(204);
+  });
+
   it("bad requests are typed JSON errors; handle routes by method; resume names the chat from the path", async () => {
     env = await openEnvironment();
     const routes = chatRoutes(env, env.agent({ name: "support", model: scriptedModel(() => ({ text: "hi" })) }));
