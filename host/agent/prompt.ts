@@ -137,7 +137,8 @@ function toolResultOfPart(part: LooseRecord): ToolResult {
   const isError = output.type === "error-text" || output.type === "error-json" || output.type === "execution-denied";
   const value =
     output.type === "execution-denied"
-      ? { denied: true, reason: typeof output.reason === "string" ? output.reason : null }
+      ? // As the session records a decline (its stored output).
+        { declined: true, reason: typeof output.reason === "string" ? output.reason : null }
       : output.type === "content"
         ? textOfParts(Array.isArray(output.value) ? output.value.filter(isRecord) : [])
         : isJson(output.value)

@@ -187,12 +187,13 @@ export class Session {
    * call was declined — as the AI SDK tells it, an `execution-denied`
    * result with the reviewer's reason — and the loop goes on. */
   decline(reason: string | null): void {
+    const told = reason ?? "declined by a human reviewer";
     const results: ToolResult[] = this.planned.map(({ call }) => ({
       callId: call.callId,
       toolName: call.toolName,
-      output: { declined: true, reason: reason ?? "declined by a human reviewer" },
+      output: { declined: true, reason: told },
       isError: true,
-      modelOutput: { type: "execution-denied", ...(reason !== null ? { reason } : {}) },
+      modelOutput: { type: "execution-denied", reason: told },
     }));
     this.add({ role: "tool", results });
     this.record("tool_results", { results: results as unknown as Json, declined: true });

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { CommitOutcome, MessageKind as M, OutcomeType, ResultCode } from "../../assembly/abi.js";
 import { CancellationError, OffloadFullError, TimeoutError, tool, type Environment } from "../../host/index.js";
-import { agentRunModel, deferred, lookupTool, openEnvironment, scriptedModel, temporaryStorePath, recordingLogger } from "./helpers.js";
+import { agentRunModel, deferred, lookupTool, openEnvironment, scriptedModel, temporaryStorePath, recordingLogger, waitFor } from "./helpers.js";
 import { faultyStore, type Fault, type FaultPlan } from "./faulty-store.js";
 
 /** A tool that ignores its abort signal and settles only when released,
@@ -246,7 +246,8 @@ describe("suspended for approval", () => {
       },
     });
     const executionId = await run.executionId;
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Under load the suspension's commit can take longer than any fixed pause.
+    await waitFor(async () => (approvals.length > 0 && events.includes("approval_required") ? true : undefined));
     expect(events).toContain("approval_required");
     expect(approvals).toEqual([
       expect.objectContaining({ executionId, agentId: "support", toolCalls: [expect.objectContaining({ toolName: "refund", input: { amount: 30 } })] }),
