@@ -292,9 +292,9 @@ class StreamPump {
     }
     translated.chunks.forEach((chunk, index) => {
       const position: ChatPosition = { kind: "chunk", seq, index };
-      if (holdsText && !answered.replaced && answered.text.length > 0 && index < 2) {
+      if (holdsText && !answered.replaced && answered.text.length > 0 && index >= answered.textAt && index < answered.textAt + 2) {
         // text-start was sent; text-delta sends what the client lacks.
-        if (index === 0 || comparePositions(position, this.resumeAt) <= 0) return;
+        if (index === answered.textAt || comparePositions(position, this.resumeAt) <= 0) return;
         const rest = answered.text.slice(held.characters);
         if (rest.length > 0) this.emit({ type: "text-delta", id: textPartId(answered.barrierSeq), delta: rest }, position);
         return;

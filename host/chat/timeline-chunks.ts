@@ -6,7 +6,9 @@
 //                      after a call whose answer was never recorded — the
 //                      model was called again after a crash — reset-step,
 //                      which drops what that call streamed)
-//   model response     text-start, text-delta (the whole text), text-end;
+//   model response     reasoning-start, reasoning-delta, reasoning-end for
+//                      each reasoning part the model showed; text-start,
+//                      text-delta (the whole text), text-end;
 //                      tool-input-available for each tool call. The final
 //                      answer (committed with the terminal) shows the
 //                      output as the output guardrail left it, and no
@@ -43,6 +45,8 @@ export interface TranslatedStep {
     /** The text shown is not the model's (redacted or withheld): what
      * the model streamed must be dropped, not continued. */
     readonly replaced: boolean;
+    /** The index of its text-start among the chunks (after its reasoning). */
+    readonly textAt: number;
   };
   /** A provider barrier that replaces an unanswered call (its reset-step
    * drops what that call streamed): the seq of that call's barrier. */
@@ -110,6 +114,14 @@ export class TimelineTranslator {
     const text = final ?? modelText;
     const chunks: UIMessageChunk[] = [];
     const barrierSeq = call?.seq ?? this.lastSeq;
+    asArray(payload["reasoning"])
+      .map(asObject)
+      .forEach((part, index) => {
+        if (typeof part["text"] !== "string" || part["text"].length === 0) return;
+        const id = `r${barrierSeq}.${index}`;
+        chunks.push({ type: "reasoning-start", id }, { type: "reasoning-delta", id, delta: part["text"] }, { type: "reasoning-end", id });
+      });
+    const textAt = chunks.length;
     if (text.length > 0) {
       const id = textPartId(barrierSeq);
       chunks.push({ type: "text-start", id }, { type: "text-delta", id, delta: text }, { type: "text-end", id });
@@ -123,7 +135,7 @@ export class TimelineTranslator {
       });
     }
     if (call !== undefined) call.answered = true;
-    return { chunks, answers: { barrierSeq, callId: String(payload["callId"] ?? call?.callId ?? ""), text, replaced: text !== modelText } };
+    return { chunks, answers: { barrierSeq, callId: String(payload["callId"] ?? call?.callId ?? ""), text, replaced: text !== modelText, textAt } };
   }
 
   private approvalRequested(request: JsonObject): UIMessageChunk[] {

@@ -54,6 +54,32 @@ function expectIncreasing(chunks: readonly ChatChunk[]): void {
 }
 
 describe("a Run as the AI SDK's UI message stream", () => {
+  it("the model's reasoning is a reasoning part before its text; resumed after any chunk, exactly the rest", async () => {
+    const env = await openEnvironment();
+    const base = scriptedModel(() => ({ text: "It is 42." }));
+    const model = {
+      ...base,
+      doGenerate: async (options: Parameters<typeof base.doGenerate>[0]) => {
+        const result = await base.doGenerate(options);
+        return { ...result, content: [{ type: "reasoning" as const, text: "The user wants the answer." }, ...result.content] };
+      },
+    };
+    const run = env.agent({ id: "thinker", model }).start("What is the answer?");
+    const chunks = await readAll(await env.stream(run));
+    expectIncreasing(chunks);
+    const message = await messageOf(chunks);
+    expect(message.parts.filter((part) => part.type !== "step-start")).toEqual([
+      expect.objectContaining({ type: "reasoning", text: "The user wants the answer.", state: "done" }),
+      expect.objectContaining({ type: "text", text: "It is 42.", state: "done" }),
+    ]);
+    const executionId = await run.executionId;
+    for (const [index, chunk] of chunks.entries()) {
+      if (chunk.type === "start" || chunk.type === "finish") continue;
+      const rest = await readAll(await env.stream(executionId, { resumeAt: chunk.position }));
+      expect(body(rest).map((each) => each.type)).toEqual(body(chunks.slice(index + 1)).map((each) => each.type));
+    }
+  });
+
   it("text, tool calls with inputs and outputs, steps and finish, as readUIMessageStream builds them", async () => {
     const env = await openEnvironment();
     const support = env.agent({ id: "support", model: twoLookupsModel(), tools: { lookup: lookupTool() } });
