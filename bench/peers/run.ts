@@ -102,7 +102,7 @@ function startChild(peer: PeerName, args: readonly string[], env: NodeJS.Process
   });
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   const timer = setTimeout(() => child.kill("SIGKILL"), childTimeoutMs);
-  exited.then(() => clearTimeout(timer));
+  void exited.then(() => clearTimeout(timer)); // exited never rejects
   const done = exited.then((code) => {
     if (code !== 0) throw new Error(`${peer} ${args[0]} exited ${code}: ${errors.trim().split("\n").slice(-6).join(" / ")}`);
     return output.trim().split("\n").at(-1) ?? "";

@@ -28,7 +28,13 @@ interface Measure {
 const measures: readonly Measure[] = [
   { name: "sequential runs/s", higherIsBetter: true, digits: 0, peer: (r) => r.loops?.sequential.runsPerSecond, phronomy: (c) => c.sequential },
   { name: "100 in flight runs/s", higherIsBetter: true, digits: 0, peer: (r) => r.loops?.inFlight.runsPerSecond, phronomy: (c) => c.inFlight },
-  { name: `${SUSPENDED.toLocaleString("en-US")} approvals: suspends/s`, higherIsBetter: true, digits: 0, peer: (r) => r.approvals?.suspendsPerSecond, phronomy: (c) => c.suspends },
+  {
+    name: `${SUSPENDED.toLocaleString("en-US")} approvals: suspends/s`,
+    higherIsBetter: true,
+    digits: 0,
+    peer: (r) => r.approvals?.suspendsPerSecond,
+    phronomy: (c) => c.suspends,
+  },
   { name: "… resumes/s", higherIsBetter: true, digits: 0, peer: (r) => r.approvals?.resumesPerSecond, phronomy: (c) => c.resumes },
   {
     name: `RSS MB with ${SUSPENDED.toLocaleString("en-US")} suspended`,
@@ -69,7 +75,12 @@ function median(values: readonly number[]): number | undefined {
  * (none under `npm run bench:peers`). */
 export function printPeersTable(results: PeerResults, phronomy: readonly PhronomyColumn[] = []): void {
   const peers = Object.keys(results) as PeerName[];
-  const header = ["measure", ...peers.map((peer) => peerTitles[peer]), ...phronomy.map((column) => column.title), ...phronomy.map((column) => `${column.title} × best peer`)];
+  const header = [
+    "measure",
+    ...peers.map((peer) => peerTitles[peer]),
+    ...phronomy.map((column) => column.title),
+    ...phronomy.map((column) => `${column.title} × best peer`),
+  ];
   const rows: string[][] = [];
   for (const measure of measures) {
     const peerValues = peers.map((peer) => (results[peer] ?? []).map(measure.peer).filter((value): value is number => value !== undefined));
@@ -92,6 +103,8 @@ export function printPeersTable(results: PeerResults, phronomy: readonly Phronom
   console.log(`\n${line(header)}`);
   console.log(`  ${widths.map((width) => "-".repeat(width)).join("-|-")}`);
   for (const row of rows) console.log(line(row));
-  const failed = peers.flatMap((peer) => (results[peer] ?? []).filter((round) => round.error !== undefined).map((round) => `  ${peerTitles[peer]}: ${round.error}`));
+  const failed = peers.flatMap((peer) =>
+    (results[peer] ?? []).filter((round) => round.error !== undefined).map((round) => `  ${peerTitles[peer]}: ${round.error}`),
+  );
   if (failed.length > 0) console.log(`\n  failed rounds (not in the table):\n${failed.join("\n")}`);
 }

@@ -12,8 +12,11 @@
  * bursts and the restart. */
 export const IN_FLIGHT = 100;
 export const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
-export const SUSPENDED = Number(process.env.BENCH_PEERS_SUSPENDED ?? process.env.BENCH_SUSPENDED ?? 10_000);
+export const SUSPENDED = Number(process.env.BENCH_SUSPENDED ?? 10_000);
 export const CRASH_IN_FLIGHT = 100;
+/** Suspends (then resumes) a peer has in flight at once in the approval
+ * bursts; Phronomy's starts all SUSPENDED at once (decision 0069). */
+export const APPROVALS_IN_FLIGHT = Number(process.env.BENCH_PEERS_APPROVALS_IN_FLIGHT ?? IN_FLIGHT);
 export const CRASH_TOTAL = Number(process.env.BENCH_CRASH_TOTAL ?? 1_000);
 
 /** A message of a peer's conversation: plain JSON, what each peer stores. */
@@ -41,14 +44,21 @@ export interface FakeModel {
   }>;
 }
 
-function scripted(decide: (messages: readonly Message[]) => { toolCalls: { toolName: string; input: Record<string, unknown> }[] } | { text: string }): FakeModel {
+function scripted(
+  decide: (messages: readonly Message[]) => { toolCalls: { toolName: string; input: Record<string, unknown> }[] } | { text: string },
+): FakeModel {
   let calls = 0;
   return {
     doGenerate: async ({ prompt }) => {
       const answer = decide(prompt);
       if ("text" in answer) return { content: [{ type: "text", text: answer.text }], finishReason: "stop" };
       return {
-        content: answer.toolCalls.map((call) => ({ type: "tool-call", toolCallId: `call-${++calls}`, toolName: call.toolName, input: JSON.stringify(call.input) })),
+        content: answer.toolCalls.map((call) => ({
+          type: "tool-call",
+          toolCallId: `call-${++calls}`,
+          toolName: call.toolName,
+          input: JSON.stringify(call.input),
+        })),
         finishReason: "tool-calls",
       };
     },
@@ -182,9 +192,9 @@ export interface Approvals {
   readonly serverRssSuspended?: number;
 }
 
-/** SUSPENDED conversations suspended for approval (IN_FLIGHT at a time;
+/** SUSPENDED conversations suspended for approval (APPROVALS_IN_FLIGHT at a time;
  * `suspend` settles once its conversation is durably waiting), the RSS, then
- * every one approved and run to its end (`resume`, IN_FLIGHT at a time). */
+ * every one approved and run to its end (`resume`, as many at a time). */
 export async function measureApprovals(
   suspend: (conversation: string) => Promise<void>,
   resume: (conversation: string) => Promise<void>,
@@ -194,12 +204,12 @@ export async function measureApprovals(
   await resume("warm");
   const rssOpened = gcRssMb();
   let began = performance.now();
-  await pool(SUSPENDED, IN_FLIGHT, (index) => suspend(`user-${index}`));
+  await pool(SUSPENDED, APPROVALS_IN_FLIGHT, (index) => suspend(`user-${index}`));
   const suspendsPerSecond = SUSPENDED / ((performance.now() - began) / 1000);
   const rssSuspended = gcRssMb();
   const serverRssSuspended = serverRss?.();
   began = performance.now();
-  await pool(SUSPENDED, IN_FLIGHT, (index) => resume(`user-${index}`));
+  await pool(SUSPENDED, APPROVALS_IN_FLIGHT, (index) => resume(`user-${index}`));
   const resumesPerSecond = SUSPENDED / ((performance.now() - began) / 1000);
   return { suspendsPerSecond, resumesPerSecond, rssSuspended, rssOpened, ...(serverRssSuspended === undefined ? {} : { serverRssSuspended }) };
 }
