@@ -227,8 +227,12 @@ async function modelCallsPerRun(durationMs: number): Promise<number> {
 
 // -- the child processes -------------------------------------------------------------
 
-/** Child: SUSPENDED conversations suspended for approval, then approved. */
-async function approvalsChild(directory: string): Promise<void> {
+/** Child: SUSPENDED conversations suspended for approval, then approved —
+ * all at once on SQLite; on PostgreSQL IN_FLIGHT at a time, as the peers
+ * do (all 10,000 at once on PostgreSQL suspended ≈10 a second here, under
+ * load: decision 0069). */
+async function approvalsChild(directory: Where): Promise<void> {
+  const inFlight = postgresSchema(directory) === undefined ? SUSPENDED : IN_FLIGHT;
   const before = gcRss();
   const env = await open(directory);
   const definition = defineRefunds(env);
@@ -249,7 +253,7 @@ async function approvalsChild(directory: string): Promise<void> {
   const executions: SuspendedConversation[] = [];
   const began = performance.now();
   const suspendCpu = process.cpuUsage();
-  await suspendConversations(definition, SUSPENDED, (suspended) => executions.push(suspended));
+  await suspendConversations(definition, SUSPENDED, (suspended) => executions.push(suspended), inFlight);
   const suspendSeconds = (performance.now() - began) / 1000;
   const suspendCpuMicros = cpuMicrosSince(suspendCpu) / SUSPENDED;
   const suspendOps = (operations(env) - startOps) / SUSPENDED;
@@ -259,7 +263,15 @@ async function approvalsChild(directory: string): Promise<void> {
   const resumeOps0 = operations(env);
   const resumedAt = performance.now();
   const resumeCpu = process.cpuUsage();
-  await Promise.all(executions.map(({ conversation, executionId, approvalId }) => conversation.resume(executionId, { approvalId, approved: true }).result));
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(inFlight, executions.length) }, async () => {
+      while (next < executions.length) {
+        const { conversation, executionId, approvalId } = executions[next++]!;
+        await conversation.resume(executionId, { approvalId, approved: true }).result;
+      }
+    }),
+  );
   const resumeSeconds = (performance.now() - resumedAt) / 1000;
   const resumeCpuMicros = cpuMicrosSince(resumeCpu) / SUSPENDED;
   const resumeOps = (operations(env) - resumeOps0) / SUSPENDED;
