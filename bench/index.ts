@@ -21,8 +21,17 @@
 //     before it started any), then every one approved and run to its end
 //     (resumes/s);
 //   * kill -9: a child with 100 runs in flight (each in its tool) is killed;
-//     a new process opens the store, recovers the 100 and runs 400 more
-//     (100 in flight): the time from open until 500 runs are done.
+//     a new process opens the store, recovers the 100 and runs 900 more
+//     (100 in flight): the time from open until 1,000 runs are done
+//     (BENCH_CRASH_TOTAL).
+//
+// Then the peers' table (issue 26, bench/peers): the same measures of
+// Phronomy on PostgreSQL (BENCH_POSTGRES, the local server's `test` by
+// default, a schema per measure, dropped; `off` skips it) and of each peer
+// — LangGraph.js on SQLite, DBOS on the same PostgreSQL, Restate's server —
+// over BENCH_PEERS_ROUNDS rounds (default 1), beside Phronomy's figures of
+// this run and as a ratio to the best peer. BENCH_PEERS=langgraph,dbos,restate
+// picks peers, `none` skips the table.
 //
 // Beside the rates, the process's CPU (user + system, every thread: the
 // SQLite worker's too) over each measured span, per run (per suspend, per
@@ -40,6 +49,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import pg from "pg";
 import { z } from "zod";
 import { assistantMessage, type ConversationMessage } from "../host/agent/messages.js";
 import { callModel } from "../host/agent/model.js";
@@ -49,14 +59,19 @@ import type { SqliteStore } from "../host/store/sqlite-store.js";
 import type { SynchronousMode } from "../host/store/sqlite/schema.js";
 import { measureRawFloor } from "./store/floor.js";
 import { agentRunModel, defineRefunds, lookup, percentile, suspendConversations, type SuspendedConversation } from "./e2e/workload.js";
+import { measurePeers, peersWanted } from "./peers/run.js";
+import { type PhronomyColumn, printPeersTable } from "./peers/table.js";
+import { CRASH_TOTAL, SUSPENDED } from "./peers/workload.js";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 const IN_FLIGHT = 100;
-const SUSPENDED = Number(process.env.BENCH_SUSPENDED ?? 10_000);
+// SUSPENDED (BENCH_SUSPENDED, 10,000) and CRASH_TOTAL (BENCH_CRASH_TOTAL,
+// 1,000) are the peers' too (bench/peers/workload.ts): one workload.
 const CRASH_IN_FLIGHT = 100;
-const CRASH_TOTAL = 500;
 const ONLY = process.env.BENCH_ONLY;
+/** Rounds of each peer (bench/peers), and of Phronomy on PostgreSQL. */
+const PEERS_ROUNDS = Number(process.env.BENCH_PEERS_ROUNDS ?? 1);
 const quiet = { warn: () => undefined };
 
 // -- helpers ------------------------------------------------------------------------
@@ -66,9 +81,9 @@ function store(env: Environment): SqliteStore {
 }
 
 /** Store operations submitted so far (each one transaction, or a savepoint
- * of a group commit). */
+ * of a group commit); NaN on PostgreSQL, whose store counts none. */
 function operations(env: Environment): number {
-  return store(env).offloadStatistics.submitted;
+  return (store(env) as Partial<SqliteStore>).offloadStatistics?.submitted ?? Number.NaN;
 }
 
 function range(values: readonly number[], digits = 0): string {
@@ -106,10 +121,21 @@ function fdatasyncFloor(directory: string, durationMs: number): number {
   }
 }
 
+/** Where a measurement's store lives: a SQLite directory, or
+ * `postgres:<schema>`, a fresh schema of POSTGRES (the PostgreSQL column of
+ * the peers' table; dropped at the end). */
+type Where = string;
+const POSTGRES = process.env.BENCH_POSTGRES ?? "postgresql://postgres@127.0.0.1:5432/test";
+const postgresSchema = (where: Where) => (where.startsWith("postgres:") ? where.slice("postgres:".length) : undefined);
+
 let opened = 0;
-async function open(directory: string, synchronous: SynchronousMode = "FULL"): Promise<Environment> {
+/** `name`: the SQLite file (a new one by default); `instanceId`: the
+ * PostgreSQL instance a restarted process takes over (decision 0030). */
+async function open(where: Where, synchronous: SynchronousMode = "FULL", name?: string, instanceId?: string): Promise<Environment> {
   opened += 1;
-  return Phronomy.open({ store: join(directory, `bench-${process.pid}-${opened}.db`), synchronous, logger: quiet });
+  const schema = postgresSchema(where);
+  if (schema !== undefined) return Phronomy.open({ store: POSTGRES, postgres: { schema, ...(instanceId === undefined ? {} : { instanceId }) }, logger: quiet });
+  return Phronomy.open({ store: join(where, name ?? `bench-${process.pid}-${opened}.db`), synchronous, logger: quiet });
 }
 
 function support(env: Environment): DefinedAgent {
@@ -201,8 +227,12 @@ async function modelCallsPerRun(durationMs: number): Promise<number> {
 
 // -- the child processes -------------------------------------------------------------
 
-/** Child: SUSPENDED conversations suspended for approval, then approved. */
-async function approvalsChild(directory: string): Promise<void> {
+/** Child: SUSPENDED conversations suspended for approval, then approved —
+ * all at once on SQLite; on PostgreSQL IN_FLIGHT at a time, as the peers
+ * do (all 10,000 at once on PostgreSQL suspended ≈10 a second here, under
+ * load: decision 0069). */
+async function approvalsChild(directory: Where): Promise<void> {
+  const inFlight = postgresSchema(directory) === undefined ? SUSPENDED : IN_FLIGHT;
   const before = gcRss();
   const env = await open(directory);
   const definition = defineRefunds(env);
@@ -223,7 +253,7 @@ async function approvalsChild(directory: string): Promise<void> {
   const executions: SuspendedConversation[] = [];
   const began = performance.now();
   const suspendCpu = process.cpuUsage();
-  await suspendConversations(definition, SUSPENDED, (suspended) => executions.push(suspended));
+  await suspendConversations(definition, SUSPENDED, (suspended) => executions.push(suspended), inFlight);
   const suspendSeconds = (performance.now() - began) / 1000;
   const suspendCpuMicros = cpuMicrosSince(suspendCpu) / SUSPENDED;
   const suspendOps = (operations(env) - startOps) / SUSPENDED;
@@ -233,7 +263,15 @@ async function approvalsChild(directory: string): Promise<void> {
   const resumeOps0 = operations(env);
   const resumedAt = performance.now();
   const resumeCpu = process.cpuUsage();
-  await Promise.all(executions.map(({ conversation, executionId, approvalId }) => conversation.resume(executionId, { approvalId, approved: true }).result));
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(inFlight, executions.length) }, async () => {
+      while (next < executions.length) {
+        const { conversation, executionId, approvalId } = executions[next++]!;
+        await conversation.resume(executionId, { approvalId, approved: true }).result;
+      }
+    }),
+  );
   const resumeSeconds = (performance.now() - resumedAt) / 1000;
   const resumeCpuMicros = cpuMicrosSince(resumeCpu) / SUSPENDED;
   const resumeOps = (operations(env) - resumeOps0) / SUSPENDED;
@@ -258,8 +296,8 @@ async function approvalsChild(directory: string): Promise<void> {
 const gateNever = new Promise<void>(() => undefined);
 
 /** Crash child: CRASH_IN_FLIGHT runs in their tools, then "in-flight". */
-async function crashChild(path: string): Promise<void> {
-  const env = await Phronomy.open({ store: path, logger: quiet });
+async function crashChild(where: Where, name: string): Promise<void> {
+  const env = await open(where, "FULL", name, "bench-crash");
   const hang = tool({
     inputSchema: z.object({ orderId: z.string() }),
     execute: async () => {
@@ -284,10 +322,10 @@ async function crashChild(path: string): Promise<void> {
 
 /** Restart child: opens the killed process's store, recovers its runs and
  * runs new ones until CRASH_TOTAL are done; prints the time. */
-async function restartChild(path: string): Promise<void> {
+async function restartChild(where: Where, name: string): Promise<void> {
   const began = performance.now();
   const cpuBefore = process.cpuUsage();
-  const env = await Phronomy.open({ store: path, logger: quiet });
+  const env = await open(where, "FULL", name, "bench-crash");
   const opened = performance.now();
   const definition = support(env);
   const recovered = (await definition.recovery()).filter((item) => item.status === "continued");
@@ -346,9 +384,9 @@ interface Restart {
   cpuSeconds: number;
 }
 
-async function crashAndRestart(directory: string, round: number): Promise<Restart> {
-  const path = join(directory, `crash-${round}.db`);
-  const child = spawn(process.execPath, [...childArgs(), "crash-child", path], { stdio: ["ignore", "pipe", "inherit"] });
+async function crashAndRestart(where: Where, round: number): Promise<Restart> {
+  const name = `crash-${round}.db`;
+  const child = spawn(process.execPath, [...childArgs(), "crash-child", where, name], { stdio: ["ignore", "pipe", "inherit"] });
   await new Promise<void>((resolve, reject) => {
     child.stdout.on("data", (chunk: Buffer) => {
       if (chunk.toString().includes("in-flight")) resolve();
@@ -357,7 +395,7 @@ async function crashAndRestart(directory: string, round: number): Promise<Restar
   });
   child.kill("SIGKILL");
   await new Promise((resolve) => child.once("exit", resolve));
-  return JSON.parse(await runChild(["restart-child", path]));
+  return JSON.parse(await runChild(["restart-child", where, name]));
 }
 
 function bareNodeRss(): number {
@@ -415,6 +453,87 @@ async function round(directory: string, index: number): Promise<Round> {
   }
   if (ONLY === undefined || ONLY === "crash") result.crash = await crashAndRestart(directory, index);
   return result;
+}
+
+interface PostgresRound {
+  sequential?: Loop;
+  inFlight?: Loop;
+  approvals?: NonNullable<Round["approvals"]>;
+  crash?: Restart;
+}
+
+/** Phronomy on PostgreSQL (POSTGRES), the measures of the peers' table,
+ * each in a schema of its own (listed in `schemas`, dropped by the caller). */
+async function postgresRound(schemas: string[], index: number): Promise<PostgresRound> {
+  const where = (section: string): Where => {
+    const schema = `phronomy_bench_${process.pid}_${index}_${section}`;
+    schemas.push(schema);
+    return `postgres:${schema}`;
+  };
+  const result: PostgresRound = {};
+  if (ONLY === undefined || ONLY === "sequential") result.sequential = await loop(where("sequential"), "FULL", 1);
+  if (ONLY === undefined || ONLY === "inflight") result.inFlight = await loop(where("inflight"), "FULL", IN_FLIGHT);
+  if (ONLY === undefined || ONLY === "approvals") result.approvals = JSON.parse(await runChild(["approvals-child", where("approvals")]));
+  if (ONLY === undefined || ONLY === "crash") result.crash = await crashAndRestart(where("crash"), index);
+  return result;
+}
+
+function describePostgres(round: PostgresRound, index: number): string {
+  const rate = (loop: Loop) => (loop.runs / loop.seconds).toFixed(0);
+  const parts: string[] = [];
+  if (round.sequential) parts.push(`sequential ${rate(round.sequential)} runs/s`);
+  if (round.inFlight) parts.push(`100 in flight ${rate(round.inFlight)} runs/s`);
+  if (round.approvals)
+    parts.push(
+      `${SUSPENDED} suspends ${round.approvals.suspendsPerSecond.toFixed(0)}/s, resumes ${round.approvals.resumesPerSecond.toFixed(0)}/s, RSS suspended ${round.approvals.rssSuspended.toFixed(0)} MB`,
+    );
+  if (round.crash) parts.push(`kill -9 → ${CRASH_TOTAL} done ${round.crash.seconds.toFixed(2)} s`);
+  return `  PostgreSQL round ${index + 1}: ${parts.join("; ")}`;
+}
+
+/** The Phronomy columns of the peers' table. */
+function phronomyColumns(rounds: readonly Round[], postgres: readonly PostgresRound[]): PhronomyColumn[] {
+  const rate = (loop: Loop | undefined) => (loop === undefined ? [] : [loop.runs / loop.seconds]);
+  const column = (title: string, list: readonly (Round | PostgresRound)[], sequential: (round: Round | PostgresRound) => Loop | undefined): PhronomyColumn => ({
+    title,
+    sequential: list.flatMap((round) => rate(sequential(round))),
+    inFlight: list.flatMap((round) => rate(round.inFlight)),
+    suspends: list.flatMap((round) => (round.approvals ? [round.approvals.suspendsPerSecond] : [])),
+    resumes: list.flatMap((round) => (round.approvals ? [round.approvals.resumesPerSecond] : [])),
+    rssSuspended: list.flatMap((round) => (round.approvals ? [round.approvals.rssSuspended] : [])),
+    crashSeconds: list.flatMap((round) => (round.crash ? [round.crash.seconds] : [])),
+  });
+  const columns = [column("Phronomy FULL", rounds, (round) => (round as Round).sequentialFull)];
+  if (postgres.length > 0) columns.push(column("Phronomy PG", postgres, (round) => (round as PostgresRound).sequential));
+  return columns;
+}
+
+/** Phronomy on PostgreSQL, then the peers, then their table beside
+ * Phronomy's figures of this run. BENCH_PEERS=none skips it all;
+ * BENCH_POSTGRES=off the PostgreSQL column. */
+async function peersSection(rounds: readonly Round[]): Promise<void> {
+  if (process.env.BENCH_PEERS === "none") return;
+  peersWanted(); // a wrong BENCH_PEERS ends the bench before anything is measured
+  console.log(`
+the peers' table (issue 26): Phronomy on PostgreSQL, ${PEERS_ROUNDS} round(s), then each peer (bench/peers), ${PEERS_ROUNDS} round(s)`);
+  const postgres: PostgresRound[] = [];
+  if (process.env.BENCH_POSTGRES !== "off") {
+    const admin = new pg.Client({ connectionString: POSTGRES });
+    const schemas: string[] = [];
+    try {
+      await admin.connect();
+      for (let index = 0; index < PEERS_ROUNDS; index += 1) {
+        postgres.push(await postgresRound(schemas, index));
+        console.log(describePostgres(postgres.at(-1)!, index));
+      }
+    } catch (error) {
+      console.log(`  Phronomy on PostgreSQL not measured: ${error instanceof Error ? error.message : String(error)}`);
+    } finally {
+      for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);
+      await admin.end().catch(() => undefined);
+    }
+  }
+  printPeersTable(await measurePeers(PEERS_ROUNDS), phronomyColumns(rounds, postgres));
 }
 
 function describe(round: Round, index: number): string {
@@ -601,8 +720,8 @@ function table(rounds: readonly Round[]): void {
 async function main(): Promise<void> {
   const role = process.argv[2];
   if (role === "approvals-child") return approvalsChild(process.argv[3]!);
-  if (role === "crash-child") return crashChild(process.argv[3]!);
-  if (role === "restart-child") return restartChild(process.argv[3]!);
+  if (role === "crash-child") return crashChild(process.argv[3]!, process.argv[4]!);
+  if (role === "restart-child") return restartChild(process.argv[3]!, process.argv[4]!);
   const directory = await mkdtemp(join(tmpdir(), "phronomy-bench-"));
   try {
     console.log(
@@ -614,6 +733,7 @@ async function main(): Promise<void> {
       console.log(describe(rounds.at(-1)!, index));
     }
     table(rounds);
+    await peersSection(rounds);
   } finally {
     await rm(directory, { recursive: true, force: true });
   }

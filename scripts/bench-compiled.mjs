@@ -39,7 +39,9 @@ const ts = createRequire(import.meta.url)("typescript");
 // imports bench/store and bench/e2e).
 const files = readdirSync(join(root, "bench"), { recursive: true })
   .map(String)
-  .filter((name) => name.endsWith(".ts"));
+  // bench/peers/node_modules holds the peers' own packages (installed on
+  // demand by bench/peers/run.ts), not benchmark files.
+  .filter((name) => name.endsWith(".ts") && !name.endsWith(".d.ts") && !name.split(/[\\/]/).includes("node_modules"));
 for (const file of files) {
   const source = readFileSync(join(root, "bench", file), "utf8");
   const { outputText } = ts.transpileModule(source, {

@@ -154,23 +154,33 @@ export interface SuspendedConversation {
   readonly approvalId: string;
 }
 
-/** Starts `count` conversations of `definition` at once (`user-0`,
- * `user-1`, …) and settles when every one suspended for approval. `each`
- * hears every suspension: what it needs, the caller keeps (kept here, the
- * handles would count in the memory figures of those that need none). */
-export async function suspendConversations(definition: DefinedAgent, count: number, each?: (suspended: SuspendedConversation) => void): Promise<void> {
+/** Starts `count` conversations of `definition` (`user-0`, `user-1`, …) —
+ * all at once, or `inFlight` not yet suspended at a time — and settles
+ * when every one suspended for approval. `each` hears every suspension:
+ * what it needs, the caller keeps (kept here, the handles would count in
+ * the memory figures of those that need none). */
+export async function suspendConversations(
+  definition: DefinedAgent,
+  count: number,
+  each?: (suspended: SuspendedConversation) => void,
+  inFlight = count,
+): Promise<void> {
   if (!Number.isInteger(count) || count < 1) throw new Error(`suspendConversations: count must be a positive integer (BENCH_SUSPENDED), got ${count}`);
-  let suspended = 0;
-  await new Promise<void>((resolve) => {
-    for (let index = 0; index < count; index += 1) {
-      const conversation = definition.conversation(`user-${index}`);
+  let next = 0;
+  const suspendNext = () =>
+    new Promise<void>((resolve) => {
+      const conversation = definition.conversation(`user-${next++}`);
       conversation.start("refund me", {
         onEvent: (event) => {
           if (event.type !== "approval_required") return;
           each?.({ conversation, executionId: event.executionId, approvalId: event.request.approvalId });
-          if (++suspended === count) resolve();
+          resolve();
         },
       });
-    }
-  });
+    });
+  await Promise.all(
+    Array.from({ length: Math.min(count, inFlight) }, async () => {
+      while (next < count) await suspendNext();
+    }),
+  );
 }
