@@ -51,6 +51,11 @@ export interface ToolExecutionContext {
   readonly idempotencyKey: string;
   /** The execution making the call. */
   readonly executionId: string;
+  /** Its conversation (agent id): a per-user tool reads whose it is here. */
+  readonly conversationId: string;
+  /** The start's `metadata` (JSON, kept with the execution: the same after
+   * a resume and after recovery); undefined without one. */
+  readonly metadata: { readonly [key: string]: Json } | undefined;
   /** 1 for the first attempt; more when the tool opted in to retries. */
   readonly attempt: number;
   /** `abortSignal`, by its older name. */
@@ -69,6 +74,10 @@ export interface ApprovalContext {
   readonly context: unknown;
   /** The agent's `experimental_context` (AI SDK 5 and 6). */
   readonly experimental_context: unknown;
+  /** The execution's conversation (agent id); absent where no execution asks. */
+  readonly conversationId?: string;
+  /** The start's `metadata`, as a tool's `execute` gets it. */
+  readonly metadata?: { readonly [key: string]: Json } | undefined;
 }
 
 /** A tool's `needsApproval` as a function of the call's input: true makes

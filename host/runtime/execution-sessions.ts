@@ -85,6 +85,7 @@ function createSession(
       timeoutMs: timeoutOf(entry),
       tracer: calls.settings.tracer,
       parentSpan: entry.span,
+      metadata: start.options.metadata,
     },
     calls,
   );

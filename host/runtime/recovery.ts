@@ -21,7 +21,7 @@
 
 import { storedStartInput } from "./start-input.js";
 import { Continuation, ExecutionFlag, ExecutionStatus, MessageKind as M, Phase } from "../../assembly/abi.js";
-import type { ExecutionRow, PhaseName } from "../store/records.js";
+import type { ExecutionRow, Json, PhaseName } from "../store/records.js";
 import type { ControlLoop } from "./control-loop.js";
 import type { CoordinatorCalls } from "./coordinator-calls.js";
 import type { AgentEntry, RecoverySettlement, StartRequest } from "./requests.js";
@@ -161,6 +161,7 @@ export function startRequestOf(agent: AgentEntry, row: ExecutionRow, waiter: Wai
       ...(typeof config["timeoutMs"] === "number" ? { timeoutMs: config["timeoutMs"] } : {}),
       ...(config["approvalPolicy"] === "always" || config["approvalPolicy"] === "never" ? { approvalPolicy: config["approvalPolicy"] } : {}),
       ...(config["stream"] === true ? { stream: true } : {}),
+      ...(isJsonObject(config["metadata"]) ? { metadata: config["metadata"] } : {}),
     },
     deadline: undefined,
     executionId: row.executionId,
@@ -170,4 +171,8 @@ export function startRequestOf(agent: AgentEntry, row: ExecutionRow, waiter: Wai
 /** On the loop: `RecoveryInstall` of the row for the recovery request `handle`. */
 export function installFromRow(coordinator: CoordinatorCalls, agent: AgentEntry, row: ExecutionRow, handle: number): void {
   coordinator.apply(M.RecoveryInstall, agent.slot, agent.generation, row.revision, statusOf(row), PHASES[row.phase] ?? 0, flagsOf(row), handle);
+}
+
+function isJsonObject(value: unknown): value is { [key: string]: Json } {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -196,12 +196,12 @@ export class ExecutionEntry {
   }
 
   /** A suspension may last for days: the start keeps only what a resumed
-   * session reads (its input and the options that shape a session), not
-   * the preparation's result, the input guardrail, the metadata or the
-   * application's event listener (docs/decisions/0043). */
+   * session reads (its input, the options that shape a session and the
+   * metadata its tools get), not the preparation's result, the input
+   * guardrail or the application's event listener (docs/decisions/0043). */
   keepForResume(): void {
     const { start } = this;
-    const { signal, timeoutMs, approvalPolicy, approvalListener, tokenBudget, maxTurns, outputGuardrail, stream } = start.options;
+    const { signal, timeoutMs, approvalPolicy, approvalListener, tokenBudget, maxTurns, outputGuardrail, stream, metadata } = start.options;
     const options: StartOptions = {
       ...(signal !== undefined ? { signal } : {}),
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
@@ -211,6 +211,8 @@ export class ExecutionEntry {
       ...(maxTurns !== undefined ? { maxTurns } : {}),
       ...(outputGuardrail !== undefined ? { outputGuardrail } : {}),
       ...(stream !== undefined ? { stream } : {}),
+      // The resumed session's tools read it.
+      ...(metadata !== undefined ? { metadata } : {}),
     };
     const kept = Object.keys(options).length === 0 ? noOptions : options;
     const input = start.filteredInput ?? start.input;

@@ -67,6 +67,8 @@ export interface SessionSettings {
   readonly timeoutMs: number | undefined;
   readonly tracer: Tracer;
   readonly parentSpan: Span | undefined;
+  /** The start's metadata, handed to tools. */
+  readonly metadata: { readonly [key: string]: Json } | undefined;
 }
 
 /** How the session ended, for the terminal commit and the delivery. */
@@ -395,7 +397,8 @@ export class Session {
         continue;
       }
       const context = this.settings.definition.toolsContext?.[planned.call.toolName];
-      const options = { toolCallId: planned.call.callId, messages, context, experimental_context };
+      const { agentId: conversationId, metadata } = this.settings;
+      const options = { toolCallId: planned.call.callId, messages, context, experimental_context, conversationId, metadata };
       if (await toolNeedsApproval(planned.tool, planned.input, { executionId: this.executionId, callId: planned.call.callId }, options)) needed.push(planned);
     }
     return needed;
@@ -561,6 +564,8 @@ export class Session {
               experimental_context: definition.experimental_context,
               idempotencyKey,
               executionId: this.executionId,
+              conversationId: this.settings.agentId,
+              metadata: this.settings.metadata,
               attempt,
               signal,
               callId: call.callId,
