@@ -110,20 +110,21 @@ async function suspendAll(support: DefinedAgent, idle: NodeJS.MemoryUsage): Prom
       if (started >= SUSPENDED) return;
       const index = started++;
       const id = `user-${index}`;
-      support
-        .conversation(id)
-        .start("refund me", {
-          onEvent: (event) => {
-            if (event.type !== "approval_required") return;
-            if (index % stride === 0 && sampled.length < SAMPLE) sampled.push({ id, executionId: event.executionId, approvalId: event.request.approvalId });
-            counted();
-            if (suspended === SUSPENDED) resolve();
-            else startNext();
-          },
-        })
-        .result.then((result) => {
-          if (result.outcome !== "suspended") reject(new Error(`conversation ${id} ended ${result.outcome}, not suspended`));
-        }, reject);
+      // The Run is not kept, nor its result awaited (it settles only once
+      // the approval is decided): an event ending it otherwise fails the bench.
+      support.conversation(id).start("refund me", {
+        onEvent: (event) => {
+          if (event.type === "error" || event.type === "done" || event.type === "cancelled" || event.type === "timeout") {
+            reject(new Error(`conversation ${id} ended with ${event.type} before its approval`));
+            return;
+          }
+          if (event.type !== "approval_required") return;
+          if (index % stride === 0 && sampled.length < SAMPLE) sampled.push({ id, executionId: event.executionId, approvalId: event.request.approvalId });
+          counted();
+          if (suspended === SUSPENDED) resolve();
+          else startNext();
+        },
+      });
     };
     for (let index = 0; index < Math.min(IN_FLIGHT, SUSPENDED); index += 1) startNext();
   });
