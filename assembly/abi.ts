@@ -1025,13 +1025,16 @@ export const enum Limit {
    * is touched, and counts in RSS, only once a slot in it was used. */
   AgentsMaxDefault = 4194304,
   /** Default live executions (24 bytes each: 96 MiB at the limit). The
-   * table starts at 1,024 slots and doubles as it fills. */
+   * table starts at 1,024 slots and doubles as it fills. A limit, not a
+   * kind: it may equal another. */
+  // eslint-disable-next-line @typescript-eslint/no-duplicate-enum-values
   ExecutionsMaxDefault = 4194304,
   /** Hard ceiling of the execution table, so a slot fits in 24 bits and a
    * table fits well inside 4 GiB of linear memory. */
   ExecutionsMaxCeiling = 16777216,
   /** Hard ceiling of the agent table (with the conversation table, 512 MiB
    * of linear memory at the ceiling). */
+  // eslint-disable-next-line @typescript-eslint/no-duplicate-enum-values
   AgentsMaxCeiling = 16777216,
   /** Host operations using one conversation at once (a u16): more is a
    * leak of `UseEnd`, not a workload. */

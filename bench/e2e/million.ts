@@ -129,7 +129,9 @@ async function suspendAll(support: DefinedAgent, idle: NodeJS.MemoryUsage): Prom
     for (let index = 0; index < Math.min(IN_FLIGHT, SUSPENDED); index += 1) startNext();
   });
   const seconds = (clock() - began) / 1000;
-  console.log(`  ${SUSPENDED.toLocaleString("en-US")} suspended in ${seconds.toFixed(1)} s = ${(SUSPENDED / seconds).toFixed(0)} suspends/s overall (${IN_FLIGHT} in flight)`);
+  console.log(
+    `  ${SUSPENDED.toLocaleString("en-US")} suspended in ${seconds.toFixed(1)} s = ${(SUSPENDED / seconds).toFixed(0)} suspends/s overall (${IN_FLIGHT} in flight)`,
+  );
   return sampled;
 }
 
@@ -157,7 +159,9 @@ async function resumeSample(support: DefinedAgent, sampled: readonly Sampled[]):
 if ((globalThis as { gc?: () => void }).gc === undefined) console.log("  (run with node --expose-gc for figures after GC: npm run bench:million)");
 const directory = await mkdtemp(join(tmpdir(), "phronomy-million-"));
 try {
-  console.log(`bench/e2e/million — ${SUSPENDED.toLocaleString("en-US")} conversations suspended for approval, SQLite with default options, node ${process.version}`);
+  console.log(
+    `bench/e2e/million — ${SUSPENDED.toLocaleString("en-US")} conversations suspended for approval, SQLite with default options, node ${process.version}`,
+  );
   const env = await Phronomy.open({ store: join(directory, "store.db"), logger: { warn: () => undefined } });
   const support = defineRefunds(env);
   await support.ready;

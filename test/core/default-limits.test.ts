@@ -32,7 +32,16 @@ describe("default limits", () => {
         refused.push({ index, code: registered });
         break;
       }
-      const code = core.apply(MessageKind.RecoveryInstall, core.effectWord(0, 1), core.effectWord(0, 2), 10, ExecutionStatus.Suspended, Phase.Suspended, 0, index + 1);
+      const code = core.apply(
+        MessageKind.RecoveryInstall,
+        core.effectWord(0, 1),
+        core.effectWord(0, 2),
+        10,
+        ExecutionStatus.Suspended,
+        Phase.Suspended,
+        0,
+        index + 1,
+      );
       if (code !== ResultCode.Ok) refused.push({ index, code });
     }
     expect(refused).toEqual([]);
