@@ -62,6 +62,12 @@ function memoryLine(label: string, usage: NodeJS.MemoryUsage, idle: NodeJS.Memor
   return `  ${label}: RSS ${megabytes(usage.rss)} MB, heap ${megabytes(usage.heapUsed)} MB used of ${megabytes(usage.heapTotal)} MB, external ${megabytes(usage.external)} MB (array buffers ${megabytes(usage.arrayBuffers)} MB)${perRss}${perHeap}`;
 }
 
+/** Milliseconds of CPU (user + system, every thread) since `since`, per operation. */
+function cpuMsPer(since: NodeJS.CpuUsage, operations: number): string {
+  const used = process.cpuUsage(since);
+  return ((used.user + used.system) / 1000 / operations).toFixed(3);
+}
+
 interface Sampled {
   readonly id: string;
   readonly executionId: string;
@@ -80,6 +86,9 @@ async function suspendAll(support: DefinedAgent, idle: NodeJS.MemoryUsage): Prom
   let suspended = 0;
   const began = clock();
   let sliceBegan = began;
+  // CPU of the whole process (every thread) per suspend: on a shared
+  // machine the rate follows the other processes, this does less.
+  let sliceCpu = process.cpuUsage();
   let stepBegan = began;
   let slowestStep = Number.POSITIVE_INFINITY;
   const STEP = Math.min(10_000, SLICE);
@@ -94,15 +103,20 @@ async function suspendAll(support: DefinedAgent, idle: NodeJS.MemoryUsage): Prom
     if (suspended % SLICE === 0) {
       const now = clock();
       console.log(
-        `  ${(suspended - SLICE).toLocaleString("en-US")}–${suspended.toLocaleString("en-US")}: ${(SLICE / ((now - sliceBegan) / 1000)).toFixed(0)} suspends/s (slowest ${STEP.toLocaleString("en-US")} of the slice ${slowestStep.toFixed(0)}/s)`,
+        `  ${(suspended - SLICE).toLocaleString("en-US")}–${suspended.toLocaleString("en-US")}: ${(SLICE / ((now - sliceBegan) / 1000)).toFixed(0)} suspends/s (slowest ${STEP.toLocaleString("en-US")} of the slice ${slowestStep.toFixed(0)}/s); CPU ${cpuMsPer(sliceCpu, SLICE)} ms per suspend`,
       );
       sliceBegan = now;
+      sliceCpu = process.cpuUsage();
       slowestStep = Number.POSITIVE_INFINITY;
     }
     if (CHECKPOINTS.has(suspended)) {
       const measuring = performance.now();
+      const cpuBefore = process.cpuUsage();
       console.log(memoryLine(`${suspended.toLocaleString("en-US")} suspended, after GC`, afterGc(), idle, suspended));
       paused += performance.now() - measuring;
+      // Nor does the measurement's CPU (two full GCs) count in the slice.
+      const measured = process.cpuUsage(cpuBefore);
+      sliceCpu = { user: sliceCpu.user + measured.user, system: sliceCpu.system + measured.system };
     }
   };
   await new Promise<void>((resolve, reject) => {
