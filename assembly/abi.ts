@@ -1017,15 +1017,25 @@ export const enum Limit {
   /** Operations one execution may have in flight: one model call or one
    * tool batch. A batch larger than this is refused at its barrier. */
   InFlightMax = 1024,
-  /** Default agents an environment may intern (16 bytes each: 1 MiB). */
-  AgentsMaxDefault = 65536,
-  /** Default live executions (24 bytes each: 24 MiB at the limit). */
-  ExecutionsMaxDefault = 1048576,
+  /** Default agents (a conversation working or suspended is one) an
+   * environment may intern: four million, so that an application with a
+   * million conversations waiting for approval is never refused
+   * (docs/decisions/0066). The agent and conversation tables are laid out
+   * for it at init (32 bytes a slot: 128 MiB of linear memory) but a page
+   * is touched, and counts in RSS, only once a slot in it was used. */
+  AgentsMaxDefault = 4194304,
+  /** Default live executions (24 bytes each: 96 MiB at the limit). The
+   * table starts at 1,024 slots and doubles as it fills. A limit, not a
+   * kind: it may equal another. */
+  // eslint-disable-next-line @typescript-eslint/no-duplicate-enum-values
+  ExecutionsMaxDefault = 4194304,
   /** Hard ceiling of the execution table, so a slot fits in 24 bits and a
    * table fits well inside 4 GiB of linear memory. */
   ExecutionsMaxCeiling = 16777216,
-  /** Hard ceiling of the agent table. */
-  AgentsMaxCeiling = 4194304,
+  /** Hard ceiling of the agent table (with the conversation table, 512 MiB
+   * of linear memory at the ceiling). */
+  // eslint-disable-next-line @typescript-eslint/no-duplicate-enum-values
+  AgentsMaxCeiling = 16777216,
   /** Host operations using one conversation at once (a u16): more is a
    * leak of `UseEnd`, not a workload. */
   ConversationUsersMax = 65535,

@@ -10,6 +10,13 @@
 // Nothing else lives in linear memory: the runtime is `stub` and the core
 // never allocates, so every byte is one of these four regions. Offsets are
 // derived from the record sizes in `abi.ts`, never typed twice.
+//
+// "Allocated at init" is address space, not memory: `memory.grow` gives
+// zeroed pages that the engine maps on first write, and the agent and
+// conversation tables are written only up to the high-water mark of slots
+// used. A core on the default limits (4,194,304 agents: 128 MiB of tables)
+// adds no measurable RSS at init; each conversation used touches 32 bytes
+// of them, each live execution 24 (docs/decisions/0066).
 
 import { AgentRecord, ConversationRecord, EffectLayout, ExecutionRecord } from "./abi";
 

@@ -37,6 +37,8 @@ import type { AgentEntry } from "./requests.js";
 import type { ExecutionStore } from "../store/store.js";
 import { Agent, type AgentHost } from "./agent.js";
 import type { DefinitionKind } from "./definition-kind.js";
+import type { ResolvedTool } from "../agent/tools.js";
+import type { AgentSettings } from "./options.js";
 
 /** What the environment lends this bookkeeping. */
 export interface ConversationHost {
@@ -89,19 +91,37 @@ interface FirstScan {
 /** What asks for a conversation's first recovery. */
 type FirstRecoveryCause = RecoveryCause.OpenScan | RecoveryCause.FirstUse | RecoveryCause.PartitionTaken;
 
+/** A conversation live here. Once registered it is its own core entry
+ * (`entry` is the object itself: the AgentEntry's fields are laid out
+ * with it at open, so a suspended conversation costs one object, not two:
+ * docs/decisions/0066). */
 interface Conversation {
   readonly id: string;
   readonly kind: DefinitionKind;
   /** Host operations using the entry now. */
   users: number;
-  /** Resolves once registered, owned (leases) and recovered. */
-  ready: Promise<AgentEntry>;
+  /** Resolves once registered, owned (leases) and recovered; undefined
+   * once it resolved (a million suspended conversations would each keep
+   * a settled promise): `readyOf` then answers with the entry. */
+  ready: Promise<AgentEntry> | undefined;
   entry: AgentEntry | undefined;
   /** Registration failed: the next use tries again. */
   failed: boolean;
   /** What asked for its first recovery: the open scan (its definition), a
    * partition taken in the background, or a first use (docs/decisions/0062). */
   readonly cause: FirstRecoveryCause;
+  // The AgentEntry's fields: slot and generation set by the registration.
+  slot: number;
+  generation: number;
+  readonly definition: AgentSettings;
+  readonly tools: readonly ResolvedTool[];
+  readonly definitionName: string | undefined;
+}
+
+/** The conversation's readiness: its pending promise, or its entry once
+ * it was ready. */
+function readyOf(conversation: Conversation): Promise<AgentEntry> {
+  return conversation.ready ?? Promise.resolve(conversation.entry as AgentEntry);
 }
 
 export class Conversations {
@@ -197,7 +217,7 @@ export class Conversations {
     const used = conversation;
     let ended = false;
     return {
-      entry: used.ready,
+      entry: readyOf(used),
       done: () => {
         if (ended) return;
         ended = true;
@@ -230,7 +250,7 @@ export class Conversations {
   /** The conversation's entry if it has one (or is getting one). */
   liveEntry(agentId: string): Promise<AgentEntry> | undefined {
     const conversation = this.live.get(agentId);
-    return conversation === undefined || conversation.failed ? undefined : conversation.ready;
+    return conversation === undefined || conversation.failed ? undefined : readyOf(conversation);
   }
 
   /** The conversation's core entry now, when it has one (not failed). */
@@ -259,7 +279,7 @@ export class Conversations {
     if (conversation === undefined || conversation.failed) return undefined;
     this.countUse(conversation, 1);
     try {
-      const entry = await conversation.ready.catch(() => undefined);
+      const entry = await readyOf(conversation).catch(() => undefined);
       return entry === undefined ? undefined : await work(entry);
     } finally {
       this.countUse(conversation, -1);
@@ -275,7 +295,7 @@ export class Conversations {
   async release(agentId: string): Promise<void> {
     const conversation = this.live.get(agentId);
     if (conversation === undefined) return;
-    await conversation.ready.catch(() => undefined);
+    await readyOf(conversation).catch(() => undefined);
     if (this.live.get(agentId) !== conversation) return;
     const code = await new Promise<number>((resolve, reject) => {
       this.host.loop.post(() => resolve(this.unpinAndFree(conversation)), { completion: { fail: reject }, label: `the release of conversation "${agentId}"` });
@@ -295,12 +315,31 @@ export class Conversations {
   }
 
   private open(agentId: string, kind: DefinitionKind, cause: FirstRecoveryCause): Conversation {
-    const conversation: Conversation = { id: agentId, kind, users: 0, ready: undefined as never, entry: undefined, failed: false, cause };
-    conversation.ready = this.prepare(conversation);
-    conversation.ready.catch(() => {
-      conversation.failed = true;
-      if (conversation.users === 0) this.forgetFailed(conversation);
-    });
+    const conversation: Conversation = {
+      id: agentId,
+      kind,
+      users: 0,
+      ready: undefined,
+      entry: undefined,
+      failed: false,
+      cause,
+      slot: -1,
+      generation: 0,
+      definition: kind.definition,
+      tools: kind.tools,
+      definitionName: kind.name,
+    };
+    const ready = this.prepare(conversation);
+    conversation.ready = ready;
+    ready.then(
+      () => {
+        if (conversation.ready === ready) conversation.ready = undefined;
+      },
+      () => {
+        conversation.failed = true;
+        if (conversation.users === 0) this.forgetFailed(conversation);
+      },
+    );
     return conversation;
   }
 
@@ -469,15 +508,9 @@ export class Conversations {
     const code = coordinator.apply(M.RegisterAgent, 0);
     if (code !== ResultCode.Ok) throw errorForCode(code, { agentId: conversation.id });
     const { core } = coordinator.settings;
-    const kind = conversation.kind;
-    const entry: AgentEntry = {
-      id: conversation.id,
-      slot: core.effectWord(0, 1),
-      generation: core.effectWord(0, 2),
-      definition: kind.definition,
-      tools: kind.tools,
-      ...(kind.name !== undefined ? { definitionName: kind.name } : {}),
-    };
+    conversation.slot = core.effectWord(0, 1);
+    conversation.generation = core.effectWord(0, 2);
+    const entry: AgentEntry = conversation;
     coordinator.registerAgentEntry(entry);
     conversation.entry = entry;
     // The uses counted before the slot existed are the core's now;

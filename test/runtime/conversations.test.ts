@@ -212,4 +212,29 @@ describe("conversations", () => {
     expect(labels).toEqual(["the first use"]);
     await idle(env);
   });
+
+  it("a suspended conversation is one object, its own core entry, and keeps no settled readiness (docs/decisions/0066)", async () => {
+    const env = await openEnvironment();
+    const refunds: string[] = [];
+    const support = env.agent({ name: "support", model: refundModel(), tools: { refund: approvalRefundTool(refunds) } });
+    const approvals: { executionId: string; approvalId: string }[] = [];
+    support.conversation("user-1").start("refund order 42", {
+      onEvent: (event) => {
+        if (event.type === "approval_required") approvals.push({ executionId: event.executionId, approvalId: event.request.approvalId });
+      },
+    });
+    await waitFor(async () => (approvals.length === 1 ? true : undefined));
+    const entry = env.conversations.entryNow("user-1")!;
+    const entries = env.coordinator.agentEntries().filter((candidate) => candidate.id === "user-1");
+    expect(entries).toHaveLength(1);
+    expect(entries[0]).toBe(entry);
+    expect(entry).toMatchObject({ id: "user-1", definitionName: "support", ready: undefined, users: 0 });
+    // A later use still finds the entry ready, and the approval runs.
+    await expect(env.conversations.liveEntry("user-1")).resolves.toBe(entry);
+    const { executionId, approvalId } = approvals[0]!;
+    await expect(support.conversation("user-1").resume(executionId, { approvalId, approved: true }).result).resolves.toMatchObject({ outcome: "completed" });
+    expect(refunds).toHaveLength(1);
+    await idle(env);
+    await env.close();
+  });
 });
