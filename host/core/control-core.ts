@@ -196,6 +196,15 @@ export class ControlCore implements ControlMachine {
     return this.exports.executionHeldForRecovery(slot) === 1;
   }
 
+  /** The execution slot bound to the agent in `slot` (its admission's),
+   * if any: a read of its record. */
+  agentExecutionSlot(slot: number): number | undefined {
+    if (slot >= this.exports.agentHighWater()) return undefined;
+    const at = this.exports.agentTablePointer() + slot * AgentRecord.Size + AgentRecord.ExecutionSlotPlusOne;
+    const plusOne = new DataView(this.exports.memory.buffer).getUint32(at, true);
+    return plusOne === 0 ? undefined : plusOne - 1;
+  }
+
   /** Whether the execution in `slot` is at rest (suspended for approval,
    * nothing under way for it): the host may let go of its objects and read
    * them back from the store when asked (docs/decisions/0066). */

@@ -35,13 +35,15 @@ export async function releaseSupersededSuspensions(host: SupersededHost, agent: 
   for (const live of host.coordinator.liveEntriesOf(agent)) {
     if (!live.suspended || host.coordinator.heldForRecovery(live)) continue;
     const row = byId.get(live.executionId) ?? (await host.store.getExecution(live.executionId));
-    if (row !== undefined && !sameSuspension(live, row)) await discharge(host, live, row);
+    if (row !== undefined && !sameSuspension(host.coordinator, live, row)) await discharge(host, live, row);
   }
 }
 
-/** The row still shows the suspension held here (its approval pending):
+/** The row still shows the suspension held here (its approval pending; for
+ * one let go of and not read back yet, the revision the core holds):
  * nothing to ask the core. */
-function sameSuspension(live: ExecutionEntry, row: ExecutionRow): boolean {
+function sameSuspension(coordinator: Coordinator, live: ExecutionEntry, row: ExecutionRow): boolean {
+  if (live.bare) return row.status === "suspended" && row.revision === coordinator.settings.core.executionIdentity(live.slot)?.revision;
   const pending = row.approvalRequest as { readonly approvalId?: unknown } | null;
   return row.status === "suspended" && pending?.approvalId === live.approvalRequest?.approvalId;
 }
