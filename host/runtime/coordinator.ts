@@ -265,9 +265,16 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
   /** The agent's executions live here (one running or suspended, and any
    * held for recovery); its suspended one let go of is rebuilt. */
   liveEntriesOf(agent: AgentEntry): ExecutionEntry[] {
-    const slot = this.settings.core.agentExecutionSlot(agent.slot);
-    if (slot !== undefined && this.dormant.idAt(slot) !== undefined) wake(this, slot);
+    const dormant = this.dormantOf(agent);
+    if (dormant !== undefined) wake(this, dormant.slot);
     return [...this.executionIds.values()].filter((entry) => entry.agent === agent);
+  }
+
+  /** The agent's execution let go of while suspended, if any (not rebuilt). */
+  dormantOf(agent: AgentEntry): { readonly executionId: string; readonly slot: number } | undefined {
+    const slot = this.settings.core.agentExecutionSlot(agent.slot);
+    const executionId = slot === undefined ? undefined : this.dormant.idAt(slot);
+    return executionId === undefined || slot === undefined ? undefined : { executionId, slot };
   }
 
   /** The live execution in this core slot, if any (rebuilt if let go of). */

@@ -116,6 +116,10 @@ function readBack(host: RehydrationHost, entry: ExecutionEntry): Promise<void> {
  * refuses a decision on it, and a recovery pass releases it as superseded). */
 function fill(host: RehydrationHost, entry: ExecutionEntry, row: ExecutionRow | undefined): void {
   entry.bare = false;
+  // Woken by a path that does not let it go again itself (an effect, an
+  // existence check): let go of later if it is still at rest then. Not at
+  // once: a path waiting for this read (`whenRead`) runs first.
+  setTimeout(() => host.post(() => letGo(host, entry)), letGoAgainAfterMs).unref?.();
   const revision = host.settings.core.executionIdentity(entry.slot)?.revision;
   if (row === undefined || row.status !== "suspended" || row.revision !== revision) {
     host.settings.logger.debug?.(
@@ -151,6 +155,11 @@ export function whenRead(host: RehydrationHost, entry: ExecutionEntry, then: () 
   );
   return true;
 }
+
+/** How long an entry read back stays before it is let go of again, if no
+ * path let it go of itself: a decision usually follows a read of the
+ * pending approval within this. */
+const letGoAgainAfterMs = 1_000;
 
 /** The options of a start rebuilt bare. */
 const noOptions = Object.freeze({});
