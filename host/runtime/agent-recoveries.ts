@@ -343,9 +343,7 @@ export class AgentRecoveries {
   private async currentRows(rows: readonly ExecutionRow[], stale: boolean): Promise<readonly ExecutionRow[]> {
     if (rows.length === 0 || !stale) return rows;
     const again = await Promise.all(rows.map((row) => this.host.store.getExecution(row.executionId)));
-    return again.filter(
-      (row): row is ExecutionRow => row !== undefined && row.status !== "terminal" && !this.host.coordinator.hasExecution(row.executionId),
-    );
+    return again.filter((row): row is ExecutionRow => row !== undefined && row.status !== "terminal" && !this.host.coordinator.hasExecution(row.executionId));
   }
 
   /** Releases what a store failure left held for the agent that the rows

@@ -9,39 +9,30 @@
 // report a submission the offload refused on the spot (SPEC §3: the flow
 // unwinds at once); everything else is posted to the loop.
 
-import { EffectKind, MessageKind as M, OutcomeType, RecoveryScope, ResultCode, SessionEnding, SessionEventKind } from "../../assembly/abi.js";
+import { EffectKind, MessageKind as M, OutcomeType, RecoveryScope, SessionEnding, SessionEventKind } from "../../assembly/abi.js";
 import type { ControlCore } from "../core/control-core.js";
 import { effectKindName, messageKindName, resultCodeName } from "../core/names.js";
 import type { CoreEffect } from "../core/effects.js";
-import {
-  ApprovalMismatchError,
-  CoreFailureError,
-  ExecutionRehydrationRequiredError,
-  OffloadFullError,
-  PhronomyError,
-  RuntimeShutdownError,
-} from "../errors.js";
+import { CoreFailureError, ExecutionRehydrationRequiredError, OffloadFullError, PhronomyError } from "../errors.js";
 import { errorFromRecord } from "../error-records.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { ControlLoop, PostOptions } from "./control-loop.js";
 import { errorForCode } from "./error-codes.js";
 import type { ExecutionEvent } from "./events.js";
 import type { CallbackErrorPolicy, Logger } from "./options.js";
-import { ExecutionEntry, RequestTable, type AgentEntry, type PendingRequest, type RecoveryRequest, type ResumeRequest, type StartRequest } from "./requests.js";
-import { attachFollowers, failFollowers, followResume } from "./resume-followers.js";
-import { refusalOfResume } from "./resume-refusal.js";
-import { refuseResumeFromFacts, waitBeforeResume } from "./resume-waits.js";
+import { ExecutionEntry, RequestTable, type AgentEntry, type PendingRequest, type RecoveryRequest, type StartRequest } from "./requests.js";
+import { attachFollowers, followResume } from "./resume-followers.js";
+import { resumeRefused, waitBeforeResume } from "./resume-waits.js";
 import { cancelRefused, submitCancelCommit } from "./cancel-commit.js";
 import type { CoordinatorCalls } from "./coordinator-calls.js";
 import { reopenInstalled } from "./retry.js";
-import type { ApprovalRequest } from "./events.js";
 import { deliverOutcome, emitToEntry, settleWaiterWithError } from "./delivery.js";
 import { Session, type SessionHost } from "./session.js";
 import type { Tracer } from "./tracing.js";
 import { submitPrepare } from "./execution-preparation.js";
 import { continueSession, resumeSession, sessionOf, startSession } from "./execution-sessions.js";
 import { submitApprovalCommit, submitProviderBarrier, submitTerminalCommit, submitToolBarrier } from "./execution-writes.js";
-import { failWaiters, holdForRecovery, setupFailed } from "./execution-failures.js";
+import { failAllLive, failWaiters, holdForRecovery, releaseWaitersAtClose, setupFailed } from "./execution-failures.js";
 import type { BusyHooks } from "./busy-hooks.js";
 import { DormantExecutions } from "./dormant-executions.js";
 import { letGo, restoreSuspension, wake, type RehydrationHost } from "./rehydration.js";
@@ -149,38 +140,23 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
   }
 
   /** On close: executions suspended for approval stay durable; their local
-   * waiters learn that this environment will not see them end. */
+   * waiters learn that this environment will not see them end. Those let
+   * go of are rebuilt first (their Runs' tails). */
   releaseSuspendedWaiters(): void {
-    for (const slot of this.dormant.allSlots()) wake(this, slot);
+    for (const slot of this.dormant.allSlots()) wake(this, slot, false);
     this.dormant.close();
-    for (const entry of this.executionIds.values()) {
-      const error = new RuntimeShutdownError(`the wait for execution ${entry.executionId} (suspended for approval)`, {
-        executionId: entry.executionId,
-        agentId: entry.agent.id,
-      });
-      for (const waiter of entry.waiters.splice(0)) settleWaiterWithError(waiter, error, this.settings);
-    }
+    releaseWaitersAtClose(this.executionIds.values(), this.settings);
   }
 
   /** The core trapped (docs/decisions/0023): no effect will come for
    * anything live, so every pending request and every live execution's
-   * waiters fail with the trap, sessions stop what they started, and the
-   * side tables empty (the environment is drained). Nothing is written: the
+   * waiters fail with the trap (execution-failures.ts), and the side
+   * tables empty (the environment is drained). Nothing is written: the
    * store's rows are recovered by the next environment. */
   failEverything(error: PhronomyError): void {
-    for (const slot of this.dormant.allSlots()) wake(this, slot);
+    for (const slot of this.dormant.allSlots()) wake(this, slot, false);
     this.dormant.close();
-    for (const request of this.requests.takeAll()) {
-      if (request.type === "recovery") request.settle({ ok: false, error });
-      else settleWaiterWithError(request.waiter, error, this.settings);
-      if (request.type === "resume") failFollowers(request, error, this.settings);
-    }
-    for (const entry of this.executionIds.values()) {
-      for (const watcher of entry.terminalWatchers.splice(0)) watcher();
-      entry.session?.abandon(error);
-      entry.span?.fail(error);
-      for (const waiter of entry.waiters.splice(0)) settleWaiterWithError(waiter, error, this.settings);
-    }
+    failAllLive(this.requests.takeAll(), this.executionIds.values(), error, this.settings);
     this.executionIds.clear();
     this.executions.length = 0;
   }
@@ -409,32 +385,11 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
       return;
     }
     if (request.type === "cancel") return cancelRefused(this, request, code);
-    if (request.type === "resume") return this.resumeRefused(request, code);
+    if (request.type === "resume") return resumeRefused(request, code, this.executionIds.get(request.executionId), this.settings);
     const executionId = request.type === "start" ? request.executionId : undefined;
     if (request.type === "start") this.busyHooks?.headLeft(request);
     const error = request.type === "start" && request.storeError ? request.storeError : errorForCode(code, { agentId: request.waiter.agentId, executionId });
     settleWaiterWithError(request.waiter, error, this.settings);
-  }
-
-  /** A decision the core refused, and those that followed it. Refused as
-   * not suspended (`StatusMustMatch`: the execution live here runs on a
-   * decision already taken, often the same one whose commit's outcome was
-   * read back by a recovery), the durable row says what was decided. */
-  private resumeRefused(request: ResumeRequest, code: number): void {
-    const context = { agentId: request.waiter.agentId, executionId: request.executionId };
-    const refuse = (error: PhronomyError): void => {
-      settleWaiterWithError(request.waiter, error, this.settings);
-      failFollowers(request, error, this.settings);
-    };
-    if (!request.error && refuseResumeFromFacts(request, code, this.executionIds.get(request.executionId), this.settings.store, refuse)) return;
-    if (request.error || code !== ResultCode.StatusMustMatch) return refuse(request.error ?? errorForCode(code, context));
-    this.settings.store.getExecution(request.executionId).then(
-      (row) => {
-        const refusal = refusalOfResume(request.executionId, request.approvalId, request.waiter.agentId, row);
-        refuse(refusal instanceof ApprovalMismatchError ? refusal : errorForCode(code, context));
-      },
-      () => refuse(errorForCode(code, context)),
-    );
   }
 
   private submitPrepare(agentSlot: number, ownerToken: number, handle: number): void {

@@ -176,7 +176,15 @@ function interruptRunning(queues: QueueState, agent: AgentEntry): void {
  * of while suspended has its pending approval read back first. */
 function declineSuspended(queues: QueueState, agent: AgentEntry, entry: ExecutionEntry): void {
   const { coordinator } = queues.environment;
-  if (whenRead(coordinator, entry, () => declineSuspended(queues, agent, entry), () => undefined)) return;
+  if (
+    whenRead(
+      coordinator,
+      entry,
+      () => declineSuspended(queues, agent, entry),
+      () => undefined,
+    )
+  )
+    return;
   const pending = entry.approvalRequest;
   if (pending === undefined) return;
   const run: Run | undefined = queues.environment.agentHandle(agent.id)?.resume(entry.executionId, {

@@ -70,8 +70,9 @@ function heldOnlyByTheRow(entry: ExecutionEntry): boolean {
 }
 
 /** Rebuilds the entry of the dormant execution in `slot`, bare, and
- * starts reading its row back; undefined when the slot is not dormant. */
-export function wake(host: RehydrationHost, slot: number): ExecutionEntry | undefined {
+ * starts reading its row back (`read`; not on close, when only its Runs'
+ * tails are told); undefined when the slot is not dormant. */
+export function wake(host: RehydrationHost, slot: number, read = true): ExecutionEntry | undefined {
   const identity = host.settings.core.executionIdentity(slot);
   const agent = identity === undefined ? undefined : host.agentAt(identity.agentSlot);
   const executionId = host.dormant.idAt(slot);
@@ -83,7 +84,7 @@ export function wake(host: RehydrationHost, slot: number): ExecutionEntry | unde
   entry.bare = true;
   entry.waiters = taken?.waiters ?? [];
   host.install(entry);
-  readBack(host, entry);
+  if (read) void readBack(host, entry);
   return entry;
 }
 
