@@ -19,6 +19,9 @@ import { WeakTail, type Waiting } from "./run.js";
  * application dropped are collected by then, usually. Unreferenced timer. */
 const sweepDelayMs = 2_000;
 
+/** How often the slots whose weak tail outlived a sweep are looked at again. */
+const olderSweepMs = 5_000;
+
 /** What a dormant slot keeps of its Runs: nothing, one tail, or several. */
 type Kept = Waiting | Waiting[] | undefined;
 
@@ -33,9 +36,10 @@ export class DormantExecutions {
   /** Slots given a weak tail since the last sweep. */
   private recent: number[] = [];
   /** Slots whose weak tail outlived a sweep (the application held its
-   * Run then): swept again each time their number doubled. */
+   * Run then, or no collection had run yet): swept again at most every
+   * `olderSweepMs`, while there are any. */
   private older: number[] = [];
-  private olderSwept = 0;
+  private olderSweptAt = 0;
 
   get size(): number {
     return this.slots.size;
@@ -95,15 +99,17 @@ export class DormantExecutions {
   }
 
   /** Lets go of the weak tails whose Run was collected: of the slots given
-   * one since the last sweep, and of the older ones once their number
-   * doubled (each slot is looked at a bounded number of times on average). */
+   * one since the last sweep, and every `olderSweepMs` of the older ones. */
   sweep(): void {
     const recent = this.recent;
     this.recent = [];
     for (const slot of recent) if (this.sweepSlot(slot)) this.older.push(slot);
-    if (this.older.length < 2 * Math.max(this.olderSwept, 512)) return;
-    this.older = this.older.filter((slot) => this.sweepSlot(slot));
-    this.olderSwept = this.older.length;
+    const now = performance.now();
+    if (now - this.olderSweptAt >= olderSweepMs) {
+      this.older = this.older.filter((slot) => this.sweepSlot(slot));
+      this.olderSweptAt = now;
+    }
+    if (this.older.length > 0) this.sweepSoon();
   }
 
   /** Drops the collected weak tails of one slot; true while a weak one is left. */
