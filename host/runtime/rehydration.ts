@@ -130,6 +130,7 @@ function fill(host: RehydrationHost, entry: ExecutionEntry, row: ExecutionRow | 
   }
   entry.start = startOf(entry.agent, row);
   restoreSuspension(entry, row);
+  entry.filledFrom = row;
 }
 
 /** A suspended execution's entry from its row (recovery installs one so,

@@ -184,6 +184,10 @@ export class ExecutionEntry {
   bare = false;
   /** The read of its row under way, for a bare entry. */
   rowRead: Promise<void> | undefined;
+  /** The row a bare entry was filled from, until a decision's approval
+   * commit checks against it (one read, not two, when its revision is
+   * still the one committed against). */
+  filledFrom: ExecutionRow | undefined;
 
   constructor(
     readonly slot: number,
