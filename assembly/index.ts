@@ -12,7 +12,7 @@ import { Limit, MessageKind, ResultCode } from "./abi";
 import { resetAgentTable, agentSlotsUsed, admittingAgents, seedFirstGeneration } from "./agent-table";
 import { clearEffects } from "./effects";
 import { executionSlotsUsed, liveExecutions, resetExecutionTable } from "./execution-table";
-import { isExecutionHeldForRecovery } from "./decisions/recovery";
+import { isExecutionAtRest, isExecutionHeldForRecovery } from "./decisions/recovery";
 import {
   agentTable, conversationTable, effectBuffer, executionCapacity, executionTable, layoutRegions,
 } from "./memory-layout";
@@ -135,6 +135,11 @@ export function nextSessionValue(): u32 { return nextSession; }
  * held. The host asks this instead of keeping its own copy; only
  * `DischargeRecovery` ends the hold. */
 export function executionHeldForRecovery(slot: u32): u32 { return isExecutionHeldForRecovery(slot) ? 1 : 0; }
+/** 1 when the execution in `slot` is at rest: suspended for approval,
+ * nothing under way for it (`isExecutionAtRest`), else 0. The host lets go
+ * of such an execution's objects and reads them back from the store when
+ * something asks for it (docs/decisions/0066). */
+export function executionAtRest(slot: u32): u32 { return isExecutionAtRest(slot) ? 1 : 0; }
 
 // -- testing only ---------------------------------------------------------------
 

@@ -114,6 +114,20 @@ export function isExecutionHeldForRecovery(exec: u32): bool {
   return agentAdmission(agent) == AdmissionState.RecoveryRequired && agentExecutionPlusOne(agent) == exec + 1;
 }
 
+/** Whether the execution in `slot` is at rest: suspended for approval
+ * (its status `Suspended`) with its agent's admission `Suspended` and bound
+ * to it — no decision being committed (`Resuming`), no cancel
+ * (`Terminalizing`), no hold — and no operation in flight. Only then may
+ * the host let go of everything but this record and its index entry, and
+ * read the rest back from the store when asked (docs/decisions/0066). A
+ * free or never-used slot is not at rest. */
+export function isExecutionAtRest(exec: u32): bool {
+  if (exec >= executionSlotsUsed() || executionAgentPlusOne(exec) == 0) return false;
+  if (executionStatus(exec) != ExecutionStatus.Suspended || executionInFlight(exec) != 0) return false;
+  const agent = executionAgent(exec);
+  return agentAdmission(agent) == AdmissionState.Suspended && agentExecutionPlusOne(agent) == exec + 1;
+}
+
 /** Releases an execution whose admission is `recovery_required` once the
  * operations of its abandoned session settled, so the host can install it
  * again from its durable row (`RecoveryInstall`). Also one `suspended` here

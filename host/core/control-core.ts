@@ -196,6 +196,33 @@ export class ControlCore implements ControlMachine {
     return this.exports.executionHeldForRecovery(slot) === 1;
   }
 
+  /** The execution slot bound to the agent in `slot` (its admission's),
+   * if any: a read of its record. */
+  agentExecutionSlot(slot: number): number | undefined {
+    if (slot >= this.exports.agentHighWater()) return undefined;
+    const at = this.exports.agentTablePointer() + slot * AgentRecord.Size + AgentRecord.ExecutionSlotPlusOne;
+    const plusOne = new DataView(this.exports.memory.buffer).getUint32(at, true);
+    return plusOne === 0 ? undefined : plusOne - 1;
+  }
+
+  /** Whether the execution in `slot` is at rest (suspended for approval,
+   * nothing under way for it): the host may let go of its objects and read
+   * them back from the store when asked (docs/decisions/0066). */
+  executionAtRest(slot: number): boolean {
+    return this.exports.executionAtRest(slot) === 1;
+  }
+
+  /** The agent slot, generation and revision of the live execution in
+   * `slot` (a read of its record): what a suspended execution let go of
+   * here is rebuilt around (docs/decisions/0066). */
+  executionIdentity(slot: number): { readonly agentSlot: number; readonly generation: number; readonly revision: number } | undefined {
+    if (slot >= this.exports.executionHighWater()) return undefined;
+    const at = this.exports.executionTablePointer() + slot * ExecutionRecord.Size;
+    const view = readExecution(new DataView(this.exports.memory.buffer), at, slot);
+    if (view.agentSlotPlusOne === 0) return undefined;
+    return { agentSlot: view.agentSlotPlusOne - 1, generation: view.generation, revision: view.revision };
+  }
+
   /** The conversation table entry for `(phase, event)`; 0 when undefined. */
   conversationTransition(phase: number, event: number): number {
     return this.exports.conversationTransition(phase, event);

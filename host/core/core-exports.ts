@@ -19,6 +19,7 @@ export interface CoreExports {
   nextOwnerTokenValue(): number;
   nextSessionValue(): number;
   executionHeldForRecovery(slot: number): number;
+  executionAtRest(slot: number): number;
   fsmTransition(phase: number, event: number): number;
   continuationPhase(continuation: number, phase: number): number;
   conversationTransition(phase: number, event: number): number;

@@ -67,6 +67,10 @@ export interface ControlMachine {
   /** Whether the execution in `slot` is held `recovery_required`: its
    * agent's admission is, bound to it. False for a free slot. */
   executionHeldForRecovery(slot: number): boolean;
+  /** Whether the execution in `slot` is at rest: suspended, its agent's
+   * admission suspended and bound to it, nothing in flight. False for a
+   * free slot. */
+  executionAtRest(slot: number): boolean;
 }
 
 /** Sizes an environment's core is created with. */

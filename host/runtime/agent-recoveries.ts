@@ -278,6 +278,8 @@ export class AgentRecoveries {
     // Suspended here, moved on at another process meanwhile: installed from the row.
     await releaseSupersededSuspensions(this.host, entry, unfinished);
     for (const row of unfinished) {
+      // Suspended here and let go of (at rest, so not held): nothing to install.
+      if (this.host.coordinator.dormant.has(row.executionId)) continue;
       const live = this.host.coordinator.entryById(row.executionId);
       if (!live && this.preparingHere(entry, row, held)) continue;
       if (!live) rows.push(row);
@@ -341,9 +343,7 @@ export class AgentRecoveries {
   private async currentRows(rows: readonly ExecutionRow[], stale: boolean): Promise<readonly ExecutionRow[]> {
     if (rows.length === 0 || !stale) return rows;
     const again = await Promise.all(rows.map((row) => this.host.store.getExecution(row.executionId)));
-    return again.filter(
-      (row): row is ExecutionRow => row !== undefined && row.status !== "terminal" && this.host.coordinator.entryById(row.executionId) === undefined,
-    );
+    return again.filter((row): row is ExecutionRow => row !== undefined && row.status !== "terminal" && !this.host.coordinator.hasExecution(row.executionId));
   }
 
   /** Releases what a store failure left held for the agent that the rows

@@ -28,6 +28,7 @@ import { uiMessagesOf, type HistoryMetadata } from "./journal-messages.js";
 import { journalRecordsKept } from "../store/prune.js";
 import { randomUUID } from "node:crypto";
 import { isExecutionExists } from "./error-codes.js";
+import { whenRead } from "./rehydration.js";
 
 /** What a start takes: a string, AI SDK model messages (system, user and
  * assistant; the last one the user's), or the parts of one user message
@@ -307,7 +308,7 @@ export class Agent<OUTPUT = Json> {
         const { coordinator, loop } = this.environment;
         loop.post(
           () => {
-            const remote = coordinator.entryById(executionId) ? undefined : this.environment.remoteResumesFor(agent);
+            const remote = coordinator.hasExecution(executionId) ? undefined : this.environment.remoteResumesFor(agent);
             if (remote === undefined) return this.resumeHere(agent, executionId, decision, waiter);
             if (decision.signal !== undefined) {
               return settleWaiterWithError(
@@ -381,6 +382,9 @@ export class Agent<OUTPUT = Json> {
       );
       return;
     }
+    // Let go of while suspended: its pending approval is read back first.
+    const again = (): void => this.resumeHere(agent, executionId, decision, waiter, afterRecovery);
+    if (whenRead(coordinator, entry, again, (error) => settleWaiterWithError(waiter, asPhronomyError(error, "STORE"), settings))) return;
     let facts = afterRecovery ? ResumeFact.AfterRecovery : 0;
     if (entry.approvalRequest?.approvalId === decision.approvalId) facts |= ResumeFact.MatchesPending;
     // The session's ending, not committed yet (its row may already be read,

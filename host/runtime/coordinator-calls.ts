@@ -23,6 +23,8 @@ export interface CoordinatorCalls {
   /** Posts a message to the control loop (applied later, in order). */
   post(message: () => void): void;
   entryById(executionId: string): ExecutionEntry | undefined;
+  /** Whether the execution is live here, without rebuilding one let go of. */
+  hasExecution(executionId: string): boolean;
   entryAt(slot: number): ExecutionEntry | undefined;
   /** A decision or cancel committed on a suspended execution was not
    * written: it is suspended here again, as if the suspension landed now

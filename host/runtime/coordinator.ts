@@ -9,40 +9,33 @@
 // report a submission the offload refused on the spot (SPEC §3: the flow
 // unwinds at once); everything else is posted to the loop.
 
-import { EffectKind, MessageKind as M, OutcomeType, RecoveryScope, ResultCode, SessionEnding, SessionEventKind } from "../../assembly/abi.js";
+import { EffectKind, MessageKind as M, OutcomeType, RecoveryScope, SessionEnding, SessionEventKind } from "../../assembly/abi.js";
 import type { ControlCore } from "../core/control-core.js";
 import { effectKindName, messageKindName, resultCodeName } from "../core/names.js";
 import type { CoreEffect } from "../core/effects.js";
-import {
-  ApprovalMismatchError,
-  CoreFailureError,
-  ExecutionRehydrationRequiredError,
-  OffloadFullError,
-  PhronomyError,
-  RuntimeShutdownError,
-} from "../errors.js";
+import { CoreFailureError, ExecutionRehydrationRequiredError, OffloadFullError, PhronomyError } from "../errors.js";
 import { errorFromRecord } from "../error-records.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { ControlLoop, PostOptions } from "./control-loop.js";
 import { errorForCode } from "./error-codes.js";
 import type { ExecutionEvent } from "./events.js";
 import type { CallbackErrorPolicy, Logger } from "./options.js";
-import { ExecutionEntry, RequestTable, type AgentEntry, type PendingRequest, type RecoveryRequest, type ResumeRequest, type StartRequest } from "./requests.js";
-import { attachFollowers, failFollowers, followResume } from "./resume-followers.js";
-import { refusalOfResume } from "./resume-refusal.js";
-import { refuseResumeFromFacts, waitBeforeResume } from "./resume-waits.js";
+import { ExecutionEntry, RequestTable, type AgentEntry, type PendingRequest, type RecoveryRequest, type StartRequest } from "./requests.js";
+import { attachFollowers, followResume } from "./resume-followers.js";
+import { resumeRefused, waitBeforeResume } from "./resume-waits.js";
 import { cancelRefused, submitCancelCommit } from "./cancel-commit.js";
 import type { CoordinatorCalls } from "./coordinator-calls.js";
 import { reopenInstalled } from "./retry.js";
-import type { ApprovalRequest } from "./events.js";
 import { deliverOutcome, emitToEntry, settleWaiterWithError } from "./delivery.js";
 import { Session, type SessionHost } from "./session.js";
 import type { Tracer } from "./tracing.js";
 import { submitPrepare } from "./execution-preparation.js";
 import { continueSession, resumeSession, sessionOf, startSession } from "./execution-sessions.js";
 import { submitApprovalCommit, submitProviderBarrier, submitTerminalCommit, submitToolBarrier } from "./execution-writes.js";
-import { failWaiters, holdForRecovery, setupFailed } from "./execution-failures.js";
+import { failAllLive, failWaiters, holdForRecovery, releaseWaitersAtClose, setupFailed } from "./execution-failures.js";
 import type { BusyHooks } from "./busy-hooks.js";
+import { DormantExecutions } from "./dormant-executions.js";
+import { letGo, restoreSuspension, wake, type RehydrationHost } from "./rehydration.js";
 
 export interface CoordinatorSettings {
   readonly core: ControlCore;
@@ -54,8 +47,11 @@ export interface CoordinatorSettings {
   readonly now: () => number;
 }
 
-export class Coordinator implements SessionHost, CoordinatorCalls {
+export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHost {
   readonly requests = new RequestTable();
+  /** Suspended executions let go of here: the core's record and an index
+   * entry each (docs/decisions/0066, rehydration.ts). */
+  readonly dormant = new DormantExecutions();
   private readonly executions: (ExecutionEntry | undefined)[] = [];
   private readonly executionIds = new Map<string, ExecutionEntry>();
   private readonly agentsBySlot: (AgentEntry | undefined)[] = [];
@@ -114,7 +110,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
    * (its input blocked: written terminal), whether `rowExists` finds the
    * id's row (docs/decisions/0057). */
   admittedAs(executionId: string, rowExists: () => Promise<boolean>): Promise<boolean> {
-    if (this.executionIds.has(executionId)) return Promise.resolve(true);
+    if (this.hasExecution(executionId)) return Promise.resolve(true);
     const starting = this.requests.startingAs(executionId);
     if (starting === undefined) return rowExists();
     return starting.waiter.executionId.then(
@@ -144,34 +140,23 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
   }
 
   /** On close: executions suspended for approval stay durable; their local
-   * waiters learn that this environment will not see them end. */
+   * waiters learn that this environment will not see them end. Those let
+   * go of are rebuilt first (their Runs' tails). */
   releaseSuspendedWaiters(): void {
-    for (const entry of this.executionIds.values()) {
-      const error = new RuntimeShutdownError(`the wait for execution ${entry.executionId} (suspended for approval)`, {
-        executionId: entry.executionId,
-        agentId: entry.agent.id,
-      });
-      for (const waiter of entry.waiters.splice(0)) settleWaiterWithError(waiter, error, this.settings);
-    }
+    for (const slot of this.dormant.allSlots()) wake(this, slot, false);
+    this.dormant.close();
+    releaseWaitersAtClose(this.executionIds.values(), this.settings);
   }
 
   /** The core trapped (docs/decisions/0023): no effect will come for
    * anything live, so every pending request and every live execution's
-   * waiters fail with the trap, sessions stop what they started, and the
-   * side tables empty (the environment is drained). Nothing is written: the
+   * waiters fail with the trap (execution-failures.ts), and the side
+   * tables empty (the environment is drained). Nothing is written: the
    * store's rows are recovered by the next environment. */
   failEverything(error: PhronomyError): void {
-    for (const request of this.requests.takeAll()) {
-      if (request.type === "recovery") request.settle({ ok: false, error });
-      else settleWaiterWithError(request.waiter, error, this.settings);
-      if (request.type === "resume") failFollowers(request, error, this.settings);
-    }
-    for (const entry of this.executionIds.values()) {
-      for (const watcher of entry.terminalWatchers.splice(0)) watcher();
-      entry.session?.abandon(error);
-      entry.span?.fail(error);
-      for (const waiter of entry.waiters.splice(0)) settleWaiterWithError(waiter, error, this.settings);
-    }
+    for (const slot of this.dormant.allSlots()) wake(this, slot, false);
+    this.dormant.close();
+    failAllLive(this.requests.takeAll(), this.executionIds.values(), error, this.settings);
     this.executionIds.clear();
     this.executions.length = 0;
   }
@@ -238,28 +223,76 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
     this.agentsBySlot[slot] = undefined;
   }
 
+  /** The live execution of this id; one let go of while suspended is
+   * rebuilt (bare, its row read back: rehydration.ts). */
   entryById(executionId: string): ExecutionEntry | undefined {
-    return this.executionIds.get(executionId);
+    const entry = this.executionIds.get(executionId);
+    if (entry !== undefined) return entry;
+    const slot = this.dormant.slotOf(executionId);
+    return slot === undefined ? undefined : wake(this, slot);
+  }
+
+  /** Whether the execution is live here (running, suspended, held), without
+   * rebuilding one let go of. */
+  hasExecution(executionId: string): boolean {
+    return this.executionIds.has(executionId) || this.dormant.has(executionId);
   }
 
   /** The agent's executions live here (one running or suspended, and any
-   * held for recovery). */
+   * held for recovery); its suspended one let go of is rebuilt. */
   liveEntriesOf(agent: AgentEntry): ExecutionEntry[] {
+    const dormant = this.dormantOf(agent);
+    if (dormant !== undefined) wake(this, dormant.slot);
     return [...this.executionIds.values()].filter((entry) => entry.agent === agent);
   }
 
-  /** The live execution in this core slot, if any. */
+  /** The agent's execution let go of while suspended, if any (not rebuilt). */
+  dormantOf(agent: AgentEntry): { readonly executionId: string; readonly slot: number } | undefined {
+    const slot = this.settings.core.agentExecutionSlot(agent.slot);
+    const executionId = slot === undefined ? undefined : this.dormant.idAt(slot);
+    return executionId === undefined || slot === undefined ? undefined : { executionId, slot };
+  }
+
+  /** The live execution in this core slot, if any (rebuilt if let go of). */
   entryAt(slot: number): ExecutionEntry | undefined {
-    return this.executions[slot];
+    return this.executions[slot] ?? (this.dormant.idAt(slot) === undefined ? undefined : wake(this, slot));
   }
 
   suspensionKept(entry: ExecutionEntry): void {
-    if (this.executions[entry.slot] === entry && entry.suspended) this.onAgentSuspended?.(entry.agent);
+    if (this.executions[entry.slot] === entry && entry.suspended) this.suspendedHere(entry);
+  }
+
+  /** The execution suspended here (live, recovered, or given back): the
+   * conversations are told, and once the turn is over it is let go of if
+   * the core says it is at rest (rehydration.ts). */
+  private suspendedHere(entry: ExecutionEntry): void {
+    this.onAgentSuspended?.(entry.agent);
+    this.post(() => letGo(this, entry));
   }
 
   /** Live executions the host tracks (for close and for tests). */
   get liveEntries(): number {
-    return this.executionIds.size;
+    return this.executionIds.size + this.dormant.size;
+  }
+
+  // -- RehydrationHost ----------------------------------------------------------------------
+
+  agentAt(slot: number): AgentEntry | undefined {
+    return this.agentsBySlot[slot];
+  }
+
+  holds(entry: ExecutionEntry): boolean {
+    return this.executions[entry.slot] === entry;
+  }
+
+  install(entry: ExecutionEntry): void {
+    this.executions[entry.slot] = entry;
+    this.executionIds.set(entry.executionId, entry);
+  }
+
+  uninstall(entry: ExecutionEntry): void {
+    this.executions[entry.slot] = undefined;
+    this.executionIds.delete(entry.executionId);
   }
 
   private carryOut(effect: CoreEffect): void {
@@ -313,14 +346,14 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
       case EffectKind.SubmitCancelCommit:
         return submitCancelCommit(this, effect.execution, effect.expectedRevision, effect.request);
       case EffectKind.FollowResume:
-        return followResume(this.requests, this.executions[effect.execution], effect.request, this.settings);
+        return followResume(this.requests, this.entryAt(effect.execution), effect.request, this.settings);
       case EffectKind.RecoverBeforeResume:
       case EffectKind.AwaitSuspensionCommit:
-        return waitBeforeResume(this.requests, this.executions[effect.execution], effect.kind, effect.request);
+        return waitBeforeResume(this.requests, this.entryAt(effect.execution), effect.kind, effect.request);
       case EffectKind.FollowQueued:
         return this.busyHooks?.followQueued(this.agentsBySlot[effect.agent]);
       case EffectKind.FollowAdmitted:
-        return this.onFollowAdmitted?.(this.executions[effect.execution], effect.generation);
+        return this.onFollowAdmitted?.(this.entryAt(effect.execution), effect.generation);
       case EffectKind.OpenAdmissions:
         return this.ofAgent(effect.agent, (agent) => this.busyHooks?.admissionsOpened(agent));
       case EffectKind.OpenInbox:
@@ -352,32 +385,11 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
       return;
     }
     if (request.type === "cancel") return cancelRefused(this, request, code);
-    if (request.type === "resume") return this.resumeRefused(request, code);
+    if (request.type === "resume") return resumeRefused(request, code, this.executionIds.get(request.executionId), this.settings);
     const executionId = request.type === "start" ? request.executionId : undefined;
     if (request.type === "start") this.busyHooks?.headLeft(request);
     const error = request.type === "start" && request.storeError ? request.storeError : errorForCode(code, { agentId: request.waiter.agentId, executionId });
     settleWaiterWithError(request.waiter, error, this.settings);
-  }
-
-  /** A decision the core refused, and those that followed it. Refused as
-   * not suspended (`StatusMustMatch`: the execution live here runs on a
-   * decision already taken, often the same one whose commit's outcome was
-   * read back by a recovery), the durable row says what was decided. */
-  private resumeRefused(request: ResumeRequest, code: number): void {
-    const context = { agentId: request.waiter.agentId, executionId: request.executionId };
-    const refuse = (error: PhronomyError): void => {
-      settleWaiterWithError(request.waiter, error, this.settings);
-      failFollowers(request, error, this.settings);
-    };
-    if (!request.error && refuseResumeFromFacts(request, code, this.executionIds.get(request.executionId), this.settings.store, refuse)) return;
-    if (request.error || code !== ResultCode.StatusMustMatch) return refuse(request.error ?? errorForCode(code, context));
-    this.settings.store.getExecution(request.executionId).then(
-      (row) => {
-        const refusal = refusalOfResume(request.executionId, request.approvalId, request.waiter.agentId, row);
-        refuse(refusal instanceof ApprovalMismatchError ? refusal : errorForCode(code, context));
-      },
-      () => refuse(errorForCode(code, context)),
-    );
   }
 
   private submitPrepare(agentSlot: number, ownerToken: number, handle: number): void {
@@ -427,12 +439,10 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
       // Nothing waits on a recovered execution's stand-in start, and a
       // resume reads the row again: keep only what the decision needs.
       this.requests.take(handle);
-      entry.suspended = true;
-      entry.approvalRequest = request.row.approvalRequest as unknown as ApprovalRequest;
-      entry.keepForResume();
+      restoreSuspension(entry, request.row);
       request.settle({ ok: true, suspended: true });
       if (!request.standIn) entry.waiters.push(request.start.waiter.tail());
-      this.onAgentSuspended?.(entry.agent);
+      this.suspendedHere(entry);
       return;
     }
     entry.recoveredFrom = request.row;
@@ -444,7 +454,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
 
   private registerWaiter(slot: number, handle: number): void {
     const request = this.requests.take(handle);
-    const entry = this.executions[slot];
+    const entry = this.entryAt(slot);
     if (!request || !entry) return;
     if (request.type === "recovery") {
       request.settle({ ok: true, suspended: false });
@@ -474,20 +484,20 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
       return;
     }
     const error = holdForRecovery(this, slot, code);
-    const entry = this.executions[slot];
+    const entry = this.entryAt(slot);
     if (error !== undefined && entry !== undefined) this.onExecutionRecoveryRequired?.(entry.agent.id, error);
   }
 
   // -- terminal -----------------------------------------------------------------------------------
 
   private postDeferredTerminal(slot: number, sessionNumber: number): void {
-    const entry = this.executions[slot];
+    const entry = this.entryAt(slot);
     if (!entry) return;
     this.post(() => this.apply(M.DeferredTerminal, slot, entry.generation, sessionNumber));
   }
 
   private deliver(slot: number, outcome: number): void {
-    const entry = this.executions[slot];
+    const entry = this.entryAt(slot);
     if (!entry) return;
     entry.suspended = outcome === OutcomeType.Suspended;
     if (entry.suspended) entry.approvalRequest = entry.session?.terminal?.approvalRequest;
@@ -503,12 +513,12 @@ export class Coordinator implements SessionHost, CoordinatorCalls {
       entry.keepForResume();
       entry.waiters = entry.waiters.map((waiter) => waiter.tail());
     }
-    if (entry.suspended) this.onAgentSuspended?.(entry.agent);
+    if (entry.suspended) this.suspendedHere(entry);
     for (const watcher of entry.terminalWatchers.splice(0)) watcher();
   }
 
   private releaseExecution(slot: number): void {
-    const entry = this.executions[slot];
+    const entry = this.entryAt(slot);
     if (!entry) return;
     this.executions[slot] = undefined;
     this.executionIds.delete(entry.executionId);

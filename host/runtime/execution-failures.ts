@@ -8,9 +8,11 @@
 // one, so the caller is told what happened and what to do.
 
 import { SetupFailure } from "../../assembly/abi.js";
-import { ExecutionRehydrationRequiredError, PhronomyError, StoreError } from "../errors.js";
+import { ExecutionRehydrationRequiredError, PhronomyError, RuntimeShutdownError, StoreError } from "../errors.js";
 import type { CoordinatorCalls } from "./coordinator-calls.js";
-import { settleWaiterWithError } from "./delivery.js";
+import { settleWaiterWithError, type DeliverySettings } from "./delivery.js";
+import type { ExecutionEntry, PendingRequest } from "./requests.js";
+import { failFollowers } from "./resume-followers.js";
 import { errorForCode } from "./error-codes.js";
 import { sessionOf } from "./execution-sessions.js";
 
@@ -76,4 +78,32 @@ export function holdForRecovery(calls: CoordinatorCalls, slot: number, code: num
     }),
   );
   return error;
+}
+
+/** On close: each live execution's waiters (those of suspended ones, the
+ * only ones left) learn that this environment will not see it end. */
+export function releaseWaitersAtClose(entries: Iterable<ExecutionEntry>, settings: DeliverySettings): void {
+  for (const entry of entries) {
+    const error = new RuntimeShutdownError(`the wait for execution ${entry.executionId} (suspended for approval)`, {
+      executionId: entry.executionId,
+      agentId: entry.agent.id,
+    });
+    for (const waiter of entry.waiters.splice(0)) settleWaiterWithError(waiter, error, settings);
+  }
+}
+
+/** The core trapped: every pending request and every live execution's
+ * waiters fail with the trap, and sessions stop what they started. */
+export function failAllLive(requests: readonly PendingRequest[], entries: Iterable<ExecutionEntry>, error: PhronomyError, settings: DeliverySettings): void {
+  for (const request of requests) {
+    if (request.type === "recovery") request.settle({ ok: false, error });
+    else settleWaiterWithError(request.waiter, error, settings);
+    if (request.type === "resume") failFollowers(request, error, settings);
+  }
+  for (const entry of entries) {
+    for (const watcher of entry.terminalWatchers.splice(0)) watcher();
+    entry.session?.abandon(error);
+    entry.span?.fail(error);
+    for (const waiter of entry.waiters.splice(0)) settleWaiterWithError(waiter, error, settings);
+  }
 }

@@ -198,7 +198,12 @@ export function submitApprovalCommit(calls: CoordinatorCalls, slot: number, expe
       if (outcome === CommitOutcome.StoreFailed) calls.suspensionKept(entry);
     });
   entry.resumeRow = undefined;
-  calls.settings.store.getExecution(entry.executionId).then(
+  // Just read back for this decision (an execution let go of while
+  // suspended, docs/decisions/0066), at the revision committed against.
+  const filledFrom = entry.filledFrom;
+  entry.filledFrom = undefined;
+  const rowRead = filledFrom?.revision === expectedRevision ? Promise.resolve(filledFrom) : calls.settings.store.getExecution(entry.executionId);
+  rowRead.then(
     (row) => {
       const batch = row?.metadata.toolBatch ?? [];
       const argumentsHash = argumentsHashOf(batch);

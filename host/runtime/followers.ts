@@ -22,6 +22,7 @@ import { queueReaderOf } from "../store/queue.js";
 import type { RemoteStarts } from "./remote-start.js";
 import type { AgentEntry } from "./requests.js";
 import { Waiter, type Run, type Waiting } from "./run.js";
+import { whenRead } from "./rehydration.js";
 import { asPhronomyError } from "./session.js";
 
 /** What the followers ask of their environment (environment.ts wires it). */
@@ -84,6 +85,10 @@ export class Followers {
       );
       return;
     }
+    const again = (): void => this.observe(executionId, waiter, queuedOf);
+    const failed = (error: unknown): void => settleWaiterWithError(waiter, asPhronomyError(error, "STORE"), settings);
+    // Let go of while suspended: its pending approval is read back first.
+    if (entry?.suspended && whenRead(coordinator, entry, again, failed)) return;
     if (entry?.suspended) {
       // Told here, not attached through the core: the core counts
       // attached observers until the execution ends (WaitersMax), and a

@@ -99,7 +99,7 @@ export function cancelAborted(queues: QueueState, item: QueuedItem): void {
  * store if it is still queued there — its preparation then finds the id
  * taken and writes nothing, and its Run is told CANCELLED first. */
 async function cancelStarting(queues: QueueState, store: QueueStore, executionId: string, reason: string | undefined): Promise<boolean> {
-  if (queues.environment.coordinator.entryById(executionId) !== undefined) return false;
+  if (queues.environment.coordinator.hasExecution(executionId)) return false;
   const starting = queues.starting.get(executionId);
   const error = cancellation(executionId, starting?.agent.id, reason);
   const { cancelled } = await store.cancelQueued({ executionId, error: error.toRecord(), at: queues.settings.now() });

@@ -10,7 +10,7 @@ import { QUEUE_LIMIT_DEFAULT, type EnqueueMessageResult } from "../store/queue.j
 import { configOf } from "./coordinator.js";
 import { settleWaiterWithError } from "./delivery.js";
 import { checkWithGuardrail } from "./options.js";
-import type { AgentEntry, StartRequest } from "./requests.js";
+import type { AgentEntry, ExecutionEntry, StartRequest } from "./requests.js";
 import type { Run } from "./run.js";
 import { asPhronomyError } from "./session.js";
 import { persistedInput, redactedStartInput } from "./start-input.js";
@@ -21,6 +21,7 @@ import { cancelDurablyOnFailure, restore, restoreAhead } from "./queue-restore.j
 import { ABORTED, INTERRUPT_REASON, type QueuedItem, type QueueState } from "./queue-state.js";
 import { busyPolicyOf, cancellation, noQueueError } from "./queue-words.js";
 import { isExecutionExists } from "./error-codes.js";
+import { whenRead } from "./rehydration.js";
 
 /** Writes the message to the conversation's queue (on the loop), at the
  * front or the back as `Admit` answered, which counted it queued already
@@ -166,17 +167,31 @@ function interruptRunning(queues: QueueState, agent: AgentEntry): void {
       entry.cancelById ??= INTERRUPT_REASON;
       continue;
     }
-    const pending = entry.approvalRequest;
-    if (entry.suspended && pending !== undefined) {
-      // Declined and cancelled in one decision: the resumed run sees its
-      // signal aborted and ends `cancelled` before calling anything.
-      const run: Run | undefined = queues.environment.agentHandle(agent.id)?.resume(entry.executionId, {
-        approvalId: pending.approvalId,
-        approved: false,
-        reason: INTERRUPT_REASON,
-        signal: AbortSignal.abort(),
-      });
-      run?.result.catch(() => undefined);
-    }
+    if (entry.suspended) declineSuspended(queues, agent, entry);
   }
+}
+
+/** Declined and cancelled in one decision: the resumed run sees its
+ * signal aborted and ends `cancelled` before calling anything. One let go
+ * of while suspended has its pending approval read back first. */
+function declineSuspended(queues: QueueState, agent: AgentEntry, entry: ExecutionEntry): void {
+  const { coordinator } = queues.environment;
+  if (
+    whenRead(
+      coordinator,
+      entry,
+      () => declineSuspended(queues, agent, entry),
+      () => undefined,
+    )
+  )
+    return;
+  const pending = entry.approvalRequest;
+  if (pending === undefined) return;
+  const run: Run | undefined = queues.environment.agentHandle(agent.id)?.resume(entry.executionId, {
+    approvalId: pending.approvalId,
+    approved: false,
+    reason: INTERRUPT_REASON,
+    signal: AbortSignal.abort(),
+  });
+  run?.result.catch(() => undefined);
 }

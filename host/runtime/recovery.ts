@@ -24,7 +24,7 @@ import { Continuation, ExecutionFlag, ExecutionStatus, MessageKind as M, Phase }
 import type { ExecutionRow, Json, PhaseName } from "../store/records.js";
 import type { ControlLoop } from "./control-loop.js";
 import type { CoordinatorCalls } from "./coordinator-calls.js";
-import type { AgentEntry, RecoverySettlement, StartRequest } from "./requests.js";
+import type { AgentEntry, ExecutionStart, RecoverySettlement, StartRequest } from "./requests.js";
 import { Waiter } from "./run.js";
 
 /** What recovery did with one unfinished execution (`env.recover()`,
@@ -149,11 +149,17 @@ function recoverOne(coordinator: CoordinatorCalls, loop: ControlLoop, agent: Age
 
 /** The start request a row stands for: its input and durable config. */
 export function startRequestOf(agent: AgentEntry, row: ExecutionRow, waiter: Waiter): StartRequest {
+  return { ...startOf(agent, row), waiter };
+}
+
+/** The start a row stands for, without a waiter: what recovery installs,
+ * and what a suspended execution let go of here is read back as
+ * (docs/decisions/0066). */
+export function startOf(agent: AgentEntry, row: ExecutionRow): ExecutionStart {
   const config = row.metadata.config ?? {};
   return {
     type: "start",
     agent,
-    waiter,
     ...storedStartInput(row.input),
     options: {
       ...(typeof config["tokenBudget"] === "number" ? { tokenBudget: config["tokenBudget"] } : {}),

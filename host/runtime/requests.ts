@@ -178,6 +178,16 @@ export class ExecutionEntry {
   /** The first failure of a listener of this execution (a throw or a
    * rejection), kept by its terminal record (decision 0056). */
   callbackFailure: { readonly eventType: string; readonly message: string } | undefined;
+  /** Rebuilt from the index of a suspended execution let go of here, its
+   * row not read back yet: no approval request, a start without input
+   * (docs/decisions/0066, `rehydration.ts`). */
+  bare = false;
+  /** The read of its row under way, for a bare entry. */
+  rowRead: Promise<void> | undefined;
+  /** The row a bare entry was filled from, until a decision's approval
+   * commit checks against it (one read, not two, when its revision is
+   * still the one committed against). */
+  filledFrom: ExecutionRow | undefined;
 
   constructor(
     readonly slot: number,

@@ -11,6 +11,9 @@ import type { ExecutionStore } from "../store/store.js";
 import type { ExecutionEntry, RequestTable, ResumeRequest } from "./requests.js";
 import { heldAfterUnknownCommit, refusalOfResume } from "./resume-refusal.js";
 import { asPhronomyError } from "./session.js";
+import { settleWaiterWithError, type DeliverySettings } from "./delivery.js";
+import { errorForCode } from "./error-codes.js";
+import { failFollowers } from "./resume-followers.js";
 
 /** Effects `RecoverBeforeResume` and `AwaitSuspensionCommit`. */
 export function waitBeforeResume(
@@ -65,4 +68,30 @@ export function refuseResumeFromFacts(
     (error: unknown) => refuse(asPhronomyError(error, "STORE")),
   );
   return true;
+}
+
+/** A decision the core refused, and those that followed it. Refused as
+ * not suspended (`StatusMustMatch`: the execution live here runs on a
+ * decision already taken, often the same one whose commit's outcome was
+ * read back by a recovery), the durable row says what was decided. */
+export function resumeRefused(
+  request: ResumeRequest,
+  code: number,
+  entry: ExecutionEntry | undefined,
+  settings: DeliverySettings & { readonly store: ExecutionStore },
+): void {
+  const context = { agentId: request.waiter.agentId, executionId: request.executionId };
+  const refuse = (error: PhronomyError): void => {
+    settleWaiterWithError(request.waiter, error, settings);
+    failFollowers(request, error, settings);
+  };
+  if (!request.error && refuseResumeFromFacts(request, code, entry, settings.store, refuse)) return;
+  if (request.error || code !== ResultCode.StatusMustMatch) return refuse(request.error ?? errorForCode(code, context));
+  settings.store.getExecution(request.executionId).then(
+    (row) => {
+      const refusal = refusalOfResume(request.executionId, request.approvalId, request.waiter.agentId, row);
+      refuse(refusal instanceof ApprovalMismatchError ? refusal : errorForCode(code, context));
+    },
+    () => refuse(errorForCode(code, context)),
+  );
 }

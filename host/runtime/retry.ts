@@ -222,7 +222,7 @@ async function reopenAndInstall(host: RetryHost, row: ExecutionRow, agent: Agent
     const ask = (): void => {
       host.loop.post(
         () => {
-          if (host.coordinator.entryById(executionId))
+          if (host.coordinator.hasExecution(executionId))
             return reject(
               new RetryRefusedError(
                 `execution ${executionId} is running in this process (attempt ${row.metadata.attempt ?? 1}); only a failed, timed-out or cancelled execution is retried`,

@@ -84,15 +84,27 @@ export interface Waiting {
   tail(): Waiting;
 }
 
-/** One waiter: the promises of a Run and the listener of its request. */
+/** One waiter: the promises of a Run and the listener of its request.
+ *
+ * Its `result` promise is made when first read (docs/decisions/0066): a
+ * promise that was never read has no reaction anyone could be waiting on,
+ * so a suspended execution keeps only a weak reference to a Waiter whose
+ * result nobody read — the Run itself, if the application still holds it,
+ * settles it — and the strong tail (`WaiterTail`) of one whose result was
+ * read (an `await run.result` may be reachable only through that promise). */
 export class Waiter implements Run, Waiting {
   readonly executionId: Promise<string>;
-  readonly result: Promise<RunResult>;
   readonly events: EventStream = new EventStream();
   private resolveId!: (id: string) => void;
   private rejectId!: (error: Error) => void;
-  private resolveResult!: (result: RunResult) => void;
-  private rejectResult!: (error: Error) => void;
+  private resultPromise: Promise<RunResult> | undefined;
+  private resolveResult: ((result: RunResult) => void) | undefined;
+  private rejectResult: ((error: Error) => void) | undefined;
+  /** How it settled before its result was read. */
+  private settlement: RunResult | Error | undefined;
+  /** The weak tail a suspended execution keeps of it, if any: made strong
+   * when the result is read after it (`WeakTail.hold`). */
+  private weakTail: WeakTail | undefined;
   private idKnown = false;
   /** The first error this waiter's listener threw, for the callback-error
    * policy at settlement. */
@@ -120,14 +132,37 @@ export class Waiter implements Run, Waiting {
       this.resolveId = resolve;
       this.rejectId = reject;
     });
-    this.result = new Promise((resolve, reject) => {
-      this.resolveResult = resolve;
-      this.rejectResult = reject;
-    });
     // An application that only awaits one of the two must not crash the
     // process with an unhandled rejection from the other.
     this.executionId.catch(noop);
-    this.result.catch(noop);
+  }
+
+  /** The execution's final outcome: made when first read, settled at once
+   * if the execution already ended. */
+  get result(): Promise<RunResult> {
+    if (this.resultPromise !== undefined) return this.resultPromise;
+    const settlement = this.settlement;
+    this.settlement = undefined;
+    const promise = new Promise<RunResult>((resolve, reject) => {
+      if (settlement instanceof Error) reject(settlement);
+      else if (settlement !== undefined) resolve(settlement);
+      else {
+        this.resolveResult = resolve;
+        this.rejectResult = reject;
+      }
+    });
+    promise.catch(noop);
+    this.resultPromise = promise;
+    // Read after its execution suspended: whatever awaits it may be
+    // reachable only through this promise, so the execution holds it now.
+    if (this.resolveResult !== undefined && this.rejectResult !== undefined) this.weakTail?.hold(this.resolveResult, this.rejectResult);
+    this.weakTail = undefined;
+    return promise;
+  }
+
+  /** Whether its result promise was made (read by someone). */
+  get resultRead(): boolean {
+    return this.resultPromise !== undefined;
   }
 
   get settled(): boolean {
@@ -144,7 +179,10 @@ export class Waiter implements Run, Waiting {
     if (this.settled) return;
     this.settledWith = "resolved";
     this.knowExecutionId(result.executionId);
-    this.resolveResult(result);
+    if (this.resolveResult !== undefined) this.resolveResult(result);
+    else if (this.resultPromise === undefined) this.settlement = result;
+    this.resolveResult = undefined;
+    this.rejectResult = undefined;
     this.events.end();
   }
 
@@ -155,7 +193,10 @@ export class Waiter implements Run, Waiting {
       this.idKnown = true;
       this.rejectId(error);
     }
-    this.rejectResult(error);
+    if (this.rejectResult !== undefined) this.rejectResult(error);
+    else if (this.resultPromise === undefined) this.settlement = error;
+    this.resolveResult = undefined;
+    this.rejectResult = undefined;
     this.events.end();
   }
 
@@ -165,10 +206,101 @@ export class Waiter implements Run, Waiting {
    * event stream and the events it buffered — is then the application's
    * alone: an application that drops the Run frees it, one that keeps
    * `run.result` keeps just that promise (docs/decisions/0052). An exact
-   * observer, or a waiter whose events have not ended, is kept whole. */
+   * observer, or a waiter whose events have not ended, is kept whole. A
+   * waiter whose result nobody read yet is kept weakly (`WeakTail`): if
+   * the application still holds the Run, it may read it later and the
+   * Run settles it; if not, nothing can (docs/decisions/0066). */
   tail(): Waiting {
     if (this.observer || !this.eventsEnded || this.settled || !this.idKnown || this.listener !== undefined) return this;
+    if (this.resolveResult === undefined || this.rejectResult === undefined) return (this.weakTail ??= new WeakTail(this));
     return new WaiterTail(this.resolveResult, this.rejectResult, this.callbackError);
+  }
+}
+
+/** A tail that holds its Waiter weakly (`Waiter.tail`): settles it if the
+ * application still holds it; once collected, it is `gone`, and settled.
+ * Held strongly from the moment the Waiter's result is read (`hold`). */
+export class WeakTail implements Waiting {
+  private readonly weak: WeakRef<Waiter>;
+  /** The settling of the result, once it was read (`hold`). */
+  private held: { readonly resolve: (result: RunResult) => void; readonly reject: (error: Error) => void } | undefined;
+  private done = false;
+
+  constructor(waiter: Waiter) {
+    this.weak = new WeakRef(waiter);
+  }
+
+  /** The Waiter's result was read: its settling is kept (not the Run:
+   * its stream and id promise stay the application's, as `WaiterTail`). */
+  hold(resolve: (result: RunResult) => void, reject: (error: Error) => void): void {
+    this.held = { resolve, reject };
+  }
+
+  private current(): Waiter | undefined {
+    return this.weak.deref();
+  }
+
+  /** The Waiter was collected and its result never read: nothing can
+   * observe its settling. */
+  get gone(): boolean {
+    return this.held === undefined && this.weak.deref() === undefined;
+  }
+
+  get settled(): boolean {
+    return this.done || (this.current()?.settled ?? this.held === undefined);
+  }
+
+  get observer(): boolean {
+    return false;
+  }
+
+  get eventsEnded(): boolean {
+    return true;
+  }
+
+  set eventsEnded(_ended: boolean) {}
+
+  get listener(): EventListener | undefined {
+    return undefined;
+  }
+
+  set listener(_listener: EventListener | undefined) {}
+
+  get callbackError(): { readonly eventType: string; readonly error: unknown } | undefined {
+    return this.current()?.callbackError;
+  }
+
+  set callbackError(error: { readonly eventType: string; readonly error: unknown } | undefined) {
+    const waiter = this.current();
+    if (waiter !== undefined) waiter.callbackError = error;
+  }
+
+  get events(): { push(event: ExecutionEvent): void } {
+    return endedEvents;
+  }
+
+  knowExecutionId(): void {}
+
+  tail(): Waiting {
+    return this;
+  }
+
+  resolve(result: RunResult): void {
+    if (this.done) return;
+    this.done = true;
+    const waiter = this.current();
+    if (waiter !== undefined) waiter.resolve(result);
+    else this.held?.resolve(result);
+    this.held = undefined;
+  }
+
+  reject(error: PhronomyError | Error): void {
+    if (this.done) return;
+    this.done = true;
+    const waiter = this.current();
+    if (waiter !== undefined) waiter.reject(error);
+    else this.held?.reject(error);
+    this.held = undefined;
   }
 }
 

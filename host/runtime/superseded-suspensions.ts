@@ -32,16 +32,26 @@ export interface SupersededHost {
  * recovery as executions not live here. */
 export async function releaseSupersededSuspensions(host: SupersededHost, agent: AgentEntry, unfinished: readonly ExecutionRow[]): Promise<void> {
   const byId = new Map(unfinished.map((row) => [row.executionId, row]));
+  // One let go of here is compared by the revision the core holds, and
+  // rebuilt only if its row moved on.
+  const dormant = host.coordinator.dormantOf(agent);
+  if (dormant !== undefined) {
+    const row = byId.get(dormant.executionId) ?? (await host.store.getExecution(dormant.executionId));
+    const revision = host.coordinator.settings.core.executionIdentity(dormant.slot)?.revision;
+    if (row === undefined || (row.status === "suspended" && row.revision === revision)) return;
+  }
   for (const live of host.coordinator.liveEntriesOf(agent)) {
     if (!live.suspended || host.coordinator.heldForRecovery(live)) continue;
     const row = byId.get(live.executionId) ?? (await host.store.getExecution(live.executionId));
-    if (row !== undefined && !sameSuspension(live, row)) await discharge(host, live, row);
+    if (row !== undefined && !sameSuspension(host.coordinator, live, row)) await discharge(host, live, row);
   }
 }
 
-/** The row still shows the suspension held here (its approval pending):
+/** The row still shows the suspension held here (its approval pending; for
+ * one let go of and not read back yet, the revision the core holds):
  * nothing to ask the core. */
-function sameSuspension(live: ExecutionEntry, row: ExecutionRow): boolean {
+function sameSuspension(coordinator: Coordinator, live: ExecutionEntry, row: ExecutionRow): boolean {
+  if (live.bare) return row.status === "suspended" && row.revision === coordinator.settings.core.executionIdentity(live.slot)?.revision;
   const pending = row.approvalRequest as { readonly approvalId?: unknown } | null;
   return row.status === "suspended" && pending?.approvalId === live.approvalRequest?.approvalId;
 }

@@ -32,6 +32,14 @@ function heldForRecovery(machine: ControlMachine, snapshot: CoreSnapshot): numbe
   return held;
 }
 
+/** The slots `machine` says are at rest (suspended, nothing under way):
+ * the host lets go of those executions' objects on the core's word. */
+function atRest(machine: ControlMachine, snapshot: CoreSnapshot): number[] {
+  const resting: number[] = [];
+  for (let slot = 0; slot <= snapshot.executions.length; slot += 1) if (machine.executionAtRest(slot)) resting.push(slot);
+  return resting;
+}
+
 /** Applies the message the intent makes; returns it with the core's code and effects. */
 export function differentialStep(
   context: StepContext,
@@ -50,6 +58,7 @@ export function differentialStep(
   agree(effects, decode(model.effectWords()), `effects at ${where}`);
   agree(after, model.snapshot(), `tables at ${where}`);
   agree(heldForRecovery(core, after), heldForRecovery(model, after), `executions held for recovery at ${where}`);
+  agree(atRest(core, after), atRest(model, after), `executions at rest at ${where}`);
   agree(checkInvariants({ message, code, effects, before, after }) ?? revisions.check(after), undefined, `invariant at ${where}`);
   stream.observe(message, effects);
   stream.confirmPurge(message, code);

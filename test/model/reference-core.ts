@@ -327,6 +327,16 @@ export class ReferenceCore implements ControlMachine {
     return agent?.admissionState === AdmissionState.RecoveryRequired && agent.executionSlotPlusOne === u32(slot) + 1;
   }
 
+  /** The execution in `slot` is at rest: suspended, its agent's admission
+   * suspended and bound to it, nothing in flight (the core's `executionAtRest`). */
+  executionAtRest(slot: number): boolean {
+    const exec = this.executions[u32(slot)];
+    if (exec === undefined || exec.agentSlotPlusOne === 0) return false;
+    if (exec.status !== ExecutionStatus.Suspended || exec.inFlight !== 0) return false;
+    const agent = this.agents[exec.agentSlotPlusOne - 1];
+    return agent?.admissionState === AdmissionState.Suspended && agent.executionSlotPlusOne === u32(slot) + 1;
+  }
+
   snapshot(): CoreSnapshot {
     const agents: AgentRecordView[] = this.agents.map((agent, slot) =>
       agent.lifecycle === AgentLifecycle.Free
