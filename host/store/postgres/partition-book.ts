@@ -80,6 +80,16 @@ export interface PartitionBookHooks {
   readonly busy: () => ReadonlySet<number>;
 }
 
+/** How much of a lease the holder's expiry must still run, in the last
+ * tick's view, for an `acquire` to take the view's word that another
+ * process holds the partition (no take, no read of the holder: two round
+ * trips a start filed for its owner no longer pays, docs/decisions/0068).
+ * A live holder renews every third of a lease, so its expiry is always at
+ * least ⅔ of a lease ahead, and the view is a third of a lease old at most
+ * (one tick): a sixth is always cleared by a live holder and leaves a sixth
+ * of a lease of slack for a late tick. */
+export const viewMarginFraction = 1 / 6;
+
 /** Ticks in a row a surplus is kept because every surplus candidate was
  * busy, before busy ones are given up (≈ 3 leases). */
 export const busyReleaseDeferredTicksMax = 9;
@@ -285,6 +295,10 @@ export class PartitionBook {
     this.asked.set(agentId, partition);
     const held = this.leaseOf(agentId);
     if (held !== undefined) return { acquired: true, ...held };
+    // Held by another live process with a lease well ahead in the tick's
+    // view: that answer without a statement (docs/decisions/0068).
+    const seenElsewhere = this.heldElsewhereInView(partition);
+    if (seenElsewhere !== undefined) return this.ownedElsewhere(partition, seenElsewhere);
     // The tick's view may be a third of a lease old: the database decides
     // (the take changes only a free or expired row).
     if (!this.stopped && !this.hooks.closing()) {
@@ -301,19 +315,35 @@ export class PartitionBook {
       holder = await partitions.holderOf(this.pool, agentId);
       if (holder?.owner === this.owner) return this.notConfirmed(partition, holder);
     }
-    const owner = holder?.owner ?? "(nobody)";
-    const expiresAt = holder?.expiresAt ?? 0;
+    return this.ownedElsewhere(partition, { owner: holder?.owner ?? "(nobody)", epoch: holder?.epoch ?? 0, expiresAt: holder?.expiresAt ?? 0 });
+  }
+
+  /** The refusal of an `acquire` for a partition another process holds
+   * (or nobody: `(nobody)`), noted for the start's refusal. */
+  private ownedElsewhere(partition: number, holder: { readonly owner: string; readonly epoch: number; readonly expiresAt: number }): leases.LeaseAcquisition {
+    const { owner, epoch, expiresAt } = holder;
     const state = this.states[partition]!;
     if (!state.held) state.lapsedHere = false;
     state.why = `its partition ${partition} is held by ${owner} until ${new Date(expiresAt).toISOString()}`;
-    state.details = { partition, owner, epoch: holder?.epoch ?? 0, expiresAt };
-    return {
-      acquired: false,
-      owner,
-      epoch: holder?.epoch ?? 0,
-      expiresAt,
-      message: `partition ${partition} is held by ${owner} until ${new Date(expiresAt).toISOString()}`,
-    };
+    state.details = { partition, owner, epoch, expiresAt };
+    return { acquired: false, owner, epoch, expiresAt, message: `partition ${partition} is held by ${owner} until ${new Date(expiresAt).toISOString()}` };
+  }
+
+  /** The partition's holder in the last tick's view, when that is another
+   * process whose lease still runs `viewMarginFraction` of a lease past
+   * now (the view's age counted from when its tick was sent, so the
+   * margin errs short): a holder renews every third of a lease, so a live
+   * one always clears it, and a dead or departing one does not once its
+   * expiry comes near. Undefined — ask the database — when the partition
+   * is held or being taken here, or the view says otherwise. */
+  private heldElsewhereInView(partition: number): { readonly owner: string; readonly epoch: number; readonly expiresAt: number } | undefined {
+    const seen = this.seen;
+    if (seen === undefined || this.stopped || this.states[partition]!.held || this.taking.has(partition)) return undefined;
+    const row = seen.partitions[partition];
+    if (row === undefined || row.owner === "" || row.owner === this.owner) return undefined;
+    const nowInView = seen.now + (performance.now() - this.seenAt);
+    if (row.expiresAt - nowInView < this.leaseMs * viewMarginFraction) return undefined;
+    return { owner: row.owner, epoch: row.epoch, expiresAt: row.expiresAt };
   }
 
   /** The database names this process as the partition's holder, but no
