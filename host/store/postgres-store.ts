@@ -246,6 +246,7 @@ export class PostgresStore implements ExecutionStore {
         busy: () => this.busyPartitions(),
       },
       balancing,
+      inbox.releasedChannelOf(schema),
     );
     // One connection stays free of groups for reads, leases and the rarer writes.
     this.groups = new GroupCommit(pool, Math.max(1, Math.min(groupsInFlightDefault, poolSize - 1)));
@@ -729,13 +730,19 @@ export class PostgresStore implements ExecutionStore {
    * write of the agent is fenced, the lease is renewed every third of
    * `leaseMs`, and while it is not held this process keeps trying to take
    * it (then signals `leaseAcquired`). Resolves with the grant, or with the
-   * live owner that refused it. */
-  async acquireLease(agentId: string): Promise<leases.LeaseAcquisition> {
+   * live owner that refused it. `fromView` (the runtime's first use in a
+   * process that files starts for their owner): while releases are heard,
+   * a partition the last tick saw held by another live process, its lease
+   * well ahead, is answered from that view with no statement
+   * (docs/decisions/0068). */
+  async acquireLease(agentId: string, options: { readonly fromView?: boolean } = {}): Promise<leases.LeaseAcquisition> {
     checkId(agentId, "agentId");
     this.assertOpen("acquire a lease");
     this.listenToInbox();
     try {
-      return await this.leaseBook.acquire(agentId);
+      // The view is taken at its word only while releases are heard (the
+      // listener up): a partition given up is then known at once.
+      return await this.leaseBook.acquire(agentId, options.fromView === true && this.inboxListener?.listening === true);
     } catch (error) {
       throw this.storeErrorOf(error);
     }
@@ -747,6 +754,12 @@ export class PostgresStore implements ExecutionStore {
   async releaseLease(agentId: string): Promise<void> {
     if (!this.leaseBook.forget(checkId(agentId, "agentId"))) return;
     this.journalTails.drop(agentId);
+  }
+
+  /** @internal Whether `acquireLease(agentId, { fromView: true })` would
+   * answer from the tick's view now (tests wait for it). */
+  answersFromView(agentId: string): boolean {
+    return this.inboxListener?.listening === true && this.leaseBook.holderInView(agentId) !== undefined;
   }
 
   /** The agent's partition lapsed under this process's own lease and is
@@ -991,11 +1004,13 @@ export class PostgresStore implements ExecutionStore {
     const { connectionString, options, types, application_name, connectionTimeoutMillis } = this.pool.options;
     const startChannel = inbox.startChannelOf(this.schema);
     const filerChannel = inbox.filerChannelOf(this.schema, this.leaseOwner);
+    const releasedChannel = inbox.releasedChannelOf(this.schema);
     // The inbox channel last: its LISTEN is the connection's last query.
     this.inboxListener ??= new InboxListener(
       { connectionString, options, types, application_name, connectionTimeoutMillis },
-      [filerChannel, startChannel, this.inboxChannel()],
+      [releasedChannel, filerChannel, startChannel, this.inboxChannel()],
       (channel, payload) => {
+        if (channel === releasedChannel) return this.leaseBook.heardReleased(payload.split(",").map(Number));
         if (channel === filerChannel) return this.signals.filedStartMoved(payload);
         startTiming.agentNotified(payload);
         if (this.leaseOf(payload) === undefined) return;
@@ -1003,6 +1018,8 @@ export class PostgresStore implements ExecutionStore {
         else this.announceDecision(payload);
       },
       () => {
+        // Releases told while it was down went unheard.
+        this.leaseBook.deafUntilNow();
         this.signals.filedStartMoved(undefined);
         void this.pollInbox();
       },
@@ -1035,7 +1052,7 @@ export class PostgresStore implements ExecutionStore {
       while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
       const held = await this.leaseBook.stop();
       await this.inboxListener?.close();
-      await partitions.release(this.pool, this.leaseOwner, held).catch(() => undefined);
+      await partitions.release(this.pool, this.leaseOwner, held, inbox.releasedChannelOf(this.schema)).catch(() => undefined);
       await partitions.leave(this.pool, this.leaseOwner).catch(() => undefined);
       await this.instance.release();
       await this.pool.end();

@@ -16,9 +16,11 @@ import { z } from "zod";
 import { ConversationPhase } from "../../assembly/abi.js";
 import { Phronomy, tool, type Environment } from "../../host/index.js";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
-import type { PostgresStore } from "../../host/store/postgres-store.js";
+import pg from "pg";
+import { PostgresStore } from "../../host/store/postgres-store.js";
+import { releasedChannelOf } from "../../host/store/postgres/inbox.js";
 import { agentRunModel, lookupTool, recordingLogger, turnOf, type RecordedCall } from "../runtime/helpers.js";
-import { atEnd, withClient } from "./database.js";
+import { atEnd, postgresUrl, withClient } from "./database.js";
 import { eventually, freePartitionsSchema } from "./fixtures/free-schema.js";
 
 /** Long enough that no lease lapses on a loaded machine; its tick (a third)
@@ -133,10 +135,12 @@ describe("a start arriving at a process that does not hold its conversation (Pos
     const store = filer.store as PostgresStore;
     expect((owner.store as PostgresStore).heldPartitions().length).toBe(1);
     expect(store.heldPartitions()).toEqual([]);
+    // Listening (so releases are heard), and a tick since: the view of
+    // the partition table is taken at its word.
     await eventually(
-      () => store.hearsFiledStarts,
-      (up) => up,
-      "the filer listens",
+      () => store.answersFromView("customer-1"),
+      (yes) => yes,
+      "the filer answers from its view",
     );
     const sent = partitionStatements(store);
     const reads = holdFirstToldRead(filer);
@@ -162,7 +166,7 @@ describe("a start arriving at a process that does not hold its conversation (Pos
     expect(decisions.rows).toEqual([{ state: "applied", filed_by: "filer", claimed_by: "owner" }]);
   }, 60_000);
 
-  it("the holder lets the partition go just after the filer's view: a keyed start sent there runs once, after the suspended execution resumed once and the message queued behind it", async () => {
+  it("the holder lets the partition go: a keyed start sent meanwhile (filed on the view, or taken once the release is heard) runs once, after the suspended execution resumed once and the message queued behind it", async () => {
     const { schema, url } = await freePartitionsSchema(leaseMs, 1);
     const refunds: string[] = [];
     const owner = await openAs(url, "owner");
@@ -190,10 +194,11 @@ describe("a start arriving at a process that does not hold its conversation (Pos
       (row) => row?.status === "queued",
       "the message is queued at the owner",
     );
-    // The owner goes: its partition is released; the filer's view still
-    // names it until its next tick. A keyed start sent now is filed on that
-    // view's word (or, if a tick came between, taken and run here); sent
-    // again once the filer holds the partition, it is the same execution.
+    // The owner goes: its partition is released, and told released. A
+    // keyed start sent now is filed on the view's word if the release is
+    // not heard yet, else the partition is taken on demand and it runs
+    // here; sent again once the filer holds the partition, it is the same
+    // execution.
     const sent = partitionStatements(store);
     await owner.close();
     const keyed = billing.start("And order 44", { idempotencyKey: "order-44", onBusy: "enqueue" });
@@ -231,5 +236,38 @@ describe("a start arriving at a process that does not hold its conversation (Pos
     );
     expect(filings.rows.every((row) => row.state === "applied")).toBe(true);
     expect(filings.rows.length).toBeLessThanOrEqual(1);
+  }, 60_000);
+
+  it("a process that gives its partitions up tells the others (the released channel): the filer stops answering from its view at once", async () => {
+    // A long lease: the filer's next tick is far off.
+    const { schema, url } = await freePartitionsSchema(15_000, 1);
+    const owner = await PostgresStore.open(url, { instanceId: "owner" });
+    atEnd(() => owner.close());
+    const filer = await openAs(url, "filer");
+    const store = filer.store as PostgresStore;
+    expect(owner.heldPartitions().length).toBe(1);
+    await eventually(
+      () => store.answersFromView("c"),
+      (yes) => yes,
+      "the filer answers from its view",
+    );
+    const heard: string[] = [];
+    const listener = new pg.Client({ connectionString: postgresUrl });
+    await listener.connect();
+    atEnd(() => listener.end());
+    listener.on("notification", (message) => heard.push(`${message.channel} ${message.payload ?? ""}`));
+    await listener.query(`LISTEN "${releasedChannelOf(schema)}"`);
+    await owner.close();
+    await eventually(
+      () => heard.length,
+      (count) => count === 1,
+      "the release is told",
+    );
+    expect(heard).toEqual([`${releasedChannelOf(schema)} 0`]);
+    await eventually(
+      () => store.answersFromView("c"),
+      (yes) => !yes,
+      "the filer heard the release",
+    );
   }, 60_000);
 });

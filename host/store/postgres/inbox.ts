@@ -85,6 +85,14 @@ export function startChannelOf(schema: string): string {
   return `phronomy_start_${schema}`.slice(0, channelLengthMax);
 }
 
+/** The channel a process tells the partitions it gives up on (balance,
+ * close; payload: their numbers, comma-separated), one per schema: the
+ * others stop taking their tick's view as proof that it holds them
+ * (docs/decisions/0068). */
+export function releasedChannelOf(schema: string): string {
+  return `phronomy_released_${schema}`.slice(0, channelLengthMax);
+}
+
 /** The channel a filer hears its filed starts move on (payload: the
  * execution id): one per (schema, filer instance id), a digest so any
  * instance id fits (docs/decisions/0047). */
