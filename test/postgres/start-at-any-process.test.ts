@@ -270,4 +270,60 @@ describe("a start arriving at a process that does not hold its conversation (Pos
       "the filer heard the release",
     );
   }, 60_000);
+
+  it("the owner claims a start filed while its claim pass waits for an answer in a second pass at once, and judges an agent's starts in filing order all the same", async () => {
+    const { schema, url } = await freePartitionsSchema(leaseMs, 1);
+    const owner = await openAs(url, "owner");
+    const ownerStore = owner.store as PostgresStore;
+    owner.agent({ id: "c", model: agentRunModel(), tools: { lookup: lookupTool() } });
+    const filer = await openAs(url, "filer");
+    const conversation = filer.agent({ id: "c", model: agentRunModel(), tools: { lookup: lookupTool() } });
+    // The owner's claim statements: the first that claims anything has its
+    // answer held until `release`.
+    const log: string[] = [];
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    atEnd(async () => release());
+    let heldOne = false;
+    const claimFiledStarts = ownerStore.claimFiledStarts.bind(ownerStore);
+    ownerStore.claimFiledStarts = async () => {
+      const holding = heldOne;
+      const claims = await claimFiledStarts();
+      if (claims.length === 0) return claims;
+      log.push(`claimed ${claims.map((claim) => claim.executionId).join(",")}`);
+      if (!holding && !heldOne) {
+        heldOne = true;
+        await released;
+      }
+      return claims;
+    };
+
+    const first = conversation.start("first", { onBusy: "enqueue" });
+    const firstId = await first.executionId;
+    await eventually(
+      () => log.length,
+      (count) => count === 1,
+      "the first start is claimed (its answer held)",
+    );
+    const second = conversation.start("second", { onBusy: "enqueue" });
+    const secondId = await second.executionId;
+    // Claimed by another pass while the first pass's answer is held …
+    await eventually(
+      () => log.includes(`claimed ${secondId}`),
+      (yes) => yes,
+      "the second start is claimed by a second pass while the first waits",
+    );
+    expect(log).toEqual([`claimed ${firstId}`, `claimed ${secondId}`]);
+    // … and not judged before the first: nothing of it is in the store.
+    expect(await filer.execution(secondId)).toBeUndefined();
+    release();
+    expect(await first.result).toMatchObject({ executionId: firstId, outcome: "completed" });
+    expect(await second.result).toMatchObject({ executionId: secondId, outcome: "completed" });
+    const rows = await withClient((client) => client.query<{ execution_id: string }>(`SELECT execution_id FROM ${schema}.executions ORDER BY created_at`));
+    expect(rows.rows.map((row) => row.execution_id)).toEqual([firstId, secondId]);
+    const journal = await filer.store.readJournal("c", 100);
+    expect(journal.filter((record) => record.role === "user").map((record) => record.content)).toEqual(["first", "second"]);
+  }, 60_000);
 });
