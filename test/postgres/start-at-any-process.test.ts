@@ -326,4 +326,32 @@ describe("a start arriving at a process that does not hold its conversation (Pos
     const journal = await filer.store.readJournal("c", 100);
     expect(journal.filter((record) => record.role === "user").map((record) => record.content)).toEqual(["first", "second"]);
   }, 60_000);
+
+  it("the filer reads its starts in one statement: the rows and the steps after each cursor; an execution followed twice is read after the earlier cursor", async () => {
+    const { url } = await freePartitionsSchema(leaseMs, 1);
+    const environment = await openAs(url, "only");
+    const support = environment.agent({ name: "support", model: agentRunModel(), tools: { lookup: lookupTool() } });
+    const result = await support.conversation("c").start("Where is order 42?").result;
+    const store = environment.store as PostgresStore;
+    const all = await store.readStarts([{ executionId: result.executionId, afterSeq: 0 }]);
+    const seqs = all[0]!.steps.map((step) => step.seq);
+    expect(seqs.length).toBeGreaterThan(2);
+    expect(all[0]!.execution).toMatchObject({ executionId: result.executionId, status: "terminal" });
+    let statements = 0;
+    const query = store.pool.query.bind(store.pool) as (...args: unknown[]) => unknown;
+    (store.pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+      statements += 1;
+      return query(...args);
+    };
+    const twice = await store.readStarts([
+      { executionId: result.executionId, afterSeq: seqs[1]! },
+      { executionId: result.executionId, afterSeq: seqs[0]! },
+      { executionId: "never-filed", afterSeq: 0 },
+    ]);
+    expect(statements).toBe(1);
+    expect(twice.map((progress) => progress.executionId)).toEqual([result.executionId, "never-filed"]);
+    expect(twice[0]!.steps.map((step) => step.seq)).toEqual(seqs.slice(1));
+    expect(twice[0]!.steps).toEqual(all[0]!.steps.slice(1));
+    expect(twice[1]).toMatchObject({ execution: undefined, steps: [], queued: false, decisionState: undefined });
+  }, 60_000);
 });

@@ -522,8 +522,9 @@ export async function readDecisions(pool: Queryable, where: string, decisionIds:
   return found.rows.map((row) => decisionProgressOf(row, where));
 }
 
-/** Two statements however many starts are followed: the rows (with their
- * decisions), then the steps after each cursor. */
+/** One statement however many starts are followed: the rows (with their
+ * decisions) and the steps after each cursor. An execution followed twice
+ * is read once, after the earlier cursor. */
 export async function readStarts(
   pool: Queryable,
   where: string,
@@ -531,41 +532,40 @@ export async function readStarts(
 ): Promise<StartProgress[]> {
   if (follows.length === 0) return [];
   if (follows.length > decisionReadMax) throw new InvalidInputError(`at most ${decisionReadMax} starts are read at once, got ${follows.length}`);
-  const ids = follows.map((follow) => follow.executionId);
+  const cursors = new Map<string, number>();
+  for (const { executionId, afterSeq } of follows) cursors.set(executionId, Math.min(afterSeq, cursors.get(executionId) ?? afterSeq));
+  // One statement, one snapshot (docs/decisions/0068: it was two round
+  // trips, the rows then the steps, on the path from a terminal write to
+  // the filer's Run settling). The new steps come as one JSON array per
+  // execution, in seq order.
   const found = await pool.query<SqliteRow>(
     `
     SELECT executions.*, wanted.id AS wanted_id, inbox.state AS decision_state, inbox.error AS decision_error,
-           EXISTS (SELECT 1 FROM queued_messages WHERE queued_messages.execution_id = wanted.id) AS queued
-    FROM unnest($1::text[]) AS wanted(id)
+           EXISTS (SELECT 1 FROM queued_messages WHERE queued_messages.execution_id = wanted.id) AS queued,
+           (SELECT json_agg(json_build_object('seq', steps.seq, 'kind', steps.kind, 'at', steps.at, 'payload', steps.payload) ORDER BY steps.seq)::text
+              FROM steps WHERE steps.execution_id = wanted.id AND steps.seq > wanted.after_seq) AS new_steps
+    FROM unnest($1::text[], $2::bigint[]) AS wanted(id, after_seq)
     LEFT JOIN executions ON executions.execution_id = wanted.id
     LEFT JOIN approval_inbox AS inbox ON inbox.execution_id = wanted.id AND inbox.kind = 'start'
   `,
-    [ids],
+    [[...cursors.keys()], [...cursors.values()]],
   );
-  const steps = await pool.query<SqliteRow>(
-    `
-    SELECT steps.execution_id, steps.seq, steps.kind, steps.at, steps.payload
-    FROM unnest($1::text[], $2::bigint[]) AS wanted(id, after_seq)
-    JOIN steps ON steps.execution_id = wanted.id AND steps.seq > wanted.after_seq
-    ORDER BY steps.execution_id, steps.seq
-  `,
-    [ids, follows.map((follow) => follow.afterSeq)],
-  );
-  const stepsOf = new Map<string, StoredStep[]>();
-  for (const row of steps.rows) {
-    const id = String(row["execution_id"]);
-    const list = stepsOf.get(id) ?? [];
-    list.push(stepFromRow({ ...row, seq: Number(row["seq"]), at: Number(row["at"]) }, where));
-    stepsOf.set(id, list);
-  }
   return found.rows.map((row) => ({
     executionId: String(row["wanted_id"]),
     execution: row["execution_id"] === null ? undefined : executionFromRow(row, where),
     queued: (row["queued"] as unknown) === true,
     decisionState: row["decision_state"] === null ? undefined : String(row["decision_state"]),
     decisionError: row["decision_error"] === null ? null : String(row["decision_error"]),
-    steps: stepsOf.get(String(row["wanted_id"])) ?? [],
+    steps: stepsOfJson(row["new_steps"], where),
   }));
+}
+
+/** The steps of `readStarts`'s JSON array (null: none), each checked as a
+ * row of the steps table is. */
+function stepsOfJson(value: unknown, where: string): StoredStep[] {
+  if (value === null || value === undefined) return [];
+  const rows = JSON.parse(String(value)) as SqliteRow[];
+  return rows.map((row) => stepFromRow({ ...row, seq: Number(row["seq"]), at: Number(row["at"]) }, where));
 }
 
 /** `env.cancel` of a start still filed (docs/decisions/0031): refused in
