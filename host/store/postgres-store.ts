@@ -65,7 +65,6 @@ import * as inbox from "./postgres/inbox.js";
 import { InboxListener } from "./postgres/inbox-listener.js";
 import { InboxProbes } from "./postgres/inbox-probes.js";
 import { StatementBatch } from "./postgres/statement-batch.js";
-import { text } from "./postgres/literals.js";
 import { startTiming } from "./start-timing.js";
 import type { FiledStartAnswer, StartFiling } from "./start-filing.js";
 import { isConnectionLoss, resolveOutcome, type Resolution } from "./postgres/outcome.js";
@@ -458,13 +457,11 @@ export class PostgresStore implements ExecutionStore {
       throw this.storeErrorOf(error);
     }
     this.knownRows.delete(executionId);
-    // A filed start claimed here: its filer hears each write (same
-    // transaction, only if it applied) and reads the timeline then.
+    // A filed start claimed here: its filer hears each write once it
+    // applied (`tellFiler`: after the commit, not in it) and reads the
+    // timeline then.
     const filer = this.filerChannels.get(executionId);
-    const sql =
-      filer === undefined
-        ? statement.sql
-        : `SELECT written.applied, CASE WHEN written.applied = 1 THEN pg_notify(${text(filer)}, ${text(executionId)}) END AS told FROM (${statement.sql}) AS written`;
+    const sql = statement.sql;
     let applied: boolean;
     const partition = this.leaseBook.partitionOf(agentId);
     const preparing = operation.type === "prepareExecution";
@@ -488,6 +485,7 @@ export class PostgresStore implements ExecutionStore {
       if (preparing) this.donePreparing(partition);
     }
     if (applied) {
+      if (filer !== undefined) this.tellFiler(filer, executionId);
       if (filer !== undefined && operation.type === "terminalCommit" && operation.outcome !== "suspended") this.filerChannels.delete(executionId);
       if (statement.after !== undefined && this.knownRows.size < knownRowsMax) this.knownRows.set(executionId, statement.after);
       if (journal !== undefined && fence !== undefined) this.journalTails.append(journal.agentId, fence.epoch, journal.records);
@@ -945,6 +943,19 @@ export class PostgresStore implements ExecutionStore {
       return claims;
     });
   }
+
+  /** Tells a filer its start's execution moved: the notifications of
+   * writes committed meanwhile leave together, in one transaction that
+   * does not wait for its WAL flush (`inbox.notifyUnflushed`,
+   * docs/decisions/0068). Not sent: the filer's poll finds it. */
+  private tellFiler(channel: string, executionId: string): void {
+    void this.filerNotifications.submit({ channel, payload: executionId }).catch(() => undefined);
+  }
+
+  private readonly filerNotifications = new StatementBatch<{ readonly channel: string; readonly payload: string }, void>(async (items) => {
+    await inbox.notifyUnflushed(this.pool, items);
+    return items.map(() => undefined);
+  }, inbox.notifyBatchMax);
 
   /** Filed starts claimed here → their filer's channel, oldest first; the
    * oldest is forgotten past `filerChannelsMax` (its filer then follows it

@@ -184,26 +184,42 @@ export async function fileStart(pool: Queryable, channel: string, filing: StartF
         WHERE approval_inbox.state = 'refused'
       RETURNING agent_id
     )
-    SELECT pg_notify($8, agent_id) FROM filed
+    SELECT agent_id FROM filed
   `,
-    [
-      filing.decisionId,
-      filing.executionId,
-      filing.agentId,
-      startApprovalId(filing.decisionId),
-      filing.filedBy,
-      filing.filedAt,
-      JSON.stringify(filing.start),
-      channel,
-    ],
+    [filing.decisionId, filing.executionId, filing.agentId, startApprovalId(filing.decisionId), filing.filedBy, filing.filedAt, JSON.stringify(filing.start)],
   );
-  if (inserted.rowCount === 1) return { decisionId: filing.decisionId, filedNow: true };
+  if (inserted.rowCount === 1) {
+    // Announced once committed, in a transaction of its own
+    // (`notifyUnflushed`); not sent, the owner's lease tick claims it.
+    await notifyUnflushed(pool, [{ channel, payload: filing.agentId }]).catch(() => undefined);
+    return { decisionId: filing.decisionId, filedNow: true };
+  }
   const earlier = (
     await pool.query<{ decision_id: string; agent_id: string }>("SELECT decision_id, agent_id FROM approval_inbox WHERE execution_id = $1 AND kind = 'start'", [
       filing.executionId,
     ])
   ).rows[0];
   return { decisionId: earlier?.decision_id, filedNow: false };
+}
+
+/** Notifications at most sent per `notifyUnflushed` statement. */
+export const notifyBatchMax = 256;
+
+/** Sends notifications in a transaction of their own whose commit does
+ * not wait for the WAL flush (docs/decisions/0068). PostgreSQL serializes
+ * the commits of every transaction that notified (a database-wide lock
+ * held from before the commit until it ends, the WAL flush included):
+ * a NOTIFY in a durable write made every notifying write of the cluster
+ * commit one after another, at the one-connection floor. Sent after the
+ * write committed, the notification is only a hint, as before: lost if
+ * this process dies in between, and the listener's poll covers that. */
+export async function notifyUnflushed(pool: Queryable, told: readonly { readonly channel: string; readonly payload: string }[]): Promise<void> {
+  if (told.length === 0) return;
+  await pool.query(
+    `SELECT set_config('synchronous_commit', 'off', true) AS unflushed,
+            (SELECT count(pg_notify(told.channel, told.payload)) FROM unnest($1::text[], $2::text[]) AS told(channel, payload)) AS told`,
+    [told.map((item) => item.channel), told.map((item) => item.payload)],
+  );
 }
 
 /** Files a decision, or refuses it (nothing written) with
