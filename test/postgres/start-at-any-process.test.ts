@@ -7,6 +7,10 @@
 // holder lets the partition go just after that view was taken, the start
 // filed for it still runs once, with the conversation's suspended and
 // queued work and its idempotency key, at whoever takes the partition.
+// The owner claims a start filed meanwhile in a second pass without
+// breaking filing order; the filer reads in one statement; and no durable
+// write carries a NOTIFY (PostgreSQL would commit them one at a time):
+// each is told after it committed.
 //
 // The filer's poll is held in the first test (a read of a start nobody
 // told it about waits): only the told reads can settle the Run.
@@ -353,5 +357,56 @@ describe("a start arriving at a process that does not hold its conversation (Pos
     expect(twice[0]!.steps.map((step) => step.seq)).toEqual(seqs.slice(1));
     expect(twice[0]!.steps).toEqual(all[0]!.steps.slice(1));
     expect(twice[1]).toMatchObject({ execution: undefined, steps: [], queued: false, decisionState: undefined });
+  }, 60_000);
+
+  it("no durable write carries a NOTIFY: the filing and the owner's writes commit first, then tell in a transaction that does not wait for its flush; the filer still hears every write", async () => {
+    const { url } = await freePartitionsSchema(leaseMs, 1);
+    const owner = await openAs(url, "owner");
+    owner.agent({ name: "support", model: agentRunModel(), tools: { lookup: lookupTool() } });
+    const filer = await openAs(url, "filer");
+    const support = filer.agent({ name: "support", model: agentRunModel(), tools: { lookup: lookupTool() } });
+    const store = filer.store as PostgresStore;
+    await eventually(
+      () => store.answersFromView("customer-1"),
+      (yes) => yes,
+      "the filer answers from its view",
+    );
+    // Every statement either process sends, while the start runs.
+    const notifying: string[] = [];
+    const prototype = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+    const query = prototype.query;
+    prototype.query = function (this: pg.Client, ...args: unknown[]): unknown {
+      const sql = typeof args[0] === "string" ? args[0] : String((args[0] as { text?: unknown } | undefined)?.text ?? "");
+      if (sql.includes("pg_notify")) notifying.push(sql);
+      return query.apply(this, args);
+    };
+    atEnd(async () => {
+      prototype.query = query;
+    });
+    const told: string[] = [];
+    const signals = store.listening;
+    store.listen({
+      ...signals,
+      filedStartMoved: (executionId) => {
+        if (executionId !== undefined) told.push(executionId);
+        signals.filedStartMoved(executionId);
+      },
+    });
+    const run = support.conversation("customer-1").start("Where is order 42?");
+    const executionId = await run.executionId;
+    expect(await run.result).toMatchObject({ executionId, outcome: "completed" });
+    prototype.query = query;
+    // The preparation, four barriers and the terminal commit: each told.
+    await eventually(
+      () => told.filter((id) => id === executionId).length,
+      (count) => count >= 6,
+      "every write of the start is told to the filer",
+    );
+    // (A settlement's statement names pg_notify for a refused start only,
+    // as 0047 left it: this one was applied.)
+    const unflushed = notifying.filter((sql) => sql.includes("set_config('synchronous_commit', 'off', true)"));
+    expect(unflushed.length).toBeGreaterThan(0);
+    for (const sql of unflushed) expect(sql).not.toMatch(/INSERT|UPDATE|prepare_execution|barrier\(|terminal_commit/);
+    expect(notifying.filter((sql) => /INSERT INTO approval_inbox|prepare_execution|barrier\(|terminal_commit/.test(sql))).toEqual([]);
   }, 60_000);
 });
