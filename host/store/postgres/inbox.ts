@@ -15,8 +15,12 @@
 //   nothing, when the execution is missing, belongs to another agent, is not
 //   suspended, or waits on another approval id; one unsettled decision per
 //   approval (a unique partial index), so a second filing is refused too.
-// * The insert and its `pg_notify` are one statement: the notification goes
-//   out when (and only if) the decision is committed.
+// * A decision's insert and its `pg_notify` are one statement: the
+//   notification goes out when (and only if) the decision is committed. A
+//   filed start is announced after its insert committed, and the owner
+//   tells its filer after each write, in a statement of their own that
+//   does not wait for its flush (`notifyUnflushed`, docs/decisions/0068):
+//   PostgreSQL commits notifying transactions one at a time.
 // * Claiming is one fenced statement (`UPDATE … WHERE state = 'filed' …
 //   FOR UPDATE SKIP LOCKED … RETURNING`): only the process holding the
 //   agent's live lease claims, and each decision is claimed once per lease
