@@ -38,7 +38,10 @@ export class AgentOwnership {
   async ownAgent(agentId: string): Promise<number | false | undefined> {
     const leasing: LeasingStore | undefined = leasingStoreOf(this.host.store);
     if (!leasing) return undefined;
-    const acquisition = await leasing.acquireLease(agentId);
+    // A process that files starts for their owner takes the store's view
+    // of a live holder for an answer (docs/decisions/0068): the start is
+    // filed without a take or a read of the holder.
+    const acquisition = await leasing.acquireLease(agentId, { fromView: this.host.filesForOwner() });
     if (acquisition.acquired) {
       // Taken back on demand: the store reports no takeover for the agent
       // whose start took it; the core says whether what a fencing refusal

@@ -78,6 +78,13 @@ export type ApplyDecision = (claim: ClaimedDecision) => Promise<PhronomyError | 
 /** Starts one claimed filed start through `agent.start`'s path: its fate. */
 export type ApplyStart = (claim: ClaimedDecision) => Promise<FiledStartFate>;
 
+/** Grouped claim passes of filed starts under way at once: a start filed
+ * while one pass waits for its answer is claimed by a second at once, not
+ * a round trip later (docs/decisions/0068). Two: a third would wait for
+ * both before its claims were judged anyway (filing order), and each
+ * holds a pool connection. */
+export const startPassesMax = 2;
+
 /** How soon a settlement that failed to be written is tried again. */
 export const settleRetryMs = 1_000;
 
@@ -91,8 +98,10 @@ export class InboxApplier {
   private closed = false;
   /** Filed starts are claimed all at once (`claimFiledStarts`), not per agent. */
   private readonly startsGrouped: boolean;
-  /** The grouped claim pass under way, and whether another was asked for meanwhile. */
-  private startPass: Promise<void> | undefined;
+  /** Grouped claim passes under way (at most `startPassesMax`), the last
+   * one begun, and whether another was asked for meanwhile. */
+  private startPasses = 0;
+  private lastStartPass: Promise<void> = Promise.resolve();
   private startsAgain = false;
   /** Per agent, the last of its filed starts being judged: an agent's
    * starts are judged one after another, in the order they were filed. */
@@ -121,19 +130,22 @@ export class InboxApplier {
   }
 
   /** Starts may be filed for partitions held here (a notification, the
-   * lease tick): one claim statement takes them all; another pass follows
-   * if asked for meanwhile. Each claimed start is judged on its agent's
-   * chain; the claim does not wait for the judging. */
+   * lease tick): one claim statement takes them all. A notification that
+   * arrives while a pass is under way begins another at once, up to
+   * `startPassesMax` (docs/decisions/0068); past that, one more pass
+   * follows. Each claimed start is judged on its agent's chain; the claim
+   * does not wait for the judging. */
   startsFiled(): void {
     if (this.closed || !this.startsGrouped) return;
-    if (this.startPass !== undefined) {
+    if (this.startPasses >= startPassesMax) {
       this.startsAgain = true;
       return;
     }
-    this.startPass = this.claimStarts()
+    this.startPasses += 1;
+    this.lastStartPass = this.claimStarts(this.lastStartPass)
       .catch((error: unknown) => this.logger.warn(`[phronomy] filed starts could not be claimed (the next poll tries again): ${messageOf(error)}`))
       .finally(() => {
-        this.startPass = undefined;
+        this.startPasses -= 1;
         if (this.startsAgain) {
           this.startsAgain = false;
           this.startsFiled();
@@ -141,16 +153,24 @@ export class InboxApplier {
       });
   }
 
-  private async claimStarts(): Promise<void> {
-    for (const [decisionId, { claim, settlement }] of this.unfinished) {
-      if (claim.kind !== "start") continue;
-      this.unfinished.delete(decisionId);
-      this.chainStart(claim, settlement);
-    }
+  /** One pass. Its first claim statement is sent at once, side by side
+   * with the pass before (the database's row locks keep a start to one
+   * claim: `SKIP LOCKED`, then the state checked again); what it claimed
+   * is put on the agents' chains only once that pass has put all of its
+   * own there, so an agent's starts are still judged in filing order. */
+  private async claimStarts(before: Promise<void>): Promise<void> {
+    const unfinished = [...this.unfinished].filter(([, { claim }]) => claim.kind === "start");
+    for (const [decisionId] of unfinished) this.unfinished.delete(decisionId);
+    let batch = timedClaims(() => this.store.claimFiledStarts!());
+    // Rejected while the pass before finishes: handled below, when awaited.
+    void batch.catch(() => undefined);
+    await before;
+    for (const [, { claim, settlement }] of unfinished) this.chainStart(claim, settlement);
     for (;;) {
-      const claims = await timedClaims(() => this.store.claimFiledStarts!());
+      const claims = await batch;
       for (const claim of claims) this.chainStart(claim, undefined);
       if (claims.length < claimBatchMax || this.closed) return;
+      batch = timedClaims(() => this.store.claimFiledStarts!());
     }
   }
 
@@ -210,8 +230,8 @@ export class InboxApplier {
   async close(): Promise<void> {
     this.closed = true;
     if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
-    while (this.draining.size > 0 || this.startPass !== undefined || this.startChains.size > 0) {
-      await Promise.allSettled([...this.draining.values(), this.startPass, ...this.startChains.values()]);
+    while (this.draining.size > 0 || this.startPasses > 0 || this.startChains.size > 0) {
+      await Promise.allSettled([...this.draining.values(), this.lastStartPass, ...this.startChains.values()]);
     }
   }
 

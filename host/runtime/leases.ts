@@ -19,7 +19,11 @@ export interface LeaseAcquisitionView {
 
 /** What the environment needs of a store that leases agents. */
 export interface LeasingStore {
-  acquireLease(agentId: string): Promise<LeaseAcquisitionView>;
+  /** `fromView`: a start that can be filed for the holder asks — another
+   * live holder seen by the store's last look at the leases is answered
+   * without a statement (docs/decisions/0068); a store that has no such
+   * view ignores it. */
+  acquireLease(agentId: string, options?: { readonly fromView?: boolean }): Promise<LeaseAcquisitionView>;
   leaseOf(agentId: string): { readonly owner: string; readonly epoch: number } | undefined;
   /** Who holds the agent's lease now, and until when (read from the
    * store); undefined when nobody does. */

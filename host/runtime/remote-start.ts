@@ -93,6 +93,11 @@ export const remoteStartPollMsMax = 2_000;
  * notification lost while the listener reconnected, or an owner that took
  * the partition over and does not know the filer. */
 export const remoteStartFallbackPollMsMin = 1_000;
+/** Told reads in flight at once (each takes a pool connection for its two
+ * statements): a notification arriving while one read is under way is
+ * read by another at once, so the filer hears a terminal write one round
+ * trip after it, not two (docs/decisions/0068). */
+export const toldReadsMax = 3;
 /** Execution ids heard of before their follow began (the owner was faster
  * than the filing's answer), kept until the next read. */
 const heardEarlyMax = 1_000;
@@ -129,7 +134,8 @@ export class RemoteStarts {
   /** Executions told to have moved, read at the next read. */
   private readonly moved = new Set<string>();
   private readonly heardEarly = new Set<string>();
-  private reading: Promise<void> | undefined;
+  /** Told reads under way (at most `toldReadsMax`). */
+  private readonly reading = new Set<Promise<void>>();
   private readAgain = false;
 
   constructor(
@@ -156,28 +162,33 @@ export class RemoteStarts {
     return false;
   }
 
-  /** One read at a time of the executions told to have moved; those told
-   * meanwhile are read by the next one. */
+  /** Reads the executions told to have moved, `toldReadsMax` reads at a
+   * time (docs/decisions/0068): a terminal write told while a read is
+   * under way is read at once, not a read later. Past that, those told
+   * meanwhile are read by the next one to start. Two reads of one
+   * execution in flight tell each step once (`judge` skips seqs seen). */
   private readSoon(): void {
     if (this.moved.size === 0) return;
-    if (this.reading !== undefined) {
+    if (this.reading.size >= toldReadsMax) {
       this.readAgain = true;
       return;
     }
-    this.reading = new Promise<void>((resolve) => setImmediate(resolve))
+    const reading: Promise<void> = new Promise<void>((resolve) => setImmediate(resolve))
       .then(async () => {
+        if (this.moved.size === 0) return;
         const ids = new Set(this.moved);
         this.moved.clear();
         this.heardEarly.clear();
         await this.read([...this.follows].filter(([, follow]) => ids.has(follow.executionId)));
       })
       .finally(() => {
-        this.reading = undefined;
+        this.reading.delete(reading);
         if (this.readAgain) {
           this.readAgain = false;
           this.readSoon();
         }
       });
+    this.reading.add(reading);
   }
 
   /** 25 ms while a start followed is not told to this process (or the
@@ -264,7 +275,7 @@ export class RemoteStarts {
   async close(): Promise<void> {
     this.closed = true;
     await this.poller.stop();
-    await this.reading;
+    await Promise.all(this.reading);
     for (const follow of this.follows.values()) settleWaiterWithError(follow.waiter, shutdownError(follow.executionId, follow.agentId), this.settings);
     this.follows.clear();
   }

@@ -65,7 +65,6 @@ import * as inbox from "./postgres/inbox.js";
 import { InboxListener } from "./postgres/inbox-listener.js";
 import { InboxProbes } from "./postgres/inbox-probes.js";
 import { StatementBatch } from "./postgres/statement-batch.js";
-import { text } from "./postgres/literals.js";
 import { startTiming } from "./start-timing.js";
 import type { FiledStartAnswer, StartFiling } from "./start-filing.js";
 import { isConnectionLoss, resolveOutcome, type Resolution } from "./postgres/outcome.js";
@@ -246,6 +245,7 @@ export class PostgresStore implements ExecutionStore {
         busy: () => this.busyPartitions(),
       },
       balancing,
+      inbox.releasedChannelOf(schema),
     );
     // One connection stays free of groups for reads, leases and the rarer writes.
     this.groups = new GroupCommit(pool, Math.max(1, Math.min(groupsInFlightDefault, poolSize - 1)));
@@ -457,13 +457,11 @@ export class PostgresStore implements ExecutionStore {
       throw this.storeErrorOf(error);
     }
     this.knownRows.delete(executionId);
-    // A filed start claimed here: its filer hears each write (same
-    // transaction, only if it applied) and reads the timeline then.
+    // A filed start claimed here: its filer hears each write once it
+    // applied (`tellFiler`: after the commit, not in it) and reads the
+    // timeline then.
     const filer = this.filerChannels.get(executionId);
-    const sql =
-      filer === undefined
-        ? statement.sql
-        : `SELECT written.applied, CASE WHEN written.applied = 1 THEN pg_notify(${text(filer)}, ${text(executionId)}) END AS told FROM (${statement.sql}) AS written`;
+    const sql = statement.sql;
     let applied: boolean;
     const partition = this.leaseBook.partitionOf(agentId);
     const preparing = operation.type === "prepareExecution";
@@ -487,6 +485,7 @@ export class PostgresStore implements ExecutionStore {
       if (preparing) this.donePreparing(partition);
     }
     if (applied) {
+      if (filer !== undefined) this.tellFiler(filer, executionId);
       if (filer !== undefined && operation.type === "terminalCommit" && operation.outcome !== "suspended") this.filerChannels.delete(executionId);
       if (statement.after !== undefined && this.knownRows.size < knownRowsMax) this.knownRows.set(executionId, statement.after);
       if (journal !== undefined && fence !== undefined) this.journalTails.append(journal.agentId, fence.epoch, journal.records);
@@ -729,13 +728,19 @@ export class PostgresStore implements ExecutionStore {
    * write of the agent is fenced, the lease is renewed every third of
    * `leaseMs`, and while it is not held this process keeps trying to take
    * it (then signals `leaseAcquired`). Resolves with the grant, or with the
-   * live owner that refused it. */
-  async acquireLease(agentId: string): Promise<leases.LeaseAcquisition> {
+   * live owner that refused it. `fromView` (the runtime's first use in a
+   * process that files starts for their owner): while releases are heard,
+   * a partition the last tick saw held by another live process, its lease
+   * well ahead, is answered from that view with no statement
+   * (docs/decisions/0068). */
+  async acquireLease(agentId: string, options: { readonly fromView?: boolean } = {}): Promise<leases.LeaseAcquisition> {
     checkId(agentId, "agentId");
     this.assertOpen("acquire a lease");
     this.listenToInbox();
     try {
-      return await this.leaseBook.acquire(agentId);
+      // The view is taken at its word only while releases are heard (the
+      // listener up): a partition given up is then known at once.
+      return await this.leaseBook.acquire(agentId, options.fromView === true && this.inboxListener?.listening === true);
     } catch (error) {
       throw this.storeErrorOf(error);
     }
@@ -747,6 +752,12 @@ export class PostgresStore implements ExecutionStore {
   async releaseLease(agentId: string): Promise<void> {
     if (!this.leaseBook.forget(checkId(agentId, "agentId"))) return;
     this.journalTails.drop(agentId);
+  }
+
+  /** @internal Whether `acquireLease(agentId, { fromView: true })` would
+   * answer from the tick's view now (tests wait for it). */
+  answersFromView(agentId: string): boolean {
+    return this.inboxListener?.listening === true && this.leaseBook.holderInView(agentId) !== undefined;
   }
 
   /** The agent's partition lapsed under this process's own lease and is
@@ -933,6 +944,19 @@ export class PostgresStore implements ExecutionStore {
     });
   }
 
+  /** Tells a filer its start's execution moved: the notifications of
+   * writes committed meanwhile leave together, in one transaction that
+   * does not wait for its WAL flush (`inbox.notifyUnflushed`,
+   * docs/decisions/0068). Not sent: the filer's poll finds it. */
+  private tellFiler(channel: string, executionId: string): void {
+    void this.filerNotifications.submit({ channel, payload: executionId }).catch(() => undefined);
+  }
+
+  private readonly filerNotifications = new StatementBatch<{ readonly channel: string; readonly payload: string }, void>(async (items) => {
+    await inbox.notifyUnflushed(this.pool, items);
+    return items.map(() => undefined);
+  }, inbox.notifyBatchMax);
+
   /** Filed starts claimed here → their filer's channel, oldest first; the
    * oldest is forgotten past `filerChannelsMax` (its filer then follows it
    * by its slower poll). */
@@ -991,11 +1015,13 @@ export class PostgresStore implements ExecutionStore {
     const { connectionString, options, types, application_name, connectionTimeoutMillis } = this.pool.options;
     const startChannel = inbox.startChannelOf(this.schema);
     const filerChannel = inbox.filerChannelOf(this.schema, this.leaseOwner);
+    const releasedChannel = inbox.releasedChannelOf(this.schema);
     // The inbox channel last: its LISTEN is the connection's last query.
     this.inboxListener ??= new InboxListener(
       { connectionString, options, types, application_name, connectionTimeoutMillis },
-      [filerChannel, startChannel, this.inboxChannel()],
+      [releasedChannel, filerChannel, startChannel, this.inboxChannel()],
       (channel, payload) => {
+        if (channel === releasedChannel) return this.leaseBook.heardReleased(payload.split(",").map(Number));
         if (channel === filerChannel) return this.signals.filedStartMoved(payload);
         startTiming.agentNotified(payload);
         if (this.leaseOf(payload) === undefined) return;
@@ -1003,6 +1029,8 @@ export class PostgresStore implements ExecutionStore {
         else this.announceDecision(payload);
       },
       () => {
+        // Releases told while it was down went unheard.
+        this.leaseBook.deafUntilNow();
         this.signals.filedStartMoved(undefined);
         void this.pollInbox();
       },
@@ -1035,7 +1063,7 @@ export class PostgresStore implements ExecutionStore {
       while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
       const held = await this.leaseBook.stop();
       await this.inboxListener?.close();
-      await partitions.release(this.pool, this.leaseOwner, held).catch(() => undefined);
+      await partitions.release(this.pool, this.leaseOwner, held, inbox.releasedChannelOf(this.schema)).catch(() => undefined);
       await partitions.leave(this.pool, this.leaseOwner).catch(() => undefined);
       await this.instance.release();
       await this.pool.end();

@@ -15,8 +15,12 @@
 //   nothing, when the execution is missing, belongs to another agent, is not
 //   suspended, or waits on another approval id; one unsettled decision per
 //   approval (a unique partial index), so a second filing is refused too.
-// * The insert and its `pg_notify` are one statement: the notification goes
-//   out when (and only if) the decision is committed.
+// * A decision's insert and its `pg_notify` are one statement: the
+//   notification goes out when (and only if) the decision is committed. A
+//   filed start is announced after its insert committed, and the owner
+//   tells its filer after each write, in a statement of their own that
+//   does not wait for its flush (`notifyUnflushed`, docs/decisions/0068):
+//   PostgreSQL commits notifying transactions one at a time.
 // * Claiming is one fenced statement (`UPDATE … WHERE state = 'filed' …
 //   FOR UPDATE SKIP LOCKED … RETURNING`): only the process holding the
 //   agent's live lease claims, and each decision is claimed once per lease
@@ -83,6 +87,14 @@ export function inboxChannelOf(schema: string): string {
  * one statement (`claimFiledStarts`, docs/decisions/0047). */
 export function startChannelOf(schema: string): string {
   return `phronomy_start_${schema}`.slice(0, channelLengthMax);
+}
+
+/** The channel a process tells the partitions it gives up on (balance,
+ * close; payload: their numbers, comma-separated), one per schema: the
+ * others stop taking their tick's view as proof that it holds them
+ * (docs/decisions/0068). */
+export function releasedChannelOf(schema: string): string {
+  return `phronomy_released_${schema}`.slice(0, channelLengthMax);
 }
 
 /** The channel a filer hears its filed starts move on (payload: the
@@ -176,26 +188,42 @@ export async function fileStart(pool: Queryable, channel: string, filing: StartF
         WHERE approval_inbox.state = 'refused'
       RETURNING agent_id
     )
-    SELECT pg_notify($8, agent_id) FROM filed
+    SELECT agent_id FROM filed
   `,
-    [
-      filing.decisionId,
-      filing.executionId,
-      filing.agentId,
-      startApprovalId(filing.decisionId),
-      filing.filedBy,
-      filing.filedAt,
-      JSON.stringify(filing.start),
-      channel,
-    ],
+    [filing.decisionId, filing.executionId, filing.agentId, startApprovalId(filing.decisionId), filing.filedBy, filing.filedAt, JSON.stringify(filing.start)],
   );
-  if (inserted.rowCount === 1) return { decisionId: filing.decisionId, filedNow: true };
+  if (inserted.rowCount === 1) {
+    // Announced once committed, in a transaction of its own
+    // (`notifyUnflushed`); not sent, the owner's lease tick claims it.
+    await notifyUnflushed(pool, [{ channel, payload: filing.agentId }]).catch(() => undefined);
+    return { decisionId: filing.decisionId, filedNow: true };
+  }
   const earlier = (
     await pool.query<{ decision_id: string; agent_id: string }>("SELECT decision_id, agent_id FROM approval_inbox WHERE execution_id = $1 AND kind = 'start'", [
       filing.executionId,
     ])
   ).rows[0];
   return { decisionId: earlier?.decision_id, filedNow: false };
+}
+
+/** Notifications at most sent per `notifyUnflushed` statement. */
+export const notifyBatchMax = 256;
+
+/** Sends notifications in a transaction of their own whose commit does
+ * not wait for the WAL flush (docs/decisions/0068). PostgreSQL serializes
+ * the commits of every transaction that notified (a database-wide lock
+ * held from before the commit until it ends, the WAL flush included):
+ * a NOTIFY in a durable write made every notifying write of the cluster
+ * commit one after another, at the one-connection floor. Sent after the
+ * write committed, the notification is only a hint, as before: lost if
+ * this process dies in between, and the listener's poll covers that. */
+export async function notifyUnflushed(pool: Queryable, told: readonly { readonly channel: string; readonly payload: string }[]): Promise<void> {
+  if (told.length === 0) return;
+  await pool.query(
+    `SELECT set_config('synchronous_commit', 'off', true) AS unflushed,
+            (SELECT count(pg_notify(told.channel, told.payload)) FROM unnest($1::text[], $2::text[]) AS told(channel, payload)) AS told`,
+    [told.map((item) => item.channel), told.map((item) => item.payload)],
+  );
 }
 
 /** Files a decision, or refuses it (nothing written) with
@@ -514,8 +542,9 @@ export async function readDecisions(pool: Queryable, where: string, decisionIds:
   return found.rows.map((row) => decisionProgressOf(row, where));
 }
 
-/** Two statements however many starts are followed: the rows (with their
- * decisions), then the steps after each cursor. */
+/** One statement however many starts are followed: the rows (with their
+ * decisions) and the steps after each cursor. An execution followed twice
+ * is read once, after the earlier cursor. */
 export async function readStarts(
   pool: Queryable,
   where: string,
@@ -523,41 +552,40 @@ export async function readStarts(
 ): Promise<StartProgress[]> {
   if (follows.length === 0) return [];
   if (follows.length > decisionReadMax) throw new InvalidInputError(`at most ${decisionReadMax} starts are read at once, got ${follows.length}`);
-  const ids = follows.map((follow) => follow.executionId);
+  const cursors = new Map<string, number>();
+  for (const { executionId, afterSeq } of follows) cursors.set(executionId, Math.min(afterSeq, cursors.get(executionId) ?? afterSeq));
+  // One statement, one snapshot (docs/decisions/0068: it was two round
+  // trips, the rows then the steps, on the path from a terminal write to
+  // the filer's Run settling). The new steps come as one JSON array per
+  // execution, in seq order.
   const found = await pool.query<SqliteRow>(
     `
     SELECT executions.*, wanted.id AS wanted_id, inbox.state AS decision_state, inbox.error AS decision_error,
-           EXISTS (SELECT 1 FROM queued_messages WHERE queued_messages.execution_id = wanted.id) AS queued
-    FROM unnest($1::text[]) AS wanted(id)
+           EXISTS (SELECT 1 FROM queued_messages WHERE queued_messages.execution_id = wanted.id) AS queued,
+           (SELECT json_agg(json_build_object('seq', steps.seq, 'kind', steps.kind, 'at', steps.at, 'payload', steps.payload) ORDER BY steps.seq)::text
+              FROM steps WHERE steps.execution_id = wanted.id AND steps.seq > wanted.after_seq) AS new_steps
+    FROM unnest($1::text[], $2::bigint[]) AS wanted(id, after_seq)
     LEFT JOIN executions ON executions.execution_id = wanted.id
     LEFT JOIN approval_inbox AS inbox ON inbox.execution_id = wanted.id AND inbox.kind = 'start'
   `,
-    [ids],
+    [[...cursors.keys()], [...cursors.values()]],
   );
-  const steps = await pool.query<SqliteRow>(
-    `
-    SELECT steps.execution_id, steps.seq, steps.kind, steps.at, steps.payload
-    FROM unnest($1::text[], $2::bigint[]) AS wanted(id, after_seq)
-    JOIN steps ON steps.execution_id = wanted.id AND steps.seq > wanted.after_seq
-    ORDER BY steps.execution_id, steps.seq
-  `,
-    [ids, follows.map((follow) => follow.afterSeq)],
-  );
-  const stepsOf = new Map<string, StoredStep[]>();
-  for (const row of steps.rows) {
-    const id = String(row["execution_id"]);
-    const list = stepsOf.get(id) ?? [];
-    list.push(stepFromRow({ ...row, seq: Number(row["seq"]), at: Number(row["at"]) }, where));
-    stepsOf.set(id, list);
-  }
   return found.rows.map((row) => ({
     executionId: String(row["wanted_id"]),
     execution: row["execution_id"] === null ? undefined : executionFromRow(row, where),
     queued: (row["queued"] as unknown) === true,
     decisionState: row["decision_state"] === null ? undefined : String(row["decision_state"]),
     decisionError: row["decision_error"] === null ? null : String(row["decision_error"]),
-    steps: stepsOf.get(String(row["wanted_id"])) ?? [],
+    steps: stepsOfJson(row["new_steps"], where),
   }));
+}
+
+/** The steps of `readStarts`'s JSON array (null: none), each checked as a
+ * row of the steps table is. */
+function stepsOfJson(value: unknown, where: string): StoredStep[] {
+  if (value === null || value === undefined) return [];
+  const rows = JSON.parse(String(value)) as SqliteRow[];
+  return rows.map((row) => stepFromRow({ ...row, seq: Number(row["seq"]), at: Number(row["at"]) }, where));
 }
 
 /** `env.cancel` of a start still filed (docs/decisions/0031): refused in

@@ -80,6 +80,16 @@ export interface PartitionBookHooks {
   readonly busy: () => ReadonlySet<number>;
 }
 
+/** How much of a lease the holder's expiry must still run, in the last
+ * tick's view, for an `acquire` to take the view's word that another
+ * process holds the partition (no take, no read of the holder: two round
+ * trips a start filed for its owner no longer pays, docs/decisions/0068).
+ * A live holder renews every third of a lease, so its expiry is always at
+ * least ⅔ of a lease ahead, and the view is a third of a lease old at most
+ * (one tick): a sixth is always cleared by a live holder and leaves a sixth
+ * of a lease of slack for a late tick. */
+export const viewMarginFraction = 1 / 6;
+
 /** Ticks in a row a surplus is kept because every surplus candidate was
  * busy, before busy ones are given up (≈ 3 leases). */
 export const busyReleaseDeferredTicksMax = 9;
@@ -111,6 +121,9 @@ export class PartitionBook {
      * again in the background while they are held elsewhere), and gives
      * nothing up but on close. */
     private readonly balancing = true,
+    /** Where this process tells the others of the partitions it gives up
+     * (`partitions.release`), undefined: nowhere. */
+    private readonly releasedChannel: string | undefined = undefined,
   ) {
     this.states = Array.from({ length: count }, () => ({
       grant: undefined,
@@ -280,11 +293,17 @@ export class PartitionBook {
   /** The agent's lease: its partition's grant when held here (no write);
    * a free or expired partition is taken on demand (one statement); a
    * partition another live process holds is refused, naming it. */
-  async acquire(agentId: string): Promise<leases.LeaseAcquisition> {
+  async acquire(agentId: string, fromView = false): Promise<leases.LeaseAcquisition> {
     const partition = this.partitionOf(agentId);
     this.asked.set(agentId, partition);
     const held = this.leaseOf(agentId);
     if (held !== undefined) return { acquired: true, ...held };
+    // `fromView` (a start that can be filed for the holder, releases
+    // heard): held by another live process with a lease well ahead in the
+    // tick's view, that is the answer, without a statement
+    // (docs/decisions/0068).
+    const seenElsewhere = fromView ? this.heldElsewhereInView(partition) : undefined;
+    if (seenElsewhere !== undefined) return this.ownedElsewhere(partition, seenElsewhere);
     // The tick's view may be a third of a lease old: the database decides
     // (the take changes only a free or expired row).
     if (!this.stopped && !this.hooks.closing()) {
@@ -301,19 +320,44 @@ export class PartitionBook {
       holder = await partitions.holderOf(this.pool, agentId);
       if (holder?.owner === this.owner) return this.notConfirmed(partition, holder);
     }
-    const owner = holder?.owner ?? "(nobody)";
-    const expiresAt = holder?.expiresAt ?? 0;
+    return this.ownedElsewhere(partition, { owner: holder?.owner ?? "(nobody)", epoch: holder?.epoch ?? 0, expiresAt: holder?.expiresAt ?? 0 });
+  }
+
+  /** The refusal of an `acquire` for a partition another process holds
+   * (or nobody: `(nobody)`), noted for the start's refusal. */
+  private ownedElsewhere(partition: number, holder: { readonly owner: string; readonly epoch: number; readonly expiresAt: number }): leases.LeaseAcquisition {
+    const { owner, epoch, expiresAt } = holder;
     const state = this.states[partition]!;
     if (!state.held) state.lapsedHere = false;
     state.why = `its partition ${partition} is held by ${owner} until ${new Date(expiresAt).toISOString()}`;
-    state.details = { partition, owner, epoch: holder?.epoch ?? 0, expiresAt };
-    return {
-      acquired: false,
-      owner,
-      epoch: holder?.epoch ?? 0,
-      expiresAt,
-      message: `partition ${partition} is held by ${owner} until ${new Date(expiresAt).toISOString()}`,
-    };
+    state.details = { partition, owner, epoch, expiresAt };
+    return { acquired: false, owner, epoch, expiresAt, message: `partition ${partition} is held by ${owner} until ${new Date(expiresAt).toISOString()}` };
+  }
+
+  /** The holder `acquire(agentId, true)` would answer from the view now. */
+  holderInView(agentId: string): { readonly owner: string } | undefined {
+    return this.heldElsewhereInView(this.partitionOf(agentId));
+  }
+
+  /** The partition's holder in the last tick's view, when that is another
+   * process whose lease still runs `viewMarginFraction` of a lease past
+   * now (the view's age counted from when its tick was sent, so the
+   * margin errs short): a holder renews every third of a lease, so a live
+   * one always clears it, and a dead or departing one does not once its
+   * expiry comes near. Undefined — ask the database — when the partition
+   * is held or being taken here, or the view says otherwise. */
+  private heldElsewhereInView(partition: number): { readonly owner: string; readonly epoch: number; readonly expiresAt: number } | undefined {
+    const seen = this.seen;
+    if (seen === undefined || this.stopped || this.states[partition]!.held || this.taking.has(partition)) return undefined;
+    // Given up since the view's tick was sent (heard on the released
+    // channel), or a release may have gone unheard since: the database decides.
+    const releasedAt = this.releasedHeard.get(partition);
+    if ((releasedAt !== undefined && releasedAt >= this.seenAt) || this.deafSince >= this.seenAt) return undefined;
+    const row = seen.partitions[partition];
+    if (row === undefined || row.owner === "" || row.owner === this.owner) return undefined;
+    const nowInView = seen.now + (performance.now() - this.seenAt);
+    if (row.expiresAt - nowInView < this.leaseMs * viewMarginFraction) return undefined;
+    return { owner: row.owner, epoch: row.epoch, expiresAt: row.expiresAt };
   }
 
   /** The database names this process as the partition's holder, but no
@@ -429,6 +473,25 @@ export class PartitionBook {
     this.hooks.partitionsAcquired(grants);
   }
 
+  /** Partitions another process gave up, heard on the released channel
+   * (`performance.now()` when heard): the view of a tick sent before that
+   * is not taken at its word for them. At most `count` entries. */
+  private readonly releasedHeard = new Map<number, number>();
+  /** When the store last could not hear releases (its listener
+   * reconnected): views of ticks sent before are not taken at their word. */
+  private deafSince = 0;
+
+  /** Another process gave these partitions up (its release told them). */
+  heardReleased(partitions: readonly number[]): void {
+    const at = performance.now();
+    for (const partition of partitions) if (Number.isInteger(partition) && partition >= 0 && partition < this.count) this.releasedHeard.set(partition, at);
+  }
+
+  /** Releases may have gone unheard until now (the listener was down). */
+  deafUntilNow(): void {
+    this.deafSince = performance.now();
+  }
+
   /** This process's preference for a partition (rendezvous hashing: a
    * stable pseudo-random rank per process and partition). */
   private rank(partition: number): number {
@@ -489,6 +552,7 @@ export class PartitionBook {
     }
     this.seen = seen;
     this.seenAt = sentAt;
+    for (const [partition, heardAt] of this.releasedHeard) if (heardAt < sentAt) this.releasedHeard.delete(partition);
     for (const row of seen.partitions) this.noteRow(row, sentAt, seen.now);
     if (!this.stopped && !this.hooks.closing()) await this.balance(seen, announce);
     return true;
@@ -555,7 +619,7 @@ export class PartitionBook {
     if (chosen.length === count) this.releaseDeferredTicks = 0;
     if (chosen.length === 0) return;
     for (const grant of chosen) this.lose(grant.partition, `its partition ${grant.partition} was given to another process (balance)`);
-    await partitions.release(this.pool, this.owner, chosen).catch(() => undefined);
+    await partitions.release(this.pool, this.owner, chosen, this.releasedChannel).catch(() => undefined);
   }
 }
 

@@ -226,16 +226,28 @@ function grantOfTaken(row: TakenRow): PartitionGrant {
 
 /** Expires the partitions this owner holds at these epochs (the rows and
  * epochs stay), so another process takes them at once. */
-export async function release(client: Queryable, instanceId: string, held: readonly { readonly partition: number; readonly epoch: number }[]): Promise<void> {
+export async function release(
+  client: Queryable,
+  instanceId: string,
+  held: readonly { readonly partition: number; readonly epoch: number }[],
+  channel?: string,
+): Promise<void> {
   if (held.length === 0) return;
+  // Told on `channel` (the partitions released, comma-separated), sent at
+  // commit and only for rows released: the other processes stop taking
+  // their view's word that this one holds them (docs/decisions/0068).
   await client.query(
     `
-    UPDATE partitions SET expires_at = clock_timestamp()
-    FROM unnest($2::integer[], $3::bigint[]) AS held(partition, epoch)
-    WHERE partitions.partition = held.partition AND partitions.epoch = held.epoch AND partitions.owner = $1
-      AND partitions.expires_at > clock_timestamp()
+    WITH released AS (
+      UPDATE partitions SET expires_at = clock_timestamp()
+      FROM unnest($2::integer[], $3::bigint[]) AS held(partition, epoch)
+      WHERE partitions.partition = held.partition AND partitions.epoch = held.epoch AND partitions.owner = $1
+        AND partitions.expires_at > clock_timestamp()
+      RETURNING partitions.partition
+    )
+    SELECT CASE WHEN $4::text IS NOT NULL THEN pg_notify($4::text, string_agg(partition::text, ',')) END AS told FROM released HAVING count(*) > 0
   `,
-    [instanceId, held.map((lease) => lease.partition), held.map((lease) => lease.epoch)],
+    [instanceId, held.map((lease) => lease.partition), held.map((lease) => lease.epoch), channel ?? null],
   );
 }
 
