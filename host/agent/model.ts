@@ -19,6 +19,7 @@ import type { LanguageModelV2, LanguageModelV3, LanguageModelV4, LanguageModelV4
 import { InvalidInputError, ModelFailedError, PhronomyError } from "../errors.js";
 import type { Json } from "../words.js";
 import { loadAiSdk, type AiSdk } from "./ai-sdk.js";
+import { aiSdkTelemetryListened, telemetryOff } from "./ai-sdk-telemetry.js";
 import { isJson, type ConversationMessage, type ModelTurn, type ModelUsage, type ToolCall } from "./messages.js";
 import { reasoningPartsOf, toModelMessages } from "./model-messages.js";
 import type { ToolSpecification } from "./tools.js";
@@ -178,6 +179,8 @@ function callOptionsFor(ai: AiSdk, model: LanguageModel, request: ModelCallReque
     maxRetries: 0,
     abortSignal: request.signal,
     ...(request.output !== undefined ? { output: request.output as never } : {}),
+    // Telemetry no one listens to is not built (ai-sdk-telemetry.ts).
+    ...(aiSdkTelemetryListened() ? {} : { telemetry: telemetryOff }),
   };
   if (request.tools.length === 0) return options as CallOptions;
   return { ...options, tools: toolSetFor(ai, request.tools), toolChoice: "auto" } as CallOptions;
