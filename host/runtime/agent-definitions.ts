@@ -13,6 +13,7 @@ import type { Conversations } from "./conversations.js";
 import { DefinedAgent } from "./defined-agent.js";
 import { MEMORY_WINDOW_DEFAULT, validateAgentDefinition, type AgentDefinition, type AgentSettings, type ConversationDefinition } from "./options.js";
 import type { Retention } from "./retention.js";
+import { callSettingsOf, modelRetrySettingsOf } from "./model-settings.js";
 
 /** What definitions ask of their environment (environment.ts wires it). */
 export interface AgentDefinitionsHost {
@@ -33,6 +34,9 @@ export class AgentDefinitions {
   define(given: AgentDefinition | ConversationDefinition): Agent | DefinedAgent {
     const definition = given as Partial<AgentDefinition & ConversationDefinition> & AgentSettings;
     validateAgentDefinition(definition);
+    // Its model calls' settings, read now, as checked (decision 0067).
+    callSettingsOf(definition);
+    modelRetrySettingsOf(definition);
     const { conversations } = this.host;
     const name = definition.name;
     if (name === undefined ? conversations.isDefinedId(definition.id as string) : conversations.isDefinedName(name)) {
