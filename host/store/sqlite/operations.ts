@@ -22,6 +22,7 @@ import type {
   EnsureAgentOperation,
   ExecutionMetadata,
   ExecutionStatusName,
+  Json,
   PrepareExecutionOperation,
   PrepareExecutionResult,
   ProviderBarrierOperation,
@@ -34,7 +35,7 @@ import type {
 import { approvalCommit } from "./approval-commit.js";
 import { cancelQueued, enqueueMessage } from "./queue.js";
 import { reopenExecution } from "./reopen.js";
-import { appendJournal, appendSteps, compareAndSet, jsonOf, selectForUpdate } from "./compare-and-set.js";
+import { appendJournal, appendSteps, compareAndSet, selectForUpdate } from "./compare-and-set.js";
 import type { SqliteConnection } from "./driver.js";
 import { pruneExecutions } from "./prune.js";
 import { agentFromRow, jsonText, zeroUsage } from "./rows.js";
@@ -258,11 +259,13 @@ export function barrierMetadata(current: ExecutionMetadata, operation: ProviderB
   return { ...kept, toolBatch: operation.toolBatch, turns: operation.turns, ...running };
 }
 
-/** The step a barrier appends after the results it carries. */
+/** The step a barrier appends after the results it carries. The batch
+ * goes in as it is, not copied: both stores write a payload as JSON text
+ * at once (`jsonText`), which is the copy (it was copied, then written). */
 export function barrierStep(operation: ProviderBarrierOperation | ToolBarrierOperation, revision: number): StepRecord {
   return operation.type === "providerBarrier"
     ? { kind: "provider_barrier", at: operation.at, payload: { callId: operation.callId, revision } }
-    : { kind: "tool_barrier", at: operation.at, payload: { calls: jsonOf(operation.toolBatch), revision } };
+    : { kind: "tool_barrier", at: operation.at, payload: { calls: operation.toolBatch as unknown as Json, revision } };
 }
 
 /** The first provider barrier a preparation carries (docs/decisions/0014),
