@@ -11,9 +11,9 @@ import { Agent, type AgentHost } from "./agent.js";
 import type { AgentRecoveries } from "./agent-recoveries.js";
 import type { Conversations } from "./conversations.js";
 import { DefinedAgent } from "./defined-agent.js";
+import { callSettingsOf, modelRetrySettingsOf } from "./model-settings.js";
 import { MEMORY_WINDOW_DEFAULT, validateAgentDefinition, type AgentDefinition, type AgentSettings, type ConversationDefinition } from "./options.js";
 import type { Retention } from "./retention.js";
-import { callSettingsOf, modelRetrySettingsOf } from "./model-settings.js";
 
 /** What definitions ask of their environment (environment.ts wires it). */
 export interface AgentDefinitionsHost {
