@@ -19,6 +19,7 @@ import type { LanguageModelV2, LanguageModelV3, LanguageModelV4, LanguageModelV4
 import { InvalidInputError, ModelFailedError, PhronomyError } from "../errors.js";
 import type { Json } from "../words.js";
 import { loadAiSdk, type AiSdk } from "./ai-sdk.js";
+import { aiSdkTelemetryListened, telemetryOff } from "./ai-sdk-telemetry.js";
 import { isJson, type ConversationMessage, type ModelTurn, type ModelUsage, type ToolCall } from "./messages.js";
 import { reasoningPartsOf, toModelMessages } from "./model-messages.js";
 import type { ToolSpecification } from "./tools.js";
@@ -168,19 +169,55 @@ class TextDeltaListenerFailure {
   constructor(readonly error: unknown) {}
 }
 
+/** What a call passes to the AI SDK beyond its messages, signal and
+ * telemetry: the same for every call of a definition (its model,
+ * instructions, tools, settings and output), so built once and reused
+ * while the request names the same ones (decision 0067). */
+interface StaticCallOptions {
+  readonly ai: AiSdk;
+  readonly model: LanguageModel;
+  readonly system: string | undefined;
+  readonly tools: readonly ToolSpecification[];
+  readonly output: unknown;
+  readonly options: Readonly<Record<string, unknown>>;
+}
+
+/** By the request's settings object (one per definition: model-settings.ts),
+ * or its tools when it has none. */
+const staticCallOptions = new WeakMap<object, StaticCallOptions>();
+
 function callOptionsFor(ai: AiSdk, model: LanguageModel, request: ModelCallRequest): CallOptions {
-  const options = {
+  const base = staticOptionsFor(ai, model, request);
+  const options: Record<string, unknown> = { ...base, messages: toModelMessages(request.messages), abortSignal: request.signal };
+  // Telemetry no one listens to is not built (ai-sdk-telemetry.ts).
+  if (!aiSdkTelemetryListened()) options.telemetry = telemetryOff;
+  return options as CallOptions;
+}
+
+function staticOptionsFor(ai: AiSdk, model: LanguageModel, request: ModelCallRequest): Readonly<Record<string, unknown>> {
+  const key: object = request.settings ?? request.tools;
+  const found = staticCallOptions.get(key);
+  if (
+    found
+    && found.ai === ai
+    && found.model === model
+    && found.system === request.system
+    && found.tools === request.tools
+    && found.output === request.output
+  ) {
+    return found.options;
+  }
+  const options = Object.freeze({
     ...request.settings,
-    model: model as Parameters<AiSdk["generateText"]>[0]["model"],
+    model,
     ...(request.system !== undefined && request.system.length > 0 ? { system: request.system } : {}),
-    messages: toModelMessages(request.messages),
     allowSystemInMessages: true,
     maxRetries: 0,
-    abortSignal: request.signal,
-    ...(request.output !== undefined ? { output: request.output as never } : {}),
-  };
-  if (request.tools.length === 0) return options as CallOptions;
-  return { ...options, tools: toolSetFor(ai, request.tools), toolChoice: "auto" } as CallOptions;
+    ...(request.output !== undefined ? { output: request.output } : {}),
+    ...(request.tools.length > 0 ? { tools: toolSetFor(ai, request.tools), toolChoice: "auto" } : {}),
+  });
+  staticCallOptions.set(key, { ai, model, system: request.system, tools: request.tools, output: request.output, options });
+  return options;
 }
 
 /** The tool sets built so far, by the resolved tools they were built

@@ -11,6 +11,7 @@ import { Agent, type AgentHost } from "./agent.js";
 import type { AgentRecoveries } from "./agent-recoveries.js";
 import type { Conversations } from "./conversations.js";
 import { DefinedAgent } from "./defined-agent.js";
+import { callSettingsOf, modelRetrySettingsOf } from "./model-settings.js";
 import { MEMORY_WINDOW_DEFAULT, validateAgentDefinition, type AgentDefinition, type AgentSettings, type ConversationDefinition } from "./options.js";
 import type { Retention } from "./retention.js";
 
@@ -33,6 +34,9 @@ export class AgentDefinitions {
   define(given: AgentDefinition | ConversationDefinition): Agent | DefinedAgent {
     const definition = given as Partial<AgentDefinition & ConversationDefinition> & AgentSettings;
     validateAgentDefinition(definition);
+    // Its model calls' settings, read now, as checked (decision 0067).
+    callSettingsOf(definition);
+    modelRetrySettingsOf(definition);
     const { conversations } = this.host;
     const name = definition.name;
     if (name === undefined ? conversations.isDefinedId(definition.id as string) : conversations.isDefinedName(name)) {

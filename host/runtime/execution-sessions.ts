@@ -99,8 +99,12 @@ function createSession(
 }
 
 /** The agent's journal window, before this execution's own input. Loaded
- * while the first barrier is written; the model call waits for it. */
+ * while the first barrier is written; the model call waits for it. The
+ * first execution an agent (a conversation) ever prepared has none: its
+ * store said so (`firstOfAgent`), and nothing is read (decision 0067). */
 function loadMemory(calls: SessionCalls, entry: ExecutionEntry, session: Session): void {
+  const prepared = entry.start.prepared;
+  if (prepared?.outcome === "active" && prepared.firstOfAgent === true) return;
   const window = entry.agent.definition.memoryWindow ?? MEMORY_WINDOW_DEFAULT;
   session.memoryLoaded = calls.settings.store.readJournal(entry.agent.id, window + 1).then(
     (records) => {

@@ -64,13 +64,40 @@ export function checkModelSettings(definition: Partial<ModelSettings>, what: str
   }
 }
 
+/** Each definition's call settings, built at its first model call: a
+ * definition is checked once, when defined, and read as it was then
+ * (decision 0067), so every call of every run passes the same object. */
+const callSettingsByDefinition = new WeakMap<ModelSettings, ModelCallSettings>();
+
 /** The call settings a definition gives, as the model call takes them. */
 export function callSettingsOf(definition: ModelSettings): ModelCallSettings {
+  let settings = callSettingsByDefinition.get(definition);
+  if (settings === undefined) {
+    settings = buildCallSettings(definition);
+    callSettingsByDefinition.set(definition, settings);
+  }
+  return settings;
+}
+
+function buildCallSettings(definition: ModelSettings): ModelCallSettings {
   const settings: Record<string, unknown> = {};
   for (const key of MODEL_CALL_SETTING_KEYS) {
     if (definition[key] !== undefined) settings[key] = definition[key];
   }
-  return settings as ModelCallSettings;
+  return Object.freeze(settings) as ModelCallSettings;
+}
+
+/** Each definition's retry settings for its model calls, as above. */
+const modelRetrySettingsByDefinition = new WeakMap<ModelSettings, RetrySettings>();
+
+/** Retry settings of a definition's model calls (its `maxRetries`). */
+export function modelRetrySettingsOf(definition: ModelSettings): RetrySettings {
+  let settings = modelRetrySettingsByDefinition.get(definition);
+  if (settings === undefined) {
+    settings = Object.freeze(retrySettingsOf(definition, definition.maxRetries));
+    modelRetrySettingsByDefinition.set(definition, settings);
+  }
+  return settings;
 }
 
 /** Retry settings of model calls (`maxRetries` of the definition) or of

@@ -25,7 +25,7 @@ import {
 import { CancellationError, PhronomyError, TimeoutError, ToolFailedError, type FailedAttempt, type PhronomyErrorCode } from "../errors.js";
 import { recordOf } from "../error-records.js";
 import { modelIdOf, modelRequestAttributes, modelResponseAttributes, toolAttributes } from "./gen-ai-attributes.js";
-import { callSettingsOf, retrySettingsOf } from "./model-settings.js";
+import { callSettingsOf, modelRetrySettingsOf, retrySettingsOf } from "./model-settings.js";
 import type { Json, StepRecord, StoredError, ToolCallRecord, UsageTotals } from "../store/records.js";
 import type { ApprovalRequest, ExecutionEvent, HandoffRequest } from "./events.js";
 import { checkWithGuardrail, guardrailFailedMessage, type AgentSettings, type ApprovalPolicy, type Guardrail } from "./options.js";
@@ -295,7 +295,7 @@ export class Session {
         onRetry: (failure: FailedAttempt) => this.host.post(() => this.modelAttemptFailed(callId, failure)),
       };
       const turn = await withRetries(
-        retrySettingsOf(definition, definition.maxRetries),
+        modelRetrySettingsOf(definition),
         hooks,
         (attempt) => {
           attempts = attempt;

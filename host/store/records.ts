@@ -187,7 +187,17 @@ export interface PrepareExecutionOperation {
 /** What a preparation wrote: an active execution, one failed at once
  * (blocked input), or nothing (the agent closed). */
 export type PrepareExecutionResult =
-  | { readonly outcome: "active"; readonly revision: number; readonly firstBarrierRevision?: number }
+  | {
+      readonly outcome: "active";
+      readonly revision: number;
+      readonly firstBarrierRevision?: number;
+      /** True when no preparation of this agent came before this one (its
+       * root was written now, or by an enqueue or `ensureAgent` and never
+       * prepared on): its journal holds no other execution's records, so
+       * the runtime skips reading its memory window (docs/decisions/0067).
+       * Optional: a store that leaves it out gets the read. */
+      readonly firstOfAgent?: true;
+    }
   | { readonly outcome: "terminal"; readonly revision: number; readonly error: StoredError }
   | { readonly outcome: "not_established"; readonly error: StoredError };
 

@@ -28,6 +28,14 @@ beforeAll(() => {
   expect(nativeWriterPath(), "native/build.sh ran but left no native/build/writer.node").toBeDefined();
 }, 600_000);
 
+/** A store's result without `firstOfAgent`, which the store contract makes
+ * optional (records.ts) and the prototype does not report. */
+function asThePrototypeSays(result: unknown): unknown {
+  if (typeof result !== "object" || result === null || !("firstOfAgent" in result)) return result;
+  const { firstOfAgent: _reported, ...rest } = result as Record<string, unknown>;
+  return rest;
+}
+
 /** An agent run's operations with awkward text: quotes, backslashes,
  * control characters, accents and a character outside the BMP. */
 function runOperations(executionId: string): OffloadOperation[] {
@@ -65,7 +73,7 @@ describe.each(["binary", "json"] as NativeEncoding[])("native writer (%s)", (enc
   it("leaves the rows, steps, journal and results the store leaves, one operation at a time", async () => {
     const { reference, native, writer } = await pair();
     for (const operation of [...runOperations("e-ü-1"), prepare("e2", "support", { firstBarrier: { callId: "model-1" } }), suspendForApproval("e2", 2)]) {
-      expect(await writer.run(operation)).toEqual(await reference.run(operation as StoreOperation));
+      expect(await writer.run(operation)).toEqual(asThePrototypeSays(await reference.run(operation as StoreOperation)));
     }
     expect(await readBack(await native(), ["e-ü-1", "e2"])).toEqual(await readBack(reference, ["e-ü-1", "e2"]));
   });
@@ -82,7 +90,7 @@ describe.each(["binary", "json"] as NativeEncoding[])("native writer (%s)", (enc
         }),
       );
     const nativeResults = await runThrough((operation) => writer.run(operation));
-    expect(nativeResults).toEqual(await runThrough((operation) => reference.run(operation as StoreOperation)));
+    expect(nativeResults).toEqual(await runThrough(async (operation) => asThePrototypeSays(await reference.run(operation as StoreOperation))));
     expect(writer.statistics.largestGroup).toBeGreaterThan(1);
     const reopened = await native();
     expect(await readBack(reopened, ids)).toEqual(await readBack(reference, ids));

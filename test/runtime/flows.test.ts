@@ -130,6 +130,35 @@ describe("what an invocation carries", () => {
     expect(prompts[1]).toEqual(["user:my name is Ada", "assistant:answer 1", "user:what is my name?"]);
   });
 
+  it("an agent's first execution reads no journal (its store said it is the first); the next reads it and remembers", async () => {
+    const env = await openEnvironment();
+    // The store behind the environment, to count its journal reads.
+    const store = (env as unknown as { store: { readJournal(agentId: string, limit: number): Promise<unknown[]> } }).store;
+    const journalReads: string[] = [];
+    const readJournal = store.readJournal.bind(store);
+    store.readJournal = (agentId, limit) => {
+      journalReads.push(agentId);
+      return readJournal(agentId, limit);
+    };
+    const prompts: number[] = [];
+    const model = scriptedModel(({ messages }) => {
+      prompts.push(messages.length);
+      return { text: "ok" };
+    });
+    const agent = env.agent({ id: "first-read", model });
+    await agent.start("hello").result;
+    expect(journalReads).toEqual([]);
+    await agent.start("again").result;
+    expect(journalReads).toEqual(["first-read"]);
+    expect(prompts).toEqual([1, 3]);
+    // A named definition's conversation: its first run reads nothing either.
+    const conversations = env.agent({ name: "support", model });
+    await conversations.conversation("user-1").start("hi").result;
+    await conversations.conversation("user-1").start("hi again").result;
+    expect(journalReads).toEqual(["first-read", expect.stringContaining("user-1")]);
+    expect(prompts).toEqual([1, 3, 1, 3]);
+  });
+
   it("bounds the memory to the agent's window", async () => {
     const env = await openEnvironment();
     const prompts: number[] = [];

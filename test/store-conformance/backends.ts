@@ -21,12 +21,16 @@ export interface Backend {
   corruptMetadata(store: ExecutionStore, executionId: string): Promise<void>;
   /** Marks a stored approval request as decided behind the store's back. */
   markDecided(store: ExecutionStore, executionId: string): Promise<void>;
+  /** Whether its preparations say `firstOfAgent` (optional in the store
+   * contract: a store that leaves it out costs the runtime a journal read). */
+  readonly reportsFirstOfAgent: boolean;
   /** Rows of `table` (steps, journal, executions) for an id, read raw. */
   countRows(store: ExecutionStore, table: "steps" | "executions" | "approval_inbox" | "journal", executionId: string): Promise<number>;
 }
 
 export const sqliteBackend: Backend = {
   name: "sqlite",
+  reportsFirstOfAgent: true,
   async open() {
     return track(await SqliteStore.open(join(await temporaryDirectory(), "agents.db")));
   },
@@ -67,6 +71,7 @@ function rawPostgres(store: ExecutionStore, sql: string, values: unknown[] = [])
 
 export const postgresBackend: Backend = {
   name: "postgres",
+  reportsFirstOfAgent: false,
   open: () => openPostgres(freshSchema()),
   reopen: (store) => openPostgres(schemaOf.get(store) ?? "missing"),
   async corruptMetadata(store, executionId) {
@@ -105,6 +110,7 @@ function clusterConnection(store: ExecutionStore): Cluster {
 
 export const simulatedBackend: Backend = {
   name: "simulated",
+  reportsFirstOfAgent: true,
   async open() {
     return openCluster(new Cluster(600_000, true), "process-1");
   },

@@ -69,7 +69,8 @@ for (const backend of [sqliteBackend, postgresBackend, simulatedBackend] as Back
       const { store, queue } = await opened();
       await queue.enqueueMessage(message("q1"));
       await queue.enqueueMessage(message("q2"));
-      expect(await store.run(prepare("q1"))).toEqual({ outcome: "active", revision: 1 });
+      // The enqueue wrote the root; this is its first preparation.
+      expect(await store.run(prepare("q1"))).toEqual({ outcome: "active", revision: 1, ...(backend.reportsFirstOfAgent ? { firstOfAgent: true } : {}) });
       expect((await queue.queuedMessages("support")).map((queued) => queued.executionId)).toEqual(["q2"]);
       expect((await store.listSteps("q1")).map((step) => [step.seq, step.kind])).toEqual([
         [0, "queued"],

@@ -30,10 +30,13 @@ export function defineConformanceSuite(backend: Backend): void {
     return { row: await store.getExecution(executionId), steps: await store.listSteps(executionId) };
   }
 
+  /** What a store that reports it adds to an agent's first preparation. */
+  const firstOfAgent = backend.reportsFirstOfAgent ? { firstOfAgent: true } : {};
+
   describe(`store conformance (${backend.name}): prepareExecution`, () => {
     it("writes an active execution at revision 1 in calling_llm, its input step and journal, and bumps the root", async () => {
       const store = await storeWithAgent();
-      expect(await store.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1 });
+      expect(await store.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1, ...firstOfAgent });
       expect(await store.getExecution("e1")).toEqual({
         executionId: "e1",
         agentId: "support",
@@ -56,12 +59,28 @@ export function defineConformanceSuite(backend: Backend): void {
       expect(await store.getAgent("support")).toMatchObject({ lifecycle: "open", revision: 2, updatedAt: 10 });
     });
 
+    it("firstOfAgent, where a store says it, marks only an agent's first preparation: its journal holds no earlier execution", async () => {
+      const store = await storeWithAgent();
+      expect(await store.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1, ...firstOfAgent });
+      await store.run(terminalCommit("e1", 1));
+      // A later execution of the same agent has memory to read.
+      expect(await store.run(prepare("e2"))).toEqual({ outcome: "active", revision: 1 });
+      expect((await store.readJournal("support", 10)).some((record) => record.executionId === "e1")).toBe(true);
+      // A blocked input wrote no journal, but a preparation came: the next is not the first.
+      await store.ensureAgent("other", 1);
+      await store.run(prepare("b1", "other", { blockedBy: { code: "INPUT_BLOCKED", message: "no" } }));
+      expect(await store.run(prepare("b2", "other"))).toEqual({ outcome: "active", revision: 1 });
+      // An agent whose root the preparation itself writes.
+      expect(await store.run(prepare("n1", "never-ensured", { firstBarrier: { callId: "m" } }))).toMatchObject({ outcome: "active", ...firstOfAgent });
+    });
+
     it("with its first provider barrier: one transaction leaves what prepare then the barrier would (revision 2, pending model call, both steps)", async () => {
       const store = await storeWithAgent();
       expect(await store.run(prepare("e1", "support", { firstBarrier: { callId: "model-1" } }))).toEqual({
         outcome: "active",
         revision: 1,
         firstBarrierRevision: 2,
+        ...firstOfAgent,
       });
       const merged = await store.getExecution("e1");
       await store.run(prepare("e2"));

@@ -17,7 +17,7 @@ async function storeWithAgent(): Promise<SqliteStore> {
 describe("prepareExecution", () => {
   it("writes an active execution at revision 1 in calling_llm, its input step and journal, and bumps the root", async () => {
     const store = await storeWithAgent();
-    expect(await store.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1 });
+    expect(await store.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1, firstOfAgent: true });
     expect(await store.getExecution("e1")).toEqual({
       executionId: "e1",
       agentId: "support",

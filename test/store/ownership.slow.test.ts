@@ -104,7 +104,7 @@ describe("one owner per store, within one process", () => {
     expect(refused.details).toEqual({ reason: "store_owned", storePath: path, owner: first.owner });
 
     await first.ensureAgent("support", 1);
-    expect(await first.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1 });
+    expect(await first.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1, firstOfAgent: true });
     await first.close();
     expect(existsSync(ownerInfoPath(path))).toBe(false);
     expect(existsSync(ownerLockPath(path))).toBe(true); // never deleted (see ownership.ts)
@@ -158,6 +158,6 @@ describe("one owner per store, across processes", () => {
     expect(store.owner.pid).toBe(process.pid);
     expect(JSON.parse(readFileSync(ownerInfoPath(path), "utf8"))).toEqual(store.owner); // the dead owner's file replaced
     await store.ensureAgent("support", 1);
-    expect(await store.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1 });
+    expect(await store.run(prepare("e1"))).toEqual({ outcome: "active", revision: 1, firstOfAgent: true });
   });
 });

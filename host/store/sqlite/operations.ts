@@ -22,6 +22,7 @@ import type {
   EnsureAgentOperation,
   ExecutionMetadata,
   ExecutionStatusName,
+  Json,
   PrepareExecutionOperation,
   PrepareExecutionResult,
   ProviderBarrierOperation,
@@ -34,7 +35,7 @@ import type {
 import { approvalCommit } from "./approval-commit.js";
 import { cancelQueued, enqueueMessage } from "./queue.js";
 import { reopenExecution } from "./reopen.js";
-import { appendJournal, appendSteps, compareAndSet, jsonOf, selectForUpdate } from "./compare-and-set.js";
+import { appendJournal, appendSteps, compareAndSet, selectForUpdate } from "./compare-and-set.js";
 import type { SqliteConnection } from "./driver.js";
 import { pruneExecutions } from "./prune.js";
 import { agentFromRow, jsonText, zeroUsage } from "./rows.js";
@@ -78,7 +79,9 @@ export function prepareExecution(connection: SqliteConnection, operation: Prepar
   if (connection.prepare("SELECT 1 AS found FROM executions WHERE execution_id = ?").get(operation.executionId) !== undefined) {
     return refusedPreparation(connection, operation);
   }
-  if (!openAgentRoot(connection, operation.agentId, operation.at)) return notEstablished(new AgentClosedError(operation.agentId));
+  const rootRevision = openAgentRoot(connection, operation.agentId, operation.at);
+  if (rootRevision === undefined) return notEstablished(new AgentClosedError(operation.agentId));
+  const first = rootRevision === firstPreparedRootRevision ? ({ firstOfAgent: true } as const) : {};
   const metadata: ExecutionMetadata = { config: operation.config };
   appendSteps(connection, operation.executionId, [{ kind: "input", at: operation.at, payload: operation.input }]);
   if (operation.blockedBy !== undefined) {
@@ -93,11 +96,11 @@ export function prepareExecution(connection: SqliteConnection, operation: Prepar
     insertExecution(connection, operation, { status: "active", phase: "calling_llm", metadata: barrierMetadata(metadata, barrier), error: null, revision });
     appendSteps(connection, operation.executionId, [barrierStep(barrier, revision)]);
     appendJournal(connection, operation.agentId, operation.journal);
-    return { outcome: "active", revision: 1, firstBarrierRevision: revision };
+    return { outcome: "active", revision: 1, firstBarrierRevision: revision, ...first };
   }
   insertExecution(connection, operation, { status: "active", phase: "calling_llm", metadata, error: null });
   appendJournal(connection, operation.agentId, operation.journal);
-  return { outcome: "active", revision: 1 };
+  return { outcome: "active", revision: 1, ...first };
 }
 
 /** A preparation under an execution id already stored: refused, and the
@@ -117,18 +120,25 @@ function refusedPreparation(connection: SqliteConnection, operation: PrepareExec
 /** A preparation's write of its agent's root, in one statement (issue 25:
  * it was an insert, a read and an update): a new root is written at
  * revision 2 (its creation's and this preparation's), an open one's
- * revision goes up by one; false when the root is closed, and nothing is
- * written. */
-function openAgentRoot(connection: SqliteConnection, agentId: string, at: number): boolean {
+ * revision goes up by one; its revision now, or undefined when the root
+ * is closed, and nothing is written. */
+function openAgentRoot(connection: SqliteConnection, agentId: string, at: number): number | undefined {
   const opened = connection
     .prepare(`
     INSERT INTO agents (agent_id, lifecycle, revision, created_at, updated_at) VALUES (?, 'open', 2, ?, ?)
     ON CONFLICT (agent_id) DO UPDATE SET revision = revision + 1, updated_at = excluded.updated_at WHERE lifecycle = 'open'
-    RETURNING 1 AS open
+    RETURNING revision
   `)
     .get(agentId, at, at);
-  return opened !== undefined;
+  return opened === undefined ? undefined : Number(opened["revision"]);
 }
+
+/** A root's revision after its first preparation. A root is written at
+ * revision 1 (an enqueue, `ensureAgent`, a close) or 2 (a preparation),
+ * and only a preparation or a close raises it, by one, and a closed root
+ * is never prepared on: an open root at 2 right after a preparation was
+ * never prepared on before, so no execution wrote to its journal. */
+const firstPreparedRootRevision = 2;
 
 /** The revision an execution prepared with its first provider barrier is
  * stored at: the preparation's (1) and the barrier's (2). */
@@ -249,11 +259,13 @@ export function barrierMetadata(current: ExecutionMetadata, operation: ProviderB
   return { ...kept, toolBatch: operation.toolBatch, turns: operation.turns, ...running };
 }
 
-/** The step a barrier appends after the results it carries. */
+/** The step a barrier appends after the results it carries. The batch
+ * goes in as it is, not copied: both stores write a payload as JSON text
+ * at once (`jsonText`), which is the copy (it was copied, then written). */
 export function barrierStep(operation: ProviderBarrierOperation | ToolBarrierOperation, revision: number): StepRecord {
   return operation.type === "providerBarrier"
     ? { kind: "provider_barrier", at: operation.at, payload: { callId: operation.callId, revision } }
-    : { kind: "tool_barrier", at: operation.at, payload: { calls: jsonOf(operation.toolBatch), revision } };
+    : { kind: "tool_barrier", at: operation.at, payload: { calls: operation.toolBatch as unknown as Json, revision } };
 }
 
 /** The first provider barrier a preparation carries (docs/decisions/0014),
