@@ -191,6 +191,8 @@ export interface ToolSpecification {
 export interface ResolvedFunctionTool extends ToolSpecification {
   readonly kind: "function";
   readonly definition: AnyFunctionTool;
+  /** An AI SDK `dynamicTool()`: a chat shows its calls as `dynamic-tool` parts. */
+  readonly dynamic?: true;
 }
 
 export interface ResolvedHandoffTool extends ToolSpecification {
@@ -450,6 +452,7 @@ function resolveFunctionTool(subject: Subject, name: string, definition: Record<
     inputJsonSchema: inputJsonSchemaOf(subject, functionTool),
     definition: functionTool,
     ...extras,
+    ...(definition.type === "dynamic" ? { dynamic: true as const } : {}),
   };
 }
 

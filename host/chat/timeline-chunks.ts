@@ -9,7 +9,8 @@
 //   model response     reasoning-start, reasoning-delta, reasoning-end for
 //                      each reasoning part the model showed; text-start,
 //                      text-delta (the whole text), text-end;
-//                      tool-input-available for each tool call. The final
+//                      tool-input-available for each tool call (`dynamic`
+//                      for a dynamicTool's: a dynamic-tool part). The final
 //                      answer (committed with the terminal) shows the
 //                      output as the output guardrail left it, and no
 //                      text when the execution failed on it (a blocked
@@ -126,12 +127,15 @@ export class TimelineTranslator {
       const id = textPartId(barrierSeq);
       chunks.push({ type: "text-start", id }, { type: "text-delta", id, delta: text }, { type: "text-end", id });
     }
+    const dynamicCalls = new Set(asArray(payload["dynamicCalls"]).map(String));
     for (const toolCall of asArray(payload["toolCalls"]).map(asObject)) {
+      const toolCallId = String(toolCall["callId"]);
       chunks.push({
         type: "tool-input-available",
-        toolCallId: String(toolCall["callId"]),
+        toolCallId,
         toolName: String(toolCall["toolName"]),
         input: toolCall["input"] ?? null,
+        ...(dynamicCalls.has(toolCallId) ? { dynamic: true } : {}),
       });
     }
     if (call !== undefined) call.answered = true;

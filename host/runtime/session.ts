@@ -404,6 +404,16 @@ export class Session {
     return needed;
   }
 
+  /** The calls of `dynamicTool()`s, by call id, for the chat stream's
+   * `dynamic-tool` parts (nothing when there are none). */
+  private dynamicCallsOf(turn: ModelTurn): { dynamicCalls?: string[] } {
+    if (turn.toolCalls.length === 0) return {};
+    const dynamic = new Set(this.settings.tools.filter((tool) => tool.kind === "function" && tool.dynamic === true).map((tool) => tool.name));
+    if (dynamic.size === 0) return {};
+    const calls = turn.toolCalls.filter((call) => dynamic.has(call.toolName)).map((call) => call.callId);
+    return calls.length === 0 ? {} : { dynamicCalls: calls };
+  }
+
   private modelAnswered(callId: string, turn: ModelTurn, plan: PlannedCall[]): void {
     if (this.finished) return;
     this.usage = addUsage(this.usage, turn.usage);
@@ -417,6 +427,7 @@ export class Session {
       finishReason: turn.finishReason,
       ...(turn.reasoning !== undefined ? { reasoning: turn.reasoning as unknown as Json } : {}),
       ...(turn.output !== undefined ? { output: turn.output } : {}),
+      ...this.dynamicCallsOf(turn),
     });
     this.host.emit(this, { type: "model_call_finished", executionId: this.executionId, callId, usage: turn.usage, toolCalls: turn.toolCalls.length });
     const budget = this.settings.tokenBudget;

@@ -5,10 +5,12 @@
 // approval shows as the AI SDK's approval parts; bad ids and positions are
 // typed errors. Real SQLite stores, scripted models.
 
-import { readUIMessageStream, type UIMessage } from "ai";
+import { dynamicTool, readUIMessageStream, type UIMessage } from "ai";
+import { z } from "zod";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { Phronomy, type ChatChunk, type Environment } from "../../host/index.js";
 import { comparePositions, parsePosition } from "../../host/chat/positions.js";
+import type { ScriptedTurn } from "../../host/agent/scripted-model.js";
 import { approvalRefundTool, deferred, lookupTool, openEnvironment, recordingLogger, scriptedModel, turnOf } from "../runtime/helpers.js";
 
 const ANSWER = "Order 42 has shipped, it arrives on Tuesday.";
@@ -54,6 +56,27 @@ function expectIncreasing(chunks: readonly ChatChunk[]): void {
 }
 
 describe("a Run as the AI SDK's UI message stream", () => {
+  it("a dynamicTool's call is a dynamic-tool part, a tool()'s a tool-<name> part", async () => {
+    const env = await openEnvironment();
+    const search = dynamicTool({ description: "Searches", inputSchema: z.object({ query: z.string() }), execute: async () => ({ hits: 2 }) });
+    const model = scriptedModel(({ messages }): ScriptedTurn =>
+      messages.at(-1)?.role === "tool"
+        ? { text: "Found them." }
+        : {
+            toolCalls: [
+              { toolName: "search", input: { query: "kettles" } },
+              { toolName: "lookup", input: { orderId: "42" } },
+            ],
+          },
+    );
+    const run = env.agent({ id: "searcher", model, tools: { search, lookup: lookupTool() } }).start("Find kettles");
+    const message = await messageOf(await readAll(await env.stream(run)));
+    expect(message.parts.filter((part) => part.type !== "step-start" && part.type !== "text")).toEqual([
+      expect.objectContaining({ type: "dynamic-tool", toolName: "search", state: "output-available", input: { query: "kettles" }, output: { hits: 2 } }),
+      expect.objectContaining({ type: "tool-lookup", state: "output-available", input: { orderId: "42" } }),
+    ]);
+  });
+
   it("the model's reasoning is a reasoning part before its text; resumed after any chunk, exactly the rest", async () => {
     const env = await openEnvironment();
     const base = scriptedModel(() => ({ text: "It is 42." }));
