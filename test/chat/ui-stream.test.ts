@@ -59,15 +59,16 @@ describe("a Run as the AI SDK's UI message stream", () => {
   it("a dynamicTool's call is a dynamic-tool part, a tool()'s a tool-<name> part", async () => {
     const env = await openEnvironment();
     const search = dynamicTool({ description: "Searches", inputSchema: z.object({ query: z.string() }), execute: async () => ({ hits: 2 }) });
-    const model = scriptedModel(({ messages }): ScriptedTurn =>
-      messages.at(-1)?.role === "tool"
-        ? { text: "Found them." }
-        : {
-            toolCalls: [
-              { toolName: "search", input: { query: "kettles" } },
-              { toolName: "lookup", input: { orderId: "42" } },
-            ],
-          },
+    const model = scriptedModel(
+      ({ messages }): ScriptedTurn =>
+        messages.at(-1)?.role === "tool"
+          ? { text: "Found them." }
+          : {
+              toolCalls: [
+                { toolName: "search", input: { query: "kettles" } },
+                { toolName: "lookup", input: { orderId: "42" } },
+              ],
+            },
     );
     const run = env.agent({ id: "searcher", model, tools: { search, lookup: lookupTool() } }).start("Find kettles");
     const message = await messageOf(await readAll(await env.stream(run)));
