@@ -156,5 +156,12 @@ export type { StoredError, StoreOperation, StoreResult } from "./store/records.j
 export type { ChatChunk, StreamOptions, ChatMessageMetadata } from "./chat/chat-stream.js";
 export { toUIMessageStreamResponse, toServerSentEvents, uiMessageStreamHeaders, executionIdHeader } from "./chat/response.js";
 export { approvalIdOf } from "./chat/timeline-chunks.js";
-export { chatRoutes, type ChatRoutes, type ChatRoutesAgent, type ChatRoutesEnvironment, type ChatRoutesOptions } from "./chat/routes.js";
+export {
+  chatRoutes,
+  type ChatRequestContext,
+  type ChatRoutes,
+  type ChatRoutesAgent,
+  type ChatRoutesEnvironment,
+  type ChatRoutesOptions,
+} from "./chat/routes.js";
 export { defineAgent, type AgentModuleContext, type AgentModuleDefinition, type AgentModuleExport } from "./define-agent.js";

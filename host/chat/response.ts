@@ -57,15 +57,16 @@ export function toServerSentEvents(stream: ReadableStream<ChatChunk>, options: {
     new TransformStream<ChatChunk, string>({
       start(controller) {
         if (!(every > 0)) return;
+        // Ticks twice per period, so no silence outlasts it by more than half.
         timer = setInterval(() => {
-          if (Date.now() - lastSent < every) return;
+          if (Date.now() - lastSent < every / 2) return;
           lastSent = Date.now();
           try {
             controller.enqueue(": keep-alive\n\n");
           } catch {
             stop(); // the client left: the stream is cancelled
           }
-        }, every);
+        }, every / 2);
         // A stream held open by a client does not hold the process open.
         (timer as { unref?: () => void }).unref?.();
       },

@@ -46,6 +46,8 @@ export interface ChatRoutesEnvironment {
 
 /** The definition whose conversations are the chats (`env.agent({ name })`). */
 export interface ChatRoutesAgent {
+  /** The definition's name: a chat's executions of another definition are not its own. */
+  readonly name?: string;
   /** The chat's conversation. */
   conversation(chatId: string): Agent<unknown>;
 }
@@ -56,9 +58,22 @@ export interface ChatRoutesOptions {
    * (default: it is answered next), `interrupt` (the running answer is
    * cancelled) or `reject` (409 `AGENT_BUSY`). */
   readonly onBusy?: "enqueue" | "interrupt" | "reject";
+  /** Called before every request touches a chat — a message, an approval
+   * response, a resume, a stop: authenticate here and throw a `Response`
+   * (401, 403, …) or a `PhronomyError` to refuse. */
+  readonly authorize?: (context: ChatRequestContext) => void | Promise<void>;
   /** More options for each start (its metadata, a timeout, …), from the
-   * request: authenticate here (throw a `PhronomyError` to refuse). */
+   * request (after `authorize`). */
   readonly startOptions?: (context: { readonly chatId: string; readonly request: Request }) => StartOptions | Promise<StartOptions>;
+}
+
+/** What `authorize` is told of a request. */
+export interface ChatRequestContext {
+  readonly chatId: string;
+  readonly request: Request;
+  /** `message` (a new user message), `approval` (an approval response),
+   * `resume` or `stop`. */
+  readonly action: "message" | "approval" | "resume" | "stop";
 }
 
 /** The routes, each a fetch handler. */
@@ -92,31 +107,43 @@ const statusByCode: Readonly<Record<string, number>> = {
 /** The routes of `agent`'s chats on `env`. */
 export function chatRoutes(env: ChatRoutesEnvironment, agent: ChatRoutesAgent, options: ChatRoutesOptions = {}): ChatRoutes {
   const onBusy = options.onBusy ?? "enqueue";
+  /** The chat's conversation, once the request may touch it (the
+   * definition checks the id is its own). */
+  const chatOf = async (chatId: string, request: Request, action: ChatRequestContext["action"]): Promise<Agent<unknown>> => {
+    const chat = agent.conversation(chatId);
+    await options.authorize?.({ chatId, request, action });
+    return chat;
+  };
   const post = (request: Request): Promise<Response> =>
     answered(async () => {
       const body = await chatRequestOf(request);
-      const chat = agent.conversation(body.id);
       const last = body.messages.at(-1);
-      if (last?.role === "assistant") return decide(env, chat, last);
+      if (last?.role === "assistant") return decide(env, await chatOf(body.id, request, "approval"), last);
       if (last?.role !== "user") throw new PhronomyError("INVALID_INPUT", "the chat request's last message is neither the user's nor an approval response");
+      const chat = await chatOf(body.id, request, "message");
       const extra = (await options.startOptions?.({ chatId: body.id, request })) ?? {};
-      const run = chat.start(inputOf(last), { onBusy, ...extra, stream: true });
+      // A new message supersedes an approval still pending (as the AI SDK's
+      // own conversion drops it): that answer is declined and cancelled
+      // instead of holding the message behind it for good.
+      const [latest] = await env.executions({ agentId: body.id, limit: 1 });
+      const busy = latest?.status === "suspended" ? "interrupt" : onBusy;
+      const run = chat.start(inputOf(last), { onBusy: busy, ...extra, stream: true });
       const stream = await env.stream(run);
       return toUIMessageStreamResponse(stream, { executionId: await run.executionId });
     });
   const resume = (request: Request, chatId?: string): Promise<Response> =>
     answered(async () => {
       const url = new URL(request.url);
-      const id = chatId ?? /\/([^/]+)\/stream\/?$/.exec(url.pathname)?.[1];
-      if (id === undefined) throw new PhronomyError("INVALID_INPUT", "the resume request names no chat: GET {api}/{chatId}/stream");
+      const id = chatId ?? pathChatId(url, "stream");
+      await chatOf(id, request, "resume");
       const resumeAt = url.searchParams.get("resumeAt") ?? request.headers.get("last-event-id");
-      return resumeChat(env, decodeURIComponent(id), url.searchParams.get("executionId"), resumeAt);
+      return resumeChat(env, agent.name, id, url.searchParams.get("executionId"), resumeAt);
     });
   const stop = (request: Request, chatId?: string): Promise<Response> =>
     answered(async () => {
-      const id = chatId ?? /\/([^/]+)\/stop\/?$/.exec(new URL(request.url).pathname)?.[1];
-      if (id === undefined) throw new PhronomyError("INVALID_INPUT", "the stop request names no chat: POST {api}/{chatId}/stop");
-      return stopChat(env, decodeURIComponent(id));
+      const id = chatId ?? pathChatId(new URL(request.url), "stop");
+      await chatOf(id, request, "stop");
+      return stopChat(env, agent.name, id);
     });
   return {
     post,
@@ -130,13 +157,34 @@ export function chatRoutes(env: ChatRoutesEnvironment, agent: ChatRoutesAgent, o
   };
 }
 
+/** Whether the execution belongs to the definition (the name its start
+ * stored; a queued message's row may not say, and counts as its chat's). */
+function ofDefinition(row: ExecutionRow, definition: string | undefined): boolean {
+  const stored = row.metadata?.config?.["definition"];
+  return definition === undefined || stored === undefined || stored === definition;
+}
+
+/** The chat id of a `{api}/{chatId}/{last}` path, decoded once (a router
+ * that parsed it passes it decoded instead). */
+function pathChatId(url: URL, last: "stream" | "stop"): string {
+  const raw = new RegExp(`/([^/]+)/${last}/?$`).exec(url.pathname)?.[1];
+  if (raw === undefined) throw new PhronomyError("INVALID_INPUT", `the request names no chat: {api}/{chatId}/${last}`);
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new PhronomyError("INVALID_INPUT", `the chat id in the path is not valid percent-encoding: ${raw}`);
+  }
+}
+
 /** Cancels what the chat runs or has queued (not an answer waiting for approval). */
-async function stopChat(env: ChatRoutesEnvironment, chatId: string): Promise<Response> {
+async function stopChat(env: ChatRoutesEnvironment, definition: string | undefined, chatId: string): Promise<Response> {
   const [running, queued] = await Promise.all([
     env.executions({ agentId: chatId, limit: 100 }),
     env.executions({ agentId: chatId, status: "queued", limit: 100 }),
   ]);
-  const ids = [...running.filter((row) => row.status === "preparing" || row.status === "active"), ...queued].map((row) => row.executionId);
+  const ids = [...running.filter((row) => row.status === "preparing" || row.status === "active"), ...queued]
+    .filter((row) => ofDefinition(row, definition))
+    .map((row) => row.executionId);
   if (ids.length === 0) return new Response(null, { status: 204 });
   const cancelled: string[] = [];
   await Promise.all(
@@ -154,14 +202,25 @@ async function stopChat(env: ChatRoutesEnvironment, chatId: string): Promise<Res
 }
 
 /** The chat's latest answer (or `executionId`'s), from `resumeAt` on. */
-async function resumeChat(env: ChatRoutesEnvironment, chatId: string, executionId: string | null, resumeAt: string | null): Promise<Response> {
-  const id = executionId ?? (await env.executions({ agentId: chatId, limit: 1 }))[0]?.executionId;
-  if (id === undefined) return new Response(null, { status: 204 });
+async function resumeChat(
+  env: ChatRoutesEnvironment,
+  definition: string | undefined,
+  chatId: string,
+  executionId: string | null,
+  resumeAt: string | null,
+): Promise<Response> {
+  const latest = executionId === null ? (await env.executions({ agentId: chatId, limit: 1 }))[0] : undefined;
+  if (executionId === null && (latest === undefined || !ofDefinition(latest, definition))) return new Response(null, { status: 204 });
+  const id = executionId ?? (latest as ExecutionRow).executionId;
   const row = await env.execution(id);
-  // An answer of another chat is not this chat's to stream.
-  if (row !== undefined && row.agentId !== chatId) throw new PhronomyError("EXECUTION_NOT_FOUND", `chat ${chatId} has no answer ${id}`);
-  // useChat's `resume: true` asks on every page load: nothing to resume once the answer ended or waits.
-  if (resumeAt === null && (row === undefined || row.status === "terminal" || row.status === "suspended")) return new Response(null, { status: 204 });
+  // An answer of another chat, or of another definition's, is not this chat's to stream.
+  if (row !== undefined && (row.agentId !== chatId || !ofDefinition(row, definition))) {
+    throw new PhronomyError("EXECUTION_NOT_FOUND", `chat ${chatId} has no answer ${id}`);
+  }
+  // useChat's `resume: true` asks on every page load: nothing to resume once
+  // the answer ended. One waiting for approval is replayed to its end, so a
+  // reloaded page shows the approval request again.
+  if (resumeAt === null && (row === undefined || row.status === "terminal")) return new Response(null, { status: 204 });
   return toUIMessageStreamResponse(await env.stream(id, resumeAt === null ? {} : { resumeAt }), { executionId: id });
 }
 
@@ -212,8 +271,20 @@ async function chatRequestOf(request: Request): Promise<{ id: string; messages: 
     throw new PhronomyError("INVALID_INPUT", 'the chat request needs "id" (the chat\'s id) as a non-empty string');
   }
   const messages = body.messages;
-  if (!Array.isArray(messages) || !messages.every((message) => isRecord(message) && typeof message.role === "string" && Array.isArray(message.parts))) {
-    throw new PhronomyError("INVALID_INPUT", 'the chat request needs "messages" as UI messages (each with "role" and "parts")');
+  if (
+    !Array.isArray(messages)
+    || !messages.every(
+      (message) =>
+        isRecord(message)
+        && typeof message.role === "string"
+        && Array.isArray(message.parts)
+        && message.parts.every((part) => isRecord(part) && typeof part.type === "string"),
+    )
+  ) {
+    throw new PhronomyError(
+      "INVALID_INPUT",
+      'the chat request needs "messages" as UI messages (each with "role" and "parts", each part an object with "type")',
+    );
   }
   return { id: body.id, messages: messages as ChatRequestMessage[] };
 }
@@ -229,12 +300,17 @@ function inputOf(message: ChatRequestMessage): AgentInput {
   if (files.length === 0) return text;
   return [
     ...(text.length > 0 ? [{ type: "text" as const, text }] : []),
-    ...files.map((part) => ({
-      type: "file" as const,
-      data: { type: "url" as const, url: String(part.url) },
-      mediaType: String(part.mediaType),
-      ...(typeof part.filename === "string" ? { filename: part.filename } : {}),
-    })),
+    ...files.map((part) => {
+      if (typeof part.url !== "string" || typeof part.mediaType !== "string") {
+        throw new PhronomyError("INVALID_INPUT", 'a file part of the chat request needs "url" and "mediaType" as strings');
+      }
+      return {
+        type: "file" as const,
+        data: { type: "url" as const, url: part.url },
+        mediaType: part.mediaType,
+        ...(typeof part.filename === "string" ? { filename: part.filename } : {}),
+      };
+    }),
   ] as AgentInput;
 }
 
@@ -243,6 +319,8 @@ async function answered(handler: () => Promise<Response>): Promise<Response> {
   try {
     return await handler();
   } catch (error) {
+    // `authorize` may refuse with a Response of its own (401, 403, …).
+    if (error instanceof Response) return error;
     const code = error instanceof PhronomyError ? error.code : "INTERNAL";
     const message = error instanceof Error ? error.message : String(error);
     return Response.json({ code, message }, { status: statusByCode[code] ?? 500 });

@@ -9,7 +9,8 @@
 import { AbstractChat, DefaultChatTransport, readUIMessageStream, type ChatInit, type ChatState, type ChatStatus, type UIMessage } from "ai";
 import { afterEach, describe, expect, it } from "vitest";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
-import { chatRoutes, toUIMessageStreamResponse, type ChatChunk, type ChatRoutes, type Environment } from "../../host/index.js";
+import { chatRoutes, tool, toUIMessageStreamResponse, type ChatChunk, type ChatRoutes, type Environment } from "../../host/index.js";
+import { z } from "zod";
 import { deferred, openEnvironment, waitFor } from "../runtime/helpers.js";
 
 let env: Environment | undefined;
@@ -145,6 +146,101 @@ describe("chatRoutes, through the AI SDK's Chat and DefaultChatTransport", () =>
     await expect(second.result).rejects.toMatchObject({ code: "CANCELLED" });
     gate.resolve();
     expect((await routes.stop(new Request("http://chat.test/api/chat/chat-5/stop", { method: "POST" }))).status, "nothing left").toBe(204);
+  });
+
+  it("authorize is asked before every action, and its Response refuses; another definition's chat is refused", async () => {
+    env = await openEnvironment();
+    const asked: string[] = [];
+    const routes = chatRoutes(env, env.agent({ name: "support", model: scriptedModel(() => ({ text: "hi" })) }), {
+      authorize: ({ chatId, request, action }) => {
+        asked.push(`${action}:${chatId}`);
+        if (request.headers.get("authorization") !== "Bearer ok") throw new Response("forbidden", { status: 403 });
+      },
+    });
+    const gate = deferred();
+    const other = env.agent({
+      name: "billing",
+      model: scriptedModel(async () => {
+        await gate.promise;
+        return { text: "bill" };
+      }),
+    });
+    const billing = other.conversation("billing-1").start("hello");
+    const billingId = await billing.executionId;
+    const message = JSON.stringify({ id: "c-1", messages: [{ id: "u", role: "user", parts: [{ type: "text", text: "hi" }] }] });
+    const approval = JSON.stringify({ id: "c-1", messages: [{ id: "a", role: "assistant", metadata: { executionId: "x" }, parts: [] }] });
+    for (const request of [
+      new Request("http://chat.test/api/chat", { method: "POST", body: message }),
+      new Request("http://chat.test/api/chat/c-1/stream"),
+      new Request("http://chat.test/api/chat/c-1/stop", { method: "POST" }),
+    ]) {
+      expect((await routes.handle(request)).status, `${request.method} ${request.url}`).toBe(403);
+    }
+    expect((await routes.handle(new Request("http://chat.test/api/chat", { method: "POST", body: approval }))).status).toBe(403);
+    expect(asked).toEqual(["message:c-1", "resume:c-1", "stop:c-1", "approval:c-1"]);
+    expect(await env.executions({ agentId: "c-1" }), "nothing started").toEqual([]);
+    const ok = { authorization: "Bearer ok" };
+    // billing-1 is the billing definition's chat: support's routes neither stop nor stream it.
+    const foreign = await routes.handle(new Request("http://chat.test/api/chat/billing-1/stop", { method: "POST", headers: ok }));
+    expect(foreign.status, "a chat of another definition").toBe(400);
+    expect(await foreign.json()).toMatchObject({ code: "INVALID_INPUT" });
+    const streamed = await routes.handle(new Request(`http://chat.test/api/chat/billing-1/stream?executionId=${billingId}`, { headers: ok }));
+    expect(streamed.status).toBe(400);
+    gate.resolve();
+    await expect(billing.result).resolves.toMatchObject({ outcome: "completed" });
+  });
+
+  it("a chat id is decoded once: a router's decoded id is taken as it is, a path's malformed encoding is a 400", async () => {
+    env = await openEnvironment();
+    const routes = chatRoutes(env, env.agent({ name: "support", model: scriptedModel(() => ({ text: "hi" })) }));
+    await env.agent({ name: "other", model: scriptedModel(() => ({ text: "x" })) });
+    expect((await routes.resume(new Request("http://chat.test/api/chat/x/stream"), "%41")).status, "chat '%41' has nothing").toBe(204);
+    const malformed = await routes.handle(new Request("http://chat.test/api/chat/100%/stream"));
+    expect(malformed.status).toBe(400);
+    expect(await malformed.json()).toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining("percent-encoding") });
+  });
+
+  it("malformed parts and a file part without url or mediaType are 400s, not 500s", async () => {
+    env = await openEnvironment();
+    const routes = chatRoutes(env, env.agent({ name: "support", model: scriptedModel(() => ({ text: "hi" })) }));
+    for (const parts of [
+      [null],
+      [
+        { type: "text", text: "hi" },
+        { type: "file", url: "data:text/plain;base64,aGk=" },
+      ],
+    ]) {
+      const answer = await routes.post(
+        new Request("http://chat.test/api/chat", { method: "POST", body: JSON.stringify({ id: "c", messages: [{ id: "u", role: "user", parts }] }) }),
+      );
+      expect(answer.status, JSON.stringify(parts)).toBe(400);
+      expect(await answer.json()).toMatchObject({ code: "INVALID_INPUT" });
+    }
+  });
+
+  it("a reloaded page gets an answer waiting for approval replayed; a new message supersedes that approval", async () => {
+    env = await openEnvironment();
+    const refund = tool({ inputSchema: z.object({ orderId: z.string() }), needsApproval: () => true, execute: () => "refunded" });
+    const model = scriptedModel(({ messages }) => {
+      const last = messages.at(-1);
+      if (last?.role === "user" && last.content === "refund 42") return { toolCalls: [{ toolName: "refund", input: { orderId: "42" } }] };
+      return { text: last?.role === "user" ? `about: ${last.content}` : "done" };
+    });
+    const routes = chatRoutes(env, env.agent({ name: "support", model, tools: { refund } }));
+    const chat = new Chat({ id: "chat-6", transport: transportTo(routes) });
+    await chat.sendMessage({ text: "refund 42" });
+    await waitFor(async () => (chat.status === "ready" ? true : undefined));
+    const [suspended] = await env.executions({ agentId: "chat-6" });
+    expect(suspended?.status).toBe("suspended");
+    const replayed = await transportTo(routes).reconnectToStream({ chatId: "chat-6" });
+    expect(replayed, "the waiting answer is replayed").not.toBeNull();
+    let last: UIMessage | undefined;
+    for await (const message of readUIMessageStream({ stream: replayed!, terminateOnError: true })) last = message;
+    expect(last?.parts.some((part) => part.type === "tool-refund" && (part as { state?: string }).state === "approval-requested")).toBe(true);
+    await chat.sendMessage({ text: "never mind" });
+    await waitFor(async () => (chat.status === "ready" ? true : undefined), 10_000);
+    expect(textOf(chat.messages.at(-1))).toBe("about: never mind");
+    expect(await env.execution(suspended!.executionId)).toMatchObject({ status: "terminal", outcome: "failed" });
   });
 
   it("bad requests are typed JSON errors; handle routes by method; resume names the chat from the path", async () => {
