@@ -63,7 +63,7 @@ export interface AgentRetentionOptions {
  * `olderThanMs` ago (default: each agent's retention), of `agentId` only
  * (default: every agent). */
 export interface PruneOptions {
-  /** Finished more than this many ms ago (each agent's retention otherwise). */
+  /** Finished this many ms ago or longer (0: every finished one; each agent's retention otherwise). */
   readonly olderThanMs?: number;
   /** Only this agent's (conversation's) executions. */
   readonly agentId?: string;
@@ -232,7 +232,11 @@ export class Retention {
     const now = this.settings.now();
     return this.serialized(() => {
       if (options.olderThanMs !== undefined) {
-        return this.drain({ finishedBefore: now - options.olderThanMs, ...(options.agentId !== undefined ? { agentId: options.agentId } : {}) });
+        // Finished `olderThanMs` ago or longer: `olderThanMs: 0` takes an
+        // execution that finished in this very millisecond too (the store
+        // deletes those finished strictly before `finishedBefore`).
+        const finishedBefore = now - options.olderThanMs + 1;
+        return this.drain({ finishedBefore, ...(options.agentId !== undefined ? { agentId: options.agentId } : {}) });
       }
       return options.agentId !== undefined ? this.pruneAgent(options.agentId, now) : this.pass(now);
     });
