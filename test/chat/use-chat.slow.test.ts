@@ -147,8 +147,9 @@ function userText(message: PromptMessage): string {
 
 /** The chat's history as the page loads it: `support.conversation(id).messages()`. */
 async function history(server: ChatServer, chatId: string): Promise<{ role: string; text: string }[]> {
-  const messages = (await (await fetch(`${server.url}/api/chat/${chatId}/messages`)).json()) as { role: string; parts: { text?: string }[] }[];
-  return messages.map((message) => ({ role: message.role, text: message.parts.map((part) => part.text ?? "").join("") }));
+  const messages = (await (await fetch(`${server.url}/api/chat/${chatId}/messages`)).json()) as { role: string; parts: { type: string; text?: string }[] }[];
+  const textOf = (parts: { type: string; text?: string }[]): string => parts.map((part) => (part.type === "text" ? (part.text ?? "") : "")).join("");
+  return messages.map((message) => ({ role: message.role, text: textOf(message.parts) }));
 }
 
 /** The store's rows of the chat, read by a visitor (the server owns the store). */
