@@ -49,7 +49,6 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import pg from "pg";
 import { z } from "zod";
 import { assistantMessage, type ConversationMessage } from "../host/agent/messages.js";
 import { callModel } from "../host/agent/model.js";
@@ -519,6 +518,10 @@ async function peersSection(rounds: readonly Round[]): Promise<void> {
 the peers' table (issue 26): Phronomy on PostgreSQL, ${PEERS_ROUNDS} round(s), then each peer (bench/peers), ${PEERS_ROUNDS} round(s)`);
   const postgres: PostgresRound[] = [];
   if (process.env.BENCH_POSTGRES !== "off") {
+    // Loaded here, not at the top: the SQLite children (this file) would
+    // carry pg's RSS in their memory figures, and an application on
+    // SQLite never loads it (the PostgreSQL store loads it itself).
+    const { default: pg } = await import("pg");
     const admin = new pg.Client({ connectionString: POSTGRES });
     const schemas: string[] = [];
     try {

@@ -7,11 +7,15 @@
 // whether or not JavaScript runs meanwhile: RSS read at the instant the
 // collection returns counts memory that is already garbage, and how much
 // of it depends on where the unmapping threads are. So the RSS reported is
-// read once it stopped falling, with no JavaScript running meanwhile (the
-// event loop does not turn: nothing of the measured program runs).
+// read once it stopped falling, with no JavaScript running meanwhile: the
+// main thread sleeps (`Atomics.wait`, so that it leaves the CPU to those
+// threads on a loaded machine) and the event loop does not turn, so
+// nothing of the measured program runs.
+
+const pause = new Int32Array(new SharedArrayBuffer(4));
 
 /** Two full GCs (`--expose-gc`; without it, none), then
- * `process.memoryUsage()` once RSS stopped falling for 30 ms (at most 1 s
+ * `process.memoryUsage()` once RSS stopped falling for 200 ms (at most 3 s
  * of waiting). `rssRightAfterGc` is RSS read as the collections returned. */
 export function memoryAfterGc(): NodeJS.MemoryUsage & { rssRightAfterGc: number } {
   const gc = (globalThis as { gc?: () => void }).gc;
@@ -21,7 +25,8 @@ export function memoryAfterGc(): NodeJS.MemoryUsage & { rssRightAfterGc: number 
   const began = performance.now();
   let last = rssRightAfterGc;
   let steadySince = began;
-  while (performance.now() - began < 1000 && performance.now() - steadySince < 30) {
+  while (performance.now() - began < 3000 && performance.now() - steadySince < 200) {
+    Atomics.wait(pause, 0, 0, 10);
     const now = process.memoryUsage().rss;
     if (now < last) steadySince = performance.now();
     last = now;
