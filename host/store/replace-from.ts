@@ -13,8 +13,14 @@
 //   "interrupt"`, which ends it first;
 // * it ended, but none of its records is in memory any more (retention
 //   trimmed them, or its input guardrail blocked it): INVALID_INPUT.
+//
+// A replaced execution that failed is not retried (`env.retry`): its
+// input is gone from memory, and its answer would land after the turns
+// that replaced it. Retention never trims the records of an execution
+// still in the store, so a failed execution with no record in memory was
+// replaced; both stores' `reopenExecution` refuse it (`replacedRetry`).
 
-import { InvalidInputError, PhronomyError } from "../errors.js";
+import { InvalidInputError, PhronomyError, RetryRefusedError } from "../errors.js";
 import type { ExecutionStatusName, StoredError } from "./records.js";
 
 /** What the preparation's transaction read about the execution to replace from. */
@@ -48,4 +54,13 @@ export function replaceRefusal(agentId: string, executionId: string, replaceFrom
     }).toRecord();
   }
   return refusal("replace_not_in_memory", "none of its records is in the conversation's memory any more (retention trimmed them, or its input was blocked)");
+}
+
+/** The refusal of a retry of an execution whose turn was replaced (its
+ * input is no longer in its conversation's memory). */
+export function replacedRetry(executionId: string, agentId: string): RetryRefusedError {
+  return new RetryRefusedError(
+    `execution ${executionId} was not retried: a later start replaced its turn in conversation "${agentId}"'s memory (replaceFrom), so its input is gone; start the message again instead`,
+    { executionId, agentId, reason: "replaced" },
+  );
 }

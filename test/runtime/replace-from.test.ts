@@ -141,4 +141,23 @@ describe("start({ replaceFrom })", () => {
     expect(texts).toEqual(["user: hello", "assistant: ok: hello", "user: fast", "assistant: ok: fast"]);
     expect((await chat.messages()).at(-1)?.id).toBe(result.executionId);
   });
+  it("a failed execution whose turn was replaced is not retried (RETRY_REFUSED, replaced), and the retry writes nothing", async () => {
+    env = await openEnvironment();
+    const failing = { on: true };
+    const model = scriptedModel(({ messages }) => {
+      const last = messages.at(-1);
+      if (failing.on) return { error: "the provider is down" };
+      return { text: `ok: ${last?.role === "user" ? String(last.content) : "?"}` };
+    });
+    const chat = env.agent({ name: "support", model, maxRetries: 0 }).conversation("user-6");
+    const failed = chat.start("hello");
+    const failedId = await failed.executionId;
+    await expect(failed.result).rejects.toMatchObject({ code: "MODEL_FAILED" });
+    failing.on = false;
+    await chat.start("hello again", { replaceFrom: failedId }).result;
+    const before = { row: await env.execution(failedId), memory: await chat.messages() };
+    await expect(env.retry(failedId).result).rejects.toMatchObject({ code: "RETRY_REFUSED", details: { reason: "replaced" } });
+    expect({ row: await env.execution(failedId), memory: await chat.messages() }).toEqual(before);
+    expect(before.memory.map((message) => (message.parts[0] as { text: string }).text)).toEqual(["hello again", "ok: hello again"]);
+  });
 });

@@ -85,6 +85,28 @@ for (const backend of [sqliteBackend, postgresBackend, simulatedBackend] as Back
       expect(await memory(store, "other")).toEqual(["o1:user", "o1:assistant"]);
     });
 
+    it("a failed execution whose turn was replaced is not reopened for a retry (RETRY_REFUSED, replaced), nothing written", async () => {
+      const store = await threeTurns();
+      await store.run(prepare("f1", "support", { journal: [journalEntry("f1", "user", "f1 asks")] }));
+      await store.run(providerBarrier("f1", 1));
+      await store.run(terminalCommit("f1", 2, { outcome: "failed", output: null, error: { code: "MODEL_FAILED", message: "down" }, steps: [], journal: [] }));
+      await store.run(prepare("e4", "support", { replaceFrom: "f1" }));
+      const before = await store.getExecution("f1");
+      await expect(
+        store.run({
+          type: "reopenExecution",
+          executionId: "f1",
+          expectedRevision: 3,
+          status: "active",
+          phase: "calling_llm",
+          metadata: { config: {}, attempt: 2 },
+          step: { attempt: 2 },
+          at: 90,
+        }),
+      ).rejects.toMatchObject({ code: "RETRY_REFUSED", details: { reason: "replaced" } });
+      expect(await store.getExecution("f1")).toEqual(before);
+    });
+
     it("refuses a malformed replaceFrom, and one with a blocked input, synchronously with InvalidInputError", async () => {
       const store = await threeTurns();
       expect(() => store.run(prepare("e4", "support", { replaceFrom: "" }))).toThrow(InvalidInputError);
