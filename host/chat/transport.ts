@@ -90,7 +90,8 @@ export class PhronomyChatTransport<UI_MESSAGE extends UIMessage = UIMessage> imp
 
   /** POST {api}: a message or an approval response; the answer's stream,
    * reconnected until its `finish`. */
-  async sendMessages({ abortSignal, ...options }: SendOptions<UI_MESSAGE>): Promise<ReadableStream<UIMessageChunk>> {
+  async sendMessages(request: SendOptions<UI_MESSAGE>): Promise<ReadableStream<UIMessageChunk>> {
+    const { abortSignal, ...options } = request;
     const control = linkedAbort(abortSignal);
     const { body, headers, credentials } = await this.resolved();
     const prepared = await this.options.prepareSendMessagesRequest?.({
@@ -125,7 +126,8 @@ export class PhronomyChatTransport<UI_MESSAGE extends UIMessage = UIMessage> imp
 
   /** GET {api}/{chatId}/stream: the chat's running answer from its start
    * (null when nothing runs), reconnected until its `finish`. */
-  async reconnectToStream({ abortSignal, ...options }: ReconnectOptions): Promise<ReadableStream<UIMessageChunk> | null> {
+  async reconnectToStream(request: ReconnectOptions): Promise<ReadableStream<UIMessageChunk> | null> {
+    const { abortSignal, ...options } = request;
     const control = linkedAbort(abortSignal);
     const reconnect: Reconnect = { chatId: options.chatId, request: options, signal: control.signal };
     const { url, init } = await this.resumeRequest(reconnect, undefined, undefined);
