@@ -8,12 +8,20 @@
 // and `stop()`, which never reconnects. Seeded: CHAT_TRANSPORT_SEED replays
 // a run's cut points.
 
-import { AbstractChat, type ChatInit, type ChatState, type ChatStatus, type UIMessage, type UIMessageChunk } from "ai";
+import {
+  AbstractChat,
+  lastAssistantMessageIsCompleteWithApprovalResponses,
+  type ChatInit,
+  type ChatState,
+  type ChatStatus,
+  type UIMessage,
+  type UIMessageChunk,
+} from "ai";
 import type { LanguageModelV4, LanguageModelV4StreamPart } from "@ai-sdk/provider";
 import { afterEach, describe, expect, it } from "vitest";
 import { chatRoutes, Phronomy, PhronomyError, type ChatChunk, type ChatRoutes, type Environment } from "../../host/index.js";
 import { PhronomyChatTransport } from "../../host/chat/transport.js";
-import { lookupTool, openEnvironment, recordingLogger, scriptedModel, temporaryStorePath, turnOf, waitFor } from "../runtime/helpers.js";
+import { approvalRefundTool, lookupTool, openEnvironment, recordingLogger, scriptedModel, temporaryStorePath, turnOf, waitFor } from "../runtime/helpers.js";
 import { serveChat, type ChatHttpServer } from "../support/chat-http.js";
 import { generator, seedFrom } from "../support/seeded.js";
 import { messageOf } from "../support/ui-stream.js";
@@ -234,6 +242,43 @@ describe("PhronomyChatTransport under the AI SDK's Chat, against a server that c
     } finally {
       await second.close();
     }
+  });
+
+  it("an approval pressed, its continuation cut off: the transport resumes it after the suspension and the same message completes", async () => {
+    const env = await openEnvironment();
+    const refunds: string[] = [];
+    const model = paced(
+      scriptedModel(({ messages }) =>
+        messages.at(-1)?.role === "tool"
+          ? { text: "Order 42 is refunded; the money is back on your card within three days." }
+          : { text: "I will refund order 42.", toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] },
+      ),
+      5,
+    );
+    const routes = chatRoutes(env, env.agent({ name: "support", model, tools: { refund: approvalRefundTool(refunds) } }));
+    const server = await serveChat(() => routes);
+    servers.push(server);
+    const chat = new Chat({ id: "chat-8", transport: transportTo(server), sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses });
+    await chat.sendMessage({ text: "Please refund order 42" });
+    await settled(chat);
+    const refund = chat.messages.at(-1)!.parts.find((part) => part.type === "tool-refund") as { state: string; approval: { id: string } };
+    expect(refund.state).toBe("approval-requested");
+    server.dropAfter(3);
+    await chat.addToolApprovalResponse({ id: refund.approval.id, approved: true });
+    await waitFor(async () => ((chat.messages.at(-1)?.metadata as { outcome?: string } | undefined)?.outcome === "completed" ? true : undefined), 30_000);
+    await settled(chat);
+    expect(chat.error).toBeUndefined();
+    expect(server.drops).toBe(1);
+    expect(server.requests.filter((request) => request.startsWith("GET"))).toEqual([expect.stringMatching(/^GET \/api\/chat\/chat-8\/stream\?executionId=/)]);
+    expect(chat.messages.map((message) => message.role)).toEqual(["user", "assistant"]);
+    const message = chat.messages[1]!;
+    expectNoPartTwice(message);
+    expect(message.parts.filter((part) => part.type !== "step-start")).toEqual([
+      expect.objectContaining({ type: "text", text: "I will refund order 42." }),
+      expect.objectContaining({ type: "tool-refund", state: "output-available", approval: expect.objectContaining({ approved: true }) }),
+      expect.objectContaining({ type: "text", text: "Order 42 is refunded; the money is back on your card within three days." }),
+    ]);
+    expect(refunds).toHaveLength(1);
   });
 
   it("stop() mid-answer ends the request and never reconnects", async () => {
