@@ -1,8 +1,9 @@
 // A real HTTP server (node:http) in front of `chatRoutes`, for the chat
 // transport's tests: it logs every request, and it can cut a streamed
-// answer off — destroy the socket after the next responses' first few
-// server-sent events — as a dropped connection or a proxy's timeout would,
-// or answer requests with a status of the test's choosing.
+// answer off — end the connection after the next responses' first few
+// server-sent events, the body left unfinished — as a dropped connection
+// or a proxy's timeout would, or answer requests with a status of the
+// test's choosing.
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { Readable } from "node:stream";
@@ -81,11 +82,13 @@ async function send(response: ServerResponse, web: Response, limit: number | und
   for (;;) {
     const next = await reader.read().catch(() => ({ done: true as const, value: undefined }));
     if (next.done) break;
-    response.write(next.value);
+    // Written out before a cut: the client has the events up to it.
+    await new Promise((resolve) => response.write(next.value, resolve));
     events += decoder.decode(next.value, { stream: true }).split("\n\n").length - 1;
     if (limit !== undefined && events >= limit) {
       await reader.cancel().catch(() => undefined);
-      response.destroy();
+      // The connection ends mid-body (no last chunk): a dropped connection to the client.
+      response.socket?.end();
       return;
     }
   }
