@@ -38,6 +38,7 @@ export default defineConfig({
       { find: /^phronomy$/, replacement: source("./host/index.ts") },
       { find: /^phronomy\/testing$/, replacement: source("./host/testing.ts") },
       { find: /^phronomy\/ui$/, replacement: source("./host/ui/index.ts") },
+      { find: /^phronomy\/chat$/, replacement: source("./host/chat/index.ts") },
     ],
   },
   test: {

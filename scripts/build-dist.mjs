@@ -43,6 +43,8 @@ const required = [
   "host/testing.d.ts",
   "host/ui/index.js",
   "host/ui/index.d.ts",
+  "host/chat/index.js",
+  "host/chat/index.d.ts",
   "host/store/sqlite/worker.js",
   "host/core/load-core.js",
   "assembly/abi.js",

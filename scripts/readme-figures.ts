@@ -53,7 +53,12 @@ export interface BuildFigures {
 }
 
 /** The API reference's page of each package entry (docs/api/). */
-const entryPages = { phronomy: "phronomy.md", "phronomy/testing": "phronomy/testing.md", "phronomy/ui": "phronomy/ui.md" } as const;
+const entryPages = {
+  phronomy: "phronomy.md",
+  "phronomy/testing": "phronomy/testing.md",
+  "phronomy/ui": "phronomy/ui.md",
+  "phronomy/chat": "phronomy/chat.md",
+} as const;
 
 /** The names a page of the API reference documents: its `### name`
  * headings, once each (a constant and a type of one name share a name). */

@@ -36,8 +36,10 @@ export interface LanguageModelObject {
   readonly provider: string;
   /** The model's id, on spans and in errors. */
   readonly modelId: string;
-  /** One answer, whole (the AI SDK's `generateText` calls it). */
-  doGenerate(options: never): PromiseLike<unknown>;
+  /** One answer, whole (the AI SDK's `generateText` calls it). A model
+   * that answers only by streaming may leave it out: it is then called
+   * through `doStream` for every run (docs/decisions/0072). */
+  doGenerate?(options: never): PromiseLike<unknown>;
   /** One answer, streamed (the AI SDK's `streamText` calls it). */
   doStream(options: never): PromiseLike<unknown>;
 }
@@ -103,16 +105,50 @@ export async function callModel(model: LanguageModel, request: ModelCallRequest)
   try {
     const ai = await loadAiSdk();
     request.signal.throwIfAborted();
-    const options = callOptionsFor(ai, model, request);
-    turn =
-      request.onTextDelta !== undefined
-        ? await streamTurn(ai, scope, options, request.signal, request.onTextDelta, request.output !== undefined)
-        : await generateTurn(ai, scope, options, request.output !== undefined);
+    turn = await answerOf(ai, scope, callOptionsFor(ai, model, request), request);
   } catch (error) {
     throw modelCallError(scope, request.signal, error);
   }
   request.signal.throwIfAborted();
   return turn;
+}
+
+/** Language models found to answer only by streaming: their `doGenerate`
+ * threw UnsupportedFunctionalityError once, so every later call streams
+ * (weakly held: a model dropped by its definitions is not kept here). */
+const streamingOnly = new WeakSet<object>();
+
+/** How a model is called (docs/decisions/0072): streaming when the run
+ * streams or the model only streams (no `doGenerate`, or one that said it
+ * is unsupported: then again streaming at once); whole when it cannot
+ * stream (no `doStream`: a streamed run then gets its text as one delta). */
+async function answerOf(ai: AiSdk, scope: CallScope, options: CallOptions, request: ModelCallRequest): Promise<ModelTurn> {
+  const { model } = scope;
+  const structured = request.output !== undefined;
+  const streamTurnOf = (): Promise<ModelTurn> => streamTurn(ai, scope, options, request.signal, request.onTextDelta, structured);
+  if (typeof model === "object" && typeof model.doStream !== "function") {
+    const turn = await generateTurn(ai, scope, options, structured);
+    if (turn.text.length > 0) deliverDelta(request.onTextDelta, turn.text);
+    return turn;
+  }
+  if (request.onTextDelta !== undefined || streamsOnly(model)) return streamTurnOf();
+  try {
+    return await generateTurn(ai, scope, options, structured);
+  } catch (error) {
+    if (typeof model === "string" || !isUnsupportedFunctionality(error) || request.signal.aborted) throw error;
+    streamingOnly.add(model);
+    return streamTurnOf();
+  }
+}
+
+function streamsOnly(model: LanguageModel): boolean {
+  return typeof model === "object" && (typeof model.doGenerate !== "function" || streamingOnly.has(model));
+}
+
+/** The AI SDK's UnsupportedFunctionalityError (by name: its class may come
+ * from another copy of `@ai-sdk/provider`). */
+function isUnsupportedFunctionality(error: unknown): boolean {
+  return isRecord(error) && error.name === "AI_UnsupportedFunctionalityError";
 }
 
 /** Checks that a value is a language model this package can call: an AI
@@ -131,8 +167,8 @@ export function assertLanguageModel(value: unknown): asserts value is LanguageMo
       { details: { key: "model", specificationVersion: typeof version === "string" ? version : null } },
     );
   }
-  if (typeof candidate.doGenerate !== "function") {
-    throw new InvalidInputError(`model ${labelOf(candidate)} has no doGenerate method; it is not an AI SDK language model`);
+  if (typeof candidate.doGenerate !== "function" && typeof candidate.doStream !== "function") {
+    throw new InvalidInputError(`model ${labelOf(candidate)} has neither doGenerate nor doStream; it is not an AI SDK language model`);
   }
 }
 
@@ -258,23 +294,21 @@ async function generateTurn(ai: AiSdk, scope: CallScope, options: CallOptions, s
   return turn;
 }
 
+/** One model call through `streamText`; each text delta goes to
+ * `onTextDelta` when the run streams (otherwise the answer is collected). */
 async function streamTurn(
   ai: AiSdk,
   scope: CallScope,
   options: CallOptions,
   signal: AbortSignal,
-  onTextDelta: (delta: string) => void,
+  onTextDelta: ((delta: string) => void) | undefined,
   structured: boolean,
 ): Promise<ModelTurn> {
   const result = ai.streamText({ ...options, onError: () => undefined } as Parameters<AiSdk["streamText"]>[0]);
   for await (const part of result.fullStream as AsyncIterable<LooseRecord>) {
     signal.throwIfAborted();
     if (part.type === "text-delta" && typeof part.text === "string" && part.text.length > 0) {
-      try {
-        onTextDelta(part.text);
-      } catch (error) {
-        throw new TextDeltaListenerFailure(error);
-      }
+      deliverDelta(onTextDelta, part.text);
     } else if (part.type === "error") {
       throw part.error instanceof Error && !(part.error instanceof PhronomyError) && !isProviderError(part.error)
         ? modelFailure(scope, `streamed an error: ${messageOf(part.error)}`, { cause: part.error })
@@ -299,6 +333,16 @@ async function streamTurn(
     };
   }
   return turn;
+}
+
+/** A text delta to the run's listener; its exception is carried out of the call as it is. */
+function deliverDelta(onTextDelta: ((delta: string) => void) | undefined, delta: string): void {
+  if (onTextDelta === undefined) return;
+  try {
+    onTextDelta(delta);
+  } catch (error) {
+    throw new TextDeltaListenerFailure(error);
+  }
 }
 
 /** The structured output, which must be JSON (it is persisted and is the

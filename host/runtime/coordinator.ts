@@ -26,7 +26,7 @@ import { resumeRefused, waitBeforeResume } from "./resume-waits.js";
 import { cancelRefused, submitCancelCommit } from "./cancel-commit.js";
 import type { CoordinatorCalls } from "./coordinator-calls.js";
 import { reopenInstalled } from "./retry.js";
-import { deliverOutcome, emitToEntry, settleWaiterWithError } from "./delivery.js";
+import { deliverOutcome, emitToEntry, emitToWaiter, settleWaiterWithError } from "./delivery.js";
 import { Session, type SessionHost } from "./session.js";
 import type { Tracer } from "./tracing.js";
 import { submitPrepare } from "./execution-preparation.js";
@@ -470,6 +470,8 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
     if (request.waiter.settled) return;
     entry.waiters.push(request.waiter);
     request.waiter.knowExecutionId(entry.executionId);
+    // An observer attached mid-call hears the streamed text so far (decision 0072).
+    if (request.type === "attach") for (const event of entry.session?.catchUpEvents() ?? []) emitToWaiter(request.waiter, event, this.settings, entry);
   }
 
   // -- the session ------------------------------------------------------------------------------

@@ -108,6 +108,11 @@ export class Session {
   /** The tool batch the next tool barrier writes and the batch then runs. */
   private planned: PlannedCall[] = [];
   private modelCallId = "";
+  /** The streamed model call in flight and its text so far: an observer
+   * that attaches during the call hears them first (`catchUpEvents`), so
+   * a watcher of a recovered execution gets the text as it streams
+   * (docs/decisions/0072). Only the one call's text is kept. */
+  private streamedCall: { readonly callId: string; readonly turn: number; text: string } | undefined;
   private readonly abort = new AbortController();
   private timer: ReturnType<typeof setTimeout> | undefined;
   private detachSignal: (() => void) | undefined;
@@ -278,6 +283,7 @@ export class Session {
     const { definition, tracer } = this.settings;
     this.turns += 1;
     this.host.emit(this, { type: "model_call_started", executionId: this.executionId, callId, turn: this.turns });
+    this.streamedCall = this.settings.stream ? { callId, turn: this.turns, text: "" } : undefined;
     const span = tracer.startChild(this.settings.parentSpan, () => ({
       name: `chat ${modelIdOf(definition.model)}`,
       attributes: { ...modelRequestAttributes(definition), "phronomy.execution_id": this.executionId, "phronomy.call_id": callId, "phronomy.turn": this.turns },
@@ -314,7 +320,9 @@ export class Session {
                     onTextDelta: (delta: string) => {
                       deltas += 1;
                       this.host.post(() => {
-                        if (!this.finished) this.host.emit(this, { type: "text_delta", executionId: this.executionId, callId, delta });
+                        if (this.finished) return;
+                        if (this.streamedCall?.callId === callId) this.streamedCall.text += delta;
+                        this.host.emit(this, { type: "text_delta", executionId: this.executionId, callId, delta });
                       });
                     },
                   }
@@ -329,6 +337,7 @@ export class Session {
     run().then(
       ({ turn, plan }) =>
         this.host.post(() => {
+          this.streamedCall = undefined;
           if (span.recording) span.set(modelResponseAttributes(turn, attempts));
           span.end();
           this.host.operationSettled(this);
@@ -336,12 +345,24 @@ export class Session {
         }),
       (error: unknown) =>
         this.host.post(() => {
+          this.streamedCall = undefined;
           span.set({ "phronomy.attempts": attempts });
           span.fail(error);
           this.host.operationSettled(this);
           this.operationFailed(error, "MODEL_FAILED");
         }),
     );
+  }
+
+  /** What an observer attaching now has missed of the streamed model call
+   * in flight: its start and, as one delta, its text so far. Nothing when
+   * no streamed call is in flight. */
+  catchUpEvents(): ExecutionEvent[] {
+    const call = this.streamedCall;
+    if (call === undefined || this.finished) return [];
+    const { executionId } = this;
+    const started: ExecutionEvent = { type: "model_call_started", executionId, callId: call.callId, turn: call.turn };
+    return call.text.length === 0 ? [started] : [started, { type: "text_delta", executionId, callId: call.callId, delta: call.text }];
   }
 
   private modelAttemptFailed(callId: string, failure: FailedAttempt): void {

@@ -69,6 +69,13 @@ export const runs: Readonly<Record<string, Runs | { readonly runBy: string }>> =
       /^resumed after the third chunk: start tool-output-available finish-step start-step text-start (text-delta )+text-end finish-step finish$/,
     ],
   },
+  "examples/chat-transport.ts": {
+    runtime: "node",
+    prints: [
+      new RegExp(`^cut off after 4 events, then GET /api/chat/chat-1/stream\\?executionId=${uuid}&resumeAt=\\d+(\\.t?\\d+)?$`),
+      "step-start, text: Order 42 is out for delivery and arrives on Monday.",
+    ],
+  },
   "examples/dashboard-bun.ts": { runtime: "bun", prints: [/^http:\/\/127\.0\.0\.1:\d+\/admin\/agents\/\?token=/, "page 200 true without the token 403"] },
   // The test server, a fresh schema dropped after the test (test/postgres/database.ts).
   "examples/postgres.ts": {

@@ -94,5 +94,6 @@ export function fromSources(text: string): string {
   return text
     .replaceAll(`from "phronomy/testing"`, `from "${entry("host/testing.ts")}"`)
     .replaceAll(`from "phronomy/ui"`, `from "${entry("host/ui/index.ts")}"`)
+    .replaceAll(`from "phronomy/chat"`, `from "${entry("host/chat/index.ts")}"`)
     .replaceAll(`from "phronomy"`, `from "${entry("host/index.ts")}"`);
 }

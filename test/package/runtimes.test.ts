@@ -138,6 +138,8 @@ describe("the packed package", () => {
       "dist/host/index.d.ts",
       "dist/host/testing.js",
       "dist/host/testing.d.ts",
+      "dist/host/chat/index.js",
+      "dist/host/chat/index.d.ts",
       "dist/host/store/sqlite/worker.js",
       "dist/build/core.release.wasm",
     ]) {

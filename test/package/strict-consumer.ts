@@ -5,9 +5,14 @@
 // It prints the run's output, "hi", then the typed structured output's
 // field, 42 (its type inferred from the definition's Output.object).
 
-export const strictConsumer = `import { jsonSchema, Output } from "ai";
+export const strictConsumer = `import { jsonSchema, Output, type ChatTransport, type UIMessage } from "ai";
 import { Phronomy, tool, type Agent, type Environment, type Run } from "phronomy";
+import { PhronomyChatTransport } from "phronomy/chat";
 import { scriptedModel } from "phronomy/testing";
+
+// The page's transport (phronomy/chat): an AI SDK ChatTransport.
+const transport: ChatTransport<UIMessage> = new PhronomyChatTransport<UIMessage>({ api: "/api/chat", reconnectAttemptsMax: 4 });
+void transport;
 
 const env: Environment = await Phronomy.open({ store: "./agents.db" });
 const lookup = tool({
