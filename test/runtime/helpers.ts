@@ -115,8 +115,11 @@ export function approvalRefundTool(refunds: string[]) {
   });
 }
 
-/** Polls `probe` every 10 ms until it gives a value; fails after `timeoutMs`. */
-export async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs = 5_000): Promise<T> {
+/** Polls `probe` every 10 ms until it gives a value; fails after `timeoutMs`
+ * (20 s by default: a bound on a condition that does come, generous for a
+ * machine whose load average is ten times its cores, as CI's can be; a
+ * passing test never waits it out). */
+export async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
