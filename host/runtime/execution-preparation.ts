@@ -12,6 +12,7 @@ import { checkWithGuardrail, guardrailFailedMessage, type CheckedVerdict } from 
 import type { AgentEntry, StartRequest } from "./requests.js";
 import { asPhronomyError } from "./session.js";
 import { persistedInput, redactedStartInput } from "./start-input.js";
+import { configOfStartCallSettings } from "./start-call-settings.js";
 
 /** Effect SubmitPrepare: the execution's first row (with its first barrier),
  * its input checked by the guardrail first. */
@@ -125,6 +126,8 @@ export function configOf(request: StartRequest): { [key: string]: Json } {
   if (request.options.metadata !== undefined) config.metadata = request.options.metadata as Json;
   // A recovered (or retried) execution streams as its start asked (decision 0056).
   if (request.options.stream === true) config.stream = true;
+  // The AI SDK settings the start gave (decision 0071).
+  configOfStartCallSettings(request.options, config);
   // The definition a conversation belongs to: recovery at open finds its
   // definition by this name (docs/decisions/0024-conversations.md).
   if (request.agent.definitionName !== undefined) config.definition = request.agent.definitionName;

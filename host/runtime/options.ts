@@ -6,6 +6,8 @@
 import { InvalidInputError } from "../errors.js";
 import { assertLanguageModel, MODEL_CALL_SETTING_KEYS, type LanguageModel, type ModelCallSettings } from "../agent/model.js";
 import { checkModelSettings } from "./model-settings.js";
+import { checkLoopSettings, LOOP_SETTING_KEYS, type LoopSettings } from "./loop-settings.js";
+import { checkStartCallSettings, START_CALL_SETTING_KEYS, type StartCallSettings } from "./start-call-settings.js";
 import { preloadAiSdk } from "../agent/ai-sdk.js";
 import type { ToolSet } from "../agent/tools.js";
 import type { Json } from "../store/records.js";
@@ -106,8 +108,12 @@ export type OutputOf<SPEC> = SPEC extends {
  * conversations. The AI SDK's call settings (`temperature`,
  * `maxOutputTokens`, `topP`, `topK`, `presencePenalty`, `frequencyPenalty`,
  * `stopSequences`, `seed`, `headers`, `providerOptions`) go to the provider
- * on every model call, as `generateText` takes them. */
-export interface AgentSettings<OUTPUT = unknown> extends ModelCallSettings {
+ * on every model call, as `generateText` takes them; the `ToolLoopAgent`
+ * settings (`stopWhen`, `prepareStep`, `onStepFinish`, `onFinish`,
+ * `toolChoice`, `activeTools`, `experimental_repairToolCall`, `timeout`,
+ * `experimental_telemetry`, `callOptionsSchema`, `prepareCall`) are
+ * honoured at each step (docs/decisions/0071). */
+export interface AgentSettings<OUTPUT = unknown> extends ModelCallSettings, LoopSettings {
   /** An AI SDK language model (v2, v3, v4), or a model id string the AI SDK
    * resolves (the global provider, else the AI Gateway). */
   readonly model: LanguageModel;
@@ -121,8 +127,8 @@ export interface AgentSettings<OUTPUT = unknown> extends ModelCallSettings {
   /** The waits between retries (model calls, and tools that opt in). */
   readonly retryDelay?: { readonly initialMs?: number; readonly maxMs?: number };
   /** Handed to every tool's `execute` and `needsApproval` as
-   * `experimental_context`. Not stored: a recovered execution gets the
-   * definition's value again. */
+   * `experimental_context` (a start's own, JSON, goes instead). Not
+   * stored: a recovered execution gets the definition's value again. */
   readonly experimental_context?: unknown;
   /** Each tool's `context` (AI SDK 7), by tool name: handed to its
    * `execute` and `needsApproval`. Not stored, as `experimental_context`. */
@@ -179,8 +185,11 @@ export type ApprovalPolicy = "tools" | "always" | "never";
  * the place to notify whoever decides. */
 export type ApprovalListener = (request: ApprovalRequest) => void | Promise<void>;
 
-/** The options of one `agent.start`; those the agent also has override its own. */
-export interface StartOptions {
+/** The options of one `agent.start`; those the agent also has override its
+ * own. The AI SDK's per-call settings (`providerOptions`, `model` as a
+ * model id, `experimental_context`, `options`) are JSON and kept with the
+ * execution (start-call-settings.ts). */
+export interface StartOptions extends StartCallSettings {
   /** Cancels the execution: what is in flight is aborted and it ends
    * `CANCELLED` (a queued message is dropped). */
   readonly signal?: AbortSignal;
@@ -280,6 +289,7 @@ export const AGENT_DEFINITION_KEYS = [
   "retryDelay",
   "experimental_context",
   "toolsContext",
+  ...LOOP_SETTING_KEYS,
 ] as const;
 
 export const START_OPTION_KEYS = [
@@ -296,6 +306,7 @@ export const START_OPTION_KEYS = [
   "stream",
   "onBusy",
   "idempotencyKey",
+  ...START_CALL_SETTING_KEYS,
 ] as const;
 
 /** Agent ids are interned by the host and stored as text: bounded, printable. */
@@ -364,7 +375,12 @@ export function validateAgentDefinition(definition: Partial<AgentDefinition & Co
   onBusyPolicy(definition.onBusy, what);
   positiveInteger(definition.queueLimit, "queueLimit", what, QUEUE_LIMIT_MAX);
   checkModelSettings(definition, what);
+  checkLoopSettings(definition, toolNamesOf(definition.tools), what);
   preloadAiSdk();
+}
+
+function toolNamesOf(tools: unknown): string[] {
+  return typeof tools === "object" && tools !== null ? Object.keys(tools) : [];
 }
 
 function onBusyPolicy(value: unknown, what: string): void {
@@ -401,6 +417,7 @@ export function validateStartOptions(options: StartOptions, what: string): void 
       `${what}: "idempotencyKey" must be a non-empty string of at most ${IDEMPOTENCY_KEY_LENGTH_MAX} characters, got ${JSON.stringify(options.idempotencyKey)?.slice(0, 80)}`,
     );
   }
+  checkStartCallSettings(options, what);
   if (options.metadata !== undefined) {
     try {
       JSON.stringify(options.metadata);
