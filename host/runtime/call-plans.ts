@@ -67,8 +67,8 @@ function planFromPrepareCall(given: PrepareCallOptions, answer: PrepareCallResul
     model: result.model ?? given.model,
     ...(instructions !== undefined ? { system: instructions } : {}),
     ...(toolChoice !== undefined ? { toolChoice } : {}),
-    ...(result.activeTools ?? given.activeTools ? { activeTools: result.activeTools ?? given.activeTools } : {}),
-    ...(result.providerOptions ?? given.providerOptions ? { providerOptions: result.providerOptions ?? given.providerOptions } : {}),
+    ...((result.activeTools ?? given.activeTools) ? { activeTools: result.activeTools ?? given.activeTools } : {}),
+    ...((result.providerOptions ?? given.providerOptions) ? { providerOptions: result.providerOptions ?? given.providerOptions } : {}),
   };
   return { overrides, experimentalContext: "experimental_context" in result ? result.experimental_context : given.experimental_context };
 }

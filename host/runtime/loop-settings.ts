@@ -221,12 +221,14 @@ export function checkLoopSettings(definition: LoopSettings, toolNames: readonly 
       throw new InvalidInputError(`${what}: "activeTools" must be an array of tool names`);
     }
     const unknown = activeTools.find((name) => !toolNames.includes(name));
-    if (unknown !== undefined) throw new InvalidInputError(`${what}: "activeTools" names "${unknown}", which is not one of its tools (${toolNames.join(", ")})`);
+    if (unknown !== undefined)
+      throw new InvalidInputError(`${what}: "activeTools" names "${unknown}", which is not one of its tools (${toolNames.join(", ")})`);
   }
   if (timeout !== undefined && !(isPositiveInteger(timeout) || isPlainObject(timeout))) {
     throw new InvalidInputError(`${what}: "timeout" must be a positive number of ms or { totalMs?, stepMs?, chunkMs? }, got ${String(timeout)}`);
   }
-  if (telemetry !== undefined && !isPlainObject(telemetry)) throw new InvalidInputError(`${what}: "experimental_telemetry" must be an object ({ isEnabled: true, … })`);
+  if (telemetry !== undefined && !isPlainObject(telemetry))
+    throw new InvalidInputError(`${what}: "experimental_telemetry" must be an object ({ isEnabled: true, … })`);
   if (callOptionsSchema !== undefined && toolSchemaOf(callOptionsSchema) === undefined) {
     throw new InvalidInputError(`${what}: "callOptionsSchema" must be a schema (zod, a Standard Schema, or jsonSchema() from "ai")`);
   }
@@ -241,7 +243,8 @@ function checkToolChoice(toolChoice: unknown, toolNames: readonly string[], what
   if (typeof named !== "string") {
     throw new InvalidInputError(`${what}: "toolChoice" must be "auto", "none", "required" or { type: "tool", toolName }, got ${JSON.stringify(toolChoice)}`);
   }
-  if (!toolNames.includes(named)) throw new InvalidInputError(`${what}: "toolChoice" names "${named}", which is not one of its tools (${toolNames.join(", ")})`);
+  if (!toolNames.includes(named))
+    throw new InvalidInputError(`${what}: "toolChoice" names "${named}", which is not one of its tools (${toolNames.join(", ")})`);
 }
 
 /** The definition's stop conditions as a list, or undefined without any. */
@@ -253,7 +256,9 @@ export function stopConditionsOf(definition: LoopSettings): readonly StopConditi
 
 /** Whether a definition's loop needs its steps kept (a setting reads them). */
 export function tracksSteps(definition: LoopSettings): boolean {
-  return definition.stopWhen !== undefined || definition.prepareStep !== undefined || definition.onStepFinish !== undefined || definition.onFinish !== undefined;
+  return (
+    definition.stopWhen !== undefined || definition.prepareStep !== undefined || definition.onStepFinish !== undefined || definition.onFinish !== undefined
+  );
 }
 
 function isPositiveInteger(value: unknown): boolean {

@@ -55,7 +55,9 @@ describe("stopWhen", () => {
   it("hasToolCall(name) stops after the step that called it; the default stop (no tool calls) stays", async () => {
     const env = await openEnvironment();
     const model = scriptedModel(({ messages }) =>
-      turnOf(messages) === 0 ? { toolCalls: [{ toolName: "lookup", input: { orderId: "1" } }] } : { text: "all done", toolCalls: [{ toolName: "finish", input: {} }] },
+      turnOf(messages) === 0
+        ? { toolCalls: [{ toolName: "lookup", input: { orderId: "1" } }] }
+        : { text: "all done", toolCalls: [{ toolName: "finish", input: {} }] },
     );
     const agent = env.agent({ id: "a", model, tools: { lookup: lookupTool(), finish: finishTool }, stopWhen: [hasToolCall("finish")] });
     expect(await agent.start("go").result).toMatchObject({ outcome: "completed", output: "all done" });
@@ -114,7 +116,12 @@ describe("prepareStep", () => {
     const env = await openEnvironment();
     const first = loopingModel();
     const second = scriptedModel([{ text: "from the second model" }]);
-    const agent = env.agent({ id: "a", model: first, tools: { lookup: lookupTool() }, prepareStep: ({ stepNumber }) => (stepNumber === 1 ? { model: second } : undefined) });
+    const agent = env.agent({
+      id: "a",
+      model: first,
+      tools: { lookup: lookupTool() },
+      prepareStep: ({ stepNumber }) => (stepNumber === 1 ? { model: second } : undefined),
+    });
     expect(await agent.start("go").result).toMatchObject({ output: "from the second model" });
     expect([first.turnsServed, second.turnsServed]).toEqual([1, 1]);
   });
@@ -175,7 +182,12 @@ describe("onStepFinish and onFinish", () => {
     });
     expect(steps[0]?.usage.totalTokens).toBeGreaterThan(0);
     expect(finishes).toHaveLength(1);
-    expect(finishes[0]).toMatchObject({ executionId: await run.executionId, text: "Order 42 has shipped.", output: "Order 42 has shipped.", finishReason: "stop" });
+    expect(finishes[0]).toMatchObject({
+      executionId: await run.executionId,
+      text: "Order 42 has shipped.",
+      output: "Order 42 has shipped.",
+      finishReason: "stop",
+    });
     expect(finishes[0]?.steps).toHaveLength(2);
     expect(finishes[0]?.totalUsage.totalTokens).toBe((steps[0]!.usage.totalTokens ?? 0) + (steps[1]!.usage.totalTokens ?? 0));
   });
@@ -274,6 +286,8 @@ describe("callOptionsSchema and prepareCall", () => {
     await expect(agent.start("hi", { options: { userName: 7 } }).result).rejects.toMatchObject({ code: "INVALID_INPUT", message: /callOptionsSchema/ });
     const plain = env.agent({ id: "b", model: scriptedModel([]) });
     await expect(plain.start("hi", { options: { userName: "Ada" } }).result).rejects.toMatchObject({ code: "INVALID_INPUT", message: /has none/ });
-    expect(() => env.agent({ id: "c", model: scriptedModel([]), callOptionsSchema: jsonSchema({ type: "object" }), prepareCall: 5 as never })).toThrow(/prepareCall/);
+    expect(() => env.agent({ id: "c", model: scriptedModel([]), callOptionsSchema: jsonSchema({ type: "object" }), prepareCall: 5 as never })).toThrow(
+      /prepareCall/,
+    );
   });
 });
