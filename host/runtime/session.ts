@@ -695,8 +695,7 @@ export class Session {
     this.record("tool_results", { results: results as unknown as Json });
     const log = this.stepLog;
     if (log === undefined) return this.toolsCompleted();
-    log.toolsSettled(results);
-    this.afterStep(log);
+    this.afterStep(log, results);
   }
 
   private toolsCompleted(): void {
@@ -707,10 +706,13 @@ export class Session {
   /** A step's tools returned: `onStepFinish` is told, then the stop
    * conditions decide on the steps so far, before the next model call's
    * barrier — a stop completes the execution with the step's text. */
-  private afterStep(log: StepLog): void {
+  private afterStep(log: StepLog, results: readonly ToolResult[]): void {
     const { definition } = this.settings;
     const conditions = stopConditionsOf(definition);
     const decide = async (): Promise<{ told: boolean; stop: boolean }> => {
+      // A recovered batch may settle before the steps are read back.
+      await this.restored;
+      log.toolsSettled(results);
       const told = await tellFinishedSteps(log, definition.onStepFinish);
       return { told, stop: conditions !== undefined && (await stopConditionMet(conditions, log.steps)) };
     };
