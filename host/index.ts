@@ -128,6 +128,7 @@ export type {
   StepToolCall,
   StepToolError,
   StepToolResult,
+  StepUsage,
   StopCondition,
   ToolChoice,
 } from "./runtime/loop-settings.js";

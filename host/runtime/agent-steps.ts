@@ -13,7 +13,7 @@
 // told: at least once.
 
 import type { ModelTurn, ModelUsage, ToolResult } from "../agent/messages.js";
-import type { Json, StoredStep } from "../store/records.js";
+import type { Json, StoredStep, UsageTotals } from "../store/records.js";
 import { settingFailed } from "./call-plans.js";
 import type { AgentStep, LoopSettings, StepContentPart, StepToolCall, StepToolError, StepToolResult, StopCondition } from "./loop-settings.js";
 
@@ -98,7 +98,7 @@ function withResults(step: AgentStep, results: readonly ToolResult[]): AgentStep
 }
 
 /** The usage of every step, summed (`onFinish`'s `totalUsage`). */
-export function totalUsageOf(steps: readonly AgentStep[]): ModelUsage {
+export function totalUsageOf(steps: readonly AgentStep[]): UsageTotals {
   let inputTokens = 0;
   let outputTokens = 0;
   let totalTokens = 0;

@@ -10,10 +10,9 @@
 
 import type { TelemetryOptions, TimeoutConfiguration, ToolCallRepairFunction, ToolSet as AiSdkToolSet } from "ai";
 import { InvalidInputError } from "../errors.js";
-import type { ModelUsage } from "../agent/messages.js";
 import type { LanguageModel } from "../agent/model.js";
 import { toolSchemaOf } from "../agent/schema.js";
-import type { Json } from "../store/records.js";
+import type { Json, UsageTotals } from "../store/records.js";
 
 /** One step of an execution as the AI SDK's `StepResult` shows it (the
  * members a stop condition, `prepareStep` and `onStepFinish` read): a
@@ -87,6 +86,7 @@ export type StepContentPart =
  * SDK's `StopCondition`: `isStepCount(n)`, `hasToolCall(name)` fit). A
  * method, so the AI SDK's conditions typed for its own `StepResult` fit. */
 export interface StopCondition {
+  /** Whether to stop, given every step so far. */
   bivariantCall(options: { steps: AgentStep[] }): boolean | PromiseLike<boolean>;
 }
 
@@ -130,7 +130,7 @@ export interface FinishEvent {
   readonly output: Json;
   readonly finishReason: string;
   /** Tokens used by every step. */
-  readonly totalUsage: ModelUsage;
+  readonly totalUsage: UsageTotals;
 }
 
 /** What `prepareCall` is given, once per session of an execution (its

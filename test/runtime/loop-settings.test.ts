@@ -13,7 +13,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { tool, type AgentStep, type FinishEvent } from "../../host/index.js";
 import type { ScriptedModel } from "../../host/testing.js";
-import { lookupTool, openEnvironment, scriptedModel, turnOf } from "./helpers.js";
+import { deferred, lookupTool, openEnvironment, scriptedModel, turnOf } from "./helpers.js";
 
 type Scripted = ScriptedModel<LanguageModelV4>;
 
@@ -289,5 +289,38 @@ describe("callOptionsSchema and prepareCall", () => {
     expect(() => env.agent({ id: "c", model: scriptedModel([]), callOptionsSchema: jsonSchema({ type: "object" }), prepareCall: 5 as never })).toThrow(
       /prepareCall/,
     );
+  });
+});
+
+describe("steps across an approval", () => {
+  it("the resumed session rebuilds the steps: onStepFinish and stopWhen see the step that waited for approval", async () => {
+    const env = await openEnvironment();
+    const refund = tool({ inputSchema: z.object({ orderId: z.string() }), needsApproval: true, execute: () => "refunded" });
+    const model = scriptedModel(({ messages }) =>
+      turnOf(messages) === 0
+        ? { toolCalls: [{ toolName: "refund", input: { orderId: "42" } }] }
+        : { text: "never", toolCalls: [{ toolName: "refund", input: { orderId: "43" } }] },
+    );
+    const told: [number, number][] = [];
+    const agent = env.agent({
+      id: "a",
+      model,
+      tools: { refund },
+      onStepFinish: (step) => void told.push([step.stepNumber, step.toolResults.length]),
+      stopWhen: isStepCount(1),
+    });
+    const approval = deferred<string>();
+    const run = agent.start("refund 42", {
+      onEvent: (event) => {
+        if (event.type === "approval_required") approval.resolve(event.request.approvalId);
+      },
+    });
+    const approvalId = await approval.promise;
+    expect(told).toEqual([]);
+    const resumed = await agent.resume(await run.executionId, { approvalId, approved: true }).result;
+    expect(resumed).toMatchObject({ outcome: "completed", output: "" });
+    await expect(run.result).resolves.toEqual(resumed);
+    expect(told).toEqual([[0, 1]]);
+    expect(model.turnsServed).toBe(1);
   });
 });
