@@ -30,6 +30,9 @@ type PlannedDefinition = ModelSettings & { readonly model: LanguageModel; readon
 /** The plan of a session: synchronous unless the definition has a
  * `prepareCall` (which may be async). */
 export function callPlanOf(definition: PlannedDefinition, start: StartCallSettings): CallPlan | Promise<CallPlan> {
+  const plain =
+    definition.prepareCall === undefined && start.model === undefined && start.providerOptions === undefined && start.experimental_context === undefined;
+  if (plain) return plainPlanOf(definition);
   const experimentalContext = start.experimental_context ?? definition.experimental_context;
   const providerOptions = mergedProviderOptions(definition.providerOptions as ProviderOptions | undefined, start.providerOptions);
   if (definition.prepareCall === undefined) {
@@ -57,6 +60,18 @@ export function callPlanOf(definition: PlannedDefinition, start: StartCallSettin
         throw settingFailed("prepareCall", error);
       },
     );
+}
+
+/** The plan of a start that changes nothing: one per definition. */
+const plainPlans = new WeakMap<object, CallPlan>();
+
+function plainPlanOf(definition: PlannedDefinition): CallPlan {
+  let plan = plainPlans.get(definition);
+  if (plan === undefined) {
+    plan = Object.freeze({ overrides: undefined, experimentalContext: definition.experimental_context });
+    plainPlans.set(definition, plan);
+  }
+  return plan;
 }
 
 function planFromPrepareCall(given: PrepareCallOptions, answer: PrepareCallResult | undefined): CallPlan {

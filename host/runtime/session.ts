@@ -311,7 +311,8 @@ export class Session {
       await this.restored;
       // Steps finished but not yet told (a decline, a recovery): told now.
       const told = this.stepLog !== undefined && (await tellFinishedSteps(this.stepLog, definition.onStepFinish));
-      const overrides = await this.overridesOfCall();
+      // Most definitions have no plan to wait for: no promise per call.
+      const overrides = this.stepLog === undefined && !(this.callPlan instanceof Promise) ? this.callPlan.overrides : await this.overridesOfCall();
       let deltas = 0;
       const hooks = {
         signal: this.abort.signal,
@@ -432,7 +433,7 @@ export class Session {
     if (this.settings.approvalPolicy === "never") return [];
     const needed: PlannedCall[] = [];
     const messages = toModelMessages(this.messages);
-    const experimental_context = (await this.planOfCalls()).experimentalContext;
+    const experimental_context = (this.callPlan instanceof Promise ? await this.planOfCalls() : this.callPlan).experimentalContext;
     for (const planned of plan) {
       if (!planned.tool || planned.error) continue;
       if (this.settings.approvalPolicy === "always") {
@@ -616,7 +617,7 @@ export class Session {
       if (planned.error) throw planned.error;
       if (!tool) throw new PhronomyError("INVALID_INPUT", `no tool "${call.toolName}"`);
       const input = planned.validateFirst ? await validateToolInput(tool, planned.input) : planned.input;
-      const experimental_context = (await this.planOfCalls()).experimentalContext;
+      const experimental_context = (this.callPlan instanceof Promise ? await this.planOfCalls() : this.callPlan).experimentalContext;
       const signal = this.abort.signal;
       const hooks = {
         signal,
