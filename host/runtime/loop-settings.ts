@@ -8,7 +8,7 @@
 // barriers, and the call's are passed to the AI SDK as they are. Bad values
 // are refused when the agent is defined.
 
-import type { TelemetryOptions, TimeoutConfiguration, ToolCallRepairFunction, ToolSet as AiSdkToolSet } from "ai";
+import type { ModelMessage, TelemetryOptions, TimeoutConfiguration, ToolCallRepairFunction, ToolSet as AiSdkToolSet } from "ai";
 import { InvalidInputError } from "../errors.js";
 import type { LanguageModel } from "../agent/model.js";
 import { toolSchemaOf } from "../agent/schema.js";
@@ -99,7 +99,7 @@ export interface PrepareStepOptions {
   /** The model the step would use. */
   readonly model: LanguageModel;
   /** The messages the step would send, as AI SDK model messages. */
-  readonly messages: import("ai").ModelMessage[];
+  readonly messages: ModelMessage[];
   /** The instructions the step would send. */
   readonly instructions: string | undefined;
   /** The call options of the start (`options`), when the agent takes them. */
@@ -115,7 +115,7 @@ export interface PrepareStepResult {
   readonly instructions?: string;
   readonly system?: string;
   /** This call's messages, instead of the conversation (not stored). */
-  readonly messages?: import("ai").ModelMessage[];
+  readonly messages?: ModelMessage[];
   readonly providerOptions?: { readonly [provider: string]: { readonly [key: string]: Json } };
 }
 
