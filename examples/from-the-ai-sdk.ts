@@ -24,9 +24,10 @@ const refund = tool({
   execute: async ({ orderId }) => ({ orderId, refunded: true }),
 });
 const orderStatus = z.object({ orderId: z.string(), status: z.string() });
+const steps: string[] = [];
 
 // #region readme
-import { Output, tool } from "ai"; // your AI SDK tools, unchanged
+import { isStepCount, Output, tool } from "ai"; // your AI SDK tools, unchanged
 import { Phronomy } from "phronomy";
 
 // before: const agent = new ToolLoopAgent({ model, instructions, tools, temperature, output });
@@ -40,10 +41,11 @@ const agent = env.agent({
   temperature: 0.2,
   providerOptions: { openai: { reasoningEffort: "low" } },
   output: Output.object({ schema: orderStatus }), // run.result.output has the schema's type
-  maxTurns: 20, // stopWhen: isStepCount(20)
+  stopWhen: isStepCount(10), // decided at each durable step, the same after a restart
+  onStepFinish: (step) => void steps.push(step.finishReason), // prepareStep, toolChoice, … too
 });
-const { output } = await agent.start("Where is order 42?").result; // or start(modelMessages)
+const { output } = await agent.start("Where is order 42?", { providerOptions: { openai: { user: "u-7" } } }).result;
 // #endregion
 
-console.log(JSON.stringify(output), model.lastCallOptions?.temperature);
+console.log(JSON.stringify(output), model.lastCallOptions?.temperature, steps.join(","));
 await env.close();

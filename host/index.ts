@@ -117,6 +117,23 @@ export type {
 // them and an application can name them (docs/decisions/0045).
 export type { OnBusyPolicy, ResumeDecision } from "./runtime/options.js";
 export type {
+  AgentStep,
+  FinishEvent,
+  LoopSettings,
+  PrepareCallOptions,
+  PrepareCallResult,
+  PrepareStepOptions,
+  PrepareStepResult,
+  StepContentPart,
+  StepToolCall,
+  StepToolError,
+  StepToolResult,
+  StepUsage,
+  StopCondition,
+  ToolChoice,
+} from "./runtime/loop-settings.js";
+export type { StartCallSettings } from "./runtime/start-call-settings.js";
+export type {
   FunctionTool,
   HandoffTool,
   ToolDefinition,

@@ -58,6 +58,28 @@ export type ModelCallSettings = Pick<
   "maxOutputTokens" | "temperature" | "topP" | "topK" | "presencePenalty" | "frequencyPenalty" | "seed" | "stopSequences" | "headers" | "providerOptions"
 >;
 
+/** A definition's settings of `generateText` itself, passed as they are
+ * (loop-settings.ts checks them): built with its call settings. */
+export interface LoopCallSettings {
+  readonly toolChoice?: unknown;
+  readonly activeTools?: readonly string[];
+  readonly experimental_repairToolCall?: unknown;
+  readonly timeout?: unknown;
+  /** The definition's `experimental_telemetry`, as AI SDK 7 names it. */
+  readonly telemetry?: unknown;
+}
+
+/** What one call may change of the options built for its definition. */
+export interface CallOverrides {
+  readonly model?: LanguageModel;
+  readonly system?: string;
+  readonly toolChoice?: unknown;
+  readonly activeTools?: readonly string[];
+  readonly providerOptions?: unknown;
+  /** AI SDK model messages sent instead of the conversation's. */
+  readonly messages?: readonly unknown[];
+}
+
 export const MODEL_CALL_SETTING_KEYS = [
   "maxOutputTokens",
   "temperature",
@@ -81,7 +103,11 @@ export interface ModelCallRequest {
   /** Called once per text delta, in order, when the model can stream. An
    * exception it throws ends the call and is rethrown as it is. */
   readonly onTextDelta?: (delta: string) => void;
-  readonly settings?: ModelCallSettings;
+  readonly settings?: ModelCallSettings & LoopCallSettings;
+  /** What this call changes of the definition's options (a start's model
+   * or provider options, `prepareCall`'s and `prepareStep`'s answers):
+   * passed to the AI SDK over them. Absent for most calls. */
+  readonly overrides?: CallOverrides;
   /** An AI SDK `Output` (`Output.object({ schema })`): the answer is parsed
    * and validated into `ModelTurn.output`. */
   readonly output?: unknown;
@@ -100,7 +126,7 @@ const supportedVersions: readonly string[] = ["v2", "v3", "v4"];
 export async function callModel(model: LanguageModel, request: ModelCallRequest): Promise<ModelTurn> {
   assertLanguageModel(model);
   request.signal.throwIfAborted();
-  const scope: CallScope = { model, agentId: request.agentId, executionId: request.executionId };
+  const scope: CallScope = { model: request.overrides?.model ?? model, agentId: request.agentId, executionId: request.executionId };
   let turn: ModelTurn;
   try {
     const ai = await loadAiSdk();
@@ -224,10 +250,30 @@ const staticCallOptions = new WeakMap<object, StaticCallOptions>();
 
 function callOptionsFor(ai: AiSdk, model: LanguageModel, request: ModelCallRequest): CallOptions {
   const base = staticOptionsFor(ai, model, request);
-  const options: Record<string, unknown> = { ...base, messages: toModelMessages(request.messages), abortSignal: request.signal };
-  // Telemetry no one listens to is not built (ai-sdk-telemetry.ts).
-  if (!aiSdkTelemetryListened()) options.telemetry = telemetryOff;
+  const { overrides } = request;
+  const options: Record<string, unknown> =
+    overrides === undefined
+      ? { ...base, messages: toModelMessages(request.messages), abortSignal: request.signal }
+      : overriddenOptions(base, overrides, request);
+  // Telemetry no one listens to is not built (ai-sdk-telemetry.ts), unless
+  // the definition set it: the application's setting wins.
+  if (base.telemetry === undefined && !aiSdkTelemetryListened()) options.telemetry = telemetryOff;
   return options as CallOptions;
+}
+
+function overriddenOptions(base: Readonly<Record<string, unknown>>, overrides: CallOverrides, request: ModelCallRequest): Record<string, unknown> {
+  const { messages, model, system, toolChoice, activeTools, providerOptions } = overrides;
+  const options: Record<string, unknown> = {
+    ...base,
+    messages: messages ?? toModelMessages(request.messages),
+    abortSignal: request.signal,
+  };
+  if (model !== undefined) options.model = model;
+  if (system !== undefined) options.system = system;
+  if (toolChoice !== undefined && base.tools !== undefined) options.toolChoice = toolChoice;
+  if (activeTools !== undefined) options.activeTools = activeTools;
+  if (providerOptions !== undefined) options.providerOptions = providerOptions;
+  return options;
 }
 
 function staticOptionsFor(ai: AiSdk, model: LanguageModel, request: ModelCallRequest): Readonly<Record<string, unknown>> {
@@ -250,7 +296,7 @@ function staticOptionsFor(ai: AiSdk, model: LanguageModel, request: ModelCallReq
     allowSystemInMessages: true,
     maxRetries: 0,
     ...(request.output !== undefined ? { output: request.output } : {}),
-    ...(request.tools.length > 0 ? { tools: toolSetFor(ai, request.tools), toolChoice: "auto" } : {}),
+    ...(request.tools.length > 0 ? { tools: toolSetFor(ai, request.tools), toolChoice: request.settings?.toolChoice ?? "auto" } : {}),
   });
   staticCallOptions.set(key, { ai, model, system: request.system, tools: request.tools, output: request.output, options });
   return options;

@@ -23,6 +23,7 @@ import { sameDecision } from "./resume-followers.js";
 import type { HandoffRequest } from "./events.js";
 import type { DefinitionKind } from "./definition-kind.js";
 import { startInputOf, type StartInput } from "./start-input.js";
+import { checkCallOptions } from "./start-call-settings.js";
 import type { ModelMessage, UIMessage, UserContent } from "ai";
 import { uiMessagesOf, type HistoryMetadata } from "./journal-messages.js";
 import { journalRecordsKept } from "../store/prune.js";
@@ -164,22 +165,33 @@ export class Agent<OUTPUT = Json> {
     const waiter = keyed !== undefined && filedAs === undefined ? this.followingOnDuplicate(outer, keyed) : outer;
     // The run's budget starts now; the agent's timeoutMs is the default.
     const startedAt = settings.now();
+    const proceed = (agent: AgentEntry): void => {
+      const timeoutMs = options.timeoutMs ?? agent.definition.timeoutMs;
+      const deadline = timeoutMs !== undefined ? startedAt + timeoutMs : undefined;
+      const request: StartRequest = {
+        type: "start",
+        agent,
+        waiter,
+        ...startInput,
+        options,
+        deadline,
+        ...(executionId !== undefined ? { executionId } : {}),
+        ...(filed !== undefined ? { filed } : {}),
+      };
+      const file = (remote: RemoteStarts): void => this.fileStart(remote, given, options, executionId ?? randomUUID(), outer, waiter);
+      this.admit(request, filedAs === undefined ? AdmissionSource.Direct : AdmissionSource.Filed, file);
+    };
     this.use(waiter).then(
       (agent) => {
-        const timeoutMs = options.timeoutMs ?? agent.definition.timeoutMs;
-        const deadline = timeoutMs !== undefined ? startedAt + timeoutMs : undefined;
-        const request: StartRequest = {
-          type: "start",
-          agent,
-          waiter,
-          ...startInput,
-          options,
-          deadline,
-          ...(executionId !== undefined ? { executionId } : {}),
-          ...(filed !== undefined ? { filed } : {}),
-        };
-        const file = (remote: RemoteStarts): void => this.fileStart(remote, given, options, executionId ?? randomUUID(), outer, waiter);
-        this.admit(request, filedAs === undefined ? AdmissionSource.Direct : AdmissionSource.Filed, file);
+        // A definition that takes call options validates them first (decision 0071).
+        if (agent.definition.callOptionsSchema !== undefined || options.options !== undefined) {
+          checkCallOptions(agent.definition, options.options, `agent "${this.id}".start()`).then(
+            () => proceed(agent),
+            (error: unknown) => settleWaiterWithError(waiter, error as PhronomyError, settings),
+          );
+          return;
+        }
+        proceed(agent);
       },
       (error: unknown) => settleWaiterWithError(waiter, error as PhronomyError, settings),
     );

@@ -12,6 +12,7 @@ import { checkWithGuardrail, guardrailFailedMessage, type CheckedVerdict } from 
 import type { AgentEntry, StartRequest } from "./requests.js";
 import { asPhronomyError } from "./session.js";
 import { persistedInput, redactedStartInput } from "./start-input.js";
+import { configOfStartCallSettings } from "./start-call-settings.js";
 
 /** Effect SubmitPrepare: the execution's first row (with its first barrier),
  * its input checked by the guardrail first. */
@@ -130,6 +131,8 @@ export function configOf(request: StartRequest): { [key: string]: Json } {
   // Kept so a queued start still replaces when it runs, and as the record
   // of what this execution replaced (docs/decisions/0070).
   if (request.options.replaceFrom !== undefined) config.replaceFrom = request.options.replaceFrom;
+  // The AI SDK settings the start gave (decision 0071).
+  configOfStartCallSettings(request.options, config);
   // The definition a conversation belongs to: recovery at open finds its
   // definition by this name (docs/decisions/0024-conversations.md).
   if (request.agent.definitionName !== undefined) config.definition = request.agent.definitionName;

@@ -15,7 +15,7 @@ import { agentAttributes } from "./gen-ai-attributes.js";
 import { MAX_TURNS_DEFAULT, MEMORY_WINDOW_DEFAULT } from "./options.js";
 import { continuationNameOf } from "./recovery.js";
 import type { ExecutionEntry } from "./requests.js";
-import { readHistory } from "./restore.js";
+import { readRecorded } from "./restore.js";
 import { asPhronomyError, Session, type SessionHost } from "./session.js";
 import type { Tracer } from "./tracing.js";
 
@@ -86,6 +86,7 @@ function createSession(
       tracer: calls.settings.tracer,
       parentSpan: entry.span,
       metadata: start.options.metadata,
+      start: start.options,
     },
     calls,
   );
@@ -139,9 +140,9 @@ export function resumeSession(calls: SessionCalls, slot: number, sessionNumber: 
   const committedAgainst = entry.resumeRow;
   entry.resumeRow = undefined;
   const rowRead = committedAgainst === undefined ? calls.settings.store.getExecution(entry.executionId) : Promise.resolve(committedAgainst);
-  session.restored = Promise.all([rowRead, readHistory(calls.settings.store, entry.executionId)]).then(([row, history]) => {
+  session.restored = Promise.all([rowRead, readRecorded(calls.settings.store, entry.executionId)]).then(([row, { history, records }]) => {
     if (!row) throw new ExecutionRehydrationRequiredError(`execution ${entry.executionId} is no longer in the store`, { executionId: entry.executionId });
-    session.restore(history, row.usage, row.metadata.turns ?? 0);
+    session.restore(history, row.usage, row.metadata.turns ?? 0, records);
     session.planBatch(row.metadata.toolBatch ?? []);
   });
   session.restored.then(
@@ -174,8 +175,8 @@ export function continueSession(calls: SessionCalls, slot: number, sessionNumber
   session.runningSince = budget?.runningSince;
   session.noteRecovery(row.phase, continuationNameOf(continuation));
   if (continuation === Continuation.FrameworkTools) session.planBatch(row.metadata.toolBatch ?? []);
-  session.restored = readHistory(calls.settings.store, entry.executionId).then((history) => {
-    session.restore(history, row.usage, row.metadata.turns ?? 0);
+  session.restored = readRecorded(calls.settings.store, entry.executionId).then(({ history, records }) => {
+    session.restore(history, row.usage, row.metadata.turns ?? 0, records);
   });
   session.restored.then(
     () =>

@@ -5,13 +5,14 @@
 
 import { InvalidInputError } from "../errors.js";
 import { isJson } from "../agent/messages.js";
-import { MODEL_CALL_SETTING_KEYS, type ModelCallSettings } from "../agent/model.js";
+import { MODEL_CALL_SETTING_KEYS, type LoopCallSettings, type ModelCallSettings } from "../agent/model.js";
 import { RETRIES_MAX, type RetrySettings } from "../agent/retries.js";
+import { PASSED_LOOP_SETTING_KEYS, type LoopSettings } from "./loop-settings.js";
 
 /** The members of an agent definition (`AgentSettings`, options.ts) these
  * checks and the model call read. Declared here, not imported, because
  * options.ts calls `checkModelSettings` while checking a definition. */
-export interface ModelSettings extends ModelCallSettings {
+export interface ModelSettings extends ModelCallSettings, LoopSettings {
   readonly output?: unknown;
   readonly maxRetries?: number;
   readonly retryDelay?: { readonly initialMs?: number; readonly maxMs?: number };
@@ -67,10 +68,13 @@ export function checkModelSettings(definition: Partial<ModelSettings>, what: str
 /** Each definition's call settings, built at its first model call: a
  * definition is checked once, when defined, and read as it was then
  * (decision 0067), so every call of every run passes the same object. */
-const callSettingsByDefinition = new WeakMap<ModelSettings, ModelCallSettings>();
+const callSettingsByDefinition = new WeakMap<ModelSettings, ModelCallSettings & LoopCallSettings>();
 
-/** The call settings a definition gives, as the model call takes them. */
-export function callSettingsOf(definition: ModelSettings): ModelCallSettings {
+/** The call settings a definition gives, as the model call takes them:
+ * its provider settings and the `generateText` settings passed as they
+ * are (`toolChoice`, `activeTools`, `experimental_repairToolCall`,
+ * `timeout`, and `experimental_telemetry` as AI SDK 7's `telemetry`). */
+export function callSettingsOf(definition: ModelSettings): ModelCallSettings & LoopCallSettings {
   let settings = callSettingsByDefinition.get(definition);
   if (settings === undefined) {
     settings = buildCallSettings(definition);
@@ -79,12 +83,13 @@ export function callSettingsOf(definition: ModelSettings): ModelCallSettings {
   return settings;
 }
 
-function buildCallSettings(definition: ModelSettings): ModelCallSettings {
+function buildCallSettings(definition: ModelSettings): ModelCallSettings & LoopCallSettings {
   const settings: Record<string, unknown> = {};
-  for (const key of MODEL_CALL_SETTING_KEYS) {
+  for (const key of [...MODEL_CALL_SETTING_KEYS, ...PASSED_LOOP_SETTING_KEYS]) {
     if (definition[key] !== undefined) settings[key] = definition[key];
   }
-  return Object.freeze(settings) as ModelCallSettings;
+  if (definition.experimental_telemetry !== undefined) settings.telemetry = definition.experimental_telemetry;
+  return Object.freeze(settings) as ModelCallSettings & LoopCallSettings;
 }
 
 /** Each definition's retry settings for its model calls, as above. */

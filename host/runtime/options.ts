@@ -6,6 +6,8 @@
 import { InvalidInputError } from "../errors.js";
 import { assertLanguageModel, MODEL_CALL_SETTING_KEYS, type LanguageModel, type ModelCallSettings } from "../agent/model.js";
 import { checkModelSettings } from "./model-settings.js";
+import { checkLoopSettings, LOOP_SETTING_KEYS, type LoopSettings } from "./loop-settings.js";
+import { checkStartCallSettings, START_CALL_SETTING_KEYS, type StartCallSettings } from "./start-call-settings.js";
 import { preloadAiSdk } from "../agent/ai-sdk.js";
 import type { ToolSet } from "../agent/tools.js";
 import type { Json } from "../store/records.js";
@@ -107,8 +109,12 @@ export type OutputOf<SPEC> = SPEC extends {
  * conversations. The AI SDK's call settings (`temperature`,
  * `maxOutputTokens`, `topP`, `topK`, `presencePenalty`, `frequencyPenalty`,
  * `stopSequences`, `seed`, `headers`, `providerOptions`) go to the provider
- * on every model call, as `generateText` takes them. */
-export interface AgentSettings<OUTPUT = unknown> extends ModelCallSettings {
+ * on every model call, as `generateText` takes them; the `ToolLoopAgent`
+ * settings (`stopWhen`, `prepareStep`, `onStepFinish`, `onFinish`,
+ * `toolChoice`, `activeTools`, `experimental_repairToolCall`, `timeout`,
+ * `experimental_telemetry`, `callOptionsSchema`, `prepareCall`) are
+ * honoured at each step (docs/decisions/0071). */
+export interface AgentSettings<OUTPUT = unknown> extends ModelCallSettings, LoopSettings {
   /** An AI SDK language model (v2, v3, v4), or a model id string the AI SDK
    * resolves (the global provider, else the AI Gateway). */
   readonly model: LanguageModel;
@@ -122,8 +128,8 @@ export interface AgentSettings<OUTPUT = unknown> extends ModelCallSettings {
   /** The waits between retries (model calls, and tools that opt in). */
   readonly retryDelay?: { readonly initialMs?: number; readonly maxMs?: number };
   /** Handed to every tool's `execute` and `needsApproval` as
-   * `experimental_context`. Not stored: a recovered execution gets the
-   * definition's value again. */
+   * `experimental_context` (a start's own, JSON, goes instead). Not
+   * stored: a recovered execution gets the definition's value again. */
   readonly experimental_context?: unknown;
   /** Each tool's `context` (AI SDK 7), by tool name: handed to its
    * `execute` and `needsApproval`. Not stored, as `experimental_context`. */
@@ -180,8 +186,11 @@ export type ApprovalPolicy = "tools" | "always" | "never";
  * the place to notify whoever decides. */
 export type ApprovalListener = (request: ApprovalRequest) => void | Promise<void>;
 
-/** The options of one `agent.start`; those the agent also has override its own. */
-export interface StartOptions {
+/** The options of one `agent.start`; those the agent also has override its
+ * own. The AI SDK's per-call settings (`providerOptions`, `model` as a
+ * model id, `experimental_context`, `options`) are JSON and kept with the
+ * execution (start-call-settings.ts). */
+export interface StartOptions extends StartCallSettings {
   /** Cancels the execution: what is in flight is aborted and it ends
    * `CANCELLED` (a queued message is dropped). */
   readonly signal?: AbortSignal;
@@ -291,6 +300,7 @@ export const AGENT_DEFINITION_KEYS = [
   "retryDelay",
   "experimental_context",
   "toolsContext",
+  ...LOOP_SETTING_KEYS,
 ] as const;
 
 export const START_OPTION_KEYS = [
@@ -308,6 +318,7 @@ export const START_OPTION_KEYS = [
   "onBusy",
   "idempotencyKey",
   "replaceFrom",
+  ...START_CALL_SETTING_KEYS,
 ] as const;
 
 /** Agent ids are interned by the host and stored as text: bounded, printable. */
@@ -376,7 +387,12 @@ export function validateAgentDefinition(definition: Partial<AgentDefinition & Co
   onBusyPolicy(definition.onBusy, what);
   positiveInteger(definition.queueLimit, "queueLimit", what, QUEUE_LIMIT_MAX);
   checkModelSettings(definition, what);
+  checkLoopSettings(definition, toolNamesOf(definition.tools), what);
   preloadAiSdk();
+}
+
+function toolNamesOf(tools: unknown): string[] {
+  return typeof tools === "object" && tools !== null ? Object.keys(tools) : [];
 }
 
 function onBusyPolicy(value: unknown, what: string): void {
@@ -421,6 +437,7 @@ export function validateStartOptions(options: StartOptions, what: string): void 
       `${what}: "replaceFrom" must be the id of an earlier execution of this conversation (a non-empty string of at most ${idLengthMax} characters), got ${JSON.stringify(options.replaceFrom)?.slice(0, 80)}`,
     );
   }
+  checkStartCallSettings(options, what);
   if (options.metadata !== undefined) {
     try {
       JSON.stringify(options.metadata);

@@ -4,6 +4,7 @@
 // queued message's Run failed as the core is asked it, and the start
 // options a stored message keeps.
 
+import { startCallSettingsOf } from "./start-call-settings.js";
 import { HeadOutcome, QueuedRunFailure, type ResultCode } from "../../assembly/abi.js";
 import { CancellationError, InvalidInputError, type PhronomyError } from "../errors.js";
 import type { Json } from "../store/records.js";
@@ -90,5 +91,6 @@ export function optionsOf(config: { readonly [key: string]: Json }): StartOption
       : {}),
     ...(config["stream"] === true ? { stream: true } : {}),
     ...(typeof config["replaceFrom"] === "string" ? { replaceFrom: config["replaceFrom"] } : {}),
+    ...startCallSettingsOf(config),
   };
 }

@@ -20,6 +20,7 @@
 // `needs_attention` with ExecutionRehydrationRequired, its status and phase.
 
 import { storedStartInput } from "./start-input.js";
+import { startCallSettingsOf } from "./start-call-settings.js";
 import { Continuation, ExecutionFlag, ExecutionStatus, MessageKind as M, Phase } from "../../assembly/abi.js";
 import type { ExecutionRow, Json, PhaseName } from "../store/records.js";
 import type { ControlLoop } from "./control-loop.js";
@@ -168,6 +169,7 @@ export function startOf(agent: AgentEntry, row: ExecutionRow): ExecutionStart {
       ...(config["approvalPolicy"] === "always" || config["approvalPolicy"] === "never" ? { approvalPolicy: config["approvalPolicy"] } : {}),
       ...(config["stream"] === true ? { stream: true } : {}),
       ...(isJsonObject(config["metadata"]) ? { metadata: config["metadata"] } : {}),
+      ...startCallSettingsOf(config),
     },
     deadline: undefined,
     executionId: row.executionId,

@@ -3,6 +3,7 @@
 // agent slot. They hold the JavaScript objects (waiters, sessions, models)
 // the core cannot; the core's tables stay the only source of live state.
 
+import { keptStartCallSettings } from "./start-call-settings.js";
 import type { AdmissionVerdict } from "../../assembly/abi.js";
 import type { ConversationMessage } from "../agent/messages.js";
 import type { ResolvedTool } from "../agent/tools.js";
@@ -223,6 +224,8 @@ export class ExecutionEntry {
       ...(stream !== undefined ? { stream } : {}),
       // The resumed session's tools read it.
       ...(metadata !== undefined ? { metadata } : {}),
+      // Its model calls and tools too (decision 0071).
+      ...keptStartCallSettings(start.options),
     };
     const kept = Object.keys(options).length === 0 ? noOptions : options;
     const input = start.filteredInput ?? start.input;

@@ -43,6 +43,15 @@ export async function readHistory(store: ExecutionStore, executionId: string): P
   return historyOf(await store.listSteps(executionId));
 }
 
+/** The conversation after the input, and the records it was rebuilt from
+ * (those a retry discarded left out): a session whose definition reads
+ * its steps rebuilds them from the same records (agent-steps.ts). */
+export async function readRecorded(store: ExecutionStore, executionId: string): Promise<{ history: ConversationMessage[]; records: StoredStep[] }> {
+  const steps = await store.listSteps(executionId);
+  const discarded = discardedByRetries(steps);
+  return { history: historyOf(steps), records: steps.filter((step) => !discarded(step.seq)) };
+}
+
 /** The input as persisted (after the input guardrail). */
 export function inputOf(row: ExecutionRow): string {
   return typeof row.input === "string" ? row.input : JSON.stringify(row.input);

@@ -9,7 +9,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { SessionEnding, SessionEventKind } from "../../assembly/abi.js";
 import type { ModelMessage } from "ai";
-import { callModel } from "../agent/model.js";
+import { callModel, type CallOverrides } from "../agent/model.js";
 import { assistantMessage, type ConversationMessage, type ModelTurn, type ToolCall, type ToolResult } from "../agent/messages.js";
 import { toModelMessages } from "../agent/model-messages.js";
 import { isTransientModelError, modelRetriesExhausted, retryAfterMsOf, withRetries } from "../agent/retries.js";
@@ -26,10 +26,14 @@ import { CancellationError, PhronomyError, TimeoutError, ToolFailedError, type F
 import { recordOf } from "../error-records.js";
 import { modelIdOf, modelRequestAttributes, modelResponseAttributes, toolAttributes } from "./gen-ai-attributes.js";
 import { callSettingsOf, modelRetrySettingsOf, retrySettingsOf } from "./model-settings.js";
-import type { Json, StepRecord, StoredError, ToolCallRecord, UsageTotals } from "../store/records.js";
+import type { Json, StepRecord, StoredError, StoredStep, ToolCallRecord, UsageTotals } from "../store/records.js";
 import type { ApprovalRequest, ExecutionEvent, HandoffRequest } from "./events.js";
 import { checkWithGuardrail, guardrailFailedMessage, type AgentSettings, type ApprovalPolicy, type Guardrail } from "./options.js";
 import type { Tracer, Span } from "./tracing.js";
+import { StepLog, stopConditionMet, tellFinish, tellFinishedSteps } from "./agent-steps.js";
+import { callPlanOf, stepOverridesOf, type CallPlan } from "./call-plans.js";
+import { stopConditionsOf, tracksSteps } from "./loop-settings.js";
+import type { StartCallSettings } from "./start-call-settings.js";
 
 /** What the session needs from its environment; implemented by the
  * coordinator, so the session can be read (and tested) on its own. */
@@ -69,6 +73,9 @@ export interface SessionSettings {
   readonly parentSpan: Span | undefined;
   /** The start's metadata, handed to tools. */
   readonly metadata: { readonly [key: string]: Json } | undefined;
+  /** The start's AI SDK settings (a model id, provider options,
+   * `experimental_context`, call options: decision 0071). */
+  readonly start: StartCallSettings;
 }
 
 /** How the session ended, for the terminal commit and the delivery. */
@@ -127,6 +134,10 @@ export class Session {
    * clock: the next barrier writes it (`metadata.runningSince`), so a later
    * recovery counts only the time the execution ran (docs/decisions/0016). */
   runningSince: number | undefined;
+  /** The steps, for a definition whose loop settings read them. */
+  private readonly stepLog: StepLog | undefined;
+  /** What this session's model calls change, and its tools' context. */
+  private callPlan: CallPlan | Promise<CallPlan>;
 
   constructor(
     readonly slot: number,
@@ -136,6 +147,16 @@ export class Session {
     private readonly host: SessionHost,
   ) {
     this.messages = [...settings.memory, ...(settings.inputMessages ?? [{ role: "user", content: settings.input }])];
+    this.stepLog = tracksSteps(settings.definition) ? new StepLog() : undefined;
+    this.callPlan = callPlanOf(settings.definition, settings.start);
+    // A prepareCall that fails fails the execution at its first model call
+    // or tool; this only keeps the rejection from going unhandled meanwhile.
+    if (this.callPlan instanceof Promise) this.callPlan.catch(() => undefined);
+  }
+
+  /** The session's plan, once worked out. */
+  private async planOfCalls(): Promise<CallPlan> {
+    return this.callPlan instanceof Promise ? (this.callPlan = await this.callPlan) : this.callPlan;
   }
 
   /** Messages this session added after its input (answers, tool results). */
@@ -153,7 +174,8 @@ export class Session {
 
   /** A resumed or recovered session: the conversation so far (after the
    * input), the usage and turns already spent, as the store holds them. */
-  restore(history: readonly ConversationMessage[], usage: UsageTotals, turns: number): void {
+  restore(history: readonly ConversationMessage[], usage: UsageTotals, turns: number, records?: readonly StoredStep[]): void {
+    if (records !== undefined) this.stepLog?.restore(records);
     // Before what this session added meanwhile: a recovered batch's results
     // may come back before the history's read does, and must follow the
     // tool calls they answer.
@@ -204,6 +226,7 @@ export class Session {
     }));
     this.add({ role: "tool", results });
     this.record("tool_results", { results: results as unknown as Json, declined: true });
+    this.stepLog?.toolsSettled(results);
   }
 
   get executionId(): string {
@@ -289,9 +312,13 @@ export class Session {
       attributes: { ...modelRequestAttributes(definition), "phronomy.execution_id": this.executionId, "phronomy.call_id": callId, "phronomy.turn": this.turns },
     }));
     let attempts = 0;
-    const run = async (): Promise<{ turn: ModelTurn; plan: PlannedCall[] }> => {
+    const run = async (): Promise<{ turn: ModelTurn; plan: PlannedCall[]; told: boolean }> => {
       await this.memoryLoaded;
       await this.restored;
+      // Steps finished but not yet told (a decline, a recovery): told now.
+      const told = this.stepLog !== undefined && (await tellFinishedSteps(this.stepLog, definition.onStepFinish));
+      // Most definitions have no plan to wait for: no promise per call.
+      const overrides = this.stepLog === undefined && !(this.callPlan instanceof Promise) ? this.callPlan.overrides : await this.overridesOfCall();
       let deltas = 0;
       const hooks = {
         signal: this.abort.signal,
@@ -312,6 +339,7 @@ export class Session {
               tools: this.settings.tools,
               signal: this.abort.signal,
               settings: callSettingsOf(definition),
+              ...(overrides !== undefined ? { overrides } : {}),
               output: definition.output,
               agentId: this.settings.agentId,
               executionId: this.executionId,
@@ -332,15 +360,16 @@ export class Session {
         },
         modelRetriesExhausted,
       );
-      return { turn, plan: await this.plan(turn) };
+      return { turn, plan: await this.plan(turn), told };
     };
     run().then(
-      ({ turn, plan }) =>
+      ({ turn, plan, told }) =>
         this.host.post(() => {
           this.streamedCall = undefined;
           if (span.recording) span.set(modelResponseAttributes(turn, attempts));
           span.end();
           this.host.operationSettled(this);
+          if (told) this.noteStepsTold();
           this.modelAnswered(callId, turn, plan);
         }),
       (error: unknown) =>
@@ -363,6 +392,21 @@ export class Session {
     const { executionId } = this;
     const started: ExecutionEvent = { type: "model_call_started", executionId, callId: call.callId, turn: call.turn };
     return call.text.length === 0 ? [started] : [started, { type: "text_delta", executionId, callId: call.callId, delta: call.text }];
+  }
+
+  /** What the next model call changes of the definition's options: the
+   * session's plan, and `prepareStep`'s answer for this step. */
+  private async overridesOfCall(): Promise<CallOverrides | undefined> {
+    const { definition, start } = this.settings;
+    if (this.stepLog === undefined || definition.prepareStep === undefined) {
+      return this.callPlan instanceof Promise ? (await this.planOfCalls()).overrides : this.callPlan.overrides;
+    }
+    return stepOverridesOf(definition, await this.planOfCalls(), this.stepLog.steps, this.messages, start.options);
+  }
+
+  /** How many steps `onStepFinish` was told of, on the next barrier. */
+  private noteStepsTold(): void {
+    if (this.stepLog !== undefined) this.record("note", { stepsFinished: this.stepLog.told });
   }
 
   private modelAttemptFailed(callId: string, failure: FailedAttempt): void {
@@ -410,7 +454,7 @@ export class Session {
     if (this.settings.approvalPolicy === "never") return [];
     const needed: PlannedCall[] = [];
     const messages = toModelMessages(this.messages);
-    const experimental_context = this.settings.definition.experimental_context;
+    const experimental_context = (this.callPlan instanceof Promise ? await this.planOfCalls() : this.callPlan).experimentalContext;
     for (const planned of plan) {
       if (!planned.tool || planned.error) continue;
       if (this.settings.approvalPolicy === "always") {
@@ -440,6 +484,7 @@ export class Session {
     this.usage = addUsage(this.usage, turn.usage);
     this.settings.parentSpan?.set({ "gen_ai.usage.input_tokens": this.usage.inputTokens, "gen_ai.usage.output_tokens": this.usage.outputTokens });
     this.add(assistantMessage(turn));
+    this.stepLog?.modelAnswered(turn);
     this.record("model_response", {
       callId,
       text: turn.text,
@@ -516,6 +561,22 @@ export class Session {
       return this.fail(new PhronomyError("OUTPUT_BLOCKED", message, { executionId: this.executionId, agentId: this.settings.agentId, details }));
     }
     const output = verdict.action === "redact" ? verdict.text : (structured ?? text);
+    const log = this.stepLog;
+    if (log === undefined) return this.complete(output);
+    // onStepFinish for the last step, then onFinish: before the terminal
+    // commit, so a crash before it tells them again (decision 0071).
+    tellFinish(log, this.settings.definition, this.executionId, output).then(
+      (told) =>
+        this.host.post(() => {
+          if (this.finished) return;
+          if (told) this.noteStepsTold();
+          this.complete(output);
+        }),
+      (error: unknown) => this.host.post(() => this.operationFailed(error, "STREAM_CALLBACK")),
+    );
+  }
+
+  private complete(output: Json): void {
     this.finish({ ending: SessionEnding.Completed, output, error: undefined, approvalRequest: undefined, handoff: undefined });
   }
 
@@ -577,6 +638,7 @@ export class Session {
       if (planned.error) throw planned.error;
       if (!tool) throw new PhronomyError("INVALID_INPUT", `no tool "${call.toolName}"`);
       const input = planned.validateFirst ? await validateToolInput(tool, planned.input) : planned.input;
+      const experimental_context = (this.callPlan instanceof Promise ? await this.planOfCalls() : this.callPlan).experimentalContext;
       const signal = this.abort.signal;
       const hooks = {
         signal,
@@ -593,7 +655,7 @@ export class Session {
               messages,
               abortSignal: signal,
               context: definition.toolsContext?.[call.toolName],
-              experimental_context: definition.experimental_context,
+              experimental_context,
               idempotencyKey,
               executionId: this.executionId,
               conversationId: this.settings.agentId,
@@ -653,8 +715,40 @@ export class Session {
     const results = [...this.toolResults].sort((a, b) => (order.get(a.callId) ?? 0) - (order.get(b.callId) ?? 0));
     this.add({ role: "tool", results });
     this.record("tool_results", { results: results as unknown as Json });
+    const log = this.stepLog;
+    if (log === undefined) return this.toolsCompleted();
+    this.afterStep(log, results);
+  }
+
+  private toolsCompleted(): void {
     this.host.sessionEvent(this, SessionEventKind.ToolsCompleted);
     this.host.sessionEvent(this, SessionEventKind.StateCompleted);
+  }
+
+  /** A step's tools returned: `onStepFinish` is told, then the stop
+   * conditions decide on the steps so far, before the next model call's
+   * barrier — a stop completes the execution with the step's text. */
+  private afterStep(log: StepLog, results: readonly ToolResult[]): void {
+    const { definition } = this.settings;
+    const conditions = stopConditionsOf(definition);
+    const decide = async (): Promise<{ told: boolean; stop: boolean }> => {
+      // A recovered batch may settle before the steps are read back.
+      await this.restored;
+      log.toolsSettled(results);
+      const told = await tellFinishedSteps(log, definition.onStepFinish);
+      return { told, stop: conditions !== undefined && (await stopConditionMet(conditions, log.steps)) };
+    };
+    decide().then(
+      ({ told, stop }) =>
+        this.host.post(() => {
+          if (this.finished) return;
+          if (told) this.noteStepsTold();
+          if (!stop) return this.toolsCompleted();
+          this.record("note", { stoppedBy: "stopWhen", steps: log.steps.length });
+          this.answer(log.steps.at(-1)?.text ?? "", undefined);
+        }),
+      (error: unknown) => this.host.post(() => this.operationFailed(error, "STREAM_CALLBACK")),
+    );
   }
 
   // -- endings -----------------------------------------------------------------------------

@@ -44,7 +44,7 @@ export const runs: Readonly<Record<string, Runs | { readonly runBy: string }>> =
       "the interrupting message: Your order is cancelled.",
     ],
   },
-  "examples/from-the-ai-sdk.ts": { runtime: "node", prints: ['{"orderId":"42","status":"out for delivery"} 0.2'] },
+  "examples/from-the-ai-sdk.ts": { runtime: "node", prints: ['{"orderId":"42","status":"out for delivery"} 0.2 tool-calls,stop'] },
   "examples/retention.ts": {
     runtime: "node",
     prints: [

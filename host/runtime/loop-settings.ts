@@ -1,0 +1,270 @@
+// The AI SDK `ToolLoopAgent` settings an agent definition takes beside its
+// call settings (issue 27 item 5, docs/decisions/0071): the loop's own
+// (`stopWhen`, `prepareStep`, `onStepFinish`, `onFinish`, `prepareCall`
+// with `callOptionsSchema`) and those passed to each model call
+// (`toolChoice`, `activeTools`, `experimental_repairToolCall`, `timeout`,
+// `experimental_telemetry`). Phronomy drives the loop — each model call is
+// one durable step — so the loop's settings are honoured here, at the
+// barriers, and the call's are passed to the AI SDK as they are. Bad values
+// are refused when the agent is defined.
+
+import type { ModelMessage, TelemetryOptions, TimeoutConfiguration, ToolCallRepairFunction, ToolSet as AiSdkToolSet } from "ai";
+import { InvalidInputError } from "../errors.js";
+import type { LanguageModel } from "../agent/model.js";
+import { toolSchemaOf } from "../agent/schema.js";
+import type { Json, UsageTotals } from "../store/records.js";
+
+/** One step of an execution as the AI SDK's `StepResult` shows it (the
+ * members a stop condition, `prepareStep` and `onStepFinish` read): a
+ * model call and the results of the tools it called. Rebuilt from the
+ * execution's recorded steps after a restart, so a condition decides the
+ * same on the same steps. */
+export interface AgentStep {
+  /** 0 for the execution's first model call. */
+  readonly stepNumber: number;
+  /** The model's text in this step. */
+  readonly text: string;
+  /** The model's reasoning text, when it reasoned. */
+  readonly reasoningText: string | undefined;
+  /** The step's parts in order: reasoning, text, tool calls, tool results
+   * and errors (typed loosely, so the AI SDK's own steps fit too). */
+  readonly content: readonly (StepContentPart | { readonly type: string })[];
+  /** The tool calls the model made. */
+  readonly toolCalls: readonly StepToolCall[];
+  /** The results of the calls that succeeded (errors are in `content`). */
+  readonly toolResults: readonly StepToolResult[];
+  /** Why the model stopped (`stop`, `tool-calls`, `length`, …). */
+  readonly finishReason: string;
+  /** The tokens this step's model call used (a number each, here; the
+   * AI SDK's own steps may leave one undefined). */
+  readonly usage: StepUsage;
+}
+
+/** A step's token counts, as the AI SDK's `LanguageModelUsage` has them. */
+export interface StepUsage {
+  readonly inputTokens: number | undefined;
+  readonly outputTokens: number | undefined;
+  readonly totalTokens: number | undefined;
+}
+
+/** A tool call of a step (the AI SDK's `TypedToolCall` members). */
+export interface StepToolCall {
+  readonly type: "tool-call";
+  readonly toolCallId: string;
+  readonly toolName: string;
+  /** JSON, here (unknown as the AI SDK types it). */
+  readonly input: unknown;
+}
+
+/** A tool's result in a step (the AI SDK's `TypedToolResult` members). */
+export interface StepToolResult {
+  readonly type: "tool-result";
+  readonly toolCallId: string;
+  readonly toolName: string;
+  readonly input: unknown;
+  readonly output: unknown;
+}
+
+/** A failed or declined tool call in a step's content. */
+export interface StepToolError {
+  readonly type: "tool-error";
+  readonly toolCallId: string;
+  readonly toolName: string;
+  readonly input: unknown;
+  readonly error: unknown;
+}
+
+/** A part of a step's content. */
+export type StepContentPart =
+  | { readonly type: "text"; readonly text: string }
+  | { readonly type: "reasoning"; readonly text: string }
+  | StepToolCall
+  | StepToolResult
+  | StepToolError;
+
+/** Whether the loop stops after a step, given the steps so far (the AI
+ * SDK's `StopCondition`: `isStepCount(n)`, `hasToolCall(name)` fit). A
+ * method, so the AI SDK's conditions typed for its own `StepResult` fit. */
+export interface StopCondition {
+  /** Whether to stop, given every step so far. */
+  bivariantCall(options: { steps: AgentStep[] }): boolean | PromiseLike<boolean>;
+}
+
+/** What `prepareStep` is given before a model call. */
+export interface PrepareStepOptions {
+  /** The steps finished so far. */
+  readonly steps: AgentStep[];
+  /** The number of the step about to be made (`steps.length`). */
+  readonly stepNumber: number;
+  /** The model the step would use. */
+  readonly model: LanguageModel;
+  /** The messages the step would send, as AI SDK model messages. */
+  readonly messages: ModelMessage[];
+  /** The instructions the step would send. */
+  readonly instructions: string | undefined;
+  /** The call options of the start (`options`), when the agent takes them. */
+  readonly options: Json | undefined;
+}
+
+/** What `prepareStep` may change for one model call. */
+export interface PrepareStepResult {
+  readonly model?: LanguageModel;
+  readonly toolChoice?: ToolChoice;
+  readonly activeTools?: readonly string[];
+  /** This call's instructions (AI SDK 7's name; `system` is taken too). */
+  readonly instructions?: string;
+  readonly system?: string;
+  /** This call's messages, instead of the conversation (not stored). */
+  readonly messages?: ModelMessage[];
+  readonly providerOptions?: { readonly [provider: string]: { readonly [key: string]: Json } };
+}
+
+/** What `onFinish` is told when an execution completes. */
+export interface FinishEvent {
+  readonly executionId: string;
+  /** The steps of the execution, every one. */
+  readonly steps: AgentStep[];
+  /** The last step's text. */
+  readonly text: string;
+  /** The execution's result (the structured output when asked for). */
+  readonly output: Json;
+  readonly finishReason: string;
+  /** Tokens used by every step. */
+  readonly totalUsage: UsageTotals;
+}
+
+/** What `prepareCall` is given, once per session of an execution (its
+ * start, a resume, a recovery): the start's call options and the
+ * settings it may change. */
+export interface PrepareCallOptions {
+  readonly options: Json | undefined;
+  readonly model: LanguageModel;
+  readonly instructions: string | undefined;
+  readonly toolChoice: ToolChoice | undefined;
+  readonly activeTools: readonly string[] | undefined;
+  readonly providerOptions: { readonly [provider: string]: { readonly [key: string]: Json } } | undefined;
+  readonly experimental_context: unknown;
+}
+
+/** What `prepareCall` may change for an execution's model calls. Other
+ * members (what `({ options, ...rest }) => ({ ...rest })` gives back) are
+ * ignored. */
+export type PrepareCallResult = Partial<Omit<PrepareCallOptions, "options">> & { readonly system?: string };
+
+/** The AI SDK's tool choice. */
+export type ToolChoice = "auto" | "none" | "required" | { readonly type: "tool"; readonly toolName: string };
+
+/** The `ToolLoopAgent` settings of a definition. */
+export interface LoopSettings {
+  /** Stops the loop after a step (besides a step without tool calls):
+   * checked after each step's tools ran, before the next model call's
+   * barrier. The execution completes with the last step's text. */
+  readonly stopWhen?: StopCondition["bivariantCall"] | readonly StopCondition["bivariantCall"][];
+  /** Runs before each model call (again after a recovery, for the step
+   * being made) and may change its model, tool choice, active tools,
+   * instructions, messages or provider options. */
+  readonly prepareStep?: (options: PrepareStepOptions) => PrepareStepResult | undefined | PromiseLike<PrepareStepResult | undefined>;
+  /** Runs after each step; after a restart, for the steps recorded but
+   * not yet told (at least once: docs/decisions/0071). */
+  readonly onStepFinish?: (step: AgentStep) => unknown;
+  /** Runs once when an execution completes, before its result is stored. */
+  readonly onFinish?: (event: FinishEvent) => unknown;
+  /** The tool the model must (or may) call: passed to every model call. */
+  readonly toolChoice?: ToolChoice;
+  /** The tools the model is shown, by name: passed to every model call. */
+  readonly activeTools?: readonly string[];
+  /** Repairs a tool call the model got wrong (the AI SDK calls it). */
+  readonly experimental_repairToolCall?: ToolCallRepairFunction<AiSdkToolSet>;
+  /** The AI SDK's timeout of each model call (ms, or `{ totalMs, stepMs,
+   * chunkMs }`); the execution's own running time is `timeoutMs`. */
+  readonly timeout?: TimeoutConfiguration<AiSdkToolSet>;
+  /** The AI SDK's telemetry of model calls: given, it is used as it is
+   * (Phronomy no longer turns telemetry off when no one listens). */
+  readonly experimental_telemetry?: TelemetryOptions;
+  /** The schema of a start's `options` (a zod or Standard Schema, or an
+   * AI SDK schema): a start's options are validated against it. */
+  readonly callOptionsSchema?: unknown;
+  /** Changes an execution's settings from its start's `options`. */
+  readonly prepareCall?: (options: PrepareCallOptions) => PrepareCallResult | PromiseLike<PrepareCallResult>;
+}
+
+export const LOOP_SETTING_KEYS = [
+  "stopWhen",
+  "prepareStep",
+  "onStepFinish",
+  "onFinish",
+  "toolChoice",
+  "activeTools",
+  "experimental_repairToolCall",
+  "timeout",
+  "experimental_telemetry",
+  "callOptionsSchema",
+  "prepareCall",
+] as const;
+
+/** The settings passed to every model call as the AI SDK takes them. */
+export const PASSED_LOOP_SETTING_KEYS = ["toolChoice", "activeTools", "experimental_repairToolCall", "timeout"] as const;
+
+/** Checks a definition's loop settings; `toolNames` are its tools'. */
+export function checkLoopSettings(definition: LoopSettings, toolNames: readonly string[], what: string): void {
+  const { stopWhen, toolChoice, activeTools, timeout, experimental_telemetry: telemetry, callOptionsSchema } = definition;
+  const conditions = Array.isArray(stopWhen) ? stopWhen : stopWhen === undefined ? [] : [stopWhen];
+  if (!conditions.every((condition) => typeof condition === "function")) {
+    throw new InvalidInputError(`${what}: "stopWhen" must be a stop condition or an array of them (isStepCount(5), hasToolCall("done") from "ai")`);
+  }
+  for (const key of ["prepareStep", "onStepFinish", "onFinish", "experimental_repairToolCall", "prepareCall"] as const) {
+    if (definition[key] !== undefined && typeof definition[key] !== "function") throw new InvalidInputError(`${what}: "${key}" must be a function`);
+  }
+  if (toolChoice !== undefined) checkToolChoice(toolChoice, toolNames, what);
+  if (activeTools !== undefined) {
+    if (!Array.isArray(activeTools) || !activeTools.every((name) => typeof name === "string")) {
+      throw new InvalidInputError(`${what}: "activeTools" must be an array of tool names`);
+    }
+    const unknown = activeTools.find((name) => !toolNames.includes(name));
+    if (unknown !== undefined)
+      throw new InvalidInputError(`${what}: "activeTools" names "${unknown}", which is not one of its tools (${toolNames.join(", ")})`);
+  }
+  if (timeout !== undefined && !(isPositiveInteger(timeout) || isPlainObject(timeout))) {
+    throw new InvalidInputError(`${what}: "timeout" must be a positive number of ms or { totalMs?, stepMs?, chunkMs? }, got ${String(timeout)}`);
+  }
+  if (telemetry !== undefined && !isPlainObject(telemetry))
+    throw new InvalidInputError(`${what}: "experimental_telemetry" must be an object ({ isEnabled: true, … })`);
+  if (callOptionsSchema !== undefined && toolSchemaOf(callOptionsSchema) === undefined) {
+    throw new InvalidInputError(`${what}: "callOptionsSchema" must be a schema (zod, a Standard Schema, or jsonSchema() from "ai")`);
+  }
+  if (definition.prepareCall !== undefined && callOptionsSchema === undefined) {
+    throw new InvalidInputError(`${what}: "prepareCall" needs a "callOptionsSchema" for the start's options it is given`);
+  }
+}
+
+function checkToolChoice(toolChoice: unknown, toolNames: readonly string[], what: string): void {
+  if (toolChoice === "auto" || toolChoice === "none" || toolChoice === "required") return;
+  const named = isPlainObject(toolChoice) && toolChoice.type === "tool" ? toolChoice.toolName : undefined;
+  if (typeof named !== "string") {
+    throw new InvalidInputError(`${what}: "toolChoice" must be "auto", "none", "required" or { type: "tool", toolName }, got ${JSON.stringify(toolChoice)}`);
+  }
+  if (!toolNames.includes(named))
+    throw new InvalidInputError(`${what}: "toolChoice" names "${named}", which is not one of its tools (${toolNames.join(", ")})`);
+}
+
+/** The definition's stop conditions as a list, or undefined without any. */
+export function stopConditionsOf(definition: LoopSettings): readonly StopCondition["bivariantCall"][] | undefined {
+  const { stopWhen } = definition;
+  if (stopWhen === undefined) return undefined;
+  return Array.isArray(stopWhen) ? (stopWhen as readonly StopCondition["bivariantCall"][]) : [stopWhen as StopCondition["bivariantCall"]];
+}
+
+/** Whether a definition's loop needs its steps kept (a setting reads them). */
+export function tracksSteps(definition: LoopSettings): boolean {
+  return (
+    definition.stopWhen !== undefined || definition.prepareStep !== undefined || definition.onStepFinish !== undefined || definition.onFinish !== undefined
+  );
+}
+
+function isPositiveInteger(value: unknown): boolean {
+  return typeof value === "number" && Number.isFinite(value) && value > 0;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
