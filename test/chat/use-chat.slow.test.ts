@@ -330,11 +330,10 @@ describe("useChat (@ai-sdk/react) in Chromium, against README's chat routes", ()
 
       const second = await startServer(first.store, first.work);
       await reopen(page, second, "kill-1");
-      // The page resumed the recovered answer (its message is there) while the model is held.
-      // Its text is not live here: a stream by id carries the live text of the model calls whose
-      // start its process's tap heard (host/chat/execution-tap.ts), and the recovered call started
-      // before the page came back, so the text comes when the call ends.
-      const resumed = await until(page, "the recovered answer, resumed", (shown) => lastAnswer(shown) !== undefined);
+      // The page resumed the recovered answer while the model is held at its gate: the recovered
+      // call streams (its start kept `stream: true`), and a stream that attaches mid-call gets the
+      // call's text so far, then each delta (decision 0072), so the story shows up to the gate.
+      const resumed = await until(page, "the recovered answer, streamed up to its gate", (shown) => lastAnswer(shown)?.text === storyBeforeGate);
       expect(resumed.messages.map((message) => message.role)).toEqual(["user", "assistant"]);
       await expect.poll(() => callsAbout(second, "Tell me a story (gate kill)").length, { timeout: waitMs }).toBe(2); // called again after the restart
       openGate(second, "kill");
