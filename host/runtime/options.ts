@@ -7,6 +7,7 @@ import { InvalidInputError } from "../errors.js";
 import { assertLanguageModel, MODEL_CALL_SETTING_KEYS, type LanguageModel, type ModelCallSettings } from "../agent/model.js";
 import { checkModelSettings } from "./model-settings.js";
 import { preloadAiSdk } from "../agent/ai-sdk.js";
+import { isJson } from "../agent/messages.js";
 import type { ToolSet } from "../agent/tools.js";
 import type { Json } from "../store/records.js";
 import type { ApprovalRequest, EventListener } from "./events.js";
@@ -281,6 +282,10 @@ export function validateResumeDecision(executionId: unknown, decision: ResumeDec
     throw new InvalidInputError(`${what}: "callId" must be the id of a call of the pending wait`);
   functionOrUndefined(decision.onEvent, "onEvent", what);
   if (decision.signal !== undefined && !(decision.signal instanceof AbortSignal)) throw new InvalidInputError(`${what}: "signal" must be an AbortSignal`);
+  for (const key of ["input", "respond", "value"] as const) {
+    // Stored with the decision (and filed in the inbox as JSON text).
+    if (decision[key] !== undefined && !isJson(decision[key])) throw new InvalidInputError(`${what}: "${key}" must be plain JSON (it is stored)`);
+  }
   const common = {
     ...(decision.reason !== undefined ? { reason: decision.reason } : {}),
     ...(decision.decidedBy !== undefined ? { decidedBy: decision.decidedBy } : {}),
