@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { humanInput, Phronomy, tool, type Environment } from "../../host/index.js";
 import type { ConversationMessage } from "../../host/agent/messages.js";
+import type { ScriptedTurn } from "../../host/agent/scripted-model.js";
 import { openEnvironment, recordingLogger, scriptedModel, temporaryStorePath, waitFor } from "./helpers.js";
 
 /** What the model saw last: the tool call it made and the result it got. */
@@ -140,6 +141,40 @@ describe("typed waits", () => {
     expect(await second.pendingApprovals()).toEqual([]);
   });
 
+  it("one question at a time: a call needing approval in the same turn is declined (the model is told) once the value is given; the others run", async () => {
+    const env = await openEnvironment();
+    const refunds: unknown[] = [];
+    const looked: string[] = [];
+    const lookup = tool({ inputSchema: z.object({ orderId: z.string() }), execute: ({ orderId }) => looked.push(orderId) });
+    let told: unknown[] = [];
+    const model = scriptedModel(({ messages }): ScriptedTurn => {
+      const last = messages.at(-1);
+      if (last?.role !== "tool") {
+        return {
+          toolCalls: [
+            { toolName: "askDate", input: { question: "When?" } },
+            { toolName: "refund", input: { orderId: "42", amount: 30 } },
+            { toolName: "lookup", input: { orderId: "42" } },
+          ],
+        };
+      }
+      told = last.results.map((result) => result.output);
+      return { text: "ok" };
+    });
+    const booking = env.agent({ id: "booking", model, tools: { askDate, refund: refundTool(refunds), lookup } });
+    const executionId = await booking.start("go").executionId;
+    const pending = await waitFor(async () => (await env.pendingApprovals()).find((item) => item.executionId === executionId));
+    expect(pending.request).toMatchObject({ kind: "input", toolCalls: [{ toolName: "askDate" }], declinedCalls: ["call-0-1"] });
+    await booking.resume(executionId, { waitId: pending.request.approvalId, value: { date: "2027-01-05" } }).result;
+    expect(told).toEqual([
+      { date: "2027-01-05", note: "" },
+      { declined: true, reason: expect.stringMatching(/same turn as a request for a person's input/) },
+      1,
+    ]);
+    expect(refunds).toEqual([]);
+    expect(looked).toEqual(["42"]);
+  });
+
   it("refuses a resume of the other kind (APPROVAL_MISMATCH wait_kind) and a second value once resumed", async () => {
     const env = await openEnvironment();
     const seen: Seen = {};
@@ -160,5 +195,32 @@ describe("typed waits", () => {
     });
     await booking.resume(executionId, { waitId, value: { date: "2027-01-05" } }).result;
     await expect(booking.resume(executionId, { waitId, value: { date: "2027-01-06" } }).result).rejects.toMatchObject({ code: "APPROVAL_MISMATCH" });
+  });
+});
+
+describe("what a resume and humanInput() refuse before anything is decided", () => {
+  it("refuses malformed answers with INVALID_INPUT naming the key, and a humanInput() without Standard Schemas", async () => {
+    const env = await openEnvironment();
+    const support = env.agent({ id: "support", model: refundModel({}), tools: { refund: refundTool([]) } });
+    const executionId = await support.start("go").executionId;
+    const pending = await waitFor(async () => (await env.pendingApprovals()).find((item) => item.executionId === executionId));
+    const approvalId = pending.request.approvalId;
+    const refusals: [Parameters<typeof support.resume>[1], RegExp][] = [
+      [{ waitId: approvalId, approved: true, value: 1 }, /"approved" is for approvals/],
+      [{ waitId: approvalId }, /"value" is the answer/],
+      [{ approvalId, value: 1 }, /name it with "waitId"/],
+      [{ approvalId, approved: false, input: { orderId: "42", amount: 1 } }, /goes with "approved: true"/],
+      [{ approvalId, approved: false, respond: 1 }, /"respond" answers in place of the tool/],
+      [{ approvalId, approved: true, callId: "call-0-0" }, /"callId" names the call/],
+      [{ approvalId, respond: () => 1 }, /"respond" must be plain JSON/],
+      [{ approvalId, approved: true, decidedBy: "x".repeat(257) }, /"decidedBy" must be a string of at most 256/],
+      [{ approvalId, respond: 1, callId: "call-9" }, /covers no call "call-9"/],
+    ];
+    for (const [decision, message] of refusals) {
+      await expect(support.resume(executionId, decision).result).rejects.toMatchObject({ code: "INVALID_INPUT", message: expect.stringMatching(message) });
+    }
+    expect((await env.execution(executionId))?.status).toBe("suspended");
+    expect(() => humanInput({ inputSchema: z.object({}), responseSchema: { type: "object" } as never })).toThrow(/"responseSchema" must be a Standard Schema/);
+    expect(() => humanInput({ inputSchema: z.object({}), responseSchema: z.string(), execute: () => 1 } as never)).toThrow(/"execute" is not an option/);
   });
 });
