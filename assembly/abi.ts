@@ -173,6 +173,14 @@ export const enum ResultCode {
   /** `RecoveryRequested(RecoverCalled)` of a conversation whose lease is
    * not held here (`RecoveryFact.LeaseNotHeldHere`). */
   LeaseNotHeldHere = 46,
+  /** A resume of another kind than the pending wait: a value for an
+   * approval, or approve/decline for a typed input wait
+   * (`ResumeFact.PendingWaitsForInput`, `GivesValue`; docs/decisions/0075). */
+  WaitKindMustMatch = 47,
+  /** The value, edited arguments or response a resume carries failed its
+   * schema (`ResumeFact.ValueRefused`): nothing decided, the wait stays
+   * pending (docs/decisions/0075). */
+  ValueMustMatchSchema = 48,
 }
 
 /** What the host must carry out after an apply, in order. Each effect is
@@ -820,7 +828,16 @@ export const enum ResumeFact {
   MatchesCommittingSuspension = 2,
   /** Sent again after the recovery `RecoverBeforeResume` asked for. */
   AfterRecovery = 4,
-  End = 8,
+  /** The pending wait is a typed input wait (`humanInput`), not an
+   * approval: only a value resumes it (docs/decisions/0075). */
+  PendingWaitsForInput = 8,
+  /** The decision gives a value (`{ waitId, value }`), not approve or
+   * decline. */
+  GivesValue = 16,
+  /** The value, edited arguments or response failed its schema (the host
+   * validated it; the schema's issues travel with the request). */
+  ValueRefused = 32,
+  End = 64,
 }
 
 /** How the start of a head `Admit` let start ended, as the host read it

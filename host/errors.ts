@@ -193,10 +193,14 @@ export class ApprovalRequiredError extends PhronomyError {
   readonly request: SuspendedForApproval | undefined;
 
   constructor(request: SuspendedForApproval | undefined, context: ErrorContext & { readonly executionId: string }) {
-    const approval = request ? `approval ${request.approvalId}` : "an approval";
+    const input = (request as { readonly kind?: unknown } | undefined)?.kind === "input";
+    const approval = request ? `${input ? "wait" : "approval"} ${request.approvalId}` : "an approval";
+    const how = input
+      ? "give it its value with agent.resume(executionId, { waitId, value })"
+      : "decide it with agent.resume(executionId, { approvalId, approved })";
     super(
       "APPROVAL_REQUIRED",
-      `execution ${context.executionId} is suspended for ${approval}: decide it with agent.resume(executionId, { approvalId, approved }) (env.pendingApprovals() lists the request), then env.wait(executionId) again for the outcome`,
+      `execution ${context.executionId} is suspended for ${approval}: ${how} (env.pendingApprovals() lists the request), then env.wait(executionId) again for the outcome`,
       {
         ...context,
         details: request ? { approvalId: request.approvalId } : {},

@@ -59,6 +59,14 @@ export function applyResume(
   if (!suspended && afterRecovery) return failRequest(request, ResultCode.StatusMustMatch);
   const matchesPending = (facts & ResumeFact.MatchesPending) != 0;
   if (suspended && !matchesPending) return failRequest(request, ResultCode.ApprovalMustMatch);
+  if (suspended) {
+    // The wait's kind decides which resume it takes: a typed input wait
+    // only a value, an approval only a decision (docs/decisions/0075).
+    const waitsForInput = (facts & ResumeFact.PendingWaitsForInput) != 0;
+    const givesValue = (facts & ResumeFact.GivesValue) != 0;
+    if (waitsForInput != givesValue) return failRequest(request, ResultCode.WaitKindMustMatch);
+    if ((facts & ResumeFact.ValueRefused) != 0) return failRequest(request, ResultCode.ValueMustMatchSchema);
+  }
   if (draining) return failRequest(request, ResultCode.RuntimeDraining);
   if (!suspended) return failRequest(request, ResultCode.StatusMustMatch);
   if (admission == AdmissionState.Resuming && sameAsCommitting) {

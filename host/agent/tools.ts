@@ -119,6 +119,10 @@ export interface FunctionTool<Input = unknown, Output = unknown> {
   /** Attempts after the first when `execute` throws (default 0: a tool
    * runs once unless it says it is safe to run again). */
   readonly maxRetries?: number;
+  /** A `humanInput()` tool: a call suspends the execution until a person
+   * gives a value this schema accepts; the value is the call's result
+   * and `execute` is never called (docs/decisions/0075). */
+  readonly waitsFor?: StandardSchemaV1;
 }
 
 /** A handoff as `handoff()` returns it. */
@@ -245,6 +249,7 @@ const functionToolKeys = [
   "onInputAvailable",
   "contextSchema",
   "deferLoading",
+  "waitsFor",
 ] as const;
 /** How many times a tool may be retried, at most. */
 export const toolRetriesMax = 10;
@@ -438,6 +443,8 @@ function resolveFunctionTool(subject: Subject, name: string, definition: Record<
     jsonSchema: normalized.jsonSchema,
     ...(normalized.toModelOutput !== undefined ? { toModelOutput: normalized.toModelOutput } : {}),
     ...(normalized.maxRetries !== undefined ? { maxRetries: normalized.maxRetries } : {}),
+    ...(normalized.outputSchema !== undefined ? { outputSchema: normalized.outputSchema } : {}),
+    ...(normalized.waitsFor !== undefined ? { waitsFor: normalized.waitsFor } : {}),
   };
   const extras = {
     ...(normalized.title !== undefined ? { title: normalized.title } : {}),
@@ -530,6 +537,9 @@ function checkFunctionTool(options: unknown, subject: Subject, allowedKeys: read
   for (const key of ["providerOptions", "inputExamples", "metadata"]) {
     const value = options[key];
     if (value !== undefined && !isJson(value)) throw invalidOption(subject, key, "must be plain JSON");
+  }
+  if (options.waitsFor !== undefined && !isStandardSchema(options.waitsFor)) {
+    throw invalidOption(subject, "waitsFor", `must be a Standard Schema (zod, valibot, arktype, …), got ${describe(options.waitsFor)}`);
   }
   const needsApproval = options.needsApproval;
   if (needsApproval !== undefined && typeof needsApproval !== "boolean" && typeof needsApproval !== "function") {

@@ -15,7 +15,9 @@
 //                      output as the output guardrail left it, and no
 //                      text when the execution failed on it (a blocked
 //                      output, a spent budget)
-//   approval requested tool-approval-request for each call waiting
+//   approval requested tool-approval-request for each call waiting; for
+//                      a typed wait, a data-wait part (wait id, call,
+//                      response schema) instead
 //   approval decided   tool-approval-response for each of them
 //   tool results       tool-output-available, tool-output-error, or
 //                      tool-output-denied when the approval was declined
@@ -145,6 +147,14 @@ export class TimelineTranslator {
   private approvalRequested(request: JsonObject): UIMessageChunk[] {
     const approvalId = String(request["approvalId"] ?? "");
     const callIds = asArray(request["toolCalls"]).map((call) => String(asObject(call)["callId"]));
+    if (request["kind"] === "input") {
+      // A typed wait (decision 0075): its tool part stays input-available;
+      // a data part carries what a form needs, and the value arrives as
+      // the call's output.
+      this.approvals = undefined;
+      const responseSchema = request["responseSchema"] ?? null;
+      return callIds.map((toolCallId) => ({ type: "data-wait", id: approvalId, data: { waitId: approvalId, toolCallId, kind: "input", responseSchema } }));
+    }
     this.approvals = { approvalId, callIds };
     return callIds.map((toolCallId) => ({ type: "tool-approval-request", approvalId: uiApprovalId(approvalId, toolCallId), toolCallId }));
   }

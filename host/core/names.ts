@@ -98,6 +98,8 @@ const resultCodeNames = {
   [ResultCode.ConversationInUse]: "ConversationInUse",
   [ResultCode.HeadNotStarting]: "HeadNotStarting",
   [ResultCode.LeaseNotHeldHere]: "LeaseNotHeldHere",
+  [ResultCode.WaitKindMustMatch]: "WaitKindMustMatch",
+  [ResultCode.ValueMustMatchSchema]: "ValueMustMatchSchema",
 } satisfies Record<ResultCode, string>;
 
 export function resultCodeName(value: number): string {

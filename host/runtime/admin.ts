@@ -39,6 +39,9 @@ export interface PendingApproval {
   readonly executionId: string;
   /** Its agent (conversation) id. */
   readonly agentId: string;
+  /** `approval` (decide with { approvalId, approved }) or `input` (a typed
+   * wait: give it { waitId, value }; decision 0075). */
+  readonly kind: "approval" | "input";
   /** The tool calls waiting for the decision, and the approval id to decide them by. */
   readonly request: ApprovalRequest;
   /** When the execution suspended (ms since the epoch). */

@@ -11,7 +11,8 @@ import type { ControlLoop } from "./control-loop.js";
 import type { Coordinator } from "./coordinator.js";
 import type { RemoteResumes } from "./remote-resume.js";
 import { validateResumeDecision, validateStartOptions, type ResumeDecision, type StartOptions } from "./options.js";
-import type { AgentEntry, FiledVerdict, StartRequest } from "./requests.js";
+import { checkAction, waitsForInput, type Decision } from "./wait-decisions.js";
+import type { AgentEntry, ExecutionEntry, FiledVerdict, StartRequest } from "./requests.js";
 import { typedRun, Waiter, type Run } from "./run.js";
 import { emitToWaiter, outcomeEventOf, resolveWaiter, settleWaiterWithError } from "./delivery.js";
 import { startExecutionIdOf } from "../store/start-filing.js";
@@ -306,8 +307,9 @@ export class Agent<OUTPUT = Json> {
   private resumeAs(executionId: string, decision: ResumeDecision): Run {
     const waiter = new Waiter(this.id, typeof decision?.onEvent === "function" ? decision.onEvent : undefined);
     const settings = this.environment.coordinator.settings;
+    let checked: Decision;
     try {
-      validateResumeDecision(executionId, decision, `agent "${this.id}".resume()`);
+      checked = validateResumeDecision(executionId, decision, `agent "${this.id}".resume()`);
       this.environment.assertOpen(`a resume of execution ${executionId}`);
       this.environment.assertStoreWritable(`a resume of execution ${executionId}`);
       this.environment.conversations.checkOwnership(this.id, this.kind);
@@ -321,7 +323,7 @@ export class Agent<OUTPUT = Json> {
         loop.post(
           () => {
             const remote = coordinator.hasExecution(executionId) ? undefined : this.environment.remoteResumesFor(agent);
-            if (remote === undefined) return this.resumeHere(agent, executionId, decision, waiter);
+            if (remote === undefined) return this.resumeHere(agent, executionId, checked, waiter);
             if (decision.signal !== undefined) {
               return settleWaiterWithError(
                 waiter,
@@ -332,7 +334,7 @@ export class Agent<OUTPUT = Json> {
                 settings,
               );
             }
-            remote.file(this.id, executionId, decision, waiter);
+            remote.file(this.id, executionId, checked, waiter);
           },
           {
             admission: true,
@@ -349,7 +351,7 @@ export class Agent<OUTPUT = Json> {
   /** @internal Applies a decision taken from the approval inbox through the
    * local resume path: undefined once its approval commit landed (the
    * resumed run goes on here), or the refusal a local resume would get. */
-  applyFiledDecision(executionId: string, decision: ResumeDecision): Promise<PhronomyError | undefined> {
+  applyFiledDecision(executionId: string, decision: Decision): Promise<PhronomyError | undefined> {
     const waiter = new Waiter(this.id, undefined);
     const settings = this.environment.coordinator.settings;
     const entry = (() => {
@@ -381,7 +383,7 @@ export class Agent<OUTPUT = Json> {
    * commit, follow the commit under way, refuse, or wait — recover the
    * held execution first, or wait for the suspension being committed —
    * and the decision is sent again after the wait (docs/decisions/0065). */
-  private resumeHere(agent: AgentEntry, executionId: string, decision: ResumeDecision, waiter: Waiter, afterRecovery = false): void {
+  private resumeHere(agent: AgentEntry, executionId: string, decision: Decision, waiter: Waiter, afterRecovery = false): void {
     const { coordinator, loop } = this.environment;
     const settings = coordinator.settings;
     const entry = coordinator.entryById(executionId);
@@ -397,11 +399,17 @@ export class Agent<OUTPUT = Json> {
     // Let go of while suspended: its pending approval is read back first.
     const again = (): void => this.resumeHere(agent, executionId, decision, waiter, afterRecovery);
     if (whenRead(coordinator, entry, again, (error) => settleWaiterWithError(waiter, asPhronomyError(error, "STORE"), settings))) return;
+    if (this.checkAnswerFirst(agent, entry, decision, (checked) => this.resumeHere(agent, executionId, checked, waiter, afterRecovery), waiter)) return;
     let facts = afterRecovery ? ResumeFact.AfterRecovery : 0;
     if (entry.approvalRequest?.approvalId === decision.approvalId) facts |= ResumeFact.MatchesPending;
     // The session's ending, not committed yet (its row may already be read,
     // by env.pendingApprovals), is the suspension asking for this decision.
     if (entry.session?.terminal?.approvalRequest?.approvalId === decision.approvalId) facts |= ResumeFact.MatchesCommittingSuspension;
+    // The wait's kind and the answer's schema check: the core decides what
+    // they allow (docs/decisions/0075).
+    if (waitsForInput(entry.approvalRequest)) facts |= ResumeFact.PendingWaitsForInput;
+    if (decision.given?.kind === "value") facts |= ResumeFact.GivesValue;
+    if (decision.checked?.error !== undefined) facts |= ResumeFact.ValueRefused;
     // The same decision as the one being committed, if any, follows it.
     const committing = coordinator.requests.resumeOf(executionId);
     const same = committing !== undefined && sameDecision(committing, decision);
@@ -420,6 +428,9 @@ export class Agent<OUTPUT = Json> {
       approvalId: decision.approvalId,
       approved: decision.approved,
       reason: decision.reason ?? null,
+      action: decision.checked?.action,
+      decidedBy: decision.decidedBy ?? null,
+      refusedAnswer: decision.checked?.error,
       signal: decision.signal,
       afterRecovery,
       waits: { recoverFirst: () => this.resumeAfterRecovery(agent, executionId, decision, waiter), askAgain },
@@ -432,7 +443,24 @@ export class Agent<OUTPUT = Json> {
    * recovered from what it holds, then the decision sent again — the core
    * refuses it if the execution is still held, the row words the refusal if
    * the earlier decision was written (docs/decisions/0057). */
-  private resumeAfterRecovery(agent: AgentEntry, executionId: string, decision: ResumeDecision, waiter: Waiter): void {
+  /** An answer beyond approve/decline is checked against its schema first,
+   * off the loop (a Standard Schema may validate asynchronously), once the
+   * pending wait it is for is known here; then the decision is sent on
+   * with the outcome. True when it went to be checked. */
+  private checkAnswerFirst(agent: AgentEntry, entry: ExecutionEntry, decision: Decision, then: (checked: Decision) => void, waiter: Waiter): boolean {
+    const pending = entry.approvalRequest ?? entry.session?.terminal?.approvalRequest;
+    if (decision.given === undefined || decision.checked !== undefined || pending?.approvalId !== decision.approvalId) return false;
+    const settings = this.environment.coordinator.settings;
+    const fail = (error: unknown): void => settleWaiterWithError(waiter, asPhronomyError(error, "INVALID_INPUT"), settings);
+    checkAction(agent.tools, pending, decision.given).then(
+      (checked) =>
+        this.environment.loop.post(() => then({ ...decision, checked }), { completion: { fail }, label: `a decision on execution ${entry.executionId}` }),
+      fail,
+    );
+    return true;
+  }
+
+  private resumeAfterRecovery(agent: AgentEntry, executionId: string, decision: Decision, waiter: Waiter): void {
     const { coordinator, loop } = this.environment;
     const settings = coordinator.settings;
     const refuse = (error: unknown): void => settleWaiterWithError(waiter, asPhronomyError(error, "STORE"), settings);

@@ -59,7 +59,7 @@ export class EnvironmentReads {
       .filter((row) => row.status === "suspended" && row.approvalRequest !== null)
       .map((row) => {
         const request = row.approvalRequest as unknown as ApprovalRequest;
-        return { executionId: row.executionId, agentId: row.agentId, request, since: request.requestedAt };
+        return { executionId: row.executionId, agentId: row.agentId, kind: request.kind ?? "approval", request, since: request.requestedAt };
       })
       .sort((a, b) => a.since - b.since);
   }

@@ -69,6 +69,16 @@ export interface ApprovalRequest {
   readonly argumentsHash: string;
   /** When the approval was asked for (ms since the epoch). */
   readonly requestedAt: number;
+  /** `approval` (absent: an approval, as before) or `input`: a typed wait
+   * of a `humanInput()` tool, resumed with `{ waitId: approvalId, value }`
+   * (docs/decisions/0075). */
+  readonly kind?: "approval" | "input";
+  /** A typed wait's response schema as JSON Schema, for a form (when the
+   * schema converts). */
+  readonly responseSchema?: Json;
+  /** Calls of the same turn a typed wait holds back: told to the model as
+   * declined once the value is given (decision 0075). */
+  readonly declinedCalls?: readonly string[];
 }
 
 /** What a handed-off execution carries to its target agent. */

@@ -14,6 +14,7 @@ import type { CoordinatorCalls } from "./coordinator-calls.js";
 import type { ApprovalRequest } from "./events.js";
 import { sessionOf } from "./execution-sessions.js";
 import type { ExecutionEntry } from "./requests.js";
+import { batchAfter, storedActionOf } from "./wait-decisions.js";
 import { argumentsHashOf, asPhronomyError, type Session } from "./session.js";
 
 /** Effect SubmitProviderBarrier: the durable barrier before a model call. */
@@ -216,6 +217,12 @@ export function submitApprovalCommit(calls: CoordinatorCalls, slot: number, expe
           ),
         );
       }
+      // The batch the decision leaves: edited arguments, a result given in
+      // place of a call, calls a typed wait held back (decision 0075).
+      const rewritten = request.action !== undefined || approval.declinedCalls !== undefined;
+      const toolBatch = rewritten ? batchAfter(batch, approval, request.action) : undefined;
+      const decidedRow = toolBatch === undefined ? row : { ...row, metadata: { ...row.metadata, toolBatch } };
+      const action = storedActionOf(request.action);
       let written: Promise<{ revision: number }>;
       try {
         written = calls.settings.store.run({
@@ -227,13 +234,16 @@ export function submitApprovalCommit(calls: CoordinatorCalls, slot: number, expe
           reason: request.reason,
           argumentsHash,
           at: calls.settings.now(),
+          ...(action !== undefined ? { action } : {}),
+          ...(request.decidedBy != null ? { decidedBy: request.decidedBy } : {}),
+          ...(toolBatch !== undefined ? { toolBatch } : {}),
         });
       } catch (error) {
         return refuse(asPhronomyError(error, "STORE"));
       }
       written.then(
         ({ revision }) => {
-          entry.resumeRow = row;
+          entry.resumeRow = decidedRow;
           ready(CommitOutcome.Committed, revision);
         },
         (error: unknown) => {
@@ -247,7 +257,7 @@ export function submitApprovalCommit(calls: CoordinatorCalls, slot: number, expe
           // Written or not: the row says (docs/decisions/0057).
           void approvalCommitReadBack(calls.settings.store, { ...request, expectedRevision }).then(({ outcome, revision }) => {
             if (outcome === CommitOutcome.RehydrationRequired) return held();
-            if (outcome === CommitOutcome.Committed) entry.resumeRow = row;
+            if (outcome === CommitOutcome.Committed) entry.resumeRow = decidedRow;
             else request.error = notWritten(entry, failure);
             ready(outcome, revision);
           });

@@ -4,6 +4,7 @@
 // here through the local paths, and those of conversations held elsewhere
 // are filed. A SQLite owner holds every agent; a SQLite visitor only files.
 
+import { decisionOfFiled } from "./wait-decisions.js";
 import { AdmissionSource, AdmissionVerdict, BusyPolicy, ConversationFlag } from "../../assembly/abi.js";
 import { AgentBusyError, InvalidInputError, type PhronomyError } from "../errors.js";
 import { startTiming } from "../store/start-timing.js";
@@ -149,11 +150,7 @@ export class InboxClaims {
           { agentId: claim.agentId, executionId: claim.executionId },
         ),
       );
-    return agent.applyFiledDecision(claim.executionId, {
-      approvalId: claim.approvalId,
-      approved: claim.approved,
-      ...(claim.reason !== null ? { reason: claim.reason } : {}),
-    });
+    return agent.applyFiledDecision(claim.executionId, decisionOfFiled(claim));
   }
 
   /** The owner's side of a start filed by another process

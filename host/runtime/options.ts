@@ -9,9 +9,11 @@ import { checkModelSettings } from "./model-settings.js";
 import { checkLoopSettings, LOOP_SETTING_KEYS, type LoopSettings } from "./loop-settings.js";
 import { checkStartCallSettings, START_CALL_SETTING_KEYS, type StartCallSettings } from "./start-call-settings.js";
 import { preloadAiSdk } from "../agent/ai-sdk.js";
+import { isJson } from "../agent/messages.js";
 import type { ToolSet } from "../agent/tools.js";
 import type { Json } from "../store/records.js";
 import type { ApprovalRequest, EventListener } from "./events.js";
+import { decidedByLengthMax, type Decision } from "./wait-decisions.js";
 import { checkAgentRetention, type AgentRetentionOptions } from "./retention.js";
 import { QUEUE_LIMIT_MAX } from "../store/queue.js";
 import { IDEMPOTENCY_KEY_LENGTH_MAX } from "../store/start-filing.js";
@@ -237,33 +239,105 @@ export interface StartOptions extends StartCallSettings {
 
 export type { LanguageModel };
 
-/** A decision on a pending approval (`agent.resume`). */
+/** A decision on a pending wait (`agent.resume`): an approval decided
+ * (`approvalId`, `approved`; with `input`, approved with edited arguments;
+ * with `respond`, answered in place of the tool), or a typed wait given
+ * its value (`waitId`, `value`; docs/decisions/0075). */
 export interface ResumeDecision {
   /** The pending approval's id (`ApprovalRequest.approvalId`); another is refused `APPROVAL_MISMATCH`. */
-  readonly approvalId: string;
+  readonly approvalId?: string;
   /** true runs the tool batch; false declines it and tells the model. */
-  readonly approved: boolean;
+  readonly approved?: boolean;
   /** Told to the model when declined; recorded either way. */
   readonly reason?: string;
+  /** With `approved: true`: the call runs with these arguments instead of
+   * the model's (validated against the tool's input schema, hashed and
+   * recorded); the model sees the call with them. */
+  readonly input?: unknown;
+  /** The call does not run: this value is recorded as its result
+   * (validated against the tool's output schema when it has one). */
+  readonly respond?: unknown;
+  /** The call `input` or `respond` is for, when the approval covers more
+   * than one; the batch's other calls run as approved. */
+  readonly callId?: string;
+  /** Who decided (free text, at most 256 characters), recorded with the decision. */
+  readonly decidedBy?: string;
+  /** A typed wait's id (`ApprovalRequest.approvalId` of kind `input`). */
+  readonly waitId?: string;
+  /** A typed wait's value: validated against its `responseSchema` (refused
+   * `INVALID_INPUT` with the schema's issues, the wait still pending), then
+   * the call's result. */
+  readonly value?: unknown;
   /** Called with each event of the resumed execution. */
   readonly onEvent?: EventListener;
   /** Cancels the resumed execution (as `start`'s signal does). */
   readonly signal?: AbortSignal;
 }
 
-export const RESUME_DECISION_KEYS = ["approvalId", "approved", "reason", "onEvent", "signal"] as const;
+export const RESUME_DECISION_KEYS = [
+  "approvalId",
+  "approved",
+  "reason",
+  "input",
+  "respond",
+  "callId",
+  "decidedBy",
+  "waitId",
+  "value",
+  "onEvent",
+  "signal",
+] as const;
 
-export function validateResumeDecision(executionId: unknown, decision: ResumeDecision, what: string): void {
+/** Checks a decision's shape and says what it asks (its answer is checked
+ * against its schema once the pending wait is known). */
+export function validateResumeDecision(executionId: unknown, decision: ResumeDecision, what: string): Decision {
   if (typeof executionId !== "string" || executionId.length === 0) throw new InvalidInputError(`${what}: the execution id must be a non-empty string`);
   if (typeof decision !== "object" || decision === null)
-    throw new InvalidInputError(`${what}: the decision must be an object { approvalId, approved, reason? }`);
+    throw new InvalidInputError(`${what}: the decision must be an object { approvalId, approved, reason? } or { waitId, value }`);
   rejectUnknownKeys(decision, RESUME_DECISION_KEYS, what);
-  if (typeof decision.approvalId !== "string" || decision.approvalId.length === 0)
-    throw new InvalidInputError(`${what}: "approvalId" must be the id of the pending approval`);
-  if (typeof decision.approved !== "boolean") throw new InvalidInputError(`${what}: "approved" must be true or false`);
   if (decision.reason !== undefined && typeof decision.reason !== "string") throw new InvalidInputError(`${what}: "reason" must be a string`);
+  if (decision.decidedBy !== undefined && (typeof decision.decidedBy !== "string" || decision.decidedBy.length > decidedByLengthMax))
+    throw new InvalidInputError(`${what}: "decidedBy" must be a string of at most ${decidedByLengthMax} characters`);
+  if (decision.callId !== undefined && (typeof decision.callId !== "string" || decision.callId.length === 0))
+    throw new InvalidInputError(`${what}: "callId" must be the id of a call of the pending wait`);
   functionOrUndefined(decision.onEvent, "onEvent", what);
   if (decision.signal !== undefined && !(decision.signal instanceof AbortSignal)) throw new InvalidInputError(`${what}: "signal" must be an AbortSignal`);
+  for (const key of ["input", "respond", "value"] as const) {
+    // Stored with the decision (and filed in the inbox as JSON text).
+    if (decision[key] !== undefined && !isJson(decision[key])) throw new InvalidInputError(`${what}: "${key}" must be plain JSON (it is stored)`);
+  }
+  const common = {
+    ...(decision.reason !== undefined ? { reason: decision.reason } : {}),
+    ...(decision.decidedBy !== undefined ? { decidedBy: decision.decidedBy } : {}),
+    ...(decision.onEvent !== undefined ? { onEvent: decision.onEvent } : {}),
+    ...(decision.signal !== undefined ? { signal: decision.signal } : {}),
+  };
+  if (decision.waitId !== undefined) return typedWaitDecision(decision, what, common);
+  if (decision.value !== undefined) throw new InvalidInputError(`${what}: "value" answers a typed wait: name it with "waitId", not "approvalId"`);
+  if (typeof decision.approvalId !== "string" || decision.approvalId.length === 0)
+    throw new InvalidInputError(`${what}: "approvalId" must be the id of the pending approval (or "waitId" the id of a typed wait)`);
+  const approvalId = decision.approvalId;
+  if (decision.respond !== undefined) {
+    if (decision.approved === false || decision.input !== undefined)
+      throw new InvalidInputError(`${what}: "respond" answers in place of the tool; it goes without "input" and "approved: false"`);
+    return { approvalId, approved: true, given: { kind: "respond", callId: decision.callId, payload: decision.respond }, ...common };
+  }
+  if (typeof decision.approved !== "boolean") throw new InvalidInputError(`${what}: "approved" must be true or false`);
+  if (decision.input !== undefined) {
+    if (!decision.approved) throw new InvalidInputError(`${what}: edited "input" goes with "approved: true" (a declined call does not run)`);
+    return { approvalId, approved: true, given: { kind: "edit", callId: decision.callId, payload: decision.input }, ...common };
+  }
+  if (decision.callId !== undefined) throw new InvalidInputError(`${what}: "callId" names the call "input" or "respond" is for; give one of them`);
+  return { approvalId, approved: decision.approved, ...common };
+}
+
+function typedWaitDecision(decision: ResumeDecision, what: string, common: Partial<Decision>): Decision {
+  if (typeof decision.waitId !== "string" || decision.waitId.length === 0) throw new InvalidInputError(`${what}: "waitId" must be the id of the pending wait`);
+  for (const key of ["approvalId", "approved", "input", "respond"] as const) {
+    if (decision[key] !== undefined) throw new InvalidInputError(`${what}: a typed wait is resumed with { waitId, value }; "${key}" is for approvals`);
+  }
+  if (!("value" in decision) || decision.value === undefined) throw new InvalidInputError(`${what}: "value" is the answer the wait is for; give it`);
+  return { ...common, approvalId: decision.waitId, approved: true, given: { kind: "value", callId: decision.callId, payload: decision.value } };
 }
 
 /** What a throwing event listener does: "report" logs it; "fail_task"

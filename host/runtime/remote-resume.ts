@@ -32,7 +32,7 @@ import { retryApprovalId } from "../store/retry-filing.js";
 import { emitToWaiter, settleWaiterWithError, type DeliverySettings } from "./delivery.js";
 import { settleFromRow } from "./durable-outcome.js";
 import type { ApprovalRequest, HandoffRequest } from "./events.js";
-import type { ResumeDecision } from "./options.js";
+import { filedActionOf, type Decision } from "./wait-decisions.js";
 import type { Waiter } from "./run.js";
 import { asPhronomyError } from "./session.js";
 import { BackoffPoller } from "./backoff-poller.js";
@@ -77,8 +77,14 @@ export class RemoteResumes {
 
   /** Files the decision; the waiter learns the execution id once it is
    * filed, and its result from the durable rows. */
-  file(agentId: string, executionId: string, decision: ResumeDecision, waiter: Waiter): void {
-    this.submit(agentId, executionId, { approvalId: decision.approvalId, approved: decision.approved, reason: decision.reason ?? null }, waiter);
+  file(agentId: string, executionId: string, decision: Decision, waiter: Waiter): void {
+    const action = filedActionOf(decision);
+    this.submit(
+      agentId,
+      executionId,
+      { approvalId: decision.approvalId, approved: decision.approved, reason: decision.reason ?? null, ...(action !== undefined ? { action } : {}) },
+      waiter,
+    );
   }
 
   /** Files `env.cancel` of an execution another process runs
@@ -107,7 +113,7 @@ export class RemoteResumes {
   private submit(
     agentId: string,
     executionId: string,
-    decision: Pick<DecisionFiling, "approvalId" | "approved" | "reason" | "kind">,
+    decision: Pick<DecisionFiling, "approvalId" | "approved" | "reason" | "kind" | "action">,
     waiter: Waiter,
     decisionId = randomUUID(),
   ): void {

@@ -14,6 +14,7 @@ import type { ApprovalRequest } from "./events.js";
 import type { Waiter, Waiting } from "./run.js";
 import type { Session } from "./session.js";
 import type { Span } from "./tracing.js";
+import type { DecisionAction } from "./wait-decisions.js";
 
 export interface AgentEntry {
   readonly id: string;
@@ -81,6 +82,12 @@ export interface ResumeRequest {
   readonly approvalId: string;
   readonly approved: boolean;
   readonly reason: string | null;
+  /** The answer beyond approving, checked against its schema (decision 0075). */
+  readonly action?: DecisionAction;
+  /** Who decided, recorded with the decision. */
+  readonly decidedBy?: string | null;
+  /** Why the answer's schema refused it (`ValueMustMatchSchema`). */
+  readonly refusedAnswer?: PhronomyError;
   /** Cancels the resumed run; adopted with the reason once the commit landed. */
   readonly signal: AbortSignal | undefined;
   /** Set when the decision was refused before the core saw a commit. */

@@ -21,9 +21,25 @@ export function historyOf(steps: readonly StoredStep[]): ConversationMessage[] {
       history.push({ role: "assistant", text: String(payload["text"] ?? ""), toolCalls: (payload["toolCalls"] ?? []) as ToolCall[], ...reasoning });
     } else if (step.kind === "tool_results" && payload) {
       history.push({ role: "tool", results: (payload["results"] ?? []) as ToolResult[] });
+    } else if (step.kind === "approval_decided" && payload) {
+      editCall(history, payload["action"]);
     }
   }
   return history;
+}
+
+/** Approved with edited arguments (decision 0075): the model is shown the
+ * call as it ran, with the edited input, from then on. */
+function editCall(history: ConversationMessage[], action: unknown): void {
+  const edit = action as { kind?: unknown; callId?: unknown; value?: unknown } | null | undefined;
+  if (edit?.kind !== "edit") return;
+  for (let index = history.length - 1; index >= 0; index -= 1) {
+    const message = history[index]!;
+    if (message.role !== "assistant" || !message.toolCalls.some((call) => call.callId === edit.callId)) continue;
+    const toolCalls = message.toolCalls.map((call) => (call.callId === edit.callId ? { ...call, input: edit.value as ToolCall["input"] } : call));
+    history[index] = { ...message, toolCalls };
+    return;
+  }
 }
 
 /** A retry (docs/decisions/0026) continues from a durable point of the

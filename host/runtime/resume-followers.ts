@@ -8,7 +8,7 @@ import { ResultCode } from "../../assembly/abi.js";
 import type { PhronomyError } from "../errors.js";
 import { type DeliverySettings, settleWaiterWithError } from "./delivery.js";
 import { errorForCode } from "./error-codes.js";
-import type { ResumeDecision } from "./options.js";
+import type { Decision } from "./wait-decisions.js";
 import type { ExecutionEntry, RequestTable, ResumeRequest } from "./requests.js";
 
 /** Effect FollowResume: the request's waiter follows the resume of the
@@ -45,6 +45,12 @@ export function attachFollowers(request: ResumeRequest, entry: ExecutionEntry): 
 /** The decision is the one being committed: the same approval id, approval
  * and reason (its listener and signal are its own; a follower's signal
  * does not cancel the run the first decision resumes). */
-export function sameDecision(committing: ResumeRequest, decision: ResumeDecision): boolean {
-  return committing.approvalId === decision.approvalId && committing.approved === decision.approved && committing.reason === (decision.reason ?? null);
+export function sameDecision(committing: ResumeRequest, decision: Decision): boolean {
+  return (
+    committing.approvalId === decision.approvalId
+    && committing.approved === decision.approved
+    && committing.reason === (decision.reason ?? null)
+    && committing.action?.kind === decision.given?.kind
+    && JSON.stringify(committing.action?.value) === JSON.stringify(decision.checked?.action?.value)
+  );
 }

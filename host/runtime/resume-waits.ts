@@ -54,6 +54,14 @@ export function refuseResumeFromFacts(
     );
     return true;
   }
+  if (code === ResultCode.ValueMustMatchSchema && request.refusedAnswer !== undefined) {
+    refuse(request.refusedAnswer);
+    return true;
+  }
+  if (code === ResultCode.WaitKindMustMatch) {
+    refuse(waitKindRefusal(request, entry));
+    return true;
+  }
   if (!request.afterRecovery) return false;
   if (code === ResultCode.AgentAdmissionHeld) {
     // Recovered, and still held: the store could not say what was written.
@@ -94,4 +102,19 @@ export function resumeRefused(
     },
     () => refuse(errorForCode(code, context)),
   );
+}
+
+/** A resume of another kind than the pending wait (decision 0075): a value
+ * for an approval, or approve/decline for a typed wait. */
+function waitKindRefusal(request: ResumeRequest, entry: ExecutionEntry | undefined): PhronomyError {
+  const { executionId, approvalId } = request;
+  const input = entry?.approvalRequest?.kind === "input";
+  const told = input
+    ? `wait ${approvalId} of execution ${executionId} waits for a typed value: resume it with { waitId, value }`
+    : `approval ${approvalId} of execution ${executionId} waits for a decision: resume it with { approvalId, approved } (or "input", "respond")`;
+  return new ApprovalMismatchError(`${told}; nothing was decided`, {
+    executionId,
+    agentId: request.waiter.agentId,
+    details: { mismatch: "wait_kind", approvalId, waitKind: input ? "input" : "approval" },
+  });
 }

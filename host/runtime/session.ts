@@ -12,6 +12,7 @@ import type { ModelMessage } from "ai";
 import { callModel, type CallOverrides } from "../agent/model.js";
 import { assistantMessage, type ConversationMessage, type ModelTurn, type ToolCall, type ToolResult } from "../agent/messages.js";
 import { toModelMessages } from "../agent/model-messages.js";
+import { convertToJsonSchema } from "../agent/schema.js";
 import { isTransientModelError, modelRetriesExhausted, retryAfterMsOf, withRetries } from "../agent/retries.js";
 import {
   executeTool,
@@ -96,6 +97,10 @@ interface PlannedCall {
   readonly error: PhronomyError | undefined;
   /** Read back from the store (recovery, resume): validate before running. */
   readonly validateFirst?: boolean;
+  /** Its result, given by a person: it does not run (decision 0075). */
+  readonly response?: Json;
+  /** Declined without running, and why. */
+  readonly declined?: string;
 }
 
 /** The hash an approval is bound to: every call of the batch, its tool and
@@ -202,7 +207,11 @@ export class Session {
           ),
         };
       }
-      return { call, tool, input: record.input, error: undefined, validateFirst: true };
+      const answered = {
+        ...(record.response !== undefined ? { response: record.response } : {}),
+        ...(record.declined !== undefined ? { declined: record.declined } : {}),
+      };
+      return { call, tool, input: record.input, error: undefined, validateFirst: true, ...answered };
     });
   }
 
@@ -530,6 +539,8 @@ export class Session {
 
   private dispatchOrSuspend(needed: PlannedCall[]): void {
     if (this.finished) return;
+    const asking = this.planned.find((planned) => planned.tool?.definition.waitsFor !== undefined && !planned.error);
+    if (asking) return this.waitForInput(asking, needed);
     if (needed.length === 0) {
       this.host.sessionEvent(this, SessionEventKind.LlmCompletedWithTools);
       return;
@@ -541,6 +552,31 @@ export class Session {
       toolCalls: needed.map(({ call }) => ({ callId: call.callId, toolName: call.toolName, input: call.input })),
       argumentsHash: argumentsHashOf(this.toolBatch()),
       requestedAt: this.host.now(),
+    };
+    this.host.sessionEvent(this, SessionEventKind.ApprovalRequired);
+    this.finish({ ending: SessionEnding.Suspended, output: null, error: undefined, approvalRequest: request, handoff: undefined });
+  }
+
+  /** A `humanInput()` call: the execution waits for its value, as for an
+   * approval (one wait, kind `input`, decision 0075). One question at a
+   * time: the turn's other calls that need approval, and further
+   * `humanInput()` calls, are declined once the value is given; the rest
+   * run with it. */
+  private waitForInput(asking: PlannedCall, needed: readonly PlannedCall[]): void {
+    const { call } = asking;
+    const heldBack = this.planned.filter((planned) => planned !== asking && (needed.includes(planned) || planned.tool?.definition.waitsFor !== undefined));
+    const schema = asking.tool?.definition.waitsFor;
+    const responseSchema = schema === undefined ? undefined : convertToJsonSchema(schema);
+    const request: ApprovalRequest = {
+      approvalId: randomUUID(),
+      executionId: this.executionId,
+      agentId: this.settings.agentId,
+      toolCalls: [{ callId: call.callId, toolName: call.toolName, input: call.input }],
+      argumentsHash: argumentsHashOf(this.toolBatch()),
+      requestedAt: this.host.now(),
+      kind: "input",
+      ...(responseSchema !== undefined ? { responseSchema } : {}),
+      ...(heldBack.length > 0 ? { declinedCalls: heldBack.map((planned) => planned.call.callId) } : {}),
     };
     this.host.sessionEvent(this, SessionEventKind.ApprovalRequired);
     this.finish({ ending: SessionEnding.Suspended, output: null, error: undefined, approvalRequest: request, handoff: undefined });
@@ -609,6 +645,13 @@ export class Session {
    * tool that threw: the core counts each call in flight until it settles
    * (decision 0056). */
   private runToolOrFail(planned: PlannedCall, messages: ModelMessage[]): void {
+    if (planned.declined !== undefined) {
+      const told = planned.declined;
+      const { callId, toolName } = planned.call;
+      const declined = { callId, toolName, output: { declined: true, reason: told }, isError: true, modelOutput: { type: "execution-denied", reason: told } };
+      this.host.post(() => this.toolSettled(declined));
+      return;
+    }
     try {
       this.runTool(planned, messages);
     } catch (error) {
@@ -636,6 +679,8 @@ export class Session {
     }));
     const run = async (): Promise<{ output: Json; modelOutput: Json | undefined }> => {
       if (planned.error) throw planned.error;
+      // A person gave this call's result: it stands for the run.
+      if (planned.response !== undefined) return { output: planned.response, modelOutput: undefined };
       if (!tool) throw new PhronomyError("INVALID_INPUT", `no tool "${call.toolName}"`);
       const input = planned.validateFirst ? await validateToolInput(tool, planned.input) : planned.input;
       const experimental_context = (this.callPlan instanceof Promise ? await this.planOfCalls() : this.callPlan).experimentalContext;

@@ -97,6 +97,13 @@ function checkApproval(operation: ApprovalCommitOperation): void {
     throw new InvalidInputError(`approvalCommit.reason must be a string or null, got ${JSON.stringify(operation.reason)}`, context);
   }
   checkId(operation.argumentsHash, "approvalCommit.argumentsHash");
+  if (operation.action !== undefined && (typeof operation.action !== "object" || operation.action === null || Array.isArray(operation.action))) {
+    throw new InvalidInputError(`approvalCommit.action must be an object, got ${JSON.stringify(operation.action)}`, context);
+  }
+  if (operation.decidedBy !== undefined && operation.decidedBy !== null && typeof operation.decidedBy !== "string") {
+    throw new InvalidInputError(`approvalCommit.decidedBy must be a string or null, got ${JSON.stringify(operation.decidedBy)}`, context);
+  }
+  if (operation.toolBatch !== undefined) checkCalls(operation.toolBatch, "approvalCommit.toolBatch", context);
 }
 
 function checkToolBatch(operation: TerminalCommitOperation): void {
@@ -107,20 +114,22 @@ function checkToolBatch(operation: TerminalCommitOperation): void {
       context,
     );
   }
-  if (!Array.isArray(operation.toolBatch)) {
-    throw new InvalidInputError(`terminalCommit.toolBatch must be an array of tool calls, got ${JSON.stringify(operation.toolBatch)}`, context);
+  checkCalls(operation.toolBatch, "terminalCommit.toolBatch", context);
+}
+
+function checkCalls(batch: unknown, what: string, context: { readonly executionId: string }): void {
+  if (!Array.isArray(batch)) {
+    throw new InvalidInputError(`${what} must be an array of tool calls, got ${JSON.stringify(batch)}`, context);
   }
-  operation.toolBatch.forEach((call, index) => {
-    if (typeof call !== "object" || call === null) {
-      throw new InvalidInputError(`terminalCommit.toolBatch[${index}] must be a tool call record, got ${JSON.stringify(call)}`, context);
+  (batch as unknown[]).forEach((entry, index) => {
+    if (typeof entry !== "object" || entry === null) {
+      throw new InvalidInputError(`${what}[${index}] must be a tool call record, got ${JSON.stringify(entry)}`, context);
     }
-    checkId(call.callId, `terminalCommit.toolBatch[${index}].callId`);
-    checkId(call.toolName, `terminalCommit.toolBatch[${index}].toolName`);
+    const call = entry as { callId?: unknown; toolName?: unknown; idempotencyKey?: unknown };
+    checkId(call.callId, `${what}[${index}].callId`);
+    checkId(call.toolName, `${what}[${index}].toolName`);
     if (typeof call.idempotencyKey !== "string" || call.idempotencyKey.length === 0) {
-      throw new InvalidInputError(
-        `terminalCommit.toolBatch[${index}].idempotencyKey must be a non-empty string, got ${JSON.stringify(call.idempotencyKey)}`,
-        context,
-      );
+      throw new InvalidInputError(`${what}[${index}].idempotencyKey must be a non-empty string, got ${JSON.stringify(call.idempotencyKey)}`, context);
     }
   });
 }

@@ -6,7 +6,7 @@
 import type { DecisionKind } from "./cancel-filing.js";
 import type { TransferredError } from "./error-transfer.js";
 import type { FiledStart } from "./start-filing.js";
-import type { ExecutionRow } from "./records.js";
+import type { ExecutionRow, Json } from "./records.js";
 import type { SqliteRow } from "./sqlite/driver.js";
 import { executionFromRow } from "./sqlite/rows.js";
 
@@ -23,6 +23,9 @@ export interface DecisionFiling {
   readonly approvalId: string;
   readonly approved: boolean;
   readonly reason: string | null;
+  /** An answer beyond approve/decline and who decided (`{ given: { kind,
+   * callId, payload }, decidedBy }`, decision 0075), checked by the owner. */
+  readonly action?: Json;
   /** The filing process's lease owner name. */
   readonly filedBy: string;
   readonly filedAt: number;

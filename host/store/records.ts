@@ -39,6 +39,11 @@ export interface ToolCallRecord {
   readonly toolName: string;
   readonly input: Json;
   readonly idempotencyKey: string;
+  /** The call's result given by a person (a response in place of the
+   * tool, a typed wait's value): the call does not run (decision 0075). */
+  readonly response?: Json;
+  /** Why the call is declined without running (held back by a typed wait). */
+  readonly declined?: string;
 }
 
 /** One step of an execution's timeline and runtime snapshot: the input, a
@@ -156,6 +161,11 @@ export interface ApprovalDecision {
   readonly approvalId: string;
   readonly approved: boolean;
   readonly reason: string | null;
+  /** What the answer did beyond approving (`{ kind, callId, value,
+   * inputHash? }`: edited arguments, a response, a typed wait's value). */
+  readonly action?: Json;
+  /** Who decided, when the decision said. */
+  readonly decidedBy?: string | null;
 }
 
 // -- operations -------------------------------------------------------------
@@ -287,6 +297,13 @@ export interface ApprovalCommitOperation {
    * runtime computes it and stores it in the approval request. */
   readonly argumentsHash: string;
   readonly at: number;
+  /** The answer beyond approving (decision 0075), recorded with the decision. */
+  readonly action?: Json;
+  /** Who decided, recorded with the decision. */
+  readonly decidedBy?: string | null;
+  /** The tool batch the decision leaves (edited arguments, a result given
+   * in place of a call), stored as `metadata.toolBatch`; absent, it stays. */
+  readonly toolBatch?: readonly ToolCallRecord[];
 }
 
 /** Reopens a terminal execution for a new attempt (`env.retry`,

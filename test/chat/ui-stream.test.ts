@@ -8,7 +8,7 @@
 import { dynamicTool, readUIMessageStream, type UIMessage } from "ai";
 import { z } from "zod";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { Phronomy, type ChatChunk, type Environment } from "../../host/index.js";
+import { humanInput, Phronomy, type ChatChunk, type Environment } from "../../host/index.js";
 import { comparePositions, parsePosition } from "../../host/chat/positions.js";
 import type { ScriptedTurn } from "../../host/agent/scripted-model.js";
 import { approvalRefundTool, deferred, lookupTool, openEnvironment, recordingLogger, scriptedModel, turnOf } from "../runtime/helpers.js";
@@ -253,6 +253,38 @@ describe("a Run as the AI SDK's UI message stream", () => {
       expect.objectContaining({ type: "text", text: "Refunded." }),
     ]);
     expect(refunds).toHaveLength(1);
+  });
+
+  it("a typed wait: the tool part stays input-available, a data-wait part carries the response schema; the value arrives as the call's output", async () => {
+    const env = await openEnvironment();
+    const askDate = humanInput({
+      description: "Asks for a delivery date",
+      inputSchema: z.object({ question: z.string() }),
+      responseSchema: z.object({ date: z.string() }),
+    });
+    const model = scriptedModel(({ messages }) =>
+      turnOf(messages) === 0 ? { toolCalls: [{ toolName: "askDate", input: { question: "When?" } }] } : { text: "Booked." },
+    );
+    const booking = env.agent({ id: "booking", model, tools: { askDate } });
+    const run = booking.start("Book a delivery");
+    const chunks = await readAll(await env.stream(run));
+    const executionId = await run.executionId;
+    const finish = chunks.at(-1)!;
+    expect(finish).toMatchObject({ type: "finish", messageMetadata: { executionId, outcome: "suspended" } });
+    const suspended = await messageOf(chunks);
+    const [pending] = await env.pendingApprovals();
+    const waitId = pending!.request.approvalId;
+    expect(suspended.parts.find((candidate) => candidate.type === "tool-askDate")).toMatchObject({ state: "input-available", input: { question: "When?" } });
+    expect(suspended.parts.find((candidate) => candidate.type === "data-wait")).toMatchObject({
+      id: waitId,
+      data: { waitId, kind: "input", responseSchema: { type: "object", properties: { date: { type: "string" } } } },
+    });
+    const resumed = booking.resume(executionId, { waitId, value: { date: "2027-01-05" } });
+    const rest = await readAll(await env.stream(resumed, { resumeAt: (finish as { messageMetadata: { resumeAt: string } }).messageMetadata.resumeAt }));
+    await resumed.result;
+    const done = await messageOf(rest, suspended);
+    expect(done.parts.find((candidate) => candidate.type === "tool-askDate")).toMatchObject({ state: "output-available", output: { date: "2027-01-05" } });
+    expect(done.parts.at(-1)).toMatchObject({ type: "text", text: "Booked." });
   });
 
   it("a failed execution streams an error, then finish with reason error", async () => {

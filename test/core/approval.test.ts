@@ -88,6 +88,30 @@ describeDecisions("Resume(exec, gen, agent, agentGen, request, facts, sameAsComm
     );
   });
 
+  it("takes a typed input wait's value, and refuses a resume of the other kind or a refused value (decision 0075)", async () => {
+    const core = await boot();
+    const run = core.suspended();
+    const request = core.request();
+    const WAITS = ResumeFact.PendingWaitsForInput;
+    const VALUE = ResumeFact.GivesValue;
+    const at = [RESUME, run.exec, run.generation, run.agent, run.agentGeneration, request] as const;
+    // Approve or decline a typed wait, or a value for an approval: refused, nothing moves.
+    core.expectRefused(ResultCode.WaitKindMustMatch, request, ...at, MATCHES | WAITS);
+    core.expectRefused(ResultCode.WaitKindMustMatch, request, ...at, MATCHES | VALUE);
+    // A value (or edited arguments) its schema refused: refused, still pending.
+    core.expectRefused(ResultCode.ValueMustMatchSchema, request, ...at, MATCHES | WAITS | VALUE | ResumeFact.ValueRefused);
+    core.expectRefused(ResultCode.ValueMustMatchSchema, request, ...at, MATCHES | ResumeFact.ValueRefused);
+    expect(run.admission).toBe(AdmissionState.Suspended);
+    // Another wait's id is refused first, as for an approval.
+    core.expectRefused(ResultCode.ApprovalMustMatch, request, ...at, WAITS | VALUE);
+    expect(core.apply(...at, MATCHES | WAITS | VALUE)).toBe(ResultCode.Ok);
+    expect(core.effects()).toEqual([effect.SubmitApprovalCommit(run.exec, run.revision, request)]);
+    expect(run.admission).toBe(AdmissionState.Resuming);
+    // Given twice: the second is refused as another decision under way.
+    const again = core.request();
+    core.expectRefused(ResultCode.ResumeInProgress, again, RESUME, run.exec, run.generation, run.agent, run.agentGeneration, again, MATCHES | WAITS | VALUE);
+  });
+
   it("refuses facts outside the ResumeFact bits with ArgumentOutOfRange, before the execution check", async () => {
     const core = await boot();
     const run = core.suspended();

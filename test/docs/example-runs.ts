@@ -53,6 +53,15 @@ export const runs: Readonly<Record<string, Runs | { readonly runBy: string }>> =
       "left: refunds",
     ],
   },
+  "examples/waiting-for-a-person.ts": {
+    runtime: "node",
+    prints: [
+      'approval: approval Done: {"orderId":"42","refunded":30}',
+      "refused: INVALID_INPUT",
+      'wait: input Done: {"date":"2027-03-01"}',
+      "a second value: APPROVAL_MISMATCH",
+    ],
+  },
   "examples/cancel-retry.ts": {
     runtime: "node",
     prints: [

@@ -501,6 +501,15 @@ export class MessageStream {
     return message(MessageKind.SessionFinished, live.execution, live.generation, live.session, ending);
   }
 
+  /** The pending wait's kind and the decision's (decision 0075): mostly
+   * an approval decided; sometimes a typed wait given its value, a kind
+   * that does not match, or a value its schema refused. */
+  private waitFacts(intent: Intent): number {
+    const kinds = [0, 0, 0, ResumeFact.PendingWaitsForInput | ResumeFact.GivesValue, ResumeFact.PendingWaitsForInput, ResumeFact.GivesValue];
+    const kind = kinds[(intent.noise >> 3) % kinds.length]!;
+    return kind | (intent.noise % 17 === 3 ? ResumeFact.ValueRefused : 0);
+  }
+
   private resume(intent: Intent): Message {
     const live = this.pickExecution(intent);
     if (!live) return this.start(intent);
@@ -514,7 +523,8 @@ export class MessageStream {
           ? (intent.noise >> 2) % ResumeFact.End
           : ResumeFact.MatchesPending
             | (intent.variant % 5 === 0 ? ResumeFact.MatchesCommittingSuspension : 0)
-            | (intent.variant % 7 === 0 ? ResumeFact.AfterRecovery : 0);
+            | (intent.variant % 7 === 0 ? ResumeFact.AfterRecovery : 0)
+            | this.waitFacts(intent);
     // Sent again while a commit is under way: the same decision, or another (2: malformed).
     const same = intent.noise % 31 === 5 ? 2 : intent.noise % 2;
     return message(MessageKind.Resume, live.execution, live.generation, live.agent, live.agentGeneration, this.request(), facts, same);

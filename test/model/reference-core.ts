@@ -980,6 +980,12 @@ export class ReferenceCore implements ControlMachine {
     }
     if (!suspended && afterRecovery) return this.refuse(request, ResultCode.StatusMustMatch);
     if (suspended && (facts & ResumeFact.MatchesPending) === 0) return this.refuse(request, ResultCode.ApprovalMustMatch);
+    // A typed input wait takes only a value, an approval only a decision;
+    // a value that failed its schema decides nothing (decision 0075).
+    if (suspended && ((facts & ResumeFact.PendingWaitsForInput) !== 0) !== ((facts & ResumeFact.GivesValue) !== 0)) {
+      return this.refuse(request, ResultCode.WaitKindMustMatch);
+    }
+    if (suspended && (facts & ResumeFact.ValueRefused) !== 0) return this.refuse(request, ResultCode.ValueMustMatchSchema);
     if (this.draining === 1) return this.refuse(request, ResultCode.RuntimeDraining);
     if (!suspended) return this.refuse(request, ResultCode.StatusMustMatch);
     // The same decision sent again while its commit is under way follows it.

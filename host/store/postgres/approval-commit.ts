@@ -24,7 +24,7 @@
 import type pg from "pg";
 import { ExecutionRehydrationRequiredError, type PhronomyError } from "../../errors.js";
 import type { ApprovalCommitOperation, ExecutionMetadata, Json, StepRecord } from "../records.js";
-import { checkRequest } from "../sqlite/approval-commit.js";
+import { checkRequest, decidedStepPayload, decisionWritten } from "../sqlite/approval-commit.js";
 import { jsonText } from "../sqlite/rows.js";
 import { countedStepsSql, insertStepsSql } from "./functions.js";
 import { integer, text } from "./literals.js";
@@ -75,19 +75,9 @@ export async function createApprovalCommitFunction(client: pg.ClientBase): Promi
  * decided on. */
 export function approvalStatement(operation: ApprovalCommitOperation, known: SuspendedRow, fence: Fence | undefined, writeId: string): Statement {
   const request = checkRequest(operation, known.agentId, known.approvalRequest);
-  const decided = { ...request, decision: { approved: operation.approved, reason: operation.reason, decidedAt: operation.at } };
-  const metadata: ExecutionMetadata = {
-    ...known.metadata,
-    approval: { approvalId: operation.approvalId, approved: operation.approved, reason: operation.reason },
-    // The resumed run's budget starts with the decision (docs/decisions/0016).
-    runningSince: operation.at,
-  };
+  const { decided, metadata } = decisionWritten(operation, request, known.metadata);
   const revision = operation.expectedRevision + 1;
-  const step: StepRecord = {
-    kind: "approval_decided",
-    at: operation.at,
-    payload: { approvalId: operation.approvalId, approved: operation.approved, reason: operation.reason, revision },
-  };
+  const step: StepRecord = { kind: "approval_decided", at: operation.at, payload: decidedStepPayload(operation, revision) };
   const sql = `SELECT approval_commit(${[
     text(operation.executionId),
     integer(operation.expectedRevision, "approvalCommit.expectedRevision"),

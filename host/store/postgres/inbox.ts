@@ -167,6 +167,13 @@ export async function addStartKind(client: pg.ClientBase): Promise<void> {
 
 // -- filing ------------------------------------------------------------------------------
 
+/** Migration 15 (decision 0075): a decision's answer beyond approve or
+ * decline — edited arguments, a response, a typed wait's value — and who
+ * decided, as JSON text; NULL for a plain decision and for older rows. */
+export async function addDecisionAction(client: pg.ClientBase): Promise<void> {
+  await client.query("ALTER TABLE approval_inbox ADD COLUMN action text");
+}
+
 /** Files a start for the owner of its conversation's partition (one
  * statement, its notification with it) — unless its execution id is filed
  * already (the earlier decision is answered) or in the store already, run
@@ -310,14 +317,26 @@ export async function fileDecision(pool: Queryable, where: string, channel: stri
   const inserted = await pool.query(
     `
     WITH filed AS (
-      INSERT INTO approval_inbox (decision_id, execution_id, agent_id, approval_id, approved, reason, execution_revision, filed_by, filed_at, state)
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'filed')
+      INSERT INTO approval_inbox (decision_id, execution_id, agent_id, approval_id, approved, reason, execution_revision, filed_by, filed_at, state, action)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'filed', $11)
       ON CONFLICT (execution_id, approval_id) WHERE state IN ('filed', 'claimed') DO NOTHING
       RETURNING agent_id
     )
     SELECT pg_notify($10, agent_id) FROM filed
   `,
-    [filing.decisionId, executionId, agentId, approvalId, filing.approved, filing.reason, row.revision, filing.filedBy, filing.filedAt, channel],
+    [
+      filing.decisionId,
+      executionId,
+      agentId,
+      approvalId,
+      filing.approved,
+      filing.reason,
+      row.revision,
+      filing.filedBy,
+      filing.filedAt,
+      channel,
+      filing.action === undefined ? null : JSON.stringify(filing.action),
+    ],
   );
   if (inserted.rowCount === 1) return { decisionId: filing.decisionId, executionRevision: Number(row.revision) };
   const earlier = (
@@ -354,6 +373,7 @@ interface InboxRow {
   claimed_epoch: number;
   claims: number;
   start: string | null;
+  action?: string | null;
 }
 
 /** Claims the agent's filed decisions (and those a former owner claimed at
@@ -395,6 +415,7 @@ function claimedFromRows(rows: readonly InboxRow[]): ClaimedDecision[] {
       claims: Number(row.claims),
       kind: row.kind,
       ...(row.start !== null && row.start !== undefined ? { start: JSON.parse(row.start) as FiledStart } : {}),
+      ...(typeof row.action === "string" ? { action: JSON.parse(row.action) as Json } : {}),
     }))
     .sort((a, b) => a.filedAt - b.filedAt || (a.decisionId < b.decisionId ? -1 : 1));
 }

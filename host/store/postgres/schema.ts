@@ -29,7 +29,7 @@ import {
 } from "./functions.js";
 import { createApprovalCommitFunction } from "./approval-commit.js";
 import { createPartitions, lockPartitionFences, partitionCountDefault } from "./partitions.js";
-import { addDecisionKind, addRetryKind, addStartKind, createApprovalInbox } from "./inbox.js";
+import { addDecisionAction, addDecisionKind, addRetryKind, addStartKind, createApprovalInbox } from "./inbox.js";
 import { createConversationQueues } from "./queue.js";
 import { quotedIdentifier } from "./literals.js";
 import { createPruneIndexes, indexRefusedStarts } from "./prune.js";
@@ -131,7 +131,8 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 12: the partition fence lock (`partitions.ts`, docs/decisions/0042).
  * Version 13: the index pruning finds refused filed starts by (`prune.ts`, docs/decisions/0047).
  * Version 14: steps numbered from the execution row, the approval commit as one function (docs/decisions/0048).
- * Version 15: a preparation that replaces its conversation's memory from an earlier execution (docs/decisions/0070). */
+ * Version 15: a preparation that replaces its conversation's memory from an earlier execution (docs/decisions/0070).
+ * Version 16: a decision's answer beyond approve/decline, in the inbox (docs/decisions/0075). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -148,6 +149,7 @@ export const migrations: readonly Migration[] = [
   indexRefusedStarts,
   countedStepsAndApprovals,
   createPrepareReplacing,
+  addDecisionAction,
 ];
 
 async function partitionOwnership(client: pg.ClientBase, settings?: SchemaSettings): Promise<void> {

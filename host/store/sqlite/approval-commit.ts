@@ -20,13 +20,7 @@ type JsonObject = { readonly [key: string]: Json };
 export function approvalCommit(connection: SqliteConnection, operation: ApprovalCommitOperation): CommittedRevision {
   const current = selectForUpdate(connection, operation, ["suspended"]);
   const request = checkRequest(operation, current.agentId, current.approvalRequest);
-  const decided: JsonObject = { ...request, decision: { approved: operation.approved, reason: operation.reason, decidedAt: operation.at } };
-  const metadata: ExecutionMetadata = {
-    ...current.metadata,
-    approval: { approvalId: operation.approvalId, approved: operation.approved, reason: operation.reason },
-    // The resumed run's budget starts with the decision (docs/decisions/0016).
-    runningSince: operation.at,
-  };
+  const { decided, metadata } = decisionWritten(operation, request, current.metadata);
   const revision = compareAndSet(
     connection,
     operation,
@@ -37,14 +31,44 @@ export function approvalCommit(connection: SqliteConnection, operation: Approval
   `,
     [jsonText(decided), jsonText(metadata), operation.at],
   );
-  appendSteps(connection, operation.executionId, [
-    {
-      kind: "approval_decided",
-      at: operation.at,
-      payload: { approvalId: operation.approvalId, approved: operation.approved, reason: operation.reason, revision },
-    },
-  ]);
+  appendSteps(connection, operation.executionId, [{ kind: "approval_decided", at: operation.at, payload: decidedStepPayload(operation, revision) }]);
   return { revision };
+}
+
+/** The decided request and the metadata a decision leaves (both stores):
+ * the decision — with its answer beyond approving and who decided, when
+ * given (docs/decisions/0075) — and the tool batch it rewrote. */
+export function decisionWritten(
+  operation: ApprovalCommitOperation,
+  request: JsonObject,
+  before: ExecutionMetadata,
+): { readonly decided: JsonObject; readonly metadata: ExecutionMetadata } {
+  const extra = {
+    ...(operation.action !== undefined ? { action: operation.action } : {}),
+    ...(operation.decidedBy != null ? { decidedBy: operation.decidedBy } : {}),
+  };
+  const decided: JsonObject = { ...request, decision: { approved: operation.approved, reason: operation.reason, decidedAt: operation.at, ...extra } };
+  const metadata: ExecutionMetadata = {
+    ...before,
+    ...(operation.toolBatch !== undefined ? { toolBatch: operation.toolBatch } : {}),
+    approval: { approvalId: operation.approvalId, approved: operation.approved, reason: operation.reason, ...extra },
+    // The resumed run's budget starts with the decision (docs/decisions/0016).
+    runningSince: operation.at,
+  };
+  return { decided, metadata };
+}
+
+/** The `approval_decided` step: the decision and, when given, its answer
+ * (the conversation read back shows edited arguments from it). */
+export function decidedStepPayload(operation: ApprovalCommitOperation, revision: number): JsonObject {
+  return {
+    approvalId: operation.approvalId,
+    approved: operation.approved,
+    reason: operation.reason,
+    revision,
+    ...(operation.action !== undefined ? { action: operation.action } : {}),
+    ...(operation.decidedBy != null ? { decidedBy: operation.decidedBy } : {}),
+  };
 }
 
 /** The stored request, when it is the one this decision is for. */

@@ -98,6 +98,13 @@ export function addRetryKind(connection: SqliteConnection): void {
   `);
 }
 
+/** Migration 7 (decision 0075): a decision's answer beyond approve or
+ * decline — edited arguments, a response, a typed wait's value — and who
+ * decided, as JSON text; NULL for a plain decision and for older rows. */
+export function addDecisionAction(connection: SqliteConnection): void {
+  connection.exec("ALTER TABLE approval_inbox ADD COLUMN action TEXT");
+}
+
 // -- filing (a visitor's inbox connection, or the owner's) -------------------------------
 
 /** Files a decision, or refuses it (nothing written) with
@@ -156,10 +163,21 @@ function checkAndInsert(connection: SqliteConnection, filing: DecisionFiling): F
   const revision = Number(row["revision"]);
   connection
     .prepare(`
-    INSERT INTO approval_inbox (decision_id, execution_id, agent_id, approval_id, approved, reason, execution_revision, filed_by, filed_at, state)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'filed')
+    INSERT INTO approval_inbox (decision_id, execution_id, agent_id, approval_id, approved, reason, execution_revision, filed_by, filed_at, state, action)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'filed', ?)
   `)
-    .run(filing.decisionId, executionId, agentId, approvalId, filing.approved ? 1 : 0, filing.reason, revision, filing.filedBy, filing.filedAt);
+    .run(
+      filing.decisionId,
+      executionId,
+      agentId,
+      approvalId,
+      filing.approved ? 1 : 0,
+      filing.reason,
+      revision,
+      filing.filedBy,
+      filing.filedAt,
+      filing.action === undefined ? null : JSON.stringify(filing.action),
+    );
   return { decisionId: filing.decisionId, executionRevision: revision };
 }
 
@@ -251,6 +269,7 @@ export function claimDecisions(connection: SqliteConnection, agentId: string, ow
       claimedEpoch: 0,
       claims: Number(row["claims"]),
       kind: String(row["kind"]) as DecisionKind,
+      ...(typeof row["action"] === "string" ? { action: JSON.parse(row["action"]) as Json } : {}),
     }))
     .sort((a, b) => a.filedAt - b.filedAt || (a.decisionId < b.decisionId ? -1 : 1));
 }

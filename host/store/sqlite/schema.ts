@@ -17,7 +17,7 @@ import { Buffer } from "node:buffer";
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { StoreError } from "../../errors.js";
 import { openSqlite, type SqliteConnection } from "./driver.js";
-import { addDecisionKind, addRetryKind, createApprovalInbox } from "./inbox.js";
+import { addDecisionAction, addDecisionKind, addRetryKind, createApprovalInbox } from "./inbox.js";
 import { createPruneIndexes } from "./prune.js";
 import { createConversationQueues } from "./queue.js";
 
@@ -92,7 +92,8 @@ function createInitialTables(connection: SqliteConnection): void {
  * Version 3: the indexes pruning reads by (`prune.ts`, docs/decisions/0027).
  * Version 4: the conversation queues (`queue.ts`, docs/decisions/0025).
  * Version 5: the inbox's decision kind, for cancels by id (docs/decisions/0026).
- * Version 6: the inbox's `retry` kind, for retries filed by a visitor (docs/decisions/0026). */
+ * Version 6: the inbox's `retry` kind, for retries filed by a visitor (docs/decisions/0026).
+ * Version 7: a decision's answer beyond approve/decline, in the inbox (docs/decisions/0075). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -100,6 +101,7 @@ export const migrations: readonly Migration[] = [
   createConversationQueues,
   addDecisionKind,
   addRetryKind,
+  addDecisionAction,
 ];
 
 export const schemaVersion = migrations.length;
