@@ -32,7 +32,7 @@ import { ExecutionNotFoundError, InvalidInputError, PhronomyError } from "../err
 import type { ExecutionEvent } from "../runtime/events.js";
 import type { Logger } from "../runtime/options.js";
 import type { Run } from "../runtime/run.js";
-import type { ExecutionRow, StoredStep } from "../store/records.js";
+import type { ExecutionRow, StoredStep, UsageTotals } from "../store/records.js";
 import { beginning, comparePositions, formatPosition, parsePosition, type ChatPosition } from "./positions.js";
 import { ExecutionTap } from "./execution-tap.js";
 import { textPartId, TimelineTranslator, type TranslatedStep } from "./timeline-chunks.js";
@@ -57,6 +57,9 @@ export interface ChatMessageMetadata {
   readonly resumeAt?: string;
   /** On `finish`: `completed`, `failed`, `suspended`, `handed_off`, … */
   readonly outcome?: string;
+  /** On `finish`: the tokens the execution used so far, with the
+   * provider's details (cached, reasoning) when it reported them. */
+  readonly usage?: UsageTotals;
 }
 
 /** Streams one environment serves at once; each holds a poll timer and,
@@ -272,7 +275,7 @@ class StreamPump {
     this.closeOpenText();
     const outcome = row.status === "suspended" ? "suspended" : (row.outcome ?? "failed");
     const position = formatPosition({ kind: "after_step", seq: this.lastSeq });
-    const metadata: ChatMessageMetadata = { executionId: this.executionId, resumeAt: position, outcome };
+    const metadata: ChatMessageMetadata = { executionId: this.executionId, resumeAt: position, outcome, usage: row.usage };
     this.push({ type: "finish", finishReason: finishReasonOf(outcome), messageMetadata: metadata, position });
     this.close();
     return true;
@@ -285,14 +288,17 @@ class StreamPump {
     const answered = translated.answers;
     const holdsText = answered !== undefined && held !== undefined && held.seq === answered.barrierSeq;
     if (holdsText) this.clientText = undefined;
-    if (holdsText && answered.replaced) {
-      // What the model streamed is not the answer shown: drop it (its step
-      // holds nothing else: a final answer has no tool calls).
+    // The answer continues the streamed text only when its text is the
+    // model's and comes first; otherwise the client's part would stand
+    // before parts a replay shows ahead of it (reasoning the model showed
+    // first, a source), so the step is sent again whole.
+    const continues = holdsText && !answered.replaced && answered.textAt === 0;
+    if (holdsText && !continues) {
       this.push({ type: "reset-step", position: formatPosition({ kind: "text", seq: held.seq, characters: held.characters }) });
     }
     translated.chunks.forEach((chunk, index) => {
       const position: ChatPosition = { kind: "chunk", seq, index };
-      if (holdsText && !answered.replaced && answered.text.length > 0 && index >= answered.textAt && index < answered.textAt + 2) {
+      if (continues && answered.text.length > 0 && index >= answered.textAt && index < answered.textAt + 2) {
         // text-start was sent; text-delta sends what the client lacks.
         if (index === answered.textAt || comparePositions(position, this.resumeAt) <= 0) return;
         const rest = answered.text.slice(held.characters);
@@ -301,7 +307,7 @@ class StreamPump {
       }
       this.emit(chunk, position);
     });
-    if (holdsText && !answered.replaced && answered.text.length === 0) this.closeOpenText(held);
+    if (continues && answered.text.length === 0) this.closeOpenText(held);
   }
 
   /** A step at `resumeAt` tells what the client holds; checks the position. */

@@ -141,6 +141,7 @@ function modelResponseSummary(payload: Record_): string {
   if (text.length > 0) parts.push(compactJson(text, 80));
   const usage = asRecord(payload["usage"]);
   if (typeof usage["totalTokens"] === "number") parts.push(`${usage["totalTokens"]} tokens`);
+  if (typeof usage["reasoningTokens"] === "number") parts.push(`${usage["reasoningTokens"]} reasoning`);
   return parts.join(" · ");
 }
 
