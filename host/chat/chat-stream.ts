@@ -181,7 +181,7 @@ class StreamPump {
     const current = await this.rowAfter(row, steps);
     if (this.resumeAt.seq > last)
       throw this.unknownPosition(`execution ${this.executionId} has no step ${this.resumeAt.seq} (its timeline ends at step ${last})`);
-    this.emit({ type: "start", messageId: this.executionId, messageMetadata: { executionId: this.executionId } satisfies ChatMessageMetadata }, this.resumeAt);
+    this.emit(startChunkOf(this.executionId), this.resumeAt);
     this.take(current, steps);
   }
 
@@ -273,10 +273,7 @@ class StreamPump {
     this.endedPolls += 1;
     if (lastKind !== undefined && !stepsThatEnd.has(lastKind) && this.endedPolls < 3) return false;
     this.closeOpenText();
-    const outcome = row.status === "suspended" ? "suspended" : (row.outcome ?? "failed");
-    const position = formatPosition({ kind: "after_step", seq: this.lastSeq });
-    const metadata: ChatMessageMetadata = { executionId: this.executionId, resumeAt: position, outcome, usage: row.usage };
-    this.push({ type: "finish", finishReason: finishReasonOf(outcome), messageMetadata: metadata, position });
+    this.push(finishChunkOf(row, this.lastSeq));
     this.close();
     return true;
   }
@@ -407,6 +404,25 @@ class StreamPump {
       // Already closed by a cancel.
     }
   }
+}
+
+/** The chunk a stream of the execution opens with: its message id and metadata. */
+export function startChunkOf(executionId: string): UIMessageChunk {
+  return { type: "start", messageId: executionId, messageMetadata: { executionId } satisfies ChatMessageMetadata };
+}
+
+/** The chunk a stream ends with once the execution ended or suspended
+ * (`row`), its timeline read to step `lastSeq`. */
+export function finishChunkOf(row: ExecutionRow, lastSeq: number): ChatChunk {
+  const outcome = row.status === "suspended" ? "suspended" : (row.outcome ?? "failed");
+  const position = formatPosition({ kind: "after_step", seq: lastSeq });
+  const metadata: ChatMessageMetadata = { executionId: row.executionId, resumeAt: position, outcome, usage: row.usage };
+  return { type: "finish", finishReason: finishReasonOf(outcome), messageMetadata: metadata, position };
+}
+
+/** Row statuses a stream ends at. */
+export function endsStream(row: ExecutionRow): boolean {
+  return statusesThatEnd.has(row.status);
 }
 
 function finishReasonOf(outcome: string): "stop" | "error" | "tool-calls" | "other" {

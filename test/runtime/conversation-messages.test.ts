@@ -1,6 +1,7 @@
 // `conversation.messages()` (issue 27): the chat as the AI SDK's UI
 // messages, from the conversation's memory — each execution's input and
-// answer — which outlives its executions when retention prunes them.
+// answer — which outlives its executions when retention prunes them; while
+// an execution is stored, its answer has the parts its chat stream gave.
 
 import { afterEach, describe, expect, it } from "vitest";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
@@ -49,8 +50,24 @@ describe("conversation.messages()", () => {
         metadata: { executionId: second.executionId, at: expect.any(Number) },
       },
     ];
-    expect(await chat.messages()).toEqual(expected);
-    expect(await chat.messages({ limit: 2 })).toEqual(expected.slice(2));
+    // While their executions are stored, answers are rebuilt from their
+    // timelines: the parts and metadata their chat streams gave.
+    const streamed = expected.map((message) =>
+      message.role === "user"
+        ? message
+        : {
+            ...message,
+            parts: [{ type: "step-start" }, { type: "text", text: message.parts[0]!.text, state: "done" }],
+            metadata: {
+              ...message.metadata,
+              outcome: "completed",
+              resumeAt: expect.any(String),
+              usage: expect.objectContaining({ totalTokens: expect.any(Number) }),
+            },
+          },
+    );
+    expect(await chat.messages()).toEqual(streamed);
+    expect(await chat.messages({ limit: 2 })).toEqual(streamed.slice(2));
 
     const pruned = await env.prune({ olderThanMs: 0 });
     expect(pruned.executions).toBe(2);
