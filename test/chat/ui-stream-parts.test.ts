@@ -95,9 +95,9 @@ const citing: LanguageModelV4Content[] = [
 ];
 
 describe("sources, files and reasoning in the chat stream", () => {
-  it("each in the model's order, as the AI SDK's parts; resumed after any chunk, exactly the rest", async () => {
+  it.each([false, true])("each in the model's order, as the AI SDK's parts; resumed after any chunk, exactly the rest (stream: %s)", async (stream) => {
     const env = await openEnvironment();
-    const run = env.agent({ id: "citer", model: contentModel(citing) }).start("What do kettles do?");
+    const run = env.agent({ id: "citer", model: contentModel(citing) }).start("What do kettles do?", { stream });
     const chunks = await readAll(await env.stream(run));
     const message = await messageOf(chunks);
     expect(message.parts.filter((part) => part.type !== "step-start")).toEqual([
@@ -108,11 +108,12 @@ describe("sources, files and reasoning in the chat stream", () => {
       { type: "file", mediaType: "image/png", url: `data:image/png;base64,${png}` },
     ]);
     const executionId = await run.executionId;
-    expect(await messageOf(await readAll(await env.stream(executionId))), "a replay by id").toEqual(message);
-    for (const [index, chunk] of chunks.entries()) {
+    const replay = await readAll(await env.stream(executionId));
+    expect(await messageOf(replay), "a replay by id").toEqual(message);
+    for (const [index, chunk] of replay.entries()) {
       if (chunk.type === "start" || chunk.type === "finish") continue;
       const rest = await readAll(await env.stream(executionId, { resumeAt: chunk.position }));
-      expect(rest.slice(1).map((each) => each.position)).toEqual(chunks.slice(index + 1).map((each) => each.position));
+      expect(rest.slice(1).map((each) => each.position)).toEqual(replay.slice(index + 1).map((each) => each.position));
     }
   });
 
