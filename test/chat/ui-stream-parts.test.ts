@@ -10,6 +10,7 @@ import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4Conten
 import { readUIMessageStream, type UIMessage } from "ai";
 import { describe, expect, it } from "vitest";
 import { generatedFileBytesMax } from "../../host/agent/response-parts.js";
+import { scriptedModel } from "../../host/agent/scripted-model.js";
 import type { ChatChunk } from "../../host/index.js";
 import { deferred, openEnvironment } from "../runtime/helpers.js";
 
@@ -176,6 +177,29 @@ describe("sources, files and reasoning in the chat stream", () => {
       expect(replayed.parts.find((part) => part.type === "text")).toMatchObject({ text: "It is 42, surely." });
     });
   }
+});
+
+describe("with the scripted model", () => {
+  it("reasoning, text, reasoning after it, sources and a file, streamed: the live message is the replayed one", async () => {
+    const env = await openEnvironment();
+    const model = scriptedModel(() => ({
+      reasoning: "The user asks about kettles.",
+      text: "Kettles boil water, quickly and safely.",
+      reasoningAfterText: "Cite the manual.",
+      sources: [{ mediaType: "application/pdf", title: "Manual" }],
+      files: [{ mediaType: "image/png", base64: png }],
+    }));
+    const run = env.agent({ id: "scripted", model }).start("Kettles?", { stream: true });
+    const live = await messageOf(await readAll(await env.stream(run)));
+    expect(live).toEqual(await messageOf(await readAll(await env.stream(await run.executionId))));
+    expect(live.parts.filter((part) => part.type !== "step-start").map((part) => part.type)).toEqual([
+      "reasoning",
+      "text",
+      "reasoning",
+      "source-document",
+      "file",
+    ]);
+  });
 });
 
 describe("token details", () => {
