@@ -112,7 +112,26 @@ function modelResponse(payload: Payload): Html {
   const text = typeof payload?.["text"] === "string" && payload["text"] !== "" ? html`<blockquote>${payload["text"]}</blockquote>` : "";
   const calls = Array.isArray(payload?.["toolCalls"]) && payload["toolCalls"].length > 0 ? toolCalls(payload["toolCalls"], false) : "";
   const tokens = usageSummary({ inputTokens: 0, outputTokens: 0, totalTokens: 0, ...(usage as Partial<UsageTotals> | null) }, "total");
-  return html`${text}${calls}<p class="muted small">tokens: ${tokens}</p>`;
+  return html`${reasoningOf(payload)}${text}${sourcesOf(payload)}${calls}<p class="muted small">tokens: ${tokens}</p>`;
+}
+
+/** The model's reasoning, shown quieter than its answer. */
+function reasoningOf(payload: Payload): Html | "" {
+  const texts = (Array.isArray(payload?.["reasoning"]) ? payload["reasoning"] : [])
+    .map((part) => (part as Payload)?.["text"])
+    .filter((text): text is string => typeof text === "string" && text.length > 0);
+  return texts.length === 0 ? "" : html`<blockquote class="muted small">reasoning: ${texts.join(" ")}</blockquote>`;
+}
+
+/** The sources the model cited and the files it generated, by name. */
+function sourcesOf(payload: Payload): Html | "" {
+  const sources = (Array.isArray(payload?.["sources"]) ? payload["sources"] : []).map((source) => {
+    const record = (source ?? {}) as Payload;
+    return String(record?.["title"] || record?.["url"] || record?.["filename"] || record?.["id"] || "");
+  });
+  const files = (Array.isArray(payload?.["files"]) ? payload["files"] : []).map((file) => `file: ${String((file as Payload)?.["mediaType"] ?? "")}`);
+  const named = [...sources.map((name) => `source: ${name}`), ...files];
+  return named.length === 0 ? "" : html`<p class="muted small">${named.join(" · ")}</p>`;
 }
 
 function toolCalls(calls: Json | undefined, withKeys: boolean): Html {
