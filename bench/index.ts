@@ -49,7 +49,6 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import pg from "pg";
 import { z } from "zod";
 import { assistantMessage, type ConversationMessage } from "../host/agent/messages.js";
 import { callModel } from "../host/agent/model.js";
@@ -57,6 +56,7 @@ import { resolveTools } from "../host/agent/tools.js";
 import { Phronomy, tool, type DefinedAgent, type Environment } from "../host/index.js";
 import type { SqliteStore } from "../host/store/sqlite-store.js";
 import type { SynchronousMode } from "../host/store/sqlite/schema.js";
+import { memoryAfterGc } from "./memory.js";
 import { measureRawFloor } from "./store/floor.js";
 import { agentRunModel, defineRefunds, lookup, percentile, suspendConversations, type SuspendedConversation } from "./e2e/workload.js";
 import { measurePeers, peersWanted } from "./peers/run.js";
@@ -94,12 +94,9 @@ function range(values: readonly number[], digits = 0): string {
   return low === high ? format(low) : `${format(low)}–${format(high)}`;
 }
 
-function gcRss(): NodeJS.MemoryUsage {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  gc?.();
-  gc?.();
-  return process.memoryUsage();
-}
+/** After two full GCs, RSS once the pages they freed were given back
+ * (bench/memory.ts says why). */
+const gcRss = memoryAfterGc;
 
 const mb = (bytes: number) => bytes / 2 ** 20;
 
@@ -287,6 +284,7 @@ async function approvalsChild(directory: Where): Promise<void> {
       rssBefore: mb(before.rss),
       rssOpened: mb(opened.rss),
       rssSuspended: mb(suspended.rss),
+      rssSuspendedRightAfterGc: mb(suspended.rssRightAfterGc),
       rssSettled: mb(settled.rss),
       heapPerSuspended: (suspended.heapUsed - opened.heapUsed) / SUSPENDED,
     }),
@@ -424,6 +422,8 @@ interface Round {
     rssBefore: number;
     rssOpened: number;
     rssSuspended: number;
+    /** RSS read as the GC returned, before its pages were unmapped. */
+    rssSuspendedRightAfterGc: number;
     rssSettled: number;
     heapPerSuspended: number;
   };
@@ -518,6 +518,10 @@ async function peersSection(rounds: readonly Round[]): Promise<void> {
 the peers' table (issue 26): Phronomy on PostgreSQL, ${PEERS_ROUNDS} round(s), then each peer (bench/peers), ${PEERS_ROUNDS} round(s)`);
   const postgres: PostgresRound[] = [];
   if (process.env.BENCH_POSTGRES !== "off") {
+    // Loaded here, not at the top: the SQLite children (this file) would
+    // carry pg's RSS in their memory figures, and an application on
+    // SQLite never loads it (the PostgreSQL store loads it itself).
+    const { default: pg } = await import("pg");
     const admin = new pg.Client({ connectionString: POSTGRES });
     const schemas: string[] = [];
     try {
@@ -656,7 +660,7 @@ function table(rounds: readonly Round[]): void {
     rows.push([
       `RSS MB with ${SUSPENDED} suspended (after GC)`,
       range(approvals.map((a) => a.rssSuspended)),
-      `${range(node)} bare node; ${range(approvals.map((a) => a.rssOpened))} opened, idle`,
+      `${range(node)} bare node; ${range(approvals.map((a) => a.rssOpened))} opened, idle; ${range(approvals.map((a) => a.rssSuspendedRightAfterGc))} read as the GC returned`,
       `+${range(
         approvals.map((a) => ((a.rssSuspended - a.rssOpened) * 1024) / SUSPENDED),
         1,

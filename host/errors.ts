@@ -253,7 +253,8 @@ export class ExecutionEndedError extends PhronomyError {
 }
 
 /** `env.retry` refused: `details.reason` says why (`completed`, `running`,
- * `suspended`, `queued`, `no_barrier`, `owned_elsewhere`, `visitor`). */
+ * `suspended`, `queued`, `no_barrier`, `owned_elsewhere`, `visitor`,
+ * `replaced`: a later start replaced its turn in memory). */
 export class RetryRefusedError extends PhronomyError {
   constructor(message: string, context: ErrorContext & { readonly reason: string }) {
     super("RETRY_REFUSED", message, { ...context, details: { ...context.details, reason: context.reason } });

@@ -23,6 +23,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Phronomy, type DefinedAgent } from "../../host/index.js";
+import { memoryAfterGc } from "../memory.js";
 import { defineRefunds } from "./workload.js";
 
 const SUSPENDED = Number(process.env.BENCH_SUSPENDED ?? 1_000_000);
@@ -35,12 +36,9 @@ function megabytes(bytes: number): string {
   return (bytes / 2 ** 20).toFixed(0);
 }
 
-function afterGc(): NodeJS.MemoryUsage {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  gc?.();
-  gc?.();
-  return process.memoryUsage();
-}
+/** After two full GCs, once the pages they freed were given back
+ * (bench/memory.ts). */
+const afterGc = memoryAfterGc;
 
 /** RSS once it stopped falling for 5 s (at most 20 s): what an idle
  * process keeps after the pages a burst grew were given back. */

@@ -14,7 +14,6 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import pg from "pg";
 import type { Approvals, Loops, Restart } from "./workload.js";
 
 export const peerNames = ["langgraph", "dbos", "restate"] as const;
@@ -165,6 +164,9 @@ async function langgraphRound(): Promise<PeerRound> {
 
 let schemas = 0;
 async function dbosRound(): Promise<PeerRound> {
+  // Loaded here, not at the top: bench/index.ts imports this file, and its
+  // SQLite children would carry pg's RSS in their memory figures.
+  const { default: pg } = await import("pg");
   const client = new pg.Client({ connectionString: postgresUrl });
   await client.connect();
   const made: string[] = [];

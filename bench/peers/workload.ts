@@ -8,6 +8,8 @@
 // No peer package is imported here: bench/peers/run.ts loads this file
 // before the peers are installed.
 
+import { memoryAfterGc } from "../memory.js";
+
 /** Runs in flight in the concurrent loop, and at once in the approval
  * bursts and the restart. */
 export const IN_FLIGHT = 100;
@@ -113,11 +115,10 @@ export function percentile(sorted: readonly number[], fraction: number): number 
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * fraction))] ?? 0;
 }
 
+/** RSS after two full GCs, once the pages they freed were given back
+ * (bench/memory.ts: Phronomy's figure is read the same way). */
 export function gcRssMb(): number {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  gc?.();
-  gc?.();
-  return process.memoryUsage().rss / 2 ** 20;
+  return memoryAfterGc().rss / 2 ** 20;
 }
 
 /** `count` calls of `each(index)`, `concurrency` at a time. */

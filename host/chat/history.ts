@@ -50,7 +50,7 @@ export async function chatHistory(records: readonly JournalRecord[], reader: His
 async function answerOf(executionId: string, reader: HistoryReader): Promise<UIMessage<HistoryMetadata> | undefined> {
   const steps = await reader.timeline(executionId);
   const row = await reader.execution(executionId);
-  if (row === undefined || steps.length === 0) return undefined;
+  if (row === undefined || !steps.some((step) => step.seq > 0)) return undefined;
   const chunks = chunksOf(row, steps);
   const { readUIMessageStream } = await loadAiSdk();
   const stream = new ReadableStream<UIMessageChunk>({
@@ -67,7 +67,9 @@ async function answerOf(executionId: string, reader: HistoryReader): Promise<UIM
   return { ...message, metadata };
 }
 
-function chunksOf(row: ExecutionRow, steps: readonly StoredStep[]): UIMessageChunk[] {
+function chunksOf(row: ExecutionRow, stored: readonly StoredStep[]): UIMessageChunk[] {
+  // As a stream reads them: from step 1 (a queued message's mark is step 0).
+  const steps = stored.filter((step) => step.seq > 0);
   const translator = new TimelineTranslator();
   const chunks: UIMessageChunk[] = [startChunkOf(row.executionId)];
   steps.forEach((step, index) => chunks.push(...translator.translate(step, row, index === steps.length - 1, steps[index + 1]).chunks));

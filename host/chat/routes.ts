@@ -7,7 +7,10 @@
 //   POST {api}                — what `DefaultChatTransport` sends: starts the
 //                               answer to the last user message (its text and
 //                               attachments), or decides the approval the last
-//                               assistant message answered, and streams it
+//                               assistant message answered, and streams it.
+//                               A `regenerate()` or an edited message replaces
+//                               the answer it names and every later one, in
+//                               the agent's memory too (`replaced-turn.ts`)
 //   GET  {api}/{chatId}/stream — `useChat({ resume: true })`: the chat's
 //                               running answer, from `?resumeAt=` or
 //                               `Last-Event-ID`; 204 when nothing runs
@@ -31,6 +34,8 @@ import type { ExecutionListFilter, ExecutionRow } from "../store/records.js";
 import type { ChatChunk, ChatMessageMetadata, StreamOptions } from "./chat-stream.js";
 import { toUIMessageStreamResponse } from "./response.js";
 import { approvalIdOf } from "./timeline-chunks.js";
+import { isReplacing, replacedExecution, turnsOf } from "./replaced-turn.js";
+import { journalRecordsKept } from "../store/prune.js";
 
 /** What the routes use of the environment (`Environment` has it). */
 export interface ChatRoutesEnvironment {
@@ -122,12 +127,16 @@ export function chatRoutes(env: ChatRoutesEnvironment, agent: ChatRoutesAgent, o
       if (last?.role !== "user") throw new PhronomyError("INVALID_INPUT", "the chat request's last message is neither the user's nor an approval response");
       const chat = await chatOf(body.id, request, "message");
       const extra = (await options.startOptions?.({ chatId: body.id, request })) ?? {};
+      // A regenerate or an edit replaces the answer it names and every later
+      // one, in memory too (docs/decisions/0070); one still running is
+      // superseded, so it is interrupted rather than waited for.
+      const replaceFrom = isReplacing(body) ? replacedExecution(body, turnsOf(await chat.messages({ limit: journalRecordsKept }))) : undefined;
       // A new message supersedes an approval still pending (as the AI SDK's
       // own conversion drops it): that answer is declined and cancelled
       // instead of holding the message behind it for good.
       const [latest] = await env.executions({ agentId: body.id, limit: 1 });
-      const busy = latest?.status === "suspended" ? "interrupt" : onBusy;
-      const run = chat.start(inputOf(last), { onBusy: busy, ...extra, stream: true });
+      const busy = latest?.status === "suspended" || replaceFrom !== undefined ? "interrupt" : onBusy;
+      const run = chat.start(inputOf(last), { onBusy: busy, ...extra, ...(replaceFrom !== undefined ? { replaceFrom } : {}), stream: true });
       const stream = await env.stream(run);
       return toUIMessageStreamResponse(stream, { executionId: await run.executionId });
     });
@@ -254,13 +263,24 @@ interface ChatRequestPart {
 }
 
 interface ChatRequestMessage {
+  readonly id?: unknown;
   readonly role: string;
   readonly metadata?: unknown;
   readonly parts: readonly ChatRequestPart[];
 }
 
-/** `{ id, messages }` as `DefaultChatTransport` sends it, checked. */
-async function chatRequestOf(request: Request): Promise<{ id: string; messages: ChatRequestMessage[] }> {
+/** What `DefaultChatTransport` sends. */
+interface ChatRequestBody {
+  readonly id: string;
+  readonly messages: ChatRequestMessage[];
+  /** `submit-message` or `regenerate-message` (absent from other clients). */
+  readonly trigger?: string | undefined;
+  /** The message regenerated, or the user message edited. */
+  readonly messageId?: string | undefined;
+}
+
+/** `{ id, messages, trigger?, messageId? }` as `DefaultChatTransport` sends it, checked. */
+async function chatRequestOf(request: Request): Promise<ChatRequestBody> {
   let body: unknown;
   try {
     body = await request.json();
@@ -286,7 +306,17 @@ async function chatRequestOf(request: Request): Promise<{ id: string; messages: 
       'the chat request needs "messages" as UI messages (each with "role" and "parts", each part an object with "type")',
     );
   }
-  return { id: body.id, messages: messages as ChatRequestMessage[] };
+  for (const key of ["trigger", "messageId"] as const) {
+    if (body[key] !== undefined && body[key] !== null && typeof body[key] !== "string") {
+      throw new PhronomyError("INVALID_INPUT", `the chat request's "${key}" must be a string when given`);
+    }
+  }
+  return {
+    id: body.id,
+    messages: messages as ChatRequestMessage[],
+    trigger: typeof body.trigger === "string" ? body.trigger : undefined,
+    messageId: typeof body.messageId === "string" ? body.messageId : undefined,
+  };
 }
 
 /** The last user message as the start's input: its text, or its text and

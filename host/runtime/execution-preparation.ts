@@ -49,6 +49,8 @@ export function submitPrepare(calls: CoordinatorCalls, agent: AgentEntry, reques
         config: configOf(request),
         ...(blockedBy ? { blockedBy } : {}),
         ...(firstBarrier ? { firstBarrier } : {}),
+        // A blocked input replaces nothing: memory stays as it was.
+        ...(request.options.replaceFrom !== undefined && !blockedBy ? { replaceFrom: request.options.replaceFrom } : {}),
         journal,
         at: now,
       })
@@ -125,6 +127,9 @@ export function configOf(request: StartRequest): { [key: string]: Json } {
   if (request.options.metadata !== undefined) config.metadata = request.options.metadata as Json;
   // A recovered (or retried) execution streams as its start asked (decision 0056).
   if (request.options.stream === true) config.stream = true;
+  // Kept so a queued start still replaces when it runs, and as the record
+  // of what this execution replaced (docs/decisions/0070).
+  if (request.options.replaceFrom !== undefined) config.replaceFrom = request.options.replaceFrom;
   // The definition a conversation belongs to: recovery at open finds its
   // definition by this name (docs/decisions/0024-conversations.md).
   if (request.agent.definitionName !== undefined) config.definition = request.agent.definitionName;

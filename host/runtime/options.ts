@@ -13,6 +13,7 @@ import type { ApprovalRequest, EventListener } from "./events.js";
 import { checkAgentRetention, type AgentRetentionOptions } from "./retention.js";
 import { QUEUE_LIMIT_MAX } from "../store/queue.js";
 import { IDEMPOTENCY_KEY_LENGTH_MAX } from "../store/start-filing.js";
+import { idLengthMax } from "../store/check-id.js";
 
 /** What a guardrail decides: let the text through, replace it, or stop the
  * execution (`INPUT_BLOCKED` / `OUTPUT_BLOCKED`, with the reason). */
@@ -213,6 +214,16 @@ export interface StartOptions {
    * is sent to: a start with a key already started is not run again, its
    * Run follows the first one's execution (docs/decisions/0031). */
   readonly idempotencyKey?: string;
+  /** An earlier execution of this conversation whose turn this start
+   * replaces: the conversation's memory loses that execution's records and
+   * every later one, in the same transaction that prepares this execution,
+   * so the model sees the memory before that turn, then this input — what
+   * regenerating an answer or editing a message means (docs/decisions/0070).
+   * Refused (the run fails, memory untouched) when the execution is
+   * unknown (EXECUTION_NOT_FOUND), of another conversation, not ended, or
+   * no longer in memory (INVALID_INPUT). Busy handling is unchanged: to
+   * replace the answer still running, add `onBusy: "interrupt"`. */
+  readonly replaceFrom?: string;
 }
 
 export type { LanguageModel };
@@ -296,6 +307,7 @@ export const START_OPTION_KEYS = [
   "stream",
   "onBusy",
   "idempotencyKey",
+  "replaceFrom",
 ] as const;
 
 /** Agent ids are interned by the host and stored as text: bounded, printable. */
@@ -399,6 +411,14 @@ export function validateStartOptions(options: StartOptions, what: string): void 
   ) {
     throw new InvalidInputError(
       `${what}: "idempotencyKey" must be a non-empty string of at most ${IDEMPOTENCY_KEY_LENGTH_MAX} characters, got ${JSON.stringify(options.idempotencyKey)?.slice(0, 80)}`,
+    );
+  }
+  if (
+    options.replaceFrom !== undefined
+    && (typeof options.replaceFrom !== "string" || options.replaceFrom.length === 0 || options.replaceFrom.length > idLengthMax)
+  ) {
+    throw new InvalidInputError(
+      `${what}: "replaceFrom" must be the id of an earlier execution of this conversation (a non-empty string of at most ${idLengthMax} characters), got ${JSON.stringify(options.replaceFrom)?.slice(0, 80)}`,
     );
   }
   if (options.metadata !== undefined) {

@@ -89,5 +89,6 @@ export function optionsOf(config: { readonly [key: string]: Json }): StartOption
       ? { metadata: config["metadata"] as { [key: string]: Json } }
       : {}),
     ...(config["stream"] === true ? { stream: true } : {}),
+    ...(typeof config["replaceFrom"] === "string" ? { replaceFrom: config["replaceFrom"] } : {}),
   };
 }

@@ -311,7 +311,9 @@ export function reopenInstalled(coordinator: CoordinatorCalls, entry: ExecutionE
       (row) => {
         const committed = row !== undefined && row.revision === reopened.revision && row.status === reopened.status && row.phase === reopened.phase;
         if (committed) return landed();
-        // Nothing was written: the retry is refused, the row as it was.
+        // Nothing was written: the retry is refused, the row as it was. The
+        // store's own refusal (a replaced turn, decision 0070) is told as it is.
+        if (refusal instanceof RetryRefusedError) return hold(refusal, row);
         const moved = refusal instanceof ExecutionRehydrationRequiredError;
         hold(
           new RetryRefusedError(

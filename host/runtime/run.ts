@@ -217,16 +217,54 @@ export class Waiter implements Run, Waiting {
   }
 }
 
+/** What every tail is (`Waiter.tail`): its events ended and its listener
+ * let go, so those are constants — accessors, not fields, so a tail keeps
+ * only what settles its result. */
+abstract class EndedTail implements Waiting {
+  protected done = false;
+
+  abstract readonly settled: boolean;
+  abstract callbackError: { readonly eventType: string; readonly error: unknown } | undefined;
+  abstract resolve(result: RunResult): void;
+  abstract reject(error: PhronomyError | Error): void;
+
+  get observer(): boolean {
+    return false;
+  }
+
+  get eventsEnded(): boolean {
+    return true;
+  }
+
+  set eventsEnded(_ended: boolean) {}
+
+  get listener(): EventListener | undefined {
+    return undefined;
+  }
+
+  set listener(_listener: EventListener | undefined) {}
+
+  get events(): { push(event: ExecutionEvent): void } {
+    return endedEvents;
+  }
+
+  knowExecutionId(): void {}
+
+  tail(): Waiting {
+    return this;
+  }
+}
+
 /** A tail that holds its Waiter weakly (`Waiter.tail`): settles it if the
  * application still holds it; once collected, it is `gone`, and settled.
  * Held strongly from the moment the Waiter's result is read (`hold`). */
-export class WeakTail implements Waiting {
+export class WeakTail extends EndedTail {
   private readonly weak: WeakRef<Waiter>;
   /** The settling of the result, once it was read (`hold`). */
   private held: { readonly resolve: (result: RunResult) => void; readonly reject: (error: Error) => void } | undefined;
-  private done = false;
 
   constructor(waiter: Waiter) {
+    super();
     this.weak = new WeakRef(waiter);
   }
 
@@ -250,22 +288,6 @@ export class WeakTail implements Waiting {
     return this.done || (this.current()?.settled ?? this.held === undefined);
   }
 
-  get observer(): boolean {
-    return false;
-  }
-
-  get eventsEnded(): boolean {
-    return true;
-  }
-
-  set eventsEnded(_ended: boolean) {}
-
-  get listener(): EventListener | undefined {
-    return undefined;
-  }
-
-  set listener(_listener: EventListener | undefined) {}
-
   get callbackError(): { readonly eventType: string; readonly error: unknown } | undefined {
     return this.current()?.callbackError;
   }
@@ -273,16 +295,6 @@ export class WeakTail implements Waiting {
   set callbackError(error: { readonly eventType: string; readonly error: unknown } | undefined) {
     const waiter = this.current();
     if (waiter !== undefined) waiter.callbackError = error;
-  }
-
-  get events(): { push(event: ExecutionEvent): void } {
-    return endedEvents;
-  }
-
-  knowExecutionId(): void {}
-
-  tail(): Waiting {
-    return this;
   }
 
   resolve(result: RunResult): void {
@@ -305,45 +317,17 @@ export class WeakTail implements Waiting {
 }
 
 /** The part of a Run's waiter a suspended execution keeps (`Waiter.tail`). */
-class WaiterTail implements Waiting {
-  private done = false;
-
+class WaiterTail extends EndedTail {
   constructor(
     private readonly resolveResult: (result: RunResult) => void,
     private readonly rejectResult: (error: Error) => void,
     public callbackError: { readonly eventType: string; readonly error: unknown } | undefined,
-  ) {}
+  ) {
+    super();
+  }
 
   get settled(): boolean {
     return this.done;
-  }
-
-  // Constant for a tail (its events ended, its listener let go): accessors,
-  // not fields, so each tail is four fields.
-  get observer(): boolean {
-    return false;
-  }
-
-  get eventsEnded(): boolean {
-    return true;
-  }
-
-  set eventsEnded(_ended: boolean) {}
-
-  get listener(): EventListener | undefined {
-    return undefined;
-  }
-
-  set listener(_listener: EventListener | undefined) {}
-
-  get events(): { push(event: ExecutionEvent): void } {
-    return endedEvents;
-  }
-
-  knowExecutionId(): void {}
-
-  tail(): Waiting {
-    return this;
   }
 
   resolve(result: RunResult): void {

@@ -54,6 +54,14 @@ export function checkOperation(operation: OffloadOperation): void {
       });
     }
   }
+  if (operation.type === "prepareExecution" && operation.replaceFrom !== undefined) {
+    checkId(operation.replaceFrom, "prepareExecution.replaceFrom");
+    if (operation.blockedBy !== undefined) {
+      throw new InvalidInputError("prepareExecution.replaceFrom cannot go with blockedBy: a blocked input enters no memory and replaces none", {
+        executionId: operation.executionId,
+      });
+    }
+  }
   if (operation.type === "approvalCommit") checkApproval(operation);
   if (operation.type === "reopenExecution") checkReopen(operation);
   if (operation.type === "terminalCommit" && operation.toolBatch !== undefined) checkToolBatch(operation);

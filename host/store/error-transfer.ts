@@ -15,6 +15,7 @@ import {
   OffloadFullError,
   PhronomyError,
   QueueFullError,
+  RetryRefusedError,
   StoreError,
   type PhronomyErrorCode,
 } from "../errors.js";
@@ -46,6 +47,7 @@ const classesByCode: Partial<Record<PhronomyErrorCode, { prototype: PhronomyErro
   AGENT_BUSY: AgentBusyError,
   OFFLOAD_FULL: OffloadFullError,
   QUEUE_FULL: QueueFullError,
+  RETRY_REFUSED: RetryRefusedError,
 };
 
 export function rebuildError(record: TransferredError): PhronomyError {

@@ -488,7 +488,10 @@ export class PostgresStore implements ExecutionStore {
       if (filer !== undefined) this.tellFiler(filer, executionId);
       if (filer !== undefined && operation.type === "terminalCommit" && operation.outcome !== "suspended") this.filerChannels.delete(executionId);
       if (statement.after !== undefined && this.knownRows.size < knownRowsMax) this.knownRows.set(executionId, statement.after);
-      if (journal !== undefined && fence !== undefined) this.journalTails.append(journal.agentId, fence.epoch, journal.records);
+      // A preparation that cut the journal (`replaceFrom`) leaves a tail
+      // that no append describes: it is read again (docs/decisions/0070).
+      if (journal !== undefined && operation.type === "prepareExecution" && operation.replaceFrom !== undefined) this.journalTails.drop(journal.agentId);
+      else if (journal !== undefined && fence !== undefined) this.journalTails.append(journal.agentId, fence.epoch, journal.records);
       return statement.value;
     }
     try {

@@ -181,6 +181,12 @@ export interface PrepareExecutionOperation {
    * leaves `firstBarrierRevision` out; the runtime then writes the barrier
    * as its own operation (docs/decisions/0014). */
   readonly firstBarrier?: { readonly callId: string };
+  /** An earlier execution of this agent: its journal records and every
+   * later one are deleted in this transaction, before `journal` is
+   * appended (a start's `replaceFrom`, docs/decisions/0070). Refused,
+   * nothing written, by `replace-from.ts`'s rules. Not with `blockedBy`:
+   * a blocked input replaces nothing. */
+  readonly replaceFrom?: string;
   readonly at: number;
 }
 

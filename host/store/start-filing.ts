@@ -32,6 +32,7 @@ export interface FiledStartOptions {
   readonly stream?: boolean;
   readonly onBusy?: "reject" | "enqueue" | "interrupt";
   readonly idempotencyKey?: string;
+  readonly replaceFrom?: string;
 }
 
 /** What the inbox row's `start` column holds. */

@@ -243,6 +243,86 @@ describe("chatRoutes, through the AI SDK's Chat and DefaultChatTransport", () =>
     expect(await env.execution(suspended!.executionId)).toMatchObject({ status: "terminal", outcome: "failed" });
   });
 
+  it("regenerate() and an edited message replace the answer in the agent's memory too: the model sees each turn once (decision 0070)", async () => {
+    env = await openEnvironment();
+    const prompts: string[][] = [];
+    const model = scriptedModel(({ messages }) => {
+      const turns = messages.filter((message) => message.role === "user" || message.role === "assistant");
+      prompts.push(turns.map((message) => (message.role === "user" ? `user: ${message.content}` : `assistant: ${message.text}`)));
+      const last = messages.at(-1);
+      return { text: `answer ${prompts.length} to: ${last?.role === "user" ? last.content : "?"}` };
+    });
+    const support = env.agent({ name: "support", model });
+    const routes = chatRoutes(env, support);
+    const chat = new Chat({ id: "chat-7", transport: transportTo(routes) });
+    const settled = () => waitFor(async () => (chat.status === "ready" ? true : undefined));
+    await chat.sendMessage({ text: "one" });
+    await settled();
+    await chat.sendMessage({ text: "two" });
+    await settled();
+
+    await chat.regenerate();
+    await settled();
+    expect(chat.error).toBeUndefined();
+    expect(prompts.at(-1), "the regenerated turn is in the prompt once").toEqual(["user: one", "assistant: answer 1 to: one", "user: two"]);
+    expect(chat.messages.map(textOf)).toEqual(["one", "answer 1 to: one", "two", "answer 3 to: two"]);
+    const memory = async () => (await support.conversation("chat-7").messages()).map((message) => textOf(message as UIMessage));
+    expect(await memory(), "memory is what the page shows").toEqual(chat.messages.map(textOf));
+    expect(chat.messages.at(-1)?.id, "the new answer's id is its execution's").toBe((await env.executions({ agentId: "chat-7", limit: 1 }))[0]?.executionId);
+
+    // An edit of the first message: the page and memory keep only what comes before it, then the edit.
+    await chat.sendMessage({ text: "uno", messageId: chat.messages[0]!.id });
+    await settled();
+    expect(prompts.at(-1)).toEqual(["user: uno"]);
+    expect(chat.messages.map(textOf)).toEqual(["uno", "answer 4 to: uno"]);
+    expect(await memory()).toEqual(chat.messages.map(textOf));
+
+    // A page loaded from history regenerates an earlier answer by its id: that turn and every later one are replaced.
+    await chat.sendMessage({ text: "dos" });
+    await settled();
+    const reloaded = new Chat({ id: "chat-7", transport: transportTo(routes), messages: (await support.conversation("chat-7").messages()) as UIMessage[] });
+    await reloaded.regenerate({ messageId: reloaded.messages[1]!.id });
+    await waitFor(async () => (reloaded.status === "ready" ? true : undefined));
+    expect(prompts.at(-1)).toEqual(["user: uno"]);
+    expect(reloaded.messages.map(textOf)).toEqual(["uno", "answer 6 to: uno"]);
+    expect(await memory()).toEqual(reloaded.messages.map(textOf));
+    // ... and edits a history message (its id `<executionId>:user`).
+    await reloaded.sendMessage({ text: "tres" });
+    await waitFor(async () => (reloaded.status === "ready" ? true : undefined));
+    const loaded = await support.conversation("chat-7").messages();
+    const edited = new Chat({ id: "chat-7", transport: transportTo(routes), messages: loaded as UIMessage[] });
+    await edited.sendMessage({ text: "cuatro", messageId: loaded[2]!.id });
+    await waitFor(async () => (edited.status === "ready" ? true : undefined));
+    expect(prompts.at(-1)).toEqual(["user: uno", "assistant: answer 6 to: uno", "user: cuatro"]);
+    expect(await memory()).toEqual(["uno", "answer 6 to: uno", "cuatro", "answer 8 to: cuatro"]);
+  });
+
+  it("a plain message never replaces; a regenerate whose history names an answer not in memory is a 400", async () => {
+    env = await openEnvironment();
+    const support = env.agent({ name: "support", model: scriptedModel(() => ({ text: "hi" })) });
+    const routes = chatRoutes(env, support);
+    await support.conversation("chat-8").start("one").result;
+    const post = (body: unknown): Promise<Response> => routes.post(new Request("http://chat.test/api/chat", { method: "POST", body: JSON.stringify(body) }));
+    // A client that sends only the last message (a partial history) adds a turn.
+    const plain = await post({ id: "chat-8", messages: [{ id: "u", role: "user", parts: [{ type: "text", text: "two" }] }], trigger: "submit-message" });
+    expect(plain.status).toBe(200);
+    await plain.text();
+    await waitFor(async () => ((await support.conversation("chat-8").messages()).length === 4 ? true : undefined));
+    const unplaced = await post({
+      id: "chat-8",
+      messages: [
+        { id: "gone", role: "assistant", parts: [{ type: "text", text: "old" }] },
+        { id: "u", role: "user", parts: [{ type: "text", text: "again" }] },
+      ],
+      trigger: "regenerate-message",
+    });
+    expect(unplaced.status).toBe(400);
+    expect(await unplaced.json()).toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining("gone") });
+    const badTrigger = await post({ id: "chat-8", messages: [{ id: "u", role: "user", parts: [] }], trigger: 7 });
+    expect(badTrigger.status).toBe(400);
+    expect((await support.conversation("chat-8").messages()).length).toBe(4);
+  });
+
   it("bad requests are typed JSON errors; handle routes by method; resume names the chat from the path", async () => {
     env = await openEnvironment();
     const routes = chatRoutes(env, env.agent({ name: "support", model: scriptedModel(() => ({ text: "hi" })) }));

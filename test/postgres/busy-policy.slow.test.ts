@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { Phronomy, QueueFullError, type Environment } from "../../host/index.js";
-import { deferred, lookupTool, recordingLogger, scriptedModel, turnOf, waitFor, type RecordedCall } from "../runtime/helpers.js";
+import { deferred, echoModel, lookupTool, type RecordedCall, recordingLogger, waitFor } from "../runtime/helpers.js";
 import { PostgresStore } from "../../host/store/postgres-store.js";
 import { atEnd, freshSchema, freshSchemaUrl, postgresUrl, withClient } from "./database.js";
 import { coordinatorForTest, is } from "./fixtures/processes.js";
@@ -18,14 +18,6 @@ async function openOn(url: string): Promise<Environment> {
   const environment = await Phronomy.open({ store: url, logger: recordingLogger() });
   atEnd(() => environment.close());
   return environment;
-}
-
-function echoModel() {
-  return scriptedModel(({ messages }) => {
-    const lastUser = [...messages].reverse().find((message) => message.role === "user") as { content: string } | undefined;
-    if (turnOf(messages) === 0) return { toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] };
-    return { text: `echo: ${lastUser?.content ?? ""}` };
-  });
 }
 
 describe("onBusy enqueue on PostgreSQL", () => {

@@ -96,7 +96,10 @@ describe("a start filed while its conversation is recovered at its owner (Postgr
     );
     const released = performance.now();
     scan.release();
-    expect(await recovered).toEqual([]);
+    // Nothing recovered to run; the filed start, if the core queued it
+    // before the report read the queues, is reported queued (in its turn).
+    const report = await recovered;
+    expect(report.filter((item) => !(item.executionId === filedId && item.status === "queued"))).toEqual([]);
     // Ready: asked again at once (not after the inbox's 1 s retry), and
     // queued behind the suspended execution.
     await eventually(

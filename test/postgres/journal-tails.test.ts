@@ -88,6 +88,27 @@ describe("journal tails of a PostgresStore", () => {
   });
 });
 
+describe("journal tails after a preparation that replaces memory (docs/decisions/0070)", () => {
+  it("the tail kept under the lease is dropped by the cut: the next read sees the journal as cut, then appends go on", async () => {
+    const schema = freshSchema();
+    const store = await PostgresStore.open(`${postgresUrl}?schema=${schema}&lease_ms=60000`, { partitions: 1 });
+    atEnd(() => store.close());
+    await store.ensureAgent("support", 1);
+    await store.acquireLease("support");
+    for (const id of ["e1", "e2"]) {
+      await store.run(prepare(id, "support", { journal: [record(id, `${id} asks`)] }));
+      await store.run(terminalCommit(id, 1, { journal: [{ executionId: id, role: "assistant", content: `${id} answers`, at: 2 }] }));
+    }
+    // Read twice: the second read is served from the tail kept in memory.
+    await store.readJournal("support", 10);
+    expect((await store.readJournal("support", 10)).map((item) => item.content)).toEqual(["e1 asks", "e1 answers", "e2 asks", "e2 answers"]);
+    await store.run(prepare("e3", "support", { replaceFrom: "e2", journal: [record("e3", "e3 asks")] }));
+    expect((await store.readJournal("support", 10)).map((item) => item.content)).toEqual(["e1 asks", "e1 answers", "e3 asks"]);
+    await store.run(terminalCommit("e3", 1, { journal: [{ executionId: "e3", role: "assistant", content: "e3 answers", at: 3 }] }));
+    expect((await store.readJournal("support", 10)).map((item) => item.content)).toEqual(["e1 asks", "e1 answers", "e3 asks", "e3 answers"]);
+  });
+});
+
 describe("journal reads in batches (docs/decisions/0042)", () => {
   it("reads asked for at once leave as one statement, each agent answered with its own last records and its own window", async () => {
     const schema = freshSchema();

@@ -12,18 +12,10 @@
 
 import { describe, expect, it } from "vitest";
 import { Phronomy, type Environment, type Run } from "../../host/index.js";
-import { deferred, lookupTool, recordingLogger, scriptedModel, turnOf, waitFor } from "../runtime/helpers.js";
+import { deferred, echoModel, lookupTool, recordingLogger, waitFor } from "../runtime/helpers.js";
 import { CuttableProxy } from "../support/cuttable-proxy.js";
 import { generator, seedFrom } from "../support/seeded.js";
 import { atEnd, freshSchema, postgresUrl } from "./database.js";
-
-function echoModel() {
-  return scriptedModel(({ messages }) => {
-    const lastUser = [...messages].reverse().find((message) => message.role === "user") as { content: string } | undefined;
-    if (turnOf(messages) === 0) return { toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] };
-    return { text: `echo: ${lastUser?.content ?? ""}` };
-  });
-}
 
 async function openThrough(proxy: CuttableProxy, schema: string): Promise<Environment> {
   const environment = await Phronomy.open({ store: `${proxy.urlFor(postgresUrl)}?schema=${schema}`, logger: recordingLogger() });

@@ -10,20 +10,11 @@
 import { describe, expect, it } from "vitest";
 import { ConversationPhase } from "../../assembly/abi.js";
 import { Phronomy, type Environment } from "../../host/index.js";
-import { deferred, lookupTool, recordingLogger, scriptedModel, turnOf, type RecordedCall } from "../runtime/helpers.js";
+import { deferred, echoModel, lookupTool, type RecordedCall, recordingLogger } from "../runtime/helpers.js";
 import { atEnd, withClient } from "./database.js";
 import { eventually, freePartitionsSchema } from "./fixtures/free-schema.js";
 
 const leaseMs = 1_000;
-
-/** Looks an order up on its first turn, then echoes the message. */
-function echoModel() {
-  return scriptedModel(({ messages }) => {
-    const lastUser = [...messages].reverse().find((message) => message.role === "user") as { content: string } | undefined;
-    if (turnOf(messages) === 0) return { toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] };
-    return { text: `echo: ${lastUser?.content ?? ""}` };
-  });
-}
 
 /** The core's phase and queued count of the conversation live here. */
 function coreRecord(environment: Environment, agentId: string): { readonly phase: number; readonly queued: number } | undefined {

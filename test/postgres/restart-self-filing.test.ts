@@ -16,20 +16,13 @@
 
 import { describe, expect, it } from "vitest";
 import { Phronomy, type Environment, type Run } from "../../host/index.js";
-import { recordingLogger, scriptedModel, waitFor } from "../runtime/helpers.js";
+import { echoModel, recordingLogger, waitFor } from "../runtime/helpers.js";
 import { CuttableProxy } from "../support/cuttable-proxy.js";
 import { generator, seedFrom } from "../support/seeded.js";
 import { atEnd, freshSchema, postgresUrl, withClient } from "./database.js";
 
 // Long enough that no lease lapses on a loaded machine before the outage.
 const leaseMs = 2_000;
-
-function echoModel() {
-  return scriptedModel(({ messages }) => {
-    const lastUser = [...messages].reverse().find((message) => message.role === "user") as { content: string } | undefined;
-    return { text: `echo: ${lastUser?.content ?? ""}` };
-  });
-}
 
 interface Settled {
   readonly executionId: string | undefined;
@@ -59,7 +52,7 @@ describe("one PostgreSQL process, its connections killed and the server restarte
     const env: Environment = await Phronomy.open({ store: `${proxy.urlFor(postgresUrl)}?schema=${schema}&lease_ms=${leaseMs}`, logger: recordingLogger() });
     atEnd(() => env.close());
     const agentIds = Array.from({ length: 12 }, (_, index) => `chat-${index}`);
-    const agents = agentIds.map((id) => env.agent({ id, model: echoModel(), onBusy: "enqueue" }));
+    const agents = agentIds.map((id) => env.agent({ id, model: echoModel({ lookup: false }), onBusy: "enqueue" }));
     for (const result of await Promise.all(agents.map((agent) => agent.start("before").result))) expect(result.output).toBe("echo: before");
 
     // The server goes away for longer than a lease: every partition lapses.

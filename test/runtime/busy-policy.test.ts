@@ -14,25 +14,16 @@ import {
   agentRunModel,
   approvalRefundTool,
   deferred,
+  echoModel,
   lookupTool,
   openEnvironment,
+  type RecordedCall,
   recordingLogger,
   scriptedModel,
   temporaryStorePath,
   turnOf,
   waitFor,
-  type RecordedCall,
 } from "./helpers.js";
-
-/** Answers each message with the text it was sent, after one lookup. */
-function echoModel() {
-  return scriptedModel(({ messages }) => {
-    const turn = turnOf(messages);
-    const lastUser = [...messages].reverse().find((message) => message.role === "user") as { content: string } | undefined;
-    if (turn === 0) return { toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] };
-    return { text: `echo: ${lastUser?.content ?? ""}` };
-  });
-}
 
 /** A store whose first preparation that `holds` picks waits at the
  * store's door until `release` (its execution admitted, no session yet). */

@@ -5,8 +5,9 @@
 
 import { afterEach, describe, expect, it } from "vitest";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
-import type { Environment } from "../../host/index.js";
-import { openEnvironment } from "./helpers.js";
+import type { ChatChunk, Environment } from "../../host/index.js";
+import { messageOf } from "../support/ui-stream.js";
+import { deferred, openEnvironment } from "./helpers.js";
 
 let env: Environment | undefined;
 afterEach(async () => {
@@ -73,6 +74,32 @@ describe("conversation.messages()", () => {
     expect(pruned.executions).toBe(2);
     expect(await env.execution(first.executionId)).toBeUndefined();
     expect(await chat.messages(), "the memory outlives its executions").toEqual(expected);
+  });
+
+  it("an answer that waited in the queue is rebuilt as its stream shows it (its queued mark, step 0, is no part)", async () => {
+    env = await openEnvironment();
+    const gate = deferred();
+    const model = scriptedModel(async ({ messages }) => {
+      const last = messages.at(-1);
+      if (last?.role === "user" && last.content === "one") await gate.promise;
+      return { text: `you said: ${last?.role === "user" ? last.content : "?"}` };
+    });
+    const chat = env.agent({ name: "support", model, onBusy: "enqueue" }).conversation("user-q");
+    const first = chat.start("one");
+    await first.executionId;
+    const second = chat.start("two");
+    const secondId = await second.executionId;
+    await expect.poll(async () => (await env!.execution(secondId))?.status).toBe("queued");
+    gate.resolve();
+    await Promise.all([first.result, second.result]);
+    expect((await env.timeline(secondId))[0]).toMatchObject({ seq: 0, kind: "queued" });
+    const history = await chat.messages();
+    expect(history.map((message) => message.role)).toEqual(["user", "assistant", "user", "assistant"]);
+    const chunks: ChatChunk[] = [];
+    for await (const chunk of await env.stream(secondId)) chunks.push(chunk);
+    const replayed = await messageOf(chunks);
+    const { at: _at, ...metadata } = history[3]!.metadata!;
+    expect({ ...history[3]!, metadata }).toEqual(replayed);
   });
 
   it("a conversation with nothing yet has no messages; a bad limit is refused naming it", async () => {

@@ -11,24 +11,16 @@ import { CancellationError, Phronomy, tool, type Environment } from "../../host/
 import {
   approvalRefundTool,
   deferred,
+  echoModel,
   lookupTool,
   openEnvironment,
+  type RecordedCall,
   recordingLogger,
   scriptedModel,
   temporaryStorePath,
   turnOf,
   waitFor,
-  type RecordedCall,
 } from "./helpers.js";
-
-/** model → lookup → "echo: <input>". */
-function echoModel() {
-  return scriptedModel(({ messages }) => {
-    const lastUser = [...messages].reverse().find((message) => message.role === "user") as { content: string } | undefined;
-    if (turnOf(messages) === 0) return { toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] };
-    return { text: `echo: ${lastUser?.content ?? ""}` };
-  });
-}
 
 /** A lookup whose nth call waits for `gates[n]` (and records the order). */
 function gatedLookup(gates: { promise: Promise<void> }[], order: number[]) {

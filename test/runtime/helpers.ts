@@ -49,6 +49,18 @@ export function agentRunModel(answer = "Order 42 has shipped.") {
   });
 }
 
+/** model → lookup → "echo: <the last user message>" (each message of a
+ * conversation answered after one lookup); `{ lookup: false }` answers at
+ * once. */
+export function echoModel(options: { lookup?: boolean } = {}) {
+  const lookup = options.lookup ?? true;
+  return scriptedModel(({ messages }) => {
+    const lastUser = [...messages].reverse().find((message) => message.role === "user") as { content: string } | undefined;
+    if (lookup && turnOf(messages) === 0) return { toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] } satisfies ScriptedTurn;
+    return { text: `echo: ${lastUser?.content ?? ""}` };
+  });
+}
+
 /** The model turn of the current execution: assistant messages since the
  * last user message (earlier executions' memory comes before it). */
 export function turnOf(messages: readonly { role: string }[]): number {

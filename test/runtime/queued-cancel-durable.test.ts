@@ -10,14 +10,7 @@ import { StoreError } from "../../host/index.js";
 import { SqliteStore } from "../../host/store/sqlite-store.js";
 import type { ExecutionStore } from "../../host/store/store.js";
 import { startExecutionIdOf } from "../../host/store/start-filing.js";
-import { deferred, lookupTool, openEnvironment, scriptedModel, temporaryStorePath, turnOf } from "./helpers.js";
-
-function echoModel() {
-  return scriptedModel(({ messages }) => {
-    const lastUser = [...messages].reverse().find((message) => message.role === "user") as { content: string } | undefined;
-    return turnOf(messages) === 0 ? { toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] } : { text: `echo: ${lastUser?.content ?? ""}` };
-  });
-}
+import { deferred, echoModel, lookupTool, openEnvironment, temporaryStorePath } from "./helpers.js";
 
 /** A SQLite store whose queue writes (`enqueueMessage`, `cancelQueued`)
  * wait at its door while held; `committed` says whether the first cancel

@@ -261,3 +261,41 @@ export async function countStepsOnTheRow(client: pg.ClientBase): Promise<void> {
   await client.query(prepareExecutionFunction("", "1", true, "partition-locked", "counted"));
   await client.query(prepareExecutionFunction(", p_revision bigint", "p_revision", true, "partition-locked", "counted"));
 }
+
+/** Migration 15 (docs/decisions/0070): `prepare_execution_replacing`, a
+ * preparation that replaces its conversation's memory from an earlier
+ * execution (a start's `replaceFrom`): that execution's first journal
+ * record is found, the execution must have ended, then the preparation
+ * runs as `prepare_execution` does and, when it applied, every journal
+ * record of the agent from that record on is deleted except the new
+ * input's — all in the one statement, so memory is never cut without the
+ * new execution, nor the reverse. It refuses (0, nothing written) as the
+ * preparation does, and when the execution is not in the agent's memory
+ * or has not ended; the caller reads why (`explainPrepareRefusal`). */
+export async function createPrepareReplacing(client: pg.ClientBase): Promise<void> {
+  await client.query(`
+    CREATE FUNCTION prepare_execution_replacing(
+      p_replace_from text,
+      p_execution_id text, p_agent_id text, p_status text, p_phase text, p_mode text, p_input text, p_metadata text,
+      p_outcome text, p_error text, p_usage text, p_at bigint, p_fence_owner text, p_fence_epoch bigint,
+      p_kinds text[], p_ats bigint[], p_payloads text[], p_write_id text,
+      p_journal_ids text[], p_journal_roles text[], p_journal_contents text[], p_journal_ats bigint[], p_revision bigint)
+    RETURNS integer LANGUAGE plpgsql AS $$
+    DECLARE
+      cut bigint;
+    BEGIN
+      SELECT min(position) INTO cut FROM journal WHERE agent_id = p_agent_id AND execution_id = p_replace_from;
+      IF cut IS NULL THEN RETURN 0; END IF;
+      IF EXISTS (SELECT 1 FROM executions WHERE execution_id = p_replace_from AND (status <> 'terminal' OR agent_id <> p_agent_id)) THEN
+        RETURN 0;
+      END IF;
+      IF prepare_execution(p_execution_id, p_agent_id, p_status, p_phase, p_mode, p_input, p_metadata, p_outcome, p_error, p_usage, p_at,
+                           p_fence_owner, p_fence_epoch, p_kinds, p_ats, p_payloads, p_write_id,
+                           p_journal_ids, p_journal_roles, p_journal_contents, p_journal_ats, p_revision) = 0 THEN
+        RETURN 0;
+      END IF;
+      DELETE FROM journal WHERE agent_id = p_agent_id AND position >= cut AND execution_id <> p_execution_id;
+      RETURN 1;
+    END $$;
+  `);
+}

@@ -5,10 +5,13 @@
 
 import type { CommittedRevision, ReopenExecutionOperation } from "../records.js";
 import { jsonText } from "../sqlite/rows.js";
-import { appendSteps, compareAndSet, selectForUpdate, type OperationContext } from "./compare-and-set.js";
+import { appendSteps, compareAndSet, query, selectForUpdate, type OperationContext } from "./compare-and-set.js";
+import { replacedRetry } from "../replace-from.js";
 
 export async function reopenExecution(context: OperationContext, operation: ReopenExecutionOperation): Promise<CommittedRevision> {
   const current = await selectForUpdate(context, operation, ["terminal"]);
+  const remembered = await query(context, "SELECT 1 FROM journal WHERE agent_id = $1 AND execution_id = $2 LIMIT 1", [current.agentId, operation.executionId]);
+  if (remembered.rows.length === 0) throw replacedRetry(operation.executionId, current.agentId);
   const revision = await compareAndSet(
     context,
     operation,

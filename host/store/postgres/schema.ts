@@ -21,6 +21,7 @@ import { StoreError } from "../../errors.js";
 import {
   countStepsOnTheRow,
   createPrepareAtRevision,
+  createPrepareReplacing,
   createWriteFunctions,
   fenceWritesByPartition,
   fenceWritesUnderLock,
@@ -129,7 +130,8 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 11: the inbox's `start` kind, for starts filed by any process (docs/decisions/0031).
  * Version 12: the partition fence lock (`partitions.ts`, docs/decisions/0042).
  * Version 13: the index pruning finds refused filed starts by (`prune.ts`, docs/decisions/0047).
- * Version 14: steps numbered from the execution row, the approval commit as one function (docs/decisions/0048). */
+ * Version 14: steps numbered from the execution row, the approval commit as one function (docs/decisions/0048).
+ * Version 15: a preparation that replaces its conversation's memory from an earlier execution (docs/decisions/0070). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -145,6 +147,7 @@ export const migrations: readonly Migration[] = [
   partitionFenceLock,
   indexRefusedStarts,
   countedStepsAndApprovals,
+  createPrepareReplacing,
 ];
 
 async function partitionOwnership(client: pg.ClientBase, settings?: SchemaSettings): Promise<void> {

@@ -33,9 +33,11 @@ import type {
   PrepareExecutionResult,
   ProviderBarrierOperation,
   StepRecord,
+  StoredError,
   TerminalCommitOperation,
   ToolBarrierOperation,
 } from "../records.js";
+import { replaceRefusal } from "../replace-from.js";
 import { barrierMetadata, barrierStep, firstBarrierOperation, firstBarrierRevision, terminalMetadata } from "../sqlite/operations.js";
 import { jsonText, zeroUsage } from "../sqlite/rows.js";
 import { bigintArray, integer, text, textArray } from "./literals.js";
@@ -90,7 +92,10 @@ export function prepareStatement(operation: PrepareExecutionOperation, fence: Fe
   if (barrier !== undefined) steps.push(barrierStep(barrier, revision));
   // A blocked input never enters the conversation memory: no journal.
   const journal = blocked ? [] : operation.journal;
-  const sql = `SELECT prepare_execution(${[
+  // A replacing preparation always names its revision: the function has
+  // one signature (migration 15), the revision-taking one.
+  const replacing = operation.replaceFrom !== undefined && !blocked;
+  const sql = `SELECT ${replacing ? `prepare_execution_replacing(${text(operation.replaceFrom!)}, ` : "prepare_execution("}${[
     text(operation.executionId),
     text(operation.agentId),
     text(blocked ? "terminal" : "active"),
@@ -106,7 +111,7 @@ export function prepareStatement(operation: PrepareExecutionOperation, fence: Fe
     ...stepArguments(steps),
     text(writeId),
     ...journalArguments(journal),
-    ...(barrier === undefined ? [] : [String(revision)]),
+    ...(barrier === undefined && !replacing ? [] : [String(revision)]),
   ].join(", ")}) AS applied`;
   return { sql, value: preparedValue(operation), after: blocked ? undefined : { agentId: operation.agentId, revision, status: "active", metadata } };
 }
@@ -134,6 +139,11 @@ export async function explainPrepareRefusal(
   );
   const row = rows[0]!;
   const context = { agentId: operation.agentId, executionId: operation.executionId };
+  // Checked before the root: a replacing preparation refused for its
+  // `replaceFrom` never reached the root's write (an agent's first one
+  // finds none).
+  const replaced = operation.replaceFrom === undefined ? undefined : await explainReplaceRefusal(client, operation, operation.replaceFrom);
+  if (replaced !== undefined) return { outcome: "not_established", error: replaced };
   if (row.lifecycle === null) {
     return notEstablished(
       new InvalidInputError(
@@ -159,6 +169,27 @@ export async function explainPrepareRefusal(
       context,
     ),
   );
+}
+
+/** Why a replacing preparation was refused by its `replaceFrom`, if it was (`replace-from.ts`). */
+async function explainReplaceRefusal(
+  client: pg.Pool | pg.ClientBase,
+  operation: PrepareExecutionOperation,
+  replaceFrom: string,
+): Promise<StoredError | undefined> {
+  const { rows } = await client.query<{ in_memory: boolean; agent_id: string | null; status: ExecutionStatusName | null }>(
+    `
+    SELECT EXISTS (SELECT 1 FROM journal WHERE agent_id = $1 AND execution_id = $2) AS in_memory,
+           (SELECT agent_id FROM executions WHERE execution_id = $2) AS agent_id,
+           (SELECT status FROM executions WHERE execution_id = $2) AS status
+  `,
+    [operation.agentId, replaceFrom],
+  );
+  const row = rows[0]!;
+  return replaceRefusal(operation.agentId, operation.executionId, replaceFrom, {
+    inMemory: row.in_memory,
+    row: row.agent_id === null || row.status === null ? undefined : { agentId: row.agent_id, status: row.status },
+  });
 }
 
 function notEstablished(error: InvalidInputError | AgentClosedError): PrepareExecutionResult {

@@ -29,12 +29,14 @@ import type {
   PurgeAgentOperation,
   PurgeAgentResult,
   StepRecord,
+  StoredError,
   TerminalCommitOperation,
   ToolBarrierOperation,
 } from "../records.js";
 import { approvalCommit } from "./approval-commit.js";
 import { cancelQueued, enqueueMessage } from "./queue.js";
 import { reopenExecution } from "./reopen.js";
+import { replaceRefusal } from "../replace-from.js";
 import { appendJournal, appendSteps, compareAndSet, selectForUpdate } from "./compare-and-set.js";
 import type { SqliteConnection } from "./driver.js";
 import { pruneExecutions } from "./prune.js";
@@ -79,6 +81,9 @@ export function prepareExecution(connection: SqliteConnection, operation: Prepar
   if (connection.prepare("SELECT 1 AS found FROM executions WHERE execution_id = ?").get(operation.executionId) !== undefined) {
     return refusedPreparation(connection, operation);
   }
+  // Read before the root is written: a refusal writes nothing.
+  const replaced = operation.replaceFrom === undefined ? undefined : replacedFrom(connection, operation, operation.replaceFrom);
+  if (replaced !== undefined && "refusal" in replaced) return { outcome: "not_established", error: replaced.refusal };
   const rootRevision = openAgentRoot(connection, operation.agentId, operation.at);
   if (rootRevision === undefined) return notEstablished(new AgentClosedError(operation.agentId));
   const first = rootRevision === firstPreparedRootRevision ? ({ firstOfAgent: true } as const) : {};
@@ -95,12 +100,31 @@ export function prepareExecution(connection: SqliteConnection, operation: Prepar
     const revision = firstBarrierRevision;
     insertExecution(connection, operation, { status: "active", phase: "calling_llm", metadata: barrierMetadata(metadata, barrier), error: null, revision });
     appendSteps(connection, operation.executionId, [barrierStep(barrier, revision)]);
+    if (replaced !== undefined) truncateJournal(connection, operation.agentId, replaced.seq);
     appendJournal(connection, operation.agentId, operation.journal);
     return { outcome: "active", revision: 1, firstBarrierRevision: revision, ...first };
   }
   insertExecution(connection, operation, { status: "active", phase: "calling_llm", metadata, error: null });
+  if (replaced !== undefined) truncateJournal(connection, operation.agentId, replaced.seq);
   appendJournal(connection, operation.agentId, operation.journal);
   return { outcome: "active", revision: 1, ...first };
+}
+
+/** Where the agent's journal is cut for a preparation replacing from
+ * `replaceFrom` (its first record's seq), or why it may not be. */
+function replacedFrom(connection: SqliteConnection, operation: PrepareExecutionOperation, replaceFrom: string): { seq: number } | { refusal: StoredError } {
+  const first = connection.prepare("SELECT min(seq) AS seq FROM journal WHERE agent_id = ? AND execution_id = ?").get(operation.agentId, replaceFrom)?.["seq"];
+  const row = connection.prepare("SELECT agent_id, status FROM executions WHERE execution_id = ?").get(replaceFrom);
+  const refusal = replaceRefusal(operation.agentId, operation.executionId, replaceFrom, {
+    inMemory: first !== null && first !== undefined,
+    row: row === undefined ? undefined : { agentId: String(row["agent_id"]), status: row["status"] as ExecutionStatusName },
+  });
+  return refusal === undefined ? { seq: Number(first) } : { refusal };
+}
+
+/** Deletes the agent's journal records from `seq` on. */
+function truncateJournal(connection: SqliteConnection, agentId: string, seq: number): void {
+  connection.prepare("DELETE FROM journal WHERE agent_id = ? AND seq >= ?").run(agentId, seq);
 }
 
 /** A preparation under an execution id already stored: refused, and the
