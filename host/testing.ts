@@ -21,6 +21,8 @@ export {
   type ScriptedModelOptions,
   type ScriptedTurn,
   type ScriptedToolCall,
+  type ScriptedSource,
+  type ScriptedFile,
   type Script,
   type ScriptFunction,
   type ScriptContext,

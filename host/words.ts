@@ -26,4 +26,41 @@ export interface UsageTotals {
   readonly outputTokens: number;
   /** As the provider reports it (usually input + output). */
   readonly totalTokens: number;
+  /** Input tokens read from the provider's prompt cache (part of
+   * `inputTokens`); left out when the provider reported none. */
+  readonly cacheReadTokens?: number;
+  /** Input tokens written to the provider's prompt cache (part of
+   * `inputTokens`); left out when none were reported. */
+  readonly cacheWriteTokens?: number;
+  /** Output tokens the model spent reasoning (part of `outputTokens`);
+   * left out when none were reported. */
+  readonly reasoningTokens?: number;
+}
+
+/** The detail counts of `UsageTotals`, which a provider may or may not report. */
+export const usageDetailKeys = ["cacheReadTokens", "cacheWriteTokens", "reasoningTokens"] as const;
+
+/** Two usages summed: totals always, each detail when either reported it. */
+export function addUsage(a: UsageTotals, b: UsageTotals): UsageTotals {
+  const sum: { -readonly [Key in keyof UsageTotals]: UsageTotals[Key] } = {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    totalTokens: a.totalTokens + b.totalTokens,
+  };
+  for (const key of usageDetailKeys) {
+    const total = (a[key] ?? 0) + (b[key] ?? 0);
+    if (total > 0) sum[key] = total;
+  }
+  return sum;
+}
+
+/** `12 in · 30 out (8 reasoning) · 42 tokens · 10 cached`, as the CLI and
+ * dashboard show a usage; `totalWord` names the last total. */
+export function usageSummary(usage: UsageTotals, totalWord = "tokens"): string {
+  const reasoning = usage.reasoningTokens ? ` (${usage.reasoningTokens} reasoning)` : "";
+  const cached = [
+    ...(usage.cacheReadTokens ? [`${usage.cacheReadTokens} cache read`] : []),
+    ...(usage.cacheWriteTokens ? [`${usage.cacheWriteTokens} cache write`] : []),
+  ];
+  return [`${usage.inputTokens} in`, `${usage.outputTokens} out${reasoning}`, `${usage.totalTokens} ${totalWord}`, ...cached].join(" · ");
 }

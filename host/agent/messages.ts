@@ -58,6 +58,22 @@ export type TaggedFileData =
  * signature some providers need to see again). */
 export type ReasoningPart = { text: string; providerOptions?: { [key: string]: Json } };
 
+/** A source the model cited (a web page or a document), as the AI SDK's
+ * `source` content part, JSON-safe. */
+export type SourcePart =
+  | { sourceType: "url"; id: string; url: string; title?: string; providerMetadata?: { [key: string]: Json } }
+  | { sourceType: "document"; id: string; mediaType: string; title: string; filename?: string; providerMetadata?: { [key: string]: Json } };
+
+/** A file the model generated (an image, audio): its bytes as base64, or,
+ * past `generatedFileBytesMax`, only its size (decision 0073). */
+export type GeneratedFilePart = { mediaType: string; data: string } | { mediaType: string; bytes: number; omitted: true };
+
+/** What the parts of one answer are, in the order the model produced
+ * them: the k-th `reasoning` is the turn's `reasoning[k]`, the k-th
+ * `source` its `sources[k]`, the k-th `file` its `files[k]`; `text` is the
+ * answer's text, placed where its first text part came. */
+export type ResponsePartKind = "reasoning" | "text" | "source" | "file";
+
 /** Instructions, as the model's system message. */
 export type SystemMessage = { role: "system"; content: string };
 /** `content` is the message's text (what guardrails, memory and the
@@ -91,6 +107,13 @@ export type ModelTurn = {
   usage: Readonly<ModelUsage>;
   /** The model's reasoning, when it showed any. */
   reasoning?: ReasoningPart[];
+  /** The sources it cited, when any. */
+  sources?: SourcePart[];
+  /** The files it generated, when any. */
+  files?: GeneratedFilePart[];
+  /** The order of the parts above and the text, when there is more than
+   * text (without it: reasoning first, then the text). */
+  partOrder?: ResponsePartKind[];
   /** The structured output (the agent's `output` schema), parsed and
    * validated, on a turn without tool calls. */
   output?: Json;

@@ -3,7 +3,7 @@
 // single step, tools given without `execute` so the SDK returns the calls
 // and Phronomy runs them under its own barriers (docs/decisions/0033). The
 // answer is normalized into a `ModelTurn`: text, tool calls, reasoning,
-// usage with its cache and reasoning details, the finish reason, and the
+// cited sources, generated files (response-parts.ts), usage with its cache and reasoning details, the finish reason, and the
 // structured output when the agent asked for one. The AI SDK's own retries
 // are off (`maxRetries: 0`): the loop retries in model-retry.ts, where each
 // attempt shows on the timeline.
@@ -21,7 +21,8 @@ import type { Json } from "../words.js";
 import { loadAiSdk, type AiSdk } from "./ai-sdk.js";
 import { aiSdkTelemetryListened, telemetryOff } from "./ai-sdk-telemetry.js";
 import { isJson, type ConversationMessage, type ModelTurn, type ModelUsage, type ToolCall } from "./messages.js";
-import { reasoningPartsOf, toModelMessages } from "./model-messages.js";
+import { toModelMessages } from "./model-messages.js";
+import { responsePartsOf } from "./response-parts.js";
 import type { ToolSpecification } from "./tools.js";
 
 export { conversationToPrompt, finishReasonOf, promptToConversation, toolsToProvider, usageToTotals } from "./prompt.js";
@@ -456,9 +457,8 @@ function turnOf(scope: CallScope, content: readonly unknown[], usage: unknown, f
     if (part.type === "text" && typeof part.text === "string") text += part.text;
     else if (part.type === "tool-call" && part.providerExecuted !== true) addToolCall(scope, toolCalls, part);
   }
-  const reasoning = reasoningPartsOf(content);
   const turn: ModelTurn = { text, toolCalls, usage: usageOf(usage), finishReason: typeof finishReason === "string" ? finishReason : "unknown" };
-  return reasoning.length === 0 ? turn : { ...turn, reasoning };
+  return { ...turn, ...responsePartsOf(content) };
 }
 
 function addToolCall(scope: CallScope, toolCalls: ToolCall[], part: LooseRecord): void {

@@ -15,12 +15,11 @@ import type {
   LanguageModelV3,
   LanguageModelV4,
   LanguageModelV4CallOptions,
+  LanguageModelV4Content,
   LanguageModelV4FinishReason,
   LanguageModelV4GenerateResult,
   LanguageModelV4StreamPart,
   LanguageModelV4StreamResult,
-  LanguageModelV4Text,
-  LanguageModelV4ToolCall,
   LanguageModelV4Usage,
 } from "@ai-sdk/provider";
 import { InvalidInputError, ModelFailedError } from "../errors.js";
@@ -38,10 +37,31 @@ export interface ScriptedToolCall {
   readonly callId?: string;
 }
 
-/** One answer of the scripted model. */
+/** A source a scripted turn cites: a web page (`url`) or a document (`mediaType` and `title`). */
+export type ScriptedSource =
+  | { readonly url: string; readonly title?: string }
+  | { readonly mediaType: string; readonly title: string; readonly filename?: string };
+
+/** A file a scripted turn generates: its media type and bytes as base64. */
+export interface ScriptedFile {
+  readonly mediaType: string;
+  readonly base64: string;
+}
+
+/** One answer of the scripted model. Its parts come in this order: the
+ * reasoning, the text, the reasoning after the text, the sources, the
+ * files, the tool calls — streamed in that order too. */
 export interface ScriptedTurn {
+  /** The model's reasoning, shown before its text. */
+  readonly reasoning?: string;
   /** The answer's text. */
   readonly text?: string;
+  /** Reasoning the model shows after some text (streamed after it). */
+  readonly reasoningAfterText?: string;
+  /** Sources it cites (ids `source-<turn>-<index>`). */
+  readonly sources?: readonly ScriptedSource[];
+  /** Files it generates. */
+  readonly files?: readonly ScriptedFile[];
   /** Tool calls to make (the loop runs them and calls the model again). */
   readonly toolCalls?: readonly ScriptedToolCall[];
   /** Overrides the estimated usage, field by field. */
@@ -93,9 +113,9 @@ export const scriptedLatencyMsMax = 60_000;
 /** Characters per estimated token, the usual rule of thumb for English. */
 const charactersPerToken = 4;
 
-const turnKeys = ["text", "toolCalls", "usage", "finishReason", "error"];
+const turnKeys = ["reasoning", "text", "reasoningAfterText", "sources", "files", "toolCalls", "usage", "finishReason", "error"];
 const toolCallKeys = ["toolName", "input", "callId"];
-const usageKeys = ["inputTokens", "outputTokens", "totalTokens"];
+const usageKeys = ["inputTokens", "outputTokens", "totalTokens", "cacheReadTokens", "cacheWriteTokens", "reasoningTokens"];
 const finishReasons: readonly string[] = ["stop", "length", "content-filter", "tool-calls", "error", "interrupted", "other"];
 const optionKeys = ["latencyMs", "modelId", "specificationVersion"];
 
@@ -141,7 +161,7 @@ export function scriptedModel(script: Script, options: ScriptedModelOptions = {}
 
 interface Answer {
   readonly turn: number;
-  readonly content: (LanguageModelV4Text | LanguageModelV4ToolCall)[];
+  readonly content: LanguageModelV4Content[];
   readonly finishReason: LanguageModelV4FinishReason;
   readonly usage: LanguageModelV4Usage;
 }
@@ -193,7 +213,7 @@ async function turnFromFunction(script: ScriptFunction, messages: ConversationMe
 
 function answerOf(turn: number, scripted: ScriptedTurn, messages: ConversationMessage[]): Answer {
   const text = scripted.text ?? "";
-  const content: (LanguageModelV4Text | LanguageModelV4ToolCall)[] = text.length > 0 ? [{ type: "text", text }] : [];
+  const content = partsOf(turn, scripted);
   const toolCalls = (scripted.toolCalls ?? []).map((call, index) => ({
     type: "tool-call" as const,
     toolCallId: call.callId ?? `call-${turn}-${index}`,
@@ -202,18 +222,47 @@ function answerOf(turn: number, scripted: ScriptedTurn, messages: ConversationMe
   }));
   content.push(...toolCalls);
   const unified = scripted.finishReason ?? (toolCalls.length > 0 ? "tool-calls" : "stop");
-  const outputCharacters = text.length + toolCalls.reduce((sum, call) => sum + call.toolName.length + call.input.length, 0);
-  const usage = usageOf(scripted.usage, tokensOf(JSON.stringify(messages).length), tokensOf(outputCharacters));
+  const reasoningCharacters = (scripted.reasoning ?? "").length + (scripted.reasoningAfterText ?? "").length;
+  const outputCharacters = text.length + reasoningCharacters + toolCalls.reduce((sum, call) => sum + call.toolName.length + call.input.length, 0);
+  const usage = usageOf(scripted.usage, tokensOf(JSON.stringify(messages).length), tokensOf(outputCharacters), tokensOf(reasoningCharacters));
   return { turn, content, finishReason: { unified, raw: unified }, usage };
 }
 
-function usageOf(override: Partial<UsageTotals> | undefined, inputEstimate: number, outputEstimate: number): LanguageModelV4Usage {
+/** The turn's parts before its tool calls, in the order `ScriptedTurn` documents. */
+function partsOf(turn: number, scripted: ScriptedTurn): LanguageModelV4Content[] {
+  const content: LanguageModelV4Content[] = [];
+  if (scripted.reasoning) content.push({ type: "reasoning", text: scripted.reasoning });
+  if (scripted.text) content.push({ type: "text", text: scripted.text });
+  if (scripted.reasoningAfterText) content.push({ type: "reasoning", text: scripted.reasoningAfterText });
+  (scripted.sources ?? []).forEach((source, index) => {
+    const id = `source-${turn}-${index}`;
+    content.push(
+      "url" in source
+        ? { type: "source", sourceType: "url", id, url: source.url, ...(source.title !== undefined ? { title: source.title } : {}) }
+        : {
+            type: "source",
+            sourceType: "document",
+            id,
+            mediaType: source.mediaType,
+            title: source.title,
+            ...(source.filename !== undefined ? { filename: source.filename } : {}),
+          },
+    );
+  });
+  for (const file of scripted.files ?? []) content.push({ type: "file", mediaType: file.mediaType, data: { type: "data", data: file.base64 } });
+  return content;
+}
+
+function usageOf(override: Partial<UsageTotals> | undefined, inputEstimate: number, outputEstimate: number, reasoningEstimate: number): LanguageModelV4Usage {
   const inputTokens = override?.inputTokens ?? inputEstimate;
   const outputTokens = override?.outputTokens ?? outputEstimate;
   const totalTokens = override?.totalTokens ?? inputTokens + outputTokens;
+  const cacheRead = override?.cacheReadTokens ?? 0;
+  const cacheWrite = override?.cacheWriteTokens ?? 0;
+  const reasoning = override?.reasoningTokens ?? reasoningEstimate;
   return {
-    inputTokens: { total: inputTokens, noCache: inputTokens, cacheRead: 0, cacheWrite: 0 },
-    outputTokens: { total: outputTokens, text: outputTokens, reasoning: 0 },
+    inputTokens: { total: inputTokens, noCache: Math.max(0, inputTokens - cacheRead - cacheWrite), cacheRead, cacheWrite },
+    outputTokens: { total: outputTokens, text: Math.max(0, outputTokens - reasoning), reasoning },
     raw: { inputTokens, outputTokens, totalTokens },
   };
 }
@@ -232,8 +281,13 @@ function streamPartsOf(answer: Answer): LanguageModelV4StreamPart[] {
       parts.push({ type: "text-start", id });
       for (const delta of textDeltas(part.text)) parts.push({ type: "text-delta", id, delta });
       parts.push({ type: "text-end", id });
+    } else if (part.type === "reasoning") {
+      const id = `reasoning-${answer.turn}-${index}`;
+      parts.push({ type: "reasoning-start", id });
+      for (const delta of textDeltas(part.text)) parts.push({ type: "reasoning-delta", id, delta });
+      parts.push({ type: "reasoning-end", id });
     } else {
-      parts.push(part);
+      parts.push(part as LanguageModelV4StreamPart);
     }
   }
   parts.push({ type: "finish", usage: answer.usage, finishReason: answer.finishReason });
@@ -302,7 +356,11 @@ function checkTurn(turn: unknown, where: string): asserts turn is ScriptedTurn {
   const record = turn as Record<string, unknown>;
   const unknownKey = Object.keys(record).find((key) => !turnKeys.includes(key));
   if (unknownKey !== undefined) throw invalidTurn(where, `has an unknown key "${unknownKey}" (keys: ${turnKeys.join(", ")})`);
-  if (record.text !== undefined && typeof record.text !== "string") throw invalidTurn(`${where}.text`, "must be a string");
+  for (const key of ["text", "reasoning", "reasoningAfterText"]) {
+    if (record[key] !== undefined && typeof record[key] !== "string") throw invalidTurn(`${where}.${key}`, "must be a string");
+  }
+  checkList(record.sources, `${where}.sources`, checkSource);
+  checkList(record.files, `${where}.files`, checkFile);
   if (record.error !== undefined && typeof record.error !== "string") throw invalidTurn(`${where}.error`, "must be a string");
   if (record.finishReason !== undefined && !finishReasons.includes(record.finishReason as string)) {
     throw invalidTurn(`${where}.finishReason`, `must be one of ${finishReasons.join(", ")}`);
@@ -312,6 +370,26 @@ function checkTurn(turn: unknown, where: string): asserts turn is ScriptedTurn {
   if (!Array.isArray(record.toolCalls)) throw invalidTurn(`${where}.toolCalls`, "must be an array");
   const callIds = new Set<string>();
   record.toolCalls.forEach((call: unknown, index: number) => checkToolCall(call, `${where}.toolCalls[${index}]`, callIds));
+}
+
+function checkList(list: unknown, where: string, check: (item: Record<string, unknown>, where: string) => void): void {
+  if (list === undefined) return;
+  if (!Array.isArray(list)) throw invalidTurn(where, "must be an array");
+  list.forEach((item: unknown, index) => {
+    if (typeof item !== "object" || item === null || Array.isArray(item)) throw invalidTurn(`${where}[${index}]`, "must be an object");
+    check(item as Record<string, unknown>, `${where}[${index}]`);
+  });
+}
+
+function checkSource(source: Record<string, unknown>, where: string): void {
+  if (typeof source.url === "string" && (source.title === undefined || typeof source.title === "string")) return;
+  if (typeof source.mediaType === "string" && typeof source.title === "string" && (source.filename === undefined || typeof source.filename === "string"))
+    return;
+  throw invalidTurn(where, "must be { url, title? } or { mediaType, title, filename? }");
+}
+
+function checkFile(file: Record<string, unknown>, where: string): void {
+  if (typeof file.mediaType !== "string" || typeof file.base64 !== "string") throw invalidTurn(where, "must be { mediaType, base64 } with strings");
 }
 
 function checkUsage(usage: unknown, where: string): void {

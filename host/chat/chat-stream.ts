@@ -32,7 +32,7 @@ import { ExecutionNotFoundError, InvalidInputError, PhronomyError } from "../err
 import type { ExecutionEvent } from "../runtime/events.js";
 import type { Logger } from "../runtime/options.js";
 import type { Run } from "../runtime/run.js";
-import type { ExecutionRow, StoredStep } from "../store/records.js";
+import type { ExecutionRow, StoredStep, UsageTotals } from "../store/records.js";
 import { beginning, comparePositions, formatPosition, parsePosition, type ChatPosition } from "./positions.js";
 import { ExecutionTap } from "./execution-tap.js";
 import { textPartId, TimelineTranslator, type TranslatedStep } from "./timeline-chunks.js";
@@ -57,6 +57,9 @@ export interface ChatMessageMetadata {
   readonly resumeAt?: string;
   /** On `finish`: `completed`, `failed`, `suspended`, `handed_off`, … */
   readonly outcome?: string;
+  /** On `finish`: the tokens the execution used so far, with the
+   * provider's details (cached, reasoning) when it reported them. */
+  readonly usage?: UsageTotals;
 }
 
 /** Streams one environment serves at once; each holds a poll timer and,
@@ -178,7 +181,7 @@ class StreamPump {
     const current = await this.rowAfter(row, steps);
     if (this.resumeAt.seq > last)
       throw this.unknownPosition(`execution ${this.executionId} has no step ${this.resumeAt.seq} (its timeline ends at step ${last})`);
-    this.emit({ type: "start", messageId: this.executionId, messageMetadata: { executionId: this.executionId } satisfies ChatMessageMetadata }, this.resumeAt);
+    this.emit(startChunkOf(this.executionId), this.resumeAt);
     this.take(current, steps);
   }
 
@@ -270,10 +273,7 @@ class StreamPump {
     this.endedPolls += 1;
     if (lastKind !== undefined && !stepsThatEnd.has(lastKind) && this.endedPolls < 3) return false;
     this.closeOpenText();
-    const outcome = row.status === "suspended" ? "suspended" : (row.outcome ?? "failed");
-    const position = formatPosition({ kind: "after_step", seq: this.lastSeq });
-    const metadata: ChatMessageMetadata = { executionId: this.executionId, resumeAt: position, outcome };
-    this.push({ type: "finish", finishReason: finishReasonOf(outcome), messageMetadata: metadata, position });
+    this.push(finishChunkOf(row, this.lastSeq));
     this.close();
     return true;
   }
@@ -285,14 +285,17 @@ class StreamPump {
     const answered = translated.answers;
     const holdsText = answered !== undefined && held !== undefined && held.seq === answered.barrierSeq;
     if (holdsText) this.clientText = undefined;
-    if (holdsText && answered.replaced) {
-      // What the model streamed is not the answer shown: drop it (its step
-      // holds nothing else: a final answer has no tool calls).
+    // The answer continues the streamed text only when its text is the
+    // model's and comes first; otherwise the client's part would stand
+    // before parts a replay shows ahead of it (reasoning the model showed
+    // first, a source), so the step is sent again whole.
+    const continues = holdsText && !answered.replaced && answered.textAt === 0;
+    if (holdsText && !continues) {
       this.push({ type: "reset-step", position: formatPosition({ kind: "text", seq: held.seq, characters: held.characters }) });
     }
     translated.chunks.forEach((chunk, index) => {
       const position: ChatPosition = { kind: "chunk", seq, index };
-      if (holdsText && !answered.replaced && answered.text.length > 0 && index >= answered.textAt && index < answered.textAt + 2) {
+      if (continues && answered.text.length > 0 && index >= answered.textAt && index < answered.textAt + 2) {
         // text-start was sent; text-delta sends what the client lacks.
         if (index === answered.textAt || comparePositions(position, this.resumeAt) <= 0) return;
         const rest = answered.text.slice(held.characters);
@@ -301,7 +304,7 @@ class StreamPump {
       }
       this.emit(chunk, position);
     });
-    if (holdsText && !answered.replaced && answered.text.length === 0) this.closeOpenText(held);
+    if (continues && answered.text.length === 0) this.closeOpenText(held);
   }
 
   /** A step at `resumeAt` tells what the client holds; checks the position. */
@@ -401,6 +404,25 @@ class StreamPump {
       // Already closed by a cancel.
     }
   }
+}
+
+/** The chunk a stream of the execution opens with: its message id and metadata. */
+export function startChunkOf(executionId: string): UIMessageChunk {
+  return { type: "start", messageId: executionId, messageMetadata: { executionId } satisfies ChatMessageMetadata };
+}
+
+/** The chunk a stream ends with once the execution ended or suspended
+ * (`row`), its timeline read to step `lastSeq`. */
+export function finishChunkOf(row: ExecutionRow, lastSeq: number): ChatChunk {
+  const outcome = row.status === "suspended" ? "suspended" : (row.outcome ?? "failed");
+  const position = formatPosition({ kind: "after_step", seq: lastSeq });
+  const metadata: ChatMessageMetadata = { executionId: row.executionId, resumeAt: position, outcome, usage: row.usage };
+  return { type: "finish", finishReason: finishReasonOf(outcome), messageMetadata: metadata, position };
+}
+
+/** Row statuses a stream ends at. */
+export function endsStream(row: ExecutionRow): boolean {
+  return statusesThatEnd.has(row.status);
 }
 
 function finishReasonOf(outcome: string): "stop" | "error" | "tool-calls" | "other" {

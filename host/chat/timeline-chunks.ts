@@ -6,9 +6,13 @@
 //                      after a call whose answer was never recorded — the
 //                      model was called again after a crash — reset-step,
 //                      which drops what that call streamed)
-//   model response     reasoning-start, reasoning-delta, reasoning-end for
-//                      each reasoning part the model showed; text-start,
-//                      text-delta (the whole text), text-end;
+//   model response     the answer's parts in the order the model produced
+//                      them (decision 0073): reasoning-start,
+//                      reasoning-delta, reasoning-end for each reasoning
+//                      part; source-url / source-document for each cited
+//                      source; file (a data URL) for each generated file;
+//                      text-start, text-delta (the whole text), text-end
+//                      where its first text part came;
 //                      tool-input-available for each tool call (`dynamic`
 //                      for a dynamicTool's: a dynamic-tool part). The final
 //                      answer (committed with the terminal) shows the
@@ -115,19 +119,19 @@ export class TimelineTranslator {
     const call = this.call;
     const modelText = typeof payload["text"] === "string" ? payload["text"] : "";
     const text = final ?? modelText;
-    const chunks: UIMessageChunk[] = [];
     const barrierSeq = call?.seq ?? this.lastSeq;
-    asArray(payload["reasoning"])
-      .map(asObject)
-      .forEach((part, index) => {
-        if (typeof part["text"] !== "string" || part["text"].length === 0) return;
-        const id = `r${barrierSeq}.${index}`;
-        chunks.push({ type: "reasoning-start", id }, { type: "reasoning-delta", id, delta: part["text"] }, { type: "reasoning-end", id });
-      });
-    const textAt = chunks.length;
-    if (text.length > 0) {
-      const id = textPartId(barrierSeq);
-      chunks.push({ type: "text-start", id }, { type: "text-delta", id, delta: text }, { type: "text-end", id });
+    const chunks: UIMessageChunk[] = [];
+    let textAt = -1;
+    for (const { kind, index } of partsInOrder(payload)) {
+      if (kind === "text") {
+        textAt = chunks.length;
+        chunks.push(...textChunks(barrierSeq, text));
+      } else chunks.push(...partChunks(payload, kind, index, barrierSeq));
+    }
+    // A final answer the guardrail rewrote may have text the model's had not.
+    if (textAt === -1) {
+      textAt = chunks.length;
+      chunks.push(...textChunks(barrierSeq, text));
     }
     const dynamicCalls = new Set(asArray(payload["dynamicCalls"]).map(String));
     for (const toolCall of asArray(payload["toolCalls"]).map(asObject)) {
@@ -216,6 +220,80 @@ export function approvalIdOf(uiApproval: string): string {
 /** The id of the text part of the model call whose barrier is step `seq`. */
 export function textPartId(barrierSeq: number): string {
   return `text-${barrierSeq}`;
+}
+
+type PartKind = "reasoning" | "text" | "source" | "file";
+
+/** The parts of a recorded answer in the model's order (`partOrder`; an
+ * answer recorded without it: its reasoning, then its text), each with its
+ * index among the parts of its kind. */
+function partsInOrder(payload: JsonObject): { readonly kind: PartKind; readonly index: number }[] {
+  const stored = asArray(payload["partOrder"]).filter(
+    (kind): kind is PartKind => kind === "reasoning" || kind === "text" || kind === "source" || kind === "file",
+  );
+  const order: PartKind[] = stored.length > 0 ? stored : [...asArray(payload["reasoning"]).map((): PartKind => "reasoning"), "text"];
+  const seen: Record<PartKind, number> = { reasoning: 0, text: 0, source: 0, file: 0 };
+  return order.map((kind) => ({ kind, index: seen[kind]++ }));
+}
+
+/** The one text part of a model call (nothing for no text). */
+function textChunks(barrierSeq: number, text: string): UIMessageChunk[] {
+  if (text.length === 0) return [];
+  const id = textPartId(barrierSeq);
+  return [
+    { type: "text-start", id },
+    { type: "text-delta", id, delta: text },
+    { type: "text-end", id },
+  ];
+}
+
+/** A reasoning part, a cited source or a generated file of a recorded
+ * answer, as the AI SDK's `toUIMessageStream` sends it (an empty reasoning
+ * and a file kept without its bytes send nothing). */
+function partChunks(payload: JsonObject, kind: Exclude<PartKind, "text">, index: number, barrierSeq: number): UIMessageChunk[] {
+  const part = asObject(asArray(payload[kindFields[kind]])[index]);
+  const providerMetadata = providerMetadataOf(part);
+  switch (kind) {
+    case "reasoning": {
+      if (typeof part["text"] !== "string" || part["text"].length === 0) return [];
+      const id = `r${barrierSeq}.${index}`;
+      const metadata = providerOptionsOf(part);
+      return [
+        { type: "reasoning-start", id },
+        { type: "reasoning-delta", id, delta: part["text"] },
+        { type: "reasoning-end", id, ...metadata },
+      ];
+    }
+    case "source":
+      if (part["sourceType"] === "url" && typeof part["url"] === "string") {
+        const title = typeof part["title"] === "string" ? { title: part["title"] } : {};
+        return [{ type: "source-url", sourceId: String(part["id"] ?? ""), url: part["url"], ...title, ...providerMetadata }];
+      }
+      if (part["sourceType"] === "document") {
+        const filename = typeof part["filename"] === "string" ? { filename: part["filename"] } : {};
+        const document = { sourceId: String(part["id"] ?? ""), mediaType: String(part["mediaType"] ?? ""), title: String(part["title"] ?? "") };
+        return [{ type: "source-document", ...document, ...filename, ...providerMetadata }];
+      }
+      return [];
+    case "file":
+      if (typeof part["data"] !== "string" || typeof part["mediaType"] !== "string") return [];
+      return [{ type: "file", mediaType: part["mediaType"], url: `data:${part["mediaType"]};base64,${part["data"]}` }];
+  }
+}
+
+/** Where a recorded answer keeps the parts of each kind. */
+const kindFields = { reasoning: "reasoning", source: "sources", file: "files" } as const;
+
+function providerMetadataOf(part: JsonObject): { providerMetadata?: Record<string, Record<string, Json>> } {
+  const metadata = part["providerMetadata"];
+  return typeof metadata === "object" && metadata !== null && !Array.isArray(metadata)
+    ? { providerMetadata: metadata as Record<string, Record<string, Json>> }
+    : {};
+}
+
+/** A reasoning part keeps its provider's metadata (a signature) as `providerOptions`. */
+function providerOptionsOf(part: JsonObject): { providerMetadata?: Record<string, Record<string, Json>> } {
+  return providerMetadataOf({ providerMetadata: part["providerOptions"] ?? null });
 }
 
 function toolResults(payload: JsonObject): UIMessageChunk[] {

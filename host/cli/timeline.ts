@@ -139,8 +139,15 @@ function modelResponseSummary(payload: Record_): string {
   if (calls.length > 0) parts.push(`asks for ${calls.map((call) => `${String(call["toolName"])}(${compactJson(call["input"], 60)})`).join(", ")}`);
   const text = typeof payload["text"] === "string" ? payload["text"] : "";
   if (text.length > 0) parts.push(compactJson(text, 80));
+  const counted = (field: string, word: string): void => {
+    const count = asArray(payload[field]).length;
+    if (count > 0) parts.push(`${count} ${word}${count === 1 ? "" : "s"}`);
+  };
+  counted("sources", "source");
+  counted("files", "file");
   const usage = asRecord(payload["usage"]);
   if (typeof usage["totalTokens"] === "number") parts.push(`${usage["totalTokens"]} tokens`);
+  if (typeof usage["reasoningTokens"] === "number") parts.push(`${usage["reasoningTokens"]} reasoning`);
   return parts.join(" · ");
 }
 

@@ -26,7 +26,7 @@ import type { DefinitionKind } from "./definition-kind.js";
 import { startInputOf, type StartInput } from "./start-input.js";
 import { checkCallOptions } from "./start-call-settings.js";
 import type { ModelMessage, UIMessage, UserContent } from "ai";
-import { uiMessagesOf, type HistoryMetadata } from "./journal-messages.js";
+import type { HistoryMetadata } from "./journal-messages.js";
 import { journalRecordsKept } from "../store/prune.js";
 import { randomUUID } from "node:crypto";
 import { isExecutionExists } from "./error-codes.js";
@@ -69,6 +69,9 @@ export interface AgentHost {
   followExecution(agentId: string, executionId: string, waiter: Waiter): void;
   recoverHeld(agentId: string): Promise<void>;
   remoteResumesFor(agent: AgentEntry): RemoteResumes | undefined;
+  /** The conversation's last `limit` memory records as UI messages, each
+   * answer with the parts its chat stream showed (environment-reads.ts). */
+  history(agentId: string, limit: number): Promise<UIMessage<HistoryMetadata>[]>;
 }
 
 /** @internal The conversations' bookkeeping (conversations.ts), as a handle uses it. */
@@ -513,14 +516,17 @@ export class Agent<OUTPUT = Json> {
    * `limit` (100, at most 1,000) memory records — each execution's input and
    * answer — which outlive the executions themselves (retention keeps
    * them). A chat page loads them with `useChat({ messages })`; an
-   * assistant message's id is its execution's id. */
+   * assistant message's id is its execution's id. While its execution is
+   * stored, an answer has every part its chat stream showed — reasoning,
+   * tool parts in their states (an approval waiting included), sources,
+   * files — and the stream's metadata; once pruned, its text. */
   async messages(options: { readonly limit?: number } = {}): Promise<UIMessage<HistoryMetadata>[]> {
     const limit = options?.limit ?? 100;
     if (!Number.isInteger(limit) || limit < 1 || limit > journalRecordsKept) {
       throw new InvalidInputError(`agent "${this.id}".messages(): limit must be an integer from 1 to ${journalRecordsKept}`, { agentId: this.id });
     }
     this.environment.assertOpen(`agent "${this.id}".messages()`);
-    return uiMessagesOf(await this.environment.store.readJournal(this.id, limit));
+    return this.environment.history(this.id, limit);
   }
 
   /** Lets this conversation go without deleting anything: its entry in

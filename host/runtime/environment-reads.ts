@@ -1,15 +1,19 @@
 // What an environment reads for its callers: executions and their rows
 // (a message still queued reads as status `queued`), timelines, approvals
-// waiting, and chat streams of runs or executions (docs/decisions/0036).
+// waiting, chat streams of runs or executions (docs/decisions/0036), and a
+// conversation's history with every part its answers showed (0073).
 // In the environment layer: the chat streams are built on the runtime.
 
+import type { UIMessage } from "ai";
 import { ChatStreams, type ChatChunk, type StreamOptions } from "../chat/chat-stream.js";
+import { chatHistory } from "../chat/history.js";
 import { checkListFilter, executionStatusNames } from "../store/check-operation.js";
 import type { ExecutionListFilter, ExecutionRow, StoredStep } from "../store/records.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { PendingApproval } from "./admin.js";
 import type { Coordinator } from "./coordinator.js";
 import type { ApprovalRequest } from "./events.js";
+import type { HistoryMetadata } from "./journal-messages.js";
 import { executionOrQueued, listWithQueued } from "./queued-rows.js";
 import { withAttempts } from "./retry.js";
 import type { Run } from "./run.js";
@@ -62,6 +66,13 @@ export class EnvironmentReads {
         return { executionId: row.executionId, agentId: row.agentId, kind: request.kind ?? "approval", request, since: request.requestedAt };
       })
       .sort((a, b) => a.since - b.since);
+  }
+
+  /** A conversation's last `limit` memory records as UI messages, each
+   * answer still stored rebuilt from its timeline (chat/history.ts). */
+  async history(agentId: string, limit: number): Promise<UIMessage<HistoryMetadata>[]> {
+    const { store } = this.host;
+    return chatHistory(await store.readJournal(agentId, limit), { execution: (id) => store.getExecution(id), timeline: (id) => store.listSteps(id) });
   }
 
   stream(target: Run | string, options: StreamOptions): Promise<ReadableStream<ChatChunk>> {

@@ -234,6 +234,8 @@ export class Environment {
 
   /** @internal Where a decision on a conversation here (`agent.resume`) this process may not apply is filed, as the core decides (inbox-claims.ts). */
   readonly remoteResumesFor = (agent: AgentEntry): RemoteResumes | undefined => this.inbox.resumePlacementOf(agent);
+  /** @internal `agent.messages()`: the history, read here. */
+  readonly history = (agentId: string, limit: number): ReturnType<EnvironmentReads["history"]> => this.reads.history(agentId, limit);
 
   /** @internal Where an operation by id goes with no conversation here to ask: the core's verdict (by-id-placement.ts). */
   readonly placeById = (source: ByIdSource, agentId: string, here: boolean): Promise<ByIdPlacement> => this.byId.place(source, agentId, here);

@@ -9,14 +9,23 @@
 // resumes the running answer sees one message, not two.
 
 import type { UIMessage } from "ai";
-import type { JournalRecord } from "../store/records.js";
+import type { JournalRecord, UsageTotals } from "../store/records.js";
 
-/** What each history message carries as metadata. */
+/** What each history message carries as metadata. An answer rebuilt
+ * from its stored timeline (chat/history.ts) carries what its chat
+ * stream's `finish` did too (`ChatMessageMetadata`): an approval loaded
+ * from the history is answered as one streamed live. */
 export interface HistoryMetadata {
   /** The execution the message belongs to. */
   readonly executionId: string;
   /** When it was recorded (ms since the epoch). */
   readonly at: number;
+  /** An answer's stream position at its end, to continue after it. */
+  readonly resumeAt?: string;
+  /** An answer's outcome: `completed`, `failed`, `suspended`, … */
+  readonly outcome?: string;
+  /** The tokens an answer used, with the provider's details. */
+  readonly usage?: UsageTotals;
 }
 
 /** The journal's user and assistant records, oldest first, as UI messages. */

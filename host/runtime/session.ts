@@ -25,6 +25,7 @@ import {
 } from "../agent/tools.js";
 import { CancellationError, PhronomyError, TimeoutError, ToolFailedError, type FailedAttempt, type PhronomyErrorCode } from "../errors.js";
 import { recordOf } from "../error-records.js";
+import { addUsage } from "../words.js";
 import { modelIdOf, modelRequestAttributes, modelResponseAttributes, toolAttributes } from "./gen-ai-attributes.js";
 import { callSettingsOf, modelRetrySettingsOf, retrySettingsOf } from "./model-settings.js";
 import type { Json, StepRecord, StoredError, StoredStep, ToolCallRecord, UsageTotals } from "../store/records.js";
@@ -501,6 +502,9 @@ export class Session {
       usage: turn.usage as unknown as Json,
       finishReason: turn.finishReason,
       ...(turn.reasoning !== undefined ? { reasoning: turn.reasoning as unknown as Json } : {}),
+      ...(turn.sources !== undefined ? { sources: turn.sources as unknown as Json } : {}),
+      ...(turn.files !== undefined ? { files: turn.files as unknown as Json } : {}),
+      ...(turn.partOrder !== undefined ? { partOrder: turn.partOrder } : {}),
       ...(turn.output !== undefined ? { output: turn.output } : {}),
       ...this.dynamicCallsOf(turn),
     });
@@ -869,14 +873,6 @@ export class Session {
   private record(kind: StepRecord["kind"], payload: Json): void {
     this.pending.push({ kind, at: this.host.now(), payload });
   }
-}
-
-function addUsage(a: UsageTotals, b: UsageTotals): UsageTotals {
-  return {
-    inputTokens: a.inputTokens + b.inputTokens,
-    outputTokens: a.outputTokens + b.outputTokens,
-    totalTokens: a.totalTokens + b.totalTokens,
-  };
 }
 
 /** A tool that failed on every attempt it opted in to: its result is this

@@ -3,7 +3,8 @@
 // timeline — input, barriers, model responses with tokens, tool calls with
 // arguments, results and idempotency keys, approvals, recovery, terminal.
 
-import type { Environment, ExecutionRow, Json, PendingApproval, StoredStep } from "../index.js";
+import type { Environment, ExecutionRow, Json, PendingApproval, StoredStep, UsageTotals } from "../index.js";
+import { usageSummary } from "../words.js";
 import { formatDuration, formatTime } from "./format.js";
 import { html, type Html } from "./html.js";
 import type { Links } from "./links.js";
@@ -29,7 +30,7 @@ export async function executionLive(environment: Environment, links: Links, row:
         <dt>attempt</dt><dd>${String(attempt)}</dd>
         <dt>created</dt><dd>${formatTime(row.createdAt)}</dd>
         ${row.status === "terminal" ? html`<dt>took</dt><dd>${formatDuration(Math.max(0, row.updatedAt - row.createdAt))}</dd>` : html`<dt>last change</dt><dd>${formatTime(row.updatedAt)}</dd>`}
-        <dt>tokens</dt><dd>${String(row.usage.inputTokens)} in · ${String(row.usage.outputTokens)} out · ${String(row.usage.totalTokens)} total</dd>
+        <dt>tokens</dt><dd>${usageSummary(row.usage, "total")}</dd>
       </dl>
       <h3>Input</h3>${jsonBlock(row.input)}
       ${row.status === "terminal" && row.output !== null ? html`<h3>Output</h3>${jsonBlock(row.output)}` : ""}
@@ -110,7 +111,27 @@ function modelResponse(payload: Payload): Html {
   const usage = (payload?.["usage"] ?? null) as Payload;
   const text = typeof payload?.["text"] === "string" && payload["text"] !== "" ? html`<blockquote>${payload["text"]}</blockquote>` : "";
   const calls = Array.isArray(payload?.["toolCalls"]) && payload["toolCalls"].length > 0 ? toolCalls(payload["toolCalls"], false) : "";
-  return html`${text}${calls}<p class="muted small">tokens: ${String(usage?.["inputTokens"] ?? 0)} in · ${String(usage?.["outputTokens"] ?? 0)} out</p>`;
+  const tokens = usageSummary({ inputTokens: 0, outputTokens: 0, totalTokens: 0, ...(usage as Partial<UsageTotals> | null) }, "total");
+  return html`${reasoningOf(payload)}${text}${sourcesOf(payload)}${calls}<p class="muted small">tokens: ${tokens}</p>`;
+}
+
+/** The model's reasoning, shown quieter than its answer. */
+function reasoningOf(payload: Payload): Html | "" {
+  const texts = (Array.isArray(payload?.["reasoning"]) ? payload["reasoning"] : [])
+    .map((part) => (part as Payload)?.["text"])
+    .filter((text): text is string => typeof text === "string" && text.length > 0);
+  return texts.length === 0 ? "" : html`<blockquote class="muted small">reasoning: ${texts.join(" ")}</blockquote>`;
+}
+
+/** The sources the model cited and the files it generated, by name. */
+function sourcesOf(payload: Payload): Html | "" {
+  const sources = (Array.isArray(payload?.["sources"]) ? payload["sources"] : []).map((source) => {
+    const record = (source ?? {}) as Payload;
+    return String(record?.["title"] || record?.["url"] || record?.["filename"] || record?.["id"] || "");
+  });
+  const files = (Array.isArray(payload?.["files"]) ? payload["files"] : []).map((file) => `file: ${String((file as Payload)?.["mediaType"] ?? "")}`);
+  const named = [...sources.map((name) => `source: ${name}`), ...files];
+  return named.length === 0 ? "" : html`<p class="muted small">${named.join(" · ")}</p>`;
 }
 
 function toolCalls(calls: Json | undefined, withKeys: boolean): Html {

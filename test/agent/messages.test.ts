@@ -2,6 +2,7 @@
 
 import { describe, expect, expectTypeOf, it } from "vitest";
 import type { Json } from "../../host/store/records.js";
+import { addUsage, usageSummary } from "../../host/words.js";
 import { assistantMessage, isConversationMessage, isJson, toolMessage, type ConversationMessage, type ModelTurn } from "../../host/agent/messages.js";
 
 describe("conversation messages", () => {
@@ -46,5 +47,24 @@ describe("conversation messages", () => {
     const cyclic: Record<string, unknown> = {};
     cyclic.self = cyclic;
     expect(isJson(cyclic)).toBe(false);
+  });
+});
+
+describe("usage totals", () => {
+  it("sum every count, keep each detail either side reported, and read as the CLI prints them", () => {
+    const first = { inputTokens: 100, outputTokens: 20, totalTokens: 120, cacheReadTokens: 80, reasoningTokens: 5 };
+    const second = { inputTokens: 50, outputTokens: 10, totalTokens: 60, cacheWriteTokens: 40 };
+    const sum = addUsage(first, second);
+    expect(sum).toEqual({ inputTokens: 150, outputTokens: 30, totalTokens: 180, cacheReadTokens: 80, cacheWriteTokens: 40, reasoningTokens: 5 });
+    expect(
+      addUsage({ inputTokens: 1, outputTokens: 1, totalTokens: 2 }, { inputTokens: 1, outputTokens: 1, totalTokens: 2 }),
+      "no detail: none invented",
+    ).toEqual({
+      inputTokens: 2,
+      outputTokens: 2,
+      totalTokens: 4,
+    });
+    expect(usageSummary(sum)).toBe("150 in · 30 out (5 reasoning) · 180 tokens · 80 cache read · 40 cache write");
+    expect(usageSummary({ inputTokens: 3, outputTokens: 4, totalTokens: 7 }, "total")).toBe("3 in · 4 out · 7 total");
   });
 });

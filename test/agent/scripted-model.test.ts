@@ -127,6 +127,51 @@ describe("scriptedModel with a list of turns", () => {
   });
 });
 
+describe("scriptedModel's reasoning, sources, files and token details", () => {
+  const png = Buffer.from([0x89, 0x50, 0x4e, 0x47]).toString("base64");
+  const turn = {
+    reasoning: "The user wants a kettle.",
+    text: "Here is one.",
+    reasoningAfterText: "That should do.",
+    sources: [
+      { url: "https://example.com/k", title: "Kettles" },
+      { mediaType: "application/pdf", title: "Manual", filename: "m.pdf" },
+    ],
+    files: [{ mediaType: "image/png", base64: png }],
+    usage: { inputTokens: 50, outputTokens: 20, cacheReadTokens: 40, reasoningTokens: 6 },
+  };
+
+  for (const streamed of [false, true]) {
+    it(`come back from a call in the order scripted (${streamed ? "streamed" : "whole"}), with the usage details`, async () => {
+      const deltas: string[] = [];
+      const answered = await callModel(scriptedModel([turn]), {
+        messages: question,
+        tools: [],
+        signal: signal(),
+        ...(streamed ? { onTextDelta: (delta: string) => deltas.push(delta) } : {}),
+      });
+      expect(answered).toMatchObject({
+        text: "Here is one.",
+        reasoning: [{ text: "The user wants a kettle." }, { text: "That should do." }],
+        sources: [
+          { sourceType: "url", id: "source-0-0", url: "https://example.com/k", title: "Kettles" },
+          { sourceType: "document", id: "source-0-1", mediaType: "application/pdf", title: "Manual", filename: "m.pdf" },
+        ],
+        files: [{ mediaType: "image/png", data: png }],
+        partOrder: ["reasoning", "text", "reasoning", "source", "source", "file"],
+        usage: { inputTokens: 50, outputTokens: 20, totalTokens: 70, cacheReadTokens: 40, reasoningTokens: 6 },
+      });
+      if (streamed) expect(deltas.join("")).toBe("Here is one.");
+    });
+  }
+
+  it("refuses a malformed source or file, naming it", () => {
+    expect(() => scriptedModel([{ sources: [{ title: "no url" } as never] }])).toThrow(/script\[0\]\.sources\[0\] must be \{ url, title\? \}/);
+    expect(() => scriptedModel([{ files: [{ mediaType: "image/png" } as never] }])).toThrow(/script\[0\]\.files\[0\] must be \{ mediaType, base64 \}/);
+    expect(() => scriptedModel([{ reasoning: 42 as never }])).toThrow(/script\[0\]\.reasoning must be a string/);
+  });
+});
+
 describe("scriptedModel with a function", () => {
   const script = ({ messages, turn }: { messages: ConversationMessage[]; turn: number }) => {
     const last = messages.at(-1);

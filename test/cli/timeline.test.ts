@@ -19,7 +19,10 @@ describe("the timeline as show prints it", () => {
       steps(
         ["input", "Refund order 42"],
         ["provider_barrier", { callId: "m1", revision: 2 }],
-        ["model_response", { callId: "m1", text: "", toolCalls: [call], usage: { totalTokens: 30 } }],
+        [
+          "model_response",
+          { callId: "m1", text: "", toolCalls: [call], sources: [{ sourceType: "url", id: "s", url: "u" }], usage: { totalTokens: 30, reasoningTokens: 4 } },
+        ],
         ["approval_requested", { revision: 3, approvalRequest: { approvalId: "a1", toolCalls: [call] } }],
         ["approval_decided", { approvalId: "a1", approved: false, reason: "no", revision: 4 }],
         ["tool_results", { results: [{ callId: "call-0-0", toolName: "refund", output: { declined: true, reason: "no" }, isError: true }], declined: true }],
@@ -29,7 +32,7 @@ describe("the timeline as show prints it", () => {
     expect(entries.map((entry) => entry.summary)).toEqual([
       '"Refund order 42"',
       "model call m1 · revision 2",
-      'asks for refund({"orderId":"42"}) · 30 tokens',
+      'asks for refund({"orderId":"42"}) · 1 source · 30 tokens · 4 reasoning',
       'refund({"orderId":"42"}) · approval id a1 · revision 3',
       'declined · reason "no" · revision 4',
       "refund declined (no)",

@@ -1,7 +1,8 @@
-// Chat streams on PostgreSQL (docs/decisions/0036): an environment that
+// Chat streams on PostgreSQL (docs/decisions/0036, 0073): an environment that
 // does not hold the agent's lease streams an execution another one runs,
 // by tailing the durable timeline, and a client that left mid-run resumes
-// there at its last position and gets exactly the rest.
+// there at its last position and gets exactly the rest; another
+// environment's `messages()` gives each answer as its stream showed it.
 
 import { describe, expect, it } from "vitest";
 import { Phronomy, type ChatChunk, type Environment } from "../../host/index.js";
@@ -49,5 +50,37 @@ describe("a chat stream on PostgreSQL, served by an environment that does not ru
       expect.objectContaining({ type: "tool-lookup", state: "output-available", output: { orderId: "42", status: "shipped" } }),
       expect.objectContaining({ type: "text", text: "Order 42 has shipped." }),
     ]);
+  });
+});
+
+describe("a conversation's history on PostgreSQL", () => {
+  it("messages() from another environment: each answer with the parts its stream showed, sources and token details included", async () => {
+    const url = freshSchemaUrl();
+    const owner = await openOn(url);
+    const other = await openOn(url);
+    const model = scriptedModel(({ messages }) =>
+      turnOf(messages) === 0
+        ? { reasoning: "Look it up first.", text: "Let me look.", toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }], usage: { reasoningTokens: 5 } }
+        : { text: "Order 42 has shipped.", sources: [{ url: "https://example.com/42", title: "Order 42" }], usage: { reasoningTokens: 3 } },
+    );
+    const run = owner
+      .agent({ name: "support", model, tools: { lookup: lookupTool() } })
+      .conversation("chat-pg")
+      .start("Where is order 42?", { stream: true });
+    const executionId = await run.executionId;
+    const replay: ChatChunk[] = [];
+    for await (const chunk of await owner.stream(run)) replay.push(chunk);
+    const streamed = await messageOf(replay);
+
+    const history = await other
+      .agent({ name: "support", model, tools: { lookup: lookupTool() } })
+      .conversation("chat-pg")
+      .messages();
+    expect(history.map((message) => message.role)).toEqual(["user", "assistant"]);
+    const { at, ...metadata } = history[1]!.metadata!;
+    expect(at).toEqual(expect.any(Number));
+    expect({ ...history[1]!, metadata }).toEqual(streamed);
+    expect(metadata).toMatchObject({ executionId, outcome: "completed", usage: { reasoningTokens: 8 } }); // summed over both calls
+    expect(streamed.parts.map((part) => part.type)).toEqual(["step-start", "reasoning", "text", "tool-lookup", "step-start", "text", "source-url"]);
   });
 });

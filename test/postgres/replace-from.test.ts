@@ -4,10 +4,16 @@
 // the database reads the memory as cut. (The journal tail kept in memory
 // is checked in journal-tails.test.ts.)
 
+import type { UIMessage } from "ai";
 import { describe, expect, it } from "vitest";
 import { Phronomy, type Environment } from "../../host/index.js";
 import { recordingLogger, scriptedModel } from "../runtime/helpers.js";
 import { atEnd, freshSchemaUrl } from "./database.js";
+
+/** A message's text (an answer rebuilt from its timeline opens with a step-start part). */
+function textOf(message: UIMessage): string {
+  return message.parts.map((part) => (part.type === "text" ? part.text : "")).join("");
+}
 
 async function openOn(url: string): Promise<Environment> {
   const environment = await Phronomy.open({ store: url, logger: recordingLogger() });
@@ -45,7 +51,7 @@ describe("start({ replaceFrom }) on PostgreSQL", () => {
     await env.close();
     const other = await openOn(url);
     const again = other.agent({ name: "support", model }).conversation("user-1");
-    expect((await again.messages()).map((message) => (message.parts[0] as { text: string }).text)).toEqual([
+    expect((await again.messages()).map((message) => textOf(message))).toEqual([
       "hello",
       "answer 1 to: hello",
       "where is my order?",

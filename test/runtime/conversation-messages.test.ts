@@ -1,11 +1,13 @@
 // `conversation.messages()` (issue 27): the chat as the AI SDK's UI
 // messages, from the conversation's memory — each execution's input and
-// answer — which outlives its executions when retention prunes them.
+// answer — which outlives its executions when retention prunes them; while
+// an execution is stored, its answer has the parts its chat stream gave.
 
 import { afterEach, describe, expect, it } from "vitest";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
-import type { Environment } from "../../host/index.js";
-import { openEnvironment } from "./helpers.js";
+import type { ChatChunk, Environment } from "../../host/index.js";
+import { messageOf } from "../support/ui-stream.js";
+import { deferred, openEnvironment } from "./helpers.js";
 
 let env: Environment | undefined;
 afterEach(async () => {
@@ -49,13 +51,55 @@ describe("conversation.messages()", () => {
         metadata: { executionId: second.executionId, at: expect.any(Number) },
       },
     ];
-    expect(await chat.messages()).toEqual(expected);
-    expect(await chat.messages({ limit: 2 })).toEqual(expected.slice(2));
+    // While their executions are stored, answers are rebuilt from their
+    // timelines: the parts and metadata their chat streams gave.
+    const streamed = expected.map((message) =>
+      message.role === "user"
+        ? message
+        : {
+            ...message,
+            parts: [{ type: "step-start" }, { type: "text", text: message.parts[0]!.text, state: "done" }],
+            metadata: {
+              ...message.metadata,
+              outcome: "completed",
+              resumeAt: expect.any(String),
+              usage: expect.objectContaining({ totalTokens: expect.any(Number) }),
+            },
+          },
+    );
+    expect(await chat.messages()).toEqual(streamed);
+    expect(await chat.messages({ limit: 2 })).toEqual(streamed.slice(2));
 
     const pruned = await env.prune({ olderThanMs: 0 });
     expect(pruned.executions).toBe(2);
     expect(await env.execution(first.executionId)).toBeUndefined();
     expect(await chat.messages(), "the memory outlives its executions").toEqual(expected);
+  });
+
+  it("an answer that waited in the queue is rebuilt as its stream shows it (its queued mark, step 0, is no part)", async () => {
+    env = await openEnvironment();
+    const gate = deferred();
+    const model = scriptedModel(async ({ messages }) => {
+      const last = messages.at(-1);
+      if (last?.role === "user" && last.content === "one") await gate.promise;
+      return { text: `you said: ${last?.role === "user" ? last.content : "?"}` };
+    });
+    const chat = env.agent({ name: "support", model, onBusy: "enqueue" }).conversation("user-q");
+    const first = chat.start("one");
+    await first.executionId;
+    const second = chat.start("two");
+    const secondId = await second.executionId;
+    await expect.poll(async () => (await env!.execution(secondId))?.status).toBe("queued");
+    gate.resolve();
+    await Promise.all([first.result, second.result]);
+    expect((await env.timeline(secondId))[0]).toMatchObject({ seq: 0, kind: "queued" });
+    const history = await chat.messages();
+    expect(history.map((message) => message.role)).toEqual(["user", "assistant", "user", "assistant"]);
+    const chunks: ChatChunk[] = [];
+    for await (const chunk of await env.stream(secondId)) chunks.push(chunk);
+    const replayed = await messageOf(chunks);
+    const { at: _at, ...metadata } = history[3]!.metadata!;
+    expect({ ...history[3]!, metadata }).toEqual(replayed);
   });
 
   it("a conversation with nothing yet has no messages; a bad limit is refused naming it", async () => {

@@ -5,11 +5,17 @@
 // on the embedded SQLite store (the store-conformance suite runs the
 // operation on PostgreSQL and the simulated store too).
 
+import type { UIMessage } from "ai";
 import { afterEach, describe, expect, it } from "vitest";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
 import { z } from "zod";
 import { Phronomy, tool, type Environment } from "../../host/index.js";
 import { openEnvironment, recordingLogger, temporaryStorePath } from "./helpers.js";
+
+/** A message's text (an answer rebuilt from its timeline opens with a step-start part). */
+function textOf(message: UIMessage): string {
+  return message.parts.map((part) => (part.type === "text" ? part.text : "")).join("");
+}
 
 let env: Environment | undefined;
 afterEach(async () => {
@@ -58,7 +64,7 @@ describe("start({ replaceFrom })", () => {
       (await chat.messages()).map((message) => ({
         id: message.id,
         role: message.role,
-        text: (message.parts[0] as { text: string }).text,
+        text: textOf(message),
       }));
     expect(await shown()).toEqual(expected);
     // The replaced execution stays in the store (its timeline, its
@@ -137,7 +143,7 @@ describe("start({ replaceFrom })", () => {
     await expect(chat.start("fast", { replaceFrom: slowId }).result).rejects.toMatchObject({ code: "AGENT_BUSY" });
     const result = await chat.start("fast", { replaceFrom: slowId, onBusy: "interrupt" }).result;
     await expect(slow.result).rejects.toMatchObject({ code: "CANCELLED" });
-    const texts = (await chat.messages()).map((message) => `${message.role}: ${(message.parts[0] as { text: string }).text}`);
+    const texts = (await chat.messages()).map((message) => `${message.role}: ${textOf(message)}`);
     expect(texts).toEqual(["user: hello", "assistant: ok: hello", "user: fast", "assistant: ok: fast"]);
     expect((await chat.messages()).at(-1)?.id).toBe(result.executionId);
   });
@@ -158,6 +164,6 @@ describe("start({ replaceFrom })", () => {
     const before = { row: await env.execution(failedId), memory: await chat.messages() };
     await expect(env.retry(failedId).result).rejects.toMatchObject({ code: "RETRY_REFUSED", details: { reason: "replaced" } });
     expect({ row: await env.execution(failedId), memory: await chat.messages() }).toEqual(before);
-    expect(before.memory.map((message) => (message.parts[0] as { text: string }).text)).toEqual(["hello again", "ok: hello again"]);
+    expect(before.memory.map((message) => textOf(message))).toEqual(["hello again", "ok: hello again"]);
   });
 });

@@ -10,6 +10,8 @@
 //                    answers "Refunded." or, when declined, "Not refunded."
 //   "slow"           calls `lookup`, which waits until `releaseLookups()`,
 //                    then answers "Order 42 has shipped."
+//   "cite"           answers with reasoning, a cited source and a file
+//                    (their names hostile markup, to check escaping)
 //   anything else    answers "Hello."
 
 import { mkdtemp, rm } from "node:fs/promises";
@@ -70,6 +72,15 @@ export async function openFixture(options: DashboardOptions = {}): Promise<Fixtu
       return { text: declined ? "Not refunded." : "Refunded." };
     }
     if (request === "slow") return turn === 0 ? { toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] } : { text: "Order 42 has shipped." };
+    if (request === "cite") {
+      return {
+        reasoning: "Check the <b>manual</b>.",
+        text: "Kettles boil water.",
+        sources: [{ url: "https://example.com/kettles", title: "<i>Kettles</i>" }],
+        files: [{ mediaType: "image/png", base64: "iVBORw==" }],
+        usage: { inputTokens: 40, outputTokens: 12, reasoningTokens: 5 },
+      } satisfies ScriptedTurn;
+    }
     return { text: "Hello." };
   });
   let agents = 0;

@@ -158,6 +158,16 @@ describe("rendering", () => {
     expect(page).toContain("&quot;&gt;&lt;img src=x onerror=alert(2)&gt;");
   });
 
+  it("a model response shows its reasoning, the sources it cited, its files and the token details, escaped", async () => {
+    const executionId = await fixture.start("cite");
+    await fixture.until(executionId, ended);
+    const page = await (await get(`/executions/${executionId}`)).text();
+    expect(page).toContain("reasoning: Check the &lt;b&gt;manual&lt;/b&gt;.");
+    expect(page).toContain("source: &lt;i&gt;Kettles&lt;/i&gt; · file: image/png");
+    expect(page).toContain("tokens: 40 in · 12 out (5 reasoning) · 52 total");
+    expect(page).not.toContain("<i>Kettles");
+  });
+
   it("a live fragment is the live region alone; a base path mounts the dashboard beneath it", async () => {
     const fragment = await (await get("/?fragment=live")).text();
     expect(fragment).not.toContain("<html");

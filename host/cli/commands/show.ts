@@ -11,6 +11,7 @@ import { findExecution } from "../lookup.js";
 import { describeTimeline, renderTimeline } from "../timeline.js";
 import { openStore, resolveStore } from "../store.js";
 import type { ExecutionRow } from "../../index.js";
+import { usageSummary } from "../../words.js";
 
 export async function showCommand(context: CliContext, executionArgument: string): Promise<ExitCodeValue> {
   const location = resolveStore(context.options.store, { mustExist: true });
@@ -42,7 +43,7 @@ export function executionLines(context: CliContext, row: ExecutionRow): string[]
   ];
   if (row.output !== null) lines.push(field("output", compactJson(row.output, 200)));
   if (row.error) lines.push(field("error", `${pc.red(`[${row.error.code}]`)} ${row.error.message}`));
-  lines.push(field("usage", `${row.usage.inputTokens} in · ${row.usage.outputTokens} out · ${row.usage.totalTokens} tokens`));
+  lines.push(field("usage", usageSummary(row.usage)));
   lines.push(
     field("started", `${formatTime(row.createdAt)} · last change ${formatTime(row.updatedAt)} (${formatDuration(row.updatedAt - row.createdAt)} later)`),
   );
