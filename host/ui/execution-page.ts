@@ -3,8 +3,7 @@
 // timeline — input, barriers, model responses with tokens, tool calls with
 // arguments, results and idempotency keys, approvals, recovery, terminal.
 
-import type { Environment, ExecutionRow, Json, PendingApproval, StoredStep, UsageTotals } from "../index.js";
-import { usageSummary } from "../words.js";
+import { type Environment, type ExecutionRow, type Json, type PendingApproval, type StoredStep, type UsageTotals, usageSummary } from "../index.js";
 import { formatDuration, formatTime } from "./format.js";
 import { html, type Html } from "./html.js";
 import type { Links } from "./links.js";

@@ -10,8 +10,7 @@ import { colorState, compactJson, executionJson, formatDuration, formatTime, pri
 import { findExecution } from "../lookup.js";
 import { describeTimeline, renderTimeline } from "../timeline.js";
 import { openStore, resolveStore } from "../store.js";
-import type { ExecutionRow } from "../../index.js";
-import { usageSummary } from "../../words.js";
+import { type ExecutionRow, usageSummary } from "../../index.js";
 
 export async function showCommand(context: CliContext, executionArgument: string): Promise<ExitCodeValue> {
   const location = resolveStore(context.options.store, { mustExist: true });
