@@ -133,6 +133,7 @@ export type {
   StopCondition,
   ToolChoice,
 } from "./runtime/loop-settings.js";
+export type { GenericToolApprovalOptions, SingleToolApprovalOptions, ToolApproval, ToolApprovalStatus } from "./runtime/tool-approval.js";
 export type { StartCallSettings } from "./runtime/start-call-settings.js";
 export type {
   FunctionTool,

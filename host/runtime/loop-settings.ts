@@ -13,6 +13,7 @@ import { InvalidInputError } from "../errors.js";
 import type { LanguageModel } from "../agent/model.js";
 import { toolSchemaOf } from "../agent/schema.js";
 import type { Json, UsageTotals } from "../store/records.js";
+import { checkToolApproval, type ToolApproval } from "./tool-approval.js";
 
 /** One step of an execution as the AI SDK's `StepResult` shows it (the
  * members a stop condition, `prepareStep` and `onStepFinish` read): a
@@ -175,6 +176,13 @@ export interface LoopSettings {
   readonly activeTools?: readonly string[];
   /** Repairs a tool call the model got wrong (the AI SDK calls it). */
   readonly experimental_repairToolCall?: ToolCallRepairFunction<AiSdkToolSet>;
+  /** AI SDK 7's name of `experimental_repairToolCall` (give one of them). */
+  readonly repairToolCall?: ToolCallRepairFunction<AiSdkToolSet>;
+  /** Which tool calls ask a person, run without asking, or are declined
+   * without asking (AI SDK 7's `ToolApprovalConfiguration`): evaluated
+   * once per call before its tool barrier; a tool it says nothing of is
+   * decided by its own `needsApproval`. */
+  readonly toolApproval?: ToolApproval;
   /** The AI SDK's timeout of each model call (ms, or `{ totalMs, stepMs,
    * chunkMs }`); the execution's own running time is `timeoutMs`. */
   readonly timeout?: TimeoutConfiguration<AiSdkToolSet>;
@@ -196,11 +204,34 @@ export const LOOP_SETTING_KEYS = [
   "toolChoice",
   "activeTools",
   "experimental_repairToolCall",
+  "repairToolCall",
   "timeout",
   "experimental_telemetry",
   "callOptionsSchema",
   "prepareCall",
+  "toolApproval",
 ] as const;
+
+/** The `ToolLoopAgent` settings Phronomy does not take, and why: named in
+ * the refusal rather than refused as unknown. */
+const REFUSED_LOOP_SETTINGS: { readonly [key: string]: string } = {
+  toolOrder: "Phronomy runs a step's tool calls at once, each behind the step's one durable barrier, in the order the model gave them",
+  toolCallConcurrency: "Phronomy runs a step's tool calls at once behind one durable barrier; limit a tool's own concurrency inside its execute",
+  onStepStart: "use prepareStep, which runs before each model call (again after a recovery)",
+  experimental_onStepStart: "use prepareStep, which runs before each model call (again after a recovery)",
+  onToolExecutionStart: 'watch the execution\'s "tool_call_started" events (onEvent)',
+  onToolExecutionEnd: 'watch the execution\'s "tool_call_finished" events (onEvent)',
+  experimental_steering:
+    "steering changes a model call while it streams, which a durable step cannot replay after a restart; send the execution a message instead",
+};
+
+/** Refuses the `ToolLoopAgent` settings Phronomy does not take, saying why. */
+export function refuseUnsupportedLoopSettings(definition: object, what: string): void {
+  for (const key of Object.keys(definition)) {
+    const why = REFUSED_LOOP_SETTINGS[key];
+    if (why !== undefined) throw new InvalidInputError(`${what}: "${key}" is not supported: ${why}`);
+  }
+}
 
 /** The settings passed to every model call as the AI SDK takes them. */
 export const PASSED_LOOP_SETTING_KEYS = ["toolChoice", "activeTools", "experimental_repairToolCall", "timeout"] as const;
@@ -212,7 +243,13 @@ export function checkLoopSettings(definition: LoopSettings, toolNames: readonly 
   if (!conditions.every((condition) => typeof condition === "function")) {
     throw new InvalidInputError(`${what}: "stopWhen" must be a stop condition or an array of them (isStepCount(5), hasToolCall("done") from "ai")`);
   }
-  for (const key of ["prepareStep", "onStepFinish", "onFinish", "experimental_repairToolCall", "prepareCall"] as const) {
+  if (definition.experimental_repairToolCall !== undefined && definition.repairToolCall !== undefined) {
+    throw new InvalidInputError(
+      `${what}: give "repairToolCall" or "experimental_repairToolCall" (the same setting, AI SDK 7's name and the older one), not both`,
+    );
+  }
+  checkToolApproval(definition.toolApproval, toolNames, what);
+  for (const key of ["prepareStep", "onStepFinish", "onFinish", "experimental_repairToolCall", "repairToolCall", "prepareCall"] as const) {
     if (definition[key] !== undefined && typeof definition[key] !== "function") throw new InvalidInputError(`${what}: "${key}" must be a function`);
   }
   if (toolChoice !== undefined) checkToolChoice(toolChoice, toolNames, what);

@@ -35,6 +35,7 @@ import { StepLog, stopConditionMet, tellFinish, tellFinishedSteps } from "./agen
 import { callPlanOf, stepOverridesOf, type CallPlan } from "./call-plans.js";
 import { stopConditionsOf, tracksSteps } from "./loop-settings.js";
 import type { StartCallSettings } from "./start-call-settings.js";
+import { toolApprovalVerdict } from "./tool-approval.js";
 
 /** What the session needs from its environment; implemented by the
  * coordinator, so the session can be read (and tested) on its own. */
@@ -102,6 +103,10 @@ interface PlannedCall {
   /** Declined without running, and why. */
   readonly declined?: string;
 }
+
+/** Told to the model for a call the definition's toolApproval denied
+ * without a reason. */
+const deniedByToolApproval = "denied by the agent's toolApproval";
 
 /** The hash an approval is bound to: every call of the batch, its tool and
  * its arguments, in order. A changed argument changes the hash. */
@@ -225,14 +230,18 @@ export class Session {
    * call was declined — as the AI SDK tells it, an `execution-denied`
    * result with the reviewer's reason — and the loop goes on. */
   decline(reason: string | null): void {
-    const told = reason ?? "declined by a human reviewer";
-    const results: ToolResult[] = this.planned.map(({ call }) => ({
-      callId: call.callId,
-      toolName: call.toolName,
-      output: { declined: true, reason: told },
-      isError: true,
-      modelOutput: { type: "execution-denied", reason: told },
-    }));
+    const reviewer = reason ?? "declined by a human reviewer";
+    // A call the definition's toolApproval denied keeps its own reason.
+    const results: ToolResult[] = this.planned.map(({ call, declined }) => {
+      const told = declined ?? reviewer;
+      return {
+        callId: call.callId,
+        toolName: call.toolName,
+        output: { declined: true, reason: told },
+        isError: true,
+        modelOutput: { type: "execution-denied", reason: told },
+      };
+    });
     this.add({ role: "tool", results });
     this.record("tool_results", { results: results as unknown as Json, declined: true });
     this.stepLog?.toolsSettled(results);
@@ -293,11 +302,12 @@ export class Session {
   }
 
   toolBatch(): ToolCallRecord[] {
-    return this.planned.map(({ call }) => ({
+    return this.planned.map(({ call, declined }) => ({
       callId: call.callId,
       toolName: call.toolName,
       input: call.input,
       idempotencyKey: `${this.executionId}:${call.callId}`,
+      ...(declined !== undefined ? { declined } : {}),
     }));
   }
 
@@ -459,23 +469,56 @@ export class Session {
     return plan;
   }
 
-  private async approvalsNeeded(plan: readonly PlannedCall[]): Promise<PlannedCall[]> {
-    if (this.settings.approvalPolicy === "never") return [];
+  /** Decides each call's approval before the tool barrier: the
+   * definition's `toolApproval` first (a "denied" call is declined without
+   * asking, and written so with the batch), then the start's
+   * `approvalPolicy`, then the tool's own `needsApproval`. Returns the
+   * batch as decided and the calls that ask a person. */
+  private async approvalsOf(plan: readonly PlannedCall[]): Promise<{ decided: PlannedCall[]; needed: PlannedCall[] }> {
+    const policy = this.settings.approvalPolicy;
+    const { definition } = this.settings;
+    const setting = definition.toolApproval;
+    if (policy === "never" && setting === undefined) return { decided: [...plan], needed: [] };
+    const decided: PlannedCall[] = [];
     const needed: PlannedCall[] = [];
     const messages = toModelMessages(this.messages);
     const experimental_context = (this.callPlan instanceof Promise ? await this.planOfCalls() : this.callPlan).experimentalContext;
     for (const planned of plan) {
-      if (!planned.tool || planned.error) continue;
-      if (this.settings.approvalPolicy === "always") {
+      if (!planned.tool || planned.error) {
+        decided.push(planned);
+        continue;
+      }
+      const { callId, toolName } = planned.call;
+      const verdict =
+        setting === undefined
+          ? undefined
+          : await toolApprovalVerdict(
+              setting,
+              { type: "tool-call", toolCallId: callId, toolName, input: planned.input },
+              {
+                tools: definition.tools,
+                toolsContext: definition.toolsContext,
+                runtimeContext: experimental_context,
+                messages,
+              },
+            );
+      if (verdict?.type === "denied") {
+        decided.push({ ...planned, declined: verdict.reason ?? deniedByToolApproval });
+        continue;
+      }
+      decided.push(planned);
+      if (policy === "never") continue;
+      if (policy === "always" || verdict?.type === "user-approval") {
         needed.push(planned);
         continue;
       }
-      const context = this.settings.definition.toolsContext?.[planned.call.toolName];
+      if (verdict !== undefined) continue;
+      const context = definition.toolsContext?.[toolName];
       const { agentId: conversationId, metadata } = this.settings;
-      const options = { toolCallId: planned.call.callId, messages, context, experimental_context, conversationId, metadata };
-      if (await toolNeedsApproval(planned.tool, planned.input, { executionId: this.executionId, callId: planned.call.callId }, options)) needed.push(planned);
+      const options = { toolCallId: callId, messages, context, experimental_context, conversationId, metadata };
+      if (await toolNeedsApproval(planned.tool, planned.input, { executionId: this.executionId, callId }, options)) needed.push(planned);
     }
-    return needed;
+    return { decided, needed };
   }
 
   /** The calls of `dynamicTool()`s, by call id, for the chat stream's
@@ -528,8 +571,13 @@ export class Session {
     }
     this.planned = plan;
     // Approval predicates may be async: ask off the loop, decide on it.
-    this.approvalsNeeded(plan).then(
-      (needed) => this.host.post(() => this.dispatchOrSuspend(needed)),
+    this.approvalsOf(plan).then(
+      ({ decided, needed }) =>
+        this.host.post(() => {
+          if (this.finished) return;
+          this.planned = decided;
+          this.dispatchOrSuspend(needed);
+        }),
       (error: unknown) =>
         this.host.post(() => {
           if (!this.finished) this.fail(asPhronomyError(error, "TOOL_FAILED"));
