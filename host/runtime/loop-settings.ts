@@ -174,6 +174,9 @@ export interface LoopSettings {
   readonly toolChoice?: ToolChoice;
   /** The tools the model is shown, by name: passed to every model call. */
   readonly activeTools?: readonly string[];
+  /** The order the tools are sent to the provider in, by name (the rest
+   * follow, sorted): passed to every model call, for the provider's cache. */
+  readonly toolOrder?: readonly string[];
   /** Repairs a tool call the model got wrong (the AI SDK calls it). */
   readonly experimental_repairToolCall?: ToolCallRepairFunction<AiSdkToolSet>;
   /** AI SDK 7's name of `experimental_repairToolCall` (give one of them). */
@@ -203,6 +206,7 @@ export const LOOP_SETTING_KEYS = [
   "onFinish",
   "toolChoice",
   "activeTools",
+  "toolOrder",
   "experimental_repairToolCall",
   "repairToolCall",
   "timeout",
@@ -215,8 +219,8 @@ export const LOOP_SETTING_KEYS = [
 /** The `ToolLoopAgent` settings Phronomy does not take, and why: named in
  * the refusal rather than refused as unknown. */
 const REFUSED_LOOP_SETTINGS: { readonly [key: string]: string } = {
-  toolOrder: "Phronomy runs a step's tool calls at once, each behind the step's one durable barrier, in the order the model gave them",
-  toolCallConcurrency: "Phronomy runs a step's tool calls at once behind one durable barrier; limit a tool's own concurrency inside its execute",
+  toolCallConcurrency:
+    "Phronomy runs a step's tool calls at once behind one durable barrier and the core counts each in flight; limit a tool's own concurrency inside its execute",
   onStepStart: "use prepareStep, which runs before each model call (again after a recovery)",
   experimental_onStepStart: "use prepareStep, which runs before each model call (again after a recovery)",
   onToolExecutionStart: 'watch the execution\'s "tool_call_started" events (onEvent)',
@@ -234,7 +238,7 @@ export function refuseUnsupportedLoopSettings(definition: object, what: string):
 }
 
 /** The settings passed to every model call as the AI SDK takes them. */
-export const PASSED_LOOP_SETTING_KEYS = ["toolChoice", "activeTools", "experimental_repairToolCall", "timeout"] as const;
+export const PASSED_LOOP_SETTING_KEYS = ["toolChoice", "activeTools", "toolOrder", "experimental_repairToolCall", "timeout"] as const;
 
 /** Checks a definition's loop settings; `toolNames` are its tools'. */
 export function checkLoopSettings(definition: LoopSettings, toolNames: readonly string[], what: string): void {
@@ -253,14 +257,8 @@ export function checkLoopSettings(definition: LoopSettings, toolNames: readonly 
     if (definition[key] !== undefined && typeof definition[key] !== "function") throw new InvalidInputError(`${what}: "${key}" must be a function`);
   }
   if (toolChoice !== undefined) checkToolChoice(toolChoice, toolNames, what);
-  if (activeTools !== undefined) {
-    if (!Array.isArray(activeTools) || !activeTools.every((name) => typeof name === "string")) {
-      throw new InvalidInputError(`${what}: "activeTools" must be an array of tool names`);
-    }
-    const unknown = activeTools.find((name) => !toolNames.includes(name));
-    if (unknown !== undefined)
-      throw new InvalidInputError(`${what}: "activeTools" names "${unknown}", which is not one of its tools (${toolNames.join(", ")})`);
-  }
+  checkToolNames(activeTools, "activeTools", toolNames, what);
+  checkToolNames(definition.toolOrder, "toolOrder", toolNames, what);
   if (timeout !== undefined && !(isPositiveInteger(timeout) || isPlainObject(timeout))) {
     throw new InvalidInputError(`${what}: "timeout" must be a positive number of ms or { totalMs?, stepMs?, chunkMs? }, got ${String(timeout)}`);
   }
@@ -272,6 +270,15 @@ export function checkLoopSettings(definition: LoopSettings, toolNames: readonly 
   if (definition.prepareCall !== undefined && callOptionsSchema === undefined) {
     throw new InvalidInputError(`${what}: "prepareCall" needs a "callOptionsSchema" for the start's options it is given`);
   }
+}
+
+function checkToolNames(names: unknown, key: string, toolNames: readonly string[], what: string): void {
+  if (names === undefined) return;
+  if (!Array.isArray(names) || !names.every((name) => typeof name === "string")) {
+    throw new InvalidInputError(`${what}: "${key}" must be an array of tool names`);
+  }
+  const unknown = names.find((name) => !toolNames.includes(name));
+  if (unknown !== undefined) throw new InvalidInputError(`${what}: "${key}" names "${unknown}", which is not one of its tools (${toolNames.join(", ")})`);
 }
 
 function checkToolChoice(toolChoice: unknown, toolNames: readonly string[], what: string): void {

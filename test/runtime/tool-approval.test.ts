@@ -6,8 +6,8 @@
 // "not-applicable" run it without asking, over the tool's needsApproval,
 // as in the AI SDK. The verdict is taken once per call before the tool
 // barrier and written with it: a resume, even in another process with
-// another setting, does not decide again. Also the `repairToolCall` alias
-// and the settings still refused, each saying why.
+// another setting, does not decide again. Also the `repairToolCall` alias,
+// `toolOrder`, and the settings still refused, each saying why.
 
 import type { LanguageModelV4, LanguageModelV4CallOptions } from "@ai-sdk/provider";
 import { describe, expect, it } from "vitest";
@@ -271,12 +271,24 @@ describe("repairToolCall", () => {
   });
 });
 
+describe("toolOrder", () => {
+  it("is the order the tools are sent to the provider in: those named first, the rest after, sorted", async () => {
+    const env = await openEnvironment();
+    const model = scriptedModel([{ text: "hi" }]);
+    const calls = recordCalls(model);
+    const { refund, lookup } = toolsRecording([]);
+    const agent = env.agent({ id: "a", model, tools: { refund, lookup, audit: lookup }, toolOrder: ["refund"] });
+    expect(await agent.start("go").result).toMatchObject({ outcome: "completed", output: "hi" });
+    expect(calls[0]?.tools?.map((tool) => tool.name)).toEqual(["refund", "audit", "lookup"]);
+    expect(() => env.agent({ id: "b", model, tools: { refund }, toolOrder: ["refnd"] })).toThrow(/"toolOrder" names "refnd"/);
+  });
+});
+
 describe("settings still refused", () => {
   it("each is refused INVALID_INPUT saying why and what to use instead", async () => {
     const env = await openEnvironment();
     const model = twoCallModel();
     for (const [key, why] of [
-      ["toolOrder", /in the order the model gave them/],
       ["toolCallConcurrency", /limit a tool's own concurrency/],
       ["onStepStart", /use prepareStep/],
       ["experimental_onStepStart", /use prepareStep/],
