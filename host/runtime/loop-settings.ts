@@ -155,8 +155,61 @@ export type PrepareCallResult = Partial<Omit<PrepareCallOptions, "options">> & {
 /** The AI SDK's tool choice. */
 export type ToolChoice = "auto" | "none" | "required" | { readonly type: "tool"; readonly toolName: string };
 
+/** What `onStepStart` is told before a model call. */
+export interface StepStartEvent {
+  readonly executionId: string;
+  /** The model call's id (its barrier's). */
+  readonly callId: string;
+  /** The number of the step about to be made (`steps.length`). */
+  readonly stepNumber: number;
+  /** The steps finished so far. */
+  readonly steps: AgentStep[];
+  /** The model, instructions, messages and tool settings of this call,
+   * with what `prepareStep` changed. */
+  readonly model: LanguageModel;
+  readonly instructions: string | undefined;
+  readonly messages: ModelMessage[];
+  readonly toolChoice: ToolChoice | undefined;
+  readonly activeTools: readonly string[] | undefined;
+}
+
+/** What `onToolExecutionStart` is told before a tool call runs. */
+export interface ToolExecutionStartEvent {
+  readonly executionId: string;
+  /** The tool call's id. */
+  readonly callId: string;
+  readonly toolCall: StepToolCall;
+  /** The tool's entry of the definition's `toolsContext`. */
+  readonly toolContext: unknown;
+  /** The messages the model answered with this call. */
+  readonly messages: ModelMessage[];
+}
+
+/** What `onToolExecutionEnd` is told after a tool call ran. */
+export interface ToolExecutionEndEvent extends ToolExecutionStartEvent {
+  /** How long the call ran, retries included. */
+  readonly toolExecutionMs: number;
+  /** Its result, or its error, as the AI SDK's step content has them. */
+  readonly toolOutput:
+    | { readonly type: "tool-result"; readonly toolCallId: string; readonly toolName: string; readonly input: unknown; readonly output: Json }
+    | { readonly type: "tool-error"; readonly toolCallId: string; readonly toolName: string; readonly input: unknown; readonly error: unknown };
+}
+
+/** The callbacks of a definition. */
+export interface LoopCallbacks {
+  /** Runs before each model call (again after a recovery, for the step
+   * being made). */
+  readonly onStepStart?: (event: StepStartEvent) => unknown;
+  /** `onStepStart`, by the AI SDK's older name (give one of them). */
+  readonly experimental_onStepStart?: (event: StepStartEvent) => unknown;
+  /** Runs before each tool call runs (again when a recovery runs it again). */
+  readonly onToolExecutionStart?: (event: ToolExecutionStartEvent) => unknown;
+  /** Runs after each tool call ran, with its result or error. */
+  readonly onToolExecutionEnd?: (event: ToolExecutionEndEvent) => unknown;
+}
+
 /** The `ToolLoopAgent` settings of a definition. */
-export interface LoopSettings {
+export interface LoopSettings extends LoopCallbacks {
   /** Stops the loop after a step (besides a step without tool calls):
    * checked after each step's tools ran, before the next model call's
    * barrier. The execution completes with the last step's text. */
@@ -214,6 +267,10 @@ export const LOOP_SETTING_KEYS = [
   "callOptionsSchema",
   "prepareCall",
   "toolApproval",
+  "onStepStart",
+  "experimental_onStepStart",
+  "onToolExecutionStart",
+  "onToolExecutionEnd",
 ] as const;
 
 /** The `ToolLoopAgent` settings Phronomy does not take, and why: named in
@@ -221,10 +278,6 @@ export const LOOP_SETTING_KEYS = [
 const REFUSED_LOOP_SETTINGS: { readonly [key: string]: string } = {
   toolCallConcurrency:
     "Phronomy runs a step's tool calls at once behind one durable barrier and the core counts each in flight; limit a tool's own concurrency inside its execute",
-  onStepStart: "use prepareStep, which runs before each model call (again after a recovery)",
-  experimental_onStepStart: "use prepareStep, which runs before each model call (again after a recovery)",
-  onToolExecutionStart: 'watch the execution\'s "tool_call_started" events (onEvent)',
-  onToolExecutionEnd: 'watch the execution\'s "tool_call_finished" events (onEvent)',
   experimental_steering:
     "steering changes a model call while it streams, which a durable step cannot replay after a restart; send the execution a message instead",
 };
@@ -253,7 +306,11 @@ export function checkLoopSettings(definition: LoopSettings, toolNames: readonly 
     );
   }
   checkToolApproval(definition.toolApproval, toolNames, what);
-  for (const key of ["prepareStep", "onStepFinish", "onFinish", "experimental_repairToolCall", "repairToolCall", "prepareCall"] as const) {
+  if (definition.onStepStart !== undefined && definition.experimental_onStepStart !== undefined) {
+    throw new InvalidInputError(`${what}: give "onStepStart" or "experimental_onStepStart" (the same setting, AI SDK 7's name and the older one), not both`);
+  }
+  const callbacks = ["onStepStart", "experimental_onStepStart", "onToolExecutionStart", "onToolExecutionEnd"] as const;
+  for (const key of ["prepareStep", "onStepFinish", "onFinish", "experimental_repairToolCall", "repairToolCall", "prepareCall", ...callbacks] as const) {
     if (definition[key] !== undefined && typeof definition[key] !== "function") throw new InvalidInputError(`${what}: "${key}" must be a function`);
   }
   if (toolChoice !== undefined) checkToolChoice(toolChoice, toolNames, what);
@@ -301,7 +358,12 @@ export function stopConditionsOf(definition: LoopSettings): readonly StopConditi
 /** Whether a definition's loop needs its steps kept (a setting reads them). */
 export function tracksSteps(definition: LoopSettings): boolean {
   return (
-    definition.stopWhen !== undefined || definition.prepareStep !== undefined || definition.onStepFinish !== undefined || definition.onFinish !== undefined
+    definition.stopWhen !== undefined
+    || definition.prepareStep !== undefined
+    || definition.onStepFinish !== undefined
+    || definition.onFinish !== undefined
+    || definition.onStepStart !== undefined
+    || definition.experimental_onStepStart !== undefined
   );
 }
 

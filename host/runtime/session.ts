@@ -33,9 +33,10 @@ import { checkWithGuardrail, guardrailFailedMessage, type AgentSettings, type Ap
 import type { Tracer, Span } from "./tracing.js";
 import { StepLog, stopConditionMet, tellFinish, tellFinishedSteps } from "./agent-steps.js";
 import { callPlanOf, stepOverridesOf, type CallPlan } from "./call-plans.js";
-import { stopConditionsOf, tracksSteps } from "./loop-settings.js";
+import { stopConditionsOf, tracksSteps, type ToolChoice } from "./loop-settings.js";
 import type { StartCallSettings } from "./start-call-settings.js";
 import { toolApprovalVerdict } from "./tool-approval.js";
+import { CallbackFailure, tellStepStart, withToolCallbacks } from "./loop-callbacks.js";
 
 /** What the session needs from its environment; implemented by the
  * coordinator, so the session can be read (and tested) on its own. */
@@ -417,10 +418,28 @@ export class Session {
    * session's plan, and `prepareStep`'s answer for this step. */
   private async overridesOfCall(): Promise<CallOverrides | undefined> {
     const { definition, start } = this.settings;
-    if (this.stepLog === undefined || definition.prepareStep === undefined) {
-      return this.callPlan instanceof Promise ? (await this.planOfCalls()).overrides : this.callPlan.overrides;
+    const log = this.stepLog;
+    const overrides =
+      log === undefined || definition.prepareStep === undefined
+        ? this.callPlan instanceof Promise
+          ? (await this.planOfCalls()).overrides
+          : this.callPlan.overrides
+        : await stepOverridesOf(definition, await this.planOfCalls(), log.steps, this.messages, start.options);
+    // onStepStart sees the call as prepareStep left it, as in the AI SDK.
+    if (log !== undefined && (definition.onStepStart ?? definition.experimental_onStepStart) !== undefined) {
+      await tellStepStart(definition, {
+        executionId: this.executionId,
+        callId: this.modelCallId,
+        stepNumber: log.steps.length,
+        steps: [...log.steps],
+        model: overrides?.model ?? definition.model,
+        instructions: overrides?.system ?? definition.instructions,
+        messages: (overrides?.messages as ModelMessage[] | undefined) ?? toModelMessages(this.messages),
+        toolChoice: (overrides?.toolChoice as ToolChoice | undefined) ?? definition.toolChoice,
+        activeTools: overrides?.activeTools ?? definition.activeTools,
+      });
     }
-    return stepOverridesOf(definition, await this.planOfCalls(), this.stepLog.steps, this.messages, start.options);
+    return overrides;
   }
 
   /** How many steps `onStepFinish` was told of, on the next barrier. */
@@ -763,7 +782,16 @@ export class Session {
       const json = toolOutputToJson(call.toolName, call.callId, output);
       return { output: json, modelOutput: await toolModelOutput(tool.definition, call.toolName, call.callId, input, output) };
     };
-    run().then(
+    // Only a call that runs its tool is told to onToolExecution*.
+    const runs = planned.error === undefined && planned.response === undefined && tool !== undefined;
+    const started = {
+      executionId: this.executionId,
+      callId: call.callId,
+      toolCall: { type: "tool-call" as const, toolCallId: call.callId, toolName: call.toolName, input: planned.input },
+      toolContext: definition.toolsContext?.[call.toolName],
+      messages,
+    };
+    (runs ? withToolCallbacks(definition, started, () => this.host.now(), run) : run()).then(
       ({ output, modelOutput }) =>
         this.host.post(() => {
           span.end();
@@ -772,6 +800,9 @@ export class Session {
       (error: unknown) =>
         this.host.post(() => {
           span.fail(error);
+          // A callback that threw fails the execution, not the tool: the
+          // failure first, so the settled call does not complete the batch.
+          if (error instanceof CallbackFailure) this.operationFailed(error.error, "STREAM_CALLBACK");
           this.toolSettled({ callId: call.callId, toolName: call.toolName, output: recordOf(error, "TOOL_FAILED") as unknown as Json, isError: true });
         }),
     );

@@ -290,10 +290,6 @@ describe("settings still refused", () => {
     const model = twoCallModel();
     for (const [key, why] of [
       ["toolCallConcurrency", /limit a tool's own concurrency/],
-      ["onStepStart", /use prepareStep/],
-      ["experimental_onStepStart", /use prepareStep/],
-      ["onToolExecutionStart", /tool_call_started/],
-      ["onToolExecutionEnd", /tool_call_finished/],
       ["experimental_steering", /cannot replay after a restart/],
     ] as const) {
       const definition = { id: "a", model, [key]: () => undefined } as unknown as Parameters<typeof env.agent>[0];
