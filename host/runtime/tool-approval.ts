@@ -55,7 +55,10 @@ interface SingleToolApproval {
  * name a status or a function of the call's input. */
 export type ToolApproval =
   | ((options: GenericToolApprovalOptions) => ToolApprovalStatus | PromiseLike<ToolApprovalStatus>)
-  | { readonly [toolName: string]: ToolApprovalStatus | SingleToolApproval["bivariantCall"] };
+  | {
+      /** The tool's status, or a function of its call's input giving one. */
+      readonly [toolName: string]: ToolApprovalStatus | SingleToolApproval["bivariantCall"];
+    };
 
 /** A status with its reason, as the session acts on it. */
 export interface ApprovalVerdict {
