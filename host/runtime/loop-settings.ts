@@ -230,6 +230,9 @@ export interface LoopSettings extends LoopCallbacks {
   /** The order the tools are sent to the provider in, by name (the rest
    * follow, sorted): passed to every model call, for the provider's cache. */
   readonly toolOrder?: readonly string[];
+  /** How many tool calls of one step run at once (all, by default): the
+   * rest start as calls settle, in the order the model gave them. */
+  readonly toolCallConcurrency?: number;
   /** Repairs a tool call the model got wrong (the AI SDK calls it). */
   readonly experimental_repairToolCall?: ToolCallRepairFunction<AiSdkToolSet>;
   /** AI SDK 7's name of `experimental_repairToolCall` (give one of them). */
@@ -267,6 +270,7 @@ export const LOOP_SETTING_KEYS = [
   "callOptionsSchema",
   "prepareCall",
   "toolApproval",
+  "toolCallConcurrency",
   "onStepStart",
   "experimental_onStepStart",
   "onToolExecutionStart",
@@ -276,8 +280,6 @@ export const LOOP_SETTING_KEYS = [
 /** The `ToolLoopAgent` settings Phronomy does not take, and why: named in
  * the refusal rather than refused as unknown. */
 const REFUSED_LOOP_SETTINGS: { readonly [key: string]: string } = {
-  toolCallConcurrency:
-    "Phronomy runs a step's tool calls at once behind one durable barrier and the core counts each in flight; limit a tool's own concurrency inside its execute",
   experimental_steering:
     "steering changes a model call while it streams, which a durable step cannot replay after a restart; send the execution a message instead",
 };
@@ -306,6 +308,10 @@ export function checkLoopSettings(definition: LoopSettings, toolNames: readonly 
     );
   }
   checkToolApproval(definition.toolApproval, toolNames, what);
+  const concurrency = definition.toolCallConcurrency;
+  if (concurrency !== undefined && !(typeof concurrency === "number" && Number.isInteger(concurrency) && concurrency >= 1)) {
+    throw new InvalidInputError(`${what}: "toolCallConcurrency" must be an integer of 1 or more, got ${String(concurrency)}`);
+  }
   if (definition.onStepStart !== undefined && definition.experimental_onStepStart !== undefined) {
     throw new InvalidInputError(`${what}: give "onStepStart" or "experimental_onStepStart" (the same setting, AI SDK 7's name and the older one), not both`);
   }

@@ -141,6 +141,10 @@ export class Session {
   memoryLoaded: Promise<void> = Promise.resolve();
   restored: Promise<void> = Promise.resolve();
   private toolResults: ToolResult[] = [];
+  /** The batch's calls toolCallConcurrency holds back, and the messages
+   * they run with. */
+  private toolsWaiting: PlannedCall[] = [];
+  private toolMessages: ModelMessage[] = [];
   /** A recovered session's start of its running stretch on this process's
    * clock: the next barrier writes it (`metadata.runningSince`), so a later
    * recovery counts only the time the execution ran (docs/decisions/0016). */
@@ -704,7 +708,13 @@ export class Session {
     this.toolResults = [];
     this.toolsOutstanding = this.planned.length;
     const messages = toModelMessages(this.messages);
-    for (const planned of this.planned) this.runToolOrFail(planned, messages);
+    // toolCallConcurrency holds the rest back, in the model's order; the
+    // core counts every call of the batch from its barrier either way.
+    const limit = this.settings.definition.toolCallConcurrency;
+    const launched = limit === undefined ? this.planned : this.planned.slice(0, limit);
+    this.toolsWaiting = limit === undefined ? [] : this.planned.slice(limit);
+    this.toolMessages = messages;
+    for (const planned of launched) this.runToolOrFail(planned, messages);
   }
 
   /** A throw while launching one tool call (the application's tracer
@@ -824,7 +834,7 @@ export class Session {
 
   private toolSettled(result: ToolResult): void {
     this.host.operationSettled(this);
-    if (this.finished) return;
+    if (this.finished) return this.dropWaitingTools();
     this.toolResults.push(result);
     this.host.emit(this, {
       type: "tool_call_finished",
@@ -834,6 +844,8 @@ export class Session {
       isError: result.isError,
     });
     this.toolsOutstanding -= 1;
+    const next = this.toolsWaiting.shift();
+    if (next !== undefined) this.runToolOrFail(next, this.toolMessages);
     if (this.toolsOutstanding > 0) return;
     const order = new Map(this.planned.map(({ call }, index) => [call.callId, index]));
     const results = [...this.toolResults].sort((a, b) => (order.get(a.callId) ?? 0) - (order.get(b.callId) ?? 0));
@@ -842,6 +854,14 @@ export class Session {
     const log = this.stepLog;
     if (log === undefined) return this.toolsCompleted();
     this.afterStep(log, results);
+  }
+
+  /** The session ended with calls held back by toolCallConcurrency: they
+   * never run, and settle now so the core stops counting them. */
+  private dropWaitingTools(): void {
+    const dropped = this.toolsWaiting.length;
+    this.toolsWaiting = [];
+    for (let index = 0; index < dropped; index += 1) this.host.operationSettled(this);
   }
 
   private toolsCompleted(): void {

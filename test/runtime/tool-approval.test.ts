@@ -288,10 +288,7 @@ describe("settings still refused", () => {
   it("each is refused INVALID_INPUT saying why and what to use instead", async () => {
     const env = await openEnvironment();
     const model = twoCallModel();
-    for (const [key, why] of [
-      ["toolCallConcurrency", /limit a tool's own concurrency/],
-      ["experimental_steering", /cannot replay after a restart/],
-    ] as const) {
+    for (const [key, why] of [["experimental_steering", /cannot replay after a restart/]] as const) {
       const definition = { id: "a", model, [key]: () => undefined } as unknown as Parameters<typeof env.agent>[0];
       expect(() => env.agent(definition)).toThrow(
         expect.objectContaining({ code: "INVALID_INPUT", message: expect.stringContaining(`"${key}" is not supported`) }),
