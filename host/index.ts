@@ -131,10 +131,14 @@ export type {
   StepToolCall,
   StepToolError,
   StepToolResult,
+  StepStartEvent,
   StepUsage,
   StopCondition,
   ToolChoice,
+  ToolExecutionEndEvent,
+  ToolExecutionStartEvent,
 } from "./runtime/loop-settings.js";
+export type { GenericToolApprovalOptions, SingleToolApprovalOptions, ToolApproval, ToolApprovalStatus } from "./runtime/tool-approval.js";
 export type { StartCallSettings } from "./runtime/start-call-settings.js";
 export type {
   FunctionTool,

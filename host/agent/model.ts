@@ -64,6 +64,7 @@ export type ModelCallSettings = Pick<
 export interface LoopCallSettings {
   readonly toolChoice?: unknown;
   readonly activeTools?: readonly string[];
+  readonly toolOrder?: readonly string[];
   readonly experimental_repairToolCall?: unknown;
   readonly timeout?: unknown;
   /** The definition's `experimental_telemetry`, as AI SDK 7 names it. */

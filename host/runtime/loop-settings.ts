@@ -13,6 +13,7 @@ import { InvalidInputError } from "../errors.js";
 import type { LanguageModel } from "../agent/model.js";
 import { toolSchemaOf } from "../agent/schema.js";
 import type { Json, UsageTotals } from "../store/records.js";
+import { checkToolApproval, type ToolApproval } from "./tool-approval.js";
 
 /** One step of an execution as the AI SDK's `StepResult` shows it (the
  * members a stop condition, `prepareStep` and `onStepFinish` read): a
@@ -154,8 +155,61 @@ export type PrepareCallResult = Partial<Omit<PrepareCallOptions, "options">> & {
 /** The AI SDK's tool choice. */
 export type ToolChoice = "auto" | "none" | "required" | { readonly type: "tool"; readonly toolName: string };
 
+/** What `onStepStart` is told before a model call. */
+export interface StepStartEvent {
+  readonly executionId: string;
+  /** The model call's id (its barrier's). */
+  readonly callId: string;
+  /** The number of the step about to be made (`steps.length`). */
+  readonly stepNumber: number;
+  /** The steps finished so far. */
+  readonly steps: AgentStep[];
+  /** The model, instructions, messages and tool settings of this call,
+   * with what `prepareStep` changed. */
+  readonly model: LanguageModel;
+  readonly instructions: string | undefined;
+  readonly messages: ModelMessage[];
+  readonly toolChoice: ToolChoice | undefined;
+  readonly activeTools: readonly string[] | undefined;
+}
+
+/** What `onToolExecutionStart` is told before a tool call runs. */
+export interface ToolExecutionStartEvent {
+  readonly executionId: string;
+  /** The tool call's id. */
+  readonly callId: string;
+  readonly toolCall: StepToolCall;
+  /** The tool's entry of the definition's `toolsContext`. */
+  readonly toolContext: unknown;
+  /** The messages the model answered with this call. */
+  readonly messages: ModelMessage[];
+}
+
+/** What `onToolExecutionEnd` is told after a tool call ran. */
+export interface ToolExecutionEndEvent extends ToolExecutionStartEvent {
+  /** How long the call ran, retries included. */
+  readonly toolExecutionMs: number;
+  /** Its result, or its error, as the AI SDK's step content has them. */
+  readonly toolOutput:
+    | { readonly type: "tool-result"; readonly toolCallId: string; readonly toolName: string; readonly input: unknown; readonly output: Json }
+    | { readonly type: "tool-error"; readonly toolCallId: string; readonly toolName: string; readonly input: unknown; readonly error: unknown };
+}
+
+/** The callbacks of a definition. */
+export interface LoopCallbacks {
+  /** Runs before each model call (again after a recovery, for the step
+   * being made). */
+  readonly onStepStart?: (event: StepStartEvent) => unknown;
+  /** `onStepStart`, by the AI SDK's older name (give one of them). */
+  readonly experimental_onStepStart?: (event: StepStartEvent) => unknown;
+  /** Runs before each tool call runs (again when a recovery runs it again). */
+  readonly onToolExecutionStart?: (event: ToolExecutionStartEvent) => unknown;
+  /** Runs after each tool call ran, with its result or error. */
+  readonly onToolExecutionEnd?: (event: ToolExecutionEndEvent) => unknown;
+}
+
 /** The `ToolLoopAgent` settings of a definition. */
-export interface LoopSettings {
+export interface LoopSettings extends LoopCallbacks {
   /** Stops the loop after a step (besides a step without tool calls):
    * checked after each step's tools ran, before the next model call's
    * barrier. The execution completes with the last step's text. */
@@ -173,8 +227,21 @@ export interface LoopSettings {
   readonly toolChoice?: ToolChoice;
   /** The tools the model is shown, by name: passed to every model call. */
   readonly activeTools?: readonly string[];
+  /** The order the tools are sent to the provider in, by name (the rest
+   * follow, sorted): passed to every model call, for the provider's cache. */
+  readonly toolOrder?: readonly string[];
+  /** How many tool calls of one step run at once (all, by default): the
+   * rest start as calls settle, in the order the model gave them. */
+  readonly toolCallConcurrency?: number;
   /** Repairs a tool call the model got wrong (the AI SDK calls it). */
   readonly experimental_repairToolCall?: ToolCallRepairFunction<AiSdkToolSet>;
+  /** AI SDK 7's name of `experimental_repairToolCall` (give one of them). */
+  readonly repairToolCall?: ToolCallRepairFunction<AiSdkToolSet>;
+  /** Which tool calls ask a person, run without asking, or are declined
+   * without asking (AI SDK 7's `ToolApprovalConfiguration`): evaluated
+   * once per call before its tool barrier; a tool it says nothing of is
+   * decided by its own `needsApproval`. */
+  readonly toolApproval?: ToolApproval;
   /** The AI SDK's timeout of each model call (ms, or `{ totalMs, stepMs,
    * chunkMs }`); the execution's own running time is `timeoutMs`. */
   readonly timeout?: TimeoutConfiguration<AiSdkToolSet>;
@@ -195,15 +262,38 @@ export const LOOP_SETTING_KEYS = [
   "onFinish",
   "toolChoice",
   "activeTools",
+  "toolOrder",
   "experimental_repairToolCall",
+  "repairToolCall",
   "timeout",
   "experimental_telemetry",
   "callOptionsSchema",
   "prepareCall",
+  "toolApproval",
+  "toolCallConcurrency",
+  "onStepStart",
+  "experimental_onStepStart",
+  "onToolExecutionStart",
+  "onToolExecutionEnd",
 ] as const;
 
+/** The `ToolLoopAgent` settings Phronomy does not take, and why: named in
+ * the refusal rather than refused as unknown. */
+const REFUSED_LOOP_SETTINGS: { readonly [key: string]: string } = {
+  experimental_steering:
+    "steering changes a model call while it streams, which a durable step cannot replay after a restart; send the execution a message instead",
+};
+
+/** Refuses the `ToolLoopAgent` settings Phronomy does not take, saying why. */
+export function refuseUnsupportedLoopSettings(definition: object, what: string): void {
+  for (const key of Object.keys(definition)) {
+    const why = REFUSED_LOOP_SETTINGS[key];
+    if (why !== undefined) throw new InvalidInputError(`${what}: "${key}" is not supported: ${why}`);
+  }
+}
+
 /** The settings passed to every model call as the AI SDK takes them. */
-export const PASSED_LOOP_SETTING_KEYS = ["toolChoice", "activeTools", "experimental_repairToolCall", "timeout"] as const;
+export const PASSED_LOOP_SETTING_KEYS = ["toolChoice", "activeTools", "toolOrder", "experimental_repairToolCall", "timeout"] as const;
 
 /** Checks a definition's loop settings; `toolNames` are its tools'. */
 export function checkLoopSettings(definition: LoopSettings, toolNames: readonly string[], what: string): void {
@@ -212,18 +302,26 @@ export function checkLoopSettings(definition: LoopSettings, toolNames: readonly 
   if (!conditions.every((condition) => typeof condition === "function")) {
     throw new InvalidInputError(`${what}: "stopWhen" must be a stop condition or an array of them (isStepCount(5), hasToolCall("done") from "ai")`);
   }
-  for (const key of ["prepareStep", "onStepFinish", "onFinish", "experimental_repairToolCall", "prepareCall"] as const) {
+  if (definition.experimental_repairToolCall !== undefined && definition.repairToolCall !== undefined) {
+    throw new InvalidInputError(
+      `${what}: give "repairToolCall" or "experimental_repairToolCall" (the same setting, AI SDK 7's name and the older one), not both`,
+    );
+  }
+  checkToolApproval(definition.toolApproval, toolNames, what);
+  const concurrency = definition.toolCallConcurrency;
+  if (concurrency !== undefined && !(typeof concurrency === "number" && Number.isInteger(concurrency) && concurrency >= 1)) {
+    throw new InvalidInputError(`${what}: "toolCallConcurrency" must be an integer of 1 or more, got ${String(concurrency)}`);
+  }
+  if (definition.onStepStart !== undefined && definition.experimental_onStepStart !== undefined) {
+    throw new InvalidInputError(`${what}: give "onStepStart" or "experimental_onStepStart" (the same setting, AI SDK 7's name and the older one), not both`);
+  }
+  const callbacks = ["onStepStart", "experimental_onStepStart", "onToolExecutionStart", "onToolExecutionEnd"] as const;
+  for (const key of ["prepareStep", "onStepFinish", "onFinish", "experimental_repairToolCall", "repairToolCall", "prepareCall", ...callbacks] as const) {
     if (definition[key] !== undefined && typeof definition[key] !== "function") throw new InvalidInputError(`${what}: "${key}" must be a function`);
   }
   if (toolChoice !== undefined) checkToolChoice(toolChoice, toolNames, what);
-  if (activeTools !== undefined) {
-    if (!Array.isArray(activeTools) || !activeTools.every((name) => typeof name === "string")) {
-      throw new InvalidInputError(`${what}: "activeTools" must be an array of tool names`);
-    }
-    const unknown = activeTools.find((name) => !toolNames.includes(name));
-    if (unknown !== undefined)
-      throw new InvalidInputError(`${what}: "activeTools" names "${unknown}", which is not one of its tools (${toolNames.join(", ")})`);
-  }
+  checkToolNames(activeTools, "activeTools", toolNames, what);
+  checkToolNames(definition.toolOrder, "toolOrder", toolNames, what);
   if (timeout !== undefined && !(isPositiveInteger(timeout) || isPlainObject(timeout))) {
     throw new InvalidInputError(`${what}: "timeout" must be a positive number of ms or { totalMs?, stepMs?, chunkMs? }, got ${String(timeout)}`);
   }
@@ -235,6 +333,15 @@ export function checkLoopSettings(definition: LoopSettings, toolNames: readonly 
   if (definition.prepareCall !== undefined && callOptionsSchema === undefined) {
     throw new InvalidInputError(`${what}: "prepareCall" needs a "callOptionsSchema" for the start's options it is given`);
   }
+}
+
+function checkToolNames(names: unknown, key: string, toolNames: readonly string[], what: string): void {
+  if (names === undefined) return;
+  if (!Array.isArray(names) || !names.every((name) => typeof name === "string")) {
+    throw new InvalidInputError(`${what}: "${key}" must be an array of tool names`);
+  }
+  const unknown = names.find((name) => !toolNames.includes(name));
+  if (unknown !== undefined) throw new InvalidInputError(`${what}: "${key}" names "${unknown}", which is not one of its tools (${toolNames.join(", ")})`);
 }
 
 function checkToolChoice(toolChoice: unknown, toolNames: readonly string[], what: string): void {
@@ -257,7 +364,12 @@ export function stopConditionsOf(definition: LoopSettings): readonly StopConditi
 /** Whether a definition's loop needs its steps kept (a setting reads them). */
 export function tracksSteps(definition: LoopSettings): boolean {
   return (
-    definition.stopWhen !== undefined || definition.prepareStep !== undefined || definition.onStepFinish !== undefined || definition.onFinish !== undefined
+    definition.stopWhen !== undefined
+    || definition.prepareStep !== undefined
+    || definition.onStepFinish !== undefined
+    || definition.onFinish !== undefined
+    || definition.onStepStart !== undefined
+    || definition.experimental_onStepStart !== undefined
   );
 }
 

@@ -88,6 +88,8 @@ function buildCallSettings(definition: ModelSettings): ModelCallSettings & LoopC
   for (const key of [...MODEL_CALL_SETTING_KEYS, ...PASSED_LOOP_SETTING_KEYS]) {
     if (definition[key] !== undefined) settings[key] = definition[key];
   }
+  // AI SDK 7's name of the setting, passed as the name every version reads.
+  if (definition.repairToolCall !== undefined) settings.experimental_repairToolCall = definition.repairToolCall;
   if (definition.experimental_telemetry !== undefined) settings.telemetry = definition.experimental_telemetry;
   return Object.freeze(settings) as ModelCallSettings & LoopCallSettings;
 }

@@ -6,7 +6,7 @@
 import { InvalidInputError } from "../errors.js";
 import { assertLanguageModel, MODEL_CALL_SETTING_KEYS, type LanguageModel, type ModelCallSettings } from "../agent/model.js";
 import { checkModelSettings } from "./model-settings.js";
-import { checkLoopSettings, LOOP_SETTING_KEYS, type LoopSettings } from "./loop-settings.js";
+import { checkLoopSettings, LOOP_SETTING_KEYS, type LoopSettings, refuseUnsupportedLoopSettings } from "./loop-settings.js";
 import { checkStartCallSettings, START_CALL_SETTING_KEYS, type StartCallSettings } from "./start-call-settings.js";
 import { preloadAiSdk } from "../agent/ai-sdk.js";
 import { isJson } from "../agent/messages.js";
@@ -437,6 +437,7 @@ function functionOrUndefined(value: unknown, key: string, what: string): void {
 
 export function validateAgentDefinition(definition: Partial<AgentDefinition & ConversationDefinition>): void {
   if (typeof definition !== "object" || definition === null) throw new InvalidInputError("env.agent(definition): definition must be an object");
+  refuseUnsupportedLoopSettings(definition, "env.agent(definition)");
   rejectUnknownKeys(definition, AGENT_DEFINITION_KEYS, "env.agent(definition)");
   if ((definition.id === undefined) === (definition.name === undefined)) {
     throw new InvalidInputError(

@@ -34,8 +34,10 @@ import { checkWithGuardrail, guardrailFailedMessage, type AgentSettings, type Ap
 import type { Tracer, Span } from "./tracing.js";
 import { StepLog, stopConditionMet, tellFinish, tellFinishedSteps } from "./agent-steps.js";
 import { callPlanOf, stepOverridesOf, type CallPlan } from "./call-plans.js";
-import { stopConditionsOf, tracksSteps } from "./loop-settings.js";
+import { stopConditionsOf, tracksSteps, type ToolChoice } from "./loop-settings.js";
 import type { StartCallSettings } from "./start-call-settings.js";
+import { toolApprovalVerdict } from "./tool-approval.js";
+import { CallbackFailure, tellStepStart, withToolCallbacks } from "./loop-callbacks.js";
 
 /** What the session needs from its environment; implemented by the
  * coordinator, so the session can be read (and tested) on its own. */
@@ -104,6 +106,10 @@ interface PlannedCall {
   readonly declined?: string;
 }
 
+/** Told to the model for a call the definition's toolApproval denied
+ * without a reason. */
+const deniedByToolApproval = "denied by the agent's toolApproval";
+
 /** The hash an approval is bound to: every call of the batch, its tool and
  * its arguments, in order. A changed argument changes the hash. */
 export function argumentsHashOf(batch: readonly { readonly callId: string; readonly toolName: string; readonly input: Json }[]): string {
@@ -136,6 +142,10 @@ export class Session {
   memoryLoaded: Promise<void> = Promise.resolve();
   restored: Promise<void> = Promise.resolve();
   private toolResults: ToolResult[] = [];
+  /** The batch's calls toolCallConcurrency holds back, and the messages
+   * they run with. */
+  private toolsWaiting: PlannedCall[] = [];
+  private toolMessages: ModelMessage[] = [];
   /** A recovered session's start of its running stretch on this process's
    * clock: the next barrier writes it (`metadata.runningSince`), so a later
    * recovery counts only the time the execution ran (docs/decisions/0016). */
@@ -226,14 +236,18 @@ export class Session {
    * call was declined — as the AI SDK tells it, an `execution-denied`
    * result with the reviewer's reason — and the loop goes on. */
   decline(reason: string | null): void {
-    const told = reason ?? "declined by a human reviewer";
-    const results: ToolResult[] = this.planned.map(({ call }) => ({
-      callId: call.callId,
-      toolName: call.toolName,
-      output: { declined: true, reason: told },
-      isError: true,
-      modelOutput: { type: "execution-denied", reason: told },
-    }));
+    const reviewer = reason ?? "declined by a human reviewer";
+    // A call the definition's toolApproval denied keeps its own reason.
+    const results: ToolResult[] = this.planned.map(({ call, declined }) => {
+      const told = declined ?? reviewer;
+      return {
+        callId: call.callId,
+        toolName: call.toolName,
+        output: { declined: true, reason: told },
+        isError: true,
+        modelOutput: { type: "execution-denied", reason: told },
+      };
+    });
     this.add({ role: "tool", results });
     this.record("tool_results", { results: results as unknown as Json, declined: true });
     this.stepLog?.toolsSettled(results);
@@ -294,11 +308,12 @@ export class Session {
   }
 
   toolBatch(): ToolCallRecord[] {
-    return this.planned.map(({ call }) => ({
+    return this.planned.map(({ call, declined }) => ({
       callId: call.callId,
       toolName: call.toolName,
       input: call.input,
       idempotencyKey: `${this.executionId}:${call.callId}`,
+      ...(declined !== undefined ? { declined } : {}),
     }));
   }
 
@@ -408,10 +423,28 @@ export class Session {
    * session's plan, and `prepareStep`'s answer for this step. */
   private async overridesOfCall(): Promise<CallOverrides | undefined> {
     const { definition, start } = this.settings;
-    if (this.stepLog === undefined || definition.prepareStep === undefined) {
-      return this.callPlan instanceof Promise ? (await this.planOfCalls()).overrides : this.callPlan.overrides;
+    const log = this.stepLog;
+    const overrides =
+      log === undefined || definition.prepareStep === undefined
+        ? this.callPlan instanceof Promise
+          ? (await this.planOfCalls()).overrides
+          : this.callPlan.overrides
+        : await stepOverridesOf(definition, await this.planOfCalls(), log.steps, this.messages, start.options);
+    // onStepStart sees the call as prepareStep left it, as in the AI SDK.
+    if (log !== undefined && (definition.onStepStart ?? definition.experimental_onStepStart) !== undefined) {
+      await tellStepStart(definition, {
+        executionId: this.executionId,
+        callId: this.modelCallId,
+        stepNumber: log.steps.length,
+        steps: [...log.steps],
+        model: overrides?.model ?? definition.model,
+        instructions: overrides?.system ?? definition.instructions,
+        messages: (overrides?.messages as ModelMessage[] | undefined) ?? toModelMessages(this.messages),
+        toolChoice: (overrides?.toolChoice as ToolChoice | undefined) ?? definition.toolChoice,
+        activeTools: overrides?.activeTools ?? definition.activeTools,
+      });
     }
-    return stepOverridesOf(definition, await this.planOfCalls(), this.stepLog.steps, this.messages, start.options);
+    return overrides;
   }
 
   /** How many steps `onStepFinish` was told of, on the next barrier. */
@@ -460,23 +493,56 @@ export class Session {
     return plan;
   }
 
-  private async approvalsNeeded(plan: readonly PlannedCall[]): Promise<PlannedCall[]> {
-    if (this.settings.approvalPolicy === "never") return [];
+  /** Decides each call's approval before the tool barrier: the
+   * definition's `toolApproval` first (a "denied" call is declined without
+   * asking, and written so with the batch), then the start's
+   * `approvalPolicy`, then the tool's own `needsApproval`. Returns the
+   * batch as decided and the calls that ask a person. */
+  private async approvalsOf(plan: readonly PlannedCall[]): Promise<{ decided: PlannedCall[]; needed: PlannedCall[] }> {
+    const policy = this.settings.approvalPolicy;
+    const { definition } = this.settings;
+    const setting = definition.toolApproval;
+    if (policy === "never" && setting === undefined) return { decided: [...plan], needed: [] };
+    const decided: PlannedCall[] = [];
     const needed: PlannedCall[] = [];
     const messages = toModelMessages(this.messages);
     const experimental_context = (this.callPlan instanceof Promise ? await this.planOfCalls() : this.callPlan).experimentalContext;
     for (const planned of plan) {
-      if (!planned.tool || planned.error) continue;
-      if (this.settings.approvalPolicy === "always") {
+      if (!planned.tool || planned.error) {
+        decided.push(planned);
+        continue;
+      }
+      const { callId, toolName } = planned.call;
+      const verdict =
+        setting === undefined
+          ? undefined
+          : await toolApprovalVerdict(
+              setting,
+              { type: "tool-call", toolCallId: callId, toolName, input: planned.input },
+              {
+                tools: definition.tools,
+                toolsContext: definition.toolsContext,
+                runtimeContext: experimental_context,
+                messages,
+              },
+            );
+      if (verdict?.type === "denied") {
+        decided.push({ ...planned, declined: verdict.reason ?? deniedByToolApproval });
+        continue;
+      }
+      decided.push(planned);
+      if (policy === "never") continue;
+      if (policy === "always" || verdict?.type === "user-approval") {
         needed.push(planned);
         continue;
       }
-      const context = this.settings.definition.toolsContext?.[planned.call.toolName];
+      if (verdict !== undefined) continue;
+      const context = definition.toolsContext?.[toolName];
       const { agentId: conversationId, metadata } = this.settings;
-      const options = { toolCallId: planned.call.callId, messages, context, experimental_context, conversationId, metadata };
-      if (await toolNeedsApproval(planned.tool, planned.input, { executionId: this.executionId, callId: planned.call.callId }, options)) needed.push(planned);
+      const options = { toolCallId: callId, messages, context, experimental_context, conversationId, metadata };
+      if (await toolNeedsApproval(planned.tool, planned.input, { executionId: this.executionId, callId }, options)) needed.push(planned);
     }
-    return needed;
+    return { decided, needed };
   }
 
   /** The calls of `dynamicTool()`s, by call id, for the chat stream's
@@ -532,8 +598,13 @@ export class Session {
     }
     this.planned = plan;
     // Approval predicates may be async: ask off the loop, decide on it.
-    this.approvalsNeeded(plan).then(
-      (needed) => this.host.post(() => this.dispatchOrSuspend(needed)),
+    this.approvalsOf(plan).then(
+      ({ decided, needed }) =>
+        this.host.post(() => {
+          if (this.finished) return;
+          this.planned = decided;
+          this.dispatchOrSuspend(needed);
+        }),
       (error: unknown) =>
         this.host.post(() => {
           if (!this.finished) this.fail(asPhronomyError(error, "TOOL_FAILED"));
@@ -641,7 +712,13 @@ export class Session {
     this.toolResults = [];
     this.toolsOutstanding = this.planned.length;
     const messages = toModelMessages(this.messages);
-    for (const planned of this.planned) this.runToolOrFail(planned, messages);
+    // toolCallConcurrency holds the rest back, in the model's order; the
+    // core counts every call of the batch from its barrier either way.
+    const limit = this.settings.definition.toolCallConcurrency;
+    const launched = limit === undefined ? this.planned : this.planned.slice(0, limit);
+    this.toolsWaiting = limit === undefined ? [] : this.planned.slice(limit);
+    this.toolMessages = messages;
+    for (const planned of launched) this.runToolOrFail(planned, messages);
   }
 
   /** A throw while launching one tool call (the application's tracer
@@ -719,7 +796,16 @@ export class Session {
       const json = toolOutputToJson(call.toolName, call.callId, output);
       return { output: json, modelOutput: await toolModelOutput(tool.definition, call.toolName, call.callId, input, output) };
     };
-    run().then(
+    // Only a call that runs its tool is told to onToolExecution*.
+    const runs = planned.error === undefined && planned.response === undefined && tool !== undefined;
+    const started = {
+      executionId: this.executionId,
+      callId: call.callId,
+      toolCall: { type: "tool-call" as const, toolCallId: call.callId, toolName: call.toolName, input: planned.input },
+      toolContext: definition.toolsContext?.[call.toolName],
+      messages,
+    };
+    (runs ? withToolCallbacks(definition, started, () => this.host.now(), run) : run()).then(
       ({ output, modelOutput }) =>
         this.host.post(() => {
           span.end();
@@ -728,6 +814,9 @@ export class Session {
       (error: unknown) =>
         this.host.post(() => {
           span.fail(error);
+          // A callback that threw fails the execution, not the tool: the
+          // failure first, so the settled call does not complete the batch.
+          if (error instanceof CallbackFailure) this.operationFailed(error.error, "STREAM_CALLBACK");
           this.toolSettled({ callId: call.callId, toolName: call.toolName, output: recordOf(error, "TOOL_FAILED") as unknown as Json, isError: true });
         }),
     );
@@ -749,7 +838,7 @@ export class Session {
 
   private toolSettled(result: ToolResult): void {
     this.host.operationSettled(this);
-    if (this.finished) return;
+    if (this.finished) return this.dropWaitingTools();
     this.toolResults.push(result);
     this.host.emit(this, {
       type: "tool_call_finished",
@@ -759,6 +848,8 @@ export class Session {
       isError: result.isError,
     });
     this.toolsOutstanding -= 1;
+    const next = this.toolsWaiting.shift();
+    if (next !== undefined) this.runToolOrFail(next, this.toolMessages);
     if (this.toolsOutstanding > 0) return;
     const order = new Map(this.planned.map(({ call }, index) => [call.callId, index]));
     const results = [...this.toolResults].sort((a, b) => (order.get(a.callId) ?? 0) - (order.get(b.callId) ?? 0));
@@ -767,6 +858,14 @@ export class Session {
     const log = this.stepLog;
     if (log === undefined) return this.toolsCompleted();
     this.afterStep(log, results);
+  }
+
+  /** The session ended with calls held back by toolCallConcurrency: they
+   * never run, and settle now so the core stops counting them. */
+  private dropWaitingTools(): void {
+    const dropped = this.toolsWaiting.length;
+    this.toolsWaiting = [];
+    for (let index = 0; index < dropped; index += 1) this.host.operationSettled(this);
   }
 
   private toolsCompleted(): void {

@@ -3,7 +3,8 @@
 // execution's records, `onStepFinish` told the steps the first process had
 // told but no barrier recorded as told (at least once, never a step
 // recorded as told), and `prepareCall` given the start's options kept
-// with the execution. The "crash" is a barrier whose compare-and-set the
+// with the execution; `onStepStart` and `onToolExecutionStart` told again
+// for the work done again. The "crash" is a barrier whose compare-and-set the
 // store reports lost: the first environment lets the execution go without
 // writing anything more (as a killed process would), is closed, and a
 // second one opened on the same SQLite file recovers it.
@@ -84,6 +85,26 @@ describe("loop settings across a restart", () => {
     expect(before).toEqual([0, 1]);
     expect(after).toEqual([1, 2]);
     expect(finished).toEqual([3]);
+    await env.close();
+  });
+
+  it("onStepStart and onToolExecutionStart are told again for the work a restart does again (at least once)", async () => {
+    // The barrier after step 0's tools fails: the batch's results are lost,
+    // so the recovered process runs the batch again, then makes step 1.
+    const model = () =>
+      scriptedModel(({ messages }) => (turnOf(messages) === 0 ? { toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] } : { text: "shipped" }));
+    const told = (log: string[]): AgentSettings => ({
+      model: model(),
+      tools: { lookup: lookupTool() },
+      onStepStart: ({ stepNumber }) => void log.push(`step ${stepNumber}`),
+      onToolExecutionStart: ({ callId }) => void log.push(`tool ${callId}`),
+    });
+    const before: string[] = [];
+    const after: string[] = [];
+    const { result, env } = await acrossRestart({ operation: "providerBarrier", occurrence: 1, fault: "lost_race" }, told(before), told(after));
+    expect(result).toMatchObject({ outcome: "completed", output: "shipped" });
+    expect(before).toEqual(["step 0", expect.stringMatching(/^tool /)]);
+    expect(after).toEqual([before[1], "step 1"]);
     await env.close();
   });
 
