@@ -13,7 +13,9 @@ import { InvalidInputError } from "../errors.js";
 import type { LanguageModel } from "../agent/model.js";
 import { toolSchemaOf } from "../agent/schema.js";
 import type { Json, UsageTotals } from "../store/records.js";
-import { checkToolApproval, type ToolApproval } from "./tool-approval.js";
+import { checkToolApproval, type StepToolCall, type ToolApproval } from "./tool-approval.js";
+
+export type { StepToolCall };
 
 /** One step of an execution as the AI SDK's `StepResult` shows it (the
  * members a stop condition, `prepareStep` and `onStepFinish` read): a
@@ -46,15 +48,6 @@ export interface StepUsage {
   readonly inputTokens: number | undefined;
   readonly outputTokens: number | undefined;
   readonly totalTokens: number | undefined;
-}
-
-/** A tool call of a step (the AI SDK's `TypedToolCall` members). */
-export interface StepToolCall {
-  readonly type: "tool-call";
-  readonly toolCallId: string;
-  readonly toolName: string;
-  /** JSON, here (unknown as the AI SDK types it). */
-  readonly input: unknown;
 }
 
 /** A tool's result in a step (the AI SDK's `TypedToolResult` members). */

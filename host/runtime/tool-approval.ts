@@ -7,7 +7,16 @@
 
 import type { ModelMessage } from "ai";
 import { InvalidInputError, PhronomyError } from "../errors.js";
-import type { StepToolCall } from "./loop-settings.js";
+
+/** A tool call of a step (declared here, below loop-settings.ts, which
+ * re-exports it: the AI SDK's `TypedToolCall` members). */
+export interface StepToolCall {
+  readonly type: "tool-call";
+  readonly toolCallId: string;
+  readonly toolName: string;
+  /** JSON, here (unknown as the AI SDK types it). */
+  readonly input: unknown;
+}
 
 /** What `toolApproval` answers for one call, as the AI SDK has it:
  * "user-approval" asks a person, "denied" declines without asking (the
