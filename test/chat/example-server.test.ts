@@ -5,21 +5,12 @@
 // expects), an approval travels as the AI SDK's approval parts and its
 // response, and bad ids and positions come back as typed HTTP errors.
 
-import {
-  AbstractChat,
-  DefaultChatTransport,
-  lastAssistantMessageIsCompleteWithApprovalResponses,
-  readUIMessageStream,
-  type ChatInit,
-  type ChatState,
-  type ChatStatus,
-  type UIMessage,
-  type UIMessageChunk,
-} from "ai";
+import { DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses, readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
 import { afterEach, describe, expect, it } from "vitest";
 import { startChatServer, type ChatServer } from "../../examples/chat-server.js";
 import { temporaryStorePath, waitFor } from "../runtime/helpers.js";
 import { readServerSentEvents } from "../support/ui-stream.js";
+import { Chat } from "../support/memory-chat.js";
 
 const servers: ChatServer[] = [];
 afterEach(async () => {
@@ -158,30 +149,6 @@ describe("the example chat server, through the AI SDK's DefaultChatTransport", (
     expect(replay.headers.get("x-phronomy-execution-id")).toBe(message.id);
   });
 });
-
-/** The AI SDK's Chat — what `useChat` runs — with its state in memory
- * instead of React's. */
-class MemoryChatState implements ChatState<UIMessage> {
-  status: ChatStatus = "ready";
-  error: Error | undefined = undefined;
-  constructor(public messages: UIMessage[] = []) {}
-  pushMessage = (message: UIMessage): void => {
-    this.messages = [...this.messages, message];
-  };
-  popMessage = (): void => {
-    this.messages = this.messages.slice(0, -1);
-  };
-  replaceMessage = (index: number, message: UIMessage): void => {
-    this.messages = this.messages.map((existing, at) => (at === index ? message : existing));
-  };
-  snapshot = <T>(thing: T): T => structuredClone(thing);
-}
-
-class Chat extends AbstractChat<UIMessage> {
-  constructor(init: ChatInit<UIMessage>) {
-    super({ ...init, state: new MemoryChatState(init.messages ?? []) });
-  }
-}
 
 /** Waits until the chat's last message is the assistant's, finished with `outcome`. */
 function finishedWith(chat: Chat, outcome: string): Promise<UIMessage> {

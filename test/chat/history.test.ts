@@ -6,55 +6,19 @@
 // and an approval loaded from it can still be answered.
 
 import type { LanguageModelV4, LanguageModelV4StreamPart } from "@ai-sdk/provider";
-import {
-  AbstractChat,
-  DefaultChatTransport,
-  lastAssistantMessageIsCompleteWithApprovalResponses,
-  type ChatInit,
-  type ChatState,
-  type ChatStatus,
-  type UIMessage,
-} from "ai";
+import { lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } from "ai";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { scriptedModel, type ScriptedTurn } from "../../host/agent/scripted-model.js";
-import { chatRoutes, tool, type ChatRoutes, type Environment } from "../../host/index.js";
+import { chatRoutes, tool, type Environment } from "../../host/index.js";
 import { openEnvironment, turnOf, waitFor } from "../runtime/helpers.js";
+import { Chat, transportTo } from "../support/memory-chat.js";
 
 let env: Environment | undefined;
 afterEach(async () => {
   await env?.close();
   env = undefined;
 });
-
-class MemoryChatState implements ChatState<UIMessage> {
-  status: ChatStatus = "ready";
-  error: Error | undefined = undefined;
-  constructor(public messages: UIMessage[] = []) {}
-  pushMessage = (message: UIMessage): void => {
-    this.messages = [...this.messages, message];
-  };
-  popMessage = (): void => {
-    this.messages = this.messages.slice(0, -1);
-  };
-  replaceMessage = (index: number, message: UIMessage): void => {
-    this.messages = this.messages.map((existing, at) => (at === index ? message : existing));
-  };
-  snapshot = <T>(thing: T): T => structuredClone(thing);
-}
-
-class Chat extends AbstractChat<UIMessage> {
-  constructor(init: ChatInit<UIMessage>) {
-    super({ ...init, state: new MemoryChatState(init.messages ?? []) });
-  }
-}
-
-function transportTo(routes: ChatRoutes): DefaultChatTransport<UIMessage> {
-  return new DefaultChatTransport<UIMessage>({
-    api: "http://chat.test/api/chat",
-    fetch: ((input: string | URL | Request, init?: RequestInit) => routes.handle(new Request(input, init))) as typeof fetch,
-  });
-}
 
 /** The scripted model, thinking aloud before every answer (streamed and whole). */
 function reasoningModel(base: LanguageModelV4, reasoning: string): LanguageModelV4 {

@@ -6,48 +6,19 @@
 // `handle` routes by method. The example server's tests
 // (example-server.test.ts) run the same routes over node:http.
 
-import { AbstractChat, DefaultChatTransport, readUIMessageStream, type ChatInit, type ChatState, type ChatStatus, type UIMessage } from "ai";
+import { DefaultChatTransport, readUIMessageStream, type UIMessage } from "ai";
 import { afterEach, describe, expect, it } from "vitest";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
-import { chatRoutes, tool, toUIMessageStreamResponse, type ChatChunk, type ChatRoutes, type Environment } from "../../host/index.js";
+import { chatRoutes, tool, toUIMessageStreamResponse, type ChatChunk, type Environment } from "../../host/index.js";
 import { z } from "zod";
 import { deferred, openEnvironment, waitFor } from "../runtime/helpers.js";
+import { Chat, transportTo } from "../support/memory-chat.js";
 
 let env: Environment | undefined;
 afterEach(async () => {
   await env?.close();
   env = undefined;
 });
-
-class MemoryChatState implements ChatState<UIMessage> {
-  status: ChatStatus = "ready";
-  error: Error | undefined = undefined;
-  constructor(public messages: UIMessage[] = []) {}
-  pushMessage = (message: UIMessage): void => {
-    this.messages = [...this.messages, message];
-  };
-  popMessage = (): void => {
-    this.messages = this.messages.slice(0, -1);
-  };
-  replaceMessage = (index: number, message: UIMessage): void => {
-    this.messages = this.messages.map((existing, at) => (at === index ? message : existing));
-  };
-  snapshot = <T>(thing: T): T => structuredClone(thing);
-}
-
-class Chat extends AbstractChat<UIMessage> {
-  constructor(init: ChatInit<UIMessage>) {
-    super({ ...init, state: new MemoryChatState(init.messages ?? []) });
-  }
-}
-
-/** A transport whose requests go straight to the routes. */
-function transportTo(routes: ChatRoutes): DefaultChatTransport<UIMessage> {
-  return new DefaultChatTransport<UIMessage>({
-    api: "http://chat.test/api/chat",
-    fetch: ((input: string | URL | Request, init?: RequestInit) => routes.handle(new Request(input, init))) as typeof fetch,
-  });
-}
 
 function textOf(message: UIMessage | undefined): string {
   return (message?.parts ?? []).map((part) => (part.type === "text" ? part.text : "")).join("");

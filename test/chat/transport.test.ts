@@ -8,15 +8,7 @@
 // and `stop()`, which never reconnects. Seeded: CHAT_TRANSPORT_SEED replays
 // a run's cut points.
 
-import {
-  AbstractChat,
-  lastAssistantMessageIsCompleteWithApprovalResponses,
-  type ChatInit,
-  type ChatState,
-  type ChatStatus,
-  type UIMessage,
-  type UIMessageChunk,
-} from "ai";
+import { lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage, type UIMessageChunk } from "ai";
 import type { LanguageModelV4, LanguageModelV4StreamPart } from "@ai-sdk/provider";
 import { afterEach, describe, expect, it } from "vitest";
 import { chatRoutes, Phronomy, PhronomyError, type ChatChunk, type ChatRoutes, type Environment } from "../../host/index.js";
@@ -25,34 +17,12 @@ import { approvalRefundTool, lookupTool, openEnvironment, recordingLogger, scrip
 import { serveChat, type ChatHttpServer } from "../support/chat-http.js";
 import { generator, seedFrom } from "../support/seeded.js";
 import { messageOf } from "../support/ui-stream.js";
+import { Chat } from "../support/memory-chat.js";
 
 const servers: ChatHttpServer[] = [];
 afterEach(async () => {
   for (const server of servers.splice(0)) await server.close();
 });
-
-class MemoryChatState implements ChatState<UIMessage> {
-  status: ChatStatus = "ready";
-  error: Error | undefined = undefined;
-  constructor(public messages: UIMessage[] = []) {}
-  pushMessage = (message: UIMessage): void => {
-    this.messages = [...this.messages, message];
-  };
-  popMessage = (): void => {
-    this.messages = this.messages.slice(0, -1);
-  };
-  replaceMessage = (index: number, message: UIMessage): void => {
-    this.messages = this.messages.map((existing, at) => (at === index ? message : existing));
-  };
-  snapshot = <T>(thing: T): T => structuredClone(thing);
-}
-
-/** The AI SDK's chat, as `useChat` runs it, on an in-memory state. */
-class Chat extends AbstractChat<UIMessage> {
-  constructor(init: ChatInit<UIMessage>) {
-    super({ ...init, state: new MemoryChatState(init.messages ?? []) });
-  }
-}
 
 /** The model with a pause before each streamed part, as tokens arrive from a real one. */
 function paced(model: LanguageModelV4, pacingMs: number): LanguageModelV4 {
