@@ -1,11 +1,12 @@
 // Shared fixtures for the runtime tests: real SQLite stores in temporary
 // directories, scripted models, and tools that record what they saw.
 
+import type { LanguageModelV4, LanguageModelV4CallOptions } from "@ai-sdk/provider";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import { scriptedModel, type ScriptedTurn } from "../../host/agent/scripted-model.js";
+import { scriptedModel, type ScriptedModel, type ScriptedTurn } from "../../host/agent/scripted-model.js";
 import { Phronomy, tool, type Environment, type OpenOptions } from "../../host/index.js";
 import type { Logger } from "../../host/runtime/options.js";
 import { StoreError } from "../../host/errors.js";
@@ -59,6 +60,17 @@ export function echoModel(options: { lookup?: boolean } = {}) {
     if (lookup && turnOf(messages) === 0) return { toolCalls: [{ toolName: "lookup", input: { orderId: "42" } }] } satisfies ScriptedTurn;
     return { text: `echo: ${lastUser?.content ?? ""}` };
   });
+}
+
+/** The options of every call a scripted model received, in order. */
+export function recordCalls(model: ScriptedModel<LanguageModelV4>): LanguageModelV4CallOptions[] {
+  const calls: LanguageModelV4CallOptions[] = [];
+  const generate = model.doGenerate.bind(model);
+  model.doGenerate = (options) => {
+    calls.push(options);
+    return generate(options);
+  };
+  return calls;
 }
 
 /** The model turn of the current execution: assistant messages since the

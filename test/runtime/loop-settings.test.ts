@@ -13,20 +13,9 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { tool, type AgentStep, type FinishEvent } from "../../host/index.js";
 import type { ScriptedModel } from "../../host/testing.js";
-import { deferred, lookupTool, openEnvironment, scriptedModel, turnOf } from "./helpers.js";
+import { deferred, lookupTool, openEnvironment, scriptedModel, turnOf, recordCalls } from "./helpers.js";
 
 type Scripted = ScriptedModel<LanguageModelV4>;
-
-/** The options of every call the model received, in order. */
-function recordCalls(model: Scripted): LanguageModelV4CallOptions[] {
-  const calls: LanguageModelV4CallOptions[] = [];
-  const generate = model.doGenerate.bind(model);
-  model.doGenerate = (options) => {
-    calls.push(options);
-    return generate(options);
-  };
-  return calls;
-}
 
 /** Calls lookup on every turn, saying which turn it is. */
 function loopingModel(): Scripted {

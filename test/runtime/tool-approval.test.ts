@@ -14,20 +14,9 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Phronomy, tool, type ApprovalRequest, type ToolApproval } from "../../host/index.js";
 import type { ScriptedModel } from "../../host/testing.js";
-import { deferred, openEnvironment, recordingLogger, scriptedModel, temporaryStorePath, turnOf } from "./helpers.js";
+import { deferred, openEnvironment, recordingLogger, scriptedModel, temporaryStorePath, turnOf, recordCalls } from "./helpers.js";
 
 type Scripted = ScriptedModel<LanguageModelV4>;
-
-/** The options of every call the model received, in order. */
-function recordCalls(model: Scripted): LanguageModelV4CallOptions[] {
-  const calls: LanguageModelV4CallOptions[] = [];
-  const generate = model.doGenerate.bind(model);
-  model.doGenerate = (options) => {
-    calls.push(options);
-    return generate(options);
-  };
-  return calls;
-}
 
 /** The tool results the model was sent in a call, by call id. */
 function toolOutputsOf(call: LanguageModelV4CallOptions | undefined): Record<string, unknown> {
