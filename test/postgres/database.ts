@@ -74,3 +74,22 @@ export function freshSchemaUrl(): string {
 export function atEnd(cleanup: () => Promise<unknown>): void {
   cleanups.push(cleanup);
 }
+
+/** The pid of the backend waiting on a lock `blocker` holds. Found by
+ * `pg_blocking_pids`, never by query text: test files run side by side on
+ * one database, and a query-text match once terminated another file's
+ * backend (landing CI of cf7afd26). */
+export async function backendBlockedBy(blocker: pg.ClientBase): Promise<number> {
+  const { rows } = await blocker.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
+  const blockerPid = rows[0]!.pid;
+  const end = Date.now() + 30_000;
+  for (;;) {
+    const found = await withClient((client) =>
+      client.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))", [blockerPid]),
+    );
+    const pid = found.rows[0]?.pid;
+    if (pid !== undefined) return pid;
+    if (Date.now() > end) throw new Error(`no backend waited on a lock of backend ${blockerPid} within 30 s`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

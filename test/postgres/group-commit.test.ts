@@ -7,7 +7,7 @@
 import { describe, expect, it } from "vitest";
 import { PostgresStore } from "../../host/store/postgres-store.js";
 import { prepare, providerBarrier, terminalCommit, toolBarrier } from "../store/fixtures.js";
-import { atEnd, freshSchema, postgresUrl, withClient } from "./database.js";
+import { atEnd, backendBlockedBy, freshSchema, postgresUrl, withClient } from "./database.js";
 
 async function open(schema: string): Promise<PostgresStore> {
   const store = await PostgresStore.open(`${postgresUrl}?schema=${schema}`);
@@ -77,7 +77,7 @@ describe("group commit (PostgreSQL)", () => {
     await blocker.query("BEGIN");
     await blocker.query("SELECT 1 FROM executions WHERE execution_id = 'e0' FOR UPDATE");
     const pending = ids.map((id) => store.run(providerBarrier(id, 1)));
-    const waiting = await lockWaiter();
+    const waiting = await backendBlockedBy(blocker);
     await withClient((client) => client.query("SELECT pg_terminate_backend($1)", [waiting]));
     const settled = await Promise.allSettled(pending);
     await blocker.query("ROLLBACK");
@@ -120,16 +120,3 @@ describe("group commit (PostgreSQL)", () => {
     expect(metadata.toolBatch).toBeDefined();
   });
 });
-
-/** The pid of a backend waiting on a row lock in a group. */
-async function lockWaiter(): Promise<number> {
-  for (let attempt = 0; attempt < 500; attempt += 1) {
-    const found = await withClient((client) =>
-      client.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%barrier(%' AND pid <> pg_backend_pid()"),
-    );
-    const pid = found.rows[0]?.pid;
-    if (pid !== undefined) return pid;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error("no group waited for the row lock");
-}

@@ -9,7 +9,7 @@ import { PostgresStore } from "../../host/store/postgres-store.js";
 import { resolveOutcome } from "../../host/store/postgres/outcome.js";
 import { schemaVersion } from "../../host/store/postgres/schema.js";
 import { prepare, providerBarrier } from "../store/fixtures.js";
-import { atEnd, freshSchema, postgresUrl, withClient } from "./database.js";
+import { atEnd, backendBlockedBy, freshSchema, postgresUrl, withClient } from "./database.js";
 
 async function open(schema: string): Promise<PostgresStore> {
   const store = await PostgresStore.open(`${postgresUrl}?schema=${schema}`);
@@ -62,7 +62,7 @@ describe("a connection lost mid-operation", () => {
     await blocker.query("BEGIN");
     await blocker.query("SELECT 1 FROM executions WHERE execution_id = 'e1' FOR UPDATE");
     const barrier = store.run(providerBarrier("e1", 1));
-    const waiting = await waitForLockWaiter(store);
+    const waiting = await backendBlockedBy(blocker);
     await withClient((client) => client.query("SELECT pg_terminate_backend($1)", [waiting]));
     await expect(barrier).rejects.toMatchObject({ code: "STORE", details: { outcome: "not_committed" } });
     await expect(barrier).rejects.toThrow(/lost its connection during providerBarrier; reading back showed it did not commit/);
@@ -93,19 +93,6 @@ describe("a connection lost mid-operation", () => {
     }
   });
 });
-
-/** The pid of the store's backend waiting on a row lock. */
-async function waitForLockWaiter(store: PostgresStore): Promise<number> {
-  for (let attempt = 0; attempt < 500; attempt += 1) {
-    const found = await withClient((client) =>
-      client.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%barrier(%' AND pid <> pg_backend_pid()"),
-    );
-    const pid = found.rows[0]?.pid;
-    if (pid !== undefined) return pid;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`no backend of ${store.path} waited for the row lock`);
-}
 
 describe("the fencing hook (partitions, docs/decisions/0009 and 0030)", () => {
   it("admission and barriers carry the partition's epoch in the same statement; after a takeover (epoch+1) they are refused and write nothing", async () => {
