@@ -12,7 +12,8 @@ import type { ExecutionRow, JournalRecord } from "../store/records.js";
 import { cancelNewSession } from "./cancel-commit.js";
 import type { CoordinatorCalls, CoordinatorCallSettings } from "./coordinator-calls.js";
 import { agentAttributes } from "./gen-ai-attributes.js";
-import { MAX_TURNS_DEFAULT, MEMORY_WINDOW_DEFAULT } from "./options.js";
+import { MAX_TURNS_DEFAULT, MAX_TURNS_UNDER_STOP_WHEN_DEFAULT, MEMORY_WINDOW_DEFAULT, type AgentSettings } from "./options.js";
+import { stopConditionsOf } from "./loop-settings.js";
 import { continuationNameOf } from "./recovery.js";
 import type { ExecutionEntry } from "./requests.js";
 import { readRecorded } from "./restore.js";
@@ -77,7 +78,7 @@ function createSession(
       memory: [],
       approvalPolicy: start.options.approvalPolicy ?? "tools",
       tokenBudget: start.options.tokenBudget ?? definition.tokenBudget,
-      maxTurns: start.options.maxTurns ?? definition.maxTurns ?? MAX_TURNS_DEFAULT,
+      maxTurns: start.options.maxTurns ?? definition.maxTurns ?? maxTurnsDefaultOf(definition),
       outputGuardrail: start.options.outputGuardrail ?? definition.outputGuardrail,
       signal: entry.resumeSignal ?? start.options.signal,
       stream: start.options.stream ?? false,
@@ -152,9 +153,10 @@ export function resumeSession(calls: SessionCalls, slot: number, sessionNumber: 
         if (approved) {
           calls.sessionEvent(session, SessionEventKind.ApprovalGranted);
         } else {
-          session.decline(reason);
-          calls.sessionEvent(session, SessionEventKind.ApprovalRejected);
-          calls.sessionEvent(session, SessionEventKind.StateCompleted);
+          session.decline(reason, () => {
+            calls.sessionEvent(session, SessionEventKind.ApprovalRejected);
+            calls.sessionEvent(session, SessionEventKind.StateCompleted);
+          });
         }
       }),
     (error: unknown) => calls.post(() => session.fail(asPhronomyError(error, "STORE"))),
@@ -184,13 +186,20 @@ export function continueSession(calls: SessionCalls, slot: number, sessionNumber
         session.begin();
         if (continuation === Continuation.ApprovalRejection) {
           session.planBatch(row.metadata.toolBatch ?? []);
-          session.decline(row.metadata.approval?.reason ?? null);
-          calls.sessionEvent(session, SessionEventKind.ApprovalRejected);
-          calls.sessionEvent(session, SessionEventKind.StateCompleted);
+          session.decline(row.metadata.approval?.reason ?? null, () => {
+            calls.sessionEvent(session, SessionEventKind.ApprovalRejected);
+            calls.sessionEvent(session, SessionEventKind.StateCompleted);
+          });
         }
       }),
     (error: unknown) => calls.post(() => session.fail(asPhronomyError(error, "STORE"))),
   );
+}
+
+/** The turn limit a definition gets when neither it nor the start sets
+ * one: under `stopWhen`, its conditions decide first (decision 0081). */
+function maxTurnsDefaultOf(definition: AgentSettings): number {
+  return stopConditionsOf(definition) === undefined ? MAX_TURNS_DEFAULT : MAX_TURNS_UNDER_STOP_WHEN_DEFAULT;
 }
 
 /** The running-time budget of an execution: its start's timeoutMs (a

@@ -147,7 +147,8 @@ export interface AgentSettings<OUTPUT = unknown> extends ModelCallSettings, Loop
   /** Journal records of earlier executions shown to the model (default 20). */
   readonly memoryWindow?: number;
   /** Model turns an execution may take while the model still asks for
-   * tools (default 16); past it the execution fails `MAX_TURNS_EXCEEDED`. */
+   * tools (default 16; 100 with `stopWhen`, whose conditions are asked
+   * first); past it the execution fails `MAX_TURNS_EXCEEDED`. */
   readonly maxTurns?: number;
   /** Total tokens an execution may use; past it the execution fails
    * `BUDGET_EXCEEDED`. No budget by default. */
@@ -401,6 +402,12 @@ export const MEMORY_WINDOW_DEFAULT = 20;
 /** Records of memory an execution may carry into its prompt. */
 export const MEMORY_WINDOW_MAX = 1_000;
 export const MAX_TURNS_DEFAULT = 16;
+/** The model turns of a definition with `stopWhen` and no `maxTurns`: its
+ * conditions decide when to stop (the AI SDK applies no other limit once
+ * `stopWhen` is given, and `isStepCount(20)` must reach 20); this only ends
+ * a loop whose conditions never hold before it costs without bound. Set
+ * `maxTurns` to allow more (decision 0081). */
+export const MAX_TURNS_UNDER_STOP_WHEN_DEFAULT = 100;
 
 export function rejectUnknownKeys(value: object, allowed: readonly string[], what: string): void {
   for (const key of Object.keys(value)) {

@@ -235,7 +235,7 @@ export class Session {
   /** A declined approval: no tool of the batch runs; the model is told each
    * call was declined — as the AI SDK tells it, an `execution-denied`
    * result with the reviewer's reason — and the loop goes on. */
-  decline(reason: string | null): void {
+  decline(reason: string | null, goOn: () => void): void {
     const reviewer = reason ?? "declined by a human reviewer";
     // A call the definition's toolApproval denied keeps its own reason.
     const results: ToolResult[] = this.planned.map(({ call, declined }) => {
@@ -250,7 +250,12 @@ export class Session {
     });
     this.add({ role: "tool", results });
     this.record("tool_results", { results: results as unknown as Json, declined: true });
-    this.stepLog?.toolsSettled(results);
+    const log = this.stepLog;
+    log?.toolsSettled(results);
+    // A declined step is a finished step: stopWhen decides on it as on any
+    // other before the next model call (decision 0081).
+    if (log === undefined || stopConditionsOf(this.settings.definition) === undefined) return goOn();
+    this.stopOrGoOn(log, Promise.resolve(), goOn);
   }
 
   get executionId(): string {
@@ -587,15 +592,9 @@ export class Session {
     if (turn.toolCalls.length === 0) return this.answer(turn.text, turn.output);
     const handoff = plan.find((planned) => this.settings.tools.find((tool) => tool.name === planned.call.toolName)?.kind === "handoff");
     if (handoff) return this.handOff(handoff.call);
-    if (this.turns >= this.settings.maxTurns) {
-      return this.fail(
-        new PhronomyError(
-          "MAX_TURNS_EXCEEDED",
-          `execution ${this.executionId} reached its limit of ${this.settings.maxTurns} model turns with tool calls still requested`,
-          { executionId: this.executionId, details: { maxTurns: this.settings.maxTurns } },
-        ),
-      );
-    }
+    // Under stopWhen the limit is checked after the step's tools, once the
+    // conditions had their say, as the AI SDK's step count does (decision 0081).
+    if (this.turns >= this.settings.maxTurns && stopConditionsOf(this.settings.definition) === undefined) return this.failMaxTurns();
     this.planned = plan;
     // Approval predicates may be async: ask off the loop, decide on it.
     this.approvalsOf(plan).then(
@@ -877,12 +876,19 @@ export class Session {
    * conditions decide on the steps so far, before the next model call's
    * barrier — a stop completes the execution with the step's text. */
   private afterStep(log: StepLog, results: readonly ToolResult[]): void {
+    // A recovered batch may settle before the steps are read back.
+    const settled = this.restored.then(() => log.toolsSettled(results));
+    this.stopOrGoOn(log, settled, () => this.toolsCompleted());
+  }
+
+  /** Once `ready`, `onStepFinish` is told the finished steps and the stop
+   * conditions decide: a stop completes the execution, else `goOn` (the
+   * next model call), unless the turn limit is reached (decision 0081). */
+  private stopOrGoOn(log: StepLog, ready: Promise<unknown>, goOn: () => void): void {
     const { definition } = this.settings;
     const conditions = stopConditionsOf(definition);
     const decide = async (): Promise<{ told: boolean; stop: boolean }> => {
-      // A recovered batch may settle before the steps are read back.
-      await this.restored;
-      log.toolsSettled(results);
+      await ready;
       const told = await tellFinishedSteps(log, definition.onStepFinish);
       return { told, stop: conditions !== undefined && (await stopConditionMet(conditions, log.steps)) };
     };
@@ -891,11 +897,37 @@ export class Session {
         this.host.post(() => {
           if (this.finished) return;
           if (told) this.noteStepsTold();
-          if (!stop) return this.toolsCompleted();
-          this.record("note", { stoppedBy: "stopWhen", steps: log.steps.length });
-          this.answer(log.steps.at(-1)?.text ?? "", undefined);
+          if (stop) return this.stoppedByCondition(log);
+          if (conditions !== undefined && this.turns >= this.settings.maxTurns) return this.failMaxTurns();
+          goOn();
         }),
       (error: unknown) => this.host.post(() => this.operationFailed(error, "STREAM_CALLBACK")),
+    );
+  }
+
+  /** stopWhen held: the execution completes with the last step's text. A
+   * definition asking for structured output has none to give — the model
+   * gives it only in an answer without tool calls — so it fails saying so,
+   * as the AI SDK's `output` throws `NoOutputGeneratedError` (decision 0081). */
+  private stoppedByCondition(log: StepLog): void {
+    this.record("note", { stoppedBy: "stopWhen", steps: log.steps.length });
+    if (this.settings.definition.output === undefined) return this.answer(log.steps.at(-1)?.text ?? "", undefined);
+    this.fail(
+      new PhronomyError(
+        "MODEL_FAILED",
+        `stopWhen stopped execution ${this.executionId} after step ${log.steps.length - 1}, which called tools: the structured output asked for (output) comes only from an answer without tool calls; make the condition hold on such a step, or drop it and let the model answer`,
+        { executionId: this.executionId, details: { stoppedBy: "stopWhen", steps: log.steps.length, reason: "no_structured_output" } },
+      ),
+    );
+  }
+
+  private failMaxTurns(): void {
+    this.fail(
+      new PhronomyError(
+        "MAX_TURNS_EXCEEDED",
+        `execution ${this.executionId} reached its limit of ${this.settings.maxTurns} model turns with tool calls still requested`,
+        { executionId: this.executionId, details: { maxTurns: this.settings.maxTurns } },
+      ),
     );
   }
 
