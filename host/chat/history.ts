@@ -4,9 +4,10 @@
 // stream sends (timeline-chunks.ts), read by the AI SDK's own
 // `readUIMessageStream` — so reasoning, tool parts in their states
 // (output, error, denied, waiting for approval), sources and files come
-// back as `useChat` built them, with the stream's message metadata. An
-// answer whose execution retention pruned keeps the text its memory holds
-// (journal-messages.ts).
+// back as `useChat` built them, with the stream's message metadata; a
+// user message comes back under the client's id with its attachments
+// (user-turns.ts). An answer whose execution retention pruned keeps the
+// text its memory holds (journal-messages.ts; decision 0081 says why).
 //
 // Rules kept here: the steps are read before the row, so a row that says
 // ended never comes with a timeline missing its end (they commit
@@ -19,6 +20,7 @@ import { uiMessagesOf, type HistoryMetadata } from "../runtime/journal-messages.
 import type { ExecutionRow, JournalRecord, StoredStep } from "../store/records.js";
 import { endsStream, finishChunkOf, startChunkOf } from "./chat-stream.js";
 import { TimelineTranslator } from "./timeline-chunks.js";
+import { userMessageOf } from "./user-turns.js";
 
 /** What the history reads of its store. */
 export interface HistoryReader {
@@ -35,9 +37,9 @@ export async function chatHistory(records: readonly JournalRecord[], reader: His
   const history: UIMessage<HistoryMetadata>[] = [];
   for (const [index, executionId] of executionIds.entries()) {
     const own = messages.filter((message) => message.metadata?.executionId === executionId);
-    const rebuilt = answers[index];
+    const { message: rebuilt, row } = answers[index]!;
     const remembered = own.find((message) => message.role === "assistant");
-    history.push(...own.filter((message) => message.role !== "assistant"));
+    history.push(...own.filter((message) => message.role === "user").map((message) => userMessageOf(message, row)));
     if (rebuilt !== undefined) {
       history.push({ ...rebuilt, metadata: { ...rebuilt.metadata!, at: remembered?.metadata?.at ?? rebuilt.metadata!.at } });
     } else if (remembered !== undefined) history.push(remembered);
@@ -45,12 +47,18 @@ export async function chatHistory(records: readonly JournalRecord[], reader: His
   return history;
 }
 
-/** The answer as its chat stream builds it, or undefined when the
- * execution is gone, still queued, or has nothing to show yet. */
-async function answerOf(executionId: string, reader: HistoryReader): Promise<UIMessage<HistoryMetadata> | undefined> {
+/** The execution's row (its user message's id and attachments) and its
+ * answer as its chat stream builds it — no answer when the execution is
+ * gone, still queued, or has nothing to show yet. */
+async function answerOf(executionId: string, reader: HistoryReader): Promise<{ message?: UIMessage<HistoryMetadata>; row?: ExecutionRow }> {
   const steps = await reader.timeline(executionId);
   const row = await reader.execution(executionId);
-  if (row === undefined || !steps.some((step) => step.seq > 0)) return undefined;
+  if (row === undefined) return {};
+  return { row, ...(steps.some((step) => step.seq > 0) ? { message: await rebuiltAnswerOf(row, steps) } : {}) };
+}
+
+async function rebuiltAnswerOf(row: ExecutionRow, steps: readonly StoredStep[]): Promise<UIMessage<HistoryMetadata> | undefined> {
+  const { executionId } = row;
   const chunks = chunksOf(row, steps);
   const { readUIMessageStream } = await loadAiSdk();
   const stream = new ReadableStream<UIMessageChunk>({

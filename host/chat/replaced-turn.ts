@@ -8,7 +8,9 @@
 //
 // How a UI message names its execution: an assistant message's id is its
 // execution's (the stream's `start` chunk, and `messages()`), a user
-// message loaded from history is `<executionId>:user`; a user message the
+// message loaded from history names it in its metadata (its id is the
+// client's own, or `<executionId>:user` once the execution was pruned —
+// decision 0081); a user message the
 // page sent itself has an id the page made up, so it is placed by
 // position: after the nearest earlier message that names an execution, the
 // k-th user message is the k-th turn after that execution in memory.
@@ -85,6 +87,10 @@ function executionOf(message: TurnMessage): string | undefined {
     const named = (message.metadata as { executionId?: unknown } | undefined)?.executionId;
     return typeof named === "string" ? named : id;
   }
-  if (message.role === "user" && id?.endsWith(":user")) return id.slice(0, -":user".length);
-  return undefined;
+  if (message.role !== "user") return undefined;
+  // A history user message names its execution in its metadata, under the
+  // client's own id or `<id>:user` (decision 0081).
+  const named = (message.metadata as { executionId?: unknown } | undefined)?.executionId;
+  if (typeof named === "string") return named;
+  return id?.endsWith(":user") ? id.slice(0, -":user".length) : undefined;
 }

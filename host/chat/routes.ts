@@ -136,7 +136,9 @@ export function chatRoutes(env: ChatRoutesEnvironment, agent: ChatRoutesAgent, o
       // instead of holding the message behind it for good.
       const [latest] = await env.executions({ agentId: body.id, limit: 1 });
       const busy = latest?.status === "suspended" || replaceFrom !== undefined ? "interrupt" : onBusy;
-      const run = chat.start(inputOf(last), { onBusy: busy, ...extra, ...(replaceFrom !== undefined ? { replaceFrom } : {}), stream: true });
+      // The client's id of the message is kept, for the history (decision 0081).
+      const messageId = typeof last.id === "string" && last.id.length > 0 ? { messageId: last.id } : {};
+      const run = chat.start(inputOf(last), { onBusy: busy, ...extra, ...(replaceFrom !== undefined ? { replaceFrom } : {}), ...messageId, stream: true });
       const stream = await env.stream(run);
       return toUIMessageStreamResponse(stream, { executionId: await run.executionId });
     });
@@ -320,17 +322,16 @@ async function chatRequestOf(request: Request): Promise<ChatRequestBody> {
 }
 
 /** The last user message as the start's input: its text, or its text and
- * attachments (file parts, by URL) as the parts of one user message. */
+ * attachments (file parts, by URL) as the parts of one user message, in
+ * the order the page sent them (the AI SDK's `convertToModelMessages`
+ * keeps it; `sendMessage({ text, files })` puts the files first). */
 function inputOf(message: ChatRequestMessage): AgentInput {
-  const text = message.parts
-    .filter((part) => part.type === "text" && typeof part.text === "string")
-    .map((part) => part.text as string)
-    .join("");
-  const files = message.parts.filter((part) => part.type === "file");
-  if (files.length === 0) return text;
-  return [
-    ...(text.length > 0 ? [{ type: "text" as const, text }] : []),
-    ...files.map((part) => {
+  const shown = message.parts.filter((part) => (part.type === "text" && typeof part.text === "string") || part.type === "file");
+  if (!shown.some((part) => part.type === "file")) return shown.map((part) => part.text as string).join("");
+  return shown
+    .filter((part) => part.type === "file" || (part.text as string).length > 0)
+    .map((part) => {
+      if (part.type === "text") return { type: "text" as const, text: part.text as string };
       if (typeof part.url !== "string" || typeof part.mediaType !== "string") {
         throw new PhronomyError("INVALID_INPUT", 'a file part of the chat request needs "url" and "mediaType" as strings');
       }
@@ -340,8 +341,7 @@ function inputOf(message: ChatRequestMessage): AgentInput {
         mediaType: part.mediaType,
         ...(typeof part.filename === "string" ? { filename: part.filename } : {}),
       };
-    }),
-  ] as AgentInput;
+    }) as AgentInput;
 }
 
 /** The handler's answer, or its error as JSON with the code's status. */

@@ -131,6 +131,8 @@ export function configOf(request: StartRequest): { [key: string]: Json } {
   // Kept so a queued start still replaces when it runs, and as the record
   // of what this execution replaced (docs/decisions/0070).
   if (request.options.replaceFrom !== undefined) config.replaceFrom = request.options.replaceFrom;
+  // The client's id of the user message, for the history (decision 0081).
+  if (request.options.messageId !== undefined) config.messageId = request.options.messageId;
   // The AI SDK settings the start gave (decision 0071).
   configOfStartCallSettings(request.options, config);
   // The definition a conversation belongs to: recovery at open finds its

@@ -236,6 +236,12 @@ export interface StartOptions extends StartCallSettings {
    * no longer in memory (INVALID_INPUT). Busy handling is unchanged: to
    * replace the answer still running, add `onBusy: "interrupt"`. */
   readonly replaceFrom?: string;
+  /** The id the client gave the user message this start answers (a chat
+   * page's `UIMessage.id`): kept with the execution, so
+   * `conversation.messages()` gives that message back under the same id
+   * while the execution is stored (`<executionId>:user` once retention
+   * pruned it). `chatRoutes` passes it; decision 0081. */
+  readonly messageId?: string;
 }
 
 export type { LanguageModel };
@@ -393,6 +399,7 @@ export const START_OPTION_KEYS = [
   "onBusy",
   "idempotencyKey",
   "replaceFrom",
+  "messageId",
   ...START_CALL_SETTING_KEYS,
 ] as const;
 
@@ -517,6 +524,11 @@ export function validateStartOptions(options: StartOptions, what: string): void 
   ) {
     throw new InvalidInputError(
       `${what}: "replaceFrom" must be the id of an earlier execution of this conversation (a non-empty string of at most ${idLengthMax} characters), got ${JSON.stringify(options.replaceFrom)?.slice(0, 80)}`,
+    );
+  }
+  if (options.messageId !== undefined && (typeof options.messageId !== "string" || options.messageId.length === 0 || options.messageId.length > idLengthMax)) {
+    throw new InvalidInputError(
+      `${what}: "messageId" must be the client's id of the user message (a non-empty string of at most ${idLengthMax} characters), got ${JSON.stringify(options.messageId)?.slice(0, 80)}`,
     );
   }
   checkStartCallSettings(options, what);

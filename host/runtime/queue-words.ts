@@ -91,6 +91,7 @@ export function optionsOf(config: { readonly [key: string]: Json }): StartOption
       : {}),
     ...(config["stream"] === true ? { stream: true } : {}),
     ...(typeof config["replaceFrom"] === "string" ? { replaceFrom: config["replaceFrom"] } : {}),
+    ...(typeof config["messageId"] === "string" ? { messageId: config["messageId"] } : {}),
     ...startCallSettingsOf(config),
   };
 }

@@ -33,6 +33,7 @@ export interface FiledStartOptions {
   readonly onBusy?: "reject" | "enqueue" | "interrupt";
   readonly idempotencyKey?: string;
   readonly replaceFrom?: string;
+  readonly messageId?: string;
 }
 
 /** What the inbox row's `start` column holds. */

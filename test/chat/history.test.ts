@@ -57,13 +57,14 @@ function finishedWith(chat: Chat, outcome: string): Promise<UIMessage> {
   }, 20_000);
 }
 
-/** What a page shows: user messages by their parts (their ids are the
- * client's own), assistant messages whole but for the history's `at`. */
+/** What a page shows: user messages by their ids (the client's own,
+ * kept: decision 0081) and parts, assistant messages whole but for the
+ * history's `at`. */
 function shown(messages: readonly UIMessage[]): unknown[] {
   return JSON.parse(
     JSON.stringify(
       messages.map((message) => {
-        if (message.role === "user") return { role: message.role, parts: message.parts };
+        if (message.role === "user") return { id: message.id, role: message.role, parts: message.parts };
         const { at: _at, ...metadata } = (message.metadata ?? {}) as Record<string, unknown>;
         return { ...message, metadata };
       }),
@@ -134,3 +135,82 @@ describe("conversation.messages() equals the live chat", () => {
     expect(shown(await conversation.messages()), "after both answers").toEqual(shown(reloaded.messages));
   });
 });
+
+describe("user messages come back as the page sent them (decision 0081)", () => {
+  it("the client's ids and attachments, after a reload with resume; an edit of a reloaded message replaces its turn; pruned, the memory's text under <id>:user", async () => {
+    env = await openEnvironment();
+    // The files of the prompt's last user message, counted as the provider gets them.
+    const base = scriptedModel(() => ({ text: "Seen." }));
+    let seen = 0;
+    const model: LanguageModelV4 = {
+      ...base,
+      doStream: (options) => {
+        const last = options.prompt.findLast((message) => message.role === "user");
+        seen = Array.isArray(last?.content) ? last.content.filter((part) => part.type === "file").length : 0;
+        return base.doStream(options);
+      },
+    };
+    const support = env.agent({ name: "support", model });
+    const routes = chatRoutes(env, support);
+    const conversation = support.conversation("chat-u");
+    const chat = new Chat({ id: "chat-u", transport: transportTo(routes) });
+    const ready = (on: Chat) => waitFor(async () => (on.status === "ready" && on.messages.at(-1)?.role === "assistant" ? true : undefined));
+    const png = `data:image/png;base64,${Buffer.from([0x89, 0x50, 0x4e, 0x47]).toString("base64")}`;
+    const note = `data:text/plain;base64,${Buffer.from("hello kettle").toString("base64")}`;
+    await chat.sendMessage({
+      text: "What are these?",
+      files: [
+        { type: "file", mediaType: "image/png", filename: "kettle.png", url: png },
+        { type: "file", mediaType: "text/plain", filename: "note.txt", url: note },
+      ],
+    });
+    await ready(chat);
+    expect(seen).toBe(2);
+    await chat.sendMessage({ text: "Thanks" });
+    await ready(chat);
+    expect(chat.messages.map(textOfMessage)).toEqual(["What are these?", "Seen.", "Thanks", "Seen."]);
+    const userMessages = (messages: readonly UIMessage[]) =>
+      messages.filter((message) => message.role === "user").map((message) => ({ id: message.id, parts: message.parts }));
+
+    // A page loaded again: useChat's `resume: true` asks for a running answer (none), the history shows what was sent.
+    const loaded = await conversation.messages();
+    expect(userMessages(loaded)).toEqual(userMessages(chat.messages));
+    expect(loaded[0]!.parts.map((part) => part.type)).toEqual(["file", "file", "text"]);
+    const reloaded = new Chat({ id: "chat-u", transport: transportTo(routes), messages: loaded as UIMessage[] });
+    await reloaded.resumeStream();
+    expect(reloaded.status).toBe("ready");
+    expect(shown(reloaded.messages)).toEqual(shown(chat.messages));
+
+    // An edit of the reloaded first message, by the client's id: its turn and the later one are replaced.
+    const firstId = chat.messages[0]!.id;
+    await reloaded.sendMessage({ text: "What is this one?", files: [{ type: "file", mediaType: "image/png", url: png }], messageId: firstId });
+    await ready(reloaded);
+    expect(seen).toBe(1);
+    expect(reloaded.messages.map(textOfMessage)).toEqual(["What is this one?", "Seen."]);
+    const edited = await conversation.messages();
+    expect(edited.map((message) => message.id)).toEqual(reloaded.messages.map((message) => message.id));
+    expect(userMessages(edited)).toEqual(userMessages(reloaded.messages));
+    expect(edited[0]!.id).toBe(firstId);
+
+    // Retention pruned the executions: the memory's text stays, under `<executionId>:user`.
+    await env.prune({ olderThanMs: 0 });
+    const pruned = await conversation.messages();
+    const executionId = (edited[0]!.metadata as { executionId: string }).executionId;
+    expect(pruned[0]).toMatchObject({ id: `${executionId}:user`, role: "user", parts: [{ type: "text", text: "What is this one?" }] });
+  });
+
+  it("a start's messageId is checked: a non-string or an empty one is INVALID_INPUT naming it", async () => {
+    env = await openEnvironment();
+    const support = env.agent({ name: "support", model: scriptedModel(() => ({ text: "hi" })) });
+    for (const messageId of ["", 7]) {
+      const run = support.conversation("chat-v").start("hello", { messageId: messageId as string });
+      await expect(run.result).rejects.toMatchObject({ code: "INVALID_INPUT", message: expect.stringContaining('"messageId"') });
+    }
+    await support.conversation("chat-v").start("hello", { messageId: "m-1" }).result;
+    expect((await support.conversation("chat-v").messages())[0]!.id).toBe("m-1");
+  });
+});
+
+function textOfMessage(message: UIMessage): string {
+  return message.parts.map((part) => (part.type === "text" ? part.text : "")).join("");
+}

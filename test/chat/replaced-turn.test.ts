@@ -22,6 +22,15 @@ describe("replacedExecution", () => {
     expect(replacedExecution({ messages: [assistant("e1"), user("e2:user")], trigger: "submit-message", messageId: "e2:user" }, turns)).toBe("e2");
   });
 
+  it("a history user message under the client's own id by the execution its metadata names (decision 0081)", () => {
+    const loaded = (id: string, executionId: string) => ({ id, role: "user", metadata: { executionId, at: 1 } });
+    expect(replacedExecution({ messages: [loaded("m1", "e1"), assistant("e1"), loaded("m2", "e2")], trigger: "submit-message", messageId: "m2" }, turns)).toBe(
+      "e2",
+    );
+    // A page's own message after it is placed from it.
+    expect(replacedExecution({ messages: [loaded("m2", "e2"), user("b")], trigger: "regenerate-message" }, turns)).toBe("e3");
+  });
+
   it("a page's own user message by position: after the nearest message naming an execution, counting user messages without an answer", () => {
     const request = (messages: { id: string; role: string }[]) => ({ messages, trigger: "regenerate-message" });
     expect(replacedExecution(request([user("a")]), turns)).toBe("e1");

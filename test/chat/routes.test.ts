@@ -74,7 +74,7 @@ describe("chatRoutes, through the AI SDK's Chat and DefaultChatTransport", () =>
     await sentFirst;
   });
 
-  it("an attachment (a file part) reaches the start as a file part by URL", async () => {
+  it("an attachment (a file part) reaches the start as a file part by URL, in the order the page sent the parts", async () => {
     env = await openEnvironment();
     const routes = chatRoutes(env, env.agent({ name: "support", model: scriptedModel(() => ({ text: "A kettle." })) }));
     const chat = new Chat({ id: "chat-3", transport: transportTo(routes) });
@@ -88,9 +88,10 @@ describe("chatRoutes, through the AI SDK's Chat and DefaultChatTransport", () =>
         {
           role: "user",
           content: "What is this?",
+          // `sendMessage({ text, files })` puts the files first; convertToModelMessages keeps that order.
           parts: [
-            { type: "text", text: "What is this?" },
             { type: "file", data: { type: "url", url: dataUrl }, mediaType: "image/png", filename: "kettle.png" },
+            { type: "text", text: "What is this?" },
           ],
         },
       ],
@@ -257,7 +258,7 @@ describe("chatRoutes, through the AI SDK's Chat and DefaultChatTransport", () =>
     expect(prompts.at(-1)).toEqual(["user: uno"]);
     expect(reloaded.messages.map(textOf)).toEqual(["uno", "answer 6 to: uno"]);
     expect(await memory()).toEqual(reloaded.messages.map(textOf));
-    // ... and edits a history message (its id `<executionId>:user`).
+    // ... and edits a history message (its id the client's own, its execution in its metadata).
     await reloaded.sendMessage({ text: "tres" });
     await waitFor(async () => (reloaded.status === "ready" ? true : undefined));
     const loaded = await support.conversation("chat-7").messages();
