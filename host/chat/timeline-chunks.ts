@@ -160,7 +160,12 @@ export class TimelineTranslator {
       return callIds.map((toolCallId) => ({ type: "data-wait", id: approvalId, data: { waitId: approvalId, toolCallId, kind: "input", responseSchema } }));
     }
     this.approvals = { approvalId, callIds };
-    return callIds.map((toolCallId) => ({ type: "tool-approval-request", approvalId: uiApprovalId(approvalId, toolCallId), toolCallId }));
+    // Why the definition's toolApproval asks, as the AI SDK sends it (the part's `approval.requestReason`).
+    return asArray(request["toolCalls"]).map((call) => {
+      const { callId, reason } = asObject(call);
+      const toolCallId = String(callId);
+      return { type: "tool-approval-request", approvalId: uiApprovalId(approvalId, toolCallId), toolCallId, ...(typeof reason === "string" ? { reason } : {}) };
+    });
   }
 
   private approvalDecided(payload: JsonObject): UIMessageChunk[] {

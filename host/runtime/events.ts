@@ -62,8 +62,11 @@ export interface ApprovalRequest {
   readonly executionId: string;
   /** Its agent (conversation) id. */
   readonly agentId: string;
-  /** The tool calls of the batch, with the arguments the model gave. */
-  readonly toolCalls: readonly { readonly callId: string; readonly toolName: string; readonly input: Json }[];
+  /** The tool calls of the batch, with the arguments the model gave, and
+   * the reason the definition's `toolApproval` gave for asking (its
+   * `{ type: "user-approval", reason }`; the chat stream shows it as the
+   * approval's `requestReason`). */
+  readonly toolCalls: readonly { readonly callId: string; readonly toolName: string; readonly input: Json; readonly reason?: string }[];
   /** sha256 of the whole tool batch (call ids, tools, arguments): the
    * approval is bound to it, so a changed argument cannot be approved. */
   readonly argumentsHash: string;

@@ -104,6 +104,8 @@ interface PlannedCall {
   readonly response?: Json;
   /** Declined without running, and why. */
   readonly declined?: string;
+  /** Why the definition's toolApproval asks a person (its status's reason). */
+  readonly askedBecause?: string;
 }
 
 /** Told to the model for a call the definition's toolApproval denied
@@ -538,7 +540,7 @@ export class Session {
       decided.push(planned);
       if (policy === "never") continue;
       if (policy === "always" || verdict?.type === "user-approval") {
-        needed.push(planned);
+        needed.push(verdict?.type === "user-approval" && verdict.reason !== undefined ? { ...planned, askedBecause: verdict.reason } : planned);
         continue;
       }
       if (verdict !== undefined) continue;
@@ -623,7 +625,12 @@ export class Session {
       approvalId: randomUUID(),
       executionId: this.executionId,
       agentId: this.settings.agentId,
-      toolCalls: needed.map(({ call }) => ({ callId: call.callId, toolName: call.toolName, input: call.input })),
+      toolCalls: needed.map(({ call, askedBecause }) => ({
+        callId: call.callId,
+        toolName: call.toolName,
+        input: call.input,
+        ...(askedBecause !== undefined ? { reason: askedBecause } : {}),
+      })),
       argumentsHash: argumentsHashOf(this.toolBatch()),
       requestedAt: this.host.now(),
     };
