@@ -379,6 +379,12 @@ describe("useChat (@ai-sdk/react) in Chromium, against README's chat routes", ()
       expect(JSON.stringify(files[0]!.data)).toContain(Buffer.from("hello kettle").toString("base64"));
       const [row] = await storedAnswers(shared, "files-1");
       expect(JSON.stringify(row!.input)).toContain('"mediaType":"image/png"');
+
+      // Loaded again: the history shows the message as it was sent — its id and its attachments (decision 0081).
+      const sent = done.messages[0]!;
+      await reopen(page, shared, "files-1");
+      const loaded = await until(page, "the history", (shown) => shown.messages.length === 2 && shown.status === "ready");
+      expect(loaded.messages[0]).toMatchObject({ role: "user", id: sent.id, text: "What are these?", files: sent.files });
     },
     scenarioMs,
   );
@@ -408,6 +414,21 @@ describe("useChat (@ai-sdk/react) in Chromium, against README's chat routes", ()
         { role: "user", text: question },
         { role: "assistant", text: jokeText },
       ]);
+
+      // Reloaded, the page regenerates again: the loaded messages keep their ids, the model still sees the turn once.
+      await reopen(page, shared, "regenerate-1");
+      const loaded = await until(page, "the history", (shown) => shown.messages.length === 2 && shown.status === "ready");
+      expect(loaded.messages[0]!.id, "the user message keeps the page's id").toBe(done.messages[0]!.id);
+      await page.locator("#regenerate").click();
+      await expect.poll(() => callsAbout(shared, question).length, { timeout: waitMs }).toBe(3);
+      const again = await answered(page, jokeText);
+      expect(again.messages.map((message) => [message.role, message.text])).toEqual([
+        ["user", question],
+        ["assistant", jokeText],
+      ]);
+      const thirdPrompt = callsAbout(shared, question)[2]!;
+      expect(thirdPrompt.filter((message) => message.role === "user").map(userText), "the user's turn, once").toEqual([question]);
+      expect((await storedAnswers(shared, "regenerate-1")).map((row) => row.outcome)).toEqual(["completed", "completed", "completed"]);
     },
     scenarioMs,
   );
