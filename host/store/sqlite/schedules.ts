@@ -128,10 +128,10 @@ export function listSchedules(connection: SqliteConnection, filter: ScheduleList
   return connection
     .prepare(`
     SELECT * FROM schedules
-    WHERE (?1 IS NULL OR agent_id = ?1) AND (?2 IS NULL OR definition = ?2) AND (?3 IS NULL OR state = ?3)
-    ORDER BY created_at DESC, schedule_id LIMIT ?4
+    WHERE (? IS NULL OR agent_id = ?) AND (? IS NULL OR definition = ?) AND (? IS NULL OR state = ?)
+    ORDER BY created_at DESC, schedule_id LIMIT ?
   `)
-    .all(filter.agentId ?? null, filter.definition ?? null, filter.state ?? null, limit)
+    .all(filter.agentId ?? null, filter.agentId ?? null, filter.definition ?? null, filter.definition ?? null, filter.state ?? null, filter.state ?? null, limit)
     .map(scheduleOfRow);
 }
 
@@ -145,7 +145,8 @@ export function cancelSchedule(connection: SqliteConnection, scheduleId: string,
   return getSchedule(connection, scheduleId);
 }
 
-const inScope = `(definition IN (SELECT value FROM json_each(?1)) OR (definition IS NULL AND agent_id IN (SELECT value FROM json_each(?2))))`;
+/** The schedules of the definitions (first parameter, JSON) and agents defined by id (second) here. */
+const inScope = `(definition IN (SELECT value FROM json_each(?)) OR (definition IS NULL AND agent_id IN (SELECT value FROM json_each(?))))`;
 
 export function nextScheduleDue(connection: SqliteConnection, scope: ScheduleScope): number | undefined {
   const row = connection
@@ -156,7 +157,7 @@ export function nextScheduleDue(connection: SqliteConnection, scope: ScheduleSco
 
 export function dueSchedules(connection: SqliteConnection, scope: ScheduleScope, now: number, limit: number): ScheduleRow[] {
   return connection
-    .prepare(`SELECT * FROM schedules WHERE state = 'active' AND due_at <= ?3 AND ${inScope} ORDER BY due_at, schedule_id LIMIT ?4`)
+    .prepare(`SELECT * FROM schedules WHERE state = 'active' AND ${inScope} AND due_at <= ? ORDER BY due_at, schedule_id LIMIT ?`)
     .all(JSON.stringify(scope.definitions), JSON.stringify(scope.agentIds), now, limit)
     .map(scheduleOfRow);
 }
