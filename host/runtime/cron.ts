@@ -53,9 +53,12 @@ export interface CronExpression {
 /** Parses `expression`, or throws InvalidInputError naming the bad field. */
 export function parseCron(expression: unknown, what = "cron"): CronExpression {
   if (typeof expression !== "string" || expression.trim().length === 0 || expression.length > cronLengthMax) {
-    throw new InvalidInputError(`${what}: a cron expression must be a non-empty string of at most ${cronLengthMax} characters, got ${JSON.stringify(expression)?.slice(0, 80)}`, {
-      details: { field: "expression" },
-    });
+    throw new InvalidInputError(
+      `${what}: a cron expression must be a non-empty string of at most ${cronLengthMax} characters, got ${JSON.stringify(expression)?.slice(0, 80)}`,
+      {
+        details: { field: "expression" },
+      },
+    );
   }
   const parts = expression.trim().split(/\s+/);
   if (parts.length !== cronFields.length) {
@@ -81,9 +84,12 @@ export function parseCron(expression: unknown, what = "cron"): CronExpression {
 function parseField(text: string, index: number, expression: string, what: string): Set<number> {
   const field = cronFields[index] as (typeof cronFields)[number];
   const refuse = (why: string): never => {
-    throw new InvalidInputError(`${what}: the ${field.name} field of "${expression}" ${why} (allowed: ${field.min}-${field.max}, *, a-b, */n, a-b/n, lists a,b)`, {
-      details: { field: field.name, value: text },
-    });
+    throw new InvalidInputError(
+      `${what}: the ${field.name} field of "${expression}" ${why} (allowed: ${field.min}-${field.max}, *, a-b, */n, a-b/n, lists a,b)`,
+      {
+        details: { field: field.name, value: text },
+      },
+    );
   };
   const values = new Set<number>();
   for (const item of text.split(",")) {
@@ -99,7 +105,13 @@ function parseField(text: string, index: number, expression: string, what: strin
   return values;
 }
 
-function boundsOf(range: string, index: number, field: { readonly min: number; readonly max: number }, stepped: boolean, refuse: (why: string) => never): [number, number] {
+function boundsOf(
+  range: string,
+  index: number,
+  field: { readonly min: number; readonly max: number },
+  stepped: boolean,
+  refuse: (why: string) => never,
+): [number, number] {
   if (range === "*") return [field.min, field.max];
   const names = index === 3 ? monthNames : index === 4 ? weekdayNames : undefined;
   const offset = index === 3 ? 1 : 0;

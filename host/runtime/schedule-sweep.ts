@@ -28,13 +28,7 @@
 //   timer armed again after `sweepFailureBackoffMs`.
 
 import { PhronomyError } from "../errors.js";
-import {
-  scheduleClaimBatchMax,
-  type ScheduleClaim,
-  type ScheduleRow,
-  type ScheduleScope,
-  type ScheduleStore,
-} from "../store/schedule-records.js";
+import { scheduleClaimBatchMax, type ScheduleClaim, type ScheduleRow, type ScheduleScope, type ScheduleStore } from "../store/schedule-records.js";
 import type { Logger } from "./options.js";
 import type { Run } from "./run.js";
 import { claimOf } from "./schedule-slots.js";

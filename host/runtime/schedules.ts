@@ -106,8 +106,7 @@ export class Scheduling {
 
   constructor(private readonly host: SchedulingHost) {
     const store = scheduleStoreOf(host.store);
-    this.sweep =
-      store !== undefined && host.fires ? new ScheduleSweep({ ...host, store, singleOwner: !capabilitiesOf(host.store).leases }) : undefined;
+    this.sweep = store !== undefined && host.fires ? new ScheduleSweep({ ...host, store, singleOwner: !capabilitiesOf(host.store).leases }) : undefined;
   }
 
   /** Looks for due schedules now (the environment opened, or a definition was added). */
@@ -123,16 +122,23 @@ export class Scheduling {
     const now = Date.now();
     const checked = checkScheduleOptions(options, now, what);
     startInputOf(input as AgentInput, `${what}: input`);
-    if (!isJsonSafe(input)) throw new InvalidInputError(`${what}: the input must be JSON (text, model messages or parts with data as base64 text), to be stored until it fires`, { agentId });
+    if (!isJsonSafe(input))
+      throw new InvalidInputError(`${what}: the input must be JSON (text, model messages or parts with data as base64 text), to be stored until it fires`, {
+        agentId,
+      });
     const created = await store.createSchedule(
       { scheduleId: randomUUID(), definition, agentId, input: input as Json, createdAt: now, ...checked },
       schedulesPerConversationMax,
     );
     if (created === "full") {
-      throw new PhronomyError("CAPACITY", `conversation "${agentId}" has ${schedulesPerConversationMax} active schedules already; cancel one (env.cancelSchedule) before making another`, {
-        agentId,
-        details: { schedulesMax: schedulesPerConversationMax },
-      });
+      throw new PhronomyError(
+        "CAPACITY",
+        `conversation "${agentId}" has ${schedulesPerConversationMax} active schedules already; cancel one (env.cancelSchedule) before making another`,
+        {
+          agentId,
+          details: { schedulesMax: schedulesPerConversationMax },
+        },
+      );
     }
     this.sweep?.armAt(created.dueAt as number);
     return scheduleOf(created);
@@ -171,13 +177,17 @@ export class Scheduling {
     const row = await store.getSchedule(scheduleId);
     if (row === undefined) throw unknownSchedule(scheduleId, what);
     if (row.state !== "active") {
-      throw new InvalidInputError(`${what}: schedule ${scheduleId} is ${row.state}; only an active schedule runs`, { details: { scheduleId, state: row.state } });
+      throw new InvalidInputError(`${what}: schedule ${scheduleId} is ${row.state}; only an active schedule runs`, {
+        details: { scheduleId, state: row.state },
+      });
     }
     const now = Date.now();
     const claim = claimNow(row, now, now + firingRetryMs);
-    if (claim === undefined) throw new InvalidInputError(`${what}: schedule ${scheduleId} is firing now; wait for it`, { details: { scheduleId, state: "firing" } });
+    if (claim === undefined)
+      throw new InvalidInputError(`${what}: schedule ${scheduleId} is firing now; wait for it`, { details: { scheduleId, state: "firing" } });
     const [claimed] = await store.claimSchedules([claim]);
-    if (claimed === undefined) throw new InvalidInputError(`${what}: schedule ${scheduleId} changed meanwhile (fired or cancelled); read it again`, { details: { scheduleId } });
+    if (claimed === undefined)
+      throw new InvalidInputError(`${what}: schedule ${scheduleId} changed meanwhile (fired or cancelled); read it again`, { details: { scheduleId } });
     if (this.sweep === undefined) {
       // A process that fires nothing: the firing is due now for one that does.
       return scheduleOf(claimed);
@@ -203,7 +213,8 @@ export class Scheduling {
 
   private storeFor(what: string): ScheduleStore {
     const store = scheduleStoreOf(this.host.store);
-    if (store === undefined) throw new StoreError(`${what}: the store ${this.host.store.path ?? ""} keeps no schedules (it does not declare the "schedules" capability)`);
+    if (store === undefined)
+      throw new StoreError(`${what}: the store ${this.host.store.path ?? ""} keeps no schedules (it does not declare the "schedules" capability)`);
     return store;
   }
 }
@@ -227,9 +238,12 @@ function checkScheduleOptions(
   const { at, cron, timezone, ...start } = options;
   validateStartOptions(start, what);
   if (timezone !== undefined && timezone !== "UTC") {
-    throw new InvalidInputError(`${what}: "timezone" must be "UTC" (the only one supported), got ${JSON.stringify(timezone)}`, { details: { field: "timezone" } });
+    throw new InvalidInputError(`${what}: "timezone" must be "UTC" (the only one supported), got ${JSON.stringify(timezone)}`, {
+      details: { field: "timezone" },
+    });
   }
-  if ((at === undefined) === (cron === undefined)) throw new InvalidInputError(`${what}: give exactly one of "at" (a Date: one start) and "cron" (a recurring one)`);
+  if ((at === undefined) === (cron === undefined))
+    throw new InvalidInputError(`${what}: give exactly one of "at" (a Date: one start) and "cron" (a recurring one)`);
   if (start.metadata !== undefined && !isJsonSafe(start.metadata)) throw new InvalidInputError(`${what}: "metadata" must be JSON`);
   if (cron !== undefined) {
     const dueAt = firstSlotOf(cron, now, what);

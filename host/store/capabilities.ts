@@ -70,16 +70,7 @@ export const capabilityMethods: { readonly [C in StoreCapability]: readonly stri
   queue: ["enqueueMessage", "cancelQueued", "queuedMessages"],
   queueReads: ["queuedMessage", "listQueuedMessages"],
   pruning: ["pruneExecutions"],
-  schedules: [
-    "createSchedule",
-    "getSchedule",
-    "listSchedules",
-    "cancelSchedule",
-    "nextScheduleDue",
-    "dueSchedules",
-    "claimSchedules",
-    "settleScheduleFiring",
-  ],
+  schedules: ["createSchedule", "getSchedule", "listSchedules", "cancelSchedule", "nextScheduleDue", "dueSchedules", "claimSchedules", "settleScheduleFiring"],
 };
 
 /** What the store tells the runtime, and the one thing it asks of it.

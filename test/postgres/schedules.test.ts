@@ -74,14 +74,22 @@ describe("scheduled starts across processes (PostgreSQL)", () => {
 
     sweepAt(a, slot + 1_000);
     sweepAt(b, slot + 1_000);
-    const fired = await allFired(a, made.map((schedule) => schedule.scheduleId), 1);
+    const fired = await allFired(
+      a,
+      made.map((schedule) => schedule.scheduleId),
+      1,
+    );
     for (const schedule of fired) expect(schedule).toMatchObject({ firings: 1, nextRunAt: slot + 300_000, lastFiring: { slotAt: slot, outcome: "started" } });
     await terminalExecutions(a, conversations, conversations.length);
 
     // The next slot, both sweeping again.
     sweepAt(b, slot + 300_000);
     sweepAt(a, slot + 300_000);
-    const again = await allFired(b, made.map((schedule) => schedule.scheduleId), 2);
+    const again = await allFired(
+      b,
+      made.map((schedule) => schedule.scheduleId),
+      2,
+    );
     for (const schedule of again) expect(schedule).toMatchObject({ firings: 2, lastFiring: { slotAt: slot + 300_000 } });
     await terminalExecutions(a, conversations, conversations.length * 2);
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -104,7 +112,9 @@ describe("scheduled starts across processes (PostgreSQL)", () => {
     const row = await store.getSchedule(made.scheduleId);
     const slot = made.nextRunAt as number;
     const now = slot + 10;
-    const [claimed] = await store.claimSchedules([{ scheduleId: made.scheduleId, revision: row?.revision as number, firingSlotAt: slot, nextSlotAt: undefined, retryAt: now + firingRetryMs }]);
+    const [claimed] = await store.claimSchedules([
+      { scheduleId: made.scheduleId, revision: row?.revision as number, firingSlotAt: slot, nextSlotAt: undefined, retryAt: now + firingRetryMs },
+    ]);
     expect(claimed).toMatchObject({ firingSlotAt: slot, dueAt: now + firingRetryMs });
 
     const { env: b } = await openAs(schema, "schedules-survivor");

@@ -9,7 +9,17 @@ import { describe, expect, it } from "vitest";
 import { Phronomy, type Environment, type Schedule } from "../../host/index.js";
 import { startExecutionIdOf } from "../../host/store/start-filing.js";
 import { scheduledStartKey } from "../../host/runtime/schedule-sweep.js";
-import { agentRunModel, deferred, echoModel, lookupTool, openEnvironment, recordingLogger, temporaryStorePath, waitFor, type RecordedCall } from "../runtime/helpers.js";
+import {
+  agentRunModel,
+  deferred,
+  echoModel,
+  lookupTool,
+  openEnvironment,
+  recordingLogger,
+  temporaryStorePath,
+  waitFor,
+  type RecordedCall,
+} from "../runtime/helpers.js";
 
 /** Moves the environment's sweep clock to `at` and looks for due schedules. */
 function sweepAt(env: Environment, at: number): void {
@@ -81,7 +91,10 @@ describe("scheduled starts (SQLite)", () => {
     const store = await temporaryStorePath();
     const first = await Phronomy.open({ store, logger: recordingLogger() });
     const at = Date.now() + 150;
-    const made = await first.agent({ name: "support", model: echoModel({ lookup: false }) }).conversation("user-3").schedule("Reminder", { at });
+    const made = await first
+      .agent({ name: "support", model: echoModel({ lookup: false }) })
+      .conversation("user-3")
+      .schedule("Reminder", { at });
     await first.close();
     await pause(300);
     expect(Date.now()).toBeGreaterThan(at);
@@ -157,7 +170,10 @@ describe("scheduled starts (SQLite)", () => {
     await expect(chat.schedule("x", { cron: "0 25 * * *" })).rejects.toMatchObject({ code: "INVALID_INPUT", details: { field: "hour" } });
     await expect(chat.schedule("x", { cron: "0 9 * *" })).rejects.toMatchObject({ code: "INVALID_INPUT", details: { field: "expression" } });
     await expect(chat.schedule("x", { cron: "0 0 30 2 *" })).rejects.toMatchObject({ code: "INVALID_INPUT", details: { field: "dayOfMonth" } });
-    await expect(chat.schedule("x", { cron: "0 9 * * *", timezone: "Europe/Paris" })).rejects.toMatchObject({ code: "INVALID_INPUT", details: { field: "timezone" } });
+    await expect(chat.schedule("x", { cron: "0 9 * * *", timezone: "Europe/Paris" })).rejects.toMatchObject({
+      code: "INVALID_INPUT",
+      details: { field: "timezone" },
+    });
     await expect(chat.schedule("x", { at: new Date("not a date") })).rejects.toMatchObject({ code: "INVALID_INPUT", details: { field: "at" } });
     await expect(chat.schedule("x", {} as never)).rejects.toMatchObject({ code: "INVALID_INPUT" });
     await expect(chat.schedule("x", { at: Date.now(), cron: "* * * * *" })).rejects.toMatchObject({ code: "INVALID_INPUT" });

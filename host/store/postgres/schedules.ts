@@ -155,10 +155,12 @@ export async function nextScheduleDue(pool: Queryable, scope: ScheduleScope): Pr
 }
 
 export async function dueSchedules(pool: Queryable, scope: ScheduleScope, now: number, limit: number): Promise<ScheduleRow[]> {
-  const found = await pool.query<Row>(
-    `SELECT * FROM schedules WHERE state = 'active' AND due_at <= $3 AND ${inScope} ORDER BY due_at, schedule_id LIMIT $4`,
-    [scope.definitions, scope.agentIds, now, limit],
-  );
+  const found = await pool.query<Row>(`SELECT * FROM schedules WHERE state = 'active' AND due_at <= $3 AND ${inScope} ORDER BY due_at, schedule_id LIMIT $4`, [
+    scope.definitions,
+    scope.agentIds,
+    now,
+    limit,
+  ]);
   return found.rows.map(scheduleOfRow);
 }
 
@@ -193,14 +195,7 @@ export async function settleScheduleFiring(pool: Queryable, settlement: Schedule
       revision = revision + 1, updated_at = $3
     WHERE schedule_id = $1 AND state = 'active' AND firing_slot_at = $2
   `,
-    [
-      settlement.scheduleId,
-      settlement.firingSlotAt,
-      settlement.at,
-      settlement.executionId ?? null,
-      settlement.outcome,
-      settlement.error ?? null,
-    ],
+    [settlement.scheduleId, settlement.firingSlotAt, settlement.at, settlement.executionId ?? null, settlement.outcome, settlement.error ?? null],
   );
   return settled.rowCount === 1;
 }

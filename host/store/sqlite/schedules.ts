@@ -131,7 +131,15 @@ export function listSchedules(connection: SqliteConnection, filter: ScheduleList
     WHERE (? IS NULL OR agent_id = ?) AND (? IS NULL OR definition = ?) AND (? IS NULL OR state = ?)
     ORDER BY created_at DESC, schedule_id LIMIT ?
   `)
-    .all(filter.agentId ?? null, filter.agentId ?? null, filter.definition ?? null, filter.definition ?? null, filter.state ?? null, filter.state ?? null, limit)
+    .all(
+      filter.agentId ?? null,
+      filter.agentId ?? null,
+      filter.definition ?? null,
+      filter.definition ?? null,
+      filter.state ?? null,
+      filter.state ?? null,
+      limit,
+    )
     .map(scheduleOfRow);
 }
 
