@@ -30,7 +30,7 @@ import type { HistoryMetadata } from "./journal-messages.js";
 import { journalRecordsKept } from "../store/prune.js";
 import { randomUUID } from "node:crypto";
 import { isExecutionExists } from "./error-codes.js";
-import type { Schedule, ScheduleOptions, Scheduling } from "./schedules.js";
+import type { Schedule, ScheduleMaker, ScheduleOptions } from "./schedule-words.js";
 import { whenRead } from "./rehydration.js";
 
 /** What a start takes: a string, AI SDK model messages (system, user and
@@ -74,7 +74,7 @@ export interface AgentHost {
    * answer with the parts its chat stream showed (environment-reads.ts). */
   history(agentId: string, limit: number): Promise<UIMessage<HistoryMetadata>[]>;
   /** Scheduled starts (schedules.ts, docs/decisions/0078). */
-  readonly scheduling: Pick<Scheduling, "create">;
+  readonly scheduling: ScheduleMaker;
 }
 
 /** @internal The conversations' bookkeeping (conversations.ts), as a handle uses it. */

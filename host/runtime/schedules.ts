@@ -21,7 +21,6 @@ import {
   schedulesPerConversationMax,
   scheduleListMax,
   type ScheduledStartOptions,
-  type ScheduleFiringOutcome,
   type ScheduleRow,
   type ScheduleState,
   type ScheduleStore,
@@ -32,59 +31,9 @@ import { firingRetryMs, ScheduleSweep, type ScheduleSweepHost } from "./schedule
 import { claimNow, firstSlotOf } from "./schedule-slots.js";
 import { parseCron } from "./cron.js";
 import { startInputOf } from "./start-input.js";
-import type { AgentInput } from "./agent.js";
+import type { Schedule, ScheduleListFilter, ScheduleOptions } from "./schedule-words.js";
 
-/** When a schedule starts its conversation, and the start's options. */
-export interface ScheduleOptions extends ScheduledStartOptions {
-  /** A one-shot schedule: the time of its one start (a past time fires at once). */
-  readonly at?: Date | number;
-  /** A recurring schedule: five cron fields (minute hour day-of-month month day-of-week). */
-  readonly cron?: string;
-  /** The cron's time zone: only `"UTC"` (the default) for now. */
-  readonly timezone?: string;
-}
-
-/** How a schedule's last firing went. */
-export interface ScheduleFiring {
-  /** The slot fired (epoch ms). */
-  readonly slotAt: number;
-  /** When its start was made (epoch ms). */
-  readonly firedAt: number;
-  /** `started` (run here or filed for its owner), `queued` (behind a busy
-   * conversation) or `refused` (the busy policy, or the conversation closed). */
-  readonly outcome: ScheduleFiringOutcome;
-  readonly executionId: string | undefined;
-  /** The refusal's code (`AGENT_BUSY`, `QUEUE_FULL`, `AGENT_CLOSED`, …). */
-  readonly error: string | undefined;
-}
-
-/** A schedule as `env.schedules()` reads it. */
-export interface Schedule {
-  readonly scheduleId: string;
-  readonly agentId: string;
-  /** The named definition of the conversation; undefined for an agent defined by id. */
-  readonly definition: string | undefined;
-  readonly input: Json;
-  readonly options: ScheduledStartOptions;
-  readonly at: number | undefined;
-  readonly cron: string | undefined;
-  readonly timezone: string | undefined;
-  /** `active`, `cancelled`, or `done` (a one-shot schedule that fired). */
-  readonly state: ScheduleState;
-  /** The slot it fires next (epoch ms): a firing under way's, else the next one. */
-  readonly nextRunAt: number | undefined;
-  /** Firings settled so far. */
-  readonly firings: number;
-  readonly lastFiring: ScheduleFiring | undefined;
-  readonly createdAt: number;
-}
-
-export interface ScheduleListFilter {
-  readonly agentId?: string;
-  readonly definition?: string;
-  readonly state?: ScheduleState;
-  readonly limit?: number;
-}
+export type { Schedule, ScheduleFiring, ScheduleListFilter, ScheduleOptions } from "./schedule-words.js";
 
 const scheduleOptionKeys = ["at", "cron", "timezone", "timeoutMs", "approvalPolicy", "tokenBudget", "maxTurns", "metadata", "onBusy"];
 const filterKeys = ["agentId", "definition", "state", "limit"];
@@ -121,7 +70,7 @@ export class Scheduling {
     const store = this.storeFor(what);
     const now = Date.now();
     const checked = checkScheduleOptions(options, now, what);
-    startInputOf(input as AgentInput, `${what}: input`);
+    startInputOf(input as Parameters<typeof startInputOf>[0], `${what}: input`);
     if (!isJsonSafe(input))
       throw new InvalidInputError(`${what}: the input must be JSON (text, model messages or parts with data as base64 text), to be stored until it fires`, {
         agentId,
