@@ -50,6 +50,7 @@ export interface Schedule {
   readonly createdAt: number;
 }
 
+/** Which schedules `env.schedules()` lists: by conversation, definition or state, newest first, at most `limit` (1,000). */
 export interface ScheduleListFilter {
   readonly agentId?: string;
   readonly definition?: string;

@@ -29,6 +29,7 @@ export const scheduleListMax = 1_000;
  * loop making schedules; cancelled and done ones do not count). */
 export const schedulesPerConversationMax = 100;
 
+/** A schedule's state: `active` (it fires), `cancelled`, or `done` (a one-shot schedule that fired). */
 export type ScheduleState = "active" | "cancelled" | "done";
 
 /** How the last firing's start went: run or filed (`started`), waiting in

@@ -45,7 +45,6 @@ import {
   type ScheduleRow,
   type ScheduleScope,
   type ScheduleSettlement,
-  type ScheduleStore,
 } from "./schedule-records.js";
 import type { SqliteStoreOptions } from "./sqlite/open-owned.js";
 import type { StoreOwner } from "./sqlite/owner-file.js";
@@ -72,7 +71,7 @@ export const fileCheckMs = 100;
 
 /** The embedded store: one SQLite file, owned by one process at a time,
  * its commits run by the offload (docs/decisions/0006, 0007). */
-export class SqliteStore extends SqliteReadableStore implements ExecutionStore, ScheduleStore {
+export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
   /** The durability of its commits: `FULL` or `NORMAL`. */
   readonly synchronous: SynchronousMode;
   private readonly offload: Offload;
