@@ -43,6 +43,9 @@ export const firingRetryMs = 10_000;
 /** After a pass that failed (the store away), the next one. */
 export const sweepFailureBackoffMs = 1_000;
 
+/** The longest `close()` waits for firings under way to be settled. */
+export const closeWaitMsMax = 5_000;
+
 /** The idempotency key of a firing's start. */
 export function scheduledStartKey(scheduleId: string, slotAt: number): string {
   return `schedule:${scheduleId}:${slotAt}`;
@@ -134,11 +137,17 @@ export class ScheduleSweep {
     this.clearTimer();
   }
 
-  /** Stops the timer; waits for the pass and the firings under way. */
+  /** Stops the timer; waits for the pass and the firings under way, at
+   * most `closeWaitMsMax` (the drain settled every start before this: a
+   * firing still unsettled then is claimed again after its retry time). */
   async close(): Promise<void> {
     this.halt();
-    await this.pass;
-    await Promise.all([...this.firings]);
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, closeWaitMsMax);
+    });
+    await Promise.race([Promise.all([this.pass, ...this.firings]), bound]);
+    clearTimeout(timer);
   }
 
   private clearTimer(): void {

@@ -118,7 +118,9 @@ export class Scheduling {
   }
 
   /** Fires an active schedule now (its next slot kept); settles once the
-   * firing's start was made or refused, with the schedule after it. */
+   * firing's start was made or refused, with the schedule after it. In a
+   * process that fires no schedules (`balance: false`) the firing is
+   * claimed and left due for a process that does: it settles at once. */
   async runNow(scheduleId: string): Promise<Schedule> {
     const what = "env.runSchedule()";
     this.assertWritable(what);
@@ -131,7 +133,8 @@ export class Scheduling {
       });
     }
     const now = Date.now();
-    const claim = claimNow(row, now, now + firingRetryMs);
+    // A process that fires nothing leaves the firing due at once for one that does.
+    const claim = claimNow(row, now, this.sweep === undefined ? now : now + firingRetryMs);
     if (claim === undefined)
       throw new InvalidInputError(`${what}: schedule ${scheduleId} is firing now; wait for it`, { details: { scheduleId, state: "firing" } });
     const [claimed] = await store.claimSchedules([claim]);
