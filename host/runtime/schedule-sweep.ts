@@ -156,10 +156,17 @@ export class ScheduleSweep {
     this.timerAt = Number.POSITIVE_INFINITY;
   }
 
+  /** One indexed read when nothing is due (the nearest due time, to arm
+   * the timer); claims in bounded batches while something is. */
   private async sweep(): Promise<void> {
     const { store } = this.host;
     const scope = this.host.scope();
     if (scope.definitions.length === 0 && scope.agentIds.length === 0) return;
+    const nearest = await store.nextScheduleDue(scope);
+    if (nearest === undefined || (nearest > this.clock() && !(this.firstPass && this.host.singleOwner))) {
+      this.armAt(nearest ?? Number.POSITIVE_INFINITY);
+      return;
+    }
     for (;;) {
       if (this.closed) return;
       const now = this.clock();
