@@ -3,6 +3,7 @@
 // of its store to kill the process with SIGKILL there, then defines the
 // "support" definition, which starts the sweep: the schedule the parent
 // made (due already) is claimed and fired. Kill points:
+// (On PostgreSQL, `postgres` names the schema and the instance.)
 // `before-claim` (nothing committed), `after-claim` (the claim committed,
 // no start made), `before-settle` (the start admitted and prepared, the
 // firing not settled), `after-settle` (all of it committed).
@@ -14,7 +15,14 @@ import type { ScheduleStore } from "../../host/store/schedule-records.js";
 
 export type ScheduleKillPoint = "before-claim" | "after-claim" | "before-settle" | "after-settle";
 
-const config = JSON.parse(process.argv[2] ?? "{}") as { store: string; kill: ScheduleKillPoint };
+/** `store`: a SQLite path, or a PostgreSQL URL with `postgres` (schema, instance id). */
+export interface ScheduleChildConfig {
+  readonly store: string;
+  readonly kill: ScheduleKillPoint;
+  readonly postgres?: { readonly schema: string; readonly instanceId: string; readonly leaseMs: number };
+}
+
+const config = JSON.parse(process.argv[2] ?? "{}") as ScheduleChildConfig;
 
 function die(point: string): never {
   writeSync(1, `${JSON.stringify({ type: "killing", point })}\n`);
@@ -22,7 +30,11 @@ function die(point: string): never {
   for (;;) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1_000);
 }
 
-const env = await Phronomy.open({ store: config.store, logger: { warn: (message) => writeSync(2, `${message}\n`) } });
+const env = await Phronomy.open({
+  store: config.store,
+  logger: { warn: (message) => writeSync(2, `${message}\n`) },
+  ...(config.postgres !== undefined ? { postgres: config.postgres } : {}),
+});
 const store = env.store as unknown as ScheduleStore;
 const claim = store.claimSchedules.bind(store);
 const settle = store.settleScheduleFiring.bind(store);

@@ -15,14 +15,16 @@ import { scriptedModel } from "../../host/agent/scripted-model.js";
 import { scheduledStartKey } from "../../host/runtime/schedule-sweep.js";
 import { startExecutionIdOf } from "../../host/store/start-filing.js";
 import { childNodeFlags } from "../support/node-flags.js";
-import type { ScheduleKillPoint } from "./schedule-child.js";
+import type { ScheduleChildConfig, ScheduleKillPoint } from "./schedule-child.js";
+import { firingRetryMs } from "../../host/runtime/schedule-sweep.js";
+import { atEnd, freshSchema, postgresUrl } from "../postgres/database.js";
 import { cleanUp, crashPaths, recordingLogger } from "./verify.js";
 
 afterEach(cleanUp);
 
 const here = dirname(fileURLToPath(import.meta.url));
 
-function runChild(config: { store: string; kill: ScheduleKillPoint }): Promise<{ signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
+function runChild(config: ScheduleChildConfig): Promise<{ signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...childNodeFlags, "--import", "tsx", join(here, "schedule-child.ts"), JSON.stringify(config)], {
       cwd: join(here, "..", ".."),
@@ -82,3 +84,29 @@ async function waitForFiring(env: Awaited<ReturnType<typeof Phronomy.open>>, sch
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+
+describe("PostgreSQL: a process killed after its claim committed", () => {
+  it("another process claims the firing after its retry time, takes the partition over, and runs it once", async () => {
+    const schema = freshSchema();
+    const leaseMs = 2_000;
+    const open = (instanceId: string) => Phronomy.open({ store: postgresUrl, logger: recordingLogger(), postgres: { schema, instanceId, leaseMs } });
+    const maker = await open("schedule-maker");
+    const at = Date.now();
+    const made = await maker.agent({ name: "support", model: model() }).conversation("user-pg").schedule("Send the digest", { at });
+    await maker.close();
+
+    const child = await runChild({ store: postgresUrl, kill: "after-claim", postgres: { schema, instanceId: "schedule-child", leaseMs } });
+    expect(child.signal, `${child.stdout}\n${child.stderr}`).toBe("SIGKILL");
+    const claimedAt = Date.now();
+
+    const survivor = await open("schedule-survivor");
+    atEnd(() => survivor.close());
+    survivor.agent({ name: "support", model: model() });
+    const executionId = startExecutionIdOf("user-pg", scheduledStartKey(made.scheduleId, at));
+    const fired = await waitForFiring(survivor, made.scheduleId);
+    expect(Date.now() - claimedAt).toBeGreaterThanOrEqual(firingRetryMs - 1_000);
+    expect(fired).toMatchObject({ state: "done", firings: 1, lastFiring: { slotAt: at, executionId } });
+    expect(await survivor.wait(executionId).result).toMatchObject({ outcome: "completed", output: "digest sent" });
+    expect((await survivor.executions({ agentId: "user-pg" })).map((row) => row.executionId)).toEqual([executionId]);
+  });
+});
