@@ -139,6 +139,15 @@ describe("scheduled starts (SQLite)", () => {
     await expect(env.schedules({ status: "active" } as never)).rejects.toMatchObject({ code: "INVALID_INPUT" });
   });
 
+  it("an agent defined by its id schedules its one conversation", async () => {
+    const env = await openEnvironment();
+    const agent = env.agent({ id: "reminders", model: echoModel({ lookup: false }) });
+    const schedule = await agent.schedule("Water the plants", { at: Date.now() + 200 });
+    expect(schedule).toMatchObject({ agentId: "reminders", definition: undefined });
+    const fired = await settledFirings(env, schedule.scheduleId, 1);
+    expect(await env.wait(fired.lastFiring?.executionId as string).result).toMatchObject({ output: "echo: Water the plants" });
+  });
+
   it("a firing while the conversation is busy follows its busy policy, and the outcome is recorded on the schedule", async () => {
     const env = await openEnvironment();
     const gate = deferred();
