@@ -30,6 +30,7 @@ import type { HistoryMetadata } from "./journal-messages.js";
 import { journalRecordsKept } from "../store/prune.js";
 import { randomUUID } from "node:crypto";
 import { isExecutionExists } from "./error-codes.js";
+import type { Schedule, ScheduleMaker, ScheduleOptions } from "./schedule-words.js";
 import { whenRead } from "./rehydration.js";
 
 /** What a start takes: a string, AI SDK model messages (system, user and
@@ -72,6 +73,8 @@ export interface AgentHost {
   /** The conversation's last `limit` memory records as UI messages, each
    * answer with the parts its chat stream showed (environment-reads.ts). */
   history(agentId: string, limit: number): Promise<UIMessage<HistoryMetadata>[]>;
+  /** Scheduled starts (schedules.ts, docs/decisions/0078). */
+  readonly scheduling: ScheduleMaker;
 }
 
 /** @internal The conversations' bookkeeping (conversations.ts), as a handle uses it. */
@@ -114,6 +117,16 @@ export class Agent<OUTPUT = Json> {
    * environment opened are recovered (starts wait for it on their own). */
   get ready(): Promise<void> {
     return this.scope.ready;
+  }
+
+  /** Schedules starts of this conversation (docs/decisions/0078): once
+   * `at` a time, or on a `cron` schedule (five fields, UTC), each an
+   * ordinary start with the conversation's busy policy, fired exactly once
+   * by one of the processes sharing the store. Resolves with the stored
+   * schedule (`scheduleId`); a bad input, option or cron is refused with
+   * InvalidInputError naming it. */
+  schedule(input: AgentInput, options: ScheduleOptions): Promise<Schedule> {
+    return this.environment.scheduling.create(this.id, this.kind.name, input, options);
   }
 
   /** Counts one operation on this conversation until its run's execution

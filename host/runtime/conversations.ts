@@ -152,6 +152,11 @@ export class Conversations {
     return this.byName.has(name);
   }
 
+  /** The names and ids defined here: the schedules this process fires (docs/decisions/0078). */
+  definedScope(): { definitions: string[]; agentIds: string[] } {
+    return { definitions: [...this.byName.keys()], agentIds: [...this.byId.keys()] };
+  }
+
   /** Adds a definition; its conversations with unfinished executions are
    * recovered once the scan is read (the report). */
   define(kind: DefinitionKind): Promise<RecoveredExecution[]> {

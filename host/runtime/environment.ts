@@ -17,7 +17,7 @@ import { isVisitorStore } from "../store/sqlite/visitor-mark.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { ChatChunk, StreamOptions } from "../chat/chat-stream.js";
 import { Admin, type PendingApproval } from "./admin.js";
-import type { Agent } from "./agent.js";
+import { Agent } from "./agent.js";
 import { AgentDefinitions } from "./agent-definitions.js";
 import { AgentOwnership } from "./agent-ownership.js";
 import { AgentRecoveries, recoveryHooksOf } from "./agent-recoveries.js";
@@ -48,6 +48,9 @@ import type { RetryOptions } from "./retry.js";
 import type { Run, Waiter, Waiting } from "./run.js";
 import { storeSignals } from "./store-signals.js";
 import { refuseUnwritableStore, refuseVisitor } from "./write-refusals.js";
+import { startInboxStoreOf } from "./remote-start.js";
+import { Scheduling, type Schedule, type ScheduleListFilter } from "./schedules.js";
+import type { ScheduleRow } from "../store/schedule-records.js";
 
 /** A running Phronomy on one store: the agents defined on it, their executions, recovery, retention, and `close()`. Made by `Phronomy.open`. */
 export class Environment {
@@ -65,6 +68,8 @@ export class Environment {
   private readonly data: DurableData;
   private readonly drain: Drain;
   private adminSurface: Admin | undefined;
+  /** @internal Scheduled starts and their sweep (schedules.ts, docs/decisions/0078). */
+  readonly scheduling: Scheduling;
 
   private constructor(
     /** The store this environment owns (reads: executions, timelines). */
@@ -110,8 +115,17 @@ export class Environment {
     this.reads = new EnvironmentReads({ ...parts, wait: (executionId) => this.wait(executionId) });
     this.data = new DurableData({ ...parts, ...asserts });
     this.definitions = new AgentDefinitions({ ...parts, recoveries: this.recoveries, agents: this, retention: () => this.data.retention });
-    // Stopped in this order once drained: the followers, the inbox, the pruner.
-    this.drain = new Drain({ ...parts, core, services: [this.followers, this.inbox, this.data] });
+    this.scheduling = new Scheduling({
+      store,
+      logger: coordinator.settings.logger,
+      fires: !visitor && (startInboxStoreOf(store)?.balancing ?? true),
+      ...asserts,
+      scope: () => this.conversations.definedScope(),
+      start: (row, idempotencyKey) => this.scheduledStart(row, idempotencyKey),
+      statusOf: async (executionId) => (await this.execution(executionId))?.status,
+    });
+    // Stopped in this order once drained: the schedules, the followers, the inbox, the pruner.
+    this.drain = new Drain({ ...parts, core, services: [this.scheduling, this.followers, this.inbox, this.data] });
   }
 
   /** What `Phronomy.open` does: checks the options, opens (creating and
@@ -170,7 +184,40 @@ export class Environment {
   agent<OUTPUT = unknown>(definition: ConversationDefinition<OUTPUT>): DefinedAgent<OutputOf<OUTPUT>>;
   agent(given: AgentDefinition | ConversationDefinition): Agent<unknown> | DefinedAgent<unknown> {
     this.assertOpen("env.agent()");
-    return this.definitions.define(given);
+    const defined = this.definitions.define(given);
+    this.scheduling.start();
+    return defined;
+  }
+
+  /** Scheduled starts in the store, newest first (docs/decisions/0078):
+   * by `agentId`, `definition`, `state` (`active`, `cancelled`, `done`), at most `limit` (1,000). */
+  schedules(filter?: ScheduleListFilter): Promise<Schedule[]> {
+    return this.scheduling.list(filter);
+  }
+
+  /** One schedule, or undefined. */
+  schedule(scheduleId: string): Promise<Schedule | undefined> {
+    return this.scheduling.get(scheduleId);
+  }
+
+  /** Cancels a schedule: it fires no more (a firing under way still starts once). */
+  cancelSchedule(scheduleId: string): Promise<Schedule> {
+    return this.scheduling.cancel(scheduleId);
+  }
+
+  /** Fires a schedule now, keeping its next slot; settles with the schedule
+   * once the start was made (`lastFiring`) or refused. */
+  runSchedule(scheduleId: string): Promise<Schedule> {
+    return this.scheduling.runNow(scheduleId);
+  }
+
+  /** A firing's start: an ordinary start of the conversation, keyed by its
+   * slot; undefined when its definition is not defined here. */
+  private scheduledStart(row: ScheduleRow, idempotencyKey: string): Run | undefined {
+    const kind = this.conversations.kindOf(row.agentId, row.definition);
+    if (kind === undefined || (row.definition === undefined) !== (kind.name === undefined)) return undefined;
+    const agent = new Agent({ environment: this, kind, ready: Promise.resolve() }, row.agentId);
+    return agent.start(row.input as never, { ...row.options, idempotencyKey });
   }
 
   /** Deletes an agent's durable data. Refused with AgentBusyError while the
@@ -316,6 +363,7 @@ export class Environment {
    * store, for the next environment), then closes the store. The same
    * promise for every call. */
   close(): Promise<void> {
+    this.scheduling.halt();
     return this.drain.close();
   }
 

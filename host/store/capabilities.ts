@@ -32,6 +32,9 @@ export interface StoreCapabilities {
   readonly queueReads: boolean;
   /** Pruning of finished executions (docs/decisions/0027). */
   readonly pruning: boolean;
+  /** Scheduled starts of a conversation (docs/decisions/0078). Optional:
+   * a store of the application's own that predates them declares nothing. */
+  readonly schedules?: boolean;
 }
 
 export type StoreCapability = keyof StoreCapabilities;
@@ -67,6 +70,7 @@ export const capabilityMethods: { readonly [C in StoreCapability]: readonly stri
   queue: ["enqueueMessage", "cancelQueued", "queuedMessages"],
   queueReads: ["queuedMessage", "listQueuedMessages"],
   pruning: ["pruneExecutions"],
+  schedules: ["createSchedule", "getSchedule", "listSchedules", "cancelSchedule", "nextScheduleDue", "dueSchedules", "claimSchedules", "settleScheduleFiring"],
 };
 
 /** What the store tells the runtime, and the one thing it asks of it.

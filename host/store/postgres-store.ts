@@ -31,6 +31,16 @@
 
 import type { PostgresStoreOptions } from "./postgres/options.js";
 import * as queue from "./postgres/queue.js";
+import * as schedules from "./postgres/schedules.js";
+import {
+  scheduleListMax,
+  type NewSchedule,
+  type ScheduleClaim,
+  type ScheduleListFilter,
+  type ScheduleRow,
+  type ScheduleScope,
+  type ScheduleSettlement,
+} from "./schedule-records.js";
 import type { CancelQueuedOperation, CancelQueuedResult, EnqueueMessageOperation, EnqueueMessageResult, QueuedMessage } from "./queue.js";
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
@@ -172,6 +182,7 @@ export class PostgresStore implements ExecutionStore {
     queue: true,
     queueReads: true,
     pruning: true,
+    schedules: true,
   };
   /** Where the store's signals go (`listen`): partitions taken in the
    * background (after `leaseAcquired` for the agents asked for in them: their
@@ -901,6 +912,41 @@ export class PostgresStore implements ExecutionStore {
     if (this.announcedAgents.size >= announcedAgentsMax) this.announcedAgents.clear();
     this.announcedAgents.add(agentId);
     this.signals.approvalFiled(agentId);
+  }
+
+  // -- schedules (docs/decisions/0078): one statement each, `postgres/schedules.ts` -------
+
+  /** @internal */
+  createSchedule(schedule: NewSchedule, perConversationMax: number): Promise<ScheduleRow | "full"> {
+    return this.read(() => schedules.createSchedule(this.pool, schedule, perConversationMax));
+  }
+  /** @internal */
+  getSchedule(scheduleId: string): Promise<ScheduleRow | undefined> {
+    return this.read(() => schedules.getSchedule(this.pool, checkId(scheduleId, "scheduleId")));
+  }
+  /** @internal */
+  listSchedules(filter: ScheduleListFilter): Promise<ScheduleRow[]> {
+    return this.read(() => schedules.listSchedules(this.pool, filter, filter.limit ?? scheduleListMax));
+  }
+  /** @internal */
+  cancelSchedule(scheduleId: string, at: number): Promise<ScheduleRow | undefined> {
+    return this.read(() => schedules.cancelSchedule(this.pool, checkId(scheduleId, "scheduleId"), at));
+  }
+  /** @internal */
+  nextScheduleDue(scope: ScheduleScope): Promise<number | undefined> {
+    return this.read(() => schedules.nextScheduleDue(this.pool, scope));
+  }
+  /** @internal */
+  dueSchedules(scope: ScheduleScope, now: number, limit: number): Promise<ScheduleRow[]> {
+    return this.read(() => schedules.dueSchedules(this.pool, scope, now, limit));
+  }
+  /** @internal */
+  claimSchedules(claims: readonly ScheduleClaim[]): Promise<ScheduleRow[]> {
+    return this.read(() => schedules.claimSchedules(this.pool, claims, Date.now()));
+  }
+  /** @internal */
+  settleScheduleFiring(settlement: ScheduleSettlement): Promise<boolean> {
+    return this.read(() => schedules.settleScheduleFiring(this.pool, settlement));
   }
 
   /** Files a start for the process holding its conversation's partition

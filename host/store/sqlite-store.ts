@@ -36,6 +36,16 @@ import { sqlitePruneBatchExecutions } from "./sqlite/prune.js";
 import type { ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, FiledDecision } from "./inbox-records.js";
 import type { SqliteConnection } from "./sqlite/driver.js";
 import * as inbox from "./sqlite/inbox.js";
+import * as schedules from "./sqlite/schedules.js";
+import {
+  scheduleListMax,
+  type NewSchedule,
+  type ScheduleClaim,
+  type ScheduleListFilter,
+  type ScheduleRow,
+  type ScheduleScope,
+  type ScheduleSettlement,
+} from "./schedule-records.js";
 import type { SqliteStoreOptions } from "./sqlite/open-owned.js";
 import type { StoreOwner } from "./sqlite/owner-file.js";
 import type { StoreOwnership } from "./sqlite/ownership.js";
@@ -83,6 +93,7 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
     queue: true,
     queueReads: true,
     pruning: true,
+    schedules: true,
   };
 
   private constructor(path: string, synchronous: SynchronousMode, connection: SqliteConnection, offload: Offload, ownership: StoreOwnership) {
@@ -226,6 +237,48 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
   /** @internal The decision on an approval, once one was applied. */
   approvalDecided(executionId: string, approvalId: string): Promise<{ readonly approved: boolean } | undefined> {
     return this.read(() => inbox.approvalDecided(this.connection, checkId(executionId, "executionId"), approvalId));
+  }
+
+  // -- schedules (docs/decisions/0078): on this connection, like the inbox ----------------
+
+  /** @internal */
+  createSchedule(schedule: NewSchedule, perConversationMax: number): Promise<ScheduleRow | "full"> {
+    return this.read(() => schedules.createSchedule(this.connection, schedule, perConversationMax));
+  }
+
+  /** @internal */
+  getSchedule(scheduleId: string): Promise<ScheduleRow | undefined> {
+    return this.read(() => schedules.getSchedule(this.connection, checkId(scheduleId, "scheduleId")));
+  }
+
+  /** @internal */
+  listSchedules(filter: ScheduleListFilter): Promise<ScheduleRow[]> {
+    return this.read(() => schedules.listSchedules(this.connection, filter, filter.limit ?? scheduleListMax));
+  }
+
+  /** @internal */
+  cancelSchedule(scheduleId: string, at: number): Promise<ScheduleRow | undefined> {
+    return this.read(() => schedules.cancelSchedule(this.connection, checkId(scheduleId, "scheduleId"), at));
+  }
+
+  /** @internal */
+  nextScheduleDue(scope: ScheduleScope): Promise<number | undefined> {
+    return this.read(() => schedules.nextScheduleDue(this.connection, scope));
+  }
+
+  /** @internal */
+  dueSchedules(scope: ScheduleScope, now: number, limit: number): Promise<ScheduleRow[]> {
+    return this.read(() => schedules.dueSchedules(this.connection, scope, now, limit));
+  }
+
+  /** @internal */
+  claimSchedules(claims: readonly ScheduleClaim[]): Promise<ScheduleRow[]> {
+    return this.read(() => schedules.claimSchedules(this.connection, claims, Date.now()));
+  }
+
+  /** @internal */
+  settleScheduleFiring(settlement: ScheduleSettlement): Promise<boolean> {
+    return this.read(() => schedules.settleScheduleFiring(this.connection, settlement));
   }
 
   /** Wakes the listener for every agent with a decision to claim, when a

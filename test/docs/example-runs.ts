@@ -53,6 +53,10 @@ export const runs: Readonly<Record<string, Runs | { readonly runBy: string }>> =
       "left: refunds",
     ],
   },
+  "examples/scheduled-starts.ts": {
+    runtime: "node",
+    prints: ["ran now: started, done: Send the daily digest", "next digest at 09:00 UTC: 09:00", "fired on its own: done: Ping", "active: 0 9 * * *"],
+  },
   "examples/waiting-for-a-person.ts": {
     runtime: "node",
     prints: [

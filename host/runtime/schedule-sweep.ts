@@ -1,0 +1,231 @@
+// The schedule sweep (docs/decisions/0078): one timer per environment,
+// armed at the nearest due time of the schedules it may fire; at due it
+// claims a bounded batch of due schedules (a compare-and-set per row in one
+// transaction, so of all the processes sharing the store exactly one
+// claims a firing) and turns each claimed firing into an ordinary start of
+// its conversation.
+//
+// Entry points: `wake()` (look now: after a schedule was made here, and at
+// open), `fireClaimed(row)` (run now), `close()`.
+//
+// Rules kept here:
+// * Never one timer per schedule: one timer, armed at the nearest due time
+//   read from the store (one indexed row), or `sweepIdleMsMax` when none
+//   is nearer, so a schedule made by another process is seen within it.
+// * A pass reads at most `scheduleClaimBatchMax` due rows; a full batch is
+//   followed by another pass at once.
+// * The start of a firing is keyed by (schedule, slot)
+//   (`scheduledStartKey`): a firing claimed again — its claimer died or
+//   was slow past `firingRetryMs` — starts the same execution, which the
+//   store admits once. Its placement (run here, file for the owner,
+//   refuse) and the busy policy are the core's, as for any start.
+// * A firing is settled (its outcome recorded, the schedule moved to its
+//   next slot) once the start has an execution id or was refused for a
+//   reason that will not pass by retrying; a start refused because this
+//   process is closing or its store failed leaves the firing pending, to be
+//   claimed again at its retry time.
+// * Nothing here throws into a timer: a failed pass is logged and the
+//   timer armed again after `sweepFailureBackoffMs`.
+
+import { PhronomyError } from "../errors.js";
+import { scheduleClaimBatchMax, type ScheduleClaim, type ScheduleRow, type ScheduleScope, type ScheduleStore } from "../store/schedule-records.js";
+import type { Logger } from "./options.js";
+import type { Run } from "./run.js";
+import { claimOf } from "./schedule-slots.js";
+
+/** The longest the timer sleeps while nothing is due nearer: a schedule
+ * made by another process (PostgreSQL) is seen within it. One indexed read
+ * a minute costs nothing. */
+export const sweepIdleMsMax = 60_000;
+/** How long a claimed firing waits for its claimer to settle it before any
+ * process may claim it again (the same keyed start: run once). */
+export const firingRetryMs = 10_000;
+/** After a pass that failed (the store away), the next one. */
+export const sweepFailureBackoffMs = 1_000;
+
+/** The longest `close()` waits for firings under way to be settled. */
+export const closeWaitMsMax = 5_000;
+
+/** The idempotency key of a firing's start. */
+export function scheduledStartKey(scheduleId: string, slotAt: number): string {
+  return `schedule:${scheduleId}:${slotAt}`;
+}
+
+/** What the sweep needs of its environment. */
+export interface ScheduleSweepHost {
+  readonly store: ScheduleStore;
+  readonly logger: Logger;
+  /** The definitions and agents defined here: their schedules are fired here. */
+  scope(): ScheduleScope;
+  /** Starts the firing's conversation with its key; undefined when its
+   * definition is not defined here (left pending for a process that has it). */
+  start(row: ScheduleRow, idempotencyKey: string): Run | undefined;
+  /** The execution's durable status, to tell a queued start from a started one. */
+  statusOf(executionId: string): Promise<string | undefined>;
+  /** A single owner (SQLite): a firing pending at open was left by an owner
+   * that is gone, and is claimed again at once. */
+  readonly singleOwner: boolean;
+}
+
+export class ScheduleSweep {
+  /** @internal The sweep's clock (tests move it; docs/decisions/0078). */
+  clock: () => number = () => Date.now();
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Number.POSITIVE_INFINITY;
+  private pass: Promise<void> | undefined;
+  private passAgain = false;
+  private firstPass = true;
+  private closed = false;
+  private readonly firings = new Set<Promise<void>>();
+
+  constructor(private readonly host: ScheduleSweepHost) {}
+
+  /** Looks for due schedules now (coalesced with a pass under way). */
+  wake(): void {
+    if (this.closed) return;
+    if (this.pass !== undefined) {
+      this.passAgain = true;
+      return;
+    }
+    this.clearTimer();
+    this.pass = this.sweep()
+      .catch((error: unknown) => {
+        this.host.logger.warn(`[phronomy] the schedule sweep failed; it looks again in ${sweepFailureBackoffMs} ms: ${(error as Error).message}`);
+        this.armAt(this.clock() + sweepFailureBackoffMs);
+      })
+      .finally(() => {
+        this.pass = undefined;
+        if (this.passAgain) {
+          this.passAgain = false;
+          this.wake();
+        }
+      });
+  }
+
+  /** Arms the timer at `dueAt` if that is nearer than the time armed. */
+  armAt(dueAt: number): void {
+    if (this.closed) return;
+    const now = this.clock();
+    const at = Math.min(dueAt, now + sweepIdleMsMax);
+    if (this.timer !== undefined && this.timerAt <= at) return;
+    this.clearTimer();
+    this.timerAt = at;
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.timerAt = Number.POSITIVE_INFINITY;
+        this.wake();
+      },
+      Math.max(0, at - now),
+    );
+    this.timer.unref();
+  }
+
+  /** Starts a firing this process claimed (a pass, or run now) and settles it. */
+  fireClaimed(row: ScheduleRow): Promise<void> {
+    const firing = this.fire(row).catch((error: unknown) => {
+      this.host.logger.warn(`[phronomy] schedule ${row.scheduleId}: its firing was not settled, it is claimed again later: ${(error as Error).message}`);
+    });
+    this.firings.add(firing);
+    void firing.finally(() => this.firings.delete(firing));
+    return firing;
+  }
+
+  /** Stops the timer; a pass under way stops at its next batch. */
+  halt(): void {
+    this.closed = true;
+    this.clearTimer();
+  }
+
+  /** Stops the timer; waits for the pass and the firings under way, at
+   * most `closeWaitMsMax` (the drain settled every start before this: a
+   * firing still unsettled then is claimed again after its retry time). */
+  async close(): Promise<void> {
+    this.halt();
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, closeWaitMsMax);
+    });
+    await Promise.race([Promise.all([this.pass, ...this.firings]), bound]);
+    clearTimeout(timer);
+  }
+
+  private clearTimer(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
+  }
+
+  /** One indexed read when nothing is due (the nearest due time, to arm
+   * the timer); claims in bounded batches while something is. */
+  private async sweep(): Promise<void> {
+    const { store } = this.host;
+    const scope = this.host.scope();
+    if (scope.definitions.length === 0 && scope.agentIds.length === 0) return;
+    const nearest = await store.nextScheduleDue(scope);
+    if (nearest === undefined || (nearest > this.clock() && !(this.firstPass && this.host.singleOwner))) {
+      this.armAt(nearest ?? Number.POSITIVE_INFINITY);
+      return;
+    }
+    for (;;) {
+      if (this.closed) return;
+      const now = this.clock();
+      const rows = await this.dueRows(scope, now);
+      const claims: ScheduleClaim[] = [];
+      for (const row of rows) {
+        const claim = this.claimFor(row, now);
+        if (claim !== undefined) claims.push(claim);
+      }
+      const claimed = claims.length === 0 ? [] : await store.claimSchedules(claims);
+      for (const row of claimed) void this.fireClaimed(row);
+      if (rows.length < scheduleClaimBatchMax) break;
+    }
+    const next = await store.nextScheduleDue(scope);
+    this.armAt(next ?? Number.POSITIVE_INFINITY);
+  }
+
+  /** Due rows; on a single owner's first pass, its firings left pending too. */
+  private async dueRows(scope: ScheduleScope, now: number): Promise<ScheduleRow[]> {
+    if (!this.firstPass || !this.host.singleOwner) return this.host.store.dueSchedules(scope, now, scheduleClaimBatchMax);
+    this.firstPass = false;
+    const rows = await this.host.store.dueSchedules(scope, now + firingRetryMs, scheduleClaimBatchMax);
+    return rows.filter((row) => (row.dueAt as number) <= now || row.firingSlotAt !== undefined);
+  }
+
+  private claimFor(row: ScheduleRow, now: number): ScheduleClaim | undefined {
+    try {
+      return claimOf(row, now, now + firingRetryMs);
+    } catch (error) {
+      this.host.logger.warn(`[phronomy] schedule ${row.scheduleId} cannot be fired: ${(error as Error).message}`);
+      return undefined;
+    }
+  }
+
+  private async fire(row: ScheduleRow): Promise<void> {
+    const slotAt = row.firingSlotAt as number;
+    const run = this.host.start(row, scheduledStartKey(row.scheduleId, slotAt));
+    if (run === undefined) return;
+    run.result.catch(() => undefined);
+    const settle = (outcome: "started" | "queued" | "refused", executionId: string | undefined, error: string | undefined): Promise<boolean> =>
+      this.host.store.settleScheduleFiring({ scheduleId: row.scheduleId, firingSlotAt: slotAt, outcome, executionId, error, at: this.clock() });
+    let executionId: string;
+    try {
+      executionId = await run.executionId;
+    } catch (error) {
+      if (passes(error)) throw error;
+      await settle("refused", undefined, (error as PhronomyError).code);
+      return;
+    }
+    const status = await this.host.statusOf(executionId).catch(() => undefined);
+    await settle(status === "queued" ? "queued" : "started", executionId, undefined);
+  }
+}
+
+/** A refusal that a later claim of the same firing may not meet: this
+ * process closing, its store failing, a lease in flux. */
+function passes(error: unknown): boolean {
+  if (!(error instanceof PhronomyError)) return true;
+  const transient = ["RUNTIME_SHUTDOWN", "STORE", "OFFLOAD_FULL", "CAPACITY", "CORE_FAILED", "INTERNAL"];
+  if (transient.includes(error.code)) return true;
+  return error.code === "AGENT_BUSY" && error.details?.["reason"] !== undefined;
+}
