@@ -22,7 +22,12 @@ export async function conversationLive(environment: Environment, links: Links, a
   const definition = rows.map(definitionOf).find((name) => name !== undefined);
   const exchanges = ordered.map((row, index) => {
     const approval = pending.find((candidate) => candidate.executionId === row.executionId);
-    return transcriptOf(links, row, timelines[index]!, approval === undefined ? undefined : approvalCard(links, approval));
+    return transcriptOf(
+      links,
+      row,
+      timelines[index]!,
+      approval === undefined ? undefined : approvalCard(links, approval, undefined, `/conversations/${encodeURIComponent(agentId)}`),
+    );
   });
   const note = rows.length >= conversationShownMax ? html`<p class="muted small">The newest ${String(conversationShownMax)} executions.</p>` : "";
   return html`<section class="conversation-head">

@@ -56,14 +56,15 @@ export function schemaFields(schema: Json | undefined): SchemaField[] | undefine
   return fields;
 }
 
-export function approvalCard(links: Links, approval: PendingApproval, context?: ApprovalContext): Html {
+/** `back`: the page the decision returns to (default: the execution's). */
+export function approvalCard(links: Links, approval: PendingApproval, context?: ApprovalContext, back?: string): Html {
   const { request } = approval;
   const typed = approval.kind === "input";
   const conversation = html`<a href="${links.to(`/conversations/${encodeURIComponent(approval.agentId)}`)}"><code>${approval.agentId}</code></a>`;
   return html`<article class="approval${typed ? " typed-wait" : ""}" data-execution="${approval.executionId}" data-kind="${approval.kind}">
     <header><a href="${links.execution(approval.executionId)}"><code>${approval.executionId}</code></a> · ${context?.definition ? html`<b class="definition">${context.definition}</b> · ` : ""}conversation ${conversation} · ${typed ? "asks for input" : "waits for approval"} since ${formatTime(approval.since)}</header>
     ${context ? contextOf(context) : ""}
-    ${typed ? typedWaitForm(links, approval) : approvalForm(links, approval)}
+    ${typed ? typedWaitForm(links, approval, back) : approvalForm(links, approval, back)}
     <p class="muted small">${typed ? "wait" : "approval"} <code>${request.approvalId}</code> · arguments hash <code>${request.argumentsHash}</code></p>
   </article>`;
 }
@@ -79,11 +80,13 @@ function contextOf(context: ApprovalContext): Html {
   </div>`;
 }
 
-function hidden(links: Links, fields: Readonly<Record<string, string>>): Html[] {
-  return Object.entries({ token: links.tokenValue, ...fields }).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">`);
+function hidden(links: Links, fields: Readonly<Record<string, string>>, back: string | undefined): Html[] {
+  return Object.entries({ token: links.tokenValue, ...fields, ...(back !== undefined ? { back } : {}) }).map(
+    ([name, value]) => html`<input type="hidden" name="${name}" value="${value}">`,
+  );
 }
 
-function approvalForm(links: Links, approval: PendingApproval): Html {
+function approvalForm(links: Links, approval: PendingApproval, back: string | undefined): Html {
   const { request } = approval;
   const calls = request.toolCalls.map((call) => {
     const text = prettyJson(call.input);
@@ -100,7 +103,7 @@ function approvalForm(links: Links, approval: PendingApproval): Html {
     ? html`<label>For call <select name="respondCallId" data-keep="respond-call-${approval.executionId}">${request.toolCalls.map((call) => html`<option value="${call.callId}">${call.toolName} · ${call.callId}</option>`)}</select></label>`
     : "";
   return html`<form method="post" action="${links.action("decide")}" class="decide">
-    ${hidden(links, { executionId: approval.executionId, approvalId: request.approvalId, argumentsHash: request.argumentsHash })}
+    ${hidden(links, { executionId: approval.executionId, approvalId: request.approvalId, argumentsHash: request.argumentsHash }, back)}
     <ol class="calls">${calls}</ol>
     <p class="muted small">Edit the arguments to approve with yours (checked against the tool's input schema; fields shown <code>***</code> keep their value).</p>
     <div class="decide-row">
@@ -116,7 +119,7 @@ function approvalForm(links: Links, approval: PendingApproval): Html {
   </form>`;
 }
 
-function typedWaitForm(links: Links, approval: PendingApproval): Html {
+function typedWaitForm(links: Links, approval: PendingApproval, back: string | undefined): Html {
   const { request } = approval;
   const call = request.toolCalls[0];
   const fields = schemaFields(request.responseSchema);
@@ -127,7 +130,7 @@ function typedWaitForm(links: Links, approval: PendingApproval): Html {
       : fields.map((field) => fieldInput(field, keep(field.name)));
   return html`<div class="question">${call ? html`<code class="tool">${call.toolName}</code> ${prettyJson(call.input)}` : ""}</div>
   <form method="post" action="${links.action("decide")}" class="decide typed">
-    ${hidden(links, { executionId: approval.executionId, approvalId: request.approvalId, argumentsHash: request.argumentsHash, decision: "value" })}
+    ${hidden(links, { executionId: approval.executionId, approvalId: request.approvalId, argumentsHash: request.argumentsHash, decision: "value" }, back)}
     <div class="fields">${inputs}</div>
     <details class="schema"><summary class="muted small">response schema</summary><pre class="json">${prettyJson(request.responseSchema ?? null)}</pre></details>
     <div class="decide-row">

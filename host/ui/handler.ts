@@ -183,7 +183,10 @@ export function createDashboard(environment: Environment, options: DashboardOpti
     const outcome: ActionOutcome = await runAction(environment, action, fields, identity.decidedBy !== undefined ? { decidedBy: identity.decidedBy } : {});
     if (outcome.status === 404) return text(404, `no action "${action}"`);
     const executionId = fields.get("executionId");
-    const target = outcome.target ?? (executionId ? `/executions/${encodeURIComponent(executionId)}` : "/");
+    // A form may name the page it returns to: one of the dashboard's own pages, nothing else.
+    const back = fields.get("back");
+    const returnTo = back !== null && /^\/(conversations|executions)\/[^/?#]+$/.test(back) ? back : undefined;
+    const target = outcome.target ?? returnTo ?? (executionId ? `/executions/${encodeURIComponent(executionId)}` : "/");
     const location = links.to(target, outcome.error !== undefined ? { error: outcome.error } : { notice: outcome.notice });
     return new Response(null, {
       status: 303,

@@ -23,7 +23,7 @@ export interface WorkFixture {
   close(): Promise<void>;
 }
 
-export const supportModel = scriptedModel(({ messages }) => {
+export const supportScript = (({ messages }) => {
   const last = messages.at(-1);
   if (last?.role === "tool") return { text: `Done: ${JSON.stringify(last.results[0]?.output)}` };
   const asked = messages.findLast((message) => message.role === "user");
@@ -36,7 +36,7 @@ export const supportModel = scriptedModel(({ messages }) => {
     };
   if (text.startsWith("When")) return { toolCalls: [{ toolName: "askDeliveryDate", input: { question: "Which day suits you?" } }] };
   return { text: `You said: ${text}.` };
-});
+}) satisfies Parameters<typeof scriptedModel>[0];
 
 export const supportTools = {
   refund: tool({
@@ -58,10 +58,12 @@ export const supportTools = {
   }),
 };
 
-export async function openWorkFixture(options: DashboardOptions = {}): Promise<WorkFixture> {
+/** `latencyMs`: each model call takes this long (to watch a page update). */
+export async function openWorkFixture(options: DashboardOptions = {}, { latencyMs = 0 }: { readonly latencyMs?: number } = {}): Promise<WorkFixture> {
   const directory = await mkdtemp(join(tmpdir(), "phronomy-ui-work-"));
   const environment = await Phronomy.open({ store: join(directory, "store.db"), logger: { warn: () => undefined } });
-  environment.agent({ name: "support", model: supportModel, instructions: "You help customers with their orders.", temperature: 0.2, tools: supportTools });
+  const model = scriptedModel(supportScript, { latencyMs, modelId: "scripted-support-1" });
+  environment.agent({ name: "support", model, instructions: "You help customers with their orders.", temperature: 0.2, tools: supportTools });
   const dashboard = createDashboard(environment, { pollMs: 250, ...options });
   return {
     environment,

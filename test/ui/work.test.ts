@@ -149,7 +149,13 @@ describe("deciding with context", () => {
     await fixture.until(first.executionId, ended);
     expect((await fixture.environment.execution(first.executionId))!.output).toBe('Done: {"refunded":0,"note":"store credit instead"}');
     const second = await waitingRefund();
-    const rejected = await post("decide", { ...second, decision: "reject", reason: "no receipt" });
+    // A form returns to the dashboard page it names, never elsewhere.
+    const outside = await post("decide", { ...second, decision: "maybe", back: "//elsewhere.example/x" });
+    expect(outside.location!.origin).toBe(origin);
+    expect(outside.location!.pathname).toBe(`/executions/${second.executionId}`);
+    expect(outside.location!.searchParams.get("error")).toContain('got "maybe"');
+    const rejected = await post("decide", { ...second, decision: "reject", reason: "no receipt", back: "/conversations/anywhere" });
+    expect(rejected.location!.pathname).toBe("/conversations/anywhere");
     expect(rejected.location!.searchParams.get("notice")).toContain("rejected");
     await fixture.until(second.executionId, ended);
     expect((await get(`/executions/${second.executionId}`)).body).toContain('<b class="bad-text">rejected</b> — reason: <q>no receipt</q>');
