@@ -60,12 +60,11 @@ export function schemaFields(schema: Json | undefined): SchemaField[] | undefine
 export function approvalCard(links: Links, approval: PendingApproval, context?: ApprovalContext, back?: string): Html {
   const { request } = approval;
   const typed = approval.kind === "input";
-  const conversation = html`<a href="${links.to(`/conversations/${encodeURIComponent(approval.agentId)}`)}"><code>${approval.agentId}</code></a>`;
   return html`<article class="approval${typed ? " typed-wait" : ""}" data-execution="${approval.executionId}" data-kind="${approval.kind}">
-    <header><a href="${links.execution(approval.executionId)}"><code>${approval.executionId}</code></a> · ${context?.definition ? html`<b class="definition">${context.definition}</b> · ` : ""}conversation ${conversation} · ${typed ? "asks for input" : "waits for approval"} since ${formatTime(approval.since)}</header>
+    <header><a href="${links.execution(approval.executionId)}"><code>${approval.executionId}</code></a> · ${context?.definition ? html`<b class="definition">${context.definition}</b> · ` : ""}conversation <code>${approval.agentId}</code> · ${typed ? "asks for input" : "waits for approval"} since ${formatTime(approval.since)}</header>
     ${context ? contextOf(context) : ""}
     ${typed ? typedWaitForm(links, approval, back) : approvalForm(links, approval, back)}
-    <p class="muted small">${typed ? "wait" : "approval"} <code>${request.approvalId}</code> · arguments hash <code>${request.argumentsHash}</code></p>
+    <p class="muted small">${typed ? "wait" : "approval"} <code>${request.approvalId}</code> · arguments hash <code>${request.argumentsHash}</code> · <a class="conversation" href="${links.to(`/conversations/${encodeURIComponent(approval.agentId)}`)}">the conversation</a></p>
   </article>`;
 }
 
@@ -91,11 +90,12 @@ function approvalForm(links: Links, approval: PendingApproval, back: string | un
   const calls = request.toolCalls.map((call) => {
     const text = prettyJson(call.input);
     const editable = text.length <= jsonShownMax;
-    return html`<li><code class="tool">${call.toolName}</code> <span class="muted">call ${call.callId}</span>
+    return html`<li><code class="tool">${call.toolName}</code> <span class="muted">call ${call.callId}</span><pre class="json">${text}</pre>
       ${
         editable
-          ? html`<textarea class="json-edit" name="input:${call.callId}" rows="${String(Math.min(12, text.split("\n").length + 1))}" spellcheck="false" data-keep="input-${approval.executionId}-${call.callId}" aria-label="arguments of ${call.toolName}">${text}</textarea>`
-          : html`<pre class="json">${text}</pre>`
+          ? html`<details class="edit"><summary class="small">Edit the arguments</summary><textarea class="json-edit" name="input:${call.callId}" rows="${String(Math.min(12, text.split("\n").length + 1))}" spellcheck="false" data-keep="input-${approval.executionId}-${call.callId}" aria-label="arguments of ${call.toolName}">${text}</textarea>
+            <p class="muted small">Approve runs the call with these (checked against the tool's input schema; fields shown <code>***</code> keep their value).</p></details>`
+          : ""
       }</li>`;
   });
   const several = request.toolCalls.length > 1;
@@ -105,7 +105,6 @@ function approvalForm(links: Links, approval: PendingApproval, back: string | un
   return html`<form method="post" action="${links.action("decide")}" class="decide">
     ${hidden(links, { executionId: approval.executionId, approvalId: request.approvalId, argumentsHash: request.argumentsHash }, back)}
     <ol class="calls">${calls}</ol>
-    <p class="muted small">Edit the arguments to approve with yours (checked against the tool's input schema; fields shown <code>***</code> keep their value).</p>
     <div class="decide-row">
       <label>Reason <input type="text" name="reason" maxlength="2000" placeholder="recorded with the decision; told to the model when rejected" data-keep="reason-${approval.executionId}"></label>
       <button type="submit" name="decision" value="approve" class="approve">Approve</button>

@@ -71,6 +71,7 @@ describe("working from the dashboard in chromium", () => {
     expect(await context.locator(".turn.user").textContent()).toContain("Refund my order, it arrived broken");
     expect(await context.locator(".model-text").textContent()).toBe("I will refund order 42.");
     expect(await context.locator(".reasoning").textContent()).toContain("a refund is fair");
+    await page.locator("#actions details.edit summary").click();
     const editor = page.locator("#actions textarea.json-edit").first();
     expect(JSON.parse(await editor.inputValue())).toEqual({ orderId: "42", amount: 80 });
     await editor.fill('{"orderId": "42", "amount": 30}');

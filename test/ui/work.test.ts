@@ -109,8 +109,11 @@ describe("deciding with context", () => {
     expect(card).toContain('<blockquote class="model-text">I will refund order 42.</blockquote>');
     expect(card).toContain(`name="input:${callId}"`);
     expect(card).toContain("&quot;amount&quot;: 80");
-    // The list shows the same card.
-    expect((await get("/")).body).toContain(`name="input:${callId}"`);
+    // The list shows the same card, context included, and names the definition beside the conversation.
+    const list = (await get("/")).body;
+    expect(list).toContain(`name="input:${callId}"`);
+    expect(list).toContain('<blockquote class="model-text">I will refund order 42.</blockquote>');
+    expect(list).toMatch(/<td><b class="definition">support<\/b> · <a class="conversation" href="\/conversations\/chat-/);
   });
 
   it("approves with edited arguments and records who decided, shown in the timeline", async () => {
