@@ -42,7 +42,7 @@ textarea{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace;padding:4px 6
 .fields{display:flex;gap:12px;flex-wrap:wrap;align-items:end}.approval .fields label{flex:0 1 auto;min-width:160px}.approval label.check{flex-direction:row;align-items:center;gap:6px;min-width:0}
 .transcript{list-style:none;padding:0}.exchange{background:#fff;border:1px solid var(--line);border-radius:6px;padding:8px 12px;margin:8px 0}
 .messages{list-style:none;padding:0;margin:4px 0}.msg{padding:3px 0}.msg.user{font-weight:500}.msg.queued{opacity:.7}.msg p{margin:2px 0 2px 72px}.tool-call{margin-left:72px}
-.waterfall td.bar{width:40%;min-width:200px}.waterfall svg{width:100%;height:12px;display:block}.waterfall td.what{white-space:nowrap}
+.waterfall td.bar{width:40%;min-width:200px}.waterfall svg{width:100%;height:12px;display:block}.waterfall td.what,.waterfall td.duration{white-space:nowrap}
 rect.model{fill:var(--live)}rect.tools{fill:var(--ok)}rect.wait{fill:var(--wait)}rect.open{opacity:.45}.retries{margin:2px 0;padding-left:16px;color:var(--bad)}
 form.talk{display:flex;flex-direction:column;gap:8px;max-width:720px}form.talk label{display:flex;flex-direction:column;font-size:12px;color:var(--muted)}#send form.talk{flex-direction:row;align-items:end}#send label{flex:1}
 `;
