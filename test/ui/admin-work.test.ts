@@ -4,8 +4,11 @@
 // what each model response records of how it was called.
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { InvalidInputError, type Json } from "../../host/index.js";
-import { openWorkFixture, type WorkFixture } from "./work-fixture.js";
+import { InvalidInputError, Phronomy, type Json } from "../../host/index.js";
+import { scriptedModel } from "../../host/testing.js";
+import { openWorkFixture, supportScript, supportTools, type WorkFixture } from "./work-fixture.js";
+
+const supportModel = scriptedModel(supportScript);
 
 let fixture: WorkFixture;
 beforeEach(async () => {
@@ -83,6 +86,34 @@ describe("env.admin.decide beyond yes or no", () => {
     const given = await admin.decide(executionId, { approvalId, value, decidedBy: "ana@support" });
     expect((await given.result).output).toBe(`Done: ${JSON.stringify(value)}`);
     expect((await payloadsOf(executionId, "approval_decided"))[0]).toMatchObject({ decidedBy: "ana@support", action: { kind: "value" } });
+  });
+});
+
+describe("a visitor's decision", () => {
+  it("carries the edited arguments and who decided through the approval inbox to the owner; a visitor starts nothing", async () => {
+    const admin = fixture.environment.admin;
+    const run = admin.start("support", "Refund my order");
+    run.result.catch(() => undefined);
+    const executionId = await run.executionId;
+    await fixture.until(executionId, suspended);
+    const visitor = await Phronomy.open({ store: fixture.environment.store.path, visitor: true, logger: { warn: () => undefined } });
+    try {
+      const [pending] = await visitor.admin.approvals();
+      const filed = await visitor.admin.decide(executionId, {
+        approvalId: pending!.request.approvalId,
+        approved: true,
+        input: { orderId: "42", amount: 25 },
+        decidedBy: "bo@support",
+      });
+      expect((await filed.result).output).toBe('Done: {"orderId":"42","refunded":25}');
+      expect((await payloadsOf(executionId, "approval_decided"))[0]).toMatchObject({ decidedBy: "bo@support", action: { kind: "edit" } });
+      // It has no definitions; one defined there is refused as a visitor's start is.
+      expect(visitor.admin.definitions()).toEqual([]);
+      visitor.agent({ name: "support", model: supportModel, tools: supportTools });
+      await expect(visitor.admin.start("support", "hello").result).rejects.toThrow(/visitor never writes executions/);
+    } finally {
+      await visitor.close();
+    }
   });
 });
 
