@@ -6,6 +6,7 @@
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { DashboardOptions } from "../../host/ui/index.js";
+import { openFixture } from "./fixture.js";
 import { openWorkFixture, type WorkFixture } from "./work-fixture.js";
 
 const origin = "http://127.0.0.1:4100";
@@ -232,5 +233,38 @@ describe("where the time went", () => {
     expect(waterfall).toMatch(/<rect class="model" x="\d+" y="1" width="\d+"/);
     expect(waterfall).toContain('<details class="prompt"><summary class="small">prompt · 3 messages sent</summary>');
     expect(waterfall).toContain("You help customers with their orders.");
+  });
+});
+
+describe("edited arguments with masked fields", () => {
+  it("keeps the stored value of a field left as the masked ***, and runs the call with the other edits", async () => {
+    const masked = await openFixture();
+    try {
+      const executionId = await masked.start("refund", { orderId: "42", apiKey: "sk-live-secret" });
+      await masked.until(executionId, (status) => status === "suspended");
+      const [pending] = await masked.environment.admin.approvals();
+      const callId = pending!.request.toolCalls[0]!.callId;
+      const page = await (await masked.dashboard.handle(new Request(`${origin}/executions/${executionId}?token=${masked.dashboard.token}`))).text();
+      expect(page).not.toContain("sk-live-secret");
+      const response = await masked.dashboard.handle(
+        new Request(`${origin}/actions/decide`, {
+          method: "POST",
+          headers: { origin, "content-type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams({
+            token: masked.dashboard.token,
+            executionId,
+            approvalId: pending!.request.approvalId,
+            argumentsHash: pending!.request.argumentsHash,
+            decision: "approve",
+            [`input:${callId}`]: '{"orderId": "43", "apiKey": "***"}',
+          }).toString(),
+        }),
+      );
+      expect(new URL(response.headers.get("location")!, origin).searchParams.get("notice")).toContain("with edited arguments");
+      await masked.until(executionId, (status) => status === "terminal");
+      expect(masked.refunds).toEqual([{ input: { orderId: "43", apiKey: "sk-live-secret" }, idempotencyKey: expect.any(String) }]);
+    } finally {
+      await masked.close();
+    }
   });
 });
