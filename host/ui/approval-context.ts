@@ -37,7 +37,15 @@ export async function approvalContextOf(environment: Environment, approval: Pend
   };
 }
 
-/** Each approval with its context, read side by side. */
+/** Cards on one page that read their context (two reads each, every
+ * refresh); the ones after show the calls alone. */
+export const contextCardsMax = 20;
+
+/** Each approval with its context, read side by side (the first `contextCardsMax`). */
 export function approvalContexts(environment: Environment, approvals: readonly PendingApproval[]): Promise<(ApprovalContext | undefined)[]> {
-  return Promise.all(approvals.map((approval) => approvalContextOf(environment, approval).catch(() => undefined)));
+  return Promise.all(
+    approvals.map((approval, index) =>
+      index < contextCardsMax ? approvalContextOf(environment, approval).catch(() => undefined) : Promise.resolve(undefined),
+    ),
+  );
 }
