@@ -100,6 +100,8 @@ export {
   type AdminExecutionQuery,
   type AdminCounts,
   type AdminDecision,
+  type AdminDefinition,
+  type AdminStartOptions,
   type AdminStatus,
   type HeldExecution,
   type StoreOwnerInfo,

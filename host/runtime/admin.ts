@@ -30,7 +30,7 @@ import type { RecoveredExecution } from "./recovery.js";
 import type { CancelOptions, CancelResult } from "./cancel-by-id.js";
 import type { RetryOptions } from "./retry.js";
 import type { Run } from "./run.js";
-import { validateResumeDecision } from "./options.js";
+import { validateResumeDecision, type ResumeDecision } from "./options.js";
 import { Waiter } from "./run.js";
 
 /** What a pending approval looks like to whoever decides it. */
@@ -60,6 +60,8 @@ export interface AdminHost {
   timeline(executionId: string): Promise<(StoredStep & { readonly attempt: number })[]>;
   pendingApprovals(): Promise<PendingApproval[]>;
   agentHandle(agentId: string): Agent | undefined;
+  /** The definitions made here, by name or id (agent-definitions.ts). */
+  definedHandles(): ReadonlyMap<string, { readonly kind: "conversations" | "agent"; conversation(conversationId: string | undefined): Agent }>;
   /** Where an operation by id goes with no conversation here to ask: the
    * core's verdict on the facts read now (by-id-placement.ts). */
   placeById(source: ByIdSource, agentId: string, conversationHere: boolean): Promise<ByIdPlacement>;
@@ -115,16 +117,45 @@ export interface HeldExecution {
   readonly reason: string;
 }
 
-/** A person's decision on a pending approval (`env.admin.decide`). */
+/** A person's decision on a pending wait (`env.admin.decide`): an approval
+ * decided (`approved`; with `input`, approved with edited arguments; with
+ * `respond`, answered in place of the tool), or a typed wait given its
+ * `value` (docs/decisions/0075). */
 export interface AdminDecision {
-  /** The pending approval's id. */
+  /** The pending approval's id (a typed wait's `waitId`). */
   readonly approvalId: string;
-  /** Run the tool batch (true) or decline it (false). */
-  readonly approved: boolean;
+  /** Run the tool batch (true) or decline it (false). Not with `value`. */
+  readonly approved?: boolean;
   /** Told to the model when declined; recorded either way. */
   readonly reason?: string;
   /** The `argumentsHash` of the request the person saw. */
   readonly argumentsHash?: string;
+  /** With `approved: true`: edited arguments for the call `callId` names. */
+  readonly input?: unknown;
+  /** In place of running the call: its result. */
+  readonly respond?: unknown;
+  /** The call `input` or `respond` is for, when the wait covers several. */
+  readonly callId?: string;
+  /** A typed wait's value (checked against its `responseSchema`). */
+  readonly value?: unknown;
+  /** Who decided (at most 256 characters), recorded and shown. */
+  readonly decidedBy?: string;
+}
+
+/** A definition this environment has, to start conversations of from a
+ * page (`env.admin.definitions()`). */
+export interface AdminDefinition {
+  /** The definition's name (`env.agent({ name })`) or agent id (`env.agent({ id })`). */
+  readonly name: string;
+  /** `conversations`: defined by name, one conversation per id; `agent`: defined by id, one conversation. */
+  readonly kind: "conversations" | "agent";
+}
+
+/** What `env.admin.start()` takes. */
+export interface AdminStartOptions {
+  /** The conversation to send the message to (a named definition); a new
+   * one when left out. Ignored for an agent defined by id. */
+  readonly conversationId?: string;
 }
 
 /** Who owns a SQLite store (its `-owner.json`); undefined when nobody does
@@ -271,12 +302,8 @@ export class Admin {
         { executionId, details: { mismatch: "arguments_hash" } },
       );
     }
-    const resumeDecision = {
-      approvalId: decision.approvalId,
-      approved: decision.approved,
-      ...(decision.reason !== undefined ? { reason: decision.reason } : {}),
-    };
-    validateResumeDecision(executionId, resumeDecision, "env.admin.decide()");
+    const resumeDecision = resumeDecisionOf(decision);
+    const checked = validateResumeDecision(executionId, resumeDecision, "env.admin.decide()");
     const defined = this.environment.agentHandle(pending.agentId);
     const { verdict, inbox } = await this.environment.placeById(AdmissionSource.Resume, pending.agentId, defined !== undefined);
     if (verdict === AdmissionVerdict.RunHere && defined !== undefined) return defined.resume(executionId, resumeDecision);
@@ -290,8 +317,36 @@ export class Admin {
     }
     this.environment.assertOpen(`a decision on execution ${executionId}`);
     const waiter = new Waiter(pending.agentId, undefined);
-    inbox.file(pending.agentId, executionId, resumeDecision, waiter);
+    inbox.file(pending.agentId, executionId, checked, waiter);
     return waiter;
+  }
+
+  /** The definitions this environment has (`env.agent`), by name or id:
+   * what a page may start conversations of. */
+  definitions(): AdminDefinition[] {
+    return [...this.environment.definedHandles()].map(([name, handle]) => ({ name, kind: handle.kind })).sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** Sends `message` to a conversation of the definition named (a new
+   * conversation unless `conversationId` names one), as `agent.start`
+   * does — run here, queued behind the conversation's running execution,
+   * or filed for the process that holds it, as the runtime places it. */
+  start(definition: string, message: string, options: AdminStartOptions = {}): Run {
+    if (typeof definition !== "string" || definition === "") throw new InvalidInputError("env.admin.start(definition, message): the definition must be a name");
+    if (typeof message !== "string" || message.trim() === "")
+      throw new InvalidInputError("env.admin.start(definition, message): the message must be a non-empty string");
+    if (typeof options !== "object" || options === null)
+      throw new InvalidInputError("env.admin.start(definition, message, options): options must be an object");
+    const handle = this.environment.definedHandles().get(definition);
+    if (handle === undefined) {
+      const known = [...this.environment.definedHandles().keys()];
+      throw new InvalidInputError(
+        `env.admin.start(): no definition "${definition}" in this environment (${known.length === 0 ? "it defines none: start from the process that defines the agents" : `it has ${known.map((name) => `"${name}"`).join(", ")}`})`,
+        { details: { definition } },
+      );
+    }
+    const conversationId = options.conversationId === undefined || options.conversationId === "" ? undefined : options.conversationId;
+    return handle.conversation(conversationId).start(message);
   }
 
   /** `env.cancel`. */
@@ -309,6 +364,25 @@ export class Admin {
     this.environment.assertOwner("env.admin.recover()");
     return this.environment.recover();
   }
+}
+
+/** The admin decision as `agent.resume` takes it. */
+function resumeDecisionOf(decision: AdminDecision): ResumeDecision {
+  if (typeof decision !== "object" || decision === null) throw new InvalidInputError("env.admin.decide(executionId, decision): the decision must be an object");
+  const { approvalId, value } = decision;
+  const common = {
+    ...(decision.reason !== undefined ? { reason: decision.reason } : {}),
+    ...(decision.decidedBy !== undefined ? { decidedBy: decision.decidedBy } : {}),
+  };
+  if (value !== undefined) return { waitId: approvalId, value, ...common };
+  return {
+    approvalId,
+    ...(decision.approved !== undefined ? { approved: decision.approved } : {}),
+    ...(decision.input !== undefined ? { input: decision.input } : {}),
+    ...(decision.respond !== undefined ? { respond: decision.respond } : {}),
+    ...(decision.callId !== undefined ? { callId: decision.callId } : {}),
+    ...common,
+  };
 }
 
 function processAlive(pid: number): boolean {

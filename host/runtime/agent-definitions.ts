@@ -5,6 +5,7 @@
 // by many definitions are resolved (checked, their JSON Schemas derived)
 // once.
 
+import { randomUUID } from "node:crypto";
 import { resolveTools } from "../agent/tools.js";
 import { InvalidInputError } from "../errors.js";
 import { Agent, type AgentHost } from "./agent.js";
@@ -25,8 +26,18 @@ export interface AgentDefinitionsHost {
   retention(): Retention | undefined;
 }
 
+/** A definition made here, as `env.admin` starts conversations of it. */
+export interface DefinedHandle {
+  readonly kind: "conversations" | "agent";
+  /** The conversation to start on: the one named, or a new one (a named
+   * definition); the agent itself (one defined by id). */
+  conversation(conversationId: string | undefined): Agent;
+}
+
 export class AgentDefinitions {
   private readonly toolResolutions = new WeakMap<object, ReturnType<typeof resolveTools>>();
+  /** Every definition made here, by name or id, in the order made. */
+  readonly handles = new Map<string, DefinedHandle>();
 
   constructor(private readonly host: AgentDefinitionsHost) {}
 
@@ -56,10 +67,16 @@ export class AgentDefinitions {
       () => undefined,
       () => undefined,
     );
-    if (name !== undefined) return new DefinedAgent(this.host.agents, kind, recovered, ready);
+    if (name !== undefined) {
+      const defined = new DefinedAgent(this.host.agents, kind, recovered, ready);
+      this.handles.set(name, { kind: "conversations", conversation: (id) => defined.conversation(id ?? `chat-${randomUUID()}`) });
+      return defined;
+    }
     const agentId = definition.id as string;
     this.host.recoveries.report(agentId, recovered);
-    return new Agent({ environment: this.host.agents, kind, ready }, agentId);
+    const agent = new Agent({ environment: this.host.agents, kind, ready }, agentId);
+    this.handles.set(agentId, { kind: "agent", conversation: () => agent });
+    return agent;
   }
 
   private resolvedTools(tools: AgentSettings["tools"]): ReturnType<typeof resolveTools> {

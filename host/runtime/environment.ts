@@ -18,7 +18,7 @@ import type { ExecutionStore } from "../store/store.js";
 import type { ChatChunk, StreamOptions } from "../chat/chat-stream.js";
 import { Admin, type PendingApproval } from "./admin.js";
 import { Agent } from "./agent.js";
-import { AgentDefinitions } from "./agent-definitions.js";
+import { AgentDefinitions, type DefinedHandle } from "./agent-definitions.js";
 import { AgentOwnership } from "./agent-ownership.js";
 import { AgentRecoveries, recoveryHooksOf } from "./agent-recoveries.js";
 import type { ByIdPlacement, ByIdSource } from "./by-id-placement.js";
@@ -319,6 +319,11 @@ export class Environment {
   /** One execution's row; a message still queued reads as status `queued`. */
   execution(executionId: string): Promise<ExecutionRow | undefined> {
     return this.reads.execution(executionId);
+  }
+
+  /** @internal The definitions made here, by name or id (`env.admin.start`). */
+  definedHandles(): ReadonlyMap<string, DefinedHandle> {
+    return this.definitions.handles;
   }
 
   /** @internal A handle on a conversation live here (or defined by its id). */

@@ -26,6 +26,7 @@ import {
 import { CancellationError, PhronomyError, TimeoutError, ToolFailedError, type FailedAttempt, type PhronomyErrorCode } from "../errors.js";
 import { recordOf } from "../error-records.js";
 import { addUsage } from "../words.js";
+import { callFactsOf, type CallFacts } from "./call-facts.js";
 import { modelIdOf, modelRequestAttributes, modelResponseAttributes, toolAttributes } from "./gen-ai-attributes.js";
 import { callSettingsOf, modelRetrySettingsOf, retrySettingsOf } from "./model-settings.js";
 import type { Json, StepRecord, StoredError, StoredStep, ToolCallRecord, UsageTotals } from "../store/records.js";
@@ -134,6 +135,8 @@ export class Session {
    * a watcher of a recovered execution gets the text as it streams
    * (docs/decisions/0072). Only the one call's text is kept. */
   private streamedCall: { readonly callId: string; readonly turn: number; text: string } | undefined;
+  /** The system prompt the last recorded model response carries (call-facts.ts). */
+  private systemRecorded: string | undefined;
   private readonly abort = new AbortController();
   private timer: ReturnType<typeof setTimeout> | undefined;
   private detachSignal: (() => void) | undefined;
@@ -344,6 +347,7 @@ export class Session {
       attributes: { ...modelRequestAttributes(definition), "phronomy.execution_id": this.executionId, "phronomy.call_id": callId, "phronomy.turn": this.turns },
     }));
     let attempts = 0;
+    let facts: CallFacts["recorded"] = {};
     const run = async (): Promise<{ turn: ModelTurn; plan: PlannedCall[]; told: boolean }> => {
       await this.memoryLoaded;
       await this.restored;
@@ -392,6 +396,9 @@ export class Session {
         },
         modelRetriesExhausted,
       );
+      const called = callFactsOf(definition, overrides, { attempts, messagesSent: this.messages.length, systemRecorded: this.systemRecorded });
+      facts = called.recorded;
+      this.systemRecorded = called.system;
       return { turn, plan: await this.plan(turn), told };
     };
     run().then(
@@ -402,7 +409,7 @@ export class Session {
           span.end();
           this.host.operationSettled(this);
           if (told) this.noteStepsTold();
-          this.modelAnswered(callId, turn, plan);
+          this.modelAnswered(callId, turn, plan, facts);
         }),
       (error: unknown) =>
         this.host.post(() => {
@@ -562,7 +569,7 @@ export class Session {
     return calls.length === 0 ? {} : { dynamicCalls: calls };
   }
 
-  private modelAnswered(callId: string, turn: ModelTurn, plan: PlannedCall[]): void {
+  private modelAnswered(callId: string, turn: ModelTurn, plan: PlannedCall[], facts: CallFacts["recorded"]): void {
     if (this.finished) return;
     this.usage = addUsage(this.usage, turn.usage);
     this.settings.parentSpan?.set({ "gen_ai.usage.input_tokens": this.usage.inputTokens, "gen_ai.usage.output_tokens": this.usage.outputTokens });
@@ -580,6 +587,7 @@ export class Session {
       ...(turn.partOrder !== undefined ? { partOrder: turn.partOrder } : {}),
       ...(turn.output !== undefined ? { output: turn.output } : {}),
       ...this.dynamicCallsOf(turn),
+      ...facts,
     });
     this.host.emit(this, { type: "model_call_finished", executionId: this.executionId, callId, usage: turn.usage, toolCalls: turn.toolCalls.length });
     const budget = this.settings.tokenBudget;

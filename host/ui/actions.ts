@@ -4,13 +4,30 @@
 // committed, a cancel or retry refused — and no longer: the page then shows
 // the execution going on, live.
 
+import { randomUUID } from "node:crypto";
 import type { Environment, Run } from "../index.js";
+import { decisionOfForm, FormError } from "./decision-fields.js";
 
 export interface ActionOutcome {
   readonly status: 200 | 404;
   readonly notice?: string;
   readonly error?: string;
+  /** The page to return to (default: the execution's, or the list). */
+  readonly target?: string;
 }
+
+/** Who acts, as the embedding application identified the request
+ * (`createDashboard(env, { identify })`). */
+export interface ActionContext {
+  readonly decidedBy?: string;
+}
+
+/** How long a decision waits to hear it was refused (its schema, the
+ * wait's kind) before the page returns and shows it going on. */
+export const refusalWaitMs = 1_500;
+
+/** A message sent from the page is at most this long. */
+export const messageLengthMax = 20_000;
 
 /** How long an action waits for its immediate effect before it returns
  * (the page shows the rest live). */
@@ -19,37 +36,76 @@ export const actionWaitMs = 3_000;
 /** A reason longer than this is refused (it is recorded and may be told to the model). */
 export const reasonLengthMax = 2_000;
 
-export async function runAction(environment: Environment, action: string, fields: URLSearchParams): Promise<ActionOutcome> {
+export async function runAction(environment: Environment, action: string, fields: URLSearchParams, context: ActionContext = {}): Promise<ActionOutcome> {
   const handler = handlers[action];
   if (handler === undefined) return { status: 404 };
   try {
     const reason = fields.get("reason") ?? "";
     if (reason.length > reasonLengthMax) return { status: 200, error: `a reason is at most ${reasonLengthMax} characters` };
-    return { status: 200, notice: await handler(environment, fields, reason.trim()) };
+    const done = await handler(environment, fields, reason.trim(), context);
+    return typeof done === "string" ? { status: 200, notice: done } : { status: 200, ...done };
   } catch (error) {
-    return { status: 200, error: messageOf(error) };
+    return { status: 200, error: messageOf(error), ...targetOnError(action, fields) };
   }
 }
 
-type Handler = (environment: Environment, fields: URLSearchParams, reason: string) => Promise<string>;
+type Handler = (
+  environment: Environment,
+  fields: URLSearchParams,
+  reason: string,
+  context: ActionContext,
+) => Promise<string | { readonly notice?: string; readonly error?: string; readonly target?: string }>;
+
+/** Codes of a decision refused before anything was decided. */
+const refusalCodes = new Set(["INVALID_INPUT", "APPROVAL_MISMATCH"]);
 
 const handlers: Readonly<Record<string, Handler>> = {
-  async decide(environment, fields, reason) {
+  async decide(environment, fields, reason, context) {
     const executionId = required(fields, "executionId");
-    const decision = fields.get("decision");
-    if (decision !== "approve" && decision !== "reject") throw new Error(`the decision must be "approve" or "reject"`);
-    const argumentsHash = fields.get("argumentsHash");
-    const run = await environment.admin.decide(executionId, {
-      approvalId: required(fields, "approvalId"),
-      approved: decision === "approve",
-      ...(argumentsHash ? { argumentsHash } : {}),
-      ...(reason !== "" ? { reason } : {}),
-    });
+    const approvalId = required(fields, "approvalId");
+    const pending = (await environment.admin.approvals()).find((approval) => approval.executionId === executionId);
+    if (pending === undefined) throw new Error(`execution ${executionId} is not waiting for a decision (it may have been decided already)`);
+    if (pending.request.approvalId !== approvalId)
+      throw new Error(`execution ${executionId} waits on ${pending.request.approvalId}, not ${approvalId}: look at it again before deciding`);
+    const decision = decisionOfForm(fields, pending, context.decidedBy);
+    const run = await environment.admin.decide(executionId, decision);
     run.result.catch(() => undefined); // the page shows how it ends
-    await within(run.executionId, actionWaitMs);
-    return decision === "approve"
-      ? `approved execution ${executionId}; it goes on`
-      : `rejected execution ${executionId}; the model is told${reason !== "" ? ` why: ${reason}` : ""}`;
+    // A refused answer (its schema, the wait's kind) rejects at once; an
+    // accepted one goes on, shown live.
+    const settled = await within(
+      run.result.then(
+        () => undefined,
+        (error: unknown) => error,
+      ),
+      refusalWaitMs,
+    );
+    const code = (settled as { code?: unknown } | undefined)?.code;
+    if (settled !== undefined && typeof code === "string" && refusalCodes.has(code)) return { error: `not decided: ${messageOf(settled)}` };
+    const by = decision.decidedBy !== undefined ? ` (as ${decision.decidedBy})` : "";
+    if (decision.value !== undefined) return `answered execution ${executionId}${by}; it goes on`;
+    if (decision.respond !== undefined) return `responded in place of the tool in execution ${executionId}${by}; it goes on`;
+    if (decision.approved === false) return `rejected execution ${executionId}${by}; the model is told${reason !== "" ? ` why: ${reason}` : ""}`;
+    return `approved execution ${executionId}${decision.input !== undefined ? " with edited arguments" : ""}${by}; it goes on`;
+  },
+
+  async start(environment, fields) {
+    const definition = required(fields, "definition");
+    const message = (fields.get("message") ?? "").trim();
+    if (message === "") throw new FormError("write a message to send");
+    if (message.length > messageLengthMax) throw new FormError(`a message is at most ${messageLengthMax} characters`);
+    const known = environment.admin.definitions().find((candidate) => candidate.name === definition);
+    const given = (fields.get("conversationId") ?? "").trim();
+    const conversationId = known?.kind === "agent" ? definition : given !== "" ? given : `chat-${randomUUID()}`;
+    const run = environment.admin.start(definition, message, { conversationId });
+    run.result.catch(() => undefined); // the page shows how it goes
+    const target = `/conversations/${encodeURIComponent(conversationId)}`;
+    // A refusal (a visitor, a closed environment, a bad id) comes at once.
+    const refused = await within(
+      Promise.race([run.executionId.then(() => undefined), run.result.then(() => undefined)]).catch((error: unknown) => error ?? new Error("refused")),
+      actionWaitMs,
+    );
+    if (refused !== undefined) return { error: messageOf(refused), target: given === "" && known?.kind !== "agent" ? "/talk" : target };
+    return { notice: `sent to ${definition}, conversation ${conversationId}`, target };
   },
 
   async cancel(environment, fields, reason) {
@@ -77,6 +133,13 @@ const handlers: Readonly<Record<string, Handler>> = {
     return `recovery: ${report.length} unfinished, ${continued} continued, ${attention} still need attention`;
   },
 };
+
+/** Where a refused action returns: the page it was posted from. */
+function targetOnError(action: string, fields: URLSearchParams): { target?: string } {
+  if (action !== "start") return {};
+  const conversationId = fields.get("conversationId");
+  return { target: conversationId ? `/conversations/${encodeURIComponent(conversationId)}` : "/talk" };
+}
 
 function required(fields: URLSearchParams, name: string): string {
   const value = fields.get(name);

@@ -34,6 +34,17 @@ pre.json{background:#f2f4f7;padding:6px 8px;border-radius:4px;margin:4px 0;white
 .step.terminal::before{background:var(--ok)}.step.approval_requested::before,.step.approval_decided::before{background:var(--wait)}.step.recovered::before{background:#7a5af8}
 .kind{font-weight:600}.calls{padding-left:18px;margin:4px 0}blockquote{margin:4px 0;padding:4px 10px;border-left:3px solid var(--line)}
 form.inline{display:inline}form.cancel,form.retry{margin:8px 0}.error-line code{color:var(--bad)}
+.nav{color:var(--live);text-decoration:none}.definition{font-weight:600}
+.approval form.decide{display:block}.decide-row{display:flex;gap:8px;align-items:end;flex-wrap:wrap;margin:6px 0}
+textarea{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace;padding:4px 6px;border:1px solid #d0d5dd;border-radius:4px;width:100%;box-sizing:border-box}
+.json-edit{display:block;background:#f8f9fb;margin:4px 0}details{margin:6px 0}summary{cursor:pointer}
+.context{margin:6px 0}.turns{list-style:none;padding:0;margin:4px 0}.turn{padding:2px 0}.who{display:inline-block;min-width:68px;color:var(--muted);font-size:12px}
+.fields{display:flex;gap:12px;flex-wrap:wrap;align-items:end}.approval .fields label{flex:0 1 auto;min-width:160px}.approval label.check{flex-direction:row;align-items:center;gap:6px;min-width:0}
+.transcript{list-style:none;padding:0}.exchange{background:#fff;border:1px solid var(--line);border-radius:6px;padding:8px 12px;margin:8px 0}
+.messages{list-style:none;padding:0;margin:4px 0}.msg{padding:3px 0}.msg.user{font-weight:500}.msg.queued{opacity:.7}.msg p{margin:2px 0 2px 72px}.tool-call{margin-left:72px}
+.waterfall td.bar{width:40%;min-width:200px}.waterfall svg{width:100%;height:12px;display:block}.waterfall td.what,.waterfall td.duration{white-space:nowrap}
+rect.model{fill:var(--live)}rect.tools{fill:var(--ok)}rect.wait{fill:var(--wait)}rect.open{opacity:.45}.retries{margin:2px 0;padding-left:16px;color:var(--bad)}
+form.talk{display:flex;flex-direction:column;gap:8px;max-width:720px}form.talk label{display:flex;flex-direction:column;font-size:12px;color:var(--muted)}#send form.talk{flex-direction:row;align-items:end}#send label{flex:1}
 `;
 
 export const appJs = `"use strict";
@@ -51,16 +62,18 @@ export const appJs = `"use strict";
   }
   function kept() {
     var values = {};
-    live.querySelectorAll("[data-keep]").forEach(function (field) { values[field.getAttribute("data-keep")] = field.value; });
+    live.querySelectorAll("[data-keep]").forEach(function (field) { values[field.getAttribute("data-keep")] = field.type === "checkbox" ? field.checked : field.value; });
+    live.querySelectorAll("details").forEach(function (details, index) { if (details.open) values["open:" + index] = true; });
     var focused = document.activeElement && live.contains(document.activeElement) ? document.activeElement.getAttribute("data-keep") : null;
     return { values: values, focused: focused };
   }
   function restore(saved) {
     live.querySelectorAll("[data-keep]").forEach(function (field) {
       var key = field.getAttribute("data-keep");
-      if (Object.prototype.hasOwnProperty.call(saved.values, key)) field.value = saved.values[key];
+      if (Object.prototype.hasOwnProperty.call(saved.values, key)) { if (field.type === "checkbox") field.checked = saved.values[key]; else field.value = saved.values[key]; }
       if (key === saved.focused) field.focus();
     });
+    live.querySelectorAll("details").forEach(function (details, index) { if (saved.values["open:" + index]) details.open = true; });
   }
   // A person typing, choosing or pressing a button in the region: the swap
   // waits (replacing the element under the pointer would lose the click).

@@ -7,7 +7,11 @@ import { type Environment, type ExecutionRow, type Json, type PendingApproval, t
 import { formatDuration, formatTime } from "./format.js";
 import { html, type Html } from "./html.js";
 import type { Links } from "./links.js";
-import { actionForm, approvalCard, badge, jsonBlock } from "./pieces.js";
+import { approvalContextOf } from "./approval-context.js";
+import { approvalCard, type ApprovalContext } from "./decision-card.js";
+import { actionForm, badge, jsonBlock } from "./pieces.js";
+import { conversationLabel, decisionLine } from "./transcript.js";
+import { waterfall } from "./waterfall.js";
 
 type Payload = { readonly [key: string]: Json } | null;
 
@@ -19,12 +23,13 @@ export async function executionLive(environment: Environment, links: Links, row:
     row.status === "suspended" ? environment.admin.approvals() : [],
   ]);
   const approval = approvals.find((candidate) => candidate.executionId === row.executionId);
+  const context = approval === undefined ? undefined : await approvalContextOf(environment, approval).catch(() => undefined);
   const attempt = timeline.at(-1)?.attempt ?? 1;
   return html`
     <section class="summary" data-status="${row.status}" data-outcome="${row.outcome ?? ""}">
       <h1><code>${row.executionId}</code> ${badge(row)}</h1>
       <dl>
-        <dt>agent</dt><dd><a href="${links.to("/", { agent: row.agentId })}"><code>${row.agentId}</code></a></dd>
+        <dt>conversation</dt><dd>${conversationLabel(links, row)} · <a class="small" href="${links.to("/", { agent: row.agentId })}">its executions</a></dd>
         <dt>phase</dt><dd>${row.phase}</dd>
         <dt>attempt</dt><dd>${String(attempt)}</dd>
         <dt>created</dt><dd>${formatTime(row.createdAt)}</dd>
@@ -35,13 +40,14 @@ export async function executionLive(environment: Environment, links: Links, row:
       ${row.status === "terminal" && row.output !== null ? html`<h3>Output</h3>${jsonBlock(row.output)}` : ""}
       ${row.error ? html`<h3>Error</h3><p class="error-line"><code>${row.error.code}</code> ${row.error.message}</p>` : ""}
     </section>
-    ${actions(links, row, approval)}
+    ${actions(links, row, approval, context)}
+    ${waterfall(timeline)}
     <section id="timeline"><h2>Timeline</h2><ol class="timeline">${timeline.map((step) => stepItem(step, timeline[0]?.at ?? step.at))}</ol></section>`;
 }
 
-function actions(links: Links, row: ExecutionRow, approval: PendingApproval | undefined): Html {
+function actions(links: Links, row: ExecutionRow, approval: PendingApproval | undefined, context: ApprovalContext | undefined): Html {
   const parts: Html[] = [];
-  if (approval) parts.push(approvalCard(links, approval));
+  if (approval) parts.push(approvalCard(links, approval, context));
   if (row.status !== "terminal") {
     parts.push(
       actionForm(
@@ -62,6 +68,7 @@ const labels: Record<string, string> = {
   input: "input",
   provider_barrier: "model barrier",
   model_response: "model response",
+  model_attempt_failed: "model attempt failed",
   tool_barrier: "tool barrier",
   tool_results: "tool results",
   approval_requested: "approval requested",
@@ -98,7 +105,7 @@ function stepBody(kind: string, raw: Json, payload: Payload): Html {
       return html`${toolCalls(request?.["toolCalls"], false)}<p class="muted small">approval <code>${String(request?.["approvalId"] ?? "")}</code> · arguments hash <code>${String(request?.["argumentsHash"] ?? "")}</code></p>`;
     }
     case "approval_decided":
-      return html`<b class="${payload?.["approved"] === true ? "ok-text" : "bad-text"}">${payload?.["approved"] === true ? "approved" : "rejected"}</b>${payload?.["reason"] ? html` — reason: <q>${String(payload["reason"])}</q>` : ""}`;
+      return decisionLine(payload ?? {});
     case "terminal":
       return html`<b>${String(payload?.["outcome"] ?? "")}</b>${payload?.["error"] ? jsonBlock(payload["error"]) : ""}`;
     default:

@@ -20,6 +20,7 @@ import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { Environment } from "../index.js";
 import { InvalidInputError } from "../index.js";
 import { appCss, appJs } from "./assets.js";
+import { conversationLive, talkPage } from "./conversation-page.js";
 import { executionLive } from "./execution-page.js";
 import { html, type Html } from "./html.js";
 import { page, type PageFrame } from "./layout.js";
@@ -40,6 +41,11 @@ export interface DashboardOptions {
   readonly storeLabel?: string;
   /** How often an open page refreshes its live region (default 1000 ms). */
   readonly pollMs?: number;
+  /** Who makes a request, from the embedding application's own auth (a
+   * session cookie, a header its proxy sets): recorded as `decidedBy` with
+   * every decision taken from the page and shown in the timeline. Called
+   * for each action; undefined records no one. */
+  readonly identify?: (request: Request) => string | undefined | Promise<string | undefined>;
 }
 
 /** A dashboard: its request handler, and what its URL needs. */
@@ -59,6 +65,8 @@ export const actionBodyMax = 64 * 1024;
 /** The shortest access token accepted. */
 export const tokenLengthMin = 16;
 const pollMsMin = 250;
+/** What `identify` may answer at most (a decision's `decidedBy`). */
+const decidedByMax = 256;
 
 const securityHeaders: Readonly<Record<string, string>> = {
   "content-security-policy":
@@ -85,6 +93,9 @@ export function createDashboard(environment: Environment, options: DashboardOpti
   const links = new Links(basePath, token);
   const allowedOrigins = new Set(options.allowedOrigins ?? []);
   const storeLabel = options.storeLabel ?? environment.store.path;
+  if (options.identify !== undefined && typeof options.identify !== "function")
+    throw new InvalidInputError("createDashboard: identify must be a function (request) => string | undefined");
+  const identify = options.identify;
 
   const handle = async (request: Request): Promise<Response> => {
     const url = new URL(request.url);
@@ -120,6 +131,16 @@ export function createDashboard(environment: Environment, options: DashboardOpti
       };
       const live = await listLive(environment, links, query, now);
       return htmlResponse(200, fragment ? live : page(links, { ...frame, title: "Executions" }, live));
+    }
+    if (path === "/talk") {
+      const live = talkPage(links, environment.admin.definitions());
+      return htmlResponse(200, fragment ? live : page(links, { ...frame, title: "Talk to an agent" }, live));
+    }
+    const conversation = /^\/conversations\/([^/]+)$/.exec(path);
+    if (conversation) {
+      const agentId = decodeURIComponent(conversation[1]!);
+      const live = await conversationLive(environment, links, agentId);
+      return htmlResponse(200, fragment ? live : page(links, { ...frame, title: `Conversation ${agentId}` }, live));
     }
     const match = /^\/executions\/([^/]+)$/.exec(path);
     if (match) {
@@ -157,15 +178,40 @@ export function createDashboard(environment: Environment, options: DashboardOpti
     if (origin === null || (origin !== url.origin && !allowedOrigins.has(origin))) {
       return text(403, `refused: an action must come from the dashboard's own page (Origin ${origin ?? "missing"}, expected ${url.origin})`);
     }
-    const outcome: ActionOutcome = await runAction(environment, action, fields);
+    const identity = await identityOf(request);
+    if (identity.refused !== undefined) return text(403, identity.refused);
+    const outcome: ActionOutcome = await runAction(environment, action, fields, identity.decidedBy !== undefined ? { decidedBy: identity.decidedBy } : {});
     if (outcome.status === 404) return text(404, `no action "${action}"`);
     const executionId = fields.get("executionId");
-    const target = executionId ? `/executions/${encodeURIComponent(executionId)}` : "/";
+    // A form may name the page it returns to: one of the dashboard's own pages, nothing else.
+    const back = fields.get("back");
+    const returnTo = back !== null && /^\/(conversations|executions)\/[^/?#]+$/.test(back) ? back : undefined;
+    const target = outcome.target ?? returnTo ?? (executionId ? `/executions/${encodeURIComponent(executionId)}` : "/");
     const location = links.to(target, outcome.error !== undefined ? { error: outcome.error } : { notice: outcome.notice });
     return new Response(null, {
       status: 303,
       headers: { ...securityHeaders, location, "x-phronomy-outcome": outcome.error !== undefined ? "refused" : "done" },
     });
+  }
+
+  /** The application's identity of the request: a string of at most
+   * `decidedByLengthMax` characters, or no one; an identify that throws or
+   * answers anything else refuses the action (nothing is decided by a
+   * person the application could not name). */
+  async function identityOf(request: Request): Promise<{ decidedBy?: string; refused?: string }> {
+    if (identify === undefined) return {};
+    let identity: unknown;
+    try {
+      identity = await identify(request);
+    } catch (error) {
+      return { refused: `refused: the application could not identify who acts (${error instanceof Error ? error.message : String(error)})` };
+    }
+    if (identity === undefined) return {};
+    if (typeof identity !== "string" || identity === "" || identity.length > decidedByMax)
+      return {
+        refused: `refused: identify must answer a non-empty string of at most ${decidedByMax} characters or undefined, got ${typeof identity === "string" ? `${identity.length} characters` : typeof identity}`,
+      };
+    return { decidedBy: identity };
   }
 
   return {

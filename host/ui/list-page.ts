@@ -6,7 +6,10 @@ import type { AdminCounts, AdminExecutionQuery, AdminStatus, Environment, Execut
 import { compactJson, formatDuration, formatTime } from "./format.js";
 import { html, type Html } from "./html.js";
 import type { Links } from "./links.js";
+import { approvalContexts } from "./approval-context.js";
+import type { ApprovalContext } from "./decision-card.js";
 import { actionForm, approvalCard, badge } from "./pieces.js";
+import { conversationLabel } from "./transcript.js";
 
 /** Rows the front page lists (the filter narrows them). */
 export const listShownMax = 200;
@@ -54,10 +57,11 @@ export async function listLive(environment: Environment, links: Links, query: Li
     admin.queued(),
     admin.executions(adminQueryOf(query, now)),
   ]);
+  const contexts = await approvalContexts(environment, approvals);
   return html`
     ${countsBar(links, counts, query)}
     ${filterForm(links, query)}
-    ${approvalsSection(links, approvals)}
+    ${approvalsSection(links, approvals, contexts)}
     ${heldSection(links, held, environment.visitor)}
     ${queuedSection(links, queued)}
     ${executionsSection(links, rows)}`;
@@ -96,9 +100,9 @@ function filterForm(links: Links, query: ListQuery): Html {
   </form>`;
 }
 
-function approvalsSection(links: Links, approvals: readonly PendingApproval[]): Html {
+function approvalsSection(links: Links, approvals: readonly PendingApproval[], contexts: readonly (ApprovalContext | undefined)[]): Html {
   if (approvals.length === 0) return html`<section id="approvals"><h2>Approvals waiting</h2><p class="muted">None.</p></section>`;
-  return html`<section id="approvals"><h2>Approvals waiting <span class="pill">${String(approvals.length)}</span></h2>${approvals.map((approval) => approvalCard(links, approval))}</section>`;
+  return html`<section id="approvals"><h2>Approvals waiting <span class="pill">${String(approvals.length)}</span></h2>${approvals.map((approval, index) => approvalCard(links, approval, contexts[index]))}</section>`;
 }
 
 function heldSection(links: Links, held: readonly HeldExecution[], visitor: boolean): Html {
@@ -131,7 +135,7 @@ function executionsSection(links: Links, rows: readonly ExecutionRow[]): Html {
   const body = rows.map(
     (row) => html`<tr data-execution="${row.executionId}">
     <td><a href="${links.execution(row.executionId)}"><code>${row.executionId}</code></a></td>
-    <td><code>${row.agentId}</code></td><td>${badge(row)}</td>
+    <td>${conversationLabel(links, row)}</td><td>${badge(row)}</td>
     <td>${formatTime(row.createdAt)}</td><td>${row.status === "terminal" ? formatDuration(Math.max(0, row.updatedAt - row.createdAt)) : "…"}</td>
     <td class="num">${String(row.usage.totalTokens)}</td><td class="input">${compactJson(row.input, 80)}</td></tr>`,
   );
