@@ -6,8 +6,10 @@
 //   const chat = chatRoutes(env, support);
 //   POST {api}                — what `DefaultChatTransport` sends: starts the
 //                               answer to the last user message (its text and
-//                               attachments), or decides the approval the last
-//                               assistant message answered, and streams it.
+//                               attachments), or decides the wait the last
+//                               assistant message answered (an approval
+//                               response, or a tool output for a typed
+//                               wait: wait-answers.ts), and streams it.
 //                               A `regenerate()` or an edited message replaces
 //                               the answer it names and every later one, in
 //                               the agent's memory too (`replaced-turn.ts`)
@@ -33,7 +35,7 @@ import type { Run } from "../runtime/run.js";
 import type { ExecutionListFilter, ExecutionRow } from "../store/records.js";
 import type { ChatChunk, ChatMessageMetadata, StreamOptions } from "./chat-stream.js";
 import { toUIMessageStreamResponse } from "./response.js";
-import { approvalIdOf } from "./timeline-chunks.js";
+import { answerOf, type AnsweringPart } from "./wait-answers.js";
 import { isReplacing, replacedExecution, turnsOf } from "./replaced-turn.js";
 import { journalRecordsKept } from "../store/prune.js";
 
@@ -76,8 +78,9 @@ export interface ChatRoutesOptions {
 export interface ChatRequestContext {
   readonly chatId: string;
   readonly request: Request;
-  /** `message` (a new user message), `approval` (an approval response),
-   * `resume` or `stop`. */
+  /** `message` (a new user message), `approval` (an approval response, a
+   * response in place of a tool, or a typed wait's value), `resume` or
+   * `stop`. */
   readonly action: "message" | "approval" | "resume" | "stop";
 }
 
@@ -235,30 +238,23 @@ async function resumeChat(
   return toUIMessageStreamResponse(await env.stream(id, resumeAt === null ? {} : { resumeAt }), { executionId: id });
 }
 
-/** Decides the approval the last assistant message answered (`addToolApprovalResponse`). */
+/** Decides the wait the last assistant message answered: an approval
+ * (`addToolApprovalResponse`, or `addToolOutput` in place of the tool) or
+ * a typed wait's value (`addToolOutput` on the call a `data-wait` asks). */
 async function decide(env: ChatRoutesEnvironment, chat: Agent<unknown>, last: ChatRequestMessage): Promise<Response> {
   const metadata = last.metadata as ChatMessageMetadata | undefined;
-  const responses = last.parts.filter((part) => part.state === "approval-responded" && isRecord(part.approval) && typeof part.approval.id === "string");
-  if (typeof metadata?.executionId !== "string" || responses.length === 0) {
-    throw new PhronomyError("INVALID_INPUT", "the last message is the assistant's without approval responses");
+  if (typeof metadata?.executionId !== "string") {
+    throw new PhronomyError("INVALID_INPUT", "the last message is the assistant's without approval responses (it names no execution in its metadata)");
   }
-  const approvals = responses.map((part) => part.approval as { id: string; approved?: unknown; reason?: unknown });
-  const declined = approvals.find((approval) => approval.approved !== true);
-  const run = chat.resume(metadata.executionId, {
-    approvalId: approvalIdOf(approvals[0]!.id),
-    approved: declined === undefined,
-    ...(typeof declined?.reason === "string" ? { reason: declined.reason } : {}),
-  });
+  const run = chat.resume(metadata.executionId, answerOf(last.parts, await env.execution(metadata.executionId)));
   // The client holds the message up to the suspension: continue after it.
   const stream = await env.stream(run, typeof metadata.resumeAt === "string" ? { resumeAt: metadata.resumeAt } : {});
   return toUIMessageStreamResponse(stream, { executionId: metadata.executionId });
 }
 
-interface ChatRequestPart {
+interface ChatRequestPart extends AnsweringPart {
   readonly type: string;
   readonly text?: unknown;
-  readonly state?: unknown;
-  readonly approval?: unknown;
   readonly url?: unknown;
   readonly mediaType?: unknown;
   readonly filename?: unknown;

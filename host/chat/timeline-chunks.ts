@@ -172,12 +172,19 @@ export class TimelineTranslator {
     const approvals = this.approvals;
     if (approvals === undefined || approvals.approvalId !== payload["approvalId"]) return [];
     const reason = typeof payload["reason"] === "string" ? { reason: payload["reason"] } : {};
-    return approvals.callIds.map((toolCallId) => ({
-      type: "tool-approval-response",
-      approvalId: uiApprovalId(approvals.approvalId, toolCallId),
-      approved: payload["approved"] === true,
-      ...reason,
-    }));
+    // A call answered in place of its tool (`respond`) has no approval
+    // response: a chat page answered it with addToolOutput, which drops the
+    // part's approval; its output follows as the call's result.
+    const action = payload["action"] !== null && typeof payload["action"] === "object" ? (payload["action"] as JsonObject) : undefined;
+    const responded = action?.["kind"] === "respond" ? String(action["callId"]) : undefined;
+    return approvals.callIds
+      .filter((toolCallId) => toolCallId !== responded)
+      .map((toolCallId) => ({
+        type: "tool-approval-response",
+        approvalId: uiApprovalId(approvals.approvalId, toolCallId),
+        approved: payload["approved"] === true,
+        ...reason,
+      }));
   }
 
   private terminal(payload: JsonObject, row: ExecutionRow | undefined, isLast: boolean): UIMessageChunk[] {

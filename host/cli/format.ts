@@ -43,17 +43,22 @@ export function formatDuration(milliseconds: number): string {
 }
 
 /** Where an execution is, in one word: its outcome once it has one. */
-export function stateOf(row: Pick<ExecutionRow, "status" | "phase" | "outcome">): string {
+export function stateOf(row: Pick<ExecutionRow, "status" | "phase" | "outcome"> & { readonly approvalRequest?: unknown }): string {
   if (row.status === "terminal") return row.outcome ?? "terminal";
-  if (row.status === "suspended") return "waiting for approval";
+  if (row.status === "suspended") return waitKindOf(row.approvalRequest) === "input" ? "waiting for input" : "waiting for approval";
   if (row.status === "queued") return "queued";
   return `unfinished (${row.phase})`;
+}
+
+/** The kind of the wait a suspended row's request is (decision 0075). */
+export function waitKindOf(request: unknown): "approval" | "input" {
+  return typeof request === "object" && request !== null && (request as { kind?: unknown }).kind === "input" ? "input" : "approval";
 }
 
 export function colorState(state: string): string {
   if (state === "completed" || state === "handed_off") return pc.green(state);
   if (state === "failed") return pc.red(state);
-  if (state === "waiting for approval" || state === "queued") return pc.yellow(state);
+  if (state.startsWith("waiting for") || state === "queued") return pc.yellow(state);
   if (state.startsWith("unfinished")) return pc.magenta(state);
   return state;
 }

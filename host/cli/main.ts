@@ -160,22 +160,49 @@ function programOf(run: Runner): Command {
     .action((executionId: string, _options, command: Command) => run(command, async (context) => (await commands.show()).showCommand(context, executionId)));
 
   for (const approved of [true, false]) {
+    const command = program
+      .command(approved ? "approve" : "reject")
+      .description(
+        approved
+          ? "approve an execution's pending approval (as asked, with edited arguments, or answered in place of the tool) and run it to its outcome"
+          : "decline an execution's pending approval (the model is told) and run it to its outcome",
+      )
+      .argument("<execution-id>", "the suspended execution (or a unique prefix of its id)")
+      .option("--reason <text>", approved ? "recorded with the decision" : "told to the model and recorded")
+      .option("--approval-id <id>", "decide only if this is the pending approval");
+    if (approved) {
+      command
+        .option("--input <json>", "run the call with these arguments instead of the model's (checked against the tool's input schema)")
+        .option("--respond <json>", "do not run the call: this is its result (checked against the tool's output schema)")
+        .option("--call <id>", "the call --input or --respond is for, when the approval covers several");
+    }
     modelOptions(
-      program
-        .command(approved ? "approve" : "reject")
-        .description(
-          approved
-            ? "approve an execution's pending approval and run it to its outcome"
-            : "decline an execution's pending approval (the model is told) and run it to its outcome",
-        )
-        .argument("<execution-id>", "the suspended execution (or a unique prefix of its id)")
-        .option("--reason <text>", approved ? "recorded with the decision" : "told to the model and recorded")
-        .option("--approval-id <id>", "decide only if this is the pending approval")
+      command
+        .option("--by <who>", "who decided (recorded with the decision)")
         .option("--agent-module <path>", "the module defining the execution's agent (not needed for the demo's)"),
     ).action((executionId: string, options, command: Command) =>
-      run(command, async (context) => (await commands.decide()).decideCommand(context, executionId, approved, options)),
+      run(command, async (context) => (await commands.decide()).decideCommand(context, executionId, approved ? "approve" : "reject", options)),
     );
   }
+
+  modelOptions(
+    program
+      .command("resume")
+      .description("give an execution's typed wait (a humanInput() call) its value and run it to its outcome")
+      .argument("<execution-id>", "the suspended execution (or a unique prefix of its id)")
+      .requiredOption("--value <json>", "the value the wait asks for (checked against its response schema)")
+      .option("--wait-id <id>", "answer only if this is the pending wait")
+      .option("--call <id>", "the call the value is for")
+      .option("--by <who>", "who answered (recorded with the decision)")
+      .option("--agent-module <path>", "the module defining the execution's agent"),
+  ).action((executionId: string, options: { waitId?: string }, command: Command) =>
+    run(command, async (context) =>
+      (await commands.decide()).decideCommand(context, executionId, "resume", {
+        ...options,
+        ...(options.waitId !== undefined ? { approvalId: options.waitId } : {}),
+      }),
+    ),
+  );
 
   program
     .command("cancel")

@@ -74,7 +74,15 @@ export interface OutcomeJson {
   readonly output?: Json;
   readonly usage?: UsageTotals;
   readonly handoff?: unknown;
-  readonly approval?: { readonly approvalId: string; readonly toolCalls: ApprovalRequest["toolCalls"]; readonly argumentsHash: string };
+  readonly approval?: {
+    readonly approvalId: string;
+    /** `approval`, or `input`: a typed wait (`phronomy resume --value`). */
+    readonly kind: "approval" | "input";
+    readonly toolCalls: ApprovalRequest["toolCalls"];
+    readonly argumentsHash: string;
+    /** A typed wait's response schema (JSON Schema). */
+    readonly responseSchema?: Json;
+  };
   readonly error?: ReportedError;
   readonly modelCalls: number;
   readonly toolCalls: number;
@@ -103,7 +111,13 @@ export function outcomeJson(outcome: Outcome, options: Pick<OutcomeReportOptions
         executionId: request.executionId,
         agentId: options.agentId,
         outcome: "suspended",
-        approval: { approvalId: request.approvalId, toolCalls: request.toolCalls, argumentsHash: request.argumentsHash },
+        approval: {
+          approvalId: request.approvalId,
+          kind: request.kind ?? "approval",
+          toolCalls: request.toolCalls,
+          argumentsHash: request.argumentsHash,
+          ...(request.responseSchema !== undefined ? { responseSchema: request.responseSchema } : {}),
+        },
         ...tally,
       };
     }
@@ -144,6 +158,13 @@ function printHuman(context: CliContext, outcome: Outcome, options: OutcomeRepor
     case "suspended": {
       const { request } = outcome;
       const store = context.storeArgument();
+      if (request.kind === "input") {
+        process.stderr.write(`${pc.yellow("⏸")} execution ${request.executionId} is waiting for input (wait id ${request.approvalId}):\n`);
+        for (const call of request.toolCalls) process.stderr.write(`    ${call.toolName}(${compactJson(call.input)})\n`);
+        process.stderr.write(`  it stays in the store until answered:\n`);
+        process.stderr.write(`    phronomy resume ${request.executionId}${options.agentModuleArgument}${store} --value '<json>'\n`);
+        return;
+      }
       process.stderr.write(`${pc.yellow("⏸")} execution ${request.executionId} is waiting for approval (approval id ${request.approvalId}):\n`);
       for (const call of request.toolCalls) process.stderr.write(`    ${call.toolName}(${compactJson(call.input)})\n`);
       process.stderr.write(`  it stays in the store until decided:\n`);

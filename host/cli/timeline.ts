@@ -174,13 +174,27 @@ function approvalRequestedSummary(payload: Record_): string {
   const request = asRecord(payload["approvalRequest"]);
   const calls = asArray(request["toolCalls"]).map(asRecord);
   const described = calls.map((call) => `${String(call["toolName"])}(${compactJson(call["input"], 60)})`).join(", ");
-  return `${described} · approval id ${String(request["approvalId"] ?? "?")} · revision ${String(payload["revision"] ?? "?")}`;
+  const id = request["kind"] === "input" ? `waits for input · wait id` : "approval id";
+  return `${described} · ${id} ${String(request["approvalId"] ?? "?")} · revision ${String(payload["revision"] ?? "?")}`;
 }
 
+/** The decision: approved or declined, what it answered (edited
+ * arguments, a response, a typed wait's value: decision 0075), who, why. */
 function approvalDecidedSummary(payload: Record_): string {
-  const decision = payload["approved"] === true ? "approved" : "declined";
+  const action = asRecord(payload["action"]);
+  const answered =
+    action["kind"] === "value"
+      ? `answered ${compactJson(action["value"], 60)}`
+      : action["kind"] === "edit"
+        ? `approved with input ${compactJson(action["value"], 60)} for call ${String(action["callId"])}`
+        : action["kind"] === "respond"
+          ? `responded ${compactJson(action["value"], 60)} in place of call ${String(action["callId"])}`
+          : payload["approved"] === true
+            ? "approved"
+            : "declined";
+  const by = typeof payload["decidedBy"] === "string" ? ` · by ${JSON.stringify(payload["decidedBy"])}` : "";
   const reason = typeof payload["reason"] === "string" ? ` · reason ${JSON.stringify(payload["reason"])}` : "";
-  return `${decision}${reason} · revision ${String(payload["revision"] ?? "?")}`;
+  return `${answered}${by}${reason} · revision ${String(payload["revision"] ?? "?")}`;
 }
 
 // -- recovery marks ----------------------------------------------------------------

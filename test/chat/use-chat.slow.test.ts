@@ -270,6 +270,29 @@ describe("useChat (@ai-sdk/react) in Chromium, against README's chat routes", ()
   );
 
   it(
+    "a typed wait: the page's form answers it (addToolOutput); a value its schema refuses shows the error, the good one ends the same message",
+    async () => {
+      const page = await openChat(shared, "wait-1");
+      await ask(page, "Which delivery date suits me?");
+      await page.locator("form.wait input.wait-value").fill("next week", { timeout: waitMs });
+      await page.locator("form.wait button.wait-answer").click({ timeout: waitMs });
+      const refused = await until(page, "the refusal", (shown) => shown.error !== undefined);
+      expect(refused.error).toContain("INVALID_INPUT");
+      expect((await storedAnswers(shared, "wait-1"))[0]).toMatchObject({ status: "suspended" });
+
+      await page.locator("form.wait input.wait-value").fill("2027-03-01", { timeout: waitMs });
+      await page.locator("form.wait button.wait-answer").click({ timeout: waitMs });
+      const done = await answered(page, "Booked for 2027-03-01.");
+      expect(answers(done)).toHaveLength(1);
+      expect(lastAnswer(done)!.tools).toEqual([{ tool: "tool-askDeliveryDate", state: "output-available", output: JSON.stringify({ date: "2027-03-01" }) }]);
+      expect(done.error).toBeUndefined();
+      const rows = await storedAnswers(shared, "wait-1");
+      expect(rows.map((row) => row.outcome)).toEqual(["completed"]);
+    },
+    scenarioMs,
+  );
+
+  it(
     "denies: Deny reaches the model as a declined call with the reason; the same message ends with its answer",
     async () => {
       const page = await openChat(shared, "deny-1");

@@ -6,13 +6,18 @@
 // process of the cluster — changes nothing. And a value committed by a
 // process killed before the call's result: the recorded batch carries the
 // value, so the process taking the conversation over runs on with it (no
-// code runs). Real environments on the simulated cluster store, on a fake
-// clock.
+// code runs). A value refused by its schema changes nothing, and neither
+// does an answer at the process not holding the conversation (the
+// simulated store keeps no approval inbox, so it is refused there; filing
+// it for the owner is test/postgres/waits.test.ts's); the good value is
+// then committed once. An answer racing a cancel (given at either process,
+// in either order): one of them wins, and at most one answer is committed. Real environments on the
+// simulated cluster store, on a fake clock.
 
 import { expect, it, vi } from "vitest";
 import { z } from "zod";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
-import { humanInput, Phronomy, type Agent } from "../../host/index.js";
+import { humanInput, Phronomy, type Agent, type Environment } from "../../host/index.js";
 import { Cluster, type ClusterStore, type PendingWrite } from "./cluster-store.js";
 import { advance, leaseMs, none, useSimulatedClock } from "./two-processes.js";
 
@@ -20,20 +25,24 @@ useSimulatedClock();
 
 const isDecision = (write: PendingWrite): boolean => write.operation.type === "approvalCommit";
 
-async function openAsking(cluster: Cluster, owner: string, answers: unknown[]): Promise<{ close(): Promise<void>; agent: Agent; store: ClusterStore }> {
+async function openAsking(
+  cluster: Cluster,
+  owner: string,
+  answers: unknown[],
+): Promise<{ close(): Promise<void>; agent: Agent; store: ClusterStore; environment: Environment }> {
   const model = scriptedModel(({ messages }) => {
     const last = messages.at(-1);
     if (last?.role !== "tool") return { toolCalls: [{ toolName: "askDate", input: { question: "When?" } }] };
     answers.push(last.results[0]?.output);
     return { text: "booked" };
   });
-  const askDate = humanInput({ inputSchema: z.object({ question: z.string() }), responseSchema: z.object({ date: z.string() }) });
+  const askDate = humanInput({ inputSchema: z.object({ question: z.string() }), responseSchema: z.object({ date: z.string().regex(/^\d{4}-\d{2}-\d{2}$/) }) });
   const store = cluster.storeFor(owner);
   const environment = await Phronomy.open({ store, logger: { warn: () => undefined } });
   const agent = environment.agent({ id: "c", model, tools: { askDate } });
   await environment.recovery("c");
   await vi.advanceTimersByTimeAsync(0);
-  return { agent, store, close: () => environment.close() };
+  return { agent, store, environment, close: () => environment.close() };
 }
 
 it("a typed wait resumed twice: one value is taken, exactly once; a different one is refused, the same one follows", async () => {
@@ -93,3 +102,91 @@ it("a typed wait's value committed, then its process killed before the call's re
   expect(answers).toEqual([{ date: "2027-01-05" }]);
   await p2.close();
 });
+
+/** The answers committed to the execution's waits. */
+function decisionsOf(cluster: Cluster, executionId: string): unknown[] {
+  return cluster.connection
+    .prepare("SELECT payload FROM steps WHERE execution_id = ? AND kind = 'approval_decided' ORDER BY seq")
+    .all(executionId)
+    .map((row) => JSON.parse(String(row["payload"])));
+}
+
+/** p1 and p2 on one cluster, p1 holding "c" with an execution waiting for a date. */
+async function waitingAtP1(answers: unknown[]) {
+  const cluster = new Cluster(leaseMs);
+  const p1 = await openAsking(cluster, "p1", answers);
+  const p2 = await openAsking(cluster, "p2", answers);
+  const run = p1.agent.start("book a delivery");
+  run.result.catch(() => undefined);
+  await advance(cluster, 100, none);
+  const executionId = await run.executionId;
+  const waitId = (cluster.execution(executionId)?.approvalRequest as { approvalId: string }).approvalId;
+  expect(cluster.leases.get("c")?.owner).toBe("p1");
+  return { cluster, p1, p2, executionId, waitId };
+}
+
+it("a value refused by its schema changes nothing, nor does an answer at the process not holding the conversation; the good one is committed once", async () => {
+  const answers: unknown[] = [];
+  const { cluster, p1, p2, executionId, waitId } = await waitingAtP1(answers);
+  const refused = p1.agent.resume(executionId, { waitId, value: { date: "next week" } });
+  const elsewhere = p2.agent.resume(executionId, { waitId, value: { date: "2027-02-02" } });
+  refused.result.catch(() => undefined);
+  elsewhere.result.catch(() => undefined);
+  await advance(cluster, leaseMs, none);
+  await expect(refused.result).rejects.toMatchObject({ code: "INVALID_INPUT", details: { paths: [["date"]] } });
+  await expect(elsewhere.result).rejects.toMatchObject({ code: "EXECUTION_REHYDRATION_REQUIRED" });
+  expect(cluster.execution(executionId)).toMatchObject({ status: "suspended" });
+  expect(decisionsOf(cluster, executionId)).toEqual([]);
+  expect(JSON.stringify(cluster.connection.prepare("SELECT payload FROM steps WHERE execution_id = ?").all(executionId))).not.toContain("next week");
+
+  const given = p1.agent.resume(executionId, { waitId, value: { date: "2027-01-05" }, decidedBy: "ana" });
+  given.result.catch(() => undefined);
+  await advance(cluster, leaseMs, none);
+  await expect(given.result).resolves.toMatchObject({ outcome: "completed", output: "booked" });
+  expect(answers).toEqual([{ date: "2027-01-05" }]);
+  expect(decisionsOf(cluster, executionId)).toEqual([expect.objectContaining({ decidedBy: "ana", action: expect.objectContaining({ kind: "value" }) })]);
+  await vi.advanceTimersByTimeAsync(0);
+  await Promise.all([p1.close(), p2.close()]);
+});
+
+for (const order of ["answer first", "cancel first"] as const) {
+  for (const canceller of ["p1", "p2"] as const) {
+    it(`an answer racing a cancel (${order}, the cancel at ${canceller}): one wins, at most one answer is committed`, async () => {
+      const answers: unknown[] = [];
+      const { cluster, p1, p2, executionId, waitId } = await waitingAtP1(answers);
+      const outcomeOf = (settling: Promise<{ outcome: string }>): Promise<string> =>
+        settling.then(
+          (result) => result.outcome,
+          (error: { code?: string }) => String(error.code),
+        );
+      const answer = (): Promise<string> => outcomeOf(p1.agent.resume(executionId, { waitId, value: { date: "2027-01-05" } }).result);
+      const cancel = (): Promise<string> => outcomeOf((canceller === "p1" ? p1 : p2).environment.cancel(executionId, { reason: "racing" }));
+      let answered: Promise<string>;
+      let cancelled: Promise<string>;
+      if (order === "answer first") {
+        answered = answer();
+        cancelled = cancel();
+      } else {
+        cancelled = cancel();
+        answered = answer();
+      }
+      await advance(cluster, leaseMs * 2, none);
+      const [answerEnd, cancelEnd] = await Promise.all([answered, cancelled]);
+      const row = cluster.execution(executionId);
+      const decisions = decisionsOf(cluster, executionId);
+      expect(row?.status, `answer → ${answerEnd}, cancel → ${cancelEnd}`).toBe("terminal");
+      expect(decisions.length).toBeLessThanOrEqual(1);
+      expect(answers.length).toBeLessThanOrEqual(decisions.length);
+      if (row?.outcome === "completed") {
+        // The answer won and ran to its end before the cancel took.
+        expect(answerEnd).toBe("completed");
+        expect(answers).toEqual([{ date: "2027-01-05" }]);
+      } else {
+        expect(row?.error).toMatchObject({ code: "CANCELLED" });
+        expect(answerEnd).not.toBe("completed");
+      }
+      await vi.advanceTimersByTimeAsync(0);
+      await Promise.all([p1.close(), p2.close()]);
+    });
+  }
+}

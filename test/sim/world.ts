@@ -7,8 +7,9 @@
 //
 // Each step the generator picks one thing to happen: a start (busy policy
 // reject / enqueue / interrupt, keyed or not, with a timeout or not, at any
-// process, owner of the conversation or not), a decision on a suspended
-// execution, a cancel, a pending write settling (committed, failed, outcome
+// process, owner of the conversation or not), an answer to a suspended
+// execution's wait — an approval or a typed wait, answered rightly or
+// not, sometimes twice or racing a cancel (world-waits.ts) —, a cancel, a pending write settling (committed, failed, outcome
 // unknown committed or not), a model turn or a tool call finishing, the
 // clock moving on (timeouts, lease expiry), or a fault: a process killed
 // (kill -9: nothing it does reaches the world again), a dead process
@@ -26,6 +27,7 @@ import { Phronomy, tool, type DefinedAgent, type Environment, type Run } from ".
 import type { SqliteConnection } from "../../host/store/sqlite/driver.js";
 import { ConversationFlag, ConversationPhase } from "../../assembly/abi.js";
 import { Cluster, type ClusterStore, type PendingWrite, type WriteFate } from "./cluster-store.js";
+import { askDateTool, WaitAnswers, type DrawnAnswer } from "./world-waits.js";
 
 /** Processes, conversations and steps per seed: small, so a seed takes
  * milliseconds and CI runs thousands. */
@@ -66,6 +68,8 @@ interface Caller {
   outcome: string | undefined;
   /** Whether its process held the conversation's lease when it settled. */
   heldWhenSettled: boolean;
+  /** A resume's answer (world-waits.ts). */
+  answer?: DrawnAnswer;
 }
 
 /** One run of a tool, by its idempotency key. */
@@ -106,6 +110,9 @@ export class World {
   /** Execution ids by idempotency key, per conversation. */
   private readonly keyed = new Map<string, string>();
   private committedChecked = 0;
+  /** The answers given to waits, and their invariants. */
+  readonly waits: WaitAnswers;
+  private readonly waitProblemsReported = new Set<string>();
   step = 0;
   faulty = true;
   private answers = 0;
@@ -119,6 +126,7 @@ export class World {
   ) {
     this.cluster = new Cluster(leaseMs, false, database);
     this.processes = Array.from({ length: size.processes }, (_, index) => new SimProcess(`p${index + 1}`));
+    this.waits = new WaitAnswers(random);
     this.cluster.onFault = (owner) => this.disrupt(owner);
     this.cluster.onTakeover = (agentId, former, taker) => {
       this.note(`  lease of ${agentId} moves from ${former} to ${taker}`);
@@ -168,7 +176,7 @@ export class World {
       name: "support",
       instructions: "You help.",
       model: scriptedModel(({ turn }) => this.modelCall(process, process.owner, turn)),
-      tools: { lookup: this.recordingTool(process, "lookup", false), refund: this.recordingTool(process, "refund", true) },
+      tools: { lookup: this.recordingTool(process, "lookup", false), refund: this.recordingTool(process, "refund", true), askDate: askDateTool() },
     });
   }
 
@@ -295,24 +303,41 @@ export class World {
     if (executionId !== undefined) this.knowExecution(caller, executionId);
     this.note(`  settled: ${caller.label} → ${outcome}${executionId ? ` (${executionId})` : ""}`);
     if (caller.settlements > 1) this.problem(`${caller.label} settled ${caller.settlements} times`);
-    if (bugCodes.has(outcome.replace(/^cancel:/, ""))) this.problem(`${caller.label} settled ${outcome}, which only a bug produces: ${message ?? ""}`);
+    const refusalExpected = caller.answer?.mustBeRefused === true && outcome === "INVALID_INPUT";
+    if (bugCodes.has(outcome.replace(/^cancel:/, "")) && !refusalExpected)
+      this.problem(`${caller.label} settled ${outcome}, which only a bug produces: ${message ?? ""}`);
+    const wrong = caller.answer === undefined ? undefined : this.waits.checkSettled(caller.answer, outcome);
+    if (wrong !== undefined) this.problem(`${caller.label}: ${wrong}`);
     if (outcome === "completed" && executionId !== undefined) {
       const row = this.cluster.execution(executionId);
       if (row?.status !== "terminal" || row.outcome !== "completed") this.problem(`${caller.label} completed, but its row is ${row?.status}/${row?.outcome}`);
     }
   }
 
+  /** An answer to a suspended execution's wait (world-waits.ts); now and
+   * then a second one (the same answer or another, here or at another
+   * process, which files it for the owner) or a cancel racing it. */
   decide(process: SimProcess): boolean {
     const suspended = this.cluster.unfinished().filter((row) => row.status === "suspended");
     if (suspended.length === 0) return false;
     const row = this.pick(suspended);
-    const approvalId = (row.approvalRequest as { approvalId?: string } | null)?.approvalId;
-    if (approvalId === undefined) return false;
-    const approved = this.chance(0.8);
-    const label = `resume ${row.executionId} at ${process.owner} ${approved ? "approved" : "denied"}`;
-    this.note(label);
-    this.track(this.caller(label, process, row.agentId), process.agent!.conversation(row.agentId).resume(row.executionId, { approvalId, approved }));
+    const wait = WaitAnswers.pendingOf(row.approvalRequest);
+    if (wait === undefined) return false;
+    const answer = this.waits.draw(wait);
+    this.answer(process, row.executionId, row.agentId, answer);
+    const second = this.random();
+    if (second < 0.3) this.answer(this.pick(this.alive()), row.executionId, row.agentId, second < 0.15 ? answer : this.waits.draw(wait));
+    else if (second < 0.4) this.cancelExecution(this.pick(this.alive()), row.executionId);
     return true;
+  }
+
+  private answer(process: SimProcess, executionId: string, agentId: string, answer: DrawnAnswer): void {
+    const label = `resume ${executionId} at ${process.owner} ${answer.label}`;
+    this.note(label);
+    const caller = this.caller(label, process, agentId);
+    caller.answer = answer;
+    this.waits.given(answer, caller);
+    this.track(caller, process.agent!.conversation(agentId).resume(executionId, answer.decision));
   }
 
   cancel(process: SimProcess): boolean {
@@ -324,7 +349,11 @@ export class World {
         .map((row) => String(row["execution_id"])),
     ];
     if (ids.length === 0) return false;
-    const executionId = this.pick(ids);
+    this.cancelExecution(process, this.pick(ids));
+    return true;
+  }
+
+  private cancelExecution(process: SimProcess, executionId: string): void {
     const label = `cancel ${executionId} at ${process.owner}`;
     this.note(label);
     const caller = this.caller(label, process, "?");
@@ -332,7 +361,6 @@ export class World {
       (result) => this.settled(caller, `cancel:${result.outcome}`, undefined),
       (error: { code?: string; message?: string }) => this.settled(caller, `cancel:${String(error.code)}`, undefined, error.message),
     );
-    return true;
   }
 
   answerModel(index: number, draining: boolean): void {
@@ -346,9 +374,11 @@ export class World {
         ? text
         : choice < 0.7
           ? { toolCalls: [{ toolName: "lookup", input: { orderId: `${this.answers}` } }] }
-          : choice < 0.9
+          : choice < 0.82
             ? { toolCalls: [{ toolName: "refund", input: { orderId: `${this.answers}` } }] }
-            : { error: `simulated provider failure ${this.answers}` };
+            : choice < 0.92
+              ? { toolCalls: [{ toolName: "askDate", input: { question: `when ${this.answers}` } }] }
+              : { error: `simulated provider failure ${this.answers}` };
     this.note(`${call.label} → ${JSON.stringify(answer)}`);
     call.resolve(answer);
   }
@@ -414,6 +444,11 @@ export class World {
       }
     }
     this.committedChecked = this.cluster.committed.length;
+    for (const line of this.waits.checkCommitted(this.cluster.connection)) {
+      if (this.waitProblemsReported.has(line)) continue;
+      this.waitProblemsReported.add(line);
+      this.problem(line);
+    }
     // The core counts each conversation's queued messages (docs/decisions/0062):
     // its count is the host queue's after every step.
     for (const process of this.processes) {
@@ -528,13 +563,13 @@ export class World {
     else if (choice < 0.45 && this.cluster.pending.length > 0) this.settleWrite(this.pick(this.cluster.pending), false);
     else if (choice < 0.57 && this.models.length > 0) this.answerModel(Math.floor(this.random() * this.models.length), false);
     else if (choice < 0.66 && this.tools.length > 0) this.finishTool(Math.floor(this.random() * this.tools.length), false);
-    else if (choice < 0.7 && alive.length > 0) this.decide(this.pick(alive));
-    else if (choice < 0.73 && alive.length > 0) this.cancel(this.pick(alive));
-    else if (choice < 0.75 && alive.length > 1) this.kill(this.pick(alive));
-    else if (choice < 0.78 && alive.length < this.processes.length) await this.start(this.pick(this.processes.filter((process) => !process.alive)));
-    else if (choice < 0.8 && alive.length > 0) this.disconnect(this.pick(alive));
-    else if (choice < 0.82 && alive.length > 0) this.stall(this.pick(alive));
-    else if (choice < 0.83 && alive.length > 0) this.move(this.pick(alive));
+    else if (choice < 0.73 && alive.length > 0) this.decide(this.pick(alive));
+    else if (choice < 0.75 && alive.length > 0) this.cancel(this.pick(alive));
+    else if (choice < 0.77 && alive.length > 1) this.kill(this.pick(alive));
+    else if (choice < 0.8 && alive.length < this.processes.length) await this.start(this.pick(this.processes.filter((process) => !process.alive)));
+    else if (choice < 0.82 && alive.length > 0) this.disconnect(this.pick(alive));
+    else if (choice < 0.84 && alive.length > 0) this.stall(this.pick(alive));
+    else if (choice < 0.85 && alive.length > 0) this.move(this.pick(alive));
     else await this.advance(10 + Math.floor(this.random() * 1_500));
     await settle(1);
   }
@@ -584,10 +619,8 @@ export class World {
     this.decidedInDrain.add(row.executionId);
     const holder = this.cluster.leases.get(row.agentId)?.owner;
     const process = this.alive().find((candidate) => candidate.owner === holder) ?? this.alive()[0]!;
-    const approvalId = (row.approvalRequest as { approvalId?: string } | null)?.approvalId ?? "none";
-    const label = `resume ${row.executionId} at ${process.owner} approved (drain)`;
-    this.note(label);
-    this.track(this.caller(label, process, row.agentId), process.agent!.conversation(row.agentId).resume(row.executionId, { approvalId, approved: true }));
+    const answer = this.waits.drainAnswer(WaitAnswers.pendingOf(row.approvalRequest) ?? { approvalId: "none", kind: "approval" });
+    this.answer(process, row.executionId, row.agentId, answer);
     return true;
   }
 

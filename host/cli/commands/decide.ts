@@ -1,6 +1,12 @@
-// `phronomy approve <executionId>` and `phronomy reject <executionId>`:
-// decide an execution's pending approval and carry the execution on to its
-// final outcome, which is printed like `run`'s. Continuing needs the agent's
+// `phronomy approve <executionId>`, `phronomy reject <executionId>` and
+// `phronomy resume <executionId> --value '<json>'`: decide an execution's
+// pending approval — approved as asked, with edited arguments (`--input`),
+// answered in place of the tool (`--respond`) — or give its typed wait
+// its value (decision 0075), and carry the execution on to its final
+// outcome, which is printed like `run`'s. Whether the answer fits the
+// wait (its kind, its schema) is the runtime's call, through the same
+// `agent.resume` an application uses: a refused answer fails the command
+// and leaves the wait pending. Continuing needs the agent's
 // model and tools, so the agent module is loaded (`--agent-module`, or the
 // built-in demo agent for the demo's executions).
 //
@@ -33,12 +39,26 @@ import { displayPath } from "./run.js";
 export interface DecideOptions {
   readonly reason?: string;
   readonly approvalId?: string;
+  /** Edited arguments of the call (JSON text; approve). */
+  readonly input?: string;
+  /** The call's result in place of the tool (JSON text; approve). */
+  readonly respond?: string;
+  /** The typed wait's value (JSON text; resume). */
+  readonly value?: string;
+  /** The call `--input` or `--respond` is for. */
+  readonly call?: string;
+  /** Who decided (recorded). */
+  readonly by?: string;
   readonly agentModule?: string;
   readonly model?: string;
   readonly baseUrl?: string;
 }
 
-export async function decideCommand(context: CliContext, executionArgument: string, approved: boolean, options: DecideOptions): Promise<ExitCodeValue> {
+/** What the command does: approve or reject an approval, or give a typed wait its value. */
+export type DecideAction = "approve" | "reject" | "resume";
+
+export async function decideCommand(context: CliContext, executionArgument: string, action: DecideAction, options: DecideOptions): Promise<ExitCodeValue> {
+  const answer = answerOf(action, options);
   const location = resolveStore(context.options.store, { mustExist: true });
   const model = await createModel(modelSettingsOf(options));
   const environment = await openStore(location, { logger: context.logger, visitBesideOwner: true });
@@ -55,27 +75,31 @@ export async function decideCommand(context: CliContext, executionArgument: stri
     const pending = (await environment.pendingApprovals()).find((approval) => approval.executionId === executionId);
     if (!pending) throw notWaiting(executionId, (await environment.execution(executionId)) ?? row, await environment.timeline(executionId));
     const approvalId = options.approvalId ?? pending.request.approvalId;
-    const verb = approved ? pc.green("approving") : pc.red("rejecting");
+    const verb = action === "approve" ? pc.green("approving") : action === "reject" ? pc.red("rejecting") : pc.green("answering");
+    const what = pending.kind === "input" ? "wait" : "approval";
     context.logger.line(
-      `${verb} execution ${executionId} of agent "${row.agentId}" (approval ${pending.request.approvalId}, requested ${formatTime(pending.since)}):`,
+      `${verb} execution ${executionId} of agent "${row.agentId}" (${what} ${pending.request.approvalId}, requested ${formatTime(pending.since)}):`,
     );
     for (const call of pending.request.toolCalls) context.logger.line(`    ${call.toolName}(${compactJson(call.input)})`);
     if (environment.visitor)
       context.logger.line(`the store is owned by ${ownerOf(environment)}: the decision is filed for it to apply, and this command waits for the outcome`);
     progress = new Progress();
     context.logger.progress = progress;
-    progress.setPhase(approved ? "committing the approval" : "committing the rejection");
+    progress.setPhase(action === "approve" ? "committing the approval" : action === "reject" ? "committing the rejection" : "committing the value");
     const watch = watchRun(progress);
     const run = agent.resume(executionId, {
-      approvalId,
-      approved,
+      ...(action === "resume" ? { waitId: approvalId } : { approvalId }),
+      ...answer,
       onEvent: watch.onEvent,
-      ...(options.reason !== undefined ? { reason: options.reason } : {}),
     });
     const outcome = await settle(run, watch);
-    // Refused before anything was decided (another approval is pending now):
-    // the command failed, not the execution.
-    if (outcome.kind === "failed" && outcome.error instanceof PhronomyError && outcome.error.code === "APPROVAL_MISMATCH") throw outcome.error;
+    // Refused before anything was decided (another wait is pending now, an
+    // answer of the other kind, a value its schema refuses): the command
+    // failed, not the execution, which still waits.
+    if (outcome.kind === "failed" && outcome.error instanceof PhronomyError && refusalCodes.has(outcome.error.code)) {
+      const now = await environment.execution(executionId);
+      if (outcome.error.code === "APPROVAL_MISMATCH" || now?.status === "suspended") throw withKindHint(outcome.error, pending.kind, executionId);
+    }
     const moduleArgument = options.agentModule !== undefined ? ` --agent-module ${shellQuote(displayPath(options.agentModule))}` : "";
     return reportOutcome(context, outcome, { agentId: row.agentId, progress, agentModuleArgument: moduleArgument, streamed: false, interrupted: false });
   } finally {
@@ -83,6 +107,64 @@ export async function decideCommand(context: CliContext, executionArgument: stri
     context.logger.progress = undefined;
     await environment.close();
   }
+}
+
+/** Errors that refuse an answer and leave the wait as it was. */
+const refusalCodes: ReadonlySet<string> = new Set(["APPROVAL_MISMATCH", "INVALID_INPUT"]);
+
+/** The decision the options ask for, beyond the wait's id: JSON options
+ * parsed, and only the ones the action takes. */
+function answerOf(action: DecideAction, options: DecideOptions): Record<string, unknown> {
+  const allowed: Record<DecideAction, readonly (keyof DecideOptions)[]> = {
+    approve: ["input", "respond", "call"],
+    reject: [],
+    resume: ["value", "call"],
+  };
+  for (const key of ["input", "respond", "value", "call"] as const) {
+    if (options[key] !== undefined && !allowed[action].includes(key)) {
+      throw new CliError("USAGE", `--${key} does not go with \`${action}\`: ${usageOf(key)}`);
+    }
+  }
+  if (options.input !== undefined && options.respond !== undefined)
+    throw new CliError("USAGE", "give --input (run the tool with these arguments) or --respond (answer in place of the tool), not both");
+  if (action === "resume" && options.value === undefined) throw new CliError("USAGE", "`resume` gives a typed wait its value: --value '<json>'");
+  return {
+    ...(action === "resume" ? { value: jsonOption("value", options.value!) } : { approved: action === "approve" }),
+    ...(options.input !== undefined ? { input: jsonOption("input", options.input) } : {}),
+    ...(options.respond !== undefined ? { respond: jsonOption("respond", options.respond) } : {}),
+    ...(options.call !== undefined ? { callId: options.call } : {}),
+    ...(options.by !== undefined ? { decidedBy: options.by } : {}),
+    ...(options.reason !== undefined ? { reason: options.reason } : {}),
+  };
+}
+
+function usageOf(key: "input" | "respond" | "value" | "call"): string {
+  if (key === "value") return "a typed wait's value is given with `phronomy resume <execution-id> --value '<json>'`";
+  if (key === "call") return "it names the call --input, --respond or --value is for";
+  return `approve with --${key} '<json>'`;
+}
+
+/** The JSON text an option holds, parsed; a usage error naming it when it is not JSON. */
+function jsonOption(name: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new CliError("USAGE", `--${name} must be JSON (quote it for the shell: --${name} '{"date":"2027-03-01"}'): ${(error as Error).message}`);
+  }
+}
+
+/** A wait of the other kind refused: say which command answers it. */
+function withKindHint(error: PhronomyError, kind: "approval" | "input", executionId: string): PhronomyError {
+  if ((error.details as { mismatch?: unknown } | undefined)?.mismatch !== "wait_kind") return error;
+  const hint =
+    kind === "input"
+      ? `it waits for a value: phronomy resume ${executionId} --value '<json>'`
+      : `it waits for an approval: phronomy approve ${executionId} (or reject)`;
+  return new PhronomyError(error.code, `${error.message}; ${hint}`, {
+    ...(error.executionId !== undefined ? { executionId: error.executionId } : {}),
+    ...(error.agentId !== undefined ? { agentId: error.agentId } : {}),
+    ...(error.details !== undefined ? { details: error.details } : {}),
+  });
 }
 
 /** A visitor's agent only files decisions: the owner runs the execution

@@ -6,7 +6,7 @@
 import pc from "../colors.js";
 import type { CliContext } from "../context.js";
 import { ExitCode, type ExitCodeValue } from "../errors.js";
-import { colorState, compactJson, executionJson, formatDuration, formatTime, printJson, stateOf } from "../format.js";
+import { colorState, compactJson, waitKindOf, executionJson, formatDuration, formatTime, printJson, stateOf } from "../format.js";
 import { findExecution } from "../lookup.js";
 import { describeTimeline, renderTimeline } from "../timeline.js";
 import { openStore, resolveStore } from "../store.js";
@@ -47,12 +47,38 @@ export function executionLines(context: CliContext, row: ExecutionRow): string[]
     field("started", `${formatTime(row.createdAt)} · last change ${formatTime(row.updatedAt)} (${formatDuration(row.updatedAt - row.createdAt)} later)`),
   );
   if (row.status === "suspended") {
-    const request = row.approvalRequest as { approvalId?: string; toolCalls?: { toolName: string; input: unknown }[] } | null;
-    const calls = (request?.toolCalls ?? []).map((call) => `${call.toolName}(${compactJson(call.input, 80)})`).join(", ");
-    lines.push(field("approval", `${pc.yellow("pending")} ${calls} · approval id ${request?.approvalId ?? "?"}`));
-    lines.push(field("", `decide: phronomy approve ${row.executionId}${context.storeArgument()} [--agent-module <path>] | phronomy reject …`));
+    lines.push(...waitLines(context, row, field));
   } else if (row.status !== "terminal") {
     lines.push(field("recovery", `unfinished: \`phronomy recover${context.storeArgument()} --agent-module <path>\` continues it`));
   }
   return lines;
+}
+
+/** The pending wait: its kind, the calls (the question: what the model
+ * asked), a typed wait's response schema, and the command that answers it. */
+function waitLines(context: CliContext, row: ExecutionRow, field: (name: string, value: string) => string): string[] {
+  const request = row.approvalRequest as {
+    approvalId?: string;
+    toolCalls?: { callId: string; toolName: string; input: unknown }[];
+    responseSchema?: unknown;
+  } | null;
+  const calls = (request?.toolCalls ?? []).map((call) => `${call.toolName}(${compactJson(call.input, 80)}) · call ${call.callId}`);
+  const id = request?.approvalId ?? "?";
+  const store = context.storeArgument();
+  if (waitKindOf(request) === "input") {
+    return [
+      field("wait", `${pc.yellow("pending")} input · wait id ${id}`),
+      ...calls.map((call) => field("", `asks ${call}`)),
+      field("", `answer as ${request?.responseSchema === undefined ? "any JSON" : compactJson(request.responseSchema, 200)}`),
+      field("", `answer: phronomy resume ${row.executionId}${store} --value '<json>' [--by <who>] [--agent-module <path>]`),
+    ];
+  }
+  return [
+    field("approval", `${pc.yellow("pending")} · approval id ${id}`),
+    ...calls.map((call) => field("", call)),
+    field(
+      "",
+      `decide: phronomy approve ${row.executionId}${store} [--input '<json>' | --respond '<json>'] [--by <who>] [--agent-module <path>] | phronomy reject …`,
+    ),
+  ];
 }

@@ -4,12 +4,19 @@
 // chat's history first (README: `useChat({ id, messages: await
 // support.conversation(id).messages() })`, here over a route of the
 // server), then renders what `useChat` holds: text, reasoning, tool parts
-// with Approve and Deny, attachments, and the buttons a chat has (Send,
+// with Approve and Deny, a form for a typed wait (a `data-wait` part,
+// answered with `addToolOutput`), attachments, and the buttons a chat has (Send,
 // Stop, Regenerate). Elements carry ids and data attributes for the test
 // to read; nothing here decides what the chat does.
 
 import { useChat } from "@ai-sdk/react";
-import { DefaultChatTransport, isToolUIPart, lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } from "ai";
+import {
+  DefaultChatTransport,
+  isToolUIPart,
+  lastAssistantMessageIsCompleteWithApprovalResponses,
+  lastAssistantMessageIsCompleteWithToolCalls,
+  type UIMessage,
+} from "ai";
 import { useEffect, useRef, useState } from "react";
 import { createRoot } from "react-dom/client";
 import type { ChatPageProbe, ShownMessage } from "./page-snapshot.js";
@@ -32,11 +39,12 @@ function Page() {
 
 function Chat({ id, history }: { id: string; history: UIMessage[] }) {
   // As README prints it, plus the history loaded above.
-  const { messages, sendMessage, addToolApprovalResponse, regenerate, stop, status, error } = useChat({
+  const { messages, sendMessage, addToolApprovalResponse, addToolOutput, regenerate, stop, status, error } = useChat({
     id,
     resume: true,
     transport: new DefaultChatTransport({ api: "/api/chat" }),
-    sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
+    // An approval decided, or a typed wait answered (addToolOutput): sent at once.
+    sendAutomaticallyWhen: (options) => lastAssistantMessageIsCompleteWithApprovalResponses(options) || lastAssistantMessageIsCompleteWithToolCalls(options),
     messages: history,
   });
   const text = useRef<HTMLInputElement>(null);
@@ -74,6 +82,18 @@ function Chat({ id, history }: { id: string; history: UIMessage[] }) {
                   </p>
                 );
               if (part.type === "file") return <p key={key} className="file">{`${part.filename ?? "file"} (${part.mediaType})`}</p>;
+              if (part.type === "data-wait") {
+                const wait = part.data as { toolCallId: string };
+                const call = message.parts.find((candidate) => isToolUIPart(candidate) && candidate.toolCallId === wait.toolCallId);
+                // Shown until answered, and again when the answer was refused (the error).
+                const open = call !== undefined && isToolUIPart(call) && (call.state === "input-available" || error !== undefined);
+                return open && call !== undefined && isToolUIPart(call) ? (
+                  <WaitForm
+                    key={key}
+                    answer={(value) => void addToolOutput({ tool: call.type.slice("tool-".length), toolCallId: wait.toolCallId, output: { date: value } })}
+                  />
+                ) : null;
+              }
               if (!isToolUIPart(part)) return null;
               return (
                 <div key={key} className="tool" data-tool={part.type} data-state={part.state}>
@@ -120,6 +140,25 @@ function Chat({ id, history }: { id: string; history: UIMessage[] }) {
         </button>
       </form>
     </>
+  );
+}
+
+/** A typed wait's form: one field (the schema asks for `date`). */
+function WaitForm({ answer }: { answer: (value: string) => void }) {
+  const field = useRef<HTMLInputElement>(null);
+  return (
+    <form
+      className="wait"
+      onSubmit={(event) => {
+        event.preventDefault();
+        answer(field.current?.value ?? "");
+      }}
+    >
+      <input className="wait-value" ref={field} />
+      <button type="submit" className="wait-answer">
+        Answer
+      </button>
+    </form>
   );
 }
 

@@ -20,7 +20,7 @@ export const wordsBeforeGate = 6;
 
 /** What the model answers, decided from the prompt alone (so a call made
  * again after a restart answers the same). */
-function answerTo(prompt: LanguageModelV4Prompt): { reasoning?: string; text?: string; refund?: boolean } {
+function answerTo(prompt: LanguageModelV4Prompt): { reasoning?: string; text?: string; refund?: boolean; askDate?: boolean } {
   const lastUser = prompt.map((message) => message.role).lastIndexOf("user");
   const asked = prompt[lastUser];
   const parts = asked?.role === "user" ? asked.content : [];
@@ -28,6 +28,10 @@ function answerTo(prompt: LanguageModelV4Prompt): { reasoning?: string; text?: s
   const files = parts.flatMap((part) => (part.type === "file" ? [part] : []));
   const results = prompt.slice(lastUser + 1).flatMap((message) => (message.role === "tool" ? message.content : []));
   const refund = results.find((part) => part.type === "tool-result" && part.toolName === "issueRefund");
+  const date = results.find((part) => part.type === "tool-result" && part.toolName === "askDeliveryDate");
+  // A typed wait (humanInput): the page answers it with a form.
+  if (/delivery date/i.test(question) && date === undefined) return { askDate: true };
+  if (date?.type === "tool-result") return { text: `Booked for ${date.output.type === "json" ? (date.output.value as { date?: string }).date : "?"}.` };
   if (files.length > 0) return { text: `I received ${files.map((file) => `${file.filename ?? "a file"} (${file.mediaType})`).join(", ")}.` };
   if (/refund/i.test(question) && refund === undefined) return { refund: true };
   if (refund?.type === "tool-result") {
@@ -51,6 +55,9 @@ export function pacedModel({ pacingMs, workDirectory }: { readonly pacingMs: num
     const content: LanguageModelV4Content[] = [];
     if (answer.reasoning) content.push({ type: "reasoning", text: answer.reasoning });
     if (answer.text) content.push({ type: "text", text: answer.text });
+    if (answer.askDate) {
+      content.push({ type: "tool-call", toolCallId: `ask-${calls}`, toolName: "askDeliveryDate", input: JSON.stringify({ question: "Which day suits you?" }) });
+    }
     if (answer.refund) {
       content.push({ type: "tool-call", toolCallId: `refund-${calls}`, toolName: "issueRefund", input: JSON.stringify({ orderId: "42", amountCents: 3990 }) });
     }

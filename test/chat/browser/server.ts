@@ -14,7 +14,7 @@ import type { Server } from "node:http";
 import { extname, join } from "node:path";
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
-import { Phronomy, tool } from "phronomy";
+import { humanInput, Phronomy, tool } from "phronomy";
 import { z } from "zod";
 import { pacedModel } from "./paced-model.js";
 
@@ -28,10 +28,16 @@ const issueRefund = tool({
   needsApproval: true,
   execute: ({ orderId, amountCents }) => ({ refunded: true, orderId, amountCents }),
 });
+// A typed wait: the page shows a form for its data-wait part and answers with addToolOutput.
+const askDeliveryDate = humanInput({
+  description: "Asks the customer for a delivery date",
+  inputSchema: z.object({ question: z.string() }),
+  responseSchema: z.object({ date: z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "a date as YYYY-MM-DD") }),
+});
 const support = env.agent({
   name: "support",
   model: pacedModel({ pacingMs: Number(process.env["CHAT_PACING_MS"] ?? 100), workDirectory }),
-  tools: { issueRefund },
+  tools: { issueRefund, askDeliveryDate },
 });
 const app = new Hono();
 
