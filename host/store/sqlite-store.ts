@@ -83,6 +83,7 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
     queue: true,
     queueReads: true,
     pruning: true,
+    pages: true,
   };
 
   private constructor(path: string, synchronous: SynchronousMode, connection: SqliteConnection, offload: Offload, ownership: StoreOwnership) {
