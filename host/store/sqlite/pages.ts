@@ -59,7 +59,11 @@ export function pageExecutions(connection: SqliteConnection, query: CheckedPageQ
   if (query.idPrefix !== undefined) add("substr(execution_id, 1, ?) = ?", query.idPrefix.length, query.idPrefix);
   if (query.since !== undefined) add("created_at >= ?", query.since);
   if (query.until !== undefined) add("created_at < ?", query.until);
-  if (query.words.length > 0) add("rowid IN (SELECT rowid FROM execution_search WHERE execution_search MATCH ?)", matchText(query.words));
+  // `+rowid`: the page is read in time order, each row checked against
+  // the matches (a set with a Bloom filter), stopping at the page's end;
+  // without the `+` SQLite looks every match up and sorts them all (a
+  // word in 14,000 of 100,000 rows: 21 ms against 230 ms, decision 0082).
+  if (query.words.length > 0) add("+rowid IN (SELECT rowid FROM execution_search WHERE execution_search MATCH ?)", matchText(query.words));
   const older = query.cursor?.direction !== "before";
   if (query.cursor !== undefined) add(`(created_at, execution_id) ${older ? "<" : ">"} (?, ?)`, query.cursor.createdAt, query.cursor.executionId);
   const where = conditions.length === 0 ? "" : `WHERE ${conditions.join(" AND ")}`;
