@@ -51,6 +51,7 @@ describe("store capabilities", () => {
         queue: true,
         queueReads: true,
         pruning: true,
+        pages: true,
       });
       expect(capabilitiesOf(visitor)).toEqual({
         leases: false,
@@ -60,6 +61,7 @@ describe("store capabilities", () => {
         queue: false,
         queueReads: true,
         pruning: false,
+        pages: true,
       });
       expect(capabilitiesOf(postgres)).toEqual({
         leases: true,
@@ -69,6 +71,7 @@ describe("store capabilities", () => {
         queue: true,
         queueReads: true,
         pruning: true,
+        pages: true,
       });
     } finally {
       await visitor.close();
