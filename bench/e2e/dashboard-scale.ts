@@ -65,7 +65,8 @@ function rowOf(index: number): unknown[] {
   ];
 }
 
-const columns = "execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output, error, usage, approval_request, created_at, updated_at";
+const columns =
+  "execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output, error, usage, approval_request, created_at, updated_at";
 const usage = JSON.stringify({ inputTokens: 20, outputTokens: 9, totalTokens: 29 });
 
 async function fillSqlite(path: string): Promise<void> {
@@ -116,7 +117,12 @@ async function time(name: string, body: () => Promise<{ rows: unknown[] } | unkn
     rows = Array.isArray(result) ? result.length : "rows" in result ? (result as { rows: unknown[] }).rows.length : 1;
   }
   durations.sort((a, b) => a - b);
-  return { name, medianMs: durations[Math.floor(durations.length / 2)]!, p95Ms: durations[Math.min(durations.length - 1, Math.ceil(durations.length * 0.95) - 1)]!, rows };
+  return {
+    name,
+    medianMs: durations[Math.floor(durations.length / 2)]!,
+    p95Ms: durations[Math.min(durations.length - 1, Math.ceil(durations.length * 0.95) - 1)]!,
+    rows,
+  };
 }
 
 async function measure(label: string, store: ExecutionStore & PagingStore): Promise<void> {

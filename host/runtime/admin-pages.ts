@@ -23,14 +23,11 @@ import type { ExecutionStore } from "../store/store.js";
 import type { CancelOptions, CancelResult } from "./cancel-by-id.js";
 import type { Run } from "./run.js";
 
-/** Statuses and outcomes an admin listing filters by (as `AdminStatus`). */
-type PageStatus = ExecutionStatusName | OutcomeName | "recovery_required";
-
 /** Which executions `env.admin.page()` lists; every filter narrows. */
 export interface AdminPageQuery {
   /** A durable status (`active`, `suspended`, …), an outcome (`completed`,
    * `failed`, …), `queued` or `recovery_required`. */
-  readonly status?: PageStatus;
+  readonly status?: ExecutionStatusName | OutcomeName | "recovery_required";
   /** Only this agent's (conversation's). */
   readonly agentId?: string;
   /** Executions whose id starts with this. */
@@ -85,7 +82,8 @@ const pageStatuses = new Set<string>(["preparing", "active", "suspended", "termi
 
 /** `env.admin.page(query)`. */
 export async function adminPage(host: AdminPagesHost, query: AdminPageQuery): Promise<AdminPage> {
-  if (typeof query !== "object" || query === null) throw new InvalidInputError("env.admin.page(query): the query must be an object", { details: { field: "query" } });
+  if (typeof query !== "object" || query === null)
+    throw new InvalidInputError("env.admin.page(query): the query must be an object", { details: { field: "query" } });
   const { status, ...rest } = query;
   if (status !== undefined && !pageStatuses.has(status)) {
     throw new InvalidInputError(`env.admin.page(query): "status" must be one of ${[...pageStatuses].join(", ")}, got ${JSON.stringify(status)}`, {

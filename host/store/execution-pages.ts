@@ -180,7 +180,8 @@ export function checkPageQuery(query: unknown, what: string): CheckedPageQuery {
   ] as const) {
     if (value !== undefined && !Number.isSafeInteger(value)) refuse(what, key, `must be a time in ms since the epoch, got ${JSON.stringify(value)}`);
   }
-  if (text !== undefined && (typeof text !== "string" || text.length > searchTextMax)) refuse(what, "text", `must be a string of at most ${searchTextMax} characters`);
+  if (text !== undefined && (typeof text !== "string" || text.length > searchTextMax))
+    refuse(what, "text", `must be a string of at most ${searchTextMax} characters`);
   const words = typeof text === "string" ? searchWords(text) : [];
   if (words.length > searchWordsMax) refuse(what, "text", `has ${words.length} words; a search takes at most ${searchWordsMax}`);
   if (limit !== undefined && (!Number.isSafeInteger(limit) || (limit as number) < 1 || (limit as number) > executionPageMax))

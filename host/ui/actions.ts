@@ -102,7 +102,9 @@ function bulkNotice(action: "cancel" | "retry", answers: readonly BulkAnswer[]):
   const parts = [action === "cancel" ? `${done} cancelled` : `${done} retrying`];
   if (requested > 0) parts.push(`${requested} stopping after their work in flight`);
   if (refused.length > 0) {
-    const named = refused.slice(0, refusalsNamedMax).map((answer) => `${answer.executionId} (${answer.error?.code ?? "refused"}: ${answer.error?.message ?? ""})`);
+    const named = refused
+      .slice(0, refusalsNamedMax)
+      .map((answer) => `${answer.executionId} (${answer.error?.code ?? "refused"}: ${answer.error?.message ?? ""})`);
     parts.push(`${refused.length} refused: ${named.join("; ")}${refused.length > refusalsNamedMax ? "; …" : ""}`);
   }
   return `${action} of ${answers.length} execution${answers.length === 1 ? "" : "s"}: ${parts.join(", ")}`;

@@ -33,7 +33,8 @@ export async function bulkLive(environment: Environment, links: Links, params: U
     if (ids.length > bulkExecutionsMax) return html`<p class="notice bad" role="alert">At most ${String(bulkExecutionsMax)} executions at once.</p>${back}`;
     rows = (await Promise.all(ids.map((id) => environment.admin.execution(id)))).filter((row): row is ExecutionRow => row !== undefined);
   }
-  if (rows.length === 0) return html`<h1>${verbs[action]}</h1><p class="muted">No execution is selected${matching !== null ? " or matches the filter" : ""}.</p>${back}`;
+  if (rows.length === 0)
+    return html`<h1>${verbs[action]}</h1><p class="muted">No execution is selected${matching !== null ? " or matches the filter" : ""}.</p>${back}`;
   return html`<h1>${verbs[action]} ${String(rows.length)} execution${rows.length === 1 ? "" : "s"}?</h1>
     <p class="muted">${matching !== null ? `The newest ${rows.length} the filter matches (at most ${bulkExecutionsMax}). ` : ""}Exactly these are ${action === "cancel" ? "cancelled (each stops after its work in flight)" : "retried from their last durable step"}; one that cannot be is reported and the others go on.</p>
     ${confirmForm(links, action, rows)}

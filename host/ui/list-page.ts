@@ -70,7 +70,11 @@ export async function listLive(environment: Environment, links: Links, query: Li
   return html`
     ${countsBar(links, counts, query)}
     ${filterForm(links, query)}
-    ${approvalsSection(links, approvals.filter((approval) => approvalShown(approval, filter)), approvals.length)}
+    ${approvalsSection(
+      links,
+      approvals.filter((approval) => approvalShown(approval, filter)),
+      approvals.length,
+    )}
     ${heldSection(links, held, environment.visitor)}
     ${queuedSection(links, queued)}
     ${page instanceof Error ? html`<p class="notice bad" role="alert">${page.message}</p>` : executionsSection(links, page, query)}`;

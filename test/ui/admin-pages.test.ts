@@ -49,7 +49,10 @@ describe("env.admin pages, counts and bulk actions", () => {
     expect((await env.admin.page({ status: "failed" })).rows.map((row) => row.executionId)).toEqual([failedId]);
     expect((await env.admin.page({ status: "completed", agentId: "user-2" })).rows.map((row) => row.executionId)).toEqual([finished[2]]);
     expect((await env.admin.page({ text: "PARCEL" })).rows.map((row) => row.executionId)).toEqual([finished[3]]);
-    expect((await env.admin.page({ text: "zx4" })).rows.map((row) => row.executionId), "the output is searched").toEqual([finished[3]]);
+    expect(
+      (await env.admin.page({ text: "zx4" })).rows.map((row) => row.executionId),
+      "the output is searched",
+    ).toEqual([finished[3]]);
     expect((await env.admin.page({ text: "hello number" })).rows).toHaveLength(6);
 
     const counts = await env.admin.counts();

@@ -105,12 +105,11 @@ describe("the dashboard at scale in chromium", () => {
 
     // The failed terminal's dot is red, not green.
     await page.goto(served.url.replace("/?", `/executions/${slow[0]}?`));
-    await page.locator('li.step.terminal.failed').waitFor();
+    await page.locator("li.step.terminal.failed").waitFor();
     // Read at once in the page: the live region may swap the element between two calls.
-    const dot = await page.evaluate(() => {
-      const steps = document.querySelectorAll('li.step[data-kind="terminal"]');
-      return getComputedStyle(steps[steps.length - 1]!, "::before").backgroundColor;
-    });
+    const dot = await page.evaluate(
+      `(() => { const steps = document.querySelectorAll('li.step[data-kind="terminal"]'); return getComputedStyle(steps[steps.length - 1], "::before").backgroundColor; })()`,
+    );
     expect(dot).toBe("rgb(180, 35, 24)");
 
     // Retry every execution the filter matches: the confirmation lists them.

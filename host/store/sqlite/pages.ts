@@ -28,7 +28,18 @@ export function createExecutionPages(connection: SqliteConnection): void {
   connection.exec(`
     CREATE INDEX executions_by_time ON executions (created_at, execution_id);
     CREATE INDEX executions_by_outcome ON executions (outcome, created_at) WHERE outcome IS NOT NULL;
-    CREATE VIRTUAL TABLE execution_search USING fts5 (input, output, content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 0');
+  `);
+  try {
+    connection.exec(
+      "CREATE VIRTUAL TABLE execution_search USING fts5 (input, output, content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 0')",
+    );
+  } catch (error) {
+    // A SQLite built without FTS5 (or older than 3.43): no index; a search
+    // then reads the rows (`searchCondition`).
+    if (/fts5|contentless_delete/i.test(error instanceof Error ? error.message : String(error))) return;
+    throw error;
+  }
+  connection.exec(`
     CREATE TRIGGER execution_search_insert AFTER INSERT ON executions BEGIN
       INSERT INTO execution_search (rowid, input, output) VALUES (new.rowid, ${indexed("new.input")}, ${indexed("new.output")});
     END;
@@ -63,7 +74,11 @@ export function pageExecutions(connection: SqliteConnection, query: CheckedPageQ
   // the matches (a set with a Bloom filter), stopping at the page's end;
   // without the `+` SQLite looks every match up and sorts them all (a
   // word in 14,000 of 100,000 rows: 21 ms against 230 ms, decision 0082).
-  if (query.words.length > 0) add("+rowid IN (SELECT rowid FROM execution_search WHERE execution_search MATCH ?)", matchText(query.words));
+  if (query.words.length > 0) {
+    if (searchIndexed(connection)) add("+rowid IN (SELECT rowid FROM execution_search WHERE execution_search MATCH ?)", matchText(query.words));
+    // No index (a SQLite without FTS5 made the file): each word anywhere in the text, read row by row.
+    else for (const word of query.words) add("(input LIKE ? OR output LIKE ?)", `%${word}%`, `%${word}%`);
+  }
   const older = query.cursor?.direction !== "before";
   if (query.cursor !== undefined) add(`(created_at, execution_id) ${older ? "<" : ">"} (?, ?)`, query.cursor.createdAt, query.cursor.executionId);
   const where = conditions.length === 0 ? "" : `WHERE ${conditions.join(" AND ")}`;
@@ -89,6 +104,18 @@ export function countExecutions(connection: SqliteConnection, filter: { readonly
     outcomes.map((row) => [String(row["outcome"]), Number(row["n"])]),
     Number(queued?.["n"] ?? 0),
   );
+}
+
+const indexedConnections = new WeakMap<SqliteConnection, boolean>();
+
+/** Whether the file has the search index (its migration ran with FTS5). */
+function searchIndexed(connection: SqliteConnection): boolean {
+  let indexed = indexedConnections.get(connection);
+  if (indexed === undefined) {
+    indexed = connection.prepare("SELECT 1 AS found FROM sqlite_schema WHERE type = 'table' AND name = 'execution_search'").get() !== undefined;
+    indexedConnections.set(connection, indexed);
+  }
+  return indexed;
 }
 
 /** FTS5 query text: each word a quoted string matched as a prefix, all
