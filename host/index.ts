@@ -106,6 +106,8 @@ export {
   type HeldExecution,
   type StoreOwnerInfo,
 } from "./runtime/admin.js";
+export { bulkExecutionsMax, type AdminPage, type AdminPageQuery, type BulkAnswer, type BulkSelection } from "./runtime/admin-pages.js";
+export type { ExecutionCounts, ExecutionPage, ExecutionPageQuery } from "./store/execution-pages.js";
 export type { LanguageModel, LanguageModelObject } from "./agent/model.js";
 export type {
   ConversationMessage,

@@ -10,9 +10,10 @@
 // Rules kept here:
 // * Nothing here writes the store directly: every action is one of the
 //   environment's public operations, judged exactly as it judges them.
-// * Listing is bounded: filters the store does not index (time, id prefix)
-//   are applied to the newest `adminScanMax` rows, and counts are taken over
-//   the same rows; `counts().scanned` says how many were looked at.
+// * `page()` and `counts()` read the whole store through its indexes
+//   (`admin-pages.ts`, docs/decisions/0082); `executions()` is the older,
+//   bounded listing: filters on time or id prefix apply to the newest
+//   `adminScanMax` rows.
 // * A decision is bound to the approval id and, when given, to the tool
 //   arguments' hash the person saw: a different pending request is refused
 //   with ApprovalMismatchError, nothing decided.
@@ -26,6 +27,18 @@ import type { Agent } from "./agent.js";
 import type { ApprovalRequest } from "./events.js";
 import type { ByIdPlacement, ByIdSource } from "./by-id-placement.js";
 import { leasingStoreOf } from "./leases.js";
+import { capabilitiesOf } from "../store/capabilities.js";
+import {
+  adminPage,
+  bulkTargets,
+  cancelMany,
+  pagingStoreOf,
+  retryMany,
+  type AdminPage,
+  type AdminPageQuery,
+  type BulkAnswer,
+  type BulkSelection,
+} from "./admin-pages.js";
 import type { RecoveredExecution } from "./recovery.js";
 import type { CancelOptions, CancelResult } from "./cancel-by-id.js";
 import type { RetryOptions } from "./retry.js";
@@ -101,9 +114,10 @@ export interface AdminExecutionQuery {
 export interface AdminCounts {
   /** Executions per durable status and per outcome among the rows scanned. */
   readonly byStatus: Readonly<Record<string, number>>;
-  /** Rows looked at (at most `adminScanMax`). */
+  /** Rows counted: every execution and queued message of the store (or
+   * of the agent), or, on a store that cannot count, the newest `adminScanMax`. */
   readonly scanned: number;
-  /** True when the store may hold more rows than were scanned. */
+  /** True when the store may hold more rows than were counted. */
   readonly truncated: boolean;
 }
 
@@ -203,8 +217,37 @@ export class Admin {
       .slice(0, limit);
   }
 
-  /** Counts per status and outcome over the newest `adminScanMax` rows. */
+  /** One page of executions, newest first, over the whole store: by
+   * cursor (a page's `next` / `previous`), filtered by status, agent, id
+   * prefix and time, searched by words of the input and output
+   * (docs/decisions/0082). A bad cursor or filter is InvalidInputError with
+   * `details.field` naming it. */
+  page(query: AdminPageQuery = {}): Promise<AdminPage> {
+    return adminPage(this.environment, query);
+  }
+
+  /** Cancels these executions (or the first `bulkExecutionsMax` matching a
+   * query), each through `env.cancel`; answers for each once it ended, was
+   * refused, or a second passed (then its cancel is on its way). */
+  async cancelMany(selection: BulkSelection, options: CancelOptions = {}): Promise<BulkAnswer[]> {
+    return cancelMany(this.environment, await bulkTargets(this.environment, selection, "env.admin.cancelMany()"), options);
+  }
+
+  /** Retries these failed executions (or the first `bulkExecutionsMax`
+   * matching a query), each through `env.retry`; answers for each once it
+   * was refused or a second passed (then it is retrying). */
+  async retryMany(selection: BulkSelection): Promise<BulkAnswer[]> {
+    return retryMany(this.environment, await bulkTargets(this.environment, selection, "env.admin.retryMany()"));
+  }
+
+  /** Counts per status and outcome (and `queued`) over the whole store, or
+   * one agent's (an index-backed count, docs/decisions/0082); on a store
+   * that cannot count, over its newest `adminScanMax` rows. */
   async counts(query: { readonly agentId?: string } = {}): Promise<AdminCounts> {
+    if (capabilitiesOf(this.environment.store).pages) {
+      const counts = await pagingStoreOf(this.environment.store).countExecutions(query);
+      return { byStatus: counts.byStatus, scanned: counts.total + (counts.byStatus["queued"] ?? 0), truncated: false };
+    }
     const rows = await this.environment.executions({ limit: adminScanMax, ...(query.agentId !== undefined ? { agentId: query.agentId } : {}) });
     const byStatus: Record<string, number> = {};
     for (const row of rows) {

@@ -35,6 +35,9 @@ export interface StoreCapabilities {
   /** Scheduled starts of a conversation (docs/decisions/0078). Optional:
    * a store of the application's own that predates them declares nothing. */
   readonly schedules?: boolean;
+  /** Executions a page at a time by cursor, searched, and counted over the
+   * whole store (docs/decisions/0082). */
+  readonly pages: boolean;
 }
 
 export type StoreCapability = keyof StoreCapabilities;
@@ -48,6 +51,7 @@ export const plainStore: StoreCapabilities = {
   queue: false,
   queueReads: false,
   pruning: false,
+  pages: false,
 };
 
 /** The methods each ability promises; `Phronomy.open` refuses a store
@@ -71,6 +75,7 @@ export const capabilityMethods: { readonly [C in StoreCapability]: readonly stri
   queueReads: ["queuedMessage", "listQueuedMessages"],
   pruning: ["pruneExecutions"],
   schedules: ["createSchedule", "getSchedule", "listSchedules", "cancelSchedule", "nextScheduleDue", "dueSchedules", "claimSchedules", "settleScheduleFiring"],
+  pages: ["pageExecutions", "countExecutions"],
 };
 
 /** What the store tells the runtime, and the one thing it asks of it.

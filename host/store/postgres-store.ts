@@ -79,6 +79,8 @@ import { startTiming } from "./start-timing.js";
 import type { FiledStartAnswer, StartFiling } from "./start-filing.js";
 import { isConnectionLoss, resolveOutcome, type Resolution } from "./postgres/outcome.js";
 import * as reads from "./postgres/reads.js";
+import * as pages from "./postgres/pages.js";
+import { checkCountsFilter, checkPageQuery, cursorsOf, type ExecutionCounts, type ExecutionPage, type ExecutionPageQuery } from "./execution-pages.js";
 import { migrate, schemaVersion } from "./postgres/schema.js";
 import { checkPruneOperation, type PruneCounts, type PruneExecutionsOperation } from "./prune.js";
 import { postgresPruneBatchExecutions } from "./postgres/prune.js";
@@ -183,6 +185,7 @@ export class PostgresStore implements ExecutionStore {
     queueReads: true,
     pruning: true,
     schedules: true,
+    pages: true,
   };
   /** Where the store's signals go (`listen`): partitions taken in the
    * background (after `leaseAcquired` for the agents asked for in them: their
@@ -641,6 +644,21 @@ export class PostgresStore implements ExecutionStore {
       checkLimit(filter.limit, executionListMax, "listExecutions limit");
       return reads.listExecutions(this.pool, this.path, filter);
     });
+  }
+
+  /** One page of executions, newest first, by cursor, filtered and
+   * searched (docs/decisions/0082). */
+  pageExecutions(query: ExecutionPageQuery): Promise<ExecutionPage> {
+    return this.read(async () => {
+      const checked = checkPageQuery(query, "pageExecutions");
+      const { rows, more } = await pages.pageExecutions(this.pool, this.path, checked);
+      return { rows, ...cursorsOf(checked, rows, more) };
+    });
+  }
+
+  /** Executions per status and outcome over the whole store (or one agent's). */
+  countExecutions(filter: { readonly agentId?: string } = {}): Promise<ExecutionCounts> {
+    return this.read(() => pages.countExecutions(this.pool, checkCountsFilter(filter, "countExecutions")));
   }
 
   listSteps(executionId: string): Promise<StoredStep[]> {

@@ -94,6 +94,7 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
     queueReads: true,
     pruning: true,
     schedules: true,
+    pages: true,
   };
 
   private constructor(path: string, synchronous: SynchronousMode, connection: SqliteConnection, offload: Offload, ownership: StoreOwnership) {

@@ -47,6 +47,7 @@ export class SqliteVisitorStore extends SqliteReadableStore implements Execution
     queue: false,
     queueReads: true,
     pruning: false,
+    pages: true,
   };
   private inboxConnection: SqliteConnection | undefined;
   private closed = false;

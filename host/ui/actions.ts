@@ -5,7 +5,7 @@
 // the execution going on, live.
 
 import { randomUUID } from "node:crypto";
-import type { Environment, Run } from "../index.js";
+import type { BulkAnswer, Environment, Run } from "../index.js";
 import { decisionOfForm, FormError } from "./decision-fields.js";
 
 export interface ActionOutcome {
@@ -126,6 +126,20 @@ const handlers: Readonly<Record<string, Handler>> = {
     return `retrying execution ${executionId} from its last durable step`;
   },
 
+  /** A bulk cancel or retry, confirmed on the bulk page (`bulk-page.ts`):
+   * exactly the ids it listed, through `env.admin.cancelMany`/`retryMany`. */
+  async bulk(environment, fields, reason) {
+    const action = fields.get("bulkAction");
+    if (action !== "cancel" && action !== "retry") throw new Error(`the bulk action must be "cancel" or "retry"`);
+    const executionIds = [...new Set(fields.getAll("executionIds"))];
+    if (executionIds.length === 0) throw new Error("no execution was selected");
+    const answers =
+      action === "cancel"
+        ? await environment.admin.cancelMany({ executionIds }, reason !== "" ? { reason } : {})
+        : await environment.admin.retryMany({ executionIds });
+    return bulkNotice(action, answers);
+  },
+
   async recover(environment) {
     const report = await environment.admin.recover();
     const continued = report.filter((item) => item.status === "continued").length;
@@ -139,6 +153,24 @@ function targetOnError(action: string, fields: URLSearchParams): { target?: stri
   if (action !== "start") return {};
   const conversationId = fields.get("conversationId");
   return { target: conversationId ? `/conversations/${encodeURIComponent(conversationId)}` : "/talk" };
+}
+
+/** Refusals a bulk notice names one by one (the rest are counted). */
+const refusalsNamedMax = 5;
+
+function bulkNotice(action: "cancel" | "retry", answers: readonly BulkAnswer[]): string {
+  const done = answers.filter((answer) => answer.status === "done").length;
+  const requested = answers.filter((answer) => answer.status === "requested").length;
+  const refused = answers.filter((answer) => answer.status === "refused");
+  const parts = [action === "cancel" ? `${done} cancelled` : `${done} retrying`];
+  if (requested > 0) parts.push(`${requested} stopping after their work in flight`);
+  if (refused.length > 0) {
+    const named = refused
+      .slice(0, refusalsNamedMax)
+      .map((answer) => `${answer.executionId} (${answer.error?.code ?? "refused"}: ${answer.error?.message ?? ""})`);
+    parts.push(`${refused.length} refused: ${named.join("; ")}${refused.length > refusalsNamedMax ? "; …" : ""}`);
+  }
+  return `${action} of ${answers.length} execution${answers.length === 1 ? "" : "s"}: ${parts.join(", ")}`;
 }
 
 function required(fields: URLSearchParams, name: string): string {

@@ -4,7 +4,7 @@
 // script keeps the live region current by polling the page's own URL with
 // `fragment=live` every `data-poll-ms` and swapping the region's HTML when
 // it changed — not while a person is typing or pressing a button there —
-// keeping what was typed (fields marked `data-keep`) and the focus. It runs under the page's CSP (`script-src
+// keeping what was typed and ticked (fields marked `data-keep`) and the focus. It runs under the page's CSP (`script-src
 // 'self'`) and never builds markup from data: the server escaped it.
 
 export const appCss = `
@@ -31,8 +31,9 @@ pre.json{background:#f2f4f7;padding:6px 8px;border-radius:4px;margin:4px 0;white
 .summary dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:0}.summary dt{color:var(--muted)}
 .timeline{list-style:none;padding:0;border-left:2px solid var(--line);margin-left:6px}.step{padding:4px 0 8px 14px;position:relative}
 .step::before{content:"";position:absolute;left:-6px;top:9px;width:10px;height:10px;border-radius:50%;background:var(--line)}
-.step.terminal::before{background:var(--ok)}.step.approval_requested::before,.step.approval_decided::before{background:var(--wait)}.step.recovered::before{background:#7a5af8}
+.step.terminal::before{background:var(--ok)}.step.terminal.failed::before{background:var(--bad)}.step.terminal.cancelled::before{background:var(--bad)}.step.approval_requested::before,.step.approval_decided::before{background:var(--wait)}.step.recovered::before{background:#7a5af8}
 .kind{font-weight:600}.calls{padding-left:18px;margin:4px 0}blockquote{margin:4px 0;padding:4px 10px;border-left:3px solid var(--line)}
+.pager{display:flex;gap:12px;margin:8px 0}.bulk{display:flex;gap:8px;flex-wrap:wrap;align-items:center;margin:6px 0}form.bulk-confirm{margin:10px 0;display:flex;gap:8px;align-items:end}
 form.inline{display:inline}form.cancel,form.retry{margin:8px 0}.error-line code{color:var(--bad)}
 .nav{color:var(--live);text-decoration:none}.definition{font-weight:600}
 .approval form.decide{display:block}.decide-row{display:flex;gap:8px;align-items:end;flex-wrap:wrap;margin:6px 0}

@@ -7,7 +7,7 @@
 
 import type { AdminDecision, Json, PendingApproval } from "../index.js";
 import { schemaFields } from "./decision-card.js";
-import { masked } from "./format.js";
+import { masked } from "./masking.js";
 
 /** A form the person must correct; nothing was decided. */
 export class FormError extends Error {}
@@ -82,9 +82,12 @@ function parseJson(text: string | null, what: string): Json {
   }
 }
 
-/** The edited arguments with every field left as shown masked (`***`)
- * given its stored value back: a person edits what they saw. */
+/** The edited arguments with every value left as it was shown masked
+ * (a secret-named field's `***`, a card number's `card ***1234`, a
+ * token's `***`) given its stored value back: a person edits what they
+ * saw. */
 export function unmasked(edited: Json, original: Json): Json {
+  if (JSON.stringify(edited) === JSON.stringify(masked(original))) return original;
   if (Array.isArray(edited) && Array.isArray(original))
     return edited.map((entry, index) => (index < original.length ? unmasked(entry, original[index]!) : entry));
   if (!isObject(edited) || !isObject(original)) return edited;

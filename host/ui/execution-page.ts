@@ -82,7 +82,9 @@ const labels: Record<string, string> = {
 
 function stepItem(step: StoredStep & { readonly attempt: number }, firstAt: number): Html {
   const payload = (typeof step.payload === "object" && !Array.isArray(step.payload) ? step.payload : null) as Payload;
-  return html`<li class="step ${step.kind}" data-kind="${step.kind}">
+  // A terminal's dot says how it ended (red when it failed).
+  const ended = step.kind === "terminal" && typeof payload?.["outcome"] === "string" ? ` ${payload["outcome"]}` : "";
+  return html`<li class="step ${step.kind}${ended}" data-kind="${step.kind}">
     <div class="step-head"><span class="kind">${labels[step.kind] ?? step.kind}</span> <span class="muted small">#${String(step.seq)} · ${step.seq === 0 || step.at === firstAt ? formatTime(step.at) : `+${formatDuration(step.at - firstAt)}`}${step.attempt > 1 ? ` · attempt ${step.attempt}` : ""}</span></div>
     <div class="step-body">${stepBody(step.kind, step.payload, payload)}</div>
   </li>`;

@@ -1,27 +1,16 @@
 // Values from the store as the dashboard shows them: times, durations,
-// states, and JSON pretty-printed with secret-looking fields masked.
+// states, and JSON pretty-printed with secrets masked (`masking.ts`).
 
 import type { ExecutionRow, Json } from "../index.js";
-
-/** Object keys whose values are never shown (an API key or password that
- * reached a tool argument or a stored error's details). */
-const secretKey = /^(api[_-]?key|password|passwd|secret|client[_-]?secret|authorization|access[_-]?token|refresh[_-]?token)$/i;
+import { maskText, masked } from "./masking.js";
 
 /** Characters of one JSON value shown before it is cut (a page stays small;
  * the CLI's `show --json` prints it whole). */
 export const jsonShownMax = 20_000;
 
-export function masked(value: Json): Json {
-  if (Array.isArray(value)) return value.map(masked);
-  if (value === null || typeof value !== "object") return value;
-  const copy: { [key: string]: Json } = {};
-  for (const [key, entry] of Object.entries(value)) copy[key] = secretKey.test(key) ? "***" : masked(entry);
-  return copy;
-}
-
 export function prettyJson(value: Json | undefined): string {
   if (value === undefined) return "";
-  const text = typeof value === "string" ? value : JSON.stringify(masked(value), null, 2);
+  const text = typeof value === "string" ? maskText(value) : JSON.stringify(masked(value), null, 2);
   return text.length > jsonShownMax
     ? `${text.slice(0, jsonShownMax)}\n… (${text.length - jsonShownMax} more characters; phronomy show --json prints it whole)`
     : text;
@@ -29,7 +18,7 @@ export function prettyJson(value: Json | undefined): string {
 
 export function compactJson(value: Json | undefined, shownMax = 120): string {
   if (value === undefined || value === null) return "";
-  const text = typeof value === "string" ? value : JSON.stringify(masked(value));
+  const text = typeof value === "string" ? maskText(value) : JSON.stringify(masked(value));
   return text.length > shownMax ? `${text.slice(0, shownMax - 1)}…` : text;
 }
 

@@ -26,6 +26,7 @@ import { html, type Html } from "./html.js";
 import { page, type PageFrame } from "./layout.js";
 import { Links } from "./links.js";
 import { listLive, type ListQuery } from "./list-page.js";
+import { bulkLive } from "./bulk-page.js";
 import { runAction, type ActionOutcome } from "./actions.js";
 
 /** What `createDashboard` takes. */
@@ -128,6 +129,8 @@ export function createDashboard(environment: Environment, options: DashboardOpti
         ...optional("agent", url.searchParams.get("agent")),
         ...optional("q", url.searchParams.get("q")),
         ...optional("within", url.searchParams.get("within")),
+        ...optional("text", url.searchParams.get("text")),
+        ...optional("cursor", url.searchParams.get("cursor")),
       };
       const live = await listLive(environment, links, query, now);
       return htmlResponse(200, fragment ? live : page(links, { ...frame, title: "Executions" }, live));
@@ -141,6 +144,10 @@ export function createDashboard(environment: Environment, options: DashboardOpti
       const agentId = decodeURIComponent(conversation[1]!);
       const live = await conversationLive(environment, links, agentId);
       return htmlResponse(200, fragment ? live : page(links, { ...frame, title: `Conversation ${agentId}` }, live));
+    }
+    if (path === "/bulk") {
+      const live = await bulkLive(environment, links, url.searchParams, now);
+      return htmlResponse(200, fragment ? live : page(links, { ...frame, title: "Confirm" }, live));
     }
     const match = /^\/executions\/([^/]+)$/.exec(path);
     if (match) {

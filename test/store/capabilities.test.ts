@@ -52,6 +52,7 @@ describe("store capabilities", () => {
         queueReads: true,
         pruning: true,
         schedules: true,
+        pages: true,
       });
       expect(capabilitiesOf(visitor)).toEqual({
         leases: false,
@@ -61,6 +62,7 @@ describe("store capabilities", () => {
         queue: false,
         queueReads: true,
         pruning: false,
+        pages: true,
       });
       expect(capabilitiesOf(postgres)).toEqual({
         leases: true,
@@ -71,6 +73,7 @@ describe("store capabilities", () => {
         queueReads: true,
         pruning: true,
         schedules: true,
+        pages: true,
       });
     } finally {
       await visitor.close();

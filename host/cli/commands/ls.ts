@@ -1,7 +1,8 @@
-// `phronomy ls [--status …] [--agent …] [--limit n]`: the store's
-// executions, newest first, as a table (or `--json`). `--status` takes a
-// durable status (preparing, active, suspended, terminal, queued) or a terminal
-// outcome (completed, failed, handed_off, coordination_wait).
+// `phronomy ls [--status …] [--agent …] [--search words] [--limit n]`: the
+// store's executions, newest first, as a table (or `--json`). `--status`
+// takes a durable status (preparing, active, suspended, terminal, queued)
+// or a terminal outcome (completed, failed, handed_off, coordination_wait);
+// `--search` reads through `env.admin.page` (docs/decisions/0082).
 
 import type { CliContext } from "../context.js";
 import { CliError, ExitCode, type ExitCodeValue } from "../errors.js";
@@ -22,11 +23,16 @@ export interface ListOptions {
   readonly status?: string;
   readonly agent?: string;
   readonly limit?: number;
+  readonly search?: string;
 }
+
+/** Rows a search shows at most: one page of `env.admin.page`. */
+export const SEARCH_LIMIT_MAX = 200;
 
 export async function lsCommand(context: CliContext, options: ListOptions): Promise<ExitCodeValue> {
   const limit = options.limit ?? LIST_LIMIT_DEFAULT;
   if (!Number.isInteger(limit) || limit < 1 || limit > LIST_LIMIT_MAX) throw new CliError("USAGE", `--limit must be an integer from 1 to ${LIST_LIMIT_MAX}`);
+  if (options.search !== undefined && limit > SEARCH_LIMIT_MAX) throw new CliError("USAGE", `--limit must be at most ${SEARCH_LIMIT_MAX} with --search`);
   const location = resolveStore(context.options.store, { mustExist: true });
   const environment = await openStore(location, { logger: context.logger, visitBesideOwner: true });
   let rows: ExecutionRow[];
@@ -66,6 +72,15 @@ export async function lsCommand(context: CliContext, options: ListOptions): Prom
 async function listed(environment: Awaited<ReturnType<typeof openStore>>, options: ListOptions, limit: number): Promise<ExecutionRow[]> {
   const agentId = options.agent;
   const status = options.status;
+  if (options.search !== undefined) {
+    const page = await environment.admin.page({
+      text: options.search,
+      limit,
+      ...(agentId ? { agentId } : {}),
+      ...(status ? { status: status as (typeof LIST_STATUSES)[number] | (typeof LIST_OUTCOMES)[number] } : {}),
+    });
+    return page.rows;
+  }
   if (status === undefined || (LIST_STATUSES as readonly string[]).includes(status)) {
     return environment.executions({ limit, ...(agentId ? { agentId } : {}), ...(status ? { status: status as (typeof LIST_STATUSES)[number] } : {}) });
   }
@@ -77,5 +92,6 @@ function filterText(options: ListOptions): string {
   const parts: string[] = [];
   if (options.status) parts.push(`status ${options.status}`);
   if (options.agent) parts.push(`agent "${options.agent}"`);
+  if (options.search) parts.push(`matching "${options.search}"`);
   return parts.length > 0 ? ` (${parts.join(", ")})` : "";
 }

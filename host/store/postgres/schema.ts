@@ -32,6 +32,7 @@ import { createPartitions, lockPartitionFences, partitionCountDefault } from "./
 import { addDecisionAction, addDecisionKind, addRetryKind, addStartKind, createApprovalInbox } from "./inbox.js";
 import { createConversationQueues } from "./queue.js";
 import { createSchedules } from "./schedules.js";
+import { createExecutionPages } from "./pages.js";
 import { quotedIdentifier } from "./literals.js";
 import { createPruneIndexes, indexRefusedStarts } from "./prune.js";
 
@@ -134,7 +135,8 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 14: steps numbered from the execution row, the approval commit as one function (docs/decisions/0048).
  * Version 15: a preparation that replaces its conversation's memory from an earlier execution (docs/decisions/0070).
  * Version 16: a decision's answer beyond approve/decline, in the inbox (docs/decisions/0075).
- * Version 17: scheduled starts (`schedules.ts`, docs/decisions/0078). */
+ * Version 17: scheduled starts (`schedules.ts`, docs/decisions/0078).
+ * Version 18: paging, search and counts (`pages.ts`, docs/decisions/0082). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -153,6 +155,7 @@ export const migrations: readonly Migration[] = [
   createPrepareReplacing,
   addDecisionAction,
   createSchedules,
+  createExecutionPages,
 ];
 
 async function partitionOwnership(client: pg.ClientBase, settings?: SchemaSettings): Promise<void> {

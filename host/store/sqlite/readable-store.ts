@@ -10,6 +10,8 @@ import { checkListFilter } from "../check-operation.js";
 import type { AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, StoredStep } from "../records.js";
 import type { SqliteConnection } from "./driver.js";
 import * as reads from "./reads.js";
+import * as pages from "./pages.js";
+import { checkCountsFilter, checkPageQuery, cursorsOf, type ExecutionCounts, type ExecutionPage, type ExecutionPageQuery } from "../execution-pages.js";
 import * as queue from "./queue.js";
 import type { QueuedMessage } from "../queue.js";
 import { storeErrorOf } from "./transaction.js";
@@ -50,6 +52,21 @@ export abstract class SqliteReadableStore {
       checkLimit(filter.limit, reads.executionListMax, "listExecutions limit");
       return reads.listExecutions(this.connection, filter);
     });
+  }
+
+  /** One page of executions, newest first, by cursor, filtered and
+   * searched (docs/decisions/0082). */
+  pageExecutions(query: ExecutionPageQuery): Promise<ExecutionPage> {
+    return this.read(() => {
+      const checked = checkPageQuery(query, "pageExecutions");
+      const { rows, more } = pages.pageExecutions(this.connection, checked);
+      return { rows, ...cursorsOf(checked, rows, more) };
+    });
+  }
+
+  /** Executions per status and outcome over the whole store (or one agent's). */
+  countExecutions(filter: { readonly agentId?: string } = {}): Promise<ExecutionCounts> {
+    return this.read(() => pages.countExecutions(this.connection, checkCountsFilter(filter, "countExecutions")));
   }
 
   /** The execution's timeline, in order. */

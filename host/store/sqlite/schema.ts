@@ -18,6 +18,7 @@ import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { StoreError } from "../../errors.js";
 import { openSqlite, type SqliteConnection } from "./driver.js";
 import { addDecisionAction, addDecisionKind, addRetryKind, createApprovalInbox } from "./inbox.js";
+import { createExecutionPages } from "./pages.js";
 import { createPruneIndexes } from "./prune.js";
 import { createConversationQueues } from "./queue.js";
 import { createSchedules } from "./schedules.js";
@@ -95,7 +96,8 @@ function createInitialTables(connection: SqliteConnection): void {
  * Version 5: the inbox's decision kind, for cancels by id (docs/decisions/0026).
  * Version 6: the inbox's `retry` kind, for retries filed by a visitor (docs/decisions/0026).
  * Version 7: a decision's answer beyond approve/decline, in the inbox (docs/decisions/0075).
- * Version 8: scheduled starts (`schedules.ts`, docs/decisions/0078). */
+ * Version 8: scheduled starts (`schedules.ts`, docs/decisions/0078).
+ * Version 9: paging, search and counts (`pages.ts`, docs/decisions/0082). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -105,6 +107,7 @@ export const migrations: readonly Migration[] = [
   addRetryKind,
   addDecisionAction,
   createSchedules,
+  createExecutionPages,
 ];
 
 export const schemaVersion = migrations.length;
