@@ -12,6 +12,7 @@ import type { Coordinator } from "./coordinator.js";
 import type { RemoteResumes } from "./remote-resume.js";
 import { validateResumeDecision, validateStartOptions, type ResumeDecision, type StartOptions } from "./options.js";
 import { checkAction, waitsForInput, type Decision } from "./wait-decisions.js";
+import { eventFactsOf } from "./event-signal-facts.js";
 import type { AgentEntry, ExecutionEntry, FiledVerdict, StartRequest } from "./requests.js";
 import { typedRun, Waiter, type Run } from "./run.js";
 import { emitToWaiter, outcomeEventOf, resolveWaiter, settleWaiterWithError } from "./delivery.js";
@@ -310,9 +311,21 @@ export class Agent<OUTPUT = Json> {
   private resumeAs(executionId: string, decision: ResumeDecision): Run {
     const waiter = new Waiter(this.id, typeof decision?.onEvent === "function" ? decision.onEvent : undefined);
     const settings = this.environment.coordinator.settings;
-    let checked: Decision;
     try {
-      checked = validateResumeDecision(executionId, decision, `agent "${this.id}".resume()`);
+      return this.resumeDecided(executionId, validateResumeDecision(executionId, decision, `agent "${this.id}".resume()`));
+    } catch (error) {
+      settleWaiterWithError(waiter, error as PhronomyError, settings);
+      return waiter;
+    }
+  }
+
+  /** @internal A decision already checked for its shape (`resume`, and
+   * `env.signal`'s signal for an event wait, decision 0077): applied here,
+   * or filed for the owner. */
+  resumeDecided(executionId: string, checked: Decision): Run {
+    const waiter = new Waiter(this.id, typeof checked.onEvent === "function" ? checked.onEvent : undefined);
+    const settings = this.environment.coordinator.settings;
+    try {
       this.environment.assertOpen(`a resume of execution ${executionId}`);
       this.environment.assertStoreWritable(`a resume of execution ${executionId}`);
       this.environment.conversations.checkOwnership(this.id, this.kind);
@@ -327,7 +340,7 @@ export class Agent<OUTPUT = Json> {
           () => {
             const remote = coordinator.hasExecution(executionId) ? undefined : this.environment.remoteResumesFor(agent);
             if (remote === undefined) return this.resumeHere(agent, executionId, checked, waiter);
-            if (decision.signal !== undefined) {
+            if (checked.signal !== undefined) {
               return settleWaiterWithError(
                 waiter,
                 new InvalidInputError(
@@ -413,6 +426,7 @@ export class Agent<OUTPUT = Json> {
     if (waitsForInput(entry.approvalRequest)) facts |= ResumeFact.PendingWaitsForInput;
     if (decision.given?.kind === "value") facts |= ResumeFact.GivesValue;
     if (decision.checked?.error !== undefined) facts |= ResumeFact.ValueRefused;
+    facts |= eventFactsOf(entry.approvalRequest, decision);
     // The same decision as the one being committed, if any, follows it.
     const committing = coordinator.requests.resumeOf(executionId);
     const same = committing !== undefined && sameDecision(committing, decision);

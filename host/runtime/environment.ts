@@ -17,6 +17,7 @@ import { isVisitorStore } from "../store/sqlite/visitor-mark.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { ChatChunk, StreamOptions } from "../chat/chat-stream.js";
 import { Admin, type PendingApproval } from "./admin.js";
+import { EventSignals, type SignalOptions, type SignalResult } from "./event-signals.js";
 import type { Agent } from "./agent.js";
 import { AgentDefinitions } from "./agent-definitions.js";
 import { AgentOwnership } from "./agent-ownership.js";
@@ -65,6 +66,7 @@ export class Environment {
   private readonly data: DurableData;
   private readonly drain: Drain;
   private adminSurface: Admin | undefined;
+  private readonly signals: EventSignals;
 
   private constructor(
     /** The store this environment owns (reads: executions, timelines). */
@@ -110,6 +112,14 @@ export class Environment {
     this.reads = new EnvironmentReads({ ...parts, wait: (executionId) => this.wait(executionId) });
     this.data = new DurableData({ ...parts, ...asserts });
     this.definitions = new AgentDefinitions({ ...parts, recoveries: this.recoveries, agents: this, retention: () => this.data.retention });
+    this.signals = new EventSignals({
+      store,
+      logger: coordinator.settings.logger,
+      assertOpen: asserts.assertOpen,
+      agentHandle: (agentId) => this.agentHandle(agentId),
+      placeById: (source, agentId, here) => this.placeById(source, agentId, here),
+    });
+    coordinator.onEventWait = (request) => this.signals.suspended(request);
     // Stopped in this order once drained: the followers, the inbox, the pruner.
     this.drain = new Drain({ ...parts, core, services: [this.followers, this.inbox, this.data] });
   }
@@ -243,6 +253,16 @@ export class Environment {
   /** The recovery report of an agent defined in this environment. */
   recovery(agentId: string): Promise<RecoveredExecution[]> {
     return this.recoveries.recovery(agentId);
+  }
+
+  /** Sends the event a `waitForEvent()` wait with this key waits for
+   * (docs/decisions/0077): resumes that wait exactly once with `payload`
+   * (checked against its `payloadSchema`: `INVALID_INPUT`, the wait stays
+   * pending), here or through the process that runs it. With no wait for
+   * the key yet, the signal is kept (a day, `keepForMs`) for the next wait
+   * with it, or refused with `ifWaiting: true` (`SIGNAL_REFUSED`). */
+  signal(key: string, payload: unknown, options?: SignalOptions): Promise<SignalResult> {
+    return this.signals.signal(key, payload, options);
   }
 
   /** Approvals waiting for a decision, oldest first. */

@@ -32,6 +32,9 @@ export interface StoreCapabilities {
   readonly queueReads: boolean;
   /** Pruning of finished executions (docs/decisions/0027). */
   readonly pruning: boolean;
+  /** Keyed signals (`env.signal`): a wait found by its key, a signal kept
+   * for a wait not committed yet (docs/decisions/0077). */
+  readonly signals: boolean;
 }
 
 export type StoreCapability = keyof StoreCapabilities;
@@ -45,6 +48,7 @@ export const plainStore: StoreCapabilities = {
   queue: false,
   queueReads: false,
   pruning: false,
+  signals: false,
 };
 
 /** The methods each ability promises; `Phronomy.open` refuses a store
@@ -67,6 +71,7 @@ export const capabilityMethods: { readonly [C in StoreCapability]: readonly stri
   queue: ["enqueueMessage", "cancelQueued", "queuedMessages"],
   queueReads: ["queuedMessage", "listQueuedMessages"],
   pruning: ["pruneExecutions"],
+  signals: ["sendSignal", "takeStoredSignal", "dropSignal"],
 };
 
 /** What the store tells the runtime, and the one thing it asks of it.

@@ -36,6 +36,9 @@ import { sqlitePruneBatchExecutions } from "./sqlite/prune.js";
 import type { ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, FiledDecision } from "./inbox-records.js";
 import type { SqliteConnection } from "./sqlite/driver.js";
 import * as inbox from "./sqlite/inbox.js";
+import * as signals from "./sqlite/signals.js";
+import type { SignalSending, SignalSent } from "./signal-records.js";
+import type { Json } from "./records.js";
 import type { SqliteStoreOptions } from "./sqlite/open-owned.js";
 import type { StoreOwner } from "./sqlite/owner-file.js";
 import type { StoreOwnership } from "./sqlite/ownership.js";
@@ -83,6 +86,7 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
     queue: true,
     queueReads: true,
     pruning: true,
+    signals: true,
   };
 
   private constructor(path: string, synchronous: SynchronousMode, connection: SqliteConnection, offload: Offload, ownership: StoreOwnership) {
@@ -226,6 +230,23 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
   /** @internal The decision on an approval, once one was applied. */
   approvalDecided(executionId: string, approvalId: string): Promise<{ readonly approved: boolean } | undefined> {
     return this.read(() => inbox.approvalDecided(this.connection, checkId(executionId, "executionId"), approvalId));
+  }
+
+  // -- keyed signals (docs/decisions/0077) ----------------------------------------
+
+  /** @internal Finds the wait with the signal's key, or stores the signal. */
+  sendSignal(sending: SignalSending): Promise<SignalSent> {
+    return this.read(() => signals.sendSignal(this.connection, sending));
+  }
+
+  /** @internal The signal kept for this wait's key, now offered to it. */
+  takeStoredSignal(key: string, approvalId: string, at: number): Promise<Json | undefined> {
+    return this.read(() => signals.takeStoredSignal(this.connection, key, approvalId, at));
+  }
+
+  /** @internal Deletes the signal offered to the wait. */
+  dropSignal(key: string, approvalId: string): Promise<void> {
+    return this.read(() => signals.dropSignal(this.connection, key, approvalId));
   }
 
   /** Wakes the listener for every agent with a decision to claim, when a

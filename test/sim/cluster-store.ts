@@ -202,6 +202,7 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     queue: true,
     queueReads: true,
     pruning: true,
+    signals: false,
   };
   /** Where `leaseAcquired` goes (the runtime's, once it listens). */
   private signals: StoreSignals = quietSignals;

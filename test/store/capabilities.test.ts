@@ -51,6 +51,7 @@ describe("store capabilities", () => {
         queue: true,
         queueReads: true,
         pruning: true,
+        signals: true,
       });
       expect(capabilitiesOf(visitor)).toEqual({
         leases: false,
@@ -60,6 +61,7 @@ describe("store capabilities", () => {
         queue: false,
         queueReads: true,
         pruning: false,
+        signals: true,
       });
       expect(capabilitiesOf(postgres)).toEqual({
         leases: true,
@@ -69,6 +71,7 @@ describe("store capabilities", () => {
         queue: true,
         queueReads: true,
         pruning: true,
+        signals: true,
       });
     } finally {
       await visitor.close();

@@ -33,6 +33,7 @@ import { addDecisionAction, addDecisionKind, addRetryKind, addStartKind, createA
 import { createConversationQueues } from "./queue.js";
 import { quotedIdentifier } from "./literals.js";
 import { createPruneIndexes, indexRefusedStarts } from "./prune.js";
+import { createEventSignals } from "./signals.js";
 
 /** First key of the store's advisory locks: "PHRN" in ASCII. The second
  * key is `hashtext(schema)`, so stores in different schemas of one
@@ -132,7 +133,8 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 13: the index pruning finds refused filed starts by (`prune.ts`, docs/decisions/0047).
  * Version 14: steps numbered from the execution row, the approval commit as one function (docs/decisions/0048).
  * Version 15: a preparation that replaces its conversation's memory from an earlier execution (docs/decisions/0070).
- * Version 16: a decision's answer beyond approve/decline, in the inbox (docs/decisions/0075). */
+ * Version 16: a decision's answer beyond approve/decline, in the inbox (docs/decisions/0075).
+ * Version 17: keyed signals, and the index of event waits by key (`signals.ts`, docs/decisions/0077). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -150,6 +152,7 @@ export const migrations: readonly Migration[] = [
   countedStepsAndApprovals,
   createPrepareReplacing,
   addDecisionAction,
+  createEventSignals,
 ];
 
 async function partitionOwnership(client: pg.ClientBase, settings?: SchemaSettings): Promise<void> {

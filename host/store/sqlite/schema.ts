@@ -20,6 +20,7 @@ import { openSqlite, type SqliteConnection } from "./driver.js";
 import { addDecisionAction, addDecisionKind, addRetryKind, createApprovalInbox } from "./inbox.js";
 import { createPruneIndexes } from "./prune.js";
 import { createConversationQueues } from "./queue.js";
+import { createEventSignals } from "./signals.js";
 
 /** "PHRN" in ASCII: stamped in every Phronomy store's header. */
 export const applicationId = 0x5048524e;
@@ -93,7 +94,8 @@ function createInitialTables(connection: SqliteConnection): void {
  * Version 4: the conversation queues (`queue.ts`, docs/decisions/0025).
  * Version 5: the inbox's decision kind, for cancels by id (docs/decisions/0026).
  * Version 6: the inbox's `retry` kind, for retries filed by a visitor (docs/decisions/0026).
- * Version 7: a decision's answer beyond approve/decline, in the inbox (docs/decisions/0075). */
+ * Version 7: a decision's answer beyond approve/decline, in the inbox (docs/decisions/0075).
+ * Version 8: keyed signals, and the index of event waits by key (`signals.ts`, docs/decisions/0077). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -102,6 +104,7 @@ export const migrations: readonly Migration[] = [
   addDecisionKind,
   addRetryKind,
   addDecisionAction,
+  createEventSignals,
 ];
 
 export const schemaVersion = migrations.length;
