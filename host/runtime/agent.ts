@@ -321,8 +321,9 @@ export class Agent<OUTPUT = Json> {
 
   /** @internal A decision already checked for its shape (`resume`, and
    * `env.signal`'s signal for an event wait, decision 0077): applied here,
-   * or filed for the owner. */
-  resumeDecided(executionId: string, checked: Decision): Run {
+   * or filed for the owner. `applied` is told once its commit landed
+   * (here, or the owner's), before the execution goes on. */
+  resumeDecided(executionId: string, checked: Decision, applied?: () => void): Run {
     const waiter = new Waiter(this.id, typeof checked.onEvent === "function" ? checked.onEvent : undefined);
     const settings = this.environment.coordinator.settings;
     try {
@@ -339,7 +340,11 @@ export class Agent<OUTPUT = Json> {
         loop.post(
           () => {
             const remote = coordinator.hasExecution(executionId) ? undefined : this.environment.remoteResumesFor(agent);
-            if (remote === undefined) return this.resumeHere(agent, executionId, checked, waiter);
+            if (remote === undefined) {
+              // A resume waiter learns its execution id when the commit landed.
+              if (applied !== undefined) waiter.executionId.then(applied, () => undefined);
+              return this.resumeHere(agent, executionId, checked, waiter);
+            }
             if (checked.signal !== undefined) {
               return settleWaiterWithError(
                 waiter,
@@ -350,7 +355,7 @@ export class Agent<OUTPUT = Json> {
                 settings,
               );
             }
-            remote.file(this.id, executionId, checked, waiter);
+            remote.file(this.id, executionId, checked, waiter, applied);
           },
           {
             admission: true,

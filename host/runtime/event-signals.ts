@@ -54,7 +54,7 @@ export type SignalResult =
 
 /** A conversation handle, as far as a signal needs one. */
 interface Resumable {
-  resumeDecided(executionId: string, decision: Decision): Run;
+  resumeDecided(executionId: string, decision: Decision, applied?: () => void): Run;
 }
 
 /** What signals need of the environment. */
@@ -81,7 +81,7 @@ export class EventSignals {
     const { executionId, agentId, approvalId } = sent.wait;
     const decision: Decision = { approvalId, approved: true, given: { kind: "signal", callId: undefined, payload: sending.payload } };
     try {
-      await (await this.resume(agentId, executionId, decision)).executionId;
+      await this.resume(agentId, executionId, decision);
     } catch (error) {
       throw refusalOf(error as PhronomyError, key);
     }
@@ -128,21 +128,35 @@ export class EventSignals {
   }
 
   /** Resumed here when the conversation is defined here, else filed for
-   * the process that holds it, as the core places a resume by id. */
-  private async resume(agentId: string, executionId: string, decision: Decision): Promise<Run> {
+   * the process that holds it, as the core places a resume by id; settles
+   * once the resume's commit landed (here, or applied by the owner) or
+   * with its refusal. */
+  private async resume(agentId: string, executionId: string, decision: Decision): Promise<void> {
     const handle = this.host.agentHandle(agentId);
     const { verdict, inbox } = await this.host.placeById(AdmissionSource.Resume, agentId, handle !== undefined);
-    if (verdict === AdmissionVerdict.RunHere && handle !== undefined) return handle.resumeDecided(executionId, decision);
+    if (verdict === AdmissionVerdict.RunHere && handle !== undefined) return untilApplied((applied) => handle.resumeDecided(executionId, decision, applied));
     if (verdict !== AdmissionVerdict.FileForOwner || inbox === undefined) {
       throw new InvalidInputError(
         `agent "${agentId}" is not defined in this environment, which owns the store: define it (env.agent) before signalling its waits, since the signal runs the execution on here`,
         { agentId, executionId },
       );
     }
-    const waiter = new Waiter(agentId, undefined);
-    inbox.file(agentId, executionId, decision, waiter);
-    return waiter;
+    return untilApplied((applied) => {
+      const waiter = new Waiter(agentId, undefined);
+      inbox.file(agentId, executionId, decision, waiter, applied);
+      return waiter;
+    });
   }
+}
+
+/** Settles once the resume's commit landed, or with its refusal (the
+ * Run's result says why; settled after the commit, it is the execution's
+ * own end, and the signal was delivered). */
+function untilApplied(resume: (applied: () => void) => Run): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const run = resume(resolve);
+    run.result.then(() => resolve(), reject);
+  });
 }
 
 function checkSignal(key: unknown, payload: unknown, options: SignalOptions) {
