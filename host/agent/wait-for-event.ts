@@ -42,14 +42,16 @@ const optionKeys = ["description", "inputSchema", "key", "payloadSchema", "timeo
 export function waitForEvent<Input extends StandardSchemaV1, Payload extends StandardSchemaV1>(
   options: WaitForEventOptions<Input, Payload>,
 ): FunctionTool<StandardSchemaV1.InferOutput<Input>, StandardSchemaV1.InferOutput<Payload>> {
-  if (typeof options !== "object" || options === null) throw new InvalidInputError("waitForEvent(): needs { description?, inputSchema, key, payloadSchema, timeoutMs? }");
+  if (typeof options !== "object" || options === null)
+    throw new InvalidInputError("waitForEvent(): needs { description?, inputSchema, key, payloadSchema, timeoutMs? }");
   const unknownKey = Object.keys(options).find((key) => !optionKeys.includes(key));
   if (unknownKey !== undefined) throw new InvalidInputError(`waitForEvent(): "${unknownKey}" is not an option; the options are ${optionKeys.join(", ")}`);
   for (const key of ["inputSchema", "payloadSchema"] as const) {
     if (!isStandardSchema(options[key])) throw new InvalidInputError(`waitForEvent(): "${key}" must be a Standard Schema (zod, valibot, arktype, …)`);
   }
-  if (typeof options.key !== "function") throw new InvalidInputError('waitForEvent(): "key" must be a function of the call\'s input returning the wait\'s key');
-  if (options.description !== undefined && typeof options.description !== "string") throw new InvalidInputError('waitForEvent(): "description" must be a string');
+  if (typeof options.key !== "function") throw new InvalidInputError("waitForEvent(): \"key\" must be a function of the call's input returning the wait's key");
+  if (options.description !== undefined && typeof options.description !== "string")
+    throw new InvalidInputError('waitForEvent(): "description" must be a string');
   const timeoutMs = options.timeoutMs;
   if (timeoutMs !== undefined && (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > eventWaitTimeoutMsMax)) {
     throw new InvalidInputError(`waitForEvent(): "timeoutMs" must be a whole number of milliseconds from 1 to ${eventWaitTimeoutMsMax} (a year)`);

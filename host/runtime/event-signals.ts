@@ -107,7 +107,9 @@ export class EventSignals {
       } catch (error) {
         // A payload its schema refuses can never resume the wait: dropped.
         if ((error as PhronomyError).code !== "INVALID_INPUT") throw error;
-        this.host.logger.warn(`[phronomy] the signal stored for key "${key}" was refused by wait ${approvalId} of execution ${executionId} and dropped: ${(error as Error).message}`);
+        this.host.logger.warn(
+          `[phronomy] the signal stored for key "${key}" was refused by wait ${approvalId} of execution ${executionId} and dropped: ${(error as Error).message}`,
+        );
       }
       await store.dropSignal(key, approvalId);
     };
@@ -162,8 +164,10 @@ function untilApplied(resume: (applied: () => void) => Run): Promise<void> {
 function checkSignal(key: unknown, payload: unknown, options: SignalOptions) {
   const problem = keyProblem(key);
   if (problem !== undefined) throw new InvalidInputError(`env.signal(key, payload): the key ${problem.replace(/^gave/, "is")}`);
-  if (payload === undefined || !isJson(payload)) throw new InvalidInputError(`env.signal("${key as string}", payload): the payload must be plain JSON (it is stored)`);
-  if (typeof options !== "object" || options === null) throw new InvalidInputError("env.signal(key, payload, options): options must be an object { ifWaiting?, keepForMs? }");
+  if (payload === undefined || !isJson(payload))
+    throw new InvalidInputError(`env.signal("${key as string}", payload): the payload must be plain JSON (it is stored)`);
+  if (typeof options !== "object" || options === null)
+    throw new InvalidInputError("env.signal(key, payload, options): options must be an object { ifWaiting?, keepForMs? }");
   const unknownKey = Object.keys(options).find((name) => name !== "ifWaiting" && name !== "keepForMs");
   if (unknownKey !== undefined) throw new InvalidInputError(`env.signal(): "${unknownKey}" is not an option; the options are ifWaiting, keepForMs`);
   if (options.ifWaiting !== undefined && typeof options.ifWaiting !== "boolean") throw new InvalidInputError('env.signal(): "ifWaiting" must be true or false');

@@ -32,9 +32,7 @@ export interface SignalSending {
 /** What the store did with a signal: found its wait (the caller resumes
  * it), or stored it for the next wait with the key. A refusal is thrown
  * (`SignalRefusedError`). */
-export type SignalSent =
-  | { readonly kind: "waiting"; readonly wait: ApprovalRequestRow }
-  | { readonly kind: "stored"; readonly keptUntil: number };
+export type SignalSent = { readonly kind: "waiting"; readonly wait: ApprovalRequestRow } | { readonly kind: "stored"; readonly keptUntil: number };
 
 /** Expired signals one `sendSignal` deletes at most: each send does a
  * little of the sweeping, so no timer is needed and no send is slow. */

@@ -310,7 +310,9 @@ describe("a Run as the AI SDK's UI message stream", () => {
       data: { waitId, kind: "event", key: "payment:42", responseSchema: { type: "object", properties: { amount: { type: "number" } } } },
     });
     await env.signal("payment:42", { amount: 30 });
-    const rest = await readAll(await env.stream(await run.executionId, { resumeAt: (finish as { messageMetadata: { resumeAt: string } }).messageMetadata.resumeAt }));
+    const rest = await readAll(
+      await env.stream(await run.executionId, { resumeAt: (finish as { messageMetadata: { resumeAt: string } }).messageMetadata.resumeAt }),
+    );
     const done = await messageOf(rest, suspended);
     expect(done.parts.find((candidate) => candidate.type === "tool-awaitPayment")).toMatchObject({ state: "output-available", output: { amount: 30 } });
     expect(done.parts.at(-1)).toMatchObject({ type: "text", text: "Paid." });

@@ -60,8 +60,9 @@ export function sendSignal(pool: pg.Pool, sending: SignalSending): Promise<Signa
       const wait = eventWaitOf({ executionId: row.execution_id, agentId: row.agent_id, approvalRequest: row.approval_request }, key);
       if (wait !== undefined) return { kind: "waiting", wait };
     }
-    const stored = (await client.query<{ sent_at: string; offered_to: string | null }>("SELECT sent_at, offered_to FROM event_signals WHERE signal_key = $1", [key]))
-      .rows[0];
+    const stored = (
+      await client.query<{ sent_at: string; offered_to: string | null }>("SELECT sent_at, offered_to FROM event_signals WHERE signal_key = $1", [key])
+    ).rows[0];
     if (stored !== undefined && stored.offered_to === null) throw alreadyStored(key, Number(stored.sent_at));
     if (sending.ifWaiting) throw notWaiting(key);
     await client.query(

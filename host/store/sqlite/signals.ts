@@ -49,7 +49,10 @@ export function sendSignal(connection: SqliteConnection, sending: SignalSending)
       )
       .all(key);
     for (const row of rows) {
-      const wait = eventWaitOf({ executionId: String(row["execution_id"]), agentId: String(row["agent_id"]), approvalRequest: String(row["approval_request"]) }, key);
+      const wait = eventWaitOf(
+        { executionId: String(row["execution_id"]), agentId: String(row["agent_id"]), approvalRequest: String(row["approval_request"]) },
+        key,
+      );
       if (wait !== undefined) return { kind: "waiting", wait };
     }
     const stored = connection.prepare("SELECT sent_at, offered_to FROM event_signals WHERE signal_key = ?").get(key);
