@@ -11,12 +11,12 @@ import { Phronomy, waitForEvent, type Environment } from "../../host/index.js";
 import type { ConversationMessage } from "../../host/agent/messages.js";
 import { openEnvironment, recordingLogger, scriptedModel, temporaryStorePath, waitFor } from "./helpers.js";
 
-/** Calls `awaitPayment` for the order its input names, then answers with what it got. */
+/** Calls `awaitPayment` for the order the last message names, then answers with what it got. */
 function paymentModel() {
   return scriptedModel(({ messages }) => {
     const last = messages.at(-1) as ConversationMessage | undefined;
     if (last?.role !== "tool") {
-      const first = messages.find((message) => message.role === "user");
+      const first = messages.findLast((message) => message.role === "user");
       const orderId = first?.role === "user" && typeof first.content === "string" ? first.content : "42";
       return { toolCalls: [{ toolName: "awaitPayment", input: { orderId } }] };
     }
@@ -135,5 +135,24 @@ describe("keyed event waits (SQLite)", () => {
     const schema = z.object({});
     expect(() => waitForEvent({ inputSchema: schema, payloadSchema: schema, key: "payment" as never })).toThrow(/"key" must be a function/);
     expect(() => waitForEvent({ inputSchema: schema, payloadSchema: schema, key: () => "k", timeoutMs: 0 })).toThrow(/timeoutMs/);
+  });
+});
+
+describe("keyed event waits signalled from a SQLite visitor", () => {
+  it("a visitor's signal is filed for the owner, which resumes the wait; one sent before the wait is kept and taken by the owner's wait", async () => {
+    const owner = await openEnvironment();
+    const agent = define(owner);
+    const visitor = await Phronomy.open({ store: owner.store.path, visitor: true, logger: recordingLogger() });
+    try {
+      const executionId = await agent.start("11").executionId;
+      await pendingOf(visitor, executionId);
+      await expect(visitor.signal("payment:11", { amount: 0 })).rejects.toMatchObject({ code: "INVALID_INPUT" });
+      expect(await visitor.signal("payment:11", { amount: 2 })).toMatchObject({ status: "resumed", executionId, agentId: "checkout" });
+      expect((await owner.wait(executionId).result).output).toBe('paid: {"amount":2,"currency":"EUR"}');
+      expect(await visitor.signal("payment:12", { amount: 6 })).toMatchObject({ status: "stored" });
+      expect((await agent.start("12").result).output).toBe('paid: {"amount":6,"currency":"EUR"}');
+    } finally {
+      await visitor.close();
+    }
   });
 });
