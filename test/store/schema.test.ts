@@ -31,7 +31,7 @@ describe("store file", () => {
     expect(rawValue(path, "PRAGMA application_id")).toBe(applicationId);
     expect(rawValue(path, "PRAGMA user_version")).toBe(schemaVersion);
     expect(rawValue(path, "PRAGMA journal_mode")).toBe("wal");
-    expect(rawValue(path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'")).toBe(6); // agents, executions, steps, journal, approval_inbox, queued_messages
+    expect(rawValue(path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'")).toBe(7); // agents, executions, steps, journal, approval_inbox, queued_messages, event_signals
   });
 
   it("initialises an empty existing file", async () => {

@@ -118,7 +118,7 @@ describe("what a visitor refuses to open", () => {
     // A version-1 store (before the inbox): refused, left as it is, until its owner migrates it.
     rawExec(
       path,
-      "DROP TRIGGER queued_message_admitted; DROP TABLE queued_messages; DROP TABLE approval_inbox; DROP INDEX executions_finished; PRAGMA user_version = 1",
+      "DROP TRIGGER queued_message_admitted; DROP TABLE queued_messages; DROP TABLE approval_inbox; DROP INDEX executions_finished; DROP TABLE event_signals; DROP INDEX executions_wait_key; PRAGMA user_version = 1",
     );
     const older = await refusal(SqliteStore.openVisitor(path));
     expect(older).toBeInstanceOf(StoreError);
