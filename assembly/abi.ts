@@ -837,7 +837,16 @@ export const enum ResumeFact {
   /** The value, edited arguments or response failed its schema (the host
    * validated it; the schema's issues travel with the request). */
   ValueRefused = 32,
-  End = 64,
+  /** The pending wait is a keyed event wait (`waitForEvent`): only a
+   * signal resumes it (docs/decisions/0077). */
+  PendingWaitsForEvent = 64,
+  /** The decision is a signal (`env.signal(key, payload)`), found for the
+   * wait by its key. */
+  GivesSignal = 128,
+  /** The signal was stored before its wait was committed and is offered
+   * from the store now that the wait is there (docs/decisions/0077). */
+  SignalStored = 256,
+  End = 512,
 }
 
 /** How the start of a head `Admit` let start ended, as the host read it

@@ -35,6 +35,7 @@ export type PhronomyErrorCode =
   | "EXECUTION_NOT_FOUND"
   | "EXECUTION_ENDED"
   | "RETRY_REFUSED"
+  | "SIGNAL_REFUSED"
   | "UNSUPPORTED_RUNTIME";
 
 /** The ids and data an error carries besides its message. */
@@ -193,11 +194,14 @@ export class ApprovalRequiredError extends PhronomyError {
   readonly request: SuspendedForApproval | undefined;
 
   constructor(request: SuspendedForApproval | undefined, context: ErrorContext & { readonly executionId: string }) {
-    const input = (request as { readonly kind?: unknown } | undefined)?.kind === "input";
-    const approval = request ? `${input ? "wait" : "approval"} ${request.approvalId}` : "an approval";
-    const how = input
-      ? "give it its value with agent.resume(executionId, { waitId, value })"
-      : "decide it with agent.resume(executionId, { approvalId, approved })";
+    const kind = (request as { readonly kind?: unknown } | undefined)?.kind;
+    const approval = request ? `${kind === "input" || kind === "event" ? "wait" : "approval"} ${request.approvalId}` : "an approval";
+    const how =
+      kind === "input"
+        ? "give it its value with agent.resume(executionId, { waitId, value })"
+        : kind === "event"
+          ? "send its event with env.signal(key, payload)"
+          : "decide it with agent.resume(executionId, { approvalId, approved })";
     super(
       "APPROVAL_REQUIRED",
       `execution ${context.executionId} is suspended for ${approval}: ${how} (env.pendingApprovals() lists the request), then env.wait(executionId) again for the outcome`,
@@ -262,6 +266,17 @@ export class ExecutionEndedError extends PhronomyError {
 export class RetryRefusedError extends PhronomyError {
   constructor(message: string, context: ErrorContext & { readonly reason: string }) {
     super("RETRY_REFUSED", message, { ...context, details: { ...context.details, reason: context.reason } });
+  }
+}
+
+/** `env.signal` refused (docs/decisions/0077): `details.reason` says why —
+ * `not_waiting` (`ifWaiting: true` and no wait has the key),
+ * `already_stored` (a signal for the key is already kept for the next
+ * wait), `already_signalled` (the wait was resumed by another signal);
+ * `details.key` names the key. Nothing was stored or resumed. */
+export class SignalRefusedError extends PhronomyError {
+  constructor(message: string, context: ErrorContext & { readonly reason: "not_waiting" | "already_stored" | "already_signalled"; readonly key: string }) {
+    super("SIGNAL_REFUSED", message, { ...context, details: { ...context.details, reason: context.reason, key: context.key } });
   }
 }
 

@@ -78,6 +78,8 @@ export type {
 } from "./runtime/options.js";
 export { tool, handoff, type ToolSet, type ToolExecutionContext, type ApprovalContext, type AiSdkTool } from "./agent/tools.js";
 export { humanInput, type HumanInputOptions } from "./agent/human-input.js";
+export { waitForEvent, type WaitForEventOptions } from "./agent/wait-for-event.js";
+export type { SignalOptions, SignalResult } from "./runtime/event-signals.js";
 export * from "./errors.js";
 export { checkSupportedRuntime } from "./runtime/supported-runtime.js";
 export type { ExecutionRow, StoredStep, UsageTotals, Json, ExecutionListFilter, ExecutionStatusName, OutcomeName } from "./store/records.js";

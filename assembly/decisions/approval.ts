@@ -32,7 +32,7 @@ import { draining, failRequest, isFlag, mintSession, registerWaiter, requireReco
 export function applyResume(
   exec: u32, generation: u32, agent: u32, agentGeneration: u32, request: u32, facts: u32, sameAsCommitting: u32,
 ): i32 {
-  if (facts >= <u32>ResumeFact.End || !isFlag(sameAsCommitting)) return failRequest(request, ResultCode.ArgumentOutOfRange);
+  if (facts >= <u32>ResumeFact.End || !isFlag(sameAsCommitting) || !factsConsistent(facts)) return failRequest(request, ResultCode.ArgumentOutOfRange);
   if (checkExecution(exec, generation) != ResultCode.Ok) return failRequest(request, ResultCode.RehydrationRequired);
   const check = checkAgent(agent, agentGeneration);
   if (check != ResultCode.Ok) return failRequest(request, check);
@@ -62,9 +62,8 @@ export function applyResume(
   if (suspended) {
     // The wait's kind decides which resume it takes: a typed input wait
     // only a value, an approval only a decision (docs/decisions/0075).
-    const waitsForInput = (facts & ResumeFact.PendingWaitsForInput) != 0;
-    const givesValue = (facts & ResumeFact.GivesValue) != 0;
-    if (waitsForInput != givesValue) return failRequest(request, ResultCode.WaitKindMustMatch);
+    // An event wait only a signal, found by its key (docs/decisions/0077).
+    if (waitKindOf(facts) != answerKindOf(facts)) return failRequest(request, ResultCode.WaitKindMustMatch);
     if ((facts & ResumeFact.ValueRefused) != 0) return failRequest(request, ResultCode.ValueMustMatchSchema);
   }
   if (draining) return failRequest(request, ResultCode.RuntimeDraining);
@@ -77,6 +76,27 @@ export function applyResume(
   setAgentAdmission(agent, AdmissionState.Resuming);
   emit(EffectKind.SubmitApprovalCommit, exec, executionRevision(exec), request);
   return ResultCode.Ok;
+}
+
+/** A wait is of one kind, an answer of one kind; a signal offered from the
+ * store is a signal (docs/decisions/0077). */
+function factsConsistent(facts: u32): bool {
+  const waitKinds = <u32>ResumeFact.PendingWaitsForInput | <u32>ResumeFact.PendingWaitsForEvent;
+  const answerKinds = <u32>ResumeFact.GivesValue | <u32>ResumeFact.GivesSignal;
+  if ((facts & waitKinds) == waitKinds || (facts & answerKinds) == answerKinds) return false;
+  return (facts & ResumeFact.SignalStored) == 0 || (facts & ResumeFact.GivesSignal) != 0;
+}
+
+/** 0 an approval, 1 a typed input wait, 2 a keyed event wait. */
+function waitKindOf(facts: u32): u32 {
+  if ((facts & ResumeFact.PendingWaitsForInput) != 0) return 1;
+  return (facts & ResumeFact.PendingWaitsForEvent) != 0 ? 2 : 0;
+}
+
+/** 0 a decision, 1 a value, 2 a signal: the wait kind each answers. */
+function answerKindOf(facts: u32): u32 {
+  if ((facts & ResumeFact.GivesValue) != 0) return 1;
+  return (facts & ResumeFact.GivesSignal) != 0 ? 2 : 0;
 }
 
 export function applyResumeCommitReady(

@@ -123,6 +123,19 @@ export interface FunctionTool<Input = unknown, Output = unknown> {
    * gives a value this schema accepts; the value is the call's result
    * and `execute` is never called (docs/decisions/0075). */
   readonly waitsFor?: StandardSchemaV1;
+  /** A `waitForEvent()` tool: the wait is keyed (`key` of the call's
+   * input) and resumed by `env.signal(key, payload)`, `waitsFor` checking
+   * the payload; `timeoutMs` is stored as the wait's due time
+   * (docs/decisions/0077). */
+  readonly waitsForEvent?: EventWaitOptions;
+}
+
+/** How a `waitForEvent()` call's wait is keyed, and for how long it waits. */
+export interface EventWaitOptions {
+  /** The wait's key, of the call's input as its schema made it (a method:
+   * a helper's typed function is accepted). */
+  key(input: unknown): string;
+  readonly timeoutMs?: number;
 }
 
 /** A handoff as `handoff()` returns it. */
@@ -250,6 +263,7 @@ const functionToolKeys = [
   "contextSchema",
   "deferLoading",
   "waitsFor",
+  "waitsForEvent",
 ] as const;
 /** How many times a tool may be retried, at most. */
 export const toolRetriesMax = 10;
@@ -445,6 +459,7 @@ function resolveFunctionTool(subject: Subject, name: string, definition: Record<
     ...(normalized.maxRetries !== undefined ? { maxRetries: normalized.maxRetries } : {}),
     ...(normalized.outputSchema !== undefined ? { outputSchema: normalized.outputSchema } : {}),
     ...(normalized.waitsFor !== undefined ? { waitsFor: normalized.waitsFor } : {}),
+    ...(normalized.waitsForEvent !== undefined ? { waitsForEvent: normalized.waitsForEvent } : {}),
   };
   const extras = {
     ...(normalized.title !== undefined ? { title: normalized.title } : {}),
@@ -540,6 +555,10 @@ function checkFunctionTool(options: unknown, subject: Subject, allowedKeys: read
   }
   if (options.waitsFor !== undefined && !isStandardSchema(options.waitsFor)) {
     throw invalidOption(subject, "waitsFor", `must be a Standard Schema (zod, valibot, arktype, …), got ${describe(options.waitsFor)}`);
+  }
+  const event = options.waitsForEvent as { key?: unknown } | undefined;
+  if (event !== undefined && (typeof event !== "object" || event === null || typeof event.key !== "function" || options.waitsFor === undefined)) {
+    throw invalidOption(subject, "waitsForEvent", "must be { key: (input) => string, timeoutMs? } on a tool with waitsFor (use waitForEvent())");
   }
   const needsApproval = options.needsApproval;
   if (needsApproval !== undefined && typeof needsApproval !== "boolean" && typeof needsApproval !== "function") {

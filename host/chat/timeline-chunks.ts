@@ -151,13 +151,15 @@ export class TimelineTranslator {
   private approvalRequested(request: JsonObject): UIMessageChunk[] {
     const approvalId = String(request["approvalId"] ?? "");
     const callIds = asArray(request["toolCalls"]).map((call) => String(asObject(call)["callId"]));
-    if (request["kind"] === "input") {
-      // A typed wait (decision 0075): its tool part stays input-available;
-      // a data part carries what a form needs, and the value arrives as
-      // the call's output.
+    if (request["kind"] === "input" || request["kind"] === "event") {
+      // A typed wait (decision 0075) or an event wait (0077, with its key):
+      // its tool part stays input-available; a data part carries what a
+      // form needs, and the value or payload arrives as the call's output.
       this.approvals = undefined;
       const responseSchema = request["responseSchema"] ?? null;
-      return callIds.map((toolCallId) => ({ type: "data-wait", id: approvalId, data: { waitId: approvalId, toolCallId, kind: "input", responseSchema } }));
+      const kind = request["kind"];
+      const key = kind === "event" ? { key: String(request["key"] ?? "") } : {};
+      return callIds.map((toolCallId) => ({ type: "data-wait", id: approvalId, data: { waitId: approvalId, toolCallId, kind, ...key, responseSchema } }));
     }
     this.approvals = { approvalId, callIds };
     // Why the definition's toolApproval asks, as the AI SDK sends it (the part's `approval.requestReason`).

@@ -77,7 +77,7 @@ export interface OutcomeJson {
   readonly approval?: {
     readonly approvalId: string;
     /** `approval`, or `input`: a typed wait (`phronomy resume --value`). */
-    readonly kind: "approval" | "input";
+    readonly kind: NonNullable<ApprovalRequest["kind"]>;
     readonly toolCalls: ApprovalRequest["toolCalls"];
     readonly argumentsHash: string;
     /** A typed wait's response schema (JSON Schema). */

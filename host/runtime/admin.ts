@@ -52,9 +52,12 @@ export interface PendingApproval {
   readonly executionId: string;
   /** Its agent (conversation) id. */
   readonly agentId: string;
-  /** `approval` (decide with { approvalId, approved }) or `input` (a typed
-   * wait: give it { waitId, value }; decision 0075). */
-  readonly kind: "approval" | "input";
+  /** `approval` (decide with { approvalId, approved }), `input` (a typed
+   * wait: give it { waitId, value }; decision 0075) or `event` (a keyed
+   * wait: `env.signal(key, payload)`; decision 0077). */
+  readonly kind: "approval" | "input" | "event";
+  /** An event wait's key. */
+  readonly key?: string;
   /** The tool calls waiting for the decision, and the approval id to decide them by. */
   readonly request: ApprovalRequest;
   /** When the execution suspended (ms since the epoch). */

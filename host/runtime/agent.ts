@@ -12,6 +12,7 @@ import type { Coordinator } from "./coordinator.js";
 import type { RemoteResumes } from "./remote-resume.js";
 import { validateResumeDecision, validateStartOptions, type ResumeDecision, type StartOptions } from "./options.js";
 import { checkAction, waitsForInput, type Decision } from "./wait-decisions.js";
+import { eventFactsOf } from "./event-signal-facts.js";
 import type { AgentEntry, ExecutionEntry, FiledVerdict, StartRequest } from "./requests.js";
 import { typedRun, Waiter, type Run } from "./run.js";
 import { emitToWaiter, outcomeEventOf, resolveWaiter, settleWaiterWithError } from "./delivery.js";
@@ -323,9 +324,22 @@ export class Agent<OUTPUT = Json> {
   private resumeAs(executionId: string, decision: ResumeDecision): Run {
     const waiter = new Waiter(this.id, typeof decision?.onEvent === "function" ? decision.onEvent : undefined);
     const settings = this.environment.coordinator.settings;
-    let checked: Decision;
     try {
-      checked = validateResumeDecision(executionId, decision, `agent "${this.id}".resume()`);
+      return this.resumeDecided(executionId, validateResumeDecision(executionId, decision, `agent "${this.id}".resume()`));
+    } catch (error) {
+      settleWaiterWithError(waiter, error as PhronomyError, settings);
+      return waiter;
+    }
+  }
+
+  /** @internal A decision already checked for its shape (`resume`, and
+   * `env.signal`'s signal for an event wait, decision 0077): applied here,
+   * or filed for the owner. `applied` is told once its commit landed
+   * (here, or the owner's), before the execution goes on. */
+  resumeDecided(executionId: string, checked: Decision, applied?: () => void): Run {
+    const waiter = new Waiter(this.id, typeof checked.onEvent === "function" ? checked.onEvent : undefined);
+    const settings = this.environment.coordinator.settings;
+    try {
       this.environment.assertOpen(`a resume of execution ${executionId}`);
       this.environment.assertStoreWritable(`a resume of execution ${executionId}`);
       this.environment.conversations.checkOwnership(this.id, this.kind);
@@ -339,8 +353,12 @@ export class Agent<OUTPUT = Json> {
         loop.post(
           () => {
             const remote = coordinator.hasExecution(executionId) ? undefined : this.environment.remoteResumesFor(agent);
-            if (remote === undefined) return this.resumeHere(agent, executionId, checked, waiter);
-            if (decision.signal !== undefined) {
+            if (remote === undefined) {
+              // A resume waiter learns its execution id when the commit landed.
+              if (applied !== undefined) waiter.executionId.then(applied, () => undefined);
+              return this.resumeHere(agent, executionId, checked, waiter);
+            }
+            if (checked.signal !== undefined) {
               return settleWaiterWithError(
                 waiter,
                 new InvalidInputError(
@@ -350,7 +368,7 @@ export class Agent<OUTPUT = Json> {
                 settings,
               );
             }
-            remote.file(this.id, executionId, checked, waiter);
+            remote.file(this.id, executionId, checked, waiter, applied);
           },
           {
             admission: true,
@@ -426,6 +444,7 @@ export class Agent<OUTPUT = Json> {
     if (waitsForInput(entry.approvalRequest)) facts |= ResumeFact.PendingWaitsForInput;
     if (decision.given?.kind === "value") facts |= ResumeFact.GivesValue;
     if (decision.checked?.error !== undefined) facts |= ResumeFact.ValueRefused;
+    facts |= eventFactsOf(entry.approvalRequest, decision);
     // The same decision as the one being committed, if any, follows it.
     const committing = coordinator.requests.resumeOf(executionId);
     const same = committing !== undefined && sameDecision(committing, decision);

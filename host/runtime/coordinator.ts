@@ -18,7 +18,7 @@ import { errorFromRecord } from "../error-records.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { ControlLoop, PostOptions } from "./control-loop.js";
 import { errorForCode } from "./error-codes.js";
-import type { ExecutionEvent } from "./events.js";
+import type { ApprovalRequest, ExecutionEvent } from "./events.js";
 import type { CallbackErrorPolicy, Logger } from "./options.js";
 import { ExecutionEntry, RequestTable, type AgentEntry, type PendingRequest, type RecoveryRequest, type StartRequest } from "./requests.js";
 import { attachFollowers, followResume } from "./resume-followers.js";
@@ -65,6 +65,8 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
   /** An agent's execution suspended (live or recovered): the
    * conversations' bookkeeping (`conversations.ts`) listens. */
   onAgentSuspended: ((agent: AgentEntry) => void) | undefined;
+  /** An event wait suspended here: a signal stored for its key is offered (event-signals.ts). */
+  onEventWait: ((request: ApprovalRequest) => void) | undefined;
   /** The core's `OpenInbox` and `CloseInbox`: the approval inbox's applier (inbox-claims.ts). */
   inbox: { inboxOpened(agentId: string, drain: boolean): void; inboxClosed(agentId: string): void } | undefined;
   /** The core's `ReleaseConversation`: the conversation is idle and its
@@ -267,6 +269,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
    * the core says it is at rest (rehydration.ts). */
   private suspendedHere(entry: ExecutionEntry): void {
     this.onAgentSuspended?.(entry.agent);
+    if (entry.approvalRequest?.kind === "event") this.onEventWait?.(entry.approvalRequest);
     this.post(() => letGo(this, entry));
   }
 

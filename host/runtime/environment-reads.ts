@@ -63,7 +63,8 @@ export class EnvironmentReads {
       .filter((row) => row.status === "suspended" && row.approvalRequest !== null)
       .map((row) => {
         const request = row.approvalRequest as unknown as ApprovalRequest;
-        return { executionId: row.executionId, agentId: row.agentId, kind: request.kind ?? "approval", request, since: request.requestedAt };
+        const key = request.kind === "event" && request.key !== undefined ? { key: request.key } : {};
+        return { executionId: row.executionId, agentId: row.agentId, kind: request.kind ?? "approval", ...key, request, since: request.requestedAt };
       })
       .sort((a, b) => a.since - b.since);
   }

@@ -19,6 +19,7 @@ import type { ChatChunk, StreamOptions } from "../chat/chat-stream.js";
 import { Admin, type PendingApproval } from "./admin.js";
 import { Agent } from "./agent.js";
 import { AgentDefinitions, type DefinedHandle } from "./agent-definitions.js";
+import { EventSignals, type SignalOptions, type SignalResult } from "./event-signals.js";
 import { AgentOwnership } from "./agent-ownership.js";
 import { AgentRecoveries, recoveryHooksOf } from "./agent-recoveries.js";
 import type { ByIdPlacement, ByIdSource } from "./by-id-placement.js";
@@ -70,6 +71,7 @@ export class Environment {
   private adminSurface: Admin | undefined;
   /** @internal Scheduled starts and their sweep (schedules.ts, docs/decisions/0078). */
   readonly scheduling: Scheduling;
+  private readonly signals: EventSignals;
 
   private constructor(
     /** The store this environment owns (reads: executions, timelines). */
@@ -124,6 +126,14 @@ export class Environment {
       start: (row, idempotencyKey) => this.scheduledStart(row, idempotencyKey),
       statusOf: async (executionId) => (await this.execution(executionId))?.status,
     });
+    this.signals = new EventSignals({
+      store,
+      logger: coordinator.settings.logger,
+      assertOpen: asserts.assertOpen,
+      agentHandle: (agentId) => this.agentHandle(agentId),
+      placeById: (source, agentId, here) => this.placeById(source, agentId, here),
+    });
+    coordinator.onEventWait = (request) => this.signals.suspended(request);
     // Stopped in this order once drained: the schedules, the followers, the inbox, the pruner.
     this.drain = new Drain({ ...parts, core, services: [this.scheduling, this.followers, this.inbox, this.data] });
   }
@@ -290,6 +300,16 @@ export class Environment {
   /** The recovery report of an agent defined in this environment. */
   recovery(agentId: string): Promise<RecoveredExecution[]> {
     return this.recoveries.recovery(agentId);
+  }
+
+  /** Sends the event a `waitForEvent()` wait with this key waits for
+   * (docs/decisions/0077): resumes that wait exactly once with `payload`
+   * (checked against its `payloadSchema`: `INVALID_INPUT`, the wait stays
+   * pending), here or through the process that runs it. With no wait for
+   * the key yet, the signal is kept (a day, `keepForMs`) for the next wait
+   * with it, or refused with `ifWaiting: true` (`SIGNAL_REFUSED`). */
+  signal(key: string, payload: unknown, options?: SignalOptions): Promise<SignalResult> {
+    return this.signals.signal(key, payload, options);
   }
 
   /** Approvals waiting for a decision, oldest first. */

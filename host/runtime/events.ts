@@ -75,9 +75,16 @@ export interface ApprovalRequest {
   /** `approval` (absent: an approval, as before) or `input`: a typed wait
    * of a `humanInput()` tool, resumed with `{ waitId: approvalId, value }`
    * (docs/decisions/0075). */
-  readonly kind?: "approval" | "input";
-  /** A typed wait's response schema as JSON Schema, for a form (when the
-   * schema converts). */
+  readonly kind?: "approval" | "input" | "event";
+  /** An event wait's key (`waitForEvent()`): `env.signal(key, payload)`
+   * resumes it (docs/decisions/0077). */
+  readonly key?: string;
+  /** An event wait's `timeoutMs`, and the due time it gives (ms since the
+   * epoch): when the wait ends with a timeout (decision 0077). */
+  readonly timeoutMs?: number;
+  readonly dueAt?: number;
+  /** A typed wait's response schema (an event wait's payload schema) as
+   * JSON Schema, for a form (when the schema converts). */
   readonly responseSchema?: Json;
   /** Calls of the same turn a typed wait holds back: told to the model as
    * declined once the value is given (decision 0075). */

@@ -56,6 +56,9 @@ interface RemoteWait {
   readonly waiter: Waiter;
   /** The last suspended revision the filer was told about. */
   announcedRevision: number;
+  /** Told once the owner applied the decision (its commit landed): a
+   * signal's sender returns then, not at the execution's end. */
+  readonly applied: (() => void) | undefined;
   state: DecisionProgress["state"];
 }
 
@@ -77,13 +80,15 @@ export class RemoteResumes {
 
   /** Files the decision; the waiter learns the execution id once it is
    * filed, and its result from the durable rows. */
-  file(agentId: string, executionId: string, decision: Decision, waiter: Waiter): void {
+  file(agentId: string, executionId: string, decision: Decision, waiter: Waiter, applied?: () => void): void {
     const action = filedActionOf(decision);
     this.submit(
       agentId,
       executionId,
       { approvalId: decision.approvalId, approved: decision.approved, reason: decision.reason ?? null, ...(action !== undefined ? { action } : {}) },
       waiter,
+      randomUUID(),
+      applied,
     );
   }
 
@@ -116,6 +121,7 @@ export class RemoteResumes {
     decision: Pick<DecisionFiling, "approvalId" | "approved" | "reason" | "kind" | "action">,
     waiter: Waiter,
     decisionId = randomUUID(),
+    applied?: () => void,
   ): void {
     if (this.closed)
       return settleWaiterWithError(waiter, new RuntimeShutdownError(`a resume of execution ${executionId}`, { executionId, agentId }), this.settings);
@@ -136,7 +142,7 @@ export class RemoteResumes {
         this.filing -= 1;
         waiter.knowExecutionId(executionId);
         if (this.closed) return settleWaiterWithError(waiter, shutdownError(executionId, agentId, decisionId), this.settings);
-        this.waits.set(decisionId, { decisionId, executionId, agentId, waiter, announcedRevision: filed.executionRevision, state: "filed" });
+        this.waits.set(decisionId, { decisionId, executionId, agentId, waiter, announcedRevision: filed.executionRevision, state: "filed", applied });
         this.poller.wake();
       },
       (error: unknown) => {
@@ -196,6 +202,7 @@ export class RemoteResumes {
       return true;
     }
     if (progress.state !== "applied") return moved;
+    if (moved) wait.applied?.();
     const row = progress.execution;
     // Applied: a resume's approval commit, a retry's reopen landed — a
     // terminal row is how the execution ended after it.

@@ -104,17 +104,21 @@ export function resumeRefused(
   );
 }
 
-/** A resume of another kind than the pending wait (decision 0075): a value
- * for an approval, or approve/decline for a typed wait. */
+/** A resume of another kind than the pending wait (decisions 0075, 0077):
+ * a value or a signal for an approval, approve/decline for a typed or an
+ * event wait. */
 function waitKindRefusal(request: ResumeRequest, entry: ExecutionEntry | undefined): PhronomyError {
   const { executionId, approvalId } = request;
-  const input = entry?.approvalRequest?.kind === "input";
-  const told = input
-    ? `wait ${approvalId} of execution ${executionId} waits for a typed value: resume it with { waitId, value }`
-    : `approval ${approvalId} of execution ${executionId} waits for a decision: resume it with { approvalId, approved } (or "input", "respond")`;
+  const kind = entry?.approvalRequest?.kind ?? "approval";
+  const told =
+    kind === "input"
+      ? `wait ${approvalId} of execution ${executionId} waits for a typed value: resume it with { waitId, value }`
+      : kind === "event"
+        ? `wait ${approvalId} of execution ${executionId} waits for an event: send it with env.signal(${JSON.stringify(entry?.approvalRequest?.key ?? "")}, payload)`
+        : `approval ${approvalId} of execution ${executionId} waits for a decision: resume it with { approvalId, approved } (or "input", "respond")`;
   return new ApprovalMismatchError(`${told}; nothing was decided`, {
     executionId,
     agentId: request.waiter.agentId,
-    details: { mismatch: "wait_kind", approvalId, waitKind: input ? "input" : "approval" },
+    details: { mismatch: "wait_kind", approvalId, waitKind: kind },
   });
 }

@@ -38,6 +38,7 @@ import { callPlanOf, stepOverridesOf, type CallPlan } from "./call-plans.js";
 import { stopConditionsOf, tracksSteps, type ToolChoice } from "./loop-settings.js";
 import type { StartCallSettings } from "./start-call-settings.js";
 import { toolApprovalVerdict } from "./tool-approval.js";
+import { eventWaitOf } from "./event-wait.js";
 import { CallbackFailure, tellStepStart, withToolCallbacks } from "./loop-callbacks.js";
 
 /** What the session needs from its environment; implemented by the
@@ -656,14 +657,19 @@ export class Session {
     const heldBack = this.planned.filter((planned) => planned !== asking && (needed.includes(planned) || planned.tool?.definition.waitsFor !== undefined));
     const schema = asking.tool?.definition.waitsFor;
     const responseSchema = schema === undefined ? undefined : convertToJsonSchema(schema);
+    // A waitForEvent() call: the wait is keyed by its input (decision 0077).
+    const requestedAt = this.host.now();
+    const event = eventWaitOf(asking.tool?.definition.waitsForEvent, call.toolName, asking.input, requestedAt, this.executionId);
+    if (event.error !== undefined) return this.fail(event.error);
     const request: ApprovalRequest = {
       approvalId: randomUUID(),
       executionId: this.executionId,
       agentId: this.settings.agentId,
       toolCalls: [{ callId: call.callId, toolName: call.toolName, input: call.input }],
       argumentsHash: argumentsHashOf(this.toolBatch()),
-      requestedAt: this.host.now(),
+      requestedAt,
       kind: "input",
+      ...event.wait,
       ...(responseSchema !== undefined ? { responseSchema } : {}),
       ...(heldBack.length > 0 ? { declinedCalls: heldBack.map((planned) => planned.call.callId) } : {}),
     };

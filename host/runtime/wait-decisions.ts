@@ -16,7 +16,7 @@ import type { Json, ToolCallRecord } from "../store/records.js";
 import type { ApprovalRequest, EventListener } from "./events.js";
 
 /** What an answer does to the call it is for. */
-export type DecisionActionKind = "edit" | "respond" | "value";
+export type DecisionActionKind = "edit" | "respond" | "value" | "signal";
 
 /** An answer as given, before its schema saw it. */
 export interface GivenAction {
@@ -46,6 +46,9 @@ export interface Decision {
   readonly given?: GivenAction;
   /** The outcome of checking `given` against its schema, once done. */
   readonly checked?: { readonly action?: DecisionAction; readonly error?: PhronomyError };
+  /** A signal offered from the store, where it was kept because it came
+   * before its wait was committed (`ResumeFact.SignalStored`, decision 0077). */
+  readonly storedSignal?: boolean;
   readonly onEvent?: EventListener;
   readonly signal?: AbortSignal;
 }
@@ -58,6 +61,16 @@ export function waitsForInput(request: ApprovalRequest | undefined): boolean {
   return request?.kind === "input";
 }
 
+/** The kind of a pending wait: an approval, a typed input wait, a keyed event wait. */
+export function waitKindOf(request: ApprovalRequest | undefined): "approval" | "input" | "event" {
+  return request?.kind === "input" || request?.kind === "event" ? request.kind : "approval";
+}
+
+/** The wait kind an answer is for: a value a typed wait, a signal an event wait. */
+function kindAnswered(kind: DecisionActionKind): "approval" | "input" | "event" {
+  return kind === "value" ? "input" : kind === "signal" ? "event" : "approval";
+}
+
 /** Checks the answer against the schema of the call it is for: the call's
  * tool's input schema (edited arguments), its output schema when it has
  * one (a response), its `waitsFor` schema (a typed wait's value). An
@@ -67,10 +80,10 @@ export async function checkAction(
   request: ApprovalRequest,
   given: GivenAction,
 ): Promise<{ readonly action?: DecisionAction; readonly error?: PhronomyError }> {
-  if ((given.kind === "value") !== waitsForInput(request)) return {};
+  if (kindAnswered(given.kind) !== waitKindOf(request)) return {};
   const { executionId, approvalId } = request;
   const context = { executionId, agentId: request.agentId };
-  const what = given.kind === "value" ? `wait ${approvalId}` : `approval ${approvalId}`;
+  const what = waitNameOf(given.kind, approvalId);
   const call =
     given.callId === undefined
       ? request.toolCalls.length === 1
@@ -99,7 +112,7 @@ export async function checkAction(
       }),
     };
   }
-  const schema = given.kind === "edit" ? tool.definition.inputSchema : given.kind === "value" ? tool.definition.waitsFor : tool.definition.outputSchema;
+  const schema = given.kind === "edit" ? tool.definition.inputSchema : given.kind === "respond" ? tool.definition.outputSchema : tool.definition.waitsFor;
   let value: unknown = given.payload;
   if (schema !== undefined && (given.kind === "edit" || isStandardSchema(schema))) {
     const validation = await validateWithAnySchema(schema as Parameters<typeof validateWithAnySchema>[0], given.payload);
@@ -121,7 +134,7 @@ export async function checkAction(
 }
 
 function refused(request: ApprovalRequest, callId: string, toolName: string, kind: DecisionActionKind, issues: SchemaIssue[]): PhronomyError {
-  const what = kind === "value" ? `wait ${request.approvalId}` : `approval ${request.approvalId}`;
+  const what = waitNameOf(kind, request.approvalId);
   return new InvalidInputError(
     `execution ${request.executionId}: the ${nameOf(kind)} for ${what} (tool "${toolName}", call ${callId}) failed its schema: ${formatIssues(issues)}; nothing was decided, the wait is still pending`,
     {
@@ -133,7 +146,11 @@ function refused(request: ApprovalRequest, callId: string, toolName: string, kin
 }
 
 function nameOf(kind: DecisionActionKind): string {
-  return kind === "edit" ? "edited input" : kind === "respond" ? "response" : "value";
+  return kind === "edit" ? "edited input" : kind === "respond" ? "response" : kind === "signal" ? "signal's payload" : "value";
+}
+
+function waitNameOf(kind: DecisionActionKind, approvalId: string): string {
+  return kind === "value" ? `wait ${approvalId}` : kind === "signal" ? `event wait ${approvalId}` : `approval ${approvalId}`;
 }
 
 /** The tool batch a decision leaves: the edited call with its new
@@ -178,7 +195,7 @@ export function decisionOfFiled(filed: {
   const action = (filed.action ?? null) as { given?: { kind?: unknown; callId?: unknown; payload?: unknown }; decidedBy?: unknown } | null;
   const kind = action?.given?.kind;
   const given: GivenAction | undefined =
-    kind === "edit" || kind === "respond" || kind === "value"
+    kind === "edit" || kind === "respond" || kind === "value" || kind === "signal"
       ? { kind, callId: typeof action?.given?.callId === "string" ? action.given.callId : undefined, payload: action?.given?.payload }
       : undefined;
   return {

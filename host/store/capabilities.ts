@@ -38,6 +38,9 @@ export interface StoreCapabilities {
   /** Executions a page at a time by cursor, searched, and counted over the
    * whole store (docs/decisions/0082). */
   readonly pages: boolean;
+  /** Keyed signals (`env.signal`): a wait found by its key, a signal kept
+   * for a wait not committed yet (docs/decisions/0077). */
+  readonly signals: boolean;
 }
 
 export type StoreCapability = keyof StoreCapabilities;
@@ -52,6 +55,7 @@ export const plainStore: StoreCapabilities = {
   queueReads: false,
   pruning: false,
   pages: false,
+  signals: false,
 };
 
 /** The methods each ability promises; `Phronomy.open` refuses a store
@@ -76,6 +80,7 @@ export const capabilityMethods: { readonly [C in StoreCapability]: readonly stri
   pruning: ["pruneExecutions"],
   schedules: ["createSchedule", "getSchedule", "listSchedules", "cancelSchedule", "nextScheduleDue", "dueSchedules", "claimSchedules", "settleScheduleFiring"],
   pages: ["pageExecutions", "countExecutions"],
+  signals: ["sendSignal", "takeStoredSignal", "dropSignal"],
 };
 
 /** What the store tells the runtime, and the one thing it asks of it.

@@ -16,6 +16,7 @@ import {
   PhronomyError,
   QueueFullError,
   RetryRefusedError,
+  SignalRefusedError,
   StoreError,
   type PhronomyErrorCode,
 } from "../errors.js";
@@ -48,6 +49,7 @@ const classesByCode: Partial<Record<PhronomyErrorCode, { prototype: PhronomyErro
   OFFLOAD_FULL: OffloadFullError,
   QUEUE_FULL: QueueFullError,
   RETRY_REFUSED: RetryRefusedError,
+  SIGNAL_REFUSED: SignalRefusedError,
 };
 
 export function rebuildError(record: TransferredError): PhronomyError {

@@ -72,6 +72,8 @@ import {
 import { approvalStatement, explainApprovalRefusal, readSuspendedRow, type SuspendedRow } from "./postgres/approval-commit.js";
 import * as leases from "./postgres/leases.js";
 import * as inbox from "./postgres/inbox.js";
+import * as signals from "./postgres/signals.js";
+import type { SignalSending, SignalSent } from "./signal-records.js";
 import { InboxListener } from "./postgres/inbox-listener.js";
 import { InboxProbes } from "./postgres/inbox-probes.js";
 import { StatementBatch } from "./postgres/statement-batch.js";
@@ -90,6 +92,7 @@ import type {
   ExecutionListFilter,
   ExecutionRow,
   JournalRecord,
+  Json,
   PurgeAgentResult,
   PrepareExecutionOperation,
   StoreOperation,
@@ -186,6 +189,7 @@ export class PostgresStore implements ExecutionStore {
     pruning: true,
     schedules: true,
     pages: true,
+    signals: true,
   };
   /** Where the store's signals go (`listen`): partitions taken in the
    * background (after `leaseAcquired` for the agents asked for in them: their
@@ -738,6 +742,23 @@ export class PostgresStore implements ExecutionStore {
   /** Cancels a queued message: its execution is written terminal. */
   cancelQueued(operation: Omit<CancelQueuedOperation, "type">): Promise<CancelQueuedResult> {
     return this.submit({ type: "cancelQueued", ...operation });
+  }
+
+  // -- keyed signals (docs/decisions/0077) ----------------------------------------
+
+  /** @internal Finds the wait with the signal's key, or stores the signal. */
+  sendSignal(sending: SignalSending): Promise<SignalSent> {
+    return this.read(() => signals.sendSignal(this.pool, sending));
+  }
+
+  /** @internal The signal kept for this wait's key, now offered to it. */
+  takeStoredSignal(key: string, approvalId: string, at: number): Promise<Json | undefined> {
+    return this.read(() => signals.takeStoredSignal(this.pool, key, approvalId, at));
+  }
+
+  /** @internal Deletes the signal offered to the wait. */
+  dropSignal(key: string, approvalId: string): Promise<void> {
+    return this.read(() => signals.dropSignal(this.pool, key, approvalId));
   }
 
   private async read<T>(body: () => Promise<T>): Promise<T> {

@@ -46,6 +46,9 @@ import {
   type ScheduleScope,
   type ScheduleSettlement,
 } from "./schedule-records.js";
+import * as signals from "./sqlite/signals.js";
+import type { SignalSending, SignalSent } from "./signal-records.js";
+import type { Json } from "./records.js";
 import type { SqliteStoreOptions } from "./sqlite/open-owned.js";
 import type { StoreOwner } from "./sqlite/owner-file.js";
 import type { StoreOwnership } from "./sqlite/ownership.js";
@@ -95,6 +98,7 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
     pruning: true,
     schedules: true,
     pages: true,
+    signals: true,
   };
 
   private constructor(path: string, synchronous: SynchronousMode, connection: SqliteConnection, offload: Offload, ownership: StoreOwnership) {
@@ -280,6 +284,23 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
   /** @internal */
   settleScheduleFiring(settlement: ScheduleSettlement): Promise<boolean> {
     return this.read(() => schedules.settleScheduleFiring(this.connection, settlement));
+  }
+
+  // -- keyed signals (docs/decisions/0077) ----------------------------------------
+
+  /** @internal Finds the wait with the signal's key, or stores the signal. */
+  sendSignal(sending: SignalSending): Promise<SignalSent> {
+    return this.read(() => signals.sendSignal(this.connection, sending));
+  }
+
+  /** @internal The signal kept for this wait's key, now offered to it. */
+  takeStoredSignal(key: string, approvalId: string, at: number): Promise<Json | undefined> {
+    return this.read(() => signals.takeStoredSignal(this.connection, key, approvalId, at));
+  }
+
+  /** @internal Deletes the signal offered to the wait. */
+  dropSignal(key: string, approvalId: string): Promise<void> {
+    return this.read(() => signals.dropSignal(this.connection, key, approvalId));
   }
 
   /** Wakes the listener for every agent with a decision to claim, when a

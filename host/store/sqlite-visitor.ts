@@ -23,6 +23,8 @@ import { checkId } from "./check-id.js";
 import type { DecisionFiling, DecisionProgress, FiledDecision } from "./inbox-records.js";
 import type { AgentRow, PurgeAgentResult, StoreOperation, StoreResult } from "./records.js";
 import type { SqliteConnection } from "./sqlite/driver.js";
+import * as signals from "./sqlite/signals.js";
+import type { SignalSending, SignalSent } from "./signal-records.js";
 import * as inbox from "./sqlite/inbox.js";
 import { hostName, readOwner } from "./sqlite/owner-file.js";
 import { openInboxConnection, openVisitorConnection } from "./sqlite/visitor-connection.js";
@@ -48,6 +50,7 @@ export class SqliteVisitorStore extends SqliteReadableStore implements Execution
     queueReads: true,
     pruning: false,
     pages: true,
+    signals: true,
   };
   private inboxConnection: SqliteConnection | undefined;
   private closed = false;
@@ -123,6 +126,25 @@ export class SqliteVisitorStore extends SqliteReadableStore implements Execution
       this.inboxConnection ??= openInboxConnection(this.path);
       return inbox.fileDecision(this.inboxConnection, { ...filing, filedBy: this.filedBy });
     });
+  }
+
+  /** @internal Finds the wait with the signal's key (the caller files the
+   * signal for the owner), or stores the signal (docs/decisions/0077). */
+  sendSignal(sending: SignalSending): Promise<SignalSent> {
+    return this.read(() => {
+      this.inboxConnection ??= openInboxConnection(this.path);
+      return signals.sendSignal(this.inboxConnection, sending);
+    });
+  }
+
+  /** @internal Refused: only the owner's waits take stored signals. */
+  takeStoredSignal(): Promise<never> {
+    return this.refuse("taking a stored signal");
+  }
+
+  /** @internal Refused: only the owner's waits take stored signals. */
+  dropSignal(): Promise<never> {
+    return this.refuse("dropping a stored signal");
   }
 
   /** @internal Where filed decisions are: waiting, claimed, applied or refused. */

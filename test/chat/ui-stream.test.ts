@@ -8,7 +8,7 @@
 import { dynamicTool, readUIMessageStream, type UIMessage } from "ai";
 import { z } from "zod";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { humanInput, Phronomy, type ChatChunk, type Environment } from "../../host/index.js";
+import { humanInput, Phronomy, waitForEvent, type ChatChunk, type Environment } from "../../host/index.js";
 import { comparePositions, parsePosition } from "../../host/chat/positions.js";
 import type { ScriptedTurn } from "../../host/agent/scripted-model.js";
 import { approvalRefundTool, deferred, lookupTool, openEnvironment, recordingLogger, scriptedModel, turnOf } from "../runtime/helpers.js";
@@ -285,6 +285,37 @@ describe("a Run as the AI SDK's UI message stream", () => {
     const done = await messageOf(rest, suspended);
     expect(done.parts.find((candidate) => candidate.type === "tool-askDate")).toMatchObject({ state: "output-available", output: { date: "2027-01-05" } });
     expect(done.parts.at(-1)).toMatchObject({ type: "text", text: "Booked." });
+  });
+
+  it("an event wait: a data-wait part with kind event and its key; the signal's payload arrives as the call's output (decision 0077)", async () => {
+    const env = await openEnvironment();
+    const awaitPayment = waitForEvent({
+      inputSchema: z.object({ orderId: z.string() }),
+      key: ({ orderId }) => `payment:${orderId}`,
+      payloadSchema: z.object({ amount: z.number() }),
+    });
+    const model = scriptedModel(({ messages }) =>
+      turnOf(messages) === 0 ? { toolCalls: [{ toolName: "awaitPayment", input: { orderId: "42" } }] } : { text: "Paid." },
+    );
+    const checkout = env.agent({ id: "checkout", model, tools: { awaitPayment } });
+    const run = checkout.start("Take the payment");
+    const chunks = await readAll(await env.stream(run));
+    const finish = chunks.at(-1)!;
+    const suspended = await messageOf(chunks);
+    const [pending] = await env.pendingApprovals();
+    const waitId = pending!.request.approvalId;
+    expect(suspended.parts.find((candidate) => candidate.type === "tool-approval-request")).toBeUndefined();
+    expect(suspended.parts.find((candidate) => candidate.type === "data-wait")).toMatchObject({
+      id: waitId,
+      data: { waitId, kind: "event", key: "payment:42", responseSchema: { type: "object", properties: { amount: { type: "number" } } } },
+    });
+    await env.signal("payment:42", { amount: 30 });
+    const rest = await readAll(
+      await env.stream(await run.executionId, { resumeAt: (finish as { messageMetadata: { resumeAt: string } }).messageMetadata.resumeAt }),
+    );
+    const done = await messageOf(rest, suspended);
+    expect(done.parts.find((candidate) => candidate.type === "tool-awaitPayment")).toMatchObject({ state: "output-available", output: { amount: 30 } });
+    expect(done.parts.at(-1)).toMatchObject({ type: "text", text: "Paid." });
   });
 
   it("a failed execution streams an error, then finish with reason error", async () => {

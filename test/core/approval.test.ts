@@ -112,6 +112,34 @@ describeDecisions("Resume(exec, gen, agent, agentGen, request, facts, sameAsComm
     core.expectRefused(ResultCode.ResumeInProgress, again, RESUME, run.exec, run.generation, run.agent, run.agentGeneration, again, MATCHES | WAITS | VALUE);
   });
 
+  it("resumes a keyed event wait only with a signal, live or stored early, and refuses inconsistent facts (decision 0077)", async () => {
+    const core = await boot();
+    const run = core.suspended();
+    const request = core.request();
+    const EVENT = ResumeFact.PendingWaitsForEvent;
+    const SIGNAL = ResumeFact.GivesSignal;
+    const STORED = ResumeFact.SignalStored;
+    const at = [RESUME, run.exec, run.generation, run.agent, run.agentGeneration, request] as const;
+    // A decision or a value for an event wait, a signal for an approval or a typed wait: refused.
+    core.expectRefused(ResultCode.WaitKindMustMatch, request, ...at, MATCHES | EVENT);
+    core.expectRefused(ResultCode.WaitKindMustMatch, request, ...at, MATCHES | EVENT | ResumeFact.GivesValue);
+    core.expectRefused(ResultCode.WaitKindMustMatch, request, ...at, MATCHES | SIGNAL);
+    core.expectRefused(ResultCode.WaitKindMustMatch, request, ...at, MATCHES | ResumeFact.PendingWaitsForInput | SIGNAL);
+    // A payload its schema refused: the wait stays pending.
+    core.expectRefused(ResultCode.ValueMustMatchSchema, request, ...at, MATCHES | EVENT | SIGNAL | ResumeFact.ValueRefused);
+    // Facts no host sends: two wait kinds, two answer kinds, a stored signal that is no signal.
+    core.expectRefused(ResultCode.ArgumentOutOfRange, request, ...at, MATCHES | EVENT | ResumeFact.PendingWaitsForInput | SIGNAL);
+    core.expectRefused(ResultCode.ArgumentOutOfRange, request, ...at, MATCHES | EVENT | SIGNAL | ResumeFact.GivesValue);
+    core.expectRefused(ResultCode.ArgumentOutOfRange, request, ...at, MATCHES | EVENT | STORED);
+    expect(run.admission).toBe(AdmissionState.Suspended);
+    // The signal stored before the wait was committed resumes it as a live one does.
+    expect(core.apply(...at, MATCHES | EVENT | SIGNAL | STORED)).toBe(ResultCode.Ok);
+    expect(core.effects()).toEqual([effect.SubmitApprovalCommit(run.exec, run.revision, request)]);
+    // A second signal for the same wait: refused, the first one's commit is under way.
+    const again = core.request();
+    core.expectRefused(ResultCode.ResumeInProgress, again, RESUME, run.exec, run.generation, run.agent, run.agentGeneration, again, MATCHES | EVENT | SIGNAL);
+  });
+
   it("refuses facts outside the ResumeFact bits with ArgumentOutOfRange, before the execution check", async () => {
     const core = await boot();
     const run = core.suspended();

@@ -64,6 +64,7 @@ const EVERY_CODE = Object.keys({
   EXECUTION_ENDED: true,
   RETRY_REFUSED: true,
   UNSUPPORTED_RUNTIME: true,
+  SIGNAL_REFUSED: true,
 } satisfies Record<PhronomyErrorCode, true>) as PhronomyErrorCode[];
 
 const FORMERLY_KEPT_QUEUED = new Set(["RUNTIME_SHUTDOWN", "STORE", "EXECUTION_REHYDRATION_REQUIRED", "AGENT_BUSY", "CORE_FAILED"]);

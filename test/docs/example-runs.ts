@@ -66,6 +66,17 @@ export const runs: Readonly<Record<string, Runs | { readonly runBy: string }>> =
       "a second value: APPROVAL_MISMATCH",
     ],
   },
+  "examples/waiting-for-an-event.ts": {
+    runtime: "node",
+    prints: [
+      "waiting: event payment:42",
+      "refused: 400 INVALID_INPUT",
+      "signal: 200 resumed",
+      'output: Paid: {"amount":30,"currency":"EUR"}',
+      "before its wait: stored",
+      'then: Paid: {"amount":12,"currency":"EUR"}',
+    ],
+  },
   "examples/cancel-retry.ts": {
     runtime: "node",
     prints: [

@@ -501,11 +501,26 @@ export class MessageStream {
     return message(MessageKind.SessionFinished, live.execution, live.generation, live.session, ending);
   }
 
-  /** The pending wait's kind and the decision's (decision 0075): mostly
-   * an approval decided; sometimes a typed wait given its value, a kind
-   * that does not match, or a value its schema refused. */
+  /** The pending wait's kind and the decision's (decisions 0075, 0077):
+   * mostly an approval decided; sometimes a typed wait given its value, an
+   * event wait its signal, a kind that does not match, or a value its
+   * schema refused. */
   private waitFacts(intent: Intent): number {
-    const kinds = [0, 0, 0, ResumeFact.PendingWaitsForInput | ResumeFact.GivesValue, ResumeFact.PendingWaitsForInput, ResumeFact.GivesValue];
+    const kinds = [
+      0,
+      0,
+      0,
+      ResumeFact.PendingWaitsForInput | ResumeFact.GivesValue,
+      ResumeFact.PendingWaitsForInput,
+      ResumeFact.GivesValue,
+      // Keyed event waits (decision 0077): a signal, live or stored early,
+      // a signal for another kind, a stored fact without a signal.
+      ResumeFact.PendingWaitsForEvent | ResumeFact.GivesSignal,
+      ResumeFact.PendingWaitsForEvent | ResumeFact.GivesSignal | ResumeFact.SignalStored,
+      ResumeFact.PendingWaitsForEvent | ResumeFact.GivesValue,
+      ResumeFact.PendingWaitsForInput | ResumeFact.GivesSignal,
+      ResumeFact.PendingWaitsForEvent | ResumeFact.SignalStored,
+    ];
     const kind = kinds[(intent.noise >> 3) % kinds.length]!;
     return kind | (intent.noise % 17 === 3 ? ResumeFact.ValueRefused : 0);
   }

@@ -955,7 +955,7 @@ export class ReferenceCore implements ControlMachine {
     facts: number,
     sameAsCommitting: number,
   ): ResultCode {
-    if (facts >= ResumeFact.End || !isZeroOrOne(sameAsCommitting)) return this.refuse(request, ResultCode.ArgumentOutOfRange);
+    if (facts >= ResumeFact.End || !isZeroOrOne(sameAsCommitting) || !resumeFactsConsistent(facts)) return this.refuse(request, ResultCode.ArgumentOutOfRange);
     // READING: both ways the exec check can fail give RehydrationRequired.
     if (this.checkExecution(execSlot, generation) !== ResultCode.Ok) {
       return this.refuse(request, ResultCode.RehydrationRequired);
@@ -982,7 +982,7 @@ export class ReferenceCore implements ControlMachine {
     if (suspended && (facts & ResumeFact.MatchesPending) === 0) return this.refuse(request, ResultCode.ApprovalMustMatch);
     // A typed input wait takes only a value, an approval only a decision;
     // a value that failed its schema decides nothing (decision 0075).
-    if (suspended && ((facts & ResumeFact.PendingWaitsForInput) !== 0) !== ((facts & ResumeFact.GivesValue) !== 0)) {
+    if (suspended && waitKindOf(facts) !== answerKindOf(facts)) {
       return this.refuse(request, ResultCode.WaitKindMustMatch);
     }
     if (suspended && (facts & ResumeFact.ValueRefused) !== 0) return this.refuse(request, ResultCode.ValueMustMatchSchema);
@@ -1272,4 +1272,25 @@ export class ReferenceCore implements ControlMachine {
         return ResultCode.Ok;
     }
   }
+}
+
+/** A wait is of one kind, an answer of one kind; a stored signal is a
+ * signal (docs/decisions/0077). */
+function resumeFactsConsistent(facts: number): boolean {
+  const bothWaits = (facts & ResumeFact.PendingWaitsForInput) !== 0 && (facts & ResumeFact.PendingWaitsForEvent) !== 0;
+  const bothAnswers = (facts & ResumeFact.GivesValue) !== 0 && (facts & ResumeFact.GivesSignal) !== 0;
+  const storedNotSignal = (facts & ResumeFact.SignalStored) !== 0 && (facts & ResumeFact.GivesSignal) === 0;
+  return !bothWaits && !bothAnswers && !storedNotSignal;
+}
+
+/** The pending wait's kind: an approval, a typed input wait, an event wait. */
+function waitKindOf(facts: number): "approval" | "input" | "event" {
+  if ((facts & ResumeFact.PendingWaitsForInput) !== 0) return "input";
+  return (facts & ResumeFact.PendingWaitsForEvent) !== 0 ? "event" : "approval";
+}
+
+/** The wait kind an answer is for: a decision, a value, a signal. */
+function answerKindOf(facts: number): "approval" | "input" | "event" {
+  if ((facts & ResumeFact.GivesValue) !== 0) return "input";
+  return (facts & ResumeFact.GivesSignal) !== 0 ? "event" : "approval";
 }

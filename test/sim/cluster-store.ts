@@ -203,6 +203,7 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     queueReads: true,
     pruning: true,
     pages: false,
+    signals: false,
   };
   /** Where `leaseAcquired` goes (the runtime's, once it listens). */
   private signals: StoreSignals = quietSignals;

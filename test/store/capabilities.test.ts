@@ -53,6 +53,7 @@ describe("store capabilities", () => {
         pruning: true,
         schedules: true,
         pages: true,
+        signals: true,
       });
       expect(capabilitiesOf(visitor)).toEqual({
         leases: false,
@@ -63,6 +64,7 @@ describe("store capabilities", () => {
         queueReads: true,
         pruning: false,
         pages: true,
+        signals: true,
       });
       expect(capabilitiesOf(postgres)).toEqual({
         leases: true,
@@ -74,6 +76,7 @@ describe("store capabilities", () => {
         pruning: true,
         schedules: true,
         pages: true,
+        signals: true,
       });
     } finally {
       await visitor.close();

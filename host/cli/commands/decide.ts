@@ -24,7 +24,7 @@
 
 import pc from "../colors.js";
 import { scriptedModel } from "../../testing.js";
-import { PhronomyError, type AgentDefinition, type Environment, type ExecutionRow, type StoredStep } from "../../index.js";
+import { PhronomyError, type AgentDefinition, type ApprovalRequest, type Environment, type ExecutionRow, type StoredStep } from "../../index.js";
 import type { CliContext } from "../context.js";
 import { shellQuote } from "../context.js";
 import { CliError, ExitCode, type ExitCodeValue } from "../errors.js";
@@ -109,6 +109,9 @@ export async function decideCommand(context: CliContext, executionArgument: stri
   }
 }
 
+/** What a pending request waits for. */
+type WaitKind = NonNullable<ApprovalRequest["kind"]>;
+
 /** Errors that refuse an answer and leave the wait as it was. */
 const refusalCodes: ReadonlySet<string> = new Set(["APPROVAL_MISMATCH", "INVALID_INPUT"]);
 
@@ -154,12 +157,14 @@ function jsonOption(name: string, text: string): unknown {
 }
 
 /** A wait of the other kind refused: say which command answers it. */
-function withKindHint(error: PhronomyError, kind: "approval" | "input", executionId: string): PhronomyError {
+function withKindHint(error: PhronomyError, kind: WaitKind, executionId: string): PhronomyError {
   if ((error.details as { mismatch?: unknown } | undefined)?.mismatch !== "wait_kind") return error;
-  const hint =
-    kind === "input"
-      ? `it waits for a value: phronomy resume ${executionId} --value '<json>'`
-      : `it waits for an approval: phronomy approve ${executionId} (or reject)`;
+  const hints: Record<WaitKind, string> = {
+    input: `it waits for a value: phronomy resume ${executionId} --value '<json>'`,
+    approval: `it waits for an approval: phronomy approve ${executionId} (or reject)`,
+    event: "it waits for an event: the application signals it by its key (env.signal(key, payload))",
+  };
+  const hint = hints[kind];
   return new PhronomyError(error.code, `${error.message}; ${hint}`, {
     ...(error.executionId !== undefined ? { executionId: error.executionId } : {}),
     ...(error.agentId !== undefined ? { agentId: error.agentId } : {}),

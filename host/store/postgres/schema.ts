@@ -35,6 +35,7 @@ import { createSchedules } from "./schedules.js";
 import { createExecutionPages } from "./pages.js";
 import { quotedIdentifier } from "./literals.js";
 import { createPruneIndexes, indexRefusedStarts } from "./prune.js";
+import { createEventSignals } from "./signals.js";
 
 /** First key of the store's advisory locks: "PHRN" in ASCII. The second
  * key is `hashtext(schema)`, so stores in different schemas of one
@@ -136,7 +137,8 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 15: a preparation that replaces its conversation's memory from an earlier execution (docs/decisions/0070).
  * Version 16: a decision's answer beyond approve/decline, in the inbox (docs/decisions/0075).
  * Version 17: scheduled starts (`schedules.ts`, docs/decisions/0078).
- * Version 18: paging, search and counts (`pages.ts`, docs/decisions/0082). */
+ * Version 18: paging, search and counts (`pages.ts`, docs/decisions/0082).
+ * Version 19: keyed signals, and the index of event waits by key (`signals.ts`, docs/decisions/0077). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -156,6 +158,7 @@ export const migrations: readonly Migration[] = [
   addDecisionAction,
   createSchedules,
   createExecutionPages,
+  createEventSignals,
 ];
 
 async function partitionOwnership(client: pg.ClientBase, settings?: SchemaSettings): Promise<void> {

@@ -22,6 +22,7 @@ import { createExecutionPages } from "./pages.js";
 import { createPruneIndexes } from "./prune.js";
 import { createConversationQueues } from "./queue.js";
 import { createSchedules } from "./schedules.js";
+import { createEventSignals } from "./signals.js";
 
 /** "PHRN" in ASCII: stamped in every Phronomy store's header. */
 export const applicationId = 0x5048524e;
@@ -97,7 +98,8 @@ function createInitialTables(connection: SqliteConnection): void {
  * Version 6: the inbox's `retry` kind, for retries filed by a visitor (docs/decisions/0026).
  * Version 7: a decision's answer beyond approve/decline, in the inbox (docs/decisions/0075).
  * Version 8: scheduled starts (`schedules.ts`, docs/decisions/0078).
- * Version 9: paging, search and counts (`pages.ts`, docs/decisions/0082). */
+ * Version 9: paging, search and counts (`pages.ts`, docs/decisions/0082).
+ * Version 10: keyed signals, and the index of event waits by key (`signals.ts`, docs/decisions/0077). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -108,6 +110,7 @@ export const migrations: readonly Migration[] = [
   addDecisionAction,
   createSchedules,
   createExecutionPages,
+  createEventSignals,
 ];
 
 export const schemaVersion = migrations.length;
