@@ -837,7 +837,13 @@ export const enum ResumeFact {
   /** The value, edited arguments or response failed its schema (the host
    * validated it; the schema's issues travel with the request). */
   ValueRefused = 32,
-  End = 64,
+  /** The pending wait is for a child execution (an agent used as a tool,
+   * `agentTool()`): only that child's end resumes it (docs/decisions/0079). */
+  PendingWaitsForChild = 64,
+  /** The decision is a child execution's outcome, filed by the child's
+   * terminal commit, not a person's answer. */
+  GivesChildOutcome = 128,
+  End = 256,
 }
 
 /** How the start of a head `Admit` let start ended, as the host read it

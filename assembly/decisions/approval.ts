@@ -65,6 +65,11 @@ export function applyResume(
     const waitsForInput = (facts & ResumeFact.PendingWaitsForInput) != 0;
     const givesValue = (facts & ResumeFact.GivesValue) != 0;
     if (waitsForInput != givesValue) return failRequest(request, ResultCode.WaitKindMustMatch);
+    // A child's wait is resumed by that child's end alone, and a child's
+    // end resumes nothing else (docs/decisions/0079).
+    const waitsForChild = (facts & ResumeFact.PendingWaitsForChild) != 0;
+    const fromChild = (facts & ResumeFact.GivesChildOutcome) != 0;
+    if (waitsForChild != fromChild) return failRequest(request, ResultCode.WaitKindMustMatch);
     if ((facts & ResumeFact.ValueRefused) != 0) return failRequest(request, ResultCode.ValueMustMatchSchema);
   }
   if (draining) return failRequest(request, ResultCode.RuntimeDraining);

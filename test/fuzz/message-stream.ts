@@ -501,11 +501,24 @@ export class MessageStream {
     return message(MessageKind.SessionFinished, live.execution, live.generation, live.session, ending);
   }
 
-  /** The pending wait's kind and the decision's (decision 0075): mostly
-   * an approval decided; sometimes a typed wait given its value, a kind
-   * that does not match, or a value its schema refused. */
+  /** The pending wait's kind and the decision's (decisions 0075, 0079):
+   * mostly an approval decided; sometimes a typed wait given its value, a
+   * child's wait resumed by its child's end, a kind that does not match,
+   * or a value its schema refused. */
   private waitFacts(intent: Intent): number {
-    const kinds = [0, 0, 0, ResumeFact.PendingWaitsForInput | ResumeFact.GivesValue, ResumeFact.PendingWaitsForInput, ResumeFact.GivesValue];
+    const child = ResumeFact.PendingWaitsForChild;
+    const kinds = [
+      0,
+      0,
+      0,
+      ResumeFact.PendingWaitsForInput | ResumeFact.GivesValue,
+      ResumeFact.PendingWaitsForInput,
+      ResumeFact.GivesValue,
+      child | ResumeFact.GivesChildOutcome,
+      child,
+      ResumeFact.GivesChildOutcome,
+      child | ResumeFact.GivesValue,
+    ];
     const kind = kinds[(intent.noise >> 3) % kinds.length]!;
     return kind | (intent.noise % 17 === 3 ? ResumeFact.ValueRefused : 0);
   }

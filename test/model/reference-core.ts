@@ -985,6 +985,10 @@ export class ReferenceCore implements ControlMachine {
     if (suspended && ((facts & ResumeFact.PendingWaitsForInput) !== 0) !== ((facts & ResumeFact.GivesValue) !== 0)) {
       return this.refuse(request, ResultCode.WaitKindMustMatch);
     }
+    // A child's wait takes only its child's end, which answers nothing else (decision 0079).
+    if (suspended && ((facts & ResumeFact.PendingWaitsForChild) !== 0) !== ((facts & ResumeFact.GivesChildOutcome) !== 0)) {
+      return this.refuse(request, ResultCode.WaitKindMustMatch);
+    }
     if (suspended && (facts & ResumeFact.ValueRefused) !== 0) return this.refuse(request, ResultCode.ValueMustMatchSchema);
     if (this.draining === 1) return this.refuse(request, ResultCode.RuntimeDraining);
     if (!suspended) return this.refuse(request, ResultCode.StatusMustMatch);
