@@ -62,7 +62,7 @@ export { Agent, type AgentInput } from "./runtime/agent.js";
 export type { HistoryMetadata } from "./runtime/journal-messages.js";
 export { DefinedAgent } from "./runtime/defined-agent.js";
 export type { CompletedRun, HandedOffRun, Run, RunResult } from "./runtime/run.js";
-export type { ExecutionEvent, ExecutionEventType, ApprovalRequest, HandoffRequest, EventListener } from "./runtime/events.js";
+export type { ExecutionEvent, ExecutionEventType, ApprovalRequest, ChildWait, HandoffRequest, EventListener } from "./runtime/events.js";
 export type {
   AgentDefinition,
   ConversationDefinition,
@@ -78,6 +78,8 @@ export type {
 } from "./runtime/options.js";
 export { tool, handoff, type ToolSet, type ToolExecutionContext, type ApprovalContext, type AiSdkTool } from "./agent/tools.js";
 export { humanInput, type HumanInputOptions } from "./agent/human-input.js";
+export { agentTool, type AgentToolOptions, type NamedDefinition } from "./agent/agent-tool.js";
+export type { ChildConversation, ChildAgentSpecification } from "./agent/tools.js";
 export * from "./errors.js";
 export { checkSupportedRuntime } from "./runtime/supported-runtime.js";
 export type { ExecutionRow, StoredStep, UsageTotals, Json, ExecutionListFilter, ExecutionStatusName, OutcomeName } from "./store/records.js";

@@ -123,6 +123,23 @@ export interface FunctionTool<Input = unknown, Output = unknown> {
    * gives a value this schema accepts; the value is the call's result
    * and `execute` is never called (docs/decisions/0075). */
   readonly waitsFor?: StandardSchemaV1;
+  /** An `agentTool()`: a call runs this child agent as a durable child
+   * execution and waits for its end (set with `waitsFor`, decision 0079). */
+  readonly childAgent?: ChildAgentSpecification;
+}
+
+/** What decides the child's conversation id from the call: by default
+ * `<parent execution id>:<call id>`, so a recovery of either finds the
+ * same child. */
+export type ChildConversation = (input: unknown, context: { readonly executionId: string; readonly callId: string; readonly conversationId: string }) => string;
+
+/** The child a tool call runs (`FunctionTool.childAgent`). */
+export interface ChildAgentSpecification {
+  /** The child's definition name (`env.agent({ name })`). */
+  readonly definition: string;
+  /** The child's conversation id for a call (absent: derived from the
+   * parent's execution and call ids). */
+  readonly conversation?: ChildConversation;
 }
 
 /** A handoff as `handoff()` returns it. */
@@ -250,6 +267,7 @@ const functionToolKeys = [
   "contextSchema",
   "deferLoading",
   "waitsFor",
+  "childAgent",
 ] as const;
 /** How many times a tool may be retried, at most. */
 export const toolRetriesMax = 10;
@@ -445,6 +463,7 @@ function resolveFunctionTool(subject: Subject, name: string, definition: Record<
     ...(normalized.maxRetries !== undefined ? { maxRetries: normalized.maxRetries } : {}),
     ...(normalized.outputSchema !== undefined ? { outputSchema: normalized.outputSchema } : {}),
     ...(normalized.waitsFor !== undefined ? { waitsFor: normalized.waitsFor } : {}),
+    ...(normalized.childAgent !== undefined ? { childAgent: normalized.childAgent } : {}),
   };
   const extras = {
     ...(normalized.title !== undefined ? { title: normalized.title } : {}),

@@ -65,6 +65,8 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
   /** An agent's execution suspended (live or recovered): the
    * conversations' bookkeeping (`conversations.ts`) listens. */
   onAgentSuspended: ((agent: AgentEntry) => void) | undefined;
+  /** A wait for a child execution is committed or reinstalled here (environment.ts: child-executions.ts). */
+  onChildWait: ((entry: ExecutionEntry) => void) | undefined;
   /** The core's `OpenInbox` and `CloseInbox`: the approval inbox's applier (inbox-claims.ts). */
   inbox: { inboxOpened(agentId: string, drain: boolean): void; inboxClosed(agentId: string): void } | undefined;
   /** The core's `ReleaseConversation`: the conversation is idle and its
@@ -267,6 +269,8 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
    * the core says it is at rest (rehydration.ts). */
   private suspendedHere(entry: ExecutionEntry): void {
     this.onAgentSuspended?.(entry.agent);
+    // A wait for a child execution: the child is started (decision 0079).
+    if (entry.approvalRequest?.kind === "child") this.onChildWait?.(entry);
     this.post(() => letGo(this, entry));
   }
 

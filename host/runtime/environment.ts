@@ -11,6 +11,7 @@
 // the reads (`environment-reads.ts`) and `close()` (`drain.ts`). What
 // `Phronomy.open` takes is checked in `open-options.ts`.
 
+import { ChildExecutions } from "./child-executions.js";
 import type { ControlCore } from "../core/control-core.js";
 import type { ExecutionListFilter, ExecutionRow, StoredStep } from "../store/records.js";
 import { isVisitorStore } from "../store/sqlite/visitor-mark.js";
@@ -64,6 +65,7 @@ export class Environment {
   private readonly definitions: AgentDefinitions;
   private readonly data: DurableData;
   private readonly drain: Drain;
+  private readonly children: ChildExecutions;
   private adminSurface: Admin | undefined;
 
   private constructor(
@@ -110,6 +112,8 @@ export class Environment {
     this.reads = new EnvironmentReads({ ...parts, wait: (executionId) => this.wait(executionId) });
     this.data = new DurableData({ ...parts, ...asserts });
     this.definitions = new AgentDefinitions({ ...parts, recoveries: this.recoveries, agents: this, retention: () => this.data.retention });
+    this.children = new ChildExecutions({ ...parts, agents: this, logger: coordinator.settings.logger });
+    coordinator.onChildWait = (entry) => this.children.waitingOn(entry);
     // Stopped in this order once drained: the followers, the inbox, the pruner.
     this.drain = new Drain({ ...parts, core, services: [this.followers, this.inbox, this.data] });
   }

@@ -131,6 +131,8 @@ export function configOf(request: StartRequest): { [key: string]: Json } {
   // Kept so a queued start still replaces when it runs, and as the record
   // of what this execution replaced (docs/decisions/0070).
   if (request.options.replaceFrom !== undefined) config.replaceFrom = request.options.replaceFrom;
+  // A child's parent (decision 0079): its terminal commit files its end there.
+  if (request.options.childOf !== undefined) config.parent = { ...request.options.childOf };
   // The AI SDK settings the start gave (decision 0071).
   configOfStartCallSettings(request.options, config);
   // The definition a conversation belongs to: recovery at open finds its

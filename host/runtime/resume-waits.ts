@@ -14,6 +14,7 @@ import { asPhronomyError } from "./session.js";
 import { settleWaiterWithError, type DeliverySettings } from "./delivery.js";
 import { errorForCode } from "./error-codes.js";
 import { failFollowers } from "./resume-followers.js";
+import { childWaitAnsweredByHand } from "./child-waits.js";
 
 /** Effects `RecoverBeforeResume` and `AwaitSuspensionCommit`. */
 export function waitBeforeResume(
@@ -108,6 +109,7 @@ export function resumeRefused(
  * for an approval, or approve/decline for a typed wait. */
 function waitKindRefusal(request: ResumeRequest, entry: ExecutionEntry | undefined): PhronomyError {
   const { executionId, approvalId } = request;
+  if (entry?.approvalRequest?.kind === "child") return childWaitAnsweredByHand(entry.approvalRequest);
   const input = entry?.approvalRequest?.kind === "input";
   const told = input
     ? `wait ${approvalId} of execution ${executionId} waits for a typed value: resume it with { waitId, value }`

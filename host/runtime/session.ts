@@ -38,6 +38,8 @@ import { stopConditionsOf, tracksSteps, type ToolChoice } from "./loop-settings.
 import type { StartCallSettings } from "./start-call-settings.js";
 import { toolApprovalVerdict } from "./tool-approval.js";
 import { CallbackFailure, tellStepStart, withToolCallbacks } from "./loop-callbacks.js";
+import { childWaitOf } from "./child-waits.js";
+import { rebuildError } from "../store/error-transfer.js";
 
 /** What the session needs from its environment; implemented by the
  * coordinator, so the session can be read (and tested) on its own. */
@@ -104,6 +106,8 @@ interface PlannedCall {
   readonly response?: Json;
   /** Declined without running, and why. */
   readonly declined?: string;
+  /** Its error, given in place of a run (a child's failure, decision 0079). */
+  readonly failed?: StoredError;
 }
 
 /** Told to the model for a call the definition's toolApproval denied
@@ -221,6 +225,7 @@ export class Session {
       const answered = {
         ...(record.response !== undefined ? { response: record.response } : {}),
         ...(record.declined !== undefined ? { declined: record.declined } : {}),
+        ...(record.failed !== undefined ? { failed: record.failed } : {}),
       };
       return { call, tool, input: record.input, error: undefined, validateFirst: true, ...answered };
     });
@@ -308,12 +313,16 @@ export class Session {
   }
 
   toolBatch(): ToolCallRecord[] {
-    return this.planned.map(({ call, declined }) => ({
+    // A result or error given in place of a run stays with its call, so a
+    // re-dispatch after this barrier does not run it (decisions 0075, 0079).
+    return this.planned.map(({ call, declined, response, failed }) => ({
       callId: call.callId,
       toolName: call.toolName,
       input: call.input,
       idempotencyKey: `${this.executionId}:${call.callId}`,
       ...(declined !== undefined ? { declined } : {}),
+      ...(response !== undefined ? { response } : {}),
+      ...(failed !== undefined ? { failed } : {}),
     }));
   }
 
@@ -641,7 +650,17 @@ export class Session {
     const { call } = asking;
     const heldBack = this.planned.filter((planned) => planned !== asking && (needed.includes(planned) || planned.tool?.definition.waitsFor !== undefined));
     const schema = asking.tool?.definition.waitsFor;
-    const responseSchema = schema === undefined ? undefined : convertToJsonSchema(schema);
+    const childAgent = asking.tool?.definition.childAgent;
+    const responseSchema = schema === undefined || childAgent !== undefined ? undefined : convertToJsonSchema(schema);
+    let waitKind: Pick<ApprovalRequest, "kind" | "child">;
+    try {
+      // An agentTool() call waits for its child execution (decision 0079).
+      waitKind = childAgent
+        ? { kind: "child", child: childWaitOf(childAgent, { executionId: this.executionId, conversationId: this.settings.agentId }, { callId: call.callId, input: asking.input }) }
+        : { kind: "input" };
+    } catch (error) {
+      return this.fail(asPhronomyError(error, "INVALID_INPUT"));
+    }
     const request: ApprovalRequest = {
       approvalId: randomUUID(),
       executionId: this.executionId,
@@ -649,7 +668,7 @@ export class Session {
       toolCalls: [{ callId: call.callId, toolName: call.toolName, input: call.input }],
       argumentsHash: argumentsHashOf(this.toolBatch()),
       requestedAt: this.host.now(),
-      kind: "input",
+      ...waitKind,
       ...(responseSchema !== undefined ? { responseSchema } : {}),
       ...(heldBack.length > 0 ? { declinedCalls: heldBack.map((planned) => planned.call.callId) } : {}),
     };
@@ -762,6 +781,7 @@ export class Session {
       if (planned.error) throw planned.error;
       // A person gave this call's result: it stands for the run.
       if (planned.response !== undefined) return { output: planned.response, modelOutput: undefined };
+      if (planned.failed !== undefined) throw rebuildError(planned.failed as Parameters<typeof rebuildError>[0]);
       if (!tool) throw new PhronomyError("INVALID_INPUT", `no tool "${call.toolName}"`);
       const input = planned.validateFirst ? await validateToolInput(tool, planned.input) : planned.input;
       const experimental_context = (this.callPlan instanceof Promise ? await this.planOfCalls() : this.callPlan).experimentalContext;
@@ -797,7 +817,7 @@ export class Session {
       return { output: json, modelOutput: await toolModelOutput(tool.definition, call.toolName, call.callId, input, output) };
     };
     // Only a call that runs its tool is told to onToolExecution*.
-    const runs = planned.error === undefined && planned.response === undefined && tool !== undefined;
+    const runs = planned.error === undefined && planned.response === undefined && planned.failed === undefined && tool !== undefined;
     const started = {
       executionId: this.executionId,
       callId: call.callId,
