@@ -67,4 +67,113 @@ describe("child agents", () => {
     expect(steps.filter((step) => step.kind === "approval_decided")).toHaveLength(1);
     await env.close();
   });
+
+  it("tells the parent's model the child's failure as the call's error, and the parent goes on", async () => {
+    const env = await openEnvironment({ store: await temporaryStorePath() });
+    const seen: { result?: unknown } = {};
+    const failing = scriptedModel(() => ({ toolCalls: [{ toolName: "broken", input: {} }] }));
+    const broken = tool({ description: "Fails", inputSchema: z.object({}), execute: () => { throw new Error("no stock data"); } });
+    const { support } = define(env, { seen, childModel: failing, childTools: { broken } });
+    // The child's model calls the broken tool forever: its turn limit fails it.
+    const result = await support.conversation("ana").start("find me a kettle", {}).result;
+    // The child's own error, named as its failure (the model sees it as the tool's error).
+    expect(seen.result).toMatchObject({ code: "MAX_TURNS_EXCEEDED" });
+    expect((seen.result as { message: string }).message).toMatch(/^child execution [0-9a-f-]+ ended failed: /);
+    expect(result.outcome).toBe("completed");
+    await env.close();
+  });
+
+  it("lists a wait inside the child with its parent named, and an answer to it finishes the child, then the parent", async () => {
+    const env = await openEnvironment({ store: await temporaryStorePath() });
+    const seen: { result?: unknown } = {};
+    const lookups: unknown[] = [];
+    const lookup = tool({
+      description: "Looks up stock",
+      inputSchema: z.object({ item: z.string() }),
+      needsApproval: true,
+      execute: ({ item }) => {
+        lookups.push(item);
+        return { item, inStock: 3 };
+      },
+    });
+    const asking = scriptedModel(({ messages }) =>
+      messages.at(-1)?.role === "tool" ? { text: `stock: ${JSON.stringify(toldResult(messages))}` } : { toolCalls: [{ toolName: "lookup", input: { item: "kettle" } }] },
+    );
+    const { support, researcher } = define(env, { seen, childModel: asking, childTools: { lookup } });
+    const run = support.conversation("ana").start("find me a kettle");
+    const parentId = await run.executionId;
+    const approval = await waitFor(async () => (await env.pendingApprovals()).find((item) => item.kind === "approval"));
+    expect(approval.parent).toMatchObject({ executionId: parentId, agentId: "ana" });
+    // The parent's own wait is listed too, as kind "child", naming the child.
+    const parentWait = (await env.pendingApprovals()).find((item) => item.executionId === parentId);
+    expect(parentWait?.kind).toBe("child");
+    expect(parentWait?.request.child?.executionId).toBe(approval.executionId);
+    // A person cannot answer the parent's child wait.
+    const byHand = support.conversation("ana").resume(parentId, { waitId: parentWait!.request.approvalId, value: "made up" });
+    await expect(byHand.result).rejects.toMatchObject({ code: "APPROVAL_MISMATCH", details: { mismatch: "wait_kind", waitKind: "child" } });
+    // The child's approval is answered as any other.
+    await researcher.conversation(approval.agentId).resume(approval.executionId, { approvalId: approval.request.approvalId, approved: true }).result;
+    expect((await run.result).output).toBe(`parent: ${JSON.stringify('stock: {"item":"kettle","inStock":3}')}`);
+    expect(lookups).toEqual(["kettle"]);
+    await env.close();
+  });
+
+  it("cancels the child, and its own child, when the parent is cancelled", async () => {
+    const env = await openEnvironment({ store: await temporaryStorePath() });
+    const lookup = tool({ description: "Looks up stock", inputSchema: z.object({}), needsApproval: true, execute: () => ({ inStock: 3 }) });
+    // Three levels: support → researcher → archivist, which waits for an approval.
+    const archivist = env.agent({ name: "archivist", model: scriptedModel(() => ({ toolCalls: [{ toolName: "lookup", input: {} }] })), tools: { lookup } });
+    const archive = agentTool(archivist, { description: "Searches the archive" });
+    const researcher = env.agent({
+      name: "researcher",
+      model: scriptedModel(() => ({ toolCalls: [{ toolName: "archive", input: { input: "kettles" } }] })),
+      tools: { archive },
+    });
+    const research = agentTool(researcher, { description: "Researches a topic" });
+    const support = env.agent({ name: "support", model: parentModel(), tools: { research } });
+    const run = support.conversation("ana").start("find me a kettle");
+    const parentId = await run.executionId;
+    const deepest = await waitFor(async () => (await env.pendingApprovals()).find((item) => item.kind === "approval"));
+    const middle = deepest.parent!.executionId;
+    expect((await env.execution(middle))?.metadata.config?.["parent"]).toMatchObject({ executionId: parentId });
+    const cancelled = await env.cancel(parentId, { reason: "customer left" });
+    expect(cancelled.outcome).toBe("cancelled");
+    await expect(run.result).rejects.toMatchObject({ code: "CANCELLED" });
+    for (const id of [middle, deepest.executionId]) {
+      const row = await waitFor(async () => {
+        const found = await env.execution(id);
+        return found?.status === "terminal" ? found : undefined;
+      });
+      expect(row.error).toMatchObject({ code: "CANCELLED" });
+    }
+    expect(await env.pendingApprovals()).toEqual([]);
+    await env.close();
+  });
+
+  it("finishes both after a restart in the middle: the child's wait is answered in the next process, and the parent resumes there", async () => {
+    const path = await temporaryStorePath();
+    const lookup = tool({ description: "Looks up stock", inputSchema: z.object({}), needsApproval: true, execute: () => ({ inStock: 3 }) });
+    const asking = scriptedModel(({ messages }) =>
+      messages.at(-1)?.role === "tool" ? { text: `stock: ${JSON.stringify(toldResult(messages))}` } : { toolCalls: [{ toolName: "lookup", input: {} }] },
+    );
+    const first = await Phronomy.open({ store: path, logger: recordingLogger() });
+    const parentId = await define(first, { childModel: asking, childTools: { lookup } }).support.conversation("ana").start("find me a kettle").executionId;
+    const approval = await waitFor(async () => (await first.pendingApprovals()).find((item) => item.kind === "approval"));
+    await first.close();
+
+    const second = await openEnvironment({ store: path });
+    const { researcher } = define(second, { childModel: asking, childTools: { lookup } });
+    // Both were recovered as they were: the parent waits for the child, the child for its approval.
+    const waits = await second.pendingApprovals();
+    expect(waits.map((item) => item.kind).sort()).toEqual(["approval", "child"]);
+    await researcher.conversation(approval.agentId).resume(approval.executionId, { approvalId: approval.request.approvalId, approved: true }).result;
+    const parent = await waitFor(async () => {
+      const row = await second.execution(parentId);
+      return row?.status === "terminal" ? row : undefined;
+    });
+    expect(parent).toMatchObject({ outcome: "completed", output: `parent: ${JSON.stringify('stock: {"inStock":3}')}` });
+    // Resumed once: one decision on the parent's timeline.
+    expect((await second.timeline(parentId)).filter((step) => step.kind === "approval_decided")).toHaveLength(1);
+  });
 });
+
