@@ -55,9 +55,13 @@ export class ChildExecutions {
       return void this.notStarted(entry, request, child, error);
     }
     const agent = new Agent({ environment: this.host.agents, kind, ready: Promise.resolve() }, child.conversationId);
+    // The child runs under its parent's timeout, or its own when shorter.
+    const parentTimeoutMs = entry.start.options.timeoutMs ?? entry.agent.definition.timeoutMs;
+    const timeoutMs = parentTimeoutMs === undefined ? undefined : Math.min(parentTimeoutMs, kind.definition.timeoutMs ?? parentTimeoutMs);
     const run = agent.start(child.input, {
       idempotencyKey: childStartKey(entry.executionId, call.callId),
       childOf: { executionId: entry.executionId, agentId: entry.agent.id, callId: call.callId, waitId: request.approvalId },
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     });
     run.executionId.catch((error: unknown) => this.notStarted(entry, request, child, asPhronomyError(error, "INTERNAL")));
     // The child's end goes to the parent through the inbox, not through this Run.

@@ -175,5 +175,18 @@ describe("child agents", () => {
     // Resumed once: one decision on the parent's timeline.
     expect((await second.timeline(parentId)).filter((step) => step.kind === "approval_decided")).toHaveLength(1);
   });
+
+  it("runs the child under its parent's timeout: a child that runs out ends TIMEOUT, told to the parent's model as the call's error", async () => {
+    const env = await openEnvironment({ store: await temporaryStorePath() });
+    const seen: { result?: unknown } = {};
+    // A first run warms the process up (its model calls load the AI SDK).
+    await env.agent({ name: "warm", model: childModel }).conversation("warm").start("hello").result;
+    const slow = scriptedModel(() => ({ text: "too late" }), { latencyMs: 20_000 });
+    const { support } = define(env, { seen, childModel: slow });
+    const result = await support.conversation("ana").start("find me a kettle", { timeoutMs: 1_500 }).result;
+    expect(seen.result).toMatchObject({ code: "TIMEOUT" });
+    expect(result.outcome).toBe("completed");
+    await env.close();
+  });
 });
 
