@@ -91,6 +91,7 @@ export { SqliteStore, type SqliteStoreOptions } from "./store/sqlite-store.js";
 export type { SqliteVisitorStore } from "./store/sqlite-visitor.js";
 export type { RecoveredExecution } from "./runtime/recovery.js";
 export type { PendingApproval } from "./runtime/admin.js";
+export type { ExecutionTree } from "./runtime/execution-tree.js";
 export type { RetentionOptions, AgentRetentionOptions, PruneOptions, PruneReport } from "./runtime/retention.js";
 export type { CancelOptions, CancelResult } from "./runtime/cancel-by-id.js";
 export type { RetryOptions } from "./runtime/retry.js";

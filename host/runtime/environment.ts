@@ -12,6 +12,7 @@
 // `Phronomy.open` takes is checked in `open-options.ts`.
 
 import { ChildExecutions } from "./child-executions.js";
+import { executionTreeOf, type ExecutionTree } from "./execution-tree.js";
 import type { ControlCore } from "../core/control-core.js";
 import type { ExecutionListFilter, ExecutionRow, StoredStep } from "../store/records.js";
 import { isVisitorStore } from "../store/sqlite/visitor-mark.js";
@@ -287,6 +288,12 @@ export class Environment {
    * each step with the attempt it belongs to (`env.retry`). */
   timeline(executionId: string): Promise<(StoredStep & { readonly attempt: number })[]> {
     return this.reads.timeline(executionId);
+  }
+
+  /** The execution with its parent and its children (agents used as tools,
+   * docs/decisions/0079), read from the store; undefined for an unknown id. */
+  executionTree(executionId: string): Promise<ExecutionTree | undefined> {
+    return executionTreeOf({ execution: (id) => this.reads.execution(id), timeline: (id) => this.reads.timeline(id) }, executionId);
   }
 
   /** A Run, or an execution by id, as the AI SDK's UI message stream a chat

@@ -65,6 +65,12 @@ describe("child agents", () => {
     expect(requested).toHaveLength(1);
     expect(requested[0]!.payload).toMatchObject({ approvalRequest: { kind: "child", child: { executionId: child.executionId, definition: "researcher" } } });
     expect(steps.filter((step) => step.kind === "approval_decided")).toHaveLength(1);
+    // The tree, from either end.
+    const tree = await env.executionTree(parentId);
+    expect(tree?.parent).toBeUndefined();
+    expect(tree?.children.map((node) => node.execution.executionId)).toEqual([child.executionId]);
+    expect((await env.executionTree(child.executionId))?.parent).toEqual({ executionId: parentId, agentId: "ana", callId: "call-0-0" });
+    expect(await env.executionTree("no-such-execution")).toBeUndefined();
     await env.close();
   });
 
