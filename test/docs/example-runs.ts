@@ -62,6 +62,14 @@ export const runs: Readonly<Record<string, Runs | { readonly runBy: string }>> =
       "a second value: APPROVAL_MISMATCH",
     ],
   },
+  "examples/child-agents.ts": {
+    runtime: "node",
+    prints: [
+      "the child's approval names its parent: true",
+      'output: research said "stock said {\\"item\\":\\"kettle\\",\\"inStock\\":3}"',
+      "tree: completed completed (parent linked)",
+    ],
+  },
   "examples/cancel-retry.ts": {
     runtime: "node",
     prints: [
