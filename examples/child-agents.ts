@@ -9,7 +9,7 @@ import { z } from "zod";
 
 const env = await Phronomy.open({ store: "./agents.db" });
 /** Calls `toolName` once, then answers with what the call returned. */
-const callsThen = (toolName: string, input: object) =>
+const callsThen = (toolName: string, input: { [key: string]: string }) =>
   scriptedModel(({ messages }) => {
     const last = messages.at(-1);
     return last?.role === "tool" ? { text: `${toolName} said ${JSON.stringify(last.results[0]?.output)}` } : { toolCalls: [{ toolName, input }] };
@@ -47,5 +47,9 @@ async function waitForApproval() {
 
 console.log("the child's approval names its parent:", approval!.parent?.executionId === parentId);
 console.log("output:", output);
-console.log("tree:", tree?.execution.outcome, tree?.children.map((child) => `${child.execution.outcome} (parent ${child.parent?.executionId === parentId ? "linked" : "?"})`).join(", "));
+console.log(
+  "tree:",
+  tree?.execution.outcome,
+  tree?.children.map((child) => `${child.execution.outcome} (parent ${child.parent?.executionId === parentId ? "linked" : "?"})`).join(", "),
+);
 await env.close();

@@ -76,14 +76,18 @@ export class ChildExecutions {
     try {
       const row = await this.host.store.getExecution(child.executionId);
       if (row !== undefined && row.status !== "terminal") return;
-      const outcome = row === undefined ? childOutcomeOf(child.executionId, "failed", null, error.toRecord()) : childOutcomeOf(child.executionId, row.outcome ?? "failed", row.output, row.error);
+      const outcome =
+        row === undefined
+          ? childOutcomeOf(child.executionId, "failed", null, error.toRecord())
+          : childOutcomeOf(child.executionId, row.outcome ?? "failed", row.output, row.error);
       const parent = this.host.conversations.handleOf(this.host.agents, entry.agent.id);
       const refusal = await parent?.applyFiledDecision(entry.executionId, {
         approvalId: request.approvalId,
         approved: true,
         given: { kind: "child", callId: request.toolCalls[0]!.callId, payload: outcome as unknown as Json },
       });
-      if (refusal !== undefined) this.host.logger.debug?.(`[phronomy] the end of child ${child.executionId} was not applied to ${entry.executionId}: ${refusal.message}`);
+      if (refusal !== undefined)
+        this.host.logger.debug?.(`[phronomy] the end of child ${child.executionId} was not applied to ${entry.executionId}: ${refusal.message}`);
     } catch (failure) {
       this.host.logger.warn(
         `[phronomy] child execution ${child.executionId} of ${entry.executionId} could not be started (${error.message}), and telling its parent failed: ${failure instanceof Error ? failure.message : String(failure)}; env.recover() tries again`,

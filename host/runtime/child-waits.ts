@@ -7,43 +7,16 @@
 // core's (`ResumeFact.PendingWaitsForChild`, `GivesChildOutcome`); the host
 // only reports the facts.
 
-import { childInputOf } from "../agent/agent-tool.js";
-import type { ChildAgentSpecification } from "../agent/tools.js";
 import { ApprovalMismatchError, type PhronomyError } from "../errors.js";
 import { type ChildOutcome } from "../store/child-filings.js";
 export type { ChildOutcome };
-import { startExecutionIdOf } from "../store/start-filing.js";
 import type { ExecutionRow, StoredError } from "../store/records.js";
 import type { ParentLink } from "../store/parent-link.js";
-import type { ApprovalRequest, ChildWait } from "./events.js";
-import { validateAgentId } from "./options.js";
+import type { ApprovalRequest } from "./events.js";
 
 /** The idempotency key of a child's start: one child per parent call. */
 export function childStartKey(parentExecutionId: string, callId: string): string {
   return `child:${parentExecutionId}:${callId}`;
-}
-
-/** The wait an `agentTool()` call makes: the child it names is derived
- * from the parent's execution and call ids, so a recovery of either finds
- * the same child. Throws InvalidInputError when the application's
- * `conversation` function gives no usable id. */
-export function childWaitOf(
-  specification: ChildAgentSpecification,
-  parent: { readonly executionId: string; readonly conversationId: string },
-  call: { readonly callId: string; readonly input: unknown },
-): ChildWait {
-  const derived = `${parent.executionId}:${call.callId}`;
-  const given =
-    specification.conversation === undefined
-      ? derived
-      : specification.conversation(call.input, { executionId: parent.executionId, callId: call.callId, conversationId: parent.conversationId });
-  const conversationId = validateAgentId(given, `the conversation of the child "${specification.definition}" of execution ${parent.executionId}`);
-  return {
-    executionId: startExecutionIdOf(conversationId, childStartKey(parent.executionId, call.callId)),
-    conversationId,
-    definition: specification.definition,
-    input: childInputOf(call.input),
-  };
 }
 
 /** True for a wait on a child execution. */

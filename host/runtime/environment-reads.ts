@@ -65,7 +65,14 @@ export class EnvironmentReads {
       .map((row) => {
         const request = row.approvalRequest as unknown as ApprovalRequest;
         const parent = parentOfRow(row);
-        return { executionId: row.executionId, agentId: row.agentId, kind: request.kind ?? "approval", request, since: request.requestedAt, ...(parent ? { parent } : {}) };
+        return {
+          executionId: row.executionId,
+          agentId: row.agentId,
+          kind: request.kind ?? "approval",
+          request,
+          since: request.requestedAt,
+          ...(parent ? { parent } : {}),
+        };
       })
       .sort((a, b) => a.since - b.since);
   }

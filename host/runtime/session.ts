@@ -38,7 +38,7 @@ import { stopConditionsOf, tracksSteps, type ToolChoice } from "./loop-settings.
 import type { StartCallSettings } from "./start-call-settings.js";
 import { toolApprovalVerdict } from "./tool-approval.js";
 import { CallbackFailure, tellStepStart, withToolCallbacks } from "./loop-callbacks.js";
-import { childWaitOf } from "./child-waits.js";
+import { childWaitOf } from "./child-wait-request.js";
 import { rebuildError } from "../store/error-transfer.js";
 
 /** What the session needs from its environment; implemented by the
@@ -656,7 +656,14 @@ export class Session {
     try {
       // An agentTool() call waits for its child execution (decision 0079).
       waitKind = childAgent
-        ? { kind: "child", child: childWaitOf(childAgent, { executionId: this.executionId, conversationId: this.settings.agentId }, { callId: call.callId, input: asking.input }) }
+        ? {
+            kind: "child",
+            child: childWaitOf(
+              childAgent,
+              { executionId: this.executionId, conversationId: this.settings.agentId },
+              { callId: call.callId, input: asking.input },
+            ),
+          }
         : { kind: "input" };
     } catch (error) {
       return this.fail(asPhronomyError(error, "INVALID_INPUT"));

@@ -130,11 +130,14 @@ function childAction(request: ApprovalRequest, given: GivenAction): { readonly a
   const outcome = childOutcomeIn(given.payload);
   if (call === undefined || outcome === undefined || outcome.executionId !== request.child?.executionId || !isJson(given.payload)) {
     return {
-      error: new InvalidInputError(`execution ${request.executionId}: wait ${request.approvalId} is answered only by the end of its child execution ${request.child?.executionId ?? "(unknown)"}; nothing was decided`, {
-        executionId: request.executionId,
-        agentId: request.agentId,
-        details: { approvalId: request.approvalId },
-      }),
+      error: new InvalidInputError(
+        `execution ${request.executionId}: wait ${request.approvalId} is answered only by the end of its child execution ${request.child?.executionId ?? "(unknown)"}; nothing was decided`,
+        {
+          executionId: request.executionId,
+          agentId: request.agentId,
+          details: { approvalId: request.approvalId },
+        },
+      ),
     };
   }
   return { action: { kind: "child", callId: call.callId, value: given.payload } };

@@ -56,7 +56,13 @@ export interface ChildFilings {
   /** The child's end, for its parent's wait. */
   readonly parentEnd?: ReturnType<typeof childEndFiling>;
   /** The cancel of the child the ending parent waited on. */
-  readonly childCancel?: { readonly decisionId: string; readonly executionId: string; readonly approvalId: string; readonly reason: string; readonly filedAt: number };
+  readonly childCancel?: {
+    readonly decisionId: string;
+    readonly executionId: string;
+    readonly approvalId: string;
+    readonly reason: string;
+    readonly filedAt: number;
+  };
 }
 
 /** What the terminal commit of `executionId` files, given the row it

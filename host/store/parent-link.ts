@@ -24,4 +24,3 @@ export function parentLinkOf(value: unknown, what: string): ParentLink {
   }
   return { executionId: link.executionId as string, agentId: link.agentId as string, callId: link.callId as string, waitId: link.waitId as string };
 }
-

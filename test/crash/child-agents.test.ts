@@ -25,10 +25,14 @@ afterEach(async () => {
 
 /** Runs the child to its SIGKILL; returns the parents it started. */
 function startAndKill(store: string, parents: number, point: string, extraMs: number): Promise<string[]> {
-  const child = spawn(process.execPath, [...childNodeFlags, "--import", "tsx", join(here, "child-agents-process.ts"), store, String(parents), point, String(extraMs)], {
-    cwd: join(here, "..", ".."),
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = spawn(
+    process.execPath,
+    [...childNodeFlags, "--import", "tsx", join(here, "child-agents-process.ts"), store, String(parents), point, String(extraMs)],
+    {
+      cwd: join(here, "..", ".."),
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   let stdout = "";
   let stderr = "";
   child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
@@ -66,34 +70,41 @@ describe("child agents across kill -9", () => {
   // Each point of a run, and a seeded moment after it (within a model call or two).
   const points = ["suspended", "child", "child-ended", "parent-ended"].map((point) => [point, Math.floor(random() * modelLatencyMs * 2)] as const);
 
-  it.each(points)(`recovers parents and children killed after the store shows "%s", %i ms later (seed ${seed}: PHRONOMY_SEED=${seed} replays it)`, async (point, killAfterMs) => {
-    const paths = await crashPaths();
-    const parents = await startAndKill(paths.store, 4, point, killAfterMs);
-    expect(parents).toHaveLength(4);
+  it.each(points)(
+    `recovers parents and children killed after the store shows "%s", %i ms later (seed ${seed}: PHRONOMY_SEED=${seed} replays it)`,
+    async (point, killAfterMs) => {
+      const paths = await crashPaths();
+      const parents = await startAndKill(paths.store, 4, point, killAfterMs);
+      expect(parents).toHaveLength(4);
 
-    const environment = await Phronomy.open({ store: paths.store, logger: recordingLogger() });
-    environments.push(environment);
-    // Where the kill left them (read before the definitions recover them), for the log.
-    const left = (await environment.executions({})).map((row) => `${row.metadata.config?.["definition"] === "support" ? "parent" : "child"}:${row.status}`);
-    console.log(`[child-agents crash] seed ${seed}, killed ${killAfterMs} ms after ${point}: ${left.sort().join(" ")}`);
-    defineAgents(environment);
-    for (const parentId of parents) {
-      const row = await within(
-        (async () => {
-          for (;;) {
-            const found = await environment.execution(parentId);
-            if (found?.status === "terminal") return found;
-            await new Promise((resolve) => setTimeout(resolve, 20));
-          }
-        })(),
-        30_000,
-        `parent ${parentId} to end (seed ${seed}, killed ${killAfterMs} ms after ${point})`,
-      );
-      expect(row, `seed ${seed}`).toMatchObject({ outcome: "completed", output: parentOutput });
-      const decided = (await environment.timeline(parentId)).filter((step) => step.kind === "approval_decided");
-      expect(decided, `seed ${seed}: resumed once`).toHaveLength(1);
-      const tree = await environment.executionTree(parentId);
-      expect(tree?.children.map((child) => child.execution.outcome), `seed ${seed}: one child, completed`).toEqual(["completed"]);
-    }
-  }, 120_000);
+      const environment = await Phronomy.open({ store: paths.store, logger: recordingLogger() });
+      environments.push(environment);
+      // Where the kill left them (read before the definitions recover them), for the log.
+      const left = (await environment.executions({})).map((row) => `${row.metadata.config?.["definition"] === "support" ? "parent" : "child"}:${row.status}`);
+      console.log(`[child-agents crash] seed ${seed}, killed ${killAfterMs} ms after ${point}: ${left.sort().join(" ")}`);
+      defineAgents(environment);
+      for (const parentId of parents) {
+        const row = await within(
+          (async () => {
+            for (;;) {
+              const found = await environment.execution(parentId);
+              if (found?.status === "terminal") return found;
+              await new Promise((resolve) => setTimeout(resolve, 20));
+            }
+          })(),
+          30_000,
+          `parent ${parentId} to end (seed ${seed}, killed ${killAfterMs} ms after ${point})`,
+        );
+        expect(row, `seed ${seed}`).toMatchObject({ outcome: "completed", output: parentOutput });
+        const decided = (await environment.timeline(parentId)).filter((step) => step.kind === "approval_decided");
+        expect(decided, `seed ${seed}: resumed once`).toHaveLength(1);
+        const tree = await environment.executionTree(parentId);
+        expect(
+          tree?.children.map((child) => child.execution.outcome),
+          `seed ${seed}: one child, completed`,
+        ).toEqual(["completed"]);
+      }
+    },
+    120_000,
+  );
 });

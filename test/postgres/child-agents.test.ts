@@ -55,7 +55,11 @@ describe("child agents (PostgreSQL)", () => {
     const firstStore = first.store as PostgresStore;
     const secondStore = second.store as PostgresStore;
     // The two split the partitions; a parent conversation held by the first, a child's by the second.
-    await eventually(() => secondStore.heldPartitions().length, (held) => held === 1, "the second holds a partition");
+    await eventually(
+      () => secondStore.heldPartitions().length,
+      (held) => held === 1,
+      "the second holds a partition",
+    );
     const heldBySecond = new Set(secondStore.heldPartitions().map((grant) => grant.partition));
     const ids = Array.from({ length: 64 }, (_, index) => `conversation-${index}`);
     const parentId = ids.find((id) => !heldBySecond.has(firstStore.partitionOf(id)))!;
@@ -68,4 +72,3 @@ describe("child agents (PostgreSQL)", () => {
     expect(decided).toHaveLength(1);
   });
 });
-

@@ -35,7 +35,10 @@ const childModel = scriptedModel(({ messages }) => {
 });
 
 /** Defines the child ("researcher") and the parent ("support") whose tool it is. */
-function define(env: Environment, options: { childTools?: Parameters<Environment["agent"]>[0]["tools"]; seen?: { result?: unknown }; childModel?: typeof childModel } = {}) {
+function define(
+  env: Environment,
+  options: { childTools?: Parameters<Environment["agent"]>[0]["tools"]; seen?: { result?: unknown }; childModel?: typeof childModel } = {},
+) {
   const researcher = env.agent({ name: "researcher", model: options.childModel ?? childModel, tools: options.childTools ?? {} });
   const research = agentTool(researcher, { description: "Researches a topic" });
   const support = env.agent({ name: "support", model: parentModel(options.seen), tools: { research } });
@@ -78,7 +81,13 @@ describe("child agents", () => {
     const env = await openEnvironment({ store: await temporaryStorePath() });
     const seen: { result?: unknown } = {};
     const failing = scriptedModel(() => ({ toolCalls: [{ toolName: "broken", input: {} }] }));
-    const broken = tool({ description: "Fails", inputSchema: z.object({}), execute: () => { throw new Error("no stock data"); } });
+    const broken = tool({
+      description: "Fails",
+      inputSchema: z.object({}),
+      execute: () => {
+        throw new Error("no stock data");
+      },
+    });
     const { support } = define(env, { seen, childModel: failing, childTools: { broken } });
     // The child's model calls the broken tool forever: its turn limit fails it.
     const result = await support.conversation("ana").start("find me a kettle", {}).result;
@@ -103,7 +112,9 @@ describe("child agents", () => {
       },
     });
     const asking = scriptedModel(({ messages }) =>
-      messages.at(-1)?.role === "tool" ? { text: `stock: ${JSON.stringify(toldResult(messages))}` } : { toolCalls: [{ toolName: "lookup", input: { item: "kettle" } }] },
+      messages.at(-1)?.role === "tool"
+        ? { text: `stock: ${JSON.stringify(toldResult(messages))}` }
+        : { toolCalls: [{ toolName: "lookup", input: { item: "kettle" } }] },
     );
     const { support, researcher } = define(env, { seen, childModel: asking, childTools: { lookup } });
     const run = support.conversation("ana").start("find me a kettle");
@@ -195,4 +206,3 @@ describe("child agents", () => {
     await env.close();
   });
 });
-

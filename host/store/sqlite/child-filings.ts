@@ -23,7 +23,8 @@ export function fileChildRows(
   const woken: string[] = [];
   if (parentEnd !== undefined) {
     const parent = connection.prepare("SELECT status, revision, approval_request FROM executions WHERE execution_id = ?").get(parentEnd.executionId);
-    const waiting = parent !== undefined && String(parent["status"]) === "suspended" && approvalIdOf(String(parent["approval_request"])) === parentEnd.approvalId;
+    const waiting =
+      parent !== undefined && String(parent["status"]) === "suspended" && approvalIdOf(String(parent["approval_request"])) === parentEnd.approvalId;
     if (waiting) {
       connection
         .prepare(`
