@@ -159,6 +159,24 @@ export class TimelineTranslator {
       const responseSchema = request["responseSchema"] ?? null;
       return callIds.map((toolCallId) => ({ type: "data-wait", id: approvalId, data: { waitId: approvalId, toolCallId, kind: "input", responseSchema } }));
     }
+    if (request["kind"] === "child") {
+      // A wait for a child execution (decision 0079): nobody answers it
+      // here; a data part names the child, and its end arrives as the
+      // call's output.
+      this.approvals = undefined;
+      const child = asObject(request["child"]);
+      return callIds.map((toolCallId) => ({
+        type: "data-wait",
+        id: approvalId,
+        data: {
+          waitId: approvalId,
+          toolCallId,
+          kind: "child",
+          childExecutionId: child["executionId"] ?? null,
+          conversationId: child["conversationId"] ?? null,
+        },
+      }));
+    }
     this.approvals = { approvalId, callIds };
     return callIds.map((toolCallId) => ({ type: "tool-approval-request", approvalId: uiApprovalId(approvalId, toolCallId), toolCallId }));
   }

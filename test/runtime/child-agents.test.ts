@@ -74,6 +74,12 @@ describe("child agents", () => {
     expect(tree?.children.map((node) => node.execution.executionId)).toEqual([child.executionId]);
     expect((await env.executionTree(child.executionId))?.parent).toEqual({ executionId: parentId, agentId: "ana", callId: "call-0-0" });
     expect(await env.executionTree("no-such-execution")).toBeUndefined();
+    // A chat shows the wait as a data part naming the child, never as an approval to answer.
+    const chunks: { type: string; data?: unknown }[] = [];
+    const reader = (await env.stream(parentId)).getReader();
+    for (let read = await reader.read(); !read.done; read = await reader.read()) chunks.push(read.value as { type: string; data?: unknown });
+    expect(chunks.filter((chunk) => chunk.type === "tool-approval-request")).toEqual([]);
+    expect(chunks.find((chunk) => chunk.type === "data-wait")?.data).toMatchObject({ kind: "child", childExecutionId: child.executionId });
     await env.close();
   });
 
