@@ -6,7 +6,8 @@
 // the parent. Every parent completes once with its child's output.
 
 import { describe, expect, it } from "vitest";
-import { agentTool, Phronomy, type Environment } from "../../host/index.js";
+import { z } from "zod";
+import { agentTool, Phronomy, tool, type Environment } from "../../host/index.js";
 import type { PostgresStore } from "../../host/store/postgres-store.js";
 import { recordingLogger, scriptedModel } from "../runtime/helpers.js";
 import { atEnd, freshSchema, postgresUrl } from "./database.js";
@@ -70,5 +71,54 @@ describe("child agents (PostgreSQL)", () => {
     expect(result.output).toBe('first was told "found by second"');
     const decided = (await first.timeline(result.executionId)).filter((step) => step.kind === "approval_decided");
     expect(decided).toHaveLength(1);
+  });
+
+  it("answers a wait inside the child from the other process, and refuses a person's answer to the parent's child wait there, filing nothing", async () => {
+    const { url } = await freePartitionsSchema(3_000, 1);
+    const owner = await Phronomy.open({ store: url, logger: recordingLogger(), postgres: { instanceId: "owner" } });
+    atEnd(() => owner.close());
+    await eventually(
+      () => (owner.store as PostgresStore).heldPartitions().length,
+      (held) => held === 1,
+      "the owner holds the partition",
+    );
+    const standby = await Phronomy.open({ store: url, logger: recordingLogger(), postgres: { instanceId: "standby" } });
+    atEnd(() => standby.close());
+    const defineWaiting = (env: Environment) => {
+      const stock = tool({ description: "Reads stock", inputSchema: z.object({}), needsApproval: true, execute: () => ({ inStock: 3 }) });
+      const researcher = env.agent({
+        name: "researcher",
+        model: scriptedModel(({ messages }) =>
+          messages.at(-1)?.role === "tool" ? { text: "three in stock" } : { toolCalls: [{ toolName: "stock", input: {} }] },
+        ),
+        tools: { stock },
+      });
+      const research = agentTool(researcher, { description: "Researches a topic" });
+      const parentModel = scriptedModel(({ messages }) => {
+        const last = messages.at(-1);
+        return last?.role === "tool"
+          ? { text: `told ${JSON.stringify(last.results[0]?.output)}` }
+          : { toolCalls: [{ toolName: "research", input: { input: "kettles" } }] };
+      });
+      return { researcher, support: env.agent({ name: "support", model: parentModel, tools: { research } }) };
+    };
+    const here = defineWaiting(owner);
+    const there = defineWaiting(standby);
+    const run = here.support.conversation("ana").start("find me a kettle");
+    const parentId = await run.executionId;
+    const approval = await eventually(
+      async () => (await standby.pendingApprovals()).find((item) => item.kind === "approval"),
+      (found) => found !== undefined,
+      "the child waits for its approval",
+    );
+    const parentWait = (await standby.pendingApprovals()).find((item) => item.executionId === parentId)!;
+    expect(parentWait.kind).toBe("child");
+    await expect(there.support.conversation("ana").resume(parentId, { waitId: parentWait.request.approvalId, value: "made up" }).result).rejects.toMatchObject({
+      code: "APPROVAL_MISMATCH",
+      message: expect.stringContaining("nothing was filed"),
+      details: { waitKind: "child" },
+    });
+    await there.researcher.conversation(approval!.agentId).resume(approval!.executionId, { approvalId: approval!.request.approvalId, approved: true }).result;
+    await expect(run.result).resolves.toMatchObject({ outcome: "completed", output: 'told "three in stock"' });
   });
 });
