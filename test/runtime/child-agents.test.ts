@@ -211,4 +211,23 @@ describe("child agents", () => {
     expect(result.outcome).toBe("completed");
     await env.close();
   });
+
+  it("gives the parent's call the child's refusal when the child cannot start (its definition is not defined here)", async () => {
+    const env = await openEnvironment({ store: await temporaryStorePath() });
+    const seen: { result?: unknown } = {};
+    const research = agentTool({ name: "ghost" }, { description: "Researches a topic" });
+    const support = env.agent({ name: "support", model: parentModel(seen), tools: { research } });
+    const result = await support.conversation("ana").start("find me a kettle").result;
+    expect(result.outcome).toBe("completed");
+    expect(seen.result).toMatchObject({ code: "INVALID_INPUT", details: { reason: "agent_not_defined", definition: "ghost" } });
+    await env.close();
+  });
+
+  it("refuses a bad agentTool() definition with INVALID_INPUT naming what is wrong", () => {
+    expect(() => agentTool({} as { name: string }, { description: "x" })).toThrow(/named agent definition/);
+    expect(() => agentTool({ name: "researcher" }, { description: "" })).toThrow(/"description" must be a non-empty string/);
+    expect(() => agentTool({ name: "researcher" }, { description: "x", timeout: 3 } as never)).toThrow(/"timeout" is not an option/);
+    expect(() => agentTool({ name: "researcher" }, { description: "x", inputSchema: {} as never })).toThrow(/Standard Schema/);
+    expect(() => agentTool({ name: "researcher" }, { description: "x", conversation: "fixed" as never })).toThrow(/"conversation" must be a function/);
+  });
 });
