@@ -1,11 +1,11 @@
-// A parent's wait for a child execution (docs/decisions/0079): what the
-// wait names (the child's execution, conversation, definition and input),
-// the link the child stores to its parent (`config.parent`), and what the
-// child's end — filed by its terminal commit, claimed from the inbox by
-// the parent's owner — does to the parent's call: its output is the call's
-// result, its failure the call's error. What may resume which wait is the
-// core's (`ResumeFact.PendingWaitsForChild`, `GivesChildOutcome`); the host
-// only reports the facts.
+// A parent's wait for a child execution (docs/decisions/0079): the key its
+// child is started under, the parent a child's row names (`config.parent`),
+// and what the child's end — filed by its terminal commit, claimed from the
+// inbox by the parent's owner — does to the parent's call: its output is
+// the call's result, its failure the call's error. What may resume which
+// wait is the core's (`ResumeFact.PendingWaitsForChild`,
+// `GivesChildOutcome`); the host only reports the facts. The request the
+// call suspends with is built in child-wait-request.ts.
 
 import { ApprovalMismatchError, type PhronomyError } from "../errors.js";
 import { type ChildOutcome } from "../store/child-filings.js";
