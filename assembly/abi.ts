@@ -846,7 +846,13 @@ export const enum ResumeFact {
   /** The signal was stored before its wait was committed and is offered
    * from the store now that the wait is there (docs/decisions/0077). */
   SignalStored = 256,
-  End = 512,
+  /** The pending wait is for a child execution (an agent used as a tool,
+   * `agentTool()`): only that child's end resumes it (docs/decisions/0079). */
+  PendingWaitsForChild = 512,
+  /** The decision is a child execution's outcome, filed by the child's
+   * terminal commit, not a person's answer. */
+  GivesChildOutcome = 1024,
+  End = 2048,
 }
 
 /** How the start of a head `Admit` let start ended, as the host read it

@@ -62,7 +62,7 @@ export { Agent, type AgentInput } from "./runtime/agent.js";
 export type { HistoryMetadata } from "./runtime/journal-messages.js";
 export { DefinedAgent } from "./runtime/defined-agent.js";
 export type { CompletedRun, HandedOffRun, Run, RunResult } from "./runtime/run.js";
-export type { ExecutionEvent, ExecutionEventType, ApprovalRequest, HandoffRequest, EventListener } from "./runtime/events.js";
+export type { ExecutionEvent, ExecutionEventType, ApprovalRequest, ChildWait, HandoffRequest, EventListener } from "./runtime/events.js";
 export type {
   AgentDefinition,
   ConversationDefinition,
@@ -80,6 +80,8 @@ export { tool, handoff, type ToolSet, type ToolExecutionContext, type ApprovalCo
 export { humanInput, type HumanInputOptions } from "./agent/human-input.js";
 export { waitForEvent, type WaitForEventOptions } from "./agent/wait-for-event.js";
 export type { SignalOptions, SignalResult } from "./runtime/event-signals.js";
+export { agentTool, type AgentToolOptions, type NamedDefinition } from "./agent/agent-tool.js";
+export type { ChildConversation, ChildAgentSpecification } from "./agent/tools.js";
 export * from "./errors.js";
 export { checkSupportedRuntime } from "./runtime/supported-runtime.js";
 export type { ExecutionRow, StoredStep, UsageTotals, Json, ExecutionListFilter, ExecutionStatusName, OutcomeName } from "./store/records.js";
@@ -91,6 +93,7 @@ export { SqliteStore, type SqliteStoreOptions } from "./store/sqlite-store.js";
 export type { SqliteVisitorStore } from "./store/sqlite-visitor.js";
 export type { RecoveredExecution } from "./runtime/recovery.js";
 export type { PendingApproval } from "./runtime/admin.js";
+export type { ExecutionTree } from "./runtime/execution-tree.js";
 export type { RetentionOptions, AgentRetentionOptions, PruneOptions, PruneReport } from "./runtime/retention.js";
 export type { CancelOptions, CancelResult } from "./runtime/cancel-by-id.js";
 export type { RetryOptions } from "./runtime/retry.js";

@@ -62,7 +62,9 @@ export function applyResume(
   if (suspended) {
     // The wait's kind decides which resume it takes: a typed input wait
     // only a value, an approval only a decision (docs/decisions/0075).
-    // An event wait only a signal, found by its key (docs/decisions/0077).
+    // An event wait only a signal, found by its key (docs/decisions/0077);
+    // a child's wait only its child's end, which answers nothing else
+    // (docs/decisions/0079).
     if (waitKindOf(facts) != answerKindOf(facts)) return failRequest(request, ResultCode.WaitKindMustMatch);
     if ((facts & ResumeFact.ValueRefused) != 0) return failRequest(request, ResultCode.ValueMustMatchSchema);
   }
@@ -81,22 +83,24 @@ export function applyResume(
 /** A wait is of one kind, an answer of one kind; a signal offered from the
  * store is a signal (docs/decisions/0077). */
 function factsConsistent(facts: u32): bool {
-  const waitKinds = <u32>ResumeFact.PendingWaitsForInput | <u32>ResumeFact.PendingWaitsForEvent;
-  const answerKinds = <u32>ResumeFact.GivesValue | <u32>ResumeFact.GivesSignal;
-  if ((facts & waitKinds) == waitKinds || (facts & answerKinds) == answerKinds) return false;
+  const waitKinds = <u32>ResumeFact.PendingWaitsForInput | <u32>ResumeFact.PendingWaitsForEvent | <u32>ResumeFact.PendingWaitsForChild;
+  const answerKinds = <u32>ResumeFact.GivesValue | <u32>ResumeFact.GivesSignal | <u32>ResumeFact.GivesChildOutcome;
+  if (popcnt<u32>(facts & waitKinds) > 1 || popcnt<u32>(facts & answerKinds) > 1) return false;
   return (facts & ResumeFact.SignalStored) == 0 || (facts & ResumeFact.GivesSignal) != 0;
 }
 
-/** 0 an approval, 1 a typed input wait, 2 a keyed event wait. */
+/** 0 an approval, 1 a typed input wait, 2 a keyed event wait, 3 a child's wait. */
 function waitKindOf(facts: u32): u32 {
   if ((facts & ResumeFact.PendingWaitsForInput) != 0) return 1;
-  return (facts & ResumeFact.PendingWaitsForEvent) != 0 ? 2 : 0;
+  if ((facts & ResumeFact.PendingWaitsForEvent) != 0) return 2;
+  return (facts & ResumeFact.PendingWaitsForChild) != 0 ? 3 : 0;
 }
 
-/** 0 a decision, 1 a value, 2 a signal: the wait kind each answers. */
+/** 0 a decision, 1 a value, 2 a signal, 3 a child's outcome: the wait kind each answers. */
 function answerKindOf(facts: u32): u32 {
   if ((facts & ResumeFact.GivesValue) != 0) return 1;
-  return (facts & ResumeFact.GivesSignal) != 0 ? 2 : 0;
+  if ((facts & ResumeFact.GivesSignal) != 0) return 2;
+  return (facts & ResumeFact.GivesChildOutcome) != 0 ? 3 : 0;
 }
 
 export function applyResumeCommitReady(

@@ -128,6 +128,9 @@ export interface FunctionTool<Input = unknown, Output = unknown> {
    * the payload; `timeoutMs` is stored as the wait's due time
    * (docs/decisions/0077). */
   readonly waitsForEvent?: EventWaitOptions;
+  /** An `agentTool()`: a call runs this child agent as a durable child
+   * execution and waits for its end (set with `waitsFor`, decision 0079). */
+  readonly childAgent?: ChildAgentSpecification;
 }
 
 /** How a `waitForEvent()` call's wait is keyed, and for how long it waits. */
@@ -136,6 +139,20 @@ export interface EventWaitOptions {
    * a helper's typed function is accepted). */
   key(input: unknown): string;
   readonly timeoutMs?: number;
+}
+
+/** What decides the child's conversation id from the call: by default
+ * `<parent execution id>:<call id>`, so a recovery of either finds the
+ * same child. */
+export type ChildConversation = (input: unknown, context: { readonly executionId: string; readonly callId: string; readonly conversationId: string }) => string;
+
+/** The child a tool call runs (`FunctionTool.childAgent`). */
+export interface ChildAgentSpecification {
+  /** The child's definition name (`env.agent({ name })`). */
+  readonly definition: string;
+  /** The child's conversation id for a call (absent: derived from the
+   * parent's execution and call ids). */
+  readonly conversation?: ChildConversation;
 }
 
 /** A handoff as `handoff()` returns it. */
@@ -264,6 +281,7 @@ const functionToolKeys = [
   "deferLoading",
   "waitsFor",
   "waitsForEvent",
+  "childAgent",
 ] as const;
 /** How many times a tool may be retried, at most. */
 export const toolRetriesMax = 10;
@@ -460,6 +478,7 @@ function resolveFunctionTool(subject: Subject, name: string, definition: Record<
     ...(normalized.outputSchema !== undefined ? { outputSchema: normalized.outputSchema } : {}),
     ...(normalized.waitsFor !== undefined ? { waitsFor: normalized.waitsFor } : {}),
     ...(normalized.waitsForEvent !== undefined ? { waitsForEvent: normalized.waitsForEvent } : {}),
+    ...(normalized.childAgent !== undefined ? { childAgent: normalized.childAgent } : {}),
   };
   const extras = {
     ...(normalized.title !== undefined ? { title: normalized.title } : {}),

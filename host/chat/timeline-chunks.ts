@@ -161,6 +161,24 @@ export class TimelineTranslator {
       const key = kind === "event" ? { key: String(request["key"] ?? "") } : {};
       return callIds.map((toolCallId) => ({ type: "data-wait", id: approvalId, data: { waitId: approvalId, toolCallId, kind, ...key, responseSchema } }));
     }
+    if (request["kind"] === "child") {
+      // A wait for a child execution (decision 0079): nobody answers it
+      // here; a data part names the child, and its end arrives as the
+      // call's output.
+      this.approvals = undefined;
+      const child = asObject(request["child"]);
+      return callIds.map((toolCallId) => ({
+        type: "data-wait",
+        id: approvalId,
+        data: {
+          waitId: approvalId,
+          toolCallId,
+          kind: "child",
+          childExecutionId: child["executionId"] ?? null,
+          conversationId: child["conversationId"] ?? null,
+        },
+      }));
+    }
     this.approvals = { approvalId, callIds };
     // Why the definition's toolApproval asks, as the AI SDK sends it (the part's `approval.requestReason`).
     return asArray(request["toolCalls"]).map((call) => {

@@ -53,15 +53,21 @@ export interface PendingApproval {
   /** Its agent (conversation) id. */
   readonly agentId: string;
   /** `approval` (decide with { approvalId, approved }), `input` (a typed
-   * wait: give it { waitId, value }; decision 0075) or `event` (a keyed
-   * wait: `env.signal(key, payload)`; decision 0077). */
-  readonly kind: "approval" | "input" | "event";
+   * wait: give it { waitId, value }; decision 0075), `event` (a keyed
+   * wait: `env.signal(key, payload)`; decision 0077) or `child` (waits for
+   * its child execution, `request.child`; only the child's end resumes it,
+   * decision 0079). */
+  readonly kind: "approval" | "input" | "event" | "child";
   /** An event wait's key. */
   readonly key?: string;
   /** The tool calls waiting for the decision, and the approval id to decide them by. */
   readonly request: ApprovalRequest;
   /** When the execution suspended (ms since the epoch). */
   readonly since: number;
+  /** The execution is a child (an `agentTool()` call of another, decision
+   * 0079): its parent's execution, conversation and call. Answered the
+   * same way as any other wait. */
+  readonly parent?: { readonly executionId: string; readonly agentId: string; readonly callId: string };
 }
 
 /** What the admin surface asks of its environment (environment.ts

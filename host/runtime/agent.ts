@@ -13,6 +13,7 @@ import type { RemoteResumes } from "./remote-resume.js";
 import { validateResumeDecision, validateStartOptions, type ResumeDecision, type StartOptions } from "./options.js";
 import { checkAction, waitsForInput, type Decision } from "./wait-decisions.js";
 import { eventFactsOf } from "./event-signal-facts.js";
+import { waitsForChild } from "./child-waits.js";
 import type { AgentEntry, ExecutionEntry, FiledVerdict, StartRequest } from "./requests.js";
 import { typedRun, Waiter, type Run } from "./run.js";
 import { emitToWaiter, outcomeEventOf, resolveWaiter, settleWaiterWithError } from "./delivery.js";
@@ -445,6 +446,9 @@ export class Agent<OUTPUT = Json> {
     if (decision.given?.kind === "value") facts |= ResumeFact.GivesValue;
     if (decision.checked?.error !== undefined) facts |= ResumeFact.ValueRefused;
     facts |= eventFactsOf(entry.approvalRequest, decision);
+    // A child's wait, and a child's end (decision 0079).
+    if (waitsForChild(entry.approvalRequest)) facts |= ResumeFact.PendingWaitsForChild;
+    if (decision.given?.kind === "child") facts |= ResumeFact.GivesChildOutcome;
     // The same decision as the one being committed, if any, follows it.
     const committing = coordinator.requests.resumeOf(executionId);
     const same = committing !== undefined && sameDecision(committing, decision);

@@ -67,6 +67,8 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
   onAgentSuspended: ((agent: AgentEntry) => void) | undefined;
   /** An event wait suspended here: a signal stored for its key is offered (event-signals.ts). */
   onEventWait: ((request: ApprovalRequest) => void) | undefined;
+  /** A wait for a child execution is committed or reinstalled here (environment.ts: child-executions.ts). */
+  onChildWait: ((entry: ExecutionEntry) => void) | undefined;
   /** The core's `OpenInbox` and `CloseInbox`: the approval inbox's applier (inbox-claims.ts). */
   inbox: { inboxOpened(agentId: string, drain: boolean): void; inboxClosed(agentId: string): void } | undefined;
   /** The core's `ReleaseConversation`: the conversation is idle and its
@@ -270,6 +272,8 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
   private suspendedHere(entry: ExecutionEntry): void {
     this.onAgentSuspended?.(entry.agent);
     if (entry.approvalRequest?.kind === "event") this.onEventWait?.(entry.approvalRequest);
+    // A wait for a child execution: the child is started (decision 0079).
+    if (entry.approvalRequest?.kind === "child") this.onChildWait?.(entry);
     this.post(() => letGo(this, entry));
   }
 

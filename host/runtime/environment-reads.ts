@@ -13,6 +13,7 @@ import type { ExecutionStore } from "../store/store.js";
 import type { PendingApproval } from "./admin.js";
 import type { Coordinator } from "./coordinator.js";
 import type { ApprovalRequest } from "./events.js";
+import { parentOfRow } from "./child-waits.js";
 import type { HistoryMetadata } from "./journal-messages.js";
 import { executionOrQueued, listWithQueued } from "./queued-rows.js";
 import { withAttempts } from "./retry.js";
@@ -63,8 +64,16 @@ export class EnvironmentReads {
       .filter((row) => row.status === "suspended" && row.approvalRequest !== null)
       .map((row) => {
         const request = row.approvalRequest as unknown as ApprovalRequest;
-        const key = request.kind === "event" && request.key !== undefined ? { key: request.key } : {};
-        return { executionId: row.executionId, agentId: row.agentId, kind: request.kind ?? "approval", ...key, request, since: request.requestedAt };
+        const parent = parentOfRow(row);
+        return {
+          executionId: row.executionId,
+          agentId: row.agentId,
+          kind: request.kind ?? "approval",
+          ...(request.kind === "event" && request.key !== undefined ? { key: request.key } : {}),
+          request,
+          since: request.requestedAt,
+          ...(parent ? { parent } : {}),
+        };
       })
       .sort((a, b) => a.since - b.since);
   }

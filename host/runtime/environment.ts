@@ -11,6 +11,8 @@
 // the reads (`environment-reads.ts`) and `close()` (`drain.ts`). What
 // `Phronomy.open` takes is checked in `open-options.ts`.
 
+import { ChildExecutions } from "./child-executions.js";
+import { executionTreeOf, type ExecutionTree } from "./execution-tree.js";
 import type { ControlCore } from "../core/control-core.js";
 import type { ExecutionListFilter, ExecutionRow, StoredStep } from "../store/records.js";
 import { isVisitorStore } from "../store/sqlite/visitor-mark.js";
@@ -68,6 +70,7 @@ export class Environment {
   private readonly definitions: AgentDefinitions;
   private readonly data: DurableData;
   private readonly drain: Drain;
+  private readonly children: ChildExecutions;
   private adminSurface: Admin | undefined;
   /** @internal Scheduled starts and their sweep (schedules.ts, docs/decisions/0078). */
   readonly scheduling: Scheduling;
@@ -134,6 +137,8 @@ export class Environment {
       placeById: (source, agentId, here) => this.placeById(source, agentId, here),
     });
     coordinator.onEventWait = (request) => this.signals.suspended(request);
+    this.children = new ChildExecutions({ ...parts, agents: this, logger: coordinator.settings.logger });
+    coordinator.onChildWait = (entry) => this.children.waitingOn(entry);
     // Stopped in this order once drained: the schedules, the followers, the inbox, the pruner.
     this.drain = new Drain({ ...parts, core, services: [this.scheduling, this.followers, this.inbox, this.data] });
   }
@@ -355,6 +360,12 @@ export class Environment {
    * each step with the attempt it belongs to (`env.retry`). */
   timeline(executionId: string): Promise<(StoredStep & { readonly attempt: number })[]> {
     return this.reads.timeline(executionId);
+  }
+
+  /** The execution with its parent and its children (agents used as tools,
+   * docs/decisions/0079), read from the store; undefined for an unknown id. */
+  executionTree(executionId: string): Promise<ExecutionTree | undefined> {
+    return executionTreeOf({ execution: (id) => this.reads.execution(id), timeline: (id) => this.reads.timeline(id) }, executionId);
   }
 
   /** A Run, or an execution by id, as the AI SDK's UI message stream a chat

@@ -75,7 +75,7 @@ export interface ApprovalRequest {
   /** `approval` (absent: an approval, as before) or `input`: a typed wait
    * of a `humanInput()` tool, resumed with `{ waitId: approvalId, value }`
    * (docs/decisions/0075). */
-  readonly kind?: "approval" | "input" | "event";
+  readonly kind?: "approval" | "input" | "event" | "child";
   /** An event wait's key (`waitForEvent()`): `env.signal(key, payload)`
    * resumes it (docs/decisions/0077). */
   readonly key?: string;
@@ -89,6 +89,22 @@ export interface ApprovalRequest {
   /** Calls of the same turn a typed wait holds back: told to the model as
    * declined once the value is given (decision 0075). */
   readonly declinedCalls?: readonly string[];
+  /** A wait of kind `child` (an `agentTool()` call, decision 0079): the
+   * child execution it waits for. Its end resumes the wait; a person cannot. */
+  readonly child?: ChildWait;
+}
+
+/** The child execution a `child` wait names (decision 0079). */
+export interface ChildWait {
+  /** The child's execution id: derived from the parent's execution and
+   * call ids, so every (re)start of the child is the same execution. */
+  readonly executionId: string;
+  /** The child's conversation (agent id). */
+  readonly conversationId: string;
+  /** The child's definition name. */
+  readonly definition: string;
+  /** The child's input. */
+  readonly input: string;
 }
 
 /** What a handed-off execution carries to its target agent. */

@@ -133,6 +133,8 @@ export function configOf(request: StartRequest): { [key: string]: Json } {
   if (request.options.replaceFrom !== undefined) config.replaceFrom = request.options.replaceFrom;
   // The client's id of the user message, for the history (decision 0081).
   if (request.options.messageId !== undefined) config.messageId = request.options.messageId;
+  // A child's parent (decision 0079): its terminal commit files its end there.
+  if (request.options.childOf !== undefined) config.parent = { ...request.options.childOf };
   // The AI SDK settings the start gave (decision 0071).
   configOfStartCallSettings(request.options, config);
   // The definition a conversation belongs to: recovery at open finds its

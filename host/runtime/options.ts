@@ -18,6 +18,7 @@ import { checkAgentRetention, type AgentRetentionOptions } from "./retention.js"
 import { QUEUE_LIMIT_MAX } from "../store/queue.js";
 import { IDEMPOTENCY_KEY_LENGTH_MAX } from "../store/start-filing.js";
 import { idLengthMax } from "../store/check-id.js";
+import { parentLinkOf } from "../store/parent-link.js";
 
 /** What a guardrail decides: let the text through, replace it, or stop the
  * execution (`INPUT_BLOCKED` / `OUTPUT_BLOCKED`, with the reason). */
@@ -242,6 +243,10 @@ export interface StartOptions extends StartCallSettings {
    * while the execution is stored (`<executionId>:user` once retention
    * pruned it). `chatRoutes` passes it; decision 0081. */
   readonly messageId?: string;
+  /** @internal The parent of a child execution (an `agentTool()` call,
+   * docs/decisions/0079): stored with it, so its terminal commit files its
+   * end for the parent's wait. Set by the runtime when it starts a child. */
+  readonly childOf?: { readonly executionId: string; readonly agentId: string; readonly callId: string; readonly waitId: string };
 }
 
 export type { LanguageModel };
@@ -400,6 +405,7 @@ export const START_OPTION_KEYS = [
   "idempotencyKey",
   "replaceFrom",
   "messageId",
+  "childOf",
   ...START_CALL_SETTING_KEYS,
 ] as const;
 
@@ -532,6 +538,7 @@ export function validateStartOptions(options: StartOptions, what: string): void 
     );
   }
   checkStartCallSettings(options, what);
+  if (options.childOf !== undefined) parentLinkOf(options.childOf, what);
   if (options.metadata !== undefined) {
     try {
       JSON.stringify(options.metadata);

@@ -11,6 +11,7 @@ import type { Json } from "../store/records.js";
 import { errorForCode, isExecutionExists } from "./error-codes.js";
 import type { OnBusyPolicy, StartOptions } from "./options.js";
 import type { StartRequest } from "./requests.js";
+import { parentLinkOf } from "../store/parent-link.js";
 
 /** The busy policy of a start. */
 export function busyPolicyOf(request: StartRequest): OnBusyPolicy {
@@ -92,6 +93,7 @@ export function optionsOf(config: { readonly [key: string]: Json }): StartOption
     ...(config["stream"] === true ? { stream: true } : {}),
     ...(typeof config["replaceFrom"] === "string" ? { replaceFrom: config["replaceFrom"] } : {}),
     ...(typeof config["messageId"] === "string" ? { messageId: config["messageId"] } : {}),
+    ...(config["parent"] !== undefined ? { childOf: parentLinkOf(config["parent"], "a queued start") } : {}),
     ...startCallSettingsOf(config),
   };
 }

@@ -14,6 +14,7 @@ import { asPhronomyError } from "./session.js";
 import { settleWaiterWithError, type DeliverySettings } from "./delivery.js";
 import { errorForCode } from "./error-codes.js";
 import { failFollowers } from "./resume-followers.js";
+import { childWaitAnsweredByHand } from "./child-waits.js";
 
 /** Effects `RecoverBeforeResume` and `AwaitSuspensionCommit`. */
 export function waitBeforeResume(
@@ -109,6 +110,7 @@ export function resumeRefused(
  * event wait. */
 function waitKindRefusal(request: ResumeRequest, entry: ExecutionEntry | undefined): PhronomyError {
   const { executionId, approvalId } = request;
+  if (entry?.approvalRequest?.kind === "child") return childWaitAnsweredByHand(entry.approvalRequest);
   const kind = entry?.approvalRequest?.kind ?? "approval";
   const told =
     kind === "input"

@@ -40,6 +40,8 @@ import type { StartCallSettings } from "./start-call-settings.js";
 import { toolApprovalVerdict } from "./tool-approval.js";
 import { eventWaitOf } from "./event-wait.js";
 import { CallbackFailure, tellStepStart, withToolCallbacks } from "./loop-callbacks.js";
+import { childWaitOf } from "./child-wait-request.js";
+import { rebuildError } from "../store/error-transfer.js";
 
 /** What the session needs from its environment; implemented by the
  * coordinator, so the session can be read (and tested) on its own. */
@@ -108,6 +110,8 @@ interface PlannedCall {
   readonly declined?: string;
   /** Why the definition's toolApproval asks a person (its status's reason). */
   readonly askedBecause?: string;
+  /** Its error, given in place of a run (a child's failure, decision 0079). */
+  readonly failed?: StoredError;
 }
 
 /** Told to the model for a call the definition's toolApproval denied
@@ -227,6 +231,7 @@ export class Session {
       const answered = {
         ...(record.response !== undefined ? { response: record.response } : {}),
         ...(record.declined !== undefined ? { declined: record.declined } : {}),
+        ...(record.failed !== undefined ? { failed: record.failed } : {}),
       };
       return { call, tool, input: record.input, error: undefined, validateFirst: true, ...answered };
     });
@@ -319,12 +324,16 @@ export class Session {
   }
 
   toolBatch(): ToolCallRecord[] {
-    return this.planned.map(({ call, declined }) => ({
+    // A result or error given in place of a run stays with its call, so a
+    // re-dispatch after this barrier does not run it (decisions 0075, 0079).
+    return this.planned.map(({ call, declined, response, failed }) => ({
       callId: call.callId,
       toolName: call.toolName,
       input: call.input,
       idempotencyKey: `${this.executionId}:${call.callId}`,
       ...(declined !== undefined ? { declined } : {}),
+      ...(response !== undefined ? { response } : {}),
+      ...(failed !== undefined ? { failed } : {}),
     }));
   }
 
@@ -656,11 +665,28 @@ export class Session {
     const { call } = asking;
     const heldBack = this.planned.filter((planned) => planned !== asking && (needed.includes(planned) || planned.tool?.definition.waitsFor !== undefined));
     const schema = asking.tool?.definition.waitsFor;
-    const responseSchema = schema === undefined ? undefined : convertToJsonSchema(schema);
-    // A waitForEvent() call: the wait is keyed by its input (decision 0077).
+    const childAgent = asking.tool?.definition.childAgent;
+    const responseSchema = schema === undefined || childAgent !== undefined ? undefined : convertToJsonSchema(schema);
     const requestedAt = this.host.now();
+    // A waitForEvent() call: the wait is keyed by its input (decision 0077).
     const event = eventWaitOf(asking.tool?.definition.waitsForEvent, call.toolName, asking.input, requestedAt, this.executionId);
     if (event.error !== undefined) return this.fail(event.error);
+    let waitKind: Pick<ApprovalRequest, "kind" | "child">;
+    try {
+      // An agentTool() call waits for its child execution (decision 0079).
+      waitKind = childAgent
+        ? {
+            kind: "child",
+            child: childWaitOf(
+              childAgent,
+              { executionId: this.executionId, conversationId: this.settings.agentId },
+              { callId: call.callId, input: asking.input },
+            ),
+          }
+        : { kind: "input" };
+    } catch (error) {
+      return this.fail(asPhronomyError(error, "INVALID_INPUT"));
+    }
     const request: ApprovalRequest = {
       approvalId: randomUUID(),
       executionId: this.executionId,
@@ -668,7 +694,7 @@ export class Session {
       toolCalls: [{ callId: call.callId, toolName: call.toolName, input: call.input }],
       argumentsHash: argumentsHashOf(this.toolBatch()),
       requestedAt,
-      kind: "input",
+      ...waitKind,
       ...event.wait,
       ...(responseSchema !== undefined ? { responseSchema } : {}),
       ...(heldBack.length > 0 ? { declinedCalls: heldBack.map((planned) => planned.call.callId) } : {}),
@@ -782,6 +808,7 @@ export class Session {
       if (planned.error) throw planned.error;
       // A person gave this call's result: it stands for the run.
       if (planned.response !== undefined) return { output: planned.response, modelOutput: undefined };
+      if (planned.failed !== undefined) throw rebuildError(planned.failed as Parameters<typeof rebuildError>[0]);
       if (!tool) throw new PhronomyError("INVALID_INPUT", `no tool "${call.toolName}"`);
       const input = planned.validateFirst ? await validateToolInput(tool, planned.input) : planned.input;
       const experimental_context = (this.callPlan instanceof Promise ? await this.planOfCalls() : this.callPlan).experimentalContext;
@@ -817,7 +844,7 @@ export class Session {
       return { output: json, modelOutput: await toolModelOutput(tool.definition, call.toolName, call.callId, input, output) };
     };
     // Only a call that runs its tool is told to onToolExecution*.
-    const runs = planned.error === undefined && planned.response === undefined && tool !== undefined;
+    const runs = planned.error === undefined && planned.response === undefined && planned.failed === undefined && tool !== undefined;
     const started = {
       executionId: this.executionId,
       callId: call.callId,

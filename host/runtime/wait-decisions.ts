@@ -14,9 +14,10 @@ import type { ResolvedTool } from "../agent/tools.js";
 import { InvalidInputError, type PhronomyError } from "../errors.js";
 import type { Json, ToolCallRecord } from "../store/records.js";
 import type { ApprovalRequest, EventListener } from "./events.js";
+import { childFailure, childOutcomeIn, waitsForChild } from "./child-waits.js";
 
 /** What an answer does to the call it is for. */
-export type DecisionActionKind = "edit" | "respond" | "value" | "signal";
+export type DecisionActionKind = "edit" | "respond" | "value" | "signal" | "child";
 
 /** An answer as given, before its schema saw it. */
 export interface GivenAction {
@@ -80,6 +81,8 @@ export async function checkAction(
   request: ApprovalRequest,
   given: GivenAction,
 ): Promise<{ readonly action?: DecisionAction; readonly error?: PhronomyError }> {
+  // A child's end answers a child's wait; anything else is left for the core to refuse (decision 0079).
+  if (given.kind === "child" || waitsForChild(request)) return given.kind === "child" && waitsForChild(request) ? childAction(request, given) : {};
   if (kindAnswered(given.kind) !== waitKindOf(request)) return {};
   const { executionId, approvalId } = request;
   const context = { executionId, agentId: request.agentId };
@@ -133,6 +136,26 @@ export async function checkAction(
   return { action: { kind: given.kind, callId: call.callId, value, ...inputHash } };
 }
 
+/** A child's end for the call its parent waits on: recorded as given
+ * (the child's terminal commit wrote it). */
+function childAction(request: ApprovalRequest, given: GivenAction): { readonly action?: DecisionAction; readonly error?: PhronomyError } {
+  const call = request.toolCalls[0];
+  const outcome = childOutcomeIn(given.payload);
+  if (call === undefined || outcome === undefined || outcome.executionId !== request.child?.executionId || !isJson(given.payload)) {
+    return {
+      error: new InvalidInputError(
+        `execution ${request.executionId}: wait ${request.approvalId} is answered only by the end of its child execution ${request.child?.executionId ?? "(unknown)"}; nothing was decided`,
+        {
+          executionId: request.executionId,
+          agentId: request.agentId,
+          details: { approvalId: request.approvalId },
+        },
+      ),
+    };
+  }
+  return { action: { kind: "child", callId: call.callId, value: given.payload } };
+}
+
 function refused(request: ApprovalRequest, callId: string, toolName: string, kind: DecisionActionKind, issues: SchemaIssue[]): PhronomyError {
   const what = waitNameOf(kind, request.approvalId);
   return new InvalidInputError(
@@ -161,6 +184,12 @@ export function batchAfter(batch: readonly ToolCallRecord[], request: ApprovalRe
   return batch.map((record) => {
     if (declined.has(record.callId)) return { ...record, declined: declinedReason };
     if (action === undefined || record.callId !== action.callId) return record;
+    if (action.kind === "child") {
+      // The child's output is the call's result; its failure the call's error.
+      const outcome = childOutcomeIn(action.value);
+      if (outcome?.outcome === "completed") return { ...record, response: outcome.output ?? null };
+      return { ...record, failed: childFailure(outcome ?? { executionId: "(unknown)", outcome: "failed" }) };
+    }
     return action.kind === "edit" ? { ...record, input: action.value } : { ...record, response: action.value };
   });
 }
@@ -195,7 +224,7 @@ export function decisionOfFiled(filed: {
   const action = (filed.action ?? null) as { given?: { kind?: unknown; callId?: unknown; payload?: unknown }; decidedBy?: unknown } | null;
   const kind = action?.given?.kind;
   const given: GivenAction | undefined =
-    kind === "edit" || kind === "respond" || kind === "value" || kind === "signal"
+    kind === "edit" || kind === "respond" || kind === "value" || kind === "signal" || kind === "child"
       ? { kind, callId: typeof action?.given?.callId === "string" ? action.given.callId : undefined, payload: action?.given?.payload }
       : undefined;
   return {

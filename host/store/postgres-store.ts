@@ -506,6 +506,10 @@ export class PostgresStore implements ExecutionStore {
       if (filer !== undefined) this.tellFiler(filer, executionId);
       if (filer !== undefined && operation.type === "terminalCommit" && operation.outcome !== "suspended") this.filerChannels.delete(executionId);
       if (statement.after !== undefined && this.knownRows.size < knownRowsMax) this.knownRows.set(executionId, statement.after);
+      // Rows the terminal commit filed for a parent or a child (decision 0079): their owners are told.
+      for (const told of (statement.value as { inboxFiledFor?: readonly string[] } | undefined)?.inboxFiledFor ?? []) {
+        void this.filerNotifications.submit({ channel: this.inboxChannel(), payload: told }).catch(() => undefined);
+      }
       // A preparation that cut the journal (`replaceFrom`) leaves a tail
       // that no append describes: it is read again (docs/decisions/0070).
       if (journal !== undefined && operation.type === "prepareExecution" && operation.replaceFrom !== undefined) this.journalTails.drop(journal.agentId);

@@ -44,6 +44,9 @@ export interface ToolCallRecord {
   readonly response?: Json;
   /** Why the call is declined without running (held back by a typed wait). */
   readonly declined?: string;
+  /** The call's error, given in place of a run: a child execution's
+   * failure, for an `agentTool()` call (decision 0079). */
+  readonly failed?: StoredError;
 }
 
 /** One step of an execution's timeline and runtime snapshot: the input, a
@@ -338,6 +341,10 @@ export type StoreOperation =
  * compare-and-set. */
 export interface CommittedRevision {
   readonly revision: number;
+  /** A terminal commit that filed in the approval inbox (a child's end for
+   * its parent, a cancel for a child, decision 0079): the agents whose
+   * inbox got a row, for their owner to be told. */
+  readonly inboxFiledFor?: readonly string[];
 }
 
 /** What each store operation answers. */

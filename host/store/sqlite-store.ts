@@ -156,7 +156,14 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
   // -- writes (through the offload) --------------------------------------------
 
   run<O extends StoreOperation>(operation: O): Promise<StoreResult<O>> {
-    return this.submit(operation) as Promise<StoreResult<O>>;
+    const result = this.submit(operation) as Promise<StoreResult<O>>;
+    if (operation.type !== "terminalCommit") return result;
+    // Rows filed by this process's own commit: no other connection's data
+    // version tells the poll, so the owner is told here (decision 0079).
+    return result.then((committed) => {
+      for (const agentId of (committed as { inboxFiledFor?: readonly string[] }).inboxFiledFor ?? []) this.signals.approvalFiled(agentId);
+      return committed;
+    });
   }
 
   ensureAgent(agentId: string, at: number): Promise<AgentRow> {

@@ -140,6 +140,30 @@ describeDecisions("Resume(exec, gen, agent, agentGen, request, facts, sameAsComm
     core.expectRefused(ResultCode.ResumeInProgress, again, RESUME, run.exec, run.generation, run.agent, run.agentGeneration, again, MATCHES | EVENT | SIGNAL);
   });
 
+  it("resumes a child's wait with its child's end only, and a child's end answers no other wait (decision 0079)", async () => {
+    const core = await boot();
+    const run = core.suspended();
+    const request = core.request();
+    const CHILD = ResumeFact.PendingWaitsForChild;
+    const ENDED = ResumeFact.GivesChildOutcome;
+    const at = [RESUME, run.exec, run.generation, run.agent, run.agentGeneration, request] as const;
+    // A person's decision or value on a child's wait, a child's end on an approval or a typed wait: refused.
+    core.expectRefused(ResultCode.WaitKindMustMatch, request, ...at, MATCHES | CHILD);
+    core.expectRefused(ResultCode.WaitKindMustMatch, request, ...at, MATCHES | CHILD | ResumeFact.GivesValue);
+    core.expectRefused(ResultCode.WaitKindMustMatch, request, ...at, MATCHES | CHILD | ResumeFact.GivesSignal);
+    // Facts no host sends: two wait kinds, two answer kinds.
+    core.expectRefused(ResultCode.ArgumentOutOfRange, request, ...at, MATCHES | CHILD | ResumeFact.PendingWaitsForInput | ResumeFact.GivesValue);
+    core.expectRefused(ResultCode.ArgumentOutOfRange, request, ...at, MATCHES | CHILD | ENDED | ResumeFact.GivesSignal);
+    core.expectRefused(ResultCode.WaitKindMustMatch, request, ...at, MATCHES | ENDED);
+    core.expectRefused(ResultCode.WaitKindMustMatch, request, ...at, MATCHES | ENDED | ResumeFact.PendingWaitsForInput);
+    expect(run.admission).toBe(AdmissionState.Suspended);
+    // Another wait's id is refused first.
+    core.expectRefused(ResultCode.ApprovalMustMatch, request, ...at, CHILD | ENDED);
+    expect(core.apply(...at, MATCHES | CHILD | ENDED)).toBe(ResultCode.Ok);
+    expect(core.effects()).toEqual([effect.SubmitApprovalCommit(run.exec, run.revision, request)]);
+    expect(run.admission).toBe(AdmissionState.Resuming);
+  });
+
   it("refuses facts outside the ResumeFact bits with ArgumentOutOfRange, before the execution check", async () => {
     const core = await boot();
     const run = core.suspended();

@@ -77,6 +77,14 @@ export const runs: Readonly<Record<string, Runs | { readonly runBy: string }>> =
       'then: Paid: {"amount":12,"currency":"EUR"}',
     ],
   },
+  "examples/child-agents.ts": {
+    runtime: "node",
+    prints: [
+      "the child's approval names its parent: true",
+      'output: research said "stock said {\\"item\\":\\"kettle\\",\\"inStock\\":3}"',
+      "tree: completed completed (parent linked)",
+    ],
+  },
   "examples/cancel-retry.ts": {
     runtime: "node",
     prints: [

@@ -501,11 +501,12 @@ export class MessageStream {
     return message(MessageKind.SessionFinished, live.execution, live.generation, live.session, ending);
   }
 
-  /** The pending wait's kind and the decision's (decisions 0075, 0077):
-   * mostly an approval decided; sometimes a typed wait given its value, an
-   * event wait its signal, a kind that does not match, or a value its
-   * schema refused. */
+  /** The pending wait's kind and the decision's (decisions 0075, 0077,
+   * 0079): mostly an approval decided; sometimes a typed wait given its
+   * value, an event wait its signal, a child's wait resumed by its child's
+   * end, a kind that does not match, or a value its schema refused. */
   private waitFacts(intent: Intent): number {
+    const child = ResumeFact.PendingWaitsForChild;
     const kinds = [
       0,
       0,
@@ -520,6 +521,11 @@ export class MessageStream {
       ResumeFact.PendingWaitsForEvent | ResumeFact.GivesValue,
       ResumeFact.PendingWaitsForInput | ResumeFact.GivesSignal,
       ResumeFact.PendingWaitsForEvent | ResumeFact.SignalStored,
+      child | ResumeFact.GivesChildOutcome,
+      child,
+      ResumeFact.GivesChildOutcome,
+      child | ResumeFact.GivesValue,
+      ResumeFact.PendingWaitsForEvent | ResumeFact.GivesChildOutcome,
     ];
     const kind = kinds[(intent.noise >> 3) % kinds.length]!;
     return kind | (intent.noise % 17 === 3 ? ResumeFact.ValueRefused : 0);

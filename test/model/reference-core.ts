@@ -980,8 +980,9 @@ export class ReferenceCore implements ControlMachine {
     }
     if (!suspended && afterRecovery) return this.refuse(request, ResultCode.StatusMustMatch);
     if (suspended && (facts & ResumeFact.MatchesPending) === 0) return this.refuse(request, ResultCode.ApprovalMustMatch);
-    // A typed input wait takes only a value, an approval only a decision;
-    // a value that failed its schema decides nothing (decision 0075).
+    // A typed input wait takes only a value, an approval only a decision,
+    // an event wait only a signal, a child's wait only its child's end;
+    // a value that failed its schema decides nothing (decisions 0075, 0077, 0079).
     if (suspended && waitKindOf(facts) !== answerKindOf(facts)) {
       return this.refuse(request, ResultCode.WaitKindMustMatch);
     }
@@ -1277,20 +1278,21 @@ export class ReferenceCore implements ControlMachine {
 /** A wait is of one kind, an answer of one kind; a stored signal is a
  * signal (docs/decisions/0077). */
 function resumeFactsConsistent(facts: number): boolean {
-  const bothWaits = (facts & ResumeFact.PendingWaitsForInput) !== 0 && (facts & ResumeFact.PendingWaitsForEvent) !== 0;
-  const bothAnswers = (facts & ResumeFact.GivesValue) !== 0 && (facts & ResumeFact.GivesSignal) !== 0;
+  const waits = [ResumeFact.PendingWaitsForInput, ResumeFact.PendingWaitsForEvent, ResumeFact.PendingWaitsForChild].filter((bit) => (facts & bit) !== 0);
+  const answers = [ResumeFact.GivesValue, ResumeFact.GivesSignal, ResumeFact.GivesChildOutcome].filter((bit) => (facts & bit) !== 0);
   const storedNotSignal = (facts & ResumeFact.SignalStored) !== 0 && (facts & ResumeFact.GivesSignal) === 0;
-  return !bothWaits && !bothAnswers && !storedNotSignal;
+  return waits.length <= 1 && answers.length <= 1 && !storedNotSignal;
 }
 
-/** The pending wait's kind: an approval, a typed input wait, an event wait. */
-function waitKindOf(facts: number): "approval" | "input" | "event" {
+/** The pending wait's kind: an approval, a typed input wait, an event wait, a child's wait. */
+function waitKindOf(facts: number): "approval" | "input" | "event" | "child" {
   if ((facts & ResumeFact.PendingWaitsForInput) !== 0) return "input";
-  return (facts & ResumeFact.PendingWaitsForEvent) !== 0 ? "event" : "approval";
+  if ((facts & ResumeFact.PendingWaitsForEvent) !== 0) return "event";
+  return (facts & ResumeFact.PendingWaitsForChild) !== 0 ? "child" : "approval";
 }
 
-/** The wait kind an answer is for: a decision, a value, a signal. */
-function answerKindOf(facts: number): "approval" | "input" | "event" {
+function answerKindOf(facts: number): "approval" | "input" | "event" | "child" {
   if ((facts & ResumeFact.GivesValue) !== 0) return "input";
-  return (facts & ResumeFact.GivesSignal) !== 0 ? "event" : "approval";
+  if ((facts & ResumeFact.GivesSignal) !== 0) return "event";
+  return (facts & ResumeFact.GivesChildOutcome) !== 0 ? "child" : "approval";
 }

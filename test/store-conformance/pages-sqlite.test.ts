@@ -3,7 +3,8 @@
 
 import { describe, expect, it } from "vitest";
 import { SqliteStore } from "../../host/store/sqlite-store.js";
-import { schemaVersion } from "../../host/store/sqlite/schema.js";
+import { createExecutionPages } from "../../host/store/sqlite/pages.js";
+import { migrations } from "../../host/store/sqlite/schema.js";
 import { openTemporaryStore, prepare, rawExec, track } from "../store/fixtures.js";
 import { sqliteBackend } from "./backends.js";
 import { definePagesSuite } from "./pages-suite.js";
@@ -16,10 +17,11 @@ describe("the paging migration (sqlite)", () => {
     await store.ensureAgent("a", 1);
     await store.run(prepare("old-1", "a", { input: "Refund the blue sweater", journal: [] }));
     await store.close();
-    // The store as the version before this migration wrote it.
+    // The store as the version before this migration wrote it (and so
+    // without the migrations after it: keyed signals, decision 0077).
     rawExec(
       store.path,
-      `DROP TRIGGER execution_search_insert; DROP TRIGGER execution_search_update; DROP TRIGGER execution_search_delete; DROP TABLE execution_search; DROP INDEX executions_by_time; DROP INDEX executions_by_outcome; PRAGMA user_version = ${schemaVersion - 1}`,
+      `DROP TRIGGER execution_search_insert; DROP TRIGGER execution_search_update; DROP TRIGGER execution_search_delete; DROP TABLE execution_search; DROP INDEX executions_by_time; DROP INDEX executions_by_outcome; DROP TABLE event_signals; DROP INDEX executions_wait_key; PRAGMA user_version = ${migrations.indexOf(createExecutionPages)}`,
     );
     const migrated = track(await SqliteStore.open(store.path));
     expect((await migrated.pageExecutions({ text: "sweater" })).rows.map((row) => row.executionId)).toEqual(["old-1"]);

@@ -163,6 +163,7 @@ function withKindHint(error: PhronomyError, kind: WaitKind, executionId: string)
     input: `it waits for a value: phronomy resume ${executionId} --value '<json>'`,
     approval: `it waits for an approval: phronomy approve ${executionId} (or reject)`,
     event: "it waits for an event: the application signals it by its key (env.signal(key, payload))",
+    child: "it waits for its child execution, whose end resumes it: answer the child's own wait",
   };
   const hint = hints[kind];
   return new PhronomyError(error.code, `${error.message}; ${hint}`, {

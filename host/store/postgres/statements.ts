@@ -38,6 +38,7 @@ import type {
   ToolBarrierOperation,
 } from "../records.js";
 import { replaceRefusal } from "../replace-from.js";
+import { childFilingsOfCommit, withChildFilings } from "./child-filings.js";
 import { barrierMetadata, barrierStep, firstBarrierOperation, firstBarrierRevision, terminalMetadata } from "../sqlite/operations.js";
 import { jsonText, zeroUsage } from "../sqlite/rows.js";
 import { bigintArray, integer, text, textArray } from "./literals.js";
@@ -223,7 +224,7 @@ export function compareAndSetStatement(operation: CompareAndSetOperation, known:
   const finalStep: StepRecord = suspended
     ? { kind: "approval_requested", at: operation.at, payload: { revision, approvalRequest: operation.approvalRequest } }
     : { kind: "terminal", at: operation.at, payload: { outcome: operation.outcome, revision } };
-  const sql = `SELECT terminal_commit(${[
+  const commit = `SELECT terminal_commit(${[
     ...head,
     text(suspended ? "suspended" : "terminal"),
     text(operation.outcome),
@@ -238,8 +239,11 @@ export function compareAndSetStatement(operation: CompareAndSetOperation, known:
     text(writeId),
     ...journalArguments(operation.journal),
   ].join(", ")}) AS applied`;
+  // A child's end for its parent, a parent's end for its child (decision 0079).
+  const { filings, told } = childFilingsOfCommit(known.metadata, operation);
+  const sql = withChildFilings(commit, filings);
   // Suspended or finished: a later write (a resume) reads the row again.
-  return { sql, value: { revision }, after: undefined };
+  return { sql, value: told.length > 0 ? { revision, inboxFiledFor: told } : { revision }, after: undefined };
 }
 
 /** Reads the row a compare-and-set operation is about to replace, refusing

@@ -144,7 +144,16 @@ function checkAndInsert(connection: SqliteConnection, filing: DecisionFiling): F
       { ...context, details: { mismatch: "not_suspended", status } },
     );
   }
-  const pending = pendingApprovalId(JSON.parse(String(row["approval_request"])) as Json);
+  const request = JSON.parse(String(row["approval_request"])) as Json;
+  const pending = pendingApprovalId(request);
+  // Only its child's end resumes a child's wait, and that is filed by the
+  // child's terminal commit, not here (decision 0079).
+  if ((request as { kind?: unknown } | null)?.kind === "child") {
+    throw new ApprovalMismatchError(
+      `wait ${approvalId} of execution ${executionId} waits for its child execution: only that child's end resumes it (cancel the parent to stop both); nothing was filed`,
+      { ...context, details: { mismatch: "wait_kind", approvalId, waitKind: "child" } },
+    );
+  }
   if (pending !== approvalId) {
     throw new ApprovalMismatchError(
       `approval ${approvalId} is not the pending approval of execution ${executionId} (that is ${pending ?? "none"}); nothing was filed`,

@@ -40,6 +40,7 @@ import { replaceRefusal } from "../replace-from.js";
 import { appendJournal, appendSteps, compareAndSet, selectForUpdate } from "./compare-and-set.js";
 import type { SqliteConnection } from "./driver.js";
 import { pruneExecutions } from "./prune.js";
+import { fileChildRows } from "./child-filings.js";
 import { agentFromRow, jsonText, zeroUsage } from "./rows.js";
 
 /** Runs one operation's body (no transaction control). */
@@ -266,7 +267,9 @@ export function terminalCommit(connection: SqliteConnection, operation: Terminal
     : { kind: "terminal", at: operation.at, payload: { outcome: operation.outcome, revision } };
   appendSteps(connection, operation.executionId, [...operation.steps, finalStep]);
   appendJournal(connection, current.agentId, operation.journal);
-  return { revision };
+  // A child's end for its parent, a parent's end for its child (decision 0079).
+  const woken = fileChildRows(connection, current, operation);
+  return woken.length > 0 ? { revision, inboxFiledFor: woken } : { revision };
 }
 
 /** What a barrier leaves in the metadata, from the row it replaces: a

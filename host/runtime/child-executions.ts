@@ -1,0 +1,97 @@
+// Starting the child an `agentTool()` call waits for (docs/decisions/0079).
+// Once a parent's `child` wait is committed here — by its session, or
+// reinstalled by a recovery — the child is started in its conversation as
+// a keyed start (`idempotencyKey` fixed by the parent's execution and call
+// ids), carrying the link to its parent (`childOf`, stored as
+// `config.parent`). Keyed, the start runs once per key in whichever process
+// it reaches: starting it again after a crash follows the child already
+// there (running, or ended and filed). The child's end reaches the parent
+// through the approval inbox, filed by the child's terminal commit.
+//
+// The one thing done here besides the start: a child that could not be
+// started at all (its definition not defined here, its conversation busy
+// with another execution, closed) leaves no execution whose end could be
+// filed, so its refusal is given to the parent's wait as the child's
+// failure, through the parent's resume path (the core decides it). A
+// recovery of the parent starts the child again, so this is not lost.
+
+import { PhronomyError } from "../errors.js";
+import type { ExecutionStore } from "../store/store.js";
+import { childOutcomeOf } from "../store/child-filings.js";
+import type { Json } from "../store/records.js";
+import { Agent, type AgentHost } from "./agent.js";
+import { childStartKey } from "./child-waits.js";
+import type { Conversations } from "./conversations.js";
+import type { ApprovalRequest, ChildWait } from "./events.js";
+import type { Logger } from "./options.js";
+import type { ExecutionEntry } from "./requests.js";
+import { asPhronomyError } from "./session.js";
+
+/** What starting children needs of the environment (environment.ts wires it). */
+export interface ChildHost {
+  readonly conversations: Conversations;
+  readonly agents: AgentHost;
+  readonly store: ExecutionStore;
+  readonly logger: Logger;
+  closed(): boolean;
+}
+
+export class ChildExecutions {
+  constructor(private readonly host: ChildHost) {}
+
+  /** A parent's wait is committed (or reinstalled): start the child it names. */
+  waitingOn(entry: ExecutionEntry): void {
+    const request = entry.approvalRequest;
+    const child = request?.child;
+    const call = request?.toolCalls[0];
+    if (request?.kind !== "child" || child === undefined || call === undefined || this.host.closed()) return;
+    const kind = this.host.conversations.kindOf(child.conversationId, child.definition);
+    if (kind === undefined) {
+      const error = new PhronomyError(
+        "INVALID_INPUT",
+        `the child agent definition "${child.definition}" is not defined in this process; define it (env.agent({ name: "${child.definition}", … })) before the agent whose tool it is`,
+        { executionId: child.executionId, agentId: child.conversationId, details: { reason: "agent_not_defined", definition: child.definition } },
+      );
+      return void this.notStarted(entry, request, child, error);
+    }
+    const agent = new Agent({ environment: this.host.agents, kind, ready: Promise.resolve() }, child.conversationId);
+    // The child runs under its parent's timeout, or its own when shorter.
+    const parentTimeoutMs = entry.start.options.timeoutMs ?? entry.agent.definition.timeoutMs;
+    const timeoutMs = parentTimeoutMs === undefined ? undefined : Math.min(parentTimeoutMs, kind.definition.timeoutMs ?? parentTimeoutMs);
+    const run = agent.start(child.input, {
+      idempotencyKey: childStartKey(entry.executionId, call.callId),
+      childOf: { executionId: entry.executionId, agentId: entry.agent.id, callId: call.callId, waitId: request.approvalId },
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    });
+    run.executionId.catch((error: unknown) => this.notStarted(entry, request, child, asPhronomyError(error, "INTERNAL")));
+    // The child's end goes to the parent through the inbox, not through this Run.
+    run.result.catch(() => undefined);
+  }
+
+  /** The child was refused before it was admitted: unless it exists after
+   * all (started elsewhere, or by an earlier start), its refusal is its
+   * failure, given to the parent's wait. */
+  private async notStarted(entry: ExecutionEntry, request: ApprovalRequest, child: ChildWait, error: PhronomyError): Promise<void> {
+    if (this.host.closed() || error.code === "RUNTIME_SHUTDOWN") return;
+    try {
+      const row = await this.host.store.getExecution(child.executionId);
+      if (row !== undefined && row.status !== "terminal") return;
+      const outcome =
+        row === undefined
+          ? childOutcomeOf(child.executionId, "failed", null, error.toRecord())
+          : childOutcomeOf(child.executionId, row.outcome ?? "failed", row.output, row.error);
+      const parent = this.host.conversations.handleOf(this.host.agents, entry.agent.id);
+      const refusal = await parent?.applyFiledDecision(entry.executionId, {
+        approvalId: request.approvalId,
+        approved: true,
+        given: { kind: "child", callId: request.toolCalls[0]!.callId, payload: outcome as unknown as Json },
+      });
+      if (refusal !== undefined)
+        this.host.logger.debug?.(`[phronomy] the end of child ${child.executionId} was not applied to ${entry.executionId}: ${refusal.message}`);
+    } catch (failure) {
+      this.host.logger.warn(
+        `[phronomy] child execution ${child.executionId} of ${entry.executionId} could not be started (${error.message}), and telling its parent failed: ${failure instanceof Error ? failure.message : String(failure)}; env.recover() tries again`,
+      );
+    }
+  }
+}
