@@ -539,12 +539,24 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
 }
 
 /** Deletes every row of every table (and the rowid sequences): the
- * database as its migrations left it. */
+ * database as its migrations left it. A full-text index (an FTS5 virtual
+ * table, decision 0082) is emptied by its own command, its shadow tables
+ * with it (they refuse a DELETE of their own). */
 function emptyDatabase(connection: SqliteConnection): void {
-  const tables = connection
-    .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+  const rows = connection
+    .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
     .all()
-    .map((row) => String(row["name"]));
+    .map((row) => ({ name: String(row["name"]), virtual: String(row["sql"] ?? "").startsWith("CREATE VIRTUAL TABLE") }));
+  const virtual = rows.filter((row) => row.virtual).map((row) => row.name);
+  const tables = rows.filter((row) => !row.virtual && !virtual.some((name) => row.name.startsWith(`${name}_`))).map((row) => row.name);
   const sequences = connection.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'sqlite_sequence'").get()?.["n"] === 1;
-  connection.exec(["BEGIN", ...tables.map((name) => `DELETE FROM "${name}"`), ...(sequences ? ["DELETE FROM sqlite_sequence"] : []), "COMMIT"].join(";\n"));
+  connection.exec(
+    [
+      "BEGIN",
+      ...tables.map((name) => `DELETE FROM "${name}"`),
+      ...virtual.map((name) => `INSERT INTO "${name}"("${name}") VALUES ('delete-all')`),
+      ...(sequences ? ["DELETE FROM sqlite_sequence"] : []),
+      "COMMIT",
+    ].join(";\n"),
+  );
 }
