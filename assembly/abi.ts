@@ -837,7 +837,16 @@ export const enum ResumeFact {
   /** The value, edited arguments or response failed its schema (the host
    * validated it; the schema's issues travel with the request). */
   ValueRefused = 32,
-  End = 64,
+  /** The pending wait is a timer (`timer()`): only the clock answers it
+   * (docs/decisions/0076). */
+  PendingWaitsForClock = 64,
+  /** The pending wait carries a due time (`dueAt`: a timer's, or a typed
+   * wait's or approval's timeout): the clock may answer it. */
+  PendingHasDeadline = 128,
+  /** The clock answers: the due sweep found the wait due, or an
+   * administrator fires it now (`{ waitId, fire: true }`). */
+  ClockAnswers = 256,
+  End = 512,
 }
 
 /** How the start of a head `Admit` let start ended, as the host read it

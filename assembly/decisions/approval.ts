@@ -60,12 +60,8 @@ export function applyResume(
   const matchesPending = (facts & ResumeFact.MatchesPending) != 0;
   if (suspended && !matchesPending) return failRequest(request, ResultCode.ApprovalMustMatch);
   if (suspended) {
-    // The wait's kind decides which resume it takes: a typed input wait
-    // only a value, an approval only a decision (docs/decisions/0075).
-    const waitsForInput = (facts & ResumeFact.PendingWaitsForInput) != 0;
-    const givesValue = (facts & ResumeFact.GivesValue) != 0;
-    if (waitsForInput != givesValue) return failRequest(request, ResultCode.WaitKindMustMatch);
-    if ((facts & ResumeFact.ValueRefused) != 0) return failRequest(request, ResultCode.ValueMustMatchSchema);
+    const kind = waitKindCheck(facts);
+    if (kind != ResultCode.Ok) return failRequest(request, kind);
   }
   if (draining) return failRequest(request, ResultCode.RuntimeDraining);
   if (!suspended) return failRequest(request, ResultCode.StatusMustMatch);
@@ -76,6 +72,24 @@ export function applyResume(
   if (admission != AdmissionState.Suspended) return failRequest(request, ResultCode.ResumeInProgress);
   setAgentAdmission(agent, AdmissionState.Resuming);
   emit(EffectKind.SubmitApprovalCommit, exec, executionRevision(exec), request);
+  return ResultCode.Ok;
+}
+
+/** Which answer the pending wait takes. The clock answers only a wait
+ * with a due time (a timer's, or a timeout's), and a timer only the clock
+ * (docs/decisions/0076); else a typed input wait takes only a value, an
+ * approval only a decision (docs/decisions/0075). A value its schema
+ * refused decides nothing. */
+function waitKindCheck(facts: u32): i32 {
+  if ((facts & ResumeFact.ClockAnswers) != 0) {
+    if ((facts & ResumeFact.PendingHasDeadline) == 0 || (facts & ResumeFact.GivesValue) != 0) return ResultCode.WaitKindMustMatch;
+    return ResultCode.Ok;
+  }
+  if ((facts & ResumeFact.PendingWaitsForClock) != 0) return ResultCode.WaitKindMustMatch;
+  const waitsForInput = (facts & ResumeFact.PendingWaitsForInput) != 0;
+  const givesValue = (facts & ResumeFact.GivesValue) != 0;
+  if (waitsForInput != givesValue) return ResultCode.WaitKindMustMatch;
+  if ((facts & ResumeFact.ValueRefused) != 0) return ResultCode.ValueMustMatchSchema;
   return ResultCode.Ok;
 }
 

@@ -505,7 +505,22 @@ export class MessageStream {
    * an approval decided; sometimes a typed wait given its value, a kind
    * that does not match, or a value its schema refused. */
   private waitFacts(intent: Intent): number {
-    const kinds = [0, 0, 0, ResumeFact.PendingWaitsForInput | ResumeFact.GivesValue, ResumeFact.PendingWaitsForInput, ResumeFact.GivesValue];
+    const timer = ResumeFact.PendingWaitsForClock | ResumeFact.PendingHasDeadline;
+    const kinds = [
+      0,
+      0,
+      0,
+      ResumeFact.PendingWaitsForInput | ResumeFact.GivesValue,
+      ResumeFact.PendingWaitsForInput,
+      ResumeFact.GivesValue,
+      // Decision 0076: a timer fired, a timer given a decision, a timeout
+      // of a typed wait, the clock answering a wait with no due time.
+      timer | ResumeFact.ClockAnswers,
+      timer,
+      ResumeFact.PendingWaitsForInput | ResumeFact.PendingHasDeadline | ResumeFact.ClockAnswers,
+      ResumeFact.ClockAnswers,
+      timer | ResumeFact.ClockAnswers | ResumeFact.GivesValue,
+    ];
     const kind = kinds[(intent.noise >> 3) % kinds.length]!;
     return kind | (intent.noise % 17 === 3 ? ResumeFact.ValueRefused : 0);
   }

@@ -982,10 +982,17 @@ export class ReferenceCore implements ControlMachine {
     if (suspended && (facts & ResumeFact.MatchesPending) === 0) return this.refuse(request, ResultCode.ApprovalMustMatch);
     // A typed input wait takes only a value, an approval only a decision;
     // a value that failed its schema decides nothing (decision 0075).
-    if (suspended && ((facts & ResumeFact.PendingWaitsForInput) !== 0) !== ((facts & ResumeFact.GivesValue) !== 0)) {
+    // The clock answers only a wait with a due time, and a timer only the
+    // clock (decision 0076).
+    const clock = (facts & ResumeFact.ClockAnswers) !== 0;
+    if (suspended && clock && ((facts & ResumeFact.PendingHasDeadline) === 0 || (facts & ResumeFact.GivesValue) !== 0)) {
       return this.refuse(request, ResultCode.WaitKindMustMatch);
     }
-    if (suspended && (facts & ResumeFact.ValueRefused) !== 0) return this.refuse(request, ResultCode.ValueMustMatchSchema);
+    if (suspended && !clock && (facts & ResumeFact.PendingWaitsForClock) !== 0) return this.refuse(request, ResultCode.WaitKindMustMatch);
+    if (suspended && !clock && ((facts & ResumeFact.PendingWaitsForInput) !== 0) !== ((facts & ResumeFact.GivesValue) !== 0)) {
+      return this.refuse(request, ResultCode.WaitKindMustMatch);
+    }
+    if (suspended && !clock && (facts & ResumeFact.ValueRefused) !== 0) return this.refuse(request, ResultCode.ValueMustMatchSchema);
     if (this.draining === 1) return this.refuse(request, ResultCode.RuntimeDraining);
     if (!suspended) return this.refuse(request, ResultCode.StatusMustMatch);
     // The same decision sent again while its commit is under way follows it.
