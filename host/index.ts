@@ -78,6 +78,7 @@ export type {
 } from "./runtime/options.js";
 export { tool, handoff, type ToolSet, type ToolExecutionContext, type ApprovalContext, type AiSdkTool } from "./agent/tools.js";
 export { humanInput, type HumanInputOptions } from "./agent/human-input.js";
+export { timer, type TimerFired, type TimerOptions } from "./agent/timer.js";
 export * from "./errors.js";
 export { checkSupportedRuntime } from "./runtime/supported-runtime.js";
 export type { ExecutionRow, StoredStep, UsageTotals, Json, ExecutionListFilter, ExecutionStatusName, OutcomeName } from "./store/records.js";

@@ -123,6 +123,13 @@ export interface FunctionTool<Input = unknown, Output = unknown> {
    * gives a value this schema accepts; the value is the call's result
    * and `execute` is never called (docs/decisions/0075). */
   readonly waitsFor?: StandardSchemaV1;
+  /** A `timer()` tool: a call suspends the execution until the time this
+   * gives for its input (a Date, or milliseconds from now); the call's
+   * result is `{ firedAt }` and `execute` is never called (docs/decisions/0076). */
+  readonly sleepsUntil?: (input: never) => Date | number;
+  /** A `humanInput()` tool's timeout: the wait ends after this long with
+   * `{ timedOut: true }` as the call's result (docs/decisions/0076). */
+  readonly waitTimeoutMs?: number;
 }
 
 /** A handoff as `handoff()` returns it. */
@@ -250,7 +257,13 @@ const functionToolKeys = [
   "contextSchema",
   "deferLoading",
   "waitsFor",
+  "sleepsUntil",
+  "waitTimeoutMs",
 ] as const;
+/** The longest a wait may be set for (a timer's delay, a timeout): ten
+ * years. Far above any agent's need, and far below where a due time in ms
+ * stops being a safe integer. */
+export const waitMsMax = 10 * 365 * 24 * 60 * 60 * 1000;
 /** How many times a tool may be retried, at most. */
 export const toolRetriesMax = 10;
 const handoffToolKeys = ["kind", "to", "description"] as const;
@@ -445,6 +458,8 @@ function resolveFunctionTool(subject: Subject, name: string, definition: Record<
     ...(normalized.maxRetries !== undefined ? { maxRetries: normalized.maxRetries } : {}),
     ...(normalized.outputSchema !== undefined ? { outputSchema: normalized.outputSchema } : {}),
     ...(normalized.waitsFor !== undefined ? { waitsFor: normalized.waitsFor } : {}),
+    ...(normalized.sleepsUntil !== undefined ? { sleepsUntil: normalized.sleepsUntil } : {}),
+    ...(normalized.waitTimeoutMs !== undefined ? { waitTimeoutMs: normalized.waitTimeoutMs } : {}),
   };
   const extras = {
     ...(normalized.title !== undefined ? { title: normalized.title } : {}),
@@ -540,6 +555,13 @@ function checkFunctionTool(options: unknown, subject: Subject, allowedKeys: read
   }
   if (options.waitsFor !== undefined && !isStandardSchema(options.waitsFor)) {
     throw invalidOption(subject, "waitsFor", `must be a Standard Schema (zod, valibot, arktype, …), got ${describe(options.waitsFor)}`);
+  }
+  if (options.sleepsUntil !== undefined && typeof options.sleepsUntil !== "function") {
+    throw invalidOption(subject, "sleepsUntil", `must be a function of the input giving a Date or milliseconds from now, got ${describe(options.sleepsUntil)}`);
+  }
+  const timeout = options.waitTimeoutMs;
+  if (timeout !== undefined && (typeof timeout !== "number" || !Number.isInteger(timeout) || timeout < 0 || timeout > waitMsMax)) {
+    throw invalidOption(subject, "waitTimeoutMs", `must be an integer of milliseconds from 0 to ${waitMsMax}, got ${describe(timeout)}`);
   }
   const needsApproval = options.needsApproval;
   if (needsApproval !== undefined && typeof needsApproval !== "boolean" && typeof needsApproval !== "function") {

@@ -40,8 +40,11 @@ export interface PendingApproval {
   /** Its agent (conversation) id. */
   readonly agentId: string;
   /** `approval` (decide with { approvalId, approved }) or `input` (a typed
-   * wait: give it { waitId, value }; decision 0075). */
-  readonly kind: "approval" | "input";
+   * wait: give it { waitId, value }; decision 0075) or `timer` (fired at
+   * `dueAt`, or now with { waitId, fire: true }; decision 0076). */
+  readonly kind: "approval" | "input" | "timer";
+  /** When it is due (a timer, or a wait's timeout; decision 0076). */
+  readonly dueAt?: number;
   /** The tool calls waiting for the decision, and the approval id to decide them by. */
   readonly request: ApprovalRequest;
   /** When the execution suspended (ms since the epoch). */

@@ -12,6 +12,7 @@ import type { Coordinator } from "./coordinator.js";
 import type { RemoteResumes } from "./remote-resume.js";
 import { validateResumeDecision, validateStartOptions, type ResumeDecision, type StartOptions } from "./options.js";
 import { checkAction, waitsForInput, type Decision } from "./wait-decisions.js";
+import { hasDeadline, waitsForClock } from "./wait-deadlines.js";
 import type { AgentEntry, ExecutionEntry, FiledVerdict, StartRequest } from "./requests.js";
 import { typedRun, Waiter, type Run } from "./run.js";
 import { emitToWaiter, outcomeEventOf, resolveWaiter, settleWaiterWithError } from "./delivery.js";
@@ -412,6 +413,10 @@ export class Agent<OUTPUT = Json> {
     // they allow (docs/decisions/0075).
     if (waitsForInput(entry.approvalRequest)) facts |= ResumeFact.PendingWaitsForInput;
     if (decision.given?.kind === "value") facts |= ResumeFact.GivesValue;
+    // The clock's answer (a timer, a timeout): decision 0076.
+    if (waitsForClock(entry.approvalRequest)) facts |= ResumeFact.PendingWaitsForClock;
+    if (hasDeadline(entry.approvalRequest)) facts |= ResumeFact.PendingHasDeadline;
+    if (decision.given?.kind === "fire") facts |= ResumeFact.ClockAnswers;
     if (decision.checked?.error !== undefined) facts |= ResumeFact.ValueRefused;
     // The same decision as the one being committed, if any, follows it.
     const committing = coordinator.requests.resumeOf(executionId);
@@ -433,6 +438,7 @@ export class Agent<OUTPUT = Json> {
       reason: decision.reason ?? null,
       action: decision.checked?.action,
       decidedBy: decision.decidedBy ?? null,
+      clock: decision.given?.kind === "fire",
       refusedAnswer: decision.checked?.error,
       signal: decision.signal,
       afterRecovery,

@@ -65,6 +65,9 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
   /** An agent's execution suspended (live or recovered): the
    * conversations' bookkeeping (`conversations.ts`) listens. */
   onAgentSuspended: ((agent: AgentEntry) => void) | undefined;
+  /** A wait with a due time suspended here (committed or recovered): the
+   * due sweep arms for it (due-sweep.ts, docs/decisions/0076). */
+  onWaitDue: ((dueAt: number) => void) | undefined;
   /** The core's `OpenInbox` and `CloseInbox`: the approval inbox's applier (inbox-claims.ts). */
   inbox: { inboxOpened(agentId: string, drain: boolean): void; inboxClosed(agentId: string): void } | undefined;
   /** The core's `ReleaseConversation`: the conversation is idle and its
@@ -267,6 +270,8 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
    * the core says it is at rest (rehydration.ts). */
   private suspendedHere(entry: ExecutionEntry): void {
     this.onAgentSuspended?.(entry.agent);
+    const dueAt = entry.approvalRequest?.dueAt;
+    if (dueAt !== undefined) this.onWaitDue?.(dueAt);
     this.post(() => letGo(this, entry));
   }
 

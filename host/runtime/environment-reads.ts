@@ -63,7 +63,8 @@ export class EnvironmentReads {
       .filter((row) => row.status === "suspended" && row.approvalRequest !== null)
       .map((row) => {
         const request = row.approvalRequest as unknown as ApprovalRequest;
-        return { executionId: row.executionId, agentId: row.agentId, kind: request.kind ?? "approval", request, since: request.requestedAt };
+        const due = request.dueAt !== undefined ? { dueAt: request.dueAt } : {};
+        return { executionId: row.executionId, agentId: row.agentId, kind: request.kind ?? "approval", request, since: request.requestedAt, ...due };
       })
       .sort((a, b) => a.since - b.since);
   }

@@ -13,6 +13,7 @@
 
 import type { ControlCore } from "../core/control-core.js";
 import type { ExecutionListFilter, ExecutionRow, StoredStep } from "../store/records.js";
+import { dueWaitsStoreOf } from "../store/due-waits.js";
 import { isVisitorStore } from "../store/sqlite/visitor-mark.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { ChatChunk, StreamOptions } from "../chat/chat-stream.js";
@@ -30,6 +31,8 @@ import { Conversations } from "./conversations.js";
 import type { Coordinator } from "./coordinator.js";
 import type { DefinedAgent } from "./defined-agent.js";
 import { Drain } from "./drain.js";
+import { DueSweep } from "./due-sweep.js";
+import { fireDueWait } from "./due-fire.js";
 import { DurableData } from "./durable-data.js";
 import { EnvironmentReads } from "./environment-reads.js";
 import { Followers } from "./followers.js";
@@ -65,6 +68,7 @@ export class Environment {
   private readonly data: DurableData;
   private readonly drain: Drain;
   private adminSurface: Admin | undefined;
+  private dueSweep: DueSweep | undefined;
 
   private constructor(
     /** The store this environment owns (reads: executions, timelines). */
@@ -111,7 +115,8 @@ export class Environment {
     this.data = new DurableData({ ...parts, ...asserts });
     this.definitions = new AgentDefinitions({ ...parts, recoveries: this.recoveries, agents: this, retention: () => this.data.retention });
     // Stopped in this order once drained: the followers, the inbox, the pruner.
-    this.drain = new Drain({ ...parts, core, services: [this.followers, this.inbox, this.data] });
+    const dueSweep = { close: async () => this.dueSweep?.close() };
+    this.drain = new Drain({ ...parts, core, services: [dueSweep, this.followers, this.inbox, this.data] });
   }
 
   /** What `Phronomy.open` does: checks the options, opens (creating and
@@ -153,6 +158,7 @@ export class Environment {
       }),
     );
     environment.data.startRetention(retention);
+    environment.startDueSweep();
     // The one scan of unfinished executions: each definition recovers its
     // own from it (docs/decisions/0024).
     if (environment.recoverOnDefine) recoveries.unfinishedByAgent().catch(() => undefined);
@@ -339,6 +345,19 @@ export class Environment {
   /** Opened as a visitor of a SQLite store (docs/decisions/0015). */
   get visitor(): boolean {
     return isVisitorStore(this.store);
+  }
+
+  /** The due sweep (docs/decisions/0076): an owner's, on a store that
+   * indexes due waits; armed by every wait with a due time suspended here. */
+  private startDueSweep(): void {
+    const store = dueWaitsStoreOf(this.store);
+    if (store === undefined || this.visitor) return;
+    const { logger } = this.coordinator.settings;
+    const host = { logger, closed: () => this.closed, agentHandle: (agentId: string) => this.agentHandle(agentId) };
+    const sweep = new DueSweep({ store, logger, now: () => this.coordinator.now(), fire: (wait) => fireDueWait(host, wait) });
+    this.coordinator.onWaitDue = (dueAt) => sweep.waitCommitted(dueAt);
+    this.dueSweep = sweep;
+    sweep.start();
   }
 
   /** @internal Refuses what only the store's owner may do. */

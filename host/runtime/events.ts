@@ -71,8 +71,13 @@ export interface ApprovalRequest {
   readonly requestedAt: number;
   /** `approval` (absent: an approval, as before) or `input`: a typed wait
    * of a `humanInput()` tool, resumed with `{ waitId: approvalId, value }`
-   * (docs/decisions/0075). */
-  readonly kind?: "approval" | "input";
+   * (docs/decisions/0075); `timer`: a `timer()` tool's call, fired by the
+   * clock or by `{ waitId, fire: true }` (docs/decisions/0076). */
+  readonly kind?: "approval" | "input" | "timer";
+  /** When the wait is due (ms since the epoch): a timer fires then (its
+   * call's result `{ firedAt }`), a typed wait given `timeoutMs` ends then
+   * (`{ timedOut: true }`). Absent: no due time (docs/decisions/0076). */
+  readonly dueAt?: number;
   /** A typed wait's response schema as JSON Schema, for a form (when the
    * schema converts). */
   readonly responseSchema?: Json;

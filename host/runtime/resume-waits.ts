@@ -108,13 +108,20 @@ export function resumeRefused(
  * for an approval, or approve/decline for a typed wait. */
 function waitKindRefusal(request: ResumeRequest, entry: ExecutionEntry | undefined): PhronomyError {
   const { executionId, approvalId } = request;
-  const input = entry?.approvalRequest?.kind === "input";
-  const told = input
-    ? `wait ${approvalId} of execution ${executionId} waits for a typed value: resume it with { waitId, value }`
-    : `approval ${approvalId} of execution ${executionId} waits for a decision: resume it with { approvalId, approved } (or "input", "respond")`;
+  const pending = entry?.approvalRequest;
+  const waitKind = pending?.kind ?? "approval";
+  const clock = request.clock === true;
+  const told =
+    waitKind === "timer"
+      ? `wait ${approvalId} of execution ${executionId} is a timer: only the clock answers it (at its due time, or now with { waitId, fire: true })`
+      : clock && pending?.dueAt === undefined
+        ? `wait ${approvalId} of execution ${executionId} has no due time: the clock cannot answer it`
+        : waitKind === "input"
+          ? `wait ${approvalId} of execution ${executionId} waits for a typed value: resume it with { waitId, value }`
+          : `approval ${approvalId} of execution ${executionId} waits for a decision: resume it with { approvalId, approved } (or "input", "respond")`;
   return new ApprovalMismatchError(`${told}; nothing was decided`, {
     executionId,
     agentId: request.waiter.agentId,
-    details: { mismatch: "wait_kind", approvalId, waitKind: input ? "input" : "approval" },
+    details: { mismatch: "wait_kind", approvalId, waitKind },
   });
 }

@@ -37,6 +37,7 @@ import { callPlanOf, stepOverridesOf, type CallPlan } from "./call-plans.js";
 import { stopConditionsOf, tracksSteps, type ToolChoice } from "./loop-settings.js";
 import type { StartCallSettings } from "./start-call-settings.js";
 import { toolApprovalVerdict } from "./tool-approval.js";
+import { callWaits, waitShapeOf } from "./wait-deadlines.js";
 import { CallbackFailure, tellStepStart, withToolCallbacks } from "./loop-callbacks.js";
 
 /** What the session needs from its environment; implemented by the
@@ -614,7 +615,7 @@ export class Session {
 
   private dispatchOrSuspend(needed: PlannedCall[]): void {
     if (this.finished) return;
-    const asking = this.planned.find((planned) => planned.tool?.definition.waitsFor !== undefined && !planned.error);
+    const asking = this.planned.find((planned) => callWaits(planned.tool?.definition) && !planned.error);
     if (asking) return this.waitForInput(asking, needed);
     if (needed.length === 0) {
       this.host.sessionEvent(this, SessionEventKind.LlmCompletedWithTools);
@@ -639,17 +640,24 @@ export class Session {
    * run with it. */
   private waitForInput(asking: PlannedCall, needed: readonly PlannedCall[]): void {
     const { call } = asking;
-    const heldBack = this.planned.filter((planned) => planned !== asking && (needed.includes(planned) || planned.tool?.definition.waitsFor !== undefined));
+    const heldBack = this.planned.filter((planned) => planned !== asking && (needed.includes(planned) || callWaits(planned.tool?.definition)));
     const schema = asking.tool?.definition.waitsFor;
     const responseSchema = schema === undefined ? undefined : convertToJsonSchema(schema);
+    const requestedAt = this.host.now();
+    let shape: ReturnType<typeof waitShapeOf>;
+    try {
+      shape = asking.tool === undefined ? { kind: "input" } : waitShapeOf(asking.tool.definition, call, requestedAt);
+    } catch (error) {
+      return this.fail(asPhronomyError(error, "TOOL_FAILED"));
+    }
     const request: ApprovalRequest = {
       approvalId: randomUUID(),
       executionId: this.executionId,
       agentId: this.settings.agentId,
       toolCalls: [{ callId: call.callId, toolName: call.toolName, input: call.input }],
       argumentsHash: argumentsHashOf(this.toolBatch()),
-      requestedAt: this.host.now(),
-      kind: "input",
+      requestedAt,
+      ...shape,
       ...(responseSchema !== undefined ? { responseSchema } : {}),
       ...(heldBack.length > 0 ? { declinedCalls: heldBack.map((planned) => planned.call.callId) } : {}),
     };

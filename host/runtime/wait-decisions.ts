@@ -14,9 +14,10 @@ import type { ResolvedTool } from "../agent/tools.js";
 import { InvalidInputError, type PhronomyError } from "../errors.js";
 import type { Json, ToolCallRecord } from "../store/records.js";
 import type { ApprovalRequest, EventListener } from "./events.js";
+import { clockAnswerOf, hasDeadline } from "./wait-deadlines.js";
 
 /** What an answer does to the call it is for. */
-export type DecisionActionKind = "edit" | "respond" | "value";
+export type DecisionActionKind = "edit" | "respond" | "value" | "fire";
 
 /** An answer as given, before its schema saw it. */
 export interface GivenAction {
@@ -67,6 +68,7 @@ export async function checkAction(
   request: ApprovalRequest,
   given: GivenAction,
 ): Promise<{ readonly action?: DecisionAction; readonly error?: PhronomyError }> {
+  if (given.kind === "fire") return clockAction(request);
   if ((given.kind === "value") !== waitsForInput(request)) return {};
   const { executionId, approvalId } = request;
   const context = { executionId, agentId: request.agentId };
@@ -120,6 +122,16 @@ export async function checkAction(
   return { action: { kind: given.kind, callId: call.callId, value, ...inputHash } };
 }
 
+/** The clock's answer (docs/decisions/0076): the waiting call's result,
+ * `{ firedAt }` or `{ timedOut: true }`. A wait with no due time (an
+ * approval, a typed wait without a timeout) gets none: the core refuses
+ * the clock there. */
+function clockAction(request: ApprovalRequest): { readonly action?: DecisionAction } {
+  const call = request.toolCalls[0];
+  if (!hasDeadline(request) || call === undefined || request.toolCalls.length !== 1) return {};
+  return { action: { kind: "fire", callId: call.callId, value: clockAnswerOf(request, Date.now()) } };
+}
+
 function refused(request: ApprovalRequest, callId: string, toolName: string, kind: DecisionActionKind, issues: SchemaIssue[]): PhronomyError {
   const what = kind === "value" ? `wait ${request.approvalId}` : `approval ${request.approvalId}`;
   return new InvalidInputError(
@@ -133,7 +145,7 @@ function refused(request: ApprovalRequest, callId: string, toolName: string, kin
 }
 
 function nameOf(kind: DecisionActionKind): string {
-  return kind === "edit" ? "edited input" : kind === "respond" ? "response" : "value";
+  return kind === "edit" ? "edited input" : kind === "respond" ? "response" : kind === "fire" ? "clock's answer" : "value";
 }
 
 /** The tool batch a decision leaves: the edited call with its new
@@ -178,7 +190,7 @@ export function decisionOfFiled(filed: {
   const action = (filed.action ?? null) as { given?: { kind?: unknown; callId?: unknown; payload?: unknown }; decidedBy?: unknown } | null;
   const kind = action?.given?.kind;
   const given: GivenAction | undefined =
-    kind === "edit" || kind === "respond" || kind === "value"
+    kind === "edit" || kind === "respond" || kind === "value" || kind === "fire"
       ? { kind, callId: typeof action?.given?.callId === "string" ? action.given.callId : undefined, payload: action?.given?.payload }
       : undefined;
   return {

@@ -32,6 +32,9 @@ export interface StoreCapabilities {
   readonly queueReads: boolean;
   /** Pruning of finished executions (docs/decisions/0027). */
   readonly pruning: boolean;
+  /** Waits indexed by due time, for the due sweep (docs/decisions/0076;
+   * absent: false — a store without it has no timers fired on time). */
+  readonly dueWaits?: boolean;
 }
 
 export type StoreCapability = keyof StoreCapabilities;
@@ -45,6 +48,7 @@ export const plainStore: StoreCapabilities = {
   queue: false,
   queueReads: false,
   pruning: false,
+  dueWaits: false,
 };
 
 /** The methods each ability promises; `Phronomy.open` refuses a store
@@ -67,6 +71,7 @@ export const capabilityMethods: { readonly [C in StoreCapability]: readonly stri
   queue: ["enqueueMessage", "cancelQueued", "queuedMessages"],
   queueReads: ["queuedMessage", "listQueuedMessages"],
   pruning: ["pruneExecutions"],
+  dueWaits: ["dueWaits", "nextDueAt"],
 };
 
 /** What the store tells the runtime, and the one thing it asks of it.

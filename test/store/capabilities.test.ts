@@ -51,6 +51,7 @@ describe("store capabilities", () => {
         queue: true,
         queueReads: true,
         pruning: true,
+        dueWaits: true,
       });
       expect(capabilitiesOf(visitor)).toEqual({
         leases: false,
@@ -69,6 +70,7 @@ describe("store capabilities", () => {
         queue: true,
         queueReads: true,
         pruning: true,
+        dueWaits: true,
       });
     } finally {
       await visitor.close();

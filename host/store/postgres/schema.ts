@@ -31,6 +31,7 @@ import { createApprovalCommitFunction } from "./approval-commit.js";
 import { createPartitions, lockPartitionFences, partitionCountDefault } from "./partitions.js";
 import { addDecisionAction, addDecisionKind, addRetryKind, addStartKind, createApprovalInbox } from "./inbox.js";
 import { createConversationQueues } from "./queue.js";
+import { createDueWaitIndex } from "./due-waits.js";
 import { quotedIdentifier } from "./literals.js";
 import { createPruneIndexes, indexRefusedStarts } from "./prune.js";
 
@@ -132,7 +133,8 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 13: the index pruning finds refused filed starts by (`prune.ts`, docs/decisions/0047).
  * Version 14: steps numbered from the execution row, the approval commit as one function (docs/decisions/0048).
  * Version 15: a preparation that replaces its conversation's memory from an earlier execution (docs/decisions/0070).
- * Version 16: a decision's answer beyond approve/decline, in the inbox (docs/decisions/0075). */
+ * Version 16: a decision's answer beyond approve/decline, in the inbox (docs/decisions/0075).
+ * Version 17: suspended rows indexed by their wait's due time (`due-waits.ts`, docs/decisions/0076). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -150,6 +152,7 @@ export const migrations: readonly Migration[] = [
   countedStepsAndApprovals,
   createPrepareReplacing,
   addDecisionAction,
+  createDueWaitIndex,
 ];
 
 async function partitionOwnership(client: pg.ClientBase, settings?: SchemaSettings): Promise<void> {

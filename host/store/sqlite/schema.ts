@@ -18,6 +18,7 @@ import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { StoreError } from "../../errors.js";
 import { openSqlite, type SqliteConnection } from "./driver.js";
 import { addDecisionAction, addDecisionKind, addRetryKind, createApprovalInbox } from "./inbox.js";
+import { createDueWaitIndex } from "./due-waits.js";
 import { createPruneIndexes } from "./prune.js";
 import { createConversationQueues } from "./queue.js";
 
@@ -93,7 +94,8 @@ function createInitialTables(connection: SqliteConnection): void {
  * Version 4: the conversation queues (`queue.ts`, docs/decisions/0025).
  * Version 5: the inbox's decision kind, for cancels by id (docs/decisions/0026).
  * Version 6: the inbox's `retry` kind, for retries filed by a visitor (docs/decisions/0026).
- * Version 7: a decision's answer beyond approve/decline, in the inbox (docs/decisions/0075). */
+ * Version 7: a decision's answer beyond approve/decline, in the inbox (docs/decisions/0075).
+ * Version 8: suspended rows indexed by their wait's due time (`due-waits.ts`, docs/decisions/0076). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -102,6 +104,7 @@ export const migrations: readonly Migration[] = [
   addDecisionKind,
   addRetryKind,
   addDecisionAction,
+  createDueWaitIndex,
 ];
 
 export const schemaVersion = migrations.length;
