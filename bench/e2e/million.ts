@@ -30,7 +30,8 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Phronomy, type DefinedAgent } from "../../host/index.js";
+import { Phronomy, type DefinedAgent, type Environment } from "../../host/index.js";
+import { dueWaitsBatchMax, dueWaitsStoreOf, type DueCursor } from "../../host/store/due-waits.js";
 import { memoryAfterGc } from "../memory.js";
 import { defineRefunds, defineSleepers } from "./workload.js";
 
@@ -157,23 +158,32 @@ async function suspendAll(support: DefinedAgent, idle: NodeJS.MemoryUsage): Prom
   return sampled;
 }
 
-/** The rows the timers cost, read beside the store (a second, read-only
- * connection), and the due sweep's read of the next due time over them. */
-async function countDueRows(path: string): Promise<void> {
-  const { default: Database } = await import("better-sqlite3");
-  const reader = new Database(path, { readonly: true });
-  try {
-    const dueAt = "json_extract(approval_request, '$.dueAt')";
-    const rows = reader.prepare(`SELECT count(*) AS n FROM executions WHERE status = 'suspended' AND ${dueAt} IS NOT NULL`).get() as { n: number };
-    const began = performance.now();
-    const next = reader.prepare(`SELECT min(${dueAt}) AS due FROM executions WHERE status = 'suspended' AND ${dueAt} > ?`).get(Date.now()) as { due: number };
-    const readMs = performance.now() - began;
-    console.log(
-      `  ${rows.n.toLocaleString("en-US")} suspended rows with a due time; the sweep's next-due read over them: ${readMs.toFixed(2)} ms (next due in ${((next.due - Date.now()) / 60_000).toFixed(0)} min)`,
-    );
-  } finally {
-    reader.close();
+/** The rows the timers cost, read through the store's due reads (the due
+ * sweep's own): the next due time, then every wait due within two hours
+ * paged in the sweep's batches — what a sweep costs when all of them fall
+ * due at once. */
+async function countDueRows(env: Environment): Promise<void> {
+  const due = dueWaitsStoreOf(env.store);
+  if (due === undefined) throw new Error("the store indexes no due waits");
+  let began = performance.now();
+  const next = await due.nextDueAt(Date.now());
+  const nextMs = performance.now() - began;
+  began = performance.now();
+  let rows = 0;
+  let reads = 0;
+  let after: DueCursor | undefined;
+  for (;;) {
+    const batch = await due.dueWaits(Date.now() + 2 * 3_600_000, dueWaitsBatchMax, after);
+    rows += batch.length;
+    reads += 1;
+    const last = batch.at(-1);
+    if (last === undefined || batch.length < dueWaitsBatchMax) break;
+    after = { dueAt: last.dueAt, executionId: last.executionId };
   }
+  const pagedMs = performance.now() - began;
+  console.log(
+    `  ${rows.toLocaleString("en-US")} suspended rows with a due time (next due in ${(((next ?? 0) - Date.now()) / 60_000).toFixed(0)} min); the sweep's next-due read ${nextMs.toFixed(2)} ms; reading them all in ${reads} batches of ${dueWaitsBatchMax}: ${pagedMs.toFixed(0)} ms`,
+  );
 }
 
 async function resumeSample(support: DefinedAgent, sampled: readonly Sampled[]): Promise<void> {
@@ -201,15 +211,14 @@ if ((globalThis as { gc?: () => void }).gc === undefined) console.log("  (run wi
 const directory = await mkdtemp(join(tmpdir(), "phronomy-million-"));
 try {
   console.log(`bench/e2e/million — ${SUSPENDED.toLocaleString("en-US")} conversations ${WHAT}, SQLite with default options, node ${process.version}`);
-  const path = join(directory, "store.db");
-  const env = await Phronomy.open({ store: path, logger: { warn: () => undefined } });
+  const env = await Phronomy.open({ store: join(directory, "store.db"), logger: { warn: () => undefined } });
   const support = TIMERS > 0 ? defineSleepers(env) : defineRefunds(env);
   await support.ready;
   const idle = await settled();
   console.log(memoryLine("opened and idle, definition ready (settled)", idle, idle, 0));
   const sampled = await suspendAll(support, idle);
   console.log(memoryLine(`${SUSPENDED.toLocaleString("en-US")} suspended, settled`, await settled(), idle, SUSPENDED));
-  if (TIMERS > 0) await countDueRows(path);
+  if (TIMERS > 0) await countDueRows(env);
   await resumeSample(support, sampled);
   await env.close();
 } finally {
