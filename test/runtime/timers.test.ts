@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { humanInput, Phronomy, timer, type Environment } from "../../host/index.js";
 import type { ConversationMessage } from "../../host/agent/messages.js";
+import { dueWaitsBatchMax } from "../../host/store/due-waits.js";
 import type { Json } from "../../host/store/records.js";
 import { openEnvironment, recordingLogger, scriptedModel, temporaryStorePath, waitFor } from "./helpers.js";
 
@@ -157,6 +158,18 @@ describe("timer()", () => {
     await expect(broken.start("go").result).rejects.toMatchObject({ code: "TOOL_FAILED", message: expect.stringMatching(/until\(\) must give a Date/) });
     await env.close();
   });
+
+  it("fires more timers than one batch read holds (dueWaitsBatchMax), each once", async () => {
+    const env = await openEnvironment();
+    const count = dueWaitsBatchMax + 20;
+    const sleepers = env.agent({ name: "sleepers", model: callingModel("pause", { ms: 1_500 }), tools: { pause } });
+    const runs = Array.from({ length: count }, (_, index) => sleepers.conversation(`user-${index}`).start("go"));
+    const results = await Promise.all(runs.map((run) => run.result));
+    expect(results.filter((result) => result.outcome === "completed")).toHaveLength(count);
+    const timelines = await Promise.all(results.map((result) => env.timeline(result.executionId)));
+    expect(timelines.map((steps) => steps.filter((step) => step.kind === "approval_decided").length)).toEqual(Array(count).fill(1));
+    await env.close();
+  }, 120_000);
 
   it("refuses bad timer() options with INVALID_INPUT naming them", () => {
     const inputSchema = z.object({});
