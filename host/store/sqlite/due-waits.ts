@@ -16,20 +16,31 @@ export function createDueWaitIndex(connection: SqliteConnection): void {
   connection.exec(`CREATE INDEX executions_due ON executions (${dueAt}, execution_id) WHERE status = 'suspended'`);
 }
 
+// `INDEXED BY`: with every row suspended the planner may prefer the status
+// index and sort, which reads every suspended row for one batch. The
+// cursor is written as a range the index can seek to (`>= dueAt`, then the
+// tie on execution id), not as a row-value comparison, which SQLite only
+// filters; the next due time is the first index entry past a bound (a
+// `min()` with a range reads the whole range).
 const dueFirst = `
   SELECT execution_id, agent_id, json_extract(approval_request, '$.approvalId') AS wait_id, ${dueAt} AS due_at
-  FROM executions WHERE status = 'suspended' AND ${dueAt} <= ?
+  FROM executions INDEXED BY executions_due WHERE status = 'suspended' AND ${dueAt} <= ?
   ORDER BY ${dueAt}, execution_id LIMIT ?`;
 const dueAfter = `
   SELECT execution_id, agent_id, json_extract(approval_request, '$.approvalId') AS wait_id, ${dueAt} AS due_at
-  FROM executions WHERE status = 'suspended' AND ${dueAt} <= ? AND (${dueAt}, execution_id) > (?, ?)
+  FROM executions INDEXED BY executions_due
+  WHERE status = 'suspended' AND ${dueAt} <= ? AND ${dueAt} >= ? AND (${dueAt} > ? OR execution_id > ?)
   ORDER BY ${dueAt}, execution_id LIMIT ?`;
-const nextDue = `SELECT min(${dueAt}) AS due_at FROM executions WHERE status = 'suspended' AND ${dueAt} > ?`;
+const nextDue = `
+  SELECT ${dueAt} AS due_at FROM executions INDEXED BY executions_due
+  WHERE status = 'suspended' AND ${dueAt} > ? ORDER BY ${dueAt} LIMIT 1`;
 
 export function dueWaits(connection: SqliteConnection, through: number, limit: number, after?: DueCursor): DueWait[] {
   checkDueRead(through, limit);
   const found =
-    after === undefined ? connection.prepare(dueFirst).all(through, limit) : connection.prepare(dueAfter).all(through, after.dueAt, after.executionId, limit);
+    after === undefined
+      ? connection.prepare(dueFirst).all(through, limit)
+      : connection.prepare(dueAfter).all(through, after.dueAt, after.dueAt, after.executionId, limit);
   return found.map(dueWaitOf);
 }
 
