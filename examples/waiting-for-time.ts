@@ -23,13 +23,7 @@ const model = scriptedModel(({ messages }) => {
 // whichever process holds the store. Its result is { firedAt }.
 const checkBack = timer({
   description: "Waits before checking the order again",
-  inputSchema: z.object({
-    seconds: z
-      .number()
-      .int()
-      .min(1)
-      .max(7 * 86_400),
-  }),
+  inputSchema: z.object({ seconds: z.number().int().positive() }),
   until: ({ seconds }) => seconds * 1000, // milliseconds from now, or a Date
 });
 // Any wait may have a deadline: past it, the call's result is { timedOut: true }.
