@@ -852,7 +852,16 @@ export const enum ResumeFact {
   /** The decision is a child execution's outcome, filed by the child's
    * terminal commit, not a person's answer. */
   GivesChildOutcome = 1024,
-  End = 2048,
+  /** The pending wait is a timer (`timer()`): only the clock answers it
+   * (docs/decisions/0076). */
+  PendingWaitsForClock = 2048,
+  /** The pending wait carries a due time (`dueAt`: a timer's, or a typed
+   * wait's or approval's timeout): the clock may answer it. */
+  PendingHasDeadline = 4096,
+  /** The clock answers: the due sweep found the wait due, or an
+   * administrator fires it now (`{ waitId, fire: true }`). */
+  ClockAnswers = 8192,
+  End = 16384,
 }
 
 /** How the start of a head `Admit` let start ended, as the host read it

@@ -82,6 +82,7 @@ export { waitForEvent, type WaitForEventOptions } from "./agent/wait-for-event.j
 export type { SignalOptions, SignalResult } from "./runtime/event-signals.js";
 export { agentTool, type AgentToolOptions, type NamedDefinition } from "./agent/agent-tool.js";
 export type { ChildConversation, ChildAgentSpecification } from "./agent/tools.js";
+export { timer, type TimerFired, type TimerOptions } from "./agent/timer.js";
 export * from "./errors.js";
 export { checkSupportedRuntime } from "./runtime/supported-runtime.js";
 export type { ExecutionRow, StoredStep, UsageTotals, Json, ExecutionListFilter, ExecutionStatusName, OutcomeName } from "./store/records.js";

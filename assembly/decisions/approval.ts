@@ -61,12 +61,12 @@ export function applyResume(
   if (suspended && !matchesPending) return failRequest(request, ResultCode.ApprovalMustMatch);
   if (suspended) {
     // The wait's kind decides which resume it takes: a typed input wait
-    // only a value, an approval only a decision (docs/decisions/0075).
-    // An event wait only a signal, found by its key (docs/decisions/0077);
-    // a child's wait only its child's end, which answers nothing else
-    // (docs/decisions/0079).
-    if (waitKindOf(facts) != answerKindOf(facts)) return failRequest(request, ResultCode.WaitKindMustMatch);
-    if ((facts & ResumeFact.ValueRefused) != 0) return failRequest(request, ResultCode.ValueMustMatchSchema);
+    // only a value, an approval only a decision (docs/decisions/0075), an
+    // event wait only a signal (0077), a child's wait only its child's end
+    // (0079), a timer only the clock, which answers only a wait with a due
+    // time (0076).
+    const kind = waitKindCheck(facts);
+    if (kind != ResultCode.Ok) return failRequest(request, kind);
   }
   if (draining) return failRequest(request, ResultCode.RuntimeDraining);
   if (!suspended) return failRequest(request, ResultCode.StatusMustMatch);
@@ -101,6 +101,22 @@ function answerKindOf(facts: u32): u32 {
   if ((facts & ResumeFact.GivesValue) != 0) return 1;
   if ((facts & ResumeFact.GivesSignal) != 0) return 2;
   return (facts & ResumeFact.GivesChildOutcome) != 0 ? 3 : 0;
+}
+
+/** Which answer the pending wait takes. The clock answers only a wait
+ * with a due time (a timer's, or a timeout's) and gives nothing else, and
+ * a timer only the clock (docs/decisions/0076); else the answer's kind is
+ * the wait's. A value its schema refused decides nothing. */
+function waitKindCheck(facts: u32): i32 {
+  if ((facts & ResumeFact.ClockAnswers) != 0) {
+    const answers = <u32>ResumeFact.GivesValue | <u32>ResumeFact.GivesSignal | <u32>ResumeFact.GivesChildOutcome;
+    if ((facts & ResumeFact.PendingHasDeadline) == 0 || (facts & answers) != 0) return ResultCode.WaitKindMustMatch;
+    return ResultCode.Ok;
+  }
+  if ((facts & ResumeFact.PendingWaitsForClock) != 0) return ResultCode.WaitKindMustMatch;
+  if (waitKindOf(facts) != answerKindOf(facts)) return ResultCode.WaitKindMustMatch;
+  if ((facts & ResumeFact.ValueRefused) != 0) return ResultCode.ValueMustMatchSchema;
+  return ResultCode.Ok;
 }
 
 export function applyResumeCommitReady(

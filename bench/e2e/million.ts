@@ -14,6 +14,14 @@
 //
 //   BENCH_SUSPENDED=100000 npm run bench:million     (a quicker look)
 //
+// With BENCH_TIMERS=N (decision 0076) the N conversations each wait on a
+// timer due in an hour instead of an approval: "a million timers pending
+// cost rows, not memory". It prints the suspended rows with a due time
+// the store holds, the due sweep's read of the next due time over them,
+// and fires the sample now with { waitId, fire: true }.
+//
+//   BENCH_TIMERS=100000 npm run bench:million
+//
 // Runs on the compiled package (scripts/bench-compiled.mjs), as an
 // application runs: under tsx every RSS figure carries tsx's loader
 // threads (docs/decisions/0028). The clock of a slice stops while RSS is
@@ -22,11 +30,14 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Phronomy, type DefinedAgent } from "../../host/index.js";
+import { Phronomy, type DefinedAgent, type Environment } from "../../host/index.js";
+import { dueWaitsBatchMax, dueWaitsStoreOf, type DueCursor } from "../../host/store/due-waits.js";
 import { memoryAfterGc } from "../memory.js";
-import { defineRefunds } from "./workload.js";
+import { defineRefunds, defineSleepers } from "./workload.js";
 
-const SUSPENDED = Number(process.env.BENCH_SUSPENDED ?? 1_000_000);
+const TIMERS = Number(process.env.BENCH_TIMERS ?? 0);
+const SUSPENDED = TIMERS > 0 ? TIMERS : Number(process.env.BENCH_SUSPENDED ?? 1_000_000);
+const WHAT = TIMERS > 0 ? "waiting on a timer due in an hour" : "suspended for approval";
 const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 1_000);
 const SAMPLE = Math.min(SUSPENDED, Number(process.env.BENCH_SAMPLE ?? 1_000));
 const SLICE = Math.min(100_000, Math.max(1, Math.floor(SUSPENDED / 10)));
@@ -147,13 +158,41 @@ async function suspendAll(support: DefinedAgent, idle: NodeJS.MemoryUsage): Prom
   return sampled;
 }
 
+/** The rows the timers cost, read through the store's due reads (the due
+ * sweep's own): the next due time, then every wait due within two hours
+ * paged in the sweep's batches — what a sweep costs when all of them fall
+ * due at once. */
+async function countDueRows(env: Environment): Promise<void> {
+  const due = dueWaitsStoreOf(env.store);
+  if (due === undefined) throw new Error("the store indexes no due waits");
+  let began = performance.now();
+  const next = await due.nextDueAt(Date.now());
+  const nextMs = performance.now() - began;
+  began = performance.now();
+  let rows = 0;
+  let reads = 0;
+  let after: DueCursor | undefined;
+  for (;;) {
+    const batch = await due.dueWaits(Date.now() + 2 * 3_600_000, dueWaitsBatchMax, after);
+    rows += batch.length;
+    reads += 1;
+    const last = batch.at(-1);
+    if (last === undefined || batch.length < dueWaitsBatchMax) break;
+    after = { dueAt: last.dueAt, executionId: last.executionId };
+  }
+  const pagedMs = performance.now() - began;
+  console.log(
+    `  ${rows.toLocaleString("en-US")} suspended rows with a due time (next due in ${(((next ?? 0) - Date.now()) / 60_000).toFixed(0)} min); the sweep's next-due read ${nextMs.toFixed(2)} ms; reading them all in ${reads} batches of ${dueWaitsBatchMax}: ${pagedMs.toFixed(0)} ms`,
+  );
+}
+
 async function resumeSample(support: DefinedAgent, sampled: readonly Sampled[]): Promise<void> {
   const began = performance.now();
   const outcomes = await Promise.all(
     sampled.map(({ id, executionId, approvalId }) =>
       support
         .conversation(id)
-        .resume(executionId, { approvalId, approved: true })
+        .resume(executionId, TIMERS > 0 ? { waitId: approvalId, fire: true } : { approvalId, approved: true })
         .result.then(
           (result) => result.outcome,
           (error: unknown) => `error ${(error as Error).message}`,
@@ -171,16 +210,15 @@ async function resumeSample(support: DefinedAgent, sampled: readonly Sampled[]):
 if ((globalThis as { gc?: () => void }).gc === undefined) console.log("  (run with node --expose-gc for figures after GC: npm run bench:million)");
 const directory = await mkdtemp(join(tmpdir(), "phronomy-million-"));
 try {
-  console.log(
-    `bench/e2e/million — ${SUSPENDED.toLocaleString("en-US")} conversations suspended for approval, SQLite with default options, node ${process.version}`,
-  );
+  console.log(`bench/e2e/million — ${SUSPENDED.toLocaleString("en-US")} conversations ${WHAT}, SQLite with default options, node ${process.version}`);
   const env = await Phronomy.open({ store: join(directory, "store.db"), logger: { warn: () => undefined } });
-  const support = defineRefunds(env);
+  const support = TIMERS > 0 ? defineSleepers(env) : defineRefunds(env);
   await support.ready;
   const idle = await settled();
   console.log(memoryLine("opened and idle, definition ready (settled)", idle, idle, 0));
   const sampled = await suspendAll(support, idle);
   console.log(memoryLine(`${SUSPENDED.toLocaleString("en-US")} suspended, settled`, await settled(), idle, SUSPENDED));
+  if (TIMERS > 0) await countDueRows(env);
   await resumeSample(support, sampled);
   await env.close();
 } finally {

@@ -9,7 +9,7 @@
 
 import { z } from "zod";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
-import { tool, type Agent, type DefinedAgent, type Environment } from "../../host/index.js";
+import { timer, tool, type Agent, type DefinedAgent, type Environment } from "../../host/index.js";
 
 export const OPERATIONS_PER_RUN = 6;
 
@@ -145,6 +145,18 @@ export const refund = tool({ inputSchema: z.object({ amount: z.number() }), need
 /** A definition whose conversations each suspend for approval (no memory). */
 export function defineRefunds(env: Environment): DefinedAgent {
   return env.agent({ name: "support", model: refundModel(), tools: { refund }, memoryWindow: 1 });
+}
+
+/** A timer of an hour: every start suspends on it (decision 0076). */
+export const hourTimer = timer({ inputSchema: z.object({ minutes: z.number() }), until: ({ minutes }) => minutes * 60_000 });
+
+/** A definition whose conversations each wait on a timer due in an hour
+ * (no memory): the timers bench (`BENCH_TIMERS`). */
+export function defineSleepers(env: Environment): DefinedAgent {
+  const model = scriptedModel(({ messages }) =>
+    messages.at(-1)?.role === "tool" ? { text: "woke up" } : { toolCalls: [{ toolName: "sleep", input: { minutes: 60 } }] },
+  );
+  return env.agent({ name: "sleepers", model, tools: { sleep: hourTimer }, memoryWindow: 1 });
 }
 
 /** One conversation suspended for approval: what its resume needs. */

@@ -12,7 +12,7 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import { InvalidInputError, PhronomyError } from "../errors.js";
 import { isStandardSchema } from "./schema.js";
-import type { FunctionTool } from "./tools.js";
+import { waitMsMax, type FunctionTool } from "./tools.js";
 
 /** What `humanInput()` takes. */
 export interface HumanInputOptions<Input extends StandardSchemaV1, Response extends StandardSchemaV1> {
@@ -23,6 +23,9 @@ export interface HumanInputOptions<Input extends StandardSchemaV1, Response exte
   /** What the person must answer: `agent.resume`'s `value` is validated
    * against it, and the schema's output is the call's result. */
   readonly responseSchema: Response;
+  /** How long the wait may last (ms): past it, the call's result is
+   * `{ timedOut: true }` and the execution goes on (docs/decisions/0076). */
+  readonly timeoutMs?: number;
 }
 
 /** Defines a tool whose call waits for a typed answer from a person. */
@@ -30,9 +33,9 @@ export function humanInput<Input extends StandardSchemaV1, Response extends Stan
   options: HumanInputOptions<Input, Response>,
 ): FunctionTool<StandardSchemaV1.InferOutput<Input>, StandardSchemaV1.InferOutput<Response>> {
   if (typeof options !== "object" || options === null) throw new InvalidInputError("humanInput(): needs { description?, inputSchema, responseSchema }");
-  const unknownKey = Object.keys(options).find((key) => !["description", "inputSchema", "responseSchema"].includes(key));
+  const unknownKey = Object.keys(options).find((key) => !["description", "inputSchema", "responseSchema", "timeoutMs"].includes(key));
   if (unknownKey !== undefined) {
-    throw new InvalidInputError(`humanInput(): "${unknownKey}" is not an option; the options are description, inputSchema, responseSchema`);
+    throw new InvalidInputError(`humanInput(): "${unknownKey}" is not an option; the options are description, inputSchema, responseSchema, timeoutMs`);
   }
   for (const key of ["inputSchema", "responseSchema"] as const) {
     if (!isStandardSchema(options[key])) throw new InvalidInputError(`humanInput(): "${key}" must be a Standard Schema (zod, valibot, arktype, …)`);
@@ -52,5 +55,13 @@ export function humanInput<Input extends StandardSchemaV1, Response extends Stan
     needsApproval: false,
     jsonSchema: undefined,
     waitsFor: options.responseSchema,
+    ...(options.timeoutMs !== undefined ? { waitTimeoutMs: checkedTimeout(options.timeoutMs) } : {}),
   };
+}
+
+function checkedTimeout(timeoutMs: unknown): number {
+  if (typeof timeoutMs !== "number" || !Number.isInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > waitMsMax) {
+    throw new InvalidInputError(`humanInput(): "timeoutMs" must be an integer of milliseconds from 0 to ${waitMsMax}, got ${String(timeoutMs)}`);
+  }
+  return timeoutMs;
 }

@@ -131,6 +131,13 @@ export interface FunctionTool<Input = unknown, Output = unknown> {
   /** An `agentTool()`: a call runs this child agent as a durable child
    * execution and waits for its end (set with `waitsFor`, decision 0079). */
   readonly childAgent?: ChildAgentSpecification;
+  /** A `timer()` tool: a call suspends the execution until the time this
+   * gives for its input (a Date, or milliseconds from now); the call's
+   * result is `{ firedAt }` and `execute` is never called (docs/decisions/0076). */
+  readonly sleepsUntil?: (input: never) => Date | number;
+  /** A `humanInput()` tool's timeout: the wait ends after this long with
+   * `{ timedOut: true }` as the call's result (docs/decisions/0076). */
+  readonly waitTimeoutMs?: number;
 }
 
 /** How a `waitForEvent()` call's wait is keyed, and for how long it waits. */
@@ -282,7 +289,13 @@ const functionToolKeys = [
   "waitsFor",
   "waitsForEvent",
   "childAgent",
+  "sleepsUntil",
+  "waitTimeoutMs",
 ] as const;
+/** The longest a wait may be set for (a timer's delay, a timeout): ten
+ * years. Far above any agent's need, and far below where a due time in ms
+ * stops being a safe integer. */
+export const waitMsMax = 10 * 365 * 24 * 60 * 60 * 1000;
 /** How many times a tool may be retried, at most. */
 export const toolRetriesMax = 10;
 const handoffToolKeys = ["kind", "to", "description"] as const;
@@ -479,6 +492,8 @@ function resolveFunctionTool(subject: Subject, name: string, definition: Record<
     ...(normalized.waitsFor !== undefined ? { waitsFor: normalized.waitsFor } : {}),
     ...(normalized.waitsForEvent !== undefined ? { waitsForEvent: normalized.waitsForEvent } : {}),
     ...(normalized.childAgent !== undefined ? { childAgent: normalized.childAgent } : {}),
+    ...(normalized.sleepsUntil !== undefined ? { sleepsUntil: normalized.sleepsUntil } : {}),
+    ...(normalized.waitTimeoutMs !== undefined ? { waitTimeoutMs: normalized.waitTimeoutMs } : {}),
   };
   const extras = {
     ...(normalized.title !== undefined ? { title: normalized.title } : {}),
@@ -578,6 +593,13 @@ function checkFunctionTool(options: unknown, subject: Subject, allowedKeys: read
   const event = options.waitsForEvent as { key?: unknown } | undefined;
   if (event !== undefined && (typeof event !== "object" || event === null || typeof event.key !== "function" || options.waitsFor === undefined)) {
     throw invalidOption(subject, "waitsForEvent", "must be { key: (input) => string, timeoutMs? } on a tool with waitsFor (use waitForEvent())");
+  }
+  if (options.sleepsUntil !== undefined && typeof options.sleepsUntil !== "function") {
+    throw invalidOption(subject, "sleepsUntil", `must be a function of the input giving a Date or milliseconds from now, got ${describe(options.sleepsUntil)}`);
+  }
+  const timeout = options.waitTimeoutMs;
+  if (timeout !== undefined && (typeof timeout !== "number" || !Number.isInteger(timeout) || timeout < 0 || timeout > waitMsMax)) {
+    throw invalidOption(subject, "waitTimeoutMs", `must be an integer of milliseconds from 0 to ${waitMsMax}, got ${describe(timeout)}`);
   }
   const needsApproval = options.needsApproval;
   if (needsApproval !== undefined && typeof needsApproval !== "boolean" && typeof needsApproval !== "function") {

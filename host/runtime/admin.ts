@@ -54,12 +54,15 @@ export interface PendingApproval {
   readonly agentId: string;
   /** `approval` (decide with { approvalId, approved }), `input` (a typed
    * wait: give it { waitId, value }; decision 0075), `event` (a keyed
-   * wait: `env.signal(key, payload)`; decision 0077) or `child` (waits for
+   * wait: `env.signal(key, payload)`; decision 0077), `child` (waits for
    * its child execution, `request.child`; only the child's end resumes it,
-   * decision 0079). */
-  readonly kind: "approval" | "input" | "event" | "child";
+   * decision 0079) or `timer` (fired at `dueAt`, or now with
+   * { waitId, fire: true }; decision 0076). */
+  readonly kind: "approval" | "input" | "event" | "child" | "timer";
   /** An event wait's key. */
   readonly key?: string;
+  /** When it is due (a timer, or a wait's timeout; decision 0076). */
+  readonly dueAt?: number;
   /** The tool calls waiting for the decision, and the approval id to decide them by. */
   readonly request: ApprovalRequest;
   /** When the execution suspended (ms since the epoch). */

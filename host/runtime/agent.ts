@@ -14,6 +14,7 @@ import { validateResumeDecision, validateStartOptions, type ResumeDecision, type
 import { checkAction, waitsForInput, type Decision } from "./wait-decisions.js";
 import { eventFactsOf } from "./event-signal-facts.js";
 import { waitsForChild } from "./child-waits.js";
+import { hasDeadline, waitsForClock } from "./wait-deadlines.js";
 import type { AgentEntry, ExecutionEntry, FiledVerdict, StartRequest } from "./requests.js";
 import { typedRun, Waiter, type Run } from "./run.js";
 import { emitToWaiter, outcomeEventOf, resolveWaiter, settleWaiterWithError } from "./delivery.js";
@@ -444,6 +445,10 @@ export class Agent<OUTPUT = Json> {
     // they allow (docs/decisions/0075).
     if (waitsForInput(entry.approvalRequest)) facts |= ResumeFact.PendingWaitsForInput;
     if (decision.given?.kind === "value") facts |= ResumeFact.GivesValue;
+    // The clock's answer (a timer, a timeout): decision 0076.
+    if (waitsForClock(entry.approvalRequest)) facts |= ResumeFact.PendingWaitsForClock;
+    if (hasDeadline(entry.approvalRequest)) facts |= ResumeFact.PendingHasDeadline;
+    if (decision.given?.kind === "fire") facts |= ResumeFact.ClockAnswers;
     if (decision.checked?.error !== undefined) facts |= ResumeFact.ValueRefused;
     facts |= eventFactsOf(entry.approvalRequest, decision);
     // A child's wait, and a child's end (decision 0079).
@@ -469,6 +474,7 @@ export class Agent<OUTPUT = Json> {
       reason: decision.reason ?? null,
       action: decision.checked?.action,
       decidedBy: decision.decidedBy ?? null,
+      clock: decision.given?.kind === "fire",
       refusedAnswer: decision.checked?.error,
       signal: decision.signal,
       afterRecovery,

@@ -69,6 +69,9 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
   onEventWait: ((request: ApprovalRequest) => void) | undefined;
   /** A wait for a child execution is committed or reinstalled here (environment.ts: child-executions.ts). */
   onChildWait: ((entry: ExecutionEntry) => void) | undefined;
+  /** A wait with a due time suspended here (committed or recovered): the
+   * due sweep arms for it (due-sweep.ts, docs/decisions/0076). */
+  onWaitDue: ((dueAt: number) => void) | undefined;
   /** The core's `OpenInbox` and `CloseInbox`: the approval inbox's applier (inbox-claims.ts). */
   inbox: { inboxOpened(agentId: string, drain: boolean): void; inboxClosed(agentId: string): void } | undefined;
   /** The core's `ReleaseConversation`: the conversation is idle and its
@@ -274,6 +277,8 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
     if (entry.approvalRequest?.kind === "event") this.onEventWait?.(entry.approvalRequest);
     // A wait for a child execution: the child is started (decision 0079).
     if (entry.approvalRequest?.kind === "child") this.onChildWait?.(entry);
+    const dueAt = entry.approvalRequest?.dueAt;
+    if (dueAt !== undefined) this.onWaitDue?.(dueAt);
     this.post(() => letGo(this, entry));
   }
 

@@ -72,6 +72,7 @@ export class EnvironmentReads {
           ...(request.kind === "event" && request.key !== undefined ? { key: request.key } : {}),
           request,
           since: request.requestedAt,
+          ...(request.dueAt !== undefined ? { dueAt: request.dueAt } : {}),
           ...(parent ? { parent } : {}),
         };
       })

@@ -15,6 +15,7 @@ import { ChildExecutions } from "./child-executions.js";
 import { executionTreeOf, type ExecutionTree } from "./execution-tree.js";
 import type { ControlCore } from "../core/control-core.js";
 import type { ExecutionListFilter, ExecutionRow, StoredStep } from "../store/records.js";
+import { dueWaitsStoreOf } from "../store/due-waits.js";
 import { isVisitorStore } from "../store/sqlite/visitor-mark.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { ChatChunk, StreamOptions } from "../chat/chat-stream.js";
@@ -33,6 +34,8 @@ import { Conversations } from "./conversations.js";
 import type { Coordinator } from "./coordinator.js";
 import type { DefinedAgent } from "./defined-agent.js";
 import { Drain } from "./drain.js";
+import { DueSweep } from "./due-sweep.js";
+import { fireDueWait } from "./due-fire.js";
 import { DurableData } from "./durable-data.js";
 import { EnvironmentReads } from "./environment-reads.js";
 import { Followers } from "./followers.js";
@@ -75,6 +78,7 @@ export class Environment {
   /** @internal Scheduled starts and their sweep (schedules.ts, docs/decisions/0078). */
   readonly scheduling: Scheduling;
   private readonly signals: EventSignals;
+  private dueSweep: DueSweep | undefined;
 
   private constructor(
     /** The store this environment owns (reads: executions, timelines). */
@@ -139,8 +143,9 @@ export class Environment {
     coordinator.onEventWait = (request) => this.signals.suspended(request);
     this.children = new ChildExecutions({ ...parts, agents: this, logger: coordinator.settings.logger });
     coordinator.onChildWait = (entry) => this.children.waitingOn(entry);
-    // Stopped in this order once drained: the schedules, the followers, the inbox, the pruner.
-    this.drain = new Drain({ ...parts, core, services: [this.scheduling, this.followers, this.inbox, this.data] });
+    // Stopped in this order once drained: the due sweep, the schedules, the followers, the inbox, the pruner.
+    const dueSweep = { close: async () => this.dueSweep?.close() };
+    this.drain = new Drain({ ...parts, core, services: [dueSweep, this.scheduling, this.followers, this.inbox, this.data] });
   }
 
   /** What `Phronomy.open` does: checks the options, opens (creating and
@@ -182,6 +187,7 @@ export class Environment {
       }),
     );
     environment.data.startRetention(retention);
+    environment.startDueSweep();
     // The one scan of unfinished executions: each definition recovers its
     // own from it (docs/decisions/0024).
     if (environment.recoverOnDefine) recoveries.unfinishedByAgent().catch(() => undefined);
@@ -423,6 +429,19 @@ export class Environment {
   /** Opened as a visitor of a SQLite store (docs/decisions/0015). */
   get visitor(): boolean {
     return isVisitorStore(this.store);
+  }
+
+  /** The due sweep (docs/decisions/0076): an owner's, on a store that
+   * indexes due waits; armed by every wait with a due time suspended here. */
+  private startDueSweep(): void {
+    const store = dueWaitsStoreOf(this.store);
+    if (store === undefined || this.visitor) return;
+    const { logger } = this.coordinator.settings;
+    const host = { logger, closed: () => this.closed, agentHandle: (agentId: string) => this.agentHandle(agentId) };
+    const sweep = new DueSweep({ store, logger, now: () => this.coordinator.now(), fire: (wait) => fireDueWait(host, wait) });
+    this.coordinator.onWaitDue = (dueAt) => sweep.waitCommitted(dueAt);
+    this.dueSweep = sweep;
+    sweep.start();
   }
 
   /** @internal Refuses what only the store's owner may do. */

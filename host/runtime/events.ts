@@ -74,14 +74,20 @@ export interface ApprovalRequest {
   readonly requestedAt: number;
   /** `approval` (absent: an approval, as before) or `input`: a typed wait
    * of a `humanInput()` tool, resumed with `{ waitId: approvalId, value }`
-   * (docs/decisions/0075). */
-  readonly kind?: "approval" | "input" | "event" | "child";
+   * (docs/decisions/0075); `event`: a keyed wait (docs/decisions/0077);
+   * `child`: waits for its child execution (docs/decisions/0079); `timer`:
+   * a `timer()` tool's call, fired by the clock or by
+   * `{ waitId, fire: true }` (docs/decisions/0076). */
+  readonly kind?: "approval" | "input" | "event" | "child" | "timer";
   /** An event wait's key (`waitForEvent()`): `env.signal(key, payload)`
    * resumes it (docs/decisions/0077). */
   readonly key?: string;
-  /** An event wait's `timeoutMs`, and the due time it gives (ms since the
-   * epoch): when the wait ends with a timeout (decision 0077). */
+  /** An event wait's `timeoutMs` (its due time is `dueAt`). */
   readonly timeoutMs?: number;
+  /** When the wait is due (ms since the epoch): a timer fires then (its
+   * call's result `{ firedAt }`), a typed wait or an event wait given
+   * `timeoutMs` ends then (`{ timedOut: true }`). Absent: no due time
+   * (docs/decisions/0076). */
   readonly dueAt?: number;
   /** A typed wait's response schema (an event wait's payload schema) as
    * JSON Schema, for a form (when the schema converts). */

@@ -280,6 +280,10 @@ export interface ResumeDecision {
    * `INVALID_INPUT` with the schema's issues, the wait still pending), then
    * the call's result. */
   readonly value?: unknown;
+  /** `true`: the clock answers the wait now — a timer fires (its result
+   * `{ firedAt }`), a wait with a timeout ends timed out — as the due sweep
+   * does at its due time (docs/decisions/0076). With `waitId`. */
+  readonly fire?: true;
   /** Called with each event of the resumed execution. */
   readonly onEvent?: EventListener;
   /** Cancels the resumed execution (as `start`'s signal does). */
@@ -296,6 +300,7 @@ export const RESUME_DECISION_KEYS = [
   "decidedBy",
   "waitId",
   "value",
+  "fire",
   "onEvent",
   "signal",
 ] as const;
@@ -348,7 +353,14 @@ function typedWaitDecision(decision: ResumeDecision, what: string, common: Parti
   for (const key of ["approvalId", "approved", "input", "respond"] as const) {
     if (decision[key] !== undefined) throw new InvalidInputError(`${what}: a typed wait is resumed with { waitId, value }; "${key}" is for approvals`);
   }
-  if (!("value" in decision) || decision.value === undefined) throw new InvalidInputError(`${what}: "value" is the answer the wait is for; give it`);
+  if (decision.fire !== undefined) {
+    if (decision.fire !== true) throw new InvalidInputError(`${what}: "fire" must be true (the clock answers the wait now)`);
+    if (decision.value !== undefined || decision.callId !== undefined)
+      throw new InvalidInputError(`${what}: { waitId, fire: true } is answered by the clock; it goes without "value" and "callId"`);
+    return { ...common, approvalId: decision.waitId, approved: true, given: { kind: "fire", callId: undefined, payload: null } };
+  }
+  if (!("value" in decision) || decision.value === undefined)
+    throw new InvalidInputError(`${what}: "value" is the answer the wait is for; give it (or "fire: true" for a timer)`);
   return { ...common, approvalId: decision.waitId, approved: true, given: { kind: "value", callId: decision.callId, payload: decision.value } };
 }
 

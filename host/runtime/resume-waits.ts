@@ -111,16 +111,22 @@ export function resumeRefused(
 function waitKindRefusal(request: ResumeRequest, entry: ExecutionEntry | undefined): PhronomyError {
   const { executionId, approvalId } = request;
   if (entry?.approvalRequest?.kind === "child") return childWaitAnsweredByHand(entry.approvalRequest);
-  const kind = entry?.approvalRequest?.kind ?? "approval";
+  const pending = entry?.approvalRequest;
+  const waitKind = pending?.kind ?? "approval";
+  const clock = request.clock === true;
   const told =
-    kind === "input"
-      ? `wait ${approvalId} of execution ${executionId} waits for a typed value: resume it with { waitId, value }`
-      : kind === "event"
-        ? `wait ${approvalId} of execution ${executionId} waits for an event: send it with env.signal(${JSON.stringify(entry?.approvalRequest?.key ?? "")}, payload)`
-        : `approval ${approvalId} of execution ${executionId} waits for a decision: resume it with { approvalId, approved } (or "input", "respond")`;
+    waitKind === "timer"
+      ? `wait ${approvalId} of execution ${executionId} is a timer: only the clock answers it (at its due time, or now with { waitId, fire: true })`
+      : clock && pending?.dueAt === undefined
+        ? `wait ${approvalId} of execution ${executionId} has no due time: the clock cannot answer it`
+        : waitKind === "input"
+          ? `wait ${approvalId} of execution ${executionId} waits for a typed value: resume it with { waitId, value }`
+          : waitKind === "event"
+            ? `wait ${approvalId} of execution ${executionId} waits for an event: send it with env.signal(${JSON.stringify(pending?.key ?? "")}, payload)`
+            : `approval ${approvalId} of execution ${executionId} waits for a decision: resume it with { approvalId, approved } (or "input", "respond")`;
   return new ApprovalMismatchError(`${told}; nothing was decided`, {
     executionId,
     agentId: request.waiter.agentId,
-    details: { mismatch: "wait_kind", approvalId, waitKind: kind },
+    details: { mismatch: "wait_kind", approvalId, waitKind },
   });
 }

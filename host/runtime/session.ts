@@ -39,6 +39,7 @@ import { stopConditionsOf, tracksSteps, type ToolChoice } from "./loop-settings.
 import type { StartCallSettings } from "./start-call-settings.js";
 import { toolApprovalVerdict } from "./tool-approval.js";
 import { eventWaitOf } from "./event-wait.js";
+import { callWaits, waitShapeOf } from "./wait-deadlines.js";
 import { CallbackFailure, tellStepStart, withToolCallbacks } from "./loop-callbacks.js";
 import { childWaitOf } from "./child-wait-request.js";
 import { rebuildError } from "../store/error-transfer.js";
@@ -633,7 +634,7 @@ export class Session {
 
   private dispatchOrSuspend(needed: PlannedCall[]): void {
     if (this.finished) return;
-    const asking = this.planned.find((planned) => planned.tool?.definition.waitsFor !== undefined && !planned.error);
+    const asking = this.planned.find((planned) => callWaits(planned.tool?.definition) && !planned.error);
     if (asking) return this.waitForInput(asking, needed);
     if (needed.length === 0) {
       this.host.sessionEvent(this, SessionEventKind.LlmCompletedWithTools);
@@ -663,7 +664,7 @@ export class Session {
    * run with it. */
   private waitForInput(asking: PlannedCall, needed: readonly PlannedCall[]): void {
     const { call } = asking;
-    const heldBack = this.planned.filter((planned) => planned !== asking && (needed.includes(planned) || planned.tool?.definition.waitsFor !== undefined));
+    const heldBack = this.planned.filter((planned) => planned !== asking && (needed.includes(planned) || callWaits(planned.tool?.definition)));
     const schema = asking.tool?.definition.waitsFor;
     const childAgent = asking.tool?.definition.childAgent;
     const responseSchema = schema === undefined || childAgent !== undefined ? undefined : convertToJsonSchema(schema);
@@ -671,10 +672,11 @@ export class Session {
     // A waitForEvent() call: the wait is keyed by its input (decision 0077).
     const event = eventWaitOf(asking.tool?.definition.waitsForEvent, call.toolName, asking.input, requestedAt, this.executionId);
     if (event.error !== undefined) return this.fail(event.error);
-    let waitKind: Pick<ApprovalRequest, "kind" | "child">;
+    let shape: Pick<ApprovalRequest, "kind" | "child" | "dueAt">;
     try {
-      // An agentTool() call waits for its child execution (decision 0079).
-      waitKind = childAgent
+      // An agentTool() call waits for its child execution (decision 0079);
+      // a timer() call, or a wait with a timeout, records its due time (0076).
+      shape = childAgent
         ? {
             kind: "child",
             child: childWaitOf(
@@ -683,9 +685,11 @@ export class Session {
               { callId: call.callId, input: asking.input },
             ),
           }
-        : { kind: "input" };
+        : asking.tool === undefined
+          ? { kind: "input" }
+          : waitShapeOf(asking.tool.definition, call, requestedAt);
     } catch (error) {
-      return this.fail(asPhronomyError(error, "INVALID_INPUT"));
+      return this.fail(asPhronomyError(error, childAgent ? "INVALID_INPUT" : "TOOL_FAILED"));
     }
     const request: ApprovalRequest = {
       approvalId: randomUUID(),
@@ -694,7 +698,7 @@ export class Session {
       toolCalls: [{ callId: call.callId, toolName: call.toolName, input: call.input }],
       argumentsHash: argumentsHashOf(this.toolBatch()),
       requestedAt,
-      ...waitKind,
+      ...shape,
       ...event.wait,
       ...(responseSchema !== undefined ? { responseSchema } : {}),
       ...(heldBack.length > 0 ? { declinedCalls: heldBack.map((planned) => planned.call.callId) } : {}),

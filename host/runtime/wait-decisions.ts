@@ -15,9 +15,10 @@ import { InvalidInputError, type PhronomyError } from "../errors.js";
 import type { Json, ToolCallRecord } from "../store/records.js";
 import type { ApprovalRequest, EventListener } from "./events.js";
 import { childFailure, childOutcomeIn, waitsForChild } from "./child-waits.js";
+import { clockAnswerOf, hasDeadline } from "./wait-deadlines.js";
 
 /** What an answer does to the call it is for. */
-export type DecisionActionKind = "edit" | "respond" | "value" | "signal" | "child";
+export type DecisionActionKind = "edit" | "respond" | "value" | "signal" | "child" | "fire";
 
 /** An answer as given, before its schema saw it. */
 export interface GivenAction {
@@ -81,6 +82,7 @@ export async function checkAction(
   request: ApprovalRequest,
   given: GivenAction,
 ): Promise<{ readonly action?: DecisionAction; readonly error?: PhronomyError }> {
+  if (given.kind === "fire") return clockAction(request);
   // A child's end answers a child's wait; anything else is left for the core to refuse (decision 0079).
   if (given.kind === "child" || waitsForChild(request)) return given.kind === "child" && waitsForChild(request) ? childAction(request, given) : {};
   if (kindAnswered(given.kind) !== waitKindOf(request)) return {};
@@ -156,6 +158,16 @@ function childAction(request: ApprovalRequest, given: GivenAction): { readonly a
   return { action: { kind: "child", callId: call.callId, value: given.payload } };
 }
 
+/** The clock's answer (docs/decisions/0076): the waiting call's result,
+ * `{ firedAt }` or `{ timedOut: true }`. A wait with no due time (an
+ * approval, a typed wait without a timeout) gets none: the core refuses
+ * the clock there. */
+function clockAction(request: ApprovalRequest): { readonly action?: DecisionAction } {
+  const call = request.toolCalls[0];
+  if (!hasDeadline(request) || call === undefined || request.toolCalls.length !== 1) return {};
+  return { action: { kind: "fire", callId: call.callId, value: clockAnswerOf(request, Date.now()) } };
+}
+
 function refused(request: ApprovalRequest, callId: string, toolName: string, kind: DecisionActionKind, issues: SchemaIssue[]): PhronomyError {
   const what = waitNameOf(kind, request.approvalId);
   return new InvalidInputError(
@@ -169,7 +181,15 @@ function refused(request: ApprovalRequest, callId: string, toolName: string, kin
 }
 
 function nameOf(kind: DecisionActionKind): string {
-  return kind === "edit" ? "edited input" : kind === "respond" ? "response" : kind === "signal" ? "signal's payload" : "value";
+  return kind === "edit"
+    ? "edited input"
+    : kind === "respond"
+      ? "response"
+      : kind === "signal"
+        ? "signal's payload"
+        : kind === "fire"
+          ? "clock's answer"
+          : "value";
 }
 
 function waitNameOf(kind: DecisionActionKind, approvalId: string): string {
@@ -224,7 +244,7 @@ export function decisionOfFiled(filed: {
   const action = (filed.action ?? null) as { given?: { kind?: unknown; callId?: unknown; payload?: unknown }; decidedBy?: unknown } | null;
   const kind = action?.given?.kind;
   const given: GivenAction | undefined =
-    kind === "edit" || kind === "respond" || kind === "value" || kind === "signal" || kind === "child"
+    kind === "edit" || kind === "respond" || kind === "value" || kind === "signal" || kind === "child" || kind === "fire"
       ? { kind, callId: typeof action?.given?.callId === "string" ? action.given.callId : undefined, payload: action?.given?.payload }
       : undefined;
   return {

@@ -41,6 +41,9 @@ export interface StoreCapabilities {
   /** Keyed signals (`env.signal`): a wait found by its key, a signal kept
    * for a wait not committed yet (docs/decisions/0077). */
   readonly signals: boolean;
+  /** Waits indexed by due time, for the due sweep (docs/decisions/0076;
+   * absent: false — a store without it has no timers fired on time). */
+  readonly dueWaits?: boolean;
 }
 
 export type StoreCapability = keyof StoreCapabilities;
@@ -56,6 +59,7 @@ export const plainStore: StoreCapabilities = {
   pruning: false,
   pages: false,
   signals: false,
+  dueWaits: false,
 };
 
 /** The methods each ability promises; `Phronomy.open` refuses a store
@@ -81,6 +85,7 @@ export const capabilityMethods: { readonly [C in StoreCapability]: readonly stri
   schedules: ["createSchedule", "getSchedule", "listSchedules", "cancelSchedule", "nextScheduleDue", "dueSchedules", "claimSchedules", "settleScheduleFiring"],
   pages: ["pageExecutions", "countExecutions"],
   signals: ["sendSignal", "takeStoredSignal", "dropSignal"],
+  dueWaits: ["dueWaits", "nextDueAt"],
 };
 
 /** What the store tells the runtime, and the one thing it asks of it.

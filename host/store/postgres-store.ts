@@ -45,6 +45,8 @@ import type { CancelQueuedOperation, CancelQueuedResult, EnqueueMessageOperation
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { InvalidInputError, PhronomyError, StoreError } from "../errors.js";
+import type { DueCursor, DueWait } from "./due-waits.js";
+import * as due from "./postgres/due-waits.js";
 import { quietSignals, type StoreCapabilities, type StoreSignals } from "./capabilities.js";
 import { checkId } from "./check-id.js";
 import { checkListFilter, checkOperation } from "./check-operation.js";
@@ -190,6 +192,7 @@ export class PostgresStore implements ExecutionStore {
     schedules: true,
     pages: true,
     signals: true,
+    dueWaits: true,
   };
   /** Where the store's signals go (`listen`): partitions taken in the
    * background (after `leaseAcquired` for the agents asked for in them: their
@@ -892,6 +895,20 @@ export class PostgresStore implements ExecutionStore {
   }
 
   /** The unfinished executions of the agents in these partitions. */
+  /** @internal Waits due by `through`, a bounded batch, of the partitions held here (`postgres/due-waits.ts`, docs/decisions/0076). */
+  dueWaits(through: number, limit: number, after?: DueCursor): Promise<DueWait[]> {
+    return this.read(() => due.dueWaits(this.pool, through, limit, after, this.heldPartitionNumbers()));
+  }
+
+  /** @internal The next due time after `after`, of the partitions held here. */
+  nextDueAt(after: number): Promise<number | undefined> {
+    return this.read(() => due.nextDueAt(this.pool, after, this.heldPartitionNumbers()));
+  }
+
+  private heldPartitionNumbers(): number[] {
+    return this.heldPartitions().map((grant) => grant.partition);
+  }
+
   unfinishedExecutionsInPartitions(held: readonly number[]): Promise<ExecutionRow[]> {
     return this.read(async () => this.rememberRows(await reads.unfinishedExecutionsInPartitions(this.pool, this.path, held)));
   }

@@ -55,6 +55,8 @@ import type { StoreOwnership } from "./sqlite/ownership.js";
 import type { SynchronousMode } from "./sqlite/schema.js";
 import { SqliteReadableStore } from "./sqlite/readable-store.js";
 import type { ExecutionStore } from "./store.js";
+import type { DueCursor, DueWait } from "./due-waits.js";
+import * as due from "./sqlite/due-waits.js";
 import { quietSignals, type StoreCapabilities, type StoreSignals } from "./capabilities.js";
 import type { CancelQueuedOperation, CancelQueuedResult, EnqueueMessageOperation, EnqueueMessageResult } from "./queue.js";
 import type { SqliteVisitorStore } from "./sqlite-visitor.js";
@@ -99,6 +101,7 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
     schedules: true,
     pages: true,
     signals: true,
+    dueWaits: true,
   };
 
   private constructor(path: string, synchronous: SynchronousMode, connection: SqliteConnection, offload: Offload, ownership: StoreOwnership) {
@@ -185,6 +188,16 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
   pruneExecutions(operation: PruneExecutionsOperation): Promise<PruneCounts> {
     checkPruneOperation(operation);
     return this.offload.submit(operation);
+  }
+
+  /** @internal Waits due by `through`, a bounded batch (`sqlite/due-waits.ts`, docs/decisions/0076). */
+  dueWaits(through: number, limit: number, after?: DueCursor): Promise<DueWait[]> {
+    return this.read(() => due.dueWaits(this.connection, through, limit, after));
+  }
+
+  /** @internal The next due time after `after` (`sqlite/due-waits.ts`). */
+  nextDueAt(after: number): Promise<number | undefined> {
+    return this.read(() => due.nextDueAt(this.connection, after));
   }
 
   /** @internal Writes commit in submission order (one offload queue, one writer). */

@@ -164,6 +164,43 @@ describeDecisions("Resume(exec, gen, agent, agentGen, request, facts, sameAsComm
     expect(run.admission).toBe(AdmissionState.Resuming);
   });
 
+  it("lets only the clock answer a timer, and the clock only a wait with a due time (decision 0076)", async () => {
+    const core = await boot();
+    const run = core.suspended();
+    const request = core.request();
+    const TIMER = ResumeFact.PendingWaitsForClock | ResumeFact.PendingHasDeadline;
+    const CLOCK = ResumeFact.ClockAnswers;
+    const at = [RESUME, run.exec, run.generation, run.agent, run.agentGeneration, request] as const;
+    // A person's decision or value for a timer: refused, nothing moves.
+    core.expectRefused(ResultCode.WaitKindMustMatch, request, ...at, MATCHES | TIMER);
+    core.expectRefused(ResultCode.WaitKindMustMatch, request, ...at, MATCHES | TIMER | ResumeFact.GivesValue);
+    // The clock for a wait without a due time, or a clock carrying a value: refused.
+    core.expectRefused(ResultCode.WaitKindMustMatch, request, ...at, MATCHES | CLOCK);
+    core.expectRefused(ResultCode.WaitKindMustMatch, request, ...at, MATCHES | ResumeFact.PendingWaitsForInput | CLOCK);
+    core.expectRefused(ResultCode.WaitKindMustMatch, request, ...at, MATCHES | TIMER | CLOCK | ResumeFact.GivesValue);
+    // Another wait's id is refused first.
+    core.expectRefused(ResultCode.ApprovalMustMatch, request, ...at, TIMER | CLOCK);
+    expect(run.admission).toBe(AdmissionState.Suspended);
+    expect(core.apply(...at, MATCHES | TIMER | CLOCK)).toBe(ResultCode.Ok);
+    expect(core.effects()).toEqual([effect.SubmitApprovalCommit(run.exec, run.revision, request)]);
+    expect(run.admission).toBe(AdmissionState.Resuming);
+    // Fired twice (a second process, the sweep after "fire now"): refused as a decision under way.
+    const again = core.request();
+    core.expectRefused(ResultCode.ResumeInProgress, again, RESUME, run.exec, run.generation, run.agent, run.agentGeneration, again, MATCHES | TIMER | CLOCK);
+  });
+
+  it("lets the clock end a typed wait or an approval that has a due time (its timeout, decision 0076)", async () => {
+    const core = await boot();
+    const run = core.suspended();
+    const request = core.request();
+    const DEADLINE = ResumeFact.PendingHasDeadline;
+    const at = [RESUME, run.exec, run.generation, run.agent, run.agentGeneration, request] as const;
+    // A due time changes nothing of what a person may answer: a decision for a typed wait is refused.
+    core.expectRefused(ResultCode.WaitKindMustMatch, request, ...at, MATCHES | ResumeFact.PendingWaitsForInput | DEADLINE);
+    expect(core.apply(...at, MATCHES | ResumeFact.PendingWaitsForInput | DEADLINE | ResumeFact.ClockAnswers)).toBe(ResultCode.Ok);
+    expect(core.effects()).toEqual([effect.SubmitApprovalCommit(run.exec, run.revision, request)]);
+  });
+
   it("refuses facts outside the ResumeFact bits with ArgumentOutOfRange, before the execution check", async () => {
     const core = await boot();
     const run = core.suspended();

@@ -85,6 +85,10 @@ export const runs: Readonly<Record<string, Runs | { readonly runBy: string }>> =
       "tree: completed completed (parent linked)",
     ],
   },
+  "examples/waiting-for-time.ts": {
+    runtime: "node",
+    prints: ["timer: timer fired at its due time", "fired now: a day early", "a second fire: APPROVAL_MISMATCH", 'rating: Back: {"timedOut":true}'],
+  },
   "examples/cancel-retry.ts": {
     runtime: "node",
     prints: [

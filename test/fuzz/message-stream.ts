@@ -507,6 +507,7 @@ export class MessageStream {
    * end, a kind that does not match, or a value its schema refused. */
   private waitFacts(intent: Intent): number {
     const child = ResumeFact.PendingWaitsForChild;
+    const timer = ResumeFact.PendingWaitsForClock | ResumeFact.PendingHasDeadline;
     const kinds = [
       0,
       0,
@@ -526,6 +527,13 @@ export class MessageStream {
       ResumeFact.GivesChildOutcome,
       child | ResumeFact.GivesValue,
       ResumeFact.PendingWaitsForEvent | ResumeFact.GivesChildOutcome,
+      // Decision 0076: a timer fired, a timer given a decision, a timeout
+      // of a typed wait, the clock answering a wait with no due time.
+      timer | ResumeFact.ClockAnswers,
+      timer,
+      ResumeFact.PendingWaitsForInput | ResumeFact.PendingHasDeadline | ResumeFact.ClockAnswers,
+      ResumeFact.ClockAnswers,
+      timer | ResumeFact.ClockAnswers | ResumeFact.GivesValue,
     ];
     const kind = kinds[(intent.noise >> 3) % kinds.length]!;
     return kind | (intent.noise % 17 === 3 ? ResumeFact.ValueRefused : 0);

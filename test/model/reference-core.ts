@@ -983,10 +983,16 @@ export class ReferenceCore implements ControlMachine {
     // A typed input wait takes only a value, an approval only a decision,
     // an event wait only a signal, a child's wait only its child's end;
     // a value that failed its schema decides nothing (decisions 0075, 0077, 0079).
-    if (suspended && waitKindOf(facts) !== answerKindOf(facts)) {
+    // The clock answers only a wait with a due time and gives nothing
+    // else, and a timer only the clock (decision 0076).
+    const clock = (facts & ResumeFact.ClockAnswers) !== 0;
+    const answers = ResumeFact.GivesValue | ResumeFact.GivesSignal | ResumeFact.GivesChildOutcome;
+    if (suspended && clock && ((facts & ResumeFact.PendingHasDeadline) === 0 || (facts & answers) !== 0)) {
       return this.refuse(request, ResultCode.WaitKindMustMatch);
     }
-    if (suspended && (facts & ResumeFact.ValueRefused) !== 0) return this.refuse(request, ResultCode.ValueMustMatchSchema);
+    if (suspended && !clock && (facts & ResumeFact.PendingWaitsForClock) !== 0) return this.refuse(request, ResultCode.WaitKindMustMatch);
+    if (suspended && !clock && waitKindOf(facts) !== answerKindOf(facts)) return this.refuse(request, ResultCode.WaitKindMustMatch);
+    if (suspended && !clock && (facts & ResumeFact.ValueRefused) !== 0) return this.refuse(request, ResultCode.ValueMustMatchSchema);
     if (this.draining === 1) return this.refuse(request, ResultCode.RuntimeDraining);
     if (!suspended) return this.refuse(request, ResultCode.StatusMustMatch);
     // The same decision sent again while its commit is under way follows it.

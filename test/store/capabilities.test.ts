@@ -54,6 +54,7 @@ describe("store capabilities", () => {
         schedules: true,
         pages: true,
         signals: true,
+        dueWaits: true,
       });
       expect(capabilitiesOf(visitor)).toEqual({
         leases: false,
@@ -77,6 +78,7 @@ describe("store capabilities", () => {
         schedules: true,
         pages: true,
         signals: true,
+        dueWaits: true,
       });
     } finally {
       await visitor.close();

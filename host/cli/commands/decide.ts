@@ -164,6 +164,7 @@ function withKindHint(error: PhronomyError, kind: WaitKind, executionId: string)
     approval: `it waits for an approval: phronomy approve ${executionId} (or reject)`,
     event: "it waits for an event: the application signals it by its key (env.signal(key, payload))",
     child: "it waits for its child execution, whose end resumes it: answer the child's own wait",
+    timer: `it is a timer: the clock fires it at its due time (or now: agent.resume(${JSON.stringify(executionId)}, { waitId, fire: true }))`,
   };
   const hint = hints[kind];
   return new PhronomyError(error.code, `${error.message}; ${hint}`, {

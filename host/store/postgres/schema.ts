@@ -33,6 +33,7 @@ import { addDecisionAction, addDecisionKind, addRetryKind, addStartKind, createA
 import { createConversationQueues } from "./queue.js";
 import { createSchedules } from "./schedules.js";
 import { createExecutionPages } from "./pages.js";
+import { createDueWaitIndex } from "./due-waits.js";
 import { quotedIdentifier } from "./literals.js";
 import { createPruneIndexes, indexRefusedStarts } from "./prune.js";
 import { createEventSignals } from "./signals.js";
@@ -138,7 +139,8 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 16: a decision's answer beyond approve/decline, in the inbox (docs/decisions/0075).
  * Version 17: scheduled starts (`schedules.ts`, docs/decisions/0078).
  * Version 18: paging, search and counts (`pages.ts`, docs/decisions/0082).
- * Version 19: keyed signals, and the index of event waits by key (`signals.ts`, docs/decisions/0077). */
+ * Version 19: keyed signals, and the index of event waits by key (`signals.ts`, docs/decisions/0077).
+ * Version 20: suspended rows indexed by their wait's due time (`due-waits.ts`, docs/decisions/0076). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -159,6 +161,7 @@ export const migrations: readonly Migration[] = [
   createSchedules,
   createExecutionPages,
   createEventSignals,
+  createDueWaitIndex,
 ];
 
 async function partitionOwnership(client: pg.ClientBase, settings?: SchemaSettings): Promise<void> {
