@@ -164,6 +164,9 @@ export interface AdminDecision {
   readonly callId?: string;
   /** A typed wait's value (checked against its `responseSchema`). */
   readonly value?: unknown;
+  /** `true`: the clock answers the wait now — a timer fires, a wait with a
+   * timeout ends timed out (docs/decisions/0076). */
+  readonly fire?: true;
   /** Who decided (at most 256 characters), recorded and shown. */
   readonly decidedBy?: string;
 }
@@ -430,6 +433,7 @@ function resumeDecisionOf(decision: AdminDecision): ResumeDecision {
     ...(decision.decidedBy !== undefined ? { decidedBy: decision.decidedBy } : {}),
   };
   if (value !== undefined) return { waitId: approvalId, value, ...common };
+  if (decision.fire !== undefined) return { waitId: approvalId, fire: decision.fire, ...common };
   return {
     approvalId,
     ...(decision.approved !== undefined ? { approved: decision.approved } : {}),

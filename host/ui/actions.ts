@@ -83,6 +83,7 @@ const handlers: Readonly<Record<string, Handler>> = {
     if (settled !== undefined && typeof code === "string" && refusalCodes.has(code)) return { error: `not decided: ${messageOf(settled)}` };
     const by = decision.decidedBy !== undefined ? ` (as ${decision.decidedBy})` : "";
     if (decision.value !== undefined) return `answered execution ${executionId}${by}; it goes on`;
+    if (decision.fire === true) return `fired the wait of execution ${executionId} now${by}; it goes on`;
     if (decision.respond !== undefined) return `responded in place of the tool in execution ${executionId}${by}; it goes on`;
     if (decision.approved === false) return `rejected execution ${executionId}${by}; the model is told${reason !== "" ? ` why: ${reason}` : ""}`;
     return `approved execution ${executionId}${decision.input !== undefined ? " with edited arguments" : ""}${by}; it goes on`;
@@ -106,6 +107,21 @@ const handlers: Readonly<Record<string, Handler>> = {
     );
     if (refused !== undefined) return { error: messageOf(refused), target: given === "" && known?.kind !== "agent" ? "/talk" : target };
     return { notice: `sent to ${definition}, conversation ${conversationId}`, target };
+  },
+
+  /** An event a wait is keyed on, sent as the application's webhook would
+   * (`env.signal`, docs/decisions/0077). */
+  async signal(environment, fields) {
+    const key = required(fields, "key");
+    const text = fields.get("payload") ?? "";
+    let payload: unknown;
+    try {
+      payload = JSON.parse(text === "" ? "null" : text);
+    } catch (error) {
+      return { error: `the event's payload is not JSON: ${error instanceof Error ? error.message : String(error)}` };
+    }
+    const sent = await environment.signal(key, payload);
+    return sent.status === "resumed" ? `sent the event ${key}: execution ${sent.executionId} goes on` : `kept the event ${key} for the next wait on it`;
   },
 
   async cancel(environment, fields, reason) {

@@ -61,11 +61,69 @@ export function approvalCard(links: Links, approval: PendingApproval, context?: 
   const { request } = approval;
   const typed = approval.kind === "input";
   return html`<article class="approval${typed ? " typed-wait" : ""}" data-execution="${approval.executionId}" data-kind="${approval.kind}">
-    <header><a href="${links.execution(approval.executionId)}"><code>${approval.executionId}</code></a> · ${context?.definition ? html`<b class="definition">${context.definition}</b> · ` : ""}conversation <code>${approval.agentId}</code> · ${typed ? "asks for input" : "waits for approval"} since ${formatTime(approval.since)}</header>
+    <header><a href="${links.execution(approval.executionId)}"><code>${approval.executionId}</code></a> · ${context?.definition ? html`<b class="definition">${context.definition}</b> · ` : ""}conversation <code>${approval.agentId}</code> · ${waitWords(approval)} since ${formatTime(approval.since)}</header>
     ${context ? contextOf(context) : ""}
-    ${typed ? typedWaitForm(links, approval, back) : approvalForm(links, approval, back)}
-    <p class="muted small">${typed ? "wait" : "approval"} <code>${request.approvalId}</code> · arguments hash <code>${request.argumentsHash}</code> · <a class="conversation" href="${links.to(`/conversations/${encodeURIComponent(approval.agentId)}`)}">the conversation</a></p>
+    ${answerOf(links, approval, back)}
+    ${request.dueAt !== undefined && approval.kind !== "child" ? fireForm(links, approval, back) : ""}
+    <p class="muted small">${approval.kind === "approval" ? "approval" : "wait"} <code>${request.approvalId}</code> · arguments hash <code>${request.argumentsHash}</code> · <a class="conversation" href="${links.to(`/conversations/${encodeURIComponent(approval.agentId)}`)}">the conversation</a></p>
   </article>`;
+}
+
+/** What the wait is for, in words (docs/decisions/0075–0079). */
+function waitWords(approval: PendingApproval): string {
+  const due = approval.request.dueAt !== undefined ? formatTime(approval.request.dueAt) : "";
+  switch (approval.kind) {
+    case "input":
+      return `asks for input${due !== "" ? ` (times out ${due})` : ""}`;
+    case "event":
+      return `waits for the event ${approval.request.key ?? ""}${due !== "" ? ` (times out ${due})` : ""}`;
+    case "child":
+      return "waits for its child execution";
+    case "timer":
+      return `a timer due ${due}`;
+    default:
+      return "waits for approval";
+  }
+}
+
+/** How a person answers the wait: a decision, a value, the event; a
+ * child's wait is answered by its child's end, a timer by the clock. */
+function answerOf(links: Links, approval: PendingApproval, back: string | undefined): Html | string {
+  switch (approval.kind) {
+    case "input":
+      return typedWaitForm(links, approval, back);
+    case "event":
+      return eventForm(links, approval, back);
+    case "child": {
+      const child = approval.request.child?.executionId;
+      return child === undefined
+        ? ""
+        : html`<p>Answered by the end of <a href="${links.execution(child)}"><code>${child}</code></a>: open it to act on its own waits.</p>`;
+    }
+    case "timer":
+      return "";
+    default:
+      return approvalForm(links, approval, back);
+  }
+}
+
+/** Sends the event the wait is keyed on (`env.signal`), as a webhook would. */
+function eventForm(links: Links, approval: PendingApproval, back: string | undefined): Html {
+  const key = approval.request.key ?? "";
+  return html`<form method="post" action="${links.action("signal")}" class="decide event">
+    ${hidden(links, { key }, back)}
+    <label>Payload (JSON) for <code>${key}</code> <textarea class="json-edit" name="payload" rows="3" spellcheck="false" data-keep="payload-${approval.executionId}" aria-label="the event's payload"></textarea></label>
+    <button type="submit">Send the event</button>
+  </form>`;
+}
+
+/** The clock's answer now: a timer fires, a wait with a timeout ends timed out. */
+function fireForm(links: Links, approval: PendingApproval, back: string | undefined): Html {
+  const label = approval.kind === "timer" ? "Fire now" : "End it now (timed out)";
+  return html`<form method="post" action="${links.action("decide")}" class="decide fire">
+    ${hidden(links, { executionId: approval.executionId, approvalId: approval.request.approvalId, decision: "fire" }, back)}
+    <button type="submit" class="fire">${label}</button>
+  </form>`;
 }
 
 function contextOf(context: ApprovalContext): Html {

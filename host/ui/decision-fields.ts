@@ -32,6 +32,8 @@ export function decisionOfForm(fields: URLSearchParams, pending: PendingApproval
     }
     case "value":
       return { ...common, value: valueOfForm(fields, pending) };
+    case "fire":
+      return { approvalId: request.approvalId, fire: true, ...(decidedBy !== undefined ? { decidedBy } : {}) };
     case "approve": {
       const edits: { callId: string; input: Json }[] = [];
       for (const call of request.toolCalls) {
@@ -46,7 +48,7 @@ export function decisionOfForm(fields: URLSearchParams, pending: PendingApproval
       return edit === undefined ? { ...common, approved: true } : { ...common, approved: true, input: edit.input, callId: edit.callId };
     }
     default:
-      throw new FormError(`the decision must be "approve", "reject", "respond" or "value", got ${JSON.stringify(decision)}`);
+      throw new FormError(`the decision must be "approve", "reject", "respond", "value" or "fire", got ${JSON.stringify(decision)}`);
   }
 }
 
