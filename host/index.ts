@@ -81,7 +81,7 @@ export { humanInput, type HumanInputOptions } from "./agent/human-input.js";
 export { waitForEvent, type WaitForEventOptions } from "./agent/wait-for-event.js";
 export type { SignalOptions, SignalResult } from "./runtime/event-signals.js";
 export { agentTool, type AgentToolOptions, type NamedDefinition } from "./agent/agent-tool.js";
-export type { ChildConversation, ChildAgentSpecification } from "./agent/tools.js";
+export type { ChildConversation, ChildAgentSpecification, EventWaitOptions } from "./agent/tools.js";
 export { timer, type TimerFired, type TimerOptions } from "./agent/timer.js";
 export * from "./errors.js";
 export { checkSupportedRuntime } from "./runtime/supported-runtime.js";
