@@ -1,6 +1,7 @@
-// The event-wait crash child: `node --import tsx test/crash/event-child.ts
-// <json-config>` (docs/decisions/0077). Mode `wait` starts a checkout whose
-// model calls a `waitForEvent` tool, prints `waiting` once the wait is
+// The wait crash child: `node --import tsx test/crash/event-child.ts
+// <json-config>` (docs/decisions/0075, 0077). Mode `wait` starts a checkout
+// whose model calls a `waitForEvent` tool (or, with `wait: "input"`, a
+// `humanInput` tool asking for a delivery date), prints `waiting` once the wait is
 // durable and then idles until it is killed; mode `serve` opens the same
 // store after the kill, recovers the suspended execution, prints
 // `recovered`, waits for its end (a signal from another process resumes
@@ -9,16 +10,18 @@
 import { writeSync } from "node:fs";
 import { z } from "zod";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
-import { Phronomy, waitForEvent, type Environment } from "../../host/index.js";
+import { humanInput, Phronomy, waitForEvent, type Environment, type ToolSet } from "../../host/index.js";
 
 export interface EventChildConfig {
   readonly store: string;
   readonly mode: "wait" | "serve";
   readonly executionId?: string;
+  /** What the checkout waits for: an event (default) or a person's typed answer. */
+  readonly wait?: "event" | "input";
 }
 
 export type EventChildLine =
-  | { readonly type: "waiting"; readonly executionId: string; readonly key: string | undefined }
+  | { readonly type: "waiting"; readonly executionId: string; readonly key: string | undefined; readonly waitId: string }
   | { readonly type: "recovered"; readonly statuses: readonly string[] }
   | { readonly type: "done"; readonly output: unknown };
 
@@ -34,18 +37,30 @@ const awaitPayment = waitForEvent({
   payloadSchema: z.object({ amount: z.number().positive() }),
 });
 
+const askDeliveryDate = humanInput({
+  inputSchema: z.object({ question: z.string() }),
+  responseSchema: z.object({ date: z.string().regex(/^\d{4}-\d{2}-\d{2}$/) }),
+});
+
+const typed = config.wait === "input";
+const tools: ToolSet = typed ? { askDeliveryDate } : { awaitPayment };
+
 const model = scriptedModel(({ messages }) => {
   const last = messages.at(-1);
-  if (last?.role !== "tool") return { toolCalls: [{ toolName: "awaitPayment", input: { orderId: "42" } }] };
-  return { text: `paid ${JSON.stringify(last.results[0]?.output)}` };
+  if (last?.role !== "tool") {
+    return typed
+      ? { toolCalls: [{ toolName: "askDeliveryDate", input: { question: "When?" } }] }
+      : { toolCalls: [{ toolName: "awaitPayment", input: { orderId: "42" } }] };
+  }
+  return { text: `${typed ? "delivering" : "paid"} ${JSON.stringify(last.results[0]?.output)}` };
 });
 
 async function waitMode(env: Environment): Promise<void> {
-  const executionId = await env.agent({ id: "checkout", model, tools: { awaitPayment } }).start("pay order 42").executionId;
+  const executionId = await env.agent({ id: "checkout", model, tools }).start("pay order 42").executionId;
   for (;;) {
     const pending = (await env.pendingApprovals()).find((item) => item.executionId === executionId);
     if (pending !== undefined) {
-      print({ type: "waiting", executionId, key: pending.key });
+      print({ type: "waiting", executionId, key: pending.key, waitId: pending.request.approvalId });
       break;
     }
     await new Promise((resolve) => setTimeout(resolve, 10));
@@ -55,7 +70,7 @@ async function waitMode(env: Environment): Promise<void> {
 }
 
 async function serveMode(env: Environment): Promise<void> {
-  env.agent({ id: "checkout", model, tools: { awaitPayment } });
+  env.agent({ id: "checkout", model, tools });
   const report = await env.recovery("checkout");
   print({ type: "recovered", statuses: report.map((item) => item.status) });
   // Suspended, env.wait refuses at once (APPROVAL_REQUIRED): asked again

@@ -1,8 +1,9 @@
-// kill -9 of a process waiting for an event (docs/decisions/0077): the
-// wait is committed in process A, A is killed with SIGKILL; process B opens
-// the store and recovers the wait; a signal sent from a third party (a
-// visitor of the same SQLite store: a webhook handler) is filed for B,
-// which resumes the execution once and completes it.
+// kill -9 of a process waiting for an event (docs/decisions/0077) or a
+// person's typed answer (0075): the wait is committed in process A, A is
+// killed with SIGKILL; process B opens the store and recovers the wait; a
+// signal (or a value) sent from a third party — a visitor of the same
+// SQLite store: a webhook handler, the CLI — is filed for B, which resumes
+// the execution once and completes it.
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
@@ -88,6 +89,35 @@ describe("an event wait across kill -9", () => {
       const steps = (await check.timeline(line.executionId)).filter((step) => step.kind === "approval_decided");
       expect(steps).toHaveLength(1);
       expect(await check.execution(line.executionId)).toMatchObject({ status: "terminal", outcome: "completed" });
+    } finally {
+      await check.close();
+    }
+  }, 90_000);
+
+  it("a typed wait: the waiting process killed, a value refused then given from a visitor, the restarted process resumes it once", async () => {
+    const store = await temporaryStorePath();
+    const waiting = spawnChild({ store, mode: "wait", wait: "input" });
+    const line = (await waiting.line("waiting")) as Extract<EventChildLine, { type: "waiting" }>;
+    waiting.process.kill("SIGKILL");
+    expect((await waiting.exited()).signal).toBe("SIGKILL");
+
+    const serving = spawnChild({ store, mode: "serve", executionId: line.executionId, wait: "input" });
+    expect(await serving.line("recovered")).toEqual({ type: "recovered", statuses: ["suspended"] });
+    const visitor = await Phronomy.open({ store, visitor: true });
+    try {
+      // Checked by the owner against the response schema: refused, the wait stays.
+      const refused = await visitor.admin.decide(line.executionId, { approvalId: line.waitId, value: { date: "soon" } });
+      await expect(refused.result).rejects.toMatchObject({ code: "INVALID_INPUT" });
+      const given = await visitor.admin.decide(line.executionId, { approvalId: line.waitId, value: { date: "2027-03-01" } });
+      expect((await given.result).output).toBe('delivering {"date":"2027-03-01"}');
+    } finally {
+      await visitor.close();
+    }
+    expect(await serving.line("done")).toEqual({ type: "done", output: 'delivering {"date":"2027-03-01"}' });
+    expect(await serving.exited(), serving.stderr()).toEqual({ code: 0, signal: null });
+    const check = await Phronomy.open({ store });
+    try {
+      expect((await check.timeline(line.executionId)).filter((step) => step.kind === "approval_decided")).toHaveLength(1);
     } finally {
       await check.close();
     }
