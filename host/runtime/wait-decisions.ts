@@ -14,7 +14,7 @@ import type { ResolvedTool } from "../agent/tools.js";
 import { InvalidInputError, type PhronomyError } from "../errors.js";
 import type { Json, ToolCallRecord } from "../store/records.js";
 import type { ApprovalRequest, EventListener } from "./events.js";
-import { childFailure, childOutcomeIn, waitsForChild } from "./child-waits.js";
+import { childFailure, childOutcomeIn } from "./child-waits.js";
 import { clockAnswerOf, hasDeadline } from "./wait-deadlines.js";
 
 /** What an answer does to the call it is for. */
@@ -63,14 +63,19 @@ export function waitsForInput(request: ApprovalRequest | undefined): boolean {
   return request?.kind === "input";
 }
 
-/** The kind of a pending wait: an approval, a typed input wait, a keyed event wait. */
-export function waitKindOf(request: ApprovalRequest | undefined): "approval" | "input" | "event" {
-  return request?.kind === "input" || request?.kind === "event" ? request.kind : "approval";
+/** What a pending wait waits for (decisions 0075–0079). */
+type WaitKind = NonNullable<ApprovalRequest["kind"]>;
+
+/** The kind of a pending wait: an approval, a typed input wait, a keyed
+ * event wait, a child's wait, a timer. */
+export function waitKindOf(request: ApprovalRequest | undefined): WaitKind {
+  return request?.kind ?? "approval";
 }
 
-/** The wait kind an answer is for: a value a typed wait, a signal an event wait. */
-function kindAnswered(kind: DecisionActionKind): "approval" | "input" | "event" {
-  return kind === "value" ? "input" : kind === "signal" ? "event" : "approval";
+/** The wait kind an answer is for: a value a typed wait, a signal an event
+ * wait, a child's end a child's wait, a decision an approval. */
+function kindAnswered(kind: DecisionActionKind): WaitKind {
+  return kind === "value" ? "input" : kind === "signal" ? "event" : kind === "child" ? "child" : "approval";
 }
 
 /** Checks the answer against the schema of the call it is for: the call's
@@ -83,9 +88,9 @@ export async function checkAction(
   given: GivenAction,
 ): Promise<{ readonly action?: DecisionAction; readonly error?: PhronomyError }> {
   if (given.kind === "fire") return clockAction(request);
-  // A child's end answers a child's wait; anything else is left for the core to refuse (decision 0079).
-  if (given.kind === "child" || waitsForChild(request)) return given.kind === "child" && waitsForChild(request) ? childAction(request, given) : {};
+  // An answer of another kind than the wait is left for the core to refuse.
   if (kindAnswered(given.kind) !== waitKindOf(request)) return {};
+  if (given.kind === "child") return childAction(request, given);
   const { executionId, approvalId } = request;
   const context = { executionId, agentId: request.agentId };
   const what = waitNameOf(given.kind, approvalId);
