@@ -6,6 +6,11 @@
 // figures, asserts nothing (docs/decisions/0052).
 //
 //   BENCH_SUSPENDED=10000 npm run bench:suspended-heap
+//   BENCH_WAIT=timer|event BENCH_SUSPENDED=10000 npm run bench:suspended-heap
+//
+// BENCH_WAIT picks the wait each conversation suspends on: `approval` (a
+// tool needing approval, the default), `timer` (a timer due in a day) or
+// `event` (a keyed event wait with a day's timeout, its key its own).
 //
 // "(code)" is the JIT's compiled code and shrinks as N grows: read it as
 // noise. RSS is not measured here (bench:conversations does): this is
@@ -17,11 +22,14 @@ import { join } from "node:path";
 import { writeHeapSnapshot } from "node:v8";
 import { z } from "zod";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
-import { Phronomy, tool, type DefinedAgent } from "../../host/index.js";
+import { Phronomy, timer, tool, waitForEvent, type DefinedAgent } from "../../host/index.js";
 
 const SUSPENDED = Number(process.env.BENCH_SUSPENDED ?? 10_000);
 const WARM_UP = 50;
 const SHOWN = 20;
+const WAIT = process.env.BENCH_WAIT ?? "approval";
+if (!["approval", "timer", "event"].includes(WAIT)) throw new Error(`BENCH_WAIT must be approval, timer or event, not ${WAIT}`);
+const DAY_MS = 24 * 60 * 60 * 1000;
 
 interface Group {
   count: number;
@@ -67,12 +75,26 @@ function suspend(support: DefinedAgent, prefix: string, count: number): Promise<
   });
 }
 
+/** The tool the scripted model calls: it suspends on the wait BENCH_WAIT names. */
+function waitingTool() {
+  if (WAIT === "timer") return timer({ inputSchema: z.object({ amount: z.number() }), until: () => DAY_MS });
+  if (WAIT === "event")
+    return waitForEvent({
+      inputSchema: z.object({ amount: z.number() }),
+      key: () => `paid:${keyed++}`,
+      payloadSchema: z.object({ ok: z.boolean() }),
+      timeoutMs: DAY_MS,
+    });
+  return tool({ inputSchema: z.object({ amount: z.number() }), needsApproval: () => true, execute: () => "ok" });
+}
+let keyed = 0;
+
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error("run with node --expose-gc (npm run bench:suspended-heap does)");
 const directory = await mkdtemp(join(tmpdir(), "phronomy-suspended-heap-"));
 const env = await Phronomy.open({ store: join(directory, "store.db"), synchronous: "NORMAL" });
 try {
-  const refund = tool({ inputSchema: z.object({ amount: z.number() }), needsApproval: () => true, execute: () => "ok" });
+  const refund = waitingTool();
   const model = scriptedModel(({ messages }) =>
     messages.at(-1)?.role === "tool" ? { text: "refunded" } : { toolCalls: [{ toolName: "refund", input: { amount: 30 } }] },
   );
@@ -101,7 +123,7 @@ try {
   const total = rows.reduce((sum, row) => sum + row.bytes, 0);
   const code = rows.find((row) => row.name === "(code)")?.bytes ?? 0;
   console.log(
-    `${SUSPENDED.toLocaleString("en-US")} conversations suspended for approval, no Run kept: ${total.toFixed(0)} B of live heap each (${(total - code).toFixed(0)} B without the JIT's code)`,
+    `${SUSPENDED.toLocaleString("en-US")} conversations suspended (${WAIT} wait), no Run kept: ${total.toFixed(0)} B of live heap each (${(total - code).toFixed(0)} B without the JIT's code)`,
   );
   console.log("   bytes  objects  constructor or node type (per suspended execution)");
   for (const row of rows.slice(0, SHOWN)) console.log(`${row.bytes.toFixed(0).padStart(8)} ${row.count.toFixed(2).padStart(8)}  ${row.name.slice(0, 70)}`);

@@ -11,9 +11,11 @@
 // Rules kept: an id is here only while its slot's entry is not in the
 // coordinator's tables (`take` removes it before the entry is rebuilt);
 // a weak tail whose Run was collected is swept, so an execution nobody
-// waits on costs its id, its index entry and two array slots.
+// waits on costs its id's 16 bytes and its index entry in `SlotIds`
+// (docs/decisions/0084) and no object.
 
 import { WeakTail, type Waiting } from "./run.js";
+import { SlotIds } from "./slot-ids.js";
 
 /** How long after a weak tail is kept the sweep runs: the Runs an
  * application dropped are collected by then, usually. Unreferenced timer. */
@@ -26,12 +28,10 @@ const olderSweepMs = 5_000;
 type Kept = Waiting | Waiting[] | undefined;
 
 export class DormantExecutions {
-  /** The slot of each dormant execution, by execution id. */
-  private readonly slots = new Map<string, number>();
-  /** The execution id of each dormant slot. */
-  private readonly ids: (string | undefined)[] = [];
-  /** The tails each dormant slot keeps. */
-  private readonly kept: Kept[] = [];
+  /** The execution id of each dormant slot, and the slot by id. */
+  private readonly ids = new SlotIds();
+  /** The tails of the dormant slots that keep any. */
+  private readonly kept = new Map<number, Kept>();
   private sweepTimer: ReturnType<typeof setTimeout> | undefined;
   /** Slots given a weak tail since the last sweep. */
   private recent: number[] = [];
@@ -42,29 +42,27 @@ export class DormantExecutions {
   private olderSweptAt = 0;
 
   get size(): number {
-    return this.slots.size;
+    return this.ids.size;
   }
 
   has(executionId: string): boolean {
-    return this.slots.has(executionId);
+    return this.ids.has(executionId);
   }
 
   slotOf(executionId: string): number | undefined {
-    return this.slots.get(executionId);
+    return this.ids.slotOf(executionId);
   }
 
   idAt(slot: number): string | undefined {
-    return this.ids[slot];
+    return this.ids.idAt(slot);
   }
 
   /** Keeps the execution `executionId` of `slot` as dormant, with the
    * tails of `waiters` that may still be waited on. */
   add(slot: number, executionId: string, waiters: readonly Waiting[]): void {
-    if (this.ids[slot] !== undefined) throw new Error(`dormant slot ${slot} is already execution ${this.ids[slot]}`);
-    this.slots.set(executionId, slot);
-    this.ids[slot] = executionId;
+    this.ids.add(slot, executionId);
     const tails = waiters.map((waiter) => waiter.tail()).filter((tail) => !(tail instanceof WeakTail && tail.gone));
-    this.kept[slot] = tails.length === 0 ? undefined : tails.length === 1 ? tails[0] : tails;
+    this.keep(slot, tails);
     if (tails.some((tail) => tail instanceof WeakTail)) {
       this.recent.push(slot);
       this.sweepSoon();
@@ -73,19 +71,23 @@ export class DormantExecutions {
 
   /** Removes the dormant execution of `slot`: its id and the tails it kept. */
   take(slot: number): { readonly executionId: string; readonly waiters: Waiting[] } | undefined {
-    const executionId = this.ids[slot];
+    const executionId = this.ids.idAt(slot);
     if (executionId === undefined) return undefined;
-    const kept = this.kept[slot];
-    this.slots.delete(executionId);
-    this.ids[slot] = undefined;
-    this.kept[slot] = undefined;
+    const kept = this.kept.get(slot);
+    this.ids.remove(slot);
+    this.kept.delete(slot);
     const waiters = kept === undefined ? [] : Array.isArray(kept) ? kept : [kept];
     return { executionId, waiters: waiters.filter((waiter) => !(waiter instanceof WeakTail && waiter.gone)) };
   }
 
   /** Every dormant slot (close, a core trap). */
   allSlots(): number[] {
-    return [...this.slots.values()];
+    return this.ids.slots();
+  }
+
+  private keep(slot: number, tails: Waiting[]): void {
+    if (tails.length === 0) this.kept.delete(slot);
+    else this.kept.set(slot, tails.length === 1 ? tails[0] : tails);
   }
 
   /** The sweep of weak tails whose Run was collected, once, soon. */
@@ -114,10 +116,10 @@ export class DormantExecutions {
 
   /** Drops the collected weak tails of one slot; true while a weak one is left. */
   private sweepSlot(slot: number): boolean {
-    const kept = this.kept[slot];
+    const kept = this.kept.get(slot);
     if (kept === undefined) return false;
     const tails = (Array.isArray(kept) ? kept : [kept]).filter((tail) => !(tail instanceof WeakTail && tail.gone));
-    this.kept[slot] = tails.length === 0 ? undefined : tails.length === 1 ? tails[0] : tails;
+    this.keep(slot, tails);
     return tails.some((tail) => tail instanceof WeakTail);
   }
 

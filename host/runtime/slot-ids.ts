@@ -1,0 +1,164 @@
+// Ids by slot and slots by id, without a JavaScript string or a Map entry
+// per id (docs/decisions/0084). A million suspended executions each kept
+// their id (a 36-character string, ≈56 B) and its Map entry (≈30 B) in the
+// dormant index; here an id in the form `randomUUID()` gives — lowercase,
+// canonical — is 16 bytes in one typed array indexed by slot, found by id
+// through an open-addressing table of slots (linear probing, at most half
+// full, deleted by shifting back: no tombstones). Any other id (an
+// idempotency key, a filed start's own) is kept as it is, in a Map: exact,
+// and no cheaper than before.
+//
+// The string an id is read back as (`idAt`) is made anew each time: equal
+// to the one added, not the same object.
+
+const uuidForm = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const uuidBytes = 16;
+/** Where each byte's two hex digits sit in the canonical form. */
+const hexAt = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
+const hexDigits = "0123456789abcdef";
+
+/** Packs a canonical lowercase UUID's 16 bytes into `into` at `at`. */
+function pack(id: string, into: Uint8Array, at: number): void {
+  for (let byte = 0; byte < uuidBytes; byte += 1) into[at + byte] = Number.parseInt(id.slice(hexAt[byte], hexAt[byte]! + 2), 16);
+}
+
+function unpack(from: Uint8Array, at: number): string {
+  let id = "";
+  for (let byte = 0; byte < uuidBytes; byte += 1) {
+    if (byte === 4 || byte === 6 || byte === 8 || byte === 10) id += "-";
+    const value = from[at + byte]!;
+    id += hexDigits[value >> 4]! + hexDigits[value & 15]!;
+  }
+  return id;
+}
+
+/** Mixes the 16 bytes at `at` into a 32-bit hash (ids given as keys need
+ * not be random). */
+function hashOf(bytes: Uint8Array, at: number): number {
+  let hash = 0x811c9dc5;
+  for (let byte = 0; byte < uuidBytes; byte += 1) hash = Math.imul(hash ^ bytes[at + byte]!, 0x01000193);
+  hash ^= hash >>> 16;
+  return Math.imul(hash, 0x85ebca6b) >>> 0;
+}
+
+export class SlotIds {
+  /** Each slot's UUID bytes (valid where `packedAt` says so). */
+  private bytes = new Uint8Array(0);
+  /** 1 where the slot holds a packed UUID. */
+  private packed = new Uint8Array(0);
+  /** Open addressing: slot + 1 of a packed id, 0 for empty. */
+  private table = new Int32Array(16);
+  private packedCount = 0;
+  /** Ids not in the canonical UUID form, both ways. */
+  private readonly otherSlots = new Map<string, number>();
+  private readonly otherIds = new Map<number, string>();
+  /** The probe's scratch: the packed form of an id looked up. */
+  private readonly probe = new Uint8Array(uuidBytes);
+
+  get size(): number {
+    return this.packedCount + this.otherSlots.size;
+  }
+
+  /** Records `id` at `slot`; the slot must be free and the id new. */
+  add(slot: number, id: string): void {
+    if (this.idAt(slot) !== undefined) throw new Error(`slot ${slot} already holds id ${this.idAt(slot)}`);
+    if (this.slotOf(id) !== undefined) throw new Error(`id ${id} is already at slot ${this.slotOf(id)}`);
+    if (!uuidForm.test(id)) {
+      this.otherSlots.set(id, slot);
+      this.otherIds.set(slot, id);
+      return;
+    }
+    this.reserve(slot);
+    pack(id, this.bytes, slot * uuidBytes);
+    this.packed[slot] = 1;
+    this.packedCount += 1;
+    if (this.packedCount * 2 > this.table.length) this.rehash(this.table.length * 2);
+    this.insert(slot);
+  }
+
+  slotOf(id: string): number | undefined {
+    if (!uuidForm.test(id)) return this.otherSlots.get(id);
+    pack(id, this.probe, 0);
+    const mask = this.table.length - 1;
+    for (let at = hashOf(this.probe, 0) & mask; ; at = (at + 1) & mask) {
+      const held = this.table[at]!;
+      if (held === 0) return undefined;
+      if (this.equals(held - 1)) return held - 1;
+    }
+  }
+
+  has(id: string): boolean {
+    return this.slotOf(id) !== undefined;
+  }
+
+  idAt(slot: number): string | undefined {
+    if (this.packed[slot] === 1) return unpack(this.bytes, slot * uuidBytes);
+    return this.otherIds.get(slot);
+  }
+
+  /** Forgets the id at `slot`; false when it held none. */
+  remove(slot: number): boolean {
+    const other = this.otherIds.get(slot);
+    if (other !== undefined) {
+      this.otherIds.delete(slot);
+      this.otherSlots.delete(other);
+      return true;
+    }
+    if (this.packed[slot] !== 1) return false;
+    const mask = this.table.length - 1;
+    let at = hashOf(this.bytes, slot * uuidBytes) & mask;
+    while (this.table[at] !== slot + 1) at = (at + 1) & mask;
+    // Backward-shift deletion: each later entry of the run moves into the
+    // hole if its home is not between the hole and it.
+    let hole = at;
+    for (let next = (hole + 1) & mask; this.table[next] !== 0; next = (next + 1) & mask) {
+      const home = hashOf(this.bytes, (this.table[next]! - 1) * uuidBytes) & mask;
+      const stays = hole <= next ? hole < home && home <= next : hole < home || home <= next;
+      if (stays) continue;
+      this.table[hole] = this.table[next]!;
+      hole = next;
+    }
+    this.table[hole] = 0;
+    this.packed[slot] = 0;
+    this.packedCount -= 1;
+    return true;
+  }
+
+  /** Every slot holding an id. */
+  slots(): number[] {
+    const found = [...this.otherIds.keys()];
+    for (let slot = 0; slot < this.packed.length; slot += 1) if (this.packed[slot] === 1) found.push(slot);
+    return found;
+  }
+
+  private equals(slot: number): boolean {
+    const at = slot * uuidBytes;
+    for (let byte = 0; byte < uuidBytes; byte += 1) if (this.bytes[at + byte] !== this.probe[byte]) return false;
+    return true;
+  }
+
+  private insert(slot: number): void {
+    const mask = this.table.length - 1;
+    let at = hashOf(this.bytes, slot * uuidBytes) & mask;
+    while (this.table[at] !== 0) at = (at + 1) & mask;
+    this.table[at] = slot + 1;
+  }
+
+  private rehash(capacity: number): void {
+    const old = this.table;
+    this.table = new Int32Array(capacity);
+    for (const held of old) if (held !== 0) this.insert(held - 1);
+  }
+
+  /** Grows the per-slot arrays to hold `slot` (doubling). */
+  private reserve(slot: number): void {
+    if (slot < this.packed.length) return;
+    const length = Math.max(1024, this.packed.length * 2, slot + 1);
+    const packed = new Uint8Array(length);
+    packed.set(this.packed);
+    const bytes = new Uint8Array(length * uuidBytes);
+    bytes.set(this.bytes);
+    this.packed = packed;
+    this.bytes = bytes;
+  }
+}
