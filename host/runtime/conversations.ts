@@ -37,8 +37,7 @@ import type { AgentEntry } from "./requests.js";
 import type { ExecutionStore } from "../store/store.js";
 import { Agent, type AgentHost } from "./agent.js";
 import type { DefinitionKind } from "./definition-kind.js";
-import type { ResolvedTool } from "../agent/tools.js";
-import type { AgentSettings } from "./options.js";
+import { Conversation, type FirstRecoveryCause } from "./conversation-record.js";
 
 /** What the environment lends this bookkeeping. */
 export interface ConversationHost {
@@ -88,45 +87,21 @@ interface FirstScan {
   readonly readAt: number;
 }
 
-/** What asks for a conversation's first recovery. */
-type FirstRecoveryCause = RecoveryCause.OpenScan | RecoveryCause.FirstUse | RecoveryCause.PartitionTaken;
-
-/** A conversation live here. Once registered it is its own core entry
- * (`entry` is the object itself: the AgentEntry's fields are laid out
- * with it at open, so a suspended conversation costs one object, not two:
- * docs/decisions/0066). */
-interface Conversation {
-  readonly id: string;
-  readonly kind: DefinitionKind;
-  /** Host operations using the entry now. */
-  users: number;
-  /** Resolves once registered, owned (leases) and recovered; undefined
-   * once it resolved (a million suspended conversations would each keep
-   * a settled promise): `readyOf` then answers with the entry. */
-  ready: Promise<AgentEntry> | undefined;
-  entry: AgentEntry | undefined;
-  /** Registration failed: the next use tries again. */
-  failed: boolean;
-  /** What asked for its first recovery: the open scan (its definition), a
-   * partition taken in the background, or a first use (docs/decisions/0062). */
-  readonly cause: FirstRecoveryCause;
-  // The AgentEntry's fields: slot and generation set by the registration.
-  slot: number;
-  generation: number;
-  readonly definition: AgentSettings;
-  readonly tools: readonly ResolvedTool[];
-  readonly definitionName: string | undefined;
-}
-
 /** The conversation's readiness: its pending promise, or its entry once
  * it was ready. */
-function readyOf(conversation: Conversation): Promise<AgentEntry> {
-  return conversation.ready ?? Promise.resolve(conversation.entry as AgentEntry);
+function readyOf(conversation: Conversation, pending: ReadonlyMap<Conversation, Promise<AgentEntry>>): Promise<AgentEntry> {
+  return pending.get(conversation) ?? Promise.resolve(conversation.entry as AgentEntry);
 }
 
 export class Conversations {
   /** Conversations with a core entry, or getting one. */
   private readonly live = new Map<string, Conversation>();
+  /** The readiness of each conversation being registered, owned (leases)
+   * and recovered (kept, rejected, until a failed one is forgotten); gone
+   * once it resolved (a million suspended
+   * conversations would each keep a settled promise): `readyOf` then
+   * answers with the entry. */
+  private readonly pending = new Map<Conversation, Promise<AgentEntry>>();
   /** `env.agent({ id })` definitions, by id. */
   private readonly byId = new Map<string, DefinitionKind>();
   /** `env.agent({ name })` definitions, by name. */
@@ -142,6 +117,12 @@ export class Conversations {
   /** Core entries held now (for tests and benchmarks). */
   get liveCount(): number {
     return this.live.size;
+  }
+
+  /** Conversations whose readiness is still pending (or failed, not yet
+   * forgotten): for tests — a ready one keeps no promise. */
+  get pendingCount(): number {
+    return this.pending.size;
   }
 
   isDefinedId(agentId: string): boolean {
@@ -222,7 +203,7 @@ export class Conversations {
     const used = conversation;
     let ended = false;
     return {
-      entry: readyOf(used),
+      entry: readyOf(used, this.pending),
       done: () => {
         if (ended) return;
         ended = true;
@@ -255,7 +236,7 @@ export class Conversations {
   /** The conversation's entry if it has one (or is getting one). */
   liveEntry(agentId: string): Promise<AgentEntry> | undefined {
     const conversation = this.live.get(agentId);
-    return conversation === undefined || conversation.failed ? undefined : readyOf(conversation);
+    return conversation === undefined || conversation.failed ? undefined : readyOf(conversation, this.pending);
   }
 
   /** The conversation's core entry now, when it has one (not failed). */
@@ -284,7 +265,7 @@ export class Conversations {
     if (conversation === undefined || conversation.failed) return undefined;
     this.countUse(conversation, 1);
     try {
-      const entry = await readyOf(conversation).catch(() => undefined);
+      const entry = await readyOf(conversation, this.pending).catch(() => undefined);
       return entry === undefined ? undefined : await work(entry);
     } finally {
       this.countUse(conversation, -1);
@@ -300,7 +281,7 @@ export class Conversations {
   async release(agentId: string): Promise<void> {
     const conversation = this.live.get(agentId);
     if (conversation === undefined) return;
-    await readyOf(conversation).catch(() => undefined);
+    await readyOf(conversation, this.pending).catch(() => undefined);
     if (this.live.get(agentId) !== conversation) return;
     const code = await new Promise<number>((resolve, reject) => {
       this.host.loop.post(() => resolve(this.unpinAndFree(conversation)), { completion: { fail: reject }, label: `the release of conversation "${agentId}"` });
@@ -320,28 +301,15 @@ export class Conversations {
   }
 
   private open(agentId: string, kind: DefinitionKind, cause: FirstRecoveryCause): Conversation {
-    const conversation: Conversation = {
-      id: agentId,
-      kind,
-      users: 0,
-      ready: undefined,
-      entry: undefined,
-      failed: false,
-      cause,
-      slot: -1,
-      generation: 0,
-      definition: kind.definition,
-      tools: kind.tools,
-      definitionName: kind.name,
-    };
+    const conversation = new Conversation(agentId, kind, cause);
     const ready = this.prepare(conversation);
-    conversation.ready = ready;
+    this.pending.set(conversation, ready);
     ready.then(
       () => {
-        if (conversation.ready === ready) conversation.ready = undefined;
+        if (this.pending.get(conversation) === ready) this.pending.delete(conversation);
       },
       () => {
-        conversation.failed = true;
+        conversation.markFailed();
         if (conversation.users === 0) this.forgetFailed(conversation);
       },
     );
@@ -513,11 +481,8 @@ export class Conversations {
     const code = coordinator.apply(M.RegisterAgent, 0);
     if (code !== ResultCode.Ok) throw errorForCode(code, { agentId: conversation.id });
     const { core } = coordinator.settings;
-    conversation.slot = core.effectWord(0, 1);
-    conversation.generation = core.effectWord(0, 2);
-    const entry: AgentEntry = conversation;
+    const entry = conversation.register(core.effectWord(0, 1), core.effectWord(0, 2));
     coordinator.registerAgentEntry(entry);
-    conversation.entry = entry;
     // The uses counted before the slot existed are the core's now;
     // later ones are told as they come (`countUse`).
     for (let use = 0; use < conversation.users; use += 1) coordinator.apply(M.UseBegin, entry.slot, entry.generation);
@@ -578,6 +543,7 @@ export class Conversations {
    * execution or an admission on: that one stays, as before. */
   private forgetFailed(conversation: Conversation): void {
     if (this.live.get(conversation.id) === conversation) this.live.delete(conversation.id);
+    this.pending.delete(conversation);
     const entry = conversation.entry;
     if (entry === undefined) return;
     const { coordinator } = this.host;

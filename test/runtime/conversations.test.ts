@@ -213,7 +213,7 @@ describe("conversations", () => {
     await idle(env);
   });
 
-  it("a suspended conversation is one object, its own core entry, and keeps no settled readiness (docs/decisions/0066)", async () => {
+  it("a suspended conversation is one object of six fields, its own core entry, and keeps no settled readiness (docs/decisions/0066, 0084)", async () => {
     const env = await openEnvironment();
     const refunds: string[] = [];
     const support = env.agent({ name: "support", model: refundModel(), tools: { refund: approvalRefundTool(refunds) } });
@@ -228,7 +228,10 @@ describe("conversations", () => {
     const entries = env.coordinator.agentEntries().filter((candidate) => candidate.id === "user-1");
     expect(entries).toHaveLength(1);
     expect(entries[0]).toBe(entry);
-    expect(entry).toMatchObject({ id: "user-1", definitionName: "support", ready: undefined, users: 0 });
+    expect(entry).toMatchObject({ id: "user-1", definitionName: "support", users: 0 });
+    expect(env.conversations.pendingCount).toBe(0);
+    // What its definition gives is read through it, not copied (0084).
+    expect(Object.keys(entry).sort()).toEqual(["generation", "id", "kind", "slot", "state", "users"]);
     // A later use still finds the entry ready, and the approval runs.
     await expect(env.conversations.liveEntry("user-1")).resolves.toBe(entry);
     const { executionId, approvalId } = approvals[0]!;
