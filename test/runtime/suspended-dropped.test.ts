@@ -10,7 +10,7 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { ApprovalRequiredError, Phronomy, tool, type DefinedAgent, type Environment, type ExecutionEvent } from "../../host/index.js";
+import { ApprovalRequiredError, Phronomy, timer, tool, waitForEvent, type DefinedAgent, type Environment, type ExecutionEvent } from "../../host/index.js";
 import type { ScriptedTurn } from "../../host/agent/scripted-model.js";
 import { openEnvironment, scriptedModel, temporaryStorePath } from "./helpers.js";
 
@@ -210,5 +210,45 @@ describe("a suspended execution let go of", () => {
         { timeout: 30_000 },
       )
       .toBeUndefined();
+  });
+
+  it("a timer wait and a keyed event wait are let go of too, found by their ids' compact index, listed, fired and signalled (0084)", async () => {
+    const env = await openEnvironment();
+    const day = 24 * 60 * 60 * 1000;
+    const later = timer({ inputSchema: z.object({ amount: z.number() }), until: () => day });
+    const paid = waitForEvent({
+      inputSchema: z.object({ amount: z.number() }),
+      key: ({ amount }) => `paid:${amount}`,
+      payloadSchema: z.object({ ok: z.boolean() }),
+      timeoutMs: day,
+    });
+    const callOf = (toolName: string, amount: number) =>
+      scriptedModel(({ messages }) => (messages.at(-1)?.role === "tool" ? { text: "back" } : { toolCalls: [{ toolName, input: { amount } }] }));
+    const sleeper = env.agent({ name: "sleeper", model: callOf("later", 1), tools: { later }, memoryWindow: 1 });
+    const payer = env.agent({ name: "payer", model: callOf("paid", 7), tools: { paid }, memoryWindow: 1 });
+    const sleeping = sleeper.conversation("user-timer").start("check back tomorrow");
+    const paying = payer.conversation("user-event").start("take the payment");
+    const [timerId, eventId] = [await sleeping.executionId, await paying.executionId];
+    await expect.poll(() => env.coordinator.dormant.has(timerId) && env.coordinator.dormant.has(eventId), { timeout: 30_000 }).toBe(true);
+    // The execution ids are held as bytes: read back equal, by slot and by id.
+    const timerSlot = env.coordinator.dormant.slotOf(timerId)!;
+    expect(env.coordinator.dormant.idAt(timerSlot)).toBe(timerId);
+    expect(env.coordinator.liveEntries).toBe(2);
+    const pending = await env.pendingApprovals();
+    expect(pending.map((wait) => [wait.executionId, wait.kind]).sort()).toEqual(
+      [
+        [timerId, "timer"],
+        [eventId, "event"],
+      ].sort(),
+    );
+    const timerWait = pending.find((wait) => wait.kind === "timer")!;
+    await expect(sleeper.conversation("user-timer").resume(timerId, { waitId: timerWait.request.approvalId, fire: true }).result).resolves.toMatchObject({
+      executionId: timerId,
+      outcome: "completed",
+      output: "back",
+    });
+    await expect(env.signal("paid:7", { ok: true })).resolves.toMatchObject({ status: "resumed", executionId: eventId });
+    await expect(env.wait(eventId).result).resolves.toMatchObject({ executionId: eventId, outcome: "completed", output: "back" });
+    expect(env.coordinator.dormant.size).toBe(0);
   });
 });
