@@ -3,8 +3,8 @@
 // their id (a 36-character string, ≈56 B) and its Map entry (≈30 B) in the
 // dormant index; here an id in the form `randomUUID()` gives — lowercase,
 // canonical — is 16 bytes in one typed array indexed by slot, found by id
-// through an open-addressing table of slots (linear probing, at most half
-// full, deleted by shifting back: no tombstones). Any other id (an
+// through an open-addressing table of slots (linear probing, at most
+// three quarters full, deleted by shifting back: no tombstones). Any other id (an
 // idempotency key, a filed start's own) is kept as it is, in a Map: exact,
 // and no cheaper than before.
 //
@@ -72,7 +72,7 @@ export class SlotIds {
     pack(id, this.bytes, slot * uuidBytes);
     this.packed[slot] = 1;
     this.packedCount += 1;
-    if (this.packedCount * 2 > this.table.length) this.rehash(this.table.length * 2);
+    if (this.packedCount * 4 > this.table.length * 3) this.rehash(this.table.length * 2);
     this.insert(slot);
   }
 
