@@ -17,9 +17,17 @@ const uuidBytes = 16;
 const hexAt = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
 const hexDigits = "0123456789abcdef";
 
+/** The value of one lowercase hex digit's char code. */
+function nibble(code: number): number {
+  return code <= 57 ? code - 48 : code - 87;
+}
+
 /** Packs a canonical lowercase UUID's 16 bytes into `into` at `at`. */
 function pack(id: string, into: Uint8Array, at: number): void {
-  for (let byte = 0; byte < uuidBytes; byte += 1) into[at + byte] = Number.parseInt(id.slice(hexAt[byte], hexAt[byte]! + 2), 16);
+  for (let byte = 0; byte < uuidBytes; byte += 1) {
+    const digit = hexAt[byte]!;
+    into[at + byte] = (nibble(id.charCodeAt(digit)) << 4) | nibble(id.charCodeAt(digit + 1));
+  }
 }
 
 function unpack(from: Uint8Array, at: number): string {
