@@ -13,7 +13,8 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { open, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Phronomy, tool, type Agent, type Environment, type Run } from "../../host/index.js";
@@ -29,9 +30,12 @@ const mounts: string[] = [];
 /** Directories whose store files may still be immutable. */
 const immutables: string[] = [];
 const environments: Environment[] = [];
+/** Files that released a held store worker. */
+const gates: string[] = [];
 
 afterEach(async () => {
   for (const env of environments.splice(0)) await env.close().catch(() => undefined);
+  for (const gate of gates.splice(0)) rmSync(gate, { force: true });
   for (const directory of immutables.splice(0)) {
     for (const path of storeFiles(directory)) {
       try {
@@ -112,8 +116,43 @@ const readOnly: Fault = {
   },
 };
 
-async function episode(fault: Fault, directory: string): Promise<{ admitted: number; failedDuringFault: number }> {
-  const env = await Phronomy.open({ store: join(directory, "store.db"), logger: recordingLogger() });
+/** Opens the store with its worker's start held until `release()`
+ * (`test/support/held-store-worker.mjs`): meanwhile every write commits
+ * inline, as on a loaded machine whose worker thread starts late. */
+async function openWithWorkerHeld(directory: string): Promise<{ env: Environment; release: () => Promise<void> }> {
+  const gate = join(directory, "..", `${basename(directory)}-worker-gate`);
+  const bundle = process.env["PHRONOMY_TEST_STORE_WORKER"];
+  if (bundle === undefined) throw new Error("the store worker's test bundle is not named (test/support/store-worker-bundle.ts)");
+  const saved = { ...process.env };
+  // A worker thread copies the environment when it is created, during the open.
+  Object.assign(process.env, {
+    PHRONOMY_TEST_STORE_WORKER: fileURLToPath(new URL("../support/held-store-worker.mjs", import.meta.url)),
+    PHRONOMY_TEST_WORKER_GATE: gate,
+    PHRONOMY_TEST_WORKER_HELD: pathToFileURL(bundle).href,
+  });
+  let env: Environment;
+  try {
+    env = await Phronomy.open({ store: join(directory, "store.db"), logger: recordingLogger() });
+  } finally {
+    process.env["PHRONOMY_TEST_STORE_WORKER"] = bundle;
+    for (const name of ["PHRONOMY_TEST_WORKER_GATE", "PHRONOMY_TEST_WORKER_HELD"]) if (saved[name] === undefined) delete process.env[name];
+  }
+  gates.push(gate);
+  const store = env.store as SqliteStore;
+  const release = async (): Promise<void> => {
+    writeFileSync(gate, "");
+    while (store.offloadStatistics.workerState === "starting") await new Promise((resolve) => setTimeout(resolve, 5));
+  };
+  return { env, release };
+}
+
+async function episode(
+  fault: Fault,
+  directory: string,
+  options: { workerStartsDuringFault?: boolean } = {},
+): Promise<{ admitted: number; failedDuringFault: number }> {
+  const held = options.workerStartsDuringFault === true ? await openWithWorkerHeld(directory) : undefined;
+  const env = held?.env ?? (await Phronomy.open({ store: join(directory, "store.db"), logger: recordingLogger() }));
   environments.push(env);
   const started = { count: 0, reached: deferred() };
   const lookup = tool({
@@ -134,6 +173,8 @@ async function episode(fault: Fault, directory: string): Promise<{ admitted: num
   await started.reached.promise;
 
   await fault.begin(directory);
+  // The worker opens the store now, while the fault lasts.
+  await held?.release();
   // During the fault: every run settles, and new starts fail cleanly.
   const during = [...late.map((agent) => agent.start("And order 43?")), ...runs];
   const outcomes = await Promise.allSettled(during.map((run) => run.result));
@@ -172,6 +213,13 @@ describe("real store faults under SQLite (a tmpfs of its own)", () => {
     const directory = mkdtempSync(join(tmpdir(), "phronomy-fault-"));
     immutables.push(directory);
     const { failedDuringFault } = await episode(readOnly, directory);
+    expect(failedDuringFault).toBeGreaterThan(0);
+  }, 60_000);
+
+  it("store made read-only while agents are in flight, the store's worker starting during the fault: env.recover() releases every agent", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "phronomy-fault-"));
+    immutables.push(directory);
+    const { failedDuringFault } = await episode(readOnly, directory, { workerStartsDuringFault: true });
     expect(failedDuringFault).toBeGreaterThan(0);
   }, 60_000);
 
