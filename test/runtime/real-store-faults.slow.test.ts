@@ -34,6 +34,8 @@ const environments: Environment[] = [];
 const gates: string[] = [];
 
 afterEach(async () => {
+  // A worker still held is let go first: closing waits for its answer.
+  for (const gate of gates) writeFileSync(gate, "");
   for (const env of environments.splice(0)) await env.close().catch(() => undefined);
   for (const gate of gates.splice(0)) rmSync(gate, { force: true });
   for (const directory of immutables.splice(0)) {
