@@ -15,6 +15,7 @@ import type { SqliteConnection } from "./driver.js";
 import { readStoreFileIdentity, StoreFileCheck, storeFileReplacedError } from "./file-identity.js";
 import { takeOwnership, type StoreOwnership } from "./ownership.js";
 import { checkStoreFile, openStoreConnection, type SynchronousMode } from "./schema.js";
+import { checkWritable } from "./writable.js";
 import { startStoreWorker } from "./start-worker.js";
 import { checkPath } from "./store-path.js";
 import { commitGroup } from "./transaction.js";
@@ -63,6 +64,8 @@ export async function openOwned(path: string, options: SqliteStoreOptions): Prom
     // connection only past a bound, for when the worker is not there.
     const opened = openStoreConnection(absolutePath, { synchronous, ...(policy === "inline" ? {} : { autocheckpointPages: inlineAutocheckpointPages }) });
     connection = opened;
+    // Opened while the file refused writes, it would refuse them for good (docs/decisions/0090).
+    checkWritable(opened);
     const identity = readStoreFileIdentity(absolutePath);
     const fileCheck = new StoreFileCheck(absolutePath, identity);
     const offload = await Offload.start({

@@ -10,11 +10,13 @@
 //   it with this version); a newer one too (upgrade Phronomy).
 // * The inbox connection sets only per-connection pragmas (busy timeout,
 //   `synchronous = FULL`: a filed decision survives power loss); the
-//   journal mode is the file's, set by its owner.
+//   journal mode is the file's, set by its owner. One SQLite opened
+//   read-only is not kept (`writable.ts`).
 
 import { StoreError } from "../../errors.js";
 import { openSqlite, type SqliteConnection } from "./driver.js";
 import { applicationId, busyTimeoutMs, checkFileHeader, messageOf, readFileState, schemaVersion } from "./schema.js";
+import { openedFor } from "./writable.js";
 
 /** Opens `path` read-only after checking it is a store this version reads. */
 export function openVisitorConnection(path: string): SqliteConnection {
@@ -75,9 +77,18 @@ export function openInboxConnection(path: string): SqliteConnection {
   try {
     connection.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`);
     connection.exec("PRAGMA synchronous = FULL");
-    return connection;
   } catch (error) {
     connection.close();
     throw new StoreError(`cannot open the approval inbox of the store at ${path}: ${messageOf(error)}`, { cause: error });
   }
+  // Opened while the file refused writes, it would refuse every filing for
+  // good (docs/decisions/0090): not kept, so the next filing opens again.
+  if (openedFor(connection) === "reading_only") {
+    connection.close();
+    throw new StoreError(
+      `cannot file into the approval inbox of the store at ${path}: SQLite could open its file for reading only (the file or its file system refuses writes); send it again once the store is writable`,
+      { details: { reason: "store_read_only", storePath: path } },
+    );
+  }
+  return connection;
 }

@@ -9,7 +9,10 @@
 // It opens only the files the owner opened, and after every transaction
 // checks they are still the ones at the store's path (`file-identity.ts`,
 // docs/decisions/0021): once they are not, every answer carries the change
-// and the offload acknowledges nothing more.
+// and the offload acknowledges nothing more. Its connection may be opened
+// while the store refuses writes (it starts in the background, or replaces
+// a worker that died): one SQLite opened read-only then is opened again
+// before each group until it can write (`writable.ts`, docs/decisions/0090).
 
 import { isMainThread, receiveMessageOnPort, workerData } from "node:worker_threads";
 import { rebuildError, transferError, type TransferredError } from "../error-transfer.js";
@@ -17,6 +20,7 @@ import type { SqliteConnection } from "./driver.js";
 import { StoreFileCheck, storeFileReplacedError } from "./file-identity.js";
 import { openStoreConnection } from "./schema.js";
 import { commitGroup, storeErrorOf } from "./transaction.js";
+import { WriteConnection } from "./writable.js";
 import type { OffloadOperation } from "../offload-operation.js";
 import type { TransferredSettlement, WorkerData, WorkerReply, WorkerRequest } from "./worker-protocol.js";
 
@@ -30,10 +34,12 @@ function reply(message: WorkerReply): void {
 /** Most operations merged into one transaction from queued groups. */
 const mergedOperationsMax = 1024;
 
-function serve(connection: SqliteConnection): void {
+function serve(writer: WriteConnection): void {
+  // Never reopened once the files changed: it would open another file.
+  const connection = (): SqliteConnection => writer.current(() => changedFiles() === undefined);
   port.on("message", (request: WorkerRequest) => {
-    if (request.type === "close") return close(connection);
-    if (request.type === "checkpoint") return checkpoint(connection);
+    if (request.type === "close") return close(writer);
+    if (request.type === "checkpoint") return checkpoint(connection());
     // Group commit across groups: every commit request already waiting is
     // merged into this transaction; each group is answered on its own.
     const groups = [request];
@@ -55,7 +61,7 @@ function serve(connection: SqliteConnection): void {
       operations += waiting.count;
     }
     const settlements = commitGroup(
-      connection,
+      connection(),
       groups.flatMap((group) => JSON.parse(group.operations) as OffloadOperation[]),
     ).map((settlement): TransferredSettlement => (settlement.ok ? settlement : { ok: false, error: transferError(settlement.error) }));
     const filesChanged = changedFiles();
@@ -69,8 +75,8 @@ function serve(connection: SqliteConnection): void {
       });
       offset += group.count;
     }
-    if (checkpointAfter) checkpoint(connection);
-    if (closeAfter) close(connection);
+    if (checkpointAfter) checkpoint(connection());
+    if (closeAfter) close(writer);
   });
 }
 
@@ -106,8 +112,8 @@ function changedFiles(): TransferredError | undefined {
   return filesChangedSeen;
 }
 
-function close(connection: SqliteConnection): void {
-  connection.close();
+function close(writer: WriteConnection): void {
+  writer.close();
   reply({ type: "closed" });
   port.close();
 }
@@ -118,8 +124,8 @@ try {
   const change = changedFiles();
   if (change !== undefined) throw rebuildError(change);
   // The worker checkpoints when asked (`checkpoint`), never inside a commit.
-  const connection = openStoreConnection(settings.path, { synchronous: settings.synchronous, autocheckpointPages: 0 });
-  serve(connection);
+  const writer = new WriteConnection(() => openStoreConnection(settings.path, { synchronous: settings.synchronous, autocheckpointPages: 0 }));
+  serve(writer);
   reply({ type: "ready" });
 } catch (error) {
   reply({ type: "failed", error: transferError(storeErrorOf(error, settings.path)) });
