@@ -23,6 +23,7 @@ import {
   type ScheduleState,
 } from "../schedule-records.js";
 import type { SqliteConnection, SqliteRow } from "./driver.js";
+import { rollbackQuietly } from "./rollback.js";
 
 /** Version 8: the schedules table and its due index. */
 export function createSchedules(connection: SqliteConnection): void {
@@ -114,7 +115,7 @@ export function createSchedule(connection: SqliteConnection, schedule: NewSchedu
     connection.exec("COMMIT");
     return row;
   } catch (error) {
-    rollback(connection);
+    rollbackQuietly(connection);
     throw error;
   }
 }
@@ -186,7 +187,7 @@ export function claimSchedules(connection: SqliteConnection, claims: readonly Sc
     connection.exec("COMMIT");
     return claimed;
   } catch (error) {
-    rollback(connection);
+    rollbackQuietly(connection);
     throw error;
   }
 }
@@ -212,13 +213,4 @@ export function settleScheduleFiring(connection: SqliteConnection, settlement: S
       settlement.firingSlotAt,
     );
   return changes === 1;
-}
-
-/** Rolls back after a failure (SQLite may have rolled back already). */
-function rollback(connection: SqliteConnection): void {
-  try {
-    connection.exec("ROLLBACK");
-  } catch {
-    // No transaction was open any more: nothing to undo.
-  }
 }

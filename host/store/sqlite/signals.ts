@@ -8,6 +8,7 @@ import type { Json } from "../records.js";
 import { expiredSignalsSweptMax, type SignalSending, type SignalSent } from "../signal-records.js";
 import { alreadyStored, eventWaitOf, notWaiting } from "../signal-lookup.js";
 import type { SqliteConnection } from "./driver.js";
+import { rollbackQuietly } from "./rollback.js";
 
 /** Migration 8: the signals kept for a wait not committed yet, and the
  * index a signal finds its wait by (the key inside the pending request). */
@@ -32,7 +33,7 @@ function transaction<T>(connection: SqliteConnection, body: () => T): T {
     connection.exec("COMMIT");
     return result;
   } catch (error) {
-    connection.exec("ROLLBACK");
+    rollbackQuietly(connection);
     throw error;
   }
 }

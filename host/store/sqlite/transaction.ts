@@ -16,6 +16,7 @@ import { PhronomyError, StoreError } from "../../errors.js";
 import type { OffloadOperation } from "../offload-operation.js";
 import type { SqliteConnection } from "./driver.js";
 import { applyOperation } from "./operations.js";
+import { rollbackQuietly } from "./rollback.js";
 
 export type Settlement = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: PhronomyError };
 
@@ -71,14 +72,6 @@ function applyInSavepoint(connection: SqliteConnection, operation: OffloadOperat
       // reported by COMMIT
     }
     return { ok: false, error: storeErrorOf(error, connection.path) };
-  }
-}
-
-function rollbackQuietly(connection: SqliteConnection): void {
-  try {
-    connection.exec("ROLLBACK");
-  } catch {
-    // no transaction left to roll back
   }
 }
 
