@@ -27,6 +27,7 @@ import {
 } from "./decisions/conversation";
 import { byIdVerdictOf } from "./decisions/by-id";
 import { queuedRunVerdictOf } from "./decisions/queued-run";
+import { scheduleClaimVerdictOf, scheduleFiringVerdictOf } from "./decisions/schedule";
 import { applyCloseAgent, applyPurgeAgent, applyRegisterAgent, applySetDraining } from "./decisions/agents";
 import { applyResume, applyResumeCommitReady } from "./decisions/approval";
 import {
@@ -180,4 +181,14 @@ export function byIdVerdict(source: u32, facts: u32): u32 {
  * `QueuedRunVerdict` the host carries out. */
 export function queuedRunVerdict(failure: u32): u32 {
   return queuedRunVerdictOf(failure);
+}
+/** Which slot a schedule row fires (`ScheduleFact` bits): a
+ * `ScheduleClaimVerdict` the host computes the times of (docs/decisions/0087). */
+export function scheduleClaimVerdict(facts: u32): u32 {
+  return scheduleClaimVerdictOf(facts);
+}
+/** What becomes of a firing (`ScheduleFiringFact` bits, a
+ * `ScheduleStartAnswer`): a `ScheduleFiringVerdict` (docs/decisions/0087). */
+export function scheduleFiringVerdict(facts: u32, answer: u32): u32 {
+  return scheduleFiringVerdictOf(facts, answer);
 }

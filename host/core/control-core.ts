@@ -248,6 +248,18 @@ export class ControlCore implements ControlMachine {
     return this.exports.queuedRunVerdict(failure);
   }
 
+  /** Which slot a schedule row fires (`ScheduleFact` bits): a
+   * `ScheduleClaimVerdict`; 0 for facts that cannot hold together. */
+  scheduleClaimVerdict(facts: number): number {
+    return this.exports.scheduleClaimVerdict(facts);
+  }
+
+  /** What becomes of a firing (`ScheduleFiringFact` bits, a
+   * `ScheduleStartAnswer`): a `ScheduleFiringVerdict`; 0 when out of range. */
+  scheduleFiringVerdict(facts: number, answer: number): number {
+    return this.exports.scheduleFiringVerdict(facts, answer);
+  }
+
   /** The memory view, renewed after the core grew its memory (growing
    * detaches the old buffer, which then reads as length 0). */
   private view(): Uint32Array {

@@ -1,0 +1,64 @@
+// The reference model of the core's pure queries moved out of the host by
+// docs/decisions/0087: each rule written the simple way (named facts, an
+// ordered list of rules, the first that holds answers), as the oracle the
+// compiled core must match on every fact (test/core) and on random
+// arguments across the whole u32 range (test/fuzz/query-differential).
+
+import {
+  ScheduleClaimVerdict as Claim,
+  ScheduleFact,
+  ScheduleFiringFact,
+  ScheduleFiringVerdict as Firing,
+  ScheduleStartAnswer as Answer,
+} from "../../assembly/abi.js";
+
+// -- schedules (0078's rules) ------------------------------------------------------
+
+/** A schedule row's state, as the host reads it. */
+export interface ScheduleRowFacts {
+  readonly pending: boolean;
+  readonly recurring: boolean;
+  readonly due: boolean;
+  readonly runNow: boolean;
+  readonly ownerGone: boolean;
+}
+
+const CLAIM_RULES: readonly { readonly when: (f: ScheduleRowFacts) => boolean; readonly verdict: Claim }[] = [
+  { when: (f) => f.runNow && f.ownerGone, verdict: Claim.None },
+  { when: (f) => f.runNow && f.pending, verdict: Claim.RefusePending },
+  { when: (f) => f.runNow && f.recurring, verdict: Claim.FireNowKeepNext },
+  { when: (f) => f.runNow, verdict: Claim.FireNowOnce },
+  { when: (f) => f.pending && (f.due || f.ownerGone), verdict: Claim.ClaimAgain },
+  { when: (f) => f.pending, verdict: Claim.Skip },
+  { when: (f) => !f.due, verdict: Claim.Skip },
+  { when: (f) => f.recurring, verdict: Claim.FireDueThenAfterNow },
+  { when: () => true, verdict: Claim.FireDueOnce },
+];
+
+export function scheduleClaimVerdictFor(facts: number): Claim {
+  if (!Number.isInteger(facts) || facts < 0 || facts >= ScheduleFact.End) return Claim.None;
+  const row: ScheduleRowFacts = {
+    pending: (facts & ScheduleFact.FiringPending) !== 0,
+    recurring: (facts & ScheduleFact.Recurring) !== 0,
+    due: (facts & ScheduleFact.Due) !== 0,
+    runNow: (facts & ScheduleFact.RunNow) !== 0,
+    ownerGone: (facts & ScheduleFact.OwnerGone) !== 0,
+  };
+  return CLAIM_RULES.find((rule) => rule.when(row))!.verdict;
+}
+
+/** Refusals a later claim of the same firing may not meet. */
+const PASSING_ANSWERS: readonly Answer[] = [Answer.Stopping, Answer.StoreFailed, Answer.Full, Answer.OutcomeUnknown, Answer.BusyForNow];
+
+export function scheduleFiringVerdictFor(facts: number, answer: number): Firing {
+  if (facts < 0 || facts >= ScheduleFiringFact.End || answer < 0 || answer >= Answer.End) return Firing.None;
+  const claimed = (facts & ScheduleFiringFact.Claimed) !== 0;
+  const here = (facts & ScheduleFiringFact.DefinedHere) !== 0;
+  if (answer !== Answer.None && !(claimed && here)) return Firing.None;
+  if (!claimed) return Firing.Skip;
+  if (!here) return Firing.LeavePending;
+  if (answer === Answer.None) return Firing.Start;
+  if (answer === Answer.Started) return Firing.SettleStarted;
+  if (answer === Answer.Queued) return Firing.SettleQueued;
+  return PASSING_ANSWERS.includes(answer) ? Firing.LeavePending : Firing.SettleRefused;
+}
