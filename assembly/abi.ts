@@ -1032,6 +1032,14 @@ export const enum ScheduleFiringVerdict {
   SettleRefused = 6,
 }
 
+/** What `toolCallsToStart` answers besides a count (docs/decisions/0087). */
+export const enum ToolCallCount {
+  /** Arguments that cannot hold together (more started than the batch
+   * has, more settled than started, a batch past `Limit.InFlightMax`):
+   * never a count, since a batch never has this many calls. */
+  Invalid = 65535,
+}
+
 /** Conversation flag bits (the `flags` byte of a conversation record). */
 export const enum ConversationFlag {
   /** Kept while defined, or while its lease is asked for. */

@@ -28,6 +28,7 @@ import {
 import { byIdVerdictOf } from "./decisions/by-id";
 import { queuedRunVerdictOf } from "./decisions/queued-run";
 import { scheduleClaimVerdictOf, scheduleFiringVerdictOf } from "./decisions/schedule";
+import { toolCallsToStartOf } from "./decisions/tool-calls";
 import { applyCloseAgent, applyPurgeAgent, applyRegisterAgent, applySetDraining } from "./decisions/agents";
 import { applyResume, applyResumeCommitReady } from "./decisions/approval";
 import {
@@ -191,4 +192,9 @@ export function scheduleClaimVerdict(facts: u32): u32 {
  * `ScheduleStartAnswer`): a `ScheduleFiringVerdict` (docs/decisions/0087). */
 export function scheduleFiringVerdict(facts: u32, answer: u32): u32 {
   return scheduleFiringVerdictOf(facts, answer);
+}
+/** How many calls of a tool batch to start now (`toolCallConcurrency`;
+ * limit 0: none), or `ToolCallCount.Invalid` (docs/decisions/0087). */
+export function toolCallsToStart(calls: u32, started: u32, settled: u32, limit: u32, finished: u32): u32 {
+  return toolCallsToStartOf(calls, started, settled, limit, finished);
 }

@@ -260,6 +260,14 @@ export class ControlCore implements ControlMachine {
     return this.exports.scheduleFiringVerdict(facts, answer);
   }
 
+  /** How many calls of a tool batch to start now: of `calls`, `started`
+   * started and `settled` settled, under `limit` (0: none); `finished`
+   * 1 once the session ended. `ToolCallCount.Invalid` for counts that
+   * cannot hold together. */
+  toolCallsToStart(calls: number, started: number, settled: number, limit: number, finished: number): number {
+    return this.exports.toolCallsToStart(calls, started, settled, limit, finished);
+  }
+
   /** The memory view, renewed after the core grew its memory (growing
    * detaches the old buffer, which then reads as length 0). */
   private view(): Uint32Array {

@@ -28,6 +28,7 @@ export interface CoreExports {
   queuedRunVerdict(failure: number): number;
   scheduleClaimVerdict(facts: number): number;
   scheduleFiringVerdict(facts: number, answer: number): number;
+  toolCallsToStart(calls: number, started: number, settled: number, limit: number, finished: number): number;
   /** TESTING ONLY (the differential fuzz near the u32 wrap): see assembly/index.ts. */
   testingSeedCounters(ownerToken: number, session: number, generation: number): number;
 }

@@ -8,10 +8,10 @@
 
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ScheduleFact, ScheduleFiringFact, ScheduleStartAnswer } from "../../assembly/abi.js";
+import { Limit, ScheduleFact, ScheduleFiringFact, ScheduleStartAnswer } from "../../assembly/abi.js";
 import { ControlCore } from "../../host/core/control-core.js";
 import { loadCoreModule, type CoreBuild } from "../../host/core/load-core.js";
-import { scheduleClaimVerdictFor, scheduleFiringVerdictFor } from "../model/reference-queries.js";
+import { scheduleClaimVerdictFor, scheduleFiringVerdictFor, toolCallsToStartFor } from "../model/reference-queries.js";
 
 const seed = Number(process.env.FUZZ_SEED ?? Date.now() % 2_147_483_647);
 const runs = Number(process.env.FUZZ_RUNS ?? 2_000);
@@ -34,6 +34,30 @@ for (const build of ["debug", "release"] as const) {
         fc.property(argument(ScheduleFact.End), argument(ScheduleFiringFact.End), argument(ScheduleStartAnswer.End), (claim, firing, answer) => {
           expect(core.scheduleClaimVerdict(claim)).toBe(scheduleClaimVerdictFor(claim));
           expect(core.scheduleFiringVerdict(firing, answer)).toBe(scheduleFiringVerdictFor(firing, answer));
+        }),
+        { seed, numRuns: runs },
+      );
+    });
+
+    it(`answers how many tool calls start as the model does (seed ${seed})`, async () => {
+      const core = await coreOf(build);
+      // A batch's counts in order (started ≤ calls, settled ≤ started) most
+      // of the time, anything otherwise.
+      const counts = fc.oneof(
+        {
+          weight: 4,
+          arbitrary: fc
+            .tuple(fc.nat({ max: Limit.InFlightMax }), fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 0, max: 1, noNaN: true }))
+            .map(([calls, a, b]) => {
+              const started = Math.floor(calls * a);
+              return [calls, started, Math.floor(started * b)] as const;
+            }),
+        },
+        { weight: 1, arbitrary: fc.tuple(argument(Limit.InFlightMax), argument(Limit.InFlightMax), argument(Limit.InFlightMax)) },
+      );
+      fc.assert(
+        fc.property(counts, argument(Limit.InFlightMax), argument(1), ([calls, started, settled], limit, finished) => {
+          expect(core.toolCallsToStart(calls, started, settled, limit, finished)).toBe(toolCallsToStartFor(calls, started, settled, limit, finished));
         }),
         { seed, numRuns: runs },
       );

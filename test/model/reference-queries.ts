@@ -5,11 +5,13 @@
 // arguments across the whole u32 range (test/fuzz/query-differential).
 
 import {
+  Limit,
   ScheduleClaimVerdict as Claim,
   ScheduleFact,
   ScheduleFiringFact,
   ScheduleFiringVerdict as Firing,
   ScheduleStartAnswer as Answer,
+  ToolCallCount,
 } from "../../assembly/abi.js";
 
 // -- schedules (0078's rules) ------------------------------------------------------
@@ -61,4 +63,17 @@ export function scheduleFiringVerdictFor(facts: number, answer: number): Firing 
   if (answer === Answer.Started) return Firing.SettleStarted;
   if (answer === Answer.Queued) return Firing.SettleQueued;
   return PASSING_ANSWERS.includes(answer) ? Firing.LeavePending : Firing.SettleRefused;
+}
+
+// -- toolCallConcurrency -----------------------------------------------------------
+
+/** The calls of a batch to start now: every call not started when there
+ * is no limit, else as many as fit beside the ones running; none once the
+ * session ended. Counted one call at a time, the simple way. */
+export function toolCallsToStartFor(calls: number, started: number, settled: number, limit: number, finished: number): number {
+  if (calls > Limit.InFlightMax || started > calls || settled > started || (finished !== 0 && finished !== 1)) return ToolCallCount.Invalid;
+  if (finished === 1) return 0;
+  let starting = 0;
+  while (started + starting < calls && (limit === 0 || started + starting - settled < limit)) starting += 1;
+  return starting;
 }
