@@ -1040,6 +1040,39 @@ export const enum ToolCallCount {
   Invalid = 65535,
 }
 
+/** What a replacing preparation's transaction read about the execution it
+ * replaces from (a start's `replaceFrom`), for `replaceVerdict`
+ * (docs/decisions/0070, 0087). */
+export const enum ReplaceFact {
+  /** The store has its row. */
+  RowFound = 1,
+  /** Its row is this conversation's. */
+  SameConversation = 2,
+  /** Its row is terminal. */
+  Ended = 4,
+  /** The conversation's memory holds a record of it. */
+  InMemory = 8,
+  End = 16,
+}
+
+/** Whether a preparation may replace memory from an execution
+ * (`replaceVerdict`). The store writes nothing unless `Replace`. */
+export const enum ReplaceVerdict {
+  /** Facts that cannot hold together (of a row, without a row). */
+  None = 0,
+  /** Cut memory from its first record, in the preparation's transaction. */
+  Replace = 1,
+  /** No row and no record: unknown, or pruned with its memory
+   * (`EXECUTION_NOT_FOUND`). */
+  RefuseUnknown = 2,
+  /** Another conversation's (`INVALID_INPUT`, `replace_other_conversation`). */
+  RefuseOtherConversation = 3,
+  /** Not ended: queued, running, suspended (`replace_unfinished`). */
+  RefuseUnfinished = 4,
+  /** Ended, but no record of it in memory (`replace_not_in_memory`). */
+  RefuseNotInMemory = 5,
+}
+
 /** Conversation flag bits (the `flags` byte of a conversation record). */
 export const enum ConversationFlag {
   /** Kept while defined, or while its lease is asked for. */

@@ -29,6 +29,7 @@ import { byIdVerdictOf } from "./decisions/by-id";
 import { queuedRunVerdictOf } from "./decisions/queued-run";
 import { scheduleClaimVerdictOf, scheduleFiringVerdictOf } from "./decisions/schedule";
 import { toolCallsToStartOf } from "./decisions/tool-calls";
+import { replaceVerdictOf } from "./decisions/replace-from";
 import { applyCloseAgent, applyPurgeAgent, applyRegisterAgent, applySetDraining } from "./decisions/agents";
 import { applyResume, applyResumeCommitReady } from "./decisions/approval";
 import {
@@ -197,4 +198,9 @@ export function scheduleFiringVerdict(facts: u32, answer: u32): u32 {
  * limit 0: none), or `ToolCallCount.Invalid` (docs/decisions/0087). */
 export function toolCallsToStart(calls: u32, started: u32, settled: u32, limit: u32, finished: u32): u32 {
   return toolCallsToStartOf(calls, started, settled, limit, finished);
+}
+/** Whether a preparation may replace memory from an execution
+ * (`ReplaceFact` bits): a `ReplaceVerdict` (docs/decisions/0087). */
+export function replaceVerdict(facts: u32): u32 {
+  return replaceVerdictOf(facts);
 }

@@ -3,7 +3,17 @@
 // memory, derived from the layout constants in assembly/abi.ts. The host
 // never writes core memory.
 
-import { AdmissionState, AgentLifecycle, AgentRecord, ConversationRecord, EffectLayout, ExecutionRecord, Limit, ResultCode } from "../../assembly/abi.js";
+import {
+  AdmissionState,
+  AgentLifecycle,
+  AgentRecord,
+  ConversationRecord,
+  EffectLayout,
+  ExecutionRecord,
+  Limit,
+  ReplaceFact,
+  ResultCode,
+} from "../../assembly/abi.js";
 import { InvalidInputError } from "../errors.js";
 import { instantiateCore, type CoreExports } from "./core-exports.js";
 import { decodeEffect, type CoreEffect } from "./effects.js";
@@ -266,6 +276,19 @@ export class ControlCore implements ControlMachine {
    * cannot hold together. */
   toolCallsToStart(calls: number, started: number, settled: number, limit: number, finished: number): number {
     return this.exports.toolCallsToStart(calls, started, settled, limit, finished);
+  }
+
+  /** Whether a preparation may replace memory from an execution
+   * (`ReplaceFact` bits): a `ReplaceVerdict`; 0 for facts that cannot
+   * hold together. */
+  replaceVerdict(facts: number): number {
+    return this.exports.replaceVerdict(facts);
+  }
+
+  /** The core's `replaceVerdict` for every fact, indexed by the facts:
+   * what a replacing preparation carries to its transaction. */
+  replaceVerdicts(): number[] {
+    return Array.from({ length: ReplaceFact.End }, (_, facts) => this.exports.replaceVerdict(facts));
   }
 
   /** The memory view, renewed after the core grew its memory (growing

@@ -200,6 +200,11 @@ export interface PrepareExecutionOperation {
    * nothing written, by `replace-from.ts`'s rules. Not with `blockedBy`:
    * a blocked input replaces nothing. */
   readonly replaceFrom?: string;
+  /** With `replaceFrom`: the core's `replaceVerdict` for every
+   * `ReplaceFact` bits (`ReplaceFact.End` entries, indexed by the facts);
+   * the store looks up what it read and writes nothing unless `Replace`
+   * (docs/decisions/0087). */
+  readonly replaceVerdicts?: readonly number[];
   readonly at: number;
 }
 

@@ -8,10 +8,10 @@
 
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { Limit, ScheduleFact, ScheduleFiringFact, ScheduleStartAnswer } from "../../assembly/abi.js";
+import { Limit, ReplaceFact, ScheduleFact, ScheduleFiringFact, ScheduleStartAnswer } from "../../assembly/abi.js";
 import { ControlCore } from "../../host/core/control-core.js";
 import { loadCoreModule, type CoreBuild } from "../../host/core/load-core.js";
-import { scheduleClaimVerdictFor, scheduleFiringVerdictFor, toolCallsToStartFor } from "../model/reference-queries.js";
+import { replaceVerdictFor, scheduleClaimVerdictFor, scheduleFiringVerdictFor, toolCallsToStartFor } from "../model/reference-queries.js";
 
 const seed = Number(process.env.FUZZ_SEED ?? Date.now() % 2_147_483_647);
 const runs = Number(process.env.FUZZ_RUNS ?? 2_000);
@@ -28,11 +28,13 @@ async function coreOf(build: CoreBuild): Promise<ControlCore> {
 
 for (const build of ["debug", "release"] as const) {
   describe(`the ${build} build`, () => {
-    it(`answers the schedule queries as the model does (seed ${seed})`, async () => {
+    it(`answers the schedule and replaceFrom queries as the model does (seed ${seed})`, async () => {
       const core = await coreOf(build);
       fc.assert(
         fc.property(argument(ScheduleFact.End), argument(ScheduleFiringFact.End), argument(ScheduleStartAnswer.End), (claim, firing, answer) => {
           expect(core.scheduleClaimVerdict(claim)).toBe(scheduleClaimVerdictFor(claim));
+          expect(core.replaceVerdict(claim % (2 * ReplaceFact.End))).toBe(replaceVerdictFor(claim % (2 * ReplaceFact.End)));
+          expect(core.replaceVerdict(answer)).toBe(replaceVerdictFor(answer));
           expect(core.scheduleFiringVerdict(firing, answer)).toBe(scheduleFiringVerdictFor(firing, answer));
         }),
         { seed, numRuns: runs },

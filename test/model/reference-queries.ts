@@ -6,6 +6,8 @@
 
 import {
   Limit,
+  ReplaceFact,
+  ReplaceVerdict,
   ScheduleClaimVerdict as Claim,
   ScheduleFact,
   ScheduleFiringFact,
@@ -76,4 +78,34 @@ export function toolCallsToStartFor(calls: number, started: number, settled: num
   let starting = 0;
   while (started + starting < calls && (limit === 0 || started + starting - settled < limit)) starting += 1;
   return starting;
+}
+
+// -- replaceFrom (0070's refusals) -----------------------------------------------
+
+/** What a replacing preparation's transaction read. */
+interface ReplacedRead {
+  readonly row: boolean;
+  readonly sameConversation: boolean;
+  readonly ended: boolean;
+  readonly inMemory: boolean;
+}
+
+const REPLACE_RULES: readonly { readonly when: (f: ReplacedRead) => boolean; readonly verdict: ReplaceVerdict }[] = [
+  { when: (f) => !f.row && (f.sameConversation || f.ended), verdict: ReplaceVerdict.None },
+  { when: (f) => f.row && !f.sameConversation, verdict: ReplaceVerdict.RefuseOtherConversation },
+  { when: (f) => f.row && !f.ended, verdict: ReplaceVerdict.RefuseUnfinished },
+  { when: (f) => f.inMemory, verdict: ReplaceVerdict.Replace },
+  { when: (f) => f.row, verdict: ReplaceVerdict.RefuseNotInMemory },
+  { when: () => true, verdict: ReplaceVerdict.RefuseUnknown },
+];
+
+export function replaceVerdictFor(facts: number): ReplaceVerdict {
+  if (facts < 0 || facts >= ReplaceFact.End) return ReplaceVerdict.None;
+  const read: ReplacedRead = {
+    row: (facts & ReplaceFact.RowFound) !== 0,
+    sameConversation: (facts & ReplaceFact.SameConversation) !== 0,
+    ended: (facts & ReplaceFact.Ended) !== 0,
+    inMemory: (facts & ReplaceFact.InMemory) !== 0,
+  };
+  return REPLACE_RULES.find((rule) => rule.when(read))!.verdict;
 }
