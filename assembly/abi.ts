@@ -1073,6 +1073,37 @@ export const enum ReplaceVerdict {
   RefuseNotInMemory = 5,
 }
 
+/** One tool call of a model turn, and what the turn showed so far, for
+ * `turnCallVerdict` (docs/decisions/0075, 0080, 0087). */
+export const enum TurnCallFact {
+  /** Its tool waits (a person's input, the clock, an event, a child). */
+  Waits = 1,
+  /** The approval policy asks a person before it runs. */
+  NeedsApproval = 2,
+  /** Its input could not be read or checked: it runs to fail. */
+  Failed = 4,
+  /** Some call of the turn waits and did not fail. */
+  TurnWaits = 8,
+  /** An earlier call of the turn was answered `AskWait`. */
+  WaitTaken = 16,
+  End = 32,
+}
+
+/** What becomes of one call of a model turn (`turnCallVerdict`). */
+export const enum TurnCallVerdict {
+  /** Facts that cannot hold together. */
+  None = 0,
+  /** It runs with the batch. */
+  Run = 1,
+  /** The turn's one question: the execution waits on it. */
+  AskWait = 2,
+  /** It is in the turn's approval request. */
+  AskApproval = 3,
+  /** Held back by the turn's question, declined once it is answered (the
+   * model is told, as for a decline). */
+  Decline = 4,
+}
+
 /** Conversation flag bits (the `flags` byte of a conversation record). */
 export const enum ConversationFlag {
   /** Kept while defined, or while its lease is asked for. */

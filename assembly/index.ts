@@ -30,6 +30,7 @@ import { queuedRunVerdictOf } from "./decisions/queued-run";
 import { scheduleClaimVerdictOf, scheduleFiringVerdictOf } from "./decisions/schedule";
 import { toolCallsToStartOf } from "./decisions/tool-calls";
 import { replaceVerdictOf } from "./decisions/replace-from";
+import { turnCallVerdictOf } from "./decisions/turn-calls";
 import { applyCloseAgent, applyPurgeAgent, applyRegisterAgent, applySetDraining } from "./decisions/agents";
 import { applyResume, applyResumeCommitReady } from "./decisions/approval";
 import {
@@ -203,4 +204,9 @@ export function toolCallsToStart(calls: u32, started: u32, settled: u32, limit: 
  * (`ReplaceFact` bits): a `ReplaceVerdict` (docs/decisions/0087). */
 export function replaceVerdict(facts: u32): u32 {
   return replaceVerdictOf(facts);
+}
+/** What becomes of one tool call of a model turn (`TurnCallFact` bits):
+ * a `TurnCallVerdict` (docs/decisions/0087). */
+export function turnCallVerdict(facts: u32): u32 {
+  return turnCallVerdictOf(facts);
 }

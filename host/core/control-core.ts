@@ -291,6 +291,12 @@ export class ControlCore implements ControlMachine {
     return Array.from({ length: ReplaceFact.End }, (_, facts) => this.exports.replaceVerdict(facts));
   }
 
+  /** What becomes of one tool call of a model turn (`TurnCallFact` bits):
+   * a `TurnCallVerdict`; 0 for facts that cannot hold together. */
+  turnCallVerdict(facts: number): number {
+    return this.exports.turnCallVerdict(facts);
+  }
+
   /** The memory view, renewed after the core grew its memory (growing
    * detaches the old buffer, which then reads as length 0). */
   private view(): Uint32Array {

@@ -30,6 +30,7 @@ export interface CoreExports {
   scheduleFiringVerdict(facts: number, answer: number): number;
   toolCallsToStart(calls: number, started: number, settled: number, limit: number, finished: number): number;
   replaceVerdict(facts: number): number;
+  turnCallVerdict(facts: number): number;
   /** TESTING ONLY (the differential fuzz near the u32 wrap): see assembly/index.ts. */
   testingSeedCounters(ownerToken: number, session: number, generation: number): number;
 }

@@ -7,7 +7,7 @@
 // built with, and it only proceeds when the core's effects say so.
 
 import { createHash, randomUUID } from "node:crypto";
-import { Limit, SessionEnding, SessionEventKind, ToolCallCount } from "../../assembly/abi.js";
+import { Limit, SessionEnding, SessionEventKind, ToolCallCount, TurnCallFact, TurnCallVerdict } from "../../assembly/abi.js";
 import type { ModelMessage } from "ai";
 import { callModel, type CallOverrides } from "../agent/model.js";
 import { assistantMessage, type ConversationMessage, type ModelTurn, type ToolCall, type ToolResult } from "../agent/messages.js";
@@ -57,6 +57,9 @@ export interface SessionHost {
   /** How many calls of a tool batch start now: the core's answer
    * (`ControlCore.toolCallsToStart`, docs/decisions/0087). */
   toolCallsToStart(calls: number, started: number, settled: number, limit: number, finished: number): number;
+  /** What becomes of one call of a model turn: the core's answer
+   * (`ControlCore.turnCallVerdict`, docs/decisions/0087). */
+  turnCallVerdict(facts: number): number;
 }
 
 export interface SessionSettings {
@@ -638,9 +641,9 @@ export class Session {
 
   private dispatchOrSuspend(needed: PlannedCall[]): void {
     if (this.finished) return;
-    const asking = this.planned.find((planned) => callWaits(planned.tool?.definition) && !planned.error);
-    if (asking) return this.waitForInput(asking, needed);
-    if (needed.length === 0) {
+    const { asking, approvals, heldBack } = this.turnQuestions(needed);
+    if (asking) return this.waitForInput(asking, heldBack);
+    if (approvals.length === 0) {
       this.host.sessionEvent(this, SessionEventKind.LlmCompletedWithTools);
       return;
     }
@@ -648,7 +651,7 @@ export class Session {
       approvalId: randomUUID(),
       executionId: this.executionId,
       agentId: this.settings.agentId,
-      toolCalls: needed.map(({ call, askedBecause }) => ({
+      toolCalls: approvals.map(({ call, askedBecause }) => ({
         callId: call.callId,
         toolName: call.toolName,
         input: call.input,
@@ -661,14 +664,37 @@ export class Session {
     this.finish({ ending: SessionEnding.Suspended, output: null, error: undefined, approvalRequest: request, handoff: undefined });
   }
 
+  /** One question per turn: the core's verdict on each call of the turn,
+   * in the model's order (`turnCallVerdict`, docs/decisions/0087) — the
+   * call the execution waits on, the calls its approval asks about, and
+   * the calls a wait holds back (declined once it is answered). */
+  private turnQuestions(needed: readonly PlannedCall[]): { asking: PlannedCall | undefined; approvals: PlannedCall[]; heldBack: PlannedCall[] } {
+    const asked = new Map(needed.map((planned) => [planned.call.callId, planned]));
+    const waits = (planned: PlannedCall): boolean => callWaits(planned.tool?.definition);
+    const turnWaits = this.planned.some((planned) => waits(planned) && !planned.error);
+    const answer = { asking: undefined as PlannedCall | undefined, approvals: [] as PlannedCall[], heldBack: [] as PlannedCall[] };
+    for (const planned of this.planned) {
+      let facts = turnWaits ? TurnCallFact.TurnWaits : 0;
+      if (waits(planned)) facts |= TurnCallFact.Waits;
+      if (asked.has(planned.call.callId)) facts |= TurnCallFact.NeedsApproval;
+      if (planned.error) facts |= TurnCallFact.Failed;
+      if (answer.asking !== undefined) facts |= TurnCallFact.WaitTaken;
+      const verdict = this.host.turnCallVerdict(facts) as TurnCallVerdict;
+      if (verdict === TurnCallVerdict.AskWait) answer.asking = planned;
+      else if (verdict === TurnCallVerdict.AskApproval) answer.approvals.push(asked.get(planned.call.callId) as PlannedCall);
+      else if (verdict === TurnCallVerdict.Decline) answer.heldBack.push(planned);
+      else if (verdict !== TurnCallVerdict.Run) throw new Error(`phronomy: the core answered no verdict for tool call ${planned.call.callId} (facts ${facts})`);
+    }
+    return answer;
+  }
+
   /** A `humanInput()` call: the execution waits for its value, as for an
    * approval (one wait, kind `input`, decision 0075). One question at a
    * time: the turn's other calls that need approval, and further
-   * `humanInput()` calls, are declined once the value is given; the rest
-   * run with it. */
-  private waitForInput(asking: PlannedCall, needed: readonly PlannedCall[]): void {
+   * `humanInput()` calls, are declined once the value is given (`heldBack`,
+   * the core's verdict); the rest run with it. */
+  private waitForInput(asking: PlannedCall, heldBack: readonly PlannedCall[]): void {
     const { call } = asking;
-    const heldBack = this.planned.filter((planned) => planned !== asking && (needed.includes(planned) || callWaits(planned.tool?.definition)));
     const schema = asking.tool?.definition.waitsFor;
     const childAgent = asking.tool?.definition.childAgent;
     const responseSchema = schema === undefined || childAgent !== undefined ? undefined : convertToJsonSchema(schema);

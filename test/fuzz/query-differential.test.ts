@@ -8,10 +8,17 @@
 
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { Limit, ReplaceFact, ScheduleFact, ScheduleFiringFact, ScheduleStartAnswer } from "../../assembly/abi.js";
+import { Limit, ReplaceFact, ScheduleFact, ScheduleFiringFact, ScheduleStartAnswer, TurnCallFact, TurnCallVerdict } from "../../assembly/abi.js";
 import { ControlCore } from "../../host/core/control-core.js";
 import { loadCoreModule, type CoreBuild } from "../../host/core/load-core.js";
-import { replaceVerdictFor, scheduleClaimVerdictFor, scheduleFiringVerdictFor, toolCallsToStartFor } from "../model/reference-queries.js";
+import {
+  replaceVerdictFor,
+  scheduleClaimVerdictFor,
+  scheduleFiringVerdictFor,
+  toolCallsToStartFor,
+  turnVerdictsFor,
+  turnCallVerdictFor,
+} from "../model/reference-queries.js";
 
 const seed = Number(process.env.FUZZ_SEED ?? Date.now() % 2_147_483_647);
 const runs = Number(process.env.FUZZ_RUNS ?? 2_000);
@@ -28,6 +35,31 @@ async function coreOf(build: CoreBuild): Promise<ControlCore> {
 
 for (const build of ["debug", "release"] as const) {
   describe(`the ${build} build`, () => {
+    it(`judges every call of random model turns as the model judges the whole turn (seed ${seed})`, async () => {
+      const core = await coreOf(build);
+      const call = fc.record({ waits: fc.boolean(), needsApproval: fc.boolean(), failed: fc.boolean() });
+      fc.assert(
+        fc.property(fc.array(call, { maxLength: 12 }), argument(TurnCallFact.End), (calls, facts) => {
+          expect(core.turnCallVerdict(facts)).toBe(turnCallVerdictFor(facts));
+          // The session's walk: the turn's facts, then each call in order.
+          const turnWaits = calls.some((c) => c.waits && !c.failed);
+          let taken = false;
+          const verdicts = calls.map((c) => {
+            let bits = turnWaits ? TurnCallFact.TurnWaits : 0;
+            if (c.waits) bits |= TurnCallFact.Waits;
+            if (c.needsApproval) bits |= TurnCallFact.NeedsApproval;
+            if (c.failed) bits |= TurnCallFact.Failed;
+            if (taken) bits |= TurnCallFact.WaitTaken;
+            const verdict = core.turnCallVerdict(bits);
+            if (verdict === TurnCallVerdict.AskWait) taken = true;
+            return verdict;
+          });
+          expect(verdicts).toEqual(turnVerdictsFor(calls));
+        }),
+        { seed, numRuns: runs },
+      );
+    });
+
     it(`answers the schedule and replaceFrom queries as the model does (seed ${seed})`, async () => {
       const core = await coreOf(build);
       fc.assert(

@@ -14,6 +14,8 @@ import {
   ScheduleFiringVerdict as Firing,
   ScheduleStartAnswer as Answer,
   ToolCallCount,
+  TurnCallFact,
+  TurnCallVerdict,
 } from "../../assembly/abi.js";
 
 // -- schedules (0078's rules) ------------------------------------------------------
@@ -108,4 +110,35 @@ export function replaceVerdictFor(facts: number): ReplaceVerdict {
     inMemory: (facts & ReplaceFact.InMemory) !== 0,
   };
   return REPLACE_RULES.find((rule) => rule.when(read))!.verdict;
+}
+
+// -- one question per turn (0075, 0080) ------------------------------------------
+
+/** The verdicts of a whole turn, computed the simple way: the first call
+ * that waits and did not fail is the question; with one, every other call
+ * that waits or needs approval is declined; without, every call that needs
+ * approval is asked in one approval. */
+export function turnVerdictsFor(calls: readonly { readonly waits: boolean; readonly needsApproval: boolean; readonly failed: boolean }[]): TurnCallVerdict[] {
+  const question = calls.findIndex((call) => call.waits && !call.failed);
+  return calls.map((call, index) => {
+    if (question < 0) return call.needsApproval ? TurnCallVerdict.AskApproval : TurnCallVerdict.Run;
+    if (index === question) return TurnCallVerdict.AskWait;
+    return call.waits || call.needsApproval ? TurnCallVerdict.Decline : TurnCallVerdict.Run;
+  });
+}
+
+/** One call's verdict from its facts: the turn the facts describe is
+ * rebuilt (an earlier question when `WaitTaken`, a later one when the
+ * turn waits and none was taken yet) and judged whole by `turnVerdictsFor`. */
+export function turnCallVerdictFor(facts: number): TurnCallVerdict {
+  if (facts < 0 || facts >= TurnCallFact.End) return TurnCallVerdict.None;
+  const has = (fact: TurnCallFact): boolean => (facts & fact) !== 0;
+  const call = { waits: has(TurnCallFact.Waits), needsApproval: has(TurnCallFact.NeedsApproval), failed: has(TurnCallFact.Failed) };
+  const turnWaits = has(TurnCallFact.TurnWaits);
+  const taken = has(TurnCallFact.WaitTaken);
+  if (!turnWaits && (taken || (call.waits && !call.failed))) return TurnCallVerdict.None;
+  const question = { waits: true, needsApproval: false, failed: false };
+  if (taken) return turnVerdictsFor([question, call])[1]!;
+  if (turnWaits && !(call.waits && !call.failed)) return turnVerdictsFor([call, question])[0]!;
+  return turnVerdictsFor([call])[0]!;
 }
