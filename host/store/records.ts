@@ -197,7 +197,8 @@ export interface PrepareExecutionOperation {
   /** An earlier execution of this agent: its journal records and every
    * later one are deleted in this transaction, before `journal` is
    * appended (a start's `replaceFrom`, docs/decisions/0070). Refused,
-   * nothing written, by `replace-from.ts`'s rules. Not with `blockedBy`:
+   * nothing written, unless the core's verdict (`replaceVerdicts`) on what
+   * the transaction reads is to replace. Not with `blockedBy`:
    * a blocked input replaces nothing. */
   readonly replaceFrom?: string;
   /** With `replaceFrom`: the core's `replaceVerdict` for every
