@@ -933,6 +933,177 @@ export const enum QueuedRunVerdict {
   WriteTerminal = 2,
 }
 
+/** What the host read of a schedule row when it asks `scheduleClaimVerdict`
+ * (docs/decisions/0087): the row's state as bits; the times themselves
+ * (its slots, the cron) stay in the host. */
+export const enum ScheduleFact {
+  /** A firing is claimed and not settled (`firingSlotAt` is set). */
+  FiringPending = 1,
+  /** A cron schedule (recurring); else a one-shot one. */
+  Recurring = 2,
+  /** Its `dueAt` is not after now: its slot is due, or its pending
+   * firing's retry time has passed. */
+  Due = 4,
+  /** Asked by `env.runSchedule` (fire now), not by the sweep. */
+  RunNow = 8,
+  /** A single owner's first pass: a firing pending now was left by an
+   * owner that is gone. */
+  OwnerGone = 16,
+  End = 32,
+}
+
+/** Which slot a schedule row fires and which comes after it
+ * (`scheduleClaimVerdict`); the host computes the times it names. */
+export const enum ScheduleClaimVerdict {
+  /** Facts that cannot hold together. */
+  None = 0,
+  /** Not claimed now: nothing is due. */
+  Skip = 1,
+  /** The pending firing again: its slot and next slot, so the same keyed
+   * start runs once. */
+  ClaimAgain = 2,
+  /** Its due slot — the oldest one missed — fires once; the next slot is
+   * the first one strictly after now (every missed slot between is
+   * coalesced into this one firing). */
+  FireDueThenAfterNow = 3,
+  /** A one-shot schedule's slot fires; no next slot (done once settled). */
+  FireDueOnce = 4,
+  /** Run now: fires at now; the schedule's next slot is kept. */
+  FireNowKeepNext = 5,
+  /** Run now of a one-shot schedule: fires at now; done once settled. */
+  FireNowOnce = 6,
+  /** Run now while a firing is pending: refused (wait for it). */
+  RefusePending = 7,
+}
+
+/** What a claimed firing knows so far, for `scheduleFiringVerdict`. */
+export const enum ScheduleFiringFact {
+  /** The store applied the claim's compare-and-set: the row was still at
+   * the revision read, and active. */
+  Claimed = 1,
+  /** The conversation's definition is defined here, so its start can be
+   * made here. */
+  DefinedHere = 2,
+  End = 4,
+}
+
+/** How the keyed start of a firing answered: the host's translation of
+ * its execution id or its error code, for `scheduleFiringVerdict`. */
+export const enum ScheduleStartAnswer {
+  /** Not made yet. */
+  None = 0,
+  /** An execution id, its row not queued: run here, or filed for its owner. */
+  Started = 1,
+  /** An execution id whose row is queued behind a busy conversation. */
+  Queued = 2,
+  /** `RUNTIME_SHUTDOWN`: this process is closing. */
+  Stopping = 3,
+  /** `STORE`: the store failed; whether it wrote is not known. */
+  StoreFailed = 4,
+  /** `OFFLOAD_FULL`, `CAPACITY`: a bound of this process was full. */
+  Full = 5,
+  /** `CORE_FAILED`, `INTERNAL`, or a throw that is not a PhronomyError. */
+  OutcomeUnknown = 6,
+  /** `AGENT_BUSY` with a reason: the conversation's lease is in flux. */
+  BusyForNow = 7,
+  /** Any other error: the busy policy refused it (`AGENT_BUSY`),
+   * `QUEUE_FULL`, `AGENT_CLOSED`, a bad input. */
+  Refused = 8,
+  End = 9,
+}
+
+/** What becomes of a firing (`scheduleFiringVerdict`). */
+export const enum ScheduleFiringVerdict {
+  /** Facts that cannot hold together. */
+  None = 0,
+  /** The claim did not apply (cancelled, fired by another process, its
+   * revision moved): nothing is started. */
+  Skip = 1,
+  /** Make the keyed start now. */
+  Start = 2,
+  /** Left pending, claimed again at its retry time (by a process that
+   * defines the conversation, or once the refusal passed). */
+  LeavePending = 3,
+  /** Settle it: started (its execution id recorded). */
+  SettleStarted = 4,
+  /** Settle it: queued behind a busy conversation. */
+  SettleQueued = 5,
+  /** Settle it: refused for good; the schedule moves on. */
+  SettleRefused = 6,
+}
+
+/** What `toolCallsToStart` answers besides a count (docs/decisions/0087). */
+export const enum ToolCallCount {
+  /** Arguments that cannot hold together (more started than the batch
+   * has, more settled than started, a batch past `Limit.InFlightMax`):
+   * never a count, since a batch never has this many calls. */
+  Invalid = 65535,
+}
+
+/** What a replacing preparation's transaction read about the execution it
+ * replaces from (a start's `replaceFrom`), for `replaceVerdict`
+ * (docs/decisions/0070, 0087). */
+export const enum ReplaceFact {
+  /** The store has its row. */
+  RowFound = 1,
+  /** Its row is this conversation's. */
+  SameConversation = 2,
+  /** Its row is terminal. */
+  Ended = 4,
+  /** The conversation's memory holds a record of it. */
+  InMemory = 8,
+  End = 16,
+}
+
+/** Whether a preparation may replace memory from an execution
+ * (`replaceVerdict`). The store writes nothing unless `Replace`. */
+export const enum ReplaceVerdict {
+  /** Facts that cannot hold together (of a row, without a row). */
+  None = 0,
+  /** Cut memory from its first record, in the preparation's transaction. */
+  Replace = 1,
+  /** No row and no record: unknown, or pruned with its memory
+   * (`EXECUTION_NOT_FOUND`). */
+  RefuseUnknown = 2,
+  /** Another conversation's (`INVALID_INPUT`, `replace_other_conversation`). */
+  RefuseOtherConversation = 3,
+  /** Not ended: queued, running, suspended (`replace_unfinished`). */
+  RefuseUnfinished = 4,
+  /** Ended, but no record of it in memory (`replace_not_in_memory`). */
+  RefuseNotInMemory = 5,
+}
+
+/** One tool call of a model turn, and what the turn showed so far, for
+ * `turnCallVerdict` (docs/decisions/0075, 0080, 0087). */
+export const enum TurnCallFact {
+  /** Its tool waits (a person's input, the clock, an event, a child). */
+  Waits = 1,
+  /** The approval policy asks a person before it runs. */
+  NeedsApproval = 2,
+  /** Its input could not be read or checked: it runs to fail. */
+  Failed = 4,
+  /** Some call of the turn waits and did not fail. */
+  TurnWaits = 8,
+  /** An earlier call of the turn was answered `AskWait`. */
+  WaitTaken = 16,
+  End = 32,
+}
+
+/** What becomes of one call of a model turn (`turnCallVerdict`). */
+export const enum TurnCallVerdict {
+  /** Facts that cannot hold together. */
+  None = 0,
+  /** It runs with the batch. */
+  Run = 1,
+  /** The turn's one question: the execution waits on it. */
+  AskWait = 2,
+  /** It is in the turn's approval request. */
+  AskApproval = 3,
+  /** Held back by the turn's question, declined once it is answered (the
+   * model is told, as for a decline). */
+  Decline = 4,
+}
+
 /** Conversation flag bits (the `flags` byte of a conversation record). */
 export const enum ConversationFlag {
   /** Kept while defined, or while its lease is asked for. */

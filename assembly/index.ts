@@ -27,6 +27,10 @@ import {
 } from "./decisions/conversation";
 import { byIdVerdictOf } from "./decisions/by-id";
 import { queuedRunVerdictOf } from "./decisions/queued-run";
+import { scheduleClaimVerdictOf, scheduleFiringVerdictOf } from "./decisions/schedule";
+import { toolCallsToStartOf } from "./decisions/tool-calls";
+import { replaceVerdictOf } from "./decisions/replace-from";
+import { turnCallVerdictOf } from "./decisions/turn-calls";
 import { applyCloseAgent, applyPurgeAgent, applyRegisterAgent, applySetDraining } from "./decisions/agents";
 import { applyResume, applyResumeCommitReady } from "./decisions/approval";
 import {
@@ -180,4 +184,29 @@ export function byIdVerdict(source: u32, facts: u32): u32 {
  * `QueuedRunVerdict` the host carries out. */
 export function queuedRunVerdict(failure: u32): u32 {
   return queuedRunVerdictOf(failure);
+}
+/** Which slot a schedule row fires (`ScheduleFact` bits): a
+ * `ScheduleClaimVerdict` the host computes the times of (docs/decisions/0087). */
+export function scheduleClaimVerdict(facts: u32): u32 {
+  return scheduleClaimVerdictOf(facts);
+}
+/** What becomes of a firing (`ScheduleFiringFact` bits, a
+ * `ScheduleStartAnswer`): a `ScheduleFiringVerdict` (docs/decisions/0087). */
+export function scheduleFiringVerdict(facts: u32, answer: u32): u32 {
+  return scheduleFiringVerdictOf(facts, answer);
+}
+/** How many calls of a tool batch to start now (`toolCallConcurrency`;
+ * limit 0: none), or `ToolCallCount.Invalid` (docs/decisions/0087). */
+export function toolCallsToStart(calls: u32, started: u32, settled: u32, limit: u32, finished: u32): u32 {
+  return toolCallsToStartOf(calls, started, settled, limit, finished);
+}
+/** Whether a preparation may replace memory from an execution
+ * (`ReplaceFact` bits): a `ReplaceVerdict` (docs/decisions/0087). */
+export function replaceVerdict(facts: u32): u32 {
+  return replaceVerdictOf(facts);
+}
+/** What becomes of one tool call of a model turn (`TurnCallFact` bits):
+ * a `TurnCallVerdict` (docs/decisions/0087). */
+export function turnCallVerdict(facts: u32): u32 {
+  return turnCallVerdictOf(facts);
 }

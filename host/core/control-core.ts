@@ -3,7 +3,17 @@
 // memory, derived from the layout constants in assembly/abi.ts. The host
 // never writes core memory.
 
-import { AdmissionState, AgentLifecycle, AgentRecord, ConversationRecord, EffectLayout, ExecutionRecord, Limit, ResultCode } from "../../assembly/abi.js";
+import {
+  AdmissionState,
+  AgentLifecycle,
+  AgentRecord,
+  ConversationRecord,
+  EffectLayout,
+  ExecutionRecord,
+  Limit,
+  ReplaceFact,
+  ResultCode,
+} from "../../assembly/abi.js";
 import { InvalidInputError } from "../errors.js";
 import { instantiateCore, type CoreExports } from "./core-exports.js";
 import { decodeEffect, type CoreEffect } from "./effects.js";
@@ -246,6 +256,45 @@ export class ControlCore implements ControlMachine {
    * an unknown class. */
   queuedRunVerdict(failure: number): number {
     return this.exports.queuedRunVerdict(failure);
+  }
+
+  /** Which slot a schedule row fires (`ScheduleFact` bits): a
+   * `ScheduleClaimVerdict`; 0 for facts that cannot hold together. */
+  scheduleClaimVerdict(facts: number): number {
+    return this.exports.scheduleClaimVerdict(facts);
+  }
+
+  /** What becomes of a firing (`ScheduleFiringFact` bits, a
+   * `ScheduleStartAnswer`): a `ScheduleFiringVerdict`; 0 when out of range. */
+  scheduleFiringVerdict(facts: number, answer: number): number {
+    return this.exports.scheduleFiringVerdict(facts, answer);
+  }
+
+  /** How many calls of a tool batch to start now: of `calls`, `started`
+   * started and `settled` settled, under `limit` (0: none); `finished`
+   * 1 once the session ended. `ToolCallCount.Invalid` for counts that
+   * cannot hold together. */
+  toolCallsToStart(calls: number, started: number, settled: number, limit: number, finished: number): number {
+    return this.exports.toolCallsToStart(calls, started, settled, limit, finished);
+  }
+
+  /** Whether a preparation may replace memory from an execution
+   * (`ReplaceFact` bits): a `ReplaceVerdict`; 0 for facts that cannot
+   * hold together. */
+  replaceVerdict(facts: number): number {
+    return this.exports.replaceVerdict(facts);
+  }
+
+  /** The core's `replaceVerdict` for every fact, indexed by the facts:
+   * what a replacing preparation carries to its transaction. */
+  replaceVerdicts(): number[] {
+    return Array.from({ length: ReplaceFact.End }, (_, facts) => this.exports.replaceVerdict(facts));
+  }
+
+  /** What becomes of one tool call of a model turn (`TurnCallFact` bits):
+   * a `TurnCallVerdict`; 0 for facts that cannot hold together. */
+  turnCallVerdict(facts: number): number {
+    return this.exports.turnCallVerdict(facts);
   }
 
   /** The memory view, renewed after the core grew its memory (growing

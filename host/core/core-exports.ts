@@ -26,6 +26,11 @@ export interface CoreExports {
   admissionVerdict(phase: number, source: number, policy: number, situation: number): number;
   byIdVerdict(source: number, facts: number): number;
   queuedRunVerdict(failure: number): number;
+  scheduleClaimVerdict(facts: number): number;
+  scheduleFiringVerdict(facts: number, answer: number): number;
+  toolCallsToStart(calls: number, started: number, settled: number, limit: number, finished: number): number;
+  replaceVerdict(facts: number): number;
+  turnCallVerdict(facts: number): number;
   /** TESTING ONLY (the differential fuzz near the u32 wrap): see assembly/index.ts. */
   testingSeedCounters(ownerToken: number, session: number, generation: number): number;
 }

@@ -4,6 +4,7 @@
 // coordinator, so that they need not import coordinator.ts, which imports
 // them (test/architecture/import-graph.test.ts); `Coordinator` satisfies it.
 
+import type { ControlCore } from "../core/control-core.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { DeliverySettings } from "./delivery.js";
 import type { ExecutionEntry, RequestTable } from "./requests.js";
@@ -12,6 +13,8 @@ import type { ExecutionEntry, RequestTable } from "./requests.js";
 export interface CoordinatorCallSettings extends DeliverySettings {
   readonly store: ExecutionStore;
   readonly now: () => number;
+  /** The core's pure queries a step asks (a replacing start's verdicts). */
+  readonly core: Pick<ControlCore, "replaceVerdicts">;
 }
 
 /** The coordinator, as cancel commits, recoveries and retries use it. */

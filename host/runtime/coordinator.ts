@@ -584,6 +584,14 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
     return this.settings.now();
   }
 
+  toolCallsToStart(calls: number, started: number, settled: number, limit: number, finished: number): number {
+    return this.settings.core.toolCallsToStart(calls, started, settled, limit, finished);
+  }
+
+  turnCallVerdict(facts: number): number {
+    return this.settings.core.turnCallVerdict(facts);
+  }
+
   private startRequest(handle: number): StartRequest | undefined {
     const request: PendingRequest | undefined = this.requests.get(handle);
     return request?.type === "start" ? request : undefined;

@@ -130,6 +130,8 @@ export class Environment {
       fires: !visitor && (startInboxStoreOf(store)?.balancing ?? true),
       ...asserts,
       scope: () => this.conversations.definedScope(),
+      core,
+      defines: (row) => this.scheduledKind(row) !== undefined,
       start: (row, idempotencyKey) => this.scheduledStart(row, idempotencyKey),
       statusOf: async (executionId) => (await this.execution(executionId))?.status,
     });
@@ -234,9 +236,16 @@ export class Environment {
 
   /** A firing's start: an ordinary start of the conversation, keyed by its
    * slot; undefined when its definition is not defined here. */
-  private scheduledStart(row: ScheduleRow, idempotencyKey: string): Run | undefined {
+  /** The definition a schedule's conversation has here, if it has one. */
+  private scheduledKind(row: ScheduleRow): ReturnType<Conversations["kindOf"]> {
     const kind = this.conversations.kindOf(row.agentId, row.definition);
     if (kind === undefined || (row.definition === undefined) !== (kind.name === undefined)) return undefined;
+    return kind;
+  }
+
+  private scheduledStart(row: ScheduleRow, idempotencyKey: string): Run | undefined {
+    const kind = this.scheduledKind(row);
+    if (kind === undefined) return undefined;
     const agent = new Agent({ environment: this, kind, ready: Promise.resolve() }, row.agentId);
     return agent.start(row.input as never, { ...row.options, idempotencyKey });
   }

@@ -51,7 +51,10 @@ export function submitPrepare(calls: CoordinatorCalls, agent: AgentEntry, reques
         ...(blockedBy ? { blockedBy } : {}),
         ...(firstBarrier ? { firstBarrier } : {}),
         // A blocked input replaces nothing: memory stays as it was.
-        ...(request.options.replaceFrom !== undefined && !blockedBy ? { replaceFrom: request.options.replaceFrom } : {}),
+        // Whether it may is the core's verdict on what the transaction reads (docs/decisions/0087).
+        ...(request.options.replaceFrom !== undefined && !blockedBy
+          ? { replaceFrom: request.options.replaceFrom, replaceVerdicts: calls.settings.core.replaceVerdicts() }
+          : {}),
         journal,
         at: now,
       })

@@ -1,32 +1,49 @@
-// Which slot a due schedule fires and which comes after it
-// (docs/decisions/0078): a pure function of the row and the time, shared by
-// the sweep and "run now".
+// The times of a schedule's claim (docs/decisions/0078, 0087): the core
+// decides which slot a row fires and which comes after it
+// (`scheduleClaimVerdict`, from the row's state as `ScheduleFact` bits);
+// here the host reads those facts off the row and computes the times the
+// verdict names (the cron arithmetic), for the sweep and "run now".
 //
-// Rules kept here:
-// * Missed slots are coalesced: a schedule due while every process was down
-//   fires once for its oldest missed slot (the key of that slot), and its
-//   next slot is the first one after now — never once per missed slot.
-// * A firing already claimed (pending) is claimed again for the same slot
-//   and next slot: the same keyed start, run once.
-// * A one-shot schedule has no next slot: once its firing settles it is done.
+// Rules kept here: none of the policy. The verdicts say it — missed slots
+// coalesced into one firing of the oldest, a pending firing claimed again
+// for its slot, a one-shot schedule done once it fired — and this file
+// only turns a verdict into the row's times.
 
+import { ScheduleClaimVerdict, ScheduleFact } from "../../assembly/abi.js";
 import { InvalidInputError } from "../errors.js";
 import type { ScheduleClaim, ScheduleRow } from "../store/schedule-records.js";
 import { nextAfter, parseCron } from "./cron.js";
 
-/** The claim of a due row read at `now`; its firing may be claimed again at `retryAt`. */
-export function claimOf(row: ScheduleRow, now: number, retryAt: number): ScheduleClaim {
-  const base = { scheduleId: row.scheduleId, revision: row.revision, retryAt };
-  if (row.firingSlotAt !== undefined) return { ...base, firingSlotAt: row.firingSlotAt, nextSlotAt: row.nextSlotAt };
-  const slot = row.dueAt as number;
-  return { ...base, firingSlotAt: slot, nextSlotAt: slotAfter(row, Math.max(now, slot)) };
+/** The row's state as the core reads it, at `now`; `runNow` for
+ * `env.runSchedule`, `ownerGone` on a single owner's first pass. */
+export function scheduleFactsOf(row: ScheduleRow, now: number, asked: { readonly runNow: boolean; readonly ownerGone: boolean }): number {
+  let facts = 0;
+  if (row.firingSlotAt !== undefined) facts |= ScheduleFact.FiringPending;
+  if (row.cron !== undefined) facts |= ScheduleFact.Recurring;
+  if (row.dueAt !== undefined && row.dueAt <= now) facts |= ScheduleFact.Due;
+  if (asked.runNow) facts |= ScheduleFact.RunNow;
+  if (asked.ownerGone) facts |= ScheduleFact.OwnerGone;
+  return facts;
 }
 
-/** "Run now": fires at `now`, keeping the schedule's next slot (a one-shot
- * schedule run now is done once it fired). Undefined while a firing is pending. */
-export function claimNow(row: ScheduleRow, now: number, retryAt: number): ScheduleClaim | undefined {
-  if (row.firingSlotAt !== undefined) return undefined;
-  return { scheduleId: row.scheduleId, revision: row.revision, retryAt, firingSlotAt: now, nextSlotAt: row.cron === undefined ? undefined : row.dueAt };
+/** The claim the core's verdict names for a row read at `now`, its firing
+ * claimable again at `retryAt`; undefined when the verdict claims nothing. */
+export function claimOf(row: ScheduleRow, verdict: ScheduleClaimVerdict, now: number, retryAt: number): ScheduleClaim | undefined {
+  const base = { scheduleId: row.scheduleId, revision: row.revision, retryAt };
+  switch (verdict) {
+    case ScheduleClaimVerdict.ClaimAgain:
+      return { ...base, firingSlotAt: row.firingSlotAt as number, nextSlotAt: row.nextSlotAt };
+    case ScheduleClaimVerdict.FireDueThenAfterNow:
+      return { ...base, firingSlotAt: row.dueAt as number, nextSlotAt: slotAfter(row, Math.max(now, row.dueAt as number)) };
+    case ScheduleClaimVerdict.FireDueOnce:
+      return { ...base, firingSlotAt: row.dueAt as number, nextSlotAt: undefined };
+    case ScheduleClaimVerdict.FireNowKeepNext:
+      return { ...base, firingSlotAt: now, nextSlotAt: row.dueAt };
+    case ScheduleClaimVerdict.FireNowOnce:
+      return { ...base, firingSlotAt: now, nextSlotAt: undefined };
+    default:
+      return undefined;
+  }
 }
 
 /** The first slot of a recurring schedule strictly after `afterMs`. */

@@ -19,19 +19,23 @@
 //   was slow past `firingRetryMs` — starts the same execution, which the
 //   store admits once. Its placement (run here, file for the owner,
 //   refuse) and the busy policy are the core's, as for any start.
-// * A firing is settled (its outcome recorded, the schedule moved to its
-//   next slot) once the start has an execution id or was refused for a
-//   reason that will not pass by retrying; a start refused because this
-//   process is closing or its store failed leaves the firing pending, to be
-//   claimed again at its retry time.
+// * The core decides (docs/decisions/0087): which slot a due row fires
+//   (`scheduleClaimVerdict`), whether a claim is started — a claim the
+//   store did not apply is skipped — and how its start's answer settles it
+//   (`scheduleFiringVerdict`: settled once the start has an execution id
+//   or was refused for good; left pending, claimed again at its retry
+//   time, when the refusal passes). This file reads the facts and carries
+//   the verdicts out.
 // * Nothing here throws into a timer: a failed pass is logged and the
 //   timer armed again after `sweepFailureBackoffMs`.
 
+import { ScheduleClaimVerdict, ScheduleFiringFact, ScheduleFiringVerdict, ScheduleStartAnswer } from "../../assembly/abi.js";
+import type { ControlCore } from "../core/control-core.js";
 import { PhronomyError } from "../errors.js";
 import { scheduleClaimBatchMax, type ScheduleClaim, type ScheduleRow, type ScheduleScope, type ScheduleStore } from "../store/schedule-records.js";
 import type { Logger } from "./options.js";
 import type { Run } from "./run.js";
-import { claimOf } from "./schedule-slots.js";
+import { claimOf, scheduleFactsOf } from "./schedule-slots.js";
 
 /** The longest the timer sleeps while nothing is due nearer: a schedule
  * made by another process (PostgreSQL) is seen within it. One indexed read
@@ -55,10 +59,14 @@ export function scheduledStartKey(scheduleId: string, slotAt: number): string {
 export interface ScheduleSweepHost {
   readonly store: ScheduleStore;
   readonly logger: Logger;
+  /** Decides the claims and the firings. */
+  readonly core: Pick<ControlCore, "scheduleClaimVerdict" | "scheduleFiringVerdict">;
+  /** Whether the row's conversation is defined here (its start can be made here). */
+  defines(row: ScheduleRow): boolean;
   /** The definitions and agents defined here: their schedules are fired here. */
   scope(): ScheduleScope;
   /** Starts the firing's conversation with its key; undefined when its
-   * definition is not defined here (left pending for a process that has it). */
+   * definition is not defined here (asked of `defines` first). */
   start(row: ScheduleRow, idempotencyKey: string): Run | undefined;
   /** The execution's durable status, to tell a queued start from a started one. */
   statusOf(executionId: string): Promise<string | undefined>;
@@ -170,62 +178,104 @@ export class ScheduleSweep {
     for (;;) {
       if (this.closed) return;
       const now = this.clock();
+      const ownerGone = this.firstPass && this.host.singleOwner;
       const rows = await this.dueRows(scope, now);
       const claims: ScheduleClaim[] = [];
       for (const row of rows) {
-        const claim = this.claimFor(row, now);
+        const claim = this.claimFor(row, now, ownerGone);
         if (claim !== undefined) claims.push(claim);
       }
       const claimed = claims.length === 0 ? [] : await store.claimSchedules(claims);
-      for (const row of claimed) void this.fireClaimed(row);
+      for (const claim of claims) this.fireIfClaimed(claim, claimed);
       if (rows.length < scheduleClaimBatchMax) break;
     }
     const next = await store.nextScheduleDue(scope);
     this.armAt(next ?? Number.POSITIVE_INFINITY);
   }
 
-  /** Due rows; on a single owner's first pass, its firings left pending too. */
+  /** Due rows; on a single owner's first pass, its firings left pending
+   * too (up to their retry time: the core claims them again at once, and
+   * skips the rest). */
   private async dueRows(scope: ScheduleScope, now: number): Promise<ScheduleRow[]> {
     if (!this.firstPass || !this.host.singleOwner) return this.host.store.dueSchedules(scope, now, scheduleClaimBatchMax);
     this.firstPass = false;
-    const rows = await this.host.store.dueSchedules(scope, now + firingRetryMs, scheduleClaimBatchMax);
-    return rows.filter((row) => (row.dueAt as number) <= now || row.firingSlotAt !== undefined);
+    return this.host.store.dueSchedules(scope, now + firingRetryMs, scheduleClaimBatchMax);
   }
 
-  private claimFor(row: ScheduleRow, now: number): ScheduleClaim | undefined {
+  /** The claim the core's verdict names for a row, if it claims one. */
+  private claimFor(row: ScheduleRow, now: number, ownerGone: boolean): ScheduleClaim | undefined {
+    const verdict = this.host.core.scheduleClaimVerdict(scheduleFactsOf(row, now, { runNow: false, ownerGone })) as ScheduleClaimVerdict;
     try {
-      return claimOf(row, now, now + firingRetryMs);
+      return claimOf(row, verdict, now, now + firingRetryMs);
     } catch (error) {
       this.host.logger.warn(`[phronomy] schedule ${row.scheduleId} cannot be fired: ${(error as Error).message}`);
       return undefined;
     }
   }
 
+  /** A claim the store did not apply is skipped (the core's verdict); the rest fire. */
+  private fireIfClaimed(claim: ScheduleClaim, claimed: readonly ScheduleRow[]): void {
+    const row = claimed.find((candidate) => candidate.scheduleId === claim.scheduleId);
+    const facts = row === undefined ? 0 : ScheduleFiringFact.Claimed;
+    if (this.host.core.scheduleFiringVerdict(facts, ScheduleStartAnswer.None) === ScheduleFiringVerdict.Skip) return;
+    void this.fireClaimed(row as ScheduleRow);
+  }
+
   private async fire(row: ScheduleRow): Promise<void> {
     const slotAt = row.firingSlotAt as number;
+    const facts = ScheduleFiringFact.Claimed | (this.host.defines(row) ? ScheduleFiringFact.DefinedHere : 0);
+    if (this.verdictOf(facts, ScheduleStartAnswer.None) !== ScheduleFiringVerdict.Start) return;
     const run = this.host.start(row, scheduledStartKey(row.scheduleId, slotAt));
     if (run === undefined) return;
     run.result.catch(() => undefined);
-    const settle = (outcome: "started" | "queued" | "refused", executionId: string | undefined, error: string | undefined): Promise<boolean> =>
-      this.host.store.settleScheduleFiring({ scheduleId: row.scheduleId, firingSlotAt: slotAt, outcome, executionId, error, at: this.clock() });
-    let executionId: string;
+    let executionId: string | undefined;
+    let answer: ScheduleStartAnswer;
+    let refusal: unknown;
     try {
       executionId = await run.executionId;
+      const status = await this.host.statusOf(executionId).catch(() => undefined);
+      answer = status === "queued" ? ScheduleStartAnswer.Queued : ScheduleStartAnswer.Started;
     } catch (error) {
-      if (passes(error)) throw error;
-      await settle("refused", undefined, (error as PhronomyError).code);
-      return;
+      refusal = error;
+      answer = startAnswerOf(error);
     }
-    const status = await this.host.statusOf(executionId).catch(() => undefined);
-    await settle(status === "queued" ? "queued" : "started", executionId, undefined);
+    const verdict = this.verdictOf(facts, answer);
+    if (verdict === ScheduleFiringVerdict.LeavePending) throw refusal;
+    const outcome = settledOutcome(verdict);
+    if (outcome === undefined) throw new Error(`the core answered no settlement for start answer ${answer}`);
+    const error = refusal instanceof PhronomyError ? refusal.code : undefined;
+    await this.host.store.settleScheduleFiring({ scheduleId: row.scheduleId, firingSlotAt: slotAt, outcome, executionId, error, at: this.clock() });
+  }
+
+  private verdictOf(facts: number, answer: ScheduleStartAnswer): ScheduleFiringVerdict {
+    return this.host.core.scheduleFiringVerdict(facts, answer) as ScheduleFiringVerdict;
   }
 }
 
-/** A refusal that a later claim of the same firing may not meet: this
- * process closing, its store failing, a lease in flux. */
-function passes(error: unknown): boolean {
-  if (!(error instanceof PhronomyError)) return true;
-  const transient = ["RUNTIME_SHUTDOWN", "STORE", "OFFLOAD_FULL", "CAPACITY", "CORE_FAILED", "INTERNAL"];
-  if (transient.includes(error.code)) return true;
-  return error.code === "AGENT_BUSY" && error.details?.["reason"] !== undefined;
+/** How a firing's start was refused, for the core: a translation of its
+ * code only (whether the firing stays pending is the core's). */
+export function startAnswerOf(error: unknown): ScheduleStartAnswer {
+  if (!(error instanceof PhronomyError)) return ScheduleStartAnswer.OutcomeUnknown;
+  switch (error.code) {
+    case "RUNTIME_SHUTDOWN":
+      return ScheduleStartAnswer.Stopping;
+    case "STORE":
+      return ScheduleStartAnswer.StoreFailed;
+    case "OFFLOAD_FULL":
+    case "CAPACITY":
+      return ScheduleStartAnswer.Full;
+    case "CORE_FAILED":
+    case "INTERNAL":
+      return ScheduleStartAnswer.OutcomeUnknown;
+    case "AGENT_BUSY":
+      return error.details?.["reason"] !== undefined ? ScheduleStartAnswer.BusyForNow : ScheduleStartAnswer.Refused;
+    default:
+      return ScheduleStartAnswer.Refused;
+  }
+}
+
+function settledOutcome(verdict: ScheduleFiringVerdict): "started" | "queued" | "refused" | undefined {
+  if (verdict === ScheduleFiringVerdict.SettleStarted) return "started";
+  if (verdict === ScheduleFiringVerdict.SettleQueued) return "queued";
+  return verdict === ScheduleFiringVerdict.SettleRefused ? "refused" : undefined;
 }

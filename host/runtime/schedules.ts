@@ -14,6 +14,7 @@
 //   takes a share of the partitions (not a visitor, not `balance: false`).
 
 import { randomUUID } from "node:crypto";
+import { ScheduleClaimVerdict, ScheduleFiringFact, ScheduleFiringVerdict, ScheduleStartAnswer } from "../../assembly/abi.js";
 import { InvalidInputError, PhronomyError, StoreError } from "../errors.js";
 import { capabilitiesOf } from "../store/capabilities.js";
 import type { Json } from "../store/records.js";
@@ -28,7 +29,7 @@ import {
 import type { ExecutionStore } from "../store/store.js";
 import { validateStartOptions, rejectUnknownKeys } from "./options.js";
 import { firingRetryMs, ScheduleSweep, type ScheduleSweepHost } from "./schedule-sweep.js";
-import { claimNow, firstSlotOf } from "./schedule-slots.js";
+import { claimOf, firstSlotOf, scheduleFactsOf } from "./schedule-slots.js";
 import { parseCron } from "./cron.js";
 import { startInputOf } from "./start-input.js";
 import type { Schedule, ScheduleListFilter, ScheduleOptions } from "./schedule-words.js";
@@ -134,11 +135,14 @@ export class Scheduling {
     }
     const now = Date.now();
     // A process that fires nothing leaves the firing due at once for one that does.
-    const claim = claimNow(row, now, this.sweep === undefined ? now : now + firingRetryMs);
+    // The core decides the slot (docs/decisions/0087): at now, the next slot kept.
+    const verdict = this.host.core.scheduleClaimVerdict(scheduleFactsOf(row, now, { runNow: true, ownerGone: false })) as ScheduleClaimVerdict;
+    const claim = claimOf(row, verdict, now, this.sweep === undefined ? now : now + firingRetryMs);
     if (claim === undefined)
       throw new InvalidInputError(`${what}: schedule ${scheduleId} is firing now; wait for it`, { details: { scheduleId, state: "firing" } });
     const [claimed] = await store.claimSchedules([claim]);
-    if (claimed === undefined)
+    const facts = claimed === undefined ? 0 : ScheduleFiringFact.Claimed;
+    if (claimed === undefined || this.host.core.scheduleFiringVerdict(facts, ScheduleStartAnswer.None) === ScheduleFiringVerdict.Skip)
       throw new InvalidInputError(`${what}: schedule ${scheduleId} changed meanwhile (fired or cancelled); read it again`, { details: { scheduleId } });
     if (this.sweep === undefined) {
       // A process that fires nothing: the firing is due now for one that does.

@@ -7,7 +7,7 @@
 // built with, and it only proceeds when the core's effects say so.
 
 import { createHash, randomUUID } from "node:crypto";
-import { SessionEnding, SessionEventKind } from "../../assembly/abi.js";
+import { Limit, SessionEnding, SessionEventKind, ToolCallCount, TurnCallFact, TurnCallVerdict } from "../../assembly/abi.js";
 import type { ModelMessage } from "ai";
 import { callModel, type CallOverrides } from "../agent/model.js";
 import { assistantMessage, type ConversationMessage, type ModelTurn, type ToolCall, type ToolResult } from "../agent/messages.js";
@@ -54,6 +54,12 @@ export interface SessionHost {
   sessionFinished(session: Session, ending: SessionEnding): void;
   emit(session: Session, event: ExecutionEvent): void;
   now(): number;
+  /** How many calls of a tool batch start now: the core's answer
+   * (`ControlCore.toolCallsToStart`, docs/decisions/0087). */
+  toolCallsToStart(calls: number, started: number, settled: number, limit: number, finished: number): number;
+  /** What becomes of one call of a model turn: the core's answer
+   * (`ControlCore.turnCallVerdict`, docs/decisions/0087). */
+  turnCallVerdict(facts: number): number;
 }
 
 export interface SessionSettings {
@@ -153,9 +159,10 @@ export class Session {
   memoryLoaded: Promise<void> = Promise.resolve();
   restored: Promise<void> = Promise.resolve();
   private toolResults: ToolResult[] = [];
-  /** The batch's calls toolCallConcurrency holds back, and the messages
-   * they run with. */
-  private toolsWaiting: PlannedCall[] = [];
+  /** The batch's calls started so far (in the model's order; the core
+   * says how many more start, `toolCallsToStart`), and the messages they
+   * run with. */
+  private toolsStarted = 0;
   private toolMessages: ModelMessage[] = [];
   /** A recovered session's start of its running stretch on this process's
    * clock: the next barrier writes it (`metadata.runningSince`), so a later
@@ -634,9 +641,9 @@ export class Session {
 
   private dispatchOrSuspend(needed: PlannedCall[]): void {
     if (this.finished) return;
-    const asking = this.planned.find((planned) => callWaits(planned.tool?.definition) && !planned.error);
-    if (asking) return this.waitForInput(asking, needed);
-    if (needed.length === 0) {
+    const { asking, approvals, heldBack } = this.turnQuestions(needed);
+    if (asking) return this.waitForInput(asking, heldBack);
+    if (approvals.length === 0) {
       this.host.sessionEvent(this, SessionEventKind.LlmCompletedWithTools);
       return;
     }
@@ -644,7 +651,7 @@ export class Session {
       approvalId: randomUUID(),
       executionId: this.executionId,
       agentId: this.settings.agentId,
-      toolCalls: needed.map(({ call, askedBecause }) => ({
+      toolCalls: approvals.map(({ call, askedBecause }) => ({
         callId: call.callId,
         toolName: call.toolName,
         input: call.input,
@@ -657,14 +664,37 @@ export class Session {
     this.finish({ ending: SessionEnding.Suspended, output: null, error: undefined, approvalRequest: request, handoff: undefined });
   }
 
+  /** One question per turn: the core's verdict on each call of the turn,
+   * in the model's order (`turnCallVerdict`, docs/decisions/0087) — the
+   * call the execution waits on, the calls its approval asks about, and
+   * the calls a wait holds back (declined once it is answered). */
+  private turnQuestions(needed: readonly PlannedCall[]): { asking: PlannedCall | undefined; approvals: PlannedCall[]; heldBack: PlannedCall[] } {
+    const asked = new Map(needed.map((planned) => [planned.call.callId, planned]));
+    const waits = (planned: PlannedCall): boolean => callWaits(planned.tool?.definition);
+    const turnWaits = this.planned.some((planned) => waits(planned) && !planned.error);
+    const answer = { asking: undefined as PlannedCall | undefined, approvals: [] as PlannedCall[], heldBack: [] as PlannedCall[] };
+    for (const planned of this.planned) {
+      let facts = turnWaits ? TurnCallFact.TurnWaits : 0;
+      if (waits(planned)) facts |= TurnCallFact.Waits;
+      if (asked.has(planned.call.callId)) facts |= TurnCallFact.NeedsApproval;
+      if (planned.error) facts |= TurnCallFact.Failed;
+      if (answer.asking !== undefined) facts |= TurnCallFact.WaitTaken;
+      const verdict = this.host.turnCallVerdict(facts) as TurnCallVerdict;
+      if (verdict === TurnCallVerdict.AskWait) answer.asking = planned;
+      else if (verdict === TurnCallVerdict.AskApproval) answer.approvals.push(asked.get(planned.call.callId) as PlannedCall);
+      else if (verdict === TurnCallVerdict.Decline) answer.heldBack.push(planned);
+      else if (verdict !== TurnCallVerdict.Run) throw new Error(`phronomy: the core answered no verdict for tool call ${planned.call.callId} (facts ${facts})`);
+    }
+    return answer;
+  }
+
   /** A `humanInput()` call: the execution waits for its value, as for an
    * approval (one wait, kind `input`, decision 0075). One question at a
    * time: the turn's other calls that need approval, and further
-   * `humanInput()` calls, are declined once the value is given; the rest
-   * run with it. */
-  private waitForInput(asking: PlannedCall, needed: readonly PlannedCall[]): void {
+   * `humanInput()` calls, are declined once the value is given (`heldBack`,
+   * the core's verdict); the rest run with it. */
+  private waitForInput(asking: PlannedCall, heldBack: readonly PlannedCall[]): void {
     const { call } = asking;
-    const heldBack = this.planned.filter((planned) => planned !== asking && (needed.includes(planned) || callWaits(planned.tool?.definition)));
     const schema = asking.tool?.definition.waitsFor;
     const childAgent = asking.tool?.definition.childAgent;
     const responseSchema = schema === undefined || childAgent !== undefined ? undefined : convertToJsonSchema(schema);
@@ -761,14 +791,27 @@ export class Session {
   startToolBatch(): void {
     this.toolResults = [];
     this.toolsOutstanding = this.planned.length;
-    const messages = toModelMessages(this.messages);
-    // toolCallConcurrency holds the rest back, in the model's order; the
-    // core counts every call of the batch from its barrier either way.
-    const limit = this.settings.definition.toolCallConcurrency;
-    const launched = limit === undefined ? this.planned : this.planned.slice(0, limit);
-    this.toolsWaiting = limit === undefined ? [] : this.planned.slice(limit);
-    this.toolMessages = messages;
-    for (const planned of launched) this.runToolOrFail(planned, messages);
+    this.toolsStarted = 0;
+    this.toolMessages = toModelMessages(this.messages);
+    this.startToolsDue();
+  }
+
+  /** Starts the calls the core says are due now (toolCallConcurrency holds
+   * the rest back, in the model's order); the core counts every call of
+   * the batch from its barrier either way. */
+  private startToolsDue(): void {
+    const due = this.planned.slice(this.toolsStarted, this.toolsStarted + this.toolCallsDue(false));
+    this.toolsStarted += due.length;
+    for (const planned of due) this.runToolOrFail(planned, this.toolMessages);
+  }
+
+  /** The core's count of calls to start now (`toolCallsToStart`). */
+  private toolCallsDue(finished: boolean): number {
+    const calls = this.planned.length;
+    const limit = Math.min(this.settings.definition.toolCallConcurrency ?? 0, Limit.InFlightMax);
+    const due = this.host.toolCallsToStart(calls, this.toolsStarted, calls - this.toolsOutstanding, limit, finished ? 1 : 0);
+    if (due === ToolCallCount.Invalid) throw new Error(`phronomy: the core refused the tool batch's counts (${calls} calls, ${this.toolsStarted} started)`);
+    return due;
   }
 
   /** A throw while launching one tool call (the application's tracer
@@ -899,8 +942,7 @@ export class Session {
       isError: result.isError,
     });
     this.toolsOutstanding -= 1;
-    const next = this.toolsWaiting.shift();
-    if (next !== undefined) this.runToolOrFail(next, this.toolMessages);
+    this.startToolsDue();
     if (this.toolsOutstanding > 0) return;
     const order = new Map(this.planned.map(({ call }, index) => [call.callId, index]));
     const results = [...this.toolResults].sort((a, b) => (order.get(a.callId) ?? 0) - (order.get(b.callId) ?? 0));
@@ -914,8 +956,9 @@ export class Session {
   /** The session ended with calls held back by toolCallConcurrency: they
    * never run, and settle now so the core stops counting them. */
   private dropWaitingTools(): void {
-    const dropped = this.toolsWaiting.length;
-    this.toolsWaiting = [];
+    if (this.toolCallsDue(true) !== 0) throw new Error("phronomy: the core started a tool call after its session ended");
+    const dropped = this.planned.length - this.toolsStarted;
+    this.toolsStarted = this.planned.length;
     for (let index = 0; index < dropped; index += 1) this.host.operationSettled(this);
   }
 

@@ -4,6 +4,7 @@
 // journal) is the runtime's; only what the store keys and compares on is
 // checked here.
 
+import { ReplaceFact, ReplaceVerdict } from "../../assembly/abi.js";
 import { InvalidInputError } from "../errors.js";
 import { checkId } from "./check-id.js";
 import type { OffloadOperation } from "./offload-operation.js";
@@ -56,6 +57,14 @@ export function checkOperation(operation: OffloadOperation): void {
   }
   if (operation.type === "prepareExecution" && operation.replaceFrom !== undefined) {
     checkId(operation.replaceFrom, "prepareExecution.replaceFrom");
+    const verdicts = operation.replaceVerdicts;
+    const verdictMax = ReplaceVerdict.RefuseNotInMemory;
+    if (!Array.isArray(verdicts) || verdicts.length !== ReplaceFact.End || !verdicts.every((v) => Number.isInteger(v) && v >= 0 && v <= verdictMax)) {
+      throw new InvalidInputError(
+        `prepareExecution.replaceVerdicts must be the core's replaceVerdict for each of the ${ReplaceFact.End} facts (ControlCore.replaceVerdicts()), got ${JSON.stringify(verdicts)?.slice(0, 80)}`,
+        { executionId: operation.executionId },
+      );
+    }
     if (operation.blockedBy !== undefined) {
       throw new InvalidInputError("prepareExecution.replaceFrom cannot go with blockedBy: a blocked input enters no memory and replaces none", {
         executionId: operation.executionId,

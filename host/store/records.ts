@@ -197,9 +197,15 @@ export interface PrepareExecutionOperation {
   /** An earlier execution of this agent: its journal records and every
    * later one are deleted in this transaction, before `journal` is
    * appended (a start's `replaceFrom`, docs/decisions/0070). Refused,
-   * nothing written, by `replace-from.ts`'s rules. Not with `blockedBy`:
+   * nothing written, unless the core's verdict (`replaceVerdicts`) on what
+   * the transaction reads is to replace. Not with `blockedBy`:
    * a blocked input replaces nothing. */
   readonly replaceFrom?: string;
+  /** With `replaceFrom`: the core's `replaceVerdict` for every
+   * `ReplaceFact` bits (`ReplaceFact.End` entries, indexed by the facts);
+   * the store looks up what it read and writes nothing unless `Replace`
+   * (docs/decisions/0087). */
+  readonly replaceVerdicts?: readonly number[];
   readonly at: number;
 }
 

@@ -175,6 +175,40 @@ describe("typed waits", () => {
     expect(looked).toEqual(["42"]);
   });
 
+  it("one question at a time holds back a call toolApproval asks about with a reason too: declined, never run unapproved (the core's verdict, 0087)", async () => {
+    const env = await openEnvironment();
+    const refunds: unknown[] = [];
+    const refund = tool({
+      inputSchema: z.object({ orderId: z.string(), amount: z.number() }),
+      execute: (input) => {
+        refunds.push(input);
+        return { refunded: input.amount };
+      },
+    });
+    let told: unknown[] = [];
+    const model = scriptedModel(({ messages }): ScriptedTurn => {
+      const last = messages.at(-1);
+      if (last?.role !== "tool") {
+        return {
+          toolCalls: [
+            { toolName: "askDate", input: { question: "When?" } },
+            { toolName: "refund", input: { orderId: "42", amount: 30 } },
+          ],
+        };
+      }
+      told = last.results.map((result) => result.output);
+      return { text: "ok" };
+    });
+    const toolApproval = { refund: { type: "user-approval", reason: "refunds need a person" } } as const;
+    const booking = env.agent({ id: "booking", model, tools: { askDate, refund }, toolApproval });
+    const executionId = await booking.start("go").executionId;
+    const pending = await waitFor(async () => (await env.pendingApprovals()).find((item) => item.executionId === executionId));
+    expect(pending.request).toMatchObject({ kind: "input", toolCalls: [{ toolName: "askDate" }], declinedCalls: ["call-0-1"] });
+    await booking.resume(executionId, { waitId: pending.request.approvalId, value: { date: "2027-01-05" } }).result;
+    expect(told[1]).toMatchObject({ declined: true });
+    expect(refunds).toEqual([]);
+  });
+
   it("refuses a resume of the other kind (APPROVAL_MISMATCH wait_kind) and a second value once resumed", async () => {
     const env = await openEnvironment();
     const seen: Seen = {};

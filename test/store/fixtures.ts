@@ -4,7 +4,10 @@
 // and a raw look at a store file through the driver (pragmas, row counts)
 // that bypasses the store's own reads.
 
+import { readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { ControlCore } from "../../host/core/control-core.js";
+import { coreWasmUrl } from "../../host/core/load-core.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type {
@@ -63,8 +66,21 @@ export function prepare(executionId: string, agentId = "support", extra: Partial
     config: { replayable: true },
     journal: [journalEntry(executionId, "user", "Where is order 42?")],
     at: 10,
+    // A replacing preparation carries the core's verdicts, as the runtime's does (docs/decisions/0087).
+    ...(extra.replaceFrom !== undefined ? { replaceVerdicts: coreReplaceVerdicts() } : {}),
     ...extra,
   };
+}
+
+let replaceVerdicts: number[] | undefined;
+
+/** The debug core's `replaceVerdict` table, compiled once, synchronously. */
+export function coreReplaceVerdicts(): number[] {
+  if (replaceVerdicts === undefined) {
+    const module = new WebAssembly.Module(readFileSync(coreWasmUrl("debug")));
+    replaceVerdicts = new ControlCore(module, { agentsMax: 1, executionsMax: 1 }).replaceVerdicts();
+  }
+  return replaceVerdicts;
 }
 
 export function providerBarrier(executionId: string, expectedRevision: number, extra: Partial<ProviderBarrierOperation> = {}): ProviderBarrierOperation {

@@ -17,6 +17,7 @@
 //   that replaces them (`CREATE OR REPLACE`), never an edit of this one.
 
 import type pg from "pg";
+import { ReplaceFact, ReplaceVerdict } from "../../../assembly/abi.js";
 import { fenceHeldSql, partitionHeldSql } from "./partitions.js";
 
 export async function createWriteFunctions(client: pg.ClientBase): Promise<void> {
@@ -289,6 +290,49 @@ export async function createPrepareReplacing(client: pg.ClientBase): Promise<voi
       IF EXISTS (SELECT 1 FROM executions WHERE execution_id = p_replace_from AND (status <> 'terminal' OR agent_id <> p_agent_id)) THEN
         RETURN 0;
       END IF;
+      IF prepare_execution(p_execution_id, p_agent_id, p_status, p_phase, p_mode, p_input, p_metadata, p_outcome, p_error, p_usage, p_at,
+                           p_fence_owner, p_fence_epoch, p_kinds, p_ats, p_payloads, p_write_id,
+                           p_journal_ids, p_journal_roles, p_journal_contents, p_journal_ats, p_revision) = 0 THEN
+        RETURN 0;
+      END IF;
+      DELETE FROM journal WHERE agent_id = p_agent_id AND position >= cut AND execution_id <> p_execution_id;
+      RETURN 1;
+    END $$;
+  `);
+}
+
+/** Migration 21 (docs/decisions/0087): `prepare_execution_replacing_decided`,
+ * migration 15's function with the core's verdicts: the preparation
+ * carries `replaceVerdict` for every `ReplaceFact` bits (`p_verdicts`,
+ * indexed by the bits, 1-based in SQL), and the function reads the facts
+ * — the replaced execution's first journal position, its row's
+ * conversation and status — and goes on only when the core's verdict on
+ * them is `Replace`; the rest is migration 15's. Migration 15's function
+ * stays for a process of the version before. */
+export async function createPrepareReplacingDecided(client: pg.ClientBase): Promise<void> {
+  await client.query(`
+    CREATE FUNCTION prepare_execution_replacing_decided(
+      p_verdicts integer[], p_replace_from text,
+      p_execution_id text, p_agent_id text, p_status text, p_phase text, p_mode text, p_input text, p_metadata text,
+      p_outcome text, p_error text, p_usage text, p_at bigint, p_fence_owner text, p_fence_epoch bigint,
+      p_kinds text[], p_ats bigint[], p_payloads text[], p_write_id text,
+      p_journal_ids text[], p_journal_roles text[], p_journal_contents text[], p_journal_ats bigint[], p_revision bigint)
+    RETURNS integer LANGUAGE plpgsql AS $$
+    DECLARE
+      cut bigint;
+      row_agent text;
+      row_status text;
+      facts integer := 0;
+    BEGIN
+      SELECT min(position) INTO cut FROM journal WHERE agent_id = p_agent_id AND execution_id = p_replace_from;
+      SELECT agent_id, status INTO row_agent, row_status FROM executions WHERE execution_id = p_replace_from;
+      IF FOUND THEN
+        facts := facts | ${ReplaceFact.RowFound};
+        IF row_agent = p_agent_id THEN facts := facts | ${ReplaceFact.SameConversation}; END IF;
+        IF row_status = 'terminal' THEN facts := facts | ${ReplaceFact.Ended}; END IF;
+      END IF;
+      IF cut IS NOT NULL THEN facts := facts | ${ReplaceFact.InMemory}; END IF;
+      IF p_verdicts[facts + 1] IS DISTINCT FROM ${ReplaceVerdict.Replace} OR cut IS NULL THEN RETURN 0; END IF;
       IF prepare_execution(p_execution_id, p_agent_id, p_status, p_phase, p_mode, p_input, p_metadata, p_outcome, p_error, p_usage, p_at,
                            p_fence_owner, p_fence_epoch, p_kinds, p_ats, p_payloads, p_write_id,
                            p_journal_ids, p_journal_roles, p_journal_contents, p_journal_ats, p_revision) = 0 THEN

@@ -22,6 +22,7 @@ import {
   countStepsOnTheRow,
   createPrepareAtRevision,
   createPrepareReplacing,
+  createPrepareReplacingDecided,
   createWriteFunctions,
   fenceWritesByPartition,
   fenceWritesUnderLock,
@@ -140,7 +141,8 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 17: scheduled starts (`schedules.ts`, docs/decisions/0078).
  * Version 18: paging, search and counts (`pages.ts`, docs/decisions/0082).
  * Version 19: keyed signals, and the index of event waits by key (`signals.ts`, docs/decisions/0077).
- * Version 20: suspended rows indexed by their wait's due time (`due-waits.ts`, docs/decisions/0076). */
+ * Version 20: suspended rows indexed by their wait's due time (`due-waits.ts`, docs/decisions/0076).
+ * Version 21: a replacing preparation decided by the core's verdicts (`functions.ts`, docs/decisions/0087). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -162,6 +164,7 @@ export const migrations: readonly Migration[] = [
   createExecutionPages,
   createEventSignals,
   createDueWaitIndex,
+  createPrepareReplacingDecided,
 ];
 
 async function partitionOwnership(client: pg.ClientBase, settings?: SchemaSettings): Promise<void> {

@@ -94,9 +94,10 @@ export function prepareStatement(operation: PrepareExecutionOperation, fence: Fe
   // A blocked input never enters the conversation memory: no journal.
   const journal = blocked ? [] : operation.journal;
   // A replacing preparation always names its revision: the function has
-  // one signature (migration 15), the revision-taking one.
+  // one signature (migrations 15 and 21), the revision-taking one, and
+  // carries the core's verdicts (docs/decisions/0087).
   const replacing = operation.replaceFrom !== undefined && !blocked;
-  const sql = `SELECT ${replacing ? `prepare_execution_replacing(${text(operation.replaceFrom!)}, ` : "prepare_execution("}${[
+  const sql = `SELECT ${replacing ? `prepare_execution_replacing_decided(${verdictsArgument(operation.replaceVerdicts ?? [])}, ${text(operation.replaceFrom!)}, ` : "prepare_execution("}${[
     text(operation.executionId),
     text(operation.agentId),
     text(blocked ? "terminal" : "active"),
@@ -115,6 +116,12 @@ export function prepareStatement(operation: PrepareExecutionOperation, fence: Fe
     ...(barrier === undefined && !replacing ? [] : [String(revision)]),
   ].join(", ")}) AS applied`;
   return { sql, value: preparedValue(operation), after: blocked ? undefined : { agentId: operation.agentId, revision, status: "active", metadata } };
+}
+
+/** The core's verdicts a replacing preparation carries, as an SQL array
+ * (integers checked by `checkOperation`). */
+function verdictsArgument(verdicts: readonly number[]): string {
+  return `ARRAY[${verdicts.map((verdict) => String(Math.trunc(verdict))).join(", ")}]::integer[]`;
 }
 
 /** What a committed preparation returns (also rebuilt after a lost connection). */
@@ -187,10 +194,8 @@ async function explainReplaceRefusal(
     [operation.agentId, replaceFrom],
   );
   const row = rows[0]!;
-  return replaceRefusal(operation.agentId, operation.executionId, replaceFrom, {
-    inMemory: row.in_memory,
-    row: row.agent_id === null || row.status === null ? undefined : { agentId: row.agent_id, status: row.status },
-  });
+  const facts = { inMemory: row.in_memory, row: row.agent_id === null || row.status === null ? undefined : { agentId: row.agent_id, status: row.status } };
+  return replaceRefusal(operation.agentId, operation.executionId, replaceFrom, facts, operation.replaceVerdicts ?? []);
 }
 
 function notEstablished(error: InvalidInputError | AgentClosedError): PrepareExecutionResult {

@@ -116,10 +116,11 @@ export function prepareExecution(connection: SqliteConnection, operation: Prepar
 function replacedFrom(connection: SqliteConnection, operation: PrepareExecutionOperation, replaceFrom: string): { seq: number } | { refusal: StoredError } {
   const first = connection.prepare("SELECT min(seq) AS seq FROM journal WHERE agent_id = ? AND execution_id = ?").get(operation.agentId, replaceFrom)?.["seq"];
   const row = connection.prepare("SELECT agent_id, status FROM executions WHERE execution_id = ?").get(replaceFrom);
-  const refusal = replaceRefusal(operation.agentId, operation.executionId, replaceFrom, {
+  const facts = {
     inMemory: first !== null && first !== undefined,
     row: row === undefined ? undefined : { agentId: String(row["agent_id"]), status: row["status"] as ExecutionStatusName },
-  });
+  };
+  const refusal = replaceRefusal(operation.agentId, operation.executionId, replaceFrom, facts, operation.replaceVerdicts ?? []);
   return refusal === undefined ? { seq: Number(first) } : { refusal };
 }
 

@@ -1,0 +1,100 @@
+// Differential fuzzing of the core's pure queries (docs/decisions/0087):
+// random arguments — mostly in range, some anywhere in the u32 range — to
+// the compiled core, debug and release builds, and to the reference model
+// (test/model/reference-queries.ts) must give the same answer. The
+// exhaustive walks in test/core cover every in-range fact; this run covers
+// the rest of the argument space. The seed is printed, and fast-check
+// names it in every failure; replay a run with FUZZ_SEED=<seed>.
+
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { Limit, ReplaceFact, ScheduleFact, ScheduleFiringFact, ScheduleStartAnswer, TurnCallFact, TurnCallVerdict } from "../../assembly/abi.js";
+import { ControlCore } from "../../host/core/control-core.js";
+import { loadCoreModule, type CoreBuild } from "../../host/core/load-core.js";
+import {
+  replaceVerdictFor,
+  scheduleClaimVerdictFor,
+  scheduleFiringVerdictFor,
+  toolCallsToStartFor,
+  turnVerdictsFor,
+  turnCallVerdictFor,
+} from "../model/reference-queries.js";
+
+const seed = Number(process.env.FUZZ_SEED ?? Date.now() % 2_147_483_647);
+const runs = Number(process.env.FUZZ_RUNS ?? 2_000);
+console.log(`query differential fuzzing: FUZZ_SEED=${seed} FUZZ_RUNS=${runs}`);
+
+/** An argument in `0 ..< end + 2` four times in five, else any u32. */
+function argument(end: number): fc.Arbitrary<number> {
+  return fc.oneof({ weight: 4, arbitrary: fc.nat({ max: end + 1 }) }, { weight: 1, arbitrary: fc.nat({ max: 0xffff_ffff }) });
+}
+
+async function coreOf(build: CoreBuild): Promise<ControlCore> {
+  return new ControlCore(await loadCoreModule(build), { agentsMax: 1, executionsMax: 1 });
+}
+
+for (const build of ["debug", "release"] as const) {
+  describe(`the ${build} build`, () => {
+    it(`judges every call of random model turns as the model judges the whole turn (seed ${seed})`, async () => {
+      const core = await coreOf(build);
+      const call = fc.record({ waits: fc.boolean(), needsApproval: fc.boolean(), failed: fc.boolean() });
+      fc.assert(
+        fc.property(fc.array(call, { maxLength: 12 }), argument(TurnCallFact.End), (calls, facts) => {
+          expect(core.turnCallVerdict(facts)).toBe(turnCallVerdictFor(facts));
+          // The session's walk: the turn's facts, then each call in order.
+          const turnWaits = calls.some((c) => c.waits && !c.failed);
+          let taken = false;
+          const verdicts = calls.map((c) => {
+            let bits = turnWaits ? TurnCallFact.TurnWaits : 0;
+            if (c.waits) bits |= TurnCallFact.Waits;
+            if (c.needsApproval) bits |= TurnCallFact.NeedsApproval;
+            if (c.failed) bits |= TurnCallFact.Failed;
+            if (taken) bits |= TurnCallFact.WaitTaken;
+            const verdict = core.turnCallVerdict(bits);
+            if (verdict === TurnCallVerdict.AskWait) taken = true;
+            return verdict;
+          });
+          expect(verdicts).toEqual(turnVerdictsFor(calls));
+        }),
+        { seed, numRuns: runs },
+      );
+    });
+
+    it(`answers the schedule and replaceFrom queries as the model does (seed ${seed})`, async () => {
+      const core = await coreOf(build);
+      fc.assert(
+        fc.property(argument(ScheduleFact.End), argument(ScheduleFiringFact.End), argument(ScheduleStartAnswer.End), (claim, firing, answer) => {
+          expect(core.scheduleClaimVerdict(claim)).toBe(scheduleClaimVerdictFor(claim));
+          expect(core.replaceVerdict(claim % (2 * ReplaceFact.End))).toBe(replaceVerdictFor(claim % (2 * ReplaceFact.End)));
+          expect(core.replaceVerdict(answer)).toBe(replaceVerdictFor(answer));
+          expect(core.scheduleFiringVerdict(firing, answer)).toBe(scheduleFiringVerdictFor(firing, answer));
+        }),
+        { seed, numRuns: runs },
+      );
+    });
+
+    it(`answers how many tool calls start as the model does (seed ${seed})`, async () => {
+      const core = await coreOf(build);
+      // A batch's counts in order (started ≤ calls, settled ≤ started) most
+      // of the time, anything otherwise.
+      const counts = fc.oneof(
+        {
+          weight: 4,
+          arbitrary: fc
+            .tuple(fc.nat({ max: Limit.InFlightMax }), fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 0, max: 1, noNaN: true }))
+            .map(([calls, a, b]) => {
+              const started = Math.floor(calls * a);
+              return [calls, started, Math.floor(started * b)] as const;
+            }),
+        },
+        { weight: 1, arbitrary: fc.tuple(argument(Limit.InFlightMax), argument(Limit.InFlightMax), argument(Limit.InFlightMax)) },
+      );
+      fc.assert(
+        fc.property(counts, argument(Limit.InFlightMax), argument(1), ([calls, started, settled], limit, finished) => {
+          expect(core.toolCallsToStart(calls, started, settled, limit, finished)).toBe(toolCallsToStartFor(calls, started, settled, limit, finished));
+        }),
+        { seed, numRuns: runs },
+      );
+    });
+  });
+}

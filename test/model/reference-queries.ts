@@ -1,0 +1,144 @@
+// The reference model of the core's pure queries moved out of the host by
+// docs/decisions/0087: each rule written the simple way (named facts, an
+// ordered list of rules, the first that holds answers), as the oracle the
+// compiled core must match on every fact (test/core) and on random
+// arguments across the whole u32 range (test/fuzz/query-differential).
+
+import {
+  Limit,
+  ReplaceFact,
+  ReplaceVerdict,
+  ScheduleClaimVerdict as Claim,
+  ScheduleFact,
+  ScheduleFiringFact,
+  ScheduleFiringVerdict as Firing,
+  ScheduleStartAnswer as Answer,
+  ToolCallCount,
+  TurnCallFact,
+  TurnCallVerdict,
+} from "../../assembly/abi.js";
+
+// -- schedules (0078's rules) ------------------------------------------------------
+
+/** A schedule row's state, as the host reads it. */
+export interface ScheduleRowFacts {
+  readonly pending: boolean;
+  readonly recurring: boolean;
+  readonly due: boolean;
+  readonly runNow: boolean;
+  readonly ownerGone: boolean;
+}
+
+const CLAIM_RULES: readonly { readonly when: (f: ScheduleRowFacts) => boolean; readonly verdict: Claim }[] = [
+  { when: (f) => f.runNow && f.ownerGone, verdict: Claim.None },
+  { when: (f) => f.runNow && f.pending, verdict: Claim.RefusePending },
+  { when: (f) => f.runNow && f.recurring, verdict: Claim.FireNowKeepNext },
+  { when: (f) => f.runNow, verdict: Claim.FireNowOnce },
+  { when: (f) => f.pending && (f.due || f.ownerGone), verdict: Claim.ClaimAgain },
+  { when: (f) => f.pending, verdict: Claim.Skip },
+  { when: (f) => !f.due, verdict: Claim.Skip },
+  { when: (f) => f.recurring, verdict: Claim.FireDueThenAfterNow },
+  { when: () => true, verdict: Claim.FireDueOnce },
+];
+
+export function scheduleClaimVerdictFor(facts: number): Claim {
+  if (!Number.isInteger(facts) || facts < 0 || facts >= ScheduleFact.End) return Claim.None;
+  const row: ScheduleRowFacts = {
+    pending: (facts & ScheduleFact.FiringPending) !== 0,
+    recurring: (facts & ScheduleFact.Recurring) !== 0,
+    due: (facts & ScheduleFact.Due) !== 0,
+    runNow: (facts & ScheduleFact.RunNow) !== 0,
+    ownerGone: (facts & ScheduleFact.OwnerGone) !== 0,
+  };
+  return CLAIM_RULES.find((rule) => rule.when(row))!.verdict;
+}
+
+/** Refusals a later claim of the same firing may not meet. */
+const PASSING_ANSWERS: readonly Answer[] = [Answer.Stopping, Answer.StoreFailed, Answer.Full, Answer.OutcomeUnknown, Answer.BusyForNow];
+
+export function scheduleFiringVerdictFor(facts: number, answer: number): Firing {
+  if (facts < 0 || facts >= ScheduleFiringFact.End || answer < 0 || answer >= Answer.End) return Firing.None;
+  const claimed = (facts & ScheduleFiringFact.Claimed) !== 0;
+  const here = (facts & ScheduleFiringFact.DefinedHere) !== 0;
+  if (answer !== Answer.None && !(claimed && here)) return Firing.None;
+  if (!claimed) return Firing.Skip;
+  if (!here) return Firing.LeavePending;
+  if (answer === Answer.None) return Firing.Start;
+  if (answer === Answer.Started) return Firing.SettleStarted;
+  if (answer === Answer.Queued) return Firing.SettleQueued;
+  return PASSING_ANSWERS.includes(answer) ? Firing.LeavePending : Firing.SettleRefused;
+}
+
+// -- toolCallConcurrency -----------------------------------------------------------
+
+/** The calls of a batch to start now: every call not started when there
+ * is no limit, else as many as fit beside the ones running; none once the
+ * session ended. Counted one call at a time, the simple way. */
+export function toolCallsToStartFor(calls: number, started: number, settled: number, limit: number, finished: number): number {
+  if (calls > Limit.InFlightMax || started > calls || settled > started || (finished !== 0 && finished !== 1)) return ToolCallCount.Invalid;
+  if (finished === 1) return 0;
+  let starting = 0;
+  while (started + starting < calls && (limit === 0 || started + starting - settled < limit)) starting += 1;
+  return starting;
+}
+
+// -- replaceFrom (0070's refusals) -----------------------------------------------
+
+/** What a replacing preparation's transaction read. */
+interface ReplacedRead {
+  readonly row: boolean;
+  readonly sameConversation: boolean;
+  readonly ended: boolean;
+  readonly inMemory: boolean;
+}
+
+const REPLACE_RULES: readonly { readonly when: (f: ReplacedRead) => boolean; readonly verdict: ReplaceVerdict }[] = [
+  { when: (f) => !f.row && (f.sameConversation || f.ended), verdict: ReplaceVerdict.None },
+  { when: (f) => f.row && !f.sameConversation, verdict: ReplaceVerdict.RefuseOtherConversation },
+  { when: (f) => f.row && !f.ended, verdict: ReplaceVerdict.RefuseUnfinished },
+  { when: (f) => f.inMemory, verdict: ReplaceVerdict.Replace },
+  { when: (f) => f.row, verdict: ReplaceVerdict.RefuseNotInMemory },
+  { when: () => true, verdict: ReplaceVerdict.RefuseUnknown },
+];
+
+export function replaceVerdictFor(facts: number): ReplaceVerdict {
+  if (facts < 0 || facts >= ReplaceFact.End) return ReplaceVerdict.None;
+  const read: ReplacedRead = {
+    row: (facts & ReplaceFact.RowFound) !== 0,
+    sameConversation: (facts & ReplaceFact.SameConversation) !== 0,
+    ended: (facts & ReplaceFact.Ended) !== 0,
+    inMemory: (facts & ReplaceFact.InMemory) !== 0,
+  };
+  return REPLACE_RULES.find((rule) => rule.when(read))!.verdict;
+}
+
+// -- one question per turn (0075, 0080) ------------------------------------------
+
+/** The verdicts of a whole turn, computed the simple way: the first call
+ * that waits and did not fail is the question; with one, every other call
+ * that waits or needs approval is declined; without, every call that needs
+ * approval is asked in one approval. */
+export function turnVerdictsFor(calls: readonly { readonly waits: boolean; readonly needsApproval: boolean; readonly failed: boolean }[]): TurnCallVerdict[] {
+  const question = calls.findIndex((call) => call.waits && !call.failed);
+  return calls.map((call, index) => {
+    if (question < 0) return call.needsApproval ? TurnCallVerdict.AskApproval : TurnCallVerdict.Run;
+    if (index === question) return TurnCallVerdict.AskWait;
+    return call.waits || call.needsApproval ? TurnCallVerdict.Decline : TurnCallVerdict.Run;
+  });
+}
+
+/** One call's verdict from its facts: the turn the facts describe is
+ * rebuilt (an earlier question when `WaitTaken`, a later one when the
+ * turn waits and none was taken yet) and judged whole by `turnVerdictsFor`. */
+export function turnCallVerdictFor(facts: number): TurnCallVerdict {
+  if (facts < 0 || facts >= TurnCallFact.End) return TurnCallVerdict.None;
+  const has = (fact: TurnCallFact): boolean => (facts & fact) !== 0;
+  const call = { waits: has(TurnCallFact.Waits), needsApproval: has(TurnCallFact.NeedsApproval), failed: has(TurnCallFact.Failed) };
+  const turnWaits = has(TurnCallFact.TurnWaits);
+  const taken = has(TurnCallFact.WaitTaken);
+  if (!turnWaits && (taken || (call.waits && !call.failed))) return TurnCallVerdict.None;
+  const question = { waits: true, needsApproval: false, failed: false };
+  if (taken) return turnVerdictsFor([question, call])[1]!;
+  if (turnWaits && !(call.waits && !call.failed)) return turnVerdictsFor([call, question])[0]!;
+  return turnVerdictsFor([call])[0]!;
+}
