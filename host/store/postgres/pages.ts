@@ -29,6 +29,7 @@ import type { ExecutionRow } from "../records.js";
 import type { SqliteRow } from "../sqlite/driver.js";
 import { executionFromRow } from "../sqlite/rows.js";
 import { bind } from "./literals.js";
+import { definitionExpression } from "./page-definitions.js";
 
 type Queryable = Pick<pg.Pool, "query">;
 
@@ -78,6 +79,7 @@ export async function pageExecutions(pool: Queryable, where: string, query: Chec
   if (query.status !== undefined) add((p) => `status = ${p}`, query.status);
   if (query.outcome !== undefined) add((p) => `outcome = ${p}`, query.outcome);
   if (query.agentId !== undefined) add((p) => `agent_id = ${p}`, query.agentId);
+  if (query.definition !== undefined) add((p) => `${definitionExpression} = ${p}`, query.definition);
   if (query.idPrefix !== undefined) add((p) => `starts_with(execution_id, ${p})`, query.idPrefix);
   if (query.since !== undefined) add((p) => `created_at >= ${p}`, query.since);
   if (query.until !== undefined) add((p) => `created_at < ${p}`, query.until);
