@@ -27,7 +27,7 @@ describe("the paging migration (postgres)", () => {
         DROP TRIGGER execution_search_insert ON executions; DROP TRIGGER execution_search_update ON executions;
         DROP FUNCTION execution_search_document(); DROP INDEX executions_search; ALTER TABLE executions DROP COLUMN search;
         DROP INDEX executions_by_time; DROP INDEX executions_by_outcome; DROP INDEX executions_by_state;
-        DROP TABLE event_signals; DROP INDEX executions_wait_key; DROP INDEX executions_due;
+        DROP TABLE event_signals; DROP INDEX executions_wait_key; DROP INDEX executions_due; DROP INDEX executions_by_definition;
         UPDATE store_version SET version = ${migrations.indexOf(createExecutionPages)}`);
     });
     const migrated = await PostgresStore.open(postgresUrl, { schema });
