@@ -124,13 +124,13 @@ export function definePagesSuite(backend: Backend): void {
 
     it("narrows by the agent definition's name (many conversations of one definition), and pages within it", async () => {
       const store = await filled(backend, 4);
-      for (const [index, [agent, definition]] of [
+      for (const [index, [agent, definition]] of ([
         ["chat-1", "support"],
         ["chat-2", "billing"],
         ["chat-3", "support"],
         ["chat-4", "support"],
-      ].entries()) {
-        await store.ensureAgent(agent!, 1);
+      ] as const).entries()) {
+        await store.ensureAgent(agent, 1);
         await store.run(prepare(`d${index}`, agent, { at: 2_000 + index, config: { replayable: true, definition }, journal: [] }));
       }
       const ids = async (query: ExecutionPageQuery) => (await store.pageExecutions(query)).rows.map((row) => row.executionId);
