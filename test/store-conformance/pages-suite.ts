@@ -96,6 +96,12 @@ export function definePagesSuite(backend: Backend): void {
       // An output not yet written (JSON null) is not the word "null".
       expect(await ids("null")).toEqual([]);
       expect(await ids("nothing-like-this")).toEqual([]);
+      // A page at a time, in both directions (a full page read in time order, the last one by its matches).
+      const byOne = await walk(store, { text: "order", limit: 1 }, "next");
+      expect(byOne.flat()).toEqual([9, 5, 4, 0].map(idOf));
+      const last = await store.pageExecutions({ text: "order", limit: 3, cursor: (await store.pageExecutions({ text: "order", limit: 1 })).next! });
+      expect(last.rows.map((row) => row.executionId)).toEqual([5, 4, 0].map(idOf));
+      expect((await walk(store, { text: "order", limit: 2 }, "previous", last.previous)).flat()).toEqual([idOf(9)]);
       // A terminal output is searched too.
       await store.run(providerBarrier(idOf(2), 1));
       await store.run(terminalCommit(idOf(2), 2, { output: "Parcel tracking number ZX9981" }));
