@@ -182,7 +182,10 @@ async function eventLoop(label: string, store: ExecutionStore & PagingStore): Pr
   console.log(`\n${label}: the owner's event loop during dashboard refreshes (counts + a page, every ${intervalMs} ms for ${durationMs / 1_000} s)`);
   const refreshes: [string, () => Promise<unknown>][] = [
     ["counts + first page", () => Promise.all([store.countExecutions(), store.pageExecutions({ limit: pageRows })])],
-    ["counts + search + agent filter", () => Promise.all([store.countExecutions(), store.pageExecutions({ limit: pageRows, text: "shipped", agentId: "agent-420" })])],
+    [
+      "counts + search + agent filter",
+      () => Promise.all([store.countExecutions(), store.pageExecutions({ limit: pageRows, text: "shipped", agentId: "agent-420" })]),
+    ],
     ["counts + rare word search", () => Promise.all([store.countExecutions(), store.pageExecutions({ limit: pageRows, text: "needle" })])],
   ];
   for (const [name, refresh] of refreshes) {

@@ -5,7 +5,17 @@
 // a time by cursor, each with a box to select it for a bulk cancel or
 // retry (`bulk-page.ts` asks to confirm; docs/decisions/0082).
 
-import type { AdminCounts, AdminDefinition, AdminPage, AdminPageQuery, AdminStatus, Environment, ExecutionRow, HeldExecution, PendingApproval } from "../index.js";
+import type {
+  AdminCounts,
+  AdminDefinition,
+  AdminPage,
+  AdminPageQuery,
+  AdminStatus,
+  Environment,
+  ExecutionRow,
+  HeldExecution,
+  PendingApproval,
+} from "../index.js";
 import { compactJson, formatDuration, formatTime } from "./format.js";
 import { html, type Html } from "./html.js";
 import type { Links } from "./links.js";

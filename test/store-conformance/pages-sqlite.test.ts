@@ -50,7 +50,12 @@ describe("a search's two plans (sqlite, docs/decisions/0089)", () => {
       const ids: string[] = [];
       let cursor: string | undefined;
       for (let guard = 0; guard < 100; guard++) {
-        const page = await reopened.pageExecutions({ text, limit: 200, ...(agentId !== undefined ? { agentId } : {}), ...(cursor !== undefined ? { cursor } : {}) });
+        const page = await reopened.pageExecutions({
+          text,
+          limit: 200,
+          ...(agentId !== undefined ? { agentId } : {}),
+          ...(cursor !== undefined ? { cursor } : {}),
+        });
         ids.push(...page.rows.map((row) => row.executionId));
         cursor = page.next;
         if (cursor === undefined) return ids;

@@ -130,12 +130,14 @@ export function definePagesSuite(backend: Backend): void {
 
     it("narrows by the agent definition's name (many conversations of one definition), and pages within it", async () => {
       const store = await filled(backend, 4);
-      for (const [index, [agent, definition]] of ([
-        ["chat-1", "support"],
-        ["chat-2", "billing"],
-        ["chat-3", "support"],
-        ["chat-4", "support"],
-      ] as const).entries()) {
+      for (const [index, [agent, definition]] of (
+        [
+          ["chat-1", "support"],
+          ["chat-2", "billing"],
+          ["chat-3", "support"],
+          ["chat-4", "support"],
+        ] as const
+      ).entries()) {
         await store.ensureAgent(agent, 1);
         await store.run(prepare(`d${index}`, agent, { at: 2_000 + index, config: { replayable: true, definition }, journal: [] }));
       }
@@ -158,9 +160,7 @@ export function definePagesSuite(backend: Backend): void {
       ] as const) {
         await store.run(prepare(id, "gone", { journal: [] }));
         await store.run(providerBarrier(id, 1));
-        await store.run(
-          terminalCommit(id, 2, outcome === "failed" ? { outcome, output: null, error: { code: "MODEL_FAILED", message: "down" } } : {}),
-        );
+        await store.run(terminalCommit(id, 2, outcome === "failed" ? { outcome, output: null, error: { code: "MODEL_FAILED", message: "down" } } : {}));
       }
       expect((await store.countExecutions()).byStatus).toMatchObject({ active: 11, terminal: 3, completed: 2, failed: 1 });
       await store.purgeAgent("gone");

@@ -72,7 +72,11 @@ describe("the dashboard at scale in chromium", () => {
     const shipping = fixture.environment.agent({ name: "shipping", model });
     const runs: { executionId: string }[] = [];
     // One after another, so their times order them.
-    for (const run of [() => billing.conversation("bill-1").start("invoice one"), () => shipping.conversation("ship-1").start("a parcel"), () => billing.conversation("bill-2").start("invoice two")]) {
+    for (const run of [
+      () => billing.conversation("bill-1").start("invoice one"),
+      () => shipping.conversation("ship-1").start("a parcel"),
+      () => billing.conversation("bill-2").start("invoice two"),
+    ]) {
       const executionId = await run().executionId;
       await fixture.until(executionId, ended);
       runs.push({ executionId });
