@@ -1,7 +1,11 @@
 // The index of executions by definition on PostgreSQL (docs/decisions/0089):
-// a partial expression index on the name a named definition's executions
-// carry (`metadata.config.definition`), in keyset order, so a page of one
-// definition's conversations is read like a page of one agent's.
+// an expression index on the name a named definition's executions carry
+// (`metadata.config.definition`), in keyset order, so a page of one
+// definition's conversations is read like a page of one agent's. Not
+// partial: ANALYZE keeps statistics of a plain expression index's values,
+// and without them the planner took every definition for 0.5% of the rows
+// and sorted all of one definition's rows for a search within it (158 ms
+// against 33 ms at 100,000).
 
 import type pg from "pg";
 
@@ -10,7 +14,5 @@ export const definitionExpression = "(metadata::jsonb #>> '{config,definition}')
 
 /** Migration 21: executions by definition. */
 export async function createDefinitionIndex(client: pg.ClientBase): Promise<void> {
-  await client.query(
-    `CREATE INDEX executions_by_definition ON executions (${definitionExpression}, created_at, execution_id) WHERE ${definitionExpression} IS NOT NULL`,
-  );
+  await client.query(`CREATE INDEX executions_by_definition ON executions (${definitionExpression}, created_at, execution_id)`);
 }
