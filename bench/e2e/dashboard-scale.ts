@@ -6,10 +6,13 @@
 // writes use (going through the store's operations one execution at a
 // time would take minutes and measure the writes, not the reads) — then
 // times, through the store's public reads, the first page, a deep page
-// and the way back from it, filtered pages, searches and the counts, each
-// `BENCH_ROUNDS` times, beside the floor: a plain indexed SELECT of one
-// page (`listExecutions`) in the same run. Prints median and p95 in ms;
-// asserts nothing.
+// and the way back from it, filtered pages (by agent and by definition),
+// searches and the counts, each `BENCH_ROUNDS` times, beside the floor: a
+// plain indexed SELECT of one page (`listExecutions`) in the same run.
+// Then the owner's side (docs/decisions/0089): dashboard refreshes (the
+// counts and a page, as the list page reads them) every 20 ms for 2 s
+// while `monitorEventLoopDelay` watches the event loop, and how long each
+// refresh held the loop. Prints median and p95 in ms; asserts nothing.
 //
 //   npm run bench:dashboard
 //   BENCH_EXECUTIONS=100000 BENCH_ROUNDS=20 npm run bench:dashboard
@@ -19,6 +22,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import Database from "better-sqlite3";
 import pg from "pg";
@@ -32,6 +36,8 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 20);
 const postgresUrl = process.env.BENCH_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const pageRows = 50;
 const agents = 1_000;
+/** Agent definitions the conversations belong to (`metadata.config.definition`). */
+const definitions = 10;
 const baseAt = 1_750_000_000_000;
 /** BENCH_KEEP=1 keeps the filled SQLite file and PostgreSQL schema (named on the output) to look into. */
 const keep = process.env.BENCH_KEEP === "1";
@@ -57,6 +63,7 @@ function rowOf(index: number): unknown[] {
     status,
     status === "terminal" ? "terminal" : status === "active" ? "calling_llm" : "suspended",
     JSON.stringify(input),
+    JSON.stringify({ config: { replayable: true, definition: `definition-${index % definitions}` } }),
     outcome,
     JSON.stringify(output),
     JSON.stringify(error),
@@ -73,7 +80,7 @@ async function fillSqlite(path: string): Promise<void> {
   await (await SqliteStore.open(path)).close(); // creates and migrates it
   const database = new Database(path);
   try {
-    const insert = database.prepare(`INSERT INTO executions (${columns}) VALUES (?, ?, 2, ?, ?, 'run', ?, '{}', ?, ?, ?, '${usage}', 'null', ?, ?)`);
+    const insert = database.prepare(`INSERT INTO executions (${columns}) VALUES (?, ?, 2, ?, ?, 'run', ?, ?, ?, ?, ?, '${usage}', 'null', ?, ?)`);
     database.transaction(() => {
       for (let index = 0; index < executions; index++) insert.run(...(rowOf(index) as (string | number | null)[]));
     })();
@@ -91,9 +98,9 @@ async function fillPostgres(client: pg.Client, schema: string): Promise<void> {
     const transposed = rows[0]!.map((_, column) => rows.map((row) => row[column]));
     await client.query(
       `INSERT INTO "${schema}".executions (${columns})
-       SELECT id, agent, 2, status, phase, 'run', input, '{}', outcome, output, error, '${usage}', 'null', created, updated
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[], $10::bigint[])
-         AS given(id, agent, status, phase, input, outcome, output, error, created, updated)`,
+       SELECT id, agent, 2, status, phase, 'run', input, metadata, outcome, output, error, '${usage}', 'null', created, updated
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::bigint[], $11::bigint[])
+         AS given(id, agent, status, phase, input, metadata, outcome, output, error, created, updated)`,
       transposed,
     );
   }
@@ -112,7 +119,11 @@ async function time(name: string, body: () => Promise<{ rows: unknown[] } | unkn
   let rows = 0;
   for (let round = 0; round < rounds; round++) {
     const started = performance.now();
-    const result = await body();
+    const result = await body().catch((error: unknown) => {
+      // A filter an older store does not know (run against an earlier version to compare).
+      if (round === 0) console.log(`  ${name}: refused: ${error instanceof Error ? error.message : String(error)}`);
+      return [];
+    });
     durations.push(performance.now() - started);
     rows = Array.isArray(result) ? result.length : "rows" in result ? (result as { rows: unknown[] }).rows.length : 1;
   }
@@ -146,12 +157,55 @@ async function measure(label: string, store: ExecutionStore & PagingStore): Prom
   figures.push(await time("search: two words, prefix (grace invo)", page({ text: "grace invo" })));
   figures.push(await time("search + filter (shipped, one agent)", page({ text: "shipped", agentId: "agent-420" })));
   figures.push(await time("search: no match (zzzz)", page({ text: "zzzz" })));
+  figures.push(await time("search: rare word + agent (needle)", page({ text: "needle", agentId: "agent-7" })));
+  figures.push(await time("filtered: one definition", page({ definition: "definition-3" })));
+  figures.push(await time("filtered: one definition, deep", page({ definition: "definition-3", cursor: deep })));
+  figures.push(await time("search + definition (refund)", page({ text: "refund", definition: "definition-3" })));
   figures.push(await time("counts over the whole store", () => store.countExecutions()));
+  figures.push(await time("counts of one agent", () => store.countExecutions({ agentId: "agent-417" })));
   const floor = figures[0]!.medianMs;
   console.log(`\n${label}: ${executions.toLocaleString("en")} executions, ${rounds} rounds each, ${pageRows} rows a page (median / p95 ms; × floor)`);
   for (const figure of figures) {
     console.log(
-      `  ${figure.name.padEnd(42)} ${figure.medianMs.toFixed(1).padStart(7)} / ${figure.p95Ms.toFixed(1).padStart(7)} ms  ${(figure.medianMs / floor).toFixed(1).padStart(5)}×  (${figure.rows} rows)`,
+      `  ${figure.name.padEnd(44)} ${figure.medianMs.toFixed(1).padStart(7)} / ${figure.p95Ms.toFixed(1).padStart(7)} ms  ${(figure.medianMs / floor).toFixed(1).padStart(5)}×  (${figure.rows} rows)`,
+    );
+  }
+}
+
+/** Dashboard refreshes every `intervalMs` for `durationMs` (the list page
+ * reads the counts and a page each second per open page; 20 ms stands for
+ * a few dozen open pages), while the event loop's delay is sampled every
+ * 1 ms: how long the owner's loop (its runs, its timers) waits behind them. */
+async function eventLoop(label: string, store: ExecutionStore & PagingStore): Promise<void> {
+  const intervalMs = 20;
+  const durationMs = 2_000;
+  console.log(`\n${label}: the owner's event loop during dashboard refreshes (counts + a page, every ${intervalMs} ms for ${durationMs / 1_000} s)`);
+  const refreshes: [string, () => Promise<unknown>][] = [
+    ["counts + first page", () => Promise.all([store.countExecutions(), store.pageExecutions({ limit: pageRows })])],
+    [
+      "counts + search + agent filter",
+      () => Promise.all([store.countExecutions(), store.pageExecutions({ limit: pageRows, text: "shipped", agentId: "agent-420" })]),
+    ],
+    ["counts + rare word search", () => Promise.all([store.countExecutions(), store.pageExecutions({ limit: pageRows, text: "needle" })])],
+  ];
+  for (const [name, refresh] of refreshes) {
+    const histogram = monitorEventLoopDelay({ resolution: 1 });
+    const held: number[] = [];
+    histogram.enable();
+    const until = performance.now() + durationMs;
+    while (performance.now() < until) {
+      // The synchronous part of a refresh: what holds the loop before its first await.
+      const started = performance.now();
+      const pending = refresh().catch(() => undefined);
+      held.push(performance.now() - started);
+      await pending;
+      await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    }
+    histogram.disable();
+    held.sort((a, b) => a - b);
+    const ms = (ns: number) => (ns / 1e6).toFixed(1).padStart(6);
+    console.log(
+      `  ${name.padEnd(32)} loop delay p50 ${ms(histogram.percentile(50))} / p99 ${ms(histogram.percentile(99))} / max ${ms(histogram.max)} ms; held per refresh median ${held[Math.floor(held.length / 2)]!.toFixed(2)} / max ${held[held.length - 1]!.toFixed(2)} ms (${held.length} refreshes)`,
     );
   }
 }
@@ -166,6 +220,7 @@ async function sqliteRun(): Promise<void> {
     const store = await SqliteStore.open(path);
     try {
       await measure("SQLite (better-sqlite3, FTS5)", store);
+      await eventLoop("SQLite", store);
     } finally {
       await store.close();
     }
@@ -186,6 +241,7 @@ async function postgresRun(): Promise<void> {
       await fillPostgres(client, schema);
       console.log(`PostgreSQL: filled ${executions.toLocaleString("en")} executions in ${((performance.now() - started) / 1_000).toFixed(1)} s`);
       await measure("PostgreSQL (to_tsvector, GIN)", store);
+      await eventLoop("PostgreSQL", store);
     } finally {
       await store.close();
     }

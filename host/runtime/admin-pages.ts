@@ -30,6 +30,8 @@ export interface AdminPageQuery {
   readonly status?: ExecutionStatusName | OutcomeName | "recovery_required";
   /** Only this agent's (conversation's). */
   readonly agentId?: string;
+  /** Only conversations of the agent definition of this name (`env.agent({ name })`). */
+  readonly definition?: string;
   /** Executions whose id starts with this. */
   readonly idPrefix?: string;
   /** Created at or after this time (ms since the epoch). */

@@ -44,6 +44,8 @@ export interface ExecutionPageQuery {
   readonly outcome?: OutcomeName;
   /** Only this agent's (conversation's). */
   readonly agentId?: string;
+  /** Only conversations of the agent definition of this name (`env.agent({ name })`). */
+  readonly definition?: string;
   /** Executions whose id starts with this. */
   readonly idPrefix?: string;
   /** Created at or after this time (ms since the epoch). */
@@ -98,6 +100,7 @@ export interface CheckedPageQuery {
   readonly status?: ExecutionStatusName;
   readonly outcome?: OutcomeName;
   readonly agentId?: string;
+  readonly definition?: string;
   readonly idPrefix?: string;
   readonly since?: number;
   readonly until?: number;
@@ -107,7 +110,7 @@ export interface CheckedPageQuery {
   readonly limit: number;
 }
 
-const queryKeys = ["status", "outcome", "agentId", "idPrefix", "since", "until", "text", "cursor", "limit"];
+const queryKeys = ["status", "outcome", "agentId", "definition", "idPrefix", "since", "until", "text", "cursor", "limit"];
 const cursorVersion = 1;
 
 export function encodeCursor(cursor: PageCursor): string {
@@ -166,12 +169,14 @@ export function checkPageQuery(query: unknown, what: string): CheckedPageQuery {
     if (!queryKeys.includes(key)) refuse(what, key, `is not a filter; known ones: ${queryKeys.join(", ")}`);
   }
   const given = query as Record<string, unknown>;
-  const { status, outcome, agentId, idPrefix, since, until, text, cursor, limit } = given;
+  const { status, outcome, agentId, definition, idPrefix, since, until, text, cursor, limit } = given;
   if (status !== undefined && !executionStatusNames.includes(status as ExecutionStatusName))
     refuse(what, "status", `must be one of ${executionStatusNames.join(", ")}, got ${JSON.stringify(status)}`);
   if (outcome !== undefined && !outcomeNames.includes(outcome as OutcomeName))
     refuse(what, "outcome", `must be one of ${outcomeNames.join(", ")}, got ${JSON.stringify(outcome)}`);
   if (agentId !== undefined) checkId(agentId, `${what}: agentId`);
+  if (definition !== undefined && (typeof definition !== "string" || definition.length === 0 || definition.length > 200))
+    refuse(what, "definition", "must be a definition's name: a non-empty string of at most 200 characters");
   if (idPrefix !== undefined && (typeof idPrefix !== "string" || idPrefix.length === 0 || idPrefix.length > 200))
     refuse(what, "idPrefix", "must be a non-empty string of at most 200 characters");
   for (const [key, value] of [
@@ -190,6 +195,7 @@ export function checkPageQuery(query: unknown, what: string): CheckedPageQuery {
     ...(status !== undefined ? { status: status as ExecutionStatusName } : {}),
     ...(outcome !== undefined ? { outcome: outcome as OutcomeName } : {}),
     ...(agentId !== undefined ? { agentId: agentId as string } : {}),
+    ...(definition !== undefined ? { definition: definition as string } : {}),
     ...(idPrefix !== undefined ? { idPrefix: idPrefix as string } : {}),
     ...(since !== undefined ? { since: since as number } : {}),
     ...(until !== undefined ? { until: until as number } : {}),

@@ -16,7 +16,7 @@ const verbs = { cancel: "Cancel", retry: "Retry" } as const;
 
 export async function bulkLive(environment: Environment, links: Links, params: URLSearchParams, now: number): Promise<Html> {
   const query: ListQuery = Object.fromEntries(
-    ["status", "agent", "q", "text", "within"].flatMap((name) => {
+    ["status", "agent", "definition", "q", "text", "within"].flatMap((name) => {
       const value = params.get(name);
       return value === null || value === "" ? [] : [[name, value]];
     }),

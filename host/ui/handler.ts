@@ -127,6 +127,7 @@ export function createDashboard(environment: Environment, options: DashboardOpti
       const query: ListQuery = {
         ...optional("status", url.searchParams.get("status")),
         ...optional("agent", url.searchParams.get("agent")),
+        ...optional("definition", url.searchParams.get("definition")),
         ...optional("q", url.searchParams.get("q")),
         ...optional("within", url.searchParams.get("within")),
         ...optional("text", url.searchParams.get("text")),

@@ -5,7 +5,17 @@
 // a time by cursor, each with a box to select it for a bulk cancel or
 // retry (`bulk-page.ts` asks to confirm; docs/decisions/0082).
 
-import type { AdminCounts, AdminPage, AdminPageQuery, AdminStatus, Environment, ExecutionRow, HeldExecution, PendingApproval } from "../index.js";
+import type {
+  AdminCounts,
+  AdminDefinition,
+  AdminPage,
+  AdminPageQuery,
+  AdminStatus,
+  Environment,
+  ExecutionRow,
+  HeldExecution,
+  PendingApproval,
+} from "../index.js";
 import { compactJson, formatDuration, formatTime } from "./format.js";
 import { html, type Html } from "./html.js";
 import type { Links } from "./links.js";
@@ -38,6 +48,8 @@ export const withinChoices: Readonly<Record<string, number>> = { "15m": 15 * 60_
 export interface ListQuery {
   readonly status?: string;
   readonly agent?: string;
+  /** An agent definition's name: its conversations. */
+  readonly definition?: string;
   /** An id or the start of one. */
   readonly q?: string;
   /** Words searched in inputs and outputs. */
@@ -54,6 +66,7 @@ export function filterOf(query: ListQuery, now: number): AdminPageQuery {
   return {
     ...(status ? { status } : {}),
     ...(query.agent ? { agentId: query.agent.trim() } : {}),
+    ...(query.definition?.trim() ? { definition: query.definition.trim() } : {}),
     ...(query.q?.trim() ? { idPrefix: query.q.trim() } : {}),
     ...(query.text?.trim() ? { text: query.text.trim() } : {}),
     ...(within !== undefined ? { since: now - within } : {}),
@@ -70,11 +83,17 @@ export async function listLive(environment: Environment, links: Links, query: Li
     admin.queued(),
     admin.page({ ...filter, limit: listShownMax, ...(query.cursor ? { cursor: query.cursor } : {}) }).catch((error: unknown) => error as Error),
   ]);
-  const shown = approvals.filter((approval) => approvalShown(approval, filter));
-  const contexts = await approvalContexts(environment, shown);
+  const candidates = approvals.filter((approval) => approvalShown(approval, filter));
+  const candidateContexts = await approvalContexts(environment, candidates);
+  // A definition is known from the conversation's rows, which the context read.
+  const kept = candidates.flatMap((approval, index) =>
+    filter.definition === undefined || candidateContexts[index]?.definition === filter.definition ? [{ approval, context: candidateContexts[index] }] : [],
+  );
+  const shown = kept.map(({ approval }) => approval);
+  const contexts = kept.map(({ context }) => context);
   return html`
     ${countsBar(links, counts, query)}
-    ${filterForm(links, query)}
+    ${filterForm(links, query, environment.admin.definitions())}
     ${approvalsSection(links, shown, contexts, approvals.length)}
     ${heldSection(links, held, environment.visitor)}
     ${queuedSection(links, queued)}
@@ -111,7 +130,8 @@ function countsBar(links: Links, counts: AdminCounts, query: ListQuery): Html {
   return html`<nav class="counts" aria-label="counts per status"><a class="count${query.status ? "" : " selected"}" href="${all}"><b>${String(counts.scanned)}</b> all</a>${items}${note}</nav>`;
 }
 
-function filterForm(links: Links, query: ListQuery): Html {
+function filterForm(links: Links, query: ListQuery, definitions: readonly AdminDefinition[]): Html {
+  const named = definitions.filter((definition) => definition.kind !== "agent").map((definition) => html`<option value="${definition.name}"></option>`);
   const options = statusChoices.map(
     (status) => html`<option value="${status}"${query.status === status ? html` selected` : ""}>${status.replace(/_/g, " ")}</option>`,
   );
@@ -120,6 +140,8 @@ function filterForm(links: Links, query: ListQuery): Html {
     <input type="hidden" name="token" value="${links.tokenValue}">
     <label>Status <select name="status" data-keep="status"><option value="">any</option>${options}</select></label>
     <label>Agent / conversation <input type="text" name="agent" value="${query.agent ?? ""}" data-keep="agent"></label>
+    <label>Definition <input type="text" name="definition" value="${query.definition ?? ""}" list="definition-names" placeholder="agent definition's name" data-keep="definition"></label>
+    <datalist id="definition-names">${named}</datalist>
     <label>Created <select name="within" data-keep="within"><option value="">any time</option>${withins}</select></label>
     <label>Search inputs and outputs <input type="search" name="text" value="${query.text ?? ""}" placeholder="words, e.g. refund 42" maxlength="200" data-keep="text"></label>
     <label>Id <input type="search" name="q" value="${query.q ?? ""}" placeholder="id or prefix" data-keep="q"></label>
@@ -188,7 +210,7 @@ function pagerOf(links: Links, page: AdminPage, query: ListQuery): Html {
 /** The bulk form: the boxes of the rows belong to it (`form="bulk"`); it
  * asks for a confirmation page (GET: nothing is done until confirmed). */
 function bulkForm(links: Links, query: ListQuery): Html {
-  const carried = Object.entries({ status: query.status, agent: query.agent, q: query.q, text: query.text, within: query.within })
+  const carried = Object.entries({ status: query.status, agent: query.agent, definition: query.definition, q: query.q, text: query.text, within: query.within })
     .filter(([, value]) => value !== undefined && value !== "")
     .map(([name, value]) => html`<input type="hidden" name="${name}" value="${value!}">`);
   return html`<form id="bulk" class="bulk" method="get" action="${links.basePath}/bulk">

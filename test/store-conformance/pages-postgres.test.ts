@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { PostgresStore } from "../../host/store/postgres-store.js";
 import { migrations } from "../../host/store/postgres/schema.js";
-import { createExecutionPages } from "../../host/store/postgres/pages.js";
+import { createExecutionPages, searchRecentRows } from "../../host/store/postgres/pages.js";
 import { atEnd, freshSchema, postgresUrl, withClient } from "../postgres/database.js";
 import { prepare } from "../store/fixtures.js";
 import { postgresBackend } from "./backends.js";
@@ -27,11 +27,52 @@ describe("the paging migration (postgres)", () => {
         DROP TRIGGER execution_search_insert ON executions; DROP TRIGGER execution_search_update ON executions;
         DROP FUNCTION execution_search_document(); DROP INDEX executions_search; ALTER TABLE executions DROP COLUMN search;
         DROP INDEX executions_by_time; DROP INDEX executions_by_outcome; DROP INDEX executions_by_state;
-        DROP TABLE event_signals; DROP INDEX executions_wait_key; DROP INDEX executions_due;
+        DROP TABLE event_signals; DROP INDEX executions_wait_key; DROP INDEX executions_due; DROP INDEX executions_by_definition;
         UPDATE store_version SET version = ${migrations.indexOf(createExecutionPages)}`);
     });
     const migrated = await PostgresStore.open(postgresUrl, { schema });
     atEnd(() => migrated.close());
     expect((await migrated.pageExecutions({ text: "sweater" })).rows.map((row) => row.executionId)).toEqual(["old-1"]);
   });
+});
+
+describe("a search's two plans (postgres, docs/decisions/0089)", () => {
+  it(`reads the newest ${searchRecentRows} rows in time order, then every match by the index; pages walk every match once, newest first`, async () => {
+    const schema = freshSchema();
+    const store = await PostgresStore.open(postgresUrl, { schema });
+    atEnd(() => store.close());
+    // 12,000 rows: every row says "common", one in 100 "rare"; their times
+    // run against the order they were written in.
+    const rows = 12_000;
+    await withClient(async (client) => {
+      await client.query(`SET search_path = "${schema}"`);
+      await client.query(`
+        INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output, error, usage, approval_request, created_at, updated_at)
+        SELECT 'x' || lpad(i::text, 5, '0'), 'agent-' || (i % 3), 1, 'active', 'calling_llm', 'run',
+          to_json('common words ' || CASE WHEN i % 100 = 0 THEN 'rare ' ELSE '' END || i)::text, '{}', NULL, 'null', 'null', '{}', 'null', 100000 - i, 100000 - i
+        FROM generate_series(0, ${rows - 1}) AS i;
+        ANALYZE executions`);
+    });
+    const walkAll = async (text: string, limit: number, agentId?: string): Promise<string[]> => {
+      const ids: string[] = [];
+      let cursor: string | undefined;
+      for (let guard = 0; guard < 200; guard++) {
+        const page = await store.pageExecutions({ text, limit, ...(agentId !== undefined ? { agentId } : {}), ...(cursor !== undefined ? { cursor } : {}) });
+        ids.push(...page.rows.map((row) => row.executionId));
+        cursor = page.next;
+        if (cursor === undefined) return ids;
+      }
+      throw new Error("paging did not end");
+    };
+    const expected = (keep: (index: number) => boolean) =>
+      Array.from({ length: rows }, (_, index) => index)
+        .filter(keep)
+        .map((index) => `x${String(index).padStart(5, "0")}`);
+    expect(rows).toBeGreaterThan(2 * searchRecentRows);
+    expect(await walkAll("common", 200)).toEqual(expected(() => true));
+    // 50 in the newest 5,000: the first two pages of 20 in time order, the rest by the index.
+    expect(await walkAll("rare", 20)).toEqual(expected((index) => index % 100 === 0));
+    expect(await walkAll("rare", 200, "agent-1")).toEqual(expected((index) => index % 100 === 0 && index % 3 === 1));
+    expect(await walkAll("nothing", 50)).toEqual([]);
+  }, 60_000);
 });

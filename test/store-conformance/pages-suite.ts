@@ -96,6 +96,12 @@ export function definePagesSuite(backend: Backend): void {
       // An output not yet written (JSON null) is not the word "null".
       expect(await ids("null")).toEqual([]);
       expect(await ids("nothing-like-this")).toEqual([]);
+      // A page at a time, in both directions (a full page read in time order, the last one by its matches).
+      const byOne = await walk(store, { text: "order", limit: 1 }, "next");
+      expect(byOne.flat()).toEqual([9, 5, 4, 0].map(idOf));
+      const last = await store.pageExecutions({ text: "order", limit: 3, cursor: (await store.pageExecutions({ text: "order", limit: 1 })).next! });
+      expect(last.rows.map((row) => row.executionId)).toEqual([5, 4, 0].map(idOf));
+      expect((await walk(store, { text: "order", limit: 2 }, "previous", last.previous)).flat()).toEqual([idOf(9)]);
       // A terminal output is searched too.
       await store.run(providerBarrier(idOf(2), 1));
       await store.run(terminalCommit(idOf(2), 2, { output: "Parcel tracking number ZX9981" }));
@@ -122,6 +128,49 @@ export function definePagesSuite(backend: Backend): void {
       expect((await store.countExecutions({ agentId: "nobody" })).total).toBe(0);
     }, 60_000);
 
+    it("narrows by the agent definition's name (many conversations of one definition), and pages within it", async () => {
+      const store = await filled(backend, 4);
+      for (const [index, [agent, definition]] of (
+        [
+          ["chat-1", "support"],
+          ["chat-2", "billing"],
+          ["chat-3", "support"],
+          ["chat-4", "support"],
+        ] as const
+      ).entries()) {
+        await store.ensureAgent(agent, 1);
+        await store.run(prepare(`d${index}`, agent, { at: 2_000 + index, config: { replayable: true, definition }, journal: [] }));
+      }
+      const ids = async (query: ExecutionPageQuery) => (await store.pageExecutions(query)).rows.map((row) => row.executionId);
+      expect(await ids({ definition: "support" })).toEqual(["d3", "d2", "d0"]);
+      expect(await ids({ definition: "billing" })).toEqual(["d1"]);
+      expect(await ids({ definition: "support", agentId: "chat-3" })).toEqual(["d2"]);
+      expect(await ids({ definition: "nobody" })).toEqual([]);
+      expect((await walk(store, { definition: "support", limit: 2 }, "next")).flat()).toEqual(["d3", "d2", "d0"]);
+    });
+
+    it("keeps its whole-store counts equal to the rows through inserts, status changes, outcomes and purges", async () => {
+      const store = await filled(backend, 12);
+      await store.run(providerBarrier(idOf(3), 1));
+      await store.run(terminalCommit(idOf(3), 2));
+      await store.ensureAgent("gone", 1);
+      for (const [id, outcome] of [
+        ["g1", "completed"],
+        ["g2", "failed"],
+      ] as const) {
+        await store.run(prepare(id, "gone", { journal: [] }));
+        await store.run(providerBarrier(id, 1));
+        await store.run(terminalCommit(id, 2, outcome === "failed" ? { outcome, output: null, error: { code: "MODEL_FAILED", message: "down" } } : {}));
+      }
+      expect((await store.countExecutions()).byStatus).toMatchObject({ active: 11, terminal: 3, completed: 2, failed: 1 });
+      await store.purgeAgent("gone");
+      const counts = await store.countExecutions();
+      expect(counts.total).toBe(12);
+      expect(counts.byStatus).toMatchObject({ active: 11, terminal: 1, completed: 1, queued: 0 });
+      expect(counts.byStatus["failed"] ?? 0).toBe(0);
+      expect((await store.countExecutions({ agentId: "gone" })).total).toBe(0);
+    });
+
     it("refuses a bad cursor or filter with InvalidInputError naming the field", async () => {
       const store = await filled(backend, 1);
       const refusal = async (query: unknown) => {
@@ -142,6 +191,8 @@ export function definePagesSuite(backend: Backend): void {
       expect(await refusal({ since: "yesterday" })).toBe("since");
       expect(await refusal({ text: "a b c d e f g h i" })).toBe("text");
       expect(await refusal({ colour: "red" })).toBe("colour");
+      expect(await refusal({ definition: "" })).toBe("definition");
+      expect(await refusal({ definition: 7 })).toBe("definition");
       await expect(store.countExecutions({ agent: "a" } as never)).rejects.toBeInstanceOf(InvalidInputError);
     });
   });

@@ -31,7 +31,7 @@ describe("store file", () => {
     expect(rawValue(path, "PRAGMA application_id")).toBe(applicationId);
     expect(rawValue(path, "PRAGMA user_version")).toBe(schemaVersion);
     expect(rawValue(path, "PRAGMA journal_mode")).toBe("wal");
-    expect(rawValue(path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'execution_search%'")).toBe(8); // agents, executions, steps, journal, approval_inbox, queued_messages, schedules, event_signals
+    expect(rawValue(path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'execution_search%'")).toBe(9); // agents, executions, steps, journal, approval_inbox, queued_messages, schedules, event_signals, execution_counts
     // The search index (docs/decisions/0082): FTS5's table and its shadow tables.
     expect(rawValue(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'execution_search'")).toBe(1);
   });

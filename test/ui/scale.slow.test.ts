@@ -6,6 +6,7 @@
 
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { scriptedModel } from "../../host/testing.js";
 import { serveDashboard } from "../../host/ui/index.js";
 import { listShownMax } from "../../host/ui/list-page.js";
 import { ended, openFixture, suspended, type Fixture } from "./fixture.js";
@@ -64,6 +65,40 @@ describe("the dashboard at scale in chromium", () => {
     await page.locator('form.filter button[type="submit"]').click();
     await expect.poll(async () => (await shownIds()).length).toBe(1);
   });
+
+  it("lists the conversations of one agent definition by its name (offered from the definitions here), beside the agent filter", async () => {
+    const model = scriptedModel(() => ({ text: "Noted." }));
+    const billing = fixture.environment.agent({ name: "billing", model });
+    const shipping = fixture.environment.agent({ name: "shipping", model });
+    const runs: { executionId: string }[] = [];
+    // One after another, so their times order them.
+    for (const run of [
+      () => billing.conversation("bill-1").start("invoice one"),
+      () => shipping.conversation("ship-1").start("a parcel"),
+      () => billing.conversation("bill-2").start("invoice two"),
+    ]) {
+      const executionId = await run().executionId;
+      await fixture.until(executionId, ended);
+      runs.push({ executionId });
+    }
+    await page.goto(served.url);
+    expect(await page.locator("#definition-names option").evaluateAll((options) => options.map((option) => option.getAttribute("value")))).toEqual(
+      expect.arrayContaining(["billing", "shipping"]),
+    );
+    await page.locator('form.filter input[name="definition"]').fill("billing");
+    await page.locator('form.filter button[type="submit"]').click();
+    await expect.poll(shownIds).toEqual([runs[2]!.executionId, runs[0]!.executionId]);
+    expect(await page.locator("#executions .definition").allTextContents()).toEqual(["billing", "billing"]);
+    await page.locator('form.filter input[name="agent"]').fill("bill-1");
+    await page.locator('form.filter button[type="submit"]').click();
+    await expect.poll(shownIds).toEqual([runs[0]!.executionId]);
+    await page.locator('form.filter input[name="definition"]').fill("shipping");
+    await page.locator('form.filter button[type="submit"]').click();
+    await expect.poll(async () => page.locator("#executions").textContent()).toContain("No execution matches.");
+    await page.locator('form.filter input[name="agent"]').fill("");
+    await page.locator('form.filter button[type="submit"]').click();
+    await expect.poll(shownIds).toEqual([runs[1]!.executionId]);
+  }, 60_000);
 
   it("shows approvals only when the status filter would list them, and masks a card number and a bearer token by their shape", async () => {
     const waiting = await fixture.start("refund", { orderId: "42", card: "4242 4242 4242 4242", note: "use Bearer abcdefghijklmnop123" });

@@ -17,6 +17,10 @@
 //   decision 0082), and ANALYZE keeps word statistics that let the planner
 //   choose between the GIN index and the time order. `simple` folds case
 //   and keeps every word (no stemming, no stop words), the SQLite rule.
+// * A search reads the newest rows the filter lists in time order, and
+//   only when they hold no full page looks every match up by the GIN index
+//   (`searchRecentRows`, docs/decisions/0089): PostgreSQL's estimate of a
+//   prefix search is the same for every word, so the planner cannot choose.
 // * A search's words reach `to_tsquery` as values, each quoted as a
 //   lexeme with `:*` (prefix): a person's text is never query syntax.
 // * Counts are GROUP BYs over the status and outcome indexes: exact over
@@ -29,6 +33,7 @@ import type { ExecutionRow } from "../records.js";
 import type { SqliteRow } from "../sqlite/driver.js";
 import { executionFromRow } from "../sqlite/rows.js";
 import { bind } from "./literals.js";
+import { definitionExpression } from "./page-definitions.js";
 
 type Queryable = Pick<pg.Pool, "query">;
 
@@ -64,6 +69,9 @@ export async function createExecutionPages(client: pg.ClientBase): Promise<void>
   `);
 }
 
+/** Rows a search reads in time order before it looks its matches up (docs/decisions/0089). */
+export const searchRecentRows = 5_000;
+
 /** One page, newest first; the caller checked the query. */
 export async function pageExecutions(pool: Queryable, where: string, query: CheckedPageQuery): Promise<{ rows: ExecutionRow[]; more: boolean }> {
   const conditions: string[] = [];
@@ -78,28 +86,58 @@ export async function pageExecutions(pool: Queryable, where: string, query: Chec
   if (query.status !== undefined) add((p) => `status = ${p}`, query.status);
   if (query.outcome !== undefined) add((p) => `outcome = ${p}`, query.outcome);
   if (query.agentId !== undefined) add((p) => `agent_id = ${p}`, query.agentId);
+  if (query.definition !== undefined) add((p) => `${definitionExpression} = ${p}`, query.definition);
   if (query.idPrefix !== undefined) add((p) => `starts_with(execution_id, ${p})`, query.idPrefix);
   if (query.since !== undefined) add((p) => `created_at >= ${p}`, query.since);
   if (query.until !== undefined) add((p) => `created_at < ${p}`, query.until);
-  if (query.words.length > 0) add((p) => `search @@ to_tsquery('simple'::regconfig, ${p})`, tsQueryText(query.words));
   const older = query.cursor?.direction !== "before";
   if (query.cursor !== undefined) {
     const { createdAt, executionId } = query.cursor;
     add((time, id) => `(created_at, execution_id) ${older ? "<" : ">"} (${time}::bigint, ${id}::text)`, createdAt, executionId);
   }
-  values.push(query.limit + 1);
-  const condition = conditions.length === 0 ? "" : `WHERE ${conditions.join(" AND ")}`;
+  const filters = conditions.length === 0 ? "" : `WHERE ${conditions.join(" AND ")}`;
   const order = older ? "DESC" : "ASC";
-  // The page's keys first (narrow rows, whichever index the planner takes),
-  // then the page's rows by primary key: a search that matches thousands
-  // sorts their keys, not their inputs and outputs.
-  const sql = `
-    WITH page AS MATERIALIZED (
-      SELECT execution_id, created_at FROM executions ${condition} ORDER BY created_at ${order}, execution_id ${order} LIMIT $${values.length}
-    )
-    SELECT ${executionColumns} FROM page JOIN executions USING (execution_id)
-    ORDER BY page.created_at ${order}, execution_id ${order}`;
-  const found = (await pool.query<SqliteRow>(bind(sql, values))).rows;
+  const keyOrder = `ORDER BY created_at ${order}, execution_id ${order}`;
+  /** The page's keys first (narrow rows), then the page's rows by primary
+   * key: a search that matches thousands sorts their keys, not their inputs and outputs. */
+  const rowsOf = async (keys: string, given: unknown[]) =>
+    (
+      await pool.query<SqliteRow>(
+        bind(
+          `WITH page AS MATERIALIZED (${keys})
+           SELECT ${executionColumns} FROM page JOIN executions USING (execution_id) ORDER BY page.created_at ${order}, execution_id ${order}`,
+          given,
+        ),
+      )
+    ).rows;
+  let found: SqliteRow[];
+  if (query.words.length === 0) {
+    found = await rowsOf(`SELECT execution_id, created_at FROM executions ${filters} ${keyOrder} LIMIT $${values.length + 1}`, [...values, query.limit + 1]);
+  } else {
+    // PostgreSQL estimates a prefix search (`word:*`) at a fixed share of
+    // the rows whatever the word, so it read the time index for a rare
+    // word, checking every row (a word in 100 of 100,000 rows: 76 ms; no
+    // match: 102 ms, decision 0089). Two plans, in order: the newest
+    // `searchRecentRows` rows the filter lists, checked in time order —
+    // a page of a word in 1 row of 100 or more; when they hold no full
+    // page, every match by the GIN index (a materialized set: the planner
+    // cannot read it in time order), their keys sorted.
+    const search = `search @@ to_tsquery('simple'::regconfig, $${values.length + 1})`;
+    const given = [...values, tsQueryText(query.words), query.limit + 1];
+    const limit = `$${values.length + 2}`;
+    found = await rowsOf(
+      `SELECT execution_id, created_at FROM (SELECT execution_id, created_at, search FROM executions ${filters} ${keyOrder} LIMIT ${searchRecentRows}) recent
+       WHERE ${search} ${keyOrder} LIMIT ${limit}`,
+      given,
+    );
+    if (found.length <= query.limit) {
+      found = await rowsOf(
+        `WITH matches AS MATERIALIZED (SELECT execution_id, created_at FROM executions ${filters === "" ? "WHERE" : `${filters} AND`} ${search})
+         SELECT execution_id, created_at FROM matches ${keyOrder} LIMIT ${limit}`,
+        given,
+      );
+    }
+  }
   const more = found.length > query.limit;
   const rows = found.slice(0, query.limit).map((row) => executionFromRow(row, where));
   return { rows: older ? rows : rows.reverse(), more };

@@ -35,6 +35,7 @@ import { createConversationQueues } from "./queue.js";
 import { createSchedules } from "./schedules.js";
 import { createExecutionPages } from "./pages.js";
 import { createDueWaitIndex } from "./due-waits.js";
+import { createDefinitionIndex } from "./page-definitions.js";
 import { quotedIdentifier } from "./literals.js";
 import { createPruneIndexes, indexRefusedStarts } from "./prune.js";
 import { createEventSignals } from "./signals.js";
@@ -142,7 +143,8 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 18: paging, search and counts (`pages.ts`, docs/decisions/0082).
  * Version 19: keyed signals, and the index of event waits by key (`signals.ts`, docs/decisions/0077).
  * Version 20: suspended rows indexed by their wait's due time (`due-waits.ts`, docs/decisions/0076).
- * Version 21: a replacing preparation decided by the core's verdicts (`functions.ts`, docs/decisions/0087). */
+ * Version 21: a replacing preparation decided by the core's verdicts (`functions.ts`, docs/decisions/0087).
+ * Version 22: executions by definition (`page-definitions.ts`, docs/decisions/0089). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -165,6 +167,7 @@ export const migrations: readonly Migration[] = [
   createEventSignals,
   createDueWaitIndex,
   createPrepareReplacingDecided,
+  createDefinitionIndex,
 ];
 
 async function partitionOwnership(client: pg.ClientBase, settings?: SchemaSettings): Promise<void> {

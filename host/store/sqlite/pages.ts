@@ -11,13 +11,14 @@
 //   input or the output touches it (a barrier changes neither).
 // * A search's words reach FTS5 as quoted strings (`"word"*`): a person's
 //   text is never FTS5 query syntax.
-// * Counts are GROUP BYs over the status and outcome indexes (index-only
-//   scans): exact over the whole store, no counter for every write to
-//   contend on (decision 0082 measures them).
+// * Counts over the whole store are read from the counts the triggers of
+//   `page-counts.ts` keep (docs/decisions/0089); one agent's are GROUP BYs
+//   over its rows, by the agent index.
 
 import { searchIndexedCharsMax, type CheckedPageQuery, type ExecutionCounts, countsOf } from "../execution-pages.js";
 import type { ExecutionRow } from "../records.js";
 import type { SqliteConnection, SqliteValue } from "./driver.js";
+import { definitionExpression, keptCounts } from "./page-counts.js";
 import { executionFromRow } from "./rows.js";
 
 /** Migration: the keyset and outcome indexes, the search table and the
@@ -55,6 +56,11 @@ export function createExecutionPages(connection: SqliteConnection): void {
   `);
 }
 
+/** Matches a search may have and still be read by looking each up
+ * (docs/decisions/0089): at about 5 µs a match, 1,000 cost what reading
+ * the time index until a page of a word in 1 row of 100 fills does. */
+export const searchFewMatches = 1_000;
+
 /** One page, newest first; the caller checked the query. Reads one row
  * more than the page to know whether more follow. */
 export function pageExecutions(connection: SqliteConnection, query: CheckedPageQuery): { rows: ExecutionRow[]; more: boolean } {
@@ -67,15 +73,24 @@ export function pageExecutions(connection: SqliteConnection, query: CheckedPageQ
   if (query.status !== undefined) add("status = ?", query.status);
   if (query.outcome !== undefined) add("outcome = ?", query.outcome);
   if (query.agentId !== undefined) add("agent_id = ?", query.agentId);
+  if (query.definition !== undefined) add(`${definitionExpression} = ?`, query.definition);
   if (query.idPrefix !== undefined) add("substr(execution_id, 1, ?) = ?", query.idPrefix.length, query.idPrefix);
   if (query.since !== undefined) add("created_at >= ?", query.since);
   if (query.until !== undefined) add("created_at < ?", query.until);
-  // `+rowid`: the page is read in time order, each row checked against
-  // the matches (a set with a Bloom filter), stopping at the page's end;
-  // without the `+` SQLite looks every match up and sorts them all (a
-  // word in 14,000 of 100,000 rows: 21 ms against 230 ms, decision 0082).
+  let few = false;
   if (query.words.length > 0) {
-    if (searchIndexed(connection)) add("+rowid IN (SELECT rowid FROM execution_search WHERE execution_search MATCH ?)", matchText(query.words));
+    if (searchIndexed(connection)) {
+      // Two plans, chosen by how many rows match (counted up to a bound):
+      // few — each match looked up by rowid, their keys sorted (cost ∝
+      // matches: a rare word no longer reads the whole time index); many —
+      // `+rowid`: the page is read in time order, each row checked against
+      // the matches (a set with a Bloom filter), stopping at the page's end
+      // (a word in 14,000 of 100,000 rows: 21 ms against 230 ms looking
+      // every match up, decision 0082).
+      const match = matchText(query.words);
+      few = Number(connection.prepare(fewMatches).get(match, searchFewMatches + 1)?.["n"] ?? 0) <= searchFewMatches;
+      add(`${few ? "" : "+"}rowid IN (SELECT rowid FROM execution_search WHERE execution_search MATCH ?)`, match);
+    }
     // No index (a SQLite without FTS5 made the file): each word anywhere in the text, read row by row.
     else for (const word of query.words) add("(input LIKE ? OR output LIKE ?)", `%${word}%`, `%${word}%`);
   }
@@ -83,16 +98,34 @@ export function pageExecutions(connection: SqliteConnection, query: CheckedPageQ
   if (query.cursor !== undefined) add(`(created_at, execution_id) ${older ? "<" : ">"} (?, ?)`, query.cursor.createdAt, query.cursor.executionId);
   const where = conditions.length === 0 ? "" : `WHERE ${conditions.join(" AND ")}`;
   const order = older ? "DESC" : "ASC";
-  // A bounded set of texts: each filter present or not, two orders.
-  const sql = `SELECT * FROM executions ${where} ORDER BY created_at ${order}, execution_id ${order} LIMIT ?`;
+  // A bounded set of texts: each filter present or not, two orders, two
+  // search plans. Looking matches up sorts their keys, then reads the
+  // page's rows: inputs and outputs are not carried through the sort.
+  const sql = few
+    ? `WITH page AS MATERIALIZED (SELECT rowid AS id, created_at AS at, execution_id AS key FROM executions ${where} ORDER BY created_at ${order}, execution_id ${order} LIMIT ?)
+       SELECT executions.* FROM page JOIN executions ON executions.rowid = page.id ORDER BY page.at ${order}, page.key ${order}`
+    : `SELECT * FROM executions ${where} ORDER BY created_at ${order}, execution_id ${order} LIMIT ?`;
   const found = connection.prepare(sql).all(...parameters, query.limit + 1);
   const more = found.length > query.limit;
   const rows = found.slice(0, query.limit).map((row) => executionFromRow(row, connection.path));
   return { rows: older ? rows : rows.reverse(), more };
 }
 
-/** Counts per status and outcome over the whole store (or one agent's). */
+const fewMatches = "SELECT count(*) AS n FROM (SELECT 1 FROM execution_search WHERE execution_search MATCH ? LIMIT ?)";
+
+/** Counts per status and outcome over the whole store (the counts the
+ * triggers keep, `page-counts.ts`) or one agent's (its rows, by index). */
 export function countExecutions(connection: SqliteConnection, filter: { readonly agentId?: string }): ExecutionCounts {
+  if (filter.agentId === undefined) {
+    const kept = keptCounts(connection);
+    const sum = (key: "status" | "outcome") => {
+      const totals = new Map<string, number>();
+      for (const row of kept) if (row[key] !== null) totals.set(row[key], (totals.get(row[key]) ?? 0) + row.n);
+      return totals;
+    };
+    const queued = connection.prepare("SELECT count(*) AS n FROM queued_messages").get();
+    return countsOf(sum("status"), sum("outcome"), Number(queued?.["n"] ?? 0));
+  }
   const byAgent = filter.agentId === undefined ? "" : "WHERE agent_id = ?";
   const outcomeWhere = filter.agentId === undefined ? "WHERE outcome IS NOT NULL" : "WHERE agent_id = ? AND outcome IS NOT NULL";
   const parameters: SqliteValue[] = filter.agentId === undefined ? [] : [filter.agentId];
