@@ -70,25 +70,32 @@ export async function scheduleShowCommand(context: CliContext, scheduleId: strin
 
 /** `cancel` or `run`: one call of the public API, and the schedule after it. */
 export async function scheduleActionCommand(context: CliContext, scheduleId: string, action: "cancel" | "run"): Promise<ExitCodeValue> {
-  const schedule = await withStore(context, async (environment) => {
-    found(await environment.schedule(scheduleId), scheduleId);
+  const { before, after } = await withStore(context, async (environment) => {
+    const before = found(await environment.schedule(scheduleId), scheduleId);
     if (environment.visitor) throw ownersAction(scheduleId, action);
-    return action === "cancel" ? environment.cancelSchedule(scheduleId) : environment.runSchedule(scheduleId);
+    return { before, after: action === "cancel" ? await environment.cancelSchedule(scheduleId) : await environment.runSchedule(scheduleId) };
   });
-  if (context.json) {
-    printJson({ schedule: scheduleJson(schedule) });
-    return ExitCode.ok;
-  }
-  if (action === "cancel") {
-    context.say(`${pc.yellow("cancelled")} schedule ${schedule.scheduleId} of conversation "${schedule.agentId}": it fires no more`);
-    return ExitCode.ok;
-  }
-  const firing = schedule.lastFiring;
-  const started = firing?.executionId !== undefined ? `: execution ${firing.executionId} (${firing.outcome})` : "";
-  const refused = firing?.outcome === "refused" ? ` — refused${firing.error !== undefined ? ` [${firing.error}]` : ""}` : "";
-  context.say(`${pc.green("fired")} schedule ${schedule.scheduleId} of conversation "${schedule.agentId}" now${started}${refused}`);
-  if (schedule.nextRunAt !== undefined) context.say(pc.dim(`its next run stays ${formatTime(schedule.nextRunAt)}`));
+  if (context.json) printJson({ schedule: scheduleJson(after) });
+  else if (action === "cancel") context.say(`${pc.yellow("cancelled")} schedule ${after.scheduleId} of conversation "${after.agentId}": it fires no more`);
+  else sayFired(context, before, after);
   return ExitCode.ok;
+}
+
+/** A firing settled here names its execution; one claimed for a process
+ * that defines the conversation's agent (not this command) is pending. */
+function sayFired(context: CliContext, before: Schedule, after: Schedule): void {
+  const firing = after.lastFiring;
+  if (after.firings === before.firings || firing === undefined) {
+    const agent = after.definition ?? after.agentId;
+    context.say(
+      `${pc.green("claimed")} schedule ${after.scheduleId} to fire now: this command does not define agent "${agent}", so the firing starts in the process that does — the store's next owner at once, or a PostgreSQL process at its retry time`,
+    );
+    return;
+  }
+  const started = firing.executionId !== undefined ? `: execution ${firing.executionId} (${firing.outcome})` : "";
+  const refused = firing.outcome === "refused" ? ` — refused${firing.error !== undefined ? ` [${firing.error}]` : ""}` : "";
+  context.say(`${pc.green("fired")} schedule ${after.scheduleId} of conversation "${after.agentId}" now${started}${refused}`);
+  if (after.nextRunAt !== undefined) context.say(pc.dim(`its next run stays ${formatTime(after.nextRunAt)}`));
 }
 
 async function withStore<T>(context: CliContext, body: (environment: Environment) => Promise<T>): Promise<T> {
