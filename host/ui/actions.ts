@@ -7,6 +7,7 @@
 import { randomUUID } from "node:crypto";
 import { settledWithin, type BulkAnswer, type Environment, type Run } from "../index.js";
 import { decisionOfForm, FormError } from "./decision-fields.js";
+import { scheduleAction } from "./schedule-actions.js";
 
 export interface ActionOutcome {
   readonly status: 200 | 404;
@@ -156,6 +157,9 @@ const handlers: Readonly<Record<string, Handler>> = {
     return bulkNotice(action, answers);
   },
 
+  /** Cancel or run one schedule, confirmed on its page (`schedule-actions.ts`). */
+  schedule: (environment, fields) => scheduleAction(environment, fields),
+
   async recover(environment) {
     const report = await environment.admin.recover();
     const continued = report.filter((item) => item.status === "continued").length;
@@ -166,6 +170,8 @@ const handlers: Readonly<Record<string, Handler>> = {
 
 /** Where a refused action returns: the page it was posted from. */
 function targetOnError(action: string, fields: URLSearchParams): { target?: string } {
+  const scheduleId = fields.get("scheduleId");
+  if (action === "schedule") return { target: scheduleId ? `/schedules/${encodeURIComponent(scheduleId)}` : "/schedules" };
   if (action !== "start") return {};
   const conversationId = fields.get("conversationId");
   return { target: conversationId ? `/conversations/${encodeURIComponent(conversationId)}` : "/talk" };
