@@ -196,4 +196,3 @@ function refused(executionId: string, error: unknown): BulkAnswer {
     error: { code: typeof code === "string" ? code : "INTERNAL", message: error instanceof Error ? error.message : String(error) },
   };
 }
-

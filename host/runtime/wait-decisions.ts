@@ -64,7 +64,6 @@ export function waitsForInput(request: ApprovalRequest | undefined): boolean {
   return request?.kind === "input";
 }
 
-
 /** The wait kind an answer is for: a value a typed wait, a signal an event
  * wait, a child's end a child's wait, a decision an approval. */
 function kindAnswered(kind: DecisionActionKind): WaitKind {

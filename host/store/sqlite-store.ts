@@ -37,13 +37,7 @@ import type { ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlem
 import type { SqliteConnection } from "./sqlite/driver.js";
 import * as inbox from "./sqlite/inbox.js";
 import * as schedules from "./sqlite/schedules.js";
-import {
-  type NewSchedule,
-  type ScheduleClaim,
-  type ScheduleRow,
-  type ScheduleScope,
-  type ScheduleSettlement,
-} from "./schedule-records.js";
+import { type NewSchedule, type ScheduleClaim, type ScheduleRow, type ScheduleScope, type ScheduleSettlement } from "./schedule-records.js";
 import * as signals from "./sqlite/signals.js";
 import type { SignalSending, SignalSent } from "./signal-records.js";
 import type { Json } from "./records.js";

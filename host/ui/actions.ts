@@ -201,7 +201,6 @@ function required(fields: URLSearchParams, name: string): string {
   return value;
 }
 
-
 function describe(result: unknown): string {
   const record = result as { status?: string; outcome?: string } | null;
   return record?.outcome ?? record?.status ?? "cancelled";

@@ -56,7 +56,9 @@ describe("the schedules page", () => {
     expect(await environment.schedule(once.scheduleId)).toMatchObject({ firings: 0 }); // a GET does nothing
 
     expect((await post(dashboard, { scheduleId: once.scheduleId, scheduleAction: "run" })).status).toBe(403); // no token
-    expect((await post(dashboard, { token: dashboard.token, scheduleId: once.scheduleId, scheduleAction: "run" }, { origin: "https://evil.example" })).status).toBe(403);
+    expect(
+      (await post(dashboard, { token: dashboard.token, scheduleId: once.scheduleId, scheduleAction: "run" }, { origin: "https://evil.example" })).status,
+    ).toBe(403);
     const ran = await post(dashboard, { token: dashboard.token, scheduleId: once.scheduleId, scheduleAction: "run" });
     expect(ran.status).toBe(303);
     const ranAt = new URL(ran.headers.get("location")!, origin);
@@ -78,7 +80,10 @@ describe("the schedules page", () => {
 
   it("a visitor's dashboard lists the owner's schedules and is refused cancelling one", async () => {
     const owner = await openEnvironment();
-    const daily = await owner.agent({ name: "support", model: echoModel({ lookup: false }) }).conversation("user-1").schedule("Daily digest", { cron: "0 9 * * *" });
+    const daily = await owner
+      .agent({ name: "support", model: echoModel({ lookup: false }) })
+      .conversation("user-1")
+      .schedule("Daily digest", { cron: "0 9 * * *" });
     const visitor = await Phronomy.open({ store: owner.store.path, visitor: true, logger: recordingLogger() });
     opened.push(visitor);
     const dashboard = createDashboard(visitor);
@@ -107,7 +112,11 @@ describe("the child tree on an execution's page", () => {
     const dashboard = createDashboard(environment);
     const parent = await page(dashboard, `/executions/${parentId}`);
     expect(parent.body).toContain('<section id="tree">');
-    expect(parent.body).toMatch(new RegExp(`<li data-execution="${childId}"><a href="[^"]*/executions/${childId}\\?[^"]*"><code>${childId}</code></a> <span class="badge ok">completed</span>`));
+    expect(parent.body).toMatch(
+      new RegExp(
+        `<li data-execution="${childId}"><a href="[^"]*/executions/${childId}\\?[^"]*"><code>${childId}</code></a> <span class="badge ok">completed</span>`,
+      ),
+    );
     const child = await page(dashboard, `/executions/${childId}`);
     expect(child.body).toMatch(new RegExp(`Started by <a href="[^"]*/executions/${parentId}\\?`));
     const alone = await researcher.conversation("solo").start("hello").executionId;

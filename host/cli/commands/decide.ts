@@ -26,7 +26,7 @@
 
 import pc from "../colors.js";
 import { scriptedModel } from "../../testing.js";
-import { PhronomyError, type AgentDefinition, type ApprovalRequest, type Environment, type WaitKind, type ExecutionRow, type StoredStep } from "../../index.js";
+import { PhronomyError, type AgentDefinition, type Environment, type WaitKind, type ExecutionRow, type StoredStep } from "../../index.js";
 import type { CliContext } from "../context.js";
 import { shellQuote } from "../context.js";
 import { CliError, ExitCode, type ExitCodeValue } from "../errors.js";
@@ -111,7 +111,6 @@ export async function decideCommand(context: CliContext, executionArgument: stri
     await environment.close();
   }
 }
-
 
 /** Errors that refuse an answer and leave the wait as it was. */
 const refusalCodes: ReadonlySet<string> = new Set(["APPROVAL_MISMATCH", "INVALID_INPUT"]);

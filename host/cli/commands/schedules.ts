@@ -128,7 +128,10 @@ function ownersAction(scheduleId: string, action: "cancel" | "run"): CliError {
 function scheduleLines(context: CliContext, schedule: Schedule): string[] {
   const field = (name: string, value: string) => `${pc.dim(name.padEnd(13))}${value}`;
   const lines = [
-    field("schedule", `${pc.bold(schedule.scheduleId)} · conversation "${schedule.agentId}"${schedule.definition !== undefined ? ` of "${schedule.definition}"` : ""}`),
+    field(
+      "schedule",
+      `${pc.bold(schedule.scheduleId)} · conversation "${schedule.agentId}"${schedule.definition !== undefined ? ` of "${schedule.definition}"` : ""}`,
+    ),
     field("when", timingOf(schedule)),
     field("state", `${stateText(schedule.state)} · ${schedule.firings} firing${schedule.firings === 1 ? "" : "s"} · made ${formatTime(schedule.createdAt)}`),
     field("next run", schedule.nextRunAt !== undefined ? formatTime(schedule.nextRunAt) : "-"),

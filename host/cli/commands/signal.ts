@@ -43,7 +43,12 @@ export async function signalCommand(context: CliContext, key: string, options: S
     const waiting = (await environment.pendingApprovals()).find((pending) => pending.key === key);
     if (waiting !== undefined && !environment.visitor) {
       // The execution runs here: its agent must be defined before the signal resumes it.
-      const loaded = await agentFor(waiting.agentId, options.agentModule, { model, storePath: location.path }, `the wait on key "${key}" (execution ${waiting.executionId})`);
+      const loaded = await agentFor(
+        waiting.agentId,
+        options.agentModule,
+        { model, storePath: location.path },
+        `the wait on key "${key}" (execution ${waiting.executionId})`,
+      );
       environment.agent(loaded.definition);
       await environment.recovery(loaded.definition.id);
     }
