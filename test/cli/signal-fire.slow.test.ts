@@ -6,6 +6,9 @@
 // error; an event no wait takes yet is kept, or refused with --if-waiting.
 
 import { describe, expect, it } from "vitest";
+import { Phronomy } from "../../host/index.js";
+import { loadAgentModule } from "../../host/cli/agent-module.js";
+import { recordingLogger } from "../runtime/helpers.js";
 import { cli, describeResult, errorLines, fixture, jsonOf, temporaryStore } from "./helpers.js";
 
 const waitsModule = fixture("waits-agent.ts");
@@ -76,5 +79,26 @@ describe("phronomy signal and fire", () => {
     const again = await cli(["fire", pending.executionId, "--agent-module", waitsModule, "--store", store]);
     expect(again.code).toBe(1);
     expect(errorLines(again)[0]).toContain("[NOT_WAITING_FOR_APPROVAL]");
+  });
+
+  it("beside a live owner, signal files the event for it and follows the execution to its end", async () => {
+    const store = await temporaryStore();
+    const owner = await Phronomy.open({ store, logger: recordingLogger() });
+    try {
+      const { definition } = await loadAgentModule(waitsModule, { storePath: store });
+      const run = owner.agent(definition).start("pay for order 42");
+      const executionId = await run.executionId;
+      for (;;) {
+        if ((await owner.pendingApprovals()).some((pending) => pending.key === "payment:42")) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const sent = await cli(["signal", "payment:42", "--payload", '{"amount":5}', "--store", store, "--json"]);
+      expect(sent.code, describeResult(sent)).toBe(0);
+      expect(sent.stderr).toContain("the event is filed for it to apply");
+      expect(jsonOf(sent)).toMatchObject({ executionId, outcome: "completed", output: 'Done: {"amount":5}' });
+      expect((await run.result).output).toBe('Done: {"amount":5}');
+    } finally {
+      await owner.close();
+    }
   });
 });
