@@ -85,7 +85,7 @@ describe("phronomy signal and fire", () => {
     const store = await temporaryStore();
     const owner = await Phronomy.open({ store, logger: recordingLogger() });
     try {
-      const { definition } = await loadAgentModule(waitsModule, { storePath: store });
+      const { definition } = await loadAgentModule(waitsModule, { model: undefined, storePath: store });
       const run = owner.agent(definition).start("pay for order 42");
       const executionId = await run.executionId;
       for (;;) {
