@@ -46,7 +46,7 @@ Exit codes:
   0    done; the execution completed (or handed off)
   1    the execution failed, or the command could not do its job
   2    bad arguments
-  3    the execution is waiting for an approval decision
+  3    the execution is waiting: for an approval, a value, an event, a timer or a child
   130  Ctrl-C cancelled the execution
 
 Docs: ${cliDocsPath()}`;
