@@ -88,6 +88,7 @@ export { checkSupportedRuntime } from "./runtime/supported-runtime.js";
 export type { ExecutionRow, StoredStep, UsageTotals, Json, ExecutionListFilter, ExecutionStatusName, OutcomeName } from "./store/records.js";
 /** A usage as the CLI and the dashboard print it (`12 in · 30 out (8 reasoning) · 42 tokens · 10 cache read`). */
 export { usageSummary } from "./words.js";
+export { settledWithin, waitingWords, waitKindOf, type WaitKind } from "./words.js";
 export type { ExecutionStore } from "./store/store.js";
 export type { StoreCapabilities, StoreSignals } from "./store/capabilities.js";
 export { SqliteStore, type SqliteStoreOptions } from "./store/sqlite-store.js";

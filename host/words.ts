@@ -64,3 +64,46 @@ export function usageSummary(usage: UsageTotals, totalWord = "tokens"): string {
   ];
   return [`${usage.inputTokens} in`, `${usage.outputTokens} out${reasoning}`, `${usage.totalTokens} ${totalWord}`, ...cached].join(" · ");
 }
+
+/** What a suspended execution waits for (decisions 0075–0079): a person's
+ * approval, a typed value (`humanInput()`), a keyed event, a child
+ * execution, or a timer. */
+export type WaitKind = "approval" | "input" | "event" | "child" | "timer";
+
+const waitKinds: readonly WaitKind[] = ["approval", "input", "event", "child", "timer"];
+
+const waitingWordsByKind: Readonly<Record<WaitKind, string>> = {
+  approval: "waiting for approval",
+  input: "waiting for input",
+  event: "waiting for an event",
+  child: "waiting for a child",
+  timer: "waiting for a timer",
+};
+
+/** The kind of a pending wait request (`ExecutionRow.approvalRequest`);
+ * a request without a kind is an approval, as before kinds were recorded. */
+export function waitKindOf(request: unknown): WaitKind {
+  const kind = typeof request === "object" && request !== null ? (request as { kind?: unknown }).kind : undefined;
+  return waitKinds.find((known) => known === kind) ?? "approval";
+}
+
+/** `waiting for approval`, `waiting for an event`, …: a suspended
+ * execution's state as the CLI and the dashboard say it. */
+export function waitingWords(kind: WaitKind): string {
+  return waitingWordsByKind[kind];
+}
+
+/** The promise's value if it settles within `ms`, undefined otherwise; a
+ * rejection within `ms` is thrown. The dashboard's actions and the bulk
+ * actions of `env.admin` wait so for what they can know quickly. */
+export async function settledWithin<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

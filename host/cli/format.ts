@@ -4,7 +4,9 @@
 // `--no-color`.
 
 import pc from "./colors.js";
-import type { ExecutionRow, Json } from "../index.js";
+import { waitingWords, waitKindOf, type ExecutionRow, type Json } from "../index.js";
+
+export { waitKindOf };
 
 /** Characters of JSON shown inline in a line before it is cut. */
 export const inlineJsonLengthMax = 120;
@@ -45,28 +47,9 @@ export function formatDuration(milliseconds: number): string {
 /** Where an execution is, in one word: its outcome once it has one. */
 export function stateOf(row: Pick<ExecutionRow, "status" | "phase" | "outcome"> & { readonly approvalRequest?: unknown }): string {
   if (row.status === "terminal") return row.outcome ?? "terminal";
-  if (row.status === "suspended") return waitingWords[waitKindOf(row.approvalRequest)];
+  if (row.status === "suspended") return waitingWords(waitKindOf(row.approvalRequest));
   if (row.status === "queued") return "queued";
   return `unfinished (${row.phase})`;
-}
-
-/** What a suspended execution waits for (decisions 0075–0079). */
-export type WaitKind = "approval" | "input" | "event" | "child" | "timer";
-
-const waitKinds: readonly WaitKind[] = ["approval", "input", "event", "child", "timer"];
-
-const waitingWords: Readonly<Record<WaitKind, string>> = {
-  approval: "waiting for approval",
-  input: "waiting for input",
-  event: "waiting for an event",
-  child: "waiting for a child",
-  timer: "waiting for a timer",
-};
-
-/** The kind of the wait a suspended row's request is. */
-export function waitKindOf(request: unknown): WaitKind {
-  const kind = typeof request === "object" && request !== null ? (request as { kind?: unknown }).kind : undefined;
-  return waitKinds.find((known) => known === kind) ?? "approval";
 }
 
 export function colorState(state: string): string {

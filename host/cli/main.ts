@@ -26,6 +26,8 @@ const commands = {
   cancel: () => import("./commands/cancel.js"),
   retry: () => import("./commands/retry.js"),
   demo: () => import("./commands/demo.js"),
+  signal: () => import("./commands/signal.js"),
+  schedules: () => import("./commands/schedules.js"),
   ui: () => import("./commands/ui.js"),
 };
 
@@ -44,7 +46,7 @@ Exit codes:
   0    done; the execution completed (or handed off)
   1    the execution failed, or the command could not do its job
   2    bad arguments
-  3    the execution is waiting for an approval decision
+  3    the execution is waiting: for an approval, a value, an event, a timer or a child
   130  Ctrl-C cancelled the execution
 
 Docs: ${cliDocsPath()}`;
@@ -205,6 +207,67 @@ function programOf(run: Runner): Command {
     ),
   );
 
+  modelOptions(
+    program
+      .command("fire")
+      .description("fire an execution's timer (or the deadline of its wait) now, instead of at its due time, and run it to its outcome")
+      .argument("<execution-id>", "the suspended execution (or a unique prefix of its id)")
+      .option("--wait <id>", "fire only if this is the pending wait")
+      .option("--by <who>", "who fired it (recorded with the decision)")
+      .option("--agent-module <path>", "the module defining the execution's agent"),
+  ).action((executionId: string, options: { wait?: string }, command: Command) =>
+    run(command, async (context) =>
+      (await commands.decide()).decideCommand(context, executionId, "fire", {
+        ...options,
+        ...(options.wait !== undefined ? { approvalId: options.wait } : {}),
+      }),
+    ),
+  );
+
+  modelOptions(
+    program
+      .command("signal")
+      .description("send an event to the wait keyed on it (a waitForEvent() call), as the application's env.signal does, and run it to its outcome")
+      .argument("<key>", "the event's key, as the wait names it")
+      .option("--payload <json>", "the event's payload (checked against the wait's schema; default null)")
+      .option("--if-waiting", "refuse when no wait has the key now, instead of keeping the event for the next one")
+      .option("--keep-for <duration>", "how long an event no wait takes yet is kept: 30d at most, e.g. 12h (default 1d)")
+      .option("--agent-module <path>", "the module defining the waiting execution's agent (not needed beside a live owner)"),
+  ).action((key: string, options, command: Command) => run(command, async (context) => (await commands.signal()).signalCommand(context, key, options)));
+
+  const schedules = program
+    .command("schedules")
+    .description("scheduled starts of conversations (agent.schedule): list them, show one, cancel one, run one now");
+  schedules
+    .command("list", { isDefault: true })
+    .description("list schedules, newest first (the default)")
+    .option("--agent <id>", "only this conversation's schedules")
+    .option("--definition <name>", "only schedules of conversations of this named agent")
+    .addOption(new Option("--state <state>", "only schedules in this state").choices(["active", "cancelled", "done"]))
+    .option("--limit <n>", `at most this many (default 50, at most ${LIST_LIMIT_MAX})`, positiveInteger)
+    .action((options, command: Command) => run(command, async (context) => (await commands.schedules()).schedulesListCommand(context, options)));
+  schedules
+    .command("show")
+    .description("one schedule: its timing, next run, last firing and the input it starts with")
+    .argument("<schedule-id>", "the schedule's id")
+    .action((scheduleId: string, _options, command: Command) =>
+      run(command, async (context) => (await commands.schedules()).scheduleShowCommand(context, scheduleId)),
+    );
+  schedules
+    .command("cancel")
+    .description("cancel a schedule: it fires no more (a firing under way still starts once)")
+    .argument("<schedule-id>", "the schedule's id")
+    .action((scheduleId: string, _options, command: Command) =>
+      run(command, async (context) => (await commands.schedules()).scheduleActionCommand(context, scheduleId, "cancel")),
+    );
+  schedules
+    .command("run")
+    .description("fire an active schedule now (its next slot is kept) and print the execution it started")
+    .argument("<schedule-id>", "the schedule's id")
+    .action((scheduleId: string, _options, command: Command) =>
+      run(command, async (context) => (await commands.schedules()).scheduleActionCommand(context, scheduleId, "run")),
+    );
+
   program
     .command("cancel")
     .description("cancel an execution by id (running: after its work in flight; suspended: at once) and print how it ended")
@@ -253,7 +316,7 @@ function programOf(run: Runner): Command {
     .addOption(new Option("--crash-child").hideHelp())
     .action((options, command: Command) => run(command, async (context) => (await commands.demo()).demoCommand(context, options)));
 
-  for (const command of program.commands)
+  for (const command of [...program.commands, ...schedules.commands])
     command
       .exitOverride()
       .configureOutput({ outputError: () => undefined })

@@ -6,8 +6,8 @@
 // in the store) and exits with `ExitCode.suspended`.
 
 import pc from "./colors.js";
-import { PhronomyError, type ApprovalRequest, type ExecutionEvent, type Json, type Run, type RunResult, type UsageTotals } from "../index.js";
-import type { CliContext } from "./context.js";
+import { PhronomyError, waitingWords, type ApprovalRequest, type ExecutionEvent, type Json, type Run, type RunResult, type UsageTotals } from "../index.js";
+import { shellQuote, type CliContext } from "./context.js";
 import { ExitCode, debugText, reportedError, type ExitCodeValue, type ReportedError } from "./errors.js";
 import { compactJson, outputText, printJson } from "./format.js";
 import { formatElapsed, plural, type Progress } from "./progress.js";
@@ -136,6 +136,20 @@ export function reportOutcome(context: CliContext, outcome: Outcome, options: Ou
   return options.interrupted ? ExitCode.interrupted : ExitCode.failure;
 }
 
+/** The command that answers a wait that is not an approval. */
+function answerCommand(request: ApprovalRequest, argumentsAfter: string): string {
+  switch (request.kind) {
+    case "event":
+      return `phronomy signal ${shellQuote(request.key ?? "<key>")}${argumentsAfter} --payload '<json>' (or the application's env.signal)`;
+    case "timer":
+      return `phronomy fire ${request.executionId}${argumentsAfter} (or wait: the clock fires it at its due time)`;
+    case "child":
+      return `its child execution ${request.child?.executionId ?? ""} resumes it when it ends: phronomy show ${request.executionId} draws the tree`;
+    default:
+      return `phronomy resume ${request.executionId}${argumentsAfter} --value '<json>'`;
+  }
+}
+
 /** The summary on stderr; the output on stdout unless `--json` carries it. */
 function printHuman(context: CliContext, outcome: Outcome, options: OutcomeReportOptions): void {
   const counts = options.progress.counts;
@@ -158,11 +172,13 @@ function printHuman(context: CliContext, outcome: Outcome, options: OutcomeRepor
     case "suspended": {
       const { request } = outcome;
       const store = context.storeArgument();
-      if (request.kind === "input") {
-        process.stderr.write(`${pc.yellow("⏸")} execution ${request.executionId} is waiting for input (wait id ${request.approvalId}):\n`);
+      const kind = request.kind ?? "approval";
+      if (kind !== "approval") {
+        const id = `${kind === "input" ? "wait" : `${kind} wait`} id ${request.approvalId}`;
+        process.stderr.write(`${pc.yellow("⏸")} execution ${request.executionId} is ${waitingWords(kind)} (${id}):\n`);
         for (const call of request.toolCalls) process.stderr.write(`    ${call.toolName}(${compactJson(call.input)})\n`);
         process.stderr.write(`  it stays in the store until answered:\n`);
-        process.stderr.write(`    phronomy resume ${request.executionId}${options.agentModuleArgument}${store} --value '<json>'\n`);
+        process.stderr.write(`    ${answerCommand(request, `${options.agentModuleArgument}${store}`)}\n`);
         return;
       }
       process.stderr.write(`${pc.yellow("⏸")} execution ${request.executionId} is waiting for approval (approval id ${request.approvalId}):\n`);

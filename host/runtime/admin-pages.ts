@@ -15,6 +15,7 @@
 //   does not stop the others, and each answer says what happened to it.
 
 import { InvalidInputError } from "../errors.js";
+import { settledWithin } from "../words.js";
 import { capabilitiesOf } from "../store/capabilities.js";
 import { checkId } from "../store/check-id.js";
 import type { ExecutionPage, ExecutionPageQuery, PagingStore } from "../store/execution-pages.js";
@@ -162,7 +163,7 @@ export async function retryMany(host: AdminPagesHost, executionIds: readonly str
         () => undefined,
         (error: unknown) => error,
       );
-      const settled = await within(refusal, bulkAnswerWaitMs);
+      const settled = await settledWithin(refusal, bulkAnswerWaitMs);
       return settled === undefined || !isRefusal(settled) ? { executionId, status: "done" as const } : refused(executionId, settled);
     }),
   );
@@ -173,7 +174,7 @@ async function answerOf(executionId: string, promise: Promise<unknown>, pending:
     () => ({ ok: true as const }),
     (error: unknown) => ({ ok: false as const, error }),
   );
-  const settled = await within(marked, bulkAnswerWaitMs);
+  const settled = await settledWithin(marked, bulkAnswerWaitMs);
   if (settled === undefined) return { executionId, status: pending };
   return settled.ok ? { executionId, status: "done" } : refused(executionId, settled.error);
 }
@@ -196,16 +197,4 @@ function refused(executionId: string, error: unknown): BulkAnswer {
     status: "refused",
     error: { code: typeof code === "string" ? code : "INTERNAL", message: error instanceof Error ? error.message : String(error) },
   };
-}
-
-async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

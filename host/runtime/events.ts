@@ -7,6 +7,7 @@
 
 import type { Json, UsageTotals } from "../store/records.js";
 import type { PhronomyError } from "../errors.js";
+import type { WaitKind } from "../words.js";
 
 /** One event of an execution, told by its `type`: progress (model and tool
  * calls, retries, streamed text), then one terminal event (`done`, `error`,
@@ -78,7 +79,7 @@ export interface ApprovalRequest {
    * `child`: waits for its child execution (docs/decisions/0079); `timer`:
    * a `timer()` tool's call, fired by the clock or by
    * `{ waitId, fire: true }` (docs/decisions/0076). */
-  readonly kind?: "approval" | "input" | "event" | "child" | "timer";
+  readonly kind?: WaitKind;
   /** An event wait's key (`waitForEvent()`): `env.signal(key, payload)`
    * resumes it (docs/decisions/0077). */
   readonly key?: string;

@@ -98,14 +98,14 @@ export class Scheduling {
     const what = "env.schedules()";
     this.host.assertOpen(what);
     checkFilter(filter, what);
-    const rows = await this.storeFor(what).listSchedules(filter);
+    const rows = await this.readerFor(what).listSchedules(filter);
     return rows.map(scheduleOf);
   }
 
   async get(scheduleId: string): Promise<Schedule | undefined> {
     const what = "env.schedule()";
     this.host.assertOpen(what);
-    const row = await this.storeFor(what).getSchedule(scheduleId);
+    const row = await this.readerFor(what).getSchedule(scheduleId);
     return row === undefined ? undefined : scheduleOf(row);
   }
 
@@ -167,6 +167,13 @@ export class Scheduling {
     this.host.assertStoreWritable(what);
   }
 
+  /** The owner's store, or a visitor's reads (docs/decisions/0088). */
+  private readerFor(what: string): ScheduleReader {
+    const capabilities = capabilitiesOf(this.host.store);
+    if (capabilities.scheduleReads === true && capabilities.schedules !== true) return this.host.store as unknown as ScheduleReader;
+    return this.storeFor(what);
+  }
+
   private storeFor(what: string): ScheduleStore {
     const store = scheduleStoreOf(this.host.store);
     if (store === undefined)
@@ -174,6 +181,9 @@ export class Scheduling {
     return store;
   }
 }
+
+/** Reads of schedules: a store that keeps them, or a SQLite visitor of one. */
+type ScheduleReader = Pick<ScheduleStore, "getSchedule" | "listSchedules">;
 
 function scheduleStoreOf(store: ExecutionStore): ScheduleStore | undefined {
   return capabilitiesOf(store).schedules === true ? (store as unknown as ScheduleStore) : undefined;

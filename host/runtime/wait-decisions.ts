@@ -14,6 +14,7 @@ import type { ResolvedTool } from "../agent/tools.js";
 import { InvalidInputError, type PhronomyError } from "../errors.js";
 import type { Json, ToolCallRecord } from "../store/records.js";
 import type { ApprovalRequest, EventListener } from "./events.js";
+import { waitKindOf, type WaitKind } from "../words.js";
 import { childFailure, childOutcomeIn } from "./child-waits.js";
 import { clockAnswerOf, hasDeadline } from "./wait-deadlines.js";
 
@@ -61,15 +62,6 @@ export const decidedByLengthMax = 256;
 /** The kind of a pending wait: a typed input wait, or an approval. */
 export function waitsForInput(request: ApprovalRequest | undefined): boolean {
   return request?.kind === "input";
-}
-
-/** What a pending wait waits for (decisions 0075–0079). */
-type WaitKind = NonNullable<ApprovalRequest["kind"]>;
-
-/** The kind of a pending wait: an approval, a typed input wait, a keyed
- * event wait, a child's wait, a timer. */
-export function waitKindOf(request: ApprovalRequest | undefined): WaitKind {
-  return request?.kind ?? "approval";
 }
 
 /** The wait kind an answer is for: a value a typed wait, a signal an event

@@ -35,6 +35,9 @@ export interface StoreCapabilities {
   /** Scheduled starts of a conversation (docs/decisions/0078). Optional:
    * a store of the application's own that predates them declares nothing. */
   readonly schedules?: boolean;
+  /** Reads of schedules only (`getSchedule`, `listSchedules`): a SQLite
+   * visitor lists them (docs/decisions/0088); `schedules` implies them. */
+  readonly scheduleReads?: boolean;
   /** Executions a page at a time by cursor, searched, and counted over the
    * whole store (docs/decisions/0082). */
   readonly pages: boolean;
@@ -83,6 +86,7 @@ export const capabilityMethods: { readonly [C in StoreCapability]: readonly stri
   queueReads: ["queuedMessage", "listQueuedMessages"],
   pruning: ["pruneExecutions"],
   schedules: ["createSchedule", "getSchedule", "listSchedules", "cancelSchedule", "nextScheduleDue", "dueSchedules", "claimSchedules", "settleScheduleFiring"],
+  scheduleReads: ["getSchedule", "listSchedules"],
   pages: ["pageExecutions", "countExecutions"],
   signals: ["sendSignal", "takeStoredSignal", "dropSignal"],
   dueWaits: ["dueWaits", "nextDueAt"],

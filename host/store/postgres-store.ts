@@ -190,6 +190,7 @@ export class PostgresStore implements ExecutionStore {
     queueReads: true,
     pruning: true,
     schedules: true,
+    scheduleReads: true,
     pages: true,
     signals: true,
     dueWaits: true,

@@ -37,15 +37,7 @@ import type { ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlem
 import type { SqliteConnection } from "./sqlite/driver.js";
 import * as inbox from "./sqlite/inbox.js";
 import * as schedules from "./sqlite/schedules.js";
-import {
-  scheduleListMax,
-  type NewSchedule,
-  type ScheduleClaim,
-  type ScheduleListFilter,
-  type ScheduleRow,
-  type ScheduleScope,
-  type ScheduleSettlement,
-} from "./schedule-records.js";
+import { type NewSchedule, type ScheduleClaim, type ScheduleRow, type ScheduleScope, type ScheduleSettlement } from "./schedule-records.js";
 import * as signals from "./sqlite/signals.js";
 import type { SignalSending, SignalSent } from "./signal-records.js";
 import type { Json } from "./records.js";
@@ -99,6 +91,7 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
     queueReads: true,
     pruning: true,
     schedules: true,
+    scheduleReads: true,
     pages: true,
     signals: true,
     dueWaits: true,
@@ -269,16 +262,6 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
   /** @internal */
   createSchedule(schedule: NewSchedule, perConversationMax: number): Promise<ScheduleRow | "full"> {
     return this.read(() => schedules.createSchedule(this.connection, schedule, perConversationMax));
-  }
-
-  /** @internal */
-  getSchedule(scheduleId: string): Promise<ScheduleRow | undefined> {
-    return this.read(() => schedules.getSchedule(this.connection, checkId(scheduleId, "scheduleId")));
-  }
-
-  /** @internal */
-  listSchedules(filter: ScheduleListFilter): Promise<ScheduleRow[]> {
-    return this.read(() => schedules.listSchedules(this.connection, filter, filter.limit ?? scheduleListMax));
   }
 
   /** @internal */

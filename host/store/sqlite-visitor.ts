@@ -51,6 +51,7 @@ export class SqliteVisitorStore extends SqliteReadableStore implements Execution
     pruning: false,
     pages: true,
     signals: true,
+    scheduleReads: true,
   };
   private inboxConnection: SqliteConnection | undefined;
   private closed = false;

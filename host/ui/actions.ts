@@ -5,8 +5,9 @@
 // the execution going on, live.
 
 import { randomUUID } from "node:crypto";
-import type { BulkAnswer, Environment, Run } from "../index.js";
+import { settledWithin, type BulkAnswer, type Environment, type Run } from "../index.js";
 import { decisionOfForm, FormError } from "./decision-fields.js";
+import { scheduleAction } from "./schedule-actions.js";
 
 export interface ActionOutcome {
   readonly status: 200 | 404;
@@ -72,7 +73,7 @@ const handlers: Readonly<Record<string, Handler>> = {
     run.result.catch(() => undefined); // the page shows how it ends
     // A refused answer (its schema, the wait's kind) rejects at once; an
     // accepted one goes on, shown live.
-    const settled = await within(
+    const settled = await settledWithin(
       run.result.then(
         () => undefined,
         (error: unknown) => error,
@@ -101,7 +102,7 @@ const handlers: Readonly<Record<string, Handler>> = {
     run.result.catch(() => undefined); // the page shows how it goes
     const target = `/conversations/${encodeURIComponent(conversationId)}`;
     // A refusal (a visitor, a closed environment, a bad id) comes at once.
-    const refused = await within(
+    const refused = await settledWithin(
       Promise.race([run.executionId.then(() => undefined), run.result.then(() => undefined)]).catch((error: unknown) => error ?? new Error("refused")),
       actionWaitMs,
     );
@@ -128,7 +129,7 @@ const handlers: Readonly<Record<string, Handler>> = {
     const executionId = required(fields, "executionId");
     const cancelled = environment.admin.cancel(executionId, reason !== "" ? { reason } : {});
     cancelled.catch(() => undefined);
-    const result = await within(cancelled, actionWaitMs);
+    const result = await settledWithin(cancelled, actionWaitMs);
     return result === undefined
       ? `cancel of ${executionId} requested: it stops after its work in flight`
       : `execution ${executionId} ended: ${describe(result)}`;
@@ -138,7 +139,7 @@ const handlers: Readonly<Record<string, Handler>> = {
     const executionId = required(fields, "executionId");
     const run: Run = environment.admin.retry(executionId);
     // A refusal comes at once; a retry that runs settles later.
-    await within(run.result, 250);
+    await settledWithin(run.result, 250);
     return `retrying execution ${executionId} from its last durable step`;
   },
 
@@ -156,6 +157,9 @@ const handlers: Readonly<Record<string, Handler>> = {
     return bulkNotice(action, answers);
   },
 
+  /** Cancel or run one schedule, confirmed on its page (`schedule-actions.ts`). */
+  schedule: (environment, fields) => scheduleAction(environment, fields),
+
   async recover(environment) {
     const report = await environment.admin.recover();
     const continued = report.filter((item) => item.status === "continued").length;
@@ -166,6 +170,8 @@ const handlers: Readonly<Record<string, Handler>> = {
 
 /** Where a refused action returns: the page it was posted from. */
 function targetOnError(action: string, fields: URLSearchParams): { target?: string } {
+  const scheduleId = fields.get("scheduleId");
+  if (action === "schedule") return { target: scheduleId ? `/schedules/${encodeURIComponent(scheduleId)}` : "/schedules" };
   if (action !== "start") return {};
   const conversationId = fields.get("conversationId");
   return { target: conversationId ? `/conversations/${encodeURIComponent(conversationId)}` : "/talk" };
@@ -193,20 +199,6 @@ function required(fields: URLSearchParams, name: string): string {
   const value = fields.get(name);
   if (value === null || value === "") throw new Error(`the form lacks "${name}"`);
   return value;
-}
-
-/** The promise's value if it settles within `ms`, undefined otherwise; a
- * rejection within `ms` is thrown. */
-async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 function describe(result: unknown): string {

@@ -12,6 +12,7 @@ import { approvalCard, type ApprovalContext } from "./decision-card.js";
 import { actionForm, badge, jsonBlock } from "./pieces.js";
 import { conversationLabel, decisionLine } from "./transcript.js";
 import { waterfall } from "./waterfall.js";
+import { treeSection } from "./execution-tree.js";
 
 type Payload = { readonly [key: string]: Json } | null;
 
@@ -25,6 +26,7 @@ export async function executionLive(environment: Environment, links: Links, row:
   const approval = approvals.find((candidate) => candidate.executionId === row.executionId);
   const context = approval === undefined ? undefined : await approvalContextOf(environment, approval).catch(() => undefined);
   const attempt = timeline.at(-1)?.attempt ?? 1;
+  const tree = await treeSection(environment, links, row, timeline);
   return html`
     <section class="summary" data-status="${row.status}" data-outcome="${row.outcome ?? ""}">
       <h1><code>${row.executionId}</code> ${badge(row)}</h1>
@@ -41,6 +43,7 @@ export async function executionLive(environment: Environment, links: Links, row:
       ${row.error ? html`<h3>Error</h3><p class="error-line"><code>${row.error.code}</code> ${row.error.message}</p>` : ""}
     </section>
     ${actions(links, row, approval, context)}
+    ${tree}
     ${waterfall(timeline)}
     <section id="timeline"><h2>Timeline</h2><ol class="timeline">${timeline.map((step) => stepItem(step, timeline[0]?.at ?? step.at))}</ol></section>`;
 }

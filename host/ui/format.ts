@@ -1,7 +1,7 @@
 // Values from the store as the dashboard shows them: times, durations,
 // states, and JSON pretty-printed with secrets masked (`masking.ts`).
 
-import type { ExecutionRow, Json } from "../index.js";
+import { waitingWords, waitKindOf, type ExecutionRow, type Json } from "../index.js";
 import { maskText, masked } from "./masking.js";
 
 /** Characters of one JSON value shown before it is cut (a page stays small;
@@ -39,7 +39,7 @@ export function formatDuration(ms: number): string {
 /** `completed`, `failed`, `waiting for approval`, `running`, … */
 export function stateOf(row: Pick<ExecutionRow, "status" | "outcome" | "phase"> & { readonly approvalRequest?: unknown }): string {
   if (row.status === "terminal") return row.outcome ?? "terminal";
-  if (row.status === "suspended") return waitingWords(row.approvalRequest);
+  if (row.status === "suspended") return waitingWords(waitKindOf(row.approvalRequest));
   if (row.status === "queued") return "queued";
   if (row.status === "preparing") return "preparing";
   return `running (${row.phase.replace(/_/g, " ")})`;
@@ -51,21 +51,4 @@ export function stateClass(row: Pick<ExecutionRow, "status" | "outcome">): strin
   if (row.status === "suspended") return "wait";
   if (row.status === "queued") return "neutral";
   return "live";
-}
-
-/** What a suspended execution waits for, in words (decisions 0075–0079). */
-function waitingWords(request: unknown): string {
-  const kind = typeof request === "object" && request !== null ? (request as { kind?: unknown }).kind : undefined;
-  switch (kind) {
-    case "input":
-      return "waiting for input";
-    case "event":
-      return "waiting for an event";
-    case "child":
-      return "waiting for a child";
-    case "timer":
-      return "waiting for a timer";
-    default:
-      return "waiting for approval";
-  }
 }

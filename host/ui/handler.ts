@@ -27,6 +27,7 @@ import { page, type PageFrame } from "./layout.js";
 import { Links } from "./links.js";
 import { listLive, type ListQuery } from "./list-page.js";
 import { bulkLive } from "./bulk-page.js";
+import { scheduleLive, schedulesLive } from "./schedules-page.js";
 import { runAction, type ActionOutcome } from "./actions.js";
 
 /** What `createDashboard` takes. */
@@ -150,6 +151,17 @@ export function createDashboard(environment: Environment, options: DashboardOpti
       const live = await bulkLive(environment, links, url.searchParams, now);
       return htmlResponse(200, fragment ? live : page(links, { ...frame, title: "Confirm" }, live));
     }
+    if (path === "/schedules") {
+      const live = await schedulesLive(environment, links, url.searchParams);
+      return htmlResponse(200, fragment ? live : page(links, { ...frame, title: "Schedules" }, live));
+    }
+    const schedule = /^\/schedules\/([^/]+)$/.exec(path);
+    if (schedule) {
+      const scheduleId = decodeURIComponent(schedule[1]!);
+      const live = await scheduleLive(environment, links, scheduleId, url.searchParams);
+      const shown = live ?? html`<p>No schedule <code>${scheduleId}</code> in this store. <a href="${links.to("/schedules")}">All schedules</a></p>`;
+      return htmlResponse(live === undefined ? 404 : 200, fragment ? shown : page(links, { ...frame, title: `Schedule ${scheduleId}` }, shown));
+    }
     const match = /^\/executions\/([^/]+)$/.exec(path);
     if (match) {
       const executionId = decodeURIComponent(match[1]!);
@@ -193,7 +205,7 @@ export function createDashboard(environment: Environment, options: DashboardOpti
     const executionId = fields.get("executionId");
     // A form may name the page it returns to: one of the dashboard's own pages, nothing else.
     const back = fields.get("back");
-    const returnTo = back !== null && /^\/(conversations|executions)\/[^/?#]+$/.test(back) ? back : undefined;
+    const returnTo = back !== null && /^\/(conversations|executions|schedules)\/[^/?#]+$/.test(back) ? back : undefined;
     const target = outcome.target ?? returnTo ?? (executionId ? `/executions/${encodeURIComponent(executionId)}` : "/");
     const location = links.to(target, outcome.error !== undefined ? { error: outcome.error } : { notice: outcome.notice });
     return new Response(null, {

@@ -30,6 +30,7 @@ export function page(links: Links, frame: PageFrame, live: Html): Html {
 <header class="top">
   <a class="brand" href="${links.to("/")}">Phronomy</a>
   <a class="nav" href="${links.to("/talk")}">Talk to an agent</a>
+  <a class="nav" href="${links.to("/schedules")}">Schedules</a>
   <span class="muted">store <code>${frame.storeLabel}</code> · ${frame.ownerLabel}</span>
   <span class="live-state muted" id="live-state">live</span>
 </header>

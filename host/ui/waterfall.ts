@@ -5,7 +5,7 @@
 // (request to decision), as bars on one time axis. Read from the timeline
 // alone; the bars are SVG rects (the page's CSP allows no inline style).
 
-import type { Json, StoredStep } from "../index.js";
+import { waitingWords, waitKindOf, type Json, type StoredStep } from "../index.js";
 import { compactJson, formatDuration } from "./format.js";
 import { html, type Html } from "./html.js";
 
@@ -58,7 +58,7 @@ export function spansOf(timeline: readonly Step[]): Span[] {
       const request = (payload["approvalRequest"] ?? {}) as Payload;
       spans.push({
         kind: "wait",
-        label: request["kind"] === "input" ? "waiting for input" : "waiting for approval",
+        label: waitingWords(waitKindOf(request)),
         start: step.at,
         end: decided?.at,
         seq: step.seq,

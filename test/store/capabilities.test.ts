@@ -52,6 +52,7 @@ describe("store capabilities", () => {
         queueReads: true,
         pruning: true,
         schedules: true,
+        scheduleReads: true,
         pages: true,
         signals: true,
         dueWaits: true,
@@ -66,6 +67,7 @@ describe("store capabilities", () => {
         pruning: false,
         pages: true,
         signals: true,
+        scheduleReads: true,
       });
       expect(capabilitiesOf(postgres)).toEqual({
         leases: true,
@@ -76,6 +78,7 @@ describe("store capabilities", () => {
         queueReads: true,
         pruning: true,
         schedules: true,
+        scheduleReads: true,
         pages: true,
         signals: true,
         dueWaits: true,

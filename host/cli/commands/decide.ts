@@ -1,8 +1,10 @@
-// `phronomy approve <executionId>`, `phronomy reject <executionId>` and
-// `phronomy resume <executionId> --value '<json>'`: decide an execution's
-// pending approval — approved as asked, with edited arguments (`--input`),
-// answered in place of the tool (`--respond`) — or give its typed wait
-// its value (decision 0075), and carry the execution on to its final
+// `phronomy approve <executionId>`, `phronomy reject <executionId>`,
+// `phronomy resume <executionId> --value '<json>'` and `phronomy fire
+// <executionId>`: decide an execution's pending approval — approved as
+// asked, with edited arguments (`--input`), answered in place of the tool
+// (`--respond`) — give its typed wait its value (decision 0075), or fire
+// its timer (or a wait's deadline) now (0076, `{ waitId, fire: true }`),
+// and carry the execution on to its final
 // outcome, which is printed like `run`'s. Whether the answer fits the
 // wait (its kind, its schema) is the runtime's call, through the same
 // `agent.resume` an application uses: a refused answer fails the command
@@ -24,7 +26,7 @@
 
 import pc from "../colors.js";
 import { scriptedModel } from "../../testing.js";
-import { PhronomyError, type AgentDefinition, type ApprovalRequest, type Environment, type ExecutionRow, type StoredStep } from "../../index.js";
+import { PhronomyError, type AgentDefinition, type Environment, type WaitKind, type ExecutionRow, type StoredStep } from "../../index.js";
 import type { CliContext } from "../context.js";
 import { shellQuote } from "../context.js";
 import { CliError, ExitCode, type ExitCodeValue } from "../errors.js";
@@ -54,8 +56,9 @@ export interface DecideOptions {
   readonly baseUrl?: string;
 }
 
-/** What the command does: approve or reject an approval, or give a typed wait its value. */
-export type DecideAction = "approve" | "reject" | "resume";
+/** What the command does: approve or reject an approval, give a typed
+ * wait its value, or fire a timer (or a wait's deadline) now. */
+export type DecideAction = "approve" | "reject" | "resume" | "fire";
 
 export async function decideCommand(context: CliContext, executionArgument: string, action: DecideAction, options: DecideOptions): Promise<ExitCodeValue> {
   const answer = answerOf(action, options);
@@ -75,8 +78,8 @@ export async function decideCommand(context: CliContext, executionArgument: stri
     const pending = (await environment.pendingApprovals()).find((approval) => approval.executionId === executionId);
     if (!pending) throw notWaiting(executionId, (await environment.execution(executionId)) ?? row, await environment.timeline(executionId));
     const approvalId = options.approvalId ?? pending.request.approvalId;
-    const verb = action === "approve" ? pc.green("approving") : action === "reject" ? pc.red("rejecting") : pc.green("answering");
-    const what = pending.kind === "input" ? "wait" : "approval";
+    const verb = verbOf(action);
+    const what = pending.kind === "approval" ? "approval" : `${pending.kind} wait`;
     context.logger.line(
       `${verb} execution ${executionId} of agent "${row.agentId}" (${what} ${pending.request.approvalId}, requested ${formatTime(pending.since)}):`,
     );
@@ -85,10 +88,10 @@ export async function decideCommand(context: CliContext, executionArgument: stri
       context.logger.line(`the store is owned by ${ownerOf(environment)}: the decision is filed for it to apply, and this command waits for the outcome`);
     progress = new Progress();
     context.logger.progress = progress;
-    progress.setPhase(action === "approve" ? "committing the approval" : action === "reject" ? "committing the rejection" : "committing the value");
+    progress.setPhase(phaseOf(action));
     const watch = watchRun(progress);
     const run = agent.resume(executionId, {
-      ...(action === "resume" ? { waitId: approvalId } : { approvalId }),
+      ...(action === "resume" || action === "fire" ? { waitId: approvalId } : { approvalId }),
       ...answer,
       onEvent: watch.onEvent,
     });
@@ -109,9 +112,6 @@ export async function decideCommand(context: CliContext, executionArgument: stri
   }
 }
 
-/** What a pending request waits for. */
-type WaitKind = NonNullable<ApprovalRequest["kind"]>;
-
 /** Errors that refuse an answer and leave the wait as it was. */
 const refusalCodes: ReadonlySet<string> = new Set(["APPROVAL_MISMATCH", "INVALID_INPUT"]);
 
@@ -122,6 +122,7 @@ function answerOf(action: DecideAction, options: DecideOptions): Record<string, 
     approve: ["input", "respond", "call"],
     reject: [],
     resume: ["value", "call"],
+    fire: [],
   };
   for (const key of ["input", "respond", "value", "call"] as const) {
     if (options[key] !== undefined && !allowed[action].includes(key)) {
@@ -131,6 +132,7 @@ function answerOf(action: DecideAction, options: DecideOptions): Record<string, 
   if (options.input !== undefined && options.respond !== undefined)
     throw new CliError("USAGE", "give --input (run the tool with these arguments) or --respond (answer in place of the tool), not both");
   if (action === "resume" && options.value === undefined) throw new CliError("USAGE", "`resume` gives a typed wait its value: --value '<json>'");
+  if (action === "fire") return { fire: true, ...(options.by !== undefined ? { decidedBy: options.by } : {}) };
   return {
     ...(action === "resume" ? { value: jsonOption("value", options.value!) } : { approved: action === "approve" }),
     ...(options.input !== undefined ? { input: jsonOption("input", options.input) } : {}),
@@ -156,15 +158,25 @@ function jsonOption(name: string, text: string): unknown {
   }
 }
 
+function verbOf(action: DecideAction): string {
+  if (action === "reject") return pc.red("rejecting");
+  return pc.green(action === "approve" ? "approving" : action === "fire" ? "firing" : "answering");
+}
+
+function phaseOf(action: DecideAction): string {
+  const committed = { approve: "the approval", reject: "the rejection", resume: "the value", fire: "the firing" }[action];
+  return `committing ${committed}`;
+}
+
 /** A wait of the other kind refused: say which command answers it. */
 function withKindHint(error: PhronomyError, kind: WaitKind, executionId: string): PhronomyError {
   if ((error.details as { mismatch?: unknown } | undefined)?.mismatch !== "wait_kind") return error;
   const hints: Record<WaitKind, string> = {
     input: `it waits for a value: phronomy resume ${executionId} --value '<json>'`,
     approval: `it waits for an approval: phronomy approve ${executionId} (or reject)`,
-    event: "it waits for an event: the application signals it by its key (env.signal(key, payload))",
+    event: `it waits for an event: phronomy signal <key> --payload '<json>' (the key is in \`phronomy show ${executionId}\`), as the application's env.signal(key, payload) does`,
     child: "it waits for its child execution, whose end resumes it: answer the child's own wait",
-    timer: `it is a timer: the clock fires it at its due time (or now: agent.resume(${JSON.stringify(executionId)}, { waitId, fire: true }))`,
+    timer: `it is a timer: the clock fires it at its due time, or now: phronomy fire ${executionId}`,
   };
   const hint = hints[kind];
   return new PhronomyError(error.code, `${error.message}; ${hint}`, {

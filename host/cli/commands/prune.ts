@@ -19,12 +19,12 @@ export interface PruneCommandOptions {
 const unitMs: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /** `7d`, `12h`, `30m`, `45s`, `500ms` (or `0`) in milliseconds. */
-export function parseDuration(text: string): number {
+export function parseDuration(text: string, option = "--older-than"): number {
   const match = /^(\d+)(ms|s|m|h|d)$/.exec(text.trim());
   if (text.trim() === "0") return 0;
   const value = match ? Number(match[1]) * unitMs[match[2]!]! : Number.NaN;
   if (!Number.isSafeInteger(value)) {
-    throw new CliError("USAGE", `--older-than must be a duration such as 7d, 12h, 30m, 45s or 500ms, got ${JSON.stringify(text)}`);
+    throw new CliError("USAGE", `${option} must be a duration such as 7d, 12h, 30m, 45s or 500ms, got ${JSON.stringify(text)}`);
   }
   return value;
 }

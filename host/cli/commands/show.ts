@@ -1,14 +1,16 @@
 // `phronomy show <executionId>`: one execution — its state, input, output,
 // error, usage, pending approval — and its durable timeline: every barrier,
 // model response, tool call with its idempotency key, approval, recovery
-// and the terminal, with times (`timeline.ts`).
+// and the terminal, with times (`timeline.ts`) — and its parent and child
+// executions (`agentTool()` calls), drawn as a tree (`execution-tree.ts`).
 
 import pc from "../colors.js";
-import type { CliContext } from "../context.js";
+import { shellQuote, type CliContext } from "../context.js";
 import { ExitCode, type ExitCodeValue } from "../errors.js";
 import { colorState, compactJson, waitKindOf, executionJson, formatDuration, formatTime, printJson, stateOf } from "../format.js";
 import { findExecution } from "../lookup.js";
 import { describeTimeline, renderTimeline } from "../timeline.js";
+import { treeJson, treeLines } from "../execution-tree.js";
 import { openStore, resolveStore } from "../store.js";
 import { type ExecutionRow, usageSummary } from "../../index.js";
 
@@ -18,13 +20,15 @@ export async function showCommand(context: CliContext, executionArgument: string
   try {
     const row = await findExecution(environment, location.path, executionArgument);
     const timeline = describeTimeline(await environment.timeline(row.executionId));
+    const tree = await environment.executionTree(row.executionId);
     if (context.json) {
       printJson({
         execution: executionJson(row),
+        ...(tree !== undefined ? { tree: treeJson(tree) } : {}),
         timeline: timeline.map((entry) => ({ ...entry, at: new Date(entry.at).toISOString() })),
       });
     } else {
-      process.stdout.write(`${executionLines(context, row).join("\n")}\n\n`);
+      process.stdout.write(`${[...executionLines(context, row), ...(tree !== undefined ? treeLines(tree) : [])].join("\n")}\n\n`);
       process.stdout.write(`${pc.bold(`timeline`)} (${timeline.length} steps)\n${renderTimeline(timeline).join("\n")}\n`);
     }
     return ExitCode.ok;
@@ -61,24 +65,45 @@ function waitLines(context: CliContext, row: ExecutionRow, field: (name: string,
     approvalId?: string;
     toolCalls?: { callId: string; toolName: string; input: unknown }[];
     responseSchema?: unknown;
+    key?: string;
+    dueAt?: number;
+    child?: { executionId: string; agentId?: string };
   } | null;
   const calls = (request?.toolCalls ?? []).map((call) => `${call.toolName}(${compactJson(call.input, 80)}) · call ${call.callId}`);
   const id = request?.approvalId ?? "?";
   const store = context.storeArgument();
-  if (waitKindOf(request) === "input") {
-    return [
-      field("wait", `${pc.yellow("pending")} input · wait id ${id}`),
-      ...calls.map((call) => field("", `asks ${call}`)),
-      field("", `answer as ${request?.responseSchema === undefined ? "any JSON" : compactJson(request.responseSchema, 200)}`),
-      field("", `answer: phronomy resume ${row.executionId}${store} --value '<json>' [--by <who>] [--agent-module <path>]`),
-    ];
+  const due = request?.dueAt !== undefined ? [field("", `due ${formatTime(request.dueAt)}: fire it now with phronomy fire ${row.executionId}${store}`)] : [];
+  switch (waitKindOf(request)) {
+    case "input":
+      return [
+        field("wait", `${pc.yellow("pending")} input · wait id ${id}`),
+        ...calls.map((call) => field("", `asks ${call}`)),
+        field("", `answer as ${request?.responseSchema === undefined ? "any JSON" : compactJson(request.responseSchema, 200)}`),
+        field("", `answer: phronomy resume ${row.executionId}${store} --value '<json>' [--by <who>] [--agent-module <path>]`),
+        ...due,
+      ];
+    case "event":
+      return [
+        field("wait", `${pc.yellow("pending")} event · key ${JSON.stringify(request?.key ?? "?")} · wait id ${id}`),
+        field("", `send it: phronomy signal ${shellQuote(request?.key ?? "<key>")}${store} --payload '<json>' [--agent-module <path>]`),
+        ...due,
+      ];
+    case "timer":
+      return [field("wait", `${pc.yellow("pending")} timer · wait id ${id}`), ...calls.map((call) => field("", call)), ...due];
+    case "child":
+      return [
+        field("wait", `${pc.yellow("pending")} child · wait id ${id}`),
+        field("", `its child execution ${request?.child?.executionId ?? "?"} resumes it when it ends: answer the child's own wait`),
+      ];
+    case "approval":
+      return [
+        field("approval", `${pc.yellow("pending")} · approval id ${id}`),
+        ...calls.map((call) => field("", call)),
+        field(
+          "",
+          `decide: phronomy approve ${row.executionId}${store} [--input '<json>' | --respond '<json>'] [--by <who>] [--agent-module <path>] | phronomy reject …`,
+        ),
+        ...due,
+      ];
   }
-  return [
-    field("approval", `${pc.yellow("pending")} · approval id ${id}`),
-    ...calls.map((call) => field("", call)),
-    field(
-      "",
-      `decide: phronomy approve ${row.executionId}${store} [--input '<json>' | --respond '<json>'] [--by <who>] [--agent-module <path>] | phronomy reject …`,
-    ),
-  ];
 }

@@ -15,6 +15,8 @@ import { checkCountsFilter, checkPageQuery, cursorsOf, type ExecutionCounts, typ
 import * as queue from "./queue.js";
 import type { QueuedMessage } from "../queue.js";
 import { storeErrorOf } from "./transaction.js";
+import * as schedules from "./schedules.js";
+import { scheduleListMax, type ScheduleListFilter, type ScheduleRow } from "../schedule-records.js";
 
 /** The reads of a SQLite store, shared by its owner and its visitors. */
 export abstract class SqliteReadableStore {
@@ -111,6 +113,16 @@ export abstract class SqliteReadableStore {
         ...(filter.agentId === undefined ? {} : { agentId: checkId(filter.agentId, "agentId") }),
       });
     });
+  }
+
+  /** @internal A schedule by id (docs/decisions/0078): the owner and a visitor read it alike. */
+  getSchedule(scheduleId: string): Promise<ScheduleRow | undefined> {
+    return this.read(() => schedules.getSchedule(this.connection, checkId(scheduleId, "scheduleId")));
+  }
+
+  /** @internal Schedules, newest first, filtered. */
+  listSchedules(filter: ScheduleListFilter): Promise<ScheduleRow[]> {
+    return this.read(() => schedules.listSchedules(this.connection, filter, filter.limit ?? scheduleListMax));
   }
 
   protected read<T>(body: () => T): Promise<T> {
