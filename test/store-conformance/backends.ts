@@ -17,8 +17,8 @@ export interface Backend {
   open(): Promise<ExecutionStore>;
   /** Another store on the same data (after `store.close()`). */
   reopen(store: ExecutionStore): Promise<ExecutionStore>;
-  /** Corrupts the metadata column of one execution behind the store's back. */
-  corruptMetadata(store: ExecutionStore, executionId: string): Promise<void>;
+  /** Corrupts the usage column of one execution behind the store's back (the metadata cannot be: an index reads it, decision 0089, and the database refuses malformed JSON there). */
+  corruptUsage(store: ExecutionStore, executionId: string): Promise<void>;
   /** Marks a stored approval request as decided behind the store's back. */
   markDecided(store: ExecutionStore, executionId: string): Promise<void>;
   /** Whether its preparations say `firstOfAgent` (optional in the store
@@ -37,8 +37,8 @@ export const sqliteBackend: Backend = {
   async reopen(store) {
     return track(await SqliteStore.open(store.path));
   },
-  async corruptMetadata(store, executionId) {
-    rawExec(store.path, `UPDATE executions SET metadata = '{not json' WHERE execution_id = '${executionId}'`);
+  async corruptUsage(store, executionId) {
+    rawExec(store.path, `UPDATE executions SET usage = '{not json' WHERE execution_id = '${executionId}'`);
   },
   async markDecided(store, executionId) {
     rawExec(
@@ -74,8 +74,8 @@ export const postgresBackend: Backend = {
   reportsFirstOfAgent: false,
   open: () => openPostgres(freshSchema()),
   reopen: (store) => openPostgres(schemaOf.get(store) ?? "missing"),
-  async corruptMetadata(store, executionId) {
-    await rawPostgres(store, "UPDATE executions SET metadata = '{not json' WHERE execution_id = $1", [executionId]);
+  async corruptUsage(store, executionId) {
+    await rawPostgres(store, "UPDATE executions SET usage = '{not json' WHERE execution_id = $1", [executionId]);
   },
   async markDecided(store, executionId) {
     await rawPostgres(
@@ -117,8 +117,8 @@ export const simulatedBackend: Backend = {
   async reopen(store) {
     return openCluster(clusterConnection(store), "process-2");
   },
-  async corruptMetadata(store, executionId) {
-    clusterConnection(store).connection.prepare("UPDATE executions SET metadata = '{not json' WHERE execution_id = ?").run(executionId);
+  async corruptUsage(store, executionId) {
+    clusterConnection(store).connection.prepare("UPDATE executions SET usage = '{not json' WHERE execution_id = ?").run(executionId);
   },
   async markDecided(store, executionId) {
     clusterConnection(store)

@@ -20,14 +20,15 @@ describe("the paging migration (postgres)", () => {
     await store.run(prepare("old-1", "a", { input: "Refund the blue sweater", journal: [] }));
     await store.close();
     // The store as the version before this migration wrote it (and so
-    // without the migrations after it: keyed signals, decision 0077).
+    // without the migrations after it: keyed signals (0077), due waits
+    // (0076), the core's replacing verdicts (0087), definitions (0089)).
     await withClient(async (client) => {
       await client.query(`SET search_path = "${schema}"`);
       await client.query(`
         DROP TRIGGER execution_search_insert ON executions; DROP TRIGGER execution_search_update ON executions;
         DROP FUNCTION execution_search_document(); DROP INDEX executions_search; ALTER TABLE executions DROP COLUMN search;
         DROP INDEX executions_by_time; DROP INDEX executions_by_outcome; DROP INDEX executions_by_state;
-        DROP TABLE event_signals; DROP INDEX executions_wait_key; DROP INDEX executions_due; DROP INDEX executions_by_definition;
+        DROP TABLE event_signals; DROP INDEX executions_wait_key; DROP INDEX executions_due; DROP FUNCTION prepare_execution_replacing_decided; DROP INDEX executions_by_definition;
         UPDATE store_version SET version = ${migrations.indexOf(createExecutionPages)}`);
     });
     const migrated = await PostgresStore.open(postgresUrl, { schema });

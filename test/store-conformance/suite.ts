@@ -481,7 +481,7 @@ export function defineConformanceSuite(backend: Backend): void {
     it("a row changed behind the store's back surfaces as a StoreError naming the store", async () => {
       const store = await storeWithAgent();
       await store.run(prepare("e1"));
-      await backend.corruptMetadata(store, "e1");
+      await backend.corruptUsage(store, "e1");
       await expect(store.getExecution("e1")).rejects.toBeInstanceOf(StoreError);
       await expect(store.getExecution("e1")).rejects.toThrow(store.path);
     });

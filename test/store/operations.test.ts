@@ -61,7 +61,7 @@ describe("a file changed behind the store", () => {
     const store = await openTemporaryStore();
     await store.ensureAgent("support", 1);
     await store.run(prepare("e1"));
-    rawExec(store.path, "UPDATE executions SET metadata = '{not json' WHERE execution_id = 'e1'");
+    rawExec(store.path, "UPDATE executions SET usage = '{not json' WHERE execution_id = 'e1'");
     await expect(store.getExecution("e1")).rejects.toBeInstanceOf(StoreError);
     await expect(store.getExecution("e1")).rejects.toThrow(store.path);
   });
