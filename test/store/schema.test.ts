@@ -6,7 +6,9 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { InvalidInputError, StoreError } from "../../host/errors.js";
-import { applicationId, schemaVersion } from "../../host/store/sqlite/schema.js";
+import { openBetterSqlite3 } from "../../host/store/sqlite/driver.js";
+import { dropCreationIndex } from "../../host/store/sqlite/pages.js";
+import { applicationId, migrations, schemaVersion } from "../../host/store/sqlite/schema.js";
 import { SqliteStore } from "../../host/store/sqlite-store.js";
 import { fileBytes, journalEntry, prepare, providerBarrier, rawExec, rawValue, temporaryDirectory, terminalCommit, toolBarrier, track } from "./fixtures.js";
 
@@ -144,5 +146,34 @@ describe("store file", () => {
     expect(snapshot.steps[0]).toHaveLength(6);
     expect(snapshot.journal.map((record) => record.content)).toEqual(["Where is order 42?", "Order 42 ships today.", "And order 43?"]);
     expect(snapshot.unfinished.map((row) => row.executionId)).toEqual(["e2"]);
+  });
+});
+
+describe("the index on created_at alone (docs/decisions/0091)", () => {
+  it("is dropped from a version-12 file, and reads by creation time use executions_by_time", async () => {
+    const path = join(await temporaryDirectory(), "version-12.db");
+    await track(await SqliteStore.open(path)).close();
+    expect(rawValue(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'executions_by_creation'"), "a new store never keeps it").toBe(0);
+    rawExec(path, `CREATE INDEX executions_by_creation ON executions (created_at); PRAGMA user_version = ${migrations.indexOf(dropCreationIndex)}`);
+    const store = track(await SqliteStore.open(path));
+    await store.run(prepare("e1"));
+    await store.close();
+    expect(rawValue(path, "PRAGMA user_version")).toBe(schemaVersion);
+    expect(rawValue(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'executions_by_creation'")).toBe(0);
+    const connection = openBetterSqlite3(path, { mustExist: true });
+    try {
+      const plan = (sql: string) =>
+        connection
+          .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+          .all()
+          .map((row) => String(row["detail"]))
+          .join("; ");
+      expect(plan("SELECT * FROM executions ORDER BY created_at DESC, execution_id DESC LIMIT 10")).toContain("executions_by_time");
+      expect(plan("SELECT * FROM executions WHERE created_at >= 5 AND created_at < 9 ORDER BY created_at, execution_id LIMIT 10")).toContain(
+        "executions_by_time",
+      );
+    } finally {
+      connection.close();
+    }
   });
 });

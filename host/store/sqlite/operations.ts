@@ -12,7 +12,7 @@
 // `active`; a terminal commit requires a status other than `terminal`; the
 // approval resume commit (`approval-commit.ts`) requires `suspended`.
 
-import { AgentClosedError, InvalidInputError } from "../../errors.js";
+import { AgentClosedError, ExecutionRehydrationRequiredError, InvalidInputError } from "../../errors.js";
 import { agentHasUnfinishedExecutions } from "../purge-refusal.js";
 import type { OffloadOperation } from "../offload-operation.js";
 import type {
@@ -208,35 +208,57 @@ function insertExecution(connection: SqliteConnection, operation: PrepareExecuti
 }
 
 export function providerBarrier(connection: SqliteConnection, operation: ProviderBarrierOperation): CommittedRevision {
-  const current = selectForUpdate(connection, operation, ["active"]);
-  const metadata = barrierMetadata(current.metadata, operation);
-  const revision = compareAndSet(
-    connection,
-    operation,
-    `
-    UPDATE executions SET revision = ?, phase = 'calling_llm', metadata = ?, usage = ?, updated_at = ?
-    WHERE execution_id = ? AND revision = ?
-  `,
-    [jsonText(metadata), jsonText(operation.usage), operation.at],
-  );
+  const pending = jsonText({ callId: operation.callId, startedAt: operation.at });
+  const revision = barrierUpdate(connection, operation, "calling_llm", "json_set(json_remove(metadata, '$.toolBatch'), '$.pendingModelCall', json(?)", pending);
   appendSteps(connection, operation.executionId, [...operation.steps, barrierStep(operation, revision)]);
   return { revision };
 }
 
 export function toolBarrier(connection: SqliteConnection, operation: ToolBarrierOperation): CommittedRevision {
-  const current = selectForUpdate(connection, operation, ["active"]);
-  const metadata = barrierMetadata(current.metadata, operation);
-  const revision = compareAndSet(
+  const batch = jsonText(operation.toolBatch);
+  const revision = barrierUpdate(
     connection,
     operation,
-    `
-    UPDATE executions SET revision = ?, phase = 'dispatching_tools', metadata = ?, usage = ?, updated_at = ?
-    WHERE execution_id = ? AND revision = ?
-  `,
-    [jsonText(metadata), jsonText(operation.usage), operation.at],
+    "dispatching_tools",
+    "json_set(json_remove(metadata, '$.pendingModelCall'), '$.toolBatch', json(?)",
+    batch,
   );
   appendSteps(connection, operation.executionId, [...operation.steps, barrierStep(operation, revision)]);
   return { revision };
+}
+
+/** A barrier's compare-and-set in one statement (docs/decisions/0091): the
+ * row's metadata is changed where it is, by SQLite's JSON functions, as
+ * `barrierMetadata` changes it (a key set keeps its place, a new key goes
+ * last, the other mark goes), so a barrier neither reads the row nor
+ * parses and writes its metadata in JavaScript. The UPDATE requires the
+ * expected revision and status `active`; when it updates nothing,
+ * `selectForUpdate` reads why and throws its refusal. `change` is the
+ * `json_set(json_remove(metadata, …), '$.<mark>', json(?)` it opens, one of
+ * two texts per barrier, with `runningSince` or not (four statements). */
+function barrierUpdate(
+  connection: SqliteConnection,
+  operation: ProviderBarrierOperation | ToolBarrierOperation,
+  phase: "calling_llm" | "dispatching_tools",
+  change: string,
+  mark: string,
+): number {
+  const since = operation.runningSince;
+  const metadata = `${change}, '$.turns', ?${since === undefined ? "" : ", '$.runningSince', ?"})`;
+  const revision = operation.expectedRevision + 1;
+  const values = since === undefined ? [mark, operation.turns] : [mark, operation.turns, since];
+  const { changes } = connection
+    .prepare(
+      `UPDATE executions SET revision = ?, phase = '${phase}', metadata = ${metadata}, usage = ?, updated_at = ?
+       WHERE execution_id = ? AND revision = ? AND status = 'active'`,
+    )
+    .run(revision, ...values, jsonText(operation.usage), operation.at, operation.executionId, operation.expectedRevision);
+  if (changes === 1) return revision;
+  selectForUpdate(connection, operation, ["active"]);
+  throw new ExecutionRehydrationRequiredError(
+    `execution ${operation.executionId} moved on: ${operation.type} expected revision ${operation.expectedRevision} and updated no row`,
+    { executionId: operation.executionId },
+  );
 }
 
 export function terminalCommit(connection: SqliteConnection, operation: TerminalCommitOperation): CommittedRevision {

@@ -61,6 +61,15 @@ export function createExecutionPages(connection: SqliteConnection): void {
  * the time index until a page of a word in 1 row of 100 fills does. */
 export const searchFewMatches = 1_000;
 
+/** Migration 13 (docs/decisions/0091): the index on `created_at` alone
+ * goes. Every read ordered or bounded by `created_at` is served by
+ * `executions_by_time` (`created_at, execution_id`), whose first column it
+ * is, and each new execution wrote a leaf of it in its preparation's
+ * transaction: a page of the ≈51 a run writes to the log. */
+export function dropCreationIndex(connection: SqliteConnection): void {
+  connection.exec("DROP INDEX IF EXISTS executions_by_creation");
+}
+
 /** One page, newest first; the caller checked the query. Reads one row
  * more than the page to know whether more follow. */
 export function pageExecutions(connection: SqliteConnection, query: CheckedPageQuery): { rows: ExecutionRow[]; more: boolean } {

@@ -18,7 +18,7 @@ import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { StoreError } from "../../errors.js";
 import { openSqlite, type SqliteConnection } from "./driver.js";
 import { addDecisionAction, addDecisionKind, addRetryKind, createApprovalInbox } from "./inbox.js";
-import { createExecutionPages } from "./pages.js";
+import { createExecutionPages, dropCreationIndex } from "./pages.js";
 import { createPageCounts } from "./page-counts.js";
 import { createDueWaitIndex } from "./due-waits.js";
 import { createPruneIndexes } from "./prune.js";
@@ -103,7 +103,8 @@ function createInitialTables(connection: SqliteConnection): void {
  * Version 9: paging, search and counts (`pages.ts`, docs/decisions/0082).
  * Version 10: keyed signals, and the index of event waits by key (`signals.ts`, docs/decisions/0077).
  * Version 11: suspended rows indexed by their wait's due time (`due-waits.ts`, docs/decisions/0076).
- * Version 12: counts kept by triggers, executions by definition (`page-counts.ts`, docs/decisions/0089). */
+ * Version 12: counts kept by triggers, executions by definition (`page-counts.ts`, docs/decisions/0089).
+ * Version 13: the index on `created_at` alone dropped, `executions_by_time` serves its reads (`pages.ts`, docs/decisions/0091). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -117,6 +118,7 @@ export const migrations: readonly Migration[] = [
   createEventSignals,
   createDueWaitIndex,
   createPageCounts,
+  dropCreationIndex,
 ];
 
 export const schemaVersion = migrations.length;
