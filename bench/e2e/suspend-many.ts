@@ -142,7 +142,9 @@ export async function suspendMany(options: SuspendManyOptions, idle: NodeJS.Memo
     for (let index = 0; index < Math.min(inFlight, count); index += 1) startNext();
   });
   const seconds = (clock() - began) / 1000;
-  console.log(`  ${count.toLocaleString("en-US")} suspended in ${seconds.toFixed(1)} s = ${(count / seconds).toFixed(0)} suspends/s overall (${inFlight} in flight)`);
+  console.log(
+    `  ${count.toLocaleString("en-US")} suspended in ${seconds.toFixed(1)} s = ${(count / seconds).toFixed(0)} suspends/s overall (${inFlight} in flight)`,
+  );
   return sampled;
 }
 

@@ -96,7 +96,9 @@ async function answerSample(env: Environment, sleepers: DefinedAgent, sampled: r
   const timers = sampled.filter(({ index }) => isTimer(index));
   const keyed = sampled.filter(({ index }) => !isTimer(index));
   const [fired, signalled] = await Promise.all([
-    Promise.all(timers.map(({ index, executionId, waitId }) => outcome(sleepers.conversation(`user-${index}`).resume(executionId, { waitId, fire: true }).result))),
+    Promise.all(
+      timers.map(({ index, executionId, waitId }) => outcome(sleepers.conversation(`user-${index}`).resume(executionId, { waitId, fire: true }).result)),
+    ),
     Promise.all(
       keyed.map(({ index, key }) =>
         outcome(
