@@ -53,6 +53,11 @@ function defineAlarms(env: Environment): DefinedAgent {
   return env.agent({ name: "alarms", model, tools: { alarm }, memoryWindow: 1 });
 }
 
+/** The timers the due sweep set so far (what the suspensions cost it). */
+function timersSetOf(env: Environment): number {
+  return (env as unknown as { dueSweep: { timersSet: number } }).dueSweep.timersSet;
+}
+
 export async function waitsChild(directory: string): Promise<void> {
   if (!Number.isInteger(WAITS) || WAITS < 2) throw new Error(`BENCH_WAITS must be a whole number of waits, 2 or more, got ${process.env.BENCH_WAITS}`);
   console.log(
@@ -65,6 +70,7 @@ export async function waitsChild(directory: string): Promise<void> {
   await Promise.all([sleepers.ready, payers.ready, alarms.ready]);
   const idle = await settled();
   console.log(memoryLine("opened and idle, definitions ready (settled): the floor", idle, idle, 0));
+  const timersAtOpen = timersSetOf(env);
   // Pairs (a timer and a key) spread over the range: SAMPLE / 2 of them.
   const pairStride = Math.max(1, Math.floor(WAITS / SAMPLE));
   const sampled = await suspendMany(
@@ -78,6 +84,7 @@ export async function waitsChild(directory: string): Promise<void> {
     idle,
   );
   console.log(memoryLine(`${WAITS.toLocaleString("en-US")} pending, settled`, await settled(), idle, WAITS, "pending wait"));
+  console.log(`  the due sweep set its timer ${timersSetOf(env) - timersAtOpen} times over the ${WAITS.toLocaleString("en-US")} suspends`);
   await countDueRows(env, 2 * 24 * 3_600_000, 100);
   await answerSample(env, sleepers, sampled);
   await sweepSample(env, alarms);
