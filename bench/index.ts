@@ -746,10 +746,10 @@ async function main(): Promise<void> {
   if (role === "waits-child") return waitsChild(process.argv[3]!);
   const directory = await mkdtemp(join(tmpdir(), "phronomy-bench-"));
   try {
+    if (ONLY === "waits") return await waitsSection(directory);
     console.log(
       `npm run bench — SQLite, a conversation per run (model → tool → model → tool → model), ${ROUNDS} rounds of ${SECONDS} s loops, node ${process.version}, ${import.meta.url.endsWith(".ts") ? "sources under tsx" : "compiled package"}`,
     );
-    if (ONLY === "waits") return await waitsSection(directory);
     const rounds: Round[] = [];
     for (let index = 0; index < ROUNDS; index += 1) {
       rounds.push(await round(directory, index));
