@@ -5,7 +5,7 @@
 //
 //   npm run bench                          # BENCH_ROUNDS=3, BENCH_SECONDS=2
 //   BENCH_ROUNDS=5 BENCH_SECONDS=3 npm run bench
-//   BENCH_ONLY=sequential|inflight|approvals|crash npm run bench   # one section
+//   BENCH_ONLY=sequential|inflight|approvals|crash|waits npm run bench   # one section
 //
 // Each round measures, in order:
 //   * the floor: fdatasync of one 4 KB page, one-row commits (FULL and
@@ -24,6 +24,13 @@
 //     a new process opens the store, recovers the 100 and runs 900 more
 //     (100 in flight): the time from open until 1,000 runs are done
 //     (BENCH_CRASH_TOTAL).
+//
+// After the rounds, once: the waits section (bench/e2e/waits.ts, decision
+// 0085), a child process with BENCH_WAITS (default 1,000,000) pending
+// waits, half timers and half keyed event waits: suspends/s, RSS and heap
+// per pending wait over the idle process, the due reads, a sample fired
+// and signalled, the due sweep at its due time. 10–20 minutes at 1,000,000;
+// BENCH_ONLY=waits runs it alone (no rounds, no peers).
 //
 // Then the peers' table (issue 26, bench/peers): the same measures of
 // Phronomy on PostgreSQL (BENCH_POSTGRES, the local server's `test` by
@@ -58,6 +65,7 @@ import type { SqliteStore } from "../host/store/sqlite-store.js";
 import type { SynchronousMode } from "../host/store/sqlite/schema.js";
 import { memoryAfterGc } from "./memory.js";
 import { measureRawFloor } from "./store/floor.js";
+import { waitsChild } from "./e2e/waits.js";
 import { agentRunModel, defineRefunds, lookup, percentile, suspendConversations, type SuspendedConversation } from "./e2e/workload.js";
 import { measurePeers, peersWanted } from "./peers/run.js";
 import { type PhronomyColumn, printPeersTable } from "./peers/table.js";
@@ -396,6 +404,15 @@ async function crashAndRestart(where: Where, round: number): Promise<Restart> {
   return JSON.parse(await runChild(["restart-child", where, name]));
 }
 
+/** The waits section, in a child of its own; it prints as it goes. */
+function waitsSection(directory: string): Promise<void> {
+  console.log("\nwaits (decision 0085): pending timers and keyed event waits cost rows, not memory");
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...childArgs(), "waits-child", directory], { stdio: ["ignore", "inherit", "inherit"] });
+    child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`bench child waits-child exited ${code}`))));
+  });
+}
+
 function bareNodeRss(): number {
   const probe = spawnSync(process.execPath, ["--expose-gc", "-e", "gc(); console.log(process.memoryUsage().rss)"], { encoding: "utf8" });
   return mb(Number(probe.stdout.trim()));
@@ -726,8 +743,10 @@ async function main(): Promise<void> {
   if (role === "approvals-child") return approvalsChild(process.argv[3]!);
   if (role === "crash-child") return crashChild(process.argv[3]!, process.argv[4]!);
   if (role === "restart-child") return restartChild(process.argv[3]!, process.argv[4]!);
+  if (role === "waits-child") return waitsChild(process.argv[3]!);
   const directory = await mkdtemp(join(tmpdir(), "phronomy-bench-"));
   try {
+    if (ONLY === "waits") return await waitsSection(directory);
     console.log(
       `npm run bench — SQLite, a conversation per run (model → tool → model → tool → model), ${ROUNDS} rounds of ${SECONDS} s loops, node ${process.version}, ${import.meta.url.endsWith(".ts") ? "sources under tsx" : "compiled package"}`,
     );
@@ -737,6 +756,7 @@ async function main(): Promise<void> {
       console.log(describe(rounds.at(-1)!, index));
     }
     table(rounds);
+    if (ONLY === undefined) await waitsSection(directory);
     await peersSection(rounds);
   } finally {
     await rm(directory, { recursive: true, force: true });

@@ -26,7 +26,9 @@ if (script === undefined || !script.startsWith("bench/") || !script.endsWith(".t
   console.error("usage: node scripts/bench-compiled.mjs bench/[<directory>/]<file>.ts [<the benchmark's arguments>]");
   process.exit(2);
 }
-const out = join(root, "build", "bench-dist");
+// BENCH_DIST: another directory under build/ (a second build measured
+// while a long benchmark still runs from the first).
+const out = join(root, "build", process.env.BENCH_DIST ?? "bench-dist");
 execFileSync(process.execPath, [join(root, "scripts", "build-dist.mjs"), out], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
 // build-dist.mjs makes the package refuse a Node older than its floor
 // (22.13, docs/decisions/0060). A benchmark measures this repository's code

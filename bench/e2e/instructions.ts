@@ -43,11 +43,19 @@ import { Phronomy, type Agent, type DefinedAgent, type Environment } from "../..
 import type { OffloadStatistics } from "../../host/store/offload.js";
 import type { SqliteStore } from "../../host/store/sqlite-store.js";
 import type { SynchronousMode } from "../../host/store/sqlite/schema.js";
-import { IN_FLIGHT, defineAgents, defineConversations, warmUp } from "./workload.js";
+import { IN_FLIGHT, defineAgents, defineConversations, defineDaySleepers, definePayers, defineRefunds, warmUp } from "./workload.js";
 
-type Shape = "sequential" | "inflight" | "conversation" | "conversation-inflight";
+type RunShape = "sequential" | "inflight" | "conversation" | "conversation-inflight";
+/** A suspension instead of a run (decision 0085): one conversation after
+ * another started and suspended on its wait — an approval, a timer due in a
+ * day, a keyed event wait — and left pending. */
+type SuspendShape = "suspend-approval" | "suspend-timer" | "suspend-event";
+type Shape = RunShape | SuspendShape;
 
+/** The shapes counted by default. */
 const SHAPES: readonly Shape[] = ["sequential", "inflight", "conversation", "conversation-inflight"];
+/** Counted when BENCH_SHAPES names them. */
+const SUSPEND_SHAPES: readonly SuspendShape[] = ["suspend-approval", "suspend-timer", "suspend-event"];
 
 /** Runs before the counted ones, in the same shape (BENCH_WARM_UP, for a
  * quick check of this script). A thousand runs leave most of the JIT's
@@ -71,8 +79,9 @@ else await driver();
 async function driver(): Promise<void> {
   const runs = Number(process.env.BENCH_RUNS ?? 1_000);
   const shapes = (process.env.BENCH_SHAPES ?? SHAPES.join(",")).split(",") as Shape[];
-  const unknown = shapes.filter((shape) => !SHAPES.includes(shape));
-  if (unknown.length > 0) throw new Error(`BENCH_SHAPES: unknown ${unknown.join(", ")}; the shapes are ${SHAPES.join(", ")}`);
+  const known: readonly Shape[] = [...SHAPES, ...SUSPEND_SHAPES];
+  const unknown = shapes.filter((shape) => !known.includes(shape));
+  if (unknown.length > 0) throw new Error(`BENCH_SHAPES: unknown ${unknown.join(", ")}; the shapes are ${known.join(", ")}`);
   if (!Number.isInteger(runs) || runs < 1) throw new Error(`BENCH_RUNS must be a positive number of runs, got ${process.env.BENCH_RUNS}`);
   if (!Number.isInteger(WARM_UP_RUNS) || WARM_UP_RUNS < IN_FLIGHT)
     throw new Error(`BENCH_WARM_UP must be ${IN_FLIGHT} runs or more, got ${process.env.BENCH_WARM_UP}`);
@@ -135,7 +144,7 @@ async function child(): Promise<void> {
   try {
     const synchronous = (process.env.BENCH_SYNCHRONOUS ?? "FULL") as SynchronousMode;
     const env = await Phronomy.open({ store: join(directory, "instructions.db"), synchronous, logger: { warn: () => undefined } });
-    const run = shape === "conversation" || shape === "conversation-inflight" ? await conversationRuns(env, shape) : await agentRuns(env, shape);
+    const run = await runnerOf(env, shape);
     await run(WARM_UP_RUNS);
     const before = offloadStatisticsOf(env);
     loadavg();
@@ -165,6 +174,33 @@ function printGroups(before: OffloadStatistics, after: OffloadStatistics, runs: 
 
 /** Runs `runs` runs of the shape (its workers one run at a time each). */
 type Runner = (runs: number) => Promise<void>;
+
+function runnerOf(env: Environment, shape: Shape): Promise<Runner> {
+  if (shape === "conversation" || shape === "conversation-inflight") return conversationRuns(env, shape);
+  if (shape === "sequential" || shape === "inflight") return agentRuns(env, shape);
+  return suspensions(env, shape);
+}
+
+/** `suspend-*`: one definition by name, each "run" a new conversation
+ * started and suspended on its wait, one after another; none is resumed. */
+async function suspensions(env: Environment, shape: SuspendShape): Promise<Runner> {
+  const definition = shape === "suspend-approval" ? defineRefunds(env) : shape === "suspend-timer" ? defineDaySleepers(env) : definePayers(env);
+  await definition.ready;
+  let next = 0;
+  return async (runs) => {
+    for (let counted = 0; counted < runs; counted += 1) {
+      const index = next++;
+      await new Promise<void>((resolve, reject) => {
+        definition.conversation(`user-${index}`).start(`pay order ${index}`, {
+          onEvent: (event) => {
+            if (event.type === "approval_required") resolve();
+            else if (event.type === "done" || event.type === "error") reject(new Error(`conversation user-${index} ended ${event.type} before its wait`));
+          },
+        });
+      });
+    }
+  };
+}
 
 /** `sequential` / `inflight`: agents defined by id, warmed up by one run each. */
 async function agentRuns(env: Environment, shape: "sequential" | "inflight"): Promise<Runner> {

@@ -9,7 +9,7 @@
 
 import { z } from "zod";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
-import { timer, tool, type Agent, type DefinedAgent, type Environment } from "../../host/index.js";
+import { timer, tool, waitForEvent, type Agent, type DefinedAgent, type Environment } from "../../host/index.js";
 
 export const OPERATIONS_PER_RUN = 6;
 
@@ -157,6 +157,38 @@ export function defineSleepers(env: Environment): DefinedAgent {
     messages.at(-1)?.role === "tool" ? { text: "woke up" } : { toolCalls: [{ toolName: "sleep", input: { minutes: 60 } }] },
   );
   return env.agent({ name: "sleepers", model, tools: { sleep: hourTimer }, memoryWindow: 1 });
+}
+
+/** A definition whose conversations each wait on a timer due in a day
+ * (no memory): the waits section of `npm run bench` (decision 0085). */
+export function defineDaySleepers(env: Environment): DefinedAgent {
+  const model = scriptedModel(({ messages }) =>
+    messages.at(-1)?.role === "tool" ? { text: "woke up" } : { toolCalls: [{ toolName: "sleep", input: { minutes: 24 * 60 } }] },
+  );
+  return env.agent({ name: "sleepers", model, tools: { sleep: hourTimer }, memoryWindow: 1 });
+}
+
+/** The key an order's payment event is signalled with. */
+export const paymentKey = (orderId: string): string => `payment:${orderId}`;
+
+/** Waits for the payment of the order the call names (decision 0077). */
+export const awaitPayment = waitForEvent({
+  inputSchema: z.object({ orderId: z.string() }),
+  key: ({ orderId }) => paymentKey(orderId),
+  payloadSchema: z.object({ paid: z.boolean() }),
+});
+
+/** A definition whose conversations each wait for the payment of the order
+ * their first message names (`pay order <id>`), keyed by it (no memory):
+ * one key per conversation, signalled by `env.signal(paymentKey(id), …)`. */
+export function definePayers(env: Environment): DefinedAgent {
+  const model = scriptedModel(({ messages }) => {
+    const last = messages.at(-1);
+    if (last?.role === "tool") return { text: "paid" };
+    const orderId = last?.role === "user" ? last.content.slice("pay order ".length) : "";
+    return { toolCalls: [{ toolName: "awaitPayment", input: { orderId } }] };
+  });
+  return env.agent({ name: "payers", model, tools: { awaitPayment }, memoryWindow: 1 });
 }
 
 /** One conversation suspended for approval: what its resume needs. */

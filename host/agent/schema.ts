@@ -73,6 +73,28 @@ export function convertToJsonSchema(schema: StandardSchemaV1): JsonSchema | unde
   return converted;
 }
 
+/** A schema's conversion, kept by schema (null: it offers no converter).
+ * A wait's response schema is converted at every suspension on it — ≈58
+ * µs of zod's converter each, a tenth of a suspension (decision 0085) —
+ * and a schema is an immutable value, so one conversion serves them all. */
+const convertedBySchema = new WeakMap<StandardSchemaV1, JsonSchema | null>();
+
+/** `convertToJsonSchema`, converted once per schema and frozen: every
+ * request that carries it shares the one object. A converter that throws
+ * is asked again next time (and throws again). */
+export function jsonSchemaOnce(schema: StandardSchemaV1): JsonSchema | undefined {
+  const kept = convertedBySchema.get(schema);
+  if (kept !== undefined) return kept ?? undefined;
+  const converted = convertToJsonSchema(schema);
+  convertedBySchema.set(schema, converted === undefined ? null : deepFrozen(converted));
+  return converted;
+}
+
+function deepFrozen<Value>(value: Value): Value {
+  if (typeof value === "object" && value !== null) for (const inner of Object.values(value)) deepFrozen(inner);
+  return Object.freeze(value);
+}
+
 function convertWithStandardJsonSchema(schema: StandardSchemaV1): unknown {
   const properties = schema["~standard"] as Partial<StandardJSONSchemaV1.Props>;
   const converter = properties.jsonSchema;

@@ -11,7 +11,10 @@
 // * A suspension committed here with a nearer due time re-arms the timer
 //   (`waitCommitted`); a conversation recovered or taken over here reports
 //   its suspension the same way, so a wait committed by a process that
-//   died is armed by the one that recovers it.
+//   died is armed by the one that recovers it. A wait due no sooner than
+//   the timer fires (its due time, or the rescan, which reads the store
+//   again) leaves it as it is: a suspension costs one comparison, and a
+//   steady stream of them does not push the rescan back (decision 0085).
 // * Whether the clock may answer a wait — not twice, not after a cancel,
 //   not a wait with no due time — is the core's (`ResumeFact.ClockAnswers`),
 //   checked by the same revision and compare-and-set as any answer. A fire
@@ -50,8 +53,12 @@ export interface DueSweepHost {
 
 export class DueSweep {
   private timer: NodeJS.Timeout | undefined;
-  /** The due time the timer is armed for (undefined: only the rescan). */
-  private armedFor: number | undefined;
+  /** When the armed timer fires: a wait's due time, or the rescan
+   * (undefined: none armed, a sweep under way, or closed). */
+  private firesAt: number | undefined;
+  /** @internal Timers set so far (what a suspension costs the sweep: the
+   * timers test counts them, the waits bench prints them). */
+  timersSet = 0;
   private running = false;
   private again = false;
   private closed = false;
@@ -71,7 +78,7 @@ export class DueSweep {
       this.again = true;
       return;
     }
-    if (this.armedFor !== undefined && this.armedFor <= dueAt) return;
+    if (this.firesAt !== undefined && this.firesAt <= dueAt) return;
     this.arm(dueAt);
   }
 
@@ -80,6 +87,7 @@ export class DueSweep {
     this.closed = true;
     clearTimeout(this.timer);
     this.timer = undefined;
+    this.firesAt = undefined;
   }
 
   private wake(): void {
@@ -91,7 +99,7 @@ export class DueSweep {
     this.running = true;
     clearTimeout(this.timer);
     this.timer = undefined;
-    this.armedFor = undefined;
+    this.firesAt = undefined;
     this.sweep().then(
       (next) => this.swept(next),
       (error: unknown) => {
@@ -136,10 +144,12 @@ export class DueSweep {
     clearTimeout(this.timer);
     const now = this.host.now();
     const rescanAt = now + dueRescanMs;
-    const at = dueAt === undefined ? rescanAt : Math.min(dueAt, rescanAt);
-    this.armedFor = dueAt === undefined || dueAt > rescanAt ? undefined : dueAt;
-    this.timer = setTimeout(() => this.wake(), Math.max(0, at - now));
-    if (this.armedFor === undefined) this.timer.unref();
+    const forWait = dueAt !== undefined && dueAt <= rescanAt;
+    const firesAt = forWait ? dueAt : rescanAt;
+    this.firesAt = firesAt;
+    this.timersSet += 1;
+    this.timer = setTimeout(() => this.wake(), Math.max(0, firesAt - now));
+    if (!forWait) this.timer.unref();
   }
 }
 

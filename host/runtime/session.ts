@@ -12,7 +12,7 @@ import type { ModelMessage } from "ai";
 import { callModel, type CallOverrides } from "../agent/model.js";
 import { assistantMessage, type ConversationMessage, type ModelTurn, type ToolCall, type ToolResult } from "../agent/messages.js";
 import { toModelMessages } from "../agent/model-messages.js";
-import { convertToJsonSchema } from "../agent/schema.js";
+import { jsonSchemaOnce } from "../agent/schema.js";
 import { isTransientModelError, modelRetriesExhausted, retryAfterMsOf, withRetries } from "../agent/retries.js";
 import {
   executeTool,
@@ -697,7 +697,7 @@ export class Session {
     const { call } = asking;
     const schema = asking.tool?.definition.waitsFor;
     const childAgent = asking.tool?.definition.childAgent;
-    const responseSchema = schema === undefined || childAgent !== undefined ? undefined : convertToJsonSchema(schema);
+    const responseSchema = schema === undefined || childAgent !== undefined ? undefined : jsonSchemaOnce(schema);
     const requestedAt = this.host.now();
     // A waitForEvent() call: the wait is keyed by its input (decision 0077).
     const event = eventWaitOf(asking.tool?.definition.waitsForEvent, call.toolName, asking.input, requestedAt, this.executionId);
