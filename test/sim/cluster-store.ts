@@ -49,7 +49,7 @@ import * as inbox from "../../host/store/sqlite/inbox.js";
 import * as due from "../../host/store/sqlite/due-waits.js";
 import * as signals from "../../host/store/sqlite/signals.js";
 import type { DueCursor, DueWait } from "../../host/store/due-waits.js";
-import type { ClaimedDecision, DecisionProgress, DecisionSettlement } from "../../host/store/inbox-records.js";
+import type { ApprovalDecided, ClaimedDecision, DecisionProgress, DecisionSettlement } from "../../host/store/inbox-records.js";
 import type { SignalSending, SignalSent } from "../../host/store/signal-records.js";
 import type { Json } from "../../host/store/records.js";
 import { openSqlite, type SqliteConnection } from "../../host/store/sqlite/driver.js";
@@ -468,7 +468,7 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     return this.read(() => inbox.readDecisions(this.cluster.connection, decisionIds));
   }
 
-  approvalDecided(executionId: string, approvalId: string): Promise<{ readonly approved: boolean } | undefined> {
+  approvalDecided(executionId: string, approvalId: string): Promise<ApprovalDecided | undefined> {
     return this.read(() => inbox.approvalDecided(this.cluster.connection, checkId(executionId, "executionId"), approvalId));
   }
 
