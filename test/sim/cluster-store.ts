@@ -48,7 +48,7 @@ import type { DecisionFiling, FiledDecision } from "../../host/store/inbox-recor
 import * as inbox from "../../host/store/sqlite/inbox.js";
 import * as due from "../../host/store/sqlite/due-waits.js";
 import * as signals from "../../host/store/sqlite/signals.js";
-import type { DueCursor, DueWait } from "../../host/store/due-waits.js";
+import { dueWaitsBatchMax, type DueCursor, type DueWait } from "../../host/store/due-waits.js";
 import type { ApprovalDecided, ClaimedDecision, DecisionProgress, DecisionSettlement } from "../../host/store/inbox-records.js";
 import type { SignalSending, SignalSent } from "../../host/store/signal-records.js";
 import type { Json } from "../../host/store/records.js";
@@ -492,7 +492,13 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
 
   /** Waits due by `through` of conversations held here (the holder fires). */
   dueWaits(through: number, limit: number, after?: DueCursor): Promise<DueWait[]> {
-    return this.read(() => due.dueWaits(this.cluster.connection, through, 1_000, after).filter((wait) => this.holdsLive(wait.agentId)).slice(0, limit));
+    // The simulation's few waits fit one batch of the most a read gives.
+    return this.read(() =>
+      due
+        .dueWaits(this.cluster.connection, through, dueWaitsBatchMax, after)
+        .filter((wait) => this.holdsLive(wait.agentId))
+        .slice(0, limit),
+    );
   }
 
   nextDueAt(after: number): Promise<number | undefined> {
