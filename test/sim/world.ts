@@ -91,6 +91,8 @@ export class SimProcess {
   store!: ClusterStore;
   environment: Environment | undefined;
   agent: DefinedAgent | undefined;
+  /** The child agent (`ask`): its conversations are `<parent execution>:<call>`. */
+  helper: DefinedAgent | undefined;
   alive = false;
 
   constructor(readonly name: string) {}
@@ -190,12 +192,12 @@ export class World {
       awaitPayment: paymentTool(),
     };
     // The child agent (docs/decisions/0079): the same tools but `ask`.
-    const helper = process.environment.agent({
+    const helper = (process.helper = process.environment.agent({
       name: "helper",
       instructions: "You look things up.",
       model: scriptedModel(({ turn, messages }) => this.modelCall(process, process.owner, turn, "helper", JSON.stringify(messages))),
       tools,
-    });
+    }));
     process.agent = process.environment.agent({
       name: "support",
       instructions: "You help.",
@@ -362,7 +364,8 @@ export class World {
     caller.answer = answer;
     if ("fire" in answer.decision && answer.decision.waitId !== undefined) this.durable.handFired.add(answer.decision.waitId);
     this.waits.given(answer, caller);
-    this.track(caller, process.agent!.conversation(agentId).resume(executionId, answer.decision));
+    const agent = agentId.includes(":") ? process.helper! : process.agent!;
+    this.track(caller, agent.conversation(agentId).resume(executionId, answer.decision));
   }
 
   cancel(process: SimProcess): boolean {
