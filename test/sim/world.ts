@@ -159,6 +159,13 @@ export class World {
     this.log.push(`${this.step} ${Date.now()} ${line}`);
   }
 
+  /** How often the rarer draws happened (the run's counts print them). */
+  readonly drawn: Record<string, number> = {};
+
+  count(what: string): void {
+    this.drawn[what] = (this.drawn[what] ?? 0) + 1;
+  }
+
   problem(line: string): void {
     this.problems.push(`step ${this.step}: ${line}`);
   }
@@ -400,17 +407,17 @@ export class World {
     const choice = this.random();
     const order = this.durable.order();
     const answer: ScriptedTurn =
-      draining || turn >= toolTurnsMax || choice < 0.3
+      draining || turn >= toolTurnsMax || choice < 0.25
         ? text
-        : choice < 0.55
+        : choice < 0.42
           ? { toolCalls: [{ toolName: "lookup", input: { orderId: `${this.answers}` } }] }
-          : choice < 0.65
+          : choice < 0.52
             ? { toolCalls: [{ toolName: "refund", input: { orderId: `${this.answers}` } }] }
-            : choice < 0.72
+            : choice < 0.6
               ? { toolCalls: [{ toolName: "askDate", input: { question: `when ${this.answers}` } }] }
-              : choice < 0.8
+              : choice < 0.72
                 ? { toolCalls: [{ toolName: "wait", input: { ms: Math.floor(this.random() * 4_000) } }] }
-                : choice < 0.87
+                : choice < 0.84
                   ? { toolCalls: [{ toolName: "awaitPayment", input: { order } }] }
                   : choice < 0.94 && !helper
                     ? { toolCalls: [{ toolName: "ask", input: { input: `ask ${this.answers}` } }] }
@@ -418,10 +425,13 @@ export class World {
     this.note(`${call.label} → ${JSON.stringify(answer)}`);
     call.resolve(answer);
     // A signal before its wait is committed (docs/decisions/0077: kept, taken at the commit).
-    if (answer.toolCalls?.[0]?.toolName === "awaitPayment" && this.chance(0.4)) this.signal(this.pick(this.alive()), order);
+    if (answer.toolCalls?.[0]?.toolName === "awaitPayment" && this.chance(0.4)) {
+      this.count("signal before its wait");
+      this.signal(this.pick(this.alive()), order);
+    }
     // A child's last turn: its parent's process dies now and then, so the
     // child's end races the parent's recovery (docs/decisions/0086).
-    if (helper && answer === text && !draining && this.chance(0.3)) this.killParentOf(call.prompt ?? "");
+    if (helper && answer === text && !draining && this.chance(0.5)) this.killParentOf(call.prompt ?? "");
   }
 
   /** Kills the process holding the conversation whose suspended execution
@@ -436,6 +446,7 @@ export class World {
     const process = this.alive().find((candidate) => candidate.owner === holder);
     if (process === undefined || this.alive().length < 2) return;
     this.note(`  the child of ${parent!.executionId} ends: its parent's process dies`);
+    this.count("parent killed as its child ends");
     this.kill(process);
   }
 
@@ -471,10 +482,13 @@ export class World {
   /** kill -9 of a process while a commit of its is in flight (a timer
    * firing, a child's end, a resume): it lands or not. */
   killDuringCommit(): void {
-    const write = this.pick(this.commitsInFlight());
+    // Mostly an answer's commit (a timer firing, a signal, a child's end) when one is in flight.
+    const answers = this.commitsInFlight().filter((pending) => pending.operation.type === "approvalCommit");
+    const write = this.pick(answers.length > 0 && this.chance(0.7) ? answers : this.commitsInFlight());
     const process = this.alive().find((candidate) => candidate.store === write.handle);
     if (process === undefined) return;
     this.note(`kill during ${write.operation.type} #${write.number}`);
+    this.count(`kill during ${write.operation.type}`);
     this.kill(process);
   }
 
