@@ -42,7 +42,15 @@
 
 import { CoreFailureError, PhronomyError, RuntimeShutdownError } from "../errors.js";
 import { transferError } from "../store/error-transfer.js";
-import { claimBatchMax, type ApprovalDecided, type ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, FiledDecision } from "../store/inbox-records.js";
+import {
+  claimBatchMax,
+  type ApprovalDecided,
+  type ClaimedDecision,
+  DecisionFiling,
+  DecisionProgress,
+  DecisionSettlement,
+  FiledDecision,
+} from "../store/inbox-records.js";
 import { capabilitiesOf } from "../store/capabilities.js";
 import type { ExecutionStore } from "../store/store.js";
 import { startTiming } from "../store/start-timing.js";

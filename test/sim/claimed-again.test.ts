@@ -20,7 +20,9 @@ useSimulatedClock();
 async function openAskingTwice(cluster: Cluster, owner: string) {
   // Asks for a date twice, then answers.
   const model = scriptedModel(({ messages }) =>
-    messages.filter((message) => message.role === "tool").length < 2 ? { toolCalls: [{ toolName: "askDate", input: { question: "When?" } }] } : { text: "booked" },
+    messages.filter((message) => message.role === "tool").length < 2
+      ? { toolCalls: [{ toolName: "askDate", input: { question: "When?" } }] }
+      : { text: "booked" },
   );
   const askDate = humanInput({ inputSchema: z.object({ question: z.string() }), responseSchema: z.object({ date: z.string().regex(/^\d{4}-\d{2}-\d{2}$/) }) });
   const environment = await Phronomy.open({ store: cluster.storeFor(owner), logger: { warn: () => undefined } });

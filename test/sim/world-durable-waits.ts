@@ -62,7 +62,14 @@ interface RecordedWait {
 
 interface DecidedAction {
   readonly kind?: string;
-  readonly value?: { readonly firedAt?: number; readonly timedOut?: boolean; readonly waitedMs?: number; readonly paid?: string; readonly executionId?: string; readonly outcome?: string };
+  readonly value?: {
+    readonly firedAt?: number;
+    readonly timedOut?: boolean;
+    readonly waitedMs?: number;
+    readonly paid?: string;
+    readonly executionId?: string;
+    readonly outcome?: string;
+  };
 }
 
 type Random = () => number;
@@ -127,14 +134,16 @@ export class DurableWaits {
     const byHand = this.handFired.has(approvalId);
     if (wait.kind === "timer") {
       if (action.kind !== "fire") return `a timer answered by ${action.kind ?? "a plain decision"}`;
-      if (!byHand && (action.value?.firedAt ?? 0) < (wait.dueAt ?? 0)) return `fired at ${action.value?.firedAt}, before its due time ${wait.dueAt}, and not by hand`;
+      if (!byHand && (action.value?.firedAt ?? 0) < (wait.dueAt ?? 0))
+        return `fired at ${action.value?.firedAt}, before its due time ${wait.dueAt}, and not by hand`;
     }
     if (wait.kind === "event") {
       if (action.kind === "signal") {
         const key = this.keyOfToken.get(action.value?.paid ?? "");
         if (key !== wait.key) return `answered by a payload ${JSON.stringify(action.value)} no signal with its key ${wait.key} sent (sent for ${key})`;
       } else if (action.kind !== "fire") return `an event wait answered by ${action.kind ?? "a plain decision"}`;
-      else if (!byHand && (action.value?.waitedMs ?? 0) < eventTimeoutMs) return `timed out after ${action.value?.waitedMs} ms, before its timeout, and not by hand`;
+      else if (!byHand && (action.value?.waitedMs ?? 0) < eventTimeoutMs)
+        return `timed out after ${action.value?.waitedMs} ms, before its timeout, and not by hand`;
     }
     if (wait.kind === "child" && action.kind !== "child") return `a child wait answered by ${action.kind ?? "a plain decision"}`;
     if (wait.kind !== "child" && action.kind === "child") return "answered by a child's end";
@@ -160,9 +169,13 @@ export class DurableWaits {
     }
     for (const signal of this.signals.filter((sent) => sent.result === "signal:stored")) {
       const taken = this.connection
-        .prepare("SELECT 1 FROM steps WHERE kind = 'approval_decided' AND json_extract(payload, '$.action.kind') = 'signal' AND json_extract(payload, '$.action.value.paid') = ?")
+        .prepare(
+          "SELECT 1 FROM steps WHERE kind = 'approval_decided' AND json_extract(payload, '$.action.kind') = 'signal' AND json_extract(payload, '$.action.value.paid') = ?",
+        )
         .get(signal.token);
-      const kept = this.connection.prepare("SELECT 1 FROM event_signals WHERE signal_key = ? AND instr(payload, ?) > 0").get(signal.key, JSON.stringify(signal.token));
+      const kept = this.connection
+        .prepare("SELECT 1 FROM event_signals WHERE signal_key = ? AND instr(payload, ?) > 0")
+        .get(signal.key, JSON.stringify(signal.token));
       if (taken === undefined && kept === undefined) problems.push(`${signal.label} was stored, then neither taken by a wait nor kept`);
     }
     return problems;

@@ -83,7 +83,8 @@ export class WaitAnswers {
     const { approvalId } = wait;
     // A timer or an event wait fired by hand (docs/decisions/0086); a child's
     // wait answered by anyone but its child, an event wait given a value.
-    if (wait.kind === "timer" || (wait.kind === "event" && choice < 0.6)) return { decision: { waitId: approvalId, fire: true }, label: "fired by hand", token, mustBeRefused: false };
+    if (wait.kind === "timer" || (wait.kind === "event" && choice < 0.6))
+      return { decision: { waitId: approvalId, fire: true }, label: "fired by hand", token, mustBeRefused: false };
     if (wait.kind === "event") return refused({ waitId: approvalId, value: { paid: token } }, "a value (an event wait: the other kind)");
     if (wait.kind === "child") return refused({ approvalId, approved: true }, "approved (a child's wait: only its child answers)");
     if (wait.kind === "input") {

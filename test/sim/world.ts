@@ -441,7 +441,12 @@ export class World {
     if (ask === undefined) return;
     const parent = this.cluster
       .unfinished()
-      .find((row) => row.status === "suspended" && (row.approvalRequest as { kind?: string; child?: { input?: unknown } } | null)?.kind === "child" && JSON.stringify(row.approvalRequest).includes(`"${ask}"`));
+      .find(
+        (row) =>
+          row.status === "suspended"
+          && (row.approvalRequest as { kind?: string; child?: { input?: unknown } } | null)?.kind === "child"
+          && JSON.stringify(row.approvalRequest).includes(`"${ask}"`),
+      );
     const holder = parent === undefined ? undefined : this.cluster.leases.get(parent.agentId)?.owner;
     const process = this.alive().find((candidate) => candidate.owner === holder);
     if (process === undefined || this.alive().length < 2) return;
