@@ -474,6 +474,7 @@ export class Agent<OUTPUT = Json> {
       reason: decision.reason ?? null,
       action: decision.checked?.action,
       decidedBy: decision.decidedBy ?? null,
+      filedAs: decision.filedAs ?? null,
       clock: decision.given?.kind === "fire",
       refusedAnswer: decision.checked?.error,
       signal: decision.signal,

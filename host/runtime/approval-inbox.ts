@@ -42,7 +42,15 @@
 
 import { CoreFailureError, PhronomyError, RuntimeShutdownError } from "../errors.js";
 import { transferError } from "../store/error-transfer.js";
-import { claimBatchMax, type ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, FiledDecision } from "../store/inbox-records.js";
+import {
+  claimBatchMax,
+  type ApprovalDecided,
+  type ClaimedDecision,
+  DecisionFiling,
+  DecisionProgress,
+  DecisionSettlement,
+  FiledDecision,
+} from "../store/inbox-records.js";
 import { capabilitiesOf } from "../store/capabilities.js";
 import type { ExecutionStore } from "../store/store.js";
 import { startTiming } from "../store/start-timing.js";
@@ -63,7 +71,7 @@ export interface InboxStore {
   claimFiledStarts?(): Promise<ClaimedDecision[]>;
   settleDecision(claim: ClaimedDecision, settlement: DecisionSettlement): Promise<boolean>;
   readDecisions(decisionIds: readonly string[]): Promise<DecisionProgress[]>;
-  approvalDecided(executionId: string, approvalId: string): Promise<{ readonly approved: boolean } | undefined>;
+  approvalDecided(executionId: string, approvalId: string): Promise<ApprovalDecided | undefined>;
 }
 
 /** The store's approval inbox, when it declares one. */
@@ -298,7 +306,9 @@ export class InboxApplier {
     // claimed again looks at the row's revision itself (`applyFiledRetry`).
     if (claim.claims > 1 && (claim.kind ?? "approval") === "approval") {
       const decided = await this.store.approvalDecided(claim.executionId, claim.approvalId);
-      if (decided !== undefined && decided.approved === claim.approved) return { applied: true };
+      // Applied by a former owner only if its step names this decision: an
+      // answer given here, or another filed one, is not this one (0086).
+      if (decided !== undefined && decided.filedAs === claim.decisionId) return { applied: true };
     }
     const refusal = this.closed ? new RuntimeShutdownError(`decision ${claim.decisionId}`) : await this.apply(claim);
     if (refusal === undefined) return { applied: true };

@@ -13,7 +13,12 @@
 // with another execution, closed) leaves no execution whose end could be
 // filed, so its refusal is given to the parent's wait as the child's
 // failure, through the parent's resume path (the core decides it). A
-// recovery of the parent starts the child again, so this is not lost.
+// recovery of the parent starts the child again, so this is not lost; nor
+// is it when the store failed both the start and the read that would tell
+// the parent (a lost connection): the start is made again
+// `childStartRetryMs` later while the parent's row still waits on that
+// wait (docs/decisions/0086; the whole-host simulation found a parent left
+// waiting for good).
 
 import { PhronomyError } from "../errors.js";
 import type { ExecutionStore } from "../store/store.js";
@@ -35,6 +40,10 @@ export interface ChildHost {
   readonly logger: Logger;
   closed(): boolean;
 }
+
+/** How soon a child start that the store failed, with its parent not told,
+ * is made again (the due sweep's retry, for the same reason). */
+export const childStartRetryMs = 1_000;
 
 export class ChildExecutions {
   constructor(private readonly host: ChildHost) {}
@@ -90,8 +99,26 @@ export class ChildExecutions {
         this.host.logger.debug?.(`[phronomy] the end of child ${child.executionId} was not applied to ${entry.executionId}: ${refusal.message}`);
     } catch (failure) {
       this.host.logger.warn(
-        `[phronomy] child execution ${child.executionId} of ${entry.executionId} could not be started (${error.message}), and telling its parent failed: ${failure instanceof Error ? failure.message : String(failure)}; env.recover() tries again`,
+        `[phronomy] child execution ${child.executionId} of ${entry.executionId} could not be started (${error.message}), and telling its parent failed: ${failure instanceof Error ? failure.message : String(failure)}; started again in ${childStartRetryMs} ms`,
       );
+      this.startAgainLater(entry, request);
     }
+  }
+
+  /** Starts the child again later, if the parent's row still waits on this
+   * wait then (answered, cancelled or gone meanwhile: nothing to do). The
+   * start is keyed: it follows a child that did start after all. */
+  private startAgainLater(entry: ExecutionEntry, request: ApprovalRequest): void {
+    const timer = setTimeout(() => {
+      if (this.host.closed()) return;
+      this.host.store.getExecution(entry.executionId).then(
+        (row) => {
+          const pending = row?.status === "suspended" ? (row.approvalRequest as { approvalId?: unknown } | null)?.approvalId : undefined;
+          if (pending === request.approvalId && !this.host.closed()) this.waitingOn(entry);
+        },
+        () => this.startAgainLater(entry, request),
+      );
+    }, childStartRetryMs);
+    timer.unref();
   }
 }

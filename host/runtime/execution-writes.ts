@@ -236,6 +236,7 @@ export function submitApprovalCommit(calls: CoordinatorCalls, slot: number, expe
           at: calls.settings.now(),
           ...(action !== undefined ? { action } : {}),
           ...(request.decidedBy != null ? { decidedBy: request.decidedBy } : {}),
+          ...(request.filedAs != null ? { filedAs: request.filedAs } : {}),
           ...(toolBatch !== undefined ? { toolBatch } : {}),
         });
       } catch (error) {

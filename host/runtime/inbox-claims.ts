@@ -150,7 +150,7 @@ export class InboxClaims {
           { agentId: claim.agentId, executionId: claim.executionId },
         ),
       );
-    return agent.applyFiledDecision(claim.executionId, decisionOfFiled(claim));
+    return agent.applyFiledDecision(claim.executionId, { ...decisionOfFiled(claim), filedAs: claim.decisionId });
   }
 
   /** The owner's side of a start filed by another process

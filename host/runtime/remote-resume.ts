@@ -31,6 +31,7 @@ import { cancelApprovalId } from "../store/cancel-filing.js";
 import { retryApprovalId } from "../store/retry-filing.js";
 import { emitToWaiter, settleWaiterWithError, type DeliverySettings } from "./delivery.js";
 import { settleFromRow } from "./durable-outcome.js";
+import { refusalOfResume } from "./resume-refusal.js";
 import type { ApprovalRequest, HandoffRequest } from "./events.js";
 import { filedActionOf, type Decision } from "./wait-decisions.js";
 import type { Waiter } from "./run.js";
@@ -53,6 +54,9 @@ interface RemoteWait {
   readonly decisionId: string;
   readonly executionId: string;
   readonly agentId: string;
+  /** What was filed: a decision on `approvalId`, a cancel, a retry. */
+  readonly kind: "approval" | "cancel" | "retry";
+  readonly approvalId: string;
   readonly waiter: Waiter;
   /** The last suspended revision the filer was told about. */
   announcedRevision: number;
@@ -142,7 +146,17 @@ export class RemoteResumes {
         this.filing -= 1;
         waiter.knowExecutionId(executionId);
         if (this.closed) return settleWaiterWithError(waiter, shutdownError(executionId, agentId, decisionId), this.settings);
-        this.waits.set(decisionId, { decisionId, executionId, agentId, waiter, announcedRevision: filed.executionRevision, state: "filed", applied });
+        this.waits.set(decisionId, {
+          decisionId,
+          executionId,
+          agentId,
+          kind: decision.kind === "cancel" || decision.kind === "retry" ? decision.kind : "approval",
+          approvalId: decision.approvalId,
+          waiter,
+          announcedRevision: filed.executionRevision,
+          state: "filed",
+          applied,
+        });
         this.poller.wake();
       },
       (error: unknown) => {
@@ -199,6 +213,21 @@ export class RemoteResumes {
     wait.state = progress.state;
     if (progress.state === "refused") {
       this.settle(wait, () => settleWaiterWithError(wait.waiter, refusalOf(progress), this.settings));
+      return true;
+    }
+    // Not applied, and its execution ended: a decision never claimed can no
+    // longer be applied, a cancel has nothing left to do. The owner may never
+    // claim it (a conversation gone idle claims only what wakes it), so the
+    // filer is answered from the row now (docs/decisions/0086). A claimed
+    // decision may have landed unmarked: it waits for its owner.
+    const unapplied = wait.kind === "cancel" ? progress.state !== "applied" : wait.kind === "approval" && progress.state === "filed";
+    if (unapplied && progress.execution?.status === "terminal") {
+      const row = progress.execution;
+      this.settle(wait, () =>
+        wait.kind === "cancel"
+          ? settleTerminal(wait, row, this.settings)
+          : settleWaiterWithError(wait.waiter, refusalOfResume(wait.executionId, wait.approvalId, wait.agentId, row), this.settings),
+      );
       return true;
     }
     if (progress.state !== "applied") return moved;

@@ -86,6 +86,8 @@ export interface ResumeRequest {
   readonly action?: DecisionAction;
   /** Who decided, recorded with the decision. */
   readonly decidedBy?: string | null;
+  /** The inbox decision applied, recorded with it (docs/decisions/0086). */
+  readonly filedAs?: string | null;
   /** The clock answers (`{ waitId, fire: true }`, the due sweep; decision 0076). */
   readonly clock?: boolean;
   /** Why the answer's schema refused it (`ValueMustMatchSchema`). */

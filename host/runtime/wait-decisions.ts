@@ -46,6 +46,8 @@ export interface Decision {
   readonly reason?: string;
   /** Who decided (free text, recorded). */
   readonly decidedBy?: string;
+  /** The approval inbox decision this is, when a claim applies it. */
+  readonly filedAs?: string;
   readonly given?: GivenAction;
   /** The outcome of checking `given` against its schema, once done. */
   readonly checked?: { readonly action?: DecisionAction; readonly error?: PhronomyError };

@@ -112,6 +112,9 @@ function checkApproval(operation: ApprovalCommitOperation): void {
   if (operation.decidedBy !== undefined && operation.decidedBy !== null && typeof operation.decidedBy !== "string") {
     throw new InvalidInputError(`approvalCommit.decidedBy must be a string or null, got ${JSON.stringify(operation.decidedBy)}`, context);
   }
+  if (operation.filedAs !== undefined && operation.filedAs !== null && typeof operation.filedAs !== "string") {
+    throw new InvalidInputError(`approvalCommit.filedAs must be a string or null, got ${JSON.stringify(operation.filedAs)}`, context);
+  }
   if (operation.toolBatch !== undefined) checkCalls(operation.toolBatch, "approvalCommit.toolBatch", context);
 }
 

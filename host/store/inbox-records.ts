@@ -65,6 +65,20 @@ export interface DecisionProgress {
   readonly execution: ExecutionRow | undefined;
 }
 
+/** What an `approval_decided` step recorded of a decision: approved or
+ * not, and the inbox decision it applied (`filedAs`, when a claim did). */
+export interface ApprovalDecided {
+  readonly approved: boolean;
+  readonly filedAs?: string;
+}
+
+/** The decision a step's payload records for this approval, if it does. */
+export function approvalDecidedOf(payload: string, approvalId: string): ApprovalDecided | undefined {
+  const decided = JSON.parse(payload) as { approvalId?: unknown; approved?: unknown; filedAs?: unknown };
+  if (decided.approvalId !== approvalId || typeof decided.approved !== "boolean") return undefined;
+  return { approved: decided.approved, ...(typeof decided.filedAs === "string" ? { filedAs: decided.filedAs } : {}) };
+}
+
 export type DecisionSettlement = { readonly applied: true } | { readonly applied: false; readonly error: TransferredError };
 
 /** A decision and its execution as read back, from a row of the inbox

@@ -1090,7 +1090,7 @@ export class PostgresStore implements ExecutionStore {
   }
 
   /** The decision recorded for an approval (its `approval_decided` step). */
-  approvalDecided(executionId: string, approvalId: string): Promise<{ readonly approved: boolean } | undefined> {
+  approvalDecided(executionId: string, approvalId: string): Promise<inbox.ApprovalDecided | undefined> {
     return this.read(() => inbox.approvalDecided(this.pool, checkId(executionId, "executionId"), approvalId));
   }
 

@@ -310,6 +310,10 @@ export interface ApprovalCommitOperation {
   readonly action?: Json;
   /** Who decided, recorded with the decision. */
   readonly decidedBy?: string | null;
+  /** The approval inbox decision this applies, when it came from a claim:
+   * recorded, so a later owner that claims it again knows it landed
+   * (docs/decisions/0086). */
+  readonly filedAs?: string | null;
   /** The tool batch the decision leaves (edited arguments, a result given
    * in place of a call), stored as `metadata.toolBatch`; absent, it stays. */
   readonly toolBatch?: readonly ToolCallRecord[];

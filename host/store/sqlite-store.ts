@@ -33,7 +33,7 @@ import type { OffloadOperation, OffloadResult } from "./offload-operation.js";
 import type { AgentRow, PurgeAgentResult, StoreOperation, StoreResult } from "./records.js";
 import { checkPruneOperation, type PruneCounts, type PruneExecutionsOperation } from "./prune.js";
 import { sqlitePruneBatchExecutions } from "./sqlite/prune.js";
-import type { ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, FiledDecision } from "./inbox-records.js";
+import type { ApprovalDecided, ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, FiledDecision } from "./inbox-records.js";
 import type { SqliteConnection } from "./sqlite/driver.js";
 import * as inbox from "./sqlite/inbox.js";
 import * as schedules from "./sqlite/schedules.js";
@@ -253,7 +253,7 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
   }
 
   /** @internal The decision on an approval, once one was applied. */
-  approvalDecided(executionId: string, approvalId: string): Promise<{ readonly approved: boolean } | undefined> {
+  approvalDecided(executionId: string, approvalId: string): Promise<ApprovalDecided | undefined> {
     return this.read(() => inbox.approvalDecided(this.connection, checkId(executionId, "executionId"), approvalId));
   }
 

@@ -20,7 +20,7 @@
 
 import { StoreError } from "../errors.js";
 import { checkId } from "./check-id.js";
-import type { DecisionFiling, DecisionProgress, FiledDecision } from "./inbox-records.js";
+import type { ApprovalDecided, DecisionFiling, DecisionProgress, FiledDecision } from "./inbox-records.js";
 import type { AgentRow, PurgeAgentResult, StoreOperation, StoreResult } from "./records.js";
 import type { SqliteConnection } from "./sqlite/driver.js";
 import * as signals from "./sqlite/signals.js";
@@ -154,7 +154,7 @@ export class SqliteVisitorStore extends SqliteReadableStore implements Execution
   }
 
   /** @internal The decision on an approval, once the owner applied one. */
-  approvalDecided(executionId: string, approvalId: string): Promise<{ readonly approved: boolean } | undefined> {
+  approvalDecided(executionId: string, approvalId: string): Promise<ApprovalDecided | undefined> {
     return this.read(() => inbox.approvalDecided(this.connection, checkId(executionId, "executionId"), approvalId));
   }
 

@@ -22,9 +22,18 @@
 // * Connection loss: while `disconnectedUntil` lies ahead, reads and lease
 //   calls fail with `StoreError` and writes fail with nothing written.
 //
+// * The approval inbox (docs/decisions/0086) as PostgreSQL keeps it: a
+//   decision filed for a conversation held elsewhere is claimed only by the
+//   lease's holder, at its epoch (a claim of an older holder is taken
+//   again), and settled only under that claim; its holder is told at once
+//   (PostgreSQL's notification) and again on each lease tick (its poll).
+//   A child's end filed by its terminal commit takes the same way. The
+//   due sweep's reads and keyed signals run on the shared database too,
+//   the due reads limited to conversations held here (a partition's).
+//
 // Not simulated (PostgreSQL has them; the runtime works without them): the
-// partition book, the approval inbox and filed starts. A start at a process
-// not holding its conversation is refused there (`AGENT_BUSY`, lease_not_held).
+// partition book and filed starts. A start at a process not holding its
+// conversation is refused there (`AGENT_BUSY`, lease_not_held).
 
 import { ExecutionRehydrationRequiredError, StoreError, type PhronomyError } from "../../host/errors.js";
 import { quietSignals, type StoreCapabilities, type StoreSignals } from "../../host/store/capabilities.js";
@@ -37,6 +46,12 @@ import type { CancelQueuedOperation, CancelQueuedResult, EnqueueMessageOperation
 import type { AgentRow, ExecutionRow, PurgeAgentResult, StoreOperation, StoreResult } from "../../host/store/records.js";
 import type { DecisionFiling, FiledDecision } from "../../host/store/inbox-records.js";
 import * as inbox from "../../host/store/sqlite/inbox.js";
+import * as due from "../../host/store/sqlite/due-waits.js";
+import * as signals from "../../host/store/sqlite/signals.js";
+import { dueWaitsBatchMax, type DueCursor, type DueWait } from "../../host/store/due-waits.js";
+import type { ApprovalDecided, ClaimedDecision, DecisionProgress, DecisionSettlement } from "../../host/store/inbox-records.js";
+import type { SignalSending, SignalSent } from "../../host/store/signal-records.js";
+import type { Json } from "../../host/store/records.js";
 import { openSqlite, type SqliteConnection } from "../../host/store/sqlite/driver.js";
 import { SqliteReadableStore } from "../../host/store/sqlite/readable-store.js";
 import * as reads from "../../host/store/sqlite/reads.js";
@@ -117,9 +132,22 @@ export class Cluster {
     else emptyDatabase(reused);
   }
 
+  /** Every handle made, for the inbox's notifications. */
+  private readonly handles: ClusterStore[] = [];
+
   /** A store handle for one process incarnation named `owner`. */
   storeFor(owner: string): ClusterStore {
-    return new ClusterStore(this, owner);
+    const handle = new ClusterStore(this, owner);
+    this.handles.push(handle);
+    return handle;
+  }
+
+  /** PostgreSQL's notification after a commit that filed a decision: the
+   * holder of the agent's lease hears of it, a moment later. */
+  announceFiled(agentId: string): void {
+    const holder = this.leases.get(agentId)?.owner;
+    const handle = this.handles.find((candidate) => candidate.owner === holder && !candidate.killed);
+    if (handle !== undefined) queueMicrotask(() => handle.tellFiled(agentId));
   }
 
   execution(executionId: string): ExecutionRow | undefined {
@@ -193,17 +221,19 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
   disconnectedUntil = 0;
   /** Lease renewals stop until then (a stalled process, a slow network). */
   stalledUntil = 0;
-  /** Leases by agent (no partitions), the queue, pruning; no inboxes. */
+  /** Leases by agent (no partitions), the approval inbox, the queue,
+   * pruning, keyed signals and due waits; no start inbox. */
   readonly capabilities: StoreCapabilities = {
     leases: true,
     partitions: false,
-    approvalInbox: false,
+    approvalInbox: true,
     startInbox: false,
     queue: true,
     queueReads: true,
     pruning: true,
     pages: false,
-    signals: false,
+    signals: true,
+    dueWaits: true,
   };
   /** Where `leaseAcquired` goes (the runtime's, once it listens). */
   private signals: StoreSignals = quietSignals;
@@ -336,6 +366,7 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     const settlement = commitGroup(this.cluster.connection, [operation])[0]!;
     if (settlement.ok) {
       this.cluster.noteEnqueued(operation);
+      for (const filedFor of (settlement.value as { inboxFiledFor?: readonly string[] } | undefined)?.inboxFiledFor ?? []) this.cluster.announceFiled(filedFor);
       this.cluster.committed.push({
         owner: this.owner,
         type: operation.type,
@@ -400,11 +431,103 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     if (this.grants.get(agentId)?.grant.epoch === epoch) this.lose(agentId);
   }
 
-  /** Files a decision in the approval inbox table (the SQLite body). Only
-   * the filing: without `claimDecisions` the runtime sees no inbox, and a
-   * decision for a process not holding the agent is refused there. */
+  // -- the approval inbox (PostgreSQL's rules over the SQLite table) -------------------------------
+
+  /** Files a decision in the approval inbox table (the SQLite body); the
+   * holder of its conversation hears of it. */
   fileDecision(filing: Omit<DecisionFiling, "filedBy">): Promise<FiledDecision> {
-    return this.read(() => inbox.fileDecision(this.cluster.connection, { ...filing, filedBy: this.owner }));
+    return this.read(() => {
+      const filed = inbox.fileDecision(this.cluster.connection, { ...filing, filedBy: this.owner });
+      this.cluster.announceFiled(filing.agentId);
+      return filed;
+    });
+  }
+
+  /** Claims the agent's filed decisions (and those a former holder claimed)
+   * while this handle holds its lease live: the claim carries the epoch
+   * (`claimed_by` names owner and epoch, so a later epoch claims again). */
+  claimDecisions(agentId: string, retriesOnly = false): Promise<ClaimedDecision[]> {
+    return this.read(() => {
+      const epoch = this.grants.get(agentId)?.grant.epoch;
+      if (epoch === undefined || !this.fenceHolds(agentId, epoch, true)) return [];
+      return inbox
+        .claimDecisions(this.cluster.connection, checkId(agentId, "agentId"), claimToken(this.owner, epoch), retriesOnly)
+        .map((claim) => ({ ...claim, claimedEpoch: epoch }));
+    });
+  }
+
+  /** Settles a claim made here at that epoch, while the lease still is. */
+  settleDecision(claim: ClaimedDecision, settlement: DecisionSettlement): Promise<boolean> {
+    return this.read(() => {
+      if (!this.fenceHolds(claim.agentId, claim.claimedEpoch, true)) return false;
+      return inbox.settleDecision(this.cluster.connection, claim, claimToken(this.owner, claim.claimedEpoch), settlement, Date.now());
+    });
+  }
+
+  readDecisions(decisionIds: readonly string[]): Promise<DecisionProgress[]> {
+    return this.read(() => inbox.readDecisions(this.cluster.connection, decisionIds));
+  }
+
+  approvalDecided(executionId: string, approvalId: string): Promise<ApprovalDecided | undefined> {
+    return this.read(() => inbox.approvalDecided(this.cluster.connection, checkId(executionId, "executionId"), approvalId));
+  }
+
+  /** Tells the runtime a decision waits for an agent held here. */
+  tellFiled(agentId: string): void {
+    if (!this.killed && !this.closed && this.grants.has(agentId)) this.signals.approvalFiled(agentId);
+  }
+
+  /** The lease tick's poll (PostgreSQL's, for notifications lost). */
+  private pollInbox(): void {
+    for (const agentId of [...this.grants.keys()].sort()) {
+      const token = claimToken(this.owner, this.grants.get(agentId)!.grant.epoch);
+      const found = this.cluster.connection
+        .prepare("SELECT 1 FROM approval_inbox WHERE agent_id = ? AND (state = 'filed' OR (state = 'claimed' AND claimed_by <> ?)) LIMIT 1")
+        .get(agentId, token);
+      if (found !== undefined) this.signals.approvalFiled(agentId);
+    }
+  }
+
+  // -- due waits and keyed signals ----------------------------------------------------------------
+
+  /** Waits due by `through` of conversations held here (the holder fires). */
+  dueWaits(through: number, limit: number, after?: DueCursor): Promise<DueWait[]> {
+    // The simulation's few waits fit one batch of the most a read gives.
+    return this.read(() =>
+      due
+        .dueWaits(this.cluster.connection, through, dueWaitsBatchMax, after)
+        .filter((wait) => this.holdsLive(wait.agentId))
+        .slice(0, limit),
+    );
+  }
+
+  nextDueAt(after: number): Promise<number | undefined> {
+    return this.read(() => {
+      const times = this.cluster.connection
+        .prepare(
+          "SELECT agent_id, json_extract(approval_request, '$.dueAt') AS due_at FROM executions WHERE status = 'suspended' AND json_extract(approval_request, '$.dueAt') > ? ORDER BY 2",
+        )
+        .all(after)
+        .filter((row) => this.holdsLive(String(row["agent_id"])));
+      return times.length === 0 ? undefined : Number(times[0]!["due_at"]);
+    });
+  }
+
+  private holdsLive(agentId: string): boolean {
+    const epoch = this.grants.get(agentId)?.grant.epoch;
+    return epoch !== undefined && this.fenceHolds(agentId, epoch, false);
+  }
+
+  sendSignal(sending: SignalSending): Promise<SignalSent> {
+    return this.read(() => signals.sendSignal(this.cluster.connection, sending));
+  }
+
+  takeStoredSignal(key: string, approvalId: string, at: number): Promise<Json | undefined> {
+    return this.read(() => signals.takeStoredSignal(this.cluster.connection, key, approvalId, at));
+  }
+
+  dropSignal(key: string, approvalId: string): Promise<void> {
+    return this.read(() => signals.dropSignal(this.cluster.connection, key, approvalId));
   }
 
   // -- leases (LeasingStore) ---------------------------------------------------------------------
@@ -449,6 +572,7 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
       const taken = this.take(agentId);
       if (taken !== undefined && held?.grant.epoch !== taken.epoch) this.signals.leaseAcquired(agentId, taken);
     }
+    this.pollInbox();
   }
 
   leaseOf(agentId: string): LeaseGrant | undefined {
@@ -536,6 +660,11 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
   get isClosed(): boolean {
     return this.closed;
   }
+}
+
+/** Who claimed an inbox row: the owner at the epoch it held. */
+function claimToken(owner: string, epoch: number): string {
+  return `${owner}@${epoch}`;
 }
 
 /** Deletes every row of every table (and the rowid sequences): the

@@ -12,6 +12,7 @@ import type { SqliteConnection } from "../../host/store/sqlite/driver.js";
 import { generator, seedFrom } from "../support/seeded.js";
 import { installClock, World, type WorldSize } from "./world.js";
 import { committedAnswers } from "./world-waits.js";
+import { durableAnswers } from "./world-durable-waits.js";
 
 // Ids come from randomUUID: a counter makes a seed replay exactly.
 const ids = vi.hoisted(() => ({ next: 0 }));
@@ -99,6 +100,10 @@ describe("the whole host, simulated", () => {
       const outcomes: Record<string, number> = {};
       // The answers committed to waits, by what they did (world-waits.ts).
       const answers: Record<string, number> = {};
+      // Timers, event waits and child waits, by what answered them (world-durable-waits.ts).
+      const durable: Record<string, number> = {};
+      // The rarer draws: a kill during a commit, a parent killed as its child ends, a signal before its wait.
+      const drawn: Record<string, number> = {};
       // Every failing seed is listed; the first one's steps are printed.
       const failures: string[] = [];
       let firstFailure: string | undefined;
@@ -119,11 +124,13 @@ describe("the whole host, simulated", () => {
         totals.writes += world.cluster.committed.length;
         for (const caller of world.callers) outcomes[caller.outcome ?? "unsettled"] = (outcomes[caller.outcome ?? "unsettled"] ?? 0) + 1;
         for (const [kind, count] of Object.entries(committedAnswers(world.cluster.connection))) answers[kind] = (answers[kind] ?? 0) + count;
+        for (const [kind, count] of Object.entries(durableAnswers(world.cluster.connection))) durable[kind] = (durable[kind] ?? 0) + count;
+        for (const [what, count] of Object.entries(world.drawn)) drawn[what] = (drawn[what] ?? 0) + count;
       }
       const seconds = Number(process.hrtime.bigint() - began) / 1e9;
       // The counts print failing or not: an outcome no invariant names yet shows here.
       console.log(
-        `[sim] ${SEEDS} seeds in ${seconds.toFixed(1)} s (${(SEEDS / seconds).toFixed(1)} seeds/s); ${JSON.stringify(totals)}; outcomes ${JSON.stringify(outcomes)}; answers committed ${JSON.stringify(answers)}`,
+        `[sim] ${SEEDS} seeds in ${seconds.toFixed(1)} s (${(SEEDS / seconds).toFixed(1)} seeds/s); ${JSON.stringify(totals)}; outcomes ${JSON.stringify(outcomes)}; answers committed ${JSON.stringify(answers)}; timers, events and children ${JSON.stringify(durable)}; drawn ${JSON.stringify(drawn)}`,
       );
       if (failures.length > 0) console.log(`[sim] ${failures.length} failing seeds:\n${failures.join("\n")}`);
       expect(failures, firstFailure).toEqual([]);

@@ -32,8 +32,10 @@ export function askDateTool() {
 /** The pending request of a suspended row, as far as an answer needs it. */
 export interface PendingWait {
   readonly approvalId: string;
-  readonly kind: "approval" | "input";
+  readonly kind: "approval" | "input" | "timer" | "event" | "child";
 }
+
+const waitKinds = new Set(["input", "timer", "event", "child"]);
 
 /** An answer the world gives, and what it must come to. */
 export interface DrawnAnswer {
@@ -71,7 +73,7 @@ export class WaitAnswers {
   static pendingOf(request: unknown): PendingWait | undefined {
     const { approvalId, kind } = (request ?? {}) as { approvalId?: unknown; kind?: unknown };
     if (typeof approvalId !== "string") return undefined;
-    return { approvalId, kind: kind === "input" ? "input" : "approval" };
+    return { approvalId, kind: typeof kind === "string" && waitKinds.has(kind) ? (kind as PendingWait["kind"]) : "approval" };
   }
 
   /** An answer drawn for the wait: mostly the right kind, sometimes not. */
@@ -79,6 +81,12 @@ export class WaitAnswers {
     const choice = this.random();
     const token = `#${(this.tokens += 1)}`;
     const { approvalId } = wait;
+    // A timer or an event wait fired by hand (docs/decisions/0086); a child's
+    // wait answered by anyone but its child, an event wait given a value.
+    if (wait.kind === "timer" || (wait.kind === "event" && choice < 0.6))
+      return { decision: { waitId: approvalId, fire: true }, label: "fired by hand", token, mustBeRefused: false };
+    if (wait.kind === "event") return refused({ waitId: approvalId, value: { paid: token } }, "a value (an event wait: the other kind)");
+    if (wait.kind === "child") return refused({ approvalId, approved: true }, "approved (a child's wait: only its child answers)");
     if (wait.kind === "input") {
       if (choice < 0.2) return refused({ waitId: approvalId, value: { date: `${refusedMark}${token}` } }, `value refused by its schema${token}`);
       if (choice < 0.3) return refused({ approvalId, approved: true }, "approved (a typed wait: the other kind)");

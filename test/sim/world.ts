@@ -9,11 +9,15 @@
 // reject / enqueue / interrupt, keyed or not, with a timeout or not, at any
 // process, owner of the conversation or not), an answer to a suspended
 // execution's wait — an approval or a typed wait, answered rightly or
-// not, sometimes twice or racing a cancel (world-waits.ts) —, a cancel, a pending write settling (committed, failed, outcome
+// not, sometimes twice or racing a cancel (world-waits.ts) —, a keyed
+// signal (before its wait commits, while it waits, twice, after its
+// timeout: world-durable-waits.ts), a cancel, a pending write settling (committed, failed, outcome
 // unknown committed or not), a model turn or a tool call finishing, the
 // clock moving on (timeouts, lease expiry), or a fault: a process killed
 // (kill -9: nothing it does reaches the world again), a dead process
 // restarted (a new Environment, a new owner name, on the same store), a
+// process killed while a write of its is in flight (a timer's fire, a
+// child's end, a parent's resume), a
 // process losing its connection for a while, its lease renewals stalling.
 // After every step the safety invariants are checked; after the last,
 // faults stop, dead processes restart, each process is told `env.recover()`
@@ -23,11 +27,12 @@
 
 import { z } from "zod";
 import { scriptedModel, type ScriptedTurn } from "../../host/agent/scripted-model.js";
-import { Phronomy, tool, type DefinedAgent, type Environment, type Run } from "../../host/index.js";
+import { agentTool, Phronomy, tool, type DefinedAgent, type Environment, type Run } from "../../host/index.js";
 import type { SqliteConnection } from "../../host/store/sqlite/driver.js";
 import { ConversationFlag, ConversationPhase } from "../../assembly/abi.js";
 import { Cluster, type ClusterStore, type PendingWrite, type WriteFate } from "./cluster-store.js";
 import { askDateTool, WaitAnswers, type DrawnAnswer } from "./world-waits.js";
+import { DurableWaits, paymentTool, waitTool, type SentSignal } from "./world-durable-waits.js";
 
 /** Processes, conversations and steps per seed: small, so a seed takes
  * milliseconds and CI runs thousands. */
@@ -53,6 +58,8 @@ interface Waiting<T> {
   readonly process: SimProcess;
   readonly resolve: (value: T) => void;
   readonly reject: (error: Error) => void;
+  /** A model call's conversation so far, as JSON (a child's names its ask). */
+  readonly prompt?: string;
 }
 
 /** A caller's promise: a start, a resume, a cancel. */
@@ -84,6 +91,8 @@ export class SimProcess {
   store!: ClusterStore;
   environment: Environment | undefined;
   agent: DefinedAgent | undefined;
+  /** The child agent (`ask`): its conversations are `<parent execution>:<call>`. */
+  helper: DefinedAgent | undefined;
   alive = false;
 
   constructor(readonly name: string) {}
@@ -112,6 +121,8 @@ export class World {
   private committedChecked = 0;
   /** The answers given to waits, and their invariants. */
   readonly waits: WaitAnswers;
+  /** Timers, event waits and signals, child waits, and their invariants. */
+  readonly durable: DurableWaits;
   private readonly waitProblemsReported = new Set<string>();
   step = 0;
   faulty = true;
@@ -127,6 +138,7 @@ export class World {
     this.cluster = new Cluster(leaseMs, false, database);
     this.processes = Array.from({ length: size.processes }, (_, index) => new SimProcess(`p${index + 1}`));
     this.waits = new WaitAnswers(random);
+    this.durable = new DurableWaits(random, this.cluster.connection);
     this.cluster.onFault = (owner) => this.disrupt(owner);
     this.cluster.onTakeover = (agentId, former, taker) => {
       this.note(`  lease of ${agentId} moves from ${former} to ${taker}`);
@@ -145,6 +157,13 @@ export class World {
   note(line: string): void {
     if (process.env["SIM_TRACE"]) process.stderr.write(`${line}\n`);
     this.log.push(`${this.step} ${Date.now()} ${line}`);
+  }
+
+  /** How often the rarer draws happened (the run's counts print them). */
+  readonly drawn: Record<string, number> = {};
+
+  count(what: string): void {
+    this.drawn[what] = (this.drawn[what] ?? 0) + 1;
   }
 
   problem(line: string): void {
@@ -172,11 +191,25 @@ export class World {
     const opening = Phronomy.open({ store: process.store, logger: { warn: (message) => this.note(`  warn at ${owner}: ${message.slice(0, 240)}`) } });
     await settle();
     process.environment = await opening;
+    const tools = {
+      lookup: this.recordingTool(process, "lookup", false),
+      refund: this.recordingTool(process, "refund", true),
+      askDate: askDateTool(),
+      wait: waitTool(),
+      awaitPayment: paymentTool(),
+    };
+    // The child agent (docs/decisions/0079): the same tools but `ask`.
+    const helper = (process.helper = process.environment.agent({
+      name: "helper",
+      instructions: "You look things up.",
+      model: scriptedModel(({ turn, messages }) => this.modelCall(process, process.owner, turn, "helper", JSON.stringify(messages))),
+      tools,
+    }));
     process.agent = process.environment.agent({
       name: "support",
       instructions: "You help.",
-      model: scriptedModel(({ turn }) => this.modelCall(process, process.owner, turn)),
-      tools: { lookup: this.recordingTool(process, "lookup", false), refund: this.recordingTool(process, "refund", true), askDate: askDateTool() },
+      model: scriptedModel(({ turn, messages }) => this.modelCall(process, process.owner, turn, "support", JSON.stringify(messages))),
+      tools: { ...tools, ask: agentTool(helper, { description: "Asks the helper" }) },
     });
   }
 
@@ -197,9 +230,9 @@ export class World {
     }
   }
 
-  private modelCall(process: SimProcess, owner: string, turn: number): Promise<ScriptedTurn> {
+  private modelCall(process: SimProcess, owner: string, turn: number, agent: string, prompt: string): Promise<ScriptedTurn> {
     if (!process.alive || process.owner !== owner) return new Promise(() => undefined);
-    return new Promise((resolve, reject) => this.models.push({ label: `model turn ${turn} at ${owner}`, process, resolve, reject }));
+    return new Promise((resolve, reject) => this.models.push({ label: `model turn ${turn} of ${agent} at ${owner}`, process, resolve, reject, prompt }));
   }
 
   private recordingTool(process: SimProcess, name: string, needsApproval: boolean) {
@@ -336,8 +369,10 @@ export class World {
     this.note(label);
     const caller = this.caller(label, process, agentId);
     caller.answer = answer;
+    if ("fire" in answer.decision && answer.decision.waitId !== undefined) this.durable.handFired.add(answer.decision.waitId);
     this.waits.given(answer, caller);
-    this.track(caller, process.agent!.conversation(agentId).resume(executionId, answer.decision));
+    const agent = agentId.includes(":") ? process.helper! : process.agent!;
+    this.track(caller, agent.conversation(agentId).resume(executionId, answer.decision));
   }
 
   cancel(process: SimProcess): boolean {
@@ -366,21 +401,104 @@ export class World {
   answerModel(index: number, draining: boolean): void {
     const call = this.models.splice(index, 1)[0]!;
     const turn = Number(/model turn (\d+)/.exec(call.label)?.[1] ?? 0);
+    const helper = call.label.includes(" of helper ");
     this.answers += 1;
     const text = { text: `answer ${this.answers}` };
     const choice = this.random();
+    const order = this.durable.order();
     const answer: ScriptedTurn =
-      draining || turn >= toolTurnsMax || choice < 0.35
+      draining || turn >= toolTurnsMax || choice < 0.25
         ? text
-        : choice < 0.7
+        : choice < 0.42
           ? { toolCalls: [{ toolName: "lookup", input: { orderId: `${this.answers}` } }] }
-          : choice < 0.82
+          : choice < 0.52
             ? { toolCalls: [{ toolName: "refund", input: { orderId: `${this.answers}` } }] }
-            : choice < 0.92
+            : choice < 0.6
               ? { toolCalls: [{ toolName: "askDate", input: { question: `when ${this.answers}` } }] }
-              : { error: `simulated provider failure ${this.answers}` };
+              : choice < 0.72
+                ? { toolCalls: [{ toolName: "wait", input: { ms: Math.floor(this.random() * 4_000) } }] }
+                : choice < 0.84
+                  ? { toolCalls: [{ toolName: "awaitPayment", input: { order } }] }
+                  : choice < 0.94 && !helper
+                    ? { toolCalls: [{ toolName: "ask", input: { input: `ask ${this.answers}` } }] }
+                    : { error: `simulated provider failure ${this.answers}` };
     this.note(`${call.label} → ${JSON.stringify(answer)}`);
     call.resolve(answer);
+    // A signal before its wait is committed (docs/decisions/0077: kept, taken at the commit).
+    if (answer.toolCalls?.[0]?.toolName === "awaitPayment" && this.chance(0.4)) {
+      this.count("signal before its wait");
+      this.signal(this.pick(this.alive()), order);
+    }
+    // A child's last turn: its parent's process dies now and then, so the
+    // child's end races the parent's recovery (docs/decisions/0086).
+    if (helper && answer === text && !draining && this.chance(0.5)) this.killParentOf(call.prompt ?? "");
+  }
+
+  /** Kills the process holding the conversation whose suspended execution
+   * waits on the child asked by this prompt (if another process lives). */
+  private killParentOf(prompt: string): void {
+    const ask = /ask \d+/.exec(prompt)?.[0];
+    if (ask === undefined) return;
+    const parent = this.cluster
+      .unfinished()
+      .find(
+        (row) =>
+          row.status === "suspended"
+          && (row.approvalRequest as { kind?: string; child?: { input?: unknown } } | null)?.kind === "child"
+          && JSON.stringify(row.approvalRequest).includes(`"${ask}"`),
+      );
+    const holder = parent === undefined ? undefined : this.cluster.leases.get(parent.agentId)?.owner;
+    const process = this.alive().find((candidate) => candidate.owner === holder);
+    if (process === undefined || this.alive().length < 2) return;
+    this.note(`  the child of ${parent!.executionId} ends: its parent's process dies`);
+    this.count("parent killed as its child ends");
+    this.kill(process);
+  }
+
+  /** A keyed signal at the process (world-durable-waits.ts): now and then
+   * twice, with the same payload or another, at another process. */
+  signal(process: SimProcess, order?: string): void {
+    this.sendSignal(process, this.durable.drawSignal(order));
+    if (this.chance(0.25)) this.sendSignal(this.pick(this.alive()), this.durable.drawSignal(/pay:(\w+)/.exec(this.durable.signals.at(-1)!.key)![1]));
+  }
+
+  private sendSignal(process: SimProcess, drawn: { key: string; token: string }): void {
+    const ifWaiting = this.chance(0.2);
+    const label = `signal ${drawn.key} ${drawn.token} at ${process.owner}${ifWaiting ? " if waiting" : ""}`;
+    this.note(label);
+    const signal: SentSignal = { label, key: drawn.key, token: drawn.token, result: undefined };
+    this.durable.signals.push(signal);
+    const caller = this.caller(label, process, "?");
+    process.environment!.signal(drawn.key, { paid: drawn.token }, ifWaiting ? { ifWaiting } : {}).then(
+      (result) => {
+        signal.result = `signal:${result.status}`;
+        if (result.status === "resumed") Object.assign(signal, { executionId: result.executionId, waitId: result.waitId });
+        const wrong = result.status === "resumed" ? this.durable.checkResumed(signal) : undefined;
+        if (wrong !== undefined) this.problem(wrong);
+        this.settled(caller, signal.result, undefined);
+      },
+      (error: { code?: string; message?: string }) => {
+        signal.result = String(error.code);
+        this.settled(caller, signal.result, undefined, error.message);
+      },
+    );
+  }
+
+  /** kill -9 of a process while a commit of its is in flight (a timer
+   * firing, a child's end, a resume): it lands or not. */
+  killDuringCommit(): void {
+    // Mostly an answer's commit (a timer firing, a signal, a child's end) when one is in flight.
+    const answers = this.commitsInFlight().filter((pending) => pending.operation.type === "approvalCommit");
+    const write = this.pick(answers.length > 0 && this.chance(0.7) ? answers : this.commitsInFlight());
+    const process = this.alive().find((candidate) => candidate.store === write.handle);
+    if (process === undefined) return;
+    this.note(`kill during ${write.operation.type} #${write.number}`);
+    this.count(`kill during ${write.operation.type}`);
+    this.kill(process);
+  }
+
+  private commitsInFlight(): PendingWrite[] {
+    return this.cluster.pending.filter((write) => write.operation.type === "approvalCommit" || write.operation.type === "terminalCommit");
   }
 
   finishTool(index: number, draining: boolean): void {
@@ -444,7 +562,7 @@ export class World {
       }
     }
     this.committedChecked = this.cluster.committed.length;
-    for (const line of this.waits.checkCommitted(this.cluster.connection)) {
+    for (const line of [...this.waits.checkCommitted(this.cluster.connection), ...this.durable.checkDecided()]) {
       if (this.waitProblemsReported.has(line)) continue;
       this.waitProblemsReported.add(line);
       this.problem(line);
@@ -472,6 +590,11 @@ export class World {
       this.problem(`message ${String(row["execution_id"])} of ${String(row["agent_id"])} is still queued once the world is quiet`);
     }
     for (const caller of this.callers) this.checkCaller(caller);
+    for (const line of this.durable.checkQuiet()) this.problem(line);
+    for (const line of this.durable.knownOpen) {
+      this.note(`known open: ${line}`);
+      this.count("known open: a child ran after its parent was told it could not start");
+    }
     for (const process of this.alive()) this.checkOwnership(process);
     for (const process of this.alive()) if (process.environment !== undefined) this.checkReleased(process.owner, process.environment);
   }
@@ -563,13 +686,15 @@ export class World {
     else if (choice < 0.45 && this.cluster.pending.length > 0) this.settleWrite(this.pick(this.cluster.pending), false);
     else if (choice < 0.57 && this.models.length > 0) this.answerModel(Math.floor(this.random() * this.models.length), false);
     else if (choice < 0.66 && this.tools.length > 0) this.finishTool(Math.floor(this.random() * this.tools.length), false);
-    else if (choice < 0.73 && alive.length > 0) this.decide(this.pick(alive));
-    else if (choice < 0.75 && alive.length > 0) this.cancel(this.pick(alive));
-    else if (choice < 0.77 && alive.length > 1) this.kill(this.pick(alive));
-    else if (choice < 0.8 && alive.length < this.processes.length) await this.start(this.pick(this.processes.filter((process) => !process.alive)));
-    else if (choice < 0.82 && alive.length > 0) this.disconnect(this.pick(alive));
-    else if (choice < 0.84 && alive.length > 0) this.stall(this.pick(alive));
-    else if (choice < 0.85 && alive.length > 0) this.move(this.pick(alive));
+    else if (choice < 0.72 && alive.length > 0) this.decide(this.pick(alive));
+    else if (choice < 0.75 && alive.length > 0) this.signal(this.pick(alive));
+    else if (choice < 0.77 && alive.length > 0) this.cancel(this.pick(alive));
+    else if (choice < 0.79 && alive.length > 1) this.kill(this.pick(alive));
+    else if (choice < 0.8 && alive.length > 1 && this.commitsInFlight().length > 0) this.killDuringCommit();
+    else if (choice < 0.83 && alive.length < this.processes.length) await this.start(this.pick(this.processes.filter((process) => !process.alive)));
+    else if (choice < 0.85 && alive.length > 0) this.disconnect(this.pick(alive));
+    else if (choice < 0.87 && alive.length > 0) this.stall(this.pick(alive));
+    else if (choice < 0.88 && alive.length > 0) this.move(this.pick(alive));
     else await this.advance(10 + Math.floor(this.random() * 1_500));
     await settle(1);
   }
@@ -614,7 +739,15 @@ export class World {
 
   /** A decision on each suspended execution, at the process holding it. */
   private decideForDrain(): boolean {
-    const row = this.cluster.unfinished().find((candidate) => candidate.status === "suspended" && !this.decidedInDrain.has(candidate.executionId));
+    // Timers and event waits are the clock's (their due sweep), child waits their child's.
+    const row = this.cluster
+      .unfinished()
+      .find(
+        (candidate) =>
+          candidate.status === "suspended"
+          && !this.decidedInDrain.has(candidate.executionId)
+          && !["timer", "event", "child"].includes(WaitAnswers.pendingOf(candidate.approvalRequest)?.kind ?? ""),
+      );
     if (row === undefined) return false;
     this.decidedInDrain.add(row.executionId);
     const holder = this.cluster.leases.get(row.agentId)?.owner;

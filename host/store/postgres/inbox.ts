@@ -34,8 +34,10 @@
 //   through the store operations (`operations.ts`).
 
 import {
+  approvalDecidedOf,
   claimBatchMax,
   decisionProgressOf,
+  type ApprovalDecided,
   type ClaimedDecision,
   type DecisionFiling,
   type DecisionProgress,
@@ -73,7 +75,7 @@ export const decisionReadMax = 1_000;
 const channelLengthMax = 63;
 
 export { decisionProgressOf } from "../inbox-records.js";
-export type { ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, DecisionState, FiledDecision } from "../inbox-records.js";
+export type { ApprovalDecided, ClaimedDecision, DecisionFiling, DecisionProgress, DecisionSettlement, DecisionState, FiledDecision } from "../inbox-records.js";
 
 /** The LISTEN/NOTIFY channel of a store's inbox: one per schema. Two
  * schemas whose names share their first 48 characters share a channel;
@@ -542,13 +544,13 @@ export async function settleDecisions(
 
 /** The decision an `approval_decided` step recorded for this approval,
  * if one did: how a successor tells whether a former owner's claim landed. */
-export async function approvalDecided(pool: Queryable, executionId: string, approvalId: string): Promise<{ readonly approved: boolean } | undefined> {
+export async function approvalDecided(pool: Queryable, executionId: string, approvalId: string): Promise<ApprovalDecided | undefined> {
   const found = await pool.query<{ payload: string }>("SELECT payload FROM steps WHERE execution_id = $1 AND kind = 'approval_decided' ORDER BY seq", [
     executionId,
   ]);
   for (const { payload } of found.rows) {
-    const decided = JSON.parse(payload) as { approvalId?: unknown; approved?: unknown };
-    if (decided.approvalId === approvalId && typeof decided.approved === "boolean") return { approved: decided.approved };
+    const decided = approvalDecidedOf(payload, approvalId);
+    if (decided !== undefined) return decided;
   }
   return undefined;
 }

@@ -68,6 +68,7 @@ export function decidedStepPayload(operation: ApprovalCommitOperation, revision:
     revision,
     ...(operation.action !== undefined ? { action: operation.action } : {}),
     ...(operation.decidedBy != null ? { decidedBy: operation.decidedBy } : {}),
+    ...(operation.filedAs != null ? { filedAs: operation.filedAs } : {}),
   };
 }
 

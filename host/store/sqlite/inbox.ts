@@ -24,7 +24,9 @@
 
 import { ApprovalMismatchError, InvalidInputError } from "../../errors.js";
 import {
+  approvalDecidedOf,
   decisionProgressOf,
+  type ApprovalDecided,
   type ClaimedDecision,
   type DecisionFiling,
   type DecisionProgress,
@@ -308,11 +310,11 @@ export function agentsWithDecisions(connection: SqliteConnection, ownerToken: st
 
 /** The decision an `approval_decided` step recorded for this approval, if
  * one did: how a later owner tells whether a former owner's claim landed. */
-export function approvalDecided(connection: SqliteConnection, executionId: string, approvalId: string): { readonly approved: boolean } | undefined {
+export function approvalDecided(connection: SqliteConnection, executionId: string, approvalId: string): ApprovalDecided | undefined {
   const rows = connection.prepare("SELECT payload FROM steps WHERE execution_id = ? AND kind = 'approval_decided' ORDER BY seq").all(executionId);
   for (const row of rows) {
-    const decided = JSON.parse(String(row["payload"])) as { approvalId?: unknown; approved?: unknown };
-    if (decided.approvalId === approvalId && typeof decided.approved === "boolean") return { approved: decided.approved };
+    const decided = approvalDecidedOf(String(row["payload"]), approvalId);
+    if (decided !== undefined) return decided;
   }
   return undefined;
 }
