@@ -18,7 +18,12 @@
 // the parent (a lost connection): the start is made again
 // `childStartRetryMs` later while the parent's row still waits on that
 // wait (docs/decisions/0086; the whole-host simulation found a parent left
-// waiting for good).
+// waiting for good). Nor is a child whose conversation another process
+// holds a child that cannot start: that process started it (two processes
+// may both start a parent's child, around a recovery) and its end will
+// answer the parent, or its lease ends and the start made again here runs
+// it — so the start is made again later, never told as a failure (the
+// simulation found a parent told "failed" while its child ran there).
 
 import { PhronomyError } from "../errors.js";
 import type { ExecutionStore } from "../store/store.js";
@@ -82,6 +87,7 @@ export class ChildExecutions {
    * failure, given to the parent's wait. */
   private async notStarted(entry: ExecutionEntry, request: ApprovalRequest, child: ChildWait, error: PhronomyError): Promise<void> {
     if (this.host.closed() || error.code === "RUNTIME_SHUTDOWN") return;
+    if (heldElsewhere(error)) return void this.startAgainLater(entry, request);
     try {
       const row = await this.host.store.getExecution(child.executionId);
       if (row !== undefined && row.status !== "terminal") return;
@@ -121,4 +127,10 @@ export class ChildExecutions {
     }, childStartRetryMs);
     timer.unref();
   }
+}
+
+/** A start refused only because another process holds the child's
+ * conversation: it runs (or will run) there, or here once that lease ends. */
+function heldElsewhere(error: PhronomyError): boolean {
+  return error.code === "AGENT_BUSY" && error.details?.["reason"] === "lease_not_held";
 }

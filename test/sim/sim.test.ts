@@ -90,6 +90,16 @@ describe("the whole host, simulated", () => {
     expect(second.log, replay(BASE_SEED)).toEqual(first.log);
   }, 60_000);
 
+  // Seeds that once failed, each a bug fixed (decision 0086): they run on
+  // every `npm test` whatever the base seed.
+  it.each([
+    [2000504, "a child refused because another process held its conversation was told to its parent as failed"],
+    [2001435, "the same, the parent taken over"],
+  ])("seed %i keeps its invariants: %s", async (seed) => {
+    const world = await simulate(seed);
+    expect(world.problems, replay(seed)).toEqual([]);
+  });
+
   it(
     `keeps its invariants over ${SEEDS} seeds (SIM_SEED=${BASE_SEED})`,
     async () => {

@@ -78,8 +78,6 @@ export class DurableWaits {
   /** Waits the world fired by hand (they may fire before their due time). */
   readonly handFired = new Set<string>();
   readonly signals: SentSignal[] = [];
-  /** Violations known and not fixed yet, counted by the run. */
-  readonly knownOpen: string[] = [];
   private readonly lastPayload = new Map<string, string>();
   private readonly keyOfToken = new Map<string, string>();
   private tokens = 0;
@@ -163,13 +161,6 @@ export class DurableWaits {
       .all()) {
       const value = JSON.parse(String(row["value"])) as { executionId?: string; outcome?: string };
       const child = this.connection.prepare("SELECT status, outcome FROM executions WHERE execution_id = ?").get(value.executionId ?? "");
-      // Known open (decision 0086): a process refused the child's keyed start
-      // while another held its conversation, read no row yet, and told the
-      // parent "failed" — the child then ran there. Counted, not failed.
-      if (value.outcome === "failed" && child?.["status"] === "terminal") {
-        this.knownOpen.push(`child ${value.executionId} ran after its parent was told it failed to start`);
-        continue;
-      }
       if (child === undefined ? value.outcome !== "failed" : child["status"] !== "terminal" || child["outcome"] !== value.outcome) {
         problems.push(
           `parent ${String(row["execution_id"])} resumed with child ${value.executionId} ${value.outcome}, but the child's row is ${child === undefined ? "absent" : `${String(child["status"])}/${String(child["outcome"])}`}`,

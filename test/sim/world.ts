@@ -591,10 +591,6 @@ export class World {
     }
     for (const caller of this.callers) this.checkCaller(caller);
     for (const line of this.durable.checkQuiet()) this.problem(line);
-    for (const line of this.durable.knownOpen) {
-      this.note(`known open: ${line}`);
-      this.count("known open: a child ran after its parent was told it could not start");
-    }
     for (const process of this.alive()) this.checkOwnership(process);
     for (const process of this.alive()) if (process.environment !== undefined) this.checkReleased(process.owner, process.environment);
   }
