@@ -2,13 +2,14 @@
 // byte-for-byte unchanged), pragmas applied, and reopening reads back
 // everything written.
 
+import { existsSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { InvalidInputError, StoreError } from "../../host/errors.js";
 import { openBetterSqlite3 } from "../../host/store/sqlite/driver.js";
 import { dropCreationIndex } from "../../host/store/sqlite/pages.js";
-import { applicationId, migrations, schemaVersion } from "../../host/store/sqlite/schema.js";
+import { applicationId, migrations, openStoreConnection, schemaVersion } from "../../host/store/sqlite/schema.js";
 import { SqliteStore } from "../../host/store/sqlite-store.js";
 import { fileBytes, journalEntry, prepare, providerBarrier, rawExec, rawValue, temporaryDirectory, terminalCommit, toolBarrier, track } from "./fixtures.js";
 
@@ -175,5 +176,16 @@ describe("the index on created_at alone (docs/decisions/0091)", () => {
     } finally {
       connection.close();
     }
+  });
+});
+
+describe("a connection that must find its file (the store worker's)", () => {
+  it("is refused with StoreError where the file is gone, and creates none", async () => {
+    const path = join(await temporaryDirectory(), "removed.db");
+    expect(() => openStoreConnection(path, { synchronous: "FULL", mustExist: true })).toThrow(StoreError);
+    expect(existsSync(path), "no new file in place of the removed one").toBe(false);
+    const opened = openStoreConnection(path, { synchronous: "FULL" });
+    opened.close();
+    expect(existsSync(path), "the owner's open creates it").toBe(true);
   });
 });

@@ -129,6 +129,10 @@ export interface StoreConnectionOptions {
    * past which a commit of this connection checkpoints it, inside that
    * commit; 0: never (someone else checkpoints). Default: SQLite's 1,000. */
   readonly autocheckpointPages?: number;
+  /** Open only a file that exists: the store worker's connection, which
+   * may open long after the owner's open, must never create a new file in
+   * place of one removed meanwhile (its file check runs just before). */
+  readonly mustExist?: boolean;
 }
 
 /** SQLite's own `wal_autocheckpoint`, in pages (4 KiB each). */
@@ -147,7 +151,7 @@ export function openStoreConnection(path: string, options: StoreConnectionOption
   checkFileHeader(path);
   let connection: SqliteConnection;
   try {
-    connection = openSqlite(path);
+    connection = openSqlite(path, options.mustExist === true ? { mustExist: true } : {});
   } catch (error) {
     throw new StoreError(`cannot open the store at ${path}: ${messageOf(error)}`, { cause: error });
   }

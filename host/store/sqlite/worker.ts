@@ -124,7 +124,7 @@ try {
   const change = changedFiles();
   if (change !== undefined) throw rebuildError(change);
   // The worker checkpoints when asked (`checkpoint`), never inside a commit.
-  const writer = new WriteConnection(() => openStoreConnection(settings.path, { synchronous: settings.synchronous, autocheckpointPages: 0 }));
+  const writer = new WriteConnection(() => openStoreConnection(settings.path, { synchronous: settings.synchronous, autocheckpointPages: 0, mustExist: true }));
   serve(writer);
   reply({ type: "ready" });
 } catch (error) {
