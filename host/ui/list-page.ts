@@ -115,7 +115,7 @@ function countsBar(links: Links, counts: AdminCounts, query: ListQuery): Html {
   const shown = ["active", "suspended", "queued", "completed", "failed", "handed_off"];
   const labels: Record<string, string> = {
     active: "running",
-    suspended: "waiting for approval",
+    suspended: "waiting",
     queued: "queued",
     completed: "completed",
     failed: "failed",
