@@ -77,7 +77,10 @@ export class ChildExecutions {
       childOf: { executionId: entry.executionId, agentId: entry.agent.id, callId: call.callId, waitId: request.approvalId },
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     });
-    run.executionId.catch((error: unknown) => this.notStarted(entry, request, child, asPhronomyError(error, "INTERNAL")));
+    run.executionId.then(
+      () => this.followed(entry, request, child),
+      (error: unknown) => this.notStarted(entry, request, child, asPhronomyError(error, "INTERNAL")),
+    );
     // The child's end goes to the parent through the inbox, not through this Run.
     run.result.catch(() => undefined);
   }
@@ -108,6 +111,35 @@ export class ChildExecutions {
         `[phronomy] child execution ${child.executionId} of ${entry.executionId} could not be started (${error.message}), and telling its parent failed: ${failure instanceof Error ? failure.message : String(failure)}; started again in ${childStartRetryMs} ms`,
       );
       this.startAgainLater(entry, request);
+    }
+  }
+
+  /** The keyed start found its child: one that has ended already (its end
+   * filed for a wait whose answer was claimed, and lost with a commit whose
+   * outcome is unknown) is told to the parent again now — a wait answered
+   * already refuses it in the core (docs/decisions/0086; the whole-host
+   * simulation found a parent left waiting for good, seed 2380454721). */
+  private async followed(entry: ExecutionEntry, request: ApprovalRequest, child: ChildWait): Promise<void> {
+    if (this.host.closed()) return;
+    try {
+      const row = await this.host.store.getExecution(child.executionId);
+      if (row?.status !== "terminal") return;
+      const parent = this.host.conversations.handleOf(this.host.agents, entry.agent.id);
+      const refusal = await parent?.applyFiledDecision(entry.executionId, {
+        approvalId: request.approvalId,
+        approved: true,
+        given: {
+          kind: "child",
+          callId: request.toolCalls[0]!.callId,
+          payload: childOutcomeOf(child.executionId, row.outcome ?? "failed", row.output, row.error) as unknown as Json,
+        },
+      });
+      if (refusal !== undefined)
+        this.host.logger.debug?.(`[phronomy] the end of child ${child.executionId} was not applied to ${entry.executionId}: ${refusal.message}`);
+    } catch (failure) {
+      this.host.logger.debug?.(
+        `[phronomy] reading child ${child.executionId} of ${entry.executionId} failed: ${failure instanceof Error ? failure.message : String(failure)}`,
+      );
     }
   }
 
