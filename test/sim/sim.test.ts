@@ -95,6 +95,9 @@ describe("the whole host, simulated", () => {
   it.each([
     [2000504, "a child refused because another process held its conversation was told to its parent as failed"],
     [2001435, "the same, the parent taken over"],
+    [2380454721, "a parent, its child's filed end lost with an answer commit of unknown outcome, waited for good"],
+    [2380461816, "a signal offered to a wait a cancel ended was replaced by the next signal of its key"],
+    [1402892470, "the same, another draw"],
   ])("seed %i keeps its invariants: %s", async (seed) => {
     const world = await simulate(seed);
     expect(world.problems, replay(seed)).toEqual([]);

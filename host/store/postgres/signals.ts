@@ -63,7 +63,10 @@ export function sendSignal(pool: pg.Pool, sending: SignalSending): Promise<Signa
     const stored = (
       await client.query<{ sent_at: string; offered_to: string | null }>("SELECT sent_at, offered_to FROM event_signals WHERE signal_key = $1", [key])
     ).rows[0];
-    if (stored !== undefined && stored.offered_to === null) throw alreadyStored(key, Number(stored.sent_at));
+    // A signal offered to a wait no longer waiting (a cancel won the race
+    // with its answer) is stored still, not a slot free for another one.
+    if (stored !== undefined && (stored.offered_to === null || !(await offeredToWaiting(client, key, stored.offered_to))))
+      throw alreadyStored(key, Number(stored.sent_at));
     if (sending.ifWaiting) throw notWaiting(key);
     await client.query(
       `INSERT INTO event_signals (signal_key, payload, sent_at, expires_at, offered_to) VALUES ($1, $2, $3, $4, NULL)
@@ -78,12 +81,25 @@ export function takeStoredSignal(pool: pg.Pool, key: string, approvalId: string,
   return underKeyLock(pool, key, async (client) => {
     const row = (
       await client.query<{ payload: string }>(
-        "UPDATE event_signals SET offered_to = $3 WHERE signal_key = $1 AND expires_at > $2 AND (offered_to IS NULL OR offered_to = $3) RETURNING payload",
+        `UPDATE event_signals SET offered_to = $3 WHERE signal_key = $1 AND expires_at > $2 AND (offered_to IS NULL OR offered_to = $3 OR NOT EXISTS (
+           SELECT 1 FROM executions WHERE status = 'suspended' AND ((approval_request::json) ->> 'key') = $1 AND ((approval_request::json) ->> 'approvalId') = event_signals.offered_to
+         )) RETURNING payload`,
         [key, at, approvalId],
       )
     ).rows[0];
     return row === undefined ? undefined : (JSON.parse(row.payload) as Json);
   });
+}
+
+/** Whether the wait a stored signal was offered to still waits: one that
+ * does not (its execution cancelled before the answer's commit) lets the
+ * signal be taken by the next wait of its key (docs/decisions/0086). */
+async function offeredToWaiting(client: pg.ClientBase, key: string, approvalId: string): Promise<boolean> {
+  const found = await client.query(
+    "SELECT 1 FROM executions WHERE status = 'suspended' AND ((approval_request::json) ->> 'key') = $1 AND ((approval_request::json) ->> 'approvalId') = $2",
+    [key, approvalId],
+  );
+  return found.rows.length > 0;
 }
 
 export async function dropSignal(pool: pg.Pool, key: string, approvalId: string): Promise<void> {

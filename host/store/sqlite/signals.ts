@@ -57,7 +57,10 @@ export function sendSignal(connection: SqliteConnection, sending: SignalSending)
       if (wait !== undefined) return { kind: "waiting", wait };
     }
     const stored = connection.prepare("SELECT sent_at, offered_to FROM event_signals WHERE signal_key = ?").get(key);
-    if (stored !== undefined && stored["offered_to"] === null) throw alreadyStored(key, Number(stored["sent_at"]));
+    // A signal offered to a wait no longer waiting (a cancel won the race
+    // with its answer) is stored still, not a slot free for another one.
+    if (stored !== undefined && (stored["offered_to"] === null || !offeredToWaiting(connection, key, String(stored["offered_to"]))))
+      throw alreadyStored(key, Number(stored["sent_at"]));
     if (sending.ifWaiting) throw notWaiting(key);
     connection
       .prepare("INSERT OR REPLACE INTO event_signals (signal_key, payload, sent_at, expires_at, offered_to) VALUES (?, ?, ?, ?, NULL)")
@@ -68,13 +71,26 @@ export function sendSignal(connection: SqliteConnection, sending: SignalSending)
 
 export function takeStoredSignal(connection: SqliteConnection, key: string, approvalId: string, at: number): Json | undefined {
   return transaction(connection, () => {
-    const row = connection
-      .prepare("SELECT payload FROM event_signals WHERE signal_key = ? AND expires_at > ? AND (offered_to IS NULL OR offered_to = ?)")
-      .get(key, at, approvalId);
+    const row = connection.prepare("SELECT payload, offered_to FROM event_signals WHERE signal_key = ? AND expires_at > ?").get(key, at);
     if (row === undefined) return undefined;
+    const offeredTo = row["offered_to"];
+    if (offeredTo !== null && offeredTo !== approvalId && offeredToWaiting(connection, key, String(offeredTo))) return undefined;
     connection.prepare("UPDATE event_signals SET offered_to = ? WHERE signal_key = ?").run(approvalId, key);
     return JSON.parse(String(row["payload"])) as Json;
   });
+}
+
+/** Whether the wait a stored signal was offered to still waits: one that
+ * does not (its execution cancelled before the answer's commit) lets the
+ * signal be taken by the next wait of its key (docs/decisions/0086). */
+function offeredToWaiting(connection: SqliteConnection, key: string, approvalId: string): boolean {
+  return (
+    connection
+      .prepare(
+        "SELECT 1 FROM executions WHERE status = 'suspended' AND json_extract(approval_request, '$.key') = ? AND json_extract(approval_request, '$.approvalId') = ?",
+      )
+      .get(key, approvalId) !== undefined
+  );
 }
 
 export function dropSignal(connection: SqliteConnection, key: string, approvalId: string): void {
