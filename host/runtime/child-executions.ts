@@ -164,5 +164,7 @@ export class ChildExecutions {
 /** A start refused only because another process holds the child's
  * conversation: it runs (or will run) there, or here once that lease ends. */
 function heldElsewhere(error: PhronomyError): boolean {
-  return error.code === "AGENT_BUSY" && error.details?.["reason"] === "lease_not_held";
+  // A store that failed the start (a lost connection) is the same: the start
+  // may have landed, or another process's may (seed 256092519).
+  return (error.code === "AGENT_BUSY" && error.details?.["reason"] === "lease_not_held") || error.code === "STORE";
 }

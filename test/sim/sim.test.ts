@@ -98,6 +98,7 @@ describe("the whole host, simulated", () => {
     [2380454721, "a parent, its child's filed end lost with an answer commit of unknown outcome, waited for good"],
     [2380461816, "a signal offered to a wait a cancel ended was replaced by the next signal of its key"],
     [1402892470, "the same, another draw"],
+    [256092519, "a child start the store failed was told to its parent as failed while another process ran it"],
   ])("seed %i keeps its invariants: %s", async (seed) => {
     const world = await simulate(seed);
     expect(world.problems, replay(seed)).toEqual([]);
