@@ -12,18 +12,18 @@
 // started at all (its definition not defined here, its conversation busy
 // with another execution, closed) leaves no execution whose end could be
 // filed, so its refusal is given to the parent's wait as the child's
-// failure, through the parent's resume path (the core decides it). A
-// recovery of the parent starts the child again, so this is not lost; nor
-// is it when the store failed both the start and the read that would tell
-// the parent (a lost connection): the start is made again
-// `childStartRetryMs` later while the parent's row still waits on that
-// wait (docs/decisions/0086; the whole-host simulation found a parent left
-// waiting for good). Nor is a child whose conversation another process
-// holds a child that cannot start: that process started it (two processes
-// may both start a parent's child, around a recovery) and its end will
-// answer the parent, or its lease ends and the start made again here runs
-// it — so the start is made again later, never told as a failure (the
-// simulation found a parent told "failed" while its child ran there).
+// failure, through the parent's resume path (the core decides it). Two
+// refusals say nothing of whether the child starts, and are never told as
+// a failure: another process holds the child's conversation (two processes
+// may both start a parent's child, around a recovery: its end answers the
+// parent from there, or its lease ends and the start made again here runs
+// it), or the store failed the start (a lost connection: the start may have
+// landed). Then, as when the read that would tell the parent fails, the
+// start is made again `childStartRetryMs` later while the parent's row
+// still waits on that wait (docs/decisions/0086: the whole-host simulation
+// found a parent left waiting for good, and parents told "failed" while
+// their child ran). A keyed start that finds its child ended already tells
+// the parent its outcome again; a wait answered already refuses it.
 
 import { PhronomyError } from "../errors.js";
 import type { ExecutionStore } from "../store/store.js";
@@ -90,7 +90,7 @@ export class ChildExecutions {
    * failure, given to the parent's wait. */
   private async notStarted(entry: ExecutionEntry, request: ApprovalRequest, child: ChildWait, error: PhronomyError): Promise<void> {
     if (this.host.closed() || error.code === "RUNTIME_SHUTDOWN") return;
-    if (heldElsewhere(error)) return void this.startAgainLater(entry, request);
+    if (mayStartElsewhere(error)) return void this.startAgainLater(entry, request);
     try {
       const row = await this.host.store.getExecution(child.executionId);
       if (row !== undefined && row.status !== "terminal") return;
@@ -98,14 +98,7 @@ export class ChildExecutions {
         row === undefined
           ? childOutcomeOf(child.executionId, "failed", null, error.toRecord())
           : childOutcomeOf(child.executionId, row.outcome ?? "failed", row.output, row.error);
-      const parent = this.host.conversations.handleOf(this.host.agents, entry.agent.id);
-      const refusal = await parent?.applyFiledDecision(entry.executionId, {
-        approvalId: request.approvalId,
-        approved: true,
-        given: { kind: "child", callId: request.toolCalls[0]!.callId, payload: outcome as unknown as Json },
-      });
-      if (refusal !== undefined)
-        this.host.logger.debug?.(`[phronomy] the end of child ${child.executionId} was not applied to ${entry.executionId}: ${refusal.message}`);
+      await this.tellParent(entry, request, child, outcome);
     } catch (failure) {
       this.host.logger.warn(
         `[phronomy] child execution ${child.executionId} of ${entry.executionId} could not be started (${error.message}), and telling its parent failed: ${failure instanceof Error ? failure.message : String(failure)}; started again in ${childStartRetryMs} ms`,
@@ -124,23 +117,25 @@ export class ChildExecutions {
     try {
       const row = await this.host.store.getExecution(child.executionId);
       if (row?.status !== "terminal") return;
-      const parent = this.host.conversations.handleOf(this.host.agents, entry.agent.id);
-      const refusal = await parent?.applyFiledDecision(entry.executionId, {
-        approvalId: request.approvalId,
-        approved: true,
-        given: {
-          kind: "child",
-          callId: request.toolCalls[0]!.callId,
-          payload: childOutcomeOf(child.executionId, row.outcome ?? "failed", row.output, row.error) as unknown as Json,
-        },
-      });
-      if (refusal !== undefined)
-        this.host.logger.debug?.(`[phronomy] the end of child ${child.executionId} was not applied to ${entry.executionId}: ${refusal.message}`);
+      await this.tellParent(entry, request, child, childOutcomeOf(child.executionId, row.outcome ?? "failed", row.output, row.error));
     } catch (failure) {
       this.host.logger.debug?.(
         `[phronomy] reading child ${child.executionId} of ${entry.executionId} failed: ${failure instanceof Error ? failure.message : String(failure)}`,
       );
     }
+  }
+
+  /** Gives the child's outcome to the parent's wait, through the parent's
+   * resume path (the core refuses it for a wait answered already). */
+  private async tellParent(entry: ExecutionEntry, request: ApprovalRequest, child: ChildWait, outcome: ReturnType<typeof childOutcomeOf>): Promise<void> {
+    const parent = this.host.conversations.handleOf(this.host.agents, entry.agent.id);
+    const refusal = await parent?.applyFiledDecision(entry.executionId, {
+      approvalId: request.approvalId,
+      approved: true,
+      given: { kind: "child", callId: request.toolCalls[0]!.callId, payload: outcome as unknown as Json },
+    });
+    if (refusal !== undefined)
+      this.host.logger.debug?.(`[phronomy] the end of child ${child.executionId} was not applied to ${entry.executionId}: ${refusal.message}`);
   }
 
   /** Starts the child again later, if the parent's row still waits on this
@@ -161,10 +156,10 @@ export class ChildExecutions {
   }
 }
 
-/** A start refused only because another process holds the child's
- * conversation: it runs (or will run) there, or here once that lease ends. */
-function heldElsewhere(error: PhronomyError): boolean {
-  // A store that failed the start (a lost connection) is the same: the start
-  // may have landed, or another process's may (seed 256092519).
+/** A refusal that says nothing of whether the child starts: another process
+ * holds its conversation (it runs there, or here once that lease ends), or
+ * the store failed the start (it may have landed, or another process's may:
+ * seed 256092519). The start is made again; the child is not failed. */
+function mayStartElsewhere(error: PhronomyError): boolean {
   return (error.code === "AGENT_BUSY" && error.details?.["reason"] === "lease_not_held") || error.code === "STORE";
 }
