@@ -1066,6 +1066,41 @@ export const enum ChildStartVerdict {
   Leave = 6,
 }
 
+/** What the host knows of a start filed for this process when its Run
+ * answered, for `filedStartVerdict` (docs/decisions/0031, 0062, 0096). */
+export const enum FiledStartFact {
+  /** The core's last `Admit` verdict on it was `LeaveFiled`: another
+   * process holds the conversation. */
+  LeftFiled = 1,
+  /** The host read whether this process admitted the start's execution id
+   * (asked by `AskAdmitted`). */
+  AdmittedRead = 2,
+  /** This process admitted that execution id (its key started here
+   * meanwhile): the busy refusal was by the start itself. */
+  AdmittedHere = 4,
+  End = 8,
+}
+
+/** A filed start's fate in the inbox (`filedStartVerdict`). */
+export const enum FiledStartVerdict {
+  /** An answer or facts that cannot hold together. */
+  None = 0,
+  /** It runs, or ran (admitted under its id already): the claim is settled. */
+  Ran = 1,
+  /** Left claimed for the next owner, or the process that holds the
+   * conversation: not refused. */
+  Left = 2,
+  /** The store failed the write, or refused it for this process's lease:
+   * tried again while this process holds the partition at the claim's
+   * epoch (I/O, the store's answer). */
+  WriteFailed = 3,
+  /** Read whether this process admitted its execution id, then ask again
+   * with `AdmittedRead`. */
+  AskAdmitted = 4,
+  /** Refused for good: the refusal is recorded. */
+  Refused = 5,
+}
+
 /** What `toolCallsToStart` answers besides a count (docs/decisions/0087). */
 export const enum ToolCallCount {
   /** Arguments that cannot hold together (more started than the batch

@@ -28,6 +28,7 @@ import {
 import { byIdVerdictOf } from "./decisions/by-id";
 import { queuedRunVerdictOf } from "./decisions/queued-run";
 import { childStartVerdictOf } from "./decisions/child-start";
+import { filedStartVerdictOf } from "./decisions/filed-start";
 import { scheduleClaimVerdictOf, scheduleFiringVerdictOf } from "./decisions/schedule";
 import { toolCallsToStartOf } from "./decisions/tool-calls";
 import { replaceVerdictOf } from "./decisions/replace-from";
@@ -190,6 +191,12 @@ export function queuedRunVerdict(answer: u32): u32 {
  * bits read since): a `ChildStartVerdict` (docs/decisions/0096). */
 export function childStartVerdict(answer: u32, facts: u32): u32 {
   return childStartVerdictOf(answer, facts);
+}
+/** A start filed for this process: its fate in the inbox once its Run
+ * answered (its `StartAnswer`, `FiledStartFact` bits): a
+ * `FiledStartVerdict` (docs/decisions/0096). */
+export function filedStartVerdict(answer: u32, facts: u32): u32 {
+  return filedStartVerdictOf(answer, facts);
 }
 /** Which slot a schedule row fires (`ScheduleFact` bits): a
  * `ScheduleClaimVerdict` the host computes the times of (docs/decisions/0087). */

@@ -265,6 +265,13 @@ export class ControlCore implements ControlMachine {
     return this.exports.childStartVerdict(answer, facts);
   }
 
+  /** A start filed for this process: its fate in the inbox (its
+   * `StartAnswer`, `FiledStartFact` bits): a `FiledStartVerdict`; 0 for an
+   * answer or facts that cannot hold together. */
+  filedStartVerdict(answer: number, facts: number): number {
+    return this.exports.filedStartVerdict(answer, facts);
+  }
+
   /** Which slot a schedule row fires (`ScheduleFact` bits): a
    * `ScheduleClaimVerdict`; 0 for facts that cannot hold together. */
   scheduleClaimVerdict(facts: number): number {

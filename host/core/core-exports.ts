@@ -27,6 +27,7 @@ export interface CoreExports {
   byIdVerdict(source: number, facts: number): number;
   queuedRunVerdict(answer: number): number;
   childStartVerdict(answer: number, facts: number): number;
+  filedStartVerdict(answer: number, facts: number): number;
   scheduleClaimVerdict(facts: number): number;
   scheduleFiringVerdict(facts: number, answer: number): number;
   toolCallsToStart(calls: number, started: number, settled: number, limit: number, finished: number): number;

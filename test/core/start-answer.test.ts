@@ -7,7 +7,15 @@
 // child-executions.ts's `mayStartElsewhere`).
 
 import { beforeAll, expect, it } from "vitest";
-import { ChildStartVerdict, QueuedRunVerdict, ScheduleFiringFact, ScheduleFiringVerdict, StartAnswer } from "../../assembly/abi.js";
+import {
+  ChildStartVerdict,
+  FiledStartFact,
+  FiledStartVerdict,
+  QueuedRunVerdict,
+  ScheduleFiringFact,
+  ScheduleFiringVerdict,
+  StartAnswer,
+} from "../../assembly/abi.js";
 import { ControlCore } from "../../host/core/control-core.js";
 import { loadCoreModule } from "../../host/core/load-core.js";
 import { PhronomyError, type PhronomyErrorCode } from "../../host/errors.js";
@@ -72,7 +80,23 @@ function childStepBefore(e: PhronomyError): ChildStartVerdict {
   return mayStartElsewhere ? ChildStartVerdict.StartAgainLater : ChildStartVerdict.ReadChild;
 }
 
-it("every error code, with every reason, is decided as the host's rules decided it, by all three verdicts", () => {
+function filedFateBefore(e: PhronomyError, leftFiled: boolean, admitted: boolean): FiledStartVerdict {
+  if (e.code === "INVALID_INPUT" && e.details?.["reason"] === "execution_exists") return FiledStartVerdict.Ran;
+  if (e.code === "RUNTIME_SHUTDOWN" || e.code === "CORE_FAILED" || leftFiled) return FiledStartVerdict.Left;
+  if (e.code === "STORE" || (e.code === "AGENT_BUSY" && e.details?.["reason"] === "lease_not_held")) return FiledStartVerdict.WriteFailed;
+  return e.code === "AGENT_BUSY" && admitted ? FiledStartVerdict.Ran : FiledStartVerdict.Refused;
+}
+
+/** The core's filed-start fate the way the host asks it: the read of
+ * "admitted here" only when the core asks for it. */
+function filedFate(answer: StartAnswer, leftFiled: boolean, admitted: boolean): number {
+  const facts = leftFiled ? FiledStartFact.LeftFiled : 0;
+  const first = core.filedStartVerdict(answer, facts);
+  if (first !== FiledStartVerdict.AskAdmitted) return first;
+  return core.filedStartVerdict(answer, facts | FiledStartFact.AdmittedRead | (admitted ? FiledStartFact.AdmittedHere : 0));
+}
+
+it("every error code, with every reason, is decided as the host's rules decided it, by all four verdicts", () => {
   const made = ScheduleFiringFact.Claimed | ScheduleFiringFact.DefinedHere;
   for (const code of EVERY_CODE) {
     for (const reason of REASONS) {
@@ -84,6 +108,13 @@ it("every error code, with every reason, is decided as the host's rules decided 
         leftPendingBefore(error) ? ScheduleFiringVerdict.LeavePending : ScheduleFiringVerdict.SettleRefused,
       );
       expect(core.childStartVerdict(answer, 0), named).toBe(childStepBefore(error));
+      for (const leftFiled of [false, true]) {
+        for (const admitted of [false, true]) {
+          expect(filedFate(answer, leftFiled, admitted), `${named} leftFiled ${leftFiled} admitted ${admitted}`).toBe(
+            filedFateBefore(error, leftFiled, admitted),
+          );
+        }
+      }
     }
   }
 });

@@ -7,6 +7,8 @@
 import {
   ChildFact,
   ChildStartVerdict,
+  FiledStartFact,
+  FiledStartVerdict,
   Limit,
   ReplaceFact,
   ReplaceVerdict,
@@ -123,6 +125,41 @@ export function childStartVerdictFor(answer: number, facts: number): ChildStartV
   };
   const followed = start === Answer.Started || start === Answer.Queued;
   return CHILD_READ_RULES.find((rule) => rule.when(read, followed))!.verdict;
+}
+
+// -- a start filed for this process (0031, 0057, 0062, 0096) ----------------------
+
+/** What the host knows of a filed start whose Run answered. */
+interface FiledRead {
+  readonly answer: Answer;
+  readonly leftFiled: boolean;
+  readonly admittedRead: boolean;
+  readonly admittedHere: boolean;
+}
+
+const busy = (f: FiledRead): boolean => f.answer === Answer.BusyByPolicy || f.answer === Answer.BusyHeld;
+
+const FILED_RULES: readonly { readonly when: (f: FiledRead) => boolean; readonly verdict: FiledStartVerdict }[] = [
+  { when: (f) => f.admittedHere && !f.admittedRead, verdict: FiledStartVerdict.None },
+  { when: (f) => f.admittedRead && !busy(f), verdict: FiledStartVerdict.None },
+  { when: (f) => [Answer.Started, Answer.Queued, Answer.ExecutionExists].includes(f.answer), verdict: FiledStartVerdict.Ran },
+  { when: (f) => f.admittedRead && f.leftFiled, verdict: FiledStartVerdict.None },
+  { when: (f) => f.answer === Answer.Stopping || f.answer === Answer.CoreFailed || f.leftFiled, verdict: FiledStartVerdict.Left },
+  { when: (f) => f.answer === Answer.StoreFailed || f.answer === Answer.LeaseNotHeld, verdict: FiledStartVerdict.WriteFailed },
+  { when: (f) => busy(f) && !f.admittedRead, verdict: FiledStartVerdict.AskAdmitted },
+  { when: (f) => busy(f) && f.admittedHere, verdict: FiledStartVerdict.Ran },
+  { when: () => true, verdict: FiledStartVerdict.Refused },
+];
+
+export function filedStartVerdictFor(answer: number, facts: number): FiledStartVerdict {
+  if (answer <= Answer.None || answer >= Answer.End || facts < 0 || facts >= FiledStartFact.End) return FiledStartVerdict.None;
+  const read: FiledRead = {
+    answer: answer as Answer,
+    leftFiled: (facts & FiledStartFact.LeftFiled) !== 0,
+    admittedRead: (facts & FiledStartFact.AdmittedRead) !== 0,
+    admittedHere: (facts & FiledStartFact.AdmittedHere) !== 0,
+  };
+  return FILED_RULES.find((rule) => rule.when(read))!.verdict;
 }
 
 // -- toolCallConcurrency -----------------------------------------------------------
