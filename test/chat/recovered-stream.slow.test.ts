@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 import type { UIMessageChunk } from "ai";
 import { describe, expect, it } from "vitest";
 import { chatRoutes, Phronomy, type ChatChunk } from "../../host/index.js";
-import { runUntilKilled } from "../support/killed-child.js";
+import { runUntilKilled } from "../support/child-process.js";
 import { streamOnlyModel } from "../support/stream-only-model.js";
 import { messageOf } from "../support/ui-stream.js";
 import { deferred, recordingLogger, temporaryStorePath } from "../runtime/helpers.js";

@@ -10,7 +10,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { Phronomy, type Environment } from "../../host/index.js";
-import { runUntilKilled } from "../support/killed-child.js";
+import { runUntilKilled } from "../support/child-process.js";
 import { defineAgents, modelLatencyMs, parentOutput } from "./child-agents-fixture.js";
 import { cleanUp, crashPaths, recordingLogger, within } from "./verify.js";
 

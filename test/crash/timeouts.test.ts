@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
 import { Phronomy, TimeoutError, type Environment } from "../../host/index.js";
-import { runUntilKilled } from "../support/killed-child.js";
+import { runUntilKilled } from "../support/child-process.js";
 import { cleanUp, crashPaths, recordingLogger, within } from "./verify.js";
 
 const here = dirname(fileURLToPath(import.meta.url));

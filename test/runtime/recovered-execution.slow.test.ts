@@ -8,7 +8,7 @@
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { Phronomy, type ExecutionEvent } from "../../host/index.js";
-import { runUntilKilled } from "../support/killed-child.js";
+import { runUntilKilled } from "../support/child-process.js";
 import { recordingLogger, scriptedModel, temporaryStorePath } from "./helpers.js";
 
 const childScript = fileURLToPath(new URL("./fixtures/recovery-child.ts", import.meta.url));
