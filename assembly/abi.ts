@@ -897,28 +897,48 @@ export const enum HeadOutcome {
   Refused = 6,
 }
 
-/** How the Run of a message taken from the durable queue failed before it
- * ran: the host's translation of the Run's error code, asked of
- * `queuedRunVerdict` (docs/decisions/0062, "A failed queued Run"). */
-export const enum QueuedRunFailure {
+/** How a start answered, as the host reads it (docs/decisions/0096): an
+ * execution id (queued or not), or its refusal's error code as a class.
+ * One class for every verdict over a start's answer — a message taken from
+ * the durable queue (`queuedRunVerdict`), a schedule's firing
+ * (`scheduleFiringVerdict`), a parent's child (`childStartVerdict`), a start
+ * filed for this process (`filedStartVerdict`) — so each reads the same
+ * facts and decides by its own rules. A translation only (`startAnswerOf`). */
+export const enum StartAnswer {
+  /** Not made yet. */
   None = 0,
-  /** `AGENT_BUSY`: refused for now; the message waits for whoever holds
-   * the conversation. */
-  NotNow = 1,
+  /** An execution id, its row not queued: run here, or filed for its owner. */
+  Started = 1,
+  /** An execution id whose row is queued behind a busy conversation. */
+  Queued = 2,
+  /** `RUNTIME_SHUTDOWN`: this process is closing. */
+  Stopping = 3,
   /** `STORE`: the store failed; whether it wrote anything is not known. */
-  StoreFailed = 2,
-  /** `CORE_FAILED`, `EXECUTION_REHYDRATION_REQUIRED`: the outcome is not
-   * known here; a recovery decides it. */
-  OutcomeUnknown = 3,
-  /** `RUNTIME_SHUTDOWN`: this process stops; the next one runs it. */
-  Stopping = 4,
-  /** Any other error: refused for good. */
-  RefusedForGood = 5,
-  /** `INVALID_INPUT` with reason "execution_exists": its id is another's
-   * already (a keyed start whose key's message or execution is there):
-   * the message under that id is not this Run's, and stays. */
-  ExecutionExists = 6,
-  End = 7,
+  StoreFailed = 4,
+  /** `OFFLOAD_FULL`, `CAPACITY`: a bound of this process was full. */
+  Full = 5,
+  /** `CORE_FAILED`: the core failed; a recovery decides the outcome. */
+  CoreFailed = 6,
+  /** `INTERNAL`, or a throw that is not a PhronomyError. */
+  Internal = 7,
+  /** `EXECUTION_REHYDRATION_REQUIRED`: a recovery must rehydrate its
+   * execution first. */
+  RehydrationRequired = 8,
+  /** `AGENT_BUSY` with no reason: the busy policy refused it (the
+   * conversation runs another execution here). */
+  BusyByPolicy = 9,
+  /** `AGENT_BUSY`, reason `lease_not_held`: another process holds the
+   * conversation (it runs there, or here once that lease ends). */
+  LeaseNotHeld = 10,
+  /** `AGENT_BUSY` with another reason (`recovery_required`: held for a
+   * recovery after a store failure). */
+  BusyHeld = 11,
+  /** `INVALID_INPUT`, reason `execution_exists`: its id is another's
+   * already (a keyed start whose key's message or execution is there). */
+  ExecutionExists = 12,
+  /** Any other error: `QUEUE_FULL`, `AGENT_CLOSED`, a bad input, … */
+  Refused = 13,
+  End = 14,
 }
 
 /** What becomes of a message taken from the durable queue whose Run
@@ -987,31 +1007,6 @@ export const enum ScheduleFiringFact {
   End = 4,
 }
 
-/** How the keyed start of a firing answered: the host's translation of
- * its execution id or its error code, for `scheduleFiringVerdict`. */
-export const enum ScheduleStartAnswer {
-  /** Not made yet. */
-  None = 0,
-  /** An execution id, its row not queued: run here, or filed for its owner. */
-  Started = 1,
-  /** An execution id whose row is queued behind a busy conversation. */
-  Queued = 2,
-  /** `RUNTIME_SHUTDOWN`: this process is closing. */
-  Stopping = 3,
-  /** `STORE`: the store failed; whether it wrote is not known. */
-  StoreFailed = 4,
-  /** `OFFLOAD_FULL`, `CAPACITY`: a bound of this process was full. */
-  Full = 5,
-  /** `CORE_FAILED`, `INTERNAL`, or a throw that is not a PhronomyError. */
-  OutcomeUnknown = 6,
-  /** `AGENT_BUSY` with a reason: the conversation's lease is in flux. */
-  BusyForNow = 7,
-  /** Any other error: the busy policy refused it (`AGENT_BUSY`),
-   * `QUEUE_FULL`, `AGENT_CLOSED`, a bad input. */
-  Refused = 8,
-  End = 9,
-}
-
 /** What becomes of a firing (`scheduleFiringVerdict`). */
 export const enum ScheduleFiringVerdict {
   /** Facts that cannot hold together. */
@@ -1030,6 +1025,80 @@ export const enum ScheduleFiringVerdict {
   SettleQueued = 5,
   /** Settle it: refused for good; the schedule moves on. */
   SettleRefused = 6,
+}
+
+/** What the host learned of a parent's child after its keyed start
+ * answered, for `childStartVerdict` (docs/decisions/0079, 0086, 0096).
+ * 0: nothing read yet. */
+export const enum ChildFact {
+  /** The child's row was read (or the read was tried: `Failed`). */
+  Read = 1,
+  /** The store has the child's row. */
+  Found = 2,
+  /** The child's row is terminal: it has an outcome to tell. */
+  Ended = 4,
+  /** Reading the child's row, or giving its outcome to the parent's
+   * wait, failed (a lost connection). */
+  Failed = 8,
+  End = 16,
+}
+
+/** The next step of a parent's child start (`childStartVerdict`). */
+export const enum ChildStartVerdict {
+  /** An answer or facts that cannot hold together. */
+  None = 0,
+  /** Nothing to do here: this process stops (the next one reinstalls the
+   * parent's wait and starts the child again). */
+  Drop = 1,
+  /** Make the keyed start again later, while the parent's row still waits
+   * on that wait: the refusal says nothing of whether the child starts. */
+  StartAgainLater = 2,
+  /** Read the child's row, then ask again with what it holds. */
+  ReadChild = 3,
+  /** Give the child's stored outcome to the parent's wait (a wait answered
+   * already refuses it). */
+  TellOutcome = 4,
+  /** Give the start's refusal to the parent's wait as the child's failure:
+   * no child execution exists whose end would be filed. */
+  TellRefusal = 5,
+  /** Leave it: the child runs, and its terminal commit files its end for
+   * the parent. */
+  Leave = 6,
+}
+
+/** What the host knows of a start filed for this process when its Run
+ * answered, for `filedStartVerdict` (docs/decisions/0031, 0062, 0096). */
+export const enum FiledStartFact {
+  /** The core's last `Admit` verdict on it was `LeaveFiled`: another
+   * process holds the conversation. */
+  LeftFiled = 1,
+  /** The host read whether this process admitted the start's execution id
+   * (asked by `AskAdmitted`). */
+  AdmittedRead = 2,
+  /** This process admitted that execution id (its key started here
+   * meanwhile): the busy refusal was by the start itself. */
+  AdmittedHere = 4,
+  End = 8,
+}
+
+/** A filed start's fate in the inbox (`filedStartVerdict`). */
+export const enum FiledStartVerdict {
+  /** An answer or facts that cannot hold together. */
+  None = 0,
+  /** It runs, or ran (admitted under its id already): the claim is settled. */
+  Ran = 1,
+  /** Left claimed for the next owner, or the process that holds the
+   * conversation: not refused. */
+  Left = 2,
+  /** The store failed the write, or refused it for this process's lease:
+   * tried again while this process holds the partition at the claim's
+   * epoch (I/O, the store's answer). */
+  WriteFailed = 3,
+  /** Read whether this process admitted its execution id, then ask again
+   * with `AdmittedRead`. */
+  AskAdmitted = 4,
+  /** Refused for good: the refusal is recorded. */
+  Refused = 5,
 }
 
 /** What `toolCallsToStart` answers besides a count (docs/decisions/0087). */

@@ -27,6 +27,8 @@ import {
 } from "./decisions/conversation";
 import { byIdVerdictOf } from "./decisions/by-id";
 import { queuedRunVerdictOf } from "./decisions/queued-run";
+import { childStartVerdictOf } from "./decisions/child-start";
+import { filedStartVerdictOf } from "./decisions/filed-start";
 import { scheduleClaimVerdictOf, scheduleFiringVerdictOf } from "./decisions/schedule";
 import { toolCallsToStartOf } from "./decisions/tool-calls";
 import { replaceVerdictOf } from "./decisions/replace-from";
@@ -180,10 +182,21 @@ export function byIdVerdict(source: u32, facts: u32): u32 {
   return byIdVerdictOf(source, facts);
 }
 /** What becomes of a message taken from the durable queue whose Run
- * failed before it ran (`QueuedRunFailure`), as a pure function: a
+ * failed before it ran (its `StartAnswer`), as a pure function: a
  * `QueuedRunVerdict` the host carries out. */
-export function queuedRunVerdict(failure: u32): u32 {
-  return queuedRunVerdictOf(failure);
+export function queuedRunVerdict(answer: u32): u32 {
+  return queuedRunVerdictOf(answer);
+}
+/** The next step of a parent's child start (its `StartAnswer`, `ChildFact`
+ * bits read since): a `ChildStartVerdict` (docs/decisions/0096). */
+export function childStartVerdict(answer: u32, facts: u32): u32 {
+  return childStartVerdictOf(answer, facts);
+}
+/** A start filed for this process: its fate in the inbox once its Run
+ * answered (its `StartAnswer`, `FiledStartFact` bits): a
+ * `FiledStartVerdict` (docs/decisions/0096). */
+export function filedStartVerdict(answer: u32, facts: u32): u32 {
+  return filedStartVerdictOf(answer, facts);
 }
 /** Which slot a schedule row fires (`ScheduleFact` bits): a
  * `ScheduleClaimVerdict` the host computes the times of (docs/decisions/0087). */
@@ -191,7 +204,7 @@ export function scheduleClaimVerdict(facts: u32): u32 {
   return scheduleClaimVerdictOf(facts);
 }
 /** What becomes of a firing (`ScheduleFiringFact` bits, a
- * `ScheduleStartAnswer`): a `ScheduleFiringVerdict` (docs/decisions/0087). */
+ * `StartAnswer`): a `ScheduleFiringVerdict` (docs/decisions/0087). */
 export function scheduleFiringVerdict(facts: u32, answer: u32): u32 {
   return scheduleFiringVerdictOf(facts, answer);
 }

@@ -19,7 +19,7 @@
 //   pending; any other refusal settles it, and the schedule moves on.
 
 import {
-  ScheduleClaimVerdict, ScheduleFact, ScheduleFiringFact, ScheduleFiringVerdict, ScheduleStartAnswer,
+  ScheduleClaimVerdict, ScheduleFact, ScheduleFiringFact, ScheduleFiringVerdict, StartAnswer,
 } from "../abi";
 
 /** The claim of a row read by the sweep or by "run now". `None` for facts
@@ -43,10 +43,10 @@ export function scheduleClaimVerdictOf(facts: u32): u32 {
  * start, or settle it by the start's answer. `None` for facts or an
  * answer out of range, or an answer without a start made here. */
 export function scheduleFiringVerdictOf(facts: u32, answer: u32): u32 {
-  if (facts >= <u32>ScheduleFiringFact.End || answer >= <u32>ScheduleStartAnswer.End) return ScheduleFiringVerdict.None;
+  if (facts >= <u32>ScheduleFiringFact.End || answer >= <u32>StartAnswer.End) return ScheduleFiringVerdict.None;
   const claimed = has(facts, ScheduleFiringFact.Claimed);
   const here = has(facts, ScheduleFiringFact.DefinedHere);
-  if (answer != ScheduleStartAnswer.None && (!claimed || !here)) return ScheduleFiringVerdict.None;
+  if (answer != StartAnswer.None && (!claimed || !here)) return ScheduleFiringVerdict.None;
   if (!claimed) return ScheduleFiringVerdict.Skip;
   if (!here) return ScheduleFiringVerdict.LeavePending;
   return answerVerdict(answer);
@@ -56,13 +56,22 @@ export function scheduleFiringVerdictOf(facts: u32, answer: u32): u32 {
 
 function answerVerdict(answer: u32): u32 {
   switch (answer) {
-    case ScheduleStartAnswer.None: return ScheduleFiringVerdict.Start;
-    case ScheduleStartAnswer.Started: return ScheduleFiringVerdict.SettleStarted;
-    case ScheduleStartAnswer.Queued: return ScheduleFiringVerdict.SettleQueued;
-    case ScheduleStartAnswer.Refused: return ScheduleFiringVerdict.SettleRefused;
-    // Stopping, StoreFailed, Full, OutcomeUnknown, BusyForNow: a later
-    // claim of the same firing may not meet it.
-    default: return ScheduleFiringVerdict.LeavePending;
+    case StartAnswer.None: return ScheduleFiringVerdict.Start;
+    case StartAnswer.Started: return ScheduleFiringVerdict.SettleStarted;
+    case StartAnswer.Queued: return ScheduleFiringVerdict.SettleQueued;
+    // Stopping, StoreFailed, Full, CoreFailed, Internal, a lease in flux
+    // (LeaseNotHeld, BusyHeld): a later claim of the same firing may not
+    // meet it.
+    case StartAnswer.Stopping:
+    case StartAnswer.StoreFailed:
+    case StartAnswer.Full:
+    case StartAnswer.CoreFailed:
+    case StartAnswer.Internal:
+    case StartAnswer.LeaseNotHeld:
+    case StartAnswer.BusyHeld:
+      return ScheduleFiringVerdict.LeavePending;
+    // The busy policy, a rehydration, an id taken, any other refusal.
+    default: return ScheduleFiringVerdict.SettleRefused;
   }
 }
 

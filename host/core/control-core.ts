@@ -252,10 +252,24 @@ export class ControlCore implements ControlMachine {
   }
 
   /** What becomes of a message taken from the durable queue whose Run
-   * failed before it ran (`QueuedRunFailure`): a `QueuedRunVerdict`; 0 for
-   * an unknown class. */
-  queuedRunVerdict(failure: number): number {
-    return this.exports.queuedRunVerdict(failure);
+   * failed before it ran (its `StartAnswer`): a `QueuedRunVerdict`; 0 for
+   * an answer that is not a failure. */
+  queuedRunVerdict(answer: number): number {
+    return this.exports.queuedRunVerdict(answer);
+  }
+
+  /** The next step of a parent's child start (its `StartAnswer`, the
+   * `ChildFact` bits read since; 0 before a read): a `ChildStartVerdict`;
+   * 0 for an answer or facts that cannot hold together. */
+  childStartVerdict(answer: number, facts: number): number {
+    return this.exports.childStartVerdict(answer, facts);
+  }
+
+  /** A start filed for this process: its fate in the inbox (its
+   * `StartAnswer`, `FiledStartFact` bits): a `FiledStartVerdict`; 0 for an
+   * answer or facts that cannot hold together. */
+  filedStartVerdict(answer: number, facts: number): number {
+    return this.exports.filedStartVerdict(answer, facts);
   }
 
   /** Which slot a schedule row fires (`ScheduleFact` bits): a
@@ -265,7 +279,7 @@ export class ControlCore implements ControlMachine {
   }
 
   /** What becomes of a firing (`ScheduleFiringFact` bits, a
-   * `ScheduleStartAnswer`): a `ScheduleFiringVerdict`; 0 when out of range. */
+   * `StartAnswer`): a `ScheduleFiringVerdict`; 0 when out of range. */
   scheduleFiringVerdict(facts: number, answer: number): number {
     return this.exports.scheduleFiringVerdict(facts, answer);
   }

@@ -25,7 +25,9 @@ export interface CoreExports {
   conversationTransition(phase: number, event: number): number;
   admissionVerdict(phase: number, source: number, policy: number, situation: number): number;
   byIdVerdict(source: number, facts: number): number;
-  queuedRunVerdict(failure: number): number;
+  queuedRunVerdict(answer: number): number;
+  childStartVerdict(answer: number, facts: number): number;
+  filedStartVerdict(answer: number, facts: number): number;
   scheduleClaimVerdict(facts: number): number;
   scheduleFiringVerdict(facts: number, answer: number): number;
   toolCallsToStart(calls: number, started: number, settled: number, limit: number, finished: number): number;

@@ -8,27 +8,26 @@
 // there (running, or ended and filed). The child's end reaches the parent
 // through the approval inbox, filed by the child's terminal commit.
 //
-// The one thing done here besides the start: a child that could not be
-// started at all (its definition not defined here, its conversation busy
-// with another execution, closed) leaves no execution whose end could be
-// filed, so its refusal is given to the parent's wait as the child's
-// failure, through the parent's resume path (the core decides it). Two
-// refusals say nothing of whether the child starts, and are never told as
-// a failure: another process holds the child's conversation (two processes
-// may both start a parent's child, around a recovery: its end answers the
-// parent from there, or its lease ends and the start made again here runs
-// it), or the store failed the start (a lost connection: the start may have
-// landed). Then, as when the read that would tell the parent fails, the
-// start is made again `childStartRetryMs` later while the parent's row
-// still waits on that wait (docs/decisions/0086: the whole-host simulation
-// found a parent left waiting for good, and parents told "failed" while
-// their child ran). A keyed start that finds its child ended already tells
-// the parent its outcome again; a wait answered already refuses it.
+// What comes of the start is the core's (`childStartVerdict`, docs/decisions
+// 0096): the host translates the start's answer (`startAnswerOf`) and what
+// it read of the child's row into facts, and carries the verdict out. A
+// child that could not be started at all (its definition not defined here,
+// its conversation busy with another execution, closed) leaves no execution
+// whose end could be filed, so its refusal is given to the parent's wait as
+// the child's failure, through the parent's resume path. Two refusals say
+// nothing of whether the child starts and are made again
+// `childStartRetryMs` later while the parent's row still waits on that
+// wait: another process holds the child's conversation, or the store
+// failed the start (docs/decisions/0086). A keyed start that finds its
+// child ended already tells the parent its outcome again; a wait answered
+// already refuses it.
 
+import { ChildFact, ChildStartVerdict, StartAnswer } from "../../assembly/abi.js";
+import type { ControlCore } from "../core/control-core.js";
 import { PhronomyError } from "../errors.js";
 import type { ExecutionStore } from "../store/store.js";
+import type { ExecutionRow, Json } from "../store/records.js";
 import { childOutcomeOf } from "../store/child-filings.js";
-import type { Json } from "../store/records.js";
 import { Agent, type AgentHost } from "./agent.js";
 import { childStartKey } from "./child-waits.js";
 import type { Conversations } from "./conversations.js";
@@ -36,12 +35,14 @@ import type { ApprovalRequest, ChildWait } from "./events.js";
 import type { Logger } from "./options.js";
 import type { ExecutionEntry } from "./requests.js";
 import { asPhronomyError } from "./session.js";
+import { startAnswerOf } from "./start-answer.js";
 
 /** What starting children needs of the environment (environment.ts wires it). */
 export interface ChildHost {
   readonly conversations: Conversations;
   readonly agents: AgentHost;
   readonly store: ExecutionStore;
+  readonly core: Pick<ControlCore, "childStartVerdict">;
   readonly logger: Logger;
   closed(): boolean;
 }
@@ -66,7 +67,7 @@ export class ChildExecutions {
         `the child agent definition "${child.definition}" is not defined in this process; define it (env.agent({ name: "${child.definition}", … })) before the agent whose tool it is`,
         { executionId: child.executionId, agentId: child.conversationId, details: { reason: "agent_not_defined", definition: child.definition } },
       );
-      return void this.notStarted(entry, request, child, error);
+      return void this.answered(entry, request, child, startAnswerOf(error), error);
     }
     const agent = new Agent({ environment: this.host.agents, kind, ready: Promise.resolve() }, child.conversationId);
     // The child runs under its parent's timeout, or its own when shorter.
@@ -78,51 +79,67 @@ export class ChildExecutions {
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     });
     run.executionId.then(
-      () => this.followed(entry, request, child),
-      (error: unknown) => this.notStarted(entry, request, child, asPhronomyError(error, "INTERNAL")),
+      () => this.answered(entry, request, child, StartAnswer.Started, undefined),
+      (error: unknown) => this.answered(entry, request, child, startAnswerOf(error), asPhronomyError(error, "INTERNAL")),
     );
     // The child's end goes to the parent through the inbox, not through this Run.
     run.result.catch(() => undefined);
   }
 
-  /** The child was refused before it was admitted: unless it exists after
-   * all (started elsewhere, or by an earlier start), its refusal is its
-   * failure, given to the parent's wait. */
-  private async notStarted(entry: ExecutionEntry, request: ApprovalRequest, child: ChildWait, error: PhronomyError): Promise<void> {
-    if (this.host.closed() || error.code === "RUNTIME_SHUTDOWN") return;
-    if (mayStartElsewhere(error)) return void this.startAgainLater(entry, request);
+  /** The keyed start answered (an execution id, or its refusal): the
+   * core says what comes next, from the answer and then from what the
+   * child's row holds. A child found ended (its end filed for a wait whose
+   * answer was claimed, and lost with a commit whose outcome is unknown) is
+   * told to the parent again — a wait answered already refuses it
+   * (docs/decisions/0086, seed 2380454721). */
+  private async answered(
+    entry: ExecutionEntry,
+    request: ApprovalRequest,
+    child: ChildWait,
+    answer: StartAnswer,
+    error: PhronomyError | undefined,
+  ): Promise<void> {
+    if (this.host.closed()) return;
+    const first = this.verdictOf(answer, 0);
+    if (first === ChildStartVerdict.StartAgainLater) return void this.startAgainLater(entry, request);
+    if (first !== ChildStartVerdict.ReadChild) return;
+    let facts: number = ChildFact.Read;
     try {
       const row = await this.host.store.getExecution(child.executionId);
-      if (row !== undefined && row.status !== "terminal") return;
-      const outcome =
-        row === undefined
-          ? childOutcomeOf(child.executionId, "failed", null, error.toRecord())
-          : childOutcomeOf(child.executionId, row.outcome ?? "failed", row.output, row.error);
-      await this.tellParent(entry, request, child, outcome);
+      if (row !== undefined) facts |= ChildFact.Found | (row.status === "terminal" ? ChildFact.Ended : 0);
+      const verdict = this.verdictOf(answer, facts);
+      if (verdict === ChildStartVerdict.TellOutcome) await this.tellParent(entry, request, child, outcomeOf(row as ExecutionRow));
+      if (verdict === ChildStartVerdict.TellRefusal)
+        await this.tellParent(entry, request, child, childOutcomeOf(child.executionId, "failed", null, (error as PhronomyError).toRecord()));
     } catch (failure) {
-      this.host.logger.warn(
-        `[phronomy] child execution ${child.executionId} of ${entry.executionId} could not be started (${error.message}), and telling its parent failed: ${failure instanceof Error ? failure.message : String(failure)}; started again in ${childStartRetryMs} ms`,
-      );
-      this.startAgainLater(entry, request);
+      this.failed(entry, request, child, answer, facts | ChildFact.Failed, error, failure);
     }
   }
 
-  /** The keyed start found its child: one that has ended already (its end
-   * filed for a wait whose answer was claimed, and lost with a commit whose
-   * outcome is unknown) is told to the parent again now — a wait answered
-   * already refuses it in the core (docs/decisions/0086; the whole-host
-   * simulation found a parent left waiting for good, seed 2380454721). */
-  private async followed(entry: ExecutionEntry, request: ApprovalRequest, child: ChildWait): Promise<void> {
-    if (this.host.closed()) return;
-    try {
-      const row = await this.host.store.getExecution(child.executionId);
-      if (row?.status !== "terminal") return;
-      await this.tellParent(entry, request, child, childOutcomeOf(child.executionId, row.outcome ?? "failed", row.output, row.error));
-    } catch (failure) {
-      this.host.logger.debug?.(
-        `[phronomy] reading child ${child.executionId} of ${entry.executionId} failed: ${failure instanceof Error ? failure.message : String(failure)}`,
-      );
+  /** Reading the child's row or telling the parent failed: the core says
+   * whether the start is made again (a refused one) or left (a followed
+   * one, whose end files itself). */
+  private failed(
+    entry: ExecutionEntry,
+    request: ApprovalRequest,
+    child: ChildWait,
+    answer: StartAnswer,
+    facts: number,
+    error: PhronomyError | undefined,
+    failure: unknown,
+  ): void {
+    const reason = failure instanceof Error ? failure.message : String(failure);
+    if (this.verdictOf(answer, facts) !== ChildStartVerdict.StartAgainLater) {
+      return void this.host.logger.debug?.(`[phronomy] reading child ${child.executionId} of ${entry.executionId} failed: ${reason}`);
     }
+    this.host.logger.warn(
+      `[phronomy] child execution ${child.executionId} of ${entry.executionId} could not be started (${error?.message ?? "refused"}), and telling its parent failed: ${reason}; started again in ${childStartRetryMs} ms`,
+    );
+    this.startAgainLater(entry, request);
+  }
+
+  private verdictOf(answer: StartAnswer, facts: number): ChildStartVerdict {
+    return this.host.core.childStartVerdict(answer, facts) as ChildStartVerdict;
   }
 
   /** Gives the child's outcome to the parent's wait, through the parent's
@@ -156,10 +173,7 @@ export class ChildExecutions {
   }
 }
 
-/** A refusal that says nothing of whether the child starts: another process
- * holds its conversation (it runs there, or here once that lease ends), or
- * the store failed the start (it may have landed, or another process's may:
- * seed 256092519). The start is made again; the child is not failed. */
-function mayStartElsewhere(error: PhronomyError): boolean {
-  return (error.code === "AGENT_BUSY" && error.details?.["reason"] === "lease_not_held") || error.code === "STORE";
+/** The outcome a child's ended row gives its parent. */
+function outcomeOf(row: ExecutionRow): ReturnType<typeof childOutcomeOf> {
+  return childOutcomeOf(row.executionId, row.outcome ?? "failed", row.output, row.error);
 }

@@ -143,7 +143,7 @@ export class Environment {
       placeById: (source, agentId, here) => this.placeById(source, agentId, here),
     });
     coordinator.onEventWait = (request) => this.signals.suspended(request);
-    this.children = new ChildExecutions({ ...parts, agents: this, logger: coordinator.settings.logger });
+    this.children = new ChildExecutions({ ...parts, core, agents: this, logger: coordinator.settings.logger });
     coordinator.onChildWait = (entry) => this.children.waitingOn(entry);
     // Stopped in this order once drained: the due sweep, the schedules, the followers, the inbox, the pruner.
     const dueSweep = { close: async () => this.dueSweep?.close() };

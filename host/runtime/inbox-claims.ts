@@ -179,7 +179,10 @@ export class InboxClaims {
     if (startTiming.enabled) void run.result.finally(() => startTiming.mark(claim.executionId, "ended")).catch(() => undefined);
     return run.executionId.then(
       () => ran,
-      (error: unknown) => fateOfRefused(asPhronomyError(error, "INTERNAL"), filed.verdict, () => this.host.agents.admittedAs(claim.executionId)),
+      (error: unknown) =>
+        fateOfRefused(this.host.coordinator.settings.core, asPhronomyError(error, "INTERNAL"), filed.verdict, () =>
+          this.host.agents.admittedAs(claim.executionId),
+        ),
     );
   }
 }

@@ -16,7 +16,8 @@ import { storedStartInput } from "./start-input.js";
 import { heldElsewhere, messageWritten, tellIfHeldElsewhere } from "./queue-head.js";
 import { placeBySeq } from "./queue-order.js";
 import type { QueuedItem, QueueState } from "./queue-state.js";
-import { optionsOf, queuedRunFailureOf } from "./queue-words.js";
+import { optionsOf } from "./queue-words.js";
+import { startAnswerOf } from "./start-answer.js";
 
 /** After the agent's executions were recovered (and when the store knows
  * of messages ahead of a new one): its durable queue is read and merged,
@@ -129,7 +130,7 @@ function restoredItem(queues: QueueState, agent: AgentEntry, message: QueuedMess
 }
 
 /** A message taken from the queue that fails before it ran is written
- * terminal with its error when the core's verdict on the failure's class
+ * terminal with its error when the core's verdict on the start's answer
  * says so (`queuedRunVerdict`: refused for good); else it stays queued in
  * the store. Once it ran, its execution row exists and this writes
  * nothing. */
@@ -141,7 +142,7 @@ export function cancelDurablyOnFailure(queues: QueueState, item: QueuedItem): vo
     // elsewhere: the message is this process's own waiter's to write.
     if (waiter !== item.waiter) return;
     if (item.state === "cancelled" || queues.items.has(item.executionId)) return;
-    const verdict = queues.settings.core.queuedRunVerdict(queuedRunFailureOf(failure)) as QueuedRunVerdict;
+    const verdict = queues.settings.core.queuedRunVerdict(startAnswerOf(failure)) as QueuedRunVerdict;
     if (verdict !== QueuedRunVerdict.WriteTerminal) return;
     void queues
       .store()

@@ -1,11 +1,11 @@
 // Small pure words of the conversation queues (conversation-queue.ts):
 // a start's busy policy, the errors a queued message's Run is given, the
-// store's answer to a head's preparation as the core is told it, how a
-// queued message's Run failed as the core is asked it, and the start
-// options a stored message keeps.
+// store's answer to a head's preparation as the core is told it, and the
+// start options a stored message keeps. (How a queued message's Run failed,
+// as the core is asked it, is `startAnswerOf`: start-answer.ts.)
 
 import { startCallSettingsOf } from "./start-call-settings.js";
-import { HeadOutcome, QueuedRunFailure, type ResultCode } from "../../assembly/abi.js";
+import { HeadOutcome, type ResultCode } from "../../assembly/abi.js";
 import { CancellationError, InvalidInputError, type PhronomyError } from "../errors.js";
 import type { Json } from "../store/records.js";
 import { errorForCode, isExecutionExists } from "./error-codes.js";
@@ -43,31 +43,6 @@ export function storeAnswerOf(error: PhronomyError): HeadOutcome {
   if (error.code === "STORE") return HeadOutcome.StoreFailed;
   if (error.code === "AGENT_BUSY" && error.details?.["reason"] === "lease_not_held") return HeadOutcome.NotNow;
   return HeadOutcome.Refused;
-}
-
-/** How the Run of a message taken from the durable queue failed before it
- * ran, for `queuedRunVerdict`: refused for now (`AGENT_BUSY`, whatever its
- * reason), the store failed (`STORE`), the outcome not known here (the
- * core failed, or a recovery must rehydrate its execution), the process
- * stopping, refused because its id is taken already (`INVALID_INPUT`
- * "execution_exists": a keyed enqueue of a key queued or run before), or
- * refused for good (any other error). A translation only:
- * whether the message stays queued is the core's. */
-export function queuedRunFailureOf(error: PhronomyError): QueuedRunFailure {
-  if (isExecutionExists(error)) return QueuedRunFailure.ExecutionExists;
-  switch (error.code) {
-    case "AGENT_BUSY":
-      return QueuedRunFailure.NotNow;
-    case "STORE":
-      return QueuedRunFailure.StoreFailed;
-    case "CORE_FAILED":
-    case "EXECUTION_REHYDRATION_REQUIRED":
-      return QueuedRunFailure.OutcomeUnknown;
-    case "RUNTIME_SHUTDOWN":
-      return QueuedRunFailure.Stopping;
-    default:
-      return QueuedRunFailure.RefusedForGood;
-  }
 }
 
 export function cancellation(executionId: string, agentId: string | undefined, reason: string | undefined): CancellationError {

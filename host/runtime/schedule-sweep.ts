@@ -29,13 +29,14 @@
 // * Nothing here throws into a timer: a failed pass is logged and the
 //   timer armed again after `sweepFailureBackoffMs`.
 
-import { ScheduleClaimVerdict, ScheduleFiringFact, ScheduleFiringVerdict, ScheduleStartAnswer } from "../../assembly/abi.js";
+import { ScheduleClaimVerdict, ScheduleFiringFact, ScheduleFiringVerdict, StartAnswer } from "../../assembly/abi.js";
 import type { ControlCore } from "../core/control-core.js";
 import { PhronomyError } from "../errors.js";
 import { scheduleClaimBatchMax, type ScheduleClaim, type ScheduleRow, type ScheduleScope, type ScheduleStore } from "../store/schedule-records.js";
 import type { Logger } from "./options.js";
 import type { Run } from "./run.js";
 import { claimOf, scheduleFactsOf } from "./schedule-slots.js";
+import { startAnswerOf } from "./start-answer.js";
 
 /** The longest the timer sleeps while nothing is due nearer: a schedule
  * made by another process (PostgreSQL) is seen within it. One indexed read
@@ -217,24 +218,24 @@ export class ScheduleSweep {
   private fireIfClaimed(claim: ScheduleClaim, claimed: readonly ScheduleRow[]): void {
     const row = claimed.find((candidate) => candidate.scheduleId === claim.scheduleId);
     const facts = row === undefined ? 0 : ScheduleFiringFact.Claimed;
-    if (this.host.core.scheduleFiringVerdict(facts, ScheduleStartAnswer.None) === ScheduleFiringVerdict.Skip) return;
+    if (this.host.core.scheduleFiringVerdict(facts, StartAnswer.None) === ScheduleFiringVerdict.Skip) return;
     void this.fireClaimed(row as ScheduleRow);
   }
 
   private async fire(row: ScheduleRow): Promise<void> {
     const slotAt = row.firingSlotAt as number;
     const facts = ScheduleFiringFact.Claimed | (this.host.defines(row) ? ScheduleFiringFact.DefinedHere : 0);
-    if (this.verdictOf(facts, ScheduleStartAnswer.None) !== ScheduleFiringVerdict.Start) return;
+    if (this.verdictOf(facts, StartAnswer.None) !== ScheduleFiringVerdict.Start) return;
     const run = this.host.start(row, scheduledStartKey(row.scheduleId, slotAt));
     if (run === undefined) return;
     run.result.catch(() => undefined);
     let executionId: string | undefined;
-    let answer: ScheduleStartAnswer;
+    let answer: StartAnswer;
     let refusal: unknown;
     try {
       executionId = await run.executionId;
       const status = await this.host.statusOf(executionId).catch(() => undefined);
-      answer = status === "queued" ? ScheduleStartAnswer.Queued : ScheduleStartAnswer.Started;
+      answer = status === "queued" ? StartAnswer.Queued : StartAnswer.Started;
     } catch (error) {
       refusal = error;
       answer = startAnswerOf(error);
@@ -247,30 +248,8 @@ export class ScheduleSweep {
     await this.host.store.settleScheduleFiring({ scheduleId: row.scheduleId, firingSlotAt: slotAt, outcome, executionId, error, at: this.clock() });
   }
 
-  private verdictOf(facts: number, answer: ScheduleStartAnswer): ScheduleFiringVerdict {
+  private verdictOf(facts: number, answer: StartAnswer): ScheduleFiringVerdict {
     return this.host.core.scheduleFiringVerdict(facts, answer) as ScheduleFiringVerdict;
-  }
-}
-
-/** How a firing's start was refused, for the core: a translation of its
- * code only (whether the firing stays pending is the core's). */
-export function startAnswerOf(error: unknown): ScheduleStartAnswer {
-  if (!(error instanceof PhronomyError)) return ScheduleStartAnswer.OutcomeUnknown;
-  switch (error.code) {
-    case "RUNTIME_SHUTDOWN":
-      return ScheduleStartAnswer.Stopping;
-    case "STORE":
-      return ScheduleStartAnswer.StoreFailed;
-    case "OFFLOAD_FULL":
-    case "CAPACITY":
-      return ScheduleStartAnswer.Full;
-    case "CORE_FAILED":
-    case "INTERNAL":
-      return ScheduleStartAnswer.OutcomeUnknown;
-    case "AGENT_BUSY":
-      return error.details?.["reason"] !== undefined ? ScheduleStartAnswer.BusyForNow : ScheduleStartAnswer.Refused;
-    default:
-      return ScheduleStartAnswer.Refused;
   }
 }
 

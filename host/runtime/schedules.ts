@@ -14,7 +14,7 @@
 //   takes a share of the partitions (not a visitor, not `balance: false`).
 
 import { randomUUID } from "node:crypto";
-import { ScheduleClaimVerdict, ScheduleFiringFact, ScheduleFiringVerdict, ScheduleStartAnswer } from "../../assembly/abi.js";
+import { ScheduleClaimVerdict, ScheduleFiringFact, ScheduleFiringVerdict, StartAnswer } from "../../assembly/abi.js";
 import { InvalidInputError, PhronomyError, StoreError } from "../errors.js";
 import { capabilitiesOf } from "../store/capabilities.js";
 import type { Json } from "../store/records.js";
@@ -142,7 +142,7 @@ export class Scheduling {
       throw new InvalidInputError(`${what}: schedule ${scheduleId} is firing now; wait for it`, { details: { scheduleId, state: "firing" } });
     const [claimed] = await store.claimSchedules([claim]);
     const facts = claimed === undefined ? 0 : ScheduleFiringFact.Claimed;
-    if (claimed === undefined || this.host.core.scheduleFiringVerdict(facts, ScheduleStartAnswer.None) === ScheduleFiringVerdict.Skip)
+    if (claimed === undefined || this.host.core.scheduleFiringVerdict(facts, StartAnswer.None) === ScheduleFiringVerdict.Skip)
       throw new InvalidInputError(`${what}: schedule ${scheduleId} changed meanwhile (fired or cancelled); read it again`, { details: { scheduleId } });
     if (this.sweep === undefined) {
       // A process that fires nothing: the firing is due now for one that does.

@@ -7,40 +7,20 @@
 // at once and then each delta as the model sends it, not the whole answer
 // in one piece when it is recorded.
 
-import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { UIMessageChunk } from "ai";
 import { describe, expect, it } from "vitest";
 import { chatRoutes, Phronomy, type ChatChunk } from "../../host/index.js";
-import { childNodeFlags } from "../support/node-flags.js";
+import { runUntilKilled } from "../support/child-process.js";
 import { streamOnlyModel } from "../support/stream-only-model.js";
 import { messageOf } from "../support/ui-stream.js";
 import { deferred, recordingLogger, temporaryStorePath } from "../runtime/helpers.js";
 
 const childScript = fileURLToPath(new URL("./fixtures/chat-crash-child.ts", import.meta.url));
-const repositoryRoot = fileURLToPath(new URL("../..", import.meta.url));
 
 /** Runs the child on `store` until it kills itself; the answer it left. */
-function crashedAnswer(store: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...childNodeFlags, "--import", "tsx", childScript, store], {
-      cwd: repositoryRoot,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (piece: string) => {
-      stdout += piece;
-    });
-    child.stderr.setEncoding("utf8").on("data", (piece: string) => {
-      stderr += piece;
-    });
-    child.on("error", reject);
-    child.on("close", (code, signal) => {
-      if (signal !== "SIGKILL") return reject(new Error(`the child ended with code ${code} and signal ${signal}: ${stderr}`));
-      resolve((JSON.parse(stdout.trim()) as { executionId: string }).executionId);
-    });
-  });
+async function crashedAnswer(store: string): Promise<string> {
+  return (await runUntilKilled<{ executionId: string }>(childScript, [store])).executionId;
 }
 
 /** The UI chunks of a server-sent event response, one by one. */

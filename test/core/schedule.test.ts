@@ -10,12 +10,12 @@ import {
   ScheduleFact as Fact,
   ScheduleFiringFact as FiringFact,
   ScheduleFiringVerdict as Firing,
-  ScheduleStartAnswer as Answer,
+  StartAnswer as Answer,
 } from "../../assembly/abi.js";
 import { ControlCore } from "../../host/core/control-core.js";
 import { loadCoreModule } from "../../host/core/load-core.js";
 import { AgentBusyError, PhronomyError } from "../../host/errors.js";
-import { startAnswerOf } from "../../host/runtime/schedule-sweep.js";
+import { startAnswerOf } from "../../host/runtime/start-answer.js";
 import { scheduleClaimVerdictFor, scheduleFiringVerdictFor } from "../model/reference-queries.js";
 
 let core: ControlCore;
@@ -61,6 +61,7 @@ it("a claim the store did not apply starts nothing; a start's refusal settles th
   expect(core.scheduleFiringVerdict(FiringFact.Claimed, Answer.Started)).toBe(Firing.None);
   const verdictOf = (error: unknown): Firing => core.scheduleFiringVerdict(made, startAnswerOf(error)) as Firing;
   expect(verdictOf(new AgentBusyError("support:1"))).toBe(Firing.SettleRefused);
+  expect(verdictOf(AgentBusyError.heldForRecovery("support:1"))).toBe(Firing.LeavePending);
   expect(verdictOf(new PhronomyError("QUEUE_FULL", "full"))).toBe(Firing.SettleRefused);
   expect(verdictOf(new PhronomyError("AGENT_CLOSED", "closed"))).toBe(Firing.SettleRefused);
   expect(verdictOf(new PhronomyError("AGENT_BUSY", "lease", { details: { reason: "lease_not_held" } }))).toBe(Firing.LeavePending);

@@ -6,12 +6,11 @@
 // both: every parent completes once with its child's output, each with
 // exactly one child, resumed by exactly one decision.
 
-import { spawn } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { Phronomy, type Environment } from "../../host/index.js";
-import { childNodeFlags } from "../support/node-flags.js";
+import { runUntilKilled } from "../support/child-process.js";
 import { defineAgents, modelLatencyMs, parentOutput } from "./child-agents-fixture.js";
 import { cleanUp, crashPaths, recordingLogger, within } from "./verify.js";
 
@@ -24,32 +23,9 @@ afterEach(async () => {
 });
 
 /** Runs the child to its SIGKILL; returns the parents it started. */
-function startAndKill(store: string, parents: number, point: string, extraMs: number): Promise<string[]> {
-  const child = spawn(
-    process.execPath,
-    [...childNodeFlags, "--import", "tsx", join(here, "child-agents-process.ts"), store, String(parents), point, String(extraMs)],
-    {
-      cwd: join(here, "..", ".."),
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  let stdout = "";
-  let stderr = "";
-  child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-    stdout += chunk;
-  });
-  child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
-    stderr += chunk;
-  });
-  return new Promise((resolve, reject) => {
-    child.on("error", reject);
-    child.on("close", (code, signal) => {
-      const line = stdout.split("\n").find((text) => text.startsWith("{"));
-      if (signal !== "SIGKILL" || line === undefined)
-        return reject(new Error(`the child ended with code ${String(code)}, signal ${String(signal)}\nstdout: ${stdout}\nstderr: ${stderr}`));
-      resolve((JSON.parse(line) as { started: string[] }).started);
-    });
-  });
+async function startAndKill(store: string, parents: number, point: string, extraMs: number): Promise<string[]> {
+  const line = await runUntilKilled<{ started: string[] }>(join(here, "child-agents-process.ts"), [store, String(parents), point, String(extraMs)]);
+  return line.started;
 }
 
 /** A small seeded generator (mulberry32): the kill moments replay by seed. */

@@ -5,7 +5,6 @@
 // left — the running time accrued durably is spent, the time the process
 // was down is not.
 
-import { spawn } from "node:child_process";
 import Database from "better-sqlite3";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -13,6 +12,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
 import { Phronomy, TimeoutError, type Environment } from "../../host/index.js";
+import { runUntilKilled } from "../support/child-process.js";
 import { cleanUp, crashPaths, recordingLogger, within } from "./verify.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -24,28 +24,9 @@ afterEach(async () => {
 });
 
 /** Runs the child to its SIGKILL; returns the id of the run it left. */
-function startAndKill(store: string, timeoutMs: number, where: "agent" | "start" | "recover"): Promise<string> {
-  const child = spawn(process.execPath, ["--import", "tsx", join(here, "timeout-child.ts"), store, String(timeoutMs), where], {
-    cwd: join(here, "..", ".."),
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-    stdout += chunk;
-  });
-  child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
-    stderr += chunk;
-  });
-  return new Promise((resolve, reject) => {
-    child.on("error", reject);
-    child.on("close", (code, signal) => {
-      const line = stdout.split("\n").find((text) => text.startsWith("{"));
-      if (signal !== "SIGKILL" || line === undefined)
-        return reject(new Error(`the child ended with code ${String(code)}, signal ${String(signal)}\nstdout: ${stdout}\nstderr: ${stderr}`));
-      resolve((JSON.parse(line) as { executionId: string }).executionId);
-    });
-  });
+async function startAndKill(store: string, timeoutMs: number, where: "agent" | "start" | "recover"): Promise<string> {
+  const line = await runUntilKilled<{ executionId: string }>(join(here, "timeout-child.ts"), [store, String(timeoutMs), where]);
+  return line.executionId;
 }
 
 /** Never answers; settles only when its call is aborted. */

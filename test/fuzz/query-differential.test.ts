@@ -8,10 +8,23 @@
 
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { Limit, ReplaceFact, ScheduleFact, ScheduleFiringFact, ScheduleStartAnswer, TurnCallFact, TurnCallVerdict } from "../../assembly/abi.js";
+import {
+  ChildFact,
+  FiledStartFact,
+  Limit,
+  ReplaceFact,
+  ScheduleFact,
+  ScheduleFiringFact,
+  StartAnswer,
+  TurnCallFact,
+  TurnCallVerdict,
+} from "../../assembly/abi.js";
 import { ControlCore } from "../../host/core/control-core.js";
 import { loadCoreModule, type CoreBuild } from "../../host/core/load-core.js";
+import { queuedRunVerdictFor } from "../model/reference-conversations.js";
 import {
+  childStartVerdictFor,
+  filedStartVerdictFor,
   replaceVerdictFor,
   scheduleClaimVerdictFor,
   scheduleFiringVerdictFor,
@@ -63,11 +76,23 @@ for (const build of ["debug", "release"] as const) {
     it(`answers the schedule and replaceFrom queries as the model does (seed ${seed})`, async () => {
       const core = await coreOf(build);
       fc.assert(
-        fc.property(argument(ScheduleFact.End), argument(ScheduleFiringFact.End), argument(ScheduleStartAnswer.End), (claim, firing, answer) => {
+        fc.property(argument(ScheduleFact.End), argument(ScheduleFiringFact.End), argument(StartAnswer.End), (claim, firing, answer) => {
           expect(core.scheduleClaimVerdict(claim)).toBe(scheduleClaimVerdictFor(claim));
           expect(core.replaceVerdict(claim % (2 * ReplaceFact.End))).toBe(replaceVerdictFor(claim % (2 * ReplaceFact.End)));
           expect(core.replaceVerdict(answer)).toBe(replaceVerdictFor(answer));
           expect(core.scheduleFiringVerdict(firing, answer)).toBe(scheduleFiringVerdictFor(firing, answer));
+        }),
+        { seed, numRuns: runs },
+      );
+    });
+
+    it(`answers what comes of a start's answer — a child's, a queued message's, a filed start's — as the model does (seed ${seed})`, async () => {
+      const core = await coreOf(build);
+      fc.assert(
+        fc.property(argument(StartAnswer.End), argument(ChildFact.End), argument(FiledStartFact.End), (answer, facts, filed) => {
+          expect(core.childStartVerdict(answer, facts)).toBe(childStartVerdictFor(answer, facts));
+          expect(core.queuedRunVerdict(answer)).toBe(queuedRunVerdictFor(answer));
+          expect(core.filedStartVerdict(answer, filed)).toBe(filedStartVerdictFor(answer, filed));
         }),
         { seed, numRuns: runs },
       );

@@ -24,7 +24,7 @@ import {
   MessageKind,
   OwnerFact,
   Ownership,
-  QueuedRunFailure,
+  StartAnswer,
   QueuedRunVerdict,
   RecoveryCause,
   RecoveryFact,
@@ -177,17 +177,26 @@ export function byIdVerdictFor(facts: ByIdFacts): AdmissionVerdict {
  * (docs/decisions/0062, "A failed queued Run"): only a refusal for good
  * writes it terminal; every failure whose outcome is not known here, or
  * that is for now, leaves it queued in the store. */
-const QUEUED_RUN_RULES: readonly { readonly failure: QueuedRunFailure; readonly verdict: QueuedRunVerdict }[] = [
-  { failure: QueuedRunFailure.NotNow, verdict: QueuedRunVerdict.KeepQueued },
-  { failure: QueuedRunFailure.StoreFailed, verdict: QueuedRunVerdict.KeepQueued },
-  { failure: QueuedRunFailure.OutcomeUnknown, verdict: QueuedRunVerdict.KeepQueued },
-  { failure: QueuedRunFailure.Stopping, verdict: QueuedRunVerdict.KeepQueued },
-  { failure: QueuedRunFailure.RefusedForGood, verdict: QueuedRunVerdict.WriteTerminal },
-  { failure: QueuedRunFailure.ExecutionExists, verdict: QueuedRunVerdict.KeepQueued },
+/** Start answers that leave a queued message queued (0062, 0063, 0096):
+ * refused for now (busy, whatever the reason), the outcome not known (the
+ * store or the core failed, a rehydration first), the process stopping,
+ * its id another start's. A full bound, an internal error and any other
+ * refusal write it terminal. */
+const KEEP_QUEUED: readonly StartAnswer[] = [
+  StartAnswer.BusyByPolicy,
+  StartAnswer.LeaseNotHeld,
+  StartAnswer.BusyHeld,
+  StartAnswer.StoreFailed,
+  StartAnswer.CoreFailed,
+  StartAnswer.RehydrationRequired,
+  StartAnswer.Stopping,
+  StartAnswer.ExecutionExists,
 ];
+const WRITE_TERMINAL: readonly StartAnswer[] = [StartAnswer.Full, StartAnswer.Internal, StartAnswer.Refused];
 
-export function queuedRunVerdictFor(failure: number): QueuedRunVerdict {
-  return QUEUED_RUN_RULES.find((rule) => rule.failure === failure)?.verdict ?? QueuedRunVerdict.None;
+export function queuedRunVerdictFor(answer: number): QueuedRunVerdict {
+  if (KEEP_QUEUED.includes(answer)) return QueuedRunVerdict.KeepQueued;
+  return WRITE_TERMINAL.includes(answer) ? QueuedRunVerdict.WriteTerminal : QueuedRunVerdict.None;
 }
 
 interface Conversation {

@@ -5,6 +5,10 @@
 // arguments across the whole u32 range (test/fuzz/query-differential).
 
 import {
+  ChildFact,
+  ChildStartVerdict,
+  FiledStartFact,
+  FiledStartVerdict,
   Limit,
   ReplaceFact,
   ReplaceVerdict,
@@ -12,7 +16,7 @@ import {
   ScheduleFact,
   ScheduleFiringFact,
   ScheduleFiringVerdict as Firing,
-  ScheduleStartAnswer as Answer,
+  StartAnswer as Answer,
   ToolCallCount,
   TurnCallFact,
   TurnCallVerdict,
@@ -53,8 +57,18 @@ export function scheduleClaimVerdictFor(facts: number): Claim {
   return CLAIM_RULES.find((rule) => rule.when(row))!.verdict;
 }
 
-/** Refusals a later claim of the same firing may not meet. */
-const PASSING_ANSWERS: readonly Answer[] = [Answer.Stopping, Answer.StoreFailed, Answer.Full, Answer.OutcomeUnknown, Answer.BusyForNow];
+/** Refusals a later claim of the same firing may not meet: the process
+ * closing, the store failing, a bound full, the outcome not known, a
+ * conversation's lease in flux (held elsewhere, or held for recovery). */
+const PASSING_ANSWERS: readonly Answer[] = [
+  Answer.Stopping,
+  Answer.StoreFailed,
+  Answer.Full,
+  Answer.CoreFailed,
+  Answer.Internal,
+  Answer.LeaseNotHeld,
+  Answer.BusyHeld,
+];
 
 export function scheduleFiringVerdictFor(facts: number, answer: number): Firing {
   if (facts < 0 || facts >= ScheduleFiringFact.End || answer < 0 || answer >= Answer.End) return Firing.None;
@@ -67,6 +81,85 @@ export function scheduleFiringVerdictFor(facts: number, answer: number): Firing 
   if (answer === Answer.Started) return Firing.SettleStarted;
   if (answer === Answer.Queued) return Firing.SettleQueued;
   return PASSING_ANSWERS.includes(answer) ? Firing.LeavePending : Firing.SettleRefused;
+}
+
+// -- a parent's child start (0079, 0086, 0096) --------------------------------------
+
+/** Refusals that say nothing of whether the child starts: made again later. */
+const CHILD_RETRIED: readonly Answer[] = [Answer.StoreFailed, Answer.LeaseNotHeld];
+
+/** What the host read of the child's row. */
+interface ChildRead {
+  readonly read: boolean;
+  readonly found: boolean;
+  readonly ended: boolean;
+  readonly failed: boolean;
+}
+
+/** Rules for a start with an execution id (`followed`) or refused, after a read. */
+const CHILD_READ_RULES: readonly { readonly when: (f: ChildRead, followed: boolean) => boolean; readonly verdict: ChildStartVerdict }[] = [
+  { when: (f) => !f.read, verdict: ChildStartVerdict.None },
+  { when: (f) => f.ended && !f.found, verdict: ChildStartVerdict.None },
+  { when: (f, followed) => f.failed && followed, verdict: ChildStartVerdict.Leave },
+  { when: (f) => f.failed, verdict: ChildStartVerdict.StartAgainLater },
+  { when: (f) => f.ended, verdict: ChildStartVerdict.TellOutcome },
+  { when: (f) => f.found, verdict: ChildStartVerdict.Leave },
+  { when: (_, followed) => followed, verdict: ChildStartVerdict.Leave },
+  { when: () => true, verdict: ChildStartVerdict.TellRefusal },
+];
+
+export function childStartVerdictFor(answer: number, facts: number): ChildStartVerdict {
+  if (answer <= Answer.None || answer >= Answer.End || facts < 0 || facts >= ChildFact.End) return ChildStartVerdict.None;
+  const start = answer as Answer;
+  if (facts === 0) {
+    if (start === Answer.Stopping) return ChildStartVerdict.Drop;
+    return CHILD_RETRIED.includes(start) ? ChildStartVerdict.StartAgainLater : ChildStartVerdict.ReadChild;
+  }
+  // Nothing is read after Drop or StartAgainLater.
+  if (start === Answer.Stopping || CHILD_RETRIED.includes(start)) return ChildStartVerdict.None;
+  const read: ChildRead = {
+    read: (facts & ChildFact.Read) !== 0,
+    found: (facts & ChildFact.Found) !== 0,
+    ended: (facts & ChildFact.Ended) !== 0,
+    failed: (facts & ChildFact.Failed) !== 0,
+  };
+  const followed = start === Answer.Started || start === Answer.Queued;
+  return CHILD_READ_RULES.find((rule) => rule.when(read, followed))!.verdict;
+}
+
+// -- a start filed for this process (0031, 0057, 0062, 0096) ----------------------
+
+/** What the host knows of a filed start whose Run answered. */
+interface FiledRead {
+  readonly answer: Answer;
+  readonly leftFiled: boolean;
+  readonly admittedRead: boolean;
+  readonly admittedHere: boolean;
+}
+
+const busy = (f: FiledRead): boolean => f.answer === Answer.BusyByPolicy || f.answer === Answer.BusyHeld;
+
+const FILED_RULES: readonly { readonly when: (f: FiledRead) => boolean; readonly verdict: FiledStartVerdict }[] = [
+  { when: (f) => f.admittedHere && !f.admittedRead, verdict: FiledStartVerdict.None },
+  { when: (f) => f.admittedRead && !busy(f), verdict: FiledStartVerdict.None },
+  { when: (f) => [Answer.Started, Answer.Queued, Answer.ExecutionExists].includes(f.answer), verdict: FiledStartVerdict.Ran },
+  { when: (f) => f.admittedRead && f.leftFiled, verdict: FiledStartVerdict.None },
+  { when: (f) => f.answer === Answer.Stopping || f.answer === Answer.CoreFailed || f.leftFiled, verdict: FiledStartVerdict.Left },
+  { when: (f) => f.answer === Answer.StoreFailed || f.answer === Answer.LeaseNotHeld, verdict: FiledStartVerdict.WriteFailed },
+  { when: (f) => busy(f) && !f.admittedRead, verdict: FiledStartVerdict.AskAdmitted },
+  { when: (f) => busy(f) && f.admittedHere, verdict: FiledStartVerdict.Ran },
+  { when: () => true, verdict: FiledStartVerdict.Refused },
+];
+
+export function filedStartVerdictFor(answer: number, facts: number): FiledStartVerdict {
+  if (answer <= Answer.None || answer >= Answer.End || facts < 0 || facts >= FiledStartFact.End) return FiledStartVerdict.None;
+  const read: FiledRead = {
+    answer: answer as Answer,
+    leftFiled: (facts & FiledStartFact.LeftFiled) !== 0,
+    admittedRead: (facts & FiledStartFact.AdmittedRead) !== 0,
+    admittedHere: (facts & FiledStartFact.AdmittedHere) !== 0,
+  };
+  return FILED_RULES.find((rule) => rule.when(read))!.verdict;
 }
 
 // -- toolCallConcurrency -----------------------------------------------------------

@@ -1,14 +1,15 @@
 // A start's `replaceFrom` on PostgreSQL through the public API
 // (docs/decisions/0070): the cut is the one statement
-// `prepare_execution_replacing` (migration 15), and another environment on
-// the database reads the memory as cut. (The journal tail kept in memory
+// `prepare_execution_replacing_decided` (migration 21, the core's verdicts;
+// migration 15's function, unused since, is dropped by migration 24), and
+// another environment on the database reads the memory as cut. (The journal tail kept in memory
 // is checked in journal-tails.test.ts.)
 
 import type { UIMessage } from "ai";
 import { describe, expect, it } from "vitest";
 import { Phronomy, type Environment } from "../../host/index.js";
 import { recordingLogger, scriptedModel } from "../runtime/helpers.js";
-import { atEnd, freshSchemaUrl } from "./database.js";
+import { atEnd, freshSchema, freshSchemaUrl, postgresUrl, withClient } from "./database.js";
 
 /** A message's text (an answer rebuilt from its timeline opens with a step-start part). */
 function textOf(message: UIMessage): string {
@@ -22,6 +23,18 @@ async function openOn(url: string): Promise<Environment> {
 }
 
 describe("start({ replaceFrom }) on PostgreSQL", () => {
+  it("the schema holds the core-decided replacing preparation only: migration 15's, unused since 21, is dropped (migration 24)", async () => {
+    const schema = freshSchema();
+    await openOn(`${postgresUrl}?schema=${schema}`);
+    const functions = await withClient((client) =>
+      client.query<{ proname: string }>(
+        "SELECT proname FROM pg_proc WHERE pronamespace = $1::regnamespace AND proname LIKE 'prepare_execution_replacing%' ORDER BY proname",
+        [schema],
+      ),
+    );
+    expect(functions.rows.map((row) => row.proname)).toEqual(["prepare_execution_replacing_decided"]);
+  });
+
   it("the model sees the replaced turn once, messages() shows the replaced history, and another environment on the database reads the same", async () => {
     const url = freshSchemaUrl();
     const env = await openOn(url);

@@ -4,17 +4,15 @@
 // `PostgresStoreOptions`; and importing `phronomy` does not load `pg`
 // (PostgreSQL's module is loaded by the first `PostgresStore.open`).
 
-import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import * as phronomy from "../../host/index.js";
 import type { ExecutionStore, PostgresStore, PostgresStoreOptions, SqliteStoreOptions, SqliteVisitorStore } from "../../host/index.js";
-import { childNodeFlags } from "../support/node-flags.js";
+import { runChild } from "../support/child-process.js";
 import { temporaryStorePath } from "./helpers.js";
 
 const childScript = fileURLToPath(new URL("./fixtures/exports-child.ts", import.meta.url));
-const repositoryRoot = fileURLToPath(new URL("../..", import.meta.url));
 
 describe("exports", () => {
   it("SqliteStore opens a store and a visitor, both usable as the ExecutionStore of Phronomy.open", async () => {
@@ -38,19 +36,9 @@ describe("exports", () => {
   });
 
   it("importing phronomy does not load pg; PostgresStore.open does", async () => {
-    const line = await new Promise<string>((resolve, reject) => {
-      const child = spawn(process.execPath, [...childNodeFlags, "--import", "tsx", childScript], { cwd: repositoryRoot, stdio: ["ignore", "pipe", "pipe"] });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-        stdout += chunk;
-      });
-      child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
-        stderr += chunk;
-      });
-      child.on("error", reject);
-      child.on("close", (code) => (code === 0 ? resolve(stdout) : reject(new Error(`exit ${code}: ${stderr}`))));
-    });
+    const exit = await runChild(childScript, []);
+    expect(exit.code, exit.stderr).toBe(0);
+    const line = exit.stdout;
     expect(JSON.parse(line)).toEqual({ afterImport: false, refusal: "INVALID_INPUT", afterOpen: true });
   });
 });

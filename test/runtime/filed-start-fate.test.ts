@@ -1,12 +1,14 @@
 // A filed start's fate in the inbox follows the core's last `Admit` verdict
-// on it (host/runtime/filed-start-fate.ts), not the class of the error its
+// on it (the core's `filedStartVerdict`, host/runtime/filed-start-fate.ts), not the class of the error its
 // Run was refused with: `LeaveFiled` leaves it for the process that holds
 // the conversation whatever the error says; a refusal the core decided
 // (held, busy, closed, no queue) is recorded; only the store's answer to
 // the write (a failure, its lease check) is tried again by the inbox.
 
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { AdmissionVerdict } from "../../assembly/abi.js";
+import { ControlCore } from "../../host/core/control-core.js";
+import { loadCoreModule } from "../../host/core/load-core.js";
 import { AgentBusyError, CoreFailureError, InvalidInputError, PhronomyError, RuntimeShutdownError } from "../../host/errors.js";
 import { fateOfRefused } from "../../host/runtime/filed-start-fate.js";
 
@@ -15,33 +17,38 @@ const leaseRefused = new PhronomyError("AGENT_BUSY", 'agent "c" is not owned by 
 const busy = new AgentBusyError("c");
 const never = (): Promise<boolean> => Promise.resolve(false);
 
+let core: ControlCore;
+beforeAll(async () => {
+  core = new ControlCore(await loadCoreModule("debug"), { agentsMax: 1, executionsMax: 1 });
+});
+
 describe("the fate of a filed start, from the core's verdict", () => {
   it("LeaveFiled: left for the owner, whatever its error says", async () => {
     for (const error of [AgentBusyError.ownedElsewhere("c"), storeFailed, busy]) {
-      expect(await fateOfRefused(error, AdmissionVerdict.LeaveFiled, never)).toEqual({ kind: "left" });
+      expect(await fateOfRefused(core, error, AdmissionVerdict.LeaveFiled, never)).toEqual({ kind: "left" });
     }
   });
 
   it("refusals the core decided are recorded: held for recovery, busy (not by its own id), closed, no queue", async () => {
     const held = AgentBusyError.heldForRecovery("c");
-    expect(await fateOfRefused(held, AdmissionVerdict.RefuseHeld, never)).toEqual({ kind: "refused", error: held });
-    expect(await fateOfRefused(busy, AdmissionVerdict.RefuseBusy, never)).toEqual({ kind: "refused", error: busy });
+    expect(await fateOfRefused(core, held, AdmissionVerdict.RefuseHeld, never)).toEqual({ kind: "refused", error: held });
+    expect(await fateOfRefused(core, busy, AdmissionVerdict.RefuseBusy, never)).toEqual({ kind: "refused", error: busy });
     const closed = new PhronomyError("AGENT_CLOSED", "closed", { agentId: "c" });
-    expect(await fateOfRefused(closed, AdmissionVerdict.RefuseClosed, never)).toEqual({ kind: "refused", error: closed });
+    expect(await fateOfRefused(core, closed, AdmissionVerdict.RefuseClosed, never)).toEqual({ kind: "refused", error: closed });
     const invalid = new InvalidInputError("bad input");
-    expect(await fateOfRefused(invalid, undefined, never)).toEqual({ kind: "refused", error: invalid });
+    expect(await fateOfRefused(core, invalid, undefined, never)).toEqual({ kind: "refused", error: invalid });
   });
 
   it("busy by the admission of its own execution id, or that id in the store already: it runs", async () => {
-    expect(await fateOfRefused(busy, AdmissionVerdict.RefuseBusy, () => Promise.resolve(true))).toEqual({ kind: "ran" });
+    expect(await fateOfRefused(core, busy, AdmissionVerdict.RefuseBusy, () => Promise.resolve(true))).toEqual({ kind: "ran" });
     const exists = new InvalidInputError("exists", { details: { reason: "execution_exists" } });
-    expect(await fateOfRefused(exists, AdmissionVerdict.RunHere, never)).toEqual({ kind: "ran" });
+    expect(await fateOfRefused(core, exists, AdmissionVerdict.RunHere, never)).toEqual({ kind: "ran" });
   });
 
   it("the store's answer to the write the core let run (a failure, its lease check) is tried again; shutdown and a core failure leave it", async () => {
-    expect(await fateOfRefused(storeFailed, AdmissionVerdict.RunHere, never)).toEqual({ kind: "write_failed", error: storeFailed });
-    expect(await fateOfRefused(leaseRefused, AdmissionVerdict.RunHere, never)).toEqual({ kind: "write_failed", error: leaseRefused });
-    expect(await fateOfRefused(new RuntimeShutdownError("a start"), AdmissionVerdict.WaitUntilReady, never)).toEqual({ kind: "left" });
-    expect(await fateOfRefused(new CoreFailureError("Admit", new Error("trapped")), AdmissionVerdict.RunHere, never)).toEqual({ kind: "left" });
+    expect(await fateOfRefused(core, storeFailed, AdmissionVerdict.RunHere, never)).toEqual({ kind: "write_failed", error: storeFailed });
+    expect(await fateOfRefused(core, leaseRefused, AdmissionVerdict.RunHere, never)).toEqual({ kind: "write_failed", error: leaseRefused });
+    expect(await fateOfRefused(core, new RuntimeShutdownError("a start"), AdmissionVerdict.WaitUntilReady, never)).toEqual({ kind: "left" });
+    expect(await fateOfRefused(core, new CoreFailureError("Admit", new Error("trapped")), AdmissionVerdict.RunHere, never)).toEqual({ kind: "left" });
   });
 });

@@ -5,37 +5,17 @@
 // call emitting `text_delta` events. The crash is real: a child process
 // starts the run and kills itself with SIGKILL while the model is called.
 
-import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { Phronomy, type ExecutionEvent } from "../../host/index.js";
-import { childNodeFlags } from "../support/node-flags.js";
+import { runUntilKilled } from "../support/child-process.js";
 import { recordingLogger, scriptedModel, temporaryStorePath } from "./helpers.js";
 
 const childScript = fileURLToPath(new URL("./fixtures/recovery-child.ts", import.meta.url));
-const repositoryRoot = fileURLToPath(new URL("../..", import.meta.url));
 
 /** Runs the child on `store` until it kills itself; the execution it left. */
-function crashedStart(store: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...childNodeFlags, "--import", "tsx", childScript, store], {
-      cwd: repositoryRoot,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-      stdout += chunk;
-    });
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
-      stderr += chunk;
-    });
-    child.on("error", reject);
-    child.on("close", (code, signal) => {
-      if (signal !== "SIGKILL") return reject(new Error(`the child ended with code ${code} and signal ${signal}: ${stderr}`));
-      resolve((JSON.parse(stdout.trim()) as { executionId: string }).executionId);
-    });
-  });
+async function crashedStart(store: string): Promise<string> {
+  return (await runUntilKilled<{ executionId: string }>(childScript, [store])).executionId;
 }
 
 describe("an execution recovered after a restart", () => {

@@ -4,42 +4,16 @@
 // is still on its way (a definition, a start, a resume, a wait, a suspended
 // run …) and must exit 0.
 
-import { spawn } from "node:child_process";
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { runChild } from "../support/child-process.js";
 import { childNodeFlags } from "../support/node-flags.js";
 import { temporaryStorePath } from "./helpers.js";
 
 const childScript = fileURLToPath(new URL("./fixtures/shutdown-child.ts", import.meta.url));
-const repositoryRoot = fileURLToPath(new URL("../..", import.meta.url));
 
 const scenarios = ["define", "start", "resume", "wait", "suspended", "close-agent", "recover", "throwing-logger"];
-
-interface ChildExit {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-function runChild(directory: string, chosen: readonly string[]): Promise<ChildExit> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...childNodeFlags, "--import", "tsx", childScript, directory, ...chosen], {
-      cwd: repositoryRoot,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-      stdout += chunk;
-    });
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
-      stderr += chunk;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 describe("closing the environment leaves no unhandled rejection", () => {
   it("runs its children with unhandled rejections fatal", () => {
@@ -48,7 +22,7 @@ describe("closing the environment leaves no unhandled rejection", () => {
 
   it(`env.agent() then env.close() at once, and env.close() right after each of: ${scenarios.slice(1).join(", ")}`, async () => {
     const directory = dirname(await temporaryStorePath());
-    const exit = await runChild(directory, scenarios);
+    const exit = await runChild(childScript, [directory, ...scenarios]);
     expect({ code: exit.code, stdout: exit.stdout, stderr: exit.stderr }).toEqual({
       code: 0,
       stdout: scenarios.map((scenario) => `closed ${scenario}\n`).join(""),

@@ -4,17 +4,16 @@
 // 0700, whatever the umask lets through (022 here, which used to leave them
 // world-readable). Checked on Node, Bun and Deno, each with its own SQLite.
 
-import { spawn } from "node:child_process";
 import { statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resolveStore } from "../../host/cli/store.js";
+import { repositoryRoot, runChild, type ChildExit } from "../support/child-process.js";
 import { childNodeFlags } from "../support/node-flags.js";
 import { temporaryDirectory } from "./fixtures.js";
 
 const childScript = fileURLToPath(new URL("./fixtures/file-modes-child.ts", import.meta.url));
-const repositoryRoot = fileURLToPath(new URL("../..", import.meta.url));
 const bin = join(repositoryRoot, "node_modules", ".bin");
 
 const runtimes = {
@@ -31,32 +30,15 @@ afterAll(() => {
   process.umask(umaskBefore);
 });
 
-function runChild(runtime: keyof typeof runtimes, path: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const { command, arguments: given } = runtimes[runtime];
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, [...given, childScript, path], {
-      cwd: repositoryRoot,
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, NO_COLOR: "1" },
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-      stdout += chunk;
-    });
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
-      stderr += chunk;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+function runModesChild(runtime: keyof typeof runtimes, path: string): Promise<ChildExit> {
+  return runChild(childScript, [path], { ...runtimes[runtime], env: { ...process.env, NO_COLOR: "1" } });
 }
 
 describe("store files are created owner-only under umask 022", () => {
   for (const runtime of Object.keys(runtimes) as (keyof typeof runtimes)[]) {
     it(`on ${runtime}: store.db, -wal, -shm, -owner and -owner.json are 0600`, async () => {
       const path = join(await temporaryDirectory(), "store.db");
-      const exit = await runChild(runtime, path);
+      const exit = await runModesChild(runtime, path);
       expect(exit.code, exit.stderr).toBe(0);
       expect(JSON.parse(exit.stdout)).toEqual({
         driver: runtimes[runtime].driver,

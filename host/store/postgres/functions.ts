@@ -263,6 +263,24 @@ export async function countStepsOnTheRow(client: pg.ClientBase): Promise<void> {
   await client.query(prepareExecutionFunction(", p_revision bigint", "p_revision", true, "partition-locked", "counted"));
 }
 
+/** The parameters of a replacing preparation after its own (migrations 15
+ * and 21): `prepare_execution`'s, at a revision. */
+const replacingParameters = `p_execution_id text, p_agent_id text, p_status text, p_phase text, p_mode text, p_input text, p_metadata text,
+      p_outcome text, p_error text, p_usage text, p_at bigint, p_fence_owner text, p_fence_epoch bigint,
+      p_kinds text[], p_ats bigint[], p_payloads text[], p_write_id text,
+      p_journal_ids text[], p_journal_roles text[], p_journal_contents text[], p_journal_ats bigint[], p_revision bigint`;
+
+/** The end of a replacing preparation once it may replace (migrations 15
+ * and 21): the preparation, and, when it applied, every journal record of
+ * the agent from the cut on except the new input's. */
+const prepareThenCut = `IF prepare_execution(p_execution_id, p_agent_id, p_status, p_phase, p_mode, p_input, p_metadata, p_outcome, p_error, p_usage, p_at,
+                           p_fence_owner, p_fence_epoch, p_kinds, p_ats, p_payloads, p_write_id,
+                           p_journal_ids, p_journal_roles, p_journal_contents, p_journal_ats, p_revision) = 0 THEN
+        RETURN 0;
+      END IF;
+      DELETE FROM journal WHERE agent_id = p_agent_id AND position >= cut AND execution_id <> p_execution_id;
+      RETURN 1;`;
+
 /** Migration 15 (docs/decisions/0070): `prepare_execution_replacing`, a
  * preparation that replaces its conversation's memory from an earlier
  * execution (a start's `replaceFrom`): that execution's first journal
@@ -277,10 +295,7 @@ export async function createPrepareReplacing(client: pg.ClientBase): Promise<voi
   await client.query(`
     CREATE FUNCTION prepare_execution_replacing(
       p_replace_from text,
-      p_execution_id text, p_agent_id text, p_status text, p_phase text, p_mode text, p_input text, p_metadata text,
-      p_outcome text, p_error text, p_usage text, p_at bigint, p_fence_owner text, p_fence_epoch bigint,
-      p_kinds text[], p_ats bigint[], p_payloads text[], p_write_id text,
-      p_journal_ids text[], p_journal_roles text[], p_journal_contents text[], p_journal_ats bigint[], p_revision bigint)
+      ${replacingParameters})
     RETURNS integer LANGUAGE plpgsql AS $$
     DECLARE
       cut bigint;
@@ -290,13 +305,7 @@ export async function createPrepareReplacing(client: pg.ClientBase): Promise<voi
       IF EXISTS (SELECT 1 FROM executions WHERE execution_id = p_replace_from AND (status <> 'terminal' OR agent_id <> p_agent_id)) THEN
         RETURN 0;
       END IF;
-      IF prepare_execution(p_execution_id, p_agent_id, p_status, p_phase, p_mode, p_input, p_metadata, p_outcome, p_error, p_usage, p_at,
-                           p_fence_owner, p_fence_epoch, p_kinds, p_ats, p_payloads, p_write_id,
-                           p_journal_ids, p_journal_roles, p_journal_contents, p_journal_ats, p_revision) = 0 THEN
-        RETURN 0;
-      END IF;
-      DELETE FROM journal WHERE agent_id = p_agent_id AND position >= cut AND execution_id <> p_execution_id;
-      RETURN 1;
+      ${prepareThenCut}
     END $$;
   `);
 }
@@ -308,15 +317,12 @@ export async function createPrepareReplacing(client: pg.ClientBase): Promise<voi
  * — the replaced execution's first journal position, its row's
  * conversation and status — and goes on only when the core's verdict on
  * them is `Replace`; the rest is migration 15's. Migration 15's function
- * stays for a process of the version before. */
+ * stayed for a process of the version before, until migration 24. */
 export async function createPrepareReplacingDecided(client: pg.ClientBase): Promise<void> {
   await client.query(`
     CREATE FUNCTION prepare_execution_replacing_decided(
       p_verdicts integer[], p_replace_from text,
-      p_execution_id text, p_agent_id text, p_status text, p_phase text, p_mode text, p_input text, p_metadata text,
-      p_outcome text, p_error text, p_usage text, p_at bigint, p_fence_owner text, p_fence_epoch bigint,
-      p_kinds text[], p_ats bigint[], p_payloads text[], p_write_id text,
-      p_journal_ids text[], p_journal_roles text[], p_journal_contents text[], p_journal_ats bigint[], p_revision bigint)
+      ${replacingParameters})
     RETURNS integer LANGUAGE plpgsql AS $$
     DECLARE
       cut bigint;
@@ -333,13 +339,17 @@ export async function createPrepareReplacingDecided(client: pg.ClientBase): Prom
       END IF;
       IF cut IS NOT NULL THEN facts := facts | ${ReplaceFact.InMemory}; END IF;
       IF p_verdicts[facts + 1] IS DISTINCT FROM ${ReplaceVerdict.Replace} OR cut IS NULL THEN RETURN 0; END IF;
-      IF prepare_execution(p_execution_id, p_agent_id, p_status, p_phase, p_mode, p_input, p_metadata, p_outcome, p_error, p_usage, p_at,
-                           p_fence_owner, p_fence_epoch, p_kinds, p_ats, p_payloads, p_write_id,
-                           p_journal_ids, p_journal_roles, p_journal_contents, p_journal_ats, p_revision) = 0 THEN
-        RETURN 0;
-      END IF;
-      DELETE FROM journal WHERE agent_id = p_agent_id AND position >= cut AND execution_id <> p_execution_id;
-      RETURN 1;
+      ${prepareThenCut}
     END $$;
   `);
+}
+
+/** Migration 24 (docs/decisions/0096): migration 15's
+ * `prepare_execution_replacing` is dropped. Since migration 21 no code
+ * calls it (the core's verdicts decide a replacing preparation, through
+ * `prepare_execution_replacing_decided`); it was kept for a process of the
+ * version before 21 still running beside one that migrated. `IF EXISTS`: a
+ * schema rebuilt by hand may lack it. */
+export async function dropPrepareReplacing(client: pg.ClientBase): Promise<void> {
+  await client.query("DROP FUNCTION IF EXISTS prepare_execution_replacing");
 }

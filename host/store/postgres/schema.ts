@@ -24,6 +24,7 @@ import {
   createPrepareReplacing,
   createPrepareReplacingDecided,
   createWriteFunctions,
+  dropPrepareReplacing,
   fenceWritesByPartition,
   fenceWritesUnderLock,
   replacePrepareWithRoot,
@@ -144,7 +145,9 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 19: keyed signals, and the index of event waits by key (`signals.ts`, docs/decisions/0077).
  * Version 20: suspended rows indexed by their wait's due time (`due-waits.ts`, docs/decisions/0076).
  * Version 21: a replacing preparation decided by the core's verdicts (`functions.ts`, docs/decisions/0087).
- * Version 22: executions by definition (`page-definitions.ts`, docs/decisions/0089). */
+ * Version 22: executions by definition (`page-definitions.ts`, docs/decisions/0089).
+ * Version 24: migration 15's replacing preparation dropped, unused since 21 (`functions.ts`, docs/decisions/0096).
+ *   (Version 23 is another branch's: merged, it stands before this one.) */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -168,6 +171,7 @@ export const migrations: readonly Migration[] = [
   createDueWaitIndex,
   createPrepareReplacingDecided,
   createDefinitionIndex,
+  dropPrepareReplacing,
 ];
 
 async function partitionOwnership(client: pg.ClientBase, settings?: SchemaSettings): Promise<void> {

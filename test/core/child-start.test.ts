@@ -1,0 +1,63 @@
+// A parent's child start, decided in the core (docs/decisions/0079, 0086,
+// 0096): the compiled `childStartVerdict` against the reference model on
+// every start answer and every fact, and the cases the decisions spell out.
+
+import { beforeAll, expect, it } from "vitest";
+import { ChildFact as Fact, ChildStartVerdict as Verdict, StartAnswer as Answer } from "../../assembly/abi.js";
+import { ControlCore } from "../../host/core/control-core.js";
+import { loadCoreModule } from "../../host/core/load-core.js";
+import { childStartVerdictFor } from "../model/reference-queries.js";
+
+let core: ControlCore;
+beforeAll(async () => {
+  core = new ControlCore(await loadCoreModule("debug"), { agentsMax: 1, executionsMax: 1 });
+});
+
+const read = (facts: number): number => Fact.Read | facts;
+
+it("the compiled verdict is the model's rules for every answer and fact", () => {
+  for (let answer = 0; answer <= Answer.End + 1; answer += 1) {
+    for (let facts = 0; facts <= Fact.End + 1; facts += 1) {
+      expect(core.childStartVerdict(answer, facts), `answer ${answer} facts ${facts}`).toBe(childStartVerdictFor(answer, facts));
+    }
+  }
+  expect(core.childStartVerdict(0xffff_ffff, 0)).toBe(Verdict.None);
+  expect(core.childStartVerdict(Answer.Refused, 0xffff_ffff)).toBe(Verdict.None);
+});
+
+it("a conversation held elsewhere, or a start the store failed, is made again later, never told as a failure (0086)", () => {
+  for (const answer of [Answer.LeaseNotHeld, Answer.StoreFailed]) {
+    expect(core.childStartVerdict(answer, 0)).toBe(Verdict.StartAgainLater);
+    // Nothing is read for them: facts after such an answer cannot hold.
+    expect(core.childStartVerdict(answer, read(0))).toBe(Verdict.None);
+  }
+});
+
+it("any other refusal is the child's failure unless its row exists: ended, its outcome; running, its own end files", () => {
+  for (const answer of [Answer.Refused, Answer.BusyByPolicy, Answer.BusyHeld, Answer.Full, Answer.Internal, Answer.ExecutionExists]) {
+    expect(core.childStartVerdict(answer, 0)).toBe(Verdict.ReadChild);
+    expect(core.childStartVerdict(answer, read(0))).toBe(Verdict.TellRefusal);
+    expect(core.childStartVerdict(answer, read(Fact.Found))).toBe(Verdict.Leave);
+    expect(core.childStartVerdict(answer, read(Fact.Found | Fact.Ended))).toBe(Verdict.TellOutcome);
+    expect(core.childStartVerdict(answer, read(Fact.Failed))).toBe(Verdict.StartAgainLater);
+    expect(core.childStartVerdict(answer, read(Fact.Found | Fact.Ended | Fact.Failed))).toBe(Verdict.StartAgainLater);
+  }
+});
+
+it("a start that has an execution id is followed: an ended child is told again (seed 2380454721), a failed read leaves it", () => {
+  for (const answer of [Answer.Started, Answer.Queued]) {
+    expect(core.childStartVerdict(answer, 0)).toBe(Verdict.ReadChild);
+    expect(core.childStartVerdict(answer, read(Fact.Found | Fact.Ended))).toBe(Verdict.TellOutcome);
+    expect(core.childStartVerdict(answer, read(Fact.Found))).toBe(Verdict.Leave);
+    expect(core.childStartVerdict(answer, read(0))).toBe(Verdict.Leave);
+    expect(core.childStartVerdict(answer, read(Fact.Failed))).toBe(Verdict.Leave);
+  }
+});
+
+it("the process stopping does nothing; facts that cannot hold answer nothing", () => {
+  expect(core.childStartVerdict(Answer.Stopping, 0)).toBe(Verdict.Drop);
+  expect(core.childStartVerdict(Answer.Stopping, read(0))).toBe(Verdict.None);
+  expect(core.childStartVerdict(Answer.None, 0)).toBe(Verdict.None);
+  expect(core.childStartVerdict(Answer.Refused, Fact.Found)).toBe(Verdict.None);
+  expect(core.childStartVerdict(Answer.Refused, read(Fact.Ended))).toBe(Verdict.None);
+});
