@@ -47,7 +47,18 @@ export const sqliteBackend: Backend = {
     );
   },
   async countRows(store, table, executionId) {
-    return Number(rawValue(store.path, `SELECT count(*) FROM ${table} WHERE execution_id = ?`, executionId));
+    if (table !== "steps") return Number(rawValue(store.path, `SELECT count(*) FROM ${table} WHERE execution_id = ?`, executionId));
+    // The timeline is keyed by the execution's rowid (docs/decisions/0094):
+    // once the execution is deleted its steps cannot be named by its id, so
+    // steps that belong to no execution count too (there must never be any).
+    return Number(
+      rawValue(
+        store.path,
+        `SELECT count(*) FROM steps WHERE execution_rowid = (SELECT rowid FROM executions WHERE execution_id = ?)
+            OR execution_rowid NOT IN (SELECT rowid FROM executions)`,
+        executionId,
+      ),
+    );
   },
 };
 
