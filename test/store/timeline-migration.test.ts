@@ -18,36 +18,12 @@ import { applicationId, migrations, schemaVersion } from "../../host/store/sqlit
 import { keyTimelineByRowid, lastStep, payloadsOfKind, timelineMigration, timelineOf } from "../../host/store/sqlite/timeline.js";
 import { SqliteStore } from "../../host/store/sqlite-store.js";
 import { agentRunModel, approvalRefundTool, lookupTool, recordingLogger, scriptedModel, temporaryStorePath, turnOf, waitFor } from "../runtime/helpers.js";
-import { prepare, rawValue, temporaryDirectory, track } from "./fixtures.js";
+import { prepare, rawValue, temporaryDirectory, timelineBeforeVersion14, track } from "./fixtures.js";
 
 const version13 = migrations.indexOf(keyTimelineByRowid);
 
-/** Version 14's timeline taken back to version 13's: steps keyed by the
- * execution's id, a queued message's step in the timeline at seq 0, the
- * admission trigger that only removes the queued row. */
-const backToVersion13 = `
-  CREATE TABLE steps_by_id (
-    execution_id TEXT NOT NULL,
-    seq          INTEGER NOT NULL,
-    kind         TEXT NOT NULL,
-    at           INTEGER NOT NULL,
-    payload      TEXT NOT NULL,
-    PRIMARY KEY (execution_id, seq)
-  );
-  INSERT INTO steps_by_id SELECT executions.execution_id, steps.seq, steps.kind, steps.at, steps.payload
-    FROM steps JOIN executions ON executions.rowid = steps.execution_rowid;
-  INSERT INTO steps_by_id SELECT execution_id, 0, 'queued', created_at, queued_step FROM queued_messages;
-  DROP TRIGGER steps_of_deleted_execution;
-  DROP TRIGGER queued_message_admitted;
-  DROP TABLE steps;
-  ALTER TABLE steps_by_id RENAME TO steps;
-  ALTER TABLE queued_messages DROP COLUMN queued_step;
-  CREATE TRIGGER queued_message_admitted AFTER INSERT ON executions
-  BEGIN
-    DELETE FROM queued_messages WHERE execution_id = NEW.execution_id;
-  END;
-  PRAGMA user_version = ${version13};
-`;
+/** The file taken back to version 13. */
+const backToVersion13 = `${timelineBeforeVersion14} PRAGMA user_version = ${version13};`;
 
 function withConnection<T>(path: string, use: (connection: SqliteConnection) => T): T {
   const connection = openBetterSqlite3(path);
