@@ -73,7 +73,9 @@ try {
   }
   reader.close();
   await env.close();
-  console.log(`${(frames / runs).toFixed(2)} pages written per run in ${(commits / runs).toFixed(2)} transactions (${runs} runs after 300 of warm-up, ${inFlight} in flight)`);
+  console.log(
+    `${(frames / runs).toFixed(2)} pages written per run in ${(commits / runs).toFixed(2)} transactions (${runs} runs after 300 of warm-up, ${inFlight} in flight)`,
+  );
   for (const [owner, count] of [...pages].sort((a, b) => b[1] - a[1])) console.log(`  ${(count / runs).toFixed(2).padStart(6)}  ${owner}`);
 } finally {
   await rm(directory, { recursive: true, force: true });

@@ -138,10 +138,14 @@ export class WaitAnswers {
       .all()) {
       problems.push(`wait ${String(row["approval_id"])} of ${String(row["execution_id"])} has ${String(row["decisions"])} answers committed`);
     }
-    for (const row of connection.prepare("SELECT execution_id, seq, kind FROM steps JOIN executions ON executions.rowid = steps.execution_rowid WHERE instr(payload, ?) > 0").all(refusedMark)) {
+    for (const row of connection
+      .prepare("SELECT execution_id, seq, kind FROM steps JOIN executions ON executions.rowid = steps.execution_rowid WHERE instr(payload, ?) > 0")
+      .all(refusedMark)) {
       problems.push(`a value its schema refused is recorded in step ${String(row["seq"])} (${String(row["kind"])}) of ${String(row["execution_id"])}`);
     }
-    for (const row of connection.prepare("SELECT execution_id, payload FROM steps JOIN executions ON executions.rowid = steps.execution_rowid WHERE kind = 'approval_decided'").all()) {
+    for (const row of connection
+      .prepare("SELECT execution_id, payload FROM steps JOIN executions ON executions.rowid = steps.execution_rowid WHERE kind = 'approval_decided'")
+      .all()) {
       const token = /#\d+/.exec(String(row["payload"]))?.[0];
       const callers = token === undefined ? undefined : this.callersByToken.get(token);
       if (callers === undefined || callers.length === 0) continue;

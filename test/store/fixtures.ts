@@ -177,11 +177,12 @@ export function approvalCommit(executionId: string, expectedRevision: number, ex
   };
 }
 
-/** Version 14's timeline taken back to version 13's (docs/decisions/0094),
+/** Version 14's changes taken back to version 13's (docs/decisions/0094),
  * for tests that make an older file from a current one: steps keyed by the
  * execution's id, a queued message's step in the timeline at seq 0, the
- * admission trigger that only removes the queued row. */
-export const timelineBeforeVersion14 = `
+ * admission trigger that only removes the queued row; the definition index
+ * on the metadata's expression, no definition column. */
+export const beforeVersion14 = `
   CREATE TABLE steps_by_id (
     execution_id TEXT NOT NULL,
     seq          INTEGER NOT NULL,
@@ -202,6 +203,10 @@ export const timelineBeforeVersion14 = `
   BEGIN
     DELETE FROM queued_messages WHERE execution_id = NEW.execution_id;
   END;
+  DROP INDEX executions_by_definition;
+  ALTER TABLE executions DROP COLUMN definition;
+  CREATE INDEX executions_by_definition ON executions (json_extract(metadata, '$.config.definition'), created_at, execution_id)
+    WHERE json_extract(metadata, '$.config.definition') IS NOT NULL;
 `;
 
 /** Reads one value straight from the file with a connection of its own. */

@@ -1,9 +1,10 @@
 // Migration 14 (docs/decisions/0094): the step timeline keyed by the
-// execution's rowid. A version-13 file is made from a store written by real
+// execution's rowid, the definition's name in a column of its own. A
+// version-13 file is made from a store written by real
 // runs and taken back to version 13's timeline (the statements below, checked
 // against a file built by migrations 1–13); opened again, every step reads
 // back in order — timelines, the chat history, the dashboard's listing, a
-// queued message's `queued` step — and a migration cut off after any of its
+// queued message's `queued` step, a definition's page — and a migration cut off after any of its
 // statements (the file closed mid-way) leaves a store that opens and reads
 // the same. The reads by execution keep their index.
 
@@ -14,16 +15,18 @@ import { chatHistory } from "../../host/chat/history.js";
 import { Phronomy, type Environment } from "../../host/index.js";
 import { queueStoreOf } from "../../host/store/queue.js";
 import { openBetterSqlite3, type SqliteConnection } from "../../host/store/sqlite/driver.js";
-import { applicationId, migrations, schemaVersion } from "../../host/store/sqlite/schema.js";
-import { keyTimelineByRowid, lastStep, payloadsOfKind, timelineMigration, timelineOf } from "../../host/store/sqlite/timeline.js";
+import { applicationId, migrations, schemaVersion, writeFewerPages } from "../../host/store/sqlite/schema.js";
+import { definitionMigration } from "../../host/store/sqlite/page-counts.js";
+import { lastStep, payloadsOfKind, timelineMigration, timelineOf } from "../../host/store/sqlite/timeline.js";
 import { SqliteStore } from "../../host/store/sqlite-store.js";
 import { agentRunModel, approvalRefundTool, lookupTool, recordingLogger, scriptedModel, temporaryStorePath, turnOf, waitFor } from "../runtime/helpers.js";
-import { prepare, rawValue, temporaryDirectory, timelineBeforeVersion14, track } from "./fixtures.js";
+import { prepare, rawValue, temporaryDirectory, beforeVersion14, track } from "./fixtures.js";
 
-const version13 = migrations.indexOf(keyTimelineByRowid);
+const version13 = migrations.indexOf(writeFewerPages);
+const migration14 = [...timelineMigration, ...definitionMigration];
 
 /** The file taken back to version 13. */
-const backToVersion13 = `${timelineBeforeVersion14} PRAGMA user_version = ${version13};`;
+const backToVersion13 = `${beforeVersion14} PRAGMA user_version = ${version13};`;
 
 function withConnection<T>(path: string, use: (connection: SqliteConnection) => T): T {
   const connection = openBetterSqlite3(path);
@@ -41,6 +44,11 @@ function timelineSchema(path: string): unknown {
     stepsKey: connection.prepare("SELECT name FROM pragma_index_info((SELECT name FROM pragma_index_list('steps') WHERE origin = 'pk'))").all(),
     queue: connection.prepare("SELECT name FROM pragma_table_info('queued_messages')").all(),
     triggers: connection.prepare("SELECT name FROM sqlite_schema WHERE type = 'trigger' ORDER BY name").all(),
+    executions: connection.prepare("SELECT name FROM pragma_table_info('executions')").all(),
+    indexes: connection
+      .prepare("SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND tbl_name IN ('executions', 'steps') ORDER BY name")
+      .all()
+      .map((row) => [row["name"], String(row["sql"]).replace(/\s+/g, " ")]),
   }));
 }
 
@@ -59,7 +67,9 @@ afterEach(async () => {
 });
 
 const refundModel = () =>
-  scriptedModel(({ messages }) => (turnOf(messages) === 0 ? { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] } : { text: "refunded" }));
+  scriptedModel(({ messages }) =>
+    turnOf(messages) === 0 ? { toolCalls: [{ toolName: "refund", input: { orderId: "42", amount: 30 } }] } : { text: "refunded" },
+  );
 
 /** Writes a store through real runs: two turns of a conversation with tool
  * calls, and an execution waiting for an approval. Returns the ids. */
@@ -91,7 +101,10 @@ async function readsOf(path: string, agentId: string, executionIds: readonly str
   };
   await env.close();
   environment = undefined;
-  return result;
+  const store = await SqliteStore.open(path);
+  const byDefinition = (await store.pageExecutions({ definition: "support" })).rows.map((row) => row.executionId);
+  await store.close();
+  return { ...result, byDefinition };
 }
 
 describe("the timeline keyed by the execution's rowid (migration 14, docs/decisions/0094)", () => {
@@ -121,6 +134,7 @@ describe("the timeline keyed by the execution's rowid (migration 14, docs/decisi
     for (const one of timeline) expect(one.map((step) => step.seq)).toEqual(one.map((_, index) => index + 1));
     expect(timeline[0]!.length).toBeGreaterThan(5);
     expect((after as { messages: unknown[] }).messages).toHaveLength(4);
+    expect((after as { byDefinition: string[] }).byDefinition, "the definition's column filled from the metadata").toEqual([executionIds[1], executionIds[0]]);
   });
 
   it("carries a queued message's step into its queue row, and into its timeline at seq 0 once it is prepared", async () => {
@@ -153,12 +167,12 @@ describe("the timeline keyed by the execution's rowid (migration 14, docs/decisi
     const { agentId, executionIds } = await storeOfRuns(path);
     const before = await readsOf(path, agentId, executionIds);
     withConnection(path, (connection) => connection.exec(backToVersion13));
-    for (let done = 1; done < timelineMigration.length; done += 1) {
+    for (let done = 1; done < migration14.length; done += 1) {
       const copy = `${path}-cut-${done}.db`;
       await copyFile(path, copy);
       withConnection(copy, (connection) => {
         connection.exec("BEGIN IMMEDIATE");
-        for (const statement of timelineMigration.slice(0, done)) connection.exec(statement);
+        for (const statement of migration14.slice(0, done)) connection.exec(statement);
       }); // closed without COMMIT
       expect(rawValue(copy, "PRAGMA user_version"), `cut after ${done}`).toBe(version13);
       expect(await readsOf(copy, agentId, executionIds), `cut after ${done}`).toEqual(before);
@@ -172,7 +186,12 @@ describe("the timeline keyed by the execution's rowid (migration 14, docs/decisi
       const plan = (sql: string) =>
         connection
           .prepare(`EXPLAIN QUERY PLAN ${sql}`)
-          .all(...sql.split("?").slice(1).map(() => null))
+          .all(
+            ...sql
+              .split("?")
+              .slice(1)
+              .map(() => null),
+          )
           .map((row) => String(row["detail"]))
           .join("; ");
       for (const sql of [timelineOf, lastStep, payloadsOfKind]) {
@@ -182,6 +201,10 @@ describe("the timeline keyed by the execution's rowid (migration 14, docs/decisi
         expect(read, sql).not.toMatch(/SCAN|TEMP B-TREE/);
       }
       expect(plan("DELETE FROM steps WHERE execution_rowid = 7")).toMatch(/INDEX sqlite_autoindex_steps_1 \(execution_rowid=\?\)/);
+      // The definition's page (`pages.ts`), on its column's index.
+      const byDefinition = plan("SELECT * FROM executions WHERE definition = 'support' ORDER BY created_at DESC, execution_id DESC LIMIT 10");
+      expect(byDefinition).toContain("USING INDEX executions_by_definition (definition=?)");
+      expect(byDefinition).not.toContain("TEMP B-TREE");
     });
   });
 });

@@ -42,6 +42,7 @@ import { appendSteps } from "./timeline.js";
 import type { SqliteConnection } from "./driver.js";
 import { pruneExecutions } from "./prune.js";
 import { fileChildRows } from "./child-filings.js";
+import { definitionOf } from "./page-counts.js";
 import { agentFromRow, jsonText, zeroUsage } from "./rows.js";
 
 /** Runs one operation's body (no transaction control). */
@@ -188,9 +189,9 @@ interface InitialState {
 function insertExecution(connection: SqliteConnection, operation: PrepareExecutionOperation, state: InitialState): void {
   connection
     .prepare(`
-    INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output,
+    INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, definition, outcome, output,
                             error, usage, approval_request, created_at, updated_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'null', ?, ?, 'null', ?, ?)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'null', ?, ?, 'null', ?, ?)
   `)
     .run(
       operation.executionId,
@@ -201,6 +202,7 @@ function insertExecution(connection: SqliteConnection, operation: PrepareExecuti
       operation.mode,
       jsonText(operation.input),
       jsonText(state.metadata),
+      definitionOf(operation.config),
       state.error === null ? null : "failed",
       jsonText(state.error),
       jsonText(zeroUsage),

@@ -8,6 +8,7 @@ import type { CancelQueuedOperation, CancelQueuedResult, EnqueueMessageOperation
 import type { Json } from "../records.js";
 import { appendSteps, queuedStepPayload } from "./timeline.js";
 import type { SqliteConnection, SqliteRow } from "./driver.js";
+import { definitionOf } from "./page-counts.js";
 import { jsonText, zeroUsage } from "./rows.js";
 
 /** Migration to version 4: the queue, and the trigger that removes a
@@ -60,7 +61,15 @@ export function enqueueMessage(connection: SqliteConnection, operation: EnqueueM
   // (`timeline.ts`); the preparation appends its steps from 1 on.
   connection
     .prepare("INSERT INTO queued_messages (execution_id, agent_id, seq, input, config, created_at, queued_step) VALUES (?, ?, ?, ?, ?, ?, ?)")
-    .run(operation.executionId, operation.agentId, seq, jsonText(operation.input), jsonText(operation.config), operation.at, queuedStepPayload(position, operation.front));
+    .run(
+      operation.executionId,
+      operation.agentId,
+      seq,
+      jsonText(operation.input),
+      jsonText(operation.config),
+      operation.at,
+      queuedStepPayload(position, operation.front),
+    );
   return { seq, position };
 }
 
@@ -71,15 +80,16 @@ export function cancelQueued(connection: SqliteConnection, operation: CancelQueu
   // The trigger removes the queued row with this insert.
   connection
     .prepare(`
-    INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output,
+    INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, definition, outcome, output,
                             error, usage, approval_request, created_at, updated_at)
-    VALUES (?, ?, 1, 'terminal', 'terminal', 'invoke', ?, ?, 'failed', 'null', ?, ?, 'null', ?, ?)
+    VALUES (?, ?, 1, 'terminal', 'terminal', 'invoke', ?, ?, ?, 'failed', 'null', ?, ?, 'null', ?, ?)
   `)
     .run(
       message.executionId,
       message.agentId,
       jsonText(message.input),
       jsonText({ config: message.config }),
+      definitionOf(message.config),
       jsonText(operation.error),
       jsonText(zeroUsage),
       message.createdAt,
