@@ -11,7 +11,6 @@
 import { copyFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { chatHistory } from "../../host/chat/history.js";
 import { Phronomy, type Environment } from "../../host/index.js";
 import { queueStoreOf } from "../../host/store/queue.js";
 import { openBetterSqlite3, type SqliteConnection } from "../../host/store/sqlite/driver.js";
