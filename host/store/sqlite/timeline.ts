@@ -61,7 +61,7 @@ export const timelineMigration: readonly string[] = [
    END`,
 ];
 
-/** Migration 14: the timeline keyed by the execution's rowid. A step whose
+/** Migration 14's timeline part (`schema.ts`). A step whose
  * execution is neither stored nor queued was unreachable by every read but
  * `listSteps` of its id, and is not carried over (none is written by this
  * code: a step is appended only to a stored or queued execution). */
