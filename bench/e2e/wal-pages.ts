@@ -5,10 +5,12 @@
 // `write` calls), so this is the store's commit work per run, counted
 // rather than timed: it does not move with the machine's load.
 //
-//   node scripts/bench-compiled.mjs bench/e2e/wal-pages.ts [runs]
+//   node scripts/bench-compiled.mjs bench/e2e/wal-pages.ts [runs] [in flight]
 //
 // One definition by name, every run the first start of a new conversation
-// (the `conversation` shape of bench/e2e/instructions.ts), one at a time.
+// (the `conversation` shape of bench/e2e/instructions.ts), one at a time,
+// or `in flight` at a time (the store then groups their writes into fewer
+// transactions, docs/decisions/0094).
 // Warm-up runs first; then a second connection checkpoints the log and
 // empties it (`wal_checkpoint(TRUNCATE)`), holds a read transaction so
 // that the log cannot restart, and after the counted runs reads every
@@ -27,6 +29,8 @@ const FRAME_HEADER_BYTES = 24;
 
 const runs = Number(process.argv[2] ?? 200);
 if (!Number.isInteger(runs) || runs < 1) throw new Error(`wal-pages: runs must be a positive integer, got ${process.argv[2]}`);
+const inFlight = Number(process.argv[3] ?? 1);
+if (!Number.isInteger(inFlight) || inFlight < 1) throw new Error(`wal-pages: in flight must be a positive integer, got ${process.argv[3]}`);
 const directory = await mkdtemp(join(tmpdir(), "phronomy-wal-pages-"));
 try {
   const path = join(directory, "store.db");
@@ -38,12 +42,22 @@ try {
     const result = await definition.conversation(`user-${next++}`).start("Where is order 42?").result;
     if (result.outcome !== "completed") throw new Error(`a run ended ${result.outcome}`);
   };
-  for (let index = 0; index < 300; index += 1) await run();
+  const runMany = async (count: number) => {
+    let started = 0;
+    const lane = async () => {
+      while (started < count) {
+        started += 1;
+        await run();
+      }
+    };
+    await Promise.all(Array.from({ length: inFlight }, lane));
+  };
+  await runMany(300);
   const reader = new Database(path);
   reader.pragma("wal_checkpoint(TRUNCATE)");
   reader.prepare("BEGIN").run();
   reader.prepare("SELECT count(*) FROM executions").get();
-  for (let index = 0; index < runs; index += 1) await run();
+  await runMany(runs);
   const log = readFileSync(`${path}-wal`);
   reader.prepare("COMMIT").run();
   const owners = new Map((reader.prepare("SELECT name, pageno FROM dbstat").all() as { name: string; pageno: number }[]).map((row) => [row.pageno, row.name]));
@@ -59,7 +73,9 @@ try {
   }
   reader.close();
   await env.close();
-  console.log(`${(frames / runs).toFixed(2)} pages written per run in ${(commits / runs).toFixed(2)} transactions (${runs} runs after 300 of warm-up)`);
+  console.log(
+    `${(frames / runs).toFixed(2)} pages written per run in ${(commits / runs).toFixed(2)} transactions (${runs} runs after 300 of warm-up, ${inFlight} in flight)`,
+  );
   for (const [owner, count] of [...pages].sort((a, b) => b[1] - a[1])) console.log(`  ${(count / runs).toFixed(2).padStart(6)}  ${owner}`);
 } finally {
   await rm(directory, { recursive: true, force: true });

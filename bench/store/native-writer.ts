@@ -92,7 +92,8 @@ const statements: readonly string[] = [
   "SELECT 1 FROM agents WHERE agent_id = ? AND lifecycle = 'closed'",
   "SELECT 1 AS found FROM executions WHERE execution_id = ?",
   "UPDATE agents SET revision = revision + 1, updated_at = ? WHERE agent_id = ?",
-  "INSERT INTO steps (execution_id, seq, kind, at, payload) VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM steps WHERE execution_id = ?), ?, ?, ?)",
+  `INSERT INTO steps (execution_rowid, seq, kind, at, payload)
+   SELECT rowid, (SELECT coalesce(max(seq), 0) + 1 FROM steps WHERE execution_rowid = executions.rowid), ?, ?, ? FROM executions WHERE execution_id = ?`,
   `INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output,
                            error, usage, approval_request, created_at, updated_at)
    VALUES (?, ?, ?, 'active', 'calling_llm', ?, ?, ?, NULL, 'null', 'null', ?, 'null', ?, ?)`,
@@ -131,7 +132,7 @@ interface Compiled {
 }
 
 function stepInserts(executionId: string, steps: readonly StepRecord[]): Step[] {
-  return steps.map((step) => [Sql.step, Check.none, executionId, executionId, step.kind, step.at, json(step.payload)]);
+  return steps.map((step) => [Sql.step, Check.none, step.kind, step.at, json(step.payload), executionId]);
 }
 
 function movedOn(operation: { type: string; executionId: string; expectedRevision: number }): PhronomyError {
@@ -153,8 +154,8 @@ function compilePrepare(operation: PrepareExecutionOperation): Compiled {
     [Sql.agentClosed, Check.noRow, agentId],
     [Sql.executionExists, Check.noRow, executionId],
     [Sql.agentRevision, Check.none, at, agentId],
-    ...stepInserts(executionId, [{ kind: "input", at, payload: operation.input }]),
     [Sql.insertExecution, Check.none, executionId, agentId, revision, operation.mode, json(operation.input), json(metadata), json(zeroUsage), at, at],
+    ...stepInserts(executionId, [{ kind: "input", at, payload: operation.input }]),
     ...(barrier === undefined ? [] : stepInserts(executionId, [{ kind: "provider_barrier", at, payload: { callId: barrier.callId, revision } }])),
     ...operation.journal.map((record): Step => [Sql.journal, Check.none, agentId, agentId, record.executionId, record.role, json(record.content), record.at]),
   ];

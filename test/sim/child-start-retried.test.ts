@@ -46,7 +46,9 @@ it("a child start failed with its parent not told is made again: the child runs,
   expect(cluster.execution(parentId)).toMatchObject({ status: "terminal", outcome: "completed" });
   await expect(run.result).resolves.toMatchObject({ outcome: "completed", output: "done" });
   expect(results).toEqual(["found it"]);
-  const decided = cluster.connection.prepare("SELECT count(*) AS n FROM steps WHERE execution_id = ? AND kind = 'approval_decided'").get(parentId);
+  const decided = cluster.connection
+    .prepare("SELECT count(*) AS n FROM steps JOIN executions ON executions.rowid = steps.execution_rowid WHERE execution_id = ? AND kind = 'approval_decided'")
+    .get(parentId);
   expect(decided?.["n"]).toBe(1);
   expect(cluster.unfinished()).toEqual([]);
   await environment.close();

@@ -73,7 +73,13 @@ it("a filed decision claimed again is applied only if its wait's step names it: 
   // The execution still waits on its second wait; nothing of the filed value was recorded.
   expect(cluster.execution(executionId)).toMatchObject({ status: "suspended" });
   expect(pendingWait(cluster, executionId)).toBe(secondWait);
-  expect(JSON.stringify(cluster.connection.prepare("SELECT payload FROM steps WHERE execution_id = ?").all(executionId))).not.toContain("next week");
+  expect(
+    JSON.stringify(
+      cluster.connection
+        .prepare("SELECT payload FROM steps JOIN executions ON executions.rowid = steps.execution_rowid WHERE execution_id = ?")
+        .all(executionId),
+    ),
+  ).not.toContain("next week");
 
   // A claim that did land is still recognised: the second wait answered
   // through the inbox, its row left claimed, is judged applied when claimed again.
@@ -92,7 +98,9 @@ it("a filed decision claimed again is applied only if its wait's step names it: 
   await advance(cluster, leaseMs, none);
   expect(inboxRow(cluster, "filed-2")).toMatchObject({ state: "applied" });
   const decided = cluster.connection
-    .prepare("SELECT json_extract(payload, '$.filedAs') AS filed_as FROM steps WHERE execution_id = ? AND kind = 'approval_decided' ORDER BY seq")
+    .prepare(
+      "SELECT json_extract(payload, '$.filedAs') AS filed_as FROM steps JOIN executions ON executions.rowid = steps.execution_rowid WHERE execution_id = ? AND kind = 'approval_decided' ORDER BY seq",
+    )
     .all(executionId)
     .map((row) => row["filed_as"]);
   expect(decided).toEqual([null, "filed-2"]);

@@ -106,7 +106,9 @@ it("a typed wait's value committed, then its process killed before the call's re
 /** The answers committed to the execution's waits. */
 function decisionsOf(cluster: Cluster, executionId: string): unknown[] {
   return cluster.connection
-    .prepare("SELECT payload FROM steps WHERE execution_id = ? AND kind = 'approval_decided' ORDER BY seq")
+    .prepare(
+      "SELECT payload FROM steps JOIN executions ON executions.rowid = steps.execution_rowid WHERE execution_id = ? AND kind = 'approval_decided' ORDER BY seq",
+    )
     .all(executionId)
     .map((row) => JSON.parse(String(row["payload"])));
 }
@@ -138,7 +140,9 @@ it("a value refused by its schema changes nothing, given at the owner or filed f
   await expect(elsewhere.result).rejects.toMatchObject({ code: "INVALID_INPUT" });
   expect(cluster.execution(executionId)).toMatchObject({ status: "suspended" });
   expect(decisionsOf(cluster, executionId)).toEqual([]);
-  const steps = JSON.stringify(cluster.connection.prepare("SELECT payload FROM steps WHERE execution_id = ?").all(executionId));
+  const steps = JSON.stringify(
+    cluster.connection.prepare("SELECT payload FROM steps JOIN executions ON executions.rowid = steps.execution_rowid WHERE execution_id = ?").all(executionId),
+  );
   expect(steps).not.toContain("next week");
   expect(steps).not.toContain("the week after");
 

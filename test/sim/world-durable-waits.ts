@@ -119,7 +119,7 @@ export class DurableWaits {
     const problems: string[] = [];
     for (const row of this.connection
       .prepare(
-        "SELECT d.execution_id, json_extract(d.payload, '$.approvalId') AS approval_id, json_extract(d.payload, '$.action') AS action, w.request FROM steps d JOIN sim_waits w ON w.execution_id = d.execution_id AND w.approval_id = json_extract(d.payload, '$.approvalId') WHERE d.kind = 'approval_decided'",
+        "SELECT executions.execution_id, json_extract(d.payload, '$.approvalId') AS approval_id, json_extract(d.payload, '$.action') AS action, w.request FROM steps d JOIN executions ON executions.rowid = d.execution_rowid JOIN sim_waits w ON w.execution_id = executions.execution_id AND w.approval_id = json_extract(d.payload, '$.approvalId') WHERE d.kind = 'approval_decided'",
       )
       .all()) {
       const wait = JSON.parse(String(row["request"])) as RecordedWait;
@@ -156,7 +156,7 @@ export class DurableWaits {
     const problems: string[] = [];
     for (const row of this.connection
       .prepare(
-        "SELECT d.execution_id, json_extract(d.payload, '$.action.value') AS value FROM steps d WHERE d.kind = 'approval_decided' AND json_extract(d.payload, '$.action.kind') = 'child'",
+        "SELECT executions.execution_id, json_extract(d.payload, '$.action.value') AS value FROM steps d JOIN executions ON executions.rowid = d.execution_rowid WHERE d.kind = 'approval_decided' AND json_extract(d.payload, '$.action.kind') = 'child'",
       )
       .all()) {
       const value = JSON.parse(String(row["value"])) as { executionId?: string; outcome?: string };
@@ -170,7 +170,7 @@ export class DurableWaits {
     for (const signal of this.signals.filter((sent) => sent.result === "signal:stored")) {
       const taken = this.connection
         .prepare(
-          "SELECT 1 FROM steps WHERE kind = 'approval_decided' AND json_extract(payload, '$.action.kind') = 'signal' AND json_extract(payload, '$.action.value.paid') = ?",
+          "SELECT 1 FROM steps JOIN executions ON executions.rowid = steps.execution_rowid WHERE kind = 'approval_decided' AND json_extract(payload, '$.action.kind') = 'signal' AND json_extract(payload, '$.action.value.paid') = ?",
         )
         .get(signal.token);
       const kept = this.connection
@@ -185,7 +185,7 @@ export class DurableWaits {
   checkResumed(signal: SentSignal): string | undefined {
     const row = this.connection
       .prepare(
-        "SELECT json_extract(payload, '$.action.kind') AS kind, json_extract(payload, '$.action.value.paid') AS paid FROM steps WHERE execution_id = ? AND kind = 'approval_decided' AND json_extract(payload, '$.approvalId') = ?",
+        "SELECT json_extract(payload, '$.action.kind') AS kind, json_extract(payload, '$.action.value.paid') AS paid FROM steps JOIN executions ON executions.rowid = steps.execution_rowid WHERE execution_id = ? AND kind = 'approval_decided' AND json_extract(payload, '$.approvalId') = ?",
       )
       .get(signal.executionId ?? "", signal.waitId ?? "");
     if (row === undefined) return `${signal.label} was told resumed, yet wait ${signal.waitId} of ${signal.executionId} has no answer committed`;
@@ -200,7 +200,7 @@ export function durableAnswers(connection: SqliteConnection): Record<string, num
   const counts: Record<string, number> = {};
   for (const row of connection
     .prepare(
-      "SELECT json_extract(w.request, '$.kind') || ':' || coalesce(json_extract(d.payload, '$.action.kind'), 'plain') || CASE WHEN json_extract(d.payload, '$.action.value.timedOut') THEN '(timed out)' ELSE '' END AS kind, count(*) AS n FROM steps d JOIN sim_waits w ON w.execution_id = d.execution_id AND w.approval_id = json_extract(d.payload, '$.approvalId') WHERE d.kind = 'approval_decided' AND json_extract(w.request, '$.kind') IN ('timer', 'event', 'child') GROUP BY 1",
+      "SELECT json_extract(w.request, '$.kind') || ':' || coalesce(json_extract(d.payload, '$.action.kind'), 'plain') || CASE WHEN json_extract(d.payload, '$.action.value.timedOut') THEN '(timed out)' ELSE '' END AS kind, count(*) AS n FROM steps d JOIN executions ON executions.rowid = d.execution_rowid JOIN sim_waits w ON w.execution_id = executions.execution_id AND w.approval_id = json_extract(d.payload, '$.approvalId') WHERE d.kind = 'approval_decided' AND json_extract(w.request, '$.kind') IN ('timer', 'event', 'child') GROUP BY 1",
     )
     .all()) {
     counts[String(row["kind"])] = Number(row["n"]);

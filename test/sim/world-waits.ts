@@ -133,15 +133,19 @@ export class WaitAnswers {
     const problems: string[] = [];
     for (const row of connection
       .prepare(
-        "SELECT execution_id, json_extract(payload, '$.approvalId') AS approval_id, count(*) AS decisions FROM steps WHERE kind = 'approval_decided' GROUP BY 1, 2 HAVING count(*) > 1",
+        "SELECT execution_id, json_extract(payload, '$.approvalId') AS approval_id, count(*) AS decisions FROM steps JOIN executions ON executions.rowid = steps.execution_rowid WHERE kind = 'approval_decided' GROUP BY 1, 2 HAVING count(*) > 1",
       )
       .all()) {
       problems.push(`wait ${String(row["approval_id"])} of ${String(row["execution_id"])} has ${String(row["decisions"])} answers committed`);
     }
-    for (const row of connection.prepare("SELECT execution_id, seq, kind FROM steps WHERE instr(payload, ?) > 0").all(refusedMark)) {
+    for (const row of connection
+      .prepare("SELECT execution_id, seq, kind FROM steps JOIN executions ON executions.rowid = steps.execution_rowid WHERE instr(payload, ?) > 0")
+      .all(refusedMark)) {
       problems.push(`a value its schema refused is recorded in step ${String(row["seq"])} (${String(row["kind"])}) of ${String(row["execution_id"])}`);
     }
-    for (const row of connection.prepare("SELECT execution_id, payload FROM steps WHERE kind = 'approval_decided'").all()) {
+    for (const row of connection
+      .prepare("SELECT execution_id, payload FROM steps JOIN executions ON executions.rowid = steps.execution_rowid WHERE kind = 'approval_decided'")
+      .all()) {
       const token = /#\d+/.exec(String(row["payload"]))?.[0];
       const callers = token === undefined ? undefined : this.callersByToken.get(token);
       if (callers === undefined || callers.length === 0) continue;
@@ -162,7 +166,7 @@ export function committedAnswers(connection: SqliteConnection): Record<string, n
   const counts: Record<string, number> = {};
   for (const row of connection
     .prepare(
-      "SELECT coalesce(json_extract(payload, '$.action.kind'), CASE WHEN json_extract(payload, '$.approved') THEN 'approved' ELSE 'declined' END) AS kind, count(*) AS n FROM steps WHERE kind = 'approval_decided' GROUP BY 1",
+      "SELECT coalesce(json_extract(payload, '$.action.kind'), CASE WHEN json_extract(payload, '$.approved') THEN 'approved' ELSE 'declined' END) AS kind, count(*) AS n FROM steps JOIN executions ON executions.rowid = steps.execution_rowid WHERE kind = 'approval_decided' GROUP BY 1",
     )
     .all()) {
     counts[String(row["kind"])] = Number(row["n"]);

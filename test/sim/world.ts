@@ -256,7 +256,9 @@ export class World {
    * key that barrier recorded. */
   private checkBarrier(executionId: string, key: string): void {
     const recorded = this.cluster.connection
-      .prepare("SELECT 1 FROM steps WHERE execution_id = ? AND kind = 'tool_barrier' AND instr(payload, ?) > 0")
+      .prepare(
+        "SELECT 1 FROM steps JOIN executions ON executions.rowid = steps.execution_rowid WHERE execution_id = ? AND kind = 'tool_barrier' AND instr(payload, ?) > 0",
+      )
       .get(executionId, JSON.stringify(key));
     if (recorded === undefined) this.problem(`tool call ${key} ran with no committed tool barrier recording that key`);
   }

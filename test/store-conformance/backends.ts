@@ -47,7 +47,7 @@ export const sqliteBackend: Backend = {
     );
   },
   async countRows(store, table, executionId) {
-    return Number(rawValue(store.path, `SELECT count(*) FROM ${table} WHERE execution_id = ?`, executionId));
+    return Number(rawValue(store.path, countRowsSql(table), executionId));
   },
 };
 
@@ -108,6 +108,16 @@ function clusterConnection(store: ExecutionStore): Cluster {
   return cluster;
 }
 
+/** How a SQLite file's rows of an execution are counted. The timeline is
+ * keyed by the execution's rowid (docs/decisions/0094): once the execution
+ * is deleted its steps cannot be named by its id, so steps that belong to
+ * no execution count too (there must never be any). */
+function countRowsSql(table: string): string {
+  if (table !== "steps") return `SELECT count(*) FROM ${table} WHERE execution_id = ?`;
+  return `SELECT count(*) FROM steps WHERE execution_rowid = (SELECT rowid FROM executions WHERE execution_id = ?)
+            OR execution_rowid NOT IN (SELECT rowid FROM executions)`;
+}
+
 export const simulatedBackend: Backend = {
   name: "simulated",
   reportsFirstOfAgent: true,
@@ -128,6 +138,6 @@ export const simulatedBackend: Backend = {
       .run(executionId);
   },
   async countRows(store, table, executionId) {
-    return Number(clusterConnection(store).connection.prepare(`SELECT count(*) AS n FROM ${table} WHERE execution_id = ?`).get(executionId)?.["n"]);
+    return Number(Object.values(clusterConnection(store).connection.prepare(countRowsSql(table)).get(executionId) ?? {})[0]);
   },
 };

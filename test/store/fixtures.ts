@@ -177,6 +177,38 @@ export function approvalCommit(executionId: string, expectedRevision: number, ex
   };
 }
 
+/** Version 14's changes taken back to version 13's (docs/decisions/0094),
+ * for tests that make an older file from a current one: steps keyed by the
+ * execution's id, a queued message's step in the timeline at seq 0, the
+ * admission trigger that only removes the queued row; the definition index
+ * on the metadata's expression, no definition column. */
+export const beforeVersion14 = `
+  CREATE TABLE steps_by_id (
+    execution_id TEXT NOT NULL,
+    seq          INTEGER NOT NULL,
+    kind         TEXT NOT NULL,
+    at           INTEGER NOT NULL,
+    payload      TEXT NOT NULL,
+    PRIMARY KEY (execution_id, seq)
+  );
+  INSERT INTO steps_by_id SELECT executions.execution_id, steps.seq, steps.kind, steps.at, steps.payload
+    FROM steps JOIN executions ON executions.rowid = steps.execution_rowid;
+  INSERT INTO steps_by_id SELECT execution_id, 0, 'queued', created_at, queued_step FROM queued_messages;
+  DROP TRIGGER steps_of_deleted_execution;
+  DROP TRIGGER queued_message_admitted;
+  DROP TABLE steps;
+  ALTER TABLE steps_by_id RENAME TO steps;
+  ALTER TABLE queued_messages DROP COLUMN queued_step;
+  CREATE TRIGGER queued_message_admitted AFTER INSERT ON executions
+  BEGIN
+    DELETE FROM queued_messages WHERE execution_id = NEW.execution_id;
+  END;
+  DROP INDEX executions_by_definition;
+  ALTER TABLE executions DROP COLUMN definition;
+  CREATE INDEX executions_by_definition ON executions (json_extract(metadata, '$.config.definition'), created_at, execution_id)
+    WHERE json_extract(metadata, '$.config.definition') IS NOT NULL;
+`;
+
 /** Reads one value straight from the file with a connection of its own. */
 export function rawValue(path: string, sql: string, ...parameters: SqliteValue[]): SqliteValue | undefined {
   const connection = openBetterSqlite3(path, { mustExist: true });

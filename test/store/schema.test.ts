@@ -152,10 +152,16 @@ describe("store file", () => {
 
 describe("the index on created_at alone (docs/decisions/0091)", () => {
   it("is dropped from a version-12 file, and reads by creation time use executions_by_time", async () => {
+    const fresh = join(await temporaryDirectory(), "new.db");
+    await track(await SqliteStore.open(fresh)).close();
+    expect(rawValue(fresh, "SELECT count(*) FROM sqlite_schema WHERE name = 'executions_by_creation'"), "a new store never keeps it").toBe(0);
+    // A file as version 12 made it: migrations 1-12 (the index among them).
     const path = join(await temporaryDirectory(), "version-12.db");
-    await track(await SqliteStore.open(path)).close();
-    expect(rawValue(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'executions_by_creation'"), "a new store never keeps it").toBe(0);
-    rawExec(path, `CREATE INDEX executions_by_creation ON executions (created_at); PRAGMA user_version = ${migrations.indexOf(dropCreationIndex)}`);
+    const made = openBetterSqlite3(path);
+    for (const migration of migrations.slice(0, migrations.indexOf(dropCreationIndex))) migration(made);
+    made.exec(`PRAGMA application_id = ${applicationId}; PRAGMA user_version = ${migrations.indexOf(dropCreationIndex)}`);
+    made.close();
+    expect(rawValue(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'executions_by_creation'")).toBe(1);
     const store = track(await SqliteStore.open(path));
     await store.run(prepare("e1"));
     await store.close();

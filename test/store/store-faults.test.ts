@@ -92,7 +92,11 @@ describe("the store worker dies", () => {
       // Whole or nothing: a barrier is durable with its step, or neither is.
       for (let index = 0; index < 60; index += 1) {
         const revision = rawValue(store.path, "SELECT revision FROM executions WHERE execution_id = ?", `e${index}`);
-        const steps = rawValue(store.path, "SELECT count(*) FROM steps WHERE execution_id = ? AND kind = 'provider_barrier'", `e${index}`);
+        const steps = rawValue(
+          store.path,
+          "SELECT count(*) FROM steps JOIN executions ON executions.rowid = steps.execution_rowid WHERE execution_id = ? AND kind = 'provider_barrier'",
+          `e${index}`,
+        );
         expect([revision, steps]).toEqual(revision === 1 ? [1, 0] : [2, 1]);
         if (outcomes[index]!.status === "fulfilled") expect(revision).toBe(2);
       }

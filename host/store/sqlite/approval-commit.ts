@@ -9,7 +9,8 @@
 
 import { ApprovalMismatchError } from "../../errors.js";
 import type { ApprovalCommitOperation, CommittedRevision, ExecutionMetadata, Json } from "../records.js";
-import { appendSteps, compareAndSet, selectForUpdate } from "./compare-and-set.js";
+import { compareAndSet, selectForUpdate } from "./compare-and-set.js";
+import { appendSteps } from "./timeline.js";
 import type { SqliteConnection } from "./driver.js";
 import { jsonText } from "./rows.js";
 

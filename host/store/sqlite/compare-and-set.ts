@@ -1,12 +1,12 @@
 // The pieces every write to an existing execution is built from: read the
 // row and refuse before writing anything when it moved on
 // (`selectForUpdate`), the compare-and-set UPDATE on (execution_id,
-// revision) (`compareAndSet`), and the append-only timeline and journal
-// inserts. A mismatch is `ExecutionRehydrationRequiredError` naming the
+// revision) (`compareAndSet`), and the append-only journal insert (the
+// timeline's is in `timeline.ts`). A mismatch is `ExecutionRehydrationRequiredError` naming the
 // execution, the revision expected and what the store holds.
 
 import { ExecutionRehydrationRequiredError } from "../../errors.js";
-import type { ExecutionMetadata, ExecutionStatusName, Json, JournalRecord, StepRecord } from "../records.js";
+import type { ExecutionMetadata, ExecutionStatusName, Json, JournalRecord } from "../records.js";
 import type { SqliteConnection } from "./driver.js";
 import { jsonText } from "./rows.js";
 
@@ -72,14 +72,6 @@ export function compareAndSet(
     );
   }
   return revision;
-}
-
-export function appendSteps(connection: SqliteConnection, executionId: string, steps: readonly StepRecord[]): void {
-  const insert = connection.prepare(`
-    INSERT INTO steps (execution_id, seq, kind, at, payload)
-    VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM steps WHERE execution_id = ?), ?, ?, ?)
-  `);
-  for (const step of steps) insert.run(executionId, executionId, step.kind, step.at, jsonText(step.payload));
 }
 
 export function appendJournal(connection: SqliteConnection, agentId: string, records: readonly JournalRecord[]): void {

@@ -35,6 +35,7 @@ import {
 } from "../inbox-records.js";
 import type { Json } from "../records.js";
 import type { SqliteConnection } from "./driver.js";
+import { stepPayloadsOfKind } from "./timeline.js";
 import { checkCancelFiling, inboxKindMigration, type DecisionKind } from "../cancel-filing.js";
 import { checkRetryable, inboxKinds } from "../retry-filing.js";
 
@@ -311,9 +312,8 @@ export function agentsWithDecisions(connection: SqliteConnection, ownerToken: st
 /** The decision an `approval_decided` step recorded for this approval, if
  * one did: how a later owner tells whether a former owner's claim landed. */
 export function approvalDecided(connection: SqliteConnection, executionId: string, approvalId: string): ApprovalDecided | undefined {
-  const rows = connection.prepare("SELECT payload FROM steps WHERE execution_id = ? AND kind = 'approval_decided' ORDER BY seq").all(executionId);
-  for (const row of rows) {
-    const decided = approvalDecidedOf(String(row["payload"]), approvalId);
+  for (const payload of stepPayloadsOfKind(connection, executionId, "approval_decided")) {
+    const decided = approvalDecidedOf(payload, approvalId);
     if (decided !== undefined) return decided;
   }
   return undefined;

@@ -37,10 +37,12 @@ import { approvalCommit } from "./approval-commit.js";
 import { cancelQueued, enqueueMessage } from "./queue.js";
 import { reopenExecution } from "./reopen.js";
 import { replaceRefusal } from "../replace-from.js";
-import { appendJournal, appendSteps, compareAndSet, selectForUpdate } from "./compare-and-set.js";
+import { appendJournal, compareAndSet, selectForUpdate } from "./compare-and-set.js";
+import { appendSteps } from "./timeline.js";
 import type { SqliteConnection } from "./driver.js";
 import { pruneExecutions } from "./prune.js";
 import { fileChildRows } from "./child-filings.js";
+import { definitionOf } from "./page-counts.js";
 import { agentFromRow, jsonText, zeroUsage } from "./rows.js";
 
 /** Runs one operation's body (no transaction control). */
@@ -89,23 +91,24 @@ export function prepareExecution(connection: SqliteConnection, operation: Prepar
   if (rootRevision === undefined) return notEstablished(new AgentClosedError(operation.agentId));
   const first = rootRevision === firstPreparedRootRevision ? ({ firstOfAgent: true } as const) : {};
   const metadata: ExecutionMetadata = { config: operation.config };
-  appendSteps(connection, operation.executionId, [{ kind: "input", at: operation.at, payload: operation.input }]);
+  const input: StepRecord = { kind: "input", at: operation.at, payload: operation.input };
   if (operation.blockedBy !== undefined) {
     // A blocked input never enters the conversation memory: no journal.
     insertExecution(connection, operation, { status: "terminal", phase: "terminal", metadata, error: operation.blockedBy });
-    appendSteps(connection, operation.executionId, [{ kind: "terminal", at: operation.at, payload: { outcome: "failed", revision: 1 } }]);
+    appendSteps(connection, operation.executionId, [input, { kind: "terminal", at: operation.at, payload: { outcome: "failed", revision: 1 } }]);
     return { outcome: "terminal", revision: 1, error: operation.blockedBy };
   }
   if (operation.firstBarrier !== undefined) {
     const barrier = firstBarrierOperation(operation, operation.firstBarrier);
     const revision = firstBarrierRevision;
     insertExecution(connection, operation, { status: "active", phase: "calling_llm", metadata: barrierMetadata(metadata, barrier), error: null, revision });
-    appendSteps(connection, operation.executionId, [barrierStep(barrier, revision)]);
+    appendSteps(connection, operation.executionId, [input, barrierStep(barrier, revision)]);
     if (replaced !== undefined) truncateJournal(connection, operation.agentId, replaced.seq);
     appendJournal(connection, operation.agentId, operation.journal);
     return { outcome: "active", revision: 1, firstBarrierRevision: revision, ...first };
   }
   insertExecution(connection, operation, { status: "active", phase: "calling_llm", metadata, error: null });
+  appendSteps(connection, operation.executionId, [input]);
   if (replaced !== undefined) truncateJournal(connection, operation.agentId, replaced.seq);
   appendJournal(connection, operation.agentId, operation.journal);
   return { outcome: "active", revision: 1, ...first };
@@ -186,9 +189,9 @@ interface InitialState {
 function insertExecution(connection: SqliteConnection, operation: PrepareExecutionOperation, state: InitialState): void {
   connection
     .prepare(`
-    INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output,
+    INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, definition, outcome, output,
                             error, usage, approval_request, created_at, updated_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'null', ?, ?, 'null', ?, ?)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'null', ?, ?, 'null', ?, ?)
   `)
     .run(
       operation.executionId,
@@ -199,6 +202,7 @@ function insertExecution(connection: SqliteConnection, operation: PrepareExecuti
       operation.mode,
       jsonText(operation.input),
       jsonText(state.metadata),
+      definitionOf(operation.config),
       state.error === null ? null : "failed",
       jsonText(state.error),
       jsonText(zeroUsage),
@@ -406,7 +410,7 @@ export function purgeAgent(connection: SqliteConnection, operation: PurgeAgentOp
       unfinished.map((row) => String(row["execution_id"])),
     );
   }
-  connection.prepare("DELETE FROM steps WHERE execution_id IN (SELECT execution_id FROM executions WHERE agent_id = ?)").run(agentId);
+  // Each execution's steps go with it (the trigger of `timeline.ts`).
   const executionsDeleted = connection.prepare("DELETE FROM executions WHERE agent_id = ?").run(agentId).changes;
   const journalDeleted = connection.prepare("DELETE FROM journal WHERE agent_id = ?").run(agentId).changes;
   const agentsDeleted = connection.prepare("DELETE FROM agents WHERE agent_id = ?").run(agentId).changes;

@@ -10,14 +10,40 @@
 //   dashboard's refresh reads them instead of counting 100,000 rows.
 // * An outcome of NULL is kept as '' (a key column cannot be NULL in a
 //   WITHOUT ROWID table); rows that reach 0 stay and are not reported.
-// * The definition index is a partial expression index on the name a
-//   named definition's executions carry (`metadata.config.definition`);
-//   every read names the same expression (the planner matches its text).
+// * The definition index is a partial index on the name a named
+//   definition's executions carry (`metadata.config.definition`). Until
+//   version 14 it was an expression index on the metadata, which every
+//   barrier rewrites, so every transaction of a run rewrote a leaf of it (6
+//   of the ≈56 pages a run wrote, docs/decisions/0094); from version 14 the
+//   name is copied into its own column, `definition`, written only when the
+//   row is inserted (the name never changes), and the index is on that.
 
 import type { SqliteConnection } from "./driver.js";
 
-/** The expression the definition index holds and the page's filter names. */
-export const definitionExpression = "json_extract(metadata, '$.config.definition')";
+/** What the definition index holds and the page's filter names: the
+ * column from version 14; the expression over the metadata before. */
+export const definitionExpression = "definition";
+const definitionInMetadata = "json_extract(metadata, '$.config.definition')";
+
+/** The `definition` column's value for a row whose start settings are
+ * `config` (what `json_extract` of the metadata gives for a name). */
+export function definitionOf(config: { readonly [key: string]: unknown }): string | null {
+  const name = config["definition"];
+  return typeof name === "string" ? name : null;
+}
+
+/** Migration 14's part (docs/decisions/0094): the definition's name in a
+ * column of its own, filled from the metadata, and the index on it. */
+export const definitionMigration: readonly string[] = [
+  "ALTER TABLE executions ADD COLUMN definition TEXT",
+  `UPDATE executions SET definition = ${definitionInMetadata} WHERE ${definitionInMetadata} IS NOT NULL`,
+  "DROP INDEX executions_by_definition",
+  "CREATE INDEX executions_by_definition ON executions (definition, created_at, execution_id) WHERE definition IS NOT NULL",
+];
+
+export function storeDefinitionColumn(connection: SqliteConnection): void {
+  for (const statement of definitionMigration) connection.exec(statement);
+}
 
 /** Migration 12: the counts table, its triggers and its first fill; the definition index. */
 export function createPageCounts(connection: SqliteConnection): void {
@@ -43,8 +69,8 @@ export function createPageCounts(connection: SqliteConnection): void {
     CREATE TRIGGER execution_counts_delete AFTER DELETE ON executions BEGIN
       ${remove("old")}
     END;
-    CREATE INDEX executions_by_definition ON executions (${definitionExpression}, created_at, execution_id)
-      WHERE ${definitionExpression} IS NOT NULL;
+    CREATE INDEX executions_by_definition ON executions (${definitionInMetadata}, created_at, execution_id)
+      WHERE ${definitionInMetadata} IS NOT NULL;
   `);
 }
 

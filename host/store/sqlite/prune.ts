@@ -45,6 +45,8 @@ const candidatesExcept = `
   WHERE status = 'terminal' AND updated_at < ? AND agent_id NOT IN (SELECT value FROM json_each(?))
   ORDER BY updated_at LIMIT ?`;
 
+const prunedRow = "execution_id = ? AND status = 'terminal' AND revision = ? AND updated_at = ?";
+
 /** Deletes up to `executionsMax` terminal executions finished before
  * `finishedBefore`, with their steps and inbox rows, and trims the journal
  * of the agents touched. Runs inside the caller's transaction. */
@@ -62,13 +64,14 @@ export function pruneExecutions(connection: SqliteConnection, operation: PruneEx
   const agents = new Set<string>();
   for (const candidate of candidates) {
     const executionId = String(candidate["execution_id"]);
-    // The row as read: terminal, at the revision and finish read.
-    const deleted = connection
-      .prepare("DELETE FROM executions WHERE execution_id = ? AND status = 'terminal' AND revision = ? AND updated_at = ?")
-      .run(executionId, candidate["revision"] ?? null, candidate["updated_at"] ?? null).changes;
+    // The row as read: terminal, at the revision and finish read. Its steps
+    // first, counted (the trigger of `timeline.ts` would take them uncounted).
+    const row = [executionId, candidate["revision"] ?? null, candidate["updated_at"] ?? null];
+    const stepsDeleted = connection.prepare(`DELETE FROM steps WHERE execution_rowid = (SELECT rowid FROM executions WHERE ${prunedRow})`).run(...row).changes;
+    const deleted = connection.prepare(`DELETE FROM executions WHERE ${prunedRow}`).run(...row).changes;
     if (deleted === 0) continue;
     executions += deleted;
-    steps += connection.prepare("DELETE FROM steps WHERE execution_id = ?").run(executionId).changes;
+    steps += stepsDeleted;
     approvals += connection.prepare("DELETE FROM approval_inbox WHERE execution_id = ?").run(executionId).changes;
     agents.add(String(candidate["agent_id"]));
   }

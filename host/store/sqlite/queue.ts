@@ -6,12 +6,15 @@
 import { AgentClosedError, InvalidInputError, QueueFullError } from "../../errors.js";
 import type { CancelQueuedOperation, CancelQueuedResult, EnqueueMessageOperation, EnqueueMessageResult, QueuedMessage } from "../queue.js";
 import type { Json } from "../records.js";
-import { appendSteps } from "./compare-and-set.js";
+import { appendSteps, queuedStepPayload } from "./timeline.js";
 import type { SqliteConnection, SqliteRow } from "./driver.js";
+import { definitionOf } from "./page-counts.js";
 import { jsonText, zeroUsage } from "./rows.js";
 
 /** Migration to version 4: the queue, and the trigger that removes a
- * queued message when its execution is written (prepared or cancelled). */
+ * queued message when its execution is written (prepared or cancelled);
+ * version 14 gives the queue its `queued` step and the trigger moves it
+ * into the timeline (`timeline.ts`). */
 export function createConversationQueues(connection: SqliteConnection): void {
   connection.exec(`
     CREATE TABLE queued_messages (
@@ -53,14 +56,20 @@ export function enqueueMessage(connection: SqliteConnection, operation: EnqueueM
   const waiting = Number(bounds["waiting"]);
   if (waiting >= operation.limit) throw new QueueFullError(operation.agentId, operation.limit);
   const seq = waiting === 0 ? 1 : operation.front ? Number(bounds["head"]) - 1 : Number(bounds["tail"]) + 1;
-  connection
-    .prepare("INSERT INTO queued_messages (execution_id, agent_id, seq, input, config, created_at) VALUES (?, ?, ?, ?, ?, ?)")
-    .run(operation.executionId, operation.agentId, seq, jsonText(operation.input), jsonText(operation.config), operation.at);
   const position = operation.front ? 1 : waiting + 1;
-  // Seq 0: the preparation appends its steps from 1 on (`appendSteps`).
+  // The `queued` step, seq 0 of the timeline once the execution is written
+  // (`timeline.ts`); the preparation appends its steps from 1 on.
   connection
-    .prepare("INSERT INTO steps (execution_id, seq, kind, at, payload) VALUES (?, 0, 'queued', ?, ?)")
-    .run(operation.executionId, operation.at, jsonText({ position, interrupt: operation.front }));
+    .prepare("INSERT INTO queued_messages (execution_id, agent_id, seq, input, config, created_at, queued_step) VALUES (?, ?, ?, ?, ?, ?, ?)")
+    .run(
+      operation.executionId,
+      operation.agentId,
+      seq,
+      jsonText(operation.input),
+      jsonText(operation.config),
+      operation.at,
+      queuedStepPayload(position, operation.front),
+    );
   return { seq, position };
 }
 
@@ -71,15 +80,16 @@ export function cancelQueued(connection: SqliteConnection, operation: CancelQueu
   // The trigger removes the queued row with this insert.
   connection
     .prepare(`
-    INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, outcome, output,
+    INSERT INTO executions (execution_id, agent_id, revision, status, phase, mode, input, metadata, definition, outcome, output,
                             error, usage, approval_request, created_at, updated_at)
-    VALUES (?, ?, 1, 'terminal', 'terminal', 'invoke', ?, ?, 'failed', 'null', ?, ?, 'null', ?, ?)
+    VALUES (?, ?, 1, 'terminal', 'terminal', 'invoke', ?, ?, ?, 'failed', 'null', ?, ?, 'null', ?, ?)
   `)
     .run(
       message.executionId,
       message.agentId,
       jsonText(message.input),
       jsonText({ config: message.config }),
+      definitionOf(message.config),
       jsonText(operation.error),
       jsonText(zeroUsage),
       message.createdAt,

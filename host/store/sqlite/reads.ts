@@ -2,9 +2,11 @@
 // so it reads one committed snapshot; in WAL mode a reader never blocks the
 // writer (nor waits for it), which is why reads run on the calling thread.
 
-import type { AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord, StoredStep } from "../records.js";
+import type { AgentRow, ExecutionListFilter, ExecutionRow, JournalRecord } from "../records.js";
 import type { SqliteConnection, SqliteValue } from "./driver.js";
-import { agentFromRow, executionFromRow, journalFromRow, stepFromRow } from "./rows.js";
+import { agentFromRow, executionFromRow, journalFromRow } from "./rows.js";
+
+export { listSteps } from "./timeline.js";
 
 /** Rows `listExecutions` returns when no limit is given. */
 export const executionListDefault = 100;
@@ -56,11 +58,6 @@ export function listExecutions(connection: SqliteConnection, filter: ExecutionLi
 export function unfinishedExecutions(connection: SqliteConnection): ExecutionRow[] {
   const rows = connection.prepare("SELECT * FROM executions WHERE status IN ('preparing', 'active', 'suspended') ORDER BY created_at, execution_id").all();
   return rows.map((row) => executionFromRow(row, connection.path));
-}
-
-export function listSteps(connection: SqliteConnection, executionId: string): StoredStep[] {
-  const rows = connection.prepare("SELECT seq, kind, at, payload FROM steps WHERE execution_id = ? ORDER BY seq").all(executionId);
-  return rows.map((row) => stepFromRow(row, connection.path));
 }
 
 /** The agent's last `limit` journal records, oldest first. */

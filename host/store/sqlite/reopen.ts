@@ -6,7 +6,8 @@
 // (`../postgres/reopen.ts`).
 
 import type { CommittedRevision, ReopenExecutionOperation } from "../records.js";
-import { appendSteps, compareAndSet, selectForUpdate } from "./compare-and-set.js";
+import { compareAndSet, selectForUpdate } from "./compare-and-set.js";
+import { appendSteps } from "./timeline.js";
 import type { SqliteConnection } from "./driver.js";
 import { jsonText } from "./rows.js";
 import { replacedRetry } from "../replace-from.js";

@@ -19,12 +19,13 @@ import { StoreError } from "../../errors.js";
 import { openSqlite, type SqliteConnection } from "./driver.js";
 import { addDecisionAction, addDecisionKind, addRetryKind, createApprovalInbox } from "./inbox.js";
 import { createExecutionPages, dropCreationIndex } from "./pages.js";
-import { createPageCounts } from "./page-counts.js";
 import { createDueWaitIndex } from "./due-waits.js";
 import { createPruneIndexes } from "./prune.js";
 import { createConversationQueues } from "./queue.js";
 import { createSchedules } from "./schedules.js";
 import { createEventSignals } from "./signals.js";
+import { keyTimelineByRowid } from "./timeline.js";
+import { createPageCounts, storeDefinitionColumn } from "./page-counts.js";
 
 /** "PHRN" in ASCII: stamped in every Phronomy store's header. */
 export const applicationId = 0x5048524e;
@@ -42,7 +43,8 @@ export const busyTimeoutMs = 5_000;
 
 type Migration = (connection: SqliteConnection) => void;
 
-/** Version 1: agents (root), executions, their step timeline, the journal. */
+/** Version 1: agents (root), executions, their step timeline (keyed by the
+ * execution's rowid from version 14), the journal. */
 function createInitialTables(connection: SqliteConnection): void {
   connection.exec(`
     CREATE TABLE agents (
@@ -92,6 +94,12 @@ function createInitialTables(connection: SqliteConnection): void {
   `);
 }
 
+/** Migration 14 (docs/decisions/0094). */
+export function writeFewerPages(connection: SqliteConnection): void {
+  keyTimelineByRowid(connection);
+  storeDefinitionColumn(connection);
+}
+
 /** Migration i brings a file from version i to version i + 1. Append only.
  * Version 2: the approval inbox visitors file decisions into (`inbox.ts`).
  * Version 3: the indexes pruning reads by (`prune.ts`, docs/decisions/0027).
@@ -104,7 +112,9 @@ function createInitialTables(connection: SqliteConnection): void {
  * Version 10: keyed signals, and the index of event waits by key (`signals.ts`, docs/decisions/0077).
  * Version 11: suspended rows indexed by their wait's due time (`due-waits.ts`, docs/decisions/0076).
  * Version 12: counts kept by triggers, executions by definition (`page-counts.ts`, docs/decisions/0089).
- * Version 13: the index on `created_at` alone dropped, `executions_by_time` serves its reads (`pages.ts`, docs/decisions/0091). */
+ * Version 13: the index on `created_at` alone dropped, `executions_by_time` serves its reads (`pages.ts`, docs/decisions/0091).
+ * Version 14: fewer pages a run writes — the step timeline keyed by the execution's rowid, a queued message's step in its
+ *   queue row (`timeline.ts`); the definition's name in a column of its own (`page-counts.ts`) (docs/decisions/0094). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -119,6 +129,7 @@ export const migrations: readonly Migration[] = [
   createDueWaitIndex,
   createPageCounts,
   dropCreationIndex,
+  writeFewerPages,
 ];
 
 export const schemaVersion = migrations.length;
