@@ -109,9 +109,7 @@ const plans = new WeakMap<object, Promise<DirectCallPlan | null>>();
 export function directCallPlan(ai: AiSdk, options: Readonly<Record<string, unknown>>): Promise<DirectCallPlan | null> {
   let plan = plans.get(options);
   if (plan === undefined) {
-    plan = loadAiSdkInternals().then((internals) =>
-      internals === undefined || !plannable(internals, options) ? null : preparePlan(ai, internals, options),
-    );
+    plan = loadAiSdkInternals().then((internals) => (internals === undefined || !plannable(internals, options) ? null : preparePlan(ai, internals, options)));
     plans.set(options, plan);
     // A plan that failed (an invalid setting) is prepared again by the next
     // call, which fails the same way: `generateText` too checks per call.
