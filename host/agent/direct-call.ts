@@ -23,7 +23,20 @@
 import { createRequire } from "node:module";
 import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4FunctionTool, LanguageModelV4ToolChoice } from "@ai-sdk/provider";
 import { loadAiSdkInternals, type AiSdk, type AiSdkInternals } from "./ai-sdk.js";
-import type { CallOverrides, LanguageModel } from "./model.js";
+
+/** A language model object or id, as model.ts's `LanguageModel` (declared
+ * here, not imported: model.ts imports this file). */
+type LanguageModel = string | { readonly specificationVersion: string; readonly provider: string; readonly modelId: string };
+
+/** The members of model.ts's `CallOverrides` a direct call applies (its
+ * `messages` send a call to `generateText`). */
+export interface DirectCallOverrides {
+  readonly model?: LanguageModel;
+  readonly system?: string;
+  readonly toolChoice?: unknown;
+  readonly activeTools?: readonly string[];
+  readonly providerOptions?: unknown;
+}
 
 type LooseRecord = { readonly [key: string]: unknown };
 type ModelMessages = NonNullable<Parameters<AiSdkInternals["standardizePrompt"]>[0]["messages"]>;
@@ -250,7 +263,7 @@ export async function directStep(
   plan: DirectCallPlan,
   messages: ModelMessages,
   signal: AbortSignal,
-  overrides: CallOverrides | undefined,
+  overrides: DirectCallOverrides | undefined,
 ): Promise<DirectStep> {
   const { internals } = plan;
   const given = overrides?.model ?? plan.model;
@@ -279,7 +292,7 @@ interface CallParts {
 /** As model.ts's `overriddenOptions` gives them to `generateText`: a tool
  * choice only where the definition has tools, the provider options
  * replaced, not merged (the start's are merged into them before). */
-async function overriddenCall(plan: DirectCallPlan, overrides: CallOverrides): Promise<CallParts> {
+async function overriddenCall(plan: DirectCallPlan, overrides: DirectCallOverrides): Promise<CallParts> {
   const { system, toolChoice, activeTools, providerOptions } = overrides;
   const modelTools = activeTools === undefined ? plan.modelTools : activeToolsOf(plan.tools, activeTools);
   return {
