@@ -200,8 +200,8 @@ async function loop(directory: string, synchronous: SynchronousMode, workers: nu
   }
 }
 
-/** CPU time of a run's three model calls (`callModel`: the AI SDK's
- * `generateText` on the scripted model, the conversation of the bench's
+/** CPU time of a run's three model calls (`callModel`: the direct call
+ * through the AI SDK's pieces, decision 0093, on the scripted model, the conversation of the bench's
  * run), microseconds per run, nothing else running: the share of each run
  * that is the model adapter. */
 async function modelCallsPerRun(durationMs: number): Promise<number> {

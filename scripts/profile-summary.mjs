@@ -71,6 +71,7 @@ const inclusiveNames = [
   "startModelCall",
   "callModel",
   "generateText",
+  "directStep",
   "startToolBatch",
   "executeTool",
   "validateToolInput",

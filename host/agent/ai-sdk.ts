@@ -33,4 +33,21 @@ export function loadAiSdk(): Promise<AiSdk> {
  * first model call will need it); a failure is reported by that call. */
 export function preloadAiSdk(): void {
   loadAiSdk().catch(() => undefined);
+  void loadAiSdkInternals();
+}
+
+/** The AI SDK's own building blocks (`ai/internal`), which a direct model
+ * call uses instead of `generateText`'s pipeline (direct-call.ts). */
+export type AiSdkInternals = typeof import("ai/internal");
+
+let loadingInternals: Promise<AiSdkInternals | undefined> | undefined;
+
+/** `ai/internal`, or `undefined` when the installed `ai` has none: its
+ * model calls then all go through `generateText`. */
+export function loadAiSdkInternals(): Promise<AiSdkInternals | undefined> {
+  loadingInternals ??= import("ai/internal").then(
+    (internals) => internals,
+    () => undefined,
+  );
+  return loadingInternals;
 }

@@ -20,6 +20,7 @@ import { InvalidInputError, ModelFailedError, PhronomyError } from "../errors.js
 import type { Json } from "../words.js";
 import { loadAiSdk, type AiSdk } from "./ai-sdk.js";
 import { aiSdkTelemetryListened, telemetryOff } from "./ai-sdk-telemetry.js";
+import { directCallPlan, directStep } from "./direct-call.js";
 import { isJson, type ConversationMessage, type ModelTurn, type ModelUsage, type ToolCall } from "./messages.js";
 import { toModelMessages } from "./model-messages.js";
 import { responsePartsOf } from "./response-parts.js";
@@ -133,7 +134,7 @@ export async function callModel(model: LanguageModel, request: ModelCallRequest)
   try {
     const ai = await loadAiSdk();
     request.signal.throwIfAborted();
-    turn = await answerOf(ai, scope, callOptionsFor(ai, model, request), request);
+    turn = await answerOf(ai, scope, staticOptionsFor(ai, model, request), request);
   } catch (error) {
     throw modelCallError(scope, request.signal, error);
   }
@@ -150,18 +151,18 @@ const streamingOnly = new WeakSet<object>();
  * streams or the model only streams (no `doGenerate`, or one that said it
  * is unsupported: then again streaming at once); whole when it cannot
  * stream (no `doStream`: a streamed run then gets its text as one delta). */
-async function answerOf(ai: AiSdk, scope: CallScope, options: CallOptions, request: ModelCallRequest): Promise<ModelTurn> {
+async function answerOf(ai: AiSdk, scope: CallScope, base: Readonly<Record<string, unknown>>, request: ModelCallRequest): Promise<ModelTurn> {
   const { model } = scope;
   const structured = request.output !== undefined;
-  const streamTurnOf = (): Promise<ModelTurn> => streamTurn(ai, scope, options, request.signal, request.onTextDelta, structured);
+  const streamTurnOf = (): Promise<ModelTurn> => streamTurn(ai, scope, callOptionsFor(base, request), request.signal, request.onTextDelta, structured);
   if (typeof model === "object" && typeof model.doStream !== "function") {
-    const turn = await generateTurn(ai, scope, options, structured);
+    const turn = await generateTurn(ai, scope, base, request);
     if (turn.text.length > 0) deliverDelta(request.onTextDelta, turn.text);
     return turn;
   }
   if (request.onTextDelta !== undefined || streamsOnly(model)) return streamTurnOf();
   try {
-    return await generateTurn(ai, scope, options, structured);
+    return await generateTurn(ai, scope, base, request);
   } catch (error) {
     if (typeof model === "string" || !isUnsupportedFunctionality(error) || request.signal.aborted) throw error;
     streamingOnly.add(model);
@@ -250,8 +251,7 @@ interface StaticCallOptions {
  * or its tools when it has none. */
 const staticCallOptions = new WeakMap<object, StaticCallOptions>();
 
-function callOptionsFor(ai: AiSdk, model: LanguageModel, request: ModelCallRequest): CallOptions {
-  const base = staticOptionsFor(ai, model, request);
+function callOptionsFor(base: Readonly<Record<string, unknown>>, request: ModelCallRequest): CallOptions {
   const { overrides } = request;
   const options: Record<string, unknown> =
     overrides === undefined
@@ -335,10 +335,23 @@ function buildToolSet(ai: AiSdk, tools: readonly ToolSpecification[]): Record<st
   return set;
 }
 
-async function generateTurn(ai: AiSdk, scope: CallScope, options: CallOptions, structured: boolean): Promise<ModelTurn> {
-  const result = await ai.generateText(options);
+/** One whole answer: straight to the provider through the AI SDK's own
+ * pieces when the definition and this call use nothing of `generateText`'s
+ * pipeline (direct-call.ts, decision 0093), else through `generateText`.
+ * A telemetry listener needs the pipeline (it builds the spans and
+ * events), and so do messages a call sends of its own (`prepareStep`'s:
+ * they may carry tool approvals, which the pipeline acts on). */
+async function generateTurn(ai: AiSdk, scope: CallScope, base: Readonly<Record<string, unknown>>, request: ModelCallRequest): Promise<ModelTurn> {
+  if (request.overrides?.messages === undefined && !aiSdkTelemetryListened()) {
+    const plan = await directCallPlan(ai, base);
+    if (plan !== null) {
+      const step = await directStep(plan, toModelMessages(request.messages) as never, request.signal, request.overrides);
+      return turnOf(scope, step.content, step.usage, step.finishReason);
+    }
+  }
+  const result = await ai.generateText(callOptionsFor(base, request));
   const turn = turnOf(scope, result.content as unknown[], result.usage, result.finishReason);
-  if (structured && turn.toolCalls.length === 0) return { ...turn, output: outputOf(scope, () => result.output) };
+  if (request.output !== undefined && turn.toolCalls.length === 0) return { ...turn, output: outputOf(scope, () => result.output) };
   return turn;
 }
 
