@@ -152,6 +152,7 @@ function programOf(run: Runner): Command {
     .description("list executions, newest first")
     .addOption(new Option("--status <status>", "only executions with this status or outcome").choices(LIST_FILTERS))
     .option("--agent <id>", "only this agent's executions")
+    .option("--definition <name>", "only executions of conversations of this named agent (env.agent({ name }))")
     .option("--limit <n>", `at most this many (default 50, at most ${LIST_LIMIT_MAX}; 200 with --search)`, positiveInteger)
     .option("--search <words>", "only executions whose input or output has words starting with each of these")
     .action((options, command: Command) => run(command, async (context) => (await commands.ls()).lsCommand(context, options)));
