@@ -32,6 +32,7 @@
 import { ScheduleClaimVerdict, ScheduleFiringFact, ScheduleFiringVerdict, ScheduleStartAnswer } from "../../assembly/abi.js";
 import type { ControlCore } from "../core/control-core.js";
 import { PhronomyError } from "../errors.js";
+import { startExecutionIdOf } from "../store/start-filing.js";
 import { scheduleClaimBatchMax, type ScheduleClaim, type ScheduleRow, type ScheduleScope, type ScheduleStore } from "../store/schedule-records.js";
 import type { Logger } from "./options.js";
 import type { Run } from "./run.js";
@@ -225,7 +226,8 @@ export class ScheduleSweep {
     const slotAt = row.firingSlotAt as number;
     const facts = ScheduleFiringFact.Claimed | (this.host.defines(row) ? ScheduleFiringFact.DefinedHere : 0);
     if (this.verdictOf(facts, ScheduleStartAnswer.None) !== ScheduleFiringVerdict.Start) return;
-    const run = this.host.start(row, scheduledStartKey(row.scheduleId, slotAt));
+    const key = scheduledStartKey(row.scheduleId, slotAt);
+    const run = this.host.start(row, key);
     if (run === undefined) return;
     run.result.catch(() => undefined);
     let executionId: string | undefined;
@@ -233,11 +235,19 @@ export class ScheduleSweep {
     let refusal: unknown;
     try {
       executionId = await run.executionId;
-      const status = await this.host.statusOf(executionId).catch(() => undefined);
-      answer = status === "queued" ? ScheduleStartAnswer.Queued : ScheduleStartAnswer.Started;
+      answer = await this.startedAnswer(executionId);
     } catch (error) {
-      refusal = error;
-      answer = startAnswerOf(error);
+      // A firing claimed again whose start an earlier claimer made: the keyed
+      // start follows that execution, and rejects with its failure if it
+      // failed (the whole-host simulation, decision 0097) — it started.
+      const keyed = startExecutionIdOf(row.agentId, key);
+      if (error instanceof PhronomyError && error.executionId === keyed && (await this.host.statusOf(keyed).catch(() => undefined)) !== undefined) {
+        executionId = keyed;
+        answer = await this.startedAnswer(keyed);
+      } else {
+        refusal = error;
+        answer = startAnswerOf(error);
+      }
     }
     const verdict = this.verdictOf(facts, answer);
     if (verdict === ScheduleFiringVerdict.LeavePending) throw refusal;
@@ -245,6 +255,12 @@ export class ScheduleSweep {
     if (outcome === undefined) throw new Error(`the core answered no settlement for start answer ${answer}`);
     const error = refusal instanceof PhronomyError ? refusal.code : undefined;
     await this.host.store.settleScheduleFiring({ scheduleId: row.scheduleId, firingSlotAt: slotAt, outcome, executionId, error, at: this.clock() });
+  }
+
+  /** Started, or queued behind its busy conversation (its durable status). */
+  private async startedAnswer(executionId: string): Promise<ScheduleStartAnswer> {
+    const status = await this.host.statusOf(executionId).catch(() => undefined);
+    return status === "queued" ? ScheduleStartAnswer.Queued : ScheduleStartAnswer.Started;
   }
 
   private verdictOf(facts: number, answer: ScheduleStartAnswer): ScheduleFiringVerdict {
