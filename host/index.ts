@@ -99,7 +99,7 @@ export type { ExecutionTree } from "./runtime/execution-tree.js";
 export type { RetentionOptions, AgentRetentionOptions, PruneOptions, PruneReport } from "./runtime/retention.js";
 export type { CancelOptions, CancelResult } from "./runtime/cancel-by-id.js";
 export type { RetryOptions } from "./runtime/retry.js";
-export type { Schedule, ScheduleFiring, ScheduleListFilter, ScheduleOptions } from "./runtime/schedule-words.js";
+export type { RunScheduleOptions, Schedule, ScheduleFiring, ScheduleListFilter, ScheduleOptions } from "./runtime/schedule-words.js";
 export type { ScheduledStartOptions, ScheduleFiringOutcome, ScheduleState } from "./store/schedule-records.js";
 export {
   Admin,

@@ -152,6 +152,7 @@ function programOf(run: Runner): Command {
     .description("list executions, newest first")
     .addOption(new Option("--status <status>", "only executions with this status or outcome").choices(LIST_FILTERS))
     .option("--agent <id>", "only this agent's executions")
+    .option("--definition <name>", "only executions of conversations of this named agent (env.agent({ name }))")
     .option("--limit <n>", `at most this many (default 50, at most ${LIST_LIMIT_MAX}; 200 with --search)`, positiveInteger)
     .option("--search <words>", "only executions whose input or output has words starting with each of these")
     .action((options, command: Command) => run(command, async (context) => (await commands.ls()).lsCommand(context, options)));
@@ -264,8 +265,13 @@ function programOf(run: Runner): Command {
     .command("run")
     .description("fire an active schedule now (its next slot is kept) and print the execution it started")
     .argument("<schedule-id>", "the schedule's id")
-    .action((scheduleId: string, _options, command: Command) =>
-      run(command, async (context) => (await commands.schedules()).scheduleActionCommand(context, scheduleId, "run")),
+    .option(
+      "--wait <ms>",
+      "beside a live owner (or on PostgreSQL), how long to wait for the process that fires it (default 10000; 0: answer once claimed)",
+      wholeNumber,
+    )
+    .action((scheduleId: string, options: { wait?: number }, command: Command) =>
+      run(command, async (context) => (await commands.schedules()).scheduleActionCommand(context, scheduleId, "run", options.wait)),
     );
 
   program
@@ -338,6 +344,12 @@ function reportFailure(error: unknown, options: { readonly json: boolean; readon
   process.stderr.write(`${pc.red("phronomy:")} [${reported.code}] ${reported.message}\n`);
   if (options.debug) process.stderr.write(`${debugText(error)}\n`);
   if (options.json) printJson({ error: reported });
+}
+
+function wholeNumber(value: string): number {
+  const parsed = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(parsed)) throw new InvalidArgumentError("it must be a whole number");
+  return parsed;
 }
 
 function positiveInteger(value: string): number {

@@ -137,7 +137,7 @@ export function reportOutcome(context: CliContext, outcome: Outcome, options: Ou
 }
 
 /** The command that answers a wait that is not an approval. */
-function answerCommand(request: ApprovalRequest, argumentsAfter: string): string {
+export function answerCommand(request: ApprovalRequest, argumentsAfter: string): string {
   switch (request.kind) {
     case "event":
       return `phronomy signal ${shellQuote(request.key ?? "<key>")}${argumentsAfter} --payload '<json>' (or the application's env.signal)`;

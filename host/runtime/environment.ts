@@ -16,6 +16,7 @@ import { executionTreeOf, type ExecutionTree } from "./execution-tree.js";
 import type { ControlCore } from "../core/control-core.js";
 import type { ExecutionListFilter, ExecutionRow, StoredStep } from "../store/records.js";
 import { dueWaitsStoreOf } from "../store/due-waits.js";
+import { capabilitiesOf } from "../store/capabilities.js";
 import { isVisitorStore } from "../store/sqlite/visitor-mark.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { ChatChunk, StreamOptions } from "../chat/chat-stream.js";
@@ -55,7 +56,7 @@ import type { Run, Waiter, Waiting } from "./run.js";
 import { storeSignals } from "./store-signals.js";
 import { refuseUnwritableStore, refuseVisitor } from "./write-refusals.js";
 import { startInboxStoreOf } from "./remote-start.js";
-import { Scheduling, type Schedule, type ScheduleListFilter } from "./schedules.js";
+import { Scheduling, type RunScheduleOptions, type Schedule, type ScheduleListFilter } from "./schedules.js";
 import type { ScheduleRow } from "../store/schedule-records.js";
 
 /** A running Phronomy on one store: the agents defined on it, their executions, recovery, retention, and `close()`. Made by `Phronomy.open`. */
@@ -128,6 +129,8 @@ export class Environment {
       store,
       logger: coordinator.settings.logger,
       fires: !visitor && (startInboxStoreOf(store)?.balancing ?? true),
+      firedElsewhere: visitor || capabilitiesOf(store).leases,
+      isOpen: () => !closed(),
       ...asserts,
       scope: () => this.conversations.definedScope(),
       core,
@@ -185,6 +188,7 @@ export class Environment {
         leasesLost: (agentIds) => environment.followers.leasesLost(agentIds),
         inboxApplier: () => environment.inbox.applier,
         remoteStarts: () => environment.inbox.remoteStarts,
+        schedulesDue: () => environment.scheduling.start(),
         runningAgents: () => coordinator.runningAgentIds(),
       }),
     );
@@ -230,8 +234,8 @@ export class Environment {
 
   /** Fires a schedule now, keeping its next slot; settles with the schedule
    * once the start was made (`lastFiring`) or refused. */
-  runSchedule(scheduleId: string): Promise<Schedule> {
-    return this.scheduling.runNow(scheduleId);
+  runSchedule(scheduleId: string, options?: RunScheduleOptions): Promise<Schedule> {
+    return this.scheduling.runNow(scheduleId, options);
   }
 
   /** A firing's start: an ordinary start of the conversation, keyed by its

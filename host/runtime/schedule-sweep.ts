@@ -32,6 +32,7 @@
 import { ScheduleClaimVerdict, ScheduleFiringFact, ScheduleFiringVerdict, StartAnswer } from "../../assembly/abi.js";
 import type { ControlCore } from "../core/control-core.js";
 import { PhronomyError } from "../errors.js";
+import { startExecutionIdOf } from "../store/start-filing.js";
 import { scheduleClaimBatchMax, type ScheduleClaim, type ScheduleRow, type ScheduleScope, type ScheduleStore } from "../store/schedule-records.js";
 import type { Logger } from "./options.js";
 import type { Run } from "./run.js";
@@ -226,7 +227,8 @@ export class ScheduleSweep {
     const slotAt = row.firingSlotAt as number;
     const facts = ScheduleFiringFact.Claimed | (this.host.defines(row) ? ScheduleFiringFact.DefinedHere : 0);
     if (this.verdictOf(facts, StartAnswer.None) !== ScheduleFiringVerdict.Start) return;
-    const run = this.host.start(row, scheduledStartKey(row.scheduleId, slotAt));
+    const key = scheduledStartKey(row.scheduleId, slotAt);
+    const run = this.host.start(row, key);
     if (run === undefined) return;
     run.result.catch(() => undefined);
     let executionId: string | undefined;
@@ -234,11 +236,19 @@ export class ScheduleSweep {
     let refusal: unknown;
     try {
       executionId = await run.executionId;
-      const status = await this.host.statusOf(executionId).catch(() => undefined);
-      answer = status === "queued" ? StartAnswer.Queued : StartAnswer.Started;
+      answer = await this.startedAnswer(executionId);
     } catch (error) {
-      refusal = error;
-      answer = startAnswerOf(error);
+      // A firing claimed again whose start an earlier claimer made: the keyed
+      // start follows that execution, and rejects with its failure if it
+      // failed (the whole-host simulation, decision 0097) — it started.
+      const keyed = startExecutionIdOf(row.agentId, key);
+      if (error instanceof PhronomyError && error.executionId === keyed && (await this.host.statusOf(keyed).catch(() => undefined)) !== undefined) {
+        executionId = keyed;
+        answer = await this.startedAnswer(keyed);
+      } else {
+        refusal = error;
+        answer = startAnswerOf(error);
+      }
     }
     const verdict = this.verdictOf(facts, answer);
     if (verdict === ScheduleFiringVerdict.LeavePending) throw refusal;
@@ -246,6 +256,12 @@ export class ScheduleSweep {
     if (outcome === undefined) throw new Error(`the core answered no settlement for start answer ${answer}`);
     const error = refusal instanceof PhronomyError ? refusal.code : undefined;
     await this.host.store.settleScheduleFiring({ scheduleId: row.scheduleId, firingSlotAt: slotAt, outcome, executionId, error, at: this.clock() });
+  }
+
+  /** Started, or queued behind its busy conversation (its durable status). */
+  private async startedAnswer(executionId: string): Promise<StartAnswer> {
+    const status = await this.host.statusOf(executionId).catch(() => undefined);
+    return status === "queued" ? StartAnswer.Queued : StartAnswer.Started;
   }
 
   private verdictOf(facts: number, answer: StartAnswer): ScheduleFiringVerdict {

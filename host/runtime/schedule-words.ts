@@ -44,10 +44,21 @@ export interface Schedule {
   readonly state: ScheduleState;
   /** The slot it fires next (epoch ms): a firing under way's, else the next one. */
   readonly nextRunAt: number | undefined;
+  /** The slot of a firing claimed and not settled yet (a run now asked of
+   * another process, or one under way); undefined otherwise. */
+  readonly firingSlotAt: number | undefined;
   /** Firings settled so far. */
   readonly firings: number;
   readonly lastFiring: ScheduleFiring | undefined;
   readonly createdAt: number;
+}
+
+/** How `env.runSchedule` waits (docs/decisions/0097). */
+export interface RunScheduleOptions {
+  /** In a process that cannot start the firing itself, how long to wait
+   * for the process that does to settle it (default 10,000 ms; 0: answer
+   * once claimed). */
+  readonly waitMs?: number;
 }
 
 /** Which schedules `env.schedules()` lists: by conversation, definition or state, newest first, at most `limit` (1,000). */

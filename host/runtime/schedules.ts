@@ -12,8 +12,12 @@
 //   in another process, after a restart).
 // * The sweep runs in a process that owns the store and, on PostgreSQL,
 //   takes a share of the partitions (not a visitor, not `balance: false`).
+// * A cancel or a run now may be asked anywhere (docs/decisions/0097): a
+//   cancel is one compare-and-set; a run now this process cannot start is
+//   claimed due at once for a process that can, and followed on the row.
 
 import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import { ScheduleClaimVerdict, ScheduleFiringFact, ScheduleFiringVerdict, StartAnswer } from "../../assembly/abi.js";
 import { InvalidInputError, PhronomyError, StoreError } from "../errors.js";
 import { capabilitiesOf } from "../store/capabilities.js";
@@ -32,9 +36,9 @@ import { firingRetryMs, ScheduleSweep, type ScheduleSweepHost } from "./schedule
 import { claimOf, firstSlotOf, scheduleFactsOf } from "./schedule-slots.js";
 import { parseCron } from "./cron.js";
 import { startInputOf } from "./start-input.js";
-import type { Schedule, ScheduleListFilter, ScheduleOptions } from "./schedule-words.js";
+import type { RunScheduleOptions, Schedule, ScheduleListFilter, ScheduleOptions } from "./schedule-words.js";
 
-export type { Schedule, ScheduleFiring, ScheduleListFilter, ScheduleOptions } from "./schedule-words.js";
+export type { RunScheduleOptions, Schedule, ScheduleFiring, ScheduleListFilter, ScheduleOptions } from "./schedule-words.js";
 
 const scheduleOptionKeys = ["at", "cron", "timezone", "timeoutMs", "approvalPolicy", "tokenBudget", "maxTurns", "metadata", "onBusy"];
 const filterKeys = ["agentId", "definition", "state", "limit"];
@@ -45,6 +49,12 @@ export interface SchedulingHost extends Omit<ScheduleSweepHost, "store" | "singl
   readonly store: ExecutionStore;
   /** Whether this process fires schedules (owner; PostgreSQL: takes a share). */
   readonly fires: boolean;
+  /** Whether other processes may fire this store's schedules (a visitor's
+   * owner, PostgreSQL's processes): a run now claimed here for them is
+   * waited for (docs/decisions/0097). */
+  readonly firedElsewhere: boolean;
+  /** False once the environment closes: a wait for another process stops. */
+  isOpen(): boolean;
   assertOpen(what: string): void;
   assertOwner(what: string): void;
   assertStoreWritable(what: string): void;
@@ -109,23 +119,30 @@ export class Scheduling {
     return row === undefined ? undefined : scheduleOf(row);
   }
 
-  /** Cancels a schedule; a firing under way still starts its conversation once. */
+  /** Cancels a schedule; a firing under way still starts its conversation
+   * once. A SQLite visitor cancels too: one compare-and-set on the
+   * schedule's row, as the owner's (docs/decisions/0097). */
   async cancel(scheduleId: string): Promise<Schedule> {
     const what = "env.cancelSchedule()";
-    this.assertWritable(what);
-    const row = await this.storeFor(what).cancelSchedule(scheduleId, Date.now());
+    this.assertActing(what);
+    const row = await this.actionsFor(what).cancelSchedule(scheduleId, Date.now());
     if (row === undefined) throw unknownSchedule(scheduleId, what);
     return scheduleOf(row);
   }
 
   /** Fires an active schedule now (its next slot kept); settles once the
-   * firing's start was made or refused, with the schedule after it. In a
-   * process that fires no schedules (`balance: false`) the firing is
-   * claimed and left due for a process that does: it settles at once. */
-  async runNow(scheduleId: string): Promise<Schedule> {
+   * firing's start was made or refused, with the schedule after it
+   * (`lastFiring`). A process that cannot start it — it does not define
+   * the conversation's agent, fires no schedules, or visits the store —
+   * claims the firing due at once for a process that does, and, where
+   * another process may fire it (a visitor's owner, PostgreSQL), waits
+   * up to `waitMs` for that firing to be settled; a schedule still
+   * `firing` after it is the answer that it has not been (docs/decisions/0097). */
+  async runNow(scheduleId: string, options: RunScheduleOptions = {}): Promise<Schedule> {
     const what = "env.runSchedule()";
-    this.assertWritable(what);
-    const store = this.storeFor(what);
+    this.assertActing(what);
+    const waitMs = checkWaitMs(options, what);
+    const store = this.actionsFor(what);
     const row = await store.getSchedule(scheduleId);
     if (row === undefined) throw unknownSchedule(scheduleId, what);
     if (row.state !== "active") {
@@ -134,24 +151,37 @@ export class Scheduling {
       });
     }
     const now = Date.now();
-    // A process that fires nothing leaves the firing due at once for one that does.
+    const firesHere = this.sweep !== undefined && this.host.defines(row);
     // The core decides the slot (docs/decisions/0087): at now, the next slot kept.
+    // One this process cannot start is due at once for one that can.
     const verdict = this.host.core.scheduleClaimVerdict(scheduleFactsOf(row, now, { runNow: true, ownerGone: false })) as ScheduleClaimVerdict;
-    const claim = claimOf(row, verdict, now, this.sweep === undefined ? now : now + firingRetryMs);
+    const claim = claimOf(row, verdict, now, firesHere ? now + firingRetryMs : now);
     if (claim === undefined)
       throw new InvalidInputError(`${what}: schedule ${scheduleId} is firing now; wait for it`, { details: { scheduleId, state: "firing" } });
     const [claimed] = await store.claimSchedules([claim]);
     const facts = claimed === undefined ? 0 : ScheduleFiringFact.Claimed;
     if (claimed === undefined || this.host.core.scheduleFiringVerdict(facts, StartAnswer.None) === ScheduleFiringVerdict.Skip)
       throw new InvalidInputError(`${what}: schedule ${scheduleId} changed meanwhile (fired or cancelled); read it again`, { details: { scheduleId } });
-    if (this.sweep === undefined) {
-      // A process that fires nothing: the firing is due now for one that does.
-      return scheduleOf(claimed);
+    if (firesHere) {
+      await (this.sweep as ScheduleSweep).fireClaimed(claimed);
+      return scheduleOf((await store.getSchedule(scheduleId)) ?? claimed);
     }
-    await this.sweep.fireClaimed(claimed);
-    return scheduleOf((await store.getSchedule(scheduleId)) ?? claimed);
+    if (!this.host.firedElsewhere) return scheduleOf(claimed); // a single owner that cannot start it: its next owner does
+    return scheduleOf(await this.settledElsewhere(store, claimed, now + waitMs));
   }
 
+  /** The schedule once the firing claimed for another process is settled
+   * (or cancelled), or as it is at `until`, or when this environment closes. */
+  private async settledElsewhere(store: ScheduleReader, claimed: ScheduleRow, until: number): Promise<ScheduleRow> {
+    let row = claimed;
+    let pauseMs = settledPollMsMin;
+    while (row.firingSlotAt === claimed.firingSlotAt && row.state === "active" && Date.now() < until && this.host.isOpen()) {
+      await sleep(Math.min(pauseMs, Math.max(0, until - Date.now())));
+      pauseMs = Math.min(pauseMs * 2, settledPollMsMax);
+      row = (await store.getSchedule(claimed.scheduleId)) ?? row;
+    }
+    return row;
+  }
   /** Stops the timer at once (`env.close()`); `close` waits for the firings under way. */
   halt(): void {
     this.sweep?.halt();
@@ -165,6 +195,19 @@ export class Scheduling {
     this.host.assertOpen(what);
     this.host.assertOwner(what);
     this.host.assertStoreWritable(what);
+  }
+
+  /** A cancel or a run now: the owner's, or a visitor's asking for it. */
+  private assertActing(what: string): void {
+    this.host.assertOpen(what);
+    this.host.assertStoreWritable(what);
+  }
+
+  /** The owner's store, or a visitor's actions (docs/decisions/0097). */
+  private actionsFor(what: string): ScheduleActions {
+    const capabilities = capabilitiesOf(this.host.store);
+    if (capabilities.scheduleActions === true && capabilities.schedules !== true) return this.host.store as unknown as ScheduleActions;
+    return this.storeFor(what);
   }
 
   /** The owner's store, or a visitor's reads (docs/decisions/0088). */
@@ -184,6 +227,32 @@ export class Scheduling {
 
 /** Reads of schedules: a store that keeps them, or a SQLite visitor of one. */
 type ScheduleReader = Pick<ScheduleStore, "getSchedule" | "listSchedules">;
+/** A cancel and a run now's claim, beside the reads: a store that keeps
+ * schedules, or a SQLite visitor of one (docs/decisions/0097). */
+type ScheduleActions = ScheduleReader & Pick<ScheduleStore, "cancelSchedule" | "claimSchedules">;
+
+/** How long `env.runSchedule` waits, by default, for another process to
+ * settle the firing it claimed for it: the time a firing waits for its
+ * claimer before any process may claim it again. */
+export const runScheduleWaitMsDefault = firingRetryMs;
+/** The longest wait `env.runSchedule` takes (an hour: a caller that wants
+ * longer reads the schedule again). */
+export const runScheduleWaitMsMax = 3_600_000;
+/** The first and the longest pause between reads of a firing settled elsewhere. */
+const settledPollMsMin = 25;
+const settledPollMsMax = 1_000;
+
+function checkWaitMs(options: RunScheduleOptions, what: string): number {
+  if (typeof options !== "object" || options === null) throw new InvalidInputError(`${what}: options must be an object`);
+  rejectUnknownKeys(options, ["waitMs"], what);
+  const { waitMs = runScheduleWaitMsDefault } = options;
+  if (!Number.isInteger(waitMs) || waitMs < 0 || waitMs > runScheduleWaitMsMax) {
+    throw new InvalidInputError(`${what}: "waitMs" must be an integer from 0 to ${runScheduleWaitMsMax}, got ${String(waitMs)}`, {
+      details: { field: "waitMs" },
+    });
+  }
+  return waitMs;
+}
 
 function scheduleStoreOf(store: ExecutionStore): ScheduleStore | undefined {
   return capabilitiesOf(store).schedules === true ? (store as unknown as ScheduleStore) : undefined;
@@ -259,6 +328,7 @@ function scheduleOf(row: ScheduleRow): Schedule {
     timezone: row.timezone,
     state: row.state,
     nextRunAt: row.state !== "active" ? undefined : (row.firingSlotAt ?? row.dueAt),
+    firingSlotAt: row.state !== "active" ? undefined : row.firingSlotAt,
     firings: row.firings,
     lastFiring:
       row.lastFiredAt === undefined || row.lastOutcome === undefined

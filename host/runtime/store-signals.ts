@@ -23,6 +23,8 @@ export interface SignalTargets {
   leasesLost(agentIds: readonly string[]): void;
   inboxApplier(): InboxApplier | undefined;
   remoteStarts(): RemoteStarts | undefined;
+  /** A firing may be due now (a run now claimed elsewhere): the sweep looks. */
+  schedulesDue(): void;
   runningAgents(): Iterable<string>;
 }
 
@@ -33,6 +35,7 @@ export function storeSignals(targets: SignalTargets): StoreSignals {
     leasesLost: (agentIds) => targets.leasesLost(agentIds),
     approvalFiled: (agentId) => targets.inboxApplier()?.wake(agentId),
     startsFiled: () => targets.inboxApplier()?.startsFiled(),
+    schedulesDue: () => targets.schedulesDue(),
     filedStartMoved: (executionId) => targets.remoteStarts()?.heard(executionId),
     connectionLost: (error) => {
       targets.logger.warn(

@@ -38,6 +38,10 @@ export interface StoreCapabilities {
   /** Reads of schedules only (`getSchedule`, `listSchedules`): a SQLite
    * visitor lists them (docs/decisions/0088); `schedules` implies them. */
   readonly scheduleReads?: boolean;
+  /** Cancelling a schedule and claiming its firing for the process that
+   * fires it (`cancelSchedule`, `claimSchedules`): a SQLite visitor asks
+   * so beside a live owner (docs/decisions/0097); `schedules` implies them. */
+  readonly scheduleActions?: boolean;
   /** Executions a page at a time by cursor, searched, and counted over the
    * whole store (docs/decisions/0082). */
   readonly pages: boolean;
@@ -87,6 +91,7 @@ export const capabilityMethods: { readonly [C in StoreCapability]: readonly stri
   pruning: ["pruneExecutions"],
   schedules: ["createSchedule", "getSchedule", "listSchedules", "cancelSchedule", "nextScheduleDue", "dueSchedules", "claimSchedules", "settleScheduleFiring"],
   scheduleReads: ["getSchedule", "listSchedules"],
+  scheduleActions: ["cancelSchedule", "claimSchedules"],
   pages: ["pageExecutions", "countExecutions"],
   signals: ["sendSignal", "takeStoredSignal", "dropSignal"],
   dueWaits: ["dueWaits", "nextDueAt"],
@@ -111,6 +116,9 @@ export interface StoreSignals {
   approvalFiled(agentId: string): void;
   /** Starts may wait for partitions held here (docs/decisions/0047). */
   startsFiled(): void;
+  /** A schedule's firing may be due now: another process claimed a run
+   * now for the processes that fire it (docs/decisions/0097). */
+  schedulesDue(): void;
   /** A start this process filed moved (its owner wrote or refused it);
    * undefined when anything may have moved (the listener reconnected). */
   filedStartMoved(executionId: string | undefined): void;
@@ -129,6 +137,7 @@ export const quietSignals: StoreSignals = {
   leasesLost: () => undefined,
   approvalFiled: () => undefined,
   startsFiled: () => undefined,
+  schedulesDue: () => undefined,
   filedStartMoved: () => undefined,
   connectionLost: () => undefined,
   runningAgents: () => [],

@@ -1003,7 +1003,17 @@ export class PostgresStore implements ExecutionStore {
   }
   /** @internal */
   claimSchedules(claims: readonly ScheduleClaim[]): Promise<ScheduleRow[]> {
-    return this.read(() => schedules.claimSchedules(this.pool, claims, Date.now()));
+    return this.read(async () => {
+      const at = Date.now();
+      const claimed = await schedules.claimSchedules(this.pool, claims, at);
+      // A run now claimed for another process is due at once: tell the processes that fire (docs/decisions/0097).
+      const dueNow = claimed.find((row) => row.dueAt !== undefined && row.dueAt <= at);
+      if (dueNow !== undefined) {
+        // The payload names one schedule (for the log; a notification with none is not delivered).
+        await this.pool.query("SELECT pg_notify($1, $2)", [inbox.schedulesChannelOf(this.schema), dueNow.scheduleId]).catch(() => undefined);
+      }
+      return claimed;
+    });
   }
   /** @internal */
   settleScheduleFiring(settlement: ScheduleSettlement): Promise<boolean> {
@@ -1126,12 +1136,14 @@ export class PostgresStore implements ExecutionStore {
     const startChannel = inbox.startChannelOf(this.schema);
     const filerChannel = inbox.filerChannelOf(this.schema, this.leaseOwner);
     const releasedChannel = inbox.releasedChannelOf(this.schema);
+    const schedulesChannel = inbox.schedulesChannelOf(this.schema);
     // The inbox channel last: its LISTEN is the connection's last query.
     this.inboxListener ??= new InboxListener(
       { connectionString, options, types, application_name, connectionTimeoutMillis },
-      [releasedChannel, filerChannel, startChannel, this.inboxChannel()],
+      [releasedChannel, filerChannel, startChannel, schedulesChannel, this.inboxChannel()],
       (channel, payload) => {
         if (channel === releasedChannel) return this.leaseBook.heardReleased(payload.split(",").map(Number));
+        if (channel === schedulesChannel) return this.signals.schedulesDue();
         if (channel === filerChannel) return this.signals.filedStartMoved(payload);
         startTiming.agentNotified(payload);
         if (this.leaseOf(payload) === undefined) return;

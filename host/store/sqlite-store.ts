@@ -316,6 +316,8 @@ export class SqliteStore extends SqliteReadableStore implements ExecutionStore {
       if (version === this.dataVersion) return;
       this.dataVersion = version;
       for (const agentId of inbox.agentsWithDecisions(this.connection, this.ownerToken)) this.signals.approvalFiled(agentId);
+      // A visitor may have claimed a run now for this owner (docs/decisions/0097).
+      this.signals.schedulesDue();
     } catch {
       this.dataVersion = -1; // look again next tick
     }

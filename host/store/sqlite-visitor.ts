@@ -11,8 +11,10 @@
 // * A visitor never writes executions: `run`, `ensureAgent`, `closeAgent`
 //   and `purgeAgent` are refused with `StoreError` (details.reason
 //   `visitor`), and so are claiming and settling decisions (the owner's).
-// * Its one write, filing a decision, goes through a second connection
-//   opened on the first filing and used for nothing else.
+// * Its writes — filing a decision, sending a signal, cancelling a
+//   schedule or claiming a run now for the owner (docs/decisions/0097) —
+//   go through a second connection opened on the first one and used for
+//   nothing else; none touches an execution's rows.
 //
 //   const visitor = await SqliteStore.openVisitor("./agents.db");
 //   const rows = await visitor.listExecutions({ status: "suspended" });
@@ -24,6 +26,8 @@ import type { ApprovalDecided, DecisionFiling, DecisionProgress, FiledDecision }
 import type { AgentRow, PurgeAgentResult, StoreOperation, StoreResult } from "./records.js";
 import type { SqliteConnection } from "./sqlite/driver.js";
 import * as signals from "./sqlite/signals.js";
+import * as schedules from "./sqlite/schedules.js";
+import type { ScheduleClaim, ScheduleRow } from "./schedule-records.js";
 import type { SignalSending, SignalSent } from "./signal-records.js";
 import * as inbox from "./sqlite/inbox.js";
 import { hostName, readOwner } from "./sqlite/owner-file.js";
@@ -52,6 +56,7 @@ export class SqliteVisitorStore extends SqliteReadableStore implements Execution
     pages: true,
     signals: true,
     scheduleReads: true,
+    scheduleActions: true,
   };
   private inboxConnection: SqliteConnection | undefined;
   private closed = false;
@@ -135,6 +140,27 @@ export class SqliteVisitorStore extends SqliteReadableStore implements Execution
     return this.read(() => {
       this.inboxConnection ??= openInboxConnection(this.path);
       return signals.sendSignal(this.inboxConnection, sending);
+    });
+  }
+
+  // -- schedules (docs/decisions/0097): a cancel, and a run now claimed for the owner --
+
+  /** @internal Cancels a schedule: one compare-and-set on its row, as the
+   * owner's own cancel (a schedule is not an execution). */
+  cancelSchedule(scheduleId: string, at: number): Promise<ScheduleRow | undefined> {
+    return this.read(() => {
+      this.inboxConnection ??= openInboxConnection(this.path);
+      return schedules.cancelSchedule(this.inboxConnection, checkId(scheduleId, "scheduleId"), at);
+    });
+  }
+
+  /** @internal Claims firings for the owner to start: the runtime asks
+   * only for a run now due at once, which the owner's sweep claims again
+   * and starts (its key fixed by the slot claimed here). */
+  claimSchedules(claims: readonly ScheduleClaim[]): Promise<ScheduleRow[]> {
+    return this.read(() => {
+      this.inboxConnection ??= openInboxConnection(this.path);
+      return schedules.claimSchedules(this.inboxConnection, claims, Date.now());
     });
   }
 

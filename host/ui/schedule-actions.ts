@@ -12,6 +12,11 @@ export interface ScheduleActionOutcome {
   readonly target: string;
 }
 
+/** How long a run now asked of another process (a visitor's owner,
+ * PostgreSQL) is waited for before the page answers that it is claimed:
+ * a posted form should not hang. */
+const runWaitMs = 3_000;
+
 export async function scheduleAction(environment: Environment, fields: URLSearchParams): Promise<ScheduleActionOutcome> {
   const scheduleId = fields.get("scheduleId") ?? "";
   const action = fields.get("scheduleAction");
@@ -23,7 +28,7 @@ export async function scheduleAction(environment: Environment, fields: URLSearch
     return { notice: `cancelled schedule ${cancelled.scheduleId} of conversation ${cancelled.agentId}: it fires no more`, target };
   }
   const before = await environment.schedule(scheduleId);
-  const after = await environment.runSchedule(scheduleId);
+  const after = await environment.runSchedule(scheduleId, { waitMs: runWaitMs });
   return { notice: firedNotice(before, after), target };
 }
 

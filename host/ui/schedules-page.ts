@@ -4,7 +4,8 @@
 // shows exactly the schedule the POST acts on, as the bulk page does.
 // Read and acted on through `env.schedules`, `env.schedule`,
 // `env.cancelSchedule` and `env.runSchedule` (`schedule-actions.ts`); a
-// visitor reads them, and the page says acting is the owner's.
+// visitor reads and acts on them too; a run now it asks is started by the
+// owner (docs/decisions/0097), as the page says.
 
 import type { Environment, Schedule } from "../index.js";
 import { compactJson, formatTime } from "./format.js";
@@ -79,7 +80,7 @@ export async function scheduleLive(environment: Environment, links: Links, sched
 
 function visitorNote(environment: Environment): Html | "" {
   return environment.visitor
-    ? html`<p class="notice bad small">This dashboard visits the store beside its owner: cancelling or running a schedule is the owner's (mount the dashboard in the application, or call <code>env.cancelSchedule</code> / <code>env.runSchedule</code> there).</p>`
+    ? html`<p class="notice small">This dashboard visits the store beside its owner: a cancel lands at once; a run now is started by the owner, if it defines the schedule's agent.</p>`
     : "";
 }
 

@@ -31,7 +31,7 @@ describe("phronomy schedules on PostgreSQL", () => {
     expect(listed.code, describeResult(listed)).toBe(0);
     expect(jsonOf(listed).schedules).toEqual([expect.objectContaining({ scheduleId, cron: "30 6 * * 1-5", state: "active", definition: "support" })]);
     expect((await cli(["schedules", "show", scheduleId, "--store", store])).stdout).toContain('cron "30 6 * * 1-5" UTC');
-    const ran = await cli(["schedules", "run", scheduleId, "--store", store]);
+    const ran = await cli(["schedules", "run", scheduleId, "--store", store, "--wait", "0"]);
     expect(ran.code, describeResult(ran)).toBe(0);
     expect(ran.stdout).toContain(`claimed schedule ${scheduleId} to fire now`);
     const cancelled = await cli(["schedules", "cancel", scheduleId, "--store", store, "--json"]);
@@ -39,5 +39,30 @@ describe("phronomy schedules on PostgreSQL", () => {
     expect(jsonOf(cancelled).schedule).toMatchObject({ scheduleId, state: "cancelled", nextRunAt: null });
     const missing = await cli(["schedules", "show", "no-such-schedule", "--store", store]);
     expect(errorLines(missing)[0]).toContain("[SCHEDULE_NOT_FOUND]");
+  });
+
+  it("a run now from a second process is started once by the process that fires schedules; a cancel lands at once", async () => {
+    const store = `${postgresUrl}?schema=${schema}_live`;
+    const environment = await Phronomy.open({ store, logger: recordingLogger() });
+    try {
+      const support = environment.agent({ name: "support", model: scriptedModel(() => ({ text: "digest sent" })) });
+      const { scheduleId } = await support.conversation("user-1").schedule("Daily digest", { cron: "30 6 * * 1-5" });
+      const began = Date.now();
+      const ran = await cli(["schedules", "run", scheduleId, "--store", store, "--json"]);
+      expect(ran.code, describeResult(ran)).toBe(0);
+      const fired = jsonOf(ran).schedule;
+      expect(fired).toMatchObject({ scheduleId, state: "active", firings: 1, firingSlotAt: null, lastFiring: { outcome: "started" } });
+      const executions = await environment.executions({ agentId: "user-1" });
+      expect(executions.map((row) => row.executionId)).toEqual([fired.lastFiring.executionId]);
+      await expect(environment.wait(fired.lastFiring.executionId).result).resolves.toMatchObject({ outcome: "completed", output: "digest sent" });
+      // Told by a notification, not found by the sweep's idle timer (a minute).
+      expect(Date.now() - began).toBeLessThan(30_000);
+      const cancelled = await cli(["schedules", "cancel", scheduleId, "--store", store]);
+      expect(cancelled.code, describeResult(cancelled)).toBe(0);
+      expect(await environment.schedule(scheduleId)).toMatchObject({ state: "cancelled", firings: 1 });
+    } finally {
+      await environment.close();
+      await withClient((client) => client.query(`DROP SCHEMA IF EXISTS ${schema}_live CASCADE`));
+    }
   });
 });

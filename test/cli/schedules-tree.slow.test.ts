@@ -2,8 +2,8 @@
 // draws (decision 0088), on stores an application made through the
 // library: the CLI reads and acts through `env.schedules`, `env.schedule`,
 // `env.cancelSchedule`, `env.runSchedule` and `env.executionTree`. Beside a
-// live owner the CLI visits: it lists schedules, and cancelling one is
-// refused naming the owner's call.
+// live owner the CLI visits: it lists schedules, cancels one, and claims a
+// run now that the owner starts (decision 0097).
 
 import { describe, expect, it } from "vitest";
 import { agentTool, Phronomy, type Environment } from "../../host/index.js";
@@ -76,19 +76,40 @@ describe("phronomy schedules", () => {
     expect(errorLines(runCancelled)[0]).toContain("[INVALID_INPUT]");
   });
 
-  it("beside a live owner lists schedules as a visitor; cancelling is refused, naming the owner's call", async () => {
+  it("beside a live owner runs a schedule now and cancels one: the owner starts the firing once, and the command prints its execution", async () => {
     const store = await temporaryStore();
     const environment = await Phronomy.open({ store, logger: recordingLogger() });
     try {
-      const daily = await environment.agent({ name: "support", model: answering }).conversation("user-1").schedule("Daily digest", { cron: "0 9 * * *" });
+      const support = environment.agent({ name: "support", model: answering });
+      const daily = await support.conversation("user-1").schedule("Daily digest", { cron: "0 9 * * *" });
+      const once = await support.conversation("user-2").schedule("Check back on order 42", { at: new Date(Date.now() + 3_600_000) });
       const listed = await cli(["schedules", "--store", store]);
       expect(listed.code, describeResult(listed)).toBe(0);
       expect(listed.stdout).toContain(daily.scheduleId);
+
+      const ran = await cli(["schedules", "run", daily.scheduleId, "--store", store, "--json"]);
+      expect(ran.code, describeResult(ran)).toBe(0);
+      const fired = jsonOf(ran).schedule;
+      expect(fired).toMatchObject({ state: "active", firings: 1, firingSlotAt: null, lastFiring: { outcome: "started", executionId: expect.any(String) } });
+      const executions = await environment.executions({ agentId: "user-1" });
+      expect(executions.map((row) => row.executionId)).toEqual([fired.lastFiring.executionId]);
+      expect(fired.nextRunAt).toMatch(/T09:00:00\.000Z$/);
+
+      // Two commands at once on a one-shot schedule: one firing, one execution; the other is told why not.
+      const both = await Promise.all([1, 2].map(() => cli(["schedules", "run", once.scheduleId, "--store", store])));
+      const firedOnce = both.filter((result) => result.code === 0);
+      expect(firedOnce, both.map(describeResult).join("\n")).toHaveLength(1);
+      expect(firedOnce[0]?.stdout).toContain(`fired schedule ${once.scheduleId}`);
+      for (const refused of both.filter((result) => result.code !== 0)) expect(errorLines(refused)[0]).toContain("[INVALID_INPUT]");
+      expect(await environment.executions({ agentId: "user-2" })).toHaveLength(1);
+      expect(await environment.schedule(once.scheduleId)).toMatchObject({ state: "done", firings: 1 });
+
       const cancel = await cli(["schedules", "cancel", daily.scheduleId, "--store", store]);
-      expect(cancel.code).toBe(1);
-      expect(errorLines(cancel)[0]).toContain("[STORE_OWNED]");
-      expect(errorLines(cancel)[0]).toContain(`env.cancelSchedule("${daily.scheduleId}")`);
-      expect(await environment.schedule(daily.scheduleId)).toMatchObject({ state: "active" });
+      expect(cancel.code, describeResult(cancel)).toBe(0);
+      expect(cancel.stdout).toContain(`cancelled schedule ${daily.scheduleId}`);
+      expect(await environment.schedule(daily.scheduleId)).toMatchObject({ state: "cancelled", nextRunAt: undefined });
+      const again = await cli(["schedules", "cancel", daily.scheduleId, "--store", store]);
+      expect(again.stdout).toContain("was cancelled already");
     } finally {
       await environment.close();
     }

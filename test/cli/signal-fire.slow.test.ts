@@ -59,6 +59,25 @@ describe("phronomy signal and fire", () => {
     expect(kept.stderr).toBe("");
   });
 
+  it("run beside a wait that is not an approval: AGENT_BUSY says what it waits for and the command that answers it", async () => {
+    const store = await temporaryStore();
+    const event = await suspendedRun(store, "pay for order 42");
+    const busy = await cli(["run", waitsModule, "pay again", "--store", store, "--json"]);
+    expect(busy.code, describeResult(busy)).toBe(1);
+    expect(jsonOf(busy).error).toMatchObject({ code: "AGENT_BUSY", executionId: event.executionId, details: { waitKind: "event" } });
+    const said = await cli(["run", waitsModule, "pay again", "--store", store]);
+    expect(errorLines(said)).toEqual([expect.stringContaining(`[AGENT_BUSY] agent "checkout" has execution ${event.executionId} waiting for an event`)]);
+    expect(errorLines(said)[0]).toContain("answer it first: phronomy signal payment:42");
+    expect(errorLines(said)[0]).not.toContain("approv");
+
+    const timerStore = await temporaryStore();
+    const timer = await suspendedRun(timerStore, "remind me");
+    const timerBusy = await cli(["run", waitsModule, "remind me again", "--store", timerStore]);
+    expect(timerBusy.code, describeResult(timerBusy)).toBe(1);
+    expect(errorLines(timerBusy)[0]).toContain(`has execution ${timer.executionId} waiting for a timer`);
+    expect(errorLines(timerBusy)[0]).toContain(`phronomy fire ${timer.executionId}`);
+  });
+
   it("fire: show gives the timer's due time; --wait of another wait is refused; fire runs the timer now", async () => {
     const store = await temporaryStore();
     const pending = await suspendedRun(store, "remind me tomorrow");

@@ -31,6 +31,13 @@
 //   due sweep's reads and keyed signals run on the shared database too,
 //   the due reads limited to conversations held here (a partition's).
 //
+// * Schedules (docs/decisions/0097): the SQLite bodies on the shared
+//   database, each write with a fate the world draws; a claim due at once
+//   is told to every live handle (PostgreSQL's notification). A process
+//   fires only the schedules of conversations not held live elsewhere —
+//   PostgreSQL would file such a start for the holder — and the holder is
+//   told when one is due.
+//
 // Not simulated (PostgreSQL has them; the runtime works without them): the
 // partition book and filed starts. A start at a process not holding its
 // conversation is refused there (`AGENT_BUSY`, lease_not_held).
@@ -48,6 +55,8 @@ import type { DecisionFiling, FiledDecision } from "../../host/store/inbox-recor
 import * as inbox from "../../host/store/sqlite/inbox.js";
 import * as due from "../../host/store/sqlite/due-waits.js";
 import * as signals from "../../host/store/sqlite/signals.js";
+import * as schedules from "../../host/store/sqlite/schedules.js";
+import type { NewSchedule, ScheduleClaim, ScheduleRow, ScheduleScope, ScheduleSettlement } from "../../host/store/schedule-records.js";
 import { dueWaitsBatchMax, type DueCursor, type DueWait } from "../../host/store/due-waits.js";
 import type { ApprovalDecided, ClaimedDecision, DecisionProgress, DecisionSettlement } from "../../host/store/inbox-records.js";
 import type { SignalSending, SignalSent } from "../../host/store/signal-records.js";
@@ -114,6 +123,9 @@ export class Cluster {
   readonly committed: CommittedWrite[] = [];
   /** Called when a simulated fault fails a call of `owner` (a lost connection). */
   onFault: ((owner: string) => void) | undefined;
+  /** How a schedule write goes (docs/decisions/0097): drawn by the world
+   * while faults happen; committed when unset. */
+  scheduleFate: (() => WriteFate) | undefined;
   /** Called when a lease moves from one owner to another (a takeover). */
   onTakeover: ((agentId: string, former: string, taker: string) => void) | undefined;
   /** Queued messages prepared ahead of ones queued before them, for the world to judge. */
@@ -141,6 +153,24 @@ export class Cluster {
     this.handles.push(handle);
     return handle;
   }
+
+  /** PostgreSQL's notification after a claim due at once (a run now asked
+   * of the processes that fire schedules): each live handle hears it. */
+  announceSchedulesDue(): void {
+    for (const handle of this.handles) if (!handle.killed) queueMicrotask(() => handle.tellSchedulesDue());
+  }
+
+  /** The holder of a conversation whose schedule is due hears of it (a
+   * start filed for it, on PostgreSQL), once per owner and instant. */
+  announceSchedulesDueTo(owner: string): void {
+    const key = `${owner}@${Date.now()}`;
+    if (this.schedulesAnnounced === key) return;
+    this.schedulesAnnounced = key;
+    const handle = this.handles.find((candidate) => candidate.owner === owner && !candidate.killed);
+    if (handle !== undefined) queueMicrotask(() => handle.tellSchedulesDue());
+  }
+
+  private schedulesAnnounced = "";
 
   /** PostgreSQL's notification after a commit that filed a decision: the
    * holder of the agent's lease hears of it, a moment later. */
@@ -234,6 +264,7 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
     pages: false,
     signals: true,
     dueWaits: true,
+    schedules: true,
   };
   /** Where `leaseAcquired` goes (the runtime's, once it listens). */
   private signals: StoreSignals = quietSignals;
@@ -470,6 +501,88 @@ export class ClusterStore extends SqliteReadableStore implements ExecutionStore 
 
   approvalDecided(executionId: string, approvalId: string): Promise<ApprovalDecided | undefined> {
     return this.read(() => inbox.approvalDecided(this.cluster.connection, checkId(executionId, "executionId"), approvalId));
+  }
+
+  // -- schedules (docs/decisions/0078, 0097): the SQLite bodies on the shared database, each
+  // write with a fate the world draws (a failure writes nothing; an unknown outcome may have) --
+
+  createSchedule(schedule: NewSchedule, perConversationMax: number): Promise<ScheduleRow | "full"> {
+    return this.scheduleWrite("createSchedule", () => schedules.createSchedule(this.cluster.connection, schedule, perConversationMax));
+  }
+
+  cancelSchedule(scheduleId: string, at: number): Promise<ScheduleRow | undefined> {
+    return this.scheduleWrite("cancelSchedule", () => schedules.cancelSchedule(this.cluster.connection, checkId(scheduleId, "scheduleId"), at));
+  }
+
+  // A schedule of a conversation held live by another process is that
+  // process's to fire: PostgreSQL files such a start for its holder (the
+  // start inbox, not simulated), so a process that fires here never wins a
+  // race it cannot start; its holder is told when one is due. The nearest
+  // due time of such a row, here, is when its lease may lapse: a sweep
+  // never arms its timer at a row its due read then skips.
+
+  nextScheduleDue(scope: ScheduleScope): Promise<number | undefined> {
+    // A row held elsewhere is this process's to look at once that lease may have lapsed.
+    return this.read(() => {
+      const now = Date.now();
+      const times = schedules.dueSchedules(this.cluster.connection, scope, Number.MAX_SAFE_INTEGER, 1_000).map((row) => {
+        const holder = this.holderElsewhere(row.agentId);
+        if (holder === undefined) return row.dueAt as number;
+        if ((row.dueAt as number) <= now) this.cluster.announceSchedulesDueTo(holder);
+        return Math.max(row.dueAt as number, (this.cluster.leases.get(row.agentId) as LeaseRow).expiresAt);
+      });
+      return times.length === 0 ? undefined : Math.min(...times);
+    });
+  }
+
+  dueSchedules(scope: ScheduleScope, now: number, limit: number): Promise<ScheduleRow[]> {
+    return this.read(() => this.schedulesToFire(scope, now).slice(0, limit));
+  }
+
+  private schedulesToFire(scope: ScheduleScope, through: number): ScheduleRow[] {
+    // The simulation's few schedules fit one read.
+    const rows = schedules.dueSchedules(this.cluster.connection, scope, through, 1_000);
+    const now = Date.now();
+    for (const row of rows) {
+      // Due and held elsewhere: its holder hears of it now, as PostgreSQL tells the holder of a filed start.
+      const holder = this.holderElsewhere(row.agentId);
+      if (holder !== undefined && (row.dueAt as number) <= now) this.cluster.announceSchedulesDueTo(holder);
+    }
+    return rows.filter((row) => this.holderElsewhere(row.agentId) === undefined);
+  }
+
+  /** The other process holding the agent's lease live, if one does. */
+  private holderElsewhere(agentId: string): string | undefined {
+    const lease = this.cluster.leases.get(agentId);
+    return lease !== undefined && lease.owner !== this.owner && lease.expiresAt > Date.now() ? lease.owner : undefined;
+  }
+
+  claimSchedules(claims: readonly ScheduleClaim[]): Promise<ScheduleRow[]> {
+    return this.scheduleWrite("claimSchedules", () => {
+      const at = Date.now();
+      const claimed = schedules.claimSchedules(this.cluster.connection, claims, at);
+      if (claimed.some((row) => row.dueAt !== undefined && row.dueAt <= at)) this.cluster.announceSchedulesDue();
+      return claimed;
+    });
+  }
+
+  settleScheduleFiring(settlement: ScheduleSettlement): Promise<boolean> {
+    return this.scheduleWrite("settleScheduleFiring", () => schedules.settleScheduleFiring(this.cluster.connection, settlement));
+  }
+
+  private scheduleWrite<T>(what: string, body: () => T): Promise<T> {
+    return this.read(() => {
+      const fate = this.cluster.scheduleFate?.() ?? "commit";
+      if (fate === "commit") return body();
+      if (fate === "unknown_committed") body();
+      this.cluster.onFault?.(this.owner);
+      throw new StoreError(`simulated: ${what} of ${this.owner} ${fate === "failed" ? "failed, nothing written" : "lost its connection: outcome unknown"}`);
+    });
+  }
+
+  /** Tells the runtime a firing may be due now (PostgreSQL's notification). */
+  tellSchedulesDue(): void {
+    if (!this.killed && !this.closed) this.signals.schedulesDue();
   }
 
   /** Tells the runtime a decision waits for an agent held here. */

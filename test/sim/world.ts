@@ -11,7 +11,8 @@
 // execution's wait — an approval or a typed wait, answered rightly or
 // not, sometimes twice or racing a cancel (world-waits.ts) —, a keyed
 // signal (before its wait commits, while it waits, twice, after its
-// timeout: world-durable-waits.ts), a cancel, a pending write settling (committed, failed, outcome
+// timeout: world-durable-waits.ts), a schedule made, run now or cancelled
+// (world-schedules.ts), a cancel, a pending write settling (committed, failed, outcome
 // unknown committed or not), a model turn or a tool call finishing, the
 // clock moving on (timeouts, lease expiry), or a fault: a process killed
 // (kill -9: nothing it does reaches the world again), a dead process
@@ -33,6 +34,7 @@ import { ConversationFlag, ConversationPhase } from "../../assembly/abi.js";
 import { Cluster, type ClusterStore, type PendingWrite, type WriteFate } from "./cluster-store.js";
 import { askDateTool, WaitAnswers, type DrawnAnswer } from "./world-waits.js";
 import { DurableWaits, paymentTool, waitTool, type SentSignal } from "./world-durable-waits.js";
+import { WorldSchedules } from "./world-schedules.js";
 
 /** Processes, conversations and steps per seed: small, so a seed takes
  * milliseconds and CI runs thousands. */
@@ -123,6 +125,8 @@ export class World {
   readonly waits: WaitAnswers;
   /** Timers, event waits and signals, child waits, and their invariants. */
   readonly durable: DurableWaits;
+  /** Scheduled starts and their invariants (world-schedules.ts). */
+  readonly schedules: WorldSchedules;
   private readonly waitProblemsReported = new Set<string>();
   step = 0;
   faulty = true;
@@ -139,6 +143,8 @@ export class World {
     this.processes = Array.from({ length: size.processes }, (_, index) => new SimProcess(`p${index + 1}`));
     this.waits = new WaitAnswers(random);
     this.durable = new DurableWaits(random, this.cluster.connection);
+    this.schedules = new WorldSchedules(random, this.cluster.connection);
+    this.cluster.scheduleFate = () => (this.faulty ? this.pick(writeFates) : "commit");
     this.cluster.onFault = (owner) => this.disrupt(owner);
     this.cluster.onTakeover = (agentId, former, taker) => {
       this.note(`  lease of ${agentId} moves from ${former} to ${taker}`);
@@ -486,6 +492,62 @@ export class World {
     );
   }
 
+  /** A schedule made, run now or cancelled at the process (world-schedules.ts). */
+  scheduleStep(process: SimProcess): void {
+    const choice = this.random();
+    if (choice < 0.4 || this.schedules.made.length === 0) this.makeSchedule(process);
+    else if (choice < 0.75) this.runSchedule(process, this.pick(this.schedules.made));
+    else this.cancelSchedule(process, this.pick(this.schedules.made));
+  }
+
+  private makeSchedule(process: SimProcess): void {
+    const conversation = this.conversationId();
+    const timing = this.schedules.drawTiming();
+    const onBusy = this.pick(busyPolicies);
+    const label = `schedule ${this.callers.length} at ${process.owner} on ${conversation} ${JSON.stringify(timing)} ${onBusy}`;
+    this.note(label);
+    this.count("schedule made");
+    const caller = this.caller(label, process, conversation);
+    process
+      .agent!.conversation(conversation)
+      .schedule(`scheduled ${this.callers.length}`, { ...timing, onBusy })
+      .then(
+        (made) => {
+          this.schedules.made.push({ scheduleId: made.scheduleId, agentId: conversation });
+          this.note(`  schedule ${made.scheduleId} due at ${made.nextRunAt}`);
+          this.settled(caller, "schedule:made", undefined);
+        },
+        (error: { code?: string; message?: string }) => this.settled(caller, `schedule:${String(error.code)}`, undefined, error.message),
+      );
+  }
+
+  private runSchedule(process: SimProcess, made: { scheduleId: string; agentId: string }): void {
+    const waitMs = this.schedules.drawWaitMs();
+    const label = `run schedule ${made.scheduleId} at ${process.owner} wait ${waitMs}`;
+    this.note(label);
+    this.count("schedule run now");
+    const caller = this.caller(label, process, made.agentId);
+    process.environment!.runSchedule(made.scheduleId, { waitMs }).then(
+      (after) => this.settled(caller, `run:${after.firingSlotAt !== undefined ? "claimed" : (after.lastFiring?.outcome ?? "none")}`, undefined),
+      (error: { code?: string; message?: string; details?: { state?: string } }) => {
+        // Refused because it is firing, cancelled or done (or changed meanwhile): the world asks blind.
+        const notActive = error.code === "INVALID_INPUT" && (error.details?.state !== undefined || /changed meanwhile/.test(error.message ?? ""));
+        this.settled(caller, notActive ? "run:not_active" : `run:${String(error.code)}`, undefined, error.message);
+      },
+    );
+  }
+
+  private cancelSchedule(process: SimProcess, made: { scheduleId: string; agentId: string }): void {
+    const label = `cancel schedule ${made.scheduleId} at ${process.owner}`;
+    this.note(label);
+    this.count("schedule cancelled");
+    const caller = this.caller(label, process, made.agentId);
+    process.environment!.cancelSchedule(made.scheduleId).then(
+      (after) => this.settled(caller, `cancel-schedule:${after.state}`, undefined),
+      (error: { code?: string; message?: string }) => this.settled(caller, `cancel-schedule:${String(error.code)}`, undefined, error.message),
+    );
+  }
+
   /** kill -9 of a process while a commit of its is in flight (a timer
    * firing, a child's end, a resume): it lands or not. */
   killDuringCommit(): void {
@@ -564,6 +626,7 @@ export class World {
       }
     }
     this.committedChecked = this.cluster.committed.length;
+    for (const line of this.schedules.checkFirings()) this.problem(line);
     for (const line of [...this.waits.checkCommitted(this.cluster.connection), ...this.durable.checkDecided()]) {
       if (this.waitProblemsReported.has(line)) continue;
       this.waitProblemsReported.add(line);
@@ -593,6 +656,7 @@ export class World {
     }
     for (const caller of this.callers) this.checkCaller(caller);
     for (const line of this.durable.checkQuiet()) this.problem(line);
+    for (const line of this.schedules.checkQuiet(Date.now())) this.problem(line);
     for (const process of this.alive()) this.checkOwnership(process);
     for (const process of this.alive()) if (process.environment !== undefined) this.checkReleased(process.owner, process.environment);
   }
@@ -653,6 +717,11 @@ export class World {
 
   /** Everything still waiting, in the world. */
   busy(): boolean {
+    // A schedule due, or its firing pending: the sweeps fire it as time runs on.
+    return this.busyBesidesSchedules() || this.schedules.busy(Date.now());
+  }
+
+  private busyBesidesSchedules(): boolean {
     return (
       this.cluster.pending.length > 0
       || this.models.length > 0
@@ -675,6 +744,7 @@ export class World {
       this.checkSafety();
     }
     await this.drain();
+    for (const [what, count] of Object.entries(this.schedules.counts())) this.drawn[what] = (this.drawn[what] ?? 0) + count;
   }
 
   private async oneStep(): Promise<void> {
@@ -693,6 +763,7 @@ export class World {
     else if (choice < 0.85 && alive.length > 0) this.disconnect(this.pick(alive));
     else if (choice < 0.87 && alive.length > 0) this.stall(this.pick(alive));
     else if (choice < 0.88 && alive.length > 0) this.move(this.pick(alive));
+    else if (choice < 0.915 && alive.length > 0) this.scheduleStep(this.pick(alive));
     else await this.advance(10 + Math.floor(this.random() * 1_500));
     await settle(1);
   }
@@ -716,10 +787,13 @@ export class World {
     for (const process of this.processes) {
       process.environment!.recover().catch((error: unknown) => this.note(`  env.recover() at ${process.owner} failed: ${String(error)}`));
     }
-    for (let round = 0; round < drainRoundsMax; round += 1) {
+    for (let round = 0; round < drainRoundsMax * 2; round += 1) {
       await this.answerEverything();
       this.checkSafety();
       if (!this.busy()) break;
+      // Past the rounds for everything else, time runs on for schedules only:
+      // a sweep sees a due firing within a minute, plus its retry time (0078).
+      if (round >= drainRoundsMax - 1 && this.busyBesidesSchedules()) break;
       await this.advance(leaseMs);
     }
     this.checkQuiet();

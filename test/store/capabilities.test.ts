@@ -68,6 +68,7 @@ describe("store capabilities", () => {
         pages: true,
         signals: true,
         scheduleReads: true,
+        scheduleActions: true,
       });
       expect(capabilitiesOf(postgres)).toEqual({
         leases: true,

@@ -2,7 +2,7 @@
 // 0088), through its handler: the list shows timing, next run and last
 // firing; cancel and run-now go through a confirmation page (a GET that
 // does nothing) and a POST carrying the token and the page's Origin; a
-// visitor reads schedules and is refused acting; an execution's page links
+// visitor reads schedules and acts on them (decision 0097); an execution's page links
 // its parent and lists its children with their state.
 
 import { afterEach, describe, expect, it } from "vitest";
@@ -78,7 +78,7 @@ describe("the schedules page", () => {
     expect((await page(dashboard, "/schedules/no-such-schedule")).status).toBe(404);
   });
 
-  it("a visitor's dashboard lists the owner's schedules and is refused cancelling one", async () => {
+  it("a visitor's dashboard lists the owner's schedules, runs one now in the owner and cancels one", async () => {
     const owner = await openEnvironment();
     const daily = await owner
       .agent({ name: "support", model: echoModel({ lookup: false }) })
@@ -89,10 +89,14 @@ describe("the schedules page", () => {
     const dashboard = createDashboard(visitor);
     const list = await page(dashboard, "/schedules");
     expect(list.body).toContain(`data-schedule="${daily.scheduleId}"`);
-    expect(list.body).toContain("cancelling or running a schedule is the owner's");
-    const refused = await post(dashboard, { token: dashboard.token, scheduleId: daily.scheduleId, scheduleAction: "cancel" });
-    expect(new URL(refused.headers.get("location")!, origin).searchParams.get("error")).toContain("visits the store");
-    expect(await owner.schedule(daily.scheduleId)).toMatchObject({ state: "active" });
+    expect(list.body).toContain("a run now is started by the owner");
+    const ran = await post(dashboard, { token: dashboard.token, scheduleId: daily.scheduleId, scheduleAction: "run" });
+    const notice = new URL(ran.headers.get("location")!, origin).searchParams.get("notice");
+    const [execution] = await owner.executions({ agentId: "user-1" });
+    expect(notice).toBe(`fired schedule ${daily.scheduleId} now: execution ${execution?.executionId} started`);
+    const cancelled = await post(dashboard, { token: dashboard.token, scheduleId: daily.scheduleId, scheduleAction: "cancel" });
+    expect(new URL(cancelled.headers.get("location")!, origin).searchParams.get("notice")).toContain(`cancelled schedule ${daily.scheduleId}`);
+    expect(await owner.schedule(daily.scheduleId)).toMatchObject({ state: "cancelled", firings: 1 });
   });
 });
 

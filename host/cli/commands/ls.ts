@@ -1,8 +1,10 @@
-// `phronomy ls [--status …] [--agent …] [--search words] [--limit n]`: the
-// store's executions, newest first, as a table (or `--json`). `--status`
-// takes a durable status (preparing, active, suspended, terminal, queued)
-// or a terminal outcome (completed, failed, handed_off, coordination_wait);
-// `--search` reads through `env.admin.page` (docs/decisions/0082).
+// `phronomy ls [--status …] [--agent …] [--definition …] [--search words]
+// [--limit n]`: the store's executions, newest first, as a table (or
+// `--json`). `--status` takes a durable status (preparing, active,
+// suspended, terminal, queued) or a terminal outcome (completed, failed,
+// handed_off, coordination_wait); `--search` and `--definition` (the
+// conversations of one named agent, docs/decisions/0089) read through
+// `env.admin.page` (docs/decisions/0082), a page of 200 at a time.
 
 import type { CliContext } from "../context.js";
 import { CliError, ExitCode, type ExitCodeValue } from "../errors.js";
@@ -22,6 +24,7 @@ const inputShownMax = 48;
 export interface ListOptions {
   readonly status?: string;
   readonly agent?: string;
+  readonly definition?: string;
   readonly limit?: number;
   readonly search?: string;
 }
@@ -72,15 +75,7 @@ export async function lsCommand(context: CliContext, options: ListOptions): Prom
 async function listed(environment: Awaited<ReturnType<typeof openStore>>, options: ListOptions, limit: number): Promise<ExecutionRow[]> {
   const agentId = options.agent;
   const status = options.status;
-  if (options.search !== undefined) {
-    const page = await environment.admin.page({
-      text: options.search,
-      limit,
-      ...(agentId ? { agentId } : {}),
-      ...(status ? { status: status as (typeof LIST_STATUSES)[number] | (typeof LIST_OUTCOMES)[number] } : {}),
-    });
-    return page.rows;
-  }
+  if (options.search !== undefined || options.definition !== undefined) return paged(environment, options, limit);
   if (status === undefined || (LIST_STATUSES as readonly string[]).includes(status)) {
     return environment.executions({ limit, ...(agentId ? { agentId } : {}), ...(status ? { status: status as (typeof LIST_STATUSES)[number] } : {}) });
   }
@@ -88,10 +83,31 @@ async function listed(environment: Awaited<ReturnType<typeof openStore>>, option
   return environment.executions({ limit, status: "terminal", outcome: status as (typeof LIST_OUTCOMES)[number], ...(agentId ? { agentId } : {}) });
 }
 
+/** Through `env.admin.page`, following its cursor until `limit` rows. */
+async function paged(environment: Awaited<ReturnType<typeof openStore>>, options: ListOptions, limit: number): Promise<ExecutionRow[]> {
+  const { agent: agentId, status, search: text, definition } = options;
+  const rows: ExecutionRow[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await environment.admin.page({
+      limit: Math.min(SEARCH_LIMIT_MAX, limit - rows.length),
+      ...(text !== undefined ? { text } : {}),
+      ...(definition !== undefined ? { definition } : {}),
+      ...(agentId ? { agentId } : {}),
+      ...(status ? { status: status as (typeof LIST_STATUSES)[number] | (typeof LIST_OUTCOMES)[number] } : {}),
+      ...(cursor !== undefined ? { cursor } : {}),
+    });
+    rows.push(...page.rows);
+    cursor = page.next;
+  } while (cursor !== undefined && rows.length < limit);
+  return rows;
+}
+
 function filterText(options: ListOptions): string {
   const parts: string[] = [];
   if (options.status) parts.push(`status ${options.status}`);
   if (options.agent) parts.push(`agent "${options.agent}"`);
+  if (options.definition) parts.push(`definition "${options.definition}"`);
   if (options.search) parts.push(`matching "${options.search}"`);
   return parts.length > 0 ? ` (${parts.join(", ")})` : "";
 }

@@ -51,7 +51,7 @@ export async function runCommand(context: CliContext, modulePath: string, inputA
   try {
     const agent = environment.agent(definition);
     progress.setPhase("recovering unfinished executions");
-    await clearRecovered(context, environment, definition.id, (id) => `phronomy approve ${id}${moduleArgument}${context.storeArgument()}`, interrupt.signal);
+    await clearRecovered(context, environment, definition.id, `${moduleArgument}${context.storeArgument()}`, interrupt.signal);
     progress.setPhase("preparing");
     const watch = watchRun(progress);
     const run = agent.start(input, {

@@ -3,8 +3,8 @@
 // (docs/decisions/0078) read and acted on by id through `env.schedules`,
 // `env.schedule`, `env.cancelSchedule` and `env.runSchedule` — the calls
 // an application makes. Beside a live owner of a SQLite store the command
-// is a visitor and reads them (docs/decisions/0088); cancelling or running
-// one is the owner's, and is refused naming it.
+// is a visitor (docs/decisions/0088): it reads them, cancels one, and
+// claims a run now that the owner starts (docs/decisions/0097).
 
 import pc from "../colors.js";
 import type { Environment, Schedule } from "../../index.js";
@@ -68,27 +68,38 @@ export async function scheduleShowCommand(context: CliContext, scheduleId: strin
   return ExitCode.ok;
 }
 
-/** `cancel` or `run`: one call of the public API, and the schedule after it. */
-export async function scheduleActionCommand(context: CliContext, scheduleId: string, action: "cancel" | "run"): Promise<ExitCodeValue> {
+/** `cancel` or `run`: one call of the public API, and the schedule after it.
+ * Beside a live owner the command visits the store and asks there too: a
+ * cancel is one compare-and-set, a run now is claimed for the owner, which
+ * starts it (docs/decisions/0097). */
+export async function scheduleActionCommand(context: CliContext, scheduleId: string, action: "cancel" | "run", waitMs?: number): Promise<ExitCodeValue> {
   const { before, after } = await withStore(context, async (environment) => {
     const before = found(await environment.schedule(scheduleId), scheduleId);
-    if (environment.visitor) throw ownersAction(scheduleId, action);
-    return { before, after: action === "cancel" ? await environment.cancelSchedule(scheduleId) : await environment.runSchedule(scheduleId) };
+    if (action === "cancel") return { before, after: await environment.cancelSchedule(scheduleId) };
+    return { before, after: await environment.runSchedule(scheduleId, waitMs !== undefined ? { waitMs } : {}) };
   });
   if (context.json) printJson({ schedule: scheduleJson(after) });
-  else if (action === "cancel") context.say(`${pc.yellow("cancelled")} schedule ${after.scheduleId} of conversation "${after.agentId}": it fires no more`);
+  else if (action === "cancel") sayCancelled(context, before, after);
   else sayFired(context, before, after);
   return ExitCode.ok;
 }
 
-/** A firing settled here names its execution; one claimed for a process
- * that defines the conversation's agent (not this command) is pending. */
+function sayCancelled(context: CliContext, before: Schedule, after: Schedule): void {
+  if (before.state !== "active") {
+    context.say(`schedule ${after.scheduleId} of conversation "${after.agentId}" was ${before.state} already: nothing to cancel`);
+    return;
+  }
+  context.say(`${pc.yellow("cancelled")} schedule ${after.scheduleId} of conversation "${after.agentId}": it fires no more`);
+}
+
+/** A firing settled (here or by the process that fires it) names its
+ * execution; one not settled yet is claimed and pending. */
 function sayFired(context: CliContext, before: Schedule, after: Schedule): void {
   const firing = after.lastFiring;
   if (after.firings === before.firings || firing === undefined) {
     const agent = after.definition ?? after.agentId;
     context.say(
-      `${pc.green("claimed")} schedule ${after.scheduleId} to fire now: this command does not define agent "${agent}", so the firing starts in the process that does — the store's next owner at once, or a PostgreSQL process at its retry time`,
+      `${pc.green("claimed")} schedule ${after.scheduleId} to fire now: no process started it yet — it starts in a process that defines agent "${agent}" (the store's owner, or its next owner at once; on PostgreSQL a process that fires schedules); \`phronomy schedules show ${after.scheduleId}\` tells when it fired`,
     );
     return;
   }
@@ -113,16 +124,6 @@ function found(schedule: Schedule | undefined, scheduleId: string): Schedule {
   throw new CliError("SCHEDULE_NOT_FOUND", `no schedule "${scheduleId}" in the store; \`phronomy schedules\` lists them`, ExitCode.failure, {
     details: { scheduleId },
   });
-}
-
-function ownersAction(scheduleId: string, action: "cancel" | "run"): CliError {
-  const call = action === "cancel" ? "env.cancelSchedule" : "env.runSchedule";
-  return new CliError(
-    "STORE_OWNED",
-    `the store has a live owner, and ${action === "cancel" ? "cancelling" : "running"} schedule ${scheduleId} is the owner's: call ${call}(${JSON.stringify(scheduleId)}) in that process (or its dashboard), or stop it and run this command again`,
-    ExitCode.failure,
-    { details: { scheduleId, reason: "visitor" } },
-  );
 }
 
 function scheduleLines(context: CliContext, schedule: Schedule): string[] {
@@ -167,6 +168,7 @@ function scheduleJson(schedule: Schedule): Record<string, unknown> {
     ...schedule,
     at: iso(schedule.at),
     nextRunAt: iso(schedule.nextRunAt),
+    firingSlotAt: iso(schedule.firingSlotAt),
     createdAt: iso(schedule.createdAt),
     lastFiring:
       schedule.lastFiring === undefined ? null : { ...schedule.lastFiring, slotAt: iso(schedule.lastFiring.slotAt), firedAt: iso(schedule.lastFiring.firedAt) },

@@ -91,6 +91,13 @@ export function startChannelOf(schema: string): string {
   return `phronomy_start_${schema}`.slice(0, channelLengthMax);
 }
 
+/** The channel a run now claimed for the processes that fire schedules
+ * is told on (docs/decisions/0097), one per schema: each such process's
+ * sweep looks at once rather than at its next timer. */
+export function schedulesChannelOf(schema: string): string {
+  return `phronomy_schedules_${schema}`.slice(0, channelLengthMax);
+}
+
 /** The channel a process tells the partitions it gives up on (balance,
  * close; payload: their numbers, comma-separated), one per schema: the
  * others stop taking their tick's view as proof that it holds them
