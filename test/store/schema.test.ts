@@ -12,6 +12,7 @@ import { dropCreationIndex } from "../../host/store/sqlite/pages.js";
 import { applicationId, migrations, openStoreConnection, schemaVersion } from "../../host/store/sqlite/schema.js";
 import { SqliteStore } from "../../host/store/sqlite-store.js";
 import { fileBytes, journalEntry, prepare, providerBarrier, rawExec, rawValue, temporaryDirectory, terminalCommit, toolBarrier, track } from "./fixtures.js";
+import { searchIndexByTriggers } from "./search-index-fixtures.js";
 
 async function openRefused(path: string): Promise<StoreError> {
   const error = await SqliteStore.open(path).then(
@@ -155,6 +156,7 @@ describe("the index on created_at alone (docs/decisions/0091)", () => {
     const path = join(await temporaryDirectory(), "version-12.db");
     await track(await SqliteStore.open(path)).close();
     expect(rawValue(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'executions_by_creation'"), "a new store never keeps it").toBe(0);
+    searchIndexByTriggers(path);
     rawExec(path, `CREATE INDEX executions_by_creation ON executions (created_at); PRAGMA user_version = ${migrations.indexOf(dropCreationIndex)}`);
     const store = track(await SqliteStore.open(path));
     await store.run(prepare("e1"));

@@ -24,6 +24,7 @@ import { createDueWaitIndex } from "./due-waits.js";
 import { createPruneIndexes } from "./prune.js";
 import { createConversationQueues } from "./queue.js";
 import { createSchedules } from "./schedules.js";
+import { deferSearchIndex } from "./search-index.js";
 import { createEventSignals } from "./signals.js";
 
 /** "PHRN" in ASCII: stamped in every Phronomy store's header. */
@@ -104,7 +105,8 @@ function createInitialTables(connection: SqliteConnection): void {
  * Version 10: keyed signals, and the index of event waits by key (`signals.ts`, docs/decisions/0077).
  * Version 11: suspended rows indexed by their wait's due time (`due-waits.ts`, docs/decisions/0076).
  * Version 12: counts kept by triggers, executions by definition (`page-counts.ts`, docs/decisions/0089).
- * Version 13: the index on `created_at` alone dropped, `executions_by_time` serves its reads (`pages.ts`, docs/decisions/0091). */
+ * Version 13: the index on `created_at` alone dropped, `executions_by_time` serves its reads (`pages.ts`, docs/decisions/0091).
+ * Version 15: the search index kept by a sweep, off the writing transactions (`search-index.ts`, docs/decisions/0095). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -119,6 +121,7 @@ export const migrations: readonly Migration[] = [
   createDueWaitIndex,
   createPageCounts,
   dropCreationIndex,
+  deferSearchIndex,
 ];
 
 export const schemaVersion = migrations.length;
