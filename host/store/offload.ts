@@ -116,7 +116,7 @@ export const sweepEveryOperations = 512;
 
 /** How long after the first commit not swept a sweep is asked for: what a
  * search may read outside the index stays the last moments' rows. */
-export const sweepDelayMs = 50;
+export const sweepDelayMs = 1_000;
 
 /** Log pages counted for a transaction of `operations` operations
  * (`checkpointEveryPages`). */
