@@ -234,7 +234,7 @@ export class Offload {
     this.capacity = settings.capacity;
     this.workerState = worker === undefined ? "none" : ready ? "ready" : "starting";
     this.workerStarted = worker === undefined ? Promise.resolve() : this.attachWorker(worker, ready);
-    if (worker === undefined) this.scheduleFlush(); // the first sweep, inline
+    if (worker === undefined || ready) this.scheduleFlush(); // the first sweep (else once the worker is ready)
   }
 
   /** Makes `worker` the current one: its replies and its end are listened

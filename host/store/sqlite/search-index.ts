@@ -112,12 +112,20 @@ const sweepState = `SELECT (SELECT mark FROM execution_search_mark) AS mark, (SE
 const nextMark = "SELECT max(rowid) AS mark FROM (SELECT rowid FROM executions WHERE rowid > ? ORDER BY rowid LIMIT ?)";
 const listNext = "INSERT OR IGNORE INTO execution_search_pending (execution_rowid, indexed) SELECT rowid, 0 FROM executions WHERE rowid > ? AND rowid <= ?";
 const moveMark = "UPDATE execution_search_mark SET mark = ?";
-const dueListed = `SELECT p.execution_rowid AS id, p.indexed AS indexed, e.rowid IS NOT NULL AS present
+const dueCondition = `(p.indexed = 1 OR e.rowid IS NULL OR NOT (${heldRunning}))`;
+/** The last rowid of this sweep's batch of listed rows, and its size. */
+const dueBatch = `SELECT max(id) AS until, count(*) AS n FROM (SELECT p.execution_rowid AS id
   FROM execution_search_pending p LEFT JOIN executions e ON e.rowid = p.execution_rowid
-  WHERE p.indexed = 1 OR e.rowid IS NULL OR NOT (${heldRunning}) ORDER BY p.execution_rowid LIMIT ?`;
-const deleteEntry = "DELETE FROM execution_search WHERE rowid = ?";
-const insertEntry = `INSERT INTO execution_search (rowid, input, output) SELECT rowid, ${indexed("input")}, ${indexed("output")} FROM executions WHERE rowid = ?`;
-const unlist = "DELETE FROM execution_search_pending WHERE execution_rowid = ?";
+  WHERE ${dueCondition} ORDER BY p.execution_rowid LIMIT ?)`;
+/** The batch: listed rows due, up to a rowid (the held ones between stay). */
+const inBatch = (which: string) => `SELECT p.execution_rowid FROM execution_search_pending p LEFT JOIN executions e ON e.rowid = p.execution_rowid
+  WHERE p.execution_rowid <= ? AND ${dueCondition}${which}`;
+// One statement each: FTS5 flushes its pending terms into a new segment at
+// every statement's savepoint, so a row at a time would cost a flush a row.
+const deleteEntries = `DELETE FROM execution_search WHERE rowid IN (${inBatch(" AND p.indexed = 1")})`;
+const insertEntries = `INSERT INTO execution_search (rowid, input, output)
+  SELECT rowid, ${indexed("input")}, ${indexed("output")} FROM executions WHERE rowid IN (${inBatch("")})`;
+const unlistBatch = `DELETE FROM execution_search_pending WHERE execution_rowid IN (${inBatch("")})`;
 
 /** One sweep: moves the mark over at most `sweepRowsMax` new rows and
  * indexes at most `sweepRowsMax` listed ones, in one transaction. Writes
@@ -139,15 +147,16 @@ export function sweepSearchIndex(connection: SqliteConnection, now: number): Swe
       connection.prepare(listNext).run(mark, moved);
       connection.prepare(moveMark).run(moved);
     }
-    const due = connection.prepare(dueListed).all(youngSince, sweepRowsMax);
-    for (const row of due) {
-      const id = row["id"] as SqliteValue;
-      if (Number(row["indexed"]) === 1) connection.prepare(deleteEntry).run(id);
-      if (Number(row["present"]) === 1) connection.prepare(insertEntry).run(id);
-      connection.prepare(unlist).run(id);
+    const batch = connection.prepare(dueBatch).get(youngSince, sweepRowsMax);
+    const due = Number(batch?.["n"] ?? 0);
+    if (due > 0) {
+      const until = Number(batch?.["until"]);
+      connection.prepare(deleteEntries).run(until, youngSince);
+      connection.prepare(insertEntries).run(until, youngSince);
+      connection.prepare(unlistBatch).run(until, youngSince);
     }
     connection.prepare("COMMIT").run();
-    return { indexed: due.length, more: last > moved || due.length === sweepRowsMax };
+    return { indexed: due, more: last > moved || due === sweepRowsMax };
   } catch (error) {
     connection.prepare("ROLLBACK").run();
     throw error;
