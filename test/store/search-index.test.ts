@@ -268,8 +268,8 @@ describe("the owner's sweep and the visitor's search (docs/decisions/0095)", () 
       await store.run(prepare(`e-${offloadPolicy}`, "support", { input: `written under ${offloadPolicy}` }));
       // The first sweep, asked for at the open and after the write.
       const behind = () =>
-        store.offloadStatistics.sweeps === 0 ||
-        Number(rawValue(path, "SELECT mark FROM execution_search_mark")) < Number(rawValue(path, "SELECT max(rowid) FROM executions"));
+        store.offloadStatistics.sweeps === 0
+        || Number(rawValue(path, "SELECT mark FROM execution_search_mark")) < Number(rawValue(path, "SELECT max(rowid) FROM executions"));
       for (let waited = 0; behind(); waited += 10) {
         if (waited > 10_000) throw new Error(`no sweep under ${offloadPolicy}`);
         await new Promise((resolve) => setTimeout(resolve, 10));
