@@ -1,9 +1,9 @@
 // bench/e2e/dashboard-scale: does a store of 100,000 executions page,
 // search and count in under 200 ms per page (issue 29, docs/decisions/0082)?
 // Fills a SQLite store and a PostgreSQL schema with `BENCH_EXECUTIONS`
-// rows in bulk — SQL inserts straight into the migrated tables, so the
-// search index is filled by the same triggers and index the store's own
-// writes use (going through the store's operations one execution at a
+// rows in bulk — SQL inserts straight into the migrated tables, the SQLite
+// search index then filled by the store's own sweep (docs/decisions/0095),
+// PostgreSQL's by the triggers its writes use (going through the store's operations one execution at a
 // time would take minutes and measure the writes, not the reads) — then
 // times, through the store's public reads, the first page, a deep page
 // and the way back from it, filtered pages (by agent and by definition),
@@ -12,7 +12,10 @@
 // Then the owner's side (docs/decisions/0089): dashboard refreshes (the
 // counts and a page, as the list page reads them) every 20 ms for 2 s
 // while `monitorEventLoopDelay` watches the event loop, and how long each
-// refresh held the loop. Prints median and p95 in ms; asserts nothing.
+// refresh held the loop. SQLite's searches are timed again with
+// `BENCH_UNINDEXED` (500) more rows written and not swept yet: what a search
+// reads outside the index while the sweep lags (docs/decisions/0095).
+// Prints median and p95 in ms; asserts nothing.
 //
 //   npm run bench:dashboard
 //   BENCH_EXECUTIONS=100000 BENCH_ROUNDS=20 npm run bench:dashboard
@@ -29,9 +32,12 @@ import pg from "pg";
 import { SqliteStore } from "../../host/index.js";
 import { encodeCursor, type ExecutionPageQuery, type PagingStore } from "../../host/store/execution-pages.js";
 import { PostgresStore } from "../../host/store/postgres-store.js";
+import { openStoreConnection } from "../../host/store/sqlite/schema.js";
+import { sweepSearchIndex } from "../../host/store/sqlite/search-index.js";
 import type { ExecutionStore } from "../../host/store/store.js";
 
 const executions = Number(process.env.BENCH_EXECUTIONS ?? 100_000);
+const unindexed = Number(process.env.BENCH_UNINDEXED ?? 500);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 20);
 const postgresUrl = process.env.BENCH_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const pageRows = 50;
@@ -90,6 +96,28 @@ async function fillSqlite(path: string): Promise<void> {
   } finally {
     database.close();
   }
+  // Indexed for search as the store indexes rows written: by its sweep, a batch at a time.
+  const connection = openStoreConnection(path, { synchronous: "NORMAL" });
+  try {
+    while (sweepSearchIndex(connection, Date.now()).more);
+  } finally {
+    connection.close();
+  }
+}
+
+/** Rows written after the store's sweep ran (by a connection of their own,
+ * so the store does not know to sweep them): a search reads them outside
+ * the index. */
+function writeUnindexed(path: string, count: number): void {
+  const database = new Database(path);
+  try {
+    const insert = database.prepare(`INSERT INTO executions (${columns}) VALUES (?, ?, 2, ?, ?, 'run', ?, ?, ?, ?, ?, '${usage}', 'null', ?, ?)`);
+    database.transaction(() => {
+      for (let index = executions; index < executions + count; index++) insert.run(...(rowOf(index) as (string | number | null)[]));
+    })();
+  } finally {
+    database.close();
+  }
 }
 
 async function fillPostgres(client: pg.Client, schema: string): Promise<void> {
@@ -138,7 +166,7 @@ async function time(name: string, body: () => Promise<{ rows: unknown[] } | unkn
   };
 }
 
-async function measure(label: string, store: ExecutionStore & PagingStore): Promise<void> {
+async function measure(label: string, store: ExecutionStore & PagingStore, searchesOnly = false): Promise<void> {
   const deepIndex = Math.floor(executions * 0.1); // 90% of the way down
   const deepAt = baseAt + deepIndex * 1_000;
   const deepRow = (await store.pageExecutions({ since: deepAt, until: deepAt + 1, limit: 1 })).rows[0]!;
@@ -147,24 +175,22 @@ async function measure(label: string, store: ExecutionStore & PagingStore): Prom
   const page = (query: ExecutionPageQuery) => () => store.pageExecutions({ limit: pageRows, ...query });
   const figures: Figure[] = [];
   figures.push(await time("floor: listExecutions, newest 50", () => store.listExecutions({ limit: pageRows })));
-  figures.push(await time("first page", page({})));
-  figures.push(await time(`deep page (${(executions - deepIndex).toLocaleString("en")} rows in)`, page({ cursor: deep })));
-  figures.push(await time("previous page from the deep one", page({ cursor: back })));
-  figures.push(await time("filtered: failed", page({ outcome: "failed" })));
-  figures.push(await time("filtered: failed, deep", page({ outcome: "failed", cursor: deep })));
-  figures.push(await time("filtered: one agent", page({ agentId: "agent-417" })));
-  figures.push(await time("filtered: waiting, last 24 h", page({ status: "suspended", since: baseAt + (executions - 86_400) * 1_000 })));
+  if (!searchesOnly) await measurePages(figures, page, deep, back);
   figures.push(await time("search: common word (refund)", page({ text: "refund" })));
   figures.push(await time("search: rare word (needle)", page({ text: "needle" })));
   figures.push(await time("search: two words, prefix (grace invo)", page({ text: "grace invo" })));
   figures.push(await time("search + filter (shipped, one agent)", page({ text: "shipped", agentId: "agent-420" })));
   figures.push(await time("search: no match (zzzz)", page({ text: "zzzz" })));
   figures.push(await time("search: rare word + agent (needle)", page({ text: "needle", agentId: "agent-7" })));
-  figures.push(await time("filtered: one definition", page({ definition: "definition-3" })));
-  figures.push(await time("filtered: one definition, deep", page({ definition: "definition-3", cursor: deep })));
+  if (!searchesOnly) {
+    figures.push(await time("filtered: one definition", page({ definition: "definition-3" })));
+    figures.push(await time("filtered: one definition, deep", page({ definition: "definition-3", cursor: deep })));
+  }
   figures.push(await time("search + definition (refund)", page({ text: "refund", definition: "definition-3" })));
-  figures.push(await time("counts over the whole store", () => store.countExecutions()));
-  figures.push(await time("counts of one agent", () => store.countExecutions({ agentId: "agent-417" })));
+  if (!searchesOnly) {
+    figures.push(await time("counts over the whole store", () => store.countExecutions()));
+    figures.push(await time("counts of one agent", () => store.countExecutions({ agentId: "agent-417" })));
+  }
   const floor = figures[0]!.medianMs;
   console.log(`\n${label}: ${executions.toLocaleString("en")} executions, ${rounds} rounds each, ${pageRows} rows a page (median / p95 ms; × floor)`);
   for (const figure of figures) {
@@ -172,6 +198,17 @@ async function measure(label: string, store: ExecutionStore & PagingStore): Prom
       `  ${figure.name.padEnd(44)} ${figure.medianMs.toFixed(1).padStart(7)} / ${figure.p95Ms.toFixed(1).padStart(7)} ms  ${(figure.medianMs / floor).toFixed(1).padStart(5)}×  (${figure.rows} rows)`,
     );
   }
+}
+
+async function measurePages(figures: Figure[], page: (query: ExecutionPageQuery) => () => Promise<object>, deep: string, back: string): Promise<void> {
+  const deepIndex = Math.floor(executions * 0.1);
+  figures.push(await time("first page", page({})));
+  figures.push(await time(`deep page (${(executions - deepIndex).toLocaleString("en")} rows in)`, page({ cursor: deep })));
+  figures.push(await time("previous page from the deep one", page({ cursor: back })));
+  figures.push(await time("filtered: failed", page({ outcome: "failed" })));
+  figures.push(await time("filtered: failed, deep", page({ outcome: "failed", cursor: deep })));
+  figures.push(await time("filtered: one agent", page({ agentId: "agent-417" })));
+  figures.push(await time("filtered: waiting, last 24 h", page({ status: "suspended", since: baseAt + (executions - 86_400) * 1_000 })));
 }
 
 /** Dashboard refreshes every `intervalMs` for `durationMs` (the list page
@@ -223,6 +260,8 @@ async function sqliteRun(): Promise<void> {
     try {
       await measure("SQLite (better-sqlite3, FTS5)", store);
       await eventLoop("SQLite", store);
+      writeUnindexed(path, unindexed);
+      await measure(`SQLite searches, ${unindexed} rows not indexed yet`, store, true);
     } finally {
       await store.close();
     }

@@ -48,6 +48,15 @@
 // groups before it were answered, instead of inside a COMMIT whose
 // operations wait for it.
 //
+// The search index is swept off the commits (docs/decisions/0095): once
+// `sweepEveryOperations` operations were committed since the last sweep, or
+// `sweepDelayMs` after the first of them, the offload asks the worker for a
+// sweep, in order among the groups (numbered as one, with no operations),
+// so the calling thread's connection writes nothing while it runs; with no
+// worker (`inline`, or one that could not start) it sweeps inline, on the
+// same schedule. One that left work asks for the next at once. A store
+// opened asks for one first: a crash may have left rows not indexed.
+//
 // Every commit is followed by a check that the store's files are still the
 // ones opened (`settings.checkFiles`, `sqlite/file-identity.ts`): in the
 // worker once per transaction, inline once per group, and `verifyFiles()`
@@ -100,6 +109,15 @@ export const eagerGroupOperations = 16;
  * lone barrier ≈6, a group of 32 barriers ≈22). */
 export const checkpointEveryPages = 1_000;
 
+/** Operations committed after which a sweep of the search index is asked
+ * for at once (docs/decisions/0095): about 85 runs of six operations, one
+ * FTS5 segment each time instead of one per write. */
+export const sweepEveryOperations = 512;
+
+/** How long after the first commit not swept a sweep is asked for: what a
+ * search may read outside the index stays the last moments' rows. */
+export const sweepDelayMs = 1_000;
+
 /** Log pages counted for a transaction of `operations` operations
  * (`checkpointEveryPages`). */
 export function estimatedLogPages(operations: number): number {
@@ -141,6 +159,10 @@ export interface OffloadStatistics {
   readonly workerRestarts: number;
   /** Checkpoints the worker ran (docs/decisions/0050). */
   readonly checkpoints: number;
+  /** Sweeps of the search index run, on the worker or inline (docs/decisions/0095). */
+  readonly sweeps: number;
+  /** Why sweeping stopped (a SQLite without FTS5, say), when it did. */
+  readonly sweepFailure?: string;
 }
 
 /** `none` under policy `inline`; `starting` while an `adaptive` offload's
@@ -156,6 +178,9 @@ export interface OffloadSettings {
   readonly commitInline: (operations: readonly OffloadOperation[]) => Settlement[];
   /** Starts the worker; not called for policy `inline`. */
   readonly startWorker: () => StoreWorker;
+  /** Sweeps the search index on the calling thread (no worker); `more`:
+   * another sweep is due. Throws when it cannot. */
+  readonly sweepInline?: () => { readonly more: boolean };
   /** After an inline commit and periodically: the error every write gets
    * once the store's files are no longer the ones opened, or undefined. */
   readonly checkFiles?: () => StoreError | undefined;
@@ -183,7 +208,15 @@ export class Offload {
   private closing: Promise<void> | undefined;
   private broken: StoreError | undefined;
   private drained: (() => void) | undefined;
-  private counters = { submitted: 0, inlineGroups: 0, inlineOperations: 0, workerGroups: 0, workerOperations: 0, largestGroup: 0, checkpoints: 0 };
+  private counters = { submitted: 0, inlineGroups: 0, inlineOperations: 0, workerGroups: 0, workerOperations: 0, largestGroup: 0, checkpoints: 0, sweeps: 0 };
+  /** Operations committed since the last sweep was asked for. */
+  private unswept = 0;
+  /** A sweep is due now (the store just opened, a worker was replaced, the last one left work, or the delay passed). */
+  private sweepDue = true;
+  private sweepTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The group number of the sweep in the worker, if one is. */
+  private sweepGroup: number | undefined;
+  private sweepFailure: string | undefined;
   /** Log pages written (estimated) since the last checkpoint was asked for. */
   private sinceCheckpoint = 0;
   /** A checkpoint asked of the current worker and not answered yet. */
@@ -201,6 +234,7 @@ export class Offload {
     this.capacity = settings.capacity;
     this.workerState = worker === undefined ? "none" : ready ? "ready" : "starting";
     this.workerStarted = worker === undefined ? Promise.resolve() : this.attachWorker(worker, ready);
+    if (worker === undefined || ready) this.scheduleFlush(); // the first sweep (else once the worker is ready)
   }
 
   /** Makes `worker` the current one: its replies and its end are listened
@@ -209,6 +243,7 @@ export class Offload {
   private attachWorker(worker: StoreWorker, ready: boolean): Promise<void> {
     this.worker = worker;
     this.checkpointAsked = false;
+    this.sweepDue = true;
     worker.port.on("message", (reply: WorkerReply) => {
       if (this.worker === worker) this.onWorkerReply(reply);
     });
@@ -266,6 +301,7 @@ export class Offload {
       workerState: this.workerState,
       ...(this.workerFailure === undefined ? {} : { workerFailure: this.workerFailure }),
       workerRestarts: this.workerRestarts,
+      ...(this.sweepFailure === undefined ? {} : { sweepFailure: this.sweepFailure }),
     };
   }
 
@@ -314,6 +350,7 @@ export class Offload {
 
   /** Finishes every accepted operation, then stops the worker. Idempotent. */
   close(): Promise<void> {
+    clearTimeout(this.sweepTimer);
     this.closing ??= this.drainThenStop();
     return this.closing;
   }
@@ -347,6 +384,54 @@ export class Offload {
       else this.sendToWorker(entries);
     }
     if (this.pending === 0) this.drained?.();
+    this.sweepSoon();
+  }
+
+  // -- the search index's sweep (docs/decisions/0095) -------------------------
+
+  /** Asks for a sweep when one is due, or arms the delay after a commit. */
+  private sweepSoon(): void {
+    if (this.sweepFailure !== undefined || this.closing !== undefined || this.broken !== undefined) return;
+    if (this.sweepDue || this.unswept >= sweepEveryOperations) {
+      this.sweepNow();
+      return;
+    }
+    if (this.unswept === 0 || this.sweepTimer !== undefined) return;
+    this.sweepTimer = setTimeout(() => {
+      this.sweepTimer = undefined;
+      this.sweepDue = true;
+      this.sweepSoon();
+    }, sweepDelayMs);
+    this.sweepTimer.unref(); // a sweep never keeps the process alive
+  }
+
+  private sweepNow(): void {
+    const worker = this.worker;
+    if (this.workerState === "ready" && worker !== undefined) {
+      // Once the worker answers a group there is room again (`flush`).
+      if ((this.sweepGroup !== undefined && this.inFlight.has(this.sweepGroup)) || this.inFlight.size >= groupsInFlightMax) return;
+      this.groupsSent += 1;
+      this.sweepGroup = this.groupsSent;
+      this.inFlight.set(this.groupsSent, []);
+      worker.port.postMessage({ type: "sweep", group: this.groupsSent } satisfies WorkerRequest);
+    } else if (this.policy === "inline" || this.workerState === "unavailable") {
+      // Between groups only: the queue's next turn comes first.
+      if (this.queue.length > 0 || this.inFlight.size > 0 || this.settings.sweepInline === undefined) return;
+      try {
+        this.sweepDue = this.settings.sweepInline().more;
+        this.counters.sweeps += 1;
+      } catch (error) {
+        this.sweepFailure = error instanceof Error ? error.message : String(error);
+        return;
+      }
+      this.unswept = 0;
+      if (this.sweepDue) this.scheduleFlush();
+      return;
+    } else return; // a worker starting: asked for once it is ready
+    this.sweepDue = false;
+    this.unswept = 0;
+    clearTimeout(this.sweepTimer);
+    this.sweepTimer = undefined;
   }
 
   private commitsInline(groupSize: number): boolean {
@@ -382,6 +467,7 @@ export class Offload {
   /** Counts a transaction of `operations` committed; asks the worker for a
    * checkpoint once `checkpointEveryPages` were written (docs/decisions/0050). */
   private committed(operations: number): void {
+    this.unswept += operations;
     this.sinceCheckpoint += estimatedLogPages(operations);
     if (this.sinceCheckpoint < checkpointEveryPages || this.checkpointAsked || this.workerState !== "ready" || this.closing !== undefined) return;
     const worker = this.worker;
@@ -451,6 +537,20 @@ export class Offload {
   }
 
   private onWorkerReply(reply: WorkerReply): void {
+    if (reply.type === "swept") {
+      const oldest = this.inFlight.keys().next().value;
+      if (oldest !== reply.group || this.sweepGroup !== reply.group) {
+        this.breakDown(`the store worker answered sweep ${reply.group}, which is not the oldest group in flight (${String(oldest)})`);
+        return;
+      }
+      this.inFlight.delete(reply.group);
+      this.counters.sweeps += 1;
+      if (reply.failure !== undefined) this.sweepFailure = reply.failure;
+      else if (reply.more) this.sweepDue = true;
+      if (this.inFlight.size === 0) this.worker?.thread.unref();
+      this.flush();
+      return;
+    }
     if (reply.type === "checkpointed") {
       this.checkpointAsked = false;
       if (reply.frames >= 0) this.counters.checkpoints += 1;

@@ -21,7 +21,7 @@ describe("the paging migration (sqlite)", () => {
     // without the migrations after it: keyed signals, decision 0077).
     rawExec(
       store.path,
-      `${beforeVersion14} DROP TRIGGER execution_search_insert; DROP TRIGGER execution_search_update; DROP TRIGGER execution_search_delete; DROP TABLE execution_search; DROP INDEX executions_by_time; DROP INDEX executions_by_outcome; DROP TABLE event_signals; DROP INDEX executions_wait_key; DROP INDEX executions_due; DROP TRIGGER execution_counts_insert; DROP TRIGGER execution_counts_update; DROP TRIGGER execution_counts_delete; DROP TABLE execution_counts; DROP INDEX executions_by_definition; PRAGMA user_version = ${migrations.indexOf(createExecutionPages)}`,
+      `${beforeVersion14} DROP TRIGGER execution_search_update; DROP TRIGGER execution_search_delete; DROP TABLE execution_search_mark; DROP TABLE execution_search_pending; DROP TABLE execution_search; DROP INDEX executions_by_time; DROP INDEX executions_by_outcome; DROP TABLE event_signals; DROP INDEX executions_wait_key; DROP INDEX executions_due; DROP TRIGGER execution_counts_insert; DROP TRIGGER execution_counts_update; DROP TRIGGER execution_counts_delete; DROP TABLE execution_counts; DROP INDEX executions_by_definition; PRAGMA user_version = ${migrations.indexOf(createExecutionPages)}`,
     );
     const migrated = track(await SqliteStore.open(store.path));
     expect((await migrated.pageExecutions({ text: "sweater" })).rows.map((row) => row.executionId)).toEqual(["old-1"]);

@@ -118,7 +118,7 @@ describe("what a visitor refuses to open", () => {
     // A version-1 store (before the inbox): refused, left as it is, until its owner migrates it.
     rawExec(
       path,
-      `${beforeVersion14} DROP TRIGGER execution_counts_insert; DROP TRIGGER execution_counts_update; DROP TRIGGER execution_counts_delete; DROP TABLE execution_counts; DROP INDEX executions_by_definition; DROP INDEX executions_due; DROP TABLE event_signals; DROP INDEX executions_wait_key; DROP TABLE schedules; DROP TRIGGER queued_message_admitted; DROP TABLE queued_messages; DROP TABLE approval_inbox; DROP INDEX executions_finished; DROP TRIGGER execution_search_insert; DROP TRIGGER execution_search_update; DROP TRIGGER execution_search_delete; DROP TABLE execution_search; DROP INDEX executions_by_time; DROP INDEX executions_by_outcome; PRAGMA user_version = 1`,
+      `${beforeVersion14} DROP TRIGGER execution_counts_insert; DROP TRIGGER execution_counts_update; DROP TRIGGER execution_counts_delete; DROP TABLE execution_counts; DROP INDEX executions_by_definition; DROP INDEX executions_due; DROP TABLE event_signals; DROP INDEX executions_wait_key; DROP TABLE schedules; DROP TRIGGER queued_message_admitted; DROP TABLE queued_messages; DROP TABLE approval_inbox; DROP INDEX executions_finished; DROP TRIGGER execution_search_update; DROP TRIGGER execution_search_delete; DROP TABLE execution_search_mark; DROP TABLE execution_search_pending; DROP TABLE execution_search; DROP INDEX executions_by_time; DROP INDEX executions_by_outcome; PRAGMA user_version = 1`,
     );
     const older = await refusal(SqliteStore.openVisitor(path));
     expect(older).toBeInstanceOf(StoreError);

@@ -10,6 +10,7 @@
 // (docs/decisions/0054). Nothing here runs at import.
 
 import { InvalidInputError } from "../../errors.js";
+import { sweepSearchIndex } from "./search-index.js";
 import { checkCapacity, inlineAutocheckpointPages, Offload, offloadCapacityDefault, type OffloadPolicy } from "../offload.js";
 import type { SqliteConnection } from "./driver.js";
 import { readStoreFileIdentity, StoreFileCheck, storeFileReplacedError } from "./file-identity.js";
@@ -74,6 +75,7 @@ export async function openOwned(path: string, options: SqliteStoreOptions): Prom
       path: absolutePath,
       commitInline: (operations) => commitGroup(opened, operations),
       startWorker: () => startStoreWorker({ path: absolutePath, synchronous, identity }),
+      sweepInline: () => sweepSearchIndex(opened, Date.now()),
       checkFiles: () => {
         const change = fileCheck.change();
         return change === undefined ? undefined : storeFileReplacedError(absolutePath, change);

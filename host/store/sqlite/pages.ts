@@ -6,9 +6,9 @@
 //   a keyset condition, served by the index on exactly those columns (or
 //   by the status, outcome or agent index, each ending in created_at).
 // * The search index is an FTS5 table over the executions' own rows
-//   (external content, keyed by their rowid): triggers keep it in step in
-//   the same transaction as the write, and only a write that changes the
-//   input or the output touches it (a barrier changes neither).
+//   (contentless, keyed by their rowid), kept off the writing transactions
+//   by a sweep since migration 15; a search reads it and the rows not
+//   indexed yet (`search-index.ts`, docs/decisions/0095).
 // * A search's words reach FTS5 as quoted strings (`"word"*`): a person's
 //   text is never FTS5 query syntax.
 // * Counts over the whole store are read from the counts the triggers of
@@ -20,6 +20,7 @@ import type { ExecutionRow } from "../records.js";
 import type { SqliteConnection, SqliteValue } from "./driver.js";
 import { definitionExpression, keptCounts } from "./page-counts.js";
 import { executionFromRow } from "./rows.js";
+import { searchIndexed, searchSet } from "./search-index.js";
 
 /** Migration: the keyset and outcome indexes, the search table and the
  * triggers that keep it, filled from the rows already stored. */
@@ -71,8 +72,20 @@ export function dropCreationIndex(connection: SqliteConnection): void {
 }
 
 /** One page, newest first; the caller checked the query. Reads one row
- * more than the page to know whether more follow. */
+ * more than the page to know whether more follow. A search reads the
+ * index, the rows not indexed yet and the page in one read transaction: a
+ * sweep committed meanwhile moves no row from one side to the other. */
 export function pageExecutions(connection: SqliteConnection, query: CheckedPageQuery): { rows: ExecutionRow[]; more: boolean } {
+  if (query.words.length === 0 || !searchIndexed(connection)) return readPage(connection, query, false);
+  connection.prepare("SAVEPOINT search_read").run();
+  try {
+    return readPage(connection, query, true);
+  } finally {
+    connection.prepare("RELEASE search_read").run();
+  }
+}
+
+function readPage(connection: SqliteConnection, query: CheckedPageQuery, indexedSearch: boolean): { rows: ExecutionRow[]; more: boolean } {
   const conditions: string[] = [];
   const parameters: SqliteValue[] = [];
   const add = (condition: string, ...values: SqliteValue[]) => {
@@ -88,17 +101,18 @@ export function pageExecutions(connection: SqliteConnection, query: CheckedPageQ
   if (query.until !== undefined) add("created_at < ?", query.until);
   let few = false;
   if (query.words.length > 0) {
-    if (searchIndexed(connection)) {
+    if (indexedSearch) {
       // Two plans, chosen by how many rows match (counted up to a bound):
       // few — each match looked up by rowid, their keys sorted (cost ∝
       // matches: a rare word no longer reads the whole time index); many —
       // `+rowid`: the page is read in time order, each row checked against
       // the matches (a set with a Bloom filter), stopping at the page's end
       // (a word in 14,000 of 100,000 rows: 21 ms against 230 ms looking
-      // every match up, decision 0082).
-      const match = matchText(query.words);
-      few = Number(connection.prepare(fewMatches).get(match, searchFewMatches + 1)?.["n"] ?? 0) <= searchFewMatches;
-      add(`${few ? "" : "+"}rowid IN (SELECT rowid FROM execution_search WHERE execution_search MATCH ?)`, match);
+      // every match up, decision 0082). The matches are the index's and
+      // those of the rows not indexed yet (`search-index.ts`).
+      const searched = searchSet(connection, matchText(query.words), searchFewMatches);
+      few = searched.matches <= searchFewMatches;
+      add(searched.condition(!few), ...searched.parameters);
     }
     // No index (a SQLite without FTS5 made the file): each word anywhere in the text, read row by row.
     else for (const word of query.words) add("(input LIKE ? OR output LIKE ?)", `%${word}%`, `%${word}%`);
@@ -119,8 +133,6 @@ export function pageExecutions(connection: SqliteConnection, query: CheckedPageQ
   const rows = found.slice(0, query.limit).map((row) => executionFromRow(row, connection.path));
   return { rows: older ? rows : rows.reverse(), more };
 }
-
-const fewMatches = "SELECT count(*) AS n FROM (SELECT 1 FROM execution_search WHERE execution_search MATCH ? LIMIT ?)";
 
 /** Counts per status and outcome over the whole store (the counts the
  * triggers keep, `page-counts.ts`) or one agent's (its rows, by index). */
@@ -146,18 +158,6 @@ export function countExecutions(connection: SqliteConnection, filter: { readonly
     outcomes.map((row) => [String(row["outcome"]), Number(row["n"])]),
     Number(queued?.["n"] ?? 0),
   );
-}
-
-const indexedConnections = new WeakMap<SqliteConnection, boolean>();
-
-/** Whether the file has the search index (its migration ran with FTS5). */
-function searchIndexed(connection: SqliteConnection): boolean {
-  let indexed = indexedConnections.get(connection);
-  if (indexed === undefined) {
-    indexed = connection.prepare("SELECT 1 AS found FROM sqlite_schema WHERE type = 'table' AND name = 'execution_search'").get() !== undefined;
-    indexedConnections.set(connection, indexed);
-  }
-  return indexed;
 }
 
 /** FTS5 query text: each word a quoted string matched as a prefix, all

@@ -23,6 +23,7 @@ import { createDueWaitIndex } from "./due-waits.js";
 import { createPruneIndexes } from "./prune.js";
 import { createConversationQueues } from "./queue.js";
 import { createSchedules } from "./schedules.js";
+import { deferSearchIndex } from "./search-index.js";
 import { createEventSignals } from "./signals.js";
 import { keyTimelineByRowid } from "./timeline.js";
 import { createPageCounts, storeDefinitionColumn } from "./page-counts.js";
@@ -114,7 +115,8 @@ export function writeFewerPages(connection: SqliteConnection): void {
  * Version 12: counts kept by triggers, executions by definition (`page-counts.ts`, docs/decisions/0089).
  * Version 13: the index on `created_at` alone dropped, `executions_by_time` serves its reads (`pages.ts`, docs/decisions/0091).
  * Version 14: fewer pages a run writes — the step timeline keyed by the execution's rowid, a queued message's step in its
- *   queue row (`timeline.ts`); the definition's name in a column of its own (`page-counts.ts`) (docs/decisions/0094). */
+ *   queue row (`timeline.ts`); the definition's name in a column of its own (`page-counts.ts`) (docs/decisions/0094).
+ * Version 15: the search index kept by a sweep, off the writing transactions (`search-index.ts`, docs/decisions/0095). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -130,6 +132,7 @@ export const migrations: readonly Migration[] = [
   createPageCounts,
   dropCreationIndex,
   writeFewerPages,
+  deferSearchIndex,
 ];
 
 export const schemaVersion = migrations.length;

@@ -30,21 +30,27 @@ export interface WorkerData {
 export type TransferredSettlement = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: TransferredError };
 
 /** To the worker: commit this group (one transaction), checkpoint the
- * write-ahead log (docs/decisions/0050), or close. */
+ * write-ahead log (docs/decisions/0050), sweep the search index (its own
+ * transaction, numbered and answered in order as a group: the calling
+ * thread's connection writes nothing meanwhile, docs/decisions/0095), or
+ * close. */
 export type WorkerRequest =
   | { readonly type: "commit"; readonly group: number; readonly count: number; readonly operations: string }
   | { readonly type: "checkpoint" }
+  | { readonly type: "sweep"; readonly group: number }
   | { readonly type: "close" };
 
 /** From the worker: its connection is open (or could not be), a group's
  * settlements in submission order (with `filesChanged` when the store's
  * files were found changed after the commit: then none of them counts), a
  * checkpoint done (`frames` in the log, `copied` of them in the database
- * file; both -1 when it failed, which only delays it to the next one), or
+ * file; both -1 when it failed, which only delays it to the next one), a
+ * sweep done (`more`: another is due; `failure`: why it could not), or
  * its connection is closed. */
 export type WorkerReply =
   | { readonly type: "ready" }
   | { readonly type: "failed"; readonly error: TransferredError }
   | { readonly type: "settled"; readonly group: number; readonly settlements: string; readonly filesChanged?: TransferredError }
   | { readonly type: "checkpointed"; readonly frames: number; readonly copied: number }
+  | { readonly type: "swept"; readonly group: number; readonly more: boolean; readonly failure?: string }
   | { readonly type: "closed" };

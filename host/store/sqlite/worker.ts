@@ -19,6 +19,7 @@ import { rebuildError, transferError, type TransferredError } from "../error-tra
 import type { SqliteConnection } from "./driver.js";
 import { StoreFileCheck, storeFileReplacedError } from "./file-identity.js";
 import { openStoreConnection } from "./schema.js";
+import { sweepSearchIndex } from "./search-index.js";
 import { commitGroup, storeErrorOf } from "./transaction.js";
 import { WriteConnection } from "./writable.js";
 import type { OffloadOperation } from "../offload-operation.js";
@@ -40,12 +41,15 @@ function serve(writer: WriteConnection): void {
   port.on("message", (request: WorkerRequest) => {
     if (request.type === "close") return close(writer);
     if (request.type === "checkpoint") return checkpoint(connection());
+    if (request.type === "sweep") return sweep(connection, request.group);
     // Group commit across groups: every commit request already waiting is
     // merged into this transaction; each group is answered on its own.
     const groups = [request];
     let operations = request.count;
     let checkpointAfter = false;
     let closeAfter = false;
+    // A sweep is answered in its place among the groups: the ones after it wait.
+    let sweepAfter: number | undefined;
     while (operations < mergedOperationsMax) {
       const waiting = receiveMessageOnPort(port)?.message as WorkerRequest | undefined;
       if (waiting === undefined) break;
@@ -56,6 +60,10 @@ function serve(writer: WriteConnection): void {
       if (waiting.type === "checkpoint") {
         checkpointAfter = true;
         continue;
+      }
+      if (waiting.type === "sweep") {
+        sweepAfter = waiting.group;
+        break;
       }
       groups.push(waiting);
       operations += waiting.count;
@@ -76,6 +84,7 @@ function serve(writer: WriteConnection): void {
       offset += group.count;
     }
     if (checkpointAfter) checkpoint(connection());
+    if (sweepAfter !== undefined) sweep(connection, sweepAfter);
     if (closeAfter) close(writer);
   });
 }
@@ -98,6 +107,19 @@ function checkpoint(connection: SqliteConnection): void {
     // commits it would have followed are answered already.
   }
   reply({ type: "checkpointed", frames, copied });
+}
+
+/** Indexes the next rows for search (docs/decisions/0095), in a
+ * transaction of its own. A failure (a SQLite without FTS5, a busy file) is
+ * told, not thrown: the rows stay found by the searches' reading of what is
+ * not indexed, and the offload stops asking this worker. */
+function sweep(connection: () => SqliteConnection, group: number): void {
+  try {
+    const { more } = sweepSearchIndex(connection(), Date.now());
+    reply({ type: "swept", group, more });
+  } catch (error) {
+    reply({ type: "swept", group, more: false, failure: error instanceof Error ? error.message : String(error) });
+  }
 }
 
 /** The change of the store's files since the owner opened them, as an
