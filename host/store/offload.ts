@@ -547,7 +547,7 @@ export class Offload {
       this.counters.sweeps += 1;
       if (reply.failure !== undefined) this.sweepFailure = reply.failure;
       else if (reply.more) this.sweepDue = true;
-      if (this.inFlight.size === 0) this.worker?.thread.unref();
+      if (this.inFlight.size === 0 && this.closing === undefined) this.worker?.thread.unref(); // closing: the close reply holds it
       this.flush();
       return;
     }
@@ -572,7 +572,7 @@ export class Offload {
     }
     this.inFlight.delete(reply.group);
     this.inFlightOperations -= entries.length;
-    if (this.inFlight.size === 0) this.worker?.thread.unref();
+    if (this.inFlight.size === 0 && this.closing === undefined) this.worker?.thread.unref();
     const settlements = JSON.parse(reply.settlements) as TransferredSettlement[];
     entries.forEach((entry, index) => settleTransferred(entry, settlements[index], this.settings.path));
     this.committed(entries.length);

@@ -20,12 +20,13 @@ import { lastStep, payloadsOfKind, timelineMigration, timelineOf } from "../../h
 import { SqliteStore } from "../../host/store/sqlite-store.js";
 import { agentRunModel, approvalRefundTool, lookupTool, recordingLogger, scriptedModel, temporaryStorePath, turnOf, waitFor } from "../runtime/helpers.js";
 import { prepare, rawValue, temporaryDirectory, beforeVersion14, track } from "./fixtures.js";
+import { beforeVersion15 } from "./search-index-fixtures.js";
 
 const version13 = migrations.indexOf(writeFewerPages);
 const migration14 = [...timelineMigration, ...definitionMigration];
 
 /** The file taken back to version 13. */
-const backToVersion13 = `${beforeVersion14} PRAGMA user_version = ${version13};`;
+const backToVersion13 = `${beforeVersion15} ${beforeVersion14} PRAGMA user_version = ${version13};`;
 
 function withConnection<T>(path: string, use: (connection: SqliteConnection) => T): T {
   const connection = openBetterSqlite3(path);
