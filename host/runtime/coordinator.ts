@@ -54,11 +54,25 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
   readonly dormant = new DormantExecutions();
   private readonly executions: (ExecutionEntry | undefined)[] = [];
   private readonly executionIds = new Map<string, ExecutionEntry>();
-  private readonly agentsBySlot: (AgentEntry | undefined)[] = [];
+  /** The agent entries with a record here, by slot; a conversation at
+   * rest has none (`agentMissing` rebuilds it, docs/decisions/0092). */
+  private readonly agentsBySlot = new Map<number, AgentEntry>();
 
-  /** When each agent last had an execution released here
-   * (`performance.now()`): rows of it read before then may be stale. */
-  private readonly lastReleases = new WeakMap<AgentEntry, number>();
+  /** When each agent slot last had an execution released here
+   * (`performance.now()`, NaN: never since it was registered): rows of it
+   * read before then may be stale. By slot, not by record: a record let
+   * go of at rest and rebuilt is another object. */
+  private lastReleases = new Float64Array(0);
+
+  /** The agent entry of a slot with no record here: the conversation at
+   * rest there, rebuilt (conversations.ts). */
+  agentMissing: ((slot: number) => AgentEntry | undefined) | undefined;
+  /** The agent entry of a conversation by id, rebuilt if it is at rest
+   * (conversations.ts); undefined when it has none here. */
+  agentNamed: ((agentId: string) => AgentEntry | undefined) | undefined;
+  /** An execution was let go of at rest (rehydration.ts): its
+   * conversation may be let go of too (conversations.ts). */
+  onExecutionLetGo: ((agent: AgentEntry) => void) | undefined;
 
   /** Called after every apply; the environment checks for drained here. */
   onIdle: (() => void) | undefined;
@@ -130,8 +144,8 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
    * `since` (`performance.now()`): one live here when its rows were read
    * then may have ended since, and its row read then is stale. */
   releasedSince(agent: AgentEntry, since: number): boolean {
-    const at = this.lastReleases.get(agent);
-    return at !== undefined && at >= since;
+    const at = agent.slot < this.lastReleases.length ? this.lastReleases[agent.slot]! : Number.NaN;
+    return at >= since;
   }
 
   /** The execution is held recovery_required (its session abandoned,
@@ -217,17 +231,41 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
     this.settings.loop.post(message, completionPost);
   }
 
+  /** A conversation registered in the core (`RegisterAgent`): no
+   * execution of this registration was released yet. */
   registerAgentEntry(entry: AgentEntry): void {
-    this.agentsBySlot[entry.slot] = entry;
+    this.agentsBySlot.set(entry.slot, entry);
+    if (entry.slot >= this.lastReleases.length) {
+      const grown = new Float64Array(Math.max(16, entry.slot + 1 + (entry.slot >> 1)));
+      grown.set(this.lastReleases);
+      this.lastReleases = grown;
+    }
+    this.lastReleases[entry.slot] = Number.NaN;
   }
 
-  /** The agents with a core entry now. */
+  /** A conversation let go of at rest, rebuilt (the same registration). */
+  restoreAgentEntry(entry: AgentEntry): void {
+    this.agentsBySlot.set(entry.slot, entry);
+  }
+
+  /** The agents with a record here now (not those at rest). */
   agentEntries(): AgentEntry[] {
-    return this.agentsBySlot.filter((entry): entry is AgentEntry => entry !== undefined);
+    return [...this.agentsBySlot.values()];
   }
 
   forgetAgentEntry(slot: number): void {
-    this.agentsBySlot[slot] = undefined;
+    this.agentsBySlot.delete(slot);
+  }
+
+  /** Whether the execution holding the agent's admission was let go of at
+   * rest (nothing here holds its record then). */
+  executionLetGoOf(agent: AgentEntry): boolean {
+    const slot = this.settings.core.agentExecutionSlot(agent.slot);
+    return slot !== undefined && this.executions[slot] === undefined && this.dormant.idAt(slot) !== undefined;
+  }
+
+  executionLetGo(entry: ExecutionEntry): void {
+    this.onExecutionLetGo?.(entry.agent);
   }
 
   /** The live execution of this id; one let go of while suspended is
@@ -289,8 +327,10 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
 
   // -- RehydrationHost ----------------------------------------------------------------------
 
+  /** The agent entry in `slot`: its record, or the conversation at rest
+   * there rebuilt (the one way back in by slot, docs/decisions/0092). */
   agentAt(slot: number): AgentEntry | undefined {
-    return this.agentsBySlot[slot];
+    return this.agentsBySlot.get(slot) ?? this.agentMissing?.(slot);
   }
 
   holds(entry: ExecutionEntry): boolean {
@@ -363,7 +403,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
       case EffectKind.AwaitSuspensionCommit:
         return waitBeforeResume(this.requests, this.entryAt(effect.execution), effect.kind, effect.request);
       case EffectKind.FollowQueued:
-        return this.busyHooks?.followQueued(this.agentsBySlot[effect.agent]);
+        return this.busyHooks?.followQueued(this.agentAt(effect.agent));
       case EffectKind.FollowAdmitted:
         return this.onFollowAdmitted?.(this.entryAt(effect.execution), effect.generation);
       case EffectKind.OpenAdmissions:
@@ -406,7 +446,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
 
   private submitPrepare(agentSlot: number, ownerToken: number, handle: number): void {
     const request = this.startRequest(handle);
-    const agent = this.agentsBySlot[agentSlot];
+    const agent = this.agentAt(agentSlot);
     if (request && agent) submitPrepare(this, agent, request, ownerToken, handle);
   }
 
@@ -490,7 +530,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
 
   private recoveryRequired(slot: number, scope: number, code: number): void {
     if (scope === RecoveryScope.Agent) {
-      const agent = this.agentsBySlot[slot];
+      const agent = this.agentAt(slot);
       this.settings.logger.warn(
         `[phronomy] agent "${agent?.id ?? slot}" requires recovery (code ${code}): its admission is held until env.recover() resolves it`,
       );
@@ -536,7 +576,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
     if (!entry) return;
     this.executions[slot] = undefined;
     this.executionIds.delete(entry.executionId);
-    this.lastReleases.set(entry.agent, performance.now());
+    if (entry.agent.slot < this.lastReleases.length) this.lastReleases[entry.agent.slot] = performance.now();
     entry.span?.end();
     this.admissionReleased(entry.agent);
     for (const watcher of entry.terminalWatchers.splice(0)) watcher();
@@ -552,7 +592,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
 
   /** Carries out a conversation's effect on its agent entry, if it has one. */
   private ofAgent(slot: number, carryOut: (agent: AgentEntry) => unknown): void {
-    const agent = this.agentsBySlot[slot];
+    const agent = this.agentAt(slot);
     if (agent !== undefined) carryOut(agent);
   }
 
