@@ -1,16 +1,19 @@
 // Conversations at rest, by agent slot, without an object each
 // (docs/decisions/0092). A conversation whose execution was let go of
 // (decision 0066) and which the core says is at rest (`conversationAtRest`:
-// ready, unused, nothing queued) keeps no `Conversation` record: only its
-// id, as UTF-8 bytes in one arena, and the index of its definition, both
-// by its agent slot, and the slot found by id through an open-addressing
-// table (linear probing, at most three quarters full, deleted by shifting
-// back: no tombstones). Its generation is the core's; its use count is 0.
+// ready, unused, nothing queued) keeps no `Conversation` record: one
+// record in a byte arena — its id's length and its definition's index
+// (each a LEB128 varint, one byte below 128) then the id's UTF-8 bytes —
+// where its agent slot's offset points, and the slot found by id through
+// an open-addressing table (linear probing, at most three quarters full,
+// deleted by shifting back: no tombstones). Its generation is the core's;
+// its use count is 0. For `user-123456`: 13 bytes of arena, 4 of offset,
+// 5–11 of table.
 //
-// The arena only grows at its end: an id removed leaves its bytes as
-// garbage until half the arena is garbage, when the ids kept are copied
-// into a fresh one. The string an id is read back as (`idAt`) is made
-// anew each time: equal to the one added, not the same object.
+// The arena only grows at its end: a record removed is garbage until half
+// the arena is, when the records kept are copied into a fresh one. The
+// string an id is read back as (`idAt`) is made anew each time: equal to
+// the one added, not the same object.
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -24,52 +27,69 @@ function hashOf(bytes: Uint8Array, at: number, length: number): number {
   return Math.imul(hash, 0x85ebca6b) >>> 0;
 }
 
-/** A typed array `array` grown to hold index `needed`, doubling. */
-function grown<T extends Int32Array | Uint32Array | Uint8Array>(array: T, needed: number, make: (length: number) => T): T {
-  if (needed < array.length) return array;
-  let length = Math.max(16, array.length);
-  while (length <= needed) length *= 2;
-  const larger = make(length);
-  larger.set(array);
-  return larger;
+/** Writes `value` as a LEB128 varint at `at`; returns where it ended. */
+function writeVarint(into: Uint8Array, at: number, value: number): number {
+  let rest = value;
+  while (rest >= 0x80) {
+    into[at++] = (rest & 0x7f) | 0x80;
+    rest = Math.floor(rest / 0x80);
+  }
+  into[at++] = rest;
+  return at;
+}
+
+/** The bytes `value` takes as a LEB128 varint. */
+function varintLength(value: number): number {
+  let length = 1;
+  for (let rest = value; rest >= 0x80; rest = Math.floor(rest / 0x80)) length += 1;
+  return length;
+}
+
+/** A record read at an offset: where its id's bytes begin, their length, its kind. */
+interface ArenaRecord {
+  at: number;
+  length: number;
+  kind: number;
 }
 
 export class RestingConversations {
-  /** The ids' UTF-8 bytes, one after another. */
+  /** The records, one after another. */
   private arena = new Uint8Array(1024);
   /** Bytes of the arena in use (kept and garbage). */
   private used = 0;
-  /** Bytes of the arena no id holds any more. */
+  /** Bytes of the arena no record holds any more. */
   private garbage = 0;
-  /** Each slot's id: where its bytes begin in the arena. */
+  /** Each agent slot's record: its offset in the arena plus one; 0: the
+   * slot holds no conversation at rest. */
   private offsets = new Uint32Array(0);
-  /** Each slot's id length in bytes, plus one; 0: the slot is not at rest here. */
-  private lengths = new Uint32Array(0);
-  /** Each slot's definition, as an index the caller keeps. */
-  private kinds = new Uint32Array(0);
-  /** Open addressing: slot + 1 of an id, 0 for empty. */
+  /** Open addressing: slot + 1 of a record, 0 for empty. */
   private table = new Int32Array(16);
   private count = 0;
   /** The probe's scratch: the UTF-8 form of an id looked up. */
   private probe = new Uint8Array(256);
+  /** What `read` returns (one object, reused). */
+  private readonly record: ArenaRecord = { at: 0, length: 0, kind: 0 };
 
   get size(): number {
     return this.count;
   }
 
   /** Records the conversation `id` at rest in agent `slot`, of definition
-   * `kind`; the slot must not be at rest already, and the id not held. */
+   * `kind` (an index the caller keeps); the slot must not be at rest
+   * already, and the id not held. */
   add(slot: number, id: string, kind: number): void {
     if (this.has(slot)) throw new Error(`agent slot ${slot} already holds conversation "${this.idAt(slot)}" at rest`);
-    if (this.slotOf(id) !== undefined) throw new Error(`conversation "${id}" is already at rest in agent slot ${this.slotOf(id)}`);
+    const held = this.slotOf(id);
+    if (held !== undefined) throw new Error(`conversation "${id}" is already at rest in agent slot ${held}`);
+    if (!Number.isInteger(kind) || kind < 0) throw new Error(`the definition index of conversation "${id}" must be a whole number, 0 or more, got ${kind}`);
     this.reserve(slot);
     const length = this.encode(id);
-    if (this.used + length > this.arena.length) this.makeRoom(length);
-    this.arena.set(this.probe.subarray(0, length), this.used);
-    this.offsets[slot] = this.used;
-    this.lengths[slot] = length + 1;
-    this.kinds[slot] = kind;
-    this.used += length;
+    const size = varintLength(length) + varintLength(kind) + length;
+    if (this.used + size > this.arena.length) this.makeRoom(size);
+    const at = writeVarint(this.arena, writeVarint(this.arena, this.used, length), kind);
+    this.arena.set(this.probe.subarray(0, length), at);
+    this.offsets[slot] = this.used + 1;
+    this.used += size;
     this.count += 1;
     if (this.count * 4 > this.table.length * 3) this.rehash(this.table.length * 2);
     this.insert(slot);
@@ -89,22 +109,29 @@ export class RestingConversations {
 
   /** Whether agent `slot` holds a conversation at rest here. */
   has(slot: number): boolean {
-    return slot < this.lengths.length && this.lengths[slot] !== 0;
+    return slot >= 0 && slot < this.offsets.length && this.offsets[slot] !== 0;
   }
 
   idAt(slot: number): string | undefined {
     if (!this.has(slot)) return undefined;
-    const at = this.offsets[slot]!;
-    return decoder.decode(this.arena.subarray(at, at + this.lengths[slot]! - 1));
+    const { at, length } = this.read(slot);
+    const arena = this.arena;
+    let id = "";
+    for (let index = at; index < at + length; index += 1) {
+      const byte = arena[index]!;
+      if (byte >= 0x80) return decoder.decode(arena.subarray(at, at + length));
+      id += String.fromCharCode(byte);
+    }
+    return id;
   }
 
   kindAt(slot: number): number | undefined {
-    return this.has(slot) ? this.kinds[slot] : undefined;
+    return this.has(slot) ? this.read(slot).kind : undefined;
   }
 
   /** The ids at rest (for the listing of the conversations here). */
   *ids(): Iterable<string> {
-    for (let slot = 0; slot < this.lengths.length; slot += 1) if (this.lengths[slot] !== 0) yield this.idAt(slot) as string;
+    for (let slot = 0; slot < this.offsets.length; slot += 1) if (this.offsets[slot] !== 0) yield this.idAt(slot) as string;
   }
 
   /** Forgets the conversation at `slot`; false when it held none. */
@@ -124,26 +151,60 @@ export class RestingConversations {
       hole = next;
     }
     this.table[hole] = 0;
-    this.garbage += this.lengths[slot]! - 1;
-    this.lengths[slot] = 0;
+    const record = this.read(slot);
+    this.garbage += record.at + record.length - (this.offsets[slot]! - 1);
+    this.offsets[slot] = 0;
     this.count -= 1;
     return true;
   }
 
-  /** Writes `id`'s UTF-8 bytes into the probe; returns their length. */
+  /** The record of `slot` (which holds one): the shared `record` object. */
+  private read(slot: number): ArenaRecord {
+    const arena = this.arena;
+    let at = this.offsets[slot]! - 1;
+    let length = 0;
+    for (let shift = 1; ; shift *= 0x80) {
+      const byte = arena[at++]!;
+      length += (byte & 0x7f) * shift;
+      if (byte < 0x80) break;
+    }
+    let kind = 0;
+    for (let shift = 1; ; shift *= 0x80) {
+      const byte = arena[at++]!;
+      kind += (byte & 0x7f) * shift;
+      if (byte < 0x80) break;
+    }
+    const record = this.record;
+    record.at = at;
+    record.length = length;
+    record.kind = kind;
+    return record;
+  }
+
+  /** Writes `id`'s UTF-8 bytes into the probe; returns their length. An
+   * ASCII id (the usual `user-123`) is copied by char code: the encoder's
+   * call costs more than the copy. */
   private encode(id: string): number {
     // Three bytes at most per UTF-16 unit.
     if (id.length * 3 > this.probe.length) this.probe = new Uint8Array(id.length * 3);
-    return encoder.encodeInto(id, this.probe).written;
+    const probe = this.probe;
+    for (let index = 0; index < id.length; index += 1) {
+      const code = id.charCodeAt(index);
+      if (code >= 0x80) return encoder.encodeInto(id, probe).written;
+      probe[index] = code;
+    }
+    return id.length;
   }
 
   private homeOf(slot: number): number {
-    return hashOf(this.arena, this.offsets[slot]!, this.lengths[slot]! - 1);
+    const { at, length } = this.read(slot);
+    return hashOf(this.arena, at, length);
   }
 
   private equals(slot: number, length: number): boolean {
-    if (this.lengths[slot] !== length + 1) return false;
-    const at = this.offsets[slot]!;
+    const record = this.read(slot);
+    if (record.length !== length) return false;
+    const at = record.at;
     for (let byte = 0; byte < length; byte += 1) if (this.arena[at + byte] !== this.probe[byte]) return false;
     return true;
   }
@@ -157,34 +218,38 @@ export class RestingConversations {
 
   private rehash(length: number): void {
     this.table = new Int32Array(length);
-    for (let slot = 0; slot < this.lengths.length; slot += 1) if (this.lengths[slot] !== 0) this.insert(slot);
+    for (let slot = 0; slot < this.offsets.length; slot += 1) if (this.offsets[slot] !== 0) this.insert(slot);
   }
 
+  /** Room in `offsets` for `slot`, growing by half (the agent slots are
+   * dense from 0: their high-water mark). */
   private reserve(slot: number): void {
-    this.offsets = grown(this.offsets, slot, (length) => new Uint32Array(length));
-    this.lengths = grown(this.lengths, slot, (length) => new Uint32Array(length));
-    this.kinds = grown(this.kinds, slot, (length) => new Uint32Array(length));
+    if (slot < this.offsets.length) return;
+    const larger = new Uint32Array(Math.max(16, slot + 1 + (slot >> 1)));
+    larger.set(this.offsets);
+    this.offsets = larger;
   }
 
-  /** Room for `length` more bytes: the ids kept copied into a fresh arena
-   * when half of it is garbage, else the arena doubled. */
-  private makeRoom(length: number): void {
+  /** Room for `size` more bytes: the records kept copied into a fresh
+   * arena when half of it is garbage, else the arena grown by half. */
+  private makeRoom(size: number): void {
     const kept = this.used - this.garbage;
-    let size = this.arena.length;
-    if (this.garbage * 2 < this.used) size *= 2;
-    while (kept + length > size) size *= 2;
-    const fresh = new Uint8Array(size);
-    let at = 0;
-    for (let slot = 0; slot < this.lengths.length; slot += 1) {
-      const plusOne = this.lengths[slot]!;
-      if (plusOne === 0) continue;
-      const from = this.offsets[slot]!;
-      fresh.set(this.arena.subarray(from, from + plusOne - 1), at);
-      this.offsets[slot] = at;
-      at += plusOne - 1;
+    let length = this.arena.length;
+    if (this.garbage * 2 < this.used) length += length >> 1;
+    while (kept + size > length) length += length >> 1;
+    const fresh = new Uint8Array(length);
+    let to = 0;
+    for (let slot = 0; slot < this.offsets.length; slot += 1) {
+      if (this.offsets[slot] === 0) continue;
+      const from = this.offsets[slot]! - 1;
+      const { at, length: idLength } = this.read(slot);
+      const end = at + idLength;
+      fresh.set(this.arena.subarray(from, end), to);
+      this.offsets[slot] = to + 1;
+      to += end - from;
     }
     this.arena = fresh;
-    this.used = at;
+    this.used = to;
     this.garbage = 0;
   }
 }

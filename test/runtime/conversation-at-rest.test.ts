@@ -129,9 +129,9 @@ describe("a suspended conversation at rest", () => {
     const waits = await env.pendingApprovals();
     const timerWait = waits.find((wait) => wait.kind === "timer")!;
     expect(env.conversations.isResting("user-timer")).toBe(true);
-    await expect(sleeper.conversation("user-timer").resume(sleeping.executionId, { waitId: timerWait.request.approvalId, fire: true }).result).resolves.toMatchObject(
-      { outcome: "completed", output: "back" },
-    );
+    await expect(
+      sleeper.conversation("user-timer").resume(sleeping.executionId, { waitId: timerWait.request.approvalId, fire: true }).result,
+    ).resolves.toMatchObject({ outcome: "completed", output: "back" });
     expect(env.conversations.isResting("user-event")).toBe(true);
     await expect(env.signal("paid:7", { ok: true })).resolves.toMatchObject({ status: "resumed", executionId: paying.executionId });
     await expect(paying.result).resolves.toMatchObject({ outcome: "completed", output: "back" });
