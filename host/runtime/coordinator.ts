@@ -52,7 +52,10 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
   /** Suspended executions let go of here: the core's record and an index
    * entry each (docs/decisions/0066, rehydration.ts). */
   readonly dormant = new DormantExecutions();
-  private readonly executions: (ExecutionEntry | undefined)[] = [];
+  /** The execution entries with an object here, by slot: one let go of
+   * at rest has none (a Map, not an array: a million of them at rest
+   * would each keep an array element, docs/decisions/0092). */
+  private readonly executions = new Map<number, ExecutionEntry>();
   private readonly executionIds = new Map<string, ExecutionEntry>();
   /** The agent entries with a record here, by slot; a conversation at
    * rest has none (`agentMissing` rebuilds it, docs/decisions/0092). */
@@ -152,7 +155,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
    * recovery owns it): the core's state, asked, never copied here. An
    * entry released meanwhile is not (its slot may be another's now). */
   heldForRecovery(entry: ExecutionEntry): boolean {
-    return this.executions[entry.slot] === entry && this.settings.core.executionHeldForRecovery(entry.slot);
+    return this.executions.get(entry.slot) === entry && this.settings.core.executionHeldForRecovery(entry.slot);
   }
 
   /** The executions held recovery_required here; only the agent's when given. */
@@ -179,7 +182,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
     this.dormant.close();
     failAllLive(this.requests.takeAll(), this.executionIds.values(), error, this.settings);
     this.executionIds.clear();
-    this.executions.length = 0;
+    this.executions.clear();
   }
 
   // -- applying messages -------------------------------------------------------------
@@ -212,7 +215,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
   }
 
   private failEffectOwner(effect: CoreEffect, error: unknown): boolean {
-    const entry = "execution" in effect ? this.executions[effect.execution] : undefined;
+    const entry = "execution" in effect ? this.executions.get(effect.execution) : undefined;
     const session = entry?.session;
     if (!entry || !session || session.finished) return false;
     // The model call is launched as startModelCall's last statement: a
@@ -261,7 +264,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
    * rest (nothing here holds its record then). */
   executionLetGoOf(agent: AgentEntry): boolean {
     const slot = this.settings.core.agentExecutionSlot(agent.slot);
-    return slot !== undefined && this.executions[slot] === undefined && this.dormant.idAt(slot) !== undefined;
+    return slot !== undefined && this.executions.get(slot) === undefined && this.dormant.idAt(slot) !== undefined;
   }
 
   executionLetGo(entry: ExecutionEntry): void {
@@ -300,11 +303,11 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
 
   /** The live execution in this core slot, if any (rebuilt if let go of). */
   entryAt(slot: number): ExecutionEntry | undefined {
-    return this.executions[slot] ?? (this.dormant.idAt(slot) === undefined ? undefined : wake(this, slot));
+    return this.executions.get(slot) ?? (this.dormant.idAt(slot) === undefined ? undefined : wake(this, slot));
   }
 
   suspensionKept(entry: ExecutionEntry): void {
-    if (this.executions[entry.slot] === entry && entry.suspended) this.suspendedHere(entry);
+    if (this.executions.get(entry.slot) === entry && entry.suspended) this.suspendedHere(entry);
   }
 
   /** The execution suspended here (live, recovered, or given back): the
@@ -334,16 +337,16 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
   }
 
   holds(entry: ExecutionEntry): boolean {
-    return this.executions[entry.slot] === entry;
+    return this.executions.get(entry.slot) === entry;
   }
 
   install(entry: ExecutionEntry): void {
-    this.executions[entry.slot] = entry;
+    this.executions.set(entry.slot, entry);
     this.executionIds.set(entry.executionId, entry);
   }
 
   uninstall(entry: ExecutionEntry): void {
-    this.executions[entry.slot] = undefined;
+    this.executions.delete(entry.slot);
     this.executionIds.delete(entry.executionId);
   }
 
@@ -477,7 +480,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
     if (pending?.type === "start") this.busyHooks?.headLeft(request);
     const entry = new ExecutionEntry(slot, generation, request.executionId, request.agent, request);
     if (request.cancelById !== undefined) entry.cancelById ??= request.cancelById;
-    this.executions[slot] = entry;
+    this.executions.set(slot, entry);
     this.executionIds.set(request.executionId, entry);
     request.waiter.knowExecutionId(request.executionId);
     if (pending?.type === "recovery") this.continueInstalled(entry, pending, handle);
@@ -574,7 +577,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
   private releaseExecution(slot: number): void {
     const entry = this.entryAt(slot);
     if (!entry) return;
-    this.executions[slot] = undefined;
+    this.executions.delete(slot);
     this.executionIds.delete(entry.executionId);
     if (entry.agent.slot < this.lastReleases.length) this.lastReleases[entry.agent.slot] = performance.now();
     entry.span?.end();
@@ -616,7 +619,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
   }
 
   emit(session: Session, event: ExecutionEvent): void {
-    const entry = this.executions[session.slot];
+    const entry = this.executions.get(session.slot);
     if (entry && entry.generation === session.generation) emitToEntry(entry, event, this.settings);
   }
 
