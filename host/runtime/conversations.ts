@@ -23,6 +23,11 @@
 //   `ConversationOwned` reports.
 // * Decisions filed in the approval inbox are claimed only for
 //   conversations that have a suspended execution here.
+// * A conversation at rest (the core's `conversationAtRest`: ready, no use,
+//   nothing queued, its execution at rest and let go of here) keeps no
+//   record: its id and definition by agent slot (resting-conversations.ts),
+//   its record rebuilt by `find` (by id) or the coordinator's `agentAt` (by
+//   slot) when anything names it again (docs/decisions/0092).
 
 import { MessageKind as M, OwnerFact, Ownership, RecoveryCause, RecoveryFact, RecoveryOutcome, ResultCode, RowsPolicy } from "../../assembly/abi.js";
 import { AgentBusyError, CoreFailureError, InvalidInputError } from "../errors.js";
