@@ -153,6 +153,14 @@ export class Conversations {
     return this.resting.size;
   }
 
+  /** The agent slot of a conversation with a core entry here, live or at
+   * rest, without rebuilding its record (for tests: the core's record of it). */
+  slotOf(agentId: string): number | undefined {
+    const conversation = this.live.get(agentId);
+    if (conversation !== undefined) return conversation.entry?.slot;
+    return this.resting.slotOf(agentId);
+  }
+
   /** Whether the conversation is at rest here, kept with no record (for tests). */
   isResting(agentId: string): boolean {
     return this.resting.slotOf(agentId) !== undefined;
