@@ -12,7 +12,7 @@ import { Limit, MessageKind, ResultCode } from "./abi";
 import { resetAgentTable, agentSlotsUsed, admittingAgents, seedFirstGeneration } from "./agent-table";
 import { clearEffects } from "./effects";
 import { executionSlotsUsed, liveExecutions, resetExecutionTable } from "./execution-table";
-import { isExecutionAtRest, isExecutionHeldForRecovery } from "./decisions/recovery";
+import { isConversationAtRest, isExecutionAtRest, isExecutionHeldForRecovery } from "./decisions/recovery";
 import {
   agentTable, conversationTable, effectBuffer, executionCapacity, executionTable, layoutRegions,
 } from "./memory-layout";
@@ -146,6 +146,12 @@ export function executionHeldForRecovery(slot: u32): u32 { return isExecutionHel
  * of such an execution's objects and reads them back from the store when
  * something asks for it (docs/decisions/0066). */
 export function executionAtRest(slot: u32): u32 { return isExecutionAtRest(slot) ? 1 : 0; }
+/** 1 when the conversation in agent `slot` is at rest: ready, unused, no
+ * message queued, its execution at rest (`isConversationAtRest`), else 0.
+ * The host lets go of its conversation record too, and rebuilds it from
+ * the core's slot and its definition when the conversation is named again
+ * (docs/decisions/0092). */
+export function conversationAtRest(slot: u32): u32 { return isConversationAtRest(slot) ? 1 : 0; }
 
 // -- testing only ---------------------------------------------------------------
 

@@ -12,10 +12,12 @@
 // by `ContinueRecovered` for inspection.
 
 import {
-  AdmissionState, Continuation, ContinuationLimit, EffectKind, ExecutionFlag, ExecutionFlagMask,
-  ExecutionStatus, Phase, PhaseLimit, ResultCode,
+  AdmissionState, AgentLifecycle, Continuation, ContinuationLimit, ConversationFlag, ConversationPhase, EffectKind, ExecutionFlag,
+  ExecutionFlagMask, ExecutionStatus, Phase, PhaseLimit, ResultCode,
 } from "../abi";
-import { agentAdmission, agentExecutionPlusOne, bindAdmission, checkAgent, releaseAdmission, setAgentAdmission } from "../agent-table";
+import {
+  agentAdmission, agentExecutionPlusOne, agentLifecycle, agentSlotsUsed, bindAdmission, checkAgent, releaseAdmission, setAgentAdmission,
+} from "../agent-table";
 import { emit } from "../effects";
 import {
   allocateExecution, checkExecution, executionAgent, executionAgentPlusOne, executionGeneration, executionInFlight, executionPhase,
@@ -23,6 +25,7 @@ import {
   executionSlotsUsed, setExecutionPhase, setExecutionSession,
 } from "../execution-table";
 import { continuationResumePhase } from "../fsm";
+import { conversationPhase, conversationUsers, hasConversationFlag, queuedMessages } from "../conversation-table";
 import { enterPhase } from "./dispatch";
 import { draining, failAttachedWaiters, failRequest, mintSession, registerWaiter, releaseExecution, requireRecovery } from "./shared";
 
@@ -126,6 +129,22 @@ export function isExecutionAtRest(exec: u32): bool {
   if (executionStatus(exec) != ExecutionStatus.Suspended || executionInFlight(exec) != 0) return false;
   const agent = executionAgent(exec);
   return agentAdmission(agent) == AdmissionState.Suspended && agentExecutionPlusOne(agent) == exec + 1;
+}
+
+/** Whether the conversation in agent `slot` is at rest: ready (owned and
+ * recovered here), no host operation using it, no message queued behind
+ * it, no head starting, and its admission bound to an execution at rest
+ * (`isExecutionAtRest`). Only then may the host let go of its objects too
+ * — nothing but its execution, let go of already, could ask for them — and
+ * rebuild them from this record and its definition when something names
+ * the conversation again (docs/decisions/0092). A free or never-used slot
+ * is not at rest. */
+export function isConversationAtRest(slot: u32): bool {
+  if (slot >= agentSlotsUsed() || agentLifecycle(slot) == AgentLifecycle.Free) return false;
+  if (conversationPhase(slot) != ConversationPhase.Ready || conversationUsers(slot) != 0 || queuedMessages(slot) != 0) return false;
+  if (hasConversationFlag(slot, ConversationFlag.HeadStarting)) return false;
+  const plusOne = agentExecutionPlusOne(slot);
+  return plusOne != 0 && isExecutionAtRest(plusOne - 1);
 }
 
 /** Releases an execution whose admission is `recovery_required` once the

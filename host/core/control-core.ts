@@ -222,6 +222,23 @@ export class ControlCore implements ControlMachine {
     return this.exports.executionAtRest(slot) === 1;
   }
 
+  /** Whether the conversation in agent `slot` is at rest (ready, unused,
+   * nothing queued, its execution at rest): the host may let go of its
+   * record too and rebuild it when the conversation is named again
+   * (docs/decisions/0092). */
+  conversationAtRest(slot: number): boolean {
+    return this.exports.conversationAtRest(slot) === 1;
+  }
+
+  /** The generation of the registered agent in `slot` (a read of its
+   * record): what a conversation let go of is rebuilt with; undefined for
+   * a free or never-used slot. */
+  agentGeneration(slot: number): number | undefined {
+    if (slot >= this.exports.agentHighWater()) return undefined;
+    const view = readAgent(new DataView(this.exports.memory.buffer), this.exports.agentTablePointer() + slot * AgentRecord.Size, slot);
+    return view.lifecycle === AgentLifecycle.Free ? undefined : view.generation;
+  }
+
   /** The agent slot, generation and revision of the live execution in
    * `slot` (a read of its record): what a suspended execution let go of
    * here is rebuilt around (docs/decisions/0066). */

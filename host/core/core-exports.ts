@@ -20,6 +20,7 @@ export interface CoreExports {
   nextSessionValue(): number;
   executionHeldForRecovery(slot: number): number;
   executionAtRest(slot: number): number;
+  conversationAtRest(slot: number): number;
   fsmTransition(phase: number, event: number): number;
   continuationPhase(continuation: number, phase: number): number;
   conversationTransition(phase: number, event: number): number;

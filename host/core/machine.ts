@@ -71,6 +71,10 @@ export interface ControlMachine {
    * admission suspended and bound to it, nothing in flight. False for a
    * free slot. */
   executionAtRest(slot: number): boolean;
+  /** Whether the conversation in agent `slot` is at rest: ready, no use,
+   * no message queued, no head starting, its admission bound to an
+   * execution at rest. False for a free slot. */
+  conversationAtRest(slot: number): boolean;
 }
 
 /** Sizes an environment's core is created with. */

@@ -8,6 +8,9 @@
 // cause share one number, and the readiness promise lives beside it in
 // the bookkeeping only while it is pending — 72 bytes on a 64-bit V8
 // where the record with its twelve fields was 120.
+//
+// At rest it is not kept at all (docs/decisions/0092): rebuilt from its
+// slot, generation and definition when the conversation is named again.
 
 import type { RecoveryCause } from "../../assembly/abi.js";
 import type { ResolvedTool } from "../agent/tools.js";

@@ -23,6 +23,11 @@
 //   `ConversationOwned` reports.
 // * Decisions filed in the approval inbox are claimed only for
 //   conversations that have a suspended execution here.
+// * A conversation at rest (the core's `conversationAtRest`: ready, no use,
+//   nothing queued, its execution at rest and let go of here) keeps no
+//   record: its id and definition by agent slot (resting-conversations.ts),
+//   its record rebuilt by `find` (by id) or the coordinator's `agentAt` (by
+//   slot) when anything names it again (docs/decisions/0092).
 
 import { MessageKind as M, OwnerFact, Ownership, RecoveryCause, RecoveryFact, RecoveryOutcome, ResultCode, RowsPolicy } from "../../assembly/abi.js";
 import { AgentBusyError, CoreFailureError, InvalidInputError } from "../errors.js";
@@ -38,6 +43,7 @@ import type { ExecutionStore } from "../store/store.js";
 import { Agent, type AgentHost } from "./agent.js";
 import type { DefinitionKind } from "./definition-kind.js";
 import { Conversation, type FirstRecoveryCause } from "./conversation-record.js";
+import { RestingConversations } from "./resting-conversations.js";
 
 /** What the environment lends this bookkeeping. */
 export interface ConversationHost {
@@ -93,6 +99,16 @@ function readyOf(conversation: Conversation, pending: ReadonlyMap<Conversation, 
   return pending.get(conversation) ?? Promise.resolve(conversation.entry as AgentEntry);
 }
 
+/** Two records of one registration: a conversation rebuilt after it was
+ * let go of at rest is another object with the same slot and generation. */
+function sameRegistration(one: AgentEntry, other: AgentEntry): boolean {
+  return one.slot === other.slot && one.generation === other.generation;
+}
+
+/** How long a conversation rebuilt stays before it is let go of again at
+ * rest, if no path let it go of itself. */
+const restAgainAfterMs = 1_000;
+
 export class Conversations {
   /** Conversations with a core entry, or getting one. */
   private readonly live = new Map<string, Conversation>();
@@ -102,6 +118,16 @@ export class Conversations {
    * conversations would each keep a settled promise): `readyOf` then
    * answers with the entry. */
   private readonly pending = new Map<Conversation, Promise<AgentEntry>>();
+  /** Conversations at rest (docs/decisions/0092): no record, their id and
+   * definition by agent slot; `find` rebuilds one when it is named. */
+  private readonly resting = new RestingConversations();
+  /** The definitions of conversations at rest, by the index `resting` keeps. */
+  private readonly restingKinds: DefinitionKind[] = [];
+  private readonly restingKindIndex = new Map<DefinitionKind, number>();
+  /** Conversations rebuilt since the last look (`restWoken`): let go of
+   * again once at rest, if no path that woke them did. */
+  private woken: Conversation[] = [];
+  private wokenTimer: ReturnType<typeof setTimeout> | undefined;
   /** `env.agent({ id })` definitions, by id. */
   private readonly byId = new Map<string, DefinitionKind>();
   /** `env.agent({ name })` definitions, by name. */
@@ -109,14 +135,101 @@ export class Conversations {
 
   constructor(private readonly host: ConversationHost) {
     host.coordinator.onAgentSuspended = (agent) => {
-      if (this.live.get(agent.id)?.entry === agent) this.host.executionSuspended(agent.id);
+      if (this.find(agent.id)?.entry === agent) this.host.executionSuspended(agent.id);
     };
     host.coordinator.onConversationIdle = (agent) => this.carryOutRelease(agent);
+    host.coordinator.agentMissing = (slot) => this.wakeSlot(slot);
+    host.coordinator.agentNamed = (agentId) => this.find(agentId)?.entry;
+    host.coordinator.onExecutionLetGo = (agent) => this.restIfAtRest(this.live.get(agent.id));
   }
 
-  /** Core entries held now (for tests and benchmarks). */
+  /** Core entries held now (records and those at rest; for tests and benchmarks). */
   get liveCount(): number {
-    return this.live.size;
+    return this.live.size + this.resting.size;
+  }
+
+  /** Conversations at rest, kept with no record (for tests and benchmarks). */
+  get restingCount(): number {
+    return this.resting.size;
+  }
+
+  /** The agent slot of a conversation with a core entry here, live or at
+   * rest, without rebuilding its record (for tests: the core's record of it). */
+  slotOf(agentId: string): number | undefined {
+    const conversation = this.live.get(agentId);
+    if (conversation !== undefined) return conversation.entry?.slot;
+    return this.resting.slotOf(agentId);
+  }
+
+  /** Whether the conversation is at rest here, kept with no record (for tests). */
+  isResting(agentId: string): boolean {
+    return this.resting.slotOf(agentId) !== undefined;
+  }
+
+  /** The one way back in (docs/decisions/0092): the conversation's record
+   * if it is live here, rebuilt if it is at rest. */
+  private find(agentId: string): Conversation | undefined {
+    const conversation = this.live.get(agentId);
+    if (conversation !== undefined) return conversation;
+    const slot = this.resting.slotOf(agentId);
+    return slot === undefined ? undefined : this.wakeSlot(slot);
+  }
+
+  /** Rebuilds the record of the conversation at rest in agent `slot`
+   * around the core's slot and generation, its definition's kind, no use;
+   * undefined when the slot holds none at rest. */
+  private wakeSlot(slot: number): Conversation | undefined {
+    const id = this.resting.idAt(slot);
+    const kind = this.restingKinds[this.resting.kindAt(slot) ?? -1];
+    const generation = this.host.coordinator.settings.core.agentGeneration(slot);
+    if (id === undefined || kind === undefined || generation === undefined) return undefined;
+    this.resting.remove(slot);
+    const conversation = new Conversation(id, kind, RecoveryCause.FirstUse);
+    conversation.register(slot, generation);
+    this.live.set(id, conversation);
+    this.host.coordinator.restoreAgentEntry(conversation);
+    this.woken.push(conversation);
+    this.wokenTimer ??= setTimeout(() => this.restWoken(), restAgainAfterMs);
+    this.wokenTimer.unref?.();
+    return conversation;
+  }
+
+  /** The conversations rebuilt a while ago are let go of again if still at
+   * rest (a path that woke one and used it lets it go itself once done). */
+  private restWoken(): void {
+    this.wokenTimer = undefined;
+    const woken = this.woken;
+    this.woken = [];
+    this.host.loop.post(
+      () => {
+        for (const conversation of woken) this.restIfAtRest(conversation);
+      },
+      { label: "the conversations rebuilt a while ago, let go of again at rest" },
+    );
+  }
+
+  /** On the loop: lets go of the conversation's record if the core says it
+   * is at rest (`conversationAtRest`) and nothing of it lives only here —
+   * its execution let go of (decision 0066), no use counted, no readiness
+   * pending. What stays: its id and definition by slot (`resting`). */
+  private restIfAtRest(conversation: Conversation | undefined): void {
+    if (conversation === undefined || conversation.users !== 0 || conversation.failed || this.pending.has(conversation)) return;
+    const entry = conversation.entry;
+    if (entry === undefined || this.live.get(conversation.id) !== conversation) return;
+    const { coordinator } = this.host;
+    if (!coordinator.settings.core.conversationAtRest(entry.slot) || !coordinator.executionLetGoOf(entry)) return;
+    this.live.delete(conversation.id);
+    coordinator.forgetAgentEntry(entry.slot);
+    this.resting.add(entry.slot, conversation.id, this.restingKindOf(conversation.kind));
+  }
+
+  private restingKindOf(kind: DefinitionKind): number {
+    let index = this.restingKindIndex.get(kind);
+    if (index === undefined) {
+      index = this.restingKinds.push(kind) - 1;
+      this.restingKindIndex.set(kind, index);
+    }
+    return index;
   }
 
   /** Conversations whose readiness is still pending (or failed, not yet
@@ -177,7 +290,7 @@ export class Conversations {
 
   /** Refuses a conversation id already used here by another definition. */
   checkOwnership(agentId: string, kind: DefinitionKind): void {
-    const other = this.byId.get(agentId) ?? this.live.get(agentId)?.kind;
+    const other = this.byId.get(agentId) ?? this.kindHere(agentId);
     if (other === undefined || other === kind) return;
     const owner = other.name !== undefined ? `definition "${other.name}"` : `env.agent({ id: ${JSON.stringify(agentId)} })`;
     throw new InvalidInputError(
@@ -194,7 +307,7 @@ export class Conversations {
     cause: FirstRecoveryCause = RecoveryCause.FirstUse,
   ): { readonly entry: Promise<AgentEntry>; readonly done: () => void } {
     this.checkOwnership(agentId, kind);
-    let conversation = this.live.get(agentId);
+    let conversation = this.find(agentId);
     if (conversation === undefined || conversation.failed) {
       conversation = this.open(agentId, kind, cause);
       this.live.set(agentId, conversation);
@@ -212,17 +325,29 @@ export class Conversations {
     };
   }
 
+  /** The definition of a conversation live here or at rest, without
+   * rebuilding it. */
+  private kindHere(agentId: string): DefinitionKind | undefined {
+    return this.live.get(agentId)?.kind ?? this.restingKindOfId(agentId);
+  }
+
+  private restingKindOfId(agentId: string): DefinitionKind | undefined {
+    const slot = this.resting.slotOf(agentId);
+    return slot === undefined ? undefined : this.restingKinds[this.resting.kindAt(slot) ?? -1];
+  }
+
   /** The definition of a conversation live here (or defined by its id). */
   liveKind(agentId: string): DefinitionKind | undefined {
     const conversation = this.live.get(agentId);
-    return conversation !== undefined && !conversation.failed ? conversation.kind : this.byId.get(agentId);
+    if (conversation === undefined) return this.restingKindOfId(agentId) ?? this.byId.get(agentId);
+    return !conversation.failed ? conversation.kind : this.byId.get(agentId);
   }
 
   /** Keeps a live conversation's entry until the returned function is
    * called (messages queued behind it, docs/decisions/0025: the head must
    * find the entry live). A conversation not live here: nothing to keep. */
   hold(agentId: string): () => void {
-    const conversation = this.live.get(agentId);
+    const conversation = this.find(agentId);
     if (conversation === undefined || conversation.failed) return () => undefined;
     this.countUse(conversation, 1);
     let ended = false;
@@ -235,33 +360,35 @@ export class Conversations {
 
   /** The conversation's entry if it has one (or is getting one). */
   liveEntry(agentId: string): Promise<AgentEntry> | undefined {
-    const conversation = this.live.get(agentId);
+    const conversation = this.find(agentId);
     return conversation === undefined || conversation.failed ? undefined : readyOf(conversation, this.pending);
   }
 
   /** The conversation's core entry now, when it has one (not failed). */
   entryNow(agentId: string): AgentEntry | undefined {
-    const conversation = this.live.get(agentId);
+    const conversation = this.find(agentId);
     return conversation === undefined || conversation.failed ? undefined : conversation.entry;
   }
 
   /** A handle on a conversation live here (or defined by its id), for a
    * decision claimed from the approval inbox. */
   handleOf(environment: AgentHost, agentId: string): Agent | undefined {
-    const kind = this.live.get(agentId)?.kind ?? this.byId.get(agentId);
+    const kind = this.kindHere(agentId) ?? this.byId.get(agentId);
     return kind === undefined ? undefined : new Agent({ environment, kind, ready: Promise.resolve() }, agentId);
   }
 
   /** Ids of the conversations with an entry now. */
   liveIds(): string[] {
-    return [...this.live.values()].filter((conversation) => !conversation.failed).map((conversation) => conversation.id);
+    const ids = [...this.live.values()].filter((conversation) => !conversation.failed).map((conversation) => conversation.id);
+    for (const id of this.resting.ids()) ids.push(id);
+    return ids;
   }
 
   /** Runs `work` on a live conversation's entry, keeping the entry
    * meanwhile (a recovery: an execution it releases must not let the
    * conversation go under it); undefined when it is not live. */
   async holding<T>(agentId: string, work: (entry: AgentEntry) => Promise<T>): Promise<T | undefined> {
-    const conversation = this.live.get(agentId);
+    const conversation = this.find(agentId);
     if (conversation === undefined || conversation.failed) return undefined;
     this.countUse(conversation, 1);
     try {
@@ -279,12 +406,17 @@ export class Conversations {
    * ends (`ReleaseConversation`). Its data stays; a later start uses it
    * again. */
   async release(agentId: string): Promise<void> {
-    const conversation = this.live.get(agentId);
+    const conversation = this.find(agentId);
     if (conversation === undefined) return;
     await readyOf(conversation, this.pending).catch(() => undefined);
-    if (this.live.get(agentId) !== conversation) return;
+    // Let go of at rest meanwhile, it is rebuilt: the same registration.
+    const current = this.find(agentId);
+    if (current === undefined || !sameRegistration(current, conversation)) return;
     const code = await new Promise<number>((resolve, reject) => {
-      this.host.loop.post(() => resolve(this.unpinAndFree(conversation)), { completion: { fail: reject }, label: `the release of conversation "${agentId}"` });
+      this.host.loop.post(() => resolve(this.unpinAndFree(this.find(agentId) ?? current)), {
+        completion: { fail: reject },
+        label: `the release of conversation "${agentId}"`,
+      });
     });
     if (code === ResultCode.AgentAdmissionHeld) {
       throw new AgentBusyError(
@@ -406,11 +538,12 @@ export class Conversations {
    * the application recovers it (`env.recover()`). A lease lost before left
    * it owned elsewhere in the core. */
   takenOverUnrecovered(agentId: string): void {
-    const entry = this.live.get(agentId)?.entry;
+    const entry = this.find(agentId)?.entry;
     if (entry === undefined) return;
     this.host.loop.post(
       () => {
-        if (this.live.get(agentId)?.entry === entry) this.tellOwnership(entry, true, 0, true);
+        const now = this.find(agentId)?.entry;
+        if (now !== undefined && sameRegistration(now, entry)) this.tellOwnership(now, true, 0, true);
       },
       { label: `the ownership of conversation "${agentId}"` },
     );
@@ -499,9 +632,14 @@ export class Conversations {
     const entry = conversation.entry;
     const { coordinator } = this.host;
     if (entry !== undefined) {
-      this.host.loop.post(() => coordinator.apply(change > 0 ? M.UseBegin : M.UseEnd, entry.slot, entry.generation), {
-        label: `a use of conversation "${conversation.id}"`,
-      });
+      this.host.loop.post(
+        () => {
+          coordinator.apply(change > 0 ? M.UseBegin : M.UseEnd, entry.slot, entry.generation);
+          // The last use ended: the record is let go of if the conversation is at rest.
+          if (conversation.users === 0) this.restIfAtRest(conversation);
+        },
+        { label: `a use of conversation "${conversation.id}"` },
+      );
     }
     if (conversation.failed && conversation.users === 0) this.forgetFailed(conversation);
   }
@@ -526,7 +664,7 @@ export class Conversations {
    * free waits for no use counted here; PurgeAgent refuses one the core
    * counts in use by then. */
   private carryOutRelease(agent: AgentEntry): void {
-    const conversation = this.live.get(agent.id);
+    const conversation = this.find(agent.id);
     if (conversation === undefined || conversation.entry !== agent) return;
     this.host.loop.post(
       () => {
@@ -622,7 +760,7 @@ export class Conversations {
    * recovery asks the core as `PartitionTaken`, with the fact that the
    * partition's rows were read when it was taken (`PartitionScanned`). */
   async adopt(agentId: string, definitionName: string | undefined): Promise<void> {
-    if (this.live.has(agentId)) return;
+    if (this.live.has(agentId) || this.resting.slotOf(agentId) !== undefined) return;
     const kind = this.kindOf(agentId, definitionName);
     if (kind === undefined) return;
     await this.touch(agentId, kind, RecoveryCause.PartitionTaken);

@@ -52,13 +52,30 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
   /** Suspended executions let go of here: the core's record and an index
    * entry each (docs/decisions/0066, rehydration.ts). */
   readonly dormant = new DormantExecutions();
-  private readonly executions: (ExecutionEntry | undefined)[] = [];
+  /** The execution entries with an object here, by slot: one let go of
+   * at rest has none (a Map, not an array: a million of them at rest
+   * would each keep an array element, docs/decisions/0092). */
+  private readonly executions = new Map<number, ExecutionEntry>();
   private readonly executionIds = new Map<string, ExecutionEntry>();
-  private readonly agentsBySlot: (AgentEntry | undefined)[] = [];
+  /** The agent entries with a record here, by slot; a conversation at
+   * rest has none (`agentMissing` rebuilds it, docs/decisions/0092). */
+  private readonly agentsBySlot = new Map<number, AgentEntry>();
 
-  /** When each agent last had an execution released here
-   * (`performance.now()`): rows of it read before then may be stale. */
-  private readonly lastReleases = new WeakMap<AgentEntry, number>();
+  /** When each agent slot last had an execution released here
+   * (`performance.now()`, NaN: never since it was registered): rows of it
+   * read before then may be stale. By slot, not by record: a record let
+   * go of at rest and rebuilt is another object. */
+  private lastReleases = new Float64Array(0);
+
+  /** The agent entry of a slot with no record here: the conversation at
+   * rest there, rebuilt (conversations.ts). */
+  agentMissing: ((slot: number) => AgentEntry | undefined) | undefined;
+  /** The agent entry of a conversation by id, rebuilt if it is at rest
+   * (conversations.ts); undefined when it has none here. */
+  agentNamed: ((agentId: string) => AgentEntry | undefined) | undefined;
+  /** An execution was let go of at rest (rehydration.ts): its
+   * conversation may be let go of too (conversations.ts). */
+  onExecutionLetGo: ((agent: AgentEntry) => void) | undefined;
 
   /** Called after every apply; the environment checks for drained here. */
   onIdle: (() => void) | undefined;
@@ -130,15 +147,15 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
    * `since` (`performance.now()`): one live here when its rows were read
    * then may have ended since, and its row read then is stale. */
   releasedSince(agent: AgentEntry, since: number): boolean {
-    const at = this.lastReleases.get(agent);
-    return at !== undefined && at >= since;
+    const at = agent.slot < this.lastReleases.length ? this.lastReleases[agent.slot]! : Number.NaN;
+    return at >= since;
   }
 
   /** The execution is held recovery_required (its session abandoned,
    * recovery owns it): the core's state, asked, never copied here. An
    * entry released meanwhile is not (its slot may be another's now). */
   heldForRecovery(entry: ExecutionEntry): boolean {
-    return this.executions[entry.slot] === entry && this.settings.core.executionHeldForRecovery(entry.slot);
+    return this.executions.get(entry.slot) === entry && this.settings.core.executionHeldForRecovery(entry.slot);
   }
 
   /** The executions held recovery_required here; only the agent's when given. */
@@ -165,7 +182,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
     this.dormant.close();
     failAllLive(this.requests.takeAll(), this.executionIds.values(), error, this.settings);
     this.executionIds.clear();
-    this.executions.length = 0;
+    this.executions.clear();
   }
 
   // -- applying messages -------------------------------------------------------------
@@ -198,7 +215,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
   }
 
   private failEffectOwner(effect: CoreEffect, error: unknown): boolean {
-    const entry = "execution" in effect ? this.executions[effect.execution] : undefined;
+    const entry = "execution" in effect ? this.executions.get(effect.execution) : undefined;
     const session = entry?.session;
     if (!entry || !session || session.finished) return false;
     // The model call is launched as startModelCall's last statement: a
@@ -217,17 +234,41 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
     this.settings.loop.post(message, completionPost);
   }
 
+  /** A conversation registered in the core (`RegisterAgent`): no
+   * execution of this registration was released yet. */
   registerAgentEntry(entry: AgentEntry): void {
-    this.agentsBySlot[entry.slot] = entry;
+    this.agentsBySlot.set(entry.slot, entry);
+    if (entry.slot >= this.lastReleases.length) {
+      const grown = new Float64Array(Math.max(16, entry.slot + 1 + (entry.slot >> 1)));
+      grown.set(this.lastReleases);
+      this.lastReleases = grown;
+    }
+    this.lastReleases[entry.slot] = Number.NaN;
   }
 
-  /** The agents with a core entry now. */
+  /** A conversation let go of at rest, rebuilt (the same registration). */
+  restoreAgentEntry(entry: AgentEntry): void {
+    this.agentsBySlot.set(entry.slot, entry);
+  }
+
+  /** The agents with a record here now (not those at rest). */
   agentEntries(): AgentEntry[] {
-    return this.agentsBySlot.filter((entry): entry is AgentEntry => entry !== undefined);
+    return [...this.agentsBySlot.values()];
   }
 
   forgetAgentEntry(slot: number): void {
-    this.agentsBySlot[slot] = undefined;
+    this.agentsBySlot.delete(slot);
+  }
+
+  /** Whether the execution holding the agent's admission was let go of at
+   * rest (nothing here holds its record then). */
+  executionLetGoOf(agent: AgentEntry): boolean {
+    const slot = this.settings.core.agentExecutionSlot(agent.slot);
+    return slot !== undefined && this.executions.get(slot) === undefined && this.dormant.idAt(slot) !== undefined;
+  }
+
+  executionLetGo(entry: ExecutionEntry): void {
+    this.onExecutionLetGo?.(entry.agent);
   }
 
   /** The live execution of this id; one let go of while suspended is
@@ -262,11 +303,11 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
 
   /** The live execution in this core slot, if any (rebuilt if let go of). */
   entryAt(slot: number): ExecutionEntry | undefined {
-    return this.executions[slot] ?? (this.dormant.idAt(slot) === undefined ? undefined : wake(this, slot));
+    return this.executions.get(slot) ?? (this.dormant.idAt(slot) === undefined ? undefined : wake(this, slot));
   }
 
   suspensionKept(entry: ExecutionEntry): void {
-    if (this.executions[entry.slot] === entry && entry.suspended) this.suspendedHere(entry);
+    if (this.executions.get(entry.slot) === entry && entry.suspended) this.suspendedHere(entry);
   }
 
   /** The execution suspended here (live, recovered, or given back): the
@@ -289,21 +330,23 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
 
   // -- RehydrationHost ----------------------------------------------------------------------
 
+  /** The agent entry in `slot`: its record, or the conversation at rest
+   * there rebuilt (the one way back in by slot, docs/decisions/0092). */
   agentAt(slot: number): AgentEntry | undefined {
-    return this.agentsBySlot[slot];
+    return this.agentsBySlot.get(slot) ?? this.agentMissing?.(slot);
   }
 
   holds(entry: ExecutionEntry): boolean {
-    return this.executions[entry.slot] === entry;
+    return this.executions.get(entry.slot) === entry;
   }
 
   install(entry: ExecutionEntry): void {
-    this.executions[entry.slot] = entry;
+    this.executions.set(entry.slot, entry);
     this.executionIds.set(entry.executionId, entry);
   }
 
   uninstall(entry: ExecutionEntry): void {
-    this.executions[entry.slot] = undefined;
+    this.executions.delete(entry.slot);
     this.executionIds.delete(entry.executionId);
   }
 
@@ -363,7 +406,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
       case EffectKind.AwaitSuspensionCommit:
         return waitBeforeResume(this.requests, this.entryAt(effect.execution), effect.kind, effect.request);
       case EffectKind.FollowQueued:
-        return this.busyHooks?.followQueued(this.agentsBySlot[effect.agent]);
+        return this.busyHooks?.followQueued(this.agentAt(effect.agent));
       case EffectKind.FollowAdmitted:
         return this.onFollowAdmitted?.(this.entryAt(effect.execution), effect.generation);
       case EffectKind.OpenAdmissions:
@@ -406,7 +449,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
 
   private submitPrepare(agentSlot: number, ownerToken: number, handle: number): void {
     const request = this.startRequest(handle);
-    const agent = this.agentsBySlot[agentSlot];
+    const agent = this.agentAt(agentSlot);
     if (request && agent) submitPrepare(this, agent, request, ownerToken, handle);
   }
 
@@ -437,7 +480,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
     if (pending?.type === "start") this.busyHooks?.headLeft(request);
     const entry = new ExecutionEntry(slot, generation, request.executionId, request.agent, request);
     if (request.cancelById !== undefined) entry.cancelById ??= request.cancelById;
-    this.executions[slot] = entry;
+    this.executions.set(slot, entry);
     this.executionIds.set(request.executionId, entry);
     request.waiter.knowExecutionId(request.executionId);
     if (pending?.type === "recovery") this.continueInstalled(entry, pending, handle);
@@ -490,7 +533,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
 
   private recoveryRequired(slot: number, scope: number, code: number): void {
     if (scope === RecoveryScope.Agent) {
-      const agent = this.agentsBySlot[slot];
+      const agent = this.agentAt(slot);
       this.settings.logger.warn(
         `[phronomy] agent "${agent?.id ?? slot}" requires recovery (code ${code}): its admission is held until env.recover() resolves it`,
       );
@@ -534,9 +577,9 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
   private releaseExecution(slot: number): void {
     const entry = this.entryAt(slot);
     if (!entry) return;
-    this.executions[slot] = undefined;
+    this.executions.delete(slot);
     this.executionIds.delete(entry.executionId);
-    this.lastReleases.set(entry.agent, performance.now());
+    if (entry.agent.slot < this.lastReleases.length) this.lastReleases[entry.agent.slot] = performance.now();
     entry.span?.end();
     this.admissionReleased(entry.agent);
     for (const watcher of entry.terminalWatchers.splice(0)) watcher();
@@ -552,7 +595,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
 
   /** Carries out a conversation's effect on its agent entry, if it has one. */
   private ofAgent(slot: number, carryOut: (agent: AgentEntry) => unknown): void {
-    const agent = this.agentsBySlot[slot];
+    const agent = this.agentAt(slot);
     if (agent !== undefined) carryOut(agent);
   }
 
@@ -576,7 +619,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
   }
 
   emit(session: Session, event: ExecutionEvent): void {
-    const entry = this.executions[session.slot];
+    const entry = this.executions.get(session.slot);
     if (entry && entry.generation === session.generation) emitToEntry(entry, event, this.settings);
   }
 

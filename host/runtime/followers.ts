@@ -196,7 +196,13 @@ export class Followers {
    * (lost-leases.ts). */
   leasesLost(agentIds: readonly string[]): void {
     if (this.host.closed()) return;
-    const host = { agentEntries: () => this.host.coordinator.agentEntries(), leaseLost: (agent: AgentEntry) => this.host.queues.leaseLost(agent) };
+    const host = {
+      agentEntries: (lost: ReadonlySet<string>) => {
+        for (const agentId of lost) this.host.coordinator.agentNamed?.(agentId);
+        return this.host.coordinator.agentEntries();
+      },
+      leaseLost: (agent: AgentEntry) => this.host.queues.leaseLost(agent),
+    };
     this.host.loop.post(() => reportLostConversations(host, agentIds), {
       label: `the report of conversations whose lease moved away (${agentIds.join(", ")})`,
     });

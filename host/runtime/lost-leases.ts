@@ -28,8 +28,9 @@ import type { Waiting } from "./run.js";
 
 /** What the report reaches (followers.ts wires it). */
 export interface LostLeaseHost {
-  /** The conversations with a core entry here. */
-  agentEntries(): readonly AgentEntry[];
+  /** The conversations with a core entry here; those of `agentIds` at
+   * rest are rebuilt first (docs/decisions/0092). */
+  agentEntries(agentIds: ReadonlySet<string>): readonly AgentEntry[];
   /** Tells the core the conversation is owned elsewhere, if the store
    * still says so. */
   leaseLost(agent: AgentEntry): void;
@@ -38,7 +39,7 @@ export interface LostLeaseHost {
 /** Tells the core each lost conversation live here is owned elsewhere (on the loop). */
 export function reportLostConversations(host: LostLeaseHost, agentIds: readonly string[]): void {
   const lost = new Set(agentIds);
-  for (const agent of host.agentEntries()) if (lost.has(agent.id)) host.leaseLost(agent);
+  for (const agent of host.agentEntries(lost)) if (lost.has(agent.id)) host.leaseLost(agent);
 }
 
 /** Effect FollowAdmitted (in an apply): every caller waiting here on the

@@ -41,6 +41,8 @@ export interface RehydrationHost {
   install(entry: ExecutionEntry): void;
   /** Takes `entry` out of the tables. */
   uninstall(entry: ExecutionEntry): void;
+  /** `entry` was let go of: its conversation may be too (docs/decisions/0092). */
+  executionLetGo(entry: ExecutionEntry): void;
 }
 
 /** Lets go of a suspended execution at rest, keeping only its index entry
@@ -54,6 +56,7 @@ export function letGo(host: RehydrationHost, entry: ExecutionEntry): boolean {
   if (tails.some((tail) => tail instanceof Waiter)) return false;
   host.uninstall(entry);
   host.dormant.add(entry.slot, entry.executionId, tails);
+  host.executionLetGo(entry);
   return true;
 }
 

@@ -40,6 +40,14 @@ function atRest(machine: ControlMachine, snapshot: CoreSnapshot): number[] {
   return resting;
 }
 
+/** The agent slots `machine` says hold a conversation at rest: the host
+ * lets go of those conversations' records on the core's word. */
+function conversationsAtRest(machine: ControlMachine, snapshot: CoreSnapshot): number[] {
+  const resting: number[] = [];
+  for (let slot = 0; slot <= snapshot.agents.length; slot += 1) if (machine.conversationAtRest(slot)) resting.push(slot);
+  return resting;
+}
+
 /** Applies the message the intent makes; returns it with the core's code and effects. */
 export function differentialStep(
   context: StepContext,
@@ -59,6 +67,7 @@ export function differentialStep(
   agree(after, model.snapshot(), `tables at ${where}`);
   agree(heldForRecovery(core, after), heldForRecovery(model, after), `executions held for recovery at ${where}`);
   agree(atRest(core, after), atRest(model, after), `executions at rest at ${where}`);
+  agree(conversationsAtRest(core, after), conversationsAtRest(model, after), `conversations at rest at ${where}`);
   agree(checkInvariants({ message, code, effects, before, after }) ?? revisions.check(after), undefined, `invariant at ${where}`);
   stream.observe(message, effects);
   stream.confirmPurge(message, code);

@@ -285,6 +285,13 @@ export class ReferenceConversations {
     return record.users > 0 || record.queued > 0 || record.headStarting;
   }
 
+  /** Ready, no use, nothing queued, no head starting: the conversation's
+   * part of the core's `conversationAtRest`. */
+  readyAndUnused(slot: number): boolean {
+    const record = this.records[slot];
+    return record !== undefined && record.phase === P.Ready && record.users === 0 && record.queued === 0 && !record.headStarting;
+  }
+
   views(count: number): ConversationRecordView[] {
     return Array.from({ length: count }, (_unused, slot) => {
       const record = this.records[slot] ?? emptyConversation();

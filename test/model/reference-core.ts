@@ -337,6 +337,15 @@ export class ReferenceCore implements ControlMachine {
     return agent?.admissionState === AdmissionState.Suspended && agent.executionSlotPlusOne === u32(slot) + 1;
   }
 
+  /** The conversation in agent `slot` is at rest: ready, unused, nothing
+   * queued, no head starting, its execution at rest (the core's
+   * `conversationAtRest`). */
+  conversationAtRest(slot: number): boolean {
+    const agent = this.agents[u32(slot)];
+    if (agent === undefined || agent.lifecycle === AgentLifecycle.Free || !this.conversations.readyAndUnused(u32(slot))) return false;
+    return agent.executionSlotPlusOne !== 0 && this.executionAtRest(agent.executionSlotPlusOne - 1);
+  }
+
   snapshot(): CoreSnapshot {
     const agents: AgentRecordView[] = this.agents.map((agent, slot) =>
       agent.lifecycle === AgentLifecycle.Free

@@ -59,8 +59,8 @@ function refundModel(name: string, calls: string[]) {
 }
 
 function phaseOf(environment: Environment, agentId: string): number | undefined {
-  const entry = environment.coordinator.agentEntries().find((candidate) => candidate.id === agentId);
-  return entry === undefined ? undefined : environment.core.conversation(entry.slot).phase;
+  const slot = environment.conversations.slotOf(agentId);
+  return slot === undefined ? undefined : environment.core.conversation(slot).phase;
 }
 
 describe("a start filed while its conversation is recovered at its owner (PostgreSQL)", () => {
@@ -103,7 +103,7 @@ describe("a start filed while its conversation is recovered at its owner (Postgr
     // Ready: asked again at once (not after the inbox's 1 s retry), and
     // queued behind the suspended execution.
     await eventually(
-      () => owner.core.conversation(owner.coordinator.agentEntries().find((entry) => entry.id === "c")!.slot).queued,
+      () => owner.core.conversation(owner.conversations.slotOf("c")!).queued,
       (queued) => queued === 1,
       "the filed start is queued at the owner",
     );

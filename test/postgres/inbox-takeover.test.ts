@@ -29,8 +29,8 @@ function refundModel() {
 
 /** The core's record of the conversation live here. */
 function coreRecord(environment: Environment, agentId: string): { readonly phase: number; readonly flags: number } | undefined {
-  const entry = environment.coordinator.agentEntries().find((candidate) => candidate.id === agentId);
-  return entry === undefined ? undefined : environment.core.conversation(entry.slot);
+  const slot = environment.conversations.slotOf(agentId);
+  return slot === undefined ? undefined : environment.core.conversation(slot);
 }
 
 /** Holds every read of unfinished rows (the takeover's pass) until `release`. */

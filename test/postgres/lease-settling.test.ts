@@ -86,7 +86,7 @@ describe("lease races with itself (PostgreSQL)", () => {
     // the tick, released after a moment (or once the run has ended): the
     // settling is a recovery the core knows (LeaseSettling), and the start
     // waits for it as the core answers (WaitUntilReady).
-    const slot = env.coordinator.agentEntries().find((entry) => entry.id === "support")!.slot;
+    const slot = env.conversations.slotOf("support")!;
     await eventually(
       () => env.core.conversation(slot),
       (record) => record.phase === ConversationPhase.Recovering && record.cause === RecoveryCause.LeaseSettling,

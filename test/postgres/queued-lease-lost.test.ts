@@ -18,8 +18,8 @@ const leaseMs = 1_000;
 
 /** The core's phase and queued count of the conversation live here. */
 function coreRecord(environment: Environment, agentId: string): { readonly phase: number; readonly queued: number } | undefined {
-  const entry = environment.coordinator.agentEntries().find((candidate) => candidate.id === agentId);
-  return entry === undefined ? undefined : environment.core.conversation(entry.slot);
+  const slot = environment.conversations.slotOf(agentId);
+  return slot === undefined ? undefined : environment.core.conversation(slot);
 }
 
 /** Settles with how the Run ended, counting every settlement it reports. */

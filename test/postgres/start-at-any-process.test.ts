@@ -33,8 +33,8 @@ const leaseMs = 3_000;
 
 /** The core's phase of the conversation live here. */
 function phaseOf(environment: Environment, agentId: string): number | undefined {
-  const entry = environment.coordinator.agentEntries().find((candidate) => candidate.id === agentId);
-  return entry === undefined ? undefined : environment.core.conversation(entry.slot).phase;
+  const slot = environment.conversations.slotOf(agentId);
+  return slot === undefined ? undefined : environment.core.conversation(slot).phase;
 }
 
 async function openAs(url: string, instanceId: string): Promise<Environment> {

@@ -27,8 +27,8 @@ async function openWithC(cluster: Cluster, owner: string) {
 }
 
 function phaseOf(environment: Environment): number | undefined {
-  const entry = environment.coordinator.agentEntries().find((item) => item.id === "c");
-  return entry === undefined ? undefined : environment.core.conversation(entry.slot).phase;
+  const slot = environment.conversations.slotOf("c");
+  return slot === undefined ? undefined : environment.core.conversation(slot).phase;
 }
 
 it("is refused by the core for a conversation whose lease another process holds: nothing reported, still owned elsewhere, its holder runs it", async () => {

@@ -31,8 +31,7 @@ async function openWithC(cluster: Cluster, owner: string) {
 }
 
 function phaseOf(environment: Environment): number {
-  const entry = environment.coordinator.agentEntries().find((item) => item.id === "c");
-  return environment.core.conversation(entry!.slot).phase;
+  return environment.core.conversation(environment.conversations.slotOf("c")!).phase;
 }
 
 /** The retakes `environment` reports, with the phase they found and what the core answered. */

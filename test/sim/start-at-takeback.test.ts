@@ -42,8 +42,7 @@ async function openWithC(cluster: Cluster, owner: string) {
 }
 
 function phaseOf(environment: Environment): number {
-  const entry = environment.coordinator.agentEntries().find((item) => item.id === "c");
-  return environment.core.conversation(entry!.slot).phase;
+  return environment.core.conversation(environment.conversations.slotOf("c")!).phase;
 }
 
 it("a start made as the store gives the conversation back is told to wait by the core, then runs once, after the recovered execution", async () => {

@@ -18,9 +18,9 @@ useSimulatedClock();
 
 /** The core's record of conversation `agentId` at this process. */
 function conversationRecord(environment: Environment, agentId: string) {
-  const entry = environment.coordinator.agentEntries().find((item) => item.id === agentId);
-  expect(entry, `conversation "${agentId}" live`).toBeDefined();
-  return environment.core.conversation(entry!.slot);
+  const slot = environment.conversations.slotOf(agentId);
+  expect(slot, `conversation "${agentId}" live`).toBeDefined();
+  return environment.core.conversation(slot!);
 }
 
 it("a start made while the takeover's recovery runs waits for the core to open the conversation, then runs once, after the recovered execution", async () => {

@@ -1,0 +1,255 @@
+// Conversations at rest, by agent slot, without an object each
+// (docs/decisions/0092). A conversation whose execution was let go of
+// (decision 0066) and which the core says is at rest (`conversationAtRest`:
+// ready, unused, nothing queued) keeps no `Conversation` record: one
+// record in a byte arena — its id's length and its definition's index
+// (each a LEB128 varint, one byte below 128) then the id's UTF-8 bytes —
+// where its agent slot's offset points, and the slot found by id through
+// an open-addressing table (linear probing, at most three quarters full,
+// deleted by shifting back: no tombstones). Its generation is the core's;
+// its use count is 0. For `user-123456`: 13 bytes of arena, 4 of offset,
+// 5–11 of table.
+//
+// The arena only grows at its end: a record removed is garbage until half
+// the arena is, when the records kept are copied into a fresh one. The
+// string an id is read back as (`idAt`) is made anew each time: equal to
+// the one added, not the same object.
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** FNV-1a over `length` bytes of `bytes` from `at`, mixed (ids such as
+ * `user-1`, `user-2` differ in their last byte only). */
+function hashOf(bytes: Uint8Array, at: number, length: number): number {
+  let hash = 0x811c9dc5;
+  for (let index = at; index < at + length; index += 1) hash = Math.imul(hash ^ bytes[index]!, 0x01000193);
+  hash ^= hash >>> 16;
+  return Math.imul(hash, 0x85ebca6b) >>> 0;
+}
+
+/** Writes `value` as a LEB128 varint at `at`; returns where it ended. */
+function writeVarint(into: Uint8Array, at: number, value: number): number {
+  let rest = value;
+  while (rest >= 0x80) {
+    into[at++] = (rest & 0x7f) | 0x80;
+    rest = Math.floor(rest / 0x80);
+  }
+  into[at++] = rest;
+  return at;
+}
+
+/** The bytes `value` takes as a LEB128 varint. */
+function varintLength(value: number): number {
+  let length = 1;
+  for (let rest = value; rest >= 0x80; rest = Math.floor(rest / 0x80)) length += 1;
+  return length;
+}
+
+/** A record read at an offset: where its id's bytes begin, their length, its kind. */
+interface ArenaRecord {
+  at: number;
+  length: number;
+  kind: number;
+}
+
+export class RestingConversations {
+  /** The records, one after another. */
+  private arena = new Uint8Array(1024);
+  /** Bytes of the arena in use (kept and garbage). */
+  private used = 0;
+  /** Bytes of the arena no record holds any more. */
+  private garbage = 0;
+  /** Each agent slot's record: its offset in the arena plus one; 0: the
+   * slot holds no conversation at rest. */
+  private offsets = new Uint32Array(0);
+  /** Open addressing: slot + 1 of a record, 0 for empty. */
+  private table = new Int32Array(16);
+  private count = 0;
+  /** The probe's scratch: the UTF-8 form of an id looked up. */
+  private probe = new Uint8Array(256);
+  /** What `read` returns (one object, reused). */
+  private readonly record: ArenaRecord = { at: 0, length: 0, kind: 0 };
+
+  get size(): number {
+    return this.count;
+  }
+
+  /** Records the conversation `id` at rest in agent `slot`, of definition
+   * `kind` (an index the caller keeps); the slot must not be at rest
+   * already, and the id not held. */
+  add(slot: number, id: string, kind: number): void {
+    if (this.has(slot)) throw new Error(`agent slot ${slot} already holds conversation "${this.idAt(slot)}" at rest`);
+    const held = this.slotOf(id);
+    if (held !== undefined) throw new Error(`conversation "${id}" is already at rest in agent slot ${held}`);
+    if (!Number.isInteger(kind) || kind < 0) throw new Error(`the definition index of conversation "${id}" must be a whole number, 0 or more, got ${kind}`);
+    this.reserve(slot);
+    const length = this.encode(id);
+    const size = varintLength(length) + varintLength(kind) + length;
+    if (this.used + size > this.arena.length) this.makeRoom(size);
+    const at = writeVarint(this.arena, writeVarint(this.arena, this.used, length), kind);
+    this.arena.set(this.probe.subarray(0, length), at);
+    this.offsets[slot] = this.used + 1;
+    this.used += size;
+    this.count += 1;
+    if (this.count * 4 > this.table.length * 3) this.rehash(this.table.length * 2);
+    this.insert(slot);
+  }
+
+  /** The agent slot of the conversation `id` at rest, if it is. */
+  slotOf(id: string): number | undefined {
+    if (this.count === 0) return undefined;
+    const length = this.encode(id);
+    const mask = this.table.length - 1;
+    for (let at = hashOf(this.probe, 0, length) & mask; ; at = (at + 1) & mask) {
+      const held = this.table[at]!;
+      if (held === 0) return undefined;
+      if (this.equals(held - 1, length)) return held - 1;
+    }
+  }
+
+  /** Whether agent `slot` holds a conversation at rest here. */
+  has(slot: number): boolean {
+    return slot >= 0 && slot < this.offsets.length && this.offsets[slot] !== 0;
+  }
+
+  idAt(slot: number): string | undefined {
+    if (!this.has(slot)) return undefined;
+    const { at, length } = this.read(slot);
+    const arena = this.arena;
+    let id = "";
+    for (let index = at; index < at + length; index += 1) {
+      const byte = arena[index]!;
+      if (byte >= 0x80) return decoder.decode(arena.subarray(at, at + length));
+      id += String.fromCharCode(byte);
+    }
+    return id;
+  }
+
+  kindAt(slot: number): number | undefined {
+    return this.has(slot) ? this.read(slot).kind : undefined;
+  }
+
+  /** The ids at rest (for the listing of the conversations here). */
+  *ids(): Iterable<string> {
+    for (let slot = 0; slot < this.offsets.length; slot += 1) if (this.offsets[slot] !== 0) yield this.idAt(slot) as string;
+  }
+
+  /** Forgets the conversation at `slot`; false when it held none. */
+  remove(slot: number): boolean {
+    if (!this.has(slot)) return false;
+    const mask = this.table.length - 1;
+    let at = this.homeOf(slot) & mask;
+    while (this.table[at] !== slot + 1) at = (at + 1) & mask;
+    // Backward-shift deletion: each later entry of the run moves into the
+    // hole if its home is not between the hole and it.
+    let hole = at;
+    for (let next = (hole + 1) & mask; this.table[next] !== 0; next = (next + 1) & mask) {
+      const home = this.homeOf(this.table[next]! - 1) & mask;
+      const stays = hole <= next ? hole < home && home <= next : hole < home || home <= next;
+      if (stays) continue;
+      this.table[hole] = this.table[next]!;
+      hole = next;
+    }
+    this.table[hole] = 0;
+    const record = this.read(slot);
+    this.garbage += record.at + record.length - (this.offsets[slot]! - 1);
+    this.offsets[slot] = 0;
+    this.count -= 1;
+    return true;
+  }
+
+  /** The record of `slot` (which holds one): the shared `record` object. */
+  private read(slot: number): ArenaRecord {
+    const arena = this.arena;
+    let at = this.offsets[slot]! - 1;
+    let length = 0;
+    for (let shift = 1; ; shift *= 0x80) {
+      const byte = arena[at++]!;
+      length += (byte & 0x7f) * shift;
+      if (byte < 0x80) break;
+    }
+    let kind = 0;
+    for (let shift = 1; ; shift *= 0x80) {
+      const byte = arena[at++]!;
+      kind += (byte & 0x7f) * shift;
+      if (byte < 0x80) break;
+    }
+    const record = this.record;
+    record.at = at;
+    record.length = length;
+    record.kind = kind;
+    return record;
+  }
+
+  /** Writes `id`'s UTF-8 bytes into the probe; returns their length. An
+   * ASCII id (the usual `user-123`) is copied by char code: the encoder's
+   * call costs more than the copy. */
+  private encode(id: string): number {
+    // Three bytes at most per UTF-16 unit.
+    if (id.length * 3 > this.probe.length) this.probe = new Uint8Array(id.length * 3);
+    const probe = this.probe;
+    for (let index = 0; index < id.length; index += 1) {
+      const code = id.charCodeAt(index);
+      if (code >= 0x80) return encoder.encodeInto(id, probe).written;
+      probe[index] = code;
+    }
+    return id.length;
+  }
+
+  private homeOf(slot: number): number {
+    const { at, length } = this.read(slot);
+    return hashOf(this.arena, at, length);
+  }
+
+  private equals(slot: number, length: number): boolean {
+    const record = this.read(slot);
+    if (record.length !== length) return false;
+    const at = record.at;
+    for (let byte = 0; byte < length; byte += 1) if (this.arena[at + byte] !== this.probe[byte]) return false;
+    return true;
+  }
+
+  private insert(slot: number): void {
+    const mask = this.table.length - 1;
+    let at = this.homeOf(slot) & mask;
+    while (this.table[at] !== 0) at = (at + 1) & mask;
+    this.table[at] = slot + 1;
+  }
+
+  private rehash(length: number): void {
+    this.table = new Int32Array(length);
+    for (let slot = 0; slot < this.offsets.length; slot += 1) if (this.offsets[slot] !== 0) this.insert(slot);
+  }
+
+  /** Room in `offsets` for `slot`, growing by half (the agent slots are
+   * dense from 0: their high-water mark). */
+  private reserve(slot: number): void {
+    if (slot < this.offsets.length) return;
+    const larger = new Uint32Array(Math.max(16, slot + 1 + (slot >> 1)));
+    larger.set(this.offsets);
+    this.offsets = larger;
+  }
+
+  /** Room for `size` more bytes: the records kept copied into a fresh
+   * arena when half of it is garbage, else the arena grown by half. */
+  private makeRoom(size: number): void {
+    const kept = this.used - this.garbage;
+    let length = this.arena.length;
+    if (this.garbage * 2 < this.used) length += length >> 1;
+    while (kept + size > length) length += length >> 1;
+    const fresh = new Uint8Array(length);
+    let to = 0;
+    for (let slot = 0; slot < this.offsets.length; slot += 1) {
+      if (this.offsets[slot] === 0) continue;
+      const from = this.offsets[slot]! - 1;
+      const { at, length: idLength } = this.read(slot);
+      const end = at + idLength;
+      fresh.set(this.arena.subarray(from, end), to);
+      this.offsets[slot] = to + 1;
+      to += end - from;
+    }
+    this.arena = fresh;
+    this.used = to;
+    this.garbage = 0;
+  }
+}
