@@ -28,7 +28,7 @@ const slowFiles = ["test/crash/**/*.test.ts", "test/package/**/*.test.ts", "test
 // seed replays by) or check what a fresh process has not loaded yet (the
 // OpenTelemetry API), which only works on a fresh module graph: they keep
 // their isolation, in "fast-isolated".
-const isolatedFastFiles = ["test/sim/sim.test.ts", "test/fuzz/host-effects.test.ts", "test/runtime/tracing-lazy.test.ts"];
+const isolatedFastFiles = ["test/sim/sim.test.ts", "test/fuzz/host-effects.test.ts", "test/runtime/tracing-lazy.test.ts", "test/agent/direct-call.test.ts"];
 
 export default defineConfig({
   // The package's own name, as the examples import it (tsconfig.json `paths`):

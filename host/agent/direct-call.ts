@@ -313,25 +313,29 @@ async function answer(plan: DirectCallPlan, call: CallParts, model: LanguageMode
     abortSignal: signal,
     provider: model.provider.split(".")[0]!,
   });
-  // The options `generateText` passes, key for key.
-  const result = await model.doGenerate({
-    maxOutputTokens: settings.maxOutputTokens,
-    temperature: settings.temperature,
-    topP: settings.topP,
-    topK: settings.topK,
-    presencePenalty: settings.presencePenalty,
-    frequencyPenalty: settings.frequencyPenalty,
-    stopSequences: settings.stopSequences,
-    seed: settings.seed,
-    reasoning: settings.reasoning,
-    tools: call.stepTools,
-    toolChoice: call.toolChoice,
-    responseFormat: undefined,
-    prompt,
-    providerOptions: call.providerOptions,
-    abortSignal: signal,
-    headers: plan.headers,
-  } as LanguageModelV4CallOptions);
+  // The options `generateText` passes, key for key. A provider that does not
+  // heed the signal does not hold the call past it.
+  const result = await untilAborted(
+    signal,
+    model.doGenerate({
+      maxOutputTokens: settings.maxOutputTokens,
+      temperature: settings.temperature,
+      topP: settings.topP,
+      topK: settings.topK,
+      presencePenalty: settings.presencePenalty,
+      frequencyPenalty: settings.frequencyPenalty,
+      stopSequences: settings.stopSequences,
+      seed: settings.seed,
+      reasoning: settings.reasoning,
+      tools: call.stepTools,
+      toolChoice: call.toolChoice,
+      responseFormat: undefined,
+      prompt,
+      providerOptions: call.providerOptions,
+      abortSignal: signal,
+      headers: plan.headers,
+    } as LanguageModelV4CallOptions),
+  );
   const usage = internals.asLanguageModelUsage(result.usage);
   const toolCalls = await Promise.all(
     result.content
@@ -362,6 +366,25 @@ async function answer(plan: DirectCallPlan, call: CallParts, model: LanguageMode
   } as never);
   internals.logWarnings({ warnings: result.warnings ?? [], provider: model.provider, model: model.modelId });
   return { content, usage, finishReason: result.finishReason.unified };
+}
+
+/** `answer`, or the signal's reason once it fires (whichever is first). */
+function untilAborted<T>(signal: AbortSignal, answer: PromiseLike<T>): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    Promise.resolve(answer).then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
 }
 
 /** `generateText`'s check of a tool choice other than `auto`: a `none`

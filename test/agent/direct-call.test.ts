@@ -303,6 +303,22 @@ describe("a direct call and generateText give the same", () => {
     expect(direct.error).toMatchObject({ name: "Error", message: "cancelled by test" });
   });
 
+  it("a provider that does not heed the signal: the call rejects with the abort when it fires, not when the provider answers", async () => {
+    const controller = new AbortController();
+    let answered: (() => void) | undefined;
+    const model = fakeV4Model(async () => {
+      await new Promise<void>((resolve) => {
+        answered = resolve;
+        controller.abort(new Error("cancelled by test"));
+      });
+      return v4Answer([{ type: "text", text: "too late" }]);
+    });
+    const direct = await outcomeOf({ model, signal: controller.signal }, {});
+    expect(counted.generateText).toBe(0);
+    expect(direct.error).toMatchObject({ name: "Error", message: "cancelled by test" });
+    answered?.();
+  });
+
   it("a tool choice the answer broke: the same ToolChoiceViolationError", async () => {
     const model = fakeV4Model(() => v4Answer([{ type: "text", text: "No tools today." }]));
     const outcome = await bothPaths({ model, settings: { toolChoice: "required" } });

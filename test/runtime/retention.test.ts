@@ -30,9 +30,12 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 function danglingRows(path: string): Record<string, number> {
   const database = new Database(path, { readonly: true });
   try {
-    const count = (table: string) =>
-      Number((database.prepare(`SELECT count(*) AS n FROM ${table} WHERE execution_id NOT IN (SELECT execution_id FROM executions)`).get() as { n: number }).n);
-    return { steps: count("steps"), approval_inbox: count("approval_inbox") };
+    const count = (sql: string) => Number((database.prepare(sql).get() as { n: number }).n);
+    return {
+      // The timeline is keyed by the execution's rowid (docs/decisions/0094).
+      steps: count("SELECT count(*) AS n FROM steps WHERE execution_rowid NOT IN (SELECT rowid FROM executions)"),
+      approval_inbox: count("SELECT count(*) AS n FROM approval_inbox WHERE execution_id NOT IN (SELECT execution_id FROM executions)"),
+    };
   } finally {
     database.close();
   }
