@@ -370,7 +370,10 @@ async function answer(plan: DirectCallPlan, call: CallParts, model: LanguageMode
 
 /** `answer`, or the signal's reason once it fires (whichever is first). */
 function untilAborted<T>(signal: AbortSignal, answer: PromiseLike<T>): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
+  if (signal.aborted) {
+    Promise.resolve(answer).then(undefined, () => undefined); // its own failure comes after the abort's
+    return Promise.reject(signal.reason);
+  }
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
     signal.addEventListener("abort", onAbort, { once: true });
