@@ -1,7 +1,7 @@
 // A start's `replaceFrom` on PostgreSQL through the public API
 // (docs/decisions/0070): the cut is the one statement
 // `prepare_execution_replacing_decided` (migration 21, the core's verdicts;
-// migration 15's function, unused since, is dropped by migration 24), and
+// migration 15's function, unused since, is dropped by migration 23), and
 // another environment on the database reads the memory as cut. (The journal tail kept in memory
 // is checked in journal-tails.test.ts.)
 
@@ -23,7 +23,7 @@ async function openOn(url: string): Promise<Environment> {
 }
 
 describe("start({ replaceFrom }) on PostgreSQL", () => {
-  it("the schema holds the core-decided replacing preparation only: migration 15's, unused since 21, is dropped (migration 24)", async () => {
+  it("the schema holds the core-decided replacing preparation only: migration 15's, unused since 21, is dropped (migration 23)", async () => {
     const schema = freshSchema();
     await openOn(`${postgresUrl}?schema=${schema}`);
     const functions = await withClient((client) =>

@@ -317,7 +317,7 @@ export async function createPrepareReplacing(client: pg.ClientBase): Promise<voi
  * — the replaced execution's first journal position, its row's
  * conversation and status — and goes on only when the core's verdict on
  * them is `Replace`; the rest is migration 15's. Migration 15's function
- * stayed for a process of the version before, until migration 24. */
+ * stayed for a process of the version before, until migration 23. */
 export async function createPrepareReplacingDecided(client: pg.ClientBase): Promise<void> {
   await client.query(`
     CREATE FUNCTION prepare_execution_replacing_decided(
@@ -344,7 +344,7 @@ export async function createPrepareReplacingDecided(client: pg.ClientBase): Prom
   `);
 }
 
-/** Migration 24 (docs/decisions/0096): migration 15's
+/** Migration 23 (docs/decisions/0096): migration 15's
  * `prepare_execution_replacing` is dropped. Since migration 21 no code
  * calls it (the core's verdicts decide a replacing preparation, through
  * `prepare_execution_replacing_decided`); it was kept for a process of the

@@ -146,8 +146,7 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 20: suspended rows indexed by their wait's due time (`due-waits.ts`, docs/decisions/0076).
  * Version 21: a replacing preparation decided by the core's verdicts (`functions.ts`, docs/decisions/0087).
  * Version 22: executions by definition (`page-definitions.ts`, docs/decisions/0089).
- * Version 24: migration 15's replacing preparation dropped, unused since 21 (`functions.ts`, docs/decisions/0096).
- *   (Version 23 is another branch's: merged, it stands before this one.) */
+ * Version 23: migration 15's replacing preparation dropped, unused since 21 (`functions.ts`, docs/decisions/0096). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
