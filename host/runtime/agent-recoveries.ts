@@ -278,11 +278,16 @@ export class AgentRecoveries {
     // Suspended here, moved on at another process meanwhile: installed from the row.
     await releaseSupersededSuspensions(this.host, entry, unfinished);
     for (const row of unfinished) {
-      // Suspended here and let go of (at rest, so not held): nothing to install.
-      if (this.host.coordinator.dormant.has(row.executionId)) continue;
+      // Suspended here and let go of (at rest, so not held): nothing to
+      // install; its due time arms the sweep again, as a recovered one's.
+      if (this.host.coordinator.dormant.has(row.executionId)) {
+        this.host.coordinator.suspensionFoundAgain(row);
+        continue;
+      }
       const live = this.host.coordinator.entryById(row.executionId);
       if (!live && this.preparingHere(entry, row, held)) continue;
       if (!live) rows.push(row);
+      else if (live.suspended && !this.host.coordinator.heldForRecovery(live)) this.host.coordinator.suspensionFoundAgain(row);
       else if (this.host.coordinator.heldForRecovery(live)) {
         // Held recovery_required here (a write refused: its lease lost, the
         // row moved on): release it, then install it again from its row.

@@ -15,6 +15,7 @@ import { effectKindName, messageKindName, resultCodeName } from "../core/names.j
 import type { CoreEffect } from "../core/effects.js";
 import { CoreFailureError, ExecutionRehydrationRequiredError, OffloadFullError, PhronomyError } from "../errors.js";
 import { errorFromRecord } from "../error-records.js";
+import type { ExecutionRow } from "../store/records.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { ControlLoop, PostOptions } from "./control-loop.js";
 import { errorForCode } from "./error-codes.js";
@@ -308,6 +309,17 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
 
   suspensionKept(entry: ExecutionEntry): void {
     if (this.executions.get(entry.slot) === entry && entry.suspended) this.suspendedHere(entry);
+  }
+
+  /** A suspension still held here (live or let go of) found again by a
+   * recovery of its conversation — taken back after another process held
+   * it: its due time arms the due sweep, as a recovered suspension's does
+   * (`suspendedHere`). A sweep run while the conversation was owned
+   * elsewhere passed its wait by, and the next rescan is up to a minute
+   * away (docs/decisions/0076). */
+  suspensionFoundAgain(row: ExecutionRow): void {
+    const dueAt = (row.approvalRequest as { readonly dueAt?: unknown } | null)?.dueAt;
+    if (typeof dueAt === "number") this.onWaitDue?.(dueAt);
   }
 
   /** The execution suspended here (live, recovered, or given back): the

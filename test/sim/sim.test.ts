@@ -100,6 +100,10 @@ describe("the whole host, simulated", () => {
     [1402892470, "the same, another draw"],
     [256092519, "a child start the store failed was told to its parent as failed while another process ran it"],
     [34813243, "a scheduled firing claimed again, its keyed execution started by the first claimer and failed, was settled refused (decision 0097)"],
+    [
+      2638966136,
+      "a timed wait due while its conversation was owned elsewhere, its execution let go of here, fired once this process took it back (not at the minute's rescan)",
+    ],
   ])("seed %i keeps its invariants: %s", async (seed) => {
     const world = await simulate(seed);
     expect(world.problems, replay(seed)).toEqual([]);
