@@ -36,7 +36,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { AdmissionState } from "../../assembly/abi.js";
-import { loadAiSdk } from "../../host/agent/ai-sdk.js";
+import { loadAiSdk, loadAiSdkInternals } from "../../host/agent/ai-sdk.js";
 import { scriptedModel, type ScriptedTurn } from "../../host/agent/scripted-model.js";
 import { ExecutionRehydrationRequiredError, OffloadFullError, StoreError } from "../../host/errors.js";
 import { Phronomy, tool, type Agent, type Environment, type ExecutionEvent, type Run } from "../../host/index.js";
@@ -658,7 +658,7 @@ describe("the host's carrying out of effects, against a simulated store and cloc
     // the first seed of a run then found its model calls still waiting and
     // reported admissions held (seen 1 time in 4 on one seed). Loaded
     // first, every seed sees only simulated time.
-    await loadAiSdk();
+    await Promise.all([loadAiSdk(), loadAiSdkInternals()]); // a direct model call needs both (0093)
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
   });
   afterAll(() => {

@@ -7,7 +7,7 @@
 // SIM_SEEDS=<n> runs more (CI: 10,000); SIM_TRACE=1 prints each step.
 
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { loadAiSdk } from "../../host/agent/ai-sdk.js";
+import { loadAiSdk, loadAiSdkInternals } from "../../host/agent/ai-sdk.js";
 import type { SqliteConnection } from "../../host/store/sqlite/driver.js";
 import { generator, seedFrom } from "../support/seeded.js";
 import { installClock, World, type WorldSize } from "./world.js";
@@ -73,7 +73,7 @@ function replay(seed: number): string {
 
 describe("the whole host, simulated", () => {
   beforeAll(async () => {
-    await loadAiSdk();
+    await Promise.all([loadAiSdk(), loadAiSdkInternals()]); // a direct model call needs both (0093)
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval", "Date", "performance"] });
     installClock(async (ms) => {
       await vi.advanceTimersByTimeAsync(ms);

@@ -6,7 +6,7 @@
 
 import { afterEach, beforeAll, beforeEach, vi } from "vitest";
 import { z } from "zod";
-import { loadAiSdk } from "../../host/agent/ai-sdk.js";
+import { loadAiSdk, loadAiSdkInternals } from "../../host/agent/ai-sdk.js";
 import { scriptedModel, type ScriptedTurn } from "../../host/agent/scripted-model.js";
 import { Phronomy, tool, type Agent, type DefinedAgent, type Environment, type LanguageModel } from "../../host/index.js";
 import type { Cluster, ClusterStore, PendingWrite } from "./cluster-store.js";
@@ -75,7 +75,7 @@ export const none = (): boolean => false;
 /** The AI SDK loaded once; each test on the fake clock from 2026-01-01. */
 export function useSimulatedClock(): void {
   beforeAll(async () => {
-    await loadAiSdk();
+    await Promise.all([loadAiSdk(), loadAiSdkInternals()]); // a direct model call needs both (0093)
   });
   beforeEach(() => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval", "Date", "performance"] });
