@@ -23,6 +23,7 @@
 import { createRequire } from "node:module";
 import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4FunctionTool, LanguageModelV4ToolChoice } from "@ai-sdk/provider";
 import { loadAiSdkInternals, type AiSdk, type AiSdkInternals } from "./ai-sdk.js";
+import { MODEL_CALL_SETTING_KEYS } from "./call-setting-keys.js";
 
 /** A language model object or id, as model.ts's `LanguageModel` (declared
  * here, not imported: model.ts imports this file). */
@@ -56,16 +57,7 @@ const planKeys: ReadonlySet<string> = new Set([
   "toolChoice",
   "activeTools",
   "toolOrder",
-  "maxOutputTokens",
-  "temperature",
-  "topP",
-  "topK",
-  "presencePenalty",
-  "frequencyPenalty",
-  "seed",
-  "stopSequences",
-  "headers",
-  "providerOptions",
+  ...MODEL_CALL_SETTING_KEYS,
 ]);
 
 /** The members of an AI SDK tool the pipeline acts on besides describing

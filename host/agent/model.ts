@@ -83,18 +83,7 @@ export interface CallOverrides {
   readonly messages?: readonly unknown[];
 }
 
-export const MODEL_CALL_SETTING_KEYS = [
-  "maxOutputTokens",
-  "temperature",
-  "topP",
-  "topK",
-  "presencePenalty",
-  "frequencyPenalty",
-  "seed",
-  "stopSequences",
-  "headers",
-  "providerOptions",
-] as const;
+export { MODEL_CALL_SETTING_KEYS } from "./call-setting-keys.js";
 
 export interface ModelCallRequest {
   /** Instructions sent first, as a system message. */
