@@ -697,7 +697,7 @@ function table(rounds: readonly Round[]): void {
     ]);
   }
   rows.push([
-    "the run's 3 model calls (AI SDK generateText, scripted model), µs of CPU",
+    "the run's 3 model calls (the direct AI SDK call, scripted model), µs of CPU",
     range(of((r) => r.modelMicros)),
     "",
     "per run, in every figure above",
