@@ -61,7 +61,9 @@ it("a child start made again later is dropped when its parent no longer waits on
   const helper = environment.agent({ name: "helper", model: scriptedModel(() => ({ text: "found it" })) });
   const support = environment.agent({
     name: "support",
-    model: scriptedModel(({ messages }) => (messages.at(-1)?.role === "tool" ? { text: "done" } : { toolCalls: [{ toolName: "ask", input: { input: "look it up" } }] })),
+    model: scriptedModel(({ messages }) =>
+      messages.at(-1)?.role === "tool" ? { text: "done" } : { toolCalls: [{ toolName: "ask", input: { input: "look it up" } }] },
+    ),
     tools: { ask: agentTool(helper, { description: "Asks the helper" }) },
   });
   const run = support.conversation("c").start("help");
