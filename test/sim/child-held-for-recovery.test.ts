@@ -59,8 +59,8 @@ it("a child start refused while the child's conversation is held for recovery is
 
   // The store answers again; the parent is recovered first (its wait
   // reinstalled: the child started again, refused as its conversation is
-  // still held), and its answer's commit is held in flight while the start
-  // made again comes due.
+  // still held); any answer to the parent is held in flight while the
+  // start made again comes due (the old verdict told that refusal here).
   store.disconnectedUntil = 0;
   await environment.recovery("c");
   await vi.advanceTimersByTimeAsync(0);
