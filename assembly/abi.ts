@@ -1038,9 +1038,19 @@ export const enum ChildFact {
   /** The child's row is terminal: it has an outcome to tell. */
   Ended = 4,
   /** Reading the child's row, or giving its outcome to the parent's
-   * wait, failed (a lost connection). */
+   * wait, failed (a lost connection); asked with `ParentRead`: reading
+   * the parent's row failed. */
   Failed = 8,
-  End = 16,
+  /** A start made again later came due: the parent's row was read (or the
+   * read was tried: `Failed`) to know whether it still waits (decision
+   * 0099). Asked with the answer that was made again, never with the
+   * child's `Read`, `Found`, `Ended`. */
+  ParentRead = 16,
+  /** The parent's row is suspended. */
+  ParentSuspended = 32,
+  /** The parent's row's pending wait is this child wait. */
+  ParentOnWait = 64,
+  End = 128,
 }
 
 /** The next step of a parent's child start (`childStartVerdict`). */
@@ -1048,7 +1058,9 @@ export const enum ChildStartVerdict {
   /** An answer or facts that cannot hold together. */
   None = 0,
   /** Nothing to do here: this process stops (the next one reinstalls the
-   * parent's wait and starts the child again). */
+   * parent's wait and starts the child again), or a start made again
+   * later came due with its parent no longer waiting on that wait
+   * (answered, cancelled, gone). */
   Drop = 1,
   /** Make the keyed start again later, while the parent's row still waits
    * on that wait: the refusal says nothing of whether the child starts. */
@@ -1064,6 +1076,9 @@ export const enum ChildStartVerdict {
   /** Leave it: the child runs, and its terminal commit files its end for
    * the parent. */
   Leave = 6,
+  /** A start made again later came due and the parent still waits on that
+   * wait: make the keyed start now (it follows a child that did start). */
+  StartAgain = 7,
 }
 
 /** What the host knows of a start filed for this process when its Run

@@ -14,11 +14,13 @@
 // child that could not be started at all (its definition not defined here,
 // its conversation busy with another execution, closed) leaves no execution
 // whose end could be filed, so its refusal is given to the parent's wait as
-// the child's failure, through the parent's resume path. Two refusals say
-// nothing of whether the child starts and are made again
+// the child's failure, through the parent's resume path. Three refusals
+// say nothing of whether the child starts and are made again
 // `childStartRetryMs` later while the parent's row still waits on that
-// wait: another process holds the child's conversation, or the store
-// failed the start (docs/decisions/0086). A keyed start that finds its
+// wait (the core's too: the host reads the row, the core answers): another
+// process holds the child's conversation, the store failed the start
+// (docs/decisions/0086), or the child's conversation is held here for a
+// recovery after a store failure (0099). A keyed start that finds its
 // child ended already tells the parent its outcome again; a wait answered
 // already refuses it.
 
@@ -101,7 +103,7 @@ export class ChildExecutions {
   ): Promise<void> {
     if (this.host.closed()) return;
     const first = this.verdictOf(answer, 0);
-    if (first === ChildStartVerdict.StartAgainLater) return void this.startAgainLater(entry, request);
+    if (first === ChildStartVerdict.StartAgainLater) return void this.startAgainLater(entry, request, answer);
     if (first !== ChildStartVerdict.ReadChild) return;
     let facts: number = ChildFact.Read;
     try {
@@ -135,7 +137,7 @@ export class ChildExecutions {
     this.host.logger.warn(
       `[phronomy] child execution ${child.executionId} of ${entry.executionId} could not be started (${error?.message ?? "refused"}), and telling its parent failed: ${reason}; started again in ${childStartRetryMs} ms`,
     );
-    this.startAgainLater(entry, request);
+    this.startAgainLater(entry, request, answer);
   }
 
   private verdictOf(answer: StartAnswer, facts: number): ChildStartVerdict {
@@ -155,22 +157,35 @@ export class ChildExecutions {
       this.host.logger.debug?.(`[phronomy] the end of child ${child.executionId} was not applied to ${entry.executionId}: ${refusal.message}`);
   }
 
-  /** Starts the child again later, if the parent's row still waits on this
-   * wait then (answered, cancelled or gone meanwhile: nothing to do). The
-   * start is keyed: it follows a child that did start after all. */
-  private startAgainLater(entry: ExecutionEntry, request: ApprovalRequest): void {
+  /** Makes the child's start, refused with `answer`, again later: when it
+   * comes due, the host reads the parent's row and the core says whether
+   * it still waits on this wait (made now), may not be known yet (its read
+   * failed: later again) or not (answered, cancelled or gone: nothing to
+   * do). The start is keyed: it follows a child that did start. */
+  private startAgainLater(entry: ExecutionEntry, request: ApprovalRequest, answer: StartAnswer): void {
     const timer = setTimeout(() => {
       if (this.host.closed()) return;
       this.host.store.getExecution(entry.executionId).then(
-        (row) => {
-          const pending = row?.status === "suspended" ? (row.approvalRequest as { approvalId?: unknown } | null)?.approvalId : undefined;
-          if (pending === request.approvalId && !this.host.closed()) this.waitingOn(entry);
-        },
-        () => this.startAgainLater(entry, request),
+        (row) => this.dueAgain(entry, request, answer, ChildFact.ParentRead | parentFactsOf(row, request)),
+        () => this.dueAgain(entry, request, answer, ChildFact.ParentRead | ChildFact.Failed),
       );
     }, childStartRetryMs);
     timer.unref();
   }
+
+  private dueAgain(entry: ExecutionEntry, request: ApprovalRequest, answer: StartAnswer, facts: number): void {
+    if (this.host.closed()) return;
+    const verdict = this.verdictOf(answer, facts);
+    if (verdict === ChildStartVerdict.StartAgain) this.waitingOn(entry);
+    else if (verdict === ChildStartVerdict.StartAgainLater) this.startAgainLater(entry, request, answer);
+  }
+}
+
+/** What the parent's row, read when a start made again came due, says of
+ * the wait (`ChildFact` bits). */
+function parentFactsOf(row: ExecutionRow | undefined, request: ApprovalRequest): number {
+  const pending = (row?.approvalRequest as { approvalId?: unknown } | null | undefined)?.approvalId;
+  return (row?.status === "suspended" ? ChildFact.ParentSuspended : 0) | (pending !== undefined && pending === request.approvalId ? ChildFact.ParentOnWait : 0);
 }
 
 /** The outcome a child's ended row gives its parent. */

@@ -76,7 +76,8 @@ const leftPendingBefore = (e: PhronomyError): boolean => LEFT_PENDING.has(e.code
 
 function childStepBefore(e: PhronomyError): ChildStartVerdict {
   if (e.code === "RUNTIME_SHUTDOWN") return ChildStartVerdict.Drop;
-  const mayStartElsewhere = (e.code === "AGENT_BUSY" && e.details?.["reason"] === "lease_not_held") || e.code === "STORE";
+  // Decision 0099 added a conversation held for recovery (`recovery_required`) to the host's former two.
+  const mayStartElsewhere = (e.code === "AGENT_BUSY" && e.details?.["reason"] !== undefined) || e.code === "STORE";
   return mayStartElsewhere ? ChildStartVerdict.StartAgainLater : ChildStartVerdict.ReadChild;
 }
 

@@ -85,8 +85,9 @@ export function scheduleFiringVerdictFor(facts: number, answer: number): Firing 
 
 // -- a parent's child start (0079, 0086, 0096) --------------------------------------
 
-/** Refusals that say nothing of whether the child starts: made again later. */
-const CHILD_RETRIED: readonly Answer[] = [Answer.StoreFailed, Answer.LeaseNotHeld];
+/** Refusals that say nothing of whether the child starts: made again
+ * later (a conversation held for recovery: decision 0099). */
+const CHILD_RETRIED: readonly Answer[] = [Answer.StoreFailed, Answer.LeaseNotHeld, Answer.BusyHeld];
 
 /** What the host read of the child's row. */
 interface ChildRead {
@@ -108,6 +109,23 @@ const CHILD_READ_RULES: readonly { readonly when: (f: ChildRead, followed: boole
   { when: () => true, verdict: ChildStartVerdict.TellRefusal },
 ];
 
+/** What the host read of the parent's row when a start made again later
+ * came due (decision 0099). */
+interface ParentRead {
+  readonly failed: boolean;
+  readonly suspended: boolean;
+  readonly onWait: boolean;
+}
+
+/** Rules for a start made again later coming due: made now only while the
+ * parent is suspended on that very wait. */
+const CHILD_DUE_AGAIN_RULES: readonly { readonly when: (f: ParentRead) => boolean; readonly verdict: ChildStartVerdict }[] = [
+  { when: (f) => f.failed && (f.suspended || f.onWait), verdict: ChildStartVerdict.None },
+  { when: (f) => f.failed, verdict: ChildStartVerdict.StartAgainLater },
+  { when: (f) => f.suspended && f.onWait, verdict: ChildStartVerdict.StartAgain },
+  { when: () => true, verdict: ChildStartVerdict.Drop },
+];
+
 export function childStartVerdictFor(answer: number, facts: number): ChildStartVerdict {
   if (answer <= Answer.None || answer >= Answer.End || facts < 0 || facts >= ChildFact.End) return ChildStartVerdict.None;
   const start = answer as Answer;
@@ -115,6 +133,19 @@ export function childStartVerdictFor(answer: number, facts: number): ChildStartV
     if (start === Answer.Stopping) return ChildStartVerdict.Drop;
     return CHILD_RETRIED.includes(start) ? ChildStartVerdict.StartAgainLater : ChildStartVerdict.ReadChild;
   }
+  const parentFacts = ChildFact.ParentSuspended | ChildFact.ParentOnWait;
+  const childFacts = ChildFact.Read | ChildFact.Found | ChildFact.Ended;
+  if ((facts & ChildFact.ParentRead) !== 0) {
+    // Only a refused start is made again, and it asks nothing of the child's row.
+    if (start === Answer.Stopping || start === Answer.Started || start === Answer.Queued || (facts & childFacts) !== 0) return ChildStartVerdict.None;
+    const parent: ParentRead = {
+      failed: (facts & ChildFact.Failed) !== 0,
+      suspended: (facts & ChildFact.ParentSuspended) !== 0,
+      onWait: (facts & ChildFact.ParentOnWait) !== 0,
+    };
+    return CHILD_DUE_AGAIN_RULES.find((rule) => rule.when(parent))!.verdict;
+  }
+  if ((facts & parentFacts) !== 0) return ChildStartVerdict.None;
   // Nothing is read after Drop or StartAgainLater.
   if (start === Answer.Stopping || CHILD_RETRIED.includes(start)) return ChildStartVerdict.None;
   const read: ChildRead = {

@@ -9,7 +9,7 @@ import { expect, it, vi } from "vitest";
 import { scriptedModel } from "../../host/agent/scripted-model.js";
 import { agentTool, Phronomy } from "../../host/index.js";
 import { childStartRetryMs } from "../../host/runtime/child-executions.js";
-import { Cluster } from "./cluster-store.js";
+import { Cluster, type PendingWrite } from "./cluster-store.js";
 import { advance, leaseMs, none, useSimulatedClock } from "./two-processes.js";
 
 useSimulatedClock();
@@ -53,3 +53,37 @@ it("a child start failed with its parent not told is made again: the child runs,
   expect(cluster.unfinished()).toEqual([]);
   await environment.close();
 });
+
+it("a child start made again later is dropped when its parent no longer waits on that wait then (the core's StartAgain / Drop, decision 0099)", async () => {
+  const cluster = new Cluster(leaseMs);
+  const store = cluster.storeFor("p1");
+  const environment = await Phronomy.open({ store, logger: { warn: () => undefined } });
+  const helper = environment.agent({ name: "helper", model: scriptedModel(() => ({ text: "found it" })) });
+  const support = environment.agent({
+    name: "support",
+    model: scriptedModel(({ messages }) =>
+      messages.at(-1)?.role === "tool" ? { text: "done" } : { toolCalls: [{ toolName: "ask", input: { input: "look it up" } }] },
+    ),
+    tools: { ask: agentTool(helper, { description: "Asks the helper" }) },
+  });
+  const run = support.conversation("c").start("help");
+  run.result.catch(() => undefined);
+  const isChildPreparation = (write: PendingWrite): boolean => write.operation.type === "prepareExecution" && write.operation.agentId !== "c";
+  await advance(cluster, 100, isChildPreparation);
+  const parentId = await run.executionId;
+  expect(cluster.execution(parentId)).toMatchObject({ status: "suspended" });
+  // The child's start fails in the store (nothing written): made again a second later.
+  cluster.pending.find(isChildPreparation)!.settle("failed");
+  await vi.advanceTimersByTimeAsync(0);
+  // Before it comes due, the parent is cancelled: its row no longer waits.
+  const cancelled = environment.cancel(parentId);
+  cancelled.catch(() => undefined);
+  await advance(cluster, 200, none);
+  expect(cluster.execution(parentId)).toMatchObject({ status: "terminal" });
+
+  await advance(cluster, childStartRetryMs * 4, none);
+  const children = cluster.connection.prepare("SELECT count(*) AS n FROM executions WHERE execution_id <> ?").get(parentId);
+  expect(children?.["n"]).toBe(0);
+  expect(cluster.pending).toEqual([]);
+  await environment.close();
+}, 20_000);

@@ -90,7 +90,7 @@ describe("the whole host, simulated", () => {
     expect(second.log, replay(BASE_SEED)).toEqual(first.log);
   }, 60_000);
 
-  // Seeds that once failed, each a bug fixed (decisions 0086, 0097): they run on
+  // Seeds that once failed, each a bug fixed (decisions 0086, 0097, 0099): they run on
   // every `npm test` whatever the base seed.
   it.each([
     [2000504, "a child refused because another process held its conversation was told to its parent as failed"],
@@ -99,6 +99,10 @@ describe("the whole host, simulated", () => {
     [2380461816, "a signal offered to a wait a cancel ended was replaced by the next signal of its key"],
     [1402892470, "the same, another draw"],
     [256092519, "a child start the store failed was told to its parent as failed while another process ran it"],
+    [
+      728979172,
+      "a child start refused as its conversation was held for recovery was told to its parent as failed while a start made again ran it (decision 0099)",
+    ],
     [34813243, "a scheduled firing claimed again, its keyed execution started by the first claimer and failed, was settled refused (decision 0097)"],
     [
       2638966136,
