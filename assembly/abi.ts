@@ -902,7 +902,8 @@ export const enum HeadOutcome {
  * One class for every verdict over a start's answer — a message taken from
  * the durable queue (`queuedRunVerdict`), a schedule's firing
  * (`scheduleFiringVerdict`), a parent's child (`childStartVerdict`), a start
- * filed for this process (`filedStartVerdict`) — so each reads the same
+ * filed for this process (`filedStartVerdict`), a keyed start's inner Run
+ * (`keyedStartVerdict`, docs/decisions/0102) — so each reads the same
  * facts and decides by its own rules. A translation only (`startAnswerOf`). */
 export const enum StartAnswer {
   /** Not made yet. */
