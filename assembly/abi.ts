@@ -1161,6 +1161,36 @@ export const enum DueFireVerdict {
   Drop = 4,
 }
 
+/** What the host knows of a signal stored for an event wait's key before
+ * the wait was committed, as it offers it to the wait, for
+ * `storedSignalVerdict` (docs/decisions/0077, 0102). */
+export const enum StoredSignalFact {
+  /** The conversation's definition is made here: it has a handle to
+   * resume through. */
+  DefinedHere = 1,
+  /** The wait's resume with the signal answered (landed, or `Refused`). */
+  Answered = 2,
+  /** The resume was refused. */
+  Refused = 4,
+  /** The refusal's code is `INVALID_INPUT`: the wait's schema refuses the
+   * payload, so it can never resume the wait. */
+  PayloadRefused = 8,
+  End = 16,
+}
+
+/** What becomes of a stored signal offered to its wait
+ * (`storedSignalVerdict`). */
+export const enum StoredSignalVerdict {
+  /** Facts that cannot hold together. */
+  None = 0,
+  /** Resume the wait with it, then ask again with how it answered. */
+  Resume = 1,
+  /** Keep it: offered again when the wait is recovered. */
+  Keep = 2,
+  /** Drop it from the store: given to the wait, or refused for good. */
+  Drop = 3,
+}
+
 /** What the host knows of a claim in the approval inbox, for
  * `claimedDecisionVerdict` and `claimedStartVerdict` (docs/decisions/0011,
  * 0031, 0086, 0102). */

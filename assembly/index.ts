@@ -31,6 +31,7 @@ import { childStartVerdictOf } from "./decisions/child-start";
 import { filedStartVerdictOf } from "./decisions/filed-start";
 import { keyedStartVerdictOf } from "./decisions/keyed-start";
 import { dueFireVerdictOf } from "./decisions/due-fire";
+import { storedSignalVerdictOf } from "./decisions/stored-signal";
 import { claimedDecisionVerdictOf, claimedStartVerdictOf } from "./decisions/inbox-claim";
 import { scheduleClaimVerdictOf, scheduleFiringVerdictOf } from "./decisions/schedule";
 import { toolCallsToStartOf } from "./decisions/tool-calls";
@@ -217,6 +218,11 @@ export function keyedStartVerdict(answer: u32, facts: u32): u32 {
  * `DueFireVerdict` (docs/decisions/0102). */
 export function dueFireVerdict(facts: u32): u32 {
   return dueFireVerdictOf(facts);
+}
+/** A signal stored for an event wait's key, offered to the wait
+ * (`StoredSignalFact` bits): a `StoredSignalVerdict` (docs/decisions/0102). */
+export function storedSignalVerdict(facts: u32): u32 {
+  return storedSignalVerdictOf(facts);
 }
 /** A decision claimed in the approval inbox (its `ClaimAnswer`,
  * `ClaimFact` bits): a `ClaimVerdict` (docs/decisions/0102). */

@@ -302,6 +302,13 @@ export class ControlCore implements ControlMachine {
     return this.exports.dueFireVerdict(facts);
   }
 
+  /** A signal stored for an event wait's key, offered to the wait
+   * (`StoredSignalFact` bits): a `StoredSignalVerdict`; 0 for facts that
+   * cannot hold together. */
+  storedSignalVerdict(facts: number): number {
+    return this.exports.storedSignalVerdict(facts);
+  }
+
   /** A decision claimed in the approval inbox (its `ClaimAnswer`,
    * `ClaimFact` bits): a `ClaimVerdict`; 0 for arguments that cannot hold
    * together. */

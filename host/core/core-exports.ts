@@ -31,6 +31,7 @@ export interface CoreExports {
   filedStartVerdict(answer: number, facts: number): number;
   keyedStartVerdict(answer: number, facts: number): number;
   dueFireVerdict(facts: number): number;
+  storedSignalVerdict(facts: number): number;
   claimedDecisionVerdict(answer: number, facts: number): number;
   claimedStartVerdict(fate: number, facts: number): number;
   scheduleClaimVerdict(facts: number): number;

@@ -141,6 +141,7 @@ export class Environment {
     this.signals = new EventSignals({
       store,
       logger: coordinator.settings.logger,
+      core,
       assertOpen: asserts.assertOpen,
       agentHandle: (agentId) => this.agentHandle(agentId),
       placeById: (source, agentId, here) => this.placeById(source, agentId, here),

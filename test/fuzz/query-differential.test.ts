@@ -21,6 +21,7 @@ import {
   ScheduleFact,
   ScheduleFiringFact,
   StartAnswer,
+  StoredSignalFact,
   TurnCallFact,
   TurnCallVerdict,
 } from "../../assembly/abi.js";
@@ -37,6 +38,7 @@ import {
   replaceVerdictFor,
   scheduleClaimVerdictFor,
   scheduleFiringVerdictFor,
+  storedSignalVerdictFor,
   toolCallsToStartFor,
   turnVerdictsFor,
   turnCallVerdictFor,
@@ -107,19 +109,21 @@ for (const build of ["debug", "release"] as const) {
       );
     });
 
-    it(`answers a keyed start's refusal, a due wait's fire and an inbox claim as the model does (seed ${seed})`, async () => {
+    it(`answers a keyed start's refusal, a due wait's fire, a stored signal and an inbox claim as the model does (seed ${seed})`, async () => {
       const core = await coreOf(build);
       fc.assert(
         fc.property(
           argument(StartAnswer.End),
           argument(KeyedStartFact.End),
           argument(DueFireFact.End),
+          argument(StoredSignalFact.End),
           argument(ClaimAnswer.End),
           argument(FiledStartVerdict.Refused + 1),
           argument(ClaimFact.End),
-          (answer, keyed, due, claimAnswer, fate, claim) => {
+          (answer, keyed, due, signal, claimAnswer, fate, claim) => {
             expect(core.keyedStartVerdict(answer, keyed)).toBe(keyedStartVerdictFor(answer, keyed));
             expect(core.dueFireVerdict(due)).toBe(dueFireVerdictFor(due));
+            expect(core.storedSignalVerdict(signal)).toBe(storedSignalVerdictFor(signal));
             expect(core.claimedDecisionVerdict(claimAnswer, claim)).toBe(claimedDecisionVerdictFor(claimAnswer, claim));
             expect(core.claimedStartVerdict(fate, claim)).toBe(claimedStartVerdictFor(fate, claim));
           },

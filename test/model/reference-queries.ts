@@ -24,6 +24,8 @@ import {
   ScheduleFiringFact,
   ScheduleFiringVerdict as Firing,
   StartAnswer as Answer,
+  StoredSignalFact,
+  StoredSignalVerdict,
   ToolCallCount,
   TurnCallFact,
   TurnCallVerdict,
@@ -229,6 +231,38 @@ export function dueFireVerdictFor(facts: number): DueFireVerdict {
     storeFailed: (facts & DueFireFact.StoreFailed) !== 0,
   };
   return DUE_RULES.find((rule) => rule.when(read))!.verdict;
+}
+
+// -- a stored signal offered to its wait (0077, 0102) -------------------------------
+
+/** What the host knows of a stored signal as it offers it. */
+interface SignalRead {
+  readonly definedHere: boolean;
+  readonly answered: boolean;
+  readonly refused: boolean;
+  readonly payloadRefused: boolean;
+}
+
+const SIGNAL_RULES: readonly { readonly when: (f: SignalRead) => boolean; readonly verdict: StoredSignalVerdict }[] = [
+  { when: (f) => f.refused && !f.answered, verdict: StoredSignalVerdict.None },
+  { when: (f) => f.payloadRefused && !f.refused, verdict: StoredSignalVerdict.None },
+  { when: (f) => f.answered && !f.definedHere, verdict: StoredSignalVerdict.None },
+  { when: (f) => !f.answered && !f.definedHere, verdict: StoredSignalVerdict.Keep },
+  { when: (f) => !f.answered, verdict: StoredSignalVerdict.Resume },
+  { when: (f) => !f.refused, verdict: StoredSignalVerdict.Drop },
+  { when: (f) => f.payloadRefused, verdict: StoredSignalVerdict.Drop },
+  { when: () => true, verdict: StoredSignalVerdict.Keep },
+];
+
+export function storedSignalVerdictFor(facts: number): StoredSignalVerdict {
+  if (facts < 0 || facts >= StoredSignalFact.End) return StoredSignalVerdict.None;
+  const read: SignalRead = {
+    definedHere: (facts & StoredSignalFact.DefinedHere) !== 0,
+    answered: (facts & StoredSignalFact.Answered) !== 0,
+    refused: (facts & StoredSignalFact.Refused) !== 0,
+    payloadRefused: (facts & StoredSignalFact.PayloadRefused) !== 0,
+  };
+  return SIGNAL_RULES.find((rule) => rule.when(read))!.verdict;
 }
 
 // -- a claim in the approval inbox (0011, 0031, 0086, 0102) -------------------------
