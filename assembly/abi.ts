@@ -902,7 +902,8 @@ export const enum HeadOutcome {
  * One class for every verdict over a start's answer — a message taken from
  * the durable queue (`queuedRunVerdict`), a schedule's firing
  * (`scheduleFiringVerdict`), a parent's child (`childStartVerdict`), a start
- * filed for this process (`filedStartVerdict`) — so each reads the same
+ * filed for this process (`filedStartVerdict`), a keyed start's inner Run
+ * (`keyedStartVerdict`, docs/decisions/0102) — so each reads the same
  * facts and decides by its own rules. A translation only (`startAnswerOf`). */
 export const enum StartAnswer {
   /** Not made yet. */
@@ -1114,6 +1115,153 @@ export const enum FiledStartVerdict {
   AskAdmitted = 4,
   /** Refused for good: the refusal is recorded. */
   Refused = 5,
+}
+
+/** What the host read of a keyed start whose inner Run was refused, for
+ * `keyedStartVerdict` (docs/decisions/0102). 0: nothing read yet. */
+export const enum KeyedStartFact {
+  /** The host read whether this process admitted the key's execution id
+   * (asked by `AskAdmitted`; a read that failed is read as not admitted). */
+  AdmittedRead = 1,
+  /** This process admitted that execution id: the key's first start still
+   * runs, or is being prepared, here. */
+  AdmittedHere = 2,
+  End = 4,
+}
+
+/** What the outer Run of a keyed start (`idempotencyKey`) does once its
+ * inner Run was refused (`keyedStartVerdict`). */
+export const enum KeyedStartVerdict {
+  /** An answer or facts that cannot hold together (a start that was not
+   * refused, a read not asked for). */
+  None = 0,
+  /** Follow the key's execution from the store: it exists, or runs here. */
+  Follow = 1,
+  /** Read whether this process admitted the key's execution id, then ask
+   * again with `AdmittedRead`. */
+  AskAdmitted = 2,
+  /** Fail the outer Run with the refusal. */
+  Fail = 3,
+}
+
+/** What the due sweep knows of a wait it fires, for `dueFireVerdict`
+ * (docs/decisions/0076, 0102). */
+export const enum DueFireFact {
+  /** The environment is closed (or closing). */
+  Closed = 1,
+  /** The conversation's definition is made here: it has a handle to
+   * resume through. */
+  DefinedHere = 2,
+  /** The fire (the conversation's resume) was refused; without it the
+   * fire was not made yet. */
+  Refused = 4,
+  /** The refusal's code is `STORE`: the store failed, the answer may not
+   * have landed. */
+  StoreFailed = 8,
+  End = 16,
+}
+
+/** What the due sweep does with a wait (`dueFireVerdict`). */
+export const enum DueFireVerdict {
+  /** Facts that cannot hold together. */
+  None = 0,
+  /** Not this process's to fire now (closed, or its definition not made
+   * here: its recovery, once defined, reports the suspension again). */
+  Skip = 1,
+  /** Fire it: the conversation's resume with the clock's answer. */
+  Fire = 2,
+  /** Throw the refusal: the sweep fires it again on its next pass. */
+  TryAgain = 3,
+  /** Drop it: answered already, ended, or the environment closing. */
+  Drop = 4,
+}
+
+/** What the host knows of a signal stored for an event wait's key before
+ * the wait was committed, as it offers it to the wait, for
+ * `storedSignalVerdict` (docs/decisions/0077, 0102). */
+export const enum StoredSignalFact {
+  /** The conversation's definition is made here: it has a handle to
+   * resume through. */
+  DefinedHere = 1,
+  /** The wait's resume with the signal answered (landed, or `Refused`). */
+  Answered = 2,
+  /** The resume was refused. */
+  Refused = 4,
+  /** The refusal's code is `INVALID_INPUT`: the wait's schema refuses the
+   * payload, so it can never resume the wait. */
+  PayloadRefused = 8,
+  End = 16,
+}
+
+/** What becomes of a stored signal offered to its wait
+ * (`storedSignalVerdict`). */
+export const enum StoredSignalVerdict {
+  /** Facts that cannot hold together. */
+  None = 0,
+  /** Resume the wait with it, then ask again with how it answered. */
+  Resume = 1,
+  /** Keep it: offered again when the wait is recovered. */
+  Keep = 2,
+  /** Drop it from the store: given to the wait, or refused for good. */
+  Drop = 3,
+}
+
+/** What the host knows of a claim in the approval inbox, for
+ * `claimedDecisionVerdict` and `claimedStartVerdict` (docs/decisions/0011,
+ * 0031, 0086, 0102). */
+export const enum ClaimFact {
+  /** An approval decision (not a cancel, a retry or a start). */
+  Approval = 1,
+  /** Claimed before, by a former owner (`claims > 1`). */
+  ClaimedAgain = 2,
+  /** The host read the approval's decided step (asked by `AskDecided`). */
+  DecidedRead = 4,
+  /** That step names this very decision: a former owner applied it. */
+  DecidedThis = 8,
+  /** The inbox is closing (this process stops). */
+  Closed = 16,
+  /** This process holds (a start: may still hold) the conversation at the
+   * claim's epoch. */
+  Held = 32,
+  End = 64,
+}
+
+/** How applying a claimed decision (approval, cancel, retry) answered, as
+ * the host reads its refusal's code, for `claimedDecisionVerdict`. */
+export const enum ClaimAnswer {
+  /** Not applied yet. */
+  None = 0,
+  /** Applied: its commit landed. */
+  Applied = 1,
+  /** `RUNTIME_SHUTDOWN`: this process is closing. */
+  Stopping = 2,
+  /** `CORE_FAILED`: the core failed (decision 0023). */
+  CoreFailed = 3,
+  /** Any other refusal. */
+  Refused = 4,
+  End = 5,
+}
+
+/** What becomes of a claim in the approval inbox (`claimedDecisionVerdict`,
+ * `claimedStartVerdict`). */
+export const enum ClaimVerdict {
+  /** An answer or facts that cannot hold together. */
+  None = 0,
+  /** Read the approval's decided step, then ask again with `DecidedRead`. */
+  AskDecided = 1,
+  /** Apply it here (a decision through the local path, a start through
+   * `agent.start`'s), then ask again with how it answered. */
+  Apply = 2,
+  /** Settle it applied (it ran, or landed, here or by a former owner). */
+  SettleApplied = 3,
+  /** Settle it refused, the refusal recorded for its filer. */
+  SettleRefused = 4,
+  /** Leave it claimed: the next owner (or the process that holds the
+   * conversation) claims it again and judges it. */
+  Leave = 5,
+  /** Keep it and judge it again soon (`settleRetryMs`): a start's write the
+   * store failed or refused while this process may hold the partition. */
+  TryAgain = 6,
 }
 
 /** What `toolCallsToStart` answers besides a count (docs/decisions/0087). */

@@ -29,6 +29,10 @@ import { byIdVerdictOf } from "./decisions/by-id";
 import { queuedRunVerdictOf } from "./decisions/queued-run";
 import { childStartVerdictOf } from "./decisions/child-start";
 import { filedStartVerdictOf } from "./decisions/filed-start";
+import { keyedStartVerdictOf } from "./decisions/keyed-start";
+import { dueFireVerdictOf } from "./decisions/due-fire";
+import { storedSignalVerdictOf } from "./decisions/stored-signal";
+import { claimedDecisionVerdictOf, claimedStartVerdictOf } from "./decisions/inbox-claim";
 import { scheduleClaimVerdictOf, scheduleFiringVerdictOf } from "./decisions/schedule";
 import { toolCallsToStartOf } from "./decisions/tool-calls";
 import { replaceVerdictOf } from "./decisions/replace-from";
@@ -203,6 +207,33 @@ export function childStartVerdict(answer: u32, facts: u32): u32 {
  * `FiledStartVerdict` (docs/decisions/0096). */
 export function filedStartVerdict(answer: u32, facts: u32): u32 {
   return filedStartVerdictOf(answer, facts);
+}
+/** The outer Run of a keyed start whose inner Run was refused (its
+ * `StartAnswer`, `KeyedStartFact` bits): a `KeyedStartVerdict`
+ * (docs/decisions/0102). */
+export function keyedStartVerdict(answer: u32, facts: u32): u32 {
+  return keyedStartVerdictOf(answer, facts);
+}
+/** The due sweep's fire of one wait (`DueFireFact` bits): a
+ * `DueFireVerdict` (docs/decisions/0102). */
+export function dueFireVerdict(facts: u32): u32 {
+  return dueFireVerdictOf(facts);
+}
+/** A signal stored for an event wait's key, offered to the wait
+ * (`StoredSignalFact` bits): a `StoredSignalVerdict` (docs/decisions/0102). */
+export function storedSignalVerdict(facts: u32): u32 {
+  return storedSignalVerdictOf(facts);
+}
+/** A decision claimed in the approval inbox (its `ClaimAnswer`,
+ * `ClaimFact` bits): a `ClaimVerdict` (docs/decisions/0102). */
+export function claimedDecisionVerdict(answer: u32, facts: u32): u32 {
+  return claimedDecisionVerdictOf(answer, facts);
+}
+/** A start claimed in the approval inbox (its fate, a
+ * `FiledStartVerdict`; `ClaimFact` bits): a `ClaimVerdict`
+ * (docs/decisions/0102). */
+export function claimedStartVerdict(fate: u32, facts: u32): u32 {
+  return claimedStartVerdictOf(fate, facts);
 }
 /** Which slot a schedule row fires (`ScheduleFact` bits): a
  * `ScheduleClaimVerdict` the host computes the times of (docs/decisions/0087). */

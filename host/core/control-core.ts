@@ -289,6 +289,40 @@ export class ControlCore implements ControlMachine {
     return this.exports.filedStartVerdict(answer, facts);
   }
 
+  /** The outer Run of a keyed start whose inner Run was refused (its
+   * `StartAnswer`, `KeyedStartFact` bits): a `KeyedStartVerdict`; 0 for an
+   * answer or facts that cannot hold together. */
+  keyedStartVerdict(answer: number, facts: number): number {
+    return this.exports.keyedStartVerdict(answer, facts);
+  }
+
+  /** The due sweep's fire of one wait (`DueFireFact` bits): a
+   * `DueFireVerdict`; 0 for facts that cannot hold together. */
+  dueFireVerdict(facts: number): number {
+    return this.exports.dueFireVerdict(facts);
+  }
+
+  /** A signal stored for an event wait's key, offered to the wait
+   * (`StoredSignalFact` bits): a `StoredSignalVerdict`; 0 for facts that
+   * cannot hold together. */
+  storedSignalVerdict(facts: number): number {
+    return this.exports.storedSignalVerdict(facts);
+  }
+
+  /** A decision claimed in the approval inbox (its `ClaimAnswer`,
+   * `ClaimFact` bits): a `ClaimVerdict`; 0 for arguments that cannot hold
+   * together. */
+  claimedDecisionVerdict(answer: number, facts: number): number {
+    return this.exports.claimedDecisionVerdict(answer, facts);
+  }
+
+  /** A start claimed in the approval inbox (its fate, a
+   * `FiledStartVerdict`, 0 before it ran; `ClaimFact` bits): a
+   * `ClaimVerdict`; 0 for arguments that cannot hold together. */
+  claimedStartVerdict(fate: number, facts: number): number {
+    return this.exports.claimedStartVerdict(fate, facts);
+  }
+
   /** Which slot a schedule row fires (`ScheduleFact` bits): a
    * `ScheduleClaimVerdict`; 0 for facts that cannot hold together. */
   scheduleClaimVerdict(facts: number): number {

@@ -29,6 +29,11 @@ export interface CoreExports {
   queuedRunVerdict(answer: number): number;
   childStartVerdict(answer: number, facts: number): number;
   filedStartVerdict(answer: number, facts: number): number;
+  keyedStartVerdict(answer: number, facts: number): number;
+  dueFireVerdict(facts: number): number;
+  storedSignalVerdict(facts: number): number;
+  claimedDecisionVerdict(answer: number, facts: number): number;
+  claimedStartVerdict(fate: number, facts: number): number;
   scheduleClaimVerdict(facts: number): number;
   scheduleFiringVerdict(facts: number, answer: number): number;
   toolCallsToStart(calls: number, started: number, settled: number, limit: number, finished: number): number;

@@ -32,7 +32,7 @@ import type { ModelMessage, UIMessage, UserContent } from "ai";
 import type { HistoryMetadata } from "./journal-messages.js";
 import { journalRecordsKept } from "../store/prune.js";
 import { randomUUID } from "node:crypto";
-import { isExecutionExists } from "./error-codes.js";
+import { judgeKeyedRefusal } from "./keyed-start-refusal.js";
 import type { Schedule, ScheduleMaker, ScheduleOptions } from "./schedule-words.js";
 import { whenRead } from "./rehydration.js";
 
@@ -292,20 +292,18 @@ export class Agent<OUTPUT = Json> {
       (result) => resolveWaiter(outer, result, outcomeEventOf(result), settings),
       (error: unknown) => {
         const refusal = asPhronomyError(error, "INTERNAL");
-        if (isExecutionExists(refusal)) return this.environment.followExecution(this.id, executionId, outer);
-        // Busy with this very key (the first start of it still runs, or is
-        // being prepared here): follow it.
-        if (refusal.code === "AGENT_BUSY") {
-          this.environment.admittedAs(executionId).then(
-            (admitted) => {
-              if (admitted) return this.environment.followExecution(this.id, executionId, outer);
-              settleWaiterWithError(outer, refusal, settings);
-            },
-            () => settleWaiterWithError(outer, refusal, settings),
-          );
-          return;
-        }
-        settleWaiterWithError(outer, refusal, settings);
+        // The key's execution in the store already, or busy with this very
+        // key (its first start still runs, or is being prepared here):
+        // follow it; else the refusal is the outer Run's (the core decides).
+        judgeKeyedRefusal(
+          settings.core,
+          refusal,
+          () => this.environment.admittedAs(executionId),
+          (follows) => {
+            if (follows) return this.environment.followExecution(this.id, executionId, outer);
+            settleWaiterWithError(outer, refusal, settings);
+          },
+        );
       },
     );
     return inner;

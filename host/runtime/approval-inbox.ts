@@ -19,12 +19,15 @@
 //   lost (`inboxClosed`); nothing here decides it.
 // * One drain per agent at a time; a wake-up during a drain runs another
 //   pass after it (a decision filed meanwhile is not missed).
-// * A refusal caused by this process losing the agent (lease lost, the
-//   environment shutting down) is not recorded: the decision stays claimed,
-//   and the next owner claims it again and judges it.
-// * A decision claimed again (a former owner claimed it and died) is first
-//   looked up in the execution's timeline: if the former owner's approval
-//   commit landed, it is marked applied without being applied twice.
+// * What a claim becomes is the core's (`claimedDecisionVerdict`,
+//   `claimedStartVerdict`, docs/decisions/0102); the host reads the facts
+//   it asks for and carries the verdict out. Its rules: a refusal caused by
+//   this process losing the agent (lease lost, the environment shutting
+//   down, its core failed) is not recorded: the decision stays claimed, and
+//   the next owner claims it again and judges it. A decision claimed again
+//   (a former owner claimed it and died) is first looked up in the
+//   execution's timeline: if the former owner's approval commit landed, it
+//   is marked applied without being applied twice.
 // * A claim the database failed on (judging or marking it) is kept and
 //   finished on the next pass, `settleRetryMs` later at the latest: nobody
 //   else would finish a claim of this epoch, and its filer waits on it.
@@ -40,7 +43,9 @@
 //   the partition is held at the claim's epoch; else it is left for the
 //   next owner's claim.
 
-import { CoreFailureError, PhronomyError, RuntimeShutdownError } from "../errors.js";
+import { ClaimAnswer, ClaimFact, ClaimVerdict, FiledStartVerdict } from "../../assembly/abi.js";
+import type { ControlCore } from "../core/control-core.js";
+import type { PhronomyError } from "../errors.js";
 import { transferError } from "../store/error-transfer.js";
 import {
   claimBatchMax,
@@ -55,6 +60,7 @@ import { capabilitiesOf } from "../store/capabilities.js";
 import type { ExecutionStore } from "../store/store.js";
 import { startTiming } from "../store/start-timing.js";
 import type { FiledStartFate } from "./filed-start-fate.js";
+import { claimAnswerOf } from "./claim-answer.js";
 import type { Logger } from "./options.js";
 
 export type { ClaimedDecision, DecisionProgress };
@@ -122,6 +128,8 @@ export class InboxApplier {
     /** Whether this process still holds the agent at that lease epoch. */
     private readonly holds: (agentId: string, epoch: number) => boolean,
     private readonly logger: Logger,
+    /** Decides what each claim becomes (docs/decisions/0102). */
+    private readonly core: Pick<ControlCore, "claimedDecisionVerdict" | "claimedStartVerdict">,
     /** Whether decisions of conversations not live here are claimed: a
      * SQLite owner's retries (every conversation of the store is its own),
      * a PostgreSQL owner's filed starts (docs/decisions/0031). */
@@ -299,23 +307,37 @@ export class InboxApplier {
 
   /** Applies the claim; undefined: leave it claimed for the next owner;
    * "again": a start whose write the store failed or refused while this
-   * process still holds the partition (tried again `settleRetryMs` later). */
+   * process still holds the partition (tried again `settleRetryMs` later).
+   * Each step is the core's (`claimedDecisionVerdict`, docs/decisions/0102):
+   * the host reads the facts it asks for and carries the verdict out. */
   private async judge(claim: ClaimedDecision): Promise<DecisionSettlement | undefined | "again"> {
     if (claim.kind === "start") return this.judgeStart(claim);
     // A cancel is idempotent: claimed again, it is applied again; a retry
     // claimed again looks at the row's revision itself (`applyFiledRetry`).
-    if (claim.claims > 1 && (claim.kind ?? "approval") === "approval") {
+    let facts = ((claim.kind ?? "approval") === "approval" ? ClaimFact.Approval : 0) | (claim.claims > 1 ? ClaimFact.ClaimedAgain : 0);
+    let verdict = this.decisionVerdict(claim, ClaimAnswer.None, facts);
+    if (verdict === ClaimVerdict.AskDecided) {
       const decided = await this.store.approvalDecided(claim.executionId, claim.approvalId);
       // Applied by a former owner only if its step names this decision: an
       // answer given here, or another filed one, is not this one (0086).
-      if (decided !== undefined && decided.filedAs === claim.decisionId) return { applied: true };
+      facts |= ClaimFact.DecidedRead | (decided !== undefined && decided.filedAs === claim.decisionId ? ClaimFact.DecidedThis : 0);
+      verdict = this.decisionVerdict(claim, ClaimAnswer.None, facts);
     }
-    const refusal = this.closed ? new RuntimeShutdownError(`decision ${claim.decisionId}`) : await this.apply(claim);
-    if (refusal === undefined) return { applied: true };
-    // Shut down, or its core failed (decision 0023): the decision is the
-    // next owner's to judge, not refused.
-    if (refusal instanceof RuntimeShutdownError || refusal instanceof CoreFailureError || !this.holds(claim.agentId, claim.claimedEpoch)) return undefined;
-    return { applied: false, error: transferError(refusal) };
+    let refusal: PhronomyError | undefined;
+    if (verdict === ClaimVerdict.Apply) {
+      refusal = await this.apply(claim);
+      // Shut down, its core failed (decision 0023), or no longer held at
+      // the claim's epoch: the next owner's to judge, not refused.
+      verdict = this.decisionVerdict(claim, claimAnswerOf(refusal), facts);
+    }
+    return settlementOf(verdict, refusal, `decision ${claim.decisionId}`);
+  }
+
+  /** The core's verdict on a claimed decision, told whether the inbox is
+   * closing and the agent still held here at the claim's epoch. */
+  private decisionVerdict(claim: ClaimedDecision, answer: ClaimAnswer, facts: number): ClaimVerdict {
+    const now = (this.closed ? ClaimFact.Closed : 0) | (this.holds(claim.agentId, claim.claimedEpoch) ? ClaimFact.Held : 0);
+    return this.core.claimedDecisionVerdict(answer, facts | now) as ClaimVerdict;
   }
 
   /** A filed start (docs/decisions/0031): run here under its execution id,
@@ -324,22 +346,48 @@ export class InboxApplier {
    * that holds the conversation (the claim is that owner's, claimed again
    * at its higher epoch), or refused (recorded). A write the store failed
    * or refused for the lease is tried again while this process still holds
-   * the partition at the claim's epoch. */
+   * the partition at the claim's epoch (`claimedStartVerdict`). */
   private async judgeStart(claim: ClaimedDecision): Promise<DecisionSettlement | undefined | "again"> {
-    if (this.closed || !this.mayHold(claim.agentId, claim.claimedEpoch)) return undefined;
+    if (this.startVerdict(claim, FiledStartVerdict.None) !== ClaimVerdict.Apply) return undefined;
     const fate = await this.applyStart(claim);
-    switch (fate.kind) {
-      case "ran":
-        startTiming.mark(claim.executionId, "admitted");
-        return { applied: true };
-      case "left":
-        return undefined;
-      case "refused":
-        return { applied: false, error: transferError(fate.error) };
-      case "write_failed":
-        return !this.closed && this.mayHold(claim.agentId, claim.claimedEpoch) ? "again" : undefined;
-    }
+    const verdict = this.startVerdict(claim, fateVerdicts[fate.kind]);
+    if (verdict === ClaimVerdict.SettleApplied) startTiming.mark(claim.executionId, "admitted");
+    return settlementOf(verdict, fate.kind === "refused" ? fate.error : undefined, `the start filed as execution ${claim.executionId}`);
   }
+
+  /** The core's verdict on a claimed start, told whether the inbox is
+   * closing and the partition may still be held here at the claim's epoch. */
+  private startVerdict(claim: ClaimedDecision, fate: FiledStartVerdict): ClaimVerdict {
+    // Once closed the partition is not asked about: the core leaves it whatever it is.
+    const now = this.closed ? ClaimFact.Closed : this.mayHold(claim.agentId, claim.claimedEpoch) ? ClaimFact.Held : 0;
+    return this.core.claimedStartVerdict(fate, now) as ClaimVerdict;
+  }
+}
+
+/** A start's fate (filed-start-fate.ts) as the core's verdict it came of. */
+const fateVerdicts: Readonly<Record<FiledStartFate["kind"], FiledStartVerdict>> = {
+  ran: FiledStartVerdict.Ran,
+  left: FiledStartVerdict.Left,
+  refused: FiledStartVerdict.Refused,
+  write_failed: FiledStartVerdict.WriteFailed,
+};
+
+/** What `settle` records of the core's verdict on a claim. */
+function settlementOf(verdict: ClaimVerdict, refusal: PhronomyError | undefined, what: string): DecisionSettlement | undefined | "again" {
+  switch (verdict) {
+    case ClaimVerdict.SettleApplied:
+      return { applied: true };
+    case ClaimVerdict.SettleRefused:
+      if (refusal !== undefined) return { applied: false, error: transferError(refusal) };
+      break;
+    case ClaimVerdict.Leave:
+      return undefined;
+    case ClaimVerdict.TryAgain:
+      return "again";
+  }
+  // The host passes its own facts: any other verdict is a broken assertion
+  // (thrown: `settle` keeps the claim and judges it again).
+  throw new Error(`the core answered no settlement (verdict ${verdict}) for ${what}`);
 }
 
 function messageOf(error: unknown): string {

@@ -141,6 +141,7 @@ export class Environment {
     this.signals = new EventSignals({
       store,
       logger: coordinator.settings.logger,
+      core,
       assertOpen: asserts.assertOpen,
       agentHandle: (agentId) => this.agentHandle(agentId),
       placeById: (source, agentId, here) => this.placeById(source, agentId, here),
@@ -450,7 +451,7 @@ export class Environment {
     const store = dueWaitsStoreOf(this.store);
     if (store === undefined || this.visitor) return;
     const { logger } = this.coordinator.settings;
-    const host = { logger, closed: () => this.closed, agentHandle: (agentId: string) => this.agentHandle(agentId) };
+    const host = { logger, core: this.coordinator.settings.core, closed: () => this.closed, agentHandle: (agentId: string) => this.agentHandle(agentId) };
     const sweep = new DueSweep({ store, logger, now: () => this.coordinator.now(), fire: (wait) => fireDueWait(host, wait) });
     this.coordinator.onWaitDue = (dueAt) => sweep.waitCommitted(dueAt);
     this.dueSweep = sweep;

@@ -14,9 +14,11 @@
 //   landed, or once its payload was refused (it could never be taken);
 //   refused for any other reason (the environment draining, the
 //   conversation moving) it stays offered to that wait, and the next owner
-//   offers it again after recovering the wait.
+//   offers it again after recovering the wait. The core decides it
+//   (`storedSignalVerdict`, docs/decisions/0102) from what the host read.
 
-import { AdmissionSource, AdmissionVerdict } from "../../assembly/abi.js";
+import { AdmissionSource, AdmissionVerdict, StoredSignalFact, StoredSignalVerdict } from "../../assembly/abi.js";
+import type { ControlCore } from "../core/control-core.js";
 import { isJson } from "../agent/messages.js";
 import { InvalidInputError, type PhronomyError, SignalRefusedError } from "../errors.js";
 import { capabilitiesOf } from "../store/capabilities.js";
@@ -61,6 +63,8 @@ interface Resumable {
 export interface EventSignalsHost {
   readonly store: ExecutionStore;
   readonly logger: Logger;
+  /** Decides a stored signal's fate (`storedSignalVerdict`, docs/decisions/0102). */
+  readonly core: Pick<ControlCore, "storedSignalVerdict">;
   assertOpen(what: string): void;
   agentHandle(agentId: string): Resumable | undefined;
   placeById(source: ByIdSource, agentId: string, here: boolean): Promise<ByIdPlacement>;
@@ -101,12 +105,16 @@ export class EventSignals {
       if (payload === undefined) return;
       const decision: Decision = { approvalId, approved: true, given: { kind: "signal", callId: undefined, payload }, storedSignal: true };
       const handle = this.host.agentHandle(agentId);
-      if (handle === undefined) return;
+      const here = handle !== undefined ? StoredSignalFact.DefinedHere : 0;
+      // Kept (no definition here): offered again when the wait is recovered.
+      if (handle === undefined || this.signalVerdict(here) !== StoredSignalVerdict.Resume) return;
       try {
         await handle.resumeDecided(executionId, decision).executionId;
       } catch (error) {
+        const payloadRefused = (error as { code?: unknown } | null)?.code === "INVALID_INPUT" ? StoredSignalFact.PayloadRefused : 0;
+        // Kept: thrown, and told below; offered again when the wait is recovered.
+        if (this.signalVerdict(here | StoredSignalFact.Answered | StoredSignalFact.Refused | payloadRefused) !== StoredSignalVerdict.Drop) throw error;
         // A payload its schema refuses can never resume the wait: dropped.
-        if ((error as PhronomyError).code !== "INVALID_INPUT") throw error;
         this.host.logger.warn(
           `[phronomy] the signal stored for key "${key}" was refused by wait ${approvalId} of execution ${executionId} and dropped: ${(error as Error).message}`,
         );
@@ -120,6 +128,11 @@ export class EventSignals {
         ),
       )
       .finally(() => this.offering.delete(approvalId));
+  }
+
+  /** The core's verdict on a stored signal (`storedSignalVerdict`). */
+  private signalVerdict(facts: number): StoredSignalVerdict {
+    return this.host.core.storedSignalVerdict(facts) as StoredSignalVerdict;
   }
 
   private signalStore(): SignalStore {

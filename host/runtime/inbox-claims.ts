@@ -80,6 +80,7 @@ export class InboxClaims {
       (claim) => this.applyFiledStart(claim),
       holds,
       settings.logger,
+      settings.core,
       leasing === undefined || this.remoteStarts !== undefined,
       mayHold,
       (agentId) => this.inboxOpen(agentId),

@@ -2,7 +2,9 @@
 // one translation of a start's refusal into a `StartAnswer` class, read by
 // every verdict over a start's answer — a message taken from the durable
 // queue (`queuedRunVerdict`), a schedule's firing (`scheduleFiringVerdict`),
-// a parent's child (`childStartVerdict`). A translation only: whether the
+// a parent's child (`childStartVerdict`), a start filed for this process
+// (`filedStartVerdict`), a keyed start's inner Run (`keyedStartVerdict`,
+// docs/decisions/0102). A translation only: whether the
 // start is made again, kept, settled or told as a failure is the core's.
 
 import { StartAnswer } from "../../assembly/abi.js";

@@ -18,53 +18,14 @@ import {
 } from "../../assembly/abi.js";
 import { ControlCore } from "../../host/core/control-core.js";
 import { loadCoreModule } from "../../host/core/load-core.js";
-import { PhronomyError, type PhronomyErrorCode } from "../../host/errors.js";
+import type { PhronomyError } from "../../host/errors.js";
 import { startAnswerOf } from "../../host/runtime/start-answer.js";
+import { errorOf, EVERY_CODE, REASONS } from "./every-error-code.js";
 
 let core: ControlCore;
 beforeAll(async () => {
   core = new ControlCore(await loadCoreModule("debug"), { agentsMax: 1, executionsMax: 1 });
 });
-
-/** Every error code (a record, so a new code fails to compile here). */
-const EVERY_CODE = Object.keys({
-  AGENT_CLOSED: true,
-  AGENT_BUSY: true,
-  RUNTIME_SHUTDOWN: true,
-  OFFLOAD_FULL: true,
-  EXECUTION_REHYDRATION_REQUIRED: true,
-  STALE_RESULT: true,
-  CANCELLED: true,
-  TIMEOUT: true,
-  APPROVAL_MISMATCH: true,
-  STREAM_CALLBACK: true,
-  STORE: true,
-  INVALID_INPUT: true,
-  INPUT_BLOCKED: true,
-  OUTPUT_BLOCKED: true,
-  BUDGET_EXCEEDED: true,
-  MAX_TURNS_EXCEEDED: true,
-  TOOL_FAILED: true,
-  MODEL_FAILED: true,
-  CAPACITY: true,
-  CORE_FAILED: true,
-  INTERNAL: true,
-  APPROVAL_REQUIRED: true,
-  QUEUE_FULL: true,
-  EXECUTION_NOT_FOUND: true,
-  EXECUTION_ENDED: true,
-  RETRY_REFUSED: true,
-  UNSUPPORTED_RUNTIME: true,
-  SIGNAL_REFUSED: true,
-} satisfies Record<PhronomyErrorCode, true>) as PhronomyErrorCode[];
-
-/** The reasons that change a code's reading (none, a lease held
- * elsewhere, held for recovery, an id taken). */
-const REASONS = [undefined, "lease_not_held", "recovery_required", "execution_exists"] as const;
-
-function errorOf(code: PhronomyErrorCode, reason: string | undefined): PhronomyError {
-  return new PhronomyError(code, `${code} ${reason ?? ""}`, reason === undefined ? {} : { details: { reason } });
-}
 
 // -- the rules as the host kept them before 0096 --------------------------------
 

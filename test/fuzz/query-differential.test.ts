@@ -10,12 +10,18 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   ChildFact,
+  ClaimAnswer,
+  ClaimFact,
+  DueFireFact,
   FiledStartFact,
+  FiledStartVerdict,
+  KeyedStartFact,
   Limit,
   ReplaceFact,
   ScheduleFact,
   ScheduleFiringFact,
   StartAnswer,
+  StoredSignalFact,
   TurnCallFact,
   TurnCallVerdict,
 } from "../../assembly/abi.js";
@@ -24,10 +30,15 @@ import { loadCoreModule, type CoreBuild } from "../../host/core/load-core.js";
 import { queuedRunVerdictFor } from "../model/reference-conversations.js";
 import {
   childStartVerdictFor,
+  claimedDecisionVerdictFor,
+  claimedStartVerdictFor,
+  dueFireVerdictFor,
   filedStartVerdictFor,
+  keyedStartVerdictFor,
   replaceVerdictFor,
   scheduleClaimVerdictFor,
   scheduleFiringVerdictFor,
+  storedSignalVerdictFor,
   toolCallsToStartFor,
   turnVerdictsFor,
   turnCallVerdictFor,
@@ -94,6 +105,29 @@ for (const build of ["debug", "release"] as const) {
           expect(core.queuedRunVerdict(answer)).toBe(queuedRunVerdictFor(answer));
           expect(core.filedStartVerdict(answer, filed)).toBe(filedStartVerdictFor(answer, filed));
         }),
+        { seed, numRuns: runs },
+      );
+    });
+
+    it(`answers a keyed start's refusal, a due wait's fire, a stored signal and an inbox claim as the model does (seed ${seed})`, async () => {
+      const core = await coreOf(build);
+      fc.assert(
+        fc.property(
+          argument(StartAnswer.End),
+          argument(KeyedStartFact.End),
+          argument(DueFireFact.End),
+          argument(StoredSignalFact.End),
+          argument(ClaimAnswer.End),
+          argument(FiledStartVerdict.Refused + 1),
+          argument(ClaimFact.End),
+          (answer, keyed, due, signal, claimAnswer, fate, claim) => {
+            expect(core.keyedStartVerdict(answer, keyed)).toBe(keyedStartVerdictFor(answer, keyed));
+            expect(core.dueFireVerdict(due)).toBe(dueFireVerdictFor(due));
+            expect(core.storedSignalVerdict(signal)).toBe(storedSignalVerdictFor(signal));
+            expect(core.claimedDecisionVerdict(claimAnswer, claim)).toBe(claimedDecisionVerdictFor(claimAnswer, claim));
+            expect(core.claimedStartVerdict(fate, claim)).toBe(claimedStartVerdictFor(fate, claim));
+          },
+        ),
         { seed, numRuns: runs },
       );
     });

@@ -7,8 +7,15 @@
 import {
   ChildFact,
   ChildStartVerdict,
+  ClaimAnswer,
+  ClaimFact,
+  ClaimVerdict,
+  DueFireFact,
+  DueFireVerdict,
   FiledStartFact,
   FiledStartVerdict,
+  KeyedStartFact,
+  KeyedStartVerdict,
   Limit,
   ReplaceFact,
   ReplaceVerdict,
@@ -17,6 +24,8 @@ import {
   ScheduleFiringFact,
   ScheduleFiringVerdict as Firing,
   StartAnswer as Answer,
+  StoredSignalFact,
+  StoredSignalVerdict,
   ToolCallCount,
   TurnCallFact,
   TurnCallVerdict,
@@ -191,6 +200,164 @@ export function filedStartVerdictFor(answer: number, facts: number): FiledStartV
     admittedHere: (facts & FiledStartFact.AdmittedHere) !== 0,
   };
   return FILED_RULES.find((rule) => rule.when(read))!.verdict;
+}
+
+// -- a keyed start's refusal (0031, 0057, 0102) ----------------------------------
+
+/** What the host knows of a keyed start whose inner Run was refused. */
+interface KeyedRead {
+  readonly answer: Answer;
+  readonly admittedRead: boolean;
+  readonly admittedHere: boolean;
+}
+
+/** `AGENT_BUSY`, whatever its reason. */
+const keyedBusy = (f: KeyedRead): boolean => [Answer.BusyByPolicy, Answer.LeaseNotHeld, Answer.BusyHeld].includes(f.answer);
+
+const KEYED_RULES: readonly { readonly when: (f: KeyedRead) => boolean; readonly verdict: KeyedStartVerdict }[] = [
+  { when: (f) => f.answer === Answer.Started || f.answer === Answer.Queued, verdict: KeyedStartVerdict.None },
+  { when: (f) => f.admittedHere && !f.admittedRead, verdict: KeyedStartVerdict.None },
+  { when: (f) => f.admittedRead && !keyedBusy(f), verdict: KeyedStartVerdict.None },
+  { when: (f) => f.answer === Answer.ExecutionExists, verdict: KeyedStartVerdict.Follow },
+  { when: (f) => keyedBusy(f) && !f.admittedRead, verdict: KeyedStartVerdict.AskAdmitted },
+  { when: (f) => keyedBusy(f) && f.admittedHere, verdict: KeyedStartVerdict.Follow },
+  { when: () => true, verdict: KeyedStartVerdict.Fail },
+];
+
+export function keyedStartVerdictFor(answer: number, facts: number): KeyedStartVerdict {
+  if (answer <= Answer.None || answer >= Answer.End || facts < 0 || facts >= KeyedStartFact.End) return KeyedStartVerdict.None;
+  const read: KeyedRead = {
+    answer: answer as Answer,
+    admittedRead: (facts & KeyedStartFact.AdmittedRead) !== 0,
+    admittedHere: (facts & KeyedStartFact.AdmittedHere) !== 0,
+  };
+  return KEYED_RULES.find((rule) => rule.when(read))!.verdict;
+}
+
+// -- the due sweep's fire (0076, 0102) --------------------------------------------
+
+/** What the sweep knows of a due wait. */
+interface DueRead {
+  readonly closed: boolean;
+  readonly definedHere: boolean;
+  readonly refused: boolean;
+  readonly storeFailed: boolean;
+}
+
+const DUE_RULES: readonly { readonly when: (f: DueRead) => boolean; readonly verdict: DueFireVerdict }[] = [
+  { when: (f) => f.storeFailed && !f.refused, verdict: DueFireVerdict.None },
+  { when: (f) => f.refused && !f.definedHere, verdict: DueFireVerdict.None },
+  { when: (f) => !f.refused && (f.closed || !f.definedHere), verdict: DueFireVerdict.Skip },
+  { when: (f) => !f.refused, verdict: DueFireVerdict.Fire },
+  { when: (f) => f.storeFailed && !f.closed, verdict: DueFireVerdict.TryAgain },
+  { when: () => true, verdict: DueFireVerdict.Drop },
+];
+
+export function dueFireVerdictFor(facts: number): DueFireVerdict {
+  if (facts < 0 || facts >= DueFireFact.End) return DueFireVerdict.None;
+  const read: DueRead = {
+    closed: (facts & DueFireFact.Closed) !== 0,
+    definedHere: (facts & DueFireFact.DefinedHere) !== 0,
+    refused: (facts & DueFireFact.Refused) !== 0,
+    storeFailed: (facts & DueFireFact.StoreFailed) !== 0,
+  };
+  return DUE_RULES.find((rule) => rule.when(read))!.verdict;
+}
+
+// -- a stored signal offered to its wait (0077, 0102) -------------------------------
+
+/** What the host knows of a stored signal as it offers it. */
+interface SignalRead {
+  readonly definedHere: boolean;
+  readonly answered: boolean;
+  readonly refused: boolean;
+  readonly payloadRefused: boolean;
+}
+
+const SIGNAL_RULES: readonly { readonly when: (f: SignalRead) => boolean; readonly verdict: StoredSignalVerdict }[] = [
+  { when: (f) => f.refused && !f.answered, verdict: StoredSignalVerdict.None },
+  { when: (f) => f.payloadRefused && !f.refused, verdict: StoredSignalVerdict.None },
+  { when: (f) => f.answered && !f.definedHere, verdict: StoredSignalVerdict.None },
+  { when: (f) => !f.answered && !f.definedHere, verdict: StoredSignalVerdict.Keep },
+  { when: (f) => !f.answered, verdict: StoredSignalVerdict.Resume },
+  { when: (f) => !f.refused, verdict: StoredSignalVerdict.Drop },
+  { when: (f) => f.payloadRefused, verdict: StoredSignalVerdict.Drop },
+  { when: () => true, verdict: StoredSignalVerdict.Keep },
+];
+
+export function storedSignalVerdictFor(facts: number): StoredSignalVerdict {
+  if (facts < 0 || facts >= StoredSignalFact.End) return StoredSignalVerdict.None;
+  const read: SignalRead = {
+    definedHere: (facts & StoredSignalFact.DefinedHere) !== 0,
+    answered: (facts & StoredSignalFact.Answered) !== 0,
+    refused: (facts & StoredSignalFact.Refused) !== 0,
+    payloadRefused: (facts & StoredSignalFact.PayloadRefused) !== 0,
+  };
+  return SIGNAL_RULES.find((rule) => rule.when(read))!.verdict;
+}
+
+// -- a claim in the approval inbox (0011, 0031, 0086, 0102) -------------------------
+
+/** What the host knows of a claim. */
+interface ClaimRead {
+  readonly approval: boolean;
+  readonly claimedAgain: boolean;
+  readonly decidedRead: boolean;
+  readonly decidedThis: boolean;
+  readonly closed: boolean;
+  readonly held: boolean;
+}
+
+function claimReadOf(facts: number): ClaimRead {
+  return {
+    approval: (facts & ClaimFact.Approval) !== 0,
+    claimedAgain: (facts & ClaimFact.ClaimedAgain) !== 0,
+    decidedRead: (facts & ClaimFact.DecidedRead) !== 0,
+    decidedThis: (facts & ClaimFact.DecidedThis) !== 0,
+    closed: (facts & ClaimFact.Closed) !== 0,
+    held: (facts & ClaimFact.Held) !== 0,
+  };
+}
+
+/** An approval claimed again is looked up in its timeline first. */
+const looksUp = (f: ClaimRead): boolean => f.approval && f.claimedAgain;
+
+const DECISION_RULES: readonly { readonly when: (f: ClaimRead, answer: ClaimAnswer) => boolean; readonly verdict: ClaimVerdict }[] = [
+  { when: (f) => f.decidedThis && !f.decidedRead, verdict: ClaimVerdict.None },
+  { when: (f) => f.decidedRead && !looksUp(f), verdict: ClaimVerdict.None },
+  { when: (f, a) => a === ClaimAnswer.None && looksUp(f) && !f.decidedRead, verdict: ClaimVerdict.AskDecided },
+  { when: (f, a) => a === ClaimAnswer.None && f.decidedThis, verdict: ClaimVerdict.SettleApplied },
+  { when: (f, a) => a === ClaimAnswer.None && f.closed, verdict: ClaimVerdict.Leave },
+  { when: (_, a) => a === ClaimAnswer.None, verdict: ClaimVerdict.Apply },
+  // Applied after a read that named it: it would have been settled.
+  { when: (f) => f.decidedThis, verdict: ClaimVerdict.None },
+  { when: (_, a) => a === ClaimAnswer.Applied, verdict: ClaimVerdict.SettleApplied },
+  { when: (_, a) => a === ClaimAnswer.Stopping || a === ClaimAnswer.CoreFailed, verdict: ClaimVerdict.Leave },
+  { when: (f) => !f.held, verdict: ClaimVerdict.Leave },
+  { when: () => true, verdict: ClaimVerdict.SettleRefused },
+];
+
+export function claimedDecisionVerdictFor(answer: number, facts: number): ClaimVerdict {
+  if (answer < 0 || answer >= ClaimAnswer.End || facts < 0 || facts >= ClaimFact.End) return ClaimVerdict.None;
+  const read = claimReadOf(facts);
+  return DECISION_RULES.find((rule) => rule.when(read, answer as ClaimAnswer))!.verdict;
+}
+
+const START_RULES: readonly { readonly when: (f: ClaimRead, fate: FiledStartVerdict) => boolean; readonly verdict: ClaimVerdict }[] = [
+  { when: (f) => f.approval || f.decidedRead || f.decidedThis, verdict: ClaimVerdict.None },
+  { when: (_, fate) => fate === FiledStartVerdict.AskAdmitted, verdict: ClaimVerdict.None },
+  { when: (f, fate) => fate === FiledStartVerdict.None && (f.closed || !f.held), verdict: ClaimVerdict.Leave },
+  { when: (_, fate) => fate === FiledStartVerdict.None, verdict: ClaimVerdict.Apply },
+  { when: (_, fate) => fate === FiledStartVerdict.Ran, verdict: ClaimVerdict.SettleApplied },
+  { when: (_, fate) => fate === FiledStartVerdict.Left, verdict: ClaimVerdict.Leave },
+  { when: (_, fate) => fate === FiledStartVerdict.Refused, verdict: ClaimVerdict.SettleRefused },
+  { when: (f) => f.closed || !f.held, verdict: ClaimVerdict.Leave },
+  { when: () => true, verdict: ClaimVerdict.TryAgain },
+];
+
+export function claimedStartVerdictFor(fate: number, facts: number): ClaimVerdict {
+  if (fate < 0 || fate > FiledStartVerdict.Refused || facts < 0 || facts >= ClaimFact.End) return ClaimVerdict.None;
+  return START_RULES.find((rule) => rule.when(claimReadOf(facts), fate as FiledStartVerdict))!.verdict;
 }
 
 // -- toolCallConcurrency -----------------------------------------------------------
