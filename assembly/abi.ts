@@ -970,7 +970,12 @@ export const enum ScheduleFact {
   /** A single owner's first pass: a firing pending now was left by an
    * owner that is gone. */
   OwnerGone = 16,
-  End = 32,
+  /** Its last slot claimed (`lastSlotAt`) is not before now: a firing at
+   * this very instant (or after it, on a clock ahead) was made already, so
+   * a run now at now would claim that slot, and its keyed start, again
+   * (docs/decisions/0098). */
+  FiredThisInstant = 32,
+  End = 64,
 }
 
 /** Which slot a schedule row fires and which comes after it
@@ -989,12 +994,17 @@ export const enum ScheduleClaimVerdict {
   FireDueThenAfterNow = 3,
   /** A one-shot schedule's slot fires; no next slot (done once settled). */
   FireDueOnce = 4,
-  /** Run now: fires at now; the schedule's next slot is kept. */
+  /** Run now: fires at now; the schedule's next slot is kept. Only
+   * while its next slot is after now (else that slot is the one fired:
+   * `FireDueThenAfterNow`, `FireDueOnce`), so slots only grow. */
   FireNowKeepNext = 5,
   /** Run now of a one-shot schedule: fires at now; done once settled. */
   FireNowOnce = 6,
   /** Run now while a firing is pending: refused (wait for it). */
   RefusePending = 7,
+  /** Run now at the instant of its last slot (or before it): refused, it
+   * fired at this instant already (docs/decisions/0098). */
+  RefuseFiredThisInstant = 8,
 }
 
 /** What a claimed firing knows so far, for `scheduleFiringVerdict`. */
@@ -1005,7 +1015,14 @@ export const enum ScheduleFiringFact {
   /** The conversation's definition is defined here, so its start can be
    * made here. */
   DefinedHere = 2,
-  End = 4,
+  /** The keyed start was refused naming the firing's own keyed execution,
+   * and the store has that execution: an earlier claimer of this firing
+   * made it (it may have failed since). Read only after a refusal
+   * (docs/decisions/0097, 0098). */
+  KeyedExecutionFound = 4,
+  /** That execution waits in its conversation's queue. */
+  KeyedExecutionQueued = 8,
+  End = 16,
 }
 
 /** What becomes of a firing (`scheduleFiringVerdict`). */

@@ -14,6 +14,14 @@
 //   owner's first pass (its claimer is gone).
 // * A claim the store did not apply (cancelled, fired elsewhere, revised)
 //   starts nothing.
+// * A schedule's slots only grow, so no slot (and no keyed start) is
+//   claimed after it was settled (docs/decisions/0098): a run now fires at
+//   now only while now is after its last slot and before its next one; at
+//   the instant of its last slot it is refused (fired at this instant), and
+//   once its next slot is due it fires that slot, now.
+// * A firing claimed again whose keyed start is refused naming its own
+//   keyed execution, which the store has, was started by an earlier
+//   claimer: it settles as started (or queued), not refused (0097).
 // * A start refused for a reason that passes (closing, store failing, a
 //   bound full, the outcome not known, a lease in flux) leaves the firing
 //   pending; any other refusal settles it, and the schedule moves on.
@@ -28,12 +36,14 @@ export function scheduleClaimVerdictOf(facts: u32): u32 {
   if (facts >= <u32>ScheduleFact.End) return ScheduleClaimVerdict.None;
   const pending = has(facts, ScheduleFact.FiringPending);
   const recurring = has(facts, ScheduleFact.Recurring);
+  const due = has(facts, ScheduleFact.Due);
   if (has(facts, ScheduleFact.RunNow)) {
     if (has(facts, ScheduleFact.OwnerGone)) return ScheduleClaimVerdict.None;
     if (pending) return ScheduleClaimVerdict.RefusePending;
+    if (has(facts, ScheduleFact.FiredThisInstant)) return ScheduleClaimVerdict.RefuseFiredThisInstant;
+    if (due) return recurring ? ScheduleClaimVerdict.FireDueThenAfterNow : ScheduleClaimVerdict.FireDueOnce;
     return recurring ? ScheduleClaimVerdict.FireNowKeepNext : ScheduleClaimVerdict.FireNowOnce;
   }
-  const due = has(facts, ScheduleFact.Due);
   if (pending) return due || has(facts, ScheduleFact.OwnerGone) ? ScheduleClaimVerdict.ClaimAgain : ScheduleClaimVerdict.Skip;
   if (!due) return ScheduleClaimVerdict.Skip;
   return recurring ? ScheduleClaimVerdict.FireDueThenAfterNow : ScheduleClaimVerdict.FireDueOnce;
@@ -41,14 +51,20 @@ export function scheduleClaimVerdictOf(facts: u32): u32 {
 
 /** The next step of a firing: skip an unapplied claim, make the keyed
  * start, or settle it by the start's answer. `None` for facts or an
- * answer out of range, or an answer without a start made here. */
+ * answer out of range, an answer without a start made here, or a keyed
+ * execution found without a refusal to read it after. */
 export function scheduleFiringVerdictOf(facts: u32, answer: u32): u32 {
   if (facts >= <u32>ScheduleFiringFact.End || answer >= <u32>StartAnswer.End) return ScheduleFiringVerdict.None;
   const claimed = has(facts, ScheduleFiringFact.Claimed);
   const here = has(facts, ScheduleFiringFact.DefinedHere);
+  const found = has(facts, ScheduleFiringFact.KeyedExecutionFound);
+  if (has(facts, ScheduleFiringFact.KeyedExecutionQueued) && !found) return ScheduleFiringVerdict.None;
+  if (found && !isRefusal(answer)) return ScheduleFiringVerdict.None;
   if (answer != StartAnswer.None && (!claimed || !here)) return ScheduleFiringVerdict.None;
   if (!claimed) return ScheduleFiringVerdict.Skip;
   if (!here) return ScheduleFiringVerdict.LeavePending;
+  // The keyed execution an earlier claimer started: this firing started.
+  if (found) return has(facts, ScheduleFiringFact.KeyedExecutionQueued) ? ScheduleFiringVerdict.SettleQueued : ScheduleFiringVerdict.SettleStarted;
   return answerVerdict(answer);
 }
 
@@ -73,6 +89,11 @@ function answerVerdict(answer: u32): u32 {
     // The busy policy, a rehydration, an id taken, any other refusal.
     default: return ScheduleFiringVerdict.SettleRefused;
   }
+}
+
+/** A start's answer that is a refusal (no execution id). */
+function isRefusal(answer: u32): bool {
+  return answer != StartAnswer.None && answer != StartAnswer.Started && answer != StartAnswer.Queued;
 }
 
 function has(facts: u32, fact: u32): bool {

@@ -233,8 +233,11 @@ export class Environment {
     return this.scheduling.cancel(scheduleId);
   }
 
-  /** Fires a schedule now, keeping its next slot; settles with the schedule
-   * once the start was made (`lastFiring`) or refused. */
+  /** Fires a schedule now, keeping its next slot (or firing that slot, if
+   * it is due); settles with the schedule once the start was made
+   * (`lastFiring`) or refused. Each slot fires once: a second run now in
+   * the same millisecond is `INVALID_INPUT`, `details.reason:
+   * "fired_this_instant"` (docs/decisions/0098). */
   runSchedule(scheduleId: string, options?: RunScheduleOptions): Promise<Schedule> {
     return this.scheduling.runNow(scheduleId, options);
   }

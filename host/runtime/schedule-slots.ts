@@ -23,6 +23,7 @@ export function scheduleFactsOf(row: ScheduleRow, now: number, asked: { readonly
   if (row.dueAt !== undefined && row.dueAt <= now) facts |= ScheduleFact.Due;
   if (asked.runNow) facts |= ScheduleFact.RunNow;
   if (asked.ownerGone) facts |= ScheduleFact.OwnerGone;
+  if (row.lastSlotAt !== undefined && row.lastSlotAt >= now) facts |= ScheduleFact.FiredThisInstant;
   return facts;
 }
 

@@ -24,8 +24,9 @@
 //   store did not apply is skipped — and how its start's answer settles it
 //   (`scheduleFiringVerdict`: settled once the start has an execution id
 //   or was refused for good; left pending, claimed again at its retry
-//   time, when the refusal passes). This file reads the facts and carries
-//   the verdicts out.
+//   time, when the refusal passes; settled started when the refusal names
+//   the firing's keyed execution and the store has it, 0097/0098). This
+//   file reads the facts and carries the verdicts out.
 // * Nothing here throws into a timer: a failed pass is logged and the
 //   timer armed again after `sweepFailureBackoffMs`.
 
@@ -234,28 +235,35 @@ export class ScheduleSweep {
     let executionId: string | undefined;
     let answer: StartAnswer;
     let refusal: unknown;
+    let keyedFacts = 0;
     try {
       executionId = await run.executionId;
       answer = await this.startedAnswer(executionId);
     } catch (error) {
+      refusal = error;
+      answer = startAnswerOf(error);
       // A firing claimed again whose start an earlier claimer made: the keyed
       // start follows that execution, and rejects with its failure if it
-      // failed (the whole-host simulation, decision 0097) — it started.
-      const keyed = startExecutionIdOf(row.agentId, key);
-      if (error instanceof PhronomyError && error.executionId === keyed && (await this.host.statusOf(keyed).catch(() => undefined)) !== undefined) {
-        executionId = keyed;
-        answer = await this.startedAnswer(keyed);
-      } else {
-        refusal = error;
-        answer = startAnswerOf(error);
-      }
+      // failed (decision 0097). Whether that counts as started is the core's.
+      keyedFacts = await this.keyedExecutionFacts(error, startExecutionIdOf(row.agentId, key));
     }
-    const verdict = this.verdictOf(facts, answer);
+    const verdict = this.verdictOf(facts | keyedFacts, answer);
     if (verdict === ScheduleFiringVerdict.LeavePending) throw refusal;
     const outcome = settledOutcome(verdict);
-    if (outcome === undefined) throw new Error(`the core answered no settlement for start answer ${answer}`);
-    const error = refusal instanceof PhronomyError ? refusal.code : undefined;
+    if (outcome === undefined) throw new Error(`the core answered no settlement for start answer ${answer} (facts ${facts | keyedFacts})`);
+    if (verdict !== ScheduleFiringVerdict.SettleRefused && executionId === undefined) executionId = startExecutionIdOf(row.agentId, key);
+    const error = verdict === ScheduleFiringVerdict.SettleRefused && refusal instanceof PhronomyError ? refusal.code : undefined;
     await this.host.store.settleScheduleFiring({ scheduleId: row.scheduleId, firingSlotAt: slotAt, outcome, executionId, error, at: this.clock() });
+  }
+
+  /** What the store has of the firing's keyed execution when its start's
+   * refusal names it (`ScheduleFiringFact`): found, and queued; 0 when the
+   * refusal names another or the store has none (or cannot be read). */
+  private async keyedExecutionFacts(error: unknown, keyed: string): Promise<number> {
+    if (!(error instanceof PhronomyError) || error.executionId !== keyed) return 0;
+    const status = await this.host.statusOf(keyed).catch(() => undefined);
+    if (status === undefined) return 0;
+    return ScheduleFiringFact.KeyedExecutionFound | (status === "queued" ? ScheduleFiringFact.KeyedExecutionQueued : 0);
   }
 
   /** Started, or queued behind its busy conversation (its durable status). */

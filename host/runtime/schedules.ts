@@ -152,9 +152,16 @@ export class Scheduling {
     }
     const now = Date.now();
     const firesHere = this.sweep !== undefined && this.host.defines(row);
-    // The core decides the slot (docs/decisions/0087): at now, the next slot kept.
+    // The core decides the slot (docs/decisions/0087, 0098): at now, the next
+    // slot kept, or the next slot if it is due; never the last slot again.
     // One this process cannot start is due at once for one that can.
     const verdict = this.host.core.scheduleClaimVerdict(scheduleFactsOf(row, now, { runNow: true, ownerGone: false })) as ScheduleClaimVerdict;
+    if (verdict === ScheduleClaimVerdict.RefuseFiredThisInstant) {
+      throw new InvalidInputError(
+        `${what}: schedule ${scheduleId} fired at this instant already (slot ${new Date(row.lastSlotAt as number).toISOString()}, ${row.lastOutcome ?? "settled"}); read it with env.schedule(), or run it again later`,
+        { details: { scheduleId, state: row.state, reason: "fired_this_instant", slotAt: row.lastSlotAt } },
+      );
+    }
     const claim = claimOf(row, verdict, now, firesHere ? now + firingRetryMs : now);
     if (claim === undefined)
       throw new InvalidInputError(`${what}: schedule ${scheduleId} is firing now; wait for it`, { details: { scheduleId, state: "firing" } });

@@ -72,3 +72,34 @@ it("a claim the store did not apply starts nothing; a start's refusal settles th
   expect(core.scheduleFiringVerdict(made, Answer.Started)).toBe(Firing.SettleStarted);
   expect(core.scheduleFiringVerdict(made, Answer.Queued)).toBe(Firing.SettleQueued);
 });
+
+it("a run now never claims a slot again: refused at the instant of its last slot, the due slot fired when one is due (decision 0098)", () => {
+  // Two clicks in one millisecond: the second reads the first's slot as now.
+  expect(core.scheduleClaimVerdict(Fact.RunNow | Fact.Recurring | Fact.FiredThisInstant)).toBe(Claim.RefuseFiredThisInstant);
+  expect(core.scheduleClaimVerdict(Fact.RunNow | Fact.FiredThisInstant)).toBe(Claim.RefuseFiredThisInstant);
+  expect(core.scheduleClaimVerdict(Fact.RunNow | Fact.Recurring | Fact.Due | Fact.FiredThisInstant)).toBe(Claim.RefuseFiredThisInstant);
+  // A pending firing is still the answer before the instant is.
+  expect(core.scheduleClaimVerdict(Fact.RunNow | Fact.FiringPending | Fact.FiredThisInstant)).toBe(Claim.RefusePending);
+  // A next slot due now is the one a run now fires (not now, then that slot again).
+  expect(core.scheduleClaimVerdict(Fact.RunNow | Fact.Recurring | Fact.Due)).toBe(Claim.FireDueThenAfterNow);
+  expect(core.scheduleClaimVerdict(Fact.RunNow | Fact.Due)).toBe(Claim.FireDueOnce);
+  // The sweep fires its due slot (after the last one) whatever the instant of the last.
+  expect(core.scheduleClaimVerdict(Fact.Due | Fact.Recurring | Fact.FiredThisInstant)).toBe(Claim.FireDueThenAfterNow);
+  expect(core.scheduleClaimVerdict(Fact.FiringPending | Fact.Due | Fact.FiredThisInstant)).toBe(Claim.ClaimAgain);
+});
+
+it("a refusal naming the firing's keyed execution, which the store has, settles it started or queued (decisions 0097, 0098)", () => {
+  const made = FiringFact.Claimed | FiringFact.DefinedHere;
+  const found = made | FiringFact.KeyedExecutionFound;
+  // The keyed start followed an earlier claimer's execution that failed since.
+  expect(core.scheduleFiringVerdict(found, startAnswerOf(new PhronomyError("MODEL_FAILED", "failed")))).toBe(Firing.SettleStarted);
+  expect(core.scheduleFiringVerdict(found | FiringFact.KeyedExecutionQueued, Answer.Refused)).toBe(Firing.SettleQueued);
+  // Even a refusal that would pass: the execution is there, so the firing started.
+  expect(core.scheduleFiringVerdict(found, Answer.StoreFailed)).toBe(Firing.SettleStarted);
+  expect(core.scheduleFiringVerdict(made, Answer.StoreFailed)).toBe(Firing.LeavePending);
+  expect(core.scheduleFiringVerdict(made, Answer.Refused)).toBe(Firing.SettleRefused);
+  // Facts that cannot hold together: read only after a refusal, queued only if found, only for a start made here.
+  for (const answer of [Answer.None, Answer.Started, Answer.Queued]) expect(core.scheduleFiringVerdict(found, answer), `answer ${answer}`).toBe(Firing.None);
+  expect(core.scheduleFiringVerdict(made | FiringFact.KeyedExecutionQueued, Answer.Refused)).toBe(Firing.None);
+  expect(core.scheduleFiringVerdict(FiringFact.Claimed | FiringFact.KeyedExecutionFound, Answer.Refused)).toBe(Firing.None);
+});

@@ -40,11 +40,17 @@ export interface ScheduleRowFacts {
   readonly due: boolean;
   readonly runNow: boolean;
   readonly ownerGone: boolean;
+  /** Its last slot is not before now (0098). */
+  readonly firedThisInstant: boolean;
 }
 
 const CLAIM_RULES: readonly { readonly when: (f: ScheduleRowFacts) => boolean; readonly verdict: Claim }[] = [
   { when: (f) => f.runNow && f.ownerGone, verdict: Claim.None },
   { when: (f) => f.runNow && f.pending, verdict: Claim.RefusePending },
+  // A run now never claims its last slot again, nor fires at now past a due slot (0098).
+  { when: (f) => f.runNow && f.firedThisInstant, verdict: Claim.RefuseFiredThisInstant },
+  { when: (f) => f.runNow && f.due && f.recurring, verdict: Claim.FireDueThenAfterNow },
+  { when: (f) => f.runNow && f.due, verdict: Claim.FireDueOnce },
   { when: (f) => f.runNow && f.recurring, verdict: Claim.FireNowKeepNext },
   { when: (f) => f.runNow, verdict: Claim.FireNowOnce },
   { when: (f) => f.pending && (f.due || f.ownerGone), verdict: Claim.ClaimAgain },
@@ -62,6 +68,7 @@ export function scheduleClaimVerdictFor(facts: number): Claim {
     due: (facts & ScheduleFact.Due) !== 0,
     runNow: (facts & ScheduleFact.RunNow) !== 0,
     ownerGone: (facts & ScheduleFact.OwnerGone) !== 0,
+    firedThisInstant: (facts & ScheduleFact.FiredThisInstant) !== 0,
   };
   return CLAIM_RULES.find((rule) => rule.when(row))!.verdict;
 }
@@ -83,10 +90,17 @@ export function scheduleFiringVerdictFor(facts: number, answer: number): Firing 
   if (facts < 0 || facts >= ScheduleFiringFact.End || answer < 0 || answer >= Answer.End) return Firing.None;
   const claimed = (facts & ScheduleFiringFact.Claimed) !== 0;
   const here = (facts & ScheduleFiringFact.DefinedHere) !== 0;
+  const keyedFound = (facts & ScheduleFiringFact.KeyedExecutionFound) !== 0;
+  const keyedQueued = (facts & ScheduleFiringFact.KeyedExecutionQueued) !== 0;
+  const refused = answer !== Answer.None && answer !== Answer.Started && answer !== Answer.Queued;
+  // The keyed execution is read only after a refusal, and is queued only if found.
+  if ((keyedQueued && !keyedFound) || (keyedFound && !refused)) return Firing.None;
   if (answer !== Answer.None && !(claimed && here)) return Firing.None;
   if (!claimed) return Firing.Skip;
   if (!here) return Firing.LeavePending;
   if (answer === Answer.None) return Firing.Start;
+  // A refusal naming the firing's keyed execution, which the store has: an earlier claimer started it (0097).
+  if (keyedFound) return keyedQueued ? Firing.SettleQueued : Firing.SettleStarted;
   if (answer === Answer.Started) return Firing.SettleStarted;
   if (answer === Answer.Queued) return Firing.SettleQueued;
   return PASSING_ANSWERS.includes(answer) ? Firing.LeavePending : Firing.SettleRefused;

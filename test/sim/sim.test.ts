@@ -108,6 +108,8 @@ describe("the whole host, simulated", () => {
       2638966136,
       "a timed wait due while its conversation was owned elsewhere, its execution let go of here, fired once this process took it back (not at the minute's rescan)",
     ],
+    [728975849, "two runs now of a schedule at the same millisecond both claimed slot now, and its firing was settled twice (decision 0098)"],
+    [728978841, "the same, another draw: two runs now at one process just opened, the first claiming while others lost their connections"],
   ])("seed %i keeps its invariants: %s", async (seed) => {
     const world = await simulate(seed);
     expect(world.problems, replay(seed)).toEqual([]);

@@ -7,9 +7,10 @@
 // Every claim and every settlement the store commits is recorded by
 // temporary triggers on the shared database (`sim_schedule_claims`,
 // `sim_schedule_firings`). Invariants kept here:
-// * after every step: a slot of a schedule is settled at most once, and a
-//   firing settled as started or queued names the execution its key fixes
-//   (`schedule:<id>:<slot>`);
+// * after every step: a slot of a schedule is settled at most once, no slot
+//   is claimed that is not after the last one settled (slots only grow,
+//   decision 0098), and a firing settled as started or queued names the
+//   execution its key fixes (`schedule:<id>:<slot>`);
 // * once quiet: every slot claimed is settled (unless its schedule was
 //   cancelled meanwhile), a started firing's execution exists, a refused
 //   one started none, no active schedule has been due for longer than a
@@ -41,11 +42,11 @@ export class WorldSchedules {
     private readonly connection: SqliteConnection,
   ) {
     connection.exec(`
-      CREATE TEMP TABLE IF NOT EXISTS sim_schedule_claims (schedule_id TEXT NOT NULL, slot INTEGER NOT NULL);
+      CREATE TEMP TABLE IF NOT EXISTS sim_schedule_claims (schedule_id TEXT NOT NULL, slot INTEGER NOT NULL, last_slot INTEGER);
       CREATE TEMP TABLE IF NOT EXISTS sim_schedule_firings (schedule_id TEXT NOT NULL, agent_id TEXT NOT NULL, slot INTEGER NOT NULL, execution_id TEXT, outcome TEXT NOT NULL, error TEXT);
       CREATE TEMP TRIGGER IF NOT EXISTS sim_schedule_claimed AFTER UPDATE ON main.schedules
         WHEN NEW.firing_slot_at IS NOT NULL AND NEW.revision > OLD.revision AND NEW.firings = OLD.firings AND NEW.state = 'active'
-        BEGIN INSERT INTO sim_schedule_claims VALUES (NEW.schedule_id, NEW.firing_slot_at); END;
+        BEGIN INSERT INTO sim_schedule_claims VALUES (NEW.schedule_id, NEW.firing_slot_at, OLD.last_slot_at); END;
       CREATE TEMP TRIGGER IF NOT EXISTS sim_schedule_settled AFTER UPDATE ON main.schedules
         WHEN NEW.firings > OLD.firings
         BEGIN INSERT INTO sim_schedule_firings VALUES (NEW.schedule_id, NEW.agent_id, NEW.last_slot_at, NEW.last_execution_id, NEW.last_outcome, NEW.last_error); END;
@@ -72,6 +73,9 @@ export class WorldSchedules {
       .prepare("SELECT schedule_id, slot, count(*) AS n FROM sim_schedule_firings GROUP BY schedule_id, slot HAVING count(*) > 1")
       .all()) {
       problems.push(`schedule ${String(row["schedule_id"])}: slot ${String(row["slot"])} settled ${String(row["n"])} times`);
+    }
+    for (const row of this.connection.prepare("SELECT schedule_id, slot, last_slot FROM sim_schedule_claims WHERE slot <= last_slot").all()) {
+      problems.push(`schedule ${String(row["schedule_id"])}: slot ${String(row["slot"])} claimed after slot ${String(row["last_slot"])} was settled`);
     }
     for (const row of this.connection.prepare("SELECT * FROM sim_schedule_firings WHERE outcome IN ('started', 'queued')").all()) {
       const keyed = startExecutionIdOf(String(row["agent_id"]), `schedule:${String(row["schedule_id"])}:${String(row["slot"])}`);

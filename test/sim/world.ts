@@ -529,10 +529,14 @@ export class World {
     const caller = this.caller(label, process, made.agentId);
     process.environment!.runSchedule(made.scheduleId, { waitMs }).then(
       (after) => this.settled(caller, `run:${after.firingSlotAt !== undefined ? "claimed" : (after.lastFiring?.outcome ?? "none")}`, undefined),
-      (error: { code?: string; message?: string; details?: { state?: string } }) => {
-        // Refused because it is firing, cancelled or done (or changed meanwhile): the world asks blind.
-        const notActive = error.code === "INVALID_INPUT" && (error.details?.state !== undefined || /changed meanwhile/.test(error.message ?? ""));
-        this.settled(caller, notActive ? "run:not_active" : `run:${String(error.code)}`, undefined, error.message);
+      (error: { code?: string; message?: string; details?: { state?: string; reason?: string } }) => {
+        // Refused because it fired at this very instant (decision 0098), is firing, cancelled or done
+        // (or changed meanwhile): the world asks blind.
+        const invalid = error.code === "INVALID_INPUT";
+        const notActive = invalid && (error.details?.state !== undefined || /changed meanwhile/.test(error.message ?? ""));
+        const outcome =
+          invalid && error.details?.reason === "fired_this_instant" ? "run:fired_this_instant" : notActive ? "run:not_active" : `run:${String(error.code)}`;
+        this.settled(caller, outcome, undefined, error.message);
       },
     );
   }
