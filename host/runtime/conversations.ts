@@ -183,11 +183,12 @@ export class Conversations {
     const kind = this.restingKinds[this.resting.kindAt(slot) ?? -1];
     const generation = this.host.coordinator.settings.core.agentGeneration(slot);
     if (id === undefined || kind === undefined || generation === undefined) return undefined;
+    const releasedAt = this.resting.releasedAt(slot);
     this.resting.remove(slot);
     const conversation = new Conversation(id, kind, RecoveryCause.FirstUse);
     conversation.register(slot, generation);
     this.live.set(id, conversation);
-    this.host.coordinator.restoreAgentEntry(conversation);
+    this.host.coordinator.restoreAgentEntry(conversation, releasedAt);
     this.woken.push(conversation);
     this.wokenTimer ??= setTimeout(() => this.restWoken(), restAgainAfterMs);
     this.wokenTimer.unref?.();
@@ -219,8 +220,8 @@ export class Conversations {
     const { coordinator } = this.host;
     if (!coordinator.settings.core.conversationAtRest(entry.slot) || !coordinator.executionLetGoOf(entry)) return;
     this.live.delete(conversation.id);
-    coordinator.forgetAgentEntry(entry.slot);
-    this.resting.add(entry.slot, conversation.id, this.restingKindOf(conversation.kind));
+    const releasedAt = coordinator.letGoAtRest(entry.slot);
+    this.resting.add(entry.slot, conversation.id, this.restingKindOf(conversation.kind), releasedAt);
   }
 
   private restingKindOf(kind: DefinitionKind): number {

@@ -2,14 +2,17 @@
 // per id (docs/decisions/0084). A million suspended executions each kept
 // their id (a 36-character string, ≈56 B) and its Map entry (≈30 B) in the
 // dormant index; here an id in the form `randomUUID()` gives — lowercase,
-// canonical — is 16 bytes in one typed array indexed by slot, found by id
-// through an open-addressing table of slots (linear probing, at most
-// three quarters full, deleted by shifting back: no tombstones). Any other id (an
+// canonical — is 16 bytes in one typed array indexed by slot and a bit in
+// another, found by id through an open-addressing table of slots (linear
+// probing, at most three quarters full, deleted by shifting back: no
+// tombstones; open-table.ts, docs/decisions/0100). Any other id (an
 // idempotency key, a filed start's own) is kept as it is, in a Map: exact,
 // and no cheaper than before.
 //
 // The string an id is read back as (`idAt`) is made anew each time: equal
 // to the one added, not the same object.
+
+import { grownLength, grownTable, homeIn, tableFull } from "./open-table.js";
 
 const uuidForm = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const uuidBytes = 16;
@@ -52,8 +55,11 @@ function hashOf(bytes: Uint8Array, at: number): number {
 export class SlotIds {
   /** Each slot's UUID bytes (valid where `packedAt` says so). */
   private bytes = new Uint8Array(0);
-  /** 1 where the slot holds a packed UUID. */
-  private packed = new Uint8Array(0);
+  /** Bit `slot % 32` of word `slot >> 5` is set where the slot holds a
+   * packed UUID. */
+  private packed = new Uint32Array(0);
+  /** Slots the per-slot arrays hold (`bytes` holds 16 bytes each). */
+  private capacity = 0;
   /** Open addressing: slot + 1 of a packed id, 0 for empty. */
   private table = new Int32Array(16);
   private packedCount = 0;
@@ -78,17 +84,17 @@ export class SlotIds {
     }
     this.reserve(slot);
     pack(id, this.bytes, slot * uuidBytes);
-    this.packed[slot] = 1;
+    this.packed[slot >>> 5] = this.packed[slot >>> 5]! | (1 << (slot & 31));
     this.packedCount += 1;
-    if (this.packedCount * 4 > this.table.length * 3) this.rehash(this.table.length * 2);
+    if (tableFull(this.packedCount, this.table.length)) this.rehash(grownTable(this.table.length));
     this.insert(slot);
   }
 
   slotOf(id: string): number | undefined {
     if (!uuidForm.test(id)) return this.otherSlots.get(id);
     pack(id, this.probe, 0);
-    const mask = this.table.length - 1;
-    for (let at = hashOf(this.probe, 0) & mask; ; at = (at + 1) & mask) {
+    const size = this.table.length;
+    for (let at = homeIn(hashOf(this.probe, 0), size); ; at = at + 1 === size ? 0 : at + 1) {
       const held = this.table[at]!;
       if (held === 0) return undefined;
       if (this.equals(held - 1)) return held - 1;
@@ -100,8 +106,12 @@ export class SlotIds {
   }
 
   idAt(slot: number): string | undefined {
-    if (this.packed[slot] === 1) return unpack(this.bytes, slot * uuidBytes);
+    if (this.isPacked(slot)) return unpack(this.bytes, slot * uuidBytes);
     return this.otherIds.get(slot);
+  }
+
+  private isPacked(slot: number): boolean {
+    return slot >= 0 && slot < this.capacity && ((this.packed[slot >>> 5]! >>> (slot & 31)) & 1) === 1;
   }
 
   /** Forgets the id at `slot`; false when it held none. */
@@ -112,22 +122,23 @@ export class SlotIds {
       this.otherSlots.delete(other);
       return true;
     }
-    if (this.packed[slot] !== 1) return false;
-    const mask = this.table.length - 1;
-    let at = hashOf(this.bytes, slot * uuidBytes) & mask;
-    while (this.table[at] !== slot + 1) at = (at + 1) & mask;
+    if (!this.isPacked(slot)) return false;
+    const size = this.table.length;
+    const step = (at: number): number => (at + 1 === size ? 0 : at + 1);
+    let at = homeIn(hashOf(this.bytes, slot * uuidBytes), size);
+    while (this.table[at] !== slot + 1) at = step(at);
     // Backward-shift deletion: each later entry of the run moves into the
     // hole if its home is not between the hole and it.
     let hole = at;
-    for (let next = (hole + 1) & mask; this.table[next] !== 0; next = (next + 1) & mask) {
-      const home = hashOf(this.bytes, (this.table[next]! - 1) * uuidBytes) & mask;
+    for (let next = step(hole); this.table[next] !== 0; next = step(next)) {
+      const home = homeIn(hashOf(this.bytes, (this.table[next]! - 1) * uuidBytes), size);
       const stays = hole <= next ? hole < home && home <= next : hole < home || home <= next;
       if (stays) continue;
       this.table[hole] = this.table[next]!;
       hole = next;
     }
     this.table[hole] = 0;
-    this.packed[slot] = 0;
+    this.packed[slot >>> 5] = this.packed[slot >>> 5]! & ~(1 << (slot & 31));
     this.packedCount -= 1;
     return true;
   }
@@ -135,7 +146,7 @@ export class SlotIds {
   /** Every slot holding an id. */
   slots(): number[] {
     const found = [...this.otherIds.keys()];
-    for (let slot = 0; slot < this.packed.length; slot += 1) if (this.packed[slot] === 1) found.push(slot);
+    for (let slot = 0; slot < this.capacity; slot += 1) if (this.isPacked(slot)) found.push(slot);
     return found;
   }
 
@@ -146,9 +157,9 @@ export class SlotIds {
   }
 
   private insert(slot: number): void {
-    const mask = this.table.length - 1;
-    let at = hashOf(this.bytes, slot * uuidBytes) & mask;
-    while (this.table[at] !== 0) at = (at + 1) & mask;
+    const size = this.table.length;
+    let at = homeIn(hashOf(this.bytes, slot * uuidBytes), size);
+    while (this.table[at] !== 0) at = at + 1 === size ? 0 : at + 1;
     this.table[at] = slot + 1;
   }
 
@@ -158,15 +169,17 @@ export class SlotIds {
     for (const held of old) if (held !== 0) this.insert(held - 1);
   }
 
-  /** Grows the per-slot arrays to hold `slot` (doubling). */
+  /** Grows the per-slot arrays to hold `slot` (open-table.ts: doubling,
+   * by a quarter past 65,536 slots; a whole number of 32-bit words). */
   private reserve(slot: number): void {
-    if (slot < this.packed.length) return;
-    const length = Math.max(1024, this.packed.length * 2, slot + 1);
-    const packed = new Uint8Array(length);
+    if (slot < this.capacity) return;
+    const length = Math.ceil(grownLength(this.capacity, slot + 1, 1024) / 32) * 32;
+    const packed = new Uint32Array(length / 32);
     packed.set(this.packed);
     const bytes = new Uint8Array(length * uuidBytes);
     bytes.set(this.bytes);
     this.packed = packed;
     this.bytes = bytes;
+    this.capacity = length;
   }
 }
