@@ -6,12 +6,13 @@
 // times two plus one if an execution of it was released here (each a
 // LEB128 varint, one byte below 128; docs/decisions/0100), then that
 // release time (a float64, 8 bytes) if there was one, then the id's UTF-8
-// bytes — where its agent slot's offset points, and the slot found by id
-// through an open-addressing table (linear probing, at most three quarters
-// full, deleted by shifting back: no tombstones; open-table.ts). Its
-// generation is the core's; its use count is 0. For `user-123456` never
-// released here: 13 bytes of arena, 4 of offset, 5.3–6.7 of table, and
-// the growth slack (a quarter at most past 65,536 slots).
+// bytes — where its agent slot's offset points (offsets by page of 4,096
+// slots), and the slot found by id through an open-addressing table
+// (linear probing, at most three quarters full, deleted by shifting back:
+// no tombstones; open-table.ts). Its generation is the core's; its use
+// count is 0. For `user-123456` never released here: 13 bytes of arena,
+// 4 of offset, 5.3–6.7 of table, and the arena's growth slack (a quarter
+// at most past 65,536 bytes).
 //
 // The arena only grows at its end: a record removed is garbage until half
 // the arena is, when the records kept are copied into a fresh one. The
@@ -19,6 +20,9 @@
 // the one added, not the same object.
 
 import { grownLength, grownTable, homeIn, tableFull } from "./open-table.js";
+
+/** Agent slots a page of offsets holds (16 KiB). */
+const pageSlots = 4096;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -70,8 +74,10 @@ export class RestingConversations {
   /** Bytes of the arena no record holds any more. */
   private garbage = 0;
   /** Each agent slot's record: its offset in the arena plus one; 0: the
-   * slot holds no conversation at rest. */
-  private offsets = new Uint32Array(0);
+   * slot holds no conversation at rest. By page of `pageSlots` slots,
+   * allocated as the slots reach them: no copy as they grow, at most a
+   * page unused. */
+  private readonly offsetPages: Uint32Array[] = [];
   /** Open addressing: slot + 1 of a record, 0 for empty. */
   private table = new Int32Array(16);
   private count = 0;
@@ -106,7 +112,7 @@ export class RestingConversations {
       at += 8;
     }
     this.arena.set(this.probe.subarray(0, length), at);
-    this.offsets[slot] = this.used + 1;
+    this.setOffset(slot, this.used + 1);
     this.used += size;
     this.count += 1;
     if (tableFull(this.count, this.table.length)) this.rehash(grownTable(this.table.length));
@@ -127,7 +133,7 @@ export class RestingConversations {
 
   /** Whether agent `slot` holds a conversation at rest here. */
   has(slot: number): boolean {
-    return slot >= 0 && slot < this.offsets.length && this.offsets[slot] !== 0;
+    return slot >= 0 && slot < this.slotsHeld() && this.offsetOf(slot) !== 0;
   }
 
   idAt(slot: number): string | undefined {
@@ -160,7 +166,7 @@ export class RestingConversations {
 
   /** The ids at rest (for the listing of the conversations here). */
   *ids(): Iterable<string> {
-    for (let slot = 0; slot < this.offsets.length; slot += 1) if (this.offsets[slot] !== 0) yield this.idAt(slot) as string;
+    for (let slot = 0; slot < this.slotsHeld(); slot += 1) if (this.offsetOf(slot) !== 0) yield this.idAt(slot) as string;
   }
 
   /** Forgets the conversation at `slot`; false when it held none. */
@@ -182,8 +188,8 @@ export class RestingConversations {
     }
     this.table[hole] = 0;
     const record = this.read(slot);
-    this.garbage += record.at + record.length - (this.offsets[slot]! - 1);
-    this.offsets[slot] = 0;
+    this.garbage += record.at + record.length - (this.offsetOf(slot) - 1);
+    this.setOffset(slot, 0);
     this.count -= 1;
     return true;
   }
@@ -191,7 +197,7 @@ export class RestingConversations {
   /** The record of `slot` (which holds one): the shared `record` object. */
   private read(slot: number): ArenaRecord {
     const arena = this.arena;
-    let at = this.offsets[slot]! - 1;
+    let at = this.offsetOf(slot) - 1;
     let length = 0;
     for (let shift = 1; ; shift *= 0x80) {
       const byte = arena[at++]!;
@@ -251,16 +257,27 @@ export class RestingConversations {
 
   private rehash(length: number): void {
     this.table = new Int32Array(length);
-    for (let slot = 0; slot < this.offsets.length; slot += 1) if (this.offsets[slot] !== 0) this.insert(slot);
+    for (let slot = 0; slot < this.slotsHeld(); slot += 1) if (this.offsetOf(slot) !== 0) this.insert(slot);
   }
 
-  /** Room in `offsets` for `slot` (the agent slots are dense from 0:
-   * their high-water mark), grown as open-table.ts says. */
+  /** The agent slots the offset pages hold. */
+  private slotsHeld(): number {
+    return this.offsetPages.length * pageSlots;
+  }
+
+  /** `slot`'s offset plus one (0: none); the slot must be held. */
+  private offsetOf(slot: number): number {
+    return this.offsetPages[Math.floor(slot / pageSlots)]![slot % pageSlots]!;
+  }
+
+  private setOffset(slot: number, value: number): void {
+    this.offsetPages[Math.floor(slot / pageSlots)]![slot % pageSlots] = value;
+  }
+
+  /** The offset pages up to `slot`'s (the agent slots are dense from 0:
+   * their high-water mark). */
   private reserve(slot: number): void {
-    if (slot < this.offsets.length) return;
-    const larger = new Uint32Array(grownLength(this.offsets.length, slot + 1));
-    larger.set(this.offsets);
-    this.offsets = larger;
+    while (this.slotsHeld() <= slot) this.offsetPages.push(new Uint32Array(pageSlots));
   }
 
   /** Room for `size` more bytes: the records kept copied into a fresh
@@ -273,13 +290,13 @@ export class RestingConversations {
     length = grownLength(length, kept + size);
     const fresh = new Uint8Array(length);
     let to = 0;
-    for (let slot = 0; slot < this.offsets.length; slot += 1) {
-      if (this.offsets[slot] === 0) continue;
-      const from = this.offsets[slot]! - 1;
+    for (let slot = 0; slot < this.slotsHeld(); slot += 1) {
+      if (this.offsetOf(slot) === 0) continue;
+      const from = this.offsetOf(slot) - 1;
       const { at, length: idLength } = this.read(slot);
       const end = at + idLength;
       fresh.set(this.arena.subarray(from, end), to);
-      this.offsets[slot] = to + 1;
+      this.setOffset(slot, to + 1);
       to += end - from;
     }
     this.arena = fresh;
