@@ -153,6 +153,14 @@ export class Conversations {
     return this.resting.size;
   }
 
+  /** When an execution of the conversation at rest `agentId` was last
+   * released here, as its arena record keeps it (for tests; undefined when
+   * none was, or it is not at rest). */
+  restingReleasedAt(agentId: string): number | undefined {
+    const slot = this.resting.slotOf(agentId);
+    return slot === undefined ? undefined : this.resting.releasedAt(slot);
+  }
+
   /** The agent slot of a conversation with a core entry here, live or at
    * rest, without rebuilding its record (for tests: the core's record of it). */
   slotOf(agentId: string): number | undefined {
