@@ -58,7 +58,7 @@ function defineAlarms(env: Environment): DefinedAgent {
  * objects' private fields, as `timersSetOf` does. The core's bytes are its
  * records up to the high-water marks (what pages a wait touches). */
 function bytesPerWaitOf(env: Environment, waits: number): string {
-  type Arrays = Record<string, ArrayBufferView | number | undefined>;
+  type Arrays = Record<string, ArrayBufferView | ArrayBufferView[] | number | undefined>;
   const internals = env as unknown as {
     coordinator: {
       dormant: { ids: Arrays };
@@ -67,7 +67,9 @@ function bytesPerWaitOf(env: Environment, waits: number): string {
     };
     conversations: { resting: Arrays };
   };
-  const sizeOf = (value: unknown): number => (ArrayBuffer.isView(value) ? value.byteLength : 0);
+  // A typed array, or pages of them (slot-ids.ts, resting-conversations.ts).
+  const sizeOf = (value: unknown): number =>
+    ArrayBuffer.isView(value) ? value.byteLength : Array.isArray(value) ? value.reduce((sum: number, page: unknown) => sum + sizeOf(page), 0) : 0;
   const per = (bytes: number): string => (bytes / waits).toFixed(1);
   const ids = internals.coordinator.dormant.ids;
   const resting = internals.conversations.resting;
@@ -75,16 +77,16 @@ function bytesPerWaitOf(env: Environment, waits: number): string {
   const core = exports.agentHighWater() * (16 + 16) + exports.executionHighWater() * 24;
   const arenaUsed = typeof resting.used === "number" ? resting.used - (typeof resting.garbage === "number" ? resting.garbage : 0) : 0;
   const hostArrays =
-    sizeOf(ids.bytes)
+    sizeOf(ids.pages)
     + sizeOf(ids.packed)
     + sizeOf(ids.table)
     + sizeOf(resting.arena)
-    + sizeOf(resting.offsets)
+    + sizeOf(resting.offsetPages)
     + sizeOf(resting.table)
     + sizeOf(internals.coordinator.lastReleases);
   return [
-    `execution ids ${per(sizeOf(ids.bytes))} + their flags ${per(sizeOf(ids.packed))} + their table ${per(sizeOf(ids.table))}`,
-    `conversation arena ${per(sizeOf(resting.arena))} (records ${per(arenaUsed)}) + offsets ${per(sizeOf(resting.offsets))} + their table ${per(sizeOf(resting.table))}`,
+    `execution ids ${per(sizeOf(ids.pages))} + their flags ${per(sizeOf(ids.packed))} + their table ${per(sizeOf(ids.table))}`,
+    `conversation arena ${per(sizeOf(resting.arena))} (records ${per(arenaUsed)}) + offsets ${per(sizeOf(resting.offsetPages))} + their table ${per(sizeOf(resting.table))}`,
     `release times ${per(sizeOf(internals.coordinator.lastReleases))}`,
     `= ${per(hostArrays)} B of the host's typed arrays; the core's records ${per(core)} B`,
   ].join(", ");
