@@ -258,10 +258,14 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
     return [...this.agentsBySlot.values()];
   }
 
-  /** The slot was freed (PurgeAgent): its record goes. Its release time
-   * stays until the slot is registered again, as it did by slot. */
+  /** The slot was freed (PurgeAgent): its record goes, and its release
+   * time (a Map entry per freed slot would outgrow the 8 bytes a slot
+   * this was); a scan's rows of a conversation freed meanwhile are stale
+   * by its free time (`AgentRecoveries.conversationFreed`), which is
+   * later than any release of it. */
   forgetAgentEntry(slot: number): void {
     this.agentsBySlot.delete(slot);
+    this.lastReleases.delete(slot);
   }
 
   /** Lets go of the record of a conversation at rest in `slot`; returns
