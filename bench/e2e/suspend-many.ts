@@ -42,7 +42,8 @@ export async function settled(): Promise<NodeJS.MemoryUsage> {
  * one of them (`each` names it: "suspended conversation", "pending wait"). */
 export function memoryLine(label: string, usage: NodeJS.MemoryUsage, idle: NodeJS.MemoryUsage, count: number, each = "suspended conversation"): string {
   const perRss = count > 0 ? ` = ${((usage.rss - idle.rss) / count).toFixed(0)} B of RSS` : "";
-  const perHeap = count > 0 ? `, ${((usage.heapUsed - idle.heapUsed) / count).toFixed(0)} B of heap per ${each}` : "";
+  const perBuffers = ((usage.arrayBuffers - idle.arrayBuffers) / count).toFixed(0);
+  const perHeap = count > 0 ? `, ${((usage.heapUsed - idle.heapUsed) / count).toFixed(0)} B of heap, ${perBuffers} B of array buffers per ${each}` : "";
   return `  ${label}: RSS ${megabytes(usage.rss)} MB, heap ${megabytes(usage.heapUsed)} MB used of ${megabytes(usage.heapTotal)} MB, external ${megabytes(usage.external)} MB (array buffers ${megabytes(usage.arrayBuffers)} MB)${perRss}${perHeap}`;
 }
 

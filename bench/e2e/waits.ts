@@ -53,6 +53,45 @@ function defineAlarms(env: Environment): DefinedAgent {
   return env.agent({ name: "alarms", model, tools: { alarm }, memoryWindow: 1 });
 }
 
+/** The host's typed arrays and the core's records that the pending waits
+ * keep, each in bytes per wait (docs/decisions/0100): read from the
+ * objects' private fields, as `timersSetOf` does. The core's bytes are its
+ * records up to the high-water marks (what pages a wait touches). */
+function bytesPerWaitOf(env: Environment, waits: number): string {
+  type Arrays = Record<string, ArrayBufferView | ArrayBufferView[] | number | undefined>;
+  const internals = env as unknown as {
+    coordinator: {
+      dormant: { ids: Arrays };
+      lastReleases?: ArrayBufferView;
+      settings: { core: { exports: { agentHighWater(): number; executionHighWater(): number } } };
+    };
+    conversations: { resting: Arrays };
+  };
+  // A typed array, or pages of them (slot-ids.ts, resting-conversations.ts).
+  const sizeOf = (value: unknown): number =>
+    ArrayBuffer.isView(value) ? value.byteLength : Array.isArray(value) ? value.reduce((sum: number, page: unknown) => sum + sizeOf(page), 0) : 0;
+  const per = (bytes: number): string => (bytes / waits).toFixed(1);
+  const ids = internals.coordinator.dormant.ids;
+  const resting = internals.conversations.resting;
+  const { exports } = internals.coordinator.settings.core;
+  const core = exports.agentHighWater() * (16 + 16) + exports.executionHighWater() * 24;
+  const arenaUsed = typeof resting.used === "number" ? resting.used - (typeof resting.garbage === "number" ? resting.garbage : 0) : 0;
+  const hostArrays =
+    sizeOf(ids.pages)
+    + sizeOf(ids.packed)
+    + sizeOf(ids.table)
+    + sizeOf(resting.arena)
+    + sizeOf(resting.offsetPages)
+    + sizeOf(resting.table)
+    + sizeOf(internals.coordinator.lastReleases);
+  return [
+    `execution ids ${per(sizeOf(ids.pages))} + their flags ${per(sizeOf(ids.packed))} + their table ${per(sizeOf(ids.table))}`,
+    `conversation arena ${per(sizeOf(resting.arena))} (records ${per(arenaUsed)}) + offsets ${per(sizeOf(resting.offsetPages))} + their table ${per(sizeOf(resting.table))}`,
+    `release times ${per(sizeOf(internals.coordinator.lastReleases))}`,
+    `= ${per(hostArrays)} B of the host's typed arrays; the core's records ${per(core)} B`,
+  ].join(", ");
+}
+
 /** The timers the due sweep set so far (what the suspensions cost it). */
 function timersSetOf(env: Environment): number {
   return (env as unknown as { dueSweep: { timersSet: number } }).dueSweep.timersSet;
@@ -84,6 +123,7 @@ export async function waitsChild(directory: string): Promise<void> {
     idle,
   );
   console.log(memoryLine(`${WAITS.toLocaleString("en-US")} pending, settled`, await settled(), idle, WAITS, "pending wait"));
+  console.log(`  per pending wait, exactly: ${bytesPerWaitOf(env, WAITS)}`);
   console.log(`  the due sweep set its timer ${timersSetOf(env) - timersAtOpen} times over the ${WAITS.toLocaleString("en-US")} suspends`);
   await countDueRows(env, 2 * 24 * 3_600_000, 100);
   await answerSample(env, sleepers, sampled);

@@ -153,6 +153,14 @@ export class Conversations {
     return this.resting.size;
   }
 
+  /** When an execution of the conversation at rest `agentId` was last
+   * released here, as its arena record keeps it (for tests; undefined when
+   * none was, or it is not at rest). */
+  restingReleasedAt(agentId: string): number | undefined {
+    const slot = this.resting.slotOf(agentId);
+    return slot === undefined ? undefined : this.resting.releasedAt(slot);
+  }
+
   /** The agent slot of a conversation with a core entry here, live or at
    * rest, without rebuilding its record (for tests: the core's record of it). */
   slotOf(agentId: string): number | undefined {
@@ -183,11 +191,12 @@ export class Conversations {
     const kind = this.restingKinds[this.resting.kindAt(slot) ?? -1];
     const generation = this.host.coordinator.settings.core.agentGeneration(slot);
     if (id === undefined || kind === undefined || generation === undefined) return undefined;
+    const releasedAt = this.resting.releasedAt(slot);
     this.resting.remove(slot);
     const conversation = new Conversation(id, kind, RecoveryCause.FirstUse);
     conversation.register(slot, generation);
     this.live.set(id, conversation);
-    this.host.coordinator.restoreAgentEntry(conversation);
+    this.host.coordinator.restoreAgentEntry(conversation, releasedAt);
     this.woken.push(conversation);
     this.wokenTimer ??= setTimeout(() => this.restWoken(), restAgainAfterMs);
     this.wokenTimer.unref?.();
@@ -219,8 +228,8 @@ export class Conversations {
     const { coordinator } = this.host;
     if (!coordinator.settings.core.conversationAtRest(entry.slot) || !coordinator.executionLetGoOf(entry)) return;
     this.live.delete(conversation.id);
-    coordinator.forgetAgentEntry(entry.slot);
-    this.resting.add(entry.slot, conversation.id, this.restingKindOf(conversation.kind));
+    const releasedAt = coordinator.letGoAtRest(entry.slot);
+    this.resting.add(entry.slot, conversation.id, this.restingKindOf(conversation.kind), releasedAt);
   }
 
   private restingKindOf(kind: DefinitionKind): number {

@@ -62,11 +62,14 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
    * rest has none (`agentMissing` rebuilds it, docs/decisions/0092). */
   private readonly agentsBySlot = new Map<number, AgentEntry>();
 
-  /** When each agent slot last had an execution released here
-   * (`performance.now()`, NaN: never since it was registered): rows of it
-   * read before then may be stale. By slot, not by record: a record let
-   * go of at rest and rebuilt is another object. */
-  private lastReleases = new Float64Array(0);
+  /** When each agent slot with a record here last had an execution
+   * released here (`performance.now()`; none: never since it was
+   * registered): rows of it read before then may be stale. By slot, not by
+   * record: a record let go of at rest and rebuilt is another object. A
+   * conversation at rest keeps its time in its arena record instead
+   * (`forgetAgentEntry` hands it over, `restoreAgentEntry` takes it back,
+   * docs/decisions/0100): a slot at rest costs nothing here. */
+  private readonly lastReleases = new Map<number, number>();
 
   /** The agent entry of a slot with no record here: the conversation at
    * rest there, rebuilt (conversations.ts). */
@@ -148,8 +151,8 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
    * `since` (`performance.now()`): one live here when its rows were read
    * then may have ended since, and its row read then is stale. */
   releasedSince(agent: AgentEntry, since: number): boolean {
-    const at = agent.slot < this.lastReleases.length ? this.lastReleases[agent.slot]! : Number.NaN;
-    return at >= since;
+    const at = this.lastReleases.get(agent.slot);
+    return at !== undefined && at >= since;
   }
 
   /** The execution is held recovery_required (its session abandoned,
@@ -239,17 +242,15 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
    * execution of this registration was released yet. */
   registerAgentEntry(entry: AgentEntry): void {
     this.agentsBySlot.set(entry.slot, entry);
-    if (entry.slot >= this.lastReleases.length) {
-      const grown = new Float64Array(Math.max(16, entry.slot + 1 + (entry.slot >> 1)));
-      grown.set(this.lastReleases);
-      this.lastReleases = grown;
-    }
-    this.lastReleases[entry.slot] = Number.NaN;
+    this.lastReleases.delete(entry.slot);
   }
 
-  /** A conversation let go of at rest, rebuilt (the same registration). */
-  restoreAgentEntry(entry: AgentEntry): void {
+  /** A conversation let go of at rest, rebuilt (the same registration),
+   * with the release time `forgetAgentEntry` gave when it was let go of. */
+  restoreAgentEntry(entry: AgentEntry, releasedAt: number | undefined): void {
     this.agentsBySlot.set(entry.slot, entry);
+    if (releasedAt === undefined) this.lastReleases.delete(entry.slot);
+    else this.lastReleases.set(entry.slot, releasedAt);
   }
 
   /** The agents with a record here now (not those at rest). */
@@ -257,8 +258,24 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
     return [...this.agentsBySlot.values()];
   }
 
+  /** The slot was freed (PurgeAgent): its record goes, and its release
+   * time (a Map entry per freed slot would outgrow the 8 bytes a slot
+   * this was); a scan's rows of a conversation freed meanwhile are stale
+   * by its free time (`AgentRecoveries.conversationFreed`), which is
+   * later than any release of it. */
   forgetAgentEntry(slot: number): void {
     this.agentsBySlot.delete(slot);
+    this.lastReleases.delete(slot);
+  }
+
+  /** Lets go of the record of a conversation at rest in `slot`; returns
+   * when an execution of it was last released here, for its arena record
+   * to keep (`restoreAgentEntry` takes it back). */
+  letGoAtRest(slot: number): number | undefined {
+    this.agentsBySlot.delete(slot);
+    const releasedAt = this.lastReleases.get(slot);
+    this.lastReleases.delete(slot);
+    return releasedAt;
   }
 
   /** Whether the execution holding the agent's admission was let go of at
@@ -591,7 +608,7 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
     if (!entry) return;
     this.executions.delete(slot);
     this.executionIds.delete(entry.executionId);
-    if (entry.agent.slot < this.lastReleases.length) this.lastReleases[entry.agent.slot] = performance.now();
+    this.lastReleases.set(entry.agent.slot, performance.now());
     entry.span?.end();
     this.admissionReleased(entry.agent);
     for (const watcher of entry.terminalWatchers.splice(0)) watcher();

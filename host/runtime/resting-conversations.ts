@@ -2,21 +2,33 @@
 // (docs/decisions/0092). A conversation whose execution was let go of
 // (decision 0066) and which the core says is at rest (`conversationAtRest`:
 // ready, unused, nothing queued) keeps no `Conversation` record: one
-// record in a byte arena — its id's length and its definition's index
-// (each a LEB128 varint, one byte below 128) then the id's UTF-8 bytes —
-// where its agent slot's offset points, and the slot found by id through
-// an open-addressing table (linear probing, at most three quarters full,
-// deleted by shifting back: no tombstones). Its generation is the core's;
-// its use count is 0. For `user-123456`: 13 bytes of arena, 4 of offset,
-// 5–11 of table.
+// record in a byte arena — its id's length, then its definition's index
+// times two plus one if an execution of it was released here (each a
+// LEB128 varint, one byte below 128; docs/decisions/0100), then that
+// release time (a float64, 8 bytes) if there was one, then the id's UTF-8
+// bytes — where its agent slot's offset points (offsets by page of 4,096
+// slots), and the slot found by id through an open-addressing table
+// (linear probing, at most three quarters full, deleted by shifting back:
+// no tombstones; open-table.ts). Its generation is the core's; its use
+// count is 0. For `user-123456` never released here: 13 bytes of arena,
+// 4 of offset, 5.3–6.7 of table, and the arena's growth slack (a quarter
+// at most past 65,536 bytes).
 //
 // The arena only grows at its end: a record removed is garbage until half
 // the arena is, when the records kept are copied into a fresh one. The
 // string an id is read back as (`idAt`) is made anew each time: equal to
 // the one added, not the same object.
 
+import { grownLength, grownTable, homeIn, tableFull } from "./open-table.js";
+
+/** Agent slots a page of offsets holds (16 KiB). */
+const pageSlots = 4096;
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+/** A release time's 8 bytes, copied through these two views. */
+const timeScratch = new Float64Array(1);
+const timeBytes = new Uint8Array(timeScratch.buffer);
 
 /** FNV-1a over `length` bytes of `bytes` from `at`, mixed (ids such as
  * `user-1`, `user-2` differ in their last byte only). */
@@ -45,11 +57,13 @@ function varintLength(value: number): number {
   return length;
 }
 
-/** A record read at an offset: where its id's bytes begin, their length, its kind. */
+/** A record read at an offset: where its id's bytes begin, their length,
+ * its kind, and where its release time is (0: it has none). */
 interface ArenaRecord {
   at: number;
   length: number;
   kind: number;
+  releasedAt: number;
 }
 
 export class RestingConversations {
@@ -60,38 +74,48 @@ export class RestingConversations {
   /** Bytes of the arena no record holds any more. */
   private garbage = 0;
   /** Each agent slot's record: its offset in the arena plus one; 0: the
-   * slot holds no conversation at rest. */
-  private offsets = new Uint32Array(0);
+   * slot holds no conversation at rest. By page of `pageSlots` slots,
+   * allocated as the slots reach them: no copy as they grow, at most a
+   * page unused. */
+  private readonly offsetPages: Uint32Array[] = [];
   /** Open addressing: slot + 1 of a record, 0 for empty. */
   private table = new Int32Array(16);
   private count = 0;
   /** The probe's scratch: the UTF-8 form of an id looked up. */
   private probe = new Uint8Array(256);
   /** What `read` returns (one object, reused). */
-  private readonly record: ArenaRecord = { at: 0, length: 0, kind: 0 };
+  private readonly record: ArenaRecord = { at: 0, length: 0, kind: 0, releasedAt: 0 };
 
   get size(): number {
     return this.count;
   }
 
   /** Records the conversation `id` at rest in agent `slot`, of definition
-   * `kind` (an index the caller keeps); the slot must not be at rest
-   * already, and the id not held. */
-  add(slot: number, id: string, kind: number): void {
+   * `kind` (an index the caller keeps), an execution of it last released
+   * here at `releasedAt` (`performance.now()`; undefined: none); the slot
+   * must not be at rest already, and the id not held. */
+  add(slot: number, id: string, kind: number, releasedAt?: number): void {
     if (this.has(slot)) throw new Error(`agent slot ${slot} already holds conversation "${this.idAt(slot)}" at rest`);
     const held = this.slotOf(id);
     if (held !== undefined) throw new Error(`conversation "${id}" is already at rest in agent slot ${held}`);
-    if (!Number.isInteger(kind) || kind < 0) throw new Error(`the definition index of conversation "${id}" must be a whole number, 0 or more, got ${kind}`);
+    if (!Number.isSafeInteger(kind * 2) || kind < 0)
+      throw new Error(`the definition index of conversation "${id}" must be a whole number, 0 or more, got ${kind}`);
     this.reserve(slot);
     const length = this.encode(id);
-    const size = varintLength(length) + varintLength(kind) + length;
+    const released = releasedAt === undefined ? 0 : 1;
+    const size = varintLength(length) + varintLength(kind * 2 + released) + released * 8 + length;
     if (this.used + size > this.arena.length) this.makeRoom(size);
-    const at = writeVarint(this.arena, writeVarint(this.arena, this.used, length), kind);
+    let at = writeVarint(this.arena, writeVarint(this.arena, this.used, length), kind * 2 + released);
+    if (releasedAt !== undefined) {
+      timeScratch[0] = releasedAt;
+      this.arena.set(timeBytes, at);
+      at += 8;
+    }
     this.arena.set(this.probe.subarray(0, length), at);
-    this.offsets[slot] = this.used + 1;
+    this.setOffset(slot, this.used + 1);
     this.used += size;
     this.count += 1;
-    if (this.count * 4 > this.table.length * 3) this.rehash(this.table.length * 2);
+    if (tableFull(this.count, this.table.length)) this.rehash(grownTable(this.table.length));
     this.insert(slot);
   }
 
@@ -99,8 +123,8 @@ export class RestingConversations {
   slotOf(id: string): number | undefined {
     if (this.count === 0) return undefined;
     const length = this.encode(id);
-    const mask = this.table.length - 1;
-    for (let at = hashOf(this.probe, 0, length) & mask; ; at = (at + 1) & mask) {
+    const size = this.table.length;
+    for (let at = homeIn(hashOf(this.probe, 0, length), size); ; at = at + 1 === size ? 0 : at + 1) {
       const held = this.table[at]!;
       if (held === 0) return undefined;
       if (this.equals(held - 1, length)) return held - 1;
@@ -109,7 +133,7 @@ export class RestingConversations {
 
   /** Whether agent `slot` holds a conversation at rest here. */
   has(slot: number): boolean {
-    return slot >= 0 && slot < this.offsets.length && this.offsets[slot] !== 0;
+    return slot >= 0 && slot < this.slotsHeld() && this.offsetOf(slot) !== 0;
   }
 
   idAt(slot: number): string | undefined {
@@ -129,22 +153,34 @@ export class RestingConversations {
     return this.has(slot) ? this.read(slot).kind : undefined;
   }
 
+  /** When an execution of the conversation at rest in `slot` was last
+   * released here, as `add` was given it; undefined when none was (or the
+   * slot holds none at rest). */
+  releasedAt(slot: number): number | undefined {
+    if (!this.has(slot)) return undefined;
+    const at = this.read(slot).releasedAt;
+    if (at === 0) return undefined;
+    timeBytes.set(this.arena.subarray(at, at + 8));
+    return timeScratch[0];
+  }
+
   /** The ids at rest (for the listing of the conversations here). */
   *ids(): Iterable<string> {
-    for (let slot = 0; slot < this.offsets.length; slot += 1) if (this.offsets[slot] !== 0) yield this.idAt(slot) as string;
+    for (let slot = 0; slot < this.slotsHeld(); slot += 1) if (this.offsetOf(slot) !== 0) yield this.idAt(slot) as string;
   }
 
   /** Forgets the conversation at `slot`; false when it held none. */
   remove(slot: number): boolean {
     if (!this.has(slot)) return false;
-    const mask = this.table.length - 1;
-    let at = this.homeOf(slot) & mask;
-    while (this.table[at] !== slot + 1) at = (at + 1) & mask;
+    const size = this.table.length;
+    const step = (at: number): number => (at + 1 === size ? 0 : at + 1);
+    let at = this.homeOf(slot);
+    while (this.table[at] !== slot + 1) at = step(at);
     // Backward-shift deletion: each later entry of the run moves into the
     // hole if its home is not between the hole and it.
     let hole = at;
-    for (let next = (hole + 1) & mask; this.table[next] !== 0; next = (next + 1) & mask) {
-      const home = this.homeOf(this.table[next]! - 1) & mask;
+    for (let next = step(hole); this.table[next] !== 0; next = step(next)) {
+      const home = this.homeOf(this.table[next]! - 1);
       const stays = hole <= next ? hole < home && home <= next : hole < home || home <= next;
       if (stays) continue;
       this.table[hole] = this.table[next]!;
@@ -152,8 +188,8 @@ export class RestingConversations {
     }
     this.table[hole] = 0;
     const record = this.read(slot);
-    this.garbage += record.at + record.length - (this.offsets[slot]! - 1);
-    this.offsets[slot] = 0;
+    this.garbage += record.at + record.length - (this.offsetOf(slot) - 1);
+    this.setOffset(slot, 0);
     this.count -= 1;
     return true;
   }
@@ -161,23 +197,25 @@ export class RestingConversations {
   /** The record of `slot` (which holds one): the shared `record` object. */
   private read(slot: number): ArenaRecord {
     const arena = this.arena;
-    let at = this.offsets[slot]! - 1;
+    let at = this.offsetOf(slot) - 1;
     let length = 0;
     for (let shift = 1; ; shift *= 0x80) {
       const byte = arena[at++]!;
       length += (byte & 0x7f) * shift;
       if (byte < 0x80) break;
     }
-    let kind = 0;
+    let kindTimesTwo = 0;
     for (let shift = 1; ; shift *= 0x80) {
       const byte = arena[at++]!;
-      kind += (byte & 0x7f) * shift;
+      kindTimesTwo += (byte & 0x7f) * shift;
       if (byte < 0x80) break;
     }
     const record = this.record;
-    record.at = at;
+    const released = kindTimesTwo % 2;
+    record.releasedAt = released === 1 ? at : 0;
+    record.at = at + released * 8;
     record.length = length;
-    record.kind = kind;
+    record.kind = (kindTimesTwo - released) / 2;
     return record;
   }
 
@@ -196,9 +234,10 @@ export class RestingConversations {
     return id.length;
   }
 
+  /** The home of `slot`'s record in the table. */
   private homeOf(slot: number): number {
     const { at, length } = this.read(slot);
-    return hashOf(this.arena, at, length);
+    return homeIn(hashOf(this.arena, at, length), this.table.length);
   }
 
   private equals(slot: number, length: number): boolean {
@@ -210,42 +249,54 @@ export class RestingConversations {
   }
 
   private insert(slot: number): void {
-    const mask = this.table.length - 1;
-    let at = this.homeOf(slot) & mask;
-    while (this.table[at] !== 0) at = (at + 1) & mask;
+    const size = this.table.length;
+    let at = this.homeOf(slot);
+    while (this.table[at] !== 0) at = at + 1 === size ? 0 : at + 1;
     this.table[at] = slot + 1;
   }
 
   private rehash(length: number): void {
     this.table = new Int32Array(length);
-    for (let slot = 0; slot < this.offsets.length; slot += 1) if (this.offsets[slot] !== 0) this.insert(slot);
+    for (let slot = 0; slot < this.slotsHeld(); slot += 1) if (this.offsetOf(slot) !== 0) this.insert(slot);
   }
 
-  /** Room in `offsets` for `slot`, growing by half (the agent slots are
-   * dense from 0: their high-water mark). */
+  /** The agent slots the offset pages hold. */
+  private slotsHeld(): number {
+    return this.offsetPages.length * pageSlots;
+  }
+
+  /** `slot`'s offset plus one (0: none); the slot must be held. */
+  private offsetOf(slot: number): number {
+    return this.offsetPages[Math.floor(slot / pageSlots)]![slot % pageSlots]!;
+  }
+
+  private setOffset(slot: number, value: number): void {
+    this.offsetPages[Math.floor(slot / pageSlots)]![slot % pageSlots] = value;
+  }
+
+  /** The offset pages up to `slot`'s (the agent slots are dense from 0:
+   * their high-water mark). */
   private reserve(slot: number): void {
-    if (slot < this.offsets.length) return;
-    const larger = new Uint32Array(Math.max(16, slot + 1 + (slot >> 1)));
-    larger.set(this.offsets);
-    this.offsets = larger;
+    while (this.slotsHeld() <= slot) this.offsetPages.push(new Uint32Array(pageSlots));
   }
 
   /** Room for `size` more bytes: the records kept copied into a fresh
-   * arena when half of it is garbage, else the arena grown by half. */
+   * arena when half of it is garbage, else the arena grown (open-table.ts:
+   * by a quarter past 65,536 bytes). */
   private makeRoom(size: number): void {
     const kept = this.used - this.garbage;
     let length = this.arena.length;
-    if (this.garbage * 2 < this.used) length += length >> 1;
-    while (kept + size > length) length += length >> 1;
+    if (this.garbage * 2 < this.used) length = grownLength(length, length + 1);
+    length = grownLength(length, kept + size);
     const fresh = new Uint8Array(length);
     let to = 0;
-    for (let slot = 0; slot < this.offsets.length; slot += 1) {
-      if (this.offsets[slot] === 0) continue;
-      const from = this.offsets[slot]! - 1;
+    for (let slot = 0; slot < this.slotsHeld(); slot += 1) {
+      if (this.offsetOf(slot) === 0) continue;
+      const from = this.offsetOf(slot) - 1;
       const { at, length: idLength } = this.read(slot);
       const end = at + idLength;
       fresh.set(this.arena.subarray(from, end), to);
-      this.offsets[slot] = to + 1;
+      this.setOffset(slot, to + 1);
       to += end - from;
     }
     this.arena = fresh;

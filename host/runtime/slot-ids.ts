@@ -2,17 +2,22 @@
 // per id (docs/decisions/0084). A million suspended executions each kept
 // their id (a 36-character string, ≈56 B) and its Map entry (≈30 B) in the
 // dormant index; here an id in the form `randomUUID()` gives — lowercase,
-// canonical — is 16 bytes in one typed array indexed by slot, found by id
-// through an open-addressing table of slots (linear probing, at most
-// three quarters full, deleted by shifting back: no tombstones). Any other id (an
+// canonical — is 16 bytes by slot (in pages of 1,024 slots: no copy and
+// at most a page unused as the slots grow) and a bit by slot, found by id through an open-addressing table of slots (linear
+// probing, at most three quarters full, deleted by shifting back: no
+// tombstones; open-table.ts, docs/decisions/0100). Any other id (an
 // idempotency key, a filed start's own) is kept as it is, in a Map: exact,
 // and no cheaper than before.
 //
 // The string an id is read back as (`idAt`) is made anew each time: equal
 // to the one added, not the same object.
 
+import { grownLength, grownTable, homeIn, tableFull } from "./open-table.js";
+
 const uuidForm = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const uuidBytes = 16;
+/** Slots a page of ids holds (16 KiB). */
+const pageSlots = 1024;
 /** Where each byte's two hex digits sit in the canonical form. */
 const hexAt = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
 const hexDigits = "0123456789abcdef";
@@ -50,10 +55,14 @@ function hashOf(bytes: Uint8Array, at: number): number {
 }
 
 export class SlotIds {
-  /** Each slot's UUID bytes (valid where `packedAt` says so). */
-  private bytes = new Uint8Array(0);
-  /** 1 where the slot holds a packed UUID. */
-  private packed = new Uint8Array(0);
+  /** Each slot's UUID bytes (valid where `packed` says so), by page of
+   * `pageSlots` slots, allocated as the slots reach them. */
+  private readonly pages: Uint8Array[] = [];
+  /** Bit `slot % 32` of word `slot >> 5` is set where the slot holds a
+   * packed UUID. */
+  private packed = new Uint32Array(0);
+  /** Slots the pages hold (and `packed`, at least). */
+  private capacity = 0;
   /** Open addressing: slot + 1 of a packed id, 0 for empty. */
   private table = new Int32Array(16);
   private packedCount = 0;
@@ -77,18 +86,18 @@ export class SlotIds {
       return;
     }
     this.reserve(slot);
-    pack(id, this.bytes, slot * uuidBytes);
-    this.packed[slot] = 1;
+    pack(id, this.pageOf(slot), this.atOf(slot));
+    this.packed[slot >>> 5] = this.packed[slot >>> 5]! | (1 << (slot & 31));
     this.packedCount += 1;
-    if (this.packedCount * 4 > this.table.length * 3) this.rehash(this.table.length * 2);
+    if (tableFull(this.packedCount, this.table.length)) this.rehash(grownTable(this.table.length));
     this.insert(slot);
   }
 
   slotOf(id: string): number | undefined {
     if (!uuidForm.test(id)) return this.otherSlots.get(id);
     pack(id, this.probe, 0);
-    const mask = this.table.length - 1;
-    for (let at = hashOf(this.probe, 0) & mask; ; at = (at + 1) & mask) {
+    const size = this.table.length;
+    for (let at = homeIn(hashOf(this.probe, 0), size); ; at = at + 1 === size ? 0 : at + 1) {
       const held = this.table[at]!;
       if (held === 0) return undefined;
       if (this.equals(held - 1)) return held - 1;
@@ -100,8 +109,12 @@ export class SlotIds {
   }
 
   idAt(slot: number): string | undefined {
-    if (this.packed[slot] === 1) return unpack(this.bytes, slot * uuidBytes);
+    if (this.isPacked(slot)) return unpack(this.pageOf(slot), this.atOf(slot));
     return this.otherIds.get(slot);
+  }
+
+  private isPacked(slot: number): boolean {
+    return slot >= 0 && slot < this.capacity && ((this.packed[slot >>> 5]! >>> (slot & 31)) & 1) === 1;
   }
 
   /** Forgets the id at `slot`; false when it held none. */
@@ -112,22 +125,23 @@ export class SlotIds {
       this.otherSlots.delete(other);
       return true;
     }
-    if (this.packed[slot] !== 1) return false;
-    const mask = this.table.length - 1;
-    let at = hashOf(this.bytes, slot * uuidBytes) & mask;
-    while (this.table[at] !== slot + 1) at = (at + 1) & mask;
+    if (!this.isPacked(slot)) return false;
+    const size = this.table.length;
+    const step = (at: number): number => (at + 1 === size ? 0 : at + 1);
+    let at = this.homeOf(slot, size);
+    while (this.table[at] !== slot + 1) at = step(at);
     // Backward-shift deletion: each later entry of the run moves into the
     // hole if its home is not between the hole and it.
     let hole = at;
-    for (let next = (hole + 1) & mask; this.table[next] !== 0; next = (next + 1) & mask) {
-      const home = hashOf(this.bytes, (this.table[next]! - 1) * uuidBytes) & mask;
+    for (let next = step(hole); this.table[next] !== 0; next = step(next)) {
+      const home = this.homeOf(this.table[next]! - 1, size);
       const stays = hole <= next ? hole < home && home <= next : hole < home || home <= next;
       if (stays) continue;
       this.table[hole] = this.table[next]!;
       hole = next;
     }
     this.table[hole] = 0;
-    this.packed[slot] = 0;
+    this.packed[slot >>> 5] = this.packed[slot >>> 5]! & ~(1 << (slot & 31));
     this.packedCount -= 1;
     return true;
   }
@@ -135,20 +149,33 @@ export class SlotIds {
   /** Every slot holding an id. */
   slots(): number[] {
     const found = [...this.otherIds.keys()];
-    for (let slot = 0; slot < this.packed.length; slot += 1) if (this.packed[slot] === 1) found.push(slot);
+    for (let slot = 0; slot < this.capacity; slot += 1) if (this.isPacked(slot)) found.push(slot);
     return found;
   }
 
   private equals(slot: number): boolean {
-    const at = slot * uuidBytes;
-    for (let byte = 0; byte < uuidBytes; byte += 1) if (this.bytes[at + byte] !== this.probe[byte]) return false;
+    const page = this.pageOf(slot);
+    const at = this.atOf(slot);
+    for (let byte = 0; byte < uuidBytes; byte += 1) if (page[at + byte] !== this.probe[byte]) return false;
     return true;
   }
 
+  private pageOf(slot: number): Uint8Array {
+    return this.pages[Math.floor(slot / pageSlots)]!;
+  }
+
+  private atOf(slot: number): number {
+    return (slot % pageSlots) * uuidBytes;
+  }
+
+  private homeOf(slot: number, size: number): number {
+    return homeIn(hashOf(this.pageOf(slot), this.atOf(slot)), size);
+  }
+
   private insert(slot: number): void {
-    const mask = this.table.length - 1;
-    let at = hashOf(this.bytes, slot * uuidBytes) & mask;
-    while (this.table[at] !== 0) at = (at + 1) & mask;
+    const size = this.table.length;
+    let at = this.homeOf(slot, size);
+    while (this.table[at] !== 0) at = at + 1 === size ? 0 : at + 1;
     this.table[at] = slot + 1;
   }
 
@@ -158,15 +185,17 @@ export class SlotIds {
     for (const held of old) if (held !== 0) this.insert(held - 1);
   }
 
-  /** Grows the per-slot arrays to hold `slot` (doubling). */
+  /** Room for `slot`: the pages up to its own, and its bit (the bits grow
+   * as open-table.ts says). */
   private reserve(slot: number): void {
-    if (slot < this.packed.length) return;
-    const length = Math.max(1024, this.packed.length * 2, slot + 1);
-    const packed = new Uint8Array(length);
-    packed.set(this.packed);
-    const bytes = new Uint8Array(length * uuidBytes);
-    bytes.set(this.bytes);
-    this.packed = packed;
-    this.bytes = bytes;
+    if (slot < this.capacity) return;
+    while (this.pages.length * pageSlots <= slot) this.pages.push(new Uint8Array(pageSlots * uuidBytes));
+    const capacity = this.pages.length * pageSlots;
+    if (capacity > this.packed.length * 32) {
+      const packed = new Uint32Array(grownLength(this.packed.length, capacity / 32, pageSlots / 32));
+      packed.set(this.packed);
+      this.packed = packed;
+    }
+    this.capacity = capacity;
   }
 }

@@ -6,7 +6,9 @@
 // conversation let go of first: a new message (queued, refused busy, an
 // interrupt), a cancel, the wait's resume (an approval, a timer fired now,
 // a signal), the listing, recovery at open, close, and a child agent's end
-// told to its parent. (A lost lease on PostgreSQL: test/postgres.)
+// told to its parent. (A lost lease on PostgreSQL: test/postgres.) And
+// the time an execution of it was last released here, kept in its arena
+// record while it is at rest (docs/decisions/0100).
 
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -54,6 +56,32 @@ describe("a suspended conversation at rest", () => {
     expect(env.conversations.liveCount).toBe(1);
     expect(env.conversations.liveIds()).toEqual(["user-1"]);
     expect(env.core.snapshot().agents.filter((agent) => agent.lifecycle !== 0)).toHaveLength(1);
+    await env.close();
+  });
+
+  it("keeps when an execution of it was last released here in its arena record, and its rebuilt record has it back", async () => {
+    const env = await openEnvironment();
+    const support = env.agent({ name: "support", model: refundModel(), tools: { refund }, memoryWindow: 1, onBusy: "enqueue" });
+    // "hi" holds the registration while "refund me" waits behind it: the
+    // conversation at rest is the registration that released "hi".
+    const before = performance.now();
+    const hi = support.conversation("user-1").start("hi").result;
+    const rested = suspendAndRest(env, support, "user-1");
+    await expect(hi).resolves.toMatchObject({ outcome: "completed", output: "ok" });
+    await rested;
+    const after = performance.now();
+    await suspendAndRest(env, support, "user-2");
+    const kept = env.conversations.restingReleasedAt("user-1");
+    expect(kept).toBeGreaterThanOrEqual(before);
+    expect(kept).toBeLessThanOrEqual(after);
+    expect(env.conversations.restingReleasedAt("user-2")).toBeUndefined();
+    // Rebuilt (the inbox's way back in): rows read before the release are
+    // stale, rows read after it are not; the one never released, neither.
+    const rebuilt = env.conversations.entryNow("user-1")!;
+    expect(env.conversations.isResting("user-1")).toBe(false);
+    expect(env.coordinator.releasedSince(rebuilt, before)).toBe(true);
+    expect(env.coordinator.releasedSince(rebuilt, after + 1)).toBe(false);
+    expect(env.coordinator.releasedSince(env.conversations.entryNow("user-2")!, 0)).toBe(false);
     await env.close();
   });
 

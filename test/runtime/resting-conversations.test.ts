@@ -3,8 +3,9 @@
 // arena, the slot found by id through an open-addressing table. Checked
 // against Maps over random adds and removes — ids of every length (one
 // past a one-byte varint), non-ASCII ones, near-identical ones, kinds past
-// 127 — with the arena compacted on the way; the seed is printed
-// (RESTING_SEED replays).
+// 127, release times or none (docs/decisions/0100) — with the arena
+// compacted on the way; the seed is printed (RESTING_SEED replays). And
+// past 65,536 slots, where the table and the arrays grow by a quarter.
 
 import { describe, expect, it } from "vitest";
 import { RestingConversations } from "../../host/runtime/resting-conversations.js";
@@ -37,7 +38,7 @@ describe("RestingConversations", () => {
     console.log(`RestingConversations seed ${seed} (RESTING_SEED=${seed} replays)`);
     const next = random(seed);
     const resting = new RestingConversations();
-    const bySlot = new Map<number, { id: string; kind: number }>();
+    const bySlot = new Map<number, { id: string; kind: number; releasedAt: number | undefined }>();
     const bySlotId = new Map<string, number>();
     const removed: string[] = [];
     for (let step = 0; step < 30_000; step += 1) {
@@ -52,14 +53,15 @@ describe("RestingConversations", () => {
         const id = idFrom(next, slot, step);
         if (bySlotId.has(id)) continue;
         const kind = next() < 0.9 ? Math.floor(next() * 4) : Math.floor(next() * 100_000);
-        resting.add(slot, id, kind);
-        bySlot.set(slot, { id, kind });
+        const releasedAt = next() < 0.6 ? undefined : next() * 1e9;
+        resting.add(slot, id, kind, releasedAt);
+        bySlot.set(slot, { id, kind, releasedAt });
         bySlotId.set(id, slot);
       }
       if (step % 997 === 0) {
         // Compared in bulk: one expect per check, not per id.
-        const expected = [...bySlot].map(([at, { id, kind }]) => [at, id, kind, at]);
-        expect([...bySlot].map(([at, { id }]) => [at, resting.idAt(at), resting.kindAt(at), resting.slotOf(id)])).toEqual(expected);
+        const expected = [...bySlot].map(([at, { id, kind, releasedAt }]) => [at, id, kind, at, releasedAt]);
+        expect([...bySlot].map(([at, { id }]) => [at, resting.idAt(at), resting.kindAt(at), resting.slotOf(id), resting.releasedAt(at)])).toEqual(expected);
         const gone = removed.slice(-50).filter((id) => !bySlotId.has(id));
         expect(gone.map((id) => resting.slotOf(id))).toEqual(gone.map(() => undefined));
         expect(resting.size).toBe(bySlot.size);
@@ -68,6 +70,27 @@ describe("RestingConversations", () => {
     expect([...resting.ids()].sort()).toEqual([...bySlotId.keys()].sort());
     expect(resting.remove(2_500)).toBe(false);
     expect(resting.idAt(2_500)).toBeUndefined();
+  });
+
+  it("holds 100,000 conversations past the quarter growth, with and without release times, and forgets a third", () => {
+    const resting = new RestingConversations();
+    const count = 100_000;
+    const releasedAt = (slot: number): number | undefined => (slot % 5 === 0 ? slot * 1.5 + 0.25 : undefined);
+    for (let slot = 0; slot < count; slot += 1) resting.add(slot, `user-${slot}`, slot % 3, releasedAt(slot));
+    expect(resting.size).toBe(count);
+    const notRemoved: number[] = [];
+    for (let slot = 0; slot < count; slot += 3) if (!resting.remove(slot)) notRemoved.push(slot);
+    expect(notRemoved).toEqual([]);
+    const wrong: string[] = [];
+    for (let slot = 0; slot < count; slot += 1) {
+      const kept = slot % 3 !== 0;
+      const seen = [resting.slotOf(`user-${slot}`), resting.idAt(slot), resting.kindAt(slot), resting.releasedAt(slot)];
+      const expected = kept ? [slot, `user-${slot}`, slot % 3, releasedAt(slot)] : [undefined, undefined, undefined, undefined];
+      if (JSON.stringify(seen) !== JSON.stringify(expected)) wrong.push(`${slot}: ${JSON.stringify(seen)}`);
+    }
+    expect(wrong.slice(0, 5)).toEqual([]);
+    expect(resting.size).toBe(count - Math.ceil(count / 3));
+    expect(resting.slotOf("user-100000")).toBeUndefined();
   });
 
   it("refuses a slot held, an id held and a definition index that is not a whole number, naming them", () => {

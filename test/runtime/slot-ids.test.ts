@@ -3,6 +3,8 @@
 // Map entry per UUID-form id. Checked against a pair of Maps — the index it
 // replaced — over random adds and removes, with ids of both forms and
 // colliding slots of the table; the seed is printed (SLOT_IDS_SEED replays).
+// And 100,000 ids past the point where the arrays and the table grow by a
+// quarter, not double (docs/decisions/0100).
 
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
@@ -80,6 +82,34 @@ describe("SlotIds", () => {
     expect(ids.slotOf(randomUUID())).toBeUndefined();
     expect(ids.idAt(5_000_000)).toBeUndefined();
     expect(ids.remove(5_000_000)).toBe(false);
+  });
+
+  it("holds 100,000 ids past the quarter growth, added in a shuffled slot order, and forgets half", () => {
+    const next = random(seed + 1);
+    const count = 100_000;
+    const order = Array.from({ length: count }, (_, slot) => slot);
+    for (let at = count - 1; at > 0; at -= 1) {
+      const other = Math.floor(next() * (at + 1));
+      [order[at], order[other]] = [order[other]!, order[at]!];
+    }
+    const idOf = order.map(() => uuidFrom(next));
+    const ids = new SlotIds();
+    for (const slot of order) ids.add(slot, idOf[slot]!);
+    expect(ids.size).toBe(count);
+    const notRemoved: number[] = [];
+    for (let slot = 1; slot < count; slot += 2) if (!ids.remove(slot)) notRemoved.push(slot);
+    expect(notRemoved).toEqual([]);
+    const wrong: string[] = [];
+    for (let slot = 0; slot < count; slot += 1) {
+      const kept = slot % 2 === 0;
+      const seen = [ids.slotOf(idOf[slot]!), ids.idAt(slot)];
+      const expected = kept ? [slot, idOf[slot]] : [undefined, undefined];
+      if (JSON.stringify(seen) !== JSON.stringify(expected)) wrong.push(`${slot}: ${JSON.stringify(seen)}`);
+    }
+    expect(wrong.slice(0, 5)).toEqual([]);
+    expect(ids.size).toBe(count / 2);
+    expect(ids.slots()).toEqual(Array.from({ length: count / 2 }, (_, half) => half * 2));
+    expect(ids.idAt(count)).toBeUndefined();
   });
 
   it("refuses a slot taken or an id held, naming them", () => {
