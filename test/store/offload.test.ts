@@ -229,7 +229,9 @@ describe("offload input checks", () => {
   it("a symbol, a function in an array or under a toJSON's result is refused too; what JSON writes as given passes", async () => {
     const store = await preparedStore("worker", 4);
     const payloads = [{ list: [1, () => 2] }, { tag: Symbol("tag") }, { wrapped: { toJSON: () => ({ inner: () => 1 }) } }];
-    const refused = payloads.map((payload, index) => store.run(providerBarrier(`e${index}`, 1, { steps: [{ kind: "note", at: 1, payload: payload as never }] })));
+    const refused = payloads.map((payload, index) =>
+      store.run(providerBarrier(`e${index}`, 1, { steps: [{ kind: "note", at: 1, payload: payload as never }] })),
+    );
     for (const result of await Promise.allSettled(refused)) expect(result).toMatchObject({ status: "rejected", reason: expect.any(InvalidInputError) });
     // A toJSON method is not data: JSON writes its result (a date as text).
     const written = { at: new Date(0), own: { toJSON: () => "own" }, skipped: undefined };
@@ -240,7 +242,12 @@ describe("offload input checks", () => {
   it("assertPlainData visits what JSON.stringify writes: own keys, items, a toJSON's result once", () => {
     const inherited = Object.create({ callback: () => 1 }) as object;
     expect(() => assertPlainData({ inherited, nested: [{ deep: [null, 1, "two", true] }] })).not.toThrow();
-    const selfReturning = { value: 1, toJSON() { return this; } };
+    const selfReturning = {
+      value: 1,
+      toJSON() {
+        return this;
+      },
+    };
     // JSON would write {"value":1}, dropping the method it called once.
     expect(() => assertPlainData(selfReturning)).toThrow(/a function is not plain data/);
     // toJSON is given the key it is written under.
