@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { MessageChannel, Worker } from "node:worker_threads";
 import { describe, expect, it } from "vitest";
 import { AgentBusyError, ExecutionRehydrationRequiredError, InvalidInputError, OffloadFullError, StoreError } from "../../host/errors.js";
-import { Offload, type OffloadPolicy } from "../../host/store/offload.js";
+import { assertPlainData, Offload, type OffloadPolicy } from "../../host/store/offload.js";
 import type { OffloadOperation } from "../../host/store/offload-operation.js";
 import type { StepKind } from "../../host/store/records.js";
 import { SqliteStore } from "../../host/store/sqlite-store.js";
@@ -224,6 +224,35 @@ describe("offload input checks", () => {
     expect(results[0]).toMatchObject({ status: "rejected", reason: expect.any(InvalidInputError) });
     expect(results[1]).toEqual({ status: "fulfilled", value: { revision: 2 } });
     expect((await store.getExecution("e0"))?.revision).toBe(1);
+  });
+
+  it("a symbol, a function in an array or under a toJSON's result is refused too; what JSON writes as given passes", async () => {
+    const store = await preparedStore("worker", 4);
+    const payloads = [{ list: [1, () => 2] }, { tag: Symbol("tag") }, { wrapped: { toJSON: () => ({ inner: () => 1 }) } }];
+    const refused = payloads.map((payload, index) =>
+      store.run(providerBarrier(`e${index}`, 1, { steps: [{ kind: "note", at: 1, payload: payload as never }] })),
+    );
+    for (const result of await Promise.allSettled(refused)) expect(result).toMatchObject({ status: "rejected", reason: expect.any(InvalidInputError) });
+    // A toJSON method is not data: JSON writes its result (a date as text).
+    const written = { at: new Date(0), own: { toJSON: () => "own" }, skipped: undefined };
+    await expect(store.run(providerBarrier("e3", 1, { steps: [{ kind: "note", at: 1, payload: written as never }] }))).resolves.toEqual({ revision: 2 });
+    expect((await store.listSteps("e3")).find((step) => step.kind === "note")?.payload).toEqual({ at: "1970-01-01T00:00:00.000Z", own: "own" });
+  });
+
+  it("assertPlainData visits what JSON.stringify writes: own keys, items, a toJSON's result once", () => {
+    const inherited = Object.create({ callback: () => 1 }) as object;
+    expect(() => assertPlainData({ inherited, nested: [{ deep: [null, 1, "two", true] }] })).not.toThrow();
+    const selfReturning = {
+      value: 1,
+      toJSON() {
+        return this;
+      },
+    };
+    // JSON would write {"value":1}, dropping the method it called once.
+    expect(() => assertPlainData(selfReturning)).toThrow(/a function is not plain data/);
+    // toJSON is given the key it is written under.
+    expect(() => assertPlainData({ keyed: { toJSON: (key: string) => (key === "keyed" ? "fine" : () => 1) } })).not.toThrow();
+    expect(() => assertPlainData([{ toJSON: (key: string) => (key === "0" ? "fine" : () => 1) }])).not.toThrow();
   });
 
   it("refuses a malformed operation synchronously with InvalidInputError, before queueing", async () => {

@@ -1,7 +1,9 @@
 // Transaction control for the store operations: one operation in one
-// transaction, or a group commit of several operations in one transaction
-// with a SAVEPOINT each. A body that throws rolls back to its savepoint and
-// fails only its own settlement; its group-mates still commit. If the
+// transaction, or a group commit of several operations in one transaction:
+// first without savepoints, and when one of them throws, rolled back and
+// run again with a SAVEPOINT each. A body that throws then rolls back to
+// its savepoint and fails only its own settlement; its group-mates still
+// commit. If the
 // transaction itself fails (BEGIN, COMMIT, or a rollback that SQLite already
 // performed), every operation of the group fails with that error.
 //
@@ -24,11 +26,15 @@ export type Settlement = { readonly ok: true; readonly value: unknown } | { read
  * in order. Never throws. */
 export function commitGroup(connection: SqliteConnection, operations: readonly OffloadOperation[]): Settlement[] {
   if (operations.length === 1) return [commitAlone(connection, operations[0]!)];
+  return commitTogether(connection, operations) ?? commitInSavepoints(connection, operations);
+}
+
+/** The group with a SAVEPOINT per operation: one that throws fails alone. */
+function commitInSavepoints(connection: SqliteConnection, operations: readonly OffloadOperation[]): Settlement[] {
   try {
     connection.prepare("BEGIN IMMEDIATE").run();
   } catch (error) {
-    const failure = storeErrorOf(error, connection.path);
-    return operations.map(() => ({ ok: false, error: failure }));
+    return failedTogether(connection, operations, error);
   }
   const settlements = operations.map((operation) => applyInSavepoint(connection, operation));
   try {
@@ -36,8 +42,45 @@ export function commitGroup(connection: SqliteConnection, operations: readonly O
     return settlements;
   } catch (error) {
     rollbackQuietly(connection);
-    const failure = storeErrorOf(error, connection.path);
-    return operations.map(() => ({ ok: false, error: failure }));
+    return failedTogether(connection, operations, error);
+  }
+}
+
+function failedTogether(connection: SqliteConnection, operations: readonly OffloadOperation[], error: unknown): Settlement[] {
+  const failure = storeErrorOf(error, connection.path);
+  return operations.map(() => ({ ok: false, error: failure }));
+}
+
+/** The common case of a group, every operation succeeding, without a
+ * savepoint each (docs/decisions/0103: two statements per operation, and
+ * SQLite's copy of every page first written under one). When one fails,
+ * the whole transaction is rolled back and `undefined` tells the caller to
+ * run the group again with savepoints, where it fails alone: an
+ * operation's body depends only on the file and the operation, so the
+ * second run settles as the first would have with savepoints. */
+function commitTogether(connection: SqliteConnection, operations: readonly OffloadOperation[]): Settlement[] | undefined {
+  try {
+    connection.prepare("BEGIN IMMEDIATE").run();
+  } catch (error) {
+    return failedTogether(connection, operations, error);
+  }
+  const settlements: Settlement[] = [];
+  for (const operation of operations) {
+    try {
+      settlements.push({ ok: true, value: applyOperation(connection, operation) });
+    } catch {
+      rollbackQuietly(connection);
+      return undefined;
+    }
+  }
+  try {
+    // A failed COMMIT fails the group as it did with savepoints: only an
+    // operation's own failure runs the group again.
+    connection.prepare("COMMIT").run();
+    return settlements;
+  } catch (error) {
+    rollbackQuietly(connection);
+    return failedTogether(connection, operations, error);
   }
 }
 
