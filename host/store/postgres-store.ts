@@ -83,6 +83,7 @@ import { startTiming } from "./start-timing.js";
 import type { FiledStartAnswer, StartFiling } from "./start-filing.js";
 import { isConnectionLoss, resolveOutcome, type Resolution } from "./postgres/outcome.js";
 import * as reads from "./postgres/reads.js";
+import { homesOfPartitions, readHomes, type HomeOutcome } from "./postgres/homes.js";
 import * as pages from "./postgres/pages.js";
 import { checkCountsFilter, checkPageQuery, cursorsOf, type ExecutionCounts, type ExecutionPage, type ExecutionPageQuery } from "./execution-pages.js";
 import { migrate, schemaVersion } from "./postgres/schema.js";
@@ -309,6 +310,7 @@ export class PostgresStore implements ExecutionStore {
         // connections; they are opened now, while the tick runs.
         if (reclaimed.length > 0) store.warmPool(Math.min(reclaimWarmConnections, poolSize - 1));
       });
+      await opened.learnHomes(opened.heldPartitionNumbers());
     } catch (error) {
       await opened?.leaseBook.stop().catch(() => undefined);
       await locking.then(
@@ -547,6 +549,14 @@ export class PostgresStore implements ExecutionStore {
   private async prepareRefused(operation: PrepareExecutionOperation, fence: Fence | undefined): Promise<unknown> {
     const explained = await explainPrepareRefusal(this.pool, operation, fence);
     if (!(explained instanceof PhronomyError)) return explained;
+    // Moved out of the partition this process placed it in (by another
+    // process, docs/decisions/0101): the partition is not lost; the
+    // conversation's home is noted and the start refused as owned there.
+    const home = (await readHomes(this.pool, [operation.agentId])).get(operation.agentId);
+    if (home !== undefined && this.leaseBook.homeOf(operation.agentId) !== home) {
+      this.leaseBook.noteHome(operation.agentId, home);
+      return { outcome: "not_established", error: this.leaseBook.admissionRefusal(operation.agentId)?.toRecord() ?? explained.toRecord() };
+    }
     // Refused at the epoch it carried: nothing was written, whether that
     // epoch is lost now or the partition was taken back at a later one.
     this.leaseBook.noteLost(operation.agentId, explained.details?.["epoch"]);
@@ -911,7 +921,38 @@ export class PostgresStore implements ExecutionStore {
   }
 
   unfinishedExecutionsInPartitions(held: readonly number[]): Promise<ExecutionRow[]> {
-    return this.read(async () => this.rememberRows(await reads.unfinishedExecutionsInPartitions(this.pool, this.path, held)));
+    return this.read(async () => {
+      // The homes first: a conversation homed in (or out of) these
+      // partitions is then placed by its home (docs/decisions/0101).
+      await this.learnHomes(held);
+      return this.rememberRows(await reads.unfinishedExecutionsInPartitions(this.pool, this.path, held));
+    });
+  }
+
+  /** Notes the homes that concern these partitions (moved into them, or
+   * out of them). */
+  private async learnHomes(held: readonly number[]): Promise<void> {
+    if (held.length === 0) return;
+    for (const [agentId, partition] of await homesOfPartitions(this.pool, held)) this.leaseBook.noteHome(agentId, partition);
+  }
+
+  /** Moves a conversation that has nothing anywhere (no row of any kind)
+   * from its partition, held by another process, to a partition held
+   * here, in one statement; then it belongs to that partition (its fence,
+   * its recovery by whoever takes that partition over). `moved`: done;
+   * `home`: it was moved before (to `partition`, noted here); `refused`:
+   * it has rows, or nothing is held here live, or its partition's fence
+   * stayed locked past `waitMs` (docs/decisions/0101). Undefined: nothing
+   * is held here in its admission window. */
+  takeConversationHere(agentId: string, waitMs = Math.floor(this.leaseMs / 6)): Promise<HomeOutcome | undefined> {
+    const id = checkId(agentId, "agentId");
+    return this.read(() => this.leaseBook.homeHere(id, waitMs));
+  }
+
+  /** The partition the conversation belongs to as this process knows it
+   * (its home when one is known, else `partition_of`). */
+  conversationPartition(agentId: string): number {
+    return this.leaseBook.partitionOf(agentId);
   }
 
   /** The agent's executions not terminal, read now (under its lease). */

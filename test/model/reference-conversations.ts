@@ -100,6 +100,8 @@ export interface AdmissionFacts {
   readonly recoveryHeld: boolean;
   /** A start made here can be filed for the owner (`AdmissionFact.CanFile`). */
   readonly canFile: boolean;
+  /** The store may move the conversation here (`AdmissionFact.CanTakeHere`, decision 0101). */
+  readonly canTakeHere: boolean;
 }
 
 /** The admission rules, in order: the first that matches decides. */
@@ -107,6 +109,18 @@ const ADMISSION_RULES: readonly { readonly when: (facts: AdmissionFacts) => bool
   { when: (f) => f.source === AdmissionSource.Resume && f.phase === P.OwnedElsewhere, verdict: AdmissionVerdict.FileForOwner },
   { when: (f) => f.source === AdmissionSource.Resume, verdict: AdmissionVerdict.RunHere },
   { when: (f) => f.closed, verdict: AdmissionVerdict.RefuseClosed },
+  {
+    when: (f) =>
+      f.phase === P.OwnedElsewhere
+      && f.source === AdmissionSource.Direct
+      && f.canFile
+      && f.canTakeHere
+      && !f.admissionHeld
+      && !f.recoveryHeld
+      && !f.queued
+      && !f.headStarting,
+    verdict: AdmissionVerdict.TakeHere,
+  },
   {
     when: (f) => f.phase === P.OwnedElsewhere && (f.source === AdmissionSource.Direct || f.source === AdmissionSource.Retry) && f.canFile,
     verdict: AdmissionVerdict.FileForOwner,
@@ -588,6 +602,7 @@ export class ReferenceConversations {
       queueKept: (facts & AdmissionFact.QueueKept) !== 0,
       recoveryHeld: agent.admissionState === AdmissionState.RecoveryRequired,
       canFile: (facts & AdmissionFact.CanFile) !== 0,
+      canTakeHere: (facts & AdmissionFact.CanTakeHere) !== 0,
     });
     // Too many starts wait on it already: refused as a held conversation refuses one.
     const full = tableVerdict === AdmissionVerdict.WaitUntilReady && waiting >= Limit.WaitingStartsMax;
