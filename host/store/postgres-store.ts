@@ -107,7 +107,7 @@ import type { ExecutionStore } from "./store.js";
 
 export type { PostgresStoreOptions } from "./postgres/options.js";
 
-const optionNames: ReadonlySet<string> = new Set(["schema", "poolSize", "leaseMs", "instanceId", "partitions", "balance"]);
+const optionNames: ReadonlySet<string> = new Set(["schema", "poolSize", "leaseMs", "instanceId", "partitions", "balance", "takeIdleHere"]);
 
 /** The first and the longest wait before an enqueue whose connection was
  * lost reads back its outcome again (the database not answering). */
@@ -180,6 +180,9 @@ export class PostgresStore implements ExecutionStore {
   private readonly leaseBook: PartitionBook;
   /** Partitions reclaimed at open from a dead process of this instance id. */
   reclaimedPartitions: readonly partitions.PartitionGrant[] = [];
+  /** `takeIdleHere` (docs/decisions/0101): a start of a conversation held
+   * elsewhere with nothing anywhere moves it here. */
+  private takesIdle = false;
   /** Everything the runtime uses: leases by partition, both inboxes, the
    * queue, pruning. */
   readonly capabilities: StoreCapabilities = {
@@ -311,6 +314,7 @@ export class PostgresStore implements ExecutionStore {
         if (reclaimed.length > 0) store.warmPool(Math.min(reclaimWarmConnections, poolSize - 1));
       });
       await opened.learnHomes(opened.heldPartitionNumbers());
+      opened.takesIdle = options.takeIdleHere === true && options.balance !== false;
     } catch (error) {
       await opened?.leaseBook.stop().catch(() => undefined);
       await locking.then(
@@ -936,6 +940,11 @@ export class PostgresStore implements ExecutionStore {
     for (const [agentId, partition] of await homesOfPartitions(this.pool, held)) this.leaseBook.noteHome(agentId, partition);
   }
 
+  /** Opened with `takeIdleHere` (a balancing process), and open. */
+  takesIdleHere(): boolean {
+    return this.takesIdle && this.closing === undefined;
+  }
+
   /** Moves a conversation that has nothing anywhere (no row of any kind)
    * from its partition, held by another process, to a partition held
    * here, in one statement; then it belongs to that partition (its fence,
@@ -1244,6 +1253,8 @@ function checkOptions(options: PostgresStoreOptions): void {
   if (options.partitions !== undefined) partitions.checkPartitionCount(options.partitions, "partitions");
   if (options.balance !== undefined && typeof options.balance !== "boolean")
     throw new InvalidInputError(`balance must be true or false, got ${JSON.stringify(options.balance)}`);
+  if (options.takeIdleHere !== undefined && typeof options.takeIdleHere !== "boolean")
+    throw new InvalidInputError(`takeIdleHere must be true or false, got ${JSON.stringify(options.takeIdleHere)}`);
   const size = options.poolSize;
   if (size !== undefined && (!Number.isInteger(size) || size < 1 || size > poolSizeMax)) {
     throw new InvalidInputError(`poolSize must be an integer from 1 to ${poolSizeMax}, got ${String(size)}`);
