@@ -57,7 +57,9 @@ export function admit(
   coordinator.beforeAdmit?.(agent);
   const handle = coordinator.requests.add(request);
   const bits =
-    (facts.queueKept ? AdmissionFact.QueueKept : 0) | (facts.canFile ? AdmissionFact.CanFile : 0) | (facts.canTakeHere === true ? AdmissionFact.CanTakeHere : 0);
+    (facts.queueKept ? AdmissionFact.QueueKept : 0)
+    | (facts.canFile ? AdmissionFact.CanFile : 0)
+    | (facts.canTakeHere === true ? AdmissionFact.CanTakeHere : 0);
   coordinator.apply(M.Admit, agent.slot, agent.generation, handle, source, POLICIES[policy], bits, waiting);
   const { core } = coordinator.settings;
   // The answer is the apply's only effect; carrying it out applied nothing.
