@@ -603,10 +603,17 @@ export const enum RecoveryCause {
    * being refused; the pass reads nothing (a takeover it ends in joins it
    * and brings its own read). */
   LeaseSettling = 11,
+  /** A conversation this process moved here (`TakeHere`, docs/decisions/
+   * 0101), reported as a retake: the move's statement found no row of it
+   * anywhere, under the fence lock of its former partition, and its fence
+   * is a partition held here since. Its facts are trusted as a first
+   * use's (with `PartitionScanned`, the store's fact for a conversation
+   * it moved, nothing is read), and nothing waits in its inbox. */
+  Moved = 12,
 }
 
 export const enum RecoveryCauseLimit {
-  End = 12,
+  End = 13,
 }
 
 /** Facts the host knows when it asks for a recovery; bits of

@@ -893,7 +893,14 @@ export class PostgresStore implements ExecutionStore {
    * already read (at open, or by a takeover's recovery): a conversation
    * first used here needs no read of its own. */
   partitionScanned(agentId: string): boolean {
-    return this.leaseBook.scanned(agentId);
+    // A conversation moved here: the move found nothing of it anywhere (decision 0101).
+    return this.leaseBook.scanned(agentId) || this.leaseBook.movedHere(agentId);
+  }
+
+  /** Moved here by this process (`takeConversationHere`), its home held
+   * since at the move's epoch (docs/decisions/0101). */
+  movedHere(agentId: string): boolean {
+    return this.leaseBook.movedHere(agentId);
   }
 
   /** When the agent's partition was taken at the epoch held now

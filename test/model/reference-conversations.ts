@@ -433,7 +433,8 @@ export class ReferenceConversations {
     const K = MessageKind.ConversationRetaken;
     const code = this.host.checkAgent(slot, generation);
     if (code !== ResultCode.Ok) return this.host.drop(K, code);
-    if (cause !== RecoveryCause.Retake && cause !== RecoveryCause.FencedWrite) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
+    if (cause !== RecoveryCause.Retake && cause !== RecoveryCause.FencedWrite && cause !== RecoveryCause.Moved)
+      return this.host.drop(K, ResultCode.ArgumentOutOfRange);
     const held = this.host.agent(slot).admissionState === AdmissionState.RecoveryRequired && this.host.admittedExecution(slot) !== undefined;
     if (held || this.at(slot).phase === P.OwnedElsewhere) this.host.emit(EffectKind.RecoveryDue, slot, cause);
     return ResultCode.Ok;
@@ -462,7 +463,7 @@ export class ReferenceConversations {
     const K = MessageKind.RecoveryRequested;
     const code = this.host.checkAgent(slot, generation);
     if (code !== ResultCode.Ok) return this.host.drop(K, code);
-    if (cause < RecoveryCause.OpenScan || cause > RecoveryCause.LeaseSettling || (facts & ~RecoveryFactMask.All) !== 0)
+    if (cause < RecoveryCause.OpenScan || cause > RecoveryCause.Moved || (facts & ~RecoveryFactMask.All) !== 0)
       return this.host.drop(K, ResultCode.ArgumentOutOfRange);
     // env.recover() of a conversation whose lease another process holds (or nobody does): refused.
     if (cause === RecoveryCause.RecoverCalled && (facts & RecoveryFact.LeaseNotHeldHere) !== 0) return this.host.drop(K, ResultCode.LeaseNotHeldHere);
@@ -516,7 +517,8 @@ export class ReferenceConversations {
       // Claimed at once when decisions may wait: something recovered
       // suspended, or the inbox was closed by a takeover (not a first use).
       const suspended = this.host.agent(slot).admissionState === AdmissionState.Suspended;
-      const firstUse = record.cause === RecoveryCause.OpenScan || record.cause === RecoveryCause.FirstUse;
+      // A conversation moved here (decision 0101) had nothing anywhere: nothing waits in its inbox.
+      const firstUse = record.cause === RecoveryCause.OpenScan || record.cause === RecoveryCause.FirstUse || record.cause === RecoveryCause.Moved;
       const drain = suspended || (!record.inboxOpen && !firstUse);
       record.cause = 0;
       record.failures = 0;
@@ -717,7 +719,8 @@ export class ReferenceConversations {
     record.cause = cause;
     record.recoverAgain = false;
     const has = (fact: RecoveryFact): boolean => (facts & fact) !== 0;
-    const fromScan = cause === RecoveryCause.OpenScan || cause === RecoveryCause.FirstUse || cause === RecoveryCause.PartitionTaken;
+    const fromScan =
+      cause === RecoveryCause.OpenScan || cause === RecoveryCause.FirstUse || cause === RecoveryCause.PartitionTaken || cause === RecoveryCause.Moved;
     const nothingWritten =
       (has(RecoveryFact.PartitionScanned) || has(RecoveryFact.LeaseEpochOne)) && !has(RecoveryFact.InScan) && !has(RecoveryFact.QueuedAtOpen);
     const settling = cause === RecoveryCause.LeaseSettling;

@@ -142,6 +142,10 @@ export class PartitionBook {
    * (`conversation_homes`, docs/decisions/0101) that this process knows of:
    * moved here, read at a takeover's scan, or learnt from a refused write. */
   private readonly homes = new Map<string, number>();
+  /** Conversations this process moved here, with the epoch of the home
+   * partition the move was fenced by: nothing of them anywhere then, and
+   * nobody else can write them while that epoch is held here. */
+  private readonly moved = new Map<string, number>();
 
   partitionOf(agentId: string): number {
     return this.homes.get(agentId) ?? partitions.partitionOf(agentId, this.count);
@@ -153,6 +157,15 @@ export class PartitionBook {
     if (partition === partitions.partitionOf(agentId, this.count)) return;
     this.homes.set(agentId, partition);
     if (this.asked.has(agentId)) this.asked.set(agentId, partition);
+  }
+
+  /** Moved here by this process, and its home still held at the move's epoch. */
+  movedHere(agentId: string): boolean {
+    const epoch = this.moved.get(agentId);
+    if (epoch === undefined) return false;
+    if (this.heldAt(agentId, epoch)) return true;
+    this.moved.delete(agentId);
+    return false;
   }
 
   /** A conversation's home this process knows of (undefined: none known). */
@@ -171,6 +184,7 @@ export class PartitionBook {
     const target = live[partitions.partitionOf(agentId, live.length)]!;
     const answer = await homeConversation(this.pool, agentId, this.owner, target.partition, target.epoch, waitMs);
     if (answer.outcome !== "refused") this.noteHome(agentId, answer.partition);
+    if (answer.outcome === "moved") this.moved.set(agentId, target.epoch);
     return answer;
   }
 
@@ -435,6 +449,7 @@ export class PartitionBook {
   /** The agent is no longer live here (nothing to write: its partition
    * stays held). */
   forget(agentId: string): boolean {
+    this.moved.delete(agentId);
     return this.asked.delete(agentId);
   }
 
