@@ -24,6 +24,18 @@ async function openAs(url: string, instanceId: string, takeIdleHere: boolean): P
   return environment;
 }
 
+/** The statements the store's pool sends from now on (the lease tick
+ * runs on a connection of its own). */
+function statementsOf(store: PostgresStore): string[] {
+  const sent: string[] = [];
+  const query = store.pool.query.bind(store.pool) as (...args: unknown[]) => unknown;
+  (store.pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+    sent.push(typeof args[0] === "string" ? args[0] : String((args[0] as { text?: unknown } | undefined)?.text ?? ""));
+    return query(...args);
+  };
+  return sent;
+}
+
 function conversationIn(partition: number, prefix: string): string {
   for (let index = 0; ; index += 1) if (partitionOf(`${prefix}-${index}`, count) === partition) return `${prefix}-${index}`;
 }
@@ -34,7 +46,7 @@ function defineSupport(environment: Environment) {
   return environment.agent({ name: "support", model: agentRunModel(), tools: { lookup: lookupTool() } });
 }
 
-async function setUp(takeIdleHere: boolean): Promise<{ schema: string; sa: Support; sb: Support; pa: number; pb: number }> {
+async function setUp(takeIdleHere: boolean): Promise<{ schema: string; sa: Support; sb: Support; storeB: PostgresStore; pa: number; pb: number }> {
   const { schema, url } = await freePartitionsSchema(leaseMs, count);
   const a = await openAs(url, "a", takeIdleHere);
   const b = await openAs(url, "b", takeIdleHere);
@@ -45,7 +57,7 @@ async function setUp(takeIdleHere: boolean): Promise<{ schema: string; sa: Suppo
     "each process holds one partition",
   );
   const [sa, sb] = [defineSupport(a), defineSupport(b)];
-  return { schema, sa: sa!, sb: sb!, pa: held(a)[0]!, pb: held(b)[0]! };
+  return { schema, sa: sa!, sb: sb!, storeB: b.store as PostgresStore, pa: held(a)[0]!, pb: held(b)[0]! };
 }
 
 async function inboxRows(schema: string): Promise<number> {
@@ -54,11 +66,22 @@ async function inboxRows(schema: string): Promise<number> {
 
 describe("takeIdleHere: a new conversation moves to where its start landed (PostgreSQL)", () => {
   it("runs a new conversation's start where it landed, records its home, files nothing; later starts find where it lives", async () => {
-    const { schema, sa, sb, pa, pb } = await setUp(true);
+    const { schema, sa, sb, storeB, pa, pb } = await setUp(true);
     const id = conversationIn(pa, "landed-at-b");
     const support = sb;
+    // b's takeover of its partition has recovered it (its scan read).
+    await eventually(
+      () => storeB.partitionScanned(conversationIn(pb, "other")),
+      (yes) => yes,
+      "b's partition recovered",
+    );
+    const sent = statementsOf(storeB);
     const first = await support.conversation(id).start("Where is order 42?").result;
     expect(first.outcome).toBe("completed");
+    // Moved, then recovered as moved (RecoveryCause.Moved): no read of its
+    // rows, its queue or the open scan before it ran, nothing filed.
+    expect(sent.filter((text) => text.includes("home_conversation"))).toHaveLength(1);
+    expect(sent.filter((text) => /FROM executions|FROM queued_messages|approval_inbox/.test(text))).toEqual([]);
     expect(await inboxRows(schema)).toBe(0);
     const homes = await withClient((client) => client.query(`SELECT agent_id, partition, moved_by FROM ${schema}.conversation_homes`));
     expect(homes.rows).toEqual([{ agent_id: id, partition: pb, moved_by: "b" }]);
