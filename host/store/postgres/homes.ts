@@ -7,10 +7,14 @@
 // by whoever takes that partition over (a kill -9 of the process that moved
 // it included), and it moves with that partition when balancing gives the
 // partition up. A home is never changed again (immutable once written), so
-// a fence that read it needs no lock for it; the move itself takes the
-// conversation's natural partition's fence lock EXCLUSIVE, as a takeover
-// does (0042), so a write that passed the natural fence commits first and
-// the move then sees what it wrote (and refuses).
+// a fence that read it needs no lock for it. A write of a conversation
+// without a home takes, after its natural partition's fence lock (0042),
+// the conversation's own lock SHARED; the move takes that lock EXCLUSIVE,
+// so a write that passed the natural fence commits first and the move then
+// sees what it wrote (and refuses), and a write arriving meanwhile waits
+// and then sees the home. (A first version took the natural partition's
+// fence lock exclusive: every move then waited for every write in flight
+// of that partition and held new ones behind it — measured, decision 0101.)
 
 import type pg from "pg";
 import { fenceLockClass } from "./partitions.js";
@@ -22,6 +26,10 @@ type Queryable = Pick<pg.Pool, "query">;
  * and the fence (`partition_fence_held`) replaced to read a home. */
 export async function createConversationHomes(client: pg.ClientBase, schema: string): Promise<void> {
   const key = await fenceLockClass(client, schema);
+  // The class of the conversations' own move locks: another key, so a
+  // conversation's lock never waits for a partition's (a collision of two
+  // conversations' hashes only makes one wait).
+  const moveKey = key === 2_147_483_647 ? key - 1 : key + 1;
   await client.query(`
     CREATE TABLE conversation_homes (
       agent_id  text PRIMARY KEY,
@@ -39,9 +47,10 @@ export async function createConversationHomes(client: pg.ClientBase, schema: str
     $$;
 
     -- The fence (0042), reading a home: a homed conversation is fenced by
-    -- its home partition's lock and row. The natural partition's lock is
-    -- taken first when no home was seen: a move holds it exclusive, so a
-    -- home read after it is the one that stays (homes never change).
+    -- its home partition's lock and row. When no home was seen, the
+    -- natural partition's lock, then the conversation's own (a move holds
+    -- it exclusive), so a home read after them is the one that stays
+    -- (homes never change).
     CREATE OR REPLACE FUNCTION partition_fence_held(p_agent_id text, p_owner text, p_epoch bigint, p_live boolean)
     RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
     DECLARE
@@ -52,7 +61,10 @@ export async function createConversationHomes(client: pg.ClientBase, schema: str
       IF fenced IS NULL THEN
         fenced := partition_of(p_agent_id);
         PERFORM pg_advisory_xact_lock_shared(${key}, fenced);
-        -- A move committed while this write waited for the natural lock.
+        -- The conversation's own lock, which a move takes exclusive: a
+        -- write that passed here commits before a move reads its rows.
+        PERFORM pg_advisory_xact_lock_shared(${moveKey}, hashtext(p_agent_id));
+        -- A move committed while this write waited for the lock.
         SELECT homes.partition INTO moved FROM conversation_homes AS homes WHERE homes.agent_id = p_agent_id;
         IF moved IS NOT NULL THEN
           fenced := moved;
@@ -89,29 +101,33 @@ export async function createConversationHomes(client: pg.ClientBase, schema: str
       END IF;
       BEGIN
         PERFORM set_config('lock_timeout', greatest(p_wait_ms, 1) || 'ms', true);
-        PERFORM pg_advisory_xact_lock(${key}, natural_partition);
+        -- The conversation's own lock, exclusive: every write of it that
+        -- passed its natural fence has committed (and is seen below).
+        PERFORM pg_advisory_xact_lock(${moveKey}, hashtext(p_agent_id));
+        -- After the lock: statements of their own see those writes, and a
+        -- move that committed meanwhile.
+        SELECT homes.partition INTO existing FROM conversation_homes AS homes WHERE homes.agent_id = p_agent_id;
+        IF existing IS NOT NULL THEN
+          PERFORM set_config('lock_timeout', saved_timeout, true);
+          RETURN QUERY SELECT 'home'::text, existing;
+          RETURN;
+        END IF;
+        IF NOT partition_fence_held_at(p_partition, p_owner, p_epoch)
+           OR EXISTS (SELECT 1 FROM agents WHERE agents.agent_id = p_agent_id)
+           OR EXISTS (SELECT 1 FROM executions WHERE executions.agent_id = p_agent_id)
+           OR EXISTS (SELECT 1 FROM queued_messages WHERE queued_messages.agent_id = p_agent_id)
+           OR EXISTS (SELECT 1 FROM approval_inbox WHERE approval_inbox.agent_id = p_agent_id)
+           OR EXISTS (SELECT 1 FROM schedules WHERE schedules.agent_id = p_agent_id) THEN
+          PERFORM set_config('lock_timeout', saved_timeout, true);
+          RETURN QUERY SELECT 'refused'::text, natural_partition;
+          RETURN;
+        END IF;
         PERFORM set_config('lock_timeout', saved_timeout, true);
       EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
         PERFORM set_config('lock_timeout', saved_timeout, true);
         RETURN QUERY SELECT 'refused'::text, natural_partition;
         RETURN;
       END;
-      -- After the lock: a statement of its own sees every write that
-      -- passed the natural fence, and a move that committed meanwhile.
-      SELECT homes.partition INTO existing FROM conversation_homes AS homes WHERE homes.agent_id = p_agent_id;
-      IF existing IS NOT NULL THEN
-        RETURN QUERY SELECT 'home'::text, existing;
-        RETURN;
-      END IF;
-      IF NOT partition_fence_held_at(p_partition, p_owner, p_epoch)
-         OR EXISTS (SELECT 1 FROM agents WHERE agents.agent_id = p_agent_id)
-         OR EXISTS (SELECT 1 FROM executions WHERE executions.agent_id = p_agent_id)
-         OR EXISTS (SELECT 1 FROM queued_messages WHERE queued_messages.agent_id = p_agent_id)
-         OR EXISTS (SELECT 1 FROM approval_inbox WHERE approval_inbox.agent_id = p_agent_id)
-         OR EXISTS (SELECT 1 FROM schedules WHERE schedules.agent_id = p_agent_id) THEN
-        RETURN QUERY SELECT 'refused'::text, natural_partition;
-        RETURN;
-      END IF;
       INSERT INTO conversation_homes (agent_id, partition, moved_by) VALUES (p_agent_id, p_partition, p_owner);
       RETURN QUERY SELECT 'moved'::text, p_partition;
     END $$;
