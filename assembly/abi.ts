@@ -603,10 +603,17 @@ export const enum RecoveryCause {
    * being refused; the pass reads nothing (a takeover it ends in joins it
    * and brings its own read). */
   LeaseSettling = 11,
+  /** A conversation this process moved here (`TakeHere`, docs/decisions/
+   * 0101), reported as a retake: the move's statement found no row of it
+   * anywhere, under the fence lock of its former partition, and its fence
+   * is a partition held here since. Its facts are trusted as a first
+   * use's (with `PartitionScanned`, the store's fact for a conversation
+   * it moved, nothing is read), and nothing waits in its inbox. */
+  Moved = 12,
 }
 
 export const enum RecoveryCauseLimit {
-  End = 12,
+  End = 13,
 }
 
 /** Facts the host knows when it asks for a recovery; bits of
@@ -757,10 +764,19 @@ export const enum AdmissionVerdict {
   /** By id: the conversation is this process's (live or defined here) but
    * the execution is not live: its recovery has not installed it. */
   RefuseNotInstalled = 14,
+  /** A start made here for a conversation owned elsewhere, with
+   * `AdmissionSituation.CanTakeHere` and nothing of it here (no admission,
+   * nothing queued, no head starting): ask the store to move the
+   * conversation here (docs/decisions/0101). The store's statement records
+   * it only if the conversation has nothing anywhere (no execution, no
+   * message queued, no start filed, no home elsewhere); then the
+   * conversation is owned here and `Admit` is asked again (`RunHere`);
+   * refused, it is asked again without the fact (`FileForOwner`). */
+  TakeHere = 15,
 }
 
 export const enum AdmissionVerdictLimit {
-  End = 15,
+  End = 16,
 }
 
 /** What the host knows when an operation by execution id (`env.cancel`,
@@ -799,7 +815,10 @@ export const enum AdmissionSituation {
   /** A start made here can be filed for the conversation's owner
    * (`AdmissionFact.CanFile`). */
   CanFile = 64,
-  End = 128,
+  /** A start made here may move an idle conversation here
+   * (`AdmissionFact.CanTakeHere`, docs/decisions/0101). */
+  CanTakeHere = 128,
+  End = 256,
 }
 
 /** What the host tells `Admit` of the store and this process (argument
@@ -813,7 +832,11 @@ export const enum AdmissionFact {
    * starts (not a visitor, it takes a share), it is open, and the
    * conversation's partition did not lapse here. */
   CanFile = 2,
-  End = 4,
+  /** With `CanFile`: the store can move a conversation that has nothing
+   * anywhere to this process (`postgres.takeIdleHere`, docs/decisions/0101):
+   * a direct start of one owned elsewhere is answered `TakeHere` first. */
+  CanTakeHere = 4,
+  End = 8,
 }
 
 /** What the host knows of a decision `Resume` carries (argument `f`, bits;

@@ -73,6 +73,9 @@ const VERDICT_NAMES = [
   "stay queued",
   "leave filed",
   "refuse owned elsewhere",
+  "refuse (not defined)",
+  "refuse (not installed)",
+  "take it here",
 ] as const;
 /** Bits of `AdmissionSituation`, in order. */
 const SITUATION_NAMES = ["closed", "admission held", "queued", "head starting", "queue kept", "held for recovery", "can file"] as const;

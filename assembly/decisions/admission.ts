@@ -178,6 +178,7 @@ function isPolicy(value: u32): bool {
 function situationOf(agent: u32, facts: u32): u32 {
   let situation: u32 = (facts & AdmissionFact.QueueKept) != 0 ? AdmissionSituation.QueueKept : 0;
   if ((facts & AdmissionFact.CanFile) != 0) situation |= AdmissionSituation.CanFile;
+  if ((facts & AdmissionFact.CanTakeHere) != 0) situation |= AdmissionSituation.CanTakeHere;
   if (agentLifecycle(agent) == AgentLifecycle.Closed) situation |= AdmissionSituation.Closed;
   const admission = agentAdmission(agent);
   if (admission != AdmissionState.None) situation |= AdmissionSituation.AdmissionHeld;
@@ -187,10 +188,18 @@ function situationOf(agent: u32, facts: u32): u32 {
   return situation;
 }
 
-/** Owned elsewhere: a start (or retry) made here is filed for the owner
- * when it can be, else refused (owned elsewhere); one filed for this
- * process stays filed; a queue head waits (the owner runs it). */
+const LIVE_HERE: u32 = AdmissionSituation.AdmissionHeld | AdmissionSituation.RecoveryHeld | AdmissionSituation.Queued | AdmissionSituation.HeadStarting;
+
+/** Owned elsewhere: a start made here may first ask to move the
+ * conversation here (`TakeHere`: the store can, and nothing of it is live
+ * here; docs/decisions/0101); else a start (or retry) made here is filed
+ * for the owner when it can be, else refused (owned elsewhere); one filed
+ * for this process stays filed; a queue head waits (the owner runs it). */
 function elsewhereVerdict(source: u32, situation: u32): u32 {
+  const takes = AdmissionSituation.CanTakeHere | AdmissionSituation.CanFile;
+  if (source == AdmissionSource.Direct && (situation & takes) == takes && (situation & LIVE_HERE) == 0) {
+    return AdmissionVerdict.TakeHere;
+  }
   if (source == AdmissionSource.Direct || source == AdmissionSource.Retry) {
     return (situation & AdmissionSituation.CanFile) != 0 ? AdmissionVerdict.FileForOwner : AdmissionVerdict.RefuseOwnedElsewhere;
   }

@@ -122,7 +122,9 @@ export function applyRecoveryRequested(agent: u32, generation: u32, cause: u32, 
 export function applyConversationRetaken(agent: u32, generation: u32, cause: u32): i32 {
   const check = checkAgent(agent, generation);
   if (check != ResultCode.Ok) return dropStale(MessageKind.ConversationRetaken, check);
-  if (cause != RecoveryCause.Retake && cause != RecoveryCause.FencedWrite) return dropStale(MessageKind.ConversationRetaken, ResultCode.ArgumentOutOfRange);
+  if (cause != RecoveryCause.Retake && cause != RecoveryCause.FencedWrite && cause != RecoveryCause.Moved) {
+    return dropStale(MessageKind.ConversationRetaken, ResultCode.ArgumentOutOfRange);
+  }
   const held = agentAdmission(agent) == AdmissionState.RecoveryRequired && agentExecutionPlusOne(agent) != 0;
   if (held || conversationPhase(agent) == ConversationPhase.OwnedElsewhere) emit(EffectKind.RecoveryDue, agent, cause);
   return ResultCode.Ok;
@@ -335,7 +337,7 @@ function readsQueue(cause: u32, facts: u32): bool {
 
 /** The triggers whose facts say what to read: the others read the store. */
 function trustsFacts(cause: u32): bool {
-  return cause == RecoveryCause.OpenScan || cause == RecoveryCause.FirstUse || cause == RecoveryCause.PartitionTaken;
+  return cause == RecoveryCause.OpenScan || cause == RecoveryCause.FirstUse || cause == RecoveryCause.PartitionTaken || cause == RecoveryCause.Moved;
 }
 
 function nothingWritten(facts: u32): bool {
@@ -372,7 +374,7 @@ function inboxMayHoldDecisions(agent: u32): bool {
   if (agentAdmission(agent) == AdmissionState.Suspended) return true;
   if (hasConversationFlag(agent, ConversationFlag.InboxOpen)) return false;
   const cause = conversationCause(agent);
-  return cause != RecoveryCause.OpenScan && cause != RecoveryCause.FirstUse;
+  return cause != RecoveryCause.OpenScan && cause != RecoveryCause.FirstUse && cause != RecoveryCause.Moved;
 }
 
 /** The inbox opens: every decision filed for the conversation is claimed

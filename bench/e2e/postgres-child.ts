@@ -64,7 +64,10 @@ function report(line: ChildReport): void {
 }
 
 async function main(config: ChildConfig): Promise<void> {
-  const env = await Phronomy.open({ store: config.url, postgres: { schema: config.schema }, logger: { warn: () => undefined } });
+  // BENCH_PG_TAKE_IDLE_HERE=1: a start of a new conversation landing here
+  // moves it here (`postgres.takeIdleHere`, docs/decisions/0101).
+  const takeIdleHere = process.env["BENCH_PG_TAKE_IDLE_HERE"] === "1";
+  const env = await Phronomy.open({ store: config.url, postgres: { schema: config.schema, takeIdleHere }, logger: { warn: () => undefined } });
   const store = env.store as PostgresStore;
   // Defined before anything else: a start another process files for a
   // partition this one holds is refused if its definition is not here yet.

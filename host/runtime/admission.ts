@@ -36,6 +36,8 @@ export interface AdmissionFacts {
   readonly queueKept: boolean;
   /** A start made here can be filed for the conversation's owner. */
   readonly canFile: boolean;
+  /** The store may move the conversation here (`takeIdleHere`, docs/decisions/0101). */
+  readonly canTakeHere?: boolean;
 }
 
 /** Asks the core where the start goes (on the loop). Undefined when the
@@ -54,7 +56,10 @@ export function admit(
   // still on its way to the loop.
   coordinator.beforeAdmit?.(agent);
   const handle = coordinator.requests.add(request);
-  const bits = (facts.queueKept ? AdmissionFact.QueueKept : 0) | (facts.canFile ? AdmissionFact.CanFile : 0);
+  const bits =
+    (facts.queueKept ? AdmissionFact.QueueKept : 0)
+    | (facts.canFile ? AdmissionFact.CanFile : 0)
+    | (facts.canTakeHere === true ? AdmissionFact.CanTakeHere : 0);
   coordinator.apply(M.Admit, agent.slot, agent.generation, handle, source, POLICIES[policy], bits, waiting);
   const { core } = coordinator.settings;
   // The answer is the apply's only effect; carrying it out applied nothing.

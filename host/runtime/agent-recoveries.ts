@@ -528,7 +528,9 @@ export class AgentRecoveries {
    * recovered now (retakes.ts). */
   takenBack(entry: AgentEntry): void {
     const epoch = heldEpochOf(this.host.store, entry.id);
-    if (epoch !== undefined) tellRetaken(this.host.coordinator, entry, epoch, RecoveryCause.Retake, this.recoverAfterRetake);
+    // Moved here by this process (decision 0101): the store's fact, the core's rows.
+    const moved = (this.host.store as Partial<{ movedHere(agentId: string): boolean }>).movedHere?.(entry.id) === true;
+    if (epoch !== undefined) tellRetaken(this.host.coordinator, entry, epoch, moved ? RecoveryCause.Moved : RecoveryCause.Retake, this.recoverAfterRetake);
   }
 
   /** A store fault held the agent (a preparation whose outcome could not

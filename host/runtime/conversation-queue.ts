@@ -64,6 +64,7 @@ interface PlacementRetry {
 /** Verdicts for a conversation owned elsewhere (`placeElsewhere`). */
 const PLACED_ELSEWHERE: ReadonlySet<AdmissionVerdict> = new Set([
   AdmissionVerdict.FileForOwner,
+  AdmissionVerdict.TakeHere,
   AdmissionVerdict.LeaveFiled,
   AdmissionVerdict.RefuseOwnedElsewhere,
 ]);
@@ -110,7 +111,7 @@ export class ConversationQueues {
     const { agent } = request;
     const placement = this.state.environment.placementOf(agent.id);
     const waiting = this.readiness.waitingOn(agent.slot);
-    const admission = admit(coordinator, request, source, policy, this.factsOf(placement), waiting);
+    const admission = admit(coordinator, request, source, policy, this.factsOf(placement, request), waiting);
     if (admission === undefined) return;
     // A filed start's fate in the inbox follows the core's last verdict.
     if (request.filed !== undefined) request.filed.verdict = admission.verdict;
@@ -149,8 +150,9 @@ export class ConversationQueues {
 
   /** What `Admit` is told besides the start: the store keeps a queue; a
    * start made here can be filed for the conversation's owner. */
-  private factsOf(placement: StartPlacement): AdmissionFacts {
-    return { queueKept: this.state.store() !== undefined, canFile: placement.inbox !== undefined };
+  private factsOf(placement: StartPlacement, request?: StartRequest): AdmissionFacts {
+    const canTakeHere = placement.takeHere !== undefined && request !== undefined && request.takeHereAsked !== true;
+    return { queueKept: this.state.store() !== undefined, canFile: placement.inbox !== undefined, canTakeHere };
   }
 
   /** A verdict that neither runs the start here nor places it: it waits
@@ -216,6 +218,13 @@ export class ConversationQueues {
       this.state.environment.takenBack(agent);
       coordinator.apply(M.ConversationOwned, agent.slot, agent.generation, Ownership.Here);
       return this.admitStart(request, again.source, again.aborted, again.retry, again.file, true);
+    }
+    if (admission.verdict === AdmissionVerdict.TakeHere && placement.takeHere !== undefined) {
+      // Asked once: moved, the placement read again says it is held here
+      // (the retake above); refused, `Admit` files it (docs/decisions/0101).
+      request.takeHereAsked = true;
+      void placement.takeHere().then(again.retry, again.retry);
+      return;
     }
     if (admission.verdict === AdmissionVerdict.LeaveFiled) {
       return settleWaiterWithError(request.waiter, AgentBusyError.ownedElsewhere(agent.id), this.state.settings);

@@ -126,7 +126,14 @@ export class InboxClaims {
     const partitioned = partitionedStoreOf(store);
     const files = this.remoteStarts !== undefined && !this.host.closed() && partitioned?.partitionLapsedHere(agentId) !== true;
     const refusal = (): PhronomyError => leasingStoreOf(store)?.admissionRefusal?.(agentId) ?? AgentBusyError.notOwnedHere(agentId);
-    return { heldHere, inbox: files ? this.remoteStarts : undefined, refusal };
+    const mover = files ? takingStoreOf(store) : undefined;
+    const takeHere =
+      mover === undefined
+        ? undefined
+        : async (): Promise<void> => {
+            await mover.takeConversationHere(agentId).catch(() => undefined);
+          };
+    return { heldHere, inbox: files ? this.remoteStarts : undefined, refusal, ...(takeHere === undefined ? {} : { takeHere }) };
   }
 
   /** The store keeps filed starts and this process may write to it. */
@@ -190,4 +197,13 @@ export class InboxClaims {
 
 function refused(error: PhronomyError): Promise<FiledStartFate> {
   return Promise.resolve({ kind: "refused", error });
+}
+
+/** A store that moves a conversation with nothing anywhere to this process
+ * (`takeIdleHere`, docs/decisions/0101), when it does now. */
+function takingStoreOf(store: object): { takeConversationHere(agentId: string): Promise<unknown> } | undefined {
+  const mover = store as Partial<{ takesIdleHere(): boolean; takeConversationHere(agentId: string): Promise<unknown> }>;
+  return typeof mover.takesIdleHere === "function" && mover.takesIdleHere() && typeof mover.takeConversationHere === "function"
+    ? (mover as { takeConversationHere(agentId: string): Promise<unknown> })
+    : undefined;
 }

@@ -71,7 +71,7 @@ const OPEN_OPTION_KEYS = [
   "visitor",
   "retention",
 ] as const;
-const POSTGRES_OPTION_KEYS = ["poolSize", "leaseMs", "schema", "instanceId", "partitions", "balance"] as const;
+const POSTGRES_OPTION_KEYS = ["poolSize", "leaseMs", "schema", "instanceId", "partitions", "balance", "takeIdleHere"] as const;
 const LIMIT_KEYS = ["agentsMax", "executionsMax"] as const;
 
 /** Checks `Phronomy.open`'s options, in the order they are named in an

@@ -16,7 +16,17 @@
 // with the rows is `agent-recoveries.ts`'s; nothing here chooses the rows,
 // counts failures or keeps a timer of its own besides the core's RetryAfter.
 
-import { EffectKind, HoldCause, MessageKind as M, Ownership, RecoveryCause, RecoveryFact, RecoveryOutcome, ResultCode } from "../../assembly/abi.js";
+import {
+  EffectKind,
+  HoldCause,
+  MessageKind as M,
+  Ownership,
+  RecoveryCause,
+  RecoveryFact,
+  RecoveryOutcome,
+  ResultCode,
+  RowsPolicy,
+} from "../../assembly/abi.js";
 import type { CoreEffect } from "../core/effects.js";
 import type { ExecutionStore } from "../store/store.js";
 import type { ControlLoop } from "./control-loop.js";
@@ -71,6 +81,10 @@ type Order = ({ readonly kind: "read" } & ReadOrder) | { readonly kind: "joined"
 interface ReadOrder {
   readonly epoch: number;
   readonly readQueue: boolean;
+  /** The rows the core said to read; `Nothing` is honoured for a
+   * conversation moved here (decision 0101), the other passes read the
+   * store as before. */
+  readonly rows?: RowsPolicy;
 }
 
 /** The core's answer to a `RecoveryFinished`. */
@@ -166,7 +180,10 @@ export class RecoveryPipeline {
    * held here (the core refuses `env.recover()` then). */
   private requestOrder(entry: AgentEntry, trigger: RecoveryTrigger): Order {
     const { coordinator } = this.host;
-    const facts = this.factsOf(entry);
+    let facts = this.factsOf(entry);
+    // Moved here by this process (decision 0101): the store's fact that
+    // nothing of it was anywhere when it moved, nothing since.
+    if (trigger.cause === RecoveryCause.Moved && partitionScannedOf(this.host.store, entry.id)) facts |= RecoveryFact.PartitionScanned;
     if (trigger.ownedHere && (facts & RecoveryFact.LeaseNotHeldHere) === 0)
       coordinator.apply(M.ConversationOwned, entry.slot, entry.generation, Ownership.Here);
     const code =
@@ -178,7 +195,7 @@ export class RecoveryPipeline {
     const running = this.running.get(entry.id);
     if (read !== undefined && read.kind === EffectKind.ReadRows) {
       this.begin(entry.id, read.epoch);
-      return { kind: "read", epoch: read.epoch, readQueue: read.readQueue };
+      return { kind: "read", epoch: read.epoch, readQueue: read.readQueue, rows: read.rows };
     }
     if (code !== ResultCode.Ok || running === undefined) return { kind: "refused" };
     return { kind: "joined" };
@@ -210,6 +227,8 @@ export class RecoveryPipeline {
     const report: RecoveredExecution[] = [];
     let order = first;
     let pass = trigger.pass ?? ((held: AgentEntry, readQueue: boolean) => this.host.passFromStore(held, readQueue));
+    // A conversation moved here, with nothing anywhere: the core orders nothing read.
+    if (trigger.cause === RecoveryCause.Moved && first.rows === RowsPolicy.Nothing && !first.readQueue) pass = async () => [];
     for (;;) {
       const { epoch } = order;
       let failure: { readonly error: unknown } | undefined;
@@ -293,4 +312,10 @@ export class RecoveryPipeline {
       this.host.loop.post(() => resolve(body()), { completion: { fail: reject }, label: `the recovery of conversation "${entry.id}"` });
     });
   }
+}
+
+/** The store's fact that the conversation's partition was read (or, for a
+ * conversation it moved here, that nothing of it was anywhere). */
+function partitionScannedOf(store: ExecutionStore, agentId: string): boolean {
+  return (store as Partial<{ partitionScanned(agentId: string): boolean }>).partitionScanned?.(agentId) === true;
 }

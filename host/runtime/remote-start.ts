@@ -74,6 +74,11 @@ export interface StartPlacement {
    * back at its next tick: a start filed meanwhile would go to itself,
    * docs/decisions/0058). Defined: the core is told a start can be filed. */
   readonly inbox: RemoteStarts | undefined;
+  /** Asks the store to move the conversation here (it has nothing
+   * anywhere: docs/decisions/0101); defined when the store does that
+   * (`takeIdleHere`) and a start can be filed. Resolves once answered,
+   * moved or not (the placement read again says which). */
+  readonly takeHere?: () => Promise<void>;
   /** The store's refusal of a start here (AGENT_BUSY, lease_not_held, the
    * owner named), for a start the core refused as owned elsewhere. */
   refusal(): PhronomyError;

@@ -55,6 +55,9 @@ export interface StartRequest {
    * last verdict on it, which its fate in the inbox follows
    * (filed-start-fate.ts). */
   readonly filed?: FiledVerdict;
+  /** The store was asked to move its conversation here once (`TakeHere`,
+   * docs/decisions/0101): asked again, `Admit` is not told it can be. */
+  takeHereAsked?: boolean;
 }
 
 /** The core's last `Admit` verdict on a filed start (undefined: not asked yet). */

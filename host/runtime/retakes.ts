@@ -15,7 +15,7 @@ import type { Coordinator } from "./coordinator.js";
 import type { AgentEntry } from "./requests.js";
 
 /** The causes a retake reports (any other the core refuses). */
-export type RetakeCause = RecoveryCause.Retake | RecoveryCause.FencedWrite;
+export type RetakeCause = RecoveryCause.Retake | RecoveryCause.FencedWrite | RecoveryCause.Moved;
 
 /** Carries out the core's `RecoveryDue`: the retake's recovery, unless the
  * lease moved again since `epoch` (`AgentRecoveries.recoverAfterRetake`). */

@@ -83,6 +83,7 @@ import { startTiming } from "./start-timing.js";
 import type { FiledStartAnswer, StartFiling } from "./start-filing.js";
 import { isConnectionLoss, resolveOutcome, type Resolution } from "./postgres/outcome.js";
 import * as reads from "./postgres/reads.js";
+import { homesOfPartitions, readHomes, type HomeOutcome } from "./postgres/homes.js";
 import * as pages from "./postgres/pages.js";
 import { checkCountsFilter, checkPageQuery, cursorsOf, type ExecutionCounts, type ExecutionPage, type ExecutionPageQuery } from "./execution-pages.js";
 import { migrate, schemaVersion } from "./postgres/schema.js";
@@ -106,7 +107,7 @@ import type { ExecutionStore } from "./store.js";
 
 export type { PostgresStoreOptions } from "./postgres/options.js";
 
-const optionNames: ReadonlySet<string> = new Set(["schema", "poolSize", "leaseMs", "instanceId", "partitions", "balance"]);
+const optionNames: ReadonlySet<string> = new Set(["schema", "poolSize", "leaseMs", "instanceId", "partitions", "balance", "takeIdleHere"]);
 
 /** The first and the longest wait before an enqueue whose connection was
  * lost reads back its outcome again (the database not answering). */
@@ -179,6 +180,9 @@ export class PostgresStore implements ExecutionStore {
   private readonly leaseBook: PartitionBook;
   /** Partitions reclaimed at open from a dead process of this instance id. */
   reclaimedPartitions: readonly partitions.PartitionGrant[] = [];
+  /** `takeIdleHere` (docs/decisions/0101): a start of a conversation held
+   * elsewhere with nothing anywhere moves it here. */
+  private takesIdle = false;
   /** Everything the runtime uses: leases by partition, both inboxes, the
    * queue, pruning. */
   readonly capabilities: StoreCapabilities = {
@@ -309,6 +313,8 @@ export class PostgresStore implements ExecutionStore {
         // connections; they are opened now, while the tick runs.
         if (reclaimed.length > 0) store.warmPool(Math.min(reclaimWarmConnections, poolSize - 1));
       });
+      await opened.learnHomes(opened.heldPartitionNumbers());
+      opened.takesIdle = options.takeIdleHere === true && options.balance !== false;
     } catch (error) {
       await opened?.leaseBook.stop().catch(() => undefined);
       await locking.then(
@@ -547,6 +553,14 @@ export class PostgresStore implements ExecutionStore {
   private async prepareRefused(operation: PrepareExecutionOperation, fence: Fence | undefined): Promise<unknown> {
     const explained = await explainPrepareRefusal(this.pool, operation, fence);
     if (!(explained instanceof PhronomyError)) return explained;
+    // Moved out of the partition this process placed it in (by another
+    // process, docs/decisions/0101): the partition is not lost; the
+    // conversation's home is noted and the start refused as owned there.
+    const home = (await readHomes(this.pool, [operation.agentId])).get(operation.agentId);
+    if (home !== undefined && this.leaseBook.homeOf(operation.agentId) !== home) {
+      this.leaseBook.noteHome(operation.agentId, home);
+      return { outcome: "not_established", error: this.leaseBook.admissionRefusal(operation.agentId)?.toRecord() ?? explained.toRecord() };
+    }
     // Refused at the epoch it carried: nothing was written, whether that
     // epoch is lost now or the partition was taken back at a later one.
     this.leaseBook.noteLost(operation.agentId, explained.details?.["epoch"]);
@@ -879,7 +893,14 @@ export class PostgresStore implements ExecutionStore {
    * already read (at open, or by a takeover's recovery): a conversation
    * first used here needs no read of its own. */
   partitionScanned(agentId: string): boolean {
-    return this.leaseBook.scanned(agentId);
+    // A conversation moved here: the move found nothing of it anywhere (decision 0101).
+    return this.leaseBook.scanned(agentId) || this.leaseBook.movedHere(agentId);
+  }
+
+  /** Moved here by this process (`takeConversationHere`), its home held
+   * since at the move's epoch (docs/decisions/0101). */
+  movedHere(agentId: string): boolean {
+    return this.leaseBook.movedHere(agentId);
   }
 
   /** When the agent's partition was taken at the epoch held now
@@ -911,7 +932,43 @@ export class PostgresStore implements ExecutionStore {
   }
 
   unfinishedExecutionsInPartitions(held: readonly number[]): Promise<ExecutionRow[]> {
-    return this.read(async () => this.rememberRows(await reads.unfinishedExecutionsInPartitions(this.pool, this.path, held)));
+    return this.read(async () => {
+      // The homes first: a conversation homed in (or out of) these
+      // partitions is then placed by its home (docs/decisions/0101).
+      await this.learnHomes(held);
+      return this.rememberRows(await reads.unfinishedExecutionsInPartitions(this.pool, this.path, held));
+    });
+  }
+
+  /** Notes the homes that concern these partitions (moved into them, or
+   * out of them). */
+  private async learnHomes(held: readonly number[]): Promise<void> {
+    if (held.length === 0) return;
+    for (const [agentId, partition] of await homesOfPartitions(this.pool, held)) this.leaseBook.noteHome(agentId, partition);
+  }
+
+  /** Opened with `takeIdleHere` (a balancing process), and open. */
+  takesIdleHere(): boolean {
+    return this.takesIdle && this.closing === undefined;
+  }
+
+  /** Moves a conversation that has nothing anywhere (no row of any kind)
+   * from its partition, held by another process, to a partition held
+   * here, in one statement; then it belongs to that partition (its fence,
+   * its recovery by whoever takes that partition over). `moved`: done;
+   * `home`: it was moved before (to `partition`, noted here); `refused`:
+   * it has rows, or nothing is held here live, or its partition's fence
+   * stayed locked past `waitMs` (docs/decisions/0101). Undefined: nothing
+   * is held here in its admission window. */
+  takeConversationHere(agentId: string, waitMs = Math.floor(this.leaseMs / 6)): Promise<HomeOutcome | undefined> {
+    const id = checkId(agentId, "agentId");
+    return this.read(() => this.leaseBook.homeHere(id, waitMs));
+  }
+
+  /** The partition the conversation belongs to as this process knows it
+   * (its home when one is known, else `partition_of`). */
+  conversationPartition(agentId: string): number {
+    return this.leaseBook.partitionOf(agentId);
   }
 
   /** The agent's executions not terminal, read now (under its lease). */
@@ -1203,6 +1260,8 @@ function checkOptions(options: PostgresStoreOptions): void {
   if (options.partitions !== undefined) partitions.checkPartitionCount(options.partitions, "partitions");
   if (options.balance !== undefined && typeof options.balance !== "boolean")
     throw new InvalidInputError(`balance must be true or false, got ${JSON.stringify(options.balance)}`);
+  if (options.takeIdleHere !== undefined && typeof options.takeIdleHere !== "boolean")
+    throw new InvalidInputError(`takeIdleHere must be true or false, got ${JSON.stringify(options.takeIdleHere)}`);
   const size = options.poolSize;
   if (size !== undefined && (!Number.isInteger(size) || size < 1 || size > poolSizeMax)) {
     throw new InvalidInputError(`poolSize must be an integer from 1 to ${poolSizeMax}, got ${String(size)}`);

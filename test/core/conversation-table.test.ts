@@ -41,6 +41,7 @@ it("the compiled admission decision is the model's rules for every phase, source
                 queueKept: (situation & AdmissionSituation.QueueKept) !== 0,
                 recoveryHeld: (situation & AdmissionSituation.RecoveryHeld) !== 0,
                 canFile: (situation & AdmissionSituation.CanFile) !== 0,
+                canTakeHere: (situation & AdmissionSituation.CanTakeHere) !== 0,
               })
             : 0;
           expect(core.admissionVerdict(phase, source, policy, situation), `phase ${phase} source ${source} policy ${policy} situation ${situation}`).toBe(

@@ -617,7 +617,7 @@ describeDecisions("the conversation lifecycle", ({ it, boot }) => {
     core.expectDropped(M.HeadSettled, ResultCode.ArgumentOutOfRange, c.slot, c.generation, HeadOutcome.Refused + 1, Ownership.Here);
     core.expectDropped(M.HeadSettled, ResultCode.ArgumentOutOfRange, c.slot, c.generation, HeadOutcome.StoreFailed, Ownership.Elsewhere + 1);
     core.expectDropped(M.RecoveryFinished, ResultCode.ConversationPhaseMustMatch, c.slot, c.generation, 1, RecoveryOutcome.Recovered);
-    core.expectDropped(M.RecoveryRequested, ResultCode.ArgumentOutOfRange, c.slot, c.generation, Cause.LeaseSettling + 1, 0);
+    core.expectDropped(M.RecoveryRequested, ResultCode.ArgumentOutOfRange, c.slot, c.generation, Cause.Moved + 1, 0);
     core.expectDropped(M.UseBegin, ResultCode.AgentGenerationMustMatch, c.slot, c.generation + 1);
     core.expectRefused(ResultCode.QueueEmpty, 9, M.Admit, c.slot, c.generation, 9, Source.QueueHead, Policy.Enqueue, 1);
   });

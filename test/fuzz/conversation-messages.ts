@@ -115,7 +115,8 @@ function ownedElsewhere(intent: Intent, agent: Handle, record: ConversationRecor
   if (choice === 4 && intent.pick % 3 === 0) return [MessageKind.ConversationRetaken, slot, generation, retakeCause(intent), 0, 0, 0, 0];
   if (choice === 2) return [MessageKind.ConversationOwned, slot, generation, Ownership.Elsewhere, 0, 0, 0, 0];
   if (choice === 3 && record.queued < QUEUED_STREAM_MAX) return [MessageKind.MessageQueued, slot, generation, 1, 0, 0, 0, 0];
-  // Facts: the queue kept, and (2) whether a start made here can be filed.
+  // Facts: the queue kept, (2) whether a start made here can be filed, and
+  // (4) whether the store may move the conversation here (decision 0101).
   return [
     MessageKind.Admit,
     slot,
@@ -123,7 +124,7 @@ function ownedElsewhere(intent: Intent, agent: Handle, record: ConversationRecor
     request,
     1 + (intent.pick % 3),
     1 + (intent.variant % 3),
-    1 | (intent.noise % 12 < 6 ? 2 : 0),
+    1 | (intent.noise % 12 < 6 ? 2 : 0) | (intent.pick % 5 < 2 ? 4 : 0),
     startsWaiting(intent),
   ];
 }
@@ -131,9 +132,16 @@ function ownedElsewhere(intent: Intent, agent: Handle, record: ConversationRecor
 /** The cause a retake reports: mostly `Retake` or `FencedWrite`, now and
  * then one the core refuses (`ArgumentOutOfRange`). */
 function retakeCause(intent: Intent): number {
-  return [RecoveryCause.Retake, RecoveryCause.FencedWrite, RecoveryCause.Retake, RecoveryCause.FencedWrite, RecoveryCause.None, RecoveryCause.LeaseTakeover][
-    intent.variant % 6
-  ]!;
+  const causes = [
+    RecoveryCause.Retake,
+    RecoveryCause.FencedWrite,
+    RecoveryCause.Moved,
+    RecoveryCause.Retake,
+    RecoveryCause.FencedWrite,
+    RecoveryCause.None,
+    RecoveryCause.LeaseTakeover,
+  ];
+  return causes[intent.variant % causes.length]!;
 }
 
 /** The starts the host says wait on the conversation, with `Admit`: mostly
@@ -163,7 +171,7 @@ function ready(intent: Intent, agent: Handle, record: ConversationRecordView, re
         request,
         source,
         1 + (intent.variant % 3),
-        (intent.variant % 7 === 0 ? 0 : 1) | (intent.noise % 2 === 0 ? 2 : 0),
+        (intent.variant % 7 === 0 ? 0 : 1) | (intent.noise % 2 === 0 ? 2 : 0) | (intent.pick % 5 === 1 ? 4 : 0),
         startsWaiting(intent),
       ];
     }

@@ -100,6 +100,8 @@ export interface AdmissionFacts {
   readonly recoveryHeld: boolean;
   /** A start made here can be filed for the owner (`AdmissionFact.CanFile`). */
   readonly canFile: boolean;
+  /** The store may move the conversation here (`AdmissionFact.CanTakeHere`, decision 0101). */
+  readonly canTakeHere: boolean;
 }
 
 /** The admission rules, in order: the first that matches decides. */
@@ -107,6 +109,18 @@ const ADMISSION_RULES: readonly { readonly when: (facts: AdmissionFacts) => bool
   { when: (f) => f.source === AdmissionSource.Resume && f.phase === P.OwnedElsewhere, verdict: AdmissionVerdict.FileForOwner },
   { when: (f) => f.source === AdmissionSource.Resume, verdict: AdmissionVerdict.RunHere },
   { when: (f) => f.closed, verdict: AdmissionVerdict.RefuseClosed },
+  {
+    when: (f) =>
+      f.phase === P.OwnedElsewhere
+      && f.source === AdmissionSource.Direct
+      && f.canFile
+      && f.canTakeHere
+      && !f.admissionHeld
+      && !f.recoveryHeld
+      && !f.queued
+      && !f.headStarting,
+    verdict: AdmissionVerdict.TakeHere,
+  },
   {
     when: (f) => f.phase === P.OwnedElsewhere && (f.source === AdmissionSource.Direct || f.source === AdmissionSource.Retry) && f.canFile,
     verdict: AdmissionVerdict.FileForOwner,
@@ -419,7 +433,8 @@ export class ReferenceConversations {
     const K = MessageKind.ConversationRetaken;
     const code = this.host.checkAgent(slot, generation);
     if (code !== ResultCode.Ok) return this.host.drop(K, code);
-    if (cause !== RecoveryCause.Retake && cause !== RecoveryCause.FencedWrite) return this.host.drop(K, ResultCode.ArgumentOutOfRange);
+    if (cause !== RecoveryCause.Retake && cause !== RecoveryCause.FencedWrite && cause !== RecoveryCause.Moved)
+      return this.host.drop(K, ResultCode.ArgumentOutOfRange);
     const held = this.host.agent(slot).admissionState === AdmissionState.RecoveryRequired && this.host.admittedExecution(slot) !== undefined;
     if (held || this.at(slot).phase === P.OwnedElsewhere) this.host.emit(EffectKind.RecoveryDue, slot, cause);
     return ResultCode.Ok;
@@ -448,7 +463,7 @@ export class ReferenceConversations {
     const K = MessageKind.RecoveryRequested;
     const code = this.host.checkAgent(slot, generation);
     if (code !== ResultCode.Ok) return this.host.drop(K, code);
-    if (cause < RecoveryCause.OpenScan || cause > RecoveryCause.LeaseSettling || (facts & ~RecoveryFactMask.All) !== 0)
+    if (cause < RecoveryCause.OpenScan || cause > RecoveryCause.Moved || (facts & ~RecoveryFactMask.All) !== 0)
       return this.host.drop(K, ResultCode.ArgumentOutOfRange);
     // env.recover() of a conversation whose lease another process holds (or nobody does): refused.
     if (cause === RecoveryCause.RecoverCalled && (facts & RecoveryFact.LeaseNotHeldHere) !== 0) return this.host.drop(K, ResultCode.LeaseNotHeldHere);
@@ -502,7 +517,8 @@ export class ReferenceConversations {
       // Claimed at once when decisions may wait: something recovered
       // suspended, or the inbox was closed by a takeover (not a first use).
       const suspended = this.host.agent(slot).admissionState === AdmissionState.Suspended;
-      const firstUse = record.cause === RecoveryCause.OpenScan || record.cause === RecoveryCause.FirstUse;
+      // A conversation moved here (decision 0101) had nothing anywhere: nothing waits in its inbox.
+      const firstUse = record.cause === RecoveryCause.OpenScan || record.cause === RecoveryCause.FirstUse || record.cause === RecoveryCause.Moved;
       const drain = suspended || (!record.inboxOpen && !firstUse);
       record.cause = 0;
       record.failures = 0;
@@ -588,6 +604,7 @@ export class ReferenceConversations {
       queueKept: (facts & AdmissionFact.QueueKept) !== 0,
       recoveryHeld: agent.admissionState === AdmissionState.RecoveryRequired,
       canFile: (facts & AdmissionFact.CanFile) !== 0,
+      canTakeHere: (facts & AdmissionFact.CanTakeHere) !== 0,
     });
     // Too many starts wait on it already: refused as a held conversation refuses one.
     const full = tableVerdict === AdmissionVerdict.WaitUntilReady && waiting >= Limit.WaitingStartsMax;
@@ -702,7 +719,8 @@ export class ReferenceConversations {
     record.cause = cause;
     record.recoverAgain = false;
     const has = (fact: RecoveryFact): boolean => (facts & fact) !== 0;
-    const fromScan = cause === RecoveryCause.OpenScan || cause === RecoveryCause.FirstUse || cause === RecoveryCause.PartitionTaken;
+    const fromScan =
+      cause === RecoveryCause.OpenScan || cause === RecoveryCause.FirstUse || cause === RecoveryCause.PartitionTaken || cause === RecoveryCause.Moved;
     const nothingWritten =
       (has(RecoveryFact.PartitionScanned) || has(RecoveryFact.LeaseEpochOne)) && !has(RecoveryFact.InScan) && !has(RecoveryFact.QueuedAtOpen);
     const settling = cause === RecoveryCause.LeaseSettling;

@@ -70,11 +70,15 @@ describe("Phronomy.open's postgres options", () => {
     const unknown = await refusal({ store: url, postgres: { pool: 4 } as never });
     expect(unknown).toBeInstanceOf(InvalidInputError);
     expect((unknown as Error).message).toBe(
-      `Phronomy.open(options.postgres): unknown option "pool"; allowed: poolSize, leaseMs, schema, instanceId, partitions, balance`,
+      `Phronomy.open(options.postgres): unknown option "pool"; allowed: poolSize, leaseMs, schema, instanceId, partitions, balance, takeIdleHere`,
     );
     expect(await refusal({ store: url, postgres: "poolSize=3" as never })).toMatchObject({
       code: "INVALID_INPUT",
-      message: expect.stringContaining(`"postgres" must be an object { poolSize, leaseMs, schema, instanceId, partitions, balance }`),
+      message: expect.stringContaining(`"postgres" must be an object { poolSize, leaseMs, schema, instanceId, partitions, balance, takeIdleHere }`),
+    });
+    expect(await refusal({ store: url, postgres: { takeIdleHere: "yes" as never } })).toMatchObject({
+      code: "INVALID_INPUT",
+      message: expect.stringContaining(`takeIdleHere must be true or false, got "yes"`),
     });
     expect(await refusal({ store: url, postgres: { poolSize: 0 } })).toMatchObject({
       code: "INVALID_INPUT",

@@ -20,7 +20,7 @@ export async function createDueWaitIndex(client: pg.ClientBase): Promise<void> {
 function partitionClause(partitions: readonly number[] | undefined, values: unknown[]): string {
   if (partitions === undefined) return "";
   values.push(partitions);
-  return ` AND partition_of(agent_id) = ANY($${values.length}::integer[])`;
+  return ` AND conversation_partition(agent_id) = ANY($${values.length}::integer[])`;
 }
 
 export async function dueWaits(

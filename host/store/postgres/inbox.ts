@@ -469,7 +469,7 @@ export async function agentsWithDecisions(pool: Queryable, held: readonly { read
   const found = await pool.query<{ agent_id: string }>(
     `
     SELECT DISTINCT inbox.agent_id FROM approval_inbox AS inbox
-    JOIN unnest($1::integer[], $2::bigint[]) AS held(partition, epoch) ON held.partition = partition_of(inbox.agent_id)
+    JOIN unnest($1::integer[], $2::bigint[]) AS held(partition, epoch) ON held.partition = conversation_partition(inbox.agent_id)
     WHERE inbox.state IN ('filed', 'claimed') AND inbox.kind <> 'start'
       AND (inbox.state = 'filed' OR inbox.claimed_epoch < held.epoch)
   `,
@@ -497,7 +497,7 @@ export async function claimFiledStarts(
     SET state = 'claimed', claimed_by = $3, claimed_epoch = chosen.epoch, claims = inbox.claims + 1
     FROM (
       SELECT unsettled.decision_id, held.epoch FROM approval_inbox AS unsettled
-      JOIN unnest($1::integer[], $2::bigint[]) AS held(partition, epoch) ON held.partition = partition_of(unsettled.agent_id)
+      JOIN unnest($1::integer[], $2::bigint[]) AS held(partition, epoch) ON held.partition = conversation_partition(unsettled.agent_id)
       WHERE unsettled.state IN ('filed', 'claimed') AND unsettled.kind = 'start'
         AND (unsettled.state = 'filed' OR unsettled.claimed_epoch < held.epoch)
       ORDER BY unsettled.filed_at, unsettled.decision_id LIMIT $4

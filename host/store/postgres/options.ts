@@ -24,6 +24,11 @@ export interface PostgresStoreOptions {
   /** false: take no share of the partitions (a short-lived process: the
    * CLI); only those of the agents it uses, when free (default true). */
   readonly balance?: boolean;
+  /** true: a start that lands here for a conversation held by another
+   * process, and that has nothing anywhere yet (no row of any kind), moves
+   * the conversation into a partition held here and runs here, instead of
+   * filing it for the holder (docs/decisions/0101). Default false. */
+  readonly takeIdleHere?: boolean;
 }
 
 /** What an application holds of an opened PostgreSQL store: an

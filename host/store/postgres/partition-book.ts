@@ -41,6 +41,7 @@ import type { PhronomyError } from "../../errors.js";
 import * as leases from "./leases.js";
 import type { Fence } from "./leases.js";
 import * as partitions from "./partitions.js";
+import { homeConversation, type HomeOutcome } from "./homes.js";
 
 /** No partition row has epoch 0 once held (takes start at 1): the fence of
  * an agent asked for whose partition was never held here. */
@@ -137,8 +138,54 @@ export class PartitionBook {
     }));
   }
 
+  /** The partition of each conversation moved out of its own
+   * (`conversation_homes`, docs/decisions/0101) that this process knows of:
+   * moved here, read at a takeover's scan, or learnt from a refused write. */
+  private readonly homes = new Map<string, number>();
+  /** Conversations this process moved here, with the epoch of the home
+   * partition the move was fenced by: nothing of them anywhere then, and
+   * nobody else can write them while that epoch is held here. */
+  private readonly moved = new Map<string, number>();
+
   partitionOf(agentId: string): number {
-    return partitions.partitionOf(agentId, this.count);
+    return this.homes.get(agentId) ?? partitions.partitionOf(agentId, this.count);
+  }
+
+  /** The conversation lives in `partition` (its home: homes never change). */
+  noteHome(agentId: string, partition: number): void {
+    if (!Number.isInteger(partition) || partition < 0 || partition >= this.count) return;
+    if (partition === partitions.partitionOf(agentId, this.count)) return;
+    this.homes.set(agentId, partition);
+    if (this.asked.has(agentId)) this.asked.set(agentId, partition);
+  }
+
+  /** Moved here by this process, and its home still held at the move's epoch. */
+  movedHere(agentId: string): boolean {
+    const epoch = this.moved.get(agentId);
+    if (epoch === undefined) return false;
+    if (this.heldAt(agentId, epoch)) return true;
+    this.moved.delete(agentId);
+    return false;
+  }
+
+  /** A conversation's home this process knows of (undefined: none known). */
+  homeOf(agentId: string): number | undefined {
+    return this.homes.get(agentId);
+  }
+
+  /** Asks the database to move a conversation that has nothing anywhere
+   * into a partition held here, live (one statement; docs/decisions/0101).
+   * Undefined when no partition is held here in its admission window. A
+   * move, or a home found, is noted: its fence is then that partition's. */
+  async homeHere(agentId: string, waitMs: number): Promise<HomeOutcome | undefined> {
+    const now = performance.now();
+    const live = this.states.flatMap((state) => (state.held && now < state.admitUntil && state.grant !== undefined ? [state.grant] : []));
+    if (live.length === 0) return undefined;
+    const target = live[partitions.partitionOf(agentId, live.length)]!;
+    const answer = await homeConversation(this.pool, agentId, this.owner, target.partition, target.epoch, waitMs);
+    if (answer.outcome !== "refused") this.noteHome(agentId, answer.partition);
+    if (answer.outcome === "moved") this.moved.set(agentId, target.epoch);
+    return answer;
   }
 
   /** Joins: reclaims this instance's partitions (instant reclaim), takes its
@@ -402,6 +449,7 @@ export class PartitionBook {
   /** The agent is no longer live here (nothing to write: its partition
    * stays held). */
   forget(agentId: string): boolean {
+    this.moved.delete(agentId);
     return this.asked.delete(agentId);
   }
 

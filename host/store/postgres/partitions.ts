@@ -263,7 +263,7 @@ export async function holderOf(
 ): Promise<{ readonly owner: string; readonly epoch: number; readonly expiresAt: number } | undefined> {
   const row = (
     await client.query<{ owner: string; epoch: string; expires_ms: string }>(
-      "SELECT owner, epoch, floor(extract(epoch FROM expires_at) * 1000)::bigint AS expires_ms FROM partitions WHERE partition = partition_of($1) AND expires_at > clock_timestamp()",
+      "SELECT owner, epoch, floor(extract(epoch FROM expires_at) * 1000)::bigint AS expires_ms FROM partitions WHERE partition = conversation_partition($1) AND expires_at > clock_timestamp()",
       [agentId],
     )
   ).rows[0];
@@ -274,7 +274,7 @@ export async function holderOf(
  * `agent`" as a plain read, for the explanations of refusals (reads). A
  * write checks `fenceHeldSql` instead. `live` adds the expiry. */
 export function partitionHeldSql(agent: string, owner: string, epoch: string, live: boolean): string {
-  return `EXISTS (SELECT 1 FROM partitions WHERE partitions.partition = partition_of(${agent}) AND partitions.owner = ${owner} AND partitions.epoch = ${epoch}${live ? " AND partitions.expires_at > clock_timestamp()" : ""})`;
+  return `EXISTS (SELECT 1 FROM partitions WHERE partitions.partition = conversation_partition(${agent}) AND partitions.owner = ${owner} AND partitions.epoch = ${epoch}${live ? " AND partitions.expires_at > clock_timestamp()" : ""})`;
 }
 
 /** The SQL condition "the fence (`owner`, `epoch`) holds the partition of
@@ -289,7 +289,7 @@ export function fenceHeldSql(agent: string, owner: string, epoch: string, live: 
 /** The first key of a schema's fence locks (the second is the partition):
  * a hash of the schema's name, so stores in different schemas of one
  * database do not wait for each other (a collision only makes them wait). */
-async function fenceLockClass(client: pg.ClientBase, schema: string): Promise<number> {
+export async function fenceLockClass(client: pg.ClientBase, schema: string): Promise<number> {
   const row = (await client.query<{ key: number }>("SELECT hashtext($1) AS key", [`phronomy partition fence:${schema}`])).rows[0]!;
   return Number(row.key);
 }

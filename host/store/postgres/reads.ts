@@ -73,7 +73,16 @@ export async function unfinishedExecutions(pool: Queryable, where: string, agent
 export async function unfinishedExecutionsInPartitions(pool: Queryable, where: string, partitions: readonly number[]): Promise<ExecutionRow[]> {
   const found = await rows(
     pool,
-    `SELECT ${executionColumns} FROM executions WHERE status IN ('preparing', 'active', 'suspended') AND partition_of(agent_id) = ANY($1::integer[]) ORDER BY created_at, execution_id`,
+    // A conversation belongs to its home when it has one (docs/decisions/0101):
+    // the natural members without a home (the partial index by
+    // partition_of), then the conversations homed in these partitions.
+    `SELECT * FROM (
+       SELECT ${executionColumns} FROM executions WHERE status IN ('preparing', 'active', 'suspended') AND partition_of(agent_id) = ANY($1::integer[])
+         AND NOT EXISTS (SELECT 1 FROM conversation_homes AS homes WHERE homes.agent_id = executions.agent_id)
+       UNION ALL
+       SELECT ${executionColumns} FROM executions WHERE status IN ('preparing', 'active', 'suspended')
+         AND agent_id IN (SELECT homes.agent_id FROM conversation_homes AS homes WHERE homes.partition = ANY($1::integer[]))
+     ) AS unfinished ORDER BY created_at, execution_id`,
     [partitions],
   );
   return found.map((row) => executionFromRow(row, where));

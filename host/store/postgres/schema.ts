@@ -39,6 +39,7 @@ import { createDueWaitIndex } from "./due-waits.js";
 import { createDefinitionIndex } from "./page-definitions.js";
 import { quotedIdentifier } from "./literals.js";
 import { createPruneIndexes, indexRefusedStarts } from "./prune.js";
+import { createConversationHomes } from "./homes.js";
 import { createEventSignals } from "./signals.js";
 
 /** First key of the store's advisory locks: "PHRN" in ASCII. The second
@@ -146,7 +147,8 @@ async function createInitialTables(client: pg.ClientBase): Promise<void> {
  * Version 20: suspended rows indexed by their wait's due time (`due-waits.ts`, docs/decisions/0076).
  * Version 21: a replacing preparation decided by the core's verdicts (`functions.ts`, docs/decisions/0087).
  * Version 22: executions by definition (`page-definitions.ts`, docs/decisions/0089).
- * Version 23: migration 15's replacing preparation dropped, unused since 21 (`functions.ts`, docs/decisions/0096). */
+ * Version 23: migration 15's replacing preparation dropped, unused since 21 (`functions.ts`, docs/decisions/0096).
+ * Version 24: conversation homes, a conversation moved to where its first start landed (`homes.ts`, docs/decisions/0101). */
 export const migrations: readonly Migration[] = [
   createInitialTables,
   createApprovalInbox,
@@ -171,7 +173,13 @@ export const migrations: readonly Migration[] = [
   createPrepareReplacingDecided,
   createDefinitionIndex,
   dropPrepareReplacing,
+  conversationHomes,
 ];
+
+async function conversationHomes(client: pg.ClientBase, context?: MigrationContext): Promise<void> {
+  if (context === undefined) throw new Error("migration 24 needs the schema name (the fence lock's key)");
+  await createConversationHomes(client, context.schema);
+}
 
 async function partitionOwnership(client: pg.ClientBase, settings?: SchemaSettings): Promise<void> {
   await createPartitions(client, settings?.partitionCount ?? partitionCountDefault);
