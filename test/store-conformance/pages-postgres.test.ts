@@ -21,7 +21,8 @@ describe("the paging migration (postgres)", () => {
     await store.close();
     // The store as the version before this migration wrote it (and so
     // without the migrations after it: keyed signals (0077), due waits
-    // (0076), the core's replacing verdicts (0087), definitions (0089)).
+    // (0076), the core's replacing verdicts (0087), definitions (0089),
+    // conversation homes (0101: migration 24 replaces the fence again)).
     await withClient(async (client) => {
       await client.query(`SET search_path = "${schema}"`);
       await client.query(`
@@ -29,6 +30,8 @@ describe("the paging migration (postgres)", () => {
         DROP FUNCTION execution_search_document(); DROP INDEX executions_search; ALTER TABLE executions DROP COLUMN search;
         DROP INDEX executions_by_time; DROP INDEX executions_by_outcome; DROP INDEX executions_by_state;
         DROP TABLE event_signals; DROP INDEX executions_wait_key; DROP INDEX executions_due; DROP FUNCTION prepare_execution_replacing_decided; DROP INDEX executions_by_definition;
+        DROP FUNCTION home_conversation(text, text, integer, bigint, integer); DROP FUNCTION partition_fence_held_at(integer, text, bigint);
+        DROP FUNCTION conversation_partition(text); DROP TABLE conversation_homes;
         UPDATE store_version SET version = ${migrations.indexOf(createExecutionPages)}`);
     });
     const migrated = await PostgresStore.open(postgresUrl, { schema });
