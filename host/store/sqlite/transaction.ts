@@ -3,9 +3,9 @@
 // first without savepoints, and when one of them throws, rolled back and
 // run again with a SAVEPOINT each. A body that throws then rolls back to
 // its savepoint and fails only its own settlement; its group-mates still
-// commit. If the
-// transaction itself fails (BEGIN, COMMIT, or a rollback that SQLite already
-// performed), every operation of the group fails with that error.
+// commit. If the transaction itself fails (BEGIN, COMMIT, or a rollback
+// that SQLite already performed), every operation of the group fails with
+// that error.
 //
 // BEGIN, COMMIT, SAVEPOINT and RELEASE run as cached prepared statements:
 // `exec` parses its text again each time, and every run commits six
@@ -26,18 +26,30 @@ export type Settlement = { readonly ok: true; readonly value: unknown } | { read
  * in order. Never throws. */
 export function commitGroup(connection: SqliteConnection, operations: readonly OffloadOperation[]): Settlement[] {
   if (operations.length === 1) return [commitAlone(connection, operations[0]!)];
-  return commitTogether(connection, operations) ?? commitInSavepoints(connection, operations);
+  return (
+    inGroupTransaction(connection, operations, () => applyTogether(connection, operations))
+    ?? inGroupTransaction(connection, operations, () => operations.map((operation) => applyInSavepoint(connection, operation)))
+  );
 }
 
-/** The group with a SAVEPOINT per operation: one that throws fails alone. */
-function commitInSavepoints(connection: SqliteConnection, operations: readonly OffloadOperation[]): Settlement[] {
+/** BEGIN, the group's bodies, COMMIT. A failed BEGIN or COMMIT fails every
+ * operation of the group with that error; `undefined` from `apply` (it
+ * rolled back already) is handed back to the caller. */
+function inGroupTransaction<Applied extends Settlement[] | undefined>(
+  connection: SqliteConnection,
+  operations: readonly OffloadOperation[],
+  apply: () => Applied,
+): Settlement[] | Applied {
   try {
     connection.prepare("BEGIN IMMEDIATE").run();
   } catch (error) {
     return failedTogether(connection, operations, error);
   }
-  const settlements = operations.map((operation) => applyInSavepoint(connection, operation));
+  const settlements = apply();
+  if (settlements === undefined) return settlements;
   try {
+    // A failed COMMIT fails the group whichever way it ran: only an
+    // operation's own failure runs the group again.
     connection.prepare("COMMIT").run();
     return settlements;
   } catch (error) {
@@ -55,15 +67,10 @@ function failedTogether(connection: SqliteConnection, operations: readonly Offlo
  * savepoint each (docs/decisions/0103: two statements per operation, and
  * SQLite's copy of every page first written under one). When one fails,
  * the whole transaction is rolled back and `undefined` tells the caller to
- * run the group again with savepoints, where it fails alone: an
- * operation's body depends only on the file and the operation, so the
- * second run settles as the first would have with savepoints. */
-function commitTogether(connection: SqliteConnection, operations: readonly OffloadOperation[]): Settlement[] | undefined {
-  try {
-    connection.prepare("BEGIN IMMEDIATE").run();
-  } catch (error) {
-    return failedTogether(connection, operations, error);
-  }
+ * run the group again with a SAVEPOINT per operation, where it fails
+ * alone: an operation's body depends only on the file and the operation,
+ * so the second run settles as the first would have with savepoints. */
+function applyTogether(connection: SqliteConnection, operations: readonly OffloadOperation[]): Settlement[] | undefined {
   const settlements: Settlement[] = [];
   for (const operation of operations) {
     try {
@@ -73,15 +80,7 @@ function commitTogether(connection: SqliteConnection, operations: readonly Offlo
       return undefined;
     }
   }
-  try {
-    // A failed COMMIT fails the group as it did with savepoints: only an
-    // operation's own failure runs the group again.
-    connection.prepare("COMMIT").run();
-    return settlements;
-  } catch (error) {
-    rollbackQuietly(connection);
-    return failedTogether(connection, operations, error);
-  }
+  return settlements;
 }
 
 /** A lone operation needs no savepoint: if it fails, its transaction is
