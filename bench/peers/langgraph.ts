@@ -1,6 +1,16 @@
 // LangGraph.js with its SQLite checkpointer (@langchain/langgraph-checkpoint-sqlite,
-// better-sqlite3, WAL, synchronous FULL by SQLite's default), a child of
-// bench/peers/run.ts: `node langgraph.js <role> <directory>`.
+// better-sqlite3, WAL), a child of bench/peers/run.ts:
+// `node langgraph.js <role> <directory>`.
+//
+// Durability: `synchronous = FULL`, set here (BENCH_LANGGRAPH_SYNCHRONOUS=NORMAL
+// measures the checkpointer as it ships). The checkpointer sets only
+// `journal_mode=WAL`, and better-sqlite3 compiles SQLite with
+// SQLITE_DEFAULT_WAL_SYNCHRONOUS=1: a WAL database it writes runs at
+// `synchronous = NORMAL`, no fsync at a commit (counted with strace: ≈0.2
+// fsync per run, the checkpoints', against ≈14.5 at FULL), so its
+// checkpoints do not survive a power loss. Phronomy FULL fsyncs every
+// commit: the table compares the two at the same durability
+// (docs/decisions/0106).
 //
 // A run is a graph of two nodes, "model" and "tools", looping until the
 // model answers: model → tools → model → tools → model, five super-steps,
@@ -61,8 +71,16 @@ function graph(checkpointer: SqliteSaver, model: FakeModel, tools: Tools, approv
 
 const config = (thread: string) => ({ configurable: { thread_id: thread }, durability: "sync" as const });
 
+/** `FULL` unless BENCH_LANGGRAPH_SYNCHRONOUS says otherwise (see the top). */
+const synchronous = process.env.BENCH_LANGGRAPH_SYNCHRONOUS ?? "FULL";
+if (synchronous !== "FULL" && synchronous !== "NORMAL") throw new Error(`BENCH_LANGGRAPH_SYNCHRONOUS must be FULL or NORMAL, got ${synchronous}`);
+
 function saver(directory: string, name: string): SqliteSaver {
-  return SqliteSaver.fromConnString(join(directory, `${name}.sqlite`));
+  const checkpointer = SqliteSaver.fromConnString(join(directory, `${name}.sqlite`));
+  // Set before the checkpointer's own `journal_mode=WAL`: an explicit
+  // setting is kept when the database turns WAL.
+  checkpointer.db.pragma(`synchronous = ${synchronous}`);
+  return checkpointer;
 }
 
 function agent(checkpointer: SqliteSaver, tools: Tools = { lookup }) {

@@ -20,7 +20,8 @@ export const peerNames = ["langgraph", "dbos", "restate"] as const;
 export type PeerName = (typeof peerNames)[number];
 
 export const peerTitles: Record<PeerName, string> = {
-  langgraph: "LangGraph (SQLite)",
+  // The durability its child sets (langgraph.ts, docs/decisions/0106).
+  langgraph: `LangGraph (SQLite ${process.env.BENCH_LANGGRAPH_SYNCHRONOUS ?? "FULL"})`,
   dbos: "DBOS (PG)",
   restate: "Restate",
 };
