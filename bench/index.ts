@@ -520,7 +520,12 @@ function phronomyColumns(rounds: readonly Round[], postgres: readonly PostgresRo
     rssSuspended: list.flatMap((round) => (round.approvals ? [round.approvals.rssSuspended] : [])),
     crashSeconds: list.flatMap((round) => (round.crash ? [round.crash.seconds] : [])),
   });
-  const columns = [column("Phronomy FULL", rounds, (round) => (round as Round).sequentialFull)];
+  const columns: PhronomyColumn[] = [
+    {
+      ...column("Phronomy FULL", rounds, (round) => (round as Round).sequentialFull),
+      sequentialNormal: rounds.flatMap((round) => rate(round.sequentialNormal)),
+    },
+  ];
   if (postgres.length > 0) columns.push(column("Phronomy PG", postgres, (round) => (round as PostgresRound).sequential));
   return columns;
 }

@@ -28,6 +28,9 @@ export const peerTitles: Record<PeerName, string> = {
 
 export interface PeerRound {
   loops?: Loops;
+  /** LangGraph only: its loops at the checkpointer's shipped
+   * `synchronous = NORMAL` (no fsync at a commit), beside `loops` at FULL. */
+  shippedLoops?: Loops;
   approvals?: Approvals;
   restart?: Restart;
   error?: string;
@@ -150,11 +153,20 @@ async function freePort(): Promise<number> {
 
 // -- the peers' rounds --------------------------------------------------------------
 
+/** LangGraph's loops as the checkpointer ships (`synchronous = NORMAL`),
+ * on databases of their own. */
+async function shippedLoops(directory: string): Promise<Loops> {
+  const shipped = join(directory, "shipped");
+  mkdirSync(shipped);
+  return childFigures<Loops>("langgraph", ["loops", shipped], { BENCH_LANGGRAPH_SYNCHRONOUS: "NORMAL" });
+}
+
 async function langgraphRound(): Promise<PeerRound> {
   const directory = mkdtempSync(join(tmpdir(), "phronomy-peers-langgraph-"));
   try {
     return {
       loops: await childFigures<Loops>("langgraph", ["loops", directory]),
+      shippedLoops: await shippedLoops(directory),
       approvals: await childFigures<Approvals>("langgraph", ["approvals", directory]),
       restart: await crashAndRestart("langgraph", [directory]),
     };

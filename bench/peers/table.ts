@@ -10,6 +10,8 @@ import { CRASH_TOTAL, SUSPENDED } from "./workload.js";
 export interface PhronomyColumn {
   readonly title: string;
   readonly sequential: readonly number[];
+  /** Sequential at `synchronous = NORMAL` (SQLite only), beside LangGraph as it ships. */
+  readonly sequentialNormal?: readonly number[];
   readonly inFlight: readonly number[];
   readonly suspends: readonly number[];
   readonly resumes: readonly number[];
@@ -107,4 +109,22 @@ export function printPeersTable(results: PeerResults, phronomy: readonly Phronom
     (results[peer] ?? []).filter((round) => round.error !== undefined).map((round) => `  ${peerTitles[peer]}: ${round.error}`),
   );
   if (failed.length > 0) console.log(`\n  failed rounds (not in the table):\n${failed.join("\n")}`);
+  printShipped(results, phronomy);
+}
+
+/** LangGraph as its checkpointer ships (`synchronous = NORMAL`: no fsync at
+ * a commit) beside Phronomy at NORMAL: the same durability, the other one
+ * than the table's (docs/decisions/0106). */
+function printShipped(results: PeerResults, phronomy: readonly PhronomyColumn[]): void {
+  const shipped = (results.langgraph ?? []).flatMap((round) => (round.shippedLoops ? [round.shippedLoops] : []));
+  if (shipped.length === 0) return;
+  const sequential = shipped.map((loops) => loops.sequential.runsPerSecond);
+  const inFlight = shipped.map((loops) => loops.inFlight.runsPerSecond);
+  let line = `\n  LangGraph as shipped (SQLite NORMAL, no fsync at a commit): sequential ${range(sequential, 0)} runs/s, 100 in flight ${range(inFlight, 0)} runs/s`;
+  const normal = phronomy.find((column) => column.sequentialNormal !== undefined && column.sequentialNormal.length > 0)?.sequentialNormal;
+  const ours = normal === undefined ? undefined : median(normal);
+  const theirs = median(sequential);
+  if (normal !== undefined && ours !== undefined && theirs !== undefined)
+    line += `; Phronomy NORMAL sequential ${range(normal, 0)} runs/s (${format(ours / theirs, 1)}×)`;
+  console.log(line);
 }
