@@ -1304,6 +1304,90 @@ export const enum ClaimVerdict {
   TryAgain = 6,
 }
 
+/** What the host knows of a message whose enqueue the store refused, for
+ * `enqueueRefusalVerdict` (docs/decisions/0063, 0110). 0: asked for the
+ * enqueue's own write. */
+export const enum EnqueueRefusalFact {
+  /** The message was being cancelled while its enqueue was written: a
+   * cancel by id waits to hear whether a message is queued under its id. */
+  Cancelling = 1,
+  /** Asked for an observer of the message's Run (`env.wait` on the
+   * queued message), whose Run was refused with that answer. */
+  Observed = 2,
+  End = 4,
+}
+
+/** What comes of a refused enqueue (`enqueueRefusalVerdict`). */
+export const enum EnqueueRefusalVerdict {
+  /** An answer or facts that cannot hold together (not a refusal, a
+   * message both cancelling and observed). */
+  None = 0,
+  /** Tell the cancel that a message is queued under its id after all
+   * (another process queued the same key's message): the cancel by id is
+   * written for that one. */
+  TellCancelQueued = 1,
+  /** Tell the cancel that no message is queued under its id. */
+  TellCancelGone = 2,
+  /** Forget the message here (counted out) and refuse its Run. */
+  Forget = 3,
+  /** Forget it, refuse its Run, and read the conversation's stored queue
+   * and merge it: the id is a message another process queued, which runs
+   * here once merged (the keyed start follows it). */
+  ForgetAndMerge = 4,
+  /** The observer follows the execution under the message's id. */
+  Follow = 5,
+  /** The observer is told the refusal. */
+  Reject = 6,
+}
+
+/** How a cancel by id's wait settled, as the host reads its error's class,
+ * for `cancelRoundVerdict` (docs/decisions/0026, 0110). */
+export const enum CancelAnswer {
+  /** Not settled yet. */
+  None = 0,
+  /** Settled without an error. */
+  Settled = 1,
+  /** `ExecutionEndedError`: it had ended before the cancel. */
+  Ended = 2,
+  /** `ExecutionNotFoundError`: no such execution. */
+  NotFound = 3,
+  /** `ApprovalRequiredError`: it suspended before the cancel reached its
+   * session. */
+  ApprovalRequired = 4,
+  /** `CancellationError`. */
+  Cancelled = 5,
+  /** Any other error. */
+  Refused = 6,
+  End = 7,
+}
+
+/** What the host read after a cancel by id's wait settled, for
+ * `cancelRoundVerdict`. 0: nothing read yet. */
+export const enum CancelRoundFact {
+  /** The execution's row was read (asked by `ReadRow`). */
+  RowRead = 1,
+  /** Its row is terminal. */
+  RowTerminal = 2,
+  End = 4,
+}
+
+/** The next step of a cancel by id once its wait settled
+ * (`cancelRoundVerdict`). */
+export const enum CancelRoundVerdict {
+  /** Arguments that cannot hold together (a round past
+   * `Limit.CancelRoundsMax`, a terminal row not read). */
+  None = 0,
+  /** Read the execution's row, then ask again with `RowRead`. */
+  ReadRow = 1,
+  /** Answer with how the row ended. */
+  Answer = 2,
+  /** Cancel it again, as the next round: it suspended first. */
+  CancelAgain = 3,
+  /** Throw the error it settled with (settled without one: the cancel
+   * settled but the execution has not ended, `INTERNAL`). */
+  Throw = 4,
+}
+
 /** What `toolCallsToStart` answers besides a count (docs/decisions/0087). */
 export const enum ToolCallCount {
   /** Arguments that cannot hold together (more started than the batch
@@ -1538,4 +1622,8 @@ export const enum Limit {
    * and its input in the host. Past it a start is refused as a held
    * conversation refuses it (`RefuseHeld`). */
   WaitingStartsMax = 10000,
+  /** Rounds of a cancel by id: cancel, and — when it suspended before the
+   * cancel reached its session — cancel the suspension, this many times at
+   * most before the cancel is refused (`cancelRoundVerdict`). */
+  CancelRoundsMax = 4,
 }

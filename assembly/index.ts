@@ -33,6 +33,8 @@ import { keyedStartVerdictOf } from "./decisions/keyed-start";
 import { dueFireVerdictOf } from "./decisions/due-fire";
 import { storedSignalVerdictOf } from "./decisions/stored-signal";
 import { claimedDecisionVerdictOf, claimedStartVerdictOf } from "./decisions/inbox-claim";
+import { enqueueRefusalVerdictOf } from "./decisions/enqueue-refusal";
+import { cancelRoundVerdictOf } from "./decisions/cancel-round";
 import { scheduleClaimVerdictOf, scheduleFiringVerdictOf } from "./decisions/schedule";
 import { toolCallsToStartOf } from "./decisions/tool-calls";
 import { replaceVerdictOf } from "./decisions/replace-from";
@@ -234,6 +236,16 @@ export function claimedDecisionVerdict(answer: u32, facts: u32): u32 {
  * (docs/decisions/0102). */
 export function claimedStartVerdict(fate: u32, facts: u32): u32 {
   return claimedStartVerdictOf(fate, facts);
+}
+/** A refused enqueue (its `StartAnswer`, `EnqueueRefusalFact` bits): an
+ * `EnqueueRefusalVerdict` (docs/decisions/0110). */
+export function enqueueRefusalVerdict(answer: u32, facts: u32): u32 {
+  return enqueueRefusalVerdictOf(answer, facts);
+}
+/** A cancel by id whose wait settled (its `CancelAnswer`, `CancelRoundFact`
+ * bits, the round from 0): a `CancelRoundVerdict` (docs/decisions/0110). */
+export function cancelRoundVerdict(answer: u32, facts: u32, round: u32): u32 {
+  return cancelRoundVerdictOf(answer, facts, round);
 }
 /** Which slot a schedule row fires (`ScheduleFact` bits): a
  * `ScheduleClaimVerdict` the host computes the times of (docs/decisions/0087). */

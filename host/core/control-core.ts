@@ -323,6 +323,20 @@ export class ControlCore implements ControlMachine {
     return this.exports.claimedStartVerdict(fate, facts);
   }
 
+  /** A refused enqueue (its `StartAnswer`, `EnqueueRefusalFact` bits): an
+   * `EnqueueRefusalVerdict`; 0 for an answer or facts that cannot hold
+   * together. */
+  enqueueRefusalVerdict(answer: number, facts: number): number {
+    return this.exports.enqueueRefusalVerdict(answer, facts);
+  }
+
+  /** A cancel by id whose wait settled (its `CancelAnswer`,
+   * `CancelRoundFact` bits, the round from 0): a `CancelRoundVerdict`; 0
+   * for arguments that cannot hold together. */
+  cancelRoundVerdict(answer: number, facts: number, round: number): number {
+    return this.exports.cancelRoundVerdict(answer, facts, round);
+  }
+
   /** Which slot a schedule row fires (`ScheduleFact` bits): a
    * `ScheduleClaimVerdict`; 0 for facts that cannot hold together. */
   scheduleClaimVerdict(facts: number): number {

@@ -9,10 +9,13 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
+  CancelAnswer,
+  CancelRoundFact,
   ChildFact,
   ClaimAnswer,
   ClaimFact,
   DueFireFact,
+  EnqueueRefusalFact,
   FiledStartFact,
   FiledStartVerdict,
   KeyedStartFact,
@@ -28,6 +31,7 @@ import {
 import { ControlCore } from "../../host/core/control-core.js";
 import { loadCoreModule, type CoreBuild } from "../../host/core/load-core.js";
 import { queuedRunVerdictFor } from "../model/reference-conversations.js";
+import { cancelRoundVerdictFor, enqueueRefusalVerdictFor } from "../model/reference-enqueue-cancel.js";
 import {
   childStartVerdictFor,
   claimedDecisionVerdictFor,
@@ -126,6 +130,24 @@ for (const build of ["debug", "release"] as const) {
             expect(core.storedSignalVerdict(signal)).toBe(storedSignalVerdictFor(signal));
             expect(core.claimedDecisionVerdict(claimAnswer, claim)).toBe(claimedDecisionVerdictFor(claimAnswer, claim));
             expect(core.claimedStartVerdict(fate, claim)).toBe(claimedStartVerdictFor(fate, claim));
+          },
+        ),
+        { seed, numRuns: runs },
+      );
+    });
+
+    it(`answers a refused enqueue and a cancel by id's round as the model does (seed ${seed})`, async () => {
+      const core = await coreOf(build);
+      fc.assert(
+        fc.property(
+          argument(StartAnswer.End),
+          argument(EnqueueRefusalFact.End),
+          argument(CancelAnswer.End),
+          argument(CancelRoundFact.End),
+          argument(Limit.CancelRoundsMax),
+          (answer, enqueue, cancel, facts, round) => {
+            expect(core.enqueueRefusalVerdict(answer, enqueue)).toBe(enqueueRefusalVerdictFor(answer, enqueue));
+            expect(core.cancelRoundVerdict(cancel, facts, round)).toBe(cancelRoundVerdictFor(cancel, facts, round));
           },
         ),
         { seed, numRuns: runs },
