@@ -1388,6 +1388,88 @@ export const enum CancelRoundVerdict {
   Throw = 4,
 }
 
+/** What a filer read of a decision it filed for another process (an
+ * approval, a cancel, a retry) and of its execution's row, for
+ * `filedDecisionVerdict` (docs/decisions/0011, 0026, 0086, 0110). The
+ * decision's state is one of `Claimed`, `Applied`, `Refused`, or none of
+ * them: filed, not claimed yet. */
+export const enum FiledDecisionFact {
+  /** A cancel (`env.cancel`); with neither this nor `Retry`, an approval
+   * decision. */
+  Cancel = 1,
+  /** A retry (`env.retry`). */
+  Retry = 2,
+  /** Claimed by its owner, not settled. */
+  Claimed = 4,
+  /** Applied by its owner: its commit landed. */
+  Applied = 8,
+  /** Refused by its owner, the refusal recorded. */
+  Refused = 16,
+  /** The store has the execution's row. */
+  RowFound = 32,
+  /** Its row is terminal. */
+  RowTerminal = 64,
+  /** Its row is suspended. */
+  RowSuspended = 128,
+  /** Its suspended row's revision is past the last one the filer was told
+   * of: it suspended again. */
+  SuspendedLater = 256,
+  End = 512,
+}
+
+/** What a filer read of a start it filed for the process that holds its
+ * conversation (or an `env.wait` following an execution run there), for
+ * `filedStartFollowVerdict` (docs/decisions/0031, 0047, 0110). */
+export const enum FiledStartFollowFact {
+  /** An observer (`env.wait`) follows it, not the start's own Run. */
+  Observer = 1,
+  /** The store has the execution's row. */
+  RowFound = 2,
+  /** Its row is terminal. */
+  RowTerminal = 4,
+  /** Its row is suspended. */
+  RowSuspended = 8,
+  /** Its suspended row's revision is past the last one told: it suspended
+   * again. */
+  SuspendedLater = 16,
+  /** The start is in the inbox (filed, claimed or settled). */
+  Filed = 32,
+  /** Its owner refused it, the refusal recorded. */
+  Refused = 64,
+  /** Its message waits in its conversation's durable queue. */
+  Queued = 128,
+  End = 256,
+}
+
+/** What a filer does with a decision or a start it follows, once read
+ * (`filedDecisionVerdict`, `filedStartFollowVerdict`). */
+export const enum FiledFollowVerdict {
+  /** Facts that cannot hold together. */
+  None = 0,
+  /** Keep following: nothing to tell yet. */
+  Follow = 1,
+  /** Keep following a start with no row yet (filed, or queued): its Run
+   * is told its execution id. */
+  FollowFiled = 2,
+  /** Tell `approval_required`: it suspended again (a new decision is
+   * needed); keep following for its end. */
+  AnnounceSuspended = 3,
+  /** Settle with how it ended: the terminal event a local Run gets, then
+   * the result built from the row (or from its absence). */
+  SettleEnded = 4,
+  /** Settle an observer from the row as `env.wait` builds it (terminal or
+   * suspended; or its absence). */
+  SettleFromRow = 5,
+  /** Settle with the refusal its owner recorded. */
+  SettleRefused = 6,
+  /** An approval decision never claimed whose execution ended: it can no
+   * longer be applied, settled with the resume's refusal from the row
+   * (docs/decisions/0086). */
+  RefuseUnapplied = 7,
+  /** A start neither in the store nor filed (purged): refused. */
+  RefuseGone = 8,
+}
+
 /** What `toolCallsToStart` answers besides a count (docs/decisions/0087). */
 export const enum ToolCallCount {
   /** Arguments that cannot hold together (more started than the batch
@@ -1623,7 +1705,7 @@ export const enum Limit {
    * conversation refuses it (`RefuseHeld`). */
   WaitingStartsMax = 10000,
   /** Rounds of a cancel by id: cancel, and — when it suspended before the
-   * cancel reached its session — cancel the suspension, this many times at
-   * most before the cancel is refused (`cancelRoundVerdict`). */
+   * cancel reached its session — cancel the suspension, this many rounds at
+   * most; then the error it settled with is thrown (`cancelRoundVerdict`). */
   CancelRoundsMax = 4,
 }

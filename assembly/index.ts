@@ -35,6 +35,7 @@ import { storedSignalVerdictOf } from "./decisions/stored-signal";
 import { claimedDecisionVerdictOf, claimedStartVerdictOf } from "./decisions/inbox-claim";
 import { enqueueRefusalVerdictOf } from "./decisions/enqueue-refusal";
 import { cancelRoundVerdictOf } from "./decisions/cancel-round";
+import { filedDecisionVerdictOf, filedStartFollowVerdictOf } from "./decisions/filed-follow";
 import { scheduleClaimVerdictOf, scheduleFiringVerdictOf } from "./decisions/schedule";
 import { toolCallsToStartOf } from "./decisions/tool-calls";
 import { replaceVerdictOf } from "./decisions/replace-from";
@@ -246,6 +247,17 @@ export function enqueueRefusalVerdict(answer: u32, facts: u32): u32 {
  * bits, the round from 0): a `CancelRoundVerdict` (docs/decisions/0110). */
 export function cancelRoundVerdict(answer: u32, facts: u32, round: u32): u32 {
   return cancelRoundVerdictOf(answer, facts, round);
+}
+/** A decision filed for another process, as its filer read it
+ * (`FiledDecisionFact` bits): a `FiledFollowVerdict` (docs/decisions/0110). */
+export function filedDecisionVerdict(facts: u32): u32 {
+  return filedDecisionVerdictOf(facts);
+}
+/** A start filed for another process, as its filer (or an observer) read
+ * it (`FiledStartFollowFact` bits): a `FiledFollowVerdict`
+ * (docs/decisions/0110). */
+export function filedStartFollowVerdict(facts: u32): u32 {
+  return filedStartFollowVerdictOf(facts);
 }
 /** Which slot a schedule row fires (`ScheduleFact` bits): a
  * `ScheduleClaimVerdict` the host computes the times of (docs/decisions/0087). */

@@ -337,6 +337,20 @@ export class ControlCore implements ControlMachine {
     return this.exports.cancelRoundVerdict(answer, facts, round);
   }
 
+  /** A decision filed for another process, as its filer read it
+   * (`FiledDecisionFact` bits): a `FiledFollowVerdict`; 0 for facts that
+   * cannot hold together. */
+  filedDecisionVerdict(facts: number): number {
+    return this.exports.filedDecisionVerdict(facts);
+  }
+
+  /** A start filed for another process, as its filer (or an observer)
+   * read it (`FiledStartFollowFact` bits): a `FiledFollowVerdict`; 0 for
+   * facts that cannot hold together. */
+  filedStartFollowVerdict(facts: number): number {
+    return this.exports.filedStartFollowVerdict(facts);
+  }
+
   /** Which slot a schedule row fires (`ScheduleFact` bits): a
    * `ScheduleClaimVerdict`; 0 for facts that cannot hold together. */
   scheduleClaimVerdict(facts: number): number {

@@ -36,6 +36,8 @@ export interface CoreExports {
   claimedStartVerdict(fate: number, facts: number): number;
   enqueueRefusalVerdict(answer: number, facts: number): number;
   cancelRoundVerdict(answer: number, facts: number, round: number): number;
+  filedDecisionVerdict(facts: number): number;
+  filedStartFollowVerdict(facts: number): number;
   scheduleClaimVerdict(facts: number): number;
   scheduleFiringVerdict(facts: number, answer: number): number;
   toolCallsToStart(calls: number, started: number, settled: number, limit: number, finished: number): number;

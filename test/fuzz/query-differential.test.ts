@@ -16,7 +16,9 @@ import {
   ClaimFact,
   DueFireFact,
   EnqueueRefusalFact,
+  FiledDecisionFact,
   FiledStartFact,
+  FiledStartFollowFact,
   FiledStartVerdict,
   KeyedStartFact,
   Limit,
@@ -32,6 +34,7 @@ import { ControlCore } from "../../host/core/control-core.js";
 import { loadCoreModule, type CoreBuild } from "../../host/core/load-core.js";
 import { queuedRunVerdictFor } from "../model/reference-conversations.js";
 import { cancelRoundVerdictFor, enqueueRefusalVerdictFor } from "../model/reference-enqueue-cancel.js";
+import { filedDecisionVerdictFor, filedStartFollowVerdictFor } from "../model/reference-filed-follow.js";
 import {
   childStartVerdictFor,
   claimedDecisionVerdictFor,
@@ -136,7 +139,7 @@ for (const build of ["debug", "release"] as const) {
       );
     });
 
-    it(`answers a refused enqueue and a cancel by id's round as the model does (seed ${seed})`, async () => {
+    it(`answers a refused enqueue, a cancel by id's round and a filer's read of what it filed as the model does (seed ${seed})`, async () => {
       const core = await coreOf(build);
       fc.assert(
         fc.property(
@@ -145,9 +148,13 @@ for (const build of ["debug", "release"] as const) {
           argument(CancelAnswer.End),
           argument(CancelRoundFact.End),
           argument(Limit.CancelRoundsMax),
-          (answer, enqueue, cancel, facts, round) => {
+          argument(FiledDecisionFact.End),
+          argument(FiledStartFollowFact.End),
+          (answer, enqueue, cancel, facts, round, decision, start) => {
             expect(core.enqueueRefusalVerdict(answer, enqueue)).toBe(enqueueRefusalVerdictFor(answer, enqueue));
             expect(core.cancelRoundVerdict(cancel, facts, round)).toBe(cancelRoundVerdictFor(cancel, facts, round));
+            expect(core.filedDecisionVerdict(decision)).toBe(filedDecisionVerdictFor(decision));
+            expect(core.filedStartFollowVerdict(start)).toBe(filedStartFollowVerdictFor(start));
           },
         ),
         { seed, numRuns: runs },
