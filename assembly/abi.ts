@@ -1470,6 +1470,69 @@ export const enum FiledFollowVerdict {
   RefuseGone = 8,
 }
 
+/** What `env.wait` read of an execution not live here, for
+ * `observedRowVerdict` (docs/decisions/0018, 0031, 0110). 0: no row. */
+export const enum ObservedRowFact {
+  /** The store has its row. */
+  RowFound = 1,
+  /** Its row is neither terminal nor suspended: it runs somewhere. */
+  RowRunning = 2,
+  /** The core's placement of its conversation was read (asked by
+   * `AskPlacement`), or its read failed as the environment closed. */
+  PlacementRead = 4,
+  /** Placed elsewhere: the core files for its owner (`FileForOwner`), or
+   * the placement's read failed as the environment closed. */
+  RunsElsewhere = 8,
+  /** The environment is closed (read with the placement). */
+  Closed = 16,
+  End = 32,
+}
+
+/** What `env.wait` does with a row it read (`observedRowVerdict`). */
+export const enum ObservedRowVerdict {
+  /** Facts that cannot hold together. */
+  None = 0,
+  /** Read where the core places its conversation, then ask again with
+   * `PlacementRead`. */
+  AskPlacement = 1,
+  /** Watch the row until the execution ends or suspends (another process
+   * runs it). */
+  Watch = 2,
+  /** Settle with the environment's shutdown. */
+  SettleShutdown = 3,
+  /** Settle from the row as read (or from its absence). */
+  SettleFromRow = 4,
+}
+
+/** What a durable watch read of the row it watches, for
+ * `durableWatchVerdict` (docs/decisions/0018, 0110). */
+export const enum DurableWatchFact {
+  /** Its waiter was settled already (by another path). */
+  Settled = 1,
+  /** The store has the row. */
+  RowFound = 2,
+  /** The row is terminal. */
+  RowTerminal = 4,
+  /** The row is suspended. */
+  RowSuspended = 8,
+  /** Handed over by a lost lease: waits while the message is queued (no
+   * row yet) and, unless `Observer`, through a suspension. */
+  UntilEnd = 16,
+  /** Its waiter is an exact observer (`env.wait`): told a suspension. */
+  Observer = 32,
+  End = 64,
+}
+
+/** What comes of a durable watch's read (`durableWatchVerdict`). */
+export const enum DurableWatchVerdict {
+  /** Facts that cannot hold together. */
+  None = 0,
+  /** Keep watching. */
+  Keep = 1,
+  /** Done: settle the waiter from the row (unless settled already). */
+  Done = 2,
+}
+
 /** What `toolCallsToStart` answers besides a count (docs/decisions/0087). */
 export const enum ToolCallCount {
   /** Arguments that cannot hold together (more started than the batch

@@ -36,6 +36,7 @@ import { claimedDecisionVerdictOf, claimedStartVerdictOf } from "./decisions/inb
 import { enqueueRefusalVerdictOf } from "./decisions/enqueue-refusal";
 import { cancelRoundVerdictOf } from "./decisions/cancel-round";
 import { filedDecisionVerdictOf, filedStartFollowVerdictOf } from "./decisions/filed-follow";
+import { durableWatchVerdictOf, observedRowVerdictOf } from "./decisions/observed-row";
 import { scheduleClaimVerdictOf, scheduleFiringVerdictOf } from "./decisions/schedule";
 import { toolCallsToStartOf } from "./decisions/tool-calls";
 import { replaceVerdictOf } from "./decisions/replace-from";
@@ -258,6 +259,16 @@ export function filedDecisionVerdict(facts: u32): u32 {
  * (docs/decisions/0110). */
 export function filedStartFollowVerdict(facts: u32): u32 {
   return filedStartFollowVerdictOf(facts);
+}
+/** `env.wait` on an execution not live here, its row read
+ * (`ObservedRowFact` bits): an `ObservedRowVerdict` (docs/decisions/0110). */
+export function observedRowVerdict(facts: u32): u32 {
+  return observedRowVerdictOf(facts);
+}
+/** A durable watch's read of its row (`DurableWatchFact` bits): a
+ * `DurableWatchVerdict` (docs/decisions/0110). */
+export function durableWatchVerdict(facts: u32): u32 {
+  return durableWatchVerdictOf(facts);
 }
 /** Which slot a schedule row fires (`ScheduleFact` bits): a
  * `ScheduleClaimVerdict` the host computes the times of (docs/decisions/0087). */

@@ -351,6 +351,19 @@ export class ControlCore implements ControlMachine {
     return this.exports.filedStartFollowVerdict(facts);
   }
 
+  /** `env.wait` on an execution not live here, its row read
+   * (`ObservedRowFact` bits): an `ObservedRowVerdict`; 0 for facts that
+   * cannot hold together. */
+  observedRowVerdict(facts: number): number {
+    return this.exports.observedRowVerdict(facts);
+  }
+
+  /** A durable watch's read of its row (`DurableWatchFact` bits): a
+   * `DurableWatchVerdict`; 0 for facts that cannot hold together. */
+  durableWatchVerdict(facts: number): number {
+    return this.exports.durableWatchVerdict(facts);
+  }
+
   /** Which slot a schedule row fires (`ScheduleFact` bits): a
    * `ScheduleClaimVerdict`; 0 for facts that cannot hold together. */
   scheduleClaimVerdict(facts: number): number {

@@ -38,6 +38,8 @@ export interface CoreExports {
   cancelRoundVerdict(answer: number, facts: number, round: number): number;
   filedDecisionVerdict(facts: number): number;
   filedStartFollowVerdict(facts: number): number;
+  observedRowVerdict(facts: number): number;
+  durableWatchVerdict(facts: number): number;
   scheduleClaimVerdict(facts: number): number;
   scheduleFiringVerdict(facts: number, answer: number): number;
   toolCallsToStart(calls: number, started: number, settled: number, limit: number, finished: number): number;

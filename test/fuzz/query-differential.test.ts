@@ -15,6 +15,7 @@ import {
   ClaimAnswer,
   ClaimFact,
   DueFireFact,
+  DurableWatchFact,
   EnqueueRefusalFact,
   FiledDecisionFact,
   FiledStartFact,
@@ -22,6 +23,7 @@ import {
   FiledStartVerdict,
   KeyedStartFact,
   Limit,
+  ObservedRowFact,
   ReplaceFact,
   ScheduleFact,
   ScheduleFiringFact,
@@ -35,6 +37,7 @@ import { loadCoreModule, type CoreBuild } from "../../host/core/load-core.js";
 import { queuedRunVerdictFor } from "../model/reference-conversations.js";
 import { cancelRoundVerdictFor, enqueueRefusalVerdictFor } from "../model/reference-enqueue-cancel.js";
 import { filedDecisionVerdictFor, filedStartFollowVerdictFor } from "../model/reference-filed-follow.js";
+import { durableWatchVerdictFor, observedRowVerdictFor } from "../model/reference-observed-row.js";
 import {
   childStartVerdictFor,
   claimedDecisionVerdictFor,
@@ -139,7 +142,7 @@ for (const build of ["debug", "release"] as const) {
       );
     });
 
-    it(`answers a refused enqueue, a cancel by id's round and a filer's read of what it filed as the model does (seed ${seed})`, async () => {
+    it(`answers a refused enqueue, a cancel by id's round, a filer's read of what it filed and a wait on a row as the model does (seed ${seed})`, async () => {
       const core = await coreOf(build);
       fc.assert(
         fc.property(
@@ -150,11 +153,15 @@ for (const build of ["debug", "release"] as const) {
           argument(Limit.CancelRoundsMax),
           argument(FiledDecisionFact.End),
           argument(FiledStartFollowFact.End),
-          (answer, enqueue, cancel, facts, round, decision, start) => {
+          argument(ObservedRowFact.End),
+          argument(DurableWatchFact.End),
+          (answer, enqueue, cancel, facts, round, decision, start, observed, watch) => {
             expect(core.enqueueRefusalVerdict(answer, enqueue)).toBe(enqueueRefusalVerdictFor(answer, enqueue));
             expect(core.cancelRoundVerdict(cancel, facts, round)).toBe(cancelRoundVerdictFor(cancel, facts, round));
             expect(core.filedDecisionVerdict(decision)).toBe(filedDecisionVerdictFor(decision));
             expect(core.filedStartFollowVerdict(start)).toBe(filedStartFollowVerdictFor(start));
+            expect(core.observedRowVerdict(observed)).toBe(observedRowVerdictFor(observed));
+            expect(core.durableWatchVerdict(watch)).toBe(durableWatchVerdictFor(watch));
           },
         ),
         { seed, numRuns: runs },
