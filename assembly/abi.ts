@@ -1533,6 +1533,38 @@ export const enum DurableWatchVerdict {
   Done = 2,
 }
 
+/** What the host knows of a failed attempt of a model call or a tool, for
+ * `failedAttemptVerdict` (docs/decisions/0110). */
+export const enum FailedAttemptFact {
+  /** The execution's signal fired (a cancel, a timeout). */
+  Aborted = 1,
+  /** A tool's attempt; without it, a model call's. */
+  Tool = 2,
+  /** A tool threw a PhronomyError (a refusal of the runtime's, or one the
+   * tool chose: not a transient fault). Only with `Tool`. */
+  PhronomyError = 4,
+  /** The model call's error is transient as the provider's answer reads
+   * (a rate limit, an overload, a dropped connection). Never with `Tool`. */
+  Transient = 8,
+  /** The model call's stream showed text already: it is not started
+   * again. Never with `Tool`. */
+  Streamed = 16,
+  End = 32,
+}
+
+/** What comes of a failed attempt (`failedAttemptVerdict`). */
+export const enum FailedAttemptVerdict {
+  /** Arguments that cannot hold together. */
+  None = 0,
+  /** Throw its error as it is. */
+  Throw = 1,
+  /** Retries are used up: throw what the caller makes of every attempt
+   * (`MODEL_FAILED` naming each, for a model call). */
+  ThrowExhausted = 2,
+  /** Wait the backoff's delay and try again. */
+  Retry = 3,
+}
+
 /** What `toolCallsToStart` answers besides a count (docs/decisions/0087). */
 export const enum ToolCallCount {
   /** Arguments that cannot hold together (more started than the batch

@@ -37,6 +37,7 @@ import { enqueueRefusalVerdictOf } from "./decisions/enqueue-refusal";
 import { cancelRoundVerdictOf } from "./decisions/cancel-round";
 import { filedDecisionVerdictOf, filedStartFollowVerdictOf } from "./decisions/filed-follow";
 import { durableWatchVerdictOf, observedRowVerdictOf } from "./decisions/observed-row";
+import { failedAttemptVerdictOf } from "./decisions/failed-attempt";
 import { scheduleClaimVerdictOf, scheduleFiringVerdictOf } from "./decisions/schedule";
 import { toolCallsToStartOf } from "./decisions/tool-calls";
 import { replaceVerdictOf } from "./decisions/replace-from";
@@ -269,6 +270,12 @@ export function observedRowVerdict(facts: u32): u32 {
  * `DurableWatchVerdict` (docs/decisions/0110). */
 export function durableWatchVerdict(facts: u32): u32 {
   return durableWatchVerdictOf(facts);
+}
+/** A failed attempt of a model call or a tool (`FailedAttemptFact` bits,
+ * the attempt from 1, the retries allowed): a `FailedAttemptVerdict`
+ * (docs/decisions/0110). */
+export function failedAttemptVerdict(facts: u32, number: u32, maxRetries: u32): u32 {
+  return failedAttemptVerdictOf(facts, number, maxRetries);
 }
 /** Which slot a schedule row fires (`ScheduleFact` bits): a
  * `ScheduleClaimVerdict` the host computes the times of (docs/decisions/0087). */

@@ -364,6 +364,13 @@ export class ControlCore implements ControlMachine {
     return this.exports.durableWatchVerdict(facts);
   }
 
+  /** A failed attempt of a model call or a tool (`FailedAttemptFact` bits,
+   * the attempt from 1, the retries allowed): a `FailedAttemptVerdict`; 0
+   * for arguments that cannot hold together. */
+  failedAttemptVerdict(facts: number, number: number, maxRetries: number): number {
+    return this.exports.failedAttemptVerdict(facts, number, maxRetries);
+  }
+
   /** Which slot a schedule row fires (`ScheduleFact` bits): a
    * `ScheduleClaimVerdict`; 0 for facts that cannot hold together. */
   scheduleClaimVerdict(facts: number): number {

@@ -40,6 +40,7 @@ export interface CoreExports {
   filedStartFollowVerdict(facts: number): number;
   observedRowVerdict(facts: number): number;
   durableWatchVerdict(facts: number): number;
+  failedAttemptVerdict(facts: number, number: number, maxRetries: number): number;
   scheduleClaimVerdict(facts: number): number;
   scheduleFiringVerdict(facts: number, answer: number): number;
   toolCallsToStart(calls: number, started: number, settled: number, limit: number, finished: number): number;

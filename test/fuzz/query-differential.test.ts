@@ -17,6 +17,7 @@ import {
   DueFireFact,
   DurableWatchFact,
   EnqueueRefusalFact,
+  FailedAttemptFact,
   FiledDecisionFact,
   FiledStartFact,
   FiledStartFollowFact,
@@ -38,6 +39,7 @@ import { queuedRunVerdictFor } from "../model/reference-conversations.js";
 import { cancelRoundVerdictFor, enqueueRefusalVerdictFor } from "../model/reference-enqueue-cancel.js";
 import { filedDecisionVerdictFor, filedStartFollowVerdictFor } from "../model/reference-filed-follow.js";
 import { durableWatchVerdictFor, observedRowVerdictFor } from "../model/reference-observed-row.js";
+import { failedAttemptVerdictFor } from "../model/reference-failed-attempt.js";
 import {
   childStartVerdictFor,
   claimedDecisionVerdictFor,
@@ -164,6 +166,16 @@ for (const build of ["debug", "release"] as const) {
             expect(core.durableWatchVerdict(watch)).toBe(durableWatchVerdictFor(watch));
           },
         ),
+        { seed, numRuns: runs },
+      );
+    });
+
+    it(`answers what comes of a failed attempt as the model does (seed ${seed})`, async () => {
+      const core = await coreOf(build);
+      fc.assert(
+        fc.property(argument(FailedAttemptFact.End), argument(12), argument(11), (facts, number, maxRetries) => {
+          expect(core.failedAttemptVerdict(facts, number, maxRetries)).toBe(failedAttemptVerdictFor(facts, number, maxRetries));
+        }),
         { seed, numRuns: runs },
       );
     });
