@@ -926,8 +926,9 @@ export const enum HeadOutcome {
  * the durable queue (`queuedRunVerdict`), a schedule's firing
  * (`scheduleFiringVerdict`), a parent's child (`childStartVerdict`), a start
  * filed for this process (`filedStartVerdict`), a keyed start's inner Run
- * (`keyedStartVerdict`, docs/decisions/0102) — so each reads the same
- * facts and decides by its own rules. A translation only (`startAnswerOf`). */
+ * (`keyedStartVerdict`, docs/decisions/0102), a refused enqueue
+ * (`enqueueRefusalVerdict`, 0110) — so each reads the same facts and
+ * decides by its own rules. A translation only (`startAnswerOf`). */
 export const enum StartAnswer {
   /** Not made yet. */
   None = 0,

@@ -25,7 +25,11 @@ export function filedDecisionFactsOf(
 
 /** A followed start's progress as read; `observer`: followed by an
  * `env.wait`, not by the start's own Run. */
-export function filedStartFollowFactsOf(observer: boolean, progress: Pick<StartProgress, "execution" | "decisionState" | "queued">, announcedRevision: number): number {
+export function filedStartFollowFactsOf(
+  observer: boolean,
+  progress: Pick<StartProgress, "execution" | "decisionState" | "queued">,
+  announcedRevision: number,
+): number {
   let facts = observer ? S.Observer : 0;
   facts |= rowFacts(progress.execution, announcedRevision, S.RowFound, S.RowTerminal, S.RowSuspended, S.SuspendedLater);
   if (progress.decisionState !== undefined) facts |= S.Filed;

@@ -129,7 +129,12 @@ export class Followers {
    * (`observedRowVerdict`, decision 0110). */
   private async observeFound(executionId: string, row: ExecutionRow | undefined, waiter: Waiter): Promise<void> {
     const settings = this.host.coordinator.settings;
-    const verdict = await judgeObservedRow(settings.core, row, (agentId) => this.host.placeWait(agentId), () => this.host.closed());
+    const verdict = await judgeObservedRow(
+      settings.core,
+      row,
+      (agentId) => this.host.placeWait(agentId),
+      () => this.host.closed(),
+    );
     if (verdict === ObservedRowVerdict.SettleShutdown && row !== undefined) {
       return settleWaiterWithError(waiter, new RuntimeShutdownError(`a wait for execution ${executionId}`, { executionId, agentId: row.agentId }), settings);
     }

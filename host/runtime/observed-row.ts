@@ -5,13 +5,7 @@
 // docs/decisions/0110); the host reads the facts — the core's placement of
 // the conversation only when the core asks — and carries the verdict out.
 
-import {
-  AdmissionVerdict,
-  DurableWatchFact,
-  DurableWatchVerdict,
-  ObservedRowFact,
-  ObservedRowVerdict,
-} from "../../assembly/abi.js";
+import { AdmissionVerdict, DurableWatchFact, DurableWatchVerdict, ObservedRowFact, ObservedRowVerdict } from "../../assembly/abi.js";
 import type { ControlCore } from "../core/control-core.js";
 import type { ExecutionRow } from "../store/records.js";
 import type { ByIdPlacement } from "./by-id-placement.js";

@@ -10,14 +10,7 @@ import { beforeAll, expect, it } from "vitest";
 import { CancelAnswer as Answer, CancelRoundFact as Fact, CancelRoundVerdict as Verdict, Limit } from "../../assembly/abi.js";
 import { ControlCore } from "../../host/core/control-core.js";
 import { loadCoreModule } from "../../host/core/load-core.js";
-import {
-  ApprovalRequiredError,
-  CancellationError,
-  ExecutionEndedError,
-  ExecutionNotFoundError,
-  PhronomyError,
-  StoreError,
-} from "../../host/errors.js";
+import { ApprovalRequiredError, CancellationError, ExecutionEndedError, ExecutionNotFoundError, PhronomyError, StoreError } from "../../host/errors.js";
 import { judgeCancelRound, type CancelRoundStep } from "../../host/runtime/cancel-round.js";
 import type { ExecutionRow } from "../../host/store/records.js";
 import { cancelRoundVerdictFor } from "../model/reference-enqueue-cancel.js";
@@ -32,7 +25,9 @@ it("the compiled verdict is the model's rules for every answer, fact and round",
   for (let answer = 0; answer <= Answer.End + 1; answer += 1) {
     for (let facts = 0; facts <= Fact.End + 1; facts += 1) {
       for (let round = 0; round <= Limit.CancelRoundsMax + 1; round += 1) {
-        expect(core.cancelRoundVerdict(answer, facts, round), `answer ${answer} facts ${facts} round ${round}`).toBe(cancelRoundVerdictFor(answer, facts, round));
+        expect(core.cancelRoundVerdict(answer, facts, round), `answer ${answer} facts ${facts} round ${round}`).toBe(
+          cancelRoundVerdictFor(answer, facts, round),
+        );
       }
     }
   }

@@ -74,7 +74,8 @@ it("every error code, with every reason, cancelling or not, takes the steps queu
     for (const reason of REASONS) {
       const refusal = errorOf(code, reason);
       const named = `${code} ${reason ?? "(no reason)"}`;
-      for (const cancelling of [false, true]) expect(stepsNow(refusal, cancelling), `${named} cancelling ${cancelling}`).toEqual(stepsBefore(refusal, cancelling));
+      for (const cancelling of [false, true])
+        expect(stepsNow(refusal, cancelling), `${named} cancelling ${cancelling}`).toEqual(stepsBefore(refusal, cancelling));
       expect(observerFollows(core, refusal), named).toBe(followsBefore(refusal));
     }
   }

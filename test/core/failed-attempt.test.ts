@@ -23,7 +23,9 @@ it("the compiled verdict is the model's rules for every fact, attempt and retry 
   for (let facts = 0; facts <= F.End + 1; facts += 1) {
     for (let maxRetries = 0; maxRetries <= 11; maxRetries += 1) {
       for (let number = 0; number <= maxRetries + 2; number += 1) {
-        expect(core.failedAttemptVerdict(facts, number, maxRetries), `facts ${facts} attempt ${number} of ${maxRetries}`).toBe(failedAttemptVerdictFor(facts, number, maxRetries));
+        expect(core.failedAttemptVerdict(facts, number, maxRetries), `facts ${facts} attempt ${number} of ${maxRetries}`).toBe(
+          failedAttemptVerdictFor(facts, number, maxRetries),
+        );
       }
     }
   }
@@ -50,7 +52,12 @@ it("a tool's throw is retried unless a PhronomyError; a model call's when transi
 
 /** host/agent/retries.ts's loop before 0110, as it stood (the delay and
  * the report aside: every case here waits 0 ms). */
-async function withRetriesBefore(maxRetries: number, signal: AbortSignal, retryable: (error: unknown) => boolean, attempt: () => Promise<never>): Promise<unknown> {
+async function withRetriesBefore(
+  maxRetries: number,
+  signal: AbortSignal,
+  retryable: (error: unknown) => boolean,
+  attempt: () => Promise<never>,
+): Promise<unknown> {
   for (let number = 1; ; number += 1) {
     try {
       return await attempt();
@@ -65,7 +72,13 @@ const exhaustedError = new Error("exhausted");
 
 it("withRetries with the session's facts throws what, after how many attempts, the loop and the session's hooks did", async () => {
   const transient = new ModelFailedError("overloaded", { cause: Object.assign(new Error("503"), { statusCode: 503, isRetryable: true }) });
-  const errors: readonly unknown[] = [new PhronomyError("TOOL_FAILED", "refused"), new Error("a plain throw"), "a string", transient, new ModelFailedError("bad request")];
+  const errors: readonly unknown[] = [
+    new PhronomyError("TOOL_FAILED", "refused"),
+    new Error("a plain throw"),
+    "a string",
+    transient,
+    new ModelFailedError("bad request"),
+  ];
   let cases = 0;
   for (const kind of ["tool", "model"] as const) {
     for (const error of errors) {

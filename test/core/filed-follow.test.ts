@@ -22,7 +22,8 @@ beforeAll(async () => {
 
 it("the compiled verdicts are the model's rules for every fact", () => {
   for (let facts = 0; facts <= D.End + 1; facts += 1) expect(core.filedDecisionVerdict(facts), `decision facts ${facts}`).toBe(filedDecisionVerdictFor(facts));
-  for (let facts = 0; facts <= S.End + 1; facts += 1) expect(core.filedStartFollowVerdict(facts), `start facts ${facts}`).toBe(filedStartFollowVerdictFor(facts));
+  for (let facts = 0; facts <= S.End + 1; facts += 1)
+    expect(core.filedStartFollowVerdict(facts), `start facts ${facts}`).toBe(filedStartFollowVerdictFor(facts));
   expect(core.filedDecisionVerdict(0xffff_ffff)).toBe(V.None);
   expect(core.filedStartFollowVerdict(0xffff_ffff)).toBe(V.None);
 });

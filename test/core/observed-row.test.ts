@@ -7,13 +7,7 @@
 // row, placement, closing, watch kind and waiter.
 
 import { beforeAll, expect, it } from "vitest";
-import {
-  AdmissionVerdict,
-  DurableWatchFact as W,
-  DurableWatchVerdict,
-  ObservedRowFact as O,
-  ObservedRowVerdict,
-} from "../../assembly/abi.js";
+import { AdmissionVerdict, DurableWatchFact as W, DurableWatchVerdict, ObservedRowFact as O, ObservedRowVerdict } from "../../assembly/abi.js";
 import { ControlCore } from "../../host/core/control-core.js";
 import { loadCoreModule } from "../../host/core/load-core.js";
 import type { ByIdPlacement } from "../../host/runtime/by-id-placement.js";
@@ -64,11 +58,7 @@ function rowOf(status: (typeof STATUSES)[number]): ExecutionRow | undefined {
 
 /** followers.ts's `observeFound` before 0110, as it stood: what it did,
  * and whether it read the placement. */
-async function observedBefore(
-  row: ExecutionRow | undefined,
-  place: () => Promise<ByIdPlacement>,
-  closed: () => boolean,
-): Promise<string> {
+async function observedBefore(row: ExecutionRow | undefined, place: () => Promise<ByIdPlacement>, closed: () => boolean): Promise<string> {
   const running = row !== undefined && row.status !== "terminal" && row.status !== "suspended";
   const placement = running
     ? await place().catch((error: unknown) => {
@@ -93,7 +83,9 @@ const NAMES: Record<ObservedRowVerdict, string> = {
 
 it("every row, placement (or its failed read) and closing is judged as followers.ts judged it; the placement is read only for a running row", async () => {
   const placements = [
-    ...[AdmissionVerdict.RunHere, AdmissionVerdict.FileForOwner, AdmissionVerdict.RefuseNotInstalled, AdmissionVerdict.LeaveFiled].map((verdict) => ({ verdict })),
+    ...[AdmissionVerdict.RunHere, AdmissionVerdict.FileForOwner, AdmissionVerdict.RefuseNotInstalled, AdmissionVerdict.LeaveFiled].map((verdict) => ({
+      verdict,
+    })),
     "fails",
   ] as const;
   for (const status of STATUSES) {
@@ -135,7 +127,9 @@ it("every row, watch kind and waiter ends a watch as durable-watch.ts decided", 
         for (const observer of [false, true]) {
           const watch = { untilEnd, waiter: { settled, observer } };
           const row = rowOf(status);
-          expect(watchDone(core, watch, row), `${status ?? "no row"} untilEnd ${untilEnd} settled ${settled} observer ${observer}`).toBe(endedBefore(watch, row));
+          expect(watchDone(core, watch, row), `${status ?? "no row"} untilEnd ${untilEnd} settled ${settled} observer ${observer}`).toBe(
+            endedBefore(watch, row),
+          );
         }
       }
     }
