@@ -926,8 +926,9 @@ export const enum HeadOutcome {
  * the durable queue (`queuedRunVerdict`), a schedule's firing
  * (`scheduleFiringVerdict`), a parent's child (`childStartVerdict`), a start
  * filed for this process (`filedStartVerdict`), a keyed start's inner Run
- * (`keyedStartVerdict`, docs/decisions/0102) — so each reads the same
- * facts and decides by its own rules. A translation only (`startAnswerOf`). */
+ * (`keyedStartVerdict`, docs/decisions/0102), a refused enqueue
+ * (`enqueueRefusalVerdict`, 0110) — so each reads the same facts and
+ * decides by its own rules. A translation only (`startAnswerOf`). */
 export const enum StartAnswer {
   /** Not made yet. */
   None = 0,
@@ -1304,6 +1305,267 @@ export const enum ClaimVerdict {
   TryAgain = 6,
 }
 
+/** What the host knows of a message whose enqueue the store refused, for
+ * `enqueueRefusalVerdict` (docs/decisions/0063, 0110). 0: asked for the
+ * enqueue's own write. */
+export const enum EnqueueRefusalFact {
+  /** The message was being cancelled while its enqueue was written: a
+   * cancel by id waits to hear whether a message is queued under its id. */
+  Cancelling = 1,
+  /** Asked for an observer of the message's Run (`env.wait` on the
+   * queued message), whose Run was refused with that answer. */
+  Observed = 2,
+  End = 4,
+}
+
+/** What comes of a refused enqueue (`enqueueRefusalVerdict`). */
+export const enum EnqueueRefusalVerdict {
+  /** An answer or facts that cannot hold together (not a refusal, a
+   * message both cancelling and observed). */
+  None = 0,
+  /** Tell the cancel that a message is queued under its id after all
+   * (another process queued the same key's message): the cancel by id is
+   * written for that one. */
+  TellCancelQueued = 1,
+  /** Tell the cancel that no message is queued under its id. */
+  TellCancelGone = 2,
+  /** Forget the message here (counted out) and refuse its Run. */
+  Forget = 3,
+  /** Forget it, refuse its Run, and read the conversation's stored queue
+   * and merge it: the id is a message another process queued, which runs
+   * here once merged (the keyed start follows it). */
+  ForgetAndMerge = 4,
+  /** The observer follows the execution under the message's id. */
+  Follow = 5,
+  /** The observer is told the refusal. */
+  Reject = 6,
+}
+
+/** How a cancel by id's wait settled, as the host reads its error's class,
+ * for `cancelRoundVerdict` (docs/decisions/0026, 0110). */
+export const enum CancelAnswer {
+  /** Not settled yet. */
+  None = 0,
+  /** Settled without an error. */
+  Settled = 1,
+  /** `ExecutionEndedError`: it had ended before the cancel. */
+  Ended = 2,
+  /** `ExecutionNotFoundError`: no such execution. */
+  NotFound = 3,
+  /** `ApprovalRequiredError`: it suspended before the cancel reached its
+   * session. */
+  ApprovalRequired = 4,
+  /** `CancellationError`. */
+  Cancelled = 5,
+  /** Any other error. */
+  Refused = 6,
+  End = 7,
+}
+
+/** What the host read after a cancel by id's wait settled, for
+ * `cancelRoundVerdict`. 0: nothing read yet. */
+export const enum CancelRoundFact {
+  /** The execution's row was read (asked by `ReadRow`). */
+  RowRead = 1,
+  /** Its row is terminal. */
+  RowTerminal = 2,
+  End = 4,
+}
+
+/** The next step of a cancel by id once its wait settled
+ * (`cancelRoundVerdict`). */
+export const enum CancelRoundVerdict {
+  /** Arguments that cannot hold together (a round past
+   * `Limit.CancelRoundsMax`, a terminal row not read). */
+  None = 0,
+  /** Read the execution's row, then ask again with `RowRead`. */
+  ReadRow = 1,
+  /** Answer with how the row ended. */
+  Answer = 2,
+  /** Cancel it again, as the next round: it suspended first. */
+  CancelAgain = 3,
+  /** Throw the error it settled with (settled without one: the cancel
+   * settled but the execution has not ended, `INTERNAL`). */
+  Throw = 4,
+}
+
+/** What a filer read of a decision it filed for another process (an
+ * approval, a cancel, a retry) and of its execution's row, for
+ * `filedDecisionVerdict` (docs/decisions/0011, 0026, 0086, 0110). The
+ * decision's state is one of `Claimed`, `Applied`, `Refused`, or none of
+ * them: filed, not claimed yet. */
+export const enum FiledDecisionFact {
+  /** A cancel (`env.cancel`); with neither this nor `Retry`, an approval
+   * decision. */
+  Cancel = 1,
+  /** A retry (`env.retry`). */
+  Retry = 2,
+  /** Claimed by its owner, not settled. */
+  Claimed = 4,
+  /** Applied by its owner: its commit landed. */
+  Applied = 8,
+  /** Refused by its owner, the refusal recorded. */
+  Refused = 16,
+  /** The store has the execution's row. */
+  RowFound = 32,
+  /** Its row is terminal. */
+  RowTerminal = 64,
+  /** Its row is suspended. */
+  RowSuspended = 128,
+  /** Its suspended row's revision is past the last one the filer was told
+   * of: it suspended again. */
+  SuspendedLater = 256,
+  End = 512,
+}
+
+/** What a filer read of a start it filed for the process that holds its
+ * conversation (or an `env.wait` following an execution run there), for
+ * `filedStartFollowVerdict` (docs/decisions/0031, 0047, 0110). */
+export const enum FiledStartFollowFact {
+  /** An observer (`env.wait`) follows it, not the start's own Run. */
+  Observer = 1,
+  /** The store has the execution's row. */
+  RowFound = 2,
+  /** Its row is terminal. */
+  RowTerminal = 4,
+  /** Its row is suspended. */
+  RowSuspended = 8,
+  /** Its suspended row's revision is past the last one told: it suspended
+   * again. */
+  SuspendedLater = 16,
+  /** The start is in the inbox (filed, claimed or settled). */
+  Filed = 32,
+  /** Its owner refused it, the refusal recorded. */
+  Refused = 64,
+  /** Its message waits in its conversation's durable queue. */
+  Queued = 128,
+  End = 256,
+}
+
+/** What a filer does with a decision or a start it follows, once read
+ * (`filedDecisionVerdict`, `filedStartFollowVerdict`). */
+export const enum FiledFollowVerdict {
+  /** Facts that cannot hold together. */
+  None = 0,
+  /** Keep following: nothing to tell yet. */
+  Follow = 1,
+  /** Keep following a start with no row yet (filed, or queued): its Run
+   * is told its execution id. */
+  FollowFiled = 2,
+  /** Tell `approval_required`: it suspended again (a new decision is
+   * needed); keep following for its end. */
+  AnnounceSuspended = 3,
+  /** Settle with how it ended: the terminal event a local Run gets, then
+   * the result built from the row (or from its absence). */
+  SettleEnded = 4,
+  /** Settle an observer from the row as `env.wait` builds it (terminal or
+   * suspended; or its absence). */
+  SettleFromRow = 5,
+  /** Settle with the refusal its owner recorded. */
+  SettleRefused = 6,
+  /** An approval decision never claimed whose execution ended: it can no
+   * longer be applied, settled with the resume's refusal from the row
+   * (docs/decisions/0086). */
+  RefuseUnapplied = 7,
+  /** A start neither in the store nor filed (purged): refused. */
+  RefuseGone = 8,
+}
+
+/** What `env.wait` read of an execution not live here, for
+ * `observedRowVerdict` (docs/decisions/0018, 0031, 0110). 0: no row. */
+export const enum ObservedRowFact {
+  /** The store has its row. */
+  RowFound = 1,
+  /** Its row is neither terminal nor suspended: it runs somewhere. */
+  RowRunning = 2,
+  /** The core's placement of its conversation was read (asked by
+   * `AskPlacement`), or its read failed as the environment closed. */
+  PlacementRead = 4,
+  /** Placed elsewhere: the core files for its owner (`FileForOwner`), or
+   * the placement's read failed as the environment closed. */
+  RunsElsewhere = 8,
+  /** The environment is closed (read with the placement). */
+  Closed = 16,
+  End = 32,
+}
+
+/** What `env.wait` does with a row it read (`observedRowVerdict`). */
+export const enum ObservedRowVerdict {
+  /** Facts that cannot hold together. */
+  None = 0,
+  /** Read where the core places its conversation, then ask again with
+   * `PlacementRead`. */
+  AskPlacement = 1,
+  /** Watch the row until the execution ends or suspends (another process
+   * runs it). */
+  Watch = 2,
+  /** Settle with the environment's shutdown. */
+  SettleShutdown = 3,
+  /** Settle from the row as read (or from its absence). */
+  SettleFromRow = 4,
+}
+
+/** What a durable watch read of the row it watches, for
+ * `durableWatchVerdict` (docs/decisions/0018, 0110). */
+export const enum DurableWatchFact {
+  /** Its waiter was settled already (by another path). */
+  Settled = 1,
+  /** The store has the row. */
+  RowFound = 2,
+  /** The row is terminal. */
+  RowTerminal = 4,
+  /** The row is suspended. */
+  RowSuspended = 8,
+  /** Handed over by a lost lease: waits while the message is queued (no
+   * row yet) and, unless `Observer`, through a suspension. */
+  UntilEnd = 16,
+  /** Its waiter is an exact observer (`env.wait`): told a suspension. */
+  Observer = 32,
+  End = 64,
+}
+
+/** What comes of a durable watch's read (`durableWatchVerdict`). */
+export const enum DurableWatchVerdict {
+  /** Facts that cannot hold together. */
+  None = 0,
+  /** Keep watching. */
+  Keep = 1,
+  /** Done: settle the waiter from the row (unless settled already). */
+  Done = 2,
+}
+
+/** What the host knows of a failed attempt of a model call or a tool, for
+ * `failedAttemptVerdict` (docs/decisions/0110). */
+export const enum FailedAttemptFact {
+  /** The execution's signal fired (a cancel, a timeout). */
+  Aborted = 1,
+  /** A tool's attempt; without it, a model call's. */
+  Tool = 2,
+  /** A tool threw a PhronomyError (a refusal of the runtime's, or one the
+   * tool chose: not a transient fault). Only with `Tool`. */
+  PhronomyError = 4,
+  /** The model call's error is transient as the provider's answer reads
+   * (a rate limit, an overload, a dropped connection). Never with `Tool`. */
+  Transient = 8,
+  /** The model call's stream showed text already: it is not started
+   * again. Never with `Tool`. */
+  Streamed = 16,
+  End = 32,
+}
+
+/** What comes of a failed attempt (`failedAttemptVerdict`). */
+export const enum FailedAttemptVerdict {
+  /** Arguments that cannot hold together. */
+  None = 0,
+  /** Throw its error as it is. */
+  Throw = 1,
+  /** Retries are used up: throw what the caller makes of every attempt
+   * (`MODEL_FAILED` naming each, for a model call). */
+  ThrowExhausted = 2,
+  /** Wait the backoff's delay and try again. */
+  Retry = 3,
+}
+
 /** What `toolCallsToStart` answers besides a count (docs/decisions/0087). */
 export const enum ToolCallCount {
   /** Arguments that cannot hold together (more started than the batch
@@ -1538,4 +1800,8 @@ export const enum Limit {
    * and its input in the host. Past it a start is refused as a held
    * conversation refuses it (`RefuseHeld`). */
   WaitingStartsMax = 10000,
+  /** Rounds of a cancel by id: cancel, and — when it suspended before the
+   * cancel reached its session — cancel the suspension, this many rounds at
+   * most; then the error it settled with is thrown (`cancelRoundVerdict`). */
+  CancelRoundsMax = 4,
 }

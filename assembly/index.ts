@@ -33,6 +33,11 @@ import { keyedStartVerdictOf } from "./decisions/keyed-start";
 import { dueFireVerdictOf } from "./decisions/due-fire";
 import { storedSignalVerdictOf } from "./decisions/stored-signal";
 import { claimedDecisionVerdictOf, claimedStartVerdictOf } from "./decisions/inbox-claim";
+import { enqueueRefusalVerdictOf } from "./decisions/enqueue-refusal";
+import { cancelRoundVerdictOf } from "./decisions/cancel-round";
+import { filedDecisionVerdictOf, filedStartFollowVerdictOf } from "./decisions/filed-follow";
+import { durableWatchVerdictOf, observedRowVerdictOf } from "./decisions/observed-row";
+import { failedAttemptVerdictOf } from "./decisions/failed-attempt";
 import { scheduleClaimVerdictOf, scheduleFiringVerdictOf } from "./decisions/schedule";
 import { toolCallsToStartOf } from "./decisions/tool-calls";
 import { replaceVerdictOf } from "./decisions/replace-from";
@@ -234,6 +239,43 @@ export function claimedDecisionVerdict(answer: u32, facts: u32): u32 {
  * (docs/decisions/0102). */
 export function claimedStartVerdict(fate: u32, facts: u32): u32 {
   return claimedStartVerdictOf(fate, facts);
+}
+/** A refused enqueue (its `StartAnswer`, `EnqueueRefusalFact` bits): an
+ * `EnqueueRefusalVerdict` (docs/decisions/0110). */
+export function enqueueRefusalVerdict(answer: u32, facts: u32): u32 {
+  return enqueueRefusalVerdictOf(answer, facts);
+}
+/** A cancel by id whose wait settled (its `CancelAnswer`, `CancelRoundFact`
+ * bits, the round from 0): a `CancelRoundVerdict` (docs/decisions/0110). */
+export function cancelRoundVerdict(answer: u32, facts: u32, round: u32): u32 {
+  return cancelRoundVerdictOf(answer, facts, round);
+}
+/** A decision filed for another process, as its filer read it
+ * (`FiledDecisionFact` bits): a `FiledFollowVerdict` (docs/decisions/0110). */
+export function filedDecisionVerdict(facts: u32): u32 {
+  return filedDecisionVerdictOf(facts);
+}
+/** A start filed for another process, as its filer (or an observer) read
+ * it (`FiledStartFollowFact` bits): a `FiledFollowVerdict`
+ * (docs/decisions/0110). */
+export function filedStartFollowVerdict(facts: u32): u32 {
+  return filedStartFollowVerdictOf(facts);
+}
+/** `env.wait` on an execution not live here, its row read
+ * (`ObservedRowFact` bits): an `ObservedRowVerdict` (docs/decisions/0110). */
+export function observedRowVerdict(facts: u32): u32 {
+  return observedRowVerdictOf(facts);
+}
+/** A durable watch's read of its row (`DurableWatchFact` bits): a
+ * `DurableWatchVerdict` (docs/decisions/0110). */
+export function durableWatchVerdict(facts: u32): u32 {
+  return durableWatchVerdictOf(facts);
+}
+/** A failed attempt of a model call or a tool (`FailedAttemptFact` bits,
+ * the attempt from 1, the retries allowed): a `FailedAttemptVerdict`
+ * (docs/decisions/0110). */
+export function failedAttemptVerdict(facts: u32, number: u32, maxRetries: u32): u32 {
+  return failedAttemptVerdictOf(facts, number, maxRetries);
 }
 /** Which slot a schedule row fires (`ScheduleFact` bits): a
  * `ScheduleClaimVerdict` the host computes the times of (docs/decisions/0087). */

@@ -6,6 +6,8 @@
 // loop puts it on the timeline); the wait ends at once when the signal
 // fires (a cancel or a timeout), rejecting with the signal's reason.
 
+import { FailedAttemptFact, FailedAttemptVerdict } from "../../assembly/abi.js";
+import type { ControlCore } from "../core/control-core.js";
 import { ModelFailedError, ModelRetriesExhaustedError, PhronomyError, type FailedAttempt } from "../errors.js";
 
 export interface RetrySettings {
@@ -25,8 +27,13 @@ export const RETRIES_MAX = 10;
 
 export interface RetryHooks {
   readonly signal: AbortSignal;
-  /** Whether the error may go away on its own (a retry can help). */
-  retryable(error: unknown): boolean;
+  /** The core, which decides what comes of a failed attempt
+   * (`failedAttemptVerdict`, docs/decisions/0110). */
+  readonly core: Pick<ControlCore, "failedAttemptVerdict">;
+  /** What the failed attempt's error is, as `FailedAttemptFact` bits
+   * (`Tool` and `PhronomyError` for a tool's; `Transient`, `Streamed` for
+   * a model call's); `Aborted` is read from `signal`. */
+  factsOf(error: unknown): number;
   /** A wait the error itself asks for (a `Retry-After`), in ms. */
   delayHint?(error: unknown): number | undefined;
   /** A failed attempt that will be retried after `delayMs`. */
@@ -37,7 +44,8 @@ export interface RetryHooks {
 
 /** Runs `attempt` until it succeeds, fails with an error that is not
  * retryable (rethrown as it is), or fails retryably once more than
- * `maxRetries` allows: then `exhausted` says what to throw. */
+ * `maxRetries` allows: then `exhausted` says what to throw. Which of these
+ * a failure is, the core decides (`failedAttemptVerdict`). */
 export async function withRetries<T>(
   settings: RetrySettings,
   hooks: RetryHooks,
@@ -50,11 +58,14 @@ export async function withRetries<T>(
     try {
       return await attempt(number);
     } catch (error) {
-      if (hooks.signal.aborted || !hooks.retryable(error)) throw error;
-      if (number > maxRetries) {
+      const facts = hooks.factsOf(error) | (hooks.signal.aborted ? FailedAttemptFact.Aborted : 0);
+      const verdict = hooks.core.failedAttemptVerdict(facts, number, maxRetries) as FailedAttemptVerdict;
+      if (verdict === FailedAttemptVerdict.ThrowExhausted) {
         failures.push(failureOf(number, error, undefined));
-        throw maxRetries === 0 ? error : exhausted(error, failures);
+        throw exhausted(error, failures);
       }
+      // `Throw`; `None` cannot come of these facts and attempts: thrown as it is.
+      if (verdict !== FailedAttemptVerdict.Retry) throw error;
       const delayMs = delayFor(settings, number, hooks.delayHint?.(error), hooks.random ?? Math.random);
       const failure = failureOf(number, error, delayMs);
       failures.push(failure);

@@ -323,6 +323,54 @@ export class ControlCore implements ControlMachine {
     return this.exports.claimedStartVerdict(fate, facts);
   }
 
+  /** A refused enqueue (its `StartAnswer`, `EnqueueRefusalFact` bits): an
+   * `EnqueueRefusalVerdict`; 0 for an answer or facts that cannot hold
+   * together. */
+  enqueueRefusalVerdict(answer: number, facts: number): number {
+    return this.exports.enqueueRefusalVerdict(answer, facts);
+  }
+
+  /** A cancel by id whose wait settled (its `CancelAnswer`,
+   * `CancelRoundFact` bits, the round from 0): a `CancelRoundVerdict`; 0
+   * for arguments that cannot hold together. */
+  cancelRoundVerdict(answer: number, facts: number, round: number): number {
+    return this.exports.cancelRoundVerdict(answer, facts, round);
+  }
+
+  /** A decision filed for another process, as its filer read it
+   * (`FiledDecisionFact` bits): a `FiledFollowVerdict`; 0 for facts that
+   * cannot hold together. */
+  filedDecisionVerdict(facts: number): number {
+    return this.exports.filedDecisionVerdict(facts);
+  }
+
+  /** A start filed for another process, as its filer (or an observer)
+   * read it (`FiledStartFollowFact` bits): a `FiledFollowVerdict`; 0 for
+   * facts that cannot hold together. */
+  filedStartFollowVerdict(facts: number): number {
+    return this.exports.filedStartFollowVerdict(facts);
+  }
+
+  /** `env.wait` on an execution not live here, its row read
+   * (`ObservedRowFact` bits): an `ObservedRowVerdict`; 0 for facts that
+   * cannot hold together. */
+  observedRowVerdict(facts: number): number {
+    return this.exports.observedRowVerdict(facts);
+  }
+
+  /** A durable watch's read of its row (`DurableWatchFact` bits): a
+   * `DurableWatchVerdict`; 0 for facts that cannot hold together. */
+  durableWatchVerdict(facts: number): number {
+    return this.exports.durableWatchVerdict(facts);
+  }
+
+  /** A failed attempt of a model call or a tool (`FailedAttemptFact` bits,
+   * the attempt from 1, the retries allowed): a `FailedAttemptVerdict`; 0
+   * for arguments that cannot hold together. */
+  failedAttemptVerdict(facts: number, number: number, maxRetries: number): number {
+    return this.exports.failedAttemptVerdict(facts, number, maxRetries);
+  }
+
   /** Which slot a schedule row fires (`ScheduleFact` bits): a
    * `ScheduleClaimVerdict`; 0 for facts that cannot hold together. */
   scheduleClaimVerdict(facts: number): number {

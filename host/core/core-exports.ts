@@ -34,6 +34,13 @@ export interface CoreExports {
   storedSignalVerdict(facts: number): number;
   claimedDecisionVerdict(answer: number, facts: number): number;
   claimedStartVerdict(fate: number, facts: number): number;
+  enqueueRefusalVerdict(answer: number, facts: number): number;
+  cancelRoundVerdict(answer: number, facts: number, round: number): number;
+  filedDecisionVerdict(facts: number): number;
+  filedStartFollowVerdict(facts: number): number;
+  observedRowVerdict(facts: number): number;
+  durableWatchVerdict(facts: number): number;
+  failedAttemptVerdict(facts: number, number: number, maxRetries: number): number;
   scheduleClaimVerdict(facts: number): number;
   scheduleFiringVerdict(facts: number, answer: number): number;
   toolCallsToStart(calls: number, started: number, settled: number, limit: number, finished: number): number;

@@ -26,13 +26,13 @@
 //   queued by its owner): its Run settles once the cancel committed, not
 //   at its next read (docs/decisions/0047).
 // * A running execution that suspends before the cancel reaches its session
-//   is cancelled again, suspended (bounded rounds).
+//   is cancelled again, suspended (bounded rounds) — decided by the core
+//   (`cancelRoundVerdict`, cancel-round.ts, decision 0110).
 // * In the owner, an unfinished row nothing runs (its process died and its
 //   agent is not defined here) is cancelled by writing its terminal commit
 //   directly (`cancelDormant`): `phronomy cancel` on a crashed execution.
 
 import {
-  ApprovalRequiredError,
   CancellationError,
   ExecutionEndedError,
   ExecutionNotFoundError,
@@ -45,6 +45,7 @@ import type { ExecutionRow, Json, OutcomeName, StoredError } from "../store/reco
 import type { ExecutionStore } from "../store/store.js";
 import { AdmissionVerdict, MessageKind as M } from "../../assembly/abi.js";
 import type { ByIdPlacement } from "./by-id-placement.js";
+import { judgeCancelRound } from "./cancel-round.js";
 import type { ControlLoop } from "./control-loop.js";
 import type { Coordinator } from "./coordinator.js";
 import type { ExecutionEntry } from "./requests.js";
@@ -100,8 +101,6 @@ export interface CancelHost {
 }
 
 export const CANCEL_REASON_LENGTH_MAX = 1_000;
-/** Rounds of "cancel, it suspended before the cancel reached it". */
-const cancelRoundsMax = 4;
 
 export function checkCancel(executionId: unknown, options: unknown): asserts options is CancelOptions {
   if (typeof executionId !== "string" || executionId.length === 0) {
@@ -130,17 +129,12 @@ export async function cancelById(host: CancelHost, executionId: string, reason: 
       () => undefined,
       (error: unknown) => asPhronomyError(error, "INTERNAL"),
     );
-    if (settled instanceof ExecutionEndedError || settled instanceof ExecutionNotFoundError) throw settled;
-    const row = await host.store.getExecution(executionId);
-    if (row?.status === "terminal") return resultOf(row);
-    // It suspended before the cancel reached its session: cancel the suspension.
-    if ((settled instanceof ApprovalRequiredError || settled instanceof CancellationError) && round + 1 < cancelRoundsMax) continue;
-    throw (
-      settled
-      ?? new PhronomyError("INTERNAL", `the cancel of execution ${executionId} settled but the execution has not ended (status ${row?.status ?? "missing"})`, {
-        executionId,
-      })
-    );
+    // The core decides (`cancelRoundVerdict`, decision 0110): thrown,
+    // answered from the terminal row, or — it suspended before the cancel
+    // reached its session — the suspension cancelled in the next round.
+    const step = await judgeCancelRound(host.coordinator.settings.core, executionId, settled, round, () => host.store.getExecution(executionId));
+    if (step.kind === "answer") return resultOf(step.row);
+    if (step.kind === "throw") throw step.error;
   }
 }
 

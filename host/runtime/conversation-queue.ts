@@ -47,7 +47,7 @@ import { QueueState, type ConversationQueueHost } from "./queue-state.js";
 import { busyPolicyOf, noQueueError, refusal } from "./queue-words.js";
 import { ReadinessWaiters } from "./readiness-waiters.js";
 import type { RemoteStarts, StartPlacement } from "./remote-start.js";
-import { isExecutionExists } from "./error-codes.js";
+import { observerFollows } from "./enqueue-refusal.js";
 
 export { INTERRUPT_REASON, type ConversationQueueHost } from "./queue-state.js";
 
@@ -291,7 +291,8 @@ export class ConversationQueues {
         // Its enqueue refused because the id is an execution already (a
         // second start of a key): that execution is the one to follow
         // (docs/decisions/0063, found 19); the item is forgotten by now.
-        if (isExecutionExists(error)) return this.state.environment.followExecution(item.agent.id, executionId, observer);
+        // The core decides (`enqueueRefusalVerdict`, decision 0110).
+        if (observerFollows(this.state.settings.core, error)) return this.state.environment.followExecution(item.agent.id, executionId, observer);
         observer.reject(error);
       },
     );

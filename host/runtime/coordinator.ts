@@ -664,6 +664,12 @@ export class Coordinator implements SessionHost, CoordinatorCalls, RehydrationHo
     return this.settings.core.turnCallVerdict(facts);
   }
 
+  /** What comes of a failed attempt of a model call or a tool (the
+   * session's `SessionHost.failedAttemptVerdict`). */
+  failedAttemptVerdict(facts: number, number: number, maxRetries: number): number {
+    return this.settings.core.failedAttemptVerdict(facts, number, maxRetries);
+  }
+
   private startRequest(handle: number): StartRequest | undefined {
     const request: PendingRequest | undefined = this.requests.get(handle);
     return request?.type === "start" ? request : undefined;

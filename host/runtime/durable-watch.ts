@@ -26,13 +26,14 @@
 // * On close, every watch is settled with RuntimeShutdownError; nothing
 //   durable is touched.
 
+import type { ControlCore } from "../core/control-core.js";
 import { PhronomyError, RuntimeShutdownError } from "../errors.js";
-import type { ExecutionRow } from "../store/records.js";
 import type { ExecutionStore } from "../store/store.js";
 import { settleWaiterWithError, type DeliverySettings } from "./delivery.js";
 import { settleFromRow } from "./durable-outcome.js";
 import type { Waiting } from "./run.js";
 import { BackoffPoller } from "./backoff-poller.js";
+import { watchDone } from "./observed-row.js";
 
 /** Executions one environment watches at once. Each costs one small read
  * per poll; past a few hundred a caller should read `env.executions()`
@@ -65,7 +66,7 @@ export class DurableWatches {
 
   constructor(
     private readonly store: ExecutionStore,
-    private readonly settings: DeliverySettings,
+    private readonly settings: DeliverySettings & { readonly core: Pick<ControlCore, "durableWatchVerdict"> },
   ) {}
 
   /** Watches the execution's row until it ends or suspends. */
@@ -127,7 +128,8 @@ export class DurableWatches {
   private async check(watch: DurableWatch): Promise<boolean> {
     try {
       const row = await this.store.getExecution(watch.executionId);
-      if (!ended(watch, row)) return false;
+      // The core decides (`durableWatchVerdict`, decision 0110).
+      if (!watchDone(this.settings.core, watch, row)) return false;
       this.watches.delete(watch);
       if (watch.waiter.settled) return true;
       settleFromRow(watch.waiter, watch.executionId, row, this.settings);
@@ -139,13 +141,4 @@ export class DurableWatches {
       return false;
     }
   }
-}
-
-/** Whether the row settles the watch: ended, or suspended for one that is
- * told so; a followed message with no row yet is still queued. */
-function ended(watch: DurableWatch, row: ExecutionRow | undefined): boolean {
-  if (watch.waiter.settled) return true;
-  if (row === undefined) return !watch.untilEnd;
-  if (row.status === "terminal") return true;
-  return row.status === "suspended" && (!watch.untilEnd || watch.waiter.observer);
 }

@@ -5,7 +5,7 @@
 // callers of conversations whose lease moved away (lost-leases.ts), handed
 // to the one follower of executions run elsewhere (durable-watch.ts).
 
-import { AdmissionVerdict, MessageKind as M } from "../../assembly/abi.js";
+import { MessageKind as M, ObservedRowVerdict } from "../../assembly/abi.js";
 import { ExecutionRehydrationRequiredError, RuntimeShutdownError } from "../errors.js";
 import type { ExecutionRow } from "../store/records.js";
 import type { ExecutionStore } from "../store/store.js";
@@ -23,6 +23,7 @@ import type { RemoteStarts } from "./remote-start.js";
 import type { AgentEntry } from "./requests.js";
 import { Waiter, type Run, type Waiting } from "./run.js";
 import { whenRead } from "./rehydration.js";
+import { judgeObservedRow } from "./observed-row.js";
 import { asPhronomyError } from "./session.js";
 
 /** What the followers ask of their environment (environment.ts wires it). */
@@ -124,23 +125,22 @@ export class Followers {
   }
 
   /** The row read (or none): a running execution is followed where the
-   * core places it, anything else settled from the row. */
+   * core places it, anything else settled from the row. The core decides
+   * (`observedRowVerdict`, decision 0110). */
   private async observeFound(executionId: string, row: ExecutionRow | undefined, waiter: Waiter): Promise<void> {
     const settings = this.host.coordinator.settings;
-    const running = row !== undefined && row.status !== "terminal" && row.status !== "suspended";
-    // The facts' read failing because the environment closed meanwhile is its shutdown, told below.
-    const placement = running
-      ? await this.host.placeWait(row.agentId).catch((error: unknown) => {
-          if (this.host.closed()) return undefined;
-          throw error;
-        })
-      : undefined;
-    if (running && (placement === undefined || placement.verdict === AdmissionVerdict.FileForOwner)) {
-      if (this.host.closed())
-        return settleWaiterWithError(waiter, new RuntimeShutdownError(`a wait for execution ${executionId}`, { executionId, agentId: row.agentId }), settings);
-      this.follower().watch(executionId, row.agentId, waiter);
-      return;
+    const verdict = await judgeObservedRow(
+      settings.core,
+      row,
+      (agentId) => this.host.placeWait(agentId),
+      () => this.host.closed(),
+    );
+    if (verdict === ObservedRowVerdict.SettleShutdown && row !== undefined) {
+      return settleWaiterWithError(waiter, new RuntimeShutdownError(`a wait for execution ${executionId}`, { executionId, agentId: row.agentId }), settings);
     }
+    if (verdict === ObservedRowVerdict.Watch && row !== undefined) return this.follower().watch(executionId, row.agentId, waiter);
+    // `SettleFromRow`; `None` cannot come of these facts: settled from
+    // the row, as before.
     settleFromRow(waiter, executionId, row, settings);
   }
 

@@ -20,7 +20,7 @@ import { placeBySeq, unknownAhead } from "./queue-order.js";
 import { cancelDurablyOnFailure, restore, restoreAhead } from "./queue-restore.js";
 import { ABORTED, INTERRUPT_REASON, type QueuedItem, type QueueState } from "./queue-state.js";
 import { busyPolicyOf, cancellation, noQueueError } from "./queue-words.js";
-import { isExecutionExists } from "./error-codes.js";
+import { carryOutEnqueueRefusal } from "./enqueue-refusal.js";
 import { whenRead } from "./rehydration.js";
 
 /** Writes the message to the conversation's queue (on the loop), at the
@@ -101,21 +101,23 @@ export function enqueue(queues: QueueState, request: StartRequest, front: boolea
         (error: unknown) =>
           queues.post(() => {
             const refusal = asPhronomyError(error, "STORE");
-            const exists = isExecutionExists(refusal);
+            // The core decides (`enqueueRefusalVerdict`, decision 0110).
             // Cancelled while written: a message is queued under its id
             // after all when the store refused it as existing (another
             // process queued the same key's message): the cancel by id
             // is written for that one (seed 1270683270, decision 0063).
-            if (item.state === "cancelling") return item.onWritten?.(exists);
-            // It may have been the head (an interrupt): counted out, the
-            // core answers `StartHead` when the next one may start.
-            queues.forget(item);
-            // Its id is in the store already: perhaps a message another
-            // process queued before the conversation moved here, which this
-            // one does not know — read and merged, so that it runs here
-            // (the keyed start follows it: docs/decisions/0063, found 21).
-            if (exists) mergeStored(queues, item.agent);
-            settleWaiterWithError(item.waiter, refusal, queues.settings);
+            // Else forgotten — it may have been the head (an interrupt):
+            // counted out, the core answers `StartHead` when the next one
+            // may start — and, its id in the store already (perhaps a
+            // message another process queued before the conversation moved
+            // here, which this one does not know), read and merged so that
+            // it runs here (the keyed start follows it: 0063, found 21).
+            carryOutEnqueueRefusal(queues.settings.core, refusal, item.state === "cancelling", {
+              tellCancel: (queued) => item.onWritten?.(queued),
+              forget: () => queues.forget(item),
+              merge: () => mergeStored(queues, item.agent),
+              refuse: () => settleWaiterWithError(item.waiter, refusal, queues.settings),
+            });
           }),
       );
   // One at a time unless the store commits writes in submission order.

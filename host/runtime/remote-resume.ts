@@ -22,6 +22,8 @@
 //   decisions stay in the inbox and the owner still applies them.
 
 import { randomUUID } from "node:crypto";
+import { FiledFollowVerdict } from "../../assembly/abi.js";
+import type { ControlCore } from "../core/control-core.js";
 import { PhronomyError, RuntimeShutdownError } from "../errors.js";
 import type { ExecutionRow } from "../store/records.js";
 import { rebuildError } from "../store/error-transfer.js";
@@ -37,6 +39,7 @@ import { filedActionOf, type Decision } from "./wait-decisions.js";
 import type { Waiter } from "./run.js";
 import { asPhronomyError } from "./session.js";
 import { BackoffPoller } from "./backoff-poller.js";
+import { filedDecisionFactsOf } from "./filed-follow.js";
 
 /** Remote resumes one environment waits on at once (filing included). Each
  * costs a row in one polling statement; a thousand ids is still one quick
@@ -79,7 +82,7 @@ export class RemoteResumes {
 
   constructor(
     private readonly store: InboxStore,
-    private readonly settings: DeliverySettings,
+    private readonly settings: DeliverySettings & { readonly core: Pick<ControlCore, "filedDecisionVerdict"> },
   ) {}
 
   /** Files the decision; the waiter learns the execution id once it is
@@ -207,48 +210,44 @@ export class RemoteResumes {
     return changed;
   }
 
-  /** True when the wait moved on (settled, or something to tell). */
+  /** True when the wait moved on (settled, or something to tell). The
+   * core decides what the read becomes (`filedDecisionVerdict`, decision
+   * 0110): the owner's refusal; not applied and its execution ended — a
+   * decision never claimed can no longer be applied, a cancel has nothing
+   * left to do; the owner may never claim it (a conversation gone idle
+   * claims only what wakes it), so the filer is answered from the row now
+   * (docs/decisions/0086); applied — a resume's approval commit, a retry's
+   * reopen landed — a terminal row is how the execution ended after it, a
+   * later suspension is announced. */
   private judge(wait: RemoteWait, progress: DecisionProgress): boolean {
     const moved = progress.state !== wait.state;
     wait.state = progress.state;
-    if (progress.state === "refused") {
+    const row = progress.execution;
+    const verdict = this.settings.core.filedDecisionVerdict(filedDecisionFactsOf(wait.kind, progress.state, row, wait.announcedRevision)) as FiledFollowVerdict;
+    if (verdict === FiledFollowVerdict.SettleRefused) {
       this.settle(wait, () => settleWaiterWithError(wait.waiter, refusalOf(progress), this.settings));
       return true;
     }
-    // Not applied, and its execution ended: a decision never claimed can no
-    // longer be applied, a cancel has nothing left to do. The owner may never
-    // claim it (a conversation gone idle claims only what wakes it), so the
-    // filer is answered from the row now (docs/decisions/0086). A claimed
-    // decision may have landed unmarked: it waits for its owner.
-    const unapplied = wait.kind === "cancel" ? progress.state !== "applied" : wait.kind === "approval" && progress.state === "filed";
-    if (unapplied && progress.execution?.status === "terminal") {
-      const row = progress.execution;
-      this.settle(wait, () =>
-        wait.kind === "cancel"
-          ? settleTerminal(wait, row, this.settings)
-          : settleWaiterWithError(wait.waiter, refusalOfResume(wait.executionId, wait.approvalId, wait.agentId, row), this.settings),
-      );
-      return true;
+    if (progress.state === "applied" && moved) wait.applied?.();
+    switch (verdict) {
+      case FiledFollowVerdict.SettleEnded:
+        this.settle(wait, () => settleTerminal(wait, row, this.settings));
+        return true;
+      case FiledFollowVerdict.RefuseUnapplied:
+        this.settle(wait, () => settleWaiterWithError(wait.waiter, refusalOfResume(wait.executionId, wait.approvalId, wait.agentId, row!), this.settings));
+        return true;
+      case FiledFollowVerdict.AnnounceSuspended:
+        wait.announcedRevision = row!.revision;
+        emitToWaiter(
+          wait.waiter,
+          { type: "approval_required", executionId: wait.executionId, request: row!.approvalRequest as unknown as ApprovalRequest },
+          this.settings,
+        );
+        return true;
+      default:
+        // `Follow`; `None` cannot come of these facts: followed, as before.
+        return moved;
     }
-    if (progress.state !== "applied") return moved;
-    if (moved) wait.applied?.();
-    const row = progress.execution;
-    // Applied: a resume's approval commit, a retry's reopen landed — a
-    // terminal row is how the execution ended after it.
-    if (row === undefined || row.status === "terminal") {
-      this.settle(wait, () => settleTerminal(wait, row, this.settings));
-      return true;
-    }
-    if (row.status === "suspended" && row.revision > wait.announcedRevision) {
-      wait.announcedRevision = row.revision;
-      emitToWaiter(
-        wait.waiter,
-        { type: "approval_required", executionId: wait.executionId, request: row.approvalRequest as unknown as ApprovalRequest },
-        this.settings,
-      );
-      return true;
-    }
-    return moved;
   }
 
   private settle(wait: RemoteWait, how: () => void): void {

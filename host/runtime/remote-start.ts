@@ -25,6 +25,8 @@
 //   owner still runs them.
 
 import { randomUUID } from "node:crypto";
+import { FiledFollowVerdict } from "../../assembly/abi.js";
+import type { ControlCore } from "../core/control-core.js";
 import { PhronomyError, RuntimeShutdownError } from "../errors.js";
 import { capabilitiesOf } from "../store/capabilities.js";
 import { rebuildError, type TransferredError } from "../store/error-transfer.js";
@@ -32,6 +34,7 @@ import type { ExecutionRow, Json, StoredStep } from "../store/records.js";
 import type { FiledStart, FiledStartAnswer, StartFiling, StartProgress } from "../store/start-filing.js";
 import { startTiming } from "../store/start-timing.js";
 import { BackoffPoller } from "./backoff-poller.js";
+import { filedStartFollowFactsOf } from "./filed-follow.js";
 import { emitToWaiter, settleWaiterWithError, type DeliverySettings } from "./delivery.js";
 import { settleFromRow } from "./durable-outcome.js";
 import type { ApprovalRequest, ExecutionEvent, HandoffRequest } from "./events.js";
@@ -145,7 +148,7 @@ export class RemoteStarts {
 
   constructor(
     private readonly store: StartInboxStore,
-    private readonly settings: DeliverySettings,
+    private readonly settings: DeliverySettings & { readonly core: Pick<ControlCore, "filedStartFollowVerdict"> },
   ) {}
 
   /** The owner wrote (or refused) a start filed here (the store's
@@ -326,56 +329,54 @@ export class RemoteStarts {
       for (const event of eventsOf(follow, step)) emitToWaiter(follow.waiter, event, this.settings);
       moved = true;
     }
-    if (row !== undefined && follow.observer && (row.status === "terminal" || row.status === "suspended")) {
-      this.follows.delete(token);
-      settleFromRow(follow.waiter, follow.executionId, row, this.settings);
-      return true;
-    }
-    if (row !== undefined) {
-      if (row.status === "terminal") {
+    // The core decides what the read becomes (`filedStartFollowVerdict`,
+    // decision 0110).
+    const facts = filedStartFollowFactsOf(follow.observer, progress, follow.announcedRevision);
+    switch (this.settings.core.filedStartFollowVerdict(facts) as FiledFollowVerdict) {
+      case FiledFollowVerdict.SettleFromRow:
+        this.follows.delete(token);
+        settleFromRow(follow.waiter, follow.executionId, row, this.settings);
+        return true;
+      case FiledFollowVerdict.SettleEnded:
         this.follows.delete(token);
         startTiming.mark(follow.executionId, "noticed");
-        settleTerminal(follow, row, this.settings);
+        settleTerminal(follow, row!, this.settings);
         return true;
-      }
-      if (row.status === "suspended" && row.revision > follow.announcedRevision) {
-        follow.announcedRevision = row.revision;
+      case FiledFollowVerdict.AnnounceSuspended:
+        follow.announcedRevision = row!.revision;
         emitToWaiter(
           follow.waiter,
-          { type: "approval_required", executionId: follow.executionId, request: row.approvalRequest as unknown as ApprovalRequest },
+          { type: "approval_required", executionId: follow.executionId, request: row!.approvalRequest as unknown as ApprovalRequest },
           this.settings,
         );
         return true;
-      }
-      return moved;
-    }
-    if (progress.decisionState === "refused") {
-      this.follows.delete(token);
-      const record =
-        progress.decisionError === null
-          ? { code: "INTERNAL" as const, message: `the start of execution ${follow.executionId} was refused without a recorded error` }
-          : (JSON.parse(progress.decisionError) as TransferredError);
-      settleWaiterWithError(follow.waiter, rebuildError({ executionId: follow.executionId, agentId: follow.agentId, ...record }), this.settings);
-      return true;
-    }
-    if (progress.decisionState === undefined && !progress.queued) {
-      this.follows.delete(token);
-      if (follow.observer) {
-        settleFromRow(follow.waiter, follow.executionId, undefined, this.settings);
+      case FiledFollowVerdict.SettleRefused: {
+        this.follows.delete(token);
+        const record =
+          progress.decisionError === null
+            ? { code: "INTERNAL" as const, message: `the start of execution ${follow.executionId} was refused without a recorded error` }
+            : (JSON.parse(progress.decisionError) as TransferredError);
+        settleWaiterWithError(follow.waiter, rebuildError({ executionId: follow.executionId, agentId: follow.agentId, ...record }), this.settings);
         return true;
       }
-      settleWaiterWithError(
-        follow.waiter,
-        new PhronomyError("INVALID_INPUT", `execution ${follow.executionId} is neither in the store nor filed (purged?)`, {
-          executionId: follow.executionId,
-          agentId: follow.agentId,
-        }),
-        this.settings,
-      );
-      return true;
+      case FiledFollowVerdict.RefuseGone:
+        this.follows.delete(token);
+        settleWaiterWithError(
+          follow.waiter,
+          new PhronomyError("INVALID_INPUT", `execution ${follow.executionId} is neither in the store nor filed (purged?)`, {
+            executionId: follow.executionId,
+            agentId: follow.agentId,
+          }),
+          this.settings,
+        );
+        return true;
+      case FiledFollowVerdict.FollowFiled:
+        follow.waiter.knowExecutionId(follow.executionId);
+        return moved;
+      default:
+        // `Follow`; `None` cannot come of these facts: followed, as before.
+        return moved;
     }
-    follow.waiter.knowExecutionId(follow.executionId);
-    return moved;
   }
 }
 

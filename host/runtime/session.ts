@@ -7,7 +7,7 @@
 // built with, and it only proceeds when the core's effects say so.
 
 import { createHash, randomUUID } from "node:crypto";
-import { Limit, SessionEnding, SessionEventKind, ToolCallCount, TurnCallFact, TurnCallVerdict } from "../../assembly/abi.js";
+import { FailedAttemptFact, Limit, SessionEnding, SessionEventKind, ToolCallCount, TurnCallFact, TurnCallVerdict } from "../../assembly/abi.js";
 import type { ModelMessage } from "ai";
 import { callModel, type CallOverrides } from "../agent/model.js";
 import { assistantMessage, type ConversationMessage, type ModelTurn, type ToolCall, type ToolResult } from "../agent/messages.js";
@@ -60,6 +60,9 @@ export interface SessionHost {
   /** What becomes of one call of a model turn: the core's answer
    * (`ControlCore.turnCallVerdict`, docs/decisions/0087). */
   turnCallVerdict(facts: number): number;
+  /** What comes of a failed attempt of a model call or a tool: the core's
+   * answer (`ControlCore.failedAttemptVerdict`, docs/decisions/0110). */
+  failedAttemptVerdict(facts: number, number: number, maxRetries: number): number;
 }
 
 export interface SessionSettings {
@@ -376,8 +379,10 @@ export class Session {
       let deltas = 0;
       const hooks = {
         signal: this.abort.signal,
-        // A stream that already showed text is not started again.
-        retryable: (error: unknown) => deltas === 0 && isTransientModelError(error),
+        core: this.host,
+        // Retried when transient, unless its stream showed text already:
+        // the core decides (`failedAttemptVerdict`, decision 0110).
+        factsOf: (error: unknown) => (isTransientModelError(error) ? FailedAttemptFact.Transient : 0) | (deltas > 0 ? FailedAttemptFact.Streamed : 0),
         delayHint: (error: unknown) => retryAfterMsOf(error),
         onRetry: (failure: FailedAttempt) => this.host.post(() => this.modelAttemptFailed(callId, failure)),
       };
@@ -862,7 +867,10 @@ export class Session {
       const signal = this.abort.signal;
       const hooks = {
         signal,
-        retryable: (error: unknown) => !(error instanceof PhronomyError),
+        core: this.host,
+        // A tool's throw is retried unless it is a PhronomyError: the core
+        // decides (`failedAttemptVerdict`, decision 0110).
+        factsOf: (error: unknown) => FailedAttemptFact.Tool | (error instanceof PhronomyError ? FailedAttemptFact.PhronomyError : 0),
         onRetry: (failure: FailedAttempt) => this.host.post(() => this.toolAttemptFailed(call, failure)),
       };
       const output = await withRetries(

@@ -4,8 +4,9 @@
 // queue (`queuedRunVerdict`), a schedule's firing (`scheduleFiringVerdict`),
 // a parent's child (`childStartVerdict`), a start filed for this process
 // (`filedStartVerdict`), a keyed start's inner Run (`keyedStartVerdict`,
-// docs/decisions/0102). A translation only: whether the
-// start is made again, kept, settled or told as a failure is the core's.
+// docs/decisions/0102), a refused enqueue (`enqueueRefusalVerdict`, 0110). A
+// translation only: whether the start is made again, kept, settled or told
+// as a failure is the core's.
 
 import { StartAnswer } from "../../assembly/abi.js";
 import { PhronomyError } from "../errors.js";

@@ -1,11 +1,20 @@
 // The retry policy on its own: which errors are transient, Retry-After in
 // its three forms, exponential backoff with jitter and its bounds, the
-// attempts reported and listed, and an abort ending the wait at once.
+// attempts reported and listed, and an abort ending the wait at once
+// (what comes of each failed attempt is the core's: test/core/failed-attempt).
 
 import { APICallError } from "ai";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
+import { FailedAttemptFact } from "../../assembly/abi.js";
+import { ControlCore } from "../../host/core/control-core.js";
+import { loadCoreModule } from "../../host/core/load-core.js";
 import { ModelFailedError, ModelRetriesExhaustedError, InvalidInputError, type FailedAttempt } from "../../host/errors.js";
 import { delayFor, isTransientModelError, modelRetriesExhausted, retryAfterMsOf, withRetries } from "../../host/agent/retries.js";
+
+let core: ControlCore;
+beforeAll(async () => {
+  core = new ControlCore(await loadCoreModule("debug"), { agentsMax: 1, executionsMax: 1 });
+});
 
 function apiError(statusCode: number | undefined, headers: Record<string, string> = {}): APICallError {
   return new APICallError({
@@ -59,7 +68,8 @@ describe("backoff", () => {
       { maxRetries: 2, initialDelayMs: 1 },
       {
         signal: new AbortController().signal,
-        retryable: () => true,
+        core,
+        factsOf: () => FailedAttemptFact.Transient,
         onRetry: (attempt) => reported.push(attempt),
         random: () => 0,
       },
@@ -86,7 +96,8 @@ describe("backoff", () => {
       { maxRetries: 5, initialDelayMs: 60_000 },
       {
         signal: controller.signal,
-        retryable: () => true,
+        core,
+        factsOf: () => FailedAttemptFact.Transient,
         onRetry: () => controller.abort(reason),
         random: () => 0,
       },

@@ -9,14 +9,22 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
+  CancelAnswer,
+  CancelRoundFact,
   ChildFact,
   ClaimAnswer,
   ClaimFact,
   DueFireFact,
+  DurableWatchFact,
+  EnqueueRefusalFact,
+  FailedAttemptFact,
+  FiledDecisionFact,
   FiledStartFact,
+  FiledStartFollowFact,
   FiledStartVerdict,
   KeyedStartFact,
   Limit,
+  ObservedRowFact,
   ReplaceFact,
   ScheduleFact,
   ScheduleFiringFact,
@@ -28,6 +36,10 @@ import {
 import { ControlCore } from "../../host/core/control-core.js";
 import { loadCoreModule, type CoreBuild } from "../../host/core/load-core.js";
 import { queuedRunVerdictFor } from "../model/reference-conversations.js";
+import { cancelRoundVerdictFor, enqueueRefusalVerdictFor } from "../model/reference-enqueue-cancel.js";
+import { filedDecisionVerdictFor, filedStartFollowVerdictFor } from "../model/reference-filed-follow.js";
+import { durableWatchVerdictFor, observedRowVerdictFor } from "../model/reference-observed-row.js";
+import { failedAttemptVerdictFor } from "../model/reference-failed-attempt.js";
 import {
   childStartVerdictFor,
   claimedDecisionVerdictFor,
@@ -128,6 +140,42 @@ for (const build of ["debug", "release"] as const) {
             expect(core.claimedStartVerdict(fate, claim)).toBe(claimedStartVerdictFor(fate, claim));
           },
         ),
+        { seed, numRuns: runs },
+      );
+    });
+
+    it(`answers a refused enqueue, a cancel by id's round, a filer's read of what it filed and a wait on a row as the model does (seed ${seed})`, async () => {
+      const core = await coreOf(build);
+      fc.assert(
+        fc.property(
+          argument(StartAnswer.End),
+          argument(EnqueueRefusalFact.End),
+          argument(CancelAnswer.End),
+          argument(CancelRoundFact.End),
+          argument(Limit.CancelRoundsMax),
+          argument(FiledDecisionFact.End),
+          argument(FiledStartFollowFact.End),
+          argument(ObservedRowFact.End),
+          argument(DurableWatchFact.End),
+          (answer, enqueue, cancel, facts, round, decision, start, observed, watch) => {
+            expect(core.enqueueRefusalVerdict(answer, enqueue)).toBe(enqueueRefusalVerdictFor(answer, enqueue));
+            expect(core.cancelRoundVerdict(cancel, facts, round)).toBe(cancelRoundVerdictFor(cancel, facts, round));
+            expect(core.filedDecisionVerdict(decision)).toBe(filedDecisionVerdictFor(decision));
+            expect(core.filedStartFollowVerdict(start)).toBe(filedStartFollowVerdictFor(start));
+            expect(core.observedRowVerdict(observed)).toBe(observedRowVerdictFor(observed));
+            expect(core.durableWatchVerdict(watch)).toBe(durableWatchVerdictFor(watch));
+          },
+        ),
+        { seed, numRuns: runs },
+      );
+    });
+
+    it(`answers what comes of a failed attempt as the model does (seed ${seed})`, async () => {
+      const core = await coreOf(build);
+      fc.assert(
+        fc.property(argument(FailedAttemptFact.End), argument(12), argument(11), (facts, number, maxRetries) => {
+          expect(core.failedAttemptVerdict(facts, number, maxRetries)).toBe(failedAttemptVerdictFor(facts, number, maxRetries));
+        }),
         { seed, numRuns: runs },
       );
     });
