@@ -18,7 +18,7 @@
 //   * approvals (a child process): 10,000 conversations suspended for
 //     approval (suspends/s), RSS after GC with them all suspended (beside
 //     the RSS of a bare `node` started in the same round, and of the child
-//     before it started any), then every one approved and run to its end
+//     before it started any) and again at rest, 15 s later (decision 0109), then every one approved and run to its end
 //     (resumes/s);
 //   * kill -9: a child with 100 runs in flight (each in its tool) is killed;
 //     a new process opens the store, recovers the 100 and runs 900 more
@@ -63,7 +63,7 @@ import { resolveTools } from "../host/agent/tools.js";
 import { Phronomy, tool, type DefinedAgent, type Environment } from "../host/index.js";
 import type { SqliteStore } from "../host/store/sqlite-store.js";
 import type { SynchronousMode } from "../host/store/sqlite/schema.js";
-import { memoryAfterGc } from "./memory.js";
+import { memoryAfterGc, memoryAtRest, restMs } from "./memory.js";
 import { measureRawFloor } from "./store/floor.js";
 import { waitsChild } from "./e2e/waits.js";
 import { agentRunModel, defineRefunds, lookup, percentile, suspendConversations, type SuspendedConversation } from "./e2e/workload.js";
@@ -263,8 +263,7 @@ async function approvalsChild(directory: Where): Promise<void> {
   const suspendCpuMicros = cpuMicrosSince(suspendCpu) / SUSPENDED;
   const suspendOps = (operations(env) - startOps) / SUSPENDED;
   const suspended = gcRss();
-  await new Promise((resolve) => setTimeout(resolve, 2000)); // V8 gives back what the burst grew
-  const settled = gcRss();
+  const settled = await memoryAtRest(); // V8 gives back what the burst grew (decision 0109)
   const resumeOps0 = operations(env);
   const resumedAt = performance.now();
   const resumeCpu = process.cpuUsage();
@@ -518,6 +517,7 @@ function phronomyColumns(rounds: readonly Round[], postgres: readonly PostgresRo
     suspends: list.flatMap((round) => (round.approvals ? [round.approvals.suspendsPerSecond] : [])),
     resumes: list.flatMap((round) => (round.approvals ? [round.approvals.resumesPerSecond] : [])),
     rssSuspended: list.flatMap((round) => (round.approvals ? [round.approvals.rssSuspended] : [])),
+    rssAtRest: list.flatMap((round) => (round.approvals ? [round.approvals.rssSettled] : [])),
     crashSeconds: list.flatMap((round) => (round.crash ? [round.crash.seconds] : [])),
   });
   const columns: PhronomyColumn[] = [
@@ -689,7 +689,7 @@ function table(rounds: readonly Round[]): void {
       )} KB each`,
     ]);
     rows.push([
-      "  … 2 s later (after GC)",
+      `  … at rest, ${restMs / 1000} s later (after GC)`,
       range(approvals.map((a) => a.rssSettled)),
       "",
       `+${range(

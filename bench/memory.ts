@@ -33,3 +33,20 @@ export function memoryAfterGc(): NodeJS.MemoryUsage & { rssRightAfterGc: number 
   }
   return { ...process.memoryUsage(), rss: last, rssRightAfterGc };
 }
+
+/** How long a process stays idle before its RSS is read "at rest"
+ * (decision 0109). The young generation that a burst grew (16 MiB per
+ * semi-space, 32 MiB resident) shrinks at a memory-reducing GC: V8's
+ * memory reducer runs one once the process has been idle some 8 s after
+ * its last full GC. Measured after 10,000 suspensions: a full GC 2 s or 6 s
+ * after the burst kept it, 10 s and 12 s after it was given back; 15 s
+ * leaves a margin on a loaded machine. */
+export const restMs = 15_000;
+
+/** `memoryAfterGc()` after `restMs` with nothing to do: the RSS of a
+ * process holding what it holds, at rest. The event loop turns meanwhile
+ * (whatever the measured program does when idle, it does). */
+export async function memoryAtRest(): Promise<ReturnType<typeof memoryAfterGc>> {
+  await new Promise((resolve) => setTimeout(resolve, restMs));
+  return memoryAfterGc();
+}

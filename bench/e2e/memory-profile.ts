@@ -9,7 +9,9 @@
 //   4. BENCH_SUSPENDED (default 10,000) more conversations suspended for
 //      approval, as `npm run bench`'s approvals section suspends them (all
 //      started at once on SQLite), right after the last suspension;
-//   5. the same, 2 s later (V8 gives back what the burst grew).
+//   5. the same, 2 s later (V8 keeps what the burst grew: its young
+//      generation shrinks only at rest, decision 0109; BENCH_LATER_S adds a
+//      point after that).
 //
 // For each: RSS as the GC returned and once the pages it freed were given
 // back (bench/memory.ts), `process.memoryUsage()`, V8's spaces (committed), and
@@ -25,6 +27,14 @@
 //   BENCH_OFFLOAD=inline npm run bench:memory      (no store worker)
 //   BENCH_IN_FLIGHT=100 npm run bench:memory       (100 at a time)
 //   BENCH_MAPS=1 npm run bench:memory              (the files resident, by file)
+//   BENCH_WORKER_HEAP=1 npm run bench:memory       (the store worker's V8 spaces too)
+//   BENCH_LATER_S=10 npm run bench:memory          (one more point, 10 s after the last)
+//
+// BENCH_WORKER_HEAP reads the store worker's isolate through the inspector
+// (`NodeWorker` domain: a `Runtime.evaluate` in the worker after two GCs
+// there), since the package does not expose its worker. The inspector's
+// sessions cost memory of their own (a few hundred KB in the worker), so
+// the RSS figures of a run without it are the ones to quote.
 //
 // Runs on the compiled package (scripts/bench-compiled.mjs).
 
@@ -32,6 +42,7 @@ import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Session } from "node:inspector";
 import { getHeapSpaceStatistics } from "node:v8";
 import { memoryAfterGc } from "../memory.js";
 
@@ -42,6 +53,57 @@ const OFFLOAD = process.env.BENCH_OFFLOAD;
 const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? SUSPENDED);
 
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
+
+/** The store worker's V8 spaces (committed), read through the inspector. */
+class WorkerHeapProbe {
+  private readonly session = new Session();
+  private workerSession: string | undefined;
+  private nextId = 1;
+  private readonly replies = new Map<number, (value: unknown) => void>();
+
+  constructor() {
+    this.session.connect();
+    this.session.on("NodeWorker.attachedToWorker", (message: { params: { sessionId: string } }) => {
+      this.workerSession ??= message.params.sessionId;
+    });
+    this.session.on("NodeWorker.receivedMessageFromWorker", (message: { params: { message: string } }) => {
+      const reply = JSON.parse(message.params.message) as { id?: number; result?: { result?: { value?: unknown } } };
+      if (reply.id !== undefined) this.replies.get(reply.id)?.(reply.result?.result?.value);
+    });
+  }
+
+  private post(method: string, params: object): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.session.post(method, params, (error, result) => (error ? reject(error) : resolve(result)));
+    });
+  }
+
+  async attach(): Promise<void> {
+    await this.post("NodeWorker.enable", { waitForDebuggerOnStart: false });
+    for (let i = 0; i < 100 && this.workerSession === undefined; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+
+  /** The worker's spaces after two GCs there; undefined with no worker. */
+  async spaces(): Promise<Record<string, number> | undefined> {
+    if (this.workerSession === undefined) return undefined;
+    const id = this.nextId++;
+    const expression =
+      'globalThis.gc?.(); globalThis.gc?.(); JSON.stringify(Object.fromEntries(process.getBuiltinModule("v8").getHeapSpaceStatistics().map((s) => [s.space_name, s.space_size])))';
+    const value = new Promise<unknown>((resolve) => this.replies.set(id, resolve));
+    await this.post("NodeWorker.sendMessageToWorker", {
+      sessionId: this.workerSession,
+      message: JSON.stringify({ id, method: "Runtime.evaluate", params: { expression, returnByValue: true } }),
+    });
+    // The store worker does not hold the event loop open (it is unref'd):
+    // a timer does while the reply travels.
+    const keepAlive = setInterval(() => undefined, 1000);
+    const text = await value;
+    clearInterval(keepAlive);
+    this.replies.delete(id);
+    return typeof text === "string" ? (JSON.parse(text) as Record<string, number>) : undefined;
+  }
+}
+const workerProbe = process.env.BENCH_WORKER_HEAP ? new WorkerHeapProbe() : undefined;
 
 interface Smaps {
   /** File-backed pages resident: the binary, shared libraries, the core's file. */
@@ -92,7 +154,11 @@ function smaps(): Smaps | undefined {
     result.rss += m.rss;
     if (kind === "files") byFile.set(m.name, (byFile.get(m.name) ?? 0) + m.rss);
   }
-  if (process.env.BENCH_MAPS) for (const [name, rss] of [...byFile].sort((a, b) => b[1] - a[1]).slice(0, 8)) console.log(`    ${mib(rss)} ${name}`);
+  if (process.env.BENCH_MAPS) {
+    for (const [name, rss] of [...byFile].sort((a, b) => b[1] - a[1]).slice(0, 8)) console.log(`    ${mib(rss)} ${name}`);
+    const arenas = mappings.filter((m) => m.inode === "0" && (m.name === "[heap]" || (m.start % 2 ** 26 === 0 && m.end - m.start <= 2 ** 26)));
+    console.log(`    glibc arenas resident: ${arenas.map((m) => `${m.name === "[heap]" ? "[heap] " : ""}${mib(m.rss)}`).join(", ")}`);
+  }
   return result;
 }
 
@@ -102,15 +168,18 @@ interface Point {
   rightAfterGc: number;
   usage: NodeJS.MemoryUsage;
   spaces: Record<string, number>;
+  /** The store worker's spaces, with BENCH_WORKER_HEAP. */
+  workerSpaces: Record<string, number> | undefined;
   maps: Smaps | undefined;
 }
 
-function point(label: string): Point {
+async function point(label: string): Promise<Point> {
   if ((globalThis as { gc?: () => void }).gc === undefined) throw new Error("run with --expose-gc (npm run bench:memory does)");
+  const workerSpaces = await workerProbe?.spaces();
   const usage = memoryAfterGc();
   const spaces: Record<string, number> = {};
   for (const space of getHeapSpaceStatistics()) spaces[space.space_name] = space.space_size;
-  return { label, rightAfterGc: usage.rssRightAfterGc, usage, spaces, maps: smaps() };
+  return { label, rightAfterGc: usage.rssRightAfterGc, usage, spaces, workerSpaces, maps: smaps() };
 }
 
 function print(points: readonly Point[]): void {
@@ -126,16 +195,24 @@ function print(points: readonly Point[]): void {
     ["main heap committed", ...points.map((p) => mib(p.usage.heapTotal))],
   ];
   for (const space of Object.keys(points[0]!.spaces)) rows.push([`  ${space}`, ...points.map((p) => mib(p.spaces[space] ?? 0))]);
+  if (points.some((p) => p.workerSpaces !== undefined)) {
+    const total = (spaces: Record<string, number> | undefined) => (spaces ? mib(Object.values(spaces).reduce((a, b) => a + b, 0)) : "–");
+    rows.push(["store worker heap committed", ...points.map((p) => total(p.workerSpaces))]);
+    for (const space of Object.keys(points[0]!.spaces)) {
+      if (points.some((p) => (p.workerSpaces?.[space] ?? 0) > 0))
+        rows.push([`  ${space}`, ...points.map((p) => (p.workerSpaces ? mib(p.workerSpaces[space] ?? 0) : "–"))]);
+    }
+  }
   rows.push(["external", ...points.map((p) => mib(p.usage.external))], ["  array buffers", ...points.map((p) => mib(p.usage.arrayBuffers))]);
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
   for (const row of rows) console.log(`  ${row.map((cell, column) => (column === 0 ? cell.padEnd(widths[0]!) : cell.padStart(widths[column]!))).join(" | ")}`);
   console.log("  (MiB; every point after two full GCs)");
 }
 
-const points: Point[] = [point("node")];
+const points: Point[] = [await point("node")];
 const { Phronomy } = await import("../../host/index.js");
 const { defineRefunds, suspendConversations } = await import("./workload.js");
-points.push(point("import"));
+points.push(await point("import"));
 const directory = await mkdtemp(join(tmpdir(), "phronomy-memory-"));
 try {
   const env = await Phronomy.open({
@@ -156,7 +233,8 @@ try {
       .result.catch(() => undefined);
   });
   await new Promise((resolve) => setTimeout(resolve, 1000));
-  points.push(point("opened"));
+  await workerProbe?.attach();
+  points.push(await point("opened"));
   const began = performance.now();
   let peak = { rss: 0, heapTotal: 0, heapUsed: 0 };
   const sampler = setInterval(() => {
@@ -169,9 +247,14 @@ try {
   console.log(
     `  peak during the suspends (sampled every 20 ms): RSS ${mib(peak.rss)}, main heap ${mib(peak.heapUsed)} used of ${mib(peak.heapTotal)} committed`,
   );
-  points.push(point(`${SUSPENDED} suspended`));
+  points.push(await point(`${SUSPENDED} suspended`));
   await new Promise((resolve) => setTimeout(resolve, 2000));
-  points.push(point("2 s later"));
+  points.push(await point("2 s later"));
+  const later = Number(process.env.BENCH_LATER_S ?? 0);
+  if (later > 0) {
+    await new Promise((resolve) => setTimeout(resolve, later * 1000));
+    points.push(await point(`${later + 2} s later`));
+  }
   console.log(
     `bench/e2e/memory-profile — ${SUSPENDED} suspended in ${seconds.toFixed(1)} s (${(SUSPENDED / seconds).toFixed(0)}/s, ${IN_FLIGHT} at a time), offload ${OFFLOAD ?? "adaptive"}, node ${process.version}`,
   );

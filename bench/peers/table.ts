@@ -4,6 +4,7 @@
 // Phronomy by the peer, RSS and seconds the peer by Phronomy).
 
 import { type PeerName, type PeerResults, type PeerRound, peerTitles } from "./run.js";
+import { restMs } from "../memory.js";
 import { CRASH_TOTAL, SUSPENDED } from "./workload.js";
 
 /** Phronomy's figures for one store, a value per round. */
@@ -16,6 +17,8 @@ export interface PhronomyColumn {
   readonly suspends: readonly number[];
   readonly resumes: readonly number[];
   readonly rssSuspended: readonly number[];
+  /** The same, at rest (bench/memory.ts `memoryAtRest`). */
+  readonly rssAtRest: readonly number[];
   readonly crashSeconds: readonly number[];
 }
 
@@ -45,6 +48,13 @@ const measures: readonly Measure[] = [
     // Restate keeps them in its server: the server's RSS.
     peer: (r) => r.approvals?.serverRssSuspended ?? r.approvals?.rssSuspended,
     phronomy: (c) => c.rssSuspended,
+  },
+  {
+    name: `… at rest, ${restMs / 1000} s later`,
+    higherIsBetter: false,
+    digits: 0,
+    peer: (r) => r.approvals?.serverRssAtRest ?? r.approvals?.rssAtRest,
+    phronomy: (c) => c.rssAtRest,
   },
   {
     name: `kill -9 at 100 in flight → all ${CRASH_TOTAL.toLocaleString("en-US")} done, s`,

@@ -8,7 +8,7 @@
 // No peer package is imported here: bench/peers/run.ts loads this file
 // before the peers are installed.
 
-import { memoryAfterGc } from "../memory.js";
+import { memoryAfterGc, memoryAtRest } from "../memory.js";
 
 /** Runs in flight in the concurrent loop, and at once in the approval
  * bursts and the restart. */
@@ -191,6 +191,10 @@ export interface Approvals {
   readonly rssSuspended: number;
   readonly rssOpened: number;
   readonly serverRssSuspended?: number;
+  /** The same, once the process stayed idle `restMs` (bench/memory.ts):
+   * what the burst grew and the runtime gives back when idle, given back. */
+  readonly rssAtRest: number;
+  readonly serverRssAtRest?: number;
 }
 
 /** SUSPENDED conversations suspended for approval (APPROVALS_IN_FLIGHT at a time;
@@ -209,10 +213,20 @@ export async function measureApprovals(
   const suspendsPerSecond = SUSPENDED / ((performance.now() - began) / 1000);
   const rssSuspended = gcRssMb();
   const serverRssSuspended = serverRss?.();
+  const rssAtRest = (await memoryAtRest()).rss / 2 ** 20;
+  const serverRssAtRest = serverRss?.();
   began = performance.now();
   await pool(SUSPENDED, APPROVALS_IN_FLIGHT, (index) => resume(`user-${index}`));
   const resumesPerSecond = SUSPENDED / ((performance.now() - began) / 1000);
-  return { suspendsPerSecond, resumesPerSecond, rssSuspended, rssOpened, ...(serverRssSuspended === undefined ? {} : { serverRssSuspended }) };
+  return {
+    suspendsPerSecond,
+    resumesPerSecond,
+    rssSuspended,
+    rssOpened,
+    rssAtRest,
+    ...(serverRssSuspended === undefined ? {} : { serverRssSuspended }),
+    ...(serverRssAtRest === undefined ? {} : { serverRssAtRest }),
+  };
 }
 
 export interface Restart {
