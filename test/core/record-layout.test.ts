@@ -33,7 +33,14 @@ import { describeDecisions, effect } from "./driver.js";
 
 plainIt("every value folded into a record fits the bits it is given", () => {
   const nibble = Nibble.LowMask + 1;
-  for (const end of [AdmissionStateLimit.End, ConversationPhaseLimit.End, RecoveryCauseLimit.End, HoldCauseLimit.End, ExecutionStatusLimit.End, PhaseLimit.End]) {
+  for (const end of [
+    AdmissionStateLimit.End,
+    ConversationPhaseLimit.End,
+    RecoveryCauseLimit.End,
+    HoldCauseLimit.End,
+    ExecutionStatusLimit.End,
+    PhaseLimit.End,
+  ]) {
     expect(end).toBeLessThanOrEqual(nibble);
   }
   expect(AgentLifecycle.Closed).toBeLessThan(nibble);
