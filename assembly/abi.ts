@@ -1487,6 +1487,7 @@ export const enum ExecutionBits {
   WaitersMask = 8191,
   /** The operations in flight: the 11 bits above the waiters. */
   InFlightShift = 13,
+  InFlightMask = 2047,
   /** Where the byte after a 24-bit field sits in its word. */
   HighByteShift = 24,
 }

@@ -68,18 +68,20 @@ export function executionSlotsUsed(): u32 {
 @inline export function executionWaiters(slot: u32): u32 {
   return lowWord(slot, ExecutionRecord.WaitersInFlight) & ExecutionBits.WaitersMask;
 }
-/** `value` ≤ `Limit.WaitersMax` (the caller refused more). */
+/** `value` ≤ `Limit.WaitersMax` (the caller refused more); masked all the
+ * same, so a count never reaches the bits beside it. */
 @inline export function setExecutionWaiters(slot: u32, value: u32): void {
   const kept = lowWord(slot, ExecutionRecord.WaitersInFlight) & ~(<u32>ExecutionBits.WaitersMask);
-  setLowWord(slot, ExecutionRecord.WaitersInFlight, kept | value);
+  setLowWord(slot, ExecutionRecord.WaitersInFlight, kept | (value & ExecutionBits.WaitersMask));
 }
 @inline export function executionInFlight(slot: u32): u32 {
   return lowWord(slot, ExecutionRecord.WaitersInFlight) >>> ExecutionBits.InFlightShift;
 }
-/** `value` ≤ `Limit.InFlightMax` (the caller refused more). */
+/** `value` ≤ `Limit.InFlightMax` (the caller refused more, and an
+ * underflow); masked all the same. */
 @inline export function setExecutionInFlight(slot: u32, value: u32): void {
   const kept = lowWord(slot, ExecutionRecord.WaitersInFlight) & ExecutionBits.WaitersMask;
-  setLowWord(slot, ExecutionRecord.WaitersInFlight, kept | (value << ExecutionBits.InFlightShift));
+  setLowWord(slot, ExecutionRecord.WaitersInFlight, kept | ((value & ExecutionBits.InFlightMask) << ExecutionBits.InFlightShift));
 }
 @inline export function executionStatus(slot: u32): u32 {
   return statusPhase(slot) & Nibble.LowMask;

@@ -45,7 +45,8 @@ plainIt("every value folded into a record fits the bits it is given", () => {
   }
   expect(AgentLifecycle.Closed).toBeLessThan(nibble);
   expect(Limit.WaitersMax).toBeLessThanOrEqual(ExecutionBits.WaitersMask);
-  expect(Limit.InFlightMax).toBeLessThanOrEqual(ExecutionBits.Low24 >>> ExecutionBits.InFlightShift);
+  expect(Limit.InFlightMax).toBeLessThanOrEqual(ExecutionBits.InFlightMask);
+  expect(ExecutionBits.InFlightMask).toBe(ExecutionBits.Low24 >>> ExecutionBits.InFlightShift);
   // The largest agent slot + 1 an execution record keeps is the ceiling.
   expect(Limit.AgentsMaxCeiling).toBeLessThanOrEqual(ExecutionBits.Low24);
   expect([AgentRecord.Size, ExecutionRecord.Size]).toEqual([24, 20]);
